@@ -1,0 +1,78 @@
+// NVRTC front end: template source + instantiations + arch -> cubin, with an in-memory cache and
+// a thread pool. A cubin does not depend on M, N, K, so one compile serves every problem a
+// config is valid for.
+#pragma once
+#include <cstdint>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "ktune/config.h"
+#include "ktune/family.h"
+#include "ktune/problem.h"
+
+namespace ktune {
+
+struct CompileRequest {
+  std::string source;      // the template file's text
+  std::string source_name; // for messages and the NVRTC program name, e.g. "gemm/gemm_simt.cu"
+  std::vector<std::string> name_expressions;
+  std::string arch; // sm_80, sm_86, sm_89, sm_90, sm_90a
+  std::vector<std::string> options; // beyond the defaults (-std=c++17, -arch, -lineinfo)
+  std::string context; // "family gemm_simt config {...} problem ..." for error messages
+
+  // Everything that changes the cubin: source, headers, instantiations, options, arch, NVRTC.
+  std::string cache_key() const;
+};
+
+struct CompiledKernel {
+  std::vector<char> cubin;
+  std::string log;
+  std::vector<std::string> lowered_names; // same order as name_expressions
+  double compile_seconds = 0; // 0 when served from the cache
+  bool from_cache = false;
+  std::string cache_key;
+};
+
+// The request that compiles config c of family f for problem p (its layout picks the
+// instantiation) on arch. Throws UsageError when c is not a valid point of f for p on arch.
+CompileRequest compile_request(const Family& f, const Config& c, const GemmProblem& p, const std::string& arch);
+
+// Hash of a template source together with every embedded header it may include: two results
+// with the same template hash came from the same kernel code.
+std::string template_hash(const std::string& source);
+
+class ThreadPool;
+
+// Thread-safe. compile() blocks; compile_async() queues on the pool (threads = 0: all cores).
+class Compiler {
+ public:
+  explicit Compiler(unsigned threads = 0);
+  ~Compiler();
+  Compiler(const Compiler&) = delete;
+  Compiler& operator=(const Compiler&) = delete;
+
+  // Throws CompileError (with the NVRTC log and req.context) when NVRTC rejects the source, Error
+  // for any other NVRTC failure.
+  std::shared_ptr<const CompiledKernel> compile(const CompileRequest& req);
+  std::future<std::shared_ptr<const CompiledKernel>> compile_async(CompileRequest req);
+
+  unsigned threads() const;
+  size_t cache_hits() const;
+  size_t cache_size() const;
+
+  static std::string nvrtc_version(); // "13.0"
+
+ private:
+  std::shared_ptr<const CompiledKernel> compile_uncached(const CompileRequest& req, const std::string& key);
+
+  std::unique_ptr<ThreadPool> pool_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<const CompiledKernel>> cache_;
+  size_t hits_ = 0;
+};
+
+} // namespace ktune

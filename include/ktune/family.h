@@ -1,0 +1,131 @@
+// A kernel family: a template source plus its descriptor (parameters and domains, constraints,
+// kernel instantiations, launch geometry). Built-in families are declared with this same API,
+// next to their templates in kernel_templates/; a user declares their own the same way.
+//
+//   Family f("my_gemm", "gemm/my_gemm.cu");
+//   f.param("BM", {64, 128}).param("BK", {8, 16})
+//    .restrict("tile fits shared memory", {"BM", "BK"},
+//              [](const Config& c, const GemmProblem&, const DeviceInfo& d) { ... })
+//    .kernels([](const Config& c, const GemmProblem& p) { return std::vector<std::string>{...}; })
+//    .launch([](const Config& c, const GemmProblem& p) { return LaunchPlan{...}; });
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ktune/config.h"
+#include "ktune/device.h"
+#include "ktune/problem.h"
+
+namespace ktune {
+
+struct LaunchStep {
+  int kernel = 0; // index into the family's kernel name expressions
+  unsigned grid[3] = {1, 1, 1};
+  unsigned block[3] = {1, 1, 1};
+  unsigned dynamic_smem = 0;
+};
+
+struct LaunchPlan {
+  std::vector<LaunchStep> steps;
+  size_t workspace_bytes = 0; // scratch device memory the steps share (split-K partial sums)
+};
+
+// Narrows domains without recompiling: {"family": "gemm_simt", "domains": {"BK": [8, 16]}}.
+// Values outside a parameter's declared domain are an error, so a typo cannot widen the space.
+struct SpaceRestriction {
+  std::string family;
+  std::map<std::string, std::vector<int>> domains;
+  static SpaceRestriction from_json_file(const std::string& path); // throws UsageError
+  static SpaceRestriction from_json(const std::string& text, const std::string& origin);
+};
+
+class Family {
+ public:
+  using Predicate = std::function<bool(const Config&, const GemmProblem&, const DeviceInfo&)>;
+  using KernelsFn = std::function<std::vector<std::string>(const Config&, const GemmProblem&)>;
+  using LaunchFn = std::function<LaunchPlan(const Config&, const GemmProblem&)>;
+
+  struct Param {
+    std::string name;
+    std::vector<int> values;
+    std::string about;
+  };
+  struct Constraint {
+    std::string why;
+    std::vector<std::string> reads; // parameters the predicate reads; checked once all are bound
+    Predicate pred;
+    size_t depth = 0; // index of the last parameter in reads (set by restrict)
+  };
+
+  Family(std::string name, std::string source_path);
+
+  // Declaration (builder). Order of param() calls is the enumeration order: put the parameters
+  // that constraints prune most first.
+  Family& param(const std::string& name, std::vector<int> values, std::string about = {});
+  Family& restrict(std::string why, std::vector<std::string> reads, Predicate pred);
+  Family& kernels(KernelsFn fn);
+  Family& launch(LaunchFn fn);
+  Family& min_arch(int arch) { min_arch_ = arch; return *this; }
+  Family& dtypes(std::vector<DType> d) { dtypes_ = std::move(d); return *this; }
+  Family& describe(std::string about) { about_ = std::move(about); return *this; }
+  // Source text for a family whose template is not embedded in the library (a user's kernel);
+  // it may #include the embedded headers (e.g. "gemm_common.cuh").
+  Family& source_text(std::string text) { source_text_ = std::move(text); return *this; }
+
+  const std::string& name() const { return name_; }
+  const std::string& source_path() const { return source_path_; }
+  const std::string& about() const { return about_; }
+  // The template source: source_text() if set, else the embedded file at source_path().
+  std::string source() const;
+  const std::vector<Param>& params() const { return params_; }
+  const std::vector<Constraint>& constraints() const { return constraints_; }
+  int min_arch() const { return min_arch_; }
+
+  // The same values in the declared parameter order (the canonical form hashes depend on);
+  // throws UsageError on an unknown or missing parameter.
+  Config canonical(const Config& c) const;
+
+  // Empty when valid; otherwise the "why" of every broken constraint (and unknown parameters,
+  // values outside a domain, a dtype or arch the family does not support).
+  std::vector<std::string> violations(const Config& c, const GemmProblem& p, const DeviceInfo& d) const;
+  bool valid(const Config& c, const GemmProblem& p, const DeviceInfo& d) const { return violations(c, p, d).empty(); }
+
+  // Depth-first walk of the valid configs in declaration order, pruning a branch as soon as a
+  // constraint whose parameters are all bound fails. visit returns false to stop early.
+  void enumerate(const GemmProblem& p, const DeviceInfo& d, const std::function<bool(const Config&)>& visit) const;
+  uint64_t count(const GemmProblem& p, const DeviceInfo& d) const;
+  // n distinct valid configs drawn uniformly at random (fewer if the space is smaller); the same
+  // seed gives the same sample.
+  std::vector<Config> sample(const GemmProblem& p, const DeviceInfo& d, size_t n, uint64_t seed) const;
+
+  // Instantiations and geometry for a valid config. kernel_names()[i] is a C++ name expression
+  // NVRTC resolves, e.g. "gemm_simt<128,128,8,...>".
+  std::vector<std::string> kernel_names(const Config& c, const GemmProblem& p) const;
+  LaunchPlan launch_plan(const Config& c, const GemmProblem& p) const;
+
+  // A copy whose domains are intersected with r's; throws UsageError on a family-name mismatch,
+  // an unknown parameter, or a value the family never declared.
+  Family restricted(const SpaceRestriction& r) const;
+
+ private:
+  bool supports(const GemmProblem& p, const DeviceInfo& d, std::string* why) const;
+
+  std::string name_, source_path_, about_, source_text_;
+  std::vector<Param> params_;
+  std::vector<Constraint> constraints_;
+  KernelsFn kernels_;
+  LaunchFn launch_;
+  int min_arch_ = 0;
+  std::vector<DType> dtypes_ = {DType::f32};
+};
+
+// The families that ship with ktune (gemm_naive, gemm_smem, gemm_simt, ...), declared in
+// kernel_templates/<op>/*.cpp. Cheap to call: each call builds the descriptors afresh.
+std::vector<Family> builtin_families();
+// Throws UsageError listing the known names when name is not one of them.
+Family find_family(const std::string& name);
+
+} // namespace ktune

@@ -1,0 +1,63 @@
+// Device helpers shared by the GEMM templates. NVRTC compiles this with no standard headers.
+#pragma once
+#include "gemm_args.h"
+
+namespace ktune_dev {
+
+// Element (r, c) of a logical R x C operand stored row-major (COL_MAJOR = 0) or column-major.
+template <int COL_MAJOR>
+__device__ __forceinline__ long long offset(long long r, long long c, long long ld) {
+  return COL_MAJOR ? c * ld + r : r * ld + c;
+}
+
+// C = alpha * acc + beta * C, never reading C when beta == 0 (BLAS semantics: C may hold NaN).
+__device__ __forceinline__ float axpby(float alpha, float acc, float beta, const float* c) {
+  return beta == 0.0f ? alpha * acc : alpha * acc + beta * *c;
+}
+
+// Copies N floats with the widest aligned vector the count allows. Callers guarantee alignment
+// of both pointers to the vector width (their strides and offsets are multiples of it).
+template <int N>
+__device__ __forceinline__ void copy_vec(float* dst, const float* src) {
+  if constexpr (N % 4 == 0) {
+#pragma unroll
+    for (int i = 0; i < N; i += 4)
+      *reinterpret_cast<float4*>(dst + i) = *reinterpret_cast<const float4*>(src + i);
+  } else if constexpr (N % 2 == 0) {
+#pragma unroll
+    for (int i = 0; i < N; i += 2)
+      *reinterpret_cast<float2*>(dst + i) = *reinterpret_cast<const float2*>(src + i);
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; ++i) dst[i] = src[i];
+  }
+}
+
+// cp.async (sm_80+): BYTES is 4, 8 or 16. src_bytes < BYTES zero-fills the rest, which is how
+// out-of-bounds elements become zeros without a branch around the copy.
+template <int BYTES>
+__device__ __forceinline__ void cp_async(float* dst, const float* src, int src_bytes) {
+#if __CUDA_ARCH__ >= 800
+  unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  if constexpr (BYTES == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(src_bytes));
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(d), "l"(src), "n"(BYTES),
+                 "r"(src_bytes));
+#endif
+}
+
+__device__ __forceinline__ void cp_async_commit() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+
+template <int PENDING>
+__device__ __forceinline__ void cp_async_wait() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING));
+#endif
+}
+
+} // namespace ktune_dev

@@ -1,0 +1,121 @@
+// Descriptor of gemm_simt.cu: the parameters, the constraints that make a point launchable and
+// worth timing, and the launch geometry. Host names: block_m (BM), warp_m (WM), thread_m (TM)...
+#include <algorithm>
+
+#include "gemm/gemm_families.h"
+#include "gemm/gemm_args.h"
+
+namespace ktune {
+namespace {
+
+// Quantities derived from a (possibly partial) config, mirroring the constexprs of the kernel.
+int threads(const Config& c) { return 32 * (c["BM"] / c["WM"]) * (c["BN"] / c["WN"]); }
+int lanes_n(const Config& c) { return std::min(32, c["WN"] / c["TN"]); }
+int lanes_m(const Config& c) { return 32 / lanes_n(c); }
+int accumulators(const Config& c) { return c["WM"] * c["WN"] / 32; }
+int buffers(const Config& c) { return c["PIPE"] == 0 ? 1 : (c["PIPE"] == 1 ? 2 : c["PIPE"]); }
+
+size_t smem_bytes(const Config& c) {
+  const int bm = c["BM"], bn = c["BN"], bk = c["BK"], pad = c["PAD"];
+  const size_t a = c["AT"] ? size_t(bk) * (bm + pad) : size_t(bm) * (bk + pad);
+  const size_t b = size_t(bk) * (bn + pad);
+  return buffers(c) * (a + b) * sizeof(float);
+}
+
+// A rough register model: accumulators, the A/B fragments of one k step, ~24 for addresses and
+// loop state. __launch_bounds__ caps registers at 65536 / threads, so a config over that cap
+// would spill heavily: it can run, but is never worth the time to benchmark.
+int register_estimate(const Config& c) {
+  const int frag = (c["WM"] / lanes_m(c)) + (c["WN"] / lanes_n(c));
+  return accumulators(c) + frag + 24;
+}
+int register_cap(const Config& c) { return std::min(255, 65536 / threads(c)); }
+
+size_t workspace_bytes(const Config& c, const GemmProblem& p) {
+  if (c["SPLITK"] == 1) return 0;
+  return size_t(c["SPLITK"]) * size_t(p.m) * size_t(gemm_workspace_ld(p.n)) * sizeof(float);
+}
+
+constexpr size_t kMaxWorkspace = size_t(512) << 20;
+
+} // namespace
+
+Family gemm_simt_family() {
+  using P = const GemmProblem&;
+  using D = const DeviceInfo&;
+  Family f("gemm_simt", "gemm/gemm_simt.cu");
+  f.describe("FP32 CUDA-core GEMM: block/warp/thread tiling, vector loads, smem layout, pipelining, split-K, swizzle")
+      .param("BM", {16, 32, 64, 128, 256}, "block tile rows (block_m)")
+      .param("BN", {16, 32, 64, 128, 256}, "block tile columns (block_n)")
+      .param("WM", {8, 16, 32, 64, 128, 256}, "warp tile rows (warp_m)")
+      .param("WN", {8, 16, 32, 64, 128, 256}, "warp tile columns (warp_n)")
+      .param("TM", {1, 2, 4, 8, 16}, "thread tile rows (thread_m)")
+      .param("TN", {1, 2, 4, 8, 16}, "thread tile columns (thread_n)")
+      .param("BK", {8, 16, 32}, "K depth of one shared-memory stage (block_k)")
+      .param("VEC", {1, 2, 4}, "global load width in floats")
+      .param("AT", {0, 1}, "A stored k-major (transposed) in shared memory")
+      .param("PAD", {0, 4}, "shared-memory row padding in floats")
+      .param("PIPE", {0, 1, 2, 3, 4}, "0 single buffer, 1 register double buffer, >=2 cp.async stages")
+      .param("SPLITK", {1, 2, 4, 8, 16}, "K slices reduced deterministically")
+      .param("SWZ", {1, 4, 8, 16}, "tile rows per rasterization group")
+      .param("EVEN", {0, 1}, "no bounds checks (tiles must divide the problem)");
+
+  f.restrict("warp tile divides block tile", {"BM", "BN", "WM", "WN"},
+             [](const Config& c, P, D) { return c["BM"] % c["WM"] == 0 && c["BN"] % c["WN"] == 0; })
+      .restrict("threads per block <= device limit", {"BM", "BN", "WM", "WN"},
+                [](const Config& c, P, D d) { return threads(c) <= d.max_threads_per_block; })
+      .restrict("accumulators per thread <= 128", {"WM", "WN"}, [](const Config& c, P, D) { return accumulators(c) <= 128; })
+      .restrict("32 lanes of TM x TN tiles cover the warp tile", {"WM", "WN", "TM", "TN"},
+                [](const Config& c, P, D) { return c["TN"] <= c["WN"] && c["WM"] % (lanes_m(c) * c["TM"]) == 0; })
+      .restrict("register estimate within the __launch_bounds__ cap", {"BM", "BN", "WM", "WN", "TM", "TN"},
+                [](const Config& c, P, D) { return register_estimate(c) <= register_cap(c); })
+      .restrict("global vector width within the problem's alignment class", {"VEC"},
+                [](const Config& c, P p, D) { return c["VEC"] * 4 <= p.align; })
+      .restrict("shared memory within the device's per-block limit", {"BM", "BN", "BK", "AT", "PAD", "PIPE"},
+                [](const Config& c, P, D d) { return smem_bytes(c) <= size_t(d.max_smem_per_block_optin); })
+      .restrict("register staging of the double buffer within the cap", {"BM", "BN", "WM", "WN", "TM", "TN", "BK", "PIPE"},
+                [](const Config& c, P, D) {
+                  const int staged = (c["BM"] * c["BK"] + c["BK"] * c["BN"] + threads(c) - 1) / threads(c);
+                  return c["PIPE"] >= 2 || register_estimate(c) + staged <= register_cap(c);
+                })
+      .restrict("cp.async (PIPE >= 2) needs sm_80", {"PIPE"}, [](const Config& c, P, D d) { return c["PIPE"] < 2 || d.arch_number() >= 80; })
+      .restrict("every split-K slice gets at least one BK tile", {"BK", "SPLITK"},
+                [](const Config& c, P p, D) { return c["SPLITK"] == 1 || int64_t(c["SPLITK"]) * c["BK"] <= p.k; })
+      .restrict("split-K workspace <= 512 MiB", {"SPLITK"}, [](const Config& c, P p, D) { return workspace_bytes(c, p) <= kMaxWorkspace; })
+      .restrict("EVEN only where the tiles divide M, N and K / SPLITK", {"BM", "BN", "BK", "SPLITK", "EVEN"},
+                [](const Config& c, P p, D) {
+                  return c["EVEN"] == 0 || (p.k > 0 && p.m % c["BM"] == 0 && p.n % c["BN"] == 0 &&
+                                            p.k % (int64_t(c["BK"]) * c["SPLITK"]) == 0);
+                });
+
+  f.kernels([](const Config& c, const GemmProblem& p) {
+     // Template parameter order of gemm_simt.cu, which differs from the enumeration order.
+     std::string args;
+     for (const char* name : {"BM", "BN", "BK", "WM", "WN", "TM", "TN", "VEC", "AT", "PAD", "PIPE", "SPLITK", "SWZ", "EVEN"})
+       args += std::to_string(c[name]) + ",";
+     std::vector<std::string> names{"gemm_simt<" + args + gemm_layout_args(p) + ">"};
+     if (c["SPLITK"] > 1) names.push_back("gemm_splitk_reduce<" + std::to_string(c["SPLITK"]) + ">");
+     return names;
+   })
+      .launch([](const Config& c, const GemmProblem& p) {
+        LaunchPlan plan;
+        LaunchStep main;
+        main.grid[0] = ceil_div(p.m, c["BM"]) * ceil_div(p.n, c["BN"]);
+        main.grid[2] = c["SPLITK"];
+        main.block[0] = threads(c);
+        main.dynamic_smem = static_cast<unsigned>(smem_bytes(c));
+        plan.steps.push_back(main);
+        if (c["SPLITK"] > 1) {
+          LaunchStep reduce;
+          reduce.kernel = 1;
+          reduce.grid[0] = ceil_div(p.m * p.n, 256);
+          reduce.block[0] = 256;
+          plan.steps.push_back(reduce);
+          plan.workspace_bytes = workspace_bytes(c, p);
+        }
+        return plan;
+      });
+  return f;
+}
+
+} // namespace ktune

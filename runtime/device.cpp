@@ -1,0 +1,98 @@
+#include "ktune/device.h"
+
+#include <cuda.h>
+
+#include <cstdio>
+#include <regex>
+
+#include "ktune/error.h"
+#include "runtime/cuda_check.h"
+#include "runtime/driver.h"
+
+namespace ktune {
+
+int arch_number(const std::string& arch) {
+  static const std::regex re("^sm_([0-9]{2,3})a?$");
+  std::smatch m;
+  if (!std::regex_match(arch, m, re)) throw UsageError("bad arch '" + arch + "' (expected e.g. sm_80, sm_90, sm_90a)");
+  return std::stoi(m[1]);
+}
+
+DeviceInfo DeviceInfo::nominal(const std::string& arch) {
+  DeviceInfo d;
+  d.arch = arch;
+  d.name = "nominal " + arch;
+  const int n = ktune::arch_number(arch);
+  d.cc_major = n / 10;
+  d.cc_minor = n % 10;
+  // Per-block opt-in shared memory from the CUDA programming guide's compute-capability table.
+  switch (n) {
+    case 80: d.max_smem_per_block_optin = 163 * 1024; d.sm_count = 108; break;
+    case 86: d.max_smem_per_block_optin = 99 * 1024; d.sm_count = 84; break;
+    case 89: d.max_smem_per_block_optin = 99 * 1024; d.sm_count = 128; break;
+    case 90: d.max_smem_per_block_optin = 227 * 1024; d.sm_count = 132; break;
+    default: throw UsageError("no nominal limits for arch '" + arch + "' (known: sm_80, sm_86, sm_89, sm_90, sm_90a)");
+  }
+  return d;
+}
+
+namespace {
+
+int attr(CUdevice dev, CUdevice_attribute a, const char* what) {
+  int v = 0;
+  check_cu(driver().cuDeviceGetAttribute(&v, a, dev), "cuDeviceGetAttribute", what);
+  return v;
+}
+
+} // namespace
+
+std::vector<DeviceInfo> list_devices(std::string* why_none) {
+  std::vector<DeviceInfo> out;
+  auto none = [&](std::string why) {
+    if (why_none) *why_none = std::move(why);
+    return out;
+  };
+  std::string no_driver;
+  if (!try_driver(&no_driver)) return none(no_driver);
+  CUresult r = driver().cuInit(0);
+  if (r != CUDA_SUCCESS) return none("cuInit failed: " + cu_error_text(r));
+  int count = 0;
+  r = driver().cuDeviceGetCount(&count);
+  if (r != CUDA_SUCCESS) return none("cuDeviceGetCount failed: " + cu_error_text(r));
+  if (count == 0) return none("the driver reports no CUDA device");
+  int driver_version = 0;
+  check_cu(driver().cuDriverGetVersion(&driver_version), "cuDriverGetVersion", "listing devices");
+  for (int i = 0; i < count; ++i) {
+    CUdevice dev;
+    check_cu(driver().cuDeviceGet(&dev, i), "cuDeviceGet", "device " + std::to_string(i));
+    DeviceInfo d;
+    d.ordinal = i;
+    char name[256] = {};
+    check_cu(driver().cuDeviceGetName(name, sizeof name - 1, dev), "cuDeviceGetName", "device " + std::to_string(i));
+    d.name = name;
+    d.cc_major = attr(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, "compute capability");
+    d.cc_minor = attr(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, "compute capability");
+    d.arch = "sm_" + std::to_string(d.arch_number());
+    d.sm_count = attr(dev, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "SM count");
+    size_t mem = 0;
+    check_cu(driver().cuDeviceTotalMem(&mem, dev), "cuDeviceTotalMem", "device " + std::to_string(i));
+    d.total_memory = static_cast<long long>(mem);
+    d.max_threads_per_block = attr(dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "max threads");
+    d.max_smem_per_block_optin = attr(dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, "smem opt-in");
+    d.max_regs_per_block = attr(dev, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK, "registers");
+    d.l2_bytes = attr(dev, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, "L2 size");
+    d.sm_clock_khz = attr(dev, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, "SM clock");
+    d.mem_clock_khz = attr(dev, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, "memory clock");
+    d.mem_bus_width = attr(dev, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, "bus width");
+    d.driver_version = driver_version;
+    CUuuid uuid;
+    check_cu(driver().cuDeviceGetUuid(&uuid, dev), "cuDeviceGetUuid", "device " + std::to_string(i));
+    char hex[40] = {};
+    for (int b = 0; b < 16; ++b) std::snprintf(hex + 2 * b, 3, "%02x", static_cast<unsigned char>(uuid.bytes[b]));
+    d.uuid = hex;
+    out.push_back(d);
+  }
+  return out;
+}
+
+} // namespace ktune

@@ -1,0 +1,34 @@
+// The CUDA driver API, loaded with dlopen at first use instead of linked. A binary linked against
+// libcuda does not even start on a machine without the NVIDIA driver; ktune must start there
+// (CI, `ktune --help`, `ktune space`, the shipped tables) and say plainly that there is no GPU.
+#pragma once
+#include <cuda.h>
+
+#include <string>
+
+namespace ktune {
+
+// Every driver entry point ktune uses. The names go through cuda.h's macros (cuMemAlloc ->
+// cuMemAlloc_v2) both here and at the call sites, so the versioned symbol is the one loaded.
+#define KTUNE_DRIVER_FUNCTIONS(X)                                                                                   \
+  X(cuInit) X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString) X(cuDeviceGetCount) X(cuDeviceGet)      \
+  X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDeviceGetUuid) X(cuDevicePrimaryCtxRetain) \
+  X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) \
+  X(cuMemcpyDtoH) X(cuMemcpyDtoD) X(cuMemsetD32Async) X(cuModuleLoadData) X(cuModuleUnload)                      \
+  X(cuModuleGetFunction) X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuLaunchKernel) X(cuStreamCreate)          \
+  X(cuStreamDestroy) X(cuStreamSynchronize) X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize)              \
+  X(cuEventElapsedTime) X(cuEventDestroy)
+
+struct DriverApi {
+#define KTUNE_DRIVER_MEMBER(fn) decltype(&::fn) fn = nullptr;
+  KTUNE_DRIVER_FUNCTIONS(KTUNE_DRIVER_MEMBER)
+#undef KTUNE_DRIVER_MEMBER
+};
+
+// The process-wide table, loaded once (thread-safe). Null when libcuda.so.1 cannot be loaded or
+// lacks an entry point; *why then says which, in one line.
+const DriverApi* try_driver(std::string* why = nullptr);
+// As try_driver, but throws Error("no NVIDIA driver: ...") instead of returning null.
+const DriverApi& driver();
+
+} // namespace ktune

@@ -1,0 +1,93 @@
+#include "runtime/module.h"
+
+#include "runtime/cuda_check.h"
+#include "runtime/driver.h"
+
+namespace ktune {
+
+CudaContext::CudaContext(int ordinal) {
+  check_cu(driver().cuInit(0), "cuInit", "opening device " + std::to_string(ordinal));
+  check_cu(driver().cuDeviceGet(&dev_, ordinal), "cuDeviceGet", "device " + std::to_string(ordinal));
+  check_cu(driver().cuDevicePrimaryCtxRetain(&ctx_, dev_), "cuDevicePrimaryCtxRetain", "device " + std::to_string(ordinal));
+  make_current();
+}
+
+CudaContext::~CudaContext() {
+  if (ctx_) driver().cuDevicePrimaryCtxRelease(dev_); // nothing useful to do with a failure while tearing down
+}
+
+void CudaContext::make_current() const { check_cu(driver().cuCtxSetCurrent(ctx_), "cuCtxSetCurrent", "primary context"); }
+
+DeviceBuffer::DeviceBuffer(size_t bytes, const std::string& what) : bytes_(bytes) {
+  if (bytes) check_cu(driver().cuMemAlloc(&ptr_, bytes), "cuMemAlloc", what + ", " + std::to_string(bytes) + " bytes");
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (ptr_) driver().cuMemFree(ptr_);
+}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  if (this != &o) {
+    if (ptr_) driver().cuMemFree(ptr_);
+    ptr_ = o.ptr_, bytes_ = o.bytes_;
+    o.ptr_ = 0, o.bytes_ = 0;
+  }
+  return *this;
+}
+
+Module::Module(const std::vector<char>& cubin, const std::vector<std::string>& lowered_names, std::string context)
+    : context_(std::move(context)) {
+  check_cu(driver().cuModuleLoadData(&module_, cubin.data()), "cuModuleLoadData", context_);
+  for (const auto& name : lowered_names) {
+    CUfunction f = nullptr;
+    const CUresult r = driver().cuModuleGetFunction(&f, module_, name.c_str());
+    if (r != CUDA_SUCCESS) {
+      driver().cuModuleUnload(module_);
+      check_cu(r, "cuModuleGetFunction", context_ + " kernel " + name);
+    }
+    functions_.push_back(f);
+    smem_limit_.push_back(48 * 1024);
+  }
+}
+
+Module::~Module() {
+  if (module_) driver().cuModuleUnload(module_);
+}
+
+Module::Module(Module&& o) noexcept
+    : module_(o.module_), functions_(std::move(o.functions_)), smem_limit_(std::move(o.smem_limit_)),
+      context_(std::move(o.context_)) {
+  o.module_ = nullptr;
+}
+
+KernelAttributes Module::attributes(size_t i) const {
+  KernelAttributes a;
+  const CUfunction f = function(i);
+  auto get = [&](CUfunction_attribute at, int* v) { check_cu(driver().cuFuncGetAttribute(v, at, f), "cuFuncGetAttribute", context_); };
+  get(CU_FUNC_ATTRIBUTE_NUM_REGS, &a.registers);
+  get(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, &a.static_smem);
+  get(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, &a.local_bytes);
+  get(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, &a.max_threads);
+  get(CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES, &a.const_bytes);
+  return a;
+}
+
+void Module::launch(size_t i, const unsigned grid[3], const unsigned block[3], unsigned dynamic_smem, CUstream stream,
+                    void** params) {
+  const CUfunction f = function(i);
+  if (dynamic_smem > smem_limit_[i]) {
+    check_cu(driver().cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(dynamic_smem)),
+             "driver().cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", context_ + ", " + std::to_string(dynamic_smem) + " bytes");
+    smem_limit_[i] = dynamic_smem;
+  }
+  check_cu(driver().cuLaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], dynamic_smem, stream, params, nullptr),
+           "cuLaunchKernel", context_);
+}
+
+void launch_gemm(Module& m, const LaunchPlan& plan, const KtuneGemmArgs& args, CUstream stream) {
+  KtuneGemmArgs a = args; // cuLaunchKernel copies the parameter out of this before returning
+  void* params[] = {&a};
+  for (const auto& s : plan.steps) m.launch(static_cast<size_t>(s.kernel), s.grid, s.block, s.dynamic_smem, stream, params);
+}
+
+} // namespace ktune

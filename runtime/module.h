@@ -1,0 +1,88 @@
+// Driver-API plumbing: the device context, device buffers, and loaded cubins with their kernels.
+#pragma once
+#include <cuda.h>
+
+#include <string>
+#include <vector>
+
+#include "ktune/family.h"
+#include "gemm/gemm_args.h"
+
+namespace ktune {
+
+// The primary context of one device, made current on this thread. Sharing the primary context
+// means cuBLAS (runtime API) and ktune's kernels see the same allocations.
+class CudaContext {
+ public:
+  explicit CudaContext(int ordinal);
+  ~CudaContext();
+  CudaContext(const CudaContext&) = delete;
+  CudaContext& operator=(const CudaContext&) = delete;
+  void make_current() const;
+  CUdevice device() const { return dev_; }
+
+ private:
+  CUdevice dev_ = 0;
+  CUcontext ctx_ = nullptr;
+};
+
+// Owns cuMemAlloc'd memory; move-only.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(size_t bytes, const std::string& what);
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) { o.ptr_ = 0, o.bytes_ = 0; }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  CUdeviceptr ptr() const { return ptr_; }
+  size_t bytes() const { return bytes_; }
+  template <class T>
+  T* as() const { return reinterpret_cast<T*>(ptr_); }
+
+ private:
+  CUdeviceptr ptr_ = 0;
+  size_t bytes_ = 0;
+};
+
+struct KernelAttributes {
+  int registers = 0;
+  int static_smem = 0;    // bytes
+  int local_bytes = 0;    // per thread; > 0 means spills or a stack frame
+  int max_threads = 0;    // the most threads per block this kernel can launch with
+  int const_bytes = 0;
+};
+
+// A loaded cubin and the kernels looked up by their lowered names.
+class Module {
+ public:
+  Module(const std::vector<char>& cubin, const std::vector<std::string>& lowered_names, std::string context);
+  ~Module();
+  Module(Module&& o) noexcept;
+  Module& operator=(Module&&) = delete;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  size_t kernels() const { return functions_.size(); }
+  CUfunction function(size_t i) const { return functions_.at(i); }
+  KernelAttributes attributes(size_t i) const;
+  const std::string& context() const { return context_; }
+
+  // Raises the kernel's dynamic shared-memory limit first when the launch asks for more than the
+  // default 48 KB (needed once per kernel; remembered).
+  void launch(size_t i, const unsigned grid[3], const unsigned block[3], unsigned dynamic_smem, CUstream stream,
+              void** params);
+
+ private:
+  CUmodule module_ = nullptr;
+  std::vector<CUfunction> functions_;
+  std::vector<unsigned> smem_limit_;
+  std::string context_;
+};
+
+// Runs every step of a GEMM launch plan on stream. args.workspace must hold plan.workspace_bytes.
+void launch_gemm(Module& m, const LaunchPlan& plan, const KtuneGemmArgs& args, CUstream stream);
+
+} // namespace ktune

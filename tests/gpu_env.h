@@ -1,0 +1,21 @@
+// Shared by the GPU tests (names contain "Gpu"): the first device, or a clean skip without one.
+#pragma once
+#include <gtest/gtest.h>
+
+#include "ktune/device.h"
+
+namespace ktune::testing {
+
+// The first GPU, listed once per process; null with the reason in *why when there is none.
+inline const DeviceInfo* first_gpu(std::string* why) {
+  static std::string reason;
+  static const std::vector<DeviceInfo> devices = list_devices(&reason);
+  if (devices.empty()) {
+    *why = reason;
+    return nullptr;
+  }
+  return &devices[0];
+}
+
+} // namespace ktune::testing
+

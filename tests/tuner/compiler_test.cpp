@@ -1,0 +1,157 @@
+// NVRTC compiles without a GPU, so every family's templates are compile-checked in CI.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "ktune/compiler.h"
+#include "ktune/error.h"
+#include "runtime/embedded.h"
+
+using namespace ktune;
+
+namespace {
+
+const char* kLayouts[] = {"NN", "NT", "TN", "TT"};
+
+// Compiles every (config, problem) pair on the pool and reports each failure with its config.
+void compile_all(const Family& f, const std::vector<std::pair<Config, GemmProblem>>& cases, const std::string& arch) {
+  Compiler compiler;
+  std::vector<std::future<std::shared_ptr<const CompiledKernel>>> futs;
+  for (const auto& [c, p] : cases) futs.push_back(compiler.compile_async(compile_request(f, c, p, arch)));
+  for (size_t i = 0; i < futs.size(); ++i) {
+    try {
+      const auto k = futs[i].get();
+      EXPECT_GT(k->cubin.size(), 0u);
+      EXPECT_EQ(k->lowered_names.size(), f.kernel_names(cases[i].first, cases[i].second).size());
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << arch << " " << cases[i].first.to_json() << " " << cases[i].second.key() << ": " << e.what();
+    }
+  }
+}
+
+std::vector<std::pair<Config, GemmProblem>> every_config_every_layout(const Family& f, const std::string& arch) {
+  std::vector<std::pair<Config, GemmProblem>> cases;
+  for (const char* l : kLayouts) {
+    const auto p = GemmProblem::parse("1000x1000x1000", l);
+    f.enumerate(p, DeviceInfo::nominal(arch), [&](const Config& c) {
+      cases.emplace_back(c, p);
+      return true;
+    });
+  }
+  return cases;
+}
+
+// 200 seeded random configs plus, for every parameter and every value in its domain, one valid
+// config that has that value (the corners); layouts rotate over the cases.
+std::vector<std::pair<Config, GemmProblem>> simt_sample(const std::string& arch) {
+  const Family f = find_family("gemm_simt");
+  const auto d = DeviceInfo::nominal(arch);
+  std::vector<std::pair<Config, GemmProblem>> cases;
+  // 2048^3: large enough for every tile, small enough that SPLITK = 16 fits the workspace cap.
+  auto problem = [&](size_t i) { return GemmProblem::parse("2048x2048x2048", kLayouts[i % 4]); };
+  for (const auto& c : f.sample(problem(0), d, 200, 2026)) cases.emplace_back(c, problem(cases.size()));
+  for (const auto& prm : f.params())
+    for (int v : prm.values) {
+      SpaceRestriction r;
+      r.domains[prm.name] = {v};
+      const auto one = f.restricted(r).sample(problem(0), d, 1, 7 + v);
+      EXPECT_EQ(one.size(), 1u) << "no valid config with " << prm.name << "=" << v << " on " << arch;
+      if (!one.empty()) cases.emplace_back(one[0], problem(cases.size()));
+    }
+  return cases;
+}
+
+} // namespace
+
+TEST(Compiler, EveryNaiveAndSmemConfigCompilesForSm80AndSm90) {
+  for (const char* arch : {"sm_80", "sm_90"})
+    for (const char* fam : {"gemm_naive", "gemm_smem"}) {
+      const Family f = find_family(fam);
+      const auto cases = every_config_every_layout(f, arch);
+      EXPECT_GT(cases.size(), 8u);
+      compile_all(f, cases, arch);
+    }
+}
+
+TEST(Compiler, SampledAndCornerSimtConfigsCompileForSm80) {
+  const auto cases = simt_sample("sm_80");
+  EXPECT_GE(cases.size(), 240u);
+  compile_all(find_family("gemm_simt"), cases, "sm_80");
+}
+
+TEST(Compiler, SampledAndCornerSimtConfigsCompileForSm90) {
+  const auto cases = simt_sample("sm_90");
+  EXPECT_GE(cases.size(), 240u);
+  compile_all(find_family("gemm_simt"), cases, "sm_90");
+}
+
+TEST(Compiler, InvalidConfigIsRejectedBeforeCompiling) {
+  const Family f = find_family("gemm_simt");
+  Config c{{"BM", 128}, {"BN", 128}, {"WM", 64}, {"WN", 64}, {"TM", 8}, {"TN", 8}, {"BK", 8}, {"VEC", 4}, {"AT", 1},
+           {"PAD", 4}, {"PIPE", 2}, {"SPLITK", 1}, {"SWZ", 1}, {"EVEN", 0}};
+  const auto unaligned = GemmProblem::parse("2999x2999x2999");
+  try {
+    compile_request(f, c, unaligned, "sm_90");
+    FAIL() << "an invalid config produced a compile request";
+  } catch (const UsageError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("alignment"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(c.to_json()), std::string::npos) << msg;
+    EXPECT_NE(msg.find(unaligned.key()), std::string::npos) << msg;
+  }
+}
+
+TEST(Compiler, SyntaxErrorCarriesTheNvrtcLogAndTheConfig) {
+  Family f("broken", "user/broken.cu");
+  f.source_text("#include \"gemm_args.h\"\ntemplate <int X> __global__ void broken(KtuneGemmArgs p) { int y = X +; }\n")
+      .param("X", {1})
+      .kernels([](const Config& c, const GemmProblem&) {
+        return std::vector<std::string>{"broken<" + std::to_string(c["X"]) + ">"};
+      })
+      .launch([](const Config&, const GemmProblem&) { return LaunchPlan{}; });
+  Compiler compiler(1);
+  const Config c{{"X", 1}};
+  try {
+    compiler.compile(compile_request(f, c, GemmProblem::parse("8x8x8"), "sm_90"));
+    FAIL() << "a syntax error compiled";
+  } catch (const CompileError& e) {
+    EXPECT_NE(e.log().find("error"), std::string::npos) << e.log();
+    EXPECT_NE(e.log().find("user/broken.cu"), std::string::npos) << e.log();
+    EXPECT_NE(std::string(e.what()).find("family broken config {\"X\":1}"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Compiler, CacheServesRepeatsAndKeysOnArch) {
+  const Family f = find_family("gemm_smem");
+  const auto p = GemmProblem::parse("64x64x64");
+  Compiler compiler(1);
+  const auto r90 = compile_request(f, Config{{"TILE", 16}}, p, "sm_90");
+  const auto first = compiler.compile(r90);
+  EXPECT_FALSE(first->from_cache);
+  const auto second = compiler.compile(r90);
+  EXPECT_TRUE(second->from_cache);
+  EXPECT_EQ(first->cubin, second->cubin);
+  EXPECT_EQ(compiler.cache_hits(), 1u);
+  const auto r80 = compile_request(f, Config{{"TILE", 16}}, p, "sm_80");
+  EXPECT_NE(r80.cache_key(), r90.cache_key());
+  EXPECT_FALSE(compiler.compile(r80)->from_cache);
+  // The layout is a template argument: a TT problem is a different instantiation.
+  EXPECT_NE(compile_request(f, Config{{"TILE", 16}}, GemmProblem::parse("64x64x64", "TT"), "sm_90").cache_key(),
+            r90.cache_key());
+}
+
+TEST(Compiler, Sm90aCompiles) {
+  const Family f = find_family("gemm_smem");
+  Compiler compiler(1);
+  EXPECT_GT(compiler.compile(compile_request(f, Config{{"TILE", 32}}, GemmProblem::parse("64x64x64"), "sm_90a"))->cubin.size(), 0u);
+  EXPECT_THROW(compile_request(f, Config{{"TILE", 32}}, GemmProblem::parse("64x64x64"), "compute_90"), UsageError);
+}
+
+TEST(Compiler, TemplatesAreEmbeddedAsTheyAreOnDisk) {
+  std::ifstream in(std::string(KTUNE_SOURCE_DIR) + "/kernel_templates/gemm/gemm_simt.cu");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_EQ(std::string(embedded_file("gemm/gemm_simt.cu")), ss.str());
+  EXPECT_THROW(embedded_file("gemm/none.cu"), Error);
+}

@@ -1,0 +1,51 @@
+#include <gtest/gtest.h>
+
+#include "ktune/error.h"
+#include "ktune/problem.h"
+
+using namespace ktune;
+
+TEST(Problem, KeyNamesOpDtypeLayoutShapeAndAlignment) {
+  EXPECT_EQ(GemmProblem::parse("4096x4096x4096").key(), "gemm/f32/NN/4096x4096x4096/a16");
+  EXPECT_EQ(GemmProblem::parse("2999x2999x2999").key(), "gemm/f32/NN/2999x2999x2999/a4");
+  EXPECT_EQ(GemmProblem::parse("6x6x6", "TN").key(), "gemm/f32/TN/6x6x6/a8");
+}
+
+TEST(Problem, LeadingDimensionsFollowTheLayout) {
+  const auto p = GemmProblem::parse("10x20x30", "TT");
+  EXPECT_EQ(p.eff_lda(), 10); // A is K x M stored row-major
+  EXPECT_EQ(p.eff_ldb(), 30); // B is N x K stored row-major
+  EXPECT_EQ(p.eff_ldc(), 20);
+}
+
+TEST(Problem, BadInputIsAUsageErrorNamingTheField) {
+  EXPECT_THROW(GemmProblem::parse("4096x4096"), UsageError);
+  EXPECT_THROW(GemmProblem::parse("0x5x5"), UsageError);
+  EXPECT_THROW(GemmProblem::parse("-1x5x5"), UsageError);
+  EXPECT_THROW(GemmProblem::parse("5x5x5", "NX"), UsageError);
+  auto p = GemmProblem::parse("8x8x8");
+  p.lda = 4;
+  try {
+    p.validate();
+    FAIL() << "lda below the minimum was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("lda 4 < minimum 8"), std::string::npos) << e.what();
+  }
+  p.lda = 9; // 36 bytes: only 4-byte alignment
+  EXPECT_THROW(p.validate(), UsageError);
+  p.align = 4;
+  EXPECT_NO_THROW(p.validate());
+}
+
+TEST(Problem, KZeroIsValid) {
+  const auto p = GemmProblem::parse("5x3x0");
+  EXPECT_EQ(p.k, 0);
+  EXPECT_NO_THROW(p.validate());
+}
+
+TEST(Problem, AlignmentNarrowsWithPointers) {
+  alignas(16) float buf[8] = {};
+  EXPECT_EQ(GemmProblem::alignment_with_pointers(16, buf, buf, buf), 16);
+  EXPECT_EQ(GemmProblem::alignment_with_pointers(16, buf + 2, buf, buf), 8);
+  EXPECT_EQ(GemmProblem::alignment_with_pointers(16, buf, buf + 1, buf), 4);
+}

@@ -1,0 +1,134 @@
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "ktune/error.h"
+#include "ktune/family.h"
+
+using namespace ktune;
+
+namespace {
+const GemmProblem k4096 = GemmProblem::parse("4096x4096x4096");
+}
+
+TEST(Space, BuiltinFamiliesAreRegistered) {
+  std::set<std::string> names;
+  for (const auto& f : builtin_families()) names.insert(f.name());
+  EXPECT_EQ(names, (std::set<std::string>{"gemm_naive", "gemm_smem", "gemm_simt"}));
+  EXPECT_THROW(find_family("gemm_nope"), UsageError);
+}
+
+TEST(Space, SimtHasAtLeastAThousandValidConfigsOnSm90) {
+  EXPECT_GE(find_family("gemm_simt").count(k4096, DeviceInfo::nominal("sm_90")), 1000u);
+}
+
+TEST(Space, PrunedEnumerationAgreesWithFullValidation) {
+  // Every enumerated config passes violations(), and the count matches a brute-force filter
+  // over the whole Cartesian product of a narrowed space.
+  SpaceRestriction r;
+  r.domains = {{"BM", {32, 64}}, {"BN", {64, 128}}, {"WM", {16, 32}}, {"WN", {32, 64}}, {"TM", {1, 4}}, {"TN", {4, 8}},
+               {"BK", {8, 32}}, {"PIPE", {1, 4}}, {"SPLITK", {1, 16}}, {"SWZ", {1}}};
+  const Family f = find_family("gemm_simt").restricted(r);
+  const auto p = GemmProblem::parse("96x200x136");
+  const auto d = DeviceInfo::nominal("sm_86");
+  uint64_t enumerated = 0;
+  f.enumerate(p, d, [&](const Config& c) {
+    EXPECT_TRUE(f.valid(c, p, d)) << c.to_json();
+    ++enumerated;
+    return true;
+  });
+  uint64_t brute = 0;
+  std::function<void(size_t, Config&)> all = [&](size_t i, Config& c) {
+    if (i == f.params().size()) {
+      brute += f.valid(c, p, d);
+      return;
+    }
+    for (int v : f.params()[i].values) {
+      c.set(f.params()[i].name, v);
+      all(i + 1, c);
+    }
+  };
+  Config c;
+  all(0, c);
+  EXPECT_EQ(enumerated, brute);
+  EXPECT_GT(enumerated, 0u);
+}
+
+TEST(Space, BrokenConstraintsAreNamed) {
+  const Family f = find_family("gemm_simt");
+  Config c{{"BM", 128}, {"BN", 128}, {"WM", 64}, {"WN", 64}, {"TM", 8}, {"TN", 8}, {"BK", 8}, {"VEC", 4}, {"AT", 1},
+           {"PAD", 4}, {"PIPE", 2}, {"SPLITK", 1}, {"SWZ", 1}, {"EVEN", 0}};
+  EXPECT_TRUE(f.valid(c, k4096, DeviceInfo::nominal("sm_90")));
+  const auto unaligned = GemmProblem::parse("2999x2999x2999");
+  const auto why = f.violations(c, unaligned, DeviceInfo::nominal("sm_90"));
+  ASSERT_EQ(why.size(), 1u);
+  EXPECT_NE(why[0].find("alignment"), std::string::npos);
+  c.set("EVEN", 1);
+  EXPECT_FALSE(f.valid(c, GemmProblem::parse("4000x4096x4096"), DeviceInfo::nominal("sm_90")));
+  c.set("BM", 48);
+  EXPECT_FALSE(f.valid(c, k4096, DeviceInfo::nominal("sm_90"))); // outside the domain
+}
+
+TEST(Space, SharedMemoryLimitDependsOnArch) {
+  const Family f = find_family("gemm_simt");
+  Config c{{"BM", 256}, {"BN", 128}, {"WM", 64}, {"WN", 64}, {"TM", 8}, {"TN", 8}, {"BK", 32}, {"VEC", 4}, {"AT", 1},
+           {"PAD", 4}, {"PIPE", 3}, {"SPLITK", 1}, {"SWZ", 1}, {"EVEN", 0}};
+  // 3 stages x (32 x 260 + 32 x 132) floats = 150528 bytes: fits sm_90's 227 KB, not sm_86's 99 KB.
+  EXPECT_TRUE(f.valid(c, k4096, DeviceInfo::nominal("sm_90")));
+  EXPECT_FALSE(f.valid(c, k4096, DeviceInfo::nominal("sm_86")));
+}
+
+TEST(Space, SampleIsSeededDistinctAndValid) {
+  const Family f = find_family("gemm_simt");
+  const auto d = DeviceInfo::nominal("sm_90");
+  const auto a = f.sample(k4096, d, 50, 7), b = f.sample(k4096, d, 50, 7), c = f.sample(k4096, d, 50, 8);
+  ASSERT_EQ(a.size(), 50u);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  std::set<std::string> uniq;
+  for (const auto& x : a) {
+    EXPECT_TRUE(f.valid(x, k4096, d));
+    uniq.insert(x.to_json());
+  }
+  EXPECT_EQ(uniq.size(), 50u);
+  // A space smaller than the request is returned whole.
+  EXPECT_EQ(find_family("gemm_smem").sample(k4096, d, 10, 1).size(), 3u);
+}
+
+TEST(Space, RestrictionFromJsonNarrowsAndRejectsTypos) {
+  const Family f = find_family("gemm_simt");
+  const auto d = DeviceInfo::nominal("sm_90");
+  const auto r = SpaceRestriction::from_json(R"({"family": "gemm_simt", "domains": {"BK": [8], "SPLITK": [1]}})", "test");
+  const Family g = f.restricted(r);
+  EXPECT_LT(g.count(k4096, d), f.count(k4096, d));
+  g.enumerate(k4096, d, [](const Config& c) {
+    EXPECT_EQ(c["BK"], 8);
+    return c["SPLITK"] == 1;
+  });
+  EXPECT_THROW(f.restricted(SpaceRestriction::from_json(R"({"domains": {"BK": [12]}})", "t")), UsageError);
+  EXPECT_THROW(f.restricted(SpaceRestriction::from_json(R"({"domains": {"BQ": [8]}})", "t")), UsageError);
+  EXPECT_THROW(f.restricted(SpaceRestriction::from_json(R"({"family": "gemm_naive", "domains": {}})", "t")), UsageError);
+  EXPECT_THROW(SpaceRestriction::from_json("{not json", "t"), UsageError);
+  EXPECT_THROW(SpaceRestriction::from_json(R"({"domains": {"BK": "8"}})", "t"), UsageError);
+}
+
+TEST(Space, ConstraintReadingAnUndeclaredParameterFailsLoudly) {
+  Family f("t", "gemm/gemm_naive.cu");
+  f.param("X", {1, 2});
+  EXPECT_THROW(f.restrict("reads Y", {"Y"}, [](const Config&, const GemmProblem&, const DeviceInfo&) { return true; }),
+               Error);
+  // A predicate that reads a parameter it did not declare sees an error, not a default.
+  f.restrict("lies about reads", {"X"}, [](const Config& c, const GemmProblem&, const DeviceInfo&) { return c["Z"] > 0; });
+  EXPECT_THROW(f.count(k4096, DeviceInfo::nominal("sm_90")), Error);
+}
+
+TEST(Space, ConfigJsonRoundTripsAndCanonicalizes) {
+  const Family f = find_family("gemm_smem");
+  const Config c = Config::from_json(R"({"TILE": 16})");
+  EXPECT_EQ(c.to_json(), R"({"TILE":16})");
+  EXPECT_EQ(c.hash(), Config::from_json(c.to_json()).hash());
+  EXPECT_THROW(Config::from_json(R"({"TILE": 1.5})"), UsageError);
+  EXPECT_THROW(f.canonical(Config::from_json(R"({"TILE": 16, "X": 1})")), UsageError);
+  const Family s = find_family("gemm_naive");
+  EXPECT_EQ(s.canonical(Config::from_json(R"({"BY": 4, "BX": 32})")).to_json(), R"({"BX":32,"BY":4})");
+}

@@ -1,0 +1,175 @@
+#include "ktune/compiler.h"
+
+#include <nvrtc.h>
+
+#include <chrono>
+
+#include "ktune/error.h"
+#include "runtime/embedded.h"
+#include "tuner/thread_pool.h"
+
+namespace ktune {
+namespace {
+
+void check_nvrtc(nvrtcResult r, const char* call, const std::string& context) {
+  if (r != NVRTC_SUCCESS) throw Error(std::string(call) + " failed: " + nvrtcGetErrorString(r) + " (" + context + ")");
+}
+
+// NVRTC resolves #include "x" only against the headers handed to it: every embedded header,
+// by file name (embed.cmake keeps names unique across op folders by convention: <op>_*.cuh/.h).
+struct HeaderSet {
+  std::vector<std::string> names, texts;
+  std::vector<const char*> name_ptrs, text_ptrs;
+  HeaderSet() {
+    for (const auto& f : embedded_files()) {
+      const std::string path(f.path);
+      if (path.size() < 3 || (path.substr(path.size() - 2) != ".h" && path.substr(path.size() - 4) != ".cuh")) continue;
+      names.push_back(path.substr(path.rfind('/') + 1));
+      texts.emplace_back(f.text);
+    }
+    for (size_t i = 0; i < names.size(); ++i) {
+      name_ptrs.push_back(names[i].c_str());
+      text_ptrs.push_back(texts[i].c_str());
+    }
+  }
+};
+
+const HeaderSet& headers() {
+  static const HeaderSet h;
+  return h;
+}
+
+std::vector<std::string> default_options(const std::string& arch) {
+  ktune::arch_number(arch); // rejects anything that is not sm_NN[a]
+  // -lineinfo costs nothing at run time and lets profilers map SASS back to template lines.
+  return {"--gpu-architecture=" + arch, "-std=c++17", "-lineinfo"};
+}
+
+} // namespace
+
+std::string template_hash(const std::string& source) {
+  std::string all = source;
+  const auto& h = headers();
+  for (size_t i = 0; i < h.names.size(); ++i) all += "\n//" + h.names[i] + "\n" + h.texts[i];
+  return fnv1a_hex(all);
+}
+
+std::string CompileRequest::cache_key() const {
+  std::string k = template_hash(source) + "|" + arch + "|" + Compiler::nvrtc_version();
+  for (const auto& o : options) k += "|" + o;
+  for (const auto& n : name_expressions) k += "|" + n;
+  return k;
+}
+
+CompileRequest compile_request(const Family& f, const Config& c, const GemmProblem& p, const std::string& arch) {
+  const std::string context = "family " + f.name() + " config " + c.to_json() + " problem " + p.key() + " arch " + arch;
+  const auto why = f.violations(c, p, DeviceInfo::nominal(arch));
+  if (!why.empty()) {
+    std::string msg = "invalid config: " + context + ":";
+    for (const auto& w : why) msg += "\n  - " + w;
+    throw UsageError(msg);
+  }
+  CompileRequest r;
+  r.source = f.source();
+  r.source_name = f.source_path();
+  r.name_expressions = f.kernel_names(c, p);
+  r.arch = arch;
+  r.context = context;
+  return r;
+}
+
+Compiler::Compiler(unsigned threads) : pool_(std::make_unique<ThreadPool>(threads)) {}
+Compiler::~Compiler() = default;
+
+unsigned Compiler::threads() const { return pool_->size(); }
+
+size_t Compiler::cache_hits() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return hits_;
+}
+
+size_t Compiler::cache_size() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return cache_.size();
+}
+
+std::string Compiler::nvrtc_version() {
+  int major = 0, minor = 0;
+  check_nvrtc(nvrtcVersion(&major, &minor), "nvrtcVersion", "querying the NVRTC version");
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+std::shared_ptr<const CompiledKernel> Compiler::compile(const CompileRequest& req) {
+  const std::string key = req.cache_key();
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = cache_.find(key);
+    if (it != cache_.end()) {
+      ++hits_;
+      auto hit = std::make_shared<CompiledKernel>(*it->second);
+      hit->from_cache = true;
+      hit->compile_seconds = 0;
+      return hit;
+    }
+  }
+  // Two threads may compile the same key at once; both results are identical and the second
+  // insert is a no-op, which is cheaper than holding the lock across NVRTC.
+  auto result = compile_uncached(req, key);
+  std::lock_guard<std::mutex> lk(mu_);
+  cache_.emplace(key, result);
+  return result;
+}
+
+std::future<std::shared_ptr<const CompiledKernel>> Compiler::compile_async(CompileRequest req) {
+  auto task = std::make_shared<std::packaged_task<std::shared_ptr<const CompiledKernel>()>>(
+      [this, r = std::move(req)] { return compile(r); });
+  auto fut = task->get_future();
+  pool_->submit([task] { (*task)(); });
+  return fut;
+}
+
+std::shared_ptr<const CompiledKernel> Compiler::compile_uncached(const CompileRequest& req, const std::string& key) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto& h = headers();
+  nvrtcProgram prog = nullptr;
+  check_nvrtc(nvrtcCreateProgram(&prog, req.source.c_str(), req.source_name.c_str(), static_cast<int>(h.names.size()),
+                                 h.text_ptrs.data(), h.name_ptrs.data()),
+              "nvrtcCreateProgram", req.context);
+  // The program is destroyed on every path out of here, exceptions included.
+  std::unique_ptr<nvrtcProgram, void (*)(nvrtcProgram*)> guard(&prog, [](nvrtcProgram* p) { nvrtcDestroyProgram(p); });
+
+  for (const auto& n : req.name_expressions)
+    check_nvrtc(nvrtcAddNameExpression(prog, n.c_str()), "nvrtcAddNameExpression", req.context + " kernel " + n);
+
+  std::vector<std::string> opts = default_options(req.arch);
+  opts.insert(opts.end(), req.options.begin(), req.options.end());
+  std::vector<const char*> opt_ptrs;
+  for (const auto& o : opts) opt_ptrs.push_back(o.c_str());
+
+  const nvrtcResult cr = nvrtcCompileProgram(prog, static_cast<int>(opt_ptrs.size()), opt_ptrs.data());
+  size_t log_size = 0;
+  check_nvrtc(nvrtcGetProgramLogSize(prog, &log_size), "nvrtcGetProgramLogSize", req.context);
+  std::string log(log_size, '\0');
+  if (log_size > 1) check_nvrtc(nvrtcGetProgramLog(prog, log.data()), "nvrtcGetProgramLog", req.context);
+  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+  if (cr != NVRTC_SUCCESS)
+    throw CompileError("nvrtcCompileProgram failed (" + std::string(nvrtcGetErrorString(cr)) + "): " + req.context, log);
+
+  auto out = std::make_shared<CompiledKernel>();
+  out->log = log;
+  out->cache_key = key;
+  for (const auto& n : req.name_expressions) {
+    const char* lowered = nullptr;
+    check_nvrtc(nvrtcGetLoweredName(prog, n.c_str(), &lowered), "nvrtcGetLoweredName", req.context + " kernel " + n);
+    out->lowered_names.emplace_back(lowered);
+  }
+  size_t cubin_size = 0;
+  check_nvrtc(nvrtcGetCUBINSize(prog, &cubin_size), "nvrtcGetCUBINSize", req.context);
+  if (cubin_size == 0) throw Error("nvrtcGetCUBINSize returned 0 bytes (arch must be a real sm_ target): " + req.context);
+  out->cubin.resize(cubin_size);
+  check_nvrtc(nvrtcGetCUBIN(prog, out->cubin.data()), "nvrtcGetCUBIN", req.context);
+  out->compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
+} // namespace ktune

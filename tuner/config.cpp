@@ -1,0 +1,79 @@
+#include "ktune/config.h"
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "ktune/error.h"
+
+namespace ktune {
+
+int Config::get(const std::string& name) const {
+  for (const auto& [k, v] : values_)
+    if (k == name) return v;
+  throw Error("config " + to_json() + " has no parameter '" + name + "'");
+}
+
+bool Config::has(const std::string& name) const {
+  for (const auto& kv : values_)
+    if (kv.first == name) return true;
+  return false;
+}
+
+void Config::set(const std::string& name, int value) {
+  for (auto& kv : values_)
+    if (kv.first == name) {
+      kv.second = value;
+      return;
+    }
+  values_.emplace_back(name, value);
+}
+
+std::string Config::to_json() const {
+  std::string s = "{";
+  for (size_t i = 0; i < values_.size(); ++i) {
+    if (i) s += ",";
+    s += nlohmann::json(values_[i].first).dump() + ":" + std::to_string(values_[i].second);
+  }
+  return s + "}";
+}
+
+Config Config::from_json(const std::string& text) {
+  // ordered_json keeps the key order of the text: the order is part of the canonical form.
+  nlohmann::ordered_json j;
+  try {
+    j = nlohmann::ordered_json::parse(text);
+  } catch (const std::exception& e) {
+    throw UsageError("config is not valid JSON: " + std::string(e.what()));
+  }
+  if (!j.is_object()) throw UsageError("config must be a JSON object of integers, got: " + text);
+  Config c;
+  for (const auto& [k, v] : j.items()) {
+    if (!v.is_number_integer()) throw UsageError("config parameter '" + k + "' must be an integer, got " + v.dump());
+    c.values_.emplace_back(k, v.get<int>());
+  }
+  return c;
+}
+
+std::string Config::short_string() const {
+  std::string s;
+  for (const auto& [k, v] : values_) {
+    if (!s.empty()) s += ".";
+    s += k + std::to_string(v);
+  }
+  return s;
+}
+
+std::string Config::hash() const { return fnv1a_hex(to_json()); }
+
+std::string fnv1a_hex(const std::string& bytes) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : bytes) {
+    h ^= ch;
+    h *= 1099511628211ull;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+} // namespace ktune

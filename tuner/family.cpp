@@ -1,0 +1,243 @@
+// The search-space machinery behind Family: declaration, validation, pruned enumeration,
+// sampling and domain narrowing.
+#include "ktune/family.h"
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "ktune/error.h"
+#include "runtime/embedded.h"
+
+namespace ktune {
+
+Family::Family(std::string name, std::string source_path)
+    : name_(std::move(name)), source_path_(std::move(source_path)) {}
+
+std::string Family::source() const {
+  if (!source_text_.empty()) return source_text_;
+  return std::string(embedded_file(source_path_));
+}
+
+Family& Family::param(const std::string& name, std::vector<int> values, std::string about) {
+  for (const auto& p : params_)
+    if (p.name == name) throw Error("family " + name_ + ": parameter '" + name + "' declared twice");
+  if (values.empty()) throw Error("family " + name_ + ": parameter '" + name + "' has an empty domain");
+  params_.push_back({name, std::move(values), std::move(about)});
+  return *this;
+}
+
+Family& Family::restrict(std::string why, std::vector<std::string> reads, Predicate pred) {
+  Constraint c{std::move(why), std::move(reads), std::move(pred), 0};
+  for (const auto& r : c.reads) {
+    auto it = std::find_if(params_.begin(), params_.end(), [&](const Param& p) { return p.name == r; });
+    if (it == params_.end())
+      throw Error("family " + name_ + ": constraint '" + c.why + "' reads undeclared parameter '" + r +
+                  "' (declare parameters before their constraints)");
+    c.depth = std::max(c.depth, static_cast<size_t>(it - params_.begin()));
+  }
+  constraints_.push_back(std::move(c));
+  return *this;
+}
+
+Family& Family::kernels(KernelsFn fn) {
+  kernels_ = std::move(fn);
+  return *this;
+}
+
+Family& Family::launch(LaunchFn fn) {
+  launch_ = std::move(fn);
+  return *this;
+}
+
+bool Family::supports(const GemmProblem& p, const DeviceInfo& d, std::string* why) const {
+  if (std::find(dtypes_.begin(), dtypes_.end(), p.dtype) == dtypes_.end()) {
+    if (why) *why = std::string("family ") + name_ + " does not support dtype " + to_string(p.dtype);
+    return false;
+  }
+  if (d.arch_number() < min_arch_) {
+    if (why) *why = "family " + name_ + " needs sm_" + std::to_string(min_arch_) + " or newer, device is " + d.arch;
+    return false;
+  }
+  return true;
+}
+
+Config Family::canonical(const Config& c) const {
+  Config out;
+  for (const auto& prm : params_) {
+    if (!c.has(prm.name)) throw UsageError("config " + c.to_json() + " lacks parameter '" + prm.name + "' of family " + name_);
+    out.set(prm.name, c[prm.name]);
+  }
+  if (c.size() != out.size()) {
+    for (const auto& [k, v] : c.items())
+      if (!out.has(k)) throw UsageError("config " + c.to_json() + " has parameter '" + k + "' unknown to family " + name_);
+  }
+  return out;
+}
+
+std::vector<std::string> Family::violations(const Config& c, const GemmProblem& p, const DeviceInfo& d) const {
+  std::vector<std::string> out;
+  std::string why;
+  if (!supports(p, d, &why)) out.push_back(why);
+  for (const auto& [k, v] : c.items()) {
+    auto it = std::find_if(params_.begin(), params_.end(), [&](const Param& q) { return q.name == k; });
+    if (it == params_.end()) out.push_back("unknown parameter '" + k + "'");
+    else if (std::find(it->values.begin(), it->values.end(), v) == it->values.end())
+      out.push_back("value " + std::to_string(v) + " is outside the domain of '" + k + "'");
+  }
+  for (const auto& prm : params_)
+    if (!c.has(prm.name)) out.push_back("parameter '" + prm.name + "' is missing");
+  if (!out.empty()) return out; // constraints may read any parameter: only run them on a full config
+  for (const auto& con : constraints_)
+    if (!con.pred(c, p, d)) out.push_back(con.why);
+  return out;
+}
+
+void Family::enumerate(const GemmProblem& p, const DeviceInfo& d, const std::function<bool(const Config&)>& visit) const {
+  if (!supports(p, d, nullptr) || params_.empty()) return;
+  // checks[i]: the constraints that become decidable once parameter i is bound.
+  std::vector<std::vector<const Constraint*>> checks(params_.size());
+  for (const auto& c : constraints_) checks[c.depth].push_back(&c);
+  Config cfg;
+  bool stop = false;
+  std::function<void(size_t)> walk = [&](size_t i) {
+    for (int v : params_[i].values) {
+      cfg.set(params_[i].name, v);
+      bool ok = true;
+      for (const Constraint* c : checks[i])
+        if (!c->pred(cfg, p, d)) {
+          ok = false;
+          break;
+        }
+      if (ok) {
+        if (i + 1 == params_.size()) stop = !visit(cfg);
+        else walk(i + 1);
+      }
+      cfg.pop_back();
+      if (stop) return;
+    }
+  };
+  walk(0);
+}
+
+uint64_t Family::count(const GemmProblem& p, const DeviceInfo& d) const {
+  uint64_t n = 0;
+  enumerate(p, d, [&](const Config&) {
+    ++n;
+    return true;
+  });
+  return n;
+}
+
+std::vector<Config> Family::sample(const GemmProblem& p, const DeviceInfo& d, size_t n, uint64_t seed) const {
+  std::vector<Config> out;
+  if (n == 0 || !supports(p, d, nullptr)) return out;
+  std::mt19937_64 rng(seed);
+  std::set<std::string> seen;
+  std::vector<std::vector<const Constraint*>> checks(params_.size());
+  for (const auto& c : constraints_) checks[c.depth].push_back(&c);
+  // Rejection sampling over the Cartesian product is uniform over the valid set; checking
+  // constraints as each parameter is drawn rejects early. Dense spaces finish here.
+  const size_t max_attempts = 2000 * n + 10000;
+  for (size_t attempt = 0; attempt < max_attempts && out.size() < n; ++attempt) {
+    Config cfg;
+    bool ok = true;
+    for (size_t i = 0; i < params_.size() && ok; ++i) {
+      const auto& vals = params_[i].values;
+      cfg.set(params_[i].name, vals[rng() % vals.size()]);
+      for (const Constraint* c : checks[i])
+        if (!c->pred(cfg, p, d)) {
+          ok = false;
+          break;
+        }
+    }
+    if (ok && seen.insert(cfg.to_json()).second) out.push_back(cfg);
+  }
+  if (out.size() == n) return out;
+  // Sparse or small space: enumerate it and fill up with a seeded shuffle of the rest.
+  std::vector<Config> rest;
+  enumerate(p, d, [&](const Config& c) {
+    if (!seen.count(c.to_json())) rest.push_back(c);
+    return true;
+  });
+  std::shuffle(rest.begin(), rest.end(), rng);
+  for (size_t i = 0; i < rest.size() && out.size() < n; ++i) out.push_back(rest[i]);
+  return out;
+}
+
+std::vector<std::string> Family::kernel_names(const Config& c, const GemmProblem& p) const {
+  if (!kernels_) throw Error("family " + name_ + " declares no kernels()");
+  return kernels_(c, p);
+}
+
+LaunchPlan Family::launch_plan(const Config& c, const GemmProblem& p) const {
+  if (!launch_) throw Error("family " + name_ + " declares no launch()");
+  return launch_(c, p);
+}
+
+Family Family::restricted(const SpaceRestriction& r) const {
+  if (!r.family.empty() && r.family != name_)
+    throw UsageError("space restriction is for family '" + r.family + "', not '" + name_ + "'");
+  Family f = *this;
+  for (const auto& [name, values] : r.domains) {
+    auto it = std::find_if(f.params_.begin(), f.params_.end(), [&](const Param& q) { return q.name == name; });
+    if (it == f.params_.end()) throw UsageError("space restriction names unknown parameter '" + name + "' of family " + name_);
+    std::vector<int> kept;
+    for (int v : values) {
+      if (std::find(it->values.begin(), it->values.end(), v) == it->values.end())
+        throw UsageError("space restriction value " + std::to_string(v) + " is not in the declared domain of '" + name +
+                         "' in family " + name_);
+      kept.push_back(v);
+    }
+    if (kept.empty()) throw UsageError("space restriction leaves parameter '" + name + "' with no values");
+    it->values = kept;
+  }
+  return f;
+}
+
+SpaceRestriction SpaceRestriction::from_json(const std::string& text, const std::string& origin) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const std::exception& e) {
+    throw UsageError(origin + ": not valid JSON: " + e.what());
+  }
+  SpaceRestriction r;
+  if (!j.is_object() || !j.contains("domains") || !j["domains"].is_object())
+    throw UsageError(origin + ": expected {\"family\": NAME, \"domains\": {PARAM: [values]}}");
+  if (j.contains("family")) {
+    if (!j["family"].is_string()) throw UsageError(origin + ": \"family\" must be a string");
+    r.family = j["family"].get<std::string>();
+  }
+  for (const auto& [k, v] : j["domains"].items()) {
+    if (!v.is_array()) throw UsageError(origin + ": domain of '" + k + "' must be an array of integers");
+    for (const auto& x : v) {
+      if (!x.is_number_integer()) throw UsageError(origin + ": domain of '" + k + "' has a non-integer " + x.dump());
+      r.domains[k].push_back(x.get<int>());
+    }
+  }
+  return r;
+}
+
+SpaceRestriction SpaceRestriction::from_json_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw UsageError("cannot read space restriction file '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw UsageError("error reading space restriction file '" + path + "'");
+  return from_json(ss.str(), path);
+}
+
+Family find_family(const std::string& name) {
+  std::string known;
+  for (auto& f : builtin_families()) {
+    if (f.name() == name) return f;
+    known += (known.empty() ? "" : ", ") + f.name();
+  }
+  throw UsageError("unknown family '" + name + "' (known: " + known + ")");
+}
+
+} // namespace ktune

@@ -1,0 +1,161 @@
+#include "tuner/gemm_op.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "gemm/gemm_families.h"
+#include "runtime/cuda_check.h"
+#include "runtime/driver.h"
+#include "runtime/embedded.h"
+
+namespace ktune {
+namespace {
+
+enum RefKernel : size_t { kFillUniform, kReference, kCompare };
+
+// A quiet NaN with a payload: "never written" is then told apart from a NaN a kernel computed.
+constexpr unsigned kPoison = 0x7fc0deadu;
+
+size_t storage_rows(Layout l, int64_t rows, int64_t cols) { return size_t(l == Layout::row ? rows : cols); }
+
+} // namespace
+
+std::string VerifyResult::summary() const {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "rel_error=%.3g nonfinite=%llu stray_writes=%llu", rel_error,
+                static_cast<unsigned long long>(nonfinite), static_cast<unsigned long long>(stray_writes));
+  return buf;
+}
+
+GemmOp::GemmOp(Compiler& compiler, const DeviceInfo& device) : device_(device) {
+  CompileRequest req;
+  req.source = std::string(embedded_file("gemm/gemm_reference.cu"));
+  req.source_name = "gemm/gemm_reference.cu";
+  req.name_expressions = {"ktune_fill_uniform", "ktune_gemm_reference", "ktune_gemm_compare"};
+  req.arch = device.arch;
+  req.context = "GEMM reference kernels for " + device.arch;
+  const auto k = compiler.compile(req);
+  ref_ = std::make_unique<Module>(k->cubin, k->lowered_names, req.context);
+  sums_ = DeviceBuffer(32, "verification sums");
+}
+
+GemmOp::~GemmOp() = default;
+
+double GemmOp::tolerance(DType d) {
+  switch (d) {
+    case DType::f32: return 1e-5; // FP32 accumulation error grows ~ eps * sqrt(K): ~2e-6 at K = 32768
+    case DType::tf32: return 3e-3;
+    case DType::f16:
+    case DType::bf16: return 1e-2;
+  }
+  return 0;
+}
+
+double GemmOp::min_bytes(const GemmProblem& p) {
+  const double e = 4; // bytes per element, f32
+  return e * (double(p.m) * p.k + double(p.k) * p.n + double(p.m) * p.n * (p.beta != 0 ? 2 : 1));
+}
+
+size_t GemmOp::a_elems() const { return std::max<size_t>(1, storage_rows(p_.a, p_.m, p_.k)) * size_t(p_.eff_lda()); }
+size_t GemmOp::b_elems() const { return std::max<size_t>(1, storage_rows(p_.b, p_.k, p_.n)) * size_t(p_.eff_ldb()); }
+size_t GemmOp::c_elems() const { return size_t(p_.m) * size_t(p_.eff_ldc()); }
+
+void GemmOp::grow(DeviceBuffer& b, size_t bytes, const char* what) {
+  if (b.bytes() < bytes) {
+    b = DeviceBuffer(); // free first: the old and new buffer need not coexist
+    b = DeviceBuffer(bytes, std::string(what) + " for " + p_.key());
+  }
+}
+
+void GemmOp::ensure_workspace(size_t bytes) { grow(workspace_, bytes, "split-K workspace"); }
+
+void GemmOp::launch1d(size_t kernel, long long n, void** params, CUstream stream) {
+  // Grid-stride kernels: a few waves of blocks are enough to saturate memory bandwidth.
+  const unsigned blocks = static_cast<unsigned>(std::clamp<long long>((n + 255) / 256, 1, 32LL * std::max(1, device_.sm_count)));
+  const unsigned grid[3] = {blocks, 1, 1}, block[3] = {256, 1, 1};
+  ref_->launch(kernel, grid, block, 0, stream, params);
+}
+
+void GemmOp::prepare(const GemmProblem& p, uint64_t seed) {
+  p.validate();
+  p_ = p;
+  grow(a_, a_elems() * 4, "A");
+  grow(b_, b_elems() * 4, "B");
+  grow(c_, c_elems() * 4, "C");
+  grow(c0_, c_elems() * 4, "initial C");
+  grow(ref_out_, size_t(p.m) * size_t(p.n) * 8, "FP64 reference");
+  auto fill = [&](const DeviceBuffer& buf, long long n, unsigned long long s) {
+    float* ptr = buf.as<float>();
+    void* params[] = {&ptr, &n, &s};
+    launch1d(kFillUniform, n, params, nullptr);
+  };
+  // Distinct streams of the generator for A, B and C (seeds differ in the low bits, and splitmix
+  // decorrelates neighbours).
+  fill(a_, static_cast<long long>(a_elems()), seed * 4 + 1);
+  fill(b_, static_cast<long long>(b_elems()), seed * 4 + 2);
+  if (p.beta != 0) fill(c0_, static_cast<long long>(c_elems()), seed * 4 + 3);
+  else check_cu(driver().cuMemsetD32Async(c0_.ptr(), kPoison, c_elems(), nullptr), "cuMemsetD32Async", "poisoning C for " + p.key());
+  reset_c(nullptr);
+  check_cu(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize", "preparing inputs for " + p.key());
+}
+
+KtuneGemmArgs GemmOp::args() const {
+  KtuneGemmArgs a{};
+  a.A = a_.as<const float>();
+  a.B = b_.as<const float>();
+  a.C = c_.as<float>();
+  a.workspace = workspace_.as<float>();
+  a.lda = p_.eff_lda(), a.ldb = p_.eff_ldb(), a.ldc = p_.eff_ldc();
+  a.ws_ld = gemm_workspace_ld(p_.n);
+  a.M = static_cast<int>(p_.m), a.N = static_cast<int>(p_.n), a.K = static_cast<int>(p_.k);
+  a.alpha = p_.alpha, a.beta = p_.beta;
+  return a;
+}
+
+void GemmOp::reset_c(CUstream stream) {
+  (void)stream; // cuMemcpyDtoD is ordered with the legacy default stream, which every caller uses
+  check_cu(driver().cuMemcpyDtoD(c_.ptr(), c0_.ptr(), c_elems() * 4), "cuMemcpyDtoD", "restoring C for " + p_.key());
+}
+
+VerifyResult GemmOp::verify(CUstream stream) {
+  KtuneGemmArgs a = args();
+  const float* c0 = c0_.as<const float>();
+  double* ref = ref_out_.as<double>();
+  int a_col = p_.a == Layout::col, b_col = p_.b == Layout::col;
+  {
+    void* params[] = {&a, &c0, &a_col, &b_col, &ref};
+    const unsigned grid[3] = {ceil_div(p_.n, 16), ceil_div(p_.m, 16), 1}, block[3] = {16, 16, 1};
+    ref_->launch(kReference, grid, block, 0, stream, params);
+  }
+  check_cu(driver().cuMemsetD32Async(sums_.ptr(), 0, 8, stream), "cuMemsetD32Async", "clearing verification sums");
+  const float* c = c_.as<const float>();
+  int m = a.M, n = a.N;
+  long long ldc = a.ldc;
+  double* sums = sums_.as<double>();
+  unsigned long long* counts = reinterpret_cast<unsigned long long*>(sums + 2);
+  void* params[] = {&c, &c0, &ref, &m, &n, &ldc, &sums, &counts};
+  launch1d(kCompare, static_cast<long long>(c_elems()), params, stream);
+  check_cu(driver().cuStreamSynchronize(stream), "cuStreamSynchronize", "verifying " + p_.key());
+  double host[4];
+  check_cu(driver().cuMemcpyDtoH(host, sums_.ptr(), 32), "cuMemcpyDtoH", "reading verification sums");
+  VerifyResult r;
+  uint64_t cnt[2];
+  std::memcpy(cnt, host + 2, 16);
+  r.nonfinite = cnt[0];
+  r.stray_writes = cnt[1];
+  r.rel_error = host[1] > 0 ? std::sqrt(host[0] / host[1]) : std::sqrt(host[0]);
+  r.pass = r.nonfinite == 0 && r.stray_writes == 0 && r.rel_error <= tolerance(p_.dtype);
+  return r;
+}
+
+VerifyResult GemmOp::check(const GemmProblem& p, uint64_t seed,
+                           const std::function<void(const KtuneGemmArgs&, CUstream)>& run, CUstream stream) {
+  prepare(p, seed);
+  run(args(), stream);
+  check_cu(driver().cuStreamSynchronize(stream), "cuStreamSynchronize", "running the kernel under test on " + p.key());
+  return verify(stream);
+}
+
+} // namespace ktune

@@ -1,0 +1,67 @@
+// The GEMM op: allocates and fills inputs on the device, computes the FP64 reference, verifies a
+// kernel's output, and counts FLOPs and bytes. Verification follows docs/METHOD: fresh random
+// inputs per check, C poisoned with NaN where it must not be read, every element checked, and
+// C's row padding checked for stray writes.
+#pragma once
+#include <cuda.h>
+
+#include <functional>
+#include <memory>
+
+#include "ktune/compiler.h"
+#include "ktune/device.h"
+#include "ktune/problem.h"
+#include "runtime/module.h"
+
+namespace ktune {
+
+struct VerifyResult {
+  double rel_error = 0;      // ||C - ref||_F / ||ref||_F (absolute when ref is all zeros)
+  uint64_t nonfinite = 0;    // NaN/Inf elements of C: unwritten (poison) or overflowed
+  uint64_t stray_writes = 0; // changed elements of C's padding columns N..ldc-1
+  bool pass = false;
+  std::string summary() const;
+};
+
+class GemmOp {
+ public:
+  // Compiles the reference kernels for the device's arch (once per process, via compiler's cache).
+  GemmOp(Compiler& compiler, const DeviceInfo& device);
+  ~GemmOp();
+
+  // Relative Frobenius error allowed for a dtype's results.
+  static double tolerance(DType d);
+  static double flops(const GemmProblem& p) { return 2.0 * double(p.m) * double(p.n) * double(p.k); }
+  // Fewest bytes a GEMM must move: A and B read once, C written once (and read when beta != 0).
+  static double min_bytes(const GemmProblem& p);
+
+  // Fresh inputs for p from seed: A and B uniform in [-1, 1), C random (beta != 0) or NaN
+  // (beta == 0). Buffers grow as needed and are reused across calls.
+  void prepare(const GemmProblem& p, uint64_t seed);
+  // Kernel arguments over the prepared buffers (workspace from ensure_workspace).
+  KtuneGemmArgs args() const;
+  void ensure_workspace(size_t bytes);
+  // Restores C to its prepared initial contents (before re-running a kernel on the same inputs).
+  void reset_c(CUstream stream);
+  // Reference for the prepared inputs, compared with the current C. Synchronizes.
+  VerifyResult verify(CUstream stream);
+
+  // prepare + run + verify, the whole check for one problem and seed.
+  VerifyResult check(const GemmProblem& p, uint64_t seed, const std::function<void(const KtuneGemmArgs&, CUstream)>& run,
+                     CUstream stream);
+
+  size_t a_elems() const;
+  size_t b_elems() const;
+  size_t c_elems() const;
+
+ private:
+  void grow(DeviceBuffer& b, size_t bytes, const char* what);
+  void launch1d(size_t kernel, long long n, void** params, CUstream stream);
+
+  DeviceInfo device_;
+  std::unique_ptr<Module> ref_; // fill_uniform, fill_value, gemm_reference, gemm_compare
+  GemmProblem p_;
+  DeviceBuffer a_, b_, c_, c0_, ref_out_, sums_, workspace_;
+};
+
+} // namespace ktune
