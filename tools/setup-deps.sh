@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages ktune builds against, where missing. The CUDA 13 toolkit
+# (nvcc, NVRTC, cuBLAS) is a prerequisite and is not installed here.
+set -euo pipefail
+need=()
+for pkg in cmake g++ make nlohmann-json3-dev libsqlite3-dev libcli11-dev libgtest-dev; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  echo "setup-deps: installing ${need[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+if [ ! -e /usr/local/cuda/include/nvrtc.h ] && ! command -v nvcc >/dev/null 2>&1; then
+  echo "setup-deps: the CUDA toolkit (12.0 or newer, with NVRTC and cuBLAS) was not found; install it first" >&2
+  exit 1
+fi
