@@ -7,7 +7,14 @@
 #include "ktune/compiler.h"
 #include "ktune/error.h"
 #include "ktune/family.h"
+#include "db/store.h"
 #include "runtime/module.h"
+#include "tuner/json_io.h"
+#include "tuner/session.h"
+#include "tuner/worker.h"
+
+#include <filesystem>
+#include <unistd.h>
 
 namespace {
 
@@ -106,6 +113,80 @@ int cmd_compile(const CompileArgs& a) {
   return 0;
 }
 
+struct TuneArgs {
+  std::vector<std::string> families{"gemm_simt"}, problems;
+  std::string suite, dtype = "f32", layout = "NN", strategy = "random", db, restrict_file;
+  std::optional<size_t> budget_evals;
+  std::optional<double> budget_seconds;
+  uint64_t seed = 1;
+  int device = 0;
+  double timeout_s = 30;
+  bool quiet = false, json = false;
+};
+
+std::string self_exe() {
+  std::error_code ec;
+  const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) throw Error("cannot find the ktune executable for the worker: " + ec.message());
+  return p.string();
+}
+
+nlohmann::json result_json(const TuneResult& r) {
+  nlohmann::json probs = nlohmann::json::array();
+  for (const auto& p : r.problems) {
+    nlohmann::json counts = nlohmann::json::object();
+    for (const auto& [st, n] : p.by_status) counts[to_string(st)] = n;
+    nlohmann::json j = {{"problem", p.problem.key()}, {"trials", counts}, {"skipped", p.skipped}, {"wall_s", p.wall_s}};
+    if (p.best) {
+      j["family"] = p.best->family;
+      j["config"] = nlohmann::json::parse(p.best->config_json);
+      j["time_ms"] = p.best->time_ms;
+      j["tflops"] = p.best->tflops;
+    }
+    if (p.cublas) j["cublas_ms"] = p.cublas->median_ms;
+    if (p.best && p.cublas) j["ratio_to_cublas"] = p.cublas->median_ms / p.best->time_ms;
+    probs.push_back(j);
+  }
+  return {{"device", {{"name", r.device.name}, {"arch", r.device.arch}, {"sm_count", r.device.sm_count}}},
+          {"problems", probs}, {"wall_s", r.wall_s}, {"compile_s", r.compile_s}, {"bench_s", r.bench_s},
+          {"worker_restarts", r.worker_restarts}};
+}
+
+int cmd_tune(const TuneArgs& a) {
+  TuneOptions o;
+  const DType dtype = parse_dtype(a.dtype);
+  if (dtype != DType::f32) throw UsageError("dtype " + a.dtype + " has no kernel family yet; only f32 can be tuned");
+  for (const auto& name : a.families) o.families.push_back(load_family(name, a.restrict_file));
+  if (!a.suite.empty() && !a.problems.empty()) throw UsageError("give --suite or --problem, not both");
+  if (!a.suite.empty()) o.problems = load_suite(a.suite, a.layout, dtype);
+  for (const auto& p : a.problems) o.problems.push_back(GemmProblem::parse(p, a.layout, dtype));
+  if (o.problems.empty()) throw UsageError("nothing to tune: give --suite FILE or --problem MxNxK");
+  if (a.budget_evals && *a.budget_evals == 0) throw UsageError("--budget-evals must be at least 1");
+  if (a.budget_seconds && *a.budget_seconds <= 0) throw UsageError("--budget-seconds must be positive");
+  if (a.strategy != "exhaustive" && a.strategy != "random")
+    throw UsageError("unknown strategy '" + a.strategy + "' (expected exhaustive or random)");
+  o.strategy = a.strategy;
+  o.budget_evals = a.budget_evals;
+  o.budget_seconds = a.budget_seconds;
+  o.seed = a.seed;
+  o.db_path = a.db.empty() ? default_db_path() : a.db;
+  o.device = a.device;
+  o.timeout_s = a.timeout_s;
+  o.quiet = a.quiet || a.json;
+  o.progress = !o.quiet && isatty(2);
+  o.worker_argv = {self_exe(), "worker"};
+  std::string why;
+  if (list_devices(&why).empty()) {
+    std::fprintf(stderr, "ktune: no GPU available, nothing can be tuned: %s\n", why.c_str());
+    return 1;
+  }
+  if (!o.quiet) std::fprintf(stderr, "ktune: tuning %zu problem(s) into %s\n", o.problems.size(), o.db_path.c_str());
+  const TuneResult r = tune(o);
+  if (a.json) std::printf("%s\n", result_json(r).dump(2).c_str());
+  else std::printf("%s", format_summary(r).c_str());
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -134,6 +215,30 @@ int main(int argc, char** argv) {
   cp->add_option("--problem", comp.problem, "Problem shape MxNxK (validity, layout)")->capture_default_str();
   cp->add_option("--layout", comp.layout, "Layouts of A and B")->capture_default_str();
   cp->add_option("--device", comp.device, "Also load it on this GPU and print registers, smem, spills");
+
+  TuneArgs tune_args;
+  auto* tn = app.add_subcommand("tune", "Search a family's configs for each problem on the GPU and record every trial");
+  tn->add_option("--family", tune_args.families, "Kernel family (repeatable)")->capture_default_str();
+  tn->add_option("--suite", tune_args.suite, "Suite file (JSON) of problems, e.g. configs/suites/public.json");
+  tn->add_option("--problem", tune_args.problems, "Problem MxNxK (repeatable)");
+  tn->add_option("--dtype", tune_args.dtype, "Data type")->capture_default_str();
+  tn->add_option("--layout", tune_args.layout, "Layouts of A and B where a problem names none")->capture_default_str();
+  tn->add_option("--strategy", tune_args.strategy, "exhaustive or random")->capture_default_str();
+  tn->add_option("--budget-evals", tune_args.budget_evals, "Most configs per problem (default 200 without a budget)");
+  tn->add_option("--budget-seconds", tune_args.budget_seconds, "Most wall seconds per problem");
+  tn->add_option("--seed", tune_args.seed, "Seed of the strategy and the inputs")->capture_default_str();
+  tn->add_option("--db", tune_args.db, "Database (default: $KTUNE_DB, else ~/.cache/ktune/ktune.db)");
+  tn->add_option("--device", tune_args.device, "GPU ordinal")->capture_default_str();
+  tn->add_option("--restrict", tune_args.restrict_file, "JSON file narrowing parameter domains")->check(CLI::ExistingFile);
+  tn->add_option("--timeout", tune_args.timeout_s, "Seconds one evaluation may take before its worker is killed")
+      ->capture_default_str();
+  tn->add_flag("--quiet", tune_args.quiet, "No progress output");
+  tn->add_flag("--json", tune_args.json, "Print the summary as JSON (implies --quiet)");
+
+  int worker_device = 0;
+  auto* wk = app.add_subcommand("worker", "");  // internal: the fault-isolated GPU process of `tune`
+  wk->group("");
+  wk->add_option("--device", worker_device);
 
   // CLI11 would call an unknown word a missing subcommand; name it instead.
   if (argc > 1 && argv[1][0] != '-') {
@@ -168,6 +273,8 @@ int main(int argc, char** argv) {
     if (sp->parsed()) return cmd_space(space);
     if (dv->parsed()) return cmd_devices();
     if (cp->parsed()) return cmd_compile(comp);
+    if (tn->parsed()) return cmd_tune(tune_args);
+    if (wk->parsed()) return worker_main(worker_device);
   } catch (const UsageError& e) {
     std::fprintf(stderr, "ktune: %s\n", e.what());
     return 2;

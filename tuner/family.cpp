@@ -136,6 +136,17 @@ std::vector<Config> Family::sample(const GemmProblem& p, const DeviceInfo& d, si
   std::vector<Config> out;
   if (n == 0 || !supports(p, d, nullptr)) return out;
   std::mt19937_64 rng(seed);
+  // A space no larger than the request is returned whole (shuffled); finding that out costs at
+  // most n + 1 enumerated configs, where rejection sampling would grind through its attempt cap.
+  std::vector<Config> head;
+  enumerate(p, d, [&](const Config& c) {
+    head.push_back(c);
+    return head.size() <= n;
+  });
+  if (head.size() <= n) {
+    std::shuffle(head.begin(), head.end(), rng);
+    return head;
+  }
   std::set<std::string> seen;
   std::vector<std::vector<const Constraint*>> checks(params_.size());
   for (const auto& c : constraints_) checks[c.depth].push_back(&c);

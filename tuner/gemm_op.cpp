@@ -13,7 +13,7 @@
 namespace ktune {
 namespace {
 
-enum RefKernel : size_t { kFillUniform, kReference, kCompare };
+enum RefKernel : size_t { kFillUniform, kToF64, kCompare };
 
 // A quiet NaN with a payload: "never written" is then told apart from a NaN a kernel computed.
 constexpr unsigned kPoison = 0x7fc0deadu;
@@ -33,12 +33,13 @@ GemmOp::GemmOp(Compiler& compiler, const DeviceInfo& device) : device_(device) {
   CompileRequest req;
   req.source = std::string(embedded_file("gemm/gemm_reference.cu"));
   req.source_name = "gemm/gemm_reference.cu";
-  req.name_expressions = {"ktune_fill_uniform", "ktune_gemm_reference", "ktune_gemm_compare"};
+  req.name_expressions = {"ktune_fill_uniform", "ktune_f32_to_f64", "ktune_gemm_compare"};
   req.arch = device.arch;
   req.context = "GEMM reference kernels for " + device.arch;
   const auto k = compiler.compile(req);
   ref_ = std::make_unique<Module>(k->cubin, k->lowered_names, req.context);
   sums_ = DeviceBuffer(32, "verification sums");
+  cublas_ = std::make_unique<Cublas>();
 }
 
 GemmOp::~GemmOp() = default;
@@ -85,7 +86,9 @@ void GemmOp::prepare(const GemmProblem& p, uint64_t seed) {
   grow(b_, b_elems() * 4, "B");
   grow(c_, c_elems() * 4, "C");
   grow(c0_, c_elems() * 4, "initial C");
-  grow(ref_out_, size_t(p.m) * size_t(p.n) * 8, "FP64 reference");
+  grow(a64_, a_elems() * 8, "FP64 copy of A");
+  grow(b64_, b_elems() * 8, "FP64 copy of B");
+  grow(ref_out_, c_elems() * 8, "FP64 reference");
   auto fill = [&](const DeviceBuffer& buf, long long n, unsigned long long s) {
     float* ptr = buf.as<float>();
     void* params[] = {&ptr, &n, &s};
@@ -123,12 +126,15 @@ VerifyResult GemmOp::verify(CUstream stream) {
   KtuneGemmArgs a = args();
   const float* c0 = c0_.as<const float>();
   double* ref = ref_out_.as<double>();
-  int a_col = p_.a == Layout::col, b_col = p_.b == Layout::col;
-  {
-    void* params[] = {&a, &c0, &a_col, &b_col, &ref};
-    const unsigned grid[3] = {ceil_div(p_.n, 16), ceil_div(p_.m, 16), 1}, block[3] = {16, 16, 1};
-    ref_->launch(kReference, grid, block, 0, stream, params);
-  }
+  auto widen = [&](const float* x, double* y, size_t n) {
+    long long count = static_cast<long long>(n);
+    void* params[] = {&x, &y, &count};
+    launch1d(kToF64, count, params, stream);
+  };
+  widen(a.A, a64_.as<double>(), a_elems());
+  widen(a.B, b64_.as<double>(), b_elems());
+  if (p_.beta != 0) widen(c0, ref, c_elems()); // DGEMM then computes alpha * A * B + beta * C0 in place
+  cublas_->dgemm(p_, a64_.as<const double>(), b64_.as<const double>(), ref, stream);
   check_cu(driver().cuMemsetD32Async(sums_.ptr(), 0, 8, stream), "cuMemsetD32Async", "clearing verification sums");
   const float* c = c_.as<const float>();
   int m = a.M, n = a.N;

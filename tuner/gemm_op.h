@@ -1,5 +1,6 @@
 // The GEMM op: allocates and fills inputs on the device, computes the FP64 reference, verifies a
-// kernel's output, and counts FLOPs and bytes. Verification follows docs/METHOD: fresh random
+// kernel's output against an FP64 product (cuBLAS DGEMM on widened inputs), and counts FLOPs
+// and bytes. Verification follows docs/METHOD: fresh random
 // inputs per check, C poisoned with NaN where it must not be read, every element checked, and
 // C's row padding checked for stray writes.
 #pragma once
@@ -12,6 +13,7 @@
 #include "ktune/device.h"
 #include "ktune/problem.h"
 #include "runtime/module.h"
+#include "tuner/cublas.h"
 
 namespace ktune {
 
@@ -25,7 +27,8 @@ struct VerifyResult {
 
 class GemmOp {
  public:
-  // Compiles the reference kernels for the device's arch (once per process, via compiler's cache).
+  // Compiles the helper kernels for the device's arch and creates a cuBLAS handle; the device's
+  // primary context must be current.
   GemmOp(Compiler& compiler, const DeviceInfo& device);
   ~GemmOp();
 
@@ -53,15 +56,17 @@ class GemmOp {
   size_t a_elems() const;
   size_t b_elems() const;
   size_t c_elems() const;
+  Cublas& cublas() { return *cublas_; }
 
  private:
   void grow(DeviceBuffer& b, size_t bytes, const char* what);
   void launch1d(size_t kernel, long long n, void** params, CUstream stream);
 
   DeviceInfo device_;
-  std::unique_ptr<Module> ref_; // fill_uniform, fill_value, gemm_reference, gemm_compare
+  std::unique_ptr<Module> ref_; // fill_uniform, f32_to_f64, gemm_compare
+  std::unique_ptr<Cublas> cublas_;
   GemmProblem p_;
-  DeviceBuffer a_, b_, c_, c0_, ref_out_, sums_, workspace_;
+  DeviceBuffer a_, b_, c_, c0_, a64_, b64_, ref_out_, sums_, workspace_;
 };
 
 } // namespace ktune

@@ -1,10 +1,12 @@
 // The ktune program as a user runs it: exit codes and output.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <string>
 #include <sys/wait.h>
+
+#include "test_paths.h"
 
 namespace {
 
@@ -13,17 +15,8 @@ struct CliRun {
   std::string out; // stdout and stderr together
 };
 
-// The ktune binary beside this test's build tree (tests/ktune_tests -> ../ktune), found from
-// /proc/self/exe so that a build folder copied elsewhere (the GPU machine) still finds it.
-std::string ktune_path() {
-  std::error_code ec;
-  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) return std::string(KTUNE_BINARY_DIR) + "/ktune";
-  return (self.parent_path().parent_path() / "ktune").string();
-}
-
-CliRun ktune(const std::string& args) {
-  const std::string cmd = ktune_path() + " " + args + " 2>&1";
+CliRun run_ktune(const std::string& args) {
+  const std::string cmd = ktune::testing::ktune_binary() + " " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return {-1, "popen failed"};
   std::string out;
@@ -36,24 +29,24 @@ CliRun ktune(const std::string& args) {
 } // namespace
 
 TEST(Cli, HelpListsTheSubcommands) {
-  const CliRun r = ktune("--help");
+  const CliRun r = run_ktune("--help");
   EXPECT_EQ(r.status, 0);
   for (const char* sub : {"space", "devices", "compile"}) EXPECT_NE(r.out.find(sub), std::string::npos) << r.out;
 }
 
 TEST(Cli, UnknownSubcommandOrFlagExitsTwoWithAMessage) {
-  CliRun r = ktune("frobnicate");
+  CliRun r = run_ktune("frobnicate");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.out.find("unknown subcommand 'frobnicate'"), std::string::npos) << r.out;
-  r = ktune("space --frobnicate");
+  r = run_ktune("space --frobnicate");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.out.find("--frobnicate"), std::string::npos) << r.out;
-  r = ktune("");
+  r = run_ktune("");
   EXPECT_EQ(r.status, 2);
 }
 
 TEST(Cli, SpaceCountPrintsOneIntegerOfAtLeastAThousand) {
-  const CliRun r = ktune("space --family gemm_simt --arch sm_90 --count");
+  const CliRun r = run_ktune("space --family gemm_simt --arch sm_90 --count");
   ASSERT_EQ(r.status, 0) << r.out;
   size_t used = 0;
   const long long n = std::stoll(r.out, &used);
@@ -62,7 +55,7 @@ TEST(Cli, SpaceCountPrintsOneIntegerOfAtLeastAThousand) {
 }
 
 TEST(Cli, SpaceSummaryShowsParametersConstraintsAndASample) {
-  const CliRun r = ktune("space --family gemm_smem --arch sm_80");
+  const CliRun r = run_ktune("space --family gemm_smem --arch sm_80");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("TILE"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("3 valid"), std::string::npos) << r.out;
@@ -70,16 +63,56 @@ TEST(Cli, SpaceSummaryShowsParametersConstraintsAndASample) {
 }
 
 TEST(Cli, BadArgumentsAreUsageErrors) {
-  EXPECT_EQ(ktune("space --family nope --count").status, 2);
-  EXPECT_EQ(ktune("space --arch sm_7 --count").status, 2);
-  EXPECT_EQ(ktune("space --problem 12x12 --count").status, 2);
-  EXPECT_EQ(ktune("space --restrict /nonexistent.json --count").status, 2);
-  EXPECT_EQ(ktune("compile --family gemm_smem --config '{\"TILE\":12}'").status, 2);
-  EXPECT_EQ(ktune("compile --family gemm_smem --config 'nope'").status, 2);
+  EXPECT_EQ(run_ktune("space --family nope --count").status, 2);
+  EXPECT_EQ(run_ktune("space --arch sm_7 --count").status, 2);
+  EXPECT_EQ(run_ktune("space --problem 12x12 --count").status, 2);
+  EXPECT_EQ(run_ktune("space --restrict /nonexistent.json --count").status, 2);
+  EXPECT_EQ(run_ktune("compile --family gemm_smem --config '{\"TILE\":12}'").status, 2);
+  EXPECT_EQ(run_ktune("compile --family gemm_smem --config 'nope'").status, 2);
 }
 
 TEST(Cli, CompileReportsTheCubin) {
-  const CliRun r = ktune("compile --family gemm_smem --config '{\"TILE\":16}' --arch sm_80");
+  const CliRun r = run_ktune("compile --family gemm_smem --config '{\"TILE\":16}' --arch sm_80");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("byte cubin"), std::string::npos) << r.out;
+}
+
+TEST(Cli, TuneRejectsBadInputBeforeLookingForAGpu) {
+  CliRun r = run_ktune("tune --suite /nonexistent/suite.json");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.out.find("cannot read suite file '/nonexistent/suite.json'"), std::string::npos) << r.out;
+  r = run_ktune("tune --problem 12x12");
+  EXPECT_EQ(r.status, 2);
+  r = run_ktune("tune --problem 64x64x64 --strategy sideways");
+  EXPECT_EQ(r.status, 2);
+  r = run_ktune("tune --problem 64x64x64 --budget-evals 0");
+  EXPECT_EQ(r.status, 2);
+  r = run_ktune("tune --problem 64x64x64 --dtype int8");
+  EXPECT_EQ(r.status, 2);
+  r = run_ktune("tune --problem 64x64x64 --family gemm_nope");
+  EXPECT_EQ(r.status, 2);
+  r = run_ktune("tune --problem 64x64x64 --budget-evals");
+  EXPECT_EQ(r.status, 2);
+}
+
+TEST(Cli, TuneAndDevicesWithoutAGpuSaySoInOneLineAndExitOne) {
+  const CliRun probe = run_ktune("devices");
+  if (probe.status == 0) GTEST_SKIP() << "this machine has a GPU";
+  for (const char* cmd : {"devices", "tune --problem 64x64x64 --db /tmp/ktune-nogpu-test.db"}) {
+    const CliRun r = run_ktune(cmd);
+    EXPECT_EQ(r.status, 1) << cmd;
+    EXPECT_NE(r.out.find("no GPU available"), std::string::npos) << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  }
+}
+
+TEST(Cli, UnreadableSuiteContentIsAUsageError) {
+  const std::string bad = "/tmp/ktune-bad-suite.json";
+  FILE* f = std::fopen(bad.c_str(), "w");
+  ASSERT_TRUE(f);
+  std::fputs("{\"problems\": [{\"m\": 4, \"n\": 4}]}", f);
+  std::fclose(f);
+  const CliRun r = run_ktune("tune --suite " + bad);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.out.find("problem 0: missing \"k\""), std::string::npos) << r.out;
 }

@@ -1,0 +1,382 @@
+#include "db/store.h"
+
+#include <sqlite3.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "ktune/error.h"
+
+namespace ktune {
+namespace {
+
+// Schema history. Each step moves a database from version i to i + 1 and runs inside one
+// transaction with the version bump, so a failed migration leaves the file as it was.
+const char* const kMigrations[] = {
+    // 0 -> 1: the first schema.
+    R"sql(
+CREATE TABLE devices (
+  id INTEGER PRIMARY KEY, uuid TEXT NOT NULL UNIQUE, name TEXT NOT NULL, arch TEXT NOT NULL,
+  sm_count INTEGER NOT NULL, memory_bytes INTEGER NOT NULL, sm_clock_khz INTEGER NOT NULL,
+  driver_version INTEGER NOT NULL, first_seen TEXT NOT NULL DEFAULT (datetime('now')));
+CREATE TABLE problems (
+  id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, op TEXT NOT NULL, dtype TEXT NOT NULL,
+  layout TEXT NOT NULL, m INTEGER NOT NULL, n INTEGER NOT NULL, k INTEGER NOT NULL, align INTEGER NOT NULL);
+CREATE TABLE trials (
+  id INTEGER PRIMARY KEY, device_id INTEGER NOT NULL REFERENCES devices(id),
+  problem_id INTEGER NOT NULL REFERENCES problems(id), family TEXT NOT NULL, config TEXT NOT NULL,
+  config_hash TEXT NOT NULL, template_hash TEXT NOT NULL, status TEXT NOT NULL, error TEXT NOT NULL,
+  median_ms REAL NOT NULL, min_ms REAL NOT NULL, p20_ms REAL NOT NULL, p80_ms REAL NOT NULL,
+  reps INTEGER NOT NULL, tflops REAL NOT NULL, registers INTEGER NOT NULL, smem_bytes INTEGER NOT NULL,
+  spill_bytes INTEGER NOT NULL, compile_s REAL NOT NULL, bench_s REAL NOT NULL, ktune_version TEXT NOT NULL,
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+  UNIQUE (device_id, problem_id, family, template_hash, config_hash));
+CREATE TABLE baselines (
+  device_id INTEGER NOT NULL REFERENCES devices(id), problem_id INTEGER NOT NULL REFERENCES problems(id),
+  library TEXT NOT NULL, median_ms REAL NOT NULL, min_ms REAL NOT NULL, p20_ms REAL NOT NULL,
+  p80_ms REAL NOT NULL, reps INTEGER NOT NULL, tflops REAL NOT NULL,
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+  PRIMARY KEY (device_id, problem_id, library));
+CREATE TABLE best (
+  arch TEXT NOT NULL, problem_id INTEGER NOT NULL REFERENCES problems(id), family TEXT NOT NULL,
+  config TEXT NOT NULL, time_ms REAL NOT NULL, tflops REAL NOT NULL, trial_id INTEGER NOT NULL REFERENCES trials(id),
+  updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+  PRIMARY KEY (arch, problem_id));
+CREATE TABLE binaries (
+  cache_key TEXT PRIMARY KEY, arch TEXT NOT NULL, cubin BLOB NOT NULL, lowered_names TEXT NOT NULL,
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')));
+)sql",
+    // 1 -> 2: keep the verification error of every trial; index the resume look-up.
+    R"sql(
+ALTER TABLE trials ADD COLUMN rel_error REAL NOT NULL DEFAULT -1;
+CREATE INDEX trials_by_problem ON trials (device_id, problem_id, status);
+)sql",
+};
+static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == Store::kSchemaVersion);
+
+// A prepared statement with checked binds and steps; finalized on scope exit.
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const char* sql, std::string path) : db_(db), path_(std::move(path)) {
+    if (sqlite3_prepare_v2(db, sql, -1, &st_, nullptr) != SQLITE_OK) fail("sqlite3_prepare_v2", sql);
+  }
+  ~Stmt() { sqlite3_finalize(st_); }
+  Stmt& bind(int i, int64_t v) { return check(sqlite3_bind_int64(st_, i, v)); }
+  Stmt& bind(int i, int v) { return check(sqlite3_bind_int64(st_, i, v)); }
+  Stmt& bind(int i, double v) { return check(sqlite3_bind_double(st_, i, v)); }
+  Stmt& bind(int i, const std::string& v) { return check(sqlite3_bind_text(st_, i, v.data(), int(v.size()), SQLITE_TRANSIENT)); }
+  Stmt& bind_blob(int i, const void* p, size_t n) { return check(sqlite3_bind_blob(st_, i, p, int(n), SQLITE_TRANSIENT)); }
+  // True while a row is available.
+  bool step() {
+    const int r = sqlite3_step(st_);
+    if (r == SQLITE_ROW) return true;
+    if (r == SQLITE_DONE) return false;
+    fail("sqlite3_step", sqlite3_sql(st_));
+  }
+  int64_t i64(int c) const { return sqlite3_column_int64(st_, c); }
+  double dbl(int c) const { return sqlite3_column_double(st_, c); }
+  bool null(int c) const { return sqlite3_column_type(st_, c) == SQLITE_NULL; }
+  std::string text(int c) const {
+    const auto* p = sqlite3_column_text(st_, c);
+    return p ? std::string(reinterpret_cast<const char*>(p), sqlite3_column_bytes(st_, c)) : std::string();
+  }
+  std::vector<char> blob(int c) const {
+    const char* p = static_cast<const char*>(sqlite3_column_blob(st_, c));
+    return std::vector<char>(p, p + sqlite3_column_bytes(st_, c));
+  }
+
+ private:
+  Stmt& check(int r) {
+    if (r != SQLITE_OK) fail("sqlite3_bind", sqlite3_sql(st_));
+    return *this;
+  }
+  [[noreturn]] void fail(const char* call, const char* sql) {
+    throw Error(std::string(call) + " failed on " + path_ + ": " + sqlite3_errmsg(db_) + " (SQL: " + (sql ? sql : "") + ")");
+  }
+  sqlite3* db_;
+  sqlite3_stmt* st_ = nullptr;
+  std::string path_;
+};
+
+// BEGIN IMMEDIATE takes the write lock up front: a deferred transaction that upgrades later can
+// fail with SQLITE_BUSY that the busy timeout cannot resolve when two tuners write at once.
+class Transaction {
+ public:
+  Transaction(sqlite3* db, const std::string& path) : db_(db), path_(path) { run("BEGIN IMMEDIATE"); }
+  ~Transaction() {
+    if (!done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+  void commit() {
+    run("COMMIT");
+    done_ = true;
+  }
+
+ private:
+  void run(const char* sql) {
+    char* err = nullptr;
+    if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+      std::string msg = err ? err : sqlite3_errmsg(db_);
+      sqlite3_free(err);
+      throw Error(std::string("sqlite3_exec(") + sql + ") failed on " + path_ + ": " + msg);
+    }
+  }
+  sqlite3* db_;
+  std::string path_;
+  bool done_ = false;
+};
+
+Timing read_timing(const Stmt& s, int first) {
+  return Timing{s.dbl(first), s.dbl(first + 1), s.dbl(first + 2), s.dbl(first + 3), int(s.i64(first + 4))};
+}
+
+} // namespace
+
+const char* to_string(TrialStatus s) {
+  switch (s) {
+    case TrialStatus::ok: return "ok";
+    case TrialStatus::compile_error: return "compile_error";
+    case TrialStatus::launch_error: return "launch_error";
+    case TrialStatus::wrong_result: return "wrong_result";
+    case TrialStatus::timeout: return "timeout";
+    case TrialStatus::crash: return "crash";
+  }
+  return "?";
+}
+
+TrialStatus parse_trial_status(const std::string& s) {
+  for (auto t : {TrialStatus::ok, TrialStatus::compile_error, TrialStatus::launch_error, TrialStatus::wrong_result,
+                 TrialStatus::timeout, TrialStatus::crash})
+    if (s == to_string(t)) return t;
+  throw Error("unknown trial status '" + s + "'");
+}
+
+std::string default_db_path() {
+  if (const char* p = std::getenv("KTUNE_DB"); p && *p) return p;
+  std::filesystem::path base;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) base = x;
+  else if (const char* h = std::getenv("HOME"); h && *h) base = std::filesystem::path(h) / ".cache";
+  else base = std::filesystem::temp_directory_path();
+  return (base / "ktune" / "ktune.db").string();
+}
+
+Store::Store(const std::string& path, bool read_only) : path_(path) {
+  if (!read_only) {
+    const auto dir = std::filesystem::path(path).parent_path();
+    std::error_code ec;
+    if (!dir.empty()) std::filesystem::create_directories(dir, ec);
+    if (ec) throw Error("cannot create the folder of database " + path + ": " + ec.message());
+  }
+  const int flags = read_only ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  if (sqlite3_open_v2(path.c_str(), &db_, flags | SQLITE_OPEN_FULLMUTEX, nullptr) != SQLITE_OK) {
+    const std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw Error("sqlite3_open_v2 failed on " + path + ": " + msg);
+  }
+  // Writers wait for each other instead of failing; a trial commit takes milliseconds.
+  sqlite3_busy_timeout(db_, 60000);
+  if (read_only) return;
+  exec("PRAGMA journal_mode=WAL", "enabling WAL");
+  exec("PRAGMA foreign_keys=ON", "enabling foreign keys");
+  migrate();
+}
+
+Store::~Store() {
+  if (db_) sqlite3_close(db_);
+}
+
+void Store::exec(const std::string& sql, const char* what) const {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err ? err : sqlite3_errmsg(db_);
+    sqlite3_free(err);
+    throw Error(std::string("sqlite3_exec failed on ") + path_ + " while " + what + ": " + msg);
+  }
+}
+
+int Store::schema_version() const {
+  Stmt s(db_, "PRAGMA user_version", path_);
+  s.step();
+  return int(s.i64(0));
+}
+
+void Store::migrate() {
+  Transaction tx(db_, path_);
+  const int v = schema_version(); // read under the write lock: two openers cannot both migrate
+  if (v > kSchemaVersion)
+    throw Error("database " + path_ + " has schema version " + std::to_string(v) + ", newer than this ktune's " +
+                std::to_string(kSchemaVersion) + ": upgrade ktune");
+  for (int i = v; i < kSchemaVersion; ++i) exec(kMigrations[i], "migrating the schema");
+  exec("PRAGMA user_version = " + std::to_string(kSchemaVersion), "setting the schema version");
+  tx.commit();
+}
+
+int64_t Store::device_id(const DeviceInfo& d) {
+  const std::string uuid = d.uuid.empty() ? d.name + "/" + d.arch : d.uuid;
+  Transaction tx(db_, path_);
+  Stmt ins(db_,
+           "INSERT OR IGNORE INTO devices (uuid, name, arch, sm_count, memory_bytes, sm_clock_khz, driver_version) "
+           "VALUES (?, ?, ?, ?, ?, ?, ?)",
+           path_);
+  ins.bind(1, uuid).bind(2, d.name).bind(3, d.arch).bind(4, d.sm_count).bind(5, int64_t(d.total_memory));
+  ins.bind(6, d.sm_clock_khz).bind(7, d.driver_version);
+  ins.step();
+  Stmt sel(db_, "SELECT id FROM devices WHERE uuid = ?", path_);
+  sel.bind(1, uuid);
+  sel.step();
+  const int64_t id = sel.i64(0);
+  tx.commit();
+  return id;
+}
+
+int64_t Store::problem_id(const GemmProblem& p) {
+  Transaction tx(db_, path_);
+  Stmt ins(db_, "INSERT OR IGNORE INTO problems (key, op, dtype, layout, m, n, k, align) VALUES (?, 'gemm', ?, ?, ?, ?, ?, ?)",
+           path_);
+  ins.bind(1, p.key()).bind(2, std::string(to_string(p.dtype))).bind(3, p.layout_string());
+  ins.bind(4, p.m).bind(5, p.n).bind(6, p.k).bind(7, p.align);
+  ins.step();
+  Stmt sel(db_, "SELECT id FROM problems WHERE key = ?", path_);
+  sel.bind(1, p.key());
+  sel.step();
+  const int64_t id = sel.i64(0);
+  tx.commit();
+  return id;
+}
+
+int64_t Store::record_trial(int64_t device, int64_t problem, const std::string& arch, const TrialRecord& t) {
+  Transaction tx(db_, path_);
+  Stmt ins(db_,
+           "INSERT OR IGNORE INTO trials (device_id, problem_id, family, config, config_hash, template_hash, status, "
+           "error, median_ms, min_ms, p20_ms, p80_ms, reps, tflops, registers, smem_bytes, spill_bytes, compile_s, "
+           "bench_s, ktune_version, rel_error) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+           path_);
+  ins.bind(1, device).bind(2, problem).bind(3, t.family).bind(4, t.config_json).bind(5, t.config_hash);
+  ins.bind(6, t.template_hash).bind(7, std::string(to_string(t.status))).bind(8, t.error);
+  ins.bind(9, t.timing.median_ms).bind(10, t.timing.min_ms).bind(11, t.timing.p20_ms).bind(12, t.timing.p80_ms);
+  ins.bind(13, t.timing.reps).bind(14, t.tflops).bind(15, t.registers).bind(16, t.smem_bytes).bind(17, t.spill_bytes);
+  ins.bind(18, t.compile_s).bind(19, t.bench_s).bind(20, std::string(KTUNE_VERSION)).bind(21, t.rel_error);
+  ins.step();
+  const bool inserted = sqlite3_changes(db_) > 0; // 0: the key was recorded before; keep that row
+  Stmt sel(db_,
+           "SELECT id FROM trials WHERE device_id = ? AND problem_id = ? AND family = ? AND template_hash = ? AND "
+           "config_hash = ?",
+           path_);
+  sel.bind(1, device).bind(2, problem).bind(3, t.family).bind(4, t.template_hash).bind(5, t.config_hash);
+  sel.step();
+  const int64_t id = sel.i64(0);
+  if (inserted && t.status == TrialStatus::ok && t.timing.median_ms > 0) {
+    Stmt cur(db_, "SELECT time_ms FROM best WHERE arch = ? AND problem_id = ?", path_);
+    cur.bind(1, arch).bind(2, problem);
+    if (!cur.step() || t.timing.median_ms < cur.dbl(0)) {
+      Stmt up(db_,
+              "INSERT OR REPLACE INTO best (arch, problem_id, family, config, time_ms, tflops, trial_id) "
+              "VALUES (?, ?, ?, ?, ?, ?, ?)",
+              path_);
+      up.bind(1, arch).bind(2, problem).bind(3, t.family).bind(4, t.config_json).bind(5, t.timing.median_ms);
+      up.bind(6, t.tflops).bind(7, id);
+      up.step();
+    }
+  }
+  tx.commit();
+  return id;
+}
+
+bool Store::has_trial(int64_t device, int64_t problem, const std::string& family, const std::string& template_hash,
+                      const std::string& config_hash) const {
+  Stmt s(db_,
+         "SELECT 1 FROM trials WHERE device_id = ? AND problem_id = ? AND family = ? AND template_hash = ? AND "
+         "config_hash = ?",
+         path_);
+  s.bind(1, device).bind(2, problem).bind(3, family).bind(4, template_hash).bind(5, config_hash);
+  return s.step();
+}
+
+std::vector<TrialRecord> Store::trials(int64_t device, int64_t problem) const {
+  Stmt s(db_,
+         "SELECT family, config, config_hash, template_hash, status, error, median_ms, min_ms, p20_ms, p80_ms, reps, "
+         "tflops, rel_error, registers, smem_bytes, spill_bytes, compile_s, bench_s FROM trials "
+         "WHERE device_id = ? AND problem_id = ? ORDER BY id",
+         path_);
+  s.bind(1, device).bind(2, problem);
+  std::vector<TrialRecord> out;
+  while (s.step()) {
+    TrialRecord t;
+    t.family = s.text(0), t.config_json = s.text(1), t.config_hash = s.text(2), t.template_hash = s.text(3);
+    t.status = parse_trial_status(s.text(4));
+    t.error = s.text(5);
+    t.timing = read_timing(s, 6);
+    t.tflops = s.dbl(11), t.rel_error = s.dbl(12);
+    t.registers = int(s.i64(13)), t.smem_bytes = int(s.i64(14)), t.spill_bytes = int(s.i64(15));
+    t.compile_s = s.dbl(16), t.bench_s = s.dbl(17);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+int64_t Store::count_trials() const {
+  Stmt s(db_, "SELECT COUNT(*) FROM trials", path_);
+  s.step();
+  return s.i64(0);
+}
+
+void Store::record_baseline(int64_t device, int64_t problem, const std::string& library, const Timing& t, double tflops) {
+  Stmt s(db_,
+         "INSERT OR REPLACE INTO baselines (device_id, problem_id, library, median_ms, min_ms, p20_ms, p80_ms, reps, "
+         "tflops) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+         path_);
+  s.bind(1, device).bind(2, problem).bind(3, library).bind(4, t.median_ms).bind(5, t.min_ms).bind(6, t.p20_ms);
+  s.bind(7, t.p80_ms).bind(8, t.reps).bind(9, tflops);
+  s.step();
+}
+
+std::optional<Timing> Store::baseline(int64_t device, int64_t problem, const std::string& library) const {
+  Stmt s(db_,
+         "SELECT median_ms, min_ms, p20_ms, p80_ms, reps FROM baselines WHERE device_id = ? AND problem_id = ? AND "
+         "library = ?",
+         path_);
+  s.bind(1, device).bind(2, problem).bind(3, library);
+  if (!s.step()) return std::nullopt;
+  return read_timing(s, 0);
+}
+
+std::optional<BestRecord> Store::best(const std::string& arch, const std::string& problem_key) const {
+  // The cuBLAS time beside the best comes from the device that produced the best trial.
+  Stmt s(db_,
+         "SELECT p.key, b.family, b.config, b.time_ms, b.tflops, b.trial_id, bl.median_ms FROM best b "
+         "JOIN problems p ON p.id = b.problem_id JOIN trials t ON t.id = b.trial_id "
+         "LEFT JOIN baselines bl ON bl.device_id = t.device_id AND bl.problem_id = b.problem_id AND bl.library = 'cublas' "
+         "WHERE b.arch = ? AND p.key = ?",
+         path_);
+  s.bind(1, arch).bind(2, problem_key);
+  if (!s.step()) return std::nullopt;
+  BestRecord b;
+  b.problem_key = s.text(0), b.family = s.text(1), b.config_json = s.text(2);
+  b.time_ms = s.dbl(3), b.tflops = s.dbl(4), b.trial_id = s.i64(5);
+  if (!s.null(6)) b.cublas_ms = s.dbl(6);
+  return b;
+}
+
+void Store::put_binary(const std::string& key, const std::string& arch, const std::vector<char>& cubin,
+                       const std::vector<std::string>& lowered_names) {
+  std::string names;
+  for (const auto& n : lowered_names) names += n + "\n";
+  Stmt s(db_, "INSERT OR IGNORE INTO binaries (cache_key, arch, cubin, lowered_names) VALUES (?, ?, ?, ?)", path_);
+  s.bind(1, key).bind(2, arch).bind_blob(3, cubin.data(), cubin.size()).bind(4, names);
+  s.step();
+}
+
+bool Store::get_binary(const std::string& key, std::vector<char>* cubin, std::vector<std::string>* lowered_names) const {
+  Stmt s(db_, "SELECT cubin, lowered_names FROM binaries WHERE cache_key = ?", path_);
+  s.bind(1, key);
+  if (!s.step()) return false;
+  *cubin = s.blob(0);
+  lowered_names->clear();
+  const std::string names = s.text(1);
+  size_t start = 0;
+  for (size_t nl; (nl = names.find('\n', start)) != std::string::npos; start = nl + 1)
+    lowered_names->push_back(names.substr(start, nl - start));
+  return true;
+}
+
+} // namespace ktune

@@ -1,0 +1,93 @@
+// The SQLite store: devices, problems, every trial, cuBLAS baselines, the best config per
+// (arch, problem), and compiled cubins. WAL mode and a busy timeout let several tuners write one
+// database at once; every trial is its own transaction, so a killed run loses at most the trial
+// in flight. Thread-compatible: one Store per thread (SQLite connections are not shared).
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ktune/device.h"
+#include "ktune/problem.h"
+
+struct sqlite3;
+
+namespace ktune {
+
+// Outcome of one evaluation. Only `ok` trials can become the best.
+enum class TrialStatus { ok, compile_error, launch_error, wrong_result, timeout, crash };
+const char* to_string(TrialStatus s);
+TrialStatus parse_trial_status(const std::string& s); // throws Error
+
+struct Timing {
+  double median_ms = 0, min_ms = 0, p20_ms = 0, p80_ms = 0;
+  int reps = 0;
+};
+
+struct TrialRecord {
+  std::string family, config_json, config_hash, template_hash;
+  TrialStatus status = TrialStatus::ok;
+  std::string error;
+  Timing timing;             // zeros unless status == ok
+  double tflops = 0;
+  double rel_error = -1;     // -1: not verified
+  int registers = 0, smem_bytes = 0, spill_bytes = 0;
+  double compile_s = 0, bench_s = 0;
+};
+
+struct BestRecord {
+  std::string problem_key, family, config_json;
+  double time_ms = 0, tflops = 0;
+  std::optional<double> cublas_ms;
+  int64_t trial_id = 0;
+};
+
+class Store {
+ public:
+  static constexpr int kSchemaVersion = 2;
+
+  // Opens (creating if needed) and migrates to kSchemaVersion. Throws Error naming the path and
+  // the SQLite call on failure. read_only opens without creating or migrating.
+  explicit Store(const std::string& path, bool read_only = false);
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  int schema_version() const;
+  const std::string& path() const { return path_; }
+
+  int64_t device_id(const DeviceInfo& d);    // upsert by uuid (name + arch when there is none)
+  int64_t problem_id(const GemmProblem& p);  // upsert by key
+
+  // The (device, problem, family, template hash, config hash) key is unique: recording an
+  // existing key again keeps the first row (returns its id). Updates `best` in the same
+  // transaction when the trial is ok and faster than the current best for (arch, problem).
+  int64_t record_trial(int64_t device, int64_t problem, const std::string& arch, const TrialRecord& t);
+  bool has_trial(int64_t device, int64_t problem, const std::string& family, const std::string& template_hash,
+                 const std::string& config_hash) const;
+  std::vector<TrialRecord> trials(int64_t device, int64_t problem) const;
+  int64_t count_trials() const;
+
+  void record_baseline(int64_t device, int64_t problem, const std::string& library, const Timing& t, double tflops);
+  std::optional<Timing> baseline(int64_t device, int64_t problem, const std::string& library) const;
+
+  std::optional<BestRecord> best(const std::string& arch, const std::string& problem_key) const;
+
+  // cubins keyed by the compiler's cache key (source hash, options, arch, NVRTC version).
+  void put_binary(const std::string& key, const std::string& arch, const std::vector<char>& cubin,
+                  const std::vector<std::string>& lowered_names);
+  bool get_binary(const std::string& key, std::vector<char>* cubin, std::vector<std::string>* lowered_names) const;
+
+ private:
+  void exec(const std::string& sql, const char* what) const;
+  void migrate();
+
+  sqlite3* db_ = nullptr;
+  std::string path_;
+};
+
+// $KTUNE_DB if set, else $XDG_CACHE_HOME/ktune/ktune.db, else ~/.cache/ktune/ktune.db.
+std::string default_db_path();
+
+} // namespace ktune

@@ -1,0 +1,180 @@
+#include "db/store.h"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "ktune/config.h"
+#include "ktune/error.h"
+
+using namespace ktune;
+
+namespace {
+
+std::string temp_db(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() / ("ktune-test-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const auto path = dir / name;
+  for (const char* ext : {"", "-wal", "-shm"}) std::filesystem::remove(path.string() + ext);
+  return path.string();
+}
+
+DeviceInfo fake_device() {
+  DeviceInfo d = DeviceInfo::nominal("sm_90");
+  d.name = "Test GPU";
+  d.uuid = "0123456789abcdef";
+  return d;
+}
+
+TrialRecord trial(const std::string& cfg, TrialStatus st, double ms) {
+  TrialRecord t;
+  t.family = "gemm_smem";
+  t.config_json = cfg;
+  t.config_hash = fnv1a_hex(cfg);
+  t.template_hash = "t1";
+  t.status = st;
+  t.timing = {ms, ms * 0.9, ms * 0.95, ms * 1.05, 10};
+  t.tflops = 1.0 / ms;
+  return t;
+}
+
+} // namespace
+
+TEST(Store, CreatesTheCurrentSchema) {
+  Store s(temp_db("create.db"));
+  EXPECT_EQ(s.schema_version(), Store::kSchemaVersion);
+  EXPECT_EQ(s.count_trials(), 0);
+}
+
+TEST(Store, MigratesAVersionOneDatabaseKeepingItsRows) {
+  const std::string path = temp_db("v1.db");
+  {
+    Store s(path);
+    const int64_t d = s.device_id(fake_device()), p = s.problem_id(GemmProblem::parse("64x64x64"));
+    s.record_trial(d, p, "sm_90", trial("{\"TILE\":16}", TrialStatus::ok, 2.0));
+  }
+  // Turn it back into a version-1 file: drop what migration 2 added.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "DROP INDEX trials_by_problem; ALTER TABLE trials DROP COLUMN rel_error; PRAGMA user_version = 1;",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+  Store s(path);
+  EXPECT_EQ(s.schema_version(), 2);
+  const int64_t d = s.device_id(fake_device()), p = s.problem_id(GemmProblem::parse("64x64x64"));
+  const auto rows = s.trials(d, p);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].rel_error, -1); // the migration's default for rows that predate the column
+  EXPECT_TRUE(s.best("sm_90", GemmProblem::parse("64x64x64").key()).has_value());
+}
+
+TEST(Store, RefusesANewerSchema) {
+  const std::string path = temp_db("future.db");
+  { Store s(path); }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_exec(db, "PRAGMA user_version = 99", nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  try {
+    Store s(path);
+    FAIL() << "opened a schema from the future";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("schema version 99"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Store, RecordsEveryTrialAndKeepsTheFastestOkAsBest) {
+  Store s(temp_db("best.db"));
+  const int64_t d = s.device_id(fake_device());
+  const auto prob = GemmProblem::parse("64x64x64");
+  const int64_t p = s.problem_id(prob);
+  s.record_trial(d, p, "sm_90", trial("{\"TILE\":8}", TrialStatus::ok, 3.0));
+  s.record_trial(d, p, "sm_90", trial("{\"TILE\":16}", TrialStatus::wrong_result, 0.5)); // fast but wrong
+  s.record_trial(d, p, "sm_90", trial("{\"TILE\":32}", TrialStatus::ok, 2.0));
+  auto t = trial("{\"TILE\":64}", TrialStatus::crash, 0);
+  t.error = "worker killed by signal Segmentation fault";
+  s.record_trial(d, p, "sm_90", t);
+  EXPECT_EQ(s.count_trials(), 4);
+  const auto best = s.best("sm_90", prob.key());
+  ASSERT_TRUE(best);
+  EXPECT_EQ(best->config_json, "{\"TILE\":32}");
+  EXPECT_DOUBLE_EQ(best->time_ms, 2.0);
+  EXPECT_FALSE(best->cublas_ms);
+  s.record_baseline(d, p, "cublas", Timing{1.5, 1.4, 1.45, 1.6, 20}, 0.3);
+  EXPECT_DOUBLE_EQ(*s.best("sm_90", prob.key())->cublas_ms, 1.5);
+  EXPECT_EQ(s.trials(d, p)[3].error, "worker killed by signal Segmentation fault");
+  // The same key recorded again keeps the first row.
+  s.record_trial(d, p, "sm_90", trial("{\"TILE\":8}", TrialStatus::ok, 0.1));
+  EXPECT_EQ(s.count_trials(), 4);
+  EXPECT_EQ(s.best("sm_90", prob.key())->config_json, "{\"TILE\":32}");
+  EXPECT_TRUE(s.has_trial(d, p, "gemm_smem", "t1", fnv1a_hex("{\"TILE\":8}")));
+  EXPECT_FALSE(s.has_trial(d, p, "gemm_smem", "t2", fnv1a_hex("{\"TILE\":8}")));
+}
+
+TEST(Store, BinariesRoundTrip) {
+  Store s(temp_db("bin.db"));
+  const std::vector<char> cubin = {'\x7f', 'E', 'L', 'F', '\0', '\x01'};
+  s.put_binary("key1", "sm_90", cubin, {"_Z1fv", "_Z1gv"});
+  std::vector<char> got;
+  std::vector<std::string> names;
+  ASSERT_TRUE(s.get_binary("key1", &got, &names));
+  EXPECT_EQ(got, cubin);
+  EXPECT_EQ(names, (std::vector<std::string>{"_Z1fv", "_Z1gv"}));
+  EXPECT_FALSE(s.get_binary("key2", &got, &names));
+}
+
+TEST(Store, TwoProcessesWritingOneDatabaseLoseNoRows) {
+  const std::string path = temp_db("concurrent.db");
+  { Store s(path); }
+  constexpr int kPerWriter = 150;
+  std::vector<pid_t> kids;
+  for (int w = 0; w < 2; ++w) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      int rc = 0;
+      try {
+        Store s(path);
+        const int64_t d = s.device_id(fake_device()), p = s.problem_id(GemmProblem::parse("64x64x64"));
+        for (int i = 0; i < kPerWriter; ++i)
+          s.record_trial(d, p, "sm_90", trial("{\"W\":" + std::to_string(w) + ",\"I\":" + std::to_string(i) + "}",
+                                              TrialStatus::ok, 1.0 + i));
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "writer %d: %s\n", w, e.what());
+        rc = 1;
+      }
+      _exit(rc);
+    }
+    kids.push_back(pid);
+  }
+  for (pid_t k : kids) {
+    int st = 0;
+    ASSERT_EQ(waitpid(k, &st, 0), k);
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  }
+  Store s(path);
+  EXPECT_EQ(s.count_trials(), 2 * kPerWriter);
+}
+
+TEST(Store, DefaultPathHonoursKtuneDb) {
+  setenv("KTUNE_DB", "/tmp/elsewhere/k.db", 1);
+  EXPECT_EQ(default_db_path(), "/tmp/elsewhere/k.db");
+  unsetenv("KTUNE_DB");
+  setenv("XDG_CACHE_HOME", "/tmp/xdg", 1);
+  EXPECT_EQ(default_db_path(), "/tmp/xdg/ktune/ktune.db");
+  unsetenv("XDG_CACHE_HOME");
+}
+
+TEST(Store, UnopenablePathNamesTheFile) {
+  try {
+    Store s("/proc/no/such/dir/k.db");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("/proc/no/such/dir"), std::string::npos) << e.what();
+  }
+}

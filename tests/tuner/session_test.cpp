@@ -1,0 +1,127 @@
+// The whole tuning loop (strategy, compile ahead with NVRTC, store, resume, fault statuses) on a
+// CPU: the device is described rather than queried, and a shell script plays the worker.
+#include "tuner/session.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "db/store.h"
+
+using namespace ktune;
+
+namespace {
+
+const char* kOk =
+    R"({"status":"ok","timing":{"median_ms":1.0,"min_ms":0.9,"p20_ms":0.95,"p80_ms":1.1,"reps":10},"registers":32,"smem":0,"local":0,"rel_error":1e-7})";
+const char* kBaseline = R"({"status":"ok","timing":{"median_ms":2.0,"min_ms":1.9,"p20_ms":1.95,"p80_ms":2.1,"reps":10}})";
+
+// A worker that answers every request from a table of (substring of the request, action).
+std::string script(const std::string& cases) {
+  return std::string("while read line; do case \"$line\" in *baseline*) echo '") + kBaseline + "';; " + cases +
+         " *) echo '" + kOk + "';; esac; done";
+}
+
+TuneOptions options(const std::string& db, const std::string& worker_script, size_t budget) {
+  TuneOptions o;
+  o.families = {find_family("gemm_naive")};
+  o.problems = {GemmProblem::parse("256x256x256")};
+  o.strategy = "random";
+  o.budget_evals = budget;
+  o.seed = 5;
+  o.db_path = db;
+  o.device_info = DeviceInfo::nominal("sm_90");
+  o.device_info->name = "Scripted GPU";
+  o.device_info->uuid = "scripted";
+  o.worker_argv = {"/bin/sh", "-c", worker_script};
+  o.quiet = true;
+  o.progress = false;
+  o.timeout_s = 1.0;
+  return o;
+}
+
+std::string fresh_db(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() / ("ktune-session-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / name).string();
+  for (const char* ext : {"", "-wal", "-shm"}) std::filesystem::remove(path + ext);
+  return path;
+}
+
+int count(const ProblemResult& r, TrialStatus s) {
+  auto it = r.by_status.find(s);
+  return it == r.by_status.end() ? 0 : it->second;
+}
+
+} // namespace
+
+TEST(Session, RecordsEveryTrialAndResumesWithoutRepeating) {
+  const std::string db = fresh_db("resume.db");
+  auto r1 = tune(options(db, script(""), 5));
+  ASSERT_EQ(r1.problems.size(), 1u);
+  EXPECT_EQ(count(r1.problems[0], TrialStatus::ok), 5);
+  EXPECT_EQ(r1.problems[0].skipped, 0);
+  ASSERT_TRUE(r1.problems[0].cublas);
+  EXPECT_DOUBLE_EQ(r1.problems[0].cublas->median_ms, 2.0);
+  ASSERT_TRUE(r1.problems[0].best);
+
+  // The same command with a larger budget: the first 5 are recognised and skipped.
+  auto r2 = tune(options(db, script(""), 12));
+  EXPECT_EQ(r2.problems[0].skipped, 5);
+  EXPECT_EQ(count(r2.problems[0], TrialStatus::ok), 7);
+  auto r3 = tune(options(db, script(""), 12));
+  EXPECT_EQ(r3.problems[0].skipped, 12);
+  EXPECT_TRUE(r3.problems[0].by_status.empty());
+  Store s(db);
+  EXPECT_EQ(s.count_trials(), 12);
+  const std::string table = format_summary(r2);
+  EXPECT_NE(table.find("gemm/f32/NN/256x256x256/a16"), std::string::npos) << table;
+  EXPECT_NE(table.find("gemm_naive:"), std::string::npos) << table;
+}
+
+TEST(Session, CrashesHangsAndErrorsAreRecordedAndTuningGoesOn) {
+  const std::string db = fresh_db("faults.db");
+  // BX8 configs crash the worker, BY32 ones hang it, BX64 ones report a launch error, BY16 ones
+  // a wrong result; everything else is fine.
+  const std::string cases =
+      R"(*\"BX\":8,*) kill -SEGV $$;; *\"BY\":32*) sleep 30;; *\"BX\":64,*) echo '{"status":"launch_error","error":"CUDA_ERROR_INVALID_VALUE"}';; *\"BY\":16*) echo '{"status":"wrong_result","error":"rel_error=1"}';;)";
+  auto o = options(db, script(cases), 100);
+  o.strategy = "exhaustive";
+  const auto r = tune(o);
+  const auto& p = r.problems[0];
+  EXPECT_GT(count(p, TrialStatus::crash), 0);
+  EXPECT_GT(count(p, TrialStatus::timeout), 0);
+  EXPECT_GT(count(p, TrialStatus::launch_error), 0);
+  EXPECT_GT(count(p, TrialStatus::wrong_result), 0);
+  EXPECT_GT(count(p, TrialStatus::ok), 0);
+  EXPECT_GT(r.worker_restarts, 0);
+  ASSERT_TRUE(p.best);
+  const Config best = Config::from_json(p.best->config_json);
+  EXPECT_NE(best["BX"], 8);
+  EXPECT_NE(best["BY"], 32);
+  EXPECT_NE(best["BY"], 16);
+  Store s(db);
+  const auto rows = s.trials(s.device_id(*o.device_info), s.problem_id(o.problems[0]));
+  int total = 0;
+  for (const auto& [st, n] : p.by_status) total += n;
+  EXPECT_EQ(int(rows.size()), total);
+  for (const auto& t : rows) {
+    if (t.status == TrialStatus::crash) {
+      EXPECT_NE(t.error.find("Segmentation fault"), std::string::npos) << t.error;
+    }
+  }
+}
+
+TEST(Session, TimeBudgetStopsTheProblem) {
+  const std::string db = fresh_db("seconds.db");
+  auto o = options(db, script(R"(*gemm_naive*) sleep 0.3; echo ')" + std::string(kOk) + "';;"), 1000);
+  o.budget_evals.reset();
+  o.budget_seconds = 1.0;
+  o.timeout_s = 5;
+  const auto r = tune(o);
+  const int done = count(r.problems[0], TrialStatus::ok);
+  EXPECT_GE(done, 1);
+  EXPECT_LE(done, 5);
+  EXPECT_LT(r.problems[0].wall_s, 3.0);
+}

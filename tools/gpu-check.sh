@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# GPU acceptance checks, run from the repository root on a machine with a GPU and a built tree.
+# Logs go to $OUT (or ./gpu-logs). Steps: tests | public | resume (default: all three).
+#   tests   every GPU test (names contain "Gpu"), with the pass/fail/skip counts
+#   public  ktune tune over the public suite, random strategy, 200 configs per problem
+#   resume  a tuning run killed with kill -9 part-way, then the same command again
+set -uo pipefail
+out=${OUT:-gpu-logs}
+mkdir -p "$out"
+steps=${*:-tests public resume}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv >"$out/smi.txt" 2>&1
+./build/ktune devices | tee "$out/devices.txt"
+
+trials_csv() { # db csv: every trial without the cubins, for the record
+  python3 - "$1" "$2" <<'PY'
+import csv, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+cur = db.execute("SELECT p.key, t.family, t.config, t.status, t.error, t.median_ms, t.min_ms, t.p20_ms, t.p80_ms, t.reps, "
+                 "t.tflops, t.rel_error, t.registers, t.smem_bytes, t.spill_bytes, t.compile_s, t.bench_s, t.created_at "
+                 "FROM trials t JOIN problems p ON p.id = t.problem_id ORDER BY t.id")
+with open(sys.argv[2], "w", newline="") as f:
+    w = csv.writer(f)
+    w.writerow([d[0] for d in cur.description])
+    w.writerows(cur)
+PY
+}
+
+for step in $steps; do
+  case $step in
+    tests)
+      ./build/tests/ktune_tests --gtest_filter='*Gpu*' >"$out/gpu_tests.txt" 2>&1
+      echo "gpu tests: exit $?"; grep -E "^\[ ktune|PASSED|FAILED|SKIPPED|tests? ran" "$out/gpu_tests.txt" | grep -v "^\[  FAILED  \].*ms)$" ;;
+    public)
+      rm -f "$out/public.db"*
+      start=$(date +%s)
+      KTUNE_DB="$out/public.db" ./build/ktune tune --family gemm_simt --suite configs/suites/public.json \
+        --strategy random --budget-evals 200 >"$out/tune_public.txt" 2>"$out/tune_public.err"
+      echo "public suite: exit $?, wall $(( $(date +%s) - start )) s"; cat "$out/tune_public.txt"
+      trials_csv "$out/public.db" "$out/public_trials.csv"
+      echo "trials in the database: $(python3 -c "import sqlite3;print(sqlite3.connect('$out/public.db').execute('select count(*) from trials').fetchone()[0])")" ;;
+    resume)
+      rm -f "$out/resume.db"*
+      cmd=(./build/ktune tune --family gemm_simt --suite configs/suites/quick.json --strategy random --budget-evals 60 --db "$out/resume.db")
+      "${cmd[@]}" >"$out/resume1.txt" 2>&1 &
+      pid=$!
+      sleep 30
+      kill -9 "$pid"; wait "$pid" 2>/dev/null
+      before=$(python3 -c "import sqlite3;print(sqlite3.connect('$out/resume.db').execute('select count(*) from trials').fetchone()[0])")
+      echo "killed with kill -9 after 30 s: $before trials recorded"
+      "${cmd[@]}" >"$out/resume2.txt" 2>&1
+      echo "second run: exit $?"; cat "$out/resume2.txt"
+      after=$(python3 -c "import sqlite3;print(sqlite3.connect('$out/resume.db').execute('select count(*) from trials').fetchone()[0])")
+      echo "trials after the second run: $after (expected 3 x 60 = 180)" ;;
+    *) echo "unknown step $step" >&2; exit 2 ;;
+  esac
+done

@@ -1,0 +1,58 @@
+#include "tuner/cublas.h"
+
+#include <cublas_v2.h>
+
+#include <string>
+
+#include "ktune/error.h"
+
+namespace ktune {
+namespace {
+
+void check_cublas(cublasStatus_t s, const char* call, const std::string& context) {
+  if (s != CUBLAS_STATUS_SUCCESS)
+    throw Error(std::string(call) + " failed: " + cublasGetStatusName(s) + ": " + cublasGetStatusString(s) + " (" +
+                context + ")");
+}
+
+// Row-major C = A * B is column-major C^T = B^T * A^T: swap the operands and the M/N roles. An
+// operand stored row-major is, seen column-major, its own transpose: no transpose flag.
+struct ColumnMajorView {
+  cublasOperation_t op_first, op_second;
+  int m, n, k;
+};
+
+ColumnMajorView view(const GemmProblem& p) {
+  return {p.b == Layout::row ? CUBLAS_OP_N : CUBLAS_OP_T, p.a == Layout::row ? CUBLAS_OP_N : CUBLAS_OP_T, int(p.n),
+          int(p.m), int(p.k)};
+}
+
+} // namespace
+
+Cublas::Cublas() {
+  check_cublas(cublasCreate(&handle_), "cublasCreate", "creating the cuBLAS handle");
+  check_cublas(cublasSetMathMode(handle_, CUBLAS_DEFAULT_MATH), "cublasSetMathMode", "FP32 without TF32");
+}
+
+Cublas::~Cublas() {
+  if (handle_) cublasDestroy(handle_);
+}
+
+void Cublas::sgemm(const GemmProblem& p, const KtuneGemmArgs& a, CUstream stream) {
+  check_cublas(cublasSetStream(handle_, reinterpret_cast<cudaStream_t>(stream)), "cublasSetStream", p.key());
+  const ColumnMajorView v = view(p);
+  check_cublas(cublasSgemm(handle_, v.op_first, v.op_second, v.m, v.n, v.k, &a.alpha, a.B, int(a.ldb), a.A, int(a.lda),
+                           &a.beta, a.C, int(a.ldc)),
+               "cublasSgemm", p.key());
+}
+
+void Cublas::dgemm(const GemmProblem& p, const double* A, const double* B, double* C, CUstream stream) {
+  check_cublas(cublasSetStream(handle_, reinterpret_cast<cudaStream_t>(stream)), "cublasSetStream", p.key());
+  const ColumnMajorView v = view(p);
+  const double alpha = p.alpha, beta = p.beta;
+  check_cublas(cublasDgemm(handle_, v.op_first, v.op_second, v.m, v.n, v.k, &alpha, B, int(p.eff_ldb()), A,
+                           int(p.eff_lda()), &beta, C, int(p.eff_ldc())),
+               "cublasDgemm", p.key() + " (FP64 reference)");
+}
+
+} // namespace ktune

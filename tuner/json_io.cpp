@@ -1,0 +1,108 @@
+#include "tuner/json_io.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "ktune/error.h"
+
+namespace ktune {
+
+nlohmann::json problem_to_json(const GemmProblem& p) {
+  return {{"m", p.m}, {"n", p.n}, {"k", p.k}, {"layout", p.layout_string()}, {"dtype", to_string(p.dtype)},
+          {"lda", p.eff_lda()}, {"ldb", p.eff_ldb()}, {"ldc", p.eff_ldc()}, {"alpha", p.alpha}, {"beta", p.beta},
+          {"align", p.align}};
+}
+
+GemmProblem problem_from_json(const nlohmann::json& j, const std::string& where) {
+  if (!j.is_object()) throw UsageError(where + ": a problem must be an object with m, n, k");
+  auto integer = [&](const char* f) -> int64_t {
+    if (!j.contains(f)) throw UsageError(where + ": missing \"" + f + "\"");
+    if (!j[f].is_number_integer()) throw UsageError(where + ": \"" + f + "\" must be an integer, got " + j[f].dump());
+    return j[f].get<int64_t>();
+  };
+  auto text = [&](const char* f, const std::string& dflt) {
+    if (!j.contains(f)) return dflt;
+    if (!j[f].is_string()) throw UsageError(where + ": \"" + f + "\" must be a string");
+    return j[f].get<std::string>();
+  };
+  auto number = [&](const char* f, float dflt) {
+    if (!j.contains(f)) return dflt;
+    if (!j[f].is_number()) throw UsageError(where + ": \"" + f + "\" must be a number");
+    return j[f].get<float>();
+  };
+  try {
+    GemmProblem p = GemmProblem::make(integer("m"), integer("n"), integer("k"), text("layout", "NN"),
+                                      parse_dtype(text("dtype", "f32")));
+    if (j.contains("lda")) p.lda = integer("lda");
+    if (j.contains("ldb")) p.ldb = integer("ldb");
+    if (j.contains("ldc")) p.ldc = integer("ldc");
+    p.align = j.contains("align") ? int(integer("align")) : GemmProblem::alignment_of(p.eff_lda(), p.eff_ldb(), p.eff_ldc());
+    p.alpha = number("alpha", 1.0f);
+    p.beta = number("beta", 0.0f);
+    p.validate();
+    return p;
+  } catch (const UsageError& e) {
+    const std::string msg = e.what();
+    throw UsageError(msg.rfind(where, 0) == 0 ? msg : where + ": " + msg);
+  }
+}
+
+nlohmann::json plan_to_json(const LaunchPlan& p) {
+  nlohmann::json steps = nlohmann::json::array();
+  for (const auto& s : p.steps)
+    steps.push_back({{"kernel", s.kernel},
+                     {"grid", {s.grid[0], s.grid[1], s.grid[2]}},
+                     {"block", {s.block[0], s.block[1], s.block[2]}},
+                     {"smem", s.dynamic_smem}});
+  return {{"steps", steps}, {"workspace", p.workspace_bytes}};
+}
+
+LaunchPlan plan_from_json(const nlohmann::json& j) {
+  LaunchPlan p;
+  p.workspace_bytes = j.at("workspace").get<size_t>();
+  for (const auto& s : j.at("steps")) {
+    LaunchStep st;
+    st.kernel = s.at("kernel").get<int>();
+    for (int i = 0; i < 3; ++i) {
+      st.grid[i] = s.at("grid")[i].get<unsigned>();
+      st.block[i] = s.at("block")[i].get<unsigned>();
+    }
+    st.dynamic_smem = s.at("smem").get<unsigned>();
+    p.steps.push_back(st);
+  }
+  return p;
+}
+
+nlohmann::json timing_to_json(const Timing& t) {
+  return {{"median_ms", t.median_ms}, {"min_ms", t.min_ms}, {"p20_ms", t.p20_ms}, {"p80_ms", t.p80_ms}, {"reps", t.reps}};
+}
+
+Timing timing_from_json(const nlohmann::json& j) {
+  return Timing{j.at("median_ms").get<double>(), j.at("min_ms").get<double>(), j.at("p20_ms").get<double>(),
+                j.at("p80_ms").get<double>(), j.at("reps").get<int>()};
+}
+
+std::vector<GemmProblem> load_suite(const std::string& path, const std::string& default_layout, DType default_dtype) {
+  std::ifstream in(path);
+  if (!in) throw UsageError("cannot read suite file '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(ss.str());
+  } catch (const std::exception& e) {
+    throw UsageError("suite file '" + path + "' is not valid JSON: " + e.what());
+  }
+  if (!j.is_object() || !j.contains("problems") || !j["problems"].is_array() || j["problems"].empty())
+    throw UsageError("suite file '" + path + "' needs a non-empty \"problems\" array");
+  std::vector<GemmProblem> out;
+  for (size_t i = 0; i < j["problems"].size(); ++i) {
+    nlohmann::json p = j["problems"][i];
+    if (p.is_object() && !p.contains("layout")) p["layout"] = default_layout;
+    if (p.is_object() && !p.contains("dtype")) p["dtype"] = to_string(default_dtype);
+    out.push_back(problem_from_json(p, "suite '" + path + "' problem " + std::to_string(i)));
+  }
+  return out;
+}
+
+} // namespace ktune

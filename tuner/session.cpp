@@ -1,0 +1,328 @@
+#include "tuner/session.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+
+#include "ktune/compiler.h"
+#include "ktune/error.h"
+#include "tuner/gemm_op.h"
+#include "tuner/json_io.h"
+#include "tuner/strategy.h"
+#include "tuner/worker.h"
+
+namespace ktune {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+double tflops(const GemmProblem& p, double ms) { return ms > 0 ? GemmOp::flops(p) / (ms * 1e-3) / 1e12 : 0; }
+
+std::string fmt_duration(double s) {
+  char buf[32];
+  const int t = int(s + 0.5);
+  std::snprintf(buf, sizeof buf, "%d:%02d", t / 60, t % 60);
+  return buf;
+}
+
+// Cubins travel to the worker as files, written once per compiler cache key.
+class CubinDir {
+ public:
+  CubinDir() {
+    char tmpl[] = "/tmp/ktune-cubins-XXXXXX";
+    if (!mkdtemp(tmpl)) throw Error("mkdtemp failed creating the cubin folder");
+    dir_ = tmpl;
+  }
+  ~CubinDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  std::string put(const CompiledKernel& k) {
+    const std::string path = dir_ + "/" + fnv1a_hex(k.cache_key) + ".cubin";
+    if (!std::filesystem::exists(path)) {
+      std::ofstream out(path, std::ios::binary);
+      out.write(k.cubin.data(), std::streamsize(k.cubin.size()));
+      out.close();
+      if (!out) throw Error("cannot write cubin file " + path);
+    }
+    return path;
+  }
+
+ private:
+  std::string dir_;
+};
+
+struct InFlight {
+  Candidate cand;
+  Config config;
+  std::string config_hash, template_hash;
+  std::future<std::shared_ptr<const CompiledKernel>> compiled;
+  std::shared_ptr<const CompiledKernel> ready; // served from the store's binary cache
+};
+
+class ProblemTuner {
+ public:
+  ProblemTuner(const TuneOptions& o, const DeviceInfo& dev, Store& store, Compiler& compiler, WorkerProcess& worker,
+               CubinDir& cubins, int64_t device_id, size_t index)
+      : o_(o), dev_(dev), store_(store), compiler_(compiler), worker_(worker), cubins_(cubins), device_id_(device_id),
+        index_(index) {}
+
+  ProblemResult run(const GemmProblem& p) {
+    const auto t0 = Clock::now();
+    ProblemResult r;
+    r.problem = p;
+    const int64_t pid = store_.problem_id(p);
+    r.cublas = baseline(p, pid);
+    const size_t budget = o_.budget_evals.value_or(o_.budget_seconds ? 20000 : 200);
+    auto strategy = make_strategy(o_.strategy, o_.families, p, dev_, budget, o_.seed);
+    std::deque<InFlight> queue;
+    size_t issued = 0;
+    const size_t ahead = 2 * compiler_.threads() + 2;
+    bool exhausted = false;
+    auto out_of_time = [&] { return o_.budget_seconds && seconds_since(t0) >= *o_.budget_seconds; };
+    for (;;) {
+      // Keep the compile pool `ahead` configs in front of the GPU.
+      while (!exhausted && queue.size() < ahead && issued < budget && !out_of_time()) {
+        auto c = strategy->next();
+        if (!c) {
+          exhausted = true;
+          break;
+        }
+        ++issued;
+        InFlight job = prepare(*c, p);
+        if (store_.has_trial(device_id_, pid, o_.families[c->family].name(), job.template_hash, job.config_hash)) {
+          ++r.skipped;
+          continue;
+        }
+        queue.push_back(std::move(job));
+      }
+      if (queue.empty() || out_of_time()) break;
+      InFlight job = std::move(queue.front());
+      queue.pop_front();
+      const TrialRecord t = evaluate(job, p, r);
+      store_.record_trial(device_id_, pid, dev_.arch, t);
+      strategy->observe(job.cand, t.status, t.timing.median_ms);
+      ++r.by_status[t.status];
+      if (t.status == TrialStatus::ok && (!best_ms_ || t.timing.median_ms < *best_ms_)) best_ms_ = t.timing.median_ms;
+      progress(p, r, issued, budget, t0);
+    }
+    for (auto& j : queue) // abandoned by the time budget: let the pool finish them quietly
+      if (j.compiled.valid()) j.compiled.wait();
+    r.best = store_.best(dev_.arch, p.key());
+    r.wall_s = seconds_since(t0);
+    if (o_.progress && !o_.quiet) std::fprintf(stderr, "\r\033[K");
+    return r;
+  }
+
+ private:
+  std::optional<Timing> baseline(const GemmProblem& p, int64_t pid) {
+    if (auto b = store_.baseline(device_id_, pid, "cublas")) return b;
+    nlohmann::json req = {{"op", "baseline"}, {"problem", problem_to_json(p)}, {"seed", o_.seed}, {"timing", timing_json()}};
+    const auto rep = worker_.request(req, o_.timeout_s);
+    if (rep.outcome != WorkerProcess::Outcome::replied || rep.body.value("status", "") != "ok") {
+      const std::string why = rep.outcome == WorkerProcess::Outcome::replied ? rep.body.value("error", "") : rep.detail;
+      std::fprintf(stderr, "ktune: cuBLAS baseline failed for %s: %s\n", p.key().c_str(), why.c_str());
+      return std::nullopt;
+    }
+    const Timing t = timing_from_json(rep.body["timing"]);
+    store_.record_baseline(device_id_, pid, "cublas", t, tflops(p, t.median_ms));
+    return t;
+  }
+
+  // Candidates more than 1.5x slower than the best so far get one timed repetition only.
+  nlohmann::json timing_json() const {
+    return {{"warmup", o_.timing.warmup},
+            {"min_reps", o_.timing.min_reps},
+            {"max_reps", o_.timing.max_reps},
+            {"min_total_ms", o_.timing.min_total_ms},
+            {"max_total_ms", o_.timing.max_total_ms},
+            {"cutoff_ms", best_ms_ ? 1.5 * *best_ms_ : 0.0}};
+  }
+
+  InFlight prepare(const Candidate& c, const GemmProblem& p) {
+    const Family& f = o_.families[c.family];
+    InFlight job;
+    job.cand = c;
+    job.config = c.config;
+    job.config_hash = c.config.hash();
+    job.template_hash = template_hash(f.source());
+    const CompileRequest req = compile_request(f, c.config, p, dev_.arch);
+    auto k = std::make_shared<CompiledKernel>();
+    if (store_.get_binary(req.cache_key(), &k->cubin, &k->lowered_names)) {
+      k->cache_key = req.cache_key();
+      k->from_cache = true;
+      job.ready = k;
+    } else {
+      job.compiled = compiler_.compile_async(req);
+    }
+    return job;
+  }
+
+  TrialRecord evaluate(InFlight& job, const GemmProblem& p, ProblemResult& r) {
+    const Family& f = o_.families[job.cand.family];
+    TrialRecord t;
+    t.family = f.name();
+    t.config_json = job.config.to_json();
+    t.config_hash = job.config_hash;
+    t.template_hash = job.template_hash;
+    std::shared_ptr<const CompiledKernel> k = job.ready;
+    try {
+      if (!k) {
+        k = job.compiled.get();
+        store_.put_binary(k->cache_key, dev_.arch, k->cubin, k->lowered_names);
+      }
+    } catch (const CompileError& e) {
+      t.status = TrialStatus::compile_error;
+      t.error = e.log().substr(0, 4000);
+      return t;
+    }
+    t.compile_s = k->compile_seconds;
+    r.compile_s += t.compile_s;
+    const LaunchPlan plan = f.launch_plan(job.config, p);
+    nlohmann::json req = {{"op", "eval"},
+                          {"problem", problem_to_json(p)},
+                          {"seed", o_.seed * 1000003 + std::hash<std::string>()(t.config_hash)},
+                          {"cubin", cubins_.put(*k)},
+                          {"names", k->lowered_names},
+                          {"plan", plan_to_json(plan)},
+                          {"timing", timing_json()},
+                          {"context", f.name() + " " + t.config_json + " on " + p.key()}};
+    const auto t0 = Clock::now();
+    const auto rep = worker_.request(req, o_.timeout_s);
+    t.bench_s = seconds_since(t0);
+    r.bench_s += t.bench_s;
+    switch (rep.outcome) {
+      case WorkerProcess::Outcome::timed_out:
+        t.status = TrialStatus::timeout;
+        t.error = rep.detail;
+        return t;
+      case WorkerProcess::Outcome::died:
+        t.status = TrialStatus::crash;
+        t.error = rep.detail;
+        return t;
+      case WorkerProcess::Outcome::replied: break;
+    }
+    const auto& b = rep.body;
+    t.status = parse_trial_status(b.value("status", "launch_error"));
+    t.error = b.value("error", "");
+    t.registers = b.value("registers", 0);
+    t.smem_bytes = b.value("smem", 0);
+    t.spill_bytes = b.value("local", 0);
+    t.rel_error = b.value("rel_error", -1.0);
+    if (t.status == TrialStatus::ok) {
+      t.timing = timing_from_json(b.at("timing"));
+      t.tflops = tflops(p, t.timing.median_ms);
+    }
+    return t;
+  }
+
+  void progress(const GemmProblem& p, const ProblemResult& r, size_t issued, size_t budget, Clock::time_point t0) {
+    if (!o_.progress || o_.quiet) return;
+    int done = r.skipped;
+    for (const auto& [s, n] : r.by_status) done += n;
+    const size_t total = std::max<size_t>(issued, std::min<size_t>(budget, issued + 1));
+    std::string best = "best -";
+    if (best_ms_) {
+      char buf[96];
+      const double tf = tflops(p, *best_ms_);
+      if (r.cublas) std::snprintf(buf, sizeof buf, "best %.1f TFLOPS (%.2fx cuBLAS)", tf, r.cublas->median_ms / *best_ms_);
+      else std::snprintf(buf, sizeof buf, "best %.1f TFLOPS", tf);
+      best = buf;
+    }
+    const double el = seconds_since(t0);
+    const int evaluated = done - r.skipped;
+    const double eta = evaluated > 0 ? el / evaluated * double(std::min(budget, total) - size_t(done)) : 0;
+    std::fprintf(stderr, "\r\033[K[%zu/%zu] %s  %d/%zu  %s  ETA %s", index_ + 1, o_.problems.size(), p.key().c_str(),
+                 done, std::min(budget, total), best.c_str(), fmt_duration(eta).c_str());
+    std::fflush(stderr);
+  }
+
+  const TuneOptions& o_;
+  const DeviceInfo& dev_;
+  Store& store_;
+  Compiler& compiler_;
+  WorkerProcess& worker_;
+  CubinDir& cubins_;
+  int64_t device_id_;
+  size_t index_;
+  std::optional<double> best_ms_;
+};
+
+} // namespace
+
+TuneResult tune(const TuneOptions& o) {
+  if (o.families.empty()) throw UsageError("no family to tune");
+  if (o.problems.empty()) throw UsageError("no problem to tune");
+  if (o.worker_argv.empty()) throw UsageError("no worker command");
+  TuneResult result;
+  if (o.device_info) {
+    result.device = *o.device_info;
+  } else {
+    std::string why;
+    const auto devices = list_devices(&why);
+    if (devices.empty()) throw Error("no GPU available: " + why);
+    if (o.device < 0 || o.device >= int(devices.size()))
+      throw UsageError("no GPU with ordinal " + std::to_string(o.device) + " (" + std::to_string(devices.size()) + " found)");
+    result.device = devices[size_t(o.device)];
+  }
+  Store store(o.db_path);
+  const int64_t device_id = store.device_id(result.device);
+  Compiler compiler;
+  std::vector<std::string> argv = o.worker_argv;
+  argv.push_back("--device");
+  argv.push_back(std::to_string(o.device));
+  WorkerProcess worker(argv);
+  CubinDir cubins;
+  const auto t0 = Clock::now();
+  for (size_t i = 0; i < o.problems.size(); ++i) {
+    ProblemTuner pt(o, result.device, store, compiler, worker, cubins, device_id, i);
+    ProblemResult r = pt.run(o.problems[i]);
+    result.compile_s += r.compile_s;
+    result.bench_s += r.bench_s;
+    if (!o.quiet && !o.progress) {
+      std::fprintf(stderr, "[%zu/%zu] %s done: %s\n", i + 1, o.problems.size(), r.problem.key().c_str(),
+                   r.best ? (std::to_string(r.best->tflops) + " TFLOPS").c_str() : "no valid result");
+    }
+    result.problems.push_back(std::move(r));
+  }
+  result.wall_s = seconds_since(t0);
+  result.worker_restarts = worker.restarts();
+  return result;
+}
+
+std::string format_summary(const TuneResult& r) {
+  std::string s;
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%s (%s, %d SMs)\n", r.device.name.c_str(), r.device.arch.c_str(), r.device.sm_count);
+  s += buf;
+  std::snprintf(buf, sizeof buf, "%-34s %-46s %8s %8s %6s  %s\n", "problem", "best config", "TFLOPS", "cuBLAS", "ratio",
+                "trials (ok/compile/launch/wrong/timeout/crash, skipped)");
+  s += buf;
+  for (const auto& p : r.problems) {
+    auto n = [&](TrialStatus st) {
+      auto it = p.by_status.find(st);
+      return it == p.by_status.end() ? 0 : it->second;
+    };
+    const double cu = p.cublas ? tflops(p.problem, p.cublas->median_ms) : 0;
+    std::string cfg = p.best ? p.best->family + ":" + Config::from_json(p.best->config_json).short_string() : "-";
+    if (cfg.size() > 46) cfg = cfg.substr(0, 43) + "...";
+    std::snprintf(buf, sizeof buf, "%-34s %-46s %8.2f %8.2f %6.3f  %d/%d/%d/%d/%d/%d, %d\n", p.problem.key().c_str(),
+                  cfg.c_str(), p.best ? p.best->tflops : 0.0, cu,
+                  (p.best && p.cublas) ? p.cublas->median_ms / p.best->time_ms : 0.0, n(TrialStatus::ok),
+                  n(TrialStatus::compile_error), n(TrialStatus::launch_error), n(TrialStatus::wrong_result),
+                  n(TrialStatus::timeout), n(TrialStatus::crash), p.skipped);
+    s += buf;
+  }
+  std::snprintf(buf, sizeof buf, "wall %.1f s; compile %.1f s (CPU, summed over the pool); benchmark %.1f s (GPU); worker restarts %d\n",
+                r.wall_s, r.compile_s, r.bench_s, r.worker_restarts);
+  s += buf;
+  return s;
+}
+
+} // namespace ktune

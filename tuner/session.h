@@ -1,0 +1,57 @@
+// The tuning loop. For each problem: time the cuBLAS baseline, ask the strategy for configs,
+// compile them ahead on every CPU core, evaluate each in the worker (verify, then time), and
+// record every trial in the store as it finishes. A re-run skips trials already recorded.
+#pragma once
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "db/store.h"
+#include "ktune/family.h"
+#include "tuner/timing.h"
+
+namespace ktune {
+
+struct TuneOptions {
+  std::vector<Family> families;
+  std::vector<GemmProblem> problems;
+  std::string strategy = "random";
+  std::optional<size_t> budget_evals;   // per problem; counts trials recorded earlier too
+  std::optional<double> budget_seconds; // per problem, wall time of this run
+  uint64_t seed = 1;
+  std::string db_path;
+  int device = 0;
+  // Use this description instead of asking the driver: lets tests drive the whole loop with a
+  // scripted worker on a machine without a GPU.
+  std::optional<DeviceInfo> device_info;
+  double timeout_s = 30; // watchdog for one evaluation in the worker
+  std::vector<std::string> worker_argv; // the worker command; the session appends --device
+  TimingOptions timing;
+  bool quiet = false;
+  bool progress = true; // live line on stderr (the CLI sets it when stderr is a terminal)
+};
+
+struct ProblemResult {
+  GemmProblem problem;
+  std::optional<BestRecord> best;
+  std::optional<Timing> cublas;
+  std::map<TrialStatus, int> by_status; // trials evaluated in this run
+  int skipped = 0;                      // already recorded: not evaluated again
+  double compile_s = 0, bench_s = 0, wall_s = 0;
+};
+
+struct TuneResult {
+  std::vector<ProblemResult> problems;
+  DeviceInfo device;
+  double wall_s = 0, compile_s = 0, bench_s = 0;
+  int worker_restarts = 0;
+};
+
+// Throws Error (no GPU, bad device ordinal) or UsageError before any trial is run.
+TuneResult tune(const TuneOptions& o);
+
+// The end-of-run table: problem, best config, TFLOPS, cuBLAS TFLOPS, ratio, trials by status.
+std::string format_summary(const TuneResult& r);
+
+} // namespace ktune

@@ -1,0 +1,63 @@
+#include "tuner/timing.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "runtime/cuda_check.h"
+#include "runtime/driver.h"
+
+namespace ktune {
+
+Timer::Timer(int l2_bytes) : flush_buf_(size_t(std::max(l2_bytes, 1 << 20)) * 2, "L2 flush buffer") {
+  check_cu(driver().cuEventCreate(&start_, CU_EVENT_DEFAULT), "cuEventCreate", "timer");
+  check_cu(driver().cuEventCreate(&stop_, CU_EVENT_DEFAULT), "cuEventCreate", "timer");
+}
+
+Timer::~Timer() {
+  if (start_) driver().cuEventDestroy(start_);
+  if (stop_) driver().cuEventDestroy(stop_);
+}
+
+void Timer::flush(CUstream stream) {
+  // Writing a buffer twice the L2's size evicts whatever the previous repetition left there.
+  check_cu(driver().cuMemsetD32Async(flush_buf_.ptr(), 0x5a5a5a5a, flush_buf_.bytes() / 4, stream), "cuMemsetD32Async",
+           "flushing L2");
+}
+
+Timing Timer::time(const std::function<void(CUstream)>& launch, CUstream stream, const TimingOptions& o) {
+  for (int i = 0; i < o.warmup; ++i) launch(stream);
+  check_cu(driver().cuStreamSynchronize(stream), "cuStreamSynchronize", "after warm-up");
+  // One event pair per repetition, read back right away: the flush between repetitions must not
+  // be inside the timed region, and a per-rep synchronize keeps it so.
+  std::vector<double> ms;
+  double total = 0;
+  auto more = [&] {
+    const int n = int(ms.size());
+    if (n >= o.max_reps || (n > 0 && total >= o.max_total_ms)) return false;
+    if (n == 1 && o.cutoff_ms > 0 && ms[0] > o.cutoff_ms) return false;
+    return n < o.min_reps || total < o.min_total_ms;
+  };
+  while (more()) {
+    flush(stream);
+    check_cu(driver().cuEventRecord(start_, stream), "cuEventRecord", "timing");
+    launch(stream);
+    check_cu(driver().cuEventRecord(stop_, stream), "cuEventRecord", "timing");
+    check_cu(driver().cuEventSynchronize(stop_), "cuEventSynchronize", "timing");
+    float t = 0;
+    check_cu(driver().cuEventElapsedTime(&t, start_, stop_), "cuEventElapsedTime", "timing");
+    ms.push_back(t);
+    total += t;
+  }
+  std::sort(ms.begin(), ms.end());
+  auto pct = [&](double q) { return ms[std::min(ms.size() - 1, size_t(std::floor(q * (ms.size() - 1) + 0.5)))]; };
+  Timing r;
+  r.reps = int(ms.size());
+  r.min_ms = ms.front();
+  r.p20_ms = pct(0.2);
+  r.p80_ms = pct(0.8);
+  r.median_ms = ms.size() % 2 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
+  return r;
+}
+
+} // namespace ktune

@@ -1,0 +1,42 @@
+// Timing on the GPU as docs/METHOD says: warm-up first, CUDA events around each repetition,
+// repetitions until a minimum total time, the L2 flushed before every repetition so that no
+// problem is timed from cache, and the median kept with min, p20 and p80.
+#pragma once
+#include <cuda.h>
+
+#include <functional>
+
+#include "db/store.h"
+#include "runtime/module.h"
+
+namespace ktune {
+
+struct TimingOptions {
+  int warmup = 1;           // untimed launches after the verification run (which loaded the module)
+  int min_reps = 10;
+  int max_reps = 200;
+  double min_total_ms = 50; // repetitions continue until their summed time reaches this
+  double max_total_ms = 2000; // ...and stop once they pass this, min_reps or not (slow configs)
+  // A config whose first timed repetition is slower than this cannot be the best: it is timed
+  // once and no more. 0 disables. The tuner sets it from the best time so far.
+  double cutoff_ms = 0;
+};
+
+class Timer {
+ public:
+  // l2_bytes: the device's L2 size; the flush buffer is twice that.
+  explicit Timer(int l2_bytes);
+  ~Timer();
+  Timer(const Timer&) = delete;
+  Timer& operator=(const Timer&) = delete;
+
+  // Times launch(stream). Throws CudaError when a launch or a CUDA call fails.
+  Timing time(const std::function<void(CUstream)>& launch, CUstream stream, const TimingOptions& o);
+
+ private:
+  void flush(CUstream stream);
+  DeviceBuffer flush_buf_;
+  CUevent start_ = nullptr, stop_ = nullptr;
+};
+
+} // namespace ktune

@@ -1,0 +1,245 @@
+#include "tuner/worker.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "ktune/compiler.h"
+#include "ktune/error.h"
+#include "runtime/cuda_check.h"
+#include "runtime/driver.h"
+#include "tuner/gemm_op.h"
+#include "tuner/json_io.h"
+#include "tuner/timing.h"
+
+namespace ktune {
+
+// ---------------------------------------------------------------- parent side
+
+WorkerProcess::WorkerProcess(std::vector<std::string> argv) : argv_(std::move(argv)) {
+  // A write to a dead child must come back as EPIPE, not kill the tuner.
+  signal(SIGPIPE, SIG_IGN);
+}
+
+WorkerProcess::~WorkerProcess() { stop(); }
+
+void WorkerProcess::start() {
+  int in[2], out[2];
+  if (pipe(in) != 0 || pipe(out) != 0) throw Error(std::string("pipe failed starting the worker: ") + std::strerror(errno));
+  std::vector<char*> args;
+  for (auto& a : argv_) args.push_back(a.data());
+  args.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) throw Error(std::string("fork failed starting the worker: ") + std::strerror(errno));
+  if (pid == 0) {
+    dup2(in[0], 0);
+    dup2(out[1], 1);
+    close(in[0]), close(in[1]), close(out[0]), close(out[1]);
+    execv(args[0], args.data());
+    std::fprintf(stderr, "ktune: cannot start worker %s: %s\n", args[0], std::strerror(errno));
+    _exit(127);
+  }
+  close(in[0]);
+  close(out[1]);
+  pid_ = pid;
+  to_child_ = in[1];
+  from_child_ = out[0];
+  pending_.clear();
+  ++starts_;
+}
+
+std::string WorkerProcess::reap() {
+  if (to_child_ >= 0) close(to_child_);
+  if (from_child_ >= 0) close(from_child_);
+  to_child_ = from_child_ = -1;
+  int st = 0;
+  std::string how = "worker ended";
+  if (pid_ > 0 && waitpid(pid_, &st, 0) == pid_) {
+    if (WIFSIGNALED(st)) how = std::string("worker killed by signal ") + strsignal(WTERMSIG(st));
+    else if (WIFEXITED(st)) how = "worker exited with status " + std::to_string(WEXITSTATUS(st));
+  }
+  pid_ = -1;
+  return how;
+}
+
+void WorkerProcess::stop() {
+  if (pid_ > 0) {
+    kill(pid_, SIGKILL);
+    reap();
+  }
+}
+
+WorkerProcess::Reply WorkerProcess::request(const nlohmann::json& req, double timeout_s) {
+  if (pid_ < 0) start();
+  Reply r;
+  const std::string line = req.dump() + "\n";
+  for (size_t off = 0; off < line.size();) {
+    const ssize_t n = write(to_child_, line.data() + off, line.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      r.detail = reap();
+      return r;
+    }
+    off += size_t(n);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  for (;;) {
+    const size_t nl = pending_.find('\n');
+    if (nl != std::string::npos) {
+      const std::string reply = pending_.substr(0, nl);
+      pending_.erase(0, nl + 1);
+      try {
+        r.body = nlohmann::json::parse(reply);
+        r.outcome = Outcome::replied;
+      } catch (const std::exception& e) {
+        stop();
+        r.detail = "worker sent an unreadable reply: " + reply.substr(0, 200);
+      }
+      return r;
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      stop();
+      r.outcome = Outcome::timed_out;
+      r.detail = "no reply within " + std::to_string(timeout_s) + " s; worker killed";
+      return r;
+    }
+    pollfd pfd{from_child_, POLLIN, 0};
+    const int pr = poll(&pfd, 1, int(std::min<int64_t>(left.count(), 1000)));
+    if (pr < 0 && errno != EINTR) throw Error(std::string("poll on the worker pipe failed: ") + std::strerror(errno));
+    if (pr <= 0) continue;
+    char buf[65536];
+    const ssize_t n = read(from_child_, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      r.detail = reap();
+      return r;
+    }
+    pending_.append(buf, size_t(n));
+  }
+}
+
+// ---------------------------------------------------------------- child side
+
+namespace {
+
+std::vector<char> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("worker cannot open cubin " + path);
+  std::vector<char> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad() || data.empty()) throw Error("worker cannot read cubin " + path);
+  return data;
+}
+
+TimingOptions timing_options(const nlohmann::json& j) {
+  TimingOptions o;
+  if (j.is_object()) {
+    o.warmup = j.value("warmup", o.warmup);
+    o.min_reps = j.value("min_reps", o.min_reps);
+    o.max_reps = j.value("max_reps", o.max_reps);
+    o.min_total_ms = j.value("min_total_ms", o.min_total_ms);
+    o.max_total_ms = j.value("max_total_ms", o.max_total_ms);
+    o.cutoff_ms = j.value("cutoff_ms", o.cutoff_ms);
+  }
+  return o;
+}
+
+struct WorkerState {
+  DeviceInfo dev;
+  CudaContext ctx;
+  Compiler compiler{1};
+  GemmOp op;
+  Timer timer;
+  explicit WorkerState(const DeviceInfo& d) : dev(d), ctx(d.ordinal), op(compiler, d), timer(d.l2_bytes) {}
+};
+
+nlohmann::json eval(WorkerState& w, const nlohmann::json& req) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const GemmProblem p = problem_from_json(req.at("problem"), "eval request");
+  const LaunchPlan plan = plan_from_json(req.at("plan"));
+  const std::vector<std::string> names = req.at("names").get<std::vector<std::string>>();
+  nlohmann::json out;
+  Module m(read_file(req.at("cubin").get<std::string>()), names, req.value("context", std::string("eval")));
+  const KernelAttributes at = m.attributes(0);
+  out["registers"] = at.registers;
+  out["smem"] = at.static_smem + int(plan.steps.empty() ? 0 : plan.steps[0].dynamic_smem);
+  out["local"] = at.local_bytes;
+  w.op.ensure_workspace(plan.workspace_bytes);
+  w.op.prepare(p, req.at("seed").get<uint64_t>());
+  const KtuneGemmArgs args = w.op.args();
+  launch_gemm(m, plan, args, nullptr);
+  check_cu(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize", "running the kernel for verification");
+  const VerifyResult v = w.op.verify(nullptr);
+  out["rel_error"] = v.rel_error;
+  if (!v.pass) {
+    out["status"] = "wrong_result";
+    out["error"] = v.summary();
+  } else {
+    const Timing t = w.timer.time([&](CUstream s) { launch_gemm(m, plan, args, s); }, nullptr, timing_options(req.value("timing", nlohmann::json())));
+    out["status"] = "ok";
+    out["timing"] = timing_to_json(t);
+  }
+  out["bench_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
+nlohmann::json baseline(WorkerState& w, const nlohmann::json& req) {
+  const GemmProblem p = problem_from_json(req.at("problem"), "baseline request");
+  w.op.prepare(p, req.at("seed").get<uint64_t>());
+  const KtuneGemmArgs args = w.op.args();
+  const Timing t = w.timer.time([&](CUstream s) { w.op.cublas().sgemm(p, args, s); }, nullptr,
+                                timing_options(req.value("timing", nlohmann::json())));
+  return {{"status", "ok"}, {"timing", timing_to_json(t)}};
+}
+
+} // namespace
+
+int worker_main(int ordinal) {
+  // The protocol owns the original stdout; anything else that prints goes to stderr.
+  const int proto_fd = dup(1);
+  dup2(2, 1);
+  FILE* proto = fdopen(proto_fd, "w");
+  auto reply = [&](const nlohmann::json& j) {
+    const std::string s = j.dump() + "\n";
+    std::fwrite(s.data(), 1, s.size(), proto);
+    std::fflush(proto);
+  };
+  std::unique_ptr<WorkerState> w;
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    nlohmann::json req, out;
+    bool sticky = false;
+    try {
+      req = nlohmann::json::parse(line);
+      if (!w) {
+        std::string why;
+        const auto devs = list_devices(&why);
+        if (ordinal < 0 || ordinal >= int(devs.size()))
+          throw Error(devs.empty() ? "no GPU: " + why : "no GPU with ordinal " + std::to_string(ordinal));
+        w = std::make_unique<WorkerState>(devs[size_t(ordinal)]);
+      }
+      const std::string op = req.at("op").get<std::string>();
+      if (op == "eval") out = eval(*w, req);
+      else if (op == "baseline") out = baseline(*w, req);
+      else throw Error("unknown worker op '" + op + "'");
+    } catch (const CudaError& e) {
+      sticky = e.is_sticky();
+      out = {{"status", "launch_error"}, {"error", e.what()}, {"sticky", sticky}};
+    } catch (const std::exception& e) {
+      out = {{"status", "launch_error"}, {"error", e.what()}, {"sticky", false}};
+    }
+    reply(out);
+    if (sticky) return 3; // the context is unusable; the parent starts a fresh worker
+  }
+  return 0;
+}
+
+} // namespace ktune

@@ -1,0 +1,55 @@
+// Fault isolation. The GPU work of tuning runs in a child process (`ktune worker`) that owns the
+// CUDA context. A kernel that crashes the process, leaves a sticky CUDA error (illegal address,
+// trap) or hangs costs only that child: the parent records the trial and starts a new one.
+//
+// Protocol: one JSON object per line, request on the child's stdin, reply on its stdout.
+//   {"op":"eval", "problem":{...}, "seed":N, "cubin":PATH, "names":[...], "plan":{...}, "timing":{...}}
+//     -> {"status":"ok"|"wrong_result"|"launch_error", "error":..., "sticky":bool, "timing":{...},
+//         "rel_error":x, "registers":n, "smem":n, "local":n, "bench_s":x}
+//   {"op":"baseline", "problem":{...}, "seed":N, "timing":{...}} -> {"status":"ok", "timing":{...}}
+#pragma once
+#include <sys/types.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace ktune {
+
+class WorkerProcess {
+ public:
+  enum class Outcome { replied, died, timed_out };
+  struct Reply {
+    Outcome outcome = Outcome::died;
+    nlohmann::json body;  // when replied
+    std::string detail;   // when died or timed out: exit status or signal, or the limit
+  };
+
+  // argv[0] is the executable. The child is started on the first request and again after it died.
+  explicit WorkerProcess(std::vector<std::string> argv);
+  ~WorkerProcess();
+  WorkerProcess(const WorkerProcess&) = delete;
+  WorkerProcess& operator=(const WorkerProcess&) = delete;
+
+  // Sends one request and waits up to timeout_s for the reply line. On a timeout the child is
+  // killed (SIGKILL): a kernel stuck in a loop cannot be interrupted any other way.
+  Reply request(const nlohmann::json& req, double timeout_s);
+  void stop(); // kills the child if running
+  int restarts() const { return starts_ > 0 ? starts_ - 1 : 0; }
+
+ private:
+  void start();
+  std::string reap(); // waits for the child; describes how it ended
+
+  std::vector<std::string> argv_;
+  pid_t pid_ = -1;
+  int to_child_ = -1, from_child_ = -1;
+  std::string pending_;
+  int starts_ = 0;
+};
+
+// The child's side: serves requests on stdin/stdout for device `ordinal` until stdin closes.
+// Returns the process exit status (3 after a sticky CUDA error, when the context is unusable).
+int worker_main(int ordinal);
+
+} // namespace ktune
