@@ -286,8 +286,8 @@ TuneResult tune(const TuneOptions& o) {
     result.compile_s += r.compile_s;
     result.bench_s += r.bench_s;
     if (!o.quiet && !o.progress) {
-      std::fprintf(stderr, "[%zu/%zu] %s done: %s\n", i + 1, o.problems.size(), r.problem.key().c_str(),
-                   r.best ? (std::to_string(r.best->tflops) + " TFLOPS").c_str() : "no valid result");
+      if (r.best) std::fprintf(stderr, "[%zu/%zu] %s done: best %.2f TFLOPS\n", i + 1, o.problems.size(), r.problem.key().c_str(), r.best->tflops);
+      else std::fprintf(stderr, "[%zu/%zu] %s done: no correct config\n", i + 1, o.problems.size(), r.problem.key().c_str());
     }
     result.problems.push_back(std::move(r));
   }

@@ -102,14 +102,20 @@ WorkerProcess::Reply WorkerProcess::request(const nlohmann::json& req, double ti
       } catch (const std::exception& e) {
         stop();
         r.detail = "worker sent an unreadable reply: " + reply.substr(0, 200);
+        return r;
       }
+      // After a sticky error the worker exits on its own; wait for it here, or the next request
+      // would meet the dying process and blame its death on the next config.
+      if (r.body.is_object() && r.body.value("sticky", false)) reap();
       return r;
     }
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       stop();
       r.outcome = Outcome::timed_out;
-      r.detail = "no reply within " + std::to_string(timeout_s) + " s; worker killed";
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "no reply within %.1f s; worker killed", timeout_s);
+      r.detail = buf;
       return r;
     }
     pollfd pfd{from_child_, POLLIN, 0};

@@ -24,7 +24,9 @@ __global__ void fault_gemm(KtuneGemmArgs p) {
   static_assert(FAULT != 7, "deliberate compile error");
   extern __shared__ float scratch[];
   const int col = blockIdx.x * 16 + threadIdx.x, row = blockIdx.y * 16 + threadIdx.y;
-  if (FAULT == 3) { volatile int spin = 1; while (spin) {} }
+  // Spins on a volatile global read whose exit condition never holds (inputs are in [-1, 1)); a
+  // spin on a local was seen compiled away, so the loop must depend on memory.
+  if (FAULT == 3) { while (*(volatile const float*)p.A < 1e30f) {} }
   if (FAULT == 4) __trap();
   if (FAULT == 1) { const long long t0 = clock64(); while (clock64() - t0 < 200000) {} }
   if (row >= p.M || col >= p.N) return;

@@ -53,3 +53,14 @@ TEST(Worker, GarbageOnTheProtocolIsNotTakenForAReply) {
   EXPECT_EQ(r.outcome, WorkerProcess::Outcome::died);
   EXPECT_NE(r.detail.find("unreadable"), std::string::npos) << r.detail;
 }
+
+TEST(Worker, AStickyReplyRetiresTheChildSoTheNextRequestGetsAFreshOne) {
+  // Like the real worker: reply with sticky = true, then exit. The next request must be answered
+  // by a new child, not fail on the old one's exit.
+  auto w = sh("read line; echo '{\"status\":\"launch_error\",\"sticky\":true}'; exit 3");
+  auto r = w.request({{"op", "eval"}}, 5);
+  ASSERT_EQ(r.outcome, WorkerProcess::Outcome::replied);
+  r = w.request({{"op", "eval"}}, 5);
+  ASSERT_EQ(r.outcome, WorkerProcess::Outcome::replied) << r.detail;
+  EXPECT_EQ(w.restarts(), 1);
+}
