@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "ktune/config.h"
 #include "ktune/error.h"
 
 namespace ktune {
@@ -201,6 +202,9 @@ int Store::schema_version() const {
 }
 
 void Store::migrate() {
+  // Opening a current database writes nothing: a read-only command or a refused import leaves the
+  // file byte-for-byte as it was.
+  if (schema_version() == kSchemaVersion) return;
   Transaction tx(db_, path_);
   const int v = schema_version(); // read under the write lock: two openers cannot both migrate
   if (v > kSchemaVersion)
@@ -212,8 +216,14 @@ void Store::migrate() {
 }
 
 int64_t Store::device_id(const DeviceInfo& d) {
-  const std::string uuid = d.uuid.empty() ? d.name + "/" + d.arch : d.uuid;
   Transaction tx(db_, path_);
+  const int64_t id = device_row(d);
+  tx.commit();
+  return id;
+}
+
+int64_t Store::device_row(const DeviceInfo& d) {
+  const std::string uuid = d.uuid.empty() ? d.name + "/" + d.arch : d.uuid;
   Stmt ins(db_,
            "INSERT OR IGNORE INTO devices (uuid, name, arch, sm_count, memory_bytes, sm_clock_khz, driver_version) "
            "VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -224,13 +234,17 @@ int64_t Store::device_id(const DeviceInfo& d) {
   Stmt sel(db_, "SELECT id FROM devices WHERE uuid = ?", path_);
   sel.bind(1, uuid);
   sel.step();
-  const int64_t id = sel.i64(0);
-  tx.commit();
-  return id;
+  return sel.i64(0);
 }
 
 int64_t Store::problem_id(const GemmProblem& p) {
   Transaction tx(db_, path_);
+  const int64_t id = problem_row(p);
+  tx.commit();
+  return id;
+}
+
+int64_t Store::problem_row(const GemmProblem& p) {
   Stmt ins(db_, "INSERT OR IGNORE INTO problems (key, op, dtype, layout, m, n, k, align) VALUES (?, 'gemm', ?, ?, ?, ?, ?, ?)",
            path_);
   ins.bind(1, p.key()).bind(2, std::string(to_string(p.dtype))).bind(3, p.layout_string());
@@ -239,13 +253,17 @@ int64_t Store::problem_id(const GemmProblem& p) {
   Stmt sel(db_, "SELECT id FROM problems WHERE key = ?", path_);
   sel.bind(1, p.key());
   sel.step();
-  const int64_t id = sel.i64(0);
-  tx.commit();
-  return id;
+  return sel.i64(0);
 }
 
 int64_t Store::record_trial(int64_t device, int64_t problem, const std::string& arch, const TrialRecord& t) {
   Transaction tx(db_, path_);
+  const int64_t id = trial_row(device, problem, arch, t);
+  tx.commit();
+  return id;
+}
+
+int64_t Store::trial_row(int64_t device, int64_t problem, const std::string& arch, const TrialRecord& t) {
   Stmt ins(db_,
            "INSERT OR IGNORE INTO trials (device_id, problem_id, family, config, config_hash, template_hash, status, "
            "error, median_ms, min_ms, p20_ms, p80_ms, reps, tflops, registers, smem_bytes, spill_bytes, compile_s, "
@@ -278,7 +296,6 @@ int64_t Store::record_trial(int64_t device, int64_t problem, const std::string& 
       up.step();
     }
   }
-  tx.commit();
   return id;
 }
 
@@ -377,6 +394,93 @@ bool Store::get_binary(const std::string& key, std::vector<char>* cubin, std::ve
   for (size_t nl; (nl = names.find('\n', start)) != std::string::npos; start = nl + 1)
     lowered_names->push_back(names.substr(start, nl - start));
   return true;
+}
+
+} // namespace ktune
+
+namespace ktune {
+
+Table Store::export_table(const std::string& arch, const std::string& family) const {
+  Stmt s(db_,
+         "SELECT p.m, p.n, p.k, p.dtype, p.layout, p.align, b.arch, b.family, b.config, b.time_ms, b.tflops, "
+         "t.template_hash, bl.median_ms, d.name, d.sm_count FROM best b JOIN problems p ON p.id = b.problem_id "
+         "JOIN trials t ON t.id = b.trial_id JOIN devices d ON d.id = t.device_id "
+         "LEFT JOIN baselines bl ON bl.device_id = t.device_id AND bl.problem_id = b.problem_id AND bl.library = 'cublas' "
+         "WHERE (? = '' OR b.arch = ?) AND (? = '' OR b.family = ?) ORDER BY p.key",
+         path_);
+  s.bind(1, arch).bind(2, arch).bind(3, family).bind(4, family);
+  Table t;
+  while (s.step()) {
+    TableEntry e;
+    e.problem = GemmProblem::make(s.i64(0), s.i64(1), s.i64(2), s.text(4), parse_dtype(s.text(3)));
+    e.problem.align = int(s.i64(5));
+    e.arch = s.text(6);
+    e.family = s.text(7), e.config_json = s.text(8);
+    e.time_ms = s.dbl(9), e.tflops = s.dbl(10);
+    e.template_hash = s.text(11);
+    if (!s.null(12)) e.cublas_ms = s.dbl(12);
+    if (t.entries.empty()) {
+      t.arch = e.arch, t.device_name = s.text(13), t.sm_count = int(s.i64(14));
+    } else if (e.arch != t.arch) {
+      throw UsageError("database " + path_ + " holds results for " + t.arch + " and " + e.arch +
+                       ": a table holds one arch, choose it with --arch");
+    }
+    t.entries.push_back(std::move(e));
+  }
+  return t;
+}
+
+size_t Store::import_table(const Table& t) {
+  Transaction tx(db_, path_);
+  DeviceInfo d;
+  d.name = t.device_name;
+  d.arch = t.arch;
+  d.sm_count = t.sm_count;
+  d.uuid = "table:" + t.device_name + "/" + t.arch; // imported rows are told apart from measured ones
+  const int64_t device = device_row(d);
+  size_t improved = 0;
+  for (const auto& e : t.entries) {
+    const int64_t problem = problem_row(e.problem);
+    const auto before = best_time(t.arch, problem);
+    TrialRecord r;
+    r.family = e.family;
+    r.config_json = e.config_json;
+    r.config_hash = fnv1a_hex(e.config_json);
+    r.template_hash = e.template_hash;
+    r.status = TrialStatus::ok;
+    r.timing = Timing{e.time_ms, e.time_ms, e.time_ms, e.time_ms, 0};
+    r.tflops = e.tflops;
+    r.error = "imported from a tuning table";
+    trial_row(device, problem, t.arch, r);
+    if (e.cublas_ms) {
+      Stmt b(db_,
+             "INSERT OR REPLACE INTO baselines (device_id, problem_id, library, median_ms, min_ms, p20_ms, p80_ms, reps, "
+             "tflops) VALUES (?, ?, 'cublas', ?, ?, ?, ?, 0, ?)",
+             path_);
+      const double tf = 2.0 * double(e.problem.m) * e.problem.n * e.problem.k / (*e.cublas_ms * 1e-3) / 1e12;
+      b.bind(1, device).bind(2, problem).bind(3, *e.cublas_ms).bind(4, *e.cublas_ms).bind(5, *e.cublas_ms);
+      b.bind(6, *e.cublas_ms).bind(7, tf);
+      b.step();
+    }
+    const auto after = best_time(t.arch, problem);
+    if (after && (!before || *after < *before)) ++improved;
+  }
+  tx.commit();
+  return improved;
+}
+
+std::optional<double> Store::best_time(const std::string& arch, int64_t problem) const {
+  Stmt s(db_, "SELECT time_ms FROM best WHERE arch = ? AND problem_id = ?", path_);
+  s.bind(1, arch).bind(2, problem);
+  if (!s.step()) return std::nullopt;
+  return s.dbl(0);
+}
+
+std::vector<std::string> Store::best_archs() const {
+  Stmt s(db_, "SELECT DISTINCT arch FROM best ORDER BY arch", path_);
+  std::vector<std::string> out;
+  while (s.step()) out.push_back(s.text(0));
+  return out;
 }
 
 } // namespace ktune

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "db/table.h"
 #include "ktune/device.h"
 #include "ktune/problem.h"
 
@@ -74,6 +75,15 @@ class Store {
 
   std::optional<BestRecord> best(const std::string& arch, const std::string& problem_key) const;
 
+  // The best entry per problem as a table (one arch: filter with arch, or the store must hold
+  // only one; family filters too). Throws UsageError when several archs would mix.
+  Table export_table(const std::string& arch = "", const std::string& family = "") const;
+  // Merges a validated table in one transaction: every entry becomes an ok trial of a device
+  // named after the table ("table:<name>/<arch>"), and per problem the faster entry wins the
+  // best. Returns how many problems got a new or faster best. All or nothing on error.
+  size_t import_table(const Table& t);
+  std::vector<std::string> best_archs() const;
+
   // cubins keyed by the compiler's cache key (source hash, options, arch, NVRTC version).
   void put_binary(const std::string& key, const std::string& arch, const std::vector<char>& cubin,
                   const std::vector<std::string>& lowered_names);
@@ -82,6 +92,11 @@ class Store {
  private:
   void exec(const std::string& sql, const char* what) const;
   void migrate();
+  // Bodies of the public writers, for use inside a caller's transaction.
+  int64_t device_row(const DeviceInfo& d);
+  int64_t problem_row(const GemmProblem& p);
+  int64_t trial_row(int64_t device, int64_t problem, const std::string& arch, const TrialRecord& t);
+  std::optional<double> best_time(const std::string& arch, int64_t problem) const;
 
   sqlite3* db_ = nullptr;
   std::string path_;

@@ -36,7 +36,7 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
 }
 
 Module::Module(const std::vector<char>& cubin, const std::vector<std::string>& lowered_names, std::string context)
-    : context_(std::move(context)) {
+    : smem_limit_(new std::atomic<unsigned>[lowered_names.size()]), context_(std::move(context)) {
   check_cu(driver().cuModuleLoadData(&module_, cubin.data()), "cuModuleLoadData", context_);
   for (const auto& name : lowered_names) {
     CUfunction f = nullptr;
@@ -45,8 +45,8 @@ Module::Module(const std::vector<char>& cubin, const std::vector<std::string>& l
       driver().cuModuleUnload(module_);
       check_cu(r, "cuModuleGetFunction", context_ + " kernel " + name);
     }
+    smem_limit_[functions_.size()] = 48 * 1024;
     functions_.push_back(f);
-    smem_limit_.push_back(48 * 1024);
   }
 }
 
@@ -75,7 +75,7 @@ KernelAttributes Module::attributes(size_t i) const {
 void Module::launch(size_t i, const unsigned grid[3], const unsigned block[3], unsigned dynamic_smem, CUstream stream,
                     void** params) {
   const CUfunction f = function(i);
-  if (dynamic_smem > smem_limit_[i]) {
+  if (dynamic_smem > smem_limit_[i].load(std::memory_order_relaxed)) {
     check_cu(driver().cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(dynamic_smem)),
              "driver().cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", context_ + ", " + std::to_string(dynamic_smem) + " bytes");
     smem_limit_[i] = dynamic_smem;

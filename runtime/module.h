@@ -2,6 +2,8 @@
 #pragma once
 #include <cuda.h>
 
+#include <atomic>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -71,14 +73,14 @@ class Module {
   const std::string& context() const { return context_; }
 
   // Raises the kernel's dynamic shared-memory limit first when the launch asks for more than the
-  // default 48 KB (needed once per kernel; remembered).
+  // default 48 KB (needed once per kernel; remembered). Safe to call from several threads.
   void launch(size_t i, const unsigned grid[3], const unsigned block[3], unsigned dynamic_smem, CUstream stream,
               void** params);
 
  private:
   CUmodule module_ = nullptr;
   std::vector<CUfunction> functions_;
-  std::vector<unsigned> smem_limit_;
+  std::unique_ptr<std::atomic<unsigned>[]> smem_limit_; // per kernel: the limit already set
   std::string context_;
 };
 

@@ -4,6 +4,8 @@
 #   tests   every GPU test (names contain "Gpu"), with the pass/fail/skip counts
 #   public  ktune tune over the public suite, random strategy, 200 configs per problem
 #   resume  a tuning run killed with kill -9 part-way, then the same command again
+#   table   tune configs/suites/table.json and export the shipped table ($out/sm_90.json)
+#   runtime the runtime cost benchmark and the example program
 set -uo pipefail
 out=${OUT:-gpu-logs}
 mkdir -p "$out"
@@ -53,6 +55,17 @@ for step in $steps; do
       echo "second run: exit $?"; cat "$out/resume2.txt"
       after=$(python3 -c "import sqlite3;print(sqlite3.connect('$out/resume.db').execute('select count(*) from trials').fetchone()[0])")
       echo "trials after the second run: $after (expected 3 x 60 = 180; the second run skipped $before)" ;;
+    table)
+      rm -f "$out/table.db"*
+      start=$(date +%s)
+      ./build/ktune tune --family gemm_simt --suite configs/suites/table.json --strategy random --budget-evals 200 \
+        --db "$out/table.db" >"$out/tune_table.txt" 2>"$out/tune_table.err"
+      echo "table suite: exit $?, wall $(( $(date +%s) - start )) s"; cat "$out/tune_table.txt"
+      ./build/ktune export --db "$out/table.db" --arch sm_90 -o "$out/sm_90.json"
+      trials_csv "$out/table.db" "$out/table_trials.csv" ;;
+    runtime)
+      ./build/bench/runtime_cost --json "$out/runtime_cost.json" 2>&1 | tee "$out/runtime_cost.txt"
+      ./build/examples/gemm_example 2>&1 | tee "$out/example.txt" ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
   esac
 done

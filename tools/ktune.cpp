@@ -2,12 +2,15 @@
 // NVRTC error), 2 bad usage (unknown subcommand or flag, bad shape, unknown family, bad file).
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 
 #include "ktune/compiler.h"
 #include "ktune/error.h"
 #include "ktune/family.h"
 #include "db/store.h"
+#include "db/table.h"
+#include "ktune/runtime.h"
 #include "runtime/module.h"
 #include "tuner/json_io.h"
 #include "tuner/session.h"
@@ -187,6 +190,81 @@ int cmd_tune(const TuneArgs& a) {
   return 0;
 }
 
+struct QueryArgs {
+  std::string problem, dtype = "f32", layout = "NN", arch, db;
+  std::vector<std::string> tables;
+  bool json = false;
+};
+
+int cmd_query(const QueryArgs& a) {
+  const GemmProblem p = GemmProblem::parse(a.problem, a.layout, parse_dtype(a.dtype));
+  RuntimeOptions o;
+  o.arch = a.arch;
+  o.db_path = a.db.empty() ? default_db_path() : a.db;
+  o.tables = a.tables;
+  if (o.arch.empty()) {
+    std::string why;
+    if (list_devices(&why).empty())
+      throw UsageError("no GPU to take the arch from (" + why + "): give --arch, e.g. --arch sm_90");
+  }
+  const Runtime rt(o);
+  const Selection s = rt.best_config(p);
+  if (a.json) {
+    nlohmann::ordered_json j = {{"problem", p.key()}, {"arch", rt.arch()}, {"provenance", to_string(s.provenance)},
+                        {"family", s.family}, {"config", nlohmann::ordered_json::parse(s.config.to_json())}, {"source", s.source}};
+    j["tuned_problem"] = s.tuned ? nlohmann::ordered_json(*s.tuned) : nlohmann::ordered_json(nullptr);
+    j["distance"] = s.distance;
+    j["time_ms"] = s.time_ms ? nlohmann::ordered_json(*s.time_ms) : nlohmann::ordered_json(nullptr);
+    j["cublas_ms"] = s.cublas_ms ? nlohmann::ordered_json(*s.cublas_ms) : nlohmann::ordered_json(nullptr);
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("problem     %s on %s\n", p.key().c_str(), rt.arch().c_str());
+  std::printf("provenance  %s (%s)\n", to_string(s.provenance), s.source.c_str());
+  std::printf("family      %s\nconfig      %s\n", s.family.c_str(), s.config.to_json().c_str());
+  if (s.tuned) std::printf("tuned for   %s (log distance %.3f)\n", s.tuned->c_str(), s.distance);
+  if (s.time_ms) std::printf("recorded    %.4f ms", *s.time_ms);
+  if (s.cublas_ms) std::printf(", cuBLAS %.4f ms (ratio %.3f)", *s.cublas_ms, *s.cublas_ms / *s.time_ms);
+  if (s.time_ms) std::printf("\n");
+  return 0;
+}
+
+int cmd_export(const std::string& db, const std::string& arch, const std::string& family, const std::string& out) {
+  const std::string path = db.empty() ? default_db_path() : db;
+  if (!std::filesystem::exists(path)) throw UsageError("database " + path + " does not exist");
+  const Store store(path, /*read_only=*/true);
+  const Table t = store.export_table(arch, family);
+  if (t.entries.empty())
+    throw UsageError("database " + path + " has no tuned results" + (arch.empty() ? "" : " for " + arch) +
+                     (family.empty() ? "" : " of family " + family));
+  // Write beside the target and rename: a failed export never leaves half a table behind.
+  const std::string tmp = out + ".tmp";
+  {
+    std::ofstream f(tmp);
+    f << table_to_json(t);
+    f.close();
+    if (!f) throw Error("cannot write " + tmp);
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, out, ec);
+  if (ec) throw Error("cannot rename " + tmp + " to " + out + ": " + ec.message());
+  std::fprintf(stderr, "ktune: exported %zu entries (%s, %s) to %s\n", t.entries.size(), t.device_name.c_str(),
+               t.arch.c_str(), out.c_str());
+  return 0;
+}
+
+int cmd_import(const std::string& db, const std::string& file) {
+  // Parse and validate the whole table before the database is opened: a bad file must leave
+  // the database byte-for-byte as it was.
+  const Table t = read_table_file(file);
+  const std::string path = db.empty() ? default_db_path() : db;
+  Store store(path);
+  const size_t improved = store.import_table(t);
+  std::printf("imported %zu entries from %s (%s, %s) into %s: %zu problems got a new or faster best\n",
+              t.entries.size(), file.c_str(), t.device_name.c_str(), t.arch.c_str(), path.c_str(), improved);
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -235,6 +313,28 @@ int main(int argc, char** argv) {
   tn->add_flag("--quiet", tune_args.quiet, "No progress output");
   tn->add_flag("--json", tune_args.json, "Print the summary as JSON (implies --quiet)");
 
+  QueryArgs query;
+  auto* qy = app.add_subcommand("query", "Show the config ktune would run for a problem, and where it comes from");
+  qy->add_option("--problem", query.problem, "Problem MxNxK")->required();
+  qy->add_option("--dtype", query.dtype, "Data type")->capture_default_str();
+  qy->add_option("--layout", query.layout, "Layouts of A and B")->capture_default_str();
+  qy->add_option("--arch", query.arch, "Arch to answer for (no GPU needed), e.g. sm_90");
+  qy->add_option("--db", query.db, "Database (default: $KTUNE_DB, else ~/.cache/ktune/ktune.db)");
+  qy->add_option("--table", query.tables, "Extra tuning table (repeatable)")->check(CLI::ExistingFile);
+  qy->add_flag("--json", query.json, "Print JSON");
+
+  std::string ex_db, ex_arch, ex_family, ex_out;
+  auto* ex = app.add_subcommand("export", "Write the best configs of a database as a tuning table (ktune.table/1)");
+  ex->add_option("--db", ex_db, "Database (default: $KTUNE_DB, else ~/.cache/ktune/ktune.db)");
+  ex->add_option("--arch", ex_arch, "Only this arch (required when the database holds several)");
+  ex->add_option("--family", ex_family, "Only this family");
+  ex->add_option("-o,--output", ex_out, "Output file")->required();
+
+  std::string im_db, im_file;
+  auto* im = app.add_subcommand("import", "Merge a tuning table into a database (per problem, the faster entry wins)");
+  im->add_option("file", im_file, "Table file (ktune.table/1)")->required()->check(CLI::ExistingFile);
+  im->add_option("--db", im_db, "Database (default: $KTUNE_DB, else ~/.cache/ktune/ktune.db)");
+
   int worker_device = 0;
   auto* wk = app.add_subcommand("worker", "");  // internal: the fault-isolated GPU process of `tune`
   wk->group("");
@@ -274,6 +374,9 @@ int main(int argc, char** argv) {
     if (dv->parsed()) return cmd_devices();
     if (cp->parsed()) return cmd_compile(comp);
     if (tn->parsed()) return cmd_tune(tune_args);
+    if (qy->parsed()) return cmd_query(query);
+    if (ex->parsed()) return cmd_export(ex_db, ex_arch, ex_family, ex_out);
+    if (im->parsed()) return cmd_import(im_db, im_file);
     if (wk->parsed()) return worker_main(worker_device);
   } catch (const UsageError& e) {
     std::fprintf(stderr, "ktune: %s\n", e.what());

@@ -189,6 +189,11 @@ LaunchPlan Family::launch_plan(const Config& c, const GemmProblem& p) const {
   return launch_(c, p);
 }
 
+Config Family::default_config(const GemmProblem& p, const DeviceInfo& d) const {
+  if (!default_) throw Error("family " + name_ + " declares no default config");
+  return default_(p, d);
+}
+
 Family Family::restricted(const SpaceRestriction& r) const {
   if (!r.family.empty() && r.family != name_)
     throw UsageError("space restriction is for family '" + r.family + "', not '" + name_ + "'");

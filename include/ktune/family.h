@@ -68,6 +68,13 @@ class Family {
   Family& restrict(std::string why, std::vector<std::string> reads, Predicate pred);
   Family& kernels(KernelsFn fn);
   Family& launch(LaunchFn fn);
+  // The config the runtime falls back to for a problem nothing was tuned near; it must be valid
+  // for every problem of a supported dtype (a test checks this over many shapes).
+  using DefaultFn = std::function<Config(const GemmProblem&, const DeviceInfo&)>;
+  Family& defaults(DefaultFn fn) {
+    default_ = std::move(fn);
+    return *this;
+  }
   Family& min_arch(int arch) { min_arch_ = arch; return *this; }
   Family& dtypes(std::vector<DType> d) { dtypes_ = std::move(d); return *this; }
   Family& describe(std::string about) { about_ = std::move(about); return *this; }
@@ -105,6 +112,8 @@ class Family {
   // NVRTC resolves, e.g. "gemm_simt<128,128,8,...>".
   std::vector<std::string> kernel_names(const Config& c, const GemmProblem& p) const;
   LaunchPlan launch_plan(const Config& c, const GemmProblem& p) const;
+  bool has_default() const { return bool(default_); }
+  Config default_config(const GemmProblem& p, const DeviceInfo& d) const; // throws Error without one
 
   // A copy whose domains are intersected with r's; throws UsageError on a family-name mismatch,
   // an unknown parameter, or a value the family never declared.
@@ -118,6 +127,7 @@ class Family {
   std::vector<Constraint> constraints_;
   KernelsFn kernels_;
   LaunchFn launch_;
+  DefaultFn default_;
   int min_arch_ = 0;
   std::vector<DType> dtypes_ = {DType::f32};
 };

@@ -88,6 +88,15 @@ Family gemm_simt_family() {
                                             p.k % (int64_t(c["BK"]) * c["SPLITK"]) == 0);
                 });
 
+  // 128 x 128 x 8 tiles with 8 x 4 thread tiles: the configuration the SGEMM literature settles
+  // on for large shapes, bounds-checked so that it serves any shape. The vector width follows
+  // the alignment class and the pipeline the arch.
+  f.defaults([](const GemmProblem& p, const DeviceInfo& d) {
+    return Config{{"BM", 128}, {"BN", 128}, {"WM", 64}, {"WN", 32}, {"TM", 8}, {"TN", 4}, {"BK", 8},
+                  {"VEC", std::min(4, p.align / 4)}, {"AT", 1}, {"PAD", 4}, {"PIPE", d.arch_number() >= 80 ? 3 : 1},
+                  {"SPLITK", 1}, {"SWZ", 8}, {"EVEN", 0}};
+  });
+
   f.kernels([](const Config& c, const GemmProblem& p) {
      // Template parameter order of gemm_simt.cu, which differs from the enumeration order.
      std::string args;

@@ -1,0 +1,167 @@
+// What ktune's runtime costs an application, measured on the GPU (docs/PERFORMANCE.md):
+//  1. warm best_config latency (exact and nearest problems, selection cached)
+//  2. launch overhead of ktune::gemm against cublasSgemm on a 64x64x64 problem
+//  3. the first ktune::gemm of a shape: with a JIT compile, and with the cubin from the store
+// Needs a GPU. Prints a table; --json FILE writes the same figures.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "db/store.h"
+#include "ktune/compiler.h"
+#include "ktune/device.h"
+#include "ktune/family.h"
+#include "ktune/runtime.h"
+
+using Clock = std::chrono::steady_clock;
+
+#define CHECK(x)                                                                   \
+  do {                                                                             \
+    if ((x) != 0) {                                                                \
+      std::fprintf(stderr, "%s failed (%s:%d)\n", #x, __FILE__, __LINE__);         \
+      std::exit(1);                                                                \
+    }                                                                              \
+  } while (0)
+
+namespace {
+
+double us_since(Clock::time_point t) { return std::chrono::duration<double, std::micro>(Clock::now() - t).count(); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Per-call host time of `calls` back-to-back launches, then a synchronize; median of `rounds`.
+template <class F>
+double per_call_us(F&& launch, int calls, int rounds) {
+  std::vector<double> r;
+  for (int i = 0; i < rounds; ++i) {
+    const auto t0 = Clock::now();
+    for (int c = 0; c < calls; ++c) launch();
+    CHECK(cudaDeviceSynchronize());
+    r.push_back(us_since(t0) / calls);
+  }
+  return median(r);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  std::string json_out;
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::string(argv[i]) == "--json") json_out = argv[i + 1];
+  try {
+    std::string why;
+    const auto devs = ktune::list_devices(&why);
+    if (devs.empty()) {
+      std::fprintf(stderr, "runtime_cost: no GPU: %s\n", why.c_str());
+      return 1;
+    }
+    CHECK(cudaSetDevice(0));
+    CHECK(cudaFree(nullptr)); // create the primary context up front
+    nlohmann::ordered_json out = {{"device", devs[0].name}, {"arch", devs[0].arch}};
+
+    // 1. best_config latency, warm.
+    ktune::RuntimeOptions ro;
+    ro.db_path = "";
+    ktune::Runtime rt(ro);
+    const auto exact = ktune::GemmProblem::parse("4096x4096x4096"), near = ktune::GemmProblem::parse("4000x4000x4000");
+    for (const auto* p : {&exact, &near}) {
+      rt.best_config(*p);
+      const int n = 1000000;
+      std::vector<double> r;
+      for (int round = 0; round < 5; ++round) {
+        const auto t0 = Clock::now();
+        size_t sink = 0;
+        for (int i = 0; i < n; ++i) sink += rt.best_config(*p).config.size();
+        r.push_back(us_since(t0) * 1000.0 / n);
+        if (sink == 0) std::printf("?");
+      }
+      out[p == &exact ? "best_config_exact_ns" : "best_config_nearest_ns"] = median(r);
+      out[p == &exact ? "provenance_exact" : "provenance_nearest"] = ktune::to_string(rt.best_config(*p).provenance);
+    }
+
+    // 2. Launch overhead at 64x64x64.
+    const int S = 64;
+    float *A, *B, *C;
+    CHECK(cudaMalloc(&A, S * S * 4));
+    CHECK(cudaMalloc(&B, S * S * 4));
+    CHECK(cudaMalloc(&C, S * S * 4));
+    CHECK(cudaMemset(A, 0, S * S * 4));
+    CHECK(cudaMemset(B, 0, S * S * 4));
+    const auto small = ktune::GemmProblem::parse("64x64x64");
+    cublasHandle_t h;
+    CHECK(cublasCreate(&h));
+    const float one = 1, zero = 0;
+    auto kt = [&] { rt.gemm(small, A, B, C, 1.0f, 0.0f, nullptr); };
+    auto cb = [&] { CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, S, S, S, &one, B, S, A, S, &zero, C, S)); };
+    for (int i = 0; i < 100; ++i) kt(), cb(); // warm both
+    CHECK(cudaDeviceSynchronize());
+    const double kt_us = per_call_us(kt, 10000, 7), cb_us = per_call_us(cb, 10000, 7);
+    out["gemm64_ktune_us_per_call"] = kt_us;
+    out["gemm64_cublas_us_per_call"] = cb_us;
+    out["gemm64_provenance"] = ktune::to_string(rt.best_config(small).provenance);
+
+    // 3. First call of a shape: JIT compile vs the cubin from the store's binary cache.
+    const auto first = ktune::GemmProblem::parse("3000x2000x1000");
+    float *A1, *B1, *C1;
+    CHECK(cudaMalloc(&A1, size_t(first.m) * first.k * 4));
+    CHECK(cudaMalloc(&B1, size_t(first.k) * first.n * 4));
+    CHECK(cudaMalloc(&C1, size_t(first.m) * first.n * 4));
+    CHECK(cudaMemset(A1, 0, size_t(first.m) * first.k * 4));
+    CHECK(cudaMemset(B1, 0, size_t(first.k) * first.n * 4));
+    {
+      ktune::Runtime fresh(ro);
+      const auto t0 = Clock::now();
+      fresh.gemm(first, A1, B1, C1, 1.0f, 0.0f, nullptr);
+      CHECK(cudaDeviceSynchronize());
+      out["first_call_jit_ms"] = us_since(t0) / 1000;
+    }
+    {
+      const std::string db = (std::filesystem::temp_directory_path() / "ktune-bench-cache.db").string();
+      std::filesystem::remove(db);
+      const auto sel = rt.best_config(first);
+      const ktune::Family f = ktune::find_family(sel.family);
+      const auto req = ktune::compile_request(f, f.canonical(sel.config), first, devs[0].arch);
+      ktune::Compiler comp(1);
+      const auto k = comp.compile(req);
+      {
+        ktune::Store st(db);
+        st.put_binary(req.cache_key(), devs[0].arch, k->cubin, k->lowered_names);
+      }
+      ktune::RuntimeOptions co;
+      co.db_path = db;
+      ktune::Runtime cached(co);
+      const auto t0 = Clock::now();
+      cached.gemm(first, A1, B1, C1, 1.0f, 0.0f, nullptr);
+      CHECK(cudaDeviceSynchronize());
+      out["first_call_cached_cubin_ms"] = us_since(t0) / 1000;
+      std::filesystem::remove(db);
+    }
+    std::printf("%-44s %s\n", "device", devs[0].name.c_str());
+    std::printf("%-44s %.1f ns (%s)\n", "best_config, warm, exact problem", out["best_config_exact_ns"].get<double>(),
+                out["provenance_exact"].get<std::string>().c_str());
+    std::printf("%-44s %.1f ns (%s)\n", "best_config, warm, untuned problem", out["best_config_nearest_ns"].get<double>(),
+                out["provenance_nearest"].get<std::string>().c_str());
+    std::printf("%-44s %.2f us (ktune, %s) vs %.2f us (cuBLAS): %+.2f us\n", "64x64x64 GEMM per call, back to back", kt_us,
+                out["gemm64_provenance"].get<std::string>().c_str(), cb_us, kt_us - cb_us);
+    std::printf("%-44s %.1f ms\n", "first call of a shape, NVRTC compile", out["first_call_jit_ms"].get<double>());
+    std::printf("%-44s %.1f ms\n", "first call of a shape, cubin from the store", out["first_call_cached_cubin_ms"].get<double>());
+    if (!json_out.empty()) std::ofstream(json_out) << out.dump(2) << "\n";
+    cublasDestroy(h);
+    cudaFree(A), cudaFree(B), cudaFree(C), cudaFree(A1), cudaFree(B1), cudaFree(C1);
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "runtime_cost: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,137 @@
+#include "db/table.h"
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "ktune/config.h"
+#include "ktune/device.h"
+#include "ktune/error.h"
+
+namespace ktune {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+const json& field(const json& j, const char* name, const std::string& where) {
+  if (!j.contains(name)) throw UsageError(where + ": missing field \"" + name + "\"");
+  return j[name];
+}
+
+std::string str(const json& j, const char* name, const std::string& where) {
+  const json& v = field(j, name, where);
+  if (!v.is_string() || v.get<std::string>().empty()) throw UsageError(where + ": \"" + name + "\" must be a non-empty string");
+  return v.get<std::string>();
+}
+
+int64_t positive_int(const json& j, const char* name, const std::string& where) {
+  const json& v = field(j, name, where);
+  if (!v.is_number_integer() || v.get<int64_t>() <= 0)
+    throw UsageError(where + ": \"" + name + "\" must be an integer > 0, got " + v.dump());
+  return v.get<int64_t>();
+}
+
+double positive_number(const json& j, const char* name, const std::string& where) {
+  const json& v = field(j, name, where);
+  if (!v.is_number() || !(v.get<double>() > 0)) throw UsageError(where + ": \"" + name + "\" must be a number > 0, got " + v.dump());
+  return v.get<double>();
+}
+
+} // namespace
+
+Table parse_table(const std::string& text, const std::string& origin) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const std::exception& e) {
+    throw UsageError(origin + ": not valid JSON: " + e.what());
+  }
+  if (!j.is_object()) throw UsageError(origin + ": a table must be a JSON object");
+  const std::string schema = str(j, "schema", origin);
+  if (schema != kTableSchema)
+    throw UsageError(origin + ": unknown schema '" + schema + "' (this ktune reads " + kTableSchema + ")");
+  Table t;
+  const json& dev = field(j, "device", origin);
+  if (!dev.is_object()) throw UsageError(origin + ": \"device\" must be an object");
+  t.device_name = str(dev, "name", origin + " device");
+  t.arch = str(dev, "arch", origin + " device");
+  arch_number(t.arch); // validates
+  t.sm_count = int(positive_int(dev, "sm_count", origin + " device"));
+  const json& entries = field(j, "entries", origin);
+  if (!entries.is_array()) throw UsageError(origin + ": \"entries\" must be an array");
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const std::string where = origin + " entry " + std::to_string(i);
+    const json& e = entries[i];
+    if (!e.is_object()) throw UsageError(where + ": must be an object");
+    if (str(e, "op", where) != "gemm") throw UsageError(where + ": unknown op '" + e["op"].get<std::string>() + "'");
+    TableEntry te;
+    try {
+      te.problem = GemmProblem::make(positive_int(e, "m", where), positive_int(e, "n", where), positive_int(e, "k", where),
+                                     str(e, "layout", where), parse_dtype(str(e, "dtype", where)));
+    } catch (const UsageError& err) {
+      const std::string msg = err.what();
+      throw UsageError(msg.rfind(where, 0) == 0 ? msg : where + ": " + msg);
+    }
+    const int64_t align = positive_int(e, "align", where);
+    if (align != 4 && align != 8 && align != 16) throw UsageError(where + ": \"align\" must be 4, 8 or 16");
+    te.problem.align = int(align);
+    te.arch = t.arch;
+    te.family = str(e, "family", where);
+    const json& cfg = field(e, "config", where);
+    if (!cfg.is_object() || cfg.empty()) throw UsageError(where + ": \"config\" must be a non-empty object");
+    try {
+      te.config_json = Config::from_json(cfg.dump()).to_json();
+    } catch (const UsageError& err) {
+      throw UsageError(where + ": " + err.what());
+    }
+    te.time_ms = positive_number(e, "time_ms", where);
+    te.tflops = positive_number(e, "tflops", where);
+    if (e.contains("cublas_ms") && !e["cublas_ms"].is_null()) te.cublas_ms = positive_number(e, "cublas_ms", where);
+    te.template_hash = str(e, "template_hash", where);
+    t.entries.push_back(std::move(te));
+  }
+  return t;
+}
+
+Table read_table_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw UsageError("cannot read table file '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw UsageError("error reading table file '" + path + "'");
+  return parse_table(ss.str(), path);
+}
+
+std::string table_to_json(const Table& t) {
+  std::vector<const TableEntry*> sorted;
+  for (const auto& e : t.entries) sorted.push_back(&e);
+  std::sort(sorted.begin(), sorted.end(), [](const TableEntry* a, const TableEntry* b) {
+    return std::make_tuple(a->problem.key(), a->family) < std::make_tuple(b->problem.key(), b->family);
+  });
+  json entries = json::array();
+  for (const TableEntry* e : sorted) {
+    json j;
+    j["op"] = "gemm";
+    j["dtype"] = to_string(e->problem.dtype);
+    j["layout"] = e->problem.layout_string();
+    j["m"] = e->problem.m;
+    j["n"] = e->problem.n;
+    j["k"] = e->problem.k;
+    j["align"] = e->problem.align;
+    j["family"] = e->family;
+    j["config"] = json::parse(e->config_json);
+    j["time_ms"] = e->time_ms;
+    j["tflops"] = e->tflops;
+    j["cublas_ms"] = e->cublas_ms ? json(*e->cublas_ms) : json(nullptr);
+    j["template_hash"] = e->template_hash;
+    entries.push_back(j);
+  }
+  json out;
+  out["schema"] = kTableSchema;
+  out["device"] = {{"name", t.device_name}, {"arch", t.arch}, {"sm_count", t.sm_count}};
+  out["entries"] = entries;
+  return out.dump(1) + "\n";
+}
+
+} // namespace ktune

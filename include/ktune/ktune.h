@@ -1,0 +1,48 @@
+/* ktune C API: a BLAS-like SGEMM that runs the tuned kernel for the problem (or cuBLAS where it
+ * was faster). Every call returns a status; ktune_last_error() says why a call failed.
+ *
+ *   ktune_handle_t h;
+ *   if (ktune_create(&h, NULL) != KTUNE_SUCCESS) fprintf(stderr, "%s\n", ktune_last_error());
+ *   ktune_sgemm(h, KTUNE_ROW_MAJOR, KTUNE_OP_N, KTUNE_OP_N, m, n, k, 1.0f, A, k, B, n, 0.0f, C, n, stream);
+ *   ktune_destroy(h);
+ */
+#ifndef KTUNE_KTUNE_H
+#define KTUNE_KTUNE_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ktune_handle_s* ktune_handle_t;
+
+typedef enum {
+  KTUNE_SUCCESS = 0,
+  KTUNE_INVALID_VALUE = 1,  /* a null pointer, a negative size, a leading dimension too small */
+  KTUNE_NO_DEVICE = 2,      /* no usable GPU */
+  KTUNE_CUDA_ERROR = 3,     /* a CUDA, NVRTC or cuBLAS call failed */
+  KTUNE_INTERNAL_ERROR = 4
+} ktune_status_t;
+
+typedef enum { KTUNE_ROW_MAJOR = 0, KTUNE_COL_MAJOR = 1 } ktune_order_t; /* storage order of all three matrices */
+typedef enum { KTUNE_OP_N = 0, KTUNE_OP_T = 1 } ktune_op_t;
+
+/* db_path: a ktune database to read tuned configs from; NULL uses $KTUNE_DB or the default
+ * (~/.cache/ktune/ktune.db) if it exists. The shipped tables are always consulted. Device 0. */
+ktune_status_t ktune_create(ktune_handle_t* handle, const char* db_path);
+ktune_status_t ktune_destroy(ktune_handle_t handle);
+
+/* C = alpha * op(A) * op(B) + beta * C, with op(A) m x k, op(B) k x n and C m x n, as in
+ * cblas_sgemm. A, B and C are device pointers; stream is a CUstream / cudaStream_t (NULL: the
+ * default stream). beta == 0 never reads C. */
+ktune_status_t ktune_sgemm(ktune_handle_t handle, ktune_order_t order, ktune_op_t transa, ktune_op_t transb, int m, int n,
+                           int k, float alpha, const float* A, int lda, const float* B, int ldb, float beta, float* C,
+                           int ldc, void* stream);
+
+/* The message of the calling thread's last failed call ("" if none). Valid until its next call. */
+const char* ktune_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KTUNE_KTUNE_H */

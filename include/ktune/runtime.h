@@ -1,0 +1,73 @@
+// What applications link against: the best config for a problem, and a GEMM that launches it.
+//
+//   ktune::Runtime rt;                                   // user's store + shipped tables
+//   auto sel = rt.best_config(ktune::GemmProblem::parse("4096x4096x4096"));
+//   rt.gemm(problem, dA, dB, dC, 1.0f, 0.0f, stream);    // tuned kernel, or cuBLAS if it won
+//
+// Thread-safe: one Runtime may serve many threads. Lookups read an index built at construction;
+// compiled modules and selections are cached behind mutexes (the process-wide state ktune keeps).
+#pragma once
+#include <cuda.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ktune/config.h"
+#include "ktune/problem.h"
+
+namespace ktune {
+
+enum class Provenance {
+  exact,          // tuned for exactly this problem
+  nearest,        // tuned for the nearest problem of the same op, dtype, layout, arch, alignment
+  default_config, // nothing tuned nearby: the family's default
+  cublas,         // the recorded cuBLAS time beat the tuned kernel: gemm() calls cuBLAS
+};
+const char* to_string(Provenance p);
+
+struct Selection {
+  Provenance provenance = Provenance::default_config;
+  std::string family; // the kernel family (also set for cublas: what was tuned)
+  Config config;
+  std::string source;                // "store PATH", "table PATH", "shipped table sm_90", "default"
+  std::optional<std::string> tuned;  // key of the tuned problem the config came from
+  double distance = 0;               // nearest: sqrt of the summed squared log ratios of M, N, K
+  std::optional<double> time_ms, cublas_ms; // recorded for the tuned problem
+};
+
+struct RuntimeOptions {
+  std::string db_path;             // "" or a missing file: no store; opened read-only otherwise
+  std::vector<std::string> tables; // more table files (ktune.table/1), after the store
+  bool shipped_tables = true;      // the tables embedded in the library, last
+  std::string arch;                // "" = the arch of `device` (needs a GPU)
+  int device = 0;
+};
+
+class Runtime {
+ public:
+  explicit Runtime(RuntimeOptions o = {});
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  const std::string& arch() const;
+  size_t entries() const; // tuned problems known to the index
+
+  // Throws UsageError for an invalid problem.
+  Selection best_config(const GemmProblem& p) const;
+
+  // C = alpha * A * B + beta * C on stream, with the layouts, sizes and leading dimensions of p
+  // (its alpha and beta are replaced by these). The alignment class is narrowed to what the
+  // pointers allow before the lookup. Throws Error on CUDA, NVRTC or cuBLAS failure.
+  void gemm(const GemmProblem& p, const float* A, const float* B, float* C, float alpha, float beta,
+            CUstream stream = nullptr);
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace ktune
