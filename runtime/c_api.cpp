@@ -69,7 +69,6 @@ ktune_status_t ktune_sgemm(ktune_handle_t handle, ktune_order_t order, ktune_op_
                            int k, float alpha, const float* A, int lda, const float* B, int ldb, float beta, float* C,
                            int ldc, void* stream) {
   auto bad = [](const std::string& why) { return fail(KTUNE_INVALID_VALUE, "ktune_sgemm: " + why); };
-  if (!handle) return bad("handle is NULL");
   if (order != KTUNE_ROW_MAJOR && order != KTUNE_COL_MAJOR) return bad("order must be KTUNE_ROW_MAJOR or KTUNE_COL_MAJOR");
   if ((transa != KTUNE_OP_N && transa != KTUNE_OP_T) || (transb != KTUNE_OP_N && transb != KTUNE_OP_T))
     return bad("transa and transb must be KTUNE_OP_N or KTUNE_OP_T");
@@ -84,6 +83,7 @@ ktune_status_t ktune_sgemm(ktune_handle_t handle, ktune_order_t order, ktune_op_
   if (lda < a_min) return bad("lda = " + std::to_string(lda) + " < " + std::to_string(a_min) + " required");
   if (ldb < b_min) return bad("ldb = " + std::to_string(ldb) + " < " + std::to_string(b_min) + " required");
   if (ldc < c_min) return bad("ldc = " + std::to_string(ldc) + " < " + std::to_string(c_min) + " required");
+  if (!handle) return bad("handle is NULL");
   if (m == 0 || n == 0) return KTUNE_SUCCESS; // nothing to compute, as in BLAS
   if (!C) return bad("C is NULL");
   if (k > 0 && (!A || !B)) return bad("A or B is NULL");

@@ -101,11 +101,12 @@ struct Runtime::Impl {
     }
   }
 
-  Selection from_entry(const IndexEntry& ie, Provenance prov, double distance) const {
+  Selection from_entry(const IndexEntry& ie, const Config& config, Provenance prov, double distance) const {
     Selection s;
     s.provenance = prov;
     s.family = ie.entry.family;
-    s.config = Config::from_json(ie.entry.config_json);
+    s.config = config;
+    s.generalized = !(config == family(ie.entry.family)->canonical(Config::from_json(ie.entry.config_json)));
     s.source = ie.source;
     s.tuned = ie.entry.problem.key();
     s.distance = distance;
@@ -115,31 +116,36 @@ struct Runtime::Impl {
     return s;
   }
 
-  bool serves(const IndexEntry& ie, const GemmProblem& p) const {
+  // The entry's config, or its general form, if either is valid for p.
+  std::optional<Config> serves(const IndexEntry& ie, const GemmProblem& p) const {
     const Family* f = family(ie.entry.family);
-    if (!f) return false; // a table from a newer ktune may name families this one lacks
+    if (!f) return std::nullopt; // a table from a newer ktune may name families this one lacks
     try {
-      return f->valid(f->canonical(Config::from_json(ie.entry.config_json)), p, device);
+      const Config c = f->canonical(Config::from_json(ie.entry.config_json));
+      if (f->valid(c, p, device)) return c;
+      if (auto g = f->generalized(c); g && f->valid(*g, p, device)) return g;
     } catch (const Error&) {
-      return false;
     }
+    return std::nullopt;
   }
 
   Selection select(const GemmProblem& p) const {
     const GemmProblem q = as_tuned(p);
-    if (auto it = exact.find(q.key()); it != exact.end() && serves(it->second, p))
-      return from_entry(it->second, Provenance::exact, 0);
+    if (auto it = exact.find(q.key()); it != exact.end())
+      if (auto c = serves(it->second, p)) return from_entry(it->second, *c, Provenance::exact, 0);
     if (auto g = by_group.find(group_key(q)); g != by_group.end()) {
       const IndexEntry* best = nullptr;
+      Config best_c;
       double best_d = 0;
       for (const IndexEntry* ie : g->second) {
         const double d = log_distance(q, ie->entry.problem);
         // Ties go to the smaller key, so that the choice does not depend on load order.
         if (best && (d > best_d || (d == best_d && ie->entry.problem.key() >= best->entry.problem.key()))) continue;
-        if (!serves(*ie, p)) continue;
-        best = ie, best_d = d;
+        auto c = serves(*ie, p);
+        if (!c) continue;
+        best = ie, best_c = *c, best_d = d;
       }
-      if (best) return from_entry(*best, Provenance::nearest, best_d);
+      if (best) return from_entry(*best, best_c, Provenance::nearest, best_d);
     }
     for (const auto& f : families)
       if (f.has_default()) {

@@ -214,6 +214,7 @@ int cmd_query(const QueryArgs& a) {
                         {"family", s.family}, {"config", nlohmann::ordered_json::parse(s.config.to_json())}, {"source", s.source}};
     j["tuned_problem"] = s.tuned ? nlohmann::ordered_json(*s.tuned) : nlohmann::ordered_json(nullptr);
     j["distance"] = s.distance;
+    j["generalized"] = s.generalized;
     j["time_ms"] = s.time_ms ? nlohmann::ordered_json(*s.time_ms) : nlohmann::ordered_json(nullptr);
     j["cublas_ms"] = s.cublas_ms ? nlohmann::ordered_json(*s.cublas_ms) : nlohmann::ordered_json(nullptr);
     std::printf("%s\n", j.dump(2).c_str());
@@ -222,7 +223,9 @@ int cmd_query(const QueryArgs& a) {
   std::printf("problem     %s on %s\n", p.key().c_str(), rt.arch().c_str());
   std::printf("provenance  %s (%s)\n", to_string(s.provenance), s.source.c_str());
   std::printf("family      %s\nconfig      %s\n", s.family.c_str(), s.config.to_json().c_str());
-  if (s.tuned) std::printf("tuned for   %s (log distance %.3f)\n", s.tuned->c_str(), s.distance);
+  if (s.tuned)
+    std::printf("tuned for   %s (log distance %.3f)%s\n", s.tuned->c_str(), s.distance,
+                s.generalized ? "; its shape-specialised config generalised to fit" : "");
   if (s.time_ms) std::printf("recorded    %.4f ms", *s.time_ms);
   if (s.cublas_ms) std::printf(", cuBLAS %.4f ms (ratio %.3f)", *s.cublas_ms, *s.cublas_ms / *s.time_ms);
   if (s.time_ms) std::printf("\n");

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,15 @@ class Family {
     default_ = std::move(fn);
     return *this;
   }
+  // For a config specialised to some shapes (e.g. no bounds checks), the same kernel in its
+  // general form; the runtime uses it when a tuned config's specialisation does not fit the
+  // asked shape. Returns nullopt when the config is already general.
+  using GeneralizeFn = std::function<std::optional<Config>(const Config&)>;
+  Family& generalize(GeneralizeFn fn) {
+    generalize_ = std::move(fn);
+    return *this;
+  }
+  std::optional<Config> generalized(const Config& c) const { return generalize_ ? generalize_(c) : std::nullopt; }
   Family& min_arch(int arch) { min_arch_ = arch; return *this; }
   Family& dtypes(std::vector<DType> d) { dtypes_ = std::move(d); return *this; }
   Family& describe(std::string about) { about_ = std::move(about); return *this; }
@@ -128,6 +138,7 @@ class Family {
   KernelsFn kernels_;
   LaunchFn launch_;
   DefaultFn default_;
+  GeneralizeFn generalize_;
   int min_arch_ = 0;
   std::vector<DType> dtypes_ = {DType::f32};
 };

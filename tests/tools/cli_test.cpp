@@ -6,6 +6,8 @@
 #include <string>
 #include <sys/wait.h>
 
+#include <nlohmann/json.hpp>
+
 #include "test_paths.h"
 
 namespace {
@@ -115,4 +117,35 @@ TEST(Cli, UnreadableSuiteContentIsAUsageError) {
   const CliRun r = run_ktune("tune --suite " + bad);
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.out.find("problem 0: missing \"k\""), std::string::npos) << r.out;
+}
+
+TEST(Cli, QueryAnswersFromTheShippedTableWithoutAGpu) {
+  CliRun r = run_ktune("query --arch sm_90 --problem 4096x4096x4096 --json --db /nonexistent.db");
+  ASSERT_EQ(r.status, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["tuned_problem"], "gemm/f32/NN/4096x4096x4096/a16");
+  EXPECT_EQ(j["distance"], 0.0);
+  EXPECT_EQ(j["source"], "shipped table sm_90");
+  // exact, or cublas where the table itself records cuBLAS as faster for the problem
+  EXPECT_EQ(j["provenance"], j["cublas_ms"].get<double>() < j["time_ms"].get<double>() ? "cublas" : "exact");
+
+  r = run_ktune("query --arch sm_90 --problem 4000x4000x4000 --json --db /nonexistent.db");
+  ASSERT_EQ(r.status, 0) << r.out;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["tuned_problem"], "gemm/f32/NN/4096x4096x4096/a16");
+  EXPECT_GT(j["distance"].get<double>(), 0.0);
+  EXPECT_EQ(j["provenance"], j["cublas_ms"].get<double>() < j["time_ms"].get<double>() ? "cublas" : "nearest");
+
+  r = run_ktune("query --arch sm_90 --problem 16x4000x4000 --json --db /nonexistent.db");
+  ASSERT_EQ(r.status, 0) << r.out;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["tuned_problem"], "gemm/f32/NN/16x4096x4096/a16");
+  EXPECT_EQ(j["provenance"], j["cublas_ms"].get<double>() < j["time_ms"].get<double>() ? "cublas" : "nearest");
+}
+
+TEST(Cli, QueryWithoutArchOrGpuIsAUsageError) {
+  if (run_ktune("devices").status == 0) GTEST_SKIP() << "this machine has a GPU";
+  const CliRun r = run_ktune("query --problem 64x64x64");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.out.find("--arch"), std::string::npos) << r.out;
 }

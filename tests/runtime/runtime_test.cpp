@@ -1,0 +1,172 @@
+// Config selection without a GPU: exact, nearest, default and cuBLAS, over tables and stores.
+#include "ktune/runtime.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "db/store.h"
+#include "db/table.h"
+#include "ktune/error.h"
+
+using namespace ktune;
+
+namespace {
+
+const char* kSimt = R"({"BM":64,"BN":64,"WM":32,"WN":32,"TM":4,"TN":4,"BK":8,"VEC":4,"AT":1,"PAD":4,"PIPE":2,"SPLITK":1,"SWZ":1,"EVEN":0})";
+
+std::string tmp(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() / ("ktune-rt-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  return (dir / name).string();
+}
+
+TableEntry entry(const std::string& shape, const std::string& cfg, double ms, std::optional<double> cublas, int align = 16,
+                 const std::string& layout = "NN") {
+  TableEntry e;
+  e.problem = GemmProblem::parse(shape, layout);
+  e.problem.align = align;
+  e.arch = "sm_90";
+  e.family = "gemm_simt";
+  e.config_json = cfg;
+  e.time_ms = ms;
+  e.tflops = 1;
+  e.cublas_ms = cublas;
+  e.template_hash = "h";
+  return e;
+}
+
+std::string write_table(const std::string& name, const std::vector<TableEntry>& entries) {
+  Table t;
+  t.device_name = "Test GPU";
+  t.arch = "sm_90";
+  t.sm_count = 132;
+  t.entries = entries;
+  const std::string path = tmp(name);
+  std::ofstream(path) << table_to_json(t);
+  return path;
+}
+
+Runtime runtime_with(const std::vector<std::string>& tables, const std::string& db = "") {
+  RuntimeOptions o;
+  o.arch = "sm_90";
+  o.tables = tables;
+  o.db_path = db;
+  o.shipped_tables = false;
+  return Runtime(o);
+}
+
+std::string with_even(std::string cfg) { return cfg.replace(cfg.find("\"EVEN\":0"), 8, "\"EVEN\":1"); }
+
+} // namespace
+
+TEST(Runtime, ExactNearestDefaultAndCublas) {
+  const auto t = write_table("a.json", {entry("1024x1024x1024", kSimt, 1.0, 1.2), entry("4096x4096x4096", kSimt, 3.0, 2.0)});
+  Runtime rt = runtime_with({t});
+  EXPECT_EQ(rt.entries(), 2u);
+  auto s = rt.best_config(GemmProblem::parse("1024x1024x1024"));
+  EXPECT_EQ(s.provenance, Provenance::exact);
+  EXPECT_EQ(*s.tuned, "gemm/f32/NN/1024x1024x1024/a16");
+  EXPECT_DOUBLE_EQ(*s.time_ms, 1.0);
+  EXPECT_DOUBLE_EQ(*s.cublas_ms, 1.2);
+  s = rt.best_config(GemmProblem::parse("1100x900x1000"));
+  EXPECT_EQ(s.provenance, Provenance::nearest);
+  EXPECT_EQ(*s.tuned, "gemm/f32/NN/1024x1024x1024/a16");
+  EXPECT_GT(s.distance, 0);
+  // cuBLAS was faster for the tuned 4096^3: it is dispatched there and for its neighbours.
+  EXPECT_EQ(rt.best_config(GemmProblem::parse("4096x4096x4096")).provenance, Provenance::cublas);
+  EXPECT_EQ(rt.best_config(GemmProblem::parse("4000x4000x4000")).provenance, Provenance::cublas);
+  // Another layout has no tuned neighbour: the family default.
+  s = rt.best_config(GemmProblem::parse("1024x1024x1024", "TN"));
+  EXPECT_EQ(s.provenance, Provenance::default_config);
+  EXPECT_EQ(s.family, "gemm_simt");
+  EXPECT_FALSE(s.tuned);
+}
+
+TEST(Runtime, NearestStaysInTheAlignmentClassAndOnlyTakesValidConfigs) {
+  std::string vec1 = kSimt;
+  vec1.replace(vec1.find("\"VEC\":4"), 7, "\"VEC\":1");
+  const auto t = write_table("b.json", {entry("1024x1024x1024", kSimt, 1.0, 2.0), entry("3000x3000x3001", vec1, 5.0, 6.0, 4)});
+  Runtime rt = runtime_with({t});
+  // 1023 is in class a4: only the a4 entry is a neighbour, however far.
+  auto s = rt.best_config(GemmProblem::parse("1023x1023x1023"));
+  EXPECT_EQ(s.provenance, Provenance::nearest);
+  EXPECT_EQ(*s.tuned, "gemm/f32/NN/3000x3000x3001/a4");
+  EXPECT_EQ(s.config["VEC"], 1);
+  // An a16 problem takes the a16 entry even though the a4 one is nearer in size.
+  EXPECT_EQ(*rt.best_config(GemmProblem::parse("2900x2900x2900")).tuned, "gemm/f32/NN/1024x1024x1024/a16");
+}
+
+TEST(Runtime, AnEvenConfigServesOnlyShapesItDividesElseItsGeneralTwin) {
+  const auto t = write_table("c.json", {entry("1024x1024x1024", with_even(kSimt), 1.0, 2.0)});
+  Runtime rt = runtime_with({t});
+  auto s = rt.best_config(GemmProblem::parse("1024x1024x1024"));
+  EXPECT_EQ(s.config["EVEN"], 1);
+  EXPECT_FALSE(s.generalized);
+  s = rt.best_config(GemmProblem::parse("1000x1000x1000")); // 64 does not divide 1000
+  EXPECT_EQ(s.provenance, Provenance::nearest);
+  EXPECT_EQ(s.config["EVEN"], 0);
+  EXPECT_TRUE(s.generalized);
+  EXPECT_EQ(rt.best_config(GemmProblem::parse("2048x512x4096")).config["EVEN"], 1);
+}
+
+TEST(Runtime, TiesGoToTheSmallerKeyWhateverTheLoadOrder) {
+  // 2048 and 512 are equally far from 1024 in log space.
+  const auto a = write_table("t1.json", {entry("2048x1024x1024", kSimt, 1.0, 2.0), entry("512x1024x1024", kSimt, 1.0, 2.0)});
+  const auto b = write_table("t2.json", {entry("512x1024x1024", kSimt, 1.0, 2.0), entry("2048x1024x1024", kSimt, 1.0, 2.0)});
+  const auto p = GemmProblem::parse("1024x1024x1024");
+  const auto sa = runtime_with({a}).best_config(p), sb = runtime_with({b}).best_config(p);
+  EXPECT_EQ(*sa.tuned, *sb.tuned);
+  EXPECT_DOUBLE_EQ(sa.distance, sb.distance);
+  EXPECT_EQ(*sa.tuned, "gemm/f32/NN/2048x1024x1024/a16"); // "2048..." < "512..." as strings
+}
+
+TEST(Runtime, TheStoreWinsOverTablesAndTablesOverShippedOnes) {
+  std::string other = kSimt;
+  other.replace(other.find("\"BM\":64"), 7, "\"BM\":32");
+  const auto t = write_table("d.json", {entry("1024x1024x1024", other, 1.0, 2.0)});
+  const std::string db = tmp("prec.db");
+  std::filesystem::remove(db);
+  {
+    Store s(db);
+    Table tab;
+    tab.device_name = "Test GPU", tab.arch = "sm_90", tab.sm_count = 132;
+    tab.entries = {entry("1024x1024x1024", kSimt, 0.9, 2.0)};
+    s.import_table(tab);
+  }
+  EXPECT_EQ(runtime_with({t}, db).best_config(GemmProblem::parse("1024x1024x1024")).config["BM"], 64);
+  EXPECT_EQ(runtime_with({t}).best_config(GemmProblem::parse("1024x1024x1024")).config["BM"], 32);
+  RuntimeOptions o;
+  o.arch = "sm_90";
+  o.tables = {t};
+  EXPECT_EQ(Runtime(o).best_config(GemmProblem::parse("1024x1024x1024")).source, "table " + t);
+}
+
+TEST(Runtime, TheShippedSm90TableAnswersItsOwnProblems) {
+  RuntimeOptions o;
+  o.arch = "sm_90";
+  Runtime rt(o);
+  ASSERT_GE(rt.entries(), 15u);
+  for (const char* shape : {"4096x4096x4096", "256x256x256", "16x4096x4096", "2999x2999x2999"}) {
+    const auto p = GemmProblem::parse(shape);
+    const auto s = rt.best_config(p);
+    ASSERT_TRUE(s.tuned) << shape;
+    EXPECT_EQ(*s.tuned, p.key());
+    EXPECT_EQ(s.source, "shipped table sm_90");
+    // exact, unless the table records cuBLAS as faster for this problem
+    EXPECT_EQ(s.provenance, *s.cublas_ms < *s.time_ms ? Provenance::cublas : Provenance::exact) << shape;
+  }
+}
+
+TEST(Runtime, RuntimeWithoutArchOrGpuFailsClearly) {
+  RuntimeOptions o;
+  if (!list_devices().empty()) GTEST_SKIP() << "this machine has a GPU";
+  try {
+    Runtime rt(o);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no GPU"), std::string::npos) << e.what();
+  }
+}
