@@ -483,4 +483,33 @@ std::vector<std::string> Store::best_archs() const {
   return out;
 }
 
+TrialLog Store::export_trials(const std::string& arch) const {
+  Stmt s(db_,
+         "SELECT p.m, p.n, p.k, p.layout, p.dtype, p.align, t.family, t.config, t.status, t.median_ms, t.compile_s, "
+         "t.bench_s, d.name, d.sm_count, t.device_id, t.problem_id FROM trials t JOIN problems p ON p.id = t.problem_id "
+         "JOIN devices d ON d.id = t.device_id WHERE d.arch = ? ORDER BY t.problem_id, t.id",
+         path_);
+  s.bind(1, arch);
+  TrialLog log;
+  log.arch = arch;
+  int64_t last_problem = -1;
+  while (s.step()) {
+    if (log.problems.empty()) log.device_name = s.text(12), log.sm_count = int(s.i64(13));
+    if (s.i64(15) != last_problem) {
+      last_problem = s.i64(15);
+      ProblemLog pl;
+      pl.problem = GemmProblem::make(s.i64(0), s.i64(1), s.i64(2), s.text(3), parse_dtype(s.text(4)));
+      pl.problem.align = int(s.i64(5));
+      if (auto b = baseline(s.i64(14), last_problem, "cublas")) pl.cublas_ms = b->median_ms;
+      log.problems.push_back(std::move(pl));
+    }
+    LoggedTrial t;
+    t.family = s.text(6), t.config_json = s.text(7), t.status = s.text(8);
+    t.time_ms = t.status == "ok" ? s.dbl(9) : 0;
+    t.compile_s = s.dbl(10), t.bench_s = s.dbl(11);
+    log.problems.back().trials.push_back(std::move(t));
+  }
+  return log;
+}
+
 } // namespace ktune

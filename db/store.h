@@ -83,6 +83,8 @@ class Store {
   // best. Returns how many problems got a new or faster best. All or nothing on error.
   size_t import_table(const Table& t);
   std::vector<std::string> best_archs() const;
+  // Every trial recorded for arch, grouped by problem in recording order (ktune export --trials).
+  TrialLog export_trials(const std::string& arch) const;
 
   // cubins keyed by the compiler's cache key (source hash, options, arch, NVRTC version).
   void put_binary(const std::string& key, const std::string& arch, const std::vector<char>& cubin,

@@ -134,4 +134,88 @@ std::string table_to_json(const Table& t) {
   return out.dump(1) + "\n";
 }
 
+TrialLog parse_trial_log(const std::string& text, const std::string& origin) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const std::exception& e) {
+    throw UsageError(origin + ": not valid JSON: " + e.what());
+  }
+  if (!j.is_object()) throw UsageError(origin + ": a trial log must be a JSON object");
+  const std::string schema = str(j, "schema", origin);
+  if (schema != kTrialLogSchema)
+    throw UsageError(origin + ": unknown schema '" + schema + "' (this ktune reads " + kTrialLogSchema + ")");
+  TrialLog log;
+  const json& dev = field(j, "device", origin);
+  log.device_name = str(dev, "name", origin + " device");
+  log.arch = str(dev, "arch", origin + " device");
+  log.sm_count = int(positive_int(dev, "sm_count", origin + " device"));
+  const json& probs = field(j, "problems", origin);
+  if (!probs.is_array()) throw UsageError(origin + ": \"problems\" must be an array");
+  for (size_t i = 0; i < probs.size(); ++i) {
+    const std::string where = origin + " problem " + std::to_string(i);
+    const json& pj = probs[i];
+    ProblemLog pl;
+    pl.problem = GemmProblem::make(positive_int(pj, "m", where), positive_int(pj, "n", where), positive_int(pj, "k", where),
+                                   str(pj, "layout", where), parse_dtype(str(pj, "dtype", where)));
+    pl.problem.align = int(positive_int(pj, "align", where));
+    if (pj.contains("cublas_ms") && !pj["cublas_ms"].is_null()) pl.cublas_ms = positive_number(pj, "cublas_ms", where);
+    const json& trials = field(pj, "trials", where);
+    if (!trials.is_array()) throw UsageError(where + ": \"trials\" must be an array");
+    for (size_t t = 0; t < trials.size(); ++t) {
+      const std::string tw = where + " trial " + std::to_string(t);
+      const json& tj = trials[t];
+      LoggedTrial lt;
+      lt.family = str(tj, "family", tw);
+      lt.config_json = Config::from_json(field(tj, "config", tw).dump()).to_json();
+      lt.status = str(tj, "status", tw);
+      if (lt.status == "ok") lt.time_ms = positive_number(tj, "time_ms", tw);
+      lt.compile_s = field(tj, "compile_s", tw).get<double>();
+      lt.bench_s = field(tj, "bench_s", tw).get<double>();
+      pl.trials.push_back(std::move(lt));
+    }
+    log.problems.push_back(std::move(pl));
+  }
+  return log;
+}
+
+TrialLog read_trial_log_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw UsageError("cannot read trial log '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_trial_log(ss.str(), path);
+}
+
+std::string trial_log_to_json(const TrialLog& log) {
+  json probs = json::array();
+  for (const auto& p : log.problems) {
+    json trials = json::array();
+    for (const auto& t : p.trials)
+      trials.push_back({{"family", t.family}, {"config", json::parse(t.config_json)}, {"status", t.status},
+                        {"time_ms", t.time_ms}, {"compile_s", t.compile_s}, {"bench_s", t.bench_s}});
+    json pj = {{"key", p.problem.key()}, {"m", p.problem.m}, {"n", p.problem.n}, {"k", p.problem.k},
+               {"layout", p.problem.layout_string()}, {"dtype", to_string(p.problem.dtype)}, {"align", p.problem.align}};
+    pj["cublas_ms"] = p.cublas_ms ? json(*p.cublas_ms) : json(nullptr);
+    pj["trials"] = trials;
+    probs.push_back(pj);
+  }
+  json out;
+  out["schema"] = kTrialLogSchema;
+  out["device"] = {{"name", log.device_name}, {"arch", log.arch}, {"sm_count", log.sm_count}};
+  out["problems"] = probs;
+  // One trial per line keeps the committed logs diffable and small.
+  std::string s = out.dump();
+  std::string pretty;
+  pretty.reserve(s.size() + s.size() / 50);
+  for (size_t i = 0; i < s.size(); ++i) {
+    pretty += s[i];
+    if (s.compare(i, 2, "},") == 0 || s.compare(i, 2, "[{") == 0) {
+      pretty += s[++i];
+      pretty += '\n';
+    }
+  }
+  return pretty + "\n";
+}
+
 } // namespace ktune

@@ -31,4 +31,30 @@ Table parse_table(const std::string& text, const std::string& origin);
 Table read_table_file(const std::string& path);
 std::string table_to_json(const Table& t); // pretty-printed, entries in a stable order
 
+// Trial logs: every trial of a tuning run, for replaying searches without a GPU (ktune
+// simulate). `ktune export --trials` writes them from a database.
+constexpr const char* kTrialLogSchema = "ktune.trials/1";
+
+struct LoggedTrial {
+  std::string family, config_json, status; // status as in the store (ok, wrong_result, ...)
+  double time_ms = 0;                       // median; 0 unless status is ok
+  double compile_s = 0, bench_s = 0;        // what this trial cost the tuner
+};
+
+struct ProblemLog {
+  GemmProblem problem;
+  std::optional<double> cublas_ms;
+  std::vector<LoggedTrial> trials;
+};
+
+struct TrialLog {
+  std::string device_name, arch;
+  int sm_count = 0;
+  std::vector<ProblemLog> problems;
+};
+
+TrialLog parse_trial_log(const std::string& text, const std::string& origin); // throws UsageError
+TrialLog read_trial_log_file(const std::string& path);
+std::string trial_log_to_json(const TrialLog& log);
+
 } // namespace ktune

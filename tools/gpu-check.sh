@@ -6,6 +6,7 @@
 #   resume  a tuning run killed with kill -9 part-way, then the same command again
 #   table   tune configs/suites/table.json and export the shipped table ($out/sm_90.json)
 #   runtime the runtime cost benchmark and the example program
+#   replay  an exhaustive run over configs/suites/replay.json, exported as a trial log for simulate
 set -uo pipefail
 out=${OUT:-gpu-logs}
 mkdir -p "$out"
@@ -63,6 +64,13 @@ for step in $steps; do
       echo "table suite: exit $?, wall $(( $(date +%s) - start )) s"; cat "$out/tune_table.txt"
       ./build/ktune export --db "$out/table.db" --arch sm_90 -o "$out/sm_90.json"
       trials_csv "$out/table.db" "$out/table_trials.csv" ;;
+    replay)
+      rm -f "$out/replay.db"*
+      start=$(date +%s)
+      ./build/ktune tune --family gemm_simt --suite configs/suites/replay.json --restrict configs/spaces/gemm_simt.replay.json \
+        --strategy exhaustive --db "$out/replay.db" >"$out/tune_replay.txt" 2>"$out/tune_replay.err"
+      echo "replay suite: exit $?, wall $(( $(date +%s) - start )) s"; cat "$out/tune_replay.txt"
+      ./build/ktune export --trials --db "$out/replay.db" --arch sm_90 -o "$out/replay_trials.json" ;;
     runtime)
       ./build/bench/runtime_cost --json "$out/runtime_cost.json" 2>&1 | tee "$out/runtime_cost.txt"
       ./build/examples/gemm_example 2>&1 | tee "$out/example.txt" ;;

@@ -232,25 +232,41 @@ int cmd_query(const QueryArgs& a) {
   return 0;
 }
 
-int cmd_export(const std::string& db, const std::string& arch, const std::string& family, const std::string& out) {
-  const std::string path = db.empty() ? default_db_path() : db;
-  if (!std::filesystem::exists(path)) throw UsageError("database " + path + " does not exist");
-  const Store store(path, /*read_only=*/true);
-  const Table t = store.export_table(arch, family);
-  if (t.entries.empty())
-    throw UsageError("database " + path + " has no tuned results" + (arch.empty() ? "" : " for " + arch) +
-                     (family.empty() ? "" : " of family " + family));
-  // Write beside the target and rename: a failed export never leaves half a table behind.
+// Writes beside the target and renames: a failed export never leaves half a file behind.
+void write_atomically(const std::string& out, const std::string& text) {
   const std::string tmp = out + ".tmp";
   {
     std::ofstream f(tmp);
-    f << table_to_json(t);
+    f << text;
     f.close();
     if (!f) throw Error("cannot write " + tmp);
   }
   std::error_code ec;
   std::filesystem::rename(tmp, out, ec);
   if (ec) throw Error("cannot rename " + tmp + " to " + out + ": " + ec.message());
+}
+
+int cmd_export(const std::string& db, const std::string& arch, const std::string& family, const std::string& out,
+               bool trials) {
+  const std::string path = db.empty() ? default_db_path() : db;
+  if (!std::filesystem::exists(path)) throw UsageError("database " + path + " does not exist");
+  const Store store(path, /*read_only=*/true);
+  if (trials) {
+    if (arch.empty()) throw UsageError("export --trials needs --arch");
+    const TrialLog log = store.export_trials(arch);
+    if (log.problems.empty()) throw UsageError("database " + path + " has no trials for " + arch);
+    write_atomically(out, trial_log_to_json(log));
+    size_t n = 0;
+    for (const auto& p : log.problems) n += p.trials.size();
+    std::fprintf(stderr, "ktune: exported %zu trials of %zu problems (%s) to %s\n", n, log.problems.size(),
+                 log.device_name.c_str(), out.c_str());
+    return 0;
+  }
+  const Table t = store.export_table(arch, family);
+  if (t.entries.empty())
+    throw UsageError("database " + path + " has no tuned results" + (arch.empty() ? "" : " for " + arch) +
+                     (family.empty() ? "" : " of family " + family));
+  write_atomically(out, table_to_json(t));
   std::fprintf(stderr, "ktune: exported %zu entries (%s, %s) to %s\n", t.entries.size(), t.device_name.c_str(),
                t.arch.c_str(), out.c_str());
   return 0;
@@ -332,6 +348,8 @@ int main(int argc, char** argv) {
   ex->add_option("--arch", ex_arch, "Only this arch (required when the database holds several)");
   ex->add_option("--family", ex_family, "Only this family");
   ex->add_option("-o,--output", ex_out, "Output file")->required();
+  bool ex_trials = false;
+  ex->add_flag("--trials", ex_trials, "Write every trial (ktune.trials/1, for ktune simulate) instead of the table");
 
   std::string im_db, im_file;
   auto* im = app.add_subcommand("import", "Merge a tuning table into a database (per problem, the faster entry wins)");
@@ -378,7 +396,7 @@ int main(int argc, char** argv) {
     if (cp->parsed()) return cmd_compile(comp);
     if (tn->parsed()) return cmd_tune(tune_args);
     if (qy->parsed()) return cmd_query(query);
-    if (ex->parsed()) return cmd_export(ex_db, ex_arch, ex_family, ex_out);
+    if (ex->parsed()) return cmd_export(ex_db, ex_arch, ex_family, ex_out, ex_trials);
     if (im->parsed()) return cmd_import(im_db, im_file);
     if (wk->parsed()) return worker_main(worker_device);
   } catch (const UsageError& e) {
