@@ -79,7 +79,10 @@ class ProblemTuner {
     r.problem = p;
     const int64_t pid = store_.problem_id(p);
     r.cublas = baseline(p, pid);
-    const size_t budget = o_.budget_evals.value_or(o_.budget_seconds ? 20000 : 200);
+    // Without --budget-evals: exhaustive means every valid config; a sampling strategy draws 200
+    // (or, under a time budget alone, enough that time runs out first).
+    const size_t budget =
+        o_.budget_evals.value_or(o_.strategy == "exhaustive" ? SIZE_MAX : (o_.budget_seconds ? 20000 : 200));
     auto strategy = make_strategy(o_.strategy, o_.families, p, dev_, budget, o_.seed);
     std::deque<InFlight> queue;
     size_t issued = 0;

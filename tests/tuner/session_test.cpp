@@ -125,3 +125,15 @@ TEST(Session, TimeBudgetStopsTheProblem) {
   EXPECT_LE(done, 5);
   EXPECT_LT(r.problems[0].wall_s, 3.0);
 }
+
+TEST(Session, ExhaustiveWithoutABudgetEvaluatesTheWholeSpace) {
+  const std::string db = fresh_db("exhaustive.db");
+  auto o = options(db, script(""), 0);
+  o.budget_evals.reset();
+  o.strategy = "exhaustive";
+  o.families = {find_family("gemm_naive").restricted(SpaceRestriction::from_json(R"({"domains": {"BY": [1, 2, 4, 8]}})", "t"))};
+  const auto r = tune(o);
+  const uint64_t space = o.families[0].count(o.problems[0], *o.device_info);
+  EXPECT_GT(space, 0u);
+  EXPECT_EQ(uint64_t(count(r.problems[0], TrialStatus::ok)), space);
+}
