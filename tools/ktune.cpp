@@ -14,6 +14,8 @@
 #include "runtime/module.h"
 #include "tuner/json_io.h"
 #include "tuner/session.h"
+#include "tuner/simulate.h"
+#include "tuner/strategy.h"
 #include "tuner/worker.h"
 
 #include <filesystem>
@@ -118,7 +120,7 @@ int cmd_compile(const CompileArgs& a) {
 
 struct TuneArgs {
   std::vector<std::string> families{"gemm_simt"}, problems;
-  std::string suite, dtype = "f32", layout = "NN", strategy = "random", db, restrict_file;
+  std::string suite, dtype = "f32", layout = "NN", strategy = "random", db, restrict_file, warm_start;
   std::optional<size_t> budget_evals;
   std::optional<double> budget_seconds;
   uint64_t seed = 1;
@@ -152,7 +154,8 @@ nlohmann::json result_json(const TuneResult& r) {
   }
   return {{"device", {{"name", r.device.name}, {"arch", r.device.arch}, {"sm_count", r.device.sm_count}}},
           {"problems", probs}, {"wall_s", r.wall_s}, {"compile_s", r.compile_s}, {"bench_s", r.bench_s},
-          {"worker_restarts", r.worker_restarts}};
+          {"worker_restarts", r.worker_restarts}, {"compiled", r.compiled}, {"compile_reused", r.compile_reused},
+          {"store_reused", r.store_reused}};
 }
 
 int cmd_tune(const TuneArgs& a) {
@@ -166,12 +169,17 @@ int cmd_tune(const TuneArgs& a) {
   if (o.problems.empty()) throw UsageError("nothing to tune: give --suite FILE or --problem MxNxK");
   if (a.budget_evals && *a.budget_evals == 0) throw UsageError("--budget-evals must be at least 1");
   if (a.budget_seconds && *a.budget_seconds <= 0) throw UsageError("--budget-seconds must be positive");
-  if (a.strategy != "exhaustive" && a.strategy != "random")
-    throw UsageError("unknown strategy '" + a.strategy + "' (expected exhaustive or random)");
+  if (std::find(strategy_names().begin(), strategy_names().end(), a.strategy) == strategy_names().end())
+    throw UsageError("unknown strategy '" + a.strategy + "' (expected exhaustive, random, annealing, genetic or model)");
+  if (a.strategy != "exhaustive" && a.strategy != "random" && a.families.size() != 1)
+    throw UsageError("strategy " + a.strategy + " tunes one family at a time; give one --family");
   o.strategy = a.strategy;
   o.budget_evals = a.budget_evals;
   o.budget_seconds = a.budget_seconds;
   o.seed = a.seed;
+  o.warm_start = a.warm_start;
+  if (!o.warm_start.empty() && !std::filesystem::exists(o.warm_start))
+    throw UsageError("warm-start source " + o.warm_start + " does not exist");
   o.db_path = a.db.empty() ? default_db_path() : a.db;
   o.device = a.device;
   o.timeout_s = a.timeout_s;
@@ -320,10 +328,12 @@ int main(int argc, char** argv) {
   tn->add_option("--problem", tune_args.problems, "Problem MxNxK (repeatable)");
   tn->add_option("--dtype", tune_args.dtype, "Data type")->capture_default_str();
   tn->add_option("--layout", tune_args.layout, "Layouts of A and B where a problem names none")->capture_default_str();
-  tn->add_option("--strategy", tune_args.strategy, "exhaustive or random")->capture_default_str();
+  tn->add_option("--strategy", tune_args.strategy, "exhaustive, random, annealing, genetic or model")->capture_default_str();
   tn->add_option("--budget-evals", tune_args.budget_evals, "Most configs per problem (default 200 without a budget)");
   tn->add_option("--budget-seconds", tune_args.budget_seconds, "Most wall seconds per problem");
   tn->add_option("--seed", tune_args.seed, "Seed of the strategy and the inputs")->capture_default_str();
+  tn->add_option("--warm-start", tune_args.warm_start,
+                 "Table (.json) or database whose best configs for the nearest problems are tried first");
   tn->add_option("--db", tune_args.db, "Database (default: $KTUNE_DB, else ~/.cache/ktune/ktune.db)");
   tn->add_option("--device", tune_args.device, "GPU ordinal")->capture_default_str();
   tn->add_option("--restrict", tune_args.restrict_file, "JSON file narrowing parameter domains")->check(CLI::ExistingFile);
@@ -355,6 +365,17 @@ int main(int argc, char** argv) {
   auto* im = app.add_subcommand("import", "Merge a tuning table into a database (per problem, the faster entry wins)");
   im->add_option("file", im_file, "Table file (ktune.table/1)")->required()->check(CLI::ExistingFile);
   im->add_option("--db", im_db, "Database (default: $KTUNE_DB, else ~/.cache/ktune/ktune.db)");
+
+  std::string sim_trials, sim_strategy = "model";
+  uint64_t sim_seed = 1;
+  int sim_repeat = 1;
+  bool sim_json = false;
+  auto* sm = app.add_subcommand("simulate", "Replay a recorded run with a strategy, without a GPU");
+  sm->add_option("--trials", sim_trials, "Trial log (ktune export --trials)")->required()->check(CLI::ExistingFile);
+  sm->add_option("--strategy", sim_strategy, "exhaustive, random, annealing, genetic or model")->capture_default_str();
+  sm->add_option("--seed", sim_seed, "Seed of the first repeat")->capture_default_str();
+  sm->add_option("--repeat", sim_repeat, "Repeats with successive seeds (medians are reported)")->capture_default_str();
+  sm->add_flag("--json", sim_json, "Print JSON");
 
   int worker_device = 0;
   auto* wk = app.add_subcommand("worker", "");  // internal: the fault-isolated GPU process of `tune`
@@ -398,6 +419,11 @@ int main(int argc, char** argv) {
     if (qy->parsed()) return cmd_query(query);
     if (ex->parsed()) return cmd_export(ex_db, ex_arch, ex_family, ex_out, ex_trials);
     if (im->parsed()) return cmd_import(im_db, im_file);
+    if (sm->parsed()) {
+      const SimResult r = simulate(read_trial_log_file(sim_trials), sim_strategy, sim_seed, sim_repeat);
+      std::printf("%s", sim_json ? simulation_json(r).c_str() : format_simulation(r).c_str());
+      return 0;
+    }
     if (wk->parsed()) return worker_main(worker_device);
   } catch (const UsageError& e) {
     std::fprintf(stderr, "ktune: %s\n", e.what());

@@ -13,6 +13,7 @@
 #include "tuner/gemm_op.h"
 #include "tuner/json_io.h"
 #include "tuner/strategy.h"
+#include "tuner/warm_start.h"
 #include "tuner/worker.h"
 
 namespace ktune {
@@ -83,10 +84,15 @@ class ProblemTuner {
     // (or, under a time budget alone, enough that time runs out first).
     const size_t budget =
         o_.budget_evals.value_or(o_.strategy == "exhaustive" ? SIZE_MAX : (o_.budget_seconds ? 20000 : 200));
-    auto strategy = make_strategy(o_.strategy, o_.families, p, dev_, budget, o_.seed);
+    std::vector<Config> seeds;
+    if (!o_.warm_start.empty()) seeds = warm_start_configs(o_.warm_start, o_.families[0], p);
+    auto strategy = make_strategy(o_.strategy, o_.families, p, dev_, budget, o_.seed, seeds);
     std::deque<InFlight> queue;
     size_t issued = 0;
-    const size_t ahead = 2 * compiler_.threads() + 2;
+    // Adaptive strategies learn from each result: keep fewer proposals in flight so that they
+    // see results sooner; list strategies keep the pool busier.
+    const bool adaptive = o_.strategy != "exhaustive" && o_.strategy != "random";
+    const size_t ahead = adaptive ? compiler_.threads() + 1 : 2 * compiler_.threads() + 2;
     bool exhausted = false;
     auto out_of_time = [&] { return o_.budget_seconds && seconds_since(t0) >= *o_.budget_seconds; };
     for (;;) {
@@ -98,7 +104,7 @@ class ProblemTuner {
           break;
         }
         ++issued;
-        InFlight job = prepare(*c, p);
+        InFlight job = prepare(*c, p, r);
         if (store_.has_trial(device_id_, pid, o_.families[c->family].name(), job.template_hash, job.config_hash)) {
           ++r.skipped;
           continue;
@@ -148,7 +154,7 @@ class ProblemTuner {
             {"cutoff_ms", best_ms_ ? 1.5 * *best_ms_ : 0.0}};
   }
 
-  InFlight prepare(const Candidate& c, const GemmProblem& p) {
+  InFlight prepare(const Candidate& c, const GemmProblem& p, ProblemResult& r) {
     const Family& f = o_.families[c.family];
     InFlight job;
     job.cand = c;
@@ -161,6 +167,7 @@ class ProblemTuner {
       k->cache_key = req.cache_key();
       k->from_cache = true;
       job.ready = k;
+      ++r.store_reused;
     } else {
       job.compiled = compiler_.compile_async(req);
     }
@@ -288,6 +295,7 @@ TuneResult tune(const TuneOptions& o) {
     ProblemResult r = pt.run(o.problems[i]);
     result.compile_s += r.compile_s;
     result.bench_s += r.bench_s;
+    result.store_reused += r.store_reused;
     if (!o.quiet && !o.progress) {
       if (r.best) std::fprintf(stderr, "[%zu/%zu] %s done: best %.2f TFLOPS\n", i + 1, o.problems.size(), r.problem.key().c_str(), r.best->tflops);
       else std::fprintf(stderr, "[%zu/%zu] %s done: no correct config\n", i + 1, o.problems.size(), r.problem.key().c_str());
@@ -296,6 +304,8 @@ TuneResult tune(const TuneOptions& o) {
   }
   result.wall_s = seconds_since(t0);
   result.worker_restarts = worker.restarts();
+  result.compiled = compiler.cache_size();
+  result.compile_reused = compiler.cache_hits();
   return result;
 }
 
@@ -324,6 +334,9 @@ std::string format_summary(const TuneResult& r) {
   }
   std::snprintf(buf, sizeof buf, "wall %.1f s; compile %.1f s (CPU, summed over the pool); benchmark %.1f s (GPU); worker restarts %d\n",
                 r.wall_s, r.compile_s, r.bench_s, r.worker_restarts);
+  s += buf;
+  std::snprintf(buf, sizeof buf, "compiled %zu configs with NVRTC; %zu reused a compile from another problem; %zu cubins came from the database\n",
+                r.compiled, r.compile_reused, r.store_reused);
   s += buf;
   return s;
 }

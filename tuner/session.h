@@ -20,6 +20,7 @@ struct TuneOptions {
   std::optional<size_t> budget_evals;   // per problem; counts trials recorded earlier too
   std::optional<double> budget_seconds; // per problem, wall time of this run
   uint64_t seed = 1;
+  std::string warm_start; // table file or database whose nearest best configs are tried first
   std::string db_path;
   int device = 0;
   // Use this description instead of asking the driver: lets tests drive the whole loop with a
@@ -39,6 +40,7 @@ struct ProblemResult {
   std::map<TrialStatus, int> by_status; // trials evaluated in this run
   int skipped = 0;                      // already recorded: not evaluated again
   double compile_s = 0, bench_s = 0, wall_s = 0;
+  size_t store_reused = 0;
 };
 
 struct TuneResult {
@@ -46,6 +48,9 @@ struct TuneResult {
   DeviceInfo device;
   double wall_s = 0, compile_s = 0, bench_s = 0;
   int worker_restarts = 0;
+  size_t compiled = 0;       // NVRTC compiles this run
+  size_t compile_reused = 0; // configs served by a compile of an earlier problem (memory cache)
+  size_t store_reused = 0;   // cubins read from the database's binary cache instead
 };
 
 // Throws Error (no GPU, bad device ordinal) or UsageError before any trial is run.

@@ -1,8 +1,9 @@
-// Search strategies: which config to evaluate next. A strategy sees the valid space of every
-// family being tuned for one problem, and is told each result.
+// Search strategies: which config to evaluate next. A strategy proposes configs of one search
+// space and is told each result; it never proposes a config twice.
 #pragma once
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -23,13 +24,37 @@ class Strategy {
   virtual void observe(const Candidate&, TrialStatus, double /*time_ms*/) {}
 };
 
+// The points a strategy may propose: the valid configs of one family for one problem, or an
+// explicit list (a recorded run being replayed). Parameters keep their declared domains, so
+// strategies can step a value to its neighbour in the domain.
+class SearchSpace {
+ public:
+  virtual ~SearchSpace() = default;
+  virtual const std::vector<Family::Param>& params() const = 0;
+  virtual bool contains(const Config& c) const = 0;
+  virtual std::optional<Config> random(std::mt19937_64& rng) const = 0; // uniform over the space
+  // Every point, when the space is small enough to list (a replay); empty otherwise.
+  virtual const std::vector<Config>& all() const = 0;
+};
+
+std::unique_ptr<SearchSpace> family_space(const Family& f, const GemmProblem& p, const DeviceInfo& d);
+std::unique_ptr<SearchSpace> list_space(std::vector<Family::Param> params, std::vector<Config> configs);
+
 // Exhaustive and random materialise at most this many candidates per problem.
 constexpr size_t kMaxMaterialized = 2'000'000;
 
-// name: "exhaustive" (every valid config, in declaration order; refuses spaces larger than the
-// budget or kMaxMaterialized with a message saying how to narrow them) or "random" (distinct
-// configs drawn uniformly per family, families interleaved, seeded). budget: evaluations.
+const std::vector<std::string>& strategy_names(); // exhaustive, random, annealing, genetic, model
+
+// Strategies over a space (one family): name is any of strategy_names(). seeds are proposed
+// first, in order, where valid (warm start). budget bounds the number of proposals.
+std::unique_ptr<Strategy> make_space_strategy(const std::string& name, const SearchSpace& space, size_t budget,
+                                              uint64_t seed, const std::vector<Config>& seeds = {});
+
+// The tuner's entry point. exhaustive and random accept several families (exhaustive walks them
+// in order and refuses spaces over kMaxMaterialized without a budget; random interleaves them);
+// annealing, genetic and model need exactly one.
 std::unique_ptr<Strategy> make_strategy(const std::string& name, const std::vector<Family>& families,
-                                        const GemmProblem& p, const DeviceInfo& d, size_t budget, uint64_t seed);
+                                        const GemmProblem& p, const DeviceInfo& d, size_t budget, uint64_t seed,
+                                        const std::vector<Config>& seeds = {});
 
 } // namespace ktune

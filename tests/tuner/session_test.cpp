@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "db/store.h"
 
@@ -136,4 +137,43 @@ TEST(Session, ExhaustiveWithoutABudgetEvaluatesTheWholeSpace) {
   const uint64_t space = o.families[0].count(o.problems[0], *o.device_info);
   EXPECT_GT(space, 0u);
   EXPECT_EQ(uint64_t(count(r.problems[0], TrialStatus::ok)), space);
+}
+
+TEST(Session, WarmStartTriesTheNearestTunedConfigFirst) {
+  const std::string db = fresh_db("warm.db");
+  const std::string table = fresh_db("warm.json");
+  {
+    std::ofstream f(table);
+    f << R"({"schema": "ktune.table/1", "device": {"name": "Other GPU", "arch": "sm_80", "sm_count": 108}, "entries": [
+      {"op": "gemm", "dtype": "f32", "layout": "NN", "m": 200, "n": 300, "k": 256, "align": 16, "family": "gemm_naive",
+       "config": {"BX": 16, "BY": 8}, "time_ms": 1, "tflops": 1, "cublas_ms": null, "template_hash": "x"}]})";
+  }
+  auto o = options(db, script(""), 3);
+  o.warm_start = table;
+  tune(o);
+  Store s(db);
+  const auto rows = s.trials(s.device_id(*o.device_info), s.problem_id(o.problems[0]));
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].config_json, R"({"BX":16,"BY":8})");
+}
+
+TEST(Session, ASuiteCompilesEachConfigOnce) {
+  const std::string db = fresh_db("once.db");
+  auto o = options(db, script(""), 0);
+  o.budget_evals.reset();
+  o.strategy = "exhaustive";
+  o.families = {find_family("gemm_naive").restricted(SpaceRestriction::from_json(R"({"domains": {"BY": [4, 8]}})", "t"))};
+  o.problems = {GemmProblem::parse("256x256x256"), GemmProblem::parse("300x200x100"), GemmProblem::parse("64x64x64")};
+  const auto r = tune(o);
+  const size_t per_problem = o.families[0].count(o.problems[0], *o.device_info);
+  EXPECT_EQ(r.compiled, per_problem);
+  // Problems 2 and 3 reuse problem 1's compiles (from the database's binary cache, which is
+  // filled as each compile finishes, or from the compiler's memory).
+  EXPECT_EQ(r.compile_reused + r.store_reused, 2 * per_problem);
+  // A later run of new problems finds the cubins in the database instead of compiling.
+  auto o2 = o;
+  o2.problems = {GemmProblem::parse("100x100x100")};
+  const auto r2 = tune(o2);
+  EXPECT_EQ(r2.compiled, 0u);
+  EXPECT_EQ(r2.store_reused, per_problem);
 }

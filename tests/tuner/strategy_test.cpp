@@ -6,6 +6,8 @@
 
 #include "ktune/error.h"
 
+#include "ktune/error.h"
+
 using namespace ktune;
 
 TEST(Strategy, EveryStrategyRespectsTheEvaluationBudget) {
@@ -57,4 +59,46 @@ TEST(Strategy, UnknownStrategyAndOversizedExhaustiveAreUsageErrors) {
   const auto d = DeviceInfo::nominal("sm_90");
   EXPECT_THROW(make_strategy("annealing-ish", fams, p, d, 10, 1), UsageError);
   EXPECT_THROW(make_strategy("exhaustive", fams, p, d, SIZE_MAX, 1), UsageError); // 23 M configs
+}
+
+TEST(Strategy, AdaptiveStrategiesRespectTheBudgetNeverRepeatAndAreSeeded) {
+  const std::vector<Family> fams = {find_family("gemm_simt")};
+  const auto p = GemmProblem::parse("1024x1024x1024");
+  const auto d = DeviceInfo::nominal("sm_90");
+  for (const char* name : {"annealing", "genetic", "model"}) {
+    auto run = [&](uint64_t seed) {
+      auto s = make_strategy(name, fams, p, d, 40, seed);
+      std::vector<std::string> seq;
+      double t = 1.0;
+      while (auto c = s->next()) {
+        EXPECT_TRUE(fams[0].valid(c->config, p, d)) << name;
+        seq.push_back(c->config.to_json());
+        // A made-up response with structure: bigger block tiles are faster.
+        t = 100.0 / (c->config["BM"] * c->config["BN"]);
+        s->observe(*c, seq.size() % 7 ? TrialStatus::ok : TrialStatus::launch_error, t);
+      }
+      return seq;
+    };
+    const auto a = run(5), b = run(5), c = run(6);
+    EXPECT_EQ(a.size(), 40u) << name;
+    EXPECT_EQ(std::set<std::string>(a.begin(), a.end()).size(), a.size()) << name << " repeated a config";
+    EXPECT_EQ(a, b) << name << " is not reproducible with a seed";
+    EXPECT_NE(a, c) << name;
+  }
+  EXPECT_THROW(make_strategy("model", {find_family("gemm_naive"), find_family("gemm_simt")}, p, d, 10, 1), UsageError);
+}
+
+TEST(Strategy, SeedsComeFirstWhereValid) {
+  const std::vector<Family> fams = {find_family("gemm_simt")};
+  const auto p = GemmProblem::parse("1024x1024x1024");
+  const auto d = DeviceInfo::nominal("sm_90");
+  const Config good = fams[0].default_config(p, d);
+  Config bad = good;
+  bad.set("BM", 48); // outside the domain: skipped
+  for (const char* name : {"random", "exhaustive", "annealing", "genetic", "model"}) {
+    auto s = make_strategy(name, fams, p, d, name == std::string("exhaustive") ? 5 : 10, 3, {bad, good});
+    const auto first = s->next();
+    ASSERT_TRUE(first) << name;
+    EXPECT_EQ(first->config, good) << name;
+  }
 }
