@@ -6,6 +6,7 @@
 #   resume  a tuning run killed with kill -9 part-way, then the same command again
 #   table   tune configs/suites/table.json and export the shipped table ($out/sm_90.json)
 #   runtime the runtime cost benchmark and the example program
+#   model   the public suite with the model-guided strategy, 100 configs per problem
 #   replay  an exhaustive run over configs/suites/replay.json, exported as a trial log for simulate
 set -uo pipefail
 out=${OUT:-gpu-logs}
@@ -64,6 +65,13 @@ for step in $steps; do
       echo "table suite: exit $?, wall $(( $(date +%s) - start )) s"; cat "$out/tune_table.txt"
       ./build/ktune export --db "$out/table.db" --arch sm_90 -o "$out/sm_90.json"
       trials_csv "$out/table.db" "$out/table_trials.csv" ;;
+    model)
+      rm -f "$out/model.db"*
+      start=$(date +%s)
+      ./build/ktune tune --family gemm_simt --suite configs/suites/public.json --strategy model --budget-evals 100 \
+        --db "$out/model.db" >"$out/tune_model.txt" 2>"$out/tune_model.err"
+      echo "public suite, model strategy: exit $?, wall $(( $(date +%s) - start )) s"; cat "$out/tune_model.txt"
+      trials_csv "$out/model.db" "$out/model_trials.csv" ;;
     replay)
       rm -f "$out/replay.db"*
       start=$(date +%s)
