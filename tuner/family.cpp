@@ -91,8 +91,14 @@ std::vector<std::string> Family::violations(const Config& c, const GemmProblem& 
   for (const auto& prm : params_)
     if (!c.has(prm.name)) out.push_back("parameter '" + prm.name + "' is missing");
   if (!out.empty()) return out; // constraints may read any parameter: only run them on a full config
+  // In declaration order, stopping at the first broken one: a constraint may rely on the ones
+  // before it (e.g. a register cap that divides by a thread count an earlier one proved > 0),
+  // exactly as enumeration checks them.
   for (const auto& con : constraints_)
-    if (!con.pred(c, p, d)) out.push_back(con.why);
+    if (!con.pred(c, p, d)) {
+      out.push_back(con.why);
+      break;
+    }
   return out;
 }
 

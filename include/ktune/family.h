@@ -105,8 +105,9 @@ class Family {
   // throws UsageError on an unknown or missing parameter.
   Config canonical(const Config& c) const;
 
-  // Empty when valid; otherwise the "why" of every broken constraint (and unknown parameters,
-  // values outside a domain, a dtype or arch the family does not support).
+  // Empty when valid; otherwise why not: unknown or missing parameters, values outside a domain,
+  // an unsupported dtype or arch, else the first broken constraint in declaration order (a
+  // constraint may assume the ones declared before it hold).
   std::vector<std::string> violations(const Config& c, const GemmProblem& p, const DeviceInfo& d) const;
   bool valid(const Config& c, const GemmProblem& p, const DeviceInfo& d) const { return violations(c, p, d).empty(); }
 

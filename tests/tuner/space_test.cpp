@@ -132,3 +132,23 @@ TEST(Space, ConfigJsonRoundTripsAndCanonicalizes) {
   const Family s = find_family("gemm_naive");
   EXPECT_EQ(s.canonical(Config::from_json(R"({"BY": 4, "BX": 32})")).to_json(), R"({"BX":32,"BY":4})");
 }
+
+TEST(Space, ValidityChecksConstraintsInOrderSoLaterOnesMayRelyOnEarlierOnes) {
+  // BM < WM gives zero warps; the register constraint divides by the thread count and must
+  // never see such a config (a strategy stepping BM down once crashed the tuner with SIGFPE).
+  const Family f = find_family("gemm_simt");
+  Config c{{"BM", 16}, {"BN", 128}, {"WM", 64}, {"WN", 64}, {"TM", 8}, {"TN", 8}, {"BK", 8}, {"VEC", 4}, {"AT", 1},
+           {"PAD", 4}, {"PIPE", 2}, {"SPLITK", 1}, {"SWZ", 1}, {"EVEN", 0}};
+  const auto why = f.violations(c, k4096, DeviceInfo::nominal("sm_90"));
+  ASSERT_EQ(why.size(), 1u);
+  EXPECT_EQ(why[0], "warp tile divides block tile");
+  // Every one-step neighbour of valid configs can be asked about without a crash.
+  const auto d = DeviceInfo::nominal("sm_90");
+  for (const auto& v : f.sample(k4096, d, 50, 9))
+    for (const auto& prm : f.params())
+      for (int x : prm.values) {
+        Config n = v;
+        n.set(prm.name, x);
+        f.valid(n, k4096, d);
+      }
+}
