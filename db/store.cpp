@@ -215,11 +215,17 @@ void Store::migrate() {
   tx.commit();
 }
 
-int64_t Store::device_id(const DeviceInfo& d) {
-  Transaction tx(db_, path_);
-  const int64_t id = device_row(d);
+// Runs one writer in its own transaction: the public single-row writers.
+template <class F>
+int64_t in_transaction(sqlite3* db, const std::string& path, F&& write) {
+  Transaction tx(db, path);
+  const int64_t id = write();
   tx.commit();
   return id;
+}
+
+int64_t Store::device_id(const DeviceInfo& d) {
+  return in_transaction(db_, path_, [&] { return device_row(d); });
 }
 
 int64_t Store::device_row(const DeviceInfo& d) {
@@ -238,10 +244,7 @@ int64_t Store::device_row(const DeviceInfo& d) {
 }
 
 int64_t Store::problem_id(const GemmProblem& p) {
-  Transaction tx(db_, path_);
-  const int64_t id = problem_row(p);
-  tx.commit();
-  return id;
+  return in_transaction(db_, path_, [&] { return problem_row(p); });
 }
 
 int64_t Store::problem_row(const GemmProblem& p) {
@@ -257,10 +260,7 @@ int64_t Store::problem_row(const GemmProblem& p) {
 }
 
 int64_t Store::record_trial(int64_t device, int64_t problem, const std::string& arch, const TrialRecord& t) {
-  Transaction tx(db_, path_);
-  const int64_t id = trial_row(device, problem, arch, t);
-  tx.commit();
-  return id;
+  return in_transaction(db_, path_, [&] { return trial_row(device, problem, arch, t); });
 }
 
 int64_t Store::trial_row(int64_t device, int64_t problem, const std::string& arch, const TrialRecord& t) {

@@ -1,13 +1,12 @@
 #include "db/table.h"
 
 #include <algorithm>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "ktune/config.h"
 #include "ktune/device.h"
 #include "ktune/error.h"
+#include "tuner/text_file.h"
 
 namespace ktune {
 namespace {
@@ -38,19 +37,25 @@ double positive_number(const json& j, const char* name, const std::string& where
   return v.get<double>();
 }
 
-} // namespace
-
-Table parse_table(const std::string& text, const std::string& origin) {
+// Parses text as a JSON object whose "schema" is exactly `schema`: the preamble of every
+// versioned file ktune reads.
+json parse_versioned(const std::string& text, const std::string& origin, const char* schema, const char* what) {
   json j;
   try {
     j = json::parse(text);
   } catch (const std::exception& e) {
     throw UsageError(origin + ": not valid JSON: " + e.what());
   }
-  if (!j.is_object()) throw UsageError(origin + ": a table must be a JSON object");
-  const std::string schema = str(j, "schema", origin);
-  if (schema != kTableSchema)
-    throw UsageError(origin + ": unknown schema '" + schema + "' (this ktune reads " + kTableSchema + ")");
+  if (!j.is_object()) throw UsageError(origin + ": " + what + " must be a JSON object");
+  const std::string found = str(j, "schema", origin);
+  if (found != schema) throw UsageError(origin + ": unknown schema '" + found + "' (this ktune reads " + schema + ")");
+  return j;
+}
+
+} // namespace
+
+Table parse_table(const std::string& text, const std::string& origin) {
+  const json j = parse_versioned(text, origin, kTableSchema, "a table");
   Table t;
   const json& dev = field(j, "device", origin);
   if (!dev.is_object()) throw UsageError(origin + ": \"device\" must be an object");
@@ -95,12 +100,7 @@ Table parse_table(const std::string& text, const std::string& origin) {
 }
 
 Table read_table_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw UsageError("cannot read table file '" + path + "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw UsageError("error reading table file '" + path + "'");
-  return parse_table(ss.str(), path);
+  return parse_table(read_text_file(path, "table file"), path);
 }
 
 std::string table_to_json(const Table& t) {
@@ -135,16 +135,7 @@ std::string table_to_json(const Table& t) {
 }
 
 TrialLog parse_trial_log(const std::string& text, const std::string& origin) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const std::exception& e) {
-    throw UsageError(origin + ": not valid JSON: " + e.what());
-  }
-  if (!j.is_object()) throw UsageError(origin + ": a trial log must be a JSON object");
-  const std::string schema = str(j, "schema", origin);
-  if (schema != kTrialLogSchema)
-    throw UsageError(origin + ": unknown schema '" + schema + "' (this ktune reads " + kTrialLogSchema + ")");
+  const json j = parse_versioned(text, origin, kTrialLogSchema, "a trial log");
   TrialLog log;
   const json& dev = field(j, "device", origin);
   log.device_name = str(dev, "name", origin + " device");
@@ -180,11 +171,7 @@ TrialLog parse_trial_log(const std::string& text, const std::string& origin) {
 }
 
 TrialLog read_trial_log_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw UsageError("cannot read trial log '" + path + "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_trial_log(ss.str(), path);
+  return parse_trial_log(read_text_file(path, "trial log"), path);
 }
 
 std::string trial_log_to_json(const TrialLog& log) {

@@ -3,14 +3,13 @@
 #include "ktune/family.h"
 
 #include <algorithm>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
-#include <sstream>
 
 #include "ktune/error.h"
 #include "runtime/embedded.h"
+#include "tuner/text_file.h"
 
 namespace ktune {
 
@@ -245,12 +244,7 @@ SpaceRestriction SpaceRestriction::from_json(const std::string& text, const std:
 }
 
 SpaceRestriction SpaceRestriction::from_json_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw UsageError("cannot read space restriction file '" + path + "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw UsageError("error reading space restriction file '" + path + "'");
-  return from_json(ss.str(), path);
+  return from_json(read_text_file(path, "space restriction file"), path);
 }
 
 Family find_family(const std::string& name) {

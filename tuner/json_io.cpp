@@ -1,9 +1,8 @@
 #include "tuner/json_io.h"
 
-#include <fstream>
-#include <sstream>
 
 #include "ktune/error.h"
+#include "tuner/text_file.h"
 
 namespace ktune {
 
@@ -83,13 +82,10 @@ Timing timing_from_json(const nlohmann::json& j) {
 }
 
 std::vector<GemmProblem> load_suite(const std::string& path, const std::string& default_layout, DType default_dtype) {
-  std::ifstream in(path);
-  if (!in) throw UsageError("cannot read suite file '" + path + "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
+  const std::string text = read_text_file(path, "suite file");
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(ss.str());
+    j = nlohmann::json::parse(text);
   } catch (const std::exception& e) {
     throw UsageError("suite file '" + path + "' is not valid JSON: " + e.what());
   }

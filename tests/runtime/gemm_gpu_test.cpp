@@ -38,15 +38,26 @@ GemmProblem make(const Case& c) {
   return p;
 }
 
+class RuntimeGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    dev_ = ktune::testing::first_gpu(&why);
+    if (!dev_) GTEST_SKIP() << "no GPU: " << why;
+    ctx_ = std::make_unique<CudaContext>(dev_->ordinal);
+    compiler_ = std::make_unique<Compiler>();
+    op_ = std::make_unique<GemmOp>(*compiler_, *dev_);
+  }
+  const DeviceInfo* dev_ = nullptr;
+  std::unique_ptr<CudaContext> ctx_;
+  std::unique_ptr<Compiler> compiler_;
+  std::unique_ptr<GemmOp> op_;
+};
+
 } // namespace
 
-TEST(RuntimeGpu, GemmMatchesFp64ReferenceOnTunedAndUntunedShapes) {
-  std::string why;
-  const DeviceInfo* dev = ktune::testing::first_gpu(&why);
-  if (!dev) GTEST_SKIP() << "no GPU: " << why;
-  CudaContext ctx(dev->ordinal);
-  Compiler compiler;
-  GemmOp op(compiler, *dev);
+TEST_F(RuntimeGpu, GemmMatchesFp64ReferenceOnTunedAndUntunedShapes) {
+  GemmOp& op = *op_;
   RuntimeOptions o;
   o.db_path = ""; // the shipped table alone: a reproducible selection
   Runtime rt(o);
@@ -67,13 +78,8 @@ TEST(RuntimeGpu, GemmMatchesFp64ReferenceOnTunedAndUntunedShapes) {
   EXPECT_GE(provenances.size(), 2u);
 }
 
-TEST(RuntimeGpu, CApiSgemmMatchesFp64ReferenceInBothStorageOrders) {
-  std::string why;
-  const DeviceInfo* dev = ktune::testing::first_gpu(&why);
-  if (!dev) GTEST_SKIP() << "no GPU: " << why;
-  CudaContext ctx(dev->ordinal);
-  Compiler compiler;
-  GemmOp op(compiler, *dev);
+TEST_F(RuntimeGpu, CApiSgemmMatchesFp64ReferenceInBothStorageOrders) {
+  GemmOp& op = *op_;
   ktune_handle_t h = nullptr;
   ASSERT_EQ(ktune_create(&h, "/nonexistent/ktune.db"), KTUNE_SUCCESS) << ktune_last_error();
   uint64_t seed = 1900;
