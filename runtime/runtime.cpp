@@ -78,7 +78,7 @@ struct Runtime::Impl {
   mutable std::unordered_map<std::string, Selection> selections;
   std::mutex mod_mu;
   std::unordered_map<std::string, std::shared_ptr<Module>> modules; // compile cache key -> module
-  std::unordered_map<std::string, std::shared_ptr<Prepared>> prepared;
+  std::unordered_map<std::string, std::shared_ptr<Prepared>> prepared; // by problem key (+ selection)
   std::mutex ws_mu;
   std::map<CUstream, std::shared_ptr<DeviceBuffer>> workspaces;
   std::mutex gpu_mu; // context creation, cuBLAS handle (not safe for concurrent use)
@@ -213,69 +213,77 @@ Selection Runtime::best_config(const GemmProblem& p) const {
   return impl_->selections.emplace(key, std::move(s)).first->second;
 }
 
-void Runtime::gemm(const GemmProblem& problem, const float* A, const float* B, float* C, float alpha, float beta,
-                   CUstream stream) {
-  Impl& m = *impl_;
+namespace {
+
+// p with alpha, beta and the alignment class the pointers allow.
+GemmProblem launched(const GemmProblem& problem, const float* A, const float* B, float* C, float alpha, float beta) {
   GemmProblem p = problem;
   p.alpha = alpha, p.beta = beta;
   p.align = GemmProblem::alignment_with_pointers(GemmProblem::alignment_of(p.eff_lda(), p.eff_ldb(), p.eff_ldc()), A, B, C);
+  return p;
+}
+
+} // namespace
+
+std::shared_ptr<void> Runtime::prepare(const std::string& key, const GemmProblem& p, const Selection& sel) {
+  Impl& m = *impl_;
   if (m.device.ordinal < 0) throw Error("ktune::Runtime::gemm: this runtime was made for arch " + m.arch + " without a GPU");
   {
     std::lock_guard<std::mutex> lk(m.gpu_mu);
     if (!m.ctx) m.ctx = std::make_unique<CudaContext>(m.device.ordinal);
   }
+  {
+    std::lock_guard<std::mutex> lk(m.mod_mu);
+    if (auto it = m.prepared.find(key); it != m.prepared.end()) return it->second;
+  }
+  auto prep = std::make_shared<Prepared>();
+  prep->sel = sel;
+  if (sel.provenance != Provenance::cublas) {
+    const Family* f = m.family(sel.family);
+    if (!f) throw UsageError("ktune::gemm: unknown family '" + sel.family + "'");
+    const Config c = f->canonical(sel.config);
+    const CompileRequest req = compile_request(*f, c, p, m.arch); // validates c for p
+    const std::string ck = req.cache_key();
+    std::shared_ptr<Module> mod;
+    {
+      std::lock_guard<std::mutex> lk(m.mod_mu);
+      if (auto it = m.modules.find(ck); it != m.modules.end()) mod = it->second;
+    }
+    if (!mod) {
+      std::vector<char> cubin;
+      std::vector<std::string> names;
+      // The store's binary cache first; NVRTC only on a miss.
+      if (!m.store || !m.store->get_binary(ck, &cubin, &names)) {
+        std::unique_lock<std::mutex> lk(m.gpu_mu);
+        if (!m.compiler) m.compiler = std::make_unique<Compiler>(1);
+        lk.unlock();
+        const auto k = m.compiler->compile(req);
+        cubin = k->cubin, names = k->lowered_names;
+      }
+      mod = std::make_shared<Module>(cubin, names, req.context);
+      std::lock_guard<std::mutex> lk(m.mod_mu);
+      mod = m.modules.emplace(ck, mod).first->second;
+    }
+    prep->module = mod;
+    prep->plan = f->launch_plan(c, p);
+  }
+  std::lock_guard<std::mutex> lk(m.mod_mu);
+  return m.prepared.emplace(key, prep).first->second;
+}
+
+void Runtime::launch(const std::shared_ptr<void>& prepared, const GemmProblem& p, const float* A, const float* B, float* C,
+                     CUstream stream) {
+  Impl& m = *impl_;
+  const auto* prep = static_cast<const Prepared*>(prepared.get());
   CUcontext cur = nullptr;
   check_cu(driver().cuCtxGetCurrent(&cur), "cuCtxGetCurrent", "ktune::gemm");
   if (!cur) m.ctx->make_current();
-
-  const std::string key = p.key();
-  std::shared_ptr<Prepared> prep;
-  {
-    std::lock_guard<std::mutex> lk(m.mod_mu);
-    if (auto it = m.prepared.find(key); it != m.prepared.end()) prep = it->second;
-  }
-  if (!prep) {
-    prep = std::make_shared<Prepared>();
-    prep->sel = best_config(p);
-    if (prep->sel.provenance != Provenance::cublas) {
-      const Family* f = m.family(prep->sel.family);
-      if (!f) throw Error("ktune::gemm: unknown family " + prep->sel.family);
-      const Config c = f->canonical(prep->sel.config);
-      const CompileRequest req = compile_request(*f, c, p, m.arch);
-      const std::string ck = req.cache_key();
-      std::shared_ptr<Module> mod;
-      {
-        std::lock_guard<std::mutex> lk(m.mod_mu);
-        if (auto it = m.modules.find(ck); it != m.modules.end()) mod = it->second;
-      }
-      if (!mod) {
-        std::vector<char> cubin;
-        std::vector<std::string> names;
-        // The store's binary cache first; NVRTC only on a miss.
-        if (!m.store || !m.store->get_binary(ck, &cubin, &names)) {
-          std::unique_lock<std::mutex> lk(m.gpu_mu);
-          if (!m.compiler) m.compiler = std::make_unique<Compiler>(1);
-          lk.unlock();
-          const auto k = m.compiler->compile(req);
-          cubin = k->cubin, names = k->lowered_names;
-        }
-        mod = std::make_shared<Module>(cubin, names, req.context);
-        std::lock_guard<std::mutex> lk(m.mod_mu);
-        mod = m.modules.emplace(ck, mod).first->second;
-      }
-      prep->module = mod;
-      prep->plan = f->launch_plan(c, p);
-    }
-    std::lock_guard<std::mutex> lk(m.mod_mu);
-    prep = m.prepared.emplace(key, prep).first->second;
-  }
-
   KtuneGemmArgs a{};
   a.A = A, a.B = B, a.C = C;
   a.lda = p.eff_lda(), a.ldb = p.eff_ldb(), a.ldc = p.eff_ldc();
   a.ws_ld = gemm_workspace_ld(p.n);
   a.M = int(p.m), a.N = int(p.n), a.K = int(p.k);
-  a.alpha = alpha, a.beta = beta;
+  a.alpha = p.alpha, a.beta = p.beta;
   if (!prep->module) {
     std::lock_guard<std::mutex> lk(m.gpu_mu);
     if (!m.cublas) m.cublas = std::make_unique<Cublas>();
@@ -288,11 +296,32 @@ void Runtime::gemm(const GemmProblem& problem, const float* A, const float* B, f
     std::lock_guard<std::mutex> lk(m.ws_mu);
     auto& slot = m.workspaces[stream];
     if (!slot || slot->bytes() < prep->plan.workspace_bytes)
-      slot = std::make_shared<DeviceBuffer>(prep->plan.workspace_bytes, "split-K workspace for " + key);
+      slot = std::make_shared<DeviceBuffer>(prep->plan.workspace_bytes, "split-K workspace for " + p.key());
     ws = slot;
     a.workspace = ws->as<float>();
   }
   launch_gemm(*prep->module, prep->plan, a, stream);
+}
+
+void Runtime::gemm(const GemmProblem& problem, const float* A, const float* B, float* C, float alpha, float beta,
+                   CUstream stream) {
+  const GemmProblem p = launched(problem, A, B, C, alpha, beta);
+  const std::string key = p.key();
+  std::shared_ptr<void> prep;
+  {
+    std::lock_guard<std::mutex> lk(impl_->mod_mu);
+    if (auto it = impl_->prepared.find(key); it != impl_->prepared.end()) prep = it->second;
+  }
+  if (!prep) prep = prepare(key, p, best_config(p));
+  launch(prep, p, A, B, C, stream);
+}
+
+void Runtime::gemm(const GemmProblem& problem, const Selection& s, const float* A, const float* B, float* C, float alpha,
+                   float beta, CUstream stream) {
+  const GemmProblem p = launched(problem, A, B, C, alpha, beta);
+  // Keyed apart from the per-problem cache of the plain gemm().
+  const std::string key = p.key() + "|" + (s.provenance == Provenance::cublas ? "cublas" : s.family + s.config.to_json());
+  launch(prepare(key, p, s), p, A, B, C, stream);
 }
 
 } // namespace ktune

@@ -7,6 +7,7 @@
 #   table   tune configs/suites/table.json and export the shipped table ($out/sm_90.json)
 #   runtime the runtime cost benchmark and the example program
 #   model   the public suite with the model-guided strategy, 100 configs per problem
+#   bench   ktune bench over the public suite (shipped table) and the SGEMM ladder
 #   replay  an exhaustive run over configs/suites/replay.json, exported as a trial log for simulate
 set -uo pipefail
 out=${OUT:-gpu-logs}
@@ -72,6 +73,9 @@ for step in $steps; do
         --db "$out/model.db" >"$out/tune_model.txt" 2>"$out/tune_model.err"
       echo "public suite, model strategy: exit $?, wall $(( $(date +%s) - start )) s"; cat "$out/tune_model.txt"
       trials_csv "$out/model.db" "$out/model_trials.csv" ;;
+    bench)
+      ./build/ktune bench --suite configs/suites/public.json --db /nonexistent.db --json "$out/bench_public.json" 2>&1 | tee "$out/bench_public.txt"
+      ./build/ktune bench --ladder configs/ladder.json --db /nonexistent.db --json "$out/bench_ladder.json" 2>&1 | tee "$out/bench_ladder.txt" ;;
     replay)
       rm -f "$out/replay.db"*
       start=$(date +%s)

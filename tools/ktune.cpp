@@ -12,6 +12,7 @@
 #include "db/table.h"
 #include "ktune/runtime.h"
 #include "runtime/module.h"
+#include "tuner/bench.h"
 #include "tuner/json_io.h"
 #include "tuner/session.h"
 #include "tuner/simulate.h"
@@ -377,6 +378,19 @@ int main(int argc, char** argv) {
   sm->add_option("--repeat", sim_repeat, "Repeats with successive seeds (medians are reported)")->capture_default_str();
   sm->add_flag("--json", sim_json, "Print JSON");
 
+  std::string bn_suite, bn_db, bn_json, bn_ladder, bn_dtype = "f32";
+  std::vector<std::string> bn_tables;
+  int bn_device = 0;
+  auto* bn = app.add_subcommand("bench", "Time ktune's choice against cuBLAS per problem (or the SGEMM ladder)");
+  bn->add_option("--suite", bn_suite, "Suite file (JSON) of problems");
+  bn->add_option("--ladder", bn_ladder, "Ladder file (configs/ladder.json): each rung of the SGEMM ladder at one shape")
+      ->check(CLI::ExistingFile);
+  bn->add_option("--dtype", bn_dtype, "Data type")->capture_default_str();
+  bn->add_option("--db", bn_db, "Database (default: $KTUNE_DB, else ~/.cache/ktune/ktune.db)");
+  bn->add_option("--table", bn_tables, "Extra tuning table (repeatable)")->check(CLI::ExistingFile);
+  bn->add_option("--json", bn_json, "Also write the results as JSON to this file");
+  bn->add_option("--device", bn_device, "GPU ordinal")->capture_default_str();
+
   int worker_device = 0;
   auto* wk = app.add_subcommand("worker", "");  // internal: the fault-isolated GPU process of `tune`
   wk->group("");
@@ -419,6 +433,34 @@ int main(int argc, char** argv) {
     if (qy->parsed()) return cmd_query(query);
     if (ex->parsed()) return cmd_export(ex_db, ex_arch, ex_family, ex_out, ex_trials);
     if (im->parsed()) return cmd_import(im_db, im_file);
+    if (bn->parsed()) {
+      if (bn_suite.empty() == bn_ladder.empty()) throw UsageError("give --suite FILE or --ladder FILE");
+      const DType dt = parse_dtype(bn_dtype);
+      if (dt != DType::f32) throw UsageError("dtype " + bn_dtype + " has no kernel family yet");
+      std::vector<GemmProblem> problems;
+      if (!bn_suite.empty()) problems = load_suite(bn_suite, "NN", dt);
+      std::string why;
+      const auto devs = list_devices(&why);
+      if (devs.empty()) {
+        std::fprintf(stderr, "ktune: no GPU available, nothing can be benchmarked: %s\n", why.c_str());
+        return 1;
+      }
+      BenchOptions o;
+      o.runtime.db_path = bn_db.empty() ? default_db_path() : bn_db;
+      o.runtime.tables = bn_tables;
+      o.runtime.device = bn_device;
+      const auto rows = bn_ladder.empty() ? bench_problems(problems, o) : bench_ladder(bn_ladder, o);
+      const std::string dev = devs.at(size_t(bn_device)).name + " (" + devs.at(size_t(bn_device)).arch + ")";
+      std::printf("%s", format_bench(rows, dev, !bn_ladder.empty()).c_str());
+      if (!bn_json.empty()) {
+        std::string cmd = "ktune";
+        for (int i = 1; i < argc; ++i) cmd += std::string(" ") + argv[i];
+        write_atomically(bn_json, bench_json(rows, dev, cmd));
+      }
+      for (const auto& r : rows)
+        if (!r.error.empty()) return 1;
+      return 0;
+    }
     if (sm->parsed()) {
       const SimResult r = simulate(read_trial_log_file(sim_trials), sim_strategy, sim_seed, sim_repeat);
       std::printf("%s", sim_json ? simulation_json(r).c_str() : format_simulation(r).c_str());

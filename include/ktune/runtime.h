@@ -66,9 +66,20 @@ class Runtime {
   void gemm(const GemmProblem& p, const float* A, const float* B, float* C, float alpha, float beta,
             CUstream stream = nullptr);
 
+  // The same with a given selection (e.g. a pinned config, or a kernel that the recorded
+  // cuBLAS time beat, forced by setting provenance to anything but cublas). The config must be
+  // valid for p; throws UsageError otherwise.
+  void gemm(const GemmProblem& p, const Selection& s, const float* A, const float* B, float* C, float alpha, float beta,
+            CUstream stream = nullptr);
+
   struct Impl;
 
  private:
+  // Compiles or loads what launching s on p needs, once per key (thread-safe).
+  std::shared_ptr<void> prepare(const std::string& key, const GemmProblem& p, const Selection& s);
+  void launch(const std::shared_ptr<void>& prepared, const GemmProblem& p, const float* A, const float* B, float* C,
+              CUstream stream);
+
   std::unique_ptr<Impl> impl_;
 };
 

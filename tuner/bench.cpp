@@ -1,0 +1,181 @@
+#include "tuner/bench.h"
+
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "ktune/error.h"
+#include "runtime/cuda_check.h"
+#include "runtime/driver.h"
+#include "tuner/gemm_op.h"
+#include "tuner/json_io.h"
+#include "tuner/text_file.h"
+
+namespace ktune {
+namespace {
+
+double tflops(const GemmProblem& p, double ms) { return ms > 0 ? GemmOp::flops(p) / (ms * 1e-3) / 1e12 : 0; }
+
+struct Bench {
+  const BenchOptions& o;
+  DeviceInfo dev;
+  Runtime rt;
+  Compiler compiler{1};
+  // Declared before the buffers' owners so that the context outlives them.
+  std::unique_ptr<CudaContext> ctx;
+  std::unique_ptr<GemmOp> op;
+  std::unique_ptr<Timer> timer;
+
+  explicit Bench(const BenchOptions& opts) : o(opts), rt(opts.runtime) {
+    std::string why;
+    const auto devs = list_devices(&why);
+    if (devs.empty()) throw Error("no GPU available: " + why);
+    dev = devs.at(size_t(o.runtime.device));
+    ctx = std::make_unique<CudaContext>(dev.ordinal); // the primary context, shared with the runtime
+    op = std::make_unique<GemmOp>(compiler, dev);
+    timer = std::make_unique<Timer>(dev.l2_bytes);
+  }
+
+  // Verifies sel on p against FP64, then times it and cuBLAS on the same inputs.
+  BenchRow run(const std::string& name, const GemmProblem& p, Selection sel, uint64_t seed) {
+    BenchRow r;
+    r.name = name;
+    r.problem = p;
+    r.selection = sel;
+    try {
+      op->prepare(p, seed);
+      const KtuneGemmArgs a = op->args();
+      auto launch = [&](const Selection& s, CUstream st) { rt.gemm(p, s, a.A, a.B, a.C, p.alpha, p.beta, st); };
+      launch(sel, nullptr);
+      check_cu(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize", "bench " + name);
+      const VerifyResult v = op->verify(nullptr);
+      r.rel_error = v.rel_error;
+      if (!v.pass) {
+        r.error = "wrong result: " + v.summary();
+        return r;
+      }
+      r.ktune_ms = timer->time([&](CUstream st) { launch(sel, st); }, nullptr, o.timing).median_ms;
+      r.cublas_ms = timer->time([&](CUstream st) { op->cublas().sgemm(p, a, st); }, nullptr, o.timing).median_ms;
+      if (sel.provenance == Provenance::cublas) {
+        // The kernel the table holds for the problem, which cuBLAS beat: time it too, so that the
+        // report shows ktune's own kernels as well as the dispatch.
+        Selection k = sel;
+        k.provenance = Provenance::exact;
+        op->reset_c(nullptr);
+        launch(k, nullptr);
+        check_cu(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize", "bench " + name);
+        if (op->verify(nullptr).pass) r.kernel_ms = timer->time([&](CUstream st) { launch(k, st); }, nullptr, o.timing).median_ms;
+      } else {
+        r.kernel_ms = r.ktune_ms;
+      }
+    } catch (const std::exception& e) {
+      r.error = e.what();
+    }
+    return r;
+  }
+};
+
+} // namespace
+
+std::vector<BenchRow> bench_problems(const std::vector<GemmProblem>& problems, const BenchOptions& o) {
+  Bench b(o);
+  std::vector<BenchRow> rows;
+  uint64_t seed = o.seed;
+  for (const auto& p : problems) rows.push_back(b.run(p.key(), p, b.rt.best_config(p), ++seed));
+  return rows;
+}
+
+std::vector<BenchRow> bench_ladder(const std::string& ladder_file, const BenchOptions& o) {
+  nlohmann::ordered_json j;
+  try {
+    j = nlohmann::ordered_json::parse(read_text_file(ladder_file, "ladder file"));
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError(ladder_file + ": not valid JSON: " + e.what());
+  }
+  const GemmProblem p = problem_from_json(j.at("problem"), ladder_file + " problem");
+  Bench b(o);
+  std::vector<BenchRow> rows;
+  uint64_t seed = o.seed;
+  for (const auto& rung : j.at("rungs")) {
+    const std::string name = rung.at("name").get<std::string>(), fam = rung.at("family").get<std::string>();
+    Selection s;
+    if (fam.empty()) {
+      s = b.rt.best_config(p);
+      if (s.provenance == Provenance::cublas) s.provenance = Provenance::exact; // the tuned kernel itself
+    } else {
+      const Family f = find_family(fam);
+      s.family = fam;
+      s.config = f.canonical(Config::from_json(rung.at("config").dump()));
+      s.provenance = Provenance::exact;
+      s.source = ladder_file;
+    }
+    rows.push_back(b.run(name, p, s, ++seed));
+  }
+  return rows;
+}
+
+double geomean_ratio(const std::vector<BenchRow>& rows, bool kernel_only) {
+  double sum = 0;
+  int n = 0;
+  for (const auto& r : rows) {
+    const double t = kernel_only ? r.kernel_ms : r.ktune_ms;
+    if (!r.error.empty() || t <= 0 || r.cublas_ms <= 0) continue;
+    sum += std::log(r.cublas_ms / t);
+    ++n;
+  }
+  return n ? std::exp(sum / n) : 0;
+}
+
+std::string format_bench(const std::vector<BenchRow>& rows, const std::string& device, bool ladder) {
+  std::string s = device + "\n";
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%-34s %9s %9s %7s %9s %7s  %s\n", ladder ? "rung" : "problem", "ktune", "cuBLAS",
+                "ratio", "kernel", "ratio", "provenance (TFLOPS; ratio = cuBLAS time / ktune time)");
+  s += buf;
+  for (const auto& r : rows) {
+    if (!r.error.empty()) {
+      std::snprintf(buf, sizeof buf, "%-34s FAILED: %s\n", r.name.c_str(), r.error.substr(0, 300).c_str());
+    } else {
+      std::snprintf(buf, sizeof buf, "%-34s %9.2f %9.2f %7.3f %9.2f %7.3f  %s\n", r.name.c_str(), tflops(r.problem, r.ktune_ms),
+                    tflops(r.problem, r.cublas_ms), r.cublas_ms / r.ktune_ms, tflops(r.problem, r.kernel_ms),
+                    r.kernel_ms > 0 ? r.cublas_ms / r.kernel_ms : 0.0, to_string(r.selection.provenance));
+    }
+    s += buf;
+  }
+  std::snprintf(buf, sizeof buf, "geometric mean of the ratios: %.3f (runtime's choice), %.3f (ktune kernels alone)\n",
+                geomean_ratio(rows, false), geomean_ratio(rows, true));
+  s += buf;
+  return s;
+}
+
+std::string bench_json(const std::vector<BenchRow>& rows, const std::string& device, const std::string& command) {
+  nlohmann::ordered_json out;
+  out["device"] = device;
+  out["command"] = command;
+  nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+  for (const auto& r : rows) {
+    nlohmann::ordered_json j;
+    j["name"] = r.name;
+    j["problem"] = r.problem.key();
+    j["provenance"] = to_string(r.selection.provenance);
+    j["family"] = r.selection.family;
+    j["config"] = nlohmann::ordered_json::parse(r.selection.config.size() ? r.selection.config.to_json() : "{}");
+    if (!r.error.empty()) j["error"] = r.error;
+    j["ktune_ms"] = r.ktune_ms;
+    j["kernel_ms"] = r.kernel_ms;
+    j["cublas_ms"] = r.cublas_ms;
+    j["ktune_tflops"] = tflops(r.problem, r.ktune_ms);
+    j["kernel_tflops"] = tflops(r.problem, r.kernel_ms);
+    j["cublas_tflops"] = tflops(r.problem, r.cublas_ms);
+    j["ratio"] = r.ktune_ms > 0 ? r.cublas_ms / r.ktune_ms : 0;
+    j["kernel_ratio"] = r.kernel_ms > 0 ? r.cublas_ms / r.kernel_ms : 0;
+    j["rel_error"] = r.rel_error;
+    arr.push_back(j);
+  }
+  out["rows"] = arr;
+  out["geomean_ratio"] = geomean_ratio(rows, false);
+  out["geomean_kernel_ratio"] = geomean_ratio(rows, true);
+  return out.dump(2) + "\n";
+}
+
+} // namespace ktune

@@ -1,0 +1,39 @@
+// ktune bench: cuBLAS and ktune's runtime choice, timed the tuner's way (verified first, L2
+// flushed, medians) in one process, per problem; and the SGEMM ladder at one shape.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ktune/runtime.h"
+#include "tuner/timing.h"
+
+namespace ktune {
+
+struct BenchRow {
+  std::string name; // the problem key, or the ladder rung
+  GemmProblem problem;
+  Selection selection;       // what ran as "ktune"
+  double ktune_ms = 0;       // the runtime's choice (cuBLAS where provenance is cublas)
+  double kernel_ms = 0;      // the selected ktune kernel itself, even where cuBLAS was chosen
+  double cublas_ms = 0;
+  double rel_error = 0;      // of the runtime's choice against FP64
+  std::string error;         // non-empty: this row failed (verification or a CUDA error)
+};
+
+struct BenchOptions {
+  RuntimeOptions runtime; // where configs come from (database, tables, shipped tables)
+  TimingOptions timing;
+  uint64_t seed = 1;
+};
+
+// Needs a GPU (runtime.device). Rows in problem order.
+std::vector<BenchRow> bench_problems(const std::vector<GemmProblem>& problems, const BenchOptions& o);
+// configs/ladder.json's rungs at its problem; a rung with an empty family is the runtime's choice.
+std::vector<BenchRow> bench_ladder(const std::string& ladder_file, const BenchOptions& o);
+
+double geomean_ratio(const std::vector<BenchRow>& rows, bool kernel_only);
+std::string format_bench(const std::vector<BenchRow>& rows, const std::string& device, bool ladder);
+std::string bench_json(const std::vector<BenchRow>& rows, const std::string& device, const std::string& command);
+
+} // namespace ktune
