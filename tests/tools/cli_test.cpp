@@ -149,3 +149,23 @@ TEST(Cli, QueryWithoutArchOrGpuIsAUsageError) {
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.out.find("--arch"), std::string::npos) << r.out;
 }
+
+TEST(Cli, BenchNeedsASuiteOrALadderAndSaysWhenThereIsNoGpu) {
+  EXPECT_EQ(run_ktune("bench").status, 2);
+  EXPECT_EQ(run_ktune("bench --suite configs/suites/quick.json --ladder configs/ladder.json").status, 2);
+  EXPECT_EQ(run_ktune("bench --suite /nonexistent.json").status, 2);
+  if (run_ktune("devices").status == 0) GTEST_SKIP() << "this machine has a GPU";
+  const std::string suite = std::string(KTUNE_SOURCE_DIR) + "/configs/suites/quick.json";
+  const CliRun r = run_ktune("bench --suite " + suite);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("no GPU available"), std::string::npos) << r.out;
+}
+
+TEST(Cli, SimulateReplaysARecordedRun) {
+  const std::string log = std::string(KTUNE_SOURCE_DIR) + "/tests/data/h100-gemm_simt-exhaustive-replay.json";
+  CliRun r = run_ktune("simulate --trials " + log + " --strategy genetic --repeat 2");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("median over problems"), std::string::npos) << r.out;
+  EXPECT_EQ(run_ktune("simulate --trials " + log + " --strategy sideways").status, 2);
+  EXPECT_EQ(run_ktune("simulate --trials /nonexistent.json").status, 2);
+}
