@@ -46,7 +46,7 @@ TEST(CApi, NullMatricesAndBadEnumsAreRefused) {
   EXPECT_NE(err().find("order"), std::string::npos) << err();
 }
 
-TEST(CApi, CreateWithoutAGpuSaysSo) {
+TEST(CApi, CreateWithoutADeviceSaysSo) {
   ktune_handle_t h = nullptr;
   const ktune_status_t s = ktune_create(&h, "/nonexistent/ktune.db");
   if (s == KTUNE_SUCCESS) {

@@ -160,7 +160,7 @@ TEST(Runtime, TheShippedSm90TableAnswersItsOwnProblems) {
   }
 }
 
-TEST(Runtime, RuntimeWithoutArchOrGpuFailsClearly) {
+TEST(Runtime, RuntimeWithoutArchOrDeviceFailsClearly) {
   RuntimeOptions o;
   if (!list_devices().empty()) GTEST_SKIP() << "this machine has a GPU";
   try {

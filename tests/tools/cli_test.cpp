@@ -97,7 +97,7 @@ TEST(Cli, TuneRejectsBadInputBeforeLookingForAGpu) {
   EXPECT_EQ(r.status, 2);
 }
 
-TEST(Cli, TuneAndDevicesWithoutAGpuSaySoInOneLineAndExitOne) {
+TEST(Cli, TuneAndDevicesWithoutADeviceSaySoInOneLineAndExitOne) {
   const CliRun probe = run_ktune("devices");
   if (probe.status == 0) GTEST_SKIP() << "this machine has a GPU";
   for (const char* cmd : {"devices", "tune --problem 64x64x64 --db /tmp/ktune-nogpu-test.db"}) {
@@ -143,7 +143,7 @@ TEST(Cli, QueryAnswersFromTheShippedTableWithoutAGpu) {
   EXPECT_EQ(j["provenance"], j["cublas_ms"].get<double>() < j["time_ms"].get<double>() ? "cublas" : "nearest");
 }
 
-TEST(Cli, QueryWithoutArchOrGpuIsAUsageError) {
+TEST(Cli, QueryWithoutArchOrDeviceIsAUsageError) {
   if (run_ktune("devices").status == 0) GTEST_SKIP() << "this machine has a GPU";
   const CliRun r = run_ktune("query --problem 64x64x64");
   EXPECT_EQ(r.status, 2);
