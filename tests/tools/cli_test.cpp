@@ -79,7 +79,7 @@ TEST(Cli, CompileReportsTheCubin) {
   EXPECT_NE(r.out.find("byte cubin"), std::string::npos) << r.out;
 }
 
-TEST(Cli, TuneRejectsBadInputBeforeLookingForAGpu) {
+TEST(Cli, TuneRejectsBadInputBeforeLookingForADevice) {
   CliRun r = run_ktune("tune --suite /nonexistent/suite.json");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.out.find("cannot read suite file '/nonexistent/suite.json'"), std::string::npos) << r.out;
@@ -119,7 +119,7 @@ TEST(Cli, UnreadableSuiteContentIsAUsageError) {
   EXPECT_NE(r.out.find("problem 0: missing \"k\""), std::string::npos) << r.out;
 }
 
-TEST(Cli, QueryAnswersFromTheShippedTableWithoutAGpu) {
+TEST(Cli, QueryAnswersFromTheShippedTableWithoutADevice) {
   CliRun r = run_ktune("query --arch sm_90 --problem 4096x4096x4096 --json --db /nonexistent.db");
   ASSERT_EQ(r.status, 0) << r.out;
   auto j = nlohmann::json::parse(r.out);
@@ -150,7 +150,7 @@ TEST(Cli, QueryWithoutArchOrDeviceIsAUsageError) {
   EXPECT_NE(r.out.find("--arch"), std::string::npos) << r.out;
 }
 
-TEST(Cli, BenchNeedsASuiteOrALadderAndSaysWhenThereIsNoGpu) {
+TEST(Cli, BenchNeedsASuiteOrALadderAndSaysWhenThereIsNoDevice) {
   EXPECT_EQ(run_ktune("bench").status, 2);
   EXPECT_EQ(run_ktune("bench --suite configs/suites/quick.json --ladder configs/ladder.json").status, 2);
   EXPECT_EQ(run_ktune("bench --suite /nonexistent.json").status, 2);
