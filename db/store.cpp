@@ -457,7 +457,7 @@ size_t Store::import_table(const Table& t) {
              "INSERT OR REPLACE INTO baselines (device_id, problem_id, library, median_ms, min_ms, p20_ms, p80_ms, reps, "
              "tflops) VALUES (?, ?, 'cublas', ?, ?, ?, ?, 0, ?)",
              path_);
-      const double tf = 2.0 * double(e.problem.m) * e.problem.n * e.problem.k / (*e.cublas_ms * 1e-3) / 1e12;
+      const double tf = tflops(e.problem, *e.cublas_ms);
       b.bind(1, device).bind(2, problem).bind(3, *e.cublas_ms).bind(4, *e.cublas_ms).bind(5, *e.cublas_ms);
       b.bind(6, *e.cublas_ms).bind(7, tf);
       b.step();

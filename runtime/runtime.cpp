@@ -43,11 +43,6 @@ std::string group_key(const GemmProblem& p) {
   return std::string(to_string(p.dtype)) + "/" + p.layout_string() + "/a" + std::to_string(p.align);
 }
 
-double log_distance(const GemmProblem& a, const GemmProblem& b) {
-  auto d = [](int64_t x, int64_t y) { return std::log(double(x)) - std::log(double(y)); };
-  return std::sqrt(d(a.m, b.m) * d(a.m, b.m) + d(a.n, b.n) * d(a.n, b.n) + d(std::max<int64_t>(a.k, 1), b.k) * d(std::max<int64_t>(a.k, 1), b.k));
-}
-
 // A tuned shape's config serves another problem as the same kernel launched on other sizes.
 GemmProblem as_tuned(const GemmProblem& p) {
   GemmProblem q = GemmProblem::make(p.m, p.n, p.k, p.layout_string(), p.dtype);
@@ -278,12 +273,7 @@ void Runtime::launch(const std::shared_ptr<void>& prepared, const GemmProblem& p
   CUcontext cur = nullptr;
   check_cu(driver().cuCtxGetCurrent(&cur), "cuCtxGetCurrent", "ktune::gemm");
   if (!cur) m.ctx->make_current();
-  KtuneGemmArgs a{};
-  a.A = A, a.B = B, a.C = C;
-  a.lda = p.eff_lda(), a.ldb = p.eff_ldb(), a.ldc = p.eff_ldc();
-  a.ws_ld = gemm_workspace_ld(p.n);
-  a.M = int(p.m), a.N = int(p.n), a.K = int(p.k);
-  a.alpha = p.alpha, a.beta = p.beta;
+  KtuneGemmArgs a = gemm_args(p, A, B, C, nullptr);
   if (!prep->module) {
     std::lock_guard<std::mutex> lk(m.gpu_mu);
     if (!m.cublas) m.cublas = std::make_unique<Cublas>();

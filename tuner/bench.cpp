@@ -14,8 +14,6 @@
 namespace ktune {
 namespace {
 
-double tflops(const GemmProblem& p, double ms) { return ms > 0 ? GemmOp::flops(p) / (ms * 1e-3) / 1e12 : 0; }
-
 struct Bench {
   const BenchOptions& o;
   DeviceInfo dev;

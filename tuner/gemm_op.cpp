@@ -105,16 +105,7 @@ void GemmOp::prepare(const GemmProblem& p, uint64_t seed) {
 }
 
 KtuneGemmArgs GemmOp::args() const {
-  KtuneGemmArgs a{};
-  a.A = a_.as<const float>();
-  a.B = b_.as<const float>();
-  a.C = c_.as<float>();
-  a.workspace = workspace_.as<float>();
-  a.lda = p_.eff_lda(), a.ldb = p_.eff_ldb(), a.ldc = p_.eff_ldc();
-  a.ws_ld = gemm_workspace_ld(p_.n);
-  a.M = static_cast<int>(p_.m), a.N = static_cast<int>(p_.n), a.K = static_cast<int>(p_.k);
-  a.alpha = p_.alpha, a.beta = p_.beta;
-  return a;
+  return gemm_args(p_, a_.as<const float>(), b_.as<const float>(), c_.as<float>(), workspace_.as<float>());
 }
 
 void GemmOp::reset_c(CUstream stream) {

@@ -34,7 +34,6 @@ class GemmOp {
 
   // Relative Frobenius error allowed for a dtype's results.
   static double tolerance(DType d);
-  static double flops(const GemmProblem& p) { return 2.0 * double(p.m) * double(p.n) * double(p.k); }
   // Fewest bytes a GEMM must move: A and B read once, C written once (and read when beta != 0).
   static double min_bytes(const GemmProblem& p);
 

@@ -1,6 +1,8 @@
 #include "ktune/problem.h"
 
+#include <algorithm>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <regex>
 
@@ -65,6 +67,15 @@ int GemmProblem::alignment_with_pointers(int align, const void* a, const void* b
   for (const void* p : {a, b, c})
     while (align > 4 && reinterpret_cast<uintptr_t>(p) % align != 0) align /= 2;
   return align;
+}
+
+double tflops(const GemmProblem& p, double ms) { return ms > 0 ? p.flops() / (ms * 1e-3) / 1e12 : 0; }
+
+double log_distance(const GemmProblem& a, const GemmProblem& b) {
+  auto d = [](int64_t x, int64_t y) {
+    return std::log(double(std::max<int64_t>(x, 1))) - std::log(double(std::max<int64_t>(y, 1)));
+  };
+  return std::sqrt(d(a.m, b.m) * d(a.m, b.m) + d(a.n, b.n) * d(a.n, b.n) + d(a.k, b.k) * d(a.k, b.k));
 }
 
 GemmProblem GemmProblem::make(int64_t m, int64_t n, int64_t k, const std::string& layout, DType dtype) {

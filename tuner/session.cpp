@@ -23,7 +23,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-double tflops(const GemmProblem& p, double ms) { return ms > 0 ? GemmOp::flops(p) / (ms * 1e-3) / 1e12 : 0; }
 
 std::string fmt_duration(double s) {
   char buf[32];

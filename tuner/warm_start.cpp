@@ -20,15 +20,11 @@ std::vector<Config> warm_start_configs(const std::string& source, const Family& 
     for (const auto& arch : store.best_archs())
       for (auto& e : store.export_table(arch).entries) entries.push_back(std::move(e));
   }
-  auto dist = [&](const GemmProblem& q) {
-    auto d = [](int64_t a, int64_t b) { return std::log(double(std::max<int64_t>(a, 1))) - std::log(double(b)); };
-    return std::hypot(d(p.m, q.m), d(p.n, q.n), d(p.k, q.k));
-  };
   std::vector<std::pair<double, Config>> ranked;
   for (const auto& e : entries) {
     if (e.family != f.name() || e.problem.dtype != p.dtype || e.problem.layout_string() != p.layout_string()) continue;
     try {
-      ranked.emplace_back(dist(e.problem), f.canonical(Config::from_json(e.config_json)));
+      ranked.emplace_back(log_distance(p, e.problem), f.canonical(Config::from_json(e.config_json)));
     } catch (const Error&) {
       // an entry of another version of the family: not a useful seed
     }

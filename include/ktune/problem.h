@@ -36,6 +36,7 @@ struct GemmProblem {
   std::string shape_string() const;  // "4096x4096x4096"
   // Canonical key, e.g. gemm/f32/NN/4096x4096x4096/a16.
   std::string key() const;
+  double flops() const { return 2.0 * double(m) * double(n) * double(k); }
 
   // Throws UsageError naming the offending field (sizes, leading dimensions, alignment, batch).
   void validate() const;
@@ -51,5 +52,12 @@ struct GemmProblem {
                           DType dtype = DType::f32);
   static GemmProblem parse(const std::string& shape, const std::string& layout = "NN", DType dtype = DType::f32);
 };
+
+// TFLOPS of p done in ms milliseconds (0 for ms <= 0).
+double tflops(const GemmProblem& p, double ms);
+
+// How far apart two problems are for lending configs: the Euclidean distance over log M, log N,
+// log K (a K of 0 counts as 1). Used by the runtime's nearest lookup and by warm starts.
+double log_distance(const GemmProblem& a, const GemmProblem& b);
 
 } // namespace ktune

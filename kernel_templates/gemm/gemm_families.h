@@ -1,5 +1,6 @@
 // Descriptors of the built-in GEMM families (host code; the .cu files beside them are the kernels).
 #pragma once
+#include "gemm/gemm_args.h"
 #include "ktune/family.h"
 
 namespace ktune {
@@ -13,6 +14,17 @@ std::string gemm_layout_args(const GemmProblem& p);
 // Leading dimension of each split-K workspace slice: N rounded up to 4 floats, so that vector
 // stores into the workspace are 16-byte aligned whatever N is. Launchers set args.ws_ld to it.
 inline long long gemm_workspace_ld(long long n) { return (n + 3) / 4 * 4; }
+// The argument block for p over the given device pointers (workspace may be null when the
+// launch plan needs none): leading dimensions, sizes, alpha and beta all come from p.
+inline KtuneGemmArgs gemm_args(const GemmProblem& p, const float* A, const float* B, float* C, float* workspace) {
+  KtuneGemmArgs a{};
+  a.A = A, a.B = B, a.C = C, a.workspace = workspace;
+  a.lda = p.eff_lda(), a.ldb = p.eff_ldb(), a.ldc = p.eff_ldc();
+  a.ws_ld = gemm_workspace_ld(p.n);
+  a.M = int(p.m), a.N = int(p.n), a.K = int(p.k);
+  a.alpha = p.alpha, a.beta = p.beta;
+  return a;
+}
 // ceil(a / b) for positive sizes, as the unsigned a grid dimension needs.
 unsigned ceil_div(int64_t a, int64_t b);
 

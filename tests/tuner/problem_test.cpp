@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "ktune/error.h"
 #include "ktune/problem.h"
 
@@ -48,4 +50,17 @@ TEST(Problem, AlignmentNarrowsWithPointers) {
   EXPECT_EQ(GemmProblem::alignment_with_pointers(16, buf, buf, buf), 16);
   EXPECT_EQ(GemmProblem::alignment_with_pointers(16, buf + 2, buf, buf), 8);
   EXPECT_EQ(GemmProblem::alignment_with_pointers(16, buf, buf + 1, buf), 4);
+}
+
+TEST(Problem, FlopsTflopsAndLogDistance) {
+  const auto p = GemmProblem::parse("1000x2000x500");
+  EXPECT_DOUBLE_EQ(p.flops(), 2e9);
+  EXPECT_DOUBLE_EQ(tflops(p, 1.0), 2.0); // 2 GFLOP in 1 ms
+  EXPECT_EQ(tflops(p, 0.0), 0.0);
+  const auto q = GemmProblem::parse("2000x2000x500");
+  EXPECT_NEAR(log_distance(p, q), std::log(2.0), 1e-12);
+  EXPECT_DOUBLE_EQ(log_distance(p, q), log_distance(q, p));
+  EXPECT_EQ(log_distance(p, p), 0.0);
+  // K = 0 counts as K = 1.
+  EXPECT_NEAR(log_distance(GemmProblem::parse("8x8x0"), GemmProblem::parse("8x8x1")), 0.0, 1e-12);
 }
