@@ -449,15 +449,15 @@ int main(int argc, char** argv) {
       o.runtime.db_path = bn_db.empty() ? default_db_path() : bn_db;
       o.runtime.tables = bn_tables;
       o.runtime.device = bn_device;
-      const auto rows = bn_ladder.empty() ? bench_problems(problems, o) : bench_ladder(bn_ladder, o);
+      const auto rep = bn_ladder.empty() ? bench_problems(problems, o) : bench_ladder(bn_ladder, o);
       const std::string dev = devs.at(size_t(bn_device)).name + " (" + devs.at(size_t(bn_device)).arch + ")";
-      std::printf("%s", format_bench(rows, dev, !bn_ladder.empty()).c_str());
+      std::printf("%s", format_bench(rep, dev, !bn_ladder.empty()).c_str());
       if (!bn_json.empty()) {
         std::string cmd = "ktune";
         for (int i = 1; i < argc; ++i) cmd += std::string(" ") + argv[i];
-        write_atomically(bn_json, bench_json(rows, dev, cmd));
+        write_atomically(bn_json, bench_json(rep, dev, cmd));
       }
-      for (const auto& r : rows)
+      for (const auto& r : rep.rows)
         if (!r.error.empty()) return 1;
       return 0;
     }

@@ -34,6 +34,20 @@ struct Bench {
     timer = std::make_unique<Timer>(dev.l2_bytes);
   }
 
+  // cuMemcpyDtoD of 256 MiB, timed like a kernel: the bandwidth a memory-bound GEMM is held
+  // against, counting bytes read and written.
+  double copy_tb_s() {
+    const size_t bytes = size_t(256) << 20;
+    DeviceBuffer src(bytes, "copy bandwidth source"), dst(bytes, "copy bandwidth destination");
+    check_cu(driver().cuMemsetD32Async(src.ptr(), 0x3f800000u, bytes / 4, nullptr), "cuMemsetD32Async", "copy bandwidth");
+    const double ms = timer->time(
+        [&](CUstream st) {
+          check_cu(driver().cuMemcpyDtoDAsync(dst.ptr(), src.ptr(), bytes, st), "cuMemcpyDtoDAsync", "copy bandwidth");
+        },
+        nullptr, o.timing).median_ms;
+    return 2.0 * double(bytes) / (ms * 1e-3) / 1e12;
+  }
+
   // Verifies sel on p against FP64, then times it and cuBLAS on the same inputs.
   BenchRow run(const std::string& name, const GemmProblem& p, Selection sel, uint64_t seed) {
     BenchRow r;
@@ -75,15 +89,18 @@ struct Bench {
 
 } // namespace
 
-std::vector<BenchRow> bench_problems(const std::vector<GemmProblem>& problems, const BenchOptions& o) {
+double gemm_min_bytes(const GemmProblem& p) { return 4.0 * (double(p.m) * p.k + double(p.k) * p.n + double(p.m) * p.n); }
+
+BenchReport bench_problems(const std::vector<GemmProblem>& problems, const BenchOptions& o) {
   Bench b(o);
-  std::vector<BenchRow> rows;
+  BenchReport rep;
+  rep.copy_tb_s = b.copy_tb_s();
   uint64_t seed = o.seed;
-  for (const auto& p : problems) rows.push_back(b.run(p.key(), p, b.rt.best_config(p), ++seed));
-  return rows;
+  for (const auto& p : problems) rep.rows.push_back(b.run(p.key(), p, b.rt.best_config(p), ++seed));
+  return rep;
 }
 
-std::vector<BenchRow> bench_ladder(const std::string& ladder_file, const BenchOptions& o) {
+BenchReport bench_ladder(const std::string& ladder_file, const BenchOptions& o) {
   nlohmann::ordered_json j;
   try {
     j = nlohmann::ordered_json::parse(read_text_file(ladder_file, "ladder file"));
@@ -92,7 +109,8 @@ std::vector<BenchRow> bench_ladder(const std::string& ladder_file, const BenchOp
   }
   const GemmProblem p = problem_from_json(j.at("problem"), ladder_file + " problem");
   Bench b(o);
-  std::vector<BenchRow> rows;
+  BenchReport rep;
+  rep.copy_tb_s = b.copy_tb_s();
   uint64_t seed = o.seed;
   for (const auto& rung : j.at("rungs")) {
     const std::string name = rung.at("name").get<std::string>(), fam = rung.at("family").get<std::string>();
@@ -107,9 +125,9 @@ std::vector<BenchRow> bench_ladder(const std::string& ladder_file, const BenchOp
       s.provenance = Provenance::exact;
       s.source = ladder_file;
     }
-    rows.push_back(b.run(name, p, s, ++seed));
+    rep.rows.push_back(b.run(name, p, s, ++seed));
   }
-  return rows;
+  return rep;
 }
 
 double geomean_ratio(const std::vector<BenchRow>& rows, bool kernel_only) {
@@ -124,19 +142,29 @@ double geomean_ratio(const std::vector<BenchRow>& rows, bool kernel_only) {
   return n ? std::exp(sum / n) : 0;
 }
 
-std::string format_bench(const std::vector<BenchRow>& rows, const std::string& device, bool ladder) {
+// Bandwidth of a GEMM that took ms, counting its minimum bytes, as a fraction of the copy's.
+double copy_fraction(const GemmProblem& p, double ms, double copy_tb_s) {
+  return ms > 0 && copy_tb_s > 0 ? gemm_min_bytes(p) / (ms * 1e-3) / 1e12 / copy_tb_s : 0;
+}
+
+std::string format_bench(const BenchReport& rep, const std::string& device, bool ladder) {
+  const auto& rows = rep.rows;
   std::string s = device + "\n";
   char buf[512];
-  std::snprintf(buf, sizeof buf, "%-34s %9s %9s %7s %9s %7s  %s\n", ladder ? "rung" : "problem", "ktune", "cuBLAS",
-                "ratio", "kernel", "ratio", "provenance (TFLOPS; ratio = cuBLAS time / ktune time)");
+  std::snprintf(buf, sizeof buf, "device-to-device copy: %.3f TB/s (bytes read + written)\n", rep.copy_tb_s);
+  s += buf;
+  std::snprintf(buf, sizeof buf, "%-34s %9s %9s %7s %9s %7s %6s  %s\n", ladder ? "rung" : "problem", "ktune", "cuBLAS",
+                "ratio", "kernel", "ratio", "%copy",
+                "provenance (TFLOPS; ratio = cuBLAS time / ktune time; %copy = kernel's A+B+C bytes/s over the copy's)");
   s += buf;
   for (const auto& r : rows) {
     if (!r.error.empty()) {
       std::snprintf(buf, sizeof buf, "%-34s FAILED: %s\n", r.name.c_str(), r.error.substr(0, 300).c_str());
     } else {
-      std::snprintf(buf, sizeof buf, "%-34s %9.2f %9.2f %7.3f %9.2f %7.3f  %s\n", r.name.c_str(), tflops(r.problem, r.ktune_ms),
-                    tflops(r.problem, r.cublas_ms), r.cublas_ms / r.ktune_ms, tflops(r.problem, r.kernel_ms),
-                    r.kernel_ms > 0 ? r.cublas_ms / r.kernel_ms : 0.0, to_string(r.selection.provenance));
+      std::snprintf(buf, sizeof buf, "%-34s %9.2f %9.2f %7.3f %9.2f %7.3f %5.1f%%  %s\n", r.name.c_str(),
+                    tflops(r.problem, r.ktune_ms), tflops(r.problem, r.cublas_ms), r.cublas_ms / r.ktune_ms,
+                    tflops(r.problem, r.kernel_ms), r.kernel_ms > 0 ? r.cublas_ms / r.kernel_ms : 0.0,
+                    100 * copy_fraction(r.problem, r.kernel_ms, rep.copy_tb_s), to_string(r.selection.provenance));
     }
     s += buf;
   }
@@ -146,10 +174,12 @@ std::string format_bench(const std::vector<BenchRow>& rows, const std::string& d
   return s;
 }
 
-std::string bench_json(const std::vector<BenchRow>& rows, const std::string& device, const std::string& command) {
+std::string bench_json(const BenchReport& rep, const std::string& device, const std::string& command) {
+  const auto& rows = rep.rows;
   nlohmann::ordered_json out;
   out["device"] = device;
   out["command"] = command;
+  out["copy_tb_s"] = rep.copy_tb_s;
   nlohmann::ordered_json arr = nlohmann::ordered_json::array();
   for (const auto& r : rows) {
     nlohmann::ordered_json j;
@@ -167,6 +197,10 @@ std::string bench_json(const std::vector<BenchRow>& rows, const std::string& dev
     j["cublas_tflops"] = tflops(r.problem, r.cublas_ms);
     j["ratio"] = r.ktune_ms > 0 ? r.cublas_ms / r.ktune_ms : 0;
     j["kernel_ratio"] = r.kernel_ms > 0 ? r.cublas_ms / r.kernel_ms : 0;
+    j["min_bytes"] = gemm_min_bytes(r.problem);
+    j["kernel_tb_s"] = r.kernel_ms > 0 ? gemm_min_bytes(r.problem) / (r.kernel_ms * 1e-3) / 1e12 : 0;
+    j["kernel_copy_fraction"] = copy_fraction(r.problem, r.kernel_ms, rep.copy_tb_s);
+    j["cublas_copy_fraction"] = copy_fraction(r.problem, r.cublas_ms, rep.copy_tb_s);
     j["rel_error"] = r.rel_error;
     arr.push_back(j);
   }

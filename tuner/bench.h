@@ -21,6 +21,16 @@ struct BenchRow {
   std::string error;         // non-empty: this row failed (verification or a CUDA error)
 };
 
+// What one ktune bench run measured: the rows, and the device-to-device copy bandwidth of the
+// same device in the same process (the ceiling memory-bound rows are held against).
+struct BenchReport {
+  std::vector<BenchRow> rows;
+  double copy_tb_s = 0; // bytes read plus bytes written per second, / 1e12
+};
+
+// Bytes a GEMM must move at least: A, B and C once each.
+double gemm_min_bytes(const GemmProblem& p);
+
 struct BenchOptions {
   RuntimeOptions runtime; // where configs come from (database, tables, shipped tables)
   TimingOptions timing;
@@ -28,12 +38,12 @@ struct BenchOptions {
 };
 
 // Needs a GPU (runtime.device). Rows in problem order.
-std::vector<BenchRow> bench_problems(const std::vector<GemmProblem>& problems, const BenchOptions& o);
+BenchReport bench_problems(const std::vector<GemmProblem>& problems, const BenchOptions& o);
 // configs/ladder.json's rungs at its problem; a rung with an empty family is the runtime's choice.
-std::vector<BenchRow> bench_ladder(const std::string& ladder_file, const BenchOptions& o);
+BenchReport bench_ladder(const std::string& ladder_file, const BenchOptions& o);
 
 double geomean_ratio(const std::vector<BenchRow>& rows, bool kernel_only);
-std::string format_bench(const std::vector<BenchRow>& rows, const std::string& device, bool ladder);
-std::string bench_json(const std::vector<BenchRow>& rows, const std::string& device, const std::string& command);
+std::string format_bench(const BenchReport& report, const std::string& device, bool ladder);
+std::string bench_json(const BenchReport& report, const std::string& device, const std::string& command);
 
 } // namespace ktune

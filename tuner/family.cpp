@@ -64,7 +64,8 @@ bool Family::supports(const GemmProblem& p, const DeviceInfo& d, std::string* wh
   return true;
 }
 
-Config Family::canonical(const Config& c) const {
+Config Family::canonical(const Config& given) const {
+  const Config c = upgrade_ ? upgrade_(given) : given;
   Config out;
   for (const auto& prm : params_) {
     if (!c.has(prm.name)) throw UsageError("config " + c.to_json() + " lacks parameter '" + prm.name + "' of family " + name_);

@@ -85,6 +85,14 @@ class Family {
     return *this;
   }
   std::optional<Config> generalized(const Config& c) const { return generalize_ ? generalize_(c) : std::nullopt; }
+  // Fills in parameters a family gained after configs were recorded (tables, trial logs,
+  // warm-start files), with the value that reproduces the kernel those configs were measured
+  // with. canonical() applies it, so every config read from outside passes through it.
+  using UpgradeFn = std::function<Config(Config)>;
+  Family& upgrade(UpgradeFn fn) {
+    upgrade_ = std::move(fn);
+    return *this;
+  }
   Family& min_arch(int arch) { min_arch_ = arch; return *this; }
   Family& dtypes(std::vector<DType> d) { dtypes_ = std::move(d); return *this; }
   Family& describe(std::string about) { about_ = std::move(about); return *this; }
@@ -101,8 +109,8 @@ class Family {
   const std::vector<Constraint>& constraints() const { return constraints_; }
   int min_arch() const { return min_arch_; }
 
-  // The same values in the declared parameter order (the canonical form hashes depend on);
-  // throws UsageError on an unknown or missing parameter.
+  // The same values in the declared parameter order (the canonical form hashes depend on), after
+  // upgrade(); throws UsageError on an unknown or missing parameter.
   Config canonical(const Config& c) const;
 
   // Empty when valid; otherwise why not: unknown or missing parameters, values outside a domain,
@@ -140,6 +148,7 @@ class Family {
   LaunchFn launch_;
   DefaultFn default_;
   GeneralizeFn generalize_;
+  UpgradeFn upgrade_;
   int min_arch_ = 0;
   std::vector<DType> dtypes_ = {DType::f32};
 };

@@ -10,7 +10,7 @@ namespace {
 
 // Quantities derived from a (possibly partial) config, mirroring the constexprs of the kernel.
 int threads(const Config& c) { return 32 * (c["BM"] / c["WM"]) * (c["BN"] / c["WN"]); }
-int lanes_n(const Config& c) { return std::min(32, c["WN"] / c["TN"]); }
+int lanes_n(const Config& c) { return c["LN"]; }
 int lanes_m(const Config& c) { return 32 / lanes_n(c); }
 int accumulators(const Config& c) { return c["WM"] * c["WN"] / 32; }
 int buffers(const Config& c) { return c["PIPE"] == 0 ? 1 : (c["PIPE"] == 1 ? 2 : c["PIPE"]); }
@@ -51,6 +51,7 @@ Family gemm_simt_family() {
       .param("WN", {8, 16, 32, 64, 128, 256}, "warp tile columns (warp_n)")
       .param("TM", {1, 2, 4, 8, 16}, "thread tile rows (thread_m)")
       .param("TN", {1, 2, 4, 8, 16}, "thread tile columns (thread_n)")
+      .param("LN", {1, 2, 4, 8, 16, 32}, "lanes of a warp along N (32 / LN along M): TN-wide sub-tiles LN * TN apart")
       .param("BK", {8, 16, 32}, "K depth of one shared-memory stage (block_k)")
       .param("VEC", {1, 2, 4}, "global load width in floats")
       .param("AT", {0, 1}, "A stored k-major (transposed) in shared memory")
@@ -65,15 +66,17 @@ Family gemm_simt_family() {
       .restrict("threads per block <= device limit", {"BM", "BN", "WM", "WN"},
                 [](const Config& c, P, D d) { return threads(c) <= d.max_threads_per_block; })
       .restrict("accumulators per thread <= 128", {"WM", "WN"}, [](const Config& c, P, D) { return accumulators(c) <= 128; })
-      .restrict("32 lanes of TM x TN tiles cover the warp tile", {"WM", "WN", "TM", "TN"},
-                [](const Config& c, P, D) { return c["TN"] <= c["WN"] && c["WM"] % (lanes_m(c) * c["TM"]) == 0; })
-      .restrict("register estimate within the __launch_bounds__ cap", {"BM", "BN", "WM", "WN", "TM", "TN"},
+      .restrict("32 lanes of TM x TN tiles cover the warp tile", {"WM", "WN", "TM", "TN", "LN"},
+                [](const Config& c, P, D) {
+                  return c["WN"] % (lanes_n(c) * c["TN"]) == 0 && c["WM"] % (lanes_m(c) * c["TM"]) == 0;
+                })
+      .restrict("register estimate within the __launch_bounds__ cap", {"BM", "BN", "WM", "WN", "TM", "TN", "LN"},
                 [](const Config& c, P, D) { return register_estimate(c) <= register_cap(c); })
       .restrict("global vector width within the problem's alignment class", {"VEC"},
                 [](const Config& c, P p, D) { return c["VEC"] * 4 <= p.align; })
       .restrict("shared memory within the device's per-block limit", {"BM", "BN", "BK", "AT", "PAD", "PIPE"},
                 [](const Config& c, P, D d) { return smem_bytes(c) <= size_t(d.max_smem_per_block_optin); })
-      .restrict("register staging of the double buffer within the cap", {"BM", "BN", "WM", "WN", "TM", "TN", "BK", "PIPE"},
+      .restrict("register staging of the double buffer within the cap", {"BM", "BN", "WM", "WN", "TM", "TN", "LN", "BK", "PIPE"},
                 [](const Config& c, P, D) {
                   const int staged = (c["BM"] * c["BK"] + c["BK"] * c["BN"] + threads(c) - 1) / threads(c);
                   return c["PIPE"] >= 2 || register_estimate(c) + staged <= register_cap(c);
@@ -92,9 +95,16 @@ Family gemm_simt_family() {
   // on for large shapes, bounds-checked so that it serves any shape. The vector width follows
   // the alignment class and the pipeline the arch.
   f.defaults([](const GemmProblem& p, const DeviceInfo& d) {
-    return Config{{"BM", 128}, {"BN", 128}, {"WM", 64}, {"WN", 32}, {"TM", 8}, {"TN", 4}, {"BK", 8},
+    return Config{{"BM", 128}, {"BN", 128}, {"WM", 64}, {"WN", 32}, {"TM", 8}, {"TN", 4}, {"LN", 8}, {"BK", 8},
                   {"VEC", std::min(4, p.align / 4)}, {"AT", 1}, {"PAD", 4}, {"PIPE", d.arch_number() >= 80 ? 3 : 1},
                   {"SPLITK", 1}, {"SWZ", 8}, {"EVEN", 0}};
+  });
+
+  // LN came after the first tables and trial logs; they were measured with the lane layout the
+  // kernel then derived, LN = min(32, WN / TN), which is therefore their value.
+  f.upgrade([](Config c) {
+    if (!c.has("LN") && c.has("WN") && c.has("TN") && c["TN"] > 0) c.set("LN", std::min(32, c["WN"] / c["TN"]));
+    return c;
   });
 
   // EVEN = 1 only drops bounds checks: its general twin is the same kernel with them.
@@ -108,7 +118,7 @@ Family gemm_simt_family() {
   f.kernels([](const Config& c, const GemmProblem& p) {
      // Template parameter order of gemm_simt.cu, which differs from the enumeration order.
      std::string args;
-     for (const char* name : {"BM", "BN", "BK", "WM", "WN", "TM", "TN", "VEC", "AT", "PAD", "PIPE", "SPLITK", "SWZ", "EVEN"})
+     for (const char* name : {"BM", "BN", "BK", "WM", "WN", "TM", "TN", "LN", "VEC", "AT", "PAD", "PIPE", "SPLITK", "SWZ", "EVEN"})
        args += std::to_string(c[name]) + ",";
      std::vector<std::string> names{"gemm_simt<" + args + gemm_layout_args(p) + ">"};
      if (c["SPLITK"] > 1) names.push_back("gemm_splitk_reduce<" + std::to_string(c["SPLITK"]) + ">");

@@ -4,8 +4,13 @@
 // Template parameters (host code spells them as in the config JSON):
 //   BM, BN, BK   block tile: rows of C, columns of C, depth of K per shared-memory stage
 //   WM, WN       warp tile; the block has (BM/WM) x (BN/WN) warps
-//   TM, TN       thread tile; lanes sit LM x LN inside the warp and step over the warp tile
-//                WMI x WNI times (TN = 1 or TM = 1 is the classic 1D thread tile)
+//   TM, TN       thread tile (TN = 1 or TM = 1 is the classic 1D thread tile)
+//   LN           lanes of a warp along N (LM = 32 / LN along M); each lane steps over the warp
+//                tile WMI x WNI times, so with LN * TN < WN a lane holds WNI separate TN-wide
+//                sub-tiles. Sub-tiles keep a quarter-warp's vector reads of shared memory on
+//                distinct banks: e.g. 8 x 8 per thread as 2 x 2 sub-tiles of 4 x 4 (LN = 8)
+//                reads 8 consecutive float4 where one contiguous 8 x 8 tile would read every
+//                other float4 and conflict 2-way
 //   VEC          global-memory vector width in floats (1, 2, 4)
 //   AT           A kept k-major ("transposed") in shared memory, so a thread reads TM rows of A
 //                with one vector load instead of TM scalar loads
@@ -17,6 +22,7 @@
 //   EVEN         no bounds checks; only valid when the tiles divide M, N and K/SPLITK
 //   A_COL, B_COL layouts from the problem: 1 = column-major (transposed, "T")
 #include "gemm_common.cuh"
+#include "gemm_splitk.cuh"
 
 namespace ktune_dev {
 
@@ -108,13 +114,12 @@ __device__ __forceinline__ void raster(int pid, int tiles_m, int tiles_n, int& t
 
 } // namespace ktune_dev
 
-template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int VEC, int AT, int PAD, int PIPE, int SPLITK,
+template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int LN, int VEC, int AT, int PAD, int PIPE, int SPLITK,
           int SWZ, int EVEN, int A_COL, int B_COL>
 __global__ void __launch_bounds__(32 * (BM / WM) * (BN / WN)) gemm_simt(KtuneGemmArgs p) {
   using namespace ktune_dev;
   constexpr int NT = 32 * (BM / WM) * (BN / WN);
-  constexpr int LN = (WN / TN) < 32 ? (WN / TN) : 32; // lanes along N in a warp
-  constexpr int LM = 32 / LN;
+  constexpr int LM = 32 / LN; // lanes along M in a warp
   constexpr int WMI = WM / (LM * TM), WNI = WN / (LN * TN);
   constexpr int A_LD = AT ? BM + PAD : BK + PAD; // As is [BK][A_LD] when AT, else [BM][A_LD]
   constexpr int A_SIZE = AT ? BK * A_LD : BM * A_LD;
@@ -281,20 +286,4 @@ __global__ void __launch_bounds__(32 * (BM / WM) * (BN / WN)) gemm_simt(KtuneGem
           }
         }
     }
-}
-
-// Adds the SPLITK partial products in slice order (so the result is bit-for-bit repeatable)
-// and applies alpha and beta. One thread per element of C.
-template <int SPLITK>
-__global__ void __launch_bounds__(256) gemm_splitk_reduce(KtuneGemmArgs p) {
-  const long long idx = blockIdx.x * 256ll + threadIdx.x;
-  if (idx >= (long long)p.M * p.N) return;
-  const long long row = idx / p.N, col = idx % p.N;
-  const long long slice = (long long)p.M * p.ws_ld;
-  const float* w = p.workspace + row * p.ws_ld + col;
-  float sum = 0.0f;
-#pragma unroll
-  for (int z = 0; z < SPLITK; ++z) sum += w[z * slice];
-  float* c = p.C + row * p.ldc + col;
-  *c = ktune_dev::axpby(p.alpha, sum, p.beta, c);
 }

@@ -51,7 +51,7 @@ class GemmGpu : public ::testing::Test {
   // Compiles every (config, layout) ahead on all cores, then runs each config on every shape it
   // is valid for. A CUDA error aborts the test: after a sticky error the context is unusable.
   Tally run(const Family& f, const std::vector<Config>& configs, const std::vector<Shape>& shapes,
-            const std::vector<const char*>& layouts, uint64_t seed_base) {
+            const std::vector<const char*>& layouts, uint64_t seed_base, const char* compile_shape = "2048x2048x2048") {
     const DeviceInfo& dev = *dev_;
     Compiler compiler;
     GemmOp op(compiler, dev);
@@ -61,11 +61,12 @@ class GemmGpu : public ::testing::Test {
       std::future<std::shared_ptr<const CompiledKernel>> cubin;
     };
     std::vector<Job> jobs;
-    // The cubin does not depend on the shape; 2048^3 is one every sampled config is valid for
-    // (tiles and split-K divide it, its workspace fits), so compile_request accepts it.
+    // The cubin does not depend on the shape; compile_shape is one every given config is valid
+    // for (2048^3 for the general families: tiles and split-K divide it, its workspace fits), so
+    // compile_request accepts it.
     for (const auto& c : configs)
       for (const char* l : layouts)
-        jobs.push_back({c, l, compiler.compile_async(compile_request(f, c, GemmProblem::parse("2048x2048x2048", l), dev.arch))});
+        jobs.push_back({c, l, compiler.compile_async(compile_request(f, c, GemmProblem::parse(compile_shape, l), dev.arch))});
     Tally t;
     uint64_t i = seed_base;
     for (auto& job : jobs) {
@@ -176,4 +177,27 @@ TEST_F(GemmGpu, SimtSubsetMatchesFp64ReferenceAt2999And4096) {
   }
   EXPECT_EQ(total.failed, 0u);
   EXPECT_EQ(total.passed, at2999.size() + at4096.size());
+}
+
+TEST_F(GemmGpu, SkinnySampledConfigsMatchFp64Reference) {
+  const Family f = find_family("gemm_skinny");
+  // Which parameters apply depends on B's layout and on M, so configs are drawn per layout and
+  // per row count; each then runs on every test shape it is valid for.
+  const std::vector<Shape> shapes = {{1, 1, 1},       {1, 4099, 333}, {3, 13, 5},    {16, 257, 131},
+                                     {16, 4096, 4096}, {48, 1000, 1000}, {64, 65, 17}, {5, 3, 0}};
+  Tally total;
+  uint64_t seed = 7000;
+  for (const char* rows : {"1", "16", "48"})
+    for (const char* l : kLayouts) {
+      const std::string at = std::string(rows) + "x2048x2048";
+      const auto configs = f.sample(GemmProblem::parse(at, l), *dev_, 16, seed);
+      ASSERT_EQ(configs.size(), 16u) << at << " " << l;
+      const Tally t = run(f, configs, shapes, {l}, seed * 10, at.c_str());
+      seed += 1;
+      total.passed += t.passed, total.failed += t.failed;
+      total.layouts.insert(t.layouts.begin(), t.layouts.end());
+      total.alphas.insert(t.alphas.begin(), t.alphas.end());
+      total.betas.insert(t.betas.begin(), t.betas.end());
+    }
+  expect_full_coverage(total);
 }

@@ -86,9 +86,38 @@ TEST(Compiler, SampledAndCornerSimtConfigsCompileForSm90) {
   compile_all(find_family("gemm_simt"), cases, "sm_90");
 }
 
+// gemm_skinny's valid parameters depend on B's layout (KG or NC) and on M (MT), so it is drawn
+// per layout and row count, plus one config for every value of every parameter in some layout.
+TEST(Compiler, SampledAndCornerSkinnyConfigsCompileForSm90) {
+  const Family f = find_family("gemm_skinny");
+  const auto d = DeviceInfo::nominal("sm_90");
+  std::vector<std::pair<Config, GemmProblem>> cases;
+  for (const char* rows : {"1x4096x4096", "16x4096x4096", "48x4096x4096"})
+    for (const char* l : kLayouts) {
+      const auto p = GemmProblem::parse(rows, l);
+      for (const auto& c : f.sample(p, d, 4, 11)) cases.emplace_back(c, p);
+    }
+  for (const auto& prm : f.params())
+    for (int v : prm.values) {
+      SpaceRestriction r;
+      r.domains[prm.name] = {v};
+      const Family one_value = f.restricted(r);
+      bool found = false;
+      for (const char* rows : {"1x4096x4096", "4x4096x4096", "16x4096x4096", "48x4096x4096"})
+        for (const char* l : {"NN", "NT"}) {
+          const auto p = GemmProblem::parse(rows, l);
+          const auto one = found ? std::vector<Config>{} : one_value.sample(p, d, 1, 5 + v);
+          if (!one.empty()) cases.emplace_back(one[0], p), found = true;
+        }
+      EXPECT_TRUE(found) << "no valid config with " << prm.name << "=" << v;
+    }
+  EXPECT_GE(cases.size(), 48u + 20u);
+  compile_all(f, cases, "sm_90");
+}
+
 TEST(Compiler, InvalidConfigIsRejectedBeforeCompiling) {
   const Family f = find_family("gemm_simt");
-  Config c{{"BM", 128}, {"BN", 128}, {"WM", 64}, {"WN", 64}, {"TM", 8}, {"TN", 8}, {"BK", 8}, {"VEC", 4}, {"AT", 1},
+  Config c{{"BM", 128}, {"BN", 128}, {"WM", 64}, {"WN", 64}, {"TM", 8}, {"TN", 8}, {"LN", 8}, {"BK", 8}, {"VEC", 4}, {"AT", 1},
            {"PAD", 4}, {"PIPE", 2}, {"SPLITK", 1}, {"SWZ", 1}, {"EVEN", 0}};
   const auto unaligned = GemmProblem::parse("2999x2999x2999");
   try {

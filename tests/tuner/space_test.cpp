@@ -14,7 +14,7 @@ const GemmProblem k4096 = GemmProblem::parse("4096x4096x4096");
 TEST(Space, BuiltinFamiliesAreRegistered) {
   std::set<std::string> names;
   for (const auto& f : builtin_families()) names.insert(f.name());
-  EXPECT_EQ(names, (std::set<std::string>{"gemm_naive", "gemm_smem", "gemm_simt"}));
+  EXPECT_EQ(names, (std::set<std::string>{"gemm_naive", "gemm_smem", "gemm_simt", "gemm_skinny"}));
   EXPECT_THROW(find_family("gemm_nope"), UsageError);
 }
 
@@ -56,7 +56,7 @@ TEST(Space, PrunedEnumerationAgreesWithFullValidation) {
 
 TEST(Space, BrokenConstraintsAreNamed) {
   const Family f = find_family("gemm_simt");
-  Config c{{"BM", 128}, {"BN", 128}, {"WM", 64}, {"WN", 64}, {"TM", 8}, {"TN", 8}, {"BK", 8}, {"VEC", 4}, {"AT", 1},
+  Config c{{"BM", 128}, {"BN", 128}, {"WM", 64}, {"WN", 64}, {"TM", 8}, {"TN", 8}, {"LN", 8}, {"BK", 8}, {"VEC", 4}, {"AT", 1},
            {"PAD", 4}, {"PIPE", 2}, {"SPLITK", 1}, {"SWZ", 1}, {"EVEN", 0}};
   EXPECT_TRUE(f.valid(c, k4096, DeviceInfo::nominal("sm_90")));
   const auto unaligned = GemmProblem::parse("2999x2999x2999");
@@ -71,7 +71,7 @@ TEST(Space, BrokenConstraintsAreNamed) {
 
 TEST(Space, SharedMemoryLimitDependsOnArch) {
   const Family f = find_family("gemm_simt");
-  Config c{{"BM", 256}, {"BN", 128}, {"WM", 64}, {"WN", 64}, {"TM", 8}, {"TN", 8}, {"BK", 32}, {"VEC", 4}, {"AT", 1},
+  Config c{{"BM", 256}, {"BN", 128}, {"WM", 64}, {"WN", 64}, {"TM", 8}, {"TN", 8}, {"LN", 8}, {"BK", 32}, {"VEC", 4}, {"AT", 1},
            {"PAD", 4}, {"PIPE", 3}, {"SPLITK", 1}, {"SWZ", 1}, {"EVEN", 0}};
   // 3 stages x (32 x 260 + 32 x 132) floats = 150528 bytes: fits sm_90's 227 KB, not sm_86's 99 KB.
   EXPECT_TRUE(f.valid(c, k4096, DeviceInfo::nominal("sm_90")));
@@ -137,7 +137,7 @@ TEST(Space, ValidityChecksConstraintsInOrderSoLaterOnesMayRelyOnEarlierOnes) {
   // BM < WM gives zero warps; the register constraint divides by the thread count and must
   // never see such a config (a strategy stepping BM down once crashed the tuner with SIGFPE).
   const Family f = find_family("gemm_simt");
-  Config c{{"BM", 16}, {"BN", 128}, {"WM", 64}, {"WN", 64}, {"TM", 8}, {"TN", 8}, {"BK", 8}, {"VEC", 4}, {"AT", 1},
+  Config c{{"BM", 16}, {"BN", 128}, {"WM", 64}, {"WN", 64}, {"TM", 8}, {"TN", 8}, {"LN", 8}, {"BK", 8}, {"VEC", 4}, {"AT", 1},
            {"PAD", 4}, {"PIPE", 2}, {"SPLITK", 1}, {"SWZ", 1}, {"EVEN", 0}};
   const auto why = f.violations(c, k4096, DeviceInfo::nominal("sm_90"));
   ASSERT_EQ(why.size(), 1u);
@@ -151,4 +151,34 @@ TEST(Space, ValidityChecksConstraintsInOrderSoLaterOnesMayRelyOnEarlierOnes) {
         n.set(prm.name, x);
         f.valid(n, k4096, d);
       }
+}
+
+TEST(Space, ConfigsRecordedBeforeLnGetTheLaneLayoutTheyWereMeasuredWith) {
+  // Tables and trial logs written before gemm_simt had LN: the kernel then derived
+  // LN = min(32, WN / TN), and canonical() fills in exactly that.
+  const Family f = find_family("gemm_simt");
+  const char* old = R"({"BM":128,"BN":128,"WM":32,"WN":128,"TM":8,"TN":2,"BK":8,"VEC":2,"AT":1,"PAD":0,"PIPE":1,"SPLITK":4,"SWZ":1,"EVEN":1})";
+  EXPECT_EQ(f.canonical(Config::from_json(old))["LN"], 32);
+  const char* old2 = R"({"BM":128,"BN":128,"WM":64,"WN":32,"TM":8,"TN":8,"BK":8,"VEC":4,"AT":1,"PAD":4,"PIPE":0,"SPLITK":1,"SWZ":1,"EVEN":1})";
+  const Config c = f.canonical(Config::from_json(old2));
+  EXPECT_EQ(c["LN"], 4);
+  EXPECT_TRUE(f.valid(c, k4096, DeviceInfo::nominal("sm_90")));
+  // A config that names LN keeps it, and validity still requires it.
+  Config given = Config::from_json(old2);
+  given.set("LN", 2);
+  EXPECT_EQ(f.canonical(given)["LN"], 2);
+  EXPECT_FALSE(f.valid(Config::from_json(old2), k4096, DeviceInfo::nominal("sm_90")));
+}
+
+TEST(Space, SkinnyFamilyIsOnlyForFewRowsAndFollowsBsLayout) {
+  const Family f = find_family("gemm_skinny");
+  const auto d = DeviceInfo::nominal("sm_90");
+  EXPECT_EQ(f.count(GemmProblem::parse("65x4096x4096"), d), 0u);
+  EXPECT_EQ(f.count(k4096, d), 0u);
+  for (const char* l : {"NN", "TN"})
+    for (const auto& c : f.sample(GemmProblem::parse("16x4096x4096", l), d, 40, 3)) EXPECT_EQ(c["NC"], 1) << l;
+  for (const char* l : {"NT", "TT"})
+    for (const auto& c : f.sample(GemmProblem::parse("16x4096x4096", l), d, 40, 3)) EXPECT_EQ(c["KG"], 1) << l;
+  EXPECT_GE(f.count(GemmProblem::parse("1x4096x4096"), d), 1000u);
+  EXPECT_GE(f.count(GemmProblem::parse("16x4096x4096", "NT"), d), 1000u);
 }

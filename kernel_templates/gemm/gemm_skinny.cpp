@@ -1,0 +1,109 @@
+// Descriptor of gemm_skinny.cu: a bandwidth-bound family for few rows of C (decode shapes).
+#include <algorithm>
+
+#include "gemm/gemm_args.h"
+#include "gemm/gemm_families.h"
+
+namespace ktune {
+namespace {
+
+// The row count the family is for: beyond it B is re-read once per MT rows and the
+// compute-bound gemm_simt is the better home.
+constexpr int64_t kMaxRows = 64;
+
+bool b_col(const GemmProblem& p) { return p.b == Layout::col; }
+
+int columns_per_block(const Config& c, const GemmProblem& p) {
+  return b_col(p) ? (c["NT"] / 32) * c["NC"] : (c["NT"] / c["KG"]) * c["VEC"];
+}
+
+// Floats of shared memory: A's chunk, and (B row-major, KG > 1) the groups' partial sums,
+// which reuse it.
+size_t smem_bytes(const Config& c, const GemmProblem& p) {
+  const size_t a = size_t(c["MT"]) * c["KC"];
+  const size_t red = b_col(p) ? 0 : size_t(c["KG"] - 1) * c["MT"] * (c["NT"] / c["KG"]) * c["VEC"];
+  return std::max(a, red) * sizeof(float);
+}
+
+// Accumulators, the B registers in flight, a float4 of A and ~24 for addresses and loop state.
+int register_estimate(const Config& c, const GemmProblem& p) {
+  const int acc = c["MT"] * (b_col(p) ? c["NC"] : c["VEC"]);
+  const int b = c["UNROLL"] * c["VEC"] * (b_col(p) ? c["NC"] : 4);
+  return acc + b + 4 + 24;
+}
+
+size_t workspace_bytes(const Config& c, const GemmProblem& p) {
+  if (c["SPLITK"] == 1) return 0;
+  return size_t(c["SPLITK"]) * size_t(p.m) * size_t(gemm_workspace_ld(p.n)) * sizeof(float);
+}
+
+constexpr size_t kMaxWorkspace = size_t(512) << 20;
+
+} // namespace
+
+Family gemm_skinny_family() {
+  using P = const GemmProblem&;
+  using D = const DeviceInfo&;
+  Family f("gemm_skinny", "gemm/gemm_skinny.cu");
+  f.describe("FP32 GEMM for M <= 64 (decode): streams B once with vector loads, A in shared memory, split-K")
+      .param("MT", {1, 2, 4, 8, 16, 32}, "rows of C per block")
+      .param("NT", {64, 128, 256, 512}, "threads per block")
+      .param("VEC", {1, 2, 4}, "floats per load of B")
+      .param("KG", {1, 2, 4, 8}, "B row-major: thread groups splitting K inside a block")
+      .param("NC", {1, 2, 4, 8}, "B column-major: columns of C per warp")
+      .param("UNROLL", {1, 2, 4, 8}, "steps of B loads in flight per thread")
+      .param("KC", {64, 128, 256, 512}, "K depth of A's shared-memory chunk")
+      .param("SPLITK", {1, 2, 4, 8, 16, 32, 64}, "K slices reduced deterministically");
+
+  f.restrict("M <= 64 (skinny problems only)", {}, [](const Config&, P p, D) { return p.m <= kMaxRows; })
+      .restrict("MT rows cover M in at most 2 row tiles (each re-reads B)", {"MT"},
+                [](const Config& c, P p, D) { return (p.m + c["MT"] - 1) / c["MT"] <= 2 && (c["MT"] == 1 || c["MT"] / 2 < p.m); })
+      .restrict("global vector width within the problem's alignment class", {"VEC"},
+                [](const Config& c, P p, D) { return c["VEC"] * 4 <= p.align; })
+      .restrict("KG splits K only for row-major B, and leaves >= 32 threads along N", {"NT", "KG"},
+                [](const Config& c, P p, D) { return b_col(p) ? c["KG"] == 1 : c["NT"] / c["KG"] >= 32; })
+      .restrict("NC columns per warp only for column-major B", {"NC"},
+                [](const Config& c, P p, D) { return b_col(p) || c["NC"] == 1; })
+      .restrict("register estimate within the __launch_bounds__ cap", {"MT", "NT", "VEC", "KG", "NC", "UNROLL"},
+                [](const Config& c, P p, D) { return register_estimate(c, p) <= std::min(255, 65536 / c["NT"]); })
+      .restrict("a block no wider than N (or 32 columns)", {"MT", "NT", "VEC", "KG", "NC"},
+                [](const Config& c, P p, D) { return columns_per_block(c, p) <= std::max<int64_t>(32, p.n); })
+      .restrict("shared memory within the device's per-block limit", {"MT", "NT", "VEC", "KG", "NC", "UNROLL", "KC"},
+                [](const Config& c, P p, D d) { return smem_bytes(c, p) <= size_t(d.max_smem_per_block_optin); })
+      .restrict("every split-K slice gets at least 4 of K", {"SPLITK"},
+                [](const Config& c, P p, D) { return c["SPLITK"] == 1 || int64_t(c["SPLITK"]) * 4 <= p.k; })
+      .restrict("A's chunk no deeper than twice the K slice", {"KC", "SPLITK"},
+                [](const Config& c, P p, D) { return c["KC"] == 64 || int64_t(c["KC"]) * c["SPLITK"] < 2 * p.k; })
+      .restrict("split-K workspace <= 512 MiB", {"SPLITK"}, [](const Config& c, P p, D) { return workspace_bytes(c, p) <= kMaxWorkspace; });
+
+  f.kernels([](const Config& c, const GemmProblem& p) {
+     // Template parameter order of gemm_skinny.cu (the same as the enumeration order).
+     std::string args;
+     for (const char* name : {"MT", "NT", "VEC", "KG", "NC", "UNROLL", "KC", "SPLITK"}) args += std::to_string(c[name]) + ",";
+     std::vector<std::string> names{"gemm_skinny<" + args + gemm_layout_args(p) + ">"};
+     if (c["SPLITK"] > 1) names.push_back("gemm_splitk_reduce<" + std::to_string(c["SPLITK"]) + ">");
+     return names;
+   })
+      .launch([](const Config& c, const GemmProblem& p) {
+        LaunchPlan plan;
+        LaunchStep main;
+        main.grid[0] = ceil_div(p.n, columns_per_block(c, p));
+        main.grid[1] = ceil_div(p.m, c["MT"]);
+        main.grid[2] = c["SPLITK"];
+        main.block[0] = c["NT"];
+        main.dynamic_smem = static_cast<unsigned>(smem_bytes(c, p));
+        plan.steps.push_back(main);
+        if (c["SPLITK"] > 1) {
+          LaunchStep reduce;
+          reduce.kernel = 1;
+          reduce.grid[0] = ceil_div(p.m * p.n, 256);
+          reduce.block[0] = 256;
+          plan.steps.push_back(reduce);
+          plan.workspace_bytes = workspace_bytes(c, p);
+        }
+        return plan;
+      });
+  return f;
+}
+
+} // namespace ktune

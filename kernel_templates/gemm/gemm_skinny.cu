@@ -1,0 +1,220 @@
+// gemm_skinny: GEMM for a few rows of C (decode shapes, M = 1 .. 64). There the product is a
+// stream over B (K x N) and the limit is memory bandwidth, not FLOPs: each element of B is
+// loaded once, with the widest vector the layout allows, and meets all MT rows of A while it is
+// in registers. A block owns a strip of columns of C, MT rows and one K slice; its piece of A
+// (MT x KC at a time) sits in shared memory, where every lane reads it without conflicts.
+//
+// Template parameters (host code spells them as in the config JSON):
+//   MT      rows of C per block; blockIdx.y steps over M in MT-row tiles (each re-reads B)
+//   NT      threads per block
+//   VEC     floats per load of B (1, 2, 4): along N when B is row-major, along K otherwise
+//   KG      B row-major only: thread groups that split each K chunk between them; their partial
+//           sums meet in shared memory at the end (1 when B is column-major)
+//   NC      B column-major only: columns of C per warp; the 32 lanes run along K and a warp
+//           shuffle adds their partial sums (1 when B is row-major)
+//   UNROLL  steps of B loads a thread issues before it uses the first (loads in flight)
+//   KC      depth of K of each shared-memory chunk of A
+//   SPLITK  K slices (blockIdx.z); partial sums go to the workspace, gemm_splitk_reduce adds them
+//   A_COL, B_COL  layouts from the problem: 1 = column-major (transposed, "T")
+#include "gemm_common.cuh"
+#include "gemm_splitk.cuh"
+
+namespace ktune_dev {
+
+// VEC floats of one operand starting at src, or zeros where !(i < limit) for element i.
+template <int VEC>
+__device__ __forceinline__ void load_guarded(float* dst, const float* src, int limit) {
+  if (VEC <= limit) {
+    copy_vec<VEC>(dst, src);
+  } else {
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) dst[e] = e < limit ? src[e] : 0.0f;
+  }
+}
+
+// Writes VEC values of row `row` at column col of C (or of this slice's workspace), alpha and
+// beta applied only when there is no split-K reduction after this kernel.
+template <int VEC, int SPLITK>
+__device__ __forceinline__ void store_row(const KtuneGemmArgs& p, int row, int col, const float* v) {
+  float* const out = SPLITK == 1 ? p.C : p.workspace + blockIdx.z * (long long)p.M * p.ws_ld;
+  float* dst = out + row * (long long)(SPLITK == 1 ? p.ldc : p.ws_ld) + col;
+  if (col + VEC <= p.N) {
+    float r[VEC];
+    if (SPLITK == 1 && p.beta != 0.0f) {
+      copy_vec<VEC>(r, dst);
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) r[e] = p.alpha * v[e] + p.beta * r[e];
+    } else {
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) r[e] = SPLITK == 1 ? p.alpha * v[e] : v[e];
+    }
+    copy_vec<VEC>(dst, r);
+  } else {
+#pragma unroll
+    for (int e = 0; e < VEC; ++e)
+      if (col + e < p.N) dst[e] = SPLITK == 1 ? axpby(p.alpha, v[e], p.beta, dst + e) : v[e];
+  }
+}
+
+} // namespace ktune_dev
+
+template <int MT, int NT, int VEC, int KG, int NC, int UNROLL, int KC, int SPLITK, int A_COL, int B_COL>
+__global__ void __launch_bounds__(NT) gemm_skinny(KtuneGemmArgs p) {
+  using namespace ktune_dev;
+  static_assert(KC % 4 == 0, "chunks hold whole float4 of A");
+  extern __shared__ float4 smem_raw[];
+  float* const As = reinterpret_cast<float*>(smem_raw); // As[m * KC + k]: k contiguous
+
+  const int tid = threadIdx.x;
+  const int m0 = blockIdx.y * MT;
+  // This block's K slice, a multiple of 4 long so that chunks start 16-byte aligned in A's
+  // shared copy and (B column-major) in B.
+  const int k_per = ((p.K + SPLITK - 1) / SPLITK + 3) / 4 * 4;
+  const int k_begin = blockIdx.z * k_per;
+  const int k_end = min(p.K, k_begin + k_per);
+
+  // A's MT x len chunk at kc into shared memory, zero beyond M and beyond the chunk. Consecutive
+  // threads take consecutive k: coalesced when A is row-major, and A is small next to B.
+  auto stage_a = [&](int kc, int len) {
+    for (int i = tid; i < MT * KC; i += NT) {
+      const int m = i / KC, k = i % KC;
+      As[i] = (m0 + m < p.M && k < len) ? p.A[offset<A_COL>(m0 + m, kc + k, p.lda)] : 0.0f;
+    }
+  };
+
+  if constexpr (B_COL == 0) {
+    // Threads along N (TX of them, VEC columns each) times KG groups along K. Group g takes the
+    // quads (4 consecutive k) g, g + KG, ... of each chunk: one float4 of A per row of C meets
+    // four loads of B.
+    constexpr int TX = NT / KG;
+    const int tx = tid % TX, g = tid / TX;
+    const int n = (blockIdx.x * TX + tx) * VEC;
+    float acc[MT][VEC];
+#pragma unroll
+    for (int m = 0; m < MT; ++m)
+#pragma unroll
+      for (int v = 0; v < VEC; ++v) acc[m][v] = 0.0f;
+
+    for (int kc = k_begin; kc < k_end; kc += KC) {
+      const int len = min(KC, k_end - kc);
+      __syncthreads(); // everyone is done reading the previous chunk
+      stage_a(kc, len);
+      __syncthreads();
+      const int nq = (len + 3) / 4;
+      const float* const bcol = p.B + (long long)kc * p.ldb + n;
+      const int cols = p.N - n;
+      for (int q0 = g; q0 < nq; q0 += KG * UNROLL) {
+        float b[UNROLL][4][VEC];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            const int k = (q0 + u * KG) * 4 + j;
+            if (k < len) load_guarded<VEC>(b[u][j], bcol + (long long)k * p.ldb, cols);
+            else
+#pragma unroll
+              for (int v = 0; v < VEC; ++v) b[u][j][v] = 0.0f;
+          }
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+          const int q = q0 + u * KG;
+          if (q >= nq) break;
+#pragma unroll
+          for (int m = 0; m < MT; ++m) {
+            const float4 a = *reinterpret_cast<const float4*>(As + m * KC + q * 4);
+#pragma unroll
+            for (int v = 0; v < VEC; ++v) {
+              float s = acc[m][v];
+              s = fmaf(a.x, b[u][0][v], s);
+              s = fmaf(a.y, b[u][1][v], s);
+              s = fmaf(a.z, b[u][2][v], s);
+              s = fmaf(a.w, b[u][3][v], s);
+              acc[m][v] = s;
+            }
+          }
+        }
+      }
+    }
+
+    if constexpr (KG > 1) {
+      // Groups 1..KG-1 leave their sums in shared memory (reusing A's chunk); group 0 adds them
+      // in group order.
+      float* const red = As; // [KG - 1][MT][TX * VEC]
+      __syncthreads();
+      if (g > 0)
+#pragma unroll
+        for (int m = 0; m < MT; ++m) copy_vec<VEC>(red + ((g - 1) * MT + m) * (TX * VEC) + tx * VEC, acc[m]);
+      __syncthreads();
+      if (g == 0)
+        for (int h = 1; h < KG; ++h)
+#pragma unroll
+          for (int m = 0; m < MT; ++m) {
+            float r[VEC];
+            copy_vec<VEC>(r, red + ((h - 1) * MT + m) * (TX * VEC) + tx * VEC);
+#pragma unroll
+            for (int v = 0; v < VEC; ++v) acc[m][v] += r[v];
+          }
+    }
+    if (g == 0 && n < p.N)
+#pragma unroll
+      for (int m = 0; m < MT; ++m)
+        if (m0 + m < p.M) store_row<VEC, SPLITK>(p, m0 + m, n, acc[m]);
+  } else {
+    // Each warp owns NC columns; its lanes walk K VEC floats at a time, 32 * VEC apart, so a
+    // warp's loads of one column are one contiguous 32 * VEC-float run.
+    constexpr int W = NT / 32;
+    const int warp = tid / 32, lane = tid % 32;
+    const int n0 = (blockIdx.x * W + warp) * NC;
+    float acc[MT][NC];
+#pragma unroll
+    for (int m = 0; m < MT; ++m)
+#pragma unroll
+      for (int c = 0; c < NC; ++c) acc[m][c] = 0.0f;
+
+    for (int kc = k_begin; kc < k_end; kc += KC) {
+      const int len = min(KC, k_end - kc);
+      __syncthreads();
+      stage_a(kc, len);
+      __syncthreads();
+      const int nv = (len + VEC - 1) / VEC;
+      for (int v0 = lane; v0 < nv; v0 += 32 * UNROLL) {
+        float b[UNROLL][NC][VEC];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+          for (int c = 0; c < NC; ++c) {
+            const int k = (v0 + 32 * u) * VEC;
+            if (n0 + c < p.N && k < len) load_guarded<VEC>(b[u][c], p.B + (long long)(n0 + c) * p.ldb + kc + k, len - k);
+            else
+#pragma unroll
+              for (int v = 0; v < VEC; ++v) b[u][c][v] = 0.0f;
+          }
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+          const int k = (v0 + 32 * u) * VEC;
+          if (k >= len) break;
+#pragma unroll
+          for (int m = 0; m < MT; ++m) {
+            float a[VEC];
+            copy_vec<VEC>(a, As + m * KC + k);
+#pragma unroll
+            for (int c = 0; c < NC; ++c)
+#pragma unroll
+              for (int v = 0; v < VEC; ++v) acc[m][c] = fmaf(a[v], b[u][c][v], acc[m][c]);
+          }
+        }
+      }
+    }
+    // Butterfly sums: every lane ends with the warp's total, and lane (m * NC + c) % 32 writes
+    // element (m, c), so the stores spread over the lanes.
+#pragma unroll
+    for (int m = 0; m < MT; ++m)
+#pragma unroll
+      for (int c = 0; c < NC; ++c) {
+        float s = acc[m][c];
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+        if (lane == (m * NC + c) % 32 && m0 + m < p.M && n0 + c < p.N) store_row<1, SPLITK>(p, m0 + m, n0 + c, &s);
+      }
+  }
+}
