@@ -299,14 +299,15 @@ int64_t Store::trial_row(int64_t device, int64_t problem, const std::string& arc
   return id;
 }
 
-bool Store::has_trial(int64_t device, int64_t problem, const std::string& family, const std::string& template_hash,
-                      const std::string& config_hash) const {
+std::optional<Store::Outcome> Store::recorded_outcome(int64_t device, int64_t problem, const std::string& family,
+                                                      const std::string& template_hash, const std::string& config_hash) const {
   Stmt s(db_,
-         "SELECT 1 FROM trials WHERE device_id = ? AND problem_id = ? AND family = ? AND template_hash = ? AND "
-         "config_hash = ?",
+         "SELECT status, median_ms FROM trials WHERE device_id = ? AND problem_id = ? AND family = ? AND template_hash = ? "
+         "AND config_hash = ?",
          path_);
   s.bind(1, device).bind(2, problem).bind(3, family).bind(4, template_hash).bind(5, config_hash);
-  return s.step();
+  if (!s.step()) return std::nullopt;
+  return Outcome{parse_trial_status(s.text(0)), s.dbl(1)};
 }
 
 std::vector<TrialRecord> Store::trials(int64_t device, int64_t problem) const {

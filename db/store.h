@@ -66,7 +66,17 @@ class Store {
   // transaction when the trial is ok and faster than the current best for (arch, problem).
   int64_t record_trial(int64_t device, int64_t problem, const std::string& arch, const TrialRecord& t);
   bool has_trial(int64_t device, int64_t problem, const std::string& family, const std::string& template_hash,
-                 const std::string& config_hash) const;
+                 const std::string& config_hash) const {
+    return recorded_outcome(device, problem, family, template_hash, config_hash).has_value();
+  }
+  // The status and median time of that key's trial, if recorded (time 0 unless ok): a resumed
+  // search feeds them to its strategy as if it had just measured them.
+  struct Outcome {
+    TrialStatus status;
+    double median_ms;
+  };
+  std::optional<Outcome> recorded_outcome(int64_t device, int64_t problem, const std::string& family,
+                                          const std::string& template_hash, const std::string& config_hash) const;
   std::vector<TrialRecord> trials(int64_t device, int64_t problem) const;
   int64_t count_trials() const;
 

@@ -4,7 +4,8 @@
 #   tests   every GPU test (names contain "Gpu"), with the pass/fail/skip counts
 #   public  ktune tune over the public suite, random strategy, 200 configs per problem
 #   resume  a tuning run killed with kill -9 part-way, then the same command again
-#   table   tune configs/suites/table.json and export the shipped table ($out/sm_90.json)
+#   table   tune configs/suites/table.json (gemm_simt) and the decode shapes (gemm_skinny), export the
+#           shipped table ($out/sm_90.json)
 #   runtime the runtime cost benchmark and the example program
 #   model   the public suite with the model-guided strategy, 100 configs per problem
 #   bench   ktune bench over the public suite (shipped table) and the SGEMM ladder
@@ -59,13 +60,21 @@ for step in $steps; do
       after=$(python3 -c "import sqlite3;print(sqlite3.connect('$out/resume.db').execute('select count(*) from trials').fetchone()[0])")
       echo "trials after the second run: $after (expected 3 x 60 = 180; the second run skipped $before)" ;;
     table)
-      rm -f "$out/table.db"*
+      # gemm_simt over its H100 region with the model strategy, then gemm_skinny on the decode
+      # shapes, into one database. TABLE_DB=path RESUME=1 continues an interrupted run (recorded
+      # trials are skipped and fed to the strategy); TABLE_TIMEOUT bounds the gemm_simt part.
+      db=${TABLE_DB:-$out/table.db}
+      [ "${RESUME:-0}" = 1 ] || rm -f "$db"*
       start=$(date +%s)
-      ./build/ktune tune --family gemm_simt --suite configs/suites/table.json --strategy random --budget-evals 200 \
-        --db "$out/table.db" >"$out/tune_table.txt" 2>"$out/tune_table.err"
-      echo "table suite: exit $?, wall $(( $(date +%s) - start )) s"; cat "$out/tune_table.txt"
-      ./build/ktune export --db "$out/table.db" --arch sm_90 -o "$out/sm_90.json"
-      trials_csv "$out/table.db" "$out/table_trials.csv" ;;
+      timeout "${TABLE_TIMEOUT:-100000}" ./build/ktune tune --family gemm_simt --restrict configs/spaces/gemm_simt.h100.json \
+        --suite configs/suites/table.json --strategy model --budget-evals 250 --db "$db" >"$out/tune_table.txt" 2>"$out/tune_table.err"
+      echo "table suite, gemm_simt: exit $?, wall $(( $(date +%s) - start )) s"; cat "$out/tune_table.txt"
+      start=$(date +%s)
+      ./build/ktune tune --family gemm_skinny --suite configs/suites/decode.json --strategy random --budget-evals 500 \
+        --db "$db" >"$out/tune_decode.txt" 2>"$out/tune_decode.err"
+      echo "decode shapes, gemm_skinny: exit $?, wall $(( $(date +%s) - start )) s"; cat "$out/tune_decode.txt"
+      ./build/ktune export --db "$db" --arch sm_90 -o "$out/sm_90.json"
+      trials_csv "$db" "$out/table_trials.csv" ;;
     model)
       rm -f "$out/model.db"*
       start=$(date +%s)

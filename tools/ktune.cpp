@@ -92,8 +92,22 @@ int cmd_devices() {
   return 0;
 }
 
+// Writes beside the target and renames: a failed export never leaves half a file behind.
+void write_atomically(const std::string& out, const std::string& text) {
+  const std::string tmp = out + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f << text;
+    f.close();
+    if (!f) throw Error("cannot write " + tmp);
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, out, ec);
+  if (ec) throw Error("cannot rename " + tmp + " to " + out + ": " + ec.message());
+}
+
 struct CompileArgs {
-  std::string family = "gemm_simt", config, arch = "sm_90", problem = "4096x4096x4096", layout = "NN";
+  std::string family = "gemm_simt", config, arch = "sm_90", problem = "4096x4096x4096", layout = "NN", cubin_out;
   int device = -1;
 };
 
@@ -107,6 +121,11 @@ int cmd_compile(const CompileArgs& a) {
               k->compile_seconds, k->cubin.size());
   for (const auto& n : k->lowered_names) std::printf("  kernel %s\n", n.c_str());
   if (!k->log.empty()) std::printf("NVRTC log:\n%s\n", k->log.c_str());
+  if (!a.cubin_out.empty()) {
+    // For the disassembler: cuobjdump --dump-sass FILE
+    write_atomically(a.cubin_out, std::string(k->cubin.begin(), k->cubin.end()));
+    std::printf("wrote the cubin to %s\n", a.cubin_out.c_str());
+  }
   if (a.device >= 0) {
     CudaContext ctx(a.device);
     Module m(k->cubin, k->lowered_names, f.name() + " " + c.to_json());
@@ -241,19 +260,6 @@ int cmd_query(const QueryArgs& a) {
   return 0;
 }
 
-// Writes beside the target and renames: a failed export never leaves half a file behind.
-void write_atomically(const std::string& out, const std::string& text) {
-  const std::string tmp = out + ".tmp";
-  {
-    std::ofstream f(tmp);
-    f << text;
-    f.close();
-    if (!f) throw Error("cannot write " + tmp);
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, out, ec);
-  if (ec) throw Error("cannot rename " + tmp + " to " + out + ": " + ec.message());
-}
 
 int cmd_export(const std::string& db, const std::string& arch, const std::string& family, const std::string& out,
                bool trials) {
@@ -321,6 +327,7 @@ int main(int argc, char** argv) {
   cp->add_option("--problem", comp.problem, "Problem shape MxNxK (validity, layout)")->capture_default_str();
   cp->add_option("--layout", comp.layout, "Layouts of A and B")->capture_default_str();
   cp->add_option("--device", comp.device, "Also load it on this GPU and print registers, smem, spills");
+  cp->add_option("-o,--cubin", comp.cubin_out, "Write the cubin here (cuobjdump --dump-sass reads it)");
 
   TuneArgs tune_args;
   auto* tn = app.add_subcommand("tune", "Search a family's configs for each problem on the GPU and record every trial");

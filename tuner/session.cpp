@@ -104,7 +104,11 @@ class ProblemTuner {
         }
         ++issued;
         InFlight job = prepare(*c, p, r);
-        if (store_.has_trial(device_id_, pid, o_.families[c->family].name(), job.template_hash, job.config_hash)) {
+        if (const auto done = store_.recorded_outcome(device_id_, pid, o_.families[c->family].name(), job.template_hash,
+                                                      job.config_hash)) {
+          // Measured by an earlier run: not again, but the strategy learns from it as before, so
+          // a resumed search continues where the killed one was instead of starting blind.
+          strategy->observe(*c, done->status, done->median_ms);
           ++r.skipped;
           continue;
         }

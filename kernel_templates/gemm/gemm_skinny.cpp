@@ -17,18 +17,19 @@ int columns_per_block(const Config& c, const GemmProblem& p) {
   return b_col(p) ? (c["NT"] / 32) * c["NC"] : (c["NT"] / c["KG"]) * c["VEC"];
 }
 
-// Floats of shared memory: A's chunk, and (B row-major, KG > 1) the groups' partial sums,
+// Floats of shared memory: A's chunk, and (B row-major, KG > 1) every group's partial sums,
 // which reuse it.
 size_t smem_bytes(const Config& c, const GemmProblem& p) {
   const size_t a = size_t(c["MT"]) * c["KC"];
-  const size_t red = b_col(p) ? 0 : size_t(c["KG"] - 1) * c["MT"] * (c["NT"] / c["KG"]) * c["VEC"];
+  const size_t red = b_col(p) || c["KG"] == 1 ? 0 : size_t(c["MT"]) * c["NT"] * c["VEC"];
   return std::max(a, red) * sizeof(float);
 }
 
-// Accumulators, the B registers in flight, a float4 of A and ~24 for addresses and loop state.
+// Accumulators, the B registers of two steps in flight, a float4 of A and ~24 for addresses
+// and loop state.
 int register_estimate(const Config& c, const GemmProblem& p) {
   const int acc = c["MT"] * (b_col(p) ? c["NC"] : c["VEC"]);
-  const int b = c["UNROLL"] * c["VEC"] * (b_col(p) ? c["NC"] : 4);
+  const int b = 2 * c["UNROLL"] * c["VEC"] * (b_col(p) ? c["NC"] : 4);
   return acc + b + 4 + 24;
 }
 
@@ -49,10 +50,11 @@ Family gemm_skinny_family() {
       .param("MT", {1, 2, 4, 8, 16, 32}, "rows of C per block")
       .param("NT", {64, 128, 256, 512}, "threads per block")
       .param("VEC", {1, 2, 4}, "floats per load of B")
-      .param("KG", {1, 2, 4, 8}, "B row-major: thread groups splitting K inside a block")
+      .param("KG", {1, 2, 4, 8, 16, 32}, "B row-major: thread groups splitting K inside a block")
       .param("NC", {1, 2, 4, 8}, "B column-major: columns of C per warp")
       .param("UNROLL", {1, 2, 4, 8}, "steps of B loads in flight per thread")
-      .param("KC", {64, 128, 256, 512}, "K depth of A's shared-memory chunk")
+      .param("KC", {64, 128, 256, 512, 1024}, "K depth of A's shared-memory chunk")
+      .param("LDH", {0, 1}, "loads of B: 0 plain, 1 read-only without L1 allocation and with 256-byte L2 prefetch")
       .param("SPLITK", {1, 2, 4, 8, 16, 32, 64}, "K slices reduced deterministically");
 
   f.restrict("M <= 64 (skinny problems only)", {}, [](const Config&, P p, D) { return p.m <= kMaxRows; })
@@ -60,8 +62,8 @@ Family gemm_skinny_family() {
                 [](const Config& c, P p, D) { return (p.m + c["MT"] - 1) / c["MT"] <= 2 && (c["MT"] == 1 || c["MT"] / 2 < p.m); })
       .restrict("global vector width within the problem's alignment class", {"VEC"},
                 [](const Config& c, P p, D) { return c["VEC"] * 4 <= p.align; })
-      .restrict("KG splits K only for row-major B, and leaves >= 32 threads along N", {"NT", "KG"},
-                [](const Config& c, P p, D) { return b_col(p) ? c["KG"] == 1 : c["NT"] / c["KG"] >= 32; })
+      .restrict("KG splits K only for row-major B, and leaves >= 8 threads along N", {"NT", "KG"},
+                [](const Config& c, P p, D) { return b_col(p) ? c["KG"] == 1 : c["NT"] / c["KG"] >= 8; })
       .restrict("NC columns per warp only for column-major B", {"NC"},
                 [](const Config& c, P p, D) { return b_col(p) || c["NC"] == 1; })
       .restrict("register estimate within the __launch_bounds__ cap", {"MT", "NT", "VEC", "KG", "NC", "UNROLL"},
@@ -79,7 +81,7 @@ Family gemm_skinny_family() {
   f.kernels([](const Config& c, const GemmProblem& p) {
      // Template parameter order of gemm_skinny.cu (the same as the enumeration order).
      std::string args;
-     for (const char* name : {"MT", "NT", "VEC", "KG", "NC", "UNROLL", "KC", "SPLITK"}) args += std::to_string(c[name]) + ",";
+     for (const char* name : {"MT", "NT", "VEC", "KG", "NC", "UNROLL", "KC", "LDH", "SPLITK"}) args += std::to_string(c[name]) + ",";
      std::vector<std::string> names{"gemm_skinny<" + args + gemm_layout_args(p) + ">"};
      if (c["SPLITK"] > 1) names.push_back("gemm_splitk_reduce<" + std::to_string(c["SPLITK"]) + ">");
      return names;

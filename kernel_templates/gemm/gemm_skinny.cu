@@ -12,8 +12,9 @@
 //           sums meet in shared memory at the end (1 when B is column-major)
 //   NC      B column-major only: columns of C per warp; the 32 lanes run along K and a warp
 //           shuffle adds their partial sums (1 when B is row-major)
-//   UNROLL  steps of B loads a thread issues before it uses the first (loads in flight)
+//   UNROLL  loads of B per step (x4 rows when B is row-major); two steps are in flight
 //   KC      depth of K of each shared-memory chunk of A
+//   LDH     loads of B: 0 plain; 1 read-only path, no L1 allocation, 256-byte L2 prefetch
 //   SPLITK  K slices (blockIdx.z); partial sums go to the workspace, gemm_splitk_reduce adds them
 //   A_COL, B_COL  layouts from the problem: 1 = column-major (transposed, "T")
 #include "gemm_common.cuh"
@@ -21,11 +22,27 @@
 
 namespace ktune_dev {
 
-// VEC floats of one operand starting at src, or zeros where !(i < limit) for element i.
-template <int VEC>
+// A load of B, which every block reads once: with LDH = 1 through the non-coherent path
+// without allocating in L1 and asking L2 to fetch 256-byte runs (the stream's next sectors).
+template <int VEC, int LDH>
+__device__ __forceinline__ void load_stream(float* d, const float* src) {
+  if constexpr (LDH == 0) {
+    copy_vec<VEC>(d, src);
+  } else if constexpr (VEC == 4) {
+    asm("ld.global.nc.L1::no_allocate.L2::256B.v4.f32 {%0, %1, %2, %3}, [%4];"
+                 : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3]) : "l"(src));
+  } else if constexpr (VEC == 2) {
+    asm("ld.global.nc.L1::no_allocate.L2::256B.v2.f32 {%0, %1}, [%2];" : "=f"(d[0]), "=f"(d[1]) : "l"(src));
+  } else {
+    asm("ld.global.nc.L1::no_allocate.L2::256B.f32 %0, [%1];" : "=f"(d[0]) : "l"(src));
+  }
+}
+
+// VEC floats of B starting at src, or zeros where !(i < limit) for element i.
+template <int VEC, int LDH>
 __device__ __forceinline__ void load_guarded(float* dst, const float* src, int limit) {
   if (VEC <= limit) {
-    copy_vec<VEC>(dst, src);
+    load_stream<VEC, LDH>(dst, src);
   } else {
 #pragma unroll
     for (int e = 0; e < VEC; ++e) dst[e] = e < limit ? src[e] : 0.0f;
@@ -58,7 +75,7 @@ __device__ __forceinline__ void store_row(const KtuneGemmArgs& p, int row, int c
 
 } // namespace ktune_dev
 
-template <int MT, int NT, int VEC, int KG, int NC, int UNROLL, int KC, int SPLITK, int A_COL, int B_COL>
+template <int MT, int NT, int VEC, int KG, int NC, int UNROLL, int KC, int LDH, int SPLITK, int A_COL, int B_COL>
 __global__ void __launch_bounds__(NT) gemm_skinny(KtuneGemmArgs p) {
   using namespace ktune_dev;
   static_assert(KC % 4 == 0, "chunks hold whole float4 of A");
@@ -85,80 +102,91 @@ __global__ void __launch_bounds__(NT) gemm_skinny(KtuneGemmArgs p) {
   if constexpr (B_COL == 0) {
     // Threads along N (TX of them, VEC columns each) times KG groups along K. Group g takes the
     // quads (4 consecutive k) g, g + KG, ... of each chunk: one float4 of A per row of C meets
-    // four loads of B.
-    constexpr int TX = NT / KG;
+    // four loads of B. A step is UNROLL quads; two steps' loads are in flight (ping-pong).
+    constexpr int TX = NT / KG, STEP = KG * UNROLL;
     const int tx = tid % TX, g = tid / TX;
     const int n = (blockIdx.x * TX + tx) * VEC;
+    const int cols = p.N - n;
     float acc[MT][VEC];
 #pragma unroll
     for (int m = 0; m < MT; ++m)
 #pragma unroll
       for (int v = 0; v < VEC; ++v) acc[m][v] = 0.0f;
 
+    auto load = [&](float (&b)[UNROLL][4][VEC], const float* bcol, int len, int q0) {
+#pragma unroll
+      for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const int k = (q0 + u * KG) * 4 + j;
+          if (k < len) {
+            load_guarded<VEC, LDH>(b[u][j], bcol + (long long)k * p.ldb, cols);
+          } else {
+#pragma unroll
+            for (int v = 0; v < VEC; ++v) b[u][j][v] = 0.0f;
+          }
+        }
+    };
+    auto compute = [&](const float (&b)[UNROLL][4][VEC], int nq, int q0) {
+#pragma unroll
+      for (int u = 0; u < UNROLL; ++u) {
+        const int q = q0 + u * KG;
+        if (q >= nq) break;
+#pragma unroll
+        for (int m = 0; m < MT; ++m) {
+          const float4 a = *reinterpret_cast<const float4*>(As + m * KC + q * 4);
+#pragma unroll
+          for (int v = 0; v < VEC; ++v) {
+            float s = acc[m][v];
+            s = fmaf(a.x, b[u][0][v], s);
+            s = fmaf(a.y, b[u][1][v], s);
+            s = fmaf(a.z, b[u][2][v], s);
+            s = fmaf(a.w, b[u][3][v], s);
+            acc[m][v] = s;
+          }
+        }
+      }
+    };
+
+    float b0[UNROLL][4][VEC], b1[UNROLL][4][VEC];
     for (int kc = k_begin; kc < k_end; kc += KC) {
-      const int len = min(KC, k_end - kc);
+      const int len = min(KC, k_end - kc), nq = (len + 3) / 4;
+      const float* const bcol = p.B + (long long)kc * p.ldb + n;
+      // The first step's loads go out before the barrier, so they overlap the staging of A.
+      load(b0, bcol, len, g);
       __syncthreads(); // everyone is done reading the previous chunk
       stage_a(kc, len);
       __syncthreads();
-      const int nq = (len + 3) / 4;
-      const float* const bcol = p.B + (long long)kc * p.ldb + n;
-      const int cols = p.N - n;
-      for (int q0 = g; q0 < nq; q0 += KG * UNROLL) {
-        float b[UNROLL][4][VEC];
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u)
-#pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            const int k = (q0 + u * KG) * 4 + j;
-            if (k < len) load_guarded<VEC>(b[u][j], bcol + (long long)k * p.ldb, cols);
-            else
-#pragma unroll
-              for (int v = 0; v < VEC; ++v) b[u][j][v] = 0.0f;
-          }
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-          const int q = q0 + u * KG;
-          if (q >= nq) break;
-#pragma unroll
-          for (int m = 0; m < MT; ++m) {
-            const float4 a = *reinterpret_cast<const float4*>(As + m * KC + q * 4);
-#pragma unroll
-            for (int v = 0; v < VEC; ++v) {
-              float s = acc[m][v];
-              s = fmaf(a.x, b[u][0][v], s);
-              s = fmaf(a.y, b[u][1][v], s);
-              s = fmaf(a.z, b[u][2][v], s);
-              s = fmaf(a.w, b[u][3][v], s);
-              acc[m][v] = s;
-            }
-          }
-        }
+      for (int q0 = g; q0 < nq; q0 += 2 * STEP) {
+        if (q0 + STEP < nq) load(b1, bcol, len, q0 + STEP);
+        compute(b0, nq, q0);
+        if (q0 + 2 * STEP < nq) load(b0, bcol, len, q0 + 2 * STEP);
+        if (q0 + STEP < nq) compute(b1, nq, q0 + STEP);
       }
     }
 
     if constexpr (KG > 1) {
-      // Groups 1..KG-1 leave their sums in shared memory (reusing A's chunk); group 0 adds them
-      // in group order.
-      float* const red = As; // [KG - 1][MT][TX * VEC]
+      // Every group leaves its sums in shared memory (reusing A's chunk); then each thread adds
+      // the KG partial sums of some outputs, in group order, and stores them: the sum is spread
+      // over the whole block and the stores run along consecutive columns.
+      constexpr int OUT = MT * TX * VEC; // outputs of the block
+      float* const red = As;             // [KG][MT][TX * VEC]
       __syncthreads();
-      if (g > 0)
 #pragma unroll
-        for (int m = 0; m < MT; ++m) copy_vec<VEC>(red + ((g - 1) * MT + m) * (TX * VEC) + tx * VEC, acc[m]);
+      for (int m = 0; m < MT; ++m) copy_vec<VEC>(red + (g * MT + m) * (TX * VEC) + tx * VEC, acc[m]);
       __syncthreads();
-      if (g == 0)
-        for (int h = 1; h < KG; ++h)
+      for (int o = tid; o < OUT; o += NT) {
+        float sum = 0.0f;
 #pragma unroll
-          for (int m = 0; m < MT; ++m) {
-            float r[VEC];
-            copy_vec<VEC>(r, red + ((h - 1) * MT + m) * (TX * VEC) + tx * VEC);
-#pragma unroll
-            for (int v = 0; v < VEC; ++v) acc[m][v] += r[v];
-          }
-    }
-    if (g == 0 && n < p.N)
+        for (int h = 0; h < KG; ++h) sum += red[h * OUT + o];
+        const int m = o / (TX * VEC), col = blockIdx.x * TX * VEC + o % (TX * VEC);
+        if (m0 + m < p.M && col < p.N) store_row<1, SPLITK>(p, m0 + m, col, &sum);
+      }
+    } else if (n < p.N) {
 #pragma unroll
       for (int m = 0; m < MT; ++m)
         if (m0 + m < p.M) store_row<VEC, SPLITK>(p, m0 + m, n, acc[m]);
+    }
   } else {
     // Each warp owns NC columns; its lanes walk K VEC floats at a time, 32 * VEC apart, so a
     // warp's loads of one column are one contiguous 32 * VEC-float run.
@@ -171,38 +199,51 @@ __global__ void __launch_bounds__(NT) gemm_skinny(KtuneGemmArgs p) {
 #pragma unroll
       for (int c = 0; c < NC; ++c) acc[m][c] = 0.0f;
 
+    auto load = [&](float (&b)[UNROLL][NC][VEC], int kc, int len, int v0) {
+#pragma unroll
+      for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+        for (int c = 0; c < NC; ++c) {
+          const int k = (v0 + 32 * u) * VEC;
+          if (n0 + c < p.N && k < len) {
+            load_guarded<VEC, LDH>(b[u][c], p.B + (long long)(n0 + c) * p.ldb + kc + k, len - k);
+          } else {
+#pragma unroll
+            for (int v = 0; v < VEC; ++v) b[u][c][v] = 0.0f;
+          }
+        }
+    };
+    auto compute = [&](const float (&b)[UNROLL][NC][VEC], int len, int v0) {
+#pragma unroll
+      for (int u = 0; u < UNROLL; ++u) {
+        const int k = (v0 + 32 * u) * VEC;
+        if (k >= len) break;
+#pragma unroll
+        for (int m = 0; m < MT; ++m) {
+          float a[VEC];
+          copy_vec<VEC>(a, As + m * KC + k);
+#pragma unroll
+          for (int c = 0; c < NC; ++c)
+#pragma unroll
+            for (int v = 0; v < VEC; ++v) acc[m][c] = fmaf(a[v], b[u][c][v], acc[m][c]);
+        }
+      }
+    };
+
+    // A step is UNROLL vectors per lane; two steps' loads are in flight (ping-pong).
+    constexpr int STEP = 32 * UNROLL;
+    float b0[UNROLL][NC][VEC], b1[UNROLL][NC][VEC];
     for (int kc = k_begin; kc < k_end; kc += KC) {
-      const int len = min(KC, k_end - kc);
+      const int len = min(KC, k_end - kc), nv = (len + VEC - 1) / VEC;
+      load(b0, kc, len, lane); // before the barrier: overlaps the staging of A
       __syncthreads();
       stage_a(kc, len);
       __syncthreads();
-      const int nv = (len + VEC - 1) / VEC;
-      for (int v0 = lane; v0 < nv; v0 += 32 * UNROLL) {
-        float b[UNROLL][NC][VEC];
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u)
-#pragma unroll
-          for (int c = 0; c < NC; ++c) {
-            const int k = (v0 + 32 * u) * VEC;
-            if (n0 + c < p.N && k < len) load_guarded<VEC>(b[u][c], p.B + (long long)(n0 + c) * p.ldb + kc + k, len - k);
-            else
-#pragma unroll
-              for (int v = 0; v < VEC; ++v) b[u][c][v] = 0.0f;
-          }
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-          const int k = (v0 + 32 * u) * VEC;
-          if (k >= len) break;
-#pragma unroll
-          for (int m = 0; m < MT; ++m) {
-            float a[VEC];
-            copy_vec<VEC>(a, As + m * KC + k);
-#pragma unroll
-            for (int c = 0; c < NC; ++c)
-#pragma unroll
-              for (int v = 0; v < VEC; ++v) acc[m][c] = fmaf(a[v], b[u][c][v], acc[m][c]);
-          }
-        }
+      for (int v0 = lane; v0 < nv; v0 += 2 * STEP) {
+        if (v0 + STEP < nv) load(b1, kc, len, v0 + STEP);
+        compute(b0, len, v0);
+        if (v0 + 2 * STEP < nv) load(b0, kc, len, v0 + 2 * STEP);
+        if (v0 + STEP < nv) compute(b1, len, v0 + STEP);
       }
     }
     // Butterfly sums: every lane ends with the warp's total, and lane (m * NC + c) % 32 writes
