@@ -40,6 +40,25 @@ struct TileMover {
 
   __device__ __forceinline__ static int sidx(int r, int c) { return SMEM_T ? c * SLD + r : r * SLD + c; }
 
+  // Which element vector v (of NV) moves: storage row r, first column c. The plain order runs
+  // along storage rows (VPR vectors each). A transposing store wants a warp's lanes on distinct
+  // banks, which that order defeats: lanes on the same row but different columns land SLD apart,
+  // on one bank when SLD is a multiple of 32. So transposed tiles give each warp CPW column
+  // vectors (one 32-byte sector) of R = 32 / CPW rows: with PAD = 4 (SLD = 4 mod 32) the lanes
+  // of a store fall on 32 distinct banks, and every global sector read is still used whole.
+  static constexpr int CPW = 8 / VEC;  // column vectors per 32-byte sector
+  static constexpr int RPW = 32 / CPW; // rows a warp covers
+  static constexpr bool SECTORED = SMEM_T && NT % 32 == 0 && SR % RPW == 0 && VPR % CPW == 0;
+  __device__ __forceinline__ static void coords(int v, int& r, int& c) {
+    if constexpr (SECTORED) {
+      const int lane = v % 32, q = v / 32;
+      r = (q % (SR / RPW)) * RPW + lane / CPW;
+      c = ((q / (SR / RPW)) * CPW + lane % CPW) * VEC;
+    } else {
+      r = v / VPR, c = (v % VPR) * VEC;
+    }
+  }
+
   __device__ __forceinline__ static bool in_bounds(int r, int c, int rows_left, int cols_left) {
     return EVEN || (r < rows_left && c < cols_left);
   }
@@ -49,7 +68,8 @@ struct TileMover {
 #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
       const int v = it * NT + tid;
-      const int r = v / VPR, c = (v % VPR) * VEC;
+      int r, c;
+      coords(v, r, c);
       const float* src = g + r * ld + c;
       if (PARTIAL && v >= NV) continue;
       if (EVEN || (r < rows_left && c + VEC <= cols_left)) {
@@ -65,7 +85,8 @@ struct TileMover {
 #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
       const int v = it * NT + tid;
-      const int r = v / VPR, c = (v % VPR) * VEC;
+      int r, c;
+      coords(v, r, c);
       if (PARTIAL && v >= NV) continue;
       if constexpr (!SMEM_T) {
         copy_vec<VEC>(s + sidx(r, c), reg[it]);
@@ -84,7 +105,8 @@ struct TileMover {
 #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
       const int v = it * NT + tid;
-      const int r = v / VPR, c = (v % VPR) * VEC;
+      int r, c;
+      coords(v, r, c);
       const float* src = g + r * ld + c;
       if (PARTIAL && v >= NV) continue;
       if (!SMEM_T && (EVEN || (r < rows_left && c + VEC <= cols_left))) {

@@ -19,10 +19,12 @@ int columns_per_block(const Config& c, const GemmProblem& p) {
 
 // Floats of shared memory: A's chunk, and (B row-major, KG > 1) every group's partial sums,
 // which reuse it.
+// CL = 1 adds the block's partial products (MT x its columns) after both, for the cluster.
 size_t smem_bytes(const Config& c, const GemmProblem& p) {
   const size_t a = size_t(c["MT"]) * c["KC"];
   const size_t red = b_col(p) || c["KG"] == 1 ? 0 : size_t(c["MT"]) * c["NT"] * c["VEC"];
-  return std::max(a, red) * sizeof(float);
+  const size_t part = c["CL"] ? size_t(c["MT"]) * columns_per_block(c, p) : 0;
+  return (std::max(a, red) + part) * sizeof(float);
 }
 
 // Accumulators, the B registers of two steps in flight, a float4 of A and ~24 for addresses
@@ -33,8 +35,10 @@ int register_estimate(const Config& c, const GemmProblem& p) {
   return acc + b + 4 + 24;
 }
 
+bool needs_reduce(const Config& c) { return c["SPLITK"] > 1 && c["CL"] == 0; }
+
 size_t workspace_bytes(const Config& c, const GemmProblem& p) {
-  if (c["SPLITK"] == 1) return 0;
+  if (!needs_reduce(c)) return 0;
   return size_t(c["SPLITK"]) * size_t(p.m) * size_t(gemm_workspace_ld(p.n)) * sizeof(float);
 }
 
@@ -55,6 +59,7 @@ Family gemm_skinny_family() {
       .param("UNROLL", {1, 2, 4, 8}, "steps of B loads in flight per thread")
       .param("KC", {64, 128, 256, 512, 1024}, "K depth of A's shared-memory chunk")
       .param("LDH", {0, 1}, "loads of B: 0 plain, 1 read-only without L1 allocation and with 256-byte L2 prefetch")
+      .param("CL", {0, 1}, "1: the K slices of a tile form a thread block cluster and reduce in distributed shared memory (sm_90)")
       .param("SPLITK", {1, 2, 4, 8, 16, 32, 64}, "K slices reduced deterministically");
 
   f.restrict("M <= 64 (skinny problems only)", {}, [](const Config&, P p, D) { return p.m <= kMaxRows; })
@@ -70,20 +75,30 @@ Family gemm_skinny_family() {
                 [](const Config& c, P p, D) { return register_estimate(c, p) <= std::min(255, 65536 / c["NT"]); })
       .restrict("a block no wider than N (or 32 columns)", {"MT", "NT", "VEC", "KG", "NC"},
                 [](const Config& c, P p, D) { return columns_per_block(c, p) <= std::max<int64_t>(32, p.n); })
-      .restrict("shared memory within the device's per-block limit", {"MT", "NT", "VEC", "KG", "NC", "UNROLL", "KC"},
+      .restrict("shared memory within the device's per-block limit", {"MT", "NT", "VEC", "KG", "NC", "UNROLL", "KC", "CL"},
                 [](const Config& c, P p, D d) { return smem_bytes(c, p) <= size_t(d.max_smem_per_block_optin); })
+      .restrict("CL = 1 needs sm_90 and 2, 4 or 8 K slices (a portable cluster)", {"CL", "SPLITK"},
+                [](const Config& c, P, D d) {
+                  return c["CL"] == 0 || (d.arch_number() >= 90 && c["SPLITK"] >= 2 && c["SPLITK"] <= 8);
+                })
       .restrict("every split-K slice gets at least 4 of K", {"SPLITK"},
                 [](const Config& c, P p, D) { return c["SPLITK"] == 1 || int64_t(c["SPLITK"]) * 4 <= p.k; })
       .restrict("A's chunk no deeper than twice the K slice", {"KC", "SPLITK"},
                 [](const Config& c, P p, D) { return c["KC"] == 64 || int64_t(c["KC"]) * c["SPLITK"] < 2 * p.k; })
       .restrict("split-K workspace <= 512 MiB", {"SPLITK"}, [](const Config& c, P p, D) { return workspace_bytes(c, p) <= kMaxWorkspace; });
 
+  // CL came after the first tables: configs without it ran the split-K reduce kernel (CL = 0).
+  f.upgrade([](Config c) {
+    if (!c.has("CL")) c.set("CL", 0);
+    return c;
+  });
+
   f.kernels([](const Config& c, const GemmProblem& p) {
      // Template parameter order of gemm_skinny.cu (the same as the enumeration order).
      std::string args;
-     for (const char* name : {"MT", "NT", "VEC", "KG", "NC", "UNROLL", "KC", "LDH", "SPLITK"}) args += std::to_string(c[name]) + ",";
+     for (const char* name : {"MT", "NT", "VEC", "KG", "NC", "UNROLL", "KC", "LDH", "CL", "SPLITK"}) args += std::to_string(c[name]) + ",";
      std::vector<std::string> names{"gemm_skinny<" + args + gemm_layout_args(p) + ">"};
-     if (c["SPLITK"] > 1) names.push_back("gemm_splitk_reduce<" + std::to_string(c["SPLITK"]) + ">");
+     if (needs_reduce(c)) names.push_back("gemm_splitk_reduce<" + std::to_string(c["SPLITK"]) + ">");
      return names;
    })
       .launch([](const Config& c, const GemmProblem& p) {
@@ -95,7 +110,7 @@ Family gemm_skinny_family() {
         main.block[0] = c["NT"];
         main.dynamic_smem = static_cast<unsigned>(smem_bytes(c, p));
         plan.steps.push_back(main);
-        if (c["SPLITK"] > 1) {
+        if (needs_reduce(c)) {
           LaunchStep reduce;
           reduce.kernel = 1;
           reduce.grid[0] = ceil_div(p.m * p.n, 256);

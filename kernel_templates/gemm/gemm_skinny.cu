@@ -15,6 +15,8 @@
 //   UNROLL  loads of B per step (x4 rows when B is row-major); two steps are in flight
 //   KC      depth of K of each shared-memory chunk of A
 //   LDH     loads of B: 0 plain; 1 read-only path, no L1 allocation, 256-byte L2 prefetch
+//   CL      1: the SPLITK slices of a tile run as one thread block cluster (sm_90) and add their
+//           partial sums through distributed shared memory: no workspace, no reduce kernel
 //   SPLITK  K slices (blockIdx.z); partial sums go to the workspace, gemm_splitk_reduce adds them
 //   A_COL, B_COL  layouts from the problem: 1 = column-major (transposed, "T")
 #include "gemm_common.cuh"
@@ -73,10 +75,61 @@ __device__ __forceinline__ void store_row(const KtuneGemmArgs& p, int row, int c
   }
 }
 
+// Thread block clusters (sm_90): the CTA's rank in its cluster, a cluster-wide barrier whose
+// arrive releases and whose wait acquires (so shared-memory writes before it are seen after it by
+// every CTA of the cluster), and a load from another CTA's shared memory (distributed shared
+// memory).
+__device__ __forceinline__ unsigned cluster_ctarank() {
+  unsigned r = 0;
+#if __CUDA_ARCH__ >= 900
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+#endif
+  return r;
+}
+__device__ __forceinline__ void cluster_sync() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ float load_dsmem(const float* local, unsigned rank) {
+  float v = 0.0f;
+#if __CUDA_ARCH__ >= 900
+  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(local));
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(a), "r"(rank));
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
+#endif
+  return v;
+}
+
+// CL = 1: the CS CTAs of a cluster (blockIdx.z, one per K slice) each left their block's
+// partial products in part[MT x COLS]; every rank adds a share of the outputs over all ranks, in
+// rank order (deterministic), and writes C. No workspace, no second kernel.
+template <int MT, int COLS, int NT, int CS>
+__device__ __forceinline__ void cluster_reduce(const KtuneGemmArgs& p, const float* part, int m0, int col0) {
+  cluster_sync(); // every rank's part is written
+  const int rank = int(cluster_ctarank());
+  for (int o = rank * NT + int(threadIdx.x); o < MT * COLS; o += NT * CS) {
+    float sum = 0.0f;
+#pragma unroll
+    for (int r = 0; r < CS; ++r) sum += load_dsmem(part + o, unsigned(r));
+    const int m = o / COLS, col = col0 + o % COLS;
+    if (m0 + m < p.M && col < p.N) store_row<1, 1>(p, m0 + m, col, &sum);
+  }
+  cluster_sync(); // no CTA leaves (freeing its shared memory) while others still read it
+}
+
 } // namespace ktune_dev
 
-template <int MT, int NT, int VEC, int KG, int NC, int UNROLL, int KC, int LDH, int SPLITK, int A_COL, int B_COL>
-__global__ void __launch_bounds__(NT) gemm_skinny(KtuneGemmArgs p) {
+// Clusters exist from sm_90 on; older targets reject the attribute (and never get CL = 1).
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+#define KTUNE_CLUSTER_DIMS(x, y, z) __cluster_dims__(x, y, z)
+#else
+#define KTUNE_CLUSTER_DIMS(x, y, z)
+#endif
+
+template <int MT, int NT, int VEC, int KG, int NC, int UNROLL, int KC, int LDH, int CL, int SPLITK, int A_COL, int B_COL>
+__global__ void __launch_bounds__(NT) KTUNE_CLUSTER_DIMS(1, 1, CL ? SPLITK : 1) gemm_skinny(KtuneGemmArgs p) {
   using namespace ktune_dev;
   static_assert(KC % 4 == 0, "chunks hold whole float4 of A");
   extern __shared__ float4 smem_raw[];
@@ -89,6 +142,21 @@ __global__ void __launch_bounds__(NT) gemm_skinny(KtuneGemmArgs p) {
   const int k_per = ((p.K + SPLITK - 1) / SPLITK + 3) / 4 * 4;
   const int k_begin = blockIdx.z * k_per;
   const int k_end = min(p.K, k_begin + k_per);
+
+  // CL = 1: this block's partial products, MT x (its columns), after A's chunk and the KG sums.
+  constexpr int COLS = B_COL ? (NT / 32) * NC : (NT / KG) * VEC;
+  constexpr int PART_AT = MT * KC > (B_COL || KG == 1 ? 0 : MT * NT * VEC) ? MT * KC : MT * NT * VEC;
+  float* const part = As + PART_AT;
+  // Where output (m, block column j) goes: C (or the split-K workspace), or part[] for the
+  // cluster's reduction.
+  auto emit = [&](int m, int j, float v) {
+    if constexpr (CL) {
+      part[m * COLS + j] = v;
+    } else {
+      const int col = blockIdx.x * COLS + j;
+      if (m0 + m < p.M && col < p.N) store_row<1, SPLITK>(p, m0 + m, col, &v);
+    }
+  };
 
   // A's MT x len chunk at kc into shared memory, zero beyond M and beyond the chunk. Consecutive
   // threads take consecutive k: coalesced when A is row-major, and A is small next to B.
@@ -179,9 +247,11 @@ __global__ void __launch_bounds__(NT) gemm_skinny(KtuneGemmArgs p) {
         float sum = 0.0f;
 #pragma unroll
         for (int h = 0; h < KG; ++h) sum += red[h * OUT + o];
-        const int m = o / (TX * VEC), col = blockIdx.x * TX * VEC + o % (TX * VEC);
-        if (m0 + m < p.M && col < p.N) store_row<1, SPLITK>(p, m0 + m, col, &sum);
+        emit(o / (TX * VEC), o % (TX * VEC), sum);
       }
+    } else if constexpr (CL) {
+#pragma unroll
+      for (int m = 0; m < MT; ++m) copy_vec<VEC>(part + m * COLS + tx * VEC, acc[m]);
     } else if (n < p.N) {
 #pragma unroll
       for (int m = 0; m < MT; ++m)
@@ -255,7 +325,8 @@ __global__ void __launch_bounds__(NT) gemm_skinny(KtuneGemmArgs p) {
         float s = acc[m][c];
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-        if (lane == (m * NC + c) % 32 && m0 + m < p.M && n0 + c < p.N) store_row<1, SPLITK>(p, m0 + m, n0 + c, &s);
+        if (lane == (m * NC + c) % 32) emit(m, warp * NC + c, s);
       }
   }
+  if constexpr (CL) cluster_reduce<MT, COLS, NT, SPLITK>(p, part, m0, blockIdx.x * COLS);
 }
