@@ -9,6 +9,7 @@
 #   runtime the runtime cost benchmark and the example program
 #   model   the public suite with the model-guided strategy, 100 configs per problem
 #   bench   ktune bench over the public suite (shipped table) and the SGEMM ladder
+#   profile ncu counters and SASS of the shipped table's kernels at five shapes ($out/profile)
 #   replay  an exhaustive run over configs/suites/replay.json, exported as a trial log for simulate
 set -uo pipefail
 out=${OUT:-gpu-logs}
@@ -62,16 +63,18 @@ for step in $steps; do
     table)
       # gemm_simt over its H100 region with the model strategy, then gemm_skinny on the decode
       # shapes, into one database. TABLE_DB=path RESUME=1 continues an interrupted run (recorded
-      # trials are skipped and fed to the strategy); TABLE_TIMEOUT bounds the gemm_simt part.
+      # trials are skipped and fed to the strategy); TABLE_TIMEOUT bounds the gemm_simt part;
+      # WARM=table.json seeds every search with the configs of that table's nearest entries.
       db=${TABLE_DB:-$out/table.db}
       [ "${RESUME:-0}" = 1 ] || rm -f "$db"*
+      warm=(); [ -n "${WARM:-}" ] && warm=(--warm-start "$WARM")
       start=$(date +%s)
       timeout "${TABLE_TIMEOUT:-100000}" ./build/ktune tune --family gemm_simt --restrict configs/spaces/gemm_simt.h100.json \
-        --suite configs/suites/table.json --strategy model --budget-evals 250 --db "$db" >"$out/tune_table.txt" 2>"$out/tune_table.err"
+        --suite configs/suites/table.json --strategy model --budget-evals 250 "${warm[@]}" --db "$db" >"$out/tune_table.txt" 2>"$out/tune_table.err"
       echo "table suite, gemm_simt: exit $?, wall $(( $(date +%s) - start )) s"; cat "$out/tune_table.txt"
       start=$(date +%s)
       ./build/ktune tune --family gemm_skinny --suite configs/suites/decode.json --strategy random --budget-evals 500 \
-        --db "$db" >"$out/tune_decode.txt" 2>"$out/tune_decode.err"
+        "${warm[@]}" --db "$db" >"$out/tune_decode.txt" 2>"$out/tune_decode.err"
       echo "decode shapes, gemm_skinny: exit $?, wall $(( $(date +%s) - start )) s"; cat "$out/tune_decode.txt"
       ./build/ktune export --db "$db" --arch sm_90 -o "$out/sm_90.json"
       trials_csv "$db" "$out/table_trials.csv" ;;
@@ -85,6 +88,37 @@ for step in $steps; do
     bench)
       ./build/ktune bench --suite configs/suites/public.json --db /nonexistent.db --json "$out/bench_public.json" 2>&1 | tee "$out/bench_public.txt"
       ./build/ktune bench --ladder configs/ladder.json --db /nonexistent.db --json "$out/bench_ladder.json" 2>&1 | tee "$out/bench_ladder.txt" ;;
+    profile)
+      # Nsight Compute counters (clocks left alone) and SASS for the shipped table's kernels at the
+      # shapes docs/PERFORMANCE.md discusses, beside cuBLAS's kernels in the same process.
+      mkdir -p "$out/profile"
+      metrics=dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed
+      metrics=$metrics,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum
+      metrics=$metrics,smsp__inst_executed.sum,smsp__sass_thread_inst_executed_op_ffma_pred_on.sum,launch__registers_per_thread
+      metrics=$metrics,sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active,smsp__issue_active.avg.pct_of_peak_sustained_active
+      metrics=$metrics,sm__warps_active.avg.pct_of_peak_sustained_active
+      for st in barrier long_scoreboard short_scoreboard mio_throttle math_pipe_throttle not_selected wait dispatch_stall \
+                lg_throttle no_instruction selected; do
+        metrics=$metrics,smsp__average_warps_issue_stalled_${st}_per_issue_active.ratio
+      done
+      for shape in 4096x4096x4096 2999x2999x2999 512x512x32768 16x4096x4096 1x4096x4096; do
+        python3 - "$shape" "$out/profile" <<'PY'
+import json, subprocess, sys
+shape, d = sys.argv[1], sys.argv[2]
+m, n, k = map(int, shape.split("x"))
+e = next(e for e in json.load(open("configs/tables/sm_90.json"))["entries"] if (e["m"], e["n"], e["k"]) == (m, n, k))
+json.dump({"about": "one shipped-table kernel", "problem": {"m": m, "n": n, "k": k},
+           "rungs": [{"name": shape, "family": e["family"], "config": e["config"]}]}, open(f"{d}/{shape}.json", "w"))
+subprocess.run(["./build/ktune", "compile", "--family", e["family"], "--problem", shape, "--config", json.dumps(e["config"]),
+                "-o", f"{d}/{shape}.cubin"], check=True, stdout=subprocess.DEVNULL)
+PY
+        cuobjdump --dump-sass "$out/profile/$shape.cubin" >"$out/profile/$shape.sass" 2>&1
+        ncu --clock-control none --print-summary per-kernel --launch-count 60 --metrics "$metrics" \
+          ./build/ktune bench --ladder "$out/profile/$shape.json" --db /nonexistent.db >"$out/profile/ncu_$shape.txt" 2>&1
+        echo "profile $shape: ncu exit $?"
+        rm -f "$out/profile/$shape.cubin"
+      done
+      python3 tools/profile_summary.py "$out/profile" | tee "$out/profile/summary.txt" ;;
     replay)
       rm -f "$out/replay.db"*
       start=$(date +%s)

@@ -177,3 +177,30 @@ TEST(Session, ASuiteCompilesEachConfigOnce) {
   EXPECT_EQ(r2.compiled, 0u);
   EXPECT_EQ(r2.store_reused, per_problem);
 }
+
+TEST(Session, AResumedModelSearchContinuesAsIfNeverInterrupted) {
+  // Timings that depend on the config, so that what the model learns steers what it picks.
+  const std::string cases = std::string("*'\"BX\":8,'*) echo '") +
+                            R"({"status":"ok","timing":{"median_ms":0.5,"min_ms":0.5,"p20_ms":0.5,"p80_ms":0.5,"reps":10}})" +
+                            "';; *'\"BX\":64,'*) echo '" +
+                            R"({"status":"ok","timing":{"median_ms":3.0,"min_ms":3.0,"p20_ms":3.0,"p80_ms":3.0,"reps":10}})" + "';;";
+  auto run = [&](const std::string& db, size_t budget) {
+    TuneOptions o = options(db, script(cases), budget);
+    o.strategy = "model";
+    return tune(o);
+  };
+  auto order = [](const std::string& db) {
+    std::vector<std::string> out;
+    Store s(db);
+    for (const auto& t : s.trials(1, 1)) out.push_back(t.config_json);
+    return out;
+  };
+  const std::string whole = fresh_db("model-whole.db"), resumed = fresh_db("model-resumed.db");
+  run(whole, 14);
+  run(resumed, 6); // "killed" after 6
+  const auto r = run(resumed, 14);
+  EXPECT_EQ(r.problems[0].skipped, 6);
+  const auto a = order(whole), b = order(resumed);
+  ASSERT_EQ(a.size(), 14u);
+  EXPECT_EQ(a, b) << "the resumed search chose other configs after the recorded ones";
+}
