@@ -9,6 +9,7 @@
 #   runtime the runtime cost benchmark and the example program
 #   model   the public suite with the model-guided strategy, 100 configs per problem
 #   bench   ktune bench over the public suite (shipped table) and the SGEMM ladder
+#   decode  re-tune the shipped table's decode shapes (gemm_skinny) and export the merged table
 #   profile ncu counters and SASS of the shipped table's kernels at five shapes ($out/profile)
 #   replay  an exhaustive run over configs/suites/replay.json, exported as a trial log for simulate
 set -uo pipefail
@@ -88,6 +89,19 @@ for step in $steps; do
     bench)
       ./build/ktune bench --suite configs/suites/public.json --db /nonexistent.db --json "$out/bench_public.json" 2>&1 | tee "$out/bench_public.txt"
       ./build/ktune bench --ladder configs/ladder.json --db /nonexistent.db --json "$out/bench_ladder.json" 2>&1 | tee "$out/bench_ladder.txt" ;;
+    decode)
+      # Re-tune only the decode shapes' gemm_skinny entries of the shipped table: the table goes
+      # into a fresh database (per problem the faster entry wins), the search is seeded with its
+      # configs, and the merged table is exported ($out/sm_90.json).
+      rm -f "$out/decode.db"*
+      ./build/ktune import configs/tables/sm_90.json --db "$out/decode.db"
+      start=$(date +%s)
+      ./build/ktune tune --family gemm_skinny --suite configs/suites/decode.json --strategy random --budget-evals 500 \
+        --warm-start configs/tables/sm_90.json --db "$out/decode.db" >"$out/tune_decode.txt" 2>"$out/tune_decode.err"
+      echo "decode shapes, gemm_skinny: exit $?, wall $(( $(date +%s) - start )) s"; cat "$out/tune_decode.txt"
+      ./build/ktune export --db "$out/decode.db" --arch sm_90 -o "$out/sm_90.json"
+      trials_csv "$out/decode.db" "$out/decode_trials.csv"
+      rm -f "$out/decode.db"* ;;
     profile)
       # Nsight Compute counters (clocks left alone) and SASS for the shipped table's kernels at the
       # shapes docs/PERFORMANCE.md discusses, beside cuBLAS's kernels in the same process.

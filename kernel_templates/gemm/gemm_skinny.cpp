@@ -35,11 +35,14 @@ int register_estimate(const Config& c, const GemmProblem& p) {
   return acc + b + 4 + 24;
 }
 
-bool needs_reduce(const Config& c) { return c["SPLITK"] > 1 && c["CL"] == 0; }
+// K slices that reach the workspace: all of them, or one per cluster (of at most 8, the portable
+// cluster size) when CL = 1. Mirrors the kernel's CS.
+int workspace_slices(const Config& c) { return c["CL"] ? std::max(1, c["SPLITK"] / 8) : c["SPLITK"]; }
+bool needs_reduce(const Config& c) { return workspace_slices(c) > 1; }
 
 size_t workspace_bytes(const Config& c, const GemmProblem& p) {
   if (!needs_reduce(c)) return 0;
-  return size_t(c["SPLITK"]) * size_t(p.m) * size_t(gemm_workspace_ld(p.n)) * sizeof(float);
+  return size_t(workspace_slices(c)) * size_t(p.m) * size_t(gemm_workspace_ld(p.n)) * sizeof(float);
 }
 
 constexpr size_t kMaxWorkspace = size_t(512) << 20;
@@ -77,10 +80,8 @@ Family gemm_skinny_family() {
                 [](const Config& c, P p, D) { return columns_per_block(c, p) <= std::max<int64_t>(32, p.n); })
       .restrict("shared memory within the device's per-block limit", {"MT", "NT", "VEC", "KG", "NC", "UNROLL", "KC", "CL"},
                 [](const Config& c, P p, D d) { return smem_bytes(c, p) <= size_t(d.max_smem_per_block_optin); })
-      .restrict("CL = 1 needs sm_90 and 2, 4 or 8 K slices (a portable cluster)", {"CL", "SPLITK"},
-                [](const Config& c, P, D d) {
-                  return c["CL"] == 0 || (d.arch_number() >= 90 && c["SPLITK"] >= 2 && c["SPLITK"] <= 8);
-                })
+      .restrict("CL = 1 needs sm_90 and at least 2 K slices", {"CL", "SPLITK"},
+                [](const Config& c, P, D d) { return c["CL"] == 0 || (d.arch_number() >= 90 && c["SPLITK"] >= 2); })
       .restrict("every split-K slice gets at least 4 of K", {"SPLITK"},
                 [](const Config& c, P p, D) { return c["SPLITK"] == 1 || int64_t(c["SPLITK"]) * 4 <= p.k; })
       .restrict("A's chunk no deeper than twice the K slice", {"KC", "SPLITK"},
@@ -98,7 +99,7 @@ Family gemm_skinny_family() {
      std::string args;
      for (const char* name : {"MT", "NT", "VEC", "KG", "NC", "UNROLL", "KC", "LDH", "CL", "SPLITK"}) args += std::to_string(c[name]) + ",";
      std::vector<std::string> names{"gemm_skinny<" + args + gemm_layout_args(p) + ">"};
-     if (needs_reduce(c)) names.push_back("gemm_splitk_reduce<" + std::to_string(c["SPLITK"]) + ">");
+     if (needs_reduce(c)) names.push_back("gemm_splitk_reduce<" + std::to_string(workspace_slices(c)) + ">");
      return names;
    })
       .launch([](const Config& c, const GemmProblem& p) {

@@ -15,8 +15,9 @@
 //   UNROLL  loads of B per step (x4 rows when B is row-major); two steps are in flight
 //   KC      depth of K of each shared-memory chunk of A
 //   LDH     loads of B: 0 plain; 1 read-only path, no L1 allocation, 256-byte L2 prefetch
-//   CL      1: the SPLITK slices of a tile run as one thread block cluster (sm_90) and add their
-//           partial sums through distributed shared memory: no workspace, no reduce kernel
+//   CL      1: the K slices of a tile run in thread block clusters of up to 8 (sm_90) that add
+//           their partial sums through distributed shared memory: with SPLITK <= 8 no workspace
+//           and no reduce kernel; beyond, SPLITK / 8 slices go through the workspace
 //   SPLITK  K slices (blockIdx.z); partial sums go to the workspace, gemm_splitk_reduce adds them
 //   A_COL, B_COL  layouts from the problem: 1 = column-major (transposed, "T")
 #include "gemm_common.cuh"
@@ -53,9 +54,11 @@ __device__ __forceinline__ void load_guarded(float* dst, const float* src, int l
 
 // Writes VEC values of row `row` at column col of C (or of this slice's workspace), alpha and
 // beta applied only when there is no split-K reduction after this kernel.
+// SPLITK here counts the partial products that go through the workspace (slice `slice`); 1 means
+// this is the final sum.
 template <int VEC, int SPLITK>
-__device__ __forceinline__ void store_row(const KtuneGemmArgs& p, int row, int col, const float* v) {
-  float* const out = SPLITK == 1 ? p.C : p.workspace + blockIdx.z * (long long)p.M * p.ws_ld;
+__device__ __forceinline__ void store_row(const KtuneGemmArgs& p, int row, int col, const float* v, int slice) {
+  float* const out = SPLITK == 1 ? p.C : p.workspace + slice * (long long)p.M * p.ws_ld;
   float* dst = out + row * (long long)(SPLITK == 1 ? p.ldc : p.ws_ld) + col;
   if (col + VEC <= p.N) {
     float r[VEC];
@@ -102,10 +105,11 @@ __device__ __forceinline__ float load_dsmem(const float* local, unsigned rank) {
   return v;
 }
 
-// CL = 1: the CS CTAs of a cluster (blockIdx.z, one per K slice) each left their block's
-// partial products in part[MT x COLS]; every rank adds a share of the outputs over all ranks, in
-// rank order (deterministic), and writes C. No workspace, no second kernel.
-template <int MT, int COLS, int NT, int CS>
+// CL = 1: the CS CTAs of a cluster (consecutive blockIdx.z, one per K slice) each left their
+// block's partial products in part[MT x COLS]; every rank adds a share of the outputs over all
+// ranks, in rank order (deterministic), and writes C, or (SPLITK > CS) the cluster's slice of the
+// workspace for gemm_splitk_reduce<SPLITK / CS>.
+template <int MT, int COLS, int NT, int CS, int SPLITK>
 __device__ __forceinline__ void cluster_reduce(const KtuneGemmArgs& p, const float* part, int m0, int col0) {
   cluster_sync(); // every rank's part is written
   const int rank = int(cluster_ctarank());
@@ -114,7 +118,7 @@ __device__ __forceinline__ void cluster_reduce(const KtuneGemmArgs& p, const flo
 #pragma unroll
     for (int r = 0; r < CS; ++r) sum += load_dsmem(part + o, unsigned(r));
     const int m = o / COLS, col = col0 + o % COLS;
-    if (m0 + m < p.M && col < p.N) store_row<1, 1>(p, m0 + m, col, &sum);
+    if (m0 + m < p.M && col < p.N) store_row<1, SPLITK / CS>(p, m0 + m, col, &sum, int(blockIdx.z) / CS);
   }
   cluster_sync(); // no CTA leaves (freeing its shared memory) while others still read it
 }
@@ -129,7 +133,7 @@ __device__ __forceinline__ void cluster_reduce(const KtuneGemmArgs& p, const flo
 #endif
 
 template <int MT, int NT, int VEC, int KG, int NC, int UNROLL, int KC, int LDH, int CL, int SPLITK, int A_COL, int B_COL>
-__global__ void __launch_bounds__(NT) KTUNE_CLUSTER_DIMS(1, 1, CL ? SPLITK : 1) gemm_skinny(KtuneGemmArgs p) {
+__global__ void __launch_bounds__(NT) KTUNE_CLUSTER_DIMS(1, 1, CL ? (SPLITK < 8 ? SPLITK : 8) : 1) gemm_skinny(KtuneGemmArgs p) {
   using namespace ktune_dev;
   static_assert(KC % 4 == 0, "chunks hold whole float4 of A");
   extern __shared__ float4 smem_raw[];
@@ -154,7 +158,7 @@ __global__ void __launch_bounds__(NT) KTUNE_CLUSTER_DIMS(1, 1, CL ? SPLITK : 1) 
       part[m * COLS + j] = v;
     } else {
       const int col = blockIdx.x * COLS + j;
-      if (m0 + m < p.M && col < p.N) store_row<1, SPLITK>(p, m0 + m, col, &v);
+      if (m0 + m < p.M && col < p.N) store_row<1, SPLITK>(p, m0 + m, col, &v, blockIdx.z);
     }
   };
 
@@ -255,7 +259,7 @@ __global__ void __launch_bounds__(NT) KTUNE_CLUSTER_DIMS(1, 1, CL ? SPLITK : 1) 
     } else if (n < p.N) {
 #pragma unroll
       for (int m = 0; m < MT; ++m)
-        if (m0 + m < p.M) store_row<VEC, SPLITK>(p, m0 + m, n, acc[m]);
+        if (m0 + m < p.M) store_row<VEC, SPLITK>(p, m0 + m, n, acc[m], blockIdx.z);
     }
   } else {
     // Each warp owns NC columns; its lanes walk K VEC floats at a time, 32 * VEC apart, so a
@@ -328,5 +332,5 @@ __global__ void __launch_bounds__(NT) KTUNE_CLUSTER_DIMS(1, 1, CL ? SPLITK : 1) 
         if (lane == (m * NC + c) % 32) emit(m, warp * NC + c, s);
       }
   }
-  if constexpr (CL) cluster_reduce<MT, COLS, NT, SPLITK>(p, part, m0, blockIdx.x * COLS);
+  if constexpr (CL) cluster_reduce<MT, COLS, NT, (SPLITK < 8 ? SPLITK : 8), SPLITK>(p, part, m0, blockIdx.x * COLS);
 }
