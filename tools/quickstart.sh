@@ -11,6 +11,10 @@ if ! ./build/ktune devices; then
   echo "quickstart: no GPU here, so nothing can be tuned. What works without one:"
   echo
   ./build/ktune space --family gemm_simt --arch sm_90
+  echo
+  echo "quickstart: what the shipped H100 table (configs/tables/sm_90.json) picks for two shapes:"
+  ./build/ktune query --arch sm_90 --problem 4096x4096x4096
+  ./build/ktune query --arch sm_90 --problem 16x4096x4096
   exit 0
 fi
 echo
