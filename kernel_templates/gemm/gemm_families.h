@@ -29,4 +29,14 @@ inline KtuneGemmArgs gemm_args(const GemmProblem& p, const float* A, const float
 // ceil(a / b) for positive sizes, as the unsigned a grid dimension needs.
 unsigned ceil_div(int64_t a, int64_t b);
 
+// The split-K epilogue of gemm_splitk.cuh, shared by the families that cut K across blocks:
+// the name expression of gemm_splitk_reduce over `slices` workspace slices, the workspace those
+// need (0 for one slice: the main kernel then writes C itself), and its launch step, appended to
+// a plan whose main kernel is already in it (nothing for one slice).
+std::string gemm_splitk_reduce_name(int slices);
+// Configs whose workspace would exceed this are not worth a tuning slot (a constraint of each family).
+constexpr size_t kGemmMaxWorkspace = size_t(512) << 20;
+size_t gemm_splitk_workspace_bytes(int slices, const GemmProblem& p);
+void add_splitk_reduce(LaunchPlan& plan, const GemmProblem& p, int slices);
+
 } // namespace ktune

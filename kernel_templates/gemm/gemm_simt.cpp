@@ -31,12 +31,7 @@ int register_estimate(const Config& c) {
 }
 int register_cap(const Config& c) { return std::min(255, 65536 / threads(c)); }
 
-size_t workspace_bytes(const Config& c, const GemmProblem& p) {
-  if (c["SPLITK"] == 1) return 0;
-  return size_t(c["SPLITK"]) * size_t(p.m) * size_t(gemm_workspace_ld(p.n)) * sizeof(float);
-}
-
-constexpr size_t kMaxWorkspace = size_t(512) << 20;
+size_t workspace_bytes(const Config& c, const GemmProblem& p) { return gemm_splitk_workspace_bytes(c["SPLITK"], p); }
 
 } // namespace
 
@@ -84,7 +79,7 @@ Family gemm_simt_family() {
       .restrict("cp.async (PIPE >= 2) needs sm_80", {"PIPE"}, [](const Config& c, P, D d) { return c["PIPE"] < 2 || d.arch_number() >= 80; })
       .restrict("every split-K slice gets at least one BK tile", {"BK", "SPLITK"},
                 [](const Config& c, P p, D) { return c["SPLITK"] == 1 || int64_t(c["SPLITK"]) * c["BK"] <= p.k; })
-      .restrict("split-K workspace <= 512 MiB", {"SPLITK"}, [](const Config& c, P p, D) { return workspace_bytes(c, p) <= kMaxWorkspace; })
+      .restrict("split-K workspace <= 512 MiB", {"SPLITK"}, [](const Config& c, P p, D) { return workspace_bytes(c, p) <= kGemmMaxWorkspace; })
       .restrict("EVEN only where the tiles divide M, N and K / SPLITK", {"BM", "BN", "BK", "SPLITK", "EVEN"},
                 [](const Config& c, P p, D) {
                   return c["EVEN"] == 0 || (p.k > 0 && p.m % c["BM"] == 0 && p.n % c["BN"] == 0 &&
@@ -121,7 +116,7 @@ Family gemm_simt_family() {
      for (const char* name : {"BM", "BN", "BK", "WM", "WN", "TM", "TN", "LN", "VEC", "AT", "PAD", "PIPE", "SPLITK", "SWZ", "EVEN"})
        args += std::to_string(c[name]) + ",";
      std::vector<std::string> names{"gemm_simt<" + args + gemm_layout_args(p) + ">"};
-     if (c["SPLITK"] > 1) names.push_back("gemm_splitk_reduce<" + std::to_string(c["SPLITK"]) + ">");
+     if (c["SPLITK"] > 1) names.push_back(gemm_splitk_reduce_name(c["SPLITK"]));
      return names;
    })
       .launch([](const Config& c, const GemmProblem& p) {
@@ -132,14 +127,7 @@ Family gemm_simt_family() {
         main.block[0] = threads(c);
         main.dynamic_smem = static_cast<unsigned>(smem_bytes(c));
         plan.steps.push_back(main);
-        if (c["SPLITK"] > 1) {
-          LaunchStep reduce;
-          reduce.kernel = 1;
-          reduce.grid[0] = ceil_div(p.m * p.n, 256);
-          reduce.block[0] = 256;
-          plan.steps.push_back(reduce);
-          plan.workspace_bytes = workspace_bytes(c, p);
-        }
+        add_splitk_reduce(plan, p, c["SPLITK"]);
         return plan;
       });
   return f;

@@ -40,12 +40,7 @@ int register_estimate(const Config& c, const GemmProblem& p) {
 int workspace_slices(const Config& c) { return c["CL"] ? std::max(1, c["SPLITK"] / 8) : c["SPLITK"]; }
 bool needs_reduce(const Config& c) { return workspace_slices(c) > 1; }
 
-size_t workspace_bytes(const Config& c, const GemmProblem& p) {
-  if (!needs_reduce(c)) return 0;
-  return size_t(workspace_slices(c)) * size_t(p.m) * size_t(gemm_workspace_ld(p.n)) * sizeof(float);
-}
-
-constexpr size_t kMaxWorkspace = size_t(512) << 20;
+size_t workspace_bytes(const Config& c, const GemmProblem& p) { return gemm_splitk_workspace_bytes(workspace_slices(c), p); }
 
 } // namespace
 
@@ -86,7 +81,7 @@ Family gemm_skinny_family() {
                 [](const Config& c, P p, D) { return c["SPLITK"] == 1 || int64_t(c["SPLITK"]) * 4 <= p.k; })
       .restrict("A's chunk no deeper than twice the K slice", {"KC", "SPLITK"},
                 [](const Config& c, P p, D) { return c["KC"] == 64 || int64_t(c["KC"]) * c["SPLITK"] < 2 * p.k; })
-      .restrict("split-K workspace <= 512 MiB", {"SPLITK"}, [](const Config& c, P p, D) { return workspace_bytes(c, p) <= kMaxWorkspace; });
+      .restrict("split-K workspace <= 512 MiB", {"SPLITK"}, [](const Config& c, P p, D) { return workspace_bytes(c, p) <= kGemmMaxWorkspace; });
 
   // CL came after the first tables: configs without it ran the split-K reduce kernel (CL = 0).
   f.upgrade([](Config c) {
@@ -99,7 +94,7 @@ Family gemm_skinny_family() {
      std::string args;
      for (const char* name : {"MT", "NT", "VEC", "KG", "NC", "UNROLL", "KC", "LDH", "CL", "SPLITK"}) args += std::to_string(c[name]) + ",";
      std::vector<std::string> names{"gemm_skinny<" + args + gemm_layout_args(p) + ">"};
-     if (needs_reduce(c)) names.push_back("gemm_splitk_reduce<" + std::to_string(workspace_slices(c)) + ">");
+     if (needs_reduce(c)) names.push_back(gemm_splitk_reduce_name(workspace_slices(c)));
      return names;
    })
       .launch([](const Config& c, const GemmProblem& p) {
@@ -111,14 +106,7 @@ Family gemm_skinny_family() {
         main.block[0] = c["NT"];
         main.dynamic_smem = static_cast<unsigned>(smem_bytes(c, p));
         plan.steps.push_back(main);
-        if (needs_reduce(c)) {
-          LaunchStep reduce;
-          reduce.kernel = 1;
-          reduce.grid[0] = ceil_div(p.m * p.n, 256);
-          reduce.block[0] = 256;
-          plan.steps.push_back(reduce);
-          plan.workspace_bytes = workspace_bytes(c, p);
-        }
+        add_splitk_reduce(plan, p, workspace_slices(c));
         return plan;
       });
   return f;

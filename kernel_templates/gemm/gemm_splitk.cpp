@@ -1,0 +1,23 @@
+// Host side of gemm_splitk.cuh, the split-K epilogue the GEMM families share.
+#include "gemm/gemm_families.h"
+
+namespace ktune {
+
+std::string gemm_splitk_reduce_name(int slices) { return "gemm_splitk_reduce<" + std::to_string(slices) + ">"; }
+
+size_t gemm_splitk_workspace_bytes(int slices, const GemmProblem& p) {
+  if (slices <= 1) return 0;
+  return size_t(slices) * size_t(p.m) * size_t(gemm_workspace_ld(p.n)) * sizeof(float);
+}
+
+void add_splitk_reduce(LaunchPlan& plan, const GemmProblem& p, int slices) {
+  if (slices <= 1) return;
+  LaunchStep reduce;
+  reduce.kernel = static_cast<int>(plan.steps.size()); // kernels() names the reduction after the main kernel
+  reduce.grid[0] = ceil_div(p.m * p.n, 256); // the kernel's __launch_bounds__(256)
+  reduce.block[0] = 256;
+  plan.steps.push_back(reduce);
+  plan.workspace_bytes = gemm_splitk_workspace_bytes(slices, p);
+}
+
+} // namespace ktune
