@@ -53,8 +53,18 @@ int cmd_space(const SpaceArgs& a) {
   std::printf("family   %s: %s\n", f.name().c_str(), f.about().c_str());
   std::printf("problem  %s on %s (nominal limits: %d KB shared memory per block)\n", p.key().c_str(), a.arch.c_str(),
               d.max_smem_per_block_optin / 1024);
-  std::printf("space    %llu valid of %llu combinations\n\nparameters\n", static_cast<unsigned long long>(n),
+  std::printf("space    %llu valid of %llu combinations\n", static_cast<unsigned long long>(n),
               static_cast<unsigned long long>(raw));
+  if (n == 0) {
+    // Say why where a constraint on the problem alone rules the whole family out (e.g. gemm_skinny
+    // beyond M = 64); otherwise the constraints below, taken together, leave nothing.
+    std::string why;
+    for (const auto& c : f.constraints())
+      if (c.reads.empty() && !c.pred(Config{}, p, d)) why = c.why;
+    std::printf("         nothing in this family is valid for this problem: %s\n",
+                why.empty() ? "the constraints below leave no config" : why.c_str());
+  }
+  std::printf("\nparameters\n");
   for (const auto& prm : f.params()) {
     std::string vals;
     for (int v : prm.values) {

@@ -64,6 +64,31 @@ TEST(Cli, SpaceSummaryShowsParametersConstraintsAndASample) {
   EXPECT_NE(r.out.find("{\"TILE\":"), std::string::npos) << r.out;
 }
 
+TEST(Cli, AnEmptySpaceSaysWhy) {
+  const CliRun r = run_ktune("space --family gemm_skinny --problem 4096x4096x4096");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("space    0 valid"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("M <= 64"), std::string::npos) << r.out;
+  const CliRun ok = run_ktune("space --family gemm_skinny --problem 16x4096x4096 --count");
+  EXPECT_EQ(ok.status, 0) << ok.out;
+  EXPECT_GT(std::stoull(ok.out), 1000u) << ok.out;
+}
+
+TEST(Cli, CompileWritesTheCubinWhereAsked) {
+  const std::string out = ::testing::TempDir() + "ktune-cli-test.cubin";
+  std::remove(out.c_str());
+  const CliRun r = run_ktune("compile --family gemm_skinny --problem 1x4096x4096 --config "
+                             "'{\"MT\":1,\"NT\":256,\"VEC\":4,\"KG\":8,\"NC\":1,\"UNROLL\":2,\"KC\":256,\"LDH\":1,\"CL\":1,\"SPLITK\":2}' -o " + out);
+  EXPECT_EQ(r.status, 0) << r.out;
+  FILE* f = std::fopen(out.c_str(), "rb");
+  ASSERT_NE(f, nullptr) << r.out;
+  char magic[4] = {};
+  EXPECT_EQ(std::fread(magic, 1, 4, f), 4u);
+  std::fclose(f);
+  EXPECT_EQ(std::string(magic + 1, 3), "ELF"); // a cubin is an ELF image
+  std::remove(out.c_str());
+}
+
 TEST(Cli, BadArgumentsAreUsageErrors) {
   EXPECT_EQ(run_ktune("space --family nope --count").status, 2);
   EXPECT_EQ(run_ktune("space --arch sm_7 --count").status, 2);
