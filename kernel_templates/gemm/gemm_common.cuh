@@ -33,6 +33,30 @@ __device__ __forceinline__ void copy_vec(float* dst, const float* src) {
   }
 }
 
+// Stores VEC results v at dst, the output row's element at column col: to C with alpha and beta
+// applied (FINAL), or raw into a split-K workspace slice that a reduction finishes. IN_N: the
+// caller knows all VEC columns lie inside N; otherwise the ones beyond it are skipped. Whole
+// vectors are stored where dst is aligned to them (the alignment class covers C and the workspace).
+template <int VEC, bool FINAL, bool IN_N>
+__device__ __forceinline__ void store_out(const KtuneGemmArgs& p, float* dst, int col, const float* v) {
+  if (IN_N || col + VEC <= p.N) {
+    float r[VEC];
+    if (FINAL && p.beta != 0.0f) {
+      copy_vec<VEC>(r, dst);
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) r[e] = p.alpha * v[e] + p.beta * r[e];
+    } else {
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) r[e] = FINAL ? p.alpha * v[e] : v[e];
+    }
+    copy_vec<VEC>(dst, r);
+  } else {
+#pragma unroll
+    for (int e = 0; e < VEC; ++e)
+      if (col + e < p.N) dst[e] = FINAL ? axpby(p.alpha, v[e], p.beta, dst + e) : v[e];
+  }
+}
+
 // cp.async (sm_80+): BYTES is 4, 8 or 16. src_bytes < BYTES zero-fills the rest, which is how
 // out-of-bounds elements become zeros without a branch around the copy.
 template <int BYTES>

@@ -288,24 +288,7 @@ __global__ void __launch_bounds__(32 * (BM / WM) * (BN / WN)) gemm_simt(KtuneGem
 #pragma unroll
         for (int tj = 0; tj < TN; tj += CW) {
           const int col = n0 + warp_n + j * LN * TN + lane_n + tj;
-          const float* v = &acc[i * TM + ti][j * TN + tj];
-          float* dst = out + row * out_ld + col;
-          if (EVEN || col + CW <= p.N) {
-            float r[CW];
-            if (SPLITK == 1 && p.beta != 0.0f) {
-              copy_vec<CW>(r, dst);
-#pragma unroll
-              for (int e = 0; e < CW; ++e) r[e] = p.alpha * v[e] + p.beta * r[e];
-            } else {
-#pragma unroll
-              for (int e = 0; e < CW; ++e) r[e] = SPLITK == 1 ? p.alpha * v[e] : v[e];
-            }
-            copy_vec<CW>(dst, r);
-          } else {
-#pragma unroll
-            for (int e = 0; e < CW; ++e)
-              if (col + e < p.N) dst[e] = SPLITK == 1 ? axpby(p.alpha, v[e], p.beta, dst + e) : v[e];
-          }
+          store_out<CW, SPLITK == 1, EVEN != 0>(p, out + row * out_ld + col, col, &acc[i * TM + ti][j * TN + tj]);
         }
     }
 }

@@ -18,8 +18,7 @@ int columns_per_block(const Config& c, const GemmProblem& p) {
 }
 
 // Floats of shared memory: A's chunk, and (B row-major, KG > 1) every group's partial sums,
-// which reuse it.
-// CL = 1 adds the block's partial products (MT x its columns) after both, for the cluster.
+// which reuse it; with CL = 1, after both, the block's partial products (MT x its columns).
 size_t smem_bytes(const Config& c, const GemmProblem& p) {
   const size_t a = size_t(c["MT"]) * c["KC"];
   const size_t red = b_col(p) || c["KG"] == 1 ? 0 : size_t(c["MT"]) * c["NT"] * c["VEC"];
@@ -36,7 +35,7 @@ int register_estimate(const Config& c, const GemmProblem& p) {
 }
 
 // K slices that reach the workspace: all of them, or one per cluster (of at most 8, the portable
-// cluster size) when CL = 1. Mirrors the kernel's CS.
+// cluster size) when CL = 1. Mirrors skinny_cluster_size in the kernel.
 int workspace_slices(const Config& c) { return c["CL"] ? std::max(1, c["SPLITK"] / 8) : c["SPLITK"]; }
 bool needs_reduce(const Config& c) { return workspace_slices(c) > 1; }
 

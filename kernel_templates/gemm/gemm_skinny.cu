@@ -52,29 +52,36 @@ __device__ __forceinline__ void load_guarded(float* dst, const float* src, int l
   }
 }
 
-// Writes VEC values of row `row` at column col of C (or of this slice's workspace), alpha and
-// beta applied only when there is no split-K reduction after this kernel.
-// SPLITK here counts the partial products that go through the workspace (slice `slice`); 1 means
-// this is the final sum.
+// Writes VEC values of row `row` at column col: to C (alpha and beta applied) when SPLITK is 1,
+// else to workspace slice `slice` of SPLITK partial products that gemm_splitk_reduce adds.
 template <int VEC, int SPLITK>
 __device__ __forceinline__ void store_row(const KtuneGemmArgs& p, int row, int col, const float* v, int slice) {
   float* const out = SPLITK == 1 ? p.C : p.workspace + slice * (long long)p.M * p.ws_ld;
-  float* dst = out + row * (long long)(SPLITK == 1 ? p.ldc : p.ws_ld) + col;
-  if (col + VEC <= p.N) {
-    float r[VEC];
-    if (SPLITK == 1 && p.beta != 0.0f) {
-      copy_vec<VEC>(r, dst);
-#pragma unroll
-      for (int e = 0; e < VEC; ++e) r[e] = p.alpha * v[e] + p.beta * r[e];
-    } else {
-#pragma unroll
-      for (int e = 0; e < VEC; ++e) r[e] = SPLITK == 1 ? p.alpha * v[e] : v[e];
+  store_out<VEC, SPLITK == 1, false>(p, out + row * (long long)(SPLITK == 1 ? p.ldc : p.ws_ld) + col, col, v);
+}
+
+// The chunk loop of both B layouts. For each KC-deep chunk of the block's K slice: stage A's
+// chunk in shared memory, then stream B through two register buffers (ping-pong), so that while
+// one step computes, the next step's loads are in flight. The first step's loads go out before
+// the barrier that stages A, so they overlap it. The chunk holds ceil(len / UNIT) items (quads of
+// k, or vectors along k); this thread takes the steps at items first, first + STEP, ...; load and
+// compute are called as (buffer, kc, len, first item of the step).
+template <int KC, int UNIT, int STEP, class Buf, class StageA, class Load, class Compute>
+__device__ __forceinline__ void stream_chunks(int k_begin, int k_end, int first, const StageA& stage_a, const Load& load,
+                                              const Compute& compute) {
+  Buf b0, b1;
+  for (int kc = k_begin; kc < k_end; kc += KC) {
+    const int len = min(KC, k_end - kc), items = (len + UNIT - 1) / UNIT;
+    load(b0, kc, len, first);
+    __syncthreads(); // everyone is done reading the previous chunk
+    stage_a(kc, len);
+    __syncthreads();
+    for (int i = first; i < items; i += 2 * STEP) {
+      if (i + STEP < items) load(b1, kc, len, i + STEP);
+      compute(b0, kc, len, i);
+      if (i + 2 * STEP < items) load(b0, kc, len, i + 2 * STEP);
+      if (i + STEP < items) compute(b1, kc, len, i + STEP);
     }
-    copy_vec<VEC>(dst, r);
-  } else {
-#pragma unroll
-    for (int e = 0; e < VEC; ++e)
-      if (col + e < p.N) dst[e] = SPLITK == 1 ? axpby(p.alpha, v[e], p.beta, dst + e) : v[e];
   }
 }
 
@@ -132,8 +139,11 @@ __device__ __forceinline__ void cluster_reduce(const KtuneGemmArgs& p, const flo
 #define KTUNE_CLUSTER_DIMS(x, y, z)
 #endif
 
+// CTAs per cluster: with CL = 1 the K slices of a tile, at most 8 (the portable cluster size).
+__host__ __device__ constexpr int skinny_cluster_size(int cl, int splitk) { return cl ? (splitk < 8 ? splitk : 8) : 1; }
+
 template <int MT, int NT, int VEC, int KG, int NC, int UNROLL, int KC, int LDH, int CL, int SPLITK, int A_COL, int B_COL>
-__global__ void __launch_bounds__(NT) KTUNE_CLUSTER_DIMS(1, 1, CL ? (SPLITK < 8 ? SPLITK : 8) : 1) gemm_skinny(KtuneGemmArgs p) {
+__global__ void __launch_bounds__(NT) KTUNE_CLUSTER_DIMS(1, 1, skinny_cluster_size(CL, SPLITK)) gemm_skinny(KtuneGemmArgs p) {
   using namespace ktune_dev;
   static_assert(KC % 4 == 0, "chunks hold whole float4 of A");
   extern __shared__ float4 smem_raw[];
@@ -185,7 +195,9 @@ __global__ void __launch_bounds__(NT) KTUNE_CLUSTER_DIMS(1, 1, CL ? (SPLITK < 8 
 #pragma unroll
       for (int v = 0; v < VEC; ++v) acc[m][v] = 0.0f;
 
-    auto load = [&](float (&b)[UNROLL][4][VEC], const float* bcol, int len, int q0) {
+    using Buf = float[UNROLL][4][VEC];
+    auto load = [&](Buf& b, int kc, int len, int q0) {
+      const float* const bcol = p.B + (long long)kc * p.ldb + n;
 #pragma unroll
       for (int u = 0; u < UNROLL; ++u)
 #pragma unroll
@@ -199,7 +211,8 @@ __global__ void __launch_bounds__(NT) KTUNE_CLUSTER_DIMS(1, 1, CL ? (SPLITK < 8 
           }
         }
     };
-    auto compute = [&](const float (&b)[UNROLL][4][VEC], int nq, int q0) {
+    auto compute = [&](const Buf& b, int, int len, int q0) {
+      const int nq = (len + 3) / 4;
 #pragma unroll
       for (int u = 0; u < UNROLL; ++u) {
         const int q = q0 + u * KG;
@@ -220,22 +233,7 @@ __global__ void __launch_bounds__(NT) KTUNE_CLUSTER_DIMS(1, 1, CL ? (SPLITK < 8 
       }
     };
 
-    float b0[UNROLL][4][VEC], b1[UNROLL][4][VEC];
-    for (int kc = k_begin; kc < k_end; kc += KC) {
-      const int len = min(KC, k_end - kc), nq = (len + 3) / 4;
-      const float* const bcol = p.B + (long long)kc * p.ldb + n;
-      // The first step's loads go out before the barrier, so they overlap the staging of A.
-      load(b0, bcol, len, g);
-      __syncthreads(); // everyone is done reading the previous chunk
-      stage_a(kc, len);
-      __syncthreads();
-      for (int q0 = g; q0 < nq; q0 += 2 * STEP) {
-        if (q0 + STEP < nq) load(b1, bcol, len, q0 + STEP);
-        compute(b0, nq, q0);
-        if (q0 + 2 * STEP < nq) load(b0, bcol, len, q0 + 2 * STEP);
-        if (q0 + STEP < nq) compute(b1, nq, q0 + STEP);
-      }
-    }
+    stream_chunks<KC, 4, STEP, Buf>(k_begin, k_end, g, stage_a, load, compute);
 
     if constexpr (KG > 1) {
       // Every group leaves its sums in shared memory (reusing A's chunk); then each thread adds
@@ -273,7 +271,8 @@ __global__ void __launch_bounds__(NT) KTUNE_CLUSTER_DIMS(1, 1, CL ? (SPLITK < 8 
 #pragma unroll
       for (int c = 0; c < NC; ++c) acc[m][c] = 0.0f;
 
-    auto load = [&](float (&b)[UNROLL][NC][VEC], int kc, int len, int v0) {
+    using Buf = float[UNROLL][NC][VEC];
+    auto load = [&](Buf& b, int kc, int len, int v0) {
 #pragma unroll
       for (int u = 0; u < UNROLL; ++u)
 #pragma unroll
@@ -287,7 +286,7 @@ __global__ void __launch_bounds__(NT) KTUNE_CLUSTER_DIMS(1, 1, CL ? (SPLITK < 8 
           }
         }
     };
-    auto compute = [&](const float (&b)[UNROLL][NC][VEC], int len, int v0) {
+    auto compute = [&](const Buf& b, int, int len, int v0) {
 #pragma unroll
       for (int u = 0; u < UNROLL; ++u) {
         const int k = (v0 + 32 * u) * VEC;
@@ -304,22 +303,8 @@ __global__ void __launch_bounds__(NT) KTUNE_CLUSTER_DIMS(1, 1, CL ? (SPLITK < 8 
       }
     };
 
-    // A step is UNROLL vectors per lane; two steps' loads are in flight (ping-pong).
-    constexpr int STEP = 32 * UNROLL;
-    float b0[UNROLL][NC][VEC], b1[UNROLL][NC][VEC];
-    for (int kc = k_begin; kc < k_end; kc += KC) {
-      const int len = min(KC, k_end - kc), nv = (len + VEC - 1) / VEC;
-      load(b0, kc, len, lane); // before the barrier: overlaps the staging of A
-      __syncthreads();
-      stage_a(kc, len);
-      __syncthreads();
-      for (int v0 = lane; v0 < nv; v0 += 2 * STEP) {
-        if (v0 + STEP < nv) load(b1, kc, len, v0 + STEP);
-        compute(b0, len, v0);
-        if (v0 + 2 * STEP < nv) load(b0, kc, len, v0 + 2 * STEP);
-        if (v0 + STEP < nv) compute(b1, len, v0 + STEP);
-      }
-    }
+    // A step is UNROLL vectors per lane, 32 * VEC floats apart.
+    stream_chunks<KC, VEC, 32 * UNROLL, Buf>(k_begin, k_end, lane, stage_a, load, compute);
     // Butterfly sums: every lane ends with the warp's total, and lane (m * NC + c) % 32 writes
     // element (m, c), so the stores spread over the lanes.
 #pragma unroll
@@ -332,5 +317,5 @@ __global__ void __launch_bounds__(NT) KTUNE_CLUSTER_DIMS(1, 1, CL ? (SPLITK < 8 
         if (lane == (m * NC + c) % 32) emit(m, warp * NC + c, s);
       }
   }
-  if constexpr (CL) cluster_reduce<MT, COLS, NT, (SPLITK < 8 ? SPLITK : 8), SPLITK>(p, part, m0, blockIdx.x * COLS);
+  if constexpr (CL) cluster_reduce<MT, COLS, NT, skinny_cluster_size(CL, SPLITK), SPLITK>(p, part, m0, blockIdx.x * COLS);
 }
