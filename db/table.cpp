@@ -52,17 +52,42 @@ json parse_versioned(const std::string& text, const std::string& origin, const c
   return j;
 }
 
+// The "device" object every versioned file carries: the GPU its figures were measured on.
+void parse_device(const json& j, const std::string& origin, std::string& name, std::string& arch, int& sm_count) {
+  const json& dev = field(j, "device", origin);
+  if (!dev.is_object()) throw UsageError(origin + ": \"device\" must be an object");
+  name = str(dev, "name", origin + " device");
+  arch = str(dev, "arch", origin + " device");
+  arch_number(arch); // validates
+  sm_count = int(positive_int(dev, "sm_count", origin + " device"));
+}
+
+json device_json(const std::string& name, const std::string& arch, int sm_count) {
+  return {{"name", name}, {"arch", arch}, {"sm_count", sm_count}};
+}
+
+// A problem as table entries and trial-log problems spell it: m, n, k, layout, dtype, align.
+GemmProblem parse_problem(const json& e, const std::string& where) {
+  GemmProblem p;
+  try {
+    p = GemmProblem::make(positive_int(e, "m", where), positive_int(e, "n", where), positive_int(e, "k", where),
+                          str(e, "layout", where), parse_dtype(str(e, "dtype", where)));
+  } catch (const UsageError& err) {
+    const std::string msg = err.what();
+    throw UsageError(msg.rfind(where, 0) == 0 ? msg : where + ": " + msg);
+  }
+  const int64_t align = positive_int(e, "align", where);
+  if (align != 4 && align != 8 && align != 16) throw UsageError(where + ": \"align\" must be 4, 8 or 16");
+  p.align = int(align);
+  return p;
+}
+
 } // namespace
 
 Table parse_table(const std::string& text, const std::string& origin) {
   const json j = parse_versioned(text, origin, kTableSchema, "a table");
   Table t;
-  const json& dev = field(j, "device", origin);
-  if (!dev.is_object()) throw UsageError(origin + ": \"device\" must be an object");
-  t.device_name = str(dev, "name", origin + " device");
-  t.arch = str(dev, "arch", origin + " device");
-  arch_number(t.arch); // validates
-  t.sm_count = int(positive_int(dev, "sm_count", origin + " device"));
+  parse_device(j, origin, t.device_name, t.arch, t.sm_count);
   const json& entries = field(j, "entries", origin);
   if (!entries.is_array()) throw UsageError(origin + ": \"entries\" must be an array");
   for (size_t i = 0; i < entries.size(); ++i) {
@@ -71,16 +96,7 @@ Table parse_table(const std::string& text, const std::string& origin) {
     if (!e.is_object()) throw UsageError(where + ": must be an object");
     if (str(e, "op", where) != "gemm") throw UsageError(where + ": unknown op '" + e["op"].get<std::string>() + "'");
     TableEntry te;
-    try {
-      te.problem = GemmProblem::make(positive_int(e, "m", where), positive_int(e, "n", where), positive_int(e, "k", where),
-                                     str(e, "layout", where), parse_dtype(str(e, "dtype", where)));
-    } catch (const UsageError& err) {
-      const std::string msg = err.what();
-      throw UsageError(msg.rfind(where, 0) == 0 ? msg : where + ": " + msg);
-    }
-    const int64_t align = positive_int(e, "align", where);
-    if (align != 4 && align != 8 && align != 16) throw UsageError(where + ": \"align\" must be 4, 8 or 16");
-    te.problem.align = int(align);
+    te.problem = parse_problem(e, where);
     te.arch = t.arch;
     te.family = str(e, "family", where);
     const json& cfg = field(e, "config", where);
@@ -129,7 +145,7 @@ std::string table_to_json(const Table& t) {
   }
   json out;
   out["schema"] = kTableSchema;
-  out["device"] = {{"name", t.device_name}, {"arch", t.arch}, {"sm_count", t.sm_count}};
+  out["device"] = device_json(t.device_name, t.arch, t.sm_count);
   out["entries"] = entries;
   return out.dump(1) + "\n";
 }
@@ -137,19 +153,14 @@ std::string table_to_json(const Table& t) {
 TrialLog parse_trial_log(const std::string& text, const std::string& origin) {
   const json j = parse_versioned(text, origin, kTrialLogSchema, "a trial log");
   TrialLog log;
-  const json& dev = field(j, "device", origin);
-  log.device_name = str(dev, "name", origin + " device");
-  log.arch = str(dev, "arch", origin + " device");
-  log.sm_count = int(positive_int(dev, "sm_count", origin + " device"));
+  parse_device(j, origin, log.device_name, log.arch, log.sm_count);
   const json& probs = field(j, "problems", origin);
   if (!probs.is_array()) throw UsageError(origin + ": \"problems\" must be an array");
   for (size_t i = 0; i < probs.size(); ++i) {
     const std::string where = origin + " problem " + std::to_string(i);
     const json& pj = probs[i];
     ProblemLog pl;
-    pl.problem = GemmProblem::make(positive_int(pj, "m", where), positive_int(pj, "n", where), positive_int(pj, "k", where),
-                                   str(pj, "layout", where), parse_dtype(str(pj, "dtype", where)));
-    pl.problem.align = int(positive_int(pj, "align", where));
+    pl.problem = parse_problem(pj, where);
     if (pj.contains("cublas_ms") && !pj["cublas_ms"].is_null()) pl.cublas_ms = positive_number(pj, "cublas_ms", where);
     const json& trials = field(pj, "trials", where);
     if (!trials.is_array()) throw UsageError(where + ": \"trials\" must be an array");
@@ -189,7 +200,7 @@ std::string trial_log_to_json(const TrialLog& log) {
   }
   json out;
   out["schema"] = kTrialLogSchema;
-  out["device"] = {{"name", log.device_name}, {"arch", log.arch}, {"sm_count", log.sm_count}};
+  out["device"] = device_json(log.device_name, log.arch, log.sm_count);
   out["problems"] = probs;
   // One trial per line keeps the committed logs diffable and small.
   std::string s = out.dump();
