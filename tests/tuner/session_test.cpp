@@ -42,6 +42,16 @@ TuneOptions options(const std::string& db, const std::string& worker_script, siz
   return o;
 }
 
+// Every config of gemm_naive with BY in by_values (a JSON array), no budget.
+TuneOptions exhaustive_options(const std::string& db, const std::string& by_values) {
+  TuneOptions o = options(db, script(""), 0);
+  o.budget_evals.reset();
+  o.strategy = "exhaustive";
+  o.families = {find_family("gemm_naive").restricted(
+      SpaceRestriction::from_json(R"({"domains": {"BY": )" + by_values + "}}", "test restriction"))};
+  return o;
+}
+
 std::string fresh_db(const std::string& name) {
   const auto dir = std::filesystem::temp_directory_path() / ("ktune-session-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
@@ -128,11 +138,7 @@ TEST(Session, TimeBudgetStopsTheProblem) {
 }
 
 TEST(Session, ExhaustiveWithoutABudgetEvaluatesTheWholeSpace) {
-  const std::string db = fresh_db("exhaustive.db");
-  auto o = options(db, script(""), 0);
-  o.budget_evals.reset();
-  o.strategy = "exhaustive";
-  o.families = {find_family("gemm_naive").restricted(SpaceRestriction::from_json(R"({"domains": {"BY": [1, 2, 4, 8]}})", "t"))};
+  auto o = exhaustive_options(fresh_db("exhaustive.db"), "[1, 2, 4, 8]");
   const auto r = tune(o);
   const uint64_t space = o.families[0].count(o.problems[0], *o.device_info);
   EXPECT_GT(space, 0u);
@@ -158,11 +164,7 @@ TEST(Session, WarmStartTriesTheNearestTunedConfigFirst) {
 }
 
 TEST(Session, ASuiteCompilesEachConfigOnce) {
-  const std::string db = fresh_db("once.db");
-  auto o = options(db, script(""), 0);
-  o.budget_evals.reset();
-  o.strategy = "exhaustive";
-  o.families = {find_family("gemm_naive").restricted(SpaceRestriction::from_json(R"({"domains": {"BY": [4, 8]}})", "t"))};
+  auto o = exhaustive_options(fresh_db("once.db"), "[4, 8]");
   o.problems = {GemmProblem::parse("256x256x256"), GemmProblem::parse("300x200x100"), GemmProblem::parse("64x64x64")};
   const auto r = tune(o);
   const size_t per_problem = o.families[0].count(o.problems[0], *o.device_info);
