@@ -274,6 +274,9 @@ __global__ void __launch_bounds__(32 * (BM / WM) * (BN / WN)) gemm_simt(KtuneGem
 
   // Epilogue: CW-wide chunks of a thread's row segment; alignment of C (and of the workspace,
   // whose ws_ld is a multiple of 4) to VEC floats is part of the problem's alignment class.
+  // This is store_out (gemm_common.cuh) written out: calling it yields the same PTX but a
+  // different register allocation from ptxas, so the cubins, which the shipped table's timings
+  // were measured on, would change. Call store_out here when the table is next re-tuned.
   constexpr int CW = VEC < TN ? VEC : TN;
   float* const out = SPLITK == 1 ? p.C : p.workspace + blockIdx.z * (long long)p.M * p.ws_ld;
   const long long out_ld = SPLITK == 1 ? p.ldc : p.ws_ld;
@@ -288,7 +291,24 @@ __global__ void __launch_bounds__(32 * (BM / WM) * (BN / WN)) gemm_simt(KtuneGem
 #pragma unroll
         for (int tj = 0; tj < TN; tj += CW) {
           const int col = n0 + warp_n + j * LN * TN + lane_n + tj;
-          store_out<CW, SPLITK == 1, EVEN != 0>(p, out + row * out_ld + col, col, &acc[i * TM + ti][j * TN + tj]);
+          const float* v = &acc[i * TM + ti][j * TN + tj];
+          float* dst = out + row * out_ld + col;
+          if (EVEN || col + CW <= p.N) {
+            float r[CW];
+            if (SPLITK == 1 && p.beta != 0.0f) {
+              copy_vec<CW>(r, dst);
+#pragma unroll
+              for (int e = 0; e < CW; ++e) r[e] = p.alpha * v[e] + p.beta * r[e];
+            } else {
+#pragma unroll
+              for (int e = 0; e < CW; ++e) r[e] = SPLITK == 1 ? p.alpha * v[e] : v[e];
+            }
+            copy_vec<CW>(dst, r);
+          } else {
+#pragma unroll
+            for (int e = 0; e < CW; ++e)
+              if (col + e < p.N) dst[e] = SPLITK == 1 ? axpby(p.alpha, v[e], p.beta, dst + e) : v[e];
+          }
         }
     }
 }
