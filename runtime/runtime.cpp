@@ -118,7 +118,8 @@ struct Runtime::Impl {
     try {
       const Config c = f->canonical(Config::from_json(ie.entry.config_json));
       if (f->valid(c, p, device)) return c;
-      if (auto g = f->generalized(c); g && f->valid(*g, p, device)) return g;
+      for (const Config& g : f->generalized(c))
+        if (f->valid(g, p, device)) return g;
     } catch (const Error&) {
     }
     return std::nullopt;
@@ -286,7 +287,7 @@ void Runtime::launch(const std::shared_ptr<void>& prepared, const GemmProblem& p
     std::lock_guard<std::mutex> lk(m.ws_mu);
     auto& slot = m.workspaces[stream];
     if (!slot || slot->bytes() < prep->plan.workspace_bytes)
-      slot = std::make_shared<DeviceBuffer>(prep->plan.workspace_bytes, "split-K workspace for " + p.key());
+      slot = std::make_shared<DeviceBuffer>(prep->plan.workspace_bytes, "workspace (split-K sums, packed operands) for " + p.key());
     ws = slot;
     a.workspace = ws->as<float>();
   }

@@ -8,8 +8,11 @@
 #           shipped table ($out/sm_90.json)
 #   runtime the runtime cost benchmark and the example program
 #   model   the public suite with the model-guided strategy, 100 configs per problem
-#   bench   ktune bench over the public suite (shipped table) and the SGEMM ladder
+#   bench   ktune bench over the public suite (shipped table; TABLE=file adds a table that wins
+#           over it) and the SGEMM ladder
 #   decode  re-tune the shipped table's decode shapes (gemm_skinny) and export the merged table
+#   unaligned  re-tune the shipped table's unaligned shapes over packed gemm_simt configs (PACK = 1)
+#           and export the merged table
 #   profile ncu counters and SASS of the shipped table's kernels at five shapes ($out/profile)
 #   replay  an exhaustive run over configs/suites/replay.json, exported as a trial log for simulate
 set -uo pipefail
@@ -18,6 +21,21 @@ mkdir -p "$out"
 steps=${*:-tests public resume}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv >"$out/smi.txt" 2>&1
 ./build/ktune devices | tee "$out/devices.txt"
+
+# Re-tunes some shapes of the shipped table: the table goes into a fresh database (per problem the
+# faster entry wins), the search is seeded with its configs, and the merged table is exported
+# ($out/sm_90.json). Arguments: a name for the logs, then ktune tune's options.
+retune() {
+  local name=$1; shift
+  rm -f "$out/$name.db"*
+  ./build/ktune import configs/tables/sm_90.json --db "$out/$name.db"
+  local start=$(date +%s)
+  ./build/ktune tune "$@" --warm-start configs/tables/sm_90.json --db "$out/$name.db" >"$out/tune_$name.txt" 2>"$out/tune_$name.err"
+  echo "$name: exit $?, wall $(( $(date +%s) - start )) s"; cat "$out/tune_$name.txt"
+  ./build/ktune export --db "$out/$name.db" --arch sm_90 -o "$out/sm_90.json"
+  trials_csv "$out/$name.db" "$out/${name}_trials.csv"
+  rm -f "$out/$name.db"*
+}
 
 trials_csv() { # db csv: every trial without the cubins, for the record
   python3 - "$1" "$2" <<'PY'
@@ -87,21 +105,14 @@ for step in $steps; do
       echo "public suite, model strategy: exit $?, wall $(( $(date +%s) - start )) s"; cat "$out/tune_model.txt"
       trials_csv "$out/model.db" "$out/model_trials.csv" ;;
     bench)
-      ./build/ktune bench --suite configs/suites/public.json --db /nonexistent.db --json "$out/bench_public.json" 2>&1 | tee "$out/bench_public.txt"
+      table=(); [ -n "${TABLE:-}" ] && table=(--table "$TABLE")
+      ./build/ktune bench --suite configs/suites/public.json --db /nonexistent.db "${table[@]}" --json "$out/bench_public.json" 2>&1 | tee "$out/bench_public.txt"
       ./build/ktune bench --ladder configs/ladder.json --db /nonexistent.db --json "$out/bench_ladder.json" 2>&1 | tee "$out/bench_ladder.txt" ;;
     decode)
-      # Re-tune only the decode shapes' gemm_skinny entries of the shipped table: the table goes
-      # into a fresh database (per problem the faster entry wins), the search is seeded with its
-      # configs, and the merged table is exported ($out/sm_90.json).
-      rm -f "$out/decode.db"*
-      ./build/ktune import configs/tables/sm_90.json --db "$out/decode.db"
-      start=$(date +%s)
-      ./build/ktune tune --family gemm_skinny --suite configs/suites/decode.json --strategy random --budget-evals 500 \
-        --warm-start configs/tables/sm_90.json --db "$out/decode.db" >"$out/tune_decode.txt" 2>"$out/tune_decode.err"
-      echo "decode shapes, gemm_skinny: exit $?, wall $(( $(date +%s) - start )) s"; cat "$out/tune_decode.txt"
-      ./build/ktune export --db "$out/decode.db" --arch sm_90 -o "$out/sm_90.json"
-      trials_csv "$out/decode.db" "$out/decode_trials.csv"
-      rm -f "$out/decode.db"* ;;
+      retune decode --family gemm_skinny --suite configs/suites/decode.json --strategy random --budget-evals 500 ;;
+    unaligned)
+      retune unaligned --family gemm_simt --suite configs/suites/unaligned.json --restrict configs/spaces/gemm_simt.h100-packed.json \
+        --strategy model --budget-evals "${BUDGET:-300}" ;;
     profile)
       # Nsight Compute counters (clocks left alone) and SASS for the shipped table's kernels at the
       # shapes docs/PERFORMANCE.md discusses, beside cuBLAS's kernels in the same process.
@@ -115,7 +126,7 @@ for step in $steps; do
                 lg_throttle no_instruction selected; do
         metrics=$metrics,smsp__average_warps_issue_stalled_${st}_per_issue_active.ratio
       done
-      for shape in 4096x4096x4096 2999x2999x2999 512x512x32768 16x4096x4096 1x4096x4096; do
+      for shape in ${SHAPES:-4096x4096x4096 2999x2999x2999 512x512x32768 16x4096x4096 1x4096x4096}; do
         python3 - "$shape" "$out/profile" <<'PY'
 import json, subprocess, sys
 shape, d = sys.argv[1], sys.argv[2]

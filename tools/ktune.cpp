@@ -79,8 +79,8 @@ int cmd_space(const SpaceArgs& a) {
   std::printf("\nsample of %zu (seed %llu)\n", sample.size(), static_cast<unsigned long long>(a.seed));
   for (const auto& c : sample) {
     const LaunchPlan plan = f.launch_plan(c, p);
-    std::printf("  %s  threads=%u smem=%uB\n", c.to_json().c_str(), plan.steps[0].block[0] * plan.steps[0].block[1],
-                plan.steps[0].dynamic_smem);
+    const LaunchStep& main = plan.main_step();
+    std::printf("  %s  threads=%u smem=%uB\n", c.to_json().c_str(), main.block[0] * main.block[1], main.dynamic_smem);
   }
   return 0;
 }

@@ -70,7 +70,7 @@ void GemmOp::grow(DeviceBuffer& b, size_t bytes, const char* what) {
   }
 }
 
-void GemmOp::ensure_workspace(size_t bytes) { grow(workspace_, bytes, "split-K workspace"); }
+void GemmOp::ensure_workspace(size_t bytes) { grow(workspace_, bytes, "workspace (split-K sums, packed operands)"); }
 
 void GemmOp::launch1d(size_t kernel, long long n, void** params, CUstream stream) {
   // Grid-stride kernels: a few waves of blocks are enough to saturate memory bandwidth.

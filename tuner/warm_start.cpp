@@ -33,9 +33,10 @@ std::vector<Config> warm_start_configs(const std::string& source, const Family& 
   std::vector<Config> out;
   for (const auto& [d, c] : ranked) {
     if (out.size() == count) break;
-    // Seeds tuned on other shapes may be specialised to them (EVEN): offer the general form too.
+    // Seeds tuned on other shapes may be specialised to them (EVEN, aligned loads): offer the
+    // general forms too.
     out.push_back(c);
-    if (auto g = f.generalized(c)) out.push_back(*g);
+    for (Config& g : f.generalized(c)) out.push_back(std::move(g));
   }
   return out;
 }

@@ -176,7 +176,7 @@ nlohmann::json eval(WorkerState& w, const nlohmann::json& req) {
   Module m(read_file(req.at("cubin").get<std::string>()), names, req.value("context", std::string("eval")));
   const KernelAttributes at = m.attributes(0);
   out["registers"] = at.registers;
-  out["smem"] = at.static_smem + int(plan.steps.empty() ? 0 : plan.steps[0].dynamic_smem);
+  out["smem"] = at.static_smem + int(plan.steps.empty() ? 0 : plan.main_step().dynamic_smem);
   out["local"] = at.local_bytes;
   w.op.ensure_workspace(plan.workspace_bytes);
   w.op.prepare(p, req.at("seed").get<uint64_t>());

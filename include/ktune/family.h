@@ -30,8 +30,14 @@ struct LaunchStep {
 };
 
 struct LaunchPlan {
-  std::vector<LaunchStep> steps;
-  size_t workspace_bytes = 0; // scratch device memory the steps share (split-K partial sums)
+  std::vector<LaunchStep> steps; // in launch order; the main kernel need not be first
+  size_t workspace_bytes = 0;    // scratch device memory the steps share (split-K sums, packed operands)
+  // The step of kernel 0, the family's main kernel (what reports of threads and smem describe).
+  const LaunchStep& main_step() const {
+    for (const auto& s : steps)
+      if (s.kernel == 0) return s;
+    return steps.at(0);
+  }
 };
 
 // Narrows domains without recompiling: {"family": "gemm_simt", "domains": {"BK": [8, 16]}}.
@@ -76,15 +82,16 @@ class Family {
     default_ = std::move(fn);
     return *this;
   }
-  // For a config specialised to some shapes (e.g. no bounds checks), the same kernel in its
-  // general form; the runtime uses it when a tuned config's specialisation does not fit the
-  // asked shape. Returns nullopt when the config is already general.
-  using GeneralizeFn = std::function<std::optional<Config>(const Config&)>;
+  // For a config specialised to some shapes (e.g. no bounds checks, aligned vector loads), the
+  // same tiling in forms that serve more shapes, nearest first; the runtime takes the first one
+  // valid for the asked shape when the tuned config is not, and warm starts offer them all as
+  // seeds. Empty when the config is already general.
+  using GeneralizeFn = std::function<std::vector<Config>(const Config&)>;
   Family& generalize(GeneralizeFn fn) {
     generalize_ = std::move(fn);
     return *this;
   }
-  std::optional<Config> generalized(const Config& c) const { return generalize_ ? generalize_(c) : std::nullopt; }
+  std::vector<Config> generalized(const Config& c) const { return generalize_ ? generalize_(c) : std::vector<Config>{}; }
   // Fills in parameters a family gained after configs were recorded (tables, trial logs,
   // warm-start files), with the value that reproduces the kernel those configs were measured
   // with. canonical() applies it, so every config read from outside passes through it.

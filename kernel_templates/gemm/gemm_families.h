@@ -37,6 +37,18 @@ std::string gemm_splitk_reduce_name(int slices);
 // Configs whose workspace would exceed this are not worth a tuning slot (a constraint of each family).
 constexpr size_t kGemmMaxWorkspace = size_t(512) << 20;
 size_t gemm_splitk_workspace_bytes(int slices, const GemmProblem& p);
+// The reduction is kernel 1 of the family's kernels() (named right after the main kernel).
 void add_splitk_reduce(LaunchPlan& plan, const GemmProblem& p, int slices);
+
+// Operand packing of gemm_pack.cuh, for a main kernel with mq x nq tiles of C that takes K kq at
+// a time (BK times its K slices) and cuts K into `slices` split-K slices (1: none).
+struct GemmPack {
+  int mq, nq, kq, slices;
+};
+std::string gemm_pack_name(const GemmPack& t, const GemmProblem& p);
+size_t gemm_pack_workspace_bytes(const GemmPack& t, const GemmProblem& p);
+// Puts the packing step (kernel index `kernel` of kernels()) first in a plan that holds the main
+// kernel and any reduction, and sizes the workspace for the split-K slices and the packed copies.
+void add_pack(LaunchPlan& plan, const GemmProblem& p, const GemmPack& t, int kernel);
 
 } // namespace ktune

@@ -31,7 +31,16 @@ int register_estimate(const Config& c) {
 }
 int register_cap(const Config& c) { return std::min(255, 65536 / threads(c)); }
 
-size_t workspace_bytes(const Config& c, const GemmProblem& p) { return gemm_splitk_workspace_bytes(c["SPLITK"], p); }
+GemmPack pack_tiles(const Config& c) { return {c["BM"], c["BN"], c["BK"] * c["SPLITK"], c["SPLITK"]}; }
+
+size_t workspace_bytes(const Config& c, const GemmProblem& p) {
+  return gemm_splitk_workspace_bytes(c["SPLITK"], p) + (c["PACK"] ? gemm_pack_workspace_bytes(pack_tiles(c), p) : 0);
+}
+
+// Whether the tiles divide the problem, so that the plain kernel needs no bounds checks.
+bool tiles_divide(const Config& c, const GemmProblem& p) {
+  return p.k > 0 && p.m % c["BM"] == 0 && p.n % c["BN"] == 0 && p.k % (int64_t(c["BK"]) * c["SPLITK"]) == 0;
+}
 
 } // namespace
 
@@ -54,7 +63,8 @@ Family gemm_simt_family() {
       .param("PIPE", {0, 1, 2, 3, 4}, "0 single buffer, 1 register double buffer, >=2 cp.async stages")
       .param("SPLITK", {1, 2, 4, 8, 16}, "K slices reduced deterministically")
       .param("SWZ", {1, 4, 8, 16}, "tile rows per rasterization group")
-      .param("EVEN", {0, 1}, "no bounds checks (tiles must divide the problem)");
+      .param("EVEN", {0, 1}, "no bounds checks (tiles must divide the problem)")
+      .param("PACK", {0, 1}, "copy A and B first into aligned, tile-padded workspace (any shape: vector loads, no bounds checks)");
 
   f.restrict("warp tile divides block tile", {"BM", "BN", "WM", "WN"},
              [](const Config& c, P, D) { return c["BM"] % c["WM"] == 0 && c["BN"] % c["WN"] == 0; })
@@ -67,8 +77,6 @@ Family gemm_simt_family() {
                 })
       .restrict("register estimate within the __launch_bounds__ cap", {"BM", "BN", "WM", "WN", "TM", "TN", "LN"},
                 [](const Config& c, P, D) { return register_estimate(c) <= register_cap(c); })
-      .restrict("global vector width within the problem's alignment class", {"VEC"},
-                [](const Config& c, P p, D) { return c["VEC"] * 4 <= p.align; })
       .restrict("shared memory within the device's per-block limit", {"BM", "BN", "BK", "AT", "PAD", "PIPE"},
                 [](const Config& c, P, D d) { return smem_bytes(c) <= size_t(d.max_smem_per_block_optin); })
       .restrict("register staging of the double buffer within the cap", {"BM", "BN", "WM", "WN", "TM", "TN", "LN", "BK", "PIPE"},
@@ -79,12 +87,20 @@ Family gemm_simt_family() {
       .restrict("cp.async (PIPE >= 2) needs sm_80", {"PIPE"}, [](const Config& c, P, D d) { return c["PIPE"] < 2 || d.arch_number() >= 80; })
       .restrict("every split-K slice gets at least one BK tile", {"BK", "SPLITK"},
                 [](const Config& c, P p, D) { return c["SPLITK"] == 1 || int64_t(c["SPLITK"]) * c["BK"] <= p.k; })
-      .restrict("split-K workspace <= 512 MiB", {"SPLITK"}, [](const Config& c, P p, D) { return workspace_bytes(c, p) <= kGemmMaxWorkspace; })
+      .restrict("split-K workspace <= 512 MiB", {"SPLITK"},
+                [](const Config& c, P p, D) { return gemm_splitk_workspace_bytes(c["SPLITK"], p) <= kGemmMaxWorkspace; })
       .restrict("EVEN only where the tiles divide M, N and K / SPLITK", {"BM", "BN", "BK", "SPLITK", "EVEN"},
-                [](const Config& c, P p, D) {
-                  return c["EVEN"] == 0 || (p.k > 0 && p.m % c["BM"] == 0 && p.n % c["BN"] == 0 &&
-                                            p.k % (int64_t(c["BK"]) * c["SPLITK"]) == 0);
-                });
+                [](const Config& c, P p, D) { return c["EVEN"] == 0 || tiles_divide(c, p); })
+      // The packed copies are aligned, so VEC is free under PACK; C's stores then go by element.
+      .restrict("global vector width within the problem's alignment class (or PACK)", {"VEC", "PACK"},
+                [](const Config& c, P p, D) { return c["VEC"] * 4 <= p.align || c["PACK"] == 1; })
+      // Packing costs a pass over A and B: only worth a tuning slot where the plain kernel would
+      // need narrow loads or bounds checks. EVEN is implied (the packed loads have no checks).
+      .restrict("PACK only for unaligned problems or tiles that do not divide them, and with EVEN = 0",
+                {"BM", "BN", "BK", "SPLITK", "EVEN", "PACK"},
+                [](const Config& c, P p, D) { return c["PACK"] == 0 || (c["EVEN"] == 0 && (p.align < 16 || !tiles_divide(c, p))); })
+      .restrict("workspace (split-K slices, packed operands) <= 512 MiB", {"BM", "BN", "BK", "SPLITK", "PACK"},
+                [](const Config& c, P p, D) { return workspace_bytes(c, p) <= kGemmMaxWorkspace; });
 
   // 128 x 128 x 8 tiles with 8 x 4 thread tiles: the configuration the SGEMM literature settles
   // on for large shapes, bounds-checked so that it serves any shape. The vector width follows
@@ -92,31 +108,40 @@ Family gemm_simt_family() {
   f.defaults([](const GemmProblem& p, const DeviceInfo& d) {
     return Config{{"BM", 128}, {"BN", 128}, {"WM", 64}, {"WN", 32}, {"TM", 8}, {"TN", 4}, {"LN", 8}, {"BK", 8},
                   {"VEC", std::min(4, p.align / 4)}, {"AT", 1}, {"PAD", 4}, {"PIPE", d.arch_number() >= 80 ? 3 : 1},
-                  {"SPLITK", 1}, {"SWZ", 8}, {"EVEN", 0}};
+                  {"SPLITK", 1}, {"SWZ", 8}, {"EVEN", 0}, {"PACK", 0}};
   });
 
   // LN came after the first tables and trial logs; they were measured with the lane layout the
-  // kernel then derived, LN = min(32, WN / TN), which is therefore their value.
+  // kernel then derived, LN = min(32, WN / TN), which is therefore their value. PACK came later
+  // still: before it, nothing was packed.
   f.upgrade([](Config c) {
     if (!c.has("LN") && c.has("WN") && c.has("TN") && c["TN"] > 0) c.set("LN", std::min(32, c["WN"] / c["TN"]));
+    if (!c.has("PACK")) c.set("PACK", 0);
     return c;
   });
 
-  // EVEN = 1 only drops bounds checks: its general twin is the same kernel with them.
-  f.generalize([](const Config& c) -> std::optional<Config> {
-    if (c["EVEN"] == 0) return std::nullopt;
-    Config g = c;
-    g.set("EVEN", 0);
-    return g;
+  // EVEN = 1 only drops bounds checks: its general twin is the same kernel with them. Where the
+  // problem's alignment forbids its vector loads, the packed form runs the same unchecked main
+  // loop on aligned copies (and a packed config on a shape that needs no packing runs unpacked).
+  f.generalize([](const Config& c) {
+    std::vector<Config> out;
+    for (int pack : {c["PACK"], 1 - c["PACK"]}) {
+      Config g = c;
+      g.set("EVEN", 0);
+      g.set("PACK", pack);
+      if (!(g == c)) out.push_back(std::move(g));
+    }
+    return out;
   });
 
   f.kernels([](const Config& c, const GemmProblem& p) {
      // Template parameter order of gemm_simt.cu, which differs from the enumeration order.
      std::string args;
-     for (const char* name : {"BM", "BN", "BK", "WM", "WN", "TM", "TN", "LN", "VEC", "AT", "PAD", "PIPE", "SPLITK", "SWZ", "EVEN"})
+     for (const char* name : {"BM", "BN", "BK", "WM", "WN", "TM", "TN", "LN", "VEC", "AT", "PAD", "PIPE", "SPLITK", "SWZ", "EVEN", "PACK"})
        args += std::to_string(c[name]) + ",";
      std::vector<std::string> names{"gemm_simt<" + args + gemm_layout_args(p) + ">"};
      if (c["SPLITK"] > 1) names.push_back(gemm_splitk_reduce_name(c["SPLITK"]));
+     if (c["PACK"]) names.push_back(gemm_pack_name(pack_tiles(c), p));
      return names;
    })
       .launch([](const Config& c, const GemmProblem& p) {
@@ -128,6 +153,7 @@ Family gemm_simt_family() {
         main.dynamic_smem = static_cast<unsigned>(smem_bytes(c));
         plan.steps.push_back(main);
         add_splitk_reduce(plan, p, c["SPLITK"]);
+        if (c["PACK"]) add_pack(plan, p, pack_tiles(c), static_cast<int>(plan.steps.size()));
         return plan;
       });
   return f;

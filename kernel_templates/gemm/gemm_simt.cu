@@ -20,8 +20,12 @@
 //                gemm_splitk_reduce adds them in a fixed order (deterministic)
 //   SWZ          rasterization group: SWZ block-rows walk the N tiles together (L2 reuse)
 //   EVEN         no bounds checks; only valid when the tiles divide M, N and K/SPLITK
+//   PACK         gemm_pack (gemm_pack.cuh) first copies A and B into the workspace, aligned and
+//                zero-padded to whole tiles: vector loads and no bounds checks in the main loop
+//                for any shape or alignment (C keeps its own, possibly scalar, stores)
 //   A_COL, B_COL layouts from the problem: 1 = column-major (transposed, "T")
 #include "gemm_common.cuh"
+#include "gemm_pack.cuh"
 #include "gemm_splitk.cuh"
 
 namespace ktune_dev {
@@ -137,9 +141,12 @@ __device__ __forceinline__ void raster(int pid, int tiles_m, int tiles_n, int& t
 } // namespace ktune_dev
 
 template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int LN, int VEC, int AT, int PAD, int PIPE, int SPLITK,
-          int SWZ, int EVEN, int A_COL, int B_COL>
-__global__ void __launch_bounds__(32 * (BM / WM) * (BN / WN)) gemm_simt(KtuneGemmArgs p) {
+          int SWZ, int EVEN, int PACK, int A_COL, int B_COL>
+__global__ void __launch_bounds__(32 * (BM / WM) * (BN / WN)) gemm_simt(KtuneGemmArgs args) {
   using namespace ktune_dev;
+  // With PACK the operands are gemm_pack's copies and K is padded to whole BK * SPLITK tiles.
+  const KtuneGemmArgs p = PACK ? PackedLayout<BM, BN, BK * SPLITK, (SPLITK > 1 ? SPLITK : 0), A_COL, B_COL>(args).apply(args) : args;
+  constexpr bool LOAD_EVEN = EVEN != 0 || PACK != 0;
   constexpr int NT = 32 * (BM / WM) * (BN / WN);
   constexpr int LM = 32 / LN; // lanes along M in a warp
   constexpr int WMI = WM / (LM * TM), WNI = WN / (LN * TN);
@@ -149,8 +156,8 @@ __global__ void __launch_bounds__(32 * (BM / WM) * (BN / WN)) gemm_simt(KtuneGem
   constexpr int B_SIZE = BK * B_LD;
   constexpr int BUFS = PIPE == 0 ? 1 : (PIPE == 1 ? 2 : PIPE);
   // Storage shape of each operand tile in global memory (rows x contiguous columns).
-  using MoverA = TileMover<A_COL ? BK : BM, A_COL ? BM : BK, VEC, NT, A_LD, (AT != 0) != (A_COL != 0), EVEN != 0>;
-  using MoverB = TileMover<B_COL ? BN : BK, B_COL ? BK : BN, VEC, NT, B_LD, B_COL != 0, EVEN != 0>;
+  using MoverA = TileMover<A_COL ? BK : BM, A_COL ? BM : BK, VEC, NT, A_LD, (AT != 0) != (A_COL != 0), LOAD_EVEN>;
+  using MoverB = TileMover<B_COL ? BN : BK, B_COL ? BK : BN, VEC, NT, B_LD, B_COL != 0, LOAD_EVEN>;
 
   extern __shared__ float4 smem_raw[];
   float* const smem = reinterpret_cast<float*>(smem_raw);
@@ -273,11 +280,12 @@ __global__ void __launch_bounds__(32 * (BM / WM) * (BN / WN)) gemm_simt(KtuneGem
   }
 
   // Epilogue: CW-wide chunks of a thread's row segment; alignment of C (and of the workspace,
-  // whose ws_ld is a multiple of 4) to VEC floats is part of the problem's alignment class.
+  // whose ws_ld is a multiple of 4) to VEC floats is part of the problem's alignment class,
+  // except under PACK, where VEC describes the packed operands only: C is then stored by element.
   // This is store_out (gemm_common.cuh) written out: calling it yields the same PTX but a
   // different register allocation from ptxas, so the cubins, which the shipped table's timings
   // were measured on, would change. Call store_out here when the table is next re-tuned.
-  constexpr int CW = VEC < TN ? VEC : TN;
+  constexpr int CW = PACK && SPLITK == 1 ? 1 : (VEC < TN ? VEC : TN);
   float* const out = SPLITK == 1 ? p.C : p.workspace + blockIdx.z * (long long)p.M * p.ws_ld;
   const long long out_ld = SPLITK == 1 ? p.ldc : p.ws_ld;
 #pragma unroll

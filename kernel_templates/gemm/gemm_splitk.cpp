@@ -13,7 +13,7 @@ size_t gemm_splitk_workspace_bytes(int slices, const GemmProblem& p) {
 void add_splitk_reduce(LaunchPlan& plan, const GemmProblem& p, int slices) {
   if (slices <= 1) return;
   LaunchStep reduce;
-  reduce.kernel = static_cast<int>(plan.steps.size()); // kernels() names the reduction after the main kernel
+  reduce.kernel = 1; // kernels() names the reduction right after the main kernel
   reduce.grid[0] = ceil_div(p.m * p.n, 256); // the kernel's __launch_bounds__(256)
   reduce.block[0] = 256;
   plan.steps.push_back(reduce);

@@ -61,18 +61,23 @@ class GemmGpu : public ::testing::Test {
       std::future<std::shared_ptr<const CompiledKernel>> cubin;
     };
     std::vector<Job> jobs;
-    // The cubin does not depend on the shape; compile_shape is one every given config is valid
+    // The cubin does not depend on the shape; compile_shape is one the given configs are valid
     // for (2048^3 for the general families: tiles and split-K divide it, its workspace fits), so
-    // compile_request accepts it.
+    // compile_request accepts it. Packing configs are for unaligned or undivided shapes only, so
+    // they compile at 2047x2049x2051 instead.
     for (const auto& c : configs)
-      for (const char* l : layouts)
-        jobs.push_back({c, l, compiler.compile_async(compile_request(f, c, GemmProblem::parse(compile_shape, l), dev.arch))});
+      for (const char* l : layouts) {
+        GemmProblem at = GemmProblem::parse(compile_shape, l);
+        if (!f.valid(c, at, dev)) at = GemmProblem::parse("2047x2049x2051", l);
+        jobs.push_back({c, l, compiler.compile_async(compile_request(f, c, at, dev.arch))});
+      }
     Tally t;
     uint64_t i = seed_base;
     for (auto& job : jobs) {
       const auto k = job.cubin.get();
       Module m(k->cubin, k->lowered_names, f.name() + " " + job.c.to_json());
-      const int vec = job.c.has("VEC") ? job.c["VEC"] : 1;
+      // Packing configs take any alignment: their cases keep odd leading dimensions.
+      const int vec = job.c.has("VEC") && !(job.c.has("PACK") && job.c["PACK"]) ? job.c["VEC"] : 1;
       for (const Shape& s : shapes) {
         const GemmProblem p = make_case(s, job.layout, i++, vec);
         if (!f.valid(job.c, p, dev)) {
@@ -177,6 +182,21 @@ TEST_F(GemmGpu, SimtSubsetMatchesFp64ReferenceAt2999And4096) {
   }
   EXPECT_EQ(total.failed, 0u);
   EXPECT_EQ(total.passed, at2999.size() + at4096.size());
+}
+
+TEST_F(GemmGpu, SimtPackedConfigsMatchFp64ReferenceOnAnyShapeAndAlignment) {
+  // PACK = 1: gemm_pack's aligned, tile-padded copies of A and B (after the split-K slices in the
+  // workspace), the main kernel's unchecked vector loads of them, and C stored by element.
+  SpaceRestriction packed;
+  packed.domains["PACK"] = {1};
+  const Family f = find_family("gemm_simt").restricted(packed);
+  const auto configs = f.sample(GemmProblem::parse("1000x1000x1001"), *dev_, 60, 91);
+  ASSERT_EQ(configs.size(), 60u);
+  int split = 0;
+  for (const auto& c : configs) split += c["SPLITK"] > 1;
+  EXPECT_GT(split, 0);
+  const std::vector<Shape> shapes = {{1, 1, 1}, {7, 13, 5}, {33, 65, 17}, {127, 129, 131}, {300, 301, 299}, {5, 3, 0}};
+  expect_full_coverage(run(f, configs, shapes, {"NN", "NT", "TN", "TT"}, 8000));
 }
 
 TEST_F(GemmGpu, SkinnySampledConfigsMatchFp64Reference) {

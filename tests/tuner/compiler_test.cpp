@@ -42,22 +42,29 @@ std::vector<std::pair<Config, GemmProblem>> every_config_every_layout(const Fami
   return cases;
 }
 
-// 200 seeded random configs plus, for every parameter and every value in its domain, one valid
-// config that has that value (the corners); layouts rotate over the cases.
+// 200 seeded random configs at an aligned shape and 20 at an unaligned one (where packing
+// applies), plus, for every parameter and every value in its domain, one valid config that has
+// that value (the corners); layouts rotate over the cases.
 std::vector<std::pair<Config, GemmProblem>> simt_sample(const std::string& arch) {
   const Family f = find_family("gemm_simt");
   const auto d = DeviceInfo::nominal(arch);
   std::vector<std::pair<Config, GemmProblem>> cases;
-  // 2048^3: large enough for every tile, small enough that SPLITK = 16 fits the workspace cap.
+  // 2048^3: large enough for every tile, small enough that SPLITK = 16 fits the workspace cap;
+  // 2047x2049x2051 the same, unaligned and divided by no tile.
   auto problem = [&](size_t i) { return GemmProblem::parse("2048x2048x2048", kLayouts[i % 4]); };
+  auto unaligned = [&](size_t i) { return GemmProblem::parse("2047x2049x2051", kLayouts[i % 4]); };
   for (const auto& c : f.sample(problem(0), d, 200, 2026)) cases.emplace_back(c, problem(cases.size()));
+  for (const auto& c : f.sample(unaligned(0), d, 20, 2027)) cases.emplace_back(c, unaligned(cases.size()));
   for (const auto& prm : f.params())
     for (int v : prm.values) {
       SpaceRestriction r;
       r.domains[prm.name] = {v};
-      const auto one = f.restricted(r).sample(problem(0), d, 1, 7 + v);
+      const Family one_value = f.restricted(r);
+      auto one = one_value.sample(problem(0), d, 1, 7 + v);
+      const bool aligned = !one.empty();
+      if (!aligned) one = one_value.sample(unaligned(0), d, 1, 7 + v); // PACK = 1 is for these only
       EXPECT_EQ(one.size(), 1u) << "no valid config with " << prm.name << "=" << v << " on " << arch;
-      if (!one.empty()) cases.emplace_back(one[0], problem(cases.size()));
+      if (!one.empty()) cases.emplace_back(one[0], aligned ? problem(cases.size()) : unaligned(cases.size()));
     }
   return cases;
 }
@@ -76,13 +83,13 @@ TEST(Compiler, EveryNaiveAndSmemConfigCompilesForSm80AndSm90) {
 
 TEST(Compiler, SampledAndCornerSimtConfigsCompileForSm80) {
   const auto cases = simt_sample("sm_80");
-  EXPECT_GE(cases.size(), 240u);
+  EXPECT_GE(cases.size(), 260u);
   compile_all(find_family("gemm_simt"), cases, "sm_80");
 }
 
 TEST(Compiler, SampledAndCornerSimtConfigsCompileForSm90) {
   const auto cases = simt_sample("sm_90");
-  EXPECT_GE(cases.size(), 240u);
+  EXPECT_GE(cases.size(), 260u);
   compile_all(find_family("gemm_simt"), cases, "sm_90");
 }
 
@@ -118,7 +125,7 @@ TEST(Compiler, SampledAndCornerSkinnyConfigsCompileForSm90) {
 TEST(Compiler, InvalidConfigIsRejectedBeforeCompiling) {
   const Family f = find_family("gemm_simt");
   Config c{{"BM", 128}, {"BN", 128}, {"WM", 64}, {"WN", 64}, {"TM", 8}, {"TN", 8}, {"LN", 8}, {"BK", 8}, {"VEC", 4}, {"AT", 1},
-           {"PAD", 4}, {"PIPE", 2}, {"SPLITK", 1}, {"SWZ", 1}, {"EVEN", 0}};
+           {"PAD", 4}, {"PIPE", 2}, {"SPLITK", 1}, {"SWZ", 1}, {"EVEN", 0}, {"PACK", 0}};
   const auto unaligned = GemmProblem::parse("2999x2999x2999");
   try {
     compile_request(f, c, unaligned, "sm_90");

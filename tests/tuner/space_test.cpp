@@ -57,12 +57,21 @@ TEST(Space, PrunedEnumerationAgreesWithFullValidation) {
 TEST(Space, BrokenConstraintsAreNamed) {
   const Family f = find_family("gemm_simt");
   Config c{{"BM", 128}, {"BN", 128}, {"WM", 64}, {"WN", 64}, {"TM", 8}, {"TN", 8}, {"LN", 8}, {"BK", 8}, {"VEC", 4}, {"AT", 1},
-           {"PAD", 4}, {"PIPE", 2}, {"SPLITK", 1}, {"SWZ", 1}, {"EVEN", 0}};
+           {"PAD", 4}, {"PIPE", 2}, {"SPLITK", 1}, {"SWZ", 1}, {"EVEN", 0}, {"PACK", 0}};
   EXPECT_TRUE(f.valid(c, k4096, DeviceInfo::nominal("sm_90")));
   const auto unaligned = GemmProblem::parse("2999x2999x2999");
   const auto why = f.violations(c, unaligned, DeviceInfo::nominal("sm_90"));
   ASSERT_EQ(why.size(), 1u);
   EXPECT_NE(why[0].find("alignment"), std::string::npos);
+  // Packed operands are aligned whatever the problem: the same config is valid with PACK = 1,
+  // which in turn has nothing to do where the plain kernel already runs aligned and unchecked.
+  c.set("PACK", 1);
+  EXPECT_TRUE(f.valid(c, unaligned, DeviceInfo::nominal("sm_90")));
+  const auto pointless = f.violations(c, k4096, DeviceInfo::nominal("sm_90"));
+  ASSERT_EQ(pointless.size(), 1u);
+  EXPECT_NE(pointless[0].find("PACK only"), std::string::npos) << pointless[0];
+  EXPECT_TRUE(f.valid(c, GemmProblem::parse("4000x4000x4000"), DeviceInfo::nominal("sm_90"))); // 4000 % 128 != 0
+  c.set("PACK", 0);
   c.set("EVEN", 1);
   EXPECT_FALSE(f.valid(c, GemmProblem::parse("4000x4096x4096"), DeviceInfo::nominal("sm_90")));
   c.set("BM", 48);
@@ -72,7 +81,7 @@ TEST(Space, BrokenConstraintsAreNamed) {
 TEST(Space, SharedMemoryLimitDependsOnArch) {
   const Family f = find_family("gemm_simt");
   Config c{{"BM", 256}, {"BN", 128}, {"WM", 64}, {"WN", 64}, {"TM", 8}, {"TN", 8}, {"LN", 8}, {"BK", 32}, {"VEC", 4}, {"AT", 1},
-           {"PAD", 4}, {"PIPE", 3}, {"SPLITK", 1}, {"SWZ", 1}, {"EVEN", 0}};
+           {"PAD", 4}, {"PIPE", 3}, {"SPLITK", 1}, {"SWZ", 1}, {"EVEN", 0}, {"PACK", 0}};
   // 3 stages x (32 x 260 + 32 x 132) floats = 150528 bytes: fits sm_90's 227 KB, not sm_86's 99 KB.
   EXPECT_TRUE(f.valid(c, k4096, DeviceInfo::nominal("sm_90")));
   EXPECT_FALSE(f.valid(c, k4096, DeviceInfo::nominal("sm_86")));
@@ -138,7 +147,7 @@ TEST(Space, ValidityChecksConstraintsInOrderSoLaterOnesMayRelyOnEarlierOnes) {
   // never see such a config (a strategy stepping BM down once crashed the tuner with SIGFPE).
   const Family f = find_family("gemm_simt");
   Config c{{"BM", 16}, {"BN", 128}, {"WM", 64}, {"WN", 64}, {"TM", 8}, {"TN", 8}, {"LN", 8}, {"BK", 8}, {"VEC", 4}, {"AT", 1},
-           {"PAD", 4}, {"PIPE", 2}, {"SPLITK", 1}, {"SWZ", 1}, {"EVEN", 0}};
+           {"PAD", 4}, {"PIPE", 2}, {"SPLITK", 1}, {"SWZ", 1}, {"EVEN", 0}, {"PACK", 0}};
   const auto why = f.violations(c, k4096, DeviceInfo::nominal("sm_90"));
   ASSERT_EQ(why.size(), 1u);
   EXPECT_EQ(why[0], "warp tile divides block tile");
@@ -162,6 +171,7 @@ TEST(Space, ConfigsRecordedBeforeLnGetTheLaneLayoutTheyWereMeasuredWith) {
   const char* old2 = R"({"BM":128,"BN":128,"WM":64,"WN":32,"TM":8,"TN":8,"BK":8,"VEC":4,"AT":1,"PAD":4,"PIPE":0,"SPLITK":1,"SWZ":1,"EVEN":1})";
   const Config c = f.canonical(Config::from_json(old2));
   EXPECT_EQ(c["LN"], 4);
+  EXPECT_EQ(c["PACK"], 0); // nothing was packed before PACK existed
   EXPECT_TRUE(f.valid(c, k4096, DeviceInfo::nominal("sm_90")));
   // A config that names LN keeps it, and validity still requires it.
   Config given = Config::from_json(old2);
@@ -181,4 +191,32 @@ TEST(Space, SkinnyFamilyIsOnlyForFewRowsAndFollowsBsLayout) {
     for (const auto& c : f.sample(GemmProblem::parse("16x4096x4096", l), d, 40, 3)) EXPECT_EQ(c["KG"], 1) << l;
   EXPECT_GE(f.count(GemmProblem::parse("1x4096x4096"), d), 1000u);
   EXPECT_GE(f.count(GemmProblem::parse("16x4096x4096", "NT"), d), 1000u);
+}
+
+TEST(Space, SimtGeneralFormsDropEvenAndPackWhereTheAlignmentForbidsVectorLoads) {
+  const Family f = find_family("gemm_simt");
+  const auto d = DeviceInfo::nominal("sm_90");
+  Config even{{"BM", 128}, {"BN", 128}, {"WM", 64}, {"WN", 32}, {"TM", 8}, {"TN", 4}, {"LN", 8}, {"BK", 8}, {"VEC", 4}, {"AT", 1},
+              {"PAD", 4}, {"PIPE", 1}, {"SPLITK", 1}, {"SWZ", 8}, {"EVEN", 1}, {"PACK", 0}};
+  ASSERT_TRUE(f.valid(even, k4096, d));
+  const auto general = f.generalized(even);
+  ASSERT_EQ(general.size(), 2u);
+  EXPECT_EQ(general[0]["EVEN"], 0);
+  EXPECT_EQ(general[0]["PACK"], 0);
+  EXPECT_EQ(general[1]["EVEN"], 0);
+  EXPECT_EQ(general[1]["PACK"], 1);
+  // The first general form valid for a shape is what the runtime launches there.
+  auto first_valid = [&](const GemmProblem& p) {
+    for (const auto& g : general)
+      if (f.valid(g, p, d)) return g["PACK"];
+    return -1;
+  };
+  EXPECT_EQ(first_valid(GemmProblem::parse("4000x4000x4000")), 0); // aligned: bounds checks suffice
+  EXPECT_EQ(first_valid(GemmProblem::parse("2999x2999x2999")), 1); // a4: VEC = 4 only on packed copies
+  // A packed config's general forms include the unpacked one, for shapes that need no packing.
+  Config packed = general[1];
+  const auto back = f.generalized(packed);
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0]["PACK"], 0);
+  EXPECT_TRUE(f.valid(back[0], k4096, d));
 }
