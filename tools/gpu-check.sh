@@ -13,6 +13,9 @@
 #   decode  re-tune the shipped table's decode shapes (gemm_skinny) and export the merged table
 #   unaligned  re-tune the shipped table's unaligned shapes over packed gemm_simt configs (PACK = 1)
 #           and export the merged table
+#   large   re-tune the shipped table's large aligned shapes (M >= 512 in the public suite) with a
+#           longer model search ($BUDGET configs each, default 400; at most $TUNE_TIMEOUT s) and
+#           export the merged table
 #   profile ncu counters and SASS of the shipped table's kernels at five shapes ($out/profile)
 #   replay  an exhaustive run over configs/suites/replay.json, exported as a trial log for simulate
 set -uo pipefail
@@ -30,7 +33,8 @@ retune() {
   rm -f "$out/$name.db"*
   ./build/ktune import configs/tables/sm_90.json --db "$out/$name.db"
   local start=$(date +%s)
-  ./build/ktune tune "$@" --warm-start configs/tables/sm_90.json --db "$out/$name.db" >"$out/tune_$name.txt" 2>"$out/tune_$name.err"
+  timeout "${TUNE_TIMEOUT:-100000}" ./build/ktune tune "$@" --warm-start configs/tables/sm_90.json --db "$out/$name.db" \
+    >"$out/tune_$name.txt" 2>"$out/tune_$name.err"
   echo "$name: exit $?, wall $(( $(date +%s) - start )) s"; cat "$out/tune_$name.txt"
   ./build/ktune export --db "$out/$name.db" --arch sm_90 -o "$out/sm_90.json"
   trials_csv "$out/$name.db" "$out/${name}_trials.csv"
@@ -113,6 +117,10 @@ for step in $steps; do
     unaligned)
       retune unaligned --family gemm_simt --suite configs/suites/unaligned.json --restrict configs/spaces/gemm_simt.h100-packed.json \
         --strategy model --budget-evals "${BUDGET:-300}" ;;
+    large)
+      retune large --family gemm_simt --restrict configs/spaces/gemm_simt.h100.json --strategy model --budget-evals "${BUDGET:-400}" \
+        --problem 2048x2048x2048 --problem 4096x4096x4096 --problem 2048x4096x4096 --problem 2048x11008x4096 \
+        --problem 2048x4096x11008 --problem 512x512x32768 ;;
     profile)
       # Nsight Compute counters (clocks left alone) and SASS for the shipped table's kernels at the
       # shapes docs/PERFORMANCE.md discusses, beside cuBLAS's kernels in the same process.
