@@ -124,6 +124,15 @@ std::vector<Config> all_configs(const Family& f, const GemmProblem& p, const Dev
   return out;
 }
 
+// gemm_simt with one parameter fixed to one value, and n configs of it sampled at shape.
+std::vector<Config> simt_sample_with(const char* param, int value, const char* shape, const DeviceInfo& d, size_t n,
+                                     uint64_t seed, Family* out) {
+  SpaceRestriction r;
+  r.domains[param] = {value};
+  *out = find_family("gemm_simt").restricted(r);
+  return out->sample(GemmProblem::parse(shape), d, n, seed);
+}
+
 void expect_full_coverage(const Tally& t) {
   EXPECT_EQ(t.failed, 0u);
   EXPECT_GT(t.passed, 0u);
@@ -154,10 +163,8 @@ TEST_F(GemmGpu, Simt300SampledConfigsMatchFp64Reference) {
 }
 
 TEST_F(GemmGpu, SimtEvenConfigsMatchFp64ReferenceOnDividingShapes) {
-  SpaceRestriction even;
-  even.domains["EVEN"] = {1};
-  const Family f = find_family("gemm_simt").restricted(even);
-  const auto configs = f.sample(GemmProblem::parse("512x512x512"), *dev_, 40, 77);
+  Family f = find_family("gemm_simt");
+  const auto configs = simt_sample_with("EVEN", 1, "512x512x512", *dev_, 40, 77, &f);
   ASSERT_EQ(configs.size(), 40u);
   const Tally t = run(f, configs, {{512, 512, 512}, {4096, 4096, 4096}}, {"NN", "NT", "TN", "TT"}, 4000);
   EXPECT_EQ(t.failed, 0u);
@@ -167,8 +174,8 @@ TEST_F(GemmGpu, SimtEvenConfigsMatchFp64ReferenceOnDividingShapes) {
 TEST_F(GemmGpu, SimtSubsetMatchesFp64ReferenceAt2999And4096) {
   const Family f = find_family("gemm_simt");
   const auto& d = *dev_;
-  // Configs valid for the unaligned 2999^3 (VEC = 1) and for 4096^3 without EVEN; one layout
-  // each, rotating, to bound the cost of the FP64 reference at these sizes.
+  // Configs valid for the unaligned 2999^3 (VEC = 1, or packed) and for 4096^3 without EVEN; one
+  // layout each, rotating, to bound the cost of the FP64 reference at these sizes.
   const auto at2999 = f.sample(GemmProblem::parse("2999x2999x2999"), d, 12, 5);
   const auto at4096 = f.sample(GemmProblem::parse("4096x4096x4096"), d, 12, 6);
   Tally total;
@@ -187,10 +194,8 @@ TEST_F(GemmGpu, SimtSubsetMatchesFp64ReferenceAt2999And4096) {
 TEST_F(GemmGpu, SimtPackedConfigsMatchFp64ReferenceOnAnyShapeAndAlignment) {
   // PACK = 1: gemm_pack's aligned, tile-padded copies of A and B (after the split-K slices in the
   // workspace), the main kernel's unchecked vector loads of them, and C stored by element.
-  SpaceRestriction packed;
-  packed.domains["PACK"] = {1};
-  const Family f = find_family("gemm_simt").restricted(packed);
-  const auto configs = f.sample(GemmProblem::parse("1000x1000x1001"), *dev_, 60, 91);
+  Family f = find_family("gemm_simt");
+  const auto configs = simt_sample_with("PACK", 1, "1000x1000x1001", *dev_, 60, 91, &f);
   ASSERT_EQ(configs.size(), 60u);
   int split = 0;
   for (const auto& c : configs) split += c["SPLITK"] > 1;
