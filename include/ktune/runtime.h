@@ -35,7 +35,7 @@ struct Selection {
   std::optional<std::string> tuned;  // key of the tuned problem the config came from
   double distance = 0;               // nearest: sqrt of the summed squared log ratios of M, N, K
   bool generalized = false;          // the tuned config was specialised to its shape (e.g. EVEN);
-                                     // config is its general form (Family::generalized)
+                                     // config is a general form of it (Family::generalized)
   std::optional<double> time_ms, cublas_ms; // recorded for the tuned problem
 };
 
