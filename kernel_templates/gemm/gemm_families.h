@@ -48,7 +48,8 @@ struct GemmPack {
 std::string gemm_pack_name(const GemmPack& t, const GemmProblem& p);
 size_t gemm_pack_workspace_bytes(const GemmPack& t, const GemmProblem& p);
 // Puts the packing step (kernel index `kernel` of kernels()) first in a plan that holds the main
-// kernel and any reduction, and sizes the workspace for the split-K slices and the packed copies.
+// kernel and any reduction (add_splitk_reduce already applied), and adds the packed copies to
+// the plan's workspace, after its split-K slices.
 void add_pack(LaunchPlan& plan, const GemmProblem& p, const GemmPack& t, int kernel);
 
 } // namespace ktune

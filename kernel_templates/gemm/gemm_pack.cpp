@@ -42,7 +42,7 @@ void add_pack(LaunchPlan& plan, const GemmProblem& p, const GemmPack& t, int ker
   pack.grid[2] = 2; // A, then B
   pack.block[0] = 256;
   plan.steps.insert(plan.steps.begin(), pack);
-  plan.workspace_bytes = gemm_splitk_workspace_bytes(t.slices, p) + gemm_pack_workspace_bytes(t, p);
+  plan.workspace_bytes += gemm_pack_workspace_bytes(t, p); // after the split-K slices the plan already sized
 }
 
 } // namespace ktune

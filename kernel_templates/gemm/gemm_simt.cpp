@@ -87,6 +87,8 @@ Family gemm_simt_family() {
       .restrict("cp.async (PIPE >= 2) needs sm_80", {"PIPE"}, [](const Config& c, P, D d) { return c["PIPE"] < 2 || d.arch_number() >= 80; })
       .restrict("every split-K slice gets at least one BK tile", {"BK", "SPLITK"},
                 [](const Config& c, P p, D) { return c["SPLITK"] == 1 || int64_t(c["SPLITK"]) * c["BK"] <= p.k; })
+      // The split-K part alone, checked as soon as SPLITK is bound (enumeration prunes there); the
+      // total with packed operands is checked once PACK is.
       .restrict("split-K workspace <= 512 MiB", {"SPLITK"},
                 [](const Config& c, P p, D) { return gemm_splitk_workspace_bytes(c["SPLITK"], p) <= kGemmMaxWorkspace; })
       .restrict("EVEN only where the tiles divide M, N and K / SPLITK", {"BM", "BN", "BK", "SPLITK", "EVEN"},

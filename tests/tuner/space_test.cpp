@@ -220,3 +220,26 @@ TEST(Space, SimtGeneralFormsDropEvenAndPackWhereTheAlignmentForbidsVectorLoads) 
   EXPECT_EQ(back[0]["PACK"], 0);
   EXPECT_TRUE(f.valid(back[0], k4096, d));
 }
+
+TEST(Space, PackedSplitKPlanRunsPackFirstAndSizesSlicesThenCopies) {
+  // Workspace of a packed split-K config: the SPLITK slices (M x ws_ld) that gemm_splitk_reduce
+  // reads from the start, then A' and B' padded to whole tiles (gemm_pack.cuh's PackedLayout).
+  const Family f = find_family("gemm_simt");
+  const Config c{{"BM", 128}, {"BN", 128}, {"WM", 64}, {"WN", 32}, {"TM", 8}, {"TN", 4}, {"LN", 8}, {"BK", 8}, {"VEC", 4},
+                 {"AT", 1}, {"PAD", 4}, {"PIPE", 3}, {"SPLITK", 4}, {"SWZ", 8}, {"EVEN", 0}, {"PACK", 1}};
+  const auto p = GemmProblem::parse("2999x2999x2999");
+  ASSERT_TRUE(f.valid(c, p, DeviceInfo::nominal("sm_90")));
+  const LaunchPlan plan = f.launch_plan(c, p);
+  const size_t slices = size_t(4) * 2999 * 3000;     // ws_ld = 2999 rounded up to 4
+  const size_t a = size_t(3072) * 3008;              // M to BM = 128 rows, K to BK * SPLITK = 32
+  const size_t b = size_t(3008) * 3072;              // K rows, N to BN = 128
+  EXPECT_EQ(plan.workspace_bytes, (slices + a + b) * sizeof(float));
+  ASSERT_EQ(plan.steps.size(), 3u);
+  EXPECT_EQ(plan.steps[0].kernel, 2); // gemm_pack, named last by kernels()
+  EXPECT_EQ(plan.steps[1].kernel, 0); // the main kernel
+  EXPECT_EQ(plan.steps[2].kernel, 1); // gemm_splitk_reduce
+  EXPECT_EQ(&plan.main_step(), &plan.steps[1]);
+  const auto names = f.kernel_names(c, p);
+  ASSERT_EQ(names.size(), 3u);
+  EXPECT_EQ(names[2].rfind("gemm_pack<128,128,32,4,", 0), 0u) << names[2];
+}
