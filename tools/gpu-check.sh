@@ -11,6 +11,9 @@
 #   bench   ktune bench over the public suite (shipped table; TABLE=file adds a table that wins
 #           over it) and the SGEMM ladder
 #   decode  re-tune the shipped table's decode shapes (gemm_skinny) and export the merged table
+#   staged  re-tune the decode shapes over gemm_skinny's cp.async stage ring only (ST >= 2,
+#           configs/spaces/gemm_skinny.h100-staged.json; $BUDGET configs each, default 300) and
+#           export the merged table
 #   unaligned  re-tune the shipped table's unaligned shapes over packed gemm_simt configs (PACK = 1)
 #           and export the merged table
 #   large   re-tune the shipped table's large aligned shapes (M >= 512 in the public suite) with a
@@ -114,6 +117,9 @@ for step in $steps; do
       ./build/ktune bench --ladder configs/ladder.json --db /nonexistent.db --json "$out/bench_ladder.json" 2>&1 | tee "$out/bench_ladder.txt" ;;
     decode)
       retune decode --family gemm_skinny --suite configs/suites/decode.json --strategy random --budget-evals 500 ;;
+    staged)
+      retune staged --family gemm_skinny --suite configs/suites/decode.json --restrict configs/spaces/gemm_skinny.h100-staged.json \
+        --strategy random --budget-evals "${BUDGET:-300}" ;;
     unaligned)
       retune unaligned --family gemm_simt --suite configs/suites/unaligned.json --restrict configs/spaces/gemm_simt.h100-packed.json \
         --strategy model --budget-evals "${BUDGET:-300}" ;;

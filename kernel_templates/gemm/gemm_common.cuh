@@ -58,13 +58,19 @@ __device__ __forceinline__ void store_out(const KtuneGemmArgs& p, float* dst, in
 }
 
 // cp.async (sm_80+): BYTES is 4, 8 or 16. src_bytes < BYTES zero-fills the rest, which is how
-// out-of-bounds elements become zeros without a branch around the copy.
-template <int BYTES>
+// out-of-bounds elements become zeros without a branch around the copy. PREFETCH = 1 asks L2 to
+// fetch the surrounding 256 bytes too (for streams that will read them next).
+template <int BYTES, int PREFETCH = 0>
 __device__ __forceinline__ void cp_async(float* dst, const float* src, int src_bytes) {
 #if __CUDA_ARCH__ >= 800
   unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  if constexpr (BYTES == 16)
+  if constexpr (BYTES == 16 && PREFETCH)
+    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(src_bytes));
+  else if constexpr (BYTES == 16)
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(src_bytes));
+  else if constexpr (PREFETCH)
+    asm volatile("cp.async.ca.shared.global.L2::256B [%0], [%1], %2, %3;\n" ::"r"(d), "l"(src), "n"(BYTES),
+                 "r"(src_bytes));
   else
     asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(d), "l"(src), "n"(BYTES),
                  "r"(src_bytes));

@@ -17,20 +17,23 @@ int columns_per_block(const Config& c, const GemmProblem& p) {
   return b_col(p) ? (c["NT"] / 32) * c["NC"] : (c["NT"] / c["KG"]) * c["VEC"];
 }
 
-// Floats of shared memory: A's chunk, and (B row-major, KG > 1) every group's partial sums,
-// which reuse it; with CL = 1, after both, the block's partial products (MT x its columns).
+// Floats of shared memory: A's chunk (ST = 0) or the ring of ST stages (A's MT x KC and B's
+// KC x block columns each), and (B row-major, KG > 1) every group's partial sums, which reuse it;
+// with CL = 1, after both, the block's partial products (MT x its columns). Mirrors PART_AT in the
+// kernel.
 size_t smem_bytes(const Config& c, const GemmProblem& p) {
-  const size_t a = size_t(c["MT"]) * c["KC"];
+  const size_t cols = columns_per_block(c, p);
+  const size_t first = c["ST"] ? size_t(c["ST"]) * c["KC"] * (c["MT"] + cols) : size_t(c["MT"]) * c["KC"];
   const size_t red = b_col(p) || c["KG"] == 1 ? 0 : size_t(c["MT"]) * c["NT"] * c["VEC"];
-  const size_t part = c["CL"] ? size_t(c["MT"]) * columns_per_block(c, p) : 0;
-  return (std::max(a, red) + part) * sizeof(float);
+  const size_t part = c["CL"] ? size_t(c["MT"]) * cols : 0;
+  return (std::max(first, red) + part) * sizeof(float);
 }
 
-// Accumulators, the B registers of two steps in flight, a float4 of A and ~24 for addresses
-// and loop state.
+// Accumulators, the B registers of two steps in flight (ST = 0; with stages, one step's four rows
+// read from shared memory), a float4 of A and ~24 for addresses and loop state.
 int register_estimate(const Config& c, const GemmProblem& p) {
   const int acc = c["MT"] * (b_col(p) ? c["NC"] : c["VEC"]);
-  const int b = 2 * c["UNROLL"] * c["VEC"] * (b_col(p) ? c["NC"] : 4);
+  const int b = c["ST"] ? 4 * c["VEC"] : 2 * c["UNROLL"] * c["VEC"] * (b_col(p) ? c["NC"] : 4);
   return acc + b + 4 + 24;
 }
 
@@ -54,10 +57,11 @@ Family gemm_skinny_family() {
       .param("KG", {1, 2, 4, 8, 16, 32}, "B row-major: thread groups splitting K inside a block")
       .param("NC", {1, 2, 4, 8}, "B column-major: columns of C per warp")
       .param("UNROLL", {1, 2, 4, 8}, "steps of B loads in flight per thread")
-      .param("KC", {64, 128, 256, 512, 1024}, "K depth of A's shared-memory chunk")
+      .param("KC", {8, 16, 32, 64, 128, 256, 512, 1024}, "K depth of A's shared-memory chunk (with ST >= 2: of each stage)")
       .param("LDH", {0, 1}, "loads of B: 0 plain, 1 read-only without L1 allocation and with 256-byte L2 prefetch")
       .param("CL", {0, 1}, "1: the K slices of a tile form a thread block cluster and reduce in distributed shared memory (sm_90)")
-      .param("SPLITK", {1, 2, 4, 8, 16, 32, 64}, "K slices reduced deterministically");
+      .param("SPLITK", {1, 2, 4, 8, 16, 32, 64}, "K slices reduced deterministically")
+      .param("ST", {0, 2, 3, 4, 6}, "B row-major: 0 streams B through registers; >= 2 cp.async stages of A and B in shared memory");
 
   f.restrict("M <= 64 (skinny problems only)", {}, [](const Config&, P p, D) { return p.m <= kMaxRows; })
       .restrict("MT rows cover M in at most 2 row tiles (each re-reads B)", {"MT"},
@@ -68,11 +72,11 @@ Family gemm_skinny_family() {
                 [](const Config& c, P p, D) { return b_col(p) ? c["KG"] == 1 : c["NT"] / c["KG"] >= 8; })
       .restrict("NC columns per warp only for column-major B", {"NC"},
                 [](const Config& c, P p, D) { return b_col(p) || c["NC"] == 1; })
-      .restrict("register estimate within the __launch_bounds__ cap", {"MT", "NT", "VEC", "KG", "NC", "UNROLL"},
+      .restrict("register estimate within the __launch_bounds__ cap", {"MT", "NT", "VEC", "KG", "NC", "UNROLL", "ST"},
                 [](const Config& c, P p, D) { return register_estimate(c, p) <= std::min(255, 65536 / c["NT"]); })
       .restrict("a block no wider than N (or 32 columns)", {"MT", "NT", "VEC", "KG", "NC"},
                 [](const Config& c, P p, D) { return columns_per_block(c, p) <= std::max<int64_t>(32, p.n); })
-      .restrict("shared memory within the device's per-block limit", {"MT", "NT", "VEC", "KG", "NC", "UNROLL", "KC", "CL"},
+      .restrict("shared memory within the device's per-block limit", {"MT", "NT", "VEC", "KG", "NC", "UNROLL", "KC", "CL", "ST"},
                 [](const Config& c, P p, D d) { return smem_bytes(c, p) <= size_t(d.max_smem_per_block_optin); })
       .restrict("CL = 1 needs sm_90 and at least 2 K slices", {"CL", "SPLITK"},
                 [](const Config& c, P, D d) { return c["CL"] == 0 || (d.arch_number() >= 90 && c["SPLITK"] >= 2); })
@@ -80,18 +84,29 @@ Family gemm_skinny_family() {
                 [](const Config& c, P p, D) { return c["SPLITK"] == 1 || int64_t(c["SPLITK"]) * 4 <= p.k; })
       .restrict("A's chunk no deeper than twice the K slice", {"KC", "SPLITK"},
                 [](const Config& c, P p, D) { return c["KC"] == 64 || int64_t(c["KC"]) * c["SPLITK"] < 2 * p.k; })
-      .restrict("split-K workspace <= 512 MiB", {"SPLITK"}, [](const Config& c, P p, D) { return workspace_bytes(c, p) <= kGemmMaxWorkspace; });
+      .restrict("split-K workspace <= 512 MiB", {"SPLITK"}, [](const Config& c, P p, D) { return workspace_bytes(c, p) <= kGemmMaxWorkspace; })
+      // The stage ring (ST >= 2) replaces the register ping-pong, whose depth UNROLL is then
+      // fixed; a warp reads one row of a stage (one group per warp) and every group takes whole
+      // quads of each stage. Below 64, KC is a stage depth only.
+      .restrict("cp.async stages (ST >= 2): sm_80, row-major B, UNROLL = 1, >= 32 threads a group, KC a multiple of 4 x KG",
+                {"NT", "KG", "UNROLL", "KC", "ST"},
+                [](const Config& c, P p, D d) {
+                  if (c["ST"] == 0) return c["KC"] >= 64;
+                  return d.arch_number() >= 80 && !b_col(p) && c["UNROLL"] == 1 && c["NT"] / c["KG"] >= 32 &&
+                         c["KC"] % (4 * c["KG"]) == 0;
+                });
 
   // CL came after the first tables: configs without it ran the split-K reduce kernel (CL = 0).
   f.upgrade([](Config c) {
     if (!c.has("CL")) c.set("CL", 0);
+    if (!c.has("ST")) c.set("ST", 0); // and ST came later still: B streamed through registers
     return c;
   });
 
   f.kernels([](const Config& c, const GemmProblem& p) {
      // Template parameter order of gemm_skinny.cu (the same as the enumeration order).
      std::string args;
-     for (const char* name : {"MT", "NT", "VEC", "KG", "NC", "UNROLL", "KC", "LDH", "CL", "SPLITK"}) args += std::to_string(c[name]) + ",";
+     for (const char* name : {"MT", "NT", "VEC", "KG", "NC", "UNROLL", "KC", "LDH", "CL", "SPLITK", "ST"}) args += std::to_string(c[name]) + ",";
      std::vector<std::string> names{"gemm_skinny<" + args + gemm_layout_args(p) + ">"};
      if (needs_reduce(c)) names.push_back(gemm_splitk_reduce_name(workspace_slices(c)));
      return names;

@@ -19,6 +19,10 @@
 //           their partial sums through distributed shared memory: with SPLITK <= 8 no workspace
 //           and no reduce kernel; beyond, SPLITK / 8 slices go through the workspace
 //   SPLITK  K slices (blockIdx.z); partial sums go to the workspace, gemm_splitk_reduce adds them
+//   ST      B row-major only: 0 streams B through registers (two steps in flight, above); >= 2 a
+//           ring of ST shared-memory stages filled with cp.async, each KC deep (A's MT x KC and
+//           B's KC x block columns), ST - 1 of them in flight while one is computed: the bytes in
+//           flight no longer cost registers, so fewer, longer K slices keep DRAM busy
 //   A_COL, B_COL  layouts from the problem: 1 = column-major (transposed, "T")
 #include "gemm_common.cuh"
 #include "gemm_splitk.cuh"
@@ -85,6 +89,76 @@ __device__ __forceinline__ void stream_chunks(int k_begin, int k_end, int first,
   }
 }
 
+// The K slice of a row-major B through a ring of ST shared-memory stages (ST >= 2). Stage s holds
+// A's MT x KC and B's KC x COLS at k = k_begin + s * KC, copied with cp.async by all threads
+// (zeros beyond M, N and the slice, so the compute needs no guards); ST - 1 stages are in flight
+// while one is computed. Thread (tx, group g) adds quads g, g + KG, ... of every stage into its
+// MT x VEC accumulators: its VEC columns of four rows of B meet one float4 of each row of A (a
+// broadcast: the warp is in one group). One barrier a stage: after it, stage s has landed for
+// every thread and stage s - 1 (the slot the next copy reuses) is no longer read.
+template <int MT, int NT, int VEC, int KG, int KC, int LDH, int COLS, int ST, int A_COL>
+__device__ __forceinline__ void stream_stages(const KtuneGemmArgs& p, float* ring, float (&acc)[MT][VEC], int m0, int k_begin,
+                                              int k_end, int tx, int g) {
+  constexpr int STAGE = MT * KC + KC * COLS, RV = COLS / VEC;
+  const int stages = k_end > k_begin ? (k_end - k_begin + KC - 1) / KC : 0;
+  const int n0 = blockIdx.x * COLS;
+  auto issue = [&](int s) {
+    if (s < stages) {
+      float* const sa = ring + (s % ST) * STAGE;
+      float* const sb = sa + MT * KC;
+      const int kc = k_begin + s * KC;
+      if constexpr (A_COL == 0) {
+        for (int i = threadIdx.x; i < MT * KC / VEC; i += NT) {
+          const int m = i / (KC / VEC), k = i % (KC / VEC) * VEC;
+          const int valid = m0 + m < p.M ? max(0, min(VEC, k_end - kc - k)) : 0;
+          cp_async<VEC * 4, LDH>(sa + m * KC + k, valid ? p.A + (long long)(m0 + m) * p.lda + kc + k : p.A, valid * 4);
+        }
+      } else {
+        for (int i = threadIdx.x; i < MT * KC; i += NT) {
+          const int m = i / KC, k = i % KC;
+          const bool ok = m0 + m < p.M && kc + k < k_end;
+          cp_async<4, LDH>(sa + i, ok ? p.A + (long long)(kc + k) * p.lda + m0 + m : p.A, ok ? 4 : 0);
+        }
+      }
+#pragma unroll 4
+      for (int i = threadIdx.x; i < KC * RV; i += NT) {
+        const int k = i / RV, c = i % RV * VEC;
+        const int valid = kc + k < k_end ? max(0, min(VEC, p.N - n0 - c)) : 0;
+        cp_async<VEC * 4, LDH>(sb + k * COLS + c, valid ? p.B + (long long)(kc + k) * p.ldb + n0 + c : p.B, valid * 4);
+      }
+    }
+    cp_async_commit(); // empty groups too, so that "ST - 2 pending" always means "stage s landed"
+  };
+  for (int s = 0; s < ST - 1; ++s) issue(s);
+  for (int s = 0; s < stages; ++s) {
+    cp_async_wait<ST - 2>();
+    __syncthreads();
+    issue(s + ST - 1);
+    const float* const sa = ring + (s % ST) * STAGE;
+    const float* const sb = sa + MT * KC + tx * VEC;
+#pragma unroll
+    for (int j = 0; j < KC / 4 / KG; ++j) {
+      const int q = g + j * KG;
+      float b[4][VEC];
+#pragma unroll
+      for (int r = 0; r < 4; ++r) copy_vec<VEC>(b[r], sb + (q * 4 + r) * COLS);
+#pragma unroll
+      for (int m = 0; m < MT; ++m) {
+        const float4 a = *reinterpret_cast<const float4*>(sa + m * KC + q * 4);
+#pragma unroll
+        for (int v = 0; v < VEC; ++v) {
+          float t = acc[m][v];
+          t = fmaf(a.x, b[0][v], t);
+          t = fmaf(a.y, b[1][v], t);
+          t = fmaf(a.z, b[2][v], t);
+          t = fmaf(a.w, b[3][v], t);
+          acc[m][v] = t;
+        }
+      }
+    }
+  }
+}
+
 // Thread block clusters (sm_90): the CTA's rank in its cluster, a cluster-wide barrier whose
 // arrive releases and whose wait acquires (so shared-memory writes before it are seen after it by
 // every CTA of the cluster), and a load from another CTA's shared memory (distributed shared
@@ -142,7 +216,7 @@ __device__ __forceinline__ void cluster_reduce(const KtuneGemmArgs& p, const flo
 // CTAs per cluster: with CL = 1 the K slices of a tile, at most 8 (the portable cluster size).
 __host__ __device__ constexpr int skinny_cluster_size(int cl, int splitk) { return cl ? (splitk < 8 ? splitk : 8) : 1; }
 
-template <int MT, int NT, int VEC, int KG, int NC, int UNROLL, int KC, int LDH, int CL, int SPLITK, int A_COL, int B_COL>
+template <int MT, int NT, int VEC, int KG, int NC, int UNROLL, int KC, int LDH, int CL, int SPLITK, int ST, int A_COL, int B_COL>
 __global__ void __launch_bounds__(NT) KTUNE_CLUSTER_DIMS(1, 1, skinny_cluster_size(CL, SPLITK)) gemm_skinny(KtuneGemmArgs p) {
   using namespace ktune_dev;
   static_assert(KC % 4 == 0, "chunks hold whole float4 of A");
@@ -157,9 +231,15 @@ __global__ void __launch_bounds__(NT) KTUNE_CLUSTER_DIMS(1, 1, skinny_cluster_si
   const int k_begin = blockIdx.z * k_per;
   const int k_end = min(p.K, k_begin + k_per);
 
-  // CL = 1: this block's partial products, MT x (its columns), after A's chunk and the KG sums.
+  // CL = 1: this block's partial products, MT x (its columns), after A's chunk (or the ST-stage
+  // ring) and the KG sums. Mirrors smem_bytes in gemm_skinny.cpp.
   constexpr int COLS = B_COL ? (NT / 32) * NC : (NT / KG) * VEC;
-  constexpr int PART_AT = MT * KC > (B_COL || KG == 1 ? 0 : MT * NT * VEC) ? MT * KC : MT * NT * VEC;
+  constexpr int STAGE = MT * KC + KC * COLS; // floats of one cp.async stage (ST >= 2)
+  constexpr int FIRST = ST ? ST * STAGE : MT * KC;
+  constexpr int RED = B_COL || KG == 1 ? 0 : MT * NT * VEC;
+  constexpr int PART_AT = FIRST > RED ? FIRST : RED;
+  static_assert(ST == 0 || (B_COL == 0 && ST >= 2 && KC % (4 * KG) == 0 && NT / KG >= 32),
+                "cp.async stages: row-major B, whole quads per group, one group per warp");
   float* const part = As + PART_AT;
   // Where output (m, block column j) goes: C (or the split-K workspace), or part[] for the
   // cluster's reduction.
@@ -195,45 +275,49 @@ __global__ void __launch_bounds__(NT) KTUNE_CLUSTER_DIMS(1, 1, skinny_cluster_si
 #pragma unroll
       for (int v = 0; v < VEC; ++v) acc[m][v] = 0.0f;
 
-    using Buf = float[UNROLL][4][VEC];
-    auto load = [&](Buf& b, int kc, int len, int q0) {
-      const float* const bcol = p.B + (long long)kc * p.ldb + n;
-#pragma unroll
-      for (int u = 0; u < UNROLL; ++u)
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const int k = (q0 + u * KG) * 4 + j;
-          if (k < len) {
-            load_guarded<VEC, LDH>(b[u][j], bcol + (long long)k * p.ldb, cols);
-          } else {
-#pragma unroll
-            for (int v = 0; v < VEC; ++v) b[u][j][v] = 0.0f;
+    if constexpr (ST == 0) {
+      using Buf = float[UNROLL][4][VEC];
+      auto load = [&](Buf& b, int kc, int len, int q0) {
+        const float* const bcol = p.B + (long long)kc * p.ldb + n;
+  #pragma unroll
+        for (int u = 0; u < UNROLL; ++u)
+  #pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            const int k = (q0 + u * KG) * 4 + j;
+            if (k < len) {
+              load_guarded<VEC, LDH>(b[u][j], bcol + (long long)k * p.ldb, cols);
+            } else {
+  #pragma unroll
+              for (int v = 0; v < VEC; ++v) b[u][j][v] = 0.0f;
+            }
+          }
+      };
+      auto compute = [&](const Buf& b, int, int len, int q0) {
+        const int nq = (len + 3) / 4;
+  #pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+          const int q = q0 + u * KG;
+          if (q >= nq) break;
+  #pragma unroll
+          for (int m = 0; m < MT; ++m) {
+            const float4 a = *reinterpret_cast<const float4*>(As + m * KC + q * 4);
+  #pragma unroll
+            for (int v = 0; v < VEC; ++v) {
+              float s = acc[m][v];
+              s = fmaf(a.x, b[u][0][v], s);
+              s = fmaf(a.y, b[u][1][v], s);
+              s = fmaf(a.z, b[u][2][v], s);
+              s = fmaf(a.w, b[u][3][v], s);
+              acc[m][v] = s;
+            }
           }
         }
-    };
-    auto compute = [&](const Buf& b, int, int len, int q0) {
-      const int nq = (len + 3) / 4;
-#pragma unroll
-      for (int u = 0; u < UNROLL; ++u) {
-        const int q = q0 + u * KG;
-        if (q >= nq) break;
-#pragma unroll
-        for (int m = 0; m < MT; ++m) {
-          const float4 a = *reinterpret_cast<const float4*>(As + m * KC + q * 4);
-#pragma unroll
-          for (int v = 0; v < VEC; ++v) {
-            float s = acc[m][v];
-            s = fmaf(a.x, b[u][0][v], s);
-            s = fmaf(a.y, b[u][1][v], s);
-            s = fmaf(a.z, b[u][2][v], s);
-            s = fmaf(a.w, b[u][3][v], s);
-            acc[m][v] = s;
-          }
-        }
-      }
-    };
+      };
 
-    stream_chunks<KC, 4, STEP, Buf>(k_begin, k_end, g, stage_a, load, compute);
+      stream_chunks<KC, 4, STEP, Buf>(k_begin, k_end, g, stage_a, load, compute);
+    } else {
+      stream_stages<MT, NT, VEC, KG, KC, LDH, COLS, ST, A_COL>(p, As, acc, m0, k_begin, k_end, tx, g);
+    }
 
     if constexpr (KG > 1) {
       // Every group leaves its sums in shared memory (reusing A's chunk); then each thread adds

@@ -124,13 +124,17 @@ std::vector<Config> all_configs(const Family& f, const GemmProblem& p, const Dev
   return out;
 }
 
-// gemm_simt with one parameter fixed to one value, and n configs of it sampled at shape.
+// A family with one parameter's domain cut to values, and n configs of it sampled at shape.
+std::vector<Config> sample_with(const char* family, const char* param, std::vector<int> values, const GemmProblem& at,
+                                const DeviceInfo& d, size_t n, uint64_t seed, Family* out) {
+  SpaceRestriction r;
+  r.domains[param] = std::move(values);
+  *out = find_family(family).restricted(r);
+  return out->sample(at, d, n, seed);
+}
 std::vector<Config> simt_sample_with(const char* param, int value, const char* shape, const DeviceInfo& d, size_t n,
                                      uint64_t seed, Family* out) {
-  SpaceRestriction r;
-  r.domains[param] = {value};
-  *out = find_family("gemm_simt").restricted(r);
-  return out->sample(GemmProblem::parse(shape), d, n, seed);
+  return sample_with("gemm_simt", param, {value}, GemmProblem::parse(shape), d, n, seed, out);
 }
 
 void expect_full_coverage(const Tally& t) {
@@ -225,4 +229,35 @@ TEST_F(GemmGpu, SkinnySampledConfigsMatchFp64Reference) {
       total.betas.insert(t.betas.begin(), t.betas.end());
     }
   expect_full_coverage(total);
+}
+
+TEST_F(GemmGpu, SkinnyStagedConfigsMatchFp64Reference) {
+  // ST >= 2: A and B through a ring of cp.async stages (zero-filled beyond M, N and each K slice),
+  // with and without clusters and split-K; row-major B only (layouts NN and TN).
+  const std::vector<Shape> shapes = {{1, 1, 1},       {1, 4099, 333},   {3, 13, 5},   {16, 257, 131},
+                                     {16, 4096, 4096}, {48, 1000, 1000}, {64, 65, 17}, {5, 3, 0}};
+  Tally total;
+  uint64_t seed = 9100;
+  int clustered = 0, split = 0;
+  for (const char* rows : {"1", "16", "48"})
+    for (const char* l : {"NN", "TN"}) {
+      Family f = find_family("gemm_skinny");
+      const std::string at = std::string(rows) + "x2048x2048";
+      const auto configs = sample_with("gemm_skinny", "ST", {2, 3, 4, 6}, GemmProblem::parse(at, l), *dev_, 16, seed, &f);
+      ASSERT_EQ(configs.size(), 16u) << at << " " << l;
+      for (const auto& c : configs) clustered += c["CL"], split += c["SPLITK"] > 1;
+      const Tally t = run(f, configs, shapes, {l}, seed * 10, at.c_str());
+      seed += 1;
+      total.passed += t.passed, total.failed += t.failed;
+      total.layouts.insert(t.layouts.begin(), t.layouts.end());
+      total.alphas.insert(t.alphas.begin(), t.alphas.end());
+      total.betas.insert(t.betas.begin(), t.betas.end());
+    }
+  EXPECT_GT(clustered, 0);
+  EXPECT_GT(split, 0);
+  EXPECT_EQ(total.failed, 0u);
+  EXPECT_GT(total.passed, 96u);
+  EXPECT_EQ(total.layouts.size(), 2u);
+  EXPECT_EQ(total.alphas.size(), 2u);
+  EXPECT_EQ(total.betas.size(), 3u);
 }

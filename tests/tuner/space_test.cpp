@@ -188,7 +188,26 @@ TEST(Space, SkinnyFamilyIsOnlyForFewRowsAndFollowsBsLayout) {
   for (const char* l : {"NN", "TN"})
     for (const auto& c : f.sample(GemmProblem::parse("16x4096x4096", l), d, 40, 3)) EXPECT_EQ(c["NC"], 1) << l;
   for (const char* l : {"NT", "TT"})
-    for (const auto& c : f.sample(GemmProblem::parse("16x4096x4096", l), d, 40, 3)) EXPECT_EQ(c["KG"], 1) << l;
+    for (const auto& c : f.sample(GemmProblem::parse("16x4096x4096", l), d, 40, 3)) {
+      EXPECT_EQ(c["KG"], 1) << l;
+      EXPECT_EQ(c["ST"], 0) << l; // cp.async stages only for row-major B
+    }
+  // Stages replace the register ping-pong (UNROLL fixed at 1); KC below 64 is a stage depth only.
+  int staged = 0;
+  for (const auto& c : f.sample(GemmProblem::parse("16x4096x4096"), d, 400, 4)) {
+    staged += c["ST"] > 0;
+    if (c["ST"] > 0) {
+      EXPECT_EQ(c["UNROLL"], 1) << c.to_json();
+      EXPECT_EQ(c["KC"] % (4 * c["KG"]), 0) << c.to_json();
+    } else {
+      EXPECT_GE(c["KC"], 64) << c.to_json();
+    }
+  }
+  EXPECT_GT(staged, 0);
+  // Configs from before ST stream B through registers.
+  const Config old = Config::from_json(R"({"MT":1,"NT":512,"VEC":4,"KG":32,"NC":1,"UNROLL":1,"KC":256,"LDH":1,"CL":1,"SPLITK":2})");
+  EXPECT_EQ(f.canonical(old)["ST"], 0);
+  EXPECT_TRUE(f.valid(f.canonical(old), GemmProblem::parse("1x4096x4096"), d));
   EXPECT_GE(f.count(GemmProblem::parse("1x4096x4096"), d), 1000u);
   EXPECT_GE(f.count(GemmProblem::parse("16x4096x4096", "NT"), d), 1000u);
 }
