@@ -72,19 +72,59 @@ KernelAttributes Module::attributes(size_t i) const {
   return a;
 }
 
-void Module::launch(size_t i, const unsigned grid[3], const unsigned block[3], unsigned dynamic_smem, CUstream stream,
-                    void** params) {
-  const CUfunction f = function(i);
+void Module::allow_smem(size_t i, unsigned dynamic_smem) {
   if (dynamic_smem > smem_limit_[i].load(std::memory_order_relaxed)) {
-    check_cu(driver().cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(dynamic_smem)),
+    check_cu(driver().cuFuncSetAttribute(function(i), CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(dynamic_smem)),
              "driver().cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", context_ + ", " + std::to_string(dynamic_smem) + " bytes");
     smem_limit_[i] = dynamic_smem;
   }
+}
+
+Occupancy Module::occupancy(size_t i, const unsigned grid[3], const unsigned block[3], unsigned dynamic_smem) {
+  const CUfunction f = function(i);
+  allow_smem(i, dynamic_smem);
+  Occupancy o;
+  const int threads = int(block[0] * block[1] * block[2]);
+  check_cu(driver().cuOccupancyMaxActiveBlocksPerMultiprocessor(&o.blocks_per_sm, f, threads, dynamic_smem),
+           "cuOccupancyMaxActiveBlocksPerMultiprocessor", context_);
+  int dims[3] = {0, 0, 0};
+  const CUfunction_attribute at[3] = {CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT,
+                                      CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH};
+  for (int d = 0; d < 3; ++d) check_cu(driver().cuFuncGetAttribute(&dims[d], at[d], f), "cuFuncGetAttribute(REQUIRED_CLUSTER_*)", context_);
+  o.cluster_size = std::max(1, dims[0]) * std::max(1, dims[1]) * std::max(1, dims[2]);
+  if (o.cluster_size > 1) {
+    // The cluster shape comes from the kernel itself (__cluster_dims__); the config names none.
+    CUlaunchConfig cfg{};
+    cfg.gridDimX = grid[0], cfg.gridDimY = grid[1], cfg.gridDimZ = grid[2];
+    cfg.blockDimX = block[0], cfg.blockDimY = block[1], cfg.blockDimZ = block[2];
+    cfg.sharedMemBytes = dynamic_smem;
+    check_cu(driver().cuOccupancyMaxActiveClusters(&o.max_active_clusters, f, &cfg), "cuOccupancyMaxActiveClusters", context_);
+  }
+  return o;
+}
+
+void Module::launch(size_t i, const unsigned grid[3], const unsigned block[3], unsigned dynamic_smem, CUstream stream,
+                    void** params) {
+  const CUfunction f = function(i);
+  allow_smem(i, dynamic_smem);
   check_cu(driver().cuLaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], dynamic_smem, stream, params, nullptr),
            "cuLaunchKernel", context_);
 }
 
+DeviceBuffer make_counters(size_t count, const std::string& what) {
+  DeviceBuffer b(count * sizeof(unsigned), what);
+  check_cu(driver().cuMemsetD32Async(b.ptr(), 0, count, nullptr), "cuMemsetD32Async", "zeroing " + what);
+  check_cu(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize", "zeroing " + what);
+  return b;
+}
+
 void launch_gemm(Module& m, const LaunchPlan& plan, const KtuneGemmArgs& args, CUstream stream) {
+  if (plan.counters && !args.counters)
+    throw Error(m.context() + ": the launch plan needs " + std::to_string(plan.counters) +
+                " zeroed arrival counters (KtuneGemmArgs::counters) and none were given");
+  if (plan.workspace_bytes && !args.workspace)
+    throw Error(m.context() + ": the launch plan needs a " + std::to_string(plan.workspace_bytes) +
+                "-byte workspace (KtuneGemmArgs::workspace) and none was given");
   KtuneGemmArgs a = args; // cuLaunchKernel copies the parameter out of this before returning
   void* params[] = {&a};
   for (const auto& s : plan.steps) m.launch(static_cast<size_t>(s.kernel), s.grid, s.block, s.dynamic_smem, stream, params);

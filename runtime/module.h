@@ -57,6 +57,13 @@ struct KernelAttributes {
   int const_bytes = 0;
 };
 
+// How many blocks of a kernel the device holds at once, for one launch shape.
+struct Occupancy {
+  int blocks_per_sm = 0;
+  int cluster_size = 1;         // CTAs per thread block cluster the kernel was compiled with (1: none)
+  int max_active_clusters = 0;  // cluster_size > 1: clusters resident at once on the whole device
+};
+
 // A loaded cubin and the kernels looked up by their lowered names.
 class Module {
  public:
@@ -70,6 +77,10 @@ class Module {
   size_t kernels() const { return functions_.size(); }
   CUfunction function(size_t i) const { return functions_.at(i); }
   KernelAttributes attributes(size_t i) const;
+  // Blocks resident per SM for this block shape and dynamic shared memory, and for a kernel with
+  // compile-time cluster dimensions the clusters resident at once (a grid of more clusters runs
+  // in waves). Raises the kernel's dynamic shared-memory limit like launch() does.
+  Occupancy occupancy(size_t i, const unsigned grid[3], const unsigned block[3], unsigned dynamic_smem);
   const std::string& context() const { return context_; }
 
   // Raises the kernel's dynamic shared-memory limit first when the launch asks for more than the
@@ -78,11 +89,16 @@ class Module {
               void** params);
 
  private:
+  void allow_smem(size_t i, unsigned dynamic_smem); // raises the kernel's dynamic smem limit once
   CUmodule module_ = nullptr;
   std::vector<CUfunction> functions_;
   std::unique_ptr<std::atomic<unsigned>[]> smem_limit_; // per kernel: the limit already set
   std::string context_;
 };
+
+// count u32 arrival counters for launch plans that ask for them (LaunchPlan::counters), zeroed
+// before this returns. Kernels leave them zero, so one buffer serves every launch on a stream.
+DeviceBuffer make_counters(size_t count, const std::string& what);
 
 // Runs every step of a GEMM launch plan on stream. args.workspace must hold plan.workspace_bytes.
 void launch_gemm(Module& m, const LaunchPlan& plan, const KtuneGemmArgs& args, CUstream stream);

@@ -19,7 +19,8 @@
 #   large   re-tune the shipped table's large aligned shapes (M >= 512 in the public suite) with a
 #           longer model search ($BUDGET configs each, default 400; at most $TUNE_TIMEOUT s) and
 #           export the merged table
-#   profile ncu counters and SASS of the shipped table's kernels at five shapes ($out/profile)
+#   profile ncu counters and SASS of the shipped table's kernels at five shapes ($out/profile;
+#           SHAPES= picks shapes, LADDERS="file ..." adds the kernels of ladder files)
 #   replay  an exhaustive run over configs/suites/replay.json, exported as a trial log for simulate
 set -uo pipefail
 out=${OUT:-gpu-logs}
@@ -156,6 +157,13 @@ PY
           ./build/ktune bench --ladder "$out/profile/$shape.json" --db /nonexistent.db >"$out/profile/ncu_$shape.txt" 2>&1
         echo "profile $shape: ncu exit $?"
         rm -f "$out/profile/$shape.cubin"
+      done
+      # LADDERS="a.json b.json": also profile these ladder files' kernels (configs not in the table).
+      for ladder in ${LADDERS:-}; do
+        name=$(basename "$ladder" .json)
+        ncu --clock-control none --print-summary per-kernel --launch-count 60 --metrics "$metrics" \
+          ./build/ktune bench --ladder "$ladder" --db /nonexistent.db >"$out/profile/ncu_$name.txt" 2>&1
+        echo "profile $ladder: ncu exit $?"
       done
       python3 tools/profile_summary.py "$out/profile" | tee "$out/profile/summary.txt" ;;
     replay)

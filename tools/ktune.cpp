@@ -144,6 +144,24 @@ int cmd_compile(const CompileArgs& a) {
       std::printf("  kernel %zu: %d registers, %d B static smem, %d B local (spills/stack), max %d threads\n", i,
                   at.registers, at.static_smem, at.local_bytes, at.max_threads);
     }
+    // Occupancy at the launch the plan makes for this problem: a grid beyond what the device
+    // holds at once runs in waves (with clusters, often sooner than blocks per SM suggest).
+    const auto devs = list_devices();
+    if (a.device < int(devs.size()) && f.valid(c, p, devs[size_t(a.device)])) {
+      for (const auto& s : f.launch_plan(c, p).steps) {
+        const Occupancy o = m.occupancy(size_t(s.kernel), s.grid, s.block, s.dynamic_smem);
+        const unsigned blocks = s.grid[0] * s.grid[1] * s.grid[2];
+        std::printf("  launch of kernel %d at %s: grid %ux%ux%u (%u blocks) of %u threads, %u B dynamic smem: %d blocks per SM",
+                    s.kernel, p.key().c_str(), s.grid[0], s.grid[1], s.grid[2], blocks, s.block[0] * s.block[1] * s.block[2],
+                    s.dynamic_smem, o.blocks_per_sm);
+        if (o.cluster_size > 1)
+          std::printf("; clusters of %d: %d resident at once, the grid has %u", o.cluster_size, o.max_active_clusters,
+                      blocks / unsigned(o.cluster_size));
+        std::printf("\n");
+      }
+    } else {
+      std::printf("  (the config is not valid for %s on this device: no launch to report)\n", p.key().c_str());
+    }
   }
   return 0;
 }

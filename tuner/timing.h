@@ -1,6 +1,7 @@
 // Timing on the GPU as docs/METHOD says: warm-up first, CUDA events around each repetition,
 // repetitions until a minimum total time, the L2 flushed before every repetition so that no
-// problem is timed from cache, and the median kept with min, p20 and p80.
+// problem is timed from cache (nor pays for writing back what the flush left), and the median
+// kept with min, p20 and p80.
 #pragma once
 #include <cuda.h>
 
@@ -36,6 +37,8 @@ class Timer {
  private:
   void flush(CUstream stream);
   DeviceBuffer flush_buf_;
+  CUmodule flush_module_ = nullptr; // ktune_l2_flush, a kernel that reads flush_buf_
+  CUfunction flush_kernel_ = nullptr;
   CUevent start_ = nullptr, stop_ = nullptr;
 };
 

@@ -40,7 +40,10 @@ int register_estimate(const Config& c, const GemmProblem& p) {
 // K slices that reach the workspace: all of them, or one per cluster (of at most 8, the portable
 // cluster size) when CL = 1. Mirrors skinny_cluster_size in the kernel.
 int workspace_slices(const Config& c) { return c["CL"] ? std::max(1, c["SPLITK"] / 8) : c["SPLITK"]; }
-bool needs_reduce(const Config& c) { return workspace_slices(c) > 1; }
+bool needs_reduce(const Config& c) { return workspace_slices(c) > 1 && !c["FIX"]; }
+
+unsigned grid_x(const Config& c, const GemmProblem& p) { return ceil_div(p.n, columns_per_block(c, p)); }
+unsigned grid_y(const Config& c, const GemmProblem& p) { return ceil_div(p.m, c["MT"]); }
 
 size_t workspace_bytes(const Config& c, const GemmProblem& p) { return gemm_splitk_workspace_bytes(workspace_slices(c), p); }
 
@@ -61,7 +64,9 @@ Family gemm_skinny_family() {
       .param("LDH", {0, 1}, "loads of B: 0 plain, 1 read-only without L1 allocation and with 256-byte L2 prefetch")
       .param("CL", {0, 1}, "1: the K slices of a tile form a thread block cluster and reduce in distributed shared memory (sm_90)")
       .param("SPLITK", {1, 2, 4, 8, 16, 32, 64}, "K slices reduced deterministically")
-      .param("ST", {0, 2, 3, 4, 6}, "B row-major: 0 streams B through registers; >= 2 cp.async stages of A and B in shared memory");
+      .param("ST", {0, 2, 3, 4, 6}, "B row-major: 0 streams B through registers; >= 2 cp.async stages of A and B in shared memory")
+      .param("MINB", {1, 2, 3, 4}, "blocks per SM asked of ptxas (__launch_bounds__): caps registers per thread")
+      .param("FIX", {0, 1}, "1: split-K without the reduce kernel: the last K slice of a tile to finish adds them all");
 
   f.restrict("M <= 64 (skinny problems only)", {}, [](const Config&, P p, D) { return p.m <= kMaxRows; })
       .restrict("MT rows cover M in at most 2 row tiles (each re-reads B)", {"MT"},
@@ -72,8 +77,9 @@ Family gemm_skinny_family() {
                 [](const Config& c, P p, D) { return b_col(p) ? c["KG"] == 1 : c["NT"] / c["KG"] >= 8; })
       .restrict("NC columns per warp only for column-major B", {"NC"},
                 [](const Config& c, P p, D) { return b_col(p) || c["NC"] == 1; })
-      .restrict("register estimate within the __launch_bounds__ cap", {"MT", "NT", "VEC", "KG", "NC", "UNROLL", "ST"},
-                [](const Config& c, P p, D) { return register_estimate(c, p) <= std::min(255, 65536 / c["NT"]); })
+      .restrict("register estimate within the __launch_bounds__ cap (NT threads, MINB blocks per SM)",
+                {"MT", "NT", "VEC", "KG", "NC", "UNROLL", "ST", "MINB"},
+                [](const Config& c, P p, D) { return register_estimate(c, p) <= std::min(255, 65536 / (c["NT"] * c["MINB"])); })
       .restrict("a block no wider than N (or 32 columns)", {"MT", "NT", "VEC", "KG", "NC"},
                 [](const Config& c, P p, D) { return columns_per_block(c, p) <= std::max<int64_t>(32, p.n); })
       .restrict("shared memory within the device's per-block limit", {"MT", "NT", "VEC", "KG", "NC", "UNROLL", "KC", "CL", "ST"},
@@ -84,10 +90,23 @@ Family gemm_skinny_family() {
                 [](const Config& c, P p, D) { return c["SPLITK"] == 1 || int64_t(c["SPLITK"]) * 4 <= p.k; })
       .restrict("A's chunk no deeper than twice the K slice", {"KC", "SPLITK"},
                 [](const Config& c, P p, D) { return c["KC"] == 64 || int64_t(c["KC"]) * c["SPLITK"] < 2 * p.k; })
+      .restrict("FIX = 1 only for split-K without clusters, one arrival counter per tile", {"MT", "NT", "VEC", "KG", "NC", "CL", "SPLITK", "ST", "MINB", "FIX"},
+                [](const Config& c, P p, D) {
+                  return c["FIX"] == 0 || (c["CL"] == 0 && c["SPLITK"] > 1 && size_t(grid_x(c, p)) * grid_y(c, p) <= kGemmMaxCounters);
+                })
       .restrict("split-K workspace <= 512 MiB", {"SPLITK"}, [](const Config& c, P p, D) { return workspace_bytes(c, p) <= kGemmMaxWorkspace; })
       // The stage ring (ST >= 2) replaces the register ping-pong, whose depth UNROLL is then
       // fixed; a warp reads one row of a stage (one group per warp) and every group takes whole
       // quads of each stage. Below 64, KC is a stage depth only.
+      // A register cap only where stages replaced the register ping-pong (whose depth, UNROLL,
+      // already sets the registers), and no more blocks asked for than fit an SM's shared memory
+      // (the optin block limit stands in for the SM's, which is ~1 KB more) and 2048 threads.
+      .restrict("MINB > 1 only with ST >= 2, and MINB blocks fit an SM", {"MT", "NT", "VEC", "KG", "NC", "UNROLL", "KC", "CL", "ST", "MINB"},
+                [](const Config& c, P p, D d) {
+                  if (c["MINB"] == 1) return true;
+                  return c["ST"] > 0 && c["NT"] * c["MINB"] <= 2048 &&
+                         size_t(c["MINB"]) * smem_bytes(c, p) <= size_t(d.max_smem_per_block_optin);
+                })
       .restrict("cp.async stages (ST >= 2): sm_80, row-major B, UNROLL = 1, >= 32 threads a group, KC a multiple of 4 x KG",
                 {"NT", "KG", "UNROLL", "KC", "ST"},
                 [](const Config& c, P p, D d) {
@@ -99,14 +118,16 @@ Family gemm_skinny_family() {
   // CL came after the first tables: configs without it ran the split-K reduce kernel (CL = 0).
   f.upgrade([](Config c) {
     if (!c.has("CL")) c.set("CL", 0);
-    if (!c.has("ST")) c.set("ST", 0); // and ST came later still: B streamed through registers
+    if (!c.has("ST")) c.set("ST", 0);     // and ST later still: B streamed through registers
+    if (!c.has("MINB")) c.set("MINB", 1); // and MINB: no register cap beyond NT's
+    if (!c.has("FIX")) c.set("FIX", 0);   // and FIX: split-K through the reduce kernel
     return c;
   });
 
   f.kernels([](const Config& c, const GemmProblem& p) {
      // Template parameter order of gemm_skinny.cu (the same as the enumeration order).
      std::string args;
-     for (const char* name : {"MT", "NT", "VEC", "KG", "NC", "UNROLL", "KC", "LDH", "CL", "SPLITK", "ST"}) args += std::to_string(c[name]) + ",";
+     for (const char* name : {"MT", "NT", "VEC", "KG", "NC", "UNROLL", "KC", "LDH", "CL", "SPLITK", "ST", "MINB", "FIX"}) args += std::to_string(c[name]) + ",";
      std::vector<std::string> names{"gemm_skinny<" + args + gemm_layout_args(p) + ">"};
      if (needs_reduce(c)) names.push_back(gemm_splitk_reduce_name(workspace_slices(c)));
      return names;
@@ -114,13 +135,18 @@ Family gemm_skinny_family() {
       .launch([](const Config& c, const GemmProblem& p) {
         LaunchPlan plan;
         LaunchStep main;
-        main.grid[0] = ceil_div(p.n, columns_per_block(c, p));
-        main.grid[1] = ceil_div(p.m, c["MT"]);
+        main.grid[0] = grid_x(c, p);
+        main.grid[1] = grid_y(c, p);
         main.grid[2] = c["SPLITK"];
         main.block[0] = c["NT"];
         main.dynamic_smem = static_cast<unsigned>(smem_bytes(c, p));
         plan.steps.push_back(main);
-        add_splitk_reduce(plan, p, workspace_slices(c));
+        if (c["FIX"]) {
+          plan.workspace_bytes = workspace_bytes(c, p);
+          plan.counters = size_t(main.grid[0]) * main.grid[1];
+        } else {
+          add_splitk_reduce(plan, p, workspace_slices(c));
+        }
         return plan;
       });
   return f;
