@@ -1,5 +1,7 @@
 #include "runtime/module.h"
 
+#include <algorithm>
+
 #include "runtime/cuda_check.h"
 #include "runtime/driver.h"
 
@@ -45,7 +47,12 @@ Module::Module(const std::vector<char>& cubin, const std::vector<std::string>& l
       driver().cuModuleUnload(module_);
       check_cu(r, "cuModuleGetFunction", context_ + " kernel " + name);
     }
-    smem_limit_[functions_.size()] = 48 * 1024;
+    // Without opting in, a block gets 48 KB of shared memory less the kernel's static shared
+    // memory: the limit starts there, and a launch that asks for more raises it.
+    int static_smem = 0;
+    check_cu(driver().cuFuncGetAttribute(&static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f), "cuFuncGetAttribute(SHARED_SIZE_BYTES)",
+             context_ + " kernel " + name);
+    smem_limit_[functions_.size()] = unsigned(std::max(0, 48 * 1024 - static_smem));
     functions_.push_back(f);
   }
 }
@@ -111,17 +118,7 @@ void Module::launch(size_t i, const unsigned grid[3], const unsigned block[3], u
            "cuLaunchKernel", context_);
 }
 
-DeviceBuffer make_counters(size_t count, const std::string& what) {
-  DeviceBuffer b(count * sizeof(unsigned), what);
-  check_cu(driver().cuMemsetD32Async(b.ptr(), 0, count, nullptr), "cuMemsetD32Async", "zeroing " + what);
-  check_cu(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize", "zeroing " + what);
-  return b;
-}
-
 void launch_gemm(Module& m, const LaunchPlan& plan, const KtuneGemmArgs& args, CUstream stream) {
-  if (plan.counters && !args.counters)
-    throw Error(m.context() + ": the launch plan needs " + std::to_string(plan.counters) +
-                " zeroed arrival counters (KtuneGemmArgs::counters) and none were given");
   if (plan.workspace_bytes && !args.workspace)
     throw Error(m.context() + ": the launch plan needs a " + std::to_string(plan.workspace_bytes) +
                 "-byte workspace (KtuneGemmArgs::workspace) and none was given");

@@ -96,10 +96,6 @@ class Module {
   std::string context_;
 };
 
-// count u32 arrival counters for launch plans that ask for them (LaunchPlan::counters), zeroed
-// before this returns. Kernels leave them zero, so one buffer serves every launch on a stream.
-DeviceBuffer make_counters(size_t count, const std::string& what);
-
 // Runs every step of a GEMM launch plan on stream. args.workspace must hold plan.workspace_bytes.
 void launch_gemm(Module& m, const LaunchPlan& plan, const KtuneGemmArgs& args, CUstream stream);
 

@@ -76,7 +76,6 @@ struct Runtime::Impl {
   std::unordered_map<std::string, std::shared_ptr<Prepared>> prepared; // by problem key (+ selection)
   std::mutex ws_mu;
   std::map<CUstream, std::shared_ptr<DeviceBuffer>> workspaces;
-  std::map<CUstream, std::shared_ptr<DeviceBuffer>> counters; // per stream, like workspaces
   std::mutex gpu_mu; // context creation, cuBLAS handle (not safe for concurrent use)
   std::unique_ptr<CudaContext> ctx;
   std::unique_ptr<Cublas> cublas;
@@ -291,12 +290,6 @@ void Runtime::launch(const std::shared_ptr<void>& prepared, const GemmProblem& p
       slot = std::make_shared<DeviceBuffer>(prep->plan.workspace_bytes, "workspace (split-K sums, packed operands) for " + p.key());
     ws = slot;
     a.workspace = ws->as<float>();
-  }
-  if (prep->plan.counters) {
-    std::lock_guard<std::mutex> lk(m.ws_mu);
-    auto& slot = m.counters[stream];
-    if (!slot) slot = std::make_shared<DeviceBuffer>(make_counters(kGemmMaxCounters, "split-K arrival counters"));
-    a.counters = slot->as<unsigned>();
   }
   launch_gemm(*prep->module, prep->plan, a, stream);
 }

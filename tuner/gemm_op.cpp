@@ -39,7 +39,6 @@ GemmOp::GemmOp(Compiler& compiler, const DeviceInfo& device) : device_(device) {
   const auto k = compiler.compile(req);
   ref_ = std::make_unique<Module>(k->cubin, k->lowered_names, req.context);
   sums_ = DeviceBuffer(32, "verification sums");
-  counters_ = make_counters(kGemmMaxCounters, "split-K arrival counters");
   cublas_ = std::make_unique<Cublas>();
 }
 
@@ -106,9 +105,7 @@ void GemmOp::prepare(const GemmProblem& p, uint64_t seed) {
 }
 
 KtuneGemmArgs GemmOp::args() const {
-  KtuneGemmArgs a = gemm_args(p_, a_.as<const float>(), b_.as<const float>(), c_.as<float>(), workspace_.as<float>());
-  a.counters = counters_.as<unsigned>();
-  return a;
+  return gemm_args(p_, a_.as<const float>(), b_.as<const float>(), c_.as<float>(), workspace_.as<float>());
 }
 
 void GemmOp::reset_c(CUstream stream) {

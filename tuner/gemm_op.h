@@ -66,7 +66,6 @@ class GemmOp {
   std::unique_ptr<Cublas> cublas_;
   GemmProblem p_;
   DeviceBuffer a_, b_, c_, c0_, a64_, b64_, ref_out_, sums_, workspace_;
-  DeviceBuffer counters_; // zeroed once; kernels that use them leave them zero
 };
 
 } // namespace ktune

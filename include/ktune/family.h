@@ -32,8 +32,6 @@ struct LaunchStep {
 struct LaunchPlan {
   std::vector<LaunchStep> steps; // in launch order; the main kernel need not be first
   size_t workspace_bytes = 0;    // scratch device memory the steps share (split-K sums, packed operands)
-  // Arrival counters (u32) the steps need (args.counters): zero before the launch, left zero.
-  size_t counters = 0;
   // The step of kernel 0, the family's main kernel (what reports of threads and smem describe).
   const LaunchStep& main_step() const {
     for (const auto& s : steps)

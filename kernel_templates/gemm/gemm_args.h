@@ -12,7 +12,4 @@ struct KtuneGemmArgs {
   long long ws_ld;  // workspace row stride: ktune::gemm_workspace_ld(N) (see gemm_families.h)
   int M, N, K;
   float alpha, beta; // beta == 0 means C is never read (it may hold NaN)
-  // Split-K fix-up in the main kernel: one arrival counter per output tile. Zero before a launch
-  // and left zero after it (the last arrival resets it); null when the launch plan needs none.
-  unsigned* counters;
 };

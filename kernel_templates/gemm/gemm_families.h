@@ -26,9 +26,6 @@ inline KtuneGemmArgs gemm_args(const GemmProblem& p, const float* A, const float
   a.alpha = p.alpha, a.beta = p.beta;
   return a;
 }
-// Arrival counters a launcher provides (zeroed once, at allocation) to plans that ask for any
-// (LaunchPlan::counters); a family restricts its configs to at most this many.
-constexpr size_t kGemmMaxCounters = size_t(1) << 14;
 // ceil(a / b) for positive sizes, as the unsigned a grid dimension needs.
 unsigned ceil_div(int64_t a, int64_t b);
 

@@ -40,7 +40,7 @@ int register_estimate(const Config& c, const GemmProblem& p) {
 // K slices that reach the workspace: all of them, or one per cluster (of at most 8, the portable
 // cluster size) when CL = 1. Mirrors skinny_cluster_size in the kernel.
 int workspace_slices(const Config& c) { return c["CL"] ? std::max(1, c["SPLITK"] / 8) : c["SPLITK"]; }
-bool needs_reduce(const Config& c) { return workspace_slices(c) > 1 && !c["FIX"]; }
+bool needs_reduce(const Config& c) { return workspace_slices(c) > 1; }
 
 unsigned grid_x(const Config& c, const GemmProblem& p) { return ceil_div(p.n, columns_per_block(c, p)); }
 unsigned grid_y(const Config& c, const GemmProblem& p) { return ceil_div(p.m, c["MT"]); }
@@ -65,8 +65,7 @@ Family gemm_skinny_family() {
       .param("CL", {0, 1}, "1: the K slices of a tile form a thread block cluster and reduce in distributed shared memory (sm_90)")
       .param("SPLITK", {1, 2, 4, 8, 16, 32, 64}, "K slices reduced deterministically")
       .param("ST", {0, 2, 3, 4, 6}, "B row-major: 0 streams B through registers; >= 2 cp.async stages of A and B in shared memory")
-      .param("MINB", {1, 2, 3, 4}, "blocks per SM asked of ptxas (__launch_bounds__): caps registers per thread")
-      .param("FIX", {0, 1}, "1: split-K without the reduce kernel: the last K slice of a tile to finish adds them all");
+      .param("MINB", {1, 2, 3, 4}, "blocks per SM asked of ptxas (__launch_bounds__): caps registers per thread");
 
   f.restrict("M <= 64 (skinny problems only)", {}, [](const Config&, P p, D) { return p.m <= kMaxRows; })
       .restrict("MT rows cover M in at most 2 row tiles (each re-reads B)", {"MT"},
@@ -90,10 +89,6 @@ Family gemm_skinny_family() {
                 [](const Config& c, P p, D) { return c["SPLITK"] == 1 || int64_t(c["SPLITK"]) * 4 <= p.k; })
       .restrict("A's chunk no deeper than twice the K slice", {"KC", "SPLITK"},
                 [](const Config& c, P p, D) { return c["KC"] == 64 || int64_t(c["KC"]) * c["SPLITK"] < 2 * p.k; })
-      .restrict("FIX = 1 only for split-K without clusters, one arrival counter per tile", {"MT", "NT", "VEC", "KG", "NC", "CL", "SPLITK", "ST", "MINB", "FIX"},
-                [](const Config& c, P p, D) {
-                  return c["FIX"] == 0 || (c["CL"] == 0 && c["SPLITK"] > 1 && size_t(grid_x(c, p)) * grid_y(c, p) <= kGemmMaxCounters);
-                })
       .restrict("split-K workspace <= 512 MiB", {"SPLITK"}, [](const Config& c, P p, D) { return workspace_bytes(c, p) <= kGemmMaxWorkspace; })
       // The stage ring (ST >= 2) replaces the register ping-pong, whose depth UNROLL is then
       // fixed; a warp reads one row of a stage (one group per warp) and every group takes whole
@@ -120,14 +115,13 @@ Family gemm_skinny_family() {
     if (!c.has("CL")) c.set("CL", 0);
     if (!c.has("ST")) c.set("ST", 0);     // and ST later still: B streamed through registers
     if (!c.has("MINB")) c.set("MINB", 1); // and MINB: no register cap beyond NT's
-    if (!c.has("FIX")) c.set("FIX", 0);   // and FIX: split-K through the reduce kernel
     return c;
   });
 
   f.kernels([](const Config& c, const GemmProblem& p) {
      // Template parameter order of gemm_skinny.cu (the same as the enumeration order).
      std::string args;
-     for (const char* name : {"MT", "NT", "VEC", "KG", "NC", "UNROLL", "KC", "LDH", "CL", "SPLITK", "ST", "MINB", "FIX"}) args += std::to_string(c[name]) + ",";
+     for (const char* name : {"MT", "NT", "VEC", "KG", "NC", "UNROLL", "KC", "LDH", "CL", "SPLITK", "ST", "MINB"}) args += std::to_string(c[name]) + ",";
      std::vector<std::string> names{"gemm_skinny<" + args + gemm_layout_args(p) + ">"};
      if (needs_reduce(c)) names.push_back(gemm_splitk_reduce_name(workspace_slices(c)));
      return names;
@@ -141,12 +135,7 @@ Family gemm_skinny_family() {
         main.block[0] = c["NT"];
         main.dynamic_smem = static_cast<unsigned>(smem_bytes(c, p));
         plan.steps.push_back(main);
-        if (c["FIX"]) {
-          plan.workspace_bytes = workspace_bytes(c, p);
-          plan.counters = size_t(main.grid[0]) * main.grid[1];
-        } else {
-          add_splitk_reduce(plan, p, workspace_slices(c));
-        }
+        add_splitk_reduce(plan, p, workspace_slices(c));
         return plan;
       });
   return f;

@@ -23,8 +23,6 @@
 //           ring of ST shared-memory stages filled with cp.async, each KC deep (A's MT x KC and
 //           B's KC x block columns), ST - 1 of them in flight while one is computed: the bytes in
 //           flight no longer cost registers, so fewer, longer K slices keep DRAM busy
-//   FIX     1 (CL = 0, SPLITK > 1): no reduce kernel; the K slice of a tile that finishes last adds
-//           all slices from the workspace (splitk_fixup in gemm_splitk.cuh)
 //   MINB    blocks per SM asked of ptxas (__launch_bounds__' second argument): caps registers so
 //           that a grid of clusters fits the device in one wave (1: no cap beyond NT's; passed
 //           as 0, "no minimum", because an explicit 1 changes ptxas's register allocation)
@@ -221,8 +219,8 @@ __device__ __forceinline__ void cluster_reduce(const KtuneGemmArgs& p, const flo
 // CTAs per cluster: with CL = 1 the K slices of a tile, at most 8 (the portable cluster size).
 __host__ __device__ constexpr int skinny_cluster_size(int cl, int splitk) { return cl ? (splitk < 8 ? splitk : 8) : 1; }
 
-template <int MT, int NT, int VEC, int KG, int NC, int UNROLL, int KC, int LDH, int CL, int SPLITK, int ST, int MINB, int FIX,
-          int A_COL, int B_COL>
+template <int MT, int NT, int VEC, int KG, int NC, int UNROLL, int KC, int LDH, int CL, int SPLITK, int ST, int MINB, int A_COL,
+          int B_COL>
 __global__ void __launch_bounds__(NT, MINB > 1 ? MINB : 0) KTUNE_CLUSTER_DIMS(1, 1, skinny_cluster_size(CL, SPLITK)) gemm_skinny(KtuneGemmArgs p) {
   using namespace ktune_dev;
   static_assert(KC % 4 == 0, "chunks hold whole float4 of A");
@@ -408,5 +406,4 @@ __global__ void __launch_bounds__(NT, MINB > 1 ? MINB : 0) KTUNE_CLUSTER_DIMS(1,
       }
   }
   if constexpr (CL) cluster_reduce<MT, COLS, NT, skinny_cluster_size(CL, SPLITK), SPLITK>(p, part, m0, blockIdx.x * COLS);
-  if constexpr (FIX) splitk_fixup<SPLITK, NT>(p, m0, MT, blockIdx.x * COLS, COLS);
 }

@@ -212,30 +212,6 @@ TEST(Space, SkinnyFamilyIsOnlyForFewRowsAndFollowsBsLayout) {
   EXPECT_GE(f.count(GemmProblem::parse("16x4096x4096", "NT"), d), 1000u);
 }
 
-TEST(Space, SkinnyFixupPlanHasNoReduceStepAndOneCounterPerTile) {
-  const Family f = find_family("gemm_skinny");
-  const auto d = DeviceInfo::nominal("sm_90");
-  const auto p = GemmProblem::parse("16x4096x4096");
-  Config c = Config::from_json(R"({"MT":16,"NT":256,"VEC":4,"KG":4,"NC":1,"UNROLL":1,"KC":32,"LDH":0,"CL":0,"SPLITK":16,"ST":2,"MINB":2,"FIX":0})");
-  ASSERT_TRUE(f.valid(c, p, d));
-  const LaunchPlan reduce = f.launch_plan(c, p);
-  ASSERT_EQ(reduce.steps.size(), 2u);
-  EXPECT_EQ(reduce.counters, 0u);
-  c.set("FIX", 1);
-  ASSERT_TRUE(f.valid(c, p, d));
-  const LaunchPlan fix = f.launch_plan(c, p);
-  ASSERT_EQ(fix.steps.size(), 1u);
-  EXPECT_EQ(fix.steps[0].kernel, 0);
-  EXPECT_EQ(fix.counters, size_t(4096 / 256)); // 256 columns a block, one row tile
-  EXPECT_EQ(fix.workspace_bytes, reduce.workspace_bytes); // the same 16 slices
-  EXPECT_EQ(f.kernel_names(c, p).size(), 1u);
-  // Not with clusters, nor without split-K.
-  c.set("CL", 1);
-  EXPECT_FALSE(f.valid(c, p, d));
-  c.set("CL", 0), c.set("SPLITK", 1);
-  EXPECT_FALSE(f.valid(c, p, d));
-}
-
 TEST(Space, SimtGeneralFormsDropEvenAndPackWhereTheAlignmentForbidsVectorLoads) {
   const Family f = find_family("gemm_simt");
   const auto d = DeviceInfo::nominal("sm_90");
