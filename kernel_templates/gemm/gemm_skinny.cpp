@@ -42,9 +42,6 @@ int register_estimate(const Config& c, const GemmProblem& p) {
 int workspace_slices(const Config& c) { return c["CL"] ? std::max(1, c["SPLITK"] / 8) : c["SPLITK"]; }
 bool needs_reduce(const Config& c) { return workspace_slices(c) > 1; }
 
-unsigned grid_x(const Config& c, const GemmProblem& p) { return ceil_div(p.n, columns_per_block(c, p)); }
-unsigned grid_y(const Config& c, const GemmProblem& p) { return ceil_div(p.m, c["MT"]); }
-
 size_t workspace_bytes(const Config& c, const GemmProblem& p) { return gemm_splitk_workspace_bytes(workspace_slices(c), p); }
 
 } // namespace
@@ -90,9 +87,6 @@ Family gemm_skinny_family() {
       .restrict("A's chunk no deeper than twice the K slice", {"KC", "SPLITK"},
                 [](const Config& c, P p, D) { return c["KC"] == 64 || int64_t(c["KC"]) * c["SPLITK"] < 2 * p.k; })
       .restrict("split-K workspace <= 512 MiB", {"SPLITK"}, [](const Config& c, P p, D) { return workspace_bytes(c, p) <= kGemmMaxWorkspace; })
-      // The stage ring (ST >= 2) replaces the register ping-pong, whose depth UNROLL is then
-      // fixed; a warp reads one row of a stage (one group per warp) and every group takes whole
-      // quads of each stage. Below 64, KC is a stage depth only.
       // A register cap only where stages replaced the register ping-pong (whose depth, UNROLL,
       // already sets the registers), and no more blocks asked for than fit an SM's shared memory
       // (the optin block limit stands in for the SM's, which is ~1 KB more) and 2048 threads.
@@ -102,6 +96,9 @@ Family gemm_skinny_family() {
                   return c["ST"] > 0 && c["NT"] * c["MINB"] <= 2048 &&
                          size_t(c["MINB"]) * smem_bytes(c, p) <= size_t(d.max_smem_per_block_optin);
                 })
+      // The stage ring (ST >= 2) replaces the register ping-pong, whose depth UNROLL is then
+      // fixed; a warp reads one row of a stage (one group per warp) and every group takes whole
+      // quads of each stage. Below 64, KC is a stage depth only.
       .restrict("cp.async stages (ST >= 2): sm_80, row-major B, UNROLL = 1, >= 32 threads a group, KC a multiple of 4 x KG",
                 {"NT", "KG", "UNROLL", "KC", "ST"},
                 [](const Config& c, P p, D d) {
@@ -129,8 +126,8 @@ Family gemm_skinny_family() {
       .launch([](const Config& c, const GemmProblem& p) {
         LaunchPlan plan;
         LaunchStep main;
-        main.grid[0] = grid_x(c, p);
-        main.grid[1] = grid_y(c, p);
+        main.grid[0] = ceil_div(p.n, columns_per_block(c, p));
+        main.grid[1] = ceil_div(p.m, c["MT"]);
         main.grid[2] = c["SPLITK"];
         main.block[0] = c["NT"];
         main.dynamic_smem = static_cast<unsigned>(smem_bytes(c, p));

@@ -67,6 +67,26 @@ __device__ __forceinline__ void store_row(const KtuneGemmArgs& p, int row, int c
   store_out<VEC, SPLITK == 1, false>(p, out + row * (long long)(SPLITK == 1 ? p.ldc : p.ws_ld) + col, col, v);
 }
 
+// Adds one quad of k (four rows of B, VEC columns each) into the MT x VEC accumulators: row m of
+// A's chunk (KC floats, k contiguous) gives the float4 at k = 4q .., whose four terms are added in
+// k order. Both ways of bringing B in (registers or the stage ring) end here.
+template <int MT, int VEC, int KC>
+__device__ __forceinline__ void add_quad(float (&acc)[MT][VEC], const float* a_chunk, int q, const float (&b)[4][VEC]) {
+#pragma unroll
+  for (int m = 0; m < MT; ++m) {
+    const float4 a = *reinterpret_cast<const float4*>(a_chunk + m * KC + q * 4);
+#pragma unroll
+    for (int v = 0; v < VEC; ++v) {
+      float t = acc[m][v];
+      t = fmaf(a.x, b[0][v], t);
+      t = fmaf(a.y, b[1][v], t);
+      t = fmaf(a.z, b[2][v], t);
+      t = fmaf(a.w, b[3][v], t);
+      acc[m][v] = t;
+    }
+  }
+}
+
 // The chunk loop of both B layouts. For each KC-deep chunk of the block's K slice: stage A's
 // chunk in shared memory, then stream B through two register buffers (ping-pong), so that while
 // one step computes, the next step's loads are in flight. The first step's loads go out before
@@ -145,19 +165,7 @@ __device__ __forceinline__ void stream_stages(const KtuneGemmArgs& p, float* rin
       float b[4][VEC];
 #pragma unroll
       for (int r = 0; r < 4; ++r) copy_vec<VEC>(b[r], sb + (q * 4 + r) * COLS);
-#pragma unroll
-      for (int m = 0; m < MT; ++m) {
-        const float4 a = *reinterpret_cast<const float4*>(sa + m * KC + q * 4);
-#pragma unroll
-        for (int v = 0; v < VEC; ++v) {
-          float t = acc[m][v];
-          t = fmaf(a.x, b[0][v], t);
-          t = fmaf(a.y, b[1][v], t);
-          t = fmaf(a.z, b[2][v], t);
-          t = fmaf(a.w, b[3][v], t);
-          acc[m][v] = t;
-        }
-      }
+      add_quad<MT, VEC, KC>(acc, sa, q, b);
     }
   }
 }
@@ -283,38 +291,26 @@ __global__ void __launch_bounds__(NT, MINB > 1 ? MINB : 0) KTUNE_CLUSTER_DIMS(1,
       using Buf = float[UNROLL][4][VEC];
       auto load = [&](Buf& b, int kc, int len, int q0) {
         const float* const bcol = p.B + (long long)kc * p.ldb + n;
-  #pragma unroll
+#pragma unroll
         for (int u = 0; u < UNROLL; ++u)
-  #pragma unroll
+#pragma unroll
           for (int j = 0; j < 4; ++j) {
             const int k = (q0 + u * KG) * 4 + j;
             if (k < len) {
               load_guarded<VEC, LDH>(b[u][j], bcol + (long long)k * p.ldb, cols);
             } else {
-  #pragma unroll
+#pragma unroll
               for (int v = 0; v < VEC; ++v) b[u][j][v] = 0.0f;
             }
           }
       };
       auto compute = [&](const Buf& b, int, int len, int q0) {
         const int nq = (len + 3) / 4;
-  #pragma unroll
+#pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
           const int q = q0 + u * KG;
           if (q >= nq) break;
-  #pragma unroll
-          for (int m = 0; m < MT; ++m) {
-            const float4 a = *reinterpret_cast<const float4*>(As + m * KC + q * 4);
-  #pragma unroll
-            for (int v = 0; v < VEC; ++v) {
-              float s = acc[m][v];
-              s = fmaf(a.x, b[u][0][v], s);
-              s = fmaf(a.y, b[u][1][v], s);
-              s = fmaf(a.z, b[u][2][v], s);
-              s = fmaf(a.w, b[u][3][v], s);
-              acc[m][v] = s;
-            }
-          }
+          add_quad<MT, VEC, KC>(acc, As, q, b[u]);
         }
       };
 

@@ -44,6 +44,13 @@ GemmProblem make_case(const Shape& s, const char* layout, uint64_t i, int vec) {
 struct Tally {
   uint64_t passed = 0, failed = 0, invalid = 0;
   std::set<std::string> layouts, alphas, betas;
+  // Folds in the tally of another run (tests that run configs in several batches).
+  void add(const Tally& t) {
+    passed += t.passed, failed += t.failed, invalid += t.invalid;
+    layouts.insert(t.layouts.begin(), t.layouts.end());
+    alphas.insert(t.alphas.begin(), t.alphas.end());
+    betas.insert(t.betas.begin(), t.betas.end());
+  }
 };
 
 class GemmGpu : public ::testing::Test {
@@ -184,12 +191,10 @@ TEST_F(GemmGpu, SimtSubsetMatchesFp64ReferenceAt2999And4096) {
   const auto at4096 = f.sample(GemmProblem::parse("4096x4096x4096"), d, 12, 6);
   Tally total;
   for (size_t i = 0; i < at2999.size(); ++i) {
-    const Tally t = run(f, {at2999[i]}, {{2999, 2999, 2999}}, {kLayouts[i % 4]}, 5000 + 10 * i);
-    total.passed += t.passed, total.failed += t.failed;
+    total.add(run(f, {at2999[i]}, {{2999, 2999, 2999}}, {kLayouts[i % 4]}, 5000 + 10 * i));
   }
   for (size_t i = 0; i < at4096.size(); ++i) {
-    const Tally t = run(f, {at4096[i]}, {{4096, 4096, 4096}}, {kLayouts[i % 4]}, 6000 + 10 * i);
-    total.passed += t.passed, total.failed += t.failed;
+    total.add(run(f, {at4096[i]}, {{4096, 4096, 4096}}, {kLayouts[i % 4]}, 6000 + 10 * i));
   }
   EXPECT_EQ(total.failed, 0u);
   EXPECT_EQ(total.passed, at2999.size() + at4096.size());
@@ -221,12 +226,8 @@ TEST_F(GemmGpu, SkinnySampledConfigsMatchFp64Reference) {
       const std::string at = std::string(rows) + "x2048x2048";
       const auto configs = f.sample(GemmProblem::parse(at, l), *dev_, 16, seed);
       ASSERT_EQ(configs.size(), 16u) << at << " " << l;
-      const Tally t = run(f, configs, shapes, {l}, seed * 10, at.c_str());
+      total.add(run(f, configs, shapes, {l}, seed * 10, at.c_str()));
       seed += 1;
-      total.passed += t.passed, total.failed += t.failed;
-      total.layouts.insert(t.layouts.begin(), t.layouts.end());
-      total.alphas.insert(t.alphas.begin(), t.alphas.end());
-      total.betas.insert(t.betas.begin(), t.betas.end());
     }
   expect_full_coverage(total);
 }
@@ -246,12 +247,8 @@ TEST_F(GemmGpu, SkinnyStagedConfigsMatchFp64Reference) {
       const auto configs = sample_with("gemm_skinny", "ST", {2, 3, 4, 6}, GemmProblem::parse(at, l), *dev_, 16, seed, &f);
       ASSERT_EQ(configs.size(), 16u) << at << " " << l;
       for (const auto& c : configs) clustered += c["CL"], split += c["SPLITK"] > 1;
-      const Tally t = run(f, configs, shapes, {l}, seed * 10, at.c_str());
+      total.add(run(f, configs, shapes, {l}, seed * 10, at.c_str()));
       seed += 1;
-      total.passed += t.passed, total.failed += t.failed;
-      total.layouts.insert(t.layouts.begin(), t.layouts.end());
-      total.alphas.insert(t.alphas.begin(), t.alphas.end());
-      total.betas.insert(t.betas.begin(), t.betas.end());
     }
   EXPECT_GT(clustered, 0);
   EXPECT_GT(split, 0);
