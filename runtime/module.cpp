@@ -40,6 +40,15 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
 Module::Module(const std::vector<char>& cubin, const std::vector<std::string>& lowered_names, std::string context)
     : smem_limit_(new std::atomic<unsigned>[lowered_names.size()]), context_(std::move(context)) {
   check_cu(driver().cuModuleLoadData(&module_, cubin.data()), "cuModuleLoadData", context_);
+  CUdevice dev = 0;
+  int major = 0;
+  const CUresult dr = driver().cuCtxGetDevice(&dev);
+  const CUresult ar = dr == CUDA_SUCCESS ? driver().cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) : dr;
+  if (ar != CUDA_SUCCESS) {
+    driver().cuModuleUnload(module_);
+    check_cu(ar, dr != CUDA_SUCCESS ? "cuCtxGetDevice" : "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MAJOR)", context_);
+  }
+  dependent_launch_ = major >= 9;
   for (const auto& name : lowered_names) {
     CUfunction f = nullptr;
     const CUresult r = driver().cuModuleGetFunction(&f, module_, name.c_str());
@@ -63,7 +72,7 @@ Module::~Module() {
 
 Module::Module(Module&& o) noexcept
     : module_(o.module_), functions_(std::move(o.functions_)), smem_limit_(std::move(o.smem_limit_)),
-      context_(std::move(o.context_)) {
+      context_(std::move(o.context_)), dependent_launch_(o.dependent_launch_) {
   o.module_ = nullptr;
 }
 
@@ -111,9 +120,23 @@ Occupancy Module::occupancy(size_t i, const unsigned grid[3], const unsigned blo
 }
 
 void Module::launch(size_t i, const unsigned grid[3], const unsigned block[3], unsigned dynamic_smem, CUstream stream,
-                    void** params) {
+                    void** params, bool overlap_previous) {
   const CUfunction f = function(i);
   allow_smem(i, dynamic_smem);
+  if (overlap_previous && dependent_launch_) {
+    CUlaunchAttribute attr{};
+    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig cfg{};
+    cfg.gridDimX = grid[0], cfg.gridDimY = grid[1], cfg.gridDimZ = grid[2];
+    cfg.blockDimX = block[0], cfg.blockDimY = block[1], cfg.blockDimZ = block[2];
+    cfg.sharedMemBytes = dynamic_smem;
+    cfg.hStream = stream;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    check_cu(driver().cuLaunchKernelEx(&cfg, f, params, nullptr), "cuLaunchKernelEx(PROGRAMMATIC_STREAM_SERIALIZATION)", context_);
+    return;
+  }
   check_cu(driver().cuLaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], dynamic_smem, stream, params, nullptr),
            "cuLaunchKernel", context_);
 }
@@ -124,7 +147,7 @@ void launch_gemm(Module& m, const LaunchPlan& plan, const KtuneGemmArgs& args, C
                 "-byte workspace (KtuneGemmArgs::workspace) and none was given");
   KtuneGemmArgs a = args; // cuLaunchKernel copies the parameter out of this before returning
   void* params[] = {&a};
-  for (const auto& s : plan.steps) m.launch(static_cast<size_t>(s.kernel), s.grid, s.block, s.dynamic_smem, stream, params);
+  for (const auto& s : plan.steps) m.launch(static_cast<size_t>(s.kernel), s.grid, s.block, s.dynamic_smem, stream, params, s.overlap_previous);
 }
 
 } // namespace ktune

@@ -85,8 +85,10 @@ class Module {
 
   // Raises the kernel's dynamic shared-memory limit first when the launch asks for more than the
   // default 48 KB (needed once per kernel; remembered). Safe to call from several threads.
+  // overlap_previous: launch as a programmatic dependent of the stream's previous kernel where
+  // the device has it (sm_90 on; see LaunchStep::overlap_previous), else as a plain launch.
   void launch(size_t i, const unsigned grid[3], const unsigned block[3], unsigned dynamic_smem, CUstream stream,
-              void** params);
+              void** params, bool overlap_previous = false);
 
  private:
   void allow_smem(size_t i, unsigned dynamic_smem); // raises the kernel's dynamic smem limit once
@@ -94,6 +96,7 @@ class Module {
   std::vector<CUfunction> functions_;
   std::unique_ptr<std::atomic<unsigned>[]> smem_limit_; // per kernel: the limit already set
   std::string context_;
+  bool dependent_launch_ = false; // the context's device runs programmatic dependent launches (sm_90 on)
 };
 
 // Runs every step of a GEMM launch plan on stream. args.workspace must hold plan.workspace_bytes.

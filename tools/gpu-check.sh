@@ -16,9 +16,9 @@
 #           export the merged table
 #   unaligned  re-tune the shipped table's unaligned shapes over packed gemm_simt configs (PACK = 1)
 #           and export the merged table
-#   large   re-tune the shipped table's large aligned shapes (M >= 512 in the public suite) with a
-#           longer model search ($BUDGET configs each, default 400; at most $TUNE_TIMEOUT s) and
-#           export the merged table
+#   large   re-tune the shipped table's large aligned shapes (M >= 512 in the public suite; PROBLEMS=
+#           "MxNxK ..." picks others) with a longer model search ($BUDGET configs each, default 400;
+#           at most $TUNE_TIMEOUT s) and export the merged table
 #   profile ncu counters and SASS of the shipped table's kernels at five shapes ($out/profile;
 #           SHAPES= picks shapes, LADDERS="file ..." adds the kernels of ladder files)
 #   replay  an exhaustive run over configs/suites/replay.json, exported as a trial log for simulate
@@ -125,9 +125,12 @@ for step in $steps; do
       retune unaligned --family gemm_simt --suite configs/suites/unaligned.json --restrict configs/spaces/gemm_simt.h100-packed.json \
         --strategy model --budget-evals "${BUDGET:-300}" ;;
     large)
+      problems=()
+      for shape in ${PROBLEMS:-2048x2048x2048 4096x4096x4096 2048x4096x4096 2048x11008x4096 2048x4096x11008 512x512x32768}; do
+        problems+=(--problem "$shape")
+      done
       retune large --family gemm_simt --restrict configs/spaces/gemm_simt.h100.json --strategy model --budget-evals "${BUDGET:-400}" \
-        --problem 2048x2048x2048 --problem 4096x4096x4096 --problem 2048x4096x4096 --problem 2048x11008x4096 \
-        --problem 2048x4096x11008 --problem 512x512x32768 ;;
+        "${problems[@]}" ;;
     profile)
       # Nsight Compute counters (clocks left alone) and SASS for the shipped table's kernels at the
       # shapes docs/PERFORMANCE.md discusses, beside cuBLAS's kernels in the same process.

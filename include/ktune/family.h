@@ -27,6 +27,10 @@ struct LaunchStep {
   unsigned grid[3] = {1, 1, 1};
   unsigned block[3] = {1, 1, 1};
   unsigned dynamic_smem = 0;
+  // Programmatic dependent launch (sm_90): the step's blocks may be scheduled while the previous
+  // step's last blocks still run. Only for kernels that wait for the previous grid
+  // (griddepcontrol.wait) before reading what it wrote; elsewhere the flag is ignored.
+  bool overlap_previous = false;
 };
 
 struct LaunchPlan {

@@ -13,3 +13,6 @@ struct KtuneGemmArgs {
   int M, N, K;
   float alpha, beta; // beta == 0 means C is never read (it may hold NaN)
 };
+
+// Columns of C that each thread of gemm_splitk_reduce adds (the host sizes the grid with it).
+#define KTUNE_SPLITK_REDUCE_VEC 4

@@ -57,6 +57,22 @@ __device__ __forceinline__ void store_out(const KtuneGemmArgs& p, float* dst, in
   }
 }
 
+// Programmatic dependent launch (sm_90; no-ops before it, and when the launch did not ask for
+// it). A kernel whose next launch step reads its results lets that step's blocks be scheduled
+// early (they take SM slots only as its own blocks leave, and only once all of them have
+// started); the dependent kernel must wait for the previous grid to finish, with its memory
+// visible, before it reads anything that grid wrote.
+__device__ __forceinline__ void let_next_grid_launch() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wait_for_previous_grid() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 // cp.async (sm_80+): BYTES is 4, 8 or 16. src_bytes < BYTES zero-fills the rest, which is how
 // out-of-bounds elements become zeros without a branch around the copy. PREFETCH = 1 asks L2 to
 // fetch the surrounding 256 bytes too (for streams that will read them next).

@@ -32,7 +32,8 @@ unsigned ceil_div(int64_t a, int64_t b);
 // The split-K epilogue of gemm_splitk.cuh, shared by the families that cut K across blocks:
 // the name expression of gemm_splitk_reduce over `slices` workspace slices, the workspace those
 // need (0 for one slice: the main kernel then writes C itself), and its launch step, appended to
-// a plan whose main kernel is already in it (nothing for one slice).
+// a plan whose main kernel is already in it (nothing for one slice); the step may overlap the
+// main kernel's end (programmatic dependent launch).
 std::string gemm_splitk_reduce_name(int slices);
 // Configs whose workspace would exceed this are not worth a tuning slot (a constraint of each family).
 constexpr size_t kGemmMaxWorkspace = size_t(512) << 20;

@@ -144,6 +144,8 @@ template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int LN, int VE
           int SWZ, int EVEN, int PACK, int A_COL, int B_COL>
 __global__ void __launch_bounds__(32 * (BM / WM) * (BN / WN)) gemm_simt(KtuneGemmArgs args) {
   using namespace ktune_dev;
+  // gemm_splitk_reduce, when it follows, may be scheduled now: it waits for this grid's results.
+  if constexpr (SPLITK > 1) let_next_grid_launch();
   // With PACK the operands are gemm_pack's copies and K is padded to whole BK * SPLITK tiles.
   const KtuneGemmArgs p = PACK ? PackedLayout<BM, BN, BK * SPLITK, (SPLITK > 1 ? SPLITK : 0), A_COL, B_COL>(args).apply(args) : args;
   constexpr bool LOAD_EVEN = EVEN != 0 || PACK != 0;

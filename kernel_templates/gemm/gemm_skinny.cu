@@ -122,17 +122,40 @@ __device__ __forceinline__ void stream_chunks(int k_begin, int k_end, int first,
 template <int MT, int NT, int VEC, int KG, int KC, int LDH, int COLS, int ST, int A_COL>
 __device__ __forceinline__ void stream_stages(const KtuneGemmArgs& p, float* ring, float (&acc)[MT][VEC], int m0, int k_begin,
                                               int k_end, int tx, int g) {
-  constexpr int STAGE = MT * KC + KC * COLS, RV = COLS / VEC;
+  constexpr int STAGE = MT * KC + KC * COLS;
   const int stages = k_end > k_begin ? (k_end - k_begin + KC - 1) / KC : 0;
   const int n0 = blockIdx.x * COLS;
+  // Each thread copies the same columns of every stage, so what does not change from stage to
+  // stage (source pointers, destinations, column guards) is worked out once here: the issue of a
+  // stage is then a pointer step and a row check per copy. B: RV vectors a row, NT = KG * RV, so
+  // one pass of the block copies KG rows and a thread copies rows bk, bk + KG, ... at column bc.
+  constexpr int RV = COLS / VEC, B_PASSES = KC / KG;
+  static_assert(NT == KG * RV && KC % KG == 0, "the block copies whole rows of B's stage");
+  const int bk = threadIdx.x / RV, bc = threadIdx.x % RV * VEC;
+  const int b_bytes = max(0, min(VEC, p.N - n0 - bc)) * 4; // 0: this thread's columns lie beyond N
+  const float* b_src = p.B + (long long)(k_begin + bk) * p.ldb + n0 + bc;
+  const long long b_row_step = (long long)KG * p.ldb;
+  // A row-major: AV vectors a row of A's chunk; where AV divides NT a thread copies rows am,
+  // am + NT / AV, ... at column ak (else the general loop below).
+  constexpr int AV = KC / VEC, A_ROWS = NT % AV == 0 ? NT / AV : 1, A_PASSES = (MT + A_ROWS - 1) / A_ROWS;
+  const int am = threadIdx.x / AV, ak = threadIdx.x % AV * VEC;
   auto issue = [&](int s) {
     if (s < stages) {
       float* const sa = ring + (s % ST) * STAGE;
       float* const sb = sa + MT * KC;
       const int kc = k_begin + s * KC;
-      if constexpr (A_COL == 0) {
+      if constexpr (A_COL == 0 && NT % AV == 0) {
+#pragma unroll
+        for (int j = 0; j < A_PASSES; ++j) {
+          const int m = am + j * A_ROWS;
+          if (A_PASSES * A_ROWS == MT || m < MT) {
+            const int valid = m0 + m < p.M ? max(0, min(VEC, k_end - kc - ak)) : 0;
+            cp_async<VEC * 4, LDH>(sa + m * KC + ak, valid ? p.A + (long long)(m0 + m) * p.lda + kc + ak : p.A, valid * 4);
+          }
+        }
+      } else if constexpr (A_COL == 0) {
         for (int i = threadIdx.x; i < MT * KC / VEC; i += NT) {
-          const int m = i / (KC / VEC), k = i % (KC / VEC) * VEC;
+          const int m = i / AV, k = i % AV * VEC;
           const int valid = m0 + m < p.M ? max(0, min(VEC, k_end - kc - k)) : 0;
           cp_async<VEC * 4, LDH>(sa + m * KC + k, valid ? p.A + (long long)(m0 + m) * p.lda + kc + k : p.A, valid * 4);
         }
@@ -143,11 +166,13 @@ __device__ __forceinline__ void stream_stages(const KtuneGemmArgs& p, float* rin
           cp_async<4, LDH>(sa + i, ok ? p.A + (long long)(kc + k) * p.lda + m0 + m : p.A, ok ? 4 : 0);
         }
       }
-#pragma unroll 4
-      for (int i = threadIdx.x; i < KC * RV; i += NT) {
-        const int k = i / RV, c = i % RV * VEC;
-        const int valid = kc + k < k_end ? max(0, min(VEC, p.N - n0 - c)) : 0;
-        cp_async<VEC * 4, LDH>(sb + k * COLS + c, valid ? p.B + (long long)(kc + k) * p.ldb + n0 + c : p.B, valid * 4);
+      const float* src = b_src + (long long)s * KC * p.ldb;
+      float* const dst = sb + bk * COLS + bc;
+#pragma unroll
+      for (int j = 0; j < B_PASSES; ++j) {
+        const bool ok = b_bytes && kc + bk + j * KG < k_end;
+        cp_async<VEC * 4, LDH>(dst + j * KG * COLS, ok ? src : p.B, ok ? b_bytes : 0);
+        src += b_row_step;
       }
     }
     cp_async_commit(); // empty groups too, so that "ST - 2 pending" always means "stage s landed"
@@ -232,6 +257,8 @@ template <int MT, int NT, int VEC, int KG, int NC, int UNROLL, int KC, int LDH, 
 __global__ void __launch_bounds__(NT, MINB > 1 ? MINB : 0) KTUNE_CLUSTER_DIMS(1, 1, skinny_cluster_size(CL, SPLITK)) gemm_skinny(KtuneGemmArgs p) {
   using namespace ktune_dev;
   static_assert(KC % 4 == 0, "chunks hold whole float4 of A");
+  // gemm_splitk_reduce, when it follows, may be scheduled now: it waits for this grid's results.
+  if constexpr (SPLITK / skinny_cluster_size(CL, SPLITK) > 1) let_next_grid_launch();
   extern __shared__ float4 smem_raw[];
   float* const As = reinterpret_cast<float*>(smem_raw); // As[m * KC + k]: k contiguous
 

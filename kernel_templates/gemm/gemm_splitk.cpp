@@ -14,8 +14,9 @@ void add_splitk_reduce(LaunchPlan& plan, const GemmProblem& p, int slices) {
   if (slices <= 1) return;
   LaunchStep reduce;
   reduce.kernel = 1; // kernels() names the reduction right after the main kernel
-  reduce.grid[0] = ceil_div(p.m * p.n, 256); // the kernel's __launch_bounds__(256)
+  reduce.grid[0] = ceil_div(p.m * int64_t(ceil_div(p.n, KTUNE_SPLITK_REDUCE_VEC)), 256); // __launch_bounds__(256)
   reduce.block[0] = 256;
+  reduce.overlap_previous = true; // it waits for the main kernel itself (griddepcontrol.wait)
   plan.steps.push_back(reduce);
   plan.workspace_bytes = gemm_splitk_workspace_bytes(slices, p);
 }

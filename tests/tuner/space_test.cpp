@@ -262,3 +262,36 @@ TEST(Space, PackedSplitKPlanRunsPackFirstAndSizesSlicesThenCopies) {
   ASSERT_EQ(names.size(), 3u);
   EXPECT_EQ(names[2].rfind("gemm_pack<128,128,32,4,", 0), 0u) << names[2];
 }
+
+TEST(Space, SplitKReduceFollowsTheMainKernelAsADependentLaunchFourColumnsAThread) {
+  // The reduction may be scheduled while the main kernel ends (it waits for the main grid
+  // itself); nothing else in a plan overlaps its predecessor. Each of its threads adds 4 columns.
+  const Family f = find_family("gemm_skinny");
+  const auto d = DeviceInfo::nominal("sm_90");
+  const Config split = Config::from_json(
+      R"({"MT":16,"NT":256,"VEC":4,"KG":8,"NC":1,"UNROLL":1,"KC":32,"LDH":1,"CL":0,"SPLITK":8,"ST":6,"MINB":2})");
+  // 16 rows of 1024 (4096 / 4) or 1025 (4100 / 4) groups of 4 columns, 256 threads a block.
+  for (const auto& [shape, blocks] : std::vector<std::pair<const char*, unsigned>>{{"16x4096x4096", 64u}, {"16x4100x4096", 65u}}) {
+    const auto p = GemmProblem::parse(shape);
+    ASSERT_TRUE(f.valid(split, p, d)) << shape;
+    const LaunchPlan plan = f.launch_plan(split, p);
+    ASSERT_EQ(plan.steps.size(), 2u);
+    EXPECT_FALSE(plan.steps[0].overlap_previous);
+    EXPECT_EQ(plan.steps[1].kernel, 1);
+    EXPECT_TRUE(plan.steps[1].overlap_previous);
+    EXPECT_EQ(plan.steps[1].grid[0], blocks) << shape;
+    EXPECT_EQ(plan.steps[1].block[0], 256u);
+    EXPECT_EQ(f.kernel_names(split, p).at(1), "gemm_splitk_reduce<8>");
+  }
+  // A cluster of 8 adds all 8 slices itself: no reduction, nothing to overlap.
+  Config clustered = split;
+  clustered.set("CL", 1);
+  const auto p = GemmProblem::parse("1x4096x4096");
+  clustered.set("MT", 1);
+  clustered.set("MINB", 1);
+  ASSERT_TRUE(f.valid(clustered, p, d)) << clustered.to_json();
+  const LaunchPlan plan = f.launch_plan(clustered, p);
+  ASSERT_EQ(plan.steps.size(), 1u);
+  EXPECT_FALSE(plan.steps[0].overlap_previous);
+  EXPECT_EQ(plan.workspace_bytes, 0u);
+}
