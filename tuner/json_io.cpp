@@ -52,7 +52,8 @@ nlohmann::json plan_to_json(const LaunchPlan& p) {
     steps.push_back({{"kernel", s.kernel},
                      {"grid", {s.grid[0], s.grid[1], s.grid[2]}},
                      {"block", {s.block[0], s.block[1], s.block[2]}},
-                     {"smem", s.dynamic_smem}});
+                     {"smem", s.dynamic_smem},
+                     {"overlap_previous", s.overlap_previous}});
   return {{"steps", steps}, {"workspace", p.workspace_bytes}};
 }
 
@@ -67,6 +68,9 @@ LaunchPlan plan_from_json(const nlohmann::json& j) {
       st.block[i] = s.at("block")[i].get<unsigned>();
     }
     st.dynamic_smem = s.at("smem").get<unsigned>();
+    // The worker must launch what the runtime launches: a step that overlaps its predecessor
+    // times differently from one that waits for it.
+    st.overlap_previous = s.at("overlap_previous").get<bool>();
     p.steps.push_back(st);
   }
   return p;

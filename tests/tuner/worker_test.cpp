@@ -1,9 +1,14 @@
-// The parent side of fault isolation, driven by scripted children: no GPU needed.
+// The parent side of fault isolation, driven by scripted children, and what reaches the child
+// (launch plans): no GPU needed.
 #include "tuner/worker.h"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "ktune/family.h"
+#include "tuner/json_io.h"
 
 using namespace ktune;
 
@@ -63,4 +68,28 @@ TEST(Worker, AStickyReplyRetiresTheChildSoTheNextRequestGetsAFreshOne) {
   r = w.request({{"op", "eval"}}, 5);
   ASSERT_EQ(r.outcome, WorkerProcess::Outcome::replied) << r.detail;
   EXPECT_EQ(w.restarts(), 1);
+}
+
+TEST(Worker, LaunchPlansReachTheWorkerWhole) {
+  // The worker times the plan it is sent: every field the runtime's launch uses must survive the
+  // trip, the dependent launch of the split-K reduce included (else trials time another launch).
+  const Family f = find_family("gemm_skinny");
+  const Config c = Config::from_json(
+      R"({"MT":16,"NT":128,"VEC":4,"KG":4,"NC":1,"UNROLL":1,"KC":32,"LDH":0,"CL":0,"SPLITK":4,"ST":4,"MINB":3})");
+  const LaunchPlan plan = f.launch_plan(c, GemmProblem::parse("16x4096x4096"));
+  ASSERT_EQ(plan.steps.size(), 2u);
+  ASSERT_TRUE(plan.steps[1].overlap_previous);
+  const LaunchPlan back = plan_from_json(nlohmann::json::parse(plan_to_json(plan).dump()));
+  EXPECT_EQ(back.workspace_bytes, plan.workspace_bytes);
+  ASSERT_EQ(back.steps.size(), plan.steps.size());
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const LaunchStep &a = plan.steps[i], &b = back.steps[i];
+    EXPECT_EQ(b.kernel, a.kernel) << i;
+    for (int d = 0; d < 3; ++d) {
+      EXPECT_EQ(b.grid[d], a.grid[d]) << i;
+      EXPECT_EQ(b.block[d], a.block[d]) << i;
+    }
+    EXPECT_EQ(b.dynamic_smem, a.dynamic_smem) << i;
+    EXPECT_EQ(b.overlap_previous, a.overlap_previous) << i;
+  }
 }
