@@ -37,6 +37,18 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   return *this;
 }
 
+namespace {
+// The launch shape as cuLaunchKernelEx and cuOccupancyMaxActiveClusters take it.
+CUlaunchConfig launch_config(const unsigned grid[3], const unsigned block[3], unsigned dynamic_smem, CUstream stream) {
+  CUlaunchConfig cfg{};
+  cfg.gridDimX = grid[0], cfg.gridDimY = grid[1], cfg.gridDimZ = grid[2];
+  cfg.blockDimX = block[0], cfg.blockDimY = block[1], cfg.blockDimZ = block[2];
+  cfg.sharedMemBytes = dynamic_smem;
+  cfg.hStream = stream;
+  return cfg;
+}
+} // namespace
+
 Module::Module(const std::vector<char>& cubin, const std::vector<std::string>& lowered_names, std::string context)
     : smem_limit_(new std::atomic<unsigned>[lowered_names.size()]), context_(std::move(context)) {
   check_cu(driver().cuModuleLoadData(&module_, cubin.data()), "cuModuleLoadData", context_);
@@ -110,10 +122,7 @@ Occupancy Module::occupancy(size_t i, const unsigned grid[3], const unsigned blo
   o.cluster_size = std::max(1, dims[0]) * std::max(1, dims[1]) * std::max(1, dims[2]);
   if (o.cluster_size > 1) {
     // The cluster shape comes from the kernel itself (__cluster_dims__); the config names none.
-    CUlaunchConfig cfg{};
-    cfg.gridDimX = grid[0], cfg.gridDimY = grid[1], cfg.gridDimZ = grid[2];
-    cfg.blockDimX = block[0], cfg.blockDimY = block[1], cfg.blockDimZ = block[2];
-    cfg.sharedMemBytes = dynamic_smem;
+    const CUlaunchConfig cfg = launch_config(grid, block, dynamic_smem, nullptr);
     check_cu(driver().cuOccupancyMaxActiveClusters(&o.max_active_clusters, f, &cfg), "cuOccupancyMaxActiveClusters", context_);
   }
   return o;
@@ -127,11 +136,7 @@ void Module::launch(size_t i, const unsigned grid[3], const unsigned block[3], u
     CUlaunchAttribute attr{};
     attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
     attr.value.programmaticStreamSerializationAllowed = 1;
-    CUlaunchConfig cfg{};
-    cfg.gridDimX = grid[0], cfg.gridDimY = grid[1], cfg.gridDimZ = grid[2];
-    cfg.blockDimX = block[0], cfg.blockDimY = block[1], cfg.blockDimZ = block[2];
-    cfg.sharedMemBytes = dynamic_smem;
-    cfg.hStream = stream;
+    CUlaunchConfig cfg = launch_config(grid, block, dynamic_smem, stream);
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
     check_cu(driver().cuLaunchKernelEx(&cfg, f, params, nullptr), "cuLaunchKernelEx(PROGRAMMATIC_STREAM_SERIALIZATION)", context_);

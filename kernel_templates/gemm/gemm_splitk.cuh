@@ -37,7 +37,6 @@ __global__ void __launch_bounds__(256) gemm_splitk_reduce(KtuneGemmArgs p) {
     store_out<V, true, false>(p, c, col, sum);
   } else {
 #pragma unroll
-    for (int e = 0; e < V; ++e)
-      if (col + e < p.N) c[e] = axpby(p.alpha, sum[e], p.beta, c + e);
+    for (int e = 0; e < V; ++e) store_out<1, true, false>(p, c + e, col + e, sum + e);
   }
 }
