@@ -3,6 +3,6 @@
 
 namespace ktune {
 
-std::vector<Family> builtin_families() { return {gemm_naive_family(), gemm_smem_family(), gemm_simt_family(), gemm_skinny_family()}; }
+std::vector<Family> builtin_families() { return {gemm_naive_family(), gemm_smem_family(), gemm_simt_family(), gemm_skinny_family(), gemm_tf32x3_family()}; }
 
 } // namespace ktune

@@ -179,17 +179,19 @@ Runtime::Runtime(RuntimeOptions o) : impl_(std::make_unique<Impl>()) {
       m.add(m.store->export_table(m.arch), "store " + m.opts.db_path);
   }
   for (const auto& t : m.opts.tables) m.add(read_table_file(t), "table " + t);
-  if (m.opts.shipped_tables) {
-    // sm_90a runs sm_90 code: its shipped table is sm_90's.
-    const std::string base = m.arch.back() == 'a' ? m.arch.substr(0, m.arch.size() - 1) : m.arch;
+  // sm_90a runs sm_90 code: its shipped tables are sm_90's.
+  const std::string base = m.arch.back() == 'a' ? m.arch.substr(0, m.arch.size() - 1) : m.arch;
+  auto add_shipped = [&](const std::string& name) {
     for (const auto& f : embedded_files())
-      if (f.path == "tables/" + base + ".json") {
-        Table t = parse_table(std::string(f.text), "shipped table " + base);
+      if (f.path == "tables/" + name + ".json") {
+        Table t = parse_table(std::string(f.text), "shipped table " + name);
         t.arch = m.arch;
         for (auto& e : t.entries) e.arch = m.arch;
-        m.add(t, "shipped table " + base);
+        m.add(t, "shipped table " + name);
       }
-  }
+  };
+  if (m.opts.tf32x3) add_shipped(base + "-tf32x3");
+  if (m.opts.shipped_tables) add_shipped(base);
 }
 
 Runtime::~Runtime() = default;

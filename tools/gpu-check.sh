@@ -9,7 +9,7 @@
 #   runtime the runtime cost benchmark and the example program
 #   model   the public suite with the model-guided strategy, 100 configs per problem
 #   bench   ktune bench over the public suite (shipped table; TABLE=file adds a table that wins
-#           over it) and the SGEMM ladder
+#           over it), again with --tf32x3 (the shipped gemm_tf32x3 table ahead), and the SGEMM ladder
 #   decode  re-tune the shipped table's decode shapes (gemm_skinny) and export the merged table
 #   staged  re-tune the decode shapes over gemm_skinny's cp.async stage ring only (ST >= 2,
 #           configs/spaces/gemm_skinny.h100-staged.json; $BUDGET configs each, default 300) and
@@ -19,6 +19,11 @@
 #   large   re-tune the shipped table's large aligned shapes (M >= 512 in the public suite; PROBLEMS=
 #           "MxNxK ..." picks others) with a longer model search ($BUDGET configs each, default 400;
 #           at most $TUNE_TIMEOUT s) and export the merged table
+#   tf32x3  tune gemm_tf32x3 (FP32-accurate 3xTF32 on the tensor cores) over configs/suites/compute.json
+#           ($BUDGET configs each, default 150, model search, configs/spaces/gemm_tf32x3.h100.json,
+#           WARM=table seeds it),
+#           export its table ($out/sm_90-tf32x3.json) and run ktune bench over the public suite with it
+#           winning over the shipped table
 #   profile ncu counters and SASS of the shipped table's kernels at five shapes ($out/profile;
 #           SHAPES= picks shapes, LADDERS="file ..." adds the kernels of ladder files)
 #   replay  an exhaustive run over configs/suites/replay.json, exported as a trial log for simulate
@@ -115,6 +120,7 @@ for step in $steps; do
     bench)
       table=(); [ -n "${TABLE:-}" ] && table=(--table "$TABLE")
       ./build/ktune bench --suite configs/suites/public.json --db /nonexistent.db "${table[@]}" --json "$out/bench_public.json" 2>&1 | tee "$out/bench_public.txt"
+      ./build/ktune bench --suite configs/suites/public.json --db /nonexistent.db "${table[@]}" --tf32x3 --json "$out/bench_public_tf32x3.json" 2>&1 | tee "$out/bench_public_tf32x3.txt"
       ./build/ktune bench --ladder configs/ladder.json --db /nonexistent.db --json "$out/bench_ladder.json" 2>&1 | tee "$out/bench_ladder.txt" ;;
     decode)
       retune decode --family gemm_skinny --suite configs/suites/decode.json --strategy random --budget-evals 500 ;;
@@ -131,6 +137,18 @@ for step in $steps; do
       done
       retune large --family gemm_simt --restrict configs/spaces/gemm_simt.h100.json --strategy model --budget-evals "${BUDGET:-400}" \
         "${problems[@]}" ;;
+    tf32x3)
+      rm -f "$out/tf32x3.db"*
+      start=$(date +%s)
+      warm=(); [ -n "${WARM:-}" ] && warm=(--warm-start "$WARM")
+      ./build/ktune tune --family gemm_tf32x3 --suite configs/suites/compute.json --restrict configs/spaces/gemm_tf32x3.h100.json \
+        --strategy model --budget-evals "${BUDGET:-150}" "${warm[@]}" --db "$out/tf32x3.db" >"$out/tune_tf32x3.txt" 2>"$out/tune_tf32x3.err"
+      echo "tf32x3: exit $?, wall $(( $(date +%s) - start )) s"; cat "$out/tune_tf32x3.txt"
+      ./build/ktune export --db "$out/tf32x3.db" --arch sm_90 -o "$out/sm_90-tf32x3.json"
+      trials_csv "$out/tf32x3.db" "$out/tf32x3_trials.csv"
+      rm -f "$out/tf32x3.db"*
+      ./build/ktune bench --suite configs/suites/public.json --db /nonexistent.db --table "$out/sm_90-tf32x3.json" \
+        --json "$out/bench_public_tf32x3.json" 2>&1 | tee "$out/bench_public_tf32x3.txt" ;;
     profile)
       # Nsight Compute counters (clocks left alone) and SASS for the shipped table's kernels at the
       # shapes docs/PERFORMANCE.md discusses, beside cuBLAS's kernels in the same process.

@@ -246,10 +246,14 @@ int cmd_tune(const TuneArgs& a) {
   return 0;
 }
 
+const char* const kTf32x3Help =
+    "Also use the shipped gemm_tf32x3 table (FP32 on TF32 tensor cores, FP32-accurate on finite inputs; "
+    "not bit-identical to FFMA; inf inputs give NaN)";
+
 struct QueryArgs {
   std::string problem, dtype = "f32", layout = "NN", arch, db;
   std::vector<std::string> tables;
-  bool json = false;
+  bool json = false, tf32x3 = false;
 };
 
 int cmd_query(const QueryArgs& a) {
@@ -258,6 +262,7 @@ int cmd_query(const QueryArgs& a) {
   o.arch = a.arch;
   o.db_path = a.db.empty() ? default_db_path() : a.db;
   o.tables = a.tables;
+  o.tf32x3 = a.tf32x3;
   if (o.arch.empty()) {
     std::string why;
     if (list_devices(&why).empty())
@@ -386,6 +391,7 @@ int main(int argc, char** argv) {
   qy->add_option("--arch", query.arch, "Arch to answer for (no GPU needed), e.g. sm_90");
   qy->add_option("--db", query.db, "Database (default: $KTUNE_DB, else ~/.cache/ktune/ktune.db)");
   qy->add_option("--table", query.tables, "Extra tuning table (repeatable)")->check(CLI::ExistingFile);
+  qy->add_flag("--tf32x3", query.tf32x3, kTf32x3Help);
   qy->add_flag("--json", query.json, "Print JSON");
 
   std::string ex_db, ex_arch, ex_family, ex_out;
@@ -423,6 +429,8 @@ int main(int argc, char** argv) {
   bn->add_option("--dtype", bn_dtype, "Data type")->capture_default_str();
   bn->add_option("--db", bn_db, "Database (default: $KTUNE_DB, else ~/.cache/ktune/ktune.db)");
   bn->add_option("--table", bn_tables, "Extra tuning table (repeatable)")->check(CLI::ExistingFile);
+  bool bn_tf32x3 = false;
+  bn->add_flag("--tf32x3", bn_tf32x3, kTf32x3Help);
   bn->add_option("--json", bn_json, "Also write the results as JSON to this file");
   bn->add_option("--device", bn_device, "GPU ordinal")->capture_default_str();
 
@@ -483,6 +491,7 @@ int main(int argc, char** argv) {
       BenchOptions o;
       o.runtime.db_path = bn_db.empty() ? default_db_path() : bn_db;
       o.runtime.tables = bn_tables;
+      o.runtime.tf32x3 = bn_tf32x3;
       o.runtime.device = bn_device;
       const auto rep = bn_ladder.empty() ? bench_problems(problems, o) : bench_ladder(bn_ladder, o);
       const std::string dev = devs.at(size_t(bn_device)).name + " (" + devs.at(size_t(bn_device)).arch + ")";

@@ -43,6 +43,13 @@ struct RuntimeOptions {
   std::string db_path;             // "" or a missing file: no store; opened read-only otherwise
   std::vector<std::string> tables; // more table files (ktune.table/1), after the store
   bool shipped_tables = true;      // the tables embedded in the library, last
+  // Opt-in: also the shipped gemm_tf32x3 table of the arch (tables/<arch>-tf32x3.json), ahead of
+  // the plain shipped table. gemm_tf32x3 computes FP32 GEMM on the TF32 tensor cores with a
+  // big/small split of every operand: its error against FP64 is at or below cuBLAS SGEMM's on
+  // finite inputs of ordinary range, but results are not bit-identical to FFMA, and an infinite
+  // input, or one within 2^-11 of FLT_MAX, gives NaN (docs/TEMPLATES.md). Off by default, as
+  // cuBLAS keeps TF32 off unless asked.
+  bool tf32x3 = false;
   std::string arch;                // "" = the arch of `device` (needs a GPU)
   int device = 0;
 };

@@ -57,6 +57,18 @@ __device__ __forceinline__ void store_out(const KtuneGemmArgs& p, float* dst, in
   }
 }
 
+// Maps the linear block index to a (tile row, tile column) so that SWZ consecutive tile rows
+// sweep the tile columns together: their B tiles are reused from L2 while still resident.
+template <int SWZ>
+__device__ __forceinline__ void raster(int pid, int tiles_m, int tiles_n, int& tm, int& tn) {
+  const int per_group = SWZ * tiles_n;
+  const int first_m = (pid / per_group) * SWZ;
+  const int rows = min(tiles_m - first_m, SWZ);
+  const int in_group = pid % per_group;
+  tm = first_m + in_group % rows;
+  tn = in_group / rows;
+}
+
 // Programmatic dependent launch (sm_90; no-ops before it, and when the launch did not ask for
 // it). A kernel whose next launch step reads its results lets that step's blocks be scheduled
 // early (they take SM slots only as its own blocks leave, and only once all of them have

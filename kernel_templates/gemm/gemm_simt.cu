@@ -126,18 +126,6 @@ struct TileMover {
   }
 };
 
-// Maps the linear block index to a (tile row, tile column) so that SWZ consecutive tile rows
-// sweep the tile columns together: their B tiles are reused from L2 while still resident.
-template <int SWZ>
-__device__ __forceinline__ void raster(int pid, int tiles_m, int tiles_n, int& tm, int& tn) {
-  const int per_group = SWZ * tiles_n;
-  const int first_m = (pid / per_group) * SWZ;
-  const int rows = min(tiles_m - first_m, SWZ);
-  const int in_group = pid % per_group;
-  tm = first_m + in_group % rows;
-  tn = in_group / rows;
-}
-
 } // namespace ktune_dev
 
 template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int LN, int VEC, int AT, int PAD, int PIPE, int SPLITK,

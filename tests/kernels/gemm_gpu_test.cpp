@@ -9,6 +9,7 @@
 #include "gpu_env.h"
 #include "ktune/compiler.h"
 #include "runtime/cuda_check.h"
+#include "tuner/cublas.h"
 #include "tuner/gemm_op.h"
 
 using namespace ktune;
@@ -39,6 +40,14 @@ GemmProblem make_case(const Shape& s, const char* layout, uint64_t i, int vec) {
   const float betas[] = {0.0f, 1.0f, -2.0f};
   p.beta = betas[(i / 2) % 3];
   return p;
+}
+
+// Floats the config's loads need leading dimensions aligned to. Packing configs take any
+// alignment, so their cases keep odd leading dimensions; gemm_tf32x3's unpacked form copies 16 bytes.
+int load_width(const Family& f, const Config& c) {
+  if (c.has("PACK") && c["PACK"]) return 1;
+  if (c.has("VEC")) return c["VEC"];
+  return f.name() == "gemm_tf32x3" ? 4 : 1;
 }
 
 struct Tally {
@@ -83,8 +92,7 @@ class GemmGpu : public ::testing::Test {
     for (auto& job : jobs) {
       const auto k = job.cubin.get();
       Module m(k->cubin, k->lowered_names, f.name() + " " + job.c.to_json());
-      // Packing configs take any alignment: their cases keep odd leading dimensions.
-      const int vec = job.c.has("VEC") && !(job.c.has("PACK") && job.c["PACK"]) ? job.c["VEC"] : 1;
+      const int vec = load_width(f, job.c);
       for (const Shape& s : shapes) {
         const GemmProblem p = make_case(s, job.layout, i++, vec);
         if (!f.valid(job.c, p, dev)) {
@@ -257,4 +265,67 @@ TEST_F(GemmGpu, SkinnyStagedConfigsMatchFp64Reference) {
   EXPECT_EQ(total.layouts.size(), 2u);
   EXPECT_EQ(total.alphas.size(), 2u);
   EXPECT_EQ(total.betas.size(), 3u);
+}
+
+TEST_F(GemmGpu, Tf32x3SampledConfigsMatchFp64Reference) {
+  // Both forms over all four layouts: unpacked (16-byte cp.async, no bounds checks) on shapes the
+  // tiles divide, packed on odd shapes and leading dimensions; split-K in both.
+  const std::vector<Shape> dividing = {{512, 512, 512}, {256, 768, 1024}, {1024, 256, 2048}};
+  const std::vector<Shape> odd = {{1, 1, 1}, {7, 13, 5}, {33, 65, 17}, {127, 129, 131}, {300, 301, 299}, {5, 3, 0}};
+  Tally total;
+  int split = 0;
+  uint64_t seed = 12000;
+  for (const char* l : kLayouts) {
+    Family f = find_family("gemm_tf32x3");
+    const auto unpacked = sample_with("gemm_tf32x3", "PACK", {0}, GemmProblem::parse("2048x2048x2048", l), *dev_, 10, seed, &f);
+    ASSERT_EQ(unpacked.size(), 10u) << l;
+    for (const auto& c : unpacked) split += c["SPLITK"] > 1;
+    const Tally t = run(f, unpacked, dividing, {l}, seed * 10);
+    EXPECT_GE(t.passed, 10u) << l; // 512^3 is divided by every tile and slice count of the space
+    total.add(t);
+    const auto packed = sample_with("gemm_tf32x3", "PACK", {1}, GemmProblem::parse("1000x1000x1001", l), *dev_, 10, seed + 1, &f);
+    ASSERT_EQ(packed.size(), 10u) << l;
+    for (const auto& c : packed) split += c["SPLITK"] > 1;
+    total.add(run(f, packed, odd, {l}, seed * 10 + 5));
+    seed += 2;
+  }
+  EXPECT_GT(split, 0);
+  expect_full_coverage(total);
+}
+
+TEST_F(GemmGpu, Tf32x3ErrorIsComparableToCublasSgemm) {
+  // The point of the family: FP32 accuracy from TF32 tensor cores. On the same inputs (same
+  // seed), its error against the FP64 product must stay within twice cuBLAS's FP32 SGEMM error
+  // (measured on the H100, 2026-11-22: 0.4-0.6 of it with CVT = 1), at a long K where
+  // accumulation error dominates and at an unaligned shape.
+  const Family f = find_family("gemm_tf32x3");
+  Compiler compiler;
+  GemmOp op(compiler, *dev_);
+  Cublas cublas;
+  struct Case {
+    const char* shape;
+    Config c;
+  };
+  const std::vector<Case> cases = {
+      {"1024x1024x1024", Config::from_json(R"({"BM":128,"BN":128,"WM":64,"WN":64,"BK":16,"ST":4,"KU":1,"FOLD":1,"SPLITK":1,"SWZ":8,"PACK":0})")},
+      {"512x512x32768", Config::from_json(R"({"BM":128,"BN":128,"WM":64,"WN":32,"BK":32,"ST":3,"KU":1,"FOLD":4,"SPLITK":8,"SWZ":8,"PACK":0})")},
+      {"999x1001x4099", Config::from_json(R"({"BM":128,"BN":128,"WM":64,"WN":32,"BK":16,"ST":4,"KU":0,"FOLD":2,"SPLITK":2,"SWZ":8,"PACK":1})")}};
+  for (const auto& cs : cases)
+    for (int cvt : {0, 1}) { // both ways of splitting the operands
+      Config c = cs.c;
+      c.set("CVT", cvt);
+      const GemmProblem p = GemmProblem::parse(cs.shape);
+      ASSERT_TRUE(f.valid(c, p, *dev_)) << cs.shape << " " << c.to_json();
+      const auto k = compiler.compile(compile_request(f, c, p, dev_->arch));
+      Module m(k->cubin, k->lowered_names, "gemm_tf32x3 " + c.to_json());
+      const LaunchPlan plan = f.launch_plan(c, p);
+      op.ensure_workspace(plan.workspace_bytes);
+      const auto ours = op.check(p, 31, [&](const KtuneGemmArgs& a, CUstream st) { launch_gemm(m, plan, a, st); }, nullptr);
+      const auto theirs = op.check(p, 31, [&](const KtuneGemmArgs& a, CUstream st) { cublas.sgemm(p, a, st); }, nullptr);
+      std::cout << "[ ktune    ] " << cs.shape << " CVT = " << cvt << ": relative error gemm_tf32x3 " << ours.rel_error
+                << ", cuBLAS SGEMM " << theirs.rel_error << "\n";
+      EXPECT_TRUE(ours.pass) << ours.summary();
+      EXPECT_TRUE(theirs.pass) << theirs.summary();
+      EXPECT_LE(ours.rel_error, 2 * theirs.rel_error) << cs.shape << " " << c.to_json();
+    }
 }

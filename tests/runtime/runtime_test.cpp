@@ -160,6 +160,27 @@ TEST(Runtime, TheShippedSm90TableAnswersItsOwnProblems) {
   }
 }
 
+TEST(Runtime, TheTf32x3TableIsOptInAndWinsOverThePlainShippedOne) {
+  RuntimeOptions o;
+  o.arch = "sm_90";
+  const auto p = GemmProblem::parse("4096x4096x4096");
+  const auto plain = Runtime(o).best_config(p);
+  EXPECT_NE(plain.family, "gemm_tf32x3"); // off by default: FFMA semantics unless asked
+  EXPECT_EQ(plain.source, "shipped table sm_90");
+  o.tf32x3 = true;
+  Runtime rt(o);
+  for (const char* shape : {"4096x4096x4096", "2999x2999x2999", "512x512x32768"}) {
+    const auto s = rt.best_config(GemmProblem::parse(shape));
+    EXPECT_EQ(s.family, "gemm_tf32x3") << shape;
+    EXPECT_EQ(s.source, "shipped table sm_90-tf32x3") << shape;
+    EXPECT_EQ(s.provenance, Provenance::exact) << shape;
+  }
+  // Problems the tf32x3 table has no entry for near them still come from the plain table.
+  const auto decode = rt.best_config(GemmProblem::parse("16x4096x4096"));
+  EXPECT_EQ(decode.family, "gemm_skinny");
+  EXPECT_EQ(decode.source, "shipped table sm_90");
+}
+
 TEST(Runtime, RuntimeWithoutArchOrDeviceFailsClearly) {
   RuntimeOptions o;
   if (!list_devices().empty()) GTEST_SKIP() << "this machine has a GPU";

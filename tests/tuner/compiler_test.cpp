@@ -122,6 +122,31 @@ TEST(Compiler, SampledAndCornerSkinnyConfigsCompileForSm90) {
   compile_all(f, cases, "sm_90");
 }
 
+// gemm_tf32x3: sampled over the four layouts at a dividing shape (PACK = 0) and an unaligned one
+// (PACK = 1), plus one config for every value of every parameter, on sm_80 and sm_90.
+TEST(Compiler, SampledAndCornerTf32x3ConfigsCompileForSm80AndSm90) {
+  const Family f = find_family("gemm_tf32x3");
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    const auto d = DeviceInfo::nominal(arch);
+    std::vector<std::pair<Config, GemmProblem>> cases;
+    for (const char* shape : {"2048x2048x2048", "1000x1000x1001"})
+      for (const char* l : kLayouts) {
+        const auto p = GemmProblem::parse(shape, l);
+        for (const auto& c : f.sample(p, d, 3, 17)) cases.emplace_back(c, p);
+      }
+    for (const auto& prm : f.params())
+      for (int v : prm.values) {
+        SpaceRestriction r;
+        r.domains[prm.name] = {v};
+        const auto p = GemmProblem::parse(prm.name == "PACK" && v == 1 ? "1000x1000x1001" : "2048x2048x2048");
+        const auto one = f.restricted(r).sample(p, d, 1, 7 + v);
+        ASSERT_EQ(one.size(), 1u) << "no valid config with " << prm.name << "=" << v;
+        cases.emplace_back(one[0], p);
+      }
+    compile_all(f, cases, arch);
+  }
+}
+
 TEST(Compiler, DroppingACompilerWithQueuedWorkFinishesItSafely) {
   // One worker, a queue of compiles, and the compiler destroyed at once: the queued compiles
   // still run (their futures must not dangle) while the compiler's cache still exists. Before the

@@ -14,8 +14,34 @@ const GemmProblem k4096 = GemmProblem::parse("4096x4096x4096");
 TEST(Space, BuiltinFamiliesAreRegistered) {
   std::set<std::string> names;
   for (const auto& f : builtin_families()) names.insert(f.name());
-  EXPECT_EQ(names, (std::set<std::string>{"gemm_naive", "gemm_smem", "gemm_simt", "gemm_skinny"}));
+  EXPECT_EQ(names, (std::set<std::string>{"gemm_naive", "gemm_smem", "gemm_simt", "gemm_skinny", "gemm_tf32x3"}));
   EXPECT_THROW(find_family("gemm_nope"), UsageError);
+}
+
+TEST(Space, Tf32x3RunsUnpackedExactlyWhereAlignedAndDividedAndNeedsSm80) {
+  const Family f = find_family("gemm_tf32x3");
+  const auto d = DeviceInfo::nominal("sm_90");
+  auto packs = [&](const char* shape) {
+    std::set<int> out;
+    f.enumerate(GemmProblem::parse(shape), d, [&](const Config& c) {
+      out.insert(c["PACK"]);
+      EXPECT_EQ(c["BK"] / 8 % c["FOLD"], 0) << c.to_json();
+      return true;
+    });
+    return out;
+  };
+  EXPECT_EQ(packs("4096x4096x4096"), (std::set<int>{0})); // every tile and slice count divides it
+  EXPECT_EQ(packs("2999x2999x2999"), (std::set<int>{1})); // unaligned rows
+  EXPECT_EQ(packs("4096x4096x4000"), (std::set<int>{0, 1})); // K divides by some BK * SPLITK only
+  const Config c = Config::from_json(
+      R"({"BM":128,"BN":128,"WM":64,"WN":32,"BK":32,"ST":3,"KU":1,"FOLD":4,"CVT":0,"SPLITK":1,"SWZ":8,"PACK":0})");
+  EXPECT_TRUE(f.valid(c, k4096, d));
+  EXPECT_TRUE(f.valid(c, k4096, DeviceInfo::nominal("sm_80")));
+  EXPECT_EQ(f.min_arch(), 80); // mma.sync with tf32 and cp.async
+  // A config recorded before CVT existed was measured with cvt.rna.tf32 (CVT = 1).
+  const Config old = Config::from_json(
+      R"({"BM":128,"BN":128,"WM":64,"WN":32,"BK":32,"ST":3,"KU":1,"FOLD":4,"SPLITK":1,"SWZ":8,"PACK":0})");
+  EXPECT_EQ(f.canonical(old)["CVT"], 1);
 }
 
 TEST(Space, SimtHasAtLeastAThousandValidConfigsOnSm90) {
