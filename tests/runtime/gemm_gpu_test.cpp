@@ -78,6 +78,33 @@ TEST_F(RuntimeGpu, GemmMatchesFp64ReferenceOnTunedAndUntunedShapes) {
   EXPECT_GE(provenances.size(), 2u);
 }
 
+TEST_F(RuntimeGpu, Tf32x3OptInMatchesFp64ReferenceOnTunedAndUntunedShapes) {
+  // With the opt-in gemm_tf32x3 table: its own shapes run their tuned configs; shapes near them
+  // (other sizes, odd leading dimensions, other layouts) run a tf32x3 config in the form that
+  // serves them (packed or not) or fall back to the plain table.
+  GemmOp& op = *op_;
+  RuntimeOptions o;
+  o.db_path = "";
+  o.tf32x3 = true;
+  Runtime rt(o);
+  int tf32x3 = 0;
+  uint64_t seed = 2900;
+  std::vector<Case> cases(std::begin(kCases), std::end(kCases));
+  cases.push_back({2048, 2048, 2048, "NN", 1, 0, 0});
+  cases.push_back({4095, 4097, 4093, "NN", 0.5f, 1, 0});
+  for (const Case& c : cases) {
+    const GemmProblem p = make(c);
+    const Selection sel = rt.best_config(p);
+    tf32x3 += sel.family == "gemm_tf32x3";
+    const auto r = op.check(p, ++seed, [&](const KtuneGemmArgs& a, CUstream s) {
+      rt.gemm(p, a.A, a.B, a.C, p.alpha, p.beta, s);
+    }, nullptr);
+    EXPECT_TRUE(r.pass) << p.key() << " lda=" << p.lda << " (" << sel.family << " " << sel.config.to_json() << "): " << r.summary();
+  }
+  std::cout << "[ ktune    ] " << tf32x3 << " of " << cases.size() << " problems ran gemm_tf32x3\n";
+  EXPECT_GE(tf32x3, 2);
+}
+
 TEST_F(RuntimeGpu, CApiSgemmMatchesFp64ReferenceInBothStorageOrders) {
   GemmOp& op = *op_;
   ktune_handle_t h = nullptr;
