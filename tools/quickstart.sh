@@ -15,6 +15,9 @@ if ! ./build/ktune devices; then
   echo "quickstart: what the shipped H100 table (configs/tables/sm_90.json) picks for two shapes:"
   ./build/ktune query --arch sm_90 --problem 4096x4096x4096
   ./build/ktune query --arch sm_90 --problem 16x4096x4096
+  echo
+  echo "quickstart: and with the opt-in FP32-on-tensor-cores table (configs/tables/sm_90-tf32x3.json):"
+  ./build/ktune query --arch sm_90 --problem 4096x4096x4096 --tf32x3
   exit 0
 fi
 echo

@@ -168,6 +168,16 @@ TEST(Cli, QueryAnswersFromTheShippedTableWithoutADevice) {
   EXPECT_EQ(j["provenance"], j["cublas_ms"].get<double>() < j["time_ms"].get<double>() ? "cublas" : "nearest");
 }
 
+TEST(Cli, QueryTf32x3OptsIntoTheTensorCoreTable) {
+  const CliRun r = run_ktune("query --arch sm_90 --problem 4000x4000x4000 --json --db /nonexistent.db --tf32x3");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["family"], "gemm_tf32x3");
+  EXPECT_EQ(j["source"], "shipped table sm_90-tf32x3");
+  EXPECT_EQ(j["tuned_problem"], "gemm/f32/NN/4096x4096x4096/a16");
+  EXPECT_EQ(j["provenance"], "nearest");
+}
+
 TEST(Cli, QueryWithoutArchOrDeviceIsAUsageError) {
   if (run_ktune("devices").status == 0) GTEST_SKIP() << "this machine has a GPU";
   const CliRun r = run_ktune("query --problem 64x64x64");
