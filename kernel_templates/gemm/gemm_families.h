@@ -54,4 +54,18 @@ size_t gemm_pack_workspace_bytes(const GemmPack& t, const GemmProblem& p);
 // the plan's workspace, after its split-K slices.
 void add_pack(LaunchPlan& plan, const GemmProblem& p, const GemmPack& t, int kernel);
 
+// The block-tiled families (gemm_simt, gemm_tf32x3): BM x BN tiles of C on a 1D grid (rasterized
+// in the kernel), K in BK-deep steps cut into SPLITK slices (blockIdx.z), optionally packed
+// operands. Their kernel lists and launch plans differ only in the main kernel.
+struct GemmTiling {
+  int bm, bn, bk, splitk;
+  bool pack;
+};
+GemmPack gemm_pack_tiles(const GemmTiling& t); // the packing a tiling needs: whole tiles, K to BK * SPLITK
+size_t gemm_tiled_workspace_bytes(const GemmTiling& t, const GemmProblem& p);
+// The main kernel's name expression, then the split-K reduction's and the packing kernel's where used.
+std::vector<std::string> gemm_tiled_kernels(std::string main, const GemmTiling& t, const GemmProblem& p);
+// The main kernel's step (threads, dynamic shared memory), the reduction after it, the packing before it.
+LaunchPlan gemm_tiled_plan(const GemmTiling& t, const GemmProblem& p, unsigned threads, size_t dynamic_smem);
+
 } // namespace ktune

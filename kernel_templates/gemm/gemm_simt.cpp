@@ -31,10 +31,10 @@ int register_estimate(const Config& c) {
 }
 int register_cap(const Config& c) { return std::min(255, 65536 / threads(c)); }
 
-GemmPack pack_tiles(const Config& c) { return {c["BM"], c["BN"], c["BK"] * c["SPLITK"], c["SPLITK"]}; }
+GemmTiling tiling(const Config& c) { return {c["BM"], c["BN"], c["BK"], c["SPLITK"], c["PACK"] != 0}; }
 
 size_t workspace_bytes(const Config& c, const GemmProblem& p) {
-  return gemm_splitk_workspace_bytes(c["SPLITK"], p) + (c["PACK"] ? gemm_pack_workspace_bytes(pack_tiles(c), p) : 0);
+  return gemm_tiled_workspace_bytes(tiling(c), p);
 }
 
 // Whether the tiles divide the problem, so that the plain kernel needs no bounds checks.
@@ -141,23 +141,9 @@ Family gemm_simt_family() {
      std::string args;
      for (const char* name : {"BM", "BN", "BK", "WM", "WN", "TM", "TN", "LN", "VEC", "AT", "PAD", "PIPE", "SPLITK", "SWZ", "EVEN", "PACK"})
        args += std::to_string(c[name]) + ",";
-     std::vector<std::string> names{"gemm_simt<" + args + gemm_layout_args(p) + ">"};
-     if (c["SPLITK"] > 1) names.push_back(gemm_splitk_reduce_name(c["SPLITK"]));
-     if (c["PACK"]) names.push_back(gemm_pack_name(pack_tiles(c), p));
-     return names;
+     return gemm_tiled_kernels("gemm_simt<" + args + gemm_layout_args(p) + ">", tiling(c), p);
    })
-      .launch([](const Config& c, const GemmProblem& p) {
-        LaunchPlan plan;
-        LaunchStep main;
-        main.grid[0] = ceil_div(p.m, c["BM"]) * ceil_div(p.n, c["BN"]);
-        main.grid[2] = c["SPLITK"];
-        main.block[0] = threads(c);
-        main.dynamic_smem = static_cast<unsigned>(smem_bytes(c));
-        plan.steps.push_back(main);
-        add_splitk_reduce(plan, p, c["SPLITK"]);
-        if (c["PACK"]) add_pack(plan, p, pack_tiles(c), static_cast<int>(plan.steps.size()));
-        return plan;
-      });
+      .launch([](const Config& c, const GemmProblem& p) { return gemm_tiled_plan(tiling(c), p, threads(c), smem_bytes(c)); });
   return f;
 }
 

@@ -25,7 +25,7 @@ size_t smem_bytes(const Config& c, const GemmProblem& p) {
 int register_estimate(const Config& c) { return accumulator_registers(c) + 2 * (c["WM"] / 16 * 4 + c["WN"] / 8 * 2) + 24; }
 int register_cap(const Config& c) { return std::min(255, 65536 / threads(c)); }
 
-GemmPack pack_tiles(const Config& c) { return {c["BM"], c["BN"], c["BK"] * c["SPLITK"], c["SPLITK"]}; }
+GemmTiling tiling(const Config& c) { return {c["BM"], c["BN"], c["BK"], c["SPLITK"], c["PACK"] != 0}; }
 
 // The unpacked kernel has no bounds checks and copies 16 bytes at a time.
 bool fits_unpacked(const Config& c, const GemmProblem& p) {
@@ -33,7 +33,7 @@ bool fits_unpacked(const Config& c, const GemmProblem& p) {
 }
 
 size_t workspace_bytes(const Config& c, const GemmProblem& p) {
-  return gemm_splitk_workspace_bytes(c["SPLITK"], p) + (c["PACK"] ? gemm_pack_workspace_bytes(pack_tiles(c), p) : 0);
+  return gemm_tiled_workspace_bytes(tiling(c), p);
 }
 
 } // namespace
@@ -96,23 +96,9 @@ Family gemm_tf32x3_family() {
   f.kernels([](const Config& c, const GemmProblem& p) {
      std::string args;
      for (const char* name : {"BM", "BN", "BK", "WM", "WN", "ST", "KU", "FOLD", "CVT", "SPLITK", "SWZ", "PACK"}) args += std::to_string(c[name]) + ",";
-     std::vector<std::string> names{"gemm_tf32x3<" + args + gemm_layout_args(p) + ">"};
-     if (c["SPLITK"] > 1) names.push_back(gemm_splitk_reduce_name(c["SPLITK"]));
-     if (c["PACK"]) names.push_back(gemm_pack_name(pack_tiles(c), p));
-     return names;
+     return gemm_tiled_kernels("gemm_tf32x3<" + args + gemm_layout_args(p) + ">", tiling(c), p);
    })
-      .launch([](const Config& c, const GemmProblem& p) {
-        LaunchPlan plan;
-        LaunchStep main;
-        main.grid[0] = ceil_div(p.m, c["BM"]) * ceil_div(p.n, c["BN"]);
-        main.grid[2] = c["SPLITK"];
-        main.block[0] = threads(c);
-        main.dynamic_smem = static_cast<unsigned>(smem_bytes(c, p));
-        plan.steps.push_back(main);
-        add_splitk_reduce(plan, p, c["SPLITK"]);
-        if (c["PACK"]) add_pack(plan, p, pack_tiles(c), static_cast<int>(plan.steps.size()));
-        return plan;
-      });
+      .launch([](const Config& c, const GemmProblem& p) { return gemm_tiled_plan(tiling(c), p, threads(c), smem_bytes(c, p)); });
   return f;
 }
 
