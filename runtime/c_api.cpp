@@ -46,12 +46,17 @@ ktune_status_t guarded(const char* fn, F&& f) {
 
 extern "C" {
 
-ktune_status_t ktune_create(ktune_handle_t* handle, const char* db_path) {
+ktune_status_t ktune_create(ktune_handle_t* handle, const char* db_path) { return ktune_create_ex(handle, db_path, 0); }
+
+ktune_status_t ktune_create_ex(ktune_handle_t* handle, const char* db_path, unsigned flags) {
   if (!handle) return fail(KTUNE_INVALID_VALUE, "ktune_create: handle is NULL");
   *handle = nullptr;
+  if (flags & ~unsigned(KTUNE_FLAG_TF32X3))
+    return fail(KTUNE_INVALID_VALUE, "ktune_create_ex: unknown flags " + std::to_string(flags & ~unsigned(KTUNE_FLAG_TF32X3)));
   return guarded("ktune_create", [&] {
     ktune::RuntimeOptions o;
     o.db_path = db_path ? db_path : ktune::default_db_path();
+    o.tf32x3 = (flags & KTUNE_FLAG_TF32X3) != 0;
     auto h = std::make_unique<ktune_handle_s>();
     h->rt = std::make_unique<ktune::Runtime>(o);
     *handle = h.release();

@@ -46,6 +46,14 @@ TEST(CApi, NullMatricesAndBadEnumsAreRefused) {
   EXPECT_NE(err().find("order"), std::string::npos) << err();
 }
 
+TEST(CApi, UnknownCreateFlagsAreRefused) {
+  ktune_handle_t h = nullptr;
+  EXPECT_EQ(ktune_create_ex(&h, "/nonexistent/ktune.db", 6), KTUNE_INVALID_VALUE);
+  EXPECT_EQ(h, nullptr);
+  EXPECT_NE(err().find("unknown flags 6"), std::string::npos) << err();
+  EXPECT_EQ(ktune_create_ex(nullptr, nullptr, KTUNE_FLAG_TF32X3), KTUNE_INVALID_VALUE);
+}
+
 TEST(CApi, CreateWithoutADeviceSaysSo) {
   ktune_handle_t h = nullptr;
   const ktune_status_t s = ktune_create(&h, "/nonexistent/ktune.db");

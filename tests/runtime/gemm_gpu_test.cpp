@@ -136,4 +136,18 @@ TEST_F(RuntimeGpu, CApiSgemmMatchesFp64ReferenceInBothStorageOrders) {
   }
   EXPECT_GE(checked, 20);
   EXPECT_EQ(ktune_destroy(h), KTUNE_SUCCESS);
+
+  // The opt-in flag: a shape of the gemm_tf32x3 table and one near it, row-major.
+  ASSERT_EQ(ktune_create_ex(&h, "/nonexistent/ktune.db", KTUNE_FLAG_TF32X3), KTUNE_SUCCESS) << ktune_last_error();
+  for (const Case& c : {Case{2048, 2048, 2048, "NN", 1, 0, 0}, Case{1000, 1100, 1200, "NN", 0.5f, 1, 0}}) {
+    const GemmProblem p = make(c);
+    const auto r = op.check(p, ++seed, [&](const KtuneGemmArgs& a, CUstream s) {
+      ASSERT_EQ(ktune_sgemm(h, KTUNE_ROW_MAJOR, KTUNE_OP_N, KTUNE_OP_N, a.M, a.N, a.K, a.alpha, a.A, int(a.lda), a.B,
+                            int(a.ldb), a.beta, a.C, int(a.ldc), s),
+                KTUNE_SUCCESS)
+          << ktune_last_error();
+    }, nullptr);
+    EXPECT_TRUE(r.pass) << "tf32x3 " << p.key() << ": " << r.summary();
+  }
+  EXPECT_EQ(ktune_destroy(h), KTUNE_SUCCESS);
 }
