@@ -1,12 +1,14 @@
 // gemm_tf32x3: FP32 GEMM on the tensor cores with FP32-level accuracy ("3xTF32"). Each operand
-// element x is split into big = tf32(x) and small = tf32(x - big), and a * b is accumulated as
-// a_small * b_big + a_big * b_small + a_big * b_big with mma.sync m16n8k8, short sums of which
-// are added to FP32 accumulators with FADD (see FOLD for why); the dropped a_small * b_small term
-// is ~2^-22 of a product. Three TF32 MMAs still run several times faster on sm_80+ than FFMA, which is
-// what this family is for: FP32 results where FP32 CUDA-core GEMM is compute bound.
+// element x is split into big, x rounded to tf32, and small = x - big (split_tf32), and a * b is
+// accumulated as a_small * b_big + a_big * b_small + a_big * b_big with mma.sync m16n8k8, short
+// sums of which are added to FP32 accumulators with FADD (see FOLD for why); the dropped
+// a_small * b_small term is ~2^-22 of a product. The TF32 tensor cores' peak is ~7x FFMA's on
+// sm_90 (~495 against 67 TFLOPS), so three MMAs per product still leave room above FFMA: this
+// family is for FP32 results where FP32 CUDA-core GEMM is compute bound.
 // Not bit-identical to FP32 FFMA, and not for inputs near FP32's range limits: a value within
 // 2^-11 of FLT_MAX rounds to infinity in tf32, and an infinite input gives NaN (inf - inf in the
-// split) where FFMA would give an infinity. The family's description says so (gemm_tf32x3.cpp).
+// split) where FFMA would give an infinity. The family's description says so (gemm_tf32x3.cpp),
+// and the runtime uses it only when asked (RuntimeOptions::tf32x3).
 //
 // Template parameters (host code spells them as in the config JSON):
 //   BM, BN, BK   block tile (rows of C, columns of C, K depth of one shared-memory stage)
