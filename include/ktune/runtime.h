@@ -48,7 +48,8 @@ struct RuntimeOptions {
   // big/small split of every operand: its error against FP64 is at or below cuBLAS SGEMM's on
   // finite inputs of ordinary range, but results are not bit-identical to FFMA, and an infinite
   // input, or one within 2^-11 of FLT_MAX, gives NaN (docs/TEMPLATES.md). Off by default, as
-  // cuBLAS keeps TF32 off unless asked.
+  // cuBLAS keeps TF32 off unless asked. Only sm_90 ships such a table so far; elsewhere the option
+  // changes nothing (best_config's `source` names the table each answer came from).
   bool tf32x3 = false;
   std::string arch;                // "" = the arch of `device` (needs a GPU)
   int device = 0;
