@@ -164,6 +164,11 @@ for step in $steps; do
                 lg_throttle no_instruction selected; do
         metrics=$metrics,smsp__average_warps_issue_stalled_${st}_per_issue_active.ratio
       done
+      ncu_ladder() { # ladder file, name: ncu counters of its kernels and of cuBLAS's in the same bench
+        ncu --clock-control none --print-summary per-kernel --launch-count 60 --kernel-name "$not_flush" --metrics "$metrics" \
+          ./build/ktune bench --ladder "$1" --db /nonexistent.db >"$out/profile/ncu_$2.txt" 2>&1
+        echo "profile $2: ncu exit $?"
+      }
       for shape in ${SHAPES:-4096x4096x4096 2999x2999x2999 512x512x32768 16x4096x4096 1x4096x4096}; do
         python3 - "$shape" "$out/profile" <<'PY'
 import json, subprocess, sys
@@ -176,17 +181,12 @@ subprocess.run(["./build/ktune", "compile", "--family", e["family"], "--problem"
                 "-o", f"{d}/{shape}.cubin"], check=True, stdout=subprocess.DEVNULL)
 PY
         cuobjdump --dump-sass "$out/profile/$shape.cubin" >"$out/profile/$shape.sass" 2>&1
-        ncu --clock-control none --print-summary per-kernel --launch-count 60 --kernel-name "$not_flush" --metrics "$metrics" \
-          ./build/ktune bench --ladder "$out/profile/$shape.json" --db /nonexistent.db >"$out/profile/ncu_$shape.txt" 2>&1
-        echo "profile $shape: ncu exit $?"
+        ncu_ladder "$out/profile/$shape.json" "$shape"
         rm -f "$out/profile/$shape.cubin"
       done
       # LADDERS="a.json b.json": also profile these ladder files' kernels (configs not in the table).
       for ladder in ${LADDERS:-}; do
-        name=$(basename "$ladder" .json)
-        ncu --clock-control none --print-summary per-kernel --launch-count 60 --kernel-name "$not_flush" --metrics "$metrics" \
-          ./build/ktune bench --ladder "$ladder" --db /nonexistent.db >"$out/profile/ncu_$name.txt" 2>&1
-        echo "profile $ladder: ncu exit $?"
+        ncu_ladder "$ladder" "$(basename "$ladder" .json)"
       done
       python3 tools/profile_summary.py "$out/profile" | tee "$out/profile/summary.txt" ;;
     replay)

@@ -1,5 +1,7 @@
 // Descriptors of the built-in GEMM families (host code; the .cu files beside them are the kernels).
 #pragma once
+#include <initializer_list>
+
 #include "gemm/gemm_args.h"
 #include "ktune/family.h"
 
@@ -13,6 +15,9 @@ Family gemm_tf32x3_family();
 
 // Template arguments that come from the problem, not the config: "A_COL,B_COL".
 std::string gemm_layout_args(const GemmProblem& p);
+// The name expression of a GEMM kernel template: the config's values of `params`, in the
+// template's parameter order, then the layout arguments, e.g. "gemm_smem<32,0,1>".
+std::string gemm_instance(const char* kernel, const Config& c, std::initializer_list<const char*> params, const GemmProblem& p);
 // Leading dimension of each split-K workspace slice: N rounded up to 4 floats, so that vector
 // stores into the workspace are 16-byte aligned whatever N is. Launchers set args.ws_ld to it.
 inline long long gemm_workspace_ld(long long n) { return (n + 3) / 4 * 4; }

@@ -7,6 +7,12 @@ std::string gemm_layout_args(const GemmProblem& p) {
   return std::string(p.a == Layout::col ? "1" : "0") + "," + (p.b == Layout::col ? "1" : "0");
 }
 
+std::string gemm_instance(const char* kernel, const Config& c, std::initializer_list<const char*> params, const GemmProblem& p) {
+  std::string name = std::string(kernel) + "<";
+  for (const char* prm : params) name += std::to_string(c[prm]) + ",";
+  return name + gemm_layout_args(p) + ">";
+}
+
 unsigned ceil_div(int64_t a, int64_t b) { return static_cast<unsigned>((a + b - 1) / b); }
 
 Family gemm_naive_family() {
@@ -22,8 +28,7 @@ Family gemm_naive_family() {
       .restrict("grid.y = ceil(M / BY) fits 65535", {"BY"},
                 [](const Config& c, const GemmProblem& p, const DeviceInfo&) { return ceil_div(p.m, c["BY"]) <= 65535; })
       .kernels([](const Config& c, const GemmProblem& p) {
-        return std::vector<std::string>{"gemm_naive<" + std::to_string(c["BX"]) + "," + std::to_string(c["BY"]) + "," +
-                                        gemm_layout_args(p) + ">"};
+        return std::vector<std::string>{gemm_instance("gemm_naive", c, {"BX", "BY"}, p)};
       })
       .launch([](const Config& c, const GemmProblem& p) {
         LaunchStep s;

@@ -138,10 +138,9 @@ Family gemm_simt_family() {
 
   f.kernels([](const Config& c, const GemmProblem& p) {
      // Template parameter order of gemm_simt.cu, which differs from the enumeration order.
-     std::string args;
-     for (const char* name : {"BM", "BN", "BK", "WM", "WN", "TM", "TN", "LN", "VEC", "AT", "PAD", "PIPE", "SPLITK", "SWZ", "EVEN", "PACK"})
-       args += std::to_string(c[name]) + ",";
-     return gemm_tiled_kernels("gemm_simt<" + args + gemm_layout_args(p) + ">", tiling(c), p);
+     const auto main = gemm_instance(
+         "gemm_simt", c, {"BM", "BN", "BK", "WM", "WN", "TM", "TN", "LN", "VEC", "AT", "PAD", "PIPE", "SPLITK", "SWZ", "EVEN", "PACK"}, p);
+     return gemm_tiled_kernels(main, tiling(c), p);
    })
       .launch([](const Config& c, const GemmProblem& p) { return gemm_tiled_plan(tiling(c), p, threads(c), smem_bytes(c)); });
   return f;

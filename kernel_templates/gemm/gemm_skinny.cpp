@@ -117,9 +117,8 @@ Family gemm_skinny_family() {
 
   f.kernels([](const Config& c, const GemmProblem& p) {
      // Template parameter order of gemm_skinny.cu (the same as the enumeration order).
-     std::string args;
-     for (const char* name : {"MT", "NT", "VEC", "KG", "NC", "UNROLL", "KC", "LDH", "CL", "SPLITK", "ST", "MINB"}) args += std::to_string(c[name]) + ",";
-     std::vector<std::string> names{"gemm_skinny<" + args + gemm_layout_args(p) + ">"};
+     std::vector<std::string> names{
+         gemm_instance("gemm_skinny", c, {"MT", "NT", "VEC", "KG", "NC", "UNROLL", "KC", "LDH", "CL", "SPLITK", "ST", "MINB"}, p)};
      if (needs_reduce(c)) names.push_back(gemm_splitk_reduce_name(workspace_slices(c)));
      return names;
    })

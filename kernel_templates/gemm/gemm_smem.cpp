@@ -14,7 +14,7 @@ Family gemm_smem_family() {
       .restrict("grid.y = ceil(M / TILE) fits 65535", {"TILE"},
                 [](const Config& c, const GemmProblem& p, const DeviceInfo&) { return ceil_div(p.m, c["TILE"]) <= 65535; })
       .kernels([](const Config& c, const GemmProblem& p) {
-        return std::vector<std::string>{"gemm_smem<" + std::to_string(c["TILE"]) + "," + gemm_layout_args(p) + ">"};
+        return std::vector<std::string>{gemm_instance("gemm_smem", c, {"TILE"}, p)};
       })
       .launch([](const Config& c, const GemmProblem& p) {
         LaunchStep s;

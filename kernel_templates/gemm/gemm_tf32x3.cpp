@@ -94,9 +94,8 @@ Family gemm_tf32x3_family() {
   });
 
   f.kernels([](const Config& c, const GemmProblem& p) {
-     std::string args;
-     for (const char* name : {"BM", "BN", "BK", "WM", "WN", "ST", "KU", "FOLD", "CVT", "SPLITK", "SWZ", "PACK"}) args += std::to_string(c[name]) + ",";
-     return gemm_tiled_kernels("gemm_tf32x3<" + args + gemm_layout_args(p) + ">", tiling(c), p);
+     const auto main = gemm_instance("gemm_tf32x3", c, {"BM", "BN", "BK", "WM", "WN", "ST", "KU", "FOLD", "CVT", "SPLITK", "SWZ", "PACK"}, p);
+     return gemm_tiled_kernels(main, tiling(c), p);
    })
       .launch([](const Config& c, const GemmProblem& p) { return gemm_tiled_plan(tiling(c), p, threads(c), smem_bytes(c, p)); });
   return f;

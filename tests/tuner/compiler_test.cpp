@@ -69,6 +69,28 @@ std::vector<std::pair<Config, GemmProblem>> simt_sample(const std::string& arch)
   return cases;
 }
 
+// One config for every value of every parameter of f, each drawn (seed + value) at the first of
+// `problems` where that value is valid; a value valid at none of them fails the test.
+void add_one_per_value(const Family& f, const DeviceInfo& d, const std::vector<GemmProblem>& problems, uint64_t seed,
+                       std::vector<std::pair<Config, GemmProblem>>& cases) {
+  for (const auto& prm : f.params())
+    for (int v : prm.values) {
+      SpaceRestriction r;
+      r.domains[prm.name] = {v};
+      const Family one_value = f.restricted(r);
+      bool found = false;
+      for (const auto& p : problems) {
+        const auto one = one_value.sample(p, d, 1, seed + v);
+        if (!one.empty()) {
+          cases.emplace_back(one[0], p);
+          found = true;
+          break;
+        }
+      }
+      EXPECT_TRUE(found) << "no valid config with " << prm.name << "=" << v;
+    }
+}
+
 } // namespace
 
 TEST(Compiler, EveryNaiveAndSmemConfigCompilesForSm80AndSm90) {
@@ -104,20 +126,10 @@ TEST(Compiler, SampledAndCornerSkinnyConfigsCompileForSm90) {
       const auto p = GemmProblem::parse(rows, l);
       for (const auto& c : f.sample(p, d, 4, 11)) cases.emplace_back(c, p);
     }
-  for (const auto& prm : f.params())
-    for (int v : prm.values) {
-      SpaceRestriction r;
-      r.domains[prm.name] = {v};
-      const Family one_value = f.restricted(r);
-      bool found = false;
-      for (const char* rows : {"1x4096x4096", "4x4096x4096", "16x4096x4096", "48x4096x4096"})
-        for (const char* l : {"NN", "NT"}) {
-          const auto p = GemmProblem::parse(rows, l);
-          const auto one = found ? std::vector<Config>{} : one_value.sample(p, d, 1, 5 + v);
-          if (!one.empty()) cases.emplace_back(one[0], p), found = true;
-        }
-      EXPECT_TRUE(found) << "no valid config with " << prm.name << "=" << v;
-    }
+  std::vector<GemmProblem> corners;
+  for (const char* rows : {"1x4096x4096", "4x4096x4096", "16x4096x4096", "48x4096x4096"})
+    for (const char* l : {"NN", "NT"}) corners.push_back(GemmProblem::parse(rows, l));
+  add_one_per_value(f, d, corners, 5, cases);
   EXPECT_GE(cases.size(), 48u + 20u);
   compile_all(f, cases, "sm_90");
 }
@@ -134,15 +146,8 @@ TEST(Compiler, SampledAndCornerTf32x3ConfigsCompileForSm80AndSm90) {
         const auto p = GemmProblem::parse(shape, l);
         for (const auto& c : f.sample(p, d, 3, 17)) cases.emplace_back(c, p);
       }
-    for (const auto& prm : f.params())
-      for (int v : prm.values) {
-        SpaceRestriction r;
-        r.domains[prm.name] = {v};
-        const auto p = GemmProblem::parse(prm.name == "PACK" && v == 1 ? "1000x1000x1001" : "2048x2048x2048");
-        const auto one = f.restricted(r).sample(p, d, 1, 7 + v);
-        ASSERT_EQ(one.size(), 1u) << "no valid config with " << prm.name << "=" << v;
-        cases.emplace_back(one[0], p);
-      }
+    // PACK = 1 is valid only at the unaligned shape, every other value at the dividing one.
+    add_one_per_value(f, d, {GemmProblem::parse("2048x2048x2048"), GemmProblem::parse("1000x1000x1001")}, 7, cases);
     compile_all(f, cases, arch);
   }
 }
