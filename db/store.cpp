@@ -513,4 +513,18 @@ TrialLog Store::export_trials(const std::string& arch) const {
   return log;
 }
 
+std::future<std::shared_ptr<const CompiledKernel>> load_or_compile(const Store* store, Compiler& compiler,
+                                                                   const CompileRequest& req) {
+  auto k = std::make_shared<CompiledKernel>();
+  const std::string key = req.cache_key();
+  if (store && store->get_binary(key, &k->cubin, &k->lowered_names)) {
+    k->cache_key = key;
+    k->from_cache = true;
+    std::promise<std::shared_ptr<const CompiledKernel>> ready;
+    ready.set_value(std::move(k));
+    return ready.get_future();
+  }
+  return compiler.compile_async(req);
+}
+
 } // namespace ktune

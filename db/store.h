@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "db/table.h"
+#include "ktune/compiler.h"
 #include "ktune/device.h"
 #include "ktune/problem.h"
 
@@ -113,6 +114,12 @@ class Store {
   sqlite3* db_ = nullptr;
   std::string path_;
 };
+
+// A config's cubin: from the store's binary cache when it holds req's cache key (store may be
+// null), else compiled by NVRTC on compiler's pool. The one way the tuner and the runtime fetch
+// cubins. A cache hit comes back as a ready future with from_cache set.
+std::future<std::shared_ptr<const CompiledKernel>> load_or_compile(const Store* store, Compiler& compiler,
+                                                                   const CompileRequest& req);
 
 // $KTUNE_DB if set, else $XDG_CACHE_HOME/ktune/ktune.db, else ~/.cache/ktune/ktune.db.
 std::string default_db_path();

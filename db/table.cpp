@@ -1,11 +1,13 @@
 #include "db/table.h"
 
 #include <algorithm>
+#include <climits>
 #include <nlohmann/json.hpp>
 
 #include "ktune/config.h"
 #include "ktune/device.h"
 #include "ktune/error.h"
+#include "ktune/family.h"
 #include "tuner/text_file.h"
 
 namespace ktune {
@@ -82,7 +84,94 @@ GemmProblem parse_problem(const json& e, const std::string& where) {
   return p;
 }
 
+// Config::from_json narrows every value to int: a value beyond int's range would wrap (4294967424
+// becomes 128) and slip past the domain check as a different config than the file says.
+void check_config_ints(const json& cfg, const std::string& where) {
+  for (const auto& [k, v] : cfg.items()) {
+    if (!v.is_number_integer()) continue; // from_json names it
+    const bool fits = v.is_number_unsigned() ? v.get<uint64_t>() <= uint64_t(INT_MAX)
+                                             : v.get<int64_t>() >= INT_MIN && v.get<int64_t>() <= INT_MAX;
+    if (!fits) throw UsageError(where + ": config parameter '" + k + "' is out of range, got " + v.dump());
+  }
+}
+
+// The built-in families, built once: invalid_reason runs on every entry a runtime reads, and
+// builtin_families() builds every descriptor afresh.
+const std::vector<Family>& families() {
+  static const std::vector<Family> all = builtin_families();
+  return all;
+}
+
+bool is_constraint(const Family& f, const std::string& why) {
+  return std::any_of(f.constraints().begin(), f.constraints().end(),
+                     [&](const Family::Constraint& c) { return c.why == why; });
+}
+
+std::string checked_reason(const TableEntry& e) {
+  const auto& all = families();
+  const auto f = std::find_if(all.begin(), all.end(), [&](const Family& x) { return x.name() == e.family; });
+  if (f == all.end()) {
+    std::string known;
+    for (const auto& x : all) known += (known.empty() ? "" : ", ") + x.name();
+    return "unknown family '" + e.family + "' (known: " + known + ")";
+  }
+  // Constraints compare against device limits: those published for the arch, as compiling for
+  // it does (compile_request), so an arch that cannot be compiled for is refused here too.
+  DeviceInfo d;
+  try {
+    d = DeviceInfo::nominal(e.arch);
+  } catch (const Error& err) {
+    return err.what();
+  }
+  Config c;
+  try {
+    c = Config::from_json(e.config_json);
+  } catch (const Error& err) {
+    return err.what();
+  }
+  const std::vector<std::string> why = f->violations(f->upgraded(c), e.problem, d);
+  if (why.empty()) return "";
+  // violations() lists every parameter problem, else names the first broken constraint alone.
+  if (why.size() == 1 && is_constraint(*f, why[0]))
+    return "config " + c.to_json() + " breaks constraint '" + why[0] + "' for " + e.problem.key() + " on " + d.name;
+  std::string out = "config " + c.to_json() + ": ";
+  for (size_t i = 0; i < why.size(); ++i) out += (i ? "; " : "") + why[i];
+  return out;
+}
+
 } // namespace
+
+std::string invalid_reason(const TableEntry& e) {
+  // Never throws: a family's upgrade() or a constraint that throws makes the entry invalid, not
+  // the caller's whole table unreadable.
+  try {
+    return checked_reason(e);
+  } catch (const std::exception& err) {
+    return std::string("cannot be validated: ") + err.what();
+  } catch (...) {
+    return "cannot be validated: unknown exception";
+  }
+}
+
+void validate_table_entries(const Table& t, const std::string& origin) {
+  constexpr size_t kListed = 20; // enough to see a pattern; a message of thousands of lines is not read
+  std::vector<std::string> listed;
+  size_t invalid = 0;
+  for (size_t i = 0; i < t.entries.size(); ++i) {
+    const TableEntry& e = t.entries[i];
+    const std::string why = invalid_reason(e);
+    if (why.empty()) continue;
+    if (++invalid <= kListed)
+      listed.push_back("entry " + std::to_string(i) + " (" + e.problem.key() + ", family " + e.family + "): " + why);
+  }
+  if (invalid == 0) return;
+  if (invalid == 1) throw UsageError(origin + " " + listed[0]);
+  std::string msg =
+      origin + ": " + std::to_string(invalid) + " of " + std::to_string(t.entries.size()) + " entries are invalid:";
+  for (const auto& l : listed) msg += "\n  " + l;
+  if (invalid > listed.size()) msg += "\n  ... and " + std::to_string(invalid - listed.size()) + " more";
+  throw UsageError(msg);
+}
 
 Table parse_table(const std::string& text, const std::string& origin) {
   const json j = parse_versioned(text, origin, kTableSchema, "a table");
@@ -101,6 +190,7 @@ Table parse_table(const std::string& text, const std::string& origin) {
     te.family = str(e, "family", where);
     const json& cfg = field(e, "config", where);
     if (!cfg.is_object() || cfg.empty()) throw UsageError(where + ": \"config\" must be a non-empty object");
+    check_config_ints(cfg, where);
     try {
       te.config_json = Config::from_json(cfg.dump()).to_json();
     } catch (const UsageError& err) {

@@ -31,6 +31,19 @@ Table parse_table(const std::string& text, const std::string& origin);
 Table read_table_file(const std::string& path);
 std::string table_to_json(const Table& t); // pretty-printed, entries in a stable order
 
+// Why a well-formed entry cannot be served, or "" when it can: its family is unknown, its arch
+// has no nominal limits or is too old for the family, its dtype is not the family's, its config
+// is not a JSON object of integers, has an unknown parameter, lacks one (after the family's
+// upgrade(), so configs recorded before a family gained a parameter still pass) or has a value
+// outside a parameter's domain, or it breaks a constraint of the family for the entry's problem
+// on the nominal limits of e.arch (DeviceInfo::nominal). Never throws; cheap enough to call on
+// every entry a runtime reads (the built-in families are built once).
+std::string invalid_reason(const TableEntry& e);
+// Throws UsageError listing every invalid entry of t (index, problem key, family, reason) under
+// `origin`; returns when all are valid. parse_table checks only the format, so that a runtime can
+// skip the bad entries of a table it reads; an import calls this to refuse the whole table.
+void validate_table_entries(const Table& t, const std::string& origin);
+
 // Trial logs: every trial of a tuning run, for replaying searches without a GPU (ktune
 // simulate). `ktune export --trials` writes them from a database.
 constexpr const char* kTrialLogSchema = "ktune.trials/1";

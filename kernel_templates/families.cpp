@@ -3,6 +3,17 @@
 
 namespace ktune {
 
-std::vector<Family> builtin_families() { return {gemm_naive_family(), gemm_smem_family(), gemm_simt_family(), gemm_skinny_family(), gemm_tf32x3_family()}; }
+std::vector<Family> builtin_families() {
+  return {gemm_naive_family(), gemm_smem_family(), gemm_simt_family(), gemm_skinny_family(), gemm_tf32x3_family()};
+}
+
+// gemm_naive and gemm_smem are the first rungs of the SGEMM ladder, kept to show where the others
+// start from: every gemm_simt tiling beats them, so a tune of "every family" leaves them out.
+// gemm_tf32x3 is FP32 on the tensor cores, which a user opts in to (RuntimeOptions::tf32x3).
+std::vector<std::string> tuning_family_names(bool tf32x3) {
+  std::vector<std::string> names = {"gemm_simt", "gemm_skinny"};
+  if (tf32x3) names.push_back("gemm_tf32x3");
+  return names;
+}
 
 } // namespace ktune

@@ -91,7 +91,7 @@ ktune_status_t ktune_sgemm(ktune_handle_t handle, ktune_order_t order, ktune_op_
   if (!handle) return bad("handle is NULL");
   if (m == 0 || n == 0) return KTUNE_SUCCESS; // nothing to compute, as in BLAS
   if (!C) return bad("C is NULL");
-  if (k > 0 && (!A || !B)) return bad("A or B is NULL");
+  if (k > 0 && alpha != 0.0f && (!A || !B)) return bad("A or B is NULL"); // BLAS reads neither when alpha or k is 0
   return guarded("ktune_sgemm", [&] {
     // ktune's problems are row-major C. A column-major C is the row-major C^T = op(B)^T op(A)^T:
     // swap the operands and M with N. A column-major op(X) read row-major is op(X)^T, so each

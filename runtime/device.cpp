@@ -95,4 +95,13 @@ std::vector<DeviceInfo> list_devices(std::string* why_none) {
   return out;
 }
 
+DeviceInfo device_by_ordinal(int ordinal) {
+  std::string why;
+  const auto devs = list_devices(&why);
+  if (devs.empty()) throw Error("no GPU available: " + why);
+  if (ordinal < 0 || ordinal >= int(devs.size()))
+    throw UsageError("no GPU with ordinal " + std::to_string(ordinal) + " (" + std::to_string(devs.size()) + " found)");
+  return devs[size_t(ordinal)];
+}
+
 } // namespace ktune

@@ -1,6 +1,8 @@
 #include "ktune/runtime.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <functional>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -8,6 +10,7 @@
 #include <unordered_map>
 
 #include "db/store.h"
+#include "db/lending.h"
 #include "db/table.h"
 #include "gemm/gemm_families.h"
 #include "ktune/compiler.h"
@@ -32,30 +35,35 @@ const char* to_string(Provenance p) {
 
 namespace {
 
-struct IndexEntry {
-  TableEntry entry;
-  std::string source;
-};
-
-// Problems that may lend each other configs: same op, dtype, layout and alignment class (the
-// arch is the runtime's own).
-std::string group_key(const GemmProblem& p) {
-  return std::string(to_string(p.dtype)) + "/" + p.layout_string() + "/a" + std::to_string(p.align);
-}
-
-// A tuned shape's config serves another problem as the same kernel launched on other sizes.
-GemmProblem as_tuned(const GemmProblem& p) {
-  GemmProblem q = GemmProblem::make(p.m, p.n, p.k, p.layout_string(), p.dtype);
-  q.align = p.align;
-  return q;
-}
-
 // The launch-ready form of a selection for one problem: cached per problem key.
 struct Prepared {
   Selection sel;
   std::shared_ptr<Module> module; // null when the selection is cuBLAS
   LaunchPlan plan;
 };
+
+CandidateConfig candidate_of(const Lent& l) {
+  CandidateConfig c;
+  c.family = l.from->entry.family;
+  c.config = l.config;
+  c.source = l.from->source;
+  c.tuned = l.from->entry.problem.key();
+  c.distance = l.distance;
+  c.home_ratio = l.home_ratio;
+  c.score = l.score;
+  c.generalized = l.generalized;
+  return c;
+}
+
+std::string fmt(const char* f, double a, double b = 0, double c = 0) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, f, a, b, c);
+  return buf;
+}
+
+// Most candidates first use measures: each costs a compile (once per process) and a few launches.
+constexpr size_t kMaxCandidates = 4;
+constexpr size_t kCandidatesPerFamily = 2;
 
 } // namespace
 
@@ -64,19 +72,20 @@ struct Runtime::Impl {
   std::string arch;
   DeviceInfo device; // limits used for validity: the real device when there is one
   std::unique_ptr<Store> store;
+  std::mutex store_mu; // the store's connection serves one thread at a time
   std::vector<Family> families = builtin_families();
-  std::unordered_map<std::string, IndexEntry> exact;               // problem key -> entry
-  std::map<std::string, std::vector<const IndexEntry*>> by_group;  // group key -> entries
+  std::unique_ptr<TunedIndex> index;
 
   // Process-wide caches of this runtime; each behind its own mutex.
   mutable std::mutex sel_mu;
-  mutable std::unordered_map<std::string, Selection> selections;
+  mutable std::unordered_map<std::string, Selection> selections; // measured choices replace predictions
   std::mutex mod_mu;
   std::unordered_map<std::string, std::shared_ptr<Module>> modules; // compile cache key -> module
   std::unordered_map<std::string, std::shared_ptr<Prepared>> prepared; // by problem key (+ selection)
   std::mutex ws_mu;
   std::map<CUstream, std::shared_ptr<DeviceBuffer>> workspaces;
   std::mutex gpu_mu; // context creation, cuBLAS handle (not safe for concurrent use)
+  std::mutex measure_mu; // one first-use measurement at a time: concurrent ones would skew each other
   std::unique_ptr<CudaContext> ctx;
   std::unique_ptr<Cublas> cublas;
   std::unique_ptr<Compiler> compiler;
@@ -87,117 +96,302 @@ struct Runtime::Impl {
     return nullptr;
   }
 
-  void add(const Table& t, const std::string& source) {
-    if (t.arch != arch) return;
-    for (const auto& e : t.entries) {
-      // Earlier sources win: the user's own store over extra tables over shipped tables.
-      auto [it, inserted] = exact.emplace(e.problem.key(), IndexEntry{e, source});
-      if (inserted) by_group[group_key(e.problem)].push_back(&it->second);
-    }
+  void add(const Table& t, const std::string& source, SourceTier tier) {
+    std::vector<std::string> skipped;
+    index->add(t, source, tier, &skipped);
+    // A database or table written by another ktune may hold entries this one cannot run: say so
+    // once per source and go on without them.
+    if (!skipped.empty())
+      std::fprintf(stderr, "ktune: skipped %zu invalid entr%s of %s (first: %s)\n", skipped.size(),
+                   skipped.size() == 1 ? "y" : "ies", source.c_str(), skipped.front().c_str());
   }
 
-  Selection from_entry(const IndexEntry& ie, const Config& config, Provenance prov, double distance) const {
+  Selection from_exact(const Lent& l) const {
+    const TableEntry& e = l.from->entry;
     Selection s;
-    s.provenance = prov;
-    s.family = ie.entry.family;
-    s.config = config;
-    s.generalized = !(config == family(ie.entry.family)->canonical(Config::from_json(ie.entry.config_json)));
-    s.source = ie.source;
-    s.tuned = ie.entry.problem.key();
-    s.distance = distance;
-    s.time_ms = ie.entry.time_ms;
-    s.cublas_ms = ie.entry.cublas_ms;
-    if (s.cublas_ms && *s.cublas_ms < *s.time_ms) s.provenance = Provenance::cublas;
+    s.provenance = Provenance::exact;
+    s.family = e.family;
+    s.config = l.config;
+    s.generalized = l.generalized;
+    s.source = l.from->source;
+    s.tuned = e.problem.key();
+    s.time_ms = e.time_ms;
+    s.cublas_ms = e.cublas_ms;
+    if (s.cublas_ms && *s.cublas_ms < *s.time_ms) {
+      s.provenance = Provenance::cublas;
+      s.why = "tuned for this problem, but cuBLAS was faster there" +
+              fmt(" (%.4f ms against %.4f ms)", *s.cublas_ms, *s.time_ms);
+    } else {
+      s.why = "tuned for this problem" +
+              (s.cublas_ms ? fmt(" (%.4f ms, cuBLAS %.4f ms)", *s.time_ms, *s.cublas_ms) : std::string());
+    }
     return s;
   }
 
-  // The entry's config, or its general form, if either is valid for p.
-  std::optional<Config> serves(const IndexEntry& ie, const GemmProblem& p) const {
-    const Family* f = family(ie.entry.family);
-    if (!f) return std::nullopt; // a table from a newer ktune may name families this one lacks
-    try {
-      const Config c = f->canonical(Config::from_json(ie.entry.config_json));
-      if (f->valid(c, p, device)) return c;
-      for (const Config& g : f->generalized(c))
-        if (f->valid(g, p, device)) return g;
-    } catch (const Error&) {
-    }
-    return std::nullopt;
-  }
-
+  // The choice before any measurement at p.
   Selection select(const GemmProblem& p) const {
-    const GemmProblem q = as_tuned(p);
-    if (auto it = exact.find(q.key()); it != exact.end())
-      if (auto c = serves(it->second, p)) return from_entry(it->second, *c, Provenance::exact, 0);
-    if (auto g = by_group.find(group_key(q)); g != by_group.end()) {
-      const IndexEntry* best = nullptr;
-      Config best_c;
-      double best_d = 0;
-      for (const IndexEntry* ie : g->second) {
-        const double d = log_distance(q, ie->entry.problem);
-        // Ties go to the smaller key, so that the choice does not depend on load order.
-        if (best && (d > best_d || (d == best_d && ie->entry.problem.key() >= best->entry.problem.key()))) continue;
-        auto c = serves(*ie, p);
-        if (!c) continue;
-        best = ie, best_c = *c, best_d = d;
-      }
-      if (best) return from_entry(*best, best_c, Provenance::nearest, best_d);
+    if (const auto ex = index->exact(p); !ex.empty()) return from_exact(ex.front());
+    Selection s;
+    s.provenance = Provenance::cublas;
+    std::optional<Lent> top_lent;
+    for (const Lent& l : index->lenders(p, kCandidatesPerFamily)) {
+      if (l.score < kMeasureFloor || s.candidates.size() == kMaxCandidates) continue;
+      if (!top_lent) top_lent = l;
+      s.candidates.push_back(candidate_of(l));
     }
-    for (const auto& f : families)
-      if (f.has_default()) {
+    if (top_lent) {
+      s.time_ms = top_lent->from->entry.time_ms; // recorded at the lender's own problem
+      s.cublas_ms = top_lent->from->entry.cublas_ms;
+    }
+    if (s.candidates.empty() && !index->has_group(p)) {
+      // Nothing of this dtype and layout is tuned on this arch (a GPU nobody tuned): the
+      // families' defaults are the only kernels there are, and first use measures them against
+      // cuBLAS like lenders.
+      for (const auto& f : families) {
+        if (!f.has_default()) continue;
         Config c = f.default_config(p, device);
         if (!f.valid(c, p, device)) continue;
-        Selection s;
-        s.provenance = Provenance::default_config;
-        s.family = f.name();
-        s.config = std::move(c);
-        s.source = "default";
-        return s;
+        CandidateConfig d;
+        d.family = f.name();
+        d.config = std::move(c);
+        d.source = "default";
+        s.candidates.push_back(std::move(d));
+        if (s.candidates.size() == kCandidatesPerFamily) break;
       }
-    throw Error("no kernel family can serve " + p.key() + " on " + arch);
+      if (!s.candidates.empty()) s.provenance = Provenance::default_config;
+    }
+    if (s.candidates.empty()) {
+      const auto all = index->lenders(p, 1);
+      s.why = all.empty() ? "no tuned config can serve this problem: cuBLAS"
+                          : "no tuned config is predicted within reach of cuBLAS here (best: " + all.front().from->entry.family +
+                                " tuned for " + all.front().from->entry.problem.key() +
+                                fmt(", %.2fx cuBLAS there, log distance %.2f, predicted %.2fx here): cuBLAS",
+                                    all.front().home_ratio, all.front().distance, all.front().score);
+      return s;
+    }
+    if (s.provenance == Provenance::cublas) s.provenance = Provenance::nearest;
+    const CandidateConfig& top = s.candidates.front();
+    s.family = top.family;
+    s.config = top.config;
+    s.source = top.source;
+    if (!top.tuned.empty()) s.tuned = top.tuned;
+    s.distance = top.distance;
+    s.generalized = top.generalized;
+    s.measure_pending = true;
+    s.why = std::to_string(s.candidates.size()) + " candidate(s) to time against cuBLAS at first use (best predicted: " +
+            top.family + (top.tuned.empty() ? " default" : " tuned for " + top.tuned) +
+            fmt(", %.2fx cuBLAS there, %.2fx predicted here)", top.home_ratio, top.score);
+    if (!opts.measure_untuned) return unmeasured(std::move(s), "measuring is off");
+    return s;
+  }
+
+  // Where no measurement can be made: the best lender only if predicted clearly faster.
+  static Selection unmeasured(Selection s, const std::string& reason) {
+    s.measure_pending = false;
+    if (s.candidates.empty() || s.candidates.front().score < kTrustUnmeasured) {
+      s.provenance = Provenance::cublas;
+      s.why = reason + ": cuBLAS, since no candidate is predicted " + fmt("%.2fx", kTrustUnmeasured) +
+              " faster than cuBLAS" + (s.candidates.empty() ? "" : fmt(" (best %.2fx)", s.candidates.front().score));
+    } else {
+      s.why = reason + ": " + s.family + fmt(" predicted %.2fx cuBLAS", s.candidates.front().score);
+    }
+    return s;
+  }
+
+  void ensure_context() {
+    if (device.ordinal < 0) throw Error("ktune::Runtime::gemm: this runtime was made for arch " + arch + " without a GPU");
+    std::lock_guard<std::mutex> lk(gpu_mu);
+    if (!ctx) ctx = std::make_unique<CudaContext>(device.ordinal);
+  }
+
+  Compiler& the_compiler() {
+    std::lock_guard<std::mutex> lk(gpu_mu);
+    // A few threads: first use of an untuned problem compiles its candidates side by side.
+    if (!compiler) compiler = std::make_unique<Compiler>(unsigned(kMaxCandidates));
+    return *compiler;
+  }
+
+  // The loaded module of config c of family f for p: the runtime's cache, else the store's
+  // binaries, else NVRTC (started asynchronously: call get() on the result).
+  std::function<std::shared_ptr<Module>()> module_async(const Family& f, const Config& c, const GemmProblem& p) {
+    const CompileRequest req = compile_request(f, c, p, arch); // validates c for p
+    const std::string ck = req.cache_key();
+    {
+      std::lock_guard<std::mutex> lk(mod_mu);
+      if (auto it = modules.find(ck); it != modules.end()) return [mod = it->second] { return mod; };
+    }
+    auto fut = [&] {
+      std::lock_guard<std::mutex> lk(store_mu);
+      return std::make_shared<std::future<std::shared_ptr<const CompiledKernel>>>(
+          load_or_compile(store.get(), the_compiler(), req));
+    }();
+    return [this, fut, ck, context = req.context] {
+      const auto k = fut->get();
+      auto mod = std::make_shared<Module>(k->cubin, k->lowered_names, context);
+      std::lock_guard<std::mutex> lk(mod_mu);
+      return modules.emplace(ck, mod).first->second;
+    };
+  }
+
+  std::shared_ptr<DeviceBuffer> workspace(CUstream stream, size_t bytes, const GemmProblem& p) {
+    // One workspace per stream: launches on one stream are ordered, so they may share it.
+    std::lock_guard<std::mutex> lk(ws_mu);
+    auto& slot = workspaces[stream];
+    if (!slot || slot->bytes() < bytes)
+      slot = std::make_shared<DeviceBuffer>(bytes, "workspace (split-K sums, packed operands) for " + p.key());
+    return slot;
+  }
+
+  void run_cublas(const GemmProblem& p, const KtuneGemmArgs& a, CUstream stream) {
+    std::lock_guard<std::mutex> lk(gpu_mu);
+    if (!cublas) cublas = std::make_unique<Cublas>();
+    cublas->sgemm(p, a, stream);
+  }
+
+  // Time of one run of f on stream: the median over 5 batches of back-to-back runs, each batch
+  // preceded by an untimed run that keeps the GPU busy while the host queues the timed ones, so
+  // that neither the host's launch overhead (cuBLAS's is several microseconds) nor an idle GPU at
+  // the first event counts, as it would not where the application queues its work ahead. A
+  // batch is about 2 ms of GPU time (1 to 50 runs).
+  static double time_on(CUstream stream, const std::function<void()>& f, const std::string& what) {
+    CUevent e0 = nullptr, e1 = nullptr;
+    check_cu(driver().cuEventCreate(&e0, CU_EVENT_DEFAULT), "cuEventCreate", what);
+    std::unique_ptr<CUevent_st, void (*)(CUevent)> g0(e0, [](CUevent e) { driver().cuEventDestroy(e); });
+    check_cu(driver().cuEventCreate(&e1, CU_EVENT_DEFAULT), "cuEventCreate", what);
+    std::unique_ptr<CUevent_st, void (*)(CUevent)> g1(e1, [](CUevent e) { driver().cuEventDestroy(e); });
+    auto batch = [&](int runs) {
+      f(); // untimed: the GPU works on it while the timed runs are queued
+      check_cu(driver().cuEventRecord(e0, stream), "cuEventRecord", what);
+      for (int i = 0; i < runs; ++i) f();
+      check_cu(driver().cuEventRecord(e1, stream), "cuEventRecord", what);
+      check_cu(driver().cuEventSynchronize(e1), "cuEventSynchronize", what);
+      float ms = 0;
+      check_cu(driver().cuEventElapsedTime(&ms, e0, e1), "cuEventElapsedTime", what);
+      return double(ms) / runs;
+    };
+    const double first = batch(1); // also loads whatever the first call loads
+    const int runs = std::clamp(int(2.0 / std::max(first, 1e-3)), 1, 50);
+    std::vector<double> t;
+    for (int i = 0; i < 5; ++i) t.push_back(batch(runs));
+    std::nth_element(t.begin(), t.begin() + 2, t.end());
+    return t[2];
+  }
+
+  // First use of an untuned problem: time every candidate and cuBLAS at p on the caller's stream
+  // (after whatever it already holds, so A and B are ready), into a scratch C, and keep the
+  // fastest. A candidate that fails to compile or launch is left out with its reason in `why`.
+  Selection measure(const GemmProblem& p, Selection s, const float* A, const float* B, CUstream stream) {
+    std::vector<std::function<std::shared_ptr<Module>()>> mods(s.candidates.size());
+    std::vector<std::string> failed;
+    for (size_t i = 0; i < s.candidates.size(); ++i) {
+      const CandidateConfig& c = s.candidates[i];
+      try {
+        mods[i] = module_async(*family(c.family), family(c.family)->canonical(c.config), p);
+      } catch (const Error& e) {
+        failed.push_back(c.family + ": " + e.what());
+      }
+    }
+    const size_t rows = size_t(p.m), ld = size_t(p.eff_ldc());
+    DeviceBuffer scratch;
+    try {
+      scratch = DeviceBuffer(rows * ld * sizeof(float), "scratch C for measuring candidates at " + p.key());
+    } catch (const CudaError& e) {
+      return unmeasured(std::move(s), std::string("no memory for a scratch C (") + e.what() + "), not measured");
+    }
+    check_cu(driver().cuMemsetD32Async(scratch.ptr(), 0, rows * ld, stream), "cuMemsetD32Async", "scratch C at " + p.key());
+    KtuneGemmArgs a = gemm_args(p, A, B, scratch.as<float>(), nullptr);
+    s.measured_cublas_ms = time_on(stream, [&] { run_cublas(p, a, stream); }, "timing cuBLAS at " + p.key());
+    std::optional<size_t> best;
+    for (size_t i = 0; i < s.candidates.size(); ++i) {
+      if (!mods[i]) continue;
+      CandidateConfig& c = s.candidates[i];
+      try {
+        const auto mod = mods[i]();
+        const LaunchPlan plan = family(c.family)->launch_plan(family(c.family)->canonical(c.config), p);
+        KtuneGemmArgs ca = a;
+        std::shared_ptr<DeviceBuffer> ws;
+        if (plan.workspace_bytes) ws = workspace(stream, plan.workspace_bytes, p), ca.workspace = ws->as<float>();
+        c.measured_ms = time_on(stream, [&] { launch_gemm(*mod, plan, ca, stream); },
+                                "timing " + c.family + " " + c.config.to_json() + " at " + p.key());
+        if (!best || *c.measured_ms < *s.candidates[*best].measured_ms) best = i;
+      } catch (const CompileError& e) {
+        failed.push_back(c.family + " " + c.config.to_json() + ": does not compile");
+      }
+    }
+    s.measure_pending = false;
+    s.measured = true;
+    const double cu = *s.measured_cublas_ms;
+    if (best && *s.candidates[*best].measured_ms < cu * (1 - opts.measure_margin)) {
+      const CandidateConfig& c = s.candidates[*best];
+      s.family = c.family, s.config = c.config, s.source = c.source, s.distance = c.distance,
+      s.generalized = c.generalized;
+      s.tuned = c.tuned.empty() ? std::nullopt : std::optional<std::string>(c.tuned);
+      if (s.provenance == Provenance::cublas) s.provenance = Provenance::nearest;
+      s.why = "measured here at first use: " + c.family + fmt(" %.4f ms, cuBLAS %.4f ms (%.2fx)", *c.measured_ms, cu,
+                                                               cu / *c.measured_ms);
+    } else {
+      s.provenance = Provenance::cublas;
+      s.why = "measured here at first use: cuBLAS " + fmt("%.4f ms", cu) +
+              (best ? ", best candidate " + s.candidates[*best].family +
+                          fmt(" %.4f ms (%.2fx; a kernel must win by %.0f %%)", *s.candidates[*best].measured_ms,
+                              cu / *s.candidates[*best].measured_ms, 100 * opts.measure_margin)
+                    : std::string(", no candidate ran"));
+    }
+    if (!failed.empty()) s.why += "; left out: " + failed.front();
+    return s;
+  }
+
+  // The choice for p as gemm() makes it: measured on first use where the selection asks for it.
+  Selection resolve(const GemmProblem& p, const float* A, const float* B, CUstream stream, const Runtime& rt) {
+    Selection s = rt.best_config(p);
+    if (!s.measure_pending) return s;
+    std::lock_guard<std::mutex> lk(measure_mu);
+    s = rt.best_config(p); // another thread may have measured it meanwhile
+    if (!s.measure_pending) return s;
+    CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
+    check_cu(driver().cuStreamIsCapturing(stream, &cap), "cuStreamIsCapturing", "ktune::gemm " + p.key());
+    if (cap != CU_STREAM_CAPTURE_STATUS_NONE) {
+      // Nothing can be timed (or waited for) on a stream being captured; the prediction decides,
+      // and the next call outside a capture measures.
+      return unmeasured(s, "stream being captured, not measured");
+    }
+    s = measure(p, std::move(s), A, B, stream);
+    std::lock_guard<std::mutex> sl(sel_mu);
+    selections[p.key()] = s;
+    return s;
   }
 };
 
 Runtime::Runtime(RuntimeOptions o) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.opts = std::move(o);
+  if (m.opts.measure_margin < 0 || m.opts.measure_margin >= 1)
+    throw UsageError("ktune runtime: measure_margin must be in [0, 1), not " + std::to_string(m.opts.measure_margin));
   if (m.opts.arch.empty()) {
-    std::string why;
-    const auto devs = list_devices(&why);
-    if (devs.empty()) throw Error("ktune runtime: no GPU (" + why + ") and no arch given");
-    if (m.opts.device < 0 || m.opts.device >= int(devs.size()))
-      throw UsageError("ktune runtime: no GPU with ordinal " + std::to_string(m.opts.device));
-    m.device = devs[size_t(m.opts.device)];
+    m.device = device_by_ordinal(m.opts.device);
     m.arch = m.device.arch;
   } else {
     m.device = DeviceInfo::nominal(m.opts.arch);
     m.arch = m.opts.arch;
   }
+  m.index = std::make_unique<TunedIndex>(m.device);
   if (!m.opts.db_path.empty() && std::filesystem::exists(m.opts.db_path)) {
     m.store = std::make_unique<Store>(m.opts.db_path, /*read_only=*/true);
     if (const auto archs = m.store->best_archs(); std::find(archs.begin(), archs.end(), m.arch) != archs.end())
-      m.add(m.store->export_table(m.arch), "store " + m.opts.db_path);
+      m.add(m.store->export_table(m.arch), "store " + m.opts.db_path, SourceTier::user);
   }
-  for (const auto& t : m.opts.tables) m.add(read_table_file(t), "table " + t);
-  // sm_90a runs sm_90 code: its shipped tables are sm_90's.
-  const std::string base = m.arch.back() == 'a' ? m.arch.substr(0, m.arch.size() - 1) : m.arch;
-  auto add_shipped = [&](const std::string& name) {
-    for (const auto& f : embedded_files())
-      if (f.path == "tables/" + name + ".json") {
-        Table t = parse_table(std::string(f.text), "shipped table " + name);
-        t.arch = m.arch;
-        for (auto& e : t.entries) e.arch = m.arch;
-        m.add(t, "shipped table " + name);
-      }
-  };
-  if (m.opts.tf32x3) add_shipped(base + "-tf32x3");
-  if (m.opts.shipped_tables) add_shipped(base);
+  for (const auto& t : m.opts.tables) m.add(read_table_file(t), "table " + t, SourceTier::user);
+  if (m.opts.shipped_tables || m.opts.tf32x3)
+    for (auto& [t, source] : shipped_tables(m.arch, m.opts.tf32x3)) {
+      const bool tf32x3_table = source.size() > 7 && source.substr(source.size() - 7) == "-tf32x3";
+      if (tf32x3_table ? m.opts.tf32x3 : m.opts.shipped_tables) m.add(t, source, SourceTier::shipped);
+    }
 }
 
 Runtime::~Runtime() = default;
 
 const std::string& Runtime::arch() const { return impl_->arch; }
-size_t Runtime::entries() const { return impl_->exact.size(); }
+size_t Runtime::entries() const { return impl_->index->size(); }
 
 Selection Runtime::best_config(const GemmProblem& p) const {
   const std::string key = p.key();
@@ -225,11 +419,7 @@ GemmProblem launched(const GemmProblem& problem, const float* A, const float* B,
 
 std::shared_ptr<void> Runtime::prepare(const std::string& key, const GemmProblem& p, const Selection& sel) {
   Impl& m = *impl_;
-  if (m.device.ordinal < 0) throw Error("ktune::Runtime::gemm: this runtime was made for arch " + m.arch + " without a GPU");
-  {
-    std::lock_guard<std::mutex> lk(m.gpu_mu);
-    if (!m.ctx) m.ctx = std::make_unique<CudaContext>(m.device.ordinal);
-  }
+  m.ensure_context();
   {
     std::lock_guard<std::mutex> lk(m.mod_mu);
     if (auto it = m.prepared.find(key); it != m.prepared.end()) return it->second;
@@ -240,29 +430,7 @@ std::shared_ptr<void> Runtime::prepare(const std::string& key, const GemmProblem
     const Family* f = m.family(sel.family);
     if (!f) throw UsageError("ktune::gemm: unknown family '" + sel.family + "'");
     const Config c = f->canonical(sel.config);
-    const CompileRequest req = compile_request(*f, c, p, m.arch); // validates c for p
-    const std::string ck = req.cache_key();
-    std::shared_ptr<Module> mod;
-    {
-      std::lock_guard<std::mutex> lk(m.mod_mu);
-      if (auto it = m.modules.find(ck); it != m.modules.end()) mod = it->second;
-    }
-    if (!mod) {
-      std::vector<char> cubin;
-      std::vector<std::string> names;
-      // The store's binary cache first; NVRTC only on a miss.
-      if (!m.store || !m.store->get_binary(ck, &cubin, &names)) {
-        std::unique_lock<std::mutex> lk(m.gpu_mu);
-        if (!m.compiler) m.compiler = std::make_unique<Compiler>(1);
-        lk.unlock();
-        const auto k = m.compiler->compile(req);
-        cubin = k->cubin, names = k->lowered_names;
-      }
-      mod = std::make_shared<Module>(cubin, names, req.context);
-      std::lock_guard<std::mutex> lk(m.mod_mu);
-      mod = m.modules.emplace(ck, mod).first->second;
-    }
-    prep->module = mod;
+    prep->module = m.module_async(*f, c, p)();
     prep->plan = f->launch_plan(c, p);
   }
   std::lock_guard<std::mutex> lk(m.mod_mu);
@@ -278,40 +446,73 @@ void Runtime::launch(const std::shared_ptr<void>& prepared, const GemmProblem& p
   if (!cur) m.ctx->make_current();
   KtuneGemmArgs a = gemm_args(p, A, B, C, nullptr);
   if (!prep->module) {
-    std::lock_guard<std::mutex> lk(m.gpu_mu);
-    if (!m.cublas) m.cublas = std::make_unique<Cublas>();
-    m.cublas->sgemm(p, a, stream);
+    m.run_cublas(p, a, stream);
     return;
   }
   std::shared_ptr<DeviceBuffer> ws;
   if (prep->plan.workspace_bytes) {
-    // One workspace per stream: launches on one stream are ordered, so they may share it.
-    std::lock_guard<std::mutex> lk(m.ws_mu);
-    auto& slot = m.workspaces[stream];
-    if (!slot || slot->bytes() < prep->plan.workspace_bytes)
-      slot = std::make_shared<DeviceBuffer>(prep->plan.workspace_bytes, "workspace (split-K sums, packed operands) for " + p.key());
-    ws = slot;
+    ws = m.workspace(stream, prep->plan.workspace_bytes, p);
     a.workspace = ws->as<float>();
   }
   launch_gemm(*prep->module, prep->plan, a, stream);
 }
 
+namespace {
+
+// BLAS's quick returns. M or N of 0: nothing to do. alpha of 0 or K of 0: C = beta * C without
+// reading A or B (which may then be anything, even null): cuBLAS keeps exactly these semantics,
+// and the case is bandwidth-bound scaling that no tuned GEMM kernel would do better. Returns
+// whether p was one of them.
+bool blas_quick_path(const GemmProblem& p) { return p.m == 0 || p.n == 0 || p.alpha == 0.0f || p.k == 0; }
+
+} // namespace
+
+void Runtime::scale_only(const GemmProblem& p, float* C, CUstream stream) {
+  Impl& m = *impl_;
+  if (p.m == 0 || p.n == 0) return;
+  if (p.m < 0 || p.n < 0 || p.k < 0) p.validate(); // throws, naming the size
+  if (p.ldc && p.ldc < p.n) p.validate();
+  if (!C) throw UsageError("ktune::gemm: C is null for " + p.key());
+  m.ensure_context();
+  CUcontext cur = nullptr;
+  check_cu(driver().cuCtxGetCurrent(&cur), "cuCtxGetCurrent", "ktune::gemm");
+  if (!cur) m.ctx->make_current();
+  // cuBLAS checks leading dimensions against max(1, rows) even where it reads nothing.
+  GemmProblem q = p;
+  q.alpha = 0.0f;
+  q.k = std::max<int64_t>(p.k, 1);
+  q.lda = std::max<int64_t>(p.eff_lda(), q.min_lda());
+  q.ldb = std::max<int64_t>(p.eff_ldb(), q.min_ldb());
+  KtuneGemmArgs a = gemm_args(q, nullptr, nullptr, C, nullptr);
+  m.run_cublas(q, a, stream);
+}
+
 void Runtime::gemm(const GemmProblem& problem, const float* A, const float* B, float* C, float alpha, float beta,
                    CUstream stream) {
-  const GemmProblem p = launched(problem, A, B, C, alpha, beta);
+  GemmProblem p = problem;
+  p.alpha = alpha, p.beta = beta;
+  if (blas_quick_path(p)) return scale_only(p, C, stream);
+  p = launched(problem, A, B, C, alpha, beta);
   const std::string key = p.key();
   std::shared_ptr<void> prep;
   {
     std::lock_guard<std::mutex> lk(impl_->mod_mu);
     if (auto it = impl_->prepared.find(key); it != impl_->prepared.end()) prep = it->second;
   }
-  if (!prep) prep = prepare(key, p, best_config(p));
+  if (!prep) {
+    p.validate();
+    impl_->ensure_context();
+    prep = prepare(key, p, impl_->resolve(p, A, B, stream, *this));
+  }
   launch(prep, p, A, B, C, stream);
 }
 
 void Runtime::gemm(const GemmProblem& problem, const Selection& s, const float* A, const float* B, float* C, float alpha,
                    float beta, CUstream stream) {
-  const GemmProblem p = launched(problem, A, B, C, alpha, beta);
+  GemmProblem p = problem;
+  p.alpha = alpha, p.beta = beta;
+  if (blas_quick_path(p)) return scale_only(p, C, stream);
+  p = launched(problem, A, B, C, alpha, beta);
   // Keyed apart from the per-problem cache of the plain gemm().
   const std::string key = p.key() + "|" + (s.provenance == Provenance::cublas ? "cublas" : s.family + s.config.to_json());
   launch(prepare(key, p, s), p, A, B, C, stream);

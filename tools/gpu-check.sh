@@ -27,6 +27,11 @@
 #   profile ncu counters and SASS of the shipped table's kernels at five shapes ($out/profile;
 #           SHAPES= picks shapes, LADDERS="file ..." adds the kernels of ladder files)
 #   replay  an exhaustive run over configs/suites/replay.json, exported as a trial log for simulate
+#   models  ktune bench over the generalization suite configs/suites/models.json (shapes in no
+#           shipped table) with the shipped tables only, then with --tf32x3
+#   models-tune  ktune tune over configs/suites/models.json without --family into a fresh database
+#           ($BUDGET_S seconds a problem, default 20), then ktune bench with it; TF32X3=1 tunes
+#           gemm_tf32x3 in as well (--tf32x3). Trials go to $out/models_tune[_tf32x3]_trials.csv
 set -uo pipefail
 out=${OUT:-gpu-logs}
 mkdir -p "$out"
@@ -199,6 +204,18 @@ PY
     runtime)
       ./build/bench/runtime_cost --json "$out/runtime_cost.json" 2>&1 | tee "$out/runtime_cost.txt"
       ./build/examples/gemm_example 2>&1 | tee "$out/example.txt" ;;
+    models)
+      ./build/ktune bench --suite configs/suites/models.json --db /nonexistent.db --json "$out/bench_models.json" 2>&1 | tee "$out/bench_models.txt"
+      ./build/ktune bench --suite configs/suites/models.json --db /nonexistent.db --tf32x3 --json "$out/bench_models_tf32x3.json" 2>&1 | tee "$out/bench_models_tf32x3.txt" ;;
+    models-tune)
+      name=models_tune; flag=(); [ -n "${TF32X3:-}" ] && name=models_tune_tf32x3 && flag=(--tf32x3)
+      rm -f "$out/$name.db"*
+      start=$(date +%s)
+      ./build/ktune tune --suite configs/suites/models.json --budget-seconds "${BUDGET_S:-20}" "${flag[@]}" --db "$out/$name.db" \
+        >"$out/tune_$name.txt" 2>"$out/tune_$name.err"
+      echo "$name: exit $?, wall $(( $(date +%s) - start )) s"; cat "$out/tune_$name.txt"
+      trials_csv "$out/$name.db" "$out/${name}_trials.csv"
+      ./build/ktune bench --suite configs/suites/models.json --db "$out/$name.db" --json "$out/bench_$name.json" 2>&1 | tee "$out/bench_$name.txt" ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
   esac
 done

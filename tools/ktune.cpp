@@ -167,14 +167,14 @@ int cmd_compile(const CompileArgs& a) {
 }
 
 struct TuneArgs {
-  std::vector<std::string> families{"gemm_simt"}, problems;
-  std::string suite, dtype = "f32", layout = "NN", strategy = "random", db, restrict_file, warm_start;
+  std::vector<std::string> families, problems;
+  std::string suite, dtype = "f32", layout = "NN", strategy = "random", db, restrict_file, warm_start = "shipped";
   std::optional<size_t> budget_evals;
   std::optional<double> budget_seconds;
   uint64_t seed = 1;
   int device = 0;
   double timeout_s = 30;
-  bool quiet = false, json = false;
+  bool quiet = false, json = false, tf32x3 = false;
 };
 
 std::string self_exe() {
@@ -210,7 +210,18 @@ int cmd_tune(const TuneArgs& a) {
   TuneOptions o;
   const DType dtype = parse_dtype(a.dtype);
   if (dtype != DType::f32) throw UsageError("dtype " + a.dtype + " has no kernel family yet; only f32 can be tuned");
-  for (const auto& name : a.families) o.families.push_back(load_family(name, a.restrict_file));
+  if (!a.families.empty() && a.tf32x3) throw UsageError("--tf32x3 adds gemm_tf32x3 to the default families; with --family, name it");
+  const std::vector<std::string> names = a.families.empty() ? tuning_family_names(a.tf32x3) : a.families;
+  std::optional<SpaceRestriction> restriction;
+  if (!a.restrict_file.empty()) restriction = SpaceRestriction::from_json_file(a.restrict_file);
+  for (const auto& name : names) {
+    Family f = find_family(name);
+    // A restriction narrows the family it names; the other families keep their whole spaces.
+    if (restriction && (restriction->family == name || names.size() == 1)) f = f.restricted(*restriction);
+    o.families.push_back(std::move(f));
+  }
+  if (restriction && std::none_of(names.begin(), names.end(), [&](const auto& n) { return n == restriction->family; }))
+    throw UsageError("--restrict " + a.restrict_file + " narrows " + restriction->family + ", which this run does not tune");
   if (!a.suite.empty() && !a.problems.empty()) throw UsageError("give --suite or --problem, not both");
   if (!a.suite.empty()) o.problems = load_suite(a.suite, a.layout, dtype);
   for (const auto& p : a.problems) o.problems.push_back(GemmProblem::parse(p, a.layout, dtype));
@@ -219,14 +230,13 @@ int cmd_tune(const TuneArgs& a) {
   if (a.budget_seconds && *a.budget_seconds <= 0) throw UsageError("--budget-seconds must be positive");
   if (std::find(strategy_names().begin(), strategy_names().end(), a.strategy) == strategy_names().end())
     throw UsageError("unknown strategy '" + a.strategy + "' (expected exhaustive, random, annealing, genetic or model)");
-  if (a.strategy != "exhaustive" && a.strategy != "random" && a.families.size() != 1)
-    throw UsageError("strategy " + a.strategy + " tunes one family at a time; give one --family");
   o.strategy = a.strategy;
   o.budget_evals = a.budget_evals;
   o.budget_seconds = a.budget_seconds;
   o.seed = a.seed;
-  o.warm_start = a.warm_start;
-  if (!o.warm_start.empty() && !std::filesystem::exists(o.warm_start))
+  // By default the search starts from the configs the shipped tables lend to each problem.
+  o.warm_start = a.warm_start == "none" ? "" : a.warm_start;
+  if (!o.warm_start.empty() && o.warm_start != "shipped" && !std::filesystem::exists(o.warm_start))
     throw UsageError("warm-start source " + o.warm_start + " does not exist");
   o.db_path = a.db.empty() ? default_db_path() : a.db;
   o.device = a.device;
@@ -271,28 +281,46 @@ int cmd_query(const QueryArgs& a) {
   const Runtime rt(o);
   const Selection s = rt.best_config(p);
   if (a.json) {
+    auto opt = [](const std::optional<double>& v) { return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr); };
     nlohmann::ordered_json j = {{"problem", p.key()}, {"arch", rt.arch()}, {"provenance", to_string(s.provenance)},
-                        {"family", s.family}, {"config", nlohmann::ordered_json::parse(s.config.to_json())}, {"source", s.source}};
+                        {"family", s.family}, {"config", nlohmann::ordered_json::parse(s.config.size() ? s.config.to_json() : "{}")}, {"source", s.source}};
     j["tuned_problem"] = s.tuned ? nlohmann::ordered_json(*s.tuned) : nlohmann::ordered_json(nullptr);
     j["distance"] = s.distance;
     j["generalized"] = s.generalized;
-    j["time_ms"] = s.time_ms ? nlohmann::ordered_json(*s.time_ms) : nlohmann::ordered_json(nullptr);
-    j["cublas_ms"] = s.cublas_ms ? nlohmann::ordered_json(*s.cublas_ms) : nlohmann::ordered_json(nullptr);
+    j["time_ms"] = opt(s.time_ms);
+    j["cublas_ms"] = opt(s.cublas_ms);
+    j["measure_pending"] = s.measure_pending;
+    j["why"] = s.why;
+    nlohmann::ordered_json cands = nlohmann::ordered_json::array();
+    for (const auto& c : s.candidates)
+      cands.push_back({{"family", c.family}, {"config", nlohmann::ordered_json::parse(c.config.to_json())}, {"source", c.source},
+                       {"tuned_problem", c.tuned}, {"distance", c.distance}, {"home_ratio", c.home_ratio},
+                       {"predicted_ratio", c.score}, {"generalized", c.generalized}});
+    j["candidates"] = cands;
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
   std::printf("problem     %s on %s\n", p.key().c_str(), rt.arch().c_str());
-  std::printf("provenance  %s (%s)\n", to_string(s.provenance), s.source.c_str());
-  std::printf("family      %s\nconfig      %s\n", s.family.c_str(), s.config.to_json().c_str());
-  if (s.tuned)
-    std::printf("tuned for   %s (log distance %.3f)%s\n", s.tuned->c_str(), s.distance,
-                s.generalized ? "; its shape-specialised config generalised to fit" : "");
+  std::printf("choice      %s%s%s\n", to_string(s.provenance),
+              s.provenance == Provenance::cublas || s.family.empty() ? "" : (" " + s.family).c_str(),
+              s.source.empty() ? "" : (" (" + s.source + ")").c_str());
+  std::printf("why         %s\n", s.why.c_str());
+  if (s.provenance != Provenance::cublas || s.tuned) std::printf("config      %s: %s\n", s.family.c_str(), s.config.to_json().c_str());
+  if (s.tuned && s.candidates.empty())
+    std::printf("tuned for   %s%s\n", s.tuned->c_str(),
+                s.generalized ? " (its shape-specialised config generalised to fit)" : "");
   if (s.time_ms) std::printf("recorded    %.4f ms", *s.time_ms);
   if (s.cublas_ms) std::printf(", cuBLAS %.4f ms (ratio %.3f)", *s.cublas_ms, *s.cublas_ms / *s.time_ms);
   if (s.time_ms) std::printf("\n");
+  if (!s.candidates.empty()) {
+    std::printf("candidates  (first gemm() call times each, and cuBLAS, at this problem; a kernel must win by 3 %%)\n");
+    for (const auto& c : s.candidates)
+      std::printf("  %-12s predicted %.2fx  (%.2fx cuBLAS at %s, log distance %.2f%s; %s)\n    %s\n", c.family.c_str(),
+                  c.score, c.home_ratio, c.tuned.empty() ? "-" : c.tuned.c_str(), c.distance,
+                  c.generalized ? ", generalised" : "", c.source.c_str(), c.config.to_json().c_str());
+  }
   return 0;
 }
-
 
 int cmd_export(const std::string& db, const std::string& arch, const std::string& family, const std::string& out,
                bool trials) {
@@ -321,9 +349,12 @@ int cmd_export(const std::string& db, const std::string& arch, const std::string
 }
 
 int cmd_import(const std::string& db, const std::string& file) {
-  // Parse and validate the whole table before the database is opened: a bad file must leave
-  // the database byte-for-byte as it was.
+  // Parse and validate the whole table before the database is opened (or its path resolved): a
+  // bad file must leave the database byte-for-byte as it was, or not create it. Every entry is
+  // checked against its family too: the runtime would skip an entry it cannot serve, so
+  // importing one would only report a best that is never used.
   const Table t = read_table_file(file);
+  validate_table_entries(t, file);
   const std::string path = db.empty() ? default_db_path() : db;
   Store store(path);
   const size_t improved = store.import_table(t);
@@ -364,17 +395,24 @@ int main(int argc, char** argv) {
 
   TuneArgs tune_args;
   auto* tn = app.add_subcommand("tune", "Search a family's configs for each problem on the GPU and record every trial");
-  tn->add_option("--family", tune_args.families, "Kernel family (repeatable)")->capture_default_str();
+  tn->add_option("--family", tune_args.families,
+                 "Kernel family (repeatable; default: every family that competes at run time and can serve the problem, "
+                 "gemm_simt and gemm_skinny)");
+  tn->add_flag("--tf32x3", tune_args.tf32x3, "Also tune the opt-in gemm_tf32x3 (FP32 on the TF32 tensor cores)");
   tn->add_option("--suite", tune_args.suite, "Suite file (JSON) of problems, e.g. configs/suites/public.json");
   tn->add_option("--problem", tune_args.problems, "Problem MxNxK (repeatable)");
   tn->add_option("--dtype", tune_args.dtype, "Data type")->capture_default_str();
   tn->add_option("--layout", tune_args.layout, "Layouts of A and B where a problem names none")->capture_default_str();
   tn->add_option("--strategy", tune_args.strategy, "exhaustive, random, annealing, genetic or model")->capture_default_str();
-  tn->add_option("--budget-evals", tune_args.budget_evals, "Most configs per problem (default 200 without a budget)");
-  tn->add_option("--budget-seconds", tune_args.budget_seconds, "Most wall seconds per problem");
+  tn->add_option("--budget-evals", tune_args.budget_evals,
+                 "Most configs per problem, shared by the families tuned for it (default 200 without a budget)");
+  tn->add_option("--budget-seconds", tune_args.budget_seconds,
+                 "Most wall seconds per problem, shared by the families tuned for it");
   tn->add_option("--seed", tune_args.seed, "Seed of the strategy and the inputs")->capture_default_str();
   tn->add_option("--warm-start", tune_args.warm_start,
-                 "Table (.json) or database whose best configs for the nearest problems are tried first");
+                 "Table (.json), database, 'shipped' (the tables shipped with ktune) or 'none': the configs they lend "
+                 "to each problem are tried first")
+      ->capture_default_str();
   tn->add_option("--db", tune_args.db, "Database (default: $KTUNE_DB, else ~/.cache/ktune/ktune.db)");
   tn->add_option("--device", tune_args.device, "GPU ordinal")->capture_default_str();
   tn->add_option("--restrict", tune_args.restrict_file, "JSON file narrowing parameter domains")->check(CLI::ExistingFile);

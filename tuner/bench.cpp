@@ -48,38 +48,61 @@ struct Bench {
     return 2.0 * double(bytes) / (ms * 1e-3) / 1e12;
   }
 
-  // Verifies sel on p against FP64, then times it and cuBLAS on the same inputs.
-  BenchRow run(const std::string& name, const GemmProblem& p, Selection sel, uint64_t seed) {
+  // Verifies the runtime's choice for p (pinned: this selection instead) against FP64, then
+  // times it and cuBLAS on the same inputs. The runtime's choice goes through gemm() as an
+  // application calls it, so an untuned problem is measured at first use (the untimed first
+  // launch) exactly as it would be there.
+  BenchRow run(const std::string& name, const GemmProblem& p, const std::optional<Selection>& pinned, uint64_t seed) {
     BenchRow r;
     r.name = name;
     r.problem = p;
-    r.selection = sel;
     try {
       op->prepare(p, seed);
       const KtuneGemmArgs a = op->args();
-      auto launch = [&](const Selection& s, CUstream st) { rt.gemm(p, s, a.A, a.B, a.C, p.alpha, p.beta, st); };
-      launch(sel, nullptr);
+      auto launch_sel = [&](const Selection& s, CUstream st) { rt.gemm(p, s, a.A, a.B, a.C, p.alpha, p.beta, st); };
+      auto launch = [&](CUstream st) {
+        if (pinned) launch_sel(*pinned, st);
+        else rt.gemm(p, a.A, a.B, a.C, p.alpha, p.beta, st);
+      };
+      launch(nullptr);
       check_cu(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize", "bench " + name);
+      r.selection = pinned ? *pinned : rt.best_config(p);
       const VerifyResult v = op->verify(nullptr);
       r.rel_error = v.rel_error;
       if (!v.pass) {
         r.error = "wrong result: " + v.summary();
         return r;
       }
-      r.ktune_ms = timer->time([&](CUstream st) { launch(sel, st); }, nullptr, o.timing).median_ms;
+      r.ktune_ms = timer->time(launch, nullptr, o.timing).median_ms;
       r.cublas_ms = timer->time([&](CUstream st) { op->cublas().sgemm(p, a, st); }, nullptr, o.timing).median_ms;
-      if (sel.provenance == Provenance::cublas) {
-        // The kernel the table holds for the problem, which cuBLAS beat: time it too, so that the
-        // report shows ktune's own kernels as well as the dispatch.
-        Selection k = sel;
-        k.provenance = Provenance::exact;
-        op->reset_c(nullptr);
-        launch(k, nullptr);
-        check_cu(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize", "bench " + name);
-        if (op->verify(nullptr).pass) r.kernel_ms = timer->time([&](CUstream st) { launch(k, st); }, nullptr, o.timing).median_ms;
-      } else {
+      const Selection& sel = r.selection;
+      if (sel.provenance != Provenance::cublas) {
         r.kernel_ms = r.ktune_ms;
+        return r;
       }
+      // cuBLAS was chosen: time ktune's own best kernel too (the tuned one it beat, or the
+      // fastest candidate first use measured), so that the report shows the kernels as well as
+      // the dispatch.
+      std::optional<Selection> k;
+      if (sel.tuned && sel.time_ms && sel.candidates.empty()) {
+        k = sel;
+      } else {
+        const CandidateConfig* best = nullptr;
+        for (const auto& c : sel.candidates)
+          if (c.measured_ms && (!best || *c.measured_ms < *best->measured_ms)) best = &c;
+        if (best) {
+          k = sel;
+          k->family = best->family, k->config = best->config, k->tuned = best->tuned;
+        }
+      }
+      if (!k) return r; // no kernel was considered for this problem
+      k->provenance = Provenance::exact;
+      op->reset_c(nullptr);
+      launch_sel(*k, nullptr);
+      check_cu(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize", "bench " + name);
+      if (op->verify(nullptr).pass)
+        r.kernel_ms = timer->time([&](CUstream st) { launch_sel(*k, st); }, nullptr, o.timing).median_ms;
+      r.kernel_family = k->family;
     } catch (const std::exception& e) {
       r.error = e.what();
     }
@@ -96,7 +119,7 @@ BenchReport bench_problems(const std::vector<GemmProblem>& problems, const Bench
   BenchReport rep;
   rep.copy_tb_s = b.copy_tb_s();
   uint64_t seed = o.seed;
-  for (const auto& p : problems) rep.rows.push_back(b.run(p.key(), p, b.rt.best_config(p), ++seed));
+  for (const auto& p : problems) rep.rows.push_back(b.run(p.key(), p, std::nullopt, ++seed));
   return rep;
 }
 
@@ -114,16 +137,20 @@ BenchReport bench_ladder(const std::string& ladder_file, const BenchOptions& o) 
   uint64_t seed = o.seed;
   for (const auto& rung : j.at("rungs")) {
     const std::string name = rung.at("name").get<std::string>(), fam = rung.at("family").get<std::string>();
-    Selection s;
+    std::optional<Selection> s;
     if (fam.empty()) {
       s = b.rt.best_config(p);
-      if (s.provenance == Provenance::cublas) s.provenance = Provenance::exact; // the tuned kernel itself
+      if (s->provenance == Provenance::cublas) {
+        if (!s->tuned) throw UsageError(ladder_file + ": rung '" + name + "' asks for the tuned kernel, but nothing is tuned for " + p.key());
+        s->provenance = Provenance::exact; // the tuned kernel itself
+      }
     } else {
       const Family f = find_family(fam);
-      s.family = fam;
-      s.config = f.canonical(Config::from_json(rung.at("config").dump()));
-      s.provenance = Provenance::exact;
-      s.source = ladder_file;
+      s.emplace();
+      s->family = fam;
+      s->config = f.canonical(Config::from_json(rung.at("config").dump()));
+      s->provenance = Provenance::exact;
+      s->source = ladder_file;
     }
     rep.rows.push_back(b.run(name, p, s, ++seed));
   }
@@ -161,15 +188,35 @@ std::string format_bench(const BenchReport& rep, const std::string& device, bool
     if (!r.error.empty()) {
       std::snprintf(buf, sizeof buf, "%-34s FAILED: %s\n", r.name.c_str(), r.error.substr(0, 300).c_str());
     } else {
-      std::snprintf(buf, sizeof buf, "%-34s %9.2f %9.2f %7.3f %9.2f %7.3f %5.1f%%  %s\n", r.name.c_str(),
-                    tflops(r.problem, r.ktune_ms), tflops(r.problem, r.cublas_ms), r.cublas_ms / r.ktune_ms,
-                    tflops(r.problem, r.kernel_ms), r.kernel_ms > 0 ? r.cublas_ms / r.kernel_ms : 0.0,
-                    100 * copy_fraction(r.problem, r.kernel_ms, rep.copy_tb_s), to_string(r.selection.provenance));
+      const std::string chosen = std::string(to_string(r.selection.provenance)) +
+                                 (r.selection.provenance == Provenance::cublas ? "" : " " + r.selection.family) +
+                                 (r.selection.measured ? " (measured)" : "");
+      if (r.kernel_ms > 0)
+        std::snprintf(buf, sizeof buf, "%-34s %9.2f %9.2f %7.3f %9.2f %7.3f %5.1f%%  %s\n", r.name.c_str(),
+                      tflops(r.problem, r.ktune_ms), tflops(r.problem, r.cublas_ms), r.cublas_ms / r.ktune_ms,
+                      tflops(r.problem, r.kernel_ms), r.cublas_ms / r.kernel_ms,
+                      100 * copy_fraction(r.problem, r.kernel_ms, rep.copy_tb_s), chosen.c_str());
+      else // no kernel was considered: cuBLAS alone
+        std::snprintf(buf, sizeof buf, "%-34s %9.2f %9.2f %7.3f %9s %7s %6s  %s\n", r.name.c_str(),
+                      tflops(r.problem, r.ktune_ms), tflops(r.problem, r.cublas_ms), r.cublas_ms / r.ktune_ms, "-", "-",
+                      "-", chosen.c_str());
     }
     s += buf;
   }
-  std::snprintf(buf, sizeof buf, "geometric mean of the ratios: %.3f (runtime's choice), %.3f (ktune kernels alone)\n",
-                geomean_ratio(rows, false), geomean_ratio(rows, true));
+  size_t with_kernel = 0, ok = 0, below = 0;
+  double worst = 0;
+  for (const auto& r : rows) {
+    if (!r.error.empty() || r.ktune_ms <= 0) continue;
+    ++ok;
+    with_kernel += r.kernel_ms > 0;
+    const double ratio = r.cublas_ms / r.ktune_ms;
+    below += ratio < 0.97;
+    worst = ok == 1 ? ratio : std::min(worst, ratio);
+  }
+  std::snprintf(buf, sizeof buf,
+                "geometric mean of the ratios: %.3f (runtime's choice; lowest row %.3f, %zu below 0.97), %.3f (ktune kernels "
+                "alone, %zu of %zu rows)\n",
+                geomean_ratio(rows, false), worst, below, geomean_ratio(rows, true), with_kernel, ok);
   s += buf;
   return s;
 }
@@ -187,6 +234,9 @@ std::string bench_json(const BenchReport& rep, const std::string& device, const 
     j["problem"] = r.problem.key();
     j["provenance"] = to_string(r.selection.provenance);
     j["family"] = r.selection.family;
+    j["measured"] = r.selection.measured;
+    j["why"] = r.selection.why;
+    if (!r.kernel_family.empty()) j["kernel_family"] = r.kernel_family;
     j["config"] = nlohmann::ordered_json::parse(r.selection.config.size() ? r.selection.config.to_json() : "{}");
     if (!r.error.empty()) j["error"] = r.error;
     j["ktune_ms"] = r.ktune_ms;

@@ -15,7 +15,8 @@ struct BenchRow {
   GemmProblem problem;
   Selection selection;       // what ran as "ktune"
   double ktune_ms = 0;       // the runtime's choice (cuBLAS where provenance is cublas)
-  double kernel_ms = 0;      // the selected ktune kernel itself, even where cuBLAS was chosen
+  double kernel_ms = 0;      // the selected ktune kernel itself, even where cuBLAS was chosen (0: none considered)
+  std::string kernel_family; // where cuBLAS was chosen: the family of the kernel timed as kernel_ms
   double cublas_ms = 0;
   double rel_error = 0;      // of the runtime's choice against FP64
   std::string error;         // non-empty: this row failed (verification or a CUDA error)

@@ -59,11 +59,13 @@ class CubinDir {
 };
 
 struct InFlight {
-  Candidate cand;
+  Candidate cand;           // family index into TuneOptions::families
+  Candidate strategy_cand;  // as the strategy proposed it (its family index is into its own list)
   Config config;
   std::string config_hash, template_hash;
   std::future<std::shared_ptr<const CompiledKernel>> compiled;
-  std::shared_ptr<const CompiledKernel> ready; // served from the store's binary cache
+  std::shared_ptr<const CompiledKernel> ready; // done when prepared (the store's binary cache)
+  std::exception_ptr error;                    // a compile that failed at once
 };
 
 class ProblemTuner {
@@ -83,49 +85,30 @@ class ProblemTuner {
     // (or, under a time budget alone, enough that time runs out first).
     const size_t budget =
         o_.budget_evals.value_or(o_.strategy == "exhaustive" ? SIZE_MAX : (o_.budget_seconds ? 20000 : 200));
-    std::vector<Config> seeds;
-    if (!o_.warm_start.empty()) seeds = warm_start_configs(o_.warm_start, o_.families[0], p);
-    auto strategy = make_strategy(o_.strategy, o_.families, p, dev_, budget, o_.seed, seeds);
-    std::deque<InFlight> queue;
-    size_t issued = 0;
-    // Adaptive strategies learn from each result: keep fewer proposals in flight so that they
-    // see results sooner; list strategies keep the pool busier.
-    const bool adaptive = o_.strategy != "exhaustive" && o_.strategy != "random";
-    const size_t ahead = adaptive ? compiler_.threads() + 1 : 2 * compiler_.threads() + 2;
-    bool exhausted = false;
-    auto out_of_time = [&] { return o_.budget_seconds && seconds_since(t0) >= *o_.budget_seconds; };
-    for (;;) {
-      // Keep the compile pool `ahead` configs in front of the GPU.
-      while (!exhausted && queue.size() < ahead && issued < budget && !out_of_time()) {
-        auto c = strategy->next();
-        if (!c) {
-          exhausted = true;
-          break;
-        }
-        ++issued;
-        InFlight job = prepare(*c, p, r);
-        if (const auto done = store_.recorded_outcome(device_id_, pid, o_.families[c->family].name(), job.template_hash,
-                                                      job.config_hash)) {
-          // Measured by an earlier run: not again, but the strategy learns from it as before, so
-          // a resumed search continues where the killed one was instead of starting blind.
-          strategy->observe(*c, done->status, done->median_ms);
-          ++r.skipped;
-          continue;
-        }
-        queue.push_back(std::move(job));
-      }
-      if (queue.empty() || out_of_time()) break;
-      InFlight job = std::move(queue.front());
-      queue.pop_front();
-      const TrialRecord t = evaluate(job, p, r);
-      store_.record_trial(device_id_, pid, dev_.arch, t);
-      strategy->observe(job.cand, t.status, t.timing.median_ms);
-      ++r.by_status[t.status];
-      if (t.status == TrialStatus::ok && (!best_ms_ || t.timing.median_ms < *best_ms_)) best_ms_ = t.timing.median_ms;
-      progress(p, r, issued, budget, t0);
+    // The families that can serve p at all (e.g. gemm_skinny only up to M = 64): the first valid
+    // config is enough to know.
+    std::vector<size_t> serving;
+    for (size_t i = 0; i < o_.families.size(); ++i) {
+      bool any = false;
+      o_.families[i].enumerate(p, dev_, [&](const Config&) { return !(any = true); });
+      if (any) serving.push_back(i);
     }
-    for (auto& j : queue) // abandoned by the time budget: let the pool finish them quietly
-      if (j.compiled.valid()) j.compiled.wait();
+    if (serving.empty() && !o_.quiet)
+      std::fprintf(stderr, "ktune: no family of this run can serve %s\n", p.key().c_str());
+    // The problem's budget is shared: each family gets an equal part of what is left when its
+    // turn comes, so that one whose space runs out early leaves its share to the next.
+    size_t used = 0;
+    for (size_t j = 0; j < serving.size(); ++j) {
+      const size_t left_families = serving.size() - j;
+      const size_t evals = budget == SIZE_MAX ? SIZE_MAX : (budget - used) / left_families;
+      std::optional<Clock::time_point> deadline;
+      if (o_.budget_seconds) {
+        const double left = *o_.budget_seconds - seconds_since(t0);
+        deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                      std::chrono::duration<double>(std::max(0.0, left) / double(left_families)));
+      }
+      used += search(p, pid, serving[j], evals, deadline, r);
+    }
     r.best = store_.best(dev_.arch, p.key());
     r.wall_s = seconds_since(t0);
     if (o_.progress && !o_.quiet) std::fprintf(stderr, "\r\033[K");
@@ -133,6 +116,63 @@ class ProblemTuner {
   }
 
  private:
+  // One family's search on p within evals proposals and the deadline; returns the proposals made.
+  size_t search(const GemmProblem& p, int64_t pid, size_t fi, size_t evals,
+                std::optional<Clock::time_point> deadline, ProblemResult& r) {
+    const auto started = Clock::now();
+    const Family& family = o_.families[fi];
+    std::vector<Config> seeds;
+    if (!o_.warm_start.empty()) seeds = warm_start_configs(o_.warm_start, family, p, dev_);
+    auto strategy = make_strategy(o_.strategy, {family}, p, dev_, evals, o_.seed, seeds);
+    std::deque<InFlight> queue;
+    size_t issued = 0;
+    // Adaptive strategies learn from each result: keep fewer proposals in flight so that they
+    // see results sooner; list strategies keep the pool busier.
+    const bool adaptive = o_.strategy != "exhaustive" && o_.strategy != "random";
+    const size_t ahead = adaptive ? compiler_.threads() + 1 : 2 * compiler_.threads() + 2;
+    bool exhausted = false;
+    auto out_of_time = [&] { return deadline && Clock::now() >= *deadline; };
+    for (;;) {
+      // Keep the compile pool `ahead` configs in front of the GPU.
+      while (!exhausted && queue.size() < ahead && issued < evals && !out_of_time()) {
+        auto c = strategy->next();
+        if (!c) {
+          exhausted = true;
+          break;
+        }
+        ++issued;
+        Candidate cand{fi, c->config};
+        InFlight job = prepare(cand, p, r);
+        if (const auto done =
+                store_.recorded_outcome(device_id_, pid, family.name(), job.template_hash, job.config_hash)) {
+          // Measured by an earlier run: not again, but the strategy learns from it as before, so
+          // a resumed search continues where the killed one was instead of starting blind.
+          strategy->observe(*c, done->status, done->median_ms);
+          ++r.skipped;
+          if (done->status == TrialStatus::ok && (!best_ms_ || done->median_ms < *best_ms_)) best_ms_ = done->median_ms;
+          continue;
+        }
+        job.strategy_cand = *c;
+        queue.push_back(std::move(job));
+      }
+      if (queue.empty() || out_of_time()) break;
+      InFlight job = std::move(queue.front());
+      queue.pop_front();
+      const TrialRecord t = evaluate(job, p, r);
+      store_.record_trial(device_id_, pid, dev_.arch, t);
+      strategy->observe(job.strategy_cand, t.status, t.timing.median_ms);
+      ++r.by_status[t.status];
+      if (t.status == TrialStatus::ok && (!best_ms_ || t.timing.median_ms < *best_ms_)) {
+        best_ms_ = t.timing.median_ms;
+        best_family_ = family.name();
+      }
+      progress(p, family, r, issued - queue.size(), evals, deadline, started);
+    }
+    for (auto& j : queue) // abandoned by the time budget: let the pool finish them quietly
+      if (j.compiled.valid()) j.compiled.wait();
+    return issued;
+  }
+
   std::optional<Timing> baseline(const GemmProblem& p, int64_t pid) {
     if (auto b = store_.baseline(device_id_, pid, "cublas")) return b;
     nlohmann::json req = {{"op", "baseline"}, {"problem", problem_to_json(p)}, {"seed", o_.seed}, {"timing", timing_json()}};
@@ -164,15 +204,17 @@ class ProblemTuner {
     job.config = c.config;
     job.config_hash = c.config.hash();
     job.template_hash = template_hash(f.source());
-    const CompileRequest req = compile_request(f, c.config, p, dev_.arch);
-    auto k = std::make_shared<CompiledKernel>();
-    if (store_.get_binary(req.cache_key(), &k->cubin, &k->lowered_names)) {
-      k->cache_key = req.cache_key();
-      k->from_cache = true;
-      job.ready = k;
-      ++r.store_reused;
-    } else {
-      job.compiled = compiler_.compile_async(req);
+    job.compiled = load_or_compile(&store_, compiler_, compile_request(f, c.config, p, dev_.arch));
+    if (job.compiled.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+      // Ready at once: a cubin from the database (a compile cannot finish this fast, and an
+      // NVRTC failure surfaces in evaluate()).
+      try {
+        job.ready = job.compiled.get();
+        if (job.ready->from_cache) ++r.store_reused;
+      } catch (...) {
+        job.compiled = {};
+        job.error = std::current_exception();
+      }
     }
     return job;
   }
@@ -186,10 +228,9 @@ class ProblemTuner {
     t.template_hash = job.template_hash;
     std::shared_ptr<const CompiledKernel> k = job.ready;
     try {
-      if (!k) {
-        k = job.compiled.get();
-        store_.put_binary(k->cache_key, dev_.arch, k->cubin, k->lowered_names);
-      }
+      if (job.error) std::rethrow_exception(job.error);
+      if (!k) k = job.compiled.get();
+      if (!k->from_cache) store_.put_binary(k->cache_key, dev_.arch, k->cubin, k->lowered_names);
     } catch (const CompileError& e) {
       t.status = TrialStatus::compile_error;
       t.error = e.log().substr(0, 4000);
@@ -235,24 +276,26 @@ class ProblemTuner {
     return t;
   }
 
-  void progress(const GemmProblem& p, const ProblemResult& r, size_t issued, size_t budget, Clock::time_point t0) {
+  // "[3/20] gemm/f32/NN/...  gemm_skinny 12/100  best 9.1 TFLOPS (1.52x cuBLAS, gemm_skinny)  ETA 0:07"
+  // done and evals count this family's proposals; the ETA is to the end of its share.
+  void progress(const GemmProblem& p, const Family& family, const ProblemResult& r, size_t done, size_t evals,
+                std::optional<Clock::time_point> deadline, Clock::time_point started) {
     if (!o_.progress || o_.quiet) return;
-    int done = r.skipped;
-    for (const auto& [s, n] : r.by_status) done += n;
-    const size_t total = std::max<size_t>(issued, std::min<size_t>(budget, issued + 1));
     std::string best = "best -";
     if (best_ms_) {
-      char buf[96];
+      char buf[128];
       const double tf = tflops(p, *best_ms_);
-      if (r.cublas) std::snprintf(buf, sizeof buf, "best %.1f TFLOPS (%.2fx cuBLAS)", tf, r.cublas->median_ms / *best_ms_);
-      else std::snprintf(buf, sizeof buf, "best %.1f TFLOPS", tf);
+      if (r.cublas)
+        std::snprintf(buf, sizeof buf, "best %.1f TFLOPS (%.2fx cuBLAS, %s)", tf, r.cublas->median_ms / *best_ms_,
+                      best_family_.c_str());
+      else std::snprintf(buf, sizeof buf, "best %.1f TFLOPS (%s)", tf, best_family_.c_str());
       best = buf;
     }
-    const double el = seconds_since(t0);
-    const int evaluated = done - r.skipped;
-    const double eta = evaluated > 0 ? el / evaluated * double(std::min(budget, total) - size_t(done)) : 0;
-    std::fprintf(stderr, "\r\033[K[%zu/%zu] %s  %d/%zu  %s  ETA %s", index_ + 1, o_.problems.size(), p.key().c_str(),
-                 done, std::min(budget, total), best.c_str(), fmt_duration(eta).c_str());
+    double eta = done > 0 && evals != SIZE_MAX ? seconds_since(started) / double(done) * double(evals - done) : 0;
+    if (deadline) eta = std::min(eta > 0 ? eta : 1e9, std::chrono::duration<double>(*deadline - Clock::now()).count());
+    const std::string total = evals == SIZE_MAX ? "?" : std::to_string(evals);
+    std::fprintf(stderr, "\r\033[K[%zu/%zu] %s  %s %zu/%s  %s  ETA %s", index_ + 1, o_.problems.size(), p.key().c_str(),
+                 family.name().c_str(), done, total.c_str(), best.c_str(), fmt_duration(std::max(0.0, eta)).c_str());
     std::fflush(stderr);
   }
 
@@ -265,6 +308,7 @@ class ProblemTuner {
   int64_t device_id_;
   size_t index_;
   std::optional<double> best_ms_;
+  std::string best_family_ = "recorded";
 };
 
 } // namespace

@@ -34,4 +34,8 @@ int arch_number(const std::string& arch);
 // reason in one line in *why_none (e.g. "cuInit failed: CUDA_ERROR_NO_DEVICE: ...").
 std::vector<DeviceInfo> list_devices(std::string* why_none = nullptr);
 
+// The GPU with this ordinal. Throws Error "no GPU available: <why>" when there is none at all (a
+// run-time failure), UsageError naming the ordinal and how many GPUs exist when it is out of range.
+DeviceInfo device_by_ordinal(int ordinal);
+
 } // namespace ktune

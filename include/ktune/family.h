@@ -123,6 +123,10 @@ class Family {
   // The same values in the declared parameter order (the canonical form hashes depend on), after
   // upgrade(); throws UsageError on an unknown or missing parameter.
   Config canonical(const Config& c) const;
+  // c with upgrade() applied and nothing checked or reordered: what violations() should judge
+  // for a config recorded outside this build (a table, a database), so that one written before
+  // the family gained a parameter is not reported as missing it.
+  Config upgraded(const Config& c) const { return upgrade_ ? upgrade_(c) : c; }
 
   // Empty when valid; otherwise why not: unknown or missing parameters, values outside a domain,
   // an unsupported dtype or arch, else the first broken constraint in declaration order (a
@@ -169,5 +173,9 @@ class Family {
 std::vector<Family> builtin_families();
 // Throws UsageError listing the known names when name is not one of them.
 Family find_family(const std::string& name);
+// The families `ktune tune` searches when none is named: every one that competes at run time by
+// default, plus the opt-in gemm_tf32x3 when asked for. Each problem is tuned with those of them
+// that can serve it.
+std::vector<std::string> tuning_family_names(bool tf32x3);
 
 } // namespace ktune

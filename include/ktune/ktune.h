@@ -4,6 +4,12 @@
  *   ktune_handle_t h;
  *   if (ktune_create(&h, NULL) != KTUNE_SUCCESS) fprintf(stderr, "%s\n", ktune_last_error());
  *   ktune_sgemm(h, KTUNE_ROW_MAJOR, KTUNE_OP_N, KTUNE_OP_N, m, n, k, 1.0f, A, k, B, n, 0.0f, C, n, stream);
+ *
+ * Threads: one handle may be shared by any number of threads calling ktune_sgemm at once, each
+ * on its own stream or the same one (it wraps one ktune::Runtime; see runtime.h). Create and
+ * destroy it outside those calls: ktune_destroy while another thread still uses the handle is
+ * undefined. ktune_last_error() is per thread. A test runs one handle from four threads
+ * (tests/runtime/thread_gpu_test.cpp).
  *   ktune_destroy(h);
  */
 #ifndef KTUNE_KTUNE_H
@@ -39,7 +45,10 @@ ktune_status_t ktune_destroy(ktune_handle_t handle);
 
 /* C = alpha * op(A) * op(B) + beta * C, with op(A) m x k, op(B) k x n and C m x n, as in
  * cblas_sgemm. A, B and C are device pointers; stream is a CUstream / cudaStream_t (NULL: the
- * default stream). beta == 0 never reads C. */
+ * default stream). BLAS semantics: beta == 0 never reads C; alpha == 0 or k == 0 reads neither A
+ * nor B (they may be NULL) and gives C = beta * C; m == 0 or n == 0 does nothing. The first call
+ * on a shape nobody tuned may time a few candidate kernels against cuBLAS on `stream` and wait
+ * for them (runtime.h, RuntimeOptions::measure_untuned). */
 ktune_status_t ktune_sgemm(ktune_handle_t handle, ktune_order_t order, ktune_op_t transa, ktune_op_t transb, int m, int n,
                            int k, float alpha, const float* A, int lda, const float* B, int ldb, float beta, float* C,
                            int ldc, void* stream);

@@ -4,8 +4,20 @@
 //   auto sel = rt.best_config(ktune::GemmProblem::parse("4096x4096x4096"));
 //   rt.gemm(problem, dA, dB, dC, 1.0f, 0.0f, stream);    // tuned kernel, or cuBLAS if it won
 //
-// Thread-safe: one Runtime may serve many threads. Lookups read an index built at construction;
-// compiled modules and selections are cached behind mutexes (the process-wide state ktune keeps).
+// Thread-safety: one Runtime may serve any number of threads at once, each on its own stream or
+// a shared one. Lookups read an index built at construction and never changed; selections,
+// compiled modules, per-stream workspaces and the cuBLAS handle are behind mutexes; a first-use
+// measurement of an untuned problem runs once (one at a time: concurrent ones would skew each
+// other's timings) while other threads keep launching problems already prepared. Construction
+// and destruction must not race with calls. Launches are asynchronous on the caller's stream;
+// the same stream from two threads orders their launches as the driver receives them. Tested
+// from four threads (tests/runtime/thread_gpu_test.cpp).
+//
+// Problems nobody tuned: the configs tuned for other problems (db/lending.h ranks them) are
+// candidates, never a promise. On the first gemm() of such a problem the best-ranked few and
+// cuBLAS are timed at the problem itself, and the fastest runs from then on (cuBLAS unless a
+// kernel wins by RuntimeOptions::measure_margin): the runtime is never knowingly slower than
+// cuBLAS. best_config() says what was chosen and why.
 #pragma once
 #include <cuda.h>
 
@@ -21,36 +33,66 @@ namespace ktune {
 
 enum class Provenance {
   exact,          // tuned for exactly this problem
-  nearest,        // tuned for the nearest problem of the same op, dtype, layout, arch, alignment
-  default_config, // nothing tuned nearby: the family's default
-  cublas,         // the recorded cuBLAS time beat the tuned kernel: gemm() calls cuBLAS
+  nearest,        // a config tuned for another problem (a lender), measured faster than cuBLAS here
+                  // at first use, or predicted much faster where it could not be measured
+  default_config, // nothing tuned of this dtype and layout: a family default, measured faster than cuBLAS
+  cublas,         // cuBLAS: it beat the tuned kernel, or no lender is predicted or measured faster
 };
 const char* to_string(Provenance p);
 
+// A tuned config the runtime may run for a problem nobody tuned (db/lending.h ranks them).
+struct CandidateConfig {
+  std::string family;
+  Config config;
+  std::string source;                // the table or database it came from
+  std::string tuned;                 // key of the problem it was tuned for
+  double distance = 0;               // log distance between the problems (plus an alignment penalty)
+  double home_ratio = 1;             // cuBLAS time / kernel time recorded at the tuned problem
+  double score = 0;                  // predicted speedup over cuBLAS here: home_ratio * exp(-0.4 distance)
+  bool generalized = false;          // a general form of the tuned config (Family::generalized)
+  std::optional<double> measured_ms; // timed at this problem at first use
+};
+
 struct Selection {
   Provenance provenance = Provenance::default_config;
-  std::string family; // the kernel family (also set for cublas: what was tuned)
+  std::string family; // the kernel family (also set for cublas where a kernel was considered)
   Config config;
   std::string source;                // "store PATH", "table PATH", "shipped table sm_90", "default"
   std::optional<std::string> tuned;  // key of the tuned problem the config came from
-  double distance = 0;               // nearest: sqrt of the summed squared log ratios of M, N, K
+  double distance = 0;               // nearest: log distance to the tuned problem (db/lending.h)
   bool generalized = false;          // the tuned config was specialised to its shape (e.g. EVEN);
                                      // config is a general form of it (Family::generalized)
   std::optional<double> time_ms, cublas_ms; // recorded for the tuned problem
+  // For a problem nobody tuned: the lenders worth measuring, best predicted first. gemm() times
+  // each and cuBLAS at the problem the first time it sees it, and runs the fastest (cuBLAS unless
+  // a kernel is at least RuntimeOptions::measure_margin faster).
+  std::vector<CandidateConfig> candidates;
+  bool measure_pending = false;              // candidates not measured yet (no gemm() call so far)
+  bool measured = false;                     // the choice was measured at this problem
+  std::optional<double> measured_cublas_ms;  // cuBLAS at this problem, timed at first use
+  std::string why;                           // one line: why this choice
 };
 
 struct RuntimeOptions {
   std::string db_path;             // "" or a missing file: no store; opened read-only otherwise
   std::vector<std::string> tables; // more table files (ktune.table/1), after the store
   bool shipped_tables = true;      // the tables embedded in the library, last
-  // Opt-in: also the shipped gemm_tf32x3 table of the arch (tables/<arch>-tf32x3.json), ahead of
-  // the plain shipped table. gemm_tf32x3 computes FP32 GEMM on the TF32 tensor cores with a
-  // big/small split of every operand: its error against FP64 is at or below cuBLAS SGEMM's on
-  // finite inputs of ordinary range, but results are not bit-identical to FFMA, and an infinite
-  // input, or one within 2^-11 of FLT_MAX, gives NaN (docs/TEMPLATES.md). Off by default, as
-  // cuBLAS keeps TF32 off unless asked. Only sm_90 ships such a table so far; elsewhere the option
-  // changes nothing (best_config's `source` names the table each answer came from).
+  // Opt-in: also the shipped gemm_tf32x3 table of the arch (tables/<arch>-tf32x3.json). Its
+  // entries only add candidates: for a tuned problem the fastest recorded entry wins, for an
+  // untuned one its lenders are measured beside the others. gemm_tf32x3 computes FP32 GEMM on
+  // the TF32 tensor cores with a big/small split of every operand: its error against FP64 is at
+  // or below cuBLAS SGEMM's on finite inputs of ordinary range, but results are not
+  // bit-identical to FFMA, and an infinite input, or one within 2^-11 of FLT_MAX, gives NaN
+  // (docs/TEMPLATES.md). Off by default, as cuBLAS keeps TF32 off unless asked. Only sm_90 ships
+  // such a table so far; elsewhere the option changes nothing (best_config's `source` names the
+  // table each answer came from).
   bool tf32x3 = false;
+  // For a problem nobody tuned, time the best-scored lenders and cuBLAS on the first gemm() call
+  // (on the caller's stream, into a scratch C; the call then blocks until they finish) and keep
+  // the fastest for the life of the Runtime. Off, or when the stream is being captured into a
+  // graph, a lender runs only when predicted kTrustUnmeasured (1.15x) faster than cuBLAS.
+  bool measure_untuned = true;
+  double measure_margin = 0.03; // a kernel must beat cuBLAS by this fraction to be chosen
   std::string arch;                // "" = the arch of `device` (needs a GPU)
   int device = 0;
 };
@@ -65,7 +107,9 @@ class Runtime {
   const std::string& arch() const;
   size_t entries() const; // tuned problems known to the index
 
-  // Throws UsageError for an invalid problem.
+  // What gemm() runs for p: an exact entry, cuBLAS, or for a problem nobody tuned the
+  // candidates first use will measure (measure_pending), and after a gemm() call on p, what that
+  // measurement chose. Throws UsageError for an invalid problem.
   Selection best_config(const GemmProblem& p) const;
 
   // C = alpha * A * B + beta * C on stream, with the layouts, sizes and leading dimensions of p
@@ -87,6 +131,8 @@ class Runtime {
   std::shared_ptr<void> prepare(const std::string& key, const GemmProblem& p, const Selection& s);
   void launch(const std::shared_ptr<void>& prepared, const GemmProblem& p, const float* A, const float* B, float* C,
               CUstream stream);
+  // C = beta * C (alpha == 0 or K == 0; nothing for M or N == 0), reading neither A nor B.
+  void scale_only(const GemmProblem& p, float* C, CUstream stream);
 
   std::unique_ptr<Impl> impl_;
 };

@@ -115,6 +115,30 @@ Family gemm_skinny_family() {
     return c;
   });
 
+  // A skinny config is tuned for one M: its row tile MT must cover M in one or two tiles, and its
+  // vector width VEC must fit the alignment class. The same block shape with the row tile moved
+  // towards other Ms (nearest first, the smaller of two equally near), and narrower loads, serves
+  // every other decode batch: lenders for M = 1..64 come from any tuned M.
+  f.generalize([](const Config& c) {
+    std::vector<std::pair<int, int>> mts; // (distance in powers of two, MT)
+    for (int mt : {1, 2, 4, 8, 16, 32}) {
+      int d = 0;
+      for (int x = std::min(mt, c["MT"]); x < std::max(mt, c["MT"]); x *= 2) ++d;
+      mts.emplace_back(2 * d + (mt > c["MT"]), mt);
+    }
+    std::sort(mts.begin(), mts.end());
+    std::vector<Config> out;
+    for (const auto& [d, mt] : mts)
+      for (int vec : {4, 2, 1}) {
+        if (vec > c["VEC"]) continue;
+        Config g = c;
+        g.set("MT", mt);
+        g.set("VEC", vec);
+        if (!(g == c)) out.push_back(std::move(g));
+      }
+    return out;
+  });
+
   f.kernels([](const Config& c, const GemmProblem& p) {
      // Template parameter order of gemm_skinny.cu (the same as the enumeration order).
      std::vector<std::string> names{

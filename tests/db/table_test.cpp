@@ -5,12 +5,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "db/store.h"
+#include "ktune/config.h"
 #include "ktune/error.h"
+#include "ktune/family.h"
 #include "test_paths.h"
 
 using namespace ktune;
@@ -41,6 +44,55 @@ const char* kGood = R"({"schema": "ktune.table/1", "device": {"name": "GPU X", "
    "config": {"TILE": 16}, "time_ms": 0.01, "tflops": 0.05, "cublas_ms": 0.02, "template_hash": "abc"},
   {"op": "gemm", "dtype": "f32", "layout": "TN", "m": 100, "n": 30, "k": 7, "align": 4, "family": "gemm_naive",
    "config": {"BX": 32, "BY": 4}, "time_ms": 0.5, "tflops": 0.001, "cublas_ms": null, "template_hash": "def"}]})";
+
+// Configs of the shipped sm_90 table, valid for the shapes below on sm_90.
+const char* kSimt = R"({"BM":128,"BN":256,"WM":64,"WN":64,"TM":4,"TN":4,"LN":8,"BK":16,"VEC":4,"AT":1,"PAD":0,)"
+                    R"("PIPE":1,"SPLITK":4,"SWZ":1,"EVEN":1,"PACK":0})";
+const char* kSkinny =
+    R"({"MT":16,"NT":128,"VEC":4,"KG":4,"NC":1,"UNROLL":1,"KC":32,"LDH":0,"CL":0,"SPLITK":4,"ST":4,"MINB":3})";
+
+TableEntry entry(const std::string& family, const std::string& config, const std::string& shape = "1024x1024x1024",
+                 const std::string& arch = "sm_90") {
+  TableEntry e;
+  e.problem = GemmProblem::parse(shape);
+  e.arch = arch;
+  e.family = family;
+  e.config_json = config;
+  e.time_ms = 1;
+  e.tflops = 1;
+  e.template_hash = "abc";
+  return e;
+}
+
+// base with some parameters' values changed (to nullopt: removed), in base's order.
+std::string edited(const char* base, const std::vector<std::pair<std::string, std::optional<int>>>& changes) {
+  const Config given = Config::from_json(base);
+  Config out;
+  for (const auto& [k, v] : given.items()) {
+    const auto ch = std::find_if(changes.begin(), changes.end(), [&, &k = k](const auto& c) { return c.first == k; });
+    if (ch == changes.end())
+      out.set(k, v);
+    else if (ch->second)
+      out.set(k, *ch->second);
+  }
+  return out.to_json();
+}
+
+// invalid_reason's text, asserting it names the problem (an empty reason would pass any find).
+std::string reason(const TableEntry& e) {
+  const std::string why = invalid_reason(e);
+  EXPECT_FALSE(why.empty()) << e.family << " " << e.config_json << " on " << e.problem.key() << " " << e.arch;
+  return why;
+}
+
+std::string validation_message(const Table& t, const std::string& origin) {
+  try {
+    validate_table_entries(t, origin);
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "accepted";
+}
 
 } // namespace
 
@@ -74,6 +126,129 @@ TEST(Table, RefusesBadTablesWithAClearMessage) {
   EXPECT_NE(msg(std::string(kGood).replace(std::string(kGood).find("\"family\": \"gemm_smem\","), 22, "")).find("missing field \"family\""),
             std::string::npos);
   EXPECT_NE(msg(R"({"schema": "ktune.table/1"})").find("missing field \"device\""), std::string::npos);
+  // Beyond int's range a value would wrap into the domain (4294967312 is 16 mod 2^32).
+  EXPECT_NE(msg(std::string(kGood).replace(std::string(kGood).find("\"TILE\": 16"), 10, "\"TILE\": 4294967312"))
+                .find("entry 0: config parameter 'TILE' is out of range"),
+            std::string::npos);
+}
+
+TEST(TableValidation, TheShippedTablesAreValid) {
+  for (const char* name : {"sm_90.json", "sm_90-tf32x3.json"}) {
+    const Table t = read_table_file(std::string(KTUNE_SOURCE_DIR) + "/configs/tables/" + name);
+    ASSERT_FALSE(t.entries.empty()) << name;
+    for (const auto& e : t.entries)
+      EXPECT_EQ(invalid_reason(e), "") << name << " " << e.problem.key() << " " << e.family;
+    EXPECT_NO_THROW(validate_table_entries(t, name));
+  }
+}
+
+TEST(TableValidation, AConfigRecordedBeforeItsFamilyGainedParametersIsValid) {
+  // Each config lacks parameters its family declared later; upgrade() fills them in with the
+  // values that reproduce the kernel it was measured with.
+  const struct {
+    const char *family, *config, *shape, *gained;
+  } older[] = {
+      {"gemm_simt",
+       R"({"BM":128,"BN":256,"WM":64,"WN":64,"TM":4,"TN":4,"BK":16,"VEC":4,"AT":1,"PAD":0,"PIPE":1,"SPLITK":4,"SWZ":1,"EVEN":1})",
+       "1024x1024x1024", "PACK"},
+      {"gemm_skinny", R"({"MT":1,"NT":256,"VEC":4,"KG":8,"NC":1,"UNROLL":2,"KC":256,"LDH":1,"SPLITK":2})",
+       "1x4096x4096", "MINB"},
+      {"gemm_tf32x3", R"({"BM":64,"BN":64,"WM":32,"WN":32,"BK":32,"ST":4,"KU":0,"FOLD":4,"SPLITK":1,"SWZ":1,"PACK":0})",
+       "1024x1024x1024", "CVT"},
+  };
+  for (const auto& o : older) {
+    const Family f = find_family(o.family);
+    ASSERT_TRUE(
+        std::any_of(f.params().begin(), f.params().end(), [&](const Family::Param& p) { return p.name == o.gained; }));
+    ASSERT_FALSE(Config::from_json(o.config).has(o.gained)) << o.config;
+    EXPECT_EQ(invalid_reason(entry(o.family, o.config, o.shape)), "") << o.family;
+  }
+}
+
+TEST(TableValidation, NamesEachKindOfInvalidEntry) {
+  EXPECT_EQ(invalid_reason(entry("gemm_simt", kSimt)), ""); // the base every case below breaks
+  EXPECT_EQ(invalid_reason(entry("gemm_skinny", kSkinny, "16x4096x4096")), "");
+
+  std::string why = reason(entry("gemm_evil", kSimt));
+  EXPECT_NE(why.find("unknown family 'gemm_evil'"), std::string::npos) << why;
+  EXPECT_NE(why.find("gemm_simt"), std::string::npos) << why; // lists the known ones
+
+  why = reason(entry("gemm_smem", R"({"TILE":16,"ZZ":1})"));
+  EXPECT_NE(why.find("unknown parameter 'ZZ'"), std::string::npos) << why;
+  why = reason(entry("gemm_smem", R"({"TILE":7})"));
+  EXPECT_NE(why.find("value 7 is outside the domain of 'TILE'"), std::string::npos) << why;
+  why = reason(entry("gemm_simt", edited(kSimt, {{"BM", -5}})));
+  EXPECT_NE(why.find("value -5 is outside the domain of 'BM'"), std::string::npos) << why;
+  why = reason(entry("gemm_smem", "{}"));
+  EXPECT_NE(why.find("parameter 'TILE' is missing"), std::string::npos) << why;
+  // One missing parameter that no upgrade supplies (BM was never added later).
+  why = reason(entry("gemm_simt", edited(kSimt, {{"BM", std::nullopt}})));
+  EXPECT_NE(why.find("parameter 'BM' is missing"), std::string::npos) << why;
+
+  why = reason(entry("gemm_smem", "[16]"));
+  EXPECT_NE(why.find("JSON object of integers"), std::string::npos) << why;
+  why = reason(entry("gemm_smem", R"({"TILE":"16"})"));
+  EXPECT_NE(why.find("'TILE' must be an integer"), std::string::npos) << why;
+  why = reason(entry("gemm_smem", R"({"TILE":16.5})"));
+  EXPECT_NE(why.find("'TILE' must be an integer"), std::string::npos) << why;
+  why = reason(entry("gemm_smem", "{TILE"));
+  EXPECT_NE(why.find("not valid JSON"), std::string::npos) << why;
+
+  // A constraint on the problem: gemm_skinny serves M <= 64 only.
+  why = reason(entry("gemm_skinny", kSkinny, "4096x4096x4096"));
+  EXPECT_NE(why.find("breaks constraint 'M <= 64 (skinny problems only)' for gemm/f32/NN/4096x4096x4096/a16"),
+            std::string::npos)
+      << why;
+  // A constraint on the device: 3 stages of 32 x (128 + 256) floats are 144 KiB, within
+  // sm_90's 227 KiB per block, beyond sm_86's 99 KiB.
+  const std::string deep = edited(kSimt, {{"BK", 32}, {"PIPE", 3}});
+  EXPECT_EQ(invalid_reason(entry("gemm_simt", deep)), "");
+  why = reason(entry("gemm_simt", deep, "1024x1024x1024", "sm_86"));
+  EXPECT_NE(why.find("breaks constraint 'shared memory within the device's per-block limit'"), std::string::npos)
+      << why;
+  EXPECT_NE(why.find("nominal sm_86"), std::string::npos) << why;
+
+  // Arches: unparsable, without published limits (nothing can be compiled for it either).
+  why = reason(entry("gemm_simt", kSimt, "1024x1024x1024", "sm_xx"));
+  EXPECT_NE(why.find("bad arch 'sm_xx'"), std::string::npos) << why;
+  why = reason(entry("gemm_simt", kSimt, "1024x1024x1024", "sm_75"));
+  EXPECT_NE(why.find("no nominal limits for arch 'sm_75'"), std::string::npos) << why;
+  // A dtype the family has no kernel for.
+  TableEntry half = entry("gemm_simt", kSimt);
+  half.problem = GemmProblem::parse("1024x1024x1024", "NN", DType::f16);
+  why = reason(half);
+  EXPECT_NE(why.find("does not support dtype f16"), std::string::npos) << why;
+}
+
+TEST(TableValidation, ValidateTableEntriesListsEveryInvalidEntry) {
+  Table t;
+  t.device_name = "GPU X";
+  t.arch = "sm_90";
+  t.sm_count = 132;
+  t.entries = {entry("gemm_smem", R"({"TILE":7})", "64x64x64"), entry("gemm_smem", R"({"TILE":16})", "64x64x64"),
+               entry("gemm_evil", R"({"TILE":16})", "128x64x64")};
+  EXPECT_EQ(invalid_reason(t.entries[1]), "");
+  std::string msg = validation_message(t, "colleague.json");
+  EXPECT_NE(msg.find("colleague.json: 2 of 3 entries are invalid"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("entry 0 (gemm/f32/NN/64x64x64/a16, family gemm_smem): config {\"TILE\":7}: value 7 is outside "
+                     "the domain of 'TILE'"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("entry 2 (gemm/f32/NN/128x64x64/a16, family gemm_evil): unknown family 'gemm_evil'"),
+            std::string::npos)
+      << msg;
+  EXPECT_EQ(msg.find("entry 1"), std::string::npos) << msg;
+
+  t.entries.erase(t.entries.begin());
+  msg = validation_message(t, "colleague.json");
+  EXPECT_NE(msg.find("colleague.json entry 1 (gemm/f32/NN/128x64x64/a16, family gemm_evil): unknown family"),
+            std::string::npos)
+      << msg;
+
+  t.entries.pop_back();
+  EXPECT_NO_THROW(validate_table_entries(t, "colleague.json"));
+  // The documented example table is valid too.
+  EXPECT_NO_THROW(validate_table_entries(parse_table(kGood, "good"), "good"));
 }
 
 TEST(Table, ExportThenImportGivesAnIdenticalTable) {

@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
+#include "db/lending.h"
 #include "db/store.h"
 #include "db/table.h"
 #include "ktune/error.h"
@@ -63,7 +65,7 @@ std::string with_even(std::string cfg) { return cfg.replace(cfg.find("\"EVEN\":0
 } // namespace
 
 TEST(Runtime, ExactNearestDefaultAndCublas) {
-  const auto t = write_table("a.json", {entry("1024x1024x1024", kSimt, 1.0, 1.2), entry("4096x4096x4096", kSimt, 3.0, 2.0)});
+  const auto t = write_table("a.json", {entry("1024x1024x1024", kSimt, 1.0, 1.2), entry("4096x4096x4096", kSimt, 3.0, 1.5)});
   Runtime rt = runtime_with({t});
   EXPECT_EQ(rt.entries(), 2u);
   auto s = rt.best_config(GemmProblem::parse("1024x1024x1024"));
@@ -71,32 +73,52 @@ TEST(Runtime, ExactNearestDefaultAndCublas) {
   EXPECT_EQ(*s.tuned, "gemm/f32/NN/1024x1024x1024/a16");
   EXPECT_DOUBLE_EQ(*s.time_ms, 1.0);
   EXPECT_DOUBLE_EQ(*s.cublas_ms, 1.2);
+  EXPECT_FALSE(s.measure_pending);
+  // Near a config that beat cuBLAS by 1.2x: a candidate, timed against cuBLAS at first use.
   s = rt.best_config(GemmProblem::parse("1100x900x1000"));
   EXPECT_EQ(s.provenance, Provenance::nearest);
+  EXPECT_TRUE(s.measure_pending);
   EXPECT_EQ(*s.tuned, "gemm/f32/NN/1024x1024x1024/a16");
   EXPECT_GT(s.distance, 0);
-  // cuBLAS was faster for the tuned 4096^3: it is dispatched there and for its neighbours.
+  ASSERT_EQ(s.candidates.size(), 1u); // one config, lent by two problems
+  EXPECT_NEAR(s.candidates[0].score, 1.2 * std::exp(-kLendDecay * s.distance), 1e-9);
+  // cuBLAS was faster for the tuned 4096^3: it is dispatched there, and its neighbours have no
+  // candidate predicted within reach (0.5x at home).
   EXPECT_EQ(rt.best_config(GemmProblem::parse("4096x4096x4096")).provenance, Provenance::cublas);
-  EXPECT_EQ(rt.best_config(GemmProblem::parse("4000x4000x4000")).provenance, Provenance::cublas);
-  // Another layout has no tuned neighbour: the family default.
+  s = rt.best_config(GemmProblem::parse("4000x4000x4000"));
+  EXPECT_EQ(s.provenance, Provenance::cublas);
+  EXPECT_TRUE(s.candidates.empty());
+  EXPECT_NE(s.why.find("cuBLAS"), std::string::npos) << s.why;
+  // Another layout has nothing tuned at all: the family defaults, measured at first use.
   s = rt.best_config(GemmProblem::parse("1024x1024x1024", "TN"));
   EXPECT_EQ(s.provenance, Provenance::default_config);
+  EXPECT_TRUE(s.measure_pending);
   EXPECT_EQ(s.family, "gemm_simt");
   EXPECT_FALSE(s.tuned);
 }
 
-TEST(Runtime, NearestStaysInTheAlignmentClassAndOnlyTakesValidConfigs) {
+TEST(Runtime, LendersOfAnotherAlignmentClassPayAPenaltyAndServeInAValidForm) {
   std::string vec1 = kSimt;
   vec1.replace(vec1.find("\"VEC\":4"), 7, "\"VEC\":1");
   const auto t = write_table("b.json", {entry("1024x1024x1024", kSimt, 1.0, 2.0), entry("3000x3000x3001", vec1, 5.0, 6.0, 4)});
   Runtime rt = runtime_with({t});
-  // 1023 is in class a4: only the a4 entry is a neighbour, however far.
-  auto s = rt.best_config(GemmProblem::parse("1023x1023x1023"));
-  EXPECT_EQ(s.provenance, Provenance::nearest);
-  EXPECT_EQ(*s.tuned, "gemm/f32/NN/3000x3000x3001/a4");
-  EXPECT_EQ(s.config["VEC"], 1);
-  // An a16 problem takes the a16 entry even though the a4 one is nearer in size.
-  EXPECT_EQ(*rt.best_config(GemmProblem::parse("2900x2900x2900")).tuned, "gemm/f32/NN/1024x1024x1024/a16");
+  const DeviceInfo d = DeviceInfo::nominal("sm_90");
+  const Family simt = find_family("gemm_simt");
+  for (const char* shape : {"1023x1023x1023", "2900x2900x2900", "1000x1000x1000"}) {
+    const GemmProblem p = GemmProblem::parse(shape);
+    const Selection s = rt.best_config(p);
+    ASSERT_FALSE(s.candidates.empty()) << shape;
+    for (const auto& c : s.candidates) {
+      EXPECT_TRUE(simt.valid(simt.canonical(c.config), p, d)) << shape << " " << c.config.to_json();
+      const GemmProblem home = GemmProblem::parse(c.tuned.substr(c.tuned.find("NN/") + 3, c.tuned.rfind('/') - c.tuned.find("NN/") - 3));
+      const bool other_class = c.tuned.substr(c.tuned.rfind('/') + 1) != "a" + std::to_string(p.align);
+      EXPECT_NEAR(c.distance, log_distance(p, home) + (other_class ? kAlignPenalty : 0.0), 1e-9) << shape << " " << c.tuned;
+    }
+  }
+  // 1023 is in class a4: the a16 1024^3 entry lends its bounds-checked form, VEC within a4 or packed.
+  const Selection s = rt.best_config(GemmProblem::parse("1023x1023x1023"));
+  EXPECT_EQ(*s.tuned, "gemm/f32/NN/1024x1024x1024/a16");
+  EXPECT_TRUE(s.generalized);
 }
 
 TEST(Runtime, AnEvenConfigServesOnlyShapesItDividesElseItsGeneralTwin) {

@@ -3,8 +3,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -14,11 +18,12 @@ namespace {
 
 struct CliRun {
   int status;
-  std::string out; // stdout and stderr together
+  std::string out; // stdout and stderr together, or what run_ktune's redirect leaves
 };
 
-CliRun run_ktune(const std::string& args) {
-  const std::string cmd = ktune::testing::ktune_binary() + " " + args + " 2>&1";
+// The output read is stdout and stderr together unless `redirect` says otherwise.
+CliRun run_ktune(const std::string& args, const char* redirect = " 2>&1") {
+  const std::string cmd = ktune::testing::ktune_binary() + " " + args + redirect;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return {-1, "popen failed"};
   std::string out;
@@ -26,6 +31,69 @@ CliRun run_ktune(const std::string& args) {
   while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
   const int st = pclose(p);
   return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+// stderr alone (stdout discarded): where a refusal must say why.
+CliRun run_ktune_stderr(const std::string& args) { return run_ktune(args, " 2>&1 >/dev/null"); }
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string scratch(const std::string& name) {
+  const auto dir = std::filesystem::path(::testing::TempDir()) / ("ktune-cli-import-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  return (dir / name).string();
+}
+
+std::string write_file(const std::string& name, const std::string& text) {
+  const std::string path = scratch(name);
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+// A table of one entry for Mx64x64 with the given family and config (JSON text).
+std::string one_entry_table(const std::string& family, const std::string& config, const std::string& arch = "sm_90",
+                            int m = 64, double time_ms = 1e-4) {
+  const nlohmann::ordered_json entry = {{"op", "gemm"},
+                                        {"dtype", "f32"},
+                                        {"layout", "NN"},
+                                        {"m", m},
+                                        {"n", 64},
+                                        {"k", 64},
+                                        {"align", 16},
+                                        {"family", family},
+                                        {"config", nlohmann::ordered_json::parse(config)},
+                                        {"time_ms", time_ms},
+                                        {"tflops", 5.0},
+                                        {"cublas_ms", 0.02},
+                                        {"template_hash", "abc"}};
+  const nlohmann::ordered_json table = {{"schema", "ktune.table/1"},
+                                        {"device", {{"name", "GPU X"}, {"arch", arch}, {"sm_count", 132}}},
+                                        {"entries", nlohmann::ordered_json::array({entry})}};
+  return table.dump(1);
+}
+
+// Each bad table and a phrase its refusal must contain. Every entry is faster than anything in
+// the database, so an import that slipped through would change the best.
+const std::vector<std::pair<std::string, std::string>>& bad_tables() {
+  static const std::vector<std::pair<std::string, std::string>> bad = {
+      {one_entry_table("gemm_smem", R"({"TILE": -5})"), "value -5 is outside the domain of 'TILE'"},
+      {one_entry_table("gemm_smem", R"({"TILE": 7})"), "value 7 is outside the domain of 'TILE'"},
+      {one_entry_table("gemm_evil", R"({"TILE": 16})"), "unknown family 'gemm_evil'"},
+      {one_entry_table("gemm_smem", R"({"TILE": 16, "ZZ": 1})"), "unknown parameter 'ZZ'"},
+      {one_entry_table("gemm_naive", R"({"BX": 32})"), "parameter 'BY' is missing"},
+      {one_entry_table(
+           "gemm_skinny",
+           R"({"MT":16,"NT":128,"VEC":4,"KG":4,"NC":1,"UNROLL":1,"KC":32,"LDH":0,"CL":0,"SPLITK":4,"ST":4,"MINB":3})",
+           "sm_90", 4096),
+       "breaks constraint 'M <= 64 (skinny problems only)' for gemm/f32/NN/4096x64x64/a16"},
+      {one_entry_table("gemm_smem", R"({"TILE": 16})", "sm_75"), "no nominal limits for arch 'sm_75'"},
+  };
+  return bad;
 }
 
 } // namespace
@@ -154,18 +222,43 @@ TEST(Cli, QueryAnswersFromTheShippedTableWithoutADevice) {
   // exact, or cublas where the table itself records cuBLAS as faster for the problem
   EXPECT_EQ(j["provenance"], j["cublas_ms"].get<double>() < j["time_ms"].get<double>() ? "cublas" : "exact");
 
+  // Untuned, near a tuned problem where cuBLAS won by 5 %: that config is still worth timing
+  // here (first use decides), but no promise is made before.
   r = run_ktune("query --arch sm_90 --problem 4000x4000x4000 --json --db /nonexistent.db");
   ASSERT_EQ(r.status, 0) << r.out;
   j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["provenance"], "nearest");
+  EXPECT_EQ(j["measure_pending"], true);
   EXPECT_EQ(j["tuned_problem"], "gemm/f32/NN/4096x4096x4096/a16");
-  EXPECT_GT(j["distance"].get<double>(), 0.0);
-  EXPECT_EQ(j["provenance"], j["cublas_ms"].get<double>() < j["time_ms"].get<double>() ? "cublas" : "nearest");
+  EXPECT_LT(j["candidates"][0]["predicted_ratio"].get<double>(), 1.0);
 
+  // Far from every tuned problem: no candidate is predicted within reach, and the answer says
+  // so, naming the best lender it considered.
+  r = run_ktune("query --arch sm_90 --problem 3000x200x100 --json --db /nonexistent.db");
+  ASSERT_EQ(r.status, 0) << r.out;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["provenance"], "cublas");
+  EXPECT_TRUE(j["candidates"].empty());
+  EXPECT_NE(j["why"].get<std::string>().find("predicted"), std::string::npos) << j["why"];
+
+  // Untuned decode shape: gemm_skinny's 2.6x at 16x4096x4096 makes it a candidate, timed
+  // against cuBLAS at first use.
   r = run_ktune("query --arch sm_90 --problem 16x4000x4000 --json --db /nonexistent.db");
   ASSERT_EQ(r.status, 0) << r.out;
   j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["tuned_problem"], "gemm/f32/NN/16x4096x4096/a16");
-  EXPECT_EQ(j["provenance"], j["cublas_ms"].get<double>() < j["time_ms"].get<double>() ? "cublas" : "nearest");
+  EXPECT_EQ(j["provenance"], "nearest");
+  EXPECT_EQ(j["measure_pending"], true);
+  ASSERT_FALSE(j["candidates"].empty());
+  EXPECT_EQ(j["candidates"][0]["family"], "gemm_skinny");
+  EXPECT_GT(j["candidates"][0]["predicted_ratio"].get<double>(), 1.0);
+  EXPECT_GT(j["cublas_ms"].get<double>(), j["time_ms"].get<double>()); // recorded at the lender's home
+
+  // The text form says why.
+  const CliRun t = run_ktune("query --arch sm_90 --problem 16x4000x4000 --db /nonexistent.db");
+  ASSERT_EQ(t.status, 0) << t.out;
+  EXPECT_NE(t.out.find("why"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("candidates"), std::string::npos) << t.out;
 }
 
 TEST(Cli, QueryTf32x3OptsIntoTheTensorCoreTable) {
@@ -203,4 +296,41 @@ TEST(Cli, SimulateReplaysARecordedRun) {
   EXPECT_NE(r.out.find("median over problems"), std::string::npos) << r.out;
   EXPECT_EQ(run_ktune("simulate --trials " + log + " --strategy sideways").status, 2);
   EXPECT_EQ(run_ktune("simulate --trials /nonexistent.json").status, 2);
+}
+
+TEST(Cli, ImportRefusesAnEntryItsFamilyCannotServeAndLeavesTheDatabaseAlone) {
+  const std::string db = scratch("existing.db");
+  std::filesystem::remove(db);
+  const std::string good = write_file("good.json", one_entry_table("gemm_smem", R"({"TILE": 16})", "sm_90", 64, 1.0));
+  CliRun r = run_ktune("import " + good + " --db " + db);
+  ASSERT_EQ(r.status, 0) << r.out;
+  const std::string before = file_bytes(db);
+  ASSERT_FALSE(before.empty());
+  for (size_t i = 0; i < bad_tables().size(); ++i) {
+    const auto& [text, why] = bad_tables()[i];
+    const std::string f = write_file("bad" + std::to_string(i) + ".json", text);
+    r = run_ktune_stderr("import " + f + " --db " + db);
+    EXPECT_EQ(r.status, 2) << text << "\n" << r.out;
+    EXPECT_NE(r.out.find(f + " entry 0 (gemm/f32/NN/"), std::string::npos) << r.out; // names the entry
+    EXPECT_NE(r.out.find(why), std::string::npos) << r.out;
+    EXPECT_EQ(file_bytes(db), before) << "importing " << text << " changed the database";
+    EXPECT_FALSE(std::filesystem::exists(db + "-wal") && std::filesystem::file_size(db + "-wal") > 0);
+  }
+  // A good table still imports, and is the one that sets the best.
+  r = run_ktune("import " + write_file("better.json", one_entry_table("gemm_smem", R"({"TILE": 32})")) + " --db " + db);
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("1 problems got a new or faster best"), std::string::npos) << r.out;
+}
+
+TEST(Cli, ImportOfAnInvalidTableDoesNotCreateTheDatabase) {
+  const std::string db = scratch("never") + "/created.db";
+  std::filesystem::remove_all(scratch("never"));
+  for (size_t i = 0; i < bad_tables().size(); ++i) {
+    const std::string f = write_file("absent" + std::to_string(i) + ".json", bad_tables()[i].first);
+    const CliRun r = run_ktune_stderr("import " + f + " --db " + db);
+    EXPECT_EQ(r.status, 2) << r.out;
+    EXPECT_NE(r.out.find(bad_tables()[i].second), std::string::npos) << r.out;
+    EXPECT_FALSE(std::filesystem::exists(db)) << bad_tables()[i].first;
+    EXPECT_FALSE(std::filesystem::exists(scratch("never"))) << "the database's folder was created";
+  }
 }

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "db/store.h"
 
@@ -205,4 +206,31 @@ TEST(Session, AResumedModelSearchContinuesAsIfNeverInterrupted) {
   const auto a = order(whole), b = order(resumed);
   ASSERT_EQ(a.size(), 14u);
   EXPECT_EQ(a, b) << "the resumed search chose other configs after the recorded ones";
+}
+
+TEST(Session, SeveralFamiliesShareAProblemsBudgetWhereTheyCanServeIt) {
+  // gemm_naive serves every problem, gemm_skinny only M <= 64: the decode problem's 6 proposals
+  // are split between the two, the square one's all go to gemm_naive. A model-guided search
+  // works per family like any other strategy.
+  const std::string db = fresh_db("families.db");
+  auto o = options(db, script(""), 6);
+  o.strategy = "model";
+  o.families = {find_family("gemm_naive"), find_family("gemm_skinny").restricted(SpaceRestriction::from_json(
+                                               R"({"family": "gemm_skinny", "domains": {"ST": [0], "CL": [0], "NT": [64]}})",
+                                               "test restriction"))};
+  o.problems = {GemmProblem::parse("16x256x256"), GemmProblem::parse("256x256x256")};
+  const auto r = tune(o);
+  ASSERT_EQ(r.problems.size(), 2u);
+  Store s(db);
+  auto families_of = [&](const GemmProblem& p) {
+    std::map<std::string, int> n;
+    for (const auto& t : s.trials(s.device_id(*o.device_info), s.problem_id(p))) ++n[t.family];
+    return n;
+  };
+  const auto decode = families_of(o.problems[0]), square = families_of(o.problems[1]);
+  EXPECT_EQ(decode.at("gemm_naive"), 3);
+  EXPECT_EQ(decode.at("gemm_skinny"), 3);
+  EXPECT_EQ(square.at("gemm_naive"), 6);
+  EXPECT_EQ(square.count("gemm_skinny"), 0u);
+  ASSERT_TRUE(r.problems[0].best);
 }

@@ -1,0 +1,175 @@
+#include "db/lending.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "ktune/error.h"
+#include "runtime/embedded.h"
+
+namespace ktune {
+namespace {
+
+std::string base_arch(const std::string& arch) {
+  return !arch.empty() && arch.back() == 'a' ? arch.substr(0, arch.size() - 1) : arch;
+}
+
+// A tuned shape's config serves another problem as the same kernel launched on other sizes: the
+// key of p's own tuned form (leading dimensions at their minimum, p's alignment class).
+std::string tuned_key(const GemmProblem& p) {
+  GemmProblem q = GemmProblem::make(p.m, p.n, p.k, p.layout_string(), p.dtype);
+  q.align = p.align;
+  return q.key();
+}
+
+// TODO(import validation): use db/table.h's invalid_reason once it lands.
+std::string invalid_reason_local(const TableEntry& e, const std::string& arch) {
+  try {
+    const Family f = find_family(e.family);
+    const auto v = f.violations(f.canonical(Config::from_json(e.config_json)), e.problem, DeviceInfo::nominal(arch));
+    return v.empty() ? "" : v.front();
+  } catch (const std::exception& ex) {
+    return ex.what();
+  }
+}
+
+double home_ratio(const TableEntry& e) {
+  return e.cublas_ms && *e.cublas_ms > 0 && e.time_ms > 0 ? *e.cublas_ms / e.time_ms : 1.0;
+}
+
+} // namespace
+
+TunedIndex::TunedIndex(DeviceInfo device) : device_(std::move(device)), families_(builtin_families()) {}
+
+const Family* TunedIndex::family(const std::string& name) const {
+  for (const auto& f : families_)
+    if (f.name() == name) return &f;
+  return nullptr;
+}
+
+bool TunedIndex::has_group(const GemmProblem& p) const {
+  for (const auto& e : entries_)
+    if (e->entry.problem.dtype == p.dtype && e->entry.problem.layout_string() == p.layout_string()) return true;
+  return false;
+}
+
+size_t TunedIndex::add(const Table& t, const std::string& source, SourceTier tier, std::vector<std::string>* skipped,
+                       bool any_arch) {
+  if (!any_arch && base_arch(t.arch) != base_arch(device_.arch)) return 0;
+  size_t added = 0;
+  for (const auto& e : t.entries) {
+    const std::string why = invalid_reason_local(e, e.arch.empty() ? device_.arch : e.arch);
+    if (!why.empty()) {
+      if (skipped) skipped->push_back(source + ": " + e.problem.key() + " " + e.family + ": " + why);
+      continue;
+    }
+    const std::string key = e.problem.key();
+    const bool dup = std::any_of(entries_.begin(), entries_.end(), [&](const auto& x) {
+      return x->entry.family == e.family && x->entry.problem.key() == key;
+    });
+    if (dup) continue;
+    entries_.push_back(std::make_unique<IndexedEntry>(IndexedEntry{e, source, tier}));
+    ++added;
+  }
+  return added;
+}
+
+std::optional<std::pair<Config, bool>> TunedIndex::serves(const IndexedEntry& ie, const GemmProblem& p) const {
+  const Family* f = family(ie.entry.family);
+  if (!f) return std::nullopt;
+  try {
+    const Config c = f->canonical(Config::from_json(ie.entry.config_json));
+    if (f->valid(c, p, device_)) return std::make_pair(c, false);
+    for (const Config& g : f->generalized(c))
+      if (f->valid(g, p, device_)) return std::make_pair(g, true);
+  } catch (const Error&) {
+  }
+  return std::nullopt;
+}
+
+std::vector<Lent> TunedIndex::exact(const GemmProblem& p) const {
+  const std::string key = tuned_key(p);
+  std::vector<Lent> out;
+  for (const auto& ie : entries_) {
+    if (ie->entry.problem.key() != key) continue;
+    auto c = serves(*ie, p);
+    if (!c) continue;
+    Lent l;
+    l.from = ie.get();
+    l.config = c->first;
+    l.generalized = c->second;
+    l.home_ratio = home_ratio(ie->entry);
+    l.score = l.home_ratio;
+    out.push_back(std::move(l));
+  }
+  if (out.empty()) return out;
+  // The most trusted tier alone: a user's own measurement on their GPU outranks a shipped one.
+  const SourceTier top = std::min_element(out.begin(), out.end(), [](const Lent& a, const Lent& b) {
+                           return a.from->tier < b.from->tier;
+                         })->from->tier;
+  out.erase(std::remove_if(out.begin(), out.end(), [&](const Lent& l) { return l.from->tier != top; }), out.end());
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Lent& a, const Lent& b) { return a.from->entry.time_ms < b.from->entry.time_ms; });
+  return out;
+}
+
+std::vector<Lent> TunedIndex::lenders(const GemmProblem& p, size_t per_family, const std::string& only) const {
+  const std::string key = tuned_key(p);
+  std::vector<Lent> all;
+  for (const auto& ie : entries_) {
+    const TableEntry& e = ie->entry;
+    if (e.problem.dtype != p.dtype || e.problem.layout_string() != p.layout_string()) continue;
+    if (!only.empty() && e.family != only) continue;
+    if (e.problem.key() == key) continue; // exact(): measured where it stands
+    auto c = serves(*ie, p);
+    if (!c) continue;
+    Lent l;
+    l.from = ie.get();
+    l.config = c->first;
+    l.generalized = c->second;
+    l.distance = log_distance(p, e.problem) + (e.problem.align != p.align ? kAlignPenalty : 0.0);
+    l.home_ratio = home_ratio(e);
+    l.score = l.home_ratio * std::exp(-kLendDecay * l.distance);
+    all.push_back(std::move(l));
+  }
+  // Best score first; ties to the nearer, then the smaller key, so that the order does not depend
+  // on the order tables were loaded in.
+  std::sort(all.begin(), all.end(), [](const Lent& a, const Lent& b) {
+    if (a.score != b.score) return a.score > b.score;
+    if (a.distance != b.distance) return a.distance < b.distance;
+    return a.from->entry.problem.key() < b.from->entry.problem.key();
+  });
+  std::vector<Lent> out;
+  std::map<std::string, size_t> taken;
+  for (auto& l : all) {
+    size_t& n = taken[l.from->entry.family];
+    if (n >= per_family) continue;
+    // The same config lent by two problems is one candidate.
+    const bool same = std::any_of(out.begin(), out.end(), [&](const Lent& o) {
+      return o.from->entry.family == l.from->entry.family && o.config == l.config;
+    });
+    if (same) continue;
+    ++n;
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+std::vector<std::pair<Table, std::string>> shipped_tables(const std::string& arch, bool tf32x3) {
+  const std::string base = base_arch(arch);
+  std::vector<std::pair<Table, std::string>> out;
+  auto add = [&](const std::string& name) {
+    for (const auto& f : embedded_files())
+      if (f.path == "tables/" + name + ".json") {
+        Table t = parse_table(std::string(f.text), "shipped table " + name);
+        t.arch = arch;
+        for (auto& e : t.entries) e.arch = arch;
+        out.emplace_back(std::move(t), "shipped table " + name);
+      }
+  };
+  if (tf32x3) add(base + "-tf32x3");
+  add(base);
+  return out;
+}
+
+} // namespace ktune

@@ -1,0 +1,216 @@
+// The lending rule (db/lending.h) and the runtime's use of it, without a GPU: which tuned entries
+// answer exactly, which lend to a problem nobody tuned, that the opt-in table only adds
+// candidates, and that the generalization suite is in no shipped table.
+#include "db/lending.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "ktune/runtime.h"
+#include "tuner/json_io.h"
+
+using namespace ktune;
+
+namespace {
+
+TableEntry entry(const std::string& shape, const std::string& family, const std::string& config, double ms,
+                 std::optional<double> cublas_ms) {
+  TableEntry e;
+  e.problem = GemmProblem::parse(shape);
+  e.arch = "sm_90";
+  e.family = family;
+  e.config_json = config;
+  e.time_ms = ms;
+  e.tflops = tflops(e.problem, ms);
+  e.cublas_ms = cublas_ms;
+  e.template_hash = "test";
+  return e;
+}
+
+Table table(std::vector<TableEntry> entries) {
+  Table t;
+  t.device_name = "test";
+  t.arch = "sm_90";
+  t.sm_count = 132;
+  t.entries = std::move(entries);
+  return t;
+}
+
+const char* kNaive = R"({"BX": 16, "BY": 8})";
+const char* kNaive2 = R"({"BX": 32, "BY": 4})";
+
+std::string source_path(const std::string& rel) { return std::string(KTUNE_SOURCE_DIR) + "/" + rel; }
+
+std::vector<GemmProblem> shapes_of(const std::string& suite) { return load_suite(source_path(suite), "NN", DType::f32); }
+
+std::vector<GemmProblem> probe_shapes() {
+  std::vector<GemmProblem> out = shapes_of("configs/suites/models.json");
+  for (const auto& p : shapes_of("configs/suites/public.json")) out.push_back(p);
+  for (const char* s : {"8x4096x4096", "33x4097x4096", "64x1024x1024", "200x4096x200", "3000x3000x3000", "4096x512x512",
+                        "100x100x100", "1x1x1", "5000x7000x300", "2x3x40000"})
+    out.push_back(GemmProblem::parse(s));
+  return out;
+}
+
+} // namespace
+
+TEST(Lending, ExactAnswersComeFromTheMostTrustedSourceFastestFirst) {
+  TunedIndex idx(DeviceInfo::nominal("sm_90"));
+  idx.add(table({entry("256x256x256", "gemm_naive", kNaive, 2.0, 1.0)}), "user", SourceTier::user);
+  idx.add(table({entry("256x256x256", "gemm_smem", R"({"TILE": 16})", 0.5, 1.0),
+                 entry("512x512x512", "gemm_naive", kNaive2, 1.0, 2.0)}),
+          "shipped", SourceTier::shipped);
+  const auto ex = idx.exact(GemmProblem::parse("256x256x256"));
+  ASSERT_EQ(ex.size(), 1u); // the user's entry, although the shipped one recorded a faster time
+  EXPECT_EQ(ex[0].from->source, "user");
+  EXPECT_DOUBLE_EQ(ex[0].home_ratio, 0.5);
+
+  TunedIndex two(DeviceInfo::nominal("sm_90"));
+  two.add(table({entry("256x256x256", "gemm_naive", kNaive, 2.0, 1.0)}), "a", SourceTier::shipped);
+  two.add(table({entry("256x256x256", "gemm_naive", kNaive2, 1.5, 1.0)}), "b", SourceTier::shipped);
+  // Same (problem, family) in two sources of one tier: the first added wins.
+  ASSERT_EQ(two.exact(GemmProblem::parse("256x256x256")).size(), 1u);
+  EXPECT_EQ(two.exact(GemmProblem::parse("256x256x256"))[0].from->source, "a");
+}
+
+TEST(Lending, LendersAreRankedByPredictedSpeedupAndCappedPerFamily) {
+  TunedIndex idx(DeviceInfo::nominal("sm_90"));
+  idx.add(table({entry("256x256x256", "gemm_naive", kNaive, 1.0, 1.0),    // ratio 1.0, near
+                 entry("512x512x512", "gemm_naive", kNaive2, 1.0, 4.0),   // ratio 4.0, farther
+                 entry("1024x1024x1024", "gemm_naive", kNaive, 1.0, 8.0)}), // same config as the first
+          "t", SourceTier::shipped);
+  const GemmProblem p = GemmProblem::parse("300x300x300");
+  const auto all = idx.lenders(p, 10);
+  ASSERT_EQ(all.size(), 2u); // one config lent by two problems is one candidate
+  EXPECT_EQ(all[0].from->entry.problem.key(), GemmProblem::parse("1024x1024x1024").key());
+  for (size_t i = 1; i < all.size(); ++i) EXPECT_GE(all[i - 1].score, all[i].score);
+  for (const auto& l : all) {
+    EXPECT_NEAR(l.score, l.home_ratio * std::exp(-kLendDecay * l.distance), 1e-12);
+    EXPECT_NEAR(l.distance, log_distance(p, l.from->entry.problem), 1e-12);
+  }
+  EXPECT_EQ(idx.lenders(p, 1).size(), 1u);
+  EXPECT_TRUE(idx.lenders(p, 10, "gemm_simt").empty());
+  EXPECT_TRUE(idx.lenders(GemmProblem::parse("256x256x256"), 10).size() == 2u); // not its own exact entry
+}
+
+TEST(Lending, InvalidEntriesAreSkippedAndReported) {
+  TunedIndex idx(DeviceInfo::nominal("sm_90"));
+  std::vector<std::string> skipped;
+  const size_t added = idx.add(table({entry("256x256x256", "gemm_naive", R"({"BX": 7, "BY": 8})", 1, 1),
+                                      entry("256x256x256", "gemm_evil", kNaive, 1, 1),
+                                      entry("256x256x256", "gemm_naive", R"({"BX": 16, "BY": 8, "ZZ": 1})", 1, 1),
+                                      entry("512x512x512", "gemm_naive", kNaive, 1, 1)}),
+                               "bad table", SourceTier::user, &skipped);
+  EXPECT_EQ(added, 1u);
+  ASSERT_EQ(skipped.size(), 3u);
+  for (const auto& s : skipped) EXPECT_NE(s.find("bad table"), std::string::npos) << s;
+  EXPECT_NE(skipped[1].find("gemm_evil"), std::string::npos) << skipped[1];
+}
+
+TEST(Lending, SkinnyConfigsOfOneBatchServeEveryDecodeBatch) {
+  // The shipped table tunes gemm_skinny at M = 1 and 16 only; its configs, with the row tile
+  // moved, must serve M = 2..64 (Family::generalized).
+  RuntimeOptions o;
+  o.arch = "sm_90";
+  o.db_path = "";
+  Runtime rt(o);
+  for (int m : {2, 3, 4, 8, 24, 32, 33, 48, 64}) {
+    const GemmProblem p = GemmProblem::parse(std::to_string(m) + "x4096x4096");
+    const Selection s = rt.best_config(p);
+    ASSERT_FALSE(s.candidates.empty()) << p.key() << ": " << s.why;
+    EXPECT_EQ(s.candidates.front().family, "gemm_skinny") << p.key();
+    EXPECT_TRUE(s.measure_pending) << p.key();
+    EXPECT_EQ(s.provenance, Provenance::nearest);
+  }
+}
+
+TEST(Lending, Tf32x3TableOnlyAddsCandidates) {
+  RuntimeOptions plain_o, opt_o;
+  plain_o.arch = opt_o.arch = "sm_90";
+  plain_o.db_path = opt_o.db_path = "";
+  opt_o.tf32x3 = true;
+  const Runtime plain(plain_o), opt(opt_o);
+  int added = 0;
+  for (const GemmProblem& p : probe_shapes()) {
+    const Selection a = plain.best_config(p), b = opt.best_config(p);
+    if (a.provenance == Provenance::exact || (a.tuned && !a.measure_pending && a.candidates.empty() && a.time_ms)) {
+      // A tuned problem: the choice with the opt-in is at least as fast as recorded without it.
+      const double ta = a.provenance == Provenance::cublas ? *a.cublas_ms : *a.time_ms;
+      const double tb = b.provenance == Provenance::cublas ? b.cublas_ms.value_or(ta) : b.time_ms.value_or(ta);
+      EXPECT_LE(tb, ta * (1 + 1e-9)) << p.key();
+      continue;
+    }
+    // Untuned: every candidate without the opt-in is still a candidate with it, so first use
+    // measures at least what it measured before and cannot pick anything slower.
+    for (const auto& c : a.candidates) {
+      const bool kept = std::any_of(b.candidates.begin(), b.candidates.end(), [&](const CandidateConfig& d) {
+        return d.family == c.family && d.config == c.config;
+      });
+      EXPECT_TRUE(kept) << p.key() << ": " << c.family << " " << c.config.to_json() << " dropped with --tf32x3";
+    }
+    EXPECT_GE(b.candidates.size(), a.candidates.size()) << p.key();
+    added += b.candidates.size() > a.candidates.size();
+    // Where nothing is measured, the opt-in cannot turn a cuBLAS answer into a kernel unmeasured.
+    if (!b.measure_pending) EXPECT_EQ(b.provenance, Provenance::cublas) << p.key();
+  }
+  EXPECT_GT(added, 5); // the opt-in table does lend somewhere
+}
+
+TEST(Lending, UnmeasuredChoiceNeedsAClearPredictedWin) {
+  RuntimeOptions o;
+  o.arch = "sm_90";
+  o.db_path = "";
+  o.tf32x3 = true;
+  o.measure_untuned = false;
+  const Runtime rt(o);
+  for (const GemmProblem& p : probe_shapes()) {
+    const Selection s = rt.best_config(p);
+    EXPECT_FALSE(s.measure_pending) << p.key();
+    EXPECT_FALSE(s.why.empty()) << p.key();
+    if (s.provenance == Provenance::nearest) {
+      ASSERT_FALSE(s.candidates.empty());
+      EXPECT_GE(s.candidates.front().score, kTrustUnmeasured) << p.key();
+    }
+  }
+}
+
+TEST(Lending, GeneralizationSuiteIsInNoShippedTable) {
+  const auto models = shapes_of("configs/suites/models.json");
+  EXPECT_GE(models.size(), 20u);
+  std::set<std::string> tuned;
+  for (auto& [t, name] : shipped_tables("sm_90", /*tf32x3=*/true))
+    for (const auto& e : t.entries) tuned.insert(e.problem.shape_string());
+  int decode = 0, prefill = 0;
+  for (const auto& p : models) {
+    EXPECT_EQ(tuned.count(p.shape_string()), 0u) << p.key() << " is in a shipped table";
+    (p.m <= 64 ? decode : prefill)++;
+  }
+  EXPECT_GE(decode, 5);
+  EXPECT_GE(prefill, 10);
+  // Each problem names its model and layer.
+  std::ifstream f(source_path("configs/suites/models.json"));
+  const auto j = nlohmann::json::parse(f);
+  for (const auto& p : j.at("problems")) {
+    EXPECT_FALSE(p.value("model", "").empty());
+    EXPECT_FALSE(p.value("layer", "").empty());
+  }
+}
+
+TEST(Lending, EveryAnswerSaysWhy) {
+  RuntimeOptions o;
+  o.arch = "sm_90";
+  o.db_path = "";
+  o.tf32x3 = true;
+  const Runtime rt(o);
+  std::set<Provenance> seen;
+  for (const GemmProblem& p : probe_shapes()) {
+    const Selection s = rt.best_config(p);
+    EXPECT_FALSE(s.why.empty()) << p.key();
+    seen.insert(s.provenance);
+    for (const auto& c : s.candidates) EXPECT_GE(c.score, kMeasureFloor) << p.key();
+  }
+  EXPECT_TRUE(seen.count(Provenance::exact) && seen.count(Provenance::cublas) && seen.count(Provenance::nearest));
+}
