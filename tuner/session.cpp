@@ -168,8 +168,9 @@ class ProblemTuner {
       }
       progress(p, family, r, issued - queue.size(), evals, deadline, started);
     }
-    for (auto& j : queue) // abandoned by the time budget: let the pool finish them quietly
-      if (j.compiled.valid()) j.compiled.wait();
+    // Compiles abandoned by the time budget finish on the pool (into the compiler's cache, where
+    // a later family or problem may find them); waiting for them here would spend the next
+    // family's share.
     return issued;
   }
 
