@@ -107,7 +107,8 @@ bool is_constraint(const Family& f, const std::string& why) {
                      [&](const Family::Constraint& c) { return c.why == why; });
 }
 
-std::string checked_reason(const TableEntry& e) {
+// device: the limits to check constraints against; null for the nominal limits of e.arch.
+std::string checked_reason(const TableEntry& e, const DeviceInfo* device) {
   const auto& all = families();
   const auto f = std::find_if(all.begin(), all.end(), [&](const Family& x) { return x.name() == e.family; });
   if (f == all.end()) {
@@ -115,11 +116,11 @@ std::string checked_reason(const TableEntry& e) {
     for (const auto& x : all) known += (known.empty() ? "" : ", ") + x.name();
     return "unknown family '" + e.family + "' (known: " + known + ")";
   }
-  // Constraints compare against device limits: those published for the arch, as compiling for
-  // it does (compile_request), so an arch that cannot be compiled for is refused here too.
+  // Without a device, constraints compare against the limits published for the arch, as
+  // compiling for it does (compile_request), so an arch that cannot be compiled for is refused.
   DeviceInfo d;
   try {
-    d = DeviceInfo::nominal(e.arch);
+    d = device ? *device : DeviceInfo::nominal(e.arch);
   } catch (const Error& err) {
     return err.what();
   }
@@ -141,17 +142,25 @@ std::string checked_reason(const TableEntry& e) {
 
 } // namespace
 
-std::string invalid_reason(const TableEntry& e) {
-  // Never throws: a family's upgrade() or a constraint that throws makes the entry invalid, not
-  // the caller's whole table unreadable.
+namespace {
+
+std::string never_throwing_reason(const TableEntry& e, const DeviceInfo* device) {
+  // A family's upgrade() or a constraint that throws makes the entry invalid, not the caller's
+  // whole table unreadable.
   try {
-    return checked_reason(e);
+    return checked_reason(e, device);
   } catch (const std::exception& err) {
     return std::string("cannot be validated: ") + err.what();
   } catch (...) {
     return "cannot be validated: unknown exception";
   }
 }
+
+} // namespace
+
+std::string invalid_reason(const TableEntry& e) { return never_throwing_reason(e, nullptr); }
+
+std::string invalid_reason(const TableEntry& e, const DeviceInfo& device) { return never_throwing_reason(e, &device); }
 
 void validate_table_entries(const Table& t, const std::string& origin) {
   constexpr size_t kListed = 20; // enough to see a pattern; a message of thousands of lines is not read

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "ktune/device.h"
 #include "ktune/problem.h"
 
 namespace ktune {
@@ -39,6 +40,9 @@ std::string table_to_json(const Table& t); // pretty-printed, entries in a stabl
 // on the nominal limits of e.arch (DeviceInfo::nominal). Never throws; cheap enough to call on
 // every entry a runtime reads (the built-in families are built once).
 std::string invalid_reason(const TableEntry& e);
+// The same against device's limits and arch instead of e.arch's nominal ones: a runtime holding
+// the real GPU, or one lending an entry of another arch to it. e.arch is not read.
+std::string invalid_reason(const TableEntry& e, const DeviceInfo& device);
 // Throws UsageError listing every invalid entry of t (index, problem key, family, reason) under
 // `origin`; returns when all are valid. parse_table checks only the format, so that a runtime can
 // skip the bad entries of a table it reads; an import calls this to refuse the whole table.

@@ -220,6 +220,22 @@ TEST(TableValidation, NamesEachKindOfInvalidEntry) {
   EXPECT_NE(why.find("does not support dtype f16"), std::string::npos) << why;
 }
 
+TEST(TableValidation, AgainstAGivenDeviceUsesItsLimitsNotTheEntrysArch) {
+  // 144 KiB of shared memory (see above), and an arch the one-argument form refuses.
+  const TableEntry e = entry("gemm_simt", edited(kSimt, {{"BK", 32}, {"PIPE", 3}}), "1024x1024x1024", "sm_xx");
+  EXPECT_NE(reason(e).find("bad arch 'sm_xx'"), std::string::npos);
+  EXPECT_EQ(invalid_reason(e, DeviceInfo::nominal("sm_90")), "");
+  DeviceInfo small = DeviceInfo::nominal("sm_90");
+  small.name = "GPU with 100 KiB";
+  small.max_smem_per_block_optin = 100 * 1024;
+  const std::string why = invalid_reason(e, small);
+  EXPECT_NE(why.find("breaks constraint 'shared memory within the device's per-block limit'"), std::string::npos)
+      << why;
+  EXPECT_NE(why.find("on GPU with 100 KiB"), std::string::npos) << why;
+  // Everything else is still checked.
+  EXPECT_NE(invalid_reason(entry("gemm_evil", kSimt), small).find("unknown family 'gemm_evil'"), std::string::npos);
+}
+
 TEST(TableValidation, ValidateTableEntriesListsEveryInvalidEntry) {
   Table t;
   t.device_name = "GPU X";
