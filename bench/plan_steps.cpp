@@ -37,11 +37,7 @@ int main(int argc, char** argv) {
   try {
     const GemmProblem p = GemmProblem::parse(shape, layout);
     const Family f = find_family(family);
-    std::string why;
-    const auto devices = list_devices(&why);
-    if (ordinal < 0 || size_t(ordinal) >= devices.size())
-      throw UsageError("no GPU with ordinal " + std::to_string(ordinal) + (devices.empty() ? ": " + why : ""));
-    const DeviceInfo& d = devices[size_t(ordinal)];
+    const DeviceInfo d = device_by_ordinal(ordinal);
     CudaContext ctx(d.ordinal);
     Compiler compiler;
     GemmOp op(compiler, d);

@@ -1,7 +1,8 @@
 // What ktune's runtime costs an application, measured on the GPU (docs/PERFORMANCE.md):
 //  1. warm best_config latency (exact and nearest problems, selection cached)
 //  2. launch overhead of ktune::gemm (running a ktune kernel) against cublasSgemm on 64x64x64
-//  3. the first ktune::gemm of a shape: with a JIT compile, and with the cubin from the store
+//  3. the first ktune::gemm of a shape: with a JIT compile, and with the cubin from the store;
+//     and of a shape nobody tuned, whose candidates are compiled and timed against cuBLAS
 // Needs a GPU. Prints a table; --json FILE writes the same figures.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "db/store.h"
+#include "db/table.h"
 #include "ktune/compiler.h"
 #include "ktune/device.h"
 #include "ktune/family.h"
@@ -118,11 +120,29 @@ int main(int argc, char** argv) {
     cublasHandle_t h;
     CHECK(cublasCreate(&h));
     const float one = 1, zero = 0;
-    // Without tables the runtime picks the family default: a ktune kernel, whatever cuBLAS did
-    // in the shipped table's runs. That is the launch path whose overhead is measured here.
+    // A table of its own in which gemm_simt's default config is tuned for 64x64x64 and for the
+    // first-call shape below, and recorded faster than cuBLAS: the runtime runs a ktune kernel
+    // there, whatever cuBLAS does, with no first-use measurement. That is the launch path whose
+    // overhead is measured here.
+    const auto first = ktune::GemmProblem::parse("3000x2000x1000");
+    const std::string own_table = (std::filesystem::temp_directory_path() / "ktune-bench-own-table.json").string();
+    {
+      ktune::Table t;
+      t.device_name = devs[0].name, t.arch = devs[0].arch, t.sm_count = devs[0].sm_count;
+      const ktune::Family simt = ktune::find_family("gemm_simt");
+      for (const auto& p : {small, first}) {
+        ktune::TableEntry e;
+        e.problem = p, e.arch = devs[0].arch, e.family = simt.name();
+        e.config_json = simt.default_config(p, devs[0]).to_json();
+        e.time_ms = 1, e.tflops = ktune::tflops(p, 1), e.cublas_ms = 2, e.template_hash = "runtime_cost";
+        t.entries.push_back(e);
+      }
+      std::ofstream(own_table) << ktune::table_to_json(t);
+    }
     ktune::RuntimeOptions ko;
     ko.db_path = "";
     ko.shipped_tables = false;
+    ko.tables = {own_table};
     ktune::Runtime rt_kernel(ko);
     auto kt = [&] { rt_kernel.gemm(small, A, B, C, 1.0f, 0.0f, nullptr); };
     auto cb = [&] { CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, S, S, S, &one, B, S, A, S, &zero, C, S)); };
@@ -137,7 +157,6 @@ int main(int argc, char** argv) {
     out["gemm64_provenance"] = ktune::to_string(rt_kernel.best_config(small).provenance);
 
     // 3. First call of a shape: JIT compile vs the cubin from the store's binary cache.
-    const auto first = ktune::GemmProblem::parse("3000x2000x1000");
     float *A1, *B1, *C1;
     CHECK(cudaMalloc(&A1, size_t(first.m) * first.k * 4));
     CHECK(cudaMalloc(&B1, size_t(first.k) * first.n * 4));
@@ -145,7 +164,7 @@ int main(int argc, char** argv) {
     CHECK(cudaMemset(A1, 0, size_t(first.m) * first.k * 4));
     CHECK(cudaMemset(B1, 0, size_t(first.k) * first.n * 4));
     {
-      ktune::Runtime fresh(ko); // default config: a kernel that must be compiled
+      ktune::Runtime fresh(ko); // the own table's config: a kernel that must be compiled
       const auto t0 = Clock::now();
       fresh.gemm(first, A1, B1, C1, 1.0f, 0.0f, nullptr);
       CHECK(cudaDeviceSynchronize());
@@ -172,6 +191,21 @@ int main(int argc, char** argv) {
       out["first_call_cached_cubin_ms"] = us_since(t0) / 1000;
       std::filesystem::remove(db);
     }
+    {
+      // A shape nobody tuned, with the shipped tables: its candidates are compiled (side by side)
+      // and timed against cuBLAS on the first call, which returns once the choice is made.
+      const auto untuned = ktune::GemmProblem::parse("2900x1900x1000"); // fits the buffers of `first`
+      ktune::Runtime shipped(ro);
+      const auto t0 = Clock::now();
+      shipped.gemm(untuned, A1, B1, C1, 1.0f, 0.0f, nullptr);
+      CHECK(cudaDeviceSynchronize());
+      out["first_call_untuned_ms"] = us_since(t0) / 1000;
+      const auto sel = shipped.best_config(untuned);
+      out["first_call_untuned_candidates"] = sel.candidates.size();
+      out["first_call_untuned_choice"] = ktune::to_string(sel.provenance);
+      out["first_call_untuned_why"] = sel.why;
+    }
+    std::filesystem::remove(own_table);
     std::printf("%-44s %s\n", "device", devs[0].name.c_str());
     std::printf("%-44s %.1f ns (%s)\n", "best_config, warm, exact problem", out["best_config_exact_ns"].get<double>(),
                 out["provenance_exact"].get<std::string>().c_str());
@@ -183,6 +217,9 @@ int main(int argc, char** argv) {
                 kt_us - cb_us);
     std::printf("%-44s %.1f ms\n", "first call of a shape, NVRTC compile", out["first_call_jit_ms"].get<double>());
     std::printf("%-44s %.1f ms\n", "first call of a shape, cubin from the store", out["first_call_cached_cubin_ms"].get<double>());
+    std::printf("%-44s %.1f ms (%zu candidates measured: %s)\n", "first call of an untuned shape (shipped tables)",
+                out["first_call_untuned_ms"].get<double>(), out["first_call_untuned_candidates"].get<size_t>(),
+                out["first_call_untuned_why"].get<std::string>().c_str());
     if (!json_out.empty()) std::ofstream(json_out) << out.dump(2) << "\n";
     cublasDestroy(h);
     cudaFree(A), cudaFree(B), cudaFree(C), cudaFree(A1), cudaFree(B1), cudaFree(C1);

@@ -22,19 +22,17 @@ std::string tuned_key(const GemmProblem& p) {
   return q.key();
 }
 
-// TODO(import validation): use db/table.h's invalid_reason once it lands.
-std::string invalid_reason_local(const TableEntry& e, const std::string& arch) {
-  try {
-    const Family f = find_family(e.family);
-    const auto v = f.violations(f.canonical(Config::from_json(e.config_json)), e.problem, DeviceInfo::nominal(arch));
-    return v.empty() ? "" : v.front();
-  } catch (const std::exception& ex) {
-    return ex.what();
-  }
-}
-
 double home_ratio(const TableEntry& e) {
   return e.cublas_ms && *e.cublas_ms > 0 && e.time_ms > 0 ? *e.cublas_ms / e.time_ms : 1.0;
+}
+
+Lent lent(const IndexedEntry& ie, const std::pair<Config, bool>& form) {
+  Lent l;
+  l.from = &ie;
+  l.config = form.first;
+  l.generalized = form.second;
+  l.home_ratio = home_ratio(ie.entry);
+  return l;
 }
 
 } // namespace
@@ -58,7 +56,9 @@ size_t TunedIndex::add(const Table& t, const std::string& source, SourceTier tie
   if (!any_arch && base_arch(t.arch) != base_arch(device_.arch)) return 0;
   size_t added = 0;
   for (const auto& e : t.entries) {
-    const std::string why = invalid_reason_local(e, e.arch.empty() ? device_.arch : e.arch);
+    // Judged where it was recorded (its arch's limits); whether it serves a problem here is
+    // serves()'s question, against this device.
+    const std::string why = e.arch.empty() ? invalid_reason(e, device_) : invalid_reason(e);
     if (!why.empty()) {
       if (skipped) skipped->push_back(source + ": " + e.problem.key() + " " + e.family + ": " + why);
       continue;
@@ -94,11 +94,7 @@ std::vector<Lent> TunedIndex::exact(const GemmProblem& p) const {
     if (ie->entry.problem.key() != key) continue;
     auto c = serves(*ie, p);
     if (!c) continue;
-    Lent l;
-    l.from = ie.get();
-    l.config = c->first;
-    l.generalized = c->second;
-    l.home_ratio = home_ratio(ie->entry);
+    Lent l = lent(*ie, *c);
     l.score = l.home_ratio;
     out.push_back(std::move(l));
   }
@@ -123,12 +119,8 @@ std::vector<Lent> TunedIndex::lenders(const GemmProblem& p, size_t per_family, c
     if (e.problem.key() == key) continue; // exact(): measured where it stands
     auto c = serves(*ie, p);
     if (!c) continue;
-    Lent l;
-    l.from = ie.get();
-    l.config = c->first;
-    l.generalized = c->second;
+    Lent l = lent(*ie, *c);
     l.distance = log_distance(p, e.problem) + (e.problem.align != p.align ? kAlignPenalty : 0.0);
-    l.home_ratio = home_ratio(e);
     l.score = l.home_ratio * std::exp(-kLendDecay * l.distance);
     all.push_back(std::move(l));
   }

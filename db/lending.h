@@ -67,7 +67,8 @@ class TunedIndex {
 
   // Adds the entries of t whose arch is the device's (or t's arch's base when the device is an
   // 'a' variant). An entry that fails validation against its family (db/table.h invalid_reason:
-  // unknown family or parameter, value out of domain, broken constraint) is skipped; skipped
+  // unknown family or parameter, value out of domain, broken constraint on the nominal device
+  // of its arch) is skipped; skipped
   // entries are reported in `skipped` as "source: problem family: reason". Returns the number
   // added. Within one (problem, family), the first source added wins. any_arch: take entries of
   // every arch (warm starts from another GPU; whether a config serves is still checked against

@@ -146,8 +146,7 @@ int cmd_compile(const CompileArgs& a) {
     }
     // Occupancy at the launch the plan makes for this problem: a grid beyond what the device
     // holds at once runs in waves (with clusters, often sooner than blocks per SM suggest).
-    const auto devs = list_devices();
-    if (a.device < int(devs.size()) && f.valid(c, p, devs[size_t(a.device)])) {
+    if (f.valid(c, p, device_by_ordinal(a.device))) {
       for (const auto& s : f.launch_plan(c, p).steps) {
         const Occupancy o = m.occupancy(size_t(s.kernel), s.grid, s.block, s.dynamic_smem);
         const unsigned blocks = s.grid[0] * s.grid[1] * s.grid[2];
@@ -526,13 +525,14 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "ktune: no GPU available, nothing can be benchmarked: %s\n", why.c_str());
         return 1;
       }
+      const DeviceInfo d = device_by_ordinal(bn_device); // a bad ordinal is bad usage, before any work
       BenchOptions o;
       o.runtime.db_path = bn_db.empty() ? default_db_path() : bn_db;
       o.runtime.tables = bn_tables;
       o.runtime.tf32x3 = bn_tf32x3;
       o.runtime.device = bn_device;
       const auto rep = bn_ladder.empty() ? bench_problems(problems, o) : bench_ladder(bn_ladder, o);
-      const std::string dev = devs.at(size_t(bn_device)).name + " (" + devs.at(size_t(bn_device)).arch + ")";
+      const std::string dev = d.name + " (" + d.arch + ")";
       std::printf("%s", format_bench(rep, dev, !bn_ladder.empty()).c_str());
       if (!bn_json.empty()) {
         std::string cmd = "ktune";

@@ -25,10 +25,7 @@ struct Bench {
   std::unique_ptr<Timer> timer;
 
   explicit Bench(const BenchOptions& opts) : o(opts), rt(opts.runtime) {
-    std::string why;
-    const auto devs = list_devices(&why);
-    if (devs.empty()) throw Error("no GPU available: " + why);
-    dev = devs.at(size_t(o.runtime.device));
+    dev = device_by_ordinal(o.runtime.device);
     ctx = std::make_unique<CudaContext>(dev.ordinal); // the primary context, shared with the runtime
     op = std::make_unique<GemmOp>(compiler, dev);
     timer = std::make_unique<Timer>(dev.l2_bytes);

@@ -156,6 +156,12 @@ class ProblemTuner {
         queue.push_back(std::move(job));
       }
       if (queue.empty() || out_of_time()) break;
+      // A compile still running may outlast the family's share (NVRTC takes seconds for a large
+      // tile, longer when the pool is busy): wait for it no longer than the deadline, so that the
+      // next family gets its time.
+      if (deadline && queue.front().compiled.valid() &&
+          queue.front().compiled.wait_until(*deadline) == std::future_status::timeout)
+        break;
       InFlight job = std::move(queue.front());
       queue.pop_front();
       const TrialRecord t = evaluate(job, p, r);
@@ -322,12 +328,7 @@ TuneResult tune(const TuneOptions& o) {
   if (o.device_info) {
     result.device = *o.device_info;
   } else {
-    std::string why;
-    const auto devices = list_devices(&why);
-    if (devices.empty()) throw Error("no GPU available: " + why);
-    if (o.device < 0 || o.device >= int(devices.size()))
-      throw UsageError("no GPU with ordinal " + std::to_string(o.device) + " (" + std::to_string(devices.size()) + " found)");
-    result.device = devices[size_t(o.device)];
+    result.device = device_by_ordinal(o.device);
   }
   Store store(o.db_path);
   const int64_t device_id = store.device_id(result.device);

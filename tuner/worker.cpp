@@ -226,11 +226,7 @@ int worker_main(int ordinal) {
     try {
       req = nlohmann::json::parse(line);
       if (!w) {
-        std::string why;
-        const auto devs = list_devices(&why);
-        if (ordinal < 0 || ordinal >= int(devs.size()))
-          throw Error(devs.empty() ? "no GPU: " + why : "no GPU with ordinal " + std::to_string(ordinal));
-        w = std::make_unique<WorkerState>(devs[size_t(ordinal)]);
+        w = std::make_unique<WorkerState>(device_by_ordinal(ordinal));
       }
       const std::string op = req.at("op").get<std::string>();
       if (op == "eval") out = eval(*w, req);

@@ -154,7 +154,9 @@ TEST(Lending, Tf32x3TableOnlyAddsCandidates) {
     EXPECT_GE(b.candidates.size(), a.candidates.size()) << p.key();
     added += b.candidates.size() > a.candidates.size();
     // Where nothing is measured, the opt-in cannot turn a cuBLAS answer into a kernel unmeasured.
-    if (!b.measure_pending) EXPECT_EQ(b.provenance, Provenance::cublas) << p.key();
+    if (!b.measure_pending) {
+      EXPECT_EQ(b.provenance, Provenance::cublas) << p.key();
+    }
   }
   EXPECT_GT(added, 5); // the opt-in table does lend somewhere
 }
