@@ -483,7 +483,9 @@ void Runtime::scale_only(const GemmProblem& p, float* C, CUstream stream) {
   q.k = std::max<int64_t>(p.k, 1);
   q.lda = std::max<int64_t>(p.eff_lda(), q.min_lda());
   q.ldb = std::max<int64_t>(p.eff_ldb(), q.min_ldb());
-  KtuneGemmArgs a = gemm_args(q, nullptr, nullptr, C, nullptr);
+  // A and B are not read (alpha = 0), and may be null here: hand cuBLAS C in their place, a
+  // valid device pointer, so that no argument check of any cuBLAS version can object.
+  KtuneGemmArgs a = gemm_args(q, C, C, C, nullptr);
   m.run_cublas(q, a, stream);
 }
 

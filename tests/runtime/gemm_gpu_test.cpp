@@ -2,9 +2,15 @@
 // shapes, every layout, alpha and beta cases, and padded leading dimensions.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
+#include <limits>
+
 #include "gpu_env.h"
 #include "ktune/ktune.h"
 #include "ktune/runtime.h"
+#include "runtime/cuda_check.h"
+#include "runtime/driver.h"
 #include "runtime/module.h"
 #include "tuner/gemm_op.h"
 
@@ -150,4 +156,75 @@ TEST_F(RuntimeGpu, CApiSgemmMatchesFp64ReferenceInBothStorageOrders) {
     EXPECT_TRUE(r.pass) << "tf32x3 " << p.key() << ": " << r.summary();
   }
   EXPECT_EQ(ktune_destroy(h), KTUNE_SUCCESS);
+}
+
+namespace {
+
+std::vector<float> download(const DeviceBuffer& b, size_t n) {
+  std::vector<float> h(n);
+  check_cu(driver().cuCtxSynchronize(), "cuCtxSynchronize", "test");
+  check_cu(driver().cuMemcpyDtoH(h.data(), b.ptr(), n * sizeof(float)), "cuMemcpyDtoH", "test");
+  return h;
+}
+
+void upload(DeviceBuffer& b, const std::vector<float>& h) {
+  check_cu(driver().cuMemcpyHtoD(b.ptr(), h.data(), h.size() * sizeof(float)), "cuMemcpyHtoD", "test");
+}
+
+} // namespace
+
+// BLAS semantics through the runtime and the C API (launch_gemm's own are checked per family in
+// tests/kernels/blas_semantics_gpu_test.cpp): alpha == 0 never reads A or B (NaN there, or null
+// pointers), K == 0 gives beta * C, M or N == 0 leaves C alone, with and without the opt-in table.
+TEST_F(RuntimeGpu, AlphaZeroKZeroAndEmptyProblemsFollowBlas) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const int64_t M = 16, N = 512, K = 300;
+  DeviceBuffer a(M * K * sizeof(float), "A"), b(K * N * sizeof(float), "B"), c(M * N * sizeof(float), "C");
+  upload(a, std::vector<float>(M * K, nan));
+  upload(b, std::vector<float>(K * N, nan));
+  std::vector<float> c0(M * N);
+  for (size_t i = 0; i < c0.size(); ++i) c0[i] = float(int(i % 97) - 48) / 8.0f;
+  for (bool tf32x3 : {false, true}) {
+    RuntimeOptions o;
+    o.db_path = "";
+    o.tf32x3 = tf32x3;
+    Runtime rt(o);
+    ktune_handle_t h = nullptr;
+    ASSERT_EQ(ktune_create_ex(&h, "/nonexistent/ktune.db", tf32x3 ? KTUNE_FLAG_TF32X3 : 0), KTUNE_SUCCESS) << ktune_last_error();
+    const int64_t shapes[][3] = {{16, 512, 300}, {2, 2, 300}, {16, 512, 0}};
+    for (const auto& mnk : shapes) {
+      const GemmProblem p = GemmProblem::make(mnk[0], mnk[1], mnk[2]);
+      const std::string shape = p.shape_string();
+      for (float beta : {0.0f, 0.5f}) {
+        for (int path = 0; path < 3; ++path) { // runtime with NaN A and B, runtime with null, C API with null
+          upload(c, c0);
+          const float* A = path == 0 ? a.as<const float>() : nullptr;
+          const float* B = path == 0 ? b.as<const float>() : nullptr;
+          const float alpha = p.k == 0 ? 1.0f : 0.0f; // K == 0: any alpha, even 1, multiplies nothing
+          if (path < 2) {
+            rt.gemm(p, A, B, c.as<float>(), alpha, beta, nullptr);
+          } else {
+            ASSERT_EQ(ktune_sgemm(h, KTUNE_ROW_MAJOR, KTUNE_OP_N, KTUNE_OP_N, int(p.m), int(p.n), int(p.k), alpha, A,
+                                  int(std::max<int64_t>(1, p.k)), B, int(p.n), beta, c.as<float>(), int(p.n), nullptr),
+                      KTUNE_SUCCESS)
+                << ktune_last_error();
+          }
+          const auto got = download(c, c0.size());
+          int bad = 0;
+          for (int64_t i = 0; i < p.m * p.n; ++i) bad += got[size_t(i)] != beta * c0[size_t(i)];
+          for (size_t i = size_t(p.m * p.n); i < c0.size(); ++i) bad += got[i] != c0[i]; // beyond C: untouched
+          EXPECT_EQ(bad, 0) << shape << " beta " << beta << " path " << path << " tf32x3 " << tf32x3;
+        }
+      }
+    }
+    // M == 0 and N == 0: nothing is written, whatever the pointers.
+    upload(c, c0);
+    rt.gemm(GemmProblem::make(0, 512, 300), nullptr, nullptr, c.as<float>(), 1.0f, 0.0f, nullptr);
+    ASSERT_EQ(ktune_sgemm(h, KTUNE_ROW_MAJOR, KTUNE_OP_N, KTUNE_OP_N, 16, 0, 300, 1.0f, nullptr, 300, nullptr, 1, 0.0f,
+                          c.as<float>(), 1, nullptr),
+              KTUNE_SUCCESS)
+        << ktune_last_error();
+    EXPECT_EQ(download(c, c0.size()), c0);
+    EXPECT_EQ(ktune_destroy(h), KTUNE_SUCCESS);
+  }
 }
