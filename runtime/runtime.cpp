@@ -52,6 +52,8 @@ CandidateConfig candidate_of(const Lent& l) {
   c.home_ratio = l.home_ratio;
   c.score = l.score;
   c.generalized = l.generalized;
+  c.time_ms = l.from->entry.time_ms;
+  c.cublas_ms = l.from->entry.cublas_ms;
   return c;
 }
 
@@ -133,15 +135,9 @@ struct Runtime::Impl {
     if (const auto ex = index->exact(p); !ex.empty()) return from_exact(ex.front());
     Selection s;
     s.provenance = Provenance::cublas;
-    std::optional<Lent> top_lent;
     for (const Lent& l : index->lenders(p, kCandidatesPerFamily)) {
       if (l.score < kMeasureFloor || s.candidates.size() == kMaxCandidates) continue;
-      if (!top_lent) top_lent = l;
       s.candidates.push_back(candidate_of(l));
-    }
-    if (top_lent) {
-      s.time_ms = top_lent->from->entry.time_ms; // recorded at the lender's own problem
-      s.cublas_ms = top_lent->from->entry.cublas_ms;
     }
     if (s.candidates.empty() && !index->has_group(p)) {
       // Nothing of this dtype and layout is tuned on this arch (a GPU nobody tuned): the
@@ -177,6 +173,7 @@ struct Runtime::Impl {
     if (!top.tuned.empty()) s.tuned = top.tuned;
     s.distance = top.distance;
     s.generalized = top.generalized;
+    s.time_ms = top.time_ms, s.cublas_ms = top.cublas_ms; // recorded at the lender's own problem
     s.measure_pending = true;
     s.why = std::to_string(s.candidates.size()) + " candidate(s) to time against cuBLAS at first use (best predicted: " +
             top.family + (top.tuned.empty() ? " default" : " tuned for " + top.tuned) +
@@ -324,7 +321,7 @@ struct Runtime::Impl {
     if (best && *s.candidates[*best].measured_ms < cu * (1 - opts.measure_margin)) {
       const CandidateConfig& c = s.candidates[*best];
       s.family = c.family, s.config = c.config, s.source = c.source, s.distance = c.distance,
-      s.generalized = c.generalized;
+      s.generalized = c.generalized, s.time_ms = c.time_ms, s.cublas_ms = c.cublas_ms;
       s.tuned = c.tuned.empty() ? std::nullopt : std::optional<std::string>(c.tuned);
       if (s.provenance == Provenance::cublas) s.provenance = Provenance::nearest;
       s.why = "measured here at first use: " + c.family + fmt(" %.4f ms, cuBLAS %.4f ms (%.2fx)", *c.measured_ms, cu,

@@ -50,6 +50,7 @@ struct CandidateConfig {
   double home_ratio = 1;             // cuBLAS time / kernel time recorded at the tuned problem
   double score = 0;                  // predicted speedup over cuBLAS here: home_ratio * exp(-0.4 distance)
   bool generalized = false;          // a general form of the tuned config (Family::generalized)
+  std::optional<double> time_ms, cublas_ms; // recorded at the tuned problem
   std::optional<double> measured_ms; // timed at this problem at first use
 };
 
@@ -62,7 +63,7 @@ struct Selection {
   double distance = 0;               // nearest: log distance to the tuned problem (db/lending.h)
   bool generalized = false;          // the tuned config was specialised to its shape (e.g. EVEN);
                                      // config is a general form of it (Family::generalized)
-  std::optional<double> time_ms, cublas_ms; // recorded for the tuned problem
+  std::optional<double> time_ms, cublas_ms; // recorded for the tuned problem (of the candidate shown)
   // For a problem nobody tuned: the lenders worth measuring, best predicted first. gemm() times
   // each and cuBLAS at the problem the first time it sees it, and runs the fastest (cuBLAS unless
   // a kernel is at least RuntimeOptions::measure_margin faster).
