@@ -188,6 +188,30 @@ TEST(Cli, TuneRejectsBadInputBeforeLookingForADevice) {
   EXPECT_EQ(r.status, 2);
   r = run_ktune("tune --problem 64x64x64 --budget-evals");
   EXPECT_EQ(r.status, 2);
+  // --tf32x3 adds to the default families; with --family the family is named instead.
+  r = run_ktune("tune --problem 64x64x64 --tf32x3 --family gemm_simt");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.out.find("--tf32x3"), std::string::npos) << r.out;
+  // A restriction must narrow a family the run tunes (gemm_tf32x3 is not among the defaults).
+  const std::string tf32x3_space = std::string(KTUNE_SOURCE_DIR) + "/configs/spaces/gemm_tf32x3.h100.json";
+  r = run_ktune("tune --problem 64x64x64 --restrict " + tf32x3_space);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.out.find("gemm_tf32x3, which this run does not tune"), std::string::npos) << r.out;
+  r = run_ktune("tune --problem 64x64x64 --warm-start /nonexistent/seeds.db");
+  EXPECT_EQ(r.status, 2);
+}
+
+TEST(Cli, TuneWithoutFamilyGetsAsFarAsTheDevice) {
+  // No --family, the opt-in family added, a restriction of it, a model search, the shipped warm
+  // start: all accepted; without a GPU the run then stops at the device, with exit 1.
+  if (run_ktune("devices").status == 0) GTEST_SKIP() << "this machine has a GPU";
+  const std::string tf32x3_space = std::string(KTUNE_SOURCE_DIR) + "/configs/spaces/gemm_tf32x3.h100.json";
+  for (const std::string& args : {std::string("--strategy model"), "--tf32x3 --restrict " + tf32x3_space + " --strategy model",
+                                  std::string("--warm-start none --strategy annealing")}) {
+    const CliRun r = run_ktune("tune --problem 64x64x64 --budget-seconds 5 --db /tmp/ktune-nogpu-test.db " + args);
+    EXPECT_EQ(r.status, 1) << args << ": " << r.out;
+    EXPECT_NE(r.out.find("no GPU available"), std::string::npos) << r.out;
+  }
 }
 
 TEST(Cli, TuneAndDevicesWithoutADeviceSaySoInOneLineAndExitOne) {
