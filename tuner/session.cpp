@@ -71,9 +71,9 @@ struct InFlight {
 class ProblemTuner {
  public:
   ProblemTuner(const TuneOptions& o, const DeviceInfo& dev, Store& store, Compiler& compiler, WorkerProcess& worker,
-               CubinDir& cubins, int64_t device_id, size_t index)
-      : o_(o), dev_(dev), store_(store), compiler_(compiler), worker_(worker), cubins_(cubins), device_id_(device_id),
-        index_(index) {}
+               CubinDir& cubins, const WarmStart* warm, int64_t device_id, size_t index)
+      : o_(o), dev_(dev), store_(store), compiler_(compiler), worker_(worker), cubins_(cubins), warm_(warm),
+        device_id_(device_id), index_(index) {}
 
   ProblemResult run(const GemmProblem& p) {
     const auto t0 = Clock::now();
@@ -122,7 +122,7 @@ class ProblemTuner {
     const auto started = Clock::now();
     const Family& family = o_.families[fi];
     std::vector<Config> seeds;
-    if (!o_.warm_start.empty()) seeds = warm_start_configs(o_.warm_start, family, p, dev_);
+    if (warm_) seeds = warm_->configs(family, p);
     auto strategy = make_strategy(o_.strategy, {family}, p, dev_, evals, o_.seed, seeds);
     std::deque<InFlight> queue;
     size_t issued = 0;
@@ -312,6 +312,7 @@ class ProblemTuner {
   Compiler& compiler_;
   WorkerProcess& worker_;
   CubinDir& cubins_;
+  const WarmStart* warm_; // null: no warm start
   int64_t device_id_;
   size_t index_;
   std::optional<double> best_ms_;
@@ -338,9 +339,12 @@ TuneResult tune(const TuneOptions& o) {
   argv.push_back(std::to_string(o.device));
   WorkerProcess worker(argv);
   CubinDir cubins;
+  // Read once for the whole run: every family of every problem draws its seeds from it.
+  std::optional<WarmStart> warm;
+  if (!o.warm_start.empty()) warm.emplace(o.warm_start, result.device);
   const auto t0 = Clock::now();
   for (size_t i = 0; i < o.problems.size(); ++i) {
-    ProblemTuner pt(o, result.device, store, compiler, worker, cubins, device_id, i);
+    ProblemTuner pt(o, result.device, store, compiler, worker, cubins, warm ? &*warm : nullptr, device_id, i);
     ProblemResult r = pt.run(o.problems[i]);
     result.compile_s += r.compile_s;
     result.bench_s += r.bench_s;

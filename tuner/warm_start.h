@@ -5,18 +5,27 @@
 #include <string>
 #include <vector>
 
+#include "db/lending.h"
 #include "ktune/device.h"
 #include "ktune/family.h"
 
 namespace ktune {
 
-// The configs of family f that the `count` best-ranked tuned entries lend to p on device d:
-// entries tuned for p itself first, then lenders of the same dtype and layout by predicted
-// speedup over cuBLAS. Each config is in the form valid for p (a general form where the tuned
-// one was specialised to its shape). source is a table file (.json), a database, or "shipped"
-// (the tables embedded in ktune for d's arch, the opt-in ones included). Throws UsageError when
-// the source cannot be read.
-std::vector<Config> warm_start_configs(const std::string& source, const Family& f, const GemmProblem& p,
-                                       const DeviceInfo& d, size_t count = 8);
+class WarmStart {
+ public:
+  // source: a table file (.json), a database, or "shipped" (the tables embedded in ktune for
+  // d's arch, the opt-in ones included), read once. Seeds may come from another GPU: whether a
+  // config serves a problem is checked against d. Throws UsageError when the source cannot be read.
+  WarmStart(const std::string& source, const DeviceInfo& d);
+
+  // The configs of family f that the `count` best-ranked tuned entries lend to p: entries tuned
+  // for p itself first, then lenders of the same dtype and layout by predicted speedup over
+  // cuBLAS. Each config is in the form valid for p (a general form where the tuned one was
+  // specialised to its shape).
+  std::vector<Config> configs(const Family& f, const GemmProblem& p, size_t count = 8) const;
+
+ private:
+  TunedIndex index_;
+};
 
 } // namespace ktune
