@@ -27,7 +27,7 @@ namespace {
 using namespace ktune;
 
 struct SpaceArgs {
-  std::string family = "gemm_simt", arch = "sm_90", problem = "4096x4096x4096", layout = "NN", restrict_file;
+  std::string family = "gemm_simt", arch = "sm_90", problem = "4096x4096x4096", layout = "NN", dtype = "f32", restrict_file;
   bool count_only = false;
   size_t sample = 5;
   uint64_t seed = 1;
@@ -41,7 +41,7 @@ Family load_family(const std::string& name, const std::string& restrict_file) {
 
 int cmd_space(const SpaceArgs& a) {
   const Family f = load_family(a.family, a.restrict_file);
-  const GemmProblem p = GemmProblem::parse(a.problem, a.layout);
+  const GemmProblem p = GemmProblem::parse(a.problem, a.layout, parse_dtype(a.dtype));
   const DeviceInfo d = DeviceInfo::nominal(a.arch);
   const uint64_t n = f.count(p, d);
   if (a.count_only) {
@@ -117,13 +117,13 @@ void write_atomically(const std::string& out, const std::string& text) {
 }
 
 struct CompileArgs {
-  std::string family = "gemm_simt", config, arch = "sm_90", problem = "4096x4096x4096", layout = "NN", cubin_out;
+  std::string family = "gemm_simt", config, arch = "sm_90", problem = "4096x4096x4096", layout = "NN", dtype = "f32", cubin_out;
   int device = -1;
 };
 
 int cmd_compile(const CompileArgs& a) {
   const Family f = find_family(a.family);
-  const GemmProblem p = GemmProblem::parse(a.problem, a.layout);
+  const GemmProblem p = GemmProblem::parse(a.problem, a.layout, parse_dtype(a.dtype));
   const Config c = f.canonical(Config::from_json(a.config));
   Compiler compiler(1);
   const auto k = compiler.compile(compile_request(f, c, p, a.arch));
@@ -375,6 +375,7 @@ int main(int argc, char** argv) {
   sp->add_option("--arch", space.arch, "Target arch (sm_80, sm_86, sm_89, sm_90, sm_90a)")->capture_default_str();
   sp->add_option("--problem", space.problem, "Problem shape MxNxK")->capture_default_str();
   sp->add_option("--layout", space.layout, "Layouts of A and B: NN, NT, TN, TT")->capture_default_str();
+  sp->add_option("--dtype", space.dtype, "Data type of A, B and C: f32, bf16, f16")->capture_default_str();
   sp->add_option("--restrict", space.restrict_file, "JSON file narrowing parameter domains")->check(CLI::ExistingFile);
   sp->add_flag("--count", space.count_only, "Print only the number of valid configs");
   sp->add_option("--sample", space.sample, "How many configs to show")->capture_default_str();
@@ -389,6 +390,7 @@ int main(int argc, char** argv) {
   cp->add_option("--arch", comp.arch, "Target arch")->capture_default_str();
   cp->add_option("--problem", comp.problem, "Problem shape MxNxK (validity, layout)")->capture_default_str();
   cp->add_option("--layout", comp.layout, "Layouts of A and B")->capture_default_str();
+  cp->add_option("--dtype", comp.dtype, "Data type of A, B and C: f32, bf16, f16")->capture_default_str();
   cp->add_option("--device", comp.device, "Also load it on this GPU and print registers, smem, spills");
   cp->add_option("-o,--cubin", comp.cubin_out, "Write the cubin here (cuobjdump --dump-sass reads it)");
 

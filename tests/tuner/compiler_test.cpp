@@ -152,6 +152,25 @@ TEST(Compiler, SampledAndCornerTf32x3ConfigsCompileForSm80AndSm90) {
   }
 }
 
+// gemm_tc16 (bf16/f16 on mma.sync): both dtypes, sampled at an aligned and an odd-M shape, plus one
+// config for every value of every parameter, on sm_80 and sm_90. It has not run on a GPU yet
+// (tests/kernels/tc16_gpu_test.cpp): compiling is what CI can check.
+TEST(Compiler, SampledAndCornerTc16ConfigsCompileForSm80AndSm90) {
+  const Family f = find_family("gemm_tc16");
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    const auto d = DeviceInfo::nominal(arch);
+    std::vector<std::pair<Config, GemmProblem>> cases;
+    for (DType t : {DType::bf16, DType::f16})
+      for (const char* shape : {"2048x2048x2048", "1000x1032x520"}) {
+        const auto p = GemmProblem::parse(shape, "NN", t);
+        for (const auto& c : f.sample(p, d, 3, 19)) cases.emplace_back(c, p);
+      }
+    add_one_per_value(f, d, {GemmProblem::parse("2048x2048x2048", "NN", DType::bf16)}, 9, cases);
+    EXPECT_GE(cases.size(), 12u + 20u);
+    compile_all(f, cases, arch);
+  }
+}
+
 TEST(Compiler, DroppingACompilerWithQueuedWorkFinishesItSafely) {
   // One worker, a queue of compiles, and the compiler destroyed at once: the queued compiles
   // still run (their futures must not dangle) while the compiler's cache still exists. Before the

@@ -14,7 +14,7 @@ const GemmProblem k4096 = GemmProblem::parse("4096x4096x4096");
 TEST(Space, BuiltinFamiliesAreRegistered) {
   std::set<std::string> names;
   for (const auto& f : builtin_families()) names.insert(f.name());
-  EXPECT_EQ(names, (std::set<std::string>{"gemm_naive", "gemm_smem", "gemm_simt", "gemm_skinny", "gemm_tf32x3"}));
+  EXPECT_EQ(names, (std::set<std::string>{"gemm_naive", "gemm_smem", "gemm_simt", "gemm_skinny", "gemm_tf32x3", "gemm_tc16"}));
   EXPECT_THROW(find_family("gemm_nope"), UsageError);
 }
 
@@ -320,4 +320,32 @@ TEST(Space, SplitKReduceFollowsTheMainKernelAsADependentLaunchFourColumnsAThread
   ASSERT_EQ(plan.steps.size(), 1u);
   EXPECT_FALSE(plan.steps[0].overlap_previous);
   EXPECT_EQ(plan.workspace_bytes, 0u);
+}
+
+TEST(Space, Tc16ServesHalfPrecisionRowMajorAlignedProblemsOnSm80AndUp) {
+  const Family f = find_family("gemm_tc16");
+  const auto d = DeviceInfo::nominal("sm_90");
+  auto count = [&](const char* shape, DType t, const char* layout = "NN", const char* arch = "sm_90") {
+    return f.count(GemmProblem::parse(shape, layout, t), DeviceInfo::nominal(arch));
+  };
+  EXPECT_GT(count("4096x4096x4096", DType::bf16), 500u);
+  EXPECT_EQ(count("4096x4096x4096", DType::bf16), count("4096x4096x4096", DType::f16));
+  EXPECT_GT(count("4096x4096x4096", DType::bf16, "NN", "sm_80"), 0u);
+  EXPECT_EQ(count("4096x4096x4096", DType::f32), 0u); // FP32 is not its dtype
+  EXPECT_EQ(count("4096x4096x4096", DType::bf16, "NT"), 0u); // row-major A and B only, for now
+  EXPECT_EQ(count("4096x4096x4100", DType::bf16), 0u);       // K not a multiple of 8 halves
+  EXPECT_EQ(count("4096x4100x4096", DType::bf16), 0u);       // N likewise
+  EXPECT_GT(count("1001x4096x4096", DType::bf16), 0u);       // any M: rows are bounds-checked
+  // Every valid config's plan: one step, the threads and shared memory the template uses.
+  const auto p = GemmProblem::parse("1001x4096x4096", "NN", DType::bf16);
+  for (const auto& c : f.sample(p, d, 50, 3)) {
+    const LaunchPlan plan = f.launch_plan(c, p);
+    ASSERT_EQ(plan.steps.size(), 1u);
+    EXPECT_EQ(plan.workspace_bytes, 0u);
+    const auto& s = plan.main_step();
+    EXPECT_EQ(s.block[0], unsigned(32 * (c["BM"] / c["WM"]) * (c["BN"] / c["WN"])));
+    EXPECT_EQ(s.grid[0], unsigned((1001 + c["BM"] - 1) / c["BM"] * (4096 / c["BN"])));
+    EXPECT_EQ(s.dynamic_smem, unsigned(c["ST"] * (c["BM"] * (c["BK"] + 8) + c["BK"] * (c["BN"] + 8)) * 2));
+    EXPECT_LE(s.dynamic_smem, unsigned(d.max_smem_per_block_optin));
+  }
 }
