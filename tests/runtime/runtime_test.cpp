@@ -213,3 +213,18 @@ TEST(Runtime, RuntimeWithoutArchOrDeviceFailsClearly) {
     EXPECT_NE(std::string(e.what()).find("no GPU"), std::string::npos) << e.what();
   }
 }
+
+TEST(Runtime, OtherDtypesThanF32AreRefusedClearly) {
+  RuntimeOptions o;
+  o.arch = "sm_90";
+  o.db_path = "";
+  const Runtime rt(o);
+  for (DType t : {DType::bf16, DType::f16, DType::tf32}) {
+    try {
+      rt.best_config(GemmProblem::parse("1024x1024x1024", "NN", t));
+      ADD_FAILURE() << "no error for " << to_string(t);
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("f32 GEMM only"), std::string::npos) << e.what();
+    }
+  }
+}
