@@ -466,6 +466,13 @@ namespace {
 // whether p was one of them.
 bool blas_quick_path(const GemmProblem& p) { return p.m == 0 || p.n == 0 || p.alpha == 0.0f || p.k == 0; }
 
+// gemm() takes float pointers: a problem of another dtype is a caller's mistake, whatever path
+// (kernel, cuBLAS, quick return) it would take.
+void require_f32(const GemmProblem& p) {
+  if (p.dtype != DType::f32)
+    throw UsageError("ktune::Runtime::gemm takes f32 operands; " + p.key() + " is " + to_string(p.dtype));
+}
+
 } // namespace
 
 void Runtime::scale_only(const GemmProblem& p, float* C, CUstream stream) {
@@ -492,6 +499,7 @@ void Runtime::scale_only(const GemmProblem& p, float* C, CUstream stream) {
 
 void Runtime::gemm(const GemmProblem& problem, const float* A, const float* B, float* C, float alpha, float beta,
                    CUstream stream) {
+  require_f32(problem);
   GemmProblem p = problem;
   p.alpha = alpha, p.beta = beta;
   if (blas_quick_path(p)) return scale_only(p, C, stream);
@@ -512,6 +520,7 @@ void Runtime::gemm(const GemmProblem& problem, const float* A, const float* B, f
 
 void Runtime::gemm(const GemmProblem& problem, const Selection& s, const float* A, const float* B, float* C, float alpha,
                    float beta, CUstream stream) {
+  require_f32(problem);
   GemmProblem p = problem;
   p.alpha = alpha, p.beta = beta;
   if (blas_quick_path(p)) return scale_only(p, C, stream);

@@ -218,7 +218,7 @@ TEST(Runtime, OtherDtypesThanF32AreRefusedClearly) {
   RuntimeOptions o;
   o.arch = "sm_90";
   o.db_path = "";
-  const Runtime rt(o);
+  Runtime rt(o);
   for (DType t : {DType::bf16, DType::f16, DType::tf32}) {
     try {
       rt.best_config(GemmProblem::parse("1024x1024x1024", "NN", t));
@@ -227,4 +227,8 @@ TEST(Runtime, OtherDtypesThanF32AreRefusedClearly) {
       EXPECT_NE(std::string(e.what()).find("f32 GEMM only"), std::string::npos) << e.what();
     }
   }
+  // gemm() refuses before anything else, the quick returns (alpha == 0, K == 0) included.
+  for (float alpha : {1.0f, 0.0f})
+    EXPECT_THROW(rt.gemm(GemmProblem::parse("64x64x64", "NN", DType::bf16), nullptr, nullptr, nullptr, alpha, 0.0f),
+                 UsageError);
 }
