@@ -47,7 +47,7 @@ const Family* TunedIndex::family(const std::string& name) const {
 
 bool TunedIndex::has_group(const GemmProblem& p) const {
   for (const auto& e : entries_)
-    if (e->entry.problem.dtype == p.dtype && e->entry.problem.layout_string() == p.layout_string()) return true;
+    if (e->entry.problem.dtype == p.dtype) return true;
   return false;
 }
 
@@ -114,13 +114,14 @@ std::vector<Lent> TunedIndex::lenders(const GemmProblem& p, size_t per_family, c
   std::vector<Lent> all;
   for (const auto& ie : entries_) {
     const TableEntry& e = ie->entry;
-    if (e.problem.dtype != p.dtype || e.problem.layout_string() != p.layout_string()) continue;
+    if (e.problem.dtype != p.dtype) continue;
     if (!only.empty() && e.family != only) continue;
     if (e.problem.key() == key) continue; // exact(): measured where it stands
     auto c = serves(*ie, p);
     if (!c) continue;
     Lent l = lent(*ie, *c);
-    l.distance = log_distance(p, e.problem) + (e.problem.align != p.align ? kAlignPenalty : 0.0);
+    l.distance = log_distance(p, e.problem) + (e.problem.align != p.align ? kAlignPenalty : 0.0) +
+                 kLayoutPenalty * ((e.problem.a != p.a) + (e.problem.b != p.b));
     l.score = l.home_ratio * std::exp(-kLendDecay * l.distance);
     all.push_back(std::move(l));
   }

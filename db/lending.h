@@ -4,15 +4,16 @@
 // An index holds the best entries of tuning tables (a user's database, tables given by hand, the
 // tables shipped with ktune) for one device. For a problem it answers two questions:
 //   exact(p)    the entries tuned for exactly p (every family, every source), fastest first;
-//   lenders(p)  entries tuned for other problems of the same dtype and layout whose config (or a
-//               general form of it, Family::generalized) is valid for p, ranked by a predicted
+//   lenders(p)  entries tuned for other problems of the same dtype (any layout) whose config (or
+//               a general form of it, Family::generalized) is valid for p, ranked by a predicted
 //               speedup over cuBLAS at p.
 //
 // The prediction is deliberately simple: the speedup the entry recorded at its own problem
 // (cuBLAS time / kernel time there), decayed by how far away that problem is,
 //     score = home_ratio * exp(-kLendDecay * distance),
 // with distance the log distance over M, N, K (tuner/problem.cpp) plus kAlignPenalty when the
-// alignment classes differ. A config far from home has no claim on being faster than cuBLAS;
+// alignment classes differ and kLayoutPenalty for each operand stored in the other order (a
+// tiling tuned for row-major B is a candidate for column-major B, not a good guess). A config far from home has no claim on being faster than cuBLAS;
 // the runtime therefore measures the few best-scored lenders against cuBLAS at the new shape
 // before it trusts one (runtime/runtime.cpp), and uses the score alone only where it cannot
 // measure.
@@ -50,6 +51,7 @@ struct Lent {
 
 constexpr double kLendDecay = 0.4;     // per unit of log distance: e^-0.4 = 0.67 per factor e
 constexpr double kAlignPenalty = 0.5;  // a config tuned for another alignment class
+constexpr double kLayoutPenalty = 0.5; // per operand (A, B) whose storage order differs
 // Lenders scored below this are not worth measuring: even a generous error in the prediction
 // leaves them slower than cuBLAS. Low on purpose: the decay is a rough, family-blind guess (on
 // the H100, gemm_tf32x3 configs kept their home speedup up to a log distance of 1.2, gemm_skinny
@@ -79,13 +81,13 @@ class TunedIndex {
   bool empty() const { return entries_.empty(); }
   const std::string& arch() const { return device_.arch; }
   const DeviceInfo& device() const { return device_; }
-  // Whether any entry of p's dtype and layout exists (any shape, any alignment).
+  // Whether any entry of p's dtype exists (any shape, layout or alignment).
   bool has_group(const GemmProblem& p) const;
 
   // Entries tuned for exactly p (shape, layout, dtype, alignment class) that serve p, from the
   // most trusted tier present, fastest recorded first.
   std::vector<Lent> exact(const GemmProblem& p) const;
-  // Entries of other problems (same dtype and layout) that serve p, best score first; at most
+  // Entries of other problems (same dtype, any layout) that serve p, best score first; at most
   // per_family of each family (the best of each, so that one family's many entries cannot crowd
   // out another's), only family `only` when it is not empty.
   std::vector<Lent> lenders(const GemmProblem& p, size_t per_family, const std::string& only = {}) const;

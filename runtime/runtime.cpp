@@ -145,9 +145,8 @@ struct Runtime::Impl {
       s.candidates.push_back(candidate_of(l));
     }
     if (s.candidates.empty() && !index->has_group(p)) {
-      // Nothing of this dtype and layout is tuned on this arch (a GPU nobody tuned): the
-      // families' defaults are the only kernels there are, and first use measures them against
-      // cuBLAS like lenders.
+      // Nothing of this dtype is tuned on this arch (a GPU nobody tuned): the families' defaults
+      // are the only kernels there are, and first use measures them against cuBLAS like lenders.
       for (const auto& f : families) {
         if (!f.has_default()) continue;
         Config c = f.default_config(p, device);
@@ -180,9 +179,12 @@ struct Runtime::Impl {
     s.generalized = top.generalized;
     s.time_ms = top.time_ms, s.cublas_ms = top.cublas_ms; // recorded at the lender's own problem
     s.measure_pending = true;
-    s.why = std::to_string(s.candidates.size()) + " candidate(s) to time against cuBLAS at first use (best predicted: " +
-            top.family + (top.tuned.empty() ? " default" : " tuned for " + top.tuned) +
-            fmt(", %.2fx cuBLAS there, %.2fx predicted here)", top.home_ratio, top.score);
+    s.why = top.tuned.empty()
+                ? "nothing of this dtype is tuned here: " + std::to_string(s.candidates.size()) +
+                      " family default(s) to time against cuBLAS at first use"
+                : std::to_string(s.candidates.size()) + " candidate(s) to time against cuBLAS at first use (best predicted: " +
+                      top.family + " tuned for " + top.tuned +
+                      fmt(", %.2fx cuBLAS there, %.2fx predicted here)", top.home_ratio, top.score);
     if (!opts.measure_untuned) return unmeasured(std::move(s), "measuring is off");
     return s;
   }

@@ -89,12 +89,31 @@ TEST(Runtime, ExactNearestDefaultAndCublas) {
   EXPECT_EQ(s.provenance, Provenance::cublas);
   EXPECT_TRUE(s.candidates.empty());
   EXPECT_NE(s.why.find("cuBLAS"), std::string::npos) << s.why;
-  // Another layout has nothing tuned at all: the family defaults, measured at first use.
+  // Another layout: the NN entry lends its tiling, at a penalty of 0.5 per operand stored the
+  // other way round, still to be measured.
   s = rt.best_config(GemmProblem::parse("1024x1024x1024", "TN"));
-  EXPECT_EQ(s.provenance, Provenance::default_config);
+  EXPECT_EQ(s.provenance, Provenance::nearest);
   EXPECT_TRUE(s.measure_pending);
-  EXPECT_EQ(s.family, "gemm_simt");
-  EXPECT_FALSE(s.tuned);
+  ASSERT_TRUE(s.tuned);
+  EXPECT_EQ(*s.tuned, "gemm/f32/NN/1024x1024x1024/a16");
+  EXPECT_NEAR(s.distance, kLayoutPenalty, 1e-12);
+  EXPECT_NEAR(rt.best_config(GemmProblem::parse("1024x1024x1024", "TT")).distance, 2 * kLayoutPenalty, 1e-12);
+}
+
+TEST(Runtime, NothingTunedOfADtypeMeansTheFamilyDefaultsAreMeasured) {
+  RuntimeOptions o;
+  o.arch = "sm_90";
+  o.db_path = "";
+  o.shipped_tables = false;
+  const Runtime rt(o);
+  for (const char* l : {"NN", "TN"}) {
+    const Selection s = rt.best_config(GemmProblem::parse("1024x1024x1024", l));
+    EXPECT_EQ(s.provenance, Provenance::default_config) << l;
+    EXPECT_TRUE(s.measure_pending) << l;
+    EXPECT_EQ(s.family, "gemm_simt") << l;
+    EXPECT_FALSE(s.tuned) << l;
+    EXPECT_NE(s.why.find("default"), std::string::npos) << s.why;
+  }
 }
 
 TEST(Runtime, LendersOfAnotherAlignmentClassPayAPenaltyAndServeInAValidForm) {
