@@ -20,7 +20,6 @@
 #include "runtime/embedded.h"
 #include "runtime/module.h"
 #include "tuner/cublas.h"
-#include "tuner/timing.h"
 
 namespace ktune {
 
@@ -259,6 +258,35 @@ struct Runtime::Impl {
     cublas->sgemm(p, a, stream);
   }
 
+  // Time of one run of f on stream: the median over 5 batches of back-to-back runs, each batch
+  // preceded by an untimed run that keeps the GPU busy while the host queues the timed ones, so
+  // that neither the host's launch overhead (cuBLAS's is several microseconds) nor an idle GPU at
+  // the first event counts, as it would not where the application queues its work ahead. A
+  // batch is about 2 ms of GPU time (1 to 50 runs).
+  static double time_on(CUstream stream, const std::function<void()>& f, const std::string& what) {
+    CUevent e0 = nullptr, e1 = nullptr;
+    check_cu(driver().cuEventCreate(&e0, CU_EVENT_DEFAULT), "cuEventCreate", what);
+    std::unique_ptr<CUevent_st, void (*)(CUevent)> g0(e0, [](CUevent e) { driver().cuEventDestroy(e); });
+    check_cu(driver().cuEventCreate(&e1, CU_EVENT_DEFAULT), "cuEventCreate", what);
+    std::unique_ptr<CUevent_st, void (*)(CUevent)> g1(e1, [](CUevent e) { driver().cuEventDestroy(e); });
+    auto batch = [&](int runs) {
+      f(); // untimed: the GPU works on it while the timed runs are queued
+      check_cu(driver().cuEventRecord(e0, stream), "cuEventRecord", what);
+      for (int i = 0; i < runs; ++i) f();
+      check_cu(driver().cuEventRecord(e1, stream), "cuEventRecord", what);
+      check_cu(driver().cuEventSynchronize(e1), "cuEventSynchronize", what);
+      float ms = 0;
+      check_cu(driver().cuEventElapsedTime(&ms, e0, e1), "cuEventElapsedTime", what);
+      return double(ms) / runs;
+    };
+    const double first = batch(1); // also loads whatever the first call loads
+    const int runs = std::clamp(int(2.0 / std::max(first, 1e-3)), 1, 50);
+    std::vector<double> t;
+    for (int i = 0; i < 5; ++i) t.push_back(batch(runs));
+    std::nth_element(t.begin(), t.begin() + 2, t.end());
+    return t[2];
+  }
+
   // First use of an untuned problem: time every candidate and cuBLAS at p on the caller's stream
   // (after whatever it already holds, so A and B are ready), into a scratch C, and keep the
   // fastest. A candidate that fails to compile or launch is left out with its reason in `why`.
@@ -275,27 +303,14 @@ struct Runtime::Impl {
     }
     const size_t rows = size_t(p.m), ld = size_t(p.eff_ldc());
     DeviceBuffer scratch;
-    std::unique_ptr<Timer> timer;
     try {
       scratch = DeviceBuffer(rows * ld * sizeof(float), "scratch C for measuring candidates at " + p.key());
-      // ktune bench's and the tuner's timer: L2 flushed before every repetition, which also keeps
-      // the host's launch overhead out of the timed region (the flush kernel runs while the launch
-      // is queued); the median of the repetitions. First use thus ranks kernels and cuBLAS as the
-      // bench does, also for kernels shorter than a launch's host cost, where back-to-back timing
-      // would measure the host instead.
-      timer = std::make_unique<Timer>(device.l2_bytes);
     } catch (const CudaError& e) {
-      return unmeasured(std::move(s), std::string("no memory to measure in (") + e.what() + "), not measured");
+      return unmeasured(std::move(s), std::string("no memory for a scratch C (") + e.what() + "), not measured");
     }
     check_cu(driver().cuMemsetD32Async(scratch.ptr(), 0, rows * ld, stream), "cuMemsetD32Async", "scratch C at " + p.key());
-    // Fewer repetitions than a tuning trial (about 10 to 100 ms of GPU time each): this runs inside
-    // an application's first call.
-    TimingOptions opt;
-    opt.min_reps = 5, opt.max_reps = 50, opt.min_total_ms = 10, opt.max_total_ms = 100;
     KtuneGemmArgs a = gemm_args(p, A, B, scratch.as<float>(), nullptr);
-    s.measured_cublas_ms = timer->time([&](CUstream st) { run_cublas(p, a, st); }, stream, opt).median_ms;
-    // A candidate whose first repetition is 1.5x cuBLAS's time cannot win: one repetition is enough.
-    opt.cutoff_ms = 1.5 * *s.measured_cublas_ms;
+    s.measured_cublas_ms = time_on(stream, [&] { run_cublas(p, a, stream); }, "timing cuBLAS at " + p.key());
     std::optional<size_t> best;
     for (size_t i = 0; i < s.candidates.size(); ++i) {
       if (!mods[i]) continue;
@@ -306,7 +321,8 @@ struct Runtime::Impl {
         KtuneGemmArgs ca = a;
         std::shared_ptr<DeviceBuffer> ws;
         if (plan.workspace_bytes) ws = workspace(stream, plan.workspace_bytes, p), ca.workspace = ws->as<float>();
-        c.measured_ms = timer->time([&](CUstream st) { launch_gemm(*mod, plan, ca, st); }, stream, opt).median_ms;
+        c.measured_ms = time_on(stream, [&] { launch_gemm(*mod, plan, ca, stream); },
+                                "timing " + c.family + " " + c.config.to_json() + " at " + p.key());
         if (!best || *c.measured_ms < *s.candidates[*best].measured_ms) best = i;
       } catch (const CompileError& e) {
         failed.push_back(c.family + " " + c.config.to_json() + ": does not compile");
