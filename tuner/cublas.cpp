@@ -46,6 +46,17 @@ void Cublas::sgemm(const GemmProblem& p, const KtuneGemmArgs& a, CUstream stream
                "cublasSgemm", p.key());
 }
 
+void Cublas::gemm_half(const GemmProblem& p, const KtuneGemmArgs& a, CUstream stream) {
+  if (p.dtype != DType::bf16 && p.dtype != DType::f16)
+    throw UsageError("Cublas::gemm_half takes bf16 or f16 problems, not " + p.key());
+  check_cublas(cublasSetStream(handle_, reinterpret_cast<cudaStream_t>(stream)), "cublasSetStream", p.key());
+  const cudaDataType t = p.dtype == DType::bf16 ? CUDA_R_16BF : CUDA_R_16F;
+  const ColumnMajorView v = view(p);
+  check_cublas(cublasGemmEx(handle_, v.op_first, v.op_second, v.m, v.n, v.k, &a.alpha, a.B, t, int(a.ldb), a.A, t,
+                            int(a.lda), &a.beta, a.C, t, int(a.ldc), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+               "cublasGemmEx", p.key());
+}
+
 void Cublas::dgemm(const GemmProblem& p, const double* A, const double* B, double* C, CUstream stream) {
   check_cublas(cublasSetStream(handle_, reinterpret_cast<cudaStream_t>(stream)), "cublasSetStream", p.key());
   const ColumnMajorView v = view(p);

@@ -19,6 +19,10 @@ class Cublas {
 
   // C = alpha * A * B + beta * C in FP32 with the problem's layouts (default math mode: no TF32).
   void sgemm(const GemmProblem& p, const KtuneGemmArgs& a, CUstream stream);
+  // The same for half-precision operands (p.dtype bf16 or f16: A, B and C of that type; the
+  // pointers of a are reinterpreted), FP32 compute (cublasGemmEx, CUBLAS_COMPUTE_32F): the
+  // baseline a half-precision kernel is held against. Throws UsageError for another dtype.
+  void gemm_half(const GemmProblem& p, const KtuneGemmArgs& a, CUstream stream);
   // The same product in FP64 on widened copies of the operands; C has leading dimension ldc.
   void dgemm(const GemmProblem& p, const double* A, const double* B, double* C, CUstream stream);
 

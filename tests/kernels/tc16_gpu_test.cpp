@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <iostream>
 #include <random>
 
 #include "gemm/gemm_families.h"
@@ -19,6 +20,7 @@
 #include "runtime/cuda_check.h"
 #include "runtime/driver.h"
 #include "runtime/module.h"
+#include "tuner/cublas.h"
 
 using namespace ktune;
 
@@ -76,9 +78,14 @@ Buf upload(std::vector<uint16_t> h) {
   return b;
 }
 
-// Runs config c of gemm_tc16 on p with random inputs and returns the relative Frobenius error of C
-// against the FP64 reference; NaN if any element of C is not finite or a padding column was written.
-double run_case(Compiler& compiler, const DeviceInfo& dev, const Config& c, const GemmProblem& p, uint64_t seed) {
+struct Errors {
+  double ours, cublas; // relative Frobenius errors of C against the FP64 reference
+};
+
+// Runs config c of gemm_tc16, and cuBLAS (cublasGemmEx, FP32 compute), on p with the same random
+// inputs; NaN for ours if any element of C is not finite or a padding column was written.
+Errors run_case(Compiler& compiler, Cublas& cublas, const DeviceInfo& dev, const Config& c, const GemmProblem& p,
+                uint64_t seed) {
   const Family f = find_family("gemm_tc16");
   const bool f16 = p.dtype == DType::f16;
   auto to = [&](float x) { return f16 ? to_f16(x) : to_bf16(x); };
@@ -90,31 +97,38 @@ double run_case(Compiler& compiler, const DeviceInfo& dev, const Config& c, cons
   for (auto& x : a) x = to(u(rng));
   for (auto& x : b) x = to(u(rng));
   for (auto& x : c0) x = to(u(rng));
-  Buf A = upload(a), B = upload(b), C = upload(c0);
+  Buf A = upload(a), B = upload(b), C = upload(c0), Cb = upload(c0);
   const auto k = compiler.compile(compile_request(f, c, p, dev.arch));
   Module m(k->cubin, k->lowered_names, "gemm_tc16 " + c.to_json());
   KtuneGemmArgs args = gemm_args(p, reinterpret_cast<const float*>(A.d.ptr()), reinterpret_cast<const float*>(B.d.ptr()),
                                  reinterpret_cast<float*>(C.d.ptr()), nullptr);
   launch_gemm(m, f.launch_plan(c, p), args, nullptr);
   check_cu(driver().cuCtxSynchronize(), "cuCtxSynchronize", "tc16 test " + c.to_json() + " " + p.key());
-  std::vector<uint16_t> out(c0.size());
+  KtuneGemmArgs cargs = args;
+  cargs.C = reinterpret_cast<float*>(Cb.d.ptr());
+  if (K > 0) cublas.gemm_half(p, cargs, nullptr); // K = 0: cuBLAS's own checks want lda >= 1 row
+  check_cu(driver().cuCtxSynchronize(), "cuCtxSynchronize", "cuBLAS " + p.key());
+  std::vector<uint16_t> out(c0.size()), outb(c0.size());
   check_cu(driver().cuMemcpyDtoH(out.data(), C.d.ptr(), out.size() * 2), "cuMemcpyDtoH", "tc16 test");
-  double num = 0, den = 0;
+  check_cu(driver().cuMemcpyDtoH(outb.data(), Cb.d.ptr(), outb.size() * 2), "cuMemcpyDtoH", "tc16 test");
+  double num = 0, numb = 0, den = 0;
+  bool finite = true;
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
       double ref = 0;
       for (int64_t q = 0; q < K; ++q) ref += double(from(a[size_t(i * lda + q)])) * double(from(b[size_t(q * ldb + j)]));
       ref = double(p.alpha) * ref + (p.beta != 0.0f ? double(p.beta) * double(from(c0[size_t(i * ldc + j)])) : 0.0);
-      const double got = from(out[size_t(i * ldc + j)]);
-      if (!std::isfinite(got)) return NAN;
+      const double got = from(out[size_t(i * ldc + j)]), gotb = K > 0 ? from(outb[size_t(i * ldc + j)]) : ref;
+      finite = finite && std::isfinite(got);
       num += (got - ref) * (got - ref);
+      numb += (gotb - ref) * (gotb - ref);
       den += ref * ref;
     }
   // Padding columns of C (ldc > N) are never written.
   for (int64_t i = 0; i < M; ++i)
-    for (int64_t j = N; j < ldc; ++j)
-      if (out[size_t(i * ldc + j)] != c0[size_t(i * ldc + j)]) return NAN;
-  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+    for (int64_t j = N; j < ldc; ++j) finite = finite && out[size_t(i * ldc + j)] == c0[size_t(i * ldc + j)];
+  const double scale = den > 0 ? den : 1.0;
+  return {finite ? std::sqrt(num / scale) : NAN, std::sqrt(numb / scale)};
 }
 
 } // namespace
@@ -126,6 +140,7 @@ TEST(Tc16Gpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
   if (dev->arch_number() < 80) GTEST_SKIP() << "gemm_tc16 needs sm_80";
   CudaContext ctx(dev->ordinal);
   Compiler compiler;
+  Cublas cublas;
   const Family f = find_family("gemm_tc16");
   struct Shape {
     int64_t m, n, k, pad;
@@ -147,9 +162,13 @@ TEST(Tc16Gpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       p.align = 16;
       const double tol = base_tol + double(s.k) * std::ldexp(1.0, -23);
       for (const Config& c : f.sample(p, *dev, 3, ++seed)) {
-        const double err = run_case(compiler, *dev, c, p, ++seed);
-        EXPECT_LE(err, tol) << p.key() << " lda=" << p.lda << " alpha=" << p.alpha << " beta=" << p.beta << " "
-                            << c.to_json() << " (NaN: a non-finite result or a write beyond N)";
+        const Errors e = run_case(compiler, cublas, *dev, c, p, ++seed);
+        EXPECT_LE(e.ours, tol) << p.key() << " lda=" << p.lda << " alpha=" << p.alpha << " beta=" << p.beta << " "
+                               << c.to_json() << " (NaN: a non-finite result or a write beyond N)";
+        // The rule must hold for cuBLAS too, or the rule (or the reference) is wrong.
+        EXPECT_LE(e.cublas, tol) << "cuBLAS on " << p.key();
+        std::cout << "[ ktune    ] " << p.key() << " " << c.short_string() << ": error " << e.ours << ", cuBLAS "
+                  << e.cublas << "\n";
         ++checked;
       }
     }
