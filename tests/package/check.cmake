@@ -41,4 +41,6 @@ if(PKG_CONFIG)
     message(FATAL_ERROR "pkg-config --cflags --libs ktune printed: ${last_out}")
   endif()
 endif()
+# Leave nothing behind on success: the build folder travels to the GPU machine, which caps its size.
+file(REMOVE_RECURSE "${WORK_DIR}")
 message(STATUS "package check passed")
