@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "ktune/compiler.h"
+#include "ktune_git_commit.h"
 #include "ktune/error.h"
 #include "ktune/family.h"
 #include "db/store.h"
@@ -167,7 +168,8 @@ int cmd_compile(const CompileArgs& a) {
 
 struct TuneArgs {
   std::vector<std::string> families, problems;
-  std::string suite, dtype = "f32", layout = "NN", strategy = "random", db, restrict_file, warm_start = "shipped";
+  std::string suite, dtype = "f32", layout = "NN", strategy = "random", db, restrict_file, warm_start = "shipped",
+      trials_out;
   std::optional<size_t> budget_evals;
   std::optional<double> budget_seconds;
   uint64_t seed = 1;
@@ -238,6 +240,7 @@ int cmd_tune(const TuneArgs& a) {
   if (!o.warm_start.empty() && o.warm_start != "shipped" && !std::filesystem::exists(o.warm_start))
     throw UsageError("warm-start source " + o.warm_start + " does not exist");
   o.db_path = a.db.empty() ? default_db_path() : a.db;
+  o.trials_out = a.trials_out;
   o.device = a.device;
   o.timeout_s = a.timeout_s;
   o.quiet = a.quiet || a.json;
@@ -366,7 +369,7 @@ int cmd_import(const std::string& db, const std::string& file) {
 
 int main(int argc, char** argv) {
   CLI::App app{"ktune: autotuned CUDA kernels (GEMM) for your shapes on your GPU"};
-  app.set_version_flag("--version", std::string(KTUNE_VERSION));
+  app.set_version_flag("--version", std::string("ktune ") + KTUNE_VERSION + " (git " + KTUNE_GIT_COMMIT + ")");
   app.require_subcommand(1);
 
   SpaceArgs space;
@@ -419,6 +422,8 @@ int main(int argc, char** argv) {
   tn->add_option("--restrict", tune_args.restrict_file, "JSON file narrowing parameter domains")->check(CLI::ExistingFile);
   tn->add_option("--timeout", tune_args.timeout_s, "Seconds one evaluation may take before its worker is killed")
       ->capture_default_str();
+  tn->add_option("--trials-out", tune_args.trials_out,
+                 "Append every trial to this file as it is recorded, one JSON object a line");
   tn->add_flag("--quiet", tune_args.quiet, "No progress output");
   tn->add_flag("--json", tune_args.json, "Print the summary as JSON (implies --quiet)");
 

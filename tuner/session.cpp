@@ -71,9 +71,9 @@ struct InFlight {
 class ProblemTuner {
  public:
   ProblemTuner(const TuneOptions& o, const DeviceInfo& dev, Store& store, Compiler& compiler, WorkerProcess& worker,
-               CubinDir& cubins, const WarmStart* warm, int64_t device_id, size_t index)
+               CubinDir& cubins, const WarmStart* warm, std::ofstream* trials_out, int64_t device_id, size_t index)
       : o_(o), dev_(dev), store_(store), compiler_(compiler), worker_(worker), cubins_(cubins), warm_(warm),
-        device_id_(device_id), index_(index) {}
+        trials_out_(trials_out), device_id_(device_id), index_(index) {}
 
   ProblemResult run(const GemmProblem& p) {
     const auto t0 = Clock::now();
@@ -116,6 +116,29 @@ class ProblemTuner {
   }
 
  private:
+  // One JSON line per recorded trial, flushed at once: a reader following the file sees every
+  // trial as soon as the database has it.
+  void log_trial(const GemmProblem& p, const TrialRecord& t) {
+    if (!trials_out_) return;
+    nlohmann::json j = {{"problem", p.key()},
+                        {"family", t.family},
+                        {"config", nlohmann::json::parse(t.config_json)},
+                        {"status", to_string(t.status)},
+                        {"device", dev_.name},
+                        {"arch", dev_.arch}};
+    if (t.status == TrialStatus::ok) {
+      j["time_ms"] = t.timing.median_ms;
+      j["tflops"] = t.tflops;
+      j["reps"] = t.timing.reps;
+      j["rel_error"] = t.rel_error;
+    }
+    if (!t.error.empty()) j["error"] = t.error.substr(0, 2000);
+    j["compile_s"] = t.compile_s;
+    j["bench_s"] = t.bench_s;
+    *trials_out_ << j.dump() << '\n' << std::flush;
+    if (!*trials_out_) throw Error("cannot write the trial log " + o_.trials_out);
+  }
+
   // One family's search on p within evals proposals and the deadline; returns the proposals made.
   size_t search(const GemmProblem& p, int64_t pid, size_t fi, size_t evals,
                 std::optional<Clock::time_point> deadline, ProblemResult& r) {
@@ -166,6 +189,7 @@ class ProblemTuner {
       queue.pop_front();
       const TrialRecord t = evaluate(job, p, r);
       store_.record_trial(device_id_, pid, dev_.arch, t);
+      log_trial(p, t);
       strategy->observe(job.strategy_cand, t.status, t.timing.median_ms);
       ++r.by_status[t.status];
       if (t.status == TrialStatus::ok && (!best_ms_ || t.timing.median_ms < *best_ms_)) {
@@ -313,6 +337,7 @@ class ProblemTuner {
   WorkerProcess& worker_;
   CubinDir& cubins_;
   const WarmStart* warm_; // null: no warm start
+  std::ofstream* trials_out_; // null: no trial log
   int64_t device_id_;
   size_t index_;
   std::optional<double> best_ms_;
@@ -342,9 +367,15 @@ TuneResult tune(const TuneOptions& o) {
   // Read once for the whole run: every family of every problem draws its seeds from it.
   std::optional<WarmStart> warm;
   if (!o.warm_start.empty()) warm.emplace(o.warm_start, result.device);
+  std::unique_ptr<std::ofstream> trials_out;
+  if (!o.trials_out.empty()) {
+    trials_out = std::make_unique<std::ofstream>(o.trials_out, std::ios::app);
+    if (!*trials_out) throw UsageError("cannot open the trial log " + o.trials_out + " for appending");
+  }
   const auto t0 = Clock::now();
   for (size_t i = 0; i < o.problems.size(); ++i) {
-    ProblemTuner pt(o, result.device, store, compiler, worker, cubins, warm ? &*warm : nullptr, device_id, i);
+    ProblemTuner pt(o, result.device, store, compiler, worker, cubins, warm ? &*warm : nullptr, trials_out.get(),
+                    device_id, i);
     ProblemResult r = pt.run(o.problems[i]);
     result.compile_s += r.compile_s;
     result.bench_s += r.bench_s;

@@ -21,6 +21,10 @@ struct TuneOptions {
   std::optional<double> budget_seconds; // per problem, wall time of this run
   uint64_t seed = 1;
   std::string warm_start; // table file or database whose nearest best configs are tried first
+  // Appends one JSON object a line (problem, family, config, status, times, error) for every
+  // trial as it is recorded, for tools that follow a run; "" for none. Trials a resumed run
+  // skips are not written again.
+  std::string trials_out;
   std::string db_path;
   int device = 0;
   // Use this description instead of asking the driver: lets tests drive the whole loop with a

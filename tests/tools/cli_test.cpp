@@ -1,6 +1,8 @@
 // The ktune program as a user runs it: exit codes and output.
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -102,6 +104,14 @@ TEST(Cli, HelpListsTheSubcommands) {
   const CliRun r = run_ktune("--help");
   EXPECT_EQ(r.status, 0);
   for (const char* sub : {"space", "devices", "compile"}) EXPECT_NE(r.out.find(sub), std::string::npos) << r.out;
+}
+
+TEST(Cli, VersionNamesTheReleaseAndTheGitCommit) {
+  const CliRun r = run_ktune("--version");
+  EXPECT_EQ(r.status, 0);
+  // A checkout gives 12 hex digits (with -dirty for uncommitted changes); a tarball "unknown".
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(^ktune [0-9]+\.[0-9]+\.[0-9]+ \(git ([0-9a-f]{12}(-dirty)?|unknown)\)\n$)")))
+      << r.out;
 }
 
 TEST(Cli, UnknownSubcommandOrFlagExitsTwoWithAMessage) {

@@ -9,7 +9,10 @@
 #include <fstream>
 #include <map>
 
+#include <nlohmann/json.hpp>
+
 #include "db/store.h"
+#include "ktune/error.h"
 
 using namespace ktune;
 
@@ -233,4 +236,48 @@ TEST(Session, SeveralFamiliesShareAProblemsBudgetWhereTheyCanServeIt) {
   EXPECT_EQ(square.at("gemm_naive"), 6);
   EXPECT_EQ(square.count("gemm_skinny"), 0u);
   ASSERT_TRUE(r.problems[0].best);
+}
+
+TEST(Session, TrialsOutGetsOneJsonLineAPerRecordedTrial) {
+  const std::string db = fresh_db("trials-out.db");
+  const std::string log = fresh_db("trials-out.jsonl");
+  // A worker that fails one config: its line carries the status and the error.
+  // Configs with BY = 8 fail verification; exhaustive order (BX = 8 first, then every BY)
+  // reaches one within the 6 evaluations.
+  auto o = options(db, script(R"(*'"BY":8}'*) echo '{"status":"wrong_result","error":"rel_error=1"}';;)"), 6);
+  o.strategy = "exhaustive";
+  o.trials_out = log;
+  tune(o);
+  std::ifstream in(log);
+  std::string line;
+  int n = 0, ok = 0;
+  while (std::getline(in, line)) {
+    const auto j = nlohmann::json::parse(line);
+    EXPECT_EQ(j.at("problem"), o.problems[0].key());
+    EXPECT_EQ(j.at("family"), "gemm_naive");
+    EXPECT_TRUE(j.at("config").is_object());
+    if (j.at("status") == "ok") {
+      ++ok;
+      EXPECT_DOUBLE_EQ(j.at("time_ms").get<double>(), 1.0);
+    } else {
+      EXPECT_EQ(j.at("status"), "wrong_result");
+      EXPECT_FALSE(j.contains("time_ms"));
+    }
+    ++n;
+  }
+  EXPECT_EQ(n, 6);
+  EXPECT_GT(ok, 0);
+  EXPECT_LT(ok, n);
+  Store s(db);
+  EXPECT_EQ(size_t(n), s.trials(s.device_id(*o.device_info), s.problem_id(o.problems[0])).size());
+  // A resumed run appends only what it evaluates anew.
+  o.budget_evals = 8;
+  tune(o);
+  std::ifstream again(log);
+  int lines = 0;
+  while (std::getline(again, line)) ++lines;
+  EXPECT_EQ(lines, 8);
+  // An unwritable path is refused before any trial.
+  o.trials_out = "/nonexistent/dir/trials.jsonl";
+  EXPECT_THROW(tune(o), UsageError);
 }
