@@ -95,8 +95,12 @@ class TunedIndex {
   // The config of e in canonical form, or a general form of it, valid for p; nullopt if none.
   std::optional<std::pair<Config, bool>> serves(const IndexedEntry& e, const GemmProblem& p) const;
 
- private:
+  // The built-in families the index judges entries with (null for an unknown name); the runtime
+  // launches from the same descriptors.
   const Family* family(const std::string& name) const;
+  const std::vector<Family>& families() const { return families_; }
+
+ private:
   DeviceInfo device_;
   std::vector<Family> families_;
   // Stable addresses: Lent points into it.

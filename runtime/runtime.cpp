@@ -75,7 +75,6 @@ struct Runtime::Impl {
   DeviceInfo device; // limits used for validity: the real device when there is one
   std::unique_ptr<Store> store;
   std::mutex store_mu; // the store's connection serves one thread at a time
-  std::vector<Family> families = builtin_families();
   std::unique_ptr<TunedIndex> index;
 
   // Process-wide caches of this runtime; each behind its own mutex.
@@ -92,11 +91,7 @@ struct Runtime::Impl {
   std::unique_ptr<Cublas> cublas;
   std::unique_ptr<Compiler> compiler;
 
-  const Family* family(const std::string& name) const {
-    for (const auto& f : families)
-      if (f.name() == name) return &f;
-    return nullptr;
-  }
+  const Family* family(const std::string& name) const { return index->family(name); }
 
   void add(const Table& t, const std::string& source, SourceTier tier) {
     std::vector<std::string> skipped;
@@ -146,7 +141,7 @@ struct Runtime::Impl {
     if (s.candidates.empty() && !index->has_group(p)) {
       // Nothing of this dtype is tuned on this arch (a GPU nobody tuned): the families' defaults
       // are the only kernels there are, and first use measures them against cuBLAS like lenders.
-      for (const auto& f : families) {
+      for (const auto& f : index->families()) {
         if (!f.has_default()) continue;
         Config c = f.default_config(p, device);
         if (!f.valid(c, p, device)) continue;
@@ -296,7 +291,8 @@ struct Runtime::Impl {
     for (size_t i = 0; i < s.candidates.size(); ++i) {
       const CandidateConfig& c = s.candidates[i];
       try {
-        mods[i] = module_async(*family(c.family), family(c.family)->canonical(c.config), p);
+        const Family& f = *family(c.family);
+        mods[i] = module_async(f, f.canonical(c.config), p);
       } catch (const Error& e) {
         failed.push_back(c.family + ": " + e.what());
       }
@@ -317,7 +313,8 @@ struct Runtime::Impl {
       CandidateConfig& c = s.candidates[i];
       try {
         const auto mod = mods[i]();
-        const LaunchPlan plan = family(c.family)->launch_plan(family(c.family)->canonical(c.config), p);
+        const Family& f = *family(c.family);
+        const LaunchPlan plan = f.launch_plan(f.canonical(c.config), p);
         KtuneGemmArgs ca = a;
         std::shared_ptr<DeviceBuffer> ws;
         if (plan.workspace_bytes) ws = workspace(stream, plan.workspace_bytes, p), ca.workspace = ws->as<float>();
