@@ -1,0 +1,259 @@
+// gemm_skinny16 (bf16/f16 decode on mma.sync) without a GPU: its space (which problems it serves,
+// defaults, general forms, launch plans) and NVRTC compiles of sampled and corner configs for
+// sm_80 and sm_90. Kept in its own file (suites Space and Compiler) so that it does not collide
+// with edits of the shared test files.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "gemm/gemm_families.h"
+#include "ktune/compiler.h"
+#include "ktune/family.h"
+
+using namespace ktune;
+
+namespace {
+
+const char* kLayouts[] = {"NN", "NT", "TN", "TT"};
+
+// The alignment class of a half problem from its leading dimensions (2-byte elements), as the
+// runtime derives it for pointers from cudaMalloc.
+int half_align(const GemmProblem& p) {
+  for (int a : {16, 8, 4})
+    if ((p.eff_lda() * 2) % a == 0 && (p.eff_ldb() * 2) % a == 0 && (p.eff_ldc() * 2) % a == 0) return a;
+  return 2;
+}
+
+GemmProblem half_problem(int64_t m, int64_t n, int64_t k, const char* layout, DType t, int64_t pad = 0) {
+  GemmProblem p = GemmProblem::make(m, n, k, layout, t);
+  p.lda = p.eff_lda() + pad, p.ldb = p.eff_ldb() + pad, p.ldc = p.eff_ldc() + pad;
+  p.align = half_align(p);
+  return p;
+}
+
+// Compiles every (config, problem) pair on the pool and reports each failure with its config.
+void compile_all(const Family& f, const std::vector<std::pair<Config, GemmProblem>>& cases, const std::string& arch) {
+  Compiler compiler;
+  std::vector<std::future<std::shared_ptr<const CompiledKernel>>> futs;
+  for (const auto& [c, p] : cases) futs.push_back(compiler.compile_async(compile_request(f, c, p, arch)));
+  for (size_t i = 0; i < futs.size(); ++i) {
+    try {
+      const auto k = futs[i].get();
+      EXPECT_GT(k->cubin.size(), 0u);
+      EXPECT_EQ(k->lowered_names.size(), f.kernel_names(cases[i].first, cases[i].second).size());
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << arch << " " << cases[i].first.to_json() << " " << cases[i].second.key() << ": " << e.what();
+    }
+  }
+}
+
+} // namespace
+
+// Sampled configs of both dtypes at the target decode shapes (all four layouts), an unaligned
+// shape (single-half loads, A element-wise), a wide one with a short K; one config for every value
+// of every parameter; and the defaults of a few shapes; on sm_80 and sm_90. It has not run on a
+// GPU yet (tests/kernels/skinny16_gpu_test.cpp): compiling is what CI can check.
+TEST(Compiler, SampledAndCornerSkinny16ConfigsCompileForSm80AndSm90) {
+  const Family f = find_family("gemm_skinny16");
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    const auto d = DeviceInfo::nominal(arch);
+    std::vector<std::pair<Config, GemmProblem>> cases;
+    uint64_t seed = 31;
+    int split = 0;
+    for (DType t : {DType::bf16, DType::f16})
+      for (size_t l = 0; l < 4; ++l) {
+        const char* layout = kLayouts[l];
+        for (const auto& p : {half_problem(1, 4096, 4096, layout, t), half_problem(16, 4096, 4096, layout, t)})
+          for (const auto& c : f.sample(p, d, 1, ++seed)) cases.emplace_back(c, p);
+        // Unaligned (7x1001x77) in every layout, the wide vocabulary shape in two of them.
+        const auto odd = half_problem(7, 1001, 77, layout, t);
+        EXPECT_EQ(odd.align, 2);
+        for (const auto& c : f.sample(odd, d, 1, ++seed)) {
+          EXPECT_EQ(c["VEC"], 1) << c.to_json();
+          cases.emplace_back(c, odd);
+        }
+        if (l % 2 == (t == DType::f16))
+          for (const auto& c : f.sample(half_problem(64, 50257, 768, layout, t), d, 1, ++seed))
+            cases.emplace_back(c, half_problem(64, 50257, 768, layout, t));
+      }
+    // One config for every value of every parameter, at the first shape where it is valid.
+    std::vector<GemmProblem> corners;
+    for (const char* layout : {"NN", "NT"})
+      for (int64_t m : {16, 64, 1})
+        corners.push_back(half_problem(m, 4096, 4096, layout, m == 64 ? DType::f16 : DType::bf16));
+    corners.push_back(half_problem(7, 1001, 77, "TN", DType::bf16));
+    for (const auto& prm : f.params())
+      for (int v : prm.values) {
+        SpaceRestriction r;
+        r.domains[prm.name] = {v};
+        const Family one_value = f.restricted(r);
+        bool found = false;
+        for (const auto& p : corners) {
+          const auto one = one_value.sample(p, d, 1, 13 + v);
+          if (one.empty()) continue;
+          cases.emplace_back(one[0], p);
+          found = true;
+          break;
+        }
+        EXPECT_TRUE(found) << "no valid config with " << prm.name << "=" << v;
+      }
+    // The defaults the runtime falls back to.
+    for (const auto& p : {half_problem(1, 4096, 4096, "NN", DType::f16), half_problem(16, 4096, 4096, "NT", DType::bf16),
+                          half_problem(5, 1000, 999, "TN", DType::bf16), half_problem(64, 768, 64, "TT", DType::f16)})
+      cases.emplace_back(f.default_config(p, d), p);
+    for (const auto& [c, p] : cases) split += c["SPLITK"] > 1;
+    EXPECT_GE(split, 5);
+    EXPECT_GE(cases.size(), 50u);
+    compile_all(f, cases, arch);
+  }
+}
+
+TEST(Space, Skinny16ServesHalfDecodeProblemsOnly) {
+  const Family f = find_family("gemm_skinny16");
+  const auto d = DeviceInfo::nominal("sm_90");
+  EXPECT_EQ(f.min_arch(), 80);
+  EXPECT_EQ(f.count(half_problem(65, 4096, 4096, "NN", DType::bf16), d), 0u);  // M > 64
+  EXPECT_EQ(f.count(GemmProblem::parse("16x4096x4096", "NN", DType::f32), d), 0u); // FP32 is gemm_skinny's
+  EXPECT_EQ(f.count(GemmProblem::parse("16x4096x4096", "NN", DType::tf32), d), 0u);
+  EXPECT_FALSE(f.valid(f.default_config(half_problem(16, 4096, 4096, "NN", DType::bf16), d),
+                       GemmProblem::parse("16x4096x4096", "NN", DType::f32), d));
+  for (DType t : {DType::bf16, DType::f16})
+    for (const char* layout : kLayouts) {
+      EXPECT_GE(f.count(half_problem(16, 4096, 4096, layout, t), d), 500u) << layout;
+      EXPECT_GE(f.count(half_problem(1, 4096, 4096, layout, t), d), 500u) << layout;
+      EXPECT_GT(f.count(half_problem(64, 50257, 768, layout, t), d), 0u) << layout;
+      EXPECT_GT(f.count(half_problem(7, 1001, 77, layout, t), d), 0u) << layout;
+      EXPECT_GT(f.count(half_problem(3, 5, 0, layout, t), d), 0u) << layout; // K = 0: C = beta * C
+    }
+  EXPECT_EQ(f.count(half_problem(16, 4096, 4096, "NN", DType::bf16), d), f.count(half_problem(16, 4096, 4096, "NN", DType::f16), d));
+  EXPECT_GT(f.count(half_problem(16, 4096, 4096, "NN", DType::bf16), DeviceInfo::nominal("sm_80")), 0u);
+  // The vector width follows the alignment: 16-byte loads only where B and its rows allow them.
+  auto max_vec = [&](const GemmProblem& p) {
+    int v = 0;
+    f.enumerate(p, d, [&](const Config& c) {
+      v = std::max(v, c["VEC"]);
+      return true;
+    });
+    return v;
+  };
+  EXPECT_EQ(max_vec(half_problem(16, 4096, 4096, "NN", DType::bf16)), 8);
+  EXPECT_EQ(max_vec(half_problem(16, 4096, 4096, "NN", DType::bf16, 4)), 4); // ldb = 4100: 8-byte rows
+  EXPECT_EQ(max_vec(half_problem(16, 4096, 4096, "NN", DType::bf16, 2)), 2);
+  EXPECT_EQ(max_vec(half_problem(16, 4096, 4096, "NN", DType::bf16, 1)), 1);
+  auto narrow = half_problem(16, 4096, 4096, "NT", DType::f16);
+  narrow.align = 4; // a B pointer aligned to 4 bytes only
+  EXPECT_EQ(max_vec(narrow), 2);
+  // Column-major B: warp steps of 32 k; the chunk of A holds whole iterations of every group.
+  for (const char* layout : kLayouts)
+    for (const auto& c : f.sample(half_problem(16, 4096, 4096, layout, DType::bf16), d, 200, 5))
+      EXPECT_EQ(c["KC"] % ((layout[1] == 'T' ? 32 : 16) * c["KG"] * c["UNROLL"]), 0) << c.to_json();
+}
+
+// The default must be valid for every problem the family serves: every M <= 64, both dtypes,
+// every layout, N and K from 1 (and K = 0) to vocabulary sizes, packed and odd leading dimensions
+// (every alignment class down to 2 bytes).
+TEST(Space, Skinny16DefaultsServeEveryHalfProblemWithUpTo64Rows) {
+  const Family f = find_family("gemm_skinny16");
+  int checked = 0, vec8 = 0;
+  for (const char* arch : {"sm_90", "sm_80"}) {
+    const auto d = DeviceInfo::nominal(arch);
+    for (DType t : {DType::bf16, DType::f16})
+      for (int64_t m : {1, 2, 5, 8, 9, 16, 17, 31, 32, 33, 48, 63, 64})
+        for (int64_t n : {1, 7, 8, 63, 100, 1001, 4096, 50257})
+          for (int64_t k : {0, 1, 7, 77, 768, 4096, 11008})
+            for (const char* layout : kLayouts)
+              for (int64_t pad : {0, 1, 4}) {
+                const auto p = half_problem(m, n, k, layout, t, pad);
+                const Config c = f.default_config(p, d);
+                const auto why = f.violations(c, p, d);
+                EXPECT_TRUE(why.empty()) << p.key() << " pad " << pad << " " << c.to_json() << ": " << why[0];
+                ++checked;
+                vec8 += c["VEC"] == 8;
+              }
+  }
+  EXPECT_GT(checked, 10000);
+  EXPECT_GT(vec8, 400);
+  // The target shapes get 16-byte loads, 256 threads, and enough K slices to cover the SMs.
+  const auto d = DeviceInfo::nominal("sm_90");
+  for (int64_t m : {1, 16})
+    for (const char* layout : {"NN", "NT"}) {
+      const auto p = half_problem(m, 4096, 4096, layout, DType::bf16);
+      const Config c = f.default_config(p, d);
+      EXPECT_EQ(c["VEC"], 8) << c.to_json();
+      EXPECT_EQ(c["NT"], 256) << c.to_json();
+      const auto& s = f.launch_plan(c, p).main_step();
+      EXPECT_GE(int64_t(s.grid[0]) * s.grid[1] * s.grid[2], d.sm_count) << c.to_json();
+    }
+}
+
+// A config tuned at one M and alignment has general forms (other row tiles, narrower loads) valid
+// for every other decode batch and alignment class.
+TEST(Space, Skinny16GeneralFormsServeEveryBatchAndAlignment) {
+  const Family f = find_family("gemm_skinny16");
+  const auto d = DeviceInfo::nominal("sm_90");
+  SpaceRestriction r;
+  r.domains = {{"NT", {128, 256}}};
+  const Family g = f.restricted(r);
+  for (const char* layout : {"NN", "NT"}) {
+    const auto tuned_at = half_problem(16, 4096, 4096, layout, DType::bf16);
+    for (const Config& c : g.sample(tuned_at, d, 30, 21)) {
+      const auto general = f.generalized(c);
+      ASSERT_FALSE(general.empty()) << c.to_json();
+      for (const auto& x : general) EXPECT_LE(x["VEC"], c["VEC"]) << x.to_json();
+      for (int64_t m = 1; m <= 64; ++m)
+        for (int64_t pad : {0, 1, 2}) {
+          const auto p = half_problem(m, 4096, 4096, layout, DType::f16, pad);
+          bool served = f.valid(c, p, d);
+          for (const auto& x : general) served = served || f.valid(x, p, d);
+          EXPECT_TRUE(served) << c.to_json() << " for " << p.key() << " pad " << pad;
+        }
+      // The nearest row tile first: a config tuned at MT = 16 offers MT = 8 and 32 before 64.
+      // (narrower loads of the same tile first, where there are narrower loads).
+      if (c["MT"] == 16) {
+        std::vector<int> order;
+        for (const auto& x : general)
+          if (order.empty() || order.back() != x["MT"]) order.push_back(x["MT"]);
+        EXPECT_EQ(order, (c["VEC"] > 1 ? std::vector<int>{16, 8, 32, 64} : std::vector<int>{8, 32, 64})) << c.to_json();
+      }
+    }
+  }
+}
+
+// The plan: a grid of column strips x row tiles x K slices, the template's shared memory; with
+// K slices, gemm_skinny16_reduce after it as a dependent launch over the FP32 workspace.
+TEST(Space, Skinny16PlanAndKernelNames) {
+  const Family f = find_family("gemm_skinny16");
+  const auto d = DeviceInfo::nominal("sm_90");
+  for (const char* layout : kLayouts)
+    for (DType t : {DType::bf16, DType::f16}) {
+      const auto p = half_problem(24, 11008, 4096, layout, t);
+      const bool bcol = layout[1] == 'T';
+      for (const auto& c : f.sample(p, d, 40, 9)) {
+        const LaunchPlan plan = f.launch_plan(c, p);
+        const auto names = f.kernel_names(c, p);
+        const auto& s = plan.main_step();
+        const int cols = c["NT"] / 32 / c["KG"] * (bcol ? 32 : 64);
+        EXPECT_EQ(s.grid[0], unsigned((11008 + cols - 1) / cols));
+        EXPECT_EQ(s.grid[1], unsigned((24 + c["MT"] - 1) / c["MT"]));
+        EXPECT_EQ(s.grid[2], unsigned(c["SPLITK"]));
+        EXPECT_EQ(s.block[0], unsigned(c["NT"]));
+        const size_t a = size_t(c["MT"]) * (c["KC"] + (bcol ? 32 : 16)) * 2, red = size_t(c["KG"]) * c["MT"] * cols * 4;
+        EXPECT_EQ(s.dynamic_smem, unsigned(std::max(a, red)));
+        const std::string tail = std::string(t == DType::f16 ? ",1," : ",0,") + (layout[0] == 'T' ? "1," : "0,") + (bcol ? "1>" : "0>");
+        EXPECT_EQ(names[0].rfind("gemm_skinny16<", 0), 0u);
+        EXPECT_EQ(names[0].substr(names[0].size() - tail.size()), tail) << names[0];
+        if (c["SPLITK"] > 1) {
+          ASSERT_EQ(plan.steps.size(), 2u);
+          ASSERT_EQ(names.size(), 2u);
+          EXPECT_EQ(names[1], "gemm_skinny16_reduce<" + std::to_string(c["SPLITK"]) + (t == DType::f16 ? ",1>" : ",0>"));
+          EXPECT_EQ(plan.steps[1].kernel, 1);
+          EXPECT_TRUE(plan.steps[1].overlap_previous);
+          EXPECT_EQ(plan.workspace_bytes, size_t(c["SPLITK"]) * 24 * gemm_workspace_ld(11008) * 4);
+        } else {
+          EXPECT_EQ(plan.steps.size(), 1u);
+          EXPECT_EQ(names.size(), 1u);
+          EXPECT_EQ(plan.workspace_bytes, 0u);
+        }
+      }
+    }
+}
