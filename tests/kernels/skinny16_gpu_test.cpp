@@ -1,0 +1,222 @@
+// gemm_skinny16 (BF16 / FP16 decode on mma.sync) against an FP64 reference computed on the CPU
+// from the same rounded inputs, with cuBLAS (cublasGemmEx, FP32 compute) run on the same inputs
+// and held to the same rule. Written when no GPU was at hand: this is the test that must pass
+// before the family is offered anywhere (see gemm_skinny16.cu's header).
+//
+// Tolerance rule (relative Frobenius error of C, as tc16_gpu_test.cpp): bf16 2^-8, fp16 2^-11,
+// plus K * 2^-23 for FP32 accumulation. beta == 0 runs start from a C full of NaN (BLAS: C is not
+// read); no result may be NaN, and padding columns of C (ldc > N) are never written.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <future>
+#include <iostream>
+#include <random>
+
+#include "gemm/gemm_families.h"
+#include "gpu_env.h"
+#include "kernels/half_reference.h"
+#include "ktune/compiler.h"
+#include "runtime/cuda_check.h"
+#include "runtime/driver.h"
+#include "runtime/module.h"
+#include "tuner/cublas.h"
+
+using namespace ktune;
+using namespace ktune::testing::half_ref;
+
+namespace {
+
+struct Buf {
+  DeviceBuffer d;
+  std::vector<uint16_t> h;
+};
+
+Buf upload(std::vector<uint16_t> h) {
+  Buf b{DeviceBuffer(std::max<size_t>(h.size(), 1) * 2, "skinny16 test operand"), std::move(h)};
+  if (!b.h.empty())
+    check_cu(driver().cuMemcpyHtoD(b.d.ptr(), b.h.data(), b.h.size() * 2), "cuMemcpyHtoD", "skinny16 test");
+  return b;
+}
+
+std::vector<uint16_t> download(const Buf& b) {
+  std::vector<uint16_t> out(b.h.size());
+  if (!out.empty()) check_cu(driver().cuMemcpyDtoH(out.data(), b.d.ptr(), out.size() * 2), "cuMemcpyDtoH", "skinny16 test");
+  return out;
+}
+
+// The alignment class of a half problem from its leading dimensions (cudaMalloc'd pointers).
+int half_align(const GemmProblem& p) {
+  for (int a : {16, 8, 4})
+    if ((p.eff_lda() * 2) % a == 0 && (p.eff_ldb() * 2) % a == 0 && (p.eff_ldc() * 2) % a == 0) return a;
+  return 2;
+}
+
+// One problem's operands on the host and the device, and the FP64 product of the rounded inputs.
+struct Inputs {
+  GemmProblem p;
+  std::vector<uint16_t> a, b, c0; // c0: random C for beta != 0
+  std::vector<double> ab;         // M x N, row-major
+  Buf A, B;
+};
+
+Inputs make_inputs(const GemmProblem& p, uint64_t seed) {
+  const bool f16 = p.dtype == DType::f16;
+  auto to = [&](float x) { return f16 ? to_f16(x) : to_bf16(x); };
+  auto from = [&](uint16_t x) { return f16 ? from_f16(x) : from_bf16(x); };
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  const int64_t M = p.m, N = p.n, K = p.k, lda = p.eff_lda(), ldb = p.eff_ldb(), ldc = p.eff_ldc();
+  const bool a_row = p.a == Layout::row, b_row = p.b == Layout::row;
+  std::vector<uint16_t> a(size_t((a_row ? M : std::max<int64_t>(K, 1)) * lda)), b(size_t((b_row ? std::max<int64_t>(K, 1) : N) * ldb)),
+      c0(size_t(M * ldc));
+  for (auto& x : a) x = to(u(rng));
+  for (auto& x : b) x = to(u(rng));
+  for (auto& x : c0) x = to(u(rng));
+  std::vector<double> af(a.size()), bf(b.size());
+  for (size_t i = 0; i < a.size(); ++i) af[i] = from(a[i]);
+  for (size_t i = 0; i < b.size(); ++i) bf[i] = from(b[i]);
+  std::vector<double> ab(size_t(M * N), 0.0);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t q = 0; q < K; ++q) {
+      const double x = af[size_t(a_row ? i * lda + q : q * lda + i)];
+      double* const row = ab.data() + i * N;
+      if (b_row) {
+        const double* const brow = bf.data() + q * ldb;
+        for (int64_t j = 0; j < N; ++j) row[j] += x * brow[j];
+      } else {
+        for (int64_t j = 0; j < N; ++j) row[j] += x * bf[size_t(j * ldb + q)];
+      }
+    }
+  Inputs in{p, std::move(a), std::move(b), std::move(c0), std::move(ab), {}, {}};
+  in.A = upload(in.a);
+  in.B = upload(in.b);
+  return in;
+}
+
+// Relative Frobenius error of out (C after the product with the given alpha and beta) against the
+// reference; NaN if any element of C is not finite or a padding column changed.
+double error_of(const Inputs& in, const std::vector<uint16_t>& c_before, const std::vector<uint16_t>& out, float alpha, float beta) {
+  const GemmProblem& p = in.p;
+  const bool f16 = p.dtype == DType::f16;
+  auto from = [&](uint16_t x) { return f16 ? from_f16(x) : from_bf16(x); };
+  const int64_t ldc = p.eff_ldc();
+  double num = 0, den = 0;
+  bool ok = true;
+  for (int64_t i = 0; i < p.m; ++i) {
+    for (int64_t j = 0; j < p.n; ++j) {
+      const double ref = double(alpha) * in.ab[size_t(i * p.n + j)] +
+                         (beta != 0.0f ? double(beta) * double(from(c_before[size_t(i * ldc + j)])) : 0.0);
+      const double got = from(out[size_t(i * ldc + j)]);
+      ok = ok && std::isfinite(got);
+      num += (got - ref) * (got - ref);
+      den += ref * ref;
+    }
+    for (int64_t j = p.n; j < ldc; ++j) ok = ok && out[size_t(i * ldc + j)] == c_before[size_t(i * ldc + j)];
+  }
+  return ok ? std::sqrt(num / (den > 0 ? den : 1.0)) : NAN;
+}
+
+// C after config c (or cuBLAS, when m is null) on in with alpha and beta; beta == 0 starts from a
+// C full of NaN.
+std::vector<uint16_t> run(const Inputs& in, Module* m, const LaunchPlan* plan, Cublas& cublas, float alpha, float beta,
+                          std::vector<uint16_t>& c_before) {
+  GemmProblem p = in.p;
+  p.alpha = alpha, p.beta = beta;
+  const uint16_t nan = p.dtype == DType::f16 ? 0x7e00 : 0x7fc0;
+  c_before = beta != 0.0f ? in.c0 : std::vector<uint16_t>(in.c0.size(), nan);
+  Buf C = upload(c_before);
+  DeviceBuffer ws;
+  if (plan && plan->workspace_bytes) ws = DeviceBuffer(plan->workspace_bytes, "skinny16 test workspace");
+  KtuneGemmArgs args = gemm_args(p, reinterpret_cast<const float*>(in.A.d.ptr()), reinterpret_cast<const float*>(in.B.d.ptr()),
+                                 reinterpret_cast<float*>(C.d.ptr()), ws.bytes() ? ws.as<float>() : nullptr);
+  if (m)
+    launch_gemm(*m, *plan, args, nullptr);
+  else
+    cublas.gemm_half(p, args, nullptr);
+  check_cu(driver().cuCtxSynchronize(), "cuCtxSynchronize", "skinny16 test " + p.key());
+  return download(C);
+}
+
+} // namespace
+
+TEST(Skinny16Gpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
+  std::string why;
+  const DeviceInfo* dev = ktune::testing::first_gpu(&why);
+  if (!dev) GTEST_SKIP() << "no GPU: " << why;
+  if (dev->arch_number() < 80) GTEST_SKIP() << "gemm_skinny16 needs sm_80";
+  CudaContext ctx(dev->ordinal);
+  Compiler compiler;
+  Cublas cublas;
+  const Family f = find_family("gemm_skinny16");
+  SpaceRestriction split_only;
+  split_only.domains = {{"SPLITK", {2, 4, 8, 16}}};
+  const Family fs = f.restricted(split_only);
+  struct Shape {
+    int64_t m, n, k, pad;
+    bool all_layouts;
+  };
+  // The decode targets, an unaligned shape with padded operands (single-half loads, A element by
+  // element), a full 64-row tile with a short K, and K = 0 (C = beta * C).
+  const Shape shapes[] = {{1, 4096, 4096, 0, false}, {16, 4096, 4096, 0, false}, {5, 1000, 999, 3, true},
+                          {64, 768, 64, 0, true},    {24, 520, 0, 0, false}};
+  int checked = 0, split = 0;
+  uint64_t seed = 300;
+  for (DType t : {DType::bf16, DType::f16}) {
+    for (const Shape& s : shapes)
+      for (const char* layout : {"NN", "NT", "TN", "TT"}) {
+        if (!s.all_layouts && layout[0] == 'T') continue;
+        GemmProblem p = GemmProblem::make(s.m, s.n, s.k, layout, t);
+        p.lda = p.eff_lda() + s.pad, p.ldb = p.eff_ldb() + s.pad, p.ldc = p.eff_ldc() + s.pad;
+        p.align = half_align(p);
+        const Inputs in = make_inputs(p, ++seed);
+        const double tol = half_tolerance(t == DType::f16, s.k);
+        // The default, two sampled configs and a split-K one, compiled side by side.
+        std::vector<Config> configs{f.default_config(p, *dev)};
+        for (const auto& c : f.sample(p, *dev, 2, ++seed)) configs.push_back(c);
+        for (const auto& c : fs.sample(p, *dev, 1, ++seed)) configs.push_back(c);
+        std::vector<std::future<std::shared_ptr<const CompiledKernel>>> kernels;
+        for (const auto& c : configs) kernels.push_back(compiler.compile_async(compile_request(f, c, p, dev->arch)));
+        for (const float beta : {0.0f, 0.5f}) {
+          const float alpha = beta == 0.0f ? 1.0f : 0.75f;
+          std::vector<uint16_t> before;
+          double cublas_error = NAN;
+          if (s.k > 0) { // cuBLAS's own checks want lda >= 1 row
+            const auto out = run(in, nullptr, nullptr, cublas, alpha, beta, before);
+            cublas_error = error_of(in, before, out, alpha, beta);
+            // The rule must hold for cuBLAS too, or the rule (or the reference) is wrong.
+            EXPECT_LE(cublas_error, tol) << "cuBLAS on " << p.key();
+          }
+          for (size_t i = 0; i < configs.size(); ++i) {
+            const auto k = kernels[i].get();
+            Module m(k->cubin, k->lowered_names, "gemm_skinny16 " + configs[i].to_json());
+            const LaunchPlan plan = f.launch_plan(configs[i], p);
+            const auto out = run(in, &m, &plan, cublas, alpha, beta, before);
+            const double e = error_of(in, before, out, alpha, beta);
+            EXPECT_LE(e, tol) << p.key() << " pad " << s.pad << " alpha=" << alpha << " beta=" << beta << " "
+                              << configs[i].to_json() << " (NaN: a non-finite result or a write beyond N)";
+            std::cout << "[ ktune    ] " << p.key() << " beta " << beta << " " << configs[i].short_string() << ": error " << e
+                      << ", cuBLAS " << cublas_error << "\n";
+            ++checked;
+            split += configs[i]["SPLITK"] > 1;
+          }
+        }
+      }
+  }
+  EXPECT_GE(checked, 100);
+  EXPECT_GE(split, 20);
+}
+
+// The test's own conversions (no GPU needed): known encodings and round trips.
+TEST(Skinny16Reference, HostHalfConversionsRoundTrip) {
+  EXPECT_EQ(to_bf16(1.0f), 0x3f80);
+  EXPECT_EQ(to_f16(1.0f), 0x3c00);
+  EXPECT_EQ(to_f16(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02);
+  for (uint32_t h = 0; h < 0x10000; h += 7) {
+    if ((h & 0x7c00) == 0x7c00) continue;
+    EXPECT_EQ(to_f16(from_f16(uint16_t(h))) & 0x7fff, h & 0x7fff);
+    EXPECT_EQ(to_bf16(from_bf16(uint16_t(h))), uint16_t(h));
+  }
+  EXPECT_DOUBLE_EQ(half_tolerance(false, 0), std::ldexp(1.0, -8));
+  EXPECT_DOUBLE_EQ(half_tolerance(true, 1024), std::ldexp(1.0, -11) + 1024 * std::ldexp(1.0, -23));
+}
