@@ -61,6 +61,16 @@ size_t gemm_pack_workspace_bytes(const GemmPack& t, const GemmProblem& p);
 // the plan's workspace, after its split-K slices.
 void add_pack(LaunchPlan& plan, const GemmProblem& p, const GemmPack& t, int kernel);
 
+// Half-precision (bf16 / fp16) twins of the split-K reduction and the packing, for families whose
+// operands and C are 16-bit (gemm_splitk16.cuh, gemm_pack16.cuh; the FP32 ones are unchanged).
+// The reduction is launched by add_splitk_reduce (same geometry and FP32 workspace slices) under
+// the name gemm_splitk_reduce16_name gives; the packed copies are halves, each storage row padded
+// to a multiple of 8 (16 bytes), after the split-K slices.
+std::string gemm_splitk_reduce16_name(int slices, const GemmProblem& p); // F16 from p.dtype
+std::string gemm_pack16_name(const GemmPack& t, const GemmProblem& p);
+size_t gemm_pack16_workspace_bytes(const GemmPack& t, const GemmProblem& p);
+void add_pack16(LaunchPlan& plan, const GemmProblem& p, const GemmPack& t, int kernel);
+
 // The block-tiled families (gemm_simt, gemm_tf32x3): BM x BN tiles of C on a 1D grid (rasterized
 // in the kernel), K in BK-deep steps cut into SPLITK slices (blockIdx.z), optionally packed
 // operands. Their kernel lists and launch plans differ only in the main kernel.

@@ -46,3 +46,42 @@ void add_pack(LaunchPlan& plan, const GemmProblem& p, const GemmPack& t, int ker
 }
 
 } // namespace ktune
+
+// Half-precision packing (gemm_pack16.cuh): the same storage, 2-byte elements, rows padded to a
+// multiple of 8 halves (the tile quanta already are: asserted by the template).
+namespace ktune {
+namespace {
+
+Packed packed16(const GemmPack& t, const GemmProblem& p) {
+  Packed q = packed(t, p);
+  q.a_ld = round_up(q.a_ld, 8), q.b_ld = round_up(q.b_ld, 8);
+  return q;
+}
+
+} // namespace
+
+std::string gemm_pack16_name(const GemmPack& t, const GemmProblem& p) {
+  return "gemm_pack16<" + std::to_string(t.mq) + "," + std::to_string(t.nq) + "," + std::to_string(t.kq) + "," +
+         std::to_string(t.slices > 1 ? t.slices : 0) + "," + gemm_layout_args(p) + ">";
+}
+
+size_t gemm_pack16_workspace_bytes(const GemmPack& t, const GemmProblem& p) {
+  const Packed q = packed16(t, p);
+  return size_t(q.a_rows * q.a_ld + q.b_rows * q.b_ld) * 2;
+}
+
+void add_pack16(LaunchPlan& plan, const GemmProblem& p, const GemmPack& t, int kernel) {
+  const Packed q = packed16(t, p);
+  LaunchStep pack;
+  pack.kernel = kernel;
+  // One 16-byte chunk (8 halves) per thread (__launch_bounds__(256)); the kernel loops over rows
+  // past grid.y's limit. At least one block each way: with K = 0 there may be nothing to pack.
+  pack.grid[0] = std::max(1u, ceil_div(std::max(q.a_ld, q.b_ld) / 8, 256));
+  pack.grid[1] = static_cast<unsigned>(std::clamp<int64_t>(std::max(q.a_rows, q.b_rows), 1, 65535));
+  pack.grid[2] = 2; // A, then B
+  pack.block[0] = 256;
+  plan.steps.insert(plan.steps.begin(), pack);
+  plan.workspace_bytes += gemm_pack16_workspace_bytes(t, p); // after the split-K slices the plan already sized
+}
+
+} // namespace ktune

@@ -22,3 +22,12 @@ void add_splitk_reduce(LaunchPlan& plan, const GemmProblem& p, int slices) {
 }
 
 } // namespace ktune
+
+namespace ktune {
+
+// gemm_splitk16.cuh's reduction, writing a bf16 (F16 = 0) or fp16 (F16 = 1) C.
+std::string gemm_splitk_reduce16_name(int slices, const GemmProblem& p) {
+  return "gemm_splitk_reduce16<" + std::to_string(slices) + "," + (p.dtype == DType::f16 ? "1" : "0") + ">";
+}
+
+} // namespace ktune

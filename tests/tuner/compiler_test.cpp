@@ -152,21 +152,66 @@ TEST(Compiler, SampledAndCornerTf32x3ConfigsCompileForSm80AndSm90) {
   }
 }
 
-// gemm_tc16 (bf16/f16 on mma.sync): both dtypes, sampled at an aligned and an odd-M shape, plus one
-// config for every value of every parameter, on sm_80 and sm_90. It has not run on a GPU yet
-// (tests/kernels/tc16_gpu_test.cpp): compiling is what CI can check.
+// gemm_tc16 (bf16/f16 on mma.sync), on sm_80 and sm_90 in both dtypes and all four layouts: one
+// sampled config at an aligned dividing shape (unpacked, 16-byte loads), one packed split-K config
+// at an unaligned shape (2999^3, 77x1001x33, 1x4096x4096 with an odd ldb, 301x203x137 in turn),
+// one config at an odd-sized or non-dividing shape, one at a shape whose packed copies would
+// exceed the workspace cap (the unpacked element-load form), plus one config for every value of
+// every parameter. The first version ran on an H100 (tests/kernels/tc16_gpu_test.cpp); the packed,
+// split-K, column-major and element paths are compile-checked here.
 TEST(Compiler, SampledAndCornerTc16ConfigsCompileForSm80AndSm90) {
   const Family f = find_family("gemm_tc16");
+  SpaceRestriction packed_split;
+  packed_split.domains = {{"SPLITK", {2, 4, 8}}, {"PACK", {1}}};
+  const Family ps = f.restricted(packed_split);
   for (const char* arch : {"sm_80", "sm_90"}) {
     const auto d = DeviceInfo::nominal(arch);
     std::vector<std::pair<Config, GemmProblem>> cases;
+    uint64_t seed = 19;
+    int packed = 0, split = 0, elements = 0;
+    auto take = [&](const Family& from, const GemmProblem& p) {
+      const auto one = from.sample(p, d, 1, ++seed);
+      EXPECT_EQ(one.size(), 1u) << "nothing valid for " << p.key() << " on " << arch;
+      if (one.empty()) return;
+      cases.emplace_back(one[0], p);
+      packed += one[0]["PACK"];
+      split += one[0]["SPLITK"] > 1;
+    };
     for (DType t : {DType::bf16, DType::f16})
-      for (const char* shape : {"2048x2048x2048", "1000x1032x520"}) {
-        const auto p = GemmProblem::parse(shape, "NN", t);
-        for (const auto& c : f.sample(p, d, 3, 19)) cases.emplace_back(c, p);
+      for (size_t l = 0; l < 4; ++l) {
+        const char* layout = kLayouts[l];
+        take(f, GemmProblem::parse("2048x2048x2048", layout, t));
+        auto odd_ld = GemmProblem::parse("1x4096x4096", layout, t);
+        odd_ld.ldb = odd_ld.eff_ldb() + 1;
+        odd_ld.align = 2;
+        const GemmProblem unaligned[] = {GemmProblem::parse("2999x2999x2999", layout, t),
+                                         GemmProblem::parse("77x1001x33", layout, t), odd_ld,
+                                         GemmProblem::parse("301x203x137", layout, t)};
+        take(ps, unaligned[(l + (t == DType::f16)) % 4]);
+        const char* other[] = {"1000x1032x520", "77x1001x33", "1x4096x4096", "301x203x137"};
+        take(f, GemmProblem::parse(other[(l + 2 * (t == DType::f16)) % 4], layout, t));
       }
-    add_one_per_value(f, d, {GemmProblem::parse("2048x2048x2048", "NN", DType::bf16)}, 9, cases);
-    EXPECT_GE(cases.size(), 12u + 20u);
+    // Packed copies over 512 MiB: only the unpacked kernel with element loads serves these.
+    for (DType t : {DType::bf16, DType::f16}) {
+      const auto huge = GemmProblem::parse("16383x16385x16387", kLayouts[t == DType::f16 ? 3 : 1], t);
+      for (const auto& c : f.sample(huge, d, 1, ++seed)) {
+        EXPECT_EQ(c["PACK"], 0) << c.to_json();
+        // ...PACK = 0, CP16 = 0, F16, A_COL, B_COL> (TT for f16, NT for bf16)
+        const std::string name = f.kernel_names(c, huge)[0], tail = t == DType::f16 ? ",0,0,1,1,1>" : ",0,0,0,0,1>";
+        EXPECT_EQ(name.substr(name.size() - tail.size()), tail) << name;
+        cases.emplace_back(c, huge);
+        ++elements;
+      }
+    }
+    EXPECT_GE(packed, 8);
+    EXPECT_GE(split, 8);
+    EXPECT_EQ(elements, 2);
+    // PACK = 1 is valid only where the problem is unaligned or not divided, every other value at 2048^3.
+    add_one_per_value(f, d,
+                      {GemmProblem::parse("2048x2048x2048", "NN", DType::bf16),
+                       GemmProblem::parse("2999x2999x2999", "TN", DType::f16)},
+                      9, cases);
+    EXPECT_GE(cases.size(), 24u + 2u + 20u);
     compile_all(f, cases, arch);
   }
 }

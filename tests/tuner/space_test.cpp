@@ -323,7 +323,7 @@ TEST(Space, SplitKReduceFollowsTheMainKernelAsADependentLaunchFourColumnsAThread
   EXPECT_EQ(plan.workspace_bytes, 0u);
 }
 
-TEST(Space, Tc16ServesHalfPrecisionRowMajorAlignedProblemsOnSm80AndUp) {
+TEST(Space, Tc16ServesHalfPrecisionProblemsOfEveryLayoutOnSm80AndUp) {
   const Family f = find_family("gemm_tc16");
   const auto d = DeviceInfo::nominal("sm_90");
   auto count = [&](const char* shape, DType t, const char* layout = "NN", const char* arch = "sm_90") {
@@ -333,13 +333,16 @@ TEST(Space, Tc16ServesHalfPrecisionRowMajorAlignedProblemsOnSm80AndUp) {
   EXPECT_EQ(count("4096x4096x4096", DType::bf16), count("4096x4096x4096", DType::f16));
   EXPECT_GT(count("4096x4096x4096", DType::bf16, "NN", "sm_80"), 0u);
   EXPECT_EQ(count("4096x4096x4096", DType::f32), 0u); // FP32 is not its dtype
-  EXPECT_EQ(count("4096x4096x4096", DType::bf16, "NT"), 0u); // row-major A and B only, for now
-  EXPECT_EQ(count("4096x4096x4100", DType::bf16), 0u);       // K not a multiple of 8 halves
-  EXPECT_EQ(count("4096x4100x4096", DType::bf16), 0u);       // N likewise
-  EXPECT_GT(count("1001x4096x4096", DType::bf16), 0u);       // any M: rows are bounds-checked
-  // Every valid config's plan: one step, the threads and shared memory the template uses.
+  for (const char* l : {"NT", "TN", "TT"}) EXPECT_GT(count("4096x4096x4096", DType::bf16, l), 500u) << l;
+  EXPECT_GT(count("4096x4096x4100", DType::bf16), 0u); // K not a multiple of 8 halves: packed
+  EXPECT_GT(count("4096x4100x4096", DType::f16), 0u);  // N likewise
+  EXPECT_GT(count("1001x4096x4096", DType::bf16), 0u); // any M
+  // Every valid config's plan at an aligned shape that M does not divide, unpacked and unsplit:
+  // one step, the threads and shared memory the template uses.
   const auto p = GemmProblem::parse("1001x4096x4096", "NN", DType::bf16);
-  for (const auto& c : f.sample(p, d, 50, 3)) {
+  SpaceRestriction plain;
+  plain.domains = {{"SPLITK", {1}}, {"PACK", {0}}};
+  for (const auto& c : f.restricted(plain).sample(p, d, 50, 3)) {
     const LaunchPlan plan = f.launch_plan(c, p);
     ASSERT_EQ(plan.steps.size(), 1u);
     EXPECT_EQ(plan.workspace_bytes, 0u);
@@ -349,4 +352,167 @@ TEST(Space, Tc16ServesHalfPrecisionRowMajorAlignedProblemsOnSm80AndUp) {
     EXPECT_EQ(s.dynamic_smem, unsigned(c["ST"] * (c["BM"] * (c["BK"] + 8) + c["BK"] * (c["BN"] + 8)) * 2));
     EXPECT_LE(s.dynamic_smem, unsigned(d.max_smem_per_block_optin));
   }
+  // Column-major tiles are stored K-major (A) and N-major (B): [BK][BM + 8] and [BN][BK + 8].
+  const auto tt = GemmProblem::parse("1001x4096x4096", "TT", DType::bf16);
+  for (const auto& c : f.restricted(plain).sample(tt, d, 20, 4))
+    EXPECT_EQ(f.launch_plan(c, tt).main_step().dynamic_smem,
+              unsigned(c["ST"] * (c["BK"] * (c["BM"] + 8) + c["BN"] * (c["BK"] + 8)) * 2));
+}
+
+TEST(Space, Tc16PacksExactlyWhereUnalignedOrUndividedAndFallsBackToElementLoadsBeyondTheWorkspaceCap) {
+  const Family f = find_family("gemm_tc16");
+  const auto d = DeviceInfo::nominal("sm_90");
+  auto packs = [&](const GemmProblem& p) {
+    std::set<int> out;
+    f.enumerate(p, d, [&](const Config& c) {
+      out.insert(c["PACK"]);
+      return true;
+    });
+    return out;
+  };
+  for (DType t : {DType::bf16, DType::f16})
+    for (const char* l : {"NN", "NT", "TN", "TT"}) {
+      EXPECT_EQ(packs(GemmProblem::parse("4096x4096x4096", l, t)), (std::set<int>{0})) << l; // aligned, divided
+      EXPECT_EQ(packs(GemmProblem::parse("2999x2999x2999", l, t)), (std::set<int>{1})) << l; // unaligned rows
+      EXPECT_EQ(packs(GemmProblem::parse("1000x1032x520", l, t)), (std::set<int>{0, 1})) << l; // aligned, undivided
+    }
+  // The contiguous dimension decides: M = 1001 is fine for row-major A, not for column-major A.
+  EXPECT_EQ(packs(GemmProblem::parse("1001x4096x4096", "NN", DType::bf16)), (std::set<int>{0, 1}));
+  EXPECT_EQ(packs(GemmProblem::parse("1001x4096x4096", "TN", DType::bf16)), (std::set<int>{1}));
+  auto odd_ldc = GemmProblem::parse("4096x4096x4096", "NN", DType::bf16);
+  odd_ldc.ldc = 4097, odd_ldc.align = 2; // C's alignment class covers A and B too: packed
+  EXPECT_EQ(packs(odd_ldc), (std::set<int>{1}));
+  // Packed copies beyond 512 MiB: the unpacked kernel (element loads) is what remains.
+  const auto huge = GemmProblem::parse("16383x16385x16387", "NT", DType::f16);
+  EXPECT_EQ(packs(huge), (std::set<int>{0}));
+
+  // A packed split-K plan: gemm_pack16 first (kernel 2), the main kernel, gemm_splitk_reduce16
+  // (kernel 1, a dependent launch). Workspace: SPLITK FP32 slices of M x ws_ld, then A' and B' in
+  // halves, padded to whole tiles and K to BK * SPLITK.
+  const Config c = Config::from_json(
+      R"({"BM":128,"BN":256,"WM":64,"WN":64,"BK":32,"ST":4,"SWZ":8,"SPLITK":4,"PACK":1})");
+  for (const char* l : {"NN", "NT", "TN", "TT"}) {
+    const auto p = GemmProblem::parse("2999x2999x2999", l, DType::bf16);
+    ASSERT_TRUE(f.valid(c, p, d)) << l << ": " << f.violations(c, p, d)[0];
+    const LaunchPlan plan = f.launch_plan(c, p);
+    const size_t slices = size_t(4) * 2999 * 3000 * 4; // ws_ld = 2999 rounded up to 4, floats
+    const size_t a = size_t(3072) * 3072 * 2;          // M to BM = 128, K to BK * SPLITK = 128
+    const size_t b = size_t(3072) * 3072 * 2;          // N to BN = 256
+    EXPECT_EQ(plan.workspace_bytes, slices + a + b) << l;
+    ASSERT_EQ(plan.steps.size(), 3u);
+    EXPECT_EQ(plan.steps[0].kernel, 2);
+    EXPECT_EQ(plan.steps[0].grid[0], 2u);    // 3072 / 8 chunks a row, 256 threads a block
+    EXPECT_EQ(plan.steps[0].grid[1], 3072u); // rows
+    EXPECT_EQ(plan.steps[0].grid[2], 2u);
+    EXPECT_EQ(plan.steps[1].kernel, 0);
+    EXPECT_EQ(plan.steps[1].grid[0], 24u * 12u);
+    EXPECT_EQ(plan.steps[1].grid[2], 4u);
+    EXPECT_EQ(plan.steps[1].block[0], 256u);
+    EXPECT_EQ(plan.steps[2].kernel, 1);
+    EXPECT_TRUE(plan.steps[2].overlap_previous);
+    const auto names = f.kernel_names(c, p);
+    ASSERT_EQ(names.size(), 3u);
+    const std::string layout = std::string(l[0] == 'T' ? "1" : "0") + "," + (l[1] == 'T' ? "1" : "0");
+    EXPECT_EQ(names[0], "gemm_tc16<128,256,32,64,64,4,8,4,1,1,0," + layout + ">");
+    EXPECT_EQ(names[1], "gemm_splitk_reduce16<4,0>");
+    EXPECT_EQ(names[2], "gemm_pack16<128,256,128,4," + layout + ">");
+  }
+  // Every split reaches real K: K = 33 takes two 32-deep slices at most.
+  const auto short_k = GemmProblem::parse("77x1001x33", "NN", DType::bf16);
+  f.enumerate(short_k, d, [&](const Config& x) {
+    EXPECT_TRUE(x["SPLITK"] == 1 || (x["SPLITK"] == 2 && x["BK"] == 32)) << x.to_json();
+    return true;
+  });
+}
+
+TEST(Space, Tc16DefaultIsValidForEveryHalfProblemAndLayoutAndAlignment) {
+  const Family f = find_family("gemm_tc16");
+  ASSERT_TRUE(f.has_default());
+  int checked = 0, packed = 0;
+  for (const char* arch : {"sm_80", "sm_86", "sm_89", "sm_90"})
+    for (DType t : {DType::bf16, DType::f16})
+      for (const char* l : {"NN", "NT", "TN", "TT"})
+        for (const char* shape : {"4096x4096x4096", "2999x2999x2999", "4095x4097x4093", "128x4096x4096", "1x1x1",
+                                  "1x4096x4096", "4096x1x4096", "77x1001x33", "301x203x137", "64x64x0",
+                                  "7x9x11", "16383x16385x16387", "20000x20000x8"})
+          for (int pad : {0, 1, 8}) {
+            const auto d = DeviceInfo::nominal(arch);
+            GemmProblem p = GemmProblem::parse(shape, l, t);
+            p.lda = std::max<int64_t>(1, p.min_lda()) + pad, p.ldb = std::max<int64_t>(1, p.min_ldb()) + pad;
+            p.ldc = p.min_ldc() + pad;
+            for (int align : {16, 8, 4, 2}) {
+              p.align = align;
+              const Config c = f.default_config(p, d);
+              const auto why = f.violations(c, p, d);
+              EXPECT_TRUE(why.empty()) << arch << " " << p.key() << " pad " << pad << " align " << align << ": "
+                                       << (why.empty() ? "" : why[0]);
+              ++checked;
+              packed += c["PACK"];
+            }
+          }
+  EXPECT_GT(checked, 1000);
+  EXPECT_GT(packed, 0);
+}
+
+TEST(Space, Tc16GeneralFormsServeUnalignedShapesAndOldConfigsUpgrade) {
+  const Family f = find_family("gemm_tc16");
+  const auto d = DeviceInfo::nominal("sm_90");
+  // Tuned on an aligned square, split in 4: its general forms, nearest first.
+  const Config tuned = Config::from_json(
+      R"({"BM":128,"BN":256,"WM":64,"WN":64,"BK":64,"ST":3,"SWZ":8,"SPLITK":4,"PACK":0})");
+  ASSERT_TRUE(f.valid(tuned, GemmProblem::parse("4096x4096x4096", "NN", DType::bf16), d));
+  const auto general = f.generalized(tuned);
+  ASSERT_EQ(general.size(), 3u);
+  EXPECT_EQ(general[0]["SPLITK"], 4);
+  EXPECT_EQ(general[0]["PACK"], 1);
+  EXPECT_EQ(general[1]["SPLITK"], 1);
+  EXPECT_EQ(general[1]["PACK"], 0);
+  EXPECT_EQ(general[2]["SPLITK"], 1);
+  EXPECT_EQ(general[2]["PACK"], 1);
+  for (const auto& g : general) {
+    EXPECT_EQ(g["BM"], 128);
+    EXPECT_EQ(g["BN"], 256);
+    EXPECT_EQ(g["BK"], 64);
+  }
+  auto first_valid = [&](const GemmProblem& p) {
+    for (const auto& g : general)
+      if (f.valid(g, p, d)) return g;
+    return Config{};
+  };
+  for (DType t : {DType::bf16, DType::f16})
+    for (const char* l : {"NN", "NT", "TN", "TT"}) {
+      const Config a = first_valid(GemmProblem::parse("2999x2999x2999", l, t));
+      EXPECT_EQ(a["PACK"], 1) << l;
+      EXPECT_EQ(a["SPLITK"], 4) << l;
+      const Config b = first_valid(GemmProblem::parse("77x1001x33", l, t)); // K too short for 4 slices
+      EXPECT_EQ(b["PACK"], 1) << l;
+      EXPECT_EQ(b["SPLITK"], 1) << l;
+      // Aligned, not divided, K too short for 4 slices of 64: unsplit, and unpacked (bounds-checked loads).
+      const Config c = first_valid(GemmProblem::parse("1000x1032x520", l, t));
+      EXPECT_EQ(c["PACK"], 0) << l;
+      EXPECT_EQ(c["SPLITK"], 1) << l;
+      // Aligned, not divided, K long enough: the packed form of the same split.
+      const Config e = first_valid(GemmProblem::parse("1000x1032x2048", l, t));
+      EXPECT_EQ(e["PACK"], 1) << l;
+      EXPECT_EQ(e["SPLITK"], 4) << l;
+    }
+  // A packed config's first general form is the unpacked one, for aligned shapes.
+  const auto back = f.generalized(general[0]);
+  ASSERT_FALSE(back.empty());
+  EXPECT_EQ(back[0]["PACK"], 0);
+  EXPECT_EQ(back[0]["SPLITK"], 4);
+  EXPECT_TRUE(f.valid(back[0], GemmProblem::parse("4096x4096x4096", "TN", DType::f16), d));
+  // An unsplit, unpacked config's only general form is the packed one.
+  Config plain = tuned;
+  plain.set("SPLITK", 1);
+  ASSERT_EQ(f.generalized(plain).size(), 1u);
+  EXPECT_EQ(f.generalized(plain)[0]["PACK"], 1);
+
+  // Configs recorded before SPLITK and PACK existed were neither split nor packed.
+  const Config old = Config::from_json(R"({"BM":128,"BN":128,"WM":64,"WN":64,"BK":32,"ST":4,"SWZ":8})");
+  const Config up = f.canonical(old);
+  EXPECT_EQ(up["SPLITK"], 1);
+  EXPECT_EQ(up["PACK"], 0);
+  EXPECT_EQ(up.to_json(), R"({"BM":128,"BN":128,"WM":64,"WN":64,"BK":32,"ST":4,"SWZ":8,"SPLITK":1,"PACK":0})");
+  EXPECT_TRUE(f.valid(f.upgraded(old), GemmProblem::parse("4096x4096x4096", "NN", DType::bf16), d));
 }

@@ -1,0 +1,76 @@
+// Device helpers of the half-precision (bf16 / fp16) GEMM kernels: conversions between FP32 and
+// 16-bit words, ldmatrix, 16-byte cp.async on 16-bit words. Operands travel as unsigned short
+// (KtuneGemmArgs' float pointers are reinterpreted: the argument block predates half precision).
+// F16 = 1: IEEE binary16; F16 = 0: bfloat16. Everything here is in ktune_dev::half16 so that it
+// cannot collide with helpers of the FP32 templates (gemm_common.cuh), which it does not change.
+#pragma once
+#include "gemm_common.cuh"
+
+namespace ktune_dev {
+namespace half16 {
+
+__device__ __forceinline__ unsigned smem_u32(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// 16 bytes from global to shared memory, zero-filled when !valid (src is then not read):
+// gemm_common.cuh's cp_async, which speaks in floats.
+__device__ __forceinline__ void cp_async16(unsigned short* dst, const unsigned short* src, bool valid) {
+  cp_async<16>(reinterpret_cast<float*>(dst), reinterpret_cast<const float*>(src), valid ? 16 : 0);
+}
+
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_u32(p)));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_u32(p)));
+}
+
+// Two FP32 values rounded to nearest (even) into one 32-bit word of halves (lo in the low 16 bits).
+template <int F16>
+__device__ __forceinline__ unsigned pack2(float lo, float hi) {
+  unsigned r;
+  if constexpr (F16)
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  else
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+// One FP32 value rounded to nearest (even) into a half.
+template <int F16>
+__device__ __forceinline__ unsigned short from_float(float x) {
+  unsigned short h;
+  if constexpr (F16)
+    asm("cvt.rn.f16.f32 %0, %1;\n" : "=h"(h) : "f"(x));
+  else
+    asm("cvt.rn.bf16.f32 %0, %1;\n" : "=h"(h) : "f"(x));
+  return h;
+}
+
+template <int F16>
+__device__ __forceinline__ float to_float(unsigned short h) {
+  if constexpr (F16) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;\n" : "=f"(f) : "h"(h));
+    return f;
+  } else {
+    return __uint_as_float(unsigned(h) << 16);
+  }
+}
+
+// alpha * acc + beta * old, rounded to a half; old is read (through `c`) only when beta != 0
+// (BLAS semantics: with beta == 0, C may hold NaN).
+template <int F16>
+__device__ __forceinline__ void store1(unsigned short* c, float acc, float alpha, float beta) {
+  float v = alpha * acc;
+  if (beta != 0.0f) v += beta * to_float<F16>(*c);
+  *c = from_float<F16>(v);
+}
+
+} // namespace half16
+} // namespace ktune_dev
