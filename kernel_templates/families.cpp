@@ -11,8 +11,10 @@ std::vector<Family> builtin_families() {
 // gemm_naive and gemm_smem are the first rungs of the SGEMM ladder, kept to show where the others
 // start from: every gemm_simt tiling beats them, so a tune of "every family" leaves them out.
 // gemm_tf32x3 is FP32 on the tensor cores, which a user opts in to (RuntimeOptions::tf32x3).
+// Each family declares its dtypes, so one list serves every dtype: a bf16 run tunes the half
+// families, an f32 run the FP32 ones.
 std::vector<std::string> tuning_family_names(bool tf32x3) {
-  std::vector<std::string> names = {"gemm_simt", "gemm_skinny"};
+  std::vector<std::string> names = {"gemm_simt", "gemm_skinny", "gemm_tc16"};
   if (tf32x3) names.push_back("gemm_tf32x3");
   return names;
 }

@@ -44,6 +44,62 @@ ktune_status_t guarded(const char* fn, F&& f) {
 
 } // namespace
 
+namespace {
+
+// The one implementation behind ktune_sgemm and ktune_gemm_ex; fn names the entry point in errors.
+ktune_status_t gemm_any(const char* fn, ktune::DType dtype, ktune_handle_t handle, ktune_order_t order, ktune_op_t transa,
+                        ktune_op_t transb, int m, int n, int k, float alpha, const void* A, int lda, const void* B, int ldb,
+                        float beta, void* C, int ldc, void* stream) {
+  auto bad = [&](const std::string& why) { return fail(KTUNE_INVALID_VALUE, std::string(fn) + ": " + why); };
+  if (order != KTUNE_ROW_MAJOR && order != KTUNE_COL_MAJOR) return bad("order must be KTUNE_ROW_MAJOR or KTUNE_COL_MAJOR");
+  if ((transa != KTUNE_OP_N && transa != KTUNE_OP_T) || (transb != KTUNE_OP_N && transb != KTUNE_OP_T))
+    return bad("transa and transb must be KTUNE_OP_N or KTUNE_OP_T");
+  if (m < 0 || n < 0 || k < 0)
+    return bad("negative size (m = " + std::to_string(m) + ", n = " + std::to_string(n) + ", k = " + std::to_string(k) + ")");
+  // Minimum leading dimensions as in cblas_sgemm: rows of the stored matrix in column-major
+  // order, columns in row-major order.
+  const bool row = order == KTUNE_ROW_MAJOR;
+  const int a_min = std::max(1, (row == (transa == KTUNE_OP_N)) ? k : m);
+  const int b_min = std::max(1, (row == (transb == KTUNE_OP_N)) ? n : k);
+  const int c_min = std::max(1, row ? n : m);
+  if (lda < a_min) return bad("lda = " + std::to_string(lda) + " < " + std::to_string(a_min) + " required");
+  if (ldb < b_min) return bad("ldb = " + std::to_string(ldb) + " < " + std::to_string(b_min) + " required");
+  if (ldc < c_min) return bad("ldc = " + std::to_string(ldc) + " < " + std::to_string(c_min) + " required");
+  if (!handle) return bad("handle is NULL");
+  if (m == 0 || n == 0) return KTUNE_SUCCESS; // nothing to compute, as in BLAS
+  if (!C) return bad("C is NULL");
+  if (k > 0 && alpha != 0.0f && (!A || !B)) return bad("A or B is NULL"); // BLAS reads neither when alpha or k is 0
+  return guarded(fn, [&] {
+    // ktune's problems are row-major C. A column-major C is the row-major C^T = op(B)^T op(A)^T:
+    // swap the operands and M with N. A column-major op(X) read row-major is op(X)^T, so each
+    // operand keeps its N/T flag.
+    ktune::GemmProblem p;
+    const bool a_t = transa == KTUNE_OP_T, b_t = transb == KTUNE_OP_T;
+    if (row) {
+      p = ktune::GemmProblem::make(m, n, k, std::string(a_t ? "T" : "N") + (b_t ? "T" : "N"), dtype);
+      p.lda = lda, p.ldb = ldb, p.ldc = ldc;
+    } else {
+      p = ktune::GemmProblem::make(n, m, k, std::string(b_t ? "T" : "N") + (a_t ? "T" : "N"), dtype);
+      p.lda = ldb, p.ldb = lda, p.ldc = ldc;
+      std::swap(A, B);
+    }
+    p.align = ktune::GemmProblem::alignment_of(p.lda, p.ldb, p.ldc, ktune::element_bytes(dtype));
+    handle->rt->gemm_ex(p, A, B, C, alpha, beta, static_cast<CUstream>(stream));
+    return KTUNE_SUCCESS;
+  });
+}
+
+const char* type_name(ktune_datatype_t t) {
+  switch (t) {
+    case KTUNE_R_32F: return "KTUNE_R_32F";
+    case KTUNE_R_16F: return "KTUNE_R_16F";
+    case KTUNE_R_16BF: return "KTUNE_R_16BF";
+  }
+  return nullptr;
+}
+
+} // namespace
+
 extern "C" {
 
 ktune_status_t ktune_create(ktune_handle_t* handle, const char* db_path) { return ktune_create_ex(handle, db_path, 0); }
@@ -73,43 +129,23 @@ ktune_status_t ktune_destroy(ktune_handle_t handle) {
 ktune_status_t ktune_sgemm(ktune_handle_t handle, ktune_order_t order, ktune_op_t transa, ktune_op_t transb, int m, int n,
                            int k, float alpha, const float* A, int lda, const float* B, int ldb, float beta, float* C,
                            int ldc, void* stream) {
-  auto bad = [](const std::string& why) { return fail(KTUNE_INVALID_VALUE, "ktune_sgemm: " + why); };
-  if (order != KTUNE_ROW_MAJOR && order != KTUNE_COL_MAJOR) return bad("order must be KTUNE_ROW_MAJOR or KTUNE_COL_MAJOR");
-  if ((transa != KTUNE_OP_N && transa != KTUNE_OP_T) || (transb != KTUNE_OP_N && transb != KTUNE_OP_T))
-    return bad("transa and transb must be KTUNE_OP_N or KTUNE_OP_T");
-  if (m < 0 || n < 0 || k < 0)
-    return bad("negative size (m = " + std::to_string(m) + ", n = " + std::to_string(n) + ", k = " + std::to_string(k) + ")");
-  // Minimum leading dimensions as in cblas_sgemm: rows of the stored matrix in column-major
-  // order, columns in row-major order.
-  const bool row = order == KTUNE_ROW_MAJOR;
-  const int a_min = std::max(1, (row == (transa == KTUNE_OP_N)) ? k : m);
-  const int b_min = std::max(1, (row == (transb == KTUNE_OP_N)) ? n : k);
-  const int c_min = std::max(1, row ? n : m);
-  if (lda < a_min) return bad("lda = " + std::to_string(lda) + " < " + std::to_string(a_min) + " required");
-  if (ldb < b_min) return bad("ldb = " + std::to_string(ldb) + " < " + std::to_string(b_min) + " required");
-  if (ldc < c_min) return bad("ldc = " + std::to_string(ldc) + " < " + std::to_string(c_min) + " required");
-  if (!handle) return bad("handle is NULL");
-  if (m == 0 || n == 0) return KTUNE_SUCCESS; // nothing to compute, as in BLAS
-  if (!C) return bad("C is NULL");
-  if (k > 0 && alpha != 0.0f && (!A || !B)) return bad("A or B is NULL"); // BLAS reads neither when alpha or k is 0
-  return guarded("ktune_sgemm", [&] {
-    // ktune's problems are row-major C. A column-major C is the row-major C^T = op(B)^T op(A)^T:
-    // swap the operands and M with N. A column-major op(X) read row-major is op(X)^T, so each
-    // operand keeps its N/T flag.
-    ktune::GemmProblem p;
-    const bool a_t = transa == KTUNE_OP_T, b_t = transb == KTUNE_OP_T;
-    if (row) {
-      p = ktune::GemmProblem::make(m, n, k, std::string(a_t ? "T" : "N") + (b_t ? "T" : "N"));
-      p.lda = lda, p.ldb = ldb, p.ldc = ldc;
-    } else {
-      p = ktune::GemmProblem::make(n, m, k, std::string(b_t ? "T" : "N") + (a_t ? "T" : "N"));
-      p.lda = ldb, p.ldb = lda, p.ldc = ldc;
-      std::swap(A, B);
-    }
-    p.align = ktune::GemmProblem::alignment_of(p.lda, p.ldb, p.ldc);
-    handle->rt->gemm(p, A, B, C, alpha, beta, static_cast<CUstream>(stream));
-    return KTUNE_SUCCESS;
-  });
+  return gemm_any("ktune_sgemm", ktune::DType::f32, handle, order, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C,
+                  ldc, stream);
+}
+
+ktune_status_t ktune_gemm_ex(ktune_handle_t handle, ktune_order_t order, ktune_op_t transa, ktune_op_t transb, int m, int n,
+                             int k, float alpha, const void* A, ktune_datatype_t a_type, int lda, const void* B,
+                             ktune_datatype_t b_type, int ldb, float beta, void* C, ktune_datatype_t c_type, int ldc,
+                             ktune_compute_t compute, void* stream) {
+  auto bad = [](const std::string& why) { return fail(KTUNE_INVALID_VALUE, "ktune_gemm_ex: " + why); };
+  for (ktune_datatype_t t : {a_type, b_type, c_type})
+    if (!type_name(t)) return bad("unknown element type " + std::to_string(int(t)) + " (KTUNE_R_32F, KTUNE_R_16F or KTUNE_R_16BF)");
+  if (a_type != b_type || b_type != c_type)
+    return bad(std::string("mixed element types are not served (A ") + type_name(a_type) + ", B " + type_name(b_type) + ", C " +
+               type_name(c_type) + "): A, B and C must be of one type");
+  if (compute != KTUNE_COMPUTE_32F) return bad("unknown compute type " + std::to_string(int(compute)) + " (KTUNE_COMPUTE_32F)");
+  const ktune::DType d = a_type == KTUNE_R_32F ? ktune::DType::f32 : a_type == KTUNE_R_16F ? ktune::DType::f16 : ktune::DType::bf16;
+  return gemm_any("ktune_gemm_ex", d, handle, order, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, stream);
 }
 
 const char* ktune_last_error(void) { return last_error.c_str(); }

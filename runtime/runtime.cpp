@@ -127,10 +127,10 @@ struct Runtime::Impl {
 
   // The choice before any measurement at p.
   Selection select(const GemmProblem& p) const {
-    // gemm() takes float pointers and cuBLAS is called as SGEMM: another dtype must not get that
-    // far. (gemm_tc16, for bf16 and f16, is not verified on a GPU yet; issue 15 wires it in.)
-    if (p.dtype != DType::f32)
-      throw UsageError("no kernel family can serve " + p.key() + " at run time: the runtime runs f32 GEMM only so far");
+    // tf32 names a compute mode (RuntimeOptions::tf32x3), not what A, B and C hold.
+    if (p.dtype == DType::tf32)
+      throw UsageError("no kernel family can serve " + p.key() + ": tf32 is not a storage type (f32 problems opt in to the "
+                       "tensor cores with RuntimeOptions::tf32x3)");
     if (const auto ex = index->exact(p); !ex.empty()) return from_exact(ex.front());
     Selection s;
     s.provenance = Provenance::cublas;
@@ -250,7 +250,7 @@ struct Runtime::Impl {
   void run_cublas(const GemmProblem& p, const KtuneGemmArgs& a, CUstream stream) {
     std::lock_guard<std::mutex> lk(gpu_mu);
     if (!cublas) cublas = std::make_unique<Cublas>();
-    cublas->sgemm(p, a, stream);
+    cublas->gemm(p, a, stream);
   }
 
   // Time of one run of f on stream: the median over 5 batches of back-to-back runs, each batch
@@ -285,7 +285,7 @@ struct Runtime::Impl {
   // First use of an untuned problem: time every candidate and cuBLAS at p on the caller's stream
   // (after whatever it already holds, so A and B are ready), into a scratch C, and keep the
   // fastest. A candidate that fails to compile or launch is left out with its reason in `why`.
-  Selection measure(const GemmProblem& p, Selection s, const float* A, const float* B, CUstream stream) {
+  Selection measure(const GemmProblem& p, Selection s, const void* A, const void* B, CUstream stream) {
     std::vector<std::function<std::shared_ptr<Module>()>> mods(s.candidates.size());
     std::vector<std::string> failed;
     for (size_t i = 0; i < s.candidates.size(); ++i) {
@@ -297,15 +297,16 @@ struct Runtime::Impl {
         failed.push_back(c.family + ": " + e.what());
       }
     }
-    const size_t rows = size_t(p.m), ld = size_t(p.eff_ldc());
+    const size_t bytes = size_t(p.m) * size_t(p.eff_ldc()) * size_t(element_bytes(p.dtype));
     DeviceBuffer scratch;
     try {
-      scratch = DeviceBuffer(rows * ld * sizeof(float), "scratch C for measuring candidates at " + p.key());
+      scratch = DeviceBuffer(bytes, "scratch C for measuring candidates at " + p.key());
     } catch (const CudaError& e) {
       return unmeasured(std::move(s), std::string("no memory for a scratch C (") + e.what() + "), not measured");
     }
-    check_cu(driver().cuMemsetD32Async(scratch.ptr(), 0, rows * ld, stream), "cuMemsetD32Async", "scratch C at " + p.key());
-    KtuneGemmArgs a = gemm_args(p, A, B, scratch.as<float>(), nullptr);
+    // Zero bits are 0.0 in every dtype: a beta != 0 candidate reads finite values.
+    check_cu(driver().cuMemsetD8Async(scratch.ptr(), 0, bytes, stream), "cuMemsetD8Async", "scratch C at " + p.key());
+    KtuneGemmArgs a = gemm_args(p, static_cast<const float*>(A), static_cast<const float*>(B), scratch.as<float>(), nullptr);
     s.measured_cublas_ms = time_on(stream, [&] { run_cublas(p, a, stream); }, "timing cuBLAS at " + p.key());
     std::optional<size_t> best;
     for (size_t i = 0; i < s.candidates.size(); ++i) {
@@ -349,7 +350,7 @@ struct Runtime::Impl {
   }
 
   // The choice for p as gemm() makes it: measured on first use where the selection asks for it.
-  Selection resolve(const GemmProblem& p, const float* A, const float* B, CUstream stream, const Runtime& rt) {
+  Selection resolve(const GemmProblem& p, const void* A, const void* B, CUstream stream, const Runtime& rt) {
     Selection s = rt.best_config(p);
     if (!s.measure_pending) return s;
     std::lock_guard<std::mutex> lk(measure_mu);
@@ -415,10 +416,11 @@ Selection Runtime::best_config(const GemmProblem& p) const {
 namespace {
 
 // p with alpha, beta and the alignment class the pointers allow.
-GemmProblem launched(const GemmProblem& problem, const float* A, const float* B, float* C, float alpha, float beta) {
+GemmProblem launched(const GemmProblem& problem, const void* A, const void* B, void* C, float alpha, float beta) {
   GemmProblem p = problem;
   p.alpha = alpha, p.beta = beta;
-  p.align = GemmProblem::alignment_with_pointers(GemmProblem::alignment_of(p.eff_lda(), p.eff_ldb(), p.eff_ldc()), A, B, C);
+  p.align = GemmProblem::alignment_with_pointers(
+      GemmProblem::alignment_of(p.eff_lda(), p.eff_ldb(), p.eff_ldc(), element_bytes(p.dtype)), A, B, C);
   return p;
 }
 
@@ -444,7 +446,7 @@ std::shared_ptr<void> Runtime::prepare(const std::string& key, const GemmProblem
   return m.prepared.emplace(key, prep).first->second;
 }
 
-void Runtime::launch(const std::shared_ptr<void>& prepared, const GemmProblem& p, const float* A, const float* B, float* C,
+void Runtime::launch(const std::shared_ptr<void>& prepared, const GemmProblem& p, const void* A, const void* B, void* C,
                      CUstream stream) {
   Impl& m = *impl_;
   const auto* prep = static_cast<const Prepared*>(prepared.get());
@@ -452,7 +454,8 @@ void Runtime::launch(const std::shared_ptr<void>& prepared, const GemmProblem& p
   CUcontext cur = nullptr;
   check_cu(driver().cuCtxGetCurrent(&cur), "cuCtxGetCurrent", "ktune::gemm");
   if (!cur) m.ctx->make_current();
-  KtuneGemmArgs a = gemm_args(p, A, B, C, nullptr);
+  // Half-precision operands travel in the float pointers of the argument block (gemm_args.h).
+  KtuneGemmArgs a = gemm_args(p, static_cast<const float*>(A), static_cast<const float*>(B), static_cast<float*>(C), nullptr);
   if (!prep->module) {
     m.run_cublas(p, a, stream);
     return;
@@ -474,15 +477,20 @@ namespace {
 bool blas_quick_path(const GemmProblem& p) { return p.m == 0 || p.n == 0 || p.alpha == 0.0f || p.k == 0; }
 
 // gemm() takes float pointers: a problem of another dtype is a caller's mistake, whatever path
-// (kernel, cuBLAS, quick return) it would take.
+// (kernel, cuBLAS, quick return) it would take. gemm_ex takes any storage dtype.
 void require_f32(const GemmProblem& p) {
   if (p.dtype != DType::f32)
-    throw UsageError("ktune::Runtime::gemm takes f32 operands; " + p.key() + " is " + to_string(p.dtype));
+    throw UsageError("ktune::Runtime::gemm takes f32 operands; " + p.key() + " is " + to_string(p.dtype) + " (use gemm_ex)");
+}
+void require_storage(const GemmProblem& p) {
+  if (p.dtype == DType::tf32)
+    throw UsageError("ktune::Runtime::gemm_ex: " + p.key() + ": tf32 is not a storage type (f32 operands with "
+                     "RuntimeOptions::tf32x3 run on the tensor cores)");
 }
 
 } // namespace
 
-void Runtime::scale_only(const GemmProblem& p, float* C, CUstream stream) {
+void Runtime::scale_only(const GemmProblem& p, void* C, CUstream stream) {
   Impl& m = *impl_;
   if (p.m == 0 || p.n == 0) return;
   if (p.m < 0 || p.n < 0 || p.k < 0) p.validate(); // throws, naming the size
@@ -497,13 +505,26 @@ void Runtime::scale_only(const GemmProblem& p, float* C, CUstream stream) {
   q.ldb = std::max<int64_t>(p.eff_ldb(), q.min_ldb());
   // A and B are not read (alpha = 0), and may be null here: hand cuBLAS C in their place, a
   // valid device pointer, so that no argument check of any cuBLAS version can object.
-  KtuneGemmArgs a = gemm_args(q, C, C, C, nullptr);
+  float* c = static_cast<float*>(C);
+  KtuneGemmArgs a = gemm_args(q, c, c, c, nullptr);
   m.run_cublas(q, a, stream);
 }
 
 void Runtime::gemm(const GemmProblem& problem, const float* A, const float* B, float* C, float alpha, float beta,
                    CUstream stream) {
   require_f32(problem);
+  gemm_ex(problem, A, B, C, alpha, beta, stream);
+}
+
+void Runtime::gemm(const GemmProblem& problem, const Selection& s, const float* A, const float* B, float* C, float alpha,
+                   float beta, CUstream stream) {
+  require_f32(problem);
+  gemm_ex(problem, s, A, B, C, alpha, beta, stream);
+}
+
+void Runtime::gemm_ex(const GemmProblem& problem, const void* A, const void* B, void* C, float alpha, float beta,
+                      CUstream stream) {
+  require_storage(problem);
   GemmProblem p = problem;
   p.alpha = alpha, p.beta = beta;
   if (blas_quick_path(p)) return scale_only(p, C, stream);
@@ -522,9 +543,9 @@ void Runtime::gemm(const GemmProblem& problem, const float* A, const float* B, f
   launch(prep, p, A, B, C, stream);
 }
 
-void Runtime::gemm(const GemmProblem& problem, const Selection& s, const float* A, const float* B, float* C, float alpha,
-                   float beta, CUstream stream) {
-  require_f32(problem);
+void Runtime::gemm_ex(const GemmProblem& problem, const Selection& s, const void* A, const void* B, void* C, float alpha,
+                      float beta, CUstream stream) {
+  require_storage(problem);
   GemmProblem p = problem;
   p.alpha = alpha, p.beta = beta;
   if (blas_quick_path(p)) return scale_only(p, C, stream);

@@ -40,6 +40,12 @@ Family load_family(const std::string& name, const std::string& restrict_file) {
   return f;
 }
 
+// tf32 names a compute mode, not a storage type: FP32 problems opt in to the tensor cores with
+// --tf32x3. Every other dtype is what A, B and C hold.
+void require_storage_dtype(DType d) {
+  if (d == DType::tf32) throw UsageError("dtype tf32 is not a storage type: tune f32 problems (with --tf32x3 for the tensor cores)");
+}
+
 int cmd_space(const SpaceArgs& a) {
   const Family f = load_family(a.family, a.restrict_file);
   const GemmProblem p = GemmProblem::parse(a.problem, a.layout, parse_dtype(a.dtype));
@@ -210,7 +216,8 @@ nlohmann::json result_json(const TuneResult& r) {
 int cmd_tune(const TuneArgs& a) {
   TuneOptions o;
   const DType dtype = parse_dtype(a.dtype);
-  if (dtype != DType::f32) throw UsageError("dtype " + a.dtype + " has no kernel family yet; only f32 can be tuned");
+  require_storage_dtype(dtype);
+  if (a.tf32x3 && dtype != DType::f32) throw UsageError("--tf32x3 is for f32 problems; " + a.dtype + " runs on the tensor cores as it is");
   if (!a.families.empty() && a.tf32x3) throw UsageError("--tf32x3 adds gemm_tf32x3 to the default families; with --family, name it");
   const std::vector<std::string> names = a.families.empty() ? tuning_family_names(a.tf32x3) : a.families;
   std::optional<SpaceRestriction> restriction;
@@ -523,7 +530,9 @@ int main(int argc, char** argv) {
     if (bn->parsed()) {
       if (bn_suite.empty() == bn_ladder.empty()) throw UsageError("give --suite FILE or --ladder FILE");
       const DType dt = parse_dtype(bn_dtype);
-      if (dt != DType::f32) throw UsageError("dtype " + bn_dtype + " has no kernel family yet");
+      require_storage_dtype(dt);
+      if (bn_tf32x3 && dt != DType::f32) throw UsageError("--tf32x3 is for f32 problems");
+      if (!bn_ladder.empty() && dt != DType::f32) throw UsageError("--dtype applies to --suite; a ladder file names its problem's dtype");
       std::vector<GemmProblem> problems;
       if (!bn_suite.empty()) problems = load_suite(bn_suite, "NN", dt);
       std::string why;

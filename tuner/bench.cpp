@@ -56,10 +56,10 @@ struct Bench {
     try {
       op->prepare(p, seed);
       const KtuneGemmArgs a = op->args();
-      auto launch_sel = [&](const Selection& s, CUstream st) { rt.gemm(p, s, a.A, a.B, a.C, p.alpha, p.beta, st); };
+      auto launch_sel = [&](const Selection& s, CUstream st) { rt.gemm_ex(p, s, a.A, a.B, a.C, p.alpha, p.beta, st); };
       auto launch = [&](CUstream st) {
         if (pinned) launch_sel(*pinned, st);
-        else rt.gemm(p, a.A, a.B, a.C, p.alpha, p.beta, st);
+        else rt.gemm_ex(p, a.A, a.B, a.C, p.alpha, p.beta, st);
       };
       launch(nullptr);
       check_cu(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize", "bench " + name);
@@ -71,7 +71,7 @@ struct Bench {
         return r;
       }
       r.ktune_ms = timer->time(launch, nullptr, o.timing).median_ms;
-      r.cublas_ms = timer->time([&](CUstream st) { op->cublas().sgemm(p, a, st); }, nullptr, o.timing).median_ms;
+      r.cublas_ms = timer->time([&](CUstream st) { op->cublas().gemm(p, a, st); }, nullptr, o.timing).median_ms;
       const Selection& sel = r.selection;
       if (sel.provenance != Provenance::cublas) {
         r.kernel_ms = r.ktune_ms;
@@ -109,7 +109,6 @@ struct Bench {
 
 } // namespace
 
-double gemm_min_bytes(const GemmProblem& p) { return 4.0 * (double(p.m) * p.k + double(p.k) * p.n + double(p.m) * p.n); }
 
 BenchReport bench_problems(const std::vector<GemmProblem>& problems, const BenchOptions& o) {
   Bench b(o);
@@ -168,7 +167,7 @@ double geomean_ratio(const std::vector<BenchRow>& rows, bool kernel_only) {
 
 // Bandwidth of a GEMM that took ms, counting its minimum bytes, as a fraction of the copy's.
 double copy_fraction(const GemmProblem& p, double ms, double copy_tb_s) {
-  return ms > 0 && copy_tb_s > 0 ? gemm_min_bytes(p) / (ms * 1e-3) / 1e12 / copy_tb_s : 0;
+  return ms > 0 && copy_tb_s > 0 ? GemmOp::min_bytes(p) / (ms * 1e-3) / 1e12 / copy_tb_s : 0;
 }
 
 std::string format_bench(const BenchReport& rep, const std::string& device, bool ladder) {
@@ -244,8 +243,8 @@ std::string bench_json(const BenchReport& rep, const std::string& device, const 
     j["cublas_tflops"] = tflops(r.problem, r.cublas_ms);
     j["ratio"] = r.ktune_ms > 0 ? r.cublas_ms / r.ktune_ms : 0;
     j["kernel_ratio"] = r.kernel_ms > 0 ? r.cublas_ms / r.kernel_ms : 0;
-    j["min_bytes"] = gemm_min_bytes(r.problem);
-    j["kernel_tb_s"] = r.kernel_ms > 0 ? gemm_min_bytes(r.problem) / (r.kernel_ms * 1e-3) / 1e12 : 0;
+    j["min_bytes"] = GemmOp::min_bytes(r.problem);
+    j["kernel_tb_s"] = r.kernel_ms > 0 ? GemmOp::min_bytes(r.problem) / (r.kernel_ms * 1e-3) / 1e12 : 0;
     j["kernel_copy_fraction"] = copy_fraction(r.problem, r.kernel_ms, rep.copy_tb_s);
     j["cublas_copy_fraction"] = copy_fraction(r.problem, r.cublas_ms, rep.copy_tb_s);
     j["rel_error"] = r.rel_error;

@@ -29,9 +29,6 @@ struct BenchReport {
   double copy_tb_s = 0; // bytes read plus bytes written per second, / 1e12
 };
 
-// Bytes a GEMM must move at least: A, B and C once each.
-double gemm_min_bytes(const GemmProblem& p);
-
 struct BenchOptions {
   RuntimeOptions runtime; // where configs come from (database, tables, shipped tables)
   TimingOptions timing;

@@ -57,6 +57,16 @@ void Cublas::gemm_half(const GemmProblem& p, const KtuneGemmArgs& a, CUstream st
                "cublasGemmEx", p.key());
 }
 
+void Cublas::gemm(const GemmProblem& p, const KtuneGemmArgs& a, CUstream stream) {
+  switch (p.dtype) {
+    case DType::f32: return sgemm(p, a, stream);
+    case DType::bf16:
+    case DType::f16: return gemm_half(p, a, stream);
+    case DType::tf32: break;
+  }
+  throw UsageError("no cuBLAS baseline for " + p.key());
+}
+
 void Cublas::dgemm(const GemmProblem& p, const double* A, const double* B, double* C, CUstream stream) {
   check_cublas(cublasSetStream(handle_, reinterpret_cast<cudaStream_t>(stream)), "cublasSetStream", p.key());
   const ColumnMajorView v = view(p);

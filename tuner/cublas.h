@@ -23,6 +23,8 @@ class Cublas {
   // pointers of a are reinterpreted), FP32 compute (cublasGemmEx, CUBLAS_COMPUTE_32F): the
   // baseline a half-precision kernel is held against. Throws UsageError for another dtype.
   void gemm_half(const GemmProblem& p, const KtuneGemmArgs& a, CUstream stream);
+  // The baseline of p's dtype: sgemm for f32, gemm_half for bf16 and f16.
+  void gemm(const GemmProblem& p, const KtuneGemmArgs& a, CUstream stream);
   // The same product in FP64 on widened copies of the operands; C has leading dimension ldc.
   void dgemm(const GemmProblem& p, const double* A, const double* B, double* C, CUstream stream);
 

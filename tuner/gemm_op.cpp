@@ -13,10 +13,13 @@
 namespace ktune {
 namespace {
 
-enum RefKernel : size_t { kFillUniform, kToF64, kCompare };
+enum RefKernel : size_t { kFillUniform, kToF64, kCompare, kFillUniformHalf, kHalfToF64, kCompareHalf };
 
 // A quiet NaN with a payload: "never written" is then told apart from a NaN a kernel computed.
 constexpr unsigned kPoison = 0x7fc0deadu;
+constexpr unsigned short kPoisonF16 = 0x7eadu, kPoisonBf16 = 0x7fedu; // the same for 16-bit C
+
+int f16_flag(DType d) { return d == DType::f16 ? 1 : 0; }
 
 size_t storage_rows(Layout l, int64_t rows, int64_t cols) { return size_t(l == Layout::row ? rows : cols); }
 
@@ -33,7 +36,8 @@ GemmOp::GemmOp(Compiler& compiler, const DeviceInfo& device) : device_(device) {
   CompileRequest req;
   req.source = std::string(embedded_file("gemm/gemm_reference.cu"));
   req.source_name = "gemm/gemm_reference.cu";
-  req.name_expressions = {"ktune_fill_uniform", "ktune_f32_to_f64", "ktune_gemm_compare"};
+  req.name_expressions = {"ktune_fill_uniform", "ktune_f32_to_f64", "ktune_gemm_compare",
+                          "ktune_fill_uniform_half", "ktune_half_to_f64", "ktune_gemm_compare_half"};
   req.arch = device.arch;
   req.context = "GEMM reference kernels for " + device.arch;
   const auto k = compiler.compile(req);
@@ -44,18 +48,24 @@ GemmOp::GemmOp(Compiler& compiler, const DeviceInfo& device) : device_(device) {
 
 GemmOp::~GemmOp() = default;
 
-double GemmOp::tolerance(DType d) {
-  switch (d) {
+double GemmOp::tolerance(const GemmProblem& p) {
+  // Half precision: the reference is the exact product of the same rounded inputs, so what is
+  // left is (1) rounding the result to the output type, at most its unit roundoff u per element
+  // (2^-8 bf16, 2^-11 f16), hence at most u in the relative Frobenius norm, and (2) FP32
+  // accumulation, bounded by K * 2^-24 relative to sum |a||b|, allowed at twice that (random
+  // signs keep sum |a||b| within a small factor of |sum ab| for the inputs the tuner uses).
+  const double acc = double(std::max<int64_t>(p.k, 1)) * std::ldexp(1.0, -23);
+  switch (p.dtype) {
     case DType::f32: return 1e-5; // FP32 accumulation error grows ~ eps * sqrt(K): ~2e-6 at K = 32768
     case DType::tf32: return 3e-3;
-    case DType::f16:
-    case DType::bf16: return 1e-2;
+    case DType::f16: return std::ldexp(1.0, -11) + acc;
+    case DType::bf16: return std::ldexp(1.0, -8) + acc;
   }
   return 0;
 }
 
 double GemmOp::min_bytes(const GemmProblem& p) {
-  const double e = 4; // bytes per element, f32
+  const double e = element_bytes(p.dtype);
   return e * (double(p.m) * p.k + double(p.k) * p.n + double(p.m) * p.n * (p.beta != 0 ? 2 : 1));
 }
 
@@ -82,23 +92,28 @@ void GemmOp::launch1d(size_t kernel, long long n, void** params, CUstream stream
 void GemmOp::prepare(const GemmProblem& p, uint64_t seed) {
   p.validate();
   p_ = p;
-  grow(a_, a_elems() * 4, "A");
-  grow(b_, b_elems() * 4, "B");
-  grow(c_, c_elems() * 4, "C");
-  grow(c0_, c_elems() * 4, "initial C");
+  const size_t eb = element_bytes(p.dtype);
+  grow(a_, a_elems() * eb, "A");
+  grow(b_, b_elems() * eb, "B");
+  grow(c_, c_elems() * eb, "C");
+  grow(c0_, c_elems() * eb, "initial C");
   grow(a64_, a_elems() * 8, "FP64 copy of A");
   grow(b64_, b_elems() * 8, "FP64 copy of B");
   grow(ref_out_, c_elems() * 8, "FP64 reference");
+  int f16 = f16_flag(p.dtype);
   auto fill = [&](const DeviceBuffer& buf, long long n, unsigned long long s) {
-    float* ptr = buf.as<float>();
-    void* params[] = {&ptr, &n, &s};
-    launch1d(kFillUniform, n, params, nullptr);
+    void* ptr = reinterpret_cast<void*>(buf.ptr());
+    void* params[] = {&ptr, &n, &s, &f16};
+    launch1d(is_half(p.dtype) ? kFillUniformHalf : kFillUniform, n, params, nullptr); // f32 kernels ignore the last
   };
   // Distinct streams of the generator for A, B and C (seeds differ in the low bits, and splitmix
   // decorrelates neighbours).
   fill(a_, static_cast<long long>(a_elems()), seed * 4 + 1);
   fill(b_, static_cast<long long>(b_elems()), seed * 4 + 2);
   if (p.beta != 0) fill(c0_, static_cast<long long>(c_elems()), seed * 4 + 3);
+  else if (is_half(p.dtype))
+    check_cu(driver().cuMemsetD16Async(c0_.ptr(), p.dtype == DType::f16 ? kPoisonF16 : kPoisonBf16, c_elems(), nullptr),
+             "cuMemsetD16Async", "poisoning C for " + p.key());
   else check_cu(driver().cuMemsetD32Async(c0_.ptr(), kPoison, c_elems(), nullptr), "cuMemsetD32Async", "poisoning C for " + p.key());
   reset_c(nullptr);
   check_cu(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize", "preparing inputs for " + p.key());
@@ -110,30 +125,33 @@ KtuneGemmArgs GemmOp::args() const {
 
 void GemmOp::reset_c(CUstream stream) {
   (void)stream; // cuMemcpyDtoD is ordered with the legacy default stream, which every caller uses
-  check_cu(driver().cuMemcpyDtoD(c_.ptr(), c0_.ptr(), c_elems() * 4), "cuMemcpyDtoD", "restoring C for " + p_.key());
+  check_cu(driver().cuMemcpyDtoD(c_.ptr(), c0_.ptr(), c_elems() * element_bytes(p_.dtype)), "cuMemcpyDtoD",
+           "restoring C for " + p_.key());
 }
 
 VerifyResult GemmOp::verify(CUstream stream) {
   KtuneGemmArgs a = args();
-  const float* c0 = c0_.as<const float>();
+  const bool half = is_half(p_.dtype);
+  int f16 = f16_flag(p_.dtype);
+  const void* c0 = reinterpret_cast<const void*>(c0_.ptr());
   double* ref = ref_out_.as<double>();
-  auto widen = [&](const float* x, double* y, size_t n) {
+  auto widen = [&](const void* x, double* y, size_t n) {
     long long count = static_cast<long long>(n);
-    void* params[] = {&x, &y, &count};
-    launch1d(kToF64, count, params, stream);
+    void* params[] = {&x, &y, &count, &f16};
+    launch1d(half ? kHalfToF64 : kToF64, count, params, stream);
   };
   widen(a.A, a64_.as<double>(), a_elems());
   widen(a.B, b64_.as<double>(), b_elems());
   if (p_.beta != 0) widen(c0, ref, c_elems()); // DGEMM then computes alpha * A * B + beta * C0 in place
   cublas_->dgemm(p_, a64_.as<const double>(), b64_.as<const double>(), ref, stream);
   check_cu(driver().cuMemsetD32Async(sums_.ptr(), 0, 8, stream), "cuMemsetD32Async", "clearing verification sums");
-  const float* c = c_.as<const float>();
+  const void* c = reinterpret_cast<const void*>(c_.ptr());
   int m = a.M, n = a.N;
   long long ldc = a.ldc;
   double* sums = sums_.as<double>();
   unsigned long long* counts = reinterpret_cast<unsigned long long*>(sums + 2);
-  void* params[] = {&c, &c0, &ref, &m, &n, &ldc, &sums, &counts};
-  launch1d(kCompare, static_cast<long long>(c_elems()), params, stream);
+  void* params[] = {&c, &c0, &ref, &m, &n, &ldc, &sums, &counts, &f16};
+  launch1d(half ? kCompareHalf : kCompare, static_cast<long long>(c_elems()), params, stream);
   check_cu(driver().cuStreamSynchronize(stream), "cuStreamSynchronize", "verifying " + p_.key());
   double host[4];
   check_cu(driver().cuMemcpyDtoH(host, sums_.ptr(), 32), "cuMemcpyDtoH", "reading verification sums");
@@ -143,7 +161,7 @@ VerifyResult GemmOp::verify(CUstream stream) {
   r.nonfinite = cnt[0];
   r.stray_writes = cnt[1];
   r.rel_error = host[1] > 0 ? std::sqrt(host[0] / host[1]) : std::sqrt(host[0]);
-  r.pass = r.nonfinite == 0 && r.stray_writes == 0 && r.rel_error <= tolerance(p_.dtype);
+  r.pass = r.nonfinite == 0 && r.stray_writes == 0 && r.rel_error <= tolerance(p_);
   return r;
 }
 

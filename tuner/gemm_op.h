@@ -32,9 +32,11 @@ class GemmOp {
   GemmOp(Compiler& compiler, const DeviceInfo& device);
   ~GemmOp();
 
-  // Relative Frobenius error allowed for a dtype's results.
-  static double tolerance(DType d);
-  // Fewest bytes a GEMM must move: A and B read once, C written once (and read when beta != 0).
+  // Relative Frobenius error allowed for p's results (the rule for half precision is written out
+  // in gemm_op.cpp and docs/TEMPLATES.md: output rounding plus FP32 accumulation over K).
+  static double tolerance(const GemmProblem& p);
+  // Fewest bytes a GEMM must move: A and B read once, C written once (and read when beta != 0),
+  // in the problem's element size.
   static double min_bytes(const GemmProblem& p);
 
   // Fresh inputs for p from seed: A and B uniform in [-1, 1), C random (beta != 0) or NaN

@@ -35,7 +35,7 @@ GemmProblem problem_from_json(const nlohmann::json& j, const std::string& where)
     if (j.contains("lda")) p.lda = integer("lda");
     if (j.contains("ldb")) p.ldb = integer("ldb");
     if (j.contains("ldc")) p.ldc = integer("ldc");
-    p.align = j.contains("align") ? int(integer("align")) : GemmProblem::alignment_of(p.eff_lda(), p.eff_ldb(), p.eff_ldc());
+    p.align = j.contains("align") ? int(integer("align")) : GemmProblem::alignment_of(p.eff_lda(), p.eff_ldb(), p.eff_ldc(), element_bytes(p.dtype));
     p.alpha = number("alpha", 1.0f);
     p.beta = number("beta", 0.0f);
     p.validate();

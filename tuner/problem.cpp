@@ -26,6 +26,8 @@ DType parse_dtype(const std::string& s) {
   throw UsageError("unknown dtype '" + s + "' (expected f32, tf32, f16 or bf16)");
 }
 
+int element_bytes(DType d) { return is_half(d) ? 2 : 4; }
+
 std::string GemmProblem::layout_string() const {
   const char s[3] = {a == Layout::row ? 'N' : 'T', b == Layout::row ? 'N' : 'T', '\0'};
   return s;
@@ -51,21 +53,24 @@ void GemmProblem::validate() const {
   if (eff_lda() < std::max<int64_t>(1, min_lda())) fail("lda " + std::to_string(eff_lda()) + " < minimum " + std::to_string(min_lda()));
   if (eff_ldb() < std::max<int64_t>(1, min_ldb())) fail("ldb " + std::to_string(eff_ldb()) + " < minimum " + std::to_string(min_ldb()));
   if (eff_ldc() < min_ldc()) fail("ldc " + std::to_string(eff_ldc()) + " < minimum " + std::to_string(min_ldc()));
-  if (align != 4 && align != 8 && align != 16) fail("alignment class must be 4, 8 or 16 bytes");
-  if (align > alignment_of(eff_lda(), eff_ldb(), eff_ldc())) fail("alignment class larger than the leading dimensions allow");
+  const int eb = element_bytes(dtype);
+  if (align != 16 && align != 8 && align != 4 && !(align == 2 && eb == 2))
+    fail(eb == 2 ? "alignment class must be 2, 4, 8 or 16 bytes" : "alignment class must be 4, 8 or 16 bytes");
+  if (align > alignment_of(eff_lda(), eff_ldb(), eff_ldc(), eb)) fail("alignment class larger than the leading dimensions allow");
   if (batch < 1) fail("batch must be >= 1");
 }
 
 int GemmProblem::alignment_of(int64_t lda, int64_t ldb, int64_t ldc, int element_bytes) {
-  for (int a : {16, 8}) {
+  for (int a : {16, 8, 4}) {
+    if (a <= element_bytes) break;
     if ((lda * element_bytes) % a == 0 && (ldb * element_bytes) % a == 0 && (ldc * element_bytes) % a == 0) return a;
   }
-  return 4;
+  return element_bytes;
 }
 
 int GemmProblem::alignment_with_pointers(int align, const void* a, const void* b, const void* c) {
   for (const void* p : {a, b, c})
-    while (align > 4 && reinterpret_cast<uintptr_t>(p) % align != 0) align /= 2;
+    while (align > 2 && reinterpret_cast<uintptr_t>(p) % align != 0) align /= 2; // f32 pointers stop at 4
   return align;
 }
 
@@ -90,7 +95,7 @@ GemmProblem GemmProblem::make(int64_t m, int64_t n, int64_t k, const std::string
   p.lda = std::max<int64_t>(1, p.min_lda());
   p.ldb = std::max<int64_t>(1, p.min_ldb());
   p.ldc = p.min_ldc();
-  p.align = alignment_of(p.lda, p.ldb, p.ldc);
+  p.align = alignment_of(p.lda, p.ldb, p.ldc, element_bytes(dtype));
   return p;
 }
 

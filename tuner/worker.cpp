@@ -201,7 +201,7 @@ nlohmann::json baseline(WorkerState& w, const nlohmann::json& req) {
   const GemmProblem p = problem_from_json(req.at("problem"), "baseline request");
   w.op.prepare(p, req.at("seed").get<uint64_t>());
   const KtuneGemmArgs args = w.op.args();
-  const Timing t = w.timer.time([&](CUstream s) { w.op.cublas().sgemm(p, args, s); }, nullptr,
+  const Timing t = w.timer.time([&](CUstream s) { w.op.cublas().gemm(p, args, s); }, nullptr,
                                 timing_options(req.value("timing", nlohmann::json())));
   return {{"status", "ok"}, {"timing", timing_to_json(t)}};
 }

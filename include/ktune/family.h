@@ -119,6 +119,7 @@ class Family {
   const std::vector<Param>& params() const { return params_; }
   const std::vector<Constraint>& constraints() const { return constraints_; }
   int min_arch() const { return min_arch_; }
+  const std::vector<DType>& dtypes() const { return dtypes_; }
 
   // The same values in the declared parameter order (the canonical form hashes depend on), after
   // upgrade(); throws UsageError on an unknown or missing parameter.

@@ -53,6 +53,22 @@ ktune_status_t ktune_sgemm(ktune_handle_t handle, ktune_order_t order, ktune_op_
                            int k, float alpha, const float* A, int lda, const float* B, int ldb, float beta, float* C,
                            int ldc, void* stream);
 
+/* Element types of ktune_gemm_ex, numbered as cudaDataType_t numbers them (CUDA_R_32F = 0,
+ * CUDA_R_16F = 2, CUDA_R_16BF = 14), so a cudaDataType_t value may be passed as it is. */
+typedef enum { KTUNE_R_32F = 0, KTUNE_R_16F = 2, KTUNE_R_16BF = 14 } ktune_datatype_t;
+/* How products are summed: FP32 (the only compute type so far; half inputs are multiplied exactly
+ * and accumulated in FP32, as cublasGemmEx's CUBLAS_COMPUTE_32F). */
+typedef enum { KTUNE_COMPUTE_32F = 0 } ktune_compute_t;
+
+/* ktune_sgemm for any element type, in the style of cublasGemmEx: A, B and C hold elements of
+ * a_type, b_type and c_type, which must be equal so far (KTUNE_INVALID_VALUE otherwise, naming
+ * the mix): FP32, FP16 (__half) or BF16 (__nv_bfloat16). alpha and beta are FP32; C is rounded to
+ * nearest. Same semantics, layouts and leading-dimension rules as ktune_sgemm. */
+ktune_status_t ktune_gemm_ex(ktune_handle_t handle, ktune_order_t order, ktune_op_t transa, ktune_op_t transb, int m, int n,
+                             int k, float alpha, const void* A, ktune_datatype_t a_type, int lda, const void* B,
+                             ktune_datatype_t b_type, int ldb, float beta, void* C, ktune_datatype_t c_type, int ldc,
+                             ktune_compute_t compute, void* stream);
+
 /* The message of the calling thread's last failed call ("" if none). Valid until its next call. */
 const char* ktune_last_error(void);
 

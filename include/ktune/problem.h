@@ -12,6 +12,9 @@ enum class Layout { row, col };
 
 const char* to_string(DType d);
 DType parse_dtype(const std::string& s); // throws UsageError
+// Bytes of one element of A, B and C: 4 for f32 (and tf32, stored as f32), 2 for f16 and bf16.
+int element_bytes(DType d);
+inline bool is_half(DType d) { return d == DType::f16 || d == DType::bf16; }
 
 // C (M x N, row-major) = alpha * A (M x K) * B (K x N) + beta * C.
 struct GemmProblem {
@@ -21,8 +24,8 @@ struct GemmProblem {
   int64_t lda = 0, ldb = 0, ldc = 0; // 0 means the minimum for the layout
   float alpha = 1.0f, beta = 0.0f;
   int batch = 1;
-  // Alignment class in bytes (16, 8 or 4): the largest that divides every pointer's address and
-  // every leading dimension in bytes. Vector widths are chosen against it.
+  // Alignment class in bytes (16, 8, 4, or 2 for 2-byte elements): the largest that divides every
+  // pointer's address and every leading dimension in bytes. Vector widths are chosen against it.
   int align = 16;
 
   int64_t min_lda() const { return a == Layout::row ? k : m; }
@@ -42,7 +45,8 @@ struct GemmProblem {
   void validate() const;
 
   // Alignment class from the leading dimensions alone (pointers from cudaMalloc are 256-byte
-  // aligned); with_pointers narrows it further by the actual addresses.
+  // aligned); with_pointers narrows it further by the actual addresses. Never below the element
+  // size (4 for f32, 2 for f16/bf16).
   static int alignment_of(int64_t lda, int64_t ldb, int64_t ldc, int element_bytes = 4);
   static int alignment_with_pointers(int align, const void* a, const void* b, const void* c);
 

@@ -125,15 +125,22 @@ class Runtime {
   void gemm(const GemmProblem& p, const Selection& s, const float* A, const float* B, float* C, float alpha, float beta,
             CUstream stream = nullptr);
 
+  // gemm for any storage dtype: A, B and C hold p.dtype elements (f32; bf16 or f16, i.e.
+  // __nv_bfloat16 / __half, with FP32 accumulation and C rounded to nearest). gemm() is this for f32.
+  void gemm_ex(const GemmProblem& p, const void* A, const void* B, void* C, float alpha, float beta,
+               CUstream stream = nullptr);
+  void gemm_ex(const GemmProblem& p, const Selection& s, const void* A, const void* B, void* C, float alpha, float beta,
+               CUstream stream = nullptr);
+
   struct Impl;
 
  private:
   // Compiles or loads what launching s on p needs, once per key (thread-safe).
   std::shared_ptr<void> prepare(const std::string& key, const GemmProblem& p, const Selection& s);
-  void launch(const std::shared_ptr<void>& prepared, const GemmProblem& p, const float* A, const float* B, float* C,
+  void launch(const std::shared_ptr<void>& prepared, const GemmProblem& p, const void* A, const void* B, void* C,
               CUstream stream);
   // C = beta * C (alpha == 0 or K == 0; nothing for M or N == 0), reading neither A nor B.
-  void scale_only(const GemmProblem& p, float* C, CUstream stream);
+  void scale_only(const GemmProblem& p, void* C, CUstream stream);
 
   std::unique_ptr<Impl> impl_;
 };

@@ -18,6 +18,41 @@ extern "C" __global__ void ktune_fill_uniform(float* x, long long n, unsigned lo
   }
 }
 
+// Half precision (bf16 / f16) travels as 16-bit words. The conversions are written out in integer
+// arithmetic and plain PTX so that this module needs no CUDA headers and compiles for any arch.
+// F16: 1 for IEEE half, 0 for bfloat16.
+__device__ __forceinline__ unsigned short ktune_to_half(float f, int f16) {
+  if (f16) {
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+  }
+  const unsigned u = __float_as_uint(f); // round to nearest even on the 16 bits dropped (inputs are finite)
+  return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+__device__ __forceinline__ double ktune_half_to_f64(unsigned short h, int f16) {
+  if (f16) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return (double)f;
+  }
+  return (double)__uint_as_float((unsigned)h << 16);
+}
+
+// The same uniform values as ktune_fill_uniform, rounded to the half type: the kernel under test,
+// cuBLAS and the reference all see these rounded inputs.
+extern "C" __global__ void ktune_fill_uniform_half(unsigned short* x, long long n, unsigned long long seed, int f16) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    const unsigned long long r = ktune_mix(seed ^ ktune_mix(i));
+    x[i] = ktune_to_half((float)((double)(r >> 11) * (2.0 / 9007199254740992.0) - 1.0), f16);
+  }
+}
+
+extern "C" __global__ void ktune_half_to_f64(const unsigned short* x, double* y, long long n, int f16) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+    y[i] = ktune_half_to_f64(x[i], f16);
+}
+
 // Widens an operand to FP64 for the reference product (cuBLAS DGEMM), element for element, so
 // leading dimensions and padding stay as they are.
 extern "C" __global__ void ktune_f32_to_f64(const float* x, double* y, long long n) {
@@ -41,6 +76,29 @@ extern "C" __global__ void ktune_gemm_compare(const float* C, const float* C0, c
       continue;
     }
     const double r = ref[i]; // ref has C's shape and leading dimension
+    if (!isfinite(c)) { ++bad; continue; }
+    d2 += (c - r) * (c - r);
+    r2 += r * r;
+  }
+  atomicAdd(&sums[0], d2);
+  atomicAdd(&sums[1], r2);
+  if (bad) atomicAdd(&counts[0], bad);
+  if (stray) atomicAdd(&counts[1], stray);
+}
+
+// ktune_gemm_compare for a half-precision C (16-bit words; padding compared bitwise).
+extern "C" __global__ void ktune_gemm_compare_half(const unsigned short* C, const unsigned short* C0, const double* ref, int M,
+                                                   int N, long long ldc, double* sums, unsigned long long* counts, int f16) {
+  double d2 = 0.0, r2 = 0.0;
+  unsigned long long bad = 0, stray = 0;
+  const long long total = (long long)M * ldc;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total; i += (long long)gridDim.x * blockDim.x) {
+    const long long col = i % ldc;
+    if (col >= N) {
+      if (C[i] != C0[i]) ++stray;
+      continue;
+    }
+    const double c = ktune_half_to_f64(C[i], f16), r = ref[i];
     if (!isfinite(c)) { ++bad; continue; }
     d2 += (c - r) * (c - r);
     r2 += r * r;

@@ -65,3 +65,23 @@ TEST(CApi, CreateWithoutADeviceSaysSo) {
   EXPECT_EQ(h, nullptr);
   EXPECT_NE(err().find("no GPU"), std::string::npos) << err();
 }
+
+// ktune_gemm_ex refuses unknown and mixed element types and unknown compute types before anything
+// else (the handle is not even looked at), and checks its other arguments as ktune_sgemm does.
+TEST(CApi, GemmExRefusesUnknownOrMixedTypesAndNamesItself) {
+  auto ex = [](ktune_datatype_t a, ktune_datatype_t b, ktune_datatype_t c, ktune_compute_t comp = KTUNE_COMPUTE_32F, int lda = 4) {
+    return ktune_gemm_ex(nullptr, KTUNE_ROW_MAJOR, KTUNE_OP_N, KTUNE_OP_N, 4, 4, 4, 1.0f, buf, a, lda, buf, b, 4, 0.0f, buf, c, 4,
+                         comp, nullptr);
+  };
+  EXPECT_EQ(ex(KTUNE_R_16BF, KTUNE_R_16F, KTUNE_R_16BF), KTUNE_INVALID_VALUE);
+  EXPECT_NE(err().find("mixed element types"), std::string::npos) << err();
+  EXPECT_NE(err().find("B KTUNE_R_16F"), std::string::npos) << err();
+  EXPECT_EQ(ex((ktune_datatype_t)5, KTUNE_R_16F, KTUNE_R_16F), KTUNE_INVALID_VALUE);
+  EXPECT_NE(err().find("unknown element type 5"), std::string::npos) << err();
+  EXPECT_EQ(ex(KTUNE_R_16F, KTUNE_R_16F, KTUNE_R_16F, (ktune_compute_t)3), KTUNE_INVALID_VALUE);
+  EXPECT_NE(err().find("unknown compute type 3"), std::string::npos) << err();
+  EXPECT_EQ(ex(KTUNE_R_16BF, KTUNE_R_16BF, KTUNE_R_16BF, KTUNE_COMPUTE_32F, 3), KTUNE_INVALID_VALUE);
+  EXPECT_NE(err().find("ktune_gemm_ex: lda = 3 < 4"), std::string::npos) << err();
+  EXPECT_EQ(ex(KTUNE_R_16BF, KTUNE_R_16BF, KTUNE_R_16BF), KTUNE_INVALID_VALUE);
+  EXPECT_NE(err().find("ktune_gemm_ex: handle is NULL"), std::string::npos) << err();
+}

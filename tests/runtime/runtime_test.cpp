@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -233,21 +234,38 @@ TEST(Runtime, RuntimeWithoutArchOrDeviceFailsClearly) {
   }
 }
 
-TEST(Runtime, OtherDtypesThanF32AreRefusedClearly) {
+TEST(Runtime, HalfProblemsAreServedAndTf32IsRefusedClearly) {
   RuntimeOptions o;
   o.arch = "sm_90";
   o.db_path = "";
   Runtime rt(o);
-  for (DType t : {DType::bf16, DType::f16, DType::tf32}) {
-    try {
-      rt.best_config(GemmProblem::parse("1024x1024x1024", "NN", t));
-      ADD_FAILURE() << "no error for " << to_string(t);
-    } catch (const UsageError& e) {
-      EXPECT_NE(std::string(e.what()).find("f32 GEMM only"), std::string::npos) << e.what();
+  // bf16 and f16 have answers (a tuned entry, candidates, or cuBLAS), never an error.
+  for (DType t : {DType::bf16, DType::f16}) {
+    for (const char* shape : {"1024x1024x1024", "2999x2999x2999", "1x4096x4096"}) {
+      const Selection s = rt.best_config(GemmProblem::parse(shape, "NN", t));
+      EXPECT_FALSE(s.why.empty()) << shape;
+      for (const auto& c : s.candidates) {
+        const Family f = find_family(c.family);
+        EXPECT_TRUE(std::find(f.dtypes().begin(), f.dtypes().end(), t) != f.dtypes().end()) << c.family << " for " << shape;
+      }
     }
   }
-  // gemm() refuses before anything else, the quick returns (alpha == 0, K == 0) included.
-  for (float alpha : {1.0f, 0.0f})
-    EXPECT_THROW(rt.gemm(GemmProblem::parse("64x64x64", "NN", DType::bf16), nullptr, nullptr, nullptr, alpha, 0.0f),
-                 UsageError);
+  // tf32 is a compute mode, not a storage type.
+  try {
+    rt.best_config(GemmProblem::parse("1024x1024x1024", "NN", DType::tf32));
+    ADD_FAILURE() << "no error for tf32";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("not a storage type"), std::string::npos) << e.what();
+  }
+  // gemm() takes float pointers: it refuses another dtype before anything else, the quick
+  // returns (alpha == 0, K == 0) included, and points to gemm_ex.
+  for (float alpha : {1.0f, 0.0f}) {
+    try {
+      rt.gemm(GemmProblem::parse("64x64x64", "NN", DType::bf16), nullptr, nullptr, nullptr, alpha, 0.0f);
+      ADD_FAILURE() << "no error for bf16 through gemm()";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("gemm_ex"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(rt.gemm_ex(GemmProblem::parse("64x64x64", "NN", DType::tf32), nullptr, nullptr, nullptr, 1.0f, 0.0f), UsageError);
 }

@@ -52,6 +52,32 @@ TEST(Problem, AlignmentNarrowsWithPointers) {
   EXPECT_EQ(GemmProblem::alignment_with_pointers(16, buf, buf + 1, buf), 4);
 }
 
+// Half precision counts alignment in its own 2-byte elements: an odd leading dimension leaves only
+// element alignment (class 2, which f32 never has), an even one 4 bytes, and so on.
+TEST(Problem, HalfPrecisionAlignmentClassesCountTwoByteElements) {
+  EXPECT_EQ(element_bytes(DType::f32), 4);
+  EXPECT_EQ(element_bytes(DType::bf16), 2);
+  EXPECT_EQ(element_bytes(DType::f16), 2);
+  const auto odd = GemmProblem::parse("2999x2999x2999", "NN", DType::bf16);
+  EXPECT_EQ(odd.align, 2);
+  EXPECT_EQ(odd.key(), "gemm/bf16/NN/2999x2999x2999/a2");
+  EXPECT_EQ(GemmProblem::parse("64x4094x64", "NN", DType::f16).align, 4);  // 8188 bytes a row of B and C
+  EXPECT_EQ(GemmProblem::parse("4092x4096x4092", "NN", DType::f16).align, 8); // A's rows are 8184 bytes
+  EXPECT_EQ(GemmProblem::parse("4096x4096x4096", "NN", DType::bf16).align, 16);
+  // The same shapes in f32: four-byte elements, never below 4.
+  EXPECT_EQ(GemmProblem::parse("2999x2999x2999").align, 4);
+  EXPECT_EQ(GemmProblem::parse("4092x4096x4092").align, 16);
+  // Class 2 is refused for f32, and a class larger than the leading dimensions allow for any dtype.
+  GemmProblem f = GemmProblem::parse("2999x2999x2999");
+  f.align = 2;
+  EXPECT_THROW(f.validate(), UsageError);
+  GemmProblem h = odd;
+  h.align = 4;
+  EXPECT_THROW(h.validate(), UsageError);
+  alignas(16) unsigned short buf[16] = {};
+  EXPECT_EQ(GemmProblem::alignment_with_pointers(16, buf, buf + 1, buf), 2);
+}
+
 TEST(Problem, FlopsTflopsAndLogDistance) {
   const auto p = GemmProblem::parse("1000x2000x500");
   EXPECT_DOUBLE_EQ(p.flops(), 2e9);
