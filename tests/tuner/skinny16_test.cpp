@@ -181,7 +181,8 @@ TEST(Space, Skinny16DefaultsServeEveryHalfProblemWithUpTo64Rows) {
       const Config c = f.default_config(p, d);
       EXPECT_EQ(c["VEC"], 8) << c.to_json();
       EXPECT_EQ(c["NT"], 256) << c.to_json();
-      const auto& s = f.launch_plan(c, p).main_step();
+      const LaunchPlan plan = f.launch_plan(c, p);
+      const auto& s = plan.main_step();
       EXPECT_GE(int64_t(s.grid[0]) * s.grid[1] * s.grid[2], d.sm_count) << c.to_json();
     }
 }
