@@ -177,6 +177,9 @@ TEST(Skinny16Gpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
         for (const auto& c : fs.sample(p, *dev, 1, ++seed)) configs.push_back(c);
         std::vector<std::future<std::shared_ptr<const CompiledKernel>>> kernels;
         for (const auto& c : configs) kernels.push_back(compiler.compile_async(compile_request(f, c, p, dev->arch)));
+        // A future gives its value once; both beta cases run the same kernels.
+        std::vector<std::shared_ptr<const CompiledKernel>> compiled;
+        for (auto& fu : kernels) compiled.push_back(fu.get());
         for (const float beta : {0.0f, 0.5f}) {
           const float alpha = beta == 0.0f ? 1.0f : 0.75f;
           std::vector<uint16_t> before;
@@ -188,7 +191,7 @@ TEST(Skinny16Gpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
             EXPECT_LE(cublas_error, tol) << "cuBLAS on " << p.key();
           }
           for (size_t i = 0; i < configs.size(); ++i) {
-            const auto k = kernels[i].get();
+            const auto& k = compiled[i];
             Module m(k->cubin, k->lowered_names, "gemm_skinny16 " + configs[i].to_json());
             const LaunchPlan plan = f.launch_plan(configs[i], p);
             const auto out = run(in, &m, &plan, cublas, alpha, beta, before);
