@@ -14,7 +14,7 @@ std::vector<Family> builtin_families() {
 // Each family declares its dtypes, so one list serves every dtype: a bf16 run tunes the half
 // families, an f32 run the FP32 ones.
 std::vector<std::string> tuning_family_names(bool tf32x3) {
-  std::vector<std::string> names = {"gemm_simt", "gemm_skinny", "gemm_tc16"};
+  std::vector<std::string> names = {"gemm_simt", "gemm_skinny", "gemm_tc16", "gemm_skinny16"};
   if (tf32x3) names.push_back("gemm_tf32x3");
   return names;
 }

@@ -32,14 +32,20 @@ std::string VerifyResult::summary() const {
   return buf;
 }
 
-GemmOp::GemmOp(Compiler& compiler, const DeviceInfo& device) : device_(device) {
+CompileRequest GemmOp::reference_request(const std::string& arch) {
   CompileRequest req;
   req.source = std::string(embedded_file("gemm/gemm_reference.cu"));
   req.source_name = "gemm/gemm_reference.cu";
+  // In RefKernel's order.
   req.name_expressions = {"ktune_fill_uniform", "ktune_f32_to_f64", "ktune_gemm_compare",
                           "ktune_fill_uniform_half", "ktune_half_to_f64", "ktune_gemm_compare_half"};
-  req.arch = device.arch;
-  req.context = "GEMM reference kernels for " + device.arch;
+  req.arch = arch;
+  req.context = "GEMM reference kernels for " + arch;
+  return req;
+}
+
+GemmOp::GemmOp(Compiler& compiler, const DeviceInfo& device) : device_(device) {
+  const CompileRequest req = reference_request(device.arch);
   const auto k = compiler.compile(req);
   ref_ = std::make_unique<Module>(k->cubin, k->lowered_names, req.context);
   sums_ = DeviceBuffer(32, "verification sums");

@@ -32,6 +32,8 @@ class GemmOp {
   GemmOp(Compiler& compiler, const DeviceInfo& device);
   ~GemmOp();
 
+  // The verification kernels' compile request (fill, widen, compare; f32 and half forms).
+  static CompileRequest reference_request(const std::string& arch);
   // Relative Frobenius error allowed for p's results (the rule for half precision is written out
   // in gemm_op.cpp and docs/TEMPLATES.md: output rounding plus FP32 accumulation over K).
   static double tolerance(const GemmProblem& p);

@@ -30,7 +30,7 @@ __device__ __forceinline__ unsigned short ktune_to_half(float f, int f16) {
   const unsigned u = __float_as_uint(f); // round to nearest even on the 16 bits dropped (inputs are finite)
   return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
-__device__ __forceinline__ double ktune_half_to_f64(unsigned short h, int f16) {
+__device__ __forceinline__ double ktune_half_value(unsigned short h, int f16) {
   if (f16) {
     float f;
     asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
@@ -50,7 +50,7 @@ extern "C" __global__ void ktune_fill_uniform_half(unsigned short* x, long long 
 
 extern "C" __global__ void ktune_half_to_f64(const unsigned short* x, double* y, long long n, int f16) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
-    y[i] = ktune_half_to_f64(x[i], f16);
+    y[i] = ktune_half_value(x[i], f16);
 }
 
 // Widens an operand to FP64 for the reference product (cuBLAS DGEMM), element for element, so
@@ -68,7 +68,7 @@ extern "C" __global__ void ktune_gemm_compare(const float* C, const float* C0, c
   unsigned long long bad = 0, stray = 0;
   const long long total = (long long)M * ldc;
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total; i += (long long)gridDim.x * blockDim.x) {
-    const long long row = i / ldc, col = i % ldc;
+    const long long col = i % ldc;
     const float c = C[i];
     if (col >= N) {
       // Bitwise compare: NaN poison in the padding must stay the same NaN.
@@ -98,7 +98,7 @@ extern "C" __global__ void ktune_gemm_compare_half(const unsigned short* C, cons
       if (C[i] != C0[i]) ++stray;
       continue;
     }
-    const double c = ktune_half_to_f64(C[i], f16), r = ref[i];
+    const double c = ktune_half_value(C[i], f16), r = ref[i];
     if (!isfinite(c)) { ++bad; continue; }
     d2 += (c - r) * (c - r);
     r2 += r * r;

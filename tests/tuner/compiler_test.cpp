@@ -7,6 +7,7 @@
 #include "ktune/compiler.h"
 #include "ktune/error.h"
 #include "runtime/embedded.h"
+#include "tuner/gemm_op.h"
 
 using namespace ktune;
 
@@ -92,6 +93,17 @@ void add_one_per_value(const Family& f, const DeviceInfo& d, const std::vector<G
 }
 
 } // namespace
+
+// The verification kernels every tuning run and GPU test starts with (f32 and half forms): a
+// compile error there stops everything, so it is caught here, without a GPU.
+TEST(Compiler, ReferenceKernelsCompileForEveryArch) {
+  Compiler compiler(1);
+  for (const char* arch : {"sm_75", "sm_80", "sm_90"}) { // CUDA 13's oldest arch is sm_75
+    const auto k = compiler.compile(GemmOp::reference_request(arch));
+    EXPECT_GT(k->cubin.size(), 0u) << arch;
+    EXPECT_EQ(k->lowered_names.size(), 6u) << arch;
+  }
+}
 
 TEST(Compiler, EveryNaiveAndSmemConfigCompilesForSm80AndSm90) {
   for (const char* arch : {"sm_80", "sm_90"})

@@ -78,7 +78,9 @@ TEST_F(HalfGpu, VerificationHasTeethAndCublasPassesInBf16AndF16) {
         // Nothing written: the poisoned C (beta = 0) or the untouched C (beta != 0) must fail.
         const auto none = op.check(p, ++seed, [](const KtuneGemmArgs&, CUstream) {}, nullptr);
         EXPECT_FALSE(none.pass) << p.key() << " an unwritten C passed: " << none.summary();
-        if (beta == 0.0f) EXPECT_EQ(none.nonfinite, uint64_t(p.m * p.n)) << p.key();
+        if (beta == 0.0f) {
+          EXPECT_EQ(none.nonfinite, uint64_t(p.m * p.n)) << p.key();
+        }
       }
     }
   }
