@@ -74,16 +74,19 @@ struct Tile {
   template <int MODE>
   __device__ __forceinline__ static void load(unsigned short* s, const unsigned short* g, long long ld, int r0, int c0,
                                               int rows, int cols, int tid) {
+    // The tile's origin, then each chunk at r * ld + cc from it (r * ld does not change from
+    // stage to stage: the compiler keeps it).
+    const unsigned short* const base = g + (long long)r0 * ld + c0;
 #pragma unroll
     for (int i = 0; i < CHUNKS / NT; ++i) {
       const int c = tid + i * NT;
       const int r = c / CPR, cc = (c % CPR) * 8;
       const int gr = r0 + r, gc = c0 + cc;
       if constexpr (MODE == 0) {
-        cp_async16(s + r * LD + cc, g + (long long)gr * ld + gc, true);
+        cp_async16(s + r * LD + cc, base + (long long)r * ld + cc, true);
       } else if constexpr (MODE == 1) {
         const bool ok = gr < rows && gc < cols;
-        cp_async16(s + r * LD + cc, ok ? g + (long long)gr * ld + gc : g, ok);
+        cp_async16(s + r * LD + cc, ok ? base + (long long)r * ld + cc : g, ok);
       } else {
         unsigned w[4] = {0u, 0u, 0u, 0u};
         if (gr < rows) {
