@@ -331,8 +331,17 @@ int cmd_query(const QueryArgs& a) {
   return 0;
 }
 
-int cmd_export(const std::string& db, const std::string& arch, const std::string& family, const std::string& out,
-               bool trials) {
+// Keeps the entries of one dtype ("" keeps all); refuses an unknown name.
+void keep_dtype(Table& t, const std::string& dtype) {
+  if (dtype.empty()) return;
+  const DType d = parse_dtype(dtype);
+  std::erase_if(t.entries, [&](const TableEntry& e) { return e.problem.dtype != d; });
+}
+
+int cmd_export(const std::string& db, const std::string& arch, const std::string& family, const std::string& dtype,
+               const std::string& out, bool trials) {
+  if (trials && !dtype.empty()) throw UsageError("export --trials writes every trial; --dtype filters tables only");
+  if (!dtype.empty()) parse_dtype(dtype); // a bad name is bad usage before the database is opened
   const std::string path = db.empty() ? default_db_path() : db;
   if (!std::filesystem::exists(path)) throw UsageError("database " + path + " does not exist");
   const Store store(path, /*read_only=*/true);
@@ -347,22 +356,25 @@ int cmd_export(const std::string& db, const std::string& arch, const std::string
                  log.device_name.c_str(), out.c_str());
     return 0;
   }
-  const Table t = store.export_table(arch, family);
+  Table t = store.export_table(arch, family);
+  keep_dtype(t, dtype);
   if (t.entries.empty())
     throw UsageError("database " + path + " has no tuned results" + (arch.empty() ? "" : " for " + arch) +
-                     (family.empty() ? "" : " of family " + family));
+                     (family.empty() ? "" : " of family " + family) + (dtype.empty() ? "" : " in " + dtype));
   write_atomically(out, table_to_json(t));
   std::fprintf(stderr, "ktune: exported %zu entries (%s, %s) to %s\n", t.entries.size(), t.device_name.c_str(),
                t.arch.c_str(), out.c_str());
   return 0;
 }
 
-int cmd_import(const std::string& db, const std::string& file) {
+int cmd_import(const std::string& db, const std::string& file, const std::string& dtype) {
   // Parse and validate the whole table before the database is opened (or its path resolved): a
   // bad file must leave the database byte-for-byte as it was, or not create it. Every entry is
   // checked against its family too: the runtime would skip an entry it cannot serve, so
   // importing one would only report a best that is never used.
-  const Table t = read_table_file(file);
+  Table t = read_table_file(file);
+  keep_dtype(t, dtype);
+  if (t.entries.empty()) throw UsageError(file + " has no entries in " + dtype);
   validate_table_entries(t, file);
   const std::string path = db.empty() ? default_db_path() : db;
   Store store(path);
@@ -450,6 +462,8 @@ int main(int argc, char** argv) {
   ex->add_option("--db", ex_db, "Database (default: $KTUNE_DB, else ~/.cache/ktune/ktune.db)");
   ex->add_option("--arch", ex_arch, "Only this arch (required when the database holds several)");
   ex->add_option("--family", ex_family, "Only this family");
+  std::string ex_dtype;
+  ex->add_option("--dtype", ex_dtype, "Only the entries of this dtype (f32, bf16, f16)");
   ex->add_option("-o,--output", ex_out, "Output file")->required();
   bool ex_trials = false;
   ex->add_flag("--trials", ex_trials, "Write every trial (ktune.trials/1, for ktune simulate) instead of the table");
@@ -458,6 +472,8 @@ int main(int argc, char** argv) {
   auto* im = app.add_subcommand("import", "Merge a tuning table into a database (per problem, the faster entry wins)");
   im->add_option("file", im_file, "Table file (ktune.table/1)")->required()->check(CLI::ExistingFile);
   im->add_option("--db", im_db, "Database (default: $KTUNE_DB, else ~/.cache/ktune/ktune.db)");
+  std::string im_dtype;
+  im->add_option("--dtype", im_dtype, "Only the entries of this dtype (f32, bf16, f16)");
 
   std::string sim_trials, sim_strategy = "model";
   uint64_t sim_seed = 1;
@@ -525,8 +541,8 @@ int main(int argc, char** argv) {
     if (cp->parsed()) return cmd_compile(comp);
     if (tn->parsed()) return cmd_tune(tune_args);
     if (qy->parsed()) return cmd_query(query);
-    if (ex->parsed()) return cmd_export(ex_db, ex_arch, ex_family, ex_out, ex_trials);
-    if (im->parsed()) return cmd_import(im_db, im_file);
+    if (ex->parsed()) return cmd_export(ex_db, ex_arch, ex_family, ex_dtype, ex_out, ex_trials);
+    if (im->parsed()) return cmd_import(im_db, im_file, im_dtype);
     if (bn->parsed()) {
       if (bn_suite.empty() == bn_ladder.empty()) throw UsageError("give --suite FILE or --ladder FILE");
       const DType dt = parse_dtype(bn_dtype);

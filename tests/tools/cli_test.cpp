@@ -368,3 +368,50 @@ TEST(Cli, ImportOfAnInvalidTableDoesNotCreateTheDatabase) {
     EXPECT_FALSE(std::filesystem::exists(scratch("never"))) << "the database's folder was created";
   }
 }
+
+// --dtype filters what export writes and what import reads; a dtype with no entries is a usage
+// error that leaves the database as it was. Half precision is tunable: tune --dtype bf16 gets as
+// far as the device, and tf32 (a compute mode) is refused as a storage type.
+TEST(Cli, ExportAndImportFilterByDtypeAndTuneAcceptsHalfPrecision) {
+  const std::string db = scratch("dtype.db");
+  std::filesystem::remove(db);
+  const std::string shipped = std::string(KTUNE_SOURCE_DIR) + "/configs/tables/sm_90.json";
+  CliRun r = run_ktune("import " + shipped + " --db " + db + " --dtype f32");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const std::string before = file_bytes(db);
+  r = run_ktune_stderr("import " + shipped + " --db " + db + " --dtype int8");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("unknown dtype 'int8'"), std::string::npos) << r.out;
+  const nlohmann::json table = nlohmann::json::parse(file_bytes(shipped));
+  const bool ships_bf16 = std::any_of(table["entries"].begin(), table["entries"].end(),
+                                      [](const auto& e) { return e["dtype"] == "bf16"; });
+  if (!ships_bf16) {
+    r = run_ktune_stderr("import " + shipped + " --db " + db + " --dtype bf16");
+    EXPECT_EQ(r.status, 2) << r.out;
+    EXPECT_NE(r.out.find("has no entries in bf16"), std::string::npos) << r.out;
+  }
+  EXPECT_EQ(file_bytes(db), before);
+  const std::string out = scratch("f32-only.json");
+  r = run_ktune("export --db " + db + " --arch sm_90 --dtype f32 -o " + out);
+  ASSERT_EQ(r.status, 0) << r.out;
+  const nlohmann::json exported = nlohmann::json::parse(file_bytes(out));
+  ASSERT_FALSE(exported["entries"].empty());
+  for (const auto& e : exported["entries"]) EXPECT_EQ(e["dtype"], "f32");
+  r = run_ktune_stderr("export --db " + db + " --arch sm_90 --dtype f16 -o " + scratch("none.json"));
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("in f16"), std::string::npos) << r.out;
+  r = run_ktune_stderr("export --db " + db + " --trials --arch sm_90 --dtype f16 -o " + scratch("none.json"));
+  EXPECT_EQ(r.status, 2) << r.out;
+
+  r = run_ktune_stderr("tune --problem 64x64x64 --dtype tf32");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("not a storage type"), std::string::npos) << r.out;
+  r = run_ktune_stderr("tune --problem 64x64x64 --dtype bf16 --tf32x3");
+  EXPECT_EQ(r.status, 2) << r.out;
+  // bf16 is accepted: without a GPU the run stops at the device (exit 1), not at the dtype.
+  r = run_ktune_stderr("tune --problem 64x64x64 --dtype bf16 --db " + scratch("bf16.db"));
+  if (r.status != 0) {
+    EXPECT_EQ(r.status, 1) << r.out;
+    EXPECT_EQ(r.out.find("dtype"), std::string::npos) << r.out;
+  }
+}
