@@ -114,14 +114,15 @@ std::vector<Lent> TunedIndex::lenders(const GemmProblem& p, size_t per_family, c
   std::vector<Lent> all;
   for (const auto& ie : entries_) {
     const TableEntry& e = ie->entry;
-    if (e.problem.dtype != p.dtype) continue;
+    if (!lends_across(e.problem.dtype, p.dtype)) continue;
     if (!only.empty() && e.family != only) continue;
     if (e.problem.key() == key) continue; // exact(): measured where it stands
     auto c = serves(*ie, p);
     if (!c) continue;
     Lent l = lent(*ie, *c);
     l.distance = log_distance(p, e.problem) + (e.problem.align != p.align ? kAlignPenalty : 0.0) +
-                 kLayoutPenalty * ((e.problem.a != p.a) + (e.problem.b != p.b));
+                 kLayoutPenalty * ((e.problem.a != p.a) + (e.problem.b != p.b)) +
+                 (e.problem.dtype != p.dtype ? kDtypePenalty : 0.0);
     l.score = l.home_ratio * std::exp(-kLendDecay * l.distance);
     all.push_back(std::move(l));
   }

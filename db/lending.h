@@ -4,7 +4,8 @@
 // An index holds the best entries of tuning tables (a user's database, tables given by hand, the
 // tables shipped with ktune) for one device. For a problem it answers two questions:
 //   exact(p)    the entries tuned for exactly p (every family, every source), fastest first;
-//   lenders(p)  entries tuned for other problems of the same dtype (any layout) whose config (or
+//   lenders(p)  entries tuned for other problems of the same dtype, or of its sibling (bf16 and
+//               f16: the same kernels but for the conversion), any layout, whose config (or
 //               a general form of it, Family::generalized) is valid for p, ranked by a predicted
 //               speedup over cuBLAS at p.
 //
@@ -13,7 +14,8 @@
 //     score = home_ratio * exp(-kLendDecay * distance),
 // with distance the log distance over M, N, K (tuner/problem.cpp) plus kAlignPenalty when the
 // alignment classes differ and kLayoutPenalty for each operand stored in the other order (a
-// tiling tuned for row-major B is a candidate for column-major B, not a good guess). A config far from home has no claim on being faster than cuBLAS;
+// tiling tuned for row-major B is a candidate for column-major B, not a good guess), and
+// kDtypePenalty when it was tuned in the sibling half type. A config far from home has no claim on being faster than cuBLAS;
 // the runtime therefore measures the few best-scored lenders against cuBLAS at the new shape
 // before it trusts one (runtime/runtime.cpp), and uses the score alone only where it cannot
 // measure.
@@ -52,6 +54,12 @@ struct Lent {
 constexpr double kLendDecay = 0.4;     // per unit of log distance: e^-0.4 = 0.67 per factor e
 constexpr double kAlignPenalty = 0.5;  // a config tuned for another alignment class
 constexpr double kLayoutPenalty = 0.5; // per operand (A, B) whose storage order differs
+// A config tuned in bf16 for an f16 problem or the other way round: the tensor cores run both at
+// one rate and the kernels differ only in conversions, so a small penalty (a tuned entry of the
+// problem's own dtype at the same shape always ranks first).
+constexpr double kDtypePenalty = 0.25;
+// Whether entries tuned in dtype `tuned` may lend to problems of dtype `asked`.
+inline bool lends_across(DType tuned, DType asked) { return tuned == asked || (is_half(tuned) && is_half(asked)); }
 // Lenders scored below this are not worth measuring: even a generous error in the prediction
 // leaves them slower than cuBLAS. Low on purpose: the decay is a rough, family-blind guess (on
 // the H100, gemm_tf32x3 configs kept their home speedup up to a log distance of 1.2, gemm_skinny

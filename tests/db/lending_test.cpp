@@ -96,6 +96,36 @@ TEST(Lending, LendersAreRankedByPredictedSpeedupAndCappedPerFamily) {
   EXPECT_TRUE(idx.lenders(GemmProblem::parse("256x256x256"), 10).size() == 2u); // not its own exact entry
 }
 
+// bf16 and f16 lend to each other at a small penalty (the same kernels but for conversions); f32
+// and the half types never do. An entry of the problem's own dtype at the same shape is exact.
+TEST(Lending, HalfTypesLendToEachOtherButNotToF32) {
+  const char* tc = R"({"BM":128,"BN":128,"WM":64,"WN":64,"BK":32,"ST":4,"SWZ":8,"SPLITK":1,"PACK":0})";
+  auto half_entry = [&](const char* shape, DType t, double ms) {
+    TableEntry e = entry(shape, "gemm_tc16", tc, ms, 2 * ms);
+    e.problem = GemmProblem::parse(shape, "NN", t);
+    e.tflops = tflops(e.problem, ms);
+    return e;
+  };
+  TunedIndex idx(DeviceInfo::nominal("sm_90"));
+  std::vector<std::string> skipped;
+  idx.add(table({half_entry("4096x4096x4096", DType::bf16, 0.2), entry("4096x4096x4096", "gemm_naive", kNaive, 9.0, 1.0)}), "t",
+          SourceTier::shipped, &skipped);
+  ASSERT_TRUE(skipped.empty()) << skipped.front();
+  const GemmProblem f16 = GemmProblem::parse("4096x4096x4096", "NN", DType::f16);
+  EXPECT_TRUE(idx.exact(f16).empty());
+  const auto l = idx.lenders(f16, 10);
+  ASSERT_EQ(l.size(), 1u);
+  EXPECT_EQ(l[0].from->entry.problem.dtype, DType::bf16);
+  EXPECT_NEAR(l[0].distance, kDtypePenalty, 1e-12);
+  EXPECT_NEAR(l[0].score, 2.0 * std::exp(-kLendDecay * kDtypePenalty), 1e-12);
+  // The bf16 problem itself answers exactly; f32 problems borrow nothing from half entries.
+  EXPECT_EQ(idx.exact(GemmProblem::parse("4096x4096x4096", "NN", DType::bf16)).size(), 1u);
+  for (const auto& x : idx.lenders(GemmProblem::parse("4000x4000x4000"), 10)) EXPECT_EQ(x.from->entry.family, "gemm_naive");
+  EXPECT_FALSE(lends_across(DType::f32, DType::bf16));
+  EXPECT_FALSE(lends_across(DType::f16, DType::f32));
+  EXPECT_TRUE(lends_across(DType::f16, DType::bf16));
+}
+
 TEST(Lending, InvalidEntriesAreSkippedAndReported) {
   TunedIndex idx(DeviceInfo::nominal("sm_90"));
   std::vector<std::string> skipped;
