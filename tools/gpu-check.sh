@@ -33,7 +33,8 @@
 #           ($BUDGET_S seconds a problem, default 20), then ktune bench with it; TF32X3=1 tunes
 #           gemm_tf32x3 in as well (--tf32x3). Trials go to $out/models_tune[_tf32x3]_trials.csv
 #   half    tune the public suite in bf16 and f16 ($DTYPES, default "bf16 f16") with every family that serves
-#           them (gemm_tc16, gemm_skinny16), $BUDGET_S seconds a problem (default 20, $STRATEGY default model),
+#           them (gemm_tc16, gemm_skinny16), $BUDGET_S seconds a problem (default 20, $STRATEGY default model;
+#           the second dtype warm-starts from the first's winners, $BUDGET2_S seconds a problem),
 #           into a database seeded with configs/tables/sm_90.json; export the merged table ($out/sm_90.json),
 #           the trials ($out/half_trials.csv), then ktune bench --dtype for each dtype with that table
 set -uo pipefail
@@ -223,15 +224,19 @@ PY
     half)
       rm -f "$out/half.db"*
       ./build/ktune import configs/tables/sm_90.json --db "$out/half.db"
+      warm=shipped; budget=${BUDGET_S:-20}
       for dt in ${DTYPES:-bf16 f16}; do
         start=$(date +%s)
         ./build/ktune tune --dtype "$dt" --suite configs/suites/public.json --strategy "${STRATEGY:-model}" \
-          --budget-seconds "${BUDGET_S:-20}" --db "$out/half.db" >"$out/tune_half_$dt.txt" 2>"$out/tune_half_$dt.err"
+          --budget-seconds "$budget" --warm-start "$warm" --db "$out/half.db" >"$out/tune_half_$dt.txt" 2>"$out/tune_half_$dt.err"
         echo "half $dt: exit $?, wall $(( $(date +%s) - start )) s"; cat "$out/tune_half_$dt.txt"
+        # The next dtype starts from this one's winners (bf16 and f16 lend to each other), on
+        # $BUDGET2_S seconds a problem (default: the same budget).
+        cp "$out/half.db" "$out/half-seeds.db"; warm="$out/half-seeds.db"; budget=${BUDGET2_S:-$budget}
       done
       ./build/ktune export --db "$out/half.db" --arch sm_90 -o "$out/sm_90.json"
       trials_csv "$out/half.db" "$out/half_trials.csv"
-      rm -f "$out/half.db"*
+      rm -f "$out/half.db"* "$out/half-seeds.db"*
       for dt in ${DTYPES:-bf16 f16}; do
         ./build/ktune bench --dtype "$dt" --suite configs/suites/public.json --db /nonexistent.db --table "$out/sm_90.json" \
           --json "$out/bench_public_$dt.json" 2>&1 | tee "$out/bench_public_$dt.txt"
