@@ -232,7 +232,10 @@ PY
         echo "half $dt: exit $?, wall $(( $(date +%s) - start )) s"; cat "$out/tune_half_$dt.txt"
         # The next dtype starts from this one's winners (bf16 and f16 lend to each other), on
         # $BUDGET2_S seconds a problem (default: the same budget).
-        cp "$out/half.db" "$out/half-seeds.db"; warm="$out/half-seeds.db"; budget=${BUDGET2_S:-$budget}
+        rm -f "$out/half-seeds.db"*
+        python3 -c 'import sqlite3, sys; sqlite3.connect(sys.argv[1]).backup(sqlite3.connect(sys.argv[2]))' \
+          "$out/half.db" "$out/half-seeds.db"
+        warm="$out/half-seeds.db"; budget=${BUDGET2_S:-$budget}
       done
       ./build/ktune export --db "$out/half.db" --arch sm_90 -o "$out/sm_90.json"
       trials_csv "$out/half.db" "$out/half_trials.csv"
