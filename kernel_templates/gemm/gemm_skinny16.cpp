@@ -1,8 +1,12 @@
 // Descriptor of gemm_skinny16.cu: the half-precision (bf16 / fp16) decode family for few rows of C
-// (M <= 64): streams B once with vector loads, sums on the tensor cores (mma.sync m16n8k16 on the
-// transposed product), A in shared memory, K split inside a block (warp groups) and across blocks
-// (split-K through an FP32 workspace and gemm_skinny16_reduce). Not yet run on a GPU.
+// (M <= 64): streams B once with vector loads through a register ring (DEPTH - 1 steps in flight
+// per lane, no barrier in the K loop), A's fragments loaded from global memory beside B's, sums on
+// the tensor cores (mma.sync m16n8k16 on the transposed product), K split inside a block (warp
+// groups, shared memory), across the blocks of a thread block cluster (sm_90, distributed shared
+// memory) and, where more slices are needed, through the FP32 workspace and gemm_skinny16_reduce.
+// The bandwidth model it is designed for is in the .cu's header; defaults() evaluates it.
 #include <algorithm>
+#include <cmath>
 #include <optional>
 
 #include "gemm/gemm_args.h"
@@ -20,34 +24,133 @@ bool is_half(const GemmProblem& p) { return p.dtype == DType::bf16 || p.dtype ==
 
 // Mirrors the template: a warp covers 64 columns x 16 k (B row-major) or 32 columns x 32 k (B
 // column-major) a step; NT / 32 warps are WN along N times KG along K.
-int warp_cols(const GemmProblem& p) { return b_col(p) ? 32 : 64; }
-int step_k(const GemmProblem& p) { return b_col(p) ? 32 : 16; }
+int warp_cols(bool bcol) { return bcol ? 32 : 64; }
+int step_k(bool bcol) { return bcol ? 32 : 16; }
 int warps_n(const Config& c) { return c["NT"] / 32 / c["KG"]; }
-int columns_per_block(const Config& c, const GemmProblem& p) { return warps_n(c) * warp_cols(p); }
+int columns_per_block(const Config& c, const GemmProblem& p) { return warps_n(c) * warp_cols(b_col(p)); }
+int slices(const Config& c) { return c["CL"] * c["SPLITK"]; }
 
-// Bytes of shared memory: A's chunk (MT rows of KC halves, padded by 16 or 32 halves) and, reusing
-// it after the K loop, every group's FP32 sums (KG x MT x block columns).
-size_t smem_bytes(const Config& c, const GemmProblem& p) {
-  const size_t a = size_t(c["MT"]) * (c["KC"] + (b_col(p) ? 32 : 16)) * 2;
-  const size_t red = size_t(c["KG"]) * c["MT"] * columns_per_block(c, p) * 4;
-  return std::max(a, red);
+// The widest load of B the alignment class and ldb allow (the only VEC the space offers).
+int widest_vec(const GemmProblem& p) {
+  for (int v : {8, 4, 2})
+    if (v * 2 <= p.align && p.eff_ldb() % v == 0) return v;
+  return 1;
 }
 
-// Accumulators (MT / 8 n8 tiles x 4 (row-major B) or 2 m16 tiles x 4 floats), two iterations of
-// B in registers (UNROLL x 16 words each), A's fragments of one step, ~40 for addresses and loop
-// state.
+// A's fragments come as one 8-byte (B row-major) or 16-byte (B column-major) load when A is
+// row-major and the alignment class (pointers and every leading dimension) allows it: the
+// template's AV, derived from the problem like the layouts.
+int a_vec(const GemmProblem& p) { return p.a == Layout::row && p.align >= (b_col(p) ? 16 : 8) ? 1 : 0; }
+
+// Shared memory: every warp group's FP32 sums after the K loop (KG x MT x block columns); the K
+// loop itself uses none.
+size_t smem_bytes(const Config& c, const GemmProblem& p) {
+  return size_t(c["KG"]) * c["MT"] * columns_per_block(c, p) * 4;
+}
+
+// Registers a thread: accumulators (MT / 8 n8 tiles x 4 (row-major B) or 2 m16 tiles x 4
+// floats), the ring (DEPTH slots of B, 16 words, 32 for single-half loads, and A's fragment words
+// per n8 tile: 2 or 4, twice that when A's halves come one by one), ~36 + 2 a tile for addresses,
+// bounds and the loop.
+int register_estimate(int mt, int vec, int depth, bool bcol, int av) {
+  const int mtiles = mt / 8;
+  const int acc = mtiles * (bcol ? 2 : 4) * 4;
+  const int a_words = (bcol ? 4 : 2) * (av ? 1 : 2);
+  return acc + depth * ((vec == 1 ? 32 : 16) + mtiles * a_words) + 36 + 2 * mtiles;
+}
 int register_estimate(const Config& c, const GemmProblem& p) {
-  const int mtiles = c["MT"] / 8;
-  const int acc = mtiles * (b_col(p) ? 2 : 4) * 4;
-  return acc + 2 * c["UNROLL"] * 16 + mtiles * (b_col(p) ? 4 : 2) + 40;
+  return register_estimate(c["MT"], c["VEC"], c["DEPTH"], b_col(p), a_vec(p));
+}
+// The register cap __launch_bounds__(NT, MINB) sets.
+int register_cap(int nt, int minb) { return std::min(255, 65536 / (nt * std::max(1, minb)) / 8 * 8); }
+
+// Blocks an SM holds: registers (the estimate plus 16 of slack, in 8-register steps; MINB
+// holds ptxas to its cap), threads, shared memory (per SM: the per-block opt-in limit + 1 KB).
+int blocks_per_sm(const Config& c, const GemmProblem& p, const DeviceInfo& d) {
+  const int nt = c["NT"];
+  int regs = (register_estimate(c, p) + 16 + 7) / 8 * 8;
+  if (c["MINB"] > 1) regs = std::min(regs, register_cap(nt, c["MINB"]));
+  int b = std::min({65536 / (nt * regs), 2048 / nt, 32});
+  const size_t smem = smem_bytes(c, p);
+  if (smem > 0) b = std::min<int>(b, int((size_t(d.max_smem_per_block_optin) + 1024) / (smem + 1024)));
+  return std::max(b, 0);
+}
+
+// Clusters of cl blocks need their blocks on one GPC at once: GPCs of uneven SM counts leave
+// slots unused (on the H100, 32 clusters of 8 at 2 blocks per SM fit only 30, not 33). A
+// conservative share of the slots.
+double cluster_fill(int cl) { return cl <= 1 ? 1.0 : cl == 2 ? 0.94 : cl == 4 ? 0.87 : 0.76; }
+
+// Blocks resident at once for this config's grid shape (one wave).
+int64_t resident_blocks(const Config& c, const GemmProblem& p, const DeviceInfo& d) {
+  const int64_t slots = int64_t(blocks_per_sm(c, p, d)) * std::max(1, d.sm_count);
+  const int cl = c["CL"];
+  if (cl <= 1) return slots;
+  return int64_t(std::floor(double(slots) / cl * cluster_fill(cl))) * cl;
+}
+
+int64_t grid_blocks(const Config& c, const GemmProblem& p) {
+  return int64_t(ceil_div(std::max<int64_t>(p.n, 1), columns_per_block(c, p))) * ceil_div(std::max<int64_t>(p.m, 1), c["MT"]) *
+         slices(c);
 }
 
 size_t workspace_bytes(const Config& c, const GemmProblem& p) { return gemm_splitk_workspace_bytes(c["SPLITK"], p); }
 
 // The K slice of one block, as the kernel computes it (a multiple of 32).
-int64_t k_slice(const Config& c, const GemmProblem& p) { return ((p.k + c["SPLITK"] - 1) / c["SPLITK"] + 31) / 32 * 32; }
+int64_t k_slice(const Config& c, const GemmProblem& p) { return ((p.k + slices(c) - 1) / slices(c) + 31) / 32 * 32; }
+// Steps of the busiest warp: the slice's warp steps over the KG groups.
+int64_t warp_steps(const Config& c, const GemmProblem& p) {
+  const int64_t steps = (std::min(k_slice(c, p), p.k) + step_k(b_col(p)) - 1) / step_k(b_col(p));
+  return (steps + c["KG"] - 1) / c["KG"];
+}
 
 int rows_tile(int64_t m) { return m <= 8 ? 8 : m <= 16 ? 16 : m <= 32 ? 32 : 64; }
+
+// The bandwidth model of gemm_skinny16.cu's header, in microseconds: B streams at up to BW when
+// the loads in flight cover BW x latency; a wave that holds fewer runs at the rate its loads in
+// flight allow (Little's law). Each wave pays one latency to ramp up. Split-K adds the workspace
+// round trip and a second (overlapped) launch; a cluster adds its barrier and DSMEM reads. An SM
+// keeps at most ~40 KB in flight and streams at most ~40 GB/s (assumed: a grid on half the SMs
+// cannot reach DRAM speed), and with one block per SM nothing hides a block's ramp and epilogue.
+double model_us(const Config& c, const GemmProblem& p, const DeviceInfo& d) {
+  constexpr double kBw = 3.0e6;        // bytes per microsecond (3 TB/s)
+  constexpr double kLatency = 1.0;     // loaded DRAM latency, us (the ramp of a wave)
+  constexpr double kSaturate = 1.5;    // in flight needed: BW x 1.5 us (margin over the latency)
+  constexpr double kSmInflight = 40e3; // bytes one SM keeps in flight at most (assumed)
+  constexpr double kSmBw = 40e3;       // bytes per microsecond one SM streams at most (assumed)
+  const int sms = std::max(1, d.sm_count);
+  const int64_t tiles = ceil_div(std::max<int64_t>(p.m, 1), c["MT"]);
+  const double bytes_b = 2.0 * double(p.k) * double(p.n) * double(tiles);
+  const int64_t grid = grid_blocks(c, p);
+  const int64_t resident = std::max<int64_t>(1, resident_blocks(c, p, d));
+  const double per_block = bytes_b / double(grid);
+  const double depth_eff = double(std::max<int64_t>(1, std::min<int64_t>(c["DEPTH"] - 1, warp_steps(c, p))));
+  const double inflight_block = double(c["NT"]) * depth_eff * 64.0;
+  double t = 0;
+  for (int64_t left = grid; left > 0;) {
+    const int64_t n = std::min(left, resident);
+    const int64_t active = std::min<int64_t>(n, sms);
+    const double per_sm = std::min(kSmInflight, double(n) / double(active) * inflight_block);
+    const double rate = std::min({kBw, double(active) * per_sm / kSaturate, double(active) * kSmBw});
+    t += kLatency + double(n) * per_block / rate;
+    // One block per SM: nothing streams while a block ramps up or adds its sums at the end.
+    if (n < int64_t(1.5 * double(active))) t += 0.3;
+    left -= n;
+  }
+  // The tensor cores: m16n8k16 MMAs at ~4 SM cycles each (mma.sync, ~1.6 GHz).
+  const double mmas = double(ceil_div(std::max<int64_t>(p.n, 1), 16)) * double((p.k + 15) / 16) * double(tiles) * (c["MT"] / 8);
+  t = std::max(t, kLatency + mmas * 4.0 / (double(sms) * 1.6e3));
+  if (c["SPLITK"] > 1) t += 2.0 + 2.0 * double(c["SPLITK"]) * double(p.m) * double(gemm_workspace_ld(p.n)) * 4.0 / kBw;
+  if (c["CL"] > 1) t += 0.1 * std::log2(double(c["CL"])) + 0.1;
+  return t;
+}
+
+// Values of MINB that hold ptxas to the registers the estimate needs (plus slack), 1..4.
+int minb_for(int nt, int est) {
+  int m = 1;
+  while (m < 4 && nt * (m + 1) <= 2048 && est + 16 <= register_cap(nt, m + 1)) ++m;
+  return m;
+}
 
 } // namespace
 
@@ -55,17 +158,18 @@ Family gemm_skinny16_family() {
   using P = const GemmProblem&;
   using D = const DeviceInfo&;
   Family f("gemm_skinny16", "gemm/gemm_skinny16.cu");
-  f.describe("BF16/FP16 GEMM for M <= 64 (decode): streams B once with vector loads, sums on the tensor cores "
-             "(mma.sync on the transposed product, fragments built from the loads), A in shared memory, split-K; "
-             "not yet verified on a GPU")
+  f.describe("BF16/FP16 GEMM for M <= 64 (decode): streams B once through a register ring of vector loads, sums on the "
+             "tensor cores (mma.sync on the transposed product, fragments built from the loads), A's fragments from "
+             "global memory, K split over warp groups, thread block clusters (sm_90) and split-K")
       .param("MT", {8, 16, 32, 64}, "rows of C per block (n8 MMA tiles; rows beyond M are zeros)")
       .param("NT", {64, 128, 256, 512}, "threads per block: NT / 32 warps, WN along N times KG along K")
-      .param("KG", {1, 2, 4, 8}, "warp groups splitting K inside a block (partial sums meet in shared memory)")
-      .param("VEC", {1, 2, 4, 8}, "halves per global load of B (a lane's 8 halves in 8 / VEC loads)")
-      .param("UNROLL", {1, 2, 4}, "warp steps of B per lane per iteration (two iterations in flight)")
-      .param("KC", {64, 128, 256, 512, 1024}, "K depth (halves) of A's shared-memory chunk")
-      .param("LDH", {0, 1}, "loads of B: 0 plain, 1 read-only without L1 allocation and with 256-byte L2 prefetch")
-      .param("SPLITK", {1, 2, 4, 8, 16, 32}, "K slices across blocks, reduced deterministically into C");
+      .param("KG", {1, 2, 4, 8, 16}, "warp groups splitting K inside a block (partial sums meet in shared memory)")
+      .param("VEC", {1, 2, 4, 8}, "halves per global load of B (a lane's 8 halves in 8 / VEC loads): the widest allowed")
+      .param("DEPTH", {2, 3, 4, 6, 8}, "register ring of warp steps: DEPTH - 1 steps (64 bytes of B a lane each) in flight")
+      .param("LDH", {0, 1, 2}, "loads of B: 0 plain, 1 read-only without L1 allocation with a 256-byte L2 prefetch, 2 without it")
+      .param("CL", {1, 2, 4, 8}, "K slices per thread block cluster, added through distributed shared memory (sm_90)")
+      .param("SPLITK", {1, 2, 4, 8, 16, 32}, "cluster-level K slices through the FP32 workspace and a reduce kernel")
+      .param("MINB", {1, 2, 3, 4}, "blocks per SM asked of ptxas (__launch_bounds__), capping registers");
   f.dtypes({DType::bf16, DType::f16}).min_arch(80);
 
   f.restrict("bf16 or f16 operands, M <= 64 (skinny problems only)", {},
@@ -76,70 +180,104 @@ Family gemm_skinny16_family() {
                 [](const Config& c, P, D) { return c["NT"] / 32 % c["KG"] == 0 && warps_n(c) >= 1; })
       // Each load of VEC halves is VEC * 2 bytes at a column (B row-major) or k (B column-major)
       // that is a multiple of 8: B's pointer (the alignment class) and every row of B (ldb) must
-      // be aligned to it. Loads that straddle N or K fall back to single halves in the kernel.
-      .restrict("vector width of B within the alignment class and dividing ldb", {"VEC"},
-                [](const Config& c, P p, D) { return c["VEC"] * 2 <= p.align && p.eff_ldb() % c["VEC"] == 0; })
-      .restrict("register estimate within the __launch_bounds__ cap (NT threads)", {"MT", "NT", "UNROLL"},
-                [](const Config& c, P p, D) { return register_estimate(c, p) <= std::min(255, 65536 / c["NT"]); })
+      // be aligned to it. Narrower loads than allowed only cost instructions and registers: the
+      // space holds the widest (generalize() offers the narrower ones for other alignments).
+      .restrict("vector width of B: the widest the alignment class and ldb allow", {"VEC"},
+                [](const Config& c, P p, D) { return c["VEC"] == widest_vec(p); })
       .restrict("a block no wider than N (or one warp's columns)", {"NT", "KG"},
-                [](const Config& c, P p, D) { return columns_per_block(c, p) <= std::max<int64_t>(warp_cols(p), p.n); })
-      .restrict("a chunk of A holds whole iterations of every warp group", {"NT", "KG", "UNROLL", "KC"},
-                [](const Config& c, P p, D) { return c["KC"] % (step_k(p) * c["KG"] * c["UNROLL"]) == 0; })
-      .restrict("shared memory within the device's per-block limit", {"MT", "NT", "KG", "KC"},
+                [](const Config& c, P p, D) { return columns_per_block(c, p) <= std::max<int64_t>(warp_cols(b_col(p)), p.n); })
+      .restrict("shared memory within the device's per-block limit", {"MT", "NT", "KG"},
                 [](const Config& c, P p, D d) { return smem_bytes(c, p) <= size_t(d.max_smem_per_block_optin); })
-      .restrict("every split-K slice gets at least 64 of K", {"SPLITK"},
-                [](const Config& c, P p, D) { return c["SPLITK"] == 1 || int64_t(c["SPLITK"]) * 64 <= p.k; })
-      .restrict("A's chunk no deeper than twice the K slice", {"KC", "SPLITK"},
-                [](const Config& c, P p, D) { return c["KC"] == 64 || c["KC"] < 2 * k_slice(c, p); })
+      .restrict("the ring no deeper than the busiest warp's steps (or 2)", {"MT", "NT", "KG", "DEPTH", "CL", "SPLITK"},
+                [](const Config& c, P p, D) { return c["DEPTH"] <= std::max<int64_t>(2, warp_steps(c, p)); })
+      .restrict("thread block clusters (CL > 1) need sm_90", {"CL"},
+                [](const Config& c, P, D d) { return c["CL"] == 1 || d.arch_number() >= 90; })
+      .restrict("every K slice gets at least 64 of K", {"CL", "SPLITK"},
+                [](const Config& c, P p, D) { return slices(c) == 1 || int64_t(slices(c)) * 64 <= p.k; })
+      // K slices only where the grid needs them: with half of them there would still be fewer
+      // than 2 blocks per SM (more slices only add partial sums to add).
+      .restrict("K slices only while half of them leave < 2 blocks per SM", {"MT", "NT", "KG", "CL", "SPLITK"},
+                [](const Config& c, P p, D d) {
+                  return slices(c) == 1 || grid_blocks(c, p) / 2 < 2 * int64_t(std::max(1, d.sm_count));
+                })
       .restrict("split-K workspace <= 512 MiB", {"SPLITK"},
-                [](const Config& c, P p, D) { return workspace_bytes(c, p) <= kGemmMaxWorkspace; });
+                [](const Config& c, P p, D) { return workspace_bytes(c, p) <= kGemmMaxWorkspace; })
+      .restrict("register estimate within the __launch_bounds__(NT, MINB) cap", {"MT", "NT", "VEC", "DEPTH", "MINB"},
+                [](const Config& c, P p, D) {
+                  return c["NT"] * c["MINB"] <= 2048 && register_estimate(c, p) <= register_cap(c["NT"], c["MINB"]);
+                })
+      // A grid of clusters larger than the clusters resident at once runs in two waves, the
+      // second nearly empty (gemm_skinny on the H100: twice the time).
+      .restrict("a grid of clusters fits the device in one wave", {"MT", "NT", "KG", "VEC", "DEPTH", "CL", "SPLITK", "MINB"},
+                [](const Config& c, P p, D d) { return c["CL"] == 1 || grid_blocks(c, p) <= resident_blocks(c, p, d); });
 
-  // A config for any served problem: the row tile that covers M once, the widest loads the
-  // alignment allows, and among a few block shapes (256 or 128 threads, 1 to 8 warp groups along
-  // K) and K splits the one whose grid best covers the SMs (up to twice over), with the fewest K
-  // slices (their FP32 workspace costs traffic: at most ~10 % of B's bytes, and slices >= 512
-  // deep), earlier shapes first. The last resort (64 threads in 2 warp groups, single-half loads,
-  // a 64-deep chunk, no split) is valid for every bf16/f16 problem with M <= 64.
+  // A config for any served problem: the row tile that covers M once, the widest loads, the
+  // L2-prefetching read-only loads, and among block shapes (128 or 256 threads, 1 or 2 warps
+  // along N), ring depths and K splits (clusters on sm_90, split-K beyond) the one the bandwidth
+  // model (model_us) rates fastest, MINB holding ptxas to the register estimate. Valid by
+  // construction where possible, checked in the order of the model; the last resort (64 threads
+  // in 2 warp groups, a 2-step ring, no split) is valid for every bf16/f16 problem with M <= 64.
   f.defaults([](const GemmProblem& p, const DeviceInfo& d) {
     const Family self = gemm_skinny16_family();
-    const int mt = rows_tile(p.m);
-    const int64_t target = 2 * std::max(1, d.sm_count);
-    auto make = [&](int nt, int kg, int vec, int unroll, int kc, int splitk) {
-      return Config{{"MT", mt},         {"NT", nt}, {"KG", kg},  {"VEC", vec},
-                    {"UNROLL", unroll}, {"KC", kc}, {"LDH", 1}, {"SPLITK", splitk}};
+    const int vec = widest_vec(p);
+    const bool cluster = d.arch_number() >= 90;
+    auto make = [&](int mt, int nt, int kg, int depth, int cl, int splitk, int minb) {
+      return Config{{"MT", mt}, {"NT", nt},         {"KG", kg},         {"VEC", vec},   {"DEPTH", depth},
+                    {"LDH", 1}, {"CL", cl}, {"SPLITK", splitk}, {"MINB", minb}};
     };
-    struct Shape {
-      int nt, kg, unroll;
-    };
-    const int u = mt <= 32 ? 2 : 1;
-    const Shape shapes[] = {{256, 4, u}, {256, 8, 1}, {256, 2, u}, {128, 4, 1}, {128, 2, 1}, {128, 1, 1}};
-    int max_split = 1;
-    while (max_split < 32 && p.k / (2 * max_split) >= 512 && 2 * max_split * 40 * p.m <= p.k) max_split *= 2;
-    for (int vec : {8, 4, 2, 1}) {
-      std::optional<Config> best;
-      int64_t best_cover = -1;
-      int best_split = 0;
-      for (const Shape& s : shapes)
-        for (int splitk = 1; splitk <= max_split; splitk *= 2)
-          for (int kc : {256, 128, 64}) {
-            const Config c = make(s.nt, s.kg, vec, s.unroll, kc, splitk);
-            if (!self.valid(c, p, d)) continue;
-            const int64_t blocks = int64_t(ceil_div(p.n, columns_per_block(c, p))) * ceil_div(p.m, mt) * splitk;
-            const int64_t cover = std::min(blocks, target);
-            if (cover > best_cover || (cover == best_cover && splitk < best_split))
-              best = c, best_cover = cover, best_split = splitk;
-            break; // the deepest valid chunk of this shape and split
-          }
-      if (best) return *best;
+    std::vector<std::pair<int, int>> splits{{1, 1}}; // (CL, SPLITK)
+    if (cluster) {
+      for (int cl : {2, 4, 8}) splits.emplace_back(cl, 1);
+      for (int s : {2, 4}) splits.emplace_back(8, s);
+    } else {
+      for (int s : {2, 4, 8, 16, 32}) splits.emplace_back(1, s);
     }
-    Config last = make(64, 2, 1, 1, 64, 1);
+    // The row tile that covers M once, and half of it (two tiles re-read B, but fit more
+    // registers: the only choice for M > 32 with element-wise A or narrow loads).
+    std::vector<int> mts{rows_tile(p.m)};
+    if (mts[0] > 8 && (p.m + mts[0] / 2 - 1) / (mts[0] / 2) <= 2) mts.push_back(mts[0] / 2);
+    std::vector<std::pair<double, Config>> ranked;
+    for (int mt : mts)
+      for (int nt : {128, 256})
+        for (int wn : {1, 2}) {
+          const int kg = nt / 32 / wn;
+          for (int depth : {2, 3, 4, 6, 8}) {
+            const int est = register_estimate(mt, vec, depth, b_col(p), a_vec(p));
+            if (est > register_cap(nt, 1)) continue;
+            const int minb = minb_for(nt, est);
+            for (const auto& [cl, splitk] : splits) {
+              const Config c = make(mt, nt, kg, depth, cl, splitk, minb);
+              // The cheap checks first (the full one runs on the winners below).
+              if (slices(c) > 1 &&
+                  (int64_t(slices(c)) * 64 > p.k || grid_blocks(c, p) / 2 >= 2 * int64_t(std::max(1, d.sm_count))))
+                continue;
+              if (depth > std::max<int64_t>(2, warp_steps(c, p))) continue;
+              if (cl > 1 && grid_blocks(c, p) > resident_blocks(c, p, d)) continue;
+              ranked.emplace_back(model_us(c, p, d), c);
+            }
+          }
+        }
+    std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [t, c] : ranked)
+      if (self.valid(c, p, d)) return c;
+    // Last resort: 64 threads in 2 warp groups (one warp wide), a 2-step ring, no split, the row
+    // tile within the registers.
+    for (int mt : {rows_tile(p.m), 32, 16, 8}) {
+      Config c = make(mt, 64, 2, 2, 1, 1, 1);
+      c.set("LDH", 0);
+      if (self.valid(c, p, d)) return c;
+    }
+    Config last = make(p.m > 32 ? 32 : rows_tile(p.m), 64, 2, 2, 1, 1, 1);
     last.set("LDH", 0);
     return last;
   });
 
   // A tuned config is specialised to one M (its row tile) and one alignment (its vector width).
   // The same block shape with the row tile moved towards other Ms (nearest first, the smaller of
-  // two equally near) and narrower loads serves the other decode batches and alignments.
+  // two equally near) and narrower loads serves the other decode batches and alignments; a
+  // deeper row tile or narrower loads need more registers, so the ring is shortened (then MINB
+  // lowered) until the estimate fits for either B layout and element-wise A; and each row tile
+  // also comes without K slices across blocks (a cluster grid that no longer fits one wave).
   f.generalize([](const Config& c) {
     std::vector<std::pair<int, int>> mts; // (distance in powers of two, MT)
     for (int mt : {8, 16, 32, 64}) {
@@ -148,26 +286,71 @@ Family gemm_skinny16_family() {
       mts.emplace_back(2 * d + (mt > c["MT"]), mt);
     }
     std::sort(mts.begin(), mts.end());
+    auto fit = [](Config g) {
+      auto est = [&](const Config& x) {
+        return std::max(register_estimate(x["MT"], x["VEC"], x["DEPTH"], false, 0),
+                        register_estimate(x["MT"], x["VEC"], x["DEPTH"], true, 0));
+      };
+      // The deepest ring no deeper than the tuned one that fits the cap (else the shortest).
+      for (int depth : {8, 6, 4, 3, 2}) {
+        if (depth > g["DEPTH"]) continue;
+        g.set("DEPTH", depth);
+        if (est(g) <= register_cap(g["NT"], g["MINB"])) break;
+      }
+      while (g["MINB"] > 1 && est(g) > register_cap(g["NT"], g["MINB"])) g.set("MINB", g["MINB"] - 1);
+      return g;
+    };
     std::vector<Config> out;
-    for (const auto& [d, mt] : mts)
+    auto add = [&](const Config& g) {
+      if (g == c) return;
+      for (const auto& x : out)
+        if (x == g) return;
+      out.push_back(g);
+    };
+    for (const auto& [d, mt] : mts) {
       for (int vec : {8, 4, 2, 1}) {
         if (vec > c["VEC"]) continue;
         Config g = c;
         g.set("MT", mt);
         g.set("VEC", vec);
-        // The widest row tile with this config's unroll may not fit the registers: one step less.
-        if (mt == 64 && g["UNROLL"] > 1) g.set("UNROLL", 1);
-        if (!(g == c)) out.push_back(std::move(g));
+        add(fit(g));
       }
+      if (c["CL"] > 1 || c["SPLITK"] > 1)
+        for (int vec : {8, 4, 2, 1}) {
+          if (vec > c["VEC"]) continue;
+          Config g = c;
+          g.set("MT", mt);
+          g.set("VEC", vec);
+          g.set("CL", 1);
+          g.set("SPLITK", 1);
+          add(fit(g));
+        }
+    }
+    return out;
+  });
+
+  // Configs recorded before the register ring (UNROLL and KC; A staged in shared memory) run as
+  // the ring of the same number of steps in flight, without clusters or a register cap.
+  f.upgrade([](Config c) {
+    if (c.has("DEPTH")) return c;
+    Config out;
+    for (const auto& [name, value] : c.items()) {
+      if (name == "UNROLL" || name == "KC") continue;
+      out.set(name, value);
+    }
+    const int unroll = c.has("UNROLL") ? c["UNROLL"] : 1;
+    out.set("DEPTH", unroll >= 4 ? 8 : unroll >= 2 ? 4 : 2);
+    if (!out.has("CL")) out.set("CL", 1);
+    if (!out.has("MINB")) out.set("MINB", 1);
     return out;
   });
 
   f.kernels([](const Config& c, const GemmProblem& p) {
-     // Template parameter order of gemm_skinny16.cu (the enumeration order), then F16 and layouts.
+     // Template parameter order of gemm_skinny16.cu (the enumeration order), then AV, F16 and layouts.
      std::string name = "gemm_skinny16<";
-     for (const char* prm : {"MT", "NT", "KG", "VEC", "UNROLL", "KC", "LDH", "SPLITK"}) name += std::to_string(c[prm]) + ",";
+     for (const char* prm : {"MT", "NT", "KG", "VEC", "DEPTH", "LDH", "CL", "SPLITK", "MINB"}) name += std::to_string(c[prm]) + ",";
      const std::string f16 = p.dtype == DType::f16 ? "1" : "0";
-     name += f16 + "," + gemm_layout_args(p) + ">";
+     name += std::to_string(a_vec(p)) + "," + f16 + "," + gemm_layout_args(p) + ">";
      std::vector<std::string> names{name};
      if (c["SPLITK"] > 1) names.push_back("gemm_skinny16_reduce<" + std::to_string(c["SPLITK"]) + "," + f16 + ">");
      return names;
@@ -177,11 +360,12 @@ Family gemm_skinny16_family() {
         LaunchStep main;
         main.grid[0] = ceil_div(p.n, columns_per_block(c, p));
         main.grid[1] = ceil_div(p.m, c["MT"]);
-        main.grid[2] = c["SPLITK"];
+        main.grid[2] = slices(c); // CL consecutive slices form a cluster (__cluster_dims__(1, 1, CL))
         main.block[0] = c["NT"];
         main.dynamic_smem = static_cast<unsigned>(smem_bytes(c, p));
         plan.steps.push_back(main);
-        // gemm_skinny16_reduce has gemm_splitk_reduce's geometry and FP32 workspace slices.
+        // gemm_skinny16_reduce has gemm_splitk_reduce's geometry and FP32 workspace slices (one
+        // per cluster).
         add_splitk_reduce(plan, p, c["SPLITK"]);
         return plan;
       });

@@ -1,44 +1,81 @@
 // gemm_skinny16: BF16 / FP16 GEMM for a few rows of C (decode shapes, M = 1 .. 64), FP32
-// accumulation. Like gemm_skinny (FP32) the product is a stream over B (K x N halves), read once
-// with the widest loads the alignment allows, and memory bandwidth is the limit. Unlike it, the
-// sums are done by the tensor cores (mma.sync m16n8k16) for every M: the half operands go to the
-// MMA as they are loaded (no conversion to FP32, no FFMA), which keeps up with B's stream whatever
-// M is (FFMA would need ~48 TFLOPS at M = 16 and more beyond).
+// accumulation. The product is a stream over B (K x N halves), read once with the widest loads
+// the alignment allows, and memory bandwidth is the limit. The sums are done by the tensor cores
+// (mma.sync m16n8k16) for every M: the half operands go to the MMA as they are loaded (no
+// conversion, no FFMA), which keeps up with B's stream whatever M is.
 //
-// STATUS: compiled by NVRTC for sm_80 and sm_90 in the CPU tests; NOT YET RUN ON A GPU.
+// STATUS: the first version (A in shared-memory chunks, UNROLL/KC) passed Skinny16Gpu.* on an
+// H100. This version (register ring, A from global memory, cluster reduction) is compiled by
+// NVRTC for sm_80 and sm_90 in the CPU tests and has NOT YET RUN ON A GPU;
 // tests/kernels/skinny16_gpu_test.cpp checks it against an FP64 reference.
 //
+// ---- Bandwidth model (what the structure is designed for; H100 SXM, 132 SMs) ----
+// B is the whole cost: 1x4096x4096 is 32 MB of B, 11 us at ~3 TB/s. Little's law with ~1 us of
+// loaded DRAM latency wants >= 3 MB of B loads in flight device-wide (~24 KB per SM), all the
+// time, from the first microsecond to the last. The measured first version reached ~50 % of copy
+// bandwidth because (a) each K chunk of A was staged through shared memory behind two
+// __syncthreads with a dependent global load in between, so every block stalled on A's latency
+// every 1-2 iterations with only one iteration of B in flight, (b) only two iterations of B
+// were ever in flight (ping-pong), and (c) split-K added a second launch and FP32 partial-sum
+// traffic to an ~11 us kernel. This version:
+//   * keeps no operand in shared memory and has no barrier in the K loop: every warp streams its
+//     own K steps independently through a ring of DEPTH register slots; step i + DEPTH - 1 is
+//     issued before step i is computed, so DEPTH - 1 steps (64 bytes of B a lane each) are
+//     always in flight: NT * (DEPTH - 1) * 64 bytes a block (128 threads, DEPTH 4: 24 KB).
+//   * loads A's fragments from global memory (L2 / L1 hits: A is tiny and shared by every block)
+//     into the same ring, issued together with B's loads of the same step, so their latency is
+//     hidden like B's. Rows beyond M are zeros without a load (M = 1: one lane row loads A).
+//   * cuts K three ways without a second kernel on sm_90: inside the warp (none: a warp step is
+//     16 or 32 k), across the KG warp groups of a block (shared-memory reduction after the loop,
+//     float4 per lane, conflict-free), and across the CL blocks of a thread block cluster
+//     (distributed shared memory reduction, rank order, deterministic). SPLITK (FP32 workspace +
+//     gemm_skinny16_reduce, a programmatic dependent launch) remains for sm_80 and for grids that
+//     need more slices than a cluster holds.
+//   * sizes the grid so that it runs in one wave (defaults() below: a cluster grid that needs a
+//     second wave of clusters runs at half speed, as gemm_skinny measured) with >= ~2 blocks per
+//     SM and >= 3-4.5 MB in flight; registers per thread ~ acc + DEPTH * (16 + A words) + 40,
+//     capped through __launch_bounds__(NT, MINB).
+// Targets: 1x4096x4096 NN: 64 column strips x CL 4 = 256 blocks of 128 threads (3 per SM fit),
+// DEPTH 4-6: ~6 MB in flight, expected ~11 us of streaming + ~1 us ramp + ~0.3 us cluster
+// epilogue, i.e. >= 80 % of copy bandwidth. M = 16: the same with two n8 tiles of A (8 MMAs per
+// 2 KB of B, far below the tensor-core rate).
+//
+// ---- The mapping ----
 // The product is computed transposed: C^T (N x M) = B^T (N x K) * A^T (K x M). The MMA's "A"
 // operand (16 x 16, row-major) is a 16-column strip of B^T, its "B" operand (16 x 8) is A^T for 8
-// rows of C (rows beyond M are zeros in shared memory), and its accumulator is a 16 x 8 tile of
-// C^T. The order of k inside one MMA is free (the sum runs over all 16), as is the order of the
-// 16 columns of C it serves, as long as both operands agree: so each lane builds its fragments
-// straight from its own vector loads of B, without shared memory or shuffles:
+// rows of C (rows beyond M are zeros), and its accumulator is a 16 x 8 tile of C^T. The order of
+// k inside one MMA is free (the sum runs over all 16), as is the order of the 16 columns of C it
+// serves, as long as both operands agree: so each lane builds its fragments straight from its
+// own vector loads of B, without shared memory or shuffles:
 //
 //   B row-major (n contiguous), a warp step is 64 columns x 16 k: lane (g, t) = (lane / 4,
 //     lane % 4) loads 8 consecutive columns n = 8g .. 8g + 7 of the four rows k = 4t .. 4t + 3.
 //     MMA j (j = 0..3) takes columns 8g + 2j (its fragment row g) and 8g + 2j + 1 (row g + 8);
 //     its k pairs (2t, 2t + 1) and (2t + 8, 2t + 9) are rows (4t, 4t + 1) and (4t + 2, 4t + 3),
-//     so each fragment register is two halves of two loaded registers (one prmt).
+//     so each fragment register is two halves of two loaded registers (one prmt). A's fragment:
+//     the 4 consecutive k = 4t .. 4t + 3 of row g (one 8-byte load).
 //   B column-major (k contiguous), a warp step is 32 columns x 32 k: lane (g, t) loads 8
 //     consecutive k = 8t .. 8t + 7 of columns g, g + 8, g + 16, g + 24; n16 tile T takes columns
 //     16T + g (row g) and 16T + g + 8 (row g + 8), in two k16 halves q whose k pairs are
 //     (8t + 4q, +1) and (8t + 4q + 2, +3): the loaded registers are the fragment as they are.
-//
-// A's fragment for the same k is then 4 (row-major B) or 8 (column-major B) consecutive k of row
-// g of A, one 8- or 16-byte load from A's chunk in shared memory (halves, rows padded so that a
-// warp's loads take the minimum of wavefronts).
+//     A's fragment: the 8 consecutive k = 8t .. 8t + 7 of row g (one 16-byte load).
 //
 // Template parameters (host code spells them as in the config JSON):
 //   MT      rows of C per block, a multiple of 8 (n8 MMA tiles); blockIdx.y steps over M
 //   NT      threads per block: NT / 32 warps = WN warps along N times KG along K
-//   KG      warp groups splitting K inside a block; partial sums meet in shared memory
+//   KG      warp groups splitting the block's K slice (steps interleaved: group kg takes steps
+//           kg, kg + KG, ...); partial sums meet in shared memory after the loop
 //   VEC     halves per global load of B (1, 2, 4, 8): each lane's 8 halves come in 8 / VEC loads
-//   UNROLL  warp steps of B per lane per iteration; two iterations' loads are in flight
-//   KC      K depth of A's shared-memory chunk (halves)
-//   LDH     loads of B: 0 plain; 1 read-only path, no L1 allocation, 256-byte L2 prefetch
-//   SPLITK  K slices (blockIdx.z); FP32 partial sums go to the workspace and
-//           gemm_skinny16_reduce adds them and writes C
+//   DEPTH   register ring of warp steps: DEPTH - 1 steps of B (and A) in flight per lane
+//   LDH     loads of B: 0 plain; 1 ld.global.nc.L1::no_allocate.L2::256B; 2 the same without
+//           the L2 prefetch hint
+//   CL      K slices per thread block cluster (sm_90; 1 = no cluster): the CL blocks of a
+//           cluster add their partial sums through distributed shared memory
+//   SPLITK  cluster-level K slices through the FP32 workspace (1 = none); gemm_skinny16_reduce
+//           adds them. The grid has CL * SPLITK K slices along blockIdx.z
+//   MINB    blocks per SM asked of ptxas (__launch_bounds__' second argument; 1 passes 0)
+//   AV      from the problem: 1 when A is row-major and aligned for 8-byte (B row-major) or
+//           16-byte (B column-major) fragment loads; 0 loads A's halves one by one
 //   F16     0: bf16 operands and C; 1: fp16 (from the problem's dtype)
 //   A_COL, B_COL  layouts from the problem: 1 = column-major
 //
@@ -93,71 +130,132 @@ __device__ __forceinline__ unsigned short sk16_from_float(float f) {
   return h;
 }
 
-// One load of VEC halves (VEC * 2 bytes, aligned to that) into r, as 32-bit words (VEC = 1: the
-// low half of r[0]).
+// One load of B: VEC halves (VEC * 2 bytes, aligned to that) into r as 32-bit words (VEC = 1:
+// the half zero-extended into r[0]). LDH 1/2: read-only path without L1 allocation (B is read
+// once), 1 with the 256-byte L2 prefetch hint.
 template <int VEC, int LDH>
-__device__ __forceinline__ void sk16_load_vec(unsigned* r, const unsigned short* src) {
+__device__ __forceinline__ void sk16_load_b(unsigned* r, const unsigned short* src) {
   if constexpr (VEC == 8) {
-    if constexpr (LDH) {
+    if constexpr (LDH == 1)
       asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
           : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "l"(src));
-    } else {
+    else if constexpr (LDH == 2)
+      asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+          : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "l"(src));
+    else {
       const uint4 v = *reinterpret_cast<const uint4*>(src);
       r[0] = v.x, r[1] = v.y, r[2] = v.z, r[3] = v.w;
     }
   } else if constexpr (VEC == 4) {
-    if constexpr (LDH) {
+    if constexpr (LDH == 1)
       asm("ld.global.nc.L1::no_allocate.L2::256B.v2.u32 {%0, %1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "l"(src));
-    } else {
+    else if constexpr (LDH == 2)
+      asm("ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "l"(src));
+    else {
       const uint2 v = *reinterpret_cast<const uint2*>(src);
       r[0] = v.x, r[1] = v.y;
     }
   } else if constexpr (VEC == 2) {
-    if constexpr (LDH)
+    if constexpr (LDH == 1)
       asm("ld.global.nc.L1::no_allocate.L2::256B.u32 %0, [%1];\n" : "=r"(r[0]) : "l"(src));
+    else if constexpr (LDH == 2)
+      asm("ld.global.nc.L1::no_allocate.u32 %0, [%1];\n" : "=r"(r[0]) : "l"(src));
     else
       r[0] = *reinterpret_cast<const unsigned*>(src);
   } else {
     unsigned short h;
-    if constexpr (LDH)
+    if constexpr (LDH == 1)
       asm("ld.global.nc.L1::no_allocate.L2::256B.u16 %0, [%1];\n" : "=h"(h) : "l"(src));
+    else if constexpr (LDH == 2)
+      asm("ld.global.nc.L1::no_allocate.u16 %0, [%1];\n" : "=h"(h) : "l"(src));
     else
       h = *src;
     r[0] = h;
   }
 }
 
-// Eight consecutive halves at src into r (element 2i in the low half of r[i], 2i + 1 in the high
-// half), VEC halves per load; elements e >= limit are zeros and are not read.
+// A lane's 8 consecutive halves of B at src into its ring slot w: VEC >= 2 as 4 words (element 2i
+// in the low half of w[i]), VEC = 1 as 8 zero-extended halves (packed when computed, so that no
+// instruction waits for a load when it is issued). Elements e >= limit are zeros and not read
+// (edge steps only; with VEC >= 2 those are packed at once, as they are rare).
 template <int VEC, int LDH>
-__device__ __forceinline__ void sk16_load8(unsigned (&r)[4], const unsigned short* src, int limit) {
+__device__ __forceinline__ void sk16_load8(unsigned* w, const unsigned short* src, int limit) {
   if (limit >= 8) {
     if constexpr (VEC >= 2) {
 #pragma unroll
-      for (int i = 0; i < 8; i += VEC) sk16_load_vec<VEC, LDH>(r + i / 2, src + i);
+      for (int i = 0; i < 8; i += VEC) sk16_load_b<VEC, LDH>(w + i / 2, src + i);
     } else {
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        unsigned lo, hi;
-        sk16_load_vec<1, LDH>(&lo, src + 2 * i);
-        sk16_load_vec<1, LDH>(&hi, src + 2 * i + 1);
-        r[i] = lo | hi << 16;
-      }
+      for (int i = 0; i < 8; ++i) sk16_load_b<1, LDH>(w + i, src + i);
     }
-  } else {
+  } else if constexpr (VEC >= 2) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const unsigned lo = 2 * i < limit ? src[2 * i] : 0u;
       const unsigned hi = 2 * i + 1 < limit ? src[2 * i + 1] : 0u;
-      r[i] = lo | hi << 16;
+      w[i] = lo | hi << 16;
     }
+  } else {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) w[i] = i < limit ? unsigned(src[i]) : 0u;
   }
+}
+
+// Word i (halves 2i, 2i + 1) of a lane's 8 loaded halves (see sk16_load8).
+template <int VEC>
+__device__ __forceinline__ unsigned sk16_word(const unsigned* w, int i) {
+  if constexpr (VEC >= 2)
+    return w[i];
+  else
+    return sk16_prmt<0x5410>(w[2 * i], w[2 * i + 1]);
+}
+
+// A fragment words straight from global memory (read-only, L1-allocating: A is shared by every
+// warp and block).
+__device__ __forceinline__ void sk16_load_a2(unsigned* r, const unsigned short* src) {
+  asm("ld.global.nc.v2.u32 {%0, %1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "l"(src));
+}
+__device__ __forceinline__ void sk16_load_a4(unsigned* r, const unsigned short* src) {
+  asm("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "l"(src));
+}
+
+// Thread block clusters (sm_90): the CTA's rank, a cluster-wide barrier whose arrive releases and
+// whose wait acquires (shared-memory writes before it are seen after it by every CTA of the
+// cluster), and a float4 load from another CTA's shared memory.
+__device__ __forceinline__ unsigned sk16_cluster_rank() {
+  unsigned r = 0;
+#if __CUDA_ARCH__ >= 900
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+#endif
+  return r;
+}
+__device__ __forceinline__ void sk16_cluster_sync() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ float4 sk16_load_dsmem4(const float4* local, unsigned rank) {
+  float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#if __CUDA_ARCH__ >= 900
+  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(local));
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(a), "r"(rank));
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(remote) : "memory");
+#endif
+  return v;
 }
 
 } // namespace ktune_dev
 
-template <int MT, int NT, int KG, int VEC, int UNROLL, int KC, int LDH, int SPLITK, int F16, int A_COL, int B_COL>
-__global__ void __launch_bounds__(NT) gemm_skinny16(KtuneGemmArgs p) {
+// Clusters exist from sm_90 on; older targets reject the attribute (and never get CL > 1).
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+#define SK16_CLUSTER_DIMS(x, y, z) __cluster_dims__(x, y, z)
+#else
+#define SK16_CLUSTER_DIMS(x, y, z)
+#endif
+
+template <int MT, int NT, int KG, int VEC, int DEPTH, int LDH, int CL, int SPLITK, int MINB, int AV, int F16, int A_COL, int B_COL>
+__global__ void __launch_bounds__(NT, MINB > 1 ? MINB : 0) SK16_CLUSTER_DIMS(1, 1, CL) gemm_skinny16(KtuneGemmArgs p) {
   using namespace ktune_dev;
   constexpr int WARPS = NT / 32, WN = WARPS / KG;
   constexpr int WCOLS = B_COL ? 32 : 64; // columns of C per warp
@@ -165,17 +263,20 @@ __global__ void __launch_bounds__(NT) gemm_skinny16(KtuneGemmArgs p) {
   constexpr int SK = B_COL ? 32 : 16;    // K of one warp step
   constexpr int MTILES = MT / 8;         // n8 MMA tiles along M
   constexpr int NJ = B_COL ? 2 : 4;      // accumulator tiles (m16 along N) per warp and M tile
-  constexpr int AS = KC + (B_COL ? 32 : 16); // A's shared row stride in halves (see the header)
-  constexpr int IPC = KC / (SK * KG * UNROLL); // iterations per chunk of A
+  constexpr int AH = B_COL ? 8 : 4;      // halves of A per lane, step and M tile
+  constexpr int AW = AV ? AH / 2 : AH;   // ring words for them (AV = 0: one half a word)
+  constexpr int BW = VEC >= 2 ? 4 : 8;   // ring words per loaded run of 8 halves of B
+  constexpr int SLICES = CL * SPLITK;    // K slices along blockIdx.z
+  constexpr int P = WN * MTILES * NJ * 32; // float4 accumulator positions per warp group
   static_assert(MT % 8 == 0 && WARPS % KG == 0 && WN >= 1, "whole n8 tiles, whole warp groups");
-  static_assert(IPC >= 1 && KC % (SK * KG * UNROLL) == 0, "a chunk of A holds whole iterations of every group");
   static_assert(8 % VEC == 0, "VEC divides a lane's 8 halves");
+  static_assert(DEPTH >= 2, "at least one step in flight while one is computed");
+  static_assert(CL >= 1 && CL <= 8, "portable cluster sizes");
 
   // gemm_skinny16_reduce, when it follows, may be scheduled now: it waits for this grid's results.
   if constexpr (SPLITK > 1) let_next_grid_launch();
   extern __shared__ __align__(16) unsigned char sk16_smem[];
-  unsigned short* const As = reinterpret_cast<unsigned short*>(sk16_smem); // As[m * AS + k]
-  float* const red = reinterpret_cast<float*>(sk16_smem);                  // after the K loop
+  float4* const red = reinterpret_cast<float4*>(sk16_smem); // red[kg * P + position], after the loop
 
   const unsigned short* const A = reinterpret_cast<const unsigned short*>(p.A);
   const unsigned short* const B = reinterpret_cast<const unsigned short*>(p.B);
@@ -185,79 +286,86 @@ __global__ void __launch_bounds__(NT) gemm_skinny16(KtuneGemmArgs p) {
   const int g = lane >> 2, t = lane & 3;
   const int m0 = blockIdx.y * MT;
   const int nw = blockIdx.x * COLS + wn * WCOLS; // the warp's first column
-  // This block's K slice, a multiple of 32 long so that every chunk, step and lane's 8 halves of k
-  // start aligned to the vector width.
-  const int k_per = ((p.K + SPLITK - 1) / SPLITK + 31) / 32 * 32;
+  // This block's K slice, a multiple of 32 long so that every step and every lane's 8 halves of
+  // k start aligned to the vector width.
+  const int k_per = ((p.K + SLICES - 1) / SLICES + 31) / 32 * 32;
   const int k_begin = min(p.K, int(blockIdx.z) * k_per);
   const int k_end = min(p.K, k_begin + k_per);
-  const int chunks = (k_end - k_begin + KC - 1) / KC;
-  const int iters = chunks * IPC; // block-uniform: the barriers of stage_a are reached by all
+  const int nsteps = (k_end - k_begin + SK - 1) / SK;            // the block's warp steps
+  const int my_steps = nsteps > kg ? (nsteps - kg + KG - 1) / KG : 0; // this warp's: kg, kg + KG, ...
+  const bool cols_in = nw + WCOLS <= p.N;                         // warp-uniform: no column guards
 
-  // Vector copies of A when it is row-major and its rows start 16-byte aligned.
-  const bool a_vec = !A_COL && p.lda % 8 == 0 && (reinterpret_cast<unsigned long long>(A) & 15) == 0;
-  // A's MT x KC chunk at k_begin + c * KC into shared memory, zeros beyond M and beyond the slice.
-  auto stage_a = [&](int c) {
-    __syncthreads(); // every warp is done with the previous chunk
-    const int kc = k_begin + c * KC, len = min(KC, k_end - kc);
-    if (a_vec) {
-      for (int i = tid; i < MT * (KC / 8); i += NT) {
-        const int m = i / (KC / 8), k = i % (KC / 8) * 8;
-        uint4 v;
-        v.x = v.y = v.z = v.w = 0u;
-        if (m0 + m < p.M && k < len) {
-          const unsigned short* src = A + (long long)(m0 + m) * p.lda + kc + k;
-          if (k + 8 <= len) {
-            v = *reinterpret_cast<const uint4*>(src);
-          } else {
-            unsigned w[4];
+  // Per-lane bases. B row-major: rows k_begin + kg * SK + 4t (+ r), columns nw + 8g; B
+  // column-major: columns nw + g (+ 8r), k from k_begin + kg * SK + 8t. Step i adds
+  // i * KG * SK rows (row-major) or k (column-major).
+  const int lane_n = B_COL ? nw + g : nw + 8 * g;
+  const int lane_k = k_begin + kg * SK + (B_COL ? 8 * t : 4 * t); // first k of the lane in step 0
+  const unsigned short* const b_lane =
+      B + (B_COL ? (long long)lane_n * p.ldb + lane_k : (long long)lane_k * p.ldb + lane_n);
+  const long long b_step = B_COL ? (long long)KG * SK : (long long)KG * SK * p.ldb;
+  const long long b_r = B_COL ? 8 * p.ldb : p.ldb; // between the lane's 4 runs of 8 halves
+
+  unsigned bq[DEPTH][4][BW];        // ring of B: [slot][run][words]
+  unsigned aq[DEPTH][MTILES][AW];   // ring of A's fragments: [slot][n8 tile][words]
+
+  // Step i of this warp into ring slot (bs, as).
+  auto load = [&](unsigned (&bs)[4][BW], unsigned (&as)[MTILES][AW], int i) {
+    const int k0 = k_begin + (kg + KG * i) * SK; // the step's first k
+    const bool k_in = k0 + SK <= k_end;
+    const unsigned short* const src = b_lane + i * b_step;
+    if (k_in && cols_in) {
 #pragma unroll
-            for (int e = 0; e < 4; ++e)
-              w[e] = (k + 2 * e < len ? unsigned(src[2 * e]) : 0u) | (k + 2 * e + 1 < len ? unsigned(src[2 * e + 1]) : 0u) << 16;
-            v.x = w[0], v.y = w[1], v.z = w[2], v.w = w[3];
-          }
-        }
-        *reinterpret_cast<uint4*>(As + m * AS + k) = v;
-      }
+      for (int r = 0; r < 4; ++r) sk16_load8<VEC, LDH>(bs[r], src + r * b_r, 8);
     } else {
-      // Consecutive threads take consecutive elements in memory (k for row-major A, m otherwise).
-      for (int i = tid; i < MT * KC; i += NT) {
-        const int m = A_COL ? i % MT : i / KC, k = A_COL ? i / MT : i % KC;
-        As[m * AS + k] = (m0 + m < p.M && k < len) ? A[offset<A_COL>(m0 + m, kc + k, p.lda)] : (unsigned short)0;
-      }
-    }
-    __syncthreads();
-  };
-
-  // Iteration it: chunk it / IPC; group kg's steps kg + KG * (u + UNROLL * (it % IPC)), u < UNROLL.
-  using Buf = unsigned[UNROLL][4][4];
-  auto step_k = [&](int it, int u) { return (kg + KG * (u + UNROLL * (it % IPC))) * SK; }; // k in the chunk
-  auto load = [&](Buf& b, int it) {
-    const int kc = k_begin + it / IPC * KC;
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u) {
-      const int k0 = kc + step_k(it, u);
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
         bool ok;
-        const unsigned short* src;
         int limit;
         if constexpr (B_COL == 0) {
-          const int k = k0 + 4 * t + r, n = nw + 8 * g;
-          ok = k < k_end && n < p.N;
-          src = B + (long long)k * p.ldb + n;
-          limit = p.N - n;
+          const int k = lane_k + KG * SK * i + r;
+          ok = k < k_end && lane_n < p.N;
+          limit = p.N - lane_n;
         } else {
-          const int n = nw + 16 * (r >> 1) + 8 * (r & 1) + g, k = k0 + 8 * t;
+          const int n = lane_n + 8 * r, k = lane_k + KG * SK * i;
           ok = n < p.N && k < k_end;
-          src = B + (long long)n * p.ldb + k;
           limit = k_end - k;
         }
         if (ok) {
-          sk16_load8<VEC, LDH>(b[u][r], src, limit);
+          sk16_load8<VEC, LDH>(bs[r], src + r * b_r, limit);
         } else {
 #pragma unroll
-          for (int e = 0; e < 4; ++e) b[u][r][e] = 0u;
+          for (int e = 0; e < BW; ++e) bs[r][e] = 0u;
         }
+      }
+    }
+    // A: row m0 + 8 mt + g, AH consecutive k from the lane's first k of the step.
+    const int ka = lane_k + KG * SK * i;
+#pragma unroll
+    for (int mt = 0; mt < MTILES; ++mt) {
+      const int m = m0 + mt * 8 + g;
+      if (m < p.M) {
+        if constexpr (AV) {
+          const unsigned short* const a_src = A + (long long)m * p.lda + ka;
+          if (k_in) {
+            if constexpr (B_COL)
+              sk16_load_a4(as[mt], a_src);
+            else
+              sk16_load_a2(as[mt], a_src);
+          } else {
+#pragma unroll
+            for (int e = 0; e < AW; ++e) {
+              const unsigned lo = ka + 2 * e < k_end ? unsigned(a_src[2 * e]) : 0u;
+              const unsigned hi = ka + 2 * e + 1 < k_end ? unsigned(a_src[2 * e + 1]) : 0u;
+              as[mt][e] = lo | hi << 16;
+            }
+          }
+        } else {
+#pragma unroll
+          for (int e = 0; e < AH; ++e) as[mt][e] = ka + e < k_end ? unsigned(A[offset<A_COL>(m, ka + e, p.lda)]) : 0u;
+        }
+      } else {
+#pragma unroll
+        for (int e = 0; e < AW; ++e) as[mt][e] = 0u;
       }
     }
   };
@@ -270,91 +378,115 @@ __global__ void __launch_bounds__(NT) gemm_skinny16(KtuneGemmArgs p) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
 
-  auto compute = [&](const Buf& b, int it) {
-    const int kc = k_begin + it / IPC * KC;
+  auto compute = [&](const unsigned (&bs)[4][BW], const unsigned (&as)[MTILES][AW]) {
+    // A's fragment words: 2 (B row-major) or 4 (column-major) per n8 tile.
+    unsigned af[MTILES][AH / 2];
 #pragma unroll
-    for (int u = 0; u < UNROLL; ++u) {
-      const int kk = step_k(it, u);
-      if (kc + kk >= k_end) break; // warp-uniform: the rest of this iteration lies beyond the slice
-      if constexpr (B_COL == 0) {
-        unsigned af[MTILES][2];
+    for (int mt = 0; mt < MTILES; ++mt)
 #pragma unroll
-        for (int mt = 0; mt < MTILES; ++mt) {
-          const uint2 v = *reinterpret_cast<const uint2*>(As + (mt * 8 + g) * AS + kk + 4 * t);
-          af[mt][0] = v.x, af[mt][1] = v.y;
-        }
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const unsigned a[4] = {sk16_prmt<0x5410>(b[u][0][j], b[u][1][j]), sk16_prmt<0x7632>(b[u][0][j], b[u][1][j]),
-                                 sk16_prmt<0x5410>(b[u][2][j], b[u][3][j]), sk16_prmt<0x7632>(b[u][2][j], b[u][3][j])};
-#pragma unroll
-          for (int mt = 0; mt < MTILES; ++mt) sk16_mma<F16>(acc[mt][j], a, af[mt][0], af[mt][1]);
-        }
-      } else {
-        unsigned af[MTILES][4];
-#pragma unroll
-        for (int mt = 0; mt < MTILES; ++mt) {
-          const uint4 v = *reinterpret_cast<const uint4*>(As + (mt * 8 + g) * AS + kk + 8 * t);
-          af[mt][0] = v.x, af[mt][1] = v.y, af[mt][2] = v.z, af[mt][3] = v.w;
-        }
-#pragma unroll
-        for (int T = 0; T < 2; ++T)
-#pragma unroll
-          for (int q = 0; q < 2; ++q) {
-            const unsigned a[4] = {b[u][2 * T][2 * q], b[u][2 * T + 1][2 * q], b[u][2 * T][2 * q + 1], b[u][2 * T + 1][2 * q + 1]};
-#pragma unroll
-            for (int mt = 0; mt < MTILES; ++mt) sk16_mma<F16>(acc[mt][T], a, af[mt][2 * q], af[mt][2 * q + 1]);
-          }
+      for (int e = 0; e < AH / 2; ++e) {
+        if constexpr (AV)
+          af[mt][e] = as[mt][e];
+        else
+          af[mt][e] = sk16_prmt<0x5410>(as[mt][2 * e], as[mt][2 * e + 1]); // halves packed now, not at the load
       }
+    if constexpr (B_COL == 0) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const unsigned w0 = sk16_word<VEC>(bs[0], j), w1 = sk16_word<VEC>(bs[1], j);
+        const unsigned w2 = sk16_word<VEC>(bs[2], j), w3 = sk16_word<VEC>(bs[3], j);
+        const unsigned a[4] = {sk16_prmt<0x5410>(w0, w1), sk16_prmt<0x7632>(w0, w1), sk16_prmt<0x5410>(w2, w3),
+                               sk16_prmt<0x7632>(w2, w3)};
+#pragma unroll
+        for (int mt = 0; mt < MTILES; ++mt) sk16_mma<F16>(acc[mt][j], a, af[mt][0], af[mt][1]);
+      }
+    } else {
+#pragma unroll
+      for (int T = 0; T < 2; ++T)
+#pragma unroll
+        for (int q = 0; q < 2; ++q) {
+          const unsigned a[4] = {sk16_word<VEC>(bs[2 * T], 2 * q), sk16_word<VEC>(bs[2 * T + 1], 2 * q),
+                                 sk16_word<VEC>(bs[2 * T], 2 * q + 1), sk16_word<VEC>(bs[2 * T + 1], 2 * q + 1)};
+#pragma unroll
+          for (int mt = 0; mt < MTILES; ++mt) sk16_mma<F16>(acc[mt][T], a, af[mt][2 * q], af[mt][2 * q + 1]);
+        }
     }
   };
 
-  // Two iterations' loads in flight (ping-pong): the next one's are issued before this one is
-  // computed, and before the barriers that stage a new chunk of A, so they overlap them.
-  Buf b0, b1;
-  if (iters > 0) load(b0, 0);
-  for (int it = 0; it < iters; it += 2) {
-    if (it + 1 < iters) load(b1, it + 1);
-    if (it % IPC == 0) stage_a(it / IPC);
-    compute(b0, it);
-    if (it + 1 < iters) {
-      if (it + 2 < iters) load(b0, it + 2);
-      if ((it + 1) % IPC == 0) stage_a((it + 1) / IPC);
-      compute(b1, it + 1);
+  // The ring: DEPTH - 1 steps are issued ahead; each turn issues step i + DEPTH - 1 into the slot
+  // step i - 1 freed, then computes step i. The unrolled inner loop keeps every slot index a
+  // constant (registers, no local memory); no barrier anywhere in the loop.
+#pragma unroll
+  for (int d = 0; d < DEPTH - 1; ++d)
+    if (d < my_steps) load(bq[d], aq[d], d);
+  for (int i0 = 0; i0 < my_steps; i0 += DEPTH) {
+#pragma unroll
+    for (int d = 0; d < DEPTH; ++d) {
+      const int i = i0 + d;
+      if (i + DEPTH - 1 < my_steps) load(bq[(d + DEPTH - 1) % DEPTH], aq[(d + DEPTH - 1) % DEPTH], i + DEPTH - 1);
+      if (i < my_steps) compute(bq[d], aq[d]);
     }
   }
 
-  // Every group's sums into shared memory (over A's chunk), red[kg][m][column in block]; then each
-  // thread adds the KG partial sums of some outputs in group order and writes them, consecutive
-  // threads along consecutive columns.
-  __syncthreads();
+  // Every group's sums into shared memory as float4 per lane and tile (consecutive lanes,
+  // consecutive 16 bytes: conflict-free), then each thread adds the KG partial sums of some
+  // positions in group order.
+  const int my_pos = wn * MTILES * NJ * 32 + lane; // + (mt * NJ + j) * 32
 #pragma unroll
   for (int mt = 0; mt < MTILES; ++mt)
 #pragma unroll
     for (int j = 0; j < NJ; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        // Accumulator element e: fragment row g (e < 2) or g + 8, column 2t + (e & 1).
-        const int m = mt * 8 + 2 * t + (e & 1);
-        const int col = wn * WCOLS + (B_COL ? 16 * j + g + 8 * (e >> 1) : 8 * g + 2 * j + (e >> 1));
-        red[(kg * MT + m) * COLS + col] = acc[mt][j][e];
-      }
+      red[kg * P + my_pos + (mt * NJ + j) * 32] = make_float4(acc[mt][j][0], acc[mt][j][1], acc[mt][j][2], acc[mt][j][3]);
   __syncthreads();
-  for (int o = tid; o < MT * COLS; o += NT) {
-    const int m = o / COLS, j = o % COLS;
-    const int row = m0 + m, col = blockIdx.x * COLS + j;
-    if (row >= p.M || col >= p.N) continue;
-    float sum = 0.0f;
+
+  // Writes position pos's four sums: to C (alpha, beta) or to the workspace slice.
+  auto store = [&](int pos, const float4& s) {
+    const int pl = pos & 31, pj = (pos >> 5) % NJ, pmt = (pos >> 5) / NJ % MTILES, pwn = (pos >> 5) / (NJ * MTILES);
+    const int pg = pl >> 2, pt = pl & 3;
+    const float v[4] = {s.x, s.y, s.z, s.w};
 #pragma unroll
-    for (int h = 0; h < KG; ++h) sum += red[(h * MT + m) * COLS + j];
-    if constexpr (SPLITK == 1) {
-      unsigned short* const c = reinterpret_cast<unsigned short*>(p.C) + (long long)row * p.ldc + col;
-      float v = p.alpha * sum;
-      if (p.beta != 0.0f) v += p.beta * sk16_to_float<F16>(*c); // beta == 0 never reads C
-      *c = sk16_from_float<F16>(v);
-    } else {
-      p.workspace[blockIdx.z * (long long)p.M * p.ws_ld + (long long)row * p.ws_ld + col] = sum;
+    for (int e = 0; e < 4; ++e) {
+      // Accumulator element e: fragment row pg (e < 2) or pg + 8, column 2 pt + (e & 1).
+      const int row = m0 + pmt * 8 + 2 * pt + (e & 1);
+      const int col = blockIdx.x * COLS + pwn * WCOLS + (B_COL ? 16 * pj + pg + 8 * (e >> 1) : 8 * pg + 2 * pj + (e >> 1));
+      if (row >= p.M || col >= p.N) continue;
+      if constexpr (SPLITK == 1) {
+        unsigned short* const c = reinterpret_cast<unsigned short*>(p.C) + (long long)row * p.ldc + col;
+        float out = p.alpha * v[e];
+        if (p.beta != 0.0f) out += p.beta * sk16_to_float<F16>(*c); // beta == 0 never reads C
+        *c = sk16_from_float<F16>(out);
+      } else {
+        p.workspace[int(blockIdx.z) / CL * (long long)p.M * p.ws_ld + (long long)row * p.ws_ld + col] = v[e];
+      }
     }
+  };
+
+  for (int pos = tid; pos < P; pos += NT) {
+    float4 s = red[pos];
+#pragma unroll
+    for (int h = 1; h < KG; ++h) {
+      const float4 x = red[h * P + pos];
+      s.x += x.x, s.y += x.y, s.z += x.z, s.w += x.w;
+    }
+    if constexpr (CL == 1)
+      store(pos, s);
+    else
+      red[pos] = s; // the block's sums, read by every rank of the cluster
+  }
+  if constexpr (CL > 1) {
+    // Every rank adds a share of the positions over all ranks, in rank order (deterministic).
+    sk16_cluster_sync(); // every rank's sums are written
+    const int rank = int(sk16_cluster_rank());
+    for (int pos = rank * NT + tid; pos < P; pos += NT * CL) {
+      float4 s = sk16_load_dsmem4(red + pos, 0u);
+#pragma unroll
+      for (int r = 1; r < CL; ++r) {
+        const float4 x = sk16_load_dsmem4(red + pos, unsigned(r));
+        s.x += x.x, s.y += x.y, s.z += x.z, s.w += x.w;
+      }
+      store(pos, s);
+    }
+    sk16_cluster_sync(); // no CTA leaves (freeing its shared memory) while others still read it
   }
 }
 

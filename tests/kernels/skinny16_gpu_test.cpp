@@ -1,7 +1,8 @@
 // gemm_skinny16 (BF16 / FP16 decode on mma.sync) against an FP64 reference computed on the CPU
 // from the same rounded inputs, with cuBLAS (cublasGemmEx, FP32 compute) run on the same inputs
-// and held to the same rule. Written when no GPU was at hand: this is the test that must pass
-// before the family is offered anywhere (see gemm_skinny16.cu's header).
+// and held to the same rule. The first version passed it on an H100; the register-ring version
+// (DEPTH, CL, MINB, AV) and its cases here were written without a GPU: this is the test that must
+// pass before the family is offered anywhere (see gemm_skinny16.cu's header).
 //
 // Tolerance rule (relative Frobenius error of C, as tc16_gpu_test.cpp): bf16 2^-8, fp16 2^-11,
 // plus K * 2^-23 for FP32 accumulation. beta == 0 runs start from a C full of NaN (BLAS: C is not
@@ -152,15 +153,28 @@ TEST(Skinny16Gpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
   SpaceRestriction split_only;
   split_only.domains = {{"SPLITK", {2, 4, 8, 16}}};
   const Family fs = f.restricted(split_only);
+  // Thread block clusters (sm_90): K slices added through distributed shared memory, alone and
+  // with split-K slices of clusters; deep rings; the loads without the L2 hint and plain loads.
+  const bool clusters = dev->arch_number() >= 90;
+  SpaceRestriction cluster_only, cluster_split, deep, loads;
+  cluster_only.domains = {{"CL", {2, 4, 8}}};
+  cluster_split.domains = {{"CL", {2, 4, 8}}, {"SPLITK", {2, 4}}};
+  deep.domains = {{"DEPTH", {6, 8}}};
+  loads.domains = {{"LDH", {0, 2}}, {"MINB", {2, 3, 4}}};
+  const Family fc = f.restricted(cluster_only), fcs = f.restricted(cluster_split), fd = f.restricted(deep), fl = f.restricted(loads);
   struct Shape {
     int64_t m, n, k, pad;
     bool all_layouts;
   };
   // The decode targets, an unaligned shape with padded operands (single-half loads, A element by
-  // element), a full 64-row tile with a short K, and K = 0 (C = beta * C).
+  // element), a full 64-row tile with a short K, K = 0 (C = beta * C), 8-byte and 4-byte
+  // alignment classes (VEC 4 / 2; A's fragments element by element where they are not aligned
+  // for one load), two row tiles (M = 40) with a K that ends inside a warp step, and a narrow N
+  // with a deep K (many slices).
   const Shape shapes[] = {{1, 4096, 4096, 0, false}, {16, 4096, 4096, 0, false}, {5, 1000, 999, 3, true},
-                          {64, 768, 64, 0, true},    {24, 520, 0, 0, false}};
-  int checked = 0, split = 0;
+                          {64, 768, 64, 0, true},    {24, 520, 0, 0, false},     {16, 2000, 1000, 4, true},
+                          {3, 3000, 1500, 2, true},  {40, 1536, 1224, 0, true},  {1, 256, 8200, 0, false}};
+  int checked = 0, split = 0, clustered = 0;
   uint64_t seed = 300;
   for (DType t : {DType::bf16, DType::f16}) {
     for (const Shape& s : shapes)
@@ -175,6 +189,11 @@ TEST(Skinny16Gpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
         std::vector<Config> configs{f.default_config(p, *dev)};
         for (const auto& c : f.sample(p, *dev, 2, ++seed)) configs.push_back(c);
         for (const auto& c : fs.sample(p, *dev, 1, ++seed)) configs.push_back(c);
+        for (const Family* g : {&fd, &fl}) // (deep rings, load variants: where the shape has them)
+          for (const auto& c : g->sample(p, *dev, 1, ++seed)) configs.push_back(c);
+        if (clusters)
+          for (const Family* g : {&fc, &fcs})
+            for (const auto& c : g->sample(p, *dev, 1, ++seed)) configs.push_back(c);
         std::vector<std::future<std::shared_ptr<const CompiledKernel>>> kernels;
         for (const auto& c : configs) kernels.push_back(compiler.compile_async(compile_request(f, c, p, dev->arch)));
         // A future gives its value once; both beta cases run the same kernels.
@@ -202,12 +221,16 @@ TEST(Skinny16Gpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
                       << ", cuBLAS " << cublas_error << "\n";
             ++checked;
             split += configs[i]["SPLITK"] > 1;
+            clustered += configs[i]["CL"] > 1;
           }
         }
       }
   }
-  EXPECT_GE(checked, 100);
+  EXPECT_GE(checked, 200);
   EXPECT_GE(split, 20);
+  if (clusters) {
+    EXPECT_GE(clustered, 40);
+  }
 }
 
 // The test's own conversions (no GPU needed): known encodings and round trips.

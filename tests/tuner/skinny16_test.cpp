@@ -4,6 +4,7 @@
 // with edits of the shared test files.
 #include <gtest/gtest.h>
 
+#include <iostream>
 #include <set>
 
 #include "gemm/gemm_families.h"
@@ -77,13 +78,19 @@ TEST(Compiler, SampledAndCornerSkinny16ConfigsCompileForSm80AndSm90) {
             cases.emplace_back(c, half_problem(64, 50257, 768, layout, t));
       }
     // One config for every value of every parameter, at the first shape where it is valid.
+    // (VEC is the widest the alignment allows: padded leading dimensions give VEC 4 and 2; a
+    // narrow N gives the grids that want 16 or 32 K slices; clusters exist on sm_90 only.)
     std::vector<GemmProblem> corners;
     for (const char* layout : {"NN", "NT"})
       for (int64_t m : {16, 64, 1})
         corners.push_back(half_problem(m, 4096, 4096, layout, m == 64 ? DType::f16 : DType::bf16));
     corners.push_back(half_problem(7, 1001, 77, "TN", DType::bf16));
+    corners.push_back(half_problem(16, 4096, 4096, "NN", DType::bf16, 4));
+    corners.push_back(half_problem(16, 4096, 4096, "NT", DType::f16, 2));
+    corners.push_back(half_problem(1, 256, 8192, "NN", DType::bf16));
     for (const auto& prm : f.params())
       for (int v : prm.values) {
+        if (prm.name == "CL" && v > 1 && std::string(arch) == "sm_80") continue;
         SpaceRestriction r;
         r.domains[prm.name] = {v};
         const Family one_value = f.restricted(r);
@@ -101,7 +108,7 @@ TEST(Compiler, SampledAndCornerSkinny16ConfigsCompileForSm80AndSm90) {
     for (const auto& p : {half_problem(1, 4096, 4096, "NN", DType::f16), half_problem(16, 4096, 4096, "NT", DType::bf16),
                           half_problem(5, 1000, 999, "TN", DType::bf16), half_problem(64, 768, 64, "TT", DType::f16)})
       cases.emplace_back(f.default_config(p, d), p);
-    for (const auto& [c, p] : cases) split += c["SPLITK"] > 1;
+    for (const auto& [c, p] : cases) split += c["CL"] * c["SPLITK"] > 1; // K slices across blocks
     EXPECT_GE(split, 5);
     EXPECT_GE(cases.size(), 50u);
     compile_all(f, cases, arch);
@@ -143,10 +150,39 @@ TEST(Space, Skinny16ServesHalfDecodeProblemsOnly) {
   auto narrow = half_problem(16, 4096, 4096, "NT", DType::f16);
   narrow.align = 4; // a B pointer aligned to 4 bytes only
   EXPECT_EQ(max_vec(narrow), 2);
-  // Column-major B: warp steps of 32 k; the chunk of A holds whole iterations of every group.
+  // Only the widest loads; rings no deeper than a warp's steps; a grid with K slices still has
+  // < 4 blocks per SM with half of them (no useless partial sums); clusters on sm_90 only.
   for (const char* layout : kLayouts)
-    for (const auto& c : f.sample(half_problem(16, 4096, 4096, layout, DType::bf16), d, 200, 5))
-      EXPECT_EQ(c["KC"] % ((layout[1] == 'T' ? 32 : 16) * c["KG"] * c["UNROLL"]), 0) << c.to_json();
+    for (const auto& c : f.sample(half_problem(16, 4096, 4096, layout, DType::bf16), d, 200, 5)) {
+      EXPECT_EQ(c["VEC"], 8) << c.to_json();
+      const int64_t cols = c["NT"] / 32 / c["KG"] * (layout[1] == 'T' ? 32 : 64);
+      const int64_t blocks = (4096 + cols - 1) / cols * ((16 + c["MT"] - 1) / c["MT"]) * c["CL"] * c["SPLITK"];
+      if (c["CL"] * c["SPLITK"] > 1) {
+        EXPECT_LT(blocks / 2, 2 * d.sm_count) << c.to_json();
+      }
+      const int64_t slice = ((4096 + c["CL"] * c["SPLITK"] - 1) / (c["CL"] * c["SPLITK"]) + 31) / 32 * 32;
+      const int64_t steps = (slice / (layout[1] == 'T' ? 32 : 16) + c["KG"] - 1) / c["KG"];
+      EXPECT_LE(c["DEPTH"], std::max<int64_t>(2, steps)) << c.to_json();
+    }
+  const auto a100 = DeviceInfo::nominal("sm_80");
+  f.enumerate(half_problem(1, 4096, 4096, "NN", DType::bf16), a100, [&](const Config& c) {
+    EXPECT_EQ(c["CL"], 1) << c.to_json();
+    return true;
+  });
+  EXPECT_GT(f.count(half_problem(1, 4096, 4096, "NN", DType::bf16), a100), 100u);
+}
+
+// Records of the first version (UNROLL, KC: A staged in shared memory) load as the ring.
+TEST(Space, Skinny16UpgradesConfigsOfTheFirstVersion) {
+  const Family f = find_family("gemm_skinny16");
+  const Config old{{"MT", 16}, {"NT", 256}, {"KG", 8}, {"VEC", 8}, {"UNROLL", 2}, {"KC", 256}, {"LDH", 1}, {"SPLITK", 4}};
+  const Config c = f.canonical(old);
+  EXPECT_FALSE(c.has("UNROLL"));
+  EXPECT_FALSE(c.has("KC"));
+  EXPECT_EQ(c["DEPTH"], 4);
+  EXPECT_EQ(c["CL"], 1);
+  EXPECT_EQ(c["MINB"], 1);
+  EXPECT_EQ(c["SPLITK"], 4);
 }
 
 // The default must be valid for every problem the family serves: every M <= 64, both dtypes,
@@ -173,18 +209,39 @@ TEST(Space, Skinny16DefaultsServeEveryHalfProblemWithUpTo64Rows) {
   }
   EXPECT_GT(checked, 10000);
   EXPECT_GT(vec8, 400);
-  // The target shapes get 16-byte loads, 256 threads, and enough K slices to cover the SMs.
-  const auto d = DeviceInfo::nominal("sm_90");
-  for (int64_t m : {1, 16})
-    for (const char* layout : {"NN", "NT"}) {
-      const auto p = half_problem(m, 4096, 4096, layout, DType::bf16);
+  // The target shapes get 16-byte loads, enough blocks to cover the SMs (one wave), >= 3 MB of B
+  // in flight, and on sm_90 one kernel: K slices in clusters, no workspace and no reduce launch.
+  for (const char* arch : {"sm_90", "sm_80"}) {
+    const auto d = DeviceInfo::nominal(arch);
+    for (int64_t m : {1, 16, 32, 64})
+      for (const char* layout : {"NN", "NT"}) {
+        const auto p = half_problem(m, 4096, 4096, layout, DType::bf16);
+        const Config c = f.default_config(p, d);
+        EXPECT_EQ(c["VEC"], 8) << c.to_json();
+        EXPECT_EQ(c["LDH"], 1) << c.to_json();
+        const LaunchPlan plan = f.launch_plan(c, p);
+        const auto& s = plan.main_step();
+        const int64_t blocks = int64_t(s.grid[0]) * s.grid[1] * s.grid[2];
+        EXPECT_GE(blocks, std::string(arch) == "sm_90" ? d.sm_count * 9 / 10 : d.sm_count / 2) << arch << " " << p.key() << " " << c.to_json();
+        EXPECT_GE(double(std::min<int64_t>(blocks, 4 * d.sm_count)) * c["NT"] * (c["DEPTH"] - 1) * 64, 3e6)
+            << arch << " " << p.key() << " " << c.to_json();
+        if (std::string(arch) == "sm_90" && m <= 16) {
+          EXPECT_EQ(c["SPLITK"], 1) << p.key() << " " << c.to_json();
+          EXPECT_EQ(plan.steps.size(), 1u) << p.key() << " " << c.to_json();
+        }
+        std::cout << "[ default  ] " << arch << " " << p.key() << " " << c.to_json() << " grid " << s.grid[0] << "x" << s.grid[1]
+                  << "x" << s.grid[2] << " smem " << s.dynamic_smem << "\n";
+      }
+    for (const auto& p : {half_problem(1, 50257, 768, "NN", DType::bf16), half_problem(1, 50257, 768, "NT", DType::bf16),
+                          half_problem(32, 11008, 4096, "NN", DType::bf16), half_problem(32, 11008, 4096, "NT", DType::bf16),
+                          half_problem(1, 4096, 11008, "NT", DType::bf16), half_problem(16, 12288, 4096, "NT", DType::bf16)}) {
       const Config c = f.default_config(p, d);
-      EXPECT_EQ(c["VEC"], 8) << c.to_json();
-      EXPECT_EQ(c["NT"], 256) << c.to_json();
       const LaunchPlan plan = f.launch_plan(c, p);
       const auto& s = plan.main_step();
-      EXPECT_GE(int64_t(s.grid[0]) * s.grid[1] * s.grid[2], d.sm_count) << c.to_json();
+      std::cout << "[ default  ] " << arch << " " << p.key() << " " << c.to_json() << " grid " << s.grid[0] << "x" << s.grid[1]
+                << "x" << s.grid[2] << " smem " << s.dynamic_smem << "\n";
     }
+  }
 }
 
 // A config tuned at one M and alignment has general forms (other row tiles, narrower loads) valid
@@ -236,11 +293,12 @@ TEST(Space, Skinny16PlanAndKernelNames) {
         const int cols = c["NT"] / 32 / c["KG"] * (bcol ? 32 : 64);
         EXPECT_EQ(s.grid[0], unsigned((11008 + cols - 1) / cols));
         EXPECT_EQ(s.grid[1], unsigned((24 + c["MT"] - 1) / c["MT"]));
-        EXPECT_EQ(s.grid[2], unsigned(c["SPLITK"]));
+        EXPECT_EQ(s.grid[2], unsigned(c["CL"] * c["SPLITK"])); // CL consecutive slices form a cluster
         EXPECT_EQ(s.block[0], unsigned(c["NT"]));
-        const size_t a = size_t(c["MT"]) * (c["KC"] + (bcol ? 32 : 16)) * 2, red = size_t(c["KG"]) * c["MT"] * cols * 4;
-        EXPECT_EQ(s.dynamic_smem, unsigned(std::max(a, red)));
-        const std::string tail = std::string(t == DType::f16 ? ",1," : ",0,") + (layout[0] == 'T' ? "1," : "0,") + (bcol ? "1>" : "0>");
+        EXPECT_EQ(s.dynamic_smem, unsigned(size_t(c["KG"]) * c["MT"] * cols * 4)); // the warp groups' sums only
+        // AV (A's fragments in one vector load): row-major A, 8 or 16 bytes aligned.
+        const std::string av = layout[0] == 'N' ? "1," : "0,";
+        const std::string tail = av + (t == DType::f16 ? "1," : "0,") + (layout[0] == 'T' ? "1," : "0,") + (bcol ? "1>" : "0>");
         EXPECT_EQ(names[0].rfind("gemm_skinny16<", 0), 0u);
         EXPECT_EQ(names[0].substr(names[0].size() - tail.size()), tail) << names[0];
         if (c["SPLITK"] > 1) {
