@@ -30,6 +30,18 @@ __device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const void* 
                : "r"(smem_u32(p)));
 }
 
+// The same on a 32-bit shared address (callers add compile-time offsets to a precomputed one).
+__device__ __forceinline__ void ldmatrix_x4_s(unsigned (&r)[4], unsigned a) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans_s(unsigned (&r)[4], unsigned a) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+
 // Two FP32 values rounded to nearest (even) into one 32-bit word of halves (lo in the low 16 bits).
 template <int F16>
 __device__ __forceinline__ unsigned pack2(float lo, float hi) {

@@ -49,7 +49,12 @@ struct PackedLayout {
 
 // blockIdx.z = 0 packs A, 1 packs B. Each thread writes one 16-byte chunk (8 halves) of a packed
 // row (a row is a whole number of chunks); blockIdx.y walks the rows, gridDim.y at a time. Reads
-// are 16-bit and coalesced across the warp: the source rows may start at any element.
+// are vectorized as the source chunk's alignment allows (it may start at any element: odd leading
+// dimensions give rows of different alignments): one 16-byte load when 16-byte aligned, two
+// 8-byte or four 4-byte loads when 8- or 4-byte aligned, and when only 2-byte aligned one half,
+// three aligned 4-byte words and one half (never a byte outside the chunk); chunks that reach past
+// the source row, or rows past its end, are read by element with bounds checks (zeros beyond).
+// The first version read 2 bytes at a time (~10 % of 2999^3's time by estimate).
 template <int MQ, int NQ, int KQ, int SLICES, int A_COL, int B_COL>
 __global__ void __launch_bounds__(256) gemm_pack16(KtuneGemmArgs p) {
   const ktune_dev::half16::PackedLayout<MQ, NQ, KQ, SLICES, A_COL, B_COL> q(p);
@@ -63,14 +68,37 @@ __global__ void __launch_bounds__(256) gemm_pack16(KtuneGemmArgs p) {
   const long long c = (blockIdx.x * 256ll + threadIdx.x) * 8;
   if (c >= ld) return;
   for (long long r = blockIdx.y; r < rows; r += gridDim.y) {
-    unsigned w[4];
+    uint4 w = make_uint4(0u, 0u, 0u, 0u);
+    if (r < src_rows && c < src_cols) {
+      const unsigned short* const s = src + r * src_ld + c;
+      const unsigned long long addr = reinterpret_cast<unsigned long long>(s);
+      if (c + 8 <= src_cols) {
+        if (addr % 16 == 0) {
+          w = *reinterpret_cast<const uint4*>(s);
+        } else if (addr % 8 == 0) {
+          const uint2 x = reinterpret_cast<const uint2*>(s)[0], y = reinterpret_cast<const uint2*>(s)[1];
+          w = make_uint4(x.x, x.y, y.x, y.y);
+        } else if (addr % 4 == 0) {
+          const unsigned* const u = reinterpret_cast<const unsigned*>(s);
+          w = make_uint4(u[0], u[1], u[2], u[3]);
+        } else {
+          // Halves 0 and 7 alone, 1-6 as three aligned words: shift the eight halves into place.
+          const unsigned* const u = reinterpret_cast<const unsigned*>(s + 1);
+          const unsigned h0 = s[0], h7 = s[7], u0 = u[0], u1 = u[1], u2 = u[2];
+          w = make_uint4(h0 | u0 << 16, u0 >> 16 | u1 << 16, u1 >> 16 | u2 << 16, u2 >> 16 | h7 << 16);
+        }
+      } else {
+        unsigned e[4];
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const long long c0 = c + 2 * e;
-      const unsigned lo = r < src_rows && c0 < src_cols ? src[r * src_ld + c0] : 0u;
-      const unsigned hi = r < src_rows && c0 + 1 < src_cols ? src[r * src_ld + c0 + 1] : 0u;
-      w[e] = lo | hi << 16;
+        for (int i = 0; i < 4; ++i) {
+          const long long c0 = c + 2 * i;
+          const unsigned lo = c0 < src_cols ? s[2 * i] : 0u;
+          const unsigned hi = c0 + 1 < src_cols ? s[2 * i + 1] : 0u;
+          e[i] = lo | hi << 16;
+        }
+        w = make_uint4(e[0], e[1], e[2], e[3]);
+      }
     }
-    *reinterpret_cast<uint4*>(dst + r * ld + c) = make_uint4(w[0], w[1], w[2], w[3]);
+    *reinterpret_cast<uint4*>(dst + r * ld + c) = w;
   }
 }

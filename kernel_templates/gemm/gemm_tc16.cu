@@ -9,6 +9,37 @@
 // compiled by NVRTC for sm_80 and sm_90 in the CPU tests and covered by the same GPU test, but
 // have NOT YET RUN ON A GPU.
 //
+// PERFORMANCE REWRITE (2026-11, CPU-verified and SASS-counted, NOT YET RUN ON A GPU). Measured
+// before it on sm_90: 4096^3 bf16 default 331 TFLOPS vs cuBLAS 787 (0.42x); Nsight: 240
+// registers, 8 warps/SM, tensor pipe 57 %, ~2.1 of 4.76 cycles per issued instruction "stall
+// wait" on integer/address arithmetic, ~4.2 issued instructions per MMA (CUTLASS sm80-style
+// mainloops: ~1.3-1.6). What changed and why:
+//  1. Addresses out of the K loop: each thread's cp.async chunks lie in one column and rows RS
+//     apart (Tile), so chunk i's shared address is a compile-time offset from chunk 0's and its
+//     global address a chained 64-bit add; the global pointer moves by a constant per K tile
+//     (Loader). ldmatrix addresses are one 32-bit shared address per operand plus compile-time
+//     offsets per (i, j, k16 step) plus the stage's byte offset. A stage holds A's tile then B's,
+//     so one offset serves both; the ring index is increment-and-wrap, the write stage is the
+//     previous read stage. No divisions or modulos in the loop.
+//  2. Bounds checks only where needed: the main loop is emitted twice, a copy with unconditional
+//     cp.async for the tiles wholly inside A and B (every tile when PACK = 1; in MODE 1 every
+//     tile ending within K of a block inside M and N) and a checked copy (zero fill) for the rest.
+//     A per-tile runtime branch was tried first: ptxas if-converted it and issued both paths under
+//     predicates (~100 instructions per tile).
+//  3. ldmatrix fragments double-buffered in registers across the k16 steps and across the stage
+//     boundary (the last step waits and passes the barrier before loading the next stage's first
+//     fragments, as CUTLASS's multistage mainloop): ldmatrix latency hides behind the MMAs.
+//  4. MMAs in serpentine order over j (consecutive MMAs share a fragment). __launch_bounds__ is
+//     unchanged: 128-thread blocks already get 2 blocks/SM at <= 255 registers, and 256-thread
+//     blocks would need <= 128 registers for a second block (spills with 64x64 warp tiles).
+//  SASS (nvcc 13.0 -arch=sm_90, bf16 NN, aligned MODE 1, instructions in the fast main loop per
+//  MMA): 128x128 w64x64 bk32 st4 3.59 -> 1.92 (230 -> 123 per 64 MMAs; 238 -> 234 registers, no
+//  spills); 128x256 w64x64 bk32 st3 3.75 -> 1.81 (240 -> 116; 226 -> 230 registers). What is
+//  left per 64 MMAs: 16 ldmatrix, 6-8 cp.async with 2 integer adds each (64-bit, runtime ld),
+//  the barrier, cp.async group bookkeeping and the ring/loop counters.
+//  5. gemm_pack16 reads 16, 8 or 4 bytes at a time as the source row's alignment allows (it read
+//     2 bytes at a time).
+//
 // Template parameters (host code spells them as in the config JSON):
 //   BM, BN, BK   block tile (rows of C, columns of C, K depth of one shared-memory stage)
 //   WM, WN       warp tile: (WM / 16) x (WN / 8) m16n8 MMA tiles per warp, k16 steps
@@ -27,7 +58,7 @@
 //   F16          0: bf16 operands and C; 1: fp16 (from the problem's dtype)
 //   A_COL, B_COL layouts from the problem: 1 = column-major
 //
-// Shared memory keeps each operand tile in its global storage order, rows padded by 8 halves
+// Shared memory: ST stages, each A's tile then B's, each tile in its global storage order, rows padded by 8 halves
 // (16 bytes), so that ldmatrix's eight 16-byte row reads of a warp fall in distinct bank groups:
 // A row-major [BM][BK + 8], column-major [BK][BM + 8]; B row-major [BK][BN + 8], column-major
 // [BN][BK + 8]. Fragments come from ldmatrix.x4: A row-major plain, A column-major .trans (its tile
@@ -58,50 +89,103 @@ __device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], 
 }
 
 // One operand tile of a stage, in its global storage order: SR rows of SC contiguous halves (row
-// stride LD = SC + 8), filled by NT threads a 16-byte chunk at a time. The tile's origin is
-// storage row r0, column c0 of an operand of rows x cols halves (row stride ld).
-//   MODE 0: cp.async, no bounds checks (packed operands: every chunk exists)
-//   MODE 1: cp.async, a chunk zero-filled when outside (cols is a multiple of 8: no chunk straddles)
-//   MODE 2: element loads, each bounds-checked, into registers, then one 16-byte shared store
+// stride LD = SC + 8), filled by NT threads a 16-byte chunk at a time. NT is a multiple of the
+// chunks per row (both powers of two, NT >= 64, CPR <= 32), so thread t's chunks all lie in one
+// column cc = (t % CPR) * 8, in rows r = t / CPR + i * RS (RS = NT / CPR): chunk i's shared
+// address is chunk 0's plus the compile-time i * RS * LD * 2 bytes, and its global address chunk
+// 0's plus i * RS * ld (one 64-bit add each, chained). KROW: K runs along the storage rows (A
+// column-major, B row-major), else along the columns.
 template <int SR, int SC, int NT>
 struct Tile {
+  static constexpr int ROWS = SR, COLS = SC;
   static constexpr int LD = SC + 8;
   static constexpr int SIZE = SR * LD;
   static constexpr int CPR = SC / 8;          // chunks per row
   static constexpr int CHUNKS = SR * CPR;
-  static_assert(SC % 8 == 0 && CHUNKS % NT == 0, "whole 16-byte chunks, whole chunks per thread (descriptor)");
+  static constexpr int PER = CHUNKS / NT;     // chunks per thread
+  static constexpr int RS = NT / CPR;         // rows between a thread's chunks
+  static_assert(SC % 8 == 0 && CHUNKS % NT == 0 && NT % CPR == 0, "whole 16-byte chunks, whole chunks per thread (descriptor)");
 
-  template <int MODE>
-  __device__ __forceinline__ static void load(unsigned short* s, const unsigned short* g, long long ld, int r0, int c0,
-                                              int rows, int cols, int tid) {
-    // The tile's origin, then each chunk at r * ld + cc from it (r * ld does not change from
-    // stage to stage: the compiler keeps it).
-    const unsigned short* const base = g + (long long)r0 * ld + c0;
+  // MODE 2 (element loads, CP16 = 0): each chunk bounds-checked by element into registers, then
+  // one 16-byte shared store. The slow general form; the origin is storage row r0, column c0 of
+  // an operand of rows x cols halves (row stride ld).
+  __device__ __forceinline__ static void load_elements(unsigned short* s, const unsigned short* g, long long ld, int r0,
+                                                       int c0, int rows, int cols, int tid) {
 #pragma unroll
-    for (int i = 0; i < CHUNKS / NT; ++i) {
+    for (int i = 0; i < PER; ++i) {
       const int c = tid + i * NT;
       const int r = c / CPR, cc = (c % CPR) * 8;
       const int gr = r0 + r, gc = c0 + cc;
-      if constexpr (MODE == 0) {
-        cp_async16(s + r * LD + cc, base + (long long)r * ld + cc, true);
-      } else if constexpr (MODE == 1) {
-        const bool ok = gr < rows && gc < cols;
-        cp_async16(s + r * LD + cc, ok ? base + (long long)r * ld + cc : g, ok);
-      } else {
-        unsigned w[4] = {0u, 0u, 0u, 0u};
-        if (gr < rows) {
-          const unsigned short* const src = g + (long long)gr * ld + gc;
+      unsigned w[4] = {0u, 0u, 0u, 0u};
+      if (gr < rows) {
+        const unsigned short* const src = g + (long long)gr * ld + gc;
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const unsigned lo = gc + 2 * e < cols ? src[2 * e] : 0u;
-            const unsigned hi = gc + 2 * e + 1 < cols ? src[2 * e + 1] : 0u;
-            w[e] = lo | hi << 16;
-          }
+        for (int e = 0; e < 4; ++e) {
+          const unsigned lo = gc + 2 * e < cols ? src[2 * e] : 0u;
+          const unsigned hi = gc + 2 * e + 1 < cols ? src[2 * e + 1] : 0u;
+          w[e] = lo | hi << 16;
         }
-        *reinterpret_cast<uint4*>(s + r * LD + cc) = make_uint4(w[0], w[1], w[2], w[3]);
       }
+      *reinterpret_cast<uint4*>(s + r * LD + cc) = make_uint4(w[0], w[1], w[2], w[3]);
     }
   }
+};
+
+// 16 bytes from global to shared memory (a 32-bit shared address); zero-filled when !valid.
+__device__ __forceinline__ void cp_async16_s(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
+}
+__device__ __forceinline__ void cp_async16_zfill(unsigned dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
+}
+
+// The cp.async loader of one operand (MODE 0: packed, MODE 1: 16-byte chunks, zero-filled outside):
+// all address arithmetic done once. `g` points at the thread's chunk 0 of the next K tile to
+// load and moves by `kstep` bytes a tile; `rs` is the bytes between its chunks (RS rows). The
+// checked form (edge tiles of MODE 1 only) knows the thread's coordinates: storage row rt and
+// column ct within the tile, the operand's extent along the non-K dimension left from the tile's
+// origin (`ext`) and the K coordinate of the next tile's origin (`k0`, K extent `kdim`).
+template <class T, int KROW>
+struct Loader {
+  const char* g;
+  long long rs, kstep;
+  int rt, ct, ext, k0, kdim;
+
+  __device__ __forceinline__ void init(const unsigned short* base, long long ld, int r0, int c0, int tid, int ext_,
+                                       int k0_, int kdim_) {
+    rt = tid / T::CPR, ct = (tid % T::CPR) * 8;
+    g = reinterpret_cast<const char*>(base + (long long)(r0 + rt) * ld + (c0 + ct));
+    rs = (long long)T::RS * ld * 2;
+    kstep = KROW ? (long long)ld * (2 * (long long)T::ROWS) : 2 * T::COLS; // BK rows, or BK columns
+    ext = ext_, k0 = k0_, kdim = kdim_;
+  }
+  // Every chunk inside: unconditional copies (s: chunk 0's shared address in the target stage).
+  __device__ __forceinline__ void fast(unsigned s) {
+    const char* p = g;
+#pragma unroll
+    for (int i = 0; i < T::PER; ++i) {
+      cp_async16_s(s + i * T::RS * T::LD * 2, p);
+      if (i + 1 < T::PER) p += rs;
+    }
+  }
+  // Edge tile: each chunk checked (non-K coordinate against ext, K against kdim - k0); outside
+  // chunks are zero-filled and read nothing (their source is the operand's base, `safe`).
+  __device__ __forceinline__ void checked(unsigned s, const void* safe) {
+    const int krem = kdim - k0;
+    const char* p = g;
+#pragma unroll
+    for (int i = 0; i < T::PER; ++i) {
+      const int r = rt + i * T::RS;
+      const bool ok = KROW ? (ct < ext && r < krem) : (r < ext && ct < krem);
+      cp_async16_zfill(s + i * T::RS * T::LD * 2, ok ? static_cast<const void*>(p) : safe, ok);
+      if (i + 1 < T::PER) p += rs;
+    }
+  }
+  // Whether the next tile lies wholly inside the operand (then fast() serves it).
+  __device__ __forceinline__ bool full() const {
+    return KROW ? (ext >= T::COLS && kdim - k0 >= T::ROWS) : (ext >= T::ROWS && kdim - k0 >= T::COLS);
+  }
+  __device__ __forceinline__ void advance() { g += kstep, k0 += KROW ? T::ROWS : T::COLS; }
 };
 
 } // namespace half16
@@ -120,14 +204,15 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) gemm_tc16(KtuneGem
   constexpr int MODE = PACK ? 0 : (CP16 ? 1 : 2);
   constexpr int WARPS_N = BN / WN;
   constexpr int THREADS = (BM / WM) * WARPS_N * 32;
-  constexpr int MI = WM / 16, NI = WN / 8;
+  constexpr int MI = WM / 16, NI = WN / 8, KS = BK / 16;
   // A is (m, k): row-major storage is BM rows of BK; column-major BK rows of BM. B likewise.
   using TileA = Tile<A_COL ? BK : BM, A_COL ? BM : BK, THREADS>;
   using TileB = Tile<B_COL ? BN : BK, B_COL ? BK : BN, THREADS>;
+  // A stage is A's tile then B's (bytes); the ring is ST stages.
+  constexpr unsigned A_BYTES = TileA::SIZE * 2, STAGE = (TileA::SIZE + TileB::SIZE) * 2, RING = ST * STAGE;
 
   extern __shared__ __align__(16) unsigned short smem[];
-  unsigned short* const As = smem;
-  unsigned short* const Bs = smem + ST * TileA::SIZE;
+  const unsigned sbase = smem_u32(smem);
 
   const unsigned short* const A = reinterpret_cast<const unsigned short*>(p.A);
   const unsigned short* const B = reinterpret_cast<const unsigned short*>(p.B);
@@ -146,13 +231,87 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) gemm_tc16(KtuneGem
   const int per = (tiles_k + SPLITK - 1) / SPLITK;
   const int kt0 = SPLITK > 1 ? int(blockIdx.z) * per : 0;
   const int nk = max(0, min(per, tiles_k - kt0));
+  const int kbeg = kt0 * BK;
 
-  auto load_stage = [&](int s, int kt) {
-    const int k0 = (kt0 + kt) * BK;
-    TileA::template load<MODE>(As + s * TileA::SIZE, A, p.lda, A_COL ? k0 : row0, A_COL ? row0 : k0, A_COL ? p.K : p.M,
-                               A_COL ? p.M : p.K, tid);
-    TileB::template load<MODE>(Bs + s * TileB::SIZE, B, p.ldb, B_COL ? col0 : k0, B_COL ? k0 : col0, B_COL ? p.N : p.K,
-                               B_COL ? p.K : p.N, tid);
+  // cp.async loaders (MODE 0 and 1): every address computed here, once.
+  Loader<TileA, A_COL> la;
+  Loader<TileB, !B_COL> lb;
+  if constexpr (MODE != 2) {
+    la.init(A, p.lda, A_COL ? kbeg : row0, A_COL ? row0 : kbeg, tid, p.M - row0, kbeg, p.K);
+    lb.init(B, p.ldb, B_COL ? col0 : kbeg, B_COL ? kbeg : col0, tid, p.N - col0, kbeg, p.K);
+  }
+  const unsigned sa_dst = sbase + (la.rt * TileA::LD + la.ct) * 2;
+  const unsigned sb_dst = sbase + A_BYTES + (lb.rt * TileB::LD + lb.ct) * 2;
+  int kload = kbeg; // MODE 2: K origin of the next tile to load
+
+  // One K tile into the stage at byte offset `so`, then the loaders move to the next tile.
+  // (check is a literal at every call: the inlined lambdas fold it.) check = 0: the caller knows the tile is wholly inside both operands (unconditional copies);
+  // 1: each operand's tile is tested and, where it reaches past M, N or K, copied chunk by
+  // chunk with zero fill.
+  auto load_stage = [&](unsigned so, bool check) {
+    if constexpr (MODE == 2) {
+      unsigned short* const sa = smem + so / 2;
+      unsigned short* const sb = smem + (so + A_BYTES) / 2;
+      TileA::load_elements(sa, A, p.lda, A_COL ? kload : row0, A_COL ? row0 : kload, A_COL ? p.K : p.M,
+                           A_COL ? p.M : p.K, tid);
+      TileB::load_elements(sb, B, p.ldb, B_COL ? col0 : kload, B_COL ? kload : col0, B_COL ? p.N : p.K,
+                           B_COL ? p.K : p.N, tid);
+      kload += BK;
+    } else {
+      if (MODE == 0 || !check || la.full()) la.fast(sa_dst + so);
+      else la.checked(sa_dst + so, A);
+      if (MODE == 0 || !check || lb.full()) lb.fast(sb_dst + so);
+      else lb.checked(sb_dst + so, B);
+      la.advance(), lb.advance();
+    }
+  };
+
+  // ldmatrix source addresses of this lane (stage 0, k step 0); the MMA tile i / pair j and k
+  // step ks add compile-time offsets, the stage its byte offset.
+  unsigned a_src, b_src;
+  if constexpr (!A_COL) {
+    // Lanes 0-15 address rows 0-15 at k 0-7, lanes 16-31 the same rows at k 8-15: registers 0-3
+    // are then a0 (rows 0-7, k 0-7), a1 (rows 8-15), a2 (k 8-15), a3.
+    a_src = sbase + ((wm + (lane & 15)) * TileA::LD + (lane >> 4) * 8) * 2;
+  } else {
+    // K-major tile: lanes 8q..8q+7 address k rows of matrix q = (m half q & 1, k half q >> 1);
+    // transposed, each register holds the same (row, k pair) as in the row-major case.
+    const int q = lane >> 3;
+    a_src = sbase + (((q >> 1) * 8 + (lane & 7)) * TileA::LD + wm + (q & 1) * 8) * 2;
+  }
+  if constexpr (!B_COL) {
+    // Lanes 0-15 address k rows 0-15 of columns n..n+7, lanes 16-31 those of n+8..n+15:
+    // transposed, registers 0-1 are b0, b1 of the first n8 tile, 2-3 of the second.
+    b_src = sbase + A_BYTES + ((lane & 15) * TileB::LD + wn + (lane >> 4) * 8) * 2;
+  } else {
+    // N-major tile (rows n, k contiguous): lanes 8q..8q+7 address n rows of matrix q =
+    // (k half q & 1, n half q >> 1); untransposed, a lane holds (n = g, k = 2t, 2t + 1).
+    const int q = lane >> 3;
+    b_src = sbase + A_BYTES + ((wn + (q >> 1) * 8 + (lane & 7)) * TileB::LD + (q & 1) * 8) * 2;
+  }
+  constexpr int A_I = A_COL ? 16 * 2 : 16 * TileA::LD * 2;  // bytes per m16 tile
+  constexpr int A_K = A_COL ? 16 * TileA::LD * 2 : 16 * 2;  // bytes per k16 step
+  constexpr int B_J = B_COL ? 16 * TileB::LD * 2 : 16 * 2;  // bytes per pair of n8 tiles
+  constexpr int B_K = B_COL ? 16 * 2 : 16 * TileB::LD * 2;  // bytes per k16 step
+
+  // Fragments, double-buffered across k16 steps (and across the stage boundary): step ks + 1's
+  // ldmatrix are issued before step ks's MMAs, so their latency hides behind the MMAs.
+  unsigned fa[2][MI][4], fb[2][NI][2];
+  auto load_frags = [&](int buf, unsigned so, int ks) {
+#pragma unroll
+    for (int i = 0; i < MI; ++i) {
+      const unsigned addr = a_src + so + i * A_I + ks * A_K;
+      if constexpr (!A_COL) ldmatrix_x4_s(fa[buf][i], addr);
+      else ldmatrix_x4_trans_s(fa[buf][i], addr);
+    }
+#pragma unroll
+    for (int j = 0; j < NI; j += 2) {
+      unsigned r[4];
+      const unsigned addr = b_src + so + (j / 2) * B_J + ks * B_K;
+      if constexpr (!B_COL) ldmatrix_x4_trans_s(r, addr);
+      else ldmatrix_x4_s(r, addr);
+      fb[buf][j][0] = r[0], fb[buf][j][1] = r[1], fb[buf][j + 1][0] = r[2], fb[buf][j + 1][1] = r[3];
+    }
   };
 
   float acc[MI][NI][4];
@@ -164,60 +323,65 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) gemm_tc16(KtuneGem
       for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
 
   // Prologue: ST - 1 stages in flight (empty commit groups past the end keep the count uniform;
-  // with MODE 2 the groups are empty and the stores are plain).
+  // with MODE 2 the groups are empty and the stores are plain), then stage 0 landed and its
+  // first fragments loaded.
 #pragma unroll
   for (int s = 0; s < ST - 1; ++s) {
-    if (s < nk) load_stage(s, s);
+    if (s < nk) load_stage(s * STAGE, true);
     cp_async_commit();
   }
+  cp_async_wait<ST - 2>();
+  __syncthreads();
+  unsigned rd = 0, wr = (ST - 1) * STAGE; // stage of tile kt; the free one (tile kt - 1's)
+  load_frags(0, rd, 0);
 
-  for (int kt = 0; kt < nk; ++kt) {
-    cp_async_wait<ST - 2>(); // this thread's copies of stage kt have landed
-    __syncthreads();         // ...and everyone's; stage kt - 1 is free to refill
-    const int next = kt + ST - 1;
-    if (next < nk) load_stage(next % ST, next);
-    cp_async_commit();
-
-    const unsigned short* const as = As + (kt % ST) * TileA::SIZE;
-    const unsigned short* const bs = Bs + (kt % ST) * TileB::SIZE;
+  // Main loop: no divisions, no bounds checks on interior tiles, addresses all precomputed.
+  // Tile kt + ST - 1 goes into the stage freed by tile kt - 1 (every warp has read it: the
+  // barrier at the end of step kt - 1 follows its last ldmatrix). The last k16 step waits for
+  // tile kt + 1, passes the barrier and loads its first fragments before its own MMAs.
+  // Two copies of the loop: the first (check = 0) runs while the tile being loaded lies wholly
+  // inside A and B (every tile when packed; none in a block on the M or N edge), with
+  // unconditional cp.async; the second (check = 1) the rest (the last tiles: partial K tiles, or nothing left
+  // to load), with the bounds tests. A runtime-uniform test per tile would be if-converted by
+  // ptxas into both paths issued under predicates (~100 instructions per tile, measured in SASS).
+  int left = nk - (ST - 1); // tiles still to load
+  auto step = [&](bool check) {
 #pragma unroll
-    for (int kk = 0; kk < BK; kk += 16) {
-      unsigned a[MI][4];
-#pragma unroll
-      for (int i = 0; i < MI; ++i) {
-        if constexpr (!A_COL) {
-          // Lanes 0-15 address rows 0-15 at k 0-7, lanes 16-31 the same rows at k 8-15: registers
-          // 0-3 are then a0 (rows 0-7, k 0-7), a1 (rows 8-15), a2 (k 8-15), a3.
-          ldmatrix_x4(a[i], as + (wm + i * 16 + (lane & 15)) * TileA::LD + kk + (lane >> 4) * 8);
-        } else {
-          // K-major tile: lanes 8q..8q+7 address k rows of matrix q = (m half q & 1, k half q >> 1);
-          // transposed, each register holds the same (row, k pair) as in the row-major case.
-          const int q = lane >> 3;
-          ldmatrix_x4_trans(a[i], as + (kk + (q >> 1) * 8 + (lane & 7)) * TileA::LD + wm + i * 16 + (q & 1) * 8);
-        }
+    for (int ks = 0; ks < KS; ++ks) {
+      if (ks == 0) {
+        if (!check || left > 0) load_stage(wr, check);
+        cp_async_commit();
+        --left;
       }
-      unsigned b[NI][2];
-#pragma unroll
-      for (int j = 0; j < NI; j += 2) {
-        unsigned r[4];
-        if constexpr (!B_COL) {
-          // Lanes 0-15 address k rows 0-15 of columns n..n+7, lanes 16-31 those of n+8..n+15:
-          // transposed, registers 0-1 are b0, b1 of the first n8 tile, 2-3 of the second.
-          ldmatrix_x4_trans(r, bs + (kk + (lane & 15)) * TileB::LD + wn + j * 8 + (lane >> 4) * 8);
-        } else {
-          // N-major tile (rows n, k contiguous): lanes 8q..8q+7 address n rows of matrix q =
-          // (k half q & 1, n half q >> 1); untransposed, a lane holds (n = g, k = 2t, 2t + 1).
-          const int q = lane >> 3;
-          ldmatrix_x4(r, bs + (wn + j * 8 + (q >> 1) * 8 + (lane & 7)) * TileB::LD + kk + (q & 1) * 8);
-        }
-        b[j][0] = r[0], b[j][1] = r[1], b[j + 1][0] = r[2], b[j + 1][1] = r[3];
+      if (ks == KS - 1) {
+        cp_async_wait<ST - 2>(); // this thread's copies of tile kt + 1 have landed
+        __syncthreads();         // ...and everyone's; tile kt's stage is free after this
+        wr = rd;
+        rd = rd + STAGE == RING ? 0u : rd + STAGE;
       }
+      load_frags((ks + 1) & 1, rd, (ks + 1) % KS);
+      // Serpentine over j: consecutive MMAs share an A or B fragment.
 #pragma unroll
       for (int i = 0; i < MI; ++i)
 #pragma unroll
-        for (int j = 0; j < NI; ++j) mma16816<F16>(acc[i][j], a[i], b[j][0], b[j][1]);
+        for (int jj = 0; jj < NI; ++jj) {
+          const int j = (i & 1) ? NI - 1 - jj : jj;
+          mma16816<F16>(acc[i][j], fa[ks & 1][i], fb[ks & 1][j][0], fb[ks & 1][j][1]);
+        }
     }
+  };
+  // Iterations whose load is wholly inside: packed, all that load; else only in blocks inside M
+  // and N, those loading tiles that end within K.
+  int fast = 0;
+  if constexpr (MODE == 0) {
+    fast = max(0, left);
+  } else if constexpr (MODE == 1) {
+    const int whole_k = p.K / BK - kt0; // tiles of this slice that end within K
+    if (row0 + BM <= p.M && col0 + BN <= p.N) fast = max(0, min(nk, whole_k) - (ST - 1));
   }
+  int kt = 0;
+  for (; kt < fast; ++kt) step(false);
+  for (; kt < nk; ++kt) step(true);
   cp_async_wait<0>(); // nothing may be in flight into shared memory when the block exits
 
   // Epilogue: lane (g, t) = (lane / 4, lane % 4) holds rows g and g + 8 of each m16 tile, columns

@@ -2,7 +2,10 @@
 // rounded inputs. Its first version (aligned row-major shapes, unsplit, unpacked) passed on an H100
 // for both dtypes; the cases added since -- column-major A and B, unaligned shapes and pointers
 // (packed operands), split-K, the element-load form -- have NOT YET RUN ON A GPU: this is the test
-// that must pass before those paths are trusted (see gemm_tc16.cu's header).
+// that must pass before those paths are trusted (see gemm_tc16.cu's header). The 2026-11 mainloop
+// rewrite (precomputed addresses, fast/checked loop copies, double-buffered fragments) and the
+// vectorized gemm_pack16 (16/8/4/2-byte-aligned source rows: 2999^3 and the shifted cases cover
+// them) are likewise covered here and not yet run on a GPU.
 //
 // Tolerance rule (relative Frobenius error of C): the result is rounded to the output dtype once,
 // at most half an ulp, i.e. a relative 2^-9 (bf16, 8 significant bits) or 2^-12 (fp16, 11 bits) of
