@@ -50,19 +50,27 @@ size_t smem_bytes(const Config& c, const GemmProblem& p) {
 
 // Registers a thread: accumulators (MT / 8 n8 tiles x 4 (row-major B) or 2 m16 tiles x 4
 // floats), the ring (DEPTH slots of B, 16 words, 32 for single-half loads, and A's fragment words
-// per n8 tile: 2 or 4, twice that when A's halves come one by one), ~36 + 2 a tile for addresses,
-// bounds and the loop.
+// per n8 tile: 2 or 4, twice that when A's halves come one by one), and addresses, bounds and the
+// loop: 44 + 4 a tile (+ 2 a tile from 4 tiles), 32 more with column-major B. Calibrated against
+// ptxas -v for sm_90 (CUDA 13.0; estimate / used): 8-row NN ring 4 136 / 132, NT 168 / 160;
+// 16-row NN ring 4 164 / 156, ring 6 204 / 199; 32-row NN ring 4 228 / 224; single-half loads
+// with element-wise A (8 rows, ring 4) 208 / 209.
 int register_estimate(int mt, int vec, int depth, bool bcol, int av) {
   const int mtiles = mt / 8;
   const int acc = mtiles * (bcol ? 2 : 4) * 4;
   const int a_words = (bcol ? 4 : 2) * (av ? 1 : 2);
-  return acc + depth * ((vec == 1 ? 32 : 16) + mtiles * a_words) + 36 + 2 * mtiles;
+  return acc + depth * ((vec == 1 ? 32 : 16) + mtiles * a_words) + 44 + 4 * mtiles + (mtiles >= 4 ? 2 * mtiles : 0) + (bcol ? 32 : 0);
 }
 int register_estimate(const Config& c, const GemmProblem& p) {
   return register_estimate(c["MT"], c["VEC"], c["DEPTH"], b_col(p), a_vec(p));
 }
 // The register cap __launch_bounds__(NT, MINB) sets.
 int register_cap(int nt, int minb) { return std::min(255, 65536 / (nt * std::max(1, minb)) / 8 * 8); }
+
+// The most the space lets the estimate reach: MINB's cap, and with MINB = 1 ptxas's 255 (or
+// 64K / NT) with a little slack (a few spills at worst: the only configs for M > 32 with
+// column-major B and single-half loads).
+int register_limit(int nt, int minb) { return minb > 1 ? register_cap(nt, minb) : std::min(65536 / nt, 272); }
 
 // Blocks an SM holds: registers (the estimate plus 16 of slack, in 8-register steps; MINB
 // holds ptxas to its cap), threads, shared memory (per SM: the per-block opt-in limit + 1 KB).
@@ -204,7 +212,7 @@ Family gemm_skinny16_family() {
                 [](const Config& c, P p, D) { return workspace_bytes(c, p) <= kGemmMaxWorkspace; })
       .restrict("register estimate within the __launch_bounds__(NT, MINB) cap", {"MT", "NT", "VEC", "DEPTH", "MINB"},
                 [](const Config& c, P p, D) {
-                  return c["NT"] * c["MINB"] <= 2048 && register_estimate(c, p) <= register_cap(c["NT"], c["MINB"]);
+                  return c["NT"] * c["MINB"] <= 2048 && register_estimate(c, p) <= register_limit(c["NT"], c["MINB"]);
                 })
       // A grid of clusters larger than the clusters resident at once runs in two waves, the
       // second nearly empty (gemm_skinny on the H100: twice the time).
@@ -243,7 +251,7 @@ Family gemm_skinny16_family() {
           const int kg = nt / 32 / wn;
           for (int depth : {2, 3, 4, 6, 8}) {
             const int est = register_estimate(mt, vec, depth, b_col(p), a_vec(p));
-            if (est > register_cap(nt, 1)) continue;
+            if (est > register_cap(nt, 1)) continue; // (the space's slack beyond 255 is for the last resort)
             const int minb = minb_for(nt, est);
             for (const auto& [cl, splitk] : splits) {
               const Config c = make(mt, nt, kg, depth, cl, splitk, minb);
@@ -291,13 +299,18 @@ Family gemm_skinny16_family() {
         return std::max(register_estimate(x["MT"], x["VEC"], x["DEPTH"], false, 0),
                         register_estimate(x["MT"], x["VEC"], x["DEPTH"], true, 0));
       };
-      // The deepest ring no deeper than the tuned one that fits the cap (else the shortest).
+      // The deepest ring no deeper than the tuned one that fits the cap (else the shortest),
+      // then a lower MINB, then fewer threads (as many warp groups as still fit).
       for (int depth : {8, 6, 4, 3, 2}) {
         if (depth > g["DEPTH"]) continue;
         g.set("DEPTH", depth);
-        if (est(g) <= register_cap(g["NT"], g["MINB"])) break;
+        if (est(g) <= register_limit(g["NT"], g["MINB"])) break;
       }
-      while (g["MINB"] > 1 && est(g) > register_cap(g["NT"], g["MINB"])) g.set("MINB", g["MINB"] - 1);
+      while (g["MINB"] > 1 && est(g) > register_limit(g["NT"], g["MINB"])) g.set("MINB", g["MINB"] - 1);
+      while (g["NT"] > 64 && est(g) > register_limit(g["NT"], g["MINB"])) {
+        g.set("NT", g["NT"] / 2);
+        g.set("KG", std::min(g["KG"], g["NT"] / 32));
+      }
       return g;
     };
     std::vector<Config> out;

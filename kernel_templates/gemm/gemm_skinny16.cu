@@ -33,8 +33,8 @@
 //     need more slices than a cluster holds.
 //   * sizes the grid so that it runs in one wave (defaults() below: a cluster grid that needs a
 //     second wave of clusters runs at half speed, as gemm_skinny measured) with >= ~2 blocks per
-//     SM and >= 3-4.5 MB in flight; registers per thread ~ acc + DEPTH * (16 + A words) + 40,
-//     capped through __launch_bounds__(NT, MINB).
+//     SM and >= 3-4.5 MB in flight; registers per thread ~ acc + DEPTH * (16 + A words) + 48
+//     (+32 with column-major B), capped through __launch_bounds__(NT, MINB).
 // Targets: 1x4096x4096 NN: 64 column strips x CL 4 = 256 blocks of 128 threads (3 per SM fit),
 // DEPTH 4-6: ~6 MB in flight, expected ~11 us of streaming + ~1 us ramp + ~0.3 us cluster
 // epilogue, i.e. >= 80 % of copy bandwidth. M = 16: the same with two n8 tiles of A (8 MMAs per
