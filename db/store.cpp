@@ -513,6 +513,40 @@ TrialLog Store::export_trials(const std::string& arch) const {
   return log;
 }
 
+std::vector<TrialRow> Store::trial_rows(const std::string& arch) const {
+  Stmt s(db_,
+         "SELECT t.id, t.device_id, t.problem_id, d.name, d.arch, d.uuid, p.m, p.n, p.k, p.layout, p.dtype, p.align, "
+         "p.key, t.family, t.config, t.status, t.median_ms, t.tflops, t.compile_s, t.bench_s, t.created_at, bl.median_ms "
+         "FROM trials t JOIN devices d ON d.id = t.device_id JOIN problems p ON p.id = t.problem_id "
+         "LEFT JOIN baselines bl ON bl.device_id = t.device_id AND bl.problem_id = t.problem_id AND bl.library = 'cublas' "
+         "WHERE (? = '' OR d.arch = ?) ORDER BY t.device_id, t.problem_id, t.id",
+         path_);
+  s.bind(1, arch).bind(2, arch);
+  std::vector<TrialRow> out;
+  while (s.step()) {
+    TrialRow r;
+    r.id = s.i64(0), r.device_id = s.i64(1), r.problem_id = s.i64(2);
+    r.device_name = s.text(3), r.arch = s.text(4);
+    r.imported = s.text(5).rfind("table:", 0) == 0; // import_table's device uuid
+    r.problem = GemmProblem::make(s.i64(6), s.i64(7), s.i64(8), s.text(9), parse_dtype(s.text(10)));
+    r.problem.align = int(s.i64(11));
+    r.problem_key = s.text(12), r.family = s.text(13), r.config_json = s.text(14);
+    r.status = parse_trial_status(s.text(15));
+    r.median_ms = s.dbl(16), r.tflops = s.dbl(17), r.compile_s = s.dbl(18), r.bench_s = s.dbl(19);
+    r.created_at = s.text(20);
+    if (!s.null(21)) r.cublas_ms = s.dbl(21);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::vector<std::string> Store::trial_archs() const {
+  Stmt s(db_, "SELECT DISTINCT d.arch FROM trials t JOIN devices d ON d.id = t.device_id ORDER BY d.arch", path_);
+  std::vector<std::string> out;
+  while (s.step()) out.push_back(s.text(0));
+  return out;
+}
+
 std::future<std::shared_ptr<const CompiledKernel>> load_or_compile(const Store* store, Compiler& compiler,
                                                                    const CompileRequest& req) {
   auto k = std::make_shared<CompiledKernel>();

@@ -45,6 +45,19 @@ struct BestRecord {
   int64_t trial_id = 0;
 };
 
+// One recorded trial with its device, problem and the device's cuBLAS time for that problem, as
+// a report reads it (ktune report).
+struct TrialRow {
+  int64_t id = 0, device_id = 0, problem_id = 0;
+  std::string device_name, arch;
+  bool imported = false; // an entry of a tuning table (ktune import), not a measurement here
+  GemmProblem problem;
+  std::string problem_key, family, config_json, created_at;
+  TrialStatus status = TrialStatus::ok;
+  double median_ms = 0, tflops = 0, compile_s = 0, bench_s = 0;
+  std::optional<double> cublas_ms;
+};
+
 class Store {
  public:
   static constexpr int kSchemaVersion = 2;
@@ -96,6 +109,12 @@ class Store {
   std::vector<std::string> best_archs() const;
   // Every trial recorded for arch, grouped by problem in recording order (ktune export --trials).
   TrialLog export_trials(const std::string& arch) const;
+
+  // Every trial recorded for arch (every arch when empty), with its device, problem and cuBLAS
+  // baseline, ordered by device, problem and recording order. Reads only.
+  std::vector<TrialRow> trial_rows(const std::string& arch = "") const;
+  // The archs of the devices that recorded trials, sorted.
+  std::vector<std::string> trial_archs() const;
 
   // cubins keyed by the compiler's cache key (source hash, options, arch, NVRTC version).
   void put_binary(const std::string& key, const std::string& arch, const std::vector<char>& cubin,

@@ -19,6 +19,7 @@
 #include "tuner/simulate.h"
 #include "tuner/strategy.h"
 #include "tuner/worker.h"
+#include "tools/report.h"
 
 #include <filesystem>
 #include <unistd.h>
@@ -501,6 +502,9 @@ int main(int argc, char** argv) {
   bn->add_option("--json", bn_json, "Also write the results as JSON to this file");
   bn->add_option("--device", bn_device, "GPU ordinal")->capture_default_str();
 
+  ReportOptions report;
+  auto* rp = add_report_subcommand(app, report);
+
   int worker_device = 0;
   auto* wk = app.add_subcommand("worker", "");  // internal: the fault-isolated GPU process of `tune`
   wk->group("");
@@ -580,6 +584,7 @@ int main(int argc, char** argv) {
       std::printf("%s", sim_json ? simulation_json(r).c_str() : format_simulation(r).c_str());
       return 0;
     }
+    if (rp->parsed()) return run_report(report, argc, argv);
     if (wk->parsed()) return worker_main(worker_device);
   } catch (const UsageError& e) {
     std::fprintf(stderr, "ktune: %s\n", e.what());

@@ -13,6 +13,19 @@ if [ ${#need[@]} -gt 0 ]; then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
 fi
+# Chromium and Python 3 for the browser test of `ktune report` (tests/report/render_check.py, standard
+# library only); without them that test is skipped. Installed without recommends (~80 MB download).
+web=()
+for pkg in chromium python3; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || web+=("$pkg")
+done
+if [ ${#web[@]} -gt 0 ]; then
+  echo "setup-deps: installing ${web[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  [ ${#need[@]} -gt 0 ] || $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${web[@]}" >/dev/null
+fi
 if [ ! -e /usr/local/cuda/include/nvrtc.h ] && ! command -v nvcc >/dev/null 2>&1; then
   echo "setup-deps: the CUDA toolkit (12.0 or newer, with NVRTC and cuBLAS) was not found; install it first" >&2
   exit 1
