@@ -16,7 +16,7 @@ fi
 # Chromium and Python 3 for the browser test of `ktune report` (tests/report/render_check.py, standard
 # library only); without them that test is skipped. Installed without recommends (~80 MB download).
 web=()
-for pkg in chromium python3; do
+for pkg in chromium fonts-liberation python3; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || web+=("$pkg")
 done
 if [ ${#web[@]} -gt 0 ]; then
