@@ -112,7 +112,7 @@ int64_t warp_steps(const Config& c, const GemmProblem& p) {
   return (steps + c["KG"] - 1) / c["KG"];
 }
 
-int rows_tile(int64_t m) { return m <= 8 ? 8 : m <= 16 ? 16 : m <= 32 ? 32 : 64; }
+int rows_tile(int64_t m) { return m <= 8 ? 8 : m <= 16 ? 16 : 32; } // M = 33..64: two tiles of 32
 
 // The bandwidth model of gemm_skinny16.cu's header, in microseconds: B streams at up to BW when
 // the loads in flight cover BW x latency; a wave that holds fewer runs at the rate its loads in
@@ -169,7 +169,9 @@ Family gemm_skinny16_family() {
   f.describe("BF16/FP16 GEMM for M <= 64 (decode): streams B once through a register ring of vector loads, sums on the "
              "tensor cores (mma.sync on the transposed product, fragments built from the loads), A's fragments from "
              "global memory, K split over warp groups, thread block clusters (sm_90) and split-K")
-      .param("MT", {8, 16, 32, 64}, "rows of C per block (n8 MMA tiles; rows beyond M are zeros)")
+      // (A 64-row tile needs 244-255 registers at a 2-step ring: ptxas spills; M = 33..64 runs as
+      // two 32-row tiles, the second read of B mostly from L2.)
+      .param("MT", {8, 16, 32}, "rows of C per block (n8 MMA tiles; rows beyond M are zeros)")
       .param("NT", {64, 128, 256, 512}, "threads per block: NT / 32 warps, WN along N times KG along K")
       .param("KG", {1, 2, 4, 8, 16}, "warp groups splitting K inside a block (partial sums meet in shared memory)")
       .param("VEC", {1, 2, 4, 8}, "halves per global load of B (a lane's 8 halves in 8 / VEC loads): the widest allowed")
@@ -270,12 +272,12 @@ Family gemm_skinny16_family() {
       if (self.valid(c, p, d)) return c;
     // Last resort: 64 threads in 2 warp groups (one warp wide), a 2-step ring, no split, the row
     // tile within the registers.
-    for (int mt : {rows_tile(p.m), 32, 16, 8}) {
+    for (int mt : {rows_tile(p.m), 16, 8}) {
       Config c = make(mt, 64, 2, 2, 1, 1, 1);
       c.set("LDH", 0);
       if (self.valid(c, p, d)) return c;
     }
-    Config last = make(p.m > 32 ? 32 : rows_tile(p.m), 64, 2, 2, 1, 1, 1);
+    Config last = make(rows_tile(p.m), 64, 2, 2, 1, 1, 1);
     last.set("LDH", 0);
     return last;
   });
@@ -288,7 +290,7 @@ Family gemm_skinny16_family() {
   // also comes without K slices across blocks (a cluster grid that no longer fits one wave).
   f.generalize([](const Config& c) {
     std::vector<std::pair<int, int>> mts; // (distance in powers of two, MT)
-    for (int mt : {8, 16, 32, 64}) {
+    for (int mt : {8, 16, 32}) {
       int d = 0;
       for (int x = std::min(mt, c["MT"]); x < std::max(mt, c["MT"]); x *= 2) ++d;
       mts.emplace_back(2 * d + (mt > c["MT"]), mt);

@@ -61,7 +61,7 @@
 //     A's fragment: the 8 consecutive k = 8t .. 8t + 7 of row g (one 16-byte load).
 //
 // Template parameters (host code spells them as in the config JSON):
-//   MT      rows of C per block, a multiple of 8 (n8 MMA tiles); blockIdx.y steps over M
+//   MT      rows of C per block: 8, 16 or 32 (n8 MMA tiles; 64 would spill); blockIdx.y steps over M
 //   NT      threads per block: NT / 32 warps = WN warps along N times KG along K
 //   KG      warp groups splitting the block's K slice (steps interleaved: group kg takes steps
 //           kg, kg + KG, ...); partial sums meet in shared memory after the loop
