@@ -79,7 +79,10 @@ GemmProblem parse_problem(const json& e, const std::string& where) {
     throw UsageError(msg.rfind(where, 0) == 0 ? msg : where + ": " + msg);
   }
   const int64_t align = positive_int(e, "align", where);
-  if (align != 4 && align != 8 && align != 16) throw UsageError(where + ": \"align\" must be 4, 8 or 16");
+  // Class 2 exists for 2-byte elements only (an odd leading dimension of a bf16/f16 operand).
+  const bool half = element_bytes(p.dtype) == 2;
+  if (align != 4 && align != 8 && align != 16 && !(half && align == 2))
+    throw UsageError(where + ": \"align\" must be " + (half ? "2, 4, 8 or 16" : "4, 8 or 16"));
   p.align = int(align);
   return p;
 }

@@ -126,6 +126,14 @@ TEST(Table, RefusesBadTablesWithAClearMessage) {
   EXPECT_NE(msg(std::string(kGood).replace(std::string(kGood).find("\"family\": \"gemm_smem\","), 22, "")).find("missing field \"family\""),
             std::string::npos);
   EXPECT_NE(msg(R"({"schema": "ktune.table/1"})").find("missing field \"device\""), std::string::npos);
+  // Alignment class 2 exists for 2-byte elements only: a bf16 entry may carry it, an f32 one not.
+  const std::string f32_a2 = std::string(kGood).replace(std::string(kGood).find("\"align\": 4"), 10, "\"align\": 2");
+  EXPECT_NE(msg(f32_a2).find("entry 1: \"align\" must be 4, 8 or 16"), std::string::npos) << msg(f32_a2);
+  std::string bf16_a2 = f32_a2;
+  bf16_a2.replace(bf16_a2.find("\"dtype\": \"f32\", \"layout\": \"TN\""), 14, "\"dtype\": \"bf16\"");
+  const Table h = parse_table(bf16_a2, "bf16");
+  EXPECT_EQ(h.entries[1].problem.key(), "gemm/bf16/TN/100x30x7/a2");
+  EXPECT_EQ(table_to_json(parse_table(table_to_json(h), "again")), table_to_json(h));
   // Beyond int's range a value would wrap into the domain (4294967312 is 16 mod 2^32).
   EXPECT_NE(msg(std::string(kGood).replace(std::string(kGood).find("\"TILE\": 16"), 10, "\"TILE\": 4294967312"))
                 .find("entry 0: config parameter 'TILE' is out of range"),
@@ -133,7 +141,7 @@ TEST(Table, RefusesBadTablesWithAClearMessage) {
 }
 
 TEST(TableValidation, TheShippedTablesAreValid) {
-  for (const char* name : {"sm_90.json", "sm_90-tf32x3.json"}) {
+  for (const char* name : {"sm_90.json", "sm_90-tf32x3.json", "sm_90-half.json"}) {
     const Table t = read_table_file(std::string(KTUNE_SOURCE_DIR) + "/configs/tables/" + name);
     ASSERT_FALSE(t.entries.empty()) << name;
     for (const auto& e : t.entries)
