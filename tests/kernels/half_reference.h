@@ -1,10 +1,11 @@
-// Host conversions between FP32 and bf16 / IEEE binary16 (round to nearest even), for GPU tests
-// that build an FP64 reference from the rounded half inputs. A copy of the helpers in
-// tc16_gpu_test.cpp (which keeps its own), in a namespace of their own.
+// Host conversions between FP32 and bf16 / IEEE binary16 (round to nearest even), for the GPU
+// tests that build an FP64 reference from the rounded half inputs (gemm_tc16, gemm_skinny16).
 #pragma once
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+
+#include "tuner/gemm_op.h"
 
 namespace ktune::testing::half_ref {
 
@@ -48,10 +49,12 @@ inline float from_f16(uint16_t h) {
   return sign ? -v : v;
 }
 
-// The tolerance of a half GEMM's relative Frobenius error (see tc16_gpu_test.cpp): twice the
-// output rounding (2^-8 bf16, 2^-11 fp16) plus K * 2^-23 for FP32 accumulation.
+// The tolerance of a half GEMM's relative Frobenius error: the tuner's rule (GemmOp::tolerance).
 inline double half_tolerance(bool f16, int64_t k) {
-  return (f16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8)) + double(k) * std::ldexp(1.0, -23);
+  GemmProblem p;
+  p.dtype = f16 ? DType::f16 : DType::bf16;
+  p.k = k;
+  return GemmOp::tolerance(p);
 }
 
 } // namespace ktune::testing::half_ref
