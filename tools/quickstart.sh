@@ -18,6 +18,9 @@ if ! ./build/ktune devices; then
   echo
   echo "quickstart: and with the opt-in FP32-on-tensor-cores table (configs/tables/sm_90-tf32x3.json):"
   ./build/ktune query --arch sm_90 --problem 4096x4096x4096 --tf32x3
+  echo
+  echo "quickstart: and in BF16, from the shipped half-precision table (configs/tables/sm_90-half.json):"
+  ./build/ktune query --arch sm_90 --problem 2999x2999x2999 --dtype bf16
   exit 0
 fi
 echo
