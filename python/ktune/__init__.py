@@ -1,0 +1,58 @@
+"""ktune: tuned CUDA GEMM kernels from Python.
+
+    import ktune
+    c = ktune.gemm(a, b)                       # PyTorch CUDA tensors (or CuPy arrays), f32 / bf16 / f16
+    ktune.best_config(4096, 4096, 4096, dtype="bf16", arch="sm_90")   # what would run, and why
+    ktune.tune(["4096x4096x4096"], budget_seconds=30)                  # search on the GPU, with a progress bar
+    torch.ops.ktune.gemm(a, b)                 # the same GEMM as a PyTorch custom op (torch.compile traces it)
+
+The package imports without PyTorch; the custom op is registered when torch can be imported.
+One ktune runtime per process and device, created on first use (ktune.configure() sets its
+options first; thread-safe as the C++ Runtime is: include/ktune/runtime.h).
+"""
+
+import pkgutil as _pkgutil
+
+# A build tree holds the compiled module in BUILD/python/ktune/ while these sources stay in
+# python/ktune/: with both on sys.path, the package spans the two (README, "Python").
+__path__ = _pkgutil.extend_path(__path__, __name__)
+
+try:
+    from . import _ktune
+except ImportError as _e:  # pragma: no cover - depends on the installation
+    raise ImportError(
+        "ktune: the compiled module ktune._ktune could not be loaded (%s). Install the package with "
+        "`pip install .` from the ktune repository, or build it with CMake (-DKTUNE_PYTHON=ON, target _ktune) and "
+        "put both python/ and BUILD/python on PYTHONPATH (README, 'Python')." % (_e,)
+    ) from _e
+
+__version__ = _ktune.__version__
+
+#: Any failure inside ktune (CUDA, NVRTC, cuBLAS, SQLite, no GPU); a RuntimeError.
+KtuneError = _ktune.KtuneError
+#: An argument ktune cannot take (bad dtype, shape mismatch, a tensor not on a CUDA device); a ValueError.
+UsageError = _ktune.UsageError
+
+from ._runtime import best_config, configure, default_db_path, devices, runtime  # noqa: E402
+from ._gemm import gemm  # noqa: E402
+from ._tune import tune  # noqa: E402
+
+try:  # the PyTorch custom op ktune::gemm, where torch is installed
+    import torch as _torch  # noqa: F401
+except ImportError:
+    _torch = None
+if _torch is not None:
+    from . import _torch_ops  # noqa: E402,F401
+
+__all__ = [
+    "__version__",
+    "KtuneError",
+    "UsageError",
+    "best_config",
+    "configure",
+    "default_db_path",
+    "devices",
+    "gemm",
+    "runtime",
+    "tune",
+]

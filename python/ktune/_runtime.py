@@ -1,0 +1,106 @@
+"""One ktune runtime per process and device (or per arch, for GPU-less queries), created lazily."""
+
+import threading
+
+from . import _ktune
+
+_DTYPES = {
+    "f32": "f32", "float32": "f32", "float": "f32", "fp32": "f32",
+    "bf16": "bf16", "bfloat16": "bf16",
+    "f16": "f16", "float16": "f16", "half": "f16", "fp16": "f16",
+}
+
+_lock = threading.Lock()
+_options = {"db": None, "tables": (), "tf32x3": False, "measure_untuned": True}
+_runtimes = {}
+# Runtimes replaced by configure(): kept alive, since another thread may still be launching on
+# one (the C++ Runtime must not be destroyed while calls are in flight).
+_retired = []
+
+
+def dtype_name(dtype):
+    """'f32', 'bf16' or 'f16' for a name ('float32', 'bfloat16', 'half', ...) or a torch dtype."""
+    name = str(dtype)
+    if name.startswith("torch."):
+        name = name[len("torch."):]
+    key = name.lower()
+    if key not in _DTYPES:
+        raise _ktune.UsageError(
+            "unknown dtype %r: ktune serves f32 (float32), bf16 (bfloat16) and f16 (float16)" % (dtype,))
+    return _DTYPES[key]
+
+
+def default_db_path():
+    """The database ktune reads by default: $KTUNE_DB, else ~/.cache/ktune/ktune.db (XDG)."""
+    return _ktune.default_db_path()
+
+
+def devices():
+    """The GPUs the driver sees, as dicts (ordinal, name, arch, sm_count, total_memory); [] without one."""
+    return list(_ktune.devices()[0])
+
+
+def configure(db=None, tables=None, tf32x3=None, measure_untuned=None):
+    """Options of the runtimes created from now on (the ones made so far are replaced).
+
+    db: a ktune database to read (default: default_db_path(); a missing file means none);
+    tables: extra tuning tables (ktune.table/1 files); tf32x3: also the shipped gemm_tf32x3 table
+    (FP32 on the TF32 tensor cores, runtime.h); measure_untuned: time candidates against cuBLAS on
+    the first gemm() of a problem nobody tuned (default True). Returns the options in force.
+    """
+    with _lock:
+        if db is not None:
+            _options["db"] = str(db)
+        if tables is not None:
+            _options["tables"] = tuple(str(t) for t in tables)
+        if tf32x3 is not None:
+            _options["tf32x3"] = bool(tf32x3)
+        if measure_untuned is not None:
+            _options["measure_untuned"] = bool(measure_untuned)
+        _retired.extend(_runtimes.values())
+        _runtimes.clear()
+        return dict(_options)
+
+
+def reload():
+    """Re-read the database and tables (after a tune(), say): later calls use fresh runtimes."""
+    with _lock:
+        _retired.extend(_runtimes.values())
+        _runtimes.clear()
+
+
+def runtime(device=None, arch=None):
+    """The process's ktune runtime (ktune._ktune.Runtime) for a CUDA device ordinal (default 0),
+    or for an arch such as 'sm_90' without a GPU (queries only)."""
+    key = ("arch", str(arch)) if arch else ("device", int(device or 0))
+    with _lock:
+        rt = _runtimes.get(key)
+        if rt is not None:
+            return rt
+        opts = dict(_options)
+    if not arch:
+        gpus, why = _ktune.devices()
+        if not gpus:
+            raise _ktune.KtuneError("no GPU available (%s): best_config() needs arch=, e.g. arch='sm_90'" % why)
+    db = opts["db"] if opts["db"] is not None else _ktune.default_db_path()
+    made = _ktune.Runtime(db_path=db, tables=list(opts["tables"]), arch=str(arch or ""),
+                          device=0 if arch else int(device or 0), tf32x3=opts["tf32x3"],
+                          measure_untuned=opts["measure_untuned"])
+    with _lock:
+        # Another thread may have made one meanwhile: keep the first, so every caller shares it.
+        return _runtimes.setdefault(key, made)
+
+
+def best_config(m, n, k, dtype="f32", layout="NN", arch=None, device=None):
+    """What ktune runs for C (m x n) = A (m x k) B (k x n): a dict with provenance (exact, nearest,
+    default_config, cublas), family, config (parameter -> value), source, tuned_problem, why,
+    candidates, recorded times, ... (include/ktune/runtime.h, Selection; `ktune query --json`).
+
+    arch ('sm_90', ...) answers for that arch from the shipped tables and your database without a
+    GPU; otherwise the GPU `device` (default 0) is asked. layout: 'NN', 'NT', 'TN' or 'TT' (A, B
+    row-major N or column-major T).
+    """
+    for name, v in (("m", m), ("n", n), ("k", k)):
+        if isinstance(v, bool) or not isinstance(v, int) and not hasattr(v, "__index__"):
+            raise _ktune.UsageError("best_config: %s must be an integer (got %r)" % (name, v))
+    return runtime(device=device, arch=arch).best_config(int(m), int(n), int(k), dtype_name(dtype), str(layout))

@@ -1,0 +1,238 @@
+"""Tests that need no GPU: import, version, best_config against the shipped tables, argument errors."""
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import ktune
+from conftest import REPO, gpu_available
+
+
+def project_version():
+    with open(os.path.join(REPO, "CMakeLists.txt")) as f:
+        return re.search(r"project\(ktune VERSION ([0-9.]+)", f.read()).group(1)
+
+
+def test_version():
+    assert ktune.__version__ == project_version() == "0.1.0"
+
+
+def test_imports_without_torch():
+    code = "import sys; sys.modules['torch'] = None; import ktune; print(ktune.__version__); print(hasattr(ktune, '_torch_ops'))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [ktune.__version__, "False"]
+
+
+def test_exceptions_are_python_ones():
+    assert issubclass(ktune.UsageError, ValueError)
+    assert issubclass(ktune.KtuneError, RuntimeError)
+
+
+def table(name):
+    with open(os.path.join(REPO, "configs", "tables", name)) as f:
+        return json.load(f)["entries"]
+
+
+@pytest.mark.parametrize("name,dtype", [("sm_90.json", "f32"), ("sm_90-half.json", "bf16"), ("sm_90-half.json", "f16")])
+def test_best_config_shipped_table(name, dtype):
+    entries = [e for e in table(name) if e["dtype"] == dtype]
+    assert entries, "no %s entries in %s" % (dtype, name)
+    exact = 0
+    for e in entries:
+        s = ktune.best_config(e["m"], e["n"], e["k"], dtype=dtype, layout=e["layout"], arch="sm_90")
+        key = ktune._ktune.problem_key(e["m"], e["n"], e["k"], dtype, e["layout"])
+        assert s["problem"] == key and s["arch"] == "sm_90"
+        for field in ("provenance", "family", "config", "why", "source", "tuned_problem", "candidates"):
+            assert field in s
+        assert s["provenance"] in ("exact", "cublas"), s
+        assert s["tuned_problem"] == key
+        assert "shipped table" in s["source"], s["source"]
+        if s["provenance"] == "exact":
+            exact += 1
+            assert s["family"] == e["family"]
+            # The runtime's canonical form may add parameters at their defaults (e.g. PACK 0).
+            assert {k: s["config"].get(k) for k in e["config"]} == e["config"], (s["config"], e["config"])
+        if e["cublas_ms"] / e["time_ms"] > 1.1:  # clearly faster than cuBLAS when tuned
+            assert s["provenance"] == "exact", s
+    assert exact > 0
+
+
+def test_best_config_dtype_names():
+    e = [e for e in table("sm_90-half.json") if e["dtype"] == "bf16"][0]
+    a = ktune.best_config(e["m"], e["n"], e["k"], dtype="bf16", arch="sm_90")
+    b = ktune.best_config(e["m"], e["n"], e["k"], dtype="bfloat16", arch="sm_90")
+    assert a["problem"] == b["problem"]
+    assert "/bf16/" in a["problem"]
+
+
+def test_best_config_untuned_shape():
+    s = ktune.best_config(1000, 777, 333, dtype="f32", arch="sm_90")
+    assert s["provenance"] in ("nearest", "default_config", "cublas")
+    assert s["why"]
+    assert isinstance(s["candidates"], list)
+
+
+@pytest.mark.parametrize("kwargs,pattern", [
+    (dict(dtype="f64"), "dtype"),
+    (dict(dtype="tf32"), "tf32"),
+    (dict(layout="XY"), "layout"),
+    (dict(arch="sm_12"), "sm_12"),
+])
+def test_best_config_errors(kwargs, pattern):
+    args = dict(arch="sm_90")
+    args.update(kwargs)
+    with pytest.raises(ktune.UsageError, match=pattern):
+        ktune.best_config(256, 256, 256, **args)
+
+
+def test_best_config_bad_sizes():
+    with pytest.raises(ValueError):
+        ktune.best_config(0, 256, 256, arch="sm_90")
+    with pytest.raises(ValueError):
+        ktune.best_config("256", 256, 256, arch="sm_90")
+
+
+@pytest.mark.skipif(gpu_available(), reason="checks the no-GPU message")
+def test_best_config_without_gpu_needs_arch():
+    if ktune.devices():
+        pytest.skip("a GPU is visible")
+    with pytest.raises(ktune.KtuneError, match="arch"):
+        ktune.best_config(256, 256, 256)
+
+
+class FakeCuda:
+    """An object with __cuda_array_interface__ at a made-up address: argument checks come first,
+    so the errors below are raised before anything touches a GPU."""
+
+    def __init__(self, shape, typestr="<f4", strides=None):
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr, "data": (0x10000, False),
+                                         "strides": strides, "version": 3, "stream": None}
+
+
+def test_gemm_shape_mismatch():
+    with pytest.raises(ktune.UsageError, match="shape mismatch"):
+        ktune.gemm(FakeCuda((4, 5)), FakeCuda((6, 7)), out=FakeCuda((4, 7)))
+
+
+def test_gemm_not_2d():
+    with pytest.raises(ktune.UsageError, match="2-D"):
+        ktune.gemm(FakeCuda((4, 5, 2)), FakeCuda((5, 7)), out=FakeCuda((4, 7)))
+
+
+def test_gemm_bad_dtype():
+    with pytest.raises(ktune.UsageError, match="typestr"):
+        ktune.gemm(FakeCuda((4, 5), "<f8"), FakeCuda((5, 7), "<f8"), out=FakeCuda((4, 7), "<f8"))
+
+
+def test_gemm_mixed_dtypes():
+    with pytest.raises(ktune.UsageError, match="one dtype"):
+        ktune.gemm(FakeCuda((4, 5), "<f4"), FakeCuda((5, 7), "<f2"), out=FakeCuda((4, 7)))
+
+
+def test_gemm_out_shape():
+    with pytest.raises(ktune.UsageError, match="out has shape"):
+        ktune.gemm(FakeCuda((4, 5)), FakeCuda((5, 7)), out=FakeCuda((7, 4)))
+
+
+def test_gemm_out_not_row_major():
+    with pytest.raises(ktune.UsageError, match="row-major"):
+        ktune.gemm(FakeCuda((4, 5)), FakeCuda((5, 7)), out=FakeCuda((4, 7), strides=(4, 16)))
+
+
+def test_gemm_odd_strides_refused_without_torch():
+    with pytest.raises(ktune.UsageError, match="neither row- nor column-major"):
+        ktune.gemm(FakeCuda((4, 5), strides=(40, 8)), FakeCuda((5, 7)), out=FakeCuda((4, 7)))
+
+
+def test_gemm_beta_needs_out():
+    with pytest.raises(ktune.UsageError, match="out="):
+        ktune.gemm(FakeCuda((4, 5)), FakeCuda((5, 7)), beta=1.0)
+
+
+def test_gemm_host_arrays_refused():
+    np = pytest.importorskip("numpy")
+    a, b = np.ones((4, 5), np.float32), np.ones((5, 7), np.float32)
+    # With PyTorch: a CPU tensor ("on cpu"); without: not a CUDA array.
+    with pytest.raises(ktune.UsageError, match="cpu|CUDA|cuda_array_interface"):
+        ktune.gemm(a, b)
+
+
+def test_gemm_plain_objects_refused():
+    with pytest.raises(ktune.UsageError):
+        ktune.gemm([[1.0]], [[1.0]])
+
+
+def test_tune_problem_parsing_errors():
+    with pytest.raises(ktune.UsageError, match="MxNxK"):
+        ktune.tune(["4096x4096"], progress=False)
+    with pytest.raises(ktune.UsageError, match="dtype"):
+        ktune.tune([(64, 64, 64, "f64")], progress=False)
+
+
+@pytest.mark.skipif(gpu_available(), reason="checks the no-GPU failure")
+def test_tune_without_gpu_fails_clearly(tmp_path):
+    if ktune.devices():
+        pytest.skip("a GPU is visible")
+    with pytest.raises(ktune.KtuneError, match="no GPU"):
+        ktune.tune(["64x64x64"], budget_seconds=1, db=str(tmp_path / "t.db"), progress=False)
+
+
+FAKE_CLI = textwrap.dedent("""\
+    #!{python}
+    # Stands in for `ktune tune`: appends two trials per problem to --trials-out, prints a summary.
+    import json, sys
+    args = sys.argv[1:]
+    assert args[0] == "tune", args
+    log = args[args.index("--trials-out") + 1]
+    dtype = args[args.index("--dtype") + 1]
+    probs = [args[i + 1] for i, a in enumerate(args) if a == "--problem"]
+    with open(log, "a") as f:
+        for p in probs:
+            for t in (1.0, 2.0):
+                f.write(json.dumps({{"problem": "gemm/%s/NN/%s/a16" % (dtype, p), "status": "ok", "tflops": t}}) + "\\n")
+    print(json.dumps({{"device": {{"name": "fake"}}, "wall_s": 0.5, "argv": args,
+                      "problems": [{{"problem": "gemm/%s/NN/%s/a16" % (dtype, p), "tflops": 2.0}} for p in probs]}}))
+    """)
+
+
+def test_tune_drives_the_program(tmp_path, monkeypatch, capsys):
+    cli = tmp_path / "ktune"
+    cli.write_text(FAKE_CLI.format(python=sys.executable))
+    cli.chmod(0o755)
+    monkeypatch.setenv("KTUNE_CLI", str(cli))
+    monkeypatch.setitem(sys.modules, "tqdm", None)  # the plain text bar
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)
+    trials = tmp_path / "trials.jsonl"
+    r = ktune.tune(["64x64x64", (128, 64, 32), {"m": 32, "n": 32, "k": 32, "dtype": "bf16"}], budget_seconds=2,
+                   families=["gemm_simt"], db=str(tmp_path / "x.db"), trials_out=str(trials))
+    assert [p["problem"] for p in r["problems"]] == ["gemm/f32/NN/64x64x64/a16", "gemm/f32/NN/128x64x32/a16",
+                                                     "gemm/bf16/NN/32x32x32/a16"]
+    assert len(r["runs"]) == 2  # one program run per dtype
+    argv = r["runs"][0]["argv"]
+    assert argv[argv.index("--budget-seconds") + 1] == "2.0"
+    assert argv[argv.index("--family") + 1] == "gemm_simt"
+    assert argv[argv.index("--db") + 1] == str(tmp_path / "x.db")
+    assert len(trials.read_text().splitlines()) == 6
+    err = capsys.readouterr().err
+    assert "3/3" in err and "ktune tune [" in err
+
+
+def test_tune_reports_program_failure(tmp_path, monkeypatch):
+    cli = tmp_path / "ktune"
+    cli.write_text("#!/bin/sh\necho 'ktune: no GPU available, nothing can be tuned: test' >&2\nexit 1\n")
+    cli.chmod(0o755)
+    monkeypatch.setenv("KTUNE_CLI", str(cli))
+    with pytest.raises(ktune.KtuneError, match="no GPU available"):
+        ktune.tune("64x64x64", progress=False)
+
+
+def test_cli_found():
+    # The program ktune.tune drives: installed in the package, or the build tree's.
+    from ktune._tune import find_cli
+    p = find_cli()
+    assert os.access(p, os.X_OK), p

@@ -1,0 +1,201 @@
+"""ktune.gemm and torch.ops.ktune.gemm against torch.matmul on a GPU (skipped without one).
+
+Tolerances (README, "Python"; docs/TEMPLATES.md, "Verification"): relative Frobenius error against
+the product of the same (rounded) inputs in FP64: f32 1e-5; bf16 2^-8 + K * 2^-23; f16 2^-11 + K * 2^-23.
+"""
+import threading
+
+import pytest
+
+import ktune
+from conftest import requires_gpu
+
+pytestmark = requires_gpu
+
+
+def tol(dtype, k):
+    import torch
+    if dtype == torch.float32:
+        return 1e-5
+    u = 2.0 ** -8 if dtype == torch.bfloat16 else 2.0 ** -11
+    return u + k * 2.0 ** -23
+
+
+def rel_err(c, ref):
+    c64 = c.double()
+    return ((c64 - ref).norm() / ref.norm().clamp_min(1e-300)).item()
+
+
+def inputs(m, n, k, dtype, seed=0):
+    import torch
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    a = torch.randn(m, k, device="cuda", generator=g).to(dtype)
+    b = torch.randn(k, n, device="cuda", generator=g).to(dtype)
+    return a, b
+
+
+def check(c, a, b, alpha=1.0, beta=0.0, c0=None):
+    import torch
+    ref = alpha * torch.matmul(a.double(), b.double())
+    if c0 is not None:
+        ref = ref + beta * c0.double()
+    err = rel_err(c, ref)
+    assert err <= tol(a.dtype, a.shape[1]), "relative error %g > %g" % (err, tol(a.dtype, a.shape[1]))
+
+
+DTYPES = ["float32", "bfloat16", "float16"]
+SHAPES = [(256, 256, 256), (1024, 1024, 1024), (127, 65, 33), (16, 4096, 512), (1, 1, 1)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_gemm_matches_matmul(dtype, shape):
+    import torch
+    dt = getattr(torch, dtype)
+    m, n, k = shape
+    a, b = inputs(m, n, k, dt)
+    c = ktune.gemm(a, b)
+    torch.cuda.synchronize()
+    assert c.shape == (m, n) and c.dtype == dt
+    check(c, a, b)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("ta,tb", [(False, True), (True, False), (True, True)])
+def test_gemm_transposed_views(dtype, ta, tb):
+    import torch
+    dt = getattr(torch, dtype)
+    m, n, k = 192, 160, 96
+    a, b = inputs(m, n, k, dt, seed=1)
+    a_in = a.t().contiguous().t() if ta else a  # column-major storage: ktune's T layout, no copy
+    b_in = b.t().contiguous().t() if tb else b
+    c = ktune.gemm(a_in, b_in)
+    torch.cuda.synchronize()
+    check(c, a, b)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gemm_leading_dimensions_and_copies(dtype):
+    import torch
+    dt = getattr(torch, dtype)
+    a_big, b_big = inputs(300, 200, 260, dt, seed=2)
+    a = a_big[:, :130]            # row-major with lda 260
+    b = b_big[:130, ::2]          # column stride 2: copied to contiguous
+    c = ktune.gemm(a, b)
+    torch.cuda.synchronize()
+    check(c, a, b)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gemm_out_alpha_beta(dtype):
+    import torch
+    dt = getattr(torch, dtype)
+    a, b = inputs(128, 96, 64, dt, seed=3)
+    c0 = torch.randn(128, 96, device="cuda").to(dt)
+    out = c0.clone()
+    r = ktune.gemm(a, b, out=out, alpha=0.5, beta=2.0)
+    torch.cuda.synchronize()
+    assert r is out
+    check(out, a, b, 0.5, 2.0, c0)
+
+
+def test_gemm_zero_sizes():
+    import torch
+    a, b = inputs(0, 8, 4, torch.float32)
+    assert ktune.gemm(a, b).shape == (0, 8)
+    a, b = inputs(8, 8, 0, torch.float32)
+    c = ktune.gemm(a, b)
+    torch.cuda.synchronize()
+    assert torch.count_nonzero(c).item() == 0
+
+
+def test_gemm_on_current_stream():
+    import torch
+    a, b = inputs(512, 512, 512, torch.float32, seed=4)
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        c = ktune.gemm(a, b)
+    s.synchronize()
+    check(c, a, b)
+
+
+def test_gemm_threads():
+    import torch
+    pairs = [inputs(256, 256, 256, torch.float32, seed=10 + i) for i in range(4)]
+    results, errors = [None] * 4, []
+
+    def work(i):
+        try:
+            s = torch.cuda.Stream()
+            with torch.cuda.stream(s):
+                for _ in range(5):
+                    results[i] = ktune.gemm(*pairs[i])
+            s.synchronize()
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors, errors
+    for (a, b), c in zip(pairs, results):
+        check(c, a, b)
+
+
+def test_best_config_on_gpu():
+    s = ktune.best_config(1024, 1024, 1024)
+    assert s["arch"].startswith("sm_")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_custom_op_and_torch_compile(dtype):
+    import torch
+    dt = getattr(torch, dtype)
+    a, b = inputs(256, 128, 192, dt, seed=5)
+    c0 = torch.randn(256, 128, device="cuda").to(dt)
+
+    def f(x, y, z):
+        return torch.relu(torch.ops.ktune.gemm(x, y, z, 1.0, 0.5)) * 2
+
+    compiled = torch.compile(f, fullgraph=True)
+    got = compiled(a, b, c0)
+    torch.cuda.synchronize()
+    ref = torch.relu(torch.matmul(a.double(), b.double()) + 0.5 * c0.double()) * 2
+    err = rel_err(got, ref)
+    assert err <= 2 * tol(dt, a.shape[1]), err
+    eager = f(a, b, c0)
+    assert rel_err(eager, ref) <= 2 * tol(dt, a.shape[1])
+
+
+def test_custom_op_opcheck():
+    import torch
+    a, b = inputs(64, 48, 32, torch.float32, seed=6)
+    torch.library.opcheck(torch.ops.ktune.gemm.default, (a, b, None, 1.0, 0.0),
+                          test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_static"))
+
+
+def test_custom_op_autograd():
+    import torch
+    a, b = inputs(96, 80, 64, torch.float32, seed=7)
+    a.requires_grad_(True)
+    b.requires_grad_(True)
+    torch.ops.ktune.gemm(a, b, None, 2.0, 0.0).square().sum().backward()
+    ga, gb = a.grad.clone(), b.grad.clone()
+    a.grad = b.grad = None
+    (2.0 * torch.matmul(a, b)).square().sum().backward()
+    assert rel_err(ga, a.grad.double()) <= 1e-4
+    assert rel_err(gb, b.grad.double()) <= 1e-4
+
+
+def test_cupy_arrays():
+    cupy = pytest.importorskip("cupy")
+    a = cupy.random.standard_normal((200, 120), dtype=cupy.float32)
+    b = cupy.random.standard_normal((120, 90), dtype=cupy.float32)
+    c = ktune.gemm(a, b)
+    cupy.cuda.get_current_stream().synchronize()
+    assert isinstance(c, cupy.ndarray)
+    ref = a.astype(cupy.float64) @ b.astype(cupy.float64)
+    err = float(cupy.linalg.norm(c.astype(cupy.float64) - ref) / cupy.linalg.norm(ref))
+    assert err <= 1e-5
