@@ -55,3 +55,17 @@ def test_compile_traces_the_op_on_meta():
     b = torch.empty(4, 6, device="meta")
     out = torch.compile(f, backend="eager", fullgraph=True)(a, b)
     assert out.shape == (8, 6)
+
+
+def test_autograd_through_fake_kernel():
+    import torch
+    a = torch.empty(8, 4, device="meta", requires_grad=True)
+    b = torch.empty(4, 6, device="meta", requires_grad=True)
+    torch.ops.ktune.gemm(a, b, None, 2.0, 0.0).sum().backward()
+    assert a.grad.shape == (8, 4) and b.grad.shape == (4, 6)
+
+
+def test_schema():
+    import torch
+    assert str(torch.ops.ktune.gemm.default._schema) == (
+        "ktune::gemm(Tensor a, Tensor b, Tensor? c=None, float alpha=1., float beta=0.) -> Tensor")
