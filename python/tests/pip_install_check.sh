@@ -11,7 +11,7 @@ if ! "$py" -m venv "$work/venv" >"$work/venv.log" 2>&1; then
   echo "SKIPPED: $py -m venv failed (apt-get install python3-venv): $(tail -1 "$work/venv.log")"
   exit 77
 fi
-if ! "$work/venv/bin/pip" download -q --no-deps --dest "$work/probe" scikit-build-core >/dev/null 2>&1; then
+if ! "$work/venv/bin/pip" download -q --timeout 10 --retries 0 --no-deps --dest "$work/probe" scikit-build-core >/dev/null 2>&1; then
   echo "SKIPPED: PyPI cannot be reached for the build requirements"
   exit 77
 fi
