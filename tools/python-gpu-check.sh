@@ -12,16 +12,17 @@
 #   PYTHONPATH=$PWD/python:$PWD/build/python python3 -m pytest -v python/tests
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=${BUILD:-build}
+build=$(realpath -m "${BUILD:-build}")
 py=${PYTHON:-python3}
 out=${OUT:-gpu-logs}
 mkdir -p "$out"
 pyexe=$("$py" -c 'import sys; print(sys.executable)')
+pybind11_dir=$("$pyexe" -m pybind11 --cmakedir) # fails here, saying so, where pybind11 is not importable
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DKTUNE_PYTHON=ON -DPython_EXECUTABLE="$pyexe" \
-      -Dpybind11_DIR="$("$py" -m pybind11 --cmakedir)" >"$out/python-cmake.txt"
+      -Dpybind11_DIR="$pybind11_dir" >"$out/python-cmake.txt"
 cmake --build "$build" --target _ktune -j "$(nproc)" >>"$out/python-cmake.txt"
-export PYTHONPATH=$PWD/python:$PWD/$build/python${PYTHONPATH:+:$PYTHONPATH}
-export KTUNE_CLI=$PWD/$build/ktune
+export PYTHONPATH=$PWD/python:$build/python${PYTHONPATH:+:$PYTHONPATH}
+export KTUNE_CLI=$build/ktune
 "$pyexe" -c 'import ktune, torch; print("ktune", ktune.__version__, "torch", torch.__version__, "cuda", torch.version.cuda, "gpu", torch.cuda.is_available() and torch.cuda.get_device_name())' \
   | tee "$out/python-pytest.txt"
 set +e
