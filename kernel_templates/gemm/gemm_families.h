@@ -49,8 +49,9 @@ size_t gemm_splitk_workspace_bytes(int slices, const GemmProblem& p);
 // The reduction is kernel 1 of the family's kernels() (named right after the main kernel).
 void add_splitk_reduce(LaunchPlan& plan, const GemmProblem& p, int slices);
 
-// Operand packing of gemm_pack.cuh, for a main kernel with mq x nq tiles of C that takes K kq at
-// a time (BK times its K slices) and cuts K into `slices` split-K slices (1: none).
+// Operand packing of gemm_pack.cuh (f32) or gemm_pack16.cuh (bf16 / f16: halves, each storage row
+// padded to a multiple of 8), by the problem's dtype, for a main kernel with mq x nq tiles of C
+// that takes K kq at a time (BK times its K slices) and cuts K into `slices` split-K slices (1: none).
 struct GemmPack {
   int mq, nq, kq, slices;
 };
@@ -61,15 +62,10 @@ size_t gemm_pack_workspace_bytes(const GemmPack& t, const GemmProblem& p);
 // the plan's workspace, after its split-K slices.
 void add_pack(LaunchPlan& plan, const GemmProblem& p, const GemmPack& t, int kernel);
 
-// Half-precision (bf16 / fp16) twins of the split-K reduction and the packing, for families whose
-// operands and C are 16-bit (gemm_splitk16.cuh, gemm_pack16.cuh; the FP32 ones are unchanged).
-// The reduction is launched by add_splitk_reduce (same geometry and FP32 workspace slices) under
-// the name gemm_splitk_reduce16_name gives; the packed copies are halves, each storage row padded
-// to a multiple of 8 (16 bytes), after the split-K slices.
+// The half-precision (bf16 / fp16) twin of the split-K reduction, for families whose C is 16-bit
+// (gemm_splitk16.cuh; the FP32 one is unchanged): launched by add_splitk_reduce (same geometry
+// and FP32 workspace slices) under the name this gives.
 std::string gemm_splitk_reduce16_name(int slices, const GemmProblem& p); // F16 from p.dtype
-std::string gemm_pack16_name(const GemmPack& t, const GemmProblem& p);
-size_t gemm_pack16_workspace_bytes(const GemmPack& t, const GemmProblem& p);
-void add_pack16(LaunchPlan& plan, const GemmProblem& p, const GemmPack& t, int kernel);
 
 // The block-tiled families (gemm_simt, gemm_tf32x3): BM x BN tiles of C on a 1D grid (rasterized
 // in the kernel), K in BK-deep steps cut into SPLITK slices (blockIdx.z), optionally packed

@@ -55,13 +55,13 @@ bool slices_reach_k(const Config& c, const GemmProblem& p) {
 GemmTiling tiling(const Config& c) { return {c["BM"], c["BN"], c["BK"], c["SPLITK"], c["PACK"] != 0}; }
 
 size_t workspace_bytes(const GemmTiling& t, const GemmProblem& p) {
-  return gemm_splitk_workspace_bytes(t.splitk, p) + (t.pack ? gemm_pack16_workspace_bytes(gemm_pack_tiles(t), p) : 0);
+  return gemm_splitk_workspace_bytes(t.splitk, p) + (t.pack ? gemm_pack_workspace_bytes(gemm_pack_tiles(t), p) : 0);
 }
 size_t workspace_bytes(const Config& c, const GemmProblem& p) { return workspace_bytes(tiling(c), p); }
 // Whether the packed copies alone (no split-K slices) fit the workspace cap: where they do not,
 // no split count can pack the problem, and the unpacked kernel (element loads) is the fallback.
 bool packed_fits(const Config& c, const GemmProblem& p) {
-  return gemm_pack16_workspace_bytes(gemm_pack_tiles(tiling(c)), p) <= kGemmMaxWorkspace;
+  return gemm_pack_workspace_bytes(gemm_pack_tiles(tiling(c)), p) <= kGemmMaxWorkspace;
 }
 
 } // namespace
@@ -163,7 +163,7 @@ Family gemm_tc16_family() {
      name += std::string(cp16 ? "1" : "0") + "," + (p.dtype == DType::f16 ? "1" : "0") + "," + gemm_layout_args(p) + ">";
      std::vector<std::string> names{name};
      if (c["SPLITK"] > 1) names.push_back(gemm_splitk_reduce16_name(c["SPLITK"], p));
-     if (c["PACK"] != 0) names.push_back(gemm_pack16_name(gemm_pack_tiles(tiling(c)), p));
+     if (c["PACK"] != 0) names.push_back(gemm_pack_name(gemm_pack_tiles(tiling(c)), p));
      return names;
    })
       .launch([](const Config& c, const GemmProblem& p) {
@@ -176,7 +176,7 @@ Family gemm_tc16_family() {
         main.dynamic_smem = static_cast<unsigned>(smem_bytes(c, p));
         plan.steps.push_back(main);
         add_splitk_reduce(plan, p, t.splitk); // kernel 1; FP32 slices, as gemm_splitk_reduce16 reads them
-        if (t.pack) add_pack16(plan, p, gemm_pack_tiles(t), static_cast<int>(plan.steps.size()));
+        if (t.pack) add_pack(plan, p, gemm_pack_tiles(t), static_cast<int>(plan.steps.size()));
         return plan;
       });
   return f;
