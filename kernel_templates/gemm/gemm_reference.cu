@@ -60,22 +60,28 @@ extern "C" __global__ void ktune_f32_to_f64(const float* x, double* y, long long
     y[i] = (double)x[i];
 }
 
+// An element of C as a number, and its bits: the padding is compared bitwise (NaN poison must stay
+// the same NaN). F16 only matters for 16-bit C.
+__device__ __forceinline__ double ktune_c_value(float c, int) { return (double)c; }
+__device__ __forceinline__ double ktune_c_value(unsigned short c, int f16) { return ktune_half_value(c, f16); }
+__device__ __forceinline__ unsigned ktune_c_bits(float c) { return __float_as_uint(c); }
+__device__ __forceinline__ unsigned ktune_c_bits(unsigned short c) { return c; }
+
 // ref: FP64, M x ldc like C. sums[0] += (c - ref)^2, sums[1] += ref^2; counts[0]: non-finite results; counts[1]: elements
 // of C's row padding (columns N..ldc-1) that differ from C0, i.e. written out of bounds.
-extern "C" __global__ void ktune_gemm_compare(const float* C, const float* C0, const double* ref, int M, int N,
-                                              long long ldc, double* sums, unsigned long long* counts) {
+template <class T>
+__device__ void ktune_compare(const T* C, const T* C0, const double* ref, int M, int N, long long ldc, double* sums,
+                              unsigned long long* counts, int f16) {
   double d2 = 0.0, r2 = 0.0;
   unsigned long long bad = 0, stray = 0;
   const long long total = (long long)M * ldc;
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total; i += (long long)gridDim.x * blockDim.x) {
     const long long col = i % ldc;
-    const float c = C[i];
     if (col >= N) {
-      // Bitwise compare: NaN poison in the padding must stay the same NaN.
-      if (__float_as_uint(c) != __float_as_uint(C0[i])) ++stray;
+      if (ktune_c_bits(C[i]) != ktune_c_bits(C0[i])) ++stray;
       continue;
     }
-    const double r = ref[i]; // ref has C's shape and leading dimension
+    const double c = ktune_c_value(C[i], f16), r = ref[i]; // ref has C's shape and leading dimension
     if (!isfinite(c)) { ++bad; continue; }
     d2 += (c - r) * (c - r);
     r2 += r * r;
@@ -86,25 +92,13 @@ extern "C" __global__ void ktune_gemm_compare(const float* C, const float* C0, c
   if (stray) atomicAdd(&counts[1], stray);
 }
 
-// ktune_gemm_compare for a half-precision C (16-bit words; padding compared bitwise).
+extern "C" __global__ void ktune_gemm_compare(const float* C, const float* C0, const double* ref, int M, int N,
+                                              long long ldc, double* sums, unsigned long long* counts) {
+  ktune_compare(C, C0, ref, M, N, ldc, sums, counts, 0);
+}
+
+// The same for a half-precision C (16-bit words); f16: 1 for IEEE half, 0 for bfloat16.
 extern "C" __global__ void ktune_gemm_compare_half(const unsigned short* C, const unsigned short* C0, const double* ref, int M,
                                                    int N, long long ldc, double* sums, unsigned long long* counts, int f16) {
-  double d2 = 0.0, r2 = 0.0;
-  unsigned long long bad = 0, stray = 0;
-  const long long total = (long long)M * ldc;
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total; i += (long long)gridDim.x * blockDim.x) {
-    const long long col = i % ldc;
-    if (col >= N) {
-      if (C[i] != C0[i]) ++stray;
-      continue;
-    }
-    const double c = ktune_half_value(C[i], f16), r = ref[i];
-    if (!isfinite(c)) { ++bad; continue; }
-    d2 += (c - r) * (c - r);
-    r2 += r * r;
-  }
-  atomicAdd(&sums[0], d2);
-  atomicAdd(&sums[1], r2);
-  if (bad) atomicAdd(&counts[0], bad);
-  if (stray) atomicAdd(&counts[1], stray);
+  ktune_compare(C, C0, ref, M, N, ldc, sums, counts, f16);
 }
