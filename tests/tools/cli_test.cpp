@@ -18,32 +18,12 @@
 
 namespace {
 
-struct CliRun {
-  int status;
-  std::string out; // stdout and stderr together, or what run_ktune's redirect leaves
-};
-
-// The output read is stdout and stderr together unless `redirect` says otherwise.
-CliRun run_ktune(const std::string& args, const char* redirect = " 2>&1") {
-  const std::string cmd = ktune::testing::ktune_binary() + " " + args + redirect;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return {-1, "popen failed"};
-  std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  const int st = pclose(p);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
-}
+using ktune::testing::CliRun;
+using ktune::testing::file_bytes;
+using ktune::testing::run_ktune;
 
 // stderr alone (stdout discarded): where a refusal must say why.
 CliRun run_ktune_stderr(const std::string& args) { return run_ktune(args, " 2>&1 >/dev/null"); }
-
-std::string file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::string scratch(const std::string& name) {
   const auto dir = std::filesystem::path(::testing::TempDir()) / ("ktune-cli-import-" + std::to_string(getpid()));

@@ -20,28 +20,10 @@ namespace {
 using namespace ktune;
 namespace fs = std::filesystem;
 
-struct CliResult {
-  int status;
-  std::string out;
-};
+using CliResult = ktune::testing::CliRun;
+using ktune::testing::run_ktune;
 
-CliResult run_ktune(const std::string& args) {
-  const std::string cmd = ktune::testing::ktune_binary() + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return {-1, "popen failed"};
-  std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  const int st = pclose(p);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
-}
-
-std::string bytes_of(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string bytes_of(const fs::path& p) { return ktune::testing::file_bytes(p.string()); }
 
 std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
 
