@@ -60,7 +60,7 @@ double GemmOp::tolerance(const GemmProblem& p) {
   // (2^-8 bf16, 2^-11 f16), hence at most u in the relative Frobenius norm, and (2) FP32
   // accumulation, bounded by K * 2^-24 relative to sum |a||b|, allowed at twice that (random
   // signs keep sum |a||b| within a small factor of |sum ab| for the inputs the tuner uses).
-  const double acc = double(std::max<int64_t>(p.k, 1)) * std::ldexp(1.0, -23);
+  const double acc = double(std::max<int64_t>(p.k, 0)) * std::ldexp(1.0, -23);
   switch (p.dtype) {
     case DType::f32: return 1e-5; // FP32 accumulation error grows ~ eps * sqrt(K): ~2e-6 at K = 32768
     case DType::tf32: return 3e-3;
