@@ -17,6 +17,7 @@
 #include "ktune/device.h"
 #include "ktune/error.h"
 #include "ktune/family.h"
+#include "runtime/gemm_launch.h"
 #include "runtime/module.h"
 #include "tuner/gemm_op.h"
 #include "tuner/timing.h"

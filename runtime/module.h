@@ -7,8 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "ktune/family.h"
-#include "gemm/gemm_args.h"
 
 namespace ktune {
 
@@ -98,11 +96,5 @@ class Module {
   std::string context_;
   bool dependent_launch_ = false; // the context's device runs programmatic dependent launches (sm_90 on)
 };
-
-// Runs every step of a GEMM launch plan on stream. args.workspace must hold plan.workspace_bytes.
-// BLAS semantics whatever the plan: M == 0 or N == 0 launches nothing; alpha == 0 or K == 0 gives
-// C = beta * C without reading A or B (they may hold NaN or be null), launching nothing when
-// beta == 1 and never reading C when beta == 0. Negative sizes throw Error.
-void launch_gemm(Module& m, const LaunchPlan& plan, const KtuneGemmArgs& args, CUstream stream);
 
 } // namespace ktune

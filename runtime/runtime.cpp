@@ -18,6 +18,7 @@
 #include "runtime/cuda_check.h"
 #include "runtime/driver.h"
 #include "runtime/embedded.h"
+#include "runtime/gemm_launch.h"
 #include "runtime/module.h"
 #include "tuner/cublas.h"
 

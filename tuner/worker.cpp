@@ -19,6 +19,7 @@
 #include "tuner/gemm_op.h"
 #include "tuner/json_io.h"
 #include "tuner/timing.h"
+#include "runtime/gemm_launch.h"
 
 namespace ktune {
 

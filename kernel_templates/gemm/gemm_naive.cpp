@@ -3,18 +3,6 @@
 
 namespace ktune {
 
-std::string gemm_layout_args(const GemmProblem& p) {
-  return std::string(p.a == Layout::col ? "1" : "0") + "," + (p.b == Layout::col ? "1" : "0");
-}
-
-std::string gemm_instance(const char* kernel, const Config& c, std::initializer_list<const char*> params, const GemmProblem& p) {
-  std::string name = std::string(kernel) + "<";
-  for (const char* prm : params) name += std::to_string(c[prm]) + ",";
-  return name + gemm_layout_args(p) + ">";
-}
-
-unsigned ceil_div(int64_t a, int64_t b) { return static_cast<unsigned>((a + b - 1) / b); }
-
 Family gemm_naive_family() {
   Family f("gemm_naive", "gemm/gemm_naive.cu");
   f.describe("one thread per element of C (ladder rung 1)")

@@ -24,6 +24,7 @@
 #include "gpu_env.h"
 #include "ktune/compiler.h"
 #include "runtime/cuda_check.h"
+#include "runtime/gemm_launch.h"
 #include "runtime/module.h"
 
 using namespace ktune;

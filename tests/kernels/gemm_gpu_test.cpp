@@ -11,6 +11,7 @@
 #include "runtime/cuda_check.h"
 #include "tuner/cublas.h"
 #include "tuner/gemm_op.h"
+#include "runtime/gemm_launch.h"
 
 using namespace ktune;
 

@@ -20,6 +20,7 @@
 #include "ktune/compiler.h"
 #include "runtime/cuda_check.h"
 #include "runtime/driver.h"
+#include "runtime/gemm_launch.h"
 #include "runtime/module.h"
 #include "tuner/cublas.h"
 

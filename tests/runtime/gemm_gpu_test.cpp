@@ -11,6 +11,7 @@
 #include "ktune/runtime.h"
 #include "runtime/cuda_check.h"
 #include "runtime/driver.h"
+#include "runtime/gemm_launch.h"
 #include "runtime/module.h"
 #include "tuner/gemm_op.h"
 
