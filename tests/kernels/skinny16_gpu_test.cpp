@@ -47,13 +47,6 @@ std::vector<uint16_t> download(const Buf& b) {
   return out;
 }
 
-// The alignment class of a half problem from its leading dimensions (cudaMalloc'd pointers).
-int half_align(const GemmProblem& p) {
-  for (int a : {16, 8, 4})
-    if ((p.eff_lda() * 2) % a == 0 && (p.eff_ldb() * 2) % a == 0 && (p.eff_ldc() * 2) % a == 0) return a;
-  return 2;
-}
-
 // One problem's operands on the host and the device, and the FP64 product of the rounded inputs.
 struct Inputs {
   GemmProblem p;
@@ -183,7 +176,7 @@ TEST(Skinny16Gpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
         if (!s.all_layouts && layout[0] == 'T') continue;
         GemmProblem p = GemmProblem::make(s.m, s.n, s.k, layout, t);
         p.lda = p.eff_lda() + s.pad, p.ldb = p.eff_ldb() + s.pad, p.ldc = p.eff_ldc() + s.pad;
-        p.align = half_align(p);
+        p.align = GemmProblem::alignment_of(p.eff_lda(), p.eff_ldb(), p.eff_ldc(), element_bytes(p.dtype));
         const Inputs in = make_inputs(p, ++seed);
         const double tol = half_tolerance(t == DType::f16, s.k);
         // The default, two sampled configs and a split-K one, compiled side by side.

@@ -7,6 +7,7 @@
 #include "ktune/compiler.h"
 #include "ktune/error.h"
 #include "runtime/embedded.h"
+#include "tuner/compile_all.h"
 #include "tuner/gemm_op.h"
 
 using namespace ktune;
@@ -15,21 +16,7 @@ namespace {
 
 const char* kLayouts[] = {"NN", "NT", "TN", "TT"};
 
-// Compiles every (config, problem) pair on the pool and reports each failure with its config.
-void compile_all(const Family& f, const std::vector<std::pair<Config, GemmProblem>>& cases, const std::string& arch) {
-  Compiler compiler;
-  std::vector<std::future<std::shared_ptr<const CompiledKernel>>> futs;
-  for (const auto& [c, p] : cases) futs.push_back(compiler.compile_async(compile_request(f, c, p, arch)));
-  for (size_t i = 0; i < futs.size(); ++i) {
-    try {
-      const auto k = futs[i].get();
-      EXPECT_GT(k->cubin.size(), 0u);
-      EXPECT_EQ(k->lowered_names.size(), f.kernel_names(cases[i].first, cases[i].second).size());
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << arch << " " << cases[i].first.to_json() << " " << cases[i].second.key() << ": " << e.what();
-    }
-  }
-}
+using ktune::testing::compile_all;
 
 std::vector<std::pair<Config, GemmProblem>> every_config_every_layout(const Family& f, const std::string& arch) {
   std::vector<std::pair<Config, GemmProblem>> cases;

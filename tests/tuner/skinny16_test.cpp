@@ -10,6 +10,7 @@
 #include "gemm/gemm_families.h"
 #include "ktune/compiler.h"
 #include "ktune/family.h"
+#include "tuner/compile_all.h"
 
 using namespace ktune;
 
@@ -17,36 +18,15 @@ namespace {
 
 const char* kLayouts[] = {"NN", "NT", "TN", "TT"};
 
-// The alignment class of a half problem from its leading dimensions (2-byte elements), as the
-// runtime derives it for pointers from cudaMalloc.
-int half_align(const GemmProblem& p) {
-  for (int a : {16, 8, 4})
-    if ((p.eff_lda() * 2) % a == 0 && (p.eff_ldb() * 2) % a == 0 && (p.eff_ldc() * 2) % a == 0) return a;
-  return 2;
-}
 
 GemmProblem half_problem(int64_t m, int64_t n, int64_t k, const char* layout, DType t, int64_t pad = 0) {
   GemmProblem p = GemmProblem::make(m, n, k, layout, t);
   p.lda = p.eff_lda() + pad, p.ldb = p.eff_ldb() + pad, p.ldc = p.eff_ldc() + pad;
-  p.align = half_align(p);
+  p.align = GemmProblem::alignment_of(p.eff_lda(), p.eff_ldb(), p.eff_ldc(), element_bytes(p.dtype));
   return p;
 }
 
-// Compiles every (config, problem) pair on the pool and reports each failure with its config.
-void compile_all(const Family& f, const std::vector<std::pair<Config, GemmProblem>>& cases, const std::string& arch) {
-  Compiler compiler;
-  std::vector<std::future<std::shared_ptr<const CompiledKernel>>> futs;
-  for (const auto& [c, p] : cases) futs.push_back(compiler.compile_async(compile_request(f, c, p, arch)));
-  for (size_t i = 0; i < futs.size(); ++i) {
-    try {
-      const auto k = futs[i].get();
-      EXPECT_GT(k->cubin.size(), 0u);
-      EXPECT_EQ(k->lowered_names.size(), f.kernel_names(cases[i].first, cases[i].second).size());
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << arch << " " << cases[i].first.to_json() << " " << cases[i].second.key() << ": " << e.what();
-    }
-  }
-}
+using ktune::testing::compile_all;
 
 } // namespace
 
