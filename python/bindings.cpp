@@ -18,6 +18,7 @@
 #include "ktune/error.h"
 #include "ktune/problem.h"
 #include "ktune/runtime.h"
+#include "tuner/json_io.h"
 
 namespace py = pybind11;
 
@@ -41,50 +42,9 @@ ktune::GemmProblem make_problem(int64_t m, int64_t n, int64_t k, const std::stri
   return p;
 }
 
-py::object opt(const std::optional<double>& v) { return v ? py::object(py::float_(*v)) : py::object(py::none()); }
-
-py::dict config_dict(const ktune::Config& c) {
-  py::dict d;
-  for (const auto& [name, value] : c.items()) d[py::str(name)] = value;
-  return d;
-}
-
-// The fields of `ktune query --json`, plus the rest of Selection.
+// The fields of `ktune query --json` (one serialization, tuner/json_io.h), as Python objects.
 py::dict selection_dict(const ktune::GemmProblem& p, const std::string& arch, const ktune::Selection& s) {
-  py::dict d;
-  d["problem"] = p.key();
-  d["arch"] = arch;
-  d["provenance"] = ktune::to_string(s.provenance);
-  d["family"] = s.family;
-  d["config"] = config_dict(s.config);
-  d["source"] = s.source;
-  d["tuned_problem"] = s.tuned ? py::object(py::str(*s.tuned)) : py::object(py::none());
-  d["distance"] = s.distance;
-  d["generalized"] = s.generalized;
-  d["time_ms"] = opt(s.time_ms);
-  d["cublas_ms"] = opt(s.cublas_ms);
-  d["measure_pending"] = s.measure_pending;
-  d["measured"] = s.measured;
-  d["measured_cublas_ms"] = opt(s.measured_cublas_ms);
-  d["why"] = s.why;
-  py::list cands;
-  for (const auto& c : s.candidates) {
-    py::dict cd;
-    cd["family"] = c.family;
-    cd["config"] = config_dict(c.config);
-    cd["source"] = c.source;
-    cd["tuned_problem"] = c.tuned;
-    cd["distance"] = c.distance;
-    cd["home_ratio"] = c.home_ratio;
-    cd["predicted_ratio"] = c.score;
-    cd["generalized"] = c.generalized;
-    cd["time_ms"] = opt(c.time_ms);
-    cd["cublas_ms"] = opt(c.cublas_ms);
-    cd["measured_ms"] = opt(c.measured_ms);
-    cands.append(cd);
-  }
-  d["candidates"] = cands;
-  return d;
+  return py::module_::import("json").attr("loads")(ktune::selection_to_json(p, arch, s).dump());
 }
 
 } // namespace

@@ -291,22 +291,7 @@ int cmd_query(const QueryArgs& a) {
   const Runtime rt(o);
   const Selection s = rt.best_config(p);
   if (a.json) {
-    auto opt = [](const std::optional<double>& v) { return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr); };
-    nlohmann::ordered_json j = {{"problem", p.key()}, {"arch", rt.arch()}, {"provenance", to_string(s.provenance)},
-                        {"family", s.family}, {"config", nlohmann::ordered_json::parse(s.config.size() ? s.config.to_json() : "{}")}, {"source", s.source}};
-    j["tuned_problem"] = s.tuned ? nlohmann::ordered_json(*s.tuned) : nlohmann::ordered_json(nullptr);
-    j["distance"] = s.distance;
-    j["generalized"] = s.generalized;
-    j["time_ms"] = opt(s.time_ms);
-    j["cublas_ms"] = opt(s.cublas_ms);
-    j["measure_pending"] = s.measure_pending;
-    j["why"] = s.why;
-    nlohmann::ordered_json cands = nlohmann::ordered_json::array();
-    for (const auto& c : s.candidates)
-      cands.push_back({{"family", c.family}, {"config", nlohmann::ordered_json::parse(c.config.to_json())}, {"source", c.source},
-                       {"tuned_problem", c.tuned}, {"distance", c.distance}, {"home_ratio", c.home_ratio},
-                       {"predicted_ratio", c.score}, {"generalized", c.generalized}});
-    j["candidates"] = cands;
+    const nlohmann::ordered_json j = selection_to_json(p, rt.arch(), s);
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }

@@ -105,4 +105,29 @@ std::vector<GemmProblem> load_suite(const std::string& path, const std::string& 
   return out;
 }
 
+nlohmann::ordered_json selection_to_json(const GemmProblem& p, const std::string& arch, const Selection& s) {
+  using J = nlohmann::ordered_json;
+  auto opt = [](const std::optional<double>& v) { return v ? J(*v) : J(nullptr); };
+  auto config = [](const Config& c) { return J::parse(c.size() ? c.to_json() : "{}"); };
+  J j = {{"problem", p.key()}, {"arch", arch}, {"provenance", to_string(s.provenance)},
+         {"family", s.family}, {"config", config(s.config)}, {"source", s.source}};
+  j["tuned_problem"] = s.tuned ? J(*s.tuned) : J(nullptr);
+  j["distance"] = s.distance;
+  j["generalized"] = s.generalized;
+  j["time_ms"] = opt(s.time_ms);
+  j["cublas_ms"] = opt(s.cublas_ms);
+  j["measure_pending"] = s.measure_pending;
+  j["measured"] = s.measured;
+  j["measured_cublas_ms"] = opt(s.measured_cublas_ms);
+  j["why"] = s.why;
+  J cands = J::array();
+  for (const auto& c : s.candidates)
+    cands.push_back({{"family", c.family}, {"config", config(c.config)}, {"source", c.source}, {"tuned_problem", c.tuned},
+                     {"distance", c.distance}, {"home_ratio", c.home_ratio}, {"predicted_ratio", c.score},
+                     {"generalized", c.generalized}, {"time_ms", opt(c.time_ms)}, {"cublas_ms", opt(c.cublas_ms)},
+                     {"measured_ms", opt(c.measured_ms)}});
+  j["candidates"] = cands;
+  return j;
+}
+
 } // namespace ktune

@@ -8,6 +8,7 @@
 #include "db/store.h"
 #include "ktune/family.h"
 #include "ktune/problem.h"
+#include "ktune/runtime.h"
 
 namespace ktune {
 
@@ -20,6 +21,10 @@ nlohmann::json plan_to_json(const LaunchPlan& p);
 LaunchPlan plan_from_json(const nlohmann::json& j);
 
 nlohmann::json timing_to_json(const Timing& t);
+
+// The runtime's answer for p on arch, every field of Selection and its candidates: what
+// `ktune query --json` prints and what the Python package's best_config() returns.
+nlohmann::ordered_json selection_to_json(const GemmProblem& p, const std::string& arch, const Selection& s);
 Timing timing_from_json(const nlohmann::json& j);
 
 // A suite file: {"name": ..., "problems": [{"m":..,"n":..,"k":..}, ...]}. Throws UsageError on a
