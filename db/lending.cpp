@@ -5,7 +5,7 @@
 #include <map>
 
 #include "ktune/error.h"
-#include "runtime/embedded.h"
+#include "core/embedded.h"
 
 namespace ktune {
 namespace {

@@ -12,7 +12,7 @@
 // The prediction is deliberately simple: the speedup the entry recorded at its own problem
 // (cuBLAS time / kernel time there), decayed by how far away that problem is,
 //     score = home_ratio * exp(-kLendDecay * distance),
-// with distance the log distance over M, N, K (tuner/problem.cpp) plus kAlignPenalty when the
+// with distance the log distance over M, N, K (core/problem.cpp) plus kAlignPenalty when the
 // alignment classes differ and kLayoutPenalty for each operand stored in the other order (a
 // tiling tuned for row-major B is a candidate for column-major B, not a good guess), and
 // kDtypePenalty when it was tuned in the sibling half type. A config far from home has no claim on being faster than cuBLAS;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/trial.h"
 #include "db/table.h"
 #include "ktune/compiler.h"
 #include "ktune/device.h"
@@ -16,16 +17,6 @@
 struct sqlite3;
 
 namespace ktune {
-
-// Outcome of one evaluation. Only `ok` trials can become the best.
-enum class TrialStatus { ok, compile_error, launch_error, wrong_result, timeout, crash };
-const char* to_string(TrialStatus s);
-TrialStatus parse_trial_status(const std::string& s); // throws Error
-
-struct Timing {
-  double median_ms = 0, min_ms = 0, p20_ms = 0, p80_ms = 0;
-  int reps = 0;
-};
 
 struct TrialRecord {
   std::string family, config_json, config_hash, template_hash;

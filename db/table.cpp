@@ -8,7 +8,7 @@
 #include "ktune/device.h"
 #include "ktune/error.h"
 #include "ktune/family.h"
-#include "tuner/text_file.h"
+#include "core/text_file.h"
 
 namespace ktune {
 namespace {

@@ -17,10 +17,10 @@
 #include "ktune/error.h"
 #include "runtime/cuda_check.h"
 #include "runtime/driver.h"
-#include "runtime/embedded.h"
+#include "core/embedded.h"
 #include "runtime/gemm_launch.h"
 #include "runtime/module.h"
-#include "tuner/cublas.h"
+#include "runtime/cublas.h"
 
 namespace ktune {
 

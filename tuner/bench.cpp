@@ -9,7 +9,7 @@
 #include "runtime/driver.h"
 #include "tuner/gemm_op.h"
 #include "tuner/json_io.h"
-#include "tuner/text_file.h"
+#include "core/text_file.h"
 
 namespace ktune {
 namespace {

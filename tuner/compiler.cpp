@@ -5,7 +5,7 @@
 #include <chrono>
 
 #include "ktune/error.h"
-#include "runtime/embedded.h"
+#include "core/embedded.h"
 #include "tuner/thread_pool.h"
 
 namespace ktune {

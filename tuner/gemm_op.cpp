@@ -8,7 +8,7 @@
 #include "gemm/gemm_families.h"
 #include "runtime/cuda_check.h"
 #include "runtime/driver.h"
-#include "runtime/embedded.h"
+#include "core/embedded.h"
 
 namespace ktune {
 namespace {

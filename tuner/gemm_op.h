@@ -13,7 +13,7 @@
 #include "ktune/device.h"
 #include "ktune/problem.h"
 #include "runtime/module.h"
-#include "tuner/cublas.h"
+#include "runtime/cublas.h"
 
 namespace ktune {
 

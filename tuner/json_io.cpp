@@ -2,7 +2,7 @@
 
 
 #include "ktune/error.h"
-#include "tuner/text_file.h"
+#include "core/text_file.h"
 
 namespace ktune {
 

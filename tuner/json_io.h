@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "db/store.h"
+#include "core/trial.h"
 #include "ktune/family.h"
 #include "ktune/problem.h"
 #include "ktune/runtime.h"

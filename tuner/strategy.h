@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "db/store.h"
+#include "core/trial.h"
 #include "ktune/family.h"
 
 namespace ktune {

@@ -7,7 +7,7 @@
 
 #include <functional>
 
-#include "db/store.h"
+#include "core/trial.h"
 #include "runtime/module.h"
 
 namespace ktune {

@@ -9,7 +9,7 @@
 #include "gpu_env.h"
 #include "ktune/compiler.h"
 #include "runtime/cuda_check.h"
-#include "tuner/cublas.h"
+#include "runtime/cublas.h"
 #include "tuner/gemm_op.h"
 #include "runtime/gemm_launch.h"
 

@@ -22,7 +22,7 @@
 #include "runtime/driver.h"
 #include "runtime/gemm_launch.h"
 #include "runtime/module.h"
-#include "tuner/cublas.h"
+#include "runtime/cublas.h"
 
 using namespace ktune;
 using namespace ktune::testing::half_ref;

@@ -6,7 +6,7 @@
 
 #include "ktune/compiler.h"
 #include "ktune/error.h"
-#include "runtime/embedded.h"
+#include "core/embedded.h"
 #include "tuner/compile_all.h"
 #include "tuner/gemm_op.h"
 

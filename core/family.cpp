@@ -8,8 +8,8 @@
 #include <set>
 
 #include "ktune/error.h"
-#include "runtime/embedded.h"
-#include "tuner/text_file.h"
+#include "core/embedded.h"
+#include "core/text_file.h"
 
 namespace ktune {
 

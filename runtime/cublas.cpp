@@ -1,4 +1,4 @@
-#include "tuner/cublas.h"
+#include "runtime/cublas.h"
 
 #include <cublas_v2.h>
 

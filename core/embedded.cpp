@@ -1,4 +1,4 @@
-#include "runtime/embedded.h"
+#include "core/embedded.h"
 
 #include <string>
 
