@@ -21,6 +21,7 @@
 #include "runtime/module.h"
 #include "tuner/gemm_op.h"
 #include "tuner/timing.h"
+#include "ktune/gemm_problem.h"
 
 using namespace ktune;
 

@@ -22,6 +22,7 @@
 #include "ktune/device.h"
 #include "ktune/family.h"
 #include "ktune/runtime.h"
+#include "ktune/gemm_problem.h"
 
 using Clock = std::chrono::steady_clock;
 

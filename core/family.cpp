@@ -29,7 +29,7 @@ Family& Family::param(const std::string& name, std::vector<int> values, std::str
   return *this;
 }
 
-Family& Family::restrict(std::string why, std::vector<std::string> reads, Predicate pred) {
+Family& Family::restrict_generic(std::string why, std::vector<std::string> reads, Predicate pred) {
   Constraint c{std::move(why), std::move(reads), std::move(pred), 0};
   for (const auto& r : c.reads) {
     auto it = std::find_if(params_.begin(), params_.end(), [&](const Param& p) { return p.name == r; });
@@ -42,17 +42,11 @@ Family& Family::restrict(std::string why, std::vector<std::string> reads, Predic
   return *this;
 }
 
-Family& Family::kernels(KernelsFn fn) {
-  kernels_ = std::move(fn);
-  return *this;
-}
-
-Family& Family::launch(LaunchFn fn) {
-  launch_ = std::move(fn);
-  return *this;
-}
-
-bool Family::supports(const GemmProblem& p, const DeviceInfo& d, std::string* why) const {
+bool Family::supports(const Problem& p, const DeviceInfo& d, std::string* why) const {
+  if (p.op != op_) {
+    if (why) *why = "family " + name_ + " computes " + op_ + ", not " + p.op;
+    return false;
+  }
   if (std::find(dtypes_.begin(), dtypes_.end(), p.dtype) == dtypes_.end()) {
     if (why) *why = std::string("family ") + name_ + " does not support dtype " + to_string(p.dtype);
     return false;
@@ -78,7 +72,7 @@ Config Family::canonical(const Config& given) const {
   return out;
 }
 
-std::vector<std::string> Family::violations(const Config& c, const GemmProblem& p, const DeviceInfo& d) const {
+std::vector<std::string> Family::violations(const Config& c, const Problem& p, const DeviceInfo& d) const {
   std::vector<std::string> out;
   std::string why;
   if (!supports(p, d, &why)) out.push_back(why);
@@ -102,7 +96,7 @@ std::vector<std::string> Family::violations(const Config& c, const GemmProblem& 
   return out;
 }
 
-void Family::enumerate(const GemmProblem& p, const DeviceInfo& d, const std::function<bool(const Config&)>& visit) const {
+void Family::enumerate(const Problem& p, const DeviceInfo& d, const std::function<bool(const Config&)>& visit) const {
   if (!supports(p, d, nullptr) || params_.empty()) return;
   // checks[i]: the constraints that become decidable once parameter i is bound.
   std::vector<std::vector<const Constraint*>> checks(params_.size());
@@ -129,7 +123,7 @@ void Family::enumerate(const GemmProblem& p, const DeviceInfo& d, const std::fun
   walk(0);
 }
 
-uint64_t Family::count(const GemmProblem& p, const DeviceInfo& d) const {
+uint64_t Family::count(const Problem& p, const DeviceInfo& d) const {
   uint64_t n = 0;
   enumerate(p, d, [&](const Config&) {
     ++n;
@@ -138,7 +132,7 @@ uint64_t Family::count(const GemmProblem& p, const DeviceInfo& d) const {
   return n;
 }
 
-std::vector<Config> Family::sample(const GemmProblem& p, const DeviceInfo& d, size_t n, uint64_t seed) const {
+std::vector<Config> Family::sample(const Problem& p, const DeviceInfo& d, size_t n, uint64_t seed) const {
   std::vector<Config> out;
   if (n == 0 || !supports(p, d, nullptr)) return out;
   std::mt19937_64 rng(seed);
@@ -185,17 +179,17 @@ std::vector<Config> Family::sample(const GemmProblem& p, const DeviceInfo& d, si
   return out;
 }
 
-std::vector<std::string> Family::kernel_names(const Config& c, const GemmProblem& p) const {
+std::vector<std::string> Family::kernel_names(const Config& c, const Problem& p) const {
   if (!kernels_) throw Error("family " + name_ + " declares no kernels()");
   return kernels_(c, p);
 }
 
-LaunchPlan Family::launch_plan(const Config& c, const GemmProblem& p) const {
+LaunchPlan Family::launch_plan(const Config& c, const Problem& p) const {
   if (!launch_) throw Error("family " + name_ + " declares no launch()");
   return launch_(c, p);
 }
 
-Config Family::default_config(const GemmProblem& p, const DeviceInfo& d) const {
+Config Family::default_config(const Problem& p, const DeviceInfo& d) const {
   if (!default_) throw Error("family " + name_ + " declares no default config");
   return default_(p, d);
 }

@@ -28,85 +28,161 @@ DType parse_dtype(const std::string& s) {
 
 int element_bytes(DType d) { return is_half(d) ? 2 : 4; }
 
-std::string GemmProblem::layout_string() const {
-  const char s[3] = {a == Layout::row ? 'N' : 'T', b == Layout::row ? 'N' : 'T', '\0'};
+namespace {
+
+std::string join_dims(const std::vector<int64_t>& dims) {
+  std::string s;
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? "x" : "") + std::to_string(dims[i]);
   return s;
 }
 
-std::string GemmProblem::shape_string() const {
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "%" PRId64 "x%" PRId64 "x%" PRId64, m, n, k);
-  return buf;
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
+  return s;
 }
 
-std::string GemmProblem::key() const {
-  return std::string("gemm/") + to_string(dtype) + "/" + layout_string() + "/" + shape_string() + "/a" +
+// "AxBx..." with exactly n non-negative numbers of at most 10 digits.
+std::vector<int64_t> parse_dims(const std::string& shape, size_t n, const std::string& what) {
+  std::vector<int64_t> dims;
+  size_t pos = 0;
+  while (pos <= shape.size()) {
+    const size_t x = std::min(shape.find('x', pos), shape.size());
+    const std::string part = shape.substr(pos, x - pos);
+    if (part.empty() || part.size() > 10 || part.find_first_not_of("0123456789") != std::string::npos) {
+      dims.clear();
+      break;
+    }
+    dims.push_back(std::stoll(part));
+    pos = x + 1;
+  }
+  if (dims.size() != n) throw UsageError("bad problem shape '" + shape + "' (expected " + what + ")");
+  return dims;
+}
+
+std::string shape_pattern(const OpInfo& op) {
+  std::string s;
+  for (size_t i = 0; i < op.dims.size(); ++i) s += (i ? "x" : "") + op.dims[i];
+  return s;
+}
+
+} // namespace
+
+std::string Problem::shape_string() const { return join_dims(dims); }
+
+std::string Problem::key() const {
+  return op + "/" + to_string(dtype) + "/" + (layout.empty() ? "" : layout + "/") + shape_string() + "/a" +
          std::to_string(align);
 }
 
-void GemmProblem::validate() const {
-  auto fail = [&](const std::string& why) { throw UsageError("invalid GEMM problem " + key() + ": " + why); };
-  if (m < 1 || n < 1) fail("M and N must be >= 1");
-  if (k < 0) fail("K must be >= 0");
-  // Kernels index with 32-bit row/column counters; leading dimensions are 64-bit.
-  if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX) fail("M, N and K must each fit in 32 bits");
-  if (eff_lda() < std::max<int64_t>(1, min_lda())) fail("lda " + std::to_string(eff_lda()) + " < minimum " + std::to_string(min_lda()));
-  if (eff_ldb() < std::max<int64_t>(1, min_ldb())) fail("ldb " + std::to_string(eff_ldb()) + " < minimum " + std::to_string(min_ldb()));
-  if (eff_ldc() < min_ldc()) fail("ldc " + std::to_string(eff_ldc()) + " < minimum " + std::to_string(min_ldc()));
-  const int eb = element_bytes(dtype);
-  if (align != 16 && align != 8 && align != 4 && !(align == 2 && eb == 2))
-    fail(eb == 2 ? "alignment class must be 2, 4, 8 or 16 bytes" : "alignment class must be 4, 8 or 16 bytes");
-  if (align > alignment_of(eff_lda(), eff_ldb(), eff_ldc(), eb)) fail("alignment class larger than the leading dimensions allow");
-  if (batch < 1) fail("batch must be >= 1");
+int64_t Problem::dim(const std::string& name) const {
+  const auto& names = op_info(op).dims;
+  for (size_t i = 0; i < names.size() && i < dims.size(); ++i)
+    if (names[i] == name) return dims[i];
+  throw Error("op " + op + " has no dimension '" + name + "' (" + key() + ")");
 }
 
-int GemmProblem::alignment_of(int64_t lda, int64_t ldb, int64_t ldc, int element_bytes) {
+bool operator==(const Problem& a, const Problem& b) {
+  return a.op == b.op && a.dtype == b.dtype && a.dims == b.dims && a.layout == b.layout && a.ld == b.ld &&
+         a.align == b.align;
+}
+
+int Problem::alignment_of(const std::vector<int64_t>& ld, int element_bytes) {
   for (int a : {16, 8, 4}) {
     if (a <= element_bytes) break;
-    if ((lda * element_bytes) % a == 0 && (ldb * element_bytes) % a == 0 && (ldc * element_bytes) % a == 0) return a;
+    bool all = true;
+    for (int64_t l : ld) all = all && (l * element_bytes) % a == 0;
+    if (all) return a;
   }
   return element_bytes;
 }
 
-int GemmProblem::alignment_with_pointers(int align, const void* a, const void* b, const void* c) {
-  for (const void* p : {a, b, c})
-    while (align > 2 && reinterpret_cast<uintptr_t>(p) % align != 0) align /= 2; // f32 pointers stop at 4
-  return align;
-}
-
-double tflops(const GemmProblem& p, double ms) { return ms > 0 ? p.flops() / (ms * 1e-3) / 1e12 : 0; }
-
-double log_distance(const GemmProblem& a, const GemmProblem& b) {
-  auto d = [](int64_t x, int64_t y) {
-    return std::log(double(std::max<int64_t>(x, 1))) - std::log(double(std::max<int64_t>(y, 1)));
-  };
-  return std::sqrt(d(a.m, b.m) * d(a.m, b.m) + d(a.n, b.n) * d(a.n, b.n) + d(a.k, b.k) * d(a.k, b.k));
-}
-
-GemmProblem GemmProblem::make(int64_t m, int64_t n, int64_t k, const std::string& layout, DType dtype) {
-  static const std::regex re("^[NT][NT]$");
-  if (!std::regex_match(layout, re)) throw UsageError("unknown layout '" + layout + "' (expected NN, NT, TN or TT)");
-  GemmProblem p;
-  p.m = m, p.n = n, p.k = k, p.dtype = dtype;
-  p.a = layout[0] == 'N' ? Layout::row : Layout::col;
-  p.b = layout[1] == 'N' ? Layout::row : Layout::col;
-  // K = 0 has a zero minimum leading dimension for some layouts; keep ld >= 1 so pointers
-  // arithmetic stays defined.
-  p.lda = std::max<int64_t>(1, p.min_lda());
-  p.ldb = std::max<int64_t>(1, p.min_ldb());
-  p.ldc = p.min_ldc();
-  p.align = alignment_of(p.lda, p.ldb, p.ldc, element_bytes(dtype));
+Problem Problem::make(const std::string& op, std::vector<int64_t> dims, const std::string& layout, DType dtype) {
+  const OpInfo& info = op_info(op);
+  if (dims.size() != info.dims.size())
+    throw UsageError(op + " has " + std::to_string(info.dims.size()) + " dimensions (" + shape_pattern(info) + "), not " +
+                     std::to_string(dims.size()));
+  const bool known = info.layouts.empty() ? layout.empty()
+                                          : std::find(info.layouts.begin(), info.layouts.end(), layout) != info.layouts.end();
+  if (!known)
+    throw UsageError("unknown layout '" + layout + "' for " + op +
+                     (info.layouts.empty() ? " (it has none)" : " (expected " + join(info.layouts) + ")"));
+  Problem p;
+  p.op = op, p.dtype = dtype, p.dims = std::move(dims), p.layout = layout;
+  p.ld = info.min_ld ? info.min_ld(p.dims, layout) : std::vector<int64_t>{};
+  p.align = alignment_of(p.ld, element_bytes(dtype));
   return p;
 }
 
-GemmProblem GemmProblem::parse(const std::string& shape, const std::string& layout, DType dtype) {
-  static const std::regex re("^([0-9]{1,10})x([0-9]{1,10})x([0-9]{1,10})$");
-  std::smatch mt;
-  if (!std::regex_match(shape, mt, re))
-    throw UsageError("bad problem shape '" + shape + "' (expected MxNxK, e.g. 4096x4096x4096)");
-  GemmProblem p = make(std::stoll(mt[1]), std::stoll(mt[2]), std::stoll(mt[3]), layout, dtype);
-  p.validate();
+Problem Problem::parse(const std::string& op, const std::string& shape, const std::string& layout, DType dtype) {
+  const OpInfo& info = op_info(op);
+  Problem p = make(op, parse_dims(shape, info.dims.size(), shape_pattern(info) + ", e.g. " +
+                                                              std::string(info.dims.size() == 3 ? "4096x4096x4096" : "4096x4096")),
+                   layout, dtype);
+  validate(p);
   return p;
+}
+
+Problem Problem::parse_key(const std::string& key) {
+  std::vector<std::string> parts;
+  for (size_t pos = 0;;) {
+    const size_t s = key.find('/', pos);
+    parts.push_back(key.substr(pos, s == std::string::npos ? std::string::npos : s - pos));
+    if (s == std::string::npos) break;
+    pos = s + 1;
+  }
+  auto bad = [&](const std::string& why) { return UsageError("bad problem key '" + key + "': " + why); };
+  if (parts.size() < 4) throw bad("expected op/dtype[/layout]/shape/aN");
+  const OpInfo& info = op_info(parts[0]);
+  const size_t want = info.layouts.empty() ? 4 : 5;
+  if (parts.size() != want) throw bad(std::to_string(want) + " parts expected for op " + info.name);
+  const std::string& a = parts.back();
+  if (a.size() < 2 || a[0] != 'a' || a.find_first_not_of("0123456789", 1) != std::string::npos) throw bad("no alignment class");
+  Problem p = make(info.name, parse_dims(parts[want - 2], info.dims.size(), shape_pattern(info)),
+                   want == 5 ? parts[2] : std::string(), parse_dtype(parts[1]));
+  p.align = std::stoi(a.substr(1));
+  return p;
+}
+
+const OpInfo& op_info(const std::string& name) {
+  std::vector<std::string> names;
+  for (const auto& o : ops()) {
+    if (o.name == name) return o;
+    names.push_back(o.name);
+  }
+  throw UsageError("unknown op '" + name + "' (known: " + join(names) + ")");
+}
+
+void validate(const Problem& p) {
+  const OpInfo& info = op_info(p.op);
+  auto fail = [&](const std::string& why) { throw UsageError("invalid " + p.op + " problem " + p.key() + ": " + why); };
+  if (p.dims.size() != info.dims.size()) fail("expected dimensions " + shape_pattern(info));
+  for (size_t i = 0; i < p.dims.size(); ++i)
+    if (p.dims[i] < 0 || p.dims[i] > INT32_MAX) fail(info.dims[i] + " must be in [0, 2^31)");
+  const std::vector<int64_t> min = info.min_ld ? info.min_ld(p.dims, p.layout) : std::vector<int64_t>{};
+  if (p.ld.size() != min.size()) fail(std::to_string(min.size()) + " leading dimensions expected");
+  for (size_t i = 0; i < min.size(); ++i)
+    if (p.ld[i] < std::max<int64_t>(1, min[i]) && !(min[i] == 0 && p.ld[i] == 0))
+      fail("leading dimension " + std::to_string(i) + " is " + std::to_string(p.ld[i]) + " < minimum " + std::to_string(min[i]));
+  const int eb = element_bytes(p.dtype);
+  if (p.align != 16 && p.align != 8 && p.align != 4 && !(p.align == 2 && eb == 2))
+    fail(eb == 2 ? "alignment class must be 2, 4, 8 or 16 bytes" : "alignment class must be 4, 8 or 16 bytes");
+  if (p.align > Problem::alignment_of(p.ld, eb)) fail("alignment class larger than the leading dimensions allow");
+  if (info.validate) info.validate(p);
+}
+
+double flops(const Problem& p) { return op_info(p.op).flops(p); }
+double min_bytes(const Problem& p) { return op_info(p.op).min_bytes(p); }
+double tflops(const Problem& p, double ms) { return ms > 0 ? flops(p) / (ms * 1e-3) / 1e12 : 0; }
+
+double log_distance(const Problem& a, const Problem& b) {
+  double sum = 0;
+  for (size_t i = 0; i < std::max(a.dims.size(), b.dims.size()); ++i) {
+    const int64_t x = i < a.dims.size() ? a.dims[i] : 1, y = i < b.dims.size() ? b.dims[i] : 1;
+    const double d = std::log(double(std::max<int64_t>(x, 1))) - std::log(double(std::max<int64_t>(y, 1)));
+    sum += d * d;
+  }
+  return std::sqrt(sum);
 }
 
 } // namespace ktune

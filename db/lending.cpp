@@ -16,10 +16,18 @@ std::string base_arch(const std::string& arch) {
 
 // A tuned shape's config serves another problem as the same kernel launched on other sizes: the
 // key of p's own tuned form (leading dimensions at their minimum, p's alignment class).
-std::string tuned_key(const GemmProblem& p) {
-  GemmProblem q = GemmProblem::make(p.m, p.n, p.k, p.layout_string(), p.dtype);
+std::string tuned_key(const Problem& p) {
+  Problem q = Problem::make(p.op, p.dims, p.layout, p.dtype);
   q.align = p.align;
   return q.key();
+}
+
+// Storage flags that differ between two layouts of one op, a position each (GEMM: one per operand
+// stored in the other order).
+int layout_differences(const std::string& a, const std::string& b) {
+  int n = int(a.size() > b.size() ? a.size() - b.size() : b.size() - a.size());
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) n += a[i] != b[i];
+  return n;
 }
 
 double home_ratio(const TableEntry& e) {
@@ -45,9 +53,9 @@ const Family* TunedIndex::family(const std::string& name) const {
   return nullptr;
 }
 
-bool TunedIndex::has_group(const GemmProblem& p) const {
+bool TunedIndex::has_group(const Problem& p) const {
   for (const auto& e : entries_)
-    if (e->entry.problem.dtype == p.dtype) return true;
+    if (e->entry.problem.op == p.op && e->entry.problem.dtype == p.dtype) return true;
   return false;
 }
 
@@ -74,7 +82,7 @@ size_t TunedIndex::add(const Table& t, const std::string& source, SourceTier tie
   return added;
 }
 
-std::optional<std::pair<Config, bool>> TunedIndex::serves(const IndexedEntry& ie, const GemmProblem& p) const {
+std::optional<std::pair<Config, bool>> TunedIndex::serves(const IndexedEntry& ie, const Problem& p) const {
   const Family* f = family(ie.entry.family);
   if (!f) return std::nullopt;
   try {
@@ -87,7 +95,7 @@ std::optional<std::pair<Config, bool>> TunedIndex::serves(const IndexedEntry& ie
   return std::nullopt;
 }
 
-std::vector<Lent> TunedIndex::exact(const GemmProblem& p) const {
+std::vector<Lent> TunedIndex::exact(const Problem& p) const {
   const std::string key = tuned_key(p);
   std::vector<Lent> out;
   for (const auto& ie : entries_) {
@@ -109,19 +117,19 @@ std::vector<Lent> TunedIndex::exact(const GemmProblem& p) const {
   return out;
 }
 
-std::vector<Lent> TunedIndex::lenders(const GemmProblem& p, size_t per_family, const std::string& only) const {
+std::vector<Lent> TunedIndex::lenders(const Problem& p, size_t per_family, const std::string& only) const {
   const std::string key = tuned_key(p);
   std::vector<Lent> all;
   for (const auto& ie : entries_) {
     const TableEntry& e = ie->entry;
-    if (!lends_across(e.problem.dtype, p.dtype)) continue;
+    if (e.problem.op != p.op || !lends_across(e.problem.dtype, p.dtype)) continue;
     if (!only.empty() && e.family != only) continue;
     if (e.problem.key() == key) continue; // exact(): measured where it stands
     auto c = serves(*ie, p);
     if (!c) continue;
     Lent l = lent(*ie, *c);
     l.distance = log_distance(p, e.problem) + (e.problem.align != p.align ? kAlignPenalty : 0.0) +
-                 kLayoutPenalty * ((e.problem.a != p.a) + (e.problem.b != p.b)) +
+                 kLayoutPenalty * layout_differences(e.problem.layout, p.layout) +
                  (e.problem.dtype != p.dtype ? kDtypePenalty : 0.0);
     l.score = l.home_ratio * std::exp(-kLendDecay * l.distance);
     all.push_back(std::move(l));

@@ -90,18 +90,18 @@ class TunedIndex {
   const std::string& arch() const { return device_.arch; }
   const DeviceInfo& device() const { return device_; }
   // Whether any entry of p's dtype exists (any shape, layout or alignment).
-  bool has_group(const GemmProblem& p) const;
+  bool has_group(const Problem& p) const;
 
   // Entries tuned for exactly p (shape, layout, dtype, alignment class) that serve p, from the
   // most trusted tier present, fastest recorded first.
-  std::vector<Lent> exact(const GemmProblem& p) const;
+  std::vector<Lent> exact(const Problem& p) const;
   // Entries of other problems (same dtype, any layout) that serve p, best score first; at most
   // per_family of each family (the best of each, so that one family's many entries cannot crowd
   // out another's), only family `only` when it is not empty.
-  std::vector<Lent> lenders(const GemmProblem& p, size_t per_family, const std::string& only = {}) const;
+  std::vector<Lent> lenders(const Problem& p, size_t per_family, const std::string& only = {}) const;
 
   // The config of e in canonical form, or a general form of it, valid for p; nullopt if none.
-  std::optional<std::pair<Config, bool>> serves(const IndexedEntry& e, const GemmProblem& p) const;
+  std::optional<std::pair<Config, bool>> serves(const IndexedEntry& e, const Problem& p) const;
 
   // The built-in families the index judges entries with (null for an unknown name); the runtime
   // launches from the same descriptors.

@@ -224,15 +224,18 @@ int64_t Store::device_row(const DeviceInfo& d) {
   return sel.i64(0);
 }
 
-int64_t Store::problem_id(const GemmProblem& p) {
+int64_t Store::problem_id(const Problem& p) {
   return in_transaction(db_, path_, [&] { return problem_row(p); });
 }
 
-int64_t Store::problem_row(const GemmProblem& p) {
-  Stmt ins(db_, "INSERT OR IGNORE INTO problems (key, op, dtype, layout, m, n, k, align) VALUES (?, 'gemm', ?, ?, ?, ?, ?, ?)",
+// The key names the problem (reads parse it back); the columns m, n, k hold the op's first three
+// dimensions (0 where it has fewer), for people who query the database with SQL.
+int64_t Store::problem_row(const Problem& p) {
+  Stmt ins(db_, "INSERT OR IGNORE INTO problems (key, op, dtype, layout, m, n, k, align) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
            path_);
-  ins.bind(1, p.key()).bind(2, std::string(to_string(p.dtype))).bind(3, p.layout_string());
-  ins.bind(4, p.m).bind(5, p.n).bind(6, p.k).bind(7, p.align);
+  auto dim = [&](size_t i) { return i < p.dims.size() ? p.dims[i] : int64_t(0); };
+  ins.bind(1, p.key()).bind(2, p.op).bind(3, std::string(to_string(p.dtype))).bind(4, p.layout);
+  ins.bind(5, dim(0)).bind(6, dim(1)).bind(7, dim(2)).bind(8, p.align);
   ins.step();
   Stmt sel(db_, "SELECT id FROM problems WHERE key = ?", path_);
   sel.bind(1, p.key());
@@ -384,7 +387,7 @@ namespace ktune {
 
 Table Store::export_table(const std::string& arch, const std::string& family) const {
   Stmt s(db_,
-         "SELECT p.m, p.n, p.k, p.dtype, p.layout, p.align, b.arch, b.family, b.config, b.time_ms, b.tflops, "
+         "SELECT p.key, b.arch, b.family, b.config, b.time_ms, b.tflops, "
          "t.template_hash, bl.median_ms, d.name, d.sm_count FROM best b JOIN problems p ON p.id = b.problem_id "
          "JOIN trials t ON t.id = b.trial_id JOIN devices d ON d.id = t.device_id "
          "LEFT JOIN baselines bl ON bl.device_id = t.device_id AND bl.problem_id = b.problem_id AND bl.library = 'cublas' "
@@ -394,15 +397,14 @@ Table Store::export_table(const std::string& arch, const std::string& family) co
   Table t;
   while (s.step()) {
     TableEntry e;
-    e.problem = GemmProblem::make(s.i64(0), s.i64(1), s.i64(2), s.text(4), parse_dtype(s.text(3)));
-    e.problem.align = int(s.i64(5));
-    e.arch = s.text(6);
-    e.family = s.text(7), e.config_json = s.text(8);
-    e.time_ms = s.dbl(9), e.tflops = s.dbl(10);
-    e.template_hash = s.text(11);
-    if (!s.null(12)) e.cublas_ms = s.dbl(12);
+    e.problem = Problem::parse_key(s.text(0));
+    e.arch = s.text(1);
+    e.family = s.text(2), e.config_json = s.text(3);
+    e.time_ms = s.dbl(4), e.tflops = s.dbl(5);
+    e.template_hash = s.text(6);
+    if (!s.null(7)) e.cublas_ms = s.dbl(7);
     if (t.entries.empty()) {
-      t.arch = e.arch, t.device_name = s.text(13), t.sm_count = int(s.i64(14));
+      t.arch = e.arch, t.device_name = s.text(8), t.sm_count = int(s.i64(9));
     } else if (e.arch != t.arch) {
       throw UsageError("database " + path_ + " holds results for " + t.arch + " and " + e.arch +
                        ": a table holds one arch, choose it with --arch");
@@ -467,7 +469,7 @@ std::vector<std::string> Store::best_archs() const {
 
 TrialLog Store::export_trials(const std::string& arch) const {
   Stmt s(db_,
-         "SELECT p.m, p.n, p.k, p.layout, p.dtype, p.align, t.family, t.config, t.status, t.median_ms, t.compile_s, "
+         "SELECT p.key, t.family, t.config, t.status, t.median_ms, t.compile_s, "
          "t.bench_s, d.name, d.sm_count, t.device_id, t.problem_id FROM trials t JOIN problems p ON p.id = t.problem_id "
          "JOIN devices d ON d.id = t.device_id WHERE d.arch = ? ORDER BY t.problem_id, t.id",
          path_);
@@ -476,19 +478,18 @@ TrialLog Store::export_trials(const std::string& arch) const {
   log.arch = arch;
   int64_t last_problem = -1;
   while (s.step()) {
-    if (log.problems.empty()) log.device_name = s.text(12), log.sm_count = int(s.i64(13));
-    if (s.i64(15) != last_problem) {
-      last_problem = s.i64(15);
+    if (log.problems.empty()) log.device_name = s.text(7), log.sm_count = int(s.i64(8));
+    if (s.i64(10) != last_problem) {
+      last_problem = s.i64(10);
       ProblemLog pl;
-      pl.problem = GemmProblem::make(s.i64(0), s.i64(1), s.i64(2), s.text(3), parse_dtype(s.text(4)));
-      pl.problem.align = int(s.i64(5));
-      if (auto b = baseline(s.i64(14), last_problem, "cublas")) pl.cublas_ms = b->median_ms;
+      pl.problem = Problem::parse_key(s.text(0));
+      if (auto b = baseline(s.i64(9), last_problem, "cublas")) pl.cublas_ms = b->median_ms;
       log.problems.push_back(std::move(pl));
     }
     LoggedTrial t;
-    t.family = s.text(6), t.config_json = s.text(7), t.status = s.text(8);
-    t.time_ms = t.status == "ok" ? s.dbl(9) : 0;
-    t.compile_s = s.dbl(10), t.bench_s = s.dbl(11);
+    t.family = s.text(1), t.config_json = s.text(2), t.status = s.text(3);
+    t.time_ms = t.status == "ok" ? s.dbl(4) : 0;
+    t.compile_s = s.dbl(5), t.bench_s = s.dbl(6);
     log.problems.back().trials.push_back(std::move(t));
   }
   return log;
@@ -496,8 +497,8 @@ TrialLog Store::export_trials(const std::string& arch) const {
 
 std::vector<TrialRow> Store::trial_rows(const std::string& arch) const {
   Stmt s(db_,
-         "SELECT t.id, t.device_id, t.problem_id, d.name, d.arch, d.uuid, p.m, p.n, p.k, p.layout, p.dtype, p.align, "
-         "p.key, t.family, t.config, t.status, t.median_ms, t.tflops, t.compile_s, t.bench_s, t.created_at, bl.median_ms "
+         "SELECT t.id, t.device_id, t.problem_id, d.name, d.arch, d.uuid, p.key, "
+         " t.family, t.config, t.status, t.median_ms, t.tflops, t.compile_s, t.bench_s, t.created_at, bl.median_ms "
          "FROM trials t JOIN devices d ON d.id = t.device_id JOIN problems p ON p.id = t.problem_id "
          "LEFT JOIN baselines bl ON bl.device_id = t.device_id AND bl.problem_id = t.problem_id AND bl.library = 'cublas' "
          "WHERE (? = '' OR d.arch = ?) ORDER BY t.device_id, t.problem_id, t.id",
@@ -509,13 +510,12 @@ std::vector<TrialRow> Store::trial_rows(const std::string& arch) const {
     r.id = s.i64(0), r.device_id = s.i64(1), r.problem_id = s.i64(2);
     r.device_name = s.text(3), r.arch = s.text(4);
     r.imported = s.text(5).rfind("table:", 0) == 0; // import_table's device uuid
-    r.problem = GemmProblem::make(s.i64(6), s.i64(7), s.i64(8), s.text(9), parse_dtype(s.text(10)));
-    r.problem.align = int(s.i64(11));
-    r.problem_key = s.text(12), r.family = s.text(13), r.config_json = s.text(14);
-    r.status = parse_trial_status(s.text(15));
-    r.median_ms = s.dbl(16), r.tflops = s.dbl(17), r.compile_s = s.dbl(18), r.bench_s = s.dbl(19);
-    r.created_at = s.text(20);
-    if (!s.null(21)) r.cublas_ms = s.dbl(21);
+    r.problem = Problem::parse_key(s.text(6));
+    r.problem_key = s.text(6), r.family = s.text(7), r.config_json = s.text(8);
+    r.status = parse_trial_status(s.text(9));
+    r.median_ms = s.dbl(10), r.tflops = s.dbl(11), r.compile_s = s.dbl(12), r.bench_s = s.dbl(13);
+    r.created_at = s.text(14);
+    if (!s.null(15)) r.cublas_ms = s.dbl(15);
     out.push_back(std::move(r));
   }
   return out;

@@ -42,7 +42,7 @@ struct TrialRow {
   int64_t id = 0, device_id = 0, problem_id = 0;
   std::string device_name, arch;
   bool imported = false; // an entry of a tuning table (ktune import), not a measurement here
-  GemmProblem problem;
+  Problem problem;
   std::string problem_key, family, config_json, created_at;
   TrialStatus status = TrialStatus::ok;
   double median_ms = 0, tflops = 0, compile_s = 0, bench_s = 0;
@@ -64,7 +64,7 @@ class Store {
   const std::string& path() const { return path_; }
 
   int64_t device_id(const DeviceInfo& d);    // upsert by uuid (name + arch when there is none)
-  int64_t problem_id(const GemmProblem& p);  // upsert by key
+  int64_t problem_id(const Problem& p);  // upsert by key
 
   // The (device, problem, family, template hash, config hash) key is unique: recording an
   // existing key again keeps the first row (returns its id). Updates `best` in the same
@@ -117,7 +117,7 @@ class Store {
   void migrate();
   // Bodies of the public writers, for use inside a caller's transaction.
   int64_t device_row(const DeviceInfo& d);
-  int64_t problem_row(const GemmProblem& p);
+  int64_t problem_row(const Problem& p);
   int64_t trial_row(int64_t device, int64_t problem, const std::string& arch, const TrialRecord& t);
   std::optional<double> best_time(const std::string& arch, int64_t problem) const;
 

@@ -68,12 +68,18 @@ json device_json(const std::string& name, const std::string& arch, int sm_count)
   return {{"name", name}, {"arch", arch}, {"sm_count", sm_count}};
 }
 
-// A problem as table entries and trial-log problems spell it: m, n, k, layout, dtype, align.
-GemmProblem parse_problem(const json& e, const std::string& where) {
-  GemmProblem p;
+// A problem as table entries and trial-log problems spell it: op (gemm when absent: tables
+// written before ops had names), dtype, layout when the op has layouts, each dimension under the
+// op's name for it (GEMM: m, n, k), align.
+Problem parse_problem(const json& e, const std::string& where) {
+  Problem p;
   try {
-    p = GemmProblem::make(positive_int(e, "m", where), positive_int(e, "n", where), positive_int(e, "k", where),
-                          str(e, "layout", where), parse_dtype(str(e, "dtype", where)));
+    const std::string op = e.contains("op") ? str(e, "op", where) : "gemm";
+    const OpInfo& info = op_info(op);
+    std::vector<int64_t> dims;
+    for (const auto& d : info.dims) dims.push_back(positive_int(e, d.c_str(), where));
+    p = Problem::make(op, dims, info.layouts.empty() ? std::string() : str(e, "layout", where),
+                      parse_dtype(str(e, "dtype", where)));
   } catch (const UsageError& err) {
     const std::string msg = err.what();
     throw UsageError(msg.rfind(where, 0) == 0 ? msg : where + ": " + msg);
@@ -85,6 +91,16 @@ GemmProblem parse_problem(const json& e, const std::string& where) {
     throw UsageError(where + ": \"align\" must be " + (half ? "2, 4, 8 or 16" : "4, 8 or 16"));
   p.align = int(align);
   return p;
+}
+
+// The fields parse_problem reads, into j.
+void put_problem(json& j, const Problem& p) {
+  const OpInfo& info = op_info(p.op);
+  j["op"] = p.op;
+  j["dtype"] = to_string(p.dtype);
+  if (!info.layouts.empty()) j["layout"] = p.layout;
+  for (size_t i = 0; i < info.dims.size(); ++i) j[info.dims[i]] = p.dims[i];
+  j["align"] = p.align;
 }
 
 // Config::from_json narrows every value to int: a value beyond int's range would wrap (4294967424
@@ -195,7 +211,7 @@ Table parse_table(const std::string& text, const std::string& origin) {
     const std::string where = origin + " entry " + std::to_string(i);
     const json& e = entries[i];
     if (!e.is_object()) throw UsageError(where + ": must be an object");
-    if (str(e, "op", where) != "gemm") throw UsageError(where + ": unknown op '" + e["op"].get<std::string>() + "'");
+    str(e, "op", where); // required in tables (trial logs written before ops had names may lack it)
     TableEntry te;
     te.problem = parse_problem(e, where);
     te.arch = t.arch;
@@ -230,13 +246,7 @@ std::string table_to_json(const Table& t) {
   json entries = json::array();
   for (const TableEntry* e : sorted) {
     json j;
-    j["op"] = "gemm";
-    j["dtype"] = to_string(e->problem.dtype);
-    j["layout"] = e->problem.layout_string();
-    j["m"] = e->problem.m;
-    j["n"] = e->problem.n;
-    j["k"] = e->problem.k;
-    j["align"] = e->problem.align;
+    put_problem(j, e->problem);
     j["family"] = e->family;
     j["config"] = json::parse(e->config_json);
     j["time_ms"] = e->time_ms;
@@ -294,8 +304,8 @@ std::string trial_log_to_json(const TrialLog& log) {
     for (const auto& t : p.trials)
       trials.push_back({{"family", t.family}, {"config", json::parse(t.config_json)}, {"status", t.status},
                         {"time_ms", t.time_ms}, {"compile_s", t.compile_s}, {"bench_s", t.bench_s}});
-    json pj = {{"key", p.problem.key()}, {"m", p.problem.m}, {"n", p.problem.n}, {"k", p.problem.k},
-               {"layout", p.problem.layout_string()}, {"dtype", to_string(p.problem.dtype)}, {"align", p.problem.align}};
+    json pj = {{"key", p.problem.key()}};
+    put_problem(pj, p.problem);
     pj["cublas_ms"] = p.cublas_ms ? json(*p.cublas_ms) : json(nullptr);
     pj["trials"] = trials;
     probs.push_back(pj);

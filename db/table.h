@@ -13,7 +13,7 @@ namespace ktune {
 constexpr const char* kTableSchema = "ktune.table/1";
 
 struct TableEntry {
-  GemmProblem problem; // m, n, k, dtype, layout, align (leading dimensions at their minimum)
+  Problem problem; // m, n, k, dtype, layout, align (leading dimensions at their minimum)
   std::string arch;    // of the table's device
   std::string family, config_json, template_hash;
   double time_ms = 0, tflops = 0;
@@ -59,7 +59,7 @@ struct LoggedTrial {
 };
 
 struct ProblemLog {
-  GemmProblem problem;
+  Problem problem;
   std::optional<double> cublas_ms;
   std::vector<LoggedTrial> trials;
 };

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ktune/runtime.h"
+#include "ktune/gemm_problem.h"
 
 #define CHECK_CUDA(x)                                                                            \
   do {                                                                                           \

@@ -16,7 +16,7 @@
 #include "ktune/config.h"
 #include "ktune/device.h"
 #include "ktune/error.h"
-#include "ktune/problem.h"
+#include "ktune/gemm_problem.h"
 #include "ktune/runtime.h"
 #include "tuner/json_io.h"
 

@@ -9,6 +9,7 @@
 #include "ktune/error.h"
 #include "ktune/runtime.h"
 #include "runtime/cuda_check.h"
+#include "ktune/gemm_problem.h"
 
 struct ktune_handle_s {
   std::unique_ptr<ktune::Runtime> rt;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "ktune/error.h"
+#include "ktune/gemm_problem.h"
 
 namespace ktune {
 namespace {

@@ -4,7 +4,7 @@
 #include <cuda.h>
 
 #include "gemm/gemm_args.h"
-#include "ktune/problem.h"
+#include "ktune/gemm_problem.h"
 
 struct cublasContext;
 

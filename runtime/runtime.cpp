@@ -21,6 +21,7 @@
 #include "runtime/gemm_launch.h"
 #include "runtime/module.h"
 #include "runtime/cublas.h"
+#include "ktune/gemm_problem.h"
 
 namespace ktune {
 

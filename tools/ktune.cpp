@@ -20,6 +20,7 @@
 #include "tuner/strategy.h"
 #include "tuner/worker.h"
 #include "tools/report.h"
+#include "ktune/gemm_problem.h"
 
 #include <filesystem>
 #include <unistd.h>

@@ -23,7 +23,7 @@
 
 #include "db/store.h"
 #include "ktune/error.h"
-#include "tuner/gemm_op.h"
+#include "ktune/gemm_problem.h"
 
 namespace ktune {
 namespace {
@@ -366,7 +366,7 @@ struct Run {
   int64_t device_id = 0, problem_id = 0;
   std::string device_name, key;
   bool imported = false;
-  GemmProblem problem;
+  Problem problem;
   std::vector<const TrialRow*> trials;
   const TrialRow* best = nullptr; // the fastest ok trial
   std::optional<double> cublas_ms;
@@ -609,7 +609,8 @@ int run_report(const ReportOptions& o) {
   }
   const bool several_devices = devices.size() > 1;
   for (auto& r : runs) {
-    r.label = std::string(to_string(r.problem.dtype)) + " " + r.problem.layout_string() + " " + r.problem.shape_string();
+    r.label = (r.problem.op == "gemm" ? "" : r.problem.op + " ") + to_string(r.problem.dtype) + " " +
+              (r.problem.layout.empty() ? "" : r.problem.layout + " ") + r.problem.shape_string();
     if (several_devices) r.label = r.device_name + ": " + r.label;
   }
 
@@ -745,7 +746,7 @@ int run_report(const ReportOptions& o) {
   size_t best_points = 0;
   for (const auto& r : runs) {
     if (!r.best) continue;
-    const double ai = r.problem.flops() / GemmOp::min_bytes(r.problem);
+    const double ai = flops(r.problem) / min_bytes(r.problem);
     const double tf = tflops(r.problem, r.best->median_ms);
     auto it = fam_series.find(r.best->family);
     if (it == fam_series.end()) {

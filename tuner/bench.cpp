@@ -10,6 +10,7 @@
 #include "tuner/gemm_op.h"
 #include "tuner/json_io.h"
 #include "core/text_file.h"
+#include "ktune/gemm_problem.h"
 
 namespace ktune {
 namespace {

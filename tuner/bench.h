@@ -7,6 +7,7 @@
 
 #include "ktune/runtime.h"
 #include "tuner/timing.h"
+#include "ktune/gemm_problem.h"
 
 namespace ktune {
 

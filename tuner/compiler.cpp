@@ -61,7 +61,7 @@ std::string CompileRequest::cache_key() const {
   return k;
 }
 
-CompileRequest compile_request(const Family& f, const Config& c, const GemmProblem& p, const std::string& arch) {
+CompileRequest compile_request(const Family& f, const Config& c, const Problem& p, const std::string& arch) {
   const std::string context = "family " + f.name() + " config " + c.to_json() + " problem " + p.key() + " arch " + arch;
   const auto why = f.violations(c, p, DeviceInfo::nominal(arch));
   if (!why.empty()) {

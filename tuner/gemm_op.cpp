@@ -9,6 +9,7 @@
 #include "runtime/cuda_check.h"
 #include "runtime/driver.h"
 #include "core/embedded.h"
+#include "ktune/gemm_problem.h"
 
 namespace ktune {
 namespace {
@@ -71,8 +72,8 @@ double GemmOp::tolerance(const GemmProblem& p) {
 }
 
 double GemmOp::min_bytes(const GemmProblem& p) {
-  const double e = element_bytes(p.dtype);
-  return e * (double(p.m) * p.k + double(p.k) * p.n + double(p.m) * p.n * (p.beta != 0 ? 2 : 1));
+  // The op's count (A, B and C once) plus reading C when beta != 0, which a call's beta decides.
+  return ktune::min_bytes(Problem(p)) + (p.beta != 0 ? double(element_bytes(p.dtype)) * double(p.m) * p.n : 0.0);
 }
 
 size_t GemmOp::a_elems() const { return std::max<size_t>(1, storage_rows(p_.a, p_.m, p_.k)) * size_t(p_.eff_lda()); }

@@ -11,7 +11,7 @@
 
 #include "ktune/compiler.h"
 #include "ktune/device.h"
-#include "ktune/problem.h"
+#include "ktune/gemm_problem.h"
 #include "runtime/module.h"
 #include "runtime/cublas.h"
 

@@ -3,6 +3,7 @@
 
 #include "ktune/error.h"
 #include "core/text_file.h"
+#include "ktune/gemm_problem.h"
 
 namespace ktune {
 

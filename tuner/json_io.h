@@ -7,7 +7,7 @@
 
 #include "core/trial.h"
 #include "ktune/family.h"
-#include "ktune/problem.h"
+#include "ktune/gemm_problem.h"
 #include "ktune/runtime.h"
 
 namespace ktune {

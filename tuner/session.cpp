@@ -15,6 +15,7 @@
 #include "tuner/strategy.h"
 #include "tuner/warm_start.h"
 #include "tuner/worker.h"
+#include "ktune/gemm_problem.h"
 
 namespace ktune {
 namespace {

@@ -10,6 +10,7 @@
 #include "db/store.h"
 #include "ktune/family.h"
 #include "tuner/timing.h"
+#include "ktune/gemm_problem.h"
 
 namespace ktune {
 

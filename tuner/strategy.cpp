@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "ktune/error.h"
+#include "ktune/gemm_problem.h"
 
 namespace ktune {
 namespace {

@@ -9,6 +9,7 @@
 
 #include "core/trial.h"
 #include "ktune/family.h"
+#include "ktune/gemm_problem.h"
 
 namespace ktune {
 

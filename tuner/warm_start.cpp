@@ -5,6 +5,7 @@
 #include "db/store.h"
 #include "db/table.h"
 #include "ktune/error.h"
+#include "ktune/gemm_problem.h"
 
 namespace ktune {
 

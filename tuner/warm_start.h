@@ -8,6 +8,7 @@
 #include "db/lending.h"
 #include "ktune/device.h"
 #include "ktune/family.h"
+#include "ktune/gemm_problem.h"
 
 namespace ktune {
 

@@ -20,6 +20,7 @@
 #include "tuner/json_io.h"
 #include "tuner/timing.h"
 #include "runtime/gemm_launch.h"
+#include "ktune/gemm_problem.h"
 
 namespace ktune {
 

@@ -39,7 +39,7 @@ struct CompiledKernel {
 
 // The request that compiles config c of family f for problem p (its layout picks the
 // instantiation) on arch. Throws UsageError when c is not a valid point of f for p on arch.
-CompileRequest compile_request(const Family& f, const Config& c, const GemmProblem& p, const std::string& arch);
+CompileRequest compile_request(const Family& f, const Config& c, const Problem& p, const std::string& arch);
 
 // Hash of a template source together with every embedded header it may include: two results
 // with the same template hash came from the same kernel code.

@@ -2,18 +2,20 @@
 // kernel instantiations, launch geometry). Built-in families are declared with this same API,
 // next to their templates in kernel_templates/; a user declares their own the same way.
 //
-//   Family f("my_gemm", "gemm/my_gemm.cu");
+//   Family f("my_gemm", "gemm/my_gemm.cu");   // op "gemm" unless .op("...") says otherwise
 //   f.param("BM", {64, 128}).param("BK", {8, 16})
 //    .restrict("tile fits shared memory", {"BM", "BK"},
-//              [](const Config& c, const GemmProblem&, const DeviceInfo& d) { ... })
-//    .kernels([](const Config& c, const GemmProblem& p) { return std::vector<std::string>{...}; })
-//    .launch([](const Config& c, const GemmProblem& p) { return LaunchPlan{...}; });
+//              [](const Config& c, const Problem&, const DeviceInfo& d) { ... })
+//    .kernels([](const Config& c, const Problem& p) { return std::vector<std::string>{...}; })
+//    .launch([](const Config& c, const Problem& p) { return LaunchPlan{...}; });
 #pragma once
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "ktune/config.h"
@@ -53,11 +55,29 @@ struct SpaceRestriction {
   static SpaceRestriction from_json(const std::string& text, const std::string& origin);
 };
 
+namespace detail {
+// The type of a callback's argument I, decayed: the problem type a family's callbacks take.
+template <class F, size_t I, class = void>
+struct arg_type : arg_type<decltype(&F::operator()), I> {};
+template <class R, class C, size_t I, class... A>
+struct arg_type<R (C::*)(A...) const, I> {
+  using type = std::decay_t<std::tuple_element_t<I, std::tuple<A...>>>;
+};
+template <class R, size_t I, class... A>
+struct arg_type<R (*)(A...), I> {
+  using type = std::decay_t<std::tuple_element_t<I, std::tuple<A...>>>;
+};
+template <class F, size_t I>
+using arg_t = typename arg_type<std::decay_t<F>, I>::type;
+} // namespace detail
+
 class Family {
  public:
-  using Predicate = std::function<bool(const Config&, const GemmProblem&, const DeviceInfo&)>;
-  using KernelsFn = std::function<std::vector<std::string>(const Config&, const GemmProblem&)>;
-  using LaunchFn = std::function<LaunchPlan(const Config&, const GemmProblem&)>;
+  // Callbacks see the op-generic Problem. A family may declare them on its op's typed view
+  // instead (GemmProblem, any type with a static View::from(const Problem&)): the builder converts.
+  using Predicate = std::function<bool(const Config&, const Problem&, const DeviceInfo&)>;
+  using KernelsFn = std::function<std::vector<std::string>(const Config&, const Problem&)>;
+  using LaunchFn = std::function<LaunchPlan(const Config&, const Problem&)>;
 
   struct Param {
     std::string name;
@@ -76,14 +96,26 @@ class Family {
   // Declaration (builder). Order of param() calls is the enumeration order: put the parameters
   // that constraints prune most first.
   Family& param(const std::string& name, std::vector<int> values, std::string about = {});
-  Family& restrict(std::string why, std::vector<std::string> reads, Predicate pred);
-  Family& kernels(KernelsFn fn);
-  Family& launch(LaunchFn fn);
+  template <class F>
+  Family& restrict(std::string why, std::vector<std::string> reads, F pred) {
+    return restrict_generic(std::move(why), std::move(reads), Predicate(on_problem<1>(std::move(pred))));
+  }
+  template <class F>
+  Family& kernels(F fn) {
+    kernels_ = KernelsFn(on_problem<1>(std::move(fn)));
+    return *this;
+  }
+  template <class F>
+  Family& launch(F fn) {
+    launch_ = LaunchFn(on_problem<1>(std::move(fn)));
+    return *this;
+  }
   // The config the runtime falls back to for a problem nothing was tuned near; it must be valid
   // for every problem of a supported dtype (a test checks this over many shapes).
-  using DefaultFn = std::function<Config(const GemmProblem&, const DeviceInfo&)>;
-  Family& defaults(DefaultFn fn) {
-    default_ = std::move(fn);
+  using DefaultFn = std::function<Config(const Problem&, const DeviceInfo&)>;
+  template <class F>
+  Family& defaults(F fn) {
+    default_ = DefaultFn(on_problem<0>(std::move(fn)));
     return *this;
   }
   // For a config specialised to some shapes (e.g. no bounds checks, aligned vector loads), the
@@ -105,6 +137,8 @@ class Family {
     return *this;
   }
   Family& min_arch(int arch) { min_arch_ = arch; return *this; }
+  // The op whose problems the family computes (op_info names it); "gemm" unless set.
+  Family& op(std::string name) { op_ = std::move(name); return *this; }
   Family& dtypes(std::vector<DType> d) { dtypes_ = std::move(d); return *this; }
   Family& describe(std::string about) { about_ = std::move(about); return *this; }
   // Source text for a family whose template is not embedded in the library (a user's kernel);
@@ -112,6 +146,7 @@ class Family {
   Family& source_text(std::string text) { source_text_ = std::move(text); return *this; }
 
   const std::string& name() const { return name_; }
+  const std::string& op() const { return op_; }
   const std::string& source_path() const { return source_path_; }
   const std::string& about() const { return about_; }
   // The template source: source_text() if set, else the embedded file at source_path().
@@ -132,30 +167,45 @@ class Family {
   // Empty when valid; otherwise why not: unknown or missing parameters, values outside a domain,
   // an unsupported dtype or arch, else the first broken constraint in declaration order (a
   // constraint may assume the ones declared before it hold).
-  std::vector<std::string> violations(const Config& c, const GemmProblem& p, const DeviceInfo& d) const;
-  bool valid(const Config& c, const GemmProblem& p, const DeviceInfo& d) const { return violations(c, p, d).empty(); }
+  std::vector<std::string> violations(const Config& c, const Problem& p, const DeviceInfo& d) const;
+  bool valid(const Config& c, const Problem& p, const DeviceInfo& d) const { return violations(c, p, d).empty(); }
 
   // Depth-first walk of the valid configs in declaration order, pruning a branch as soon as a
   // constraint whose parameters are all bound fails. visit returns false to stop early.
-  void enumerate(const GemmProblem& p, const DeviceInfo& d, const std::function<bool(const Config&)>& visit) const;
-  uint64_t count(const GemmProblem& p, const DeviceInfo& d) const;
+  void enumerate(const Problem& p, const DeviceInfo& d, const std::function<bool(const Config&)>& visit) const;
+  uint64_t count(const Problem& p, const DeviceInfo& d) const;
   // n distinct valid configs drawn uniformly at random (fewer if the space is smaller); the same
   // seed gives the same sample.
-  std::vector<Config> sample(const GemmProblem& p, const DeviceInfo& d, size_t n, uint64_t seed) const;
+  std::vector<Config> sample(const Problem& p, const DeviceInfo& d, size_t n, uint64_t seed) const;
 
   // Instantiations and geometry for a valid config. kernel_names()[i] is a C++ name expression
   // NVRTC resolves, e.g. "gemm_simt<128,128,8,...>".
-  std::vector<std::string> kernel_names(const Config& c, const GemmProblem& p) const;
-  LaunchPlan launch_plan(const Config& c, const GemmProblem& p) const;
+  std::vector<std::string> kernel_names(const Config& c, const Problem& p) const;
+  LaunchPlan launch_plan(const Config& c, const Problem& p) const;
   bool has_default() const { return bool(default_); }
-  Config default_config(const GemmProblem& p, const DeviceInfo& d) const; // throws Error without one
+  Config default_config(const Problem& p, const DeviceInfo& d) const; // throws Error without one
 
   // A copy whose domains are intersected with r's; throws UsageError on a family-name mismatch,
   // an unknown parameter, or a value the family never declared.
   Family restricted(const SpaceRestriction& r) const;
 
  private:
-  bool supports(const GemmProblem& p, const DeviceInfo& d, std::string* why) const;
+  bool supports(const Problem& p, const DeviceInfo& d, std::string* why) const;
+  Family& restrict_generic(std::string why, std::vector<std::string> reads, Predicate pred);
+  // fn itself when its argument I is a Problem, else fn behind a conversion to that type.
+  template <size_t I, class F>
+  static auto on_problem(F fn) {
+    using View = detail::arg_t<F, I>;
+    if constexpr (std::is_same_v<View, Problem>) {
+      return fn;
+    } else if constexpr (I == 0) {
+      return [fn = std::move(fn)](const Problem& p, const auto&... rest) { return fn(View::from(p), rest...); };
+    } else {
+      return [fn = std::move(fn)](const auto& first, const Problem& p, const auto&... rest) {
+        return fn(first, View::from(p), rest...);
+      };
+    }
+  }
 
   std::string name_, source_path_, about_, source_text_;
   std::vector<Param> params_;
@@ -166,6 +216,7 @@ class Family {
   GeneralizeFn generalize_;
   UpgradeFn upgrade_;
   int min_arch_ = 0;
+  std::string op_ = "gemm";
   std::vector<DType> dtypes_ = {DType::f32};
 };
 

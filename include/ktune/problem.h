@@ -1,7 +1,12 @@
-// What is computed. One Problem type per op; GEMM is the first op.
+// What is computed, for any op: the identity that the store, the tables, the runtime's lookup and
+// the tuner share. Each op (GEMM first; kernel_templates/<op>/) registers an OpInfo that names its
+// dimensions and layouts and counts its FLOPs and bytes; its typed view (GemmProblem for GEMM,
+// include/ktune/gemm_problem.h) converts to and from Problem.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
 
 namespace ktune {
 
@@ -16,52 +21,68 @@ DType parse_dtype(const std::string& s); // throws UsageError
 int element_bytes(DType d);
 inline bool is_half(DType d) { return d == DType::f16 || d == DType::bf16; }
 
-// C (M x N, row-major) = alpha * A (M x K) * B (K x N) + beta * C.
-struct GemmProblem {
-  int64_t m = 0, n = 0, k = 0;
+// One problem of any op. Its key, op/dtype[/layout]/D0xD1x.../aN (GEMM:
+// gemm/f32/NN/4096x4096x4096/a16; softmax: softmax/bf16/4096x32000/a16), names it everywhere.
+struct Problem {
+  std::string op;              // a registered op (op_info)
   DType dtype = DType::f32;
-  Layout a = Layout::row, b = Layout::row;
-  int64_t lda = 0, ldb = 0, ldc = 0; // 0 means the minimum for the layout
-  float alpha = 1.0f, beta = 0.0f;
-  int batch = 1;
+  std::vector<int64_t> dims;   // the op's dimensions, in the order its OpInfo names them
+  std::string layout;          // the op's storage flags (GEMM: NN, NT, TN, TT); empty when it has none
+  std::vector<int64_t> ld;     // the op's leading dimensions in its order (GEMM: lda, ldb, ldc)
   // Alignment class in bytes (16, 8, 4, or 2 for 2-byte elements): the largest that divides every
-  // pointer's address and every leading dimension in bytes. Vector widths are chosen against it.
+  // pointer's address and every leading dimension in bytes.
   int align = 16;
 
-  int64_t min_lda() const { return a == Layout::row ? k : m; }
-  int64_t min_ldb() const { return b == Layout::row ? n : k; }
-  int64_t min_ldc() const { return n; }
-  int64_t eff_lda() const { return lda ? lda : min_lda(); }
-  int64_t eff_ldb() const { return ldb ? ldb : min_ldb(); }
-  int64_t eff_ldc() const { return ldc ? ldc : min_ldc(); }
-
-  std::string layout_string() const; // "NN", "NT", "TN", "TT"
-  std::string shape_string() const;  // "4096x4096x4096"
-  // Canonical key, e.g. gemm/f32/NN/4096x4096x4096/a16.
+  std::string shape_string() const; // "4096x4096x4096"
   std::string key() const;
-  double flops() const { return 2.0 * double(m) * double(n) * double(k); }
+  // The dimension the op calls `name`; throws Error when the op has none by that name.
+  int64_t dim(const std::string& name) const;
 
-  // Throws UsageError naming the offending field (sizes, leading dimensions, alignment, batch).
-  void validate() const;
-
-  // Alignment class from the leading dimensions alone (pointers from cudaMalloc are 256-byte
-  // aligned); with_pointers narrows it further by the actual addresses. Never below the element
-  // size (4 for f32, 2 for f16/bf16).
-  static int alignment_of(int64_t lda, int64_t ldb, int64_t ldc, int element_bytes = 4);
-  static int alignment_with_pointers(int align, const void* a, const void* b, const void* c);
-
-  // "MxNxK" with an optional layout ("NN", "NT", "TN", "TT"); leading dimensions at their minimum
-  // and the alignment class derived from them.
-  static GemmProblem make(int64_t m, int64_t n, int64_t k, const std::string& layout = "NN",
-                          DType dtype = DType::f32);
-  static GemmProblem parse(const std::string& shape, const std::string& layout = "NN", DType dtype = DType::f32);
+  // Leading dimensions at the op's minimum and the alignment class they allow. Throws UsageError
+  // on an unknown op, a wrong number of dimensions, or a layout the op does not have.
+  static Problem make(const std::string& op, std::vector<int64_t> dims, const std::string& layout = {},
+                      DType dtype = DType::f32);
+  // "D0xD1x..." as many as the op has, then validated (the op's own checks included).
+  static Problem parse(const std::string& op, const std::string& shape, const std::string& layout = {},
+                       DType dtype = DType::f32);
+  // The inverse of key(); throws UsageError on a malformed key.
+  static Problem parse_key(const std::string& key);
+  // The largest class in {16, 8, 4} that divides every leading dimension in bytes, never below
+  // the element size.
+  static int alignment_of(const std::vector<int64_t>& ld, int element_bytes);
 };
 
-// TFLOPS of p done in ms milliseconds (0 for ms <= 0).
-double tflops(const GemmProblem& p, double ms);
+bool operator==(const Problem& a, const Problem& b);
 
-// How far apart two problems are for lending configs: the Euclidean distance over log M, log N,
-// log K (a K of 0 counts as 1). Used by the runtime's nearest lookup and by warm starts.
-double log_distance(const GemmProblem& a, const GemmProblem& b);
+// What an op declares once, for every layer that handles its problems without knowing the op.
+struct OpInfo {
+  std::string name, about;
+  std::vector<std::string> dims;    // e.g. {"m", "n", "k"}; shape strings list them in this order
+  std::vector<std::string> layouts; // the layouts it accepts; empty: none
+  // The smallest leading dimensions of a problem of these dimensions and layout.
+  std::function<std::vector<int64_t>(const std::vector<int64_t>& dims, const std::string& layout)> min_ld;
+  // The op's own checks beyond the generic ones (sizes >= 0, leading dimensions >= minimum,
+  // alignment class allowed); throws UsageError naming the field.
+  std::function<void(const Problem&)> validate;
+  std::function<double(const Problem&)> flops;     // useful FLOPs (TFLOPS figures)
+  std::function<double(const Problem&)> min_bytes; // bytes every input read and every output written once
+};
+
+// The registered ops (kernel_templates/ops.cpp lists them).
+const std::vector<OpInfo>& ops();
+// Throws UsageError listing the known ops when name is not one of them.
+const OpInfo& op_info(const std::string& name);
+
+// Throws UsageError naming the problem and the offending field.
+void validate(const Problem& p);
+double flops(const Problem& p);
+double min_bytes(const Problem& p);
+// TFLOPS of p done in ms milliseconds (0 for ms <= 0).
+double tflops(const Problem& p, double ms);
+
+// How far apart two problems of one op are for lending configs: the Euclidean distance over the
+// logs of their dimensions (a dimension of 0 counts as 1). Used by the runtime's nearest lookup
+// and by warm starts.
+double log_distance(const Problem& a, const Problem& b);
 
 } // namespace ktune

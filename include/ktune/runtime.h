@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "ktune/config.h"
-#include "ktune/problem.h"
+#include "ktune/gemm_problem.h"
 
 namespace ktune {
 

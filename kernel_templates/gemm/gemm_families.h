@@ -4,6 +4,7 @@
 
 #include "gemm/gemm_args.h"
 #include "ktune/family.h"
+#include "ktune/gemm_problem.h"
 
 namespace ktune {
 

@@ -1,6 +1,7 @@
 // The helpers every GEMM descriptor shares (declared in gemm_families.h): the layout template
 // arguments, a kernel's name expression from its config, and grid arithmetic.
 #include "gemm/gemm_families.h"
+#include "ktune/gemm_problem.h"
 
 namespace ktune {
 

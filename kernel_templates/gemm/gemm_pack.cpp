@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "gemm/gemm_families.h"
+#include "ktune/gemm_problem.h"
 
 namespace ktune {
 namespace {

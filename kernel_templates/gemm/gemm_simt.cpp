@@ -4,6 +4,7 @@
 
 #include "gemm/gemm_families.h"
 #include "gemm/gemm_args.h"
+#include "ktune/gemm_problem.h"
 
 namespace ktune {
 namespace {

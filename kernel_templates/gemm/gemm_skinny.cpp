@@ -3,6 +3,7 @@
 
 #include "gemm/gemm_args.h"
 #include "gemm/gemm_families.h"
+#include "ktune/gemm_problem.h"
 
 namespace ktune {
 namespace {

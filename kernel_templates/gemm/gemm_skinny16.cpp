@@ -11,6 +11,7 @@
 
 #include "gemm/gemm_args.h"
 #include "gemm/gemm_families.h"
+#include "ktune/gemm_problem.h"
 
 namespace ktune {
 namespace {

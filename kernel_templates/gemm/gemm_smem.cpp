@@ -1,5 +1,6 @@
 // Descriptor of gemm_smem.cu.
 #include "gemm/gemm_families.h"
+#include "ktune/gemm_problem.h"
 
 namespace ktune {
 

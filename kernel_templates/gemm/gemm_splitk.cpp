@@ -1,5 +1,6 @@
 // Host side of gemm_splitk.cuh, the split-K epilogue the GEMM families share.
 #include "gemm/gemm_families.h"
+#include "ktune/gemm_problem.h"
 
 namespace ktune {
 

@@ -1,5 +1,6 @@
 // Host side shared by the block-tiled GEMM families (gemm_families.h: GemmTiling).
 #include "gemm/gemm_families.h"
+#include "ktune/gemm_problem.h"
 
 namespace ktune {
 

@@ -11,6 +11,7 @@
 
 #include "ktune/runtime.h"
 #include "tuner/json_io.h"
+#include "ktune/gemm_problem.h"
 
 using namespace ktune;
 

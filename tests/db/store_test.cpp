@@ -9,6 +9,7 @@
 
 #include "ktune/config.h"
 #include "ktune/error.h"
+#include "ktune/gemm_problem.h"
 
 using namespace ktune;
 

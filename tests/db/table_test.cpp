@@ -15,6 +15,7 @@
 #include "ktune/error.h"
 #include "ktune/family.h"
 #include "test_paths.h"
+#include "ktune/gemm_problem.h"
 
 using namespace ktune;
 

@@ -26,6 +26,7 @@
 #include "runtime/cuda_check.h"
 #include "runtime/gemm_launch.h"
 #include "runtime/module.h"
+#include "ktune/gemm_problem.h"
 
 using namespace ktune;
 

@@ -12,6 +12,7 @@
 #include "runtime/cublas.h"
 #include "tuner/gemm_op.h"
 #include "runtime/gemm_launch.h"
+#include "ktune/gemm_problem.h"
 
 using namespace ktune;
 

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "tuner/gemm_op.h"
+#include "ktune/gemm_problem.h"
 
 namespace ktune::testing::half_ref {
 

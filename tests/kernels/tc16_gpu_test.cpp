@@ -23,6 +23,7 @@
 #include "runtime/gemm_launch.h"
 #include "runtime/module.h"
 #include "runtime/cublas.h"
+#include "ktune/gemm_problem.h"
 
 using namespace ktune;
 using namespace ktune::testing::half_ref;

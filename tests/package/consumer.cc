@@ -4,6 +4,7 @@
 
 #include "ktune/ktune.h"
 #include "ktune/runtime.h"
+#include "ktune/gemm_problem.h"
 
 int main() {
   ktune::RuntimeOptions o;

@@ -13,6 +13,7 @@
 #include "db/store.h"
 #include "db/table.h"
 #include "ktune/error.h"
+#include "ktune/gemm_problem.h"
 
 using namespace ktune;
 

@@ -15,6 +15,7 @@
 #include "runtime/driver.h"
 #include "runtime/module.h"
 #include "tuner/gemm_op.h"
+#include "ktune/gemm_problem.h"
 
 using namespace ktune;
 

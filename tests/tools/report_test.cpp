@@ -14,6 +14,7 @@
 
 #include "db/store.h"
 #include "test_paths.h"
+#include "ktune/gemm_problem.h"
 
 namespace {
 

@@ -10,6 +10,7 @@
 
 #include "ktune/compiler.h"
 #include "ktune/family.h"
+#include "ktune/gemm_problem.h"
 
 namespace ktune::testing {
 

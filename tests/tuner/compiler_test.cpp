@@ -9,6 +9,7 @@
 #include "core/embedded.h"
 #include "tuner/compile_all.h"
 #include "tuner/gemm_op.h"
+#include "ktune/gemm_problem.h"
 
 using namespace ktune;
 

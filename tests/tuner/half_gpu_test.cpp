@@ -16,6 +16,7 @@
 #include "runtime/gemm_launch.h"
 #include "runtime/module.h"
 #include "tuner/gemm_op.h"
+#include "ktune/gemm_problem.h"
 
 using namespace ktune;
 

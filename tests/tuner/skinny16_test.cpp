@@ -11,6 +11,7 @@
 #include "ktune/compiler.h"
 #include "ktune/family.h"
 #include "tuner/compile_all.h"
+#include "ktune/gemm_problem.h"
 
 using namespace ktune;
 

@@ -4,6 +4,7 @@
 
 #include "ktune/error.h"
 #include "ktune/family.h"
+#include "ktune/gemm_problem.h"
 
 using namespace ktune;
 

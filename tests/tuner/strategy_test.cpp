@@ -7,6 +7,7 @@
 #include "ktune/error.h"
 
 #include "ktune/error.h"
+#include "ktune/gemm_problem.h"
 
 using namespace ktune;
 

@@ -9,6 +9,7 @@
 
 #include "ktune/family.h"
 #include "tuner/json_io.h"
+#include "ktune/gemm_problem.h"
 
 using namespace ktune;
 

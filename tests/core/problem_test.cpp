@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "ktune/error.h"
-#include "ktune/problem.h"
+#include "ktune/gemm_problem.h"
 
 using namespace ktune;
 
@@ -89,4 +89,58 @@ TEST(Problem, FlopsTflopsAndLogDistance) {
   EXPECT_EQ(log_distance(p, p), 0.0);
   // K = 0 counts as K = 1.
   EXPECT_NEAR(log_distance(GemmProblem::parse("8x8x0"), GemmProblem::parse("8x8x1")), 0.0, 1e-12);
+}
+
+// The op-generic Problem: what the store, tables and lookups see of any op.
+TEST(OpProblem, GemmConvertsBothWaysWithTheSameKey) {
+  for (const char* layout : {"NN", "NT", "TN", "TT"})
+    for (DType d : {DType::f32, DType::bf16}) {
+      GemmProblem g = GemmProblem::parse("77x1001x33", layout, d);
+      const Problem p = g;
+      EXPECT_EQ(p.key(), g.key());
+      EXPECT_EQ(p.op, "gemm");
+      EXPECT_EQ(p.dims, (std::vector<int64_t>{77, 1001, 33}));
+      EXPECT_EQ(p.ld, (std::vector<int64_t>{g.eff_lda(), g.eff_ldb(), g.eff_ldc()}));
+      const GemmProblem back = GemmProblem::from(p);
+      EXPECT_EQ(back.key(), g.key());
+      EXPECT_EQ(back.eff_lda(), g.eff_lda());
+      EXPECT_EQ(back.a, g.a);
+      EXPECT_EQ(back.b, g.b);
+      EXPECT_EQ(Problem::make("gemm", {77, 1001, 33}, layout, d), p) << layout;
+    }
+}
+
+TEST(OpProblem, KeysParseBack) {
+  for (const std::string key : {"gemm/f32/NN/4096x4096x4096/a16", "gemm/bf16/TN/1x4096x11008/a2", "gemm/f16/TT/8x8x0/a16"}) {
+    const Problem p = Problem::parse_key(key);
+    EXPECT_EQ(p.key(), key);
+  }
+  EXPECT_EQ(Problem::parse_key("gemm/f32/NT/3x5x7/a4").dim("k"), 7);
+  for (const std::string bad : {"gemm/f32/NN/4096x4096/a16", "gemm/f32/4096x4096x4096/a16", "gemm/f64/NN/1x1x1/a16",
+                                "conv/f32/NN/1x1x1/a16", "gemm/f32/NN/1x1x1/16", "gemm/f32/XY/1x1x1/a16", ""})
+    EXPECT_THROW(Problem::parse_key(bad), UsageError) << bad;
+}
+
+TEST(OpProblem, UnknownOpsAndWrongDimensionCountsAreUsageErrorsThatSaySo) {
+  try {
+    op_info("conv2d");
+    FAIL() << "no throw";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown op 'conv2d' (known: gemm"), std::string::npos) << e.what();
+  }
+  try {
+    Problem::parse("gemm", "64x64", "NN");
+    FAIL() << "no throw";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("mxnxk"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(Problem::make("gemm", {1, 2, 3}, ""), UsageError); // GEMM has layouts
+}
+
+TEST(OpProblem, CountsComeFromTheOp) {
+  const Problem p = GemmProblem::parse("10x20x30", "NN", DType::bf16);
+  EXPECT_DOUBLE_EQ(flops(p), 2.0 * 10 * 20 * 30);
+  EXPECT_DOUBLE_EQ(min_bytes(p), 2.0 * (10 * 30 + 30 * 20 + 10 * 20));
+  EXPECT_DOUBLE_EQ(tflops(p, 1.0), flops(p) / 1e-3 / 1e12);
+  EXPECT_NEAR(log_distance(p, GemmProblem::parse("20x20x30")), std::log(2.0), 1e-12);
 }
