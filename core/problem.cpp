@@ -82,6 +82,13 @@ int64_t Problem::dim(const std::string& name) const {
   throw Error("op " + op + " has no dimension '" + name + "' (" + key() + ")");
 }
 
+double Problem::scalar(const std::string& name) const {
+  if (auto it = scalars.find(name); it != scalars.end()) return it->second;
+  for (const auto& [n, v] : op_info(op).scalars)
+    if (n == name) return v;
+  throw Error("op " + op + " has no scalar '" + name + "' (" + key() + ")");
+}
+
 bool operator==(const Problem& a, const Problem& b) {
   return a.op == b.op && a.dtype == b.dtype && a.dims == b.dims && a.layout == b.layout && a.ld == b.ld &&
          a.align == b.align;
@@ -168,6 +175,11 @@ void validate(const Problem& p) {
   if (p.align != 16 && p.align != 8 && p.align != 4 && !(p.align == 2 && eb == 2))
     fail(eb == 2 ? "alignment class must be 2, 4, 8 or 16 bytes" : "alignment class must be 4, 8 or 16 bytes");
   if (p.align > Problem::alignment_of(p.ld, eb)) fail("alignment class larger than the leading dimensions allow");
+  for (const auto& [name, value] : p.scalars) {
+    if (std::none_of(info.scalars.begin(), info.scalars.end(), [&](const auto& s) { return s.first == name; }))
+      fail("unknown scalar '" + name + "'");
+    if (!std::isfinite(value)) fail("scalar '" + name + "' must be finite");
+  }
   if (info.validate) info.validate(p);
 }
 

@@ -176,7 +176,7 @@ int cmd_compile(const CompileArgs& a) {
 
 struct TuneArgs {
   std::vector<std::string> families, problems;
-  std::string suite, dtype = "f32", layout = "NN", strategy = "random", db, restrict_file, warm_start = "shipped",
+  std::string suite, op = "gemm", dtype = "f32", layout, strategy = "random", db, restrict_file, warm_start = "shipped",
       trials_out;
   std::optional<size_t> budget_evals;
   std::optional<double> budget_seconds;
@@ -234,8 +234,10 @@ int cmd_tune(const TuneArgs& a) {
     throw UsageError("--restrict " + a.restrict_file + " narrows " + restriction->family + ", which this run does not tune");
   if (!a.suite.empty() && !a.problems.empty()) throw UsageError("give --suite or --problem, not both");
   if (!a.suite.empty()) o.problems = load_suite(a.suite, a.layout, dtype);
-  for (const auto& p : a.problems) o.problems.push_back(GemmProblem::parse(p, a.layout, dtype));
-  if (o.problems.empty()) throw UsageError("nothing to tune: give --suite FILE or --problem MxNxK");
+  const OpInfo& op = op_info(a.op);
+  const std::string layout = a.layout.empty() && !op.layouts.empty() ? op.layouts[0] : a.layout;
+  for (const auto& p : a.problems) o.problems.push_back(Problem::parse(op.name, p, layout, dtype));
+  if (o.problems.empty()) throw UsageError("nothing to tune: give --suite FILE or --problem SHAPE");
   if (a.budget_evals && *a.budget_evals == 0) throw UsageError("--budget-evals must be at least 1");
   if (a.budget_seconds && *a.budget_seconds <= 0) throw UsageError("--budget-seconds must be positive");
   if (std::find(strategy_names().begin(), strategy_names().end(), a.strategy) == strategy_names().end())
@@ -410,9 +412,11 @@ int main(int argc, char** argv) {
                  "gemm_simt and gemm_skinny)");
   tn->add_flag("--tf32x3", tune_args.tf32x3, "Also tune the opt-in gemm_tf32x3 (FP32 on the TF32 tensor cores)");
   tn->add_option("--suite", tune_args.suite, "Suite file (JSON) of problems, e.g. configs/suites/public.json");
-  tn->add_option("--problem", tune_args.problems, "Problem MxNxK (repeatable)");
+  tn->add_option("--problem", tune_args.problems, "Problem shape, MxNxK for gemm, ROWSxCOLS for row ops (repeatable)");
   tn->add_option("--dtype", tune_args.dtype, "Data type")->capture_default_str();
-  tn->add_option("--layout", tune_args.layout, "Layouts of A and B where a problem names none")->capture_default_str();
+  tn->add_option("--op", tune_args.op, "The op of --problem shapes (a suite file names its own op; gemm when it names none)")
+      ->capture_default_str();
+  tn->add_option("--layout", tune_args.layout, "Layout where a problem names none (GEMM: layouts of A and B, default NN)");
   tn->add_option("--strategy", tune_args.strategy, "exhaustive, random, annealing, genetic or model")->capture_default_str();
   tn->add_option("--budget-evals", tune_args.budget_evals,
                  "Most configs per problem, shared by the families tuned for it (default 200 without a budget)");
@@ -540,7 +544,11 @@ int main(int argc, char** argv) {
       if (bn_tf32x3 && dt != DType::f32) throw UsageError("--tf32x3 is for f32 problems");
       if (!bn_ladder.empty() && dt != DType::f32) throw UsageError("--dtype applies to --suite; a ladder file names its problem's dtype");
       std::vector<GemmProblem> problems;
-      if (!bn_suite.empty()) problems = load_suite(bn_suite, "NN", dt);
+      if (!bn_suite.empty())
+        for (const Problem& p : load_suite(bn_suite, "NN", dt)) {
+          if (p.op != "gemm") throw UsageError("ktune bench times GEMM problems; " + bn_suite + " has " + p.key());
+          problems.push_back(GemmProblem::from(p));
+        }
       std::string why;
       const auto devs = list_devices(&why);
       if (devs.empty()) {

@@ -137,7 +137,7 @@ BenchReport bench_ladder(const std::string& ladder_file, const BenchOptions& o) 
   } catch (const nlohmann::json::exception& e) {
     throw UsageError(ladder_file + ": not valid JSON: " + e.what());
   }
-  const GemmProblem p = problem_from_json(j.at("problem"), ladder_file + " problem");
+  const GemmProblem p = GemmProblem::from(problem_from_json(j.at("problem"), ladder_file + " problem"));
   Bench b(o);
   BenchReport rep;
   rep.copy_tb_s = b.copy_tb_s();

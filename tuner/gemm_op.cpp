@@ -10,6 +10,7 @@
 #include "runtime/driver.h"
 #include "core/embedded.h"
 #include "ktune/gemm_problem.h"
+#include "runtime/gemm_launch.h"
 
 namespace ktune {
 namespace {
@@ -25,13 +26,6 @@ int f16_flag(DType d) { return d == DType::f16 ? 1 : 0; }
 size_t storage_rows(Layout l, int64_t rows, int64_t cols) { return size_t(l == Layout::row ? rows : cols); }
 
 } // namespace
-
-std::string VerifyResult::summary() const {
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "rel_error=%.3g nonfinite=%llu stray_writes=%llu", rel_error,
-                static_cast<unsigned long long>(nonfinite), static_cast<unsigned long long>(stray_writes));
-  return buf;
-}
 
 CompileRequest GemmOp::reference_request(const std::string& arch) {
   CompileRequest req;
@@ -178,6 +172,31 @@ VerifyResult GemmOp::check(const GemmProblem& p, uint64_t seed,
   run(args(), stream);
   check_cu(driver().cuStreamSynchronize(stream), "cuStreamSynchronize", "running the kernel under test on " + p.key());
   return verify(stream);
+}
+
+namespace {
+
+class GemmRunner : public OpRunner {
+ public:
+  GemmRunner(Compiler& compiler, const DeviceInfo& device) : op_(compiler, device) {}
+  void prepare(const Problem& p, uint64_t seed) override {
+    p_ = GemmProblem::from(p);
+    op_.prepare(p_, seed);
+  }
+  void ensure_workspace(size_t bytes) override { op_.ensure_workspace(bytes); }
+  void launch(Module& m, const LaunchPlan& plan, CUstream stream) override { launch_gemm(m, plan, op_.args(), stream); }
+  VerifyResult verify(CUstream stream) override { return op_.verify(stream); }
+  void run_baseline(CUstream stream) override { op_.cublas().gemm(p_, op_.args(), stream); }
+
+ private:
+  GemmOp op_;
+  GemmProblem p_;
+};
+
+} // namespace
+
+std::unique_ptr<OpRunner> make_gemm_runner(Compiler& compiler, const DeviceInfo& device) {
+  return std::make_unique<GemmRunner>(compiler, device);
 }
 
 } // namespace ktune

@@ -14,16 +14,9 @@
 #include "ktune/gemm_problem.h"
 #include "runtime/module.h"
 #include "runtime/cublas.h"
+#include "tuner/op_runner.h"
 
 namespace ktune {
-
-struct VerifyResult {
-  double rel_error = 0;      // ||C - ref||_F / ||ref||_F (absolute when ref is all zeros)
-  uint64_t nonfinite = 0;    // NaN/Inf elements of C: unwritten (poison) or overflowed
-  uint64_t stray_writes = 0; // changed elements of C's padding columns N..ldc-1
-  bool pass = false;
-  std::string summary() const;
-};
 
 class GemmOp {
  public:
@@ -71,5 +64,9 @@ class GemmOp {
   GemmProblem p_;
   DeviceBuffer a_, b_, c_, c0_, a64_, b64_, ref_out_, sums_, workspace_;
 };
+
+// GEMM's OpRunner (the worker's side of the op): GemmOp over the prepared problem, launch_gemm, and
+// cuBLAS as the baseline.
+std::unique_ptr<OpRunner> make_gemm_runner(Compiler& compiler, const DeviceInfo& device);
 
 } // namespace ktune

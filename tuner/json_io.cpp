@@ -7,39 +7,45 @@
 
 namespace ktune {
 
-nlohmann::json problem_to_json(const GemmProblem& p) {
-  return {{"m", p.m}, {"n", p.n}, {"k", p.k}, {"layout", p.layout_string()}, {"dtype", to_string(p.dtype)},
-          {"lda", p.eff_lda()}, {"ldb", p.eff_ldb()}, {"ldc", p.eff_ldc()}, {"alpha", p.alpha}, {"beta", p.beta},
-          {"align", p.align}};
+nlohmann::json problem_to_json(const Problem& p) {
+  const OpInfo& info = op_info(p.op);
+  nlohmann::json j = {{"op", p.op}, {"dtype", to_string(p.dtype)}, {"align", p.align}};
+  if (!info.layouts.empty()) j["layout"] = p.layout;
+  for (size_t i = 0; i < info.dims.size() && i < p.dims.size(); ++i) j[info.dims[i]] = p.dims[i];
+  for (size_t i = 0; i < info.ld_names.size() && i < p.ld.size(); ++i) j[info.ld_names[i]] = p.ld[i];
+  for (const auto& [name, dflt] : info.scalars) j[name] = p.scalar(name);
+  return j;
 }
 
-GemmProblem problem_from_json(const nlohmann::json& j, const std::string& where) {
-  if (!j.is_object()) throw UsageError(where + ": a problem must be an object with m, n, k");
-  auto integer = [&](const char* f) -> int64_t {
-    if (!j.contains(f)) throw UsageError(where + ": missing \"" + f + "\"");
-    if (!j[f].is_number_integer()) throw UsageError(where + ": \"" + f + "\" must be an integer, got " + j[f].dump());
-    return j[f].get<int64_t>();
-  };
+Problem problem_from_json(const nlohmann::json& j, const std::string& where, const std::string& default_op) {
   auto text = [&](const char* f, const std::string& dflt) {
     if (!j.contains(f)) return dflt;
     if (!j[f].is_string()) throw UsageError(where + ": \"" + f + "\" must be a string");
     return j[f].get<std::string>();
   };
-  auto number = [&](const char* f, float dflt) {
-    if (!j.contains(f)) return dflt;
-    if (!j[f].is_number()) throw UsageError(where + ": \"" + f + "\" must be a number");
-    return j[f].get<float>();
-  };
   try {
-    GemmProblem p = GemmProblem::make(integer("m"), integer("n"), integer("k"), text("layout", "NN"),
-                                      parse_dtype(text("dtype", "f32")));
-    if (j.contains("lda")) p.lda = integer("lda");
-    if (j.contains("ldb")) p.ldb = integer("ldb");
-    if (j.contains("ldc")) p.ldc = integer("ldc");
-    p.align = j.contains("align") ? int(integer("align")) : GemmProblem::alignment_of(p.eff_lda(), p.eff_ldb(), p.eff_ldc(), element_bytes(p.dtype));
-    p.alpha = number("alpha", 1.0f);
-    p.beta = number("beta", 0.0f);
-    p.validate();
+    const OpInfo& info = op_info(j.is_object() ? text("op", default_op) : default_op);
+    std::string dims_named;
+    for (const auto& d : info.dims) dims_named += (dims_named.empty() ? "" : ", ") + d;
+    if (!j.is_object()) throw UsageError(where + ": a problem must be an object with " + dims_named);
+    auto integer = [&](const std::string& f) -> int64_t {
+      if (!j.contains(f)) throw UsageError(where + ": missing \"" + f + "\"");
+      if (!j[f].is_number_integer()) throw UsageError(where + ": \"" + f + "\" must be an integer, got " + j[f].dump());
+      return j[f].get<int64_t>();
+    };
+    std::vector<int64_t> dims;
+    for (const auto& d : info.dims) dims.push_back(integer(d));
+    Problem p = Problem::make(info.name, dims, text("layout", info.layouts.empty() ? "" : info.layouts[0]),
+                              parse_dtype(text("dtype", "f32")));
+    for (size_t i = 0; i < info.ld_names.size(); ++i)
+      if (j.contains(info.ld_names[i])) p.ld[i] = integer(info.ld_names[i]);
+    p.align = j.contains("align") ? int(integer("align")) : Problem::alignment_of(p.ld, element_bytes(p.dtype));
+    for (const auto& [name, dflt] : info.scalars) {
+      if (!j.contains(name)) continue;
+      if (!j[name].is_number()) throw UsageError(where + ": \"" + name + "\" must be a number");
+      p.scalars[name] = j[name].get<double>();
+    }
+    validate(p);
     return p;
   } catch (const UsageError& e) {
     const std::string msg = e.what();
@@ -86,7 +92,7 @@ Timing timing_from_json(const nlohmann::json& j) {
                 j.at("p80_ms").get<double>(), j.at("reps").get<int>()};
 }
 
-std::vector<GemmProblem> load_suite(const std::string& path, const std::string& default_layout, DType default_dtype) {
+std::vector<Problem> load_suite(const std::string& path, const std::string& default_layout, DType default_dtype) {
   const std::string text = read_text_file(path, "suite file");
   nlohmann::json j;
   try {
@@ -96,12 +102,13 @@ std::vector<GemmProblem> load_suite(const std::string& path, const std::string& 
   }
   if (!j.is_object() || !j.contains("problems") || !j["problems"].is_array() || j["problems"].empty())
     throw UsageError("suite file '" + path + "' needs a non-empty \"problems\" array");
-  std::vector<GemmProblem> out;
+  const std::string op = j.contains("op") && j["op"].is_string() ? j["op"].get<std::string>() : "gemm";
+  std::vector<Problem> out;
   for (size_t i = 0; i < j["problems"].size(); ++i) {
     nlohmann::json p = j["problems"][i];
-    if (p.is_object() && !p.contains("layout")) p["layout"] = default_layout;
+    if (p.is_object() && !p.contains("layout") && !default_layout.empty()) p["layout"] = default_layout;
     if (p.is_object() && !p.contains("dtype")) p["dtype"] = to_string(default_dtype);
-    out.push_back(problem_from_json(p, "suite '" + path + "' problem " + std::to_string(i)));
+    out.push_back(problem_from_json(p, "suite '" + path + "' problem " + std::to_string(i), op));
   }
   return out;
 }

@@ -12,10 +12,14 @@
 
 namespace ktune {
 
-nlohmann::json problem_to_json(const GemmProblem& p);
-// Accepts {"m","n","k"} plus optional "layout" (NN), "dtype" (f32), "lda", "ldb", "ldc", "alpha",
-// "beta" (0), "align" (derived). Throws UsageError naming `where` and the field.
-GemmProblem problem_from_json(const nlohmann::json& j, const std::string& where);
+// A problem of any op: {"op", "dtype", "layout", its dimensions by name, its leading dimensions by
+// name, its scalars by name, "align"}.
+nlohmann::json problem_to_json(const Problem& p);
+// Accepts the op's dimensions by name (GEMM: {"m","n","k"}) plus optional "op" (default_op),
+// "layout" (the op's first), "dtype" (f32), leading dimensions (GEMM: "lda", "ldb", "ldc"; the
+// minimum), scalars (GEMM: "alpha" 1, "beta" 0) and "align" (derived), validated by the op.
+// Throws UsageError naming `where` and the field.
+Problem problem_from_json(const nlohmann::json& j, const std::string& where, const std::string& default_op = "gemm");
 
 nlohmann::json plan_to_json(const LaunchPlan& p);
 LaunchPlan plan_from_json(const nlohmann::json& j);
@@ -27,9 +31,11 @@ nlohmann::json timing_to_json(const Timing& t);
 nlohmann::ordered_json selection_to_json(const GemmProblem& p, const std::string& arch, const Selection& s);
 Timing timing_from_json(const nlohmann::json& j);
 
-// A suite file: {"name": ..., "problems": [{"m":..,"n":..,"k":..}, ...]}. Throws UsageError on a
-// missing or unreadable file, malformed JSON, or a bad problem (naming its index).
-std::vector<GemmProblem> load_suite(const std::string& path, const std::string& default_layout = "NN",
-                                    DType default_dtype = DType::f32);
+// A suite file: {"name": ..., "op": "gemm" (optional), "problems": [{"m":..,"n":..,"k":..}, ...]};
+// problems without a layout or dtype take the defaults given (an empty layout: the op's first).
+// Throws UsageError on a missing or unreadable file, malformed JSON, or a bad problem (naming its
+// index).
+std::vector<Problem> load_suite(const std::string& path, const std::string& default_layout = "",
+                                DType default_dtype = DType::f32);
 
 } // namespace ktune

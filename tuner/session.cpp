@@ -15,7 +15,6 @@
 #include "tuner/strategy.h"
 #include "tuner/warm_start.h"
 #include "tuner/worker.h"
-#include "ktune/gemm_problem.h"
 
 namespace ktune {
 namespace {
@@ -76,7 +75,7 @@ class ProblemTuner {
       : o_(o), dev_(dev), store_(store), compiler_(compiler), worker_(worker), cubins_(cubins), warm_(warm),
         trials_out_(trials_out), device_id_(device_id), index_(index) {}
 
-  ProblemResult run(const GemmProblem& p) {
+  ProblemResult run(const Problem& p) {
     const auto t0 = Clock::now();
     ProblemResult r;
     r.problem = p;
@@ -119,7 +118,7 @@ class ProblemTuner {
  private:
   // One JSON line per recorded trial, flushed at once: a reader following the file sees every
   // trial as soon as the database has it.
-  void log_trial(const GemmProblem& p, const TrialRecord& t) {
+  void log_trial(const Problem& p, const TrialRecord& t) {
     if (!trials_out_) return;
     nlohmann::json j = {{"problem", p.key()},
                         {"family", t.family},
@@ -141,7 +140,7 @@ class ProblemTuner {
   }
 
   // One family's search on p within evals proposals and the deadline; returns the proposals made.
-  size_t search(const GemmProblem& p, int64_t pid, size_t fi, size_t evals,
+  size_t search(const Problem& p, int64_t pid, size_t fi, size_t evals,
                 std::optional<Clock::time_point> deadline, ProblemResult& r) {
     const auto started = Clock::now();
     const Family& family = o_.families[fi];
@@ -205,17 +204,20 @@ class ProblemTuner {
     return issued;
   }
 
-  std::optional<Timing> baseline(const GemmProblem& p, int64_t pid) {
-    if (auto b = store_.baseline(device_id_, pid, "cublas")) return b;
+  // The op's baseline library timed once per device and problem (none for an op without one).
+  std::optional<Timing> baseline(const Problem& p, int64_t pid) {
+    const std::string library = op_info(p.op).baseline;
+    if (library.empty()) return std::nullopt;
+    if (auto b = store_.baseline(device_id_, pid, library)) return b;
     nlohmann::json req = {{"op", "baseline"}, {"problem", problem_to_json(p)}, {"seed", o_.seed}, {"timing", timing_json()}};
     const auto rep = worker_.request(req, o_.timeout_s);
     if (rep.outcome != WorkerProcess::Outcome::replied || rep.body.value("status", "") != "ok") {
       const std::string why = rep.outcome == WorkerProcess::Outcome::replied ? rep.body.value("error", "") : rep.detail;
-      std::fprintf(stderr, "ktune: cuBLAS baseline failed for %s: %s\n", p.key().c_str(), why.c_str());
+      std::fprintf(stderr, "ktune: %s baseline failed for %s: %s\n", library.c_str(), p.key().c_str(), why.c_str());
       return std::nullopt;
     }
     const Timing t = timing_from_json(rep.body["timing"]);
-    store_.record_baseline(device_id_, pid, "cublas", t, tflops(p, t.median_ms));
+    store_.record_baseline(device_id_, pid, library, t, tflops(p, t.median_ms));
     return t;
   }
 
@@ -229,7 +231,7 @@ class ProblemTuner {
             {"cutoff_ms", best_ms_ ? 1.5 * *best_ms_ : 0.0}};
   }
 
-  InFlight prepare(const Candidate& c, const GemmProblem& p, ProblemResult& r) {
+  InFlight prepare(const Candidate& c, const Problem& p, ProblemResult& r) {
     const Family& f = o_.families[c.family];
     InFlight job;
     job.cand = c;
@@ -251,7 +253,7 @@ class ProblemTuner {
     return job;
   }
 
-  TrialRecord evaluate(InFlight& job, const GemmProblem& p, ProblemResult& r) {
+  TrialRecord evaluate(InFlight& job, const Problem& p, ProblemResult& r) {
     const Family& f = o_.families[job.cand.family];
     TrialRecord t;
     t.family = f.name();
@@ -310,7 +312,7 @@ class ProblemTuner {
 
   // "[3/20] gemm/f32/NN/...  gemm_skinny 12/100  best 9.1 TFLOPS (1.52x cuBLAS, gemm_skinny)  ETA 0:07"
   // done and evals count this family's proposals; the ETA is to the end of its share.
-  void progress(const GemmProblem& p, const Family& family, const ProblemResult& r, size_t done, size_t evals,
+  void progress(const Problem& p, const Family& family, const ProblemResult& r, size_t done, size_t evals,
                 std::optional<Clock::time_point> deadline, Clock::time_point started) {
     if (!o_.progress || o_.quiet) return;
     std::string best = "best -";

@@ -10,13 +10,12 @@
 #include "db/store.h"
 #include "ktune/family.h"
 #include "tuner/timing.h"
-#include "ktune/gemm_problem.h"
 
 namespace ktune {
 
 struct TuneOptions {
   std::vector<Family> families;
-  std::vector<GemmProblem> problems;
+  std::vector<Problem> problems;
   std::string strategy = "random";
   std::optional<size_t> budget_evals;   // per problem; counts trials recorded earlier too
   std::optional<double> budget_seconds; // per problem, wall time of this run
@@ -39,7 +38,7 @@ struct TuneOptions {
 };
 
 struct ProblemResult {
-  GemmProblem problem;
+  Problem problem;
   std::optional<BestRecord> best;
   std::optional<Timing> cublas;
   std::map<TrialStatus, int> by_status; // trials evaluated in this run

@@ -8,7 +8,6 @@
 #include <unordered_set>
 
 #include "ktune/error.h"
-#include "ktune/gemm_problem.h"
 
 namespace ktune {
 namespace {
@@ -17,7 +16,7 @@ namespace {
 
 class FamilySpace : public SearchSpace {
  public:
-  FamilySpace(Family f, GemmProblem p, DeviceInfo d) : f_(std::move(f)), p_(std::move(p)), d_(std::move(d)) {}
+  FamilySpace(Family f, Problem p, DeviceInfo d) : f_(std::move(f)), p_(std::move(p)), d_(std::move(d)) {}
   const std::vector<Family::Param>& params() const override { return f_.params(); }
   bool contains(const Config& c) const override { return f_.valid(c, p_, d_); }
   std::optional<Config> random(std::mt19937_64& rng) const override {
@@ -29,7 +28,7 @@ class FamilySpace : public SearchSpace {
 
  private:
   Family f_;
-  GemmProblem p_;
+  Problem p_;
   DeviceInfo d_;
   std::vector<Config> none_;
 };
@@ -338,7 +337,7 @@ class ModelGuided : public SpaceStrategy {
 
 // ---------------------------------------------------------------- exhaustive and random
 
-std::vector<Candidate> exhaustive(const std::vector<Family>& families, const GemmProblem& p, const DeviceInfo& d,
+std::vector<Candidate> exhaustive(const std::vector<Family>& families, const Problem& p, const DeviceInfo& d,
                                   size_t budget) {
   std::vector<Candidate> out;
   const size_t cap = std::min(budget, kMaxMaterialized);
@@ -353,7 +352,7 @@ std::vector<Candidate> exhaustive(const std::vector<Family>& families, const Gem
   return out;
 }
 
-std::vector<Candidate> random(const std::vector<Family>& families, const GemmProblem& p, const DeviceInfo& d,
+std::vector<Candidate> random(const std::vector<Family>& families, const Problem& p, const DeviceInfo& d,
                               size_t budget, uint64_t seed) {
   const size_t want = std::min(budget, kMaxMaterialized);
   std::vector<std::vector<Config>> per(families.size());
@@ -401,7 +400,7 @@ class Owning : public Strategy {
 
 } // namespace
 
-std::unique_ptr<SearchSpace> family_space(const Family& f, const GemmProblem& p, const DeviceInfo& d) {
+std::unique_ptr<SearchSpace> family_space(const Family& f, const Problem& p, const DeviceInfo& d) {
   return std::make_unique<FamilySpace>(f, p, d);
 }
 
@@ -431,7 +430,7 @@ std::unique_ptr<Strategy> make_space_strategy(const std::string& name, const Sea
 }
 
 std::unique_ptr<Strategy> make_strategy(const std::string& name, const std::vector<Family>& families,
-                                        const GemmProblem& p, const DeviceInfo& d, size_t budget, uint64_t seed,
+                                        const Problem& p, const DeviceInfo& d, size_t budget, uint64_t seed,
                                         const std::vector<Config>& seeds) {
   auto valid0 = [&](const Config& c) { return !families.empty() && families[0].valid(c, p, d); };
   if (name == "exhaustive") return std::make_unique<ListStrategy>(seeded(exhaustive(families, p, d, budget), seeds, valid0, budget));

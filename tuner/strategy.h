@@ -9,7 +9,6 @@
 
 #include "core/trial.h"
 #include "ktune/family.h"
-#include "ktune/gemm_problem.h"
 
 namespace ktune {
 
@@ -38,7 +37,7 @@ class SearchSpace {
   virtual const std::vector<Config>& all() const = 0;
 };
 
-std::unique_ptr<SearchSpace> family_space(const Family& f, const GemmProblem& p, const DeviceInfo& d);
+std::unique_ptr<SearchSpace> family_space(const Family& f, const Problem& p, const DeviceInfo& d);
 std::unique_ptr<SearchSpace> list_space(std::vector<Family::Param> params, std::vector<Config> configs);
 
 // Exhaustive and random materialise at most this many candidates per problem.
@@ -55,7 +54,7 @@ std::unique_ptr<Strategy> make_space_strategy(const std::string& name, const Sea
 // in order and refuses spaces over kMaxMaterialized without a budget; random interleaves them);
 // annealing, genetic and model need exactly one.
 std::unique_ptr<Strategy> make_strategy(const std::string& name, const std::vector<Family>& families,
-                                        const GemmProblem& p, const DeviceInfo& d, size_t budget, uint64_t seed,
+                                        const Problem& p, const DeviceInfo& d, size_t budget, uint64_t seed,
                                         const std::vector<Config>& seeds = {});
 
 } // namespace ktune

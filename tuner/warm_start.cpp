@@ -5,7 +5,6 @@
 #include "db/store.h"
 #include "db/table.h"
 #include "ktune/error.h"
-#include "ktune/gemm_problem.h"
 
 namespace ktune {
 
@@ -23,7 +22,7 @@ WarmStart::WarmStart(const std::string& source, const DeviceInfo& d) : index_(d)
   }
 }
 
-std::vector<Config> WarmStart::configs(const Family& f, const GemmProblem& p, size_t count) const {
+std::vector<Config> WarmStart::configs(const Family& f, const Problem& p, size_t count) const {
   std::vector<Config> out;
   auto take = [&](const Lent& l) {
     if (out.size() == count || l.from->entry.family != f.name()) return;

@@ -8,7 +8,6 @@
 #include "db/lending.h"
 #include "ktune/device.h"
 #include "ktune/family.h"
-#include "ktune/gemm_problem.h"
 
 namespace ktune {
 
@@ -23,7 +22,7 @@ class WarmStart {
   // for p itself first, then lenders of the same dtype and layout by predicted speedup over
   // cuBLAS. Each config is in the form valid for p (a general form where the tuned one was
   // specialised to its shape).
-  std::vector<Config> configs(const Family& f, const GemmProblem& p, size_t count = 8) const;
+  std::vector<Config> configs(const Family& f, const Problem& p, size_t count = 8) const;
 
  private:
   TunedIndex index_;

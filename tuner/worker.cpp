@@ -10,17 +10,17 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <memory>
 #include <sstream>
 
 #include "ktune/compiler.h"
 #include "ktune/error.h"
 #include "runtime/cuda_check.h"
 #include "runtime/driver.h"
-#include "tuner/gemm_op.h"
 #include "tuner/json_io.h"
+#include "tuner/op_runner.h"
 #include "tuner/timing.h"
-#include "runtime/gemm_launch.h"
-#include "ktune/gemm_problem.h"
 
 namespace ktune {
 
@@ -164,14 +164,20 @@ struct WorkerState {
   DeviceInfo dev;
   CudaContext ctx;
   Compiler compiler{1};
-  GemmOp op;
   Timer timer;
-  explicit WorkerState(const DeviceInfo& d) : dev(d), ctx(d.ordinal), op(compiler, d), timer(d.l2_bytes) {}
+  std::map<std::string, std::unique_ptr<OpRunner>> runners; // one per op, made on first use
+  explicit WorkerState(const DeviceInfo& d) : dev(d), ctx(d.ordinal), timer(d.l2_bytes) {}
+  OpRunner& runner(const std::string& op) {
+    auto& r = runners[op];
+    if (!r) r = make_op_runner(op, compiler, dev);
+    return *r;
+  }
 };
 
 nlohmann::json eval(WorkerState& w, const nlohmann::json& req) {
   const auto t0 = std::chrono::steady_clock::now();
-  const GemmProblem p = problem_from_json(req.at("problem"), "eval request");
+  const Problem p = problem_from_json(req.at("problem"), "eval request");
+  OpRunner& op = w.runner(p.op);
   const LaunchPlan plan = plan_from_json(req.at("plan"));
   const std::vector<std::string> names = req.at("names").get<std::vector<std::string>>();
   nlohmann::json out;
@@ -180,18 +186,17 @@ nlohmann::json eval(WorkerState& w, const nlohmann::json& req) {
   out["registers"] = at.registers;
   out["smem"] = at.static_smem + int(plan.steps.empty() ? 0 : plan.main_step().dynamic_smem);
   out["local"] = at.local_bytes;
-  w.op.ensure_workspace(plan.workspace_bytes);
-  w.op.prepare(p, req.at("seed").get<uint64_t>());
-  const KtuneGemmArgs args = w.op.args();
-  launch_gemm(m, plan, args, nullptr);
+  op.ensure_workspace(plan.workspace_bytes);
+  op.prepare(p, req.at("seed").get<uint64_t>());
+  op.launch(m, plan, nullptr);
   check_cu(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize", "running the kernel for verification");
-  const VerifyResult v = w.op.verify(nullptr);
+  const VerifyResult v = op.verify(nullptr);
   out["rel_error"] = v.rel_error;
   if (!v.pass) {
     out["status"] = "wrong_result";
     out["error"] = v.summary();
   } else {
-    const Timing t = w.timer.time([&](CUstream s) { launch_gemm(m, plan, args, s); }, nullptr, timing_options(req.value("timing", nlohmann::json())));
+    const Timing t = w.timer.time([&](CUstream s) { op.launch(m, plan, s); }, nullptr, timing_options(req.value("timing", nlohmann::json())));
     out["status"] = "ok";
     out["timing"] = timing_to_json(t);
   }
@@ -200,10 +205,10 @@ nlohmann::json eval(WorkerState& w, const nlohmann::json& req) {
 }
 
 nlohmann::json baseline(WorkerState& w, const nlohmann::json& req) {
-  const GemmProblem p = problem_from_json(req.at("problem"), "baseline request");
-  w.op.prepare(p, req.at("seed").get<uint64_t>());
-  const KtuneGemmArgs args = w.op.args();
-  const Timing t = w.timer.time([&](CUstream s) { w.op.cublas().gemm(p, args, s); }, nullptr,
+  const Problem p = problem_from_json(req.at("problem"), "baseline request");
+  OpRunner& op = w.runner(p.op);
+  op.prepare(p, req.at("seed").get<uint64_t>());
+  const Timing t = w.timer.time([&](CUstream s) { op.run_baseline(s); }, nullptr,
                                 timing_options(req.value("timing", nlohmann::json())));
   return {{"status", "ok"}, {"timing", timing_to_json(t)}};
 }

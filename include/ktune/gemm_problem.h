@@ -49,9 +49,9 @@ struct GemmProblem {
                           DType dtype = DType::f32);
   static GemmProblem parse(const std::string& shape, const std::string& layout = "NN", DType dtype = DType::f32);
 
-  // The op-generic identity (alpha, beta and batch are arguments of a call, not part of it).
+  // The op-generic problem (alpha and beta as its scalars; batch stays here).
   operator Problem() const;
-  // Throws Error when p is not a GEMM problem; alpha, beta and batch take their defaults.
+  // Throws Error when p is not a GEMM problem; batch takes its default.
   static GemmProblem from(const Problem& p);
 };
 

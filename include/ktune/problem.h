@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -32,11 +33,16 @@ struct Problem {
   // Alignment class in bytes (16, 8, 4, or 2 for 2-byte elements): the largest that divides every
   // pointer's address and every leading dimension in bytes.
   int align = 16;
+  // Run-time scalars of a call (GEMM: alpha, beta; softmax: scale; norms: eps), by the op's names
+  // for them; absent ones take the op's defaults. Not part of the key: one tuned config serves them all.
+  std::map<std::string, double> scalars;
 
   std::string shape_string() const; // "4096x4096x4096"
   std::string key() const;
   // The dimension the op calls `name`; throws Error when the op has none by that name.
   int64_t dim(const std::string& name) const;
+  // The scalar `name`, or the op's default for it; throws Error when the op has none by that name.
+  double scalar(const std::string& name) const;
 
   // Leading dimensions at the op's minimum and the alignment class they allow. Throws UsageError
   // on an unknown op, a wrong number of dimensions, or a layout the op does not have.
@@ -58,7 +64,11 @@ bool operator==(const Problem& a, const Problem& b);
 struct OpInfo {
   std::string name, about;
   std::vector<std::string> dims;    // e.g. {"m", "n", "k"}; shape strings list them in this order
-  std::vector<std::string> layouts; // the layouts it accepts; empty: none
+  std::vector<std::string> layouts; // the layouts it accepts; empty: none (the first is the default)
+  std::vector<std::string> ld_names; // its leading dimensions, in Problem::ld order
+  std::vector<std::pair<std::string, double>> scalars; // run-time scalars and their defaults
+  // The library the tuner times beside every problem ("cublas"), or "" when there is none in C++.
+  std::string baseline;
   // The smallest leading dimensions of a problem of these dimensions and layout.
   std::function<std::vector<int64_t>(const std::vector<int64_t>& dims, const std::string& layout)> min_ld;
   // The op's own checks beyond the generic ones (sizes >= 0, leading dimensions >= minimum,

@@ -84,6 +84,7 @@ GemmProblem::operator Problem() const {
   Problem p;
   p.op = "gemm", p.dtype = dtype, p.dims = {m, n, k}, p.layout = layout_string(), p.ld = {eff_lda(), eff_ldb(), eff_ldc()};
   p.align = align;
+  p.scalars = {{"alpha", alpha}, {"beta", beta}};
   return p;
 }
 
@@ -95,6 +96,7 @@ GemmProblem GemmProblem::from(const Problem& p) {
   g.a = p.layout[0] == 'T' ? Layout::col : Layout::row;
   g.b = p.layout[1] == 'T' ? Layout::col : Layout::row;
   g.lda = p.ld[0], g.ldb = p.ld[1], g.ldc = p.ld[2], g.align = p.align;
+  g.alpha = float(p.scalar("alpha")), g.beta = float(p.scalar("beta"));
   return g;
 }
 
@@ -104,6 +106,9 @@ OpInfo gemm_op_info() {
   o.about = "C (M x N, row-major) = alpha * A (M x K) * B (K x N) + beta * C; layouts of A and B: N row-major, T column-major";
   o.dims = {"m", "n", "k"};
   o.layouts = {"NN", "NT", "TN", "TT"};
+  o.ld_names = {"lda", "ldb", "ldc"};
+  o.scalars = {{"alpha", 1.0}, {"beta", 0.0}};
+  o.baseline = "cublas";
   o.min_ld = [](const std::vector<int64_t>& d, const std::string& layout) {
     // K = 0 has a zero minimum leading dimension for some layouts; keep ld >= 1 so pointer
     // arithmetic stays defined.

@@ -45,7 +45,11 @@ const char* kNaive2 = R"({"BX": 32, "BY": 4})";
 
 std::string source_path(const std::string& rel) { return std::string(KTUNE_SOURCE_DIR) + "/" + rel; }
 
-std::vector<GemmProblem> shapes_of(const std::string& suite) { return load_suite(source_path(suite), "NN", DType::f32); }
+std::vector<GemmProblem> shapes_of(const std::string& suite) {
+  std::vector<GemmProblem> out;
+  for (const Problem& p : load_suite(source_path(suite), "NN", DType::f32)) out.push_back(GemmProblem::from(p));
+  return out;
+}
 
 std::vector<GemmProblem> probe_shapes() {
   std::vector<GemmProblem> out = shapes_of("configs/suites/models.json");

@@ -10,6 +10,7 @@
 #include "gpu_env.h"
 #include "test_paths.h"
 #include "tuner/session.h"
+#include "ktune/gemm_problem.h"
 
 using namespace ktune;
 
@@ -19,7 +20,6 @@ namespace {
 // 5 wrong answer, 6 more shared memory than any GPU has, 7 compile error.
 const char* kFaultSource = R"(
 #include "gemm_args.h"
-#include "ktune/gemm_problem.h"
 template <int FAULT>
 __global__ void fault_gemm(KtuneGemmArgs p) {
   static_assert(FAULT != 7, "deliberate compile error");

@@ -226,7 +226,7 @@ TEST(Session, SeveralFamiliesShareAProblemsBudgetWhereTheyCanServeIt) {
   const auto r = tune(o);
   ASSERT_EQ(r.problems.size(), 2u);
   Store s(db);
-  auto families_of = [&](const GemmProblem& p) {
+  auto families_of = [&](const Problem& p) {
     std::map<std::string, int> n;
     for (const auto& t : s.trials(s.device_id(*o.device_info), s.problem_id(p))) ++n[t.family];
     return n;
