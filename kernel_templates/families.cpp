@@ -1,11 +1,17 @@
 // The list of built-in families. A new family is declared beside its template and added here.
 #include "gemm/gemm_families.h"
+#include "layernorm/layernorm.h"
+#include "rmsnorm/rmsnorm.h"
+#include "softmax/softmax.h"
 
 namespace ktune {
 
 std::vector<Family> builtin_families() {
-  return {gemm_naive_family(), gemm_smem_family(), gemm_simt_family(), gemm_skinny_family(), gemm_tf32x3_family(), gemm_tc16_family(),
-          gemm_skinny16_family()};
+  std::vector<Family> all = {gemm_naive_family(),   gemm_smem_family(),  gemm_simt_family(),    gemm_skinny_family(),
+                             gemm_tf32x3_family(),  gemm_tc16_family(),  gemm_skinny16_family()};
+  for (auto ops : {softmax_families, layernorm_families, rmsnorm_families})
+    for (auto& f : ops()) all.push_back(std::move(f));
+  return all;
 }
 
 // gemm_naive and gemm_smem are the first rungs of the SGEMM ladder, kept to show where the others
@@ -16,6 +22,9 @@ std::vector<Family> builtin_families() {
 std::vector<std::string> tuning_family_names(bool tf32x3) {
   std::vector<std::string> names = {"gemm_simt", "gemm_skinny", "gemm_tc16", "gemm_skinny16"};
   if (tf32x3) names.push_back("gemm_tf32x3");
+  // The row ops' families all compete (each problem only meets its own op's).
+  for (const char* op : {"softmax", "layernorm", "rmsnorm"})
+    for (const char* kind : {"warp", "block", "stream", "cluster"}) names.push_back(std::string(op) + "_" + kind);
   return names;
 }
 

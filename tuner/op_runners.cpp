@@ -5,6 +5,7 @@
 
 #include "ktune/error.h"
 #include "tuner/gemm_op.h"
+#include "tuner/rows_op.h"
 
 namespace ktune {
 
@@ -17,7 +18,8 @@ std::string VerifyResult::summary() const {
 
 std::unique_ptr<OpRunner> make_op_runner(const std::string& op, Compiler& compiler, const DeviceInfo& device) {
   if (op == "gemm") return make_gemm_runner(compiler, device);
-  throw UsageError("no runner for op '" + op + "' (known: gemm)");
+  if (op == "softmax" || op == "layernorm" || op == "rmsnorm") return make_rows_runner(compiler, device);
+  throw UsageError("no runner for op '" + op + "' (known: gemm, softmax, layernorm, rmsnorm)");
 }
 
 } // namespace ktune

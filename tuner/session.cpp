@@ -319,8 +319,11 @@ class ProblemTuner {
     if (best_ms_) {
       char buf[128];
       const double tf = tflops(p, *best_ms_);
-      if (r.cublas)
-        std::snprintf(buf, sizeof buf, "best %.1f TFLOPS (%.2fx cuBLAS, %s)", tf, r.cublas->median_ms / *best_ms_,
+      const std::string library = op_info(p.op).baseline;
+      if (library.empty()) // an op judged by bandwidth: the bytes it must move over the time
+        std::snprintf(buf, sizeof buf, "best %.2f TB/s (%s)", min_bytes(p) / (*best_ms_ * 1e-3) / 1e12, best_family_.c_str());
+      else if (r.cublas)
+        std::snprintf(buf, sizeof buf, "best %.1f TFLOPS (%.2fx %s, %s)", tf, r.cublas->median_ms / *best_ms_, library.c_str(),
                       best_family_.c_str());
       else std::snprintf(buf, sizeof buf, "best %.1f TFLOPS (%s)", tf, best_family_.c_str());
       best = buf;
@@ -401,8 +404,8 @@ std::string format_summary(const TuneResult& r) {
   char buf[512];
   std::snprintf(buf, sizeof buf, "%s (%s, %d SMs)\n", r.device.name.c_str(), r.device.arch.c_str(), r.device.sm_count);
   s += buf;
-  std::snprintf(buf, sizeof buf, "%-34s %-46s %8s %8s %6s  %s\n", "problem", "best config", "TFLOPS", "cuBLAS", "ratio",
-                "trials (ok/compile/launch/wrong/timeout/crash, skipped)");
+  std::snprintf(buf, sizeof buf, "%-34s %-46s %8s %8s %6s %6s  %s\n", "problem", "best config", "TFLOPS", "cuBLAS", "ratio",
+                "TB/s", "trials (ok/compile/launch/wrong/timeout/crash, skipped)");
   s += buf;
   for (const auto& p : r.problems) {
     auto n = [&](TrialStatus st) {
@@ -412,9 +415,11 @@ std::string format_summary(const TuneResult& r) {
     const double cu = p.cublas ? tflops(p.problem, p.cublas->median_ms) : 0;
     std::string cfg = p.best ? p.best->family + ":" + Config::from_json(p.best->config_json).short_string() : "-";
     if (cfg.size() > 46) cfg = cfg.substr(0, 43) + "...";
-    std::snprintf(buf, sizeof buf, "%-34s %-46s %8.2f %8.2f %6.3f  %d/%d/%d/%d/%d/%d, %d\n", p.problem.key().c_str(),
+    // Bytes the problem must move over the best time: how the memory-bound ops are judged.
+    const double tb_s = p.best && p.best->time_ms > 0 ? min_bytes(p.problem) / (p.best->time_ms * 1e-3) / 1e12 : 0.0;
+    std::snprintf(buf, sizeof buf, "%-34s %-46s %8.2f %8.2f %6.3f %6.2f  %d/%d/%d/%d/%d/%d, %d\n", p.problem.key().c_str(),
                   cfg.c_str(), p.best ? p.best->tflops : 0.0, cu,
-                  (p.best && p.cublas) ? p.cublas->median_ms / p.best->time_ms : 0.0, n(TrialStatus::ok),
+                  (p.best && p.cublas) ? p.cublas->median_ms / p.best->time_ms : 0.0, tb_s, n(TrialStatus::ok),
                   n(TrialStatus::compile_error), n(TrialStatus::launch_error), n(TrialStatus::wrong_result),
                   n(TrialStatus::timeout), n(TrialStatus::crash), p.skipped);
     s += buf;

@@ -14,7 +14,8 @@
 
 namespace ktune::testing {
 
-inline void compile_all(const Family& f, const std::vector<std::pair<Config, GemmProblem>>& cases, const std::string& arch) {
+template <class P>
+void compile_all(const Family& f, const std::vector<std::pair<Config, P>>& cases, const std::string& arch) {
   Compiler compiler;
   std::vector<std::future<std::shared_ptr<const CompiledKernel>>> futs;
   for (const auto& [c, p] : cases) futs.push_back(compiler.compile_async(compile_request(f, c, p, arch)));

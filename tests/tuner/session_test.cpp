@@ -7,11 +7,13 @@
 
 #include <filesystem>
 #include <fstream>
+#include <algorithm>
 #include <map>
 
 #include <nlohmann/json.hpp>
 
 #include "db/store.h"
+#include "db/table.h"
 #include "ktune/error.h"
 #include "ktune/gemm_problem.h"
 
@@ -282,3 +284,73 @@ TEST(Session, TrialsOutGetsOneJsonLineAPerRecordedTrial) {
   o.trials_out = "/nonexistent/dir/trials.jsonl";
   EXPECT_THROW(tune(o), UsageError);
 }
+
+// The loop knows no op: the same resume and fault isolation for GEMM and for the row ops, with a
+// scripted worker keyed on each family's own parameters. Row ops have no C++ baseline.
+struct OpCase {
+  const char* family;
+  const char* op;
+  const char* shape;
+  DType dtype;
+  const char* crash;  // substrings of a request (a config's JSON) that make the script misbehave
+  const char* hang;
+  const char* launch_error;
+  const char* wrong;
+};
+
+class SessionByOp : public ::testing::TestWithParam<OpCase> {};
+
+TEST_P(SessionByOp, RecordsResumesAndIsolatesFaultsAlike) {
+  const OpCase& k = GetParam();
+  const Problem problem = Problem::parse(k.op, k.shape, k.op == std::string("gemm") ? "NN" : "", k.dtype);
+  auto opts = [&](const std::string& db, const std::string& worker, std::optional<size_t> budget, const char* strategy) {
+    TuneOptions o = options(db, worker, budget.value_or(0));
+    o.budget_evals = budget;
+    o.families = {find_family(k.family)};
+    o.problems = {problem};
+    o.strategy = strategy;
+    return o;
+  };
+  const std::string db = fresh_db(std::string("byop-") + k.op + ".db");
+  auto r1 = tune(opts(db, script(""), 3, "random"));
+  ASSERT_EQ(r1.problems.size(), 1u);
+  EXPECT_EQ(count(r1.problems[0], TrialStatus::ok), 3);
+  EXPECT_EQ(r1.problems[0].cublas.has_value(), !op_info(k.op).baseline.empty());
+  auto r2 = tune(opts(db, script(""), 5, "random"));
+  EXPECT_EQ(r2.problems[0].skipped, 3);
+  EXPECT_EQ(count(r2.problems[0], TrialStatus::ok), 2);
+  EXPECT_NE(format_summary(r2).find(problem.key()), std::string::npos);
+
+  const std::string cases = std::string("*") + k.crash + "*) kill -SEGV $$;; *" + k.hang + "*) sleep 30;; *" + k.launch_error +
+                            R"(*) echo '{"status":"launch_error","error":"CUDA_ERROR_INVALID_VALUE"}';; *)" + k.wrong +
+                            R"(*) echo '{"status":"wrong_result","error":"rel_error=1"}';;)";
+  const std::string db2 = fresh_db(std::string("byop-faults-") + k.op + ".db");
+  const auto r = tune(opts(db2, script(cases), std::nullopt, "exhaustive"));
+  const auto& p = r.problems[0];
+  for (TrialStatus st : {TrialStatus::crash, TrialStatus::timeout, TrialStatus::launch_error, TrialStatus::wrong_result, TrialStatus::ok})
+    EXPECT_GT(count(p, st), 0) << to_string(st);
+  ASSERT_TRUE(p.best);
+  for (const char* bad : {k.crash, k.hang, k.launch_error, k.wrong}) {
+    std::string pattern = bad;
+    for (char& ch : pattern)
+      if (ch == '\\') ch = ' ';
+    pattern.erase(std::remove(pattern.begin(), pattern.end(), ' '), pattern.end());
+    EXPECT_EQ(p.best->config_json.find(pattern), std::string::npos) << p.best->config_json << " matches " << pattern;
+  }
+  // The best of the op's problem exports as a table entry of that op, and imports back.
+  Store s(db2);
+  const Table t = s.export_table("sm_90");
+  ASSERT_EQ(t.entries.size(), 1u);
+  EXPECT_EQ(t.entries[0].problem.key(), problem.key());
+  EXPECT_EQ(parse_table(table_to_json(t), "export").entries[0].problem.key(), problem.key());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Ops, SessionByOp,
+    ::testing::Values(OpCase{"gemm_naive", "gemm", "256x256x256", DType::f32, R"(\"BX\":8,)", R"(\"BY\":32)", R"(\"BX\":64,)",
+                             R"(\"BY\":16)"},
+                      OpCase{"rmsnorm_stream", "rmsnorm", "64x4096", DType::bf16, R"(\"VEC\":1,)", R"(\"THREADS\":1024)",
+                             R"(\"THREADS\":64})", R"(\"VEC\":2,)"},
+                      OpCase{"softmax_stream", "softmax", "8x32000", DType::f32, R"(\"VEC\":1,)", R"(\"THREADS\":1024)",
+                             R"(\"THREADS\":64})", R"(\"VEC\":2,)"}),
+    [](const ::testing::TestParamInfo<OpCase>& i) { return std::string(i.param.op); });

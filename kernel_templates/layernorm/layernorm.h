@@ -1,0 +1,10 @@
+#pragma once
+#include <vector>
+
+#include "ktune/family.h"
+#include "ktune/problem.h"
+
+namespace ktune {
+OpInfo layernorm_op_info();
+std::vector<Family> layernorm_families();
+} // namespace ktune

@@ -1,0 +1,656 @@
+// Device helpers shared by the row-operator templates (rows_warp.cu, rows_block.cu,
+// rows_stream.cu, rows_cluster.cu): element loads and stores for f32 / bf16 / f16, the per-op
+// statistics and how two of them combine, warp / block / cluster all-reductions, and the
+// register-cached row that three of the four kernels share. NVRTC compiles this with no standard
+// headers; 16-bit elements travel as raw bit patterns converted with cvt (no <cuda_bf16.h>).
+//
+// ---- Semantics (PyTorch's; the host's FP64 reference computes exactly this) ----
+// Per row r, over the columns j < cols, with x = x[r * ldx + j] widened to FP64 and the result
+// rounded to nearest-even into DT (y[r * ldy + j]):
+//   softmax   (OP 0)  z_j = scale * x_j; m = max_j z_j; y_j = exp(z_j - m) / sum_k exp(z_k - m).
+//                     A row of all -inf (or holding +inf or NaN) gives NaN everywhere, as in
+//                     PyTorch.
+//   LayerNorm (OP 1)  mean = sum_j x_j / cols; var = sum_j (x_j - mean)^2 / cols (biased);
+//                     y_j = (x_j - mean) / sqrt(var + eps) * w_j + b_j
+//   RMSNorm   (OP 2)  ms = sum_j x_j^2 / cols; y_j = x_j / sqrt(ms + eps) * w_j
+// w_j = 1 where weight is null and b_j = 0 where bias is null (elementwise_affine off / no bias).
+// Every kernel does all arithmetic in FP32 (exp as ex2.approx, 1/sqrt as rsqrt.approx, both
+// ~2 ulp): expected error against the FP64 reference ~1e-6 relative for f32 outputs, and the
+// final rounding (2^-8 bf16, 2^-11 f16) for 16-bit ones.
+// Known deviation: softmax with scale == 0 and a lane (warp/block/cluster kernels) or row
+// (stream) whose inputs are all -inf gives 0 (or 1/n) where FP64 gives NaN (0 * -inf); any
+// finite non-zero scale, negative included, follows PyTorch.
+//
+// ---- Numerics ----
+// softmax never forms scale * x: with s = sign(scale) (1 for 0) it keeps xs = s * x (exact), its
+// max M and d = (xs - M) * |scale| (xs - M is exact near the max, so exp's argument carries one
+// rounding relative to d, not to |x|); exp(d) = ex2(d * log2(e)). A lane's (warp/block/cluster
+// kernels) or a chunk group's (stream) elements are summed against their own max m and partial
+// (m, sum) pairs merge with rescaling (the online-softmax combine), so one reduction round
+// suffices and each element needs one exp. LayerNorm merges (count, mean, M2) triples with Chan
+// et al.'s parallel formula (each lane's, or each group's, triple computed two-pass from
+// registers), also one round and numerically sound for any offset of the data. The combines are
+// written symmetric in their two operands, bit for bit (no FMA contraction: __fmul_rn /
+// __fadd_rn), so an xor-butterfly leaves the identical result in every lane and every CTA.
+//
+// ---- Host rules common to all four kernels ----
+// * VEC > 1: x, y, weight, bias aligned to VEC elements, ldx and ldy multiples of VEC and
+//   cols % VEC == 0 (the templates check whole vectors only). VEC * sizeof(element) <= 16.
+// * sm_80 or later (max.NaN, cvt.rn.bf16x2); rows_cluster sm_90.
+// * cols < 2^31 (LayerNorm's float counts are exact to 2^24 columns); rows > 0. With rows == 0
+//   or cols == 0 there is nothing to write: launch nothing (the kernels would store nothing).
+// * y may alias x (in-place) when ldx == ldy: every element is read (through the non-coherent
+//   path) only before the same thread writes it, and rows never overlap. weight / bias must not
+//   alias y.
+// * No dynamic shared memory; static shared memory is a few hundred bytes at most.
+//
+// ---- Registers (ptxas, CUDA 13.0, sm_90; all OPs x DTs x VEC; F = CHUNKS * VEC cached floats) ----
+// Highest count over the ops (LayerNorm with weight and bias is the heaviest, softmax next):
+//     F       <= 8   12   16   24   32   48   64
+//     regs      40   48   64   96   96  128  168
+// __launch_bounds__(threads, 1) caps a thread at min(255, 65536 / threads): 64 at 1024 threads,
+// 128 at 512. No spills when regs(F) <= that cap; the descriptors should require it:
+// 1024 threads (rows_warp WARPS = 32, rows_block / rows_cluster THREADS = 1024): F <= 16;
+// 512 threads: F <= 48; 256 threads or fewer: F <= 64. (Measured spills beyond: F = 24..32 at
+// 1024 threads, F = 64 at 512, for some ops.) rows_stream: 32..86 registers (VEC 4, f32: 86;
+// capped to 64 at 1024 threads without spills).
+#pragma once
+#include "rows_args.h"
+
+namespace ktune_dev {
+namespace rows {
+
+constexpr unsigned kFullMask = 0xffffffffu;
+constexpr float kLog2e = 1.4426950408889634f;
+
+__device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
+
+template <int DT>
+__host__ __device__ constexpr int elem_bytes() {
+  return DT == 0 ? 4 : 2;
+}
+
+__host__ __device__ constexpr int pow2_ceil(int n) {
+  int p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
+
+// max that propagates NaN (max.NaN, sm_80+): a NaN input must make its row NaN (as PyTorch's
+// max does), not vanish from the max as with fmaxf.
+__device__ __forceinline__ float max_nan(float a, float b) {
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+
+// 2^x (MUFU.EX2). Without .ftz so that tiny probabilities stay subnormal, as expf gives them.
+__device__ __forceinline__ float ex2(float x) {
+  float r;
+  asm("ex2.approx.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Global memory. x is read once per pass: the non-coherent path without L1 allocation (it would
+// only evict weight / bias, which every row reuses and which take the normal cached path). The
+// x loads are volatile so that they stay in program order with the stores (in-place use).
+// ---------------------------------------------------------------------------------------------
+enum { kLoadStream = 0, kLoadKeep = 1 };
+
+template <int BYTES>
+__host__ __device__ constexpr int raw_words() {
+  return BYTES >= 4 ? BYTES / 4 : 1;
+}
+
+// Predicated loads and stores (`@p ld` / `@p st` inside the asm): a chunk that may lie outside
+// the row costs no branch. With a branch around each load, the compiler put the unpacking of the
+// loaded words inside it too, so every load waited for its data before the next one issued (the
+// chunks' latencies added up instead of overlapping). A load with !in yields zeros.
+
+template <int BYTES, int HINT>
+__device__ __forceinline__ void load_raw(unsigned* w, const void* a, bool in = true) {
+  static_assert(BYTES == 2 || BYTES == 4 || BYTES == 8 || BYTES == 16, "vector loads of 2..16 bytes");
+  const int pr = in ? 1 : 0;
+  if constexpr (BYTES == 16) {
+    // %0..%3 the words, %4 the address, %5 the predicate.
+    if constexpr (HINT == kLoadStream)
+      asm volatile(
+          "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %5, 0;\n\tmov.b32 %0, 0;\n\tmov.b32 %1, 0;\n\tmov.b32 %2, 0;\n\t"
+          "mov.b32 %3, 0;\n\t@p ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n\t}"
+          : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
+          : "l"(a), "r"(pr));
+    else
+      asm("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %5, 0;\n\tmov.b32 %0, 0;\n\tmov.b32 %1, 0;\n\tmov.b32 %2, 0;\n\t"
+          "mov.b32 %3, 0;\n\t@p ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n\t}"
+          : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
+          : "l"(a), "r"(pr));
+  } else if constexpr (BYTES == 8) {
+    if constexpr (HINT == kLoadStream)
+      asm volatile(
+          "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %3, 0;\n\tmov.b32 %0, 0;\n\tmov.b32 %1, 0;\n\t"
+          "@p ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];\n\t}"
+          : "=r"(w[0]), "=r"(w[1])
+          : "l"(a), "r"(pr));
+    else
+      asm("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %3, 0;\n\tmov.b32 %0, 0;\n\tmov.b32 %1, 0;\n\t"
+          "@p ld.global.nc.v2.u32 {%0, %1}, [%2];\n\t}"
+          : "=r"(w[0]), "=r"(w[1])
+          : "l"(a), "r"(pr));
+  } else if constexpr (BYTES == 4) {
+    if constexpr (HINT == kLoadStream)
+      asm volatile(
+          "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %2, 0;\n\tmov.b32 %0, 0;\n\t"
+          "@p ld.global.nc.L1::no_allocate.u32 %0, [%1];\n\t}"
+          : "=r"(w[0])
+          : "l"(a), "r"(pr));
+    else
+      asm("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %2, 0;\n\tmov.b32 %0, 0;\n\t@p ld.global.nc.u32 %0, [%1];\n\t}"
+          : "=r"(w[0])
+          : "l"(a), "r"(pr));
+  } else {
+    unsigned short h;
+    if constexpr (HINT == kLoadStream)
+      asm volatile(
+          "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %2, 0;\n\tmov.b16 %0, 0;\n\t"
+          "@p ld.global.nc.L1::no_allocate.u16 %0, [%1];\n\t}"
+          : "=h"(h)
+          : "l"(a), "r"(pr));
+    else
+      asm("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %2, 0;\n\tmov.b16 %0, 0;\n\t@p ld.global.nc.u16 %0, [%1];\n\t}"
+          : "=h"(h)
+          : "l"(a), "r"(pr));
+    w[0] = h;
+  }
+}
+
+template <int BYTES>
+__device__ __forceinline__ void store_raw(void* a, const unsigned* w, bool in = true) {
+  const int pr = in ? 1 : 0;
+  if constexpr (BYTES == 16)
+    asm volatile(
+        "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %5, 0;\n\t@p st.global.v4.u32 [%0], {%1, %2, %3, %4};\n\t}" ::"l"(a),
+        "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3]), "r"(pr));
+  else if constexpr (BYTES == 8)
+    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %3, 0;\n\t@p st.global.v2.u32 [%0], {%1, %2};\n\t}" ::"l"(a),
+                 "r"(w[0]), "r"(w[1]), "r"(pr));
+  else if constexpr (BYTES == 4)
+    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %2, 0;\n\t@p st.global.u32 [%0], %1;\n\t}" ::"l"(a), "r"(w[0]),
+                 "r"(pr));
+  else
+    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %2, 0;\n\t@p st.global.u16 [%0], %1;\n\t}" ::"l"(a),
+                 "h"(static_cast<unsigned short>(w[0])), "r"(pr));
+}
+
+// Raw words to VEC floats: f32 as is, bf16 by a shift (it is the high half of an f32), f16
+// through cvt. Element e of a 16-bit vector is half e % 2 of word e / 2 (little-endian).
+template <int DT, int VEC>
+__device__ __forceinline__ void unpack(float (&v)[VEC], const unsigned* w) {
+#pragma unroll
+  for (int e = 0; e < VEC; ++e) {
+    if constexpr (DT == 0) {
+      v[e] = __uint_as_float(w[e]);
+    } else {
+      const unsigned word = w[e / 2];
+      if constexpr (DT == 1) {
+        v[e] = __uint_as_float(e % 2 ? word & 0xffff0000u : word << 16);
+      } else {
+        const unsigned short h = static_cast<unsigned short>(e % 2 ? word >> 16 : word);
+        asm("cvt.f32.f16 %0, %1;" : "=f"(v[e]) : "h"(h));
+      }
+    }
+  }
+}
+
+// VEC floats to raw words, rounded to nearest-even (pairs of 16-bit results in one cvt).
+template <int DT, int VEC>
+__device__ __forceinline__ void pack(unsigned* w, const float (&v)[VEC]) {
+  if constexpr (DT == 0) {
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) w[e] = __float_as_uint(v[e]);
+  } else if constexpr (VEC == 1) {
+    unsigned short h;
+    if constexpr (DT == 1)
+      asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(v[0]));
+    else
+      asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v[0]));
+    w[0] = h;
+  } else {
+#pragma unroll
+    for (int e = 0; e < VEC; e += 2) {
+      if constexpr (DT == 1)
+        asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(w[e / 2]) : "f"(v[e + 1]), "f"(v[e]));
+      else
+        asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(w[e / 2]) : "f"(v[e + 1]), "f"(v[e]));
+    }
+  }
+}
+
+// VEC elements starting at element index i of base.
+template <int DT, int VEC, int HINT>
+__device__ __forceinline__ void load_vec(float (&v)[VEC], const void* base, long long i, bool in = true) {
+  constexpr int B = VEC * elem_bytes<DT>();
+  static_assert(B <= 16, "VEC * sizeof(element) <= 16 bytes");
+  unsigned w[raw_words<B>()];
+  load_raw<B, HINT>(w, static_cast<const char*>(base) + i * elem_bytes<DT>(), in);
+  unpack<DT, VEC>(v, w);
+}
+
+template <int DT, int VEC>
+__device__ __forceinline__ void store_vec(void* base, long long i, const float (&v)[VEC], bool in = true) {
+  constexpr int B = VEC * elem_bytes<DT>();
+  unsigned w[raw_words<B>()];
+  pack<DT, VEC>(w, v);
+  store_raw<B>(static_cast<char*>(base) + i * elem_bytes<DT>(), w, in);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Per-row constants and statistics.
+// ---------------------------------------------------------------------------------------------
+struct RowConsts {
+  float sgn; // softmax: sign(scale) (1 for 0): xs = sgn * x is what the max runs over
+  float c;   // softmax: |scale| * log2(e): exp(scale * x - max) = ex2((xs - M) * c)
+};
+
+__device__ __forceinline__ RowConsts row_consts(const KtuneRowsArgs& p) {
+  RowConsts k;
+  k.sgn = p.scale < 0.0f ? -1.0f : 1.0f;
+  k.c = fabsf(p.scale) * kLog2e;
+  return k;
+}
+
+// softmax: max m of xs over the elements seen (-inf: none seen, or all -inf) and the sum of
+// exp((xs - m) * |scale|) over them.
+struct SoftmaxStats {
+  float m, s;
+};
+// LayerNorm: count, mean and sum of squared deviations from it (Chan et al.).
+struct NormStats {
+  float n, mean, m2;
+};
+// RMSNorm: sum of squares.
+struct SumStats {
+  float ss;
+};
+
+template <int OP>
+struct StatsOf {
+  using type = SumStats;
+};
+template <>
+struct StatsOf<KTUNE_ROWS_SOFTMAX> {
+  using type = SoftmaxStats;
+};
+template <>
+struct StatsOf<KTUNE_ROWS_LAYERNORM> {
+  using type = NormStats;
+};
+template <int OP>
+using Stats = typename StatsOf<OP>::type;
+
+template <class S>
+__device__ __forceinline__ S empty_stats();
+template <>
+__device__ __forceinline__ SoftmaxStats empty_stats<SoftmaxStats>() {
+  return {neg_inf(), 0.0f};
+}
+template <>
+__device__ __forceinline__ NormStats empty_stats<NormStats>() {
+  return {0.0f, 0.0f, 0.0f};
+}
+template <>
+__device__ __forceinline__ SumStats empty_stats<SumStats>() {
+  return {0.0f};
+}
+
+// exp((m - M) * c) as the weight of a partial sum taken against max m once the max is M; a
+// partial of no (or only -inf) elements weighs 0 (its sum is 0; this also keeps -inf - -inf and
+// scale == 0 from making a NaN out of nothing).
+__device__ __forceinline__ float rescale(float m, float M, float c) { return m == neg_inf() ? 0.0f : ex2((m - M) * c); }
+
+// The combines are symmetric bit for bit: combine(a, b) == combine(b, a), which the
+// xor-butterflies rely on for identical results in every lane. max_nan is symmetric, products and
+// sums are commutative, and the _rn intrinsics keep the compiler from contracting one side of a
+// sum into an FMA (which would not be).
+__device__ __forceinline__ SoftmaxStats combine(SoftmaxStats a, SoftmaxStats b, float c) {
+  const float M = max_nan(a.m, b.m);
+  return {M, __fadd_rn(__fmul_rn(a.s, rescale(a.m, M, c)), __fmul_rn(b.s, rescale(b.m, M, c)))};
+}
+__device__ __forceinline__ NormStats combine(NormStats a, NormStats b, float) {
+  if (a.n == 0.0f) return b;
+  if (b.n == 0.0f) return a;
+  const float n = __fadd_rn(a.n, b.n);
+  const float mean = __fdividef(__fadd_rn(__fmul_rn(a.n, a.mean), __fmul_rn(b.n, b.mean)), n);
+  const float d = __fadd_rn(b.mean, -a.mean); // d * d does not depend on the order
+  const float w = __fdividef(__fmul_rn(a.n, b.n), n);
+  return {n, mean, __fadd_rn(__fadd_rn(a.m2, b.m2), __fmul_rn(__fmul_rn(d, d), w))};
+}
+__device__ __forceinline__ SumStats combine(SumStats a, SumStats b, float) { return {__fadd_rn(a.ss, b.ss)}; }
+
+template <class S>
+__device__ __forceinline__ S shfl_xor(S s, int mask) {
+  constexpr int N = sizeof(S) / sizeof(float);
+  float* f = reinterpret_cast<float*>(&s);
+#pragma unroll
+  for (int i = 0; i < N; ++i) f[i] = __shfl_xor_sync(kFullMask, f[i], mask);
+  return s;
+}
+
+// All-reduce over aligned groups of WIDTH lanes (a power of two <= 32): every lane of a group
+// ends with the same bits.
+template <int WIDTH, class S>
+__device__ __forceinline__ S warp_allreduce(S s, float c) {
+  static_assert(WIDTH >= 1 && WIDTH <= 32 && (WIDTH & (WIDTH - 1)) == 0, "power-of-two lane groups");
+#pragma unroll
+  for (int m = 1; m < WIDTH; m *= 2) s = combine(s, shfl_xor(s, m), c);
+  return s;
+}
+
+// All-reduce over the block's WARPS warps through red[WARPS] (static shared memory, written once:
+// the callers reduce once per launch, so no barrier guards its reuse). Every warp combines the
+// warps' results itself, in the same butterfly, instead of waiting for one warp to broadcast.
+template <int WARPS, class S>
+__device__ __forceinline__ S block_allreduce(S s, S* red, float c) {
+  s = warp_allreduce<32>(s, c);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0) red[warp] = s;
+  __syncthreads();
+  constexpr int P = pow2_ceil(WARPS);
+  static_assert(P <= 32, "at most 32 warps");
+  const int i = lane % P;
+  const S t = i < WARPS ? red[i] : empty_stats<S>();
+  return warp_allreduce<P>(t, c);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Thread block clusters (sm_90; rows_cluster only). The arrive releases and the wait acquires, so
+// shared-memory writes before a barrier are seen by every CTA of the cluster after it. Not
+// .aligned: the stores before the last wait branch per chunk, and nothing is gained by asking
+// the warp to be converged there.
+// ---------------------------------------------------------------------------------------------
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned r = 0;
+#if __CUDA_ARCH__ >= 900
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+#endif
+  return r;
+}
+__device__ __forceinline__ void cluster_arrive() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.release;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void cluster_wait() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
+#endif
+}
+
+// The stats that CTA `rank` of this cluster keeps at the same shared-memory variable as `local`.
+template <class S>
+__device__ __forceinline__ S load_rank(const S* local, unsigned rank) {
+  S s = empty_stats<S>();
+#if __CUDA_ARCH__ >= 900
+  constexpr int N = sizeof(S) / sizeof(float);
+  float* f = reinterpret_cast<float*>(&s);
+  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(local));
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(a), "r"(rank));
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(f[i]) : "r"(remote + 4u * i) : "memory");
+#endif
+  return s;
+}
+
+// All-reduce of the CTAs' (block-reduced, identical in all threads) stats over a cluster of CL
+// CTAs through `slot` (static shared memory, one per CTA). On return this CTA has arrived at the
+// cluster barrier that guards the slots' lifetime: the caller must call cluster_wait() before it
+// exits (and may do its own work, the stores, in between).
+template <int CL, class S>
+__device__ __forceinline__ S cluster_allreduce(S s, S* slot, float c) {
+  if (threadIdx.x == 0) *slot = s;
+  cluster_arrive();
+  cluster_wait(); // every rank's slot is written
+  // Each group of CL lanes reads all ranks and runs the same butterfly: no broadcast needed.
+  s = warp_allreduce<CL>(load_rank(slot, unsigned(threadIdx.x & 31) % CL), c);
+  // The remote values have been used: this CTA is done with the other slots.
+  cluster_arrive();
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The register-cached row (rows_warp, rows_block, rows_cluster). A thread holds CHUNKS vectors
+// of VEC elements: chunk k covers columns col0 + k * STRIDE .. + VEC - 1 (STRIDE = VEC times the
+// threads sharing the slice, so each chunk is one coalesced sweep) and is in the row when
+// k * STRIDE < limit = end - col0 (cols % VEC == 0: whole vectors only). The helpers take the
+// thread's own element pointers (x, y, weight, bias at column col0), so that every chunk's
+// address is one base plus a compile-time offset: no per-chunk 64-bit address arithmetic.
+// ---------------------------------------------------------------------------------------------
+
+// `base` advanced by `elems` elements of DT.
+template <int DT>
+__device__ __forceinline__ const void* advance(const void* base, long long elems) {
+  return static_cast<const char*>(base) + elems * elem_bytes<DT>();
+}
+template <int DT>
+__device__ __forceinline__ void* advance(void* base, long long elems) {
+  return static_cast<char*>(base) + elems * elem_bytes<DT>();
+}
+
+// Loads the chunks (softmax: as xs = sgn * x). Chunks out of the row hold -inf (softmax) or 0.
+// All loads are issued before any of their data is used (predicated, no branches).
+template <int OP, int DT, int VEC, int CHUNKS, int STRIDE>
+__device__ __forceinline__ void load_row(float (&v)[CHUNKS][VEC], const void* x, int limit, const RowConsts& k) {
+#pragma unroll
+  for (int ch = 0; ch < CHUNKS; ++ch) load_vec<DT, VEC, kLoadStream>(v[ch], x, ch * STRIDE, ch * STRIDE < limit);
+#pragma unroll
+  for (int ch = 0; ch < CHUNKS; ++ch) {
+    if constexpr (OP == KTUNE_ROWS_SOFTMAX) {
+      const bool in = ch * STRIDE < limit;
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) v[ch][e] = in ? v[ch][e] * k.sgn : neg_inf();
+    } // the norms: the predicated-off loads gave 0
+  }
+}
+
+// This thread's statistics of its chunks. softmax also turns each cached xs into
+// exp((xs - m) * |scale|) against the thread's own max m (0 out of the row), which is what
+// the stores scale; out-of-row elements are masked explicitly (scale == 0 would make NaN of them).
+template <int OP, int VEC, int CHUNKS, int STRIDE>
+__device__ __forceinline__ Stats<OP> local_stats(float (&v)[CHUNKS][VEC], int limit, const RowConsts& k) {
+  if constexpr (OP == KTUNE_ROWS_SOFTMAX) {
+    float m = neg_inf();
+#pragma unroll
+    for (int ch = 0; ch < CHUNKS; ++ch)
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) m = max_nan(m, v[ch][e]);
+    float part[VEC];
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) part[e] = 0.0f;
+    const bool any = m != neg_inf();
+#pragma unroll
+    for (int ch = 0; ch < CHUNKS; ++ch) {
+      const bool in = any && ch * STRIDE < limit;
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) {
+        v[ch][e] = in ? ex2((v[ch][e] - m) * k.c) : 0.0f;
+        part[e] += v[ch][e];
+      }
+    }
+    float s = 0.0f;
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) s += part[e];
+    return {m, s};
+  } else if constexpr (OP == KTUNE_ROWS_LAYERNORM) {
+    // Two passes over the registers: the lane's mean, then squared deviations from it.
+    const int chunks_in = limit <= 0 ? 0 : min(CHUNKS, (limit + STRIDE - 1) / STRIDE);
+    float part[VEC];
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) part[e] = 0.0f;
+#pragma unroll
+    for (int ch = 0; ch < CHUNKS; ++ch)
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) part[e] += v[ch][e]; // 0 out of the row
+    float sum = 0.0f;
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) sum += part[e];
+    const float n = float(chunks_in * VEC);
+    const float mean = chunks_in > 0 ? __fdividef(sum, n) : 0.0f;
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) part[e] = 0.0f;
+#pragma unroll
+    for (int ch = 0; ch < CHUNKS; ++ch) {
+      const bool in = ch * STRIDE < limit;
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) {
+        const float d = in ? v[ch][e] - mean : 0.0f;
+        part[e] = fmaf(d, d, part[e]);
+      }
+    }
+    float m2 = 0.0f;
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) m2 += part[e];
+    return {n, mean, m2};
+  } else {
+    float part[VEC];
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) part[e] = 0.0f;
+#pragma unroll
+    for (int ch = 0; ch < CHUNKS; ++ch)
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) part[e] = fmaf(v[ch][e], v[ch][e], part[e]); // 0 out of the row
+    float ss = 0.0f;
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) ss += part[e];
+    return {ss};
+  }
+}
+
+// What the stores apply: y = (v - shift) * mult (* w + b for the norms).
+struct Finish {
+  float shift, mult;
+};
+
+// From the row's statistics `all`. softmax: v holds exp((xs - m) * c) against the thread's own
+// max m = mine.m, so mult = exp((m - M) * c) / S; a row of all -inf has S = 0 and gets NaN (0/0)
+// like PyTorch.
+template <int OP>
+__device__ __forceinline__ Finish finish(const Stats<OP>& mine, const Stats<OP>& all, const KtuneRowsArgs& p,
+                                         const RowConsts& k) {
+  if constexpr (OP == KTUNE_ROWS_SOFTMAX) {
+    return {0.0f, __fdividef(rescale(mine.m, all.m, k.c), all.s)};
+  } else if constexpr (OP == KTUNE_ROWS_LAYERNORM) {
+    return {all.mean, rsqrtf(__fdividef(all.m2, all.n) + p.eps)};
+  } else {
+    return {0.0f, rsqrtf(__fdividef(all.ss, float(p.cols)) + p.eps)};
+  }
+}
+
+// The thread's pointers at its first column: y, and weight / bias where the op uses them.
+struct OutPtrs {
+  void* y;
+  const void* w;
+  const void* b;
+};
+
+template <int DT>
+__device__ __forceinline__ OutPtrs out_ptrs(const KtuneRowsArgs& p, void* yrow, long long col) {
+  OutPtrs o;
+  o.y = advance<DT>(yrow, col);
+  o.w = p.weight != nullptr ? advance<DT>(p.weight, col) : nullptr;
+  o.b = p.bias != nullptr ? advance<DT>(p.bias, col) : nullptr;
+  return o;
+}
+
+// Writes one vector of results `at` elements past the pointers: softmax v * mult; the norms
+// ((v - shift) * mult) times weight (W) plus bias (B), loaded per vector (reused by every row:
+// cached path).
+template <int OP, int DT, int VEC, bool W, bool B>
+__device__ __forceinline__ void store_out(const OutPtrs& o, long long at, const float (&v)[VEC], const Finish& f,
+                                          bool in = true) {
+  float y[VEC];
+#pragma unroll
+  for (int e = 0; e < VEC; ++e) y[e] = OP == KTUNE_ROWS_SOFTMAX ? v[e] * f.mult : (v[e] - f.shift) * f.mult;
+  if constexpr (W) {
+    float w[VEC];
+    load_vec<DT, VEC, kLoadKeep>(w, o.w, at, in);
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) y[e] *= w[e];
+  }
+  if constexpr (B) {
+    float b[VEC];
+    load_vec<DT, VEC, kLoadKeep>(b, o.b, at, in);
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) y[e] += b[e];
+  }
+  store_vec<DT, VEC>(o.y, at, y, in);
+}
+
+// Calls fn.template run<W, B>() with W = weight present, B = bias present (norms only), so
+// that the store loops are compiled once per combination with no null test inside them (tests
+// per vector made ptxas spill around the branches).
+template <int OP, class Fn>
+__device__ __forceinline__ void with_affine(const KtuneRowsArgs& p, const Fn& fn) {
+  if constexpr (OP == KTUNE_ROWS_SOFTMAX) {
+    fn.template run<false, false>();
+  } else if constexpr (OP == KTUNE_ROWS_RMSNORM) {
+    if (p.weight != nullptr)
+      fn.template run<true, false>();
+    else
+      fn.template run<false, false>();
+  } else {
+    if (p.weight != nullptr) {
+      if (p.bias != nullptr)
+        fn.template run<true, true>();
+      else
+        fn.template run<true, false>();
+    } else {
+      if (p.bias != nullptr)
+        fn.template run<false, true>();
+      else
+        fn.template run<false, false>();
+    }
+  }
+}
+
+template <int OP, int DT, int VEC, int CHUNKS, int STRIDE>
+struct RowStores {
+  OutPtrs o;
+  const float (&v)[CHUNKS][VEC];
+  int limit;
+  Finish f;
+  template <bool W, bool B>
+  __device__ __forceinline__ void run() const {
+#pragma unroll
+    for (int ch = 0; ch < CHUNKS; ++ch) store_out<OP, DT, VEC, W, B>(o, ch * STRIDE, v[ch], f, ch * STRIDE < limit);
+  }
+};
+
+// Stores the cached row of a thread whose first column is col0 (yrow: the row's first element).
+template <int OP, int DT, int VEC, int CHUNKS, int STRIDE>
+__device__ __forceinline__ void store_row(const KtuneRowsArgs& p, void* yrow, const float (&v)[CHUNKS][VEC], int col0,
+                                          int limit, const Finish& f) {
+  with_affine<OP>(p, RowStores<OP, DT, VEC, CHUNKS, STRIDE>{out_ptrs<DT>(p, yrow, col0), v, limit, f});
+}
+
+// Row r's first element of x / y.
+template <int DT>
+__device__ __forceinline__ const void* x_row(const KtuneRowsArgs& p, long long r) {
+  return advance<DT>(p.x, r * p.ldx);
+}
+template <int DT>
+__device__ __forceinline__ void* y_row(const KtuneRowsArgs& p, long long r) {
+  return advance<DT>(p.y, r * p.ldy);
+}
+
+template <int OP, int DT, int VEC>
+__device__ __forceinline__ void check_params() {
+  static_assert(OP == KTUNE_ROWS_SOFTMAX || OP == KTUNE_ROWS_LAYERNORM || OP == KTUNE_ROWS_RMSNORM, "OP 0..2");
+  static_assert(DT >= 0 && DT <= 2, "DT: 0 f32, 1 bf16, 2 f16");
+  static_assert(VEC == 1 || VEC == 2 || VEC == 4 || VEC == 8, "VEC in {1, 2, 4, 8}");
+  static_assert(VEC * elem_bytes<DT>() <= 16, "VEC * sizeof(element) <= 16 bytes");
+}
+
+} // namespace rows
+} // namespace ktune_dev

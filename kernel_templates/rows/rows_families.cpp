@@ -1,0 +1,190 @@
+// Descriptors of the row kernels (rows_warp.cu, rows_block.cu, rows_stream.cu, rows_cluster.cu) and
+// the OpInfo the three row ops share. The host rules each kernel's header states become the
+// constraints below; the register table of rows_common.cuh becomes the cached-floats limits.
+#include <algorithm>
+#include <climits>
+#include <string>
+
+#include "ktune/error.h"
+#include "rows/rows_families.h"
+
+namespace ktune {
+namespace {
+
+int64_t rows(const Problem& p) { return p.dims[0]; }
+int64_t cols(const Problem& p) { return p.dims[1]; }
+int elem(const Problem& p) { return element_bytes(p.dtype); }
+int dt_code(const Problem& p) { return p.dtype == DType::f32 ? 0 : p.dtype == DType::bf16 ? 1 : 2; }
+
+// Floats a thread caches (rows_common.cuh: <= 64; <= 24 at 1024 threads, whose 64-register cap
+// would spill more).
+int cached(const Config& c) { return c["CHUNKS"] * c["VEC"]; }
+bool fits_registers(int floats, int threads) { return floats <= (threads >= 1024 ? 24 : 64); }
+
+// Whole vectors only: VEC elements of at most 16 bytes, and for VEC > 1 cols, both leading
+// dimensions and every pointer (the alignment class) multiples of a vector.
+bool vector_ok(const Config& c, const Problem& p) {
+  const int v = c["VEC"];
+  if (v * elem(p) > 16) return false;
+  if (v == 1) return true;
+  return cols(p) % v == 0 && p.ld[0] % v == 0 && p.ld[1] % v == 0 && p.align >= v * elem(p);
+}
+
+// The widest vector a problem allows: the defaults take it.
+int widest_vec(const Problem& p) {
+  for (int v : {8, 4, 2}) {
+    Config c;
+    c.set("VEC", v);
+    if (vector_ok(c, p)) return v;
+  }
+  return 1;
+}
+
+std::string instance(const char* kernel, const RowsOpSpec& s, const Problem& p, std::initializer_list<int> params) {
+  std::string n = std::string(kernel) + "<" + std::to_string(s.code) + "," + std::to_string(dt_code(p));
+  for (int v : params) n += "," + std::to_string(v);
+  return n + ">";
+}
+
+LaunchPlan one_step(unsigned grid, unsigned block) {
+  LaunchPlan plan;
+  LaunchStep st;
+  st.grid[0] = grid;
+  st.block[0] = block;
+  plan.steps.push_back(st);
+  return plan;
+}
+
+const std::vector<int> kVec = {1, 2, 4, 8};
+// Chunk counts fine enough that a row fills its last chunk mostly (768 = 3 sweeps of 256 halves).
+const std::vector<int> kChunks = {1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64};
+const std::vector<int> kThreads = {64, 128, 256, 512, 1024};
+
+Family common(const RowsOpSpec& s, const std::string& kind, const std::string& about) {
+  Family f(s.name + "_" + kind, "rows/rows_" + kind + ".cu");
+  f.op(s.name).dtypes({DType::f32, DType::bf16, DType::f16}).describe(about);
+  return f;
+}
+
+Family warp_family(const RowsOpSpec& s) {
+  Family f = common(s, "warp", "one warp per row, WARPS rows a block, the row cached in registers");
+  f.param("VEC", kVec, "elements per load").param("CHUNKS", kChunks, "vectors a lane caches").param("WARPS", {1, 2, 4, 8, 16, 32}, "rows (warps) per block");
+  f.restrict("whole vectors", {"VEC"}, [](const Config& c, const Problem& p, const DeviceInfo&) { return vector_ok(c, p); })
+      .restrict("the row fits the warp's registers", {"VEC", "CHUNKS"},
+                [](const Config& c, const Problem& p, const DeviceInfo&) { return cols(p) <= 32LL * c["VEC"] * c["CHUNKS"]; })
+      .restrict("every chunk reaches the row", {"VEC", "CHUNKS"},
+                [](const Config& c, const Problem& p, const DeviceInfo&) { return (c["CHUNKS"] - 1) * 32LL * c["VEC"] < cols(p); })
+      .restrict("cached floats within the register budget", {"VEC", "CHUNKS", "WARPS"},
+                [](const Config& c, const Problem&, const DeviceInfo&) { return fits_registers(cached(c), 32 * c["WARPS"]); });
+  f.kernels([s](const Config& c, const Problem& p) {
+    return std::vector<std::string>{instance("rows_warp", s, p, {c["VEC"], c["CHUNKS"], c["WARPS"]})};
+  });
+  f.launch([](const Config& c, const Problem& p) {
+    return one_step(unsigned((rows(p) + c["WARPS"] - 1) / c["WARPS"]), unsigned(32 * c["WARPS"]));
+  });
+  return f;
+}
+
+Family block_family(const RowsOpSpec& s) {
+  Family f = common(s, "block", "one block per row, the row cached in registers, a block reduction");
+  f.param("VEC", kVec, "elements per load").param("CHUNKS", kChunks, "vectors a thread caches").param("THREADS", kThreads, "threads per block");
+  f.restrict("whole vectors", {"VEC"}, [](const Config& c, const Problem& p, const DeviceInfo&) { return vector_ok(c, p); })
+      .restrict("the row fits the block's registers", {"VEC", "CHUNKS", "THREADS"},
+                [](const Config& c, const Problem& p, const DeviceInfo&) { return cols(p) <= int64_t(c["THREADS"]) * c["VEC"] * c["CHUNKS"]; })
+      .restrict("every chunk reaches the row", {"VEC", "CHUNKS", "THREADS"},
+                [](const Config& c, const Problem& p, const DeviceInfo&) {
+                  return (c["CHUNKS"] - 1) * int64_t(c["THREADS"]) * c["VEC"] < cols(p);
+                })
+      .restrict("cached floats within the register budget", {"VEC", "CHUNKS", "THREADS"},
+                [](const Config& c, const Problem&, const DeviceInfo&) { return fits_registers(cached(c), c["THREADS"]); })
+      .restrict("one block per row fits the grid", {"VEC"},
+                [](const Config&, const Problem& p, const DeviceInfo&) { return rows(p) <= INT_MAX; });
+  f.kernels([s](const Config& c, const Problem& p) {
+    return std::vector<std::string>{instance("rows_block", s, p, {c["VEC"], c["CHUNKS"], c["THREADS"]})};
+  });
+  f.launch([](const Config& c, const Problem& p) { return one_step(unsigned(rows(p)), unsigned(c["THREADS"])); });
+  return f;
+}
+
+Family stream_family(const RowsOpSpec& s) {
+  Family f = common(s, "stream", "one block per row, nothing cached: statistics in one pass, a second pass writes");
+  f.param("VEC", kVec, "elements per load").param("THREADS", kThreads, "threads per block");
+  f.restrict("whole vectors", {"VEC"}, [](const Config& c, const Problem& p, const DeviceInfo&) { return vector_ok(c, p); })
+      .restrict("one block per row fits the grid", {"VEC"},
+                [](const Config&, const Problem& p, const DeviceInfo&) { return rows(p) <= INT_MAX; });
+  f.kernels([s](const Config& c, const Problem& p) {
+    return std::vector<std::string>{instance("rows_stream", s, p, {c["VEC"], c["THREADS"]})};
+  });
+  f.launch([](const Config& c, const Problem& p) { return one_step(unsigned(rows(p)), unsigned(c["THREADS"])); });
+  // Valid for every problem: the widest vector it allows, a block wide enough for long rows.
+  f.defaults([](const Problem& p, const DeviceInfo&) {
+    Config c;
+    c.set("VEC", widest_vec(p));
+    c.set("THREADS", cols(p) >= 8192 ? 1024 : cols(p) >= 2048 ? 512 : 256);
+    return c;
+  });
+  return f;
+}
+
+// The slice of a row a CTA of the cluster caches (rows_cluster.cu: ceil(cols / CL) rounded up
+// to a warp's sweep of 32 * VEC elements).
+int64_t slice(const Config& c, const Problem& p) {
+  const int64_t sweep = 32LL * c["VEC"];
+  const int64_t per = (cols(p) + c["CL"] - 1) / c["CL"];
+  return (per + sweep - 1) / sweep * sweep;
+}
+
+Family cluster_family(const RowsOpSpec& s) {
+  Family f = common(s, "cluster", "a cluster of CL CTAs per row, each caching a slice, statistics through DSMEM");
+  f.min_arch(90);
+  f.param("VEC", kVec, "elements per load").param("CL", {2, 4, 8}, "CTAs per cluster (one row)")
+      .param("CHUNKS", kChunks, "vectors a thread caches").param("THREADS", {128, 256, 512, 1024}, "threads per CTA");
+  f.restrict("whole vectors", {"VEC"}, [](const Config& c, const Problem& p, const DeviceInfo&) { return vector_ok(c, p); })
+      .restrict("CL CTAs per row fit the grid", {"VEC", "CL"},
+                [](const Config& c, const Problem& p, const DeviceInfo&) { return rows(p) * c["CL"] <= INT_MAX; })
+      .restrict("every CTA's slice fits its registers", {"VEC", "CL", "CHUNKS", "THREADS"},
+                [](const Config& c, const Problem& p, const DeviceInfo&) { return slice(c, p) <= int64_t(c["THREADS"]) * c["VEC"] * c["CHUNKS"]; })
+      .restrict("every chunk reaches the slice", {"VEC", "CL", "CHUNKS", "THREADS"},
+                [](const Config& c, const Problem& p, const DeviceInfo&) {
+                  return (c["CHUNKS"] - 1) * int64_t(c["THREADS"]) * c["VEC"] < slice(c, p);
+                })
+      .restrict("cached floats within the register budget", {"VEC", "CL", "CHUNKS", "THREADS"},
+                [](const Config& c, const Problem&, const DeviceInfo&) { return fits_registers(cached(c), c["THREADS"]); })
+      // A row a single block holds gains nothing from a cluster's extra barrier and exchange.
+      .restrict("the row is too long for one block", {"VEC", "CL"},
+                [](const Config& c, const Problem& p, const DeviceInfo&) { return cols(p) > 1024LL * c["VEC"] * 8; });
+  f.kernels([s](const Config& c, const Problem& p) {
+    return std::vector<std::string>{instance("rows_cluster", s, p, {c["VEC"], c["CHUNKS"], c["THREADS"], c["CL"]})};
+  });
+  f.launch([](const Config& c, const Problem& p) { return one_step(unsigned(rows(p) * c["CL"]), unsigned(c["THREADS"])); });
+  return f;
+}
+
+} // namespace
+
+OpInfo rows_op_info(const RowsOpSpec& s) {
+  OpInfo o;
+  o.name = s.name;
+  o.about = s.about;
+  o.dims = {"rows", "cols"};
+  o.ld_names = {"ldx", "ldy"};
+  o.scalars = s.scalars;
+  o.min_ld = [](const std::vector<int64_t>& d, const std::string&) { return std::vector<int64_t>{d[1], d[1]}; };
+  o.validate = [](const Problem& p) {
+    if (p.dims[0] < 1 || p.dims[1] < 1) throw UsageError("invalid " + p.op + " problem " + p.key() + ": rows and cols must be >= 1");
+    if (p.dtype == DType::tf32) throw UsageError("invalid " + p.op + " problem " + p.key() + ": tf32 is not a storage type");
+  };
+  const double fpe = s.flops_per_element;
+  o.flops = [fpe](const Problem& p) { return fpe * double(p.dims[0]) * double(p.dims[1]); };
+  const int vectors = s.vectors_per_row;
+  o.min_bytes = [vectors](const Problem& p) {
+    return double(element_bytes(p.dtype)) * (2.0 * double(p.dims[0]) * double(p.dims[1]) + vectors * double(p.dims[1]));
+  };
+  return o;
+}
+
+std::vector<Family> rows_families(const RowsOpSpec& s) {
+  return {warp_family(s), block_family(s), stream_family(s), cluster_family(s)};
+}
+
+} // namespace ktune

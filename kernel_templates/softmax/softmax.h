@@ -1,0 +1,10 @@
+#pragma once
+#include <vector>
+
+#include "ktune/family.h"
+#include "ktune/problem.h"
+
+namespace ktune {
+OpInfo softmax_op_info();
+std::vector<Family> softmax_families();
+} // namespace ktune

@@ -1,0 +1,121 @@
+// The row ops (softmax, LayerNorm, RMSNorm) without a GPU: problems and keys, tables that hold
+// them, the spaces of their families, and every kind of row kernel compiled by NVRTC for sm_90.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "db/table.h"
+#include "ktune/error.h"
+#include "ktune/family.h"
+#include "tuner/compile_all.h"
+#include "tuner/rows_op.h"
+
+using namespace ktune;
+
+namespace {
+
+const char* kOps[] = {"softmax", "layernorm", "rmsnorm"};
+
+std::vector<Family> families_of(const std::string& op) {
+  std::vector<Family> out;
+  for (auto& f : builtin_families())
+    if (f.op() == op) out.push_back(std::move(f));
+  return out;
+}
+
+} // namespace
+
+TEST(RowsOp, ProblemsNameRowsAndColsAndRoundTripTheirKeys) {
+  const Problem p = Problem::parse("softmax", "4096x32000", "", DType::bf16);
+  EXPECT_EQ(p.key(), "softmax/bf16/4096x32000/a16");
+  EXPECT_EQ(p.dim("rows"), 4096);
+  EXPECT_EQ(p.dim("cols"), 32000);
+  EXPECT_EQ(Problem::parse_key(p.key()), p);
+  EXPECT_EQ(Problem::parse("rmsnorm", "7x4095", "", DType::f16).key(), "rmsnorm/f16/7x4095/a2");
+  EXPECT_DOUBLE_EQ(min_bytes(Problem::parse("layernorm", "10x100", "", DType::f32)), 4.0 * (2 * 10 * 100 + 2 * 100));
+  EXPECT_DOUBLE_EQ(Problem::parse("softmax", "2x8").scalar("scale"), 1.0);
+  EXPECT_DOUBLE_EQ(Problem::parse("layernorm", "2x8").scalar("eps"), 1e-5);
+  EXPECT_THROW(Problem::parse("softmax", "4096x32000x1"), UsageError);
+  EXPECT_THROW(Problem::parse("softmax", "0x8"), UsageError);
+  EXPECT_THROW(Problem::parse("softmax", "8x8", "NN"), UsageError); // row ops have no layouts
+  EXPECT_THROW(Problem::parse("softmax", "8x8", "", DType::tf32), UsageError);
+}
+
+TEST(RowsOp, TablesHoldRowProblemsUnderTheirOwnDimensionNames) {
+  Table t;
+  t.device_name = "NVIDIA H100 80GB HBM3", t.arch = "sm_90", t.sm_count = 132;
+  TableEntry e;
+  e.problem = Problem::parse("rmsnorm", "16x2048", "", DType::bf16);
+  e.arch = "sm_90", e.family = "rmsnorm_warp", e.config_json = R"({"VEC": 8, "CHUNKS": 8, "WARPS": 4})";
+  e.template_hash = "x", e.time_ms = 0.01, e.tflops = 0.1;
+  t.entries.push_back(e);
+  const std::string json = table_to_json(t);
+  EXPECT_NE(json.find("\"rows\": 16"), std::string::npos) << json;
+  EXPECT_EQ(json.find("\"m\""), std::string::npos) << json;
+  const Table back = parse_table(json, "test");
+  ASSERT_EQ(back.entries.size(), 1u);
+  EXPECT_EQ(back.entries[0].problem.key(), e.problem.key());
+  EXPECT_EQ(invalid_reason(back.entries[0]), "");
+  // A config that breaks a constraint for its problem is refused with the constraint's name.
+  TableEntry bad = back.entries[0];
+  bad.config_json = R"({"VEC": 8, "CHUNKS": 1, "WARPS": 4})"; // 256 columns a warp < 2048
+  EXPECT_NE(invalid_reason(bad).find("the row fits the warp's registers"), std::string::npos) << invalid_reason(bad);
+}
+
+TEST(RowsOp, EveryOpHasFourFamiliesAndADefaultForEveryShape) {
+  const DeviceInfo d = DeviceInfo::nominal("sm_90");
+  for (const char* op : kOps) {
+    const auto fams = families_of(op);
+    std::set<std::string> names;
+    for (const auto& f : fams) names.insert(f.name());
+    EXPECT_EQ(names, (std::set<std::string>{std::string(op) + "_warp", std::string(op) + "_block", std::string(op) + "_stream",
+                                            std::string(op) + "_cluster"}));
+    for (DType dt : {DType::f32, DType::bf16, DType::f16})
+      for (const char* shape : {"1x1", "1x768", "3x4095", "4096x4096", "16384x8192", "8x32000", "2x128256", "5x1000001"}) {
+        const Problem p = Problem::parse(op, shape, "", dt);
+        const Family& stream = *std::find_if(fams.begin(), fams.end(), [&](const Family& f) { return f.name() == std::string(op) + "_stream"; });
+        const Config c = stream.default_config(p, d);
+        EXPECT_TRUE(stream.valid(c, p, d)) << p.key() << " " << c.to_json();
+        uint64_t n = 0;
+        for (const auto& f : fams) n += f.count(p, d);
+        EXPECT_GT(n, 1u) << p.key();
+        // No GEMM family serves a row problem, and no row family a GEMM one.
+        EXPECT_EQ(find_family("gemm_simt").count(p, d), 0u);
+      }
+  }
+}
+
+TEST(RowsOp, CachedFamiliesServeTheRowLengthsTheyAreFor) {
+  const DeviceInfo d = DeviceInfo::nominal("sm_90");
+  const Family warp = find_family("softmax_warp"), block = find_family("softmax_block"), cluster = find_family("softmax_cluster");
+  EXPECT_GT(warp.count(Problem::parse("softmax", "64x1024", "", DType::bf16), d), 0u);
+  EXPECT_EQ(warp.count(Problem::parse("softmax", "64x8192", "", DType::f32), d), 0u); // 8192 floats exceed a warp's budget
+  EXPECT_GT(block.count(Problem::parse("softmax", "64x8192", "", DType::f32), d), 0u);
+  EXPECT_EQ(block.count(Problem::parse("softmax", "64x128256", "", DType::f32), d), 0u);
+  EXPECT_GT(cluster.count(Problem::parse("softmax", "64x128256", "", DType::f32), d), 0u);
+  EXPECT_EQ(cluster.count(Problem::parse("softmax", "64x128256", "", DType::f32), DeviceInfo::nominal("sm_80")), 0u);
+  EXPECT_EQ(cluster.count(Problem::parse("softmax", "64x1024", "", DType::bf16), d), 0u);
+}
+
+TEST(RowsOp, ToleranceIsTheOutputRoundingPlusFp32Math) {
+  EXPECT_DOUBLE_EQ(rows_tolerance(DType::f32), 1e-5);
+  EXPECT_DOUBLE_EQ(rows_tolerance(DType::bf16), 1.0 / 256 + 1e-5);
+  EXPECT_DOUBLE_EQ(rows_tolerance(DType::f16), 1.0 / 2048 + 1e-5);
+}
+
+// NVRTC for sm_90: a sample of every row family's configs for each op and dtype.
+TEST(RowsCompile, SampledConfigsOfEveryRowFamilyCompile) {
+  const DeviceInfo d = DeviceInfo::nominal("sm_90");
+  for (const char* op : kOps)
+    for (const auto& f : families_of(op)) {
+      std::vector<std::pair<Config, Problem>> cases;
+      uint64_t seed = 1;
+      for (DType dt : {DType::f32, DType::bf16, DType::f16})
+        for (const char* shape : {"33x1000", "8x4096", "4x131072"}) {
+          const Problem p = Problem::parse(op, shape, "", dt);
+          for (const Config& c : f.sample(p, d, 2, seed++)) cases.emplace_back(c, p);
+        }
+      ASSERT_FALSE(cases.empty()) << f.name();
+      ktune::testing::compile_all(f, cases, "sm_90");
+    }
+}

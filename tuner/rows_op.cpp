@@ -1,0 +1,226 @@
+#include "tuner/rows_op.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "ktune/error.h"
+#include "runtime/cuda_check.h"
+#include "runtime/driver.h"
+#include "runtime/rows_launch.h"
+
+namespace ktune {
+
+double rows_tolerance(DType out) {
+  const double u = out == DType::bf16 ? std::ldexp(1.0, -8) : out == DType::f16 ? std::ldexp(1.0, -11) : 0.0;
+  return u + 1e-5;
+}
+
+namespace {
+
+// The op's code for the kernels (rows_args.h) and its reference, by name: the row ops' runner is
+// one class, the op a value.
+enum class RowsOp { softmax, layernorm, rmsnorm };
+RowsOp rows_op(const std::string& name) {
+  if (name == "softmax") return RowsOp::softmax;
+  if (name == "layernorm") return RowsOp::layernorm;
+  if (name == "rmsnorm") return RowsOp::rmsnorm;
+  throw Error("not a row op: " + name);
+}
+
+uint16_t to_bf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0; // NaN
+  u += 0x7fffu + ((u >> 16) & 1u);                    // round to nearest even
+  return uint16_t(u >> 16);
+}
+float from_bf16(uint16_t h) {
+  const uint32_t u = uint32_t(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+uint16_t to_f16(float f) {
+  const _Float16 h = static_cast<_Float16>(f); // round to nearest even, subnormals included
+  uint16_t b;
+  std::memcpy(&b, &h, 2);
+  return b;
+}
+float from_f16(uint16_t b) {
+  _Float16 h;
+  std::memcpy(&h, &b, 2);
+  return static_cast<float>(h);
+}
+
+// Host copies in the device's element type: values are generated as floats, rounded to the
+// dtype, and read back as the rounded values, so the reference sees exactly the kernel's inputs.
+struct HostArray {
+  DType dtype = DType::f32;
+  std::vector<unsigned char> bytes;
+  size_t size() const { return bytes.size() / size_t(element_bytes(dtype)); }
+  void resize(DType d, size_t n) {
+    dtype = d;
+    bytes.assign(n * size_t(element_bytes(d)), 0);
+  }
+  void set(size_t i, float v) {
+    if (dtype == DType::f32) std::memcpy(&bytes[i * 4], &v, 4);
+    else {
+      const uint16_t h = dtype == DType::bf16 ? to_bf16(v) : to_f16(v);
+      std::memcpy(&bytes[i * 2], &h, 2);
+    }
+  }
+  double get(size_t i) const {
+    if (dtype == DType::f32) {
+      float v;
+      std::memcpy(&v, &bytes[i * 4], 4);
+      return v;
+    }
+    uint16_t h;
+    std::memcpy(&h, &bytes[i * 2], 2);
+    return dtype == DType::bf16 ? from_bf16(h) : from_f16(h);
+  }
+};
+
+class RowsRunner : public OpRunner {
+ public:
+  void prepare(const Problem& p, uint64_t seed) override {
+    const bool same_inputs = have_inputs_ && p.key() == p_.key() && p.ld == p_.ld && seed == seed_;
+    p_ = p, seed_ = seed, op_ = rows_op(p.op);
+    rows_ = p.dims[0], cols_ = p.dims[1], ldx_ = p.ld[0], ldy_ = p.ld[1];
+    eb_ = element_bytes(p.dtype);
+    if (!same_inputs) generate();
+    // Poison y, padding included: every byte 0xff is a NaN in f32, bf16 and f16, so an unwritten
+    // element fails the finiteness check and a write into the padding shows as a changed byte.
+    check_cu(driver().cuMemsetD8Async(y_.ptr(), 0xff, y_bytes(), nullptr), "cuMemsetD8Async", "poisoning y of " + p_.key());
+  }
+
+  void ensure_workspace(size_t bytes) override {
+    if (bytes) throw Error("row kernels take no workspace, the plan asks for " + std::to_string(bytes) + " bytes");
+  }
+
+  void launch(Module& m, const LaunchPlan& plan, CUstream stream) override { launch_rows(m, plan, args(), stream); }
+
+  VerifyResult verify(CUstream stream) override {
+    check_cu(driver().cuStreamSynchronize(stream), "cuStreamSynchronize", "before verifying " + p_.key());
+    HostArray y;
+    y.resize(p_.dtype, y_bytes() / size_t(eb_));
+    check_cu(driver().cuMemcpyDtoH(y.bytes.data(), y_.ptr(), y_bytes()), "cuMemcpyDtoH", "reading y of " + p_.key());
+    VerifyResult r;
+    for (int64_t i = 0; i < rows_; ++i) {
+      const unsigned char* row = &y.bytes[size_t(i * ldy_) * size_t(eb_)];
+      for (int64_t j = 0; j < cols_; ++j)
+        if (!std::isfinite(y.get(size_t(i * ldy_ + j)))) ++r.nonfinite;
+      for (int64_t b = cols_ * eb_; b < ldy_ * eb_ && i + 1 < rows_; ++b) r.stray_writes += row[b] != 0xff;
+    }
+    // FP64 reference on up to kSampledRows rows spread over the matrix (first and last included):
+    // every row runs the same code, and the reference of all 16384 x 128256 would cost seconds.
+    double err = 0, ref_norm = 0;
+    std::vector<double> ref(static_cast<size_t>(cols_));
+    const int64_t sampled = std::min<int64_t>(rows_, kSampledRows);
+    for (int64_t s = 0; s < sampled; ++s) {
+      const int64_t i = sampled == 1 ? 0 : s * (rows_ - 1) / (sampled - 1);
+      reference_row(i, ref);
+      for (int64_t j = 0; j < cols_; ++j) {
+        const double d = y.get(size_t(i * ldy_ + j)) - ref[size_t(j)];
+        if (std::isfinite(d)) err += d * d;
+        ref_norm += ref[size_t(j)] * ref[size_t(j)];
+      }
+    }
+    r.rel_error = ref_norm > 0 ? std::sqrt(err / ref_norm) : std::sqrt(err);
+    r.pass = r.nonfinite == 0 && r.stray_writes == 0 && r.rel_error <= rows_tolerance(p_.dtype);
+    return r;
+  }
+
+  void run_baseline(CUstream) override { throw Error("op " + p_.op + " has no baseline library in C++"); }
+
+ private:
+  static constexpr int64_t kSampledRows = 64;
+
+  size_t x_bytes() const { return size_t((rows_ - 1) * ldx_ + cols_) * size_t(eb_); }
+  size_t y_bytes() const { return size_t((rows_ - 1) * ldy_ + cols_) * size_t(eb_); }
+
+  KtuneRowsArgs args() const {
+    KtuneRowsArgs a{};
+    a.x = reinterpret_cast<const void*>(x_.ptr());
+    a.y = reinterpret_cast<void*>(y_.ptr());
+    a.weight = op_ == RowsOp::softmax ? nullptr : reinterpret_cast<const void*>(w_.ptr());
+    a.bias = op_ == RowsOp::layernorm ? reinterpret_cast<const void*>(b_.ptr()) : nullptr;
+    a.rows = rows_, a.cols = cols_, a.ldx = ldx_, a.ldy = ldy_;
+    a.scale = op_ == RowsOp::softmax ? float(p_.scalar("scale")) : 1.0f;
+    a.eps = op_ == RowsOp::softmax ? 0.0f : float(p_.scalar("eps"));
+    return a;
+  }
+
+  static void grow(DeviceBuffer& b, size_t bytes, const std::string& what) {
+    if (b.bytes() < bytes) {
+      b = DeviceBuffer(); // free first: the old and new buffers need not fit together
+      b = DeviceBuffer(std::max<size_t>(bytes, 256), what);
+    }
+  }
+
+  // x uniform in [-3, 3) (softmax rows then span e^6 between their largest and smallest terms),
+  // weight in [0.5, 1.5), bias in [-0.5, 0.5), rounded to the dtype.
+  void generate() {
+    std::mt19937_64 rng(seed_ ^ 0x9e3779b97f4a7c15ull);
+    std::uniform_real_distribution<float> ux(-3.0f, 3.0f), uw(0.5f, 1.5f), ub(-0.5f, 0.5f);
+    x_host_.resize(p_.dtype, x_bytes() / size_t(eb_));
+    for (size_t i = 0; i < x_host_.size(); ++i) x_host_.set(i, ux(rng));
+    w_host_.resize(p_.dtype, size_t(cols_));
+    b_host_.resize(p_.dtype, size_t(cols_));
+    for (int64_t j = 0; j < cols_; ++j) w_host_.set(size_t(j), uw(rng)), b_host_.set(size_t(j), ub(rng));
+    grow(x_, x_bytes(), "x of " + p_.key());
+    grow(y_, y_bytes(), "y of " + p_.key());
+    grow(w_, size_t(cols_ * eb_), "weight of " + p_.key());
+    grow(b_, size_t(cols_ * eb_), "bias of " + p_.key());
+    check_cu(driver().cuMemcpyHtoD(x_.ptr(), x_host_.bytes.data(), x_bytes()), "cuMemcpyHtoD", "x of " + p_.key());
+    check_cu(driver().cuMemcpyHtoD(w_.ptr(), w_host_.bytes.data(), size_t(cols_ * eb_)), "cuMemcpyHtoD", "weight of " + p_.key());
+    check_cu(driver().cuMemcpyHtoD(b_.ptr(), b_host_.bytes.data(), size_t(cols_ * eb_)), "cuMemcpyHtoD", "bias of " + p_.key());
+    have_inputs_ = true;
+  }
+
+  // PyTorch's semantics in FP64 on the rounded inputs (rows_common.cuh states them).
+  void reference_row(int64_t i, std::vector<double>& out) const {
+    const size_t base = size_t(i * ldx_);
+    auto x = [&](int64_t j) { return x_host_.get(base + size_t(j)); };
+    if (op_ == RowsOp::softmax) {
+      const double scale = p_.scalar("scale");
+      double m = -INFINITY, sum = 0;
+      for (int64_t j = 0; j < cols_; ++j) m = std::max(m, scale * x(j));
+      for (int64_t j = 0; j < cols_; ++j) sum += (out[size_t(j)] = std::exp(scale * x(j) - m));
+      for (int64_t j = 0; j < cols_; ++j) out[size_t(j)] /= sum;
+      return;
+    }
+    const double eps = p_.scalar("eps");
+    if (op_ == RowsOp::layernorm) {
+      double mean = 0, var = 0;
+      for (int64_t j = 0; j < cols_; ++j) mean += x(j);
+      mean /= double(cols_);
+      for (int64_t j = 0; j < cols_; ++j) var += (x(j) - mean) * (x(j) - mean);
+      const double inv = 1.0 / std::sqrt(var / double(cols_) + eps);
+      for (int64_t j = 0; j < cols_; ++j) out[size_t(j)] = (x(j) - mean) * inv * w_host_.get(size_t(j)) + b_host_.get(size_t(j));
+      return;
+    }
+    double ms = 0;
+    for (int64_t j = 0; j < cols_; ++j) ms += x(j) * x(j);
+    const double inv = 1.0 / std::sqrt(ms / double(cols_) + eps);
+    for (int64_t j = 0; j < cols_; ++j) out[size_t(j)] = x(j) * inv * w_host_.get(size_t(j));
+  }
+
+  Problem p_;
+  uint64_t seed_ = 0;
+  bool have_inputs_ = false;
+  RowsOp op_ = RowsOp::softmax;
+  int64_t rows_ = 0, cols_ = 0, ldx_ = 0, ldy_ = 0;
+  int eb_ = 4;
+  HostArray x_host_, w_host_, b_host_;
+  DeviceBuffer x_, y_, w_, b_;
+};
+
+} // namespace
+
+std::unique_ptr<OpRunner> make_rows_runner(Compiler&, const DeviceInfo&) { return std::make_unique<RowsRunner>(); }
+
+} // namespace ktune

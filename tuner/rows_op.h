@@ -1,0 +1,17 @@
+// The row ops' (softmax, LayerNorm, RMSNorm) side of the worker: host-generated inputs, the FP64
+// reference on sampled rows, and no baseline library in C++ (PyTorch is compared from Python).
+#pragma once
+#include <memory>
+
+#include "tuner/op_runner.h"
+
+namespace ktune {
+
+// Relative Frobenius error allowed for a row op's output: the output's rounding (2^-8 bf16,
+// 2^-11 f16; none for f32) plus 1e-5 for the FP32 math (ex2/rsqrt approximations, ~2 ulp, and
+// reductions over the row).
+double rows_tolerance(DType out);
+
+std::unique_ptr<OpRunner> make_rows_runner(Compiler& compiler, const DeviceInfo& device);
+
+} // namespace ktune
