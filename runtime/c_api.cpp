@@ -2,6 +2,7 @@
 // thread-local message.
 #include "ktune/ktune.h"
 
+#include <cmath>
 #include <filesystem>
 #include <string>
 
@@ -147,6 +148,48 @@ ktune_status_t ktune_gemm_ex(ktune_handle_t handle, ktune_order_t order, ktune_o
   if (compute != KTUNE_COMPUTE_32F) return bad("unknown compute type " + std::to_string(int(compute)) + " (KTUNE_COMPUTE_32F)");
   const ktune::DType d = a_type == KTUNE_R_32F ? ktune::DType::f32 : a_type == KTUNE_R_16F ? ktune::DType::f16 : ktune::DType::bf16;
   return gemm_any("ktune_gemm_ex", d, handle, order, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, stream);
+}
+
+namespace {
+
+// The checks every row entry point makes, then the runtime's rows() for op.
+ktune_status_t rows_any(const char* fn, const char* op, ktune_handle_t handle, ktune_datatype_t type, int rows, int cols,
+                        const void* x, int ldx, void* y, int ldy, const void* weight, const void* bias, const char* scalar,
+                        float value, void* stream) {
+  auto bad = [&](const std::string& why) { return fail(KTUNE_INVALID_VALUE, std::string(fn) + ": " + why); };
+  if (!type_name(type)) return bad("unknown element type " + std::to_string(int(type)) + " (KTUNE_R_32F, KTUNE_R_16F or KTUNE_R_16BF)");
+  if (rows < 0 || cols < 0) return bad("negative size (rows = " + std::to_string(rows) + ", cols = " + std::to_string(cols) + ")");
+  if (ldx < std::max(1, cols) || ldy < std::max(1, cols))
+    return bad("ldx = " + std::to_string(ldx) + ", ldy = " + std::to_string(ldy) + ": both must be >= cols = " + std::to_string(cols));
+  if (!handle) return bad("handle is NULL");
+  if (rows == 0 || cols == 0) return KTUNE_SUCCESS;
+  if (!x || !y) return bad("x or y is NULL");
+  if (!std::isfinite(value)) return bad(std::string(scalar) + " must be finite");
+  const ktune::DType d = type == KTUNE_R_32F ? ktune::DType::f32 : type == KTUNE_R_16F ? ktune::DType::f16 : ktune::DType::bf16;
+  return guarded(fn, [&] {
+    ktune::Problem p = ktune::Problem::make(op, {rows, cols}, "", d);
+    p.ld = {ldx, ldy};
+    p.scalars[scalar] = value;
+    handle->rt->rows(p, x, y, weight, bias, static_cast<CUstream>(stream));
+    return KTUNE_SUCCESS;
+  });
+}
+
+} // namespace
+
+ktune_status_t ktune_softmax(ktune_handle_t handle, ktune_datatype_t type, int rows, int cols, const void* x, int ldx, void* y,
+                             int ldy, float scale, void* stream) {
+  return rows_any("ktune_softmax", "softmax", handle, type, rows, cols, x, ldx, y, ldy, nullptr, nullptr, "scale", scale, stream);
+}
+
+ktune_status_t ktune_layernorm(ktune_handle_t handle, ktune_datatype_t type, int rows, int cols, const void* x, int ldx, void* y,
+                               int ldy, const void* weight, const void* bias, float eps, void* stream) {
+  return rows_any("ktune_layernorm", "layernorm", handle, type, rows, cols, x, ldx, y, ldy, weight, bias, "eps", eps, stream);
+}
+
+ktune_status_t ktune_rmsnorm(ktune_handle_t handle, ktune_datatype_t type, int rows, int cols, const void* x, int ldx, void* y,
+                             int ldy, const void* weight, float eps, void* stream) {
+  return rows_any("ktune_rmsnorm", "rmsnorm", handle, type, rows, cols, x, ldx, y, ldy, weight, nullptr, "eps", eps, stream);
 }
 
 const char* ktune_last_error(void) { return last_error.c_str(); }

@@ -20,6 +20,7 @@
 #include "core/embedded.h"
 #include "runtime/gemm_launch.h"
 #include "runtime/module.h"
+#include "runtime/rows_launch.h"
 #include "runtime/cublas.h"
 #include "ktune/gemm_problem.h"
 
@@ -144,7 +145,7 @@ struct Runtime::Impl {
       // Nothing of this dtype is tuned on this arch (a GPU nobody tuned): the families' defaults
       // are the only kernels there are, and first use measures them against cuBLAS like lenders.
       for (const auto& f : index->families()) {
-        if (!f.has_default()) continue;
+        if (!f.has_default() || f.op() != "gemm") continue;
         Config c = f.default_config(p, device);
         if (!f.valid(c, p, device)) continue;
         CandidateConfig d;
@@ -185,6 +186,40 @@ struct Runtime::Impl {
     return s;
   }
 
+  // An op without a baseline library (the row ops): its exact entry, else the nearest lender that
+  // serves it (home speedups are unknown, so the score ranks by distance), else its families'
+  // defaults (the first declared that has one and is valid). No first-use measurement: there is
+  // nothing to measure against.
+  Selection select_generic(const Problem& p) const {
+    if (const auto ex = index->exact(p); !ex.empty()) return from_exact(ex.front());
+    Selection s;
+    if (const auto lent = index->lenders(p, 1); !lent.empty()) {
+      const Lent& l = lent.front();
+      s.provenance = Provenance::nearest;
+      s.family = l.from->entry.family;
+      s.config = l.config;
+      s.source = l.from->source;
+      s.tuned = l.from->entry.problem.key();
+      s.distance = l.distance;
+      s.generalized = l.generalized;
+      s.time_ms = l.from->entry.time_ms;
+      s.why = "nearest tuned problem " + *s.tuned + fmt(" (log distance %.2f)", l.distance);
+      return s;
+    }
+    for (const auto& f : index->families()) {
+      if (f.op() != p.op || !f.has_default()) continue;
+      Config c = f.default_config(p, device);
+      if (!f.valid(c, p, device)) continue;
+      s.provenance = Provenance::default_config;
+      s.family = f.name();
+      s.config = std::move(c);
+      s.source = "default";
+      s.why = "nothing of this op and dtype is tuned near: " + f.name() + "'s default";
+      return s;
+    }
+    throw UsageError("no kernel family can serve " + p.key());
+  }
+
   // Where no measurement can be made: the best lender only if predicted clearly faster.
   static Selection unmeasured(Selection s, const std::string& reason) {
     s.measure_pending = false;
@@ -220,7 +255,7 @@ struct Runtime::Impl {
 
   // The loaded module of config c of family f for p: the runtime's cache, else the store's
   // binaries, else NVRTC (started asynchronously: call get() on the result).
-  std::function<std::shared_ptr<Module>()> module_async(const Family& f, const Config& c, const GemmProblem& p) {
+  std::function<std::shared_ptr<Module>()> module_async(const Family& f, const Config& c, const Problem& p) {
     const CompileRequest req = compile_request(f, c, p, arch); // validates c for p
     const std::string ck = req.cache_key();
     {
@@ -555,6 +590,87 @@ void Runtime::gemm_ex(const GemmProblem& problem, const Selection& s, const void
   // Keyed apart from the per-problem cache of the plain gemm().
   const std::string key = p.key() + "|" + (s.provenance == Provenance::cublas ? "cublas" : s.family + s.config.to_json());
   launch(prepare(key, p, s), p, A, B, C, stream);
+}
+
+Selection Runtime::best_config(const Problem& p) const {
+  if (p.op == "gemm") return best_config(GemmProblem::from(p));
+  const std::string key = p.key();
+  {
+    std::lock_guard<std::mutex> lk(impl_->sel_mu);
+    if (auto it = impl_->selections.find(key); it != impl_->selections.end()) return it->second;
+  }
+  validate(p);
+  Selection s = impl_->select_generic(p);
+  std::lock_guard<std::mutex> lk(impl_->sel_mu);
+  return impl_->selections.emplace(key, std::move(s)).first->second;
+}
+
+void Runtime::rows(const Problem& problem, const void* x, void* y, const void* weight, const void* bias, CUstream stream) {
+  if (problem.op == "gemm") throw UsageError("ktune::Runtime::rows: " + problem.key() + " is a GEMM (use gemm_ex)");
+  Problem p = problem;
+  if (p.dims.size() == 2 && (p.dims[0] == 0 || p.dims[1] == 0)) return; // nothing to compute
+  if (!x || !y) throw UsageError("ktune::Runtime::rows: x or y is null for " + p.key());
+  // The alignment class the pointers allow (weight and bias are read with the same vectors).
+  p.align = Problem::alignment_of(p.ld, element_bytes(p.dtype));
+  for (const void* ptr : {x, static_cast<const void*>(y), weight, bias})
+    while (ptr && p.align > element_bytes(p.dtype) && reinterpret_cast<uintptr_t>(ptr) % unsigned(p.align) != 0) p.align /= 2;
+  const std::string key = p.key();
+  Impl& m = *impl_;
+  std::shared_ptr<Prepared> prep;
+  {
+    std::lock_guard<std::mutex> lk(m.mod_mu);
+    if (auto it = m.prepared.find(key); it != m.prepared.end()) prep = it->second;
+  }
+  if (!prep) {
+    const Selection sel = best_config(p); // validates
+    m.ensure_context();
+    const Family* f = m.family(sel.family);
+    if (!f) throw UsageError("ktune::Runtime::rows: unknown family '" + sel.family + "'");
+    auto fresh = std::make_shared<Prepared>();
+    fresh->sel = sel;
+    const Config c = f->canonical(sel.config);
+    fresh->module = m.module_async(*f, c, p)();
+    fresh->plan = f->launch_plan(c, p);
+    std::lock_guard<std::mutex> lk(m.mod_mu);
+    prep = m.prepared.emplace(key, fresh).first->second;
+  }
+  CUcontext cur = nullptr;
+  check_cu(driver().cuCtxGetCurrent(&cur), "cuCtxGetCurrent", "ktune::Runtime::rows");
+  if (!cur) m.ctx->make_current();
+  KtuneRowsArgs a{};
+  a.x = x, a.y = y, a.weight = weight, a.bias = bias;
+  a.rows = p.dims[0], a.cols = p.dims[1], a.ldx = p.ld[0], a.ldy = p.ld[1];
+  const auto& scalars = op_info(p.op).scalars;
+  for (const auto& [name, dflt] : scalars) {
+    if (name == "scale") a.scale = float(p.scalar("scale"));
+    if (name == "eps") a.eps = float(p.scalar("eps"));
+  }
+  launch_rows(*prep->module, prep->plan, a, stream);
+}
+
+namespace {
+Problem rows_problem(const char* op, DType dt, int64_t rows, int64_t cols, int64_t ldx, int64_t ldy, const char* scalar,
+                     double value) {
+  Problem p = Problem::make(op, {rows, cols}, "", dt);
+  p.ld = {ldx ? ldx : cols, ldy ? ldy : cols};
+  p.scalars[scalar] = value;
+  return p;
+}
+} // namespace
+
+void Runtime::softmax(DType dt, int64_t rows_, int64_t cols, const void* x, int64_t ldx, void* y, int64_t ldy, float scale,
+                      CUstream stream) {
+  rows(rows_problem("softmax", dt, rows_, cols, ldx, ldy, "scale", scale), x, y, nullptr, nullptr, stream);
+}
+
+void Runtime::layernorm(DType dt, int64_t rows_, int64_t cols, const void* x, int64_t ldx, void* y, int64_t ldy,
+                        const void* weight, const void* bias, float eps, CUstream stream) {
+  rows(rows_problem("layernorm", dt, rows_, cols, ldx, ldy, "eps", eps), x, y, weight, bias, stream);
+}
+
+void Runtime::rmsnorm(DType dt, int64_t rows_, int64_t cols, const void* x, int64_t ldx, void* y, int64_t ldy,
+                      const void* weight, float eps, CUstream stream) {
+  rows(rows_problem("rmsnorm", dt, rows_, cols, ldx, ldy, "eps", eps), x, y, weight, nullptr, stream);
 }
 
 } // namespace ktune

@@ -69,6 +69,21 @@ ktune_status_t ktune_gemm_ex(ktune_handle_t handle, ktune_order_t order, ktune_o
                              ktune_datatype_t b_type, int ldb, float beta, void* C, ktune_datatype_t c_type, int ldc,
                              ktune_compute_t compute, void* stream);
 
+/* Row operators on a rows x cols matrix stored row-major (row strides ldx, ldy >= cols, in
+ * elements), x, y, weight and bias all of `type`, FP32 math, launched on stream:
+ *   ktune_softmax    y = softmax(scale * x) along each row (torch.softmax(x * scale, -1))
+ *   ktune_layernorm  y = (x - mean) / sqrt(var + eps) * weight + bias (F.layer_norm; weight or
+ *                    bias NULL: none)
+ *   ktune_rmsnorm    y = x / sqrt(mean(x^2) + eps) * weight (F.rms_norm; weight NULL: none)
+ * rows or cols of 0 do nothing. The tuned config for the shape, else the nearest tuned one, else a
+ * default; y may be x when ldx == ldy. */
+ktune_status_t ktune_softmax(ktune_handle_t handle, ktune_datatype_t type, int rows, int cols, const void* x, int ldx, void* y,
+                             int ldy, float scale, void* stream);
+ktune_status_t ktune_layernorm(ktune_handle_t handle, ktune_datatype_t type, int rows, int cols, const void* x, int ldx, void* y,
+                               int ldy, const void* weight, const void* bias, float eps, void* stream);
+ktune_status_t ktune_rmsnorm(ktune_handle_t handle, ktune_datatype_t type, int rows, int cols, const void* x, int ldx, void* y,
+                             int ldy, const void* weight, float eps, void* stream);
+
 /* The message of the calling thread's last failed call ("" if none). Valid until its next call. */
 const char* ktune_last_error(void);
 

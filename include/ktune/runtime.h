@@ -28,6 +28,7 @@
 
 #include "ktune/config.h"
 #include "ktune/gemm_problem.h"
+#include "ktune/problem.h"
 
 namespace ktune {
 
@@ -131,6 +132,27 @@ class Runtime {
                CUstream stream = nullptr);
   void gemm_ex(const GemmProblem& p, const Selection& s, const void* A, const void* B, void* C, float alpha, float beta,
                CUstream stream = nullptr);
+
+  // Any op's choice: GEMM problems go to best_config(GemmProblem); an op without a baseline
+  // library (the row ops) gets its exact entry, else the nearest tuned problem's config, else a
+  // family default. Throws UsageError for an invalid problem.
+  Selection best_config(const Problem& p) const;
+
+  // The row ops (softmax, layernorm, rmsnorm): y = op(x) along each row of p's rows x cols, with
+  // p's leading dimensions and scalars (softmax: scale; norms: eps). weight (cols elements) for
+  // LayerNorm and RMSNorm, bias for LayerNorm (null: none); all of p.dtype (float,
+  // __nv_bfloat16 or __half). Launched on stream without synchronizing. The alignment class is
+  // narrowed to what the pointers allow. Throws UsageError on bad input, Error on CUDA or NVRTC
+  // failure.
+  void rows(const Problem& p, const void* x, void* y, const void* weight, const void* bias, CUstream stream = nullptr);
+  // The same, spelled out (ld 0: cols). softmax computes softmax(scale * x) (torch.softmax);
+  // layernorm F.layer_norm with weight and bias (either may be null); rmsnorm F.rms_norm.
+  void softmax(DType dt, int64_t rows, int64_t cols, const void* x, int64_t ldx, void* y, int64_t ldy, float scale = 1.0f,
+               CUstream stream = nullptr);
+  void layernorm(DType dt, int64_t rows, int64_t cols, const void* x, int64_t ldx, void* y, int64_t ldy, const void* weight,
+                 const void* bias, float eps = 1e-5f, CUstream stream = nullptr);
+  void rmsnorm(DType dt, int64_t rows, int64_t cols, const void* x, int64_t ldx, void* y, int64_t ldy, const void* weight,
+               float eps = 1e-6f, CUstream stream = nullptr);
 
   struct Impl;
 

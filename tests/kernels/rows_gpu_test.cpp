@@ -5,7 +5,13 @@
 
 #include <iostream>
 
+#include <cmath>
+
 #include "gpu_env.h"
+#include "ktune/ktune.h"
+#include "ktune/runtime.h"
+#include "runtime/cuda_check.h"
+#include "runtime/driver.h"
 #include "ktune/compiler.h"
 #include "ktune/family.h"
 #include "runtime/module.h"
@@ -69,4 +75,83 @@ TEST(RowsGpu, SampledConfigsOfEveryFamilyMatchFp64Reference) {
   }
   std::cout << "[ ktune    ] " << checked << " row-kernel configs verified\n";
   EXPECT_GT(checked, 300);
+}
+
+// The runtime's and the C API's row entry points: a default config (no table holds row ops yet),
+// f32 data, against FP64 on the host.
+TEST(RowsGpu, RuntimeAndCApiMatchFp64Reference) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  CudaContext ctx(d->ordinal);
+  const int64_t rows = 37, cols = 3000;
+  std::vector<float> x(static_cast<size_t>(rows * cols)), w(static_cast<size_t>(cols)), b(static_cast<size_t>(cols));
+  uint32_t state = 12345;
+  auto next = [&] { return float((state = state * 1664525u + 1013904223u) >> 8) / float(1 << 24) * 6.0f - 3.0f; };
+  for (auto& v : x) v = next();
+  for (auto& v : w) v = 1.0f + 0.1f * next();
+  for (auto& v : b) v = 0.1f * next();
+  DeviceBuffer dx(x.size() * 4, "x"), dy(x.size() * 4, "y"), dw(w.size() * 4, "w"), db(b.size() * 4, "b");
+  check_cu(driver().cuMemcpyHtoD(dx.ptr(), x.data(), x.size() * 4), "cuMemcpyHtoD", "x");
+  check_cu(driver().cuMemcpyHtoD(dw.ptr(), w.data(), w.size() * 4), "cuMemcpyHtoD", "w");
+  check_cu(driver().cuMemcpyHtoD(db.ptr(), b.data(), b.size() * 4), "cuMemcpyHtoD", "b");
+  RuntimeOptions o;
+  o.db_path = "";
+  Runtime rt(o);
+  ktune_handle_t h = nullptr;
+  ASSERT_EQ(ktune_create(&h, ""), KTUNE_SUCCESS) << ktune_last_error();
+  for (int api = 0; api < 2; ++api)
+    for (const char* op : {"softmax", "layernorm", "rmsnorm"}) {
+      const std::string what = std::string(op) + (api ? " (C API)" : " (Runtime)");
+      check_cu(driver().cuMemsetD8Async(dy.ptr(), 0xff, x.size() * 4, nullptr), "cuMemsetD8Async", what);
+      const std::string o_ = op;
+      if (api == 0) {
+        if (o_ == "softmax") rt.softmax(DType::f32, rows, cols, dx.as<float>(), cols, dy.as<float>(), cols, 0.5f);
+        if (o_ == "layernorm") rt.layernorm(DType::f32, rows, cols, dx.as<float>(), cols, dy.as<float>(), cols, dw.as<float>(), db.as<float>(), 1e-5f);
+        if (o_ == "rmsnorm") rt.rmsnorm(DType::f32, rows, cols, dx.as<float>(), cols, dy.as<float>(), cols, dw.as<float>(), 1e-6f);
+        EXPECT_EQ(rt.best_config(Problem::parse(op, "37x3000")).provenance, Provenance::default_config) << what;
+      } else {
+        ktune_status_t st = KTUNE_SUCCESS;
+        if (o_ == "softmax") st = ktune_softmax(h, KTUNE_R_32F, int(rows), int(cols), dx.as<float>(), int(cols), dy.as<float>(), int(cols), 0.5f, nullptr);
+        if (o_ == "layernorm")
+          st = ktune_layernorm(h, KTUNE_R_32F, int(rows), int(cols), dx.as<float>(), int(cols), dy.as<float>(), int(cols), dw.as<float>(), db.as<float>(), 1e-5f, nullptr);
+        if (o_ == "rmsnorm")
+          st = ktune_rmsnorm(h, KTUNE_R_32F, int(rows), int(cols), dx.as<float>(), int(cols), dy.as<float>(), int(cols), dw.as<float>(), 1e-6f, nullptr);
+        ASSERT_EQ(st, KTUNE_SUCCESS) << what << ": " << ktune_last_error();
+      }
+      std::vector<float> y(x.size());
+      check_cu(driver().cuCtxSynchronize(), "cuCtxSynchronize", what);
+      check_cu(driver().cuMemcpyDtoH(y.data(), dy.ptr(), y.size() * 4), "cuMemcpyDtoH", what);
+      double err = 0, norm = 0;
+      for (int64_t i = 0; i < rows; ++i) {
+        const float* r = &x[size_t(i * cols)];
+        std::vector<double> ref(static_cast<size_t>(cols));
+        if (o_ == "softmax") {
+          double m = -1e300, s = 0;
+          for (int64_t j = 0; j < cols; ++j) m = std::max(m, 0.5 * r[j]);
+          for (int64_t j = 0; j < cols; ++j) s += ref[size_t(j)] = std::exp(0.5 * r[j] - m);
+          for (auto& v : ref) v /= s;
+        } else if (o_ == "layernorm") {
+          double mean = 0, var = 0;
+          for (int64_t j = 0; j < cols; ++j) mean += r[j];
+          mean /= double(cols);
+          for (int64_t j = 0; j < cols; ++j) var += (r[j] - mean) * (r[j] - mean);
+          for (int64_t j = 0; j < cols; ++j) ref[size_t(j)] = (r[j] - mean) / std::sqrt(var / double(cols) + 1e-5) * w[size_t(j)] + b[size_t(j)];
+        } else {
+          double ms = 0;
+          for (int64_t j = 0; j < cols; ++j) ms += double(r[j]) * r[j];
+          for (int64_t j = 0; j < cols; ++j) ref[size_t(j)] = r[j] / std::sqrt(ms / double(cols) + 1e-6) * w[size_t(j)];
+        }
+        for (int64_t j = 0; j < cols; ++j) {
+          const double e = y[size_t(i * cols + j)] - ref[size_t(j)];
+          err += std::isfinite(e) ? e * e : 1e300;
+          norm += ref[size_t(j)] * ref[size_t(j)];
+        }
+      }
+      EXPECT_LE(std::sqrt(err / norm), rows_tolerance(DType::f32)) << what;
+    }
+  // Bad input is refused with a message, nothing launched.
+  EXPECT_EQ(ktune_softmax(h, KTUNE_R_32F, 4, 8, dx.as<float>(), 4, dy.as<float>(), 8, 1.0f, nullptr), KTUNE_INVALID_VALUE);
+  EXPECT_NE(std::string(ktune_last_error()).find("ldx"), std::string::npos) << ktune_last_error();
+  ktune_destroy(h);
 }
