@@ -116,6 +116,7 @@ class TunedIndex {
 };
 
 // The tables embedded in the library for arch ("sm_90a" reads sm_90's): the plain (f32) table,
+// the row ops' (<arch>-rows.json),
 // the half-precision one (<arch>-half.json, bf16 and f16), and with tf32x3 also the opt-in
 // gemm_tf32x3 table. Each with its source name.
 std::vector<std::pair<Table, std::string>> shipped_tables(const std::string& arch, bool tf32x3);

@@ -417,9 +417,12 @@ std::string format_summary(const TuneResult& r) {
     if (cfg.size() > 46) cfg = cfg.substr(0, 43) + "...";
     // Bytes the problem must move over the best time: how the memory-bound ops are judged.
     const double tb_s = p.best && p.best->time_ms > 0 ? min_bytes(p.problem) / (p.best->time_ms * 1e-3) / 1e12 : 0.0;
-    std::snprintf(buf, sizeof buf, "%-34s %-46s %8.2f %8.2f %6.3f %6.2f  %d/%d/%d/%d/%d/%d, %d\n", p.problem.key().c_str(),
-                  cfg.c_str(), p.best ? p.best->tflops : 0.0, cu,
-                  (p.best && p.cublas) ? p.cublas->median_ms / p.best->time_ms : 0.0, tb_s, n(TrialStatus::ok),
+    // "-" where there is no baseline (the op has none in C++, or it failed).
+    char cu_s[16] = "-", ratio_s[16] = "-";
+    if (p.cublas) std::snprintf(cu_s, sizeof cu_s, "%.2f", cu);
+    if (p.best && p.cublas) std::snprintf(ratio_s, sizeof ratio_s, "%.3f", p.cublas->median_ms / p.best->time_ms);
+    std::snprintf(buf, sizeof buf, "%-34s %-46s %8.2f %8s %6s %6.2f  %d/%d/%d/%d/%d/%d, %d\n", p.problem.key().c_str(),
+                  cfg.c_str(), p.best ? p.best->tflops : 0.0, cu_s, ratio_s, tb_s, n(TrialStatus::ok),
                   n(TrialStatus::compile_error), n(TrialStatus::launch_error), n(TrialStatus::wrong_result),
                   n(TrialStatus::timeout), n(TrialStatus::crash), p.skipped);
     s += buf;

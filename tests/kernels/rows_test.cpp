@@ -2,6 +2,7 @@
 // them, the spaces of their families, and every kind of row kernel compiled by NVRTC for sm_90.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <set>
 
 #include "db/table.h"
@@ -101,6 +102,7 @@ TEST(RowsOp, ToleranceIsTheOutputRoundingPlusFp32Math) {
   EXPECT_DOUBLE_EQ(rows_tolerance(DType::f32), 1e-5);
   EXPECT_DOUBLE_EQ(rows_tolerance(DType::bf16), 1.0 / 256 + 1e-5);
   EXPECT_DOUBLE_EQ(rows_tolerance(DType::f16), 1.0 / 2048 + 1e-5);
+  EXPECT_DOUBLE_EQ(rows_subnormal_half_spacing(DType::f16), std::ldexp(1.0, -25)); // f16 subnormals are 2^-24 apart
 }
 
 // NVRTC for sm_90: a sample of every row family's configs for each op and dtype.
