@@ -477,11 +477,13 @@ int main(int argc, char** argv) {
   sm->add_option("--repeat", sim_repeat, "Repeats with successive seeds (medians are reported)")->capture_default_str();
   sm->add_flag("--json", sim_json, "Print JSON");
 
-  std::string bn_suite, bn_db, bn_json, bn_ladder, bn_dtype = "f32";
+  std::string bn_suite, bn_db, bn_json, bn_ladder, bn_dtype = "f32", bn_op;
   std::vector<std::string> bn_tables;
   int bn_device = 0;
   auto* bn = app.add_subcommand("bench", "Time ktune's choice against cuBLAS per problem (or the SGEMM ladder)");
   bn->add_option("--suite", bn_suite, "Suite file (JSON) of problems");
+  bn->add_option("--op", bn_op, "Only the suite's problems of this op (GEMM: against cuBLAS; softmax, layernorm, rmsnorm: "
+                                "bandwidth against the device's copy)");
   bn->add_option("--ladder", bn_ladder, "Ladder file (configs/ladder.json): each rung of the SGEMM ladder at one shape")
       ->check(CLI::ExistingFile);
   bn->add_option("--dtype", bn_dtype, "Data type")->capture_default_str();
@@ -544,11 +546,18 @@ int main(int argc, char** argv) {
       if (bn_tf32x3 && dt != DType::f32) throw UsageError("--tf32x3 is for f32 problems");
       if (!bn_ladder.empty() && dt != DType::f32) throw UsageError("--dtype applies to --suite; a ladder file names its problem's dtype");
       std::vector<GemmProblem> problems;
-      if (!bn_suite.empty())
+      std::vector<Problem> by_bandwidth; // ops without a baseline library: judged against the copy
+      if (!bn_op.empty()) op_info(bn_op); // an unknown op is bad usage
+      if (!bn_suite.empty()) {
         for (const Problem& p : load_suite(bn_suite, "NN", dt)) {
-          if (p.op != "gemm") throw UsageError("ktune bench times GEMM problems; " + bn_suite + " has " + p.key());
-          problems.push_back(GemmProblem::from(p));
+          if (!bn_op.empty() && p.op != bn_op) continue;
+          if (p.op == "gemm") problems.push_back(GemmProblem::from(p));
+          else by_bandwidth.push_back(p);
         }
+        if (problems.empty() && by_bandwidth.empty()) throw UsageError(bn_suite + " has no " + bn_op + " problem");
+        if (!problems.empty() && !by_bandwidth.empty())
+          throw UsageError(bn_suite + " mixes GEMM and other ops: choose one with --op");
+      }
       std::string why;
       const auto devs = list_devices(&why);
       if (devs.empty()) {
@@ -561,14 +570,21 @@ int main(int argc, char** argv) {
       o.runtime.tables = bn_tables;
       o.runtime.tf32x3 = bn_tf32x3;
       o.runtime.device = bn_device;
+      std::string cmd = "ktune";
+      for (int i = 1; i < argc; ++i) cmd += std::string(" ") + argv[i];
+      if (!by_bandwidth.empty()) {
+        const auto rep = bench_bandwidth(by_bandwidth, o);
+        const std::string dev = d.name + " (" + d.arch + ")";
+        std::printf("%s", format_bandwidth(rep, dev).c_str());
+        if (!bn_json.empty()) write_atomically(bn_json, bandwidth_json(rep, dev, cmd));
+        for (const auto& r : rep.rows)
+          if (!r.error.empty()) return 1;
+        return 0;
+      }
       const auto rep = bn_ladder.empty() ? bench_problems(problems, o) : bench_ladder(bn_ladder, o);
       const std::string dev = d.name + " (" + d.arch + ")";
       std::printf("%s", format_bench(rep, dev, !bn_ladder.empty()).c_str());
-      if (!bn_json.empty()) {
-        std::string cmd = "ktune";
-        for (int i = 1; i < argc; ++i) cmd += std::string(" ") + argv[i];
-        write_atomically(bn_json, bench_json(rep, dev, cmd));
-      }
+      if (!bn_json.empty()) write_atomically(bn_json, bench_json(rep, dev, cmd));
       for (const auto& r : rep.rows)
         if (!r.error.empty()) return 1;
       return 0;

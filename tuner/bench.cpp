@@ -1,5 +1,8 @@
 #include "tuner/bench.h"
 
+#include <map>
+#include <memory>
+
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -8,6 +11,7 @@
 #include "runtime/cuda_check.h"
 #include "runtime/driver.h"
 #include "tuner/gemm_op.h"
+#include "tuner/op_runner.h"
 #include "tuner/json_io.h"
 #include "core/text_file.h"
 #include "ktune/gemm_problem.h"
@@ -120,6 +124,80 @@ struct Bench {
 
 } // namespace
 
+
+BandwidthReport bench_bandwidth(const std::vector<Problem>& problems, const BenchOptions& o) {
+  Bench b(o);
+  BandwidthReport rep;
+  rep.copy_tb_s = b.copy_tb_s();
+  std::map<std::string, std::unique_ptr<OpRunner>> runners;
+  uint64_t seed = o.seed;
+  for (const auto& p : problems) {
+    BandwidthRow r;
+    r.problem = p;
+    try {
+      auto& runner = runners[p.op];
+      if (!runner) runner = make_op_runner(p.op, b.compiler, b.dev);
+      runner->prepare(p, ++seed);
+      runner->run_runtime(b.rt, nullptr); // first use compiles or loads the config
+      const VerifyResult v = runner->verify(nullptr);
+      r.rel_error = v.rel_error;
+      r.selection = b.rt.best_config(p);
+      if (!v.pass) {
+        r.error = "wrong result: " + v.summary();
+      } else {
+        r.ms = b.timer->time([&](CUstream st) { runner->run_runtime(b.rt, st); }, nullptr, o.timing).median_ms;
+        r.tb_s = min_bytes(p) / (r.ms * 1e-3) / 1e12;
+      }
+    } catch (const std::exception& e) {
+      r.error = e.what();
+    }
+    rep.rows.push_back(std::move(r));
+  }
+  return rep;
+}
+
+std::string format_bandwidth(const BandwidthReport& rep, const std::string& device) {
+  std::string s = device + "\n";
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "device-to-device copy: %.3f TB/s (bytes read + written)\n", rep.copy_tb_s);
+  s += buf;
+  std::snprintf(buf, sizeof buf, "%-34s %10s %8s %6s %9s  %s\n", "problem", "ms", "TB/s", "%copy", "err",
+                "choice (TB/s = the op's minimum bytes over the median time; %copy against the copy above)");
+  s += buf;
+  double log_sum = 0;
+  int n = 0;
+  for (const auto& r : rep.rows) {
+    if (!r.error.empty()) {
+      s += r.problem.key() + "  FAILED: " + r.error + "\n";
+      continue;
+    }
+    const double frac = rep.copy_tb_s > 0 ? r.tb_s / rep.copy_tb_s : 0;
+    std::snprintf(buf, sizeof buf, "%-34s %10.4f %8.3f %5.1f%% %9.2e  %s %s:%s\n", r.problem.key().c_str(), r.ms, r.tb_s,
+                  100 * frac, r.rel_error, to_string(r.selection.provenance), r.selection.family.c_str(),
+                  r.selection.config.short_string().c_str());
+    s += buf;
+    if (frac > 0) log_sum += std::log(frac), ++n;
+  }
+  if (n) {
+    std::snprintf(buf, sizeof buf, "geometric mean of %%copy: %.1f%% over %d rows\n", 100 * std::exp(log_sum / n), n);
+    s += buf;
+  }
+  return s;
+}
+
+std::string bandwidth_json(const BandwidthReport& rep, const std::string& device, const std::string& command) {
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (const auto& r : rep.rows) {
+    nlohmann::ordered_json j = {{"problem", r.problem.key()}, {"provenance", to_string(r.selection.provenance)},
+                                {"family", r.selection.family}, {"config", nlohmann::ordered_json::parse(r.selection.config.size() ? r.selection.config.to_json() : "{}")},
+                                {"ms", r.ms}, {"min_bytes", min_bytes(r.problem)}, {"tb_s", r.tb_s},
+                                {"copy_fraction", rep.copy_tb_s > 0 ? r.tb_s / rep.copy_tb_s : 0}, {"rel_error", r.rel_error}};
+    if (!r.error.empty()) j["error"] = r.error;
+    rows.push_back(j);
+  }
+  nlohmann::ordered_json out = {{"device", device}, {"command", command}, {"copy_tb_s", rep.copy_tb_s}, {"rows", rows}};
+  return out.dump(2) + "\n";
+}
 
 BenchReport bench_problems(const std::vector<GemmProblem>& problems, const BenchOptions& o) {
   Bench b(o);

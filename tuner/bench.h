@@ -42,6 +42,22 @@ BenchReport bench_problems(const std::vector<GemmProblem>& problems, const Bench
 // configs/ladder.json's rungs at its problem; a rung with an empty family is the runtime's choice.
 BenchReport bench_ladder(const std::string& ladder_file, const BenchOptions& o);
 
+// Ops judged by bandwidth (the row ops): the runtime's choice per problem, verified against FP64
+// first, then timed; its bandwidth against the device-to-device copy of the same run.
+struct BandwidthRow {
+  Problem problem;
+  Selection selection;
+  double ms = 0, tb_s = 0, rel_error = 0;
+  std::string error; // non-empty: this row failed
+};
+struct BandwidthReport {
+  std::vector<BandwidthRow> rows;
+  double copy_tb_s = 0;
+};
+BandwidthReport bench_bandwidth(const std::vector<Problem>& problems, const BenchOptions& o);
+std::string format_bandwidth(const BandwidthReport& r, const std::string& device);
+std::string bandwidth_json(const BandwidthReport& r, const std::string& device, const std::string& command);
+
 double geomean_ratio(const std::vector<BenchRow>& rows, bool kernel_only);
 std::string format_bench(const BenchReport& report, const std::string& device, bool ladder);
 std::string bench_json(const BenchReport& report, const std::string& device, const std::string& command);

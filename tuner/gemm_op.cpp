@@ -187,6 +187,10 @@ class GemmRunner : public OpRunner {
   void launch(Module& m, const LaunchPlan& plan, CUstream stream) override { launch_gemm(m, plan, op_.args(), stream); }
   VerifyResult verify(CUstream stream) override { return op_.verify(stream); }
   void run_baseline(CUstream stream) override { op_.cublas().gemm(p_, op_.args(), stream); }
+  void run_runtime(Runtime& rt, CUstream stream) override {
+    const KtuneGemmArgs a = op_.args();
+    rt.gemm_ex(p_, a.A, a.B, a.C, p_.alpha, p_.beta, stream);
+  }
 
  private:
   GemmOp op_;

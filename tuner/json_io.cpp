@@ -106,7 +106,10 @@ std::vector<Problem> load_suite(const std::string& path, const std::string& defa
   std::vector<Problem> out;
   for (size_t i = 0; i < j["problems"].size(); ++i) {
     nlohmann::json p = j["problems"][i];
-    if (p.is_object() && !p.contains("layout") && !default_layout.empty()) p["layout"] = default_layout;
+    // The default layout is for ops that have layouts (GEMM's NN); the row ops have none.
+    const std::string p_op = p.is_object() && p.contains("op") && p["op"].is_string() ? p["op"].get<std::string>() : op;
+    if (p.is_object() && !p.contains("layout") && !default_layout.empty() && !op_info(p_op).layouts.empty())
+      p["layout"] = default_layout;
     if (p.is_object() && !p.contains("dtype")) p["dtype"] = to_string(default_dtype);
     out.push_back(problem_from_json(p, "suite '" + path + "' problem " + std::to_string(i), op));
   }

@@ -13,6 +13,7 @@
 #include "ktune/device.h"
 #include "ktune/family.h"
 #include "ktune/problem.h"
+#include "ktune/runtime.h"
 #include "runtime/module.h"
 
 namespace ktune {
@@ -40,6 +41,9 @@ class OpRunner {
   // Runs the op's baseline (OpInfo::baseline) on the prepared buffers; throws Error for an op
   // without one.
   virtual void run_baseline(CUstream stream) = 0;
+  // Runs the runtime's entry point for the op on the prepared buffers, as an application calls
+  // it (ktune bench).
+  virtual void run_runtime(Runtime& rt, CUstream stream) = 0;
 };
 
 // The runner of op; the device's primary context must be current. Throws UsageError for an op

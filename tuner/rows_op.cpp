@@ -141,6 +141,10 @@ class RowsRunner : public OpRunner {
   }
 
   void run_baseline(CUstream) override { throw Error("op " + p_.op + " has no baseline library in C++"); }
+  void run_runtime(Runtime& rt, CUstream stream) override {
+    const KtuneRowsArgs a = args();
+    rt.rows(p_, a.x, a.y, a.weight, a.bias, stream);
+  }
 
  private:
   static constexpr int64_t kSampledRows = 64;
