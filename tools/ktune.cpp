@@ -274,13 +274,15 @@ const char* const kTf32x3Help =
     "not bit-identical to FFMA; inf inputs give NaN)";
 
 struct QueryArgs {
-  std::string problem, dtype = "f32", layout = "NN", arch, db;
+  std::string problem, op = "gemm", dtype = "f32", layout, arch, db;
   std::vector<std::string> tables;
   bool json = false, tf32x3 = false;
 };
 
 int cmd_query(const QueryArgs& a) {
-  const GemmProblem p = GemmProblem::parse(a.problem, a.layout, parse_dtype(a.dtype));
+  const OpInfo& op = op_info(a.op);
+  const Problem p = Problem::parse(op.name, a.problem, a.layout.empty() && !op.layouts.empty() ? op.layouts[0] : a.layout,
+                                   parse_dtype(a.dtype));
   RuntimeOptions o;
   o.arch = a.arch;
   o.db_path = a.db.empty() ? default_db_path() : a.db;
@@ -439,9 +441,10 @@ int main(int argc, char** argv) {
 
   QueryArgs query;
   auto* qy = app.add_subcommand("query", "Show the config ktune would run for a problem, and where it comes from");
-  qy->add_option("--problem", query.problem, "Problem MxNxK")->required();
+  qy->add_option("--problem", query.problem, "Problem shape: MxNxK for gemm, ROWSxCOLS for the row ops")->required();
+  qy->add_option("--op", query.op, "The problem's op (gemm, softmax, layernorm, rmsnorm)")->capture_default_str();
   qy->add_option("--dtype", query.dtype, "Data type")->capture_default_str();
-  qy->add_option("--layout", query.layout, "Layouts of A and B")->capture_default_str();
+  qy->add_option("--layout", query.layout, "GEMM: layouts of A and B (default NN)");
   qy->add_option("--arch", query.arch, "Arch to answer for (no GPU needed), e.g. sm_90");
   qy->add_option("--db", query.db, "Database (default: $KTUNE_DB, else ~/.cache/ktune/ktune.db)");
   qy->add_option("--table", query.tables, "Extra tuning table (repeatable)")->check(CLI::ExistingFile);

@@ -116,7 +116,7 @@ std::vector<Problem> load_suite(const std::string& path, const std::string& defa
   return out;
 }
 
-nlohmann::ordered_json selection_to_json(const GemmProblem& p, const std::string& arch, const Selection& s) {
+nlohmann::ordered_json selection_to_json(const Problem& p, const std::string& arch, const Selection& s) {
   using J = nlohmann::ordered_json;
   auto opt = [](const std::optional<double>& v) { return v ? J(*v) : J(nullptr); };
   auto config = [](const Config& c) { return J::parse(c.size() ? c.to_json() : "{}"); };

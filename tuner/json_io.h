@@ -28,7 +28,7 @@ nlohmann::json timing_to_json(const Timing& t);
 
 // The runtime's answer for p on arch, every field of Selection and its candidates: what
 // `ktune query --json` prints and what the Python package's best_config() returns.
-nlohmann::ordered_json selection_to_json(const GemmProblem& p, const std::string& arch, const Selection& s);
+nlohmann::ordered_json selection_to_json(const Problem& p, const std::string& arch, const Selection& s);
 Timing timing_from_json(const nlohmann::json& j);
 
 // A suite file: {"name": ..., "op": "gemm" (optional), "problems": [{"m":..,"n":..,"k":..}, ...]};
