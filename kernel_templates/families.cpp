@@ -5,7 +5,7 @@ namespace ktune {
 
 std::vector<Family> builtin_families() {
   return {gemm_naive_family(), gemm_smem_family(), gemm_simt_family(), gemm_skinny_family(), gemm_tf32x3_family(), gemm_tc16_family(),
-          gemm_skinny16_family()};
+          gemm_skinny16_family(), gemm_wgmma_family()};
 }
 
 // gemm_naive and gemm_smem are the first rungs of the SGEMM ladder, kept to show where the others

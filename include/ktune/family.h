@@ -105,6 +105,10 @@ class Family {
     return *this;
   }
   Family& min_arch(int arch) { min_arch_ = arch; return *this; }
+  // The family uses arch-specific instructions (sm_90a: wgmma, setmaxnreg): it is compiled for
+  // "sm_<min_arch>a" whatever arch the device reports, and serves devices of exactly min_arch
+  // (an sm_90a cubin loads on compute capability 9.0 only).
+  Family& arch_specific(bool on = true) { arch_specific_ = on; return *this; }
   Family& dtypes(std::vector<DType> d) { dtypes_ = std::move(d); return *this; }
   Family& describe(std::string about) { about_ = std::move(about); return *this; }
   // Source text for a family whose template is not embedded in the library (a user's kernel);
@@ -119,6 +123,10 @@ class Family {
   const std::vector<Param>& params() const { return params_; }
   const std::vector<Constraint>& constraints() const { return constraints_; }
   int min_arch() const { return min_arch_; }
+  bool arch_specific() const { return arch_specific_; }
+  // The NVRTC target for a device of `arch`: arch itself, or with the "a" suffix for an
+  // arch-specific family ("sm_90" -> "sm_90a"; "sm_90a" stays).
+  std::string compile_arch(const std::string& arch) const;
   const std::vector<DType>& dtypes() const { return dtypes_; }
 
   // The same values in the declared parameter order (the canonical form hashes depend on), after
@@ -166,6 +174,7 @@ class Family {
   GeneralizeFn generalize_;
   UpgradeFn upgrade_;
   int min_arch_ = 0;
+  bool arch_specific_ = false;
   std::vector<DType> dtypes_ = {DType::f32};
 };
 
