@@ -12,9 +12,10 @@ std::vector<Family> builtin_families() {
 // start from: every gemm_simt tiling beats them, so a tune of "every family" leaves them out.
 // gemm_tf32x3 is FP32 on the tensor cores, which a user opts in to (RuntimeOptions::tf32x3).
 // Each family declares its dtypes, so one list serves every dtype: a bf16 run tunes the half
-// families, an f32 run the FP32 ones.
+// families, an f32 run the FP32 ones. gemm_wgmma (sm_90a) is tried only on sm_90 devices and
+// aligned problems, where its constraints let it.
 std::vector<std::string> tuning_family_names(bool tf32x3) {
-  std::vector<std::string> names = {"gemm_simt", "gemm_skinny", "gemm_tc16", "gemm_skinny16"};
+  std::vector<std::string> names = {"gemm_simt", "gemm_skinny", "gemm_tc16", "gemm_skinny16", "gemm_wgmma"};
   if (tf32x3) names.push_back("gemm_tf32x3");
   return names;
 }

@@ -15,7 +15,7 @@ TEST(Space, BuiltinFamiliesAreRegistered) {
   std::set<std::string> names;
   for (const auto& f : builtin_families()) names.insert(f.name());
   EXPECT_EQ(names, (std::set<std::string>{"gemm_naive", "gemm_smem", "gemm_simt", "gemm_skinny", "gemm_tf32x3", "gemm_tc16",
-                                           "gemm_skinny16"}));
+                                           "gemm_skinny16", "gemm_wgmma"}));
   EXPECT_THROW(find_family("gemm_nope"), UsageError);
 }
 
