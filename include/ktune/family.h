@@ -31,6 +31,17 @@ struct LaunchStep {
   // step's last blocks still run. Only for kernels that wait for the previous grid
   // (griddepcontrol.wait) before reading what it wrote; elsewhere the flag is ignored.
   bool overlap_previous = false;
+  // TMA (sm_90): the kernel takes KtuneGemmTmaArgs instead of KtuneGemmArgs, with 2D tensor maps of
+  // A and B (16-bit elements, 128-byte swizzle, zero fill outside) that launch_gemm encodes for each
+  // launch's pointers and sizes. Per operand: whether its contiguous dimension is K (A row-major, B
+  // column-major) or M / N, and the box (elements along the contiguous dimension, then along the
+  // other) that one copy moves. tma = false: the plain argument block.
+  struct TmaOperand {
+    bool k_inner = false;
+    unsigned box_inner = 0, box_outer = 0;
+  };
+  bool tma = false;
+  TmaOperand tma_a, tma_b;
 };
 
 struct LaunchPlan {

@@ -1,7 +1,8 @@
 // gemm_wgmma (BF16 / FP16 on Hopper's wgmma, sm_90a) against an FP64 reference computed on the CPU
 // from the same rounded inputs: sampled configs and the default on aligned shapes 8..4096, every
 // layout, beta 0 on a NaN C and beta != 0, K = 0, both dtypes; cuBLAS on the same inputs is held to
-// the same rule (GemmOp::tolerance through half_reference.h). Skips without an sm_90 GPU.
+// the same rule (GemmOp::tolerance through half_reference.h); both load paths (cp.async, TMA
+// producer). Skips without an sm_90 GPU.
 // The inputs and reference follow tc16_gpu_test.cpp's (aligned pointers only: the family refuses others).
 #include <gtest/gtest.h>
 
@@ -165,9 +166,13 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       insts.emplace_back(p, ++seed);
       const size_t i = insts.size() - 1;
       std::vector<Config> configs = f.sample(p, *dev, size_t(s.sampled), ++seed);
-      const Config d = f.default_config(p, *dev);
+      // The default, and its tiling with the TMA producer.
+      Config d = f.default_config(p, *dev);
       ASSERT_TRUE(f.valid(d, p, *dev)) << p.key() << " " << s.layout;
-      if (std::find(configs.begin(), configs.end(), d) == configs.end()) configs.push_back(d);
+      for (int tma : {0, 1}) {
+        d.set("TMA", tma);
+        if (std::find(configs.begin(), configs.end(), d) == configs.end()) configs.push_back(d);
+      }
       for (auto& c : configs) cases.push_back(Case{i, c, compiler.compile_async(compile_request(f, c, p, dev->arch))});
     }
   {
@@ -181,7 +186,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
 
   int checked = 0, nan_c = 0;
   std::set<std::string> layouts, dtypes;
-  std::set<int> bn, wg;
+  std::set<int> bn, wg, tma;
   for (size_t i = 0; i < insts.size(); ++i) {
     const Instance& in = insts[i];
     const GemmProblem& p = in.p;
@@ -224,12 +229,14 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       dtypes.insert(to_string(p.dtype));
       bn.insert(cs.c["BN"]);
       wg.insert(cs.c["WG"]);
+      tma.insert(cs.c["TMA"]);
     }
   }
-  EXPECT_GE(checked, 60);
+  EXPECT_GE(checked, 100);
   EXPECT_GE(nan_c, 20);
   EXPECT_EQ(layouts.size(), 4u);
   EXPECT_EQ(dtypes.size(), 2u);
   EXPECT_EQ(bn.size(), 3u);
   EXPECT_EQ(wg.size(), 2u);
+  EXPECT_EQ(tma.size(), 2u);
 }

@@ -96,7 +96,10 @@ TEST(Compiler, SampledAndCornerWgmmaConfigsCompileForSm90a) {
     for (const char* l : kLayouts) {
       const auto p = half_problem(4096, 4096, 4096, l, t);
       for (const auto& c : f.sample(p, d, 2, ++seed)) cases.emplace_back(c, p);
-      cases.emplace_back(f.default_config(p, d), p);
+      Config c = f.default_config(p, d);
+      cases.emplace_back(c, p);
+      c.set("TMA", 1);
+      cases.emplace_back(c, p);
     }
   const auto p = half_problem(2048, 4096, 4096, "NN", DType::bf16);
   std::set<std::string> corner_values;
@@ -109,6 +112,35 @@ TEST(Compiler, SampledAndCornerWgmmaConfigsCompileForSm90a) {
       cases.emplace_back(one[0], p);
       corner_values.insert(prm.name + std::to_string(v));
     }
-  EXPECT_EQ(corner_values.size(), 3u + 3u + 2u + 4u + 4u);
+  EXPECT_EQ(corner_values.size(), 3u + 3u + 2u + 4u + 4u + 2u);
   ktune::testing::compile_all(f, cases, "sm_90");
+}
+
+// The TMA form's launch plan asks launch_gemm for tensor maps whose boxes match what the kernel
+// copies (tma_tile): a K-major operand in one 64 x tile box, an MN-major one in 64 x 64 blocks;
+// its block has the producer warpgroup on top of the consumers. Configs recorded before TMA existed
+// upgrade to the cp.async form.
+TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
+  const Family f = find_family("gemm_wgmma");
+  const auto d = DeviceInfo::nominal("sm_90");
+  const Config tma = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1})");
+  for (const char* l : kLayouts) {
+    const auto p = half_problem(4096, 4096, 4096, l, DType::bf16);
+    ASSERT_TRUE(f.valid(tma, p, d)) << l;
+    const LaunchStep s = f.launch_plan(tma, p).main_step();
+    EXPECT_TRUE(s.tma);
+    EXPECT_EQ(s.block[0], 384u);
+    const bool a_k = p.a == Layout::row, b_k = p.b == Layout::col;
+    EXPECT_EQ(s.tma_a.k_inner, a_k) << l;
+    EXPECT_EQ(s.tma_b.k_inner, b_k) << l;
+    EXPECT_EQ(s.tma_a.box_inner, 64u);
+    EXPECT_EQ(s.tma_a.box_outer, a_k ? 128u : 64u) << l;
+    EXPECT_EQ(s.tma_b.box_outer, b_k ? 256u : 64u) << l;
+    Config plain = tma;
+    plain.set("TMA", 0);
+    EXPECT_FALSE(f.launch_plan(plain, p).main_step().tma);
+    EXPECT_EQ(f.launch_plan(plain, p).main_step().block[0], 256u);
+  }
+  const Config old = f.canonical(Config::from_json(R"({"BM":256,"BN":128,"WG":2,"ST":4,"SWZ":8})"));
+  EXPECT_EQ(old["TMA"], 0);
 }
