@@ -62,9 +62,12 @@ Family gemm_wgmma_family() {
       .restrict("grid of M/BM x N/BN tiles fits grid.x", {"BM", "BN"},
                 [](const Config& c, P p, D) { return int64_t(ceil_div(p.m, c["BM"])) * ceil_div(p.n, c["BN"]) < (int64_t(1) << 31); });
 
-  // 128 x 128 tiles, two warpgroups of 64 rows (64 accumulators each), 4 stages (129 KB).
+  // 128 x 128 tiles, two consumer warpgroups of 64 rows (64 accumulators each), 4 stages (129 KB),
+  // the TMA producer: verified on an H100 on every shape and layout of WgmmaGpu, and 12-19 % faster
+  // than the same tiling on cp.async there (bf16 / f16 NN, 2048-8192; docs/runs). A 128 x 256 tile
+  // with 3 stages measured faster still (0.79-0.97x cuBLAS) but has run only in the NN tunes.
   f.defaults([](const GemmProblem&, const DeviceInfo&) {
-    return Config{{"BM", 128}, {"BN", 128}, {"WG", 2}, {"ST", 4}, {"SWZ", 8}, {"TMA", 0}};
+    return Config{{"BM", 128}, {"BN", 128}, {"WG", 2}, {"ST", 4}, {"SWZ", 8}, {"TMA", 1}};
   });
   // TMA came after the first version, which loaded with cp.async.
   f.upgrade([](Config c) {
