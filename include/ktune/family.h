@@ -91,7 +91,9 @@ class Family {
   Family& kernels(KernelsFn fn);
   Family& launch(LaunchFn fn);
   // The config the runtime falls back to for a problem nothing was tuned near; it must be valid
-  // for every problem of a supported dtype (a test checks this over many shapes).
+  // for every problem the family serves at all (of a supported dtype and arch, within the
+  // constraints that hold for every config, e.g. gemm_wgmma's alignment); tests check this over
+  // many shapes, and the runtime skips a default that is not valid.
   using DefaultFn = std::function<Config(const GemmProblem&, const DeviceInfo&)>;
   Family& defaults(DefaultFn fn) {
     default_ = std::move(fn);

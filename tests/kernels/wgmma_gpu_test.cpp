@@ -173,6 +173,9 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
         d.set("TMA", tma);
         if (std::find(configs.begin(), configs.end(), d) == configs.end()) configs.push_back(d);
       }
+      // The tiling the H100 tunes found fastest (128 x 256, 3 stages, TMA), on every shape and layout.
+      const Config best = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":3,"SWZ":8,"TMA":1})");
+      if (f.valid(best, p, *dev) && std::find(configs.begin(), configs.end(), best) == configs.end()) configs.push_back(best);
       for (auto& c : configs) cases.push_back(Case{i, c, compiler.compile_async(compile_request(f, c, p, dev->arch))});
     }
   {
@@ -232,7 +235,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       tma.insert(cs.c["TMA"]);
     }
   }
-  EXPECT_GE(checked, 100);
+  EXPECT_GE(checked, 120);
   EXPECT_GE(nan_c, 20);
   EXPECT_EQ(layouts.size(), 4u);
   EXPECT_EQ(dtypes.size(), 2u);
