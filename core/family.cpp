@@ -55,7 +55,18 @@ bool Family::supports(const Problem& p, const DeviceInfo& d, std::string* why) c
     if (why) *why = "family " + name_ + " needs sm_" + std::to_string(min_arch_) + " or newer, device is " + d.arch;
     return false;
   }
+  if (arch_specific_ && d.arch_number() != min_arch_) {
+    if (why)
+      *why = "family " + name_ + " is built for sm_" + std::to_string(min_arch_) + "a, which runs on sm_" +
+             std::to_string(min_arch_) + " devices only; device is " + d.arch;
+    return false;
+  }
   return true;
+}
+
+std::string Family::compile_arch(const std::string& arch) const {
+  if (!arch_specific_ || (!arch.empty() && arch.back() == 'a')) return arch;
+  return arch + "a";
 }
 
 Config Family::canonical(const Config& given) const {

@@ -17,7 +17,7 @@ namespace ktune {
   X(cuMemcpyDtoH) X(cuMemcpyDtoD) X(cuMemcpyDtoDAsync) X(cuMemsetD32Async) X(cuMemsetD16Async) X(cuMemsetD8Async) X(cuModuleLoadData) X(cuModuleUnload)                      \
   X(cuModuleGetFunction) X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuStreamCreate)          \
   X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamIsCapturing) X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize)              \
-  X(cuEventElapsedTime) X(cuEventDestroy) X(cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuOccupancyMaxActiveClusters)
+  X(cuEventElapsedTime) X(cuEventDestroy) X(cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuOccupancyMaxActiveClusters) X(cuTensorMapEncodeTiled)
 
 struct DriverApi {
 #define KTUNE_DRIVER_MEMBER(fn) decltype(&::fn) fn = nullptr;

@@ -3,8 +3,48 @@
 #include <string>
 
 #include "ktune/error.h"
+#include "runtime/cuda_check.h"
 
 namespace ktune {
+namespace {
+
+static_assert(sizeof(KtuneTensorMap) == sizeof(CUtensorMap) && alignof(KtuneTensorMap) == alignof(CUtensorMap),
+              "gemm_args.h's KtuneTensorMap must match cuda.h's CUtensorMap");
+
+// The 2D tensor map of one 16-bit operand (A or B) as a TMA step reads it: the contiguous dimension
+// first (K, or M / N), leading-dimension stride, 128-byte swizzle (the box's contiguous extent is
+// 64 halves = 128 bytes), elements outside the operand read as zeros. Encoding is host-only work
+// (no GPU call), done per launch because the maps hold the pointers.
+KtuneTensorMap encode_operand(const void* ptr, long long ld, long long mn, long long k, const LaunchStep::TmaOperand& o,
+                              const std::string& context) {
+  KtuneTensorMap map{};
+  const cuuint64_t dims[2] = {cuuint64_t(o.k_inner ? k : mn), cuuint64_t(o.k_inner ? mn : k)};
+  const cuuint64_t strides[1] = {cuuint64_t(ld) * 2};
+  const cuuint32_t box[2] = {o.box_inner, o.box_outer};
+  const cuuint32_t elem_strides[2] = {1, 1};
+  check_cu(driver().cuTensorMapEncodeTiled(reinterpret_cast<CUtensorMap*>(&map), CU_TENSOR_MAP_DATA_TYPE_UINT16, 2,
+                                           const_cast<void*>(ptr), dims, strides, box, elem_strides,
+                                           CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                           CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+           "cuTensorMapEncodeTiled",
+           context + " (dims " + std::to_string(dims[0]) + " x " + std::to_string(dims[1]) + ", stride " +
+               std::to_string(strides[0]) + " bytes, box " + std::to_string(box[0]) + " x " + std::to_string(box[1]) + ")");
+  return map;
+}
+
+// The TMA argument block of a step: with K = 0 nothing is loaded (the kernels' K loops are empty),
+// so no map is encoded (a zero extent is not a valid tensor).
+KtuneGemmTmaArgs tma_args(const LaunchStep& s, const KtuneGemmArgs& a, const std::string& context) {
+  KtuneGemmTmaArgs t{};
+  t.g = a;
+  if (a.K > 0) {
+    t.a = encode_operand(a.A, a.lda, a.M, a.K, s.tma_a, context + ", tensor map of A");
+    t.b = encode_operand(a.B, a.ldb, a.N, a.K, s.tma_b, context + ", tensor map of B");
+  }
+  return t;
+}
+
+} // namespace
 
 void launch_gemm(Module& m, const LaunchPlan& plan, const KtuneGemmArgs& args, CUstream stream) {
   if (args.M < 0 || args.N < 0 || args.K < 0)
@@ -33,7 +73,15 @@ void launch_gemm(Module& m, const LaunchPlan& plan, const KtuneGemmArgs& args, C
     a.alpha = 0.0f;
   }
   void* params[] = {&a};
-  for (const auto& s : plan.steps) m.launch(static_cast<size_t>(s.kernel), s.grid, s.block, s.dynamic_smem, stream, params, s.overlap_previous);
+  for (const auto& s : plan.steps) {
+    if (s.tma) {
+      KtuneGemmTmaArgs t = tma_args(s, a, m.context());
+      void* tma_params[] = {&t};
+      m.launch(static_cast<size_t>(s.kernel), s.grid, s.block, s.dynamic_smem, stream, tma_params, s.overlap_previous);
+    } else {
+      m.launch(static_cast<size_t>(s.kernel), s.grid, s.block, s.dynamic_smem, stream, params, s.overlap_previous);
+    }
+  }
 }
 
 } // namespace ktune

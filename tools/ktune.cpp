@@ -135,8 +135,9 @@ int cmd_compile(const CompileArgs& a) {
   const GemmProblem p = GemmProblem::parse(a.problem, a.layout, parse_dtype(a.dtype));
   const Config c = f.canonical(Config::from_json(a.config));
   Compiler compiler(1);
-  const auto k = compiler.compile(compile_request(f, c, p, a.arch));
-  std::printf("compiled %s for %s in %.2f s: %zu-byte cubin\n", c.short_string().c_str(), a.arch.c_str(),
+  const CompileRequest req = compile_request(f, c, p, a.arch); // an arch-specific family adds the "a"
+  const auto k = compiler.compile(req);
+  std::printf("compiled %s for %s in %.2f s: %zu-byte cubin\n", c.short_string().c_str(), req.arch.c_str(),
               k->compile_seconds, k->cubin.size());
   for (const auto& n : k->lowered_names) std::printf("  kernel %s\n", n.c_str());
   if (!k->log.empty()) std::printf("NVRTC log:\n%s\n", k->log.c_str());

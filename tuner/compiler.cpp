@@ -73,7 +73,8 @@ CompileRequest compile_request(const Family& f, const Config& c, const Problem& 
   r.source = f.source();
   r.source_name = f.source_path();
   r.name_expressions = f.kernel_names(c, p);
-  r.arch = arch;
+  // Arch-specific families (wgmma) need the "a" target; it is part of the cache key through r.arch.
+  r.arch = f.compile_arch(arch);
   r.context = context;
   return r;
 }

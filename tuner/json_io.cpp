@@ -55,12 +55,21 @@ Problem problem_from_json(const nlohmann::json& j, const std::string& where, con
 
 nlohmann::json plan_to_json(const LaunchPlan& p) {
   nlohmann::json steps = nlohmann::json::array();
-  for (const auto& s : p.steps)
-    steps.push_back({{"kernel", s.kernel},
-                     {"grid", {s.grid[0], s.grid[1], s.grid[2]}},
-                     {"block", {s.block[0], s.block[1], s.block[2]}},
-                     {"smem", s.dynamic_smem},
-                     {"overlap_previous", s.overlap_previous}});
+  for (const auto& s : p.steps) {
+    nlohmann::json step = {{"kernel", s.kernel},
+                           {"grid", {s.grid[0], s.grid[1], s.grid[2]}},
+                           {"block", {s.block[0], s.block[1], s.block[2]}},
+                           {"smem", s.dynamic_smem},
+                           {"overlap_previous", s.overlap_previous}};
+    // Only TMA steps carry their tensor-map boxes (the other steps' JSON is as before).
+    if (s.tma) {
+      auto op = [](const LaunchStep::TmaOperand& o) {
+        return nlohmann::json{{"k_inner", o.k_inner}, {"box", {o.box_inner, o.box_outer}}};
+      };
+      step["tma"] = {{"a", op(s.tma_a)}, {"b", op(s.tma_b)}};
+    }
+    steps.push_back(std::move(step));
+  }
   return {{"steps", steps}, {"workspace", p.workspace_bytes}};
 }
 
@@ -78,6 +87,19 @@ LaunchPlan plan_from_json(const nlohmann::json& j) {
     // The worker must launch what the runtime launches: a step that overlaps its predecessor
     // times differently from one that waits for it.
     st.overlap_previous = s.at("overlap_previous").get<bool>();
+    // A TMA kernel launched without its tensor maps reads garbage maps (an illegal instruction).
+    if (s.contains("tma")) {
+      auto op = [](const nlohmann::json& o) {
+        LaunchStep::TmaOperand r;
+        r.k_inner = o.at("k_inner").get<bool>();
+        r.box_inner = o.at("box")[0].get<unsigned>();
+        r.box_outer = o.at("box")[1].get<unsigned>();
+        return r;
+      };
+      st.tma = true;
+      st.tma_a = op(s.at("tma").at("a"));
+      st.tma_b = op(s.at("tma").at("b"));
+    }
     p.steps.push_back(st);
   }
   return p;

@@ -33,6 +33,17 @@ struct LaunchStep {
   // step's last blocks still run. Only for kernels that wait for the previous grid
   // (griddepcontrol.wait) before reading what it wrote; elsewhere the flag is ignored.
   bool overlap_previous = false;
+  // TMA (sm_90): the kernel takes KtuneGemmTmaArgs instead of KtuneGemmArgs, with 2D tensor maps of
+  // A and B (16-bit elements, 128-byte swizzle, zero fill outside) that launch_gemm encodes for each
+  // launch's pointers and sizes. Per operand: whether its contiguous dimension is K (A row-major, B
+  // column-major) or M / N, and the box (elements along the contiguous dimension, then along the
+  // other) that one copy moves. tma = false: the plain argument block.
+  struct TmaOperand {
+    bool k_inner = false;
+    unsigned box_inner = 0, box_outer = 0;
+  };
+  bool tma = false;
+  TmaOperand tma_a, tma_b;
 };
 
 struct LaunchPlan {
@@ -111,7 +122,9 @@ class Family {
     return *this;
   }
   // The config the runtime falls back to for a problem nothing was tuned near; it must be valid
-  // for every problem of a supported dtype (a test checks this over many shapes).
+  // for every problem the family serves at all (of a supported dtype and arch, within the
+  // constraints that hold for every config, e.g. gemm_wgmma's alignment); tests check this over
+  // many shapes, and the runtime skips a default that is not valid.
   using DefaultFn = std::function<Config(const Problem&, const DeviceInfo&)>;
   template <class F>
   Family& defaults(F fn) {
@@ -139,6 +152,10 @@ class Family {
   Family& min_arch(int arch) { min_arch_ = arch; return *this; }
   // The op whose problems the family computes (op_info names it); "gemm" unless set.
   Family& op(std::string name) { op_ = std::move(name); return *this; }
+  // The family uses arch-specific instructions (sm_90a: wgmma, setmaxnreg): it is compiled for
+  // "sm_<min_arch>a" whatever arch the device reports, and serves devices of exactly min_arch
+  // (an sm_90a cubin loads on compute capability 9.0 only).
+  Family& arch_specific(bool on = true) { arch_specific_ = on; return *this; }
   Family& dtypes(std::vector<DType> d) { dtypes_ = std::move(d); return *this; }
   Family& describe(std::string about) { about_ = std::move(about); return *this; }
   // Source text for a family whose template is not embedded in the library (a user's kernel);
@@ -154,6 +171,10 @@ class Family {
   const std::vector<Param>& params() const { return params_; }
   const std::vector<Constraint>& constraints() const { return constraints_; }
   int min_arch() const { return min_arch_; }
+  bool arch_specific() const { return arch_specific_; }
+  // The NVRTC target for a device of `arch`: arch itself, or with the "a" suffix for an
+  // arch-specific family ("sm_90" -> "sm_90a"; "sm_90a" stays).
+  std::string compile_arch(const std::string& arch) const;
   const std::vector<DType>& dtypes() const { return dtypes_; }
 
   // The same values in the declared parameter order (the canonical form hashes depend on), after
@@ -217,6 +238,7 @@ class Family {
   UpgradeFn upgrade_;
   int min_arch_ = 0;
   std::string op_ = "gemm";
+  bool arch_specific_ = false;
   std::vector<DType> dtypes_ = {DType::f32};
 };
 

@@ -14,5 +14,20 @@ struct KtuneGemmArgs {
   float alpha, beta; // beta == 0 means C is never read (it may hold NaN)
 };
 
+// A CUDA tensor map (CUtensorMap: 128 opaque bytes, 128-byte aligned), spelled without cuda.h so
+// that NVRTC can compile this header; the host static_asserts that the two agree (gemm_launch.cpp).
+struct alignas(128) KtuneTensorMap {
+  unsigned long long opaque[16];
+};
+
+// The argument block of the kernels that load A and B with the bulk tensor copy engine (TMA,
+// sm_90): the usual block plus tensor maps of A and B, encoded by launch_gemm for the pointers and
+// sizes of each launch (LaunchStep::tma). Passed by value as a __grid_constant__ parameter, so the
+// maps stay in the parameter space where cp.async.bulk.tensor reads them.
+struct KtuneGemmTmaArgs {
+  KtuneGemmArgs g;
+  KtuneTensorMap a, b;
+};
+
 // Columns of C that each thread of gemm_splitk_reduce adds (the host sizes the grid with it).
 #define KTUNE_SPLITK_REDUCE_VEC 4

@@ -1,0 +1,384 @@
+// gemm_wgmma: BF16 / FP16 GEMM on Hopper's warpgroup tensor-core instructions (wgmma.mma_async,
+// sm_90a), FP32 accumulation; issue 16, first rung. C = alpha * A * B + beta * C with A, B and C in
+// the problem's dtype.
+//
+// Two kernels (the config's TMA):
+//   gemm_wgmma      (TMA = 0) every thread loads 16-byte cp.async chunks into 128-byte-swizzled
+//                   stages and every warpgroup computes. Verified on an H100 (docs/runs).
+//   gemm_wgmma_tma  (TMA = 1) warp-specialized: a producer warpgroup (one thread) loads each stage
+//                   with TMA (cp.async.bulk.tensor, 128B swizzle, mbarrier full / empty ring), WG
+//                   consumer warpgroups compute; setmaxnreg moves registers to the consumers.
+//                   Verified on an H100 (WgmmaGpu, every layout) and in the tuner; faster than
+//                   TMA = 0 at every tiling measured (docs/runs/2026-11-23-h100-wgmma-tune-tma.txt).
+// Not yet: clusters / TMA multicast, persistent tile scheduler, TMA stores, split-K. See
+// tests/kernels/wgmma_gpu_test.cpp for what has run on a GPU.
+//
+// Template parameters (host code spells them as in the config JSON):
+//   BM, BN       block tile (rows, columns of C); K goes 64 at a time (BK = 64 halves = 128 bytes,
+//                one 128-byte swizzle atom wide, fixed)
+//   WG           warpgroups (128 threads each); warpgroup w computes rows [w * BM / WG, (w + 1) * BM / WG)
+//                of the tile, BM / WG / 64 wgmma m64nBNk16 per k16 step
+//   ST           stages in the shared-memory ring: ST - 2 tiles are loaded ahead, one stage is read by
+//                the wgmma still in flight, one by the wgmma being issued
+//   SWZ          rasterization group (raster() in gemm_common.cuh)
+//   F16          0: bf16, 1: fp16 (from the problem)
+//   A_COL, B_COL layouts from the problem: 1 = column-major
+//
+// Shared memory: ST stages, each A's tile then B's, 1024-byte aligned (the 128-byte swizzle pattern
+// repeats every 1024 bytes and the descriptors' base offset is 0). An operand tile is a stack of
+// 128-byte lines, 16-byte chunk c of line L stored at chunk c ^ (L % 8) (the hardware's 128B swizzle):
+//   K-major operand (A row-major, B column-major): line r = the 64 K values of tile row r;
+//     descriptor: start + 32 bytes per k16 step, SBO = 1024 (8 rows), LBO unused.
+//   MN-major operand (A column-major, B row-major): blocks of 64 rows/columns of the tile, each 64
+//     lines (one per k) of those 64 values, 8192 bytes; descriptor: start + 2048 bytes per k16 step
+//     (16 lines), LBO = 8192 (next 64 along M or N), SBO = 1024 (next 8 k), transpose bit set.
+// In both forms line L of the tile sits at byte L * 128, so one loader serves both.
+//
+// Requirements (the descriptor's constraints): every 16-byte chunk of A and B aligned and wholly
+// inside or outside the operand (16-byte aligned pointers, leading dimensions and contiguous extents
+// multiples of 8 halves); M, N, K otherwise arbitrary (chunks outside are zero-filled). C: any.
+#include "gemm_half16.cuh"
+#include "gemm_wgmma_ops.cuh"
+
+namespace ktune_dev {
+namespace wgmma {
+
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// Pins accumulator registers in place around asynchronous wgmma (CUTLASS's warpgroup_fence_operand):
+// the compiler must not move or copy them while an instruction that writes them is in flight.
+template <int R>
+__device__ __forceinline__ void fence_regs(float (&d)[R]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// Shared-memory matrix descriptor, 128-byte swizzle (PTX ISA "Matrix Descriptor Format").
+__device__ __forceinline__ unsigned long long desc128(unsigned addr, unsigned lbo, unsigned sbo) {
+  return (unsigned long long)((addr & 0x3FFFFu) >> 4) | (unsigned long long)((lbo & 0x3FFFFu) >> 4) << 16 |
+         (unsigned long long)((sbo & 0x3FFFFu) >> 4) << 32 | 1ull << 62;
+}
+
+template <int N, int F16, int TA, int TB>
+__device__ __forceinline__ void mma(float (&d)[N / 2], unsigned long long da, unsigned long long db) {
+  if constexpr (N == 64) wgmma_m64n64k16<TA, TB>(d, da, db, IsF16<F16>{});
+  else if constexpr (N == 128) wgmma_m64n128k16<TA, TB>(d, da, db, IsF16<F16>{});
+  else wgmma_m64n256k16<TA, TB>(d, da, db, IsF16<F16>{});
+}
+
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
+}
+
+// One operand's tile loader: MN rows or columns of the tile along M (A) or N (B), 64 along K, NT
+// threads, one 16-byte chunk each per step. Thread t always copies chunk t % 8 of lines t / 8 + i * RS
+// (RS = NT / 8, a divisor of 64): chunk i's shared offset is chunk 0's + i * RS * 128 bytes, with
+// the same swizzle (RS % 8 == 0). KMAJOR: line = a tile row (M or N), K contiguous; else line = k
+// of a 64-wide block, MN contiguous.
+template <int MN, int KMAJOR, int NT>
+struct Loader {
+  static constexpr int RS = NT / 8, PER = MN * 8 / NT;
+  static_assert(MN % 64 == 0 && (MN * 8) % NT == 0 && 64 % RS == 0, "whole chunks per thread (descriptor)");
+  const unsigned short* g; // this thread's chunk 0 in the next K tile
+  long long ld;
+  int line0, c8;   // first line, chunk column (halves)
+  int mn0, ext;    // tile origin along M or N, and the operand's extent there
+  int k0, kdim;    // K origin of the next tile, K
+  unsigned soff;   // this thread's chunk 0 within a tile (bytes, swizzled)
+
+  __device__ __forceinline__ void init(const unsigned short* base, long long ld_, int mn0_, int ext_, int kdim_, int tid) {
+    ld = ld_, mn0 = mn0_, ext = ext_, k0 = 0, kdim = kdim_;
+    line0 = tid / 8, c8 = (tid % 8) * 8;
+    g = KMAJOR ? base + (long long)(mn0 + line0) * ld + c8 : base + (long long)line0 * ld + mn0 + c8;
+    soff = line0 * 128 + (((tid % 8) ^ (line0 % 8)) << 4);
+  }
+  // Chunk i of the next tile into the tile at shared address s; chunks outside A or B are zero-filled
+  // (their source is then the operand's chunk 0 of the thread, never read).
+  __device__ __forceinline__ void load(unsigned s) const {
+#pragma unroll
+    for (int i = 0; i < PER; ++i) {
+      const int line = i * RS; // relative to line0
+      bool ok;
+      const unsigned short* src;
+      if constexpr (KMAJOR) {
+        ok = mn0 + line0 + line < ext && k0 + c8 < kdim;
+        src = g + (long long)line * ld + k0;
+      } else {
+        const int kk = line % 64, blk = line / 64; // compile-time after unrolling
+        ok = k0 + line0 + kk < kdim && mn0 + blk * 64 + c8 < ext;
+        src = g + (long long)(k0 + kk) * ld + blk * 64;
+      }
+      cp_async16(s + soff + i * RS * 128, ok ? src : g, ok);
+    }
+  }
+};
+
+// mbarriers (shared::cta, 64-bit) and TMA, for gemm_wgmma_tma.
+__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
+}
+__device__ __forceinline__ void mbar_expect_tx(unsigned bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(unsigned bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+// Returns once the phase of the given parity has completed (phases alternate 0, 1, 0, ...).
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
+  asm volatile(
+      "{\n.reg .pred done;\n"
+      "WAIT_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT_%=;\n}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+// One 2D box of a tensor map (coordinates: contiguous dimension first) into shared memory at dst,
+// completing `bytes` on the mbarrier.
+__device__ __forceinline__ void tma_load_2d(unsigned dst, const KtuneTensorMap* map, int c0, int c1, unsigned bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(bar)
+      : "memory");
+}
+template <int REGS>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGS));
+}
+template <int REGS>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REGS));
+}
+
+// One operand's tile of K-tile kt into shared memory at dst by TMA: MN rows or columns of the tile
+// from mn0. K-major (box 64 x MN): one copy, lines = tile rows. MN-major (box 64 x 64): MN / 64
+// copies, each a block of 64 k-lines, 8192 bytes apart: the layouts the descriptors describe.
+template <int MN, int KMAJOR>
+__device__ __forceinline__ void tma_tile(unsigned dst, const KtuneTensorMap* map, int mn0, int k0, unsigned bar) {
+  if constexpr (KMAJOR) {
+    tma_load_2d(dst, map, k0, mn0, bar);
+  } else {
+#pragma unroll
+    for (int b = 0; b < MN / 64; ++b) tma_load_2d(dst + b * 8192, map, mn0 + b * 64, k0, bar);
+  }
+}
+
+// The epilogue both kernels share: C = alpha * acc + beta * C (C read only where beta != 0) from the
+// accumulators of one warpgroup's m64 tiles. Warp w of the warpgroup holds rows 16 w + g and
+// 16 w + g + 8 of each m64 tile (g = lane / 4), columns 8 j + 2 t, + 1 (t = lane % 4) in registers
+// 4 j + {0, 1} and 4 j + {2, 3}: the m16n8 fragment layout, BN / 8 times over.
+template <int MT, int BN, int F16>
+__device__ __forceinline__ void store_c(const KtuneGemmArgs& p, float (&acc)[MT][BN / 2], int row0, int col0, int wtid) {
+  const int lane = wtid & 31, w = wtid >> 5, g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int m = 0; m < MT; ++m)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = row0 + m * 64 + w * 16 + g + h * 8;
+      if (r >= p.M) continue;
+      unsigned short* const crow = reinterpret_cast<unsigned short*>(p.C) + (long long)r * p.ldc;
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+        const int c = col0 + j * 8 + 2 * t;
+        if (c >= p.N) continue;
+        const float v0 = acc[m][4 * j + 2 * h], v1 = acc[m][4 * j + 2 * h + 1];
+        unsigned short* const dst = crow + c;
+        if (c + 1 < p.N && reinterpret_cast<unsigned long long>(dst) % 4 == 0) {
+          unsigned* const d2 = reinterpret_cast<unsigned*>(dst);
+          float o0 = p.alpha * v0, o1 = p.alpha * v1;
+          if (p.beta != 0.0f) { // beta == 0 never reads C
+            const unsigned old = *d2;
+            o0 += p.beta * half16::to_float<F16>(static_cast<unsigned short>(old & 0xffffu));
+            o1 += p.beta * half16::to_float<F16>(static_cast<unsigned short>(old >> 16));
+          }
+          *d2 = half16::pack2<F16>(o0, o1);
+        } else {
+          half16::store1<F16>(dst, v0, p.alpha, p.beta);
+          if (c + 1 < p.N) half16::store1<F16>(dst + 1, v1, p.alpha, p.beta);
+        }
+      }
+    }
+}
+
+} // namespace wgmma
+} // namespace ktune_dev
+
+template <int BM, int BN, int WG, int ST, int SWZ, int F16, int A_COL, int B_COL>
+__global__ void __launch_bounds__(WG * 128, 1) gemm_wgmma(KtuneGemmArgs p) {
+  using namespace ktune_dev;
+  using namespace ktune_dev::wgmma;
+  constexpr int NT = WG * 128, WM = BM / WG, MT = WM / 64;
+  static_assert(WM % 64 == 0 && (BN == 64 || BN == 128 || BN == 256) && ST >= 3, "tile shapes (descriptor)");
+  constexpr unsigned A_BYTES = BM * 128, STAGE = (BM + BN) * 128;
+
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  // The launch adds 1024 bytes of slack: dynamic shared memory is only guaranteed 16-byte aligned.
+  const unsigned sbase = (half16::smem_u32(smem_raw) + 1023u) & ~1023u;
+
+  const int tiles_m = (p.M + BM - 1) / BM, tiles_n = (p.N + BN - 1) / BN;
+  int tm, tn;
+  raster<SWZ>(blockIdx.x, tiles_m, tiles_n, tm, tn);
+  const int row0 = tm * BM, col0 = tn * BN;
+  const int tid = threadIdx.x, wg = tid / 128;
+  const int nk = (p.K + 63) / 64; // K = 0: nothing loaded, C = beta * C
+
+  Loader<BM, !A_COL, NT> la;
+  Loader<BN, B_COL, NT> lb;
+  la.init(reinterpret_cast<const unsigned short*>(p.A), p.lda, row0, p.M, p.K, tid);
+  lb.init(reinterpret_cast<const unsigned short*>(p.B), p.ldb, col0, p.N, p.K, tid);
+  auto load_tile = [&](int kt) {
+    const unsigned s = sbase + unsigned(kt % ST) * STAGE;
+    la.k0 = lb.k0 = kt * 64;
+    la.load(s);
+    lb.load(s + A_BYTES);
+  };
+
+  float acc[MT][BN / 2];
+#pragma unroll
+  for (int m = 0; m < MT; ++m)
+#pragma unroll
+    for (int j = 0; j < BN / 2; ++j) acc[m][j] = 0.0f;
+
+  // Descriptor pieces that do not change along K. A: this warpgroup's rows; K-major lines are rows
+  // (64 rows = 8192 bytes), MN-major 64-row blocks are 8192 bytes too.
+  const unsigned a_wg = unsigned(wg * WM) * 128;
+  constexpr unsigned A_KSTEP = A_COL ? 2048 : 32, B_KSTEP = B_COL ? 32 : 2048;
+
+#pragma unroll
+  for (int s = 0; s < ST - 2; ++s) {
+    if (s < nk) load_tile(s);
+    cp_async_commit();
+  }
+  for (int kt = 0; kt < nk; ++kt) {
+    // Tile kt landed (this thread's copies), made visible to the async proxy that wgmma reads
+    // through, then everyone's. The barrier also means every warpgroup has passed the
+    // wgmma_wait<1> of step kt - 1, so tile kt - 2's stage is free for tile kt + ST - 2.
+    cp_async_wait<ST - 3>();
+    fence_proxy_async();
+    __syncthreads();
+    if (kt + ST - 2 < nk) load_tile(kt + ST - 2);
+    cp_async_commit();
+
+    const unsigned sa = sbase + unsigned(kt % ST) * STAGE, sb = sa + A_BYTES;
+#pragma unroll
+    for (int m = 0; m < MT; ++m) fence_regs(acc[m]);
+    wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks) {
+      const unsigned long long db = desc128(sb + ks * B_KSTEP, 8192, 1024);
+#pragma unroll
+      for (int m = 0; m < MT; ++m) {
+        const unsigned long long da = desc128(sa + a_wg + m * 8192 + ks * A_KSTEP, 8192, 1024);
+        mma<BN, F16, A_COL, !B_COL>(acc[m], da, db);
+      }
+    }
+    wgmma_commit();
+#pragma unroll
+    for (int m = 0; m < MT; ++m) fence_regs(acc[m]);
+    wgmma_wait<1>(); // step kt - 1's wgmma done: its stage may be overwritten after the next barrier
+  }
+  wgmma_wait<0>();
+#pragma unroll
+  for (int m = 0; m < MT; ++m) fence_regs(acc[m]);
+  cp_async_wait<0>(); // nothing may be in flight into shared memory when the block exits
+
+  store_c<MT, BN, F16>(p, acc, row0 + wg * WM, col0, tid & 127);
+}
+
+// The TMA form (TMA = 1 in the config): warp-specialized. Warpgroup 0 is the producer: one thread
+// issues the TMA copies of each K tile into the ring (completing on the stage's `full` mbarrier)
+// once the consumers have released the stage (its `empty` mbarrier); its registers go to the
+// consumers (setmaxnreg). Warpgroups 1..WG are consumers, BM / WG rows each, as in gemm_wgmma:
+// wait for a stage, issue its wgmma, keep one group in flight, release the stage before it.
+// Launched with KtuneGemmTmaArgs (launch plan: LaunchStep::tma; boxes 64 x BM or 64 x 64 for A,
+// 64 x BN or 64 x 64 for B, as tma_tile reads them).
+template <int BM, int BN, int WG, int ST, int SWZ, int F16, int A_COL, int B_COL>
+__global__ void __launch_bounds__((WG + 1) * 128, 1) gemm_wgmma_tma(const __grid_constant__ KtuneGemmTmaArgs args) {
+  using namespace ktune_dev;
+  using namespace ktune_dev::wgmma;
+  constexpr int WM = BM / WG, MT = WM / 64;
+  static_assert(WM % 64 == 0 && (BN == 64 || BN == 128 || BN == 256) && ST >= 2, "tile shapes (descriptor)");
+  constexpr unsigned A_BYTES = BM * 128, STAGE = (BM + BN) * 128;
+  const KtuneGemmArgs& p = args.g;
+
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  __shared__ __align__(8) unsigned long long bars[2 * ST]; // full[ST], then empty[ST]
+  const unsigned sbase = (half16::smem_u32(smem_raw) + 1023u) & ~1023u;
+  const unsigned full0 = half16::smem_u32(bars), empty0 = full0 + ST * 8;
+
+  const int tiles_m = (p.M + BM - 1) / BM, tiles_n = (p.N + BN - 1) / BN;
+  int tm, tn;
+  raster<SWZ>(blockIdx.x, tiles_m, tiles_n, tm, tn);
+  const int row0 = tm * BM, col0 = tn * BN;
+  const int tid = threadIdx.x, wg = tid / 128;
+  const int nk = (p.K + 63) / 64; // K = 0: nothing loaded (the maps are then not encoded), C = beta * C
+
+  if (tid == 0) {
+    for (int s = 0; s < ST; ++s) {
+      mbar_init(full0 + s * 8, 1);   // the producer's arrive (with the expected bytes)
+      mbar_init(empty0 + s * 8, WG); // one arrive per consumer warpgroup
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); // visible to the async proxy
+  }
+  __syncthreads();
+
+  // The roles are the two branches of one if / else: what setmaxnreg needs to take effect (with
+  // the register cap at entry that __launch_bounds__(..., 1) gives). One consumer warpgroup has
+  // 255 registers per thread already (256 threads): no reallocation then.
+  if (wg == 0) {
+    if constexpr (WG > 1) setmaxnreg_dec<40>();
+    if (tid == 0) {
+      for (int kt = 0; kt < nk; ++kt) {
+        const int s = kt % ST;
+        if (kt >= ST) mbar_wait(empty0 + s * 8, ((kt / ST) & 1) ^ 1); // released use kt / ST - 1
+        const unsigned full = full0 + s * 8, dst = sbase + s * STAGE;
+        mbar_expect_tx(full, STAGE);
+        tma_tile<BM, !A_COL>(dst, &args.a, row0, kt * 64, full);
+        tma_tile<BN, B_COL>(dst + A_BYTES, &args.b, col0, kt * 64, full);
+      }
+    }
+    // Nothing else for the producer: the consumers wait for every copy it issued.
+  } else {
+    if constexpr (WG > 1) setmaxnreg_inc<232>();
+    const int cw = wg - 1; // consumer index
+    float acc[MT][BN / 2];
+#pragma unroll
+    for (int m = 0; m < MT; ++m)
+#pragma unroll
+      for (int j = 0; j < BN / 2; ++j) acc[m][j] = 0.0f;
+    const unsigned a_wg = unsigned(cw * WM) * 128;
+    constexpr unsigned A_KSTEP = A_COL ? 2048 : 32, B_KSTEP = B_COL ? 32 : 2048;
+
+    for (int kt = 0; kt < nk; ++kt) {
+      const int s = kt % ST;
+      mbar_wait(full0 + s * 8, (kt / ST) & 1);
+      const unsigned sa = sbase + s * STAGE, sb = sa + A_BYTES;
+#pragma unroll
+      for (int m = 0; m < MT; ++m) fence_regs(acc[m]);
+      wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks) {
+        const unsigned long long db = desc128(sb + ks * B_KSTEP, 8192, 1024);
+#pragma unroll
+        for (int m = 0; m < MT; ++m) {
+          const unsigned long long da = desc128(sa + a_wg + m * 8192 + ks * A_KSTEP, 8192, 1024);
+          mma<BN, F16, A_COL, !B_COL>(acc[m], da, db);
+        }
+      }
+      wgmma_commit();
+#pragma unroll
+      for (int m = 0; m < MT; ++m) fence_regs(acc[m]);
+      wgmma_wait<1>(); // tile kt - 1's wgmma have read their stage: release it to the producer
+      if (kt > 0 && tid % 128 == 0) mbar_arrive(empty0 + ((kt - 1) % ST) * 8);
+    }
+    wgmma_wait<0>();
+#pragma unroll
+    for (int m = 0; m < MT; ++m) fence_regs(acc[m]);
+    store_c<MT, BN, F16>(p, acc, row0 + cw * WM, col0, tid & 127);
+  }
+}

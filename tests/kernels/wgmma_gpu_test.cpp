@@ -1,0 +1,245 @@
+// gemm_wgmma (BF16 / FP16 on Hopper's wgmma, sm_90a) against an FP64 reference computed on the CPU
+// from the same rounded inputs: sampled configs and the default on aligned shapes 8..4096, every
+// layout, beta 0 on a NaN C and beta != 0, K = 0, both dtypes; cuBLAS on the same inputs is held to
+// the same rule (GemmOp::tolerance through half_reference.h); both load paths (cp.async, TMA
+// producer). Skips without an sm_90 GPU.
+// The inputs and reference follow tc16_gpu_test.cpp's (aligned pointers only: the family refuses others).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <future>
+#include <iostream>
+#include <random>
+#include <set>
+
+#include "gemm/gemm_families.h"
+#include "gpu_env.h"
+#include "kernels/half_reference.h"
+#include "ktune/compiler.h"
+#include "runtime/cuda_check.h"
+#include "runtime/driver.h"
+#include "runtime/gemm_launch.h"
+#include "runtime/module.h"
+#include "runtime/cublas.h"
+
+using namespace ktune;
+using namespace ktune::testing::half_ref;
+
+namespace {
+
+uint16_t to_half(float x, bool f16) { return f16 ? to_f16(x) : to_bf16(x); }
+float from_half(uint16_t x, bool f16) { return f16 ? from_f16(x) : from_bf16(x); }
+
+DeviceBuffer upload(const std::vector<uint16_t>& h) {
+  DeviceBuffer b(std::max<size_t>(h.size(), 1) * 2, "wgmma test operand");
+  if (!h.empty()) check_cu(driver().cuMemcpyHtoD(b.ptr(), h.data(), h.size() * 2), "cuMemcpyHtoD", "wgmma test");
+  return b;
+}
+
+// One problem: inputs uniform in [-1, 1) rounded to the dtype, C NaN where beta == 0 (it must then
+// never be read), and the FP64 reference from the rounded inputs.
+struct Instance {
+  GemmProblem p;
+  std::vector<uint16_t> a, b, c0;
+  std::vector<double> ref; // M x N
+  double den = 0, tol = 0;
+
+  Instance(const GemmProblem& prob, uint64_t seed) : p(prob) {
+    const bool f16 = p.dtype == DType::f16;
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    const bool a_col = p.a == Layout::col, b_col = p.b == Layout::col;
+    a.resize(size_t((a_col ? std::max<int64_t>(p.k, 1) : p.m) * p.eff_lda()));
+    b.resize(size_t((b_col ? p.n : std::max<int64_t>(p.k, 1)) * p.eff_ldb()));
+    c0.resize(size_t(p.m * p.eff_ldc()));
+    for (auto& x : a) x = to_half(u(rng), f16);
+    for (auto& x : b) x = to_half(u(rng), f16);
+    const uint16_t nan = f16 ? 0x7e00 : 0x7fc0;
+    for (auto& x : c0) x = p.beta != 0.0f ? to_half(u(rng), f16) : nan;
+    tol = half_tolerance(f16, p.k);
+  }
+
+  // Rows of C in `parts` interleaved slices on as many threads (the 4096-sized shapes).
+  void compute_reference(int parts) {
+    const bool f16 = p.dtype == DType::f16;
+    const int64_t M = p.m, N = p.n, K = p.k, lda = p.eff_lda(), ldb = p.eff_ldb(), ldc = p.eff_ldc();
+    const bool a_col = p.a == Layout::col, b_col = p.b == Layout::col;
+    std::vector<double> ad(size_t(M * K)), bt(size_t(N * K));
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t q = 0; q < K; ++q) ad[size_t(i * K + q)] = from_half(a[size_t(a_col ? q * lda + i : i * lda + q)], f16);
+    for (int64_t j = 0; j < N; ++j)
+      for (int64_t q = 0; q < K; ++q) bt[size_t(j * K + q)] = from_half(b[size_t(b_col ? j * ldb + q : q * ldb + j)], f16);
+    ref.assign(size_t(M * N), 0.0);
+    std::vector<std::future<double>> slices;
+    for (int s = 0; s < parts; ++s)
+      slices.push_back(std::async(std::launch::async, [&, s] {
+        double d = 0;
+        for (int64_t i = s; i < M; i += parts)
+          for (int64_t j = 0; j < N; ++j) {
+            const double* x = &ad[size_t(i * K)];
+            const double* y = &bt[size_t(j * K)];
+            double acc = 0;
+            for (int64_t q = 0; q < K; ++q) acc += x[q] * y[q];
+            acc = double(p.alpha) * acc +
+                  (p.beta != 0.0f ? double(p.beta) * double(from_half(c0[size_t(i * ldc + j)], f16)) : 0.0);
+            ref[size_t(i * N + j)] = acc;
+            d += acc * acc;
+          }
+        return d;
+      }));
+    den = 0;
+    for (auto& s : slices) den += s.get();
+    if (den == 0) den = 1;
+  }
+
+  // Relative Frobenius error; NaN if an element is not finite or a padding column (ldc > N) was written.
+  double error(const std::vector<uint16_t>& out) const {
+    const bool f16 = p.dtype == DType::f16;
+    const int64_t ldc = p.eff_ldc();
+    double num = 0;
+    bool ok = true;
+    for (int64_t i = 0; i < p.m; ++i) {
+      for (int64_t j = 0; j < p.n; ++j) {
+        const double got = from_half(out[size_t(i * ldc + j)], f16), d = got - ref[size_t(i * p.n + j)];
+        ok = ok && std::isfinite(got);
+        num += d * d;
+      }
+      for (int64_t j = p.n; j < ldc; ++j) ok = ok && out[size_t(i * ldc + j)] == c0[size_t(i * ldc + j)];
+    }
+    return ok ? std::sqrt(num / den) : NAN;
+  }
+
+  KtuneGemmArgs args(const DeviceBuffer& A, const DeviceBuffer& B, const DeviceBuffer& C) const {
+    return gemm_args(p, reinterpret_cast<const float*>(A.ptr()), reinterpret_cast<const float*>(B.ptr()),
+                     reinterpret_cast<float*>(C.ptr()), nullptr);
+  }
+};
+
+struct Case {
+  size_t inst;
+  Config c;
+  std::future<std::shared_ptr<const CompiledKernel>> kernel;
+};
+
+} // namespace
+
+TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
+  std::string why;
+  const DeviceInfo* dev = ktune::testing::first_gpu(&why);
+  if (!dev) GTEST_SKIP() << "no GPU: " << why;
+  if (dev->arch_number() != 90) GTEST_SKIP() << "gemm_wgmma needs an sm_90 device (sm_90a code), device is " << dev->arch;
+  CudaContext ctx(dev->ordinal);
+  Compiler compiler;
+  Cublas cublas;
+  const Family f = find_family("gemm_wgmma");
+  struct Shape {
+    int64_t m, n, k, pad;
+    float alpha, beta;
+    const char* layout;
+    int sampled;
+  };
+  const Shape shapes[] = {
+      {64, 64, 64, 0, 1, 0, "NN", 2},
+      {256, 256, 256, 0, 1, 0, "NN", 3},
+      {128, 256, 512, 0, 0.75f, 0.5f, "NN", 3},
+      {1000, 1032, 520, 8, 1, 0, "NN", 3},     // tiles do not divide; padded rows
+      {8, 1024, 64, 0, 1, 1, "NN", 2},         // fewer rows than one m64
+      {300, 200, 136, 0, 1, -1, "NN", 2},      // K not a multiple of 64
+      {128, 256, 0, 0, 1, 0.5f, "TN", 1},      // K = 0: C = beta * C (TN: leading dims M and N stay aligned)
+      {2048, 2048, 2048, 0, 1, 0, "NN", 2},
+      {4096, 4096, 256, 0, 1, 0.5f, "NN", 2},
+      {512, 384, 1024, 0, 1, 0, "NT", 2},
+      {256, 512, 512, 0, 1, 1, "TN", 2},
+      {1000, 1032, 520, 8, 0.5f, 0.5f, "TT", 2},
+      {2048, 1024, 1024, 0, 1, 0, "TT", 1},
+  };
+  std::vector<Instance> insts;
+  std::vector<Case> cases;
+  uint64_t seed = 300;
+  for (DType t : {DType::bf16, DType::f16})
+    for (const Shape& s : shapes) {
+      GemmProblem p = GemmProblem::make(s.m, s.n, s.k, s.layout, t);
+      p.lda = std::max<int64_t>(1, p.min_lda()) + s.pad, p.ldb = std::max<int64_t>(1, p.min_ldb()) + s.pad;
+      p.ldc = p.min_ldc() + s.pad;
+      p.alpha = s.alpha, p.beta = s.beta;
+      p.align = GemmProblem::alignment_of(p.lda, p.ldb, p.ldc, 2);
+      insts.emplace_back(p, ++seed);
+      const size_t i = insts.size() - 1;
+      std::vector<Config> configs = f.sample(p, *dev, size_t(s.sampled), ++seed);
+      // The default, and its tiling with the TMA producer.
+      Config d = f.default_config(p, *dev);
+      ASSERT_TRUE(f.valid(d, p, *dev)) << p.key() << " " << s.layout;
+      for (int tma : {0, 1}) {
+        d.set("TMA", tma);
+        if (std::find(configs.begin(), configs.end(), d) == configs.end()) configs.push_back(d);
+      }
+      // The tiling the H100 tunes found fastest (128 x 256, 3 stages, TMA), on every shape and layout.
+      const Config best = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":3,"SWZ":8,"TMA":1})");
+      if (f.valid(best, p, *dev) && std::find(configs.begin(), configs.end(), best) == configs.end()) configs.push_back(best);
+      for (auto& c : configs) cases.push_back(Case{i, c, compiler.compile_async(compile_request(f, c, p, dev->arch))});
+    }
+  {
+    std::vector<std::future<void>> refs;
+    for (auto& in : insts) {
+      const int parts = in.p.m * in.p.n * in.p.k > (int64_t(1) << 30) ? 8 : 1;
+      refs.push_back(std::async(std::launch::async, [&in, parts] { in.compute_reference(parts); }));
+    }
+    for (auto& r : refs) r.get();
+  }
+
+  int checked = 0, nan_c = 0;
+  std::set<std::string> layouts, dtypes;
+  std::set<int> bn, wg, tma;
+  for (size_t i = 0; i < insts.size(); ++i) {
+    const Instance& in = insts[i];
+    const GemmProblem& p = in.p;
+    const DeviceBuffer A = upload(in.a), B = upload(in.b), Cb = upload(in.c0);
+    double cublas_error = 0;
+    if (p.k > 0) { // K = 0: cuBLAS's own checks want lda >= 1 row
+      cublas.gemm_half(p, in.args(A, B, Cb), nullptr);
+      check_cu(driver().cuCtxSynchronize(), "cuCtxSynchronize", "cuBLAS " + p.key());
+      std::vector<uint16_t> outb(in.c0.size());
+      check_cu(driver().cuMemcpyDtoH(outb.data(), Cb.ptr(), outb.size() * 2), "cuMemcpyDtoH", "wgmma test");
+      cublas_error = in.error(outb);
+      EXPECT_LE(cublas_error, in.tol) << "cuBLAS on " << p.key(); // else the rule or the reference is wrong
+    }
+    for (auto& cs : cases) {
+      if (cs.inst != i) continue;
+      const std::string what = p.key() + " " + p.layout_string() + " lda=" + std::to_string(p.eff_lda()) +
+                               " ldc=" + std::to_string(p.eff_ldc()) + " alpha=" + std::to_string(p.alpha) +
+                               " beta=" + std::to_string(p.beta) + " " + cs.c.to_json();
+      std::shared_ptr<const CompiledKernel> k;
+      try {
+        k = cs.kernel.get();
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << what << ": " << e.what();
+        continue;
+      }
+      Module m(k->cubin, k->lowered_names, "gemm_wgmma " + what);
+      const LaunchPlan plan = f.launch_plan(cs.c, p);
+      const DeviceBuffer C = upload(in.c0);
+      launch_gemm(m, plan, in.args(A, B, C), nullptr);
+      check_cu(driver().cuCtxSynchronize(), "cuCtxSynchronize", "wgmma test " + what);
+      std::vector<uint16_t> out(in.c0.size());
+      check_cu(driver().cuMemcpyDtoH(out.data(), C.ptr(), out.size() * 2), "cuMemcpyDtoH", "wgmma test");
+      const double e = in.error(out);
+      EXPECT_LE(e, in.tol) << what << " (NaN: a non-finite result or a write beyond N)";
+      std::cout << "[ ktune    ] " << p.key() << " " << p.layout_string() << " " << cs.c.short_string() << ": error " << e
+                << " (tolerance " << in.tol << "), cuBLAS " << cublas_error << "\n";
+      ++checked;
+      nan_c += p.beta == 0.0f;
+      layouts.insert(p.layout_string());
+      dtypes.insert(to_string(p.dtype));
+      bn.insert(cs.c["BN"]);
+      wg.insert(cs.c["WG"]);
+      tma.insert(cs.c["TMA"]);
+    }
+  }
+  EXPECT_GE(checked, 120);
+  EXPECT_GE(nan_c, 20);
+  EXPECT_EQ(layouts.size(), 4u);
+  EXPECT_EQ(dtypes.size(), 2u);
+  EXPECT_EQ(bn.size(), 3u);
+  EXPECT_EQ(wg.size(), 2u);
+  EXPECT_EQ(tma.size(), 2u);
+}

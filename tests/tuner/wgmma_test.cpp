@@ -1,0 +1,146 @@
+// gemm_wgmma (bf16/f16 on Hopper's wgmma, sm_90a) without a GPU: which devices and problems it
+// serves, the sm_90a compile target, its defaults, and NVRTC compiles of sampled and corner configs.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "gemm/gemm_families.h"
+#include "ktune/compiler.h"
+#include "ktune/family.h"
+#include "tuner/compile_all.h"
+
+using namespace ktune;
+
+namespace {
+
+const char* kLayouts[] = {"NN", "NT", "TN", "TT"};
+
+GemmProblem half_problem(int64_t m, int64_t n, int64_t k, const char* layout, DType t, int64_t pad = 0) {
+  GemmProblem p = GemmProblem::make(m, n, k, layout, t);
+  p.lda = std::max<int64_t>(1, p.min_lda()) + pad, p.ldb = std::max<int64_t>(1, p.min_ldb()) + pad;
+  p.ldc = p.min_ldc() + pad;
+  p.align = GemmProblem::alignment_of(p.eff_lda(), p.eff_ldb(), p.eff_ldc(), element_bytes(p.dtype));
+  return p;
+}
+
+} // namespace
+
+// wgmma exists on sm_90a only: the family compiles for "sm_90a" whatever the device reports, is
+// refused on every other arch (older ones lack wgmma; an sm_90a cubin does not load on newer ones),
+// and the target is part of the compile cache key.
+TEST(Space, WgmmaCompilesForSm90aAndServesSm90Only) {
+  const Family f = find_family("gemm_wgmma");
+  EXPECT_TRUE(f.arch_specific());
+  EXPECT_EQ(f.compile_arch("sm_90"), "sm_90a");
+  EXPECT_EQ(f.compile_arch("sm_90a"), "sm_90a");
+  EXPECT_EQ(find_family("gemm_tc16").compile_arch("sm_90"), "sm_90");
+  const auto p = half_problem(4096, 4096, 4096, "NN", DType::bf16);
+  for (const char* arch : {"sm_80", "sm_86", "sm_89"}) {
+    const auto d = DeviceInfo::nominal(arch);
+    EXPECT_EQ(f.count(p, d), 0u) << arch;
+    const auto why = f.violations(f.default_config(p, d), p, d);
+    ASSERT_FALSE(why.empty()) << arch;
+  }
+  const auto d90 = DeviceInfo::nominal("sm_90");
+  EXPECT_GT(f.count(p, d90), 20u);
+  const Config c = f.default_config(p, d90);
+  const CompileRequest r = compile_request(f, c, p, "sm_90");
+  EXPECT_EQ(r.arch, "sm_90a");
+  EXPECT_NE(r.cache_key().find("|sm_90a|"), std::string::npos);
+  // The same config through another family's target would differ in the key: the arch is in it.
+  CompileRequest plain = r;
+  plain.arch = "sm_90";
+  EXPECT_NE(plain.cache_key(), r.cache_key());
+}
+
+// Aligned problems of every layout and dtype, including shapes the tiles do not divide, are
+// served by the default; unaligned ones (odd extents, unaligned rows or pointers) and FP32 by nothing.
+TEST(Space, WgmmaDefaultServesEveryAlignedHalfProblemAndRefusesUnaligned) {
+  const Family f = find_family("gemm_wgmma");
+  const auto d = DeviceInfo::nominal("sm_90");
+  int served = 0;
+  for (DType t : {DType::bf16, DType::f16})
+    for (const char* l : kLayouts) {
+      for (const char* shape : {"4096x4096x4096", "2048x4096x4096", "64x64x64", "1000x1032x520", "8x1024x64", "8192x8x64",
+                                "64x64x0", "20000x20000x8", "16384x16384x16384"})
+        for (int pad : {0, 8, 64}) {
+          GemmProblem p = GemmProblem::parse(shape, l, t);
+          p.lda = std::max<int64_t>(1, p.min_lda()) + pad, p.ldb = std::max<int64_t>(1, p.min_ldb()) + pad;
+          p.ldc = p.min_ldc() + pad;
+          p.align = GemmProblem::alignment_of(p.eff_lda(), p.eff_ldb(), p.eff_ldc(), 2);
+          // K = 0 has leading dimensions of 0 + pad along K: aligned only with a padded one.
+          if (p.align < 16 || p.eff_lda() % 8 || p.eff_ldb() % 8) continue;
+          const auto why = f.violations(f.default_config(p, d), p, d);
+          EXPECT_TRUE(why.empty()) << p.key() << " " << l << " pad " << pad << ": " << (why.empty() ? "" : why[0]);
+          ++served;
+        }
+      for (const auto& p : {half_problem(301, 203, 137, l, t), half_problem(4096, 4096, 4096, l, t, 1),
+                            half_problem(4095, 4097, 4093, l, t)})
+        EXPECT_EQ(f.count(p, d), 0u) << p.key() << " " << l;
+      GemmProblem shifted = half_problem(4096, 4096, 4096, l, t);
+      shifted.align = 2; // pointers 2-byte aligned
+      EXPECT_EQ(f.count(shifted, d), 0u);
+    }
+  EXPECT_GT(served, 100);
+  EXPECT_EQ(f.count(GemmProblem::parse("4096x4096x4096", "NN", DType::f32), d), 0u);
+}
+
+// Sampled configs of both dtypes and all layouts, one config for every value of every parameter,
+// and the defaults, compiled by NVRTC for sm_90a (compile_request turns the device's sm_90 into it).
+TEST(Compiler, SampledAndCornerWgmmaConfigsCompileForSm90a) {
+  const Family f = find_family("gemm_wgmma");
+  const auto d = DeviceInfo::nominal("sm_90");
+  std::vector<std::pair<Config, GemmProblem>> cases;
+  uint64_t seed = 7;
+  for (DType t : {DType::bf16, DType::f16})
+    for (const char* l : kLayouts) {
+      const auto p = half_problem(4096, 4096, 4096, l, t);
+      for (const auto& c : f.sample(p, d, 2, ++seed)) cases.emplace_back(c, p);
+      Config c = f.default_config(p, d);
+      cases.emplace_back(c, p);
+      c.set("TMA", 1);
+      cases.emplace_back(c, p);
+    }
+  const auto p = half_problem(2048, 4096, 4096, "NN", DType::bf16);
+  std::set<std::string> corner_values;
+  for (const auto& prm : f.params())
+    for (int v : prm.values) {
+      SpaceRestriction r;
+      r.domains[prm.name] = {v};
+      const auto one = f.restricted(r).sample(p, d, 1, 13 + v);
+      ASSERT_EQ(one.size(), 1u) << prm.name << " = " << v << " has no valid config";
+      cases.emplace_back(one[0], p);
+      corner_values.insert(prm.name + std::to_string(v));
+    }
+  EXPECT_EQ(corner_values.size(), 3u + 3u + 2u + 4u + 4u + 2u);
+  ktune::testing::compile_all(f, cases, "sm_90");
+}
+
+// The TMA form's launch plan asks launch_gemm for tensor maps whose boxes match what the kernel
+// copies (tma_tile): a K-major operand in one 64 x tile box, an MN-major one in 64 x 64 blocks;
+// its block has the producer warpgroup on top of the consumers. Configs recorded before TMA existed
+// upgrade to the cp.async form.
+TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
+  const Family f = find_family("gemm_wgmma");
+  const auto d = DeviceInfo::nominal("sm_90");
+  const Config tma = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1})");
+  for (const char* l : kLayouts) {
+    const auto p = half_problem(4096, 4096, 4096, l, DType::bf16);
+    ASSERT_TRUE(f.valid(tma, p, d)) << l;
+    const LaunchStep s = f.launch_plan(tma, p).main_step();
+    EXPECT_TRUE(s.tma);
+    EXPECT_EQ(s.block[0], 384u);
+    const bool a_k = p.a == Layout::row, b_k = p.b == Layout::col;
+    EXPECT_EQ(s.tma_a.k_inner, a_k) << l;
+    EXPECT_EQ(s.tma_b.k_inner, b_k) << l;
+    EXPECT_EQ(s.tma_a.box_inner, 64u);
+    EXPECT_EQ(s.tma_a.box_outer, a_k ? 128u : 64u) << l;
+    EXPECT_EQ(s.tma_b.box_outer, b_k ? 256u : 64u) << l;
+    Config plain = tma;
+    plain.set("TMA", 0);
+    EXPECT_FALSE(f.launch_plan(plain, p).main_step().tma);
+    EXPECT_EQ(f.launch_plan(plain, p).main_step().block[0], 256u);
+  }
+  const Config old = f.canonical(Config::from_json(R"({"BM":256,"BN":128,"WG":2,"ST":4,"SWZ":8})"));
+  EXPECT_EQ(old["TMA"], 0);
+}
