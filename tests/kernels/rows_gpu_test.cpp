@@ -90,8 +90,9 @@ TEST(RowsGpu, SampledConfigsOfEveryFamilyMatchFp64Reference) {
   EXPECT_GT(checked, 200);
 }
 
-// The runtime's and the C API's row entry points: a default config (no table holds row ops yet),
-// f32 data, against FP64 on the host.
+// The runtime's and the C API's row entry points on f32 data against FP64 on the host: the Runtime
+// without tables (a family default), the C API with the shipped ones (sm_90-rows: an exact or
+// nearest entry where one serves 37 x 3000).
 TEST(RowsGpu, RuntimeAndCApiMatchFp64Reference) {
   std::string why;
   const DeviceInfo* d = ktune::testing::first_gpu(&why);
@@ -110,6 +111,7 @@ TEST(RowsGpu, RuntimeAndCApiMatchFp64Reference) {
   check_cu(driver().cuMemcpyHtoD(db.ptr(), b.data(), b.size() * 4), "cuMemcpyHtoD", "b");
   RuntimeOptions o;
   o.db_path = "";
+  o.shipped_tables = false;
   Runtime rt(o);
   ktune_handle_t h = nullptr;
   ASSERT_EQ(ktune_create(&h, ""), KTUNE_SUCCESS) << ktune_last_error();
