@@ -172,7 +172,8 @@ std::vector<std::pair<Table, std::string>> shipped_tables(const std::string& arc
   if (tf32x3) add(base + "-tf32x3");
   add(base);
   add(base + "-half"); // bf16 / f16 entries, tuned on another day and device than the f32 table
-  add(base + "-rows"); // softmax, LayerNorm, RMSNorm (configs/suites/rows.json)
+  add(base + "-half-wgmma"); // gemm_wgmma (sm_90a) at the aligned public shapes, tuned on an H100
+  add(base + "-rows");       // softmax, LayerNorm, RMSNorm (configs/suites/rows.json)
 
   return out;
 }

@@ -94,7 +94,7 @@ struct RuntimeOptions {
   // the fastest for the life of the Runtime. Off, or when the stream is being captured into a
   // graph, a lender runs only when predicted kTrustUnmeasured (1.15x) faster than cuBLAS.
   bool measure_untuned = true;
-  double measure_margin = 0.03; // a kernel must beat cuBLAS by this fraction to be chosen
+  double measure_margin = 0.03; // a kernel must beat cuBLAS by this fraction to be chosen (first use and tuned entries)
   std::string arch;                // "" = the arch of `device` (needs a GPU)
   int device = 0;
 };
