@@ -66,6 +66,17 @@ std::string fmt(const char* f, double a, double b = 0, double c = 0) {
   return buf;
 }
 
+// s runs candidate c: its config and what was recorded at the problem it was tuned for.
+void adopt(Selection& s, const CandidateConfig& c) {
+  s.family = c.family;
+  s.config = c.config;
+  s.source = c.source;
+  if (!c.tuned.empty()) s.tuned = c.tuned;
+  s.distance = c.distance;
+  s.generalized = c.generalized;
+  s.time_ms = c.time_ms, s.cublas_ms = c.cublas_ms; // recorded at the lender's own problem
+}
+
 // Most candidates first use measures: each costs a compile (once per process) and a few launches.
 constexpr size_t kMaxCandidates = 4;
 constexpr size_t kCandidatesPerFamily = 2;
@@ -173,13 +184,7 @@ struct Runtime::Impl {
     }
     if (s.provenance == Provenance::cublas) s.provenance = Provenance::nearest;
     const CandidateConfig& top = s.candidates.front();
-    s.family = top.family;
-    s.config = top.config;
-    s.source = top.source;
-    if (!top.tuned.empty()) s.tuned = top.tuned;
-    s.distance = top.distance;
-    s.generalized = top.generalized;
-    s.time_ms = top.time_ms, s.cublas_ms = top.cublas_ms; // recorded at the lender's own problem
+    adopt(s, top);
     s.measure_pending = true;
     s.why = top.tuned.empty()
                 ? "nothing of this dtype is tuned here: " + std::to_string(s.candidates.size()) +
@@ -199,16 +204,9 @@ struct Runtime::Impl {
     if (const auto ex = index->exact(p); !ex.empty()) return from_exact(ex.front());
     Selection s;
     if (const auto lent = index->lenders(p, 1); !lent.empty()) {
-      const Lent& l = lent.front();
       s.provenance = Provenance::nearest;
-      s.family = l.from->entry.family;
-      s.config = l.config;
-      s.source = l.from->source;
-      s.tuned = l.from->entry.problem.key();
-      s.distance = l.distance;
-      s.generalized = l.generalized;
-      s.time_ms = l.from->entry.time_ms;
-      s.why = "nearest tuned problem " + *s.tuned + fmt(" (log distance %.2f)", l.distance);
+      adopt(s, candidate_of(lent.front()));
+      s.why = "nearest tuned problem " + *s.tuned + fmt(" (log distance %.2f)", s.distance);
       return s;
     }
     for (const auto& f : index->families()) {

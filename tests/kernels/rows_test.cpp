@@ -8,6 +8,7 @@
 #include "db/table.h"
 #include "ktune/error.h"
 #include "ktune/family.h"
+#include "ktune/runtime.h"
 #include "tuner/compile_all.h"
 #include "tuner/rows_op.h"
 
@@ -120,4 +121,25 @@ TEST(RowsCompile, SampledConfigsOfEveryRowFamilyCompile) {
       ASSERT_FALSE(cases.empty()) << f.name();
       ktune::testing::compile_all(f, cases, "sm_90");
     }
+}
+
+// The runtime's choice for a row problem without a GPU: the shipped table's exact entry, the
+// nearest entry that serves another shape, a family default when no table is read.
+TEST(RowsOp, RuntimeChoosesExactNearestOrDefault) {
+  RuntimeOptions o;
+  o.arch = "sm_90";
+  o.db_path = "";
+  const Runtime rt(o);
+  const Selection exact = rt.best_config(Problem::parse("rmsnorm", "4096x4096", "", DType::bf16));
+  EXPECT_EQ(exact.provenance, Provenance::exact);
+  EXPECT_EQ(exact.source, "shipped table sm_90-rows");
+  const Selection near = rt.best_config(Problem::parse("rmsnorm", "3000x4000", "", DType::bf16));
+  EXPECT_EQ(near.provenance, Provenance::nearest) << near.why;
+  ASSERT_TRUE(near.tuned);
+  EXPECT_EQ(near.tuned->rfind("rmsnorm/bf16/", 0), 0u) << *near.tuned; // never another op's entry
+  o.shipped_tables = false;
+  const Selection dflt = Runtime(o).best_config(Problem::parse("softmax", "7x100000", "", DType::f16));
+  EXPECT_EQ(dflt.provenance, Provenance::default_config);
+  EXPECT_EQ(dflt.family, "softmax_stream");
+  EXPECT_THROW(Runtime(o).best_config(Problem::parse("softmax", "0x8")), UsageError);
 }
