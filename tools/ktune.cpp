@@ -30,7 +30,7 @@ namespace {
 using namespace ktune;
 
 struct SpaceArgs {
-  std::string family = "gemm_simt", arch = "sm_90", problem = "4096x4096x4096", layout = "NN", dtype = "f32", restrict_file;
+  std::string family = "gemm_simt", arch = "sm_90", problem, layout, dtype = "f32", restrict_file;
   bool count_only = false;
   size_t sample = 5;
   uint64_t seed = 1;
@@ -48,9 +48,19 @@ void require_storage_dtype(DType d) {
   if (d == DType::tf32) throw UsageError("dtype tf32 is not a storage type: tune f32 problems (with --tf32x3 for the tensor cores)");
 }
 
+// The problem a space or compile command judges configs against: of the family's op, 4096 in
+// every dimension unless given, the op's first layout unless given.
+Problem family_problem(const Family& f, const std::string& shape, const std::string& layout, const std::string& dtype) {
+  const OpInfo& op = op_info(f.op());
+  std::string dflt;
+  for (size_t i = 0; i < op.dims.size(); ++i) dflt += i ? "x4096" : "4096";
+  return Problem::parse(op.name, shape.empty() ? dflt : shape, layout.empty() && !op.layouts.empty() ? op.layouts[0] : layout,
+                        parse_dtype(dtype));
+}
+
 int cmd_space(const SpaceArgs& a) {
   const Family f = load_family(a.family, a.restrict_file);
-  const GemmProblem p = GemmProblem::parse(a.problem, a.layout, parse_dtype(a.dtype));
+  const Problem p = family_problem(f, a.problem, a.layout, a.dtype);
   const DeviceInfo d = DeviceInfo::nominal(a.arch);
   const uint64_t n = f.count(p, d);
   if (a.count_only) {
@@ -126,13 +136,13 @@ void write_atomically(const std::string& out, const std::string& text) {
 }
 
 struct CompileArgs {
-  std::string family = "gemm_simt", config, arch = "sm_90", problem = "4096x4096x4096", layout = "NN", dtype = "f32", cubin_out;
+  std::string family = "gemm_simt", config, arch = "sm_90", problem, layout, dtype = "f32", cubin_out;
   int device = -1;
 };
 
 int cmd_compile(const CompileArgs& a) {
   const Family f = find_family(a.family);
-  const GemmProblem p = GemmProblem::parse(a.problem, a.layout, parse_dtype(a.dtype));
+  const Problem p = family_problem(f, a.problem, a.layout, a.dtype);
   const Config c = f.canonical(Config::from_json(a.config));
   Compiler compiler(1);
   const CompileRequest req = compile_request(f, c, p, a.arch); // an arch-specific family adds the "a"
@@ -387,8 +397,8 @@ int main(int argc, char** argv) {
   auto* sp = app.add_subcommand("space", "Count or summarise a family's valid configs for a problem");
   sp->add_option("--family", space.family, "Kernel family")->capture_default_str();
   sp->add_option("--arch", space.arch, "Target arch (sm_80, sm_86, sm_89, sm_90, sm_90a)")->capture_default_str();
-  sp->add_option("--problem", space.problem, "Problem shape MxNxK")->capture_default_str();
-  sp->add_option("--layout", space.layout, "Layouts of A and B: NN, NT, TN, TT")->capture_default_str();
+  sp->add_option("--problem", space.problem, "Problem shape of the family's op: MxNxK (gemm), ROWSxCOLS (row ops); default 4096 each");
+  sp->add_option("--layout", space.layout, "GEMM: layouts of A and B, NN (default), NT, TN, TT");
   sp->add_option("--dtype", space.dtype, "Data type of A, B and C: f32, bf16, f16")->capture_default_str();
   sp->add_option("--restrict", space.restrict_file, "JSON file narrowing parameter domains")->check(CLI::ExistingFile);
   sp->add_flag("--count", space.count_only, "Print only the number of valid configs");
@@ -402,8 +412,8 @@ int main(int argc, char** argv) {
   cp->add_option("--family", comp.family, "Kernel family")->capture_default_str();
   cp->add_option("--config", comp.config, "Config as JSON, e.g. '{\"BM\":128,...}'")->required();
   cp->add_option("--arch", comp.arch, "Target arch")->capture_default_str();
-  cp->add_option("--problem", comp.problem, "Problem shape MxNxK (validity, layout)")->capture_default_str();
-  cp->add_option("--layout", comp.layout, "Layouts of A and B")->capture_default_str();
+  cp->add_option("--problem", comp.problem, "Problem shape of the family's op (validity): MxNxK, ROWSxCOLS; default 4096 each");
+  cp->add_option("--layout", comp.layout, "GEMM: layouts of A and B (default NN)");
   cp->add_option("--dtype", comp.dtype, "Data type of A, B and C: f32, bf16, f16")->capture_default_str();
   cp->add_option("--device", comp.device, "Also load it on this GPU and print registers, smem, spills");
   cp->add_option("-o,--cubin", comp.cubin_out, "Write the cubin here (cuobjdump --dump-sass reads it)");
