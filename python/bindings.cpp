@@ -143,5 +143,29 @@ PYBIND11_MODULE(_ktune, m) {
           py::arg("b"), py::arg("ldb"), py::arg("c"), py::arg("ldc"), py::arg("alpha") = 1.0f, py::arg("beta") = 0.0f,
           py::arg("stream") = 0,
           "C (m x n, row-major, ldc) = alpha * op(A) op(B) + beta * C on stream (a CUstream as an integer); "
-          "layout 'NN'/'NT'/'TN'/'TT' says whether A (m x k) and B (k x n) are row-major (N) or column-major (T).");
+          "layout 'NN'/'NT'/'TN'/'TT' says whether A (m x k) and B (k x n) are row-major (N) or column-major (T).")
+      .def(
+          "rows",
+          [](ktune::Runtime& rt, const std::string& op, const std::string& dtype, int64_t rows, int64_t cols, uintptr_t x,
+             int64_t ldx, uintptr_t y, int64_t ldy, uintptr_t weight, uintptr_t bias, double scalar, uintptr_t stream) {
+            if (rows == 0 || cols == 0) return;
+            ktune::Problem p = ktune::Problem::make(op, {rows, cols}, "", ktune::parse_dtype(dtype));
+            p.ld = {ldx ? ldx : cols, ldy ? ldy : cols};
+            for (const auto& [name, dflt] : ktune::op_info(op).scalars) p.scalars[name] = scalar;
+            ktune::validate(p);
+            py::gil_scoped_release nogil;
+            rt.rows(p, reinterpret_cast<const void*>(x), reinterpret_cast<void*>(y), reinterpret_cast<const void*>(weight),
+                    reinterpret_cast<const void*>(bias), reinterpret_cast<CUstream>(stream));
+          },
+          py::arg("op"), py::arg("dtype"), py::arg("rows"), py::arg("cols"), py::arg("x"), py::arg("ldx"), py::arg("y"),
+          py::arg("ldy"), py::arg("weight") = 0, py::arg("bias") = 0, py::arg("scalar") = 1.0, py::arg("stream") = 0,
+          "A row op (softmax, layernorm, rmsnorm) on rows x cols, row strides ldx / ldy in elements; scalar is softmax's "
+          "scale or the norms' eps; weight / bias device pointers or 0.");
+
+  m.def(
+      "problem_key",
+      [](const std::string& op, int64_t rows, int64_t cols, const std::string& dtype) {
+        return ktune::Problem::parse(op, std::to_string(rows) + "x" + std::to_string(cols), "", ktune::parse_dtype(dtype)).key();
+      },
+      py::arg("op"), py::arg("rows"), py::arg("cols"), py::arg("dtype"), "The key of a row-op problem (validates it).");
 }

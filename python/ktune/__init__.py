@@ -5,6 +5,7 @@
     ktune.best_config(4096, 4096, 4096, dtype="bf16", arch="sm_90")   # what would run, and why
     ktune.tune(["4096x4096x4096"], budget_seconds=30)                  # search on the GPU, with a progress bar
     torch.ops.ktune.gemm(a, b)                 # the same GEMM as a PyTorch custom op (torch.compile traces it)
+    ktune.softmax(x, scale=0.125); ktune.layer_norm(x, w, b); ktune.rms_norm(x, w)   # row ops, last dimension
 
 The package imports without PyTorch; the custom op is registered when torch can be imported.
 One ktune runtime per process and device, created on first use (ktune.configure() sets its
@@ -35,6 +36,7 @@ UsageError = _ktune.UsageError
 
 from ._runtime import best_config, configure, default_db_path, devices, runtime  # noqa: E402
 from ._gemm import gemm  # noqa: E402
+from ._rows import layer_norm, rms_norm, softmax  # noqa: E402
 from ._tune import tune  # noqa: E402
 
 try:  # the PyTorch custom op ktune::gemm, where torch is installed
@@ -53,6 +55,9 @@ __all__ = [
     "default_db_path",
     "devices",
     "gemm",
+    "layer_norm",
+    "rms_norm",
     "runtime",
+    "softmax",
     "tune",
 ]

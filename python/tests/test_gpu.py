@@ -199,3 +199,45 @@ def test_cupy_arrays():
     ref = a.astype(cupy.float64) @ b.astype(cupy.float64)
     err = float(cupy.linalg.norm(c.astype(cupy.float64) - ref) / cupy.linalg.norm(ref))
     assert err <= 1e-5
+
+
+def _row_reference(op, x, w, b, scalar):
+    import torch
+    xd = x.double()
+    if op == "softmax":
+        return torch.softmax(xd * scalar, -1)
+    if op == "layernorm":
+        return torch.nn.functional.layer_norm(xd, (x.shape[-1],), None if w is None else w.double(),
+                                              None if b is None else b.double(), scalar)
+    ms = (xd * xd).mean(-1, keepdim=True)
+    y = xd / torch.sqrt(ms + scalar)
+    return y if w is None else y * w.double()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+@pytest.mark.parametrize("op", ["softmax", "layernorm", "rmsnorm"])
+@pytest.mark.parametrize("shape", [(1, 768), (7, 3, 1000), (64, 4096), (3, 32000)])
+def test_row_ops_match_fp64(op, dtype, shape):
+    """ktune's row ops against FP64 of the same rounded inputs, as the tuner's rule: the output's
+    rounding (2^-8 bf16, 2^-11 f16) + 1e-5 relative, plus half the f16 subnormal spacing an element."""
+    import math
+    import torch
+    dt = getattr(torch, dtype)
+    g = torch.Generator(device="cuda").manual_seed(5)
+    x = (torch.rand(shape, device="cuda", generator=g) * 6 - 3).to(dt)
+    cols = shape[-1]
+    w = (torch.rand(cols, device="cuda", generator=g) + 0.5).to(dt)
+    b = (torch.rand(cols, device="cuda", generator=g) - 0.5).to(dt)
+    if op == "softmax":
+        y, ref = ktune.softmax(x, scale=0.7), _row_reference(op, x, None, None, 0.7)
+    elif op == "layernorm":
+        y, ref = ktune.layer_norm(x, w, b, eps=1e-5), _row_reference(op, x, w, b, 1e-5)
+    else:
+        y, ref = ktune.rms_norm(x, w, eps=1e-6), _row_reference(op, x, w, None, 1e-6)
+    torch.cuda.synchronize()
+    assert y.shape == x.shape and y.dtype == x.dtype
+    u = {"float32": 0.0, "bfloat16": 2.0 ** -8, "float16": 2.0 ** -11}[dtype]
+    err = (y.double() - ref).norm().item()
+    allowed = (u + 1e-5) * ref.norm().item() + math.sqrt(ref.numel()) * (2.0 ** -25 if dtype == "float16" else 0.0)
+    assert torch.isfinite(y).all()
+    assert err <= allowed, (op, dtype, shape, err / ref.norm().item())

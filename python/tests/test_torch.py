@@ -69,3 +69,13 @@ def test_schema():
     import torch
     assert str(torch.ops.ktune.gemm.default._schema) == (
         "ktune::gemm(Tensor a, Tensor b, Tensor? c=None, float alpha=1., float beta=0.) -> Tensor")
+
+
+def test_row_ops_refuse_cpu_tensors_bad_dtypes_and_bad_vectors():
+    import torch
+    with pytest.raises(ktune.UsageError, match="on cpu"):
+        ktune.softmax(torch.ones(4, 5))
+    with pytest.raises(ktune.UsageError, match="dtype"):
+        ktune.rms_norm(torch.ones(4, 5, dtype=torch.float64, device="meta"))
+    with pytest.raises(ktune.UsageError, match="on meta"):
+        ktune.layer_norm(torch.ones(2, 3, device="meta"))

@@ -1,0 +1,72 @@
+"""Row ops on PyTorch CUDA tensors: softmax, LayerNorm and RMSNorm over the last dimension."""
+
+from ._gemm import _err
+from ._runtime import runtime
+
+_TORCH_DTYPES = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}
+
+
+def _rows_of(x, name):
+    """x as (rows, cols, row stride): the last dimension contiguous, the others flattened."""
+    import torch
+
+    if not isinstance(x, torch.Tensor):
+        raise _err("%s is a %s: the row ops take PyTorch tensors" % (name, type(x).__name__))
+    if str(x.dtype)[len("torch."):] not in _TORCH_DTYPES:
+        raise _err("%s has dtype %s; ktune serves float32, bfloat16 and float16" % (name, x.dtype))
+    if x.device.type != "cuda":
+        raise _err("%s is on %s; ktune runs on CUDA tensors (move it with .cuda())" % (name, x.device))
+    if x.dim() == 0:
+        raise _err("%s is a scalar; the row ops need at least one dimension" % name)
+    cols = x.shape[-1]
+    x2 = x.reshape(-1, cols) if cols else x.reshape(-1, 0)
+    if x2.dim() != 2 or (x2.shape[0] > 1 and x2.stride(0) < cols) or (cols > 1 and x2.stride(1) != 1):
+        x2 = x2.contiguous()
+    return x2
+
+
+def _vector(v, name, cols, like):
+    if v is None:
+        return None
+    if v.shape != (cols,) or v.dtype != like.dtype or v.device != like.device:
+        raise _err("%s must be a %s vector of %d elements on %s (got %s %s on %s)"
+                   % (name, like.dtype, cols, like.device, v.dtype, tuple(v.shape), v.device))
+    return v.contiguous()
+
+
+def _run(op, x, out, weight, bias, scalar):
+    import torch
+
+    x2 = _rows_of(x, "x")
+    rows, cols = x2.shape
+    w = _vector(weight, "weight", cols, x2)
+    b = _vector(bias, "bias", cols, x2)
+    if out is None:
+        out = torch.empty_like(x)
+    elif out.shape != x.shape or out.dtype != x.dtype or out.device != x.device or not out.is_contiguous():
+        raise _err("out must be a contiguous tensor of x's shape, dtype and device")
+    if rows == 0 or cols == 0:
+        return out
+    y2 = out.view(rows, cols)
+    device = x2.device
+    with torch.cuda.device(device):
+        stream = torch.cuda.current_stream(device).cuda_stream
+        runtime(device=device.index if device.index is not None else torch.cuda.current_device()).rows(
+            op, _TORCH_DTYPES[str(x2.dtype)[len("torch."):]], rows, cols, x2.data_ptr(), x2.stride(0) if rows > 1 else cols,
+            y2.data_ptr(), cols, 0 if w is None else w.data_ptr(), 0 if b is None else b.data_ptr(), float(scalar), stream)
+    return out
+
+
+def softmax(x, scale=1.0, out=None):
+    """softmax(scale * x) along the last dimension (torch.softmax(x * scale, -1)), FP32 math."""
+    return _run("softmax", x, out, None, None, scale)
+
+
+def layer_norm(x, weight=None, bias=None, eps=1e-5, out=None):
+    """F.layer_norm(x, (x.shape[-1],), weight, bias, eps), FP32 math, weight and bias in x's dtype."""
+    return _run("layernorm", x, out, weight, bias, eps)
+
+
+def rms_norm(x, weight=None, eps=1e-6, out=None):
+    """F.rms_norm(x, (x.shape[-1],), weight, eps), FP32 math, weight in x's dtype."""
+    return _run("rmsnorm", x, out, weight, None, eps)
