@@ -6,6 +6,7 @@
 #include <random>
 #include <vector>
 
+#include "core/half.h"
 #include "ktune/error.h"
 #include "runtime/cuda_check.h"
 #include "runtime/driver.h"
@@ -34,31 +35,6 @@ RowsOp rows_op(const std::string& name) {
   throw Error("not a row op: " + name);
 }
 
-uint16_t to_bf16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0; // NaN
-  u += 0x7fffu + ((u >> 16) & 1u);                    // round to nearest even
-  return uint16_t(u >> 16);
-}
-float from_bf16(uint16_t h) {
-  const uint32_t u = uint32_t(h) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-uint16_t to_f16(float f) {
-  const _Float16 h = static_cast<_Float16>(f); // round to nearest even, subnormals included
-  uint16_t b;
-  std::memcpy(&b, &h, 2);
-  return b;
-}
-float from_f16(uint16_t b) {
-  _Float16 h;
-  std::memcpy(&h, &b, 2);
-  return static_cast<float>(h);
-}
-
 // Host copies in the device's element type: values are generated as floats, rounded to the
 // dtype, and read back as the rounded values, so the reference sees exactly the kernel's inputs.
 struct HostArray {
@@ -72,7 +48,7 @@ struct HostArray {
   void set(size_t i, float v) {
     if (dtype == DType::f32) std::memcpy(&bytes[i * 4], &v, 4);
     else {
-      const uint16_t h = dtype == DType::bf16 ? to_bf16(v) : to_f16(v);
+      const uint16_t h = dtype == DType::bf16 ? half::to_bf16(v) : half::to_f16(v);
       std::memcpy(&bytes[i * 2], &h, 2);
     }
   }
@@ -84,7 +60,7 @@ struct HostArray {
     }
     uint16_t h;
     std::memcpy(&h, &bytes[i * 2], 2);
-    return dtype == DType::bf16 ? from_bf16(h) : from_f16(h);
+    return dtype == DType::bf16 ? half::from_bf16(h) : half::from_f16(h);
   }
 };
 
