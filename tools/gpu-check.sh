@@ -37,6 +37,8 @@
 #           the second dtype warm-starts from the first's winners, $BUDGET2_S seconds a problem),
 #           into a database seeded with configs/tables/sm_90.json; export the merged table ($out/sm_90.json),
 #           the trials ($out/half_trials.csv), then ktune bench --dtype for each dtype with that table
+#   rows    tune configs/suites/rows.json (softmax, LayerNorm, RMSNorm; $BUDGET_S s a problem, default 30),
+#           export $out/sm_90-rows.json, ktune bench over it (TB/s, % of copy) and bench/rows_vs_torch.py
 set -uo pipefail
 out=${OUT:-gpu-logs}
 mkdir -p "$out"
@@ -244,6 +246,26 @@ PY
         ./build/ktune bench --dtype "$dt" --suite configs/suites/public.json --db /nonexistent.db --table "$out/sm_90.json" \
           --json "$out/bench_public_$dt.json" 2>&1 | tee "$out/bench_public_$dt.txt"
       done ;;
+    rows)
+      # Tune the row-op suite into a fresh database ($BUDGET_S seconds a problem, default 30,
+      # warm-started from the shipped sm_90-rows table), export it ($out/sm_90-rows.json), bench it
+      # (ktune bench: TB/s against the copy), and time it beside PyTorch (bench/rows_vs_torch.py,
+      # where torch and the Python module are at hand: PYTHONPATH must reach ktune).
+      rm -f "$out/rows.db"*
+      start=$(date +%s)
+      ./build/ktune tune --suite configs/suites/rows.json --strategy "${STRATEGY:-model}" --budget-seconds "${BUDGET_S:-30}" \
+        --warm-start shipped --db "$out/rows.db" >"$out/tune_rows.txt" 2>"$out/tune_rows.err"
+      echo "rows: exit $?, wall $(( $(date +%s) - start )) s"; cat "$out/tune_rows.txt"
+      ./build/ktune export --db "$out/rows.db" --arch sm_90 -o "$out/sm_90-rows.json"
+      trials_csv "$out/rows.db" "$out/rows_trials.csv"
+      rm -f "$out/rows.db"*
+      ./build/ktune bench --suite configs/suites/rows.json --db /nonexistent.db --table "$out/sm_90-rows.json" \
+        --json "$out/bench_rows.json" 2>&1 | tee "$out/bench_rows.txt"
+      if python3 -c 'import torch, ktune' 2>/dev/null; then
+        python3 bench/rows_vs_torch.py --json "$out/rows_vs_torch.json" 2>&1 | tee "$out/rows_vs_torch.txt"
+      else
+        echo "rows: PyTorch or the ktune module is not importable; bench/rows_vs_torch.py skipped"
+      fi ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
   esac
 done
