@@ -109,6 +109,24 @@ nlohmann::json timing_to_json(const Timing& t) {
   return {{"median_ms", t.median_ms}, {"min_ms", t.min_ms}, {"p20_ms", t.p20_ms}, {"p80_ms", t.p80_ms}, {"reps", t.reps}};
 }
 
+nlohmann::json timing_options_to_json(const TimingOptions& o) {
+  return {{"warmup", o.warmup},           {"min_reps", o.min_reps},         {"max_reps", o.max_reps},
+          {"min_total_ms", o.min_total_ms}, {"max_total_ms", o.max_total_ms}, {"cutoff_ms", o.cutoff_ms}};
+}
+
+TimingOptions timing_options_from_json(const nlohmann::json& j) {
+  TimingOptions o;
+  if (j.is_object()) {
+    o.warmup = j.value("warmup", o.warmup);
+    o.min_reps = j.value("min_reps", o.min_reps);
+    o.max_reps = j.value("max_reps", o.max_reps);
+    o.min_total_ms = j.value("min_total_ms", o.min_total_ms);
+    o.max_total_ms = j.value("max_total_ms", o.max_total_ms);
+    o.cutoff_ms = j.value("cutoff_ms", o.cutoff_ms);
+  }
+  return o;
+}
+
 Timing timing_from_json(const nlohmann::json& j) {
   return Timing{j.at("median_ms").get<double>(), j.at("min_ms").get<double>(), j.at("p20_ms").get<double>(),
                 j.at("p80_ms").get<double>(), j.at("reps").get<int>()};

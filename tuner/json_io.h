@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/trial.h"
+#include "tuner/timing.h"
 #include "ktune/family.h"
 #include "ktune/gemm_problem.h"
 #include "ktune/runtime.h"
@@ -25,6 +26,10 @@ nlohmann::json plan_to_json(const LaunchPlan& p);
 LaunchPlan plan_from_json(const nlohmann::json& j);
 
 nlohmann::json timing_to_json(const Timing& t);
+// The timing options of a worker request (every field, cutoff_ms included), and back: missing
+// fields keep TimingOptions' defaults.
+nlohmann::json timing_options_to_json(const TimingOptions& o);
+TimingOptions timing_options_from_json(const nlohmann::json& j);
 
 // The runtime's answer for p on arch, every field of Selection and its candidates: what
 // `ktune query --json` prints and what the Python package's best_config() returns.

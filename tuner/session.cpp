@@ -223,12 +223,9 @@ class ProblemTuner {
 
   // Candidates more than 1.5x slower than the best so far get one timed repetition only.
   nlohmann::json timing_json() const {
-    return {{"warmup", o_.timing.warmup},
-            {"min_reps", o_.timing.min_reps},
-            {"max_reps", o_.timing.max_reps},
-            {"min_total_ms", o_.timing.min_total_ms},
-            {"max_total_ms", o_.timing.max_total_ms},
-            {"cutoff_ms", best_ms_ ? 1.5 * *best_ms_ : 0.0}};
+    TimingOptions t = o_.timing;
+    t.cutoff_ms = best_ms_ ? 1.5 * *best_ms_ : 0.0;
+    return timing_options_to_json(t);
   }
 
   InFlight prepare(const Candidate& c, const Problem& p, ProblemResult& r) {

@@ -147,19 +147,6 @@ std::vector<char> read_file(const std::string& path) {
   return data;
 }
 
-TimingOptions timing_options(const nlohmann::json& j) {
-  TimingOptions o;
-  if (j.is_object()) {
-    o.warmup = j.value("warmup", o.warmup);
-    o.min_reps = j.value("min_reps", o.min_reps);
-    o.max_reps = j.value("max_reps", o.max_reps);
-    o.min_total_ms = j.value("min_total_ms", o.min_total_ms);
-    o.max_total_ms = j.value("max_total_ms", o.max_total_ms);
-    o.cutoff_ms = j.value("cutoff_ms", o.cutoff_ms);
-  }
-  return o;
-}
-
 struct WorkerState {
   DeviceInfo dev;
   CudaContext ctx;
@@ -196,7 +183,7 @@ nlohmann::json eval(WorkerState& w, const nlohmann::json& req) {
     out["status"] = "wrong_result";
     out["error"] = v.summary();
   } else {
-    const Timing t = w.timer.time([&](CUstream s) { op.launch(m, plan, s); }, nullptr, timing_options(req.value("timing", nlohmann::json())));
+    const Timing t = w.timer.time([&](CUstream s) { op.launch(m, plan, s); }, nullptr, timing_options_from_json(req.value("timing", nlohmann::json())));
     out["status"] = "ok";
     out["timing"] = timing_to_json(t);
   }
@@ -209,7 +196,7 @@ nlohmann::json baseline(WorkerState& w, const nlohmann::json& req) {
   OpRunner& op = w.runner(p.op);
   op.prepare(p, req.at("seed").get<uint64_t>());
   const Timing t = w.timer.time([&](CUstream s) { op.run_baseline(s); }, nullptr,
-                                timing_options(req.value("timing", nlohmann::json())));
+                                timing_options_from_json(req.value("timing", nlohmann::json())));
   return {{"status", "ok"}, {"timing", timing_to_json(t)}};
 }
 
