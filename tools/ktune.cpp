@@ -13,7 +13,7 @@
 #include "db/table.h"
 #include "ktune/runtime.h"
 #include "runtime/module.h"
-#include "tuner/bench.h"
+#include "tools/bench.h"
 #include "tuner/json_io.h"
 #include "tuner/session.h"
 #include "tuner/simulate.h"
@@ -388,8 +388,71 @@ int cmd_import(const std::string& db, const std::string& file, const std::string
 
 } // namespace
 
+struct BenchArgs {
+  std::string suite, db, json, ladder, dtype = "f32", op;
+  std::vector<std::string> tables;
+  bool tf32x3 = false;
+  int device = 0;
+};
+
+std::string command_line(int argc, char** argv) {
+  std::string cmd = "ktune";
+  for (int i = 1; i < argc; ++i) cmd += std::string(" ") + argv[i];
+  return cmd;
+}
+
+// ktune bench: GEMM suites against cuBLAS, row-op suites against the copy bandwidth, or a ladder.
+int cmd_bench(const BenchArgs& a, const std::string& cmd) {
+  if (a.suite.empty() == a.ladder.empty()) throw UsageError("give --suite FILE or --ladder FILE");
+  const DType dt = parse_dtype(a.dtype);
+  require_storage_dtype(dt);
+  if (a.tf32x3 && dt != DType::f32) throw UsageError("--tf32x3 is for f32 problems");
+  if (!a.ladder.empty() && dt != DType::f32) throw UsageError("--dtype applies to --suite; a ladder file names its problem's dtype");
+  std::vector<GemmProblem> problems;
+  std::vector<Problem> by_bandwidth; // ops without a baseline library: judged against the copy
+  if (!a.op.empty()) op_info(a.op); // an unknown op is bad usage
+  if (!a.suite.empty()) {
+    for (const Problem& p : load_suite(a.suite, "NN", dt)) {
+      if (!a.op.empty() && p.op != a.op) continue;
+      if (p.op == "gemm") problems.push_back(GemmProblem::from(p));
+      else by_bandwidth.push_back(p);
+    }
+    if (problems.empty() && by_bandwidth.empty()) throw UsageError(a.suite + " has no " + a.op + " problem");
+    if (!problems.empty() && !by_bandwidth.empty())
+      throw UsageError(a.suite + " mixes GEMM and other ops: choose one with --op");
+  }
+  std::string why;
+  const auto devs = list_devices(&why);
+  if (devs.empty()) {
+    std::fprintf(stderr, "ktune: no GPU available, nothing can be benchmarked: %s\n", why.c_str());
+    return 1;
+  }
+  const DeviceInfo d = device_by_ordinal(a.device); // a bad ordinal is bad usage, before any work
+  BenchOptions o;
+  o.runtime.db_path = a.db.empty() ? default_db_path() : a.db;
+  o.runtime.tables = a.tables;
+  o.runtime.tf32x3 = a.tf32x3;
+  o.runtime.device = a.device;
+  if (!by_bandwidth.empty()) {
+    const auto rep = bench_bandwidth(by_bandwidth, o);
+    const std::string dev = d.name + " (" + d.arch + ")";
+    std::printf("%s", format_bandwidth(rep, dev).c_str());
+    if (!a.json.empty()) write_atomically(a.json, bandwidth_json(rep, dev, cmd));
+    for (const auto& r : rep.rows)
+      if (!r.error.empty()) return 1;
+    return 0;
+  }
+  const auto rep = a.ladder.empty() ? bench_problems(problems, o) : bench_ladder(a.ladder, o);
+  const std::string dev = d.name + " (" + d.arch + ")";
+  std::printf("%s", format_bench(rep, dev, !a.ladder.empty()).c_str());
+  if (!a.json.empty()) write_atomically(a.json, bench_json(rep, dev, cmd));
+  for (const auto& r : rep.rows)
+    if (!r.error.empty()) return 1;
+  return 0;
+}
+
 int main(int argc, char** argv) {
-  CLI::App app{"ktune: autotuned CUDA kernels (GEMM) for your shapes on your GPU"};
+  CLI::App app{"ktune: autotuned CUDA kernels (GEMM, softmax, LayerNorm, RMSNorm) for your shapes on your GPU"};
   app.set_version_flag("--version", std::string("ktune ") + KTUNE_VERSION + " (git " + KTUNE_GIT_COMMIT + ")");
   app.require_subcommand(1);
 
@@ -491,22 +554,19 @@ int main(int argc, char** argv) {
   sm->add_option("--repeat", sim_repeat, "Repeats with successive seeds (medians are reported)")->capture_default_str();
   sm->add_flag("--json", sim_json, "Print JSON");
 
-  std::string bn_suite, bn_db, bn_json, bn_ladder, bn_dtype = "f32", bn_op;
-  std::vector<std::string> bn_tables;
-  int bn_device = 0;
+  BenchArgs bench;
   auto* bn = app.add_subcommand("bench", "Time ktune's choice against cuBLAS per problem (or the SGEMM ladder)");
-  bn->add_option("--suite", bn_suite, "Suite file (JSON) of problems");
-  bn->add_option("--op", bn_op, "Only the suite's problems of this op (GEMM: against cuBLAS; softmax, layernorm, rmsnorm: "
+  bn->add_option("--suite", bench.suite, "Suite file (JSON) of problems");
+  bn->add_option("--op", bench.op, "Only the suite's problems of this op (GEMM: against cuBLAS; softmax, layernorm, rmsnorm: "
                                 "bandwidth against the device's copy)");
-  bn->add_option("--ladder", bn_ladder, "Ladder file (configs/ladder.json): each rung of the SGEMM ladder at one shape")
+  bn->add_option("--ladder", bench.ladder, "Ladder file (configs/ladder.json): each rung of the SGEMM ladder at one shape")
       ->check(CLI::ExistingFile);
-  bn->add_option("--dtype", bn_dtype, "Data type")->capture_default_str();
-  bn->add_option("--db", bn_db, "Database (default: $KTUNE_DB, else ~/.cache/ktune/ktune.db)");
-  bn->add_option("--table", bn_tables, "Extra tuning table (repeatable)")->check(CLI::ExistingFile);
-  bool bn_tf32x3 = false;
-  bn->add_flag("--tf32x3", bn_tf32x3, kTf32x3Help);
-  bn->add_option("--json", bn_json, "Also write the results as JSON to this file");
-  bn->add_option("--device", bn_device, "GPU ordinal")->capture_default_str();
+  bn->add_option("--dtype", bench.dtype, "Data type")->capture_default_str();
+  bn->add_option("--db", bench.db, "Database (default: $KTUNE_DB, else ~/.cache/ktune/ktune.db)");
+  bn->add_option("--table", bench.tables, "Extra tuning table (repeatable)")->check(CLI::ExistingFile);
+  bn->add_flag("--tf32x3", bench.tf32x3, kTf32x3Help);
+  bn->add_option("--json", bench.json, "Also write the results as JSON to this file");
+  bn->add_option("--device", bench.device, "GPU ordinal")->capture_default_str();
 
   ReportOptions report;
   auto* rp = add_report_subcommand(app, report);
@@ -553,56 +613,7 @@ int main(int argc, char** argv) {
     if (qy->parsed()) return cmd_query(query);
     if (ex->parsed()) return cmd_export(ex_db, ex_arch, ex_family, ex_dtype, ex_out, ex_trials);
     if (im->parsed()) return cmd_import(im_db, im_file, im_dtype);
-    if (bn->parsed()) {
-      if (bn_suite.empty() == bn_ladder.empty()) throw UsageError("give --suite FILE or --ladder FILE");
-      const DType dt = parse_dtype(bn_dtype);
-      require_storage_dtype(dt);
-      if (bn_tf32x3 && dt != DType::f32) throw UsageError("--tf32x3 is for f32 problems");
-      if (!bn_ladder.empty() && dt != DType::f32) throw UsageError("--dtype applies to --suite; a ladder file names its problem's dtype");
-      std::vector<GemmProblem> problems;
-      std::vector<Problem> by_bandwidth; // ops without a baseline library: judged against the copy
-      if (!bn_op.empty()) op_info(bn_op); // an unknown op is bad usage
-      if (!bn_suite.empty()) {
-        for (const Problem& p : load_suite(bn_suite, "NN", dt)) {
-          if (!bn_op.empty() && p.op != bn_op) continue;
-          if (p.op == "gemm") problems.push_back(GemmProblem::from(p));
-          else by_bandwidth.push_back(p);
-        }
-        if (problems.empty() && by_bandwidth.empty()) throw UsageError(bn_suite + " has no " + bn_op + " problem");
-        if (!problems.empty() && !by_bandwidth.empty())
-          throw UsageError(bn_suite + " mixes GEMM and other ops: choose one with --op");
-      }
-      std::string why;
-      const auto devs = list_devices(&why);
-      if (devs.empty()) {
-        std::fprintf(stderr, "ktune: no GPU available, nothing can be benchmarked: %s\n", why.c_str());
-        return 1;
-      }
-      const DeviceInfo d = device_by_ordinal(bn_device); // a bad ordinal is bad usage, before any work
-      BenchOptions o;
-      o.runtime.db_path = bn_db.empty() ? default_db_path() : bn_db;
-      o.runtime.tables = bn_tables;
-      o.runtime.tf32x3 = bn_tf32x3;
-      o.runtime.device = bn_device;
-      std::string cmd = "ktune";
-      for (int i = 1; i < argc; ++i) cmd += std::string(" ") + argv[i];
-      if (!by_bandwidth.empty()) {
-        const auto rep = bench_bandwidth(by_bandwidth, o);
-        const std::string dev = d.name + " (" + d.arch + ")";
-        std::printf("%s", format_bandwidth(rep, dev).c_str());
-        if (!bn_json.empty()) write_atomically(bn_json, bandwidth_json(rep, dev, cmd));
-        for (const auto& r : rep.rows)
-          if (!r.error.empty()) return 1;
-        return 0;
-      }
-      const auto rep = bn_ladder.empty() ? bench_problems(problems, o) : bench_ladder(bn_ladder, o);
-      const std::string dev = d.name + " (" + d.arch + ")";
-      std::printf("%s", format_bench(rep, dev, !bn_ladder.empty()).c_str());
-      if (!bn_json.empty()) write_atomically(bn_json, bench_json(rep, dev, cmd));
-      for (const auto& r : rep.rows)
-        if (!r.error.empty()) return 1;
-      return 0;
-    }
+    if (bn->parsed()) return cmd_bench(bench, command_line(argc, argv));
     if (sm->parsed()) {
       const SimResult r = simulate(read_trial_log_file(sim_trials), sim_strategy, sim_seed, sim_repeat);
       std::printf("%s", sim_json ? simulation_json(r).c_str() : format_simulation(r).c_str());

@@ -1,4 +1,4 @@
-#include "tuner/bench.h"
+#include "tools/bench.h"
 
 #include <map>
 #include <memory>
