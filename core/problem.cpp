@@ -104,6 +104,12 @@ int Problem::alignment_of(const std::vector<int64_t>& ld, int element_bytes) {
   return element_bytes;
 }
 
+int Problem::alignment_with_pointers(int align, std::initializer_list<const void*> pointers, int floor) {
+  for (const void* p : pointers)
+    while (p && align > floor && reinterpret_cast<uintptr_t>(p) % unsigned(align) != 0) align /= 2;
+  return align;
+}
+
 Problem Problem::make(const std::string& op, std::vector<int64_t> dims, const std::string& layout, DType dtype) {
   const OpInfo& info = op_info(op);
   if (dims.size() != info.dims.size())

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <string>
 
 #include "db/store.h"
@@ -152,10 +153,11 @@ ktune_status_t ktune_gemm_ex(ktune_handle_t handle, ktune_order_t order, ktune_o
 
 namespace {
 
-// The checks every row entry point makes, then the runtime's rows() for op.
-ktune_status_t rows_any(const char* fn, const char* op, ktune_handle_t handle, ktune_datatype_t type, int rows, int cols,
-                        const void* x, int ldx, void* y, int ldy, const void* weight, const void* bias, const char* scalar,
-                        float value, void* stream) {
+// The checks every row entry point makes, then run (the runtime's typed entry point) on the
+// element type.
+ktune_status_t rows_any(const char* fn, ktune_handle_t handle, ktune_datatype_t type, int rows, int cols, const void* x, int ldx,
+                        void* y, int ldy, const char* scalar, float value,
+                        const std::function<void(ktune::Runtime&, ktune::DType)>& run) {
   auto bad = [&](const std::string& why) { return fail(KTUNE_INVALID_VALUE, std::string(fn) + ": " + why); };
   if (!type_name(type)) return bad("unknown element type " + std::to_string(int(type)) + " (KTUNE_R_32F, KTUNE_R_16F or KTUNE_R_16BF)");
   if (rows < 0 || cols < 0) return bad("negative size (rows = " + std::to_string(rows) + ", cols = " + std::to_string(cols) + ")");
@@ -167,10 +169,7 @@ ktune_status_t rows_any(const char* fn, const char* op, ktune_handle_t handle, k
   if (!std::isfinite(value)) return bad(std::string(scalar) + " must be finite");
   const ktune::DType d = type == KTUNE_R_32F ? ktune::DType::f32 : type == KTUNE_R_16F ? ktune::DType::f16 : ktune::DType::bf16;
   return guarded(fn, [&] {
-    ktune::Problem p = ktune::Problem::make(op, {rows, cols}, "", d);
-    p.ld = {ldx, ldy};
-    p.scalars[scalar] = value;
-    handle->rt->rows(p, x, y, weight, bias, static_cast<CUstream>(stream));
+    run(*handle->rt, d);
     return KTUNE_SUCCESS;
   });
 }
@@ -179,17 +178,23 @@ ktune_status_t rows_any(const char* fn, const char* op, ktune_handle_t handle, k
 
 ktune_status_t ktune_softmax(ktune_handle_t handle, ktune_datatype_t type, int rows, int cols, const void* x, int ldx, void* y,
                              int ldy, float scale, void* stream) {
-  return rows_any("ktune_softmax", "softmax", handle, type, rows, cols, x, ldx, y, ldy, nullptr, nullptr, "scale", scale, stream);
+  return rows_any("ktune_softmax", handle, type, rows, cols, x, ldx, y, ldy, "scale", scale, [&](ktune::Runtime& rt, ktune::DType d) {
+    rt.softmax(d, rows, cols, x, ldx, y, ldy, scale, static_cast<CUstream>(stream));
+  });
 }
 
 ktune_status_t ktune_layernorm(ktune_handle_t handle, ktune_datatype_t type, int rows, int cols, const void* x, int ldx, void* y,
                                int ldy, const void* weight, const void* bias, float eps, void* stream) {
-  return rows_any("ktune_layernorm", "layernorm", handle, type, rows, cols, x, ldx, y, ldy, weight, bias, "eps", eps, stream);
+  return rows_any("ktune_layernorm", handle, type, rows, cols, x, ldx, y, ldy, "eps", eps, [&](ktune::Runtime& rt, ktune::DType d) {
+    rt.layernorm(d, rows, cols, x, ldx, y, ldy, weight, bias, eps, static_cast<CUstream>(stream));
+  });
 }
 
 ktune_status_t ktune_rmsnorm(ktune_handle_t handle, ktune_datatype_t type, int rows, int cols, const void* x, int ldx, void* y,
                              int ldy, const void* weight, float eps, void* stream) {
-  return rows_any("ktune_rmsnorm", "rmsnorm", handle, type, rows, cols, x, ldx, y, ldy, weight, nullptr, "eps", eps, stream);
+  return rows_any("ktune_rmsnorm", handle, type, rows, cols, x, ldx, y, ldy, "eps", eps, [&](ktune::Runtime& rt, ktune::DType d) {
+    rt.rmsnorm(d, rows, cols, x, ldx, y, ldy, weight, eps, static_cast<CUstream>(stream));
+  });
 }
 
 const char* ktune_last_error(void) { return last_error.c_str(); }

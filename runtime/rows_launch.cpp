@@ -6,6 +6,18 @@
 
 namespace ktune {
 
+KtuneRowsArgs rows_args(const Problem& p, const void* x, void* y, const void* weight, const void* bias) {
+  KtuneRowsArgs a{};
+  a.x = x, a.y = y, a.weight = weight, a.bias = bias;
+  a.rows = p.dims.at(0), a.cols = p.dims.at(1), a.ldx = p.ld.at(0), a.ldy = p.ld.at(1);
+  a.scale = 1.0f, a.eps = 0.0f;
+  for (const auto& [name, dflt] : op_info(p.op).scalars) {
+    if (name == "scale") a.scale = float(p.scalar(name));
+    if (name == "eps") a.eps = float(p.scalar(name));
+  }
+  return a;
+}
+
 void launch_rows(Module& m, const LaunchPlan& plan, const KtuneRowsArgs& args, CUstream stream) {
   if (args.rows < 0 || args.cols < 0)
     throw Error(m.context() + ": negative size rows = " + std::to_string(args.rows) + ", cols = " + std::to_string(args.cols));

@@ -614,9 +614,8 @@ void Runtime::rows(const Problem& problem, const void* x, void* y, const void* w
   if (p.dims.size() == 2 && (p.dims[0] == 0 || p.dims[1] == 0)) return; // nothing to compute
   if (!x || !y) throw UsageError("ktune::Runtime::rows: x or y is null for " + p.key());
   // The alignment class the pointers allow (weight and bias are read with the same vectors).
-  p.align = Problem::alignment_of(p.ld, element_bytes(p.dtype));
-  for (const void* ptr : {x, static_cast<const void*>(y), weight, bias})
-    while (ptr && p.align > element_bytes(p.dtype) && reinterpret_cast<uintptr_t>(ptr) % unsigned(p.align) != 0) p.align /= 2;
+  p.align = Problem::alignment_with_pointers(Problem::alignment_of(p.ld, element_bytes(p.dtype)), {x, y, weight, bias},
+                                            element_bytes(p.dtype));
   const std::string key = p.key();
   Impl& m = *impl_;
   std::shared_ptr<Prepared> prep;
@@ -640,15 +639,7 @@ void Runtime::rows(const Problem& problem, const void* x, void* y, const void* w
   CUcontext cur = nullptr;
   check_cu(driver().cuCtxGetCurrent(&cur), "cuCtxGetCurrent", "ktune::Runtime::rows");
   if (!cur) m.ctx->make_current();
-  KtuneRowsArgs a{};
-  a.x = x, a.y = y, a.weight = weight, a.bias = bias;
-  a.rows = p.dims[0], a.cols = p.dims[1], a.ldx = p.ld[0], a.ldy = p.ld[1];
-  const auto& scalars = op_info(p.op).scalars;
-  for (const auto& [name, dflt] : scalars) {
-    if (name == "scale") a.scale = float(p.scalar("scale"));
-    if (name == "eps") a.eps = float(p.scalar("eps"));
-  }
-  launch_rows(*prep->module, prep->plan, a, stream);
+  launch_rows(*prep->module, prep->plan, rows_args(p, x, y, weight, bias), stream);
 }
 
 namespace {

@@ -129,15 +129,9 @@ class RowsRunner : public OpRunner {
   size_t y_bytes() const { return size_t((rows_ - 1) * ldy_ + cols_) * size_t(eb_); }
 
   KtuneRowsArgs args() const {
-    KtuneRowsArgs a{};
-    a.x = reinterpret_cast<const void*>(x_.ptr());
-    a.y = reinterpret_cast<void*>(y_.ptr());
-    a.weight = op_ == RowsOp::softmax ? nullptr : reinterpret_cast<const void*>(w_.ptr());
-    a.bias = op_ == RowsOp::layernorm ? reinterpret_cast<const void*>(b_.ptr()) : nullptr;
-    a.rows = rows_, a.cols = cols_, a.ldx = ldx_, a.ldy = ldy_;
-    a.scale = op_ == RowsOp::softmax ? float(p_.scalar("scale")) : 1.0f;
-    a.eps = op_ == RowsOp::softmax ? 0.0f : float(p_.scalar("eps"));
-    return a;
+    return rows_args(p_, reinterpret_cast<const void*>(x_.ptr()), reinterpret_cast<void*>(y_.ptr()),
+                     op_ == RowsOp::softmax ? nullptr : reinterpret_cast<const void*>(w_.ptr()),
+                     op_ == RowsOp::layernorm ? reinterpret_cast<const void*>(b_.ptr()) : nullptr);
   }
 
   static void grow(DeviceBuffer& b, size_t bytes, const std::string& what) {

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <vector>
@@ -56,6 +57,8 @@ struct Problem {
   // The largest class in {16, 8, 4} that divides every leading dimension in bytes, never below
   // the element size.
   static int alignment_of(const std::vector<int64_t>& ld, int element_bytes);
+  // align narrowed (halved, not below floor) until it divides every non-null pointer's address.
+  static int alignment_with_pointers(int align, std::initializer_list<const void*> pointers, int floor = 2);
 };
 
 bool operator==(const Problem& a, const Problem& b);

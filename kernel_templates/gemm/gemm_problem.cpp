@@ -48,9 +48,7 @@ int GemmProblem::alignment_of(int64_t lda, int64_t ldb, int64_t ldc, int element
 }
 
 int GemmProblem::alignment_with_pointers(int align, const void* a, const void* b, const void* c) {
-  for (const void* p : {a, b, c})
-    while (align > 2 && reinterpret_cast<uintptr_t>(p) % align != 0) align /= 2; // f32 pointers stop at 4
-  return align;
+  return Problem::alignment_with_pointers(align, {a, b, c}); // f32 pointers stop at 4
 }
 
 
