@@ -6,7 +6,9 @@
 #include <random>
 #include <vector>
 
+#include "core/embedded.h"
 #include "core/half.h"
+#include "ktune/compiler.h"
 #include "ktune/error.h"
 #include "runtime/cuda_check.h"
 #include "runtime/driver.h"
@@ -21,6 +23,16 @@ double rows_tolerance(DType out) {
 
 double rows_subnormal_half_spacing(DType out) {
   return std::ldexp(1.0, out == DType::f16 ? -25 : out == DType::bf16 ? -134 : -150);
+}
+
+CompileRequest rows_reference_request(const std::string& arch) {
+  CompileRequest req;
+  req.source = std::string(embedded_file("rows/rows_reference.cu"));
+  req.source_name = "rows/rows_reference.cu";
+  req.name_expressions = {"ktune_rows_fill", "ktune_rows_check"}; // RefKernel's order
+  req.arch = arch;
+  req.context = "row-op reference kernels for " + arch;
+  return req;
 }
 
 namespace {
@@ -64,8 +76,18 @@ struct HostArray {
   }
 };
 
+// The verification kernels of rows_reference.cu, in this order.
+enum RefKernel : size_t { kFill, kCheck };
+
 class RowsRunner : public OpRunner {
  public:
+  RowsRunner(Compiler& compiler, const DeviceInfo& device) : device_(device) {
+    const CompileRequest req = rows_reference_request(device.arch);
+    const auto k = compiler.compile(req);
+    ref_ = std::make_unique<Module>(k->cubin, k->lowered_names, req.context);
+    counts_ = DeviceBuffer(2 * sizeof(unsigned long long), "row-op check counts");
+  }
+
   void prepare(const Problem& p, uint64_t seed) override {
     const bool same_inputs = have_inputs_ && p.key() == p_.key() && p.ld == p_.ld && seed == seed_;
     p_ = p, seed_ = seed, op_ = rows_op(p.op);
@@ -73,7 +95,7 @@ class RowsRunner : public OpRunner {
     eb_ = element_bytes(p.dtype);
     if (!same_inputs) generate();
     // Poison y, padding included: every byte 0xff is a NaN in f32, bf16 and f16, so an unwritten
-    // element fails the finiteness check and a write into the padding shows as a changed byte.
+    // element fails the finiteness check and a write into the padding shows as a changed element.
     check_cu(driver().cuMemsetD8Async(y_.ptr(), 0xff, y_bytes(), nullptr), "cuMemsetD8Async", "poisoning y of " + p_.key());
   }
 
@@ -85,26 +107,28 @@ class RowsRunner : public OpRunner {
 
   VerifyResult verify(CUstream stream) override {
     check_cu(driver().cuStreamSynchronize(stream), "cuStreamSynchronize", "before verifying " + p_.key());
-    HostArray y;
-    y.resize(p_.dtype, y_bytes() / size_t(eb_));
-    check_cu(driver().cuMemcpyDtoH(y.bytes.data(), y_.ptr(), y_bytes()), "cuMemcpyDtoH", "reading y of " + p_.key());
+    // The whole output on the device: finiteness and untouched padding.
+    check_cu(driver().cuMemsetD8Async(counts_.ptr(), 0, counts_.bytes(), nullptr), "cuMemsetD8Async", "clearing the check counts of " + p_.key());
+    CUdeviceptr y = y_.ptr();
+    long long rows = rows_, cols = cols_, ld = ldy_;
+    int dt = dt_code();
+    CUdeviceptr counts = counts_.ptr();
+    void* params[] = {&y, &rows, &cols, &ld, &dt, &counts};
+    launch1d(kCheck, (rows_ - 1) * ldy_ + cols_, params);
+    unsigned long long c[2] = {0, 0};
+    check_cu(driver().cuMemcpyDtoH(c, counts_.ptr(), sizeof c), "cuMemcpyDtoH", "reading the check counts of " + p_.key());
     VerifyResult r;
-    for (int64_t i = 0; i < rows_; ++i) {
-      const unsigned char* row = &y.bytes[size_t(i * ldy_) * size_t(eb_)];
-      for (int64_t j = 0; j < cols_; ++j)
-        if (!std::isfinite(y.get(size_t(i * ldy_ + j)))) ++r.nonfinite;
-      for (int64_t b = cols_ * eb_; b < ldy_ * eb_ && i + 1 < rows_; ++b) r.stray_writes += row[b] != 0xff;
-    }
-    // FP64 reference on up to kSampledRows rows spread over the matrix (first and last included):
-    // every row runs the same code, and the reference of all 16384 x 128256 would cost seconds.
+    r.nonfinite = static_cast<int64_t>(c[0]);
+    r.stray_writes = static_cast<int64_t>(c[1]);
+    // FP64 reference on the sampled rows, against their y copied back.
+    HostArray ys;
+    copy_rows(ys, y_, ldy_, "y");
     double err = 0, ref_norm = 0, compared = 0;
     std::vector<double> ref(static_cast<size_t>(cols_));
-    const int64_t sampled = std::min<int64_t>(rows_, kSampledRows);
-    for (int64_t s = 0; s < sampled; ++s) {
-      const int64_t i = sampled == 1 ? 0 : s * (rows_ - 1) / (sampled - 1);
-      reference_row(i, ref);
+    for (size_t s = 0; s < sampled_.size(); ++s) {
+      reference_row(s, ref);
       for (int64_t j = 0; j < cols_; ++j) {
-        const double d = y.get(size_t(i * ldy_ + j)) - ref[size_t(j)];
+        const double d = ys.get(s * size_t(cols_) + size_t(j)) - ref[size_t(j)];
         if (std::isfinite(d)) err += d * d;
         ref_norm += ref[size_t(j)] * ref[size_t(j)];
         ++compared;
@@ -123,15 +147,26 @@ class RowsRunner : public OpRunner {
   }
 
  private:
+  // Rows the FP64 reference checks, spread over the matrix (first and last included): every row
+  // runs the same code, and the reference of all 16384 x 128256 would cost seconds.
   static constexpr int64_t kSampledRows = 64;
 
   size_t x_bytes() const { return size_t((rows_ - 1) * ldx_ + cols_) * size_t(eb_); }
   size_t y_bytes() const { return size_t((rows_ - 1) * ldy_ + cols_) * size_t(eb_); }
+  int dt_code() const { return p_.dtype == DType::f32 ? 0 : p_.dtype == DType::bf16 ? 1 : 2; }
 
   KtuneRowsArgs args() const {
     return rows_args(p_, reinterpret_cast<const void*>(x_.ptr()), reinterpret_cast<void*>(y_.ptr()),
                      op_ == RowsOp::softmax ? nullptr : reinterpret_cast<const void*>(w_.ptr()),
                      op_ == RowsOp::layernorm ? reinterpret_cast<const void*>(b_.ptr()) : nullptr);
+  }
+
+  // Grid-stride kernels on the legacy default stream (ordered with the tuner's launches there):
+  // a few waves of blocks saturate memory bandwidth.
+  void launch1d(size_t kernel, long long n, void** params) {
+    const unsigned blocks = static_cast<unsigned>(std::clamp<long long>((n + 255) / 256, 1, 32LL * std::max(1, device_.sm_count)));
+    const unsigned grid[3] = {blocks, 1, 1}, block[3] = {256, 1, 1};
+    ref_->launch(kernel, grid, block, 0, nullptr, params);
   }
 
   static void grow(DeviceBuffer& b, size_t bytes, const std::string& what) {
@@ -141,30 +176,52 @@ class RowsRunner : public OpRunner {
     }
   }
 
+  // The sampled rows of a rows x ld matrix on the device, packed rows x cols on the host.
+  void copy_rows(HostArray& h, const DeviceBuffer& d, int64_t ld, const char* what) const {
+    h.resize(p_.dtype, sampled_.size() * size_t(cols_));
+    const size_t row_bytes = size_t(cols_) * size_t(eb_);
+    for (size_t s = 0; s < sampled_.size(); ++s)
+      check_cu(driver().cuMemcpyDtoH(&h.bytes[s * row_bytes], d.ptr() + size_t(sampled_[s] * ld) * size_t(eb_), row_bytes),
+               "cuMemcpyDtoH", std::string("reading row ") + std::to_string(sampled_[s]) + " of " + what + " of " + p_.key());
+  }
+
   // x uniform in [-3, 3) (softmax rows then span e^6 between their largest and smallest terms),
-  // weight in [0.5, 1.5), bias in [-0.5, 0.5), rounded to the dtype.
+  // filled on the device, padding included; weight in [0.5, 1.5), bias in [-0.5, 0.5) from the
+  // host (one row each). All rounded to the dtype.
   void generate() {
-    std::mt19937_64 rng(seed_ ^ 0x9e3779b97f4a7c15ull);
-    std::uniform_real_distribution<float> ux(-3.0f, 3.0f), uw(0.5f, 1.5f), ub(-0.5f, 0.5f);
-    x_host_.resize(p_.dtype, x_bytes() / size_t(eb_));
-    for (size_t i = 0; i < x_host_.size(); ++i) x_host_.set(i, ux(rng));
-    w_host_.resize(p_.dtype, size_t(cols_));
-    b_host_.resize(p_.dtype, size_t(cols_));
-    for (int64_t j = 0; j < cols_; ++j) w_host_.set(size_t(j), uw(rng)), b_host_.set(size_t(j), ub(rng));
+    have_inputs_ = false; // until all of it is in place: a failure part-way must not be reused
     grow(x_, x_bytes(), "x of " + p_.key());
     grow(y_, y_bytes(), "y of " + p_.key());
     grow(w_, size_t(cols_ * eb_), "weight of " + p_.key());
     grow(b_, size_t(cols_ * eb_), "bias of " + p_.key());
-    check_cu(driver().cuMemcpyHtoD(x_.ptr(), x_host_.bytes.data(), x_bytes()), "cuMemcpyHtoD", "x of " + p_.key());
+    CUdeviceptr x = x_.ptr();
+    long long n = static_cast<long long>(x_bytes() / size_t(eb_));
+    unsigned long long s = seed_ ^ 0x9e3779b97f4a7c15ull;
+    int dt = dt_code();
+    float lo = -3.0f, hi = 3.0f;
+    void* params[] = {&x, &n, &s, &dt, &lo, &hi};
+    launch1d(kFill, n, params);
+
+    std::mt19937_64 rng(seed_);
+    std::uniform_real_distribution<float> uw(0.5f, 1.5f), ub(-0.5f, 0.5f);
+    w_host_.resize(p_.dtype, size_t(cols_));
+    b_host_.resize(p_.dtype, size_t(cols_));
+    for (int64_t j = 0; j < cols_; ++j) w_host_.set(size_t(j), uw(rng)), b_host_.set(size_t(j), ub(rng));
     check_cu(driver().cuMemcpyHtoD(w_.ptr(), w_host_.bytes.data(), size_t(cols_ * eb_)), "cuMemcpyHtoD", "weight of " + p_.key());
     check_cu(driver().cuMemcpyHtoD(b_.ptr(), b_host_.bytes.data(), size_t(cols_ * eb_)), "cuMemcpyHtoD", "bias of " + p_.key());
+
+    const int64_t sampled = std::min<int64_t>(rows_, kSampledRows);
+    sampled_.clear();
+    for (int64_t k = 0; k < sampled; ++k) sampled_.push_back(sampled == 1 ? 0 : k * (rows_ - 1) / (sampled - 1));
+    copy_rows(x_rows_, x_, ldx_, "x"); // synchronous: the fill has finished
     have_inputs_ = true;
   }
 
-  // PyTorch's semantics in FP64 on the rounded inputs (rows_common.cuh states them).
-  void reference_row(int64_t i, std::vector<double>& out) const {
-    const size_t base = size_t(i * ldx_);
-    auto x = [&](int64_t j) { return x_host_.get(base + size_t(j)); };
+  // PyTorch's semantics in FP64 on the rounded inputs (rows_common.cuh states them), for the
+  // s-th sampled row.
+  void reference_row(size_t s, std::vector<double>& out) const {
+    const size_t base = s * size_t(cols_);
+    auto x = [&](int64_t j) { return x_rows_.get(base + size_t(j)); };
     if (op_ == RowsOp::softmax) {
       const double scale = p_.scalar("scale");
       double m = -INFINITY, sum = 0;
@@ -189,18 +246,24 @@ class RowsRunner : public OpRunner {
     for (int64_t j = 0; j < cols_; ++j) out[size_t(j)] = x(j) * inv * w_host_.get(size_t(j));
   }
 
+  DeviceInfo device_;
+  std::unique_ptr<Module> ref_; // rows_reference.cu
+  DeviceBuffer counts_;
   Problem p_;
   uint64_t seed_ = 0;
   bool have_inputs_ = false;
   RowsOp op_ = RowsOp::softmax;
   int64_t rows_ = 0, cols_ = 0, ldx_ = 0, ldy_ = 0;
   int eb_ = 4;
-  HostArray x_host_, w_host_, b_host_;
+  std::vector<int64_t> sampled_; // row indices, ascending
+  HostArray x_rows_, w_host_, b_host_; // x_rows_: the sampled rows of x, packed
   DeviceBuffer x_, y_, w_, b_;
 };
 
 } // namespace
 
-std::unique_ptr<OpRunner> make_rows_runner(Compiler&, const DeviceInfo&) { return std::make_unique<RowsRunner>(); }
+std::unique_ptr<OpRunner> make_rows_runner(Compiler& compiler, const DeviceInfo& device) {
+  return std::make_unique<RowsRunner>(compiler, device);
+}
 
 } // namespace ktune

@@ -1,7 +1,11 @@
-// The row ops' (softmax, LayerNorm, RMSNorm) side of the worker: host-generated inputs, the FP64
-// reference on sampled rows, and no baseline library in C++ (PyTorch is compared from Python).
+// The row ops' (softmax, LayerNorm, RMSNorm) side of the worker: inputs filled and outputs checked
+// on the device (rows/rows_reference.cu), the FP64 reference on sampled rows on the host, and no
+// baseline library in C++ (PyTorch is compared from Python).
 #pragma once
 #include <memory>
+#include <string>
+
+#include "ktune/compiler.h"
 
 #include "tuner/op_runner.h"
 
@@ -16,6 +20,9 @@ double rows_tolerance(DType out);
 // (2^-25 f16; 2^-134 bf16, 2^-150 f32: nothing in practice), so n elements pass when
 //   ||y - ref|| <= rows_tolerance * ||ref|| + sqrt(n) * rows_subnormal_half_spacing.
 double rows_subnormal_half_spacing(DType out);
+
+// The fill and check kernels (rows/rows_reference.cu) for an arch.
+CompileRequest rows_reference_request(const std::string& arch);
 
 std::unique_ptr<OpRunner> make_rows_runner(Compiler& compiler, const DeviceInfo& device);
 

@@ -2,49 +2,19 @@
 // itself is cuBLAS DGEMM) and the error reduction. They run on the GPU because an FP64 product of
 // 4096^3 on the host would cost minutes per check; they are plain on purpose, to be easy to trust.
 #include "gemm_args.h"
-
-// splitmix64: a counter-based generator, so any element's value depends only on (seed, index).
-__device__ __forceinline__ unsigned long long ktune_mix(unsigned long long z) {
-  z += 0x9e3779b97f4a7c15ull;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
+#include "ktune_random.cuh"
 
 extern "C" __global__ void ktune_fill_uniform(float* x, long long n, unsigned long long seed) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
-    const unsigned long long r = ktune_mix(seed ^ ktune_mix(i));
-    x[i] = (float)((double)(r >> 11) * (2.0 / 9007199254740992.0) - 1.0); // uniform in [-1, 1)
+    x[i] = (float)ktune_uniform(seed, i);
   }
-}
-
-// Half precision (bf16 / f16) travels as 16-bit words. The conversions are written out in integer
-// arithmetic and plain PTX so that this module needs no CUDA headers and compiles for any arch.
-// F16: 1 for IEEE half, 0 for bfloat16.
-__device__ __forceinline__ unsigned short ktune_to_half(float f, int f16) {
-  if (f16) {
-    unsigned short h;
-    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
-    return h;
-  }
-  const unsigned u = __float_as_uint(f); // round to nearest even on the 16 bits dropped (inputs are finite)
-  return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-__device__ __forceinline__ double ktune_half_value(unsigned short h, int f16) {
-  if (f16) {
-    float f;
-    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
-    return (double)f;
-  }
-  return (double)__uint_as_float((unsigned)h << 16);
 }
 
 // The same uniform values as ktune_fill_uniform, rounded to the half type: the kernel under test,
 // cuBLAS and the reference all see these rounded inputs.
 extern "C" __global__ void ktune_fill_uniform_half(unsigned short* x, long long n, unsigned long long seed, int f16) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
-    const unsigned long long r = ktune_mix(seed ^ ktune_mix(i));
-    x[i] = ktune_to_half((float)((double)(r >> 11) * (2.0 / 9007199254740992.0) - 1.0), f16);
+    x[i] = ktune_to_half((float)ktune_uniform(seed, i), f16);
   }
 }
 

@@ -9,6 +9,7 @@
 #include "core/embedded.h"
 #include "tuner/compile_all.h"
 #include "tuner/gemm_op.h"
+#include "tuner/rows_op.h"
 #include "ktune/gemm_problem.h"
 
 using namespace ktune;
@@ -90,6 +91,9 @@ TEST(Compiler, ReferenceKernelsCompileForEveryArch) {
     const auto k = compiler.compile(GemmOp::reference_request(arch));
     EXPECT_GT(k->cubin.size(), 0u) << arch;
     EXPECT_EQ(k->lowered_names.size(), 6u) << arch;
+    const auto r = compiler.compile(rows_reference_request(arch));
+    EXPECT_GT(r->cubin.size(), 0u) << arch;
+    EXPECT_EQ(r->lowered_names.size(), 2u) << arch;
   }
 }
 
