@@ -10,7 +10,7 @@ row: milliseconds, TB/s of the op's minimum bytes (x read, y written, weight/bia
 fraction of the device-to-device copy measured in the same run, and PyTorch time / ktune time;
 then geometric means. Exit status 1 if any result fails verification.
 
-    PYTHONPATH=python:build/python python3 bench/rows_vs_torch.py [--suite FILE] [--json OUT] [--reps N]
+    PYTHONPATH=python:build/python python3 bench/rows_vs_torch.py [--suite FILE] [--json OUT] [--reps N] [--table T]
 """
 import argparse
 import json
@@ -74,7 +74,11 @@ def main():
     ap.add_argument("--suite", default=os.path.join(ROOT, "configs", "suites", "rows.json"))
     ap.add_argument("--json", default="")
     ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--table", action="append", default=[],
+                    help="a tuning table the runtime reads ahead of the shipped ones (repeatable); "
+                         "the user's database is not read, so the figures depend on the tables only")
     args = ap.parse_args()
+    ktune.configure(db="/nonexistent/ktune.db", tables=args.table)  # a missing file: no database
     if not torch.cuda.is_available():
         print("rows_vs_torch: no CUDA device; nothing to measure", file=sys.stderr)
         return 1

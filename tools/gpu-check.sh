@@ -262,7 +262,7 @@ PY
       ./build/ktune bench --suite configs/suites/rows.json --db /nonexistent.db --table "$out/sm_90-rows.json" \
         --json "$out/bench_rows.json" 2>&1 | tee "$out/bench_rows.txt"
       if python3 -c 'import torch, ktune' 2>/dev/null; then
-        python3 bench/rows_vs_torch.py --json "$out/rows_vs_torch.json" 2>&1 | tee "$out/rows_vs_torch.txt"
+        python3 bench/rows_vs_torch.py --table "$out/sm_90-rows.json" --json "$out/rows_vs_torch.json" 2>&1 | tee "$out/rows_vs_torch.txt"
       else
         echo "rows: PyTorch or the ktune module is not importable; bench/rows_vs_torch.py skipped"
       fi ;;

@@ -39,11 +39,12 @@
 // multiples of 8 halves); M, N, K otherwise arbitrary (chunks outside are zero-filled). C: any.
 #include "gemm_half16.cuh"
 #include "gemm_wgmma_ops.cuh"
+#include "ktune_async.cuh"
 
 namespace ktune_dev {
 namespace wgmma {
 
-__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+using async::fence_proxy_async;
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N>
@@ -118,26 +119,12 @@ struct Loader {
   }
 };
 
-// mbarriers (shared::cta, 64-bit) and TMA, for gemm_wgmma_tma.
-__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
-}
-__device__ __forceinline__ void mbar_expect_tx(unsigned bar, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(unsigned bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
-// Returns once the phase of the given parity has completed (phases alternate 0, 1, 0, ...).
-__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
-  asm volatile(
-      "{\n.reg .pred done;\n"
-      "WAIT_%=:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra WAIT_%=;\n}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
-}
+// mbarriers (shared::cta, 64-bit: common/ktune_async.cuh) and TMA, for gemm_wgmma_tma.
+using async::mbar_arrive;
+using async::mbar_expect_tx;
+using async::mbar_init;
+using async::mbar_wait;
+
 // One 2D box of a tensor map (coordinates: contiguous dimension first) into shared memory at dst,
 // completing `bytes` on the mbarrier.
 __device__ __forceinline__ void tma_load_2d(unsigned dst, const KtuneTensorMap* map, int c0, int c1, unsigned bar) {
@@ -323,7 +310,7 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) gemm_wgmma_tma(const __grid
       mbar_init(full0 + s * 8, 1);   // the producer's arrive (with the expected bytes)
       mbar_init(empty0 + s * 8, WG); // one arrive per consumer warpgroup
     }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); // visible to the async proxy
+    async::fence_mbar_init(); // visible to the async proxy
   }
   __syncthreads();
 

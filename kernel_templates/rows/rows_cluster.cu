@@ -28,13 +28,6 @@
 // Registers: as rows_block (table in rows_common.cuh).
 #include "rows_common.cuh"
 
-// Clusters exist from sm_90 on; older targets reject the attribute (and never launch this kernel).
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
-#define ROWS_CLUSTER_DIMS(x, y, z) __cluster_dims__(x, y, z)
-#else
-#define ROWS_CLUSTER_DIMS(x, y, z)
-#endif
-
 template <int OP, int DT, int VEC, int CHUNKS, int THREADS, int CL>
 __global__ void __launch_bounds__(THREADS, 1) ROWS_CLUSTER_DIMS(CL, 1, 1) rows_cluster(KtuneRowsArgs p) {
   using namespace ktune_dev::rows;

@@ -57,6 +57,13 @@
 #pragma once
 #include "rows_args.h"
 
+// Clusters exist from sm_90 on; older targets reject the attribute (and never launch those kernels: rows_cluster, rows_bulk).
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+#define ROWS_CLUSTER_DIMS(x, y, z) __cluster_dims__(x, y, z)
+#else
+#define ROWS_CLUSTER_DIMS(x, y, z)
+#endif
+
 namespace ktune_dev {
 namespace rows {
 
@@ -360,6 +367,50 @@ __device__ __forceinline__ S block_allreduce(S s, S* red, float c) {
   const int i = lane % P;
   const S t = i < WARPS ? red[i] : empty_stats<S>();
   return warp_allreduce<P>(t, c);
+}
+
+// Folds N vectors (N * VEC elements of x, all in the row) into running statistics (rows_stream,
+// rows_bulk: the row is seen a group at a time). softmax turns g into xs = sgn * x on the way.
+template <int OP, int N, int VEC>
+__device__ __forceinline__ void accumulate(Stats<OP>& st, float (&g)[N][VEC], const RowConsts& k) {
+  if constexpr (OP == KTUNE_ROWS_SOFTMAX) {
+    float gm = neg_inf();
+#pragma unroll
+    for (int u = 0; u < N; ++u)
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) {
+        g[u][e] *= k.sgn;
+        gm = max_nan(gm, g[u][e]);
+      }
+    const float m = max_nan(st.m, gm);
+    if (m != neg_inf()) { // else nothing but -inf so far: the stats stay empty
+      float s = 0.0f;
+#pragma unroll
+      for (int u = 0; u < N; ++u)
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) s += ex2((g[u][e] - m) * k.c);
+      st.s = st.s * rescale(st.m, m, k.c) + s;
+      st.m = m;
+    }
+  } else if constexpr (OP == KTUNE_ROWS_LAYERNORM) {
+    float sum = 0.0f;
+#pragma unroll
+    for (int u = 0; u < N; ++u)
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) sum += g[u][e];
+    const float mean = sum * (1.0f / (N * VEC));
+    float m2 = 0.0f;
+#pragma unroll
+    for (int u = 0; u < N; ++u)
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) m2 = fmaf(g[u][e] - mean, g[u][e] - mean, m2);
+    st = combine(st, NormStats{float(N * VEC), mean, m2}, 0.0f);
+  } else {
+#pragma unroll
+    for (int u = 0; u < N; ++u)
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) st.ss = fmaf(g[u][e], g[u][e], st.ss);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
-// Descriptors of the row kernels (rows_warp.cu, rows_block.cu, rows_stream.cu, rows_cluster.cu) and
-// the OpInfo the three row ops share. The host rules each kernel's header states become the
-// constraints below; the register table of rows_common.cuh becomes the cached-floats limits.
+// Descriptors of the row kernels (rows_warp.cu, rows_block.cu, rows_stream.cu, rows_cluster.cu,
+// rows_bulk.cu) and the OpInfo the three row ops share. The host rules each kernel's header
+// states become the constraints below; the register table of rows_common.cuh becomes the
+// cached-floats limits.
 #include <algorithm>
 #include <climits>
 #include <string>
@@ -161,6 +162,51 @@ Family cluster_family(const RowsOpSpec& s) {
   return f;
 }
 
+// rows_bulk.cu's slice: ceil(cols / CL) rounded up to a warp's sweep of 32 * VEC elements; its
+// bytes are the kernel's dynamic shared memory.
+int64_t bulk_slice_bytes(const Config& c, const Problem& p) {
+  const int64_t sweep = 32LL * c["VEC"];
+  const int64_t per = (cols(p) + c["CL"] - 1) / c["CL"];
+  return (per + sweep - 1) / sweep * sweep * elem(p);
+}
+
+Family bulk_family(const RowsOpSpec& s) {
+  Family f = common(s, "bulk", "the row (a cluster of CL CTAs: a slice each) in shared memory through bulk copies, statistics as pieces land");
+  f.min_arch(90);
+  f.param("VEC", kVec, "elements per shared-memory read and store").param("THREADS", {128, 256, 512, 1024}, "threads per CTA")
+      .param("CL", {1, 2, 4, 8}, "CTAs per cluster (one row)").param("PIECES", {1, 2, 4, 8}, "bulk copies a slice arrives in");
+  f.restrict("whole vectors", {"VEC"}, [](const Config& c, const Problem& p, const DeviceInfo&) { return vector_ok(c, p); })
+      .restrict("bulk copies move 16-byte granules", {"VEC"},
+                [](const Config&, const Problem& p, const DeviceInfo&) {
+                  return p.align >= 16 && (cols(p) * elem(p)) % 16 == 0 && (p.ld[0] * elem(p)) % 16 == 0;
+                })
+      .restrict("CL CTAs per row fit the grid", {"VEC", "CL"},
+                [](const Config& c, const Problem& p, const DeviceInfo&) { return rows(p) * c["CL"] <= INT_MAX; })
+      .restrict("the slice fits shared memory", {"VEC", "CL"},
+                [](const Config& c, const Problem& p, const DeviceInfo& d) {
+                  return bulk_slice_bytes(c, p) + 1024 <= d.max_smem_per_block_optin; // 1 KB: the static barriers and stats
+                })
+      // A cluster only where one CTA's share would be large: shorter rows gain nothing from its
+      // barriers and exchange.
+      .restrict("a cluster only for rows over 32 KB", {"VEC", "CL"},
+                [](const Config& c, const Problem& p, const DeviceInfo&) { return c["CL"] == 1 || cols(p) * elem(p) > 32 * 1024; })
+      .restrict("every thread has a vector of its slice", {"VEC", "CL", "THREADS"},
+                [](const Config& c, const Problem& p, const DeviceInfo&) { return int64_t(c["THREADS"]) * c["VEC"] * elem(p) <= bulk_slice_bytes(c, p); })
+      .restrict("every piece at least a warp's sweep", {"VEC", "CL", "PIECES"},
+                [](const Config& c, const Problem& p, const DeviceInfo&) {
+                  return c["PIECES"] == 1 || bulk_slice_bytes(c, p) >= int64_t(c["PIECES"]) * 32 * c["VEC"] * elem(p);
+                });
+  f.kernels([s](const Config& c, const Problem& p) {
+    return std::vector<std::string>{instance("rows_bulk", s, p, {c["VEC"], c["THREADS"], c["CL"], c["PIECES"]})};
+  });
+  f.launch([](const Config& c, const Problem& p) {
+    LaunchPlan plan = one_step(unsigned(rows(p) * c["CL"]), unsigned(c["THREADS"]));
+    plan.steps[0].dynamic_smem = unsigned(bulk_slice_bytes(c, p));
+    return plan;
+  });
+  return f;
+}
+
 } // namespace
 
 OpInfo rows_op_info(const RowsOpSpec& s) {
@@ -185,7 +231,7 @@ OpInfo rows_op_info(const RowsOpSpec& s) {
 }
 
 std::vector<Family> rows_families(const RowsOpSpec& s) {
-  return {warp_family(s), block_family(s), stream_family(s), cluster_family(s)};
+  return {warp_family(s), block_family(s), stream_family(s), cluster_family(s), bulk_family(s)};
 }
 
 } // namespace ktune

@@ -23,7 +23,7 @@ struct RowsOpSpec {
 };
 
 OpInfo rows_op_info(const RowsOpSpec& s);
-// <op>_warp, <op>_block, <op>_stream, <op>_cluster (sm_90).
+// <op>_warp, <op>_block, <op>_stream, <op>_cluster (sm_90), <op>_bulk (sm_90).
 std::vector<Family> rows_families(const RowsOpSpec& s);
 
 } // namespace ktune

@@ -22,49 +22,6 @@ namespace rows {
 
 constexpr int kStreamUnroll = 4;
 
-// Folds N vectors (N * VEC elements of x, all in the row) into the running statistics.
-template <int OP, int N, int VEC>
-__device__ __forceinline__ void accumulate(Stats<OP>& st, float (&g)[N][VEC], const RowConsts& k) {
-  if constexpr (OP == KTUNE_ROWS_SOFTMAX) {
-    float gm = neg_inf();
-#pragma unroll
-    for (int u = 0; u < N; ++u)
-#pragma unroll
-      for (int e = 0; e < VEC; ++e) {
-        g[u][e] *= k.sgn;
-        gm = max_nan(gm, g[u][e]);
-      }
-    const float m = max_nan(st.m, gm);
-    if (m != neg_inf()) { // else nothing but -inf so far: the stats stay empty
-      float s = 0.0f;
-#pragma unroll
-      for (int u = 0; u < N; ++u)
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) s += ex2((g[u][e] - m) * k.c);
-      st.s = st.s * rescale(st.m, m, k.c) + s;
-      st.m = m;
-    }
-  } else if constexpr (OP == KTUNE_ROWS_LAYERNORM) {
-    float sum = 0.0f;
-#pragma unroll
-    for (int u = 0; u < N; ++u)
-#pragma unroll
-      for (int e = 0; e < VEC; ++e) sum += g[u][e];
-    const float mean = sum * (1.0f / (N * VEC));
-    float m2 = 0.0f;
-#pragma unroll
-    for (int u = 0; u < N; ++u)
-#pragma unroll
-      for (int e = 0; e < VEC; ++e) m2 = fmaf(g[u][e] - mean, g[u][e] - mean, m2);
-    st = combine(st, NormStats{float(N * VEC), mean, m2}, 0.0f);
-  } else {
-#pragma unroll
-    for (int u = 0; u < N; ++u)
-#pragma unroll
-      for (int e = 0; e < VEC; ++e) st.ss = fmaf(g[u][e], g[u][e], st.ss);
-  }
-}
-
 // Pass 2 on N vectors starting at vector i, THREADS apart: softmax first turns x into
 // exp((xs - M) * |scale|) against the row's max M.
 template <int OP, int DT, int VEC, int N, int THREADS, bool W, bool B>

@@ -64,14 +64,14 @@ TEST(RowsOp, TablesHoldRowProblemsUnderTheirOwnDimensionNames) {
   EXPECT_NE(invalid_reason(bad).find("the row fits the warp's registers"), std::string::npos) << invalid_reason(bad);
 }
 
-TEST(RowsOp, EveryOpHasFourFamiliesAndADefaultForEveryShape) {
+TEST(RowsOp, EveryOpHasFiveFamiliesAndADefaultForEveryShape) {
   const DeviceInfo d = DeviceInfo::nominal("sm_90");
   for (const char* op : kOps) {
     const auto fams = families_of(op);
     std::set<std::string> names;
     for (const auto& f : fams) names.insert(f.name());
     EXPECT_EQ(names, (std::set<std::string>{std::string(op) + "_warp", std::string(op) + "_block", std::string(op) + "_stream",
-                                            std::string(op) + "_cluster"}));
+                                            std::string(op) + "_cluster", std::string(op) + "_bulk"}));
     for (DType dt : {DType::f32, DType::bf16, DType::f16})
       for (const char* shape : {"1x1", "1x768", "3x4095", "4096x4096", "16384x8192", "8x32000", "2x128256", "5x1000001"}) {
         const Problem p = Problem::parse(op, shape, "", dt);
@@ -97,6 +97,15 @@ TEST(RowsOp, CachedFamiliesServeTheRowLengthsTheyAreFor) {
   EXPECT_GT(cluster.count(Problem::parse("softmax", "64x128256", "", DType::f32), d), 0u);
   EXPECT_EQ(cluster.count(Problem::parse("softmax", "64x128256", "", DType::f32), DeviceInfo::nominal("sm_80")), 0u);
   EXPECT_EQ(cluster.count(Problem::parse("softmax", "64x1024", "", DType::bf16), d), 0u);
+  // Bulk copies: any row length whose slices fit shared memory (a 513 KB f32 vocab row needs a
+  // cluster: no CL = 1 config), 16-byte rows only, sm_90 only.
+  const Family bulk = find_family("softmax_bulk");
+  const Problem vocab = Problem::parse("softmax", "64x128256", "", DType::f32);
+  EXPECT_GT(bulk.count(vocab, d), 0u);
+  for (const Config& c : bulk.sample(vocab, d, 50, 7)) EXPECT_GE(c["CL"], 4) << c.to_json();
+  EXPECT_GT(bulk.count(Problem::parse("softmax", "4096x32000", "", DType::bf16), d), 0u);
+  EXPECT_EQ(bulk.count(Problem::parse("softmax", "64x1001", "", DType::bf16), d), 0u); // 2002-byte rows
+  EXPECT_EQ(bulk.count(vocab, DeviceInfo::nominal("sm_80")), 0u);
 }
 
 TEST(RowsOp, ToleranceIsTheOutputRoundingPlusFp32Math) {
