@@ -4,11 +4,15 @@ For every problem of a suite (default configs/suites/rows.json): the same random
 ktune (ktune.softmax / layer_norm / rms_norm, i.e. the runtime's tuned choice) and to PyTorch
 (torch.softmax, F.layer_norm, F.rms_norm); both results are verified first against FP64 on the same
 rounded inputs with the tuner's rule (the output's rounding 2^-8 bf16 / 2^-11 f16 + 1e-5 relative,
-plus half the f16 subnormal spacing an element); then each is timed with CUDA events (warm-up, then
-the median of repetitions, L2 flushed before each by writing a buffer twice its size). Reported per
-row: milliseconds, TB/s of the op's minimum bytes (x read, y written, weight/bias once), the
-fraction of the device-to-device copy measured in the same run, and PyTorch time / ktune time;
-then geometric means. Exit status 1 if any result fails verification.
+plus half the f16 subnormal spacing an element). Then each is timed two ways, L2 flushed before
+every repetition (a buffer twice its size written), warm-up first, medians of CUDA-event times:
+  kernel  one call captured in a CUDA graph and replayed: the GPU's time for the op, the Python
+          and launch overheads of both libraries left out (what a graph-captured model sees);
+  eager   one plain call from Python: what an eager loop sees when the GPU waits for the host.
+Reported per row: milliseconds, TB/s of the op's minimum bytes (x read, y written, weight/bias
+once), the fraction of the device-to-device copy measured in the same run, PyTorch time / ktune
+time for the kernel and for the eager call; then geometric means. Exit status 1 if any result
+fails verification.
 
     PYTHONPATH=python:build/python python3 bench/rows_vs_torch.py [--suite FILE] [--json OUT] [--reps N] [--table T]
 """
@@ -44,6 +48,17 @@ def median_ms(fn, reps, flush):
         stop.synchronize()
         times.append(start.elapsed_time(stop))
     return statistics.median(times)
+
+
+def graph_ms(fn, reps, flush):
+    """Median over reps of one replay of fn captured in a CUDA graph, each after an L2 flush."""
+    for _ in range(3):  # warm-up outside the capture: first-use selection and module loads
+        fn()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    return median_ms(graph.replay, reps, flush)
 
 
 def copy_tb_s(reps, flush):
@@ -87,8 +102,9 @@ def main():
     copy = copy_tb_s(args.reps, flush)
     device = torch.cuda.get_device_name(0)
     print("%s; device-to-device copy %.3f TB/s; torch %s" % (device, copy, torch.__version__))
-    print("%-32s %10s %8s %6s %10s %8s %6s %7s" % ("problem", "ktune ms", "TB/s", "%copy", "torch ms", "TB/s", "%copy",
-                                                  "speedup"))
+    print("kernel: one call in a CUDA graph; eager: one call from Python; speedup = torch time / ktune time")
+    print("%-32s %10s %8s %6s %10s %8s %6s %8s %9s %9s %8s" % (
+        "problem", "ktune ms", "TB/s", "%copy", "torch ms", "TB/s", "%copy", "speedup", "ktune eag", "torch eag", "eager x"))
     rows, failed = [], False
     g = torch.Generator(device="cuda").manual_seed(1)
     for p in suite["problems"]:
@@ -117,19 +133,24 @@ def main():
             failed = True
             print("%-32s ktune FAILED verification (rel error %.3g)" % (key, k_err))
         else:
-            k_ms = median_ms(k_fn, args.reps, flush)
-            t_ms = median_ms(t_fn, args.reps, flush)
+            k_ms = graph_ms(k_fn, args.reps, flush)
+            t_ms = graph_ms(t_fn, args.reps, flush)
+            k_eager = median_ms(k_fn, args.reps, flush)
+            t_eager = median_ms(t_fn, args.reps, flush)
             row.update({"ktune_ms": k_ms, "torch_ms": t_ms, "min_bytes": bytes_,
                         "ktune_tb_s": bytes_ / (k_ms * 1e-3) / 1e12, "torch_tb_s": bytes_ / (t_ms * 1e-3) / 1e12,
-                        "speedup": t_ms / k_ms})
-            print("%-32s %10.4f %8.3f %5.1f%% %10.4f %8.3f %5.1f%% %7.3f%s" % (
+                        "speedup": t_ms / k_ms, "ktune_eager_ms": k_eager, "torch_eager_ms": t_eager,
+                        "eager_speedup": t_eager / k_eager})
+            print("%-32s %10.4f %8.3f %5.1f%% %10.4f %8.3f %5.1f%% %8.3f %9.4f %9.4f %8.3f%s" % (
                 key, k_ms, row["ktune_tb_s"], 100 * row["ktune_tb_s"] / copy, t_ms, row["torch_tb_s"],
-                100 * row["torch_tb_s"] / copy, row["speedup"], "" if t_ok else "  (torch outside the rule)"))
+                100 * row["torch_tb_s"] / copy, row["speedup"], k_eager, t_eager, row["eager_speedup"],
+                "" if t_ok else "  (torch outside the rule)"))
         rows.append(row)
-    speedups = [r["speedup"] for r in rows if "speedup" in r]
-    if speedups:
-        print("geometric mean of torch time / ktune time: %.3f over %d rows; lowest %.3f"
-              % (math.exp(sum(map(math.log, speedups)) / len(speedups)), len(speedups), min(speedups)))
+    for what, field in (("kernel", "speedup"), ("eager", "eager_speedup")):
+        speedups = [r[field] for r in rows if field in r]
+        if speedups:
+            print("geometric mean of torch time / ktune time, %s: %.3f over %d rows; lowest %.3f"
+                  % (what, math.exp(sum(map(math.log, speedups)) / len(speedups)), len(speedups), min(speedups)))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": device, "torch": torch.__version__, "copy_tb_s": copy, "command": " ".join(sys.argv),

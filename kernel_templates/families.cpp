@@ -23,9 +23,9 @@ std::vector<Family> builtin_families() {
 std::vector<std::string> tuning_family_names(bool tf32x3) {
   std::vector<std::string> names = {"gemm_simt", "gemm_skinny", "gemm_tc16", "gemm_skinny16", "gemm_wgmma"};
   if (tf32x3) names.push_back("gemm_tf32x3");
-  // The row ops' families all compete (each problem only meets its own op's).
-  for (const char* op : {"softmax", "layernorm", "rmsnorm"})
-    for (const char* kind : {"warp", "block", "stream", "cluster"}) names.push_back(std::string(op) + "_" + kind);
+  // Every family of the other ops competes (each problem only meets its own op's).
+  for (const Family& f : builtin_families())
+    if (f.op() != "gemm") names.push_back(f.name());
   return names;
 }
 

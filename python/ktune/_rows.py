@@ -48,12 +48,17 @@ def _run(op, x, out, weight, bias, scalar):
     if rows == 0 or cols == 0:
         return out
     y2 = out.view(rows, cols)
-    device = x2.device
-    with torch.cuda.device(device):
-        stream = torch.cuda.current_stream(device).cuda_stream
-        runtime(device=device.index if device.index is not None else torch.cuda.current_device()).rows(
-            op, _TORCH_DTYPES[str(x2.dtype)[len("torch."):]], rows, cols, x2.data_ptr(), x2.stride(0) if rows > 1 else cols,
-            y2.data_ptr(), cols, 0 if w is None else w.data_ptr(), 0 if b is None else b.data_ptr(), float(scalar), stream)
+    current = torch.cuda.current_device()
+    index = x2.device.index if x2.device.index is not None else current
+    args = (op, _TORCH_DTYPES[str(x2.dtype)[len("torch."):]], rows, cols, x2.data_ptr(), x2.stride(0) if rows > 1 else cols,
+            y2.data_ptr(), cols, 0 if w is None else w.data_ptr(), 0 if b is None else b.data_ptr(), float(scalar))
+    # The launch goes to the current CUDA context: x's device must be the current one. Switching
+    # costs a few microseconds a call, so only when it is not.
+    if index == current:
+        runtime(device=index).rows(*args, torch.cuda.current_stream(index).cuda_stream)
+    else:
+        with torch.cuda.device(index):
+            runtime(device=index).rows(*args, torch.cuda.current_stream(index).cuda_stream)
     return out
 
 

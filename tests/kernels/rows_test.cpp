@@ -72,6 +72,9 @@ TEST(RowsOp, EveryOpHasFiveFamiliesAndADefaultForEveryShape) {
     for (const auto& f : fams) names.insert(f.name());
     EXPECT_EQ(names, (std::set<std::string>{std::string(op) + "_warp", std::string(op) + "_block", std::string(op) + "_stream",
                                             std::string(op) + "_cluster", std::string(op) + "_bulk"}));
+    // ktune tune without --family searches all of them.
+    const auto tuned = tuning_family_names(false);
+    for (const auto& n : names) EXPECT_NE(std::find(tuned.begin(), tuned.end(), n), tuned.end()) << n;
     for (DType dt : {DType::f32, DType::bf16, DType::f16})
       for (const char* shape : {"1x1", "1x768", "3x4095", "4096x4096", "16384x8192", "8x32000", "2x128256", "5x1000001"}) {
         const Problem p = Problem::parse(op, shape, "", dt);
