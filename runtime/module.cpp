@@ -74,6 +74,19 @@ Module::Module(const std::vector<char>& cubin, const std::vector<std::string>& l
     check_cu(driver().cuFuncGetAttribute(&static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f), "cuFuncGetAttribute(SHARED_SIZE_BYTES)",
              context_ + " kernel " + name);
     smem_limit_[functions_.size()] = unsigned(std::max(0, 48 * 1024 - static_smem));
+    // A kernel compiled with a cluster wider than the portable 8 CTAs (__cluster_dims__(16, 1, 1):
+    // rows_bulk's CL = 16) launches only with the driver's permission; it is the kernel's own
+    // requirement, so it is granted here, once, instead of by every caller.
+    if (major >= 9) {
+      int dims[3] = {0, 0, 0};
+      const CUfunction_attribute at[3] = {CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT,
+                                          CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH};
+      for (int d = 0; d < 3; ++d)
+        check_cu(driver().cuFuncGetAttribute(&dims[d], at[d], f), "cuFuncGetAttribute(REQUIRED_CLUSTER_*)", context_ + " kernel " + name);
+      if (std::max(1, dims[0]) * std::max(1, dims[1]) * std::max(1, dims[2]) > 8)
+        check_cu(driver().cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
+                 "cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)", context_ + " kernel " + name);
+    }
     functions_.push_back(f);
   }
 }

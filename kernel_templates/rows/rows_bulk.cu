@@ -12,7 +12,8 @@
 // Template parameters (host code spells them as in the config JSON):
 //   OP, DT, VEC  as in rows_warp.cu (VEC: elements per shared-memory read and global store)
 //   THREADS  threads per CTA, a multiple of 32 in 64 .. 1024
-//   CL       CTAs per cluster sharing one row (1, 2, 4, 8)
+//   CL       CTAs per cluster sharing one row (1, 2, 4, 8, 16; 16 is a non-portable cluster size,
+//            which runtime/module.cpp allows for every kernel compiled with it)
 //   PIECES   bulk copies (and mbarriers) a slice arrives in (1, 2, 4, 8)
 //
 // The slice: per = ceil(cols / CL) rounded up to 32 * VEC elements (a warp's sweep, a multiple of
@@ -99,7 +100,7 @@ __global__ void __launch_bounds__(THREADS) ROWS_CLUSTER_DIMS(CL, 1, 1) rows_bulk
   namespace as = ktune_dev::async;
   check_params<OP, DT, VEC>();
   static_assert(THREADS % 32 == 0 && THREADS >= 64 && THREADS <= 1024, "THREADS: 64..1024, whole warps");
-  static_assert(CL == 1 || CL == 2 || CL == 4 || CL == 8, "CL in {1, 2, 4, 8}");
+  static_assert(CL == 1 || CL == 2 || CL == 4 || CL == 8 || CL == 16, "CL in {1, 2, 4, 8, 16}");
   static_assert(PIECES == 1 || PIECES == 2 || PIECES == 4 || PIECES == 8, "PIECES in {1, 2, 4, 8}");
 #if __CUDA_ARCH__ >= 900
   constexpr int EB = elem_bytes<DT>();

@@ -174,7 +174,7 @@ Family bulk_family(const RowsOpSpec& s) {
   Family f = common(s, "bulk", "the row (a cluster of CL CTAs: a slice each) in shared memory through bulk copies, statistics as pieces land");
   f.min_arch(90);
   f.param("VEC", kVec, "elements per shared-memory read and store").param("THREADS", {128, 256, 512, 1024}, "threads per CTA")
-      .param("CL", {1, 2, 4, 8}, "CTAs per cluster (one row)").param("PIECES", {1, 2, 4, 8}, "bulk copies a slice arrives in");
+      .param("CL", {1, 2, 4, 8, 16}, "CTAs per cluster (one row)").param("PIECES", {1, 2, 4, 8}, "bulk copies a slice arrives in");
   f.restrict("whole vectors", {"VEC"}, [](const Config& c, const Problem& p, const DeviceInfo&) { return vector_ok(c, p); })
       .restrict("bulk copies move 16-byte granules", {"VEC"},
                 [](const Config&, const Problem& p, const DeviceInfo&) {
