@@ -1,0 +1,43 @@
+// The ktune program's subcommands, one file each (tools/cmd_<name>.cpp; report: tools/report.cpp).
+// Each add_<name> adds its subcommand, flags and action to the app; main (tools/ktune.cpp) runs the
+// action of the one parsed. Exit status of an action: 0 success, 1 a run-time failure; bad usage
+// throws UsageError (main turns it into status 2).
+#pragma once
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+
+#include "db/table.h"
+#include "ktune/family.h"
+#include "ktune/problem.h"
+
+namespace ktune::cli {
+
+using namespace ktune;
+
+struct Command {
+  CLI::App* sub = nullptr;
+  std::function<int()> run;
+};
+
+Command add_space(CLI::App& app);
+Command add_devices(CLI::App& app);
+Command add_compile(CLI::App& app);
+Command add_tune(CLI::App& app);
+Command add_query(CLI::App& app);
+Command add_export(CLI::App& app);
+Command add_import(CLI::App& app);
+Command add_simulate(CLI::App& app);
+// command_line: the invocation, recorded in the --json file.
+Command add_bench(CLI::App& app, const std::string& command_line);
+
+// Shared by the subcommands (tools/cli.cpp).
+extern const char* const kTf32x3Help;
+Family load_family(const std::string& name, const std::string& restrict_file);
+void require_storage_dtype(DType d);
+Problem family_problem(const Family& f, const std::string& shape, const std::string& layout, const std::string& dtype);
+void write_atomically(const std::string& out, const std::string& text);
+std::string command_line(int argc, char** argv);
+void keep_dtype(Table& t, const std::string& dtype);
+
+} // namespace ktune::cli

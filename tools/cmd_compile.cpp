@@ -1,0 +1,85 @@
+// ktune compile: one config through NVRTC, its kernels, and (with --device) registers, spills and
+// the occupancy of the launch the config makes.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ktune/compiler.h"
+#include "ktune/device.h"
+#include "ktune/error.h"
+#include "ktune/family.h"
+#include "runtime/module.h"
+#include "tools/cli.h"
+
+namespace ktune::cli {
+namespace {
+
+struct CompileArgs {
+  std::string family = "gemm_simt", config, arch = "sm_90", problem, layout, dtype = "f32", cubin_out;
+  int device = -1;
+};
+
+int cmd_compile(const CompileArgs& a) {
+  const Family f = find_family(a.family);
+  const Problem p = family_problem(f, a.problem, a.layout, a.dtype);
+  const Config c = f.canonical(Config::from_json(a.config));
+  Compiler compiler(1);
+  const CompileRequest req = compile_request(f, c, p, a.arch); // an arch-specific family adds the "a"
+  const auto k = compiler.compile(req);
+  std::printf("compiled %s for %s in %.2f s: %zu-byte cubin\n", c.short_string().c_str(), req.arch.c_str(),
+              k->compile_seconds, k->cubin.size());
+  for (const auto& n : k->lowered_names) std::printf("  kernel %s\n", n.c_str());
+  if (!k->log.empty()) std::printf("NVRTC log:\n%s\n", k->log.c_str());
+  if (!a.cubin_out.empty()) {
+    // For the disassembler: cuobjdump --dump-sass FILE
+    write_atomically(a.cubin_out, std::string(k->cubin.begin(), k->cubin.end()));
+    std::printf("wrote the cubin to %s\n", a.cubin_out.c_str());
+  }
+  if (a.device >= 0) {
+    CudaContext ctx(a.device);
+    Module m(k->cubin, k->lowered_names, f.name() + " " + c.to_json());
+    for (size_t i = 0; i < m.kernels(); ++i) {
+      const auto at = m.attributes(i);
+      std::printf("  kernel %zu: %d registers, %d B static smem, %d B local (spills/stack), max %d threads\n", i,
+                  at.registers, at.static_smem, at.local_bytes, at.max_threads);
+    }
+    // Occupancy at the launch the plan makes for this problem: a grid beyond what the device
+    // holds at once runs in waves (with clusters, often sooner than blocks per SM suggest).
+    if (f.valid(c, p, device_by_ordinal(a.device))) {
+      for (const auto& s : f.launch_plan(c, p).steps) {
+        const Occupancy o = m.occupancy(size_t(s.kernel), s.grid, s.block, s.dynamic_smem);
+        const unsigned blocks = s.grid[0] * s.grid[1] * s.grid[2];
+        std::printf("  launch of kernel %d at %s: grid %ux%ux%u (%u blocks) of %u threads, %u B dynamic smem: %d blocks per SM",
+                    s.kernel, p.key().c_str(), s.grid[0], s.grid[1], s.grid[2], blocks, s.block[0] * s.block[1] * s.block[2],
+                    s.dynamic_smem, o.blocks_per_sm);
+        if (o.cluster_size > 1)
+          std::printf("; clusters of %d: %d resident at once, the grid has %u", o.cluster_size, o.max_active_clusters,
+                      blocks / unsigned(o.cluster_size));
+        std::printf("\n");
+      }
+    } else {
+      std::printf("  (the config is not valid for %s on this device: no launch to report)\n", p.key().c_str());
+    }
+  }
+  return 0;
+}
+
+} // namespace
+
+Command add_compile(CLI::App& app) {
+  auto a = std::make_shared<CompileArgs>();
+  auto* cp = app.add_subcommand("compile", "Compile one config with NVRTC and report the result");
+  cp->add_option("--family", a->family, "Kernel family")->capture_default_str();
+  cp->add_option("--config", a->config, "Config as JSON, e.g. '{\"BM\":128,...}'")->required();
+  cp->add_option("--arch", a->arch, "Target arch")->capture_default_str();
+  cp->add_option("--problem", a->problem, "Problem shape of the family's op (validity): MxNxK, ROWSxCOLS; default 4096 each");
+  cp->add_option("--layout", a->layout, "GEMM: layouts of A and B (default NN)");
+  cp->add_option("--dtype", a->dtype, "Data type of A, B and C: f32, bf16, f16")->capture_default_str();
+  cp->add_option("--device", a->device, "Also load it on this GPU and print registers, smem, spills");
+  cp->add_option("-o,--cubin", a->cubin_out, "Write the cubin here (cuobjdump --dump-sass reads it)");
+  return {cp, [a] { return cmd_compile(*a); }};
+}
+
+} // namespace ktune::cli

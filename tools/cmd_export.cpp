@@ -1,0 +1,69 @@
+// ktune export: a database's best configs as a tuning table (ktune.table/1), or every trial
+// (ktune.trials/1) for ktune simulate.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <filesystem>
+
+#include "db/store.h"
+#include "db/table.h"
+#include "ktune/error.h"
+#include "tools/cli.h"
+#include "tuner/json_io.h"
+
+namespace ktune::cli {
+namespace {
+
+struct ExportArgs {
+  std::string db, arch, family, dtype, out;
+  bool trials = false;
+};
+
+int cmd_export(const ExportArgs& a) {
+  const std::string &db = a.db, &arch = a.arch, &family = a.family, &dtype = a.dtype, &out = a.out;
+  const bool trials = a.trials;
+  if (trials && !dtype.empty()) throw UsageError("export --trials writes every trial; --dtype filters tables only");
+  if (!dtype.empty()) parse_dtype(dtype); // a bad name is bad usage before the database is opened
+  const std::string path = db.empty() ? default_db_path() : db;
+  if (!std::filesystem::exists(path)) throw UsageError("database " + path + " does not exist");
+  const Store store(path, /*read_only=*/true);
+  if (trials) {
+    if (arch.empty()) throw UsageError("export --trials needs --arch");
+    const TrialLog log = store.export_trials(arch);
+    if (log.problems.empty()) throw UsageError("database " + path + " has no trials for " + arch);
+    write_atomically(out, trial_log_to_json(log));
+    size_t n = 0;
+    for (const auto& p : log.problems) n += p.trials.size();
+    std::fprintf(stderr, "ktune: exported %zu trials of %zu problems (%s) to %s\n", n, log.problems.size(),
+                 log.device_name.c_str(), out.c_str());
+    return 0;
+  }
+  Table t = store.export_table(arch, family);
+  keep_dtype(t, dtype);
+  if (t.entries.empty())
+    throw UsageError("database " + path + " has no tuned results" + (arch.empty() ? "" : " for " + arch) +
+                     (family.empty() ? "" : " of family " + family) + (dtype.empty() ? "" : " in " + dtype));
+  write_atomically(out, table_to_json(t));
+  std::fprintf(stderr, "ktune: exported %zu entries (%s, %s) to %s\n", t.entries.size(), t.device_name.c_str(),
+               t.arch.c_str(), out.c_str());
+  return 0;
+}
+
+} // namespace
+
+Command add_export(CLI::App& app) {
+  auto a = std::make_shared<ExportArgs>();
+  auto* ex = app.add_subcommand("export", "Write the best configs of a database as a tuning table (ktune.table/1)");
+  ex->add_option("--db", a->db, "Database (default: $KTUNE_DB, else ~/.cache/ktune/ktune.db)");
+  ex->add_option("--arch", a->arch, "Only this arch (required when the database holds several)");
+  ex->add_option("--family", a->family, "Only this family");
+  ex->add_option("--dtype", a->dtype, "Only the entries of this dtype (f32, bf16, f16)");
+  ex->add_option("-o,--output", a->out, "Output file")->required();
+  ex->add_flag("--trials", a->trials, "Write every trial (ktune.trials/1, for ktune simulate) instead of the table");
+  return {ex, [a] { return cmd_export(*a); }};
+}
+
+} // namespace ktune::cli

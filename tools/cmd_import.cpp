@@ -1,0 +1,50 @@
+// ktune import: merge a tuning table into a database, the whole file validated first (a bad file
+// leaves the database as it was).
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "db/store.h"
+#include "db/table.h"
+#include "ktune/error.h"
+#include "tools/cli.h"
+
+namespace ktune::cli {
+namespace {
+
+struct ImportArgs {
+  std::string db, file, dtype;
+};
+
+int cmd_import(const ImportArgs& a) {
+  const std::string &db = a.db, &file = a.file, &dtype = a.dtype;
+  // Parse and validate the whole table before the database is opened (or its path resolved): a
+  // bad file must leave the database byte-for-byte as it was, or not create it. Every entry is
+  // checked against its family too: the runtime would skip an entry it cannot serve, so
+  // importing one would only report a best that is never used.
+  Table t = read_table_file(file);
+  keep_dtype(t, dtype);
+  if (t.entries.empty()) throw UsageError(file + " has no entries in " + dtype);
+  validate_table_entries(t, file);
+  const std::string path = db.empty() ? default_db_path() : db;
+  Store store(path);
+  const size_t improved = store.import_table(t);
+  std::printf("imported %zu entries from %s (%s, %s) into %s: %zu problems got a new or faster best\n",
+              t.entries.size(), file.c_str(), t.device_name.c_str(), t.arch.c_str(), path.c_str(), improved);
+  return 0;
+}
+
+} // namespace
+
+Command add_import(CLI::App& app) {
+  auto a = std::make_shared<ImportArgs>();
+  auto* im = app.add_subcommand("import", "Merge a tuning table into a database (per problem, the faster entry wins)");
+  im->add_option("file", a->file, "Table file (ktune.table/1)")->required()->check(CLI::ExistingFile);
+  im->add_option("--db", a->db, "Database (default: $KTUNE_DB, else ~/.cache/ktune/ktune.db)");
+  im->add_option("--dtype", a->dtype, "Only the entries of this dtype (f32, bf16, f16)");
+  return {im, [a] { return cmd_import(*a); }};
+}
+
+} // namespace ktune::cli

@@ -1,0 +1,86 @@
+// ktune query: the runtime's choice for a problem and where it comes from (no GPU needed with --arch).
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "db/store.h"
+#include "ktune/device.h"
+#include "ktune/error.h"
+#include "ktune/runtime.h"
+#include "tools/cli.h"
+#include "tuner/json_io.h"
+
+namespace ktune::cli {
+namespace {
+
+struct QueryArgs {
+  std::string problem, op = "gemm", dtype = "f32", layout, arch, db;
+  std::vector<std::string> tables;
+  bool json = false, tf32x3 = false;
+};
+
+int cmd_query(const QueryArgs& a) {
+  const OpInfo& op = op_info(a.op);
+  const Problem p = Problem::parse(op.name, a.problem, a.layout.empty() && !op.layouts.empty() ? op.layouts[0] : a.layout,
+                                   parse_dtype(a.dtype));
+  RuntimeOptions o;
+  o.arch = a.arch;
+  o.db_path = a.db.empty() ? default_db_path() : a.db;
+  o.tables = a.tables;
+  o.tf32x3 = a.tf32x3;
+  if (o.arch.empty()) {
+    std::string why;
+    if (list_devices(&why).empty())
+      throw UsageError("no GPU to take the arch from (" + why + "): give --arch, e.g. --arch sm_90");
+  }
+  const Runtime rt(o);
+  const Selection s = rt.best_config(p);
+  if (a.json) {
+    const nlohmann::ordered_json j = selection_to_json(p, rt.arch(), s);
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("problem     %s on %s\n", p.key().c_str(), rt.arch().c_str());
+  std::printf("choice      %s%s%s\n", to_string(s.provenance),
+              s.provenance == Provenance::cublas || s.family.empty() ? "" : (" " + s.family).c_str(),
+              s.source.empty() ? "" : (" (" + s.source + ")").c_str());
+  std::printf("why         %s\n", s.why.c_str());
+  if (s.provenance != Provenance::cublas || s.tuned) std::printf("config      %s: %s\n", s.family.c_str(), s.config.to_json().c_str());
+  if (s.tuned && s.candidates.empty())
+    std::printf("tuned for   %s%s\n", s.tuned->c_str(),
+                s.generalized ? " (its shape-specialised config generalised to fit)" : "");
+  if (s.time_ms) std::printf("recorded    %.4f ms", *s.time_ms);
+  if (s.cublas_ms) std::printf(", cuBLAS %.4f ms (ratio %.3f)", *s.cublas_ms, *s.cublas_ms / *s.time_ms);
+  if (s.time_ms) std::printf("\n");
+  if (!s.candidates.empty()) {
+    std::printf("candidates  (first gemm() call times each, and cuBLAS, at this problem; a kernel must win by 3 %%)\n");
+    for (const auto& c : s.candidates)
+      std::printf("  %-12s predicted %.2fx  (%.2fx cuBLAS at %s, log distance %.2f%s; %s)\n    %s\n", c.family.c_str(),
+                  c.score, c.home_ratio, c.tuned.empty() ? "-" : c.tuned.c_str(), c.distance,
+                  c.generalized ? ", generalised" : "", c.source.c_str(), c.config.to_json().c_str());
+  }
+  return 0;
+}
+
+} // namespace
+
+Command add_query(CLI::App& app) {
+  auto a = std::make_shared<QueryArgs>();
+  auto* qy = app.add_subcommand("query", "Show the config ktune would run for a problem, and where it comes from");
+  qy->add_option("--problem", a->problem, "Problem shape: MxNxK for gemm, ROWSxCOLS for the row ops")->required();
+  qy->add_option("--op", a->op, "The problem's op (gemm, softmax, layernorm, rmsnorm)")->capture_default_str();
+  qy->add_option("--dtype", a->dtype, "Data type")->capture_default_str();
+  qy->add_option("--layout", a->layout, "GEMM: layouts of A and B (default NN)");
+  qy->add_option("--arch", a->arch, "Arch to answer for (no GPU needed), e.g. sm_90");
+  qy->add_option("--db", a->db, "Database (default: $KTUNE_DB, else ~/.cache/ktune/ktune.db)");
+  qy->add_option("--table", a->tables, "Extra tuning table (repeatable)")->check(CLI::ExistingFile);
+  qy->add_flag("--tf32x3", a->tf32x3, kTf32x3Help);
+  qy->add_flag("--json", a->json, "Print JSON");
+  return {qy, [a] { return cmd_query(*a); }};
+}
+
+} // namespace ktune::cli

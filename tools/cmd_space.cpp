@@ -1,0 +1,86 @@
+// ktune space: count or summarise a family's valid configs for a problem (no GPU needed).
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ktune/device.h"
+#include "ktune/error.h"
+#include "ktune/family.h"
+#include "tools/cli.h"
+
+namespace ktune::cli {
+namespace {
+
+struct SpaceArgs {
+  std::string family = "gemm_simt", arch = "sm_90", problem, layout, dtype = "f32", restrict_file;
+  bool count_only = false;
+  size_t sample = 5;
+  uint64_t seed = 1;
+};
+
+int cmd_space(const SpaceArgs& a) {
+  const Family f = load_family(a.family, a.restrict_file);
+  const Problem p = family_problem(f, a.problem, a.layout, a.dtype);
+  const DeviceInfo d = DeviceInfo::nominal(a.arch);
+  const uint64_t n = f.count(p, d);
+  if (a.count_only) {
+    std::printf("%llu\n", static_cast<unsigned long long>(n));
+    return 0;
+  }
+  uint64_t raw = 1;
+  for (const auto& prm : f.params()) raw *= prm.values.size();
+  std::printf("family   %s: %s\n", f.name().c_str(), f.about().c_str());
+  std::printf("problem  %s on %s (nominal limits: %d KB shared memory per block)\n", p.key().c_str(), a.arch.c_str(),
+              d.max_smem_per_block_optin / 1024);
+  std::printf("space    %llu valid of %llu combinations\n", static_cast<unsigned long long>(n),
+              static_cast<unsigned long long>(raw));
+  if (n == 0) {
+    // Say why where a constraint on the problem alone rules the whole family out (e.g. gemm_skinny
+    // beyond M = 64); otherwise the constraints below, taken together, leave nothing.
+    std::string why;
+    for (const auto& c : f.constraints())
+      if (c.reads.empty() && !c.pred(Config{}, p, d)) why = c.why;
+    std::printf("         nothing in this family is valid for this problem: %s\n",
+                why.empty() ? "the constraints below leave no config" : why.c_str());
+  }
+  std::printf("\nparameters\n");
+  for (const auto& prm : f.params()) {
+    std::string vals;
+    for (int v : prm.values) {
+      if (!vals.empty()) vals += ' ';
+      vals += std::to_string(v);
+    }
+    std::printf("  %-7s {%s}  %s\n", prm.name.c_str(), vals.c_str(), prm.about.c_str());
+  }
+  std::printf("\nconstraints\n");
+  for (const auto& c : f.constraints()) std::printf("  - %s\n", c.why.c_str());
+  const auto sample = f.sample(p, d, a.sample, a.seed);
+  std::printf("\nsample of %zu (seed %llu)\n", sample.size(), static_cast<unsigned long long>(a.seed));
+  for (const auto& c : sample) {
+    const LaunchPlan plan = f.launch_plan(c, p);
+    const LaunchStep& main = plan.main_step();
+    std::printf("  %s  threads=%u smem=%uB\n", c.to_json().c_str(), main.block[0] * main.block[1], main.dynamic_smem);
+  }
+  return 0;
+}
+
+} // namespace
+
+Command add_space(CLI::App& app) {
+  auto a = std::make_shared<SpaceArgs>();
+  auto* sp = app.add_subcommand("space", "Count or summarise a family's valid configs for a problem");
+  sp->add_option("--family", a->family, "Kernel family")->capture_default_str();
+  sp->add_option("--arch", a->arch, "Target arch (sm_80, sm_86, sm_89, sm_90, sm_90a)")->capture_default_str();
+  sp->add_option("--problem", a->problem, "Problem shape of the family's op: MxNxK (gemm), ROWSxCOLS (row ops); default 4096 each");
+  sp->add_option("--layout", a->layout, "GEMM: layouts of A and B, NN (default), NT, TN, TT");
+  sp->add_option("--dtype", a->dtype, "Data type of A, B and C: f32, bf16, f16")->capture_default_str();
+  sp->add_option("--restrict", a->restrict_file, "JSON file narrowing parameter domains")->check(CLI::ExistingFile);
+  sp->add_flag("--count", a->count_only, "Print only the number of valid configs");
+  sp->add_option("--sample", a->sample, "How many configs to show")->capture_default_str();
+  sp->add_option("--seed", a->seed, "Seed of the sample")->capture_default_str();
+  return {sp, [a] { return cmd_space(*a); }};
+}
+
+} // namespace ktune::cli

@@ -1,0 +1,159 @@
+// ktune tune: the search over each problem's families on the GPU, every trial recorded (tuner/session).
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <algorithm>
+#include <filesystem>
+#include <optional>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "db/store.h"
+#include "ktune/device.h"
+#include "ktune/error.h"
+#include "ktune/family.h"
+#include "tools/cli.h"
+#include "tuner/json_io.h"
+#include "tuner/session.h"
+#include "tuner/strategy.h"
+
+namespace ktune::cli {
+namespace {
+
+struct TuneArgs {
+  std::vector<std::string> families, problems;
+  std::string suite, op = "gemm", dtype = "f32", layout, strategy = "random", db, restrict_file, warm_start = "shipped",
+      trials_out;
+  std::optional<size_t> budget_evals;
+  std::optional<double> budget_seconds;
+  uint64_t seed = 1;
+  int device = 0;
+  double timeout_s = 30;
+  bool quiet = false, json = false, tf32x3 = false;
+};
+
+std::string self_exe() {
+  std::error_code ec;
+  const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) throw Error("cannot find the ktune executable for the worker: " + ec.message());
+  return p.string();
+}
+
+nlohmann::json result_json(const TuneResult& r) {
+  nlohmann::json probs = nlohmann::json::array();
+  for (const auto& p : r.problems) {
+    nlohmann::json counts = nlohmann::json::object();
+    for (const auto& [st, n] : p.by_status) counts[to_string(st)] = n;
+    nlohmann::json j = {{"problem", p.problem.key()}, {"trials", counts}, {"skipped", p.skipped}, {"wall_s", p.wall_s}};
+    if (p.best) {
+      j["family"] = p.best->family;
+      j["config"] = nlohmann::json::parse(p.best->config_json);
+      j["time_ms"] = p.best->time_ms;
+      j["tflops"] = p.best->tflops;
+    }
+    if (p.cublas) j["cublas_ms"] = p.cublas->median_ms;
+    if (p.best && p.cublas) j["ratio_to_cublas"] = p.cublas->median_ms / p.best->time_ms;
+    probs.push_back(j);
+  }
+  return {{"device", {{"name", r.device.name}, {"arch", r.device.arch}, {"sm_count", r.device.sm_count}}},
+          {"problems", probs}, {"wall_s", r.wall_s}, {"compile_s", r.compile_s}, {"bench_s", r.bench_s},
+          {"worker_restarts", r.worker_restarts}, {"compiled", r.compiled}, {"compile_reused", r.compile_reused},
+          {"store_reused", r.store_reused}};
+}
+
+int cmd_tune(const TuneArgs& a) {
+  TuneOptions o;
+  const DType dtype = parse_dtype(a.dtype);
+  require_storage_dtype(dtype);
+  if (a.tf32x3 && dtype != DType::f32) throw UsageError("--tf32x3 is for f32 problems; " + a.dtype + " runs on the tensor cores as it is");
+  if (!a.families.empty() && a.tf32x3) throw UsageError("--tf32x3 adds gemm_tf32x3 to the default families; with --family, name it");
+  const std::vector<std::string> names = a.families.empty() ? tuning_family_names(a.tf32x3) : a.families;
+  std::optional<SpaceRestriction> restriction;
+  if (!a.restrict_file.empty()) restriction = SpaceRestriction::from_json_file(a.restrict_file);
+  for (const auto& name : names) {
+    Family f = find_family(name);
+    // A restriction narrows the family it names; the other families keep their whole spaces.
+    if (restriction && (restriction->family == name || names.size() == 1)) f = f.restricted(*restriction);
+    o.families.push_back(std::move(f));
+  }
+  if (restriction && std::none_of(names.begin(), names.end(), [&](const auto& n) { return n == restriction->family; }))
+    throw UsageError("--restrict " + a.restrict_file + " narrows " + restriction->family + ", which this run does not tune");
+  if (!a.suite.empty() && !a.problems.empty()) throw UsageError("give --suite or --problem, not both");
+  if (!a.suite.empty()) o.problems = load_suite(a.suite, a.layout, dtype);
+  const OpInfo& op = op_info(a.op);
+  const std::string layout = a.layout.empty() && !op.layouts.empty() ? op.layouts[0] : a.layout;
+  for (const auto& p : a.problems) o.problems.push_back(Problem::parse(op.name, p, layout, dtype));
+  if (o.problems.empty()) throw UsageError("nothing to tune: give --suite FILE or --problem SHAPE");
+  if (a.budget_evals && *a.budget_evals == 0) throw UsageError("--budget-evals must be at least 1");
+  if (a.budget_seconds && *a.budget_seconds <= 0) throw UsageError("--budget-seconds must be positive");
+  if (std::find(strategy_names().begin(), strategy_names().end(), a.strategy) == strategy_names().end())
+    throw UsageError("unknown strategy '" + a.strategy + "' (expected exhaustive, random, annealing, genetic or model)");
+  o.strategy = a.strategy;
+  o.budget_evals = a.budget_evals;
+  o.budget_seconds = a.budget_seconds;
+  o.seed = a.seed;
+  // By default the search starts from the configs the shipped tables lend to each problem.
+  o.warm_start = a.warm_start == "none" ? "" : a.warm_start;
+  if (!o.warm_start.empty() && o.warm_start != "shipped" && !std::filesystem::exists(o.warm_start))
+    throw UsageError("warm-start source " + o.warm_start + " does not exist");
+  o.db_path = a.db.empty() ? default_db_path() : a.db;
+  o.trials_out = a.trials_out;
+  o.device = a.device;
+  o.timeout_s = a.timeout_s;
+  o.quiet = a.quiet || a.json;
+  o.progress = !o.quiet && isatty(2);
+  o.worker_argv = {self_exe(), "worker"};
+  std::string why;
+  if (list_devices(&why).empty()) {
+    std::fprintf(stderr, "ktune: no GPU available, nothing can be tuned: %s\n", why.c_str());
+    return 1;
+  }
+  if (!o.quiet) std::fprintf(stderr, "ktune: tuning %zu problem(s) into %s\n", o.problems.size(), o.db_path.c_str());
+  const TuneResult r = tune(o);
+  if (a.json) std::printf("%s\n", result_json(r).dump(2).c_str());
+  else std::printf("%s", format_summary(r).c_str());
+  return 0;
+}
+
+} // namespace
+
+Command add_tune(CLI::App& app) {
+  auto a = std::make_shared<TuneArgs>();
+  auto* tn = app.add_subcommand("tune", "Search a family's configs for each problem on the GPU and record every trial");
+  tn->add_option("--family", a->families,
+                 "Kernel family (repeatable; default: every family that competes at run time and can serve the problem, "
+                 "gemm_simt and gemm_skinny)");
+  tn->add_flag("--tf32x3", a->tf32x3, "Also tune the opt-in gemm_tf32x3 (FP32 on the TF32 tensor cores)");
+  tn->add_option("--suite", a->suite, "Suite file (JSON) of problems, e.g. configs/suites/public.json");
+  tn->add_option("--problem", a->problems, "Problem shape, MxNxK for gemm, ROWSxCOLS for row ops (repeatable)");
+  tn->add_option("--dtype", a->dtype, "Data type")->capture_default_str();
+  tn->add_option("--op", a->op, "The op of --problem shapes (a suite file names its own op; gemm when it names none)")
+      ->capture_default_str();
+  tn->add_option("--layout", a->layout, "Layout where a problem names none (GEMM: layouts of A and B, default NN)");
+  tn->add_option("--strategy", a->strategy, "exhaustive, random, annealing, genetic or model")->capture_default_str();
+  tn->add_option("--budget-evals", a->budget_evals,
+                 "Most configs per problem, shared by the families tuned for it (default 200 without a budget)");
+  tn->add_option("--budget-seconds", a->budget_seconds,
+                 "Most wall seconds per problem, shared by the families tuned for it");
+  tn->add_option("--seed", a->seed, "Seed of the strategy and the inputs")->capture_default_str();
+  tn->add_option("--warm-start", a->warm_start,
+                 "Table (.json), database, 'shipped' (the tables shipped with ktune) or 'none': the configs they lend "
+                 "to each problem are tried first")
+      ->capture_default_str();
+  tn->add_option("--db", a->db, "Database (default: $KTUNE_DB, else ~/.cache/ktune/ktune.db)");
+  tn->add_option("--device", a->device, "GPU ordinal")->capture_default_str();
+  tn->add_option("--restrict", a->restrict_file, "JSON file narrowing parameter domains")->check(CLI::ExistingFile);
+  tn->add_option("--timeout", a->timeout_s, "Seconds one evaluation may take before its worker is killed")
+      ->capture_default_str();
+  tn->add_option("--trials-out", a->trials_out,
+                 "Append every trial to this file as it is recorded, one JSON object a line");
+  tn->add_flag("--quiet", a->quiet, "No progress output");
+  tn->add_flag("--json", a->json, "Print the summary as JSON (implies --quiet)");
+  return {tn, [a] { return cmd_tune(*a); }};
+}
+
+} // namespace ktune::cli
