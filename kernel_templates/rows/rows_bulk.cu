@@ -28,71 +28,7 @@
 #include "ktune_async.cuh"
 #include "rows_common.cuh"
 
-namespace ktune_dev {
-namespace rows {
-
 constexpr int kBulkUnroll = 4;
-
-// VEC elements at element index i of a shared-memory array of DT.
-template <int DT, int VEC>
-__device__ __forceinline__ void load_smem_vec(float (&v)[VEC], unsigned base, int i) {
-  constexpr int B = VEC * elem_bytes<DT>();
-  unsigned w[raw_words<B>()];
-  const unsigned a = base + static_cast<unsigned>(i) * elem_bytes<DT>();
-  if constexpr (B == 16)
-    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3]) : "r"(a));
-  else if constexpr (B == 8)
-    asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(w[0]), "=r"(w[1]) : "r"(a));
-  else if constexpr (B == 4)
-    asm volatile("ld.shared.u32 %0, [%1];" : "=r"(w[0]) : "r"(a));
-  else {
-    unsigned short h;
-    asm volatile("ld.shared.u16 %0, [%1];" : "=h"(h) : "r"(a));
-    w[0] = h;
-  }
-  unpack<DT, VEC>(v, w);
-}
-
-// Pass 2 over the slice's n / VEC vectors in shared memory (with_affine picks W and B once).
-template <int OP, int DT, int VEC, int THREADS>
-struct BulkStores {
-  OutPtrs o; // at the slice's first column
-  unsigned smem;
-  int nvec;
-  const Stats<OP>& all;
-  Finish f;
-  RowConsts k;
-  template <bool W, bool B>
-  __device__ __forceinline__ void run() const {
-    constexpr int U = kBulkUnroll;
-    int i = threadIdx.x;
-    for (; i + (U - 1) * THREADS < nvec; i += U * THREADS) {
-      float g[U][VEC];
-#pragma unroll
-      for (int u = 0; u < U; ++u) load_smem_vec<DT, VEC>(g[u], smem, (i + u * THREADS) * VEC);
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        if constexpr (OP == KTUNE_ROWS_SOFTMAX) {
-#pragma unroll
-          for (int e = 0; e < VEC; ++e) g[u][e] = ex2((g[u][e] * k.sgn - all.m) * k.c);
-        }
-        store_out<OP, DT, VEC, W, B>(o, static_cast<long long>(i + u * THREADS) * VEC, g[u], f);
-      }
-    }
-    for (; i < nvec; i += THREADS) {
-      float g[VEC];
-      load_smem_vec<DT, VEC>(g, smem, i * VEC);
-      if constexpr (OP == KTUNE_ROWS_SOFTMAX) {
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) g[e] = ex2((g[e] * k.sgn - all.m) * k.c);
-      }
-      store_out<OP, DT, VEC, W, B>(o, static_cast<long long>(i) * VEC, g, f);
-    }
-  }
-};
-
-} // namespace rows
-} // namespace ktune_dev
 
 template <int OP, int DT, int VEC, int THREADS, int CL, int PIECES>
 __global__ void __launch_bounds__(THREADS) ROWS_CLUSTER_DIMS(CL, 1, 1) rows_bulk(KtuneRowsArgs p) {
@@ -126,14 +62,14 @@ __global__ void __launch_bounds__(THREADS) ROWS_CLUSTER_DIMS(CL, 1, 1) rows_bulk
 #pragma unroll
     for (int q = 0; q < PIECES; ++q) as::mbar_init(bar0 + 8u * q, 1);
     as::fence_mbar_init();
-    const char* src = static_cast<const char*>(x_row<DT>(p, row)) + static_cast<long long>(begin) * EB;
+    const char* from = static_cast<const char*>(x_row<DT>(p, row)) + static_cast<long long>(begin) * EB;
 #pragma unroll
     for (int q = 0; q < PIECES; ++q) {
       const int b0 = min(n, q * piece), b1 = min(n, b0 + piece);
       const unsigned bytes = static_cast<unsigned>(b1 - b0) * EB;
       if (bytes) {
         as::mbar_expect_tx(bar0 + 8u * q, bytes);
-        as::bulk_load(smem + static_cast<unsigned>(b0) * EB, src + static_cast<long long>(b0) * EB, bytes, bar0 + 8u * q);
+        as::bulk_load(smem + static_cast<unsigned>(b0) * EB, from + static_cast<long long>(b0) * EB, bytes, bar0 + 8u * q);
       } else {
         as::mbar_arrive(bar0 + 8u * q); // an empty piece completes at once
       }
@@ -141,34 +77,19 @@ __global__ void __launch_bounds__(THREADS) ROWS_CLUSTER_DIMS(CL, 1, 1) rows_bulk
   }
   __syncthreads(); // the mbarriers are initialized before anyone waits on them
 
+  const SmemRow<DT, VEC> src{smem};
   Stats<OP> st = empty_stats<Stats<OP>>();
 #pragma unroll
   for (int q = 0; q < PIECES; ++q) {
-    const int v0 = min(n, q * piece) / VEC, v1 = min(n, min(n, q * piece) + piece) / VEC;
+    const int b0 = min(n, q * piece), b1 = min(n, b0 + piece);
     as::mbar_wait(bar0 + 8u * q, 0);
-    int i = v0 + static_cast<int>(threadIdx.x);
-    for (; i + (U - 1) * THREADS < v1; i += U * THREADS) {
-      float g[U][VEC];
-#pragma unroll
-      for (int u = 0; u < U; ++u) load_smem_vec<DT, VEC>(g[u], smem, (i + u * THREADS) * VEC);
-      accumulate<OP, U, VEC>(st, g, k);
-    }
-    for (; i < v1; i += THREADS) {
-      float g[1][VEC];
-      load_smem_vec<DT, VEC>(g[0], smem, i * VEC);
-      accumulate<OP, 1, VEC>(st, g, k);
-    }
+    fold_vectors<OP, VEC, THREADS, U>(st, src, b0 / VEC, b1 / VEC, k);
   }
 
   Stats<OP> all = block_allreduce<THREADS / 32>(st, red, k.c);
   if constexpr (CL > 1) all = cluster_allreduce<CL>(all, &slot, k.c);
-  Finish f;
-  if constexpr (OP == KTUNE_ROWS_SOFTMAX)
-    f = Finish{0.0f, __fdividef(1.0f, all.s)}; // S = 0 (all -inf): inf, times exp(NaN) below: NaN like PyTorch
-  else
-    f = finish<OP>(all, all, p, k);
-
-  with_affine<OP>(p, BulkStores<OP, DT, VEC, THREADS>{out_ptrs<DT>(p, y_row<DT>(p, row), begin), smem, n / VEC, all, f, k});
+  with_affine<OP>(p, SecondPass<OP, DT, VEC, THREADS, U, SmemRow<DT, VEC>>{
+                         out_ptrs<DT>(p, y_row<DT>(p, row), begin), src, n / VEC, all, finish_from_row<OP>(all, p, k), k});
   if constexpr (CL > 1) cluster_wait(); // no CTA leaves (freeing its slot) while another may still read it
 #endif
 }

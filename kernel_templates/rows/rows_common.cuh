@@ -1,5 +1,5 @@
 // Device helpers shared by the row-operator templates (rows_warp.cu, rows_block.cu,
-// rows_stream.cu, rows_cluster.cu): element loads and stores for f32 / bf16 / f16, the per-op
+// rows_stream.cu, rows_cluster.cu, rows_bulk.cu): element loads and stores for f32 / bf16 / f16, the per-op
 // statistics and how two of them combine, warp / block / cluster all-reductions, and the
 // register-cached row that three of the four kernels share. NVRTC compiles this with no standard
 // headers; 16-bit elements travel as raw bit patterns converted with cvt (no <cuda_bf16.h>).
@@ -684,6 +684,101 @@ __device__ __forceinline__ void store_row(const KtuneRowsArgs& p, void* yrow, co
                                           int limit, const Finish& f) {
   with_affine<OP>(p, RowStores<OP, DT, VEC, CHUNKS, STRIDE>{out_ptrs<DT>(p, yrow, col0), v, limit, f});
 }
+
+// ---------------------------------------------------------------------------------------------
+// The two passes of the kernels that keep statistics, not the row, in registers (rows_stream:
+// the row read twice from global memory; rows_bulk: from shared memory). A source gives vector i
+// (VEC elements) of the row: GlobalRow or SmemRow. Vector i goes to thread i % THREADS, U vectors
+// in flight a thread per iteration, a tail one at a time.
+// ---------------------------------------------------------------------------------------------
+template <int DT, int VEC>
+struct GlobalRow {
+  const void* x; // the row's (or slice's) first element
+  __device__ __forceinline__ void load(float (&v)[VEC], int i) const {
+    load_vec<DT, VEC, kLoadStream>(v, x, static_cast<long long>(i) * VEC);
+  }
+};
+
+template <int DT, int VEC>
+struct SmemRow {
+  unsigned base; // shared-window address of the first element
+  __device__ __forceinline__ void load(float (&v)[VEC], int i) const {
+    constexpr int B = VEC * elem_bytes<DT>();
+    unsigned w[raw_words<B>()];
+    const unsigned a = base + static_cast<unsigned>(i) * B;
+    if constexpr (B == 16)
+      asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3]) : "r"(a));
+    else if constexpr (B == 8)
+      asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(w[0]), "=r"(w[1]) : "r"(a));
+    else if constexpr (B == 4)
+      asm volatile("ld.shared.u32 %0, [%1];" : "=r"(w[0]) : "r"(a));
+    else {
+      unsigned short h;
+      asm volatile("ld.shared.u16 %0, [%1];" : "=h"(h) : "r"(a));
+      w[0] = h;
+    }
+    unpack<DT, VEC>(v, w);
+  }
+};
+
+// Pass 1: vectors [v0, v1) of the source folded into st.
+template <int OP, int VEC, int THREADS, int U, class Src>
+__device__ __forceinline__ void fold_vectors(Stats<OP>& st, const Src& src, int v0, int v1, const RowConsts& k) {
+  int i = v0 + static_cast<int>(threadIdx.x);
+  for (; i + (U - 1) * THREADS < v1; i += U * THREADS) {
+    float g[U][VEC];
+#pragma unroll
+    for (int u = 0; u < U; ++u) src.load(g[u], i + u * THREADS);
+    accumulate<OP, U, VEC>(st, g, k);
+  }
+  for (; i < v1; i += THREADS) {
+    float g[1][VEC];
+    src.load(g[0], i);
+    accumulate<OP, 1, VEC>(st, g, k);
+  }
+}
+
+// The scaling pass 2 applies: softmax from the row's stats alone (the elements are re-read, not
+// cached against a thread's own max); the norms as finish() gives it.
+template <int OP>
+__device__ __forceinline__ Finish finish_from_row(const Stats<OP>& all, const KtuneRowsArgs& p, const RowConsts& k) {
+  if constexpr (OP == KTUNE_ROWS_SOFTMAX)
+    return Finish{0.0f, __fdividef(1.0f, all.s)}; // S = 0 (all -inf): inf, times exp(NaN) below: NaN like PyTorch
+  else
+    return finish<OP>(all, all, p, k);
+}
+
+// Pass 2: the source's nvec vectors to y (softmax turns x into exp((xs - M) * |scale|) against the
+// row's max M first); with_affine picks W and B once.
+template <int OP, int DT, int VEC, int THREADS, int U, class Src>
+struct SecondPass {
+  OutPtrs o; // at the source's first column
+  Src src;
+  int nvec;
+  Stats<OP> all;
+  Finish f;
+  RowConsts k;
+  template <bool W, bool B>
+  __device__ __forceinline__ void run() const {
+    int i = threadIdx.x;
+    for (; i + (U - 1) * THREADS < nvec; i += U * THREADS) group<U, W, B>(i);
+    for (; i < nvec; i += THREADS) group<1, W, B>(i);
+  }
+  template <int N, bool W, bool B>
+  __device__ __forceinline__ void group(int i) const {
+    float g[N][VEC];
+#pragma unroll
+    for (int u = 0; u < N; ++u) src.load(g[u], i + u * THREADS);
+#pragma unroll
+    for (int u = 0; u < N; ++u) {
+      if constexpr (OP == KTUNE_ROWS_SOFTMAX) {
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) g[u][e] = ex2((g[u][e] * k.sgn - all.m) * k.c);
+      }
+      store_out<OP, DT, VEC, W, B>(o, static_cast<long long>(i + u * THREADS) * VEC, g[u], f);
+    }
+  }
+};
 
 // Row r's first element of x / y.
 template <int DT>
