@@ -158,11 +158,10 @@ Problem Problem::parse_key(const std::string& key) {
 }
 
 const OpInfo& op_info(const std::string& name) {
+  for (const auto& o : ops())
+    if (o.name == name) return o; // on every launch: no allocation on this path
   std::vector<std::string> names;
-  for (const auto& o : ops()) {
-    if (o.name == name) return o;
-    names.push_back(o.name);
-  }
+  for (const auto& o : ops()) names.push_back(o.name);
   throw UsageError("unknown op '" + name + "' (known: " + join(names) + ")");
 }
 

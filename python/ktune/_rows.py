@@ -1,9 +1,19 @@
 """Row ops on PyTorch CUDA tensors: softmax, LayerNorm and RMSNorm over the last dimension."""
 
+import math
+
 from ._gemm import _err
 from ._runtime import runtime
 
-_TORCH_DTYPES = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}
+_DTYPE_CODES = {}  # torch dtype -> "f32" / "bf16" / "f16", filled on first use (torch is imported lazily)
+
+
+def _dtype_codes():
+    if not _DTYPE_CODES:
+        import torch
+
+        _DTYPE_CODES.update({torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16"})
+    return _DTYPE_CODES
 
 
 def _rows_of(x, name):
@@ -12,15 +22,15 @@ def _rows_of(x, name):
 
     if not isinstance(x, torch.Tensor):
         raise _err("%s is a %s: the row ops take PyTorch tensors" % (name, type(x).__name__))
-    if str(x.dtype)[len("torch."):] not in _TORCH_DTYPES:
+    if x.dtype not in _dtype_codes():
         raise _err("%s has dtype %s; ktune serves float32, bfloat16 and float16" % (name, x.dtype))
-    if x.device.type != "cuda":
+    if not x.is_cuda:
         raise _err("%s is on %s; ktune runs on CUDA tensors (move it with .cuda())" % (name, x.device))
     if x.dim() == 0:
         raise _err("%s is a scalar; the row ops need at least one dimension" % name)
     cols = x.shape[-1]
-    x2 = x.reshape(-1, cols) if cols else x.reshape(-1, 0)
-    if x2.dim() != 2 or (x2.shape[0] > 1 and x2.stride(0) < cols) or (cols > 1 and x2.stride(1) != 1):
+    x2 = x if x.dim() == 2 else x.reshape(math.prod(x.shape[:-1]), cols)  # no -1: 0 columns would make it ambiguous
+    if (x2.shape[0] > 1 and x2.stride(0) < cols) or (cols > 1 and x2.stride(1) != 1):
         x2 = x2.contiguous()
     return x2
 
@@ -34,6 +44,15 @@ def _vector(v, name, cols, like):
     return v.contiguous()
 
 
+def _current_stream(index):
+    """The current CUDA stream of a device as an integer, without building a torch.cuda.Stream
+    (which costs several microseconds a call)."""
+    import torch
+
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    return raw(index) if raw is not None else torch.cuda.current_stream(index).cuda_stream
+
+
 def _run(op, x, out, weight, bias, scalar):
     import torch
 
@@ -42,23 +61,22 @@ def _run(op, x, out, weight, bias, scalar):
     w = _vector(weight, "weight", cols, x2)
     b = _vector(bias, "bias", cols, x2)
     if out is None:
-        out = torch.empty_like(x)
+        out = torch.empty_like(x, memory_format=torch.contiguous_format)
     elif out.shape != x.shape or out.dtype != x.dtype or out.device != x.device or not out.is_contiguous():
         raise _err("out must be a contiguous tensor of x's shape, dtype and device")
     if rows == 0 or cols == 0:
         return out
-    y2 = out.view(rows, cols)
     current = torch.cuda.current_device()
     index = x2.device.index if x2.device.index is not None else current
-    args = (op, _TORCH_DTYPES[str(x2.dtype)[len("torch."):]], rows, cols, x2.data_ptr(), x2.stride(0) if rows > 1 else cols,
-            y2.data_ptr(), cols, 0 if w is None else w.data_ptr(), 0 if b is None else b.data_ptr(), float(scalar))
+    args = (op, _DTYPE_CODES[x2.dtype], rows, cols, x2.data_ptr(), x2.stride(0) if rows > 1 else cols,
+            out.data_ptr(), cols, 0 if w is None else w.data_ptr(), 0 if b is None else b.data_ptr(), float(scalar))
     # The launch goes to the current CUDA context: x's device must be the current one. Switching
     # costs a few microseconds a call, so only when it is not.
     if index == current:
-        runtime(device=index).rows(*args, torch.cuda.current_stream(index).cuda_stream)
+        runtime(device=index).rows(*args, _current_stream(index))
     else:
         with torch.cuda.device(index):
-            runtime(device=index).rows(*args, torch.cuda.current_stream(index).cuda_stream)
+            runtime(device=index).rows(*args, _current_stream(index))
     return out
 
 

@@ -241,3 +241,20 @@ def test_row_ops_match_fp64(op, dtype, shape):
     allowed = (u + 1e-5) * ref.norm().item() + math.sqrt(ref.numel()) * (2.0 ** -25 if dtype == "float16" else 0.0)
     assert torch.isfinite(y).all()
     assert err <= allowed, (op, dtype, shape, err / ref.norm().item())
+
+
+def test_row_ops_take_strided_3d_and_empty_inputs():
+    """A transposed x (last dimension not contiguous) is copied, the output is contiguous and right;
+    tensors with no rows or no columns give empty outputs without a launch."""
+    import torch
+    g = torch.Generator(device="cuda").manual_seed(9)
+    base = (torch.rand((256, 24), device="cuda", generator=g) * 6 - 3).to(torch.bfloat16)
+    x = base.t()  # 24 x 256 with strides (1, 24)
+    y = ktune.softmax(x)
+    torch.cuda.synchronize()
+    assert y.is_contiguous() and y.shape == x.shape
+    ref = _row_reference("softmax", x, None, None, 1.0)
+    assert (y.double() - ref).norm().item() <= (2.0 ** -8 + 1e-5) * ref.norm().item()
+    for shape in [(0, 8), (3, 0), (2, 0, 5)]:
+        e = torch.empty(shape, device="cuda", dtype=torch.float16)
+        assert ktune.rms_norm(e).shape == e.shape
