@@ -48,6 +48,7 @@ struct BandwidthRow {
   Problem problem;
   Selection selection;
   double ms = 0, tb_s = 0, rel_error = 0;
+  double same_size_copy_tb_s = 0; // a device-to-device copy of the op's minimum bytes, same run
   std::string error; // non-empty: this row failed
 };
 struct BandwidthReport {
