@@ -1,6 +1,7 @@
 #include "runtime/gemm_launch.h"
 
 #include <string>
+#include <utility>
 
 #include "ktune/error.h"
 #include "runtime/cuda_check.h"
@@ -37,9 +38,17 @@ KtuneTensorMap encode_operand(const void* ptr, long long ld, long long mn, long 
 KtuneGemmTmaArgs tma_args(const LaunchStep& s, const KtuneGemmArgs& a, const std::string& context) {
   KtuneGemmTmaArgs t{};
   t.g = a;
+  // A packed operand (LaunchStep::TmaOperand::packed_offset) is read from its workspace copy;
+  // the true M, N, K stay the map's extents, so the zero padding is never needed (TMA fills zeros).
+  auto source = [&](const void* ptr, long long ld, const LaunchStep::TmaOperand& o) {
+    return o.packed_offset < 0 ? std::pair<const void*, long long>{ptr, ld}
+                               : std::pair<const void*, long long>{reinterpret_cast<const char*>(a.workspace) + o.packed_offset, o.packed_ld};
+  };
   if (a.K > 0) {
-    t.a = encode_operand(a.A, a.lda, a.M, a.K, s.tma_a, context + ", tensor map of A");
-    t.b = encode_operand(a.B, a.ldb, a.N, a.K, s.tma_b, context + ", tensor map of B");
+    const auto [pa, lda] = source(a.A, a.lda, s.tma_a);
+    const auto [pb, ldb] = source(a.B, a.ldb, s.tma_b);
+    t.a = encode_operand(pa, lda, a.M, a.K, s.tma_a, context + ", tensor map of A");
+    t.b = encode_operand(pb, ldb, a.N, a.K, s.tma_b, context + ", tensor map of B");
   }
   return t;
 }

@@ -41,6 +41,9 @@ struct LaunchStep {
   struct TmaOperand {
     bool k_inner = false;
     unsigned box_inner = 0, box_outer = 0;
+    // >= 0: an earlier step of the plan packed the operand into the workspace (16-byte rows), at
+    // this byte offset with leading dimension packed_ld (elements); the map reads that copy.
+    long long packed_offset = -1, packed_ld = 0;
   };
   bool tma = false;
   TmaOperand tma_a, tma_b;

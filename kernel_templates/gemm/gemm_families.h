@@ -63,6 +63,13 @@ size_t gemm_pack_workspace_bytes(const GemmPack& t, const GemmProblem& p);
 // kernel and any reduction (add_splitk_reduce already applied), and adds the packed copies to
 // the plan's workspace, after its split-K slices.
 void add_pack(LaunchPlan& plan, const GemmProblem& p, const GemmPack& t, int kernel);
+// Where add_pack's copies lie when they start `base` bytes into the workspace (the plan's
+// workspace_bytes before add_pack): byte offsets and leading dimensions (elements) of A' and B'.
+struct GemmPackedOperands {
+  size_t a_offset = 0, b_offset = 0;
+  int64_t a_ld = 0, b_ld = 0;
+};
+GemmPackedOperands gemm_packed_operands(const GemmPack& t, const GemmProblem& p, size_t base);
 
 // The half-precision (bf16 / fp16) twin of the split-K reduction, for families whose C is 16-bit
 // (gemm_splitk16.cuh; the FP32 one is unchanged): launched by add_splitk_reduce (same geometry

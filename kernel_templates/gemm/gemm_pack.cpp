@@ -40,6 +40,16 @@ size_t gemm_pack_workspace_bytes(const GemmPack& t, const GemmProblem& p) {
   return size_t(q.a_rows * q.a_ld + q.b_rows * q.b_ld) * size_t(element_bytes(p.dtype));
 }
 
+GemmPackedOperands gemm_packed_operands(const GemmPack& t, const GemmProblem& p, size_t base) {
+  const Packed q = packed(t, p);
+  GemmPackedOperands o;
+  o.a_offset = base;
+  o.a_ld = q.a_ld;
+  o.b_offset = base + size_t(q.a_rows * q.a_ld) * size_t(element_bytes(p.dtype));
+  o.b_ld = q.b_ld;
+  return o;
+}
+
 void add_pack(LaunchPlan& plan, const GemmProblem& p, const GemmPack& t, int kernel) {
   const Packed q = packed(t, p);
   LaunchStep pack;

@@ -1,5 +1,5 @@
 // Descriptor of gemm_wgmma.cu: BF16 / FP16 GEMM on Hopper's wgmma (sm_90a), FP32 accumulation,
-// cp.async into 128-byte-swizzled stages. Compiled for sm_90a (arch_specific), so it serves sm_90
+// cp.async into 128-byte-swizzled stages or TMA, unaligned problems through packed copies (PACK). Compiled for sm_90a (arch_specific), so it serves sm_90
 // devices only. What has run on a GPU: see the template's header and tests/kernels/wgmma_gpu_test.cpp.
 #include "gemm/gemm_families.h"
 
@@ -21,6 +21,12 @@ size_t static_smem_bytes(const Config& c) { return c["TMA"] ? 1024 : 0; }
 
 bool half_problem(const GemmProblem& p) { return p.dtype == DType::bf16 || p.dtype == DType::f16; }
 
+// PACK = 1: gemm_pack16 first copies A and B into the workspace with 16-byte rows (quanta of 8
+// halves: TMA zero-fills past the true extents, so no tile padding is needed), and the TMA maps
+// read those copies. What lets the family serve unaligned shapes (2999^3, odd leading dimensions).
+constexpr GemmPack kPack{8, 8, 8, 1};
+bool packed_fits(const GemmProblem& p) { return gemm_pack_workspace_bytes(kPack, p) <= kGemmMaxWorkspace; }
+
 // Every 16-byte chunk of A and B (8 halves along the contiguous dimension) aligned and wholly
 // inside or outside the operand: what the template's cp.async loads need (as gemm_tc16's CP16).
 bool loads_16b(const GemmProblem& p) {
@@ -37,20 +43,22 @@ Family gemm_wgmma_family() {
   Family f("gemm_wgmma", "gemm/gemm_wgmma.cu");
   f.describe("BF16/FP16 GEMM on Hopper's wgmma (sm_90a, m64nNk16 from 128B-swizzled shared memory, FP32 "
              "accumulation), cp.async stage ring or a TMA producer warpgroup with an mbarrier ring, one or two "
-             "(consumer) warpgroups; every layout, 16-byte-aligned problems only")
+             "(consumer) warpgroups; every layout; unaligned problems through packed 16-byte-row copies of A and B (TMA)")
       .param("BM", {64, 128, 256}, "block tile rows")
       .param("BN", {64, 128, 256}, "block tile columns (the wgmma N)")
       .param("WG", {1, 2}, "warpgroups, each BM / WG rows of the tile")
       .param("ST", {3, 4, 5, 6}, "stages in the shared-memory ring (ST - 2 tiles loaded ahead)")
       .param("SWZ", {1, 4, 8, 16}, "tile rows per rasterization group")
       .param("TMA", {0, 1}, "0: every thread loads with cp.async; 1: a producer warpgroup loads with TMA (mbarrier ring), "
-                            "the WG consumer warpgroups only compute (setmaxnreg 40 / 232 with two)");
+                            "the WG consumer warpgroups only compute (setmaxnreg 40 / 232 with two)")
+      .param("PACK", {0, 1}, "1: pack A and B into 16-byte rows first (gemm_pack16), for problems whose operands are not");
   f.dtypes({DType::bf16, DType::f16}).min_arch(90).arch_specific();
 
   f.restrict("bf16 or f16 operands", {}, [](const Config&, P p, D) { return half_problem(p); })
-      .restrict("16-byte aligned A and B: pointers, leading dimensions and contiguous extents multiples of 8 halves "
-                "(other families serve unaligned problems)",
-                {}, [](const Config&, P p, D) { return loads_16b(p); })
+      .restrict("16-byte aligned A and B (pointers, leading dimensions and contiguous extents multiples of 8 halves) "
+                "unpacked; PACK = 1 (with TMA) only where they are not, and only while the packed copies fit 512 MiB",
+                {"TMA", "PACK"},
+                [](const Config& c, P p, D) { return c["PACK"] ? c["TMA"] == 1 && !loads_16b(p) && packed_fits(p) : loads_16b(p); })
       .restrict("each warpgroup's rows a multiple of 64 (wgmma m64)", {"BM", "WG"},
                 [](const Config& c, P, D) { return c["BM"] % (64 * c["WG"]) == 0; })
       .restrict("accumulators per thread <= 128 (of 255 registers)", {"BM", "BN", "WG"},
@@ -66,12 +74,13 @@ Family gemm_wgmma_family() {
   // the TMA producer: verified on an H100 on every shape and layout of WgmmaGpu, and 12-19 % faster
   // than the same tiling on cp.async there (bf16 / f16 NN, 2048-8192; docs/runs). A 128 x 256 tile
   // with 3 stages measured faster still (0.79-0.97x cuBLAS) but has run only in the NN tunes.
-  f.defaults([](const GemmProblem&, const DeviceInfo&) {
-    return Config{{"BM", 128}, {"BN", 128}, {"WG", 2}, {"ST", 4}, {"SWZ", 8}, {"TMA", 1}};
+  f.defaults([](const GemmProblem& p, const DeviceInfo&) {
+    return Config{{"BM", 128}, {"BN", 128}, {"WG", 2}, {"ST", 4}, {"SWZ", 8}, {"TMA", 1}, {"PACK", loads_16b(p) ? 0 : 1}};
   });
-  // TMA came after the first version, which loaded with cp.async.
+  // TMA came after the first version, which loaded with cp.async; PACK after TMA.
   f.upgrade([](Config c) {
     if (!c.has("TMA")) c.set("TMA", 0);
+    if (!c.has("PACK")) c.set("PACK", 0);
     return c;
   });
 
@@ -80,7 +89,9 @@ Family gemm_wgmma_family() {
      std::string name = c["TMA"] ? "gemm_wgmma_tma<" : "gemm_wgmma<";
      for (const char* prm : {"BM", "BN", "WG", "ST", "SWZ"}) name += std::to_string(c[prm]) + ",";
      name += std::string(p.dtype == DType::f16 ? "1" : "0") + "," + gemm_layout_args(p) + ">";
-     return std::vector<std::string>{name};
+     std::vector<std::string> names{name};
+     if (c["PACK"]) names.push_back(gemm_pack_name(kPack, p)); // kernel 1
+     return names;
    })
       .launch([](const Config& c, const GemmProblem& p) {
         LaunchPlan plan;
@@ -95,8 +106,14 @@ Family gemm_wgmma_family() {
           main.tma = true;
           main.tma_a = {a_k, 64, a_k ? unsigned(c["BM"]) : 64u};
           main.tma_b = {b_k, 64, b_k ? unsigned(c["BN"]) : 64u};
+          if (c["PACK"]) {
+            const GemmPackedOperands q = gemm_packed_operands(kPack, p, plan.workspace_bytes);
+            main.tma_a.packed_offset = static_cast<long long>(q.a_offset), main.tma_a.packed_ld = q.a_ld;
+            main.tma_b.packed_offset = static_cast<long long>(q.b_offset), main.tma_b.packed_ld = q.b_ld;
+          }
         }
         plan.steps.push_back(main);
+        if (c["PACK"]) add_pack(plan, p, kPack, 1);
         return plan;
       });
   return f;

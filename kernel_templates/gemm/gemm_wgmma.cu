@@ -38,6 +38,7 @@
 // inside or outside the operand (16-byte aligned pointers, leading dimensions and contiguous extents
 // multiples of 8 halves); M, N, K otherwise arbitrary (chunks outside are zero-filled). C: any.
 #include "gemm_half16.cuh"
+#include "gemm_pack16.cuh" // PACK = 1: gemm_pack16 is this module's kernel 1
 #include "gemm_wgmma_ops.cuh"
 #include "ktune_async.cuh"
 

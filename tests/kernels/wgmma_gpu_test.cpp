@@ -1,9 +1,9 @@
 // gemm_wgmma (BF16 / FP16 on Hopper's wgmma, sm_90a) against an FP64 reference computed on the CPU
-// from the same rounded inputs: sampled configs and the default on aligned shapes 8..4096, every
-// layout, beta 0 on a NaN C and beta != 0, K = 0, both dtypes; cuBLAS on the same inputs is held to
+// from the same rounded inputs: sampled configs and the default on aligned shapes 8..4096 and on
+// unaligned ones (packed operands, PACK = 1), every layout, beta 0 on a NaN C and beta != 0, K = 0, both dtypes; cuBLAS on the same inputs is held to
 // the same rule (GemmOp::tolerance through half_reference.h); both load paths (cp.async, TMA
 // producer). Skips without an sm_90 GPU.
-// The inputs and reference follow tc16_gpu_test.cpp's (aligned pointers only: the family refuses others).
+// The inputs and reference follow tc16_gpu_test.cpp's.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -109,9 +109,9 @@ struct Instance {
     return ok ? std::sqrt(num / den) : NAN;
   }
 
-  KtuneGemmArgs args(const DeviceBuffer& A, const DeviceBuffer& B, const DeviceBuffer& C) const {
+  KtuneGemmArgs args(const DeviceBuffer& A, const DeviceBuffer& B, const DeviceBuffer& C, const DeviceBuffer* ws = nullptr) const {
     return gemm_args(p, reinterpret_cast<const float*>(A.ptr()), reinterpret_cast<const float*>(B.ptr()),
-                     reinterpret_cast<float*>(C.ptr()), nullptr);
+                     reinterpret_cast<float*>(C.ptr()), ws ? reinterpret_cast<float*>(ws->ptr()) : nullptr);
   }
 };
 
@@ -152,6 +152,11 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       {256, 512, 512, 0, 1, 1, "TN", 2},
       {1000, 1032, 520, 8, 0.5f, 0.5f, "TT", 2},
       {2048, 1024, 1024, 0, 1, 0, "TT", 1},
+      // Unaligned (PACK = 1: packed copies read by TMA): odd extents and leading dimensions.
+      {1001, 999, 777, 3, 1, 0, "NN", 2},
+      {300, 200, 135, 0, 1, 0.5f, "NT", 2},
+      {517, 263, 1001, 1, 0.5f, 0, "TT", 2},
+      {2999, 257, 2999, 0, 1, 0, "TN", 1},
   };
   std::vector<Instance> insts;
   std::vector<Case> cases;
@@ -166,15 +171,16 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       insts.emplace_back(p, ++seed);
       const size_t i = insts.size() - 1;
       std::vector<Config> configs = f.sample(p, *dev, size_t(s.sampled), ++seed);
-      // The default, and its tiling with the TMA producer.
+      // The default, and its tiling with the other load path where that is valid (aligned problems).
       Config d = f.default_config(p, *dev);
       ASSERT_TRUE(f.valid(d, p, *dev)) << p.key() << " " << s.layout;
       for (int tma : {0, 1}) {
         d.set("TMA", tma);
-        if (std::find(configs.begin(), configs.end(), d) == configs.end()) configs.push_back(d);
+        if (f.valid(d, p, *dev) && std::find(configs.begin(), configs.end(), d) == configs.end()) configs.push_back(d);
       }
       // The tiling the H100 tunes found fastest (128 x 256, 3 stages, TMA), on every shape and layout.
-      const Config best = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":3,"SWZ":8,"TMA":1})");
+      Config best = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":3,"SWZ":8,"TMA":1,"PACK":0})");
+      if (!f.valid(best, p, *dev)) best.set("PACK", 1);
       if (f.valid(best, p, *dev) && std::find(configs.begin(), configs.end(), best) == configs.end()) configs.push_back(best);
       for (auto& c : configs) cases.push_back(Case{i, c, compiler.compile_async(compile_request(f, c, p, dev->arch))});
     }
@@ -189,7 +195,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
 
   int checked = 0, nan_c = 0;
   std::set<std::string> layouts, dtypes;
-  std::set<int> bn, wg, tma;
+  std::set<int> bn, wg, tma, pack;
   for (size_t i = 0; i < insts.size(); ++i) {
     const Instance& in = insts[i];
     const GemmProblem& p = in.p;
@@ -218,7 +224,8 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       Module m(k->cubin, k->lowered_names, "gemm_wgmma " + what);
       const LaunchPlan plan = f.launch_plan(cs.c, p);
       const DeviceBuffer C = upload(in.c0);
-      launch_gemm(m, plan, in.args(A, B, C), nullptr);
+      const DeviceBuffer ws(std::max<size_t>(plan.workspace_bytes, 256), "wgmma test workspace (packed operands)");
+      launch_gemm(m, plan, in.args(A, B, C, &ws), nullptr);
       check_cu(driver().cuCtxSynchronize(), "cuCtxSynchronize", "wgmma test " + what);
       std::vector<uint16_t> out(in.c0.size());
       check_cu(driver().cuMemcpyDtoH(out.data(), C.ptr(), out.size() * 2), "cuMemcpyDtoH", "wgmma test");
@@ -233,6 +240,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       bn.insert(cs.c["BN"]);
       wg.insert(cs.c["WG"]);
       tma.insert(cs.c["TMA"]);
+      pack.insert(cs.c["PACK"]);
     }
   }
   EXPECT_GE(checked, 120);
@@ -242,4 +250,5 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
   EXPECT_EQ(bn.size(), 3u);
   EXPECT_EQ(wg.size(), 2u);
   EXPECT_EQ(tma.size(), 2u);
+  EXPECT_EQ(pack.size(), 2u);
 }

@@ -54,8 +54,9 @@ TEST(Space, WgmmaCompilesForSm90aAndServesSm90Only) {
 }
 
 // Aligned problems of every layout and dtype, including shapes the tiles do not divide, are
-// served by the default; unaligned ones (odd extents, unaligned rows or pointers) and FP32 by nothing.
-TEST(Space, WgmmaDefaultServesEveryAlignedHalfProblemAndRefusesUnaligned) {
+// served by the default unpacked; unaligned ones (odd extents, unaligned rows or pointers) by the
+// default packed (PACK = 1, TMA), and only packed; FP32 by nothing.
+TEST(Space, WgmmaDefaultServesEveryHalfProblemPackingTheUnalignedOnes) {
   const Family f = find_family("gemm_wgmma");
   const auto d = DeviceInfo::nominal("sm_90");
   int served = 0;
@@ -70,16 +71,27 @@ TEST(Space, WgmmaDefaultServesEveryAlignedHalfProblemAndRefusesUnaligned) {
           p.align = GemmProblem::alignment_of(p.eff_lda(), p.eff_ldb(), p.eff_ldc(), 2);
           // K = 0 has leading dimensions of 0 + pad along K: aligned only with a padded one.
           if (p.align < 16 || p.eff_lda() % 8 || p.eff_ldb() % 8) continue;
-          const auto why = f.violations(f.default_config(p, d), p, d);
+          const Config c = f.default_config(p, d);
+          const auto why = f.violations(c, p, d);
           EXPECT_TRUE(why.empty()) << p.key() << " " << l << " pad " << pad << ": " << (why.empty() ? "" : why[0]);
+          EXPECT_EQ(c["PACK"], 0) << p.key();
           ++served;
         }
-      for (const auto& p : {half_problem(301, 203, 137, l, t), half_problem(4096, 4096, 4096, l, t, 1),
-                            half_problem(4095, 4097, 4093, l, t)})
-        EXPECT_EQ(f.count(p, d), 0u) << p.key() << " " << l;
       GemmProblem shifted = half_problem(4096, 4096, 4096, l, t);
       shifted.align = 2; // pointers 2-byte aligned
-      EXPECT_EQ(f.count(shifted, d), 0u);
+      for (const auto& p : {half_problem(301, 203, 137, l, t), half_problem(4096, 4096, 4096, l, t, 1),
+                            half_problem(4095, 4097, 4093, l, t), shifted}) {
+        const Config c = f.default_config(p, d);
+        const auto why = f.violations(c, p, d);
+        EXPECT_TRUE(why.empty()) << p.key() << " " << l << ": " << (why.empty() ? "" : why[0]);
+        EXPECT_EQ(c["PACK"], 1) << p.key();
+        EXPECT_GT(f.count(p, d), 0u) << p.key() << " " << l;
+        for (const Config& x : f.sample(p, d, 20, 3)) EXPECT_TRUE(x["PACK"] == 1 && x["TMA"] == 1) << p.key() << " " << x.to_json();
+      }
+      // Packing an aligned problem would only add a pass over A and B.
+      Config packed = f.default_config(half_problem(4096, 4096, 4096, l, t), d);
+      packed.set("PACK", 1);
+      EXPECT_FALSE(f.valid(packed, half_problem(4096, 4096, 4096, l, t), d));
     }
   EXPECT_GT(served, 100);
   EXPECT_EQ(f.count(GemmProblem::parse("4096x4096x4096", "NN", DType::f32), d), 0u);
@@ -101,18 +113,19 @@ TEST(Compiler, SampledAndCornerWgmmaConfigsCompileForSm90a) {
       c.set("TMA", 1);
       cases.emplace_back(c, p);
     }
-  const auto p = half_problem(2048, 4096, 4096, "NN", DType::bf16);
+  const auto aligned = half_problem(2048, 4096, 4096, "NN", DType::bf16), unaligned = half_problem(2999, 2999, 2999, "NT", DType::f16);
   std::set<std::string> corner_values;
   for (const auto& prm : f.params())
     for (int v : prm.values) {
       SpaceRestriction r;
       r.domains[prm.name] = {v};
+      const GemmProblem& p = prm.name == "PACK" && v == 1 ? unaligned : aligned; // packing is for unaligned problems only
       const auto one = f.restricted(r).sample(p, d, 1, 13 + v);
       ASSERT_EQ(one.size(), 1u) << prm.name << " = " << v << " has no valid config";
       cases.emplace_back(one[0], p);
       corner_values.insert(prm.name + std::to_string(v));
     }
-  EXPECT_EQ(corner_values.size(), 3u + 3u + 2u + 4u + 4u + 2u);
+  EXPECT_EQ(corner_values.size(), 3u + 3u + 2u + 4u + 4u + 2u + 2u);
   ktune::testing::compile_all(f, cases, "sm_90");
 }
 
@@ -123,7 +136,7 @@ TEST(Compiler, SampledAndCornerWgmmaConfigsCompileForSm90a) {
 TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
   const Family f = find_family("gemm_wgmma");
   const auto d = DeviceInfo::nominal("sm_90");
-  const Config tma = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1})");
+  const Config tma = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0})");
   for (const char* l : kLayouts) {
     const auto p = half_problem(4096, 4096, 4096, l, DType::bf16);
     ASSERT_TRUE(f.valid(tma, p, d)) << l;
@@ -143,4 +156,26 @@ TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
   }
   const Config old = f.canonical(Config::from_json(R"({"BM":256,"BN":128,"WG":2,"ST":4,"SWZ":8})"));
   EXPECT_EQ(old["TMA"], 0);
+  EXPECT_EQ(old["PACK"], 0);
+  // PACK = 1: gemm_pack16 (kernel 1) runs first and the maps read its copies in the workspace:
+  // A' at the start, B' after it, rows padded to 8 halves.
+  Config packed = tma;
+  packed.set("PACK", 1);
+  for (const char* l : kLayouts) {
+    const auto p = half_problem(2999, 1001, 777, l, DType::bf16);
+    ASSERT_TRUE(f.valid(packed, p, d)) << l;
+    const LaunchPlan plan = f.launch_plan(packed, p);
+    ASSERT_EQ(plan.steps.size(), 2u);
+    EXPECT_EQ(plan.steps[0].kernel, 1);
+    EXPECT_EQ(plan.steps[1].kernel, 0);
+    const LaunchStep& s = plan.main_step();
+    const int64_t a_rows = p.a == Layout::row ? 3000 : 784, a_ld = p.a == Layout::row ? 784 : 3000;
+    const int64_t b_rows = p.b == Layout::row ? 784 : 1008, b_ld = p.b == Layout::row ? 1008 : 784;
+    EXPECT_EQ(s.tma_a.packed_offset, 0) << l;
+    EXPECT_EQ(s.tma_a.packed_ld, a_ld) << l;
+    EXPECT_EQ(s.tma_b.packed_offset, a_rows * a_ld * 2) << l;
+    EXPECT_EQ(s.tma_b.packed_ld, b_ld) << l;
+    EXPECT_EQ(plan.workspace_bytes, size_t(a_rows * a_ld + b_rows * b_ld) * 2) << l;
+    EXPECT_EQ(f.kernel_names(packed, p).at(1).rfind("gemm_pack16<8,8,8,0,", 0), 0u) << f.kernel_names(packed, p).at(1);
+  }
 }
