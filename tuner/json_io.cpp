@@ -64,7 +64,9 @@ nlohmann::json plan_to_json(const LaunchPlan& p) {
     // Only TMA steps carry their tensor-map boxes (the other steps' JSON is as before).
     if (s.tma) {
       auto op = [](const LaunchStep::TmaOperand& o) {
-        return nlohmann::json{{"k_inner", o.k_inner}, {"box", {o.box_inner, o.box_outer}}};
+        nlohmann::json j = {{"k_inner", o.k_inner}, {"box", {o.box_inner, o.box_outer}}};
+        if (o.packed_offset >= 0) j["packed"] = {o.packed_offset, o.packed_ld}; // read from the workspace copy
+        return j;
       };
       step["tma"] = {{"a", op(s.tma_a)}, {"b", op(s.tma_b)}};
     }
@@ -94,6 +96,8 @@ LaunchPlan plan_from_json(const nlohmann::json& j) {
         r.k_inner = o.at("k_inner").get<bool>();
         r.box_inner = o.at("box")[0].get<unsigned>();
         r.box_outer = o.at("box")[1].get<unsigned>();
+        // Without it a packed operand's map would read the unaligned original (a failed encode).
+        if (o.contains("packed")) r.packed_offset = o.at("packed")[0].get<long long>(), r.packed_ld = o.at("packed")[1].get<long long>();
         return r;
       };
       st.tma = true;

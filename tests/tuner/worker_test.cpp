@@ -98,22 +98,30 @@ TEST(Worker, LaunchPlansReachTheWorkerWhole) {
 TEST(Worker, TmaLaunchPlansReachTheWorkerWhole) {
   // A TMA step launched without its tensor-map boxes would run its kernel on garbage maps (the
   // first gemm_wgmma tuning run on an H100 got CUDA_ERROR_ILLEGAL_INSTRUCTION for every TMA config).
+  // The packed form too (PACK = 1, an unaligned problem): its maps read the workspace copies (the
+  // first tune of packed configs got a failed tensor-map encode for every config without them).
   const Family f = find_family("gemm_wgmma");
-  for (const char* layout : {"NN", "TT"}) {
-    const Config c = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1})");
-    const LaunchPlan plan = f.launch_plan(c, GemmProblem::parse("4096x4096x4096", layout, DType::bf16));
-    ASSERT_TRUE(plan.steps.at(0).tma);
-    const LaunchPlan back = plan_from_json(nlohmann::json::parse(plan_to_json(plan).dump()));
-    ASSERT_EQ(back.steps.size(), 1u);
-    const LaunchStep &a = plan.steps[0], &b = back.steps[0];
-    EXPECT_TRUE(b.tma);
-    for (auto [x, y] : {std::pair{a.tma_a, b.tma_a}, std::pair{a.tma_b, b.tma_b}}) {
-      EXPECT_EQ(y.k_inner, x.k_inner) << layout;
-      EXPECT_EQ(y.box_inner, x.box_inner) << layout;
-      EXPECT_EQ(y.box_outer, x.box_outer) << layout;
+  for (const char* layout : {"NN", "TT"})
+    for (int pack : {0, 1}) {
+      Config c = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1})");
+      c.set("PACK", pack);
+      const LaunchPlan plan = f.launch_plan(c, GemmProblem::parse(pack ? "2999x2999x2999" : "4096x4096x4096", layout, DType::bf16));
+      const LaunchPlan back = plan_from_json(nlohmann::json::parse(plan_to_json(plan).dump()));
+      ASSERT_EQ(back.steps.size(), plan.steps.size());
+      EXPECT_EQ(back.workspace_bytes, plan.workspace_bytes);
+      const LaunchStep &a = plan.main_step(), &b = back.main_step();
+      ASSERT_TRUE(a.tma);
+      EXPECT_TRUE(b.tma);
+      for (auto [x, y] : {std::pair{a.tma_a, b.tma_a}, std::pair{a.tma_b, b.tma_b}}) {
+        EXPECT_EQ(y.k_inner, x.k_inner) << layout;
+        EXPECT_EQ(y.box_inner, x.box_inner) << layout;
+        EXPECT_EQ(y.box_outer, x.box_outer) << layout;
+        EXPECT_EQ(y.packed_offset, x.packed_offset) << layout;
+        EXPECT_EQ(y.packed_ld, x.packed_ld) << layout;
+        EXPECT_EQ(x.packed_offset >= 0, pack == 1) << layout;
+      }
+      EXPECT_EQ(b.block[0], a.block[0]);
     }
-    EXPECT_EQ(b.block[0], a.block[0]);
-  }
   // Plans without TMA keep their JSON (no "tma" key) and come back without it.
   const LaunchPlan plain = find_family("gemm_tc16").launch_plan(find_family("gemm_tc16").default_config(
                                                                      GemmProblem::parse("4096x4096x4096", "NN", DType::bf16),
