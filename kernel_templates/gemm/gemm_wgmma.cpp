@@ -24,8 +24,18 @@ bool half_problem(const GemmProblem& p) { return p.dtype == DType::bf16 || p.dty
 // PACK = 1: gemm_pack16 first copies A and B into the workspace with 16-byte rows (quanta of 8
 // halves: TMA zero-fills past the true extents, so no tile padding is needed), and the TMA maps
 // read those copies. What lets the family serve unaligned shapes (2999^3, odd leading dimensions).
-constexpr GemmPack kPack{8, 8, 8, 1};
-bool packed_fits(const GemmProblem& p) { return gemm_pack_workspace_bytes(kPack, p) <= kGemmMaxWorkspace; }
+// The packing kernel of a config: its copies follow the split-K slices in the workspace.
+GemmPack pack_of(const Config& c) { return GemmPack{8, 8, 8, c["SPLITK"]}; }
+bool packed_fits(const GemmProblem& p) { return gemm_pack_workspace_bytes(GemmPack{8, 8, 8, 1}, p) <= kGemmMaxWorkspace; }
+
+// Split-K: every slice gets at least one 64-wide K tile (slice z has tiles [z * per, (z + 1) * per)).
+bool slices_reach_k(const Config& c, const GemmProblem& p) {
+  const int64_t s = c["SPLITK"], tiles = (p.k + kBK - 1) / kBK;
+  return s == 1 || (s - 1) * ((tiles + s - 1) / s) < tiles;
+}
+size_t workspace_bytes(const Config& c, const GemmProblem& p) {
+  return gemm_splitk_workspace_bytes(c["SPLITK"], p) + (c["PACK"] ? gemm_pack_workspace_bytes(pack_of(c), p) : 0);
+}
 
 // Every 16-byte chunk of A and B (8 halves along the contiguous dimension) aligned and wholly
 // inside or outside the operand: what the template's cp.async loads need (as gemm_tc16's CP16).
@@ -51,7 +61,9 @@ Family gemm_wgmma_family() {
       .param("SWZ", {1, 4, 8, 16}, "tile rows per rasterization group")
       .param("TMA", {0, 1}, "0: every thread loads with cp.async; 1: a producer warpgroup loads with TMA (mbarrier ring), "
                             "the WG consumer warpgroups only compute (setmaxnreg 40 / 232 with two)")
-      .param("PACK", {0, 1}, "1: pack A and B into 16-byte rows first (gemm_pack16), for problems whose operands are not");
+      .param("PACK", {0, 1}, "1: pack A and B into 16-byte rows first (gemm_pack16), for problems whose operands are not")
+      .param("SPLITK", {1, 2, 4, 8}, "K slices (TMA only): FP32 partial sums in the workspace, added and rounded by "
+                                     "gemm_splitk_reduce16; for grids too small to fill the GPU");
   f.dtypes({DType::bf16, DType::f16}).min_arch(90).arch_specific();
 
   f.restrict("bf16 or f16 operands", {}, [](const Config&, P p, D) { return half_problem(p); })
@@ -67,6 +79,10 @@ Family gemm_wgmma_family() {
                 [](const Config& c, P, D d) {
                   return smem_bytes(c) + static_smem_bytes(c) <= size_t(d.max_smem_per_block_optin);
                 })
+      .restrict("split-K with the TMA kernel only, every slice at least one K tile", {"TMA", "SPLITK"},
+                [](const Config& c, P p, D) { return c["SPLITK"] == 1 || (c["TMA"] == 1 && slices_reach_k(c, p)); })
+      .restrict("workspace (split-K slices, packed operands) <= 512 MiB", {"TMA", "PACK", "SPLITK"},
+                [](const Config& c, P p, D) { return workspace_bytes(c, p) <= kGemmMaxWorkspace; })
       .restrict("grid of M/BM x N/BN tiles fits grid.x", {"BM", "BN"},
                 [](const Config& c, P p, D) { return int64_t(ceil_div(p.m, c["BM"])) * ceil_div(p.n, c["BN"]) < (int64_t(1) << 31); });
 
@@ -75,12 +91,14 @@ Family gemm_wgmma_family() {
   // than the same tiling on cp.async there (bf16 / f16 NN, 2048-8192; docs/runs). A 128 x 256 tile
   // with 3 stages measured faster still (0.79-0.97x cuBLAS) but has run only in the NN tunes.
   f.defaults([](const GemmProblem& p, const DeviceInfo&) {
-    return Config{{"BM", 128}, {"BN", 128}, {"WG", 2}, {"ST", 4}, {"SWZ", 8}, {"TMA", 1}, {"PACK", loads_16b(p) ? 0 : 1}};
+    return Config{{"BM", 128}, {"BN", 128}, {"WG", 2}, {"ST", 4}, {"SWZ", 8}, {"TMA", 1}, {"PACK", loads_16b(p) ? 0 : 1},
+                  {"SPLITK", 1}};
   });
-  // TMA came after the first version, which loaded with cp.async; PACK after TMA.
+  // TMA came after the first version, which loaded with cp.async; PACK and SPLITK after TMA.
   f.upgrade([](Config c) {
     if (!c.has("TMA")) c.set("TMA", 0);
     if (!c.has("PACK")) c.set("PACK", 0);
+    if (!c.has("SPLITK")) c.set("SPLITK", 1);
     return c;
   });
 
@@ -88,15 +106,18 @@ Family gemm_wgmma_family() {
      // Template parameter order of gemm_wgmma.cu; F16 and the layouts come from the problem.
      std::string name = c["TMA"] ? "gemm_wgmma_tma<" : "gemm_wgmma<";
      for (const char* prm : {"BM", "BN", "WG", "ST", "SWZ"}) name += std::to_string(c[prm]) + ",";
+     if (c["TMA"]) name += std::to_string(c["SPLITK"]) + ",";
      name += std::string(p.dtype == DType::f16 ? "1" : "0") + "," + gemm_layout_args(p) + ">";
      std::vector<std::string> names{name};
-     if (c["PACK"]) names.push_back(gemm_pack_name(kPack, p)); // kernel 1
+     if (c["SPLITK"] > 1) names.push_back(gemm_splitk_reduce16_name(c["SPLITK"], p)); // kernel 1
+     if (c["PACK"]) names.push_back(gemm_pack_name(pack_of(c), p));                  // the last kernel
      return names;
    })
       .launch([](const Config& c, const GemmProblem& p) {
         LaunchPlan plan;
         LaunchStep main;
         main.grid[0] = ceil_div(p.m, c["BM"]) * ceil_div(p.n, c["BN"]);
+        main.grid[2] = static_cast<unsigned>(c["SPLITK"]);
         main.block[0] = static_cast<unsigned>(threads(c));
         main.dynamic_smem = static_cast<unsigned>(smem_bytes(c));
         if (c["TMA"]) {
@@ -106,14 +127,15 @@ Family gemm_wgmma_family() {
           main.tma = true;
           main.tma_a = {a_k, 64, a_k ? unsigned(c["BM"]) : 64u};
           main.tma_b = {b_k, 64, b_k ? unsigned(c["BN"]) : 64u};
-          if (c["PACK"]) {
-            const GemmPackedOperands q = gemm_packed_operands(kPack, p, plan.workspace_bytes);
+          if (c["PACK"]) { // the copies follow the split-K slices
+            const GemmPackedOperands q = gemm_packed_operands(pack_of(c), p, gemm_splitk_workspace_bytes(c["SPLITK"], p));
             main.tma_a.packed_offset = static_cast<long long>(q.a_offset), main.tma_a.packed_ld = q.a_ld;
             main.tma_b.packed_offset = static_cast<long long>(q.b_offset), main.tma_b.packed_ld = q.b_ld;
           }
         }
         plan.steps.push_back(main);
-        if (c["PACK"]) add_pack(plan, p, kPack, 1);
+        add_splitk_reduce(plan, p, c["SPLITK"]); // kernel 1; sizes the slices
+        if (c["PACK"]) add_pack(plan, p, pack_of(c), c["SPLITK"] > 1 ? 2 : 1);
         return plan;
       });
   return f;

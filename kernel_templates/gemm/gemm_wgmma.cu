@@ -10,7 +10,7 @@
 //                   consumer warpgroups compute; setmaxnreg moves registers to the consumers.
 //                   Verified on an H100 (WgmmaGpu, every layout) and in the tuner; faster than
 //                   TMA = 0 at every tiling measured (docs/runs/2026-11-23-h100-wgmma-tune-tma.txt).
-// Not yet: clusters / TMA multicast, persistent tile scheduler, TMA stores, split-K. See
+// Not yet: clusters / TMA multicast, persistent tile scheduler, TMA stores, stream-K. See
 // tests/kernels/wgmma_gpu_test.cpp for what has run on a GPU.
 //
 // Template parameters (host code spells them as in the config JSON):
@@ -21,6 +21,10 @@
 //   ST           stages in the shared-memory ring: ST - 2 tiles are loaded ahead, one stage is read by
 //                the wgmma still in flight, one by the wgmma being issued
 //   SWZ          rasterization group (raster() in gemm_common.cuh)
+//   SPLITK       (gemm_wgmma_tma only) K slices (blockIdx.z), ceil(K tiles / SPLITK) 64-wide K tiles
+//                each: FP32 partial sums into the workspace, added, scaled and rounded to C by
+//                gemm_splitk_reduce16 (gemm_splitk16.cuh); 1: C written here. For grids too small
+//                for the GPU (M = 128 rows, 512 x 512 x 32768).
 //   F16          0: bf16, 1: fp16 (from the problem)
 //   A_COL, B_COL layouts from the problem: 1 = column-major
 //
@@ -38,7 +42,8 @@
 // inside or outside the operand (16-byte aligned pointers, leading dimensions and contiguous extents
 // multiples of 8 halves); M, N, K otherwise arbitrary (chunks outside are zero-filled). C: any.
 #include "gemm_half16.cuh"
-#include "gemm_pack16.cuh" // PACK = 1: gemm_pack16 is this module's kernel 1
+#include "gemm_pack16.cuh"   // PACK = 1: gemm_pack16 is one of this module's kernels
+#include "gemm_splitk16.cuh" // SPLITK > 1: gemm_splitk_reduce16 is kernel 1
 #include "gemm_wgmma_ops.cuh"
 #include "ktune_async.cuh"
 
@@ -193,6 +198,28 @@ __device__ __forceinline__ void store_c(const KtuneGemmArgs& p, float (&acc)[MT]
     }
 }
 
+// Split-K: the raw FP32 accumulators of store_c's layout into slice `slice` of the workspace
+// (row stride ws_ld, a multiple of 4: the even column's pair is 8-byte aligned and inside the row).
+template <int MT, int BN>
+__device__ __forceinline__ void store_partial(const KtuneGemmArgs& p, float (&acc)[MT][BN / 2], int row0, int col0, int wtid,
+                                              int slice) {
+  const int lane = wtid & 31, w = wtid >> 5, g = lane >> 2, t = lane & 3;
+  float* const ws = p.workspace + slice * (long long)p.M * p.ws_ld;
+#pragma unroll
+  for (int m = 0; m < MT; ++m)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = row0 + m * 64 + w * 16 + g + h * 8;
+      if (r >= p.M) continue;
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+        const int c = col0 + j * 8 + 2 * t;
+        if (c >= p.N) continue;
+        *reinterpret_cast<float2*>(ws + (long long)r * p.ws_ld + c) = make_float2(acc[m][4 * j + 2 * h], acc[m][4 * j + 2 * h + 1]);
+      }
+    }
+}
+
 } // namespace wgmma
 } // namespace ktune_dev
 
@@ -285,10 +312,12 @@ __global__ void __launch_bounds__(WG * 128, 1) gemm_wgmma(KtuneGemmArgs p) {
 // wait for a stage, issue its wgmma, keep one group in flight, release the stage before it.
 // Launched with KtuneGemmTmaArgs (launch plan: LaunchStep::tma; boxes 64 x BM or 64 x 64 for A,
 // 64 x BN or 64 x 64 for B, as tma_tile reads them).
-template <int BM, int BN, int WG, int ST, int SWZ, int F16, int A_COL, int B_COL>
+template <int BM, int BN, int WG, int ST, int SWZ, int SPLITK, int F16, int A_COL, int B_COL>
 __global__ void __launch_bounds__((WG + 1) * 128, 1) gemm_wgmma_tma(const __grid_constant__ KtuneGemmTmaArgs args) {
   using namespace ktune_dev;
   using namespace ktune_dev::wgmma;
+  static_assert(SPLITK >= 1, "SPLITK >= 1");
+  if constexpr (SPLITK > 1) let_next_grid_launch(); // the reduction's blocks may queue behind ours
   constexpr int WM = BM / WG, MT = WM / 64;
   static_assert(WM % 64 == 0 && (BN == 64 || BN == 128 || BN == 256) && ST >= 2, "tile shapes (descriptor)");
   constexpr unsigned A_BYTES = BM * 128, STAGE = (BM + BN) * 128;
@@ -304,7 +333,11 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) gemm_wgmma_tma(const __grid
   raster<SWZ>(blockIdx.x, tiles_m, tiles_n, tm, tn);
   const int row0 = tm * BM, col0 = tn * BN;
   const int tid = threadIdx.x, wg = tid / 128;
-  const int nk = (p.K + 63) / 64; // K = 0: nothing loaded (the maps are then not encoded), C = beta * C
+  // This block's K tiles: [k0, k0 + nk). K = 0: nothing loaded (the maps are then not encoded),
+  // C = beta * C. A slice past K's last tile (none when the descriptor's rule holds) adds zeros.
+  const int tiles_k = (p.K + 63) / 64, per = (tiles_k + SPLITK - 1) / SPLITK;
+  const int k0 = SPLITK > 1 ? int(blockIdx.z) * per : 0;
+  const int nk = SPLITK > 1 ? max(0, min(per, tiles_k - k0)) : tiles_k;
 
   if (tid == 0) {
     for (int s = 0; s < ST; ++s) {
@@ -326,8 +359,8 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) gemm_wgmma_tma(const __grid
         if (kt >= ST) mbar_wait(empty0 + s * 8, ((kt / ST) & 1) ^ 1); // released use kt / ST - 1
         const unsigned full = full0 + s * 8, dst = sbase + s * STAGE;
         mbar_expect_tx(full, STAGE);
-        tma_tile<BM, !A_COL>(dst, &args.a, row0, kt * 64, full);
-        tma_tile<BN, B_COL>(dst + A_BYTES, &args.b, col0, kt * 64, full);
+        tma_tile<BM, !A_COL>(dst, &args.a, row0, (k0 + kt) * 64, full);
+        tma_tile<BN, B_COL>(dst + A_BYTES, &args.b, col0, (k0 + kt) * 64, full);
       }
     }
     // Nothing else for the producer: the consumers wait for every copy it issued.
@@ -367,6 +400,9 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) gemm_wgmma_tma(const __grid
     wgmma_wait<0>();
 #pragma unroll
     for (int m = 0; m < MT; ++m) fence_regs(acc[m]);
-    store_c<MT, BN, F16>(p, acc, row0 + cw * WM, col0, tid & 127);
+    if constexpr (SPLITK > 1)
+      store_partial<MT, BN>(p, acc, row0 + cw * WM, col0, tid & 127, int(blockIdx.z));
+    else
+      store_c<MT, BN, F16>(p, acc, row0 + cw * WM, col0, tid & 127);
   }
 }

@@ -125,7 +125,7 @@ TEST(Compiler, SampledAndCornerWgmmaConfigsCompileForSm90a) {
       cases.emplace_back(one[0], p);
       corner_values.insert(prm.name + std::to_string(v));
     }
-  EXPECT_EQ(corner_values.size(), 3u + 3u + 2u + 4u + 4u + 2u + 2u);
+  EXPECT_EQ(corner_values.size(), 3u + 3u + 2u + 4u + 4u + 2u + 2u + 4u);
   ktune::testing::compile_all(f, cases, "sm_90");
 }
 
@@ -136,7 +136,7 @@ TEST(Compiler, SampledAndCornerWgmmaConfigsCompileForSm90a) {
 TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
   const Family f = find_family("gemm_wgmma");
   const auto d = DeviceInfo::nominal("sm_90");
-  const Config tma = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0})");
+  const Config tma = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1})");
   for (const char* l : kLayouts) {
     const auto p = half_problem(4096, 4096, 4096, l, DType::bf16);
     ASSERT_TRUE(f.valid(tma, p, d)) << l;
@@ -178,4 +178,29 @@ TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
     EXPECT_EQ(plan.workspace_bytes, size_t(a_rows * a_ld + b_rows * b_ld) * 2) << l;
     EXPECT_EQ(f.kernel_names(packed, p).at(1).rfind("gemm_pack16<8,8,8,0,", 0), 0u) << f.kernel_names(packed, p).at(1);
   }
+  // SPLITK = 4 (TMA only): grid.z = 4 slices of K, the FP32 reduction (kernel 1) after the main
+  // kernel as a programmatic dependent; packed copies after the slices in the workspace.
+  Config split = tma;
+  split.set("SPLITK", 4);
+  const auto p128 = half_problem(128, 4096, 4096, "NN", DType::bf16);
+  ASSERT_TRUE(f.valid(split, p128, d));
+  const LaunchPlan sp = f.launch_plan(split, p128);
+  ASSERT_EQ(sp.steps.size(), 2u);
+  EXPECT_EQ(sp.steps[0].grid[2], 4u);
+  EXPECT_EQ(sp.steps[1].kernel, 1);
+  EXPECT_TRUE(sp.steps[1].overlap_previous);
+  EXPECT_EQ(sp.workspace_bytes, size_t(4) * 128 * gemm_workspace_ld(4096) * 4);
+  EXPECT_EQ(f.kernel_names(split, p128).at(1).rfind("gemm_splitk_reduce16<4,0>", 0), 0u);
+  split.set("TMA", 0);
+  EXPECT_FALSE(f.valid(split, p128, d)); // the cp.async kernel has no split-K
+  Config split_packed = tma;
+  split_packed.set("SPLITK", 2), split_packed.set("PACK", 1);
+  const auto odd = half_problem(128, 4097, 4095, "NN", DType::bf16);
+  ASSERT_TRUE(f.valid(split_packed, odd, d));
+  const LaunchPlan spp = f.launch_plan(split_packed, odd);
+  ASSERT_EQ(spp.steps.size(), 3u);
+  EXPECT_EQ(spp.steps[0].kernel, 2); // the packing first
+  EXPECT_EQ(spp.main_step().tma_a.packed_offset, static_cast<long long>(gemm_splitk_workspace_bytes(2, odd)));
+  // More slices than K tiles is refused (K = 64: one tile).
+  EXPECT_FALSE(f.valid(split, half_problem(128, 4096, 64, "NN", DType::bf16), d));
 }

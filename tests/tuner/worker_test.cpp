@@ -103,7 +103,7 @@ TEST(Worker, TmaLaunchPlansReachTheWorkerWhole) {
   const Family f = find_family("gemm_wgmma");
   for (const char* layout : {"NN", "TT"})
     for (int pack : {0, 1}) {
-      Config c = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1})");
+      Config c = f.canonical(Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1})"));
       c.set("PACK", pack);
       const LaunchPlan plan = f.launch_plan(c, GemmProblem::parse(pack ? "2999x2999x2999" : "4096x4096x4096", layout, DType::bf16));
       const LaunchPlan back = plan_from_json(nlohmann::json::parse(plan_to_json(plan).dump()));
