@@ -47,6 +47,15 @@ CUlaunchConfig launch_config(const unsigned grid[3], const unsigned block[3], un
   cfg.hStream = stream;
   return cfg;
 }
+
+// CTAs per cluster that a kernel was compiled with (__cluster_dims__), 1 without one.
+int compiled_cluster_size(CUfunction f, const std::string& context) {
+  int dims[3] = {0, 0, 0};
+  const CUfunction_attribute at[3] = {CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT,
+                                      CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH};
+  for (int d = 0; d < 3; ++d) check_cu(driver().cuFuncGetAttribute(&dims[d], at[d], f), "cuFuncGetAttribute(REQUIRED_CLUSTER_*)", context);
+  return std::max(1, dims[0]) * std::max(1, dims[1]) * std::max(1, dims[2]);
+}
 } // namespace
 
 Module::Module(const std::vector<char>& cubin, const std::vector<std::string>& lowered_names, std::string context)
@@ -77,16 +86,9 @@ Module::Module(const std::vector<char>& cubin, const std::vector<std::string>& l
     // A kernel compiled with a cluster wider than the portable 8 CTAs (__cluster_dims__(16, 1, 1):
     // rows_bulk's CL = 16) launches only with the driver's permission; it is the kernel's own
     // requirement, so it is granted here, once, instead of by every caller.
-    if (major >= 9) {
-      int dims[3] = {0, 0, 0};
-      const CUfunction_attribute at[3] = {CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT,
-                                          CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH};
-      for (int d = 0; d < 3; ++d)
-        check_cu(driver().cuFuncGetAttribute(&dims[d], at[d], f), "cuFuncGetAttribute(REQUIRED_CLUSTER_*)", context_ + " kernel " + name);
-      if (std::max(1, dims[0]) * std::max(1, dims[1]) * std::max(1, dims[2]) > 8)
-        check_cu(driver().cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
-                 "cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)", context_ + " kernel " + name);
-    }
+    if (major >= 9 && compiled_cluster_size(f, context_ + " kernel " + name) > 8)
+      check_cu(driver().cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
+               "cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)", context_ + " kernel " + name);
     functions_.push_back(f);
   }
 }
@@ -128,11 +130,7 @@ Occupancy Module::occupancy(size_t i, const unsigned grid[3], const unsigned blo
   const int threads = int(block[0] * block[1] * block[2]);
   check_cu(driver().cuOccupancyMaxActiveBlocksPerMultiprocessor(&o.blocks_per_sm, f, threads, dynamic_smem),
            "cuOccupancyMaxActiveBlocksPerMultiprocessor", context_);
-  int dims[3] = {0, 0, 0};
-  const CUfunction_attribute at[3] = {CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT,
-                                      CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH};
-  for (int d = 0; d < 3; ++d) check_cu(driver().cuFuncGetAttribute(&dims[d], at[d], f), "cuFuncGetAttribute(REQUIRED_CLUSTER_*)", context_);
-  o.cluster_size = std::max(1, dims[0]) * std::max(1, dims[1]) * std::max(1, dims[2]);
+  o.cluster_size = compiled_cluster_size(f, context_);
   if (o.cluster_size > 1) {
     // The cluster shape comes from the kernel itself (__cluster_dims__); the config names none.
     const CUlaunchConfig cfg = launch_config(grid, block, dynamic_smem, nullptr);

@@ -24,9 +24,11 @@ bool half_problem(const GemmProblem& p) { return p.dtype == DType::bf16 || p.dty
 // PACK = 1: gemm_pack16 first copies A and B into the workspace with 16-byte rows (quanta of 8
 // halves: TMA zero-fills past the true extents, so no tile padding is needed), and the TMA maps
 // read those copies. What lets the family serve unaligned shapes (2999^3, odd leading dimensions).
-// The packing kernel of a config: its copies follow the split-K slices in the workspace.
-GemmPack pack_of(const Config& c) { return GemmPack{8, 8, 8, c["SPLITK"]}; }
-bool packed_fits(const GemmProblem& p) { return gemm_pack_workspace_bytes(GemmPack{8, 8, 8, 1}, p) <= kGemmMaxWorkspace; }
+// The packing kernel for SPLITK slices: its copies follow the slices in the workspace (their size
+// does not depend on the slices).
+GemmPack pack_of(int splitk) { return GemmPack{8, 8, 8, splitk}; }
+GemmPack pack_of(const Config& c) { return pack_of(c["SPLITK"]); }
+bool packed_fits(const GemmProblem& p) { return gemm_pack_workspace_bytes(pack_of(1), p) <= kGemmMaxWorkspace; }
 
 // Split-K: every slice gets at least one 64-wide K tile (slice z has tiles [z * per, (z + 1) * per)).
 bool slices_reach_k(const Config& c, const GemmProblem& p) {
