@@ -37,16 +37,6 @@ CompileRequest rows_reference_request(const std::string& arch) {
 
 namespace {
 
-// The op's code for the kernels (rows_args.h) and its reference, by name: the row ops' runner is
-// one class, the op a value.
-enum class RowsOp { softmax, layernorm, rmsnorm };
-RowsOp rows_op(const std::string& name) {
-  if (name == "softmax") return RowsOp::softmax;
-  if (name == "layernorm") return RowsOp::layernorm;
-  if (name == "rmsnorm") return RowsOp::rmsnorm;
-  throw Error("not a row op: " + name);
-}
-
 // Host copies in the device's element type: values are generated as floats, rounded to the
 // dtype, and read back as the rounded values, so the reference sees exactly the kernel's inputs.
 struct HostArray {
@@ -90,7 +80,8 @@ class RowsRunner : public OpRunner {
 
   void prepare(const Problem& p, uint64_t seed) override {
     const bool same_inputs = have_inputs_ && p.key() == p_.key() && p.ld == p_.ld && seed == seed_;
-    p_ = p, seed_ = seed, op_ = rows_op(p.op);
+    p_ = p, seed_ = seed, info_ = &op_info(p.op);
+    if (!info_->reference_row) throw Error("op " + p.op + " declares no row reference (OpInfo::reference_row)");
     rows_ = p.dims[0], cols_ = p.dims[1], ldx_ = p.ld[0], ldy_ = p.ld[1];
     eb_ = element_bytes(p.dtype);
     if (!same_inputs) generate();
@@ -157,8 +148,8 @@ class RowsRunner : public OpRunner {
 
   KtuneRowsArgs args() const {
     return rows_args(p_, reinterpret_cast<const void*>(x_.ptr()), reinterpret_cast<void*>(y_.ptr()),
-                     op_ == RowsOp::softmax ? nullptr : reinterpret_cast<const void*>(w_.ptr()),
-                     op_ == RowsOp::layernorm ? reinterpret_cast<const void*>(b_.ptr()) : nullptr);
+                     info_->row_vectors >= 1 ? reinterpret_cast<const void*>(w_.ptr()) : nullptr,
+                     info_->row_vectors >= 2 ? reinterpret_cast<const void*>(b_.ptr()) : nullptr);
   }
 
   // Grid-stride kernels on the legacy default stream (ordered with the tuner's launches there):
@@ -206,7 +197,11 @@ class RowsRunner : public OpRunner {
     std::uniform_real_distribution<float> uw(0.5f, 1.5f), ub(-0.5f, 0.5f);
     w_host_.resize(p_.dtype, size_t(cols_));
     b_host_.resize(p_.dtype, size_t(cols_));
-    for (int64_t j = 0; j < cols_; ++j) w_host_.set(size_t(j), uw(rng)), b_host_.set(size_t(j), ub(rng));
+    w64_.resize(size_t(cols_)), b64_.resize(size_t(cols_));
+    for (int64_t j = 0; j < cols_; ++j) {
+      w_host_.set(size_t(j), uw(rng)), b_host_.set(size_t(j), ub(rng));
+      w64_[size_t(j)] = w_host_.get(size_t(j)), b64_[size_t(j)] = b_host_.get(size_t(j)); // the rounded values
+    }
     check_cu(driver().cuMemcpyHtoD(w_.ptr(), w_host_.bytes.data(), size_t(cols_ * eb_)), "cuMemcpyHtoD", "weight of " + p_.key());
     check_cu(driver().cuMemcpyHtoD(b_.ptr(), b_host_.bytes.data(), size_t(cols_ * eb_)), "cuMemcpyHtoD", "bias of " + p_.key());
 
@@ -217,33 +212,13 @@ class RowsRunner : public OpRunner {
     have_inputs_ = true;
   }
 
-  // PyTorch's semantics in FP64 on the rounded inputs (rows_common.cuh states them), for the
-  // s-th sampled row.
+  // The op's FP64 reference (OpInfo::reference_row, in the op's own file) on the s-th sampled
+  // row, from the rounded inputs the kernel saw.
   void reference_row(size_t s, std::vector<double>& out) const {
-    const size_t base = s * size_t(cols_);
-    auto x = [&](int64_t j) { return x_rows_.get(base + size_t(j)); };
-    if (op_ == RowsOp::softmax) {
-      const double scale = p_.scalar("scale");
-      double m = -INFINITY, sum = 0;
-      for (int64_t j = 0; j < cols_; ++j) m = std::max(m, scale * x(j));
-      for (int64_t j = 0; j < cols_; ++j) sum += (out[size_t(j)] = std::exp(scale * x(j) - m));
-      for (int64_t j = 0; j < cols_; ++j) out[size_t(j)] /= sum;
-      return;
-    }
-    const double eps = p_.scalar("eps");
-    if (op_ == RowsOp::layernorm) {
-      double mean = 0, var = 0;
-      for (int64_t j = 0; j < cols_; ++j) mean += x(j);
-      mean /= double(cols_);
-      for (int64_t j = 0; j < cols_; ++j) var += (x(j) - mean) * (x(j) - mean);
-      const double inv = 1.0 / std::sqrt(var / double(cols_) + eps);
-      for (int64_t j = 0; j < cols_; ++j) out[size_t(j)] = (x(j) - mean) * inv * w_host_.get(size_t(j)) + b_host_.get(size_t(j));
-      return;
-    }
-    double ms = 0;
-    for (int64_t j = 0; j < cols_; ++j) ms += x(j) * x(j);
-    const double inv = 1.0 / std::sqrt(ms / double(cols_) + eps);
-    for (int64_t j = 0; j < cols_; ++j) out[size_t(j)] = x(j) * inv * w_host_.get(size_t(j));
+    std::vector<double> x(static_cast<size_t>(cols_));
+    for (int64_t j = 0; j < cols_; ++j) x[size_t(j)] = x_rows_.get(s * size_t(cols_) + size_t(j));
+    info_->reference_row(p_, x.data(), info_->row_vectors >= 1 ? w64_.data() : nullptr,
+                         info_->row_vectors >= 2 ? b64_.data() : nullptr, out.data());
   }
 
   DeviceInfo device_;
@@ -252,11 +227,12 @@ class RowsRunner : public OpRunner {
   Problem p_;
   uint64_t seed_ = 0;
   bool have_inputs_ = false;
-  RowsOp op_ = RowsOp::softmax;
+  const OpInfo* info_ = nullptr;
   int64_t rows_ = 0, cols_ = 0, ldx_ = 0, ldy_ = 0;
   int eb_ = 4;
   std::vector<int64_t> sampled_; // row indices, ascending
   HostArray x_rows_, w_host_, b_host_; // x_rows_: the sampled rows of x, packed
+  std::vector<double> w64_, b64_;       // weight and bias as the reference reads them
   DeviceBuffer x_, y_, w_, b_;
 };
 

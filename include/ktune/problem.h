@@ -79,6 +79,14 @@ struct OpInfo {
   std::function<void(const Problem&)> validate;
   std::function<double(const Problem&)> flops;     // useful FLOPs (TFLOPS figures)
   std::function<double(const Problem&)> min_bytes; // bytes every input read and every output written once
+  // Which of the tuner's runners fills, verifies and times the op (tuner/op_runners.cpp): "gemm",
+  // "rows" (one output row per input row).
+  std::string runner;
+  // Row ops: the vectors of cols elements read besides x (0 none, 1 weight, 2 weight and bias), and
+  // the FP64 reference of one row in the op's semantics: x and y of cols elements, w / b null
+  // where the op has none (or the caller passes none: then 1 and 0).
+  int row_vectors = 0;
+  std::function<void(const Problem&, const double* x, const double* w, const double* b, double* y)> reference_row;
 };
 
 // The registered ops (kernel_templates/ops.cpp lists them).

@@ -107,6 +107,7 @@ OpInfo gemm_op_info() {
   o.ld_names = {"lda", "ldb", "ldc"};
   o.scalars = {{"alpha", 1.0}, {"beta", 0.0}};
   o.baseline = "cublas";
+  o.runner = "gemm";
   o.min_ld = [](const std::vector<int64_t>& d, const std::string& layout) {
     // K = 0 has a zero minimum leading dimension for some layouts; keep ld >= 1 so pointer
     // arithmetic stays defined.

@@ -227,6 +227,9 @@ OpInfo rows_op_info(const RowsOpSpec& s) {
   o.min_bytes = [vectors](const Problem& p) {
     return double(element_bytes(p.dtype)) * (2.0 * double(p.dims[0]) * double(p.dims[1]) + vectors * double(p.dims[1]));
   };
+  o.runner = "rows";
+  o.row_vectors = vectors;
+  o.reference_row = s.reference_row;
   return o;
 }
 

@@ -3,6 +3,7 @@
 // parameter) and so their descriptors: each op's file (kernel_templates/<op>/<op>.cpp) declares
 // its OpInfo and families through these.
 #pragma once
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,6 +21,8 @@ struct RowsOpSpec {
   std::vector<std::pair<std::string, double>> scalars; // softmax: scale; norms: eps
   double flops_per_element = 0; // an honest count for TFLOPS columns; these ops are judged by bandwidth
   int vectors_per_row = 0;      // weight (and bias) vectors of cols elements read besides x and y
+  // The op's FP64 reference of one row (OpInfo::reference_row), the semantics rows_common.cuh states.
+  std::function<void(const Problem&, const double* x, const double* w, const double* b, double* y)> reference_row;
 };
 
 OpInfo rows_op_info(const RowsOpSpec& s);

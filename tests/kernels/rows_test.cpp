@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "db/table.h"
@@ -109,6 +110,44 @@ TEST(RowsOp, CachedFamiliesServeTheRowLengthsTheyAreFor) {
   EXPECT_GT(bulk.count(Problem::parse("softmax", "4096x32000", "", DType::bf16), d), 0u);
   EXPECT_EQ(bulk.count(Problem::parse("softmax", "64x1001", "", DType::bf16), d), 0u); // 2002-byte rows
   EXPECT_EQ(bulk.count(vocab, DeviceInfo::nominal("sm_80")), 0u);
+}
+
+// Each row op declares its runner, its weight/bias vectors and its FP64 reference in its own file
+// (kernel_templates/<op>/<op>.cpp); the references follow PyTorch's semantics.
+TEST(RowsOp, EachOpDeclaresItsRunnerVectorsAndReference) {
+  EXPECT_EQ(op_info("gemm").runner, "gemm");
+  const std::map<std::string, int> vectors = {{"softmax", 0}, {"layernorm", 2}, {"rmsnorm", 1}};
+  for (const auto& [op, n] : vectors) {
+    EXPECT_EQ(op_info(op).runner, "rows") << op;
+    EXPECT_EQ(op_info(op).row_vectors, n) << op;
+    ASSERT_TRUE(op_info(op).reference_row) << op;
+  }
+  auto run = [](const char* op, std::vector<double> x, const std::vector<double>* w, const std::vector<double>* b,
+                std::pair<const char*, double> scalar) {
+    Problem p = Problem::parse(op, "1x" + std::to_string(x.size()), "", DType::f32);
+    p.scalars[scalar.first] = scalar.second;
+    std::vector<double> y(x.size());
+    op_info(op).reference_row(p, x.data(), w ? w->data() : nullptr, b ? b->data() : nullptr, y.data());
+    return y;
+  };
+  // softmax(scale * x): [0, ln 2] -> [1/3, 2/3]; scale 2 on [0, ln 2 / 2] the same.
+  for (auto [x1, scale] : {std::pair{std::log(2.0), 1.0}, std::pair{std::log(2.0) / 2, 2.0}}) {
+    const auto y = run("softmax", {0.0, x1}, nullptr, nullptr, {"scale", scale});
+    EXPECT_NEAR(y[0], 1.0 / 3, 1e-15);
+    EXPECT_NEAR(y[1], 2.0 / 3, 1e-15);
+  }
+  // LayerNorm of [1, 3] (mean 2, biased variance 1): [-1, 1], then * w + b.
+  const std::vector<double> w = {2.0, 0.5}, b = {1.0, -1.0};
+  auto ln = run("layernorm", {1.0, 3.0}, nullptr, nullptr, {"eps", 0.0});
+  EXPECT_NEAR(ln[0], -1.0, 1e-15);
+  EXPECT_NEAR(ln[1], 1.0, 1e-15);
+  ln = run("layernorm", {1.0, 3.0}, &w, &b, {"eps", 0.0});
+  EXPECT_NEAR(ln[0], -1.0, 1e-15);
+  EXPECT_NEAR(ln[1], -0.5, 1e-15);
+  // RMSNorm of [3, 4]: mean square 12.5, eps added under the root, then * w.
+  const auto rms = run("rmsnorm", {3.0, 4.0}, &w, nullptr, {"eps", 0.5});
+  EXPECT_NEAR(rms[0], 3.0 / std::sqrt(13.0) * 2.0, 1e-15);
+  EXPECT_NEAR(rms[1], 4.0 / std::sqrt(13.0) * 0.5, 1e-15);
 }
 
 TEST(RowsOp, ToleranceIsTheOutputRoundingPlusFp32Math) {
