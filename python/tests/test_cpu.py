@@ -38,10 +38,26 @@ def table(name):
         return json.load(f)["entries"]
 
 
-@pytest.mark.parametrize("name,dtype", [("sm_90.json", "f32"), ("sm_90-half.json", "bf16"), ("sm_90-half.json", "f16")])
-def test_best_config_shipped_table(name, dtype):
-    entries = [e for e in table(name) if e["dtype"] == dtype]
-    assert entries, "no %s entries in %s" % (dtype, name)
+# The tables the runtime loads by default for each dtype: where two hold the same problem, the entry
+# with the faster record is the exact choice (db/lending.cpp).
+SHIPPED = {"f32": ("sm_90.json",), "bf16": ("sm_90-half.json", "sm_90-half-wgmma.json"),
+           "f16": ("sm_90-half.json", "sm_90-half-wgmma.json")}
+
+
+def shipped_entries(dtype):
+    best = {}
+    for name in SHIPPED[dtype]:
+        for e in table(name):
+            key = (e["layout"], e["m"], e["n"], e["k"])
+            if e["dtype"] == dtype and (key not in best or e["time_ms"] < best[key]["time_ms"]):
+                best[key] = e
+    return list(best.values())
+
+
+@pytest.mark.parametrize("dtype", ["f32", "bf16", "f16"])
+def test_best_config_shipped_table(dtype):
+    entries = shipped_entries(dtype)
+    assert entries, "no %s entries in %s" % (dtype, SHIPPED[dtype])
     exact = 0
     for e in entries:
         s = ktune.best_config(e["m"], e["n"], e["k"], dtype=dtype, layout=e["layout"], arch="sm_90")
