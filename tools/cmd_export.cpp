@@ -4,9 +4,8 @@
 #include <cstdio>
 #include <memory>
 #include <string>
-#include <vector>
-
 #include <filesystem>
+#include <vector>
 
 #include "db/store.h"
 #include "db/table.h"
@@ -23,32 +22,30 @@ struct ExportArgs {
 };
 
 int cmd_export(const ExportArgs& a) {
-  const std::string &db = a.db, &arch = a.arch, &family = a.family, &dtype = a.dtype, &out = a.out;
-  const bool trials = a.trials;
-  if (trials && !dtype.empty()) throw UsageError("export --trials writes every trial; --dtype filters tables only");
-  if (!dtype.empty()) parse_dtype(dtype); // a bad name is bad usage before the database is opened
-  const std::string path = db.empty() ? default_db_path() : db;
+  if (a.trials && !a.dtype.empty()) throw UsageError("export --trials writes every trial; --dtype filters tables only");
+  if (!a.dtype.empty()) parse_dtype(a.dtype); // a bad name is bad usage before the database is opened
+  const std::string path = a.db.empty() ? default_db_path() : a.db;
   if (!std::filesystem::exists(path)) throw UsageError("database " + path + " does not exist");
   const Store store(path, /*read_only=*/true);
-  if (trials) {
-    if (arch.empty()) throw UsageError("export --trials needs --arch");
-    const TrialLog log = store.export_trials(arch);
-    if (log.problems.empty()) throw UsageError("database " + path + " has no trials for " + arch);
-    write_atomically(out, trial_log_to_json(log));
+  if (a.trials) {
+    if (a.arch.empty()) throw UsageError("export --trials needs --arch");
+    const TrialLog log = store.export_trials(a.arch);
+    if (log.problems.empty()) throw UsageError("database " + path + " has no trials for " + a.arch);
+    write_atomically(a.out, trial_log_to_json(log));
     size_t n = 0;
     for (const auto& p : log.problems) n += p.trials.size();
     std::fprintf(stderr, "ktune: exported %zu trials of %zu problems (%s) to %s\n", n, log.problems.size(),
-                 log.device_name.c_str(), out.c_str());
+                 log.device_name.c_str(), a.out.c_str());
     return 0;
   }
-  Table t = store.export_table(arch, family);
-  keep_dtype(t, dtype);
+  Table t = store.export_table(a.arch, a.family);
+  keep_dtype(t, a.dtype);
   if (t.entries.empty())
-    throw UsageError("database " + path + " has no tuned results" + (arch.empty() ? "" : " for " + arch) +
-                     (family.empty() ? "" : " of family " + family) + (dtype.empty() ? "" : " in " + dtype));
-  write_atomically(out, table_to_json(t));
+    throw UsageError("database " + path + " has no tuned results" + (a.arch.empty() ? "" : " for " + a.arch) +
+                     (a.family.empty() ? "" : " of family " + a.family) + (a.dtype.empty() ? "" : " in " + a.dtype));
+  write_atomically(a.out, table_to_json(t));
   std::fprintf(stderr, "ktune: exported %zu entries (%s, %s) to %s\n", t.entries.size(), t.device_name.c_str(),
-               t.arch.c_str(), out.c_str());
+               t.arch.c_str(), a.out.c_str());
   return 0;
 }
 

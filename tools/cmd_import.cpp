@@ -19,20 +19,19 @@ struct ImportArgs {
 };
 
 int cmd_import(const ImportArgs& a) {
-  const std::string &db = a.db, &file = a.file, &dtype = a.dtype;
   // Parse and validate the whole table before the database is opened (or its path resolved): a
   // bad file must leave the database byte-for-byte as it was, or not create it. Every entry is
   // checked against its family too: the runtime would skip an entry it cannot serve, so
   // importing one would only report a best that is never used.
-  Table t = read_table_file(file);
-  keep_dtype(t, dtype);
-  if (t.entries.empty()) throw UsageError(file + " has no entries in " + dtype);
-  validate_table_entries(t, file);
-  const std::string path = db.empty() ? default_db_path() : db;
+  Table t = read_table_file(a.file);
+  keep_dtype(t, a.dtype);
+  if (t.entries.empty()) throw UsageError(a.file + " has no entries in " + a.dtype);
+  validate_table_entries(t, a.file);
+  const std::string path = a.db.empty() ? default_db_path() : a.db;
   Store store(path);
   const size_t improved = store.import_table(t);
   std::printf("imported %zu entries from %s (%s, %s) into %s: %zu problems got a new or faster best\n",
-              t.entries.size(), file.c_str(), t.device_name.c_str(), t.arch.c_str(), path.c_str(), improved);
+              t.entries.size(), a.file.c_str(), t.device_name.c_str(), t.arch.c_str(), path.c_str(), improved);
   return 0;
 }
 
