@@ -84,10 +84,7 @@ void GemmOp::grow(DeviceBuffer& b, size_t bytes, const char* what) {
 void GemmOp::ensure_workspace(size_t bytes) { grow(workspace_, bytes, "workspace (split-K sums, packed operands)"); }
 
 void GemmOp::launch1d(size_t kernel, long long n, void** params, CUstream stream) {
-  // Grid-stride kernels: a few waves of blocks are enough to saturate memory bandwidth.
-  const unsigned blocks = static_cast<unsigned>(std::clamp<long long>((n + 255) / 256, 1, 32LL * std::max(1, device_.sm_count)));
-  const unsigned grid[3] = {blocks, 1, 1}, block[3] = {256, 1, 1};
-  ref_->launch(kernel, grid, block, 0, stream, params);
+  launch_grid_stride(*ref_, kernel, n, device_, params, stream);
 }
 
 void GemmOp::prepare(const GemmProblem& p, uint64_t seed) {

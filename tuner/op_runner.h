@@ -50,4 +50,8 @@ class OpRunner {
 // no runner serves.
 std::unique_ptr<OpRunner> make_op_runner(const std::string& op, Compiler& compiler, const DeviceInfo& device);
 
+// Launches a grid-stride verification kernel (fill, widen, compare) over n elements on `stream`:
+// 256 threads a block, a few waves of blocks (enough to saturate memory bandwidth).
+void launch_grid_stride(Module& m, size_t kernel, long long n, const DeviceInfo& device, void** params, CUstream stream);
+
 } // namespace ktune

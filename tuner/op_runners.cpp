@@ -2,6 +2,7 @@
 // row op needs nothing: its OpInfo names the "rows" runner and carries its reference).
 #include "tuner/op_runner.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "ktune/error.h"
@@ -22,6 +23,12 @@ std::unique_ptr<OpRunner> make_op_runner(const std::string& op, Compiler& compil
   if (info.runner == "gemm") return make_gemm_runner(compiler, device);
   if (info.runner == "rows") return make_rows_runner(compiler, device);
   throw UsageError("op '" + op + "' names runner '" + info.runner + "', which the tuner does not have (known: gemm, rows)");
+}
+
+void launch_grid_stride(Module& m, size_t kernel, long long n, const DeviceInfo& device, void** params, CUstream stream) {
+  const unsigned blocks = static_cast<unsigned>(std::clamp<long long>((n + 255) / 256, 1, 32LL * std::max(1, device.sm_count)));
+  const unsigned grid[3] = {blocks, 1, 1}, block[3] = {256, 1, 1};
+  m.launch(kernel, grid, block, 0, stream, params);
 }
 
 } // namespace ktune

@@ -105,7 +105,7 @@ class RowsRunner : public OpRunner {
     int dt = dt_code();
     CUdeviceptr counts = counts_.ptr();
     void* params[] = {&y, &rows, &cols, &ld, &dt, &counts};
-    launch1d(kCheck, (rows_ - 1) * ldy_ + cols_, params);
+    launch_grid_stride(*ref_, kCheck, (rows_ - 1) * ldy_ + cols_, device_, params, nullptr); // legacy stream: ordered with the launches
     unsigned long long c[2] = {0, 0};
     check_cu(driver().cuMemcpyDtoH(c, counts_.ptr(), sizeof c), "cuMemcpyDtoH", "reading the check counts of " + p_.key());
     VerifyResult r;
@@ -152,14 +152,6 @@ class RowsRunner : public OpRunner {
                      info_->row_vectors >= 2 ? reinterpret_cast<const void*>(b_.ptr()) : nullptr);
   }
 
-  // Grid-stride kernels on the legacy default stream (ordered with the tuner's launches there):
-  // a few waves of blocks saturate memory bandwidth.
-  void launch1d(size_t kernel, long long n, void** params) {
-    const unsigned blocks = static_cast<unsigned>(std::clamp<long long>((n + 255) / 256, 1, 32LL * std::max(1, device_.sm_count)));
-    const unsigned grid[3] = {blocks, 1, 1}, block[3] = {256, 1, 1};
-    ref_->launch(kernel, grid, block, 0, nullptr, params);
-  }
-
   static void grow(DeviceBuffer& b, size_t bytes, const std::string& what) {
     if (b.bytes() < bytes) {
       b = DeviceBuffer(); // free first: the old and new buffers need not fit together
@@ -191,7 +183,7 @@ class RowsRunner : public OpRunner {
     int dt = dt_code();
     float lo = -3.0f, hi = 3.0f;
     void* params[] = {&x, &n, &s, &dt, &lo, &hi};
-    launch1d(kFill, n, params);
+    launch_grid_stride(*ref_, kFill, n, device_, params, nullptr);
 
     std::mt19937_64 rng(seed_);
     std::uniform_real_distribution<float> uw(0.5f, 1.5f), ub(-0.5f, 0.5f);

@@ -128,8 +128,8 @@ Family stream_family(const RowsOpSpec& s) {
   return f;
 }
 
-// The slice of a row a CTA of the cluster caches (rows_cluster.cu: ceil(cols / CL) rounded up
-// to a warp's sweep of 32 * VEC elements).
+// The slice of a row a CTA of the cluster caches (rows_cluster.cu, and rows_bulk.cu in shared
+// memory: ceil(cols / CL) rounded up to a warp's sweep of 32 * VEC elements).
 int64_t slice(const Config& c, const Problem& p) {
   const int64_t sweep = 32LL * c["VEC"];
   const int64_t per = (cols(p) + c["CL"] - 1) / c["CL"];
@@ -162,13 +162,8 @@ Family cluster_family(const RowsOpSpec& s) {
   return f;
 }
 
-// rows_bulk.cu's slice: ceil(cols / CL) rounded up to a warp's sweep of 32 * VEC elements; its
-// bytes are the kernel's dynamic shared memory.
-int64_t bulk_slice_bytes(const Config& c, const Problem& p) {
-  const int64_t sweep = 32LL * c["VEC"];
-  const int64_t per = (cols(p) + c["CL"] - 1) / c["CL"];
-  return (per + sweep - 1) / sweep * sweep * elem(p);
-}
+// rows_bulk.cu's slice (slice() above) in bytes: the kernel's dynamic shared memory.
+int64_t bulk_slice_bytes(const Config& c, const Problem& p) { return slice(c, p) * elem(p); }
 
 Family bulk_family(const RowsOpSpec& s) {
   Family f = common(s, "bulk", "the row (a cluster of CL CTAs: a slice each) in shared memory through bulk copies, statistics as pieces land");
