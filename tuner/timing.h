@@ -1,7 +1,8 @@
 // Timing on the GPU as docs/METHOD says: warm-up first, CUDA events around each repetition,
 // repetitions until a minimum total time, the L2 flushed before every repetition so that no
 // problem is timed from cache (nor pays for writing back what the flush left), and the median
-// kept with min, p20 and p80.
+// kept with min, p20 and p80. Each repetition's launch is queued behind a short GPU-side delay
+// so that host launch latency is not timed.
 #pragma once
 #include <cuda.h>
 
@@ -21,6 +22,9 @@ struct TimingOptions {
   // A config whose first timed repetition is slower than this cannot be the best: it is timed
   // once and no more. 0 disables. The tuner sets it from the best time so far.
   double cutoff_ms = 0;
+  // Before each repetition's start event the stream is held this long on the GPU (a spinning
+  // kernel), so the launch is queued before timing starts. 0 disables.
+  double launch_lead_us = 100;
 };
 
 class Timer {
@@ -36,9 +40,11 @@ class Timer {
 
  private:
   void flush(CUstream stream);
+  void delay(CUstream stream, double us);
   DeviceBuffer flush_buf_;
   CUmodule flush_module_ = nullptr; // ktune_l2_flush, a kernel that reads flush_buf_
   CUfunction flush_kernel_ = nullptr;
+  CUfunction delay_kernel_ = nullptr; // ktune_delay, in the same module
   CUevent start_ = nullptr, stop_ = nullptr;
 };
 
