@@ -15,14 +15,21 @@
 //   CL       CTAs per cluster sharing one row (1, 2, 4, 8, 16; 16 is a non-portable cluster size,
 //            which runtime/module.cpp allows for every kernel compiled with it)
 //   PIECES   bulk copies (and mbarriers) a slice arrives in (1, 2, 4, 8)
+//   RPC      rows a cluster serves, one after another (1, 2, 4, 8, 16): grid = ceil(rows / RPC)
+//            clusters, cluster c takes rows c, c + G, c + 2G, ... (G clusters). Rows in waves of
+//            equal clusters leave the last wave part-empty (512 rows of 128256 bf16 at CL 8: six
+//            32 KB CTAs an SM, 99 clusters at once, 5.2 waves -> 86 % of the time busy); a grid
+//            of G <= one wave of clusters that each serve RPC rows has no such tail.
+//   STAGES   slice buffers (1, 2): with 2 the next row's copies are in flight while this row is
+//            reduced and written (RPC > 1 only)
 //
 // The slice: per = ceil(cols / CL) rounded up to 32 * VEC elements (a warp's sweep, a multiple of
 // 64 bytes), CTA rank r takes columns [r * per, min(cols, (r + 1) * per)); its pieces are
 // ceil(n / PIECES) elements rounded up the same way (the last ones may be short or empty).
 //
-// Host rules (besides rows_common.cuh's): sm_90; grid = rows * CL x 1 x 1 (cluster i serves row i;
-// rows * CL <= 2^31 - 1), block = THREADS, dynamic shared memory = per * sizeof(element) bytes
-// (<= the device's opt-in limit less the static few hundred bytes); the bulk copies need 16-byte
+// Host rules (besides rows_common.cuh's): sm_90; grid = ceil(rows / RPC) * CL x 1 x 1 (<= 2^31 - 1),
+// block = THREADS, dynamic shared memory = STAGES * per * sizeof(element) bytes (<= the device's
+// opt-in limit less the static few hundred bytes); the bulk copies need 16-byte
 // granules: x 16-byte aligned, ldx * sizeof(element) and cols * sizeof(element) multiples of 16.
 // y, weight and bias follow VEC's rule only.
 #include "ktune_async.cuh"
@@ -30,7 +37,7 @@
 
 constexpr int kBulkUnroll = 4;
 
-template <int OP, int DT, int VEC, int THREADS, int CL, int PIECES>
+template <int OP, int DT, int VEC, int THREADS, int CL, int PIECES, int RPC, int STAGES>
 __global__ void __launch_bounds__(THREADS) ROWS_CLUSTER_DIMS(CL, 1, 1) rows_bulk(KtuneRowsArgs p) {
   using namespace ktune_dev::rows;
   namespace as = ktune_dev::async;
@@ -38,16 +45,17 @@ __global__ void __launch_bounds__(THREADS) ROWS_CLUSTER_DIMS(CL, 1, 1) rows_bulk
   static_assert(THREADS % 32 == 0 && THREADS >= 64 && THREADS <= 1024, "THREADS: 64..1024, whole warps");
   static_assert(CL == 1 || CL == 2 || CL == 4 || CL == 8 || CL == 16, "CL in {1, 2, 4, 8, 16}");
   static_assert(PIECES == 1 || PIECES == 2 || PIECES == 4 || PIECES == 8, "PIECES in {1, 2, 4, 8}");
+  static_assert(RPC >= 1 && (STAGES == 1 || STAGES == 2), "RPC >= 1, STAGES in {1, 2}");
 #if __CUDA_ARCH__ >= 900
   constexpr int EB = elem_bytes<DT>();
   constexpr int SWEEP = 32 * VEC;
   constexpr int U = kBulkUnroll;
   extern __shared__ __align__(128) unsigned char slice_smem[];
-  __shared__ __align__(8) unsigned long long bar[PIECES];
+  __shared__ __align__(8) unsigned long long bar[STAGES * PIECES];
   __shared__ Stats<OP> red[THREADS / 32];
   __shared__ Stats<OP> slot;
 
-  const long long row = blockIdx.x / CL;
+  const long long cluster = blockIdx.x / CL, clusters = gridDim.x / CL;
   const int rank = CL > 1 ? static_cast<int>(cluster_rank()) : 0;
   const RowConsts k = row_consts(p);
   const int cols = static_cast<int>(p.cols);
@@ -57,39 +65,67 @@ __global__ void __launch_bounds__(THREADS) ROWS_CLUSTER_DIMS(CL, 1, 1) rows_bulk
   const int piece = ((n + PIECES - 1) / PIECES + SWEEP - 1) / SWEEP * SWEEP;
   const unsigned smem = as::smem_addr(slice_smem);
   const unsigned bar0 = as::smem_addr(bar);
+  // The i-th row this cluster serves, and where its slice lands: buffer (and barriers) i % STAGES.
+  auto row_of = [&](int i) { return cluster + i * clusters; };
+  auto buffer = [&](int i) { return smem + static_cast<unsigned>((i % STAGES) * per * EB); };
+  auto barrier = [&](int i, int q) { return bar0 + 8u * static_cast<unsigned>((i % STAGES) * PIECES + q); };
 
-  if (threadIdx.x == 0) {
-#pragma unroll
-    for (int q = 0; q < PIECES; ++q) as::mbar_init(bar0 + 8u * q, 1);
-    as::fence_mbar_init();
-    const char* from = static_cast<const char*>(x_row<DT>(p, row)) + static_cast<long long>(begin) * EB;
+  // One thread issues the i-th row's copies (if the cluster has an i-th row).
+  auto issue = [&](int i) {
+    if (i >= RPC || row_of(i) >= p.rows) return;
+    const char* from = static_cast<const char*>(x_row<DT>(p, row_of(i))) + static_cast<long long>(begin) * EB;
 #pragma unroll
     for (int q = 0; q < PIECES; ++q) {
       const int b0 = min(n, q * piece), b1 = min(n, b0 + piece);
       const unsigned bytes = static_cast<unsigned>(b1 - b0) * EB;
       if (bytes) {
-        as::mbar_expect_tx(bar0 + 8u * q, bytes);
-        as::bulk_load(smem + static_cast<unsigned>(b0) * EB, from + static_cast<long long>(b0) * EB, bytes, bar0 + 8u * q);
+        as::mbar_expect_tx(barrier(i, q), bytes);
+        as::bulk_load(buffer(i) + static_cast<unsigned>(b0) * EB, from + static_cast<long long>(b0) * EB, bytes, barrier(i, q));
       } else {
-        as::mbar_arrive(bar0 + 8u * q); // an empty piece completes at once
+        as::mbar_arrive(barrier(i, q)); // an empty piece completes at once
       }
     }
+  };
+
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int q = 0; q < STAGES * PIECES; ++q) as::mbar_init(bar0 + 8u * q, 1);
+    as::fence_mbar_init();
+#pragma unroll
+    for (int i = 0; i < STAGES; ++i) issue(i);
   }
   __syncthreads(); // the mbarriers are initialized before anyone waits on them
 
-  const SmemRow<DT, VEC> src{smem};
-  Stats<OP> st = empty_stats<Stats<OP>>();
+  // Every CTA of a cluster serves the same rows, so all of them leave the loop together and the
+  // cluster barriers inside stay matched.
+  for (int i = 0; i < RPC && row_of(i) < p.rows; ++i) {
+    const long long row = row_of(i);
+    const unsigned parity = static_cast<unsigned>((i / STAGES) & 1);
+    const SmemRow<DT, VEC> src{buffer(i)};
+    Stats<OP> st = empty_stats<Stats<OP>>();
 #pragma unroll
-  for (int q = 0; q < PIECES; ++q) {
-    const int b0 = min(n, q * piece), b1 = min(n, b0 + piece);
-    as::mbar_wait(bar0 + 8u * q, 0);
-    fold_vectors<OP, VEC, THREADS, U>(st, src, b0 / VEC, b1 / VEC, k);
-  }
+    for (int q = 0; q < PIECES; ++q) {
+      const int b0 = min(n, q * piece), b1 = min(n, b0 + piece);
+      as::mbar_wait(barrier(i, q), parity);
+      fold_vectors<OP, VEC, THREADS, U>(st, src, b0 / VEC, b1 / VEC, k);
+    }
 
-  Stats<OP> all = block_allreduce<THREADS / 32>(st, red, k.c);
-  if constexpr (CL > 1) all = cluster_allreduce<CL>(all, &slot, k.c);
-  with_affine<OP>(p, SecondPass<OP, DT, VEC, THREADS, U, SmemRow<DT, VEC>>{
-                         out_ptrs<DT>(p, y_row<DT>(p, row), begin), src, n / VEC, all, finish_from_row<OP>(all, p, k), k});
-  if constexpr (CL > 1) cluster_wait(); // no CTA leaves (freeing its slot) while another may still read it
+    Stats<OP> all = block_allreduce<THREADS / 32>(st, red, k.c);
+    if constexpr (CL > 1) all = cluster_allreduce<CL>(all, &slot, k.c);
+    with_affine<OP>(p, SecondPass<OP, DT, VEC, THREADS, U, SmemRow<DT, VEC>>{
+                           out_ptrs<DT>(p, y_row<DT>(p, row), begin), src, n / VEC, all, finish_from_row<OP>(all, p, k), k});
+    // No CTA rewrites (or, leaving, frees) its slot while another may still read it.
+    if constexpr (CL > 1) cluster_wait();
+    if (i + 1 < RPC) {
+      // Every thread is done reading red[] before the next row's reduction writes it, and buffer
+      // i % STAGES before the copies of the row that reuses it may land (the generic-proxy reads
+      // ordered before the async-proxy writes by the fence).
+      __syncthreads();
+      if (threadIdx.x == 0 && i + STAGES < RPC) {
+        as::fence_proxy_async();
+        issue(i + STAGES);
+      }
+    }
+  }
 #endif
 }

@@ -169,7 +169,8 @@ Family bulk_family(const RowsOpSpec& s) {
   Family f = common(s, "bulk", "the row (a cluster of CL CTAs: a slice each) in shared memory through bulk copies, statistics as pieces land");
   f.min_arch(90);
   f.param("VEC", kVec, "elements per shared-memory read and store").param("THREADS", {128, 256, 512, 1024}, "threads per CTA")
-      .param("CL", {1, 2, 4, 8, 16}, "CTAs per cluster (one row)").param("PIECES", {1, 2, 4, 8}, "bulk copies a slice arrives in");
+      .param("CL", {1, 2, 4, 8, 16}, "CTAs per cluster (one row)").param("PIECES", {1, 2, 4, 8}, "bulk copies a slice arrives in")
+      .param("RPC", {1, 2, 4, 8, 16}, "rows a cluster serves in turn").param("STAGES", {1, 2}, "slice buffers (2: the next row's copies in flight)");
   f.restrict("whole vectors", {"VEC"}, [](const Config& c, const Problem& p, const DeviceInfo&) { return vector_ok(c, p); })
       .restrict("bulk copies move 16-byte granules", {"VEC"},
                 [](const Config&, const Problem& p, const DeviceInfo&) {
@@ -190,13 +191,27 @@ Family bulk_family(const RowsOpSpec& s) {
       .restrict("every piece at least a warp's sweep", {"VEC", "CL", "PIECES"},
                 [](const Config& c, const Problem& p, const DeviceInfo&) {
                   return c["PIECES"] == 1 || bulk_slice_bytes(c, p) >= int64_t(c["PIECES"]) * 32 * c["VEC"] * elem(p);
+                })
+      .restrict("a cluster serves no more rows than there are", {"VEC", "CL", "PIECES", "RPC"},
+                [](const Config& c, const Problem& p, const DeviceInfo&) { return c["RPC"] == 1 || c["RPC"] < rows(p); })
+      .restrict("a second buffer only when a next row can use it", {"VEC", "CL", "PIECES", "RPC", "STAGES"},
+                [](const Config& c, const Problem&, const DeviceInfo&) { return c["STAGES"] == 1 || c["RPC"] > 1; })
+      .restrict("the slice buffers fit shared memory", {"VEC", "CL", "PIECES", "RPC", "STAGES"},
+                [](const Config& c, const Problem& p, const DeviceInfo& d) {
+                  return c["STAGES"] * bulk_slice_bytes(c, p) + 1024 <= d.max_smem_per_block_optin;
                 });
+  // Configs recorded before RPC and STAGES ran one row per cluster from one buffer.
+  f.upgrade([](Config c) {
+    if (!c.has("RPC")) c.set("RPC", 1);
+    if (!c.has("STAGES")) c.set("STAGES", 1);
+    return c;
+  });
   f.kernels([s](const Config& c, const Problem& p) {
-    return std::vector<std::string>{instance("rows_bulk", s, p, {c["VEC"], c["THREADS"], c["CL"], c["PIECES"]})};
+    return std::vector<std::string>{instance("rows_bulk", s, p, {c["VEC"], c["THREADS"], c["CL"], c["PIECES"], c["RPC"], c["STAGES"]})};
   });
   f.launch([](const Config& c, const Problem& p) {
-    LaunchPlan plan = one_step(unsigned(rows(p) * c["CL"]), unsigned(c["THREADS"]));
-    plan.steps[0].dynamic_smem = unsigned(bulk_slice_bytes(c, p));
+    LaunchPlan plan = one_step(unsigned((rows(p) + c["RPC"] - 1) / c["RPC"] * c["CL"]), unsigned(c["THREADS"]));
+    plan.steps[0].dynamic_smem = unsigned(c["STAGES"] * bulk_slice_bytes(c, p));
     return plan;
   });
   return f;

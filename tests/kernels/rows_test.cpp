@@ -110,6 +110,24 @@ TEST(RowsOp, CachedFamiliesServeTheRowLengthsTheyAreFor) {
   EXPECT_GT(bulk.count(Problem::parse("softmax", "4096x32000", "", DType::bf16), d), 0u);
   EXPECT_EQ(bulk.count(Problem::parse("softmax", "64x1001", "", DType::bf16), d), 0u); // 2002-byte rows
   EXPECT_EQ(bulk.count(vocab, DeviceInfo::nominal("sm_80")), 0u);
+  // Several rows a cluster: a second buffer only when a next row can use it, both buffers in
+  // shared memory, never more rows a cluster than the problem has; configs recorded before RPC
+  // and STAGES mean one row, one buffer.
+  const Problem few = Problem::parse("softmax", "3x32000", "", DType::bf16);
+  const Config two{{"VEC", 8}, {"THREADS", 256}, {"CL", 1}, {"PIECES", 2}, {"RPC", 2}, {"STAGES", 2}};
+  EXPECT_TRUE(bulk.violations(two, few, d).empty());
+  Config c = two;
+  c.set("RPC", 1);
+  EXPECT_FALSE(bulk.violations(c, few, d).empty()); // two buffers, one row
+  c.set("RPC", 4);
+  EXPECT_FALSE(bulk.violations(c, few, d).empty()); // 4 rows a cluster, 3 rows
+  EXPECT_FALSE(bulk.violations(two, Problem::parse("softmax", "64x128256", "", DType::bf16), d).empty()); // 2 x 256 KB
+  const Config old_cfg{{"VEC", 8}, {"THREADS", 256}, {"CL", 1}, {"PIECES", 2}};
+  const Config up = bulk.canonical(old_cfg);
+  EXPECT_EQ(up["RPC"], 1);
+  EXPECT_EQ(up["STAGES"], 1);
+  EXPECT_EQ(bulk.launch_plan(two, Problem::parse("softmax", "5x32000", "", DType::bf16)).steps[0].grid[0], 3u);
+  EXPECT_EQ(bulk.launch_plan(two, Problem::parse("softmax", "5x32000", "", DType::bf16)).steps[0].dynamic_smem, 2u * 64000u);
 }
 
 // Each row op declares its runner, its weight/bias vectors and its FP64 reference in its own file
@@ -169,6 +187,9 @@ TEST(RowsCompile, SampledConfigsOfEveryRowFamilyCompile) {
           const Problem p = Problem::parse(op, shape, "", dt);
           for (const Config& c : f.sample(p, d, 2, seed++)) cases.emplace_back(c, p);
         }
+      if (f.name() == std::string(op) + "_bulk") // several rows a cluster, two buffers
+        cases.emplace_back(Config{{"VEC", 4}, {"THREADS", 256}, {"CL", 4}, {"PIECES", 2}, {"RPC", 4}, {"STAGES", 2}},
+                           Problem::parse(op, "33x16384", "", DType::f32));
       ASSERT_FALSE(cases.empty()) << f.name();
       ktune::testing::compile_all(f, cases, "sm_90");
     }
