@@ -22,6 +22,9 @@
 //            of G <= one wave of clusters that each serve RPC rows has no such tail.
 //   STAGES   slice buffers (1, 2): with 2 the next row's copies are in flight while this row is
 //            reduced and written (RPC > 1 only)
+//   STORE    0: pass 2 stores y from registers; 1: pass 2 writes the results over the slice in
+//            shared memory, piece by piece, and one thread bulk-stores each piece (the CTA's
+//            stores leave as a few large async copies, and it needs no store slots while they drain)
 //
 // The slice: per = ceil(cols / CL) rounded up to 32 * VEC elements (a warp's sweep, a multiple of
 // 64 bytes), CTA rank r takes columns [r * per, min(cols, (r + 1) * per)); its pieces are
@@ -30,14 +33,14 @@
 // Host rules (besides rows_common.cuh's): sm_90; grid = ceil(rows / RPC) * CL x 1 x 1 (<= 2^31 - 1),
 // block = THREADS, dynamic shared memory = STAGES * per * sizeof(element) bytes (<= the device's
 // opt-in limit less the static few hundred bytes); the bulk copies need 16-byte
-// granules: x 16-byte aligned, ldx * sizeof(element) and cols * sizeof(element) multiples of 16.
-// y, weight and bias follow VEC's rule only.
+// granules: x 16-byte aligned, ldx * sizeof(element) and cols * sizeof(element) multiples of 16
+// (and with STORE = 1 the same for y and ldy). y, weight and bias follow VEC's rule otherwise.
 #include "ktune_async.cuh"
 #include "rows_common.cuh"
 
 constexpr int kBulkUnroll = 4;
 
-template <int OP, int DT, int VEC, int THREADS, int CL, int PIECES, int RPC, int STAGES>
+template <int OP, int DT, int VEC, int THREADS, int CL, int PIECES, int RPC, int STAGES, int STORE>
 __global__ void __launch_bounds__(THREADS) ROWS_CLUSTER_DIMS(CL, 1, 1) rows_bulk(KtuneRowsArgs p) {
   using namespace ktune_dev::rows;
   namespace as = ktune_dev::async;
@@ -46,6 +49,7 @@ __global__ void __launch_bounds__(THREADS) ROWS_CLUSTER_DIMS(CL, 1, 1) rows_bulk
   static_assert(CL == 1 || CL == 2 || CL == 4 || CL == 8 || CL == 16, "CL in {1, 2, 4, 8, 16}");
   static_assert(PIECES == 1 || PIECES == 2 || PIECES == 4 || PIECES == 8, "PIECES in {1, 2, 4, 8}");
   static_assert(RPC >= 1 && (STAGES == 1 || STAGES == 2), "RPC >= 1, STAGES in {1, 2}");
+  static_assert(STORE == 0 || STORE == 1, "STORE in {0, 1}");
 #if __CUDA_ARCH__ >= 900
   constexpr int EB = elem_bytes<DT>();
   constexpr int SWEEP = 32 * VEC;
@@ -112,8 +116,30 @@ __global__ void __launch_bounds__(THREADS) ROWS_CLUSTER_DIMS(CL, 1, 1) rows_bulk
 
     Stats<OP> all = block_allreduce<THREADS / 32>(st, red, k.c);
     if constexpr (CL > 1) all = cluster_allreduce<CL>(all, &slot, k.c);
-    with_affine<OP>(p, SecondPass<OP, DT, VEC, THREADS, U, SmemRow<DT, VEC>>{
-                           out_ptrs<DT>(p, y_row<DT>(p, row), begin), src, n / VEC, all, finish_from_row<OP>(all, p, k), k});
+    const Finish f = finish_from_row<OP>(all, p, k);
+    if constexpr (STORE == 0) {
+      with_affine<OP>(p, SecondPass<OP, DT, VEC, THREADS, U, SmemRow<DT, VEC>>{out_ptrs<DT>(p, y_row<DT>(p, row), begin),
+                                                                               src, n / VEC, all, f, k});
+    } else {
+      char* y = static_cast<char*>(y_row<DT>(p, row)) + static_cast<long long>(begin) * EB;
+      char* staged = reinterpret_cast<char*>(slice_smem) + (i % STAGES) * per * EB; // the slice's generic address: results in place
+#pragma unroll
+      for (int q = 0; q < PIECES; ++q) {
+        const int b0 = min(n, q * piece), b1 = min(n, b0 + piece);
+        if (b1 == b0) continue;
+        OutPtrs o = out_ptrs<DT>(p, y_row<DT>(p, row), begin + b0);
+        o.y = staged + b0 * EB;
+        with_affine<OP>(p, SecondPass<OP, DT, VEC, THREADS, U, SmemRow<DT, VEC>, true>{
+                               o, SmemRow<DT, VEC>{src.base + static_cast<unsigned>(b0) * EB}, (b1 - b0) / VEC, all, f, k});
+        as::fence_proxy_async(); // this thread's results, visible to the bulk copy
+        __syncthreads();         // ... and every thread's
+        if (threadIdx.x == 0) {
+          as::bulk_store(y + static_cast<long long>(b0) * EB, buffer(i) + static_cast<unsigned>(b0) * EB,
+                         static_cast<unsigned>(b1 - b0) * EB);
+          as::bulk_commit();
+        }
+      }
+    }
     // No CTA rewrites (or, leaving, frees) its slot while another may still read it.
     if constexpr (CL > 1) cluster_wait();
     if (i + 1 < RPC) {
@@ -122,10 +148,14 @@ __global__ void __launch_bounds__(THREADS) ROWS_CLUSTER_DIMS(CL, 1, 1) rows_bulk
       // ordered before the async-proxy writes by the fence).
       __syncthreads();
       if (threadIdx.x == 0 && i + STAGES < RPC) {
+        if constexpr (STORE == 1) as::bulk_wait_read(); // the bulk stores are done with the buffer
         as::fence_proxy_async();
         issue(i + STAGES);
       }
     }
   }
+  // Shared memory stays allocated until the bulk stores have read it.
+  if constexpr (STORE == 1)
+    if (threadIdx.x == 0) as::bulk_wait_read();
 #endif
 }

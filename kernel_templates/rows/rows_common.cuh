@@ -171,10 +171,20 @@ __device__ __forceinline__ void load_raw(unsigned* w, const void* a, bool in = t
   }
 }
 
-template <int BYTES>
+template <int BYTES, bool GENERIC = false>
 __device__ __forceinline__ void store_raw(void* a, const unsigned* w, bool in = true) {
   const int pr = in ? 1 : 0;
-  if constexpr (BYTES == 16)
+  if constexpr (GENERIC) { // a shared-memory staging buffer (rows_bulk's STORE = 1): generic stores
+    if (!in) return;
+    if constexpr (BYTES == 16)
+      asm volatile("st.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(a), "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3]) : "memory");
+    else if constexpr (BYTES == 8)
+      asm volatile("st.v2.u32 [%0], {%1, %2};" ::"l"(a), "r"(w[0]), "r"(w[1]) : "memory");
+    else if constexpr (BYTES == 4)
+      asm volatile("st.u32 [%0], %1;" ::"l"(a), "r"(w[0]) : "memory");
+    else
+      asm volatile("st.u16 [%0], %1;" ::"l"(a), "h"(static_cast<unsigned short>(w[0])) : "memory");
+  } else if constexpr (BYTES == 16)
     asm volatile(
         "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %5, 0;\n\t@p st.global.v4.u32 [%0], {%1, %2, %3, %4};\n\t}" ::"l"(a),
         "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3]), "r"(pr));
@@ -243,12 +253,12 @@ __device__ __forceinline__ void load_vec(float (&v)[VEC], const void* base, long
   unpack<DT, VEC>(v, w);
 }
 
-template <int DT, int VEC>
+template <int DT, int VEC, bool GENERIC = false>
 __device__ __forceinline__ void store_vec(void* base, long long i, const float (&v)[VEC], bool in = true) {
   constexpr int B = VEC * elem_bytes<DT>();
   unsigned w[raw_words<B>()];
   pack<DT, VEC>(w, v);
-  store_raw<B>(static_cast<char*>(base) + i * elem_bytes<DT>(), w, in);
+  store_raw<B, GENERIC>(static_cast<char*>(base) + i * elem_bytes<DT>(), w, in);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -617,7 +627,7 @@ __device__ __forceinline__ OutPtrs out_ptrs(const KtuneRowsArgs& p, void* yrow, 
 // Writes one vector of results `at` elements past the pointers: softmax v * mult; the norms
 // ((v - shift) * mult) times weight (W) plus bias (B), loaded per vector (reused by every row:
 // cached path).
-template <int OP, int DT, int VEC, bool W, bool B>
+template <int OP, int DT, int VEC, bool W, bool B, bool GENERIC = false>
 __device__ __forceinline__ void store_out(const OutPtrs& o, long long at, const float (&v)[VEC], const Finish& f,
                                           bool in = true) {
   float y[VEC];
@@ -635,7 +645,7 @@ __device__ __forceinline__ void store_out(const OutPtrs& o, long long at, const 
 #pragma unroll
     for (int e = 0; e < VEC; ++e) y[e] += b[e];
   }
-  store_vec<DT, VEC>(o.y, at, y, in);
+  store_vec<DT, VEC, GENERIC>(o.y, at, y, in);
 }
 
 // Calls fn.template run<W, B>() with W = weight present, B = bias present (norms only), so
@@ -749,8 +759,9 @@ __device__ __forceinline__ Finish finish_from_row(const Stats<OP>& all, const Kt
 }
 
 // Pass 2: the source's nvec vectors to y (softmax turns x into exp((xs - M) * |scale|) against the
-// row's max M first); with_affine picks W and B once.
-template <int OP, int DT, int VEC, int THREADS, int U, class Src>
+// row's max M first); with_affine picks W and B once. GENERIC: o.y is a generic address (rows_bulk
+// writes the results into its shared-memory slice in place, for a bulk store).
+template <int OP, int DT, int VEC, int THREADS, int U, class Src, bool GENERIC = false>
 struct SecondPass {
   OutPtrs o; // at the source's first column
   Src src;
@@ -775,7 +786,7 @@ struct SecondPass {
 #pragma unroll
         for (int e = 0; e < VEC; ++e) g[u][e] = ex2((g[u][e] * k.sgn - all.m) * k.c);
       }
-      store_out<OP, DT, VEC, W, B>(o, static_cast<long long>(i + u * THREADS) * VEC, g[u], f);
+      store_out<OP, DT, VEC, W, B, GENERIC>(o, static_cast<long long>(i + u * THREADS) * VEC, g[u], f);
     }
   }
 };

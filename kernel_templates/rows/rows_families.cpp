@@ -170,7 +170,8 @@ Family bulk_family(const RowsOpSpec& s) {
   f.min_arch(90);
   f.param("VEC", kVec, "elements per shared-memory read and store").param("THREADS", {128, 256, 512, 1024}, "threads per CTA")
       .param("CL", {1, 2, 4, 8, 16}, "CTAs per cluster (one row)").param("PIECES", {1, 2, 4, 8}, "bulk copies a slice arrives in")
-      .param("RPC", {1, 2, 4, 8, 16}, "rows a cluster serves in turn").param("STAGES", {1, 2}, "slice buffers (2: the next row's copies in flight)");
+      .param("RPC", {1, 2, 4, 8, 16}, "rows a cluster serves in turn").param("STAGES", {1, 2}, "slice buffers (2: the next row's copies in flight)")
+      .param("STORE", {0, 1}, "1: results staged in shared memory and bulk-stored");
   f.restrict("whole vectors", {"VEC"}, [](const Config& c, const Problem& p, const DeviceInfo&) { return vector_ok(c, p); })
       .restrict("bulk copies move 16-byte granules", {"VEC"},
                 [](const Config&, const Problem& p, const DeviceInfo&) {
@@ -199,15 +200,19 @@ Family bulk_family(const RowsOpSpec& s) {
       .restrict("the slice buffers fit shared memory", {"VEC", "CL", "PIECES", "RPC", "STAGES"},
                 [](const Config& c, const Problem& p, const DeviceInfo& d) {
                   return c["STAGES"] * bulk_slice_bytes(c, p) + 1024 <= d.max_smem_per_block_optin;
-                });
-  // Configs recorded before RPC and STAGES ran one row per cluster from one buffer.
+                })
+      .restrict("bulk stores move 16-byte granules", {"VEC", "CL", "PIECES", "RPC", "STAGES", "STORE"},
+                [](const Config& c, const Problem& p, const DeviceInfo&) { return c["STORE"] == 0 || (p.ld[1] * elem(p)) % 16 == 0; });
+  // Configs recorded before RPC, STAGES and STORE ran one row per cluster from one buffer and
+  // stored from registers.
   f.upgrade([](Config c) {
     if (!c.has("RPC")) c.set("RPC", 1);
     if (!c.has("STAGES")) c.set("STAGES", 1);
+    if (!c.has("STORE")) c.set("STORE", 0);
     return c;
   });
   f.kernels([s](const Config& c, const Problem& p) {
-    return std::vector<std::string>{instance("rows_bulk", s, p, {c["VEC"], c["THREADS"], c["CL"], c["PIECES"], c["RPC"], c["STAGES"]})};
+    return std::vector<std::string>{instance("rows_bulk", s, p, {c["VEC"], c["THREADS"], c["CL"], c["PIECES"], c["RPC"], c["STAGES"], c["STORE"]})};
   });
   f.launch([](const Config& c, const Problem& p) {
     LaunchPlan plan = one_step(unsigned((rows(p) + c["RPC"] - 1) / c["RPC"] * c["CL"]), unsigned(c["THREADS"]));

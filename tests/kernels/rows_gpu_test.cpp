@@ -51,6 +51,7 @@ TEST(RowsGpu, SampledConfigsOfEveryFamilyMatchFp64Reference) {
   };
   std::vector<Case> cases;
   uint64_t seed = 11;
+  int bulk_rpc_cases = 0;
   for (const char* op : {"softmax", "layernorm", "rmsnorm"})
     for (const auto& f : builtin_families()) {
       if (f.op() != op) continue;
@@ -70,14 +71,16 @@ TEST(RowsGpu, SampledConfigsOfEveryFamilyMatchFp64Reference) {
       if (f.name() != std::string(op) + "_bulk") continue;
       for (DType dt : {DType::f32, DType::bf16, DType::f16})
         for (const char* shape : {"37x32000", "5x131072"})
-          for (auto [cl, rpc, stages] : {std::tuple{1, 4, 2}, std::tuple{4, 16, 2}, std::tuple{2, 2, 1}, std::tuple{8, 3, 2}}) {
-            if (rpc == 3) rpc = 2; // (a cluster of 8 serving 2 of 5 long rows: the last cluster one)
-            Problem p = Problem::parse(op, shape, "", dt);
-            if (std::string(op) == "softmax") p.scalars["scale"] = 0.7;
-            const Config c{{"VEC", dt == DType::f32 ? 4 : 8}, {"THREADS", 256}, {"CL", cl}, {"PIECES", 2}, {"RPC", rpc}, {"STAGES", stages}};
-            if (!f.violations(c, p, *d).empty()) continue; // (a slice too big for one buffer pair)
-            cases.push_back({f, c, p, seed++, compiler.compile_async(compile_request(f, c, p, d->arch))});
-          }
+          for (auto [cl, rpc, stages] : {std::tuple{1, 4, 2}, std::tuple{4, 16, 2}, std::tuple{2, 2, 1}, std::tuple{8, 2, 2}})
+            for (int store : {0, 1}) {
+              Problem p = Problem::parse(op, shape, "", dt);
+              if (std::string(op) == "softmax") p.scalars["scale"] = 0.7;
+              const Config c{{"VEC", dt == DType::f32 ? 4 : 8}, {"THREADS", 256}, {"CL", cl},       {"PIECES", 2},
+                             {"RPC", rpc},                      {"STAGES", stages}, {"STORE", store}};
+              if (!f.violations(c, p, *d).empty()) continue; // (a slice pair too big for shared memory)
+              cases.push_back({f, c, p, seed++, compiler.compile_async(compile_request(f, c, p, d->arch))});
+              ++bulk_rpc_cases;
+            }
     }
   std::map<std::string, std::unique_ptr<OpRunner>> runners;
   int checked = 0;
@@ -101,7 +104,8 @@ TEST(RowsGpu, SampledConfigsOfEveryFamilyMatchFp64Reference) {
     ++checked;
   }
   std::cout << "[ ktune    ] " << checked << " row-kernel configs verified\n";
-  EXPECT_GT(checked, 220);
+  EXPECT_GT(bulk_rpc_cases, 80);
+  EXPECT_GT(checked, 280);
 }
 
 // The runtime's and the C API's row entry points on f32 data against FP64 on the host: the Runtime

@@ -114,7 +114,7 @@ TEST(RowsOp, CachedFamiliesServeTheRowLengthsTheyAreFor) {
   // shared memory, never more rows a cluster than the problem has; configs recorded before RPC
   // and STAGES mean one row, one buffer.
   const Problem few = Problem::parse("softmax", "3x32000", "", DType::bf16);
-  const Config two{{"VEC", 8}, {"THREADS", 256}, {"CL", 1}, {"PIECES", 2}, {"RPC", 2}, {"STAGES", 2}};
+  const Config two{{"VEC", 8}, {"THREADS", 256}, {"CL", 1}, {"PIECES", 2}, {"RPC", 2}, {"STAGES", 2}, {"STORE", 1}};
   EXPECT_TRUE(bulk.violations(two, few, d).empty());
   Config c = two;
   c.set("RPC", 1);
@@ -126,6 +126,11 @@ TEST(RowsOp, CachedFamiliesServeTheRowLengthsTheyAreFor) {
   const Config up = bulk.canonical(old_cfg);
   EXPECT_EQ(up["RPC"], 1);
   EXPECT_EQ(up["STAGES"], 1);
+  EXPECT_EQ(up["STORE"], 0);
+  Problem padded_y = Problem::parse("softmax", "3x32000", "", DType::bf16);
+  padded_y.ld = {32000, 32004}; // 8-byte rows of y: no bulk stores
+  padded_y.align = Problem::alignment_of(padded_y.ld, 2);
+  EXPECT_FALSE(bulk.violations(two, padded_y, d).empty());
   EXPECT_EQ(bulk.launch_plan(two, Problem::parse("softmax", "5x32000", "", DType::bf16)).steps[0].grid[0], 3u);
   EXPECT_EQ(bulk.launch_plan(two, Problem::parse("softmax", "5x32000", "", DType::bf16)).steps[0].dynamic_smem, 2u * 64000u);
 }
@@ -188,7 +193,7 @@ TEST(RowsCompile, SampledConfigsOfEveryRowFamilyCompile) {
           for (const Config& c : f.sample(p, d, 2, seed++)) cases.emplace_back(c, p);
         }
       if (f.name() == std::string(op) + "_bulk") // several rows a cluster, two buffers
-        cases.emplace_back(Config{{"VEC", 4}, {"THREADS", 256}, {"CL", 4}, {"PIECES", 2}, {"RPC", 4}, {"STAGES", 2}},
+        cases.emplace_back(Config{{"VEC", 4}, {"THREADS", 256}, {"CL", 4}, {"PIECES", 2}, {"RPC", 4}, {"STAGES", 2}, {"STORE", 1}},
                            Problem::parse(op, "33x16384", "", DType::f32));
       ASSERT_FALSE(cases.empty()) << f.name();
       ktune::testing::compile_all(f, cases, "sm_90");
