@@ -21,6 +21,7 @@ struct BenchRow {
   double cublas_ms = 0;       // mean of cuBLAS timed just before and just after ktune (cancels drift)
   double rel_error = 0;      // of the runtime's choice against FP64
   double cublas_rel_error = 0; // of cuBLAS on the same inputs against the same reference
+  double same_size_copy_tb_s = 0; // a device-to-device copy of the problem's A+B+C bytes, same run
   std::string error;         // non-empty: this row failed (verification or a CUDA error)
 };
 
