@@ -38,7 +38,7 @@
 #           into a database seeded with configs/tables/sm_90.json; export the merged table ($out/sm_90.json),
 #           the trials ($out/half_trials.csv), then ktune bench --dtype for each dtype with that table
 #   sanitize  compute-sanitizer memcheck, racecheck and synccheck over the GPU tests of gemm_wgmma
-#           (WgmmaGpu, small shapes: KTUNE_SANITIZER_SAMPLE) and the row kernels ($SANITIZE_TESTS to
+#           (WgmmaGpu, shapes up to 2^30 MNK: KTUNE_SANITIZER_SAMPLE) and the row kernels (RowsGpu) ($SANITIZE_TESTS to
 #           change the filter); a tool's log ends in its error summary
 #   rows    tune configs/suites/rows.json (softmax, LayerNorm, RMSNorm; $BUDGET_S s a problem, default 30),
 #           export $out/sm_90-rows.json, ktune bench over it (TB/s, % of copy) and bench/rows_vs_torch.py
@@ -252,7 +252,7 @@ PY
     sanitize)
       for tool in memcheck racecheck synccheck; do
         KTUNE_SANITIZER_SAMPLE=1 timeout "${SANITIZE_TIMEOUT:-300}" compute-sanitizer --tool "$tool" --error-exitcode 9 \
-          ./build/tests/ktune_tests --gtest_filter="${SANITIZE_TESTS:-WgmmaGpu.*}" >"$out/sanitize_$tool.txt" 2>&1
+          ./build/tests/ktune_tests --gtest_filter="${SANITIZE_TESTS:-WgmmaGpu.*:RowsGpu.*}" >"$out/sanitize_$tool.txt" 2>&1
         echo "compute-sanitizer $tool: exit $?"; grep -E "ERROR SUMMARY|PASSED|FAILED" "$out/sanitize_$tool.txt" | tail -3
       done ;;
     rows)

@@ -168,7 +168,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
   const bool sample = std::getenv("KTUNE_SANITIZER_SAMPLE") != nullptr;
   for (DType t : {DType::bf16, DType::f16})
     for (const Shape& s : shapes) {
-      if (sample && s.m * s.n * s.k > (int64_t(1) << 27)) continue;
+      if (sample && s.m * s.n * s.k > (int64_t(1) << 30)) continue;
       GemmProblem p = GemmProblem::make(s.m, s.n, s.k, s.layout, t);
       p.lda = std::max<int64_t>(1, p.min_lda()) + s.pad, p.ldb = std::max<int64_t>(1, p.min_ldb()) + s.pad;
       p.ldc = p.min_ldc() + s.pad;
@@ -256,8 +256,8 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       splitk.insert(cs.c["SPLITK"]);
     }
   }
-  EXPECT_GE(checked, 120);
-  EXPECT_GE(nan_c, 20);
+  EXPECT_GE(checked, sample ? 90 : 120);
+  EXPECT_GE(nan_c, sample ? 15 : 20);
   EXPECT_EQ(layouts.size(), 4u);
   EXPECT_EQ(dtypes.size(), 2u);
   EXPECT_EQ(bn.size(), 3u);
