@@ -213,7 +213,9 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
     const GemmProblem& p = in.p;
     const DeviceBuffer A = upload(in.a), B = upload(in.b), Cb = upload(in.c0);
     double cublas_error = 0;
-    if (p.k > 0) { // K = 0: cuBLAS's own checks want lda >= 1 row
+    // K = 0: cuBLAS's own checks want lda >= 1 row. Under the sanitizer cuBLAS is left out: its
+    // kernels are not ours to check (racecheck flags one of its sm_90 kernels, nvjet_sm90_tst_*).
+    if (p.k > 0 && !sample) {
       cublas.gemm_half(p, in.args(A, B, Cb), nullptr);
       check_cu(driver().cuCtxSynchronize(), "cuCtxSynchronize", "cuBLAS " + p.key());
       std::vector<uint16_t> outb(in.c0.size());
