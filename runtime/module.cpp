@@ -140,17 +140,28 @@ Occupancy Module::occupancy(size_t i, const unsigned grid[3], const unsigned blo
 }
 
 void Module::launch(size_t i, const unsigned grid[3], const unsigned block[3], unsigned dynamic_smem, CUstream stream,
-                    void** params, bool overlap_previous) {
+                    void** params, bool overlap_previous, bool balance_clusters) {
   const CUfunction f = function(i);
   allow_smem(i, dynamic_smem);
+  // Both attributes exist from sm_90 on, where dependent_launch_ is set.
+  CUlaunchAttribute attrs[2] = {};
+  unsigned n = 0;
+  std::string what = "cuLaunchKernelEx(";
   if (overlap_previous && dependent_launch_) {
-    CUlaunchAttribute attr{};
-    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-    attr.value.programmaticStreamSerializationAllowed = 1;
+    attrs[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attrs[n++].value.programmaticStreamSerializationAllowed = 1;
+    what += "PROGRAMMATIC_STREAM_SERIALIZATION";
+  }
+  if (balance_clusters && dependent_launch_) {
+    attrs[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE;
+    attrs[n++].value.clusterSchedulingPolicyPreference = CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING;
+    what += n > 1 ? ", CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING" : "CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING";
+  }
+  if (n > 0) {
     CUlaunchConfig cfg = launch_config(grid, block, dynamic_smem, stream);
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-    check_cu(driver().cuLaunchKernelEx(&cfg, f, params, nullptr), "cuLaunchKernelEx(PROGRAMMATIC_STREAM_SERIALIZATION)", context_);
+    cfg.attrs = attrs;
+    cfg.numAttrs = n;
+    check_cu(driver().cuLaunchKernelEx(&cfg, f, params, nullptr), (what + ")").c_str(), context_);
     return;
   }
   check_cu(driver().cuLaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], dynamic_smem, stream, params, nullptr),

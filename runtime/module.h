@@ -85,8 +85,9 @@ class Module {
   // default 48 KB (needed once per kernel; remembered). Safe to call from several threads.
   // overlap_previous: launch as a programmatic dependent of the stream's previous kernel where
   // the device has it (sm_90 on; see LaunchStep::overlap_previous), else as a plain launch.
+  // balance_clusters: the load-balancing cluster scheduling policy (LaunchStep::balance_clusters).
   void launch(size_t i, const unsigned grid[3], const unsigned block[3], unsigned dynamic_smem, CUstream stream,
-              void** params, bool overlap_previous = false);
+              void** params, bool overlap_previous = false, bool balance_clusters = false);
 
  private:
   void allow_smem(size_t i, unsigned dynamic_smem); // raises the kernel's dynamic smem limit once

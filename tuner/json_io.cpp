@@ -61,6 +61,7 @@ nlohmann::json plan_to_json(const LaunchPlan& p) {
                            {"block", {s.block[0], s.block[1], s.block[2]}},
                            {"smem", s.dynamic_smem},
                            {"overlap_previous", s.overlap_previous}};
+    if (s.balance_clusters) step["balance_clusters"] = true; // (absent: the default policy, as before)
     // Only TMA steps carry their tensor-map boxes (the other steps' JSON is as before).
     if (s.tma) {
       auto op = [](const LaunchStep::TmaOperand& o) {
@@ -89,6 +90,7 @@ LaunchPlan plan_from_json(const nlohmann::json& j) {
     // The worker must launch what the runtime launches: a step that overlaps its predecessor
     // times differently from one that waits for it.
     st.overlap_previous = s.at("overlap_previous").get<bool>();
+    st.balance_clusters = s.value("balance_clusters", false);
     // A TMA kernel launched without its tensor maps reads garbage maps (an illegal instruction).
     if (s.contains("tma")) {
       auto op = [](const nlohmann::json& o) {

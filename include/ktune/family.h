@@ -33,6 +33,10 @@ struct LaunchStep {
   // step's last blocks still run. Only for kernels that wait for the previous grid
   // (griddepcontrol.wait) before reading what it wrote; elsewhere the flag is ignored.
   bool overlap_previous = false;
+  // Cluster kernels (sm_90): ask the scheduler to balance clusters over the SMs
+  // (CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING) instead of its default spread, which can leave
+  // SMs of a GPC without a CTA when clusters do not tile it. Ignored for kernels without clusters.
+  bool balance_clusters = false;
   // TMA (sm_90): the kernel takes KtuneGemmTmaArgs instead of KtuneGemmArgs, with 2D tensor maps of
   // A and B (16-bit elements, 128-byte swizzle, zero fill outside) that launch_gemm encodes for each
   // launch's pointers and sizes. Per operand: whether its contiguous dimension is K (A row-major, B

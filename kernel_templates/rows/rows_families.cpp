@@ -171,7 +171,8 @@ Family bulk_family(const RowsOpSpec& s) {
   f.param("VEC", kVec, "elements per shared-memory read and store").param("THREADS", {128, 256, 512, 1024}, "threads per CTA")
       .param("CL", {1, 2, 4, 8, 16}, "CTAs per cluster (one row)").param("PIECES", {1, 2, 4, 8}, "bulk copies a slice arrives in")
       .param("RPC", {1, 2, 4, 8, 16}, "rows a cluster serves in turn").param("STAGES", {1, 2}, "slice buffers (2: the next row's copies in flight)")
-      .param("STORE", {0, 1}, "1: results staged in shared memory and bulk-stored");
+      .param("STORE", {0, 1}, "1: results staged in shared memory and bulk-stored")
+      .param("LB", {0, 1}, "1: load-balancing cluster scheduling (CL > 1)");
   f.restrict("whole vectors", {"VEC"}, [](const Config& c, const Problem& p, const DeviceInfo&) { return vector_ok(c, p); })
       .restrict("bulk copies move 16-byte granules", {"VEC"},
                 [](const Config&, const Problem& p, const DeviceInfo&) {
@@ -202,13 +203,16 @@ Family bulk_family(const RowsOpSpec& s) {
                   return c["STAGES"] * bulk_slice_bytes(c, p) + 1024 <= d.max_smem_per_block_optin;
                 })
       .restrict("bulk stores move 16-byte granules", {"VEC", "CL", "PIECES", "RPC", "STAGES", "STORE"},
-                [](const Config& c, const Problem& p, const DeviceInfo&) { return c["STORE"] == 0 || (p.ld[1] * elem(p)) % 16 == 0; });
-  // Configs recorded before RPC, STAGES and STORE ran one row per cluster from one buffer and
-  // stored from registers.
+                [](const Config& c, const Problem& p, const DeviceInfo&) { return c["STORE"] == 0 || (p.ld[1] * elem(p)) % 16 == 0; })
+      .restrict("a scheduling policy only for clusters", {"VEC", "CL", "PIECES", "RPC", "STAGES", "STORE", "LB"},
+                [](const Config& c, const Problem&, const DeviceInfo&) { return c["LB"] == 0 || c["CL"] > 1; });
+  // Configs recorded before RPC, STAGES, STORE and LB ran one row per cluster from one buffer,
+  // stored from registers and launched with the default cluster policy.
   f.upgrade([](Config c) {
     if (!c.has("RPC")) c.set("RPC", 1);
     if (!c.has("STAGES")) c.set("STAGES", 1);
     if (!c.has("STORE")) c.set("STORE", 0);
+    if (!c.has("LB")) c.set("LB", 0);
     return c;
   });
   f.kernels([s](const Config& c, const Problem& p) {
@@ -217,6 +221,7 @@ Family bulk_family(const RowsOpSpec& s) {
   f.launch([](const Config& c, const Problem& p) {
     LaunchPlan plan = one_step(unsigned((rows(p) + c["RPC"] - 1) / c["RPC"] * c["CL"]), unsigned(c["THREADS"]));
     plan.steps[0].dynamic_smem = unsigned(c["STAGES"] * bulk_slice_bytes(c, p));
+    plan.steps[0].balance_clusters = c["LB"] == 1;
     return plan;
   });
   return f;

@@ -76,7 +76,8 @@ TEST(RowsGpu, SampledConfigsOfEveryFamilyMatchFp64Reference) {
               Problem p = Problem::parse(op, shape, "", dt);
               if (std::string(op) == "softmax") p.scalars["scale"] = 0.7;
               const Config c{{"VEC", dt == DType::f32 ? 4 : 8}, {"THREADS", 256}, {"CL", cl},       {"PIECES", 2},
-                             {"RPC", rpc},                      {"STAGES", stages}, {"STORE", store}};
+                             {"RPC", rpc},                      {"STAGES", stages}, {"STORE", store},
+                             {"LB", cl > 1 && store == 1 ? 1 : 0}};
               if (!f.violations(c, p, *d).empty()) continue; // (a slice pair too big for shared memory)
               cases.push_back({f, c, p, seed++, compiler.compile_async(compile_request(f, c, p, d->arch))});
               ++bulk_rpc_cases;

@@ -114,7 +114,7 @@ TEST(RowsOp, CachedFamiliesServeTheRowLengthsTheyAreFor) {
   // shared memory, never more rows a cluster than the problem has; configs recorded before RPC
   // and STAGES mean one row, one buffer.
   const Problem few = Problem::parse("softmax", "3x32000", "", DType::bf16);
-  const Config two{{"VEC", 8}, {"THREADS", 256}, {"CL", 1}, {"PIECES", 2}, {"RPC", 2}, {"STAGES", 2}, {"STORE", 1}};
+  const Config two{{"VEC", 8}, {"THREADS", 256}, {"CL", 1}, {"PIECES", 2}, {"RPC", 2}, {"STAGES", 2}, {"STORE", 1}, {"LB", 0}};
   EXPECT_TRUE(bulk.violations(two, few, d).empty());
   Config c = two;
   c.set("RPC", 1);
@@ -127,6 +127,14 @@ TEST(RowsOp, CachedFamiliesServeTheRowLengthsTheyAreFor) {
   EXPECT_EQ(up["RPC"], 1);
   EXPECT_EQ(up["STAGES"], 1);
   EXPECT_EQ(up["STORE"], 0);
+  EXPECT_EQ(up["LB"], 0);
+  Config lb = two;
+  lb.set("LB", 1);
+  EXPECT_FALSE(bulk.violations(lb, few, d).empty()); // a cluster policy without a cluster
+  lb.set("CL", 2);
+  EXPECT_TRUE(bulk.violations(lb, few, d).empty());
+  EXPECT_TRUE(bulk.launch_plan(lb, few).steps[0].balance_clusters);
+  EXPECT_FALSE(bulk.launch_plan(two, few).steps[0].balance_clusters);
   Problem padded_y = Problem::parse("softmax", "3x32000", "", DType::bf16);
   padded_y.ld = {32000, 32004}; // 8-byte rows of y: no bulk stores
   padded_y.align = Problem::alignment_of(padded_y.ld, 2);
@@ -193,7 +201,7 @@ TEST(RowsCompile, SampledConfigsOfEveryRowFamilyCompile) {
           for (const Config& c : f.sample(p, d, 2, seed++)) cases.emplace_back(c, p);
         }
       if (f.name() == std::string(op) + "_bulk") // several rows a cluster, two buffers
-        cases.emplace_back(Config{{"VEC", 4}, {"THREADS", 256}, {"CL", 4}, {"PIECES", 2}, {"RPC", 4}, {"STAGES", 2}, {"STORE", 1}},
+        cases.emplace_back(Config{{"VEC", 4}, {"THREADS", 256}, {"CL", 4}, {"PIECES", 2}, {"RPC", 4}, {"STAGES", 2}, {"STORE", 1}, {"LB", 1}},
                            Problem::parse(op, "33x16384", "", DType::f32));
       ASSERT_FALSE(cases.empty()) << f.name();
       ktune::testing::compile_all(f, cases, "sm_90");

@@ -77,9 +77,10 @@ TEST(Worker, LaunchPlansReachTheWorkerWhole) {
   const Family f = find_family("gemm_skinny");
   const Config c = Config::from_json(
       R"({"MT":16,"NT":128,"VEC":4,"KG":4,"NC":1,"UNROLL":1,"KC":32,"LDH":0,"CL":0,"SPLITK":4,"ST":4,"MINB":3})");
-  const LaunchPlan plan = f.launch_plan(c, GemmProblem::parse("16x4096x4096"));
+  LaunchPlan plan = f.launch_plan(c, GemmProblem::parse("16x4096x4096"));
   ASSERT_EQ(plan.steps.size(), 2u);
   ASSERT_TRUE(plan.steps[1].overlap_previous);
+  plan.steps[0].balance_clusters = true; // (a cluster kernel's scheduling policy: rows_bulk's LB)
   const LaunchPlan back = plan_from_json(nlohmann::json::parse(plan_to_json(plan).dump()));
   EXPECT_EQ(back.workspace_bytes, plan.workspace_bytes);
   ASSERT_EQ(back.steps.size(), plan.steps.size());
@@ -92,6 +93,7 @@ TEST(Worker, LaunchPlansReachTheWorkerWhole) {
     }
     EXPECT_EQ(b.dynamic_smem, a.dynamic_smem) << i;
     EXPECT_EQ(b.overlap_previous, a.overlap_previous) << i;
+    EXPECT_EQ(b.balance_clusters, a.balance_clusters) << i;
   }
 }
 
