@@ -3,7 +3,7 @@
 // per lane, no barrier in the K loop), A's fragments loaded from global memory beside B's, sums on
 // the tensor cores (mma.sync m16n8k16 on the transposed product), K split inside a block (warp
 // groups, shared memory), across the blocks of a thread block cluster (sm_90, distributed shared
-// memory) and, where more slices are needed, through the FP32 workspace and gemm_skinny16_reduce.
+// memory) and, where more slices are needed, through the FP32 workspace and gemm_splitk_reduce16.
 // The bandwidth model it is designed for is in the .cu's header; defaults() evaluates it.
 #include <algorithm>
 #include <cmath>
@@ -368,7 +368,7 @@ Family gemm_skinny16_family() {
      const std::string f16 = p.dtype == DType::f16 ? "1" : "0";
      name += std::to_string(a_vec(p)) + "," + f16 + "," + gemm_layout_args(p) + ">";
      std::vector<std::string> names{name};
-     if (c["SPLITK"] > 1) names.push_back("gemm_skinny16_reduce<" + std::to_string(c["SPLITK"]) + "," + f16 + ">");
+     if (c["SPLITK"] > 1) names.push_back("gemm_splitk_reduce16<" + std::to_string(c["SPLITK"]) + "," + f16 + ">");
      return names;
    })
       .launch([](const Config& c, const GemmProblem& p) {
@@ -380,7 +380,7 @@ Family gemm_skinny16_family() {
         main.block[0] = c["NT"];
         main.dynamic_smem = static_cast<unsigned>(smem_bytes(c, p));
         plan.steps.push_back(main);
-        // gemm_skinny16_reduce has gemm_splitk_reduce's geometry and FP32 workspace slices (one
+        // gemm_splitk_reduce16 has gemm_splitk_reduce's geometry and FP32 workspace slices (one
         // per cluster).
         add_splitk_reduce(plan, p, c["SPLITK"]);
         return plan;

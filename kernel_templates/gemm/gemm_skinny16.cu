@@ -29,7 +29,7 @@
 //     16 or 32 k), across the KG warp groups of a block (shared-memory reduction after the loop,
 //     float4 per lane, conflict-free), and across the CL blocks of a thread block cluster
 //     (distributed shared memory reduction, rank order, deterministic). SPLITK (FP32 workspace +
-//     gemm_skinny16_reduce, a programmatic dependent launch) remains for sm_80 and for grids that
+//     gemm_splitk_reduce16, a programmatic dependent launch) remains for sm_80 and for grids that
 //     need more slices than a cluster holds.
 //   * sizes the grid so that it runs in one wave (defaults() below: a cluster grid that needs a
 //     second wave of clusters runs at half speed, as gemm_skinny measured) with >= ~2 blocks per
@@ -71,7 +71,7 @@
 //           the L2 prefetch hint
 //   CL      K slices per thread block cluster (sm_90; 1 = no cluster): the CL blocks of a
 //           cluster add their partial sums through distributed shared memory
-//   SPLITK  cluster-level K slices through the FP32 workspace (1 = none); gemm_skinny16_reduce
+//   SPLITK  cluster-level K slices through the FP32 workspace (1 = none); gemm_splitk_reduce16
 //           adds them. The grid has CL * SPLITK K slices along blockIdx.z
 //   MINB    blocks per SM asked of ptxas (__launch_bounds__' second argument; 1 passes 0)
 //   AV      from the problem: 1 when A is row-major and aligned for 8-byte (B row-major) or
@@ -273,7 +273,7 @@ __global__ void __launch_bounds__(NT, MINB > 1 ? MINB : 0) SK16_CLUSTER_DIMS(1, 
   static_assert(DEPTH >= 2, "at least one step in flight while one is computed");
   static_assert(CL >= 1 && CL <= 8, "portable cluster sizes");
 
-  // gemm_skinny16_reduce, when it follows, may be scheduled now: it waits for this grid's results.
+  // gemm_splitk_reduce16, when it follows, may be scheduled now: it waits for this grid's results.
   if constexpr (SPLITK > 1) let_next_grid_launch();
   extern __shared__ __align__(16) unsigned char sk16_smem[];
   float4* const red = reinterpret_cast<float4*>(sk16_smem); // red[kg * P + position], after the loop
@@ -490,39 +490,7 @@ __global__ void __launch_bounds__(NT, MINB > 1 ? MINB : 0) SK16_CLUSTER_DIMS(1, 
   }
 }
 
-// Adds the SPLITK FP32 partial products of gemm_skinny16 in slice order (bit-for-bit repeatable),
-// applies alpha and beta and writes C in the half dtype. The geometry of gemm_splitk_reduce
-// (add_splitk_reduce on the host): one thread per KTUNE_SPLITK_REDUCE_VEC consecutive columns of
-// a row, 256 threads a block; a programmatic dependent of the main kernel that waits for its grid
-// before reading the workspace.
-template <int SPLITK, int F16>
-__global__ void __launch_bounds__(256) gemm_skinny16_reduce(KtuneGemmArgs p) {
-  using namespace ktune_dev;
-  constexpr int V = KTUNE_SPLITK_REDUCE_VEC;
-  wait_for_previous_grid();
-  const int groups = (p.N + V - 1) / V;
-  const long long idx = blockIdx.x * 256ll + threadIdx.x;
-  if (idx >= (long long)p.M * groups) return;
-  const long long row = idx / groups;
-  const int col = int(idx % groups) * V;
-  const long long slice = (long long)p.M * p.ws_ld;
-  const float* w = p.workspace + row * p.ws_ld + col;
-  float sum[V];
-#pragma unroll
-  for (int e = 0; e < V; ++e) sum[e] = 0.0f;
-#pragma unroll
-  for (int z = 0; z < SPLITK; ++z) {
-    float v[V];
-    copy_vec<V>(v, w + z * slice);
-#pragma unroll
-    for (int e = 0; e < V; ++e) sum[e] += v[e];
-  }
-  unsigned short* const c = reinterpret_cast<unsigned short*>(p.C) + row * p.ldc + col;
-#pragma unroll
-  for (int e = 0; e < V; ++e)
-    if (col + e < p.N) {
-      float v = p.alpha * sum[e];
-      if (p.beta != 0.0f) v += p.beta * sk16_to_float<F16>(c[e]);
-      c[e] = sk16_from_float<F16>(v);
-    }
-}
+// SPLITK > 1: the FP32 slices in the workspace are added, scaled and written to C by the half
+// GEMMs' shared split-K reduction (gemm_splitk16.cuh's gemm_splitk_reduce16), a programmatic
+// dependent of this kernel.
+#include "gemm_splitk16.cuh"

@@ -161,12 +161,14 @@ __device__ __forceinline__ void tma_tile(unsigned dst, const KtuneTensorMap* map
   }
 }
 
-// The epilogue both kernels share: C = alpha * acc + beta * C (C read only where beta != 0) from the
-// accumulators of one warpgroup's m64 tiles. Warp w of the warpgroup holds rows 16 w + g and
+// The accumulators of one warpgroup's m64 tiles: warp w of the warpgroup holds rows 16 w + g and
 // 16 w + g + 8 of each m64 tile (g = lane / 4), columns 8 j + 2 t, + 1 (t = lane % 4) in registers
-// 4 j + {0, 1} and 4 j + {2, 3}: the m16n8 fragment layout, BN / 8 times over.
-template <int MT, int BN, int F16>
-__device__ __forceinline__ void store_c(const KtuneGemmArgs& p, float (&acc)[MT][BN / 2], int row0, int col0, int wtid) {
+// 4 j + {0, 1} and 4 j + {2, 3}: the m16n8 fragment layout, BN / 8 times over. Calls
+// fn(r, c, v0, v1) for each pair this thread holds inside the problem (r < M, c < N; the pair's
+// second column c + 1 may be past N).
+template <int MT, int BN, class Fn>
+__device__ __forceinline__ void for_each_pair(const KtuneGemmArgs& p, float (&acc)[MT][BN / 2], int row0, int col0, int wtid,
+                                              const Fn& fn) {
   const int lane = wtid & 31, w = wtid >> 5, g = lane >> 2, t = lane & 3;
 #pragma unroll
   for (int m = 0; m < MT; ++m)
@@ -174,28 +176,34 @@ __device__ __forceinline__ void store_c(const KtuneGemmArgs& p, float (&acc)[MT]
     for (int h = 0; h < 2; ++h) {
       const int r = row0 + m * 64 + w * 16 + g + h * 8;
       if (r >= p.M) continue;
-      unsigned short* const crow = reinterpret_cast<unsigned short*>(p.C) + (long long)r * p.ldc;
 #pragma unroll
       for (int j = 0; j < BN / 8; ++j) {
         const int c = col0 + j * 8 + 2 * t;
         if (c >= p.N) continue;
-        const float v0 = acc[m][4 * j + 2 * h], v1 = acc[m][4 * j + 2 * h + 1];
-        unsigned short* const dst = crow + c;
-        if (c + 1 < p.N && reinterpret_cast<unsigned long long>(dst) % 4 == 0) {
-          unsigned* const d2 = reinterpret_cast<unsigned*>(dst);
-          float o0 = p.alpha * v0, o1 = p.alpha * v1;
-          if (p.beta != 0.0f) { // beta == 0 never reads C
-            const unsigned old = *d2;
-            o0 += p.beta * half16::to_float<F16>(static_cast<unsigned short>(old & 0xffffu));
-            o1 += p.beta * half16::to_float<F16>(static_cast<unsigned short>(old >> 16));
-          }
-          *d2 = half16::pack2<F16>(o0, o1);
-        } else {
-          half16::store1<F16>(dst, v0, p.alpha, p.beta);
-          if (c + 1 < p.N) half16::store1<F16>(dst + 1, v1, p.alpha, p.beta);
-        }
+        fn(r, c, acc[m][4 * j + 2 * h], acc[m][4 * j + 2 * h + 1]);
       }
     }
+}
+
+// The epilogue both kernels share: C = alpha * acc + beta * C (C read only where beta != 0).
+template <int MT, int BN, int F16>
+__device__ __forceinline__ void store_c(const KtuneGemmArgs& p, float (&acc)[MT][BN / 2], int row0, int col0, int wtid) {
+  for_each_pair<MT, BN>(p, acc, row0, col0, wtid, [&](int r, int c, float v0, float v1) {
+    unsigned short* const dst = reinterpret_cast<unsigned short*>(p.C) + (long long)r * p.ldc + c;
+    if (c + 1 < p.N && reinterpret_cast<unsigned long long>(dst) % 4 == 0) {
+      unsigned* const d2 = reinterpret_cast<unsigned*>(dst);
+      float o0 = p.alpha * v0, o1 = p.alpha * v1;
+      if (p.beta != 0.0f) { // beta == 0 never reads C
+        const unsigned old = *d2;
+        o0 += p.beta * half16::to_float<F16>(static_cast<unsigned short>(old & 0xffffu));
+        o1 += p.beta * half16::to_float<F16>(static_cast<unsigned short>(old >> 16));
+      }
+      *d2 = half16::pack2<F16>(o0, o1);
+    } else {
+      half16::store1<F16>(dst, v0, p.alpha, p.beta);
+      if (c + 1 < p.N) half16::store1<F16>(dst + 1, v1, p.alpha, p.beta);
+    }
+  });
 }
 
 // Split-K: the raw FP32 accumulators of store_c's layout into slice `slice` of the workspace
@@ -203,21 +211,32 @@ __device__ __forceinline__ void store_c(const KtuneGemmArgs& p, float (&acc)[MT]
 template <int MT, int BN>
 __device__ __forceinline__ void store_partial(const KtuneGemmArgs& p, float (&acc)[MT][BN / 2], int row0, int col0, int wtid,
                                               int slice) {
-  const int lane = wtid & 31, w = wtid >> 5, g = lane >> 2, t = lane & 3;
   float* const ws = p.workspace + slice * (long long)p.M * p.ws_ld;
+  for_each_pair<MT, BN>(p, acc, row0, col0, wtid, [&](int r, int c, float v0, float v1) {
+    *reinterpret_cast<float2*>(ws + (long long)r * p.ws_ld + c) = make_float2(v0, v1);
+  });
+}
+
+// One K tile (64 deep) of a warpgroup's wgmma from stage buffers sa (A) and sb (B), committed as
+// one group; the caller waits. a_wg: the warpgroup's first row of A inside the stage.
+template <int MT, int BN, int F16, int A_COL, int B_COL>
+__device__ __forceinline__ void mma_tile(float (&acc)[MT][BN / 2], unsigned sa, unsigned sb, unsigned a_wg) {
+  constexpr unsigned A_KSTEP = A_COL ? 2048 : 32, B_KSTEP = B_COL ? 32 : 2048;
 #pragma unroll
-  for (int m = 0; m < MT; ++m)
+  for (int m = 0; m < MT; ++m) fence_regs(acc[m]);
+  wgmma_fence();
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int r = row0 + m * 64 + w * 16 + g + h * 8;
-      if (r >= p.M) continue;
+  for (int ks = 0; ks < 4; ++ks) {
+    const unsigned long long db = desc128(sb + ks * B_KSTEP, 8192, 1024);
 #pragma unroll
-      for (int j = 0; j < BN / 8; ++j) {
-        const int c = col0 + j * 8 + 2 * t;
-        if (c >= p.N) continue;
-        *reinterpret_cast<float2*>(ws + (long long)r * p.ws_ld + c) = make_float2(acc[m][4 * j + 2 * h], acc[m][4 * j + 2 * h + 1]);
-      }
+    for (int m = 0; m < MT; ++m) {
+      const unsigned long long da = desc128(sa + a_wg + m * 8192 + ks * A_KSTEP, 8192, 1024);
+      mma<BN, F16, A_COL, !B_COL>(acc[m], da, db);
     }
+  }
+  wgmma_commit();
+#pragma unroll
+  for (int m = 0; m < MT; ++m) fence_regs(acc[m]);
 }
 
 } // namespace wgmma
@@ -262,7 +281,6 @@ __global__ void __launch_bounds__(WG * 128, 1) gemm_wgmma(KtuneGemmArgs p) {
   // Descriptor pieces that do not change along K. A: this warpgroup's rows; K-major lines are rows
   // (64 rows = 8192 bytes), MN-major 64-row blocks are 8192 bytes too.
   const unsigned a_wg = unsigned(wg * WM) * 128;
-  constexpr unsigned A_KSTEP = A_COL ? 2048 : 32, B_KSTEP = B_COL ? 32 : 2048;
 
 #pragma unroll
   for (int s = 0; s < ST - 2; ++s) {
@@ -279,22 +297,8 @@ __global__ void __launch_bounds__(WG * 128, 1) gemm_wgmma(KtuneGemmArgs p) {
     if (kt + ST - 2 < nk) load_tile(kt + ST - 2);
     cp_async_commit();
 
-    const unsigned sa = sbase + unsigned(kt % ST) * STAGE, sb = sa + A_BYTES;
-#pragma unroll
-    for (int m = 0; m < MT; ++m) fence_regs(acc[m]);
-    wgmma_fence();
-#pragma unroll
-    for (int ks = 0; ks < 4; ++ks) {
-      const unsigned long long db = desc128(sb + ks * B_KSTEP, 8192, 1024);
-#pragma unroll
-      for (int m = 0; m < MT; ++m) {
-        const unsigned long long da = desc128(sa + a_wg + m * 8192 + ks * A_KSTEP, 8192, 1024);
-        mma<BN, F16, A_COL, !B_COL>(acc[m], da, db);
-      }
-    }
-    wgmma_commit();
-#pragma unroll
-    for (int m = 0; m < MT; ++m) fence_regs(acc[m]);
+    const unsigned sa = sbase + unsigned(kt % ST) * STAGE;
+    mma_tile<MT, BN, F16, A_COL, B_COL>(acc, sa, sa + A_BYTES, a_wg);
     wgmma_wait<1>(); // step kt - 1's wgmma done: its stage may be overwritten after the next barrier
   }
   wgmma_wait<0>();
@@ -373,27 +377,12 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) gemm_wgmma_tma(const __grid
 #pragma unroll
       for (int j = 0; j < BN / 2; ++j) acc[m][j] = 0.0f;
     const unsigned a_wg = unsigned(cw * WM) * 128;
-    constexpr unsigned A_KSTEP = A_COL ? 2048 : 32, B_KSTEP = B_COL ? 32 : 2048;
 
     for (int kt = 0; kt < nk; ++kt) {
       const int s = kt % ST;
       mbar_wait(full0 + s * 8, (kt / ST) & 1);
-      const unsigned sa = sbase + s * STAGE, sb = sa + A_BYTES;
-#pragma unroll
-      for (int m = 0; m < MT; ++m) fence_regs(acc[m]);
-      wgmma_fence();
-#pragma unroll
-      for (int ks = 0; ks < 4; ++ks) {
-        const unsigned long long db = desc128(sb + ks * B_KSTEP, 8192, 1024);
-#pragma unroll
-        for (int m = 0; m < MT; ++m) {
-          const unsigned long long da = desc128(sa + a_wg + m * 8192 + ks * A_KSTEP, 8192, 1024);
-          mma<BN, F16, A_COL, !B_COL>(acc[m], da, db);
-        }
-      }
-      wgmma_commit();
-#pragma unroll
-      for (int m = 0; m < MT; ++m) fence_regs(acc[m]);
+      const unsigned sa = sbase + s * STAGE;
+      mma_tile<MT, BN, F16, A_COL, B_COL>(acc, sa, sa + A_BYTES, a_wg);
       wgmma_wait<1>(); // tile kt - 1's wgmma have read their stage: release it to the producer
       if (kt > 0 && tid % 128 == 0) mbar_arrive(empty0 + ((kt - 1) % ST) * 8);
     }

@@ -30,19 +30,19 @@ using namespace ktune::testing::half_ref;
 
 namespace {
 
-struct Buf {
+struct Operand {
   DeviceBuffer d;
   std::vector<uint16_t> h;
 };
 
-Buf upload(std::vector<uint16_t> h) {
-  Buf b{DeviceBuffer(std::max<size_t>(h.size(), 1) * 2, "skinny16 test operand"), std::move(h)};
+Operand upload_operand(std::vector<uint16_t> h) {
+  Operand b{DeviceBuffer(std::max<size_t>(h.size(), 1) * 2, "skinny16 test operand"), std::move(h)};
   if (!b.h.empty())
     check_cu(driver().cuMemcpyHtoD(b.d.ptr(), b.h.data(), b.h.size() * 2), "cuMemcpyHtoD", "skinny16 test");
   return b;
 }
 
-std::vector<uint16_t> download(const Buf& b) {
+std::vector<uint16_t> download(const Operand& b) {
   std::vector<uint16_t> out(b.h.size());
   if (!out.empty()) check_cu(driver().cuMemcpyDtoH(out.data(), b.d.ptr(), out.size() * 2), "cuMemcpyDtoH", "skinny16 test");
   return out;
@@ -53,7 +53,7 @@ struct Inputs {
   GemmProblem p;
   std::vector<uint16_t> a, b, c0; // c0: random C for beta != 0
   std::vector<double> ab;         // M x N, row-major
-  Buf A, B;
+  Operand A, B;
 };
 
 Inputs make_inputs(const GemmProblem& p, uint64_t seed) {
@@ -85,8 +85,8 @@ Inputs make_inputs(const GemmProblem& p, uint64_t seed) {
       }
     }
   Inputs in{p, std::move(a), std::move(b), std::move(c0), std::move(ab), {}, {}};
-  in.A = upload(in.a);
-  in.B = upload(in.b);
+  in.A = upload_operand(in.a);
+  in.B = upload_operand(in.b);
   return in;
 }
 
@@ -121,7 +121,7 @@ std::vector<uint16_t> run(const Inputs& in, Module* m, const LaunchPlan* plan, C
   p.alpha = alpha, p.beta = beta;
   const uint16_t nan = p.dtype == DType::f16 ? 0x7e00 : 0x7fc0;
   c_before = beta != 0.0f ? in.c0 : std::vector<uint16_t>(in.c0.size(), nan);
-  Buf C = upload(c_before);
+  Operand C = upload_operand(c_before);
   DeviceBuffer ws;
   if (plan && plan->workspace_bytes) ws = DeviceBuffer(plan->workspace_bytes, "skinny16 test workspace");
   KtuneGemmArgs args = gemm_args(p, reinterpret_cast<const float*>(in.A.d.ptr()), reinterpret_cast<const float*>(in.B.d.ptr()),

@@ -3,7 +3,7 @@
 // unaligned ones (packed operands, PACK = 1), split K (SPLITK 2 and 4), every layout, beta 0 on a NaN C and beta != 0, K = 0, both dtypes; cuBLAS on the same inputs is held to
 // the same rule (GemmOp::tolerance through half_reference.h); both load paths (cp.async, TMA
 // producer). Skips without an sm_90 GPU.
-// The inputs and reference follow tc16_gpu_test.cpp's.
+// The inputs, reference and error are tc16_gpu_test.cpp's (half_reference.h).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -28,94 +28,6 @@ using namespace ktune;
 using namespace ktune::testing::half_ref;
 
 namespace {
-
-uint16_t to_half(float x, bool f16) { return f16 ? to_f16(x) : to_bf16(x); }
-float from_half(uint16_t x, bool f16) { return f16 ? from_f16(x) : from_bf16(x); }
-
-DeviceBuffer upload(const std::vector<uint16_t>& h) {
-  DeviceBuffer b(std::max<size_t>(h.size(), 1) * 2, "wgmma test operand");
-  if (!h.empty()) check_cu(driver().cuMemcpyHtoD(b.ptr(), h.data(), h.size() * 2), "cuMemcpyHtoD", "wgmma test");
-  return b;
-}
-
-// One problem: inputs uniform in [-1, 1) rounded to the dtype, C NaN where beta == 0 (it must then
-// never be read), and the FP64 reference from the rounded inputs.
-struct Instance {
-  GemmProblem p;
-  std::vector<uint16_t> a, b, c0;
-  std::vector<double> ref; // M x N
-  double den = 0, tol = 0;
-
-  Instance(const GemmProblem& prob, uint64_t seed) : p(prob) {
-    const bool f16 = p.dtype == DType::f16;
-    std::mt19937_64 rng(seed);
-    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-    const bool a_col = p.a == Layout::col, b_col = p.b == Layout::col;
-    a.resize(size_t((a_col ? std::max<int64_t>(p.k, 1) : p.m) * p.eff_lda()));
-    b.resize(size_t((b_col ? p.n : std::max<int64_t>(p.k, 1)) * p.eff_ldb()));
-    c0.resize(size_t(p.m * p.eff_ldc()));
-    for (auto& x : a) x = to_half(u(rng), f16);
-    for (auto& x : b) x = to_half(u(rng), f16);
-    const uint16_t nan = f16 ? 0x7e00 : 0x7fc0;
-    for (auto& x : c0) x = p.beta != 0.0f ? to_half(u(rng), f16) : nan;
-    tol = half_tolerance(f16, p.k);
-  }
-
-  // Rows of C in `parts` interleaved slices on as many threads (the 4096-sized shapes).
-  void compute_reference(int parts) {
-    const bool f16 = p.dtype == DType::f16;
-    const int64_t M = p.m, N = p.n, K = p.k, lda = p.eff_lda(), ldb = p.eff_ldb(), ldc = p.eff_ldc();
-    const bool a_col = p.a == Layout::col, b_col = p.b == Layout::col;
-    std::vector<double> ad(size_t(M * K)), bt(size_t(N * K));
-    for (int64_t i = 0; i < M; ++i)
-      for (int64_t q = 0; q < K; ++q) ad[size_t(i * K + q)] = from_half(a[size_t(a_col ? q * lda + i : i * lda + q)], f16);
-    for (int64_t j = 0; j < N; ++j)
-      for (int64_t q = 0; q < K; ++q) bt[size_t(j * K + q)] = from_half(b[size_t(b_col ? j * ldb + q : q * ldb + j)], f16);
-    ref.assign(size_t(M * N), 0.0);
-    std::vector<std::future<double>> slices;
-    for (int s = 0; s < parts; ++s)
-      slices.push_back(std::async(std::launch::async, [&, s] {
-        double d = 0;
-        for (int64_t i = s; i < M; i += parts)
-          for (int64_t j = 0; j < N; ++j) {
-            const double* x = &ad[size_t(i * K)];
-            const double* y = &bt[size_t(j * K)];
-            double acc = 0;
-            for (int64_t q = 0; q < K; ++q) acc += x[q] * y[q];
-            acc = double(p.alpha) * acc +
-                  (p.beta != 0.0f ? double(p.beta) * double(from_half(c0[size_t(i * ldc + j)], f16)) : 0.0);
-            ref[size_t(i * N + j)] = acc;
-            d += acc * acc;
-          }
-        return d;
-      }));
-    den = 0;
-    for (auto& s : slices) den += s.get();
-    if (den == 0) den = 1;
-  }
-
-  // Relative Frobenius error; NaN if an element is not finite or a padding column (ldc > N) was written.
-  double error(const std::vector<uint16_t>& out) const {
-    const bool f16 = p.dtype == DType::f16;
-    const int64_t ldc = p.eff_ldc();
-    double num = 0;
-    bool ok = true;
-    for (int64_t i = 0; i < p.m; ++i) {
-      for (int64_t j = 0; j < p.n; ++j) {
-        const double got = from_half(out[size_t(i * ldc + j)], f16), d = got - ref[size_t(i * p.n + j)];
-        ok = ok && std::isfinite(got);
-        num += d * d;
-      }
-      for (int64_t j = p.n; j < ldc; ++j) ok = ok && out[size_t(i * ldc + j)] == c0[size_t(i * ldc + j)];
-    }
-    return ok ? std::sqrt(num / den) : NAN;
-  }
-
-  KtuneGemmArgs args(const DeviceBuffer& A, const DeviceBuffer& B, const DeviceBuffer& C, const DeviceBuffer* ws = nullptr) const {
-    return gemm_args(p, reinterpret_cast<const float*>(A.ptr()), reinterpret_cast<const float*>(B.ptr()),
-                     reinterpret_cast<float*>(C.ptr()), ws ? reinterpret_cast<float*>(ws->ptr()) : nullptr);
-  }
-};
 
 struct Case {
   size_t inst;
@@ -174,7 +86,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       p.ldc = p.min_ldc() + s.pad;
       p.alpha = s.alpha, p.beta = s.beta;
       p.align = GemmProblem::alignment_of(p.lda, p.ldb, p.ldc, 2);
-      insts.emplace_back(p, ++seed);
+      insts.emplace_back(p, 0, ++seed);
       const size_t i = insts.size() - 1;
       std::vector<Config> configs = f.sample(p, *dev, size_t(s.sampled), ++seed);
       // The default, and its tiling with the other load path where that is valid (aligned problems).
@@ -211,7 +123,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
   for (size_t i = 0; i < insts.size(); ++i) {
     const Instance& in = insts[i];
     const GemmProblem& p = in.p;
-    const DeviceBuffer A = upload(in.a), B = upload(in.b), Cb = upload(in.c0);
+    const Buf A = upload(in.a), B = upload(in.b), Cb = upload(in.c0);
     double cublas_error = 0;
     // K = 0: cuBLAS's own checks want lda >= 1 row. Under the sanitizer cuBLAS is left out: its
     // kernels are not ours to check (racecheck flags one of its sm_90 kernels, nvjet_sm90_tst_*).
@@ -237,7 +149,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       }
       Module m(k->cubin, k->lowered_names, "gemm_wgmma " + what);
       const LaunchPlan plan = f.launch_plan(cs.c, p);
-      const DeviceBuffer C = upload(in.c0);
+      const Buf C = upload(in.c0);
       const DeviceBuffer ws(std::max<size_t>(plan.workspace_bytes, 256), "wgmma test workspace (packed operands)");
       launch_gemm(m, plan, in.args(A, B, C, &ws), nullptr);
       check_cu(driver().cuCtxSynchronize(), "cuCtxSynchronize", "wgmma test " + what);

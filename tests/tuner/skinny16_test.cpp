@@ -260,7 +260,7 @@ TEST(Space, Skinny16GeneralFormsServeEveryBatchAndAlignment) {
 }
 
 // The plan: a grid of column strips x row tiles x K slices, the template's shared memory; with
-// K slices, gemm_skinny16_reduce after it as a dependent launch over the FP32 workspace.
+// K slices, gemm_splitk_reduce16 after it as a dependent launch over the FP32 workspace.
 TEST(Space, Skinny16PlanAndKernelNames) {
   const Family f = find_family("gemm_skinny16");
   const auto d = DeviceInfo::nominal("sm_90");
@@ -286,7 +286,7 @@ TEST(Space, Skinny16PlanAndKernelNames) {
         if (c["SPLITK"] > 1) {
           ASSERT_EQ(plan.steps.size(), 2u);
           ASSERT_EQ(names.size(), 2u);
-          EXPECT_EQ(names[1], "gemm_skinny16_reduce<" + std::to_string(c["SPLITK"]) + (t == DType::f16 ? ",1>" : ",0>"));
+          EXPECT_EQ(names[1], "gemm_splitk_reduce16<" + std::to_string(c["SPLITK"]) + (t == DType::f16 ? ",1>" : ",0>"));
           EXPECT_EQ(plan.steps[1].kernel, 1);
           EXPECT_TRUE(plan.steps[1].overlap_previous);
           EXPECT_EQ(plan.workspace_bytes, size_t(c["SPLITK"]) * 24 * gemm_workspace_ld(11008) * 4);
