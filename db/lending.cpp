@@ -76,7 +76,7 @@ size_t TunedIndex::add(const Table& t, const std::string& source, SourceTier tie
       return x->entry.family == e.family && x->entry.problem.key() == key;
     });
     if (dup) continue;
-    entries_.push_back(std::make_unique<IndexedEntry>(IndexedEntry{e, source, tier}));
+    entries_.push_back(std::make_unique<IndexedEntry>(IndexedEntry{e, source, tier, t.device_name}));
     ++added;
   }
   return added;

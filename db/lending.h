@@ -39,6 +39,7 @@ struct IndexedEntry {
   TableEntry entry;
   std::string source; // "store PATH", "table PATH", "shipped table sm_90"
   SourceTier tier = SourceTier::user;
+  std::string device_name; // the device its table was measured on ("" when unknown)
 };
 
 // One tuned config that can serve a problem.
@@ -68,6 +69,11 @@ constexpr double kMeasureFloor = 0.6;
 // Without a measurement (no GPU at hand, a stream being captured, measuring turned off), a lender
 // must be predicted this much faster than cuBLAS to be used.
 constexpr double kTrustUnmeasured = 1.15;
+// An exact entry measured on another device of the same arch (an H200's table on an H100: the same
+// kernels, other memory and clocks) keeps its config, but a recorded lead over cuBLAS smaller than
+// this is not carried over unmeasured: first use times it against cuBLAS here. The H200-tuned f16
+// decode entry 1x4096x4096 led cuBLAS by 5 % there and trailed it by 4 % on an H100.
+constexpr double kTrustOtherDevice = 1.15;
 
 class TunedIndex {
  public:

@@ -140,6 +140,16 @@ struct Runtime::Impl {
     } else {
       s.why = "tuned for this problem" +
               (s.cublas_ms ? fmt(" (%.4f ms, cuBLAS %.4f ms)", *s.time_ms, *s.cublas_ms) : std::string());
+      // Recorded on another device model of this arch, by a lead that may not carry over: the
+      // entry's config is timed against cuBLAS here at first use (one candidate).
+      const std::string& there = l.from->device_name;
+      if (s.cublas_ms && opts.arch.empty() /* a real device, not a nominal one */ && !there.empty() && there != device.name &&
+          *s.cublas_ms < *s.time_ms * kTrustOtherDevice && opts.measure_untuned) {
+        s.candidates.push_back(candidate_of(l));
+        s.measure_pending = true;
+        s.why = "tuned for this problem on " + there + fmt(" (%.2fx cuBLAS there)", *s.cublas_ms / *s.time_ms) +
+                ": timed against cuBLAS on " + device.name + " at first use";
+      }
     }
     return s;
   }

@@ -2,11 +2,17 @@
 // shapes, every layout, alpha and beta cases, and padded leading dimensions.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 
+#include "db/table.h"
 #include "gpu_env.h"
+#include "ktune/family.h"
 #include "ktune/ktune.h"
 #include "ktune/runtime.h"
 #include "runtime/cuda_check.h"
@@ -229,4 +235,52 @@ TEST_F(RuntimeGpu, AlphaZeroKZeroAndEmptyProblemsFollowBlas) {
     EXPECT_EQ(download(c, c0.size()), c0);
     EXPECT_EQ(ktune_destroy(h), KTUNE_SUCCESS);
   }
+}
+
+// A table measured on another device model of the same arch (the shipped sm_90 tables come from an
+// H100 or an H200) keeps its config, but a small recorded lead over cuBLAS is timed here at first
+// use before it is trusted; the same table from this very device is trusted as recorded.
+TEST_F(RuntimeGpu, EntryFromAnotherDeviceIsMeasuredBeforeItIsTrusted) {
+  const GemmProblem p = GemmProblem::parse("1000x1000x1000");
+  const Family f = find_family("gemm_simt");
+  TableEntry e;
+  e.problem = p;
+  e.arch = dev_->arch;
+  e.family = f.name();
+  e.config_json = f.default_config(p, *dev_).to_json();
+  e.time_ms = 1.0, e.tflops = 2.0, e.cublas_ms = 1.05, e.template_hash = "h"; // 5 % ahead of cuBLAS there
+  const auto dir = std::filesystem::temp_directory_path() / ("ktune-rtgpu-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  auto runtime_for = [&](const std::string& device_name) {
+    Table t;
+    t.device_name = device_name, t.arch = dev_->arch, t.sm_count = dev_->sm_count, t.entries = {e};
+    const std::string path = (dir / (device_name.empty() ? "none.json" : "t.json")).string();
+    std::ofstream(path) << table_to_json(t);
+    RuntimeOptions o;
+    o.db_path = "";
+    o.shipped_tables = false;
+    o.tables = {path};
+    return std::make_unique<Runtime>(o);
+  };
+  const auto other = runtime_for("Another GPU of " + dev_->arch);
+  Selection s = other->best_config(p);
+  EXPECT_EQ(s.provenance, Provenance::exact) << s.why;
+  EXPECT_TRUE(s.measure_pending) << s.why;
+  EXPECT_NE(s.why.find("at first use"), std::string::npos) << s.why;
+  const auto r = op_->check(p, 77, [&](const KtuneGemmArgs& a, CUstream st) {
+    other->gemm(p, a.A, a.B, a.C, p.alpha, p.beta, st);
+  }, nullptr);
+  EXPECT_TRUE(r.pass) << r.summary();
+  s = other->best_config(p);
+  EXPECT_TRUE(s.measured) << s.why;
+  EXPECT_FALSE(s.measure_pending);
+  ASSERT_FALSE(s.candidates.empty());
+  EXPECT_TRUE(s.candidates.front().measured_ms.has_value());
+  std::cout << "[ ktune    ] " << s.why << "\n";
+
+  const auto same = runtime_for(dev_->name);
+  s = same->best_config(p);
+  EXPECT_EQ(s.provenance, Provenance::exact) << s.why;
+  EXPECT_FALSE(s.measure_pending) << s.why;
+  std::filesystem::remove_all(dir);
 }
