@@ -236,6 +236,13 @@ struct Runtime::Impl {
   // Where no measurement can be made: the best lender only if predicted clearly faster.
   static Selection unmeasured(Selection s, const std::string& reason) {
     s.measure_pending = false;
+    // An exact entry waiting for its first-use check (recorded on another device, kTrustOtherDevice)
+    // runs as recorded, as it did before that check existed.
+    if (s.provenance == Provenance::exact) {
+      s.why = reason + ": the tuned entry as recorded" +
+              (s.cublas_ms && s.time_ms ? fmt(" (%.2fx cuBLAS there)", *s.cublas_ms / *s.time_ms) : std::string());
+      return s;
+    }
     if (s.candidates.empty() || s.candidates.front().score < kTrustUnmeasured) {
       s.provenance = Provenance::cublas;
       s.why = reason + ": cuBLAS, since no candidate is predicted " + fmt("%.2fx", kTrustUnmeasured) +
