@@ -363,8 +363,9 @@ __device__ __forceinline__ S warp_allreduce(S s, float c) {
   return s;
 }
 
-// All-reduce over the block's WARPS warps through red[WARPS] (static shared memory, written once:
-// the callers reduce once per launch, so no barrier guards its reuse). Every warp combines the
+// All-reduce over the block's WARPS warps through red[WARPS] (static shared memory; no barrier
+// after the reads: a caller that reduces again, as rows_bulk's RPC loop does per row, syncs the
+// block before the next call writes red[]). Every warp combines the
 // warps' results itself, in the same butterfly, instead of waiting for one warp to broadcast.
 template <int WARPS, class S>
 __device__ __forceinline__ S block_allreduce(S s, S* red, float c) {
