@@ -146,22 +146,23 @@ void Module::launch(size_t i, const unsigned grid[3], const unsigned block[3], u
   // Both attributes exist from sm_90 on, where dependent_launch_ is set.
   CUlaunchAttribute attrs[2] = {};
   unsigned n = 0;
-  std::string what = "cuLaunchKernelEx(";
   if (overlap_previous && dependent_launch_) {
     attrs[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
     attrs[n++].value.programmaticStreamSerializationAllowed = 1;
-    what += "PROGRAMMATIC_STREAM_SERIALIZATION";
   }
   if (balance_clusters && dependent_launch_) {
     attrs[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE;
     attrs[n++].value.clusterSchedulingPolicyPreference = CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING;
-    what += n > 1 ? ", CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING" : "CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING";
   }
   if (n > 0) {
     CUlaunchConfig cfg = launch_config(grid, block, dynamic_smem, stream);
     cfg.attrs = attrs;
     cfg.numAttrs = n;
-    check_cu(driver().cuLaunchKernelEx(&cfg, f, params, nullptr), (what + ")").c_str(), context_);
+    // The call's name for an error, without building a string on every launch.
+    const char* call = n == 2 ? "cuLaunchKernelEx(PROGRAMMATIC_STREAM_SERIALIZATION, CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING)"
+                       : overlap_previous ? "cuLaunchKernelEx(PROGRAMMATIC_STREAM_SERIALIZATION)"
+                                          : "cuLaunchKernelEx(CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING)";
+    check_cu(driver().cuLaunchKernelEx(&cfg, f, params, nullptr), call, context_);
     return;
   }
   check_cu(driver().cuLaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], dynamic_smem, stream, params, nullptr),
