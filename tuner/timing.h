@@ -9,7 +9,7 @@
 #include <functional>
 
 #include "core/trial.h"
-#include "runtime/module.h"
+#include "runtime/l2_flush.h"
 
 namespace ktune {
 
@@ -39,12 +39,7 @@ class Timer {
   Timing time(const std::function<void(CUstream)>& launch, CUstream stream, const TimingOptions& o);
 
  private:
-  void flush(CUstream stream);
-  void delay(CUstream stream, double us);
-  DeviceBuffer flush_buf_;
-  CUmodule flush_module_ = nullptr; // ktune_l2_flush, a kernel that reads flush_buf_
-  CUfunction flush_kernel_ = nullptr;
-  CUfunction delay_kernel_ = nullptr; // ktune_delay, in the same module
+  L2Flusher cold_; // the L2 flush before, and the lead delay inside, every repetition
   CUevent start_ = nullptr, stop_ = nullptr;
 };
 
