@@ -84,5 +84,27 @@ __device__ __forceinline__ void store1(unsigned short* c, float acc, float alpha
   *c = from_float<F16>(v);
 }
 
+// The pair of C elements (r, c), (r, c + 1) of an m16n8 accumulator fragment (c even, r < M,
+// c < N; c + 1 may be past N): alpha * (v0, v1) + beta * C, one 32-bit store where the pair is
+// inside C and 4-byte aligned (ldc even), else one half at a time. The epilogue of the
+// tensor-core half GEMMs (gemm_tc16, gemm_wgmma).
+template <int F16>
+__device__ __forceinline__ void store_pair(const KtuneGemmArgs& p, int r, int c, float v0, float v1) {
+  unsigned short* const dst = reinterpret_cast<unsigned short*>(p.C) + (long long)r * p.ldc + c;
+  if (c + 1 < p.N && reinterpret_cast<unsigned long long>(dst) % 4 == 0) {
+    unsigned* const d2 = reinterpret_cast<unsigned*>(dst);
+    float o0 = p.alpha * v0, o1 = p.alpha * v1;
+    if (p.beta != 0.0f) { // beta == 0 never reads C
+      const unsigned old = *d2;
+      o0 += p.beta * to_float<F16>(static_cast<unsigned short>(old & 0xffffu));
+      o1 += p.beta * to_float<F16>(static_cast<unsigned short>(old >> 16));
+    }
+    *d2 = pack2<F16>(o0, o1);
+  } else {
+    store1<F16>(dst, v0, p.alpha, p.beta);
+    if (c + 1 < p.N) store1<F16>(dst + 1, v1, p.alpha, p.beta);
+  }
+}
+
 } // namespace half16
 } // namespace ktune_dev

@@ -29,6 +29,7 @@
 //   A_COL, B_COL  layouts from the problem: 1 = column-major (transposed, "T")
 #include "gemm_common.cuh"
 #include "gemm_splitk.cuh"
+#include "ktune_cluster.cuh"
 
 namespace ktune_dev {
 
@@ -195,59 +196,25 @@ __device__ __forceinline__ void stream_stages(const KtuneGemmArgs& p, float* rin
   }
 }
 
-// Thread block clusters (sm_90): the CTA's rank in its cluster, a cluster-wide barrier whose
-// arrive releases and whose wait acquires (so shared-memory writes before it are seen after it by
-// every CTA of the cluster), and a load from another CTA's shared memory (distributed shared
-// memory).
-__device__ __forceinline__ unsigned cluster_ctarank() {
-  unsigned r = 0;
-#if __CUDA_ARCH__ >= 900
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-#endif
-  return r;
-}
-__device__ __forceinline__ void cluster_sync() {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ float load_dsmem(const float* local, unsigned rank) {
-  float v = 0.0f;
-#if __CUDA_ARCH__ >= 900
-  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(local));
-  unsigned remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(a), "r"(rank));
-  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
-#endif
-  return v;
-}
-
 // CL = 1: the CS CTAs of a cluster (consecutive blockIdx.z, one per K slice) each left their
 // block's partial products in part[MT x COLS]; every rank adds a share of the outputs over all
 // ranks, in rank order (deterministic), and writes C, or (SPLITK > CS) the cluster's slice of the
 // workspace for gemm_splitk_reduce<SPLITK / CS>.
 template <int MT, int COLS, int NT, int CS, int SPLITK>
 __device__ __forceinline__ void cluster_reduce(const KtuneGemmArgs& p, const float* part, int m0, int col0) {
-  cluster_sync(); // every rank's part is written
-  const int rank = int(cluster_ctarank());
+  cluster::sync(); // every rank's part is written
+  const int rank = int(cluster::rank());
   for (int o = rank * NT + int(threadIdx.x); o < MT * COLS; o += NT * CS) {
     float sum = 0.0f;
 #pragma unroll
-    for (int r = 0; r < CS; ++r) sum += load_dsmem(part + o, unsigned(r));
+    for (int r = 0; r < CS; ++r) sum += cluster::load_f32(cluster::remote(part + o, unsigned(r)));
     const int m = o / COLS, col = col0 + o % COLS;
     if (m0 + m < p.M && col < p.N) store_row<1, SPLITK / CS>(p, m0 + m, col, &sum, int(blockIdx.z) / CS);
   }
-  cluster_sync(); // no CTA leaves (freeing its shared memory) while others still read it
+  cluster::sync(); // no CTA leaves (freeing its shared memory) while others still read it
 }
 
 } // namespace ktune_dev
-
-// Clusters exist from sm_90 on; older targets reject the attribute (and never get CL = 1).
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
-#define KTUNE_CLUSTER_DIMS(x, y, z) __cluster_dims__(x, y, z)
-#else
-#define KTUNE_CLUSTER_DIMS(x, y, z)
-#endif
 
 // CTAs per cluster: with CL = 1 the K slices of a tile, at most 8 (the portable cluster size).
 __host__ __device__ constexpr int skinny_cluster_size(int cl, int splitk) { return cl ? (splitk < 8 ? splitk : 8) : 1; }

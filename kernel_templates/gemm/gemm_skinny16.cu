@@ -82,6 +82,7 @@
 // The operands travel as 16-bit words (KtuneGemmArgs' float pointers are reinterpreted); the
 // split-K workspace holds floats. beta == 0 never reads C.
 #include "gemm_common.cuh"
+#include "ktune_cluster.cuh" // CL > 1: the K slices of a cluster add up in distributed shared memory
 
 namespace ktune_dev {
 
@@ -219,43 +220,10 @@ __device__ __forceinline__ void sk16_load_a4(unsigned* r, const unsigned short* 
   asm("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "l"(src));
 }
 
-// Thread block clusters (sm_90): the CTA's rank, a cluster-wide barrier whose arrive releases and
-// whose wait acquires (shared-memory writes before it are seen after it by every CTA of the
-// cluster), and a float4 load from another CTA's shared memory.
-__device__ __forceinline__ unsigned sk16_cluster_rank() {
-  unsigned r = 0;
-#if __CUDA_ARCH__ >= 900
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-#endif
-  return r;
-}
-__device__ __forceinline__ void sk16_cluster_sync() {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ float4 sk16_load_dsmem4(const float4* local, unsigned rank) {
-  float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#if __CUDA_ARCH__ >= 900
-  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(local));
-  unsigned remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(a), "r"(rank));
-  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(remote) : "memory");
-#endif
-  return v;
-}
-
 } // namespace ktune_dev
 
-// Clusters exist from sm_90 on; older targets reject the attribute (and never get CL > 1).
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
-#define SK16_CLUSTER_DIMS(x, y, z) __cluster_dims__(x, y, z)
-#else
-#define SK16_CLUSTER_DIMS(x, y, z)
-#endif
-
 template <int MT, int NT, int KG, int VEC, int DEPTH, int LDH, int CL, int SPLITK, int MINB, int AV, int F16, int A_COL, int B_COL>
-__global__ void __launch_bounds__(NT, MINB > 1 ? MINB : 0) SK16_CLUSTER_DIMS(1, 1, CL) gemm_skinny16(KtuneGemmArgs p) {
+__global__ void __launch_bounds__(NT, MINB > 1 ? MINB : 0) KTUNE_CLUSTER_DIMS(1, 1, CL) gemm_skinny16(KtuneGemmArgs p) {
   using namespace ktune_dev;
   constexpr int WARPS = NT / 32, WN = WARPS / KG;
   constexpr int WCOLS = B_COL ? 32 : 64; // columns of C per warp
@@ -475,18 +443,18 @@ __global__ void __launch_bounds__(NT, MINB > 1 ? MINB : 0) SK16_CLUSTER_DIMS(1, 
   }
   if constexpr (CL > 1) {
     // Every rank adds a share of the positions over all ranks, in rank order (deterministic).
-    sk16_cluster_sync(); // every rank's sums are written
-    const int rank = int(sk16_cluster_rank());
+    cluster::sync(); // every rank's sums are written
+    const int rank = int(cluster::rank());
     for (int pos = rank * NT + tid; pos < P; pos += NT * CL) {
-      float4 s = sk16_load_dsmem4(red + pos, 0u);
+      float4 s = cluster::load_v4(cluster::remote(red + pos, 0u));
 #pragma unroll
       for (int r = 1; r < CL; ++r) {
-        const float4 x = sk16_load_dsmem4(red + pos, unsigned(r));
+        const float4 x = cluster::load_v4(cluster::remote(red + pos, unsigned(r)));
         s.x += x.x, s.y += x.y, s.z += x.z, s.w += x.w;
       }
       store(pos, s);
     }
-    sk16_cluster_sync(); // no CTA leaves (freeing its shared memory) while others still read it
+    cluster::sync(); // no CTA leaves (freeing its shared memory) while others still read it
   }
 }
 

@@ -405,20 +405,7 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) gemm_tc16(KtuneGem
           float* const w = p.workspace + blockIdx.z * (long long)p.M * p.ws_ld + (long long)r * p.ws_ld + c;
           *reinterpret_cast<float2*>(w) = make_float2(v0, v1);
         } else {
-          unsigned short* const dst = reinterpret_cast<unsigned short*>(p.C) + (long long)r * p.ldc + c;
-          if (c + 1 < p.N && reinterpret_cast<unsigned long long>(dst) % 4 == 0) {
-            unsigned* const d2 = reinterpret_cast<unsigned*>(dst);
-            float o0 = p.alpha * v0, o1 = p.alpha * v1;
-            if (p.beta != 0.0f) { // beta == 0 never reads C
-              const unsigned old = *d2;
-              o0 += p.beta * to_float<F16>(static_cast<unsigned short>(old & 0xffffu));
-              o1 += p.beta * to_float<F16>(static_cast<unsigned short>(old >> 16));
-            }
-            *d2 = pack2<F16>(o0, o1);
-          } else {
-            store1<F16>(dst, v0, p.alpha, p.beta);
-            if (c + 1 < p.N) store1<F16>(dst + 1, v1, p.alpha, p.beta);
-          }
+          store_pair<F16>(p, r, c, v0, v1);
         }
       }
     }

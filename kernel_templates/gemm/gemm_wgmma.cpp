@@ -30,9 +30,11 @@ GemmPack pack_of(int splitk) { return GemmPack{8, 8, 8, splitk}; }
 GemmPack pack_of(const Config& c) { return pack_of(c["SPLITK"]); }
 bool packed_fits(const GemmProblem& p) { return gemm_pack_workspace_bytes(pack_of(1), p) <= kGemmMaxWorkspace; }
 
-// Split-K: every slice gets at least one 64-wide K tile (slice z has tiles [z * per, (z + 1) * per)).
+// K slices along blockIdx.z: SPLITK through the workspace or CL in a cluster (never both).
+int slices(const Config& c) { return c["SPLITK"] * c["CL"]; }
+// Every slice gets at least one 64-wide K tile (slice z has tiles [z * per, (z + 1) * per)).
 bool slices_reach_k(const Config& c, const GemmProblem& p) {
-  const int64_t s = c["SPLITK"], tiles = (p.k + kBK - 1) / kBK;
+  const int64_t s = slices(c), tiles = (p.k + kBK - 1) / kBK;
   return s == 1 || (s - 1) * ((tiles + s - 1) / s) < tiles;
 }
 size_t workspace_bytes(const Config& c, const GemmProblem& p) {
@@ -65,7 +67,10 @@ Family gemm_wgmma_family() {
                             "the WG consumer warpgroups only compute (setmaxnreg 40 / 232 with two)")
       .param("PACK", {0, 1}, "1: pack A and B into 16-byte rows first (gemm_pack16), for problems whose operands are not")
       .param("SPLITK", {1, 2, 4, 8}, "K slices (TMA only): FP32 partial sums in the workspace, added and rounded by "
-                                     "gemm_splitk_reduce16; for grids too small to fill the GPU");
+                                     "gemm_splitk_reduce16; for grids too small to fill the GPU")
+      .param("CL", {1, 2, 4, 8}, "K slices in a thread block cluster (TMA only): the CTAs of a cluster add their FP32 "
+                                 "partial sums through distributed shared memory, in their stage rings (no workspace, "
+                                 "no second kernel)");
   f.dtypes({DType::bf16, DType::f16}).min_arch(90).arch_specific();
 
   f.restrict("bf16 or f16 operands", {}, [](const Config&, P p, D) { return half_problem(p); })
@@ -81,8 +86,15 @@ Family gemm_wgmma_family() {
                 [](const Config& c, P, D d) {
                   return smem_bytes(c) + static_smem_bytes(c) <= size_t(d.max_smem_per_block_optin);
                 })
-      .restrict("split-K with the TMA kernel only, every slice at least one K tile", {"TMA", "SPLITK"},
-                [](const Config& c, P p, D) { return c["SPLITK"] == 1 || (c["TMA"] == 1 && slices_reach_k(c, p)); })
+      .restrict("split-K (SPLITK or CL) with the TMA kernel only, one of the two, every slice at least one K tile",
+                {"TMA", "SPLITK", "CL"},
+                [](const Config& c, P p, D) {
+                  return slices(c) == 1 || (c["TMA"] == 1 && (c["SPLITK"] == 1 || c["CL"] == 1) && slices_reach_k(c, p));
+                })
+      .restrict("CL > 1: the tile's FP32 partial sums (BM x BN x 4 bytes) fit the stage ring", {"BM", "BN", "ST", "CL"},
+                [](const Config& c, P, D) {
+                  return c["CL"] == 1 || size_t(c["BM"]) * c["BN"] * 4 <= size_t(c["ST"]) * (c["BM"] + c["BN"]) * kBK * 2;
+                })
       .restrict("workspace (split-K slices, packed operands) <= 512 MiB", {"TMA", "PACK", "SPLITK"},
                 [](const Config& c, P p, D) { return workspace_bytes(c, p) <= kGemmMaxWorkspace; })
       .restrict("grid of M/BM x N/BN tiles fits grid.x", {"BM", "BN"},
@@ -94,13 +106,14 @@ Family gemm_wgmma_family() {
   // with 3 stages measured faster still (0.79-0.97x cuBLAS) but has run only in the NN tunes.
   f.defaults([](const GemmProblem& p, const DeviceInfo&) {
     return Config{{"BM", 128}, {"BN", 128}, {"WG", 2}, {"ST", 4}, {"SWZ", 8}, {"TMA", 1}, {"PACK", loads_16b(p) ? 0 : 1},
-                  {"SPLITK", 1}};
+                  {"SPLITK", 1}, {"CL", 1}};
   });
-  // TMA came after the first version, which loaded with cp.async; PACK and SPLITK after TMA.
+  // TMA came after the first version, which loaded with cp.async; PACK and SPLITK after TMA, CL last.
   f.upgrade([](Config c) {
     if (!c.has("TMA")) c.set("TMA", 0);
     if (!c.has("PACK")) c.set("PACK", 0);
     if (!c.has("SPLITK")) c.set("SPLITK", 1);
+    if (!c.has("CL")) c.set("CL", 1);
     return c;
   });
 
@@ -108,7 +121,7 @@ Family gemm_wgmma_family() {
      // Template parameter order of gemm_wgmma.cu; F16 and the layouts come from the problem.
      std::string name = c["TMA"] ? "gemm_wgmma_tma<" : "gemm_wgmma<";
      for (const char* prm : {"BM", "BN", "WG", "ST", "SWZ"}) name += std::to_string(c[prm]) + ",";
-     if (c["TMA"]) name += std::to_string(c["SPLITK"]) + ",";
+     if (c["TMA"]) name += std::to_string(c["SPLITK"]) + "," + std::to_string(c["CL"]) + ",";
      name += std::string(p.dtype == DType::f16 ? "1" : "0") + "," + gemm_layout_args(p) + ">";
      std::vector<std::string> names{name};
      if (c["SPLITK"] > 1) names.push_back(gemm_splitk_reduce16_name(c["SPLITK"], p)); // kernel 1
@@ -119,7 +132,7 @@ Family gemm_wgmma_family() {
         LaunchPlan plan;
         LaunchStep main;
         main.grid[0] = ceil_div(p.m, c["BM"]) * ceil_div(p.n, c["BN"]);
-        main.grid[2] = static_cast<unsigned>(c["SPLITK"]);
+        main.grid[2] = static_cast<unsigned>(slices(c)); // CL > 1: each cluster one tile's slices (__cluster_dims__(1, 1, CL))
         main.block[0] = static_cast<unsigned>(threads(c));
         main.dynamic_smem = static_cast<unsigned>(smem_bytes(c));
         if (c["TMA"]) {

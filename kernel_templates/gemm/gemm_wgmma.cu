@@ -10,7 +10,7 @@
 //                   consumer warpgroups compute; setmaxnreg moves registers to the consumers.
 //                   Verified on an H100 (WgmmaGpu, every layout) and in the tuner; faster than
 //                   TMA = 0 at every tiling measured (docs/runs/2026-11-23-h100-wgmma-tune-tma.txt).
-// Not yet: clusters / TMA multicast, persistent tile scheduler, TMA stores, stream-K. See
+// Not yet: TMA multicast, persistent tile scheduler, TMA stores, stream-K. See
 // tests/kernels/wgmma_gpu_test.cpp for what has run on a GPU.
 //
 // Template parameters (host code spells them as in the config JSON):
@@ -25,6 +25,11 @@
 //                each: FP32 partial sums into the workspace, added, scaled and rounded to C by
 //                gemm_splitk_reduce16 (gemm_splitk16.cuh); 1: C written here. For grids too small
 //                for the GPU (M = 128 rows, 512 x 512 x 32768).
+//   CL           (gemm_wgmma_tma only; SPLITK = 1) K slices in a thread block cluster of CL CTAs
+//                (blockIdx.z, __cluster_dims__(1, 1, CL)): each CTA parks its FP32 partial sums in
+//                its own stage ring after the main loop, and the cluster adds them through
+//                distributed shared memory (cluster_store_c) and writes C: split-K without the
+//                workspace's traffic or a second kernel, for grids of few tiles (M <= 128, long K).
 //   F16          0: bf16, 1: fp16 (from the problem)
 //   A_COL, B_COL layouts from the problem: 1 = column-major
 //
@@ -46,6 +51,7 @@
 #include "gemm_splitk16.cuh" // SPLITK > 1: gemm_splitk_reduce16 is kernel 1
 #include "gemm_wgmma_ops.cuh"
 #include "ktune_async.cuh"
+#include "ktune_cluster.cuh" // CL > 1: the K slices of a cluster add up in distributed shared memory
 
 namespace ktune_dev {
 namespace wgmma {
@@ -188,22 +194,7 @@ __device__ __forceinline__ void for_each_pair(const KtuneGemmArgs& p, float (&ac
 // The epilogue both kernels share: C = alpha * acc + beta * C (C read only where beta != 0).
 template <int MT, int BN, int F16>
 __device__ __forceinline__ void store_c(const KtuneGemmArgs& p, float (&acc)[MT][BN / 2], int row0, int col0, int wtid) {
-  for_each_pair<MT, BN>(p, acc, row0, col0, wtid, [&](int r, int c, float v0, float v1) {
-    unsigned short* const dst = reinterpret_cast<unsigned short*>(p.C) + (long long)r * p.ldc + c;
-    if (c + 1 < p.N && reinterpret_cast<unsigned long long>(dst) % 4 == 0) {
-      unsigned* const d2 = reinterpret_cast<unsigned*>(dst);
-      float o0 = p.alpha * v0, o1 = p.alpha * v1;
-      if (p.beta != 0.0f) { // beta == 0 never reads C
-        const unsigned old = *d2;
-        o0 += p.beta * half16::to_float<F16>(static_cast<unsigned short>(old & 0xffffu));
-        o1 += p.beta * half16::to_float<F16>(static_cast<unsigned short>(old >> 16));
-      }
-      *d2 = half16::pack2<F16>(o0, o1);
-    } else {
-      half16::store1<F16>(dst, v0, p.alpha, p.beta);
-      if (c + 1 < p.N) half16::store1<F16>(dst + 1, v1, p.alpha, p.beta);
-    }
-  });
+  for_each_pair<MT, BN>(p, acc, row0, col0, wtid, [&](int r, int c, float v0, float v1) { half16::store_pair<F16>(p, r, c, v0, v1); });
 }
 
 // Split-K: the raw FP32 accumulators of store_c's layout into slice `slice` of the workspace
@@ -215,6 +206,42 @@ __device__ __forceinline__ void store_partial(const KtuneGemmArgs& p, float (&ac
   for_each_pair<MT, BN>(p, acc, row0, col0, wtid, [&](int r, int c, float v0, float v1) {
     *reinterpret_cast<float2*>(ws + (long long)r * p.ws_ld + c) = make_float2(v0, v1);
   });
+}
+
+// CL > 1: the CL CTAs of a cluster (blockIdx.z = their K slices) hold partial sums of one tile.
+// Consumer thread ct (of NC) leaves pair i of its accumulators (for_each_pair's order: m, h, j) at
+// float2 index i * NC + ct of its CTA's stage ring, free by then (consecutive threads write
+// consecutive 8 bytes: no bank conflict); after a cluster barrier, rank q adds the pairs
+// i = q, q + CL, ... over every rank's ring, in rank order (deterministic), and stores them to C.
+// No global workspace and no second kernel, where SPLITK pays for both.
+template <int MT, int BN, int NC>
+__device__ __forceinline__ void park_pairs(float (&acc)[MT][BN / 2], float2* buf, int ct) {
+#pragma unroll
+  for (int m = 0; m < MT; ++m)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j)
+        buf[((m * 2 + h) * (BN / 8) + j) * NC + ct] = make_float2(acc[m][4 * j + 2 * h], acc[m][4 * j + 2 * h + 1]);
+}
+template <int MT, int BN, int NC, int WM, int CL, int F16>
+__device__ __forceinline__ void cluster_store_c(const KtuneGemmArgs& p, const float2* buf, int row0, int col0, int ct) {
+  const int cw = ct / 128, wtid = ct % 128, lane = wtid & 31, w = wtid >> 5, g = lane >> 2, t = lane & 3;
+  unsigned from[CL];
+#pragma unroll
+  for (int q = 0; q < CL; ++q) from[q] = cluster::remote(buf + ct, unsigned(q));
+  constexpr int PAIRS = MT * 2 * (BN / 8);
+  for (int i = int(cluster::rank()); i < PAIRS; i += CL) {
+    const int m = i / (2 * (BN / 8)), h = i / (BN / 8) % 2, j = i % (BN / 8);
+    const int r = row0 + cw * WM + m * 64 + w * 16 + g + h * 8, c = col0 + j * 8 + 2 * t;
+    float2 s = cluster::load_v2(from[0] + unsigned(i) * NC * 8);
+#pragma unroll
+    for (int q = 1; q < CL; ++q) {
+      const float2 x = cluster::load_v2(from[q] + unsigned(i) * NC * 8);
+      s.x += x.x, s.y += x.y;
+    }
+    if (r < p.M && c < p.N) half16::store_pair<F16>(p, r, c, s.x, s.y);
+  }
 }
 
 // One K tile (64 deep) of a warpgroup's wgmma from stage buffers sa (A) and sb (B), committed as
@@ -316,11 +343,14 @@ __global__ void __launch_bounds__(WG * 128, 1) gemm_wgmma(KtuneGemmArgs p) {
 // wait for a stage, issue its wgmma, keep one group in flight, release the stage before it.
 // Launched with KtuneGemmTmaArgs (launch plan: LaunchStep::tma; boxes 64 x BM or 64 x 64 for A,
 // 64 x BN or 64 x 64 for B, as tma_tile reads them).
-template <int BM, int BN, int WG, int ST, int SWZ, int SPLITK, int F16, int A_COL, int B_COL>
-__global__ void __launch_bounds__((WG + 1) * 128, 1) gemm_wgmma_tma(const __grid_constant__ KtuneGemmTmaArgs args) {
+template <int BM, int BN, int WG, int ST, int SWZ, int SPLITK, int CL, int F16, int A_COL, int B_COL>
+__global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(1, 1, CL)
+    gemm_wgmma_tma(const __grid_constant__ KtuneGemmTmaArgs args) {
   using namespace ktune_dev;
   using namespace ktune_dev::wgmma;
-  static_assert(SPLITK >= 1, "SPLITK >= 1");
+  static_assert(SPLITK >= 1 && CL >= 1 && CL <= 8 && (SPLITK == 1 || CL == 1), "K slices: SPLITK or a portable cluster");
+  static_assert(CL == 1 || BM * BN * 4 <= ST * (BM + BN) * 128, "CL > 1: the tile's FP32 partial sums fit the stage ring");
+  constexpr int SLICES = SPLITK * CL; // along blockIdx.z
   if constexpr (SPLITK > 1) let_next_grid_launch(); // the reduction's blocks may queue behind ours
   constexpr int WM = BM / WG, MT = WM / 64;
   static_assert(WM % 64 == 0 && (BN == 64 || BN == 128 || BN == 256) && ST >= 2, "tile shapes (descriptor)");
@@ -339,9 +369,9 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) gemm_wgmma_tma(const __grid
   const int tid = threadIdx.x, wg = tid / 128;
   // This block's K tiles: [k0, k0 + nk). K = 0: nothing loaded (the maps are then not encoded),
   // C = beta * C. A slice past K's last tile (none when the descriptor's rule holds) adds zeros.
-  const int tiles_k = (p.K + 63) / 64, per = (tiles_k + SPLITK - 1) / SPLITK;
-  const int k0 = SPLITK > 1 ? int(blockIdx.z) * per : 0;
-  const int nk = SPLITK > 1 ? max(0, min(per, tiles_k - k0)) : tiles_k;
+  const int tiles_k = (p.K + 63) / 64, per = (tiles_k + SLICES - 1) / SLICES;
+  const int k0 = SLICES > 1 ? int(blockIdx.z) * per : 0;
+  const int nk = SLICES > 1 ? max(0, min(per, tiles_k - k0)) : tiles_k;
 
   if (tid == 0) {
     for (int s = 0; s < ST; ++s) {
@@ -367,7 +397,9 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) gemm_wgmma_tma(const __grid
         tma_tile<BN, B_COL>(dst + A_BYTES, &args.b, col0, (k0 + kt) * 64, full);
       }
     }
-    // Nothing else for the producer: the consumers wait for every copy it issued.
+    // Nothing else for the producer: the consumers wait for every copy it issued. CL > 1: the
+    // cluster barriers below count every thread of the cluster, the producer's included.
+    if constexpr (CL > 1) cluster::sync(), cluster::sync();
   } else {
     if constexpr (WG > 1) setmaxnreg_inc<232>();
     const int cw = wg - 1; // consumer index
@@ -389,9 +421,20 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) gemm_wgmma_tma(const __grid
     wgmma_wait<0>();
 #pragma unroll
     for (int m = 0; m < MT; ++m) fence_regs(acc[m]);
-    if constexpr (SPLITK > 1)
+    if constexpr (SPLITK > 1) {
       store_partial<MT, BN>(p, acc, row0 + cw * WM, col0, tid & 127, int(blockIdx.z));
-    else
+    } else if constexpr (CL > 1) {
+      constexpr int NC = WG * 128;
+      // Every consumer warpgroup's wgmma have read the ring (and every TMA copy into it has
+      // landed: each was waited for) before any partial sum overwrites it.
+      asm volatile("bar.sync 1, %0;\n" ::"n"(NC) : "memory");
+      float2* const buf = reinterpret_cast<float2*>(smem_raw + (sbase - half16::smem_u32(smem_raw)));
+      park_pairs<MT, BN, NC>(acc, buf, tid - 128);
+      cluster::sync(); // every rank's partial sums are in its ring
+      cluster_store_c<MT, BN, NC, WM, CL, F16>(p, buf, row0, col0, tid - 128);
+      cluster::sync(); // no CTA leaves (freeing its ring) while another still reads it
+    } else {
       store_c<MT, BN, F16>(p, acc, row0 + cw * WM, col0, tid & 127);
+    }
   }
 }

@@ -41,7 +41,7 @@
 constexpr int kBulkUnroll = 4;
 
 template <int OP, int DT, int VEC, int THREADS, int CL, int PIECES, int RPC, int STAGES, int STORE>
-__global__ void __launch_bounds__(THREADS) ROWS_CLUSTER_DIMS(CL, 1, 1) rows_bulk(KtuneRowsArgs p) {
+__global__ void __launch_bounds__(THREADS) KTUNE_CLUSTER_DIMS(CL, 1, 1) rows_bulk(KtuneRowsArgs p) {
   using namespace ktune_dev::rows;
   namespace as = ktune_dev::async;
   check_params<OP, DT, VEC>();
@@ -60,7 +60,7 @@ __global__ void __launch_bounds__(THREADS) ROWS_CLUSTER_DIMS(CL, 1, 1) rows_bulk
   __shared__ Stats<OP> slot;
 
   const long long cluster = blockIdx.x / CL, clusters = gridDim.x / CL;
-  const int rank = CL > 1 ? static_cast<int>(cluster_rank()) : 0;
+  const int rank = CL > 1 ? static_cast<int>(ktune_dev::cluster::rank()) : 0;
   const RowConsts k = row_consts(p);
   const int cols = static_cast<int>(p.cols);
   const int per = ((cols + CL - 1) / CL + SWEEP - 1) / SWEEP * SWEEP;
@@ -141,7 +141,7 @@ __global__ void __launch_bounds__(THREADS) ROWS_CLUSTER_DIMS(CL, 1, 1) rows_bulk
       }
     }
     // No CTA rewrites (or, leaving, frees) its slot while another may still read it.
-    if constexpr (CL > 1) cluster_wait();
+    if constexpr (CL > 1) ktune_dev::cluster::wait();
     if (i + 1 < RPC) {
       // Every thread is done reading red[] before the next row's reduction writes it, and buffer
       // i % STAGES before the copies of the row that reuses it may land (the generic-proxy reads

@@ -29,7 +29,7 @@
 #include "rows_common.cuh"
 
 template <int OP, int DT, int VEC, int CHUNKS, int THREADS, int CL>
-__global__ void __launch_bounds__(THREADS, 1) ROWS_CLUSTER_DIMS(CL, 1, 1) rows_cluster(KtuneRowsArgs p) {
+__global__ void __launch_bounds__(THREADS, 1) KTUNE_CLUSTER_DIMS(CL, 1, 1) rows_cluster(KtuneRowsArgs p) {
   using namespace ktune_dev::rows;
   check_params<OP, DT, VEC>();
   static_assert(CHUNKS >= 1 && THREADS % 32 == 0 && THREADS >= 64 && THREADS <= 1024, "THREADS: 64..1024, whole warps");
@@ -41,7 +41,7 @@ __global__ void __launch_bounds__(THREADS, 1) ROWS_CLUSTER_DIMS(CL, 1, 1) rows_c
   __shared__ Stats<OP> slot;
 
   const long long row = blockIdx.x / CL;
-  const int rank = static_cast<int>(cluster_rank());
+  const int rank = static_cast<int>(ktune_dev::cluster::rank());
   const RowConsts k = row_consts(p);
   const int cols = static_cast<int>(p.cols);
   const int per = ((cols + CL - 1) / CL + SWEEP - 1) / SWEEP * SWEEP;
@@ -56,6 +56,6 @@ __global__ void __launch_bounds__(THREADS, 1) ROWS_CLUSTER_DIMS(CL, 1, 1) rows_c
   const Stats<OP> cta = block_allreduce<THREADS / 32>(mine, red, k.c);
   const Stats<OP> all = cluster_allreduce<CL>(cta, &slot, k.c);
   store_row<OP, DT, VEC, CHUNKS, STRIDE>(p, y_row<DT>(p, row), v, col0, limit, finish<OP>(mine, all, p, k));
-  cluster_wait(); // no CTA leaves (freeing its slot) while another may still read it
+  ktune_dev::cluster::wait(); // no CTA leaves (freeing its slot) while another may still read it
 #endif
 }

@@ -57,12 +57,7 @@
 #pragma once
 #include "rows_args.h"
 
-// Clusters exist from sm_90 on; older targets reject the attribute (and never launch those kernels: rows_cluster, rows_bulk).
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
-#define ROWS_CLUSTER_DIMS(x, y, z) __cluster_dims__(x, y, z)
-#else
-#define ROWS_CLUSTER_DIMS(x, y, z)
-#endif
+#include "ktune_cluster.cuh" // rows_cluster, rows_bulk: the cluster all-reduce (KTUNE_CLUSTER_DIMS, cluster::)
 
 namespace ktune_dev {
 namespace rows {
@@ -425,59 +420,35 @@ __device__ __forceinline__ void accumulate(Stats<OP>& st, float (&g)[N][VEC], co
 }
 
 // ---------------------------------------------------------------------------------------------
-// Thread block clusters (sm_90; rows_cluster only). The arrive releases and the wait acquires, so
-// shared-memory writes before a barrier are seen by every CTA of the cluster after it. Not
-// .aligned: the stores before the last wait branch per chunk, and nothing is gained by asking
-// the warp to be converged there.
+// Thread block clusters (sm_90; rows_cluster, rows_bulk): common/ktune_cluster.cuh. Its barriers
+// are used in halves without .aligned here: the stores before the last wait branch per chunk, and
+// nothing is gained by asking the warp to be converged there.
 // ---------------------------------------------------------------------------------------------
-__device__ __forceinline__ unsigned cluster_rank() {
-  unsigned r = 0;
-#if __CUDA_ARCH__ >= 900
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-#endif
-  return r;
-}
-__device__ __forceinline__ void cluster_arrive() {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("barrier.cluster.arrive.release;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void cluster_wait() {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
-#endif
-}
-
 // The stats that CTA `rank` of this cluster keeps at the same shared-memory variable as `local`.
 template <class S>
-__device__ __forceinline__ S load_rank(const S* local, unsigned rank) {
+__device__ __forceinline__ S load_rank(const S* local, unsigned r) {
   S s = empty_stats<S>();
-#if __CUDA_ARCH__ >= 900
   constexpr int N = sizeof(S) / sizeof(float);
   float* f = reinterpret_cast<float*>(&s);
-  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(local));
-  unsigned remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(a), "r"(rank));
+  const unsigned from = cluster::remote(local, r);
 #pragma unroll
-  for (int i = 0; i < N; ++i)
-    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(f[i]) : "r"(remote + 4u * i) : "memory");
-#endif
+  for (int i = 0; i < N; ++i) f[i] = cluster::load_f32(from + 4u * i);
   return s;
 }
 
 // All-reduce of the CTAs' (block-reduced, identical in all threads) stats over a cluster of CL
 // CTAs through `slot` (static shared memory, one per CTA). On return this CTA has arrived at the
-// cluster barrier that guards the slots' lifetime: the caller must call cluster_wait() before it
+// cluster barrier that guards the slots' lifetime: the caller must call cluster::wait() before it
 // exits (and may do its own work, the stores, in between).
 template <int CL, class S>
 __device__ __forceinline__ S cluster_allreduce(S s, S* slot, float c) {
   if (threadIdx.x == 0) *slot = s;
-  cluster_arrive();
-  cluster_wait(); // every rank's slot is written
+  cluster::arrive();
+  cluster::wait(); // every rank's slot is written
   // Each group of CL lanes reads all ranks and runs the same butterfly: no broadcast needed.
   s = warp_allreduce<CL>(load_rank(slot, unsigned(threadIdx.x & 31) % CL), c);
   // The remote values have been used: this CTA is done with the other slots.
-  cluster_arrive();
+  cluster::arrive();
   return s;
 }
 

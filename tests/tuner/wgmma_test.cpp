@@ -125,7 +125,7 @@ TEST(Compiler, SampledAndCornerWgmmaConfigsCompileForSm90a) {
       cases.emplace_back(one[0], p);
       corner_values.insert(prm.name + std::to_string(v));
     }
-  EXPECT_EQ(corner_values.size(), 3u + 3u + 2u + 4u + 4u + 2u + 2u + 4u);
+  EXPECT_EQ(corner_values.size(), 3u + 3u + 2u + 4u + 4u + 2u + 2u + 4u + 4u);
   ktune::testing::compile_all(f, cases, "sm_90");
 }
 
@@ -136,7 +136,7 @@ TEST(Compiler, SampledAndCornerWgmmaConfigsCompileForSm90a) {
 TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
   const Family f = find_family("gemm_wgmma");
   const auto d = DeviceInfo::nominal("sm_90");
-  const Config tma = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1})");
+  const Config tma = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1})");
   for (const char* l : kLayouts) {
     const auto p = half_problem(4096, 4096, 4096, l, DType::bf16);
     ASSERT_TRUE(f.valid(tma, p, d)) << l;
@@ -203,4 +203,24 @@ TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
   EXPECT_EQ(spp.main_step().tma_a.packed_offset, static_cast<long long>(gemm_splitk_workspace_bytes(2, odd)));
   // More slices than K tiles is refused (K = 64: one tile).
   EXPECT_FALSE(f.valid(split, half_problem(128, 4096, 64, "NN", DType::bf16), d));
+  // CL = 4 (TMA only): grid.z = 4 slices, one cluster per tile (the kernel's __cluster_dims__),
+  // added in distributed shared memory: one kernel, no workspace. Not with SPLITK, nor cp.async,
+  // nor with more slices than K tiles; configs from before CL upgrade to CL = 1.
+  Config cl = tma;
+  cl.set("CL", 4);
+  ASSERT_TRUE(f.valid(cl, p128, d));
+  const LaunchPlan cp = f.launch_plan(cl, p128);
+  ASSERT_EQ(cp.steps.size(), 1u);
+  EXPECT_EQ(cp.steps[0].grid[2], 4u);
+  EXPECT_EQ(cp.steps[0].grid[0], 16u); // 4096 / BN 256
+  EXPECT_EQ(cp.workspace_bytes, 0u);
+  EXPECT_NE(f.kernel_names(cl, p128).at(0).find("<128,256,2,4,8,1,4,0,"), std::string::npos) << f.kernel_names(cl, p128).at(0);
+  Config cl_split = cl;
+  cl_split.set("SPLITK", 2);
+  EXPECT_FALSE(f.valid(cl_split, p128, d));
+  Config cl_cp = cl;
+  cl_cp.set("TMA", 0);
+  EXPECT_FALSE(f.valid(cl_cp, p128, d));
+  EXPECT_FALSE(f.valid(cl, half_problem(128, 4096, 192, "NN", DType::bf16), d)); // 3 K tiles for 4 slices
+  EXPECT_EQ(f.canonical(Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":2})"))["CL"], 1);
 }

@@ -1,0 +1,80 @@
+// Thread block clusters (sm_90) for the kernel templates that reduce across the CTAs of a cluster
+// through distributed shared memory (gemm_skinny, gemm_skinny16, gemm_wgmma's CL, the rows
+// cluster family): the CTA's rank, cluster-wide barriers and loads from another CTA's shared
+// memory. Every barrier's arrive releases and its wait acquires, so shared-memory writes before
+// it are seen after it by every CTA of the cluster.
+// Before sm_90 the bodies compile to nothing (rank 0, no barrier, zeros): the templates that
+// include this are compiled for older targets too, and only launch clusters on sm_90.
+#pragma once
+
+namespace ktune_dev {
+namespace cluster {
+
+__device__ __forceinline__ unsigned rank() {
+  unsigned r = 0;
+#if __CUDA_ARCH__ >= 900
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+#endif
+  return r;
+}
+
+// Every thread of every CTA of the cluster, the warps converged (.aligned).
+__device__ __forceinline__ void sync() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+#endif
+}
+// The same in two halves, without .aligned: for code whose warps may be diverged there.
+__device__ __forceinline__ void arrive() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.release;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wait() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
+#endif
+}
+
+// The shared::cluster address of `local` (this CTA's shared memory) in CTA `r` of the cluster.
+__device__ __forceinline__ unsigned remote(const void* local, unsigned r) {
+  unsigned a = 0;
+#if __CUDA_ARCH__ >= 900
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"(static_cast<unsigned>(__cvta_generic_to_shared(local))), "r"(r));
+#endif
+  return a;
+}
+
+// Loads from another CTA's shared memory (the address from remote()).
+__device__ __forceinline__ float load_f32(unsigned a) {
+  float v = 0.0f;
+#if __CUDA_ARCH__ >= 900
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(a) : "memory");
+#endif
+  return v;
+}
+__device__ __forceinline__ float2 load_v2(unsigned a) {
+  float2 v = make_float2(0.0f, 0.0f);
+#if __CUDA_ARCH__ >= 900
+  asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "r"(a) : "memory");
+#endif
+  return v;
+}
+__device__ __forceinline__ float4 load_v4(unsigned a) {
+  float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#if __CUDA_ARCH__ >= 900
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(a) : "memory");
+#endif
+  return v;
+}
+
+} // namespace cluster
+} // namespace ktune_dev
+
+// The compile-time cluster shape of a kernel: clusters exist from sm_90 on, and older targets
+// reject the attribute (kernels compiled for them never get a cluster size above 1).
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+#define KTUNE_CLUSTER_DIMS(x, y, z) __cluster_dims__(x, y, z)
+#else
+#define KTUNE_CLUSTER_DIMS(x, y, z)
+#endif
