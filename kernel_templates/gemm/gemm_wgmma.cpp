@@ -32,6 +32,8 @@ bool packed_fits(const GemmProblem& p) { return gemm_pack_workspace_bytes(pack_o
 
 // K slices along blockIdx.z: SPLITK through the workspace or CL in a cluster (never both).
 int slices(const Config& c) { return c["SPLITK"] * c["CL"]; }
+// Output tiles of BM x BN.
+int64_t tiles(const Config& c, const GemmProblem& p) { return int64_t(ceil_div(p.m, c["BM"])) * ceil_div(p.n, c["BN"]); }
 // Every slice gets at least one 64-wide K tile (slice z has tiles [z * per, (z + 1) * per)).
 bool slices_reach_k(const Config& c, const GemmProblem& p) {
   const int64_t s = slices(c), tiles = (p.k + kBK - 1) / kBK;
@@ -70,7 +72,10 @@ Family gemm_wgmma_family() {
                                      "gemm_splitk_reduce16; for grids too small to fill the GPU")
       .param("CL", {1, 2, 4, 8}, "K slices in a thread block cluster (TMA only): the CTAs of a cluster add their FP32 "
                                  "partial sums through distributed shared memory, in their stage rings (no workspace, "
-                                 "no second kernel)");
+                                 "no second kernel)")
+      .param("PT", {1, 2, 3, 4, 6, 8, 16}, "output tiles per block (TMA only, no K slices): a grid of ceil(tiles / PT) "
+                                           "blocks, each running its tiles through one stage ring (the next tile's "
+                                           "loads overlap this one's stores); persistent when the grid fits the SMs");
   f.dtypes({DType::bf16, DType::f16}).min_arch(90).arch_specific();
 
   f.restrict("bf16 or f16 operands", {}, [](const Config&, P p, D) { return half_problem(p); })
@@ -95,10 +100,17 @@ Family gemm_wgmma_family() {
                 [](const Config& c, P, D) {
                   return c["CL"] == 1 || size_t(c["BM"]) * c["BN"] * 4 <= size_t(c["ST"]) * (c["BM"] + c["BN"]) * kBK * 2;
                 })
+      .restrict("PT > 1: TMA, whole tiles (no SPLITK or CL), and a smaller grid than PT - 1 gives (no repeats)",
+                {"TMA", "SPLITK", "CL", "PT", "BM", "BN"},
+                [](const Config& c, P p, D) {
+                  if (c["PT"] == 1) return true;
+                  const int64_t t = tiles(c, p);
+                  return c["TMA"] == 1 && slices(c) == 1 && ceil_div(t, c["PT"]) < ceil_div(t, c["PT"] - 1);
+                })
       .restrict("workspace (split-K slices, packed operands) <= 512 MiB", {"TMA", "PACK", "SPLITK"},
                 [](const Config& c, P p, D) { return workspace_bytes(c, p) <= kGemmMaxWorkspace; })
       .restrict("grid of M/BM x N/BN tiles fits grid.x", {"BM", "BN"},
-                [](const Config& c, P p, D) { return int64_t(ceil_div(p.m, c["BM"])) * ceil_div(p.n, c["BN"]) < (int64_t(1) << 31); });
+                [](const Config& c, P p, D) { return tiles(c, p) < (int64_t(1) << 31); });
 
   // 128 x 128 tiles, two consumer warpgroups of 64 rows (64 accumulators each), 4 stages (129 KB),
   // the TMA producer: verified on an H100 on every shape and layout of WgmmaGpu, and 12-19 % faster
@@ -106,14 +118,15 @@ Family gemm_wgmma_family() {
   // with 3 stages measured faster still (0.79-0.97x cuBLAS) but has run only in the NN tunes.
   f.defaults([](const GemmProblem& p, const DeviceInfo&) {
     return Config{{"BM", 128}, {"BN", 128}, {"WG", 2}, {"ST", 4}, {"SWZ", 8}, {"TMA", 1}, {"PACK", loads_16b(p) ? 0 : 1},
-                  {"SPLITK", 1}, {"CL", 1}};
+                  {"SPLITK", 1}, {"CL", 1}, {"PT", 1}};
   });
-  // TMA came after the first version, which loaded with cp.async; PACK and SPLITK after TMA, CL last.
+  // TMA came after the first version, which loaded with cp.async; PACK and SPLITK after TMA, then CL, PT.
   f.upgrade([](Config c) {
     if (!c.has("TMA")) c.set("TMA", 0);
     if (!c.has("PACK")) c.set("PACK", 0);
     if (!c.has("SPLITK")) c.set("SPLITK", 1);
     if (!c.has("CL")) c.set("CL", 1);
+    if (!c.has("PT")) c.set("PT", 1);
     return c;
   });
 
@@ -121,7 +134,7 @@ Family gemm_wgmma_family() {
      // Template parameter order of gemm_wgmma.cu; F16 and the layouts come from the problem.
      std::string name = c["TMA"] ? "gemm_wgmma_tma<" : "gemm_wgmma<";
      for (const char* prm : {"BM", "BN", "WG", "ST", "SWZ"}) name += std::to_string(c[prm]) + ",";
-     if (c["TMA"]) name += std::to_string(c["SPLITK"]) + "," + std::to_string(c["CL"]) + ",";
+     if (c["TMA"]) name += std::to_string(c["SPLITK"]) + "," + std::to_string(c["CL"]) + "," + std::to_string(c["PT"]) + ",";
      name += std::string(p.dtype == DType::f16 ? "1" : "0") + "," + gemm_layout_args(p) + ">";
      std::vector<std::string> names{name};
      if (c["SPLITK"] > 1) names.push_back(gemm_splitk_reduce16_name(c["SPLITK"], p)); // kernel 1
@@ -131,7 +144,7 @@ Family gemm_wgmma_family() {
       .launch([](const Config& c, const GemmProblem& p) {
         LaunchPlan plan;
         LaunchStep main;
-        main.grid[0] = ceil_div(p.m, c["BM"]) * ceil_div(p.n, c["BN"]);
+        main.grid[0] = static_cast<unsigned>(ceil_div(tiles(c, p), c["PT"])); // PT > 1: each block strides over tiles
         main.grid[2] = static_cast<unsigned>(slices(c)); // CL > 1: each cluster one tile's slices (__cluster_dims__(1, 1, CL))
         main.block[0] = static_cast<unsigned>(threads(c));
         main.dynamic_smem = static_cast<unsigned>(smem_bytes(c));

@@ -10,7 +10,7 @@
 //                   consumer warpgroups compute; setmaxnreg moves registers to the consumers.
 //                   Verified on an H100 (WgmmaGpu, every layout) and in the tuner; faster than
 //                   TMA = 0 at every tiling measured (docs/runs/2026-11-23-h100-wgmma-tune-tma.txt).
-// Not yet: TMA multicast, persistent tile scheduler, TMA stores, stream-K. See
+// Not yet: TMA multicast, TMA stores, stream-K. See
 // tests/kernels/wgmma_gpu_test.cpp for what has run on a GPU.
 //
 // Template parameters (host code spells them as in the config JSON):
@@ -30,6 +30,12 @@
 //                its own stage ring after the main loop, and the cluster adds them through
 //                distributed shared memory (cluster_store_c) and writes C: split-K without the
 //                workspace's traffic or a second kernel, for grids of few tiles (M <= 128, long K).
+//   PT           (gemm_wgmma_tma only; no K slices) output tiles per block: a grid of
+//                ceil(tiles / PT) blocks, block b computing tiles b, b + grid, ... (raster order),
+//                their K tiles through one stage ring: the producer loads the next tile while the
+//                consumers store this one, and a block's set-up is paid once. A grid within the
+//                SM count is a persistent grid; the tuner picks PT per shape (no device facts in
+//                the launch plan). 1: one tile a block.
 //   F16          0: bf16, 1: fp16 (from the problem)
 //   A_COL, B_COL layouts from the problem: 1 = column-major
 //
@@ -343,13 +349,14 @@ __global__ void __launch_bounds__(WG * 128, 1) gemm_wgmma(KtuneGemmArgs p) {
 // wait for a stage, issue its wgmma, keep one group in flight, release the stage before it.
 // Launched with KtuneGemmTmaArgs (launch plan: LaunchStep::tma; boxes 64 x BM or 64 x 64 for A,
 // 64 x BN or 64 x 64 for B, as tma_tile reads them).
-template <int BM, int BN, int WG, int ST, int SWZ, int SPLITK, int CL, int F16, int A_COL, int B_COL>
+template <int BM, int BN, int WG, int ST, int SWZ, int SPLITK, int CL, int PT, int F16, int A_COL, int B_COL>
 __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(1, 1, CL)
     gemm_wgmma_tma(const __grid_constant__ KtuneGemmTmaArgs args) {
   using namespace ktune_dev;
   using namespace ktune_dev::wgmma;
   static_assert(SPLITK >= 1 && CL >= 1 && CL <= 8 && (SPLITK == 1 || CL == 1), "K slices: SPLITK or a portable cluster");
   static_assert(CL == 1 || BM * BN * 4 <= ST * (BM + BN) * 128, "CL > 1: the tile's FP32 partial sums fit the stage ring");
+  static_assert(PT >= 1 && (PT == 1 || SPLITK * CL == 1), "PT > 1: whole tiles (no K slices)");
   constexpr int SLICES = SPLITK * CL; // along blockIdx.z
   if constexpr (SPLITK > 1) let_next_grid_launch(); // the reduction's blocks may queue behind ours
   constexpr int WM = BM / WG, MT = WM / 64;
@@ -362,12 +369,14 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(1, 1, CL
   const unsigned sbase = (half16::smem_u32(smem_raw) + 1023u) & ~1023u;
   const unsigned full0 = half16::smem_u32(bars), empty0 = full0 + ST * 8;
 
-  const int tiles_m = (p.M + BM - 1) / BM, tiles_n = (p.N + BN - 1) / BN;
-  int tm, tn;
-  raster<SWZ>(blockIdx.x, tiles_m, tiles_n, tm, tn);
-  const int row0 = tm * BM, col0 = tn * BN;
+  // Tiles of this block: blockIdx.x, + gridDim.x, ... (PT = 1: the grid has one block a tile, and
+  // the loops below run once). PT > 1 (a grid of ceil(tiles / PT) blocks, all resident when it is
+  // at most the SM count): the K tiles of consecutive output tiles run through one stage ring, so
+  // the producer loads the next tile's first stages while the consumers store this tile's C, and
+  // the block's set-up is paid once.
+  const int tiles_m = (p.M + BM - 1) / BM, tiles_n = (p.N + BN - 1) / BN, tiles = tiles_m * tiles_n;
   const int tid = threadIdx.x, wg = tid / 128;
-  // This block's K tiles: [k0, k0 + nk). K = 0: nothing loaded (the maps are then not encoded),
+  // Each tile's K tiles: [k0, k0 + nk). K = 0: nothing loaded (the maps are then not encoded),
   // C = beta * C. A slice past K's last tile (none when the descriptor's rule holds) adds zeros.
   const int tiles_k = (p.K + 63) / 64, per = (tiles_k + SLICES - 1) / SLICES;
   const int k0 = SLICES > 1 ? int(blockIdx.z) * per : 0;
@@ -385,16 +394,23 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(1, 1, CL
   // The roles are the two branches of one if / else: what setmaxnreg needs to take effect (with
   // the register cap at entry that __launch_bounds__(..., 1) gives). One consumer warpgroup has
   // 255 registers per thread already (256 threads): no reallocation then.
+  // `it` counts the block's K tiles over all its output tiles: stage it % ST, use it / ST.
   if (wg == 0) {
     if constexpr (WG > 1) setmaxnreg_dec<40>();
     if (tid == 0) {
-      for (int kt = 0; kt < nk; ++kt) {
-        const int s = kt % ST;
-        if (kt >= ST) mbar_wait(empty0 + s * 8, ((kt / ST) & 1) ^ 1); // released use kt / ST - 1
-        const unsigned full = full0 + s * 8, dst = sbase + s * STAGE;
-        mbar_expect_tx(full, STAGE);
-        tma_tile<BM, !A_COL>(dst, &args.a, row0, (k0 + kt) * 64, full);
-        tma_tile<BN, B_COL>(dst + A_BYTES, &args.b, col0, (k0 + kt) * 64, full);
+      int it = 0;
+      for (int tile = blockIdx.x; tile < tiles; tile += PT > 1 ? int(gridDim.x) : tiles) {
+        int tm, tn;
+        raster<SWZ>(tile, tiles_m, tiles_n, tm, tn);
+        const int row0 = tm * BM, col0 = tn * BN;
+        for (int kt = 0; kt < nk; ++kt, ++it) {
+          const int s = it % ST;
+          if (it >= ST) mbar_wait(empty0 + s * 8, ((it / ST) & 1) ^ 1); // released use it / ST - 1
+          const unsigned full = full0 + s * 8, dst = sbase + s * STAGE;
+          mbar_expect_tx(full, STAGE);
+          tma_tile<BM, !A_COL>(dst, &args.a, row0, (k0 + kt) * 64, full);
+          tma_tile<BN, B_COL>(dst + A_BYTES, &args.b, col0, (k0 + kt) * 64, full);
+        }
       }
     }
     // Nothing else for the producer: the consumers wait for every copy it issued. CL > 1: the
@@ -403,38 +419,46 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(1, 1, CL
   } else {
     if constexpr (WG > 1) setmaxnreg_inc<232>();
     const int cw = wg - 1; // consumer index
-    float acc[MT][BN / 2];
-#pragma unroll
-    for (int m = 0; m < MT; ++m)
-#pragma unroll
-      for (int j = 0; j < BN / 2; ++j) acc[m][j] = 0.0f;
     const unsigned a_wg = unsigned(cw * WM) * 128;
-
-    for (int kt = 0; kt < nk; ++kt) {
-      const int s = kt % ST;
-      mbar_wait(full0 + s * 8, (kt / ST) & 1);
-      const unsigned sa = sbase + s * STAGE;
-      mma_tile<MT, BN, F16, A_COL, B_COL>(acc, sa, sa + A_BYTES, a_wg);
-      wgmma_wait<1>(); // tile kt - 1's wgmma have read their stage: release it to the producer
-      if (kt > 0 && tid % 128 == 0) mbar_arrive(empty0 + ((kt - 1) % ST) * 8);
-    }
-    wgmma_wait<0>();
+    int it = 0;
+    for (int tile = blockIdx.x; tile < tiles; tile += PT > 1 ? int(gridDim.x) : tiles) {
+      int tm, tn;
+      raster<SWZ>(tile, tiles_m, tiles_n, tm, tn);
+      const int row0 = tm * BM, col0 = tn * BN;
+      float acc[MT][BN / 2];
 #pragma unroll
-    for (int m = 0; m < MT; ++m) fence_regs(acc[m]);
-    if constexpr (SPLITK > 1) {
-      store_partial<MT, BN>(p, acc, row0 + cw * WM, col0, tid & 127, int(blockIdx.z));
-    } else if constexpr (CL > 1) {
-      constexpr int NC = WG * 128;
-      // Every consumer warpgroup's wgmma have read the ring (and every TMA copy into it has
-      // landed: each was waited for) before any partial sum overwrites it.
-      asm volatile("bar.sync 1, %0;\n" ::"n"(NC) : "memory");
-      float2* const buf = reinterpret_cast<float2*>(smem_raw + (sbase - half16::smem_u32(smem_raw)));
-      park_pairs<MT, BN, NC>(acc, buf, tid - 128);
-      cluster::sync(); // every rank's partial sums are in its ring
-      cluster_store_c<MT, BN, NC, WM, CL, F16>(p, buf, row0, col0, tid - 128);
-      cluster::sync(); // no CTA leaves (freeing its ring) while another still reads it
-    } else {
-      store_c<MT, BN, F16>(p, acc, row0 + cw * WM, col0, tid & 127);
+      for (int m = 0; m < MT; ++m)
+#pragma unroll
+        for (int j = 0; j < BN / 2; ++j) acc[m][j] = 0.0f;
+
+      for (int kt = 0; kt < nk; ++kt, ++it) {
+        const int s = it % ST;
+        mbar_wait(full0 + s * 8, (it / ST) & 1);
+        const unsigned sa = sbase + s * STAGE;
+        mma_tile<MT, BN, F16, A_COL, B_COL>(acc, sa, sa + A_BYTES, a_wg);
+        wgmma_wait<1>(); // K tile it - 1's wgmma have read their stage: release it to the producer
+        if (kt > 0 && tid % 128 == 0) mbar_arrive(empty0 + ((it - 1) % ST) * 8);
+      }
+      wgmma_wait<0>();
+      // The tile's last stage, for the next tile's loads (PT = 1: nobody waits for it).
+      if (PT > 1 && nk > 0 && tid % 128 == 0) mbar_arrive(empty0 + ((it - 1) % ST) * 8);
+#pragma unroll
+      for (int m = 0; m < MT; ++m) fence_regs(acc[m]);
+      if constexpr (SPLITK > 1) {
+        store_partial<MT, BN>(p, acc, row0 + cw * WM, col0, tid & 127, int(blockIdx.z));
+      } else if constexpr (CL > 1) {
+        constexpr int NC = WG * 128;
+        // Every consumer warpgroup's wgmma have read the ring (and every TMA copy into it has
+        // landed: each was waited for) before any partial sum overwrites it.
+        asm volatile("bar.sync 1, %0;\n" ::"n"(NC) : "memory");
+        float2* const buf = reinterpret_cast<float2*>(smem_raw + (sbase - half16::smem_u32(smem_raw)));
+        park_pairs<MT, BN, NC>(acc, buf, tid - 128);
+        cluster::sync(); // every rank's partial sums are in its ring
+        cluster_store_c<MT, BN, NC, WM, CL, F16>(p, buf, row0, col0, tid - 128);
+        cluster::sync(); // no CTA leaves (freeing its ring) while another still reads it
+      } else {
+        store_c<MT, BN, F16>(p, acc, row0 + cw * WM, col0, tid & 127);
+      }
     }
   }
 }

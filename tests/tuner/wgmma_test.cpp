@@ -125,7 +125,7 @@ TEST(Compiler, SampledAndCornerWgmmaConfigsCompileForSm90a) {
       cases.emplace_back(one[0], p);
       corner_values.insert(prm.name + std::to_string(v));
     }
-  EXPECT_EQ(corner_values.size(), 3u + 3u + 2u + 4u + 4u + 2u + 2u + 4u + 4u);
+  EXPECT_EQ(corner_values.size(), 3u + 3u + 2u + 4u + 4u + 2u + 2u + 4u + 4u + 7u);
   ktune::testing::compile_all(f, cases, "sm_90");
 }
 
@@ -136,7 +136,7 @@ TEST(Compiler, SampledAndCornerWgmmaConfigsCompileForSm90a) {
 TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
   const Family f = find_family("gemm_wgmma");
   const auto d = DeviceInfo::nominal("sm_90");
-  const Config tma = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1})");
+  const Config tma = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1})");
   for (const char* l : kLayouts) {
     const auto p = half_problem(4096, 4096, 4096, l, DType::bf16);
     ASSERT_TRUE(f.valid(tma, p, d)) << l;
@@ -214,7 +214,7 @@ TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
   EXPECT_EQ(cp.steps[0].grid[2], 4u);
   EXPECT_EQ(cp.steps[0].grid[0], 16u); // 4096 / BN 256
   EXPECT_EQ(cp.workspace_bytes, 0u);
-  EXPECT_NE(f.kernel_names(cl, p128).at(0).find("<128,256,2,4,8,1,4,0,"), std::string::npos) << f.kernel_names(cl, p128).at(0);
+  EXPECT_NE(f.kernel_names(cl, p128).at(0).find("<128,256,2,4,8,1,4,1,0,"), std::string::npos) << f.kernel_names(cl, p128).at(0);
   Config cl_split = cl;
   cl_split.set("SPLITK", 2);
   EXPECT_FALSE(f.valid(cl_split, p128, d));
@@ -223,4 +223,31 @@ TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
   EXPECT_FALSE(f.valid(cl_cp, p128, d));
   EXPECT_FALSE(f.valid(cl, half_problem(128, 4096, 192, "NN", DType::bf16), d)); // 3 K tiles for 4 slices
   EXPECT_EQ(f.canonical(Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":2})"))["CL"], 1);
+  // PT = 4 (TMA only): 4096 x 4096 has 16 x 32 tiles of 128 x 256, in 128 blocks of 4 (one kernel,
+  // no workspace, grid.z 1). Not with K slices, nor cp.async, nor where PT - 1 gives the same grid
+  // (a repeat of a smaller PT's launch).
+  const auto p4096 = half_problem(4096, 4096, 4096, "NN", DType::bf16);
+  Config pt = tma;
+  pt.set("PT", 4);
+  ASSERT_TRUE(f.valid(pt, p4096, d));
+  const LaunchPlan pp = f.launch_plan(pt, p4096);
+  ASSERT_EQ(pp.steps.size(), 1u);
+  EXPECT_EQ(pp.steps[0].grid[0], 128u);
+  EXPECT_EQ(pp.steps[0].grid[2], 1u);
+  EXPECT_EQ(pp.workspace_bytes, 0u);
+  EXPECT_NE(f.kernel_names(pt, p4096).at(0).find("<128,256,2,4,8,1,1,4,0,"), std::string::npos) << f.kernel_names(pt, p4096).at(0);
+  EXPECT_EQ(f.launch_plan(pt, half_problem(4000, 4000, 512, "NN", DType::bf16)).steps[0].grid[0], 128u); // 32 x 16 = 512 tiles
+  for (const char* k : {"SPLITK", "CL"}) {
+    Config sliced = pt;
+    sliced.set(k, 2);
+    EXPECT_FALSE(f.valid(sliced, p4096, d)) << k;
+  }
+  Config pt_cp = pt;
+  pt_cp.set("TMA", 0);
+  EXPECT_FALSE(f.valid(pt_cp, p4096, d));
+  Config pt8 = tma;
+  pt8.set("PT", 8);
+  EXPECT_FALSE(f.valid(pt8, half_problem(128, 1792, 4096, "NN", DType::bf16), d)); // 7 tiles: PT 7 gives one block already
+  EXPECT_TRUE(f.valid(pt8, half_problem(128, 2048, 4096, "NN", DType::bf16), d));  // 8 tiles: one block, PT 7 two
+  EXPECT_EQ(f.canonical(Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1})"))["PT"], 1);
 }
