@@ -73,7 +73,7 @@ Family gemm_wgmma_family() {
       .param("CL", {1, 2, 4, 8}, "K slices in a thread block cluster (TMA only): the CTAs of a cluster add their FP32 "
                                  "partial sums through distributed shared memory, in their stage rings (no workspace, "
                                  "no second kernel)")
-      .param("PT", {1, 2, 3, 4, 6, 8, 16}, "output tiles per block (TMA only, no K slices): a grid of ceil(tiles / PT) "
+      .param("PT", {1, 2, 4}, "output tiles per block (TMA only, no K slices): a grid of ceil(tiles / PT) "
                                            "blocks, each running its tiles through one stage ring (the next tile's "
                                            "loads overlap this one's stores); persistent when the grid fits the SMs");
   f.dtypes({DType::bf16, DType::f16}).min_arch(90).arch_specific();

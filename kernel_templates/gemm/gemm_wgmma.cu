@@ -10,8 +10,10 @@
 //                   consumer warpgroups compute; setmaxnreg moves registers to the consumers.
 //                   Verified on an H100 (WgmmaGpu, every layout) and in the tuner; faster than
 //                   TMA = 0 at every tiling measured (docs/runs/2026-11-23-h100-wgmma-tune-tma.txt).
-// Not yet: TMA multicast, TMA stores, stream-K. See
-// tests/kernels/wgmma_gpu_test.cpp for what has run on a GPU.
+// CL (split-K in a cluster) and PT (several tiles a block) passed WgmmaGpu on an H100 and were
+// tuned there on 2026-11-24; neither beat the configs without them at any public shape
+// (docs/runs/2026-11-24-h100-s6-wgmma-{cluster,persistent}-tune.txt). Not yet: TMA multicast,
+// TMA stores, stream-K. See tests/kernels/wgmma_gpu_test.cpp for what has run on a GPU.
 //
 // Template parameters (host code spells them as in the config JSON):
 //   BM, BN       block tile (rows, columns of C); K goes 64 at a time (BK = 64 halves = 128 bytes,

@@ -1,6 +1,6 @@
 // gemm_wgmma (BF16 / FP16 on Hopper's wgmma, sm_90a) against an FP64 reference computed on the CPU
 // from the same rounded inputs: sampled configs and the default on aligned shapes 8..4096 and on
-// unaligned ones (packed operands, PACK = 1), split K (SPLITK 2 and 4 through the workspace, CL 2, 4 and 8 in a cluster), several tiles a block (PT 2, 3, 4), every layout, beta 0 on a NaN C and beta != 0, K = 0, both dtypes; cuBLAS on the same inputs is held to
+// unaligned ones (packed operands, PACK = 1), split K (SPLITK 2 and 4 through the workspace, CL 2, 4 and 8 in a cluster), several tiles a block (PT 2 and 4), every layout, beta 0 on a NaN C and beta != 0, K = 0, both dtypes; cuBLAS on the same inputs is held to
 // the same rule (GemmOp::tolerance through half_reference.h); both load paths (cp.async, TMA
 // producer). Skips without an sm_90 GPU.
 // The inputs, reference and error are tc16_gpu_test.cpp's (half_reference.h).
@@ -115,13 +115,13 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
         if (!f.valid(split, p, *dev)) split.set("PACK", 1);
         if (f.valid(split, p, *dev) && std::find(configs.begin(), configs.end(), split) == configs.end()) configs.push_back(split);
       }
-      // Several tiles a block through one stage ring (PT; the persistent grid): 2 and 3 tiles a
+      // Several tiles a block through one stage ring (PT; the persistent grid): 2 and 4 tiles a
       // block on the fastest tiling (uneven last blocks where the tile count does not divide), and
       // 4 on one warpgroup of 64 x 128 tiles.
-      for (int pt : {2, 3, 4}) {
+      for (int v = 0; v < 3; ++v) {
         Config many = best;
-        if (pt == 4) many = Config::from_json(R"({"BM":64,"BN":128,"WG":1,"ST":5,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1})");
-        many.set("PT", pt);
+        if (v == 2) many = Config::from_json(R"({"BM":64,"BN":128,"WG":1,"ST":5,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1})");
+        many.set("PT", v == 0 ? 2 : 4);
         if (!f.valid(many, p, *dev)) many.set("PACK", 1);
         if (f.valid(many, p, *dev) && std::find(configs.begin(), configs.end(), many) == configs.end()) configs.push_back(many);
       }
@@ -201,5 +201,5 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
   EXPECT_EQ(pack.size(), 2u);
   EXPECT_GE(splitk.size(), 3u);
   EXPECT_EQ(cl.size(), 4u);
-  EXPECT_EQ(pt.size(), 4u);
+  EXPECT_EQ(pt.size(), 3u);
 }

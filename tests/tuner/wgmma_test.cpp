@@ -125,7 +125,7 @@ TEST(Compiler, SampledAndCornerWgmmaConfigsCompileForSm90a) {
       cases.emplace_back(one[0], p);
       corner_values.insert(prm.name + std::to_string(v));
     }
-  EXPECT_EQ(corner_values.size(), 3u + 3u + 2u + 4u + 4u + 2u + 2u + 4u + 4u + 7u);
+  EXPECT_EQ(corner_values.size(), 3u + 3u + 2u + 4u + 4u + 2u + 2u + 4u + 4u + 3u);
   ktune::testing::compile_all(f, cases, "sm_90");
 }
 
@@ -245,9 +245,7 @@ TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
   Config pt_cp = pt;
   pt_cp.set("TMA", 0);
   EXPECT_FALSE(f.valid(pt_cp, p4096, d));
-  Config pt8 = tma;
-  pt8.set("PT", 8);
-  EXPECT_FALSE(f.valid(pt8, half_problem(128, 1792, 4096, "NN", DType::bf16), d)); // 7 tiles: PT 7 gives one block already
-  EXPECT_TRUE(f.valid(pt8, half_problem(128, 2048, 4096, "NN", DType::bf16), d));  // 8 tiles: one block, PT 7 two
+  EXPECT_FALSE(f.valid(pt, half_problem(128, 768, 4096, "NN", DType::bf16), d)); // 3 tiles: PT 3 gives one block already
+  EXPECT_TRUE(f.valid(pt, half_problem(128, 1024, 4096, "NN", DType::bf16), d)); // 4 tiles: one block, PT 3 two
   EXPECT_EQ(f.canonical(Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1})"))["PT"], 1);
 }
