@@ -12,20 +12,26 @@ namespace {
 static_assert(sizeof(KtuneTensorMap) == sizeof(CUtensorMap) && alignof(KtuneTensorMap) == alignof(CUtensorMap),
               "gemm_args.h's KtuneTensorMap must match cuda.h's CUtensorMap");
 
-// The 2D tensor map of one 16-bit operand (A or B) as a TMA step reads it: the contiguous dimension
-// first (K, or M / N), leading-dimension stride, 128-byte swizzle (the box's contiguous extent is
-// 64 halves = 128 bytes), elements outside the operand read as zeros. Encoding is host-only work
-// (no GPU call), done per launch because the maps hold the pointers.
+// The 2D tensor map of one operand (A or B) as a TMA step reads it: the contiguous dimension first
+// (K, or M / N), leading-dimension stride, the box's contiguous extent swizzled (128 bytes: 64
+// halves or 32 floats; 64 bytes: 16 floats), elements outside the operand read as zeros. Encoding
+// is host-only work (no GPU call), done per launch because the maps hold the pointers.
 KtuneTensorMap encode_operand(const void* ptr, long long ld, long long mn, long long k, const LaunchStep::TmaOperand& o,
                               const std::string& context) {
+  if ((o.elem_bytes != 2 && o.elem_bytes != 4) || (o.swizzle_bytes != 128 && o.swizzle_bytes != 64) || o.stacked < 1)
+    throw Error(context + ": unsupported TMA operand (" + std::to_string(o.elem_bytes) + "-byte elements, " +
+                std::to_string(o.swizzle_bytes) + "-byte swizzle, " + std::to_string(o.stacked) + " stacked copies)");
   KtuneTensorMap map{};
+  mn *= o.stacked;
   const cuuint64_t dims[2] = {cuuint64_t(o.k_inner ? k : mn), cuuint64_t(o.k_inner ? mn : k)};
-  const cuuint64_t strides[1] = {cuuint64_t(ld) * 2};
+  const cuuint64_t strides[1] = {cuuint64_t(ld) * o.elem_bytes};
   const cuuint32_t box[2] = {o.box_inner, o.box_outer};
   const cuuint32_t elem_strides[2] = {1, 1};
-  check_cu(driver().cuTensorMapEncodeTiled(reinterpret_cast<CUtensorMap*>(&map), CU_TENSOR_MAP_DATA_TYPE_UINT16, 2,
+  const CUtensorMapDataType type = o.elem_bytes == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_UINT16;
+  const CUtensorMapSwizzle swizzle = o.swizzle_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_128B;
+  check_cu(driver().cuTensorMapEncodeTiled(reinterpret_cast<CUtensorMap*>(&map), type, 2,
                                            const_cast<void*>(ptr), dims, strides, box, elem_strides,
-                                           CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                           CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
                                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
            "cuTensorMapEncodeTiled",
            context + " (dims " + std::to_string(dims[0]) + " x " + std::to_string(dims[1]) + ", stride " +

@@ -24,6 +24,10 @@
 #           WARM=table seeds it),
 #           export its table ($out/sm_90-tf32x3.json) and run ktune bench over the public suite with it
 #           winning over the shipped table
+#   wgmma-tf32x3  tune gemm_wgmma_tf32x3 (3xTF32 on Hopper's wgmma) over configs/suites/compute.json into a
+#           database seeded with the shipped gemm_tf32x3 table (per problem the faster entry stays; $BUDGET
+#           configs each, default 120, model search, $SPACE restricts), export the merged table
+#           ($out/sm_90-tf32x3.json) and run ktune bench --tf32x3 over the public suite with it
 #   profile ncu counters and SASS of the shipped table's kernels at five shapes ($out/profile;
 #           SHAPES= picks shapes, LADDERS="file ..." adds the kernels of ladder files)
 #   replay  an exhaustive run over configs/suites/replay.json, exported as a trial log for simulate
@@ -164,6 +168,19 @@ for step in $steps; do
       rm -f "$out/tf32x3.db"*
       ./build/ktune bench --suite configs/suites/public.json --db /nonexistent.db --table "$out/sm_90-tf32x3.json" \
         --json "$out/bench_public_tf32x3.json" 2>&1 | tee "$out/bench_public_tf32x3.txt" ;;
+    wgmma-tf32x3)
+      rm -f "$out/wgmma_tf32x3.db"*
+      ./build/ktune import configs/tables/sm_90-tf32x3.json --db "$out/wgmma_tf32x3.db"
+      start=$(date +%s)
+      restrict=(); [ -n "${SPACE:-}" ] && restrict=(--restrict "$SPACE")
+      timeout "${TUNE_TIMEOUT:-100000}" ./build/ktune tune --family gemm_wgmma_tf32x3 --suite "${SUITE:-configs/suites/compute.json}" \
+        "${restrict[@]}" --strategy model --budget-evals "${BUDGET:-120}" --db "$out/wgmma_tf32x3.db" \
+        >"$out/tune_wgmma_tf32x3.txt" 2>"$out/tune_wgmma_tf32x3.err"
+      echo "wgmma-tf32x3: exit $?, wall $(( $(date +%s) - start )) s"; cat "$out/tune_wgmma_tf32x3.txt"
+      ./build/ktune export --db "$out/wgmma_tf32x3.db" --arch sm_90 -o "$out/sm_90-tf32x3.json"
+      trials_csv "$out/wgmma_tf32x3.db" "$out/wgmma_tf32x3_trials.csv"
+      ./build/ktune bench --suite configs/suites/public.json --db /nonexistent.db --tf32x3 --table "$out/sm_90-tf32x3.json" \
+        --json "$out/bench_public_wgmma_tf32x3.json" 2>&1 | tee "$out/bench_public_wgmma_tf32x3.txt" ;;
     profile)
       # Nsight Compute counters (clocks left alone) and SASS for the shipped table's kernels at the
       # shapes docs/PERFORMANCE.md discusses, beside cuBLAS's kernels in the same process.

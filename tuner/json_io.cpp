@@ -67,6 +67,9 @@ nlohmann::json plan_to_json(const LaunchPlan& p) {
       auto op = [](const LaunchStep::TmaOperand& o) {
         nlohmann::json j = {{"k_inner", o.k_inner}, {"box", {o.box_inner, o.box_outer}}};
         if (o.packed_offset >= 0) j["packed"] = {o.packed_offset, o.packed_ld}; // read from the workspace copy
+        // FP32 operands (gemm_wgmma_tf32x3) only: the half families' JSON is as before.
+        if (o.elem_bytes != 2 || o.swizzle_bytes != 128 || o.stacked != 1)
+          j["elements"] = {{"bytes", o.elem_bytes}, {"swizzle", o.swizzle_bytes}, {"stacked", o.stacked}};
         return j;
       };
       step["tma"] = {{"a", op(s.tma_a)}, {"b", op(s.tma_b)}};
@@ -100,6 +103,12 @@ LaunchPlan plan_from_json(const nlohmann::json& j) {
         r.box_outer = o.at("box")[1].get<unsigned>();
         // Without it a packed operand's map would read the unaligned original (a failed encode).
         if (o.contains("packed")) r.packed_offset = o.at("packed")[0].get<long long>(), r.packed_ld = o.at("packed")[1].get<long long>();
+        // Without it an FP32 operand's map would read 16-bit words (wrong strides and swizzle).
+        if (o.contains("elements")) {
+          const auto& e = o.at("elements");
+          r.elem_bytes = e.at("bytes").get<unsigned>(), r.swizzle_bytes = e.at("swizzle").get<unsigned>();
+          r.stacked = e.at("stacked").get<unsigned>();
+        }
         return r;
       };
       st.tma = true;

@@ -48,6 +48,12 @@ struct LaunchStep {
     // >= 0: an earlier step of the plan packed the operand into the workspace (16-byte rows), at
     // this byte offset with leading dimension packed_ld (elements); the map reads that copy.
     long long packed_offset = -1, packed_ld = 0;
+    // Element size (2: bf16 / f16 words; 4: FP32 / TF32) and the swizzle span of the box's
+    // contiguous extent (128 or 64 bytes; the box's contiguous bytes equal it).
+    unsigned elem_bytes = 2, swizzle_bytes = 128;
+    // Copies of the operand stacked along M / N in the packed buffer (gemm_wgmma_tf32x3: the big
+    // halves, then the small ones): the map's M / N extent is this many times the problem's.
+    unsigned stacked = 1;
   };
   bool tma = false;
   TmaOperand tma_a, tma_b;

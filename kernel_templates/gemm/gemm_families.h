@@ -16,6 +16,7 @@ Family gemm_tf32x3_family();
 Family gemm_tc16_family();
 Family gemm_skinny16_family();
 Family gemm_wgmma_family();
+Family gemm_wgmma_tf32x3_family();
 
 // Template arguments that come from the problem, not the config: "A_COL,B_COL".
 std::string gemm_layout_args(const GemmProblem& p);

@@ -57,33 +57,11 @@
 #include "gemm_half16.cuh"
 #include "gemm_pack16.cuh"   // PACK = 1: gemm_pack16 is one of this module's kernels
 #include "gemm_splitk16.cuh" // SPLITK > 1: gemm_splitk_reduce16 is kernel 1
-#include "gemm_wgmma_ops.cuh"
-#include "ktune_async.cuh"
+#include "gemm_wgmma_common.cuh" // wgmma, descriptors, TMA tile loads, the accumulator walk
 #include "ktune_cluster.cuh" // CL > 1: the K slices of a cluster add up in distributed shared memory
 
 namespace ktune_dev {
 namespace wgmma {
-
-using async::fence_proxy_async;
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void wgmma_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
-// Pins accumulator registers in place around asynchronous wgmma (CUTLASS's warpgroup_fence_operand):
-// the compiler must not move or copy them while an instruction that writes them is in flight.
-template <int R>
-__device__ __forceinline__ void fence_regs(float (&d)[R]) {
-#pragma unroll
-  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
-}
-
-// Shared-memory matrix descriptor, 128-byte swizzle (PTX ISA "Matrix Descriptor Format").
-__device__ __forceinline__ unsigned long long desc128(unsigned addr, unsigned lbo, unsigned sbo) {
-  return (unsigned long long)((addr & 0x3FFFFu) >> 4) | (unsigned long long)((lbo & 0x3FFFFu) >> 4) << 16 |
-         (unsigned long long)((sbo & 0x3FFFFu) >> 4) << 32 | 1ull << 62;
-}
 
 template <int N, int F16, int TA, int TB>
 __device__ __forceinline__ void mma(float (&d)[N / 2], unsigned long long da, unsigned long long db) {
@@ -139,28 +117,6 @@ struct Loader {
   }
 };
 
-// mbarriers (shared::cta, 64-bit: common/ktune_async.cuh) and TMA, for gemm_wgmma_tma.
-using async::mbar_arrive;
-using async::mbar_expect_tx;
-using async::mbar_init;
-using async::mbar_wait;
-
-// One 2D box of a tensor map (coordinates: contiguous dimension first) into shared memory at dst,
-// completing `bytes` on the mbarrier.
-__device__ __forceinline__ void tma_load_2d(unsigned dst, const KtuneTensorMap* map, int c0, int c1, unsigned bar) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
-      "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(bar)
-      : "memory");
-}
-template <int REGS>
-__device__ __forceinline__ void setmaxnreg_inc() {
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGS));
-}
-template <int REGS>
-__device__ __forceinline__ void setmaxnreg_dec() {
-  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REGS));
-}
 
 // One operand's tile of K-tile kt into shared memory at dst by TMA: MN rows or columns of the tile
 // from mn0. K-major (box 64 x MN): one copy, lines = tile rows. MN-major (box 64 x 64): MN / 64
@@ -175,45 +131,11 @@ __device__ __forceinline__ void tma_tile(unsigned dst, const KtuneTensorMap* map
   }
 }
 
-// The accumulators of one warpgroup's m64 tiles: warp w of the warpgroup holds rows 16 w + g and
-// 16 w + g + 8 of each m64 tile (g = lane / 4), columns 8 j + 2 t, + 1 (t = lane % 4) in registers
-// 4 j + {0, 1} and 4 j + {2, 3}: the m16n8 fragment layout, BN / 8 times over. Calls
-// fn(r, c, v0, v1) for each pair this thread holds inside the problem (r < M, c < N; the pair's
-// second column c + 1 may be past N).
-template <int MT, int BN, class Fn>
-__device__ __forceinline__ void for_each_pair(const KtuneGemmArgs& p, float (&acc)[MT][BN / 2], int row0, int col0, int wtid,
-                                              const Fn& fn) {
-  const int lane = wtid & 31, w = wtid >> 5, g = lane >> 2, t = lane & 3;
-#pragma unroll
-  for (int m = 0; m < MT; ++m)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int r = row0 + m * 64 + w * 16 + g + h * 8;
-      if (r >= p.M) continue;
-#pragma unroll
-      for (int j = 0; j < BN / 8; ++j) {
-        const int c = col0 + j * 8 + 2 * t;
-        if (c >= p.N) continue;
-        fn(r, c, acc[m][4 * j + 2 * h], acc[m][4 * j + 2 * h + 1]);
-      }
-    }
-}
 
 // The epilogue both kernels share: C = alpha * acc + beta * C (C read only where beta != 0).
 template <int MT, int BN, int F16>
 __device__ __forceinline__ void store_c(const KtuneGemmArgs& p, float (&acc)[MT][BN / 2], int row0, int col0, int wtid) {
   for_each_pair<MT, BN>(p, acc, row0, col0, wtid, [&](int r, int c, float v0, float v1) { half16::store_pair<F16>(p, r, c, v0, v1); });
-}
-
-// Split-K: the raw FP32 accumulators of store_c's layout into slice `slice` of the workspace
-// (row stride ws_ld, a multiple of 4: the even column's pair is 8-byte aligned and inside the row).
-template <int MT, int BN>
-__device__ __forceinline__ void store_partial(const KtuneGemmArgs& p, float (&acc)[MT][BN / 2], int row0, int col0, int wtid,
-                                              int slice) {
-  float* const ws = p.workspace + slice * (long long)p.M * p.ws_ld;
-  for_each_pair<MT, BN>(p, acc, row0, col0, wtid, [&](int r, int c, float v0, float v1) {
-    *reinterpret_cast<float2*>(ws + (long long)r * p.ws_ld + c) = make_float2(v0, v1);
-  });
 }
 
 // CL > 1: the CL CTAs of a cluster (blockIdx.z = their K slices) hold partial sums of one tile.

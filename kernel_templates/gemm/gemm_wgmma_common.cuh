@@ -1,0 +1,99 @@
+// Device helpers shared by the Hopper wgmma GEMM kernels (gemm_wgmma.cu, gemm_wgmma_tf32x3.cu):
+// wgmma fences and groups, shared-memory matrix descriptors, TMA tile loads, register
+// reallocation, and the walk over a warpgroup's accumulators. sm_90a only.
+#pragma once
+#include "gemm_common.cuh"
+#include "gemm_wgmma_ops.cuh"
+#include "ktune_async.cuh"
+
+namespace ktune_dev {
+namespace wgmma {
+
+using async::fence_proxy_async;
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// Pins accumulator registers in place around asynchronous wgmma (CUTLASS's warpgroup_fence_operand):
+// the compiler must not move or copy them while an instruction that writes them is in flight.
+template <int R>
+__device__ __forceinline__ void fence_regs(float (&d)[R]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// Shared-memory matrix descriptor (PTX ISA "Matrix Descriptor Format"): start address, leading and
+// stride byte offsets, and the swizzle mode in bits 62-63 (1: 128-byte, 2: 64-byte, 3: 32-byte).
+template <int SWIZZLE_BYTES>
+__device__ __forceinline__ unsigned long long desc_swizzled(unsigned addr, unsigned lbo, unsigned sbo) {
+  static_assert(SWIZZLE_BYTES == 128 || SWIZZLE_BYTES == 64 || SWIZZLE_BYTES == 32, "a swizzle mode of the descriptor");
+  constexpr unsigned long long mode = SWIZZLE_BYTES == 128 ? 1 : SWIZZLE_BYTES == 64 ? 2 : 3;
+  return (unsigned long long)((addr & 0x3FFFFu) >> 4) | (unsigned long long)((lbo & 0x3FFFFu) >> 4) << 16 |
+         (unsigned long long)((sbo & 0x3FFFFu) >> 4) << 32 | mode << 62;
+}
+__device__ __forceinline__ unsigned long long desc128(unsigned addr, unsigned lbo, unsigned sbo) {
+  return desc_swizzled<128>(addr, lbo, sbo);
+}
+
+// mbarriers (shared::cta, 64-bit: common/ktune_async.cuh) and TMA.
+using async::mbar_arrive;
+using async::mbar_expect_tx;
+using async::mbar_init;
+using async::mbar_wait;
+
+// One 2D box of a tensor map (coordinates: contiguous dimension first) into shared memory at dst,
+// completing `bytes` on the mbarrier.
+__device__ __forceinline__ void tma_load_2d(unsigned dst, const KtuneTensorMap* map, int c0, int c1, unsigned bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(bar)
+      : "memory");
+}
+template <int REGS>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGS));
+}
+template <int REGS>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REGS));
+}
+
+// The accumulators of one warpgroup's m64 tiles: warp w of the warpgroup holds rows 16 w + g and
+// 16 w + g + 8 of each m64 tile (g = lane / 4), columns 8 j + 2 t, + 1 (t = lane % 4) in registers
+// 4 j + {0, 1} and 4 j + {2, 3}: the m16n8 fragment layout, BN / 8 times over. Calls
+// fn(r, c, v0, v1) for each pair this thread holds inside the problem (r < M, c < N; the pair's
+// second column c + 1 may be past N).
+template <int MT, int BN, class Fn>
+__device__ __forceinline__ void for_each_pair(const KtuneGemmArgs& p, float (&acc)[MT][BN / 2], int row0, int col0, int wtid,
+                                              const Fn& fn) {
+  const int lane = wtid & 31, w = wtid >> 5, g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int m = 0; m < MT; ++m)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = row0 + m * 64 + w * 16 + g + h * 8;
+      if (r >= p.M) continue;
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+        const int c = col0 + j * 8 + 2 * t;
+        if (c >= p.N) continue;
+        fn(r, c, acc[m][4 * j + 2 * h], acc[m][4 * j + 2 * h + 1]);
+      }
+    }
+}
+
+// Split-K: the raw FP32 accumulators of for_each_pair's layout into slice `slice` of the workspace
+// (row stride ws_ld, a multiple of 4: the even column's pair is 8-byte aligned and inside the row).
+template <int MT, int BN>
+__device__ __forceinline__ void store_partial(const KtuneGemmArgs& p, float (&acc)[MT][BN / 2], int row0, int col0, int wtid,
+                                              int slice) {
+  float* const ws = p.workspace + slice * (long long)p.M * p.ws_ld;
+  for_each_pair<MT, BN>(p, acc, row0, col0, wtid, [&](int r, int c, float v0, float v1) {
+    *reinterpret_cast<float2*>(ws + (long long)r * p.ws_ld + c) = make_float2(v0, v1);
+  });
+}
+
+} // namespace wgmma
+} // namespace ktune_dev
