@@ -30,16 +30,19 @@ def wrapper(n, f16, t):
 
 def wrapper_tf32(n):
     # TF32 has no transpose immediates: both operands K-major in shared memory (PTX ISA, wgmma).
+    # scale_d = 0 starts a fresh sum (D = A * B): gemm_wgmma_tf32x3 adds short tensor-core sums
+    # to its FP32 accumulators itself.
     regs = n // 2
     dlist = ", ".join(f"%{i}" for i in range(regs))
     a, b, sc = regs, regs + 1, regs + 2
     outs = ", ".join(f'"+f"(d[{i}])' for i in range(regs))
     return (
-        f"__device__ __forceinline__ void wgmma_m64n{n}k8_tf32(float (&d)[{regs}], unsigned long long da, unsigned long long db) {{\n"
+        f"__device__ __forceinline__ void wgmma_m64n{n}k8_tf32(float (&d)[{regs}], unsigned long long da, unsigned long long db,\n"
+        f"                                                     int scale_d) {{\n"
         f'  asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{sc}, 0;\\n"\n'
         f'               "wgmma.mma_async.sync.aligned.m64n{n}k8.f32.tf32.tf32 {{{dlist}}}, %{a}, %{b}, p, 1, 1;\\n}}\\n"\n'
         f"               : {outs}\n"
-        f'               : "l"(da), "l"(db), "r"(1));\n'
+        f'               : "l"(da), "l"(db), "r"(scale_d));\n'
         f"}}\n"
     )
 
@@ -50,7 +53,7 @@ def main():
         "// wgmma.mma_async m64nNk16 with FP32 accumulators (D += A * B, scale-d = 1), A and B from shared",
         "// memory through descriptors; TA / TB = 1: A (B) is MN-major (transposed), else K-major. Overloaded",
         "// on IsF16<0> (bf16) and IsF16<1> (f16). wgmma_m64nNk8_tf32: the TF32 form (both operands K-major,",
-        "// no transpose), for gemm_wgmma_tf32x3. Needs sm_90a.",
+        "// no transpose; scale_d = 0: D = A * B), for gemm_wgmma_tf32x3. Needs sm_90a.",
         "#pragma once",
         "",
         "namespace ktune_dev {",

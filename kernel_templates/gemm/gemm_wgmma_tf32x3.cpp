@@ -12,6 +12,8 @@ namespace {
 
 int threads(const Config& c) { return 128 * (c["WG"] + 1); } // + the producer warpgroup
 int accumulators(const Config& c) { return c["BM"] / c["WG"] / 64 * c["BN"] / 2; }
+// The FP32 sums plus the chain sum, as many registers.
+int accumulator_registers(const Config& c) { return accumulators(c) * 2; }
 
 // ST stages of A big, A small, B big, B small (BK floats a line), plus 1024 bytes to align the ring
 // to the swizzle pattern; the mbarriers are static (ptxas gives them a 1024-byte-aligned block).
@@ -26,6 +28,9 @@ size_t split_bytes(const GemmProblem& p) { return size_t(2 * (p.m + p.n)) * size
 size_t workspace_bytes(const Config& c, const GemmProblem& p) {
   return gemm_splitk_workspace_bytes(c["SPLITK"], p) + split_bytes(p);
 }
+// The split copies are twice A and B by construction: they may take that much (8192^3: 1 GiB),
+// the split-K slices the usual 512 MiB on top.
+size_t workspace_limit(const GemmProblem& p) { return split_bytes(p) + kGemmMaxWorkspace; }
 
 int64_t tiles(const Config& c, const GemmProblem& p) { return int64_t(ceil_div(p.m, c["BM"])) * ceil_div(p.n, c["BN"]); }
 // Every slice gets at least one BK-deep K tile (slice z has tiles [z * per, (z + 1) * per)).
@@ -45,10 +50,13 @@ Family gemm_wgmma_tf32x3_family() {
              "layout and alignment; not bit-identical to FFMA, and inputs beyond ~2^127 or infinite give inf/NaN where "
              "FFMA may not")
       .param("BM", {64, 128, 256}, "block tile rows")
-      .param("BN", {64, 128, 256}, "block tile columns (the wgmma N)")
+      .param("BN", {64, 128}, "block tile columns (the wgmma N; 256 would need 256 registers of sums)")
       .param("BK", {16, 32}, "K per stage: 32 floats (128-byte swizzle) or 16 (64-byte swizzle, twice the stages)")
       .param("WG", {1, 2}, "consumer warpgroups, each BM / WG rows of the tile (setmaxnreg 40 / 232 with two)")
       .param("ST", {2, 3, 4, 5, 6, 8}, "stages in the mbarrier ring")
+      .param("FOLD", {1, 2, 4}, "K tiles the tensor cores sum from zero before the sum is added to FP32 accumulators with "
+                                "FADD (their own accumulation is not FP32 round-to-nearest: one chain over all of K "
+                                "measured 10-25x cuBLAS SGEMM's error)")
       .param("SWZ", {1, 4, 8, 16}, "tile rows per rasterization group")
       .param("SPLITK", {1, 2, 4, 8, 16}, "K slices: FP32 partial sums in the workspace, added by gemm_splitk_reduce; for "
                                          "grids too small to fill the GPU");
@@ -57,28 +65,29 @@ Family gemm_wgmma_tf32x3_family() {
   f.restrict("f32 operands", {}, [](const Config&, P p, D) { return p.dtype == DType::f32; })
       .restrict("each warpgroup's rows a multiple of 64 (wgmma m64)", {"BM", "WG"},
                 [](const Config& c, P, D) { return c["BM"] % (64 * c["WG"]) == 0; })
-      .restrict("accumulators per thread <= 128 (of 255 registers)", {"BM", "BN", "WG"},
-                [](const Config& c, P, D) { return accumulators(c) <= 128; })
+      .restrict("FP32 sums and chain sums <= 192 registers per thread (of 232 / 255)", {"BM", "BN", "WG"},
+                [](const Config& c, P, D) { return accumulator_registers(c) <= 192; })
       .restrict("shared memory within the device's per-block limit", {"BM", "BN", "BK", "ST"},
                 [](const Config& c, P, D d) { return smem_bytes(c) + kStaticSmem <= size_t(d.max_smem_per_block_optin); })
       .restrict("every split-K slice at least one K tile", {"BK", "SPLITK"},
                 [](const Config& c, P p, D) { return slices_reach_k(c, p); })
-      .restrict("workspace (split-K slices, split operands) <= 512 MiB", {"SPLITK"},
-                [](const Config& c, P p, D) { return workspace_bytes(c, p) <= kGemmMaxWorkspace; })
+      .restrict("workspace: the split operands (2x A and B) and split-K slices <= 512 MiB", {"SPLITK"},
+                [](const Config& c, P p, D) { return workspace_bytes(c, p) <= workspace_limit(p); })
       // TMA coordinates are 32-bit: the stacked copies' rows (2M, 2N) must fit.
       .restrict("2M and 2N rows of split copies within TMA's coordinates", {},
                 [](const Config&, P p, D) { return 2 * std::max(p.m, p.n) < (int64_t(1) << 31); })
       .restrict("grid of M/BM x N/BN tiles fits grid.x", {"BM", "BN"},
                 [](const Config& c, P p, D) { return tiles(c, p) < (int64_t(1) << 31); });
 
-  // 128 x 128 tiles, two consumer warpgroups, 32-deep stages (64 KB each), 3 of them.
+  // 128 x 128 tiles, two consumer warpgroups, 32-deep stages (64 KB each), 3 of them, chains of two
+  // K tiles (128 registers of sums).
   f.defaults([](const GemmProblem&, const DeviceInfo&) {
-    return Config{{"BM", 128}, {"BN", 128}, {"BK", 32}, {"WG", 2}, {"ST", 3}, {"SWZ", 8}, {"SPLITK", 1}};
+    return Config{{"BM", 128}, {"BN", 128}, {"BK", 32}, {"WG", 2}, {"ST", 3}, {"FOLD", 2}, {"SWZ", 8}, {"SPLITK", 1}};
   });
 
   f.kernels([](const Config& c, const GemmProblem& p) {
      std::string main = "gemm_wgmma_tf32x3<";
-     for (const char* prm : {"BM", "BN", "BK", "WG", "ST", "SWZ"}) main += std::to_string(c[prm]) + ",";
+     for (const char* prm : {"BM", "BN", "BK", "WG", "ST", "FOLD", "SWZ"}) main += std::to_string(c[prm]) + ",";
      main += std::to_string(c["SPLITK"]) + ">"; // K-major copies: the main kernel has no layout arguments
      std::vector<std::string> names{main};
      if (c["SPLITK"] > 1) names.push_back(gemm_splitk_reduce_name(c["SPLITK"])); // kernel 1

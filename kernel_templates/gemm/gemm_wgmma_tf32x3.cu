@@ -29,6 +29,8 @@
 //            half the bytes a stage, so twice the stages fit)
 //   WG       consumer warpgroups, BM / WG rows each (a multiple of 64)
 //   ST       stages in the mbarrier ring
+//   FOLD     K tiles the tensor cores sum (from zero) before the sum is added to the FP32
+//            accumulators with FADD (the consumer's comment says why)
 //   SWZ      rasterization group (raster() in gemm_common.cuh)
 //   SPLITK   K slices (blockIdx.z), FP32 partial sums into the workspace (before A' and B')
 // Stage layout: A big (BM lines), A small (BM), B big (BN), B small (BN), one line = BK floats of
@@ -74,10 +76,10 @@ __device__ __forceinline__ void store_pair(const KtuneGemmArgs& p, int r, int c,
 }
 
 template <int N>
-__device__ __forceinline__ void mma(float (&d)[N / 2], unsigned long long da, unsigned long long db) {
-  if constexpr (N == 64) wgmma::wgmma_m64n64k8_tf32(d, da, db);
-  else if constexpr (N == 128) wgmma::wgmma_m64n128k8_tf32(d, da, db);
-  else wgmma::wgmma_m64n256k8_tf32(d, da, db);
+__device__ __forceinline__ void mma(float (&d)[N / 2], unsigned long long da, unsigned long long db, int scale_d) {
+  if constexpr (N == 64) wgmma::wgmma_m64n64k8_tf32(d, da, db, scale_d);
+  else if constexpr (N == 128) wgmma::wgmma_m64n128k8_tf32(d, da, db, scale_d);
+  else wgmma::wgmma_m64n256k8_tf32(d, da, db, scale_d);
 }
 
 } // namespace tf32x3
@@ -126,12 +128,12 @@ __global__ void __launch_bounds__(256) gemm_tf32x3_split(KtuneGemmArgs p) {
 
 // The main kernel. Launched with KtuneGemmTmaArgs whose maps read A' and B' (LaunchStep::tma:
 // 4-byte elements, boxes BK x BM and BK x BN, swizzle BK * 4 bytes, 2 stacked copies).
-template <int BM, int BN, int BK, int WG, int ST, int SWZ, int SPLITK>
+template <int BM, int BN, int BK, int WG, int ST, int FOLD, int SWZ, int SPLITK>
 __global__ void __launch_bounds__((WG + 1) * 128, 1) gemm_wgmma_tf32x3(const __grid_constant__ KtuneGemmTmaArgs args) {
   using namespace ktune_dev;
   using namespace ktune_dev::wgmma;
   static_assert(BK == 16 || BK == 32, "one swizzle atom (64 or 128 bytes) of K per stage");
-  static_assert(SPLITK >= 1 && ST >= 2, "slices and stages");
+  static_assert(SPLITK >= 1 && ST >= 2 && FOLD >= 1, "slices, stages, chains");
   if constexpr (SPLITK > 1) let_next_grid_launch(); // the reduction's blocks may queue behind ours
   constexpr int WM = BM / WG, MT = WM / 64;
   static_assert(WM % 64 == 0 && (BN == 64 || BN == 128 || BN == 256), "tile shapes (wgmma m64, n 64 / 128 / 256)");
@@ -182,18 +184,42 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) gemm_wgmma_tf32x3(const __g
     if constexpr (WG > 1) setmaxnreg_inc<232>();
     const int cw = wg - 1;
     const unsigned a_wg = unsigned(cw * WM) * LINE; // this warpgroup's first row within an A tile
-    float acc[MT][BN / 2];
+    // acc: the FP32 sums; part: the tensor cores' sum of one chain of FOLD K tiles, started from
+    // zero (scale-d = 0) and added to acc with FADD once its wgmma are done. Why: the tensor cores
+    // do not add into their accumulator with FP32's round-to-nearest, and over a long K the
+    // difference builds up (measured on an H100 with all of K in one chain: relative error 7e-6 at
+    // K = 1024 and 1.4e-5 at K = 2048, growing with K, 10-25x cuBLAS SGEMM's; gemm_tf32x3's FOLD is
+    // the same remedy for mma.sync). Waiting for a chain before adding it idles this warpgroup's
+    // wgmma; with two consumer warpgroups the other one's keep the tensor cores busy meanwhile.
+    // (Two chain sums, one added while the next one's wgmma run, made ptxas serialize every wgmma:
+    // it cannot tell the sum being added from the one being written.)
+    float acc[MT][BN / 2], part[MT][BN / 2];
 #pragma unroll
     for (int m = 0; m < MT; ++m)
 #pragma unroll
       for (int j = 0; j < BN / 2; ++j) acc[m][j] = 0.0f;
+    auto fold = [&] {
+#pragma unroll
+      for (int m = 0; m < MT; ++m) {
+        fence_regs(part[m]);
+#pragma unroll
+        for (int j = 0; j < BN / 2; ++j) acc[m][j] += part[m][j];
+      }
+    };
+    // Stages are released in order, as soon as the wgmma reading them are known to be done.
+    int released = 0;
+    auto release_upto = [&](int done) {
+      for (; released < done; ++released)
+        if (tid % 128 == 0) mbar_arrive(empty0 + (released % ST) * 8);
+    };
 
-    for (int kt = 0; kt < nk; ++kt) {
+    // Waits for K tile kt's stage and issues its wgmma into the chain sum x (one commit group).
+    auto issue = [&](float(&x)[MT][BN / 2], int kt, bool first) { // x: the chain sum
       const int s = kt % ST;
       mbar_wait(full0 + s * 8, (kt / ST) & 1);
       const unsigned sab = sbase + s * STAGE, sas = sab + A_BYTES, sbb = sab + 2 * A_BYTES, sbs = sbb + B_BYTES;
 #pragma unroll
-      for (int m = 0; m < MT; ++m) fence_regs(acc[m]);
+      for (int m = 0; m < MT; ++m) fence_regs(x[m]);
       wgmma_fence();
 #pragma unroll
       for (int ks = 0; ks < BK / 8; ++ks) {
@@ -204,20 +230,28 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) gemm_wgmma_tf32x3(const __g
           const unsigned off = a_wg + m * 64 * LINE + ks * 32;
           const unsigned long long da_big = desc_swizzled<LINE>(sab + off, 8192, SBO);
           const unsigned long long da_small = desc_swizzled<LINE>(sas + off, 8192, SBO);
-          // The small products first, then the big one: the terms meet the accumulator from the
-          // smallest up, as the mma.sync family adds them.
-          tf32x3::mma<BN>(acc[m], da_small, db_big);
-          tf32x3::mma<BN>(acc[m], da_big, db_small);
-          tf32x3::mma<BN>(acc[m], da_big, db_big);
+          // The small products first, then the big one: the terms meet the sum from the smallest up.
+          tf32x3::mma<BN>(x[m], da_small, db_big, first && ks == 0 ? 0 : 1);
+          tf32x3::mma<BN>(x[m], da_big, db_small, 1);
+          tf32x3::mma<BN>(x[m], da_big, db_big, 1);
         }
       }
       wgmma_commit();
 #pragma unroll
-      for (int m = 0; m < MT; ++m) fence_regs(acc[m]);
-      wgmma_wait<1>(); // K tile kt - 1's wgmma have read their stage: release it to the producer
-      if (kt > 0 && tid % 128 == 0) mbar_arrive(empty0 + ((kt - 1) % ST) * 8);
+      for (int m = 0; m < MT; ++m) fence_regs(x[m]);
+    };
+
+    for (int kt = 0; kt < nk; ++kt) {
+      issue(part, kt, kt % FOLD == 0);
+      if (kt % FOLD == FOLD - 1 || kt == nk - 1) { // the chain's last K tile: add the chain's sum
+        wgmma_wait<0>();
+        release_upto(kt + 1);
+        fold();
+      } else {
+        wgmma_wait<1>(); // K tile kt - 1's wgmma have read their stage: release it to the producer
+        release_upto(kt);
+      }
     }
-    wgmma_wait<0>();
 #pragma unroll
     for (int m = 0; m < MT; ++m) fence_regs(acc[m]);
     if constexpr (SPLITK > 1) {

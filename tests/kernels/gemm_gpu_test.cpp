@@ -341,20 +341,22 @@ TEST_F(GemmGpu, WgmmaTf32x3SampledConfigsMatchFp64Reference) {
   const std::vector<Shape> shapes = {{1, 1, 1},     {7, 13, 5},      {33, 65, 17},     {127, 129, 131},
                                      {300, 301, 299}, {512, 512, 512}, {1000, 1000, 1000}, {5, 3, 0}};
   Tally total;
-  int split = 0, bk16 = 0, one_wg = 0;
+  int split = 0, bk16 = 0, one_wg = 0, folded = 0;
   uint64_t seed = 15000;
   for (const char* l : kLayouts) {
     const Family f = find_family("gemm_wgmma_tf32x3");
     auto configs = f.sample(GemmProblem::parse("2048x2048x2048", l), *dev_, 12, seed);
     ASSERT_EQ(configs.size(), 12u) << l;
     configs.push_back(f.default_config(GemmProblem::parse("2048x2048x2048", l), *dev_));
-    for (const auto& c : configs) split += c["SPLITK"] > 1, bk16 += c["BK"] == 16, one_wg += c["WG"] == 1;
+    for (const auto& c : configs)
+      split += c["SPLITK"] > 1, bk16 += c["BK"] == 16, one_wg += c["WG"] == 1, folded += c["FOLD"] > 1;
     total.add(run(f, configs, shapes, {l}, seed * 10));
     seed += 1;
   }
   EXPECT_GT(split, 0);
   EXPECT_GT(bk16, 0);
   EXPECT_GT(one_wg, 0);
+  EXPECT_GT(folded, 0);
   expect_full_coverage(total);
 }
 
@@ -373,10 +375,11 @@ TEST_F(GemmGpu, WgmmaTf32x3ErrorIsComparableToCublasSgemm) {
     Config c;
   };
   const std::vector<Case> cases = {
-      {"1024x1024x1024", "NN", Config::from_json(R"({"BM":128,"BN":128,"BK":32,"WG":2,"ST":3,"SWZ":8,"SPLITK":1})")},
-      {"2048x2048x2048", "TN", Config::from_json(R"({"BM":128,"BN":256,"BK":16,"WG":2,"ST":4,"SWZ":8,"SPLITK":1})")},
-      {"512x512x32768", "NN", Config::from_json(R"({"BM":128,"BN":128,"BK":32,"WG":2,"ST":3,"SWZ":8,"SPLITK":8})")},
-      {"999x1001x4099", "NT", Config::from_json(R"({"BM":128,"BN":128,"BK":16,"WG":1,"ST":6,"SWZ":4,"SPLITK":2})")}};
+      {"1024x1024x1024", "NN", Config::from_json(R"({"BM":128,"BN":128,"BK":32,"WG":2,"ST":3,"FOLD":1,"SWZ":8,"SPLITK":1})")},
+      {"2048x2048x2048", "TN", Config::from_json(R"({"BM":128,"BN":128,"BK":16,"WG":2,"ST":6,"FOLD":2,"SWZ":8,"SPLITK":1})")},
+      {"4096x4096x4096", "NN", Config::from_json(R"({"BM":128,"BN":128,"BK":32,"WG":2,"ST":3,"FOLD":4,"SWZ":8,"SPLITK":1})")},
+      {"512x512x32768", "NN", Config::from_json(R"({"BM":128,"BN":128,"BK":32,"WG":2,"ST":3,"FOLD":1,"SWZ":8,"SPLITK":8})")},
+      {"999x1001x4099", "NT", Config::from_json(R"({"BM":128,"BN":64,"BK":16,"WG":1,"ST":6,"FOLD":2,"SWZ":4,"SPLITK":2})")}};
   for (const auto& cs : cases) {
     const GemmProblem p = GemmProblem::parse(cs.shape, cs.layout);
     ASSERT_TRUE(f.valid(cs.c, p, *dev_)) << cs.shape << " " << cs.c.to_json();

@@ -55,7 +55,7 @@ TEST(Space, WgmmaTf32x3PlanSplitsFirstAndMapsTheSplitCopies) {
     for (int splitk : {1, 4}) {
       const auto p = GemmProblem::parse("999x1001x4099", l);
       Config c = f.default_config(p, d);
-      c.set("SPLITK", splitk), c.set("BK", 16), c.set("BN", 256), c.set("ST", 4);
+      c.set("SPLITK", splitk), c.set("BK", 16), c.set("BN", 64), c.set("ST", 4);
       ASSERT_TRUE(f.valid(c, p, d)) << l << " " << c.to_json();
       const LaunchPlan plan = f.launch_plan(c, p);
       const auto names = f.kernel_names(c, p);
@@ -69,7 +69,7 @@ TEST(Space, WgmmaTf32x3PlanSplitsFirstAndMapsTheSplitCopies) {
       EXPECT_EQ(plan.steps[1].kernel, 0);
       EXPECT_EQ(s.block[0], 384u);
       EXPECT_EQ(s.grid[2], unsigned(splitk));
-      EXPECT_EQ(s.grid[0], 8u * 4u); // ceil(999 / 128) x ceil(1001 / 256)
+      EXPECT_EQ(s.grid[0], 8u * 16u); // ceil(999 / 128) x ceil(1001 / 64)
       ASSERT_TRUE(s.tma);
       const size_t slices = gemm_splitk_workspace_bytes(splitk, p), kp = 4100;
       EXPECT_EQ(s.tma_a.packed_offset, static_cast<long long>(slices));
@@ -84,7 +84,7 @@ TEST(Space, WgmmaTf32x3PlanSplitsFirstAndMapsTheSplitCopies) {
         EXPECT_EQ(o->box_inner, 16u);
       }
       EXPECT_EQ(s.tma_a.box_outer, 128u);
-      EXPECT_EQ(s.tma_b.box_outer, 256u);
+      EXPECT_EQ(s.tma_b.box_outer, 64u);
       if (splitk > 1) {
         EXPECT_EQ(names[1], "gemm_splitk_reduce<4>");
         EXPECT_TRUE(plan.steps[2].overlap_previous);
@@ -99,12 +99,23 @@ TEST(Space, WgmmaTf32x3PlanSplitsFirstAndMapsTheSplitCopies) {
         EXPECT_EQ(y.box_outer, x.box_outer);
       }
     }
-  // The stages must fit: 128 x 256 tiles of 32-deep stages take 96 KB each, two at most.
-  Config big = f.default_config(GemmProblem::parse("4096x4096x4096"), d);
-  big.set("BN", 256), big.set("BK", 32), big.set("ST", 2);
-  EXPECT_TRUE(f.valid(big, GemmProblem::parse("4096x4096x4096"), d));
-  big.set("ST", 3);
-  EXPECT_FALSE(f.valid(big, GemmProblem::parse("4096x4096x4096"), d));
+  // The stages must fit: 128 x 128 tiles of 32-deep stages take 64 KB each, three at most.
+  const auto p4096 = GemmProblem::parse("4096x4096x4096");
+  Config big = f.default_config(p4096, d);
+  big.set("BN", 128), big.set("BK", 32), big.set("ST", 3);
+  EXPECT_TRUE(f.valid(big, p4096, d));
+  big.set("ST", 4);
+  EXPECT_FALSE(f.valid(big, p4096, d));
+  // Registers: the sums and the chain sums of 128 x 128 rows on one warpgroup would take 256.
+  Config one = f.default_config(p4096, d);
+  one.set("WG", 1);
+  EXPECT_FALSE(f.valid(one, p4096, d));
+  one.set("BN", 64);
+  EXPECT_TRUE(f.valid(one, p4096, d));
+  // 8192^3: the split copies alone are 1 GiB, twice A and B, which the family may use.
+  EXPECT_EQ(f.launch_plan(f.default_config(GemmProblem::parse("8192x8192x8192"), d), GemmProblem::parse("8192x8192x8192")).workspace_bytes,
+            size_t(1) << 30);
+  EXPECT_TRUE(f.valid(f.default_config(GemmProblem::parse("8192x8192x8192"), d), GemmProblem::parse("8192x8192x8192"), d));
 }
 
 // Sampled configs of every layout, one config for every value of every parameter, and the
@@ -130,6 +141,6 @@ TEST(Compiler, SampledAndCornerWgmmaTf32x3ConfigsCompileForSm90a) {
       cases.emplace_back(one[0], p);
       corner_values.insert(prm.name + std::to_string(v));
     }
-  EXPECT_EQ(corner_values.size(), 3u + 3u + 2u + 2u + 6u + 4u + 5u);
+  EXPECT_EQ(corner_values.size(), 3u + 2u + 2u + 2u + 6u + 3u + 4u + 5u);
   ktune::testing::compile_all(f, cases, "sm_90");
 }
