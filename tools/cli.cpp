@@ -10,7 +10,7 @@
 namespace ktune::cli {
 
 const char* const kTf32x3Help =
-    "Also use the shipped gemm_tf32x3 table (FP32 on TF32 tensor cores, FP32-accurate on finite inputs; "
+    "Also use the shipped 3xTF32 table (gemm_tf32x3, gemm_wgmma_tf32x3: FP32 on TF32 tensor cores, FP32-accurate on finite inputs; "
     "not bit-identical to FFMA; inf inputs give NaN)";
 
 Family load_family(const std::string& name, const std::string& restrict_file) {

@@ -70,7 +70,7 @@ int cmd_tune(const TuneArgs& a) {
   const DType dtype = parse_dtype(a.dtype);
   require_storage_dtype(dtype);
   if (a.tf32x3 && dtype != DType::f32) throw UsageError("--tf32x3 is for f32 problems; " + a.dtype + " runs on the tensor cores as it is");
-  if (!a.families.empty() && a.tf32x3) throw UsageError("--tf32x3 adds gemm_tf32x3 to the default families; with --family, name it");
+  if (!a.families.empty() && a.tf32x3) throw UsageError("--tf32x3 adds gemm_tf32x3 and gemm_wgmma_tf32x3 to the default families; with --family, name them");
   const std::vector<std::string> names = a.families.empty() ? tuning_family_names(a.tf32x3) : a.families;
   std::optional<SpaceRestriction> restriction;
   if (!a.restrict_file.empty()) restriction = SpaceRestriction::from_json_file(a.restrict_file);
@@ -127,7 +127,7 @@ Command add_tune(CLI::App& app) {
   tn->add_option("--family", a->families,
                  "Kernel family (repeatable; default: every family that competes at run time and can serve the problem, "
                  "gemm_simt and gemm_skinny)");
-  tn->add_flag("--tf32x3", a->tf32x3, "Also tune the opt-in gemm_tf32x3 (FP32 on the TF32 tensor cores)");
+  tn->add_flag("--tf32x3", a->tf32x3, "Also tune the opt-in gemm_tf32x3 and (sm_90) gemm_wgmma_tf32x3 (FP32 on the TF32 tensor cores)");
   tn->add_option("--suite", a->suite, "Suite file (JSON) of problems, e.g. configs/suites/public.json");
   tn->add_option("--problem", a->problems, "Problem shape, MxNxK for gemm, ROWSxCOLS for row ops (repeatable)");
   tn->add_option("--dtype", a->dtype, "Data type")->capture_default_str();

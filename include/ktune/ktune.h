@@ -36,7 +36,8 @@ typedef enum { KTUNE_OP_N = 0, KTUNE_OP_T = 1 } ktune_op_t;
  * (~/.cache/ktune/ktune.db) if it exists. The shipped tables are always consulted. Device 0. */
 ktune_status_t ktune_create(ktune_handle_t* handle, const char* db_path);
 /* As ktune_create, with flags (0 or an OR of these; anything else is KTUNE_INVALID_VALUE):
- * KTUNE_FLAG_TF32X3 also consults the shipped gemm_tf32x3 table: FP32 GEMM on the TF32 tensor cores
+ * KTUNE_FLAG_TF32X3 also consults the shipped 3xTF32 table (gemm_tf32x3, and gemm_wgmma_tf32x3 on sm_90):
+ * FP32 GEMM on the TF32 tensor cores
  * with an error at or below cuBLAS SGEMM's on finite inputs, not bit-identical to FFMA, NaN for
  * infinite inputs (docs/TEMPLATES.md). */
 enum { KTUNE_FLAG_TF32X3 = 1 };

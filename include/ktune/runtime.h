@@ -79,9 +79,10 @@ struct RuntimeOptions {
   std::string db_path;             // "" or a missing file: no store; opened read-only otherwise
   std::vector<std::string> tables; // more table files (ktune.table/1), after the store
   bool shipped_tables = true;      // the tables embedded in the library, last
-  // Opt-in: also the shipped gemm_tf32x3 table of the arch (tables/<arch>-tf32x3.json). Its
+  // Opt-in: also the shipped 3xTF32 table of the arch (tables/<arch>-tf32x3.json: gemm_tf32x3 and,
+  // on sm_90, gemm_wgmma_tf32x3 entries). Its
   // entries only add candidates: for a tuned problem the fastest recorded entry wins, for an
-  // untuned one its lenders are measured beside the others. gemm_tf32x3 computes FP32 GEMM on
+  // untuned one its lenders are measured beside the others. Both families compute FP32 GEMM on
   // the TF32 tensor cores with a big/small split of every operand: its error against FP64 is at
   // or below cuBLAS SGEMM's on finite inputs of ordinary range, but results are not
   // bit-identical to FFMA, and an infinite input, or one within 2^-11 of FLT_MAX, gives NaN

@@ -54,9 +54,9 @@ Family gemm_wgmma_tf32x3_family() {
       .param("BK", {16, 32}, "K per stage: 32 floats (128-byte swizzle) or 16 (64-byte swizzle, twice the stages)")
       .param("WG", {1, 2}, "consumer warpgroups, each BM / WG rows of the tile (setmaxnreg 40 / 232 with two)")
       .param("ST", {2, 3, 4, 5, 6, 8}, "stages in the mbarrier ring")
-      .param("FOLD", {1, 2, 4}, "K tiles the tensor cores sum from zero before the sum is added to FP32 accumulators with "
-                                "FADD (their own accumulation is not FP32 round-to-nearest: one chain over all of K "
-                                "measured 10-25x cuBLAS SGEMM's error)")
+      .param("FOLD", {1, 2}, "K tiles the tensor cores sum from zero before the sum is added to FP32 accumulators with "
+                             "FADD (their own accumulation is not FP32 round-to-nearest: one chain over all of K measured "
+                             "10-25x cuBLAS SGEMM's error, chains of 4 K tiles up to 1.6x it, of 1 and 2 0.2-0.8x)")
       .param("SWZ", {1, 4, 8, 16}, "tile rows per rasterization group")
       .param("SPLITK", {1, 2, 4, 8, 16}, "K slices: FP32 partial sums in the workspace, added by gemm_splitk_reduce; for "
                                          "grids too small to fill the GPU");
@@ -79,10 +79,10 @@ Family gemm_wgmma_tf32x3_family() {
       .restrict("grid of M/BM x N/BN tiles fits grid.x", {"BM", "BN"},
                 [](const Config& c, P p, D) { return tiles(c, p) < (int64_t(1) << 31); });
 
-  // 128 x 128 tiles, two consumer warpgroups, 32-deep stages (64 KB each), 3 of them, chains of two
-  // K tiles (128 registers of sums).
+  // 128 x 128 tiles, two consumer warpgroups, 32-deep stages (64 KB each), 3 of them, a chain a K
+  // tile (128 registers of sums): the most frequent winner of the first H100 tune (2026-11-24).
   f.defaults([](const GemmProblem&, const DeviceInfo&) {
-    return Config{{"BM", 128}, {"BN", 128}, {"BK", 32}, {"WG", 2}, {"ST", 3}, {"FOLD", 2}, {"SWZ", 8}, {"SPLITK", 1}};
+    return Config{{"BM", 128}, {"BN", 128}, {"BK", 32}, {"WG", 2}, {"ST", 3}, {"FOLD", 1}, {"SWZ", 8}, {"SPLITK", 1}};
   });
 
   f.kernels([](const Config& c, const GemmProblem& p) {

@@ -141,6 +141,6 @@ TEST(Compiler, SampledAndCornerWgmmaTf32x3ConfigsCompileForSm90a) {
       cases.emplace_back(one[0], p);
       corner_values.insert(prm.name + std::to_string(v));
     }
-  EXPECT_EQ(corner_values.size(), 3u + 2u + 2u + 2u + 6u + 3u + 4u + 5u);
+  EXPECT_EQ(corner_values.size(), 3u + 2u + 2u + 2u + 6u + 2u + 4u + 5u);
   ktune::testing::compile_all(f, cases, "sm_90");
 }
