@@ -223,13 +223,17 @@ TEST(Runtime, TheTf32x3TableIsOptInAndWinsOverThePlainShippedOne) {
   o.arch = "sm_90";
   const auto p = GemmProblem::parse("4096x4096x4096");
   const auto plain = Runtime(o).best_config(p);
-  EXPECT_NE(plain.family, "gemm_tf32x3"); // off by default: FFMA semantics unless asked
+  // Off by default: FFMA semantics unless asked, neither 3xTF32 family.
+  EXPECT_NE(plain.family, "gemm_tf32x3");
+  EXPECT_NE(plain.family, "gemm_wgmma_tf32x3");
   EXPECT_EQ(plain.source, "shipped table sm_90");
   o.tf32x3 = true;
   Runtime rt(o);
-  for (const char* shape : {"4096x4096x4096", "2999x2999x2999", "512x512x32768"}) {
+  // The H100 table: gemm_wgmma_tf32x3 won the squares, gemm_tf32x3 (mma.sync) the split-K shape.
+  for (auto [shape, family] : {std::pair{"4096x4096x4096", "gemm_wgmma_tf32x3"}, std::pair{"2999x2999x2999", "gemm_wgmma_tf32x3"},
+                               std::pair{"512x512x32768", "gemm_tf32x3"}}) {
     const auto s = rt.best_config(GemmProblem::parse(shape));
-    EXPECT_EQ(s.family, "gemm_tf32x3") << shape;
+    EXPECT_EQ(s.family, family) << shape;
     EXPECT_EQ(s.source, "shipped table sm_90-tf32x3") << shape;
     EXPECT_EQ(s.provenance, Provenance::exact) << shape;
   }

@@ -279,7 +279,7 @@ TEST(Cli, QueryTf32x3OptsIntoTheTensorCoreTable) {
   const CliRun r = run_ktune("query --arch sm_90 --problem 4000x4000x4000 --json --db /nonexistent.db --tf32x3");
   ASSERT_EQ(r.status, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(j["family"], "gemm_tf32x3");
+  EXPECT_EQ(j["family"], "gemm_wgmma_tf32x3"); // the H100 table's entry there (sm_90: the wgmma form won)
   EXPECT_EQ(j["source"], "shipped table sm_90-tf32x3");
   EXPECT_EQ(j["tuned_problem"], "gemm/f32/NN/4096x4096x4096/a16");
   EXPECT_EQ(j["provenance"], "nearest");
