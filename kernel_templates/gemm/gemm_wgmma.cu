@@ -302,17 +302,10 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(1, 1, CL
   const int tid = threadIdx.x, wg = tid / 128;
   // Each tile's K tiles: [k0, k0 + nk). K = 0: nothing loaded (the maps are then not encoded),
   // C = beta * C. A slice past K's last tile (none when the descriptor's rule holds) adds zeros.
-  const int tiles_k = (p.K + 63) / 64, per = (tiles_k + SLICES - 1) / SLICES;
-  const int k0 = SLICES > 1 ? int(blockIdx.z) * per : 0;
-  const int nk = SLICES > 1 ? max(0, min(per, tiles_k - k0)) : tiles_k;
+  const KRange slice = k_slice(p.K, 64, SLICES, int(blockIdx.z));
+  const int k0 = slice.first, nk = slice.count;
 
-  if (tid == 0) {
-    for (int s = 0; s < ST; ++s) {
-      mbar_init(full0 + s * 8, 1);   // the producer's arrive (with the expected bytes)
-      mbar_init(empty0 + s * 8, WG); // one arrive per consumer warpgroup
-    }
-    async::fence_mbar_init(); // visible to the async proxy
-  }
+  if (tid == 0) init_ring<ST>(full0, empty0, WG);
   __syncthreads();
 
   // The roles are the two branches of one if / else: what setmaxnreg needs to take effect (with

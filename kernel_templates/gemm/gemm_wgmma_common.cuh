@@ -43,6 +43,29 @@ using async::mbar_expect_tx;
 using async::mbar_init;
 using async::mbar_wait;
 
+// The K tiles [first, first + count) of K slice z of `slices` (split-K along blockIdx.z):
+// ceil(tiles / slices) each, the last slices fewer or none. K = 0: none.
+struct KRange {
+  int first, count;
+};
+__device__ __forceinline__ KRange k_slice(int K, int bk, int slices, int z) {
+  const int tiles = (K + bk - 1) / bk, per = (tiles + slices - 1) / slices;
+  if (slices == 1) return {0, tiles};
+  return {z * per, max(0, min(per, tiles - z * per))};
+}
+
+// The stage ring's mbarriers, initialized by one thread (the block synchronizes after):
+// full[s] completes on the producer's arrive with the stage's bytes, empty[s] on one arrive per
+// consumer warpgroup; 8 bytes apart from full0 and empty0.
+template <int ST>
+__device__ __forceinline__ void init_ring(unsigned full0, unsigned empty0, unsigned consumers) {
+  for (int s = 0; s < ST; ++s) {
+    mbar_init(full0 + s * 8, 1);
+    mbar_init(empty0 + s * 8, consumers);
+  }
+  async::fence_mbar_init(); // visible to the async proxy
+}
+
 // One 2D box of a tensor map (coordinates: contiguous dimension first) into shared memory at dst,
 // completing `bytes` on the mbarrier.
 __device__ __forceinline__ void tma_load_2d(unsigned dst, const KtuneTensorMap* map, int c0, int c1, unsigned bar) {

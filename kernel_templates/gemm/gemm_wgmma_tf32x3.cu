@@ -170,17 +170,10 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) gemm_wgmma_tf32x3(const __g
   const int row0 = tm * BM, col0 = tn * BN;
   const int tid = threadIdx.x, wg = tid / 128;
   // This block's K tiles [kt0, kt0 + nk). K = 0: none (and the maps are not encoded); C = beta * C.
-  const int tiles_k = (p.K + BK - 1) / BK, per = (tiles_k + SPLITK - 1) / SPLITK;
-  const int kt0 = SPLITK > 1 ? int(blockIdx.z) * per : 0;
-  const int nk = SPLITK > 1 ? max(0, min(per, tiles_k - kt0)) : tiles_k;
+  const KRange slice = k_slice(p.K, BK, SPLITK, int(blockIdx.z));
+  const int kt0 = slice.first, nk = slice.count;
 
-  if (tid == 0) {
-    for (int s = 0; s < ST; ++s) {
-      mbar_init(full0 + s * 8, 1);   // the producer's arrive (with the expected bytes)
-      mbar_init(empty0 + s * 8, WG); // one arrive per consumer warpgroup
-    }
-    async::fence_mbar_init();
-  }
+  if (tid == 0) init_ring<ST>(full0, empty0, WG);
   __syncthreads();
 
   if (wg == 0) { // producer: registers go to the consumers (gemm_wgmma.cu says why the branch form)

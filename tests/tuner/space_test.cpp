@@ -17,7 +17,7 @@ TEST(Space, BuiltinFamiliesAreRegistered) {
   for (const auto& f : builtin_families())
     if (f.op() == "gemm") names.insert(f.name());
   EXPECT_EQ(names, (std::set<std::string>{"gemm_naive", "gemm_smem", "gemm_simt", "gemm_skinny", "gemm_tf32x3", "gemm_tc16",
-                                           "gemm_skinny16", "gemm_wgmma"}));
+                                           "gemm_skinny16", "gemm_wgmma", "gemm_wgmma_tf32x3"}));
   // Every family computes a registered op.
   for (const auto& f : builtin_families()) EXPECT_NO_THROW(op_info(f.op())) << f.name();
   EXPECT_THROW(find_family("gemm_nope"), UsageError);
