@@ -18,9 +18,12 @@ static_assert(sizeof(KtuneTensorMap) == sizeof(CUtensorMap) && alignof(KtuneTens
 // is host-only work (no GPU call), done per launch because the maps hold the pointers.
 KtuneTensorMap encode_operand(const void* ptr, long long ld, long long mn, long long k, const LaunchStep::TmaOperand& o,
                               const std::string& context) {
-  if ((o.elem_bytes != 2 && o.elem_bytes != 4) || (o.swizzle_bytes != 128 && o.swizzle_bytes != 64) || o.stacked < 1)
-    throw Error(context + ": unsupported TMA operand (" + std::to_string(o.elem_bytes) + "-byte elements, " +
-                std::to_string(o.swizzle_bytes) + "-byte swizzle, " + std::to_string(o.stacked) + " stacked copies)");
+  // The kernels' descriptors assume the box's contiguous bytes are one swizzle span.
+  if ((o.elem_bytes != 2 && o.elem_bytes != 4) || (o.swizzle_bytes != 128 && o.swizzle_bytes != 64) || o.stacked < 1 ||
+      o.box_inner * o.elem_bytes != o.swizzle_bytes)
+    throw Error(context + ": unsupported TMA operand (" + std::to_string(o.elem_bytes) + "-byte elements, box of " +
+                std::to_string(o.box_inner) + " along the contiguous dimension, " + std::to_string(o.swizzle_bytes) +
+                "-byte swizzle, " + std::to_string(o.stacked) + " stacked copies)");
   KtuneTensorMap map{};
   mn *= o.stacked;
   const cuuint64_t dims[2] = {cuuint64_t(o.k_inner ? k : mn), cuuint64_t(o.k_inner ? mn : k)};
@@ -45,7 +48,8 @@ KtuneGemmTmaArgs tma_args(const LaunchStep& s, const KtuneGemmArgs& a, const std
   KtuneGemmTmaArgs t{};
   t.g = a;
   // A packed operand (LaunchStep::TmaOperand::packed_offset) is read from its workspace copy;
-  // the true M, N, K stay the map's extents, so the zero padding is never needed (TMA fills zeros).
+  // the true M, N, K stay the map's extents (M and N times the stacked copies), so the zero
+  // padding is never needed (TMA fills zeros).
   auto source = [&](const void* ptr, long long ld, const LaunchStep::TmaOperand& o) {
     return o.packed_offset < 0 ? std::pair<const void*, long long>{ptr, ld}
                                : std::pair<const void*, long long>{reinterpret_cast<const char*>(a.workspace) + o.packed_offset, o.packed_ld};

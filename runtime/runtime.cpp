@@ -416,7 +416,18 @@ struct Runtime::Impl {
         const LaunchPlan plan = f.launch_plan(f.canonical(c.config), p);
         KtuneGemmArgs ca = a;
         std::shared_ptr<DeviceBuffer> ws;
-        if (plan.workspace_bytes) ws = workspace(stream, plan.workspace_bytes, p), ca.workspace = ws->as<float>();
+        if (plan.workspace_bytes) {
+          // A lent config's workspace may not fit beside the caller's data (gemm_wgmma_tf32x3's
+          // split copies are twice A and B): such a candidate is left out, not the caller's error.
+          try {
+            ws = workspace(stream, plan.workspace_bytes, p);
+          } catch (const Error& e) {
+            failed.push_back(c.family + " " + c.config.to_json() + ": its " + std::to_string(plan.workspace_bytes) +
+                             "-byte workspace could not be allocated (" + e.what() + ")");
+            continue;
+          }
+          ca.workspace = ws->as<float>();
+        }
         c.measured_ms = timed([&] { launch_gemm(*mod, plan, ca, stream); },
                               "timing " + c.family + " " + c.config.to_json() + " at " + p.key());
         if (!best || *c.measured_ms < *s.candidates[*best].measured_ms) best = i;

@@ -38,7 +38,7 @@ struct LaunchStep {
   // SMs of a GPC without a CTA when clusters do not tile it. Ignored for kernels without clusters.
   bool balance_clusters = false;
   // TMA (sm_90): the kernel takes KtuneGemmTmaArgs instead of KtuneGemmArgs, with 2D tensor maps of
-  // A and B (16-bit elements, 128-byte swizzle, zero fill outside) that launch_gemm encodes for each
+  // A and B (per TmaOperand: element size, swizzle, stacked copies; zero fill outside) that launch_gemm encodes for each
   // launch's pointers and sizes. Per operand: whether its contiguous dimension is K (A row-major, B
   // column-major) or M / N, and the box (elements along the contiguous dimension, then along the
   // other) that one copy moves. tma = false: the plain argument block.

@@ -7,7 +7,7 @@ struct KtuneGemmArgs {
   const float* A;   // M x K, row-major (layout N) or column-major (layout T), leading dim lda
   const float* B;   // K x N, likewise with ldb
   float* C;         // M x N, always row-major, leading dim ldc
-  float* workspace; // split-K partial sums: splits x M x ws_ld floats; null when not split
+  float* workspace; // the plan's scratch (split-K partial sums: splits x M x ws_ld floats, then packed or split operands); null when it needs none
   long long lda, ldb, ldc;
   long long ws_ld;  // workspace row stride: ktune::gemm_workspace_ld(N) (see gemm_families.h)
   int M, N, K;

@@ -46,7 +46,8 @@ unsigned ceil_div(int64_t a, int64_t b);
 // a plan whose main kernel is already in it (nothing for one slice); the step may overlap the
 // main kernel's end (programmatic dependent launch).
 std::string gemm_splitk_reduce_name(int slices);
-// Configs whose workspace would exceed this are not worth a tuning slot (a constraint of each family).
+// Configs whose workspace would exceed this are not worth a tuning slot (a constraint of each family;
+// gemm_wgmma_tf32x3's split operands, twice A and B, have their own 2 GiB cap on top).
 constexpr size_t kGemmMaxWorkspace = size_t(512) << 20;
 size_t gemm_splitk_workspace_bytes(int slices, const GemmProblem& p);
 // The reduction is kernel 1 of the family's kernels() (named right after the main kernel).

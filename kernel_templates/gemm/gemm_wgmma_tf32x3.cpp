@@ -28,9 +28,9 @@ size_t split_bytes(const GemmProblem& p) { return size_t(2 * (p.m + p.n)) * size
 size_t workspace_bytes(const Config& c, const GemmProblem& p) {
   return gemm_splitk_workspace_bytes(c["SPLITK"], p) + split_bytes(p);
 }
-// The split copies are twice A and B by construction: they may take that much (8192^3: 1 GiB),
-// the split-K slices the usual 512 MiB on top.
-size_t workspace_limit(const GemmProblem& p) { return split_bytes(p) + kGemmMaxWorkspace; }
+// The split copies are twice A and B by construction: they may take up to 2 GiB (8192^3: 1 GiB;
+// the device must hold A, B and C beside them), the split-K slices the usual 512 MiB on top.
+constexpr size_t kMaxSplitBytes = size_t(2) << 30;
 
 int64_t tiles(const Config& c, const GemmProblem& p) { return int64_t(ceil_div(p.m, c["BM"])) * ceil_div(p.n, c["BN"]); }
 // Every slice gets at least one BK-deep K tile (slice z has tiles [z * per, (z + 1) * per)).
@@ -71,8 +71,9 @@ Family gemm_wgmma_tf32x3_family() {
                 [](const Config& c, P, D d) { return smem_bytes(c) + kStaticSmem <= size_t(d.max_smem_per_block_optin); })
       .restrict("every split-K slice at least one K tile", {"BK", "SPLITK"},
                 [](const Config& c, P p, D) { return slices_reach_k(c, p); })
-      .restrict("workspace: the split operands (2x A and B) and split-K slices <= 512 MiB", {"SPLITK"},
-                [](const Config& c, P p, D) { return workspace_bytes(c, p) <= workspace_limit(p); })
+      .restrict("split operands (2x A and B) <= 2 GiB", {}, [](const Config&, P p, D) { return split_bytes(p) <= kMaxSplitBytes; })
+      .restrict("split-K slices <= 512 MiB", {"SPLITK"},
+                [](const Config& c, P p, D) { return gemm_splitk_workspace_bytes(c["SPLITK"], p) <= kGemmMaxWorkspace; })
       // TMA coordinates are 32-bit: the stacked copies' rows (2M, 2N) must fit.
       .restrict("2M and 2N rows of split copies within TMA's coordinates", {},
                 [](const Config&, P p, D) { return 2 * std::max(p.m, p.n) < (int64_t(1) << 31); })

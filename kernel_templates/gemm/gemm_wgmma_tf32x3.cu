@@ -35,9 +35,9 @@
 //   SWZ      rasterization group (raster() in gemm_common.cuh)
 //   SPLITK   K slices (blockIdx.z), FP32 partial sums into the workspace (before A' and B')
 // Stage layout: A big (BM lines), A small (BM), B big (BN), B small (BN), one line = BK floats of
-// one row (K-major), 16-byte chunk c of line L at chunk c ^ (L % 8) within its line (the swizzle:
-// 8 lines = one pattern of 1024 or 512 bytes, every tile a multiple of 64 lines, the stage ring
-// 1024-byte aligned). Descriptor: start + 32 bytes a k8 step (8 floats), SBO = 8 lines.
+// one row (K-major), its 16-byte chunks permuted by the hardware's swizzle (128B: chunk c of line
+// L at c ^ (L % 8); 64B: at c ^ ((L / 2) % 4)); the pattern repeats every 8 lines (1024 or 512
+// bytes), every tile is a multiple of 64 lines, and the stage ring is 1024-byte aligned. Descriptor: start + 32 bytes a k8 step (8 floats), SBO = 8 lines.
 #include "gemm_splitk.cuh" // SPLITK > 1: gemm_splitk_reduce is kernel 1
 #include "gemm_tf32.cuh"   // split_tf32
 #include "gemm_wgmma_common.cuh"
@@ -217,7 +217,8 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) gemm_wgmma_tf32x3(const __g
         for (int j = 0; j < BN / 2; ++j) acc[m][j] += part[m][j];
       }
     };
-    // Stages are released in order, as soon as the wgmma reading them are known to be done.
+    // Stages are released in order, as soon as the wgmma reading them are known to be done (within
+    // a chain after wait<1>: the tile before; at a chain's end after wait<0>: every tile so far).
     int released = 0;
     auto release_upto = [&](int done) {
       for (; released < done; ++released)

@@ -116,6 +116,8 @@ TEST(Space, WgmmaTf32x3PlanSplitsFirstAndMapsTheSplitCopies) {
   EXPECT_EQ(f.launch_plan(f.default_config(GemmProblem::parse("8192x8192x8192"), d), GemmProblem::parse("8192x8192x8192")).workspace_bytes,
             size_t(1) << 30);
   EXPECT_TRUE(f.valid(f.default_config(GemmProblem::parse("8192x8192x8192"), d), GemmProblem::parse("8192x8192x8192"), d));
+  // ... up to 2 GiB: 16384^3's would be 4 GiB, beside 3 GiB of A, B and C.
+  EXPECT_EQ(f.count(GemmProblem::parse("16384x16384x16384"), d), 0u);
 }
 
 // Sampled configs of every layout, one config for every value of every parameter, and the
