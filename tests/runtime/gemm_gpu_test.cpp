@@ -93,7 +93,8 @@ TEST_F(RuntimeGpu, GemmMatchesFp64ReferenceOnTunedAndUntunedShapes) {
 }
 
 TEST_F(RuntimeGpu, Tf32x3OptInMatchesFp64ReferenceOnTunedAndUntunedShapes) {
-  // With the opt-in gemm_tf32x3 table: its own shapes run their tuned configs; shapes near them
+  // With the opt-in 3xTF32 table (gemm_tf32x3 and, on sm_90, gemm_wgmma_tf32x3 entries): its own
+  // shapes run their tuned configs; shapes near them
   // (other sizes, odd leading dimensions, other layouts) run a tf32x3 config in the form that
   // serves them (packed or not) or fall back to the plain table.
   GemmOp& op = *op_;
@@ -101,7 +102,7 @@ TEST_F(RuntimeGpu, Tf32x3OptInMatchesFp64ReferenceOnTunedAndUntunedShapes) {
   o.db_path = "";
   o.tf32x3 = true;
   Runtime rt(o);
-  int tf32x3 = 0;
+  int tf32x3 = 0, wgmma = 0;
   uint64_t seed = 2900;
   std::vector<Case> cases(std::begin(kCases), std::end(kCases));
   cases.push_back({2048, 2048, 2048, "NN", 1, 0, 0});
@@ -109,13 +110,15 @@ TEST_F(RuntimeGpu, Tf32x3OptInMatchesFp64ReferenceOnTunedAndUntunedShapes) {
   for (const Case& c : cases) {
     const GemmProblem p = make(c);
     const Selection sel = rt.best_config(p);
-    tf32x3 += sel.family == "gemm_tf32x3";
+    tf32x3 += sel.family == "gemm_tf32x3" || sel.family == "gemm_wgmma_tf32x3";
+    wgmma += sel.family == "gemm_wgmma_tf32x3";
     const auto r = op.check(p, ++seed, [&](const KtuneGemmArgs& a, CUstream s) {
       rt.gemm(p, a.A, a.B, a.C, p.alpha, p.beta, s);
     }, nullptr);
     EXPECT_TRUE(r.pass) << p.key() << " lda=" << p.lda << " (" << sel.family << " " << sel.config.to_json() << "): " << r.summary();
   }
-  std::cout << "[ ktune    ] " << tf32x3 << " of " << cases.size() << " problems ran gemm_tf32x3\n";
+  std::cout << "[ ktune    ] " << tf32x3 << " of " << cases.size() << " problems ran a 3xTF32 family (" << wgmma
+            << " of them gemm_wgmma_tf32x3)\n";
   EXPECT_GE(tf32x3, 2);
 }
 
