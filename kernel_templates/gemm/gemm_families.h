@@ -39,6 +39,10 @@ inline KtuneGemmArgs gemm_args(const GemmProblem& p, const float* A, const float
 }
 // ceil(a / b) for positive sizes, as the unsigned a grid dimension needs.
 unsigned ceil_div(int64_t a, int64_t b);
+// Split-K as the kernels cut it (k_slice in gemm_wgmma_common.cuh, gemm_tc16's slices): slice z
+// takes BK-deep K tiles [z * per, (z + 1) * per), per = ceil(tiles / slices). True when every
+// slice gets at least one tile, i.e. no block computes zeros only.
+bool gemm_slices_reach_k(int64_t k, int64_t bk, int64_t slices);
 
 // The split-K epilogue of gemm_splitk.cuh, shared by the families that cut K across blocks:
 // the name expression of gemm_splitk_reduce over `slices` workspace slices, the workspace those

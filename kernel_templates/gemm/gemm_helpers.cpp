@@ -17,4 +17,9 @@ std::string gemm_instance(const char* kernel, const Config& c, std::initializer_
 
 unsigned ceil_div(int64_t a, int64_t b) { return static_cast<unsigned>((a + b - 1) / b); }
 
+bool gemm_slices_reach_k(int64_t k, int64_t bk, int64_t slices) {
+  const int64_t tiles = (k + bk - 1) / bk;
+  return slices == 1 || (slices - 1) * ((tiles + slices - 1) / slices) < tiles;
+}
+
 } // namespace ktune

@@ -46,12 +46,7 @@ bool tiles_divide(const Config& c, const GemmProblem& p) {
 
 // The template gives each K slice ceil(K / (BK * SPLITK)) BK tiles (the last one what is left):
 // every slice must reach real K, or a whole block computes zeros.
-bool slices_reach_k(const Config& c, const GemmProblem& p) {
-  const int64_t s = c["SPLITK"], bk = c["BK"];
-  if (s == 1) return true;
-  const int64_t per = (p.k + bk * s - 1) / (bk * s);
-  return (s - 1) * per * bk < p.k;
-}
+bool slices_reach_k(const Config& c, const GemmProblem& p) { return gemm_slices_reach_k(p.k, c["BK"], c["SPLITK"]); }
 
 GemmTiling tiling(const Config& c) { return {c["BM"], c["BN"], c["BK"], c["SPLITK"], c["PACK"] != 0}; }
 

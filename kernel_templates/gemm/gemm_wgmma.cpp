@@ -34,11 +34,8 @@ bool packed_fits(const GemmProblem& p) { return gemm_pack_workspace_bytes(pack_o
 int slices(const Config& c) { return c["SPLITK"] * c["CL"]; }
 // Output tiles of BM x BN.
 int64_t tiles(const Config& c, const GemmProblem& p) { return int64_t(ceil_div(p.m, c["BM"])) * ceil_div(p.n, c["BN"]); }
-// Every slice gets at least one 64-wide K tile (slice z has tiles [z * per, (z + 1) * per)).
-bool slices_reach_k(const Config& c, const GemmProblem& p) {
-  const int64_t s = slices(c), tiles = (p.k + kBK - 1) / kBK;
-  return s == 1 || (s - 1) * ((tiles + s - 1) / s) < tiles;
-}
+// Every slice gets at least one 64-wide K tile.
+bool slices_reach_k(const Config& c, const GemmProblem& p) { return gemm_slices_reach_k(p.k, kBK, slices(c)); }
 size_t workspace_bytes(const Config& c, const GemmProblem& p) {
   return gemm_splitk_workspace_bytes(c["SPLITK"], p) + (c["PACK"] ? gemm_pack_workspace_bytes(pack_of(c), p) : 0);
 }

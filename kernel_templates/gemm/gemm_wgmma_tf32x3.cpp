@@ -33,11 +33,6 @@ size_t workspace_bytes(const Config& c, const GemmProblem& p) {
 constexpr size_t kMaxSplitBytes = size_t(2) << 30;
 
 int64_t tiles(const Config& c, const GemmProblem& p) { return int64_t(ceil_div(p.m, c["BM"])) * ceil_div(p.n, c["BN"]); }
-// Every slice gets at least one BK-deep K tile (slice z has tiles [z * per, (z + 1) * per)).
-bool slices_reach_k(const Config& c, const GemmProblem& p) {
-  const int64_t s = c["SPLITK"], t = (p.k + c["BK"] - 1) / c["BK"];
-  return s == 1 || (s - 1) * ((t + s - 1) / s) < t;
-}
 
 } // namespace
 
@@ -70,7 +65,7 @@ Family gemm_wgmma_tf32x3_family() {
       .restrict("shared memory within the device's per-block limit", {"BM", "BN", "BK", "ST"},
                 [](const Config& c, P, D d) { return smem_bytes(c) + kStaticSmem <= size_t(d.max_smem_per_block_optin); })
       .restrict("every split-K slice at least one K tile", {"BK", "SPLITK"},
-                [](const Config& c, P p, D) { return slices_reach_k(c, p); })
+                [](const Config& c, P p, D) { return gemm_slices_reach_k(p.k, c["BK"], c["SPLITK"]); })
       .restrict("split operands (2x A and B) <= 2 GiB", {}, [](const Config&, P p, D) { return split_bytes(p) <= kMaxSplitBytes; })
       .restrict("split-K slices <= 512 MiB", {"SPLITK"},
                 [](const Config& c, P p, D) { return gemm_splitk_workspace_bytes(c["SPLITK"], p) <= kGemmMaxWorkspace; })

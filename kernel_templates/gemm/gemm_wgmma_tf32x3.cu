@@ -37,7 +37,8 @@
 // Stage layout: A big (BM lines), A small (BM), B big (BN), B small (BN), one line = BK floats of
 // one row (K-major), its 16-byte chunks permuted by the hardware's swizzle (128B: chunk c of line
 // L at c ^ (L % 8); 64B: at c ^ ((L / 2) % 4)); the pattern repeats every 8 lines (1024 or 512
-// bytes), every tile is a multiple of 64 lines, and the stage ring is 1024-byte aligned. Descriptor: start + 32 bytes a k8 step (8 floats), SBO = 8 lines.
+// bytes), every tile is a multiple of 64 lines, and the stage ring is 1024-byte aligned.
+// Descriptor: start + 32 bytes a k8 step (8 floats), SBO = 8 lines.
 #include "gemm_splitk.cuh" // SPLITK > 1: gemm_splitk_reduce is kernel 1
 #include "gemm_tf32.cuh"   // split_tf32
 #include "gemm_wgmma_common.cuh"
@@ -46,7 +47,8 @@ namespace ktune_dev {
 namespace tf32x3 {
 
 // Where gemm_tf32x3_split writes A' and B': after SLICES split-K slices of M x ws_ld floats (a
-// multiple of 16 bytes), so both start 16-byte aligned (host: split_offsets in gemm_wgmma_tf32x3.cpp).
+// multiple of 16 bytes), so both start 16-byte aligned (host: split_ld and the launch plan's
+// offsets in gemm_wgmma_tf32x3.cpp).
 template <int SLICES>
 struct SplitLayout {
   long long kp;
@@ -59,20 +61,17 @@ struct SplitLayout {
   }
 };
 
-// C = alpha * v + beta * C for columns c and c + 1 of row r (c + 1 may be past N): one 8-byte
-// access where C's pair is 8-byte aligned, else element by element; beta == 0 never reads C.
+// C = alpha * v + beta * C for columns c and c + 1 of row r (c + 1 may be past N) through
+// store_out (gemm_common.cuh): one 8-byte access where C's pair is 8-byte aligned, else element by
+// element, as gemm_splitk_reduce picks its width; beta == 0 never reads C.
 __device__ __forceinline__ void store_pair(const KtuneGemmArgs& p, int r, int c, float v0, float v1) {
   float* const dst = p.C + (long long)r * p.ldc + c;
-  if (c + 1 < p.N && reinterpret_cast<unsigned long long>(dst) % 8 == 0) {
-    float2 o = make_float2(p.alpha * v0, p.alpha * v1);
-    if (p.beta != 0.0f) {
-      const float2 old = *reinterpret_cast<const float2*>(dst);
-      o.x += p.beta * old.x, o.y += p.beta * old.y;
-    }
-    *reinterpret_cast<float2*>(dst) = o;
+  const float v[2] = {v0, v1};
+  if (reinterpret_cast<unsigned long long>(dst) % 8 == 0) {
+    store_out<2, true, false>(p, dst, c, v);
   } else {
-    *dst = axpby(p.alpha, v0, p.beta, dst);
-    if (c + 1 < p.N) dst[1] = axpby(p.alpha, v1, p.beta, dst + 1);
+    store_out<1, true, false>(p, dst, c, v);
+    store_out<1, true, false>(p, dst + 1, c + 1, v + 1);
   }
 }
 

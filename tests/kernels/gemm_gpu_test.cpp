@@ -154,6 +154,20 @@ std::vector<Config> simt_sample_with(const char* param, int value, const char* s
   return sample_with("gemm_simt", param, {value}, GemmProblem::parse(shape), d, n, seed, out);
 }
 
+// Config c of family f at p and cuBLAS SGEMM, each checked against the FP64 reference on the same
+// inputs (seed): the two checks, ours first (the 3xTF32 families' accuracy tests).
+std::pair<VerifyResult, VerifyResult> ours_and_sgemm(Compiler& compiler, GemmOp& op, Cublas& cublas, const Family& f,
+                                                     const Config& c, const GemmProblem& p, const DeviceInfo& dev,
+                                                     uint64_t seed) {
+  const auto k = compiler.compile(compile_request(f, c, p, dev.arch));
+  Module m(k->cubin, k->lowered_names, f.name() + " " + c.to_json());
+  const LaunchPlan plan = f.launch_plan(c, p);
+  op.ensure_workspace(plan.workspace_bytes);
+  auto ours = op.check(p, seed, [&](const KtuneGemmArgs& a, CUstream st) { launch_gemm(m, plan, a, st); }, nullptr);
+  auto theirs = op.check(p, seed, [&](const KtuneGemmArgs& a, CUstream st) { cublas.sgemm(p, a, st); }, nullptr);
+  return {std::move(ours), std::move(theirs)};
+}
+
 void expect_full_coverage(const Tally& t) {
   EXPECT_EQ(t.failed, 0u);
   EXPECT_GT(t.passed, 0u);
@@ -318,12 +332,7 @@ TEST_F(GemmGpu, Tf32x3ErrorIsComparableToCublasSgemm) {
       c.set("CVT", cvt);
       const GemmProblem p = GemmProblem::parse(cs.shape);
       ASSERT_TRUE(f.valid(c, p, *dev_)) << cs.shape << " " << c.to_json();
-      const auto k = compiler.compile(compile_request(f, c, p, dev_->arch));
-      Module m(k->cubin, k->lowered_names, "gemm_tf32x3 " + c.to_json());
-      const LaunchPlan plan = f.launch_plan(c, p);
-      op.ensure_workspace(plan.workspace_bytes);
-      const auto ours = op.check(p, 31, [&](const KtuneGemmArgs& a, CUstream st) { launch_gemm(m, plan, a, st); }, nullptr);
-      const auto theirs = op.check(p, 31, [&](const KtuneGemmArgs& a, CUstream st) { cublas.sgemm(p, a, st); }, nullptr);
+      const auto [ours, theirs] = ours_and_sgemm(compiler, op, cublas, f, c, p, *dev_, 31);
       std::cout << "[ ktune    ] " << cs.shape << " CVT = " << cvt << ": relative error gemm_tf32x3 " << ours.rel_error
                 << ", cuBLAS SGEMM " << theirs.rel_error << "\n";
       EXPECT_TRUE(ours.pass) << ours.summary();
@@ -383,12 +392,7 @@ TEST_F(GemmGpu, WgmmaTf32x3ErrorIsComparableToCublasSgemm) {
   for (const auto& cs : cases) {
     const GemmProblem p = GemmProblem::parse(cs.shape, cs.layout);
     ASSERT_TRUE(f.valid(cs.c, p, *dev_)) << cs.shape << " " << cs.c.to_json();
-    const auto k = compiler.compile(compile_request(f, cs.c, p, dev_->arch));
-    Module m(k->cubin, k->lowered_names, "gemm_wgmma_tf32x3 " + cs.c.to_json());
-    const LaunchPlan plan = f.launch_plan(cs.c, p);
-    op.ensure_workspace(plan.workspace_bytes);
-    const auto ours = op.check(p, 37, [&](const KtuneGemmArgs& a, CUstream st) { launch_gemm(m, plan, a, st); }, nullptr);
-    const auto theirs = op.check(p, 37, [&](const KtuneGemmArgs& a, CUstream st) { cublas.sgemm(p, a, st); }, nullptr);
+    const auto [ours, theirs] = ours_and_sgemm(compiler, op, cublas, f, cs.c, p, *dev_, 37);
     std::cout << "[ ktune    ] " << cs.shape << " " << cs.layout << ": relative error gemm_wgmma_tf32x3 " << ours.rel_error
               << ", cuBLAS SGEMM " << theirs.rel_error << "\n";
     EXPECT_TRUE(ours.pass) << ours.summary();
