@@ -14,13 +14,13 @@ namespace {
 int threads(const Config& c) { return 32 * (c["BM"] / c["WM"]) * (c["BN"] / c["WN"]); }
 int accumulators(const Config& c) { return c["WM"] * c["WN"] / 32; }
 
-// Mirrors the template: ST stages of A and B tiles in their storage order, rows padded by 8
-// halves (A row-major [BM][BK + 8], column-major [BK][BM + 8]; B row-major [BK][BN + 8],
-// column-major [BN][BK + 8]), 2-byte elements.
+// Mirrors the template: ST stages of A and B tiles in their storage order (A row-major [BM][BK],
+// column-major [BK][BM]; B row-major [BK][BN], column-major [BN][BK]), rows padded by 8 halves
+// where SMEM = 1, 2-byte elements.
 size_t smem_bytes(const Config& c, const GemmProblem& p) {
-  const size_t bm = c["BM"], bn = c["BN"], bk = c["BK"];
-  const size_t a = p.a == Layout::col ? bk * (bm + 8) : bm * (bk + 8);
-  const size_t b = p.b == Layout::col ? bn * (bk + 8) : bk * (bn + 8);
+  const size_t bm = c["BM"], bn = c["BN"], bk = c["BK"], pad = c["SMEM"] == 1 ? 8 : 0;
+  const size_t a = p.a == Layout::col ? bk * (bm + pad) : bm * (bk + pad);
+  const size_t b = p.b == Layout::col ? bn * (bk + pad) : bk * (bn + pad);
   return size_t(c["ST"]) * (a + b) * 2;
 }
 
@@ -47,6 +47,10 @@ bool tiles_divide(const Config& c, const GemmProblem& p) {
 // The template gives each K slice ceil(K / (BK * SPLITK)) BK tiles (the last one what is left):
 // every slice must reach real K, or a whole block computes zeros.
 bool slices_reach_k(const Config& c, const GemmProblem& p) { return gemm_slices_reach_k(p.k, c["BK"], c["SPLITK"]); }
+
+// Whether the kernel loads A and B 16 bytes at a time (packed, or the problem allows it), the
+// path on which CPA chooses cp.async or loads through registers; else element loads.
+bool loads_16b_path(const Config& c, const GemmProblem& p) { return c["PACK"] != 0 || loads_16b(p); }
 
 GemmTiling tiling(const Config& c) { return {c["BM"], c["BN"], c["BK"], c["SPLITK"], c["PACK"] != 0}; }
 
@@ -77,7 +81,10 @@ Family gemm_tc16_family() {
       .param("ST", {2, 3, 4, 5}, "stages in the shared-memory ring")
       .param("SWZ", {1, 4, 8, 16}, "tile rows per rasterization group")
       .param("SPLITK", {1, 2, 4, 8}, "K slices (FP32 partial sums in the workspace, reduced deterministically)")
-      .param("PACK", {0, 1}, "copy A and B first into aligned, tile-padded workspace (unaligned shapes: 16-byte loads, no bounds checks)");
+      .param("PACK", {0, 1}, "copy A and B first into aligned, tile-padded workspace (unaligned shapes: 16-byte loads, no bounds checks)")
+      .param("SMEM", {1, 2, 0}, "shared-memory rows: 1 padded by 16 bytes, 2 XOR-swizzled 16-byte chunks, 0 plain (bank conflicts; the ladder's rung)")
+      .param("LDM", {1, 0}, "fragments from shared memory: 1 ldmatrix.x4, 0 one load a register (the ladder's naive rung)")
+      .param("CPA", {1, 0}, "16-byte loads of A and B: 1 cp.async into the stage ring, 0 through registers (the ladder's rung before cp.async)");
   f.dtypes({DType::bf16, DType::f16}).min_arch(80);
 
   f.restrict("bf16 or f16 operands", {}, [](const Config&, P p, D) { return half_problem(p); })
@@ -92,8 +99,6 @@ Family gemm_tc16_family() {
                 [](const Config& c, P, D) {
                   return c["BM"] * c["BK"] / 8 % threads(c) == 0 && c["BK"] * c["BN"] / 8 % threads(c) == 0;
                 })
-      .restrict("shared memory within the device's per-block limit", {"BM", "BN", "BK", "ST"},
-                [](const Config& c, P p, D d) { return smem_bytes(c, p) <= size_t(d.max_smem_per_block_optin); })
       .restrict("grid of M/BM x N/BN tiles fits grid.x", {"BM", "BN"},
                 [](const Config& c, P p, D) { return int64_t(ceil_div(p.m, c["BM"])) * ceil_div(p.n, c["BN"]) < (int64_t(1) << 31); })
       .restrict("every split-K slice gets at least one BK tile of real K", {"BK", "SPLITK"},
@@ -113,48 +118,69 @@ Family gemm_tc16_family() {
                   return c["PACK"] == 1 ? (!loads_16b(p) || !tiles_divide(c, p)) : (loads_16b(p) || !packed_fits(c, p));
                 })
       .restrict("workspace (split-K slices, packed operands) <= 512 MiB", {"BM", "BN", "BK", "SPLITK", "PACK"},
-                [](const Config& c, P p, D) { return workspace_bytes(c, p) <= kGemmMaxWorkspace; });
+                [](const Config& c, P p, D) { return workspace_bytes(c, p) <= kGemmMaxWorkspace; })
+      .restrict("shared memory within the device's per-block limit for this row layout", {"BM", "BN", "BK", "ST", "SMEM"},
+                [](const Config& c, P p, D d) { return smem_bytes(c, p) <= size_t(d.max_smem_per_block_optin); })
+      // Loads through registers complete before their stage is stored: stages beyond two would
+      // hold nothing in flight, only shared memory.
+      .restrict("CPA = 0 only with ST = 2", {"ST", "CPA"}, [](const Config& c, P, D) { return c["CPA"] == 1 || c["ST"] == 2; })
+      // Element loads (neither packed nor 16-byte loadable) go through registers whatever CPA
+      // says: CPA = 0 there would be the same kernel twice.
+      .restrict("CPA = 0 only where A and B are loaded 16 bytes at a time", {"PACK", "CPA"},
+                [](const Config& c, P p, D) { return c["CPA"] == 1 || loads_16b_path(c, p); });
 
   // 128 x 128 x 32 tiles, 4 warps of 64 x 64, 4 stages (80 KB of shared memory at most: fits
   // sm_86/89's 99 KB), unsplit; packed where 16-byte loads do not fit the problem, unless the
   // packed copies would exceed the workspace cap (then element loads).
   f.defaults([](const GemmProblem& p, const DeviceInfo&) {
-    Config c{{"BM", 128}, {"BN", 128}, {"WM", 64}, {"WN", 64}, {"BK", 32}, {"ST", 4}, {"SWZ", 8}, {"SPLITK", 1}, {"PACK", 0}};
+    Config c{{"BM", 128}, {"BN", 128}, {"WM", 64}, {"WN", 64}, {"BK", 32}, {"ST", 4}, {"SWZ", 8}, {"SPLITK", 1}, {"PACK", 0},
+             {"SMEM", 1}, {"LDM", 1}, {"CPA", 1}};
     if (!loads_16b(p) && packed_fits(c, p)) c.set("PACK", 1);
     return c;
   });
 
   // SPLITK and PACK came after the first version: before them, nothing was split or packed.
+  // SMEM, LDM and CPA came with the half ladder: before them, rows were padded, fragments came
+  // from ldmatrix and loads from cp.async.
   f.upgrade([](Config c) {
     if (!c.has("SPLITK")) c.set("SPLITK", 1);
     if (!c.has("PACK")) c.set("PACK", 0);
+    if (!c.has("SMEM")) c.set("SMEM", 1);
+    if (!c.has("LDM")) c.set("LDM", 1);
+    if (!c.has("CPA")) c.set("CPA", 1);
     return c;
   });
 
   // The same tiling where the tuned form is not valid: the other PACK (an aligned config serves
   // unaligned shapes packed; a packed one serves aligned shapes unpacked), then unsplit (a shape
-  // whose K is too short for the slices), unpacked before packed.
+  // whose K is too short for the slices), unpacked before packed. A config loading through
+  // registers (CPA = 0) is also offered with cp.async: element loads (an unaligned shape the
+  // packed copies do not fit) take only that.
   f.generalize([](const Config& c) {
     std::vector<Config> out;
-    auto add = [&](int splitk, int pack) {
+    auto add = [&](int splitk, int pack, int cpa) {
       Config g = c;
       g.set("SPLITK", splitk);
       g.set("PACK", pack);
+      g.set("CPA", cpa);
       if (g == c) return;
       for (const auto& o : out)
         if (o == g) return;
       out.push_back(std::move(g));
     };
-    add(c["SPLITK"], 1 - c["PACK"]);
-    add(1, c["PACK"]);
-    add(1, 1 - c["PACK"]);
+    for (int cpa : {c["CPA"], 1}) {
+      add(c["SPLITK"], c["PACK"], cpa);
+      add(c["SPLITK"], 1 - c["PACK"], cpa);
+      add(1, c["PACK"], cpa);
+      add(1, 1 - c["PACK"], cpa);
+    }
     return out;
   });
 
   f.kernels([](const Config& c, const GemmProblem& p) {
      // Template parameter order of gemm_tc16.cu; CP16, F16 and the layouts come from the problem.
      std::string name = "gemm_tc16<";
-     for (const char* prm : {"BM", "BN", "BK", "WM", "WN", "ST", "SWZ", "SPLITK", "PACK"}) name += std::to_string(c[prm]) + ",";
+     for (const char* prm : {"BM", "BN", "BK", "WM", "WN", "ST", "SWZ", "SPLITK", "PACK", "LDM", "SMEM", "CPA"}) name += std::to_string(c[prm]) + ",";
      const bool cp16 = c["PACK"] != 0 || loads_16b(p);
      name += std::string(cp16 ? "1" : "0") + "," + (p.dtype == DType::f16 ? "1" : "0") + "," + gemm_layout_args(p) + ">";
      std::vector<std::string> names{name};

@@ -50,6 +50,12 @@
 //   PACK         1: gemm_pack16 (gemm_pack16.cuh) first copies A and B into the workspace, 16-byte
 //                aligned and zero-padded to whole tiles (K to BK * SPLITK), and this kernel loads
 //                them with no bounds checks
+//   LDM          1: fragments loaded with ldmatrix.x4; 0: each fragment register read by its own lane
+//                (one 32-bit or two 16-bit shared loads), the ladder's naive tensor-core rung
+//   LAY          shared-memory rows (config key SMEM): 0 plain, 1 padded by 8 halves, 2 XOR-swizzled
+//                16-byte chunks (Tile below says why each is or is not free of bank conflicts)
+//   CPA          1: 16-byte cp.async into the stage ring; 0: the same 16-byte loads into registers,
+//                then stored to shared memory (the warp waits for them; ST = 2 in the descriptor)
 //   CP16         from the problem (not tuned): 1 when every 16-byte chunk of A and B is aligned and
 //                wholly inside or outside the operand (or PACK): loads are 16-byte cp.async,
 //                zero-filled beyond M, N and K; 0: loads by element, bounds-checked, into registers
@@ -58,10 +64,10 @@
 //   F16          0: bf16 operands and C; 1: fp16 (from the problem's dtype)
 //   A_COL, B_COL layouts from the problem: 1 = column-major
 //
-// Shared memory: ST stages, each A's tile then B's, each tile in its global storage order, rows padded by 8 halves
-// (16 bytes), so that ldmatrix's eight 16-byte row reads of a warp fall in distinct bank groups:
-// A row-major [BM][BK + 8], column-major [BK][BM + 8]; B row-major [BK][BN + 8], column-major
-// [BN][BK + 8]. Fragments come from ldmatrix.x4: A row-major plain, A column-major .trans (its tile
+// Shared memory: ST stages, each A's tile then B's, each tile in its global storage order (A
+// row-major [BM][BK], column-major [BK][BM]; B row-major [BK][BN], column-major [BN][BK]), rows
+// padded by 8 halves (LAY 1) or chunk-swizzled (LAY 2) so that ldmatrix's eight 16-byte row
+// reads of a warp fall in distinct bank groups, or plain (LAY 0). Fragments come from ldmatrix.x4: A row-major plain, A column-major .trans (its tile
 // is K-major, the MMA wants A "row"); B row-major .trans, B column-major plain (the MMA wants B
 // "col"). Fragment layouts: PTX ISA, "Matrix Fragments for mma.m16n8k16 with floating point type".
 // C is written with bounds checks on rows and columns, in 32-bit pairs where the pair lies inside N
@@ -88,23 +94,42 @@ __device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], 
   }
 }
 
-// One operand tile of a stage, in its global storage order: SR rows of SC contiguous halves (row
-// stride LD = SC + 8), filled by NT threads a 16-byte chunk at a time. NT is a multiple of the
-// chunks per row (both powers of two, NT >= 64, CPR <= 32), so thread t's chunks all lie in one
-// column cc = (t % CPR) * 8, in rows r = t / CPR + i * RS (RS = NT / CPR): chunk i's shared
-// address is chunk 0's plus the compile-time i * RS * LD * 2 bytes, and its global address chunk
-// 0's plus i * RS * ld (one 64-bit add each, chained). KROW: K runs along the storage rows (A
+// One operand tile of a stage, in its global storage order: SR rows of SC contiguous halves,
+// filled by NT threads a 16-byte chunk at a time. NT is a multiple of the chunks per row (both
+// powers of two, NT >= 64, CPR <= 32), so thread t's chunks all lie in one column cc = (t % CPR)
+// * 8, in rows r = t / CPR + i * RS (RS = NT / CPR): chunk i's global address is chunk 0's plus
+// i * RS * ld (one 64-bit add each, chained). KROW: K runs along the storage rows (A
 // column-major, B row-major), else along the columns.
-template <int SR, int SC, int NT>
+//
+// LAY, the rows in shared memory (a tuning choice; the ladder shows all three):
+//   0  unpadded (row stride SC): ldmatrix's eight 16-byte row reads of a phase hit the same bank
+//      group (rows of 64-512 bytes), an 8-way conflict wherever SC * 2 is a multiple of 128
+//   1  padded by 8 halves (row stride SC + 8): consecutive rows start 16 bytes apart in the bank
+//      pattern, so the eight reads fall in distinct bank groups; costs 16 bytes a row
+//   2  unpadded, 16-byte chunk c of row r stored at chunk c ^ f(r): f(r) takes the eight values
+//      0..7 over any eight consecutive rows of one 128-byte bank pattern, so the eight reads are
+//      again conflict-free with no padding (CPR >= 8: f = r % 8; CPR = 4, two rows a 128-byte
+//      line: f = (r / 2) % 4, the line's half separating the rest). f has period 8, so offsets of
+//      whole 16-row MMA tiles along the rows never change it.
+template <int SR, int SC, int NT, int LAY>
 struct Tile {
   static constexpr int ROWS = SR, COLS = SC;
-  static constexpr int LD = SC + 8;
+  static constexpr int LD = SC + (LAY == 1 ? 8 : 0);
+  static constexpr bool SWIZZLED = LAY == 2;
   static constexpr int SIZE = SR * LD;
   static constexpr int CPR = SC / 8;          // chunks per row
   static constexpr int CHUNKS = SR * CPR;
   static constexpr int PER = CHUNKS / NT;     // chunks per thread
   static constexpr int RS = NT / CPR;         // rows between a thread's chunks
   static_assert(SC % 8 == 0 && CHUNKS % NT == 0 && NT % CPR == 0, "whole 16-byte chunks, whole chunks per thread (descriptor)");
+  static_assert(LAY != 2 || CPR >= 4, "the swizzle's bank spread needs rows of >= 64 bytes");
+
+  __device__ __forceinline__ static int swz(int r) { return CPR >= 8 ? (r & 7) : ((r >> 1) & (CPR - 1)); }
+  // Byte offset in the tile of storage row r, column c (c even: a 32-bit pair stays in its chunk).
+  __device__ __forceinline__ static unsigned byte_off(int r, int c) {
+    if constexpr (SWIZZLED) return unsigned(r * LD * 2 + ((((c >> 3) ^ swz(r)) << 4) | ((c & 7) << 1)));
+    else return unsigned((r * LD + c) * 2);
+  }
 
   // MODE 2 (element loads, CP16 = 0): each chunk bounds-checked by element into registers, then
   // one 16-byte shared store. The slow general form; the origin is storage row r0, column c0 of
@@ -126,7 +151,7 @@ struct Tile {
           w[e] = lo | hi << 16;
         }
       }
-      *reinterpret_cast<uint4*>(s + r * LD + cc) = make_uint4(w[0], w[1], w[2], w[3]);
+      *reinterpret_cast<uint4*>(reinterpret_cast<char*>(s) + byte_off(r, cc)) = make_uint4(w[0], w[1], w[2], w[3]);
     }
   }
 };
@@ -139,17 +164,29 @@ __device__ __forceinline__ void cp_async16_zfill(unsigned dst, const void* src, 
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
 }
 
-// The cp.async loader of one operand (MODE 0: packed, MODE 1: 16-byte chunks, zero-filled outside):
-// all address arithmetic done once. `g` points at the thread's chunk 0 of the next K tile to
-// load and moves by `kstep` bytes a tile; `rs` is the bytes between its chunks (RS rows). The
-// checked form (edge tiles of MODE 1 only) knows the thread's coordinates: storage row rt and
-// column ct within the tile, the operand's extent along the non-K dimension left from the tile's
-// origin (`ext`) and the K coordinate of the next tile's origin (`k0`, K extent `kdim`).
-template <class T, int KROW>
+// 16 bytes through registers (CPA = 0): a plain global load, zero where !valid (src not read).
+__device__ __forceinline__ uint4 ld_global16(const void* src, bool valid) {
+  return valid ? *reinterpret_cast<const uint4*>(src) : make_uint4(0u, 0u, 0u, 0u);
+}
+__device__ __forceinline__ void st_shared16(unsigned dst, uint4 v) {
+  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w));
+}
+
+// The loader of one operand (MODE 0: packed, MODE 1: 16-byte chunks, zero-filled outside): all
+// address arithmetic done once. `g` points at the thread's chunk 0 of the next K tile to load
+// and moves by `kstep` bytes a tile; `rs` is the bytes between its chunks (RS rows). The checked
+// form (edge tiles of MODE 1 only) knows the thread's coordinates: storage row rt and column ct
+// within the tile, the operand's extent along the non-K dimension left from the tile's origin
+// (`ext`) and the K coordinate of the next tile's origin (`k0`, K extent `kdim`).
+// CPA = 1: cp.async (the copies land while the warp computes); 0: every chunk loaded into
+// registers, then stored to shared memory, so the warp waits for global memory at the store
+// (the ladder's rung before the asynchronous pipeline).
+template <class T, int KROW, int CPA>
 struct Loader {
   const char* g;
   long long rs, kstep;
   int rt, ct, ext, k0, kdim;
+  unsigned d0; // byte offset of chunk 0 in the tile
 
   __device__ __forceinline__ void init(const unsigned short* base, long long ld, int r0, int c0, int tid, int ext_,
                                        int k0_, int kdim_) {
@@ -158,14 +195,32 @@ struct Loader {
     rs = (long long)T::RS * ld * 2;
     kstep = KROW ? (long long)ld * (2 * (long long)T::ROWS) : 2 * T::COLS; // BK rows, or BK columns
     ext = ext_, k0 = k0_, kdim = kdim_;
+    d0 = T::byte_off(rt, ct);
   }
-  // Every chunk inside: unconditional copies (s: chunk 0's shared address in the target stage).
+  // Byte offset of chunk i in the tile: a compile-time step from chunk 0's unless the swizzle
+  // pattern (period 8 rows) changes between a thread's chunks (RS not a multiple of 8).
+  __device__ __forceinline__ unsigned dst(int i) const {
+    if constexpr (!T::SWIZZLED || T::RS % 8 == 0) return d0 + i * T::RS * T::LD * 2;
+    else return T::byte_off(rt + i * T::RS, ct);
+  }
+  // Every chunk inside: unconditional copies (s: the tile's shared address in the target stage).
   __device__ __forceinline__ void fast(unsigned s) {
     const char* p = g;
+    if constexpr (CPA) {
 #pragma unroll
-    for (int i = 0; i < T::PER; ++i) {
-      cp_async16_s(s + i * T::RS * T::LD * 2, p);
-      if (i + 1 < T::PER) p += rs;
+      for (int i = 0; i < T::PER; ++i) {
+        cp_async16_s(s + dst(i), p);
+        if (i + 1 < T::PER) p += rs;
+      }
+    } else {
+      uint4 v[T::PER];
+#pragma unroll
+      for (int i = 0; i < T::PER; ++i) {
+        v[i] = ld_global16(p, true);
+        if (i + 1 < T::PER) p += rs;
+      }
+#pragma unroll
+      for (int i = 0; i < T::PER; ++i) st_shared16(s + dst(i), v[i]);
     }
   }
   // Edge tile: each chunk checked (non-K coordinate against ext, K against kdim - k0); outside
@@ -173,12 +228,18 @@ struct Loader {
   __device__ __forceinline__ void checked(unsigned s, const void* safe) {
     const int krem = kdim - k0;
     const char* p = g;
+    uint4 v[CPA ? 1 : T::PER];
 #pragma unroll
     for (int i = 0; i < T::PER; ++i) {
       const int r = rt + i * T::RS;
       const bool ok = KROW ? (ct < ext && r < krem) : (r < ext && ct < krem);
-      cp_async16_zfill(s + i * T::RS * T::LD * 2, ok ? static_cast<const void*>(p) : safe, ok);
+      if constexpr (CPA) cp_async16_zfill(s + dst(i), ok ? static_cast<const void*>(p) : safe, ok);
+      else v[i] = ld_global16(p, ok);
       if (i + 1 < T::PER) p += rs;
+    }
+    if constexpr (!CPA) {
+#pragma unroll
+      for (int i = 0; i < T::PER; ++i) st_shared16(s + dst(i), v[i]);
     }
   }
   // Whether the next tile lies wholly inside the operand (then fast() serves it).
@@ -191,8 +252,8 @@ struct Loader {
 } // namespace half16
 } // namespace ktune_dev
 
-template <int BM, int BN, int BK, int WM, int WN, int ST, int SWZ, int SPLITK, int PACK, int CP16, int F16, int A_COL,
-          int B_COL>
+template <int BM, int BN, int BK, int WM, int WN, int ST, int SWZ, int SPLITK, int PACK, int LDM, int LAY, int CPA,
+          int CP16, int F16, int A_COL, int B_COL>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) gemm_tc16(KtuneGemmArgs args) {
   using namespace ktune_dev;
   using namespace ktune_dev::half16;
@@ -206,8 +267,8 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) gemm_tc16(KtuneGem
   constexpr int THREADS = (BM / WM) * WARPS_N * 32;
   constexpr int MI = WM / 16, NI = WN / 8, KS = BK / 16;
   // A is (m, k): row-major storage is BM rows of BK; column-major BK rows of BM. B likewise.
-  using TileA = Tile<A_COL ? BK : BM, A_COL ? BM : BK, THREADS>;
-  using TileB = Tile<B_COL ? BN : BK, B_COL ? BK : BN, THREADS>;
+  using TileA = Tile<A_COL ? BK : BM, A_COL ? BM : BK, THREADS, LAY>;
+  using TileB = Tile<B_COL ? BN : BK, B_COL ? BK : BN, THREADS, LAY>;
   // A stage is A's tile then B's (bytes); the ring is ST stages.
   constexpr unsigned A_BYTES = TileA::SIZE * 2, STAGE = (TileA::SIZE + TileB::SIZE) * 2, RING = ST * STAGE;
 
@@ -234,14 +295,13 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) gemm_tc16(KtuneGem
   const int kbeg = kt0 * BK;
 
   // cp.async loaders (MODE 0 and 1): every address computed here, once.
-  Loader<TileA, A_COL> la;
-  Loader<TileB, !B_COL> lb;
+  Loader<TileA, A_COL, CPA> la;
+  Loader<TileB, !B_COL, CPA> lb;
   if constexpr (MODE != 2) {
     la.init(A, p.lda, A_COL ? kbeg : row0, A_COL ? row0 : kbeg, tid, p.M - row0, kbeg, p.K);
     lb.init(B, p.ldb, B_COL ? col0 : kbeg, B_COL ? kbeg : col0, tid, p.N - col0, kbeg, p.K);
   }
-  const unsigned sa_dst = sbase + (la.rt * TileA::LD + la.ct) * 2;
-  const unsigned sb_dst = sbase + A_BYTES + (lb.rt * TileB::LD + lb.ct) * 2;
+  const unsigned sa_dst = sbase, sb_dst = sbase + A_BYTES; // the tiles of stage 0
   int kload = kbeg; // MODE 2: K origin of the next tile to load
 
   // One K tile into the stage at byte offset `so`, then the loaders move to the next tile.
@@ -266,51 +326,91 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) gemm_tc16(KtuneGem
     }
   };
 
-  // ldmatrix source addresses of this lane (stage 0, k step 0); the MMA tile i / pair j and k
-  // step ks add compile-time offsets, the stage its byte offset.
-  unsigned a_src, b_src;
+  // This lane's fragment coordinates in each tile (storage row, column; stage 0, k step 0):
+  // the MMA tile i / pair of n8 tiles j and the k step ks move them by whole 16-row or 16-column
+  // steps (DR_*, DC_*), so with LAY 0 and 1 every address is one per-lane value plus
+  // compile-time offsets, and with the swizzle (LAY 2) the row part is, and the 16-byte chunk
+  // index is XORed with the lane's row pattern (16-row steps keep it).
+  int ra, ca, rb, cb;
   if constexpr (!A_COL) {
     // Lanes 0-15 address rows 0-15 at k 0-7, lanes 16-31 the same rows at k 8-15: registers 0-3
     // are then a0 (rows 0-7, k 0-7), a1 (rows 8-15), a2 (k 8-15), a3.
-    a_src = sbase + ((wm + (lane & 15)) * TileA::LD + (lane >> 4) * 8) * 2;
+    ra = wm + (lane & 15), ca = (lane >> 4) * 8;
   } else {
     // K-major tile: lanes 8q..8q+7 address k rows of matrix q = (m half q & 1, k half q >> 1);
     // transposed, each register holds the same (row, k pair) as in the row-major case.
     const int q = lane >> 3;
-    a_src = sbase + (((q >> 1) * 8 + (lane & 7)) * TileA::LD + wm + (q & 1) * 8) * 2;
+    ra = (q >> 1) * 8 + (lane & 7), ca = wm + (q & 1) * 8;
   }
   if constexpr (!B_COL) {
     // Lanes 0-15 address k rows 0-15 of columns n..n+7, lanes 16-31 those of n+8..n+15:
     // transposed, registers 0-1 are b0, b1 of the first n8 tile, 2-3 of the second.
-    b_src = sbase + A_BYTES + ((lane & 15) * TileB::LD + wn + (lane >> 4) * 8) * 2;
+    rb = lane & 15, cb = wn + (lane >> 4) * 8;
   } else {
     // N-major tile (rows n, k contiguous): lanes 8q..8q+7 address n rows of matrix q =
     // (k half q & 1, n half q >> 1); untransposed, a lane holds (n = g, k = 2t, 2t + 1).
     const int q = lane >> 3;
-    b_src = sbase + A_BYTES + ((wn + (q >> 1) * 8 + (lane & 7)) * TileB::LD + (q & 1) * 8) * 2;
+    rb = wn + (q >> 1) * 8 + (lane & 7), cb = (q & 1) * 8;
   }
-  constexpr int A_I = A_COL ? 16 * 2 : 16 * TileA::LD * 2;  // bytes per m16 tile
-  constexpr int A_K = A_COL ? 16 * TileA::LD * 2 : 16 * 2;  // bytes per k16 step
-  constexpr int B_J = B_COL ? 16 * TileB::LD * 2 : 16 * 2;  // bytes per pair of n8 tiles
-  constexpr int B_K = B_COL ? 16 * 2 : 16 * TileB::LD * 2;  // bytes per k16 step
+  // (rows, columns) moved by one m16 tile (i), one k16 step (ks), one pair of n8 tiles (j / 2).
+  constexpr int DR_AI = A_COL ? 0 : 16, DC_AI = A_COL ? 16 : 0, DR_AK = A_COL ? 16 : 0, DC_AK = A_COL ? 0 : 16;
+  constexpr int DR_BJ = B_COL ? 16 : 0, DC_BJ = B_COL ? 0 : 16, DR_BK = B_COL ? 0 : 16, DC_BK = B_COL ? 16 : 0;
+  const unsigned a_src = sa_dst, b_src = sb_dst;
 
   // Fragments, double-buffered across k16 steps (and across the stage boundary): step ks + 1's
-  // ldmatrix are issued before step ks's MMAs, so their latency hides behind the MMAs.
+  // loads are issued before step ks's MMAs, so their latency hides behind the MMAs.
+  // LDM = 1: ldmatrix.x4, one instruction a 16 x 16 fragment of A or two n8 fragments of B.
+  // LDM = 0 (the ladder's naive rung): each fragment register read from shared memory by the lane
+  // that holds it, as the PTX ISA's fragment layout of mma.m16n8k16 places it: lane (g, t) =
+  // (lane / 4, lane % 4) holds A's (row g [+8], k 2t [+8], +1) and B's (k 2t [+8], +1; column g);
+  // a pair contiguous in the tile is one 32-bit load, else two 16-bit loads.
+  const int g8 = lane >> 2, t4 = lane & 3;
+  auto lds32 = [&](unsigned addr) {
+    unsigned v;
+    asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr));
+    return v;
+  };
+  auto lds16x2 = [&](unsigned lo, unsigned hi) {
+    unsigned short a, b;
+    asm volatile("ld.shared.u16 %0, [%1];\n" : "=h"(a) : "r"(lo));
+    asm volatile("ld.shared.u16 %0, [%1];\n" : "=h"(b) : "r"(hi));
+    return unsigned(a) | unsigned(b) << 16;
+  };
   unsigned fa[2][MI][4], fb[2][NI][2];
   auto load_frags = [&](int buf, unsigned so, int ks) {
+    if constexpr (LDM) {
 #pragma unroll
-    for (int i = 0; i < MI; ++i) {
-      const unsigned addr = a_src + so + i * A_I + ks * A_K;
-      if constexpr (!A_COL) ldmatrix_x4_s(fa[buf][i], addr);
-      else ldmatrix_x4_trans_s(fa[buf][i], addr);
-    }
+      for (int i = 0; i < MI; ++i) {
+        const unsigned addr = a_src + so + TileA::byte_off(ra + i * DR_AI + ks * DR_AK, ca + i * DC_AI + ks * DC_AK);
+        if constexpr (!A_COL) ldmatrix_x4_s(fa[buf][i], addr);
+        else ldmatrix_x4_trans_s(fa[buf][i], addr);
+      }
 #pragma unroll
-    for (int j = 0; j < NI; j += 2) {
-      unsigned r[4];
-      const unsigned addr = b_src + so + (j / 2) * B_J + ks * B_K;
-      if constexpr (!B_COL) ldmatrix_x4_trans_s(r, addr);
-      else ldmatrix_x4_s(r, addr);
-      fb[buf][j][0] = r[0], fb[buf][j][1] = r[1], fb[buf][j + 1][0] = r[2], fb[buf][j + 1][1] = r[3];
+      for (int j = 0; j < NI; j += 2) {
+        unsigned r[4];
+        const unsigned addr =
+            b_src + so + TileB::byte_off(rb + (j / 2) * DR_BJ + ks * DR_BK, cb + (j / 2) * DC_BJ + ks * DC_BK);
+        if constexpr (!B_COL) ldmatrix_x4_trans_s(r, addr);
+        else ldmatrix_x4_s(r, addr);
+        fb[buf][j][0] = r[0], fb[buf][j][1] = r[1], fb[buf][j + 1][0] = r[2], fb[buf][j + 1][1] = r[3];
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int m = wm + i * 16 + g8 + (e & 1) * 8, k = ks * 16 + 2 * t4 + (e >> 1) * 8;
+          if constexpr (!A_COL) fa[buf][i][e] = lds32(a_src + so + TileA::byte_off(m, k));
+          else fa[buf][i][e] = lds16x2(a_src + so + TileA::byte_off(k, m), a_src + so + TileA::byte_off(k + 1, m));
+        }
+#pragma unroll
+      for (int j = 0; j < NI; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int n = wn + j * 8 + g8, k = ks * 16 + 2 * t4 + e * 8;
+          if constexpr (B_COL) fb[buf][j][e] = lds32(b_src + so + TileB::byte_off(n, k));
+          else fb[buf][j][e] = lds16x2(b_src + so + TileB::byte_off(k, n), b_src + so + TileB::byte_off(k + 1, n));
+        }
     }
   };
 

@@ -64,32 +64,34 @@ TEST(Tc16Gpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
     int64_t shift; // pointers this many halves off alignment (then the alignment class is 2)
     int sampled, split; // configs drawn from the whole space, and with SPLITK > 1
     bool elements;      // also the element-load form (unaligned shapes)
+    bool ladder = false; // also one config of every (SMEM, LDM, CPA) the shape allows (the ladder's rungs)
   };
   const Shape shapes[] = {
       // Aligned, row-major (the first version's cases): dividing and not, padded rows, K = 0, one row.
       {256, 256, 256, 0, 1, 0, "NN", 0, 2, 1, false},
-      {1000, 1032, 520, 8, 0.75f, 0.5f, "NN", 0, 2, 1, false},
+      {1000, 1032, 520, 8, 0.75f, 0.5f, "NN", 0, 2, 1, false, true},
       {64, 128, 1024, 0, 1, -1, "NN", 0, 2, 1, false},
       {7, 1024, 64, 16, 1, 0, "NN", 0, 2, 0, false},
       {1, 4096, 512, 0, 1, 0, "NN", 0, 2, 1, false},
       {128, 256, 0, 0, 1, 0.5f, "NN", 0, 2, 0, false},
       {300, 200, 136, 0, 1, 1, "NN", 0, 2, 1, false},
       // Aligned, column-major A and / or B.
-      {512, 384, 1024, 0, 1, 0, "NT", 0, 2, 1, false},
-      {256, 512, 512, 0, 1, 1, "TN", 0, 2, 1, false},
-      {1000, 1032, 520, 8, 0.5f, 0.5f, "TT", 0, 2, 1, false},
+      {512, 384, 1024, 0, 1, 0, "NT", 0, 2, 1, false, true},
+      {256, 512, 512, 0, 1, 1, "TN", 0, 2, 1, false, true},
+      {1000, 1032, 520, 8, 0.5f, 0.5f, "TT", 0, 2, 1, false, true},
       {128, 1024, 2048, 0, 1, 0, "NT", 0, 1, 2, false},
       // Unaligned (odd M, N, K, odd leading dimensions): packed, or the element-load form.
-      {301, 203, 137, 0, 1, 0.5f, "NN", 0, 2, 1, true},
+      {301, 203, 137, 0, 1, 0.5f, "NN", 0, 2, 1, true, true},
       {77, 1001, 33, 3, 0.75f, 0, "NT", 0, 2, 1, true},
       {1, 4095, 4093, 0, 1, 0, "TN", 0, 2, 1, false},
       {301, 203, 137, 1, 1, -1, "TT", 0, 2, 1, true},
-      {129, 257, 65, 0, 1, 0.5f, "TN", 1, 2, 1, true}, // 2-byte-aligned pointers
+      {129, 257, 65, 0, 1, 0.5f, "TN", 1, 2, 1, true, true}, // 2-byte-aligned pointers
       {256, 256, 256, 0, 1, 0, "NT", 1, 1, 1, false},  // aligned shape, unaligned pointers
   };
   std::vector<Instance> insts;
   std::vector<Case> cases;
   uint64_t seed = 100;
+  int ladder_configs = 0;
   for (DType t : {DType::bf16, DType::f16})
     for (const Shape& s : shapes) {
       GemmProblem p = GemmProblem::make(s.m, s.n, s.k, s.layout, t);
@@ -102,6 +104,17 @@ TEST(Tc16Gpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       std::vector<std::pair<Config, bool>> configs;
       for (const Config& c : f.sample(p, *dev, size_t(s.sampled), ++seed)) configs.emplace_back(c, false);
       for (const Config& c : fs.sample(p, *dev, size_t(s.split), ++seed)) configs.emplace_back(c, false);
+      if (s.ladder)
+        for (int smem : {0, 1, 2})
+          for (int ldm : {0, 1})
+            for (int cpa : {0, 1}) {
+              SpaceRestriction r;
+              r.domains = {{"SMEM", {smem}}, {"LDM", {ldm}}, {"CPA", {cpa}}};
+              for (const Config& c : f.restricted(r).sample(p, *dev, 1, ++seed)) {
+                configs.emplace_back(c, false);
+                ++ladder_configs;
+              }
+            }
       if (s.elements) {
         // Packed configs' tilings, unpacked: CP16 = 0 since the problem is unaligned. One unsplit,
         // one split.
@@ -190,6 +203,8 @@ TEST(Tc16Gpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
   EXPECT_GE(split_k, 20);
   EXPECT_GE(elements, 8);
   EXPECT_EQ(layouts.size(), 4u);
+  // Every combination on each of the six ladder shapes (the unaligned ones packed), both dtypes.
+  EXPECT_EQ(ladder_configs, 2 * 6 * 12);
 }
 
 // The reference's own conversions (no GPU needed): known encodings, ties to even, subnormals,

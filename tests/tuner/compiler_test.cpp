@@ -200,8 +200,8 @@ TEST(Compiler, SampledAndCornerTc16ConfigsCompileForSm80AndSm90) {
       const auto huge = GemmProblem::parse("16383x16385x16387", kLayouts[t == DType::f16 ? 3 : 1], t);
       for (const auto& c : f.sample(huge, d, 1, ++seed)) {
         EXPECT_EQ(c["PACK"], 0) << c.to_json();
-        // ...PACK = 0, CP16 = 0, F16, A_COL, B_COL> (TT for f16, NT for bf16)
-        const std::string name = f.kernel_names(c, huge)[0], tail = t == DType::f16 ? ",0,0,1,1,1>" : ",0,0,0,0,1>";
+        // ...PACK = 0, LDM, SMEM, CPA = 1, CP16 = 0, F16, A_COL, B_COL> (TT for f16, NT for bf16)
+        const std::string name = f.kernel_names(c, huge)[0], tail = t == DType::f16 ? ",1,0,1,1,1>" : ",1,0,0,0,1>";
         EXPECT_EQ(name.substr(name.size() - tail.size()), tail) << name;
         cases.emplace_back(c, huge);
         ++elements;

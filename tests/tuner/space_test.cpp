@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 
 #include "ktune/error.h"
@@ -353,14 +354,64 @@ TEST(Space, Tc16ServesHalfPrecisionProblemsOfEveryLayoutOnSm80AndUp) {
     const auto& s = plan.main_step();
     EXPECT_EQ(s.block[0], unsigned(32 * (c["BM"] / c["WM"]) * (c["BN"] / c["WN"])));
     EXPECT_EQ(s.grid[0], unsigned((1001 + c["BM"] - 1) / c["BM"] * (4096 / c["BN"])));
-    EXPECT_EQ(s.dynamic_smem, unsigned(c["ST"] * (c["BM"] * (c["BK"] + 8) + c["BK"] * (c["BN"] + 8)) * 2));
+    const int pad = c["SMEM"] == 1 ? 8 : 0; // rows padded by 16 bytes, or not (plain, swizzled)
+    EXPECT_EQ(s.dynamic_smem, unsigned(c["ST"] * (c["BM"] * (c["BK"] + pad) + c["BK"] * (c["BN"] + pad)) * 2));
     EXPECT_LE(s.dynamic_smem, unsigned(d.max_smem_per_block_optin));
   }
-  // Column-major tiles are stored K-major (A) and N-major (B): [BK][BM + 8] and [BN][BK + 8].
+  // Column-major tiles are stored K-major (A) and N-major (B): [BK][BM (+ 8)] and [BN][BK (+ 8)].
   const auto tt = GemmProblem::parse("1001x4096x4096", "TT", DType::bf16);
-  for (const auto& c : f.restricted(plain).sample(tt, d, 20, 4))
+  for (const auto& c : f.restricted(plain).sample(tt, d, 20, 4)) {
+    const int pad = c["SMEM"] == 1 ? 8 : 0;
     EXPECT_EQ(f.launch_plan(c, tt).main_step().dynamic_smem,
-              unsigned(c["ST"] * (c["BK"] * (c["BM"] + 8) + c["BN"] * (c["BK"] + 8)) * 2));
+              unsigned(c["ST"] * (c["BK"] * (c["BM"] + pad) + c["BN"] * (c["BK"] + pad)) * 2));
+  }
+}
+
+// The half ladder's parameters (SMEM, LDM, CPA): every value is offered at an aligned shape;
+// loads through registers come with two stages only and never where the kernel loads elements
+// (the same kernel twice); a ladder config lent to such a shape falls back to its cp.async form.
+TEST(Space, Tc16LadderParametersAreChoicesWithTheirConstraints) {
+  const Family f = find_family("gemm_tc16");
+  const auto d = DeviceInfo::nominal("sm_90");
+  std::map<std::string, std::set<int>> seen;
+  const auto aligned = GemmProblem::parse("4096x4096x4096", "NN", DType::bf16);
+  f.enumerate(aligned, d, [&](const Config& c) {
+    for (const char* k : {"SMEM", "LDM", "CPA"}) seen[k].insert(c[k]);
+    if (c["CPA"] == 0) EXPECT_EQ(c["ST"], 2) << c.to_json();
+    return true;
+  });
+  EXPECT_EQ(seen["SMEM"], (std::set<int>{0, 1, 2}));
+  EXPECT_EQ(seen["LDM"], (std::set<int>{0, 1}));
+  EXPECT_EQ(seen["CPA"], (std::set<int>{0, 1}));
+  // Beyond the workspace cap an unaligned shape takes element loads: CPA = 1 only.
+  const auto huge = GemmProblem::parse("16383x16385x16387", "NT", DType::f16);
+  std::set<int> cpa;
+  f.enumerate(huge, d, [&](const Config& c) {
+    cpa.insert(c["CPA"]);
+    return cpa.size() < 2;
+  });
+  EXPECT_EQ(cpa, (std::set<int>{1}));
+  const Config naive = Config::from_json(
+      R"({"BM":128,"BN":128,"WM":64,"WN":64,"BK":32,"ST":2,"SWZ":1,"SPLITK":1,"PACK":0,"SMEM":0,"LDM":0,"CPA":0})");
+  ASSERT_TRUE(f.valid(naive, aligned, d)) << f.violations(naive, aligned, d)[0];
+  EXPECT_FALSE(f.valid(naive, huge, d));
+  bool served = false;
+  for (const auto& g : f.generalized(naive))
+    if (f.valid(g, huge, d)) {
+      EXPECT_EQ(g["CPA"], 1);
+      EXPECT_EQ(g["LDM"], 0); // the rest of the config stays
+      EXPECT_EQ(g["SMEM"], 0);
+      served = true;
+      break;
+    }
+  EXPECT_TRUE(served);
+  // Unpadded rows (plain or swizzled) need 16 bytes a row less of shared memory.
+  Config swz = naive;
+  swz.set("SMEM", 2);
+  Config pad = naive;
+  pad.set("SMEM", 1);
+  EXPECT_EQ(f.launch_plan(swz, aligned).main_step().dynamic_smem, 2u * (128 * 32 + 32 * 128) * 2);
+  EXPECT_EQ(f.launch_plan(pad, aligned).main_step().dynamic_smem, 2u * (128 * 40 + 32 * 136) * 2);
 }
 
 TEST(Space, Tc16PacksExactlyWhereUnalignedOrUndividedAndFallsBackToElementLoadsBeyondTheWorkspaceCap) {
@@ -394,7 +445,7 @@ TEST(Space, Tc16PacksExactlyWhereUnalignedOrUndividedAndFallsBackToElementLoadsB
   // (kernel 1, a dependent launch). Workspace: SPLITK FP32 slices of M x ws_ld, then A' and B' in
   // halves, padded to whole tiles and K to BK * SPLITK.
   const Config c = Config::from_json(
-      R"({"BM":128,"BN":256,"WM":64,"WN":64,"BK":32,"ST":4,"SWZ":8,"SPLITK":4,"PACK":1})");
+      R"({"BM":128,"BN":256,"WM":64,"WN":64,"BK":32,"ST":4,"SWZ":8,"SPLITK":4,"PACK":1,"SMEM":1,"LDM":1,"CPA":1})");
   for (const char* l : {"NN", "NT", "TN", "TT"}) {
     const auto p = GemmProblem::parse("2999x2999x2999", l, DType::bf16);
     ASSERT_TRUE(f.valid(c, p, d)) << l << ": " << f.violations(c, p, d)[0];
@@ -417,7 +468,7 @@ TEST(Space, Tc16PacksExactlyWhereUnalignedOrUndividedAndFallsBackToElementLoadsB
     const auto names = f.kernel_names(c, p);
     ASSERT_EQ(names.size(), 3u);
     const std::string layout = std::string(l[0] == 'T' ? "1" : "0") + "," + (l[1] == 'T' ? "1" : "0");
-    EXPECT_EQ(names[0], "gemm_tc16<128,256,32,64,64,4,8,4,1,1,0," + layout + ">");
+    EXPECT_EQ(names[0], "gemm_tc16<128,256,32,64,64,4,8,4,1,1,1,1,1,0," + layout + ">");
     EXPECT_EQ(names[1], "gemm_splitk_reduce16<4,0>");
     EXPECT_EQ(names[2], "gemm_pack16<128,256,128,4," + layout + ">");
   }
@@ -463,7 +514,7 @@ TEST(Space, Tc16GeneralFormsServeUnalignedShapesAndOldConfigsUpgrade) {
   const auto d = DeviceInfo::nominal("sm_90");
   // Tuned on an aligned square, split in 4: its general forms, nearest first.
   const Config tuned = Config::from_json(
-      R"({"BM":128,"BN":256,"WM":64,"WN":64,"BK":64,"ST":3,"SWZ":8,"SPLITK":4,"PACK":0})");
+      R"({"BM":128,"BN":256,"WM":64,"WN":64,"BK":64,"ST":3,"SWZ":8,"SPLITK":4,"PACK":0,"SMEM":1,"LDM":1,"CPA":1})");
   ASSERT_TRUE(f.valid(tuned, GemmProblem::parse("4096x4096x4096", "NN", DType::bf16), d));
   const auto general = f.generalized(tuned);
   ASSERT_EQ(general.size(), 3u);
@@ -512,11 +563,13 @@ TEST(Space, Tc16GeneralFormsServeUnalignedShapesAndOldConfigsUpgrade) {
   ASSERT_EQ(f.generalized(plain).size(), 1u);
   EXPECT_EQ(f.generalized(plain)[0]["PACK"], 1);
 
-  // Configs recorded before SPLITK and PACK existed were neither split nor packed.
+  // Configs recorded before SPLITK and PACK existed were neither split nor packed; before SMEM,
+  // LDM and CPA, rows were padded, fragments came from ldmatrix and loads from cp.async.
   const Config old = Config::from_json(R"({"BM":128,"BN":128,"WM":64,"WN":64,"BK":32,"ST":4,"SWZ":8})");
   const Config up = f.canonical(old);
   EXPECT_EQ(up["SPLITK"], 1);
   EXPECT_EQ(up["PACK"], 0);
-  EXPECT_EQ(up.to_json(), R"({"BM":128,"BN":128,"WM":64,"WN":64,"BK":32,"ST":4,"SWZ":8,"SPLITK":1,"PACK":0})");
+  EXPECT_EQ(up.to_json(),
+            R"({"BM":128,"BN":128,"WM":64,"WN":64,"BK":32,"ST":4,"SWZ":8,"SPLITK":1,"PACK":0,"SMEM":1,"LDM":1,"CPA":1})");
   EXPECT_TRUE(f.valid(f.upgraded(old), GemmProblem::parse("4096x4096x4096", "NN", DType::bf16), d));
 }
