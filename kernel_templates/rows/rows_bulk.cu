@@ -25,14 +25,10 @@
 //   STORE    0: pass 2 stores y from registers; 1: pass 2 writes the results over the slice in
 //            shared memory, piece by piece, and one thread bulk-stores each piece (the CTA's
 //            stores leave as a few large async copies, and it needs no store slots while they drain)
-//   GRAIN    0: slices rounded up to a warp's sweep (32 * VEC elements); 1: to 16 bytes (and
-//            whole vectors), the granule the bulk copies need. A slice then costs up to a sweep
-//            less shared memory, which can let one more CTA share an SM (512 x 128256 bf16 at
-//            CL 8: 32256 -> 32064 bytes, 6 -> 7 CTAs an SM with the 1 KB each CTA reserves)
 //
-// The slice: per = ceil(cols / CL) rounded up to the grain (GRAIN), CTA rank r takes columns
-// [r * per, min(cols, (r + 1) * per)); its pieces are ceil(n / PIECES) elements rounded up to a
-// warp's sweep of 32 * VEC elements (the last ones may be short or empty).
+// The slice: per = ceil(cols / CL) rounded up to 32 * VEC elements (a warp's sweep, a multiple of
+// 64 bytes), CTA rank r takes columns [r * per, min(cols, (r + 1) * per)); its pieces are
+// ceil(n / PIECES) elements rounded up the same way (the last ones may be short or empty).
 //
 // Host rules (besides rows_common.cuh's): sm_90; grid = ceil(rows / RPC) * CL x 1 x 1 (<= 2^31 - 1),
 // block = THREADS, dynamic shared memory = STAGES * per * sizeof(element) bytes (<= the device's
@@ -44,7 +40,7 @@
 
 constexpr int kBulkUnroll = 4;
 
-template <int OP, int DT, int VEC, int THREADS, int CL, int PIECES, int RPC, int STAGES, int STORE, int GRAIN>
+template <int OP, int DT, int VEC, int THREADS, int CL, int PIECES, int RPC, int STAGES, int STORE>
 __global__ void __launch_bounds__(THREADS) KTUNE_CLUSTER_DIMS(CL, 1, 1) rows_bulk(KtuneRowsArgs p) {
   using namespace ktune_dev::rows;
   namespace as = ktune_dev::async;
@@ -54,7 +50,6 @@ __global__ void __launch_bounds__(THREADS) KTUNE_CLUSTER_DIMS(CL, 1, 1) rows_bul
   static_assert(PIECES == 1 || PIECES == 2 || PIECES == 4 || PIECES == 8, "PIECES in {1, 2, 4, 8}");
   static_assert(RPC >= 1 && (STAGES == 1 || STAGES == 2), "RPC >= 1, STAGES in {1, 2}");
   static_assert(STORE == 0 || STORE == 1, "STORE in {0, 1}");
-  static_assert(GRAIN == 0 || GRAIN == 1, "GRAIN in {0, 1}");
 #if __CUDA_ARCH__ >= 900
   constexpr int EB = elem_bytes<DT>();
   constexpr int SWEEP = 32 * VEC;
@@ -68,9 +63,7 @@ __global__ void __launch_bounds__(THREADS) KTUNE_CLUSTER_DIMS(CL, 1, 1) rows_bul
   const int rank = CL > 1 ? static_cast<int>(ktune_dev::cluster::rank()) : 0;
   const RowConsts k = row_consts(p);
   const int cols = static_cast<int>(p.cols);
-  // 16 bytes and whole vectors: VEC * EB and 16 are both powers of two.
-  constexpr int G = GRAIN ? (VEC * EB > 16 ? VEC : 16 / EB) : SWEEP;
-  const int per = ((cols + CL - 1) / CL + G - 1) / G * G;
+  const int per = ((cols + CL - 1) / CL + SWEEP - 1) / SWEEP * SWEEP;
   const int begin = min(cols, rank * per);
   const int n = min(cols, begin + per) - begin; // elements of this CTA's slice (0 on short rows)
   const int piece = ((n + PIECES - 1) / PIECES + SWEEP - 1) / SWEEP * SWEEP;

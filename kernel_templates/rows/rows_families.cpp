@@ -162,14 +162,8 @@ Family cluster_family(const RowsOpSpec& s) {
   return f;
 }
 
-// rows_bulk.cu's slice in bytes, the kernel's dynamic shared memory: slice() above (GRAIN 0), or
-// ceil(cols / CL) rounded up to 16 bytes and whole vectors (GRAIN 1).
-int64_t bulk_slice_bytes(const Config& c, const Problem& p) {
-  if (c["GRAIN"] == 0) return slice(c, p) * elem(p);
-  const int64_t g = std::max<int64_t>(c["VEC"], 16 / elem(p));
-  const int64_t per = (cols(p) + c["CL"] - 1) / c["CL"];
-  return (per + g - 1) / g * g * elem(p);
-}
+// rows_bulk.cu's slice (slice() above) in bytes: the kernel's dynamic shared memory.
+int64_t bulk_slice_bytes(const Config& c, const Problem& p) { return slice(c, p) * elem(p); }
 
 Family bulk_family(const RowsOpSpec& s) {
   Family f = common(s, "bulk", "the row (a cluster of CL CTAs: a slice each) in shared memory through bulk copies, statistics as pieces land");
@@ -178,8 +172,7 @@ Family bulk_family(const RowsOpSpec& s) {
       .param("CL", {1, 2, 4, 8, 16}, "CTAs per cluster (one row)").param("PIECES", {1, 2, 4, 8}, "bulk copies a slice arrives in")
       .param("RPC", {1, 2, 4, 8, 16}, "rows a cluster serves in turn").param("STAGES", {1, 2}, "slice buffers (2: the next row's copies in flight)")
       .param("STORE", {0, 1}, "1: results staged in shared memory and bulk-stored")
-      .param("LB", {0, 1}, "1: load-balancing cluster scheduling (CL > 1)")
-      .param("GRAIN", {0, 1}, "slices rounded up to a warp's sweep (0) or to 16 bytes (1: less shared memory a CTA)");
+      .param("LB", {0, 1}, "1: load-balancing cluster scheduling (CL > 1)");
   f.restrict("whole vectors", {"VEC"}, [](const Config& c, const Problem& p, const DeviceInfo&) { return vector_ok(c, p); })
       .restrict("bulk copies move 16-byte granules", {"VEC"},
                 [](const Config&, const Problem& p, const DeviceInfo&) {
@@ -187,9 +180,7 @@ Family bulk_family(const RowsOpSpec& s) {
                 })
       .restrict("CL CTAs per row fit the grid", {"VEC", "CL"},
                 [](const Config& c, const Problem& p, const DeviceInfo&) { return rows(p) * c["CL"] <= INT_MAX; })
-      // The slice's size depends on GRAIN, the last parameter: the constraints that read it are
-      // checked once every parameter is bound.
-      .restrict("the slice fits shared memory", {"VEC", "CL", "GRAIN"},
+      .restrict("the slice fits shared memory", {"VEC", "CL"},
                 [](const Config& c, const Problem& p, const DeviceInfo& d) {
                   return bulk_slice_bytes(c, p) + 1024 <= d.max_smem_per_block_optin; // 1 KB: the static barriers and stats
                 })
@@ -197,9 +188,9 @@ Family bulk_family(const RowsOpSpec& s) {
       // barriers and exchange.
       .restrict("a cluster only for rows over 32 KB", {"VEC", "CL"},
                 [](const Config& c, const Problem& p, const DeviceInfo&) { return c["CL"] == 1 || cols(p) * elem(p) > 32 * 1024; })
-      .restrict("every thread has a vector of its slice", {"VEC", "CL", "THREADS", "GRAIN"},
+      .restrict("every thread has a vector of its slice", {"VEC", "CL", "THREADS"},
                 [](const Config& c, const Problem& p, const DeviceInfo&) { return int64_t(c["THREADS"]) * c["VEC"] * elem(p) <= bulk_slice_bytes(c, p); })
-      .restrict("every piece at least a warp's sweep", {"VEC", "CL", "PIECES", "GRAIN"},
+      .restrict("every piece at least a warp's sweep", {"VEC", "CL", "PIECES"},
                 [](const Config& c, const Problem& p, const DeviceInfo&) {
                   return c["PIECES"] == 1 || bulk_slice_bytes(c, p) >= int64_t(c["PIECES"]) * 32 * c["VEC"] * elem(p);
                 })
@@ -207,35 +198,25 @@ Family bulk_family(const RowsOpSpec& s) {
                 [](const Config& c, const Problem& p, const DeviceInfo&) { return c["RPC"] == 1 || c["RPC"] < rows(p); })
       .restrict("a second buffer only when a next row can use it", {"VEC", "CL", "PIECES", "RPC", "STAGES"},
                 [](const Config& c, const Problem&, const DeviceInfo&) { return c["STAGES"] == 1 || c["RPC"] > 1; })
-      .restrict("the slice buffers fit shared memory", {"VEC", "CL", "PIECES", "RPC", "STAGES", "GRAIN"},
+      .restrict("the slice buffers fit shared memory", {"VEC", "CL", "PIECES", "RPC", "STAGES"},
                 [](const Config& c, const Problem& p, const DeviceInfo& d) {
                   return c["STAGES"] * bulk_slice_bytes(c, p) + 1024 <= d.max_smem_per_block_optin;
                 })
       .restrict("bulk stores move 16-byte granules", {"VEC", "CL", "PIECES", "RPC", "STAGES", "STORE"},
                 [](const Config& c, const Problem& p, const DeviceInfo&) { return c["STORE"] == 0 || (p.ld[1] * elem(p)) % 16 == 0; })
       .restrict("a scheduling policy only for clusters", {"VEC", "CL", "PIECES", "RPC", "STAGES", "STORE", "LB"},
-                [](const Config& c, const Problem&, const DeviceInfo&) { return c["LB"] == 0 || c["CL"] > 1; })
-      // GRAIN 1 where the slice comes out the same would be the same kernel's work twice.
-      .restrict("GRAIN = 1 only where it shrinks the slice", {"VEC", "CL", "GRAIN"},
-                [](const Config& c, const Problem& p, const DeviceInfo&) {
-                  if (c["GRAIN"] == 0) return true;
-                  Config sweep = c;
-                  sweep.set("GRAIN", 0);
-                  return bulk_slice_bytes(c, p) < bulk_slice_bytes(sweep, p);
-                });
-  // Configs recorded before RPC, STAGES, STORE, LB and GRAIN ran one row per cluster from one
-  // buffer, stored from registers, launched with the default cluster policy, slices rounded to
-  // a warp's sweep.
+                [](const Config& c, const Problem&, const DeviceInfo&) { return c["LB"] == 0 || c["CL"] > 1; });
+  // Configs recorded before RPC, STAGES, STORE and LB ran one row per cluster from one buffer,
+  // stored from registers and launched with the default cluster policy.
   f.upgrade([](Config c) {
     if (!c.has("RPC")) c.set("RPC", 1);
     if (!c.has("STAGES")) c.set("STAGES", 1);
     if (!c.has("STORE")) c.set("STORE", 0);
     if (!c.has("LB")) c.set("LB", 0);
-    if (!c.has("GRAIN")) c.set("GRAIN", 0);
     return c;
   });
   f.kernels([s](const Config& c, const Problem& p) {
-    return std::vector<std::string>{instance("rows_bulk", s, p, {c["VEC"], c["THREADS"], c["CL"], c["PIECES"], c["RPC"], c["STAGES"], c["STORE"], c["GRAIN"]})};
+    return std::vector<std::string>{instance("rows_bulk", s, p, {c["VEC"], c["THREADS"], c["CL"], c["PIECES"], c["RPC"], c["STAGES"], c["STORE"]})};
   });
   f.launch([](const Config& c, const Problem& p) {
     LaunchPlan plan = one_step(unsigned((rows(p) + c["RPC"] - 1) / c["RPC"] * c["CL"]), unsigned(c["THREADS"]));

@@ -114,7 +114,7 @@ TEST(RowsOp, CachedFamiliesServeTheRowLengthsTheyAreFor) {
   // shared memory, never more rows a cluster than the problem has; configs recorded before RPC
   // and STAGES mean one row, one buffer.
   const Problem few = Problem::parse("softmax", "3x32000", "", DType::bf16);
-  const Config two{{"VEC", 8}, {"THREADS", 256}, {"CL", 1}, {"PIECES", 2}, {"RPC", 2}, {"STAGES", 2}, {"STORE", 1}, {"LB", 0}, {"GRAIN", 0}};
+  const Config two{{"VEC", 8}, {"THREADS", 256}, {"CL", 1}, {"PIECES", 2}, {"RPC", 2}, {"STAGES", 2}, {"STORE", 1}, {"LB", 0}};
   EXPECT_TRUE(bulk.violations(two, few, d).empty());
   Config c = two;
   c.set("RPC", 1);
@@ -128,7 +128,6 @@ TEST(RowsOp, CachedFamiliesServeTheRowLengthsTheyAreFor) {
   EXPECT_EQ(up["STAGES"], 1);
   EXPECT_EQ(up["STORE"], 0);
   EXPECT_EQ(up["LB"], 0);
-  EXPECT_EQ(up["GRAIN"], 0);
   Config lb = two;
   lb.set("LB", 1);
   EXPECT_FALSE(bulk.violations(lb, few, d).empty()); // a cluster policy without a cluster
@@ -142,18 +141,6 @@ TEST(RowsOp, CachedFamiliesServeTheRowLengthsTheyAreFor) {
   EXPECT_FALSE(bulk.violations(two, padded_y, d).empty());
   EXPECT_EQ(bulk.launch_plan(two, Problem::parse("softmax", "5x32000", "", DType::bf16)).steps[0].grid[0], 3u);
   EXPECT_EQ(bulk.launch_plan(two, Problem::parse("softmax", "5x32000", "", DType::bf16)).steps[0].dynamic_smem, 2u * 64000u);
-  // GRAIN 1 rounds a CTA's slice up to 16 bytes instead of a warp's sweep, and is offered only
-  // where that shrinks it: 512x128256 bf16 at CL 8 takes 32064 bytes a CTA instead of 32256.
-  const Problem vocab16 = Problem::parse("softmax", "512x128256", "", DType::bf16);
-  Config g{{"VEC", 8}, {"THREADS", 128}, {"CL", 8}, {"PIECES", 2}, {"RPC", 1}, {"STAGES", 1}, {"STORE", 0}, {"LB", 1}, {"GRAIN", 0}};
-  ASSERT_TRUE(bulk.violations(g, vocab16, d).empty());
-  EXPECT_EQ(bulk.launch_plan(g, vocab16).steps[0].dynamic_smem, 32256u);
-  g.set("GRAIN", 1);
-  ASSERT_TRUE(bulk.violations(g, vocab16, d).empty());
-  EXPECT_EQ(bulk.launch_plan(g, vocab16).steps[0].dynamic_smem, 32064u);
-  Config same = two;
-  same.set("GRAIN", 1); // 32000 halves in one CTA: already whole sweeps
-  EXPECT_FALSE(bulk.violations(same, few, d).empty());
 }
 
 // Each row op declares its runner, its weight/bias vectors and its FP64 reference in its own file
@@ -214,11 +201,8 @@ TEST(RowsCompile, SampledConfigsOfEveryRowFamilyCompile) {
           for (const Config& c : f.sample(p, d, 2, seed++)) cases.emplace_back(c, p);
         }
       if (f.name() == std::string(op) + "_bulk") // several rows a cluster, two buffers
-        cases.emplace_back(Config{{"VEC", 4}, {"THREADS", 256}, {"CL", 4}, {"PIECES", 2}, {"RPC", 4}, {"STAGES", 2}, {"STORE", 1}, {"LB", 1}, {"GRAIN", 0}},
+        cases.emplace_back(Config{{"VEC", 4}, {"THREADS", 256}, {"CL", 4}, {"PIECES", 2}, {"RPC", 4}, {"STAGES", 2}, {"STORE", 1}, {"LB", 1}},
                            Problem::parse(op, "33x16384", "", DType::f32));
-      if (f.name() == std::string(op) + "_bulk") // slices rounded to 16 bytes
-        cases.emplace_back(Config{{"VEC", 8}, {"THREADS", 128}, {"CL", 8}, {"PIECES", 2}, {"RPC", 1}, {"STAGES", 1}, {"STORE", 0}, {"LB", 1}, {"GRAIN", 1}},
-                           Problem::parse(op, "33x128256", "", DType::bf16));
       ASSERT_FALSE(cases.empty()) << f.name();
       ktune::testing::compile_all(f, cases, "sm_90");
     }
