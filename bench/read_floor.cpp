@@ -72,15 +72,9 @@ int main(int argc, char** argv) {
     Timer timer(d.l2_bytes);
     TimingOptions to;
     const size_t max_bytes = size_t(*std::max_element(sizes_mb.begin(), sizes_mb.end())) << 20;
-    DeviceBuffer buf(std::max(max_bytes, size_t(256) << 20) * 2, "read_floor buffer"), out(16, "read_floor out");
+    DeviceBuffer buf(max_bytes, "read_floor buffer"), out(16, "read_floor out");
     check_cu(driver().cuMemsetD32Async(buf.ptr(), 0x3f800000u, buf.bytes() / 4, nullptr), "cuMemsetD32Async", "read_floor");
-    auto copy_tb_s = [&](size_t bytes) {
-      const double ms = timer.time([&](CUstream s) {
-        check_cu(driver().cuMemcpyDtoDAsync(buf.ptr() + bytes, buf.ptr(), bytes, s), "cuMemcpyDtoDAsync", "read_floor copy");
-      }, nullptr, to).median_ms;
-      return 2.0 * double(bytes) / (ms * 1e-3) / 1e12;
-    };
-    const double copy = copy_tb_s(size_t(256) << 20);
+    const double copy = timer.copy_tb_s(size_t(256) << 20, to); // as ktune bench measures it
     std::printf("%s (%s), %d SMs; copy (cuMemcpyDtoD 256 MiB, read + written): %.3f TB/s\n", d.name.c_str(), d.arch.c_str(),
                 d.sm_count, copy);
     std::printf("%8s %9s %9s %8s %8s %10s  %s\n", "MiB", "read us", "TB/s", "%copy", "%same", "same-copy", "best kernel (of the sweep)");
@@ -105,7 +99,7 @@ int main(int argc, char** argv) {
             }
           }
       check_cu(driver().cuCtxSynchronize(), "cuCtxSynchronize", "read_floor");
-      const double tb_s = double(bytes) / (best * 1e-3) / 1e12, same = copy_tb_s(bytes / 2);
+      const double tb_s = double(bytes) / (best * 1e-3) / 1e12, same = timer.copy_tb_s(bytes / 2, to);
       std::printf("%8d %9.2f %9.3f %7.1f%% %7.1f%% %10.3f  %s\n", mb, best * 1e3, tb_s, 100 * tb_s / copy, 100 * tb_s / same, same,
                   best_what.c_str());
     }

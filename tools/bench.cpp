@@ -39,17 +39,7 @@ struct Bench {
 
   // cuMemcpyDtoD of 256 MiB (or `bytes`), timed like a kernel: the bandwidth a memory-bound GEMM
   // or row op is held against, counting bytes read and written.
-  double copy_tb_s(size_t bytes = size_t(256) << 20) {
-    bytes = std::max<size_t>(4, bytes / 4 * 4);
-    DeviceBuffer src(bytes, "copy bandwidth source"), dst(bytes, "copy bandwidth destination");
-    check_cu(driver().cuMemsetD32Async(src.ptr(), 0x3f800000u, bytes / 4, nullptr), "cuMemsetD32Async", "copy bandwidth");
-    const double ms = timer->time(
-        [&](CUstream st) {
-          check_cu(driver().cuMemcpyDtoDAsync(dst.ptr(), src.ptr(), bytes, st), "cuMemcpyDtoDAsync", "copy bandwidth");
-        },
-        nullptr, o.timing).median_ms;
-    return 2.0 * double(bytes) / (ms * 1e-3) / 1e12;
-  }
+  double copy_tb_s(size_t bytes = size_t(256) << 20) { return timer->copy_tb_s(bytes, o.timing); }
 
   // Verifies the runtime's choice for p (pinned: this selection instead) against FP64, then
   // times it and cuBLAS on the same inputs. The runtime's choice goes through gemm() as an

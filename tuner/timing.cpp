@@ -59,4 +59,16 @@ Timing Timer::time(const std::function<void(CUstream)>& launch, CUstream stream,
   return r;
 }
 
+double Timer::copy_tb_s(size_t bytes, const TimingOptions& o) {
+  bytes = std::max<size_t>(4, bytes / 4 * 4);
+  DeviceBuffer src(bytes, "copy bandwidth source"), dst(bytes, "copy bandwidth destination");
+  check_cu(driver().cuMemsetD32Async(src.ptr(), 0x3f800000u, bytes / 4, nullptr), "cuMemsetD32Async", "copy bandwidth");
+  const double ms = time(
+      [&](CUstream st) {
+        check_cu(driver().cuMemcpyDtoDAsync(dst.ptr(), src.ptr(), bytes, st), "cuMemcpyDtoDAsync", "copy bandwidth");
+      },
+      nullptr, o).median_ms;
+  return 2.0 * double(bytes) / (ms * 1e-3) / 1e12;
+}
+
 } // namespace ktune

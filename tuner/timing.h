@@ -37,6 +37,10 @@ class Timer {
 
   // Times launch(stream). Throws CudaError when a launch or a CUDA call fails.
   Timing time(const std::function<void(CUstream)>& launch, CUstream stream, const TimingOptions& o);
+  // cuMemcpyDtoD of `bytes` (rounded down to whole words, at least one) between two fresh
+  // buffers, timed like a kernel: the copy bandwidth memory-bound kernels are held against, in
+  // TB/s counting bytes read and written (ktune bench, bench/read_floor).
+  double copy_tb_s(size_t bytes, const TimingOptions& o);
 
  private:
   L2Flusher cold_; // the L2 flush before, and the lead delay inside, every repetition

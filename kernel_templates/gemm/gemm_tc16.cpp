@@ -182,8 +182,7 @@ Family gemm_tc16_family() {
      // Template parameter order of gemm_tc16.cu; CP16, F16 and the layouts come from the problem.
      std::string name = "gemm_tc16<";
      for (const char* prm : {"BM", "BN", "BK", "WM", "WN", "ST", "SWZ", "SPLITK", "PACK", "LDM", "SMEM", "CPA"}) name += std::to_string(c[prm]) + ",";
-     const bool cp16 = c["PACK"] != 0 || loads_16b(p);
-     name += std::string(cp16 ? "1" : "0") + "," + (p.dtype == DType::f16 ? "1" : "0") + "," + gemm_layout_args(p) + ">";
+     name += std::string(loads_16b_path(c, p) ? "1" : "0") + "," + (p.dtype == DType::f16 ? "1" : "0") + "," + gemm_layout_args(p) + ">";
      std::vector<std::string> names{name};
      if (c["SPLITK"] > 1) names.push_back(gemm_splitk_reduce16_name(c["SPLITK"], p));
      if (c["PACK"] != 0) names.push_back(gemm_pack_name(gemm_pack_tiles(tiling(c)), p));

@@ -298,7 +298,7 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) gemm_tc16(KtuneGem
     la.init(A, p.lda, A_COL ? kbeg : row0, A_COL ? row0 : kbeg, tid, p.M - row0, kbeg, p.K);
     lb.init(B, p.ldb, B_COL ? col0 : kbeg, B_COL ? kbeg : col0, tid, p.N - col0, kbeg, p.K);
   }
-  const unsigned sa_dst = sbase, sb_dst = sbase + A_BYTES; // the tiles of stage 0
+  const unsigned tile_a = sbase, tile_b = sbase + A_BYTES; // the tiles of stage 0 (loads and fragments)
   int kload = kbeg; // MODE 2: K origin of the next tile to load
 
   // One K tile into the stage at byte offset `so`, then the loaders move to the next tile.
@@ -315,10 +315,10 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) gemm_tc16(KtuneGem
                            B_COL ? p.K : p.N, tid);
       kload += BK;
     } else {
-      if (MODE == 0 || !check || la.full()) la.fast(sa_dst + so);
-      else la.checked(sa_dst + so, A);
-      if (MODE == 0 || !check || lb.full()) lb.fast(sb_dst + so);
-      else lb.checked(sb_dst + so, B);
+      if (MODE == 0 || !check || la.full()) la.fast(tile_a + so);
+      else la.checked(tile_a + so, A);
+      if (MODE == 0 || !check || lb.full()) lb.fast(tile_b + so);
+      else lb.checked(tile_b + so, B);
       la.advance(), lb.advance();
     }
   };
@@ -352,7 +352,6 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) gemm_tc16(KtuneGem
   // (rows, columns) moved by one m16 tile (i), one k16 step (ks), one pair of n8 tiles (j / 2).
   constexpr int DR_AI = A_COL ? 0 : 16, DC_AI = A_COL ? 16 : 0, DR_AK = A_COL ? 16 : 0, DC_AK = A_COL ? 0 : 16;
   constexpr int DR_BJ = B_COL ? 16 : 0, DC_BJ = B_COL ? 0 : 16, DR_BK = B_COL ? 0 : 16, DC_BK = B_COL ? 16 : 0;
-  const unsigned a_src = sa_dst, b_src = sb_dst;
 
   // Fragments, double-buffered across k16 steps (and across the stage boundary): step ks + 1's
   // loads are issued before step ks's MMAs, so their latency hides behind the MMAs.
@@ -378,7 +377,7 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) gemm_tc16(KtuneGem
     if constexpr (LDM) {
 #pragma unroll
       for (int i = 0; i < MI; ++i) {
-        const unsigned addr = a_src + so + TileA::byte_off(ra + i * DR_AI + ks * DR_AK, ca + i * DC_AI + ks * DC_AK);
+        const unsigned addr = tile_a + so + TileA::byte_off(ra + i * DR_AI + ks * DR_AK, ca + i * DC_AI + ks * DC_AK);
         if constexpr (!A_COL) ldmatrix_x4_s(fa[buf][i], addr);
         else ldmatrix_x4_trans_s(fa[buf][i], addr);
       }
@@ -386,7 +385,7 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) gemm_tc16(KtuneGem
       for (int j = 0; j < NI; j += 2) {
         unsigned r[4];
         const unsigned addr =
-            b_src + so + TileB::byte_off(rb + (j / 2) * DR_BJ + ks * DR_BK, cb + (j / 2) * DC_BJ + ks * DC_BK);
+            tile_b + so + TileB::byte_off(rb + (j / 2) * DR_BJ + ks * DR_BK, cb + (j / 2) * DC_BJ + ks * DC_BK);
         if constexpr (!B_COL) ldmatrix_x4_trans_s(r, addr);
         else ldmatrix_x4_s(r, addr);
         fb[buf][j][0] = r[0], fb[buf][j][1] = r[1], fb[buf][j + 1][0] = r[2], fb[buf][j + 1][1] = r[3];
@@ -397,16 +396,16 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) gemm_tc16(KtuneGem
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int m = wm + i * 16 + g8 + (e & 1) * 8, k = ks * 16 + 2 * t4 + (e >> 1) * 8;
-          if constexpr (!A_COL) fa[buf][i][e] = lds32(a_src + so + TileA::byte_off(m, k));
-          else fa[buf][i][e] = lds16x2(a_src + so + TileA::byte_off(k, m), a_src + so + TileA::byte_off(k + 1, m));
+          if constexpr (!A_COL) fa[buf][i][e] = lds32(tile_a + so + TileA::byte_off(m, k));
+          else fa[buf][i][e] = lds16x2(tile_a + so + TileA::byte_off(k, m), tile_a + so + TileA::byte_off(k + 1, m));
         }
 #pragma unroll
       for (int j = 0; j < NI; ++j)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           const int n = wn + j * 8 + g8, k = ks * 16 + 2 * t4 + e * 8;
-          if constexpr (B_COL) fb[buf][j][e] = lds32(b_src + so + TileB::byte_off(n, k));
-          else fb[buf][j][e] = lds16x2(b_src + so + TileB::byte_off(k, n), b_src + so + TileB::byte_off(k + 1, n));
+          if constexpr (B_COL) fb[buf][j][e] = lds32(tile_b + so + TileB::byte_off(n, k));
+          else fb[buf][j][e] = lds16x2(tile_b + so + TileB::byte_off(k, n), tile_b + so + TileB::byte_off(k + 1, n));
         }
     }
   };
