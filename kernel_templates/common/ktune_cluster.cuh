@@ -45,6 +45,17 @@ __device__ __forceinline__ unsigned remote(const void* local, unsigned r) {
   return a;
 }
 
+// One arrive on the mbarrier at shared offset `bar` (this CTA's address of it) in CTA `r` of the
+// cluster, releasing this thread's earlier memory accesses (its reads of a stage the barrier
+// guards, say) at cluster scope.
+__device__ __forceinline__ void mbar_arrive(unsigned bar, unsigned r) {
+#if __CUDA_ARCH__ >= 900
+  unsigned a;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"(bar), "r"(r));
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(a) : "memory");
+#endif
+}
+
 // Loads from another CTA's shared memory (the address from remote()).
 __device__ __forceinline__ float load_f32(unsigned a) {
   float v = 0.0f;

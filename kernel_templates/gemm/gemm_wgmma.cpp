@@ -32,8 +32,21 @@ bool packed_fits(const GemmProblem& p) { return gemm_pack_workspace_bytes(pack_o
 
 // K slices along blockIdx.z: SPLITK through the workspace or CL in a cluster (never both).
 int slices(const Config& c) { return c["SPLITK"] * c["CL"]; }
-// Output tiles of BM x BN.
-int64_t tiles(const Config& c, const GemmProblem& p) { return int64_t(ceil_div(p.m, c["BM"])) * ceil_div(p.n, c["BN"]); }
+// Work units of the TMA kernel (its unit_tile): output tiles of BM x BN, or under MC pairs of tiles along M (MC 1,
+// sharing B) or N (MC 2, sharing A), a pair to a 2-CTA cluster.
+int64_t units(const Config& c, const GemmProblem& p) {
+  const int64_t tm = ceil_div(p.m, c["BM"]), tn = ceil_div(p.n, c["BN"]);
+  return c["MC"] == 1 ? ceil_div(tm, 2) * tn : c["MC"] == 2 ? tm * ceil_div(tn, 2) : tm * tn;
+}
+// Blocks along x: PT > 1, each block (each cluster under MC) strides over the units; MC, 2 CTAs a unit.
+int64_t grid_x(const Config& c, const GemmProblem& p) { return ceil_div(units(c, p), c["PT"]) * (c["MC"] ? 2 : 1); }
+// MC's shared operand splits in two halves, one per CTA: a K-major tile (A row-major, B
+// column-major) by rows, any height; an MN-major one by 64 x 64 blocks, so at least two of them.
+bool shared_tile_splits(const Config& c, const GemmProblem& p) {
+  if (c["MC"] == 1) return p.b == Layout::col || c["BN"] >= 128;
+  if (c["MC"] == 2) return p.a == Layout::row || c["BM"] >= 128;
+  return true;
+}
 // Every slice gets at least one 64-wide K tile.
 bool slices_reach_k(const Config& c, const GemmProblem& p) { return gemm_slices_reach_k(p.k, kBK, slices(c)); }
 size_t workspace_bytes(const Config& c, const GemmProblem& p) {
@@ -72,7 +85,9 @@ Family gemm_wgmma_family() {
                                  "no second kernel)")
       .param("PT", {1, 2, 4}, "output tiles per block (TMA only, no K slices): a grid of ceil(tiles / PT) "
                                            "blocks, each running its tiles through one stage ring (the next tile's "
-                                           "loads overlap this one's stores); persistent when the grid fits the SMs");
+                                           "loads overlap this one's stores); persistent when the grid fits the SMs")
+      .param("MC", {0, 1, 2}, "TMA multicast in a 2-CTA cluster (TMA only, no K slices): 0 none; 1 the pair computes two "
+                              "M tiles and reads B's tile from L2 once for both; 2 two N tiles sharing A's tile");
   f.dtypes({DType::bf16, DType::f16}).min_arch(90).arch_specific();
 
   f.restrict("bf16 or f16 operands", {}, [](const Config&, P p, D) { return half_problem(p); })
@@ -97,17 +112,23 @@ Family gemm_wgmma_family() {
                 [](const Config& c, P, D) {
                   return c["CL"] == 1 || size_t(c["BM"]) * c["BN"] * 4 <= size_t(c["ST"]) * (c["BM"] + c["BN"]) * kBK * 2;
                 })
+      .restrict("MC > 0: TMA, whole tiles (no SPLITK or CL), and the shared operand's tile split in halves (an "
+                "MN-major one at least 128 wide)",
+                {"TMA", "SPLITK", "CL", "MC", "BM", "BN"},
+                [](const Config& c, P p, D) {
+                  return c["MC"] == 0 || (c["TMA"] == 1 && slices(c) == 1 && shared_tile_splits(c, p));
+                })
       .restrict("PT > 1: TMA, whole tiles (no SPLITK or CL), and a smaller grid than PT - 1 gives (no repeats)",
-                {"TMA", "SPLITK", "CL", "PT", "BM", "BN"},
+                {"TMA", "SPLITK", "CL", "PT", "MC", "BM", "BN"},
                 [](const Config& c, P p, D) {
                   if (c["PT"] == 1) return true;
-                  const int64_t t = tiles(c, p);
+                  const int64_t t = units(c, p);
                   return c["TMA"] == 1 && slices(c) == 1 && ceil_div(t, c["PT"]) < ceil_div(t, c["PT"] - 1);
                 })
       .restrict("workspace (split-K slices, packed operands) <= 512 MiB", {"TMA", "PACK", "SPLITK"},
                 [](const Config& c, P p, D) { return workspace_bytes(c, p) <= kGemmMaxWorkspace; })
-      .restrict("grid of M/BM x N/BN tiles fits grid.x", {"BM", "BN"},
-                [](const Config& c, P p, D) { return tiles(c, p) < (int64_t(1) << 31); });
+      .restrict("the grid (M/BM x N/BN tiles, by PT and MC) fits grid.x", {"BM", "BN", "PT", "MC"},
+                [](const Config& c, P p, D) { return grid_x(c, p) < (int64_t(1) << 31); });
 
   // 128 x 128 tiles, two consumer warpgroups of 64 rows (64 accumulators each), 4 stages (129 KB),
   // the TMA producer: verified on an H100 on every shape and layout of WgmmaGpu, and 12-19 % faster
@@ -115,15 +136,16 @@ Family gemm_wgmma_family() {
   // with 3 stages measured faster still (0.79-0.97x cuBLAS) but has run only in the NN tunes.
   f.defaults([](const GemmProblem& p, const DeviceInfo&) {
     return Config{{"BM", 128}, {"BN", 128}, {"WG", 2}, {"ST", 4}, {"SWZ", 8}, {"TMA", 1}, {"PACK", loads_16b(p) ? 0 : 1},
-                  {"SPLITK", 1}, {"CL", 1}, {"PT", 1}};
+                  {"SPLITK", 1}, {"CL", 1}, {"PT", 1}, {"MC", 0}};
   });
-  // TMA came after the first version, which loaded with cp.async; PACK and SPLITK after TMA, then CL, PT.
+  // TMA came after the first version, which loaded with cp.async; PACK and SPLITK after TMA, then CL, PT, MC.
   f.upgrade([](Config c) {
     if (!c.has("TMA")) c.set("TMA", 0);
     if (!c.has("PACK")) c.set("PACK", 0);
     if (!c.has("SPLITK")) c.set("SPLITK", 1);
     if (!c.has("CL")) c.set("CL", 1);
     if (!c.has("PT")) c.set("PT", 1);
+    if (!c.has("MC")) c.set("MC", 0);
     return c;
   });
 
@@ -131,7 +153,8 @@ Family gemm_wgmma_family() {
      // Template parameter order of gemm_wgmma.cu; F16 and the layouts come from the problem.
      std::string name = c["TMA"] ? "gemm_wgmma_tma<" : "gemm_wgmma<";
      for (const char* prm : {"BM", "BN", "WG", "ST", "SWZ"}) name += std::to_string(c[prm]) + ",";
-     if (c["TMA"]) name += std::to_string(c["SPLITK"]) + "," + std::to_string(c["CL"]) + "," + std::to_string(c["PT"]) + ",";
+     if (c["TMA"])
+       for (const char* prm : {"SPLITK", "CL", "PT", "MC"}) name += std::to_string(c[prm]) + ",";
      name += std::string(p.dtype == DType::f16 ? "1" : "0") + "," + gemm_layout_args(p) + ">";
      std::vector<std::string> names{name};
      if (c["SPLITK"] > 1) names.push_back(gemm_splitk_reduce16_name(c["SPLITK"], p)); // kernel 1
@@ -141,7 +164,7 @@ Family gemm_wgmma_family() {
       .launch([](const Config& c, const GemmProblem& p) {
         LaunchPlan plan;
         LaunchStep main;
-        main.grid[0] = static_cast<unsigned>(ceil_div(tiles(c, p), c["PT"])); // PT > 1: each block strides over tiles
+        main.grid[0] = static_cast<unsigned>(grid_x(c, p));
         main.grid[2] = static_cast<unsigned>(slices(c)); // CL > 1: each cluster one tile's slices (__cluster_dims__(1, 1, CL))
         main.block[0] = static_cast<unsigned>(threads(c));
         main.dynamic_smem = static_cast<unsigned>(smem_bytes(c));
@@ -150,8 +173,9 @@ Family gemm_wgmma_family() {
           // column-major) in one box of 64 K x its tile rows, an MN-major one in 64 x 64 blocks.
           const bool a_k = p.a == Layout::row, b_k = p.b == Layout::col;
           main.tma = true;
-          main.tma_a = {a_k, 64, a_k ? unsigned(c["BM"]) : 64u};
-          main.tma_b = {b_k, 64, b_k ? unsigned(c["BN"]) : 64u};
+          // MC: a CTA loads half of the shared operand's K-major tile (tma_tile_shared).
+          main.tma_a = {a_k, 64, a_k ? unsigned(c["BM"] / (c["MC"] == 2 ? 2 : 1)) : 64u};
+          main.tma_b = {b_k, 64, b_k ? unsigned(c["BN"] / (c["MC"] == 1 ? 2 : 1)) : 64u};
           if (c["PACK"]) { // the copies follow the split-K slices
             const GemmPackedOperands q = gemm_packed_operands(pack_of(c), p, gemm_splitk_workspace_bytes(c["SPLITK"], p));
             main.tma_a.packed_offset = static_cast<long long>(q.a_offset), main.tma_a.packed_ld = q.a_ld;

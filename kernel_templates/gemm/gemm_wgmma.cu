@@ -12,8 +12,8 @@
 //                   TMA = 0 at every tiling measured (docs/runs/2026-11-23-h100-wgmma-tune-tma.txt).
 // CL (split-K in a cluster) and PT (several tiles a block) passed WgmmaGpu on an H100 and were
 // tuned there on 2026-11-24; neither beat the configs without them at any public shape
-// (docs/runs/2026-11-24-h100-s6-wgmma-{cluster,persistent}-tune.txt). Not yet: TMA multicast,
-// TMA stores, stream-K. See tests/kernels/wgmma_gpu_test.cpp for what has run on a GPU.
+// (docs/runs/2026-11-24-h100-s6-wgmma-{cluster,persistent}-tune.txt). MC (TMA multicast in a
+// 2-CTA cluster) came in session 9. Not yet: TMA stores, stream-K. See tests/kernels/wgmma_gpu_test.cpp for what has run on a GPU.
 //
 // Template parameters (host code spells them as in the config JSON):
 //   BM, BN       block tile (rows, columns of C); K goes 64 at a time (BK = 64 halves = 128 bytes,
@@ -38,6 +38,9 @@
 //                consumers store this one, and a block's set-up is paid once. A grid within the
 //                SM count is a persistent grid; the tuner picks PT per shape (no device facts in
 //                the launch plan). 1: one tile a block.
+//   MC           (gemm_wgmma_tma only; no K slices) TMA multicast in a cluster of 2 CTAs along x:
+//                0 none; 1 the pair computes two M tiles and shares B's tile; 2 two N tiles sharing
+//                A's. Each CTA reads its half of the shared tile from L2 for both.
 //   F16          0: bf16, 1: fp16 (from the problem)
 //   A_COL, B_COL layouts from the problem: 1 = column-major
 //
@@ -131,6 +134,42 @@ __device__ __forceinline__ void tma_tile(unsigned dst, const KtuneTensorMap* map
   }
 }
 
+
+// MC > 0: half of one operand's tile, the half of CTA `rank` of the pair, multicast into both CTAs of
+// the cluster at the same offsets (the other CTA loads the other half): K-major, rows [rank * MN / 2,
+// (rank + 1) * MN / 2) in one box of 64 x MN / 2 (4096 bytes or more: the swizzle pattern's 1024-byte
+// alignment holds); MN-major, every other 64 x 64 block (MN >= 128: the family's constraint).
+template <int MN, int KMAJOR>
+__device__ __forceinline__ void tma_tile_shared(unsigned dst, const KtuneTensorMap* map, int mn0, int k0, unsigned bar,
+                                                unsigned rank) {
+  if constexpr (KMAJOR) {
+    tma_load_2d_multicast(dst + rank * (MN / 2) * 128, map, k0, mn0 + int(rank) * (MN / 2), bar, 0x3);
+  } else {
+    static_assert(MN >= 128, "MN-major halves are whole 64 x 64 blocks");
+#pragma unroll
+    for (int i = 0; i < MN / 128; ++i) {
+      const int b = 2 * i + int(rank);
+      tma_load_2d_multicast(dst + b * 8192, map, mn0 + b * 64, k0, bar, 0x3);
+    }
+  }
+}
+
+// The output tile of work unit u. MC = 0: a unit is a tile (raster order). MC = 1: a unit is a pair
+// of M tiles sharing B's tile, CTA `rank` of the cluster taking tile 2 * pair + rank along M; MC = 2:
+// a pair of N tiles sharing A's. A pair's second tile may lie past the last one (odd tile counts):
+// that CTA still loads its half of the shared operand for its partner, and stores nothing.
+template <int SWZ, int MC>
+__device__ __forceinline__ void unit_tile(int u, int tiles_m, int tiles_n, unsigned rank, int& tm, int& tn) {
+  if constexpr (MC == 1) {
+    raster<SWZ>(u, (tiles_m + 1) / 2, tiles_n, tm, tn);
+    tm = 2 * tm + int(rank);
+  } else if constexpr (MC == 2) {
+    raster<SWZ>(u, tiles_m, (tiles_n + 1) / 2, tm, tn);
+    tn = 2 * tn + int(rank);
+  } else {
+    raster<SWZ>(u, tiles_m, tiles_n, tm, tn);
+  }
+}
 
 // The epilogue both kernels share: C = alpha * acc + beta * C (C read only where beta != 0).
 template <int MT, int BN, int F16>
@@ -272,15 +311,23 @@ __global__ void __launch_bounds__(WG * 128, 1) gemm_wgmma(KtuneGemmArgs p) {
 // consumers (setmaxnreg). Warpgroups 1..WG are consumers, BM / WG rows each, as in gemm_wgmma:
 // wait for a stage, issue its wgmma, keep one group in flight, release the stage before it.
 // Launched with KtuneGemmTmaArgs (launch plan: LaunchStep::tma; boxes 64 x BM or 64 x 64 for A,
-// 64 x BN or 64 x 64 for B, as tma_tile reads them).
-template <int BM, int BN, int WG, int ST, int SWZ, int SPLITK, int CL, int PT, int F16, int A_COL, int B_COL>
-__global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(1, 1, CL)
+// 64 x BN or 64 x 64 for B, as tma_tile reads them; the shared operand's K-major box is half as
+// tall under MC).
+// MC > 0 (TMA multicast, a cluster of 2 CTAs along x): the pair's CTAs compute two tiles that share
+// one operand's tile (MC 1: B, two M tiles; MC 2: A, two N tiles). Each producer loads its own
+// other operand and half of the shared one, multicast into both CTAs, so the pair reads the shared
+// tile from L2 once. Each CTA's `full` barrier still expects the whole stage's bytes (both halves
+// land in both CTAs), and each `empty` barrier counts the consumers of both CTAs, since either
+// producer writes into both rings.
+template <int BM, int BN, int WG, int ST, int SWZ, int SPLITK, int CL, int PT, int MC, int F16, int A_COL, int B_COL>
+__global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 : 1, 1, CL)
     gemm_wgmma_tma(const __grid_constant__ KtuneGemmTmaArgs args) {
   using namespace ktune_dev;
   using namespace ktune_dev::wgmma;
   static_assert(SPLITK >= 1 && CL >= 1 && CL <= 8 && (SPLITK == 1 || CL == 1), "K slices: SPLITK or a portable cluster");
   static_assert(CL == 1 || BM * BN * 4 <= ST * (BM + BN) * 128, "CL > 1: the tile's FP32 partial sums fit the stage ring");
   static_assert(PT >= 1 && (PT == 1 || SPLITK * CL == 1), "PT > 1: whole tiles (no K slices)");
+  static_assert(MC >= 0 && MC <= 2 && (MC == 0 || SPLITK * CL == 1), "MC > 0: a pair of whole tiles (no K slices)");
   constexpr int SLICES = SPLITK * CL; // along blockIdx.z
   if constexpr (SPLITK > 1) let_next_grid_launch(); // the reduction's blocks may queue behind ours
   constexpr int WM = BM / WG, MT = WM / 64;
@@ -298,15 +345,28 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(1, 1, CL
   // at most the SM count): the K tiles of consecutive output tiles run through one stage ring, so
   // the producer loads the next tile's first stages while the consumers store this tile's C, and
   // the block's set-up is paid once.
-  const int tiles_m = (p.M + BM - 1) / BM, tiles_n = (p.N + BN - 1) / BN, tiles = tiles_m * tiles_n;
+  const int tiles_m = (p.M + BM - 1) / BM, tiles_n = (p.N + BN - 1) / BN;
+  // Work units (unit_tile): tiles, or pairs of tiles under MC; a block's first unit and its stride.
+  const int units = MC == 1 ? (tiles_m + 1) / 2 * tiles_n : MC == 2 ? tiles_m * ((tiles_n + 1) / 2) : tiles_m * tiles_n;
+  const int unit0 = MC ? int(blockIdx.x) / 2 : int(blockIdx.x);
+  const int stride = PT > 1 ? (MC ? int(gridDim.x) / 2 : int(gridDim.x)) : units;
+  const unsigned rank = MC ? cluster::rank() : 0u, peer = rank ^ 1u;
   const int tid = threadIdx.x, wg = tid / 128;
   // Each tile's K tiles: [k0, k0 + nk). K = 0: nothing loaded (the maps are then not encoded),
   // C = beta * C. A slice past K's last tile (none when the descriptor's rule holds) adds zeros.
   const KRange slice = k_slice(p.K, 64, SLICES, int(blockIdx.z));
   const int k0 = slice.first, nk = slice.count;
 
-  if (tid == 0) init_ring<ST>(full0, empty0, WG);
-  __syncthreads();
+  if (tid == 0) init_ring<ST>(full0, empty0, MC ? 2 * WG : WG);
+  // MC: the partner's barriers are initialized before anything is multicast to it or arrives on them.
+  if constexpr (MC > 0) cluster::sync();
+  else __syncthreads();
+  // A consumer warpgroup is done with stage s: every producer that writes into this CTA's ring may
+  // refill it (its own, and the partner's under MC).
+  auto release = [&](int s) {
+    mbar_arrive(empty0 + s * 8);
+    if constexpr (MC > 0) cluster::mbar_arrive(empty0 + s * 8, peer);
+  };
 
   // The roles are the two branches of one if / else: what setmaxnreg needs to take effect (with
   // the register cap at entry that __launch_bounds__(..., 1) gives). One consumer warpgroup has
@@ -316,31 +376,35 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(1, 1, CL
     if constexpr (WG > 1) setmaxnreg_dec<40>();
     if (tid == 0) {
       int it = 0;
-      for (int tile = blockIdx.x; tile < tiles; tile += PT > 1 ? int(gridDim.x) : tiles) {
+      for (int u = unit0; u < units; u += stride) {
         int tm, tn;
-        raster<SWZ>(tile, tiles_m, tiles_n, tm, tn);
+        unit_tile<SWZ, MC>(u, tiles_m, tiles_n, rank, tm, tn);
         const int row0 = tm * BM, col0 = tn * BN;
         for (int kt = 0; kt < nk; ++kt, ++it) {
           const int s = it % ST;
           if (it >= ST) mbar_wait(empty0 + s * 8, ((it / ST) & 1) ^ 1); // released use it / ST - 1
           const unsigned full = full0 + s * 8, dst = sbase + s * STAGE;
+          const int kc = (k0 + kt) * 64;
           mbar_expect_tx(full, STAGE);
-          tma_tile<BM, !A_COL>(dst, &args.a, row0, (k0 + kt) * 64, full);
-          tma_tile<BN, B_COL>(dst + A_BYTES, &args.b, col0, (k0 + kt) * 64, full);
+          if constexpr (MC == 2) tma_tile_shared<BM, !A_COL>(dst, &args.a, row0, kc, full, rank);
+          else tma_tile<BM, !A_COL>(dst, &args.a, row0, kc, full);
+          if constexpr (MC == 1) tma_tile_shared<BN, B_COL>(dst + A_BYTES, &args.b, col0, kc, full, rank);
+          else tma_tile<BN, B_COL>(dst + A_BYTES, &args.b, col0, kc, full);
         }
       }
     }
-    // Nothing else for the producer: the consumers wait for every copy it issued. CL > 1: the
-    // cluster barriers below count every thread of the cluster, the producer's included.
+    // Nothing else for the producer: the consumers wait for every copy it issued. CL > 1 and MC:
+    // the cluster barriers below count every thread of the cluster, the producer's included.
     if constexpr (CL > 1) cluster::sync(), cluster::sync();
+    if constexpr (MC > 0) cluster::sync();
   } else {
     if constexpr (WG > 1) setmaxnreg_inc<232>();
     const int cw = wg - 1; // consumer index
     const unsigned a_wg = unsigned(cw * WM) * 128;
     int it = 0;
-    for (int tile = blockIdx.x; tile < tiles; tile += PT > 1 ? int(gridDim.x) : tiles) {
+    for (int u = unit0; u < units; u += stride) {
       int tm, tn;
-      raster<SWZ>(tile, tiles_m, tiles_n, tm, tn);
+      unit_tile<SWZ, MC>(u, tiles_m, tiles_n, rank, tm, tn);
       const int row0 = tm * BM, col0 = tn * BN;
       float acc[MT][BN / 2];
 #pragma unroll
@@ -354,11 +418,11 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(1, 1, CL
         const unsigned sa = sbase + s * STAGE;
         mma_tile<MT, BN, F16, A_COL, B_COL>(acc, sa, sa + A_BYTES, a_wg);
         wgmma_wait<1>(); // K tile it - 1's wgmma have read their stage: release it to the producer
-        if (kt > 0 && tid % 128 == 0) mbar_arrive(empty0 + ((it - 1) % ST) * 8);
+        if (kt > 0 && tid % 128 == 0) release((it - 1) % ST);
       }
       wgmma_wait<0>();
       // The tile's last stage, for the next tile's loads (PT = 1: nobody waits for it).
-      if (PT > 1 && nk > 0 && tid % 128 == 0) mbar_arrive(empty0 + ((it - 1) % ST) * 8);
+      if (PT > 1 && nk > 0 && tid % 128 == 0) release((it - 1) % ST);
 #pragma unroll
       for (int m = 0; m < MT; ++m) fence_regs(acc[m]);
       if constexpr (SPLITK > 1) {
@@ -377,5 +441,8 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(1, 1, CL
         store_c<MT, BN, F16>(p, acc, row0 + cw * WM, col0, tid & 127);
       }
     }
+    // MC: the partner may still arrive on this CTA's `empty` barriers (its consumers release the
+    // last stages); neither CTA leaves, freeing its shared memory, before both are done.
+    if constexpr (MC > 0) cluster::sync();
   }
 }

@@ -74,6 +74,15 @@ __device__ __forceinline__ void tma_load_2d(unsigned dst, const KtuneTensorMap* 
       "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(bar)
       : "memory");
 }
+// The same box into the same shared offset (dst, and the mbarrier at bar) of every CTA of the
+// cluster whose bit is set in cta_mask: one L2 read feeds several CTAs (TMA multicast, sm_90a).
+__device__ __forceinline__ void tma_load_2d_multicast(unsigned dst, const KtuneTensorMap* map, int c0, int c1, unsigned bar,
+                                                      unsigned short cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(bar), "h"(cta_mask)
+      : "memory");
+}
 template <int REGS>
 __device__ __forceinline__ void setmaxnreg_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGS));

@@ -125,7 +125,7 @@ TEST(Compiler, SampledAndCornerWgmmaConfigsCompileForSm90a) {
       cases.emplace_back(one[0], p);
       corner_values.insert(prm.name + std::to_string(v));
     }
-  EXPECT_EQ(corner_values.size(), 3u + 3u + 2u + 4u + 4u + 2u + 2u + 4u + 4u + 3u);
+  EXPECT_EQ(corner_values.size(), 3u + 3u + 2u + 4u + 4u + 2u + 2u + 4u + 4u + 3u + 3u);
   ktune::testing::compile_all(f, cases, "sm_90");
 }
 
@@ -136,7 +136,7 @@ TEST(Compiler, SampledAndCornerWgmmaConfigsCompileForSm90a) {
 TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
   const Family f = find_family("gemm_wgmma");
   const auto d = DeviceInfo::nominal("sm_90");
-  const Config tma = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1})");
+  const Config tma = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0})");
   for (const char* l : kLayouts) {
     const auto p = half_problem(4096, 4096, 4096, l, DType::bf16);
     ASSERT_TRUE(f.valid(tma, p, d)) << l;
@@ -248,4 +248,50 @@ TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
   EXPECT_FALSE(f.valid(pt, half_problem(128, 768, 4096, "NN", DType::bf16), d)); // 3 tiles: PT 3 gives one block already
   EXPECT_TRUE(f.valid(pt, half_problem(128, 1024, 4096, "NN", DType::bf16), d)); // 4 tiles: one block, PT 3 two
   EXPECT_EQ(f.canonical(Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1})"))["PT"], 1);
+
+  // MC (TMA multicast in a 2-CTA cluster): MC 1 pairs two M tiles sharing B, MC 2 two N tiles
+  // sharing A. 4000 x 4000 in 128 x 256 tiles: 32 x 16 tiles, 16 x 16 pairs along M (512 CTAs) or
+  // 32 x 8 along N (512 CTAs); with PT 4, 64 clusters of 2. A K-major shared operand is loaded in
+  // halves (the box half as tall); an MN-major one in 64 x 64 blocks as before.
+  const auto p4000 = half_problem(4000, 4000, 512, "NN", DType::bf16);
+  for (int mc : {1, 2}) {
+    Config m = tma;
+    m.set("MC", mc);
+    ASSERT_TRUE(f.valid(m, p4000, d)) << mc;
+    EXPECT_EQ(f.launch_plan(m, p4000).steps[0].grid[0], 512u) << mc;
+    EXPECT_NE(f.kernel_names(m, p4000).at(0).find("<128,256,2,4,8,1,1,1," + std::to_string(mc) + ",0,"), std::string::npos);
+    m.set("PT", 4);
+    ASSERT_TRUE(f.valid(m, p4000, d)) << mc;
+    EXPECT_EQ(f.launch_plan(m, p4000).steps[0].grid[0], 128u) << mc;
+  }
+  // 33 M tiles of 128 (4100 rows): 17 pairs, the last pair's second tile past M (its CTA still loads).
+  Config mc1 = tma;
+  mc1.set("MC", 1);
+  EXPECT_EQ(f.launch_plan(mc1, half_problem(4100, 4096, 512, "NN", DType::bf16)).steps[0].grid[0], 2u * 17 * 16);
+  for (const char* l : kLayouts) {
+    const auto p = half_problem(4096, 4096, 4096, l, DType::bf16);
+    const bool a_k = p.a == Layout::row, b_k = p.b == Layout::col;
+    const LaunchStep s1 = f.launch_plan(mc1, p).main_step();
+    EXPECT_EQ(s1.tma_a.box_outer, a_k ? 128u : 64u) << l;
+    EXPECT_EQ(s1.tma_b.box_outer, b_k ? 128u : 64u) << l; // half of BN 256 when K-major
+    Config mc2 = tma;
+    mc2.set("MC", 2);
+    const LaunchStep s2 = f.launch_plan(mc2, p).main_step();
+    EXPECT_EQ(s2.tma_a.box_outer, 64u) << l; // K-major: half of BM 128; else 64 x 64 blocks
+    EXPECT_EQ(s2.tma_b.box_outer, b_k ? 256u : 64u) << l;
+    // An MN-major shared tile of one 64 x 64 block cannot be halved.
+    Config narrow = Config::from_json(R"({"BM":64,"BN":64,"WG":1,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":1})");
+    EXPECT_EQ(f.valid(narrow, p, d), b_k) << l;
+    narrow.set("MC", 2);
+    EXPECT_EQ(f.valid(narrow, p, d), a_k) << l;
+  }
+  for (const char* k : {"SPLITK", "CL"}) {
+    Config sliced = mc1;
+    sliced.set(k, 2);
+    EXPECT_FALSE(f.valid(sliced, p4096, d)) << k;
+  }
+  Config mc_cp = mc1;
+  mc_cp.set("TMA", 0);
+  EXPECT_FALSE(f.valid(mc_cp, p4096, d));
+  EXPECT_EQ(f.canonical(Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1})"))["MC"], 0);
 }
