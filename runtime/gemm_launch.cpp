@@ -60,6 +60,9 @@ KtuneGemmTmaArgs tma_args(const LaunchStep& s, const KtuneGemmArgs& a, const std
     t.a = encode_operand(pa, lda, a.M, a.K, s.tma_a, context + ", tensor map of A");
     t.b = encode_operand(pb, ldb, a.N, a.K, s.tma_b, context + ", tensor map of B");
   }
+  // C (row-major: N contiguous, M rows of ldc) for kernels that store it with TMA; needed with
+  // K = 0 too (C = beta * C is then stored through it).
+  if (s.tma_c.box_inner > 0) t.c = encode_operand(a.C, a.ldc, a.M, a.N, s.tma_c, context + ", tensor map of C");
   return t;
 }
 

@@ -73,6 +73,7 @@ nlohmann::json plan_to_json(const LaunchPlan& p) {
         return j;
       };
       step["tma"] = {{"a", op(s.tma_a)}, {"b", op(s.tma_b)}};
+      if (s.tma_c.box_inner > 0) step["tma"]["c"] = op(s.tma_c); // (absent: C stored without TMA, as before)
     }
     steps.push_back(std::move(step));
   }
@@ -114,6 +115,8 @@ LaunchPlan plan_from_json(const nlohmann::json& j) {
       st.tma = true;
       st.tma_a = op(s.at("tma").at("a"));
       st.tma_b = op(s.at("tma").at("b"));
+      // Without it a TMA-store kernel would store through an unset map.
+      if (s.at("tma").contains("c")) st.tma_c = op(s.at("tma").at("c"));
     }
     p.steps.push_back(st);
   }

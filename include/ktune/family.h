@@ -57,6 +57,9 @@ struct LaunchStep {
   };
   bool tma = false;
   TmaOperand tma_a, tma_b;
+  // box_inner > 0: the kernel also stores C through a tensor map (KtuneGemmTmaArgs::c; C is
+  // row-major, so N is its contiguous dimension: k_inner = true, box 64 x rows).
+  TmaOperand tma_c;
 };
 
 struct LaunchPlan {

@@ -46,13 +46,16 @@ __device__ __forceinline__ unsigned remote(const void* local, unsigned r) {
 }
 
 // One arrive on the mbarrier at shared offset `bar` (this CTA's address of it) in CTA `r` of the
-// cluster, releasing this thread's earlier memory accesses (its reads of a stage the barrier
-// guards, say) at cluster scope.
+// cluster. The default semantics (release at CTA scope), not .release.cluster: a cluster-scope
+// release is a fence that waits for the thread's outstanding memory operations, once per K tile
+// in gemm_wgmma's consumers (the first MC kernel, with it, ran at 0.45-0.7x of the kernel without
+// multicast). What the arrive signals there, that wgmma have finished reading a stage, is already
+// complete when it is issued (wgmma.wait_group).
 __device__ __forceinline__ void mbar_arrive(unsigned bar, unsigned r) {
 #if __CUDA_ARCH__ >= 900
   unsigned a;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"(bar), "r"(r));
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(a) : "memory");
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(a) : "memory");
 #endif
 }
 

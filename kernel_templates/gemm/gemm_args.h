@@ -27,6 +27,7 @@ struct alignas(128) KtuneTensorMap {
 struct KtuneGemmTmaArgs {
   KtuneGemmArgs g;
   KtuneTensorMap a, b;
+  KtuneTensorMap c; // kernels that store C with TMA (gemm_wgmma's EPI = 1); else unset
 };
 
 // Columns of C that each thread of gemm_splitk_reduce adds (the host sizes the grid with it).

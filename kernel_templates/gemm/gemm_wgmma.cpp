@@ -14,8 +14,11 @@ int threads(const Config& c) { return 128 * (c["WG"] + c["TMA"]); }
 int accumulators(const Config& c) { return c["BM"] / c["WG"] / 64 * c["BN"] / 2; }
 
 // Dynamic shared memory: ST stages of A's BM x 64 and B's 64 x BN halves, plus 1024 bytes to align
-// the ring to the swizzle pattern (dynamic shared memory is only 16-byte aligned).
-size_t smem_bytes(const Config& c) { return size_t(c["ST"]) * (c["BM"] + c["BN"]) * kBK * 2 + 1024; }
+// the ring to the swizzle pattern (dynamic shared memory is only 16-byte aligned); EPI = 1 adds the
+// C tile's staging buffers (BM x BN halves).
+size_t smem_bytes(const Config& c) {
+  return size_t(c["ST"]) * (c["BM"] + c["BN"]) * kBK * 2 + 1024 + (c["EPI"] ? size_t(c["BM"]) * c["BN"] * 2 : 0);
+}
 // Static shared memory of the kernel (ptxas: the TMA kernel's mbarriers take a 1024-byte-aligned block).
 size_t static_smem_bytes(const Config& c) { return c["TMA"] ? 1024 : 0; }
 
@@ -86,6 +89,8 @@ Family gemm_wgmma_family() {
       .param("PT", {1, 2, 4}, "output tiles per block (TMA only, no K slices): a grid of ceil(tiles / PT) "
                                            "blocks, each running its tiles through one stage ring (the next tile's "
                                            "loads overlap this one's stores); persistent when the grid fits the SMs")
+      .param("EPI", {0, 1}, "1: C's tiles go out through shared memory and TMA stores, asynchronously (TMA only, no K "
+                             "slices, C's rows 16-byte aligned; beta != 0 at run time takes the plain epilogue)")
       .param("MC", {0, 1, 2}, "TMA multicast in a 2-CTA cluster (TMA only, no K slices): 0 none; 1 the pair computes two "
                               "M tiles and reads B's tile from L2 once for both; 2 two N tiles sharing A's tile");
   f.dtypes({DType::bf16, DType::f16}).min_arch(90).arch_specific();
@@ -99,7 +104,9 @@ Family gemm_wgmma_family() {
                 [](const Config& c, P, D) { return c["BM"] % (64 * c["WG"]) == 0; })
       .restrict("accumulators per thread <= 128 (of 255 registers)", {"BM", "BN", "WG"},
                 [](const Config& c, P, D) { return accumulators(c) <= 128; })
-      .restrict("shared memory within the device's per-block limit", {"BM", "BN", "ST", "TMA"},
+      .restrict("EPI = 1: TMA, whole tiles (no SPLITK or CL), C's rows and pointer 16-byte aligned", {"TMA", "SPLITK", "CL", "EPI"},
+                [](const Config& c, P p, D) { return c["EPI"] == 0 || (c["TMA"] == 1 && slices(c) == 1 && p.align >= 16); })
+      .restrict("shared memory within the device's per-block limit", {"BM", "BN", "ST", "TMA", "EPI"},
                 [](const Config& c, P, D d) {
                   return smem_bytes(c) + static_smem_bytes(c) <= size_t(d.max_smem_per_block_optin);
                 })
@@ -136,9 +143,9 @@ Family gemm_wgmma_family() {
   // with 3 stages measured faster still (0.79-0.97x cuBLAS) but has run only in the NN tunes.
   f.defaults([](const GemmProblem& p, const DeviceInfo&) {
     return Config{{"BM", 128}, {"BN", 128}, {"WG", 2}, {"ST", 4}, {"SWZ", 8}, {"TMA", 1}, {"PACK", loads_16b(p) ? 0 : 1},
-                  {"SPLITK", 1}, {"CL", 1}, {"PT", 1}, {"MC", 0}};
+                  {"SPLITK", 1}, {"CL", 1}, {"PT", 1}, {"MC", 0}, {"EPI", 0}};
   });
-  // TMA came after the first version, which loaded with cp.async; PACK and SPLITK after TMA, then CL, PT, MC.
+  // TMA came after the first version, which loaded with cp.async; PACK and SPLITK after TMA, then CL, PT, MC, EPI.
   f.upgrade([](Config c) {
     if (!c.has("TMA")) c.set("TMA", 0);
     if (!c.has("PACK")) c.set("PACK", 0);
@@ -146,6 +153,7 @@ Family gemm_wgmma_family() {
     if (!c.has("CL")) c.set("CL", 1);
     if (!c.has("PT")) c.set("PT", 1);
     if (!c.has("MC")) c.set("MC", 0);
+    if (!c.has("EPI")) c.set("EPI", 0);
     return c;
   });
 
@@ -154,7 +162,7 @@ Family gemm_wgmma_family() {
      std::string name = c["TMA"] ? "gemm_wgmma_tma<" : "gemm_wgmma<";
      for (const char* prm : {"BM", "BN", "WG", "ST", "SWZ"}) name += std::to_string(c[prm]) + ",";
      if (c["TMA"])
-       for (const char* prm : {"SPLITK", "CL", "PT", "MC"}) name += std::to_string(c[prm]) + ",";
+       for (const char* prm : {"SPLITK", "CL", "PT", "MC", "EPI"}) name += std::to_string(c[prm]) + ",";
      name += std::string(p.dtype == DType::f16 ? "1" : "0") + "," + gemm_layout_args(p) + ">";
      std::vector<std::string> names{name};
      if (c["SPLITK"] > 1) names.push_back(gemm_splitk_reduce16_name(c["SPLITK"], p)); // kernel 1
@@ -176,6 +184,8 @@ Family gemm_wgmma_family() {
           // MC: a CTA loads half of the shared operand's K-major tile (tma_tile_shared).
           main.tma_a = {a_k, 64, a_k ? unsigned(c["BM"] / (c["MC"] == 2 ? 2 : 1)) : 64u};
           main.tma_b = {b_k, 64, b_k ? unsigned(c["BN"] / (c["MC"] == 1 ? 2 : 1)) : 64u};
+          // EPI: each consumer warpgroup stores its BM / WG rows of the tile in 64-column boxes.
+          if (c["EPI"]) main.tma_c = {true, 64, unsigned(c["BM"] / c["WG"])};
           if (c["PACK"]) { // the copies follow the split-K slices
             const GemmPackedOperands q = gemm_packed_operands(pack_of(c), p, gemm_splitk_workspace_bytes(c["SPLITK"], p));
             main.tma_a.packed_offset = static_cast<long long>(q.a_offset), main.tma_a.packed_ld = q.a_ld;

@@ -177,6 +177,29 @@ __device__ __forceinline__ void store_c(const KtuneGemmArgs& p, float (&acc)[MT]
   for_each_pair<MT, BN>(p, acc, row0, col0, wtid, [&](int r, int c, float v0, float v1) { half16::store_pair<F16>(p, r, c, v0, v1); });
 }
 
+// EPI = 1: a consumer warpgroup's WM x BN part of the tile, alpha * acc rounded to the dtype, into
+// its staging buffer at `buf` as the TMA store reads it: BN / 64 blocks of WM rows by 128 bytes (64
+// columns), 128B-swizzled (16-byte chunk c of row r at chunk c ^ (r % 8)), as tma_load_2d would
+// have written them. A warp's 32 four-byte stores of one (m, h, j) hit 8 rows at 8 different chunks:
+// 32 different banks.
+template <int MT, int BN, int F16>
+__device__ __forceinline__ void stage_c(const KtuneGemmArgs& p, float (&acc)[MT][BN / 2], unsigned buf, int wtid) {
+  const int lane = wtid & 31, w = wtid >> 5, g = lane >> 2, t = lane & 3;
+  constexpr unsigned BLOCK = MT * 64 * 128; // one 64-column block of the warpgroup's rows
+#pragma unroll
+  for (int m = 0; m < MT; ++m)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = m * 64 + w * 16 + g + h * 8; // r % 8 == g
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+        const unsigned a = buf + (j / 8) * BLOCK + r * 128 + (((j % 8) ^ g) << 4) + t * 4;
+        const unsigned v = half16::pack2<F16>(p.alpha * acc[m][4 * j + 2 * h], p.alpha * acc[m][4 * j + 2 * h + 1]);
+        asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(a), "r"(v) : "memory");
+      }
+    }
+}
+
 // CL > 1: the CL CTAs of a cluster (blockIdx.z = their K slices) hold partial sums of one tile.
 // Consumer thread ct (of NC) leaves pair i of its accumulators (for_each_pair's order: m, h, j) at
 // float2 index i * NC + ct of its CTA's stage ring, free by then (consecutive threads write
@@ -319,7 +342,11 @@ __global__ void __launch_bounds__(WG * 128, 1) gemm_wgmma(KtuneGemmArgs p) {
 // tile from L2 once. Each CTA's `full` barrier still expects the whole stage's bytes (both halves
 // land in both CTAs), and each `empty` barrier counts the consumers of both CTAs, since either
 // producer writes into both rings.
-template <int BM, int BN, int WG, int ST, int SWZ, int SPLITK, int CL, int PT, int MC, int F16, int A_COL, int B_COL>
+// EPI = 1 (C's rows 16-byte aligned; beta == 0 at run time, else the plain epilogue): each consumer
+// warpgroup writes its part of the tile into its own staging buffer after the ring, and one thread
+// stores it with TMA (box 64 x WM, args.c), asynchronously: the warpgroup goes on to its next tile
+// (PT > 1) or leaves, and waits for the store to have read the buffer only before writing it again.
+template <int BM, int BN, int WG, int ST, int SWZ, int SPLITK, int CL, int PT, int MC, int EPI, int F16, int A_COL, int B_COL>
 __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 : 1, 1, CL)
     gemm_wgmma_tma(const __grid_constant__ KtuneGemmTmaArgs args) {
   using namespace ktune_dev;
@@ -328,6 +355,7 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
   static_assert(CL == 1 || BM * BN * 4 <= ST * (BM + BN) * 128, "CL > 1: the tile's FP32 partial sums fit the stage ring");
   static_assert(PT >= 1 && (PT == 1 || SPLITK * CL == 1), "PT > 1: whole tiles (no K slices)");
   static_assert(MC >= 0 && MC <= 2 && (MC == 0 || SPLITK * CL == 1), "MC > 0: a pair of whole tiles (no K slices)");
+  static_assert(EPI == 0 || (EPI == 1 && SPLITK * CL == 1), "EPI = 1: whole tiles (no K slices)");
   constexpr int SLICES = SPLITK * CL; // along blockIdx.z
   if constexpr (SPLITK > 1) let_next_grid_launch(); // the reduction's blocks may queue behind ours
   constexpr int WM = BM / WG, MT = WM / 64;
@@ -437,10 +465,26 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
         cluster::sync(); // every rank's partial sums are in its ring
         cluster_store_c<MT, BN, NC, WM, CL, F16>(p, buf, row0, col0, tid - 128);
         cluster::sync(); // no CTA leaves (freeing its ring) while another still reads it
+      } else if (EPI == 1 && p.beta == 0.0f) {
+        const int wtid = tid & 127;
+        const unsigned buf = sbase + ST * STAGE + unsigned(cw) * (WM * BN * 2);
+        // The previous tile's store has read this buffer (issued by this warpgroup's thread 0).
+        if (wtid == 0) async::bulk_wait_read();
+        asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
+        stage_c<MT, BN, F16>(p, acc, buf, wtid);
+        fence_proxy_async(); // the generic-proxy writes, before the TMA (async proxy) reads them
+        asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
+        if (wtid == 0) {
+#pragma unroll
+          for (int b = 0; b < BN / 64; ++b) tma_store_2d(&args.c, col0 + b * 64, row0 + cw * WM, buf + b * (WM * 128));
+          async::bulk_commit();
+        }
       } else {
         store_c<MT, BN, F16>(p, acc, row0 + cw * WM, col0, tid & 127);
       }
     }
+    // EPI: shared memory stays allocated until the last store has read it.
+    if (EPI == 1 && (tid & 127) == 0) async::bulk_wait_read();
     // MC: the partner may still arrive on this CTA's `empty` barriers (its consumers release the
     // last stages); neither CTA leaves, freeing its shared memory, before both are done.
     if constexpr (MC > 0) cluster::sync();

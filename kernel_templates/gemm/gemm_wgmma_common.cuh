@@ -83,6 +83,15 @@ __device__ __forceinline__ void tma_load_2d_multicast(unsigned dst, const KtuneT
       "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(bar), "h"(cta_mask)
       : "memory");
 }
+// One 2D box from shared memory at src (laid out as tma_load_2d writes it) to the tensor at
+// (c0, c1), clipped at the tensor's edges; tracked by the issuing thread's bulk groups (commit,
+// then wait before src is written again).
+__device__ __forceinline__ void tma_store_2d(const KtuneTensorMap* map, int c0, int c1, unsigned src) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
+                   reinterpret_cast<unsigned long long>(map)),
+               "r"(c0), "r"(c1), "r"(src)
+               : "memory");
+}
 template <int REGS>
 __device__ __forceinline__ void setmaxnreg_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGS));

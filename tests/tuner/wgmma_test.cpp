@@ -125,7 +125,7 @@ TEST(Compiler, SampledAndCornerWgmmaConfigsCompileForSm90a) {
       cases.emplace_back(one[0], p);
       corner_values.insert(prm.name + std::to_string(v));
     }
-  EXPECT_EQ(corner_values.size(), 3u + 3u + 2u + 4u + 4u + 2u + 2u + 4u + 4u + 3u + 3u);
+  EXPECT_EQ(corner_values.size(), 3u + 3u + 2u + 4u + 4u + 2u + 2u + 4u + 4u + 3u + 2u + 3u);
   ktune::testing::compile_all(f, cases, "sm_90");
 }
 
@@ -136,7 +136,7 @@ TEST(Compiler, SampledAndCornerWgmmaConfigsCompileForSm90a) {
 TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
   const Family f = find_family("gemm_wgmma");
   const auto d = DeviceInfo::nominal("sm_90");
-  const Config tma = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0})");
+  const Config tma = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0})");
   for (const char* l : kLayouts) {
     const auto p = half_problem(4096, 4096, 4096, l, DType::bf16);
     ASSERT_TRUE(f.valid(tma, p, d)) << l;
@@ -280,7 +280,7 @@ TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
     EXPECT_EQ(s2.tma_a.box_outer, 64u) << l; // K-major: half of BM 128; else 64 x 64 blocks
     EXPECT_EQ(s2.tma_b.box_outer, b_k ? 256u : 64u) << l;
     // An MN-major shared tile of one 64 x 64 block cannot be halved.
-    Config narrow = Config::from_json(R"({"BM":64,"BN":64,"WG":1,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":1})");
+    Config narrow = Config::from_json(R"({"BM":64,"BN":64,"WG":1,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":1,"EPI":0})");
     EXPECT_EQ(f.valid(narrow, p, d), b_k) << l;
     narrow.set("MC", 2);
     EXPECT_EQ(f.valid(narrow, p, d), a_k) << l;
@@ -294,4 +294,33 @@ TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
   mc_cp.set("TMA", 0);
   EXPECT_FALSE(f.valid(mc_cp, p4096, d));
   EXPECT_EQ(f.canonical(Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1})"))["MC"], 0);
+
+  // EPI (C through shared memory and TMA stores): the plan asks for a map of C in boxes of 64
+  // columns by one consumer warpgroup's rows; shared memory grows by the C tile. Aligned C only,
+  // TMA only, no K slices; configs from before EPI upgrade to EPI 0 (no C map).
+  Config epi = tma;
+  epi.set("EPI", 1);
+  EXPECT_FALSE(f.valid(epi, p4096, d)); // 4 stages of 128 x 256 and the C tile: 257 KB
+  epi.set("ST", 3);
+  ASSERT_TRUE(f.valid(epi, p4096, d));
+  Config no_epi = epi;
+  no_epi.set("EPI", 0);
+  const LaunchStep es = f.launch_plan(epi, p4096).main_step();
+  EXPECT_EQ(es.tma_c.box_inner, 64u);
+  EXPECT_EQ(es.tma_c.box_outer, 64u);
+  EXPECT_EQ(es.dynamic_smem, f.launch_plan(no_epi, p4096).main_step().dynamic_smem + 128u * 256 * 2);
+  EXPECT_EQ(f.launch_plan(no_epi, p4096).main_step().tma_c.box_inner, 0u);
+  Config epi256 = Config::from_json(R"({"BM":256,"BN":128,"WG":2,"ST":3,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":2,"MC":2,"EPI":1})");
+  ASSERT_TRUE(f.valid(epi256, p4096, d));
+  EXPECT_EQ(f.launch_plan(epi256, p4096).main_step().tma_c.box_outer, 128u);
+  EXPECT_NE(f.kernel_names(epi256, p4096).at(0).find("<256,128,2,3,8,1,1,2,2,1,0,"), std::string::npos) << f.kernel_names(epi256, p4096).at(0);
+  Config epi_odd = epi;
+  epi_odd.set("PACK", 1);
+  EXPECT_FALSE(f.valid(epi_odd, half_problem(2999, 2999, 2999, "NN", DType::bf16), d));
+  for (const char* k : {"SPLITK", "CL"}) {
+    Config sliced = epi;
+    sliced.set(k, 2);
+    EXPECT_FALSE(f.valid(sliced, half_problem(128, 4096, 4096, "NN", DType::bf16), d)) << k;
+  }
+  EXPECT_EQ(f.canonical(Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0})"))["EPI"], 0);
 }

@@ -123,6 +123,19 @@ TEST(Worker, TmaLaunchPlansReachTheWorkerWhole) {
         EXPECT_EQ(x.packed_offset >= 0, pack == 1) << layout;
       }
       EXPECT_EQ(b.block[0], a.block[0]);
+      // Without TMA stores (EPI 0) no C map; with them (aligned problems only) its box comes back.
+      EXPECT_EQ(b.tma_c.box_inner, 0u);
+      if (!pack) {
+        c.set("EPI", 1);
+        const LaunchStep s = f.launch_plan(c, GemmProblem::parse("4096x4096x4096", layout, DType::bf16)).main_step();
+        const LaunchStep t = plan_from_json(nlohmann::json::parse(plan_to_json(f.launch_plan(c, GemmProblem::parse("4096x4096x4096", layout, DType::bf16))).dump())).main_step();
+        EXPECT_EQ(s.tma_c.box_inner, 64u);
+        EXPECT_EQ(s.tma_c.box_outer, 64u); // BM 128 over 2 consumer warpgroups
+        EXPECT_TRUE(s.tma_c.k_inner);
+        EXPECT_EQ(t.tma_c.box_inner, s.tma_c.box_inner);
+        EXPECT_EQ(t.tma_c.box_outer, s.tma_c.box_outer);
+        EXPECT_EQ(t.tma_c.k_inner, s.tma_c.k_inner);
+      }
     }
   // Plans without TMA keep their JSON (no "tma" key) and come back without it.
   const LaunchPlan plain = find_family("gemm_tc16").launch_plan(find_family("gemm_tc16").default_config(
