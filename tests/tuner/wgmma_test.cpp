@@ -23,6 +23,19 @@ GemmProblem half_problem(int64_t m, int64_t n, int64_t k, const char* layout, DT
   return p;
 }
 
+// A parameter value that needs the TMA kernel and whole tiles (PT > 1, MC, EPI): the config with it
+// is refused with K slices (SPLITK or CL 2) and on the cp.async kernel.
+void expect_tma_and_whole_tiles_only(const Family& f, const Config& c, const GemmProblem& p, const DeviceInfo& d) {
+  for (const char* k : {"SPLITK", "CL"}) {
+    Config sliced = c;
+    sliced.set(k, 2);
+    EXPECT_FALSE(f.valid(sliced, p, d)) << k << " with " << c.to_json();
+  }
+  Config cp = c;
+  cp.set("TMA", 0);
+  EXPECT_FALSE(f.valid(cp, p, d)) << "cp.async with " << c.to_json();
+}
+
 } // namespace
 
 // wgmma exists on sm_90a only: the family compiles for "sm_90a" whatever the device reports, is
@@ -237,14 +250,7 @@ TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
   EXPECT_EQ(pp.workspace_bytes, 0u);
   EXPECT_NE(f.kernel_names(pt, p4096).at(0).find("<128,256,2,4,8,1,1,4,0,"), std::string::npos) << f.kernel_names(pt, p4096).at(0);
   EXPECT_EQ(f.launch_plan(pt, half_problem(4000, 4000, 512, "NN", DType::bf16)).steps[0].grid[0], 128u); // 32 x 16 = 512 tiles
-  for (const char* k : {"SPLITK", "CL"}) {
-    Config sliced = pt;
-    sliced.set(k, 2);
-    EXPECT_FALSE(f.valid(sliced, p4096, d)) << k;
-  }
-  Config pt_cp = pt;
-  pt_cp.set("TMA", 0);
-  EXPECT_FALSE(f.valid(pt_cp, p4096, d));
+  expect_tma_and_whole_tiles_only(f, pt, p4096, d);
   EXPECT_FALSE(f.valid(pt, half_problem(128, 768, 4096, "NN", DType::bf16), d)); // 3 tiles: PT 3 gives one block already
   EXPECT_TRUE(f.valid(pt, half_problem(128, 1024, 4096, "NN", DType::bf16), d)); // 4 tiles: one block, PT 3 two
   EXPECT_EQ(f.canonical(Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1})"))["PT"], 1);
@@ -285,14 +291,7 @@ TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
     narrow.set("MC", 2);
     EXPECT_EQ(f.valid(narrow, p, d), a_k) << l;
   }
-  for (const char* k : {"SPLITK", "CL"}) {
-    Config sliced = mc1;
-    sliced.set(k, 2);
-    EXPECT_FALSE(f.valid(sliced, p4096, d)) << k;
-  }
-  Config mc_cp = mc1;
-  mc_cp.set("TMA", 0);
-  EXPECT_FALSE(f.valid(mc_cp, p4096, d));
+  expect_tma_and_whole_tiles_only(f, mc1, p4096, d);
   EXPECT_EQ(f.canonical(Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1})"))["MC"], 0);
 
   // EPI (C through shared memory and TMA stores): the plan asks for a map of C in boxes of 64
@@ -317,10 +316,6 @@ TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
   Config epi_odd = epi;
   epi_odd.set("PACK", 1);
   EXPECT_FALSE(f.valid(epi_odd, half_problem(2999, 2999, 2999, "NN", DType::bf16), d));
-  for (const char* k : {"SPLITK", "CL"}) {
-    Config sliced = epi;
-    sliced.set(k, 2);
-    EXPECT_FALSE(f.valid(sliced, half_problem(128, 4096, 4096, "NN", DType::bf16), d)) << k;
-  }
+  expect_tma_and_whole_tiles_only(f, epi, half_problem(128, 4096, 4096, "NN", DType::bf16), d);
   EXPECT_EQ(f.canonical(Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0})"))["EPI"], 0);
 }
