@@ -1,6 +1,8 @@
 // Descriptor of gemm_wgmma.cu: BF16 / FP16 GEMM on Hopper's wgmma (sm_90a), FP32 accumulation,
 // cp.async into 128-byte-swizzled stages or TMA, unaligned problems through packed copies (PACK). Compiled for sm_90a (arch_specific), so it serves sm_90
 // devices only. What has run on a GPU: see the template's header and tests/kernels/wgmma_gpu_test.cpp.
+#include <algorithm>
+
 #include "gemm/gemm_families.h"
 
 namespace ktune {
@@ -155,6 +157,29 @@ Family gemm_wgmma_family() {
     if (!c.has("MC")) c.set("MC", 0);
     if (!c.has("EPI")) c.set("EPI", 0);
     return c;
+  });
+
+  // The same tiling where the tuned form is not valid (the runtime lends it to untuned shapes, warm
+  // starts seed with it), nearest first: the other PACK (an aligned config packed for an unaligned
+  // shape, a packed one unpacked for an aligned shape), keeping EPI, then without EPI (C's rows not
+  // 16-byte aligned); then without K slices (a K too short for them).
+  f.generalize([](const Config& c) {
+    std::vector<Config> out;
+    auto add = [&](int pack, int epi, bool unsplit) {
+      Config g = c;
+      g.set("PACK", pack);
+      g.set("EPI", epi);
+      if (unsplit) g.set("SPLITK", 1), g.set("CL", 1);
+      if (g == c || std::find(out.begin(), out.end(), g) != out.end()) return;
+      out.push_back(std::move(g));
+    };
+    for (bool unsplit : {false, true}) {
+      add(1 - c["PACK"], c["EPI"], unsplit);
+      add(1 - c["PACK"], 0, unsplit);
+      add(c["PACK"], 0, unsplit);
+      add(c["PACK"], c["EPI"], unsplit);
+    }
+    return out;
   });
 
   f.kernels([](const Config& c, const GemmProblem& p) {

@@ -2,6 +2,7 @@
 // serves, the sm_90a compile target, its defaults, and NVRTC compiles of sampled and corner configs.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <set>
 
 #include "gemm/gemm_families.h"
@@ -318,4 +319,39 @@ TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
   EXPECT_FALSE(f.valid(epi_odd, half_problem(2999, 2999, 2999, "NN", DType::bf16), d));
   expect_tma_and_whole_tiles_only(f, epi, half_problem(128, 4096, 4096, "NN", DType::bf16), d);
   EXPECT_EQ(f.canonical(Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0})"))["EPI"], 0);
+}
+
+// A tuned config serves shapes its own form cannot through generalized(): an aligned EPI config is
+// offered packed (EPI dropped where C's rows are not 16-byte aligned) for unaligned shapes, a packed
+// one unpacked for aligned shapes, a split one unsplit where K is too short; nearest form first.
+TEST(Space, WgmmaGeneralizesTunedConfigsToShapesTheirFormCannotServe) {
+  const Family f = find_family("gemm_wgmma");
+  const auto d = DeviceInfo::nominal("sm_90");
+  auto first_valid = [&](const Config& c, const GemmProblem& p) -> std::optional<Config> {
+    for (const Config& g : f.generalized(c))
+      if (f.valid(g, p, d)) return g;
+    return std::nullopt;
+  };
+  const Config epi = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":3,"SWZ":16,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":2,"MC":0,"EPI":1})");
+  const auto odd = half_problem(2999, 2999, 2999, "NN", DType::bf16);
+  ASSERT_FALSE(f.valid(epi, odd, d));
+  const auto packed = first_valid(epi, odd);
+  ASSERT_TRUE(packed);
+  EXPECT_EQ((*packed)["PACK"], 1);
+  EXPECT_EQ((*packed)["EPI"], 0);
+  EXPECT_EQ((*packed)["BN"], 256);
+  EXPECT_EQ((*packed)["PT"], 2);
+  // Packed back to aligned: the unpacked form comes first.
+  const auto back = first_valid(*packed, half_problem(4096, 4096, 4096, "NN", DType::bf16));
+  ASSERT_TRUE(back);
+  EXPECT_EQ((*back)["PACK"], 0);
+  // A split-K config at a K of one tile: unsplit.
+  Config split = Config::from_json(R"({"BM":128,"BN":128,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":2,"CL":1,"PT":1,"MC":0,"EPI":0})");
+  const auto short_k = half_problem(128, 4096, 64, "NN", DType::bf16);
+  ASSERT_FALSE(f.valid(split, short_k, d));
+  const auto unsplit = first_valid(split, short_k);
+  ASSERT_TRUE(unsplit);
+  EXPECT_EQ((*unsplit)["SPLITK"], 1);
+  EXPECT_EQ((*unsplit)["PACK"], 0);
+  for (const Config& g : f.generalized(epi)) EXPECT_NE(g, epi);
 }
