@@ -83,6 +83,17 @@ Config Family::canonical(const Config& given) const {
   return out;
 }
 
+std::vector<Config> Family::variants(const Config& c, const std::vector<Setting>& settings) {
+  std::vector<Config> out;
+  for (const Setting& s : settings) {
+    Config g = c;
+    for (const auto& [name, value] : s) g.set(name, value);
+    if (g == c || std::find(out.begin(), out.end(), g) != out.end()) continue;
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
 std::vector<std::string> Family::violations(const Config& c, const Problem& p, const DeviceInfo& d) const {
   std::vector<std::string> out;
   std::string why;

@@ -205,28 +205,32 @@ class ProblemTuner {
     return issued;
   }
 
-  // The op's baseline library timed once per device and problem (none for an op without one).
-  // The op's baseline library (cuBLAS for GEMM) timed by the worker, with the full timing (no
-  // cutoff: that is for candidates). nullopt (reported) if it fails.
-  std::optional<Timing> measure_baseline(const Problem& p, const std::string& library) {
+  // The op's baseline library (cuBLAS for GEMM; none for an op without one), timed by the worker
+  // with the full timing (no cutoff: that is for candidates) and recorded where it is faster than
+  // `held` (or nothing is held); returns the faster of the two. A failed measurement is reported
+  // and leaves `held`.
+  std::optional<Timing> measure_baseline(const Problem& p, int64_t pid, const std::string& library,
+                                         std::optional<Timing> held) {
     nlohmann::json req = {{"op", "baseline"}, {"problem", problem_to_json(p)}, {"seed", o_.seed},
                           {"timing", timing_options_to_json(o_.timing)}};
     const auto rep = worker_.request(req, o_.timeout_s);
     if (rep.outcome != WorkerProcess::Outcome::replied || rep.body.value("status", "") != "ok") {
       const std::string why = rep.outcome == WorkerProcess::Outcome::replied ? rep.body.value("error", "") : rep.detail;
       std::fprintf(stderr, "ktune: %s baseline failed for %s: %s\n", library.c_str(), p.key().c_str(), why.c_str());
-      return std::nullopt;
+      return held;
     }
-    return timing_from_json(rep.body["timing"]);
+    const Timing t = timing_from_json(rep.body["timing"]);
+    if (held && held->median_ms <= t.median_ms) return held;
+    store_.record_baseline(device_id_, pid, library, t, tflops(p, t.median_ms));
+    return t;
   }
 
+  // Once per device and problem: the stored reading, else a measurement.
   std::optional<Timing> baseline(const Problem& p, int64_t pid) {
     const std::string library = op_info(p.op).baseline;
     if (library.empty()) return std::nullopt;
     if (auto b = store_.baseline(device_id_, pid, library)) return b;
-    const auto t = measure_baseline(p, library);
-    if (t) store_.record_baseline(device_id_, pid, library, *t, tflops(p, t->median_ms));
-    return t;
+    return measure_baseline(p, pid, library, std::nullopt);
   }
 
   // The baseline once more after the problem's trials, the faster reading kept and stored. One
@@ -236,10 +240,7 @@ class ProblemTuner {
   std::optional<Timing> rebaseline(const Problem& p, int64_t pid, std::optional<Timing> first) {
     const std::string library = op_info(p.op).baseline;
     if (library.empty() || !first) return first;
-    const auto again = measure_baseline(p, library);
-    if (!again || again->median_ms >= first->median_ms) return first;
-    store_.record_baseline(device_id_, pid, library, *again, tflops(p, again->median_ms));
-    return again;
+    return measure_baseline(p, pid, library, first);
   }
 
   // Candidates more than 1.5x slower than the best so far get one timed repetition only.

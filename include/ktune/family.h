@@ -152,6 +152,10 @@ class Family {
   // valid for the asked shape when the tuned config is not, and warm starts offer them all as
   // seeds. Empty when the config is already general.
   using GeneralizeFn = std::function<std::vector<Config>(const Config&)>;
+  // For generalize functions: c with each setting's parameter values in turn, in order, without c
+  // itself and without repeats.
+  using Setting = std::vector<std::pair<const char*, int>>;
+  static std::vector<Config> variants(const Config& c, const std::vector<Setting>& settings);
   Family& generalize(GeneralizeFn fn) {
     generalize_ = std::move(fn);
     return *this;

@@ -158,24 +158,11 @@ Family gemm_tc16_family() {
   // registers (CPA = 0) is also offered with cp.async: element loads (an unaligned shape the
   // packed copies do not fit) take only that.
   f.generalize([](const Config& c) {
-    std::vector<Config> out;
-    auto add = [&](int splitk, int pack, int cpa) {
-      Config g = c;
-      g.set("SPLITK", splitk);
-      g.set("PACK", pack);
-      g.set("CPA", cpa);
-      if (g == c) return;
-      for (const auto& o : out)
-        if (o == g) return;
-      out.push_back(std::move(g));
-    };
-    for (int cpa : {c["CPA"], 1}) {
-      add(c["SPLITK"], c["PACK"], cpa);
-      add(c["SPLITK"], 1 - c["PACK"], cpa);
-      add(1, c["PACK"], cpa);
-      add(1, 1 - c["PACK"], cpa);
-    }
-    return out;
+    std::vector<Family::Setting> s;
+    for (int cpa : {c["CPA"], 1})
+      for (auto [splitk, pack] : {std::pair{c["SPLITK"], c["PACK"]}, {c["SPLITK"], 1 - c["PACK"]}, {1, c["PACK"]}, {1, 1 - c["PACK"]}})
+        s.push_back({{"SPLITK", splitk}, {"PACK", pack}, {"CPA", cpa}});
+    return Family::variants(c, s);
   });
 
   f.kernels([](const Config& c, const GemmProblem& p) {

@@ -1,8 +1,6 @@
 // Descriptor of gemm_wgmma.cu: BF16 / FP16 GEMM on Hopper's wgmma (sm_90a), FP32 accumulation,
 // cp.async into 128-byte-swizzled stages or TMA, unaligned problems through packed copies (PACK). Compiled for sm_90a (arch_specific), so it serves sm_90
 // devices only. What has run on a GPU: see the template's header and tests/kernels/wgmma_gpu_test.cpp.
-#include <algorithm>
-
 #include "gemm/gemm_families.h"
 
 namespace ktune {
@@ -37,7 +35,7 @@ bool packed_fits(const GemmProblem& p) { return gemm_pack_workspace_bytes(pack_o
 
 // K slices along blockIdx.z: SPLITK through the workspace or CL in a cluster (never both).
 int slices(const Config& c) { return c["SPLITK"] * c["CL"]; }
-// Work units of the TMA kernel (its unit_tile): output tiles of BM x BN, or under MC pairs of tiles along M (MC 1,
+// Work units of the TMA kernel (its Units): output tiles of BM x BN, or under MC pairs of tiles along M (MC 1,
 // sharing B) or N (MC 2, sharing A), a pair to a 2-CTA cluster.
 int64_t units(const Config& c, const GemmProblem& p) {
   const int64_t tm = ceil_div(p.m, c["BM"]), tn = ceil_div(p.n, c["BN"]);
@@ -164,22 +162,11 @@ Family gemm_wgmma_family() {
   // shape, a packed one unpacked for an aligned shape), keeping EPI, then without EPI (C's rows not
   // 16-byte aligned); then without K slices (a K too short for them).
   f.generalize([](const Config& c) {
-    std::vector<Config> out;
-    auto add = [&](int pack, int epi, bool unsplit) {
-      Config g = c;
-      g.set("PACK", pack);
-      g.set("EPI", epi);
-      if (unsplit) g.set("SPLITK", 1), g.set("CL", 1);
-      if (g == c || std::find(out.begin(), out.end(), g) != out.end()) return;
-      out.push_back(std::move(g));
-    };
-    for (bool unsplit : {false, true}) {
-      add(1 - c["PACK"], c["EPI"], unsplit);
-      add(1 - c["PACK"], 0, unsplit);
-      add(c["PACK"], 0, unsplit);
-      add(c["PACK"], c["EPI"], unsplit);
-    }
-    return out;
+    std::vector<Family::Setting> s;
+    for (bool unsplit : {false, true})
+      for (auto [pack, epi] : {std::pair{1 - c["PACK"], c["EPI"]}, {1 - c["PACK"], 0}, {c["PACK"], 0}, {c["PACK"], c["EPI"]}})
+        s.push_back({{"PACK", pack}, {"EPI", epi}, {"SPLITK", unsplit ? 1 : c["SPLITK"]}, {"CL", unsplit ? 1 : c["CL"]}});
+    return Family::variants(c, s);
   });
 
   f.kernels([](const Config& c, const GemmProblem& p) {

@@ -12,8 +12,10 @@
 //                   TMA = 0 at every tiling measured (docs/runs/2026-11-23-h100-wgmma-tune-tma.txt).
 // CL (split-K in a cluster) and PT (several tiles a block) passed WgmmaGpu on an H100 and were
 // tuned there on 2026-11-24; neither beat the configs without them at any public shape
-// (docs/runs/2026-11-24-h100-s6-wgmma-{cluster,persistent}-tune.txt). MC (TMA multicast in a
-// 2-CTA cluster) came in session 9. Not yet: TMA stores, stream-K. See tests/kernels/wgmma_gpu_test.cpp for what has run on a GPU.
+// (docs/runs/2026-11-24-h100-s6-wgmma-{cluster,persistent}-tune.txt). EPI (C by TMA stores) and MC
+// (TMA multicast in a 2-CTA cluster) passed WgmmaGpu on an H100 on 2026-11-24; EPI is in the shipped
+// table, MC never won (docs/PERFORMANCE.md). Not yet: stream-K. See tests/kernels/wgmma_gpu_test.cpp
+// for what has run on a GPU.
 //
 // Template parameters (host code spells them as in the config JSON):
 //   BM, BN       block tile (rows, columns of C); K goes 64 at a time (BK = 64 halves = 128 bytes,
@@ -41,6 +43,8 @@
 //   MC           (gemm_wgmma_tma only; no K slices) TMA multicast in a cluster of 2 CTAs along x:
 //                0 none; 1 the pair computes two M tiles and shares B's tile; 2 two N tiles sharing
 //                A's. Each CTA reads its half of the shared tile from L2 for both.
+//   EPI          (gemm_wgmma_tma only; no K slices) 1: C through a shared-memory staging buffer and
+//                TMA stores (args.c), asynchronously; beta != 0 at run time takes the plain epilogue.
 //   F16          0: bf16, 1: fp16 (from the problem)
 //   A_COL, B_COL layouts from the problem: 1 = column-major
 //
@@ -154,22 +158,23 @@ __device__ __forceinline__ void tma_tile_shared(unsigned dst, const KtuneTensorM
   }
 }
 
-// The output tile of work unit u. MC = 0: a unit is a tile (raster order). MC = 1: a unit is a pair
-// of M tiles sharing B's tile, CTA `rank` of the cluster taking tile 2 * pair + rank along M; MC = 2:
-// a pair of N tiles sharing A's. A pair's second tile may lie past the last one (odd tile counts):
-// that CTA still loads its half of the shared operand for its partner, and stores nothing.
+// Work units and their output tiles. MC = 0: a unit is a tile (raster order over tiles_m x tiles_n).
+// MC = 1: a unit is a pair of M tiles sharing B's tile, CTA `rank` of the cluster taking tile
+// 2 * pair + rank along M; MC = 2: a pair of N tiles sharing A's. A pair's second tile may lie past
+// the last one (odd tile counts): that CTA still loads its half of the shared operand for its
+// partner, and stores nothing. units_m x units_n is the grid of units the raster walks.
 template <int SWZ, int MC>
-__device__ __forceinline__ void unit_tile(int u, int tiles_m, int tiles_n, unsigned rank, int& tm, int& tn) {
-  if constexpr (MC == 1) {
-    raster<SWZ>(u, (tiles_m + 1) / 2, tiles_n, tm, tn);
-    tm = 2 * tm + int(rank);
-  } else if constexpr (MC == 2) {
-    raster<SWZ>(u, tiles_m, (tiles_n + 1) / 2, tm, tn);
-    tn = 2 * tn + int(rank);
-  } else {
-    raster<SWZ>(u, tiles_m, tiles_n, tm, tn);
+struct Units {
+  int units_m, units_n;
+  __device__ __forceinline__ Units(int tiles_m, int tiles_n)
+      : units_m(MC == 1 ? (tiles_m + 1) / 2 : tiles_m), units_n(MC == 2 ? (tiles_n + 1) / 2 : tiles_n) {}
+  __device__ __forceinline__ int count() const { return units_m * units_n; }
+  __device__ __forceinline__ void tile(int u, unsigned rank, int& tm, int& tn) const {
+    raster<SWZ>(u, units_m, units_n, tm, tn);
+    if constexpr (MC == 1) tm = 2 * tm + int(rank);
+    if constexpr (MC == 2) tn = 2 * tn + int(rank);
   }
-}
+};
 
 // The epilogue both kernels share: C = alpha * acc + beta * C (C read only where beta != 0).
 template <int MT, int BN, int F16>
@@ -373,9 +378,9 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
   // at most the SM count): the K tiles of consecutive output tiles run through one stage ring, so
   // the producer loads the next tile's first stages while the consumers store this tile's C, and
   // the block's set-up is paid once.
-  const int tiles_m = (p.M + BM - 1) / BM, tiles_n = (p.N + BN - 1) / BN;
-  // Work units (unit_tile): tiles, or pairs of tiles under MC; a block's first unit and its stride.
-  const int units = MC == 1 ? (tiles_m + 1) / 2 * tiles_n : MC == 2 ? tiles_m * ((tiles_n + 1) / 2) : tiles_m * tiles_n;
+  // Work units (Units): tiles, or pairs of tiles under MC; a block's first unit and its stride.
+  const Units<SWZ, MC> grid((p.M + BM - 1) / BM, (p.N + BN - 1) / BN);
+  const int units = grid.count();
   const int unit0 = MC ? int(blockIdx.x) / 2 : int(blockIdx.x);
   const int stride = PT > 1 ? (MC ? int(gridDim.x) / 2 : int(gridDim.x)) : units;
   const unsigned rank = MC ? cluster::rank() : 0u, peer = rank ^ 1u;
@@ -406,7 +411,7 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
       int it = 0;
       for (int u = unit0; u < units; u += stride) {
         int tm, tn;
-        unit_tile<SWZ, MC>(u, tiles_m, tiles_n, rank, tm, tn);
+        grid.tile(u, rank, tm, tn);
         const int row0 = tm * BM, col0 = tn * BN;
         for (int kt = 0; kt < nk; ++kt, ++it) {
           const int s = it % ST;
@@ -432,7 +437,7 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
     int it = 0;
     for (int u = unit0; u < units; u += stride) {
       int tm, tn;
-      unit_tile<SWZ, MC>(u, tiles_m, tiles_n, rank, tm, tn);
+      grid.tile(u, rank, tm, tn);
       const int row0 = tm * BM, col0 = tn * BN;
       float acc[MT][BN / 2];
 #pragma unroll
@@ -459,7 +464,7 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
         constexpr int NC = WG * 128;
         // Every consumer warpgroup's wgmma have read the ring (and every TMA copy into it has
         // landed: each was waited for) before any partial sum overwrites it.
-        asm volatile("bar.sync 1, %0;\n" ::"n"(NC) : "memory");
+        named_sync(1, NC);
         float2* const buf = reinterpret_cast<float2*>(smem_raw + (sbase - half16::smem_u32(smem_raw)));
         park_pairs<MT, BN, NC>(acc, buf, tid - 128);
         cluster::sync(); // every rank's partial sums are in its ring
@@ -470,10 +475,10 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
         const unsigned buf = sbase + ST * STAGE + unsigned(cw) * (WM * BN * 2);
         // The previous tile's store has read this buffer (issued by this warpgroup's thread 0).
         if (wtid == 0) async::bulk_wait_read();
-        asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
+        named_sync(2 + cw, 128);
         stage_c<MT, BN, F16>(p, acc, buf, wtid);
         fence_proxy_async(); // the generic-proxy writes, before the TMA (async proxy) reads them
-        asm volatile("bar.sync %0, 128;\n" ::"r"(2 + cw) : "memory");
+        named_sync(2 + cw, 128);
         if (wtid == 0) {
 #pragma unroll
           for (int b = 0; b < BN / 64; ++b) tma_store_2d(&args.c, col0 + b * 64, row0 + cw * WM, buf + b * (WM * 128));

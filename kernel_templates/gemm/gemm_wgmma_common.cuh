@@ -92,6 +92,11 @@ __device__ __forceinline__ void tma_store_2d(const KtuneTensorMap* map, int c0, 
                "r"(c0), "r"(c1), "r"(src)
                : "memory");
 }
+// Named barrier `id` (1..15; 0 is __syncthreads') over `threads` threads, whole warps: the consumer
+// warpgroups synchronizing among themselves while the producer runs on.
+__device__ __forceinline__ void named_sync(unsigned id, unsigned threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
 template <int REGS>
 __device__ __forceinline__ void setmaxnreg_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGS));
