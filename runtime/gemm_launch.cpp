@@ -99,9 +99,9 @@ void launch_gemm(Module& m, const LaunchPlan& plan, const KtuneGemmArgs& args, C
     if (s.tma) {
       KtuneGemmTmaArgs t = tma_args(s, a, m.context());
       void* tma_params[] = {&t};
-      m.launch(static_cast<size_t>(s.kernel), s.grid, s.block, s.dynamic_smem, stream, tma_params, s.overlap_previous, s.balance_clusters);
+      m.launch(s, stream, tma_params);
     } else {
-      m.launch(static_cast<size_t>(s.kernel), s.grid, s.block, s.dynamic_smem, stream, params, s.overlap_previous, s.balance_clusters);
+      m.launch(s, stream, params);
     }
   }
 }

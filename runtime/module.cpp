@@ -59,15 +59,17 @@ int compiled_cluster_size(CUfunction f, const std::string& context) {
 } // namespace
 
 Module::Module(const std::vector<char>& cubin, const std::vector<std::string>& lowered_names, std::string context)
-    : smem_limit_(new std::atomic<unsigned>[lowered_names.size()]), context_(std::move(context)) {
+    : smem_limit_(new std::atomic<unsigned>[lowered_names.size()]),
+      resident_(new std::atomic<unsigned long long>[lowered_names.size()]), context_(std::move(context)) {
   check_cu(driver().cuModuleLoadData(&module_, cubin.data()), "cuModuleLoadData", context_);
   CUdevice dev = 0;
   int major = 0;
   const CUresult dr = driver().cuCtxGetDevice(&dev);
   const CUresult ar = dr == CUDA_SUCCESS ? driver().cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) : dr;
-  if (ar != CUDA_SUCCESS) {
+  const CUresult sr = ar == CUDA_SUCCESS ? driver().cuDeviceGetAttribute(&sm_count_, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev) : ar;
+  if (sr != CUDA_SUCCESS) {
     driver().cuModuleUnload(module_);
-    check_cu(ar, dr != CUDA_SUCCESS ? "cuCtxGetDevice" : "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MAJOR)", context_);
+    check_cu(sr, dr != CUDA_SUCCESS ? "cuCtxGetDevice" : ar != CUDA_SUCCESS ? "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MAJOR)" : "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)", context_);
   }
   dependent_launch_ = major >= 9;
   for (const auto& name : lowered_names) {
@@ -83,6 +85,7 @@ Module::Module(const std::vector<char>& cubin, const std::vector<std::string>& l
     check_cu(driver().cuFuncGetAttribute(&static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f), "cuFuncGetAttribute(SHARED_SIZE_BYTES)",
              context_ + " kernel " + name);
     smem_limit_[functions_.size()] = unsigned(std::max(0, 48 * 1024 - static_smem));
+    resident_[functions_.size()] = 0; // not asked yet
     // A kernel compiled with a cluster wider than the portable 8 CTAs (__cluster_dims__(16, 1, 1):
     // rows_bulk's CL = 16) launches only with the driver's permission; it is the kernel's own
     // requirement, so it is granted here, once, instead of by every caller.
@@ -99,7 +102,8 @@ Module::~Module() {
 
 Module::Module(Module&& o) noexcept
     : module_(o.module_), functions_(std::move(o.functions_)), smem_limit_(std::move(o.smem_limit_)),
-      context_(std::move(o.context_)), dependent_launch_(o.dependent_launch_) {
+      resident_(std::move(o.resident_)), context_(std::move(o.context_)), sm_count_(o.sm_count_),
+      dependent_launch_(o.dependent_launch_) {
   o.module_ = nullptr;
 }
 
@@ -137,6 +141,28 @@ Occupancy Module::occupancy(size_t i, const unsigned grid[3], const unsigned blo
     check_cu(driver().cuOccupancyMaxActiveClusters(&o.max_active_clusters, f, &cfg), "cuOccupancyMaxActiveClusters", context_);
   }
   return o;
+}
+
+unsigned Module::resident_blocks(size_t i, const unsigned block[3], unsigned dynamic_smem) {
+  const unsigned long long key = (static_cast<unsigned long long>(dynamic_smem) * 2048 + block[0] * block[1] * block[2]) << 32;
+  const unsigned long long known = resident_[i].load(std::memory_order_relaxed);
+  if (known && (known & ~0xffffffffull) == key) return unsigned(known & 0xffffffffull);
+  const unsigned one[3] = {1, 1, 1};
+  const Occupancy o = occupancy(i, one, block, dynamic_smem);
+  // A cluster kernel: whole clusters (the grid must be a multiple of the cluster), as many as fit at once.
+  const long long blocks = o.cluster_size > 1 ? (long long)o.max_active_clusters * o.cluster_size : (long long)o.blocks_per_sm * sm_count_;
+  if (blocks < 1)
+    throw Error(context_ + ": no block of kernel " + std::to_string(i) + " fits an SM (" + std::to_string(dynamic_smem) +
+                " bytes of dynamic shared memory), so it has no persistent grid");
+  resident_[i].store(key | static_cast<unsigned long long>(blocks), std::memory_order_relaxed);
+  return unsigned(blocks);
+}
+
+void Module::launch(const LaunchStep& s, CUstream stream, void** params) {
+  const size_t i = static_cast<size_t>(s.kernel);
+  unsigned grid[3] = {s.grid[0], s.grid[1], s.grid[2]};
+  if (s.persistent) grid[0] = std::min(grid[0], resident_blocks(i, s.block, s.dynamic_smem));
+  launch(i, grid, s.block, s.dynamic_smem, stream, params, s.overlap_previous, s.balance_clusters);
 }
 
 void Module::launch(size_t i, const unsigned grid[3], const unsigned block[3], unsigned dynamic_smem, CUstream stream,

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "ktune/family.h"
 
 namespace ktune {
 
@@ -88,13 +89,21 @@ class Module {
   // balance_clusters: the load-balancing cluster scheduling policy (LaunchStep::balance_clusters).
   void launch(size_t i, const unsigned grid[3], const unsigned block[3], unsigned dynamic_smem, CUstream stream,
               void** params, bool overlap_previous = false, bool balance_clusters = false);
+  // One step of a launch plan, with its flags; a persistent step's grid[0] capped at resident_blocks.
+  void launch(const LaunchStep& s, CUstream stream, void** params);
+  // Blocks of kernel i the device holds at once for this block shape and shared memory (whole
+  // clusters for a cluster kernel): the grid of a persistent launch. Computed once per shape.
+  unsigned resident_blocks(size_t i, const unsigned block[3], unsigned dynamic_smem);
 
  private:
   void allow_smem(size_t i, unsigned dynamic_smem); // raises the kernel's dynamic smem limit once
   CUmodule module_ = nullptr;
   std::vector<CUfunction> functions_;
   std::unique_ptr<std::atomic<unsigned>[]> smem_limit_; // per kernel: the limit already set
+  // Per kernel: resident_blocks' last answer, (shared memory x 2048 + threads) << 32 | blocks.
+  std::unique_ptr<std::atomic<unsigned long long>[]> resident_;
   std::string context_;
+  int sm_count_ = 0;
   bool dependent_launch_ = false; // the context's device runs programmatic dependent launches (sm_90 on)
 };
 

@@ -24,8 +24,7 @@ void launch_rows(Module& m, const LaunchPlan& plan, const KtuneRowsArgs& args, C
   if (args.rows == 0 || args.cols == 0) return;
   KtuneRowsArgs a = args; // cuLaunchKernel copies the parameter out of this before returning
   void* params[] = {&a};
-  for (const auto& s : plan.steps) m.launch(static_cast<size_t>(s.kernel), s.grid, s.block, s.dynamic_smem, stream, params, s.overlap_previous,
-                                  s.balance_clusters);
+  for (const auto& s : plan.steps) m.launch(s, stream, params);
 }
 
 } // namespace ktune

@@ -62,6 +62,7 @@ nlohmann::json plan_to_json(const LaunchPlan& p) {
                            {"smem", s.dynamic_smem},
                            {"overlap_previous", s.overlap_previous}};
     if (s.balance_clusters) step["balance_clusters"] = true; // (absent: the default policy, as before)
+    if (s.persistent) step["persistent"] = true;             // (absent: the grid as planned, as before)
     // Only TMA steps carry their tensor-map boxes (the other steps' JSON is as before).
     if (s.tma) {
       auto op = [](const LaunchStep::TmaOperand& o) {
@@ -95,6 +96,7 @@ LaunchPlan plan_from_json(const nlohmann::json& j) {
     // times differently from one that waits for it.
     st.overlap_previous = s.at("overlap_previous").get<bool>();
     st.balance_clusters = s.value("balance_clusters", false);
+    st.persistent = s.value("persistent", false);
     // A TMA kernel launched without its tensor maps reads garbage maps (an illegal instruction).
     if (s.contains("tma")) {
       auto op = [](const nlohmann::json& o) {

@@ -37,6 +37,10 @@ struct LaunchStep {
   // (CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING) instead of its default spread, which can leave
   // SMs of a GPC without a CTA when clusters do not tile it. Ignored for kernels without clusters.
   bool balance_clusters = false;
+  // Persistent kernels (they stride over their work by gridDim.x): the launch caps grid[0] at the
+  // blocks the device holds at once (occupancy x SMs, whole clusters), so every block is resident
+  // and none waits for a wave. The plan's grid[0] is the uncapped count (one block a work unit).
+  bool persistent = false;
   // TMA (sm_90): the kernel takes KtuneGemmTmaArgs instead of KtuneGemmArgs, with 2D tensor maps of
   // A and B (per TmaOperand: element size, swizzle, stacked copies; zero fill outside) that launch_gemm encodes for each
   // launch's pointers and sizes. Per operand: whether its contiguous dimension is K (A row-major, B

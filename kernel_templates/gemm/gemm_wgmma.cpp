@@ -3,6 +3,8 @@
 // devices only. What has run on a GPU: see the template's header and tests/kernels/wgmma_gpu_test.cpp.
 #include "gemm/gemm_families.h"
 
+#include <algorithm>
+
 namespace ktune {
 namespace {
 
@@ -10,14 +12,17 @@ constexpr int kBK = 64; // K per stage: one 128-byte swizzle atom of halves (fix
 
 // TMA = 1 adds the producer warpgroup.
 int threads(const Config& c) { return 128 * (c["WG"] + c["TMA"]); }
-// FP32 accumulators per thread: BM / WG / 64 m64 tiles of BN / 2 registers each.
-int accumulators(const Config& c) { return c["BM"] / c["WG"] / 64 * c["BN"] / 2; }
+// A consumer warpgroup's rows of a tile: BM / WG, or all BM with ping-pong consumers (PP).
+int rows_per_consumer(const Config& c) { return c["PP"] ? c["BM"] : c["BM"] / c["WG"]; }
+// FP32 accumulators per thread: its rows / 64 m64 tiles of BN / 2 registers each.
+int accumulators(const Config& c) { return rows_per_consumer(c) / 64 * c["BN"] / 2; }
 
 // Dynamic shared memory: ST stages of A's BM x 64 and B's 64 x BN halves, plus 1024 bytes to align
-// the ring to the swizzle pattern (dynamic shared memory is only 16-byte aligned); EPI = 1 adds the
-// C tile's staging buffers (BM x BN halves).
+// the ring to the swizzle pattern (dynamic shared memory is only 16-byte aligned); EPI = 1 adds each
+// consumer's staging buffer for its rows of C (together one BM x BN tile of halves; PP: one each).
 size_t smem_bytes(const Config& c) {
-  return size_t(c["ST"]) * (c["BM"] + c["BN"]) * kBK * 2 + 1024 + (c["EPI"] ? size_t(c["BM"]) * c["BN"] * 2 : 0);
+  const size_t staging = c["EPI"] ? size_t(c["WG"]) * rows_per_consumer(c) * c["BN"] * 2 : 0;
+  return size_t(c["ST"]) * (c["BM"] + c["BN"]) * kBK * 2 + 1024 + staging;
 }
 // Static shared memory of the kernel (ptxas: the TMA kernel's mbarriers take a 1024-byte-aligned block).
 size_t static_smem_bytes(const Config& c) { return c["TMA"] ? 1024 : 0; }
@@ -41,8 +46,11 @@ int64_t units(const Config& c, const GemmProblem& p) {
   const int64_t tm = ceil_div(p.m, c["BM"]), tn = ceil_div(p.n, c["BN"]);
   return c["MC"] == 1 ? ceil_div(tm, 2) * tn : c["MC"] == 2 ? tm * ceil_div(tn, 2) : tm * tn;
 }
-// Blocks along x: PT > 1, each block (each cluster under MC) strides over the units; MC, 2 CTAs a unit.
-int64_t grid_x(const Config& c, const GemmProblem& p) { return ceil_div(units(c, p), c["PT"]) * (c["MC"] ? 2 : 1); }
+// Blocks along x: PT > 1, each block (each cluster under MC) strides over the units; MC, 2 CTAs a
+// unit. PT = 0: one block (cluster) a unit, which the launch caps at what the device holds at once.
+int64_t grid_x(const Config& c, const GemmProblem& p) {
+  return ceil_div(units(c, p), std::max(1, c["PT"])) * (c["MC"] ? 2 : 1);
+}
 // MC's shared operand splits in two halves, one per CTA: a K-major tile (A row-major, B
 // column-major) by rows, any height; an MN-major one by 64 x 64 blocks, so at least two of them.
 bool shared_tile_splits(const Config& c, const GemmProblem& p) {
@@ -86,13 +94,16 @@ Family gemm_wgmma_family() {
       .param("CL", {1, 2, 4, 8}, "K slices in a thread block cluster (TMA only): the CTAs of a cluster add their FP32 "
                                  "partial sums through distributed shared memory, in their stage rings (no workspace, "
                                  "no second kernel)")
-      .param("PT", {1, 2, 4}, "output tiles per block (TMA only, no K slices): a grid of ceil(tiles / PT) "
-                                           "blocks, each running its tiles through one stage ring (the next tile's "
-                                           "loads overlap this one's stores); persistent when the grid fits the SMs")
+      .param("PT", {1, 2, 4, 0}, "output tiles per block (TMA only, no K slices): a grid of ceil(tiles / PT) "
+                                 "blocks, each running its tiles through one stage ring (the next tile's loads "
+                                 "overlap this one's stores); 0: persistent, as many blocks as the device holds at once")
       .param("EPI", {0, 1}, "1: C's tiles go out through shared memory and TMA stores, asynchronously (TMA only, no K "
                              "slices, C's rows 16-byte aligned; beta != 0 at run time takes the plain epilogue)")
       .param("MC", {0, 1, 2}, "TMA multicast in a 2-CTA cluster (TMA only, no K slices): 0 none; 1 the pair computes two "
-                              "M tiles and reads B's tile from L2 once for both; 2 two N tiles sharing A's tile");
+                              "M tiles and reads B's tile from L2 once for both; 2 two N tiles sharing A's tile")
+      .param("PP", {0, 1}, "1: ping-pong consumers (TMA, WG 2, PT != 1, no K slices, no MC): the two consumer "
+                           "warpgroups take the block's tiles in turn, each a whole BM x BN tile, one's epilogue "
+                           "overlapping the other's main loop; 0: they share each tile");
   f.dtypes({DType::bf16, DType::f16}).min_arch(90).arch_specific();
 
   f.restrict("bf16 or f16 operands", {}, [](const Config&, P p, D) { return half_problem(p); })
@@ -100,13 +111,13 @@ Family gemm_wgmma_family() {
                 "unpacked; PACK = 1 (with TMA) only where they are not, and only while the packed copies fit 512 MiB",
                 {"TMA", "PACK"},
                 [](const Config& c, P p, D) { return c["PACK"] ? c["TMA"] == 1 && !loads_16b(p) && packed_fits(p) : loads_16b(p); })
-      .restrict("each warpgroup's rows a multiple of 64 (wgmma m64)", {"BM", "WG"},
-                [](const Config& c, P, D) { return c["BM"] % (64 * c["WG"]) == 0; })
-      .restrict("accumulators per thread <= 128 (of 255 registers)", {"BM", "BN", "WG"},
+      .restrict("each warpgroup's rows a multiple of 64 (wgmma m64)", {"BM", "WG", "PP"},
+                [](const Config& c, P, D) { return c["BM"] % (64 * c["WG"]) == 0 || (c["PP"] && c["BM"] % 64 == 0); })
+      .restrict("accumulators per thread <= 128 (of 255 registers)", {"BM", "BN", "WG", "PP"},
                 [](const Config& c, P, D) { return accumulators(c) <= 128; })
       .restrict("EPI = 1: TMA, whole tiles (no SPLITK or CL), C's rows and pointer 16-byte aligned", {"TMA", "SPLITK", "CL", "EPI"},
                 [](const Config& c, P p, D) { return c["EPI"] == 0 || (c["TMA"] == 1 && slices(c) == 1 && p.align >= 16); })
-      .restrict("shared memory within the device's per-block limit", {"BM", "BN", "ST", "TMA", "EPI"},
+      .restrict("shared memory within the device's per-block limit", {"BM", "BN", "ST", "TMA", "EPI", "WG", "PP"},
                 [](const Config& c, P, D d) {
                   return smem_bytes(c) + static_smem_bytes(c) <= size_t(d.max_smem_per_block_optin);
                 })
@@ -125,12 +136,17 @@ Family gemm_wgmma_family() {
                 [](const Config& c, P p, D) {
                   return c["MC"] == 0 || (c["TMA"] == 1 && slices(c) == 1 && shared_tile_splits(c, p));
                 })
-      .restrict("PT > 1: TMA, whole tiles (no SPLITK or CL), and a smaller grid than PT - 1 gives (no repeats)",
+      .restrict("PT != 1: TMA, whole tiles (no SPLITK or CL); PT > 1 a smaller grid than PT - 1 gives (no repeats)",
                 {"TMA", "SPLITK", "CL", "PT", "MC", "BM", "BN"},
                 [](const Config& c, P p, D) {
                   if (c["PT"] == 1) return true;
                   const int64_t t = units(c, p);
-                  return c["TMA"] == 1 && slices(c) == 1 && ceil_div(t, c["PT"]) < ceil_div(t, c["PT"] - 1);
+                  return c["TMA"] == 1 && slices(c) == 1 && (c["PT"] == 0 || ceil_div(t, c["PT"]) < ceil_div(t, c["PT"] - 1));
+                })
+      .restrict("PP = 1: TMA, two consumer warpgroups, several tiles a block (PT != 1), whole tiles, no MC",
+                {"TMA", "WG", "PT", "SPLITK", "CL", "MC", "PP"},
+                [](const Config& c, P, D) {
+                  return c["PP"] == 0 || (c["TMA"] == 1 && c["WG"] == 2 && c["PT"] != 1 && slices(c) == 1 && c["MC"] == 0);
                 })
       .restrict("workspace (split-K slices, packed operands) <= 512 MiB", {"TMA", "PACK", "SPLITK"},
                 [](const Config& c, P p, D) { return workspace_bytes(c, p) <= kGemmMaxWorkspace; })
@@ -143,9 +159,9 @@ Family gemm_wgmma_family() {
   // with 3 stages measured faster still (0.79-0.97x cuBLAS) but has run only in the NN tunes.
   f.defaults([](const GemmProblem& p, const DeviceInfo&) {
     return Config{{"BM", 128}, {"BN", 128}, {"WG", 2}, {"ST", 4}, {"SWZ", 8}, {"TMA", 1}, {"PACK", loads_16b(p) ? 0 : 1},
-                  {"SPLITK", 1}, {"CL", 1}, {"PT", 1}, {"MC", 0}, {"EPI", 0}};
+                  {"SPLITK", 1}, {"CL", 1}, {"PT", 1}, {"MC", 0}, {"EPI", 0}, {"PP", 0}};
   });
-  // TMA came after the first version, which loaded with cp.async; PACK and SPLITK after TMA, then CL, PT, MC, EPI.
+  // TMA came after the first version, which loaded with cp.async; PACK and SPLITK after TMA, then CL, PT, MC, EPI, PP.
   f.upgrade([](Config c) {
     if (!c.has("TMA")) c.set("TMA", 0);
     if (!c.has("PACK")) c.set("PACK", 0);
@@ -154,6 +170,7 @@ Family gemm_wgmma_family() {
     if (!c.has("PT")) c.set("PT", 1);
     if (!c.has("MC")) c.set("MC", 0);
     if (!c.has("EPI")) c.set("EPI", 0);
+    if (!c.has("PP")) c.set("PP", 0);
     return c;
   });
 
@@ -174,7 +191,7 @@ Family gemm_wgmma_family() {
      std::string name = c["TMA"] ? "gemm_wgmma_tma<" : "gemm_wgmma<";
      for (const char* prm : {"BM", "BN", "WG", "ST", "SWZ"}) name += std::to_string(c[prm]) + ",";
      if (c["TMA"])
-       for (const char* prm : {"SPLITK", "CL", "PT", "MC", "EPI"}) name += std::to_string(c[prm]) + ",";
+       for (const char* prm : {"SPLITK", "CL", "PT", "MC", "EPI", "PP"}) name += std::to_string(c[prm]) + ",";
      name += std::string(p.dtype == DType::f16 ? "1" : "0") + "," + gemm_layout_args(p) + ">";
      std::vector<std::string> names{name};
      if (c["SPLITK"] > 1) names.push_back(gemm_splitk_reduce16_name(c["SPLITK"], p)); // kernel 1
@@ -187,6 +204,7 @@ Family gemm_wgmma_family() {
         main.grid[0] = static_cast<unsigned>(grid_x(c, p));
         main.grid[2] = static_cast<unsigned>(slices(c)); // CL > 1: each cluster one tile's slices (__cluster_dims__(1, 1, CL))
         main.block[0] = static_cast<unsigned>(threads(c));
+        main.persistent = c["PT"] == 0;
         main.dynamic_smem = static_cast<unsigned>(smem_bytes(c));
         if (c["TMA"]) {
           // The boxes gemm_wgmma_tma's tma_tile copies: a K-major operand (A row-major, B
@@ -196,8 +214,8 @@ Family gemm_wgmma_family() {
           // MC: a CTA loads half of the shared operand's K-major tile (tma_tile_shared).
           main.tma_a = {a_k, 64, a_k ? unsigned(c["BM"] / (c["MC"] == 2 ? 2 : 1)) : 64u};
           main.tma_b = {b_k, 64, b_k ? unsigned(c["BN"] / (c["MC"] == 1 ? 2 : 1)) : 64u};
-          // EPI: each consumer warpgroup stores its BM / WG rows of the tile in 64-column boxes.
-          if (c["EPI"]) main.tma_c = {true, 64, unsigned(c["BM"] / c["WG"])};
+          // EPI: each consumer warpgroup stores its rows of the tile in 64-column boxes.
+          if (c["EPI"]) main.tma_c = {true, 64, unsigned(rows_per_consumer(c))};
           if (c["PACK"]) { // the copies follow the split-K slices
             const GemmPackedOperands q = gemm_packed_operands(pack_of(c), p, gemm_splitk_workspace_bytes(c["SPLITK"], p));
             main.tma_a.packed_offset = static_cast<long long>(q.a_offset), main.tma_a.packed_ld = q.a_ld;

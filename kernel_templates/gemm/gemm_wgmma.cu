@@ -14,14 +14,15 @@
 // tuned there on 2026-11-24; neither beat the configs without them at any public shape
 // (docs/runs/2026-11-24-h100-s6-wgmma-{cluster,persistent}-tune.txt). EPI (C by TMA stores) and MC
 // (TMA multicast in a 2-CTA cluster) passed WgmmaGpu on an H100 on 2026-11-24; EPI is in the shipped
-// table, MC never won (docs/PERFORMANCE.md). Not yet: stream-K. See tests/kernels/wgmma_gpu_test.cpp
+// table, MC never won (docs/PERFORMANCE.md). PP (ping-pong consumers) and PT = 0 (a grid of one block per
+// SM) are newer: see tests/kernels/wgmma_gpu_test.cpp. Not yet: stream-K. See tests/kernels/wgmma_gpu_test.cpp
 // for what has run on a GPU.
 //
 // Template parameters (host code spells them as in the config JSON):
 //   BM, BN       block tile (rows, columns of C); K goes 64 at a time (BK = 64 halves = 128 bytes,
 //                one 128-byte swizzle atom wide, fixed)
 //   WG           warpgroups (128 threads each); warpgroup w computes rows [w * BM / WG, (w + 1) * BM / WG)
-//                of the tile, BM / WG / 64 wgmma m64nBNk16 per k16 step
+//                of the tile, BM / WG / 64 wgmma m64nBNk16 per k16 step (PP = 1: all BM rows of its own tiles)
 //   ST           stages in the shared-memory ring: ST - 2 tiles are loaded ahead, one stage is read by
 //                the wgmma still in flight, one by the wgmma being issued
 //   SWZ          rasterization group (raster() in gemm_common.cuh)
@@ -37,9 +38,14 @@
 //   PT           (gemm_wgmma_tma only; no K slices) output tiles per block: a grid of
 //                ceil(tiles / PT) blocks, block b computing tiles b, b + grid, ... (raster order),
 //                their K tiles through one stage ring: the producer loads the next tile while the
-//                consumers store this one, and a block's set-up is paid once. A grid within the
-//                SM count is a persistent grid; the tuner picks PT per shape (no device facts in
-//                the launch plan). 1: one tile a block.
+//                consumers store this one, and a block's set-up is paid once. 1: one tile a block.
+//                0: persistent, the launch caps the grid at the blocks the device holds at once
+//                (LaunchStep::persistent), each striding over the tiles; the kernel reads only gridDim.
+//   PP           (gemm_wgmma_tma only; WG = 2, PT != 1, no K slices, no MC) ping-pong consumers: the two
+//                consumer warpgroups take the block's tiles in turn, each computing a whole BM x BN
+//                tile, so one's epilogue (and its last wgmma's drain) overlaps the other's main loop;
+//                the turn passes at the end of a main loop (two named barriers). 0: the consumers
+//                share each tile, BM / WG rows each.
 //   MC           (gemm_wgmma_tma only; no K slices) TMA multicast in a cluster of 2 CTAs along x:
 //                0 none; 1 the pair computes two M tiles and shares B's tile; 2 two N tiles sharing
 //                A's. Each CTA reads its half of the shared tile from L2 for both.
@@ -338,6 +344,10 @@ __global__ void __launch_bounds__(WG * 128, 1) gemm_wgmma(KtuneGemmArgs p) {
 // once the consumers have released the stage (its `empty` mbarrier); its registers go to the
 // consumers (setmaxnreg). Warpgroups 1..WG are consumers, BM / WG rows each, as in gemm_wgmma:
 // wait for a stage, issue its wgmma, keep one group in flight, release the stage before it.
+// PP = 1: consumer c computes the block's tiles c, c + 2, ... whole; the ring's stages then belong
+// to one consumer each (`empty` counts one), in the order the producer fills them, and the consumers
+// enter their main loops in turn: the parity wait on a stage is only sound one use ahead, and a
+// consumer running ahead of the other could be more.
 // Launched with KtuneGemmTmaArgs (launch plan: LaunchStep::tma; boxes 64 x BM or 64 x 64 for A,
 // 64 x BN or 64 x 64 for B, as tma_tile reads them; the shared operand's K-major box is half as
 // tall under MC).
@@ -351,19 +361,20 @@ __global__ void __launch_bounds__(WG * 128, 1) gemm_wgmma(KtuneGemmArgs p) {
 // warpgroup writes its part of the tile into its own staging buffer after the ring, and one thread
 // stores it with TMA (box 64 x WM, args.c), asynchronously: the warpgroup goes on to its next tile
 // (PT > 1) or leaves, and waits for the store to have read the buffer only before writing it again.
-template <int BM, int BN, int WG, int ST, int SWZ, int SPLITK, int CL, int PT, int MC, int EPI, int F16, int A_COL, int B_COL>
+template <int BM, int BN, int WG, int ST, int SWZ, int SPLITK, int CL, int PT, int MC, int EPI, int PP, int F16, int A_COL, int B_COL>
 __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 : 1, 1, CL)
     gemm_wgmma_tma(const __grid_constant__ KtuneGemmTmaArgs args) {
   using namespace ktune_dev;
   using namespace ktune_dev::wgmma;
   static_assert(SPLITK >= 1 && CL >= 1 && CL <= 8 && (SPLITK == 1 || CL == 1), "K slices: SPLITK or a portable cluster");
   static_assert(CL == 1 || BM * BN * 4 <= ST * (BM + BN) * 128, "CL > 1: the tile's FP32 partial sums fit the stage ring");
-  static_assert(PT >= 1 && (PT == 1 || SPLITK * CL == 1), "PT > 1: whole tiles (no K slices)");
+  static_assert(PT >= 0 && (PT == 1 || SPLITK * CL == 1), "PT != 1: whole tiles (no K slices)");
+  static_assert(PP == 0 || (PP == 1 && WG == 2 && PT != 1 && MC == 0), "PP = 1: two consumers, several tiles a block, no MC");
   static_assert(MC >= 0 && MC <= 2 && (MC == 0 || SPLITK * CL == 1), "MC > 0: a pair of whole tiles (no K slices)");
   static_assert(EPI == 0 || (EPI == 1 && SPLITK * CL == 1), "EPI = 1: whole tiles (no K slices)");
   constexpr int SLICES = SPLITK * CL; // along blockIdx.z
   if constexpr (SPLITK > 1) let_next_grid_launch(); // the reduction's blocks may queue behind ours
-  constexpr int WM = BM / WG, MT = WM / 64;
+  constexpr int WM = PP ? BM : BM / WG, MT = WM / 64; // a consumer's rows of a tile
   static_assert(WM % 64 == 0 && (BN == 64 || BN == 128 || BN == 256) && ST >= 2, "tile shapes (descriptor)");
   constexpr unsigned A_BYTES = BM * 128, STAGE = (BM + BN) * 128;
   const KtuneGemmArgs& p = args.g;
@@ -382,7 +393,7 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
   const Units<SWZ, MC> grid((p.M + BM - 1) / BM, (p.N + BN - 1) / BN);
   const int units = grid.count();
   const int unit0 = MC ? int(blockIdx.x) / 2 : int(blockIdx.x);
-  const int stride = PT > 1 ? (MC ? int(gridDim.x) / 2 : int(gridDim.x)) : units;
+  const int stride = PT != 1 ? (MC ? int(gridDim.x) / 2 : int(gridDim.x)) : units;
   const unsigned rank = MC ? cluster::rank() : 0u, peer = rank ^ 1u;
   const int tid = threadIdx.x, wg = tid / 128;
   // Each tile's K tiles: [k0, k0 + nk). K = 0: nothing loaded (the maps are then not encoded),
@@ -390,7 +401,7 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
   const KRange slice = k_slice(p.K, 64, SLICES, int(blockIdx.z));
   const int k0 = slice.first, nk = slice.count;
 
-  if (tid == 0) init_ring<ST>(full0, empty0, MC ? 2 * WG : WG);
+  if (tid == 0) init_ring<ST>(full0, empty0, PP ? 1 : MC ? 2 * WG : WG);
   // MC: the partner's barriers are initialized before anything is multicast to it or arrives on them.
   if constexpr (MC > 0) cluster::sync();
   else __syncthreads();
@@ -432,10 +443,15 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
     if constexpr (MC > 0) cluster::sync();
   } else {
     if constexpr (WG > 1) setmaxnreg_inc<232>();
-    const int cw = wg - 1; // consumer index
-    const unsigned a_wg = unsigned(cw * WM) * 128;
-    int it = 0;
-    for (int u = unit0; u < units; u += stride) {
+    const int cw = wg - 1;              // consumer index
+    const int wrow = PP ? 0 : cw * WM; // its first row in a tile
+    const unsigned a_wg = unsigned(wrow) * 128;
+    // PP: the named barrier on which consumer c waits for its turn (the other one's arrive).
+    constexpr unsigned TURN = 4;
+    for (int u = unit0, j = 0; u < units; u += stride, ++j) { // j: the block's tile index
+      if (PP && j % 2 != cw) continue;
+      int it = j * nk;
+      if (PP && j > 0) named_sync(TURN + cw, 256); // the other consumer has waited for its last stage
       int tm, tn;
       grid.tile(u, rank, tm, tn);
       const int row0 = tm * BM, col0 = tn * BN;
@@ -453,13 +469,15 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
         wgmma_wait<1>(); // K tile it - 1's wgmma have read their stage: release it to the producer
         if (kt > 0 && tid % 128 == 0) release((it - 1) % ST);
       }
+      // PP: every stage of this tile has been waited for; the other consumer's turn (if it has a next tile).
+      if (PP && u + stride < units) named_arrive(TURN + (1 - cw), 256);
       wgmma_wait<0>();
       // The tile's last stage, for the next tile's loads (PT = 1: nobody waits for it).
-      if (PT > 1 && nk > 0 && tid % 128 == 0) release((it - 1) % ST);
+      if (PT != 1 && nk > 0 && tid % 128 == 0) release((it - 1) % ST);
 #pragma unroll
       for (int m = 0; m < MT; ++m) fence_regs(acc[m]);
       if constexpr (SPLITK > 1) {
-        store_partial<MT, BN>(p, acc, row0 + cw * WM, col0, tid & 127, int(blockIdx.z));
+        store_partial<MT, BN>(p, acc, row0 + wrow, col0, tid & 127, int(blockIdx.z));
       } else if constexpr (CL > 1) {
         constexpr int NC = WG * 128;
         // Every consumer warpgroup's wgmma have read the ring (and every TMA copy into it has
@@ -481,11 +499,11 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
         named_sync(2 + cw, 128);
         if (wtid == 0) {
 #pragma unroll
-          for (int b = 0; b < BN / 64; ++b) tma_store_2d(&args.c, col0 + b * 64, row0 + cw * WM, buf + b * (WM * 128));
+          for (int b = 0; b < BN / 64; ++b) tma_store_2d(&args.c, col0 + b * 64, row0 + wrow, buf + b * (WM * 128));
           async::bulk_commit();
         }
       } else {
-        store_c<MT, BN, F16>(p, acc, row0 + cw * WM, col0, tid & 127);
+        store_c<MT, BN, F16>(p, acc, row0 + wrow, col0, tid & 127);
       }
     }
     // EPI: shared memory stays allocated until the last store has read it.

@@ -97,6 +97,10 @@ __device__ __forceinline__ void tma_store_2d(const KtuneTensorMap* map, int c0, 
 __device__ __forceinline__ void named_sync(unsigned id, unsigned threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
+// Arrives on named barrier `id` without waiting: the other side's named_sync(id, threads) waits for it.
+__device__ __forceinline__ void named_arrive(unsigned id, unsigned threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
 template <int REGS>
 __device__ __forceinline__ void setmaxnreg_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGS));

@@ -228,8 +228,7 @@ KtuneGemmArgs args_for(const GemmProblem& p, const float* A, const float* B, flo
 // but without its BLAS handling: what the kernels themselves do with K == 0 and alpha != 0.
 void launch_raw(Module& m, const LaunchPlan& plan, KtuneGemmArgs a) {
   void* params[] = {&a};
-  for (const auto& s : plan.steps)
-    m.launch(size_t(s.kernel), s.grid, s.block, s.dynamic_smem, nullptr, params, s.overlap_previous);
+  for (const auto& s : plan.steps) m.launch(s, nullptr, params);
 }
 
 void sync(const std::string& what) { check_cu(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize", what); }
