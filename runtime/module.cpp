@@ -143,12 +143,11 @@ Occupancy Module::occupancy(size_t i, const unsigned grid[3], const unsigned blo
   return o;
 }
 
-unsigned Module::resident_blocks(size_t i, const unsigned block[3], unsigned dynamic_smem) {
+unsigned Module::resident_blocks(size_t i, const unsigned grid[3], const unsigned block[3], unsigned dynamic_smem) {
   const unsigned long long key = (static_cast<unsigned long long>(dynamic_smem) * 2048 + block[0] * block[1] * block[2]) << 32;
   const unsigned long long known = resident_[i].load(std::memory_order_relaxed);
   if (known && (known & ~0xffffffffull) == key) return unsigned(known & 0xffffffffull);
-  const unsigned one[3] = {1, 1, 1};
-  const Occupancy o = occupancy(i, one, block, dynamic_smem);
+  const Occupancy o = occupancy(i, grid, block, dynamic_smem);
   // A cluster kernel: whole clusters (the grid must be a multiple of the cluster), as many as fit at once.
   const long long blocks = o.cluster_size > 1 ? (long long)o.max_active_clusters * o.cluster_size : (long long)o.blocks_per_sm * sm_count_;
   if (blocks < 1)
@@ -161,7 +160,7 @@ unsigned Module::resident_blocks(size_t i, const unsigned block[3], unsigned dyn
 void Module::launch(const LaunchStep& s, CUstream stream, void** params) {
   const size_t i = static_cast<size_t>(s.kernel);
   unsigned grid[3] = {s.grid[0], s.grid[1], s.grid[2]};
-  if (s.persistent) grid[0] = std::min(grid[0], resident_blocks(i, s.block, s.dynamic_smem));
+  if (s.persistent) grid[0] = std::min(grid[0], resident_blocks(i, s.grid, s.block, s.dynamic_smem));
   launch(i, grid, s.block, s.dynamic_smem, stream, params, s.overlap_previous, s.balance_clusters);
 }
 

@@ -92,8 +92,9 @@ class Module {
   // One step of a launch plan, with its flags; a persistent step's grid[0] capped at resident_blocks.
   void launch(const LaunchStep& s, CUstream stream, void** params);
   // Blocks of kernel i the device holds at once for this block shape and shared memory (whole
-  // clusters for a cluster kernel): the grid of a persistent launch. Computed once per shape.
-  unsigned resident_blocks(size_t i, const unsigned block[3], unsigned dynamic_smem);
+  // clusters for a cluster kernel): the grid of a persistent launch. Computed once per shape. grid:
+  // the launch's own (the cluster query wants a grid of whole clusters; its size does not matter).
+  unsigned resident_blocks(size_t i, const unsigned grid[3], const unsigned block[3], unsigned dynamic_smem);
 
  private:
   void allow_smem(size_t i, unsigned dynamic_smem); // raises the kernel's dynamic smem limit once

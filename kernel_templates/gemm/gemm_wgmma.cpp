@@ -46,10 +46,22 @@ int64_t units(const Config& c, const GemmProblem& p) {
   const int64_t tm = ceil_div(p.m, c["BM"]), tn = ceil_div(p.n, c["BN"]);
   return c["MC"] == 1 ? ceil_div(tm, 2) * tn : c["MC"] == 2 ? tm * ceil_div(tn, 2) : tm * tn;
 }
+// SK = 1 (stream-K): the main grid at most this many blocks, the most SMs of an sm_90a part (H100
+// SXM, H200: 132); the launch caps it further at the blocks resident at once (fewer SMs, PCIe: 114).
+// The workspace's slots and the fix-up's grid are sized for it.
+constexpr int64_t kSkMaxBlocks = 132;
+// (unit, K tile) iterations stream-K divides: a unit with K = 0 still counts one (C = beta * C).
+int64_t sk_iterations(const Config& c, const GemmProblem& p) { return units(c, p) * std::max<int64_t>(1, ceil_div(p.k, kBK)); }
 // Blocks along x: PT > 1, each block (each cluster under MC) strides over the units; MC, 2 CTAs a
-// unit. PT = 0: one block (cluster) a unit, which the launch caps at what the device holds at once.
+// unit. PT = 0: one block (cluster) a unit, which the launch caps at what the device holds at once;
+// with SK at most kSkMaxBlocks (and no more than the iterations).
 int64_t grid_x(const Config& c, const GemmProblem& p) {
+  if (c["SK"]) return std::min(kSkMaxBlocks, sk_iterations(c, p));
   return ceil_div(units(c, p), std::max(1, c["PT"])) * (c["MC"] ? 2 : 1);
+}
+// SK = 1: gemm_wgmma_sk_fixup's header (256 bytes), then two slots of a tile's FP32 sums per block.
+size_t sk_workspace_bytes(const Config& c, const GemmProblem& p) {
+  return c["SK"] ? 256 + size_t(grid_x(c, p)) * 2 * c["BM"] * c["BN"] * 4 : 0;
 }
 // MC's shared operand splits in two halves, one per CTA: a K-major tile (A row-major, B
 // column-major) by rows, any height; an MN-major one by 64 x 64 blocks, so at least two of them.
@@ -61,7 +73,8 @@ bool shared_tile_splits(const Config& c, const GemmProblem& p) {
 // Every slice gets at least one 64-wide K tile.
 bool slices_reach_k(const Config& c, const GemmProblem& p) { return gemm_slices_reach_k(p.k, kBK, slices(c)); }
 size_t workspace_bytes(const Config& c, const GemmProblem& p) {
-  return gemm_splitk_workspace_bytes(c["SPLITK"], p) + (c["PACK"] ? gemm_pack_workspace_bytes(pack_of(c), p) : 0);
+  return gemm_splitk_workspace_bytes(c["SPLITK"], p) + (c["PACK"] ? gemm_pack_workspace_bytes(pack_of(c), p) : 0) +
+         sk_workspace_bytes(c, p);
 }
 
 // Every 16-byte chunk of A and B (8 halves along the contiguous dimension) aligned and wholly
@@ -103,7 +116,10 @@ Family gemm_wgmma_family() {
                               "M tiles and reads B's tile from L2 once for both; 2 two N tiles sharing A's tile")
       .param("PP", {0, 1}, "1: ping-pong consumers (TMA, WG 2, PT != 1, no K slices, no MC): the two consumer "
                            "warpgroups take the block's tiles in turn, each a whole BM x BN tile, one's epilogue "
-                           "overlapping the other's main loop; 0: they share each tile");
+                           "overlapping the other's main loop; 0: they share each tile")
+      .param("SK", {0, 1}, "1: stream-K on the persistent grid (PT 0; TMA, whole tiles, no MC or PP, aligned): the "
+                           "full waves of tiles whole, the last one or two cut into equal runs of K tiles per block, "
+                           "the cut tiles' FP32 partial sums added by a fix-up kernel (gemm_wgmma_sk_fixup)");
   f.dtypes({DType::bf16, DType::f16}).min_arch(90).arch_specific();
 
   f.restrict("bf16 or f16 operands", {}, [](const Config&, P p, D) { return half_problem(p); })
@@ -148,9 +164,14 @@ Family gemm_wgmma_family() {
                 [](const Config& c, P, D) {
                   return c["PP"] == 0 || (c["TMA"] == 1 && c["WG"] == 2 && c["PT"] != 1 && slices(c) == 1 && c["MC"] == 0);
                 })
-      .restrict("workspace (split-K slices, packed operands) <= 512 MiB", {"TMA", "PACK", "SPLITK"},
+      .restrict("SK = 1: the persistent grid (PT 0), TMA, whole tiles (no SPLITK or CL), no MC or PP, unpacked",
+                {"TMA", "PT", "SPLITK", "CL", "MC", "PP", "PACK", "SK"},
+                [](const Config& c, P, D) {
+                  return c["SK"] == 0 || (c["TMA"] == 1 && c["PT"] == 0 && slices(c) == 1 && c["MC"] == 0 && c["PP"] == 0 && c["PACK"] == 0);
+                })
+      .restrict("workspace (split-K slices, packed operands, stream-K slots) <= 512 MiB", {"TMA", "PACK", "SPLITK", "SK", "BM", "BN", "PT", "MC"},
                 [](const Config& c, P p, D) { return workspace_bytes(c, p) <= kGemmMaxWorkspace; })
-      .restrict("the grid (M/BM x N/BN tiles, by PT and MC) fits grid.x", {"BM", "BN", "PT", "MC"},
+      .restrict("the grid (M/BM x N/BN tiles, by PT and MC) fits grid.x", {"BM", "BN", "PT", "MC", "SK"},
                 [](const Config& c, P p, D) { return grid_x(c, p) < (int64_t(1) << 31); });
 
   // 128 x 128 tiles, two consumer warpgroups of 64 rows (64 accumulators each), 4 stages (129 KB),
@@ -159,9 +180,9 @@ Family gemm_wgmma_family() {
   // with 3 stages measured faster still (0.79-0.97x cuBLAS) but has run only in the NN tunes.
   f.defaults([](const GemmProblem& p, const DeviceInfo&) {
     return Config{{"BM", 128}, {"BN", 128}, {"WG", 2}, {"ST", 4}, {"SWZ", 8}, {"TMA", 1}, {"PACK", loads_16b(p) ? 0 : 1},
-                  {"SPLITK", 1}, {"CL", 1}, {"PT", 1}, {"MC", 0}, {"EPI", 0}, {"PP", 0}};
+                  {"SPLITK", 1}, {"CL", 1}, {"PT", 1}, {"MC", 0}, {"EPI", 0}, {"PP", 0}, {"SK", 0}};
   });
-  // TMA came after the first version, which loaded with cp.async; PACK and SPLITK after TMA, then CL, PT, MC, EPI, PP.
+  // TMA came after the first version, which loaded with cp.async; PACK and SPLITK after TMA, then CL, PT, MC, EPI, PP, SK.
   f.upgrade([](Config c) {
     if (!c.has("TMA")) c.set("TMA", 0);
     if (!c.has("PACK")) c.set("PACK", 0);
@@ -171,6 +192,7 @@ Family gemm_wgmma_family() {
     if (!c.has("MC")) c.set("MC", 0);
     if (!c.has("EPI")) c.set("EPI", 0);
     if (!c.has("PP")) c.set("PP", 0);
+    if (!c.has("SK")) c.set("SK", 0);
     return c;
   });
 
@@ -191,10 +213,13 @@ Family gemm_wgmma_family() {
      std::string name = c["TMA"] ? "gemm_wgmma_tma<" : "gemm_wgmma<";
      for (const char* prm : {"BM", "BN", "WG", "ST", "SWZ"}) name += std::to_string(c[prm]) + ",";
      if (c["TMA"])
-       for (const char* prm : {"SPLITK", "CL", "PT", "MC", "EPI", "PP"}) name += std::to_string(c[prm]) + ",";
+       for (const char* prm : {"SPLITK", "CL", "PT", "MC", "EPI", "PP", "SK"}) name += std::to_string(c[prm]) + ",";
      name += std::string(p.dtype == DType::f16 ? "1" : "0") + "," + gemm_layout_args(p) + ">";
      std::vector<std::string> names{name};
      if (c["SPLITK"] > 1) names.push_back(gemm_splitk_reduce16_name(c["SPLITK"], p)); // kernel 1
+     if (c["SK"])                                                                      // kernel 1
+       names.push_back("gemm_wgmma_sk_fixup<" + std::to_string(c["BM"]) + "," + std::to_string(c["BN"]) + "," +
+                       std::to_string(c["WG"]) + "," + std::to_string(c["SWZ"]) + "," + (p.dtype == DType::f16 ? "1" : "0") + ">");
      if (c["PACK"]) names.push_back(gemm_pack_name(pack_of(c), p));                  // the last kernel
      return names;
    })
@@ -224,6 +249,17 @@ Family gemm_wgmma_family() {
         }
         plan.steps.push_back(main);
         add_splitk_reduce(plan, p, c["SPLITK"]); // kernel 1; sizes the slices
+        if (c["SK"]) {
+          // Kernel 1, the fix-up of the cut tiles: one block per main block (those past the grid the
+          // launch gave the main kernel return at once), after it as a programmatic dependent.
+          LaunchStep fix;
+          fix.kernel = 1;
+          fix.grid[0] = main.grid[0];
+          fix.block[0] = static_cast<unsigned>(128 * c["WG"]);
+          fix.overlap_previous = true;
+          plan.steps.push_back(fix);
+          plan.workspace_bytes = sk_workspace_bytes(c, p);
+        }
         if (c["PACK"]) add_pack(plan, p, pack_of(c), c["SPLITK"] > 1 ? 2 : 1);
         return plan;
       });

@@ -182,6 +182,72 @@ struct Units {
   }
 };
 
+// SK = 1 (stream-K over G blocks): the first dp units go whole, G at a time in strides as PT = 0 runs
+// them (the blocks then work on one raster window, which L2 serves); the rest, between one and two
+// waves of units (all of them under two waves), is one run of T (unit, K tile) iterations cut into G
+// ranges of equal length, block q's [first(q), first(q + 1)) from iteration base on: every SM gets the
+// same work whatever the unit count. gemm_wgmma_sk_fixup repeats the split to find the cut units.
+struct SkSplit {
+  long long dp, base, T;
+  int G;
+  __device__ __forceinline__ SkSplit(int units, int nkw, int G_) : G(G_) {
+    const int waves = units / G;
+    dp = waves >= 2 ? (long long)(waves - 1) * G : 0;
+    base = dp * nkw, T = (units - dp) * nkw;
+  }
+  __device__ __forceinline__ long long first(int q) const { return base + q * T / G; }
+};
+
+// A block's work, segment by segment: K tiles [kb, ke) of unit u (nkw K tiles a unit: 1 when K = 0,
+// so that C = beta * C is still written). SK = 0: the units unit0, unit0 + stride, ..., whole. SK = 1:
+// SkSplit's whole units of this block, then its range of iterations; `first` marks the range's first
+// segment (the partial sums of a cut unit go to the workspace slot it names).
+template <int SK>
+struct Work {
+  long long at, end, dp_end, begin, step;
+  int nkw;
+  __device__ __forceinline__ Work(int units, int nkw_, int unit0, int stride) : nkw(nkw_) {
+    if constexpr (SK) {
+      const SkSplit sk(units, nkw, int(gridDim.x));
+      dp_end = sk.base, step = (long long)stride * nkw;
+      begin = sk.first(int(blockIdx.x)), end = sk.first(int(blockIdx.x) + 1);
+      at = (long long)unit0 * nkw < dp_end ? (long long)unit0 * nkw : begin;
+    } else {
+      at = unit0, end = units, step = stride, dp_end = begin = 0;
+    }
+  }
+  __device__ __forceinline__ bool more() const { return at < end; }
+  __device__ __forceinline__ bool next(int& u, int& kb, int& ke, bool& first) {
+    if (at >= end) return false;
+    first = false;
+    if constexpr (SK) {
+      if (at < dp_end) {
+        u = int(at / nkw), kb = 0, ke = nkw;
+        at += step;
+        if (at >= dp_end) at = begin;
+        return true;
+      }
+      first = at == begin;
+      u = int(at / nkw), kb = int(at % nkw);
+      ke = int(min((long long)nkw, kb + (end - at)));
+      at += ke - kb;
+    } else {
+      u = int(at), kb = 0, ke = nkw;
+      at += step;
+    }
+    return true;
+  }
+};
+
+// SK = 1: the workspace holds G (written by block 0 for gemm_wgmma_sk_fixup) in its first 256 bytes,
+// then two slots per block of a tile's FP32 partial sums (BM x BN, park_pairs' order): slot 0 for the
+// block's first segment, slot 1 for its last.
+constexpr int kSkHeaderBytes = 256;
+template <int BM, int BN>
+__device__ __forceinline__ float2* sk_slot(const KtuneGemmArgs& p, int block, int slot) {
+  return reinterpret_cast<float2*>(reinterpret_cast<char*>(p.workspace) + kSkHeaderBytes) + (size_t(block) * 2 + slot) * (BM * BN / 2);
+}
+
 // The epilogue both kernels share: C = alpha * acc + beta * C (C read only where beta != 0).
 template <int MT, int BN, int F16>
 __device__ __forceinline__ void store_c(const KtuneGemmArgs& p, float (&acc)[MT][BN / 2], int row0, int col0, int wtid) {
@@ -361,7 +427,7 @@ __global__ void __launch_bounds__(WG * 128, 1) gemm_wgmma(KtuneGemmArgs p) {
 // warpgroup writes its part of the tile into its own staging buffer after the ring, and one thread
 // stores it with TMA (box 64 x WM, args.c), asynchronously: the warpgroup goes on to its next tile
 // (PT > 1) or leaves, and waits for the store to have read the buffer only before writing it again.
-template <int BM, int BN, int WG, int ST, int SWZ, int SPLITK, int CL, int PT, int MC, int EPI, int PP, int F16, int A_COL, int B_COL>
+template <int BM, int BN, int WG, int ST, int SWZ, int SPLITK, int CL, int PT, int MC, int EPI, int PP, int SK, int F16, int A_COL, int B_COL>
 __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 : 1, 1, CL)
     gemm_wgmma_tma(const __grid_constant__ KtuneGemmTmaArgs args) {
   using namespace ktune_dev;
@@ -370,10 +436,11 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
   static_assert(CL == 1 || BM * BN * 4 <= ST * (BM + BN) * 128, "CL > 1: the tile's FP32 partial sums fit the stage ring");
   static_assert(PT >= 0 && (PT == 1 || SPLITK * CL == 1), "PT != 1: whole tiles (no K slices)");
   static_assert(PP == 0 || (PP == 1 && WG == 2 && PT != 1 && MC == 0), "PP = 1: two consumers, several tiles a block, no MC");
+  static_assert(SK == 0 || (SK == 1 && PT == 0 && SPLITK * CL == 1 && MC == 0 && PP == 0), "SK = 1: a persistent grid, no K slices, MC or PP");
   static_assert(MC >= 0 && MC <= 2 && (MC == 0 || SPLITK * CL == 1), "MC > 0: a pair of whole tiles (no K slices)");
   static_assert(EPI == 0 || (EPI == 1 && SPLITK * CL == 1), "EPI = 1: whole tiles (no K slices)");
   constexpr int SLICES = SPLITK * CL; // along blockIdx.z
-  if constexpr (SPLITK > 1) let_next_grid_launch(); // the reduction's blocks may queue behind ours
+  if constexpr (SPLITK > 1 || SK) let_next_grid_launch(); // the reduction's (fix-up's) blocks may queue behind ours
   constexpr int WM = PP ? BM : BM / WG, MT = WM / 64; // a consumer's rows of a tile
   static_assert(WM % 64 == 0 && (BN == 64 || BN == 128 || BN == 256) && ST >= 2, "tile shapes (descriptor)");
   constexpr unsigned A_BYTES = BM * 128, STAGE = (BM + BN) * 128;
@@ -399,7 +466,8 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
   // Each tile's K tiles: [k0, k0 + nk). K = 0: nothing loaded (the maps are then not encoded),
   // C = beta * C. A slice past K's last tile (none when the descriptor's rule holds) adds zeros.
   const KRange slice = k_slice(p.K, 64, SLICES, int(blockIdx.z));
-  const int k0 = slice.first, nk = slice.count;
+  const int k0 = slice.first, nk = slice.count, nkw = nk > 0 ? nk : 1;
+  if (SK && blockIdx.x == 0 && threadIdx.x == 0) reinterpret_cast<int*>(p.workspace)[0] = int(gridDim.x);
 
   if (tid == 0) init_ring<ST>(full0, empty0, PP ? 1 : MC ? 2 * WG : WG);
   // MC: the partner's barriers are initialized before anything is multicast to it or arrives on them.
@@ -419,12 +487,13 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
   if (wg == 0) {
     if constexpr (WG > 1) setmaxnreg_dec<40>();
     if (tid == 0) {
-      int it = 0;
-      for (int u = unit0; u < units; u += stride) {
+      int it = 0, u, kb, ke;
+      bool first;
+      for (Work<SK> work(units, nkw, unit0, stride); work.next(u, kb, ke, first);) {
         int tm, tn;
         grid.tile(u, rank, tm, tn);
         const int row0 = tm * BM, col0 = tn * BN;
-        for (int kt = 0; kt < nk; ++kt, ++it) {
+        for (int kt = kb; kt < min(ke, nk); ++kt, ++it) {
           const int s = it % ST;
           if (it >= ST) mbar_wait(empty0 + s * 8, ((it / ST) & 1) ^ 1); // released use it / ST - 1
           const unsigned full = full0 + s * 8, dst = sbase + s * STAGE;
@@ -448,9 +517,15 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
     const unsigned a_wg = unsigned(wrow) * 128;
     // PP: the named barrier on which consumer c waits for its turn (the other one's arrive).
     constexpr unsigned TURN = 4;
-    for (int u = unit0, j = 0; u < units; u += stride, ++j) { // j: the block's tile index
-      if (PP && j % 2 != cw) continue;
-      int it = j * nk;
+    int it = 0, u, kb, ke;
+    bool first;
+    Work<SK> work(units, nkw, unit0, stride);
+    for (int j = 0; work.next(u, kb, ke, first); ++j) { // j: the block's segment index
+      const int kn = max(0, min(ke, nk) - kb);          // K tiles loaded (none when K = 0)
+      if (PP && j % 2 != cw) {
+        it += kn;
+        continue;
+      }
       if (PP && j > 0) named_sync(TURN + cw, 256); // the other consumer has waited for its last stage
       int tm, tn;
       grid.tile(u, rank, tm, tn);
@@ -461,7 +536,7 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
 #pragma unroll
         for (int j = 0; j < BN / 2; ++j) acc[m][j] = 0.0f;
 
-      for (int kt = 0; kt < nk; ++kt, ++it) {
+      for (int kt = 0; kt < kn; ++kt, ++it) {
         const int s = it % ST;
         mbar_wait(full0 + s * 8, (it / ST) & 1);
         const unsigned sa = sbase + s * STAGE;
@@ -470,13 +545,16 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
         if (kt > 0 && tid % 128 == 0) release((it - 1) % ST);
       }
       // PP: every stage of this tile has been waited for; the other consumer's turn (if it has a next tile).
-      if (PP && u + stride < units) named_arrive(TURN + (1 - cw), 256);
+      if (PP && work.more()) named_arrive(TURN + (1 - cw), 256);
       wgmma_wait<0>();
       // The tile's last stage, for the next tile's loads (PT = 1: nobody waits for it).
-      if (PT != 1 && nk > 0 && tid % 128 == 0) release((it - 1) % ST);
+      if (PT != 1 && kn > 0 && tid % 128 == 0) release((it - 1) % ST);
 #pragma unroll
       for (int m = 0; m < MT; ++m) fence_regs(acc[m]);
-      if constexpr (SPLITK > 1) {
+      if (SK && (kb > 0 || ke < nkw)) {
+        // A cut unit: this block's partial sums, for gemm_wgmma_sk_fixup to add and store.
+        park_pairs<MT, BN, WG * 128>(acc, sk_slot<BM, BN>(p, int(blockIdx.x), first ? 0 : 1), tid - 128);
+      } else if constexpr (SPLITK > 1) {
         store_partial<MT, BN>(p, acc, row0 + wrow, col0, tid & 127, int(blockIdx.z));
       } else if constexpr (CL > 1) {
         constexpr int NC = WG * 128;
@@ -511,5 +589,43 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
     // MC: the partner may still arrive on this CTA's `empty` barriers (its consumers release the
     // last stages); neither CTA leaves, freeing its shared memory, before both are done.
     if constexpr (MC > 0) cluster::sync();
+  }
+}
+
+// SK = 1, kernel 1 (a programmatic dependent of gemm_wgmma_tma): the units that SkSplit cut between
+// blocks. Block q of the main grid owns the unit its range ends inside of, if its range also covers
+// that unit's first K tile (the other blocks that reach into the unit started inside it, so their
+// partial sums are in their slot 0); it adds its own slot and theirs in block order (repeatable)
+// and stores alpha * sum + beta * C. Thread ct reads the pairs that consumer thread ct parked.
+template <int BM, int BN, int WG, int SWZ, int F16>
+__global__ void __launch_bounds__(WG * 128) gemm_wgmma_sk_fixup(KtuneGemmArgs p) {
+  using namespace ktune_dev;
+  using namespace ktune_dev::wgmma;
+  constexpr int NC = WG * 128, WM = BM / WG, MT = WM / 64, PAIRS = MT * 2 * (BN / 8);
+  wait_for_previous_grid();
+  const int G = reinterpret_cast<const int*>(p.workspace)[0], q = int(blockIdx.x);
+  if (q >= G) return; // the plan's grid is an upper bound of the main kernel's
+  const Units<SWZ, 0> grid((p.M + BM - 1) / BM, (p.N + BN - 1) / BN);
+  const int nk = (p.K + 63) / 64, nkw = nk > 0 ? nk : 1;
+  const SkSplit sk(grid.count(), nkw, G);
+  const long long b = sk.first(q), e = sk.first(q + 1);
+  if (e % nkw == 0) return;                  // the range ends at a unit's end: no cut unit to own
+  const long long u = e / nkw, u0 = u * nkw; // the unit cut at e, and its first iteration
+  if (b > u0) return;                        // the range lies inside the unit: its owner is another block
+  int last = q;                              // blocks q + 1 .. last reach into the unit
+  while (last + 1 < G && sk.first(last + 1) < u0 + nkw) ++last;
+  int tm, tn;
+  grid.tile(int(u), 0, tm, tn);
+  const int ct = int(threadIdx.x), cw = ct / 128, wtid = ct % 128, lane = wtid & 31, w = wtid >> 5, g = lane >> 2, t = lane & 3;
+  const float2* own = sk_slot<BM, BN>(p, q, b == u0 ? 0 : 1) + ct;
+  for (int i = 0; i < PAIRS; ++i) {
+    float2 s = own[i * NC];
+    for (int r = q + 1; r <= last; ++r) {
+      const float2 x = sk_slot<BM, BN>(p, r, 0)[i * NC + ct];
+      s.x += x.x, s.y += x.y;
+    }
+    const int m = i / (2 * (BN / 8)), h = i / (BN / 8) % 2, j = i % (BN / 8);
+    const int row = tm * BM + cw * WM + m * 64 + w * 16 + g + h * 8, col = tn * BN + j * 8 + 2 * t;
+    if (row < p.M && col < p.N) half16::store_pair<F16>(p, row, col, s.x, s.y);
   }
 }

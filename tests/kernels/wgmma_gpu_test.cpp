@@ -97,7 +97,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
         if (f.valid(d, p, *dev) && std::find(configs.begin(), configs.end(), d) == configs.end()) configs.push_back(d);
       }
       // The tiling the H100 tunes found fastest (128 x 256, 3 stages, TMA), on every shape and layout.
-      Config best = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":3,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0})");
+      Config best = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":3,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0})");
       if (!f.valid(best, p, *dev)) best.set("PACK", 1);
       if (f.valid(best, p, *dev) && std::find(configs.begin(), configs.end(), best) == configs.end()) configs.push_back(best);
       // The same split in K (partial sums in the workspace, the FP32 reduction).
@@ -111,7 +111,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       for (int cl : {2, 4, 8}) {
         Config split = best;
         split.set("CL", cl);
-        if (cl == 8) split = Config::from_json(R"({"BM":64,"BN":256,"WG":1,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":8,"PT":1,"MC":0,"EPI":0,"PP":0})");
+        if (cl == 8) split = Config::from_json(R"({"BM":64,"BN":256,"WG":1,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":8,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0})");
         if (!f.valid(split, p, *dev)) split.set("PACK", 1);
         if (f.valid(split, p, *dev) && std::find(configs.begin(), configs.end(), split) == configs.end()) configs.push_back(split);
       }
@@ -120,7 +120,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       // 4 on one warpgroup of 64 x 128 tiles.
       for (int v = 0; v < 3; ++v) {
         Config many = best;
-        if (v == 2) many = Config::from_json(R"({"BM":64,"BN":128,"WG":1,"ST":5,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0})");
+        if (v == 2) many = Config::from_json(R"({"BM":64,"BN":128,"WG":1,"ST":5,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0})");
         many.set("PT", v == 0 ? 2 : 4);
         if (!f.valid(many, p, *dev)) many.set("PACK", 1);
         if (f.valid(many, p, *dev) && std::find(configs.begin(), configs.end(), many) == configs.end()) configs.push_back(many);
@@ -130,7 +130,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       // (cuBLAS's tiling on the H100); pairs whose second tile lies past M or N on the odd shapes.
       for (int v = 0; v < 4; ++v) {
         Config mc = best;
-        if (v == 3) mc = Config::from_json(R"({"BM":256,"BN":128,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0})");
+        if (v == 3) mc = Config::from_json(R"({"BM":256,"BN":128,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0})");
         mc.set("MC", v == 1 ? 2 : v == 3 ? 2 : 1);
         if (v == 2) mc.set("PT", 2);
         if (!f.valid(mc, p, *dev)) mc.set("PACK", 1);
@@ -141,7 +141,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       // takes the plain epilogue, unaligned problems have no EPI configs.
       for (int v = 0; v < 4; ++v) {
         Config e = best;
-        if (v == 3) e = Config::from_json(R"({"BM":256,"BN":128,"WG":2,"ST":3,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0})");
+        if (v == 3) e = Config::from_json(R"({"BM":256,"BN":128,"WG":2,"ST":3,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0})");
         e.set("EPI", 1);
         if (v == 1) e.set("PT", 2);
         if (v == 2) e.set("MC", 1);
@@ -152,12 +152,21 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       // (PT 0: as many blocks as are resident, each striding), and 64 x 256 persistent with EPI;
       // odd tile counts leave one consumer a tile fewer. Plus the shared-tile form on a persistent grid.
       for (int v = 0; v < 4; ++v) {
-        Config q = Config::from_json(R"({"BM":64,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":2,"MC":0,"EPI":1,"PP":1})");
-        if (v == 1) q = Config::from_json(R"({"BM":128,"BN":128,"WG":2,"ST":5,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":0,"MC":0,"EPI":0,"PP":1})");
+        Config q = Config::from_json(R"({"BM":64,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":2,"MC":0,"EPI":1,"PP":1,"SK":0})");
+        if (v == 1) q = Config::from_json(R"({"BM":128,"BN":128,"WG":2,"ST":5,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":0,"MC":0,"EPI":0,"PP":1,"SK":0})");
         if (v == 2) q.set("PT", 0);
         if (v == 3) q = best, q.set("PT", 0), q.set("EPI", 1);
         if (!f.valid(q, p, *dev)) q.set("PACK", 1), q.set("EPI", 0);
         if (f.valid(q, p, *dev) && std::find(configs.begin(), configs.end(), q) == configs.end()) configs.push_back(q);
+      }
+      // Stream-K (SK: the persistent grid's last waves cut into equal runs of K tiles, the cut tiles
+      // added by the fix-up kernel): on the fastest tiling with EPI, and on 128 x 128 tiles with the
+      // plain epilogue. Small problems get fewer blocks than SMs, some of them inside one tile.
+      for (int v = 0; v < 2; ++v) {
+        Config k = best;
+        k.set("PT", 0), k.set("SK", 1), k.set("EPI", 1);
+        if (v == 1) k.set("BN", 128), k.set("ST", 4), k.set("EPI", 0);
+        if (f.valid(k, p, *dev) && std::find(configs.begin(), configs.end(), k) == configs.end()) configs.push_back(k);
       }
       for (auto& c : configs) cases.push_back(Case{i, c, compiler.compile_async(compile_request(f, c, p, dev->arch))});
     }
@@ -172,8 +181,8 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
 
   int checked = 0, nan_c = 0;
   std::set<std::string> layouts, dtypes;
-  std::set<int> bn, wg, tma, pack, splitk, cl, pt, mc, epi, pp;
-  int epi_beta0 = 0, pp_epi = 0;
+  std::set<int> bn, wg, tma, pack, splitk, cl, pt, mc, epi, pp, sk;
+  int epi_beta0 = 0, pp_epi = 0, sk_cases = 0;
   for (size_t i = 0; i < insts.size(); ++i) {
     const Instance& in = insts[i];
     const GemmProblem& p = in.p;
@@ -228,6 +237,8 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       epi.insert(cs.c["EPI"]);
       epi_beta0 += cs.c["EPI"] == 1 && p.beta == 0.0f;
       pp.insert(cs.c["PP"]);
+      sk.insert(cs.c["SK"]);
+      sk_cases += cs.c["SK"];
       pp_epi += cs.c["PP"] == 1 && cs.c["EPI"] == 1 && p.beta == 0.0f;
     }
   }
@@ -247,4 +258,6 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
   EXPECT_GE(epi_beta0, 20); // the TMA-store path itself (beta == 0), not only its fallback
   EXPECT_EQ(pp.size(), 2u);
   EXPECT_GE(pp_epi, 10); // ping-pong consumers with their own staging buffers
+  EXPECT_EQ(sk.size(), 2u);
+  EXPECT_GE(sk_cases, 30);
 }

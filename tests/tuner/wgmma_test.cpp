@@ -139,7 +139,7 @@ TEST(Compiler, SampledAndCornerWgmmaConfigsCompileForSm90a) {
       cases.emplace_back(one[0], p);
       corner_values.insert(prm.name + std::to_string(v));
     }
-  EXPECT_EQ(corner_values.size(), 3u + 3u + 2u + 4u + 4u + 2u + 2u + 4u + 4u + 4u + 2u + 3u + 2u);
+  EXPECT_EQ(corner_values.size(), 3u + 3u + 2u + 4u + 4u + 2u + 2u + 4u + 4u + 4u + 2u + 3u + 2u + 2u);
   ktune::testing::compile_all(f, cases, "sm_90");
 }
 
@@ -150,7 +150,7 @@ TEST(Compiler, SampledAndCornerWgmmaConfigsCompileForSm90a) {
 TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
   const Family f = find_family("gemm_wgmma");
   const auto d = DeviceInfo::nominal("sm_90");
-  const Config tma = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0})");
+  const Config tma = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0})");
   for (const char* l : kLayouts) {
     const auto p = half_problem(4096, 4096, 4096, l, DType::bf16);
     ASSERT_TRUE(f.valid(tma, p, d)) << l;
@@ -287,7 +287,7 @@ TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
     EXPECT_EQ(s2.tma_a.box_outer, 64u) << l; // K-major: half of BM 128; else 64 x 64 blocks
     EXPECT_EQ(s2.tma_b.box_outer, b_k ? 256u : 64u) << l;
     // An MN-major shared tile of one 64 x 64 block cannot be halved.
-    Config narrow = Config::from_json(R"({"BM":64,"BN":64,"WG":1,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":1,"EPI":0,"PP":0})");
+    Config narrow = Config::from_json(R"({"BM":64,"BN":64,"WG":1,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":1,"EPI":0,"PP":0,"SK":0})");
     EXPECT_EQ(f.valid(narrow, p, d), b_k) << l;
     narrow.set("MC", 2);
     EXPECT_EQ(f.valid(narrow, p, d), a_k) << l;
@@ -310,7 +310,7 @@ TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
   EXPECT_EQ(es.tma_c.box_outer, 64u);
   EXPECT_EQ(es.dynamic_smem, f.launch_plan(no_epi, p4096).main_step().dynamic_smem + 128u * 256 * 2);
   EXPECT_EQ(f.launch_plan(no_epi, p4096).main_step().tma_c.box_inner, 0u);
-  Config epi256 = Config::from_json(R"({"BM":256,"BN":128,"WG":2,"ST":3,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":2,"MC":2,"EPI":1,"PP":0})");
+  Config epi256 = Config::from_json(R"({"BM":256,"BN":128,"WG":2,"ST":3,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":2,"MC":2,"EPI":1,"PP":0,"SK":0})");
   ASSERT_TRUE(f.valid(epi256, p4096, d));
   EXPECT_EQ(f.launch_plan(epi256, p4096).main_step().tma_c.box_outer, 128u);
   EXPECT_NE(f.kernel_names(epi256, p4096).at(0).find("<256,128,2,3,8,1,1,2,2,1,0,"), std::string::npos) << f.kernel_names(epi256, p4096).at(0);
@@ -334,7 +334,7 @@ TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
   // PP (ping-pong consumers): each consumer warpgroup computes whole 64 x 256 tiles, so each stores
   // 64 rows (the C box) from its own staging buffer (2 x 64 x 256 halves beside 4 stages of 40 KB).
   // Two consumers, several tiles a block, whole tiles, no MC; a consumer's tile within 128 accumulators.
-  const Config pp1 = Config::from_json(R"({"BM":64,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":2,"MC":0,"EPI":1,"PP":1})");
+  const Config pp1 = Config::from_json(R"({"BM":64,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":2,"MC":0,"EPI":1,"PP":1,"SK":0})");
   ASSERT_TRUE(f.valid(pp1, p4096, d));
   const LaunchStep ps = f.launch_plan(pp1, p4096).main_step();
   EXPECT_EQ(ps.tma_c.box_outer, 64u);
@@ -352,7 +352,33 @@ TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
   EXPECT_FALSE(f.valid(wide, p4096, d));
   wide.set("PP", 0);
   EXPECT_TRUE(f.valid(wide, p4096, d));
-  EXPECT_EQ(f.canonical(Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0})"))["PP"], 0);
+  EXPECT_EQ(f.canonical(Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0})"))["PP"], 0);
+
+  // SK (stream-K on the persistent grid): the main kernel on at most 132 blocks, then the fix-up
+  // (kernel 1) on as many, a programmatic dependent; the workspace holds the header and two FP32
+  // tiles per block. A problem of fewer (unit, K tile) iterations than that gets one block each.
+  Config sk = per;
+  sk.set("SK", 1), sk.set("EPI", 1), sk.set("ST", 3);
+  ASSERT_TRUE(f.valid(sk, p4096, d));
+  const LaunchPlan kp = f.launch_plan(sk, p4096);
+  ASSERT_EQ(kp.steps.size(), 2u);
+  EXPECT_EQ(kp.steps[0].grid[0], 132u);
+  EXPECT_TRUE(kp.steps[0].persistent);
+  EXPECT_EQ(kp.steps[1].kernel, 1);
+  EXPECT_EQ(kp.steps[1].grid[0], 132u);
+  EXPECT_EQ(kp.steps[1].block[0], 256u);
+  EXPECT_TRUE(kp.steps[1].overlap_previous);
+  EXPECT_EQ(kp.workspace_bytes, 256u + 132u * 2 * 128 * 256 * 4);
+  EXPECT_EQ(f.kernel_names(sk, p4096).at(1), "gemm_wgmma_sk_fixup<128,256,2,8,0>");
+  EXPECT_NE(f.kernel_names(sk, p4096).at(0).find("<128,256,2,3,8,1,1,0,0,1,0,1,0,"), std::string::npos) << f.kernel_names(sk, p4096).at(0);
+  EXPECT_EQ(f.launch_plan(sk, half_problem(128, 512, 128, "NN", DType::bf16)).steps[0].grid[0], 4u); // 2 tiles x 2 K tiles
+  expect_tma_and_whole_tiles_only(f, sk, p4096, d);
+  for (auto [k, v] : {std::pair{"PT", 2}, {"MC", 1}, {"PACK", 1}}) {
+    Config bad = sk;
+    bad.set(k, v);
+    EXPECT_FALSE(f.valid(bad, p4096, d)) << k << " " << v;
+  }
+  EXPECT_EQ(f.canonical(Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0})"))["SK"], 0);
 }
 
 // A tuned config serves shapes its own form cannot through generalized(): an aligned EPI config is
@@ -366,7 +392,7 @@ TEST(Space, WgmmaGeneralizesTunedConfigsToShapesTheirFormCannotServe) {
       if (f.valid(g, p, d)) return g;
     return std::nullopt;
   };
-  const Config epi = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":3,"SWZ":16,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":2,"MC":0,"EPI":1,"PP":0})");
+  const Config epi = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":3,"SWZ":16,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":2,"MC":0,"EPI":1,"PP":0,"SK":0})");
   const auto odd = half_problem(2999, 2999, 2999, "NN", DType::bf16);
   ASSERT_FALSE(f.valid(epi, odd, d));
   const auto packed = first_valid(epi, odd);
@@ -380,7 +406,7 @@ TEST(Space, WgmmaGeneralizesTunedConfigsToShapesTheirFormCannotServe) {
   ASSERT_TRUE(back);
   EXPECT_EQ((*back)["PACK"], 0);
   // A split-K config at a K of one tile: unsplit.
-  Config split = Config::from_json(R"({"BM":128,"BN":128,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":2,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0})");
+  Config split = Config::from_json(R"({"BM":128,"BN":128,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":2,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0})");
   const auto short_k = half_problem(128, 4096, 64, "NN", DType::bf16);
   ASSERT_FALSE(f.valid(split, short_k, d));
   const auto unsplit = first_valid(split, short_k);
