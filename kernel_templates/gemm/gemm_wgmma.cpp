@@ -50,6 +50,8 @@ int64_t units(const Config& c, const GemmProblem& p) {
 // SXM, H200: 132); the launch caps it further at the blocks resident at once (fewer SMs, PCIe: 114).
 // The workspace's slots and the fix-up's grid are sized for it.
 constexpr int64_t kSkMaxBlocks = 132;
+// Pairs of partial sums a thread of gemm_wgmma_sk_fixup adds (its kSkFixupPairs): grid.y splits a tile.
+constexpr int kSkFixupPairs = 8;
 // (unit, K tile) iterations stream-K divides: a unit with K = 0 still counts one (C = beta * C).
 int64_t sk_iterations(const Config& c, const GemmProblem& p) { return units(c, p) * std::max<int64_t>(1, ceil_div(p.k, kBK)); }
 // Blocks along x: PT > 1, each block (each cluster under MC) strides over the units; MC, 2 CTAs a
@@ -255,6 +257,7 @@ Family gemm_wgmma_family() {
           LaunchStep fix;
           fix.kernel = 1;
           fix.grid[0] = main.grid[0];
+          fix.grid[1] = static_cast<unsigned>(accumulators(c) / 2 / kSkFixupPairs); // pairs a consumer thread parks
           fix.block[0] = static_cast<unsigned>(128 * c["WG"]);
           fix.overlap_previous = true;
           plan.steps.push_back(fix);

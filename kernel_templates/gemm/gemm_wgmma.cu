@@ -595,13 +595,17 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
 // SK = 1, kernel 1 (a programmatic dependent of gemm_wgmma_tma): the units that SkSplit cut between
 // blocks. Block q of the main grid owns the unit its range ends inside of, if its range also covers
 // that unit's first K tile (the other blocks that reach into the unit started inside it, so their
-// partial sums are in their slot 0); it adds its own slot and theirs in block order (repeatable)
-// and stores alpha * sum + beta * C. Thread ct reads the pairs that consumer thread ct parked.
+// partial sums are in their slot 0); fix-up blocks (q, y) add its own slot and theirs in block order
+// (repeatable), pairs [y * SK_PAIRS, (y + 1) * SK_PAIRS) of every consumer thread ct, and store
+// alpha * sum + beta * C. A thread's SK_PAIRS loads of a slot are in flight together: this kernel
+// runs after the whole main grid, so its length is latency (a loop of dependent loads took ~60 us).
+constexpr int kSkFixupPairs = 8;
 template <int BM, int BN, int WG, int SWZ, int F16>
 __global__ void __launch_bounds__(WG * 128) gemm_wgmma_sk_fixup(KtuneGemmArgs p) {
   using namespace ktune_dev;
   using namespace ktune_dev::wgmma;
-  constexpr int NC = WG * 128, WM = BM / WG, MT = WM / 64, PAIRS = MT * 2 * (BN / 8);
+  constexpr int NC = WG * 128, WM = BM / WG, MT = WM / 64, PAIRS = MT * 2 * (BN / 8), V = kSkFixupPairs;
+  static_assert(PAIRS % V == 0, "whole groups of pairs (the host's grid.y = PAIRS / V)");
   wait_for_previous_grid();
   const int G = reinterpret_cast<const int*>(p.workspace)[0], q = int(blockIdx.x);
   if (q >= G) return; // the plan's grid is an upper bound of the main kernel's
@@ -617,15 +621,23 @@ __global__ void __launch_bounds__(WG * 128) gemm_wgmma_sk_fixup(KtuneGemmArgs p)
   int tm, tn;
   grid.tile(int(u), 0, tm, tn);
   const int ct = int(threadIdx.x), cw = ct / 128, wtid = ct % 128, lane = wtid & 31, w = wtid >> 5, g = lane >> 2, t = lane & 3;
-  const float2* own = sk_slot<BM, BN>(p, q, b == u0 ? 0 : 1) + ct;
-  for (int i = 0; i < PAIRS; ++i) {
-    float2 s = own[i * NC];
-    for (int r = q + 1; r <= last; ++r) {
-      const float2 x = sk_slot<BM, BN>(p, r, 0)[i * NC + ct];
-      s.x += x.x, s.y += x.y;
-    }
-    const int m = i / (2 * (BN / 8)), h = i / (BN / 8) % 2, j = i % (BN / 8);
+  const int i0 = int(blockIdx.y) * V;
+  float2 s[V];
+  const float2* own = sk_slot<BM, BN>(p, q, b == u0 ? 0 : 1) + i0 * NC + ct;
+#pragma unroll
+  for (int v = 0; v < V; ++v) s[v] = own[v * NC];
+  for (int r = q + 1; r <= last; ++r) {
+    const float2* other = sk_slot<BM, BN>(p, r, 0) + i0 * NC + ct;
+    float2 x[V];
+#pragma unroll
+    for (int v = 0; v < V; ++v) x[v] = other[v * NC];
+#pragma unroll
+    for (int v = 0; v < V; ++v) s[v].x += x[v].x, s[v].y += x[v].y;
+  }
+#pragma unroll
+  for (int v = 0; v < V; ++v) {
+    const int i = i0 + v, m = i / (2 * (BN / 8)), h = i / (BN / 8) % 2, j = i % (BN / 8);
     const int row = tm * BM + cw * WM + m * 64 + w * 16 + g + h * 8, col = tn * BN + j * 8 + 2 * t;
-    if (row < p.M && col < p.N) half16::store_pair<F16>(p, row, col, s.x, s.y);
+    if (row < p.M && col < p.N) half16::store_pair<F16>(p, row, col, s[v].x, s[v].y);
   }
 }

@@ -366,6 +366,7 @@ TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
   EXPECT_TRUE(kp.steps[0].persistent);
   EXPECT_EQ(kp.steps[1].kernel, 1);
   EXPECT_EQ(kp.steps[1].grid[0], 132u);
+  EXPECT_EQ(kp.steps[1].grid[1], 8u); // 64 pairs of accumulators a thread, 8 a fix-up block
   EXPECT_EQ(kp.steps[1].block[0], 256u);
   EXPECT_TRUE(kp.steps[1].overlap_previous);
   EXPECT_EQ(kp.workspace_bytes, 256u + 132u * 2 * 128 * 256 * 4);
