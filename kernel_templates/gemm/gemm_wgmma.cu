@@ -14,8 +14,9 @@
 // tuned there on 2026-11-24; neither beat the configs without them at any public shape
 // (docs/runs/2026-11-24-h100-s6-wgmma-{cluster,persistent}-tune.txt). EPI (C by TMA stores) and MC
 // (TMA multicast in a 2-CTA cluster) passed WgmmaGpu on an H100 on 2026-11-24; EPI is in the shipped
-// table, MC never won (docs/PERFORMANCE.md). PP (ping-pong consumers) and PT = 0 (a grid of one block per
-// SM) are newer: see tests/kernels/wgmma_gpu_test.cpp. Not yet: stream-K. See tests/kernels/wgmma_gpu_test.cpp
+// table, MC never won (docs/PERFORMANCE.md). PP (ping-pong consumers), PT = 0 (a persistent grid) and SK
+// (stream-K) passed WgmmaGpu and compute-sanitizer on an H100 on 2026-11-24 (session 10); none of them
+// beat the shipped configs (docs/PERFORMANCE.md says why). See tests/kernels/wgmma_gpu_test.cpp
 // for what has run on a GPU.
 //
 // Template parameters (host code spells them as in the config JSON):
@@ -51,6 +52,9 @@
 //                A's. Each CTA reads its half of the shared tile from L2 for both.
 //   EPI          (gemm_wgmma_tma only; no K slices) 1: C through a shared-memory staging buffer and
 //                TMA stores (args.c), asynchronously; beta != 0 at run time takes the plain epilogue.
+//   SK           (gemm_wgmma_tma only; PT = 0, no K slices, MC or PP) stream-K: SkSplit's full waves of
+//                units whole, the rest cut into equal runs of K tiles per block; cut tiles' FP32 sums
+//                go to the workspace and gemm_wgmma_sk_fixup (kernel 1) adds and stores them.
 //   F16          0: bf16, 1: fp16 (from the problem)
 //   A_COL, B_COL layouts from the problem: 1 = column-major
 //
