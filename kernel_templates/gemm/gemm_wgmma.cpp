@@ -50,8 +50,6 @@ int64_t units(const Config& c, const GemmProblem& p) {
 // SXM, H200: 132); the launch caps it further at the blocks resident at once (fewer SMs, PCIe: 114).
 // The workspace's slots and the fix-up's grid are sized for it.
 constexpr int64_t kSkMaxBlocks = 132;
-// Pairs of partial sums a thread of gemm_wgmma_sk_fixup adds (its kSkFixupPairs): grid.y splits a tile.
-constexpr int kSkFixupPairs = 8;
 // (unit, K tile) iterations stream-K divides: a unit with K = 0 still counts one (C = beta * C).
 int64_t sk_iterations(const Config& c, const GemmProblem& p) { return units(c, p) * std::max<int64_t>(1, ceil_div(p.k, kBK)); }
 // Blocks along x: PT > 1, each block (each cluster under MC) strides over the units; MC, 2 CTAs a
@@ -61,9 +59,9 @@ int64_t grid_x(const Config& c, const GemmProblem& p) {
   if (c["SK"]) return std::min(kSkMaxBlocks, sk_iterations(c, p));
   return ceil_div(units(c, p), std::max(1, c["PT"])) * (c["MC"] ? 2 : 1);
 }
-// SK = 1: gemm_wgmma_sk_fixup's header (256 bytes), then two slots of a tile's FP32 sums per block.
+// SK = 1: gemm_wgmma_sk_fixup's header, then two slots of a tile's FP32 sums per block.
 size_t sk_workspace_bytes(const Config& c, const GemmProblem& p) {
-  return c["SK"] ? 256 + size_t(grid_x(c, p)) * 2 * c["BM"] * c["BN"] * 4 : 0;
+  return c["SK"] ? KTUNE_SK_HEADER_BYTES + size_t(grid_x(c, p)) * 2 * c["BM"] * c["BN"] * 4 : 0;
 }
 // MC's shared operand splits in two halves, one per CTA: a K-major tile (A row-major, B
 // column-major) by rows, any height; an MN-major one by 64 x 64 blocks, so at least two of them.
@@ -216,12 +214,13 @@ Family gemm_wgmma_family() {
      for (const char* prm : {"BM", "BN", "WG", "ST", "SWZ"}) name += std::to_string(c[prm]) + ",";
      if (c["TMA"])
        for (const char* prm : {"SPLITK", "CL", "PT", "MC", "EPI", "PP", "SK"}) name += std::to_string(c[prm]) + ",";
-     name += std::string(p.dtype == DType::f16 ? "1" : "0") + "," + gemm_layout_args(p) + ">";
+     const std::string f16 = p.dtype == DType::f16 ? "1" : "0";
+     name += f16 + "," + gemm_layout_args(p) + ">";
      std::vector<std::string> names{name};
      if (c["SPLITK"] > 1) names.push_back(gemm_splitk_reduce16_name(c["SPLITK"], p)); // kernel 1
      if (c["SK"])                                                                      // kernel 1
        names.push_back("gemm_wgmma_sk_fixup<" + std::to_string(c["BM"]) + "," + std::to_string(c["BN"]) + "," +
-                       std::to_string(c["WG"]) + "," + std::to_string(c["SWZ"]) + "," + (p.dtype == DType::f16 ? "1" : "0") + ">");
+                       std::to_string(c["WG"]) + "," + std::to_string(c["SWZ"]) + "," + f16 + ">");
      if (c["PACK"]) names.push_back(gemm_pack_name(pack_of(c), p));                  // the last kernel
      return names;
    })
@@ -257,7 +256,7 @@ Family gemm_wgmma_family() {
           LaunchStep fix;
           fix.kernel = 1;
           fix.grid[0] = main.grid[0];
-          fix.grid[1] = static_cast<unsigned>(accumulators(c) / 2 / kSkFixupPairs); // pairs a consumer thread parks
+          fix.grid[1] = static_cast<unsigned>(accumulators(c) / 2 / KTUNE_SK_FIXUP_PAIRS); // pairs a consumer thread parks
           fix.block[0] = static_cast<unsigned>(128 * c["WG"]);
           fix.overlap_previous = true;
           plan.steps.push_back(fix);

@@ -246,10 +246,9 @@ struct Work {
 // SK = 1: the workspace holds G (written by block 0 for gemm_wgmma_sk_fixup) in its first 256 bytes,
 // then two slots per block of a tile's FP32 partial sums (BM x BN, park_pairs' order): slot 0 for the
 // block's first segment, slot 1 for its last.
-constexpr int kSkHeaderBytes = 256;
 template <int BM, int BN>
 __device__ __forceinline__ float2* sk_slot(const KtuneGemmArgs& p, int block, int slot) {
-  return reinterpret_cast<float2*>(reinterpret_cast<char*>(p.workspace) + kSkHeaderBytes) + (size_t(block) * 2 + slot) * (BM * BN / 2);
+  return reinterpret_cast<float2*>(reinterpret_cast<char*>(p.workspace) + KTUNE_SK_HEADER_BYTES) + (size_t(block) * 2 + slot) * (BM * BN / 2);
 }
 
 // The epilogue both kernels share: C = alpha * acc + beta * C (C read only where beta != 0).
@@ -297,16 +296,24 @@ __device__ __forceinline__ void park_pairs(float (&acc)[MT][BN / 2], float2* buf
       for (int j = 0; j < BN / 8; ++j)
         buf[((m * 2 + h) * (BN / 8) + j) * NC + ct] = make_float2(acc[m][4 * j + 2 * h], acc[m][4 * j + 2 * h + 1]);
 }
+// The element (row, col) of the tile that pair i of consumer thread ct holds, as park_pairs left it
+// (WM rows a consumer warpgroup, for_each_pair's order): whoever adds parked pairs stores them there.
+template <int BN, int WM>
+__device__ __forceinline__ void parked_pair_at(int i, int ct, int& row, int& col) {
+  const int cw = ct / 128, wtid = ct % 128, lane = wtid & 31, w = wtid >> 5, g = lane >> 2, t = lane & 3;
+  const int m = i / (2 * (BN / 8)), h = i / (BN / 8) % 2, j = i % (BN / 8);
+  row = cw * WM + m * 64 + w * 16 + g + h * 8, col = j * 8 + 2 * t;
+}
 template <int MT, int BN, int NC, int WM, int CL, int F16>
 __device__ __forceinline__ void cluster_store_c(const KtuneGemmArgs& p, const float2* buf, int row0, int col0, int ct) {
-  const int cw = ct / 128, wtid = ct % 128, lane = wtid & 31, w = wtid >> 5, g = lane >> 2, t = lane & 3;
   unsigned from[CL];
 #pragma unroll
   for (int q = 0; q < CL; ++q) from[q] = cluster::remote(buf + ct, unsigned(q));
   constexpr int PAIRS = MT * 2 * (BN / 8);
   for (int i = int(cluster::rank()); i < PAIRS; i += CL) {
-    const int m = i / (2 * (BN / 8)), h = i / (BN / 8) % 2, j = i % (BN / 8);
-    const int r = row0 + cw * WM + m * 64 + w * 16 + g + h * 8, c = col0 + j * 8 + 2 * t;
+    int r, c;
+    parked_pair_at<BN, WM>(i, ct, r, c);
+    r += row0, c += col0;
     float2 s = cluster::load_v2(from[0] + unsigned(i) * NC * 8);
 #pragma unroll
     for (int q = 1; q < CL; ++q) {
@@ -600,15 +607,14 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
 // blocks. Block q of the main grid owns the unit its range ends inside of, if its range also covers
 // that unit's first K tile (the other blocks that reach into the unit started inside it, so their
 // partial sums are in their slot 0); fix-up blocks (q, y) add its own slot and theirs in block order
-// (repeatable), pairs [y * SK_PAIRS, (y + 1) * SK_PAIRS) of every consumer thread ct, and store
-// alpha * sum + beta * C. A thread's SK_PAIRS loads of a slot are in flight together: this kernel
+// (repeatable), pairs [y * V, (y + 1) * V) of every consumer thread ct (V = KTUNE_SK_FIXUP_PAIRS),
+// and store alpha * sum + beta * C. A thread's V loads of a slot are in flight together: this kernel
 // runs after the whole main grid, so its length is latency (a loop of dependent loads took ~60 us).
-constexpr int kSkFixupPairs = 8;
 template <int BM, int BN, int WG, int SWZ, int F16>
 __global__ void __launch_bounds__(WG * 128) gemm_wgmma_sk_fixup(KtuneGemmArgs p) {
   using namespace ktune_dev;
   using namespace ktune_dev::wgmma;
-  constexpr int NC = WG * 128, WM = BM / WG, MT = WM / 64, PAIRS = MT * 2 * (BN / 8), V = kSkFixupPairs;
+  constexpr int NC = WG * 128, WM = BM / WG, MT = WM / 64, PAIRS = MT * 2 * (BN / 8), V = KTUNE_SK_FIXUP_PAIRS;
   static_assert(PAIRS % V == 0, "whole groups of pairs (the host's grid.y = PAIRS / V)");
   wait_for_previous_grid();
   const int G = reinterpret_cast<const int*>(p.workspace)[0], q = int(blockIdx.x);
@@ -624,7 +630,7 @@ __global__ void __launch_bounds__(WG * 128) gemm_wgmma_sk_fixup(KtuneGemmArgs p)
   while (last + 1 < G && sk.first(last + 1) < u0 + nkw) ++last;
   int tm, tn;
   grid.tile(int(u), 0, tm, tn);
-  const int ct = int(threadIdx.x), cw = ct / 128, wtid = ct % 128, lane = wtid & 31, w = wtid >> 5, g = lane >> 2, t = lane & 3;
+  const int ct = int(threadIdx.x);
   const int i0 = int(blockIdx.y) * V;
   float2 s[V];
   const float2* own = sk_slot<BM, BN>(p, q, b == u0 ? 0 : 1) + i0 * NC + ct;
@@ -640,8 +646,9 @@ __global__ void __launch_bounds__(WG * 128) gemm_wgmma_sk_fixup(KtuneGemmArgs p)
   }
 #pragma unroll
   for (int v = 0; v < V; ++v) {
-    const int i = i0 + v, m = i / (2 * (BN / 8)), h = i / (BN / 8) % 2, j = i % (BN / 8);
-    const int row = tm * BM + cw * WM + m * 64 + w * 16 + g + h * 8, col = tn * BN + j * 8 + 2 * t;
+    int row, col;
+    parked_pair_at<BN, WM>(i0 + v, ct, row, col);
+    row += tm * BM, col += tn * BN;
     if (row < p.M && col < p.N) half16::store_pair<F16>(p, row, col, s[v].x, s[v].y);
   }
 }

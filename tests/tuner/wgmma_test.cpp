@@ -26,15 +26,18 @@ GemmProblem half_problem(int64_t m, int64_t n, int64_t k, const char* layout, DT
 
 // A parameter value that needs the TMA kernel and whole tiles (PT > 1, MC, EPI): the config with it
 // is refused with K slices (SPLITK or CL 2) and on the cp.async kernel.
-void expect_tma_and_whole_tiles_only(const Family& f, const Config& c, const GemmProblem& p, const DeviceInfo& d) {
-  for (const char* k : {"SPLITK", "CL"}) {
-    Config sliced = c;
-    sliced.set(k, 2);
-    EXPECT_FALSE(f.valid(sliced, p, d)) << k << " with " << c.to_json();
+// c with each of the changes in turn (one parameter set to one value) is refused.
+void expect_each_refused(const Family& f, const Config& c, const GemmProblem& p, const DeviceInfo& d,
+                         std::initializer_list<std::pair<const char*, int>> changes) {
+  for (auto [k, v] : changes) {
+    Config bad = c;
+    bad.set(k, v);
+    EXPECT_FALSE(f.valid(bad, p, d)) << k << " = " << v << " with " << c.to_json();
   }
-  Config cp = c;
-  cp.set("TMA", 0);
-  EXPECT_FALSE(f.valid(cp, p, d)) << "cp.async with " << c.to_json();
+}
+
+void expect_tma_and_whole_tiles_only(const Family& f, const Config& c, const GemmProblem& p, const DeviceInfo& d) {
+  expect_each_refused(f, c, p, d, {{"SPLITK", 2}, {"CL", 2}, {"TMA", 0}}); // K slices; cp.async
 }
 
 } // namespace
@@ -342,11 +345,7 @@ TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
   EXPECT_EQ(ps.grid[0], 64u * 16 / 2);
   EXPECT_NE(f.kernel_names(pp1, p4096).at(0).find("<64,256,2,4,8,1,1,2,0,1,1,0,"), std::string::npos) << f.kernel_names(pp1, p4096).at(0);
   expect_tma_and_whole_tiles_only(f, pp1, p4096, d);
-  for (auto [k, v] : {std::pair{"PT", 1}, {"WG", 1}, {"MC", 2}}) {
-    Config bad = pp1;
-    bad.set(k, v);
-    EXPECT_FALSE(f.valid(bad, p4096, d)) << k << " " << v;
-  }
+  expect_each_refused(f, pp1, p4096, d, {{"PT", 1}, {"WG", 1}, {"MC", 2}});
   Config wide = pp1;
   wide.set("BM", 128), wide.set("EPI", 0), wide.set("ST", 3); // 128 x 256 a consumer: 256 accumulators
   EXPECT_FALSE(f.valid(wide, p4096, d));
@@ -374,11 +373,7 @@ TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
   EXPECT_NE(f.kernel_names(sk, p4096).at(0).find("<128,256,2,3,8,1,1,0,0,1,0,1,0,"), std::string::npos) << f.kernel_names(sk, p4096).at(0);
   EXPECT_EQ(f.launch_plan(sk, half_problem(128, 512, 128, "NN", DType::bf16)).steps[0].grid[0], 4u); // 2 tiles x 2 K tiles
   expect_tma_and_whole_tiles_only(f, sk, p4096, d);
-  for (auto [k, v] : {std::pair{"PT", 2}, {"MC", 1}, {"PACK", 1}}) {
-    Config bad = sk;
-    bad.set(k, v);
-    EXPECT_FALSE(f.valid(bad, p4096, d)) << k << " " << v;
-  }
+  expect_each_refused(f, sk, p4096, d, {{"PT", 2}, {"MC", 1}, {"PACK", 1}});
   EXPECT_EQ(f.canonical(Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0})"))["SK"], 0);
 }
 
