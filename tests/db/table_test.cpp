@@ -311,6 +311,36 @@ TEST(Table, ImportKeepsTheFasterEntryPerProblem) {
   EXPECT_EQ(s.best("sm_90", "gemm/f32/NN/64x64x64/a16")->config_json, R"({"TILE":32})");
 }
 
+// An imported entry belongs to the table's pseudo-device; a re-tune on a live GPU of the same name
+// times cuBLAS again. The export and the runtime's look-up must pair the entry with the faster of
+// those readings, or an old, slow reading overstates the entry's lead (the runtime's margin reads it).
+TEST(Table, TheEntryIsPairedWithTheFastestCublasReadingOfItsDeviceModel) {
+  const std::string db = tmp("baseline.db");
+  std::filesystem::remove(db);
+  Store s(db);
+  s.import_table(parse_table(kGood, "good")); // GPU X, cuBLAS 0.02 ms at 64x64x64
+  const std::string key = "gemm/f32/NN/64x64x64/a16";
+  ASSERT_EQ(*s.best("sm_90", key)->cublas_ms, 0.02);
+  DeviceInfo live;
+  live.uuid = "GPU-live", live.name = "GPU X", live.arch = "sm_90", live.sm_count = 132;
+  DeviceInfo other = live;
+  other.uuid = "GPU-other", other.name = "GPU Z"; // another model: its readings say nothing of GPU X
+  const int64_t problem = s.problem_id(Problem::parse_key(key));
+  s.record_baseline(s.device_id(other), problem, "cublas", Timing{0.001, 0.001, 0.001, 0.001, 10}, 1.0);
+  EXPECT_EQ(*s.best("sm_90", key)->cublas_ms, 0.02);
+  s.record_baseline(s.device_id(live), problem, "cublas", Timing{0.015, 0.014, 0.014, 0.016, 10}, 1.0);
+  EXPECT_EQ(*s.best("sm_90", key)->cublas_ms, 0.015);
+  const Table t = s.export_table("sm_90");
+  ASSERT_EQ(t.entries.size(), 2u);
+  for (const auto& e : t.entries) {
+    if (e.problem.key() == key) EXPECT_EQ(*e.cublas_ms, 0.015);
+    else EXPECT_FALSE(e.cublas_ms.has_value()) << e.problem.key(); // no reading anywhere stays none
+  }
+  // A slower live reading does not replace the faster one.
+  s.record_baseline(s.device_id(live), problem, "cublas", Timing{0.03, 0.03, 0.03, 0.03, 10}, 1.0);
+  EXPECT_EQ(*s.best("sm_90", key)->cublas_ms, 0.02);
+}
+
 TEST(Table, EveryBadImportLeavesTheDatabaseBytesUnchanged) {
   const std::string db = tmp("keep.db");
   std::filesystem::remove(db);
