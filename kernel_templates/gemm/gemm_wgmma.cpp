@@ -46,7 +46,7 @@ int64_t units(const Config& c, const GemmProblem& p) {
   const int64_t tm = ceil_div(p.m, c["BM"]), tn = ceil_div(p.n, c["BN"]);
   return c["MC"] == 1 ? ceil_div(tm, 2) * tn : c["MC"] == 2 ? tm * ceil_div(tn, 2) : tm * tn;
 }
-// SK = 1 (stream-K): the main grid at most this many blocks, the most SMs of an sm_90a part (H100
+// SK > 0 (stream-K): the main grid at most this many blocks, the most SMs of an sm_90a part (H100
 // SXM, H200: 132); the launch caps it further at the blocks resident at once (fewer SMs, PCIe: 114).
 // The workspace's slots and the fix-up's grid are sized for it.
 constexpr int64_t kSkMaxBlocks = 132;
@@ -59,7 +59,7 @@ int64_t grid_x(const Config& c, const GemmProblem& p) {
   if (c["SK"]) return std::min(kSkMaxBlocks, sk_iterations(c, p));
   return ceil_div(units(c, p), std::max(1, c["PT"])) * (c["MC"] ? 2 : 1);
 }
-// SK = 1: gemm_wgmma_sk_fixup's header, then two slots of a tile's FP32 sums per block.
+// SK > 0: gemm_wgmma_sk_fixup's header, then two slots of a tile's FP32 sums per block.
 size_t sk_workspace_bytes(const Config& c, const GemmProblem& p) {
   return c["SK"] ? KTUNE_SK_HEADER_BYTES + size_t(grid_x(c, p)) * 2 * c["BM"] * c["BN"] * 4 : 0;
 }
@@ -117,9 +117,11 @@ Family gemm_wgmma_family() {
       .param("PP", {0, 1}, "1: ping-pong consumers (TMA, WG 2, PT != 1, no K slices, no MC): the two consumer "
                            "warpgroups take the block's tiles in turn, each a whole BM x BN tile, one's epilogue "
                            "overlapping the other's main loop; 0: they share each tile")
-      .param("SK", {0, 1}, "1: stream-K on the persistent grid (PT 0; TMA, whole tiles, no MC or PP, aligned): the "
-                           "full waves of tiles whole, the last one or two cut into equal runs of K tiles per block, "
-                           "the cut tiles' FP32 partial sums added by a fix-up kernel (gemm_wgmma_sk_fixup)");
+      .param("SK", {0, 1, 2}, "stream-K on the persistent grid (PT 0; TMA, whole tiles, no MC or PP, aligned): the "
+                              "full waves of tiles whole, then 1: the last one or two waves cut into equal runs of K "
+                              "tiles per block; 2: each tile of the last partial wave cut in K into as many equal "
+                              "parts as the idle blocks allow. The cut tiles' FP32 partial sums are added by a "
+                              "fix-up kernel (gemm_wgmma_sk_fixup)");
   f.dtypes({DType::bf16, DType::f16}).min_arch(90).arch_specific();
 
   f.restrict("bf16 or f16 operands", {}, [](const Config&, P p, D) { return half_problem(p); })
@@ -164,7 +166,7 @@ Family gemm_wgmma_family() {
                 [](const Config& c, P, D) {
                   return c["PP"] == 0 || (c["TMA"] == 1 && c["WG"] == 2 && c["PT"] != 1 && slices(c) == 1 && c["MC"] == 0);
                 })
-      .restrict("SK = 1: the persistent grid (PT 0), TMA, whole tiles (no SPLITK or CL), no MC or PP, unpacked",
+      .restrict("SK > 0: the persistent grid (PT 0), TMA, whole tiles (no SPLITK or CL), no MC or PP, unpacked",
                 {"TMA", "PT", "SPLITK", "CL", "MC", "PP", "PACK", "SK"},
                 [](const Config& c, P, D) {
                   return c["SK"] == 0 || (c["TMA"] == 1 && c["PT"] == 0 && slices(c) == 1 && c["MC"] == 0 && c["PP"] == 0 && c["PACK"] == 0);
@@ -220,7 +222,8 @@ Family gemm_wgmma_family() {
      if (c["SPLITK"] > 1) names.push_back(gemm_splitk_reduce16_name(c["SPLITK"], p)); // kernel 1
      if (c["SK"])                                                                      // kernel 1
        names.push_back("gemm_wgmma_sk_fixup<" + std::to_string(c["BM"]) + "," + std::to_string(c["BN"]) + "," +
-                       std::to_string(c["WG"]) + "," + std::to_string(c["SWZ"]) + "," + f16 + ">");
+                       std::to_string(c["WG"]) + "," + std::to_string(c["SWZ"]) + "," + std::to_string(c["SK"]) + "," + f16 +
+                       ">");
      if (c["PACK"]) names.push_back(gemm_pack_name(pack_of(c), p));                  // the last kernel
      return names;
    })

@@ -53,8 +53,10 @@
 //   EPI          (gemm_wgmma_tma only; no K slices) 1: C through a shared-memory staging buffer and
 //                TMA stores (args.c), asynchronously; beta != 0 at run time takes the plain epilogue.
 //   SK           (gemm_wgmma_tma only; PT = 0, no K slices, MC or PP) stream-K: SkSplit's full waves of
-//                units whole, the rest cut into equal runs of K tiles per block; cut tiles' FP32 sums
-//                go to the workspace and gemm_wgmma_sk_fixup (kernel 1) adds and stores them.
+//                units whole, the rest cut into runs of K tiles per block (1: equal runs over the last
+//                one or two waves; 2: the last partial wave's units each split in K into as many equal
+//                parts as the idle blocks allow); cut tiles' FP32 sums go to the workspace and
+//                gemm_wgmma_sk_fixup (kernel 1) adds and stores them.
 //   F16          0: bf16, 1: fp16 (from the problem)
 //   A_COL, B_COL layouts from the problem: 1 = column-major
 //
@@ -186,24 +188,42 @@ struct Units {
   }
 };
 
-// SK = 1 (stream-K over G blocks): the first dp units go whole, G at a time in strides as PT = 0 runs
-// them (the blocks then work on one raster window, which L2 serves); the rest, between one and two
-// waves of units (all of them under two waves), is one run of T (unit, K tile) iterations cut into G
-// ranges of equal length, block q's [first(q), first(q + 1)) from iteration base on: every SM gets the
-// same work whatever the unit count. gemm_wgmma_sk_fixup repeats the split to find the cut units.
+// Stream-K over G blocks: the first dp units go whole, G at a time in strides as PT = 0 runs them
+// (the blocks then work on one raster window, which L2 serves); the rest is a run of T (unit, K tile)
+// iterations from iteration base on, of which block q takes [first(q), first(q + 1)).
+// SK = 1: the rest is the last one to two waves of units (all of them under two waves), cut into G
+// ranges of equal length: every SM gets the same work whatever the unit count, but the blocks of a
+// wave work at different K offsets, so they share no A or B slab in L2 (ncu: 3x the DRAM reads).
+// SK = 2: the rest is the last partial wave's `tail` units only, each cut in K into s equal parts
+// (s = G / tail, at most its K tiles), consecutive blocks one part each and the blocks past s * tail
+// none: the last wave's SMs share its work, and the s parts of a unit run side by side at the same
+// relative K offsets. No cut where the tail is more than half a wave (s = 1: PT = 0's schedule).
+// gemm_wgmma_sk_fixup repeats the split to find the cut units.
+template <int SK>
 struct SkSplit {
   long long dp, base, T;
-  int G;
-  __device__ __forceinline__ SkSplit(int units, int nkw, int G_) : G(G_) {
-    const int waves = units / G;
-    dp = waves >= 2 ? (long long)(waves - 1) * G : 0;
+  int G, nkw, tail, s;
+  __device__ __forceinline__ SkSplit(int units, int nkw_, int G_) : G(G_), nkw(nkw_) {
+    if constexpr (SK == 1) {
+      const int waves = units / G;
+      dp = waves >= 2 ? (long long)(waves - 1) * G : 0;
+      tail = s = 0;
+    } else {
+      tail = units % G;
+      dp = units - tail;
+      s = tail > 0 ? max(1, min(G / tail, nkw)) : 1;
+    }
     base = dp * nkw, T = (units - dp) * nkw;
   }
-  __device__ __forceinline__ long long first(int q) const { return base + q * T / G; }
+  __device__ __forceinline__ long long first(int q) const {
+    if constexpr (SK == 1) return base + q * T / G;
+    if (q >= s * tail) return base + T;
+    return base + (long long)(q / s) * nkw + (q % s) * nkw / s;
+  }
 };
 
 // A block's work, segment by segment: K tiles [kb, ke) of unit u (nkw K tiles a unit: 1 when K = 0,
-// so that C = beta * C is still written). SK = 0: the units unit0, unit0 + stride, ..., whole. SK = 1:
+// so that C = beta * C is still written). SK = 0: the units unit0, unit0 + stride, ..., whole. SK:
 // SkSplit's whole units of this block, then its range of iterations; `first` marks the range's first
 // segment (the partial sums of a cut unit go to the workspace slot it names).
 template <int SK>
@@ -212,7 +232,7 @@ struct Work {
   int nkw;
   __device__ __forceinline__ Work(int units, int nkw_, int unit0, int stride) : nkw(nkw_) {
     if constexpr (SK) {
-      const SkSplit sk(units, nkw, int(gridDim.x));
+      const SkSplit<SK> sk(units, nkw, int(gridDim.x));
       dp_end = sk.base, step = (long long)stride * nkw;
       begin = sk.first(int(blockIdx.x)), end = sk.first(int(blockIdx.x) + 1);
       at = (long long)unit0 * nkw < dp_end ? (long long)unit0 * nkw : begin;
@@ -243,7 +263,7 @@ struct Work {
   }
 };
 
-// SK = 1: the workspace holds G (written by block 0 for gemm_wgmma_sk_fixup) in its first 256 bytes,
+// SK: the workspace holds G (written by block 0 for gemm_wgmma_sk_fixup) in its first 256 bytes,
 // then two slots per block of a tile's FP32 partial sums (BM x BN, park_pairs' order): slot 0 for the
 // block's first segment, slot 1 for its last.
 template <int BM, int BN>
@@ -447,7 +467,7 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
   static_assert(CL == 1 || BM * BN * 4 <= ST * (BM + BN) * 128, "CL > 1: the tile's FP32 partial sums fit the stage ring");
   static_assert(PT >= 0 && (PT == 1 || SPLITK * CL == 1), "PT != 1: whole tiles (no K slices)");
   static_assert(PP == 0 || (PP == 1 && WG == 2 && PT != 1 && MC == 0), "PP = 1: two consumers, several tiles a block, no MC");
-  static_assert(SK == 0 || (SK == 1 && PT == 0 && SPLITK * CL == 1 && MC == 0 && PP == 0), "SK = 1: a persistent grid, no K slices, MC or PP");
+  static_assert(SK == 0 || ((SK == 1 || SK == 2) && PT == 0 && SPLITK * CL == 1 && MC == 0 && PP == 0), "SK: a persistent grid, no K slices, MC or PP");
   static_assert(MC >= 0 && MC <= 2 && (MC == 0 || SPLITK * CL == 1), "MC > 0: a pair of whole tiles (no K slices)");
   static_assert(EPI == 0 || (EPI == 1 && SPLITK * CL == 1), "EPI = 1: whole tiles (no K slices)");
   constexpr int SLICES = SPLITK * CL; // along blockIdx.z
@@ -603,14 +623,14 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
   }
 }
 
-// SK = 1, kernel 1 (a programmatic dependent of gemm_wgmma_tma): the units that SkSplit cut between
+// SK, kernel 1 (a programmatic dependent of gemm_wgmma_tma): the units that SkSplit<SK> cut between
 // blocks. Block q of the main grid owns the unit its range ends inside of, if its range also covers
 // that unit's first K tile (the other blocks that reach into the unit started inside it, so their
 // partial sums are in their slot 0); fix-up blocks (q, y) add its own slot and theirs in block order
 // (repeatable), pairs [y * V, (y + 1) * V) of every consumer thread ct (V = KTUNE_SK_FIXUP_PAIRS),
 // and store alpha * sum + beta * C. A thread's V loads of a slot are in flight together: this kernel
 // runs after the whole main grid, so its length is latency (a loop of dependent loads took ~60 us).
-template <int BM, int BN, int WG, int SWZ, int F16>
+template <int BM, int BN, int WG, int SWZ, int SK, int F16>
 __global__ void __launch_bounds__(WG * 128) gemm_wgmma_sk_fixup(KtuneGemmArgs p) {
   using namespace ktune_dev;
   using namespace ktune_dev::wgmma;
@@ -621,7 +641,7 @@ __global__ void __launch_bounds__(WG * 128) gemm_wgmma_sk_fixup(KtuneGemmArgs p)
   if (q >= G) return; // the plan's grid is an upper bound of the main kernel's
   const Units<SWZ, 0> grid((p.M + BM - 1) / BM, (p.N + BN - 1) / BN);
   const int nk = (p.K + 63) / 64, nkw = nk > 0 ? nk : 1;
-  const SkSplit sk(grid.count(), nkw, G);
+  const SkSplit<SK> sk(grid.count(), nkw, G);
   const long long b = sk.first(q), e = sk.first(q + 1);
   if (e % nkw == 0) return;                  // the range ends at a unit's end: no cut unit to own
   const long long u = e / nkw, u0 = u * nkw; // the unit cut at e, and its first iteration
