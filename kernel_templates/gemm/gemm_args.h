@@ -33,8 +33,6 @@ struct KtuneGemmTmaArgs {
 // Columns of C that each thread of gemm_splitk_reduce adds (the host sizes the grid with it).
 #define KTUNE_SPLITK_REDUCE_VEC 4
 
-// gemm_wgmma's stream-K (SK = 1): the workspace's header before the partial-sum slots (bytes; the
-// main kernel writes its grid there for the fix-up), and the pairs of partial sums that each thread
-// of gemm_wgmma_sk_fixup adds (the host's grid.y is a consumer thread's pairs over it).
-#define KTUNE_SK_HEADER_BYTES 256
-#define KTUNE_SK_FIXUP_PAIRS 8
+// gemm_wgmma's stream-K (SK > 0): the workspace's header before the partial-sum slots (bytes), one
+// 4-byte flag per block of the main grid (a part parked), zeroed by gemm_wgmma_sk_clear each launch.
+#define KTUNE_SK_HEADER_BYTES 1024

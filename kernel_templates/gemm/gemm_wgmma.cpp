@@ -59,9 +59,10 @@ int64_t grid_x(const Config& c, const GemmProblem& p) {
   if (c["SK"]) return std::min(kSkMaxBlocks, sk_iterations(c, p));
   return ceil_div(units(c, p), std::max(1, c["PT"])) * (c["MC"] ? 2 : 1);
 }
-// SK > 0: gemm_wgmma_sk_fixup's header, then two slots of a tile's FP32 sums per block.
+// SK > 0: the blocks' flags, then a slot of a tile's FP32 sums per block (gemm_wgmma.cu's sk_slot).
+static_assert(kSkMaxBlocks * 4 <= KTUNE_SK_HEADER_BYTES, "a flag per block of the stream-K grid");
 size_t sk_workspace_bytes(const Config& c, const GemmProblem& p) {
-  return c["SK"] ? KTUNE_SK_HEADER_BYTES + size_t(grid_x(c, p)) * 2 * c["BM"] * c["BN"] * 4 : 0;
+  return c["SK"] ? KTUNE_SK_HEADER_BYTES + size_t(grid_x(c, p)) * c["BM"] * c["BN"] * 4 : 0;
 }
 // MC's shared operand splits in two halves, one per CTA: a K-major tile (A row-major, B
 // column-major) by rows, any height; an MN-major one by 64 x 64 blocks, so at least two of them.
@@ -120,8 +121,8 @@ Family gemm_wgmma_family() {
       .param("SK", {0, 1, 2}, "stream-K on the persistent grid (PT 0; TMA, whole tiles, no MC or PP, aligned): the "
                               "full waves of tiles whole, then 1: the last one or two waves cut into equal runs of K "
                               "tiles per block; 2: each tile of the last partial wave cut in K into as many equal "
-                              "parts as the idle blocks allow. The cut tiles' FP32 partial sums are added by a "
-                              "fix-up kernel (gemm_wgmma_sk_fixup)");
+                              "parts as the idle blocks allow. The block with a cut tile's first K tile adds the "
+                              "other parts' FP32 sums (parked in the workspace, flagged) and stores it");
   f.dtypes({DType::bf16, DType::f16}).min_arch(90).arch_specific();
 
   f.restrict("bf16 or f16 operands", {}, [](const Config&, P p, D) { return half_problem(p); })
@@ -220,10 +221,7 @@ Family gemm_wgmma_family() {
      name += f16 + "," + gemm_layout_args(p) + ">";
      std::vector<std::string> names{name};
      if (c["SPLITK"] > 1) names.push_back(gemm_splitk_reduce16_name(c["SPLITK"], p)); // kernel 1
-     if (c["SK"])                                                                      // kernel 1
-       names.push_back("gemm_wgmma_sk_fixup<" + std::to_string(c["BM"]) + "," + std::to_string(c["BN"]) + "," +
-                       std::to_string(c["WG"]) + "," + std::to_string(c["SWZ"]) + "," + std::to_string(c["SK"]) + "," + f16 +
-                       ">");
+     if (c["SK"]) names.push_back("gemm_wgmma_sk_clear");                             // kernel 1
      if (c["PACK"]) names.push_back(gemm_pack_name(pack_of(c), p));                  // the last kernel
      return names;
    })
@@ -251,20 +249,18 @@ Family gemm_wgmma_family() {
             main.tma_b.packed_offset = static_cast<long long>(q.b_offset), main.tma_b.packed_ld = q.b_ld;
           }
         }
-        plan.steps.push_back(main);
-        add_splitk_reduce(plan, p, c["SPLITK"]); // kernel 1; sizes the slices
         if (c["SK"]) {
-          // Kernel 1, the fix-up of the cut tiles: one block per main block (those past the grid the
-          // launch gave the main kernel return at once), after it as a programmatic dependent.
-          LaunchStep fix;
-          fix.kernel = 1;
-          fix.grid[0] = main.grid[0];
-          fix.grid[1] = static_cast<unsigned>(accumulators(c) / 2 / KTUNE_SK_FIXUP_PAIRS); // pairs a consumer thread parks
-          fix.block[0] = static_cast<unsigned>(128 * c["WG"]);
-          fix.overlap_previous = true;
-          plan.steps.push_back(fix);
+          // Kernel 1 first: one block zeroes the flags; the main kernel, its programmatic
+          // dependent, starts at once and waits for it only before it first raises or reads a flag.
+          LaunchStep clear;
+          clear.kernel = 1;
+          clear.block[0] = 256;
+          plan.steps.push_back(clear);
+          main.overlap_previous = true;
           plan.workspace_bytes = sk_workspace_bytes(c, p);
         }
+        plan.steps.push_back(main);
+        add_splitk_reduce(plan, p, c["SPLITK"]); // kernel 1; sizes the slices
         if (c["PACK"]) add_pack(plan, p, pack_of(c), c["SPLITK"] > 1 ? 2 : 1);
         return plan;
       });

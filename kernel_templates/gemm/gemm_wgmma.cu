@@ -55,8 +55,10 @@
 //   SK           (gemm_wgmma_tma only; PT = 0, no K slices, MC or PP) stream-K: SkSplit's full waves of
 //                units whole, the rest cut into runs of K tiles per block (1: equal runs over the last
 //                one or two waves; 2: the last partial wave's units each split in K into as many equal
-//                parts as the idle blocks allow); cut tiles' FP32 sums go to the workspace and
-//                gemm_wgmma_sk_fixup (kernel 1) adds and stores them.
+//                parts as the idle blocks allow). The block that computes a cut tile's first K tile
+//                adds the other blocks' FP32 sums (parked in the workspace) and stores the tile;
+//                gemm_wgmma_sk_clear (kernel 1, launched first) zeroes the flags that say a part
+//                is parked.
 //   F16          0: bf16, 1: fp16 (from the problem)
 //   A_COL, B_COL layouts from the problem: 1 = column-major
 //
@@ -198,7 +200,8 @@ struct Units {
 // (s = G / tail, at most its K tiles), consecutive blocks one part each and the blocks past s * tail
 // none: the last wave's SMs share its work, and the s parts of a unit run side by side at the same
 // relative K offsets. No cut where the tail is more than half a wave (s = 1: PT = 0's schedule).
-// gemm_wgmma_sk_fixup repeats the split to find the cut units.
+// A cut unit's owner (the block whose range holds its first K tile) finds the blocks that hold its
+// other parts by the same split: those after it whose ranges start inside the unit.
 template <int SK>
 struct SkSplit {
   long long dp, base, T;
@@ -224,15 +227,15 @@ struct SkSplit {
 
 // A block's work, segment by segment: K tiles [kb, ke) of unit u (nkw K tiles a unit: 1 when K = 0,
 // so that C = beta * C is still written). SK = 0: the units unit0, unit0 + stride, ..., whole. SK:
-// SkSplit's whole units of this block, then its range of iterations; `first` marks the range's first
-// segment (the partial sums of a cut unit go to the workspace slot it names).
+// SkSplit's whole units of this block, then its range of iterations (split(): the split itself).
 template <int SK>
 struct Work {
   long long at, end, dp_end, begin, step;
   int nkw;
-  __device__ __forceinline__ Work(int units, int nkw_, int unit0, int stride) : nkw(nkw_) {
+  SkSplit<SK ? SK : 1> sk;
+  __device__ __forceinline__ Work(int units, int nkw_, int unit0, int stride)
+      : nkw(nkw_), sk(units, nkw_, int(gridDim.x)) {
     if constexpr (SK) {
-      const SkSplit<SK> sk(units, nkw, int(gridDim.x));
       dp_end = sk.base, step = (long long)stride * nkw;
       begin = sk.first(int(blockIdx.x)), end = sk.first(int(blockIdx.x) + 1);
       at = (long long)unit0 * nkw < dp_end ? (long long)unit0 * nkw : begin;
@@ -241,9 +244,9 @@ struct Work {
     }
   }
   __device__ __forceinline__ bool more() const { return at < end; }
-  __device__ __forceinline__ bool next(int& u, int& kb, int& ke, bool& first) {
+  __device__ __forceinline__ const SkSplit<SK ? SK : 1>& split() const { return sk; }
+  __device__ __forceinline__ bool next(int& u, int& kb, int& ke) {
     if (at >= end) return false;
-    first = false;
     if constexpr (SK) {
       if (at < dp_end) {
         u = int(at / nkw), kb = 0, ke = nkw;
@@ -251,7 +254,6 @@ struct Work {
         if (at >= dp_end) at = begin;
         return true;
       }
-      first = at == begin;
       u = int(at / nkw), kb = int(at % nkw);
       ke = int(min((long long)nkw, kb + (end - at)));
       at += ke - kb;
@@ -263,12 +265,14 @@ struct Work {
   }
 };
 
-// SK: the workspace holds G (written by block 0 for gemm_wgmma_sk_fixup) in its first 256 bytes,
-// then two slots per block of a tile's FP32 partial sums (BM x BN, park_pairs' order): slot 0 for the
-// block's first segment, slot 1 for its last.
+// SK: the workspace holds one flag per block in its first KTUNE_SK_HEADER_BYTES (nonzero: the block's
+// slot holds its parked part; gemm_wgmma_sk_clear zeroes them before each launch), then one slot per
+// block of a tile's FP32 partial sums (BM x BN, park_pairs' order). A block parks at most one part:
+// a segment that starts past its unit's first K tile is the first segment of the block's range.
+__device__ __forceinline__ unsigned* sk_flag(const KtuneGemmArgs& p, int block) { return reinterpret_cast<unsigned*>(p.workspace) + block; }
 template <int BM, int BN>
-__device__ __forceinline__ float2* sk_slot(const KtuneGemmArgs& p, int block, int slot) {
-  return reinterpret_cast<float2*>(reinterpret_cast<char*>(p.workspace) + KTUNE_SK_HEADER_BYTES) + (size_t(block) * 2 + slot) * (BM * BN / 2);
+__device__ __forceinline__ float2* sk_slot(const KtuneGemmArgs& p, int block) {
+  return reinterpret_cast<float2*>(reinterpret_cast<char*>(p.workspace) + KTUNE_SK_HEADER_BYTES) + size_t(block) * (BM * BN / 2);
 }
 
 // The epilogue both kernels share: C = alpha * acc + beta * C (C read only where beta != 0).
@@ -366,6 +370,50 @@ __device__ __forceinline__ void mma_tile(float (&acc)[MT][BN / 2], unsigned sa, 
   for (int m = 0; m < MT; ++m) fence_regs(acc[m]);
 }
 
+// SK: a block's part of a cut unit that it does not own (its range starts past the unit's first K
+// tile): the NC consumer threads park their sums in the block's slot, then one of them raises the
+// block's flag (release, after the barrier: the whole slot is visible to whoever acquires it).
+// Named barrier 1 (CL's, which SK excludes).
+template <int MT, int BN, int BM, int NC>
+__device__ __forceinline__ void sk_park(const KtuneGemmArgs& p, float (&acc)[MT][BN / 2], int ct) {
+  park_pairs<MT, BN, NC>(acc, sk_slot<BM, BN>(p, int(blockIdx.x)), ct);
+  named_sync(1, NC);
+  if (ct == 0) {
+    ktune_dev::wait_for_previous_grid(); // gemm_wgmma_sk_clear has zeroed the flags (PDL: it may still run)
+    __threadfence();
+    asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(sk_flag(p, int(blockIdx.x))), "r"(1u) : "memory");
+  }
+}
+// SK: the owner of cut unit u (its range holds the unit's first K tile and ends inside it) waits
+// for the blocks after it whose ranges start inside the unit, and adds their parked sums to its own,
+// in block order (the same sum every run), before it stores the tile as a whole one.
+template <int SK, int MT, int BN, int BM, int NC>
+__device__ __forceinline__ void sk_gather(const KtuneGemmArgs& p, float (&acc)[MT][BN / 2], const SkSplit<SK>& sk, int u, int ct) {
+  const long long u_end = (long long)(u + 1) * sk.nkw;
+  int last = int(blockIdx.x);
+  while (last + 1 < sk.G && sk.first(last + 1) < u_end) ++last;
+  if (ct == 0) {
+    ktune_dev::wait_for_previous_grid();
+    for (int r = int(blockIdx.x) + 1; r <= last; ++r) {
+      unsigned f = 0;
+      do asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(f) : "l"(sk_flag(p, r)) : "memory");
+      while (f == 0);
+    }
+  }
+  named_sync(1, NC);
+  for (int r = int(blockIdx.x) + 1; r <= last; ++r) {
+    const float2* part = sk_slot<BM, BN>(p, r) + ct;
+#pragma unroll
+    for (int m = 0; m < MT; ++m)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+          const float2 x = __ldcg(part + ((m * 2 + h) * (BN / 8) + j) * NC);
+          acc[m][4 * j + 2 * h] += x.x, acc[m][4 * j + 2 * h + 1] += x.y;
+        }
+  }
+}
 } // namespace wgmma
 } // namespace ktune_dev
 
@@ -471,7 +519,7 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
   static_assert(MC >= 0 && MC <= 2 && (MC == 0 || SPLITK * CL == 1), "MC > 0: a pair of whole tiles (no K slices)");
   static_assert(EPI == 0 || (EPI == 1 && SPLITK * CL == 1), "EPI = 1: whole tiles (no K slices)");
   constexpr int SLICES = SPLITK * CL; // along blockIdx.z
-  if constexpr (SPLITK > 1 || SK) let_next_grid_launch(); // the reduction's (fix-up's) blocks may queue behind ours
+  if constexpr (SPLITK > 1) let_next_grid_launch(); // the reduction's blocks may queue behind ours
   constexpr int WM = PP ? BM : BM / WG, MT = WM / 64; // a consumer's rows of a tile
   static_assert(WM % 64 == 0 && (BN == 64 || BN == 128 || BN == 256) && ST >= 2, "tile shapes (descriptor)");
   constexpr unsigned A_BYTES = BM * 128, STAGE = (BM + BN) * 128;
@@ -498,7 +546,6 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
   // C = beta * C. A slice past K's last tile (none when the descriptor's rule holds) adds zeros.
   const KRange slice = k_slice(p.K, 64, SLICES, int(blockIdx.z));
   const int k0 = slice.first, nk = slice.count, nkw = nk > 0 ? nk : 1;
-  if (SK && blockIdx.x == 0 && threadIdx.x == 0) reinterpret_cast<int*>(p.workspace)[0] = int(gridDim.x);
 
   if (tid == 0) init_ring<ST>(full0, empty0, PP ? 1 : MC ? 2 * WG : WG);
   // MC: the partner's barriers are initialized before anything is multicast to it or arrives on them.
@@ -519,8 +566,7 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
     if constexpr (WG > 1) setmaxnreg_dec<40>();
     if (tid == 0) {
       int it = 0, u, kb, ke;
-      bool first;
-      for (Work<SK> work(units, nkw, unit0, stride); work.next(u, kb, ke, first);) {
+      for (Work<SK> work(units, nkw, unit0, stride); work.next(u, kb, ke);) {
         int tm, tn;
         grid.tile(u, rank, tm, tn);
         const int row0 = tm * BM, col0 = tn * BN;
@@ -549,9 +595,8 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
     // PP: the named barrier on which consumer c waits for its turn (the other one's arrive).
     constexpr unsigned TURN = 4;
     int it = 0, u, kb, ke;
-    bool first;
     Work<SK> work(units, nkw, unit0, stride);
-    for (int j = 0; work.next(u, kb, ke, first); ++j) { // j: the block's segment index
+    for (int j = 0; work.next(u, kb, ke); ++j) { // j: the block's segment index
       const int kn = max(0, min(ke, nk) - kb);          // K tiles loaded (none when K = 0)
       if (PP && j % 2 != cw) {
         it += kn;
@@ -582,10 +627,14 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
       if (PT != 1 && kn > 0 && tid % 128 == 0) release((it - 1) % ST);
 #pragma unroll
       for (int m = 0; m < MT; ++m) fence_regs(acc[m]);
-      if (SK && (kb > 0 || ke < nkw)) {
-        // A cut unit: this block's partial sums, for gemm_wgmma_sk_fixup to add and store.
-        park_pairs<MT, BN, WG * 128>(acc, sk_slot<BM, BN>(p, int(blockIdx.x), first ? 0 : 1), tid - 128);
-      } else if constexpr (SPLITK > 1) {
+      if constexpr (SK > 0) {
+        if (kb > 0) { // a part of a unit another block owns: parked for it, nothing stored here
+          sk_park<MT, BN, BM, WG * 128>(p, acc, tid - 128);
+          continue;
+        }
+        if (ke < nkw) sk_gather<SK, MT, BN, BM, WG * 128>(p, acc, work.split(), u, tid - 128);
+      }
+      if constexpr (SPLITK > 1) {
         store_partial<MT, BN>(p, acc, row0 + wrow, col0, tid & 127, int(blockIdx.z));
       } else if constexpr (CL > 1) {
         constexpr int NC = WG * 128;
@@ -623,52 +672,10 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
   }
 }
 
-// SK, kernel 1 (a programmatic dependent of gemm_wgmma_tma): the units that SkSplit<SK> cut between
-// blocks. Block q of the main grid owns the unit its range ends inside of, if its range also covers
-// that unit's first K tile (the other blocks that reach into the unit started inside it, so their
-// partial sums are in their slot 0); fix-up blocks (q, y) add its own slot and theirs in block order
-// (repeatable), pairs [y * V, (y + 1) * V) of every consumer thread ct (V = KTUNE_SK_FIXUP_PAIRS),
-// and store alpha * sum + beta * C. A thread's V loads of a slot are in flight together: this kernel
-// runs after the whole main grid, so its length is latency (a loop of dependent loads took ~60 us).
-template <int BM, int BN, int WG, int SWZ, int SK, int F16>
-__global__ void __launch_bounds__(WG * 128) gemm_wgmma_sk_fixup(KtuneGemmArgs p) {
-  using namespace ktune_dev;
-  using namespace ktune_dev::wgmma;
-  constexpr int NC = WG * 128, WM = BM / WG, MT = WM / 64, PAIRS = MT * 2 * (BN / 8), V = KTUNE_SK_FIXUP_PAIRS;
-  static_assert(PAIRS % V == 0, "whole groups of pairs (the host's grid.y = PAIRS / V)");
-  wait_for_previous_grid();
-  const int G = reinterpret_cast<const int*>(p.workspace)[0], q = int(blockIdx.x);
-  if (q >= G) return; // the plan's grid is an upper bound of the main kernel's
-  const Units<SWZ, 0> grid((p.M + BM - 1) / BM, (p.N + BN - 1) / BN);
-  const int nk = (p.K + 63) / 64, nkw = nk > 0 ? nk : 1;
-  const SkSplit<SK> sk(grid.count(), nkw, G);
-  const long long b = sk.first(q), e = sk.first(q + 1);
-  if (e % nkw == 0) return;                  // the range ends at a unit's end: no cut unit to own
-  const long long u = e / nkw, u0 = u * nkw; // the unit cut at e, and its first iteration
-  if (b > u0) return;                        // the range lies inside the unit: its owner is another block
-  int last = q;                              // blocks q + 1 .. last reach into the unit
-  while (last + 1 < G && sk.first(last + 1) < u0 + nkw) ++last;
-  int tm, tn;
-  grid.tile(int(u), 0, tm, tn);
-  const int ct = int(threadIdx.x);
-  const int i0 = int(blockIdx.y) * V;
-  float2 s[V];
-  const float2* own = sk_slot<BM, BN>(p, q, b == u0 ? 0 : 1) + i0 * NC + ct;
-#pragma unroll
-  for (int v = 0; v < V; ++v) s[v] = own[v * NC];
-  for (int r = q + 1; r <= last; ++r) {
-    const float2* other = sk_slot<BM, BN>(p, r, 0) + i0 * NC + ct;
-    float2 x[V];
-#pragma unroll
-    for (int v = 0; v < V; ++v) x[v] = other[v * NC];
-#pragma unroll
-    for (int v = 0; v < V; ++v) s[v].x += x[v].x, s[v].y += x[v].y;
-  }
-#pragma unroll
-  for (int v = 0; v < V; ++v) {
-    int row, col;
-    parked_pair_at<BN, WM>(i0 + v, ct, row, col);
-    row += tm * BM, col += tn * BN;
-    if (row < p.M && col < p.N) half16::store_pair<F16>(p, row, col, s[v].x, s[v].y);
-  }
+// SK, kernel 1, launched before gemm_wgmma_tma (which is its programmatic dependent, and waits for
+// it only before its first flag): zeroes the flags of the workspace's header, which other plans'
+// kernels (split-K sums, packed copies) share. One block; the main kernel may start at once.
+__global__ void __launch_bounds__(256) gemm_wgmma_sk_clear(KtuneGemmArgs p) {
+  ktune_dev::let_next_grid_launch();
+  for (int i = int(threadIdx.x); i < KTUNE_SK_HEADER_BYTES / 4; i += 256) reinterpret_cast<unsigned*>(p.workspace)[i] = 0u;
 }

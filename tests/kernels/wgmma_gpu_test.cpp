@@ -217,6 +217,9 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       const LaunchPlan plan = f.launch_plan(cs.c, p);
       const Buf C = upload(in.c0);
       const DeviceBuffer ws(std::max<size_t>(plan.workspace_bytes, 256), "wgmma test workspace (packed operands)");
+      // NaN everywhere, as another plan's sums would leave it: stream-K's flags read "parked" until
+      // its clear kernel zeroes them, and a part read before it is parked is NaN.
+      check_cu(driver().cuMemsetD32Async(ws.ptr(), 0x7fc00000u, ws.bytes() / 4, nullptr), "cuMemsetD32Async", "wgmma test workspace");
       launch_gemm(m, plan, in.args(A, B, C, &ws), nullptr);
       check_cu(driver().cuCtxSynchronize(), "cuCtxSynchronize", "wgmma test " + what);
       std::vector<uint16_t> out(in.c0.size());

@@ -353,25 +353,26 @@ TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
   EXPECT_TRUE(f.valid(wide, p4096, d));
   EXPECT_EQ(f.canonical(Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0})"))["PP"], 0);
 
-  // SK (stream-K on the persistent grid): the main kernel on at most 132 blocks, then the fix-up
-  // (kernel 1) on as many, a programmatic dependent; the workspace holds the header and two FP32
-  // tiles per block. A problem of fewer (unit, K tile) iterations than that gets one block each.
+  // SK (stream-K on the persistent grid): kernel 1 first, one block zeroing the flags, then the
+  // main kernel on at most 132 blocks as its programmatic dependent; the workspace holds the flags
+  // and one FP32 tile per block. A problem of fewer (unit, K tile) iterations than that gets one
+  // block each.
   Config sk = per;
   sk.set("SK", 1), sk.set("EPI", 1), sk.set("ST", 3);
   ASSERT_TRUE(f.valid(sk, p4096, d));
   const LaunchPlan kp = f.launch_plan(sk, p4096);
   ASSERT_EQ(kp.steps.size(), 2u);
-  EXPECT_EQ(kp.steps[0].grid[0], 132u);
-  EXPECT_TRUE(kp.steps[0].persistent);
-  EXPECT_EQ(kp.steps[1].kernel, 1);
-  EXPECT_EQ(kp.steps[1].grid[0], 132u);
-  EXPECT_EQ(kp.steps[1].grid[1], 8u); // 64 pairs of accumulators a thread, 8 a fix-up block
-  EXPECT_EQ(kp.steps[1].block[0], 256u);
-  EXPECT_TRUE(kp.steps[1].overlap_previous);
-  EXPECT_EQ(kp.workspace_bytes, 256u + 132u * 2 * 128 * 256 * 4);
-  EXPECT_EQ(f.kernel_names(sk, p4096).at(1), "gemm_wgmma_sk_fixup<128,256,2,8,1,0>");
+  EXPECT_EQ(kp.steps[0].kernel, 1);
+  EXPECT_EQ(kp.steps[0].grid[0] * kp.steps[0].grid[1] * kp.steps[0].grid[2], 1u);
+  EXPECT_EQ(kp.steps[0].block[0], 256u);
+  EXPECT_FALSE(kp.steps[0].overlap_previous);
+  EXPECT_EQ(kp.main_step().grid[0], 132u);
+  EXPECT_TRUE(kp.main_step().persistent);
+  EXPECT_TRUE(kp.main_step().overlap_previous);
+  EXPECT_EQ(kp.workspace_bytes, size_t(KTUNE_SK_HEADER_BYTES) + 132u * 128 * 256 * 4);
+  EXPECT_EQ(f.kernel_names(sk, p4096).at(1), "gemm_wgmma_sk_clear");
   EXPECT_NE(f.kernel_names(sk, p4096).at(0).find("<128,256,2,3,8,1,1,0,0,1,0,1,0,"), std::string::npos) << f.kernel_names(sk, p4096).at(0);
-  EXPECT_EQ(f.launch_plan(sk, half_problem(128, 512, 128, "NN", DType::bf16)).steps[0].grid[0], 4u); // 2 tiles x 2 K tiles
+  EXPECT_EQ(f.launch_plan(sk, half_problem(128, 512, 128, "NN", DType::bf16)).main_step().grid[0], 4u); // 2 tiles x 2 K tiles
   expect_tma_and_whole_tiles_only(f, sk, p4096, d);
   expect_each_refused(f, sk, p4096, d, {{"PT", 2}, {"MC", 1}, {"PACK", 1}});
   // SK = 2 (the last partial wave's tiles split in K): the same plan, kernels and refusals.
@@ -380,7 +381,7 @@ TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
   ASSERT_TRUE(f.valid(sk2, p4096, d));
   EXPECT_EQ(f.launch_plan(sk2, p4096).steps.size(), 2u);
   EXPECT_EQ(f.launch_plan(sk2, p4096).workspace_bytes, kp.workspace_bytes);
-  EXPECT_EQ(f.kernel_names(sk2, p4096).at(1), "gemm_wgmma_sk_fixup<128,256,2,8,2,0>");
+  EXPECT_EQ(f.kernel_names(sk2, p4096).at(1), "gemm_wgmma_sk_clear");
   EXPECT_NE(f.kernel_names(sk2, p4096).at(0).find("<128,256,2,3,8,1,1,0,0,1,0,2,0,"), std::string::npos) << f.kernel_names(sk2, p4096).at(0);
   expect_tma_and_whole_tiles_only(f, sk2, p4096, d);
   expect_each_refused(f, sk2, p4096, d, {{"PT", 2}, {"MC", 1}, {"PACK", 1}});
