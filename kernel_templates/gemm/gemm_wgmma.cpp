@@ -18,10 +18,11 @@ int rows_per_consumer(const Config& c) { return c["PP"] ? c["BM"] : c["BM"] / c[
 int accumulators(const Config& c) { return rows_per_consumer(c) / 64 * c["BN"] / 2; }
 
 // Dynamic shared memory: ST stages of A's BM x 64 and B's 64 x BN halves, plus 1024 bytes to align
-// the ring to the swizzle pattern (dynamic shared memory is only 16-byte aligned); EPI = 1 adds each
-// consumer's staging buffer for its rows of C (together one BM x BN tile of halves; PP: one each).
+// the ring to the swizzle pattern (dynamic shared memory is only 16-byte aligned); EPI adds each
+// consumer's staging buffer for its rows of C (together one BM x BN tile of halves; PP: one each;
+// EPI 2: half of that, the columns staged in two halves).
 size_t smem_bytes(const Config& c) {
-  const size_t staging = c["EPI"] ? size_t(c["WG"]) * rows_per_consumer(c) * c["BN"] * 2 : 0;
+  const size_t staging = c["EPI"] ? size_t(c["WG"]) * rows_per_consumer(c) * c["BN"] * 2 / c["EPI"] : 0;
   return size_t(c["ST"]) * (c["BM"] + c["BN"]) * kBK * 2 + 1024 + staging;
 }
 // Static shared memory of the kernel (ptxas: the TMA kernel's mbarriers take a 1024-byte-aligned block).
@@ -111,8 +112,10 @@ Family gemm_wgmma_family() {
       .param("PT", {1, 2, 4, 0}, "output tiles per block (TMA only, no K slices): a grid of ceil(tiles / PT) "
                                  "blocks, each running its tiles through one stage ring (the next tile's loads "
                                  "overlap this one's stores); 0: persistent, as many blocks as the device holds at once")
-      .param("EPI", {0, 1}, "1: C's tiles go out through shared memory and TMA stores, asynchronously (TMA only, no K "
-                             "slices, C's rows 16-byte aligned; beta != 0 at run time takes the plain epilogue)")
+      .param("EPI", {0, 1, 2}, "1: C's tiles go out through shared memory and TMA stores, asynchronously (TMA only, no K "
+                                "slices, C's rows 16-byte aligned; beta != 0 at run time takes the plain epilogue); 2: "
+                                "the same in two column halves through half the staging memory (BN >= 128), room "
+                                "for another stage")
       .param("MC", {0, 1, 2}, "TMA multicast in a 2-CTA cluster (TMA only, no K slices): 0 none; 1 the pair computes two "
                               "M tiles and reads B's tile from L2 once for both; 2 two N tiles sharing A's tile")
       .param("PP", {0, 1}, "1: ping-pong consumers (TMA, WG 2, PT != 1, no K slices, no MC): the two consumer "
@@ -134,8 +137,11 @@ Family gemm_wgmma_family() {
                 [](const Config& c, P, D) { return c["BM"] % (64 * c["WG"]) == 0 || (c["PP"] && c["BM"] % 64 == 0); })
       .restrict("accumulators per thread <= 128 (of 255 registers)", {"BM", "BN", "WG", "PP"},
                 [](const Config& c, P, D) { return accumulators(c) <= 128; })
-      .restrict("EPI = 1: TMA, whole tiles (no SPLITK or CL), C's rows and pointer 16-byte aligned", {"TMA", "SPLITK", "CL", "EPI"},
-                [](const Config& c, P p, D) { return c["EPI"] == 0 || (c["TMA"] == 1 && slices(c) == 1 && p.align >= 16); })
+      .restrict("EPI > 0: TMA, whole tiles (no SPLITK or CL), C's rows and pointer 16-byte aligned; EPI 2: BN >= 128",
+                {"TMA", "SPLITK", "CL", "EPI", "BN"},
+                [](const Config& c, P p, D) {
+                  return c["EPI"] == 0 || (c["TMA"] == 1 && slices(c) == 1 && p.align >= 16 && (c["EPI"] == 1 || c["BN"] >= 128));
+                })
       .restrict("shared memory within the device's per-block limit", {"BM", "BN", "ST", "TMA", "EPI", "WG", "PP"},
                 [](const Config& c, P, D d) {
                   return smem_bytes(c) + static_smem_bytes(c) <= size_t(d.max_smem_per_block_optin);

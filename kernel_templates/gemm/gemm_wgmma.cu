@@ -51,7 +51,8 @@
 //                0 none; 1 the pair computes two M tiles and shares B's tile; 2 two N tiles sharing
 //                A's. Each CTA reads its half of the shared tile from L2 for both.
 //   EPI          (gemm_wgmma_tma only; no K slices) 1: C through a shared-memory staging buffer and
-//                TMA stores (args.c), asynchronously; beta != 0 at run time takes the plain epilogue.
+//                TMA stores (args.c), asynchronously; 2: the same in two column halves through a
+//                buffer of half the size; beta != 0 at run time takes the plain epilogue.
 //   SK           (gemm_wgmma_tma only; PT = 0, no K slices, MC or PP) stream-K: SkSplit's full waves of
 //                units whole, the rest cut into runs of K tiles per block (1: equal runs over the last
 //                one or two waves; 2: the last partial wave's units each split in K into as many equal
@@ -281,13 +282,14 @@ __device__ __forceinline__ void store_c(const KtuneGemmArgs& p, float (&acc)[MT]
   for_each_pair<MT, BN>(p, acc, row0, col0, wtid, [&](int r, int c, float v0, float v1) { half16::store_pair<F16>(p, r, c, v0, v1); });
 }
 
-// EPI = 1: a consumer warpgroup's WM x BN part of the tile, alpha * acc rounded to the dtype, into
-// its staging buffer at `buf` as the TMA store reads it: BN / 64 blocks of WM rows by 128 bytes (64
-// columns), 128B-swizzled (16-byte chunk c of row r at chunk c ^ (r % 8)), as tma_load_2d would
-// have written them. A warp's 32 four-byte stores of one (m, h, j) hit 8 rows at 8 different chunks:
-// 32 different banks.
-template <int MT, int BN, int F16>
+// EPI: a consumer warpgroup's WM x BN part of the tile (columns [8 * J0, 8 * (J0 + JN)) of it: EPI 2
+// stages each half on its own), alpha * acc rounded to the dtype, into its staging buffer at `buf`
+// as the TMA store reads it: blocks of WM rows by 128 bytes (64 columns), 128B-swizzled (16-byte
+// chunk c of row r at chunk c ^ (r % 8)), as tma_load_2d would have written them. A warp's 32
+// four-byte stores of one (m, h, j) hit 8 rows at 8 different chunks: 32 different banks.
+template <int MT, int BN, int F16, int J0 = 0, int JN = BN / 8>
 __device__ __forceinline__ void stage_c(const KtuneGemmArgs& p, float (&acc)[MT][BN / 2], unsigned buf, int wtid) {
+  static_assert(J0 % 8 == 0 && JN % 8 == 0 && J0 + JN <= BN / 8, "whole 64-column blocks");
   const int lane = wtid & 31, w = wtid >> 5, g = lane >> 2, t = lane & 3;
   constexpr unsigned BLOCK = MT * 64 * 128; // one 64-column block of the warpgroup's rows
 #pragma unroll
@@ -296,12 +298,32 @@ __device__ __forceinline__ void stage_c(const KtuneGemmArgs& p, float (&acc)[MT]
     for (int h = 0; h < 2; ++h) {
       const int r = m * 64 + w * 16 + g + h * 8; // r % 8 == g
 #pragma unroll
-      for (int j = 0; j < BN / 8; ++j) {
-        const unsigned a = buf + (j / 8) * BLOCK + r * 128 + (((j % 8) ^ g) << 4) + t * 4;
+      for (int j = J0; j < J0 + JN; ++j) {
+        const unsigned a = buf + ((j - J0) / 8) * BLOCK + r * 128 + (((j % 8) ^ g) << 4) + t * 4;
         const unsigned v = half16::pack2<F16>(p.alpha * acc[m][4 * j + 2 * h], p.alpha * acc[m][4 * j + 2 * h + 1]);
         asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(a), "r"(v) : "memory");
       }
     }
+}
+
+// EPI: part PART of PARTS (column ranges) of a consumer warpgroup's rows of the tile through its
+// staging buffer `buf`: once the previous store has read the buffer (issued by this warpgroup's
+// thread 0, as this one is), stage the part, fence it to the async proxy, and store it with TMA in
+// 64-column boxes (one bulk group). Named barrier 2 + cw: the warpgroup's own.
+template <int PART, int PARTS, int MT, int BN, int F16>
+__device__ __forceinline__ void store_c_tma(const KtuneGemmArgs& p, const KtuneTensorMap* c_map, float (&acc)[MT][BN / 2], unsigned buf,
+                                            int wtid, int cw, int row0, int col0) {
+  constexpr int PCOLS = BN / PARTS, WM = MT * 64;
+  if (wtid == 0) async::bulk_wait_read();
+  named_sync(2 + cw, 128);
+  stage_c<MT, BN, F16, PART * PCOLS / 8, PCOLS / 8>(p, acc, buf, wtid);
+  fence_proxy_async(); // the generic-proxy writes, before the TMA (async proxy) reads them
+  named_sync(2 + cw, 128);
+  if (wtid == 0) {
+#pragma unroll
+    for (int b = 0; b < PCOLS / 64; ++b) tma_store_2d(c_map, col0 + PART * PCOLS + b * 64, row0, buf + b * (WM * 128));
+    async::bulk_commit();
+  }
 }
 
 // CL > 1: the CL CTAs of a cluster (blockIdx.z = their K slices) hold partial sums of one tile.
@@ -517,7 +539,7 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
   static_assert(PP == 0 || (PP == 1 && WG == 2 && PT != 1 && MC == 0), "PP = 1: two consumers, several tiles a block, no MC");
   static_assert(SK == 0 || ((SK == 1 || SK == 2) && PT == 0 && SPLITK * CL == 1 && MC == 0 && PP == 0), "SK: a persistent grid, no K slices, MC or PP");
   static_assert(MC >= 0 && MC <= 2 && (MC == 0 || SPLITK * CL == 1), "MC > 0: a pair of whole tiles (no K slices)");
-  static_assert(EPI == 0 || (EPI == 1 && SPLITK * CL == 1), "EPI = 1: whole tiles (no K slices)");
+  static_assert(EPI == 0 || ((EPI == 1 || (EPI == 2 && BN >= 128)) && SPLITK * CL == 1), "EPI: whole tiles (no K slices); EPI 2 halves of 64-column blocks");
   constexpr int SLICES = SPLITK * CL; // along blockIdx.z
   if constexpr (SPLITK > 1) let_next_grid_launch(); // the reduction's blocks may queue behind ours
   constexpr int WM = PP ? BM : BM / WG, MT = WM / 64; // a consumer's rows of a tile
@@ -646,26 +668,19 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
         cluster::sync(); // every rank's partial sums are in its ring
         cluster_store_c<MT, BN, NC, WM, CL, F16>(p, buf, row0, col0, tid - 128);
         cluster::sync(); // no CTA leaves (freeing its ring) while another still reads it
-      } else if (EPI == 1 && p.beta == 0.0f) {
-        const int wtid = tid & 127;
-        const unsigned buf = sbase + ST * STAGE + unsigned(cw) * (WM * BN * 2);
-        // The previous tile's store has read this buffer (issued by this warpgroup's thread 0).
-        if (wtid == 0) async::bulk_wait_read();
-        named_sync(2 + cw, 128);
-        stage_c<MT, BN, F16>(p, acc, buf, wtid);
-        fence_proxy_async(); // the generic-proxy writes, before the TMA (async proxy) reads them
-        named_sync(2 + cw, 128);
-        if (wtid == 0) {
-#pragma unroll
-          for (int b = 0; b < BN / 64; ++b) tma_store_2d(&args.c, col0 + b * 64, row0 + wrow, buf + b * (WM * 128));
-          async::bulk_commit();
-        }
+      } else if (EPI > 0 && p.beta == 0.0f) {
+        // EPI 2: the columns in two halves through a buffer of half the size (what lets 128 x 256
+        // tiles keep 4 stages); the second half waits for the first's store to have read it.
+        constexpr int PARTS = EPI > 0 ? EPI : 1;
+        const unsigned buf = sbase + ST * STAGE + unsigned(cw) * (WM * (BN / PARTS) * 2);
+        store_c_tma<0, PARTS, MT, BN, F16>(p, &args.c, acc, buf, tid & 127, cw, row0 + wrow, col0);
+        if constexpr (PARTS == 2) store_c_tma<1, PARTS, MT, BN, F16>(p, &args.c, acc, buf, tid & 127, cw, row0 + wrow, col0);
       } else {
         store_c<MT, BN, F16>(p, acc, row0 + wrow, col0, tid & 127);
       }
     }
     // EPI: shared memory stays allocated until the last store has read it.
-    if (EPI == 1 && (tid & 127) == 0) async::bulk_wait_read();
+    if (EPI > 0 && (tid & 127) == 0) async::bulk_wait_read();
     // MC: the partner may still arrive on this CTA's `empty` barriers (its consumers release the
     // last stages); neither CTA leaves, freeing its shared memory, before both are done.
     if constexpr (MC > 0) cluster::sync();

@@ -139,13 +139,15 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
         if (f.valid(mc, p, *dev) && std::find(configs.begin(), configs.end(), mc) == configs.end()) configs.push_back(mc);
       }
       // C through shared memory and TMA stores (EPI), on the fastest tiling in 3 stages, with PT 2
-      // (a warpgroup's next tile while its store drains), with MC 1, and on 256 x 128 tiles; beta != 0
-      // takes the plain epilogue, unaligned problems have no EPI configs.
-      for (int v = 0; v < 4; ++v) {
+      // (a warpgroup's next tile while its store drains), with MC 1, and on 256 x 128 tiles; EPI 2
+      // (the columns in two halves) in 4 stages with PT 2 and on 256 x 128 tiles; beta != 0 takes
+      // the plain epilogue, unaligned problems have no EPI configs.
+      for (int v = 0; v < 6; ++v) {
         Config e = best;
-        if (v == 3) e = Config::from_json(R"({"BM":256,"BN":128,"WG":2,"ST":3,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0})");
-        e.set("EPI", 1);
-        if (v == 1) e.set("PT", 2);
+        if (v == 3 || v == 5) e = Config::from_json(R"({"BM":256,"BN":128,"WG":2,"ST":3,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0})");
+        e.set("EPI", v < 4 ? 1 : 2);
+        if (v == 1 || v == 4) e.set("PT", 2);
+        if (v == 4) e.set("ST", 4);
         if (v == 2) e.set("MC", 1);
         if (f.valid(e, p, *dev) && std::find(configs.begin(), configs.end(), e) == configs.end()) configs.push_back(e);
       }
@@ -260,7 +262,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
   EXPECT_EQ(cl.size(), 4u);
   EXPECT_EQ(pt.size(), 4u); // 0 (persistent), 1, 2, 4
   EXPECT_EQ(mc.size(), 3u);
-  EXPECT_EQ(epi.size(), 2u);
+  EXPECT_EQ(epi.size(), 3u);
   EXPECT_GE(epi_beta0, 20); // the TMA-store path itself (beta == 0), not only its fallback
   EXPECT_EQ(pp.size(), 2u);
   EXPECT_GE(pp_epi, 10); // ping-pong consumers with their own staging buffers

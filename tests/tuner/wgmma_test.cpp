@@ -142,7 +142,7 @@ TEST(Compiler, SampledAndCornerWgmmaConfigsCompileForSm90a) {
       cases.emplace_back(one[0], p);
       corner_values.insert(prm.name + std::to_string(v));
     }
-  EXPECT_EQ(corner_values.size(), 3u + 3u + 2u + 4u + 4u + 2u + 2u + 4u + 4u + 4u + 2u + 3u + 2u + 3u);
+  EXPECT_EQ(corner_values.size(), 3u + 3u + 2u + 4u + 4u + 2u + 2u + 4u + 4u + 4u + 3u + 3u + 2u + 3u);
   ktune::testing::compile_all(f, cases, "sm_90");
 }
 
@@ -313,6 +313,18 @@ TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
   EXPECT_EQ(es.tma_c.box_outer, 64u);
   EXPECT_EQ(es.dynamic_smem, f.launch_plan(no_epi, p4096).main_step().dynamic_smem + 128u * 256 * 2);
   EXPECT_EQ(f.launch_plan(no_epi, p4096).main_step().tma_c.box_inner, 0u);
+  // EPI 2 stages the columns in two halves: half the staging memory, so 128 x 256 keeps 4 stages
+  // (225 KB); the same C map. Not for 64-column tiles (a half would be 32 columns).
+  Config epi2 = epi;
+  epi2.set("EPI", 2), epi2.set("ST", 4);
+  ASSERT_TRUE(f.valid(epi2, p4096, d));
+  EXPECT_EQ(f.launch_plan(epi2, p4096).main_step().dynamic_smem, 4u * (128 + 256) * 64 * 2 + 1024 + 128u * 256);
+  EXPECT_EQ(f.launch_plan(epi2, p4096).main_step().tma_c.box_inner, 64u);
+  EXPECT_EQ(f.launch_plan(epi2, p4096).main_step().tma_c.box_outer, 64u);
+  EXPECT_NE(f.kernel_names(epi2, p4096).at(0).find("<128,256,2,4,8,1,1,1,0,2,0,0,"), std::string::npos) << f.kernel_names(epi2, p4096).at(0);
+  expect_tma_and_whole_tiles_only(f, epi2, half_problem(128, 4096, 4096, "NN", DType::bf16), d);
+  epi2.set("BN", 64);
+  EXPECT_FALSE(f.valid(epi2, p4096, d));
   Config epi256 = Config::from_json(R"({"BM":256,"BN":128,"WG":2,"ST":3,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":2,"MC":2,"EPI":1,"PP":0,"SK":0})");
   ASSERT_TRUE(f.valid(epi256, p4096, d));
   EXPECT_EQ(f.launch_plan(epi256, p4096).main_step().tma_c.box_outer, 128u);
