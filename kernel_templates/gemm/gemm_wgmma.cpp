@@ -49,7 +49,7 @@ int64_t units(const Config& c, const GemmProblem& p) {
 }
 // SK > 0 (stream-K): the main grid at most this many blocks, the most SMs of an sm_90a part (H100
 // SXM, H200: 132); the launch caps it further at the blocks resident at once (fewer SMs, PCIe: 114).
-// The workspace's slots and the fix-up's grid are sized for it.
+// The workspace's flags and slots are sized for it.
 constexpr int64_t kSkMaxBlocks = 132;
 // (unit, K tile) iterations stream-K divides: a unit with K = 0 still counts one (C = beta * C).
 int64_t sk_iterations(const Config& c, const GemmProblem& p) { return units(c, p) * std::max<int64_t>(1, ceil_div(p.k, kBK)); }

@@ -16,8 +16,10 @@
 // (TMA multicast in a 2-CTA cluster) passed WgmmaGpu on an H100 on 2026-11-24; EPI is in the shipped
 // table, MC never won (docs/PERFORMANCE.md). PP (ping-pong consumers), PT = 0 (a persistent grid) and SK
 // (stream-K) passed WgmmaGpu and compute-sanitizer on an H100 on 2026-11-24 (session 10); none of them
-// beat the shipped configs (docs/PERFORMANCE.md says why). See tests/kernels/wgmma_gpu_test.cpp
-// for what has run on a GPU.
+// beat the shipped configs then (docs/PERFORMANCE.md says why). SK 2 (only the last partial wave cut,
+// the owner block adding the parts) and EPI 2 (C staged in halves, a fourth stage) passed the same on
+// 2026-11-25 (session 11) and are in the shipped table. See tests/kernels/wgmma_gpu_test.cpp for what
+// has run on a GPU.
 //
 // Template parameters (host code spells them as in the config JSON):
 //   BM, BN       block tile (rows, columns of C); K goes 64 at a time (BK = 64 halves = 128 bytes,

@@ -164,7 +164,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
         if (f.valid(q, p, *dev) && std::find(configs.begin(), configs.end(), q) == configs.end()) configs.push_back(q);
       }
       // Stream-K (SK: the persistent grid's last waves cut into runs of K tiles, the cut tiles
-      // added by the fix-up kernel; 1 equal runs, 2 the last partial wave's tiles split in K): on
+      // added by the block that owns each; 1 equal runs, 2 the last partial wave's tiles split in K): on
       // the fastest tiling with EPI, and on 128 x 128 tiles with the plain epilogue. Small problems
       // get fewer blocks than SMs, some of them inside one tile.
       for (int v = 0; v < 4; ++v) {
