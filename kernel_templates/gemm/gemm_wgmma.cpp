@@ -121,11 +121,13 @@ Family gemm_wgmma_family() {
       .param("PP", {0, 1}, "1: ping-pong consumers (TMA, WG 2, PT != 1, no K slices, no MC): the two consumer "
                            "warpgroups take the block's tiles in turn, each a whole BM x BN tile, one's epilogue "
                            "overlapping the other's main loop; 0: they share each tile")
-      .param("SK", {0, 1, 2}, "stream-K on the persistent grid (PT 0; TMA, whole tiles, no MC or PP, aligned): the "
-                              "full waves of tiles whole, then 1: the last one or two waves cut into equal runs of K "
-                              "tiles per block; 2: each tile of the last partial wave cut in K into as many equal "
-                              "parts as the idle blocks allow. The block with a cut tile's first K tile adds the "
-                              "other parts' FP32 sums (parked in the workspace, flagged) and stores it");
+      .param("SK", {0, 1, 2, 3}, "stream-K on the persistent grid (PT 0; TMA, whole tiles, no MC or PP, aligned): the "
+                                 "full waves of tiles whole, then 1: the last one or two waves cut into equal runs of K "
+                                 "tiles per block; 2: each tile of the last partial wave cut in K into as many equal "
+                                 "parts as the idle blocks allow. The block with a cut tile's first K tile adds the "
+                                 "other parts' FP32 sums (parked in the workspace, flagged) and stores it; 3: SK 2's "
+                                 "cut, each part's block adding and storing 1 / parts of the tile (the fix-up spread "
+                                 "over the tile's blocks: grids of few tiles and long K)");
   f.dtypes({DType::bf16, DType::f16}).min_arch(90).arch_specific();
 
   f.restrict("bf16 or f16 operands", {}, [](const Config&, P p, D) { return half_problem(p); })

@@ -58,8 +58,12 @@
 //   SK           (gemm_wgmma_tma only; PT = 0, no K slices, MC or PP) stream-K: SkSplit's full waves of
 //                units whole, the rest cut into runs of K tiles per block (1: equal runs over the last
 //                one or two waves; 2: the last partial wave's units each split in K into as many equal
-//                parts as the idle blocks allow). The block that computes a cut tile's first K tile
-//                adds the other blocks' FP32 sums (parked in the workspace) and stores the tile;
+//                parts as the idle blocks allow; 3: SK 2's cut, every part's block adding and storing
+//                its share). SK 1, 2: the block that computes a cut tile's first K tile adds the other
+//                blocks' FP32 sums (parked in the workspace) and stores the tile. SK 3: every block of a
+//                cut tile parks its sums, waits for the tile's other parts, adds 1 / s of the tile's
+//                pairs over all s parts and stores them: the fix-up's reads spread over s SMs instead
+//                of one (with s = 16, one block would read 15 parked 128 x 256 tiles, ~2 MB, alone).
 //                gemm_wgmma_sk_clear (kernel 1, launched first) zeroes the flags that say a part
 //                is parked.
 //   F16          0: bf16, 1: fp16 (from the problem)
@@ -199,7 +203,8 @@ struct Units {
 // SK = 1: the rest is the last one to two waves of units (all of them under two waves), cut into G
 // ranges of equal length: every SM gets the same work whatever the unit count, but the blocks of a
 // wave work at different K offsets, so they share no A or B slab in L2 (ncu: 3x the DRAM reads).
-// SK = 2: the rest is the last partial wave's `tail` units only, each cut in K into s equal parts
+// SK = 2 (and 3, which differs only in who adds the parts): the rest is the last partial wave's
+// `tail` units only, each cut in K into s equal parts
 // (s = G / tail, at most its K tiles), consecutive blocks one part each and the blocks past s * tail
 // none: the last wave's SMs share its work, and the s parts of a unit run side by side at the same
 // relative K offsets. No cut where the tail is more than half a wave (s = 1: PT = 0's schedule).
@@ -438,6 +443,49 @@ __device__ __forceinline__ void sk_gather(const KtuneGemmArgs& p, float (&acc)[M
         }
   }
 }
+// SK 3: block q0 + q (part q of the s parts of a cut unit, blocks [q0, q0 + s), SK 2's split) parks its
+// sums and raises its flag like a non-owner, waits for the other s - 1 flags, then adds pairs
+// [q * PAIRS / s, (q + 1) * PAIRS / s) of park_pairs' order over the s parts in block order (its own
+// from registers: the same sum whichever block adds it) and stores them where parked_pair_at says.
+// Each block reads (s - 1) / s of a tile instead of the owner reading s - 1 tiles. Every block of
+// the group is resident (the grid is), so the wait ends. Named barrier 1.
+template <int MT, int BN, int BM, int NC, int WM, int F16>
+__device__ __forceinline__ void sk_share(const KtuneGemmArgs& p, float (&acc)[MT][BN / 2], const SkSplit<3>& sk, int row0, int col0, int ct) {
+  const int self = int(blockIdx.x), q0 = self - self % sk.s, q = self - q0;
+  park_pairs<MT, BN, NC>(acc, sk_slot<BM, BN>(p, self), ct);
+  named_sync(1, NC);
+  if (ct == 0) {
+    ktune_dev::wait_for_previous_grid(); // gemm_wgmma_sk_clear has zeroed the flags (PDL: it may still run)
+    __threadfence();
+    asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(sk_flag(p, self)), "r"(1u) : "memory");
+    for (int r = q0; r < q0 + sk.s; ++r) {
+      unsigned f = r == self;
+      while (f == 0) asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(f) : "l"(sk_flag(p, r)) : "memory");
+    }
+  }
+  named_sync(1, NC);
+  constexpr int PAIRS = MT * 2 * (BN / 8);
+  const int i0 = q * PAIRS / sk.s, i1 = (q + 1) * PAIRS / sk.s;
+#pragma unroll
+  for (int m = 0; m < MT; ++m)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+        const int i = (m * 2 + h) * (BN / 8) + j;
+        if (i < i0 || i >= i1) continue;
+        float2 sum = make_float2(0.0f, 0.0f);
+        for (int r = q0; r < q0 + sk.s; ++r) {
+          const float2 x = r == self ? make_float2(acc[m][4 * j + 2 * h], acc[m][4 * j + 2 * h + 1])
+                                     : __ldcg(sk_slot<BM, BN>(p, r) + size_t(i) * NC + ct);
+          sum.x += x.x, sum.y += x.y;
+        }
+        int row, col;
+        parked_pair_at<BN, WM>(i, ct, row, col);
+        row += row0, col += col0;
+        if (row < p.M && col < p.N) half16::store_pair<F16>(p, row, col, sum.x, sum.y);
+      }
+}
 } // namespace wgmma
 } // namespace ktune_dev
 
@@ -539,7 +587,7 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
   static_assert(CL == 1 || BM * BN * 4 <= ST * (BM + BN) * 128, "CL > 1: the tile's FP32 partial sums fit the stage ring");
   static_assert(PT >= 0 && (PT == 1 || SPLITK * CL == 1), "PT != 1: whole tiles (no K slices)");
   static_assert(PP == 0 || (PP == 1 && WG == 2 && PT != 1 && MC == 0), "PP = 1: two consumers, several tiles a block, no MC");
-  static_assert(SK == 0 || ((SK == 1 || SK == 2) && PT == 0 && SPLITK * CL == 1 && MC == 0 && PP == 0), "SK: a persistent grid, no K slices, MC or PP");
+  static_assert(SK == 0 || ((SK >= 1 && SK <= 3) && PT == 0 && SPLITK * CL == 1 && MC == 0 && PP == 0), "SK: a persistent grid, no K slices, MC or PP");
   static_assert(MC >= 0 && MC <= 2 && (MC == 0 || SPLITK * CL == 1), "MC > 0: a pair of whole tiles (no K slices)");
   static_assert(EPI == 0 || ((EPI == 1 || (EPI == 2 && BN >= 128)) && SPLITK * CL == 1), "EPI: whole tiles (no K slices); EPI 2 halves of 64-column blocks");
   constexpr int SLICES = SPLITK * CL; // along blockIdx.z
@@ -651,7 +699,12 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
       if (PT != 1 && kn > 0 && tid % 128 == 0) release((it - 1) % ST);
 #pragma unroll
       for (int m = 0; m < MT; ++m) fence_regs(acc[m]);
-      if constexpr (SK > 0) {
+      if constexpr (SK == 3) {
+        if (kb > 0 || ke < nkw) { // a part of a cut unit: this block adds and stores its share of it
+          sk_share<MT, BN, BM, WG * 128, WM, F16>(p, acc, work.split(), row0, col0, tid - 128);
+          continue;
+        }
+      } else if constexpr (SK > 0) {
         if (kb > 0) { // a part of a unit another block owns: parked for it, nothing stored here
           sk_park<MT, BN, BM, WG * 128>(p, acc, tid - 128);
           continue;

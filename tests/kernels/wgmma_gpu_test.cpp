@@ -73,6 +73,8 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       {2999, 257, 2999, 0, 1, 0, "TN", 1},
       // Two waves of 128 x 256 tiles on 132 SMs and a tail of 8 (SK 2 cuts each of those in 8).
       {1792, 2560, 512, 0, 1, 0, "NN", 1},
+      // Four 128 x 256 tiles and long K: SK 2 and 3 cut each in 33 uneven parts (64 K tiles); beta != 0.
+      {256, 512, 4096, 0, 1, 0.5f, "NN", 1},
   };
   std::vector<Instance> insts;
   std::vector<Case> cases;
@@ -164,13 +166,15 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
         if (f.valid(q, p, *dev) && std::find(configs.begin(), configs.end(), q) == configs.end()) configs.push_back(q);
       }
       // Stream-K (SK: the persistent grid's last waves cut into runs of K tiles, the cut tiles
-      // added by the block that owns each; 1 equal runs, 2 the last partial wave's tiles split in K): on
-      // the fastest tiling with EPI, and on 128 x 128 tiles with the plain epilogue. Small problems
-      // get fewer blocks than SMs, some of them inside one tile.
-      for (int v = 0; v < 4; ++v) {
+      // added by the block that owns each; 1 equal runs, 2 the last partial wave's tiles split in K,
+      // 3 SK 2's split with every part's block adding a share): on the fastest tiling with EPI, and
+      // on 128 x 128 tiles with the plain epilogue (SK 3: on one warpgroup of 64 x 128, two rows
+      // of pairs a thread). Small problems get fewer blocks than SMs, some of them inside one tile.
+      for (int v = 0; v < 6; ++v) {
         Config k = best;
-        k.set("PT", 0), k.set("SK", v < 2 ? 1 : 2), k.set("EPI", 1);
+        k.set("PT", 0), k.set("SK", 1 + v / 2), k.set("EPI", 1);
         if (v % 2 == 1) k.set("BN", 128), k.set("ST", 4), k.set("EPI", 0);
+        if (v == 5) k.set("BM", 64), k.set("WG", 1);
         if (f.valid(k, p, *dev) && std::find(configs.begin(), configs.end(), k) == configs.end()) configs.push_back(k);
       }
       for (auto& c : configs) cases.push_back(Case{i, c, compiler.compile_async(compile_request(f, c, p, dev->arch))});
@@ -187,7 +191,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
   int checked = 0, nan_c = 0;
   std::set<std::string> layouts, dtypes;
   std::set<int> bn, wg, tma, pack, splitk, cl, pt, mc, epi, pp, sk;
-  int epi_beta0 = 0, pp_epi = 0, sk_cases = 0;
+  int epi_beta0 = 0, pp_epi = 0, sk_cases = 0, sk3_cases = 0;
   for (size_t i = 0; i < insts.size(); ++i) {
     const Instance& in = insts[i];
     const GemmProblem& p = in.p;
@@ -247,6 +251,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       pp.insert(cs.c["PP"]);
       sk.insert(cs.c["SK"]);
       sk_cases += cs.c["SK"];
+      sk3_cases += cs.c["SK"] == 3;
       pp_epi += cs.c["PP"] == 1 && cs.c["EPI"] == 1 && p.beta == 0.0f;
     }
   }
@@ -266,6 +271,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
   EXPECT_GE(epi_beta0, 20); // the TMA-store path itself (beta == 0), not only its fallback
   EXPECT_EQ(pp.size(), 2u);
   EXPECT_GE(pp_epi, 10); // ping-pong consumers with their own staging buffers
-  EXPECT_EQ(sk.size(), 3u);
-  EXPECT_GE(sk_cases, 60);
+  EXPECT_EQ(sk.size(), 4u);
+  EXPECT_GE(sk_cases, 150);
+  EXPECT_GE(sk3_cases, sample ? 20 : 30); // every part's block adding a share of the cut tiles
 }

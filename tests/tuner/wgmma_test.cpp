@@ -142,7 +142,7 @@ TEST(Compiler, SampledAndCornerWgmmaConfigsCompileForSm90a) {
       cases.emplace_back(one[0], p);
       corner_values.insert(prm.name + std::to_string(v));
     }
-  EXPECT_EQ(corner_values.size(), 3u + 3u + 2u + 4u + 4u + 2u + 2u + 4u + 4u + 4u + 3u + 3u + 2u + 3u);
+  EXPECT_EQ(corner_values.size(), 3u + 3u + 2u + 4u + 4u + 2u + 2u + 4u + 4u + 4u + 3u + 3u + 2u + 4u);
   ktune::testing::compile_all(f, cases, "sm_90");
 }
 
@@ -387,16 +387,20 @@ TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
   EXPECT_EQ(f.launch_plan(sk, half_problem(128, 512, 128, "NN", DType::bf16)).main_step().grid[0], 4u); // 2 tiles x 2 K tiles
   expect_tma_and_whole_tiles_only(f, sk, p4096, d);
   expect_each_refused(f, sk, p4096, d, {{"PT", 2}, {"MC", 1}, {"PACK", 1}});
-  // SK = 2 (the last partial wave's tiles split in K): the same plan, kernels and refusals.
-  Config sk2 = sk;
-  sk2.set("SK", 2);
-  ASSERT_TRUE(f.valid(sk2, p4096, d));
-  EXPECT_EQ(f.launch_plan(sk2, p4096).steps.size(), 2u);
-  EXPECT_EQ(f.launch_plan(sk2, p4096).workspace_bytes, kp.workspace_bytes);
-  EXPECT_EQ(f.kernel_names(sk2, p4096).at(1), "gemm_wgmma_sk_clear");
-  EXPECT_NE(f.kernel_names(sk2, p4096).at(0).find("<128,256,2,3,8,1,1,0,0,1,0,2,0,"), std::string::npos) << f.kernel_names(sk2, p4096).at(0);
-  expect_tma_and_whole_tiles_only(f, sk2, p4096, d);
-  expect_each_refused(f, sk2, p4096, d, {{"PT", 2}, {"MC", 1}, {"PACK", 1}});
+  // SK = 2 (the last partial wave's tiles split in K) and 3 (the same split, each part's block
+  // adding its share): the same plan, kernels and refusals.
+  for (int v : {2, 3}) {
+    Config sk2 = sk;
+    sk2.set("SK", v);
+    ASSERT_TRUE(f.valid(sk2, p4096, d)) << v;
+    EXPECT_EQ(f.launch_plan(sk2, p4096).steps.size(), 2u);
+    EXPECT_EQ(f.launch_plan(sk2, p4096).workspace_bytes, kp.workspace_bytes);
+    EXPECT_EQ(f.kernel_names(sk2, p4096).at(1), "gemm_wgmma_sk_clear");
+    const std::string args = "<128,256,2,3,8,1,1,0,0,1,0," + std::to_string(v) + ",0,";
+    EXPECT_NE(f.kernel_names(sk2, p4096).at(0).find(args), std::string::npos) << f.kernel_names(sk2, p4096).at(0);
+    expect_tma_and_whole_tiles_only(f, sk2, p4096, d);
+    expect_each_refused(f, sk2, p4096, d, {{"PT", 2}, {"MC", 1}, {"PACK", 1}});
+  }
   EXPECT_EQ(f.canonical(Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0})"))["SK"], 0);
 }
 
