@@ -445,10 +445,12 @@ __device__ __forceinline__ void sk_gather(const KtuneGemmArgs& p, float (&acc)[M
 }
 // SK 3: block q0 + q (part q of the s parts of a cut unit, blocks [q0, q0 + s), SK 2's split) parks its
 // sums and raises its flag like a non-owner, waits for the other s - 1 flags, then adds pairs
-// [q * PAIRS / s, (q + 1) * PAIRS / s) of park_pairs' order over the s parts in block order (its own
-// from registers: the same sum whichever block adds it) and stores them where parked_pair_at says.
-// Each block reads (s - 1) / s of a tile instead of the owner reading s - 1 tiles. Every block of
-// the group is resident (the grid is), so the wait ends. Named barrier 1.
+// [q * PAIRS / s, (q + 1) * PAIRS / s) of park_pairs' order over the s parked parts in block order
+// (the same sum whichever block adds it) and stores them where parked_pair_at says. Each block
+// reads one tile's worth instead of the owner reading s - 1 tiles. Its own part is read back
+// from the slot too: the accumulators die at the park, so the adding loop (a run-time loop, not
+// unrolled) keeps the main loop's register allocation and code as SK 2's. Every block of the
+// group is resident (the grid is), so the wait ends. Named barrier 1.
 template <int MT, int BN, int BM, int NC, int WM, int F16>
 __device__ __forceinline__ void sk_share(const KtuneGemmArgs& p, float (&acc)[MT][BN / 2], const SkSplit<3>& sk, int row0, int col0, int ct) {
   const int self = int(blockIdx.x), q0 = self - self % sk.s, q = self - q0;
@@ -465,26 +467,20 @@ __device__ __forceinline__ void sk_share(const KtuneGemmArgs& p, float (&acc)[MT
   }
   named_sync(1, NC);
   constexpr int PAIRS = MT * 2 * (BN / 8);
-  const int i0 = q * PAIRS / sk.s, i1 = (q + 1) * PAIRS / sk.s;
-#pragma unroll
-  for (int m = 0; m < MT; ++m)
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-#pragma unroll
-      for (int j = 0; j < BN / 8; ++j) {
-        const int i = (m * 2 + h) * (BN / 8) + j;
-        if (i < i0 || i >= i1) continue;
-        float2 sum = make_float2(0.0f, 0.0f);
-        for (int r = q0; r < q0 + sk.s; ++r) {
-          const float2 x = r == self ? make_float2(acc[m][4 * j + 2 * h], acc[m][4 * j + 2 * h + 1])
-                                     : __ldcg(sk_slot<BM, BN>(p, r) + size_t(i) * NC + ct);
-          sum.x += x.x, sum.y += x.y;
-        }
-        int row, col;
-        parked_pair_at<BN, WM>(i, ct, row, col);
-        row += row0, col += col0;
-        if (row < p.M && col < p.N) half16::store_pair<F16>(p, row, col, sum.x, sum.y);
-      }
+  const int i1 = (q + 1) * PAIRS / sk.s;
+  const float2* const part0 = sk_slot<BM, BN>(p, q0) + ct;
+#pragma unroll 1
+  for (int i = q * PAIRS / sk.s; i < i1; ++i) {
+    float2 sum = make_float2(0.0f, 0.0f);
+    for (int r = 0; r < sk.s; ++r) {
+      const float2 x = __ldcg(part0 + size_t(r) * (BM * BN / 2) + size_t(i) * NC);
+      sum.x += x.x, sum.y += x.y;
+    }
+    int row, col;
+    parked_pair_at<BN, WM>(i, ct, row, col);
+    row += row0, col += col0;
+    if (row < p.M && col < p.N) half16::store_pair<F16>(p, row, col, sum.x, sum.y);
+  }
 }
 } // namespace wgmma
 } // namespace ktune_dev
