@@ -466,20 +466,32 @@ __device__ __forceinline__ void sk_share(const KtuneGemmArgs& p, float (&acc)[MT
     }
   }
   named_sync(1, NC);
-  constexpr int PAIRS = MT * 2 * (BN / 8);
+  constexpr int PAIRS = MT * 2 * (BN / 8), CH = 8;
   const int i1 = (q + 1) * PAIRS / sk.s;
   const float2* const part0 = sk_slot<BM, BN>(p, q0) + ct;
+  // CH pairs at a time, every part's loads of them issued before any store: a load, add and store
+  // per pair would wait out an L2 round trip each (the stores may alias the loads for the compiler).
 #pragma unroll 1
-  for (int i = q * PAIRS / sk.s; i < i1; ++i) {
-    float2 sum = make_float2(0.0f, 0.0f);
+  for (int i = q * PAIRS / sk.s; i < i1; i += CH) {
+    float2 sum[CH];
+#pragma unroll
+    for (int c = 0; c < CH; ++c) sum[c] = make_float2(0.0f, 0.0f);
     for (int r = 0; r < sk.s; ++r) {
-      const float2 x = __ldcg(part0 + size_t(r) * (BM * BN / 2) + size_t(i) * NC);
-      sum.x += x.x, sum.y += x.y;
+      const float2* const part = part0 + size_t(r) * (BM * BN / 2) + size_t(i) * NC;
+#pragma unroll
+      for (int c = 0; c < CH; ++c)
+        if (i + c < i1) {
+          const float2 x = __ldcg(part + c * NC);
+          sum[c].x += x.x, sum[c].y += x.y;
+        }
     }
-    int row, col;
-    parked_pair_at<BN, WM>(i, ct, row, col);
-    row += row0, col += col0;
-    if (row < p.M && col < p.N) half16::store_pair<F16>(p, row, col, sum.x, sum.y);
+#pragma unroll
+    for (int c = 0; c < CH; ++c) {
+      int row, col;
+      parked_pair_at<BN, WM>(i + c, ct, row, col);
+      row += row0, col += col0;
+      if (i + c < i1 && row < p.M && col < p.N) half16::store_pair<F16>(p, row, col, sum[c].x, sum[c].y);
+    }
   }
 }
 } // namespace wgmma
