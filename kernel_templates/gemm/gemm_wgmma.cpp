@@ -99,7 +99,8 @@ Family gemm_wgmma_family() {
       .param("BM", {64, 128, 256}, "block tile rows")
       .param("BN", {64, 128, 256}, "block tile columns (the wgmma N)")
       .param("WG", {1, 2}, "warpgroups, each BM / WG rows of the tile")
-      .param("ST", {3, 4, 5, 6}, "stages in the shared-memory ring (ST - 2 tiles loaded ahead)")
+      .param("ST", {3, 4, 5, 6, 8, 10, 13}, "stages in the shared-memory ring (ST - 2 tiles loaded ahead; the deep "
+                                         "rings are for small tiles of memory-bound problems: 13 x 64 x 64)")
       .param("SWZ", {1, 4, 8, 16}, "tile rows per rasterization group")
       .param("TMA", {0, 1}, "0: every thread loads with cp.async; 1: a producer warpgroup loads with TMA (mbarrier ring), "
                             "the WG consumer warpgroups only compute (setmaxnreg 40 / 232 with two)")

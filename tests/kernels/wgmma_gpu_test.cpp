@@ -177,6 +177,15 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
         if (v == 5) k.set("BM", 64), k.set("WG", 1);
         if (f.valid(k, p, *dev) && std::find(configs.begin(), configs.end(), k) == configs.end()) configs.push_back(k);
       }
+      // Deep rings for small tiles (what cuBLAS runs at M = 128: 64 x 64 in 13 stages): ST 13 on
+      // 64 x 64 with EPI, ST 8 on 128 x 64 split in a 2-CTA cluster, ST 10 on 64 x 64 under SK 3.
+      for (int v = 0; v < 3; ++v) {
+        Config q = Config::from_json(R"({"BM":64,"BN":64,"WG":1,"ST":13,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":1,"PP":0,"SK":0})");
+        if (v == 1) q.set("BM", 128), q.set("WG", 2), q.set("ST", 8), q.set("CL", 2), q.set("EPI", 0);
+        if (v == 2) q.set("ST", 10), q.set("PT", 0), q.set("SK", 3);
+        if (!f.valid(q, p, *dev)) q.set("PACK", 1), q.set("EPI", 0), q.set("SK", 0), q.set("PT", 1);
+        if (f.valid(q, p, *dev) && std::find(configs.begin(), configs.end(), q) == configs.end()) configs.push_back(q);
+      }
       for (auto& c : configs) cases.push_back(Case{i, c, compiler.compile_async(compile_request(f, c, p, dev->arch))});
     }
   {
@@ -190,7 +199,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
 
   int checked = 0, nan_c = 0;
   std::set<std::string> layouts, dtypes;
-  std::set<int> bn, wg, tma, pack, splitk, cl, pt, mc, epi, pp, sk;
+  std::set<int> bn, wg, st, tma, pack, splitk, cl, pt, mc, epi, pp, sk;
   int epi_beta0 = 0, pp_epi = 0, sk_cases = 0, sk3_cases = 0;
   for (size_t i = 0; i < insts.size(); ++i) {
     const Instance& in = insts[i];
@@ -240,6 +249,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       dtypes.insert(to_string(p.dtype));
       bn.insert(cs.c["BN"]);
       wg.insert(cs.c["WG"]);
+      st.insert(cs.c["ST"]);
       tma.insert(cs.c["TMA"]);
       pack.insert(cs.c["PACK"]);
       splitk.insert(cs.c["SPLITK"]);
@@ -261,6 +271,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
   EXPECT_EQ(dtypes.size(), 2u);
   EXPECT_EQ(bn.size(), 3u);
   EXPECT_EQ(wg.size(), 2u);
+  EXPECT_TRUE(st.count(8) && st.count(10) && st.count(13)); // the deep rings ran
   EXPECT_EQ(tma.size(), 2u);
   EXPECT_EQ(pack.size(), 2u);
   EXPECT_GE(splitk.size(), 3u);

@@ -142,7 +142,7 @@ TEST(Compiler, SampledAndCornerWgmmaConfigsCompileForSm90a) {
       cases.emplace_back(one[0], p);
       corner_values.insert(prm.name + std::to_string(v));
     }
-  EXPECT_EQ(corner_values.size(), 3u + 3u + 2u + 4u + 4u + 2u + 2u + 4u + 4u + 4u + 3u + 3u + 2u + 4u);
+  EXPECT_EQ(corner_values.size(), 3u + 3u + 2u + 7u + 4u + 2u + 2u + 4u + 4u + 4u + 3u + 3u + 2u + 4u);
   ktune::testing::compile_all(f, cases, "sm_90");
 }
 
