@@ -65,13 +65,6 @@ static_assert(kSkMaxBlocks * 4 <= KTUNE_SK_HEADER_BYTES, "a flag per block of th
 size_t sk_workspace_bytes(const Config& c, const GemmProblem& p) {
   return c["SK"] ? KTUNE_SK_HEADER_BYTES + size_t(grid_x(c, p)) * c["BM"] * c["BN"] * 4 : 0;
 }
-// MC's shared operand splits in two halves, one per CTA: a K-major tile (A row-major, B
-// column-major) by rows, any height; an MN-major one by 64 x 64 blocks, so at least two of them.
-bool shared_tile_splits(const Config& c, const GemmProblem& p) {
-  if (c["MC"] == 1) return p.b == Layout::col || c["BN"] >= 128;
-  if (c["MC"] == 2) return p.a == Layout::row || c["BM"] >= 128;
-  return true;
-}
 // Every slice gets at least one 64-wide K tile.
 bool slices_reach_k(const Config& c, const GemmProblem& p) { return gemm_slices_reach_k(p.k, kBK, slices(c)); }
 size_t workspace_bytes(const Config& c, const GemmProblem& p) {
@@ -158,12 +151,8 @@ Family gemm_wgmma_family() {
                 [](const Config& c, P, D) {
                   return c["CL"] == 1 || size_t(c["BM"]) * c["BN"] * 4 <= size_t(c["ST"]) * (c["BM"] + c["BN"]) * kBK * 2;
                 })
-      .restrict("MC > 0: TMA, whole tiles (no SPLITK or CL), and the shared operand's tile split in halves (an "
-                "MN-major one at least 128 wide)",
-                {"TMA", "SPLITK", "CL", "MC", "BM", "BN"},
-                [](const Config& c, P p, D) {
-                  return c["MC"] == 0 || (c["TMA"] == 1 && slices(c) == 1 && shared_tile_splits(c, p));
-                })
+      .restrict("MC > 0: TMA, whole tiles (no SPLITK or CL)", {"TMA", "SPLITK", "CL", "MC"},
+                [](const Config& c, P, D) { return c["MC"] == 0 || (c["TMA"] == 1 && slices(c) == 1); })
       .restrict("PT != 1: TMA, whole tiles (no SPLITK or CL); PT > 1 a smaller grid than PT - 1 gives (no repeats)",
                 {"TMA", "SPLITK", "CL", "PT", "MC", "BM", "BN"},
                 [](const Config& c, P p, D) {
@@ -247,9 +236,13 @@ Family gemm_wgmma_family() {
           // column-major) in one box of 64 K x its tile rows, an MN-major one in 64 x 64 blocks.
           const bool a_k = p.a == Layout::row, b_k = p.b == Layout::col;
           main.tma = true;
-          // MC: a CTA loads half of the shared operand's K-major tile (tma_tile_shared).
-          main.tma_a = {a_k, 64, a_k ? unsigned(c["BM"] / (c["MC"] == 2 ? 2 : 1)) : 64u};
-          main.tma_b = {b_k, 64, b_k ? unsigned(c["BN"] / (c["MC"] == 1 ? 2 : 1)) : 64u};
+          // MC: a CTA loads half of the shared operand's tile (tma_tile_shared): K-major, half the
+          // rows; MN-major 64 wide, half the K lines (wider ones: every other 64 x 64 block).
+          auto box = [](bool k_major, int extent, bool shared) {
+            return k_major ? unsigned(extent / (shared ? 2 : 1)) : shared && extent == 64 ? 32u : 64u;
+          };
+          main.tma_a = {a_k, 64, box(a_k, c["BM"], c["MC"] == 2)};
+          main.tma_b = {b_k, 64, box(b_k, c["BN"], c["MC"] == 1)};
           // EPI: each consumer warpgroup stores its rows of the tile in 64-column boxes.
           if (c["EPI"]) main.tma_c = {true, 64, unsigned(rows_per_consumer(c))};
           if (c["PACK"]) { // the copies follow the split-K slices

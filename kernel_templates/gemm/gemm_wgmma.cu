@@ -163,14 +163,17 @@ __device__ __forceinline__ void tma_tile(unsigned dst, const KtuneTensorMap* map
 // MC > 0: half of one operand's tile, the half of CTA `rank` of the pair, multicast into both CTAs of
 // the cluster at the same offsets (the other CTA loads the other half): K-major, rows [rank * MN / 2,
 // (rank + 1) * MN / 2) in one box of 64 x MN / 2 (4096 bytes or more: the swizzle pattern's 1024-byte
-// alignment holds); MN-major, every other 64 x 64 block (MN >= 128: the family's constraint).
+// alignment holds); MN-major, every other 64 x 64 block, or with MN = 64 (one block) its K lines
+// [rank * 32, rank * 32 + 32) in one box of 64 x 32 (4096 bytes, 1024-byte aligned as well): the
+// 64 x 64 tiles of M = 128 share B this way (cuBLAS's 2 x 1 cluster there).
 template <int MN, int KMAJOR>
 __device__ __forceinline__ void tma_tile_shared(unsigned dst, const KtuneTensorMap* map, int mn0, int k0, unsigned bar,
                                                 unsigned rank) {
   if constexpr (KMAJOR) {
     tma_load_2d_multicast(dst + rank * (MN / 2) * 128, map, k0, mn0 + int(rank) * (MN / 2), bar, 0x3);
+  } else if constexpr (MN == 64) {
+    tma_load_2d_multicast(dst + rank * 32 * 128, map, mn0, k0 + int(rank) * 32, bar, 0x3);
   } else {
-    static_assert(MN >= 128, "MN-major halves are whole 64 x 64 blocks");
 #pragma unroll
     for (int i = 0; i < MN / 128; ++i) {
       const int b = 2 * i + int(rank);

@@ -178,12 +178,16 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
         if (f.valid(k, p, *dev) && std::find(configs.begin(), configs.end(), k) == configs.end()) configs.push_back(k);
       }
       // Deep rings for small tiles (what cuBLAS runs at M = 128: 64 x 64 in 13 stages): ST 13 on
-      // 64 x 64 with EPI, ST 8 on 128 x 64 split in a 2-CTA cluster, ST 10 on 64 x 64 under SK 3.
-      for (int v = 0; v < 3; ++v) {
+      // 64 x 64 with EPI, ST 8 on 128 x 64 split in a 2-CTA cluster, ST 10 on 64 x 64 under SK 3;
+      // and 64 x 64 pairs under MC 1 and 2 (a 64-wide shared tile: K-major in 32-row halves,
+      // MN-major in halves of its K lines).
+      for (int v = 0; v < 5; ++v) {
         Config q = Config::from_json(R"({"BM":64,"BN":64,"WG":1,"ST":13,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":1,"PP":0,"SK":0})");
         if (v == 1) q.set("BM", 128), q.set("WG", 2), q.set("ST", 8), q.set("CL", 2), q.set("EPI", 0);
         if (v == 2) q.set("ST", 10), q.set("PT", 0), q.set("SK", 3);
-        if (!f.valid(q, p, *dev)) q.set("PACK", 1), q.set("EPI", 0), q.set("SK", 0), q.set("PT", 1);
+        if (v == 3) q.set("ST", 8), q.set("MC", 1);
+        if (v == 4) q.set("ST", 6), q.set("MC", 2), q.set("PT", 2), q.set("EPI", 0);
+        if (!f.valid(q, p, *dev)) q.set("PACK", 1), q.set("EPI", 0), q.set("SK", 0), q.set("PT", v == 4 ? 2 : 1);
         if (f.valid(q, p, *dev) && std::find(configs.begin(), configs.end(), q) == configs.end()) configs.push_back(q);
       }
       for (auto& c : configs) cases.push_back(Case{i, c, compiler.compile_async(compile_request(f, c, p, dev->arch))});
@@ -199,6 +203,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
 
   int checked = 0, nan_c = 0;
   std::set<std::string> layouts, dtypes;
+  int mc64 = 0;
   std::set<int> bn, wg, st, tma, pack, splitk, cl, pt, mc, epi, pp, sk;
   int epi_beta0 = 0, pp_epi = 0, sk_cases = 0, sk3_cases = 0;
   for (size_t i = 0; i < insts.size(); ++i) {
@@ -256,6 +261,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       cl.insert(cs.c["CL"]);
       pt.insert(cs.c["PT"]);
       mc.insert(cs.c["MC"]);
+      mc64 += cs.c["MC"] > 0 && (cs.c["MC"] == 1 ? cs.c["BN"] : cs.c["BM"]) == 64;
       epi.insert(cs.c["EPI"]);
       epi_beta0 += cs.c["EPI"] == 1 && p.beta == 0.0f;
       pp.insert(cs.c["PP"]);
@@ -278,6 +284,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
   EXPECT_EQ(cl.size(), 4u);
   EXPECT_EQ(pt.size(), 4u); // 0 (persistent), 1, 2, 4
   EXPECT_EQ(mc.size(), 3u);
+  EXPECT_GE(mc64, sample ? 20 : 30); // 64-wide shared tiles in halves
   EXPECT_EQ(epi.size(), 3u);
   EXPECT_GE(epi_beta0, 20); // the TMA-store path itself (beta == 0), not only its fallback
   EXPECT_EQ(pp.size(), 2u);

@@ -262,7 +262,8 @@ TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
   // MC (TMA multicast in a 2-CTA cluster): MC 1 pairs two M tiles sharing B, MC 2 two N tiles
   // sharing A. 4000 x 4000 in 128 x 256 tiles: 32 x 16 tiles, 16 x 16 pairs along M (512 CTAs) or
   // 32 x 8 along N (512 CTAs); with PT 4, 64 clusters of 2. A K-major shared operand is loaded in
-  // halves (the box half as tall); an MN-major one in 64 x 64 blocks as before.
+  // halves (the box half as tall); an MN-major one in 64 x 64 blocks as before (one 64 wide: in
+  // halves along K).
   const auto p4000 = half_problem(4000, 4000, 512, "NN", DType::bf16);
   for (int mc : {1, 2}) {
     Config m = tma;
@@ -289,11 +290,15 @@ TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
     const LaunchStep s2 = f.launch_plan(mc2, p).main_step();
     EXPECT_EQ(s2.tma_a.box_outer, 64u) << l; // K-major: half of BM 128; else 64 x 64 blocks
     EXPECT_EQ(s2.tma_b.box_outer, b_k ? 256u : 64u) << l;
-    // An MN-major shared tile of one 64 x 64 block cannot be halved.
+    // A shared tile 64 wide: K-major, 32 rows a CTA; MN-major (one 64 x 64 block), 32 K lines a CTA.
     Config narrow = Config::from_json(R"({"BM":64,"BN":64,"WG":1,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":1,"EPI":0,"PP":0,"SK":0})");
-    EXPECT_EQ(f.valid(narrow, p, d), b_k) << l;
+    ASSERT_TRUE(f.valid(narrow, p, d)) << l;
+    EXPECT_EQ(f.launch_plan(narrow, p).main_step().tma_b.box_outer, 32u) << l;
+    EXPECT_EQ(f.launch_plan(narrow, p).main_step().tma_a.box_outer, 64u) << l; // A unshared: 64 rows or one 64 x 64 block
     narrow.set("MC", 2);
-    EXPECT_EQ(f.valid(narrow, p, d), a_k) << l;
+    ASSERT_TRUE(f.valid(narrow, p, d)) << l;
+    EXPECT_EQ(f.launch_plan(narrow, p).main_step().tma_a.box_outer, 32u) << l;
+    EXPECT_EQ(f.launch_plan(narrow, p).main_step().tma_b.box_outer, 64u) << l;
   }
   expect_tma_and_whole_tiles_only(f, mc1, p4096, d);
   EXPECT_EQ(f.canonical(Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1})"))["MC"], 0);
