@@ -18,8 +18,10 @@
 // (stream-K) passed WgmmaGpu and compute-sanitizer on an H100 on 2026-11-24 (session 10); none of them
 // beat the shipped configs then (docs/PERFORMANCE.md says why). SK 2 (only the last partial wave cut,
 // the owner block adding the parts) and EPI 2 (C staged in halves, a fourth stage) passed the same on
-// 2026-11-25 (session 11) and are in the shipped table. See tests/kernels/wgmma_gpu_test.cpp for what
-// has run on a GPU.
+// 2026-11-25 (session 11) and are in the shipped table. SK 3 (SK 2's cut, the fix-up shared by the
+// cut tile's blocks), ST 8 / 10 / 13 and MC on 64-wide shared tiles passed the same in session 12;
+// the table uses ST 8 (M = 128), neither SK 3 nor 64-wide MC won a public shape. See
+// tests/kernels/wgmma_gpu_test.cpp for what has run on a GPU.
 //
 // Template parameters (host code spells them as in the config JSON):
 //   BM, BN       block tile (rows, columns of C); K goes 64 at a time (BK = 64 halves = 128 bytes,
