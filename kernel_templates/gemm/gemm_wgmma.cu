@@ -404,10 +404,10 @@ __device__ __forceinline__ void mma_tile(float (&acc)[MT][BN / 2], unsigned sa, 
   for (int m = 0; m < MT; ++m) fence_regs(acc[m]);
 }
 
-// SK: a block's part of a cut unit that it does not own (its range starts past the unit's first K
-// tile): the NC consumer threads park their sums in the block's slot, then one of them raises the
-// block's flag (release, after the barrier: the whole slot is visible to whoever acquires it).
-// Named barrier 1 (CL's, which SK excludes).
+// SK: a block's part of a cut unit (SK 1, 2: one it does not own, its range starting past the
+// unit's first K tile; SK 3: any): the NC consumer threads park their sums in the block's slot, then
+// one of them raises the block's flag (release, after the barrier: the whole slot is visible to
+// whoever acquires it). Named barrier 1 (CL's, which SK excludes).
 template <int MT, int BN, int BM, int NC>
 __device__ __forceinline__ void sk_park(const KtuneGemmArgs& p, float (&acc)[MT][BN / 2], int ct) {
   park_pairs<MT, BN, NC>(acc, sk_slot<BM, BN>(p, int(blockIdx.x)), ct);
@@ -417,6 +417,13 @@ __device__ __forceinline__ void sk_park(const KtuneGemmArgs& p, float (&acc)[MT]
     __threadfence();
     asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(sk_flag(p, int(blockIdx.x))), "r"(1u) : "memory");
   }
+}
+// SK: spins until block r's flag says its part is parked (acquire: the part is then visible to this
+// thread, and through the named barrier that follows to the block). After wait_for_previous_grid.
+__device__ __forceinline__ void sk_wait_parked(const KtuneGemmArgs& p, int r) {
+  unsigned f = 0;
+  do asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(f) : "l"(sk_flag(p, r)) : "memory");
+  while (f == 0);
 }
 // SK: the owner of cut unit u (its range holds the unit's first K tile and ends inside it) waits
 // for the blocks after it whose ranges start inside the unit, and adds their parked sums to its own,
@@ -428,11 +435,7 @@ __device__ __forceinline__ void sk_gather(const KtuneGemmArgs& p, float (&acc)[M
   while (last + 1 < sk.G && sk.first(last + 1) < u_end) ++last;
   if (ct == 0) {
     ktune_dev::wait_for_previous_grid();
-    for (int r = int(blockIdx.x) + 1; r <= last; ++r) {
-      unsigned f = 0;
-      do asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(f) : "l"(sk_flag(p, r)) : "memory");
-      while (f == 0);
-    }
+    for (int r = int(blockIdx.x) + 1; r <= last; ++r) sk_wait_parked(p, r);
   }
   named_sync(1, NC);
   for (int r = int(blockIdx.x) + 1; r <= last; ++r) {
@@ -449,7 +452,7 @@ __device__ __forceinline__ void sk_gather(const KtuneGemmArgs& p, float (&acc)[M
   }
 }
 // SK 3: block q0 + q (part q of the s parts of a cut unit, blocks [q0, q0 + s), SK 2's split) parks its
-// sums and raises its flag like a non-owner, waits for the other s - 1 flags, then adds pairs
+// sums and raises its flag (sk_park), waits for the other s - 1 flags, then adds pairs
 // [q * PAIRS / s, (q + 1) * PAIRS / s) of park_pairs' order over the s parked parts in block order
 // (the same sum whichever block adds it) and stores them where parked_pair_at says. Each block
 // reads one tile's worth instead of the owner reading s - 1 tiles. Its own part is read back
@@ -459,17 +462,10 @@ __device__ __forceinline__ void sk_gather(const KtuneGemmArgs& p, float (&acc)[M
 template <int MT, int BN, int BM, int NC, int WM, int F16>
 __device__ __forceinline__ void sk_share(const KtuneGemmArgs& p, float (&acc)[MT][BN / 2], const SkSplit<3>& sk, int row0, int col0, int ct) {
   const int self = int(blockIdx.x), q0 = self - self % sk.s, q = self - q0;
-  park_pairs<MT, BN, NC>(acc, sk_slot<BM, BN>(p, self), ct);
-  named_sync(1, NC);
-  if (ct == 0) {
-    ktune_dev::wait_for_previous_grid(); // gemm_wgmma_sk_clear has zeroed the flags (PDL: it may still run)
-    __threadfence();
-    asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(sk_flag(p, self)), "r"(1u) : "memory");
-    for (int r = q0; r < q0 + sk.s; ++r) {
-      unsigned f = r == self;
-      while (f == 0) asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(f) : "l"(sk_flag(p, r)) : "memory");
-    }
-  }
+  sk_park<MT, BN, BM, NC>(p, acc, ct);
+  if (ct == 0)
+    for (int r = q0; r < q0 + sk.s; ++r)
+      if (r != self) sk_wait_parked(p, r);
   named_sync(1, NC);
   constexpr int PAIRS = MT * 2 * (BN / 8), CH = 8;
   const int i1 = (q + 1) * PAIRS / sk.s;
