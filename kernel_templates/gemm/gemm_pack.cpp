@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "gemm/gemm_families.h"
+#include "ktune/error.h"
 #include "ktune/gemm_problem.h"
 
 namespace ktune {
@@ -54,11 +55,15 @@ void add_pack(LaunchPlan& plan, const GemmProblem& p, const GemmPack& t, int ker
   const Packed q = packed(t, p);
   LaunchStep pack;
   pack.kernel = kernel;
-  // One 16-byte chunk per thread (4 floats or 8 halves; __launch_bounds__(256)); the kernel loops
-  // over rows past grid.y's limit. At least one block each way: with K = 0 there may be nothing to pack.
+  // pack_chunks: 1024 16-byte chunks (4 floats or 8 halves) a block of 256 threads, over the larger
+  // operand (the other one's blocks past its end return at once). At least one block: with K = 0
+  // there may be nothing to pack. Its walk counts chunks in 32 bits.
   const int64_t chunk = 16 / element_bytes(p.dtype);
-  pack.grid[0] = std::max(1u, ceil_div(std::max(q.a_ld, q.b_ld) / chunk, 256));
-  pack.grid[1] = static_cast<unsigned>(std::clamp<int64_t>(std::max(q.a_rows, q.b_rows), 1, 65535));
+  const int64_t chunks = std::max(q.a_rows * q.a_ld, q.b_rows * q.b_ld) / chunk;
+  if (chunks >= (int64_t(1) << 31))
+    throw Error("gemm_pack: " + std::to_string(chunks) + " 16-byte chunks in one packed operand of " + p.key() +
+                " (at most 2^31)");
+  pack.grid[0] = std::max(1u, ceil_div(chunks, 1024));
   pack.grid[2] = 2; // A, then B
   pack.block[0] = 256;
   plan.steps.insert(plan.steps.begin(), pack);

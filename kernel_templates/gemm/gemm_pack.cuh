@@ -40,25 +40,25 @@ struct PackedLayout {
 
 } // namespace ktune_dev
 
-// blockIdx.z = 0 packs A, 1 packs B. Each thread writes one float4 of a packed row (a row is a
-// whole number of float4); blockIdx.y walks the rows, gridDim.y at a time. Reads are scalar and
-// coalesced: the source rows may start anywhere.
+// blockIdx.z = 0 packs A, 1 packs B, in 16-byte chunks (4 floats; a packed row is a whole number
+// of them) through pack_chunks. Reads are scalar and coalesced: the source rows may start anywhere.
+// The main kernel may be launched as this one's programmatic dependent (it waits for this grid
+// before it reads the copies): its blocks may take SMs as ours leave.
 template <int MQ, int NQ, int KQ, int SLICES, int A_COL, int B_COL>
 __global__ void __launch_bounds__(256) gemm_pack(KtuneGemmArgs p) {
+  ktune_dev::let_next_grid_launch();
   const ktune_dev::PackedLayout<MQ, NQ, KQ, SLICES, A_COL, B_COL> q(p);
   const bool is_a = blockIdx.z == 0;
   const float* const src = is_a ? p.A : p.B;
   const long long src_ld = is_a ? p.lda : p.ldb;
   const long long src_rows = is_a ? (A_COL ? p.K : p.M) : (B_COL ? p.N : p.K);
   const long long src_cols = is_a ? (A_COL ? p.M : p.K) : (B_COL ? p.K : p.N);
-  float* const dst = is_a ? q.a : q.b;
   const long long rows = is_a ? q.a_rows : q.b_rows, ld = is_a ? q.a_ld : q.b_ld;
-  const long long c = (blockIdx.x * 256ll + threadIdx.x) * 4;
-  if (c >= ld) return;
-  for (long long r = blockIdx.y; r < rows; r += gridDim.y) {
-    float v[4];
+  ktune_dev::pack_chunks(unsigned(rows), unsigned(ld / 4), reinterpret_cast<uint4*>(is_a ? q.a : q.b), [&](unsigned r, unsigned j) {
+    const long long c = 4ll * j;
+    unsigned v[4];
 #pragma unroll
-    for (int e = 0; e < 4; ++e) v[e] = r < src_rows && c + e < src_cols ? src[r * src_ld + c + e] : 0.0f;
-    *reinterpret_cast<float4*>(dst + r * ld + c) = make_float4(v[0], v[1], v[2], v[3]);
-  }
+    for (int e = 0; e < 4; ++e) v[e] = r < src_rows && c + e < src_cols ? __float_as_uint(src[r * src_ld + c + e]) : 0u;
+    return make_uint4(v[0], v[1], v[2], v[3]);
+  });
 }

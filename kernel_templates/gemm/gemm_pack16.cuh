@@ -47,27 +47,26 @@ struct PackedLayout {
 } // namespace half16
 } // namespace ktune_dev
 
-// blockIdx.z = 0 packs A, 1 packs B. Each thread writes one 16-byte chunk (8 halves) of a packed
-// row (a row is a whole number of chunks); blockIdx.y walks the rows, gridDim.y at a time. Reads
-// are vectorized as the source chunk's alignment allows (it may start at any element: odd leading
-// dimensions give rows of different alignments): one 16-byte load when 16-byte aligned, two
+// blockIdx.z = 0 packs A, 1 packs B, in 16-byte chunks (8 halves; a packed row is a whole number
+// of them) through pack_chunks. Reads are vectorized as the source chunk's alignment allows (it
+// may start at any element: odd leading dimensions give rows of different alignments): one
+// 16-byte load when 16-byte aligned, two
 // 8-byte or four 4-byte loads when 8- or 4-byte aligned, and when only 2-byte aligned one half,
 // three aligned 4-byte words and one half (never a byte outside the chunk); chunks that reach past
 // the source row, or rows past its end, are read by element with bounds checks (zeros beyond).
 // The first version read 2 bytes at a time (~10 % of 2999^3's time by estimate).
 template <int MQ, int NQ, int KQ, int SLICES, int A_COL, int B_COL>
 __global__ void __launch_bounds__(256) gemm_pack16(KtuneGemmArgs p) {
+  ktune_dev::let_next_grid_launch(); // the main kernel waits for this grid before it reads the copies
   const ktune_dev::half16::PackedLayout<MQ, NQ, KQ, SLICES, A_COL, B_COL> q(p);
   const bool is_a = blockIdx.z == 0;
   const unsigned short* const src = reinterpret_cast<const unsigned short*>(is_a ? p.A : p.B);
   const long long src_ld = is_a ? p.lda : p.ldb;
   const long long src_rows = is_a ? (A_COL ? p.K : p.M) : (B_COL ? p.N : p.K);
   const long long src_cols = is_a ? (A_COL ? p.M : p.K) : (B_COL ? p.K : p.N);
-  unsigned short* const dst = is_a ? q.a : q.b;
   const long long rows = is_a ? q.a_rows : q.b_rows, ld = is_a ? q.a_ld : q.b_ld;
-  const long long c = (blockIdx.x * 256ll + threadIdx.x) * 8;
-  if (c >= ld) return;
-  for (long long r = blockIdx.y; r < rows; r += gridDim.y) {
+  ktune_dev::pack_chunks(unsigned(rows), unsigned(ld / 8), reinterpret_cast<uint4*>(is_a ? q.a : q.b), [&](unsigned r, unsigned j) {
+    const long long c = 8ll * j;
     uint4 w = make_uint4(0u, 0u, 0u, 0u);
     if (r < src_rows && c < src_cols) {
       const unsigned short* const s = src + r * src_ld + c;
@@ -99,6 +98,6 @@ __global__ void __launch_bounds__(256) gemm_pack16(KtuneGemmArgs p) {
         w = make_uint4(e[0], e[1], e[2], e[3]);
       }
     }
-    *reinterpret_cast<uint4*>(dst + r * ld + c) = w;
-  }
+    return w;
+  });
 }

@@ -30,12 +30,16 @@ size_t static_smem_bytes(const Config& c) { return c["TMA"] ? 1024 : 0; }
 
 bool half_problem(const GemmProblem& p) { return p.dtype == DType::bf16 || p.dtype == DType::f16; }
 
-// PACK = 1: gemm_pack16 first copies A and B into the workspace with 16-byte rows (quanta of 8
-// halves: TMA zero-fills past the true extents, so no tile padding is needed), and the TMA maps
-// read those copies. What lets the family serve unaligned shapes (2999^3, odd leading dimensions).
+// PACK = 1: gemm_pack16 first copies A and B into the workspace, and the TMA maps read those
+// copies. What lets the family serve unaligned shapes (2999^3, odd leading dimensions). Every
+// dimension is padded to 64 (TMA zero-fills past the true extents, so only the rows' length
+// matters): rows of whole 128-byte lines. With rows of 16-byte quanta (the first form) a row
+// of 3000 halves put the tile rows of a TMA box at 6000-byte steps, across 128-byte lines, and the
+// main kernel ran at half the speed of an aligned one (2999^3 bf16, 128 x 256 tiles: 159 us,
+// tensor pipe 38 % busy; docs/runs/2026-11-25-h100-s13-*).
 // The packing kernel for SPLITK slices: its copies follow the slices in the workspace (their size
 // does not depend on the slices).
-GemmPack pack_of(int splitk) { return GemmPack{8, 8, 8, splitk}; }
+GemmPack pack_of(int splitk) { return GemmPack{64, 64, 64, splitk}; }
 GemmPack pack_of(const Config& c) { return pack_of(c["SPLITK"]); }
 bool packed_fits(const GemmProblem& p) { return gemm_pack_workspace_bytes(pack_of(1), p) <= kGemmMaxWorkspace; }
 
@@ -79,6 +83,11 @@ bool loads_16b(const GemmProblem& p) {
   return p.align >= 16 && p.eff_lda() % 8 == 0 && p.eff_ldb() % 8 == 0 && (a_col ? p.m : p.k) % 8 == 0 &&
          (b_col ? p.k : p.n) % 8 == 0;
 }
+
+// A's and B's rows start on 128-byte lines (leading dimensions multiples of 64 halves; the
+// pointers are assumed line-aligned, as allocations are): where they do not, an aligned problem
+// may still be packed (the tuner measures which is faster).
+bool rows_on_lines(const GemmProblem& p) { return p.eff_lda() % 64 == 0 && p.eff_ldb() % 64 == 0; }
 
 } // namespace
 
@@ -126,9 +135,12 @@ Family gemm_wgmma_family() {
 
   f.restrict("bf16 or f16 operands", {}, [](const Config&, P p, D) { return half_problem(p); })
       .restrict("16-byte aligned A and B (pointers, leading dimensions and contiguous extents multiples of 8 halves) "
-                "unpacked; PACK = 1 (with TMA) only where they are not, and only while the packed copies fit 512 MiB",
+                "unpacked; PACK = 1 (with TMA) only where they are not or their rows are not whole 128-byte lines, "
+                "and only while the packed copies fit 512 MiB",
                 {"TMA", "PACK"},
-                [](const Config& c, P p, D) { return c["PACK"] ? c["TMA"] == 1 && !loads_16b(p) && packed_fits(p) : loads_16b(p); })
+                [](const Config& c, P p, D) {
+                  return c["PACK"] ? c["TMA"] == 1 && !(loads_16b(p) && rows_on_lines(p)) && packed_fits(p) : loads_16b(p);
+                })
       .restrict("each warpgroup's rows a multiple of 64 (wgmma m64)", {"BM", "WG", "PP"},
                 [](const Config& c, P, D) { return c["BM"] % (64 * c["WG"]) == 0 || (c["PP"] && c["BM"] % 64 == 0); })
       .restrict("accumulators per thread <= 128 (of 255 registers)", {"BM", "BN", "WG", "PP"},
@@ -246,6 +258,9 @@ Family gemm_wgmma_family() {
           // EPI: each consumer warpgroup stores its rows of the tile in 64-column boxes.
           if (c["EPI"]) main.tma_c = {true, 64, unsigned(rows_per_consumer(c))};
           if (c["PACK"]) { // the copies follow the split-K slices
+            // A programmatic dependent of gemm_pack16: its producer waits for the copies before
+            // its first load, the rest of its set-up overlaps the copy's last blocks.
+            main.overlap_previous = true;
             const GemmPackedOperands q = gemm_packed_operands(pack_of(c), p, gemm_splitk_workspace_bytes(c["SPLITK"], p));
             main.tma_a.packed_offset = static_cast<long long>(q.a_offset), main.tma_a.packed_ld = q.a_ld;
             main.tma_b.packed_offset = static_cast<long long>(q.b_offset), main.tma_b.packed_ld = q.b_ld;

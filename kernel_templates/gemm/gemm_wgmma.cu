@@ -646,6 +646,10 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
   if (wg == 0) {
     if constexpr (WG > 1) setmaxnreg_dec<40>();
     if (tid == 0) {
+      // PACK: this kernel is gemm_pack16's programmatic dependent (its set-up overlaps the copy's
+      // tail); the copies are complete and visible only after this wait. Without a dependent
+      // launch it returns at once. SK's kernel 1 is waited for only before the flags (sk_park).
+      if constexpr (SK == 0) wait_for_previous_grid();
       int it = 0, u, kb, ke;
       for (Work<SK> work(units, nkw, unit0, stride); work.next(u, kb, ke);) {
         int tm, tn;

@@ -175,7 +175,8 @@ TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
   EXPECT_EQ(old["TMA"], 0);
   EXPECT_EQ(old["PACK"], 0);
   // PACK = 1: gemm_pack16 (kernel 1) runs first and the maps read its copies in the workspace:
-  // A' at the start, B' after it, rows padded to 8 halves.
+  // A' at the start, B' after it, every dimension padded to 64 (rows of whole 128-byte lines); the
+  // main kernel a programmatic dependent of the copy (it waits for it before its first load).
   Config packed = tma;
   packed.set("PACK", 1);
   for (const char* l : kLayouts) {
@@ -186,15 +187,30 @@ TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
     EXPECT_EQ(plan.steps[0].kernel, 1);
     EXPECT_EQ(plan.steps[1].kernel, 0);
     const LaunchStep& s = plan.main_step();
-    const int64_t a_rows = p.a == Layout::row ? 3000 : 784, a_ld = p.a == Layout::row ? 784 : 3000;
-    const int64_t b_rows = p.b == Layout::row ? 784 : 1008, b_ld = p.b == Layout::row ? 1008 : 784;
+    const int64_t a_rows = p.a == Layout::row ? 3008 : 832, a_ld = p.a == Layout::row ? 832 : 3008;
+    const int64_t b_rows = p.b == Layout::row ? 832 : 1024, b_ld = p.b == Layout::row ? 1024 : 832;
     EXPECT_EQ(s.tma_a.packed_offset, 0) << l;
     EXPECT_EQ(s.tma_a.packed_ld, a_ld) << l;
     EXPECT_EQ(s.tma_b.packed_offset, a_rows * a_ld * 2) << l;
     EXPECT_EQ(s.tma_b.packed_ld, b_ld) << l;
     EXPECT_EQ(plan.workspace_bytes, size_t(a_rows * a_ld + b_rows * b_ld) * 2) << l;
-    EXPECT_EQ(f.kernel_names(packed, p).at(1).rfind("gemm_pack16<8,8,8,0,", 0), 0u) << f.kernel_names(packed, p).at(1);
+    EXPECT_EQ(f.kernel_names(packed, p).at(1).rfind("gemm_pack16<64,64,64,0,", 0), 0u) << f.kernel_names(packed, p).at(1);
+    EXPECT_TRUE(s.overlap_previous) << l;
+    EXPECT_FALSE(plan.steps[0].overlap_previous) << l;
+    // 1024 chunks of 8 halves a block, over the larger copy (A': 3008 x 832 halves).
+    EXPECT_EQ(plan.steps[0].grid[0], unsigned((3008 * 832 / 8 + 1023) / 1024)) << l;
+    EXPECT_EQ(plan.steps[0].grid[1], 1u) << l;
+    EXPECT_EQ(plan.steps[0].grid[2], 2u) << l;
   }
+  // An aligned problem is packed only where its rows are not whole 128-byte lines (leading
+  // dimension 4104 halves, or 4096 + 8 of padding); unpacked is always allowed there.
+  for (const char* l : kLayouts) {
+    EXPECT_FALSE(f.valid(packed, half_problem(4096, 4096, 4096, l, DType::bf16), d)) << l;
+    EXPECT_TRUE(f.valid(packed, half_problem(4096, 4096, 4096, l, DType::bf16, 8), d)) << l;
+    EXPECT_TRUE(f.valid(tma, half_problem(4096, 4096, 4096, l, DType::bf16, 8), d)) << l;
+  }
+  EXPECT_TRUE(f.valid(packed, half_problem(4096, 4096, 4104, "NN", DType::bf16), d));  // lda = 4104
+  EXPECT_FALSE(f.valid(packed, half_problem(4096, 4104, 4096, "NT", DType::bf16), d)); // lda = ldb = K = 4096
   // SPLITK = 4 (TMA only): grid.z = 4 slices of K, the FP32 reduction (kernel 1) after the main
   // kernel as a programmatic dependent; packed copies after the slices in the workspace.
   Config split = tma;
