@@ -84,11 +84,6 @@ bool loads_16b(const GemmProblem& p) {
          (b_col ? p.k : p.n) % 8 == 0;
 }
 
-// A's and B's rows start on 128-byte lines (leading dimensions multiples of 64 halves; the
-// pointers are assumed line-aligned, as allocations are): where they do not, an aligned problem
-// may still be packed (the tuner measures which is faster).
-bool rows_on_lines(const GemmProblem& p) { return p.eff_lda() % 64 == 0 && p.eff_ldb() % 64 == 0; }
-
 } // namespace
 
 Family gemm_wgmma_family() {
@@ -135,12 +130,12 @@ Family gemm_wgmma_family() {
 
   f.restrict("bf16 or f16 operands", {}, [](const Config&, P p, D) { return half_problem(p); })
       .restrict("16-byte aligned A and B (pointers, leading dimensions and contiguous extents multiples of 8 halves) "
-                "unpacked; PACK = 1 (with TMA) only where they are not or their rows are not whole 128-byte lines, "
-                "and only while the packed copies fit 512 MiB",
+                "unpacked; PACK = 1 (with TMA) only where they are not, and only while the packed copies fit 512 MiB",
                 {"TMA", "PACK"},
-                [](const Config& c, P p, D) {
-                  return c["PACK"] ? c["TMA"] == 1 && !(loads_16b(p) && rows_on_lines(p)) && packed_fits(p) : loads_16b(p);
-                })
+                // Packing an aligned problem whose rows are not whole 128-byte lines does not pay:
+                // 4096x4096x4104 bf16 (128 x 256 tiles, EPI) 195 us unpacked, 225 us packed (the copy's
+                // 67 MB), against 181 us at 4096^3 (docs/runs/2026-11-25-h100-s13-pitch-trials.jsonl).
+                [](const Config& c, P p, D) { return c["PACK"] ? c["TMA"] == 1 && !loads_16b(p) && packed_fits(p) : loads_16b(p); })
       .restrict("each warpgroup's rows a multiple of 64 (wgmma m64)", {"BM", "WG", "PP"},
                 [](const Config& c, P, D) { return c["BM"] % (64 * c["WG"]) == 0 || (c["PP"] && c["BM"] % 64 == 0); })
       .restrict("accumulators per thread <= 128 (of 255 registers)", {"BM", "BN", "WG", "PP"},

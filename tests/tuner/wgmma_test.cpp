@@ -202,15 +202,12 @@ TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
     EXPECT_EQ(plan.steps[0].grid[1], 1u) << l;
     EXPECT_EQ(plan.steps[0].grid[2], 2u) << l;
   }
-  // An aligned problem is packed only where its rows are not whole 128-byte lines (leading
-  // dimension 4104 halves, or 4096 + 8 of padding); unpacked is always allowed there.
+  // An aligned problem is never packed, its rows whole 128-byte lines or not (4104 halves).
   for (const char* l : kLayouts) {
     EXPECT_FALSE(f.valid(packed, half_problem(4096, 4096, 4096, l, DType::bf16), d)) << l;
-    EXPECT_TRUE(f.valid(packed, half_problem(4096, 4096, 4096, l, DType::bf16, 8), d)) << l;
+    EXPECT_FALSE(f.valid(packed, half_problem(4096, 4096, 4096, l, DType::bf16, 8), d)) << l;
     EXPECT_TRUE(f.valid(tma, half_problem(4096, 4096, 4096, l, DType::bf16, 8), d)) << l;
   }
-  EXPECT_TRUE(f.valid(packed, half_problem(4096, 4096, 4104, "NN", DType::bf16), d));  // lda = 4104
-  EXPECT_FALSE(f.valid(packed, half_problem(4096, 4104, 4096, "NT", DType::bf16), d)); // lda = ldb = K = 4096
   // SPLITK = 4 (TMA only): grid.z = 4 slices of K, the FP32 reduction (kernel 1) after the main
   // kernel as a programmatic dependent; packed copies after the slices in the workspace.
   Config split = tma;
