@@ -338,6 +338,32 @@ __device__ __forceinline__ void store_c_tma(const KtuneGemmArgs& p, const KtuneT
   }
 }
 
+// EPI 3: the storer warps (the producer warpgroup's warps 1-3, 96 threads, st = their index) copy
+// one consumer warpgroup's staged rows (stage_c's layout: BN / 64 blocks of WM rows x 128 bytes,
+// 16-byte chunk c of row r at chunk c ^ (r % 8)) to C rows row0.., columns col0.., with plain
+// stores: a warp a row of 64 columns at a time, each lane two halves (its 4 bytes of the row's 128
+// in shared memory: no bank conflict). C may be only 2-byte aligned (a row's alignment is the
+// warp's: one 4-byte store a lane, or two 2-byte ones); rows and columns past M and N are skipped.
+template <int WM, int BN>
+__device__ __forceinline__ void store_staged(const KtuneGemmArgs& p, unsigned buf, int st, int row0, int col0) {
+  const int lane = st & 31;
+  unsigned short* const c = reinterpret_cast<unsigned short*>(p.C);
+  for (int x = st >> 5; x < WM * (BN / 64); x += 3) {
+    const int b = x / WM, r = x % WM, gr = row0 + r;
+    if (gr >= p.M) continue;
+    unsigned v;
+    asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(buf + b * (WM * 128) + r * 128 + ((((lane >> 2) ^ r) & 7) << 4) + (lane & 3) * 4));
+    const int gc = col0 + b * 64 + 2 * lane;
+    unsigned short* const dst = c + (long long)gr * p.ldc + gc;
+    if (gc + 1 < p.N && reinterpret_cast<unsigned long long>(dst) % 4 == 0) {
+      *reinterpret_cast<unsigned*>(dst) = v;
+    } else {
+      if (gc < p.N) dst[0] = static_cast<unsigned short>(v & 0xffffu);
+      if (gc + 1 < p.N) dst[1] = static_cast<unsigned short>(v >> 16);
+    }
+  }
+}
+
 // CL > 1: the CL CTAs of a cluster (blockIdx.z = their K slices) hold partial sums of one tile.
 // Consumer thread ct (of NC) leaves pair i of its accumulators (for_each_pair's order: m, h, j) at
 // float2 index i * NC + ct of its CTA's stage ring, free by then (consecutive threads write
@@ -598,7 +624,8 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
   static_assert(PP == 0 || (PP == 1 && WG == 2 && PT != 1 && MC == 0), "PP = 1: two consumers, several tiles a block, no MC");
   static_assert(SK == 0 || ((SK >= 1 && SK <= 3) && PT == 0 && SPLITK * CL == 1 && MC == 0 && PP == 0), "SK: a persistent grid, no K slices, MC or PP");
   static_assert(MC >= 0 && MC <= 2 && (MC == 0 || SPLITK * CL == 1), "MC > 0: a pair of whole tiles (no K slices)");
-  static_assert(EPI == 0 || ((EPI == 1 || (EPI == 2 && BN >= 128)) && SPLITK * CL == 1), "EPI: whole tiles (no K slices); EPI 2 halves of 64-column blocks");
+  static_assert(EPI == 0 || ((EPI == 1 || EPI == 3 || (EPI == 2 && BN >= 128)) && SPLITK * CL == 1), "EPI: whole tiles (no K slices); EPI 2 halves of 64-column blocks");
+  static_assert(EPI != 3 || (SK == 0 && PP == 0), "EPI 3: the storers follow the block's tiles in order (no SK, no PP)");
   constexpr int SLICES = SPLITK * CL; // along blockIdx.z
   if constexpr (SPLITK > 1) let_next_grid_launch(); // the reduction's blocks may queue behind ours
   constexpr int WM = PP ? BM : BM / WG, MT = WM / 64; // a consumer's rows of a tile
@@ -607,9 +634,12 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
   const KtuneGemmArgs& p = args.g;
 
   extern __shared__ __align__(1024) unsigned char smem_raw[];
-  __shared__ __align__(8) unsigned long long bars[2 * ST]; // full[ST], then empty[ST]
+  // full[ST], then empty[ST]; EPI 3: staged[WG], then drained[WG] (a consumer's staging buffer
+  // written, and read by the storers).
+  __shared__ __align__(8) unsigned long long bars[2 * ST + (EPI == 3 ? 2 * WG : 0)];
   const unsigned sbase = (half16::smem_u32(smem_raw) + 1023u) & ~1023u;
   const unsigned full0 = half16::smem_u32(bars), empty0 = full0 + ST * 8;
+  const unsigned staged0 = empty0 + ST * 8, drained0 = staged0 + WG * 8;
 
   // Tiles of this block: blockIdx.x, + gridDim.x, ... (PT = 1: the grid has one block a tile, and
   // the loops below run once). PT > 1 (a grid of ceil(tiles / PT) blocks, all resident when it is
@@ -628,7 +658,11 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
   const KRange slice = k_slice(p.K, 64, SLICES, int(blockIdx.z));
   const int k0 = slice.first, nk = slice.count, nkw = nk > 0 ? nk : 1;
 
-  if (tid == 0) init_ring<ST>(full0, empty0, PP ? 1 : MC ? 2 * WG : WG);
+  if (tid == 0) {
+    init_ring<ST>(full0, empty0, PP ? 1 : MC ? 2 * WG : WG);
+    if constexpr (EPI == 3)
+      for (int c = 0; c < WG; ++c) mbar_init(staged0 + c * 8, 128), mbar_init(drained0 + c * 8, 96);
+  }
   // MC: the partner's barriers are initialized before anything is multicast to it or arrives on them.
   if constexpr (MC > 0) cluster::sync();
   else __syncthreads();
@@ -665,6 +699,24 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
           else tma_tile<BM, !A_COL>(dst, &args.a, row0, kc, full);
           if constexpr (MC == 1) tma_tile_shared<BN, B_COL>(dst + A_BYTES, &args.b, col0, kc, full, rank);
           else tma_tile<BN, B_COL>(dst + A_BYTES, &args.b, col0, kc, full);
+        }
+      }
+    }
+    // EPI 3 (beta == 0, as the consumers decide): warps 1-3 store the consumers' staged tiles, in
+    // the block's order of tiles and consumers, while the consumers go on to their next tile.
+    if constexpr (EPI == 3) {
+      if (tid >= 32 && p.beta == 0.0f) {
+        int u, kb, ke;
+        Work<SK> work(units, nkw, unit0, stride);
+        for (int j = 0; work.next(u, kb, ke); ++j) {
+          int tm, tn;
+          grid.tile(u, rank, tm, tn);
+#pragma unroll 1
+          for (int c = 0; c < WG; ++c) {
+            mbar_wait(staged0 + c * 8, j & 1);
+            store_staged<BM / WG, BN>(p, sbase + ST * STAGE + unsigned(c) * ((BM / WG) * BN * 2), tid - 32, tm * BM + c * (BM / WG), tn * BN);
+            mbar_arrive(drained0 + c * 8);
+          }
         }
       }
     }
@@ -736,10 +788,16 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
         cluster::sync(); // every rank's partial sums are in its ring
         cluster_store_c<MT, BN, NC, WM, CL, F16>(p, buf, row0, col0, tid - 128);
         cluster::sync(); // no CTA leaves (freeing its ring) while another still reads it
-      } else if (EPI > 0 && p.beta == 0.0f) {
+      } else if (EPI == 3 && p.beta == 0.0f) {
+        // The storers have read this warpgroup's buffer (its previous tile) before it is written
+        // again; the 128 arrivals on `staged` release the writes to them.
+        if (j > 0) mbar_wait(drained0 + cw * 8, (j - 1) & 1);
+        stage_c<MT, BN, F16>(p, acc, sbase + ST * STAGE + unsigned(cw) * (WM * BN * 2), tid & 127);
+        mbar_arrive(staged0 + cw * 8);
+      } else if ((EPI == 1 || EPI == 2) && p.beta == 0.0f) {
         // EPI 2: the columns in two halves through a buffer of half the size (what lets 128 x 256
         // tiles keep 4 stages); the second half waits for the first's store to have read it.
-        constexpr int PARTS = EPI > 0 ? EPI : 1;
+        constexpr int PARTS = EPI == 2 ? 2 : 1;
         const unsigned buf = sbase + ST * STAGE + unsigned(cw) * (WM * (BN / PARTS) * 2);
         store_c_tma<0, PARTS, MT, BN, F16>(p, &args.c, acc, buf, tid & 127, cw, row0 + wrow, col0);
         if constexpr (PARTS == 2) store_c_tma<1, PARTS, MT, BN, F16>(p, &args.c, acc, buf, tid & 127, cw, row0 + wrow, col0);
@@ -748,7 +806,7 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
       }
     }
     // EPI: shared memory stays allocated until the last store has read it.
-    if (EPI > 0 && (tid & 127) == 0) async::bulk_wait_read();
+    if ((EPI == 1 || EPI == 2) && (tid & 127) == 0) async::bulk_wait_read();
     // MC: the partner may still arrive on this CTA's `empty` barriers (its consumers release the
     // last stages); neither CTA leaves, freeing its shared memory, before both are done.
     if constexpr (MC > 0) cluster::sync();

@@ -1,6 +1,6 @@
 // gemm_wgmma (BF16 / FP16 on Hopper's wgmma, sm_90a) against an FP64 reference computed on the CPU
 // from the same rounded inputs: sampled configs and the default on aligned shapes 8..4096 and on
-// unaligned ones (packed operands, PACK = 1), split K (SPLITK 2 and 4 through the workspace, CL 2, 4 and 8 in a cluster), several tiles a block (PT 2 and 4), TMA multicast in 2-CTA clusters (MC 1 and 2), C stored through TMA (EPI), every layout, beta 0 on a NaN C and beta != 0, K = 0, both dtypes; cuBLAS on the same inputs is held to
+// unaligned ones (packed operands, PACK = 1), split K (SPLITK 2 and 4 through the workspace, CL 2, 4 and 8 in a cluster), several tiles a block (PT 2 and 4), TMA multicast in 2-CTA clusters (MC 1 and 2), C stored through TMA (EPI 1, 2) or by the producer warpgroup's warps (EPI 3), every layout, beta 0 on a NaN C and beta != 0, K = 0, both dtypes; cuBLAS on the same inputs is held to
 // the same rule (GemmOp::tolerance through half_reference.h); both load paths (cp.async, TMA
 // producer). Skips without an sm_90 GPU.
 // The inputs, reference and error are tc16_gpu_test.cpp's (half_reference.h).
@@ -190,6 +190,21 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
         if (!f.valid(q, p, *dev)) q.set("PACK", 1), q.set("EPI", 0), q.set("SK", 0), q.set("PT", v == 4 ? 2 : 1);
         if (f.valid(q, p, *dev) && std::find(configs.begin(), configs.end(), q) == configs.end()) configs.push_back(q);
       }
+      // EPI 3 (staged as EPI 1, stored by the producer warpgroup's warps 1-3 with plain stores: any
+      // C alignment, so unaligned problems too, packed): on the fastest tiling, on 256 x 128 with
+      // PT 2, persistent (a staging buffer reused tile after tile: the storers' `drained` wait),
+      // on 128 x 128 with MC 1, and on one consumer warpgroup of 64 x 128 (no register
+      // reallocation) with PT 4.
+      for (int v = 0; v < 5; ++v) {
+        Config e = best;
+        e.set("EPI", 3);
+        if (v == 1) e.set("BM", 256), e.set("BN", 128), e.set("PT", 2);
+        if (v == 2) e.set("PT", 0);
+        if (v == 3) e.set("BN", 128), e.set("ST", 4), e.set("MC", 1), e.set("PT", 2);
+        if (v == 4) e.set("BM", 64), e.set("BN", 128), e.set("WG", 1), e.set("ST", 6), e.set("PT", 4);
+        if (!f.valid(e, p, *dev)) e.set("PACK", 1);
+        if (f.valid(e, p, *dev) && std::find(configs.begin(), configs.end(), e) == configs.end()) configs.push_back(e);
+      }
       for (auto& c : configs) cases.push_back(Case{i, c, compiler.compile_async(compile_request(f, c, p, dev->arch))});
     }
   {
@@ -205,7 +220,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
   std::set<std::string> layouts, dtypes;
   int mc64 = 0;
   std::set<int> bn, wg, st, tma, pack, splitk, cl, pt, mc, epi, pp, sk;
-  int epi_beta0 = 0, pp_epi = 0, sk_cases = 0, sk3_cases = 0;
+  int epi_beta0 = 0, pp_epi = 0, sk_cases = 0, sk3_cases = 0, epi3_beta0 = 0, epi3_packed = 0;
   for (size_t i = 0; i < insts.size(); ++i) {
     const Instance& in = insts[i];
     const GemmProblem& p = in.p;
@@ -264,6 +279,8 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       mc64 += cs.c["MC"] > 0 && (cs.c["MC"] == 1 ? cs.c["BN"] : cs.c["BM"]) == 64;
       epi.insert(cs.c["EPI"]);
       epi_beta0 += cs.c["EPI"] == 1 && p.beta == 0.0f;
+      epi3_beta0 += cs.c["EPI"] == 3 && p.beta == 0.0f;
+      epi3_packed += cs.c["EPI"] == 3 && cs.c["PACK"] == 1 && p.beta == 0.0f;
       pp.insert(cs.c["PP"]);
       sk.insert(cs.c["SK"]);
       sk_cases += cs.c["SK"];
@@ -285,8 +302,10 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
   EXPECT_EQ(pt.size(), 4u); // 0 (persistent), 1, 2, 4
   EXPECT_EQ(mc.size(), 3u);
   EXPECT_GE(mc64, sample ? 20 : 30); // 64-wide shared tiles in halves
-  EXPECT_EQ(epi.size(), 3u);
+  EXPECT_EQ(epi.size(), 4u);
   EXPECT_GE(epi_beta0, 20); // the TMA-store path itself (beta == 0), not only its fallback
+  EXPECT_GE(epi3_beta0, sample ? 30 : 40); // the storer warps themselves (beta == 0)
+  EXPECT_GE(epi3_packed, 10);              // on unaligned C
   EXPECT_EQ(pp.size(), 2u);
   EXPECT_GE(pp_epi, 10); // ping-pong consumers with their own staging buffers
   EXPECT_EQ(sk.size(), 4u);

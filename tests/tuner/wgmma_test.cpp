@@ -142,7 +142,7 @@ TEST(Compiler, SampledAndCornerWgmmaConfigsCompileForSm90a) {
       cases.emplace_back(one[0], p);
       corner_values.insert(prm.name + std::to_string(v));
     }
-  EXPECT_EQ(corner_values.size(), 3u + 3u + 2u + 7u + 4u + 2u + 2u + 4u + 4u + 4u + 3u + 3u + 2u + 4u);
+  EXPECT_EQ(corner_values.size(), 3u + 3u + 2u + 7u + 4u + 2u + 2u + 4u + 4u + 4u + 4u + 3u + 2u + 4u);
   ktune::testing::compile_all(f, cases, "sm_90");
 }
 
@@ -349,7 +349,30 @@ TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
   EXPECT_NE(f.kernel_names(epi256, p4096).at(0).find("<256,128,2,3,8,1,1,2,2,1,0,"), std::string::npos) << f.kernel_names(epi256, p4096).at(0);
   Config epi_odd = epi;
   epi_odd.set("PACK", 1);
-  EXPECT_FALSE(f.valid(epi_odd, half_problem(2999, 2999, 2999, "NN", DType::bf16), d));
+  const auto p2999 = half_problem(2999, 2999, 2999, "NN", DType::bf16);
+  EXPECT_FALSE(f.valid(epi_odd, p2999, d));
+  // EPI 3 stages as EPI 1 (the same shared memory) and stores without TMA (no C map): any C
+  // alignment, with or without PACK; whole tiles on the TMA kernel; no SK or PP.
+  Config epi3 = epi_odd;
+  epi3.set("EPI", 3);
+  ASSERT_TRUE(f.valid(epi3, p2999, d)) << f.violations(epi3, p2999, d)[0];
+  EXPECT_EQ(f.launch_plan(epi3, p2999).main_step().tma_c.box_inner, 0u);
+  EXPECT_EQ(f.launch_plan(epi3, p2999).main_step().dynamic_smem, f.launch_plan(epi_odd, p4096).main_step().dynamic_smem);
+  EXPECT_NE(f.kernel_names(epi3, p2999).at(0).find("<128,256,2,3,8,1,1,1,0,3,0,0,"), std::string::npos) << f.kernel_names(epi3, p2999).at(0);
+  Config epi3_aligned = epi;
+  epi3_aligned.set("EPI", 3);
+  ASSERT_TRUE(f.valid(epi3_aligned, p4096, d));
+  expect_tma_and_whole_tiles_only(f, epi3_aligned, half_problem(128, 4096, 4096, "NN", DType::bf16), d);
+  Config epi3_sk = epi3_aligned;
+  epi3_sk.set("PT", 0);
+  ASSERT_TRUE(f.valid(epi3_sk, p4096, d));
+  epi3_sk.set("SK", 2);
+  EXPECT_FALSE(f.valid(epi3_sk, p4096, d));
+  Config epi3_pp = epi3_aligned;
+  epi3_pp.set("BM", 64), epi3_pp.set("PT", 2), epi3_pp.set("EPI", 1), epi3_pp.set("PP", 1);
+  ASSERT_TRUE(f.valid(epi3_pp, p4096, d)) << f.violations(epi3_pp, p4096, d)[0];
+  epi3_pp.set("EPI", 3);
+  EXPECT_FALSE(f.valid(epi3_pp, p4096, d));
   expect_tma_and_whole_tiles_only(f, epi, half_problem(128, 4096, 4096, "NN", DType::bf16), d);
   EXPECT_EQ(f.canonical(Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0})"))["EPI"], 0);
 
@@ -423,7 +446,7 @@ TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
 }
 
 // A tuned config serves shapes its own form cannot through generalized(): an aligned EPI config is
-// offered packed (EPI dropped where C's rows are not 16-byte aligned) for unaligned shapes, a packed
+// offered packed (its TMA store as EPI 3 where C's rows are not 16-byte aligned) for unaligned shapes, a packed
 // one unpacked for aligned shapes, a split one unsplit where K is too short; nearest form first.
 TEST(Space, WgmmaGeneralizesTunedConfigsToShapesTheirFormCannotServe) {
   const Family f = find_family("gemm_wgmma");
@@ -439,7 +462,7 @@ TEST(Space, WgmmaGeneralizesTunedConfigsToShapesTheirFormCannotServe) {
   const auto packed = first_valid(epi, odd);
   ASSERT_TRUE(packed);
   EXPECT_EQ((*packed)["PACK"], 1);
-  EXPECT_EQ((*packed)["EPI"], 0);
+  EXPECT_EQ((*packed)["EPI"], 3);
   EXPECT_EQ((*packed)["BN"], 256);
   EXPECT_EQ((*packed)["PT"], 2);
   // Packed back to aligned: the unpacked form comes first.
