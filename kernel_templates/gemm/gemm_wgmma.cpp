@@ -115,7 +115,7 @@ Family gemm_wgmma_family() {
                                    "2: the same in two column halves through half the staging memory (BN >= 128), room "
                                    "for another stage; 3: staged as 1, stored by the producer warpgroup's idle warps with "
                                    "plain stores while the consumers go on (any C alignment; no SK or PP)")
-      .param("MC", {0, 1, 2}, "TMA multicast in a 2-CTA cluster (TMA only, no K slices): 0 none; 1 the pair computes two "
+      .param("MC", {0, 1, 2}, "TMA multicast in a 2-CTA cluster (TMA only, no CL; with SPLITK the pair shares its K slice): 0 none; 1 the pair computes two "
                               "M tiles and reads B's tile from L2 once for both; 2 two N tiles sharing A's tile")
       .param("PP", {0, 1}, "1: ping-pong consumers (TMA, WG 2, PT != 1, no K slices, no MC): the two consumer "
                            "warpgroups take the block's tiles in turn, each a whole BM x BN tile, one's epilogue "
@@ -163,8 +163,10 @@ Family gemm_wgmma_family() {
                 [](const Config& c, P, D) {
                   return c["CL"] == 1 || size_t(c["BM"]) * c["BN"] * 4 <= size_t(c["ST"]) * (c["BM"] + c["BN"]) * kBK * 2;
                 })
-      .restrict("MC > 0: TMA, whole tiles (no SPLITK or CL)", {"TMA", "SPLITK", "CL", "MC"},
-                [](const Config& c, P, D) { return c["MC"] == 0 || (c["TMA"] == 1 && slices(c) == 1); })
+      // MC with SPLITK: the pair's CTAs share blockIdx.z, so they run one K slice of their two tiles
+      // (cuBLAS's split-K at 512x512x32768 pairs 128 x 64 tiles in a 2-CTA cluster).
+      .restrict("MC > 0: TMA, no CL (whole tiles or SPLITK slices)", {"TMA", "CL", "MC"},
+                [](const Config& c, P, D) { return c["MC"] == 0 || (c["TMA"] == 1 && c["CL"] == 1); })
       .restrict("PT != 1: TMA, whole tiles (no SPLITK or CL); PT > 1 a smaller grid than PT - 1 gives (no repeats)",
                 {"TMA", "SPLITK", "CL", "PT", "MC", "BM", "BN"},
                 [](const Config& c, P p, D) {

@@ -623,7 +623,7 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
   static_assert(PT >= 0 && (PT == 1 || SPLITK * CL == 1), "PT != 1: whole tiles (no K slices)");
   static_assert(PP == 0 || (PP == 1 && WG == 2 && PT != 1 && MC == 0), "PP = 1: two consumers, several tiles a block, no MC");
   static_assert(SK == 0 || ((SK >= 1 && SK <= 3) && PT == 0 && SPLITK * CL == 1 && MC == 0 && PP == 0), "SK: a persistent grid, no K slices, MC or PP");
-  static_assert(MC >= 0 && MC <= 2 && (MC == 0 || SPLITK * CL == 1), "MC > 0: a pair of whole tiles (no K slices)");
+  static_assert(MC >= 0 && MC <= 2 && (MC == 0 || CL == 1), "MC > 0: a pair of tiles (of one K slice under SPLITK), no CL");
   static_assert(EPI == 0 || ((EPI == 1 || EPI == 3 || (EPI == 2 && BN >= 128)) && SPLITK * CL == 1), "EPI: whole tiles (no K slices); EPI 2 halves of 64-column blocks");
   static_assert(EPI != 3 || (SK == 0 && PP == 0), "EPI 3: the storers follow the block's tiles in order (no SK, no PP)");
   constexpr int SLICES = SPLITK * CL; // along blockIdx.z

@@ -119,6 +119,15 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
         if (!f.valid(split, p, *dev)) split.set("PACK", 1);
         if (f.valid(split, p, *dev) && std::find(configs.begin(), configs.end(), split) == configs.end()) configs.push_back(split);
       }
+      // MC with SPLITK (the pair's CTAs run one K slice of their two tiles): cuBLAS's split-K form,
+      // 128 x 64 tiles of two warpgroups in 8 stages sharing A, 4 slices; and the fastest tiling
+      // sharing B in 2 slices (packed where it must be).
+      for (int v = 0; v < 2; ++v) {
+        Config ms = Config::from_json(R"({"BM":128,"BN":64,"WG":2,"ST":8,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":4,"CL":1,"PT":1,"MC":2,"EPI":0,"PP":0,"SK":0})");
+        if (v == 1) ms = best, ms.set("SPLITK", 2), ms.set("MC", 1);
+        if (!f.valid(ms, p, *dev)) ms.set("PACK", 1);
+        if (f.valid(ms, p, *dev) && std::find(configs.begin(), configs.end(), ms) == configs.end()) configs.push_back(ms);
+      }
       // Several tiles a block through one stage ring (PT; the persistent grid): 2 and 4 tiles a
       // block on the fastest tiling (uneven last blocks where the tile count does not divide), and
       // 4 on one warpgroup of 64 x 128 tiles.
@@ -218,7 +227,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
 
   int checked = 0, nan_c = 0;
   std::set<std::string> layouts, dtypes;
-  int mc64 = 0;
+  int mc64 = 0, mc_split = 0;
   std::set<int> bn, wg, st, tma, pack, splitk, cl, pt, mc, epi, pp, sk;
   int epi_beta0 = 0, pp_epi = 0, sk_cases = 0, sk3_cases = 0, epi3_beta0 = 0, epi3_packed = 0;
   for (size_t i = 0; i < insts.size(); ++i) {
@@ -277,6 +286,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       pt.insert(cs.c["PT"]);
       mc.insert(cs.c["MC"]);
       mc64 += cs.c["MC"] > 0 && (cs.c["MC"] == 1 ? cs.c["BN"] : cs.c["BM"]) == 64;
+      mc_split += cs.c["MC"] > 0 && cs.c["SPLITK"] > 1;
       epi.insert(cs.c["EPI"]);
       epi_beta0 += cs.c["EPI"] == 1 && p.beta == 0.0f;
       epi3_beta0 += cs.c["EPI"] == 3 && p.beta == 0.0f;
@@ -302,6 +312,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
   EXPECT_EQ(pt.size(), 4u); // 0 (persistent), 1, 2, 4
   EXPECT_EQ(mc.size(), 3u);
   EXPECT_GE(mc64, sample ? 20 : 30); // 64-wide shared tiles in halves
+  EXPECT_GE(mc_split, sample ? 20 : 30); // pairs of one K slice
   EXPECT_EQ(epi.size(), 4u);
   EXPECT_GE(epi_beta0, 20); // the TMA-store path itself (beta == 0), not only its fallback
   EXPECT_GE(epi3_beta0, sample ? 30 : 40); // the storer warps themselves (beta == 0)

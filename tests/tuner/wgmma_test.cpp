@@ -313,7 +313,19 @@ TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
     EXPECT_EQ(f.launch_plan(narrow, p).main_step().tma_a.box_outer, 32u) << l;
     EXPECT_EQ(f.launch_plan(narrow, p).main_step().tma_b.box_outer, 64u) << l;
   }
-  expect_tma_and_whole_tiles_only(f, mc1, p4096, d);
+  // MC needs the TMA kernel and no CL; with SPLITK the pair shares a K slice (grid.z), as cuBLAS's
+  // split-K at 512x512x32768 runs 128 x 64 tiles in 2-CTA clusters: 4 x 8 tiles, 4 x 4 pairs along
+  // N, 2 CTAs each, 4 slices.
+  expect_each_refused(f, mc1, p4096, d, {{"CL", 2}, {"TMA", 0}});
+  Config mc_split = Config::from_json(R"({"BM":128,"BN":64,"WG":2,"ST":8,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":4,"CL":1,"PT":1,"MC":2,"EPI":0,"PP":0,"SK":0})");
+  const auto p512 = half_problem(512, 512, 32768, "NN", DType::bf16);
+  ASSERT_TRUE(f.valid(mc_split, p512, d)) << f.violations(mc_split, p512, d)[0];
+  const LaunchPlan msp = f.launch_plan(mc_split, p512);
+  EXPECT_EQ(msp.main_step().grid[0], 2u * 4 * 4);
+  EXPECT_EQ(msp.main_step().grid[2], 4u);
+  EXPECT_EQ(msp.steps.size(), 2u); // the reduction after it
+  EXPECT_EQ(msp.main_step().tma_a.box_outer, 64u); // A shared: half of BM 128 a CTA
+  EXPECT_NE(f.kernel_names(mc_split, p512).at(0).find("<128,64,2,8,8,4,1,1,2,0,0,0,"), std::string::npos) << f.kernel_names(mc_split, p512).at(0);
   EXPECT_EQ(f.canonical(Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1})"))["MC"], 0);
 
   // EPI (C through shared memory and TMA stores): the plan asks for a map of C in boxes of 64
