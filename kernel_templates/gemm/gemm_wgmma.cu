@@ -20,7 +20,9 @@
 // the owner block adding the parts) and EPI 2 (C staged in halves, a fourth stage) passed the same on
 // 2026-11-25 (session 11) and are in the shipped table. SK 3 (SK 2's cut, the fix-up shared by the
 // cut tile's blocks), ST 8 / 10 / 13 and MC on 64-wide shared tiles passed the same in session 12;
-// the table uses ST 8 (M = 128), neither SK 3 nor 64-wide MC won a public shape. See
+// the table uses ST 8 (M = 128), neither SK 3 nor 64-wide MC won a public shape. EPI 3 (C stored by
+// the producer warpgroup's idle warps, any alignment) and MC with SPLITK passed the same in session
+// 13; the unaligned entries of the table are EPI 3 configs (2999^3 3.9x cuBLAS). See
 // tests/kernels/wgmma_gpu_test.cpp for what has run on a GPU.
 //
 // Template parameters (host code spells them as in the config JSON):
@@ -51,12 +53,15 @@
 //                tile, so one's epilogue (and its last wgmma's drain) overlaps the other's main loop;
 //                the turn passes at the end of a main loop (two named barriers). 0: the consumers
 //                share each tile, BM / WG rows each.
-//   MC           (gemm_wgmma_tma only; no K slices) TMA multicast in a cluster of 2 CTAs along x:
+//   MC           (gemm_wgmma_tma only; no CL) TMA multicast in a cluster of 2 CTAs along x:
 //                0 none; 1 the pair computes two M tiles and shares B's tile; 2 two N tiles sharing
-//                A's. Each CTA reads its half of the shared tile from L2 for both.
+//                A's. Each CTA reads its half of the shared tile from L2 for both. Under SPLITK the
+//                pair shares blockIdx.z: one K slice of its two tiles.
 //   EPI          (gemm_wgmma_tma only; no K slices) 1: C through a shared-memory staging buffer and
 //                TMA stores (args.c), asynchronously; 2: the same in two column halves through a
-//                buffer of half the size; beta != 0 at run time takes the plain epilogue.
+//                buffer of half the size; 3: staged as 1, stored by the producer warpgroup's warps
+//                1-3 with plain stores (store_staged: any C alignment; no SK or PP). beta != 0 at
+//                run time takes the plain epilogue.
 //   SK           (gemm_wgmma_tma only; PT = 0, no K slices, MC or PP) stream-K: SkSplit's full waves of
 //                units whole, the rest cut into runs of K tiles per block (1: equal runs over the last
 //                one or two waves; 2: the last partial wave's units each split in K into as many equal
@@ -613,6 +618,13 @@ __global__ void __launch_bounds__(WG * 128, 1) gemm_wgmma(KtuneGemmArgs p) {
 // warpgroup writes its part of the tile into its own staging buffer after the ring, and one thread
 // stores it with TMA (box 64 x WM, args.c), asynchronously: the warpgroup goes on to its next tile
 // (PT > 1) or leaves, and waits for the store to have read the buffer only before writing it again.
+// EPI = 3 (any C; beta == 0 at run time, else the plain epilogue): the same staging, but the producer
+// warpgroup's warps 1-3 (idle under TMA) store it with plain stores (store_staged), following the
+// block's tiles in order: a consumer arrives on its `staged` barrier after writing its buffer and
+// waits on its `drained` barrier (the storers' arrivals) before writing it again. Where C's rows
+// are not 16-byte aligned (no tensor map of C), this keeps the stores off the consumers' path: the
+// shipped 2999^3 config (128 x 128, persistent, MC 2) takes 127.6 us with it and 151.8 with the
+// plain epilogue (H100, docs/runs/2026-11-25-h100-s13-epi3-retune-trials.jsonl.gz).
 template <int BM, int BN, int WG, int ST, int SWZ, int SPLITK, int CL, int PT, int MC, int EPI, int PP, int SK, int F16, int A_COL, int B_COL>
 __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 : 1, 1, CL)
     gemm_wgmma_tma(const __grid_constant__ KtuneGemmTmaArgs args) {
