@@ -47,10 +47,8 @@ __device__ __forceinline__ void bulk_store(void* dst, unsigned src, unsigned byt
   asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(dst), "r"(src), "r"(bytes) : "memory");
 }
 __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
-// The issuing thread's bulk store groups, all but the latest N, have read their shared memory (it
-// may be overwritten or freed).
-template <int N = 0>
-__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory"); }
+// The issuing thread's bulk stores have read their shared memory (it may be overwritten or freed).
+__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
 
 } // namespace async
 } // namespace ktune_dev

@@ -19,11 +19,10 @@ int accumulators(const Config& c) { return rows_per_consumer(c) / 64 * c["BN"] /
 
 // Dynamic shared memory: ST stages of A's BM x 64 and B's 64 x BN halves, plus 1024 bytes to align
 // the ring to the swizzle pattern (dynamic shared memory is only 16-byte aligned); EPI adds each
-// consumer's staging buffer for its rows of C (together one BM x BN tile of halves, EPI 1 and 3;
-// PP: one each; EPI 2: half of that, the columns staged in two halves; EPI 4: two 64-column parts).
+// consumer's staging buffer for its rows of C (together one BM x BN tile of halves; PP: one each;
+// EPI 2: half of that, the columns staged in two halves).
 size_t smem_bytes(const Config& c) {
-  const size_t rows = size_t(c["WG"]) * rows_per_consumer(c);
-  const size_t staging = c["EPI"] == 4 ? rows * 64 * 2 * 2 : c["EPI"] ? rows * c["BN"] * 2 / (c["EPI"] == 2 ? 2 : 1) : 0;
+  const size_t staging = c["EPI"] ? size_t(c["WG"]) * rows_per_consumer(c) * c["BN"] * 2 / (c["EPI"] == 2 ? 2 : 1) : 0;
   return size_t(c["ST"]) * (c["BM"] + c["BN"]) * kBK * 2 + 1024 + staging;
 }
 // Static shared memory of the kernel (ptxas: the TMA kernel's mbarriers take a 1024-byte-aligned block).
@@ -111,13 +110,11 @@ Family gemm_wgmma_family() {
       .param("PT", {1, 2, 4, 0}, "output tiles per block (TMA only, no K slices): a grid of ceil(tiles / PT) "
                                  "blocks, each running its tiles through one stage ring (the next tile's loads "
                                  "overlap this one's stores); 0: persistent, as many blocks as the device holds at once")
-      .param("EPI", {0, 1, 2, 3, 4}, "1: C's tiles go out through shared memory and TMA stores, asynchronously (TMA only, no "
+      .param("EPI", {0, 1, 2, 3}, "1: C's tiles go out through shared memory and TMA stores, asynchronously (TMA only, no "
                                    "K slices, C's rows 16-byte aligned; beta != 0 at run time takes the plain epilogue); "
                                    "2: the same in two column halves through half the staging memory (BN >= 128), room "
                                    "for another stage; 3: staged as 1, stored by the producer warpgroup's idle warps with "
-                                   "plain stores while the consumers go on (any C alignment; no SK or PP); 4: as 2, in "
-                                   "64-column parts through two part buffers, each part waiting only for the store "
-                                   "before the previous one (BN >= 128)")
+                                   "plain stores while the consumers go on (any C alignment; no SK or PP)")
       .param("MC", {0, 1, 2}, "TMA multicast in a 2-CTA cluster (TMA only, no CL; with SPLITK the pair shares its K slice): 0 none; 1 the pair computes two "
                               "M tiles and reads B's tile from L2 once for both; 2 two N tiles sharing A's tile")
       .param("PP", {0, 1}, "1: ping-pong consumers (TMA, WG 2, PT != 1, no K slices, no MC): the two consumer "
@@ -144,14 +141,14 @@ Family gemm_wgmma_family() {
                 [](const Config& c, P, D) { return c["BM"] % (64 * c["WG"]) == 0 || (c["PP"] && c["BM"] % 64 == 0); })
       .restrict("accumulators per thread <= 128 (of 255 registers)", {"BM", "BN", "WG", "PP"},
                 [](const Config& c, P, D) { return accumulators(c) <= 128; })
-      .restrict("EPI > 0: TMA, whole tiles (no SPLITK or CL); EPI 1, 2 and 4: C's rows and pointer 16-byte aligned, "
-                "EPI 2 and 4: BN >= 128; EPI 3: no SK or PP",
+      .restrict("EPI > 0: TMA, whole tiles (no SPLITK or CL); EPI 1 and 2: C's rows and pointer 16-byte aligned, EPI 2: "
+                "BN >= 128; EPI 3: no SK or PP",
                 {"TMA", "SPLITK", "CL", "EPI", "BN", "SK", "PP"},
                 [](const Config& c, P p, D) {
                   if (c["EPI"] == 0) return true;
                   if (c["TMA"] != 1 || slices(c) != 1) return false;
                   if (c["EPI"] == 3) return c["SK"] == 0 && c["PP"] == 0;
-                  return p.align >= 16 && (c["EPI"] == 1 || c["BN"] >= 128); // EPI 2 and 4: two parts at least
+                  return p.align >= 16 && (c["EPI"] == 1 || c["BN"] >= 128);
                 })
       .restrict("shared memory within the device's per-block limit", {"BM", "BN", "ST", "TMA", "EPI", "WG", "PP"},
                 [](const Config& c, P, D d) {
@@ -262,9 +259,9 @@ Family gemm_wgmma_family() {
           };
           main.tma_a = {a_k, 64, box(a_k, c["BM"], c["MC"] == 2)};
           main.tma_b = {b_k, 64, box(b_k, c["BN"], c["MC"] == 1)};
-          // EPI 1, 2, 4: each consumer warpgroup stores its rows of the tile in 64-column boxes (EPI 3
+          // EPI 1, 2: each consumer warpgroup stores its rows of the tile in 64-column boxes (EPI 3
           // stores without TMA: C may not be a valid tensor map).
-          if (c["EPI"] != 0 && c["EPI"] != 3) main.tma_c = {true, 64, unsigned(rows_per_consumer(c))};
+          if (c["EPI"] == 1 || c["EPI"] == 2) main.tma_c = {true, 64, unsigned(rows_per_consumer(c))};
           if (c["PACK"]) { // the copies follow the split-K slices
             // A programmatic dependent of gemm_pack16: its producer waits for the copies before
             // its first load, the rest of its set-up overlaps the copy's last blocks.

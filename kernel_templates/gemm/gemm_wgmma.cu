@@ -60,9 +60,8 @@
 //   EPI          (gemm_wgmma_tma only; no K slices) 1: C through a shared-memory staging buffer and
 //                TMA stores (args.c), asynchronously; 2: the same in two column halves through a
 //                buffer of half the size; 3: staged as 1, stored by the producer warpgroup's warps
-//                1-3 with plain stores (store_staged: any C alignment; no SK or PP); 4: as 2, in
-//                64-column parts through two buffers (a part waits for the store before the last).
-//                beta != 0 at run time takes the plain epilogue.
+//                1-3 with plain stores (store_staged: any C alignment; no SK or PP). beta != 0 at
+//                run time takes the plain epilogue.
 //   SK           (gemm_wgmma_tma only; PT = 0, no K slices, MC or PP) stream-K: SkSplit's full waves of
 //                units whole, the rest cut into runs of K tiles per block (1: equal runs over the last
 //                one or two waves; 2: the last partial wave's units each split in K into as many equal
@@ -341,37 +340,6 @@ __device__ __forceinline__ void store_c_tma(const KtuneGemmArgs& p, const KtuneT
 #pragma unroll
     for (int b = 0; b < PCOLS / 64; ++b) tma_store_2d(c_map, col0 + PART * PCOLS + b * 64, row0, buf + b * (WM * 128));
     async::bulk_commit();
-  }
-}
-
-// EPI 4: a consumer warpgroup's rows of the tile in 64-column parts through two buffers of one part
-// each (WM x 128 bytes, half of EPI 1's staging as for EPI 2), each part its own bulk group: part Q
-// waits only for the store of part Q - 2 (the other buffer's last use, perhaps the previous tile's)
-// to have read its buffer, where EPI 2's second half waits for the first half's store.
-template <int Q, int MT, int BN, int F16>
-__device__ __forceinline__ void store_c_tma_part(const KtuneGemmArgs& p, const KtuneTensorMap* c_map, float (&acc)[MT][BN / 2],
-                                                 unsigned buf, int wtid, int cw, int row0, int col0) {
-  constexpr int WM = MT * 64;
-  const unsigned b = buf + (Q % 2) * (WM * 128);
-  if (wtid == 0) async::bulk_wait_read<1>();
-  named_sync(2 + cw, 128);
-  stage_c<MT, BN, F16, Q * 8, 8>(p, acc, b, wtid);
-  fence_proxy_async(); // the generic-proxy writes, before the TMA (async proxy) reads them
-  named_sync(2 + cw, 128);
-  if (wtid == 0) {
-    tma_store_2d(c_map, col0 + Q * 64, row0, b);
-    async::bulk_commit();
-  }
-}
-template <int MT, int BN, int F16>
-__device__ __forceinline__ void store_c_tma_parts(const KtuneGemmArgs& p, const KtuneTensorMap* c_map, float (&acc)[MT][BN / 2],
-                                                  unsigned buf, int wtid, int cw, int row0, int col0) {
-  static_assert(BN == 128 || BN == 256, "two or four parts");
-  store_c_tma_part<0, MT, BN, F16>(p, c_map, acc, buf, wtid, cw, row0, col0);
-  store_c_tma_part<1, MT, BN, F16>(p, c_map, acc, buf, wtid, cw, row0, col0);
-  if constexpr (BN == 256) {
-    store_c_tma_part<2, MT, BN, F16>(p, c_map, acc, buf, wtid, cw, row0, col0);
-    store_c_tma_part<3, MT, BN, F16>(p, c_map, acc, buf, wtid, cw, row0, col0);
   }
 }
 
@@ -668,8 +636,7 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
   static_assert(PP == 0 || (PP == 1 && WG == 2 && PT != 1 && MC == 0), "PP = 1: two consumers, several tiles a block, no MC");
   static_assert(SK == 0 || ((SK >= 1 && SK <= 3) && PT == 0 && SPLITK * CL == 1 && MC == 0 && PP == 0), "SK: a persistent grid, no K slices, MC or PP");
   static_assert(MC >= 0 && MC <= 2 && (MC == 0 || CL == 1), "MC > 0: a pair of tiles (of one K slice under SPLITK), no CL");
-  static_assert(EPI == 0 || ((EPI == 1 || EPI == 3 || ((EPI == 2 || EPI == 4) && BN >= 128)) && SPLITK * CL == 1),
-                "EPI: whole tiles (no K slices); EPI 2 and 4 at least two 64-column blocks");
+  static_assert(EPI == 0 || ((EPI == 1 || EPI == 3 || (EPI == 2 && BN >= 128)) && SPLITK * CL == 1), "EPI: whole tiles (no K slices); EPI 2 halves of 64-column blocks");
   static_assert(EPI != 3 || (SK == 0 && PP == 0), "EPI 3: the storers follow the block's tiles in order (no SK, no PP)");
   constexpr int SLICES = SPLITK * CL; // along blockIdx.z
   if constexpr (SPLITK > 1) let_next_grid_launch(); // the reduction's blocks may queue behind ours
@@ -839,8 +806,6 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
         if (j > 0) mbar_wait(drained0 + cw * 8, (j - 1) & 1);
         stage_c<MT, BN, F16>(p, acc, sbase + ST * STAGE + unsigned(cw) * (WM * BN * 2), tid & 127);
         mbar_arrive(staged0 + cw * 8);
-      } else if (EPI == 4 && p.beta == 0.0f) {
-        if constexpr (EPI == 4) store_c_tma_parts<MT, BN, F16>(p, &args.c, acc, sbase + ST * STAGE + unsigned(cw) * (WM * 128 * 2), tid & 127, cw, row0 + wrow, col0);
       } else if ((EPI == 1 || EPI == 2) && p.beta == 0.0f) {
         // EPI 2: the columns in two halves through a buffer of half the size (what lets 128 x 256
         // tiles keep 4 stages); the second half waits for the first's store to have read it.
@@ -853,7 +818,7 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
       }
     }
     // EPI: shared memory stays allocated until the last store has read it.
-    if ((EPI == 1 || EPI == 2 || EPI == 4) && (tid & 127) == 0) async::bulk_wait_read();
+    if ((EPI == 1 || EPI == 2) && (tid & 127) == 0) async::bulk_wait_read();
     // MC: the partner may still arrive on this CTA's `empty` barriers (its consumers release the
     // last stages); neither CTA leaves, freeing its shared memory, before both are done.
     if constexpr (MC > 0) cluster::sync();
