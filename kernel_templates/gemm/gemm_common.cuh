@@ -89,7 +89,7 @@ __device__ __forceinline__ void wait_for_previous_grid() {
 // 16-byte chunks, stored row-major without gaps, so chunk f of the walk is chunk f of `dst`. Each
 // thread copies 4 chunks a step, 256 apart (a warp's chunks contiguous), issuing the 4 loads
 // before the stores; the grid strides over the rest. load(r, j) returns chunk j of packed row r.
-// One walk for any row length (the first form, a block per row of 256 chunks a block, left most
+// One walk for any row length (the first form, a block of 256 threads per row segment, left most
 // of a block idle on short rows and looped over grid.y's limit). Both move a copy at the device's
 // copy rate: 2999^3 bf16, A, B and their copies (72 MB) in 23.6 us, the first form 23.0 (H100).
 // The walk counts in 32 bits: add_pack keeps each operand below 2^31 chunks and the grid at most
