@@ -1,5 +1,6 @@
 #include "tuner/warm_start.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "db/store.h"
@@ -32,6 +33,11 @@ std::vector<Config> WarmStart::configs(const Family& f, const Problem& p, size_t
   };
   for (const Lent& l : index_.exact(p)) take(l);
   for (const Lent& l : index_.lenders(p, count, f.name())) take(l);
+  // Then each lent config's neighbours (Family::neighbors_of), after all the lent ones.
+  const size_t lent = out.size();
+  for (size_t i = 0; i < lent; ++i)
+    for (Config& n : f.neighbors_of(out[i]))
+      if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(std::move(n));
   return out;
 }
 

@@ -21,7 +21,7 @@ class WarmStart {
   // The configs of family f that the `count` best-ranked tuned entries lend to p: entries tuned
   // for p itself first, then lenders of the same dtype and layout by predicted speedup over
   // cuBLAS. Each config is in the form valid for p (a general form where the tuned one was
-  // specialised to its shape).
+  // specialised to its shape). Then the neighbours of each (Family::neighbors_of).
   std::vector<Config> configs(const Family& f, const Problem& p, size_t count = 8) const;
 
  private:

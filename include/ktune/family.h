@@ -165,6 +165,16 @@ class Family {
     return *this;
   }
   std::vector<Config> generalized(const Config& c) const { return generalize_ ? generalize_(c) : std::vector<Config>{}; }
+  // For a tuned config, the configs one or two choices away that most often decide a shape it was
+  // not tuned for (gemm_wgmma: multicast, stream-K), nearest first: warm starts try them right
+  // after the configs they lend, so a short search on a new shape sees them. Some may be invalid
+  // for a given problem (strategies skip those). Empty by default.
+  using NeighborFn = std::function<std::vector<Config>(const Config&)>;
+  Family& neighbors(NeighborFn fn) {
+    neighbors_ = std::move(fn);
+    return *this;
+  }
+  std::vector<Config> neighbors_of(const Config& c) const { return neighbors_ ? neighbors_(c) : std::vector<Config>{}; }
   // Fills in parameters a family gained after configs were recorded (tables, trial logs,
   // warm-start files), with the value that reproduces the kernel those configs were measured
   // with. canonical() applies it, so every config read from outside passes through it.
@@ -259,6 +269,7 @@ class Family {
   LaunchFn launch_;
   DefaultFn default_;
   GeneralizeFn generalize_;
+  NeighborFn neighbors_;
   UpgradeFn upgrade_;
   int min_arch_ = 0;
   std::string op_ = "gemm";

@@ -225,6 +225,15 @@ Family gemm_wgmma_family() {
     return Family::variants(c, s);
   });
 
+  // Warm-start neighbours of a tuned config: TMA multicast either way (5000x3000x1000, K = 1000: the
+  // default tune's winner was a lent tiling with MC 2, 62.6 us against 84.0 for the best form
+  // without it), and the persistent grid with stream-K of the last wave (SK 2, 3) or with MC 2
+  // (3072^3 and 2500x8192x1536 took PT 0 with SK 3 / SK 2; docs/runs/2026-11-25-h100-s13-unseen-shapes.txt).
+  f.neighbors([](const Config& c) {
+    return Family::variants(c, {{{"MC", 1}}, {{"MC", 2}}, {{"PT", 0}, {"SK", 2}, {"MC", 0}}, {{"PT", 0}, {"SK", 3}, {"MC", 0}},
+                                {{"PT", 0}, {"SK", 0}, {"MC", 2}}});
+  });
+
   f.kernels([](const Config& c, const GemmProblem& p) {
      // Template parameter order of gemm_wgmma.cu; F16 and the layouts come from the problem.
      std::string name = c["TMA"] ? "gemm_wgmma_tma<" : "gemm_wgmma<";

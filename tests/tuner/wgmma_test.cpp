@@ -2,6 +2,7 @@
 // serves, the sm_90a compile target, its defaults, and NVRTC compiles of sampled and corner configs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <optional>
 #include <set>
 
@@ -9,6 +10,7 @@
 #include "ktune/compiler.h"
 #include "ktune/family.h"
 #include "tuner/compile_all.h"
+#include "tuner/warm_start.h"
 
 using namespace ktune;
 
@@ -490,4 +492,40 @@ TEST(Space, WgmmaGeneralizesTunedConfigsToShapesTheirFormCannotServe) {
   EXPECT_EQ((*unsplit)["SPLITK"], 1);
   EXPECT_EQ((*unsplit)["PACK"], 0);
   for (const Config& g : f.generalized(epi)) EXPECT_NE(g, epi);
+}
+
+// A warm start from the shipped tables offers, for a shape in no table, the configs the nearest
+// entries lend and then their neighbours (Family::neighbors_of): multicast either way and the
+// persistent grid with stream-K or multicast, which decided the shapes a short default tune saw
+// (5000x3000x1000: a lent tiling with MC 2).
+TEST(Space, WgmmaWarmStartsOfferMulticastAndStreamKNeighbours) {
+  const Family f = find_family("gemm_wgmma");
+  const auto d = DeviceInfo::nominal("sm_90");
+  const WarmStart warm("shipped", d);
+  const auto p = half_problem(5000, 3000, 1000, "NN", DType::bf16);
+  const std::vector<Config> seeds = warm.configs(f, p);
+  ASSERT_FALSE(seeds.empty());
+  const std::vector<Config> first = f.neighbors_of(seeds[0]);
+  const size_t lent = size_t(std::find_first_of(seeds.begin(), seeds.end(), first.begin(), first.end()) - seeds.begin());
+  ASSERT_LT(lent, seeds.size()) << "no neighbour of the first lent config among the seeds";
+  // The lent configs come first, each once; the first one's neighbours follow.
+  for (size_t i = 0; i < seeds.size(); ++i)
+    for (size_t j = i + 1; j < seeds.size(); ++j) EXPECT_NE(seeds[i], seeds[j]);
+  bool mc2 = false, sk2 = false;
+  for (size_t i = lent; i < seeds.size(); ++i) {
+    mc2 |= seeds[i]["MC"] == 2 && f.valid(seeds[i], p, d);
+    sk2 |= seeds[i]["SK"] == 2 && seeds[i]["PT"] == 0 && f.valid(seeds[i], p, d);
+  }
+  EXPECT_TRUE(mc2);
+  EXPECT_TRUE(sk2);
+  // Neighbours differ from their config in MC, or in PT with SK or MC.
+  const Config c = seeds[0];
+  for (const Config& n : f.neighbors_of(c)) {
+    EXPECT_NE(n, c);
+    for (const auto& [k, v] : c.items()) {
+      if (k != "MC" && k != "PT" && k != "SK") {
+        EXPECT_EQ(n[k], v) << k;
+      }
+    }
+  }
 }
