@@ -25,19 +25,18 @@ WarmStart::WarmStart(const std::string& source, const DeviceInfo& d) : index_(d)
 
 std::vector<Config> WarmStart::configs(const Family& f, const Problem& p, size_t count) const {
   std::vector<Config> out;
+  auto add = [&](const Config& c) {
+    if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+  };
   auto take = [&](const Lent& l) {
-    if (out.size() == count || l.from->entry.family != f.name()) return;
-    for (const Config& c : out)
-      if (c == l.config) return;
-    out.push_back(l.config);
+    if (out.size() < count && l.from->entry.family == f.name()) add(l.config);
   };
   for (const Lent& l : index_.exact(p)) take(l);
   for (const Lent& l : index_.lenders(p, count, f.name())) take(l);
   // Then each lent config's neighbours (Family::neighbors_of), after all the lent ones.
   const size_t lent = out.size();
   for (size_t i = 0; i < lent; ++i)
-    for (Config& n : f.neighbors_of(out[i]))
-      if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(std::move(n));
+    for (const Config& n : f.neighbors_of(out[i])) add(n);
   return out;
 }
 

@@ -652,6 +652,8 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
   const unsigned sbase = (half16::smem_u32(smem_raw) + 1023u) & ~1023u;
   const unsigned full0 = half16::smem_u32(bars), empty0 = full0 + ST * 8;
   const unsigned staged0 = empty0 + ST * 8, drained0 = staged0 + WG * 8;
+  // EPI: consumer c's staging buffer, after the ring (EPI 2: its rows by half the columns).
+  auto staging = [&](int c) { return sbase + ST * STAGE + unsigned(c) * (WM * (BN / (EPI == 2 ? 2 : 1)) * 2); };
 
   // Tiles of this block: blockIdx.x, + gridDim.x, ... (PT = 1: the grid has one block a tile, and
   // the loops below run once). PT > 1 (a grid of ceil(tiles / PT) blocks, all resident when it is
@@ -726,7 +728,7 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
 #pragma unroll 1
           for (int c = 0; c < WG; ++c) {
             mbar_wait(staged0 + c * 8, j & 1);
-            store_staged<BM / WG, BN>(p, sbase + ST * STAGE + unsigned(c) * ((BM / WG) * BN * 2), tid - 32, tm * BM + c * (BM / WG), tn * BN);
+            store_staged<WM, BN>(p, staging(c), tid - 32, tm * BM + c * WM, tn * BN);
             mbar_arrive(drained0 + c * 8);
           }
         }
@@ -804,15 +806,14 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
         // The storers have read this warpgroup's buffer (its previous tile) before it is written
         // again; the 128 arrivals on `staged` release the writes to them.
         if (j > 0) mbar_wait(drained0 + cw * 8, (j - 1) & 1);
-        stage_c<MT, BN, F16>(p, acc, sbase + ST * STAGE + unsigned(cw) * (WM * BN * 2), tid & 127);
+        stage_c<MT, BN, F16>(p, acc, staging(cw), tid & 127);
         mbar_arrive(staged0 + cw * 8);
       } else if ((EPI == 1 || EPI == 2) && p.beta == 0.0f) {
         // EPI 2: the columns in two halves through a buffer of half the size (what lets 128 x 256
         // tiles keep 4 stages); the second half waits for the first's store to have read it.
         constexpr int PARTS = EPI == 2 ? 2 : 1;
-        const unsigned buf = sbase + ST * STAGE + unsigned(cw) * (WM * (BN / PARTS) * 2);
-        store_c_tma<0, PARTS, MT, BN, F16>(p, &args.c, acc, buf, tid & 127, cw, row0 + wrow, col0);
-        if constexpr (PARTS == 2) store_c_tma<1, PARTS, MT, BN, F16>(p, &args.c, acc, buf, tid & 127, cw, row0 + wrow, col0);
+        store_c_tma<0, PARTS, MT, BN, F16>(p, &args.c, acc, staging(cw), tid & 127, cw, row0 + wrow, col0);
+        if constexpr (PARTS == 2) store_c_tma<1, PARTS, MT, BN, F16>(p, &args.c, acc, staging(cw), tid & 127, cw, row0 + wrow, col0);
       } else {
         store_c<MT, BN, F16>(p, acc, row0 + wrow, col0, tid & 127);
       }

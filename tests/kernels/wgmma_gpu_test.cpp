@@ -93,22 +93,26 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       insts.emplace_back(p, 0, ++seed);
       const size_t i = insts.size() - 1;
       std::vector<Config> configs = f.sample(p, *dev, size_t(s.sampled), ++seed);
+      // A hand-picked config joins the cases where it is valid for p and not there already.
+      auto offer = [&](const Config& c) {
+        if (f.valid(c, p, *dev) && std::find(configs.begin(), configs.end(), c) == configs.end()) configs.push_back(c);
+      };
       // The default, and its tiling with the other load path where that is valid (aligned problems).
       Config d = f.default_config(p, *dev);
       ASSERT_TRUE(f.valid(d, p, *dev)) << p.key() << " " << s.layout;
       for (int tma : {0, 1}) {
         d.set("TMA", tma);
-        if (f.valid(d, p, *dev) && std::find(configs.begin(), configs.end(), d) == configs.end()) configs.push_back(d);
+        offer(d);
       }
       // The tiling the H100 tunes found fastest (128 x 256, 3 stages, TMA), on every shape and layout.
       Config best = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":3,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0})");
       if (!f.valid(best, p, *dev)) best.set("PACK", 1);
-      if (f.valid(best, p, *dev) && std::find(configs.begin(), configs.end(), best) == configs.end()) configs.push_back(best);
+      offer(best);
       // The same split in K (partial sums in the workspace, the FP32 reduction).
       for (int sk : {2, 4}) {
         Config split = best;
         split.set("SPLITK", sk);
-        if (f.valid(split, p, *dev) && std::find(configs.begin(), configs.end(), split) == configs.end()) configs.push_back(split);
+        offer(split);
       }
       // The split in a thread block cluster (partial sums added in distributed shared memory), on
       // the fastest tiling and on one warpgroup of 64 x 256 (the decode form: rows past M are zeros).
@@ -117,7 +121,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
         split.set("CL", cl);
         if (cl == 8) split = Config::from_json(R"({"BM":64,"BN":256,"WG":1,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":8,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0})");
         if (!f.valid(split, p, *dev)) split.set("PACK", 1);
-        if (f.valid(split, p, *dev) && std::find(configs.begin(), configs.end(), split) == configs.end()) configs.push_back(split);
+        offer(split);
       }
       // MC with SPLITK (the pair's CTAs run one K slice of their two tiles): cuBLAS's split-K form,
       // 128 x 64 tiles of two warpgroups in 8 stages sharing A, 4 slices; and the fastest tiling
@@ -126,7 +130,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
         Config ms = Config::from_json(R"({"BM":128,"BN":64,"WG":2,"ST":8,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":4,"CL":1,"PT":1,"MC":2,"EPI":0,"PP":0,"SK":0})");
         if (v == 1) ms = best, ms.set("SPLITK", 2), ms.set("MC", 1);
         if (!f.valid(ms, p, *dev)) ms.set("PACK", 1);
-        if (f.valid(ms, p, *dev) && std::find(configs.begin(), configs.end(), ms) == configs.end()) configs.push_back(ms);
+        offer(ms);
       }
       // Several tiles a block through one stage ring (PT; the persistent grid): 2 and 4 tiles a
       // block on the fastest tiling (uneven last blocks where the tile count does not divide), and
@@ -136,7 +140,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
         if (v == 2) many = Config::from_json(R"({"BM":64,"BN":128,"WG":1,"ST":5,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0})");
         many.set("PT", v == 0 ? 2 : 4);
         if (!f.valid(many, p, *dev)) many.set("PACK", 1);
-        if (f.valid(many, p, *dev) && std::find(configs.begin(), configs.end(), many) == configs.end()) configs.push_back(many);
+        offer(many);
       }
       // TMA multicast in a 2-CTA cluster (MC): B shared by two M tiles, A by two N tiles, on the
       // fastest tiling, with PT 2 (pairs of pairs through one ring), and on 256 x 128 tiles
@@ -147,7 +151,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
         mc.set("MC", v == 1 ? 2 : v == 3 ? 2 : 1);
         if (v == 2) mc.set("PT", 2);
         if (!f.valid(mc, p, *dev)) mc.set("PACK", 1);
-        if (f.valid(mc, p, *dev) && std::find(configs.begin(), configs.end(), mc) == configs.end()) configs.push_back(mc);
+        offer(mc);
       }
       // C through shared memory and TMA stores (EPI), on the fastest tiling in 3 stages, with PT 2
       // (a warpgroup's next tile while its store drains), with MC 1, and on 256 x 128 tiles; EPI 2
@@ -160,7 +164,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
         if (v == 1 || v == 4) e.set("PT", 2);
         if (v == 4) e.set("ST", 4);
         if (v == 2) e.set("MC", 1);
-        if (f.valid(e, p, *dev) && std::find(configs.begin(), configs.end(), e) == configs.end()) configs.push_back(e);
+        offer(e);
       }
       // Ping-pong consumers (PP: the two consumer warpgroups take whole tiles in turn), on 64 x 256
       // tiles with EPI and PT 2, on 128 x 128 tiles with the plain epilogue and a persistent grid
@@ -172,7 +176,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
         if (v == 2) q.set("PT", 0);
         if (v == 3) q = best, q.set("PT", 0), q.set("EPI", 1);
         if (!f.valid(q, p, *dev)) q.set("PACK", 1), q.set("EPI", 0);
-        if (f.valid(q, p, *dev) && std::find(configs.begin(), configs.end(), q) == configs.end()) configs.push_back(q);
+        offer(q);
       }
       // Stream-K (SK: the persistent grid's last waves cut into runs of K tiles, the cut tiles
       // added by the block that owns each; 1 equal runs, 2 the last partial wave's tiles split in K,
@@ -184,7 +188,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
         k.set("PT", 0), k.set("SK", 1 + v / 2), k.set("EPI", 1);
         if (v % 2 == 1) k.set("BN", 128), k.set("ST", 4), k.set("EPI", 0);
         if (v == 5) k.set("BM", 64), k.set("WG", 1);
-        if (f.valid(k, p, *dev) && std::find(configs.begin(), configs.end(), k) == configs.end()) configs.push_back(k);
+        offer(k);
       }
       // Deep rings for small tiles (what cuBLAS runs at M = 128: 64 x 64 in 13 stages): ST 13 on
       // 64 x 64 with EPI, ST 8 on 128 x 64 split in a 2-CTA cluster, ST 10 on 64 x 64 under SK 3;
@@ -197,7 +201,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
         if (v == 3) q.set("ST", 8), q.set("MC", 1);
         if (v == 4) q.set("ST", 6), q.set("MC", 2), q.set("PT", 2), q.set("EPI", 0);
         if (!f.valid(q, p, *dev)) q.set("PACK", 1), q.set("EPI", 0), q.set("SK", 0), q.set("PT", v == 4 ? 2 : 1);
-        if (f.valid(q, p, *dev) && std::find(configs.begin(), configs.end(), q) == configs.end()) configs.push_back(q);
+        offer(q);
       }
       // EPI 3 (staged as EPI 1, stored by the producer warpgroup's warps 1-3 with plain stores: any
       // C alignment, so unaligned problems too, packed): on the fastest tiling, on 256 x 128 with
@@ -212,7 +216,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
         if (v == 3) e.set("BN", 128), e.set("ST", 4), e.set("MC", 1), e.set("PT", 2);
         if (v == 4) e.set("BM", 64), e.set("BN", 128), e.set("WG", 1), e.set("ST", 6), e.set("PT", 4);
         if (!f.valid(e, p, *dev)) e.set("PACK", 1);
-        if (f.valid(e, p, *dev) && std::find(configs.begin(), configs.end(), e) == configs.end()) configs.push_back(e);
+        offer(e);
       }
       for (auto& c : configs) cases.push_back(Case{i, c, compiler.compile_async(compile_request(f, c, p, dev->arch))});
     }
