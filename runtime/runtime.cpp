@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <mutex>
 #include <unordered_map>
 
@@ -81,6 +82,8 @@ void adopt(Selection& s, const CandidateConfig& c) {
 // Most candidates first use measures: each costs a compile (once per process) and a few launches.
 constexpr size_t kMaxCandidates = 4;
 constexpr size_t kCandidatesPerFamily = 2;
+// Row ops: the nearest lender of each family and each family's default (five families an op).
+constexpr size_t kMaxRowCandidates = 8;
 
 } // namespace
 
@@ -207,31 +210,43 @@ struct Runtime::Impl {
     return s;
   }
 
-  // An op without a baseline library (the row ops): its exact entry, else the nearest lender that
-  // serves it (home speedups are unknown, so the score ranks by distance), else its families'
-  // defaults (the first declared that has one and is valid). No first-use measurement: there is
-  // nothing to measure against.
+  // An op without a baseline library (the row ops): its exact entry, else candidates timed against
+  // each other at first use: the nearest lender of each family that serves p (best ranked first;
+  // home speedups are unknown, so the score ranks by distance) and each family's default that is
+  // valid for p. Which family wins moves with the row length (on the H100, 8192x2048 bf16 softmax
+  // ran the nearest lender, a bulk config tuned at 16384x4096, at 71 % of the copy rate, and the
+  // warp-per-row kernel at 98 %), so distance alone is not a rule worth trusting. Until measured,
+  // the first candidate runs.
   Selection select_generic(const Problem& p) const {
     if (const auto ex = index->exact(p); !ex.empty()) return from_exact(ex.front());
     Selection s;
-    if (const auto lent = index->lenders(p, 1); !lent.empty()) {
-      s.provenance = Provenance::nearest;
-      adopt(s, candidate_of(lent.front()));
-      s.why = "nearest tuned problem " + *s.tuned + fmt(" (log distance %.2f)", s.distance);
-      return s;
+    std::set<std::string> seen; // family + config: a default equal to a lender is offered once
+    for (const Lent& l : index->lenders(p, 1)) {
+      if (s.candidates.size() == kMaxRowCandidates) break;
+      CandidateConfig c = candidate_of(l);
+      if (seen.insert(c.family + c.config.to_json()).second) s.candidates.push_back(std::move(c));
     }
+    const bool lent = !s.candidates.empty();
     for (const auto& f : index->families()) {
+      if (s.candidates.size() == kMaxRowCandidates) break;
       if (f.op() != p.op || !f.has_default()) continue;
       Config c = f.default_config(p, device);
-      if (!f.valid(c, p, device)) continue;
-      s.provenance = Provenance::default_config;
-      s.family = f.name();
-      s.config = std::move(c);
-      s.source = "default";
-      s.why = "nothing of this op and dtype is tuned near: " + f.name() + "'s default";
-      return s;
+      if (!f.valid(c, p, device) || !seen.insert(f.name() + f.canonical(c).to_json()).second) continue;
+      CandidateConfig d;
+      d.family = f.name();
+      d.config = f.canonical(c);
+      d.source = "default";
+      s.candidates.push_back(std::move(d));
     }
-    throw UsageError("no kernel family can serve " + p.key());
+    if (s.candidates.empty()) throw UsageError("no kernel family can serve " + p.key());
+    s.provenance = lent ? Provenance::nearest : Provenance::default_config;
+    adopt(s, s.candidates.front());
+    s.measure_pending = s.candidates.size() > 1 && opts.measure_untuned;
+    const std::string first = lent ? "nearest tuned problem " + *s.tuned + fmt(" (log distance %.2f)", s.distance)
+                                   : "nothing of this op and dtype is tuned near: " + s.family + "'s default";
+    s.why = s.measure_pending ? std::to_string(s.candidates.size()) + " candidates (lenders and family defaults) to time at first use; until then " + first
+                              : first;
+    return s;
   }
 
   // Where no measurement can be made: the best lender only if predicted clearly faster.
@@ -369,21 +384,68 @@ struct Runtime::Impl {
     return t[3];
   }
 
+  // What times a launch at first use: L2 cold where the flush buffer (twice the L2) can be had
+  // (time_cold), back to back with L2 warm otherwise (time_on, saying so in `note`).
+  struct FirstUseClock {
+    std::unique_ptr<L2Flusher> cold;
+    std::string note;
+    CUstream stream = nullptr;
+    double operator()(const std::function<void()>& f, const std::string& what) const {
+      return cold ? time_cold(*cold, stream, f, what) : time_on(stream, f, what);
+    }
+  };
+  FirstUseClock first_use_clock(CUstream stream) const {
+    FirstUseClock c;
+    c.stream = stream;
+    try {
+      c.cold = std::make_unique<L2Flusher>(device.l2_bytes);
+    } catch (const CudaError& e) {
+      c.note = std::string("; timed back to back, L2 warm (no memory for the L2 flush: ") + e.what() + ")";
+    }
+    return c;
+  }
+
+  // Given a candidate, its module and plan: the launch to time, or nullopt (with the reason added
+  // to `failed`) when it cannot run here.
+  using CandidateRun = std::function<std::optional<std::function<void()>>(const CandidateConfig&, Module&, const LaunchPlan&,
+                                                                          std::vector<std::string>& failed)>;
+
+  // Times every candidate at p (compiled side by side first) and returns the fastest that ran;
+  // each that ran gets its measured_ms, each that did not a line in `failed`.
+  std::optional<size_t> time_candidates(const Problem& p, std::vector<CandidateConfig>& cands, const FirstUseClock& clock,
+                                        const CandidateRun& run, std::vector<std::string>& failed) {
+    std::vector<std::function<std::shared_ptr<Module>()>> mods(cands.size());
+    for (size_t i = 0; i < cands.size(); ++i) {
+      try {
+        const Family& f = *family(cands[i].family);
+        mods[i] = module_async(f, f.canonical(cands[i].config), p);
+      } catch (const Error& e) {
+        failed.push_back(cands[i].family + ": " + e.what());
+      }
+    }
+    std::optional<size_t> best;
+    for (size_t i = 0; i < cands.size(); ++i) {
+      if (!mods[i]) continue;
+      CandidateConfig& c = cands[i];
+      try {
+        const auto mod = mods[i]();
+        const Family& f = *family(c.family);
+        const auto launch = run(c, *mod, f.launch_plan(f.canonical(c.config), p), failed);
+        if (!launch) continue;
+        c.measured_ms = clock(*launch, "timing " + c.family + " " + c.config.to_json() + " at " + p.key());
+        if (!best || *c.measured_ms < *cands[*best].measured_ms) best = i;
+      } catch (const CompileError& e) {
+        failed.push_back(c.family + " " + c.config.to_json() + ": does not compile");
+      }
+    }
+    return best;
+  }
+
   // First use of an untuned problem: time every candidate and cuBLAS at p on the caller's stream
   // (after whatever it already holds, so A and B are ready), into a scratch C, and keep the
   // fastest. A candidate that fails to compile or launch is left out with its reason in `why`.
   Selection measure(const GemmProblem& p, Selection s, const void* A, const void* B, CUstream stream) {
-    std::vector<std::function<std::shared_ptr<Module>()>> mods(s.candidates.size());
     std::vector<std::string> failed;
-    for (size_t i = 0; i < s.candidates.size(); ++i) {
-      const CandidateConfig& c = s.candidates[i];
-      try {
-        const Family& f = *family(c.family);
-        mods[i] = module_async(f, f.canonical(c.config), p);
-      } catch (const Error& e) {
-        failed.push_back(c.family + ": " + e.what());
-      }
-    }
     const size_t bytes = size_t(p.m) * size_t(p.eff_ldc()) * size_t(element_bytes(p.dtype));
     DeviceBuffer scratch;
     try {
@@ -394,47 +456,27 @@ struct Runtime::Impl {
     // Zero bits are 0.0 in every dtype: a beta != 0 candidate reads finite values.
     check_cu(driver().cuMemsetD8Async(scratch.ptr(), 0, bytes, stream), "cuMemsetD8Async", "scratch C at " + p.key());
     KtuneGemmArgs a = gemm_args(p, static_cast<const float*>(A), static_cast<const float*>(B), scratch.as<float>(), nullptr);
-    // L2 cold where the flush buffer (twice the L2) can be had; back-to-back runs otherwise.
-    std::unique_ptr<L2Flusher> cold;
-    std::string warm_note;
-    try {
-      cold = std::make_unique<L2Flusher>(device.l2_bytes);
-    } catch (const CudaError& e) {
-      warm_note = std::string("; timed back to back, L2 warm (no memory for the L2 flush: ") + e.what() + ")";
-    }
-    auto timed = [&](const std::function<void()>& f, const std::string& what) {
-      return cold ? time_cold(*cold, stream, f, what) : time_on(stream, f, what);
-    };
-    s.measured_cublas_ms = timed([&] { run_cublas(p, a, stream); }, "timing cuBLAS at " + p.key());
-    std::optional<size_t> best;
-    for (size_t i = 0; i < s.candidates.size(); ++i) {
-      if (!mods[i]) continue;
-      CandidateConfig& c = s.candidates[i];
-      try {
-        const auto mod = mods[i]();
-        const Family& f = *family(c.family);
-        const LaunchPlan plan = f.launch_plan(f.canonical(c.config), p);
-        KtuneGemmArgs ca = a;
-        std::shared_ptr<DeviceBuffer> ws;
-        if (plan.workspace_bytes) {
-          // A lent config's workspace may not fit beside the caller's data (gemm_wgmma_tf32x3's
-          // split copies are twice A and B): such a candidate is left out, not the caller's error.
-          try {
-            ws = workspace(stream, plan.workspace_bytes, p);
-          } catch (const Error& e) {
-            failed.push_back(c.family + " " + c.config.to_json() + ": its " + std::to_string(plan.workspace_bytes) +
-                             "-byte workspace could not be allocated (" + e.what() + ")");
-            continue;
+    const FirstUseClock clock = first_use_clock(stream);
+    s.measured_cublas_ms = clock([&] { run_cublas(p, a, stream); }, "timing cuBLAS at " + p.key());
+    const auto best = time_candidates(
+        p, s.candidates, clock,
+        [&](const CandidateConfig& c, Module& mod, const LaunchPlan& plan,
+            std::vector<std::string>& left_out) -> std::optional<std::function<void()>> {
+          KtuneGemmArgs ca = a;
+          if (plan.workspace_bytes) {
+            // A lent config's workspace may not fit beside the caller's data (gemm_wgmma_tf32x3's
+            // split copies are twice A and B): such a candidate is left out, not the caller's error.
+            try {
+              ca.workspace = workspace(stream, plan.workspace_bytes, p)->as<float>();
+            } catch (const Error& e) {
+              left_out.push_back(c.family + " " + c.config.to_json() + ": its " + std::to_string(plan.workspace_bytes) +
+                                 "-byte workspace could not be allocated (" + e.what() + ")");
+              return std::nullopt;
+            }
           }
-          ca.workspace = ws->as<float>();
-        }
-        c.measured_ms = timed([&] { launch_gemm(*mod, plan, ca, stream); },
-                              "timing " + c.family + " " + c.config.to_json() + " at " + p.key());
-        if (!best || *c.measured_ms < *s.candidates[*best].measured_ms) best = i;
-      } catch (const CompileError& e) {
-        failed.push_back(c.family + " " + c.config.to_json() + ": does not compile");
-      }
-    }
+          return [&mod, plan, ca, stream] { launch_gemm(mod, plan, ca, stream); };
+        },
+        failed);
     s.measure_pending = false;
     s.measured = true;
     const double cu = *s.measured_cublas_ms;
@@ -455,7 +497,67 @@ struct Runtime::Impl {
                     : std::string(", no candidate ran"));
     }
     if (!failed.empty()) s.why += "; left out: " + failed.front();
-    s.why += warm_note;
+    s.why += clock.note;
+    return s;
+  }
+
+  // First use of an untuned row-op problem: every candidate timed on the caller's x (and weight,
+  // bias) into a scratch y (y may alias x), the fastest kept. Nothing to compare against: the
+  // measurement only picks among kernels.
+  Selection measure_rows(const Problem& p, Selection s, const void* x, const void* weight, const void* bias, CUstream stream) {
+    std::vector<std::string> failed;
+    const size_t bytes = size_t(p.dims[0] - 1) * size_t(p.ld[1]) * element_bytes(p.dtype) + size_t(p.dims[1]) * element_bytes(p.dtype);
+    DeviceBuffer scratch;
+    try {
+      scratch = DeviceBuffer(bytes, "scratch y for measuring candidates at " + p.key());
+    } catch (const CudaError& e) {
+      s.measure_pending = false;
+      s.why += std::string("; not measured: no memory for a scratch y (") + e.what() + ")";
+      return s;
+    }
+    const KtuneRowsArgs a = rows_args(p, x, reinterpret_cast<void*>(scratch.ptr()), weight, bias);
+    const FirstUseClock clock = first_use_clock(stream);
+    const auto best = time_candidates(
+        p, s.candidates, clock,
+        [&](const CandidateConfig&, Module& mod, const LaunchPlan& plan, std::vector<std::string>&)
+            -> std::optional<std::function<void()>> { return [&mod, plan, a, stream] { launch_rows(mod, plan, a, stream); }; },
+        failed);
+    s.measure_pending = false;
+    if (best) {
+      s.measured = true;
+      const CandidateConfig& c = s.candidates[*best];
+      adopt(s, c);
+      if (c.source == "default") s.tuned.reset();
+      s.provenance = c.source == "default" ? Provenance::default_config : Provenance::nearest;
+      std::string all;
+      for (const auto& k : s.candidates)
+        if (k.measured_ms) all += (all.empty() ? "" : ", ") + k.family + fmt(" %.4f", *k.measured_ms);
+      s.why = "measured here at first use: " + c.family + (c.source == "default" ? "'s default" : " tuned for " + c.tuned) +
+              fmt(" %.4f ms, the fastest of %.0f (", *c.measured_ms, double(s.candidates.size())) + all + " ms)";
+    } else {
+      s.why += "; no candidate ran at first use";
+    }
+    if (!failed.empty()) s.why += "; left out: " + failed.front();
+    s.why += clock.note;
+    return s;
+  }
+
+  // The choice for row-op problem p as rows() makes it: measured on first use where the selection
+  // asks for it (outside a stream capture; inside one the first candidate runs, unmeasured, and a
+  // later call outside a capture measures).
+  Selection resolve_rows(const Problem& p, const void* x, const void* weight, const void* bias, CUstream stream,
+                         const Runtime& rt) {
+    Selection s = rt.best_config(p);
+    if (!s.measure_pending) return s;
+    std::lock_guard<std::mutex> lk(measure_mu);
+    s = rt.best_config(p); // another thread may have measured it meanwhile
+    if (!s.measure_pending) return s;
+    CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
+    check_cu(driver().cuStreamIsCapturing(stream, &cap), "cuStreamIsCapturing", "ktune::Runtime::rows " + p.key());
+    if (cap != CU_STREAM_CAPTURE_STATUS_NONE) return s;
+    s = measure_rows(p, std::move(s), x, weight, bias, stream);
+    std::lock_guard<std::mutex> sl(sel_mu);
+    selections[p.key()] = s;
     return s;
   }
 
@@ -694,8 +796,20 @@ void Runtime::rows(const Problem& problem, const void* x, void* y, const void* w
     if (auto it = m.prepared.find(key); it != m.prepared.end()) prep = it->second;
   }
   if (!prep) {
-    const Selection sel = best_config(p); // validates
+    Selection sel = best_config(p); // validates
     m.ensure_context();
+    if (sel.measure_pending) {
+      sel = m.resolve_rows(p, x, weight, bias, stream, *this);
+      // Still pending: inside a stream capture, where nothing can be timed. Run the first
+      // candidate without keeping it, so that a later call outside the capture measures.
+      if (sel.measure_pending) {
+        const Family* f = m.family(sel.family);
+        if (!f) throw UsageError("ktune::Runtime::rows: unknown family '" + sel.family + "'");
+        const Config c = f->canonical(sel.config);
+        launch_rows(*m.module_async(*f, c, p)(), f->launch_plan(c, p), rows_args(p, x, y, weight, bias), stream);
+        return;
+      }
+    }
     const Family* f = m.family(sel.family);
     if (!f) throw UsageError("ktune::Runtime::rows: unknown family '" + sel.family + "'");
     auto fresh = std::make_shared<Prepared>();

@@ -23,6 +23,12 @@ struct QueryArgs {
   bool json = false, tf32x3 = false;
 };
 
+std::string fmt_distance(double d) {
+  char b[64];
+  std::snprintf(b, sizeof b, " (log distance %.2f)", d);
+  return b;
+}
+
 int cmd_query(const QueryArgs& a) {
   const OpInfo& op = op_info(a.op);
   const Problem p = Problem::parse(op.name, a.problem, a.layout.empty() && !op.layouts.empty() ? op.layouts[0] : a.layout,
@@ -56,12 +62,19 @@ int cmd_query(const QueryArgs& a) {
   if (s.time_ms) std::printf("recorded    %.4f ms", *s.time_ms);
   if (s.cublas_ms) std::printf(", cuBLAS %.4f ms (ratio %.3f)", *s.cublas_ms, *s.cublas_ms / *s.time_ms);
   if (s.time_ms) std::printf("\n");
-  if (!s.candidates.empty()) {
-    std::printf("candidates  (first gemm() call times each, and cuBLAS, at this problem; a kernel must win by 3 %%)\n");
+  const std::string base = op.baseline == "cublas" ? "cuBLAS" : op.baseline;
+  if (!s.candidates.empty() && !op.baseline.empty()) {
+    std::printf("candidates  (the first call times each, and %s, at this problem; a kernel must win by 3 %%)\n", base.c_str());
     for (const auto& c : s.candidates)
-      std::printf("  %-12s predicted %.2fx  (%.2fx cuBLAS at %s, log distance %.2f%s; %s)\n    %s\n", c.family.c_str(),
-                  c.score, c.home_ratio, c.tuned.empty() ? "-" : c.tuned.c_str(), c.distance,
+      std::printf("  %-12s predicted %.2fx  (%.2fx %s at %s, log distance %.2f%s; %s)\n    %s\n", c.family.c_str(), c.score,
+                  c.home_ratio, base.c_str(), c.tuned.empty() ? "-" : c.tuned.c_str(), c.distance,
                   c.generalized ? ", generalised" : "", c.source.c_str(), c.config.to_json().c_str());
+  } else if (s.candidates.size() > 1) {
+    // No baseline library: the first call times the candidates against each other.
+    std::printf("candidates  (the first call times each at this problem and keeps the fastest)\n");
+    for (const auto& c : s.candidates)
+      std::printf("  %-16s %s%s\n    %s\n", c.family.c_str(), c.source == "default" ? "the family's default" : ("tuned for " + c.tuned).c_str(),
+                  c.tuned.empty() ? "" : fmt_distance(c.distance).c_str(), c.config.to_json().c_str());
   }
   return 0;
 }

@@ -62,6 +62,16 @@ const std::vector<int> kVec = {1, 2, 4, 8};
 const std::vector<int> kChunks = {1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64};
 const std::vector<int> kThreads = {64, 128, 256, 512, 1024};
 
+// The chunks of kChunks a thread needs for `width` threads with vectors of v to cover cols
+// columns, every chunk reaching into the row (the cached families' "every chunk reaches the row");
+// 0 where no count of kChunks does (the count would be 7, 9, ... or above 64).
+int chunks_for(int64_t cols, int64_t width, int v) {
+  const int64_t need = (cols + width * v - 1) / (width * v);
+  for (int c : kChunks)
+    if (c >= need) return (c - 1) * width * v < cols ? c : 0;
+  return 0;
+}
+
 Family common(const RowsOpSpec& s, const std::string& kind, const std::string& about) {
   Family f(s.name + "_" + kind, "rows/rows_" + kind + ".cu");
   f.op(s.name).dtypes({DType::f32, DType::bf16, DType::f16}).describe(about);
@@ -81,8 +91,19 @@ Family warp_family(const RowsOpSpec& s) {
   f.kernels([s](const Config& c, const Problem& p) {
     return std::vector<std::string>{instance("rows_warp", s, p, {c["VEC"], c["CHUNKS"], c["WARPS"]})};
   });
-  f.launch([](const Config& c, const Problem& p) {
-    return one_step(unsigned((rows(p) + c["WARPS"] - 1) / c["WARPS"]), unsigned(32 * c["WARPS"]));
+  // The widest vectors with which a chunk count covers the row, 4 rows a block (the tuned entries
+  // of rows.json: 8192x2048 bf16 VEC 8 CHUNKS 8). Invalid (so not offered) where no vector width
+  // lets a warp's registers hold the row.
+  f.defaults([](const Problem& p, const DeviceInfo&) {
+    Config c;
+    c.set("WARPS", 4);
+    for (int v = widest_vec(p); v >= 1; v /= 2) {
+      const int ch = chunks_for(cols(p), 32, v);
+      c.set("VEC", v);
+      c.set("CHUNKS", std::max(ch, 1));
+      if (ch > 0 && fits_registers(ch * v, 128)) break;
+    }
+    return c;
   });
   return f;
 }
@@ -105,6 +126,26 @@ Family block_family(const RowsOpSpec& s) {
     return std::vector<std::string>{instance("rows_block", s, p, {c["VEC"], c["CHUNKS"], c["THREADS"]})};
   });
   f.launch([](const Config& c, const Problem& p) { return one_step(unsigned(rows(p)), unsigned(c["THREADS"])); });
+  // The widest vectors, about four of them a thread: the fewest threads (a power of two, 64 to
+  // 1024) for which a chunk count of at least four vectors covers the row within the register
+  // budget (tuned entries of rows.json and of the unseen shapes: layernorm 8192x2048 bf16 VEC 8
+  // CHUNKS 4 THREADS 64, rmsnorm 8192x2560 f16 VEC 4 CHUNKS 5 THREADS 128). Invalid where 1024
+  // threads cannot hold the row.
+  f.defaults([](const Problem& p, const DeviceInfo&) {
+    Config c;
+    const int v = widest_vec(p);
+    c.set("VEC", v);
+    c.set("THREADS", 1024);
+    c.set("CHUNKS", 1);
+    for (int t : kThreads) {
+      const int ch = chunks_for(cols(p), t, v);
+      if (ch == 0 || !fits_registers(ch * v, t) || (int64_t(t) * v * 4 < cols(p) && t < 1024)) continue;
+      c.set("THREADS", t);
+      c.set("CHUNKS", ch);
+      break;
+    }
+    return c;
+  });
   return f;
 }
 
@@ -217,6 +258,26 @@ Family bulk_family(const RowsOpSpec& s) {
   });
   f.kernels([s](const Config& c, const Problem& p) {
     return std::vector<std::string>{instance("rows_bulk", s, p, {c["VEC"], c["THREADS"], c["CL"], c["PIECES"], c["RPC"], c["STAGES"], c["STORE"]})};
+  });
+  // The fewest CTAs a row whose slices are at most 64 KB (the tuned vocabulary rows: 4096x32000
+  // one 64 KB CTA, 512x128256 bf16 eight 32 KB ones at 98.7 us against four 64 KB ones at 99.0),
+  // 4 pieces where the slice has room for them, the load-balancing policy for clusters; one row a
+  // cluster from one buffer, stored from registers.
+  f.defaults([](const Problem& p, const DeviceInfo&) {
+    Config c;
+    c.set("VEC", widest_vec(p));
+    int cl = 1;
+    c.set("CL", cl);
+    while (cl < 16 && bulk_slice_bytes(c, p) > 64 * 1024) c.set("CL", cl *= 2);
+    // 256 threads, 128 where the slice has no vector for each of 256 (invalid below that: a row of
+    // under 2 KB gains nothing from bulk copies).
+    c.set("THREADS", bulk_slice_bytes(c, p) >= 256LL * c["VEC"] * elem(p) ? 256 : 128);
+    c.set("PIECES", bulk_slice_bytes(c, p) >= 4LL * 32 * c["VEC"] * elem(p) ? 4 : 1);
+    c.set("RPC", 1);
+    c.set("STAGES", 1);
+    c.set("STORE", 0);
+    c.set("LB", cl > 1 ? 1 : 0);
+    return c;
   });
   f.launch([](const Config& c, const Problem& p) {
     LaunchPlan plan = one_step(unsigned((rows(p) + c["RPC"] - 1) / c["RPC"] * c["CL"]), unsigned(c["THREADS"]));

@@ -1,6 +1,7 @@
 // The row kernels (softmax, LayerNorm, RMSNorm) on a GPU through the tuner's own runner: sampled
 // configs of every family, each op and dtype, rows of odd and long lengths, padded leading
 // dimensions, against the FP64 reference (tuner/rows_op.cpp) with its tolerance rule.
+#include <algorithm>
 #include <gtest/gtest.h>
 
 #include <future>
@@ -143,7 +144,16 @@ TEST(RowsGpu, RuntimeAndCApiMatchFp64Reference) {
         if (o_ == "softmax") rt.softmax(DType::f32, rows, cols, dx.as<float>(), cols, dy.as<float>(), cols, 0.5f);
         if (o_ == "layernorm") rt.layernorm(DType::f32, rows, cols, dx.as<float>(), cols, dy.as<float>(), cols, dw.as<float>(), db.as<float>(), 1e-5f);
         if (o_ == "rmsnorm") rt.rmsnorm(DType::f32, rows, cols, dx.as<float>(), cols, dy.as<float>(), cols, dw.as<float>(), 1e-6f);
-        EXPECT_EQ(rt.best_config(Problem::parse(op, "37x3000")).provenance, Provenance::default_config) << what;
+        // Nothing tuned (no tables): the families' defaults were timed against each other at
+        // this first call and the fastest kept.
+        const Selection sel = rt.best_config(Problem::parse(op, "37x3000"));
+        EXPECT_EQ(sel.provenance, Provenance::default_config) << what;
+        EXPECT_TRUE(sel.measured) << what << ": " << sel.why;
+        EXPECT_GE(sel.candidates.size(), 2u) << what << ": " << sel.why;
+        for (const auto& c : sel.candidates) ASSERT_TRUE(c.measured_ms) << what << ": " << c.family << " not timed: " << sel.why;
+        const auto fastest = std::min_element(sel.candidates.begin(), sel.candidates.end(),
+                                              [](const auto& a, const auto& b) { return *a.measured_ms < *b.measured_ms; });
+        EXPECT_EQ(sel.family + sel.config.to_json(), fastest->family + fastest->config.to_json()) << what << ": " << sel.why;
       } else {
         ktune_status_t st = KTUNE_SUCCESS;
         if (o_ == "softmax") st = ktune_softmax(h, KTUNE_R_32F, int(rows), int(cols), dx.as<float>(), int(cols), dy.as<float>(), int(cols), 0.5f, nullptr);

@@ -91,6 +91,30 @@ TEST(RowsOp, EveryOpHasFiveFamiliesAndADefaultForEveryShape) {
   }
 }
 
+TEST(RowsOp, FamilyDefaultsAreValidWhereTheFamilyCanHoldTheRow) {
+  const DeviceInfo d = DeviceInfo::nominal("sm_90");
+  for (const char* op : kOps)
+    for (DType dt : {DType::f32, DType::bf16, DType::f16})
+      for (const char* shape : {"1x1", "7x100", "64x768", "3x1001", "8192x2048", "16x3072", "4096x4099", "16x8192", "8x16384",
+                                "8x32000", "2x50257", "2x128256", "2x256000"}) {
+        const Problem p = Problem::parse(op, shape, "", dt);
+        for (const char* kind : {"_warp", "_block", "_bulk"}) {
+          const Family f = find_family(std::string(op) + kind);
+          ASSERT_TRUE(f.has_default()) << f.name();
+          const Config c = f.default_config(p, d);
+          const int64_t cols = p.dims[1], bytes = cols * element_bytes(dt);
+          // Where the row fits what the family can hold, its default serves it: a warp holds 2048
+          // columns at any vector width (64 floats a lane), a block of 1024 threads 16384, and the
+          // bulk kernel any row of whole 16-byte granules from 2 KB (a 16-byte vector for each of
+          // 128 threads) up to 16 CTAs of its shared memory.
+          const std::string k = kind;
+          const bool holds = k == "_warp" ? cols <= 2048 : k == "_block" ? cols <= 16384 : bytes % 16 == 0 && bytes >= 2048 && bytes <= 16LL * 200 * 1024;
+          EXPECT_EQ(f.valid(c, p, d), holds) << f.name() << " " << p.key() << " " << c.to_json() << ": "
+                                             << (f.violations(c, p, d).empty() ? "" : f.violations(c, p, d).front());
+        }
+      }
+}
+
 TEST(RowsOp, CachedFamiliesServeTheRowLengthsTheyAreFor) {
   const DeviceInfo d = DeviceInfo::nominal("sm_90");
   const Family warp = find_family("softmax_warp"), block = find_family("softmax_block"), cluster = find_family("softmax_cluster");
@@ -222,6 +246,27 @@ TEST(RowsOp, RuntimeChoosesExactNearestOrDefault) {
   EXPECT_EQ(near.provenance, Provenance::nearest) << near.why;
   ASSERT_TRUE(near.tuned);
   EXPECT_EQ(near.tuned->rfind("rmsnorm/bf16/", 0), 0u) << *near.tuned; // never another op's entry
+  // An untuned shape gets candidates of several families, lenders first, then the defaults, to be
+  // timed against each other at first use (no baseline library to promise against).
+  EXPECT_TRUE(near.measure_pending) << near.why;
+  std::set<std::string> fams;
+  for (const auto& c : near.candidates) {
+    fams.insert(c.family);
+    EXPECT_EQ(c.family.rfind("rmsnorm_", 0), 0u) << c.family;
+  }
+  EXPECT_GE(fams.size(), 3u) << near.why;
+  EXPECT_NE(near.candidates.front().source, "default") << near.why;
+  EXPECT_EQ(near.candidates.back().source, "default") << near.why;
+  // 8192x2048: the nearest lenders are bulk and block configs tuned for other lengths; the
+  // warp-per-row default is offered beside them (it was the fastest there on an H100).
+  const Selection attn = rt.best_config(Problem::parse("softmax", "8192x2048", "", DType::bf16));
+  EXPECT_TRUE(std::any_of(attn.candidates.begin(), attn.candidates.end(),
+                          [](const CandidateConfig& c) { return c.family == "softmax_warp" && c.source == "default"; }))
+      << attn.why;
+  // Measuring off: the first candidate, nothing pending.
+  RuntimeOptions off = o;
+  off.measure_untuned = false;
+  EXPECT_FALSE(Runtime(off).best_config(Problem::parse("rmsnorm", "3000x4000", "", DType::bf16)).measure_pending);
   o.shipped_tables = false;
   const Selection dflt = Runtime(o).best_config(Problem::parse("softmax", "7x100000", "", DType::f16));
   EXPECT_EQ(dflt.provenance, Provenance::default_config);
