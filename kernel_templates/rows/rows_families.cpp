@@ -203,8 +203,18 @@ Family cluster_family(const RowsOpSpec& s) {
   return f;
 }
 
-// rows_bulk.cu's slice (slice() above) in bytes: the kernel's dynamic shared memory.
+// rows_bulk.cu's slice (slice() above) in bytes.
 int64_t bulk_slice_bytes(const Config& c, const Problem& p) { return slice(c, p) * elem(p); }
+
+// Whether every row of p is whole 16-byte lines (x aligned, rows a multiple of 16 bytes apart and
+// long): the bulk copies then move whole slices. Else a slice may begin inside a line and its
+// buffer is 16 bytes longer (rows_bulk.cu's SliceLayout; the kernel tests the same from its pointers).
+bool whole_lines(const Problem& p) { return p.align >= 16 && (cols(p) * elem(p)) % 16 == 0 && (p.ld[0] * elem(p)) % 16 == 0; }
+
+// rows_bulk.cu's dynamic shared memory: STAGES buffers of a slice each.
+int64_t bulk_buffers_bytes(const Config& c, const Problem& p) {
+  return c["STAGES"] * (bulk_slice_bytes(c, p) + (whole_lines(p) ? 0 : 16));
+}
 
 Family bulk_family(const RowsOpSpec& s) {
   Family f = common(s, "bulk", "the row (a cluster of CL CTAs: a slice each) in shared memory through bulk copies, statistics as pieces land");
@@ -214,16 +224,24 @@ Family bulk_family(const RowsOpSpec& s) {
       .param("RPC", {1, 2, 4, 8, 16}, "rows a cluster serves in turn").param("STAGES", {1, 2}, "slice buffers (2: the next row's copies in flight)")
       .param("STORE", {0, 1}, "1: results staged in shared memory and bulk-stored")
       .param("LB", {0, 1}, "1: load-balancing cluster scheduling (CL > 1)");
-  f.restrict("whole vectors", {"VEC"}, [](const Config& c, const Problem& p, const DeviceInfo&) { return vector_ok(c, p); })
+  // Rows that start inside a 16-byte line (odd vocabularies: 50257 columns) are served: the kernel
+  // moves their whole lines with bulk copies and the ragged ends element by element, and reads its
+  // vectors from shared memory at positions aligned whatever x's alignment. Ops with weight and
+  // bias vectors read those from global memory at the row's columns, so they keep the vector rule
+  // and whole lines.
+  const bool any_alignment = s.vectors_per_row == 0;
+  f.restrict("whole vectors", {"VEC"},
+             [any_alignment](const Config& c, const Problem& p, const DeviceInfo&) {
+               return any_alignment ? c["VEC"] * elem(p) <= 16 : vector_ok(c, p);
+             })
       .restrict("bulk copies move 16-byte granules", {"VEC"},
-                [](const Config&, const Problem& p, const DeviceInfo&) {
-                  return p.align >= 16 && (cols(p) * elem(p)) % 16 == 0 && (p.ld[0] * elem(p)) % 16 == 0;
-                })
+                [any_alignment](const Config&, const Problem& p, const DeviceInfo&) { return any_alignment || whole_lines(p); })
       .restrict("CL CTAs per row fit the grid", {"VEC", "CL"},
                 [](const Config& c, const Problem& p, const DeviceInfo&) { return rows(p) * c["CL"] <= INT_MAX; })
       .restrict("the slice fits shared memory", {"VEC", "CL"},
                 [](const Config& c, const Problem& p, const DeviceInfo& d) {
-                  return bulk_slice_bytes(c, p) + 1024 <= d.max_smem_per_block_optin; // 1 KB: the static barriers and stats
+                  // 1 KB: the static barriers and stats; 16 bytes where rows begin inside a line.
+                  return bulk_slice_bytes(c, p) + (whole_lines(p) ? 0 : 16) + 1024 <= d.max_smem_per_block_optin;
                 })
       // A cluster only where one CTA's share would be large: shorter rows gain nothing from its
       // barriers and exchange.
@@ -241,10 +259,12 @@ Family bulk_family(const RowsOpSpec& s) {
                 [](const Config& c, const Problem&, const DeviceInfo&) { return c["STAGES"] == 1 || c["RPC"] > 1; })
       .restrict("the slice buffers fit shared memory", {"VEC", "CL", "PIECES", "RPC", "STAGES"},
                 [](const Config& c, const Problem& p, const DeviceInfo& d) {
-                  return c["STAGES"] * bulk_slice_bytes(c, p) + 1024 <= d.max_smem_per_block_optin;
+                  return bulk_buffers_bytes(c, p) + 1024 <= d.max_smem_per_block_optin;
                 })
       .restrict("bulk stores move 16-byte granules", {"VEC", "CL", "PIECES", "RPC", "STAGES", "STORE"},
-                [](const Config& c, const Problem& p, const DeviceInfo&) { return c["STORE"] == 0 || (p.ld[1] * elem(p)) % 16 == 0; })
+                [](const Config& c, const Problem& p, const DeviceInfo&) {
+                  return c["STORE"] == 0 || (whole_lines(p) && (p.ld[1] * elem(p)) % 16 == 0);
+                })
       .restrict("a scheduling policy only for clusters", {"VEC", "CL", "PIECES", "RPC", "STAGES", "STORE", "LB"},
                 [](const Config& c, const Problem&, const DeviceInfo&) { return c["LB"] == 0 || c["CL"] > 1; });
   // Configs recorded before RPC, STAGES, STORE and LB ran one row per cluster from one buffer,
@@ -259,13 +279,13 @@ Family bulk_family(const RowsOpSpec& s) {
   f.kernels([s](const Config& c, const Problem& p) {
     return std::vector<std::string>{instance("rows_bulk", s, p, {c["VEC"], c["THREADS"], c["CL"], c["PIECES"], c["RPC"], c["STAGES"], c["STORE"]})};
   });
-  // The fewest CTAs a row whose slices are at most 64 KB (the tuned vocabulary rows: 4096x32000
+  // 16-byte vectors, the fewest CTAs a row whose slices are at most 64 KB (the tuned vocabulary rows: 4096x32000
   // one 64 KB CTA, 512x128256 bf16 eight 32 KB ones at 98.7 us against four 64 KB ones at 99.0),
   // 4 pieces where the slice has room for them, the load-balancing policy for clusters; one row a
   // cluster from one buffer, stored from registers.
-  f.defaults([](const Problem& p, const DeviceInfo&) {
+  f.defaults([any_alignment](const Problem& p, const DeviceInfo&) {
     Config c;
-    c.set("VEC", widest_vec(p));
+    c.set("VEC", any_alignment ? 16 / elem(p) : widest_vec(p)); // shared-memory vectors: 16 bytes whatever x's alignment
     int cl = 1;
     c.set("CL", cl);
     while (cl < 16 && bulk_slice_bytes(c, p) > 64 * 1024) c.set("CL", cl *= 2);
@@ -281,7 +301,7 @@ Family bulk_family(const RowsOpSpec& s) {
   });
   f.launch([](const Config& c, const Problem& p) {
     LaunchPlan plan = one_step(unsigned((rows(p) + c["RPC"] - 1) / c["RPC"] * c["CL"]), unsigned(c["THREADS"]));
-    plan.steps[0].dynamic_smem = unsigned(c["STAGES"] * bulk_slice_bytes(c, p));
+    plan.steps[0].dynamic_smem = unsigned(bulk_buffers_bytes(c, p));
     plan.steps[0].balance_clusters = c["LB"] == 1;
     return plan;
   });

@@ -57,10 +57,14 @@ TEST(RowsGpu, SampledConfigsOfEveryFamilyMatchFp64Reference) {
     for (const auto& f : builtin_families()) {
       if (f.op() != op) continue;
       for (DType dt : {DType::f32, DType::bf16, DType::f16})
-        for (const char* shape : {"1x1", "7x1000", "64x768", "33x4096", "3x32000", "2x131072"}) {
+        for (const char* shape : {"1x1", "7x1000", "64x768", "33x4096", "3x32000", "2x131072", "9x1001", "5x50257"}) {
           Problem p = Problem::parse(op, shape, "", dt);
           if (std::string(shape) == "7x1000") { // padded rows: the kernels must leave the padding alone
             p.ld = {1008, 1016};
+            p.align = Problem::alignment_of(p.ld, element_bytes(dt));
+          }
+          if (std::string(shape) == "9x1001") { // rows off 16-byte lines, x's and y's at different offsets
+            p.ld = {1003, 1005};
             p.align = Problem::alignment_of(p.ld, element_bytes(dt));
           }
           if (std::string(op) == "softmax") p.scalars["scale"] = 0.7;
@@ -71,7 +75,7 @@ TEST(RowsGpu, SampledConfigsOfEveryFamilyMatchFp64Reference) {
       // does not divide, clusters of 1..8, every dtype.
       if (f.name() != std::string(op) + "_bulk") continue;
       for (DType dt : {DType::f32, DType::bf16, DType::f16})
-        for (const char* shape : {"37x32000", "5x131072"})
+        for (const char* shape : {"37x32000", "5x131072", "37x50257"})
           for (auto [cl, rpc, stages] : {std::tuple{1, 4, 2}, std::tuple{4, 16, 2}, std::tuple{2, 2, 1}, std::tuple{8, 2, 2}})
             for (int store : {0, 1}) {
               Problem p = Problem::parse(op, shape, "", dt);
