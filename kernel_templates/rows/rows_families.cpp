@@ -105,6 +105,9 @@ Family warp_family(const RowsOpSpec& s) {
     }
     return c;
   });
+  f.launch([](const Config& c, const Problem& p) {
+    return one_step(unsigned((rows(p) + c["WARPS"] - 1) / c["WARPS"]), unsigned(32 * c["WARPS"]));
+  });
   return f;
 }
 
