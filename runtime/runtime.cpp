@@ -213,10 +213,10 @@ struct Runtime::Impl {
   // An op without a baseline library (the row ops): its exact entry, else candidates timed against
   // each other at first use: the nearest lender of each family that serves p (best ranked first;
   // home speedups are unknown, so the score ranks by distance) and each family's default that is
-  // valid for p. Which family wins moves with the row length (on the H100, 8192x2048 bf16 softmax
-  // ran the nearest lender, a bulk config tuned at 16384x4096, at 71 % of the copy rate, and the
-  // warp-per-row kernel at 98 %), so distance alone is not a rule worth trusting. Until measured,
-  // the first candidate runs.
+  // valid for p. Which family wins moves with the row length (on the H100 a bulk config lent from
+  // 16384x4096 ran a row op at 8192x2048 at 71 % of the copy rate where the one-warp-per-row
+  // default reaches 98 %: docs/PERFORMANCE.md, "Row ops at shapes no table holds"), so distance
+  // alone is not a rule worth trusting. Until measured, the first candidate runs.
   Selection select_generic(const Problem& p) const {
     if (const auto ex = index->exact(p); !ex.empty()) return from_exact(ex.front());
     Selection s;
