@@ -93,6 +93,22 @@ __device__ __forceinline__ float ex2(float x) {
   return r;
 }
 
+// 2^x flushing subnormal results to 0: one MUFU.EX2, where ex2 adds the scaling ptxas wraps around
+// it for subnormals. Only for terms of a sum that holds a term of 1 (exp(0) of the max): a term
+// below 2^-126 changes nothing there.
+__device__ __forceinline__ float ex2_ftz(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+
+// log2(x) (MUFU.LG2, about 2^-22 absolute error).
+__device__ __forceinline__ float lg2(float x) {
+  float r;
+  asm("lg2.approx.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Global memory. x is read once per pass: the non-coherent path without L1 allocation (it would
 // only evict weight / bias, which every row reuses and which take the normal cached path). The
@@ -394,7 +410,7 @@ __device__ __forceinline__ void accumulate(Stats<OP>& st, float (&g)[N][VEC], co
 #pragma unroll
       for (int u = 0; u < N; ++u)
 #pragma unroll
-        for (int e = 0; e < VEC; ++e) s += ex2((g[u][e] - m) * k.c);
+        for (int e = 0; e < VEC; ++e) s += ex2_ftz((g[u][e] - m) * k.c); // the group's max contributes 1
       st.s = st.s * rescale(st.m, m, k.c) + s;
       st.m = m;
     }
@@ -724,14 +740,18 @@ __device__ __forceinline__ void fold_vectors(Stats<OP>& st, const Src& src, int 
 // cached against a thread's own max); the norms as finish() gives it.
 template <int OP>
 __device__ __forceinline__ Finish finish_from_row(const Stats<OP>& all, const KtuneRowsArgs& p, const RowConsts& k) {
+  // softmax: shift = -log2(S), which pass 2 adds to exp's argument instead of multiplying by 1/S
+  // afterwards (one instruction an element less; lg2's 2^-22 absolute error is a relative error of
+  // 2^-22 ln 2 in every output). S = 0 (all -inf): the arguments are NaN already; S NaN (an inf or
+  // NaN in the row): NaN everywhere, like PyTorch.
   if constexpr (OP == KTUNE_ROWS_SOFTMAX)
-    return Finish{0.0f, __fdividef(1.0f, all.s)}; // S = 0 (all -inf): inf, times exp(NaN) below: NaN like PyTorch
+    return Finish{-lg2(all.s), 1.0f};
   else
     return finish<OP>(all, all, p, k);
 }
 
-// Pass 2: the source's nvec vectors to y (softmax turns x into exp((xs - M) * |scale|) against the
-// row's max M first); with_affine picks W and B once. GENERIC: o.y is a generic address (rows_bulk
+// Pass 2: the source's nvec vectors to y (softmax turns x into exp((xs - M) * |scale|) / S with the
+// row's max M and sum S); with_affine picks W and B once. GENERIC: o.y is a generic address (rows_bulk
 // writes the results into its shared-memory slice in place, for a bulk store).
 template <int OP, int DT, int VEC, int THREADS, int U, class Src, bool GENERIC = false>
 struct SecondPass {
@@ -755,10 +775,26 @@ struct SecondPass {
 #pragma unroll
     for (int u = 0; u < N; ++u) {
       if constexpr (OP == KTUNE_ROWS_SOFTMAX) {
+        // exp((xs - M) * |scale|) / S = 2^((x - sgn M) * sgn c - log2 S) (xs - M = sgn (x - sgn M)
+        // exactly): x - sgn M exact near the max, one fused rounding after it.
+        const float ms = all.m * k.sgn, cs = k.c * k.sgn;
+        if constexpr (DT == 0) {
 #pragma unroll
-        for (int e = 0; e < VEC; ++e) g[u][e] = ex2((g[u][e] * k.sgn - all.m) * k.c);
+          for (int e = 0; e < VEC; ++e) g[u][e] = ex2(fmaf(g[u][e] - ms, cs, f.shift));
+        } else {
+          // 16-bit results: 2^(t + 64) flushing to zero, times 2^-64 (an FMUL, which keeps
+          // subnormals): two instructions where ex2 wraps MUFU.EX2 in more for subnormal results.
+          // Exact for t in [-190, 64] (t <= 0 here; below -190 the result is 0 in bf16 too, barely:
+          // bf16's least subnormal is 2^-133); the argument's extra rounding at 64 (2^-18
+          // relative) is far below bf16's and f16's 2^-8 and 2^-11.
+          const float shift64 = f.shift + 64.0f;
+#pragma unroll
+          for (int e = 0; e < VEC; ++e) g[u][e] = ex2_ftz(fmaf(g[u][e] - ms, cs, shift64)) * 0x1p-64f;
+        }
+        store_vec<DT, VEC, GENERIC>(o.y, static_cast<long long>(i + u * THREADS) * VEC, g[u]);
+      } else {
+        store_out<OP, DT, VEC, W, B, GENERIC>(o, static_cast<long long>(i + u * THREADS) * VEC, g[u], f);
       }
-      store_out<OP, DT, VEC, W, B, GENERIC>(o, static_cast<long long>(i + u * THREADS) * VEC, g[u], f);
     }
   }
 };
