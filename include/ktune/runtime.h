@@ -17,7 +17,9 @@
 // candidates, never a promise. On the first gemm() of such a problem the best-ranked few and
 // cuBLAS are timed at the problem itself, and the fastest runs from then on (cuBLAS unless a
 // kernel wins by RuntimeOptions::measure_margin): the runtime is never knowingly slower than
-// cuBLAS. best_config() says what was chosen and why.
+// cuBLAS. Row ops (softmax, LayerNorm, RMSNorm: no baseline library) time the nearest tuned config
+// of each family and each family's default against each other on their first rows() call and keep
+// the fastest. best_config() says what was chosen and why.
 #pragma once
 #include <cuda.h>
 
@@ -67,7 +69,8 @@ struct Selection {
   std::optional<double> time_ms, cublas_ms; // recorded for the tuned problem (of the candidate shown)
   // For a problem nobody tuned: the lenders worth measuring, best predicted first. gemm() times
   // each and cuBLAS at the problem the first time it sees it, and runs the fastest (cuBLAS unless
-  // a kernel is at least RuntimeOptions::measure_margin faster).
+  // a kernel is at least RuntimeOptions::measure_margin faster); rows() times each (for row ops
+  // also each family's default) and runs the fastest.
   std::vector<CandidateConfig> candidates;
   bool measure_pending = false;              // candidates not measured yet (no gemm() call so far)
   bool measured = false;                     // the choice was measured at this problem
@@ -93,7 +96,9 @@ struct RuntimeOptions {
   // For a problem nobody tuned, time the best-scored lenders and cuBLAS on the first gemm() call
   // (on the caller's stream, into a scratch C; the call then blocks until they finish) and keep
   // the fastest for the life of the Runtime. Off, or when the stream is being captured into a
-  // graph, a lender runs only when predicted kTrustUnmeasured (1.15x) faster than cuBLAS.
+  // graph, a lender runs only when predicted kTrustUnmeasured (1.15x) faster than cuBLAS. Row ops
+  // likewise time their candidates on the first rows() call (into a scratch y); off, or inside a
+  // capture, the first candidate (the nearest lender, else a family default) runs.
   bool measure_untuned = true;
   double measure_margin = 0.03; // a kernel must beat cuBLAS by this fraction to be chosen (first use and tuned entries)
   std::string arch;                // "" = the arch of `device` (needs a GPU)
