@@ -244,7 +244,8 @@ struct Runtime::Impl {
     s.measure_pending = s.candidates.size() > 1 && opts.measure_untuned;
     const std::string first = lent ? "nearest tuned problem " + *s.tuned + fmt(" (log distance %.2f)", s.distance)
                                    : "nothing of this op and dtype is tuned near: " + s.family + "'s default";
-    s.why = s.measure_pending ? std::to_string(s.candidates.size()) + " candidates (lenders and family defaults) to time at first use; until then " + first
+    s.why = s.measure_pending ? std::to_string(s.candidates.size()) +
+                                    " candidates (lenders and family defaults) to time at first use; until then " + first
                               : first;
     return s;
   }
@@ -542,43 +543,42 @@ struct Runtime::Impl {
     return s;
   }
 
-  // The choice for row-op problem p as rows() makes it: measured on first use where the selection
-  // asks for it (outside a stream capture; inside one the first candidate runs, unmeasured, and a
-  // later call outside a capture measures).
-  Selection resolve_rows(const Problem& p, const void* x, const void* weight, const void* bias, CUstream stream,
-                         const Runtime& rt) {
-    Selection s = rt.best_config(p);
+  // The choice for the problem of `key` as its launch makes it: measured on first use where the
+  // selection asks for it, once (another thread may have measured it meanwhile), and never on a
+  // stream being captured: nothing can be timed (or waited for) there, `captured` decides, and the
+  // next call outside a capture measures.
+  Selection resolve_first_use(const std::string& key, CUstream stream, const std::function<Selection()>& current,
+                              const std::function<Selection(Selection)>& captured,
+                              const std::function<Selection(Selection)>& measure_it) {
+    Selection s = current();
     if (!s.measure_pending) return s;
     std::lock_guard<std::mutex> lk(measure_mu);
-    s = rt.best_config(p); // another thread may have measured it meanwhile
+    s = current();
     if (!s.measure_pending) return s;
     CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
-    check_cu(driver().cuStreamIsCapturing(stream, &cap), "cuStreamIsCapturing", "ktune::Runtime::rows " + p.key());
-    if (cap != CU_STREAM_CAPTURE_STATUS_NONE) return s;
-    s = measure_rows(p, std::move(s), x, weight, bias, stream);
+    check_cu(driver().cuStreamIsCapturing(stream, &cap), "cuStreamIsCapturing", "first use of " + key);
+    if (cap != CU_STREAM_CAPTURE_STATUS_NONE) return captured(std::move(s));
+    s = measure_it(std::move(s));
     std::lock_guard<std::mutex> sl(sel_mu);
-    selections[p.key()] = s;
+    selections[key] = s;
     return s;
   }
 
-  // The choice for p as gemm() makes it: measured on first use where the selection asks for it.
+  // gemm(): a capture runs the prediction (unmeasured: a lender only where predicted clearly
+  // faster than cuBLAS).
   Selection resolve(const GemmProblem& p, const void* A, const void* B, CUstream stream, const Runtime& rt) {
-    Selection s = rt.best_config(p);
-    if (!s.measure_pending) return s;
-    std::lock_guard<std::mutex> lk(measure_mu);
-    s = rt.best_config(p); // another thread may have measured it meanwhile
-    if (!s.measure_pending) return s;
-    CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
-    check_cu(driver().cuStreamIsCapturing(stream, &cap), "cuStreamIsCapturing", "ktune::gemm " + p.key());
-    if (cap != CU_STREAM_CAPTURE_STATUS_NONE) {
-      // Nothing can be timed (or waited for) on a stream being captured; the prediction decides,
-      // and the next call outside a capture measures.
-      return unmeasured(s, "stream being captured, not measured");
-    }
-    s = measure(p, std::move(s), A, B, stream);
-    std::lock_guard<std::mutex> sl(sel_mu);
-    selections[p.key()] = s;
-    return s;
+    return resolve_first_use(
+        p.key(), stream, [&] { return rt.best_config(p); },
+        [&](Selection s) { return unmeasured(std::move(s), "stream being captured, not measured"); },
+        [&](Selection s) { return measure(p, std::move(s), A, B, stream); });
+  }
+
+  // rows(): a capture leaves the selection pending (the caller runs its first candidate).
+  Selection resolve_rows(const Problem& p, const void* x, const void* weight, const void* bias, CUstream stream,
+                         const Runtime& rt) {
+    return resolve_first_use(
+        p.key(), stream, [&] { return rt.best_config(p); }, [](Selection s) { return s; },
+        [&](Selection s) { return measure_rows(p, std::move(s), x, weight, bias, stream); });
   }
 };
 

@@ -212,7 +212,9 @@ int64_t bulk_slice_bytes(const Config& c, const Problem& p) { return slice(c, p)
 // Whether every row of p is whole 16-byte lines (x aligned, rows a multiple of 16 bytes apart and
 // long): the bulk copies then move whole slices. Else a slice may begin inside a line and its
 // buffer is 16 bytes longer (rows_bulk.cu's SliceLayout; the kernel tests the same from its pointers).
-bool whole_lines(const Problem& p) { return p.align >= 16 && (cols(p) * elem(p)) % 16 == 0 && (p.ld[0] * elem(p)) % 16 == 0; }
+bool whole_lines(const Problem& p) {
+  return p.align >= 16 && (cols(p) * elem(p)) % 16 == 0 && (p.ld[0] * elem(p)) % 16 == 0;
+}
 
 // rows_bulk.cu's dynamic shared memory: STAGES buffers of a slice each.
 int64_t bulk_buffers_bytes(const Config& c, const Problem& p) {
@@ -238,7 +240,9 @@ Family bulk_family(const RowsOpSpec& s) {
                return any_alignment ? c["VEC"] * elem(p) <= 16 : vector_ok(c, p);
              })
       .restrict("bulk copies move 16-byte granules", {"VEC"},
-                [any_alignment](const Config&, const Problem& p, const DeviceInfo&) { return any_alignment || whole_lines(p); })
+                [any_alignment](const Config&, const Problem& p, const DeviceInfo&) {
+                  return any_alignment || whole_lines(p);
+                })
       .restrict("CL CTAs per row fit the grid", {"VEC", "CL"},
                 [](const Config& c, const Problem& p, const DeviceInfo&) { return rows(p) * c["CL"] <= INT_MAX; })
       .restrict("the slice fits shared memory", {"VEC", "CL"},
@@ -288,7 +292,8 @@ Family bulk_family(const RowsOpSpec& s) {
   // cluster from one buffer, stored from registers.
   f.defaults([any_alignment](const Problem& p, const DeviceInfo&) {
     Config c;
-    c.set("VEC", any_alignment ? 16 / elem(p) : widest_vec(p)); // shared-memory vectors: 16 bytes whatever x's alignment
+    // Shared-memory vectors of 16 bytes whatever x's alignment where the op allows it.
+    c.set("VEC", any_alignment ? 16 / elem(p) : widest_vec(p));
     int cl = 1;
     c.set("CL", cl);
     while (cl < 16 && bulk_slice_bytes(c, p) > 64 * 1024) c.set("CL", cl *= 2);
