@@ -27,14 +27,17 @@
 //            stores leave as a few large async copies, and it needs no store slots while they drain)
 //
 // The slice: per = ceil(cols / CL) rounded up to 32 * VEC elements (a warp's sweep, a multiple of
-// 64 bytes), CTA rank r takes columns [r * per, min(cols, (r + 1) * per)); its pieces are
-// ceil(n / PIECES) elements rounded up the same way (the last ones may be short or empty).
+// 64 bytes), CTA rank r takes columns [r * per, min(cols, (r + 1) * per)); its pieces are runs of
+// ceil(span / PIECES) buffer positions rounded up the same way (the last ones may be short or
+// empty; span = the slice plus its offset into its first 16-byte line, SliceLayout below).
 //
 // Host rules (besides rows_common.cuh's): sm_90; grid = ceil(rows / RPC) * CL x 1 x 1 (<= 2^31 - 1),
-// block = THREADS, dynamic shared memory = STAGES * per * sizeof(element) bytes (<= the device's
-// opt-in limit less the static few hundred bytes); the bulk copies need 16-byte
-// granules: x 16-byte aligned, ldx * sizeof(element) and cols * sizeof(element) multiples of 16
-// (and with STORE = 1 the same for y and ldy). y, weight and bias follow VEC's rule otherwise.
+// block = THREADS, dynamic shared memory = STAGES * per * sizeof(element) bytes where every row is
+// whole 16-byte lines (x 16-byte aligned, ldx * sizeof(element) and cols * sizeof(element)
+// multiples of 16), STAGES * (per * sizeof(element) + 16) otherwise (<= the device's opt-in limit
+// less the static few hundred bytes). Rows off 16-byte lines: softmax only (VEC * sizeof(element)
+// <= 16; y any alignment); the norms keep VEC's rule for y, weight and bias and whole lines.
+// STORE = 1: whole lines, and y's rows too (y 16-byte aligned, ldy * sizeof(element) a multiple of 16).
 #include "ktune_async.cuh"
 #include "rows_common.cuh"
 
