@@ -576,7 +576,9 @@ __device__ __forceinline__ Stats<OP> local_stats(float (&v)[CHUNKS][VEC], int li
   }
 }
 
-// What the stores apply: y = (v - shift) * mult (* w + b for the norms).
+// What the stores apply: y = (v - shift) * mult (* w + b for the norms). Softmax's second pass
+// (finish_from_row) instead adds shift = -log2 S to exp's argument and leaves mult at 1; the
+// register-cached kernels' softmax (finish) scales by mult.
 struct Finish {
   float shift, mult;
 };
@@ -784,8 +786,8 @@ struct SecondPass {
         } else {
           // 16-bit results: 2^(t + 64) flushing to zero, times 2^-64 (an FMUL, which keeps
           // subnormals): two instructions where ex2 wraps MUFU.EX2 in more for subnormal results.
-          // Exact for t in [-190, 64] (t <= 0 here; below -190 the result is 0 in bf16 too, barely:
-          // bf16's least subnormal is 2^-133); the argument's extra rounding at 64 (2^-18
+          // Exact for t in [-190, 64] (t <= 0 here; below -190 the result rounds to 0 in bf16 and
+          // f16 anyway: their least subnormals are 2^-133 and 2^-24); the argument's extra rounding at 64 (2^-18
           // relative) is far below bf16's and f16's 2^-8 and 2^-11.
           const float shift64 = f.shift + 64.0f;
 #pragma unroll

@@ -216,10 +216,11 @@ bool whole_lines(const Problem& p) {
   return p.align >= 16 && (cols(p) * elem(p)) % 16 == 0 && (p.ld[0] * elem(p)) % 16 == 0;
 }
 
-// rows_bulk.cu's dynamic shared memory: STAGES buffers of a slice each.
-int64_t bulk_buffers_bytes(const Config& c, const Problem& p) {
-  return c["STAGES"] * (bulk_slice_bytes(c, p) + (whole_lines(p) ? 0 : 16));
-}
+// One of rows_bulk.cu's slice buffers: the slice, 16 bytes more where rows begin inside a line.
+int64_t bulk_buffer_bytes(const Config& c, const Problem& p) { return bulk_slice_bytes(c, p) + (whole_lines(p) ? 0 : 16); }
+
+// rows_bulk.cu's dynamic shared memory: STAGES buffers.
+int64_t bulk_buffers_bytes(const Config& c, const Problem& p) { return c["STAGES"] * bulk_buffer_bytes(c, p); }
 
 Family bulk_family(const RowsOpSpec& s) {
   Family f = common(s, "bulk", "the row (a cluster of CL CTAs: a slice each) in shared memory through bulk copies, statistics as pieces land");
@@ -247,8 +248,7 @@ Family bulk_family(const RowsOpSpec& s) {
                 [](const Config& c, const Problem& p, const DeviceInfo&) { return rows(p) * c["CL"] <= INT_MAX; })
       .restrict("the slice fits shared memory", {"VEC", "CL"},
                 [](const Config& c, const Problem& p, const DeviceInfo& d) {
-                  // 1 KB: the static barriers and stats; 16 bytes where rows begin inside a line.
-                  return bulk_slice_bytes(c, p) + (whole_lines(p) ? 0 : 16) + 1024 <= d.max_smem_per_block_optin;
+                  return bulk_buffer_bytes(c, p) + 1024 <= d.max_smem_per_block_optin; // 1 KB: the static barriers and stats
                 })
       // A cluster only where one CTA's share would be large: shorter rows gain nothing from its
       // barriers and exchange.
@@ -286,8 +286,8 @@ Family bulk_family(const RowsOpSpec& s) {
   f.kernels([s](const Config& c, const Problem& p) {
     return std::vector<std::string>{instance("rows_bulk", s, p, {c["VEC"], c["THREADS"], c["CL"], c["PIECES"], c["RPC"], c["STAGES"], c["STORE"]})};
   });
-  // 16-byte vectors, the fewest CTAs a row whose slices are at most 64 KB (the tuned vocabulary rows: 4096x32000
-  // one 64 KB CTA, 512x128256 bf16 eight 32 KB ones at 98.7 us against four 64 KB ones at 99.0),
+  // 16-byte vectors, the fewest CTAs a row whose slices are at most 64 KB (the tuned vocabulary
+  // rows: 4096x32000 one 64 KB CTA, 512x128256 bf16 eight 32 KB ones at 98.7 us against four 64 KB ones at 99.0),
   // 4 pieces where the slice has room for them, the load-balancing policy for clusters; one row a
   // cluster from one buffer, stored from registers.
   f.defaults([any_alignment](const Problem& p, const DeviceInfo&) {
