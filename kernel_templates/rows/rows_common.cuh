@@ -22,9 +22,11 @@
 // finite non-zero scale, negative included, follows PyTorch.
 //
 // ---- Numerics ----
-// softmax never forms scale * x: with s = sign(scale) (1 for 0) it keeps xs = s * x (exact), its
-// max M and d = (xs - M) * |scale| (xs - M is exact near the max, so exp's argument carries one
-// rounding relative to d, not to |x|); exp(d) = ex2(d * log2(e)). A lane's (warp/block/cluster
+// softmax never forms scale * x: with s = sign(scale) (1 for 0) its max runs over xs = s * x
+// (exact) and gives M; every exp is 2^(x * cs - ref(M)) with cs = scale * log2(e) and ref(M) =
+// M * |scale| * log2(e) rounded once, as one FMA: x * cs exact inside it, one rounding of the
+// difference, so exp's argument carries one rounding relative to itself, not to |x| (ref's own
+// rounding is common to every term and rescale, so it cancels in y). A lane's (warp/block/cluster
 // kernels) or a chunk group's (stream) elements are summed against their own max m and partial
 // (m, sum) pairs merge with rescaling (the online-softmax combine), so one reduction round
 // suffices and each element needs one exp. LayerNorm merges (count, mean, M2) triples with Chan
@@ -83,6 +85,16 @@ __host__ __device__ constexpr int pow2_ceil(int n) {
 __device__ __forceinline__ float max_nan(float a, float b) {
   float r;
   asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+// The same on two 16-bit elements at once (DT 1: bf16x2, 2: f16x2; one HMNMX2 for two elements).
+template <int DT>
+__device__ __forceinline__ unsigned max2_nan(unsigned a, unsigned b) {
+  unsigned r;
+  if constexpr (DT == 1)
+    asm("max.NaN.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  else
+    asm("max.NaN.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
   return r;
 }
 
@@ -276,19 +288,31 @@ __device__ __forceinline__ void store_vec(void* base, long long i, const float (
 // Per-row constants and statistics.
 // ---------------------------------------------------------------------------------------------
 struct RowConsts {
-  float sgn; // softmax: sign(scale) (1 for 0): xs = sgn * x is what the max runs over
-  float c;   // softmax: |scale| * log2(e): exp(scale * x - max) = ex2((xs - M) * c)
+  float sgn;     // softmax: sign(scale) (1 for 0): xs = sgn * x is what the max runs over
+  float c;       // softmax: |scale| * log2(e): exp(scale * x - max) = ex2(xs * c - ref(M, c))
+  float cs;      // softmax: sgn * c = scale * log2(e): xs * c = x * cs, so the sums read x as it is
+  unsigned flip; // softmax, 16-bit x: the sign bits that turn a pair of x into a pair of xs (xor)
 };
 
 __device__ __forceinline__ RowConsts row_consts(const KtuneRowsArgs& p) {
   RowConsts k;
   k.sgn = p.scale < 0.0f ? -1.0f : 1.0f;
   k.c = fabsf(p.scale) * kLog2e;
+  k.cs = k.sgn * k.c;
+  k.flip = p.scale < 0.0f ? 0x80008000u : 0u;
   return k;
 }
 
+// softmax: the exponent a sum of exp terms is taken against, for the max m: ref = m * c rounded
+// once. Every term is ex2(fma(x, cs, -ref)) (x * cs exact in the FMA, one rounding: no extra
+// error from ref's own rounding, which every term and every rescale shares), one instruction an
+// element where ex2((xs - m) * c) took two. Whoever rescales a sum or takes exp against the row's
+// max uses the same ref (rescale, the second pass), so the sums agree bit for bit in meaning.
+// __fmul_rn: never contracted into a neighbouring add.
+__device__ __forceinline__ float ref(float m, float c) { return __fmul_rn(m, c); }
+
 // softmax: max m of xs over the elements seen (-inf: none seen, or all -inf) and the sum of
-// exp((xs - m) * |scale|) over them.
+// 2^(xs * c - ref(m, c)) = exp((xs - m) * |scale|) over them.
 struct SoftmaxStats {
   float m, s;
 };
@@ -331,10 +355,12 @@ __device__ __forceinline__ SumStats empty_stats<SumStats>() {
   return {0.0f};
 }
 
-// exp((m - M) * c) as the weight of a partial sum taken against max m once the max is M; a
-// partial of no (or only -inf) elements weighs 0 (its sum is 0; this also keeps -inf - -inf and
-// scale == 0 from making a NaN out of nothing).
-__device__ __forceinline__ float rescale(float m, float M, float c) { return m == neg_inf() ? 0.0f : ex2((m - M) * c); }
+// 2^(ref(m) - ref(M)) as the weight of a partial sum taken against max m once the max is M (ref
+// is monotonic: the exponent is <= 0 when m <= M); a partial of no (or only -inf) elements weighs 0
+// (its sum is 0; this also keeps -inf - -inf and scale == 0 from making a NaN out of nothing).
+__device__ __forceinline__ float rescale(float m, float M, float c) {
+  return m == neg_inf() ? 0.0f : ex2(__fsub_rn(ref(m, c), ref(M, c)));
+}
 
 // The combines are symmetric bit for bit: combine(a, b) == combine(b, a), which the
 // xor-butterflies rely on for identical results in every lane. max_nan is symmetric, products and
@@ -406,11 +432,12 @@ __device__ __forceinline__ void accumulate(Stats<OP>& st, float (&g)[N][VEC], co
       }
     const float m = max_nan(st.m, gm);
     if (m != neg_inf()) { // else nothing but -inf so far: the stats stay empty
+      const float r = ref(m, k.c);
       float s = 0.0f;
 #pragma unroll
       for (int u = 0; u < N; ++u)
 #pragma unroll
-        for (int e = 0; e < VEC; ++e) s += ex2_ftz((g[u][e] - m) * k.c); // the group's max contributes 1
+        for (int e = 0; e < VEC; ++e) s += ex2_ftz(fmaf(g[u][e], k.c, -r)); // the group's max contributes ~1
       st.s = st.s * rescale(st.m, m, k.c) + s;
       st.m = m;
     }
@@ -504,7 +531,7 @@ __device__ __forceinline__ void load_row(float (&v)[CHUNKS][VEC], const void* x,
 }
 
 // This thread's statistics of its chunks. softmax also turns each cached xs into
-// exp((xs - m) * |scale|) against the thread's own max m (0 out of the row), which is what
+// 2^(xs * c - ref(m, c)) against the thread's own max m (0 out of the row), which is what
 // the stores scale; out-of-row elements are masked explicitly (scale == 0 would make NaN of them).
 template <int OP, int VEC, int CHUNKS, int STRIDE>
 __device__ __forceinline__ Stats<OP> local_stats(float (&v)[CHUNKS][VEC], int limit, const RowConsts& k) {
@@ -518,12 +545,13 @@ __device__ __forceinline__ Stats<OP> local_stats(float (&v)[CHUNKS][VEC], int li
 #pragma unroll
     for (int e = 0; e < VEC; ++e) part[e] = 0.0f;
     const bool any = m != neg_inf();
+    const float r = ref(m, k.c);
 #pragma unroll
     for (int ch = 0; ch < CHUNKS; ++ch) {
       const bool in = any && ch * STRIDE < limit;
 #pragma unroll
       for (int e = 0; e < VEC; ++e) {
-        v[ch][e] = in ? ex2((v[ch][e] - m) * k.c) : 0.0f;
+        v[ch][e] = in ? ex2(fmaf(v[ch][e], k.c, -r)) : 0.0f;
         part[e] += v[ch][e];
       }
     }
@@ -583,8 +611,8 @@ struct Finish {
   float shift, mult;
 };
 
-// From the row's statistics `all`. softmax: v holds exp((xs - m) * c) against the thread's own
-// max m = mine.m, so mult = exp((m - M) * c) / S; a row of all -inf has S = 0 and gets NaN (0/0)
+// From the row's statistics `all`. softmax: v holds 2^(xs * c - ref(m)) against the thread's own
+// max m = mine.m, so mult = rescale(m, M) / S; a row of all -inf has S = 0 and gets NaN (0/0)
 // like PyTorch.
 template <int OP>
 __device__ __forceinline__ Finish finish(const Stats<OP>& mine, const Stats<OP>& all, const KtuneRowsArgs& p,
@@ -691,20 +719,37 @@ __device__ __forceinline__ void store_row(const KtuneRowsArgs& p, void* yrow, co
 // (VEC elements) of the row: GlobalRow or SmemRow. Vector i goes to thread i % THREADS, U vectors
 // in flight a thread per iteration, a tail one at a time.
 // ---------------------------------------------------------------------------------------------
+// The raw words of a vector of VEC elements of DT (a 16-bit element alone: the low half of one).
 template <int DT, int VEC>
+__host__ __device__ constexpr int vec_words() {
+  return raw_words<VEC * elem_bytes<DT>()>();
+}
+
+template <int DT_, int VEC>
 struct GlobalRow {
+  static constexpr int DT = DT_;
   const void* x; // the row's (or slice's) first element
+  __device__ __forceinline__ void words(unsigned (&w)[vec_words<DT, VEC>()], int i) const {
+    load_raw<VEC * elem_bytes<DT>(), kLoadStream>(w, static_cast<const char*>(x) + static_cast<long long>(i) * VEC * elem_bytes<DT>());
+  }
   __device__ __forceinline__ void load(float (&v)[VEC], int i) const {
-    load_vec<DT, VEC, kLoadStream>(v, x, static_cast<long long>(i) * VEC);
+    unsigned w[vec_words<DT, VEC>()];
+    words(w, i);
+    unpack<DT, VEC>(v, w);
   }
 };
 
-template <int DT, int VEC>
+template <int DT_, int VEC>
 struct SmemRow {
+  static constexpr int DT = DT_;
   unsigned base; // shared-window address of the first element
   __device__ __forceinline__ void load(float (&v)[VEC], int i) const {
+    unsigned w[vec_words<DT, VEC>()];
+    words(w, i);
+    unpack<DT, VEC>(v, w);
+  }
+  __device__ __forceinline__ void words(unsigned (&w)[vec_words<DT, VEC>()], int i) const {
     constexpr int B = VEC * elem_bytes<DT>();
-    unsigned w[raw_words<B>()];
     const unsigned a = base + static_cast<unsigned>(i) * B;
     if constexpr (B == 16)
       asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3]) : "r"(a));
@@ -717,25 +762,57 @@ struct SmemRow {
       asm volatile("ld.shared.u16 %0, [%1];" : "=h"(h) : "r"(a));
       w[0] = h;
     }
-    unpack<DT, VEC>(v, w);
   }
 };
+
+// Pass 1: N vectors of a source taken at i, i + THREADS, ... folded into st. softmax on 16-bit
+// pairs (VEC >= 2) runs the max over the raw pairs: one xor of sign(scale) into a word and one
+// packed max (max.NaN.bf16x2 / f16x2) for two elements, where unpacked floats took an FMUL by
+// sgn and a max each; the exp terms then read x itself (x * cs = xs * c).
+template <int OP, int VEC, int THREADS, int N, class Src>
+__device__ __forceinline__ void fold_group(Stats<OP>& st, const Src& src, int i, const RowConsts& k) {
+  constexpr int DT = Src::DT;
+  if constexpr (OP == KTUNE_ROWS_SOFTMAX && DT != 0 && VEC >= 2) {
+    constexpr int W = VEC / 2;
+    unsigned w[N][W];
+#pragma unroll
+    for (int u = 0; u < N; ++u) src.words(w[u], i + u * THREADS);
+    unsigned mx = w[0][0] ^ k.flip;
+#pragma unroll
+    for (int u = 0; u < N; ++u)
+#pragma unroll
+      for (int j = 0; j < W; ++j)
+        if (u > 0 || j > 0) mx = max2_nan<DT>(mx, w[u][j] ^ k.flip);
+    float h[2];
+    unpack<DT, 2>(h, &mx);
+    const float m = max_nan(st.m, max_nan(h[0], h[1]));
+    if (m != neg_inf()) { // else nothing but -inf so far: the stats stay empty
+      const float r = ref(m, k.c);
+      float s = 0.0f;
+#pragma unroll
+      for (int u = 0; u < N; ++u) {
+        float v[VEC];
+        unpack<DT, VEC>(v, w[u]);
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) s += ex2_ftz(fmaf(v[e], k.cs, -r)); // the group's max contributes ~1
+      }
+      st.s = st.s * rescale(st.m, m, k.c) + s;
+      st.m = m;
+    }
+  } else {
+    float g[N][VEC];
+#pragma unroll
+    for (int u = 0; u < N; ++u) src.load(g[u], i + u * THREADS);
+    accumulate<OP, N, VEC>(st, g, k);
+  }
+}
 
 // Pass 1: vectors [v0, v1) of the source folded into st.
 template <int OP, int VEC, int THREADS, int U, class Src>
 __device__ __forceinline__ void fold_vectors(Stats<OP>& st, const Src& src, int v0, int v1, const RowConsts& k) {
   int i = v0 + static_cast<int>(threadIdx.x);
-  for (; i + (U - 1) * THREADS < v1; i += U * THREADS) {
-    float g[U][VEC];
-#pragma unroll
-    for (int u = 0; u < U; ++u) src.load(g[u], i + u * THREADS);
-    accumulate<OP, U, VEC>(st, g, k);
-  }
-  for (; i < v1; i += THREADS) {
-    float g[1][VEC];
-    src.load(g[0], i);
-    accumulate<OP, 1, VEC>(st, g, k);
-  }
+  for (; i + (U - 1) * THREADS < v1; i += U * THREADS) fold_group<OP, VEC, THREADS, U>(st, src, i, k);
+  for (; i < v1; i += THREADS) fold_group<OP, VEC, THREADS, 1>(st, src, i, k);
 }
 
 // The scaling pass 2 applies: softmax from the row's stats alone (the elements are re-read, not
@@ -752,9 +829,10 @@ __device__ __forceinline__ Finish finish_from_row(const Stats<OP>& all, const Kt
     return finish<OP>(all, all, p, k);
 }
 
-// Pass 2: the source's nvec vectors to y (softmax turns x into exp((xs - M) * |scale|) / S with the
-// row's max M and sum S); with_affine picks W and B once. GENERIC: o.y is a generic address (rows_bulk
-// writes the results into its shared-memory slice in place, for a bulk store).
+// Pass 2: the source's nvec vectors to y (softmax turns x into exp(scale * x - max) / S with the
+// row's max M and sum S, against the sums' reference ref(M); see ref); with_affine picks W and B
+// once. GENERIC: o.y is a generic address (rows_bulk writes the results into its shared-memory
+// slice in place, for a bulk store).
 template <int OP, int DT, int VEC, int THREADS, int U, class Src, bool GENERIC = false>
 struct SecondPass {
   OutPtrs o; // at the source's first column
@@ -763,35 +841,54 @@ struct SecondPass {
   Stats<OP> all;
   Finish f;
   RowConsts k;
+  // softmax's exponent for x: t = fma(x, cs, a) + b. EXACT: a = -ref(M), b = -log2 S (+ 64 for
+  // 16-bit results, see group), two roundings of which the first has no cancellation error.
+  // FOLDED (16-bit results, |a + b| < 256): one FMA with a = the sum rounded (b unused); that
+  // rounding shifts every exponent by the same <= 2^-17, a relative error of <= 2^-17 ln 2 (5.3e-6)
+  // in every result, against bf16's and f16's half ulps of 2^-9 and 2^-12 (per row: uniform branch).
+  enum { kExact = 0, kFolded = 1 };
   template <bool W, bool B>
   __device__ __forceinline__ void run() const {
-    int i = threadIdx.x;
-    for (; i + (U - 1) * THREADS < nvec; i += U * THREADS) group<U, W, B>(i);
-    for (; i < nvec; i += THREADS) group<1, W, B>(i);
+    if constexpr (OP == KTUNE_ROWS_SOFTMAX) {
+      const float a = -ref(all.m, k.c), b = DT == 0 ? f.shift : f.shift + 64.0f;
+      const float folded = __fadd_rn(a, b);
+      if (DT != 0 && fabsf(folded) < 256.0f)
+        sweep<W, B, kFolded>(folded, 0.0f);
+      else
+        sweep<W, B, kExact>(a, b);
+    } else {
+      sweep<W, B, kExact>(0.0f, 0.0f);
+    }
   }
-  template <int N, bool W, bool B>
-  __device__ __forceinline__ void group(int i) const {
+  template <bool W, bool B, int FORM>
+  __device__ __forceinline__ void sweep(float a, float b) const {
+    int i = threadIdx.x;
+    for (; i + (U - 1) * THREADS < nvec; i += U * THREADS) group<U, W, B, FORM>(i, a, b);
+    for (; i < nvec; i += THREADS) group<1, W, B, FORM>(i, a, b);
+  }
+  template <int N, bool W, bool B, int FORM>
+  __device__ __forceinline__ void group(int i, float a, float b) const {
     float g[N][VEC];
 #pragma unroll
     for (int u = 0; u < N; ++u) src.load(g[u], i + u * THREADS);
 #pragma unroll
     for (int u = 0; u < N; ++u) {
       if constexpr (OP == KTUNE_ROWS_SOFTMAX) {
-        // exp((xs - M) * |scale|) / S = 2^((x - sgn M) * sgn c - log2 S) (xs - M = sgn (x - sgn M)
-        // exactly): x - sgn M exact near the max, one fused rounding after it.
-        const float ms = all.m * k.sgn, cs = k.c * k.sgn;
+        // x * cs - ref(M) = xs * c - ref(M): the exponent pass 1's terms took, less log2 S.
         if constexpr (DT == 0) {
 #pragma unroll
-          for (int e = 0; e < VEC; ++e) g[u][e] = ex2(fmaf(g[u][e] - ms, cs, f.shift));
+          for (int e = 0; e < VEC; ++e) g[u][e] = ex2(fmaf(g[u][e], k.cs, a) + b);
         } else {
           // 16-bit results: 2^(t + 64) flushing to zero, times 2^-64 (an FMUL, which keeps
           // subnormals): two instructions where ex2 wraps MUFU.EX2 in more for subnormal results.
           // Exact for t in [-190, 64] (t <= 0 here; below -190 the result rounds to 0 in bf16 and
           // f16 anyway: their least subnormals are 2^-133 and 2^-24); the argument's extra rounding at 64 (2^-18
           // relative) is far below bf16's and f16's 2^-8 and 2^-11.
-          const float shift64 = f.shift + 64.0f;
 #pragma unroll
-          for (int e = 0; e < VEC; ++e) g[u][e] = ex2_ftz(fmaf(g[u][e] - ms, cs, shift64)) * 0x1p-64f;
+          for (int e = 0; e < VEC; ++e) {
+            const float t = FORM == kFolded ? fmaf(g[u][e], k.cs, a) : fmaf(g[u][e], k.cs, a) + b;
+            g[u][e] = ex2_ftz(t) * 0x1p-64f;
+          }
         }
         store_vec<DT, VEC, GENERIC>(o.y, static_cast<long long>(i + u * THREADS) * VEC, g[u]);
       } else {
