@@ -36,6 +36,13 @@ __device__ __forceinline__ void wait() {
 #endif
 }
 
+// Arrives without ordering this thread's earlier memory accesses (a fence before it does, where
+// needed: after mbarrier inits, fence.mbarrier_init.release.cluster). Paired with wait().
+__device__ __forceinline__ void arrive_relaxed() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
+#endif
+}
 // The shared::cluster address of `local` (this CTA's shared memory) in CTA `r` of the cluster.
 __device__ __forceinline__ unsigned remote(const void* local, unsigned r) {
   unsigned a = 0;
@@ -59,6 +66,22 @@ __device__ __forceinline__ void mbar_arrive(unsigned bar, unsigned r) {
 #endif
 }
 
+// The shared::cluster address of this CTA's shared-memory offset `a` in CTA `r` of the cluster.
+__device__ __forceinline__ unsigned remote_at(unsigned a, unsigned r) {
+  unsigned to = 0;
+#if __CUDA_ARCH__ >= 900
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(to) : "r"(a), "r"(r));
+#endif
+  return to;
+}
+// Stores v into another CTA's shared memory at `to` and completes 4 transaction bytes on that CTA's
+// mbarrier at `bar` (both shared::cluster addresses from remote() / remote_at()): the receiver
+// waits on its own mbarrier, with no cluster barrier (st.async).
+__device__ __forceinline__ void store_async_f32(unsigned to, float v, unsigned bar) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.f32 [%0], %1, [%2];" ::"r"(to), "f"(v), "r"(bar) : "memory");
+#endif
+}
 // Loads from another CTA's shared memory (the address from remote()).
 __device__ __forceinline__ float load_f32(unsigned a) {
   float v = 0.0f;

@@ -105,7 +105,7 @@ __global__ void __launch_bounds__(THREADS) KTUNE_CLUSTER_DIMS(CL, 1, 1) rows_bul
   extern __shared__ __align__(128) unsigned char slice_smem[];
   __shared__ __align__(8) unsigned long long bar[STAGES * PIECES];
   __shared__ Stats<OP> red[THREADS / 32];
-  __shared__ Stats<OP> slot;
+  __shared__ ClusterStats<CL, Stats<OP>> cs; // CL > 1: the cluster's all-reduce
 
   const long long cluster = blockIdx.x / CL, clusters = gridDim.x / CL;
   const int rank = CL > 1 ? static_cast<int>(ktune_dev::cluster::rank()) : 0;
@@ -155,8 +155,10 @@ __global__ void __launch_bounds__(THREADS) KTUNE_CLUSTER_DIMS(CL, 1, 1) rows_bul
     as::fence_mbar_init();
 #pragma unroll
     for (int i = 0; i < STAGES; ++i) issue(i);
+    if constexpr (CL > 1) cs.init();
   }
   __syncthreads(); // the mbarriers are initialized before anyone waits on them
+  if constexpr (CL > 1) cs.open();
 
   // Every CTA of a cluster serves the same rows, so all of them leave the loop together and the
   // cluster barriers inside stay matched.
@@ -188,7 +190,7 @@ __global__ void __launch_bounds__(THREADS) KTUNE_CLUSTER_DIMS(CL, 1, 1) rows_bul
     }
 
     Stats<OP> all = block_allreduce<THREADS / 32>(st, red, k.c);
-    if constexpr (CL > 1) all = cluster_allreduce<CL>(all, &slot, k.c);
+    if constexpr (CL > 1) all = cs.allreduce(all, i, k.c);
     const Finish f = finish_from_row<OP>(all, p, k);
     void* yrow = y_row<DT>(p, row);
     // Column of x (and y, weight, bias) at buffer position q.
@@ -234,8 +236,6 @@ __global__ void __launch_bounds__(THREADS) KTUNE_CLUSTER_DIMS(CL, 1, 1) rows_bul
         }
       }
     }
-    // No CTA rewrites (or, leaving, frees) its slot while another may still read it.
-    if constexpr (CL > 1) ktune_dev::cluster::wait();
     if (i + 1 < RPC) {
       // Every thread is done reading red[] before the next row's reduction writes it, and buffer
       // i % STAGES before the copies of the row that reuses it may land (the generic-proxy reads

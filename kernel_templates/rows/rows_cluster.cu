@@ -1,9 +1,9 @@
 // rows_cluster (sm_90): a thread block cluster of CL CTAs shares one row, for rows too long for
 // one SM's registers (vocab 128256 in f32 is 501 KB) and for few long rows that would otherwise
 // leave most SMs idle. Each CTA caches a contiguous slice of the row in registers, reduces it
-// over its block, and the CL partial statistics meet through distributed shared memory: one
-// 4..12-byte slot per CTA, read by every CTA with mapa + ld.shared::cluster between
-// barrier.cluster arrive.release / wait.acquire. The row is read from DRAM once and written once.
+// over its block, and the CL partial statistics meet through distributed shared memory: every
+// CTA pushes its 4..12 bytes into every CTA's slots and waits on its own mbarrier
+// (ClusterStats in rows_common.cuh). The row is read from DRAM once and written once.
 //
 // Template parameters (host code spells them as in the config JSON):
 //   OP, DT, VEC  as in rows_warp.cu
@@ -38,7 +38,11 @@ __global__ void __launch_bounds__(THREADS, 1) KTUNE_CLUSTER_DIMS(CL, 1, 1) rows_
   constexpr int STRIDE = THREADS * VEC;
   constexpr int SWEEP = 32 * VEC;
   __shared__ Stats<OP> red[THREADS / 32];
-  __shared__ Stats<OP> slot;
+  __shared__ ClusterStats<CL, Stats<OP>> cs;
+
+  if (threadIdx.x == 0) cs.init();
+  __syncthreads();
+  cs.open();
 
   const long long row = blockIdx.x / CL;
   const int rank = static_cast<int>(ktune_dev::cluster::rank());
@@ -54,8 +58,7 @@ __global__ void __launch_bounds__(THREADS, 1) KTUNE_CLUSTER_DIMS(CL, 1, 1) rows_
   load_row<OP, DT, VEC, CHUNKS, STRIDE>(v, advance<DT>(x_row<DT>(p, row), col0), limit, k);
   const Stats<OP> mine = local_stats<OP, VEC, CHUNKS, STRIDE>(v, limit, k);
   const Stats<OP> cta = block_allreduce<THREADS / 32>(mine, red, k.c);
-  const Stats<OP> all = cluster_allreduce<CL>(cta, &slot, k.c);
+  const Stats<OP> all = cs.allreduce(cta, 0, k.c);
   store_row<OP, DT, VEC, CHUNKS, STRIDE>(p, y_row<DT>(p, row), v, col0, limit, finish<OP>(mine, all, p, k));
-  ktune_dev::cluster::wait(); // no CTA leaves (freeing its slot) while another may still read it
 #endif
 }

@@ -59,6 +59,7 @@
 #pragma once
 #include "rows_args.h"
 
+#include "ktune_async.cuh"   // rows_cluster, rows_bulk: the cluster all-reduce's mbarriers (async::)
 #include "ktune_cluster.cuh" // rows_cluster, rows_bulk: the cluster all-reduce (KTUNE_CLUSTER_DIMS, cluster::)
 
 namespace ktune_dev {
@@ -463,37 +464,52 @@ __device__ __forceinline__ void accumulate(Stats<OP>& st, float (&g)[N][VEC], co
 }
 
 // ---------------------------------------------------------------------------------------------
-// Thread block clusters (sm_90; rows_cluster, rows_bulk): common/ktune_cluster.cuh. Its barriers
-// are used in halves without .aligned here: the stores before the last wait branch per chunk, and
-// nothing is gained by asking the warp to be converged there.
+// Thread block clusters (sm_90; rows_cluster, rows_bulk): common/ktune_cluster.cuh.
 // ---------------------------------------------------------------------------------------------
-// The stats that CTA `rank` of this cluster keeps at the same shared-memory variable as `local`.
-template <class S>
-__device__ __forceinline__ S load_rank(const S* local, unsigned r) {
-  S s = empty_stats<S>();
-  constexpr int N = sizeof(S) / sizeof(float);
-  float* f = reinterpret_cast<float*>(&s);
-  const unsigned from = cluster::remote(local, r);
-#pragma unroll
-  for (int i = 0; i < N; ++i) f[i] = cluster::load_f32(from + 4u * i);
-  return s;
-}
-
 // All-reduce of the CTAs' (block-reduced, identical in all threads) stats over a cluster of CL
-// CTAs through `slot` (static shared memory, one per CTA). On return this CTA has arrived at the
-// cluster barrier that guards the slots' lifetime: the caller must call cluster::wait() before it
-// exits (and may do its own work, the stores, in between).
+// CTAs by pushes: thread r < CL of every CTA stores the CTA's stats into CTA r's slot for its rank
+// (st.async into distributed shared memory, completing on CTA r's mbarrier), and every CTA waits
+// on its own mbarrier for the CL pushes of the row. No cluster barrier a row: Nsight Compute put a
+// third of rows_bulk's stall samples at the barrier pair that a slot read by the other CTAs
+// (arrive.release, wait, read, arrive) needed, much of it in the releases' ERRBAR, and the CTA
+// then also waited at the end for the others to be done with its slot. Rows alternate between two
+// slot sets: a CTA pushes row i + 2's stats into set i % 2 only after every CTA's push of row i + 1
+// has reached it, and each CTA pushes row i + 1 after it has read row i's set. A CTA that has
+// waited for its last row receives nothing more, so it may exit at once.
 template <int CL, class S>
-__device__ __forceinline__ S cluster_allreduce(S s, S* slot, float c) {
-  if (threadIdx.x == 0) *slot = s;
-  cluster::arrive();
-  cluster::wait(); // every rank's slot is written
-  // Each group of CL lanes reads all ranks and runs the same butterfly: no broadcast needed.
-  s = warp_allreduce<CL>(load_rank(slot, unsigned(threadIdx.x & 31) % CL), c);
-  // The remote values have been used: this CTA is done with the other slots.
-  cluster::arrive();
-  return s;
-}
+struct ClusterStats {
+  S slot[2][CL];             // slot[i % 2][r]: rank r's stats of the cluster's i-th row
+  unsigned long long bar[2]; // bar[i % 2]: the CL pushes of row i landed (parity (i / 2) % 2)
+  static constexpr int N = sizeof(S) / sizeof(float);
+
+  // Thread 0, before the block's first __syncthreads.
+  __device__ __forceinline__ void init() {
+    async::mbar_init(async::smem_addr(&bar[0]), 1);
+    async::mbar_init(async::smem_addr(&bar[1]), 1);
+    async::fence_mbar_init(); // visible to the cluster before the arrive below
+  }
+  // Every thread, after that __syncthreads: the other CTAs may push once they have waited for this
+  // (the first allreduce waits), so the barrier's latency hides behind the first row's pass 1.
+  __device__ __forceinline__ void open() const { cluster::arrive_relaxed(); }
+
+  // The cluster's stats of its i-th row (i = 0, 1, ... in every CTA alike).
+  __device__ __forceinline__ S allreduce(S s, int i, float c) {
+    const int b = i & 1;
+    const unsigned mine = async::smem_addr(&bar[b]);
+    if (i == 0) cluster::wait(); // every CTA's mbarriers are initialized
+    if (threadIdx.x == 0) async::mbar_expect_tx(mine, CL * N * 4u);
+    if (threadIdx.x < CL) {
+      const unsigned r = threadIdx.x;
+      const unsigned to = cluster::remote(&slot[b][cluster::rank()], r), at = cluster::remote_at(mine, r);
+      const float* f = reinterpret_cast<const float*>(&s);
+#pragma unroll
+      for (int n = 0; n < N; ++n) cluster::store_async_f32(to + 4u * n, f[n], at);
+    }
+    async::mbar_wait_cluster(mine, static_cast<unsigned>((i >> 1) & 1));
+    // Each group of CL lanes reads all ranks and runs the same butterfly: the same bits everywhere.
+    return warp_allreduce<CL>(slot[b][(threadIdx.x & 31) % CL], c);
+  }
+};
 
 // ---------------------------------------------------------------------------------------------
 // The register-cached row (rows_warp, rows_block, rows_cluster). A thread holds CHUNKS vectors
