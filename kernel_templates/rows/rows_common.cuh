@@ -505,7 +505,12 @@ struct ClusterStats {
 #pragma unroll
       for (int n = 0; n < N; ++n) cluster::store_async_f32(to + 4u * n, f[n], at);
     }
-    async::mbar_wait_cluster(mine, static_cast<unsigned>((i >> 1) & 1));
+    // The default wait (acquire at CTA scope): the pushes write this CTA's own shared memory and
+    // complete their bytes on its mbarrier as they land, so the phase completes only after the
+    // slots hold them, as with a TMA load. An acquire at cluster scope would add an L1
+    // invalidation (CCTL.IVALL) a row, for global data nobody reads here (Nsight Compute: a sixth
+    // of rows_bulk's stall samples sat on it).
+    async::mbar_wait(mine, static_cast<unsigned>((i >> 1) & 1));
     // Each group of CL lanes reads all ranks and runs the same butterfly: the same bits everywhere.
     return warp_allreduce<CL>(slot[b][(threadIdx.x & 31) % CL], c);
   }
