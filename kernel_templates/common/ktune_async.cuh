@@ -34,6 +34,18 @@ __device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
       : "memory");
 }
 
+// mbar_wait with acquire at cluster scope: for data other CTAs of the cluster stored with
+// st.async completing on this mbarrier.
+__device__ __forceinline__ void mbar_wait_cluster(unsigned bar, unsigned parity) {
+  asm volatile(
+      "{\n.reg .pred done;\n"
+      "WAIT_%=:\n"
+      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT_%=;\n}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+
 // `bytes` (a multiple of 16; src and dst 16-byte aligned) from global memory into this CTA's
 // shared memory at dst, completing that many transaction bytes on the mbarrier.
 __device__ __forceinline__ void bulk_load(unsigned dst, const void* src, unsigned bytes, unsigned bar) {

@@ -505,12 +505,10 @@ struct ClusterStats {
 #pragma unroll
       for (int n = 0; n < N; ++n) cluster::store_async_f32(to + 4u * n, f[n], at);
     }
-    // The default wait (acquire at CTA scope): the pushes write this CTA's own shared memory and
-    // complete their bytes on its mbarrier as they land, so the phase completes only after the
-    // slots hold them, as with a TMA load. An acquire at cluster scope would add an L1
-    // invalidation (CCTL.IVALL) a row, for global data nobody reads here (Nsight Compute: a sixth
-    // of rows_bulk's stall samples sat on it).
-    async::mbar_wait(mine, static_cast<unsigned>((i >> 1) & 1));
+    // Acquire at cluster scope, what the pushes' release (st.async's complete_tx) pairs with.
+    // ptxas adds an L1 invalidation (CCTL.IVALL) for it; a build with the CTA-scope wait measured
+    // the same (docs/runs/2026-11-25-h100-s15-cluster-wait-scope-ab.txt), so the sound form stays.
+    async::mbar_wait_cluster(mine, static_cast<unsigned>((i >> 1) & 1));
     // Each group of CL lanes reads all ranks and runs the same butterfly: the same bits everywhere.
     return warp_allreduce<CL>(slot[b][(threadIdx.x & 31) % CL], c);
   }
