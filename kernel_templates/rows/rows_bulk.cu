@@ -1,8 +1,9 @@
 // rows_bulk (sm_90): the row (or, with a cluster of CL > 1 CTAs, a CTA's slice of it) comes into
 // shared memory through 1D bulk copies (TMA without a tensor map), PIECES copies issued at once
 // by one thread, each completing on its own mbarrier; every thread folds each piece into its
-// statistics as soon as that piece has landed, the block (and the cluster, through DSMEM as in
-// rows_cluster) reduces them, and pass 2 reads the row back from shared memory and writes y.
+// statistics as soon as that piece has landed, the block (and the cluster, by pushes into every
+// CTA's slots: ClusterStats in rows_common.cuh) reduces them, and pass 2 reads the row back from
+// shared memory and writes y.
 // DRAM sees x once and y once, like the register-cached kernels, but a thread keeps no row in
 // registers (~40 of them), so several CTAs share an SM whenever their slices fit its shared
 // memory together: while one reduces or writes, the others' copies keep DRAM busy. That is what
@@ -16,10 +17,11 @@
 //            which runtime/module.cpp allows for every kernel compiled with it)
 //   PIECES   bulk copies (and mbarriers) a slice arrives in (1, 2, 4, 8)
 //   RPC      rows a cluster serves, one after another (1, 2, 4, 8, 16): grid = ceil(rows / RPC)
-//            clusters, cluster c takes rows c, c + G, c + 2G, ... (G clusters). Rows in waves of
-//            equal clusters leave the last wave part-empty (512 rows of 128256 bf16 at CL 8: six
-//            32 KB CTAs an SM, 99 clusters at once, 5.2 waves -> 86 % of the time busy); a grid
-//            of G <= one wave of clusters that each serve RPC rows has no such tail.
+//            clusters, cluster c takes rows c, c + G, c + 2G, ... (G clusters), so a grid of at
+//            most one wave of clusters has no part-empty last wave. Measured, that wave is not
+//            where time goes: at CL 8, 128 threads, 99 to 1024 rows of 128256 bf16 took 6.8 us +
+//            17.4 us per 99 rows (one wave of clusters), 512 rows (5.2 waves) on the line
+//            (docs/runs/2026-11-25-h100-s15-softmax-waves.txt); RPC > 1 has not won a shape.
 //   STAGES   slice buffers (1, 2): with 2 the next row's copies are in flight while this row is
 //            reduced and written (RPC > 1 only)
 //   STORE    0: pass 2 stores y from registers; 1: pass 2 writes the results over the slice in
