@@ -414,21 +414,20 @@ __device__ __forceinline__ void cluster_store_c(const KtuneGemmArgs& p, const fl
 }
 
 // One K tile (64 deep) of a warpgroup's wgmma from stage buffers sa (A) and sb (B), committed as
-// one group; the caller waits. a_wg: the warpgroup's first row of A inside the stage.
+// one group; the caller waits. a_wg: the warpgroup's first row of A inside the stage. All three
+// warp-uniform (a_wg from warp_uniform()), so the descriptors are computed in uniform registers.
 template <int MT, int BN, int F16, int A_COL, int B_COL>
 __device__ __forceinline__ void mma_tile(float (&acc)[MT][BN / 2], unsigned sa, unsigned sb, unsigned a_wg) {
   constexpr unsigned A_KSTEP = A_COL ? 2048 : 32, B_KSTEP = B_COL ? 32 : 2048;
 #pragma unroll
   for (int m = 0; m < MT; ++m) fence_regs(acc[m]);
   wgmma_fence();
+  const Desc128 a0(sa + a_wg, 8192, 1024), b0(sb, 8192, 1024);
 #pragma unroll
   for (int ks = 0; ks < 4; ++ks) {
-    const unsigned long long db = desc128(sb + ks * B_KSTEP, 8192, 1024);
+    const unsigned long long db = b0.plus(ks * B_KSTEP);
 #pragma unroll
-    for (int m = 0; m < MT; ++m) {
-      const unsigned long long da = desc128(sa + a_wg + m * 8192 + ks * A_KSTEP, 8192, 1024);
-      mma<BN, F16, A_COL, !B_COL>(acc[m], da, db);
-    }
+    for (int m = 0; m < MT; ++m) mma<BN, F16, A_COL, !B_COL>(acc[m], a0.plus(m * 8192 + ks * A_KSTEP), db);
   }
   wgmma_commit();
 #pragma unroll
@@ -567,7 +566,7 @@ __global__ void __launch_bounds__(WG * 128, 1) gemm_wgmma(KtuneGemmArgs p) {
 
   // Descriptor pieces that do not change along K. A: this warpgroup's rows; K-major lines are rows
   // (64 rows = 8192 bytes), MN-major 64-row blocks are 8192 bytes too.
-  const unsigned a_wg = unsigned(wg * WM) * 128;
+  const unsigned a_wg = unsigned(warp_uniform(wg) * WM) * 128;
 
 #pragma unroll
   for (int s = 0; s < ST - 2; ++s) {
@@ -740,8 +739,8 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
     if constexpr (MC > 0) cluster::sync();
   } else {
     if constexpr (WG > 1) setmaxnreg_inc<232>();
-    const int cw = wg - 1;              // consumer index
-    const int wrow = PP ? 0 : cw * WM; // its first row in a tile
+    const int cw = warp_uniform(wg - 1); // consumer index
+    const int wrow = PP ? 0 : cw * WM;  // its first row in a tile
     const unsigned a_wg = unsigned(wrow) * 128;
     // PP: the named barrier on which consumer c waits for its turn (the other one's arrive).
     constexpr unsigned TURN = 4;
@@ -764,12 +763,12 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
         for (int j = 0; j < BN / 2; ++j) acc[m][j] = 0.0f;
 
       for (int kt = 0; kt < kn; ++kt, ++it) {
-        const int s = it % ST;
-        mbar_wait(full0 + s * 8, (it / ST) & 1);
+        const unsigned s = unsigned(it) % ST; // it >= 0: unsigned, so no signed-remainder fix-ups
+        mbar_wait(full0 + s * 8, (unsigned(it) / ST) & 1);
         const unsigned sa = sbase + s * STAGE;
         mma_tile<MT, BN, F16, A_COL, B_COL>(acc, sa, sa + A_BYTES, a_wg);
         wgmma_wait<1>(); // K tile it - 1's wgmma have read their stage: release it to the producer
-        if (kt > 0 && tid % 128 == 0) release((it - 1) % ST);
+        if (kt > 0 && tid % 128 == 0) release(int(unsigned(it - 1) % ST));
       }
       // PP: every stage of this tile has been waited for; the other consumer's turn (if it has a next tile).
       if (PP && work.more()) named_arrive(TURN + (1 - cw), 256);
