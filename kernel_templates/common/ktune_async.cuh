@@ -24,27 +24,17 @@ __device__ __forceinline__ void mbar_arrive(unsigned bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
 // Returns once the phase of the given parity has completed (phases alternate 0, 1, 0, ...).
-__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
-  asm volatile(
-      "{\n.reg .pred done;\n"
-      "WAIT_%=:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra WAIT_%=;\n}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
-}
-
-// mbar_wait with acquire at cluster scope: for data other CTAs of the cluster stored with
-// st.async completing on this mbarrier.
-__device__ __forceinline__ void mbar_wait_cluster(unsigned bar, unsigned parity) {
-  asm volatile(
-      "{\n.reg .pred done;\n"
-      "WAIT_%=:\n"
-      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra WAIT_%=;\n}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
-}
+// SEM: the wait's memory semantics, spelled as PTX's qualifiers ("": acquire at CTA scope).
+#define KTUNE_MBAR_WAIT(SEM)                                                                       \
+  asm volatile("{\n.reg .pred done;\nWAIT_%=:\nmbarrier.try_wait.parity" SEM ".shared::cta.b64 done, [%0], %1;\n" \
+               "@!done bra WAIT_%=;\n}\n" ::"r"(bar),                                              \
+               "r"(parity)                                                                          \
+               : "memory")
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) { KTUNE_MBAR_WAIT(""); }
+// The same with acquire at cluster scope: for data other CTAs of the cluster stored with st.async
+// completing on this mbarrier.
+__device__ __forceinline__ void mbar_wait_cluster(unsigned bar, unsigned parity) { KTUNE_MBAR_WAIT(".acquire.cluster"); }
+#undef KTUNE_MBAR_WAIT
 
 // `bytes` (a multiple of 16; src and dst 16-byte aligned) from global memory into this CTA's
 // shared memory at dst, completing that many transaction bytes on the mbarrier.
