@@ -22,7 +22,8 @@
 // cut tile's blocks), ST 8 / 10 / 13 and MC on 64-wide shared tiles passed the same in session 12;
 // the table uses ST 8 (M = 128), neither SK 3 nor 64-wide MC won a public shape. EPI 3 (C stored by
 // the producer warpgroup's idle warps, any alignment) and MC with SPLITK passed the same in session
-// 13; the unaligned entries of the table are EPI 3 configs (2999^3 3.9x cuBLAS). See
+// 13; the unaligned entries of the table are EPI 3 configs (2999^3 3.9x cuBLAS). Descriptors from
+// warp-uniform addresses (Desc128, session 15: a third fewer instructions) passed WgmmaGpu. See
 // tests/kernels/wgmma_gpu_test.cpp for what has run on a GPU.
 //
 // Template parameters (host code spells them as in the config JSON):
