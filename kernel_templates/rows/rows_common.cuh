@@ -864,7 +864,8 @@ struct SecondPass {
   // 16-bit results, see group), two roundings of which the first has no cancellation error.
   // FOLDED (16-bit results, |a + b| < 256): one FMA with a = the sum rounded (b unused); that
   // rounding shifts every exponent by the same <= 2^-17, a relative error of <= 2^-17 ln 2 (5.3e-6)
-  // in every result, against bf16's and f16's half ulps of 2^-9 and 2^-12 (per row: uniform branch).
+  // in every result, against the final rounding's 2^-8 (bf16) and 2^-11 (f16) (per row: uniform
+  // branch).
   enum { kExact = 0, kFolded = 1 };
   template <bool W, bool B>
   __device__ __forceinline__ void run() const {
