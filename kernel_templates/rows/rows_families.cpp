@@ -286,21 +286,24 @@ Family bulk_family(const RowsOpSpec& s) {
   f.kernels([s](const Config& c, const Problem& p) {
     return std::vector<std::string>{instance("rows_bulk", s, p, {c["VEC"], c["THREADS"], c["CL"], c["PIECES"], c["RPC"], c["STAGES"], c["STORE"]})};
   });
-  // 16-byte vectors, the fewest CTAs a row whose slices are at most 64 KB (the tuned vocabulary
-  // rows: 4096x32000 one 64 KB CTA, 512x128256 bf16 eight 32 KB ones at 98.7 us against four 64 KB ones at 99.0),
-  // 4 pieces where the slice has room for them, the load-balancing policy for clusters; one row a
-  // cluster from one buffer, stored from registers.
+  // 16-byte vectors, the fewest CTAs a row whose slices are at most 32 KB, the slice in one piece,
+  // the load-balancing policy for clusters; one row a cluster from one buffer, stored from
+  // registers. Since the cluster all-reduce became pushes (session 15), 256-thread configs with
+  // 32 KB slices and one piece were the best or within 1 % of it at every softmax row of rows.json
+  // tried both ways (docs/runs/2026-11-25-h100-s15-retune-trials.jsonl.gz): 512x128256 CL 8
+  // 86.9 us, 4096x32000 CL 2 173.2 against one 64 KB CTA in 4 pieces 174.6, 1x32000 CL 2 6.8
+  // against 8.4, 1x128256 CL 8 7.0 against CL 4 in 4 pieces 8.6 (the old rule: 64 KB, 4 pieces).
   f.defaults([any_alignment](const Problem& p, const DeviceInfo&) {
     Config c;
     // Shared-memory vectors of 16 bytes whatever x's alignment where the op allows it.
     c.set("VEC", any_alignment ? 16 / elem(p) : widest_vec(p));
     int cl = 1;
     c.set("CL", cl);
-    while (cl < 16 && bulk_slice_bytes(c, p) > 64 * 1024) c.set("CL", cl *= 2);
+    while (cl < 16 && bulk_slice_bytes(c, p) > 32 * 1024) c.set("CL", cl *= 2);
     // 256 threads, 128 where the slice has no vector for each of 256 (invalid below that: a row of
     // under 2 KB gains nothing from bulk copies).
     c.set("THREADS", bulk_slice_bytes(c, p) >= 256LL * c["VEC"] * elem(p) ? 256 : 128);
-    c.set("PIECES", bulk_slice_bytes(c, p) >= 4LL * 32 * c["VEC"] * elem(p) ? 4 : 1);
+    c.set("PIECES", 1);
     c.set("RPC", 1);
     c.set("STAGES", 1);
     c.set("STORE", 0);
