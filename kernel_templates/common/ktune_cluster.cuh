@@ -1,8 +1,9 @@
 // Thread block clusters (sm_90) for the kernel templates that reduce across the CTAs of a cluster
 // through distributed shared memory (gemm_skinny, gemm_skinny16, gemm_wgmma's CL, the rows
-// cluster family): the CTA's rank, cluster-wide barriers and loads from another CTA's shared
-// memory. Every barrier's arrive releases and its wait acquires, so shared-memory writes before
-// it are seen after it by every CTA of the cluster.
+// cluster family): the CTA's rank, cluster-wide barriers, and loads from and pushes (st.async)
+// into another CTA's shared memory. sync() releases and acquires, so shared-memory writes before
+// it are seen after it by every CTA of the cluster; arrive_relaxed() orders nothing (a fence
+// before it does, where needed).
 // Before sm_90 the bodies compile to nothing (rank 0, no barrier, zeros): the templates that
 // include this are compiled for older targets too, and only launch clusters on sm_90.
 #pragma once
@@ -24,12 +25,7 @@ __device__ __forceinline__ void sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 #endif
 }
-// The same in two halves, without .aligned: for code whose warps may be diverged there.
-__device__ __forceinline__ void arrive() {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("barrier.cluster.arrive.release;" ::: "memory");
-#endif
-}
+// The wait half of a barrier, without .aligned (acquire): pairs with arrive_relaxed().
 __device__ __forceinline__ void wait() {
 #if __CUDA_ARCH__ >= 900
   asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
@@ -43,13 +39,17 @@ __device__ __forceinline__ void arrive_relaxed() {
   asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
 #endif
 }
-// The shared::cluster address of `local` (this CTA's shared memory) in CTA `r` of the cluster.
-__device__ __forceinline__ unsigned remote(const void* local, unsigned r) {
-  unsigned a = 0;
+// The shared::cluster address of this CTA's shared-memory offset `a` in CTA `r` of the cluster.
+__device__ __forceinline__ unsigned remote_at(unsigned a, unsigned r) {
+  unsigned to = 0;
 #if __CUDA_ARCH__ >= 900
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"(static_cast<unsigned>(__cvta_generic_to_shared(local))), "r"(r));
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(to) : "r"(a), "r"(r));
 #endif
-  return a;
+  return to;
+}
+// The same for `local`, a pointer into this CTA's shared memory.
+__device__ __forceinline__ unsigned remote(const void* local, unsigned r) {
+  return remote_at(static_cast<unsigned>(__cvta_generic_to_shared(local)), r);
 }
 
 // One arrive on the mbarrier at shared offset `bar` (this CTA's address of it) in CTA `r` of the
@@ -60,20 +60,10 @@ __device__ __forceinline__ unsigned remote(const void* local, unsigned r) {
 // complete when it is issued (wgmma.wait_group).
 __device__ __forceinline__ void mbar_arrive(unsigned bar, unsigned r) {
 #if __CUDA_ARCH__ >= 900
-  unsigned a;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"(bar), "r"(r));
-  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(a) : "memory");
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote_at(bar, r)) : "memory");
 #endif
 }
 
-// The shared::cluster address of this CTA's shared-memory offset `a` in CTA `r` of the cluster.
-__device__ __forceinline__ unsigned remote_at(unsigned a, unsigned r) {
-  unsigned to = 0;
-#if __CUDA_ARCH__ >= 900
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(to) : "r"(a), "r"(r));
-#endif
-  return to;
-}
 // Stores v into another CTA's shared memory at `to` and completes 4 transaction bytes on that CTA's
 // mbarrier at `bar` (both shared::cluster addresses from remote() / remote_at()): the receiver
 // waits on its own mbarrier, with no cluster barrier (st.async).
