@@ -23,12 +23,6 @@ struct QueryArgs {
   bool json = false, tf32x3 = false;
 };
 
-std::string fmt_distance(double d) {
-  char b[64];
-  std::snprintf(b, sizeof b, " (log distance %.2f)", d);
-  return b;
-}
-
 int cmd_query(const QueryArgs& a) {
   const OpInfo& op = op_info(a.op);
   const Problem p = Problem::parse(op.name, a.problem, a.layout.empty() && !op.layouts.empty() ? op.layouts[0] : a.layout,
@@ -72,9 +66,11 @@ int cmd_query(const QueryArgs& a) {
   } else if (s.candidates.size() > 1) {
     // No baseline library: the first call times the candidates against each other.
     std::printf("candidates  (the first call times each at this problem and keeps the fastest)\n");
-    for (const auto& c : s.candidates)
-      std::printf("  %-16s %s%s\n    %s\n", c.family.c_str(), c.source == "default" ? "the family's default" : ("tuned for " + c.tuned).c_str(),
-                  c.tuned.empty() ? "" : fmt_distance(c.distance).c_str(), c.config.to_json().c_str());
+    for (const auto& c : s.candidates) {
+      std::printf("  %-16s %s", c.family.c_str(), c.source == "default" ? "the family's default" : ("tuned for " + c.tuned).c_str());
+      if (!c.tuned.empty()) std::printf(" (log distance %.2f)", c.distance);
+      std::printf("\n    %s\n", c.config.to_json().c_str());
+    }
   }
   return 0;
 }
