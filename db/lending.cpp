@@ -131,7 +131,13 @@ std::vector<Lent> TunedIndex::lenders(const Problem& p, size_t per_family, const
     l.distance = log_distance(p, e.problem) + (e.problem.align != p.align ? kAlignPenalty : 0.0) +
                  kLayoutPenalty * layout_differences(e.problem.layout, p.layout) +
                  (e.problem.dtype != p.dtype ? kDtypePenalty : 0.0);
-    l.score = l.home_ratio * std::exp(-kLendDecay * l.distance);
+    // A speedup recorded in another alignment class says how cuBLAS handles that class as much as
+    // how fast the kernel is (cuBLAS bf16 runs 2999^3 at a seventh of its aligned rate), so it does
+    // not carry over: such a lender predicts from a neutral ratio of 1. Otherwise the unaligned
+    // public entries (3-4x cuBLAS at home) outranked every aligned lender at aligned untuned shapes
+    // and took the family's slots with configs tuned for packed, bounds-checked tiles.
+    const double carried = e.problem.align == p.align ? l.home_ratio : 1.0;
+    l.score = carried * std::exp(-kLendDecay * l.distance);
     all.push_back(std::move(l));
   }
   // Best score first; ties to the nearer, then the smaller key, so that the order does not depend

@@ -12,8 +12,9 @@
 // The prediction is deliberately simple: the speedup the entry recorded at its own problem
 // (cuBLAS time / kernel time there), decayed by how far away that problem is,
 //     score = home_ratio * exp(-kLendDecay * distance),
-// with distance the log distance over M, N, K (core/problem.cpp) plus kAlignPenalty when the
-// alignment classes differ and kLayoutPenalty for each operand stored in the other order (a
+// (home_ratio counted as 1 when the alignment classes differ: cuBLAS's speed changes with the
+// class, so a lead recorded in one says little about another), with distance the log distance over
+// M, N, K (core/problem.cpp) plus kAlignPenalty when the alignment classes differ and kLayoutPenalty for each operand stored in the other order (a
 // tiling tuned for row-major B is a candidate for column-major B, not a good guess), and
 // kDtypePenalty when it was tuned in the sibling half type. A config far from home has no claim on being faster than cuBLAS;
 // the runtime therefore measures the few best-scored lenders against cuBLAS at the new shape
@@ -64,8 +65,11 @@ inline bool lends_across(DType tuned, DType asked) { return tuned == asked || (i
 // Lenders scored below this are not worth measuring: even a generous error in the prediction
 // leaves them slower than cuBLAS. Low on purpose: the decay is a rough, family-blind guess (on
 // the H100, gemm_tf32x3 configs kept their home speedup up to a log distance of 1.2, gemm_skinny
-// ones lost up to half of it; docs/PERFORMANCE.md), and a measurement costs only a compile.
-constexpr double kMeasureFloor = 0.6;
+// ones lost up to half of it; docs/PERFORMANCE.md), and a measurement costs only a compile (about
+// a second). 0.5 admits a lender of neutral ratio (another alignment class, or a tie with cuBLAS at
+// home) up to a log distance of ~1.7: at 5000x3000x1000 bf16 the nearest aligned lender, 2048^3 at
+// 0.97x home and 1.21 away, would be left out at 0.6, where its multicast neighbour ran at 0.90x.
+constexpr double kMeasureFloor = 0.5;
 // Without a measurement (no GPU at hand, a stream being captured, measuring turned off), a lender
 // must be predicted this much faster than cuBLAS to be used.
 constexpr double kTrustUnmeasured = 1.15;

@@ -82,6 +82,13 @@ void adopt(Selection& s, const CandidateConfig& c) {
 // Most candidates first use measures: each costs a compile (once per process) and a few launches.
 constexpr size_t kMaxCandidates = 4;
 constexpr size_t kCandidatesPerFamily = 2;
+// Beside the lenders, the neighbours (Family::neighbors_of) of the best-scored lender whose family
+// declares some: its tiling with the choices that most often decide a shape it was not tuned for
+// (gemm_wgmma: TMA multicast for short K, a persistent grid with stream-K of the last wave). At the
+// untuned shapes of session 13 those forms ran 1.16-1.3x the lent configs themselves (3072^3: PT 0
+// SK 3; 5000x3000x1000: MC; docs/PERFORMANCE.md, "Shapes in no table"). They carry no prediction of
+// their own, so they are only ever chosen by first use's measurement.
+constexpr size_t kMaxNeighbours = 5;
 // Row ops: the nearest lender of each family and each family's default (five families an op).
 constexpr size_t kMaxRowCandidates = 8;
 
@@ -158,6 +165,39 @@ struct Runtime::Impl {
     return s;
   }
 
+  // Appends to cands (lenders, best score first) the neighbours of the first lender whose family
+  // has any, those valid for p and not already there, up to kMaxNeighbours. Each keeps its
+  // lender's provenance (source, tuned problem, distance) but no score or recorded times: those
+  // were measured for the lender's config, not for this one.
+  void add_neighbours(std::vector<CandidateConfig>& cands, const Problem& p) const {
+    for (size_t i = 0; i < cands.size(); ++i) {
+      const Family* f = family(cands[i].family);
+      if (!f) continue;
+      const std::vector<Config> near = f->neighbors_of(cands[i].config);
+      if (near.empty()) continue;
+      const CandidateConfig lender = cands[i];
+      size_t added = 0;
+      for (const Config& n : near) {
+        if (added == kMaxNeighbours) break;
+        if (!f->valid(n, p, device)) continue;
+        const bool seen = std::any_of(cands.begin(), cands.end(), [&](const CandidateConfig& c) {
+          return c.family == lender.family && c.config == n;
+        });
+        if (seen) continue;
+        CandidateConfig d = lender;
+        d.config = n;
+        d.neighbour = true;
+        d.score = 0;
+        d.home_ratio = 1;
+        d.time_ms.reset();
+        d.cublas_ms.reset();
+        cands.push_back(std::move(d));
+        ++added;
+      }
+      return;
+    }
+  }
+
   // The choice before any measurement at p.
   Selection select(const GemmProblem& p) const {
     // tf32 names a compute mode (RuntimeOptions::tf32x3), not what A, B and C hold.
@@ -171,6 +211,7 @@ struct Runtime::Impl {
       if (l.score < kMeasureFloor || s.candidates.size() == kMaxCandidates) continue;
       s.candidates.push_back(candidate_of(l));
     }
+    add_neighbours(s.candidates, p);
     if (s.candidates.empty() && !index->has_group(p)) {
       // Nothing of this dtype is tuned on this arch (a GPU nobody tuned): the families' defaults
       // are the only kernels there are, and first use measures them against cuBLAS like lenders.
@@ -286,7 +327,7 @@ struct Runtime::Impl {
   Compiler& the_compiler() {
     std::lock_guard<std::mutex> lk(gpu_mu);
     // A few threads: first use of an untuned problem compiles its candidates side by side.
-    if (!compiler) compiler = std::make_unique<Compiler>(unsigned(kMaxCandidates));
+    if (!compiler) compiler = std::make_unique<Compiler>(unsigned(kMaxCandidates + kMaxNeighbours));
     return *compiler;
   }
 

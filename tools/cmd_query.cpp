@@ -60,9 +60,13 @@ int cmd_query(const QueryArgs& a) {
   if (!s.candidates.empty() && !op.baseline.empty()) {
     std::printf("candidates  (the first call times each, and %s, at this problem; a kernel must win by 3 %%)\n", base.c_str());
     for (const auto& c : s.candidates)
-      std::printf("  %-12s predicted %.2fx  (%.2fx %s at %s, log distance %.2f%s; %s)\n    %s\n", c.family.c_str(), c.score,
-                  c.home_ratio, base.c_str(), c.tuned.empty() ? "-" : c.tuned.c_str(), c.distance,
-                  c.generalized ? ", generalised" : "", c.source.c_str(), c.config.to_json().c_str());
+      if (c.neighbour)
+        std::printf("  %-12s no prediction  (a neighbour of the config tuned at %s; %s)\n    %s\n", c.family.c_str(),
+                    c.tuned.c_str(), c.source.c_str(), c.config.to_json().c_str());
+      else
+        std::printf("  %-12s predicted %.2fx  (%.2fx %s at %s, log distance %.2f%s; %s)\n    %s\n", c.family.c_str(), c.score,
+                    c.home_ratio, base.c_str(), c.tuned.empty() ? "-" : c.tuned.c_str(), c.distance,
+                    c.generalized ? ", generalised" : "", c.source.c_str(), c.config.to_json().c_str());
   } else if (s.candidates.size() > 1) {
     // No baseline library: the first call times the candidates against each other.
     std::printf("candidates  (the first call times each at this problem and keeps the fastest)\n");

@@ -196,7 +196,8 @@ nlohmann::ordered_json selection_to_json(const Problem& p, const std::string& ar
   J cands = J::array();
   for (const auto& c : s.candidates)
     cands.push_back({{"family", c.family}, {"config", config(c.config)}, {"source", c.source}, {"tuned_problem", c.tuned},
-                     {"distance", c.distance}, {"home_ratio", c.home_ratio}, {"predicted_ratio", c.score},
+                     {"distance", c.distance}, {"home_ratio", c.neighbour ? J() : J(c.home_ratio)},
+                     {"predicted_ratio", c.neighbour ? J() : J(c.score)}, {"neighbour", c.neighbour},
                      {"generalized", c.generalized}, {"time_ms", opt(c.time_ms)}, {"cublas_ms", opt(c.cublas_ms)},
                      {"measured_ms", opt(c.measured_ms)}});
   j["candidates"] = cands;

@@ -53,7 +53,9 @@ struct CandidateConfig {
   double home_ratio = 1;             // cuBLAS time / kernel time recorded at the tuned problem
   double score = 0;                  // predicted speedup over cuBLAS here: home_ratio * exp(-0.4 distance)
   bool generalized = false;          // a general form of the tuned config (Family::generalized)
-  std::optional<double> time_ms, cublas_ms; // recorded at the tuned problem
+  bool neighbour = false;            // a neighbour of that config (Family::neighbors_of): no score,
+                                     // no recorded times; first use's measurement alone decides
+  std::optional<double> time_ms, cublas_ms; // recorded at the tuned problem (not for a neighbour)
   std::optional<double> measured_ms; // timed at this problem at first use
 };
 

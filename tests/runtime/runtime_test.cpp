@@ -13,6 +13,8 @@
 #include "db/store.h"
 #include "db/table.h"
 #include "ktune/error.h"
+#include "ktune/device.h"
+#include "ktune/family.h"
 #include "ktune/gemm_problem.h"
 
 using namespace ktune;
@@ -252,6 +254,52 @@ TEST(Runtime, RuntimeWithoutArchOrDeviceFailsClearly) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("no GPU"), std::string::npos) << e.what();
   }
+}
+
+// An untuned half shape also times the neighbours of its best gemm_wgmma lender (the same tiling
+// with multicast, or persistent with stream-K): valid for the shape, distinct, after the lenders,
+// and without a prediction of their own, so they can only win by first use's measurement.
+TEST(Runtime, UntunedHalfShapesAlsoTimeTheBestLendersNeighbours) {
+  RuntimeOptions o;
+  o.arch = "sm_90";
+  o.db_path = "";
+  Runtime rt(o);
+  const DeviceInfo dev = DeviceInfo::nominal("sm_90");
+  int shapes_with_neighbours = 0;
+  for (const char* shape : {"3072x3072x3072", "5000x3000x1000", "2500x8192x1536", "1536x6144x2048"}) {
+    const auto p = GemmProblem::parse(shape, "NN", DType::bf16);
+    const Selection s = rt.best_config(p);
+    ASSERT_FALSE(s.candidates.empty()) << shape << ": " << s.why;
+    EXPECT_FALSE(s.candidates.front().neighbour) << shape;
+    const CandidateConfig* lender = nullptr;
+    int neighbours = 0;
+    for (size_t i = 0; i < s.candidates.size(); ++i) {
+      const CandidateConfig& c = s.candidates[i];
+      if (!c.neighbour) {
+        EXPECT_EQ(neighbours, 0) << shape << ": neighbours come after every lender";
+        if (!lender && c.family == "gemm_wgmma") lender = &c;
+        continue;
+      }
+      ++neighbours;
+      ASSERT_NE(lender, nullptr) << shape;
+      const Family f = find_family(c.family);
+      EXPECT_EQ(c.family, lender->family) << shape;
+      EXPECT_EQ(c.tuned, lender->tuned) << shape;
+      EXPECT_TRUE(f.valid(c.config, p, dev)) << shape << " " << c.config.to_json();
+      const auto near = f.neighbors_of(lender->config);
+      EXPECT_NE(std::find(near.begin(), near.end(), c.config), near.end()) << shape << " " << c.config.to_json();
+      EXPECT_EQ(c.score, 0) << shape;
+      EXPECT_FALSE(c.time_ms) << shape;
+      for (size_t j = 0; j < i; ++j)
+        EXPECT_FALSE(s.candidates[j].family == c.family && s.candidates[j].config == c.config)
+            << shape << ": " << c.config.to_json() << " offered twice";
+    }
+    EXPECT_LE(neighbours, 5) << shape;
+    shapes_with_neighbours += neighbours > 0;
+  }
+  EXPECT_EQ(shapes_with_neighbours, 4);
+  // f32 families declare no neighbours: an untuned f32 shape offers lenders only.
+  for (const auto& c : rt.best_config(GemmProblem::parse("3072x3072x3072")).candidates) EXPECT_FALSE(c.neighbour);
 }
 
 TEST(Runtime, HalfProblemsAreServedAndTf32IsRefusedClearly) {
