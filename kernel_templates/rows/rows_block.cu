@@ -7,16 +7,17 @@
 //   CHUNKS   vectors each thread caches: thread t holds columns (k * THREADS + t) * VEC ..
 //            + VEC - 1, k < CHUNKS (one coalesced block-wide sweep per k)
 //   THREADS  threads per block, a multiple of 32 in 64 .. 1024
+//   SHIFT    as in rows_warp.cu (rows not made of whole vectors)
 //
 // Host rules (besides rows_common.cuh's): grid = rows x 1 x 1 (one block per row, no grid-stride
 // loop: a long row per block keeps enough bytes in flight, and rows <= 2^31 - 1 fits grid.x),
 // block = THREADS, no dynamic shared memory (static: THREADS / 32 stats, <= 384 bytes);
-// cols <= THREADS * VEC * CHUNKS.
+// cols <= THREADS * VEC * CHUNKS (SHIFT: cols + VEC - 1 <=).
 // Registers: see the table in rows_common.cuh (F = CHUNKS * VEC cached floats; F <= 64, and
 // F <= 48 at 512 threads and F <= 16 at 1024, from __launch_bounds__'s register caps).
 #include "rows_common.cuh"
 
-template <int OP, int DT, int VEC, int CHUNKS, int THREADS>
+template <int OP, int DT, int VEC, int CHUNKS, int THREADS, int SHIFT>
 __global__ void __launch_bounds__(THREADS, 1) rows_block(KtuneRowsArgs p) {
   using namespace ktune_dev::rows;
   check_params<OP, DT, VEC>();
@@ -29,9 +30,10 @@ __global__ void __launch_bounds__(THREADS, 1) rows_block(KtuneRowsArgs p) {
   const int col0 = threadIdx.x * VEC, end = static_cast<int>(p.cols);
 
   float v[CHUNKS][VEC];
-  const int limit = end - col0; // chunk ch is in the row when ch * STRIDE < limit
-  load_row<OP, DT, VEC, CHUNKS, STRIDE>(v, advance<DT>(x_row<DT>(p, row), col0), limit, k);
-  const Stats<OP> mine = local_stats<OP, VEC, CHUNKS, STRIDE>(v, limit, k);
+  const void* xr = x_row<DT>(p, row);
+  const Span<SHIFT != 0, VEC, STRIDE> span{col0 - (SHIFT ? row_offset<DT, VEC>(xr) : 0), end};
+  load_row<OP, DT, VEC, CHUNKS>(v, advance<DT>(xr, span.first), span, k);
+  const Stats<OP> mine = local_stats<OP, VEC, CHUNKS>(v, span, k);
   const Stats<OP> all = block_allreduce<THREADS / 32>(mine, red, k.c);
-  store_row<OP, DT, VEC, CHUNKS, STRIDE>(p, y_row<DT>(p, row), v, col0, limit, finish<OP>(mine, all, p, k));
+  store_row<OP, DT, VEC, CHUNKS>(p, y_row<DT>(p, row), v, span, finish<OP>(mine, all, p, k));
 }

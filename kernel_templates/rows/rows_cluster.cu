@@ -54,11 +54,11 @@ __global__ void __launch_bounds__(THREADS, 1) KTUNE_CLUSTER_DIMS(CL, 1, 1) rows_
   const int col0 = begin + static_cast<int>(threadIdx.x) * VEC;
 
   float v[CHUNKS][VEC];
-  const int limit = end - col0; // chunk ch is in the row when ch * STRIDE < limit
-  load_row<OP, DT, VEC, CHUNKS, STRIDE>(v, advance<DT>(x_row<DT>(p, row), col0), limit, k);
-  const Stats<OP> mine = local_stats<OP, VEC, CHUNKS, STRIDE>(v, limit, k);
+  const Span<false, VEC, STRIDE> span{col0, end}; // whole vectors (the host's rules)
+  load_row<OP, DT, VEC, CHUNKS>(v, advance<DT>(x_row<DT>(p, row), col0), span, k);
+  const Stats<OP> mine = local_stats<OP, VEC, CHUNKS>(v, span, k);
   const Stats<OP> cta = block_allreduce<THREADS / 32>(mine, red, k.c);
   const Stats<OP> all = cs.allreduce(cta, 0, k.c);
-  store_row<OP, DT, VEC, CHUNKS, STRIDE>(p, y_row<DT>(p, row), v, col0, limit, finish<OP>(mine, all, p, k));
+  store_row<OP, DT, VEC, CHUNKS>(p, y_row<DT>(p, row), v, span, finish<OP>(mine, all, p, k));
 #endif
 }

@@ -37,7 +37,9 @@
 //
 // ---- Host rules common to all four kernels ----
 // * VEC > 1: x, y, weight, bias aligned to VEC elements, ldx and ldy multiples of VEC and
-//   cols % VEC == 0 (the templates check whole vectors only). VEC * sizeof(element) <= 16.
+//   cols % VEC == 0 (the templates check whole vectors only), except in rows_warp's and
+//   rows_block's SHIFT form and rows_bulk's any-alignment softmax, which take any.
+//   VEC * sizeof(element) <= 16.
 // * sm_80 or later (max.NaN, cvt.rn.bf16x2); rows_cluster sm_90.
 // * cols < 2^31 (LayerNorm's float counts are exact to 2^24 columns); rows > 0. With rows == 0
 //   or cols == 0 there is nothing to write: launch nothing (the kernels would store nothing).
@@ -516,12 +518,72 @@ struct ClusterStats {
 
 // ---------------------------------------------------------------------------------------------
 // The register-cached row (rows_warp, rows_block, rows_cluster). A thread holds CHUNKS vectors
-// of VEC elements: chunk k covers columns col0 + k * STRIDE .. + VEC - 1 (STRIDE = VEC times the
-// threads sharing the slice, so each chunk is one coalesced sweep) and is in the row when
-// k * STRIDE < limit = end - col0 (cols % VEC == 0: whole vectors only). The helpers take the
-// thread's own element pointers (x, y, weight, bias at column col0), so that every chunk's
-// address is one base plus a compile-time offset: no per-chunk 64-bit address arithmetic.
+// of VEC elements: chunk k covers columns first + k * STRIDE .. + VEC - 1 (STRIDE = VEC times the
+// threads sharing the slice, so each chunk is one coalesced sweep); Span says which of them are in
+// the row. The helpers take the thread's own element pointers (x, y, weight, bias at column
+// `first`), so that every chunk's address is one base plus a compile-time offset: no per-chunk
+// 64-bit address arithmetic.
 // ---------------------------------------------------------------------------------------------
+
+// SHIFT false (the host's whole-vector rules hold): first = col0 >= 0 is a multiple of VEC, and a
+//   chunk is in the row, whole, when first + k * STRIDE < end.
+// SHIFT true (rows_warp, rows_block: any cols, leading dimensions and pointers, e.g. rows of an
+//   odd number of 16-bit elements, where no row after the first starts on a 16-byte line): the
+//   chunks are the VEC-aligned vectors of memory that overlap the row, first = col0 - o with o the
+//   row's offset in such a vector (0 .. VEC - 1; row_offset), so the row's first and last chunk may
+//   hold columns outside it (< 0 or >= end: a neighbouring row's, or past the tensor). Whole chunks
+//   are loaded and stored as vectors; the two partial ones (at most) an element at a time, never
+//   touching a column outside the row. Before this, such rows ran VEC 1 kernels: one 2-byte load a
+//   column, 28-57 % of the copy rate on the unseen suite's odd norms.
+template <bool SHIFT_, int VEC, int STRIDE>
+struct Span {
+  static constexpr bool SHIFT = SHIFT_;
+  static constexpr int STRIDE_ = STRIDE;
+  int first, end;
+  __device__ __forceinline__ int at(int ch) const { return first + ch * STRIDE; }
+  // Every column of chunk ch in the row (so: one vector load / store).
+  __device__ __forceinline__ bool whole(int ch) const {
+    if constexpr (SHIFT)
+      return at(ch) >= 0 && at(ch) + VEC <= end;
+    else
+      return at(ch) < end;
+  }
+  // Column e of chunk ch in the row.
+  __device__ __forceinline__ bool in(int ch, int e) const {
+    if constexpr (SHIFT)
+      return static_cast<unsigned>(at(ch) + e) < static_cast<unsigned>(end);
+    else
+      return at(ch) < end;
+  }
+  // Some column of chunk ch in the row.
+  __device__ __forceinline__ bool any(int ch) const { return at(ch) < end && at(ch) + VEC > 0; }
+  // Some columns of chunk ch in the row, not all (SHIFT only: the row's ends).
+  __device__ __forceinline__ bool partial(int ch) const {
+    if constexpr (SHIFT)
+      return at(ch) < end && at(ch) + VEC > 0 && !whole(ch);
+    else
+      return false;
+  }
+  // The thread's columns in the row over CHUNKS chunks (LayerNorm's count).
+  template <int CHUNKS>
+  __device__ __forceinline__ int count() const {
+    if constexpr (SHIFT) {
+      int n = 0;
+#pragma unroll
+      for (int ch = 0; ch < CHUNKS; ++ch) n += max(0, min(end, at(ch) + VEC) - max(0, at(ch)));
+      return n;
+    } else {
+      const int limit = end - first;
+      return limit <= 0 ? 0 : min(CHUNKS, (limit + STRIDE - 1) / STRIDE) * VEC;
+    }
+  }
+};
+
+// The offset (in elements, 0 .. VEC - 1) of an element pointer in its VEC-aligned vector.
+template <int DT, int VEC>
+__device__ __forceinline__ int row_offset(const void* a) {
+  return static_cast<int>((reinterpret_cast<unsigned long long>(a) / elem_bytes<DT>()) % VEC);
+}
 
 // `base` advanced by `elems` elements of DT.
 template <int DT>
@@ -533,27 +595,39 @@ __device__ __forceinline__ void* advance(void* base, long long elems) {
   return static_cast<char*>(base) + elems * elem_bytes<DT>();
 }
 
-// Loads the chunks (softmax: as xs = sgn * x). Chunks out of the row hold -inf (softmax) or 0.
-// All loads are issued before any of their data is used (predicated, no branches).
-template <int OP, int DT, int VEC, int CHUNKS, int STRIDE>
-__device__ __forceinline__ void load_row(float (&v)[CHUNKS][VEC], const void* x, int limit, const RowConsts& k) {
+// Loads the chunks (softmax: as xs = sgn * x); x is the thread's chunk 0. Columns out of the row
+// hold -inf (softmax) or 0. All vector loads are issued before any of their data is used
+// (predicated, no branches); a partial chunk (SHIFT) then loads its columns one at a time.
+template <int OP, int DT, int VEC, int CHUNKS, class SP>
+__device__ __forceinline__ void load_row(float (&v)[CHUNKS][VEC], const void* x, const SP& span, const RowConsts& k) {
+  constexpr int STRIDE = SP::STRIDE_;
 #pragma unroll
-  for (int ch = 0; ch < CHUNKS; ++ch) load_vec<DT, VEC, kLoadStream>(v[ch], x, ch * STRIDE, ch * STRIDE < limit);
+  for (int ch = 0; ch < CHUNKS; ++ch) load_vec<DT, VEC, kLoadStream>(v[ch], x, ch * STRIDE, span.whole(ch));
+  if constexpr (SP::SHIFT) {
 #pragma unroll
-  for (int ch = 0; ch < CHUNKS; ++ch) {
-    if constexpr (OP == KTUNE_ROWS_SOFTMAX) {
-      const bool in = ch * STRIDE < limit;
+    for (int ch = 0; ch < CHUNKS; ++ch)
+      if (span.partial(ch)) {
 #pragma unroll
-      for (int e = 0; e < VEC; ++e) v[ch][e] = in ? v[ch][e] * k.sgn : neg_inf();
-    } // the norms: the predicated-off loads gave 0
+        for (int e = 0; e < VEC; ++e) {
+          float t[1];
+          load_vec<DT, 1, kLoadStream>(t, x, ch * STRIDE + e, span.in(ch, e));
+          v[ch][e] = t[0];
+        }
+      }
   }
+  if constexpr (OP == KTUNE_ROWS_SOFTMAX) {
+#pragma unroll
+    for (int ch = 0; ch < CHUNKS; ++ch)
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) v[ch][e] = span.in(ch, e) ? v[ch][e] * k.sgn : neg_inf();
+  } // the norms: the predicated-off loads gave 0
 }
 
 // This thread's statistics of its chunks. softmax also turns each cached xs into
 // 2^(xs * c - ref(m, c)) against the thread's own max m (0 out of the row), which is what
 // the stores scale; out-of-row elements are masked explicitly (scale == 0 would make NaN of them).
-template <int OP, int VEC, int CHUNKS, int STRIDE>
-__device__ __forceinline__ Stats<OP> local_stats(float (&v)[CHUNKS][VEC], int limit, const RowConsts& k) {
+template <int OP, int VEC, int CHUNKS, class SP>
+__device__ __forceinline__ Stats<OP> local_stats(float (&v)[CHUNKS][VEC], const SP& span, const RowConsts& k) {
   if constexpr (OP == KTUNE_ROWS_SOFTMAX) {
     float m = neg_inf();
 #pragma unroll
@@ -567,10 +641,9 @@ __device__ __forceinline__ Stats<OP> local_stats(float (&v)[CHUNKS][VEC], int li
     const float r = ref(m, k.c);
 #pragma unroll
     for (int ch = 0; ch < CHUNKS; ++ch) {
-      const bool in = any && ch * STRIDE < limit;
 #pragma unroll
       for (int e = 0; e < VEC; ++e) {
-        v[ch][e] = in ? ex2(fmaf(v[ch][e], k.c, -r)) : 0.0f;
+        v[ch][e] = any && span.in(ch, e) ? ex2(fmaf(v[ch][e], k.c, -r)) : 0.0f;
         part[e] += v[ch][e];
       }
     }
@@ -580,7 +653,7 @@ __device__ __forceinline__ Stats<OP> local_stats(float (&v)[CHUNKS][VEC], int li
     return {m, s};
   } else if constexpr (OP == KTUNE_ROWS_LAYERNORM) {
     // Two passes over the registers: the lane's mean, then squared deviations from it.
-    const int chunks_in = limit <= 0 ? 0 : min(CHUNKS, (limit + STRIDE - 1) / STRIDE);
+    const int count = span.template count<CHUNKS>();
     float part[VEC];
 #pragma unroll
     for (int e = 0; e < VEC; ++e) part[e] = 0.0f;
@@ -591,16 +664,15 @@ __device__ __forceinline__ Stats<OP> local_stats(float (&v)[CHUNKS][VEC], int li
     float sum = 0.0f;
 #pragma unroll
     for (int e = 0; e < VEC; ++e) sum += part[e];
-    const float n = float(chunks_in * VEC);
-    const float mean = chunks_in > 0 ? __fdividef(sum, n) : 0.0f;
+    const float n = float(count);
+    const float mean = count > 0 ? __fdividef(sum, n) : 0.0f;
 #pragma unroll
     for (int e = 0; e < VEC; ++e) part[e] = 0.0f;
 #pragma unroll
     for (int ch = 0; ch < CHUNKS; ++ch) {
-      const bool in = ch * STRIDE < limit;
 #pragma unroll
       for (int e = 0; e < VEC; ++e) {
-        const float d = in ? v[ch][e] - mean : 0.0f;
+        const float d = span.in(ch, e) ? v[ch][e] - mean : 0.0f;
         part[e] = fmaf(d, d, part[e]);
       }
     }
@@ -712,24 +784,112 @@ __device__ __forceinline__ void with_affine(const KtuneRowsArgs& p, const Fn& fn
   }
 }
 
-template <int OP, int DT, int VEC, int CHUNKS, int STRIDE>
+// Elements s .. s + VEC - 1 of the 2 * VEC elements lo ++ hi (raw words; element e of a 16-bit
+// vector is half e % 2 of word e / 2), for a run-time s in 0 .. VEC - 1: a barrel shifter of word
+// selects (one stage a bit of s's whole words), then, for 16-bit elements and an odd s, one byte
+// permute a word. s is the same for a whole row, so the selects do not diverge.
+template <int DT, int VEC>
+__device__ __forceinline__ void funnel(unsigned* out, const unsigned* lo, const unsigned* hi, int s) {
+  constexpr int W = raw_words<VEC * elem_bytes<DT>()>();
+  constexpr int PER = DT == 0 ? 1 : 2; // elements a word
+  unsigned u[2 * W];
+#pragma unroll
+  for (int i = 0; i < W; ++i) u[i] = lo[i], u[W + i] = hi[i];
+  const int q = s / PER; // whole words, 0 .. W - 1
+#pragma unroll
+  for (int b = W / 2; b >= 1; b /= 2)
+#pragma unroll
+    for (int i = 0; i + b < 2 * W; ++i) u[i] = (q & b) ? u[i + b] : u[i]; // reads u[i + b] before it moves
+  if constexpr (PER == 2) {
+    const unsigned sel = (s & 1) ? 0x5432u : 0x3210u; // the high half of u[m], the low half of u[m + 1]
+#pragma unroll
+    for (int m = 0; m < W; ++m) out[m] = __byte_perm(u[m], u[m + 1], sel);
+  } else {
+#pragma unroll
+    for (int m = 0; m < W; ++m) out[m] = u[m];
+  }
+}
+
+// SHIFT: weight or bias (a: at column span.first, s: its offset in a VEC-aligned vector, the same
+// for every chunk of the row) at chunk ch's columns. A whole chunk takes the two aligned vectors
+// that hold its columns, when both lie in [0, end), and shifts them into place; a partial chunk, and
+// a whole one next to the row's ends whose vectors would reach past them, loads its columns one at a
+// time (so nothing outside weight / bias is read). Columns out of the row get 0.
+template <int DT, int VEC, class SP>
+__device__ __forceinline__ void load_affine(float (&w)[VEC], const void* a, int ch, int s, const SP& span) {
+  constexpr int B = VEC * elem_bytes<DT>(), W = raw_words<B>();
+  const int at = span.at(ch);
+  const bool fast = span.whole(ch) && at - s >= 0 && (s == 0 || at - s + 2 * VEC <= span.end);
+  const long long off = static_cast<long long>(ch) * SP::STRIDE_ - s;
+  unsigned lo[W], hi[W], out[W];
+  load_raw<B, kLoadKeep>(lo, advance<DT>(a, off), fast);
+  load_raw<B, kLoadKeep>(hi, advance<DT>(a, off + VEC), fast && s != 0);
+  funnel<DT, VEC>(out, lo, hi, s);
+  unpack<DT, VEC>(w, out);
+  if (!fast && span.any(ch)) {
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) {
+      float t[1];
+      load_vec<DT, 1, kLoadKeep>(t, a, static_cast<long long>(ch) * SP::STRIDE_ + e, span.in(ch, e));
+      w[e] = t[0];
+    }
+  }
+}
+
+template <int OP, int DT, int VEC, int CHUNKS, class SP>
 struct RowStores {
   OutPtrs o;
   const float (&v)[CHUNKS][VEC];
-  int limit;
+  SP span;
   Finish f;
   template <bool W, bool B>
   __device__ __forceinline__ void run() const {
+    constexpr int STRIDE = SP::STRIDE_;
+    if constexpr (!SP::SHIFT) {
 #pragma unroll
-    for (int ch = 0; ch < CHUNKS; ++ch) store_out<OP, DT, VEC, W, B>(o, ch * STRIDE, v[ch], f, ch * STRIDE < limit);
+      for (int ch = 0; ch < CHUNKS; ++ch) store_out<OP, DT, VEC, W, B>(o, ch * STRIDE, v[ch], f, span.whole(ch));
+    } else {
+      const int sw = W ? row_offset<DT, VEC>(o.w) : 0, sb = B ? row_offset<DT, VEC>(o.b) : 0;
+      // y's row sits in aligned vectors as x's does (the same offset; always where both have the
+      // same alignment and leading dimension): whole chunks are stored as vectors, else every
+      // column alone.
+      const bool yvec = row_offset<DT, VEC>(o.y) == 0;
+#pragma unroll
+      for (int ch = 0; ch < CHUNKS; ++ch) {
+        float y[VEC];
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) y[e] = OP == KTUNE_ROWS_SOFTMAX ? v[ch][e] * f.mult : (v[ch][e] - f.shift) * f.mult;
+        if constexpr (W) {
+          float w[VEC];
+          load_affine<DT, VEC>(w, o.w, ch, sw, span);
+#pragma unroll
+          for (int e = 0; e < VEC; ++e) y[e] *= w[e];
+        }
+        if constexpr (B) {
+          float b[VEC];
+          load_affine<DT, VEC>(b, o.b, ch, sb, span);
+#pragma unroll
+          for (int e = 0; e < VEC; ++e) y[e] += b[e];
+        }
+        store_vec<DT, VEC>(o.y, static_cast<long long>(ch) * STRIDE, y, yvec && span.whole(ch));
+        if (span.any(ch) && !(yvec && span.whole(ch))) {
+#pragma unroll
+          for (int e = 0; e < VEC; ++e) {
+            const float t[1] = {y[e]};
+            store_vec<DT, 1>(o.y, static_cast<long long>(ch) * STRIDE + e, t, span.in(ch, e));
+          }
+        }
+      }
+    }
   }
 };
 
-// Stores the cached row of a thread whose first column is col0 (yrow: the row's first element).
-template <int OP, int DT, int VEC, int CHUNKS, int STRIDE>
-__device__ __forceinline__ void store_row(const KtuneRowsArgs& p, void* yrow, const float (&v)[CHUNKS][VEC], int col0,
-                                          int limit, const Finish& f) {
-  with_affine<OP>(p, RowStores<OP, DT, VEC, CHUNKS, STRIDE>{out_ptrs<DT>(p, yrow, col0), v, limit, f});
+// Stores the cached row of a thread (yrow: the row's first element; the thread's chunks where span
+// says).
+template <int OP, int DT, int VEC, int CHUNKS, class SP>
+__device__ __forceinline__ void store_row(const KtuneRowsArgs& p, void* yrow, const float (&v)[CHUNKS][VEC], const SP& span,
+                                          const Finish& f) {
+  with_affine<OP>(p, RowStores<OP, DT, VEC, CHUNKS, SP>{out_ptrs<DT>(p, yrow, span.first), v, span, f});
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -21,7 +21,12 @@ int dt_code(const Problem& p) { return p.dtype == DType::f32 ? 0 : p.dtype == DT
 // instantiation within these limits has no spills; 1024 threads cap a thread at 64 registers,
 // 512 at 128).
 int cached(const Config& c) { return c["CHUNKS"] * c["VEC"]; }
-bool fits_registers(int floats, int threads) { return floats <= (threads >= 1024 ? 16 : threads >= 512 ? 48 : 64); }
+// The SHIFT form (shifted() below) holds a few more registers for the ragged ends and the shifted
+// weight vectors: at 512 threads (128 registers) LayerNorm with F = 48 spilled 4-12 bytes (f32 VEC 4,
+// bf16 VEC 4; ptxas, CUDA 13.0, sm_90), F = 40 did not.
+bool fits_registers(int floats, int threads, bool shift = false) {
+  return floats <= (threads >= 1024 ? 16 : threads >= 512 ? (shift ? 40 : 48) : 64);
+}
 
 // Whole vectors only: VEC elements of at most 16 bytes, and for VEC > 1 cols, both leading
 // dimensions and every pointer (the alignment class) multiples of a vector.
@@ -32,6 +37,14 @@ bool vector_ok(const Config& c, const Problem& p) {
   return cols(p) % v == 0 && p.ld[0] % v == 0 && p.ld[1] % v == 0 && p.align >= v * elem(p);
 }
 
+// rows_warp / rows_block with vectors the problem's rows are not made of (an odd cols, a leading
+// dimension or pointer off a vector): their SHIFT form, aligned vectors over the row and its two
+// ragged ends an element at a time (rows_common.cuh, Span).
+bool shifted(const Config& c, const Problem& p) { return c["VEC"] > 1 && !vector_ok(c, p); }
+// The columns a thread group's chunks must cover: the row, plus up to VEC - 1 of its first vector
+// in the SHIFT form.
+int64_t covered(const Config& c, const Problem& p) { return cols(p) + (shifted(c, p) ? c["VEC"] - 1 : 0); }
+
 // The widest vector a problem allows: the defaults take it.
 int widest_vec(const Problem& p) {
   for (int v : {8, 4, 2}) {
@@ -40,6 +53,13 @@ int widest_vec(const Problem& p) {
     if (vector_ok(c, p)) return v;
   }
   return 1;
+}
+
+// The cached families' default vector: the widest whole one where it is at least 8 bytes, else a
+// full 16-byte one in the SHIFT form (rows of an odd number of 16-bit elements: VEC 8, not 1).
+int cached_default_vec(const Problem& p) {
+  const int v = widest_vec(p);
+  return v * elem(p) >= 8 ? v : 16 / elem(p);
 }
 
 std::string instance(const char* kernel, const RowsOpSpec& s, const Problem& p, std::initializer_list<int> params) {
@@ -63,10 +83,11 @@ const std::vector<int> kChunks = {1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 4
 const std::vector<int> kThreads = {64, 128, 256, 512, 1024};
 
 // The chunks of kChunks a thread needs for `width` threads with vectors of v to cover cols
-// columns, every chunk reaching into the row (the cached families' "every chunk reaches the row");
-// 0 where no count of kChunks does (the count would be 7, 9, ... or above 64).
-int chunks_for(int64_t cols, int64_t width, int v) {
-  const int64_t need = (cols + width * v - 1) / (width * v);
+// columns (plus `extra`: the SHIFT form's first vector, covered()), every chunk reaching into the
+// row (the cached families' "every chunk reaches the row"); 0 where no count of kChunks does (the
+// count would be 7, 9, ... or above 64).
+int chunks_for(int64_t cols, int64_t width, int v, int64_t extra = 0) {
+  const int64_t need = (cols + extra + width * v - 1) / (width * v);
   for (int c : kChunks)
     if (c >= need) return (c - 1) * width * v < cols ? c : 0;
   return 0;
@@ -81,15 +102,15 @@ Family common(const RowsOpSpec& s, const std::string& kind, const std::string& a
 Family warp_family(const RowsOpSpec& s) {
   Family f = common(s, "warp", "one warp per row, WARPS rows a block, the row cached in registers");
   f.param("VEC", kVec, "elements per load").param("CHUNKS", kChunks, "vectors a lane caches").param("WARPS", {1, 2, 4, 8, 16, 32}, "rows (warps) per block");
-  f.restrict("whole vectors", {"VEC"}, [](const Config& c, const Problem& p, const DeviceInfo&) { return vector_ok(c, p); })
+  f.restrict("vectors of at most 16 bytes", {"VEC"}, [](const Config& c, const Problem& p, const DeviceInfo&) { return c["VEC"] * elem(p) <= 16; })
       .restrict("the row fits the warp's registers", {"VEC", "CHUNKS"},
-                [](const Config& c, const Problem& p, const DeviceInfo&) { return cols(p) <= 32LL * c["VEC"] * c["CHUNKS"]; })
+                [](const Config& c, const Problem& p, const DeviceInfo&) { return covered(c, p) <= 32LL * c["VEC"] * c["CHUNKS"]; })
       .restrict("every chunk reaches the row", {"VEC", "CHUNKS"},
                 [](const Config& c, const Problem& p, const DeviceInfo&) { return (c["CHUNKS"] - 1) * 32LL * c["VEC"] < cols(p); })
       .restrict("cached floats within the register budget", {"VEC", "CHUNKS", "WARPS"},
-                [](const Config& c, const Problem&, const DeviceInfo&) { return fits_registers(cached(c), 32 * c["WARPS"]); });
+                [](const Config& c, const Problem& p, const DeviceInfo&) { return fits_registers(cached(c), 32 * c["WARPS"], shifted(c, p)); });
   f.kernels([s](const Config& c, const Problem& p) {
-    return std::vector<std::string>{instance("rows_warp", s, p, {c["VEC"], c["CHUNKS"], c["WARPS"]})};
+    return std::vector<std::string>{instance("rows_warp", s, p, {c["VEC"], c["CHUNKS"], c["WARPS"], shifted(c, p) ? 1 : 0})};
   });
   // The widest vectors with which a chunk count covers the row, 4 rows a block (the tuned entries
   // of rows.json: 8192x2048 bf16 VEC 8 CHUNKS 8). Invalid (so not offered) where no vector width
@@ -97,11 +118,11 @@ Family warp_family(const RowsOpSpec& s) {
   f.defaults([](const Problem& p, const DeviceInfo&) {
     Config c;
     c.set("WARPS", 4);
-    for (int v = widest_vec(p); v >= 1; v /= 2) {
-      const int ch = chunks_for(cols(p), 32, v);
+    for (int v = cached_default_vec(p); v >= 1; v /= 2) {
       c.set("VEC", v);
+      const int ch = chunks_for(cols(p), 32, v, covered(c, p) - cols(p));
       c.set("CHUNKS", std::max(ch, 1));
-      if (ch > 0 && fits_registers(ch * v, 128)) break;
+      if (ch > 0 && fits_registers(ch * v, 128, shifted(c, p))) break;
     }
     return c;
   });
@@ -114,19 +135,19 @@ Family warp_family(const RowsOpSpec& s) {
 Family block_family(const RowsOpSpec& s) {
   Family f = common(s, "block", "one block per row, the row cached in registers, a block reduction");
   f.param("VEC", kVec, "elements per load").param("CHUNKS", kChunks, "vectors a thread caches").param("THREADS", kThreads, "threads per block");
-  f.restrict("whole vectors", {"VEC"}, [](const Config& c, const Problem& p, const DeviceInfo&) { return vector_ok(c, p); })
+  f.restrict("vectors of at most 16 bytes", {"VEC"}, [](const Config& c, const Problem& p, const DeviceInfo&) { return c["VEC"] * elem(p) <= 16; })
       .restrict("the row fits the block's registers", {"VEC", "CHUNKS", "THREADS"},
-                [](const Config& c, const Problem& p, const DeviceInfo&) { return cols(p) <= int64_t(c["THREADS"]) * c["VEC"] * c["CHUNKS"]; })
+                [](const Config& c, const Problem& p, const DeviceInfo&) { return covered(c, p) <= int64_t(c["THREADS"]) * c["VEC"] * c["CHUNKS"]; })
       .restrict("every chunk reaches the row", {"VEC", "CHUNKS", "THREADS"},
                 [](const Config& c, const Problem& p, const DeviceInfo&) {
                   return (c["CHUNKS"] - 1) * int64_t(c["THREADS"]) * c["VEC"] < cols(p);
                 })
       .restrict("cached floats within the register budget", {"VEC", "CHUNKS", "THREADS"},
-                [](const Config& c, const Problem&, const DeviceInfo&) { return fits_registers(cached(c), c["THREADS"]); })
+                [](const Config& c, const Problem& p, const DeviceInfo&) { return fits_registers(cached(c), c["THREADS"], shifted(c, p)); })
       .restrict("one block per row fits the grid", {"VEC"},
                 [](const Config&, const Problem& p, const DeviceInfo&) { return rows(p) <= INT_MAX; });
   f.kernels([s](const Config& c, const Problem& p) {
-    return std::vector<std::string>{instance("rows_block", s, p, {c["VEC"], c["CHUNKS"], c["THREADS"]})};
+    return std::vector<std::string>{instance("rows_block", s, p, {c["VEC"], c["CHUNKS"], c["THREADS"], shifted(c, p) ? 1 : 0})};
   });
   f.launch([](const Config& c, const Problem& p) { return one_step(unsigned(rows(p)), unsigned(c["THREADS"])); });
   // The widest vectors, about four of them a thread: the fewest threads (a power of two, 64 to
@@ -136,13 +157,13 @@ Family block_family(const RowsOpSpec& s) {
   // threads cannot hold the row.
   f.defaults([](const Problem& p, const DeviceInfo&) {
     Config c;
-    const int v = widest_vec(p);
+    const int v = cached_default_vec(p);
     c.set("VEC", v);
     c.set("THREADS", 1024);
     c.set("CHUNKS", 1);
     for (int t : kThreads) {
-      const int ch = chunks_for(cols(p), t, v);
-      if (ch == 0 || !fits_registers(ch * v, t) || (int64_t(t) * v * 4 < cols(p) && t < 1024)) continue;
+      const int ch = chunks_for(cols(p), t, v, covered(c, p) - cols(p));
+      if (ch == 0 || !fits_registers(ch * v, t, shifted(c, p)) || (int64_t(t) * v * 4 < cols(p) && t < 1024)) continue;
       c.set("THREADS", t);
       c.set("CHUNKS", ch);
       break;

@@ -9,15 +9,19 @@
 //   CHUNKS  vectors each lane caches: lane l holds columns (k * 32 + l) * VEC .. + VEC - 1,
 //           k < CHUNKS (one coalesced 32-vector sweep per k)
 //   WARPS   rows (warps) per block; the block has 32 * WARPS threads
+//   SHIFT   1: rows not made of whole vectors (an odd cols, a leading dimension or pointer off a
+//           vector; VEC > 1): lane l's chunks are the aligned vectors at (k * 32 + l) * VEC of
+//           the row's first aligned vector, the row's two ragged ends an element at a time
+//           (rows_common.cuh, Span); 0: the whole-vector rules of rows_common.cuh hold
 //
 // Host rules (besides rows_common.cuh's): grid = ceil(rows / WARPS) x 1 x 1, block =
-// 32 * WARPS, no dynamic shared memory; cols <= 32 * VEC * CHUNKS. A warp whose row is past the
+// 32 * WARPS, no dynamic shared memory; cols <= 32 * VEC * CHUNKS (SHIFT: cols + VEC - 1 <=). A warp whose row is past the
 // end returns at once (no block barrier in this kernel).
 // Registers: see the table in rows_common.cuh (F = CHUNKS * VEC cached floats; F <= 64, and
 // F <= 16 at WARPS = 32, whose 1024 threads cap a thread at 64 registers).
 #include "rows_common.cuh"
 
-template <int OP, int DT, int VEC, int CHUNKS, int WARPS>
+template <int OP, int DT, int VEC, int CHUNKS, int WARPS, int SHIFT>
 __global__ void __launch_bounds__(32 * WARPS, 1) rows_warp(KtuneRowsArgs p) {
   using namespace ktune_dev::rows;
   check_params<OP, DT, VEC>();
@@ -30,9 +34,10 @@ __global__ void __launch_bounds__(32 * WARPS, 1) rows_warp(KtuneRowsArgs p) {
   const int col0 = (threadIdx.x & 31) * VEC, end = static_cast<int>(p.cols);
 
   float v[CHUNKS][VEC];
-  const int limit = end - col0; // chunk ch is in the row when ch * STRIDE < limit
-  load_row<OP, DT, VEC, CHUNKS, STRIDE>(v, advance<DT>(x_row<DT>(p, row), col0), limit, k);
-  const Stats<OP> mine = local_stats<OP, VEC, CHUNKS, STRIDE>(v, limit, k);
+  const void* xr = x_row<DT>(p, row);
+  const Span<SHIFT != 0, VEC, STRIDE> span{col0 - (SHIFT ? row_offset<DT, VEC>(xr) : 0), end};
+  load_row<OP, DT, VEC, CHUNKS>(v, advance<DT>(xr, span.first), span, k);
+  const Stats<OP> mine = local_stats<OP, VEC, CHUNKS>(v, span, k);
   const Stats<OP> all = warp_allreduce<32>(mine, k.c);
-  store_row<OP, DT, VEC, CHUNKS, STRIDE>(p, y_row<DT>(p, row), v, col0, limit, finish<OP>(mine, all, p, k));
+  store_row<OP, DT, VEC, CHUNKS>(p, y_row<DT>(p, row), v, span, finish<OP>(mine, all, p, k));
 }

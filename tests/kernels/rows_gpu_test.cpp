@@ -52,7 +52,7 @@ TEST(RowsGpu, SampledConfigsOfEveryFamilyMatchFp64Reference) {
   };
   std::vector<Case> cases;
   uint64_t seed = 11;
-  int bulk_rpc_cases = 0;
+  int bulk_rpc_cases = 0, shift_cases = 0;
   for (const char* op : {"softmax", "layernorm", "rmsnorm"})
     for (const auto& f : builtin_families()) {
       if (f.op() != op) continue;
@@ -71,6 +71,32 @@ TEST(RowsGpu, SampledConfigsOfEveryFamilyMatchFp64Reference) {
           for (const Config& c : f.sample(p, *d, 2, seed++))
             cases.push_back({f, c, p, seed, compiler.compile_async(compile_request(f, c, p, d->arch))});
         }
+      // The SHIFT form of rows_warp / rows_block (rows not made of whole vectors): every vector
+      // width, on rows off 16-byte lines (x's and y's at different offsets, so y is stored a column
+      // at a time), odd rows of whole lines' worth, and rows shorter than one vector.
+      if (f.name() == std::string(op) + "_warp" || f.name() == std::string(op) + "_block")
+        for (DType dt : {DType::f32, DType::bf16, DType::f16})
+          for (const char* shape : {"9x1001", "6x4099", "5x7", "3x1"})
+            for (int vec : {2, 4, 8}) {
+              Problem p = Problem::parse(op, shape, "", dt);
+              if (std::string(shape) == "9x1001") {
+                p.ld = {1003, 1005};
+                p.align = Problem::alignment_of(p.ld, element_bytes(dt));
+              }
+              if (std::string(op) == "softmax") p.scalars["scale"] = 0.7;
+              Config c = f.default_config(p, *d);
+              c.set("VEC", vec);
+              const int width = f.name() == std::string(op) + "_warp" ? 32 : c["THREADS"];
+              const int64_t need = (p.dims[1] + vec - 1 + int64_t(width) * vec - 1) / (int64_t(width) * vec);
+              for (int ch : {1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64})
+                if (ch >= need) {
+                  c.set("CHUNKS", ch);
+                  break;
+                }
+              if (!f.violations(c, p, *d).empty()) continue; // (f32 VEC 8, or registers)
+              cases.push_back({f, c, p, seed++, compiler.compile_async(compile_request(f, c, p, d->arch))});
+              ++shift_cases;
+            }
       // rows_bulk serving several rows a cluster (RPC), one or two buffers: row counts that RPC
       // does not divide, clusters of 1..8, every dtype.
       if (f.name() != std::string(op) + "_bulk") continue;
@@ -111,6 +137,7 @@ TEST(RowsGpu, SampledConfigsOfEveryFamilyMatchFp64Reference) {
   }
   std::cout << "[ ktune    ] " << checked << " row-kernel configs verified\n";
   EXPECT_GT(bulk_rpc_cases, 80);
+  EXPECT_GT(shift_cases, 100);
   EXPECT_GT(checked, 280);
 }
 

@@ -185,6 +185,35 @@ TEST(RowsOp, CachedFamiliesServeTheRowLengthsTheyAreFor) {
   EXPECT_EQ(bulk.launch_plan(two, Problem::parse("softmax", "5x32000", "", DType::bf16)).steps[0].dynamic_smem, 2u * 64000u);
 }
 
+// Rows not made of whole vectors (an odd number of 16-bit columns: no row after the first starts
+// on a 16-byte line) take full 16-byte vectors in rows_warp's and rows_block's SHIFT form, which
+// loads the aligned vectors over the row and its ragged ends a column at a time; rows of whole
+// vectors keep the plain form (the same kernels as before it existed).
+TEST(RowsOp, CachedFamiliesTakeFullVectorsOnRowsOffTheirLines) {
+  const DeviceInfo d = DeviceInfo::nominal("sm_90");
+  for (const char* op : kOps)
+    for (const char* kind : {"_warp", "_block"}) {
+      const Family f = find_family(std::string(op) + kind);
+      const Problem odd = Problem::parse(op, "3000x1001", "", DType::bf16), even = Problem::parse(op, "3000x1024", "", DType::bf16);
+      const Config c = f.default_config(odd, d);
+      EXPECT_EQ(c["VEC"], 8) << f.name();
+      ASSERT_TRUE(f.valid(c, odd, d)) << f.name() << " " << c.to_json();
+      const std::string shifted = f.kernel_names(c, odd).at(0), plain = f.kernel_names(f.default_config(even, d), even).at(0);
+      EXPECT_EQ(shifted.substr(shifted.size() - 3), ",1>") << shifted;
+      EXPECT_EQ(plain.substr(plain.size() - 3), ",0>") << plain;
+      // The SHIFT form's chunks cover the row plus the first vector's offset (up to 7 columns):
+      // 1018..1023 columns need a fifth chunk of 32 x 8 where whole vectors would not.
+      if (std::string(kind) == "_warp") {
+        const Config four{{"VEC", 8}, {"CHUNKS", 4}, {"WARPS", 4}};
+        EXPECT_TRUE(f.valid(four, Problem::parse(op, "64x1017", "", DType::bf16), d));
+        EXPECT_FALSE(f.valid(four, Problem::parse(op, "64x1018", "", DType::bf16), d));
+        EXPECT_TRUE(f.valid(four, Problem::parse(op, "64x1024", "", DType::bf16), d)); // whole vectors
+      }
+      // f32 rows of an odd length: 16-byte vectors of 4 floats.
+      EXPECT_EQ(f.default_config(Problem::parse(op, "3000x1001", "", DType::f32), d)["VEC"], 4) << f.name();
+    }
+}
+
 // Each row op declares its runner, its weight/bias vectors and its FP64 reference in its own file
 // (kernel_templates/<op>/<op>.cpp); the references follow PyTorch's semantics.
 TEST(RowsOp, EachOpDeclaresItsRunnerVectorsAndReference) {
@@ -238,7 +267,7 @@ TEST(RowsCompile, SampledConfigsOfEveryRowFamilyCompile) {
       std::vector<std::pair<Config, Problem>> cases;
       uint64_t seed = 1;
       for (DType dt : {DType::f32, DType::bf16, DType::f16})
-        for (const char* shape : {"33x1000", "8x4096", "4x131072", "5x50257"}) {
+        for (const char* shape : {"33x1000", "8x4096", "4x131072", "5x50257", "7x1001"}) {
           const Problem p = Problem::parse(op, shape, "", dt);
           for (const Config& c : f.sample(p, d, 2, seed++)) cases.emplace_back(c, p);
         }
