@@ -32,7 +32,7 @@ __global__ void __launch_bounds__(THREADS, 1) rows_block(KtuneRowsArgs p) {
   float v[CHUNKS][VEC];
   const void* xr = x_row<DT>(p, row);
   const Span<SHIFT != 0, VEC, STRIDE> span{col0 - (SHIFT ? row_offset<DT, VEC>(xr) : 0), end};
-  load_row<OP, DT, VEC, CHUNKS>(v, advance<DT>(xr, span.first), span, k);
+  load_row<OP, DT, VEC, CHUNKS>(v, advance<DT>(xr, span.first), span, k, x_extent<DT>(p));
   const Stats<OP> mine = local_stats<OP, VEC, CHUNKS>(v, span, k);
   const Stats<OP> all = block_allreduce<THREADS / 32>(mine, red, k.c);
   store_row<OP, DT, VEC, CHUNKS>(p, y_row<DT>(p, row), v, span, finish<OP>(mine, all, p, k));

@@ -595,18 +595,54 @@ __device__ __forceinline__ void* advance(void* base, long long elems) {
   return static_cast<char*>(base) + elems * elem_bytes<DT>();
 }
 
+// SHIFT: the chunks that may be partial, or need a column-at-a-time fallback next to the row's
+// ends. With the family's rules (the chunks cover the row plus VEC - 1 columns, and every chunk
+// reaches the row) the row's head is in chunk 0 (of its first thread) and its tail in chunk
+// CHUNKS - 1; load_affine's aligned pair can reach past the row's end from chunk CHUNKS - 2 on.
+template <int CHUNKS>
+__device__ __forceinline__ constexpr bool edge_chunk(int ch) {
+  return ch == 0 || ch >= CHUNKS - 2;
+}
+
+// SHIFT: the bytes of x (all rows), which a partial chunk's vector may read beyond its row.
+struct Extent {
+  const char *lo, *hi;
+};
+template <int DT>
+__device__ __forceinline__ Extent x_extent(const KtuneRowsArgs& p) {
+  const char* lo = static_cast<const char*>(p.x);
+  return {lo, lo + ((p.rows - 1) * p.ldx + p.cols) * elem_bytes<DT>()};
+}
+
 // Loads the chunks (softmax: as xs = sgn * x); x is the thread's chunk 0. Columns out of the row
 // hold -inf (softmax) or 0. All vector loads are issued before any of their data is used
-// (predicated, no branches); a partial chunk (SHIFT) then loads its columns one at a time.
+// (predicated, no branches). SHIFT: a partial chunk's vector is loaded whole where it lies inside x
+// (every row's ends but the tensor's own two: the bytes beyond a row are its neighbour's or the
+// padding, read and discarded), and only at the tensor's first and last byte by columns, in a
+// branch. Columns one at a time at every row's ends, predicated or in a branch, cost the whole
+// warp their wait or the registers for their own destinations (softmax 3000x1001: 41 % of the
+// copy rate against 46 % for VEC 1; spills at 512 threads).
 template <int OP, int DT, int VEC, int CHUNKS, class SP>
-__device__ __forceinline__ void load_row(float (&v)[CHUNKS][VEC], const void* x, const SP& span, const RowConsts& k) {
+__device__ __forceinline__ void load_row(float (&v)[CHUNKS][VEC], const void* x, const SP& span, const RowConsts& k,
+                                         Extent ext = {}) {
   constexpr int STRIDE = SP::STRIDE_;
+  constexpr int B = VEC * elem_bytes<DT>();
+  bool inside[CHUNKS];
 #pragma unroll
-  for (int ch = 0; ch < CHUNKS; ++ch) load_vec<DT, VEC, kLoadStream>(v[ch], x, ch * STRIDE, span.whole(ch));
+  for (int ch = 0; ch < CHUNKS; ++ch) {
+    inside[ch] = span.whole(ch);
+    if constexpr (SP::SHIFT)
+      if (ch == 0 || ch == CHUNKS - 1) { // (unrolled: decided at compile time)
+        const char* a = static_cast<const char*>(advance<DT>(x, ch * STRIDE));
+        inside[ch] = inside[ch] || (span.any(ch) && a >= ext.lo && a + B <= ext.hi);
+      }
+    load_vec<DT, VEC, kLoadStream>(v[ch], x, ch * STRIDE, inside[ch]);
+  }
   if constexpr (SP::SHIFT) {
 #pragma unroll
-    for (int ch = 0; ch < CHUNKS; ++ch)
-      if (span.partial(ch)) {
+    for (int ch = 0; ch < CHUNKS; ++ch) {
+      if (ch != 0 && ch != CHUNKS - 1) continue;
+      if (span.any(ch) && !inside[ch]) { // the tensor's first or last vector, partly outside it
 #pragma unroll
         for (int e = 0; e < VEC; ++e) {
           float t[1];
@@ -614,6 +650,10 @@ __device__ __forceinline__ void load_row(float (&v)[CHUNKS][VEC], const void* x,
           v[ch][e] = t[0];
         }
       }
+      if constexpr (OP != KTUNE_ROWS_SOFTMAX) // a neighbour's columns out (softmax's -inf below)
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) v[ch][e] = span.in(ch, e) ? v[ch][e] : 0.0f;
+    }
   }
   if constexpr (OP == KTUNE_ROWS_SOFTMAX) {
 #pragma unroll
@@ -815,7 +855,9 @@ __device__ __forceinline__ void funnel(unsigned* out, const unsigned* lo, const 
 // that hold its columns, when both lie in [0, end), and shifts them into place; a partial chunk, and
 // a whole one next to the row's ends whose vectors would reach past them, loads its columns one at a
 // time (so nothing outside weight / bias is read). Columns out of the row get 0.
-template <int DT, int VEC, class SP>
+// The fallback's loads are predicated, for the edge chunks only (edge_chunk: the others always take
+// the vectors), and ORed into the funnel's (then zero) words: no branch to wait inside.
+template <int DT, int VEC, int CHUNKS, class SP>
 __device__ __forceinline__ void load_affine(float (&w)[VEC], const void* a, int ch, int s, const SP& span) {
   constexpr int B = VEC * elem_bytes<DT>(), W = raw_words<B>();
   const int at = span.at(ch);
@@ -826,7 +868,7 @@ __device__ __forceinline__ void load_affine(float (&w)[VEC], const void* a, int 
   load_raw<B, kLoadKeep>(hi, advance<DT>(a, off + VEC), fast && s != 0);
   funnel<DT, VEC>(out, lo, hi, s);
   unpack<DT, VEC>(w, out);
-  if (!fast && span.any(ch)) {
+  if (edge_chunk<CHUNKS>(ch) && !fast && span.any(ch)) {
 #pragma unroll
     for (int e = 0; e < VEC; ++e) {
       float t[1];
@@ -861,22 +903,25 @@ struct RowStores {
         for (int e = 0; e < VEC; ++e) y[e] = OP == KTUNE_ROWS_SOFTMAX ? v[ch][e] * f.mult : (v[ch][e] - f.shift) * f.mult;
         if constexpr (W) {
           float w[VEC];
-          load_affine<DT, VEC>(w, o.w, ch, sw, span);
+          load_affine<DT, VEC, CHUNKS>(w, o.w, ch, sw, span);
 #pragma unroll
           for (int e = 0; e < VEC; ++e) y[e] *= w[e];
         }
         if constexpr (B) {
           float b[VEC];
-          load_affine<DT, VEC>(b, o.b, ch, sb, span);
+          load_affine<DT, VEC, CHUNKS>(b, o.b, ch, sb, span);
 #pragma unroll
           for (int e = 0; e < VEC; ++e) y[e] += b[e];
         }
-        store_vec<DT, VEC>(o.y, static_cast<long long>(ch) * STRIDE, y, yvec && span.whole(ch));
-        if (span.any(ch) && !(yvec && span.whole(ch))) {
+        const bool vec = yvec && span.whole(ch);
+        store_vec<DT, VEC>(o.y, static_cast<long long>(ch) * STRIDE, y, vec);
+        // Columns alone: the partial chunks (predicated, no branch), and every chunk where y's
+        // rows sit off x's vectors (a branch the whole row takes alike).
+        if (ch == 0 || ch == CHUNKS - 1 || !yvec) {
 #pragma unroll
           for (int e = 0; e < VEC; ++e) {
             const float t[1] = {y[e]};
-            store_vec<DT, 1>(o.y, static_cast<long long>(ch) * STRIDE + e, t, span.in(ch, e));
+            store_vec<DT, 1>(o.y, static_cast<long long>(ch) * STRIDE + e, t, !vec && span.in(ch, e));
           }
         }
       }
