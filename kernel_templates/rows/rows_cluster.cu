@@ -54,7 +54,7 @@ __global__ void __launch_bounds__(THREADS, 1) KTUNE_CLUSTER_DIMS(CL, 1, 1) rows_
   const int col0 = begin + static_cast<int>(threadIdx.x) * VEC;
 
   float v[CHUNKS][VEC];
-  const Span<false, VEC, STRIDE> span{col0, end}; // whole vectors (the host's rules)
+  const Span<false, VEC, STRIDE, CHUNKS> span{col0, end}; // whole vectors (the host's rules)
   load_row<OP, DT, VEC, CHUNKS>(v, advance<DT>(x_row<DT>(p, row), col0), span, k);
   const Stats<OP> mine = local_stats<OP, VEC, CHUNKS>(v, span, k);
   const Stats<OP> cta = block_allreduce<THREADS / 32>(mine, red, k.c);

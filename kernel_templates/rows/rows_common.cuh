@@ -535,12 +535,20 @@ struct ClusterStats {
 //   are loaded and stored as vectors; the two partial ones (at most) an element at a time, never
 //   touching a column outside the row. Before this, such rows ran VEC 1 kernels: one 2-byte load a
 //   column, 28-57 % of the copy rate on the unseen suite's odd norms.
-template <bool SHIFT_, int VEC, int STRIDE>
+// SHIFT also relies on the family's rules (the chunks cover the row plus VEC - 1 columns, and every
+// chunk reaches the row): then only chunk 0 (the row's head, in its first thread) and chunk
+// CHUNKS - 1 (its tail) can hold columns outside the row, and the chunks between are whole in every
+// thread. Taking that as given (interior) keeps per-column tests, and their registers, out of
+// them (softmax bf16 rows_warp VEC 8 CHUNKS 8: 160 registers with them, 127 without). whole()
+// stays a test: unpredicated, the interior weight / bias loads were all hoisted ahead of the
+// stores, and LayerNorm went from 102 registers to 128 and spills (f32 rows_block, 512 threads).
+template <bool SHIFT_, int VEC, int STRIDE, int CHUNKS>
 struct Span {
   static constexpr bool SHIFT = SHIFT_;
   static constexpr int STRIDE_ = STRIDE;
   int first, end;
   __device__ __forceinline__ int at(int ch) const { return first + ch * STRIDE; }
+  __device__ __forceinline__ static constexpr bool interior(int ch) { return SHIFT && ch > 0 && ch < CHUNKS - 1; }
   // Every column of chunk ch in the row (so: one vector load / store).
   __device__ __forceinline__ bool whole(int ch) const {
     if constexpr (SHIFT)
@@ -551,26 +559,26 @@ struct Span {
   // Column e of chunk ch in the row.
   __device__ __forceinline__ bool in(int ch, int e) const {
     if constexpr (SHIFT)
-      return static_cast<unsigned>(at(ch) + e) < static_cast<unsigned>(end);
+      return interior(ch) || static_cast<unsigned>(at(ch) + e) < static_cast<unsigned>(end);
     else
       return at(ch) < end;
   }
   // Some column of chunk ch in the row.
-  __device__ __forceinline__ bool any(int ch) const { return at(ch) < end && at(ch) + VEC > 0; }
+  __device__ __forceinline__ bool any(int ch) const { return interior(ch) || (at(ch) < end && at(ch) + VEC > 0); }
   // Some columns of chunk ch in the row, not all (SHIFT only: the row's ends).
   __device__ __forceinline__ bool partial(int ch) const {
     if constexpr (SHIFT)
-      return at(ch) < end && at(ch) + VEC > 0 && !whole(ch);
+      return !interior(ch) && at(ch) < end && at(ch) + VEC > 0 && !whole(ch);
     else
       return false;
   }
-  // The thread's columns in the row over CHUNKS chunks (LayerNorm's count).
-  template <int CHUNKS>
+  // The thread's columns in the row over its CHUNKS chunks (LayerNorm's count).
   __device__ __forceinline__ int count() const {
     if constexpr (SHIFT) {
-      int n = 0;
+      int n = (CHUNKS > 2 ? CHUNKS - 2 : 0) * VEC;
 #pragma unroll
-      for (int ch = 0; ch < CHUNKS; ++ch) n += max(0, min(end, at(ch) + VEC) - max(0, at(ch)));
+      for (int ch = 0; ch < CHUNKS; ++ch)
+        if (!interior(ch)) n += max(0, min(end, at(ch) + VEC) - max(0, at(ch)));
       return n;
     } else {
       const int limit = end - first;
@@ -693,7 +701,7 @@ __device__ __forceinline__ Stats<OP> local_stats(float (&v)[CHUNKS][VEC], const 
     return {m, s};
   } else if constexpr (OP == KTUNE_ROWS_LAYERNORM) {
     // Two passes over the registers: the lane's mean, then squared deviations from it.
-    const int count = span.template count<CHUNKS>();
+    const int count = span.count();
     float part[VEC];
 #pragma unroll
     for (int e = 0; e < VEC; ++e) part[e] = 0.0f;

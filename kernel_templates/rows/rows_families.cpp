@@ -22,11 +22,11 @@ int dt_code(const Problem& p) { return p.dtype == DType::f32 ? 0 : p.dtype == DT
 // 512 at 128).
 int cached(const Config& c) { return c["CHUNKS"] * c["VEC"]; }
 // The SHIFT form (shifted() below) holds more registers for the ragged ends and the shifted weight
-// vectors (ptxas, CUDA 13.0, sm_90): at 512 threads (128 registers) F = 48 spilled 8 bytes (bf16
-// LayerNorm, VEC 2), F = 40 did not; at 1024 threads (64) F = 16 spilled 16 bytes (f32 LayerNorm
+// vectors (ptxas, CUDA 13.0, sm_90): at 512 threads (128 registers) F = 40 spilled 16 bytes (bf16
+// LayerNorm, VEC 2), F = 32 did not; at 1024 threads (64) F = 16 spilled 16 bytes (f32 LayerNorm
 // in rows_warp), F = 12 did not.
 bool fits_registers(int floats, int threads, bool shift = false) {
-  return floats <= (threads >= 1024 ? (shift ? 12 : 16) : threads >= 512 ? (shift ? 40 : 48) : 64);
+  return floats <= (threads >= 1024 ? (shift ? 12 : 16) : threads >= 512 ? (shift ? 32 : 48) : 64);
 }
 
 // Whole vectors only: VEC elements of at most 16 bytes, and for VEC > 1 cols, both leading

@@ -35,7 +35,7 @@ __global__ void __launch_bounds__(32 * WARPS, 1) rows_warp(KtuneRowsArgs p) {
 
   float v[CHUNKS][VEC];
   const void* xr = x_row<DT>(p, row);
-  const Span<SHIFT != 0, VEC, STRIDE> span{col0 - (SHIFT ? row_offset<DT, VEC>(xr) : 0), end};
+  const Span<SHIFT != 0, VEC, STRIDE, CHUNKS> span{col0 - (SHIFT ? row_offset<DT, VEC>(xr) : 0), end};
   load_row<OP, DT, VEC, CHUNKS>(v, advance<DT>(xr, span.first), span, k, x_extent<DT>(p));
   const Stats<OP> mine = local_stats<OP, VEC, CHUNKS>(v, span, k);
   const Stats<OP> all = warp_allreduce<32>(mine, k.c);
