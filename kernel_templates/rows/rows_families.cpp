@@ -156,15 +156,23 @@ Family block_family(const RowsOpSpec& s) {
   // budget (tuned entries of rows.json and of the unseen shapes: layernorm 8192x2048 bf16 VEC 8
   // CHUNKS 4 THREADS 64, rmsnorm 8192x2560 f16 VEC 4 CHUNKS 5 THREADS 128). Invalid where 1024
   // threads cannot hold the row.
+  // Rows under 4 KB that are not whole 16-byte vectors keep the widest whole vector (VEC 1 for an
+  // odd cols), about eight a thread, not the SHIFT form: an exhaustive LayerNorm sweep over 64-512
+  // threads (H100, session 16) had VEC 1 with 128 threads at 10.0 us (3000x1001 bf16) against 11.7
+  // for the best SHIFT config, and with 256 threads at 12.9 against 16.6 (2048x2047, where the
+  // SHIFT form's extra VEC - 1 columns rule out a 2048-column tiling), while at 4096x4099 the SHIFT
+  // form's VEC 8 won (39 us; VEC 1 needs 1024 threads there: 57.7 % of copy for RMSNorm against 79).
   f.defaults([](const Problem& p, const DeviceInfo&) {
     Config c;
-    const int v = cached_default_vec(p);
+    const bool short_ragged = widest_vec(p) * elem(p) < 16 && cols(p) * elem(p) < 4096;
+    const int v = short_ragged ? widest_vec(p) : cached_default_vec(p);
+    const int per_thread = v == 1 ? 8 : 4;
     c.set("VEC", v);
     c.set("THREADS", 1024);
     c.set("CHUNKS", 1);
     for (int t : kThreads) {
       const int ch = chunks_for(cols(p), t, v, covered(c, p) - cols(p));
-      if (ch == 0 || !fits_registers(ch * v, t, shifted(c, p)) || (int64_t(t) * v * 4 < cols(p) && t < 1024)) continue;
+      if (ch == 0 || !fits_registers(ch * v, t, shifted(c, p)) || (int64_t(t) * v * per_thread < cols(p) && t < 1024)) continue;
       c.set("THREADS", t);
       c.set("CHUNKS", ch);
       break;

@@ -194,7 +194,10 @@ TEST(RowsOp, CachedFamiliesTakeFullVectorsOnRowsOffTheirLines) {
   for (const char* op : kOps)
     for (const char* kind : {"_warp", "_block"}) {
       const Family f = find_family(std::string(op) + kind);
-      const Problem odd = Problem::parse(op, "3000x1001", "", DType::bf16), even = Problem::parse(op, "3000x1024", "", DType::bf16);
+      // rows_block keeps VEC 1 on odd rows under 4 KB (below); these are 8 KB.
+      const bool block = std::string(kind) == "_block";
+      const Problem odd = Problem::parse(op, block ? "3000x4099" : "3000x1001", "", DType::bf16),
+                    even = Problem::parse(op, block ? "3000x4096" : "3000x1024", "", DType::bf16);
       const Config c = f.default_config(odd, d);
       EXPECT_EQ(c["VEC"], 8) << f.name();
       ASSERT_TRUE(f.valid(c, odd, d)) << f.name() << " " << c.to_json();
@@ -210,8 +213,19 @@ TEST(RowsOp, CachedFamiliesTakeFullVectorsOnRowsOffTheirLines) {
         EXPECT_TRUE(f.valid(four, Problem::parse(op, "64x1024", "", DType::bf16), d)); // whole vectors
       }
       // f32 rows of an odd length: 16-byte vectors of 4 floats.
-      EXPECT_EQ(f.default_config(Problem::parse(op, "3000x1001", "", DType::f32), d)["VEC"], 4) << f.name();
+      EXPECT_EQ(f.default_config(Problem::parse(op, block ? "3000x4099" : "3000x1001", "", DType::f32), d)["VEC"], 4) << f.name();
     }
+  // Short odd rows: rows_block's default is the plain VEC 1 form, about 8 columns a thread (LayerNorm
+  // 3000x1001: 128 threads of 8, the sweep's best).
+  for (const char* op : kOps) {
+    const Family block = find_family(std::string(op) + "_block");
+    const Problem p = Problem::parse(op, "3000x1001", "", DType::bf16);
+    const Config c = block.default_config(p, d);
+    EXPECT_EQ(c["VEC"], 1) << op;
+    EXPECT_EQ(c["THREADS"], 128) << op;
+    EXPECT_EQ(c["CHUNKS"], 8) << op;
+    EXPECT_TRUE(block.valid(c, p, d)) << op;
+  }
 }
 
 // Each row op declares its runner, its weight/bias vectors and its FP64 reference in its own file
