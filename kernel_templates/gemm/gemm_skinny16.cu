@@ -4,10 +4,10 @@
 // (mma.sync m16n8k16) for every M: the half operands go to the MMA as they are loaded (no
 // conversion, no FFMA), which keeps up with B's stream whatever M is.
 //
-// STATUS: the first version (A in shared-memory chunks, UNROLL/KC) passed Skinny16Gpu.* on an
-// H100. This version (register ring, A from global memory, cluster reduction) is compiled by
-// NVRTC for sm_80 and sm_90 in the CPU tests and has NOT YET RUN ON A GPU;
-// tests/kernels/skinny16_gpu_test.cpp checks it against an FP64 reference.
+// STATUS: this version (register ring, A from global memory, cluster reduction) passes
+// Skinny16Gpu.* (tests/kernels/skinny16_gpu_test.cpp: sampled configs against an FP64 reference)
+// on an H100 (docs/runs/2026-11-24-h100-s6-gpu-tests.txt.gz) and is in the shipped half table;
+// its decode figures against the read floor are in docs/PERFORMANCE.md ("The read floor").
 //
 // ---- Bandwidth model (what the structure is designed for; H100 SXM, 132 SMs) ----
 // B is the whole cost: 1x4096x4096 is 32 MB of B, 11 us at ~3 TB/s. Little's law with ~1 us of
