@@ -56,11 +56,19 @@ int widest_vec(const Problem& p) {
   return 1;
 }
 
-// The cached families' default vector: the widest whole one where it is at least 8 bytes, else a
-// full 16-byte one in the SHIFT form (rows of an odd number of 16-bit elements: VEC 8, not 1).
+// The cached families' default vector: the widest whole one where it is at least 8 bytes; else,
+// on rows of 4 KB and more, a full 16-byte one in the SHIFT form (rows of an odd number of 16-bit
+// elements: VEC 8, not 1); shorter rows keep the widest whole one. An exhaustive LayerNorm sweep
+// over rows_block (64-512 threads, H100, session 16) had VEC 1 at 10.0 us against 11.7 for the best
+// SHIFT config at 3000x1001 bf16, and 12.9 against 16.6 at 2048x2047 (the SHIFT form's extra
+// VEC - 1 columns rule out a 2048-column tiling there), while at 4096x4099 the SHIFT form's VEC 8
+// won (39 us; VEC 1 needs 1024 threads there: 57.7 % of copy for RMSNorm against 79); softmax
+// 3000x1001 ran 8.4 us on rows_warp VEC 1 and 8.7-8.8 on its SHIFT VEC 8. The runtime's first use
+// still measures the SHIFT form there when an aligned entry lends it.
 int cached_default_vec(const Problem& p) {
   const int v = widest_vec(p);
-  return v * elem(p) >= 8 ? v : 16 / elem(p);
+  if (v * elem(p) >= 8 || cols(p) * elem(p) < 4096) return v;
+  return 16 / elem(p);
 }
 
 std::string instance(const char* kernel, const RowsOpSpec& s, const Problem& p, std::initializer_list<int> params) {
@@ -155,17 +163,11 @@ Family block_family(const RowsOpSpec& s) {
   // 1024) for which a chunk count of at least four vectors covers the row within the register
   // budget (tuned entries of rows.json and of the unseen shapes: layernorm 8192x2048 bf16 VEC 8
   // CHUNKS 4 THREADS 64, rmsnorm 8192x2560 f16 VEC 4 CHUNKS 5 THREADS 128). Invalid where 1024
-  // threads cannot hold the row.
-  // Rows under 4 KB that are not whole 16-byte vectors keep the widest whole vector (VEC 1 for an
-  // odd cols), about eight a thread, not the SHIFT form: an exhaustive LayerNorm sweep over 64-512
-  // threads (H100, session 16) had VEC 1 with 128 threads at 10.0 us (3000x1001 bf16) against 11.7
-  // for the best SHIFT config, and with 256 threads at 12.9 against 16.6 (2048x2047, where the
-  // SHIFT form's extra VEC - 1 columns rule out a 2048-column tiling), while at 4096x4099 the SHIFT
-  // form's VEC 8 won (39 us; VEC 1 needs 1024 threads there: 57.7 % of copy for RMSNorm against 79).
+  // threads cannot hold the row. With VEC 1 (short odd rows, cached_default_vec) about eight a
+  // thread: the LayerNorm sweep's best at 3000x1001 and 2048x2047 had 128 and 256 threads of 8.
   f.defaults([](const Problem& p, const DeviceInfo&) {
     Config c;
-    const bool short_ragged = widest_vec(p) * elem(p) < 16 && cols(p) * elem(p) < 4096;
-    const int v = short_ragged ? widest_vec(p) : cached_default_vec(p);
+    const int v = cached_default_vec(p);
     const int per_thread = v == 1 ? 8 : 4;
     c.set("VEC", v);
     c.set("THREADS", 1024);
