@@ -863,8 +863,9 @@ __device__ __forceinline__ void funnel(unsigned* out, const unsigned* lo, const 
 // that hold its columns, when both lie in [0, end), and shifts them into place; a partial chunk, and
 // a whole one next to the row's ends whose vectors would reach past them, loads its columns one at a
 // time (so nothing outside weight / bias is read). Columns out of the row get 0.
-// The fallback's loads are predicated, for the edge chunks only (edge_chunk: the others always take
-// the vectors), and ORed into the funnel's (then zero) words: no branch to wait inside.
+// The fallback is a branch in the edge chunks only (edge_chunk: the others always take the
+// vectors); its loads hit L1 / L2 (weight and bias serve every row). Predicated loads ORed into the
+// funnel's words instead, with no branch, kept more registers live and spilled at 512 threads.
 template <int DT, int VEC, int CHUNKS, class SP>
 __device__ __forceinline__ void load_affine(float (&w)[VEC], const void* a, int ch, int s, const SP& span) {
   constexpr int B = VEC * elem_bytes<DT>(), W = raw_words<B>();
