@@ -101,6 +101,31 @@ TEST(Lending, LendersAreRankedByPredictedSpeedupAndCappedPerFamily) {
   EXPECT_TRUE(idx.lenders(GemmProblem::parse("256x256x256"), 10).size() == 2u); // not its own exact entry
 }
 
+// A speedup recorded in another alignment class says how cuBLAS handles that class (cuBLAS bf16
+// runs 2999^3 at a seventh of its aligned rate), so it carries over as a neutral 1x: an aligned
+// entry at par with cuBLAS outranks an unaligned one recorded 4x ahead at an aligned problem, and the
+// unaligned one keeps its lead at problems of its own class. The recorded ratio is still reported.
+TEST(Lending, LeadsRecordedInAnotherAlignmentClassCountAsNeutral) {
+  TunedIndex idx(DeviceInfo::nominal("sm_90"));
+  idx.add(table({entry("1024x1024x1024", "gemm_naive", kNaive, 1.0, 1.0),   // a16, at par
+                 entry("1023x1023x1023", "gemm_naive", kNaive2, 1.0, 4.0)}), // a4, 4x ahead
+          "t", SourceTier::shipped);
+  const GemmProblem aligned = GemmProblem::parse("1000x1000x1000"), odd = GemmProblem::parse("1001x1001x1001");
+  ASSERT_NE(aligned.align, odd.align);
+  ASSERT_EQ(odd.align, GemmProblem::parse("1023x1023x1023").align);
+  const auto at_aligned = idx.lenders(aligned, 10);
+  ASSERT_EQ(at_aligned.size(), 2u);
+  EXPECT_EQ(at_aligned[0].from->entry.problem.key(), GemmProblem::parse("1024x1024x1024").key());
+  const Lent& other = at_aligned[1];
+  EXPECT_DOUBLE_EQ(other.home_ratio, 4.0);
+  EXPECT_NEAR(other.score, std::exp(-kLendDecay * other.distance), 1e-12);
+  EXPECT_NEAR(other.distance, log_distance(aligned, other.from->entry.problem) + kAlignPenalty, 1e-12);
+  const auto at_odd = idx.lenders(odd, 10);
+  ASSERT_EQ(at_odd.size(), 2u);
+  EXPECT_EQ(at_odd[0].from->entry.problem.key(), GemmProblem::parse("1023x1023x1023").key());
+  EXPECT_NEAR(at_odd[0].score, 4.0 * std::exp(-kLendDecay * at_odd[0].distance), 1e-12);
+}
+
 // bf16 and f16 lend to each other at a small penalty (the same kernels but for conversions); f32
 // and the half types never do. An entry of the problem's own dtype at the same shape is exact.
 TEST(Lending, HalfTypesLendToEachOtherButNotToF32) {

@@ -273,6 +273,28 @@ TEST(Cli, QueryAnswersFromTheShippedTableWithoutADevice) {
   ASSERT_EQ(t.status, 0) << t.out;
   EXPECT_NE(t.out.find("why"), std::string::npos) << t.out;
   EXPECT_NE(t.out.find("candidates"), std::string::npos) << t.out;
+
+  // An untuned aligned bf16 shape: the aligned gemm_wgmma entries lend (the unaligned ones' leads
+  // over cuBLAS do not carry over to it), and the best lender's neighbours follow, marked as such,
+  // with no predicted ratio.
+  r = run_ktune("query --arch sm_90 --dtype bf16 --problem 3072x3072x3072 --json --db /nonexistent.db");
+  ASSERT_EQ(r.status, 0) << r.out;
+  j = nlohmann::json::parse(r.out);
+  ASSERT_FALSE(j["candidates"].empty());
+  EXPECT_EQ(j["candidates"][0]["family"], "gemm_wgmma");
+  EXPECT_EQ(j["candidates"][0]["neighbour"], false);
+  EXPECT_TRUE(j["candidates"][0]["tuned_problem"].get<std::string>().find("/a16") != std::string::npos) << r.out;
+  int neighbours = 0;
+  for (const auto& c : j["candidates"])
+    if (c["neighbour"].get<bool>()) {
+      ++neighbours;
+      EXPECT_TRUE(c["predicted_ratio"].is_null()) << c;
+      EXPECT_EQ(c["tuned_problem"], j["candidates"][0]["tuned_problem"]) << c;
+    }
+  EXPECT_GE(neighbours, 1) << r.out;
+  const CliRun tn = run_ktune("query --arch sm_90 --dtype bf16 --problem 3072x3072x3072 --db /nonexistent.db");
+  ASSERT_EQ(tn.status, 0) << tn.out;
+  EXPECT_NE(tn.out.find("no prediction"), std::string::npos) << tn.out;
 }
 
 TEST(Cli, QueryTf32x3OptsIntoTheTensorCoreTable) {
