@@ -13,8 +13,9 @@
 // (cuBLAS time / kernel time there), decayed by how far away that problem is,
 //     score = home_ratio * exp(-kLendDecay * distance),
 // (home_ratio counted as 1 when the alignment classes differ: cuBLAS's speed changes with the
-// class, so a lead recorded in one says little about another), with distance the log distance over
-// M, N, K (core/problem.cpp) plus kAlignPenalty when the alignment classes differ and kLayoutPenalty for each operand stored in the other order (a
+// class, so a lead recorded in one says little about another), with distance the log distance
+// over M, N, K (core/problem.cpp) plus kAlignPenalty when the alignment classes differ and
+// kLayoutPenalty for each operand stored in the other order (a
 // tiling tuned for row-major B is a candidate for column-major B, not a good guess), and
 // kDtypePenalty when it was tuned in the sibling half type. A config far from home has no claim on being faster than cuBLAS;
 // the runtime therefore measures the few best-scored lenders against cuBLAS at the new shape

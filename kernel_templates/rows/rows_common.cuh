@@ -781,15 +781,20 @@ __device__ __forceinline__ OutPtrs out_ptrs(const KtuneRowsArgs& p, void* yrow, 
   return o;
 }
 
-// Writes one vector of results `at` elements past the pointers: softmax v * mult; the norms
-// ((v - shift) * mult) times weight (W) plus bias (B), loaded per vector (reused by every row:
-// cached path).
+// The results of a vector before weight and bias: softmax v * mult, the norms (v - shift) * mult.
+template <int OP, int VEC>
+__device__ __forceinline__ void finished(float (&y)[VEC], const float (&v)[VEC], const Finish& f) {
+#pragma unroll
+  for (int e = 0; e < VEC; ++e) y[e] = OP == KTUNE_ROWS_SOFTMAX ? v[e] * f.mult : (v[e] - f.shift) * f.mult;
+}
+
+// Writes one vector of results `at` elements past the pointers: finished() times weight (W) plus
+// bias (B), loaded per vector (reused by every row: cached path).
 template <int OP, int DT, int VEC, bool W, bool B, bool GENERIC = false>
 __device__ __forceinline__ void store_out(const OutPtrs& o, long long at, const float (&v)[VEC], const Finish& f,
                                           bool in = true) {
   float y[VEC];
-#pragma unroll
-  for (int e = 0; e < VEC; ++e) y[e] = OP == KTUNE_ROWS_SOFTMAX ? v[e] * f.mult : (v[e] - f.shift) * f.mult;
+  finished<OP>(y, v, f);
   if constexpr (W) {
     float w[VEC];
     load_vec<DT, VEC, kLoadKeep>(w, o.w, at, in);
@@ -908,8 +913,7 @@ struct RowStores {
 #pragma unroll
       for (int ch = 0; ch < CHUNKS; ++ch) {
         float y[VEC];
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) y[e] = OP == KTUNE_ROWS_SOFTMAX ? v[ch][e] * f.mult : (v[ch][e] - f.shift) * f.mult;
+        finished<OP>(y, v[ch], f);
         if constexpr (W) {
           float w[VEC];
           load_affine<DT, VEC, CHUNKS>(w, o.w, ch, sw, span);
