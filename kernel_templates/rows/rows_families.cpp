@@ -46,7 +46,8 @@ bool shifted(const Config& c, const Problem& p) { return c["VEC"] > 1 && !vector
 // in the SHIFT form.
 int64_t covered(const Config& c, const Problem& p) { return cols(p) + (shifted(c, p) ? c["VEC"] - 1 : 0); }
 
-// The widest vector a problem allows: the defaults take it.
+// The widest vector a problem allows: the stream and bulk defaults take it, the cached families'
+// start from it (cached_default_vec).
 int widest_vec(const Problem& p) {
   for (int v : {8, 4, 2}) {
     Config c;
