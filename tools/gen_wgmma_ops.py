@@ -7,7 +7,10 @@ Run from the repository root: python3 tools/gen_wgmma_ops.py
 """
 import pathlib
 
-NS = [64, 128, 256]
+# 192: tiles of three 64-column blocks, which cuBLAS's own Hopper kernels use where 128 or 256 leaves
+# a partial wave (2048x11008x4096: 192 x 192; docs/runs/2026-11-25-h100-s17-ncu-cublas-kernels-*).
+NS = [64, 128, 192, 256]
+NS_TF32 = [64, 128, 256]
 DTYPES = [(0, "bf16"), (1, "f16")]
 
 
@@ -66,7 +69,7 @@ def main():
     for n in NS:
         for f16, t in DTYPES:
             out.append(wrapper(n, f16, t))
-    for n in NS:
+    for n in NS_TF32:
         out.append(wrapper_tf32(n))
     out += ["} // namespace wgmma", "} // namespace ktune_dev", ""]
     path = pathlib.Path("kernel_templates/gemm/gemm_wgmma_ops.cuh")

@@ -91,16 +91,20 @@ Family gemm_wgmma_family() {
   using D = const DeviceInfo&;
   Family f("gemm_wgmma", "gemm/gemm_wgmma.cu");
   f.describe("BF16/FP16 GEMM on Hopper's wgmma (sm_90a, m64nNk16 from 128B-swizzled shared memory, FP32 "
-             "accumulation), cp.async stage ring or a TMA producer warpgroup with an mbarrier ring, one or two "
+             "accumulation), cp.async stage ring or a TMA producer warpgroup with an mbarrier ring, one to three "
              "(consumer) warpgroups; every layout; unaligned problems through packed 16-byte-row copies of A and B (TMA)")
-      .param("BM", {64, 128, 256}, "block tile rows")
-      .param("BN", {64, 128, 256}, "block tile columns (the wgmma N)")
-      .param("WG", {1, 2}, "warpgroups, each BM / WG rows of the tile")
+      // 192: three 64-row or 64-column blocks (TMA only), the tile sizes between 128 and 256 that
+      // cuBLAS's own Hopper kernels pick where 128 or 256 leaves a partial wave: 192 x 192 at
+      // 2048x11008x4096 (638 tiles, 4.8 waves of 132, against 688 of 128 x 256: 5.2), 192 x 128 at
+      // 1024x3072x768 (docs/runs/2026-11-25-h100-s17-ncu-cublas-kernels-*).
+      .param("BM", {64, 128, 192, 256}, "block tile rows")
+      .param("BN", {64, 128, 192, 256}, "block tile columns (the wgmma N)")
+      .param("WG", {1, 2, 3}, "(consumer) warpgroups, each BM / WG rows of the tile; 3: TMA only, 192-row tiles")
       .param("ST", {3, 4, 5, 6, 8, 10, 13}, "stages in the shared-memory ring (ST - 2 tiles loaded ahead; the deep "
                                          "rings are for small tiles of memory-bound problems: 13 x 64 x 64)")
       .param("SWZ", {1, 4, 8, 16}, "tile rows per rasterization group")
       .param("TMA", {0, 1}, "0: every thread loads with cp.async; 1: a producer warpgroup loads with TMA (mbarrier ring), "
-                            "the WG consumer warpgroups only compute (setmaxnreg 40 / 232 with two)")
+                            "the WG consumer warpgroups only compute (setmaxnreg 40 / 232 with two, 40 / 152 with three)")
       .param("PACK", {0, 1}, "1: pack A and B into 16-byte rows first (gemm_pack16), for problems whose operands are not")
       .param("SPLITK", {1, 2, 4, 8}, "K slices (TMA only): FP32 partial sums in the workspace, added and rounded by "
                                      "gemm_splitk_reduce16; for grids too small to fill the GPU")
@@ -139,16 +143,21 @@ Family gemm_wgmma_family() {
                 [](const Config& c, P p, D) { return c["PACK"] ? c["TMA"] == 1 && !loads_16b(p) && packed_fits(p) : loads_16b(p); })
       .restrict("each warpgroup's rows a multiple of 64 (wgmma m64)", {"BM", "WG", "PP"},
                 [](const Config& c, P, D) { return c["BM"] % (64 * c["WG"]) == 0 || (c["PP"] && c["BM"] % 64 == 0); })
-      .restrict("accumulators per thread <= 128 (of 255 registers)", {"BM", "BN", "WG", "PP"},
-                [](const Config& c, P, D) { return accumulators(c) <= 128; })
+      // Three consumer warpgroups have 152 registers a thread (setmaxnreg): 96 accumulators (64 x 192)
+      // leave room for the addresses and the epilogue; 128 would spill.
+      .restrict("accumulators per thread <= 128 (of 232-255 registers); <= 96 with three consumer warpgroups (152)",
+                {"BM", "BN", "WG", "PP"},
+                [](const Config& c, P, D) { return accumulators(c) <= (c["WG"] == 3 ? 96 : 128); })
+      .restrict("the cp.async kernel (TMA 0): BN 64, 128 or 256, one or two warpgroups", {"TMA", "BN", "WG"},
+                [](const Config& c, P, D) { return c["TMA"] == 1 || (c["BN"] != 192 && c["WG"] <= 2); })
       .restrict("EPI > 0: TMA, whole tiles (no SPLITK or CL); EPI 1 and 2: C's rows and pointer 16-byte aligned, EPI 2: "
-                "BN >= 128; EPI 3: no SK or PP",
+                "BN 128 or 256 (halves of whole 64-column blocks); EPI 3: no SK or PP",
                 {"TMA", "SPLITK", "CL", "EPI", "BN", "SK", "PP"},
                 [](const Config& c, P p, D) {
                   if (c["EPI"] == 0) return true;
                   if (c["TMA"] != 1 || slices(c) != 1) return false;
                   if (c["EPI"] == 3) return c["SK"] == 0 && c["PP"] == 0;
-                  return p.align >= 16 && (c["EPI"] == 1 || c["BN"] >= 128);
+                  return p.align >= 16 && (c["EPI"] == 1 || c["BN"] % 128 == 0);
                 })
       .restrict("shared memory within the device's per-block limit", {"BM", "BN", "ST", "TMA", "EPI", "WG", "PP"},
                 [](const Config& c, P, D d) {

@@ -27,10 +27,11 @@
 // tests/kernels/wgmma_gpu_test.cpp for what has run on a GPU.
 //
 // Template parameters (host code spells them as in the config JSON):
-//   BM, BN       block tile (rows, columns of C); K goes 64 at a time (BK = 64 halves = 128 bytes,
-//                one 128-byte swizzle atom wide, fixed)
+//   BM, BN       block tile (rows, columns of C), multiples of 64 up to 256 (gemm_wgmma: BN 64, 128 or
+//                256); K goes 64 at a time (BK = 64 halves = 128 bytes, one 128-byte swizzle atom wide, fixed)
 //   WG           warpgroups (128 threads each); warpgroup w computes rows [w * BM / WG, (w + 1) * BM / WG)
-//                of the tile, BM / WG / 64 wgmma m64nBNk16 per k16 step (PP = 1: all BM rows of its own tiles)
+//                of the tile, BM / WG / 64 wgmma m64nBNk16 per k16 step (PP = 1: all BM rows of its own tiles).
+//                gemm_wgmma_tma: 1 to 3 consumer warpgroups (3: 192-row tiles, 152 registers each)
 //   ST           stages in the shared-memory ring: ST - 2 tiles are loaded ahead, one stage is read by
 //                the wgmma still in flight, one by the wgmma being issued
 //   SWZ          rasterization group (raster() in gemm_common.cuh)
@@ -103,6 +104,7 @@ template <int N, int F16, int TA, int TB>
 __device__ __forceinline__ void mma(float (&d)[N / 2], unsigned long long da, unsigned long long db) {
   if constexpr (N == 64) wgmma_m64n64k16<TA, TB>(d, da, db, IsF16<F16>{});
   else if constexpr (N == 128) wgmma_m64n128k16<TA, TB>(d, da, db, IsF16<F16>{});
+  else if constexpr (N == 192) wgmma_m64n192k16<TA, TB>(d, da, db, IsF16<F16>{});
   else wgmma_m64n256k16<TA, TB>(d, da, db, IsF16<F16>{});
 }
 
@@ -171,7 +173,8 @@ __device__ __forceinline__ void tma_tile(unsigned dst, const KtuneTensorMap* map
 // MC > 0: half of one operand's tile, the half of CTA `rank` of the pair, multicast into both CTAs of
 // the cluster at the same offsets (the other CTA loads the other half): K-major, rows [rank * MN / 2,
 // (rank + 1) * MN / 2) in one box of 64 x MN / 2 (4096 bytes or more: the swizzle pattern's 1024-byte
-// alignment holds); MN-major, every other 64 x 64 block, or with MN = 64 (one block) its K lines
+// alignment holds); MN-major, every other 64 x 64 block from block `rank` (MN = 192: rank 0 blocks
+// 0 and 2, rank 1 block 1), or with MN = 64 (one block) its K lines
 // [rank * 32, rank * 32 + 32) in one box of 64 x 32 (4096 bytes, 1024-byte aligned as well): the
 // 64 x 64 tiles of M = 128 share B this way (cuBLAS's 2 x 1 cluster there).
 template <int MN, int KMAJOR>
@@ -183,10 +186,8 @@ __device__ __forceinline__ void tma_tile_shared(unsigned dst, const KtuneTensorM
     tma_load_2d_multicast(dst + rank * 32 * 128, map, mn0, k0 + int(rank) * 32, bar, 0x3);
   } else {
 #pragma unroll
-    for (int i = 0; i < MN / 128; ++i) {
-      const int b = 2 * i + int(rank);
-      tma_load_2d_multicast(dst + b * 8192, map, mn0 + b * 64, k0, bar, 0x3);
-    }
+    for (int b = 0; b < MN / 64; ++b)
+      if (b % 2 == int(rank)) tma_load_2d_multicast(dst + b * 8192, map, mn0 + b * 64, k0, bar, 0x3);
   }
 }
 
@@ -534,7 +535,7 @@ __global__ void __launch_bounds__(WG * 128, 1) gemm_wgmma(KtuneGemmArgs p) {
   using namespace ktune_dev;
   using namespace ktune_dev::wgmma;
   constexpr int NT = WG * 128, WM = BM / WG, MT = WM / 64;
-  static_assert(WM % 64 == 0 && (BN == 64 || BN == 128 || BN == 256) && ST >= 3, "tile shapes (descriptor)");
+  static_assert(WM % 64 == 0 && (BN == 64 || BN == 128 || BN == 256) && ST >= 3 && WG <= 2, "tile shapes (descriptor, loader)");
   constexpr unsigned A_BYTES = BM * 128, STAGE = (BM + BN) * 128;
 
   extern __shared__ __align__(1024) unsigned char smem_raw[];
@@ -636,12 +637,16 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
   static_assert(PP == 0 || (PP == 1 && WG == 2 && PT != 1 && MC == 0), "PP = 1: two consumers, several tiles a block, no MC");
   static_assert(SK == 0 || ((SK >= 1 && SK <= 3) && PT == 0 && SPLITK * CL == 1 && MC == 0 && PP == 0), "SK: a persistent grid, no K slices, MC or PP");
   static_assert(MC >= 0 && MC <= 2 && (MC == 0 || CL == 1), "MC > 0: a pair of tiles (of one K slice under SPLITK), no CL");
-  static_assert(EPI == 0 || ((EPI == 1 || EPI == 3 || (EPI == 2 && BN >= 128)) && SPLITK * CL == 1), "EPI: whole tiles (no K slices); EPI 2 halves of 64-column blocks");
+  static_assert(EPI == 0 || ((EPI == 1 || EPI == 3 || (EPI == 2 && BN % 128 == 0)) && SPLITK * CL == 1), "EPI: whole tiles (no K slices); EPI 2 halves of 64-column blocks");
   static_assert(EPI != 3 || (SK == 0 && PP == 0), "EPI 3: the storers follow the block's tiles in order (no SK, no PP)");
   constexpr int SLICES = SPLITK * CL; // along blockIdx.z
+  // Registers per thread after setmaxnreg (multiples of 8; the SM's 64 K registers shared by the
+  // block's (WG + 1) * 128 threads): the producer keeps 40, the consumers take the rest, 232 of them
+  // with two consumer warpgroups, 152 with three (128 * 40 + 384 * 152 = 63488).
+  constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = WG == 2 ? 232 : 152;
   if constexpr (SPLITK > 1) let_next_grid_launch(); // the reduction's blocks may queue behind ours
   constexpr int WM = PP ? BM : BM / WG, MT = WM / 64; // a consumer's rows of a tile
-  static_assert(WM % 64 == 0 && (BN == 64 || BN == 128 || BN == 256) && ST >= 2, "tile shapes (descriptor)");
+  static_assert(WM % 64 == 0 && BN % 64 == 0 && BN <= 256 && ST >= 2 && WG >= 1 && WG <= 3, "tile shapes (descriptor)");
   constexpr unsigned A_BYTES = BM * 128, STAGE = (BM + BN) * 128;
   const KtuneGemmArgs& p = args.g;
 
@@ -692,7 +697,7 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
   // 255 registers per thread already (256 threads): no reallocation then.
   // `it` counts the block's K tiles over all its output tiles: stage it % ST, use it / ST.
   if (wg == 0) {
-    if constexpr (WG > 1) setmaxnreg_dec<40>();
+    if constexpr (WG > 1) setmaxnreg_dec<PRODUCER_REGS>();
     if (tid == 0) {
       // PACK: this kernel is gemm_pack16's programmatic dependent (its set-up overlaps the copy's
       // tail); the copies are complete and visible only after this wait. Without a dependent
@@ -739,7 +744,7 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
     if constexpr (CL > 1) cluster::sync(), cluster::sync();
     if constexpr (MC > 0) cluster::sync();
   } else {
-    if constexpr (WG > 1) setmaxnreg_inc<232>();
+    if constexpr (WG > 1) setmaxnreg_inc<CONSUMER_REGS>();
     const int cw = warp_uniform(wg - 1); // consumer index
     const int wrow = PP ? 0 : cw * WM;  // its first row in a tile
     const unsigned a_wg = unsigned(wrow) * 128;

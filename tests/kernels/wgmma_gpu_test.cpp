@@ -218,6 +218,25 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
         if (!f.valid(e, p, *dev)) e.set("PACK", 1);
         offer(e);
       }
+      // Tiles of 192 (three 64-row or 64-column blocks; cuBLAS's sizes where 128 or 256 leave a
+      // partial wave): 128 x 192 with EPI 1 (three TMA store boxes), with MC 1 sharing B's three
+      // blocks (two from one CTA, one from the other) persistent, and under SK 3; three consumer
+      // warpgroups of 64 rows (WG 3, 152 registers) on 192 x 192 persistent with SK 2 and EPI 1,
+      // with EPI 3 and PT 2, split in K (SPLITK 2), and on 192 x 128 sharing A's 96-row halves (MC 2),
+      // on 192 x 64 split in a cluster (CL 2).
+      for (int v = 0; v < 8; ++v) {
+        Config t = Config::from_json(R"({"BM":128,"BN":192,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":1,"PP":0,"SK":0})");
+        if (v == 1) t.set("MC", 1), t.set("PT", 0), t.set("EPI", 0);
+        if (v == 2) t.set("PT", 0), t.set("SK", 3), t.set("EPI", 0);
+        if (v >= 3) t.set("BM", 192), t.set("WG", 3), t.set("ST", 3);
+        if (v == 3) t.set("PT", 0), t.set("SK", 2);
+        if (v == 4) t.set("EPI", 3), t.set("PT", 2);
+        if (v == 5) t.set("EPI", 0), t.set("SPLITK", 2);
+        if (v == 6) t.set("BN", 128), t.set("ST", 4), t.set("MC", 2);
+        if (v == 7) t.set("BN", 64), t.set("ST", 6), t.set("CL", 2), t.set("EPI", 0);
+        if (!f.valid(t, p, *dev)) t.set("PACK", 1), t.set("EPI", t["EPI"] == 1 ? 3 : t["EPI"]), t.set("SK", 0);
+        offer(t);
+      }
       for (auto& c : configs) cases.push_back(Case{i, c, compiler.compile_async(compile_request(f, c, p, dev->arch))});
     }
   {
@@ -231,7 +250,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
 
   int checked = 0, nan_c = 0;
   std::set<std::string> layouts, dtypes;
-  int mc64 = 0, mc_split = 0;
+  int mc64 = 0, mc_split = 0, tiles192 = 0;
   std::set<int> bn, wg, st, tma, pack, splitk, cl, pt, mc, epi, pp, sk;
   int epi_beta0 = 0, pp_epi = 0, sk_cases = 0, sk3_cases = 0, epi3_beta0 = 0, epi3_packed = 0;
   for (size_t i = 0; i < insts.size(); ++i) {
@@ -289,6 +308,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       cl.insert(cs.c["CL"]);
       pt.insert(cs.c["PT"]);
       mc.insert(cs.c["MC"]);
+      tiles192 += cs.c["BM"] == 192 || cs.c["BN"] == 192;
       mc64 += cs.c["MC"] > 0 && (cs.c["MC"] == 1 ? cs.c["BN"] : cs.c["BM"]) == 64;
       mc_split += cs.c["MC"] > 0 && cs.c["SPLITK"] > 1;
       epi.insert(cs.c["EPI"]);
@@ -306,8 +326,8 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
   EXPECT_GE(nan_c, sample ? 15 : 20);
   EXPECT_EQ(layouts.size(), 4u);
   EXPECT_EQ(dtypes.size(), 2u);
-  EXPECT_EQ(bn.size(), 3u);
-  EXPECT_EQ(wg.size(), 2u);
+  EXPECT_EQ(bn.size(), 4u);
+  EXPECT_EQ(wg.size(), 3u);
   EXPECT_TRUE(st.count(8) && st.count(10) && st.count(13)); // the deep rings ran
   EXPECT_EQ(tma.size(), 2u);
   EXPECT_EQ(pack.size(), 2u);
@@ -316,6 +336,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
   EXPECT_EQ(pt.size(), 4u); // 0 (persistent), 1, 2, 4
   EXPECT_EQ(mc.size(), 3u);
   EXPECT_GE(mc64, sample ? 20 : 30); // 64-wide shared tiles in halves
+  EXPECT_GE(tiles192, sample ? 60 : 90); // 192-row or 192-column tiles
   EXPECT_GE(mc_split, sample ? 20 : 30); // pairs of one K slice
   EXPECT_EQ(epi.size(), 4u);
   EXPECT_GE(epi_beta0, 20); // the TMA-store path itself (beta == 0), not only its fallback

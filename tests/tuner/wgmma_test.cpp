@@ -144,7 +144,7 @@ TEST(Compiler, SampledAndCornerWgmmaConfigsCompileForSm90a) {
       cases.emplace_back(one[0], p);
       corner_values.insert(prm.name + std::to_string(v));
     }
-  EXPECT_EQ(corner_values.size(), 3u + 3u + 2u + 7u + 4u + 2u + 2u + 4u + 4u + 4u + 4u + 3u + 2u + 4u);
+  EXPECT_EQ(corner_values.size(), 4u + 4u + 3u + 7u + 4u + 2u + 2u + 4u + 4u + 4u + 4u + 3u + 2u + 4u);
   ktune::testing::compile_all(f, cases, "sm_90");
 }
 
@@ -528,4 +528,32 @@ TEST(Space, WgmmaWarmStartsOfferMulticastAndStreamKNeighbours) {
       }
     }
   }
+}
+
+// Tiles of 192 (three 64-row or 64-column blocks): TMA only; three consumer warpgroups of 64 rows
+// for BM 192, at most 96 accumulators a thread there (152 registers); EPI 2's halves need BN 128 or
+// 256. The plan has four warpgroups (512 threads), K-major boxes of 192 rows, and under MC the
+// shared K-major operand in two boxes of 96.
+TEST(Space, WgmmaTilesOf192NeedTheTmaKernelAndFitTheirRegisters) {
+  const Family f = find_family("gemm_wgmma");
+  const auto d = DeviceInfo::nominal("sm_90");
+  const auto p = half_problem(2048, 11008, 4096, "NN", DType::bf16);
+  const Config wide = Config::from_json(R"({"BM":192,"BN":192,"WG":3,"ST":3,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":0,"MC":0,"EPI":1,"PP":0,"SK":2})");
+  ASSERT_TRUE(f.valid(wide, p, d)) << ::testing::PrintToString(f.violations(wide, p, d));
+  expect_each_refused(f, wide, p, d, {{"TMA", 0}, {"BN", 256}, {"WG", 2}, {"WG", 1}, {"ST", 4}, {"EPI", 2}});
+  const LaunchStep s = f.launch_plan(wide, p).main_step();
+  EXPECT_EQ(s.block[0], 512u);
+  EXPECT_EQ(s.tma_a.box_outer, 192u); // A row-major: K-major, one box of the tile's rows
+  EXPECT_EQ(s.tma_b.box_outer, 64u);  // B row-major: MN-major, three 64 x 64 blocks
+  EXPECT_EQ(s.dynamic_smem, 3u * (192 + 192) * 128 + 1024 + 3u * 64 * 192 * 2);
+
+  Config narrow = Config::from_json(R"({"BM":128,"BN":192,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":1,"EPI":1,"PP":0,"SK":0})");
+  const auto nt = half_problem(1024, 3072, 768, "NT", DType::f16);
+  ASSERT_TRUE(f.valid(narrow, nt, d)) << ::testing::PrintToString(f.violations(narrow, nt, d));
+  expect_each_refused(f, narrow, nt, d, {{"TMA", 0}, {"EPI", 2}, {"WG", 3}});
+  const LaunchStep m = f.launch_plan(narrow, nt).main_step();
+  EXPECT_EQ(m.block[0], 384u);
+  EXPECT_EQ(m.tma_b.box_outer, 96u); // B column-major (K-major) shared by the pair: 96 rows each
+  narrow.set("BN", 256), narrow.set("EPI", 2);
+  EXPECT_TRUE(f.valid(narrow, nt, d)) << ::testing::PrintToString(f.violations(narrow, nt, d));
 }
