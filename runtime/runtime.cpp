@@ -83,12 +83,13 @@ void adopt(Selection& s, const CandidateConfig& c) {
 constexpr size_t kMaxCandidates = 4;
 constexpr size_t kCandidatesPerFamily = 2;
 // Beside the lenders, the neighbours (Family::neighbors_of) of the best-scored lender whose family
-// declares some: its tiling with the choices that most often decide a shape it was not tuned for
-// (gemm_wgmma: TMA multicast for short K, a persistent grid with stream-K of the last wave). At the
-// untuned shapes of session 13 those forms ran 1.16-1.3x the lent configs themselves (3072^3: PT 0
-// SK 3; 5000x3000x1000: MC; docs/PERFORMANCE.md, "Shapes in no table"). They carry no prediction of
-// their own, so they are only ever chosen by first use's measurement.
-constexpr size_t kMaxNeighbours = 5;
+// declares some: its config with the choices that most often decide a shape it was not tuned for
+// (gemm_wgmma: the tiling that fills the shape's waves best, TMA multicast for short K, a persistent
+// grid with stream-K of the last wave). At the untuned shapes of session 13 the last forms ran
+// 1.16-1.3x the lent configs themselves (3072^3: PT 0 SK 3; 5000x3000x1000: MC; docs/PERFORMANCE.md,
+// "Shapes in no table"). They carry no prediction of their own, so they are only ever chosen by
+// first use's measurement.
+constexpr size_t kMaxNeighbours = 7;
 // Row ops: the nearest lender of each family and each family's default (five families an op).
 constexpr size_t kMaxRowCandidates = 8;
 
@@ -173,7 +174,7 @@ struct Runtime::Impl {
     for (size_t i = 0; i < cands.size(); ++i) {
       const Family* f = family(cands[i].family);
       if (!f) continue;
-      const std::vector<Config> near = f->neighbors_of(cands[i].config);
+      const std::vector<Config> near = f->neighbors_of(cands[i].config, p, device);
       if (near.empty()) continue;
       const CandidateConfig lender = cands[i];
       size_t added = 0;

@@ -9,7 +9,7 @@
 
 namespace ktune {
 
-WarmStart::WarmStart(const std::string& source, const DeviceInfo& d) : index_(d) {
+WarmStart::WarmStart(const std::string& source, const DeviceInfo& d) : index_(d), device_(d) {
   const bool any_arch = true;
   if (source == "shipped") {
     for (auto& [t, name] : shipped_tables(d.arch, /*tf32x3=*/true)) index_.add(t, name, SourceTier::shipped, nullptr, any_arch);
@@ -36,7 +36,7 @@ std::vector<Config> WarmStart::configs(const Family& f, const Problem& p, size_t
   // Then each lent config's neighbours (Family::neighbors_of), after all the lent ones.
   const size_t lent = out.size();
   for (size_t i = 0; i < lent; ++i)
-    for (const Config& n : f.neighbors_of(out[i])) add(n);
+    for (const Config& n : f.neighbors_of(out[i], p, device_)) add(n);
   return out;
 }
 

@@ -26,6 +26,7 @@ class WarmStart {
 
  private:
   TunedIndex index_;
+  DeviceInfo device_; // what neighbours are judged for (Family::neighbors_of)
 };
 
 } // namespace ktune

@@ -165,16 +165,20 @@ class Family {
     return *this;
   }
   std::vector<Config> generalized(const Config& c) const { return generalize_ ? generalize_(c) : std::vector<Config>{}; }
-  // For a tuned config, the configs one or two choices away that most often decide a shape it was
-  // not tuned for (gemm_wgmma: multicast, stream-K), nearest first: warm starts try them right
-  // after the configs they lend, so a short search on a new shape sees them. Some may be invalid
-  // for a given problem (strategies skip those). Empty by default.
-  using NeighborFn = std::function<std::vector<Config>(const Config&)>;
-  Family& neighbors(NeighborFn fn) {
-    neighbors_ = std::move(fn);
+  // For a config tuned elsewhere and lent to problem p, the configs one or two choices away that
+  // most often decide a shape it was not tuned for (gemm_wgmma: the tile that fills p's waves best,
+  // multicast, stream-K), nearest first: the runtime's first use times them beside the lenders and
+  // warm starts try them right after the configs they lend. Some may be invalid for p (callers skip
+  // those). Empty by default.
+  using NeighborFn = std::function<std::vector<Config>(const Config&, const Problem&, const DeviceInfo&)>;
+  template <class F>
+  Family& neighbors(F fn) {
+    neighbors_ = NeighborFn(on_problem<1>(std::move(fn)));
     return *this;
   }
-  std::vector<Config> neighbors_of(const Config& c) const { return neighbors_ ? neighbors_(c) : std::vector<Config>{}; }
+  std::vector<Config> neighbors_of(const Config& c, const Problem& p, const DeviceInfo& d) const {
+    return neighbors_ ? neighbors_(c, p, d) : std::vector<Config>{};
+  }
   // Fills in parameters a family gained after configs were recorded (tables, trial logs,
   // warm-start files), with the value that reproduces the kernel those configs were measured
   // with. canonical() applies it, so every config read from outside passes through it.

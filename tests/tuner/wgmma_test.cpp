@@ -505,7 +505,7 @@ TEST(Space, WgmmaWarmStartsOfferMulticastAndStreamKNeighbours) {
   const auto p = half_problem(5000, 3000, 1000, "NN", DType::bf16);
   const std::vector<Config> seeds = warm.configs(f, p);
   ASSERT_FALSE(seeds.empty());
-  const std::vector<Config> first = f.neighbors_of(seeds[0]);
+  const std::vector<Config> first = f.neighbors_of(seeds[0], p, d);
   const size_t lent = size_t(std::find_first_of(seeds.begin(), seeds.end(), first.begin(), first.end()) - seeds.begin());
   ASSERT_LT(lent, seeds.size()) << "no neighbour of the first lent config among the seeds";
   // The lent configs come first, each once; the first one's neighbours follow.
@@ -518,15 +518,54 @@ TEST(Space, WgmmaWarmStartsOfferMulticastAndStreamKNeighbours) {
   }
   EXPECT_TRUE(mc2);
   EXPECT_TRUE(sk2);
-  // Neighbours differ from their config in MC, or in PT with SK or MC.
+  // Neighbours differ from their config in the tiling (BM, BN, WG, with the ring depth and the
+  // epilogue that fit it), in MC, or in PT with SK or MC.
   const Config c = seeds[0];
-  for (const Config& n : f.neighbors_of(c)) {
+  const std::set<std::string> tiling = {"BM", "BN", "WG", "ST", "PP", "EPI"};
+  for (const Config& n : f.neighbors_of(c, p, d)) {
     EXPECT_NE(n, c);
+    const bool retiled = n["BM"] != c["BM"] || n["BN"] != c["BN"];
     for (const auto& [k, v] : c.items()) {
-      if (k != "MC" && k != "PT" && k != "SK") {
+      if (k != "MC" && k != "PT" && k != "SK" && !(retiled && tiling.count(k))) {
         EXPECT_EQ(n[k], v) << k;
       }
     }
+  }
+}
+
+// The first neighbours of a lent config are its tiling changed to the one that fills the problem's
+// waves best (tiles over 132 SMs), as lent and persistent with multicast: 192 x 192 on three
+// consumer warpgroups at 2048x11008x4096 (638 tiles, 4.8 waves, against 688 of 128 x 256), 128 x
+// 192 at 512x4608x3584 (96 tiles, one wave), none where the lent tiling fills best (4096^3, 128 x
+// 256). The ring keeps the lender's depth where it fits shared memory, else the deepest that does.
+TEST(Space, WgmmaNeighboursRetileToFillTheWaves) {
+  const Family f = find_family("gemm_wgmma");
+  const auto d = DeviceInfo::nominal("sm_90");
+  const Config lent = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":2,"PP":0,"SK":0})");
+  struct Want {
+    const char* shape;
+    int bm, bn, wg, st, epi;
+  };
+  for (const Want& w : {Want{"2048x11008x4096", 192, 192, 3, 3, 1}, Want{"512x4608x3584", 128, 192, 2, 4, 1}}) {
+    const auto q = GemmProblem::parse(w.shape, "NN", DType::bf16);
+    const auto near = f.neighbors_of(lent, q, d);
+    ASSERT_GE(near.size(), 2u) << w.shape;
+    const Config& t = near[0];
+    EXPECT_EQ(t["BM"], w.bm) << w.shape;
+    EXPECT_EQ(t["BN"], w.bn) << w.shape;
+    EXPECT_EQ(t["WG"], w.wg) << w.shape;
+    EXPECT_EQ(t["ST"], w.st) << w.shape;
+    EXPECT_EQ(t["EPI"], w.epi) << w.shape;
+    EXPECT_TRUE(f.valid(t, q, d)) << w.shape << ": " << ::testing::PrintToString(f.violations(t, q, d));
+    EXPECT_EQ(near[1]["BN"], w.bn) << w.shape;
+    EXPECT_EQ(near[1]["PT"], 0) << w.shape;
+    EXPECT_EQ(near[1]["MC"], 1) << w.shape;
+    EXPECT_TRUE(f.valid(near[1], q, d)) << w.shape;
+  }
+  const auto square = GemmProblem::parse("4096x4096x4096", "NN", DType::bf16);
+  for (const Config& n : f.neighbors_of(lent, square, d)) {
+    EXPECT_EQ(n["BM"], 128);
+    EXPECT_EQ(n["BN"], 256);
   }
 }
 
