@@ -94,10 +94,13 @@ void launch_gemm(Module& m, const LaunchPlan& plan, const KtuneGemmArgs& args, C
     a.K = 0;
     a.alpha = 0.0f;
   }
-  void* params[] = {&a};
+  KtuneGemmArgs swapped = a; // for steps that compute C^T = B^T A^T (LaunchStep::swap_ab)
+  std::swap(swapped.A, swapped.B), std::swap(swapped.lda, swapped.ldb), std::swap(swapped.M, swapped.N);
   for (const auto& s : plan.steps) {
+    KtuneGemmArgs& sa = s.swap_ab ? swapped : a;
+    void* params[] = {&sa};
     if (s.tma) {
-      KtuneGemmTmaArgs t = tma_args(s, a, m.context());
+      KtuneGemmTmaArgs t = tma_args(s, sa, m.context());
       void* tma_params[] = {&t};
       m.launch(s, stream, tma_params);
     } else {

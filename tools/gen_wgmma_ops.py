@@ -7,9 +7,11 @@ Run from the repository root: python3 tools/gen_wgmma_ops.py
 """
 import pathlib
 
-# 192: tiles of three 64-column blocks, which cuBLAS's own Hopper kernels use where 128 or 256 leaves
-# a partial wave (2048x11008x4096: 192 x 192; docs/runs/2026-11-25-h100-s17-ncu-cublas-kernels-*).
-NS = [64, 128, 192, 256]
+# Every multiple of 16 from 64 to 256: a tile's N (its columns) need not be a power of two where the
+# B operand is K-major, and the sizes between decide how full the last wave of tiles is. cuBLAS's own
+# Hopper kernels use such tiles (192 x 96 at 3072x768x3072, 256 x 144 at 1576x3072x768;
+# docs/runs/2026-11-25-h100-s17-ncu-cublas-kernels-*).
+NS = list(range(64, 257, 16))
 NS_TF32 = [64, 128, 256]
 DTYPES = [(0, "bf16"), (1, "f16")]
 
@@ -29,6 +31,19 @@ def wrapper(n, f16, t):
         f'               : "l"(da), "l"(db), "r"(1), "n"(TA), "n"(TB));\n'
         f"}}\n"
     )
+
+
+def dispatcher():
+    # wgmma_m64k16<N, TA, TB>: the wrapper of tile width N, chosen at compile time.
+    lines = ["// wgmma_m64k16<N, TA, TB>(d, da, db, IsF16<F16>{}): the m64nNk16 wrapper above for the tile width N.",
+             "template <int N, int TA, int TB, int F16>",
+             "__device__ __forceinline__ void wgmma_m64k16(float (&d)[N / 2], unsigned long long da, unsigned long long db, IsF16<F16> t) {",
+             f'  static_assert(N % 16 == 0 && N >= {NS[0]} && N <= {NS[-1]}, "a wgmma N this header has a wrapper for");']
+    for i, n in enumerate(NS):
+        kw = "if constexpr" if i == 0 else "else if constexpr"
+        lines.append(f"  {kw} (N == {n}) wgmma_m64n{n}k16<TA, TB>(d, da, db, t);")
+    lines.append("}\n")
+    return "\n".join(lines)
 
 
 def wrapper_tf32(n):
@@ -69,6 +84,7 @@ def main():
     for n in NS:
         for f16, t in DTYPES:
             out.append(wrapper(n, f16, t))
+    out.append(dispatcher())
     for n in NS_TF32:
         out.append(wrapper_tf32(n))
     out += ["} // namespace wgmma", "} // namespace ktune_dev", ""]

@@ -41,6 +41,10 @@ struct LaunchStep {
   // blocks the device holds at once (occupancy x SMs, whole clusters), so every block is resident
   // and none waits for a wave. The plan's grid[0] is the uncapped count (one block a work unit).
   bool persistent = false;
+  // GEMM steps that compute C^T = B^T A^T (gemm_wgmma's SWAP): launch_gemm passes the kernel B as
+  // its A and A as its B, with M and N and lda and ldb swapped (the tensor maps too); the kernel
+  // stores C transposed itself, so C and ldc stay the caller's.
+  bool swap_ab = false;
   // TMA (sm_90): the kernel takes KtuneGemmTmaArgs instead of KtuneGemmArgs, with 2D tensor maps of
   // A and B (per TmaOperand: element size, swizzle, stacked copies; zero fill outside) that launch_gemm encodes for each
   // launch's pointers and sizes. Per operand: whether its contiguous dimension is K (A row-major, B

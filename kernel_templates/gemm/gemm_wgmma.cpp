@@ -44,12 +44,19 @@ GemmPack pack_of(int splitk) { return GemmPack{64, 64, 64, splitk}; }
 GemmPack pack_of(const Config& c) { return pack_of(c["SPLITK"]); }
 bool packed_fits(const GemmProblem& p) { return gemm_pack_workspace_bytes(pack_of(1), p) <= kGemmMaxWorkspace; }
 
+// SWAP = 1: the kernel computes C^T = B^T A^T, so its M is the problem's N and its N the problem's M,
+// its A is B^T (K-major where B is column-major) and its B is A^T (K-major where A is row-major).
+int64_t kernel_m(const Config& c, const GemmProblem& p) { return c["SWAP"] ? p.n : p.m; }
+int64_t kernel_n(const Config& c, const GemmProblem& p) { return c["SWAP"] ? p.m : p.n; }
+bool kernel_a_kmajor(const Config& c, const GemmProblem& p) { return c["SWAP"] ? p.b == Layout::col : p.a == Layout::row; }
+bool kernel_b_kmajor(const Config& c, const GemmProblem& p) { return c["SWAP"] ? p.a == Layout::row : p.b == Layout::col; }
+
 // K slices along blockIdx.z: SPLITK through the workspace or CL in a cluster (never both).
 int slices(const Config& c) { return c["SPLITK"] * c["CL"]; }
 // Work units of the TMA kernel (its Units): output tiles of BM x BN, or under MC pairs of tiles along M (MC 1,
 // sharing B) or N (MC 2, sharing A), a pair to a 2-CTA cluster.
 int64_t units(const Config& c, const GemmProblem& p) {
-  const int64_t tm = ceil_div(p.m, c["BM"]), tn = ceil_div(p.n, c["BN"]);
+  const int64_t tm = ceil_div(kernel_m(c, p), c["BM"]), tn = ceil_div(kernel_n(c, p), c["BN"]);
   return c["MC"] == 1 ? ceil_div(tm, 2) * tn : c["MC"] == 2 ? tm * ceil_div(tn, 2) : tm * tn;
 }
 // SK > 0 (stream-K): the main grid at most this many blocks, the most SMs of an sm_90a part (H100
@@ -135,7 +142,10 @@ Family gemm_wgmma_family() {
       // 2048x11008x4096 (638 tiles, 4.8 waves of 132, against 688 of 128 x 256: 5.2), 192 x 128 at
       // 1024x3072x768 (docs/runs/2026-11-25-h100-s17-ncu-cublas-kernels-*).
       .param("BM", {64, 128, 192, 256}, "block tile rows")
-      .param("BN", {64, 128, 192, 256}, "block tile columns (the wgmma N)")
+      // Any multiple of 16 where the kernel's B is K-major (A row-major under SWAP, B column-major
+      // without): the tile's N then fits M or N to whole waves (cuBLAS: 256 x 144 at 1576x3072x768).
+      .param("BN", {64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256},
+             "block tile columns (the wgmma N); not a multiple of 64: TMA, the kernel's B K-major")
       .param("WG", {1, 2, 3}, "(consumer) warpgroups, each BM / WG rows of the tile; 3: TMA only, 192-row tiles")
       .param("ST", {3, 4, 5, 6, 8, 10, 13}, "stages in the shared-memory ring (ST - 2 tiles loaded ahead; the deep "
                                          "rings are for small tiles of memory-bound problems: 13 x 64 x 64)")
@@ -161,6 +171,9 @@ Family gemm_wgmma_family() {
       .param("PP", {0, 1}, "1: ping-pong consumers (TMA, WG 2, PT != 1, no K slices, no MC): the two consumer "
                            "warpgroups take the block's tiles in turn, each a whole BM x BN tile, one's epilogue "
                            "overlapping the other's main loop; 0: they share each tile")
+      .param("SWAP", {0, 1}, "1: compute C^T = B^T A^T (TMA, no EPI, SPLITK or PACK): the tile's rows run along N and "
+                             "its columns (BN, the wgmma N) along M, C stored transposed; for shapes whose M is what the "
+                             "tiles must fit (LLM tokens: 777, 1000, 1576), as cuBLAS's Hopper kernels tile them")
       .param("SK", {0, 1, 2, 3}, "stream-K on the persistent grid (PT 0; TMA, whole tiles, no MC or PP, aligned): the "
                                  "full waves of tiles whole, then 1: the last one or two waves cut into equal runs of K "
                                  "tiles per block; 2: each tile of the last partial wave cut in K into as many equal "
@@ -186,13 +199,17 @@ Family gemm_wgmma_family() {
                 {"BM", "BN", "WG", "PP"},
                 [](const Config& c, P, D) { return accumulators(c) <= (c["WG"] == 3 ? 96 : 128); })
       .restrict("the cp.async kernel (TMA 0): BN 64, 128 or 256, one or two warpgroups", {"TMA", "BN", "WG"},
-                [](const Config& c, P, D) { return c["TMA"] == 1 || (c["BN"] != 192 && c["WG"] <= 2); })
-      .restrict("EPI > 0: TMA, whole tiles (no SPLITK or CL); EPI 1 and 2: C's rows and pointer 16-byte aligned, EPI 2: "
-                "BN 128 or 256 (halves of whole 64-column blocks); EPI 3: no SK or PP",
+                [](const Config& c, P, D) { return c["TMA"] == 1 || ((c["BN"] == 64 || c["BN"] == 128 || c["BN"] == 256) && c["WG"] <= 2); })
+      .restrict("SWAP = 1: TMA, the plain epilogue (EPI 0), no SPLITK, unpacked", {"TMA", "EPI", "SPLITK", "PACK", "SWAP"},
+                [](const Config& c, P, D) { return c["SWAP"] == 0 || (c["TMA"] == 1 && c["EPI"] == 0 && c["SPLITK"] == 1 && c["PACK"] == 0); })
+      .restrict("BN a multiple of 64 where the kernel's B operand is MN-major (its 64-column swizzle blocks)", {"BN", "SWAP"},
+                [](const Config& c, P p, D) { return c["BN"] % 64 == 0 || kernel_b_kmajor(c, p); })
+      .restrict("EPI > 0: TMA, whole tiles (no SPLITK or CL), BN a multiple of 64 (staged in 64-column blocks); EPI 1 and 2: "
+                "C's rows and pointer 16-byte aligned, EPI 2: BN 128 or 256 (halves of whole blocks); EPI 3: no SK or PP",
                 {"TMA", "SPLITK", "CL", "EPI", "BN", "SK", "PP"},
                 [](const Config& c, P p, D) {
                   if (c["EPI"] == 0) return true;
-                  if (c["TMA"] != 1 || slices(c) != 1) return false;
+                  if (c["TMA"] != 1 || slices(c) != 1 || c["BN"] % 64 != 0) return false;
                   if (c["EPI"] == 3) return c["SK"] == 0 && c["PP"] == 0;
                   return p.align >= 16 && (c["EPI"] == 1 || c["BN"] % 128 == 0);
                 })
@@ -214,7 +231,7 @@ Family gemm_wgmma_family() {
       .restrict("MC > 0: TMA, no CL (whole tiles or SPLITK slices)", {"TMA", "CL", "MC"},
                 [](const Config& c, P, D) { return c["MC"] == 0 || (c["TMA"] == 1 && c["CL"] == 1); })
       .restrict("PT != 1: TMA, whole tiles (no SPLITK or CL); PT > 1 a smaller grid than PT - 1 gives (no repeats)",
-                {"TMA", "SPLITK", "CL", "PT", "MC", "BM", "BN"},
+                {"TMA", "SPLITK", "CL", "PT", "MC", "BM", "BN", "SWAP"},
                 [](const Config& c, P p, D) {
                   if (c["PT"] == 1) return true;
                   const int64_t t = units(c, p);
@@ -230,9 +247,9 @@ Family gemm_wgmma_family() {
                 [](const Config& c, P, D) {
                   return c["SK"] == 0 || (c["TMA"] == 1 && c["PT"] == 0 && slices(c) == 1 && c["MC"] == 0 && c["PP"] == 0 && c["PACK"] == 0);
                 })
-      .restrict("workspace (split-K slices, packed operands, stream-K slots) <= 512 MiB", {"TMA", "PACK", "SPLITK", "SK", "BM", "BN", "PT", "MC"},
+      .restrict("workspace (split-K slices, packed operands, stream-K slots) <= 512 MiB", {"TMA", "PACK", "SPLITK", "SK", "BM", "BN", "PT", "MC", "SWAP"},
                 [](const Config& c, P p, D) { return workspace_bytes(c, p) <= kGemmMaxWorkspace; })
-      .restrict("the grid (M/BM x N/BN tiles, by PT and MC) fits grid.x", {"BM", "BN", "PT", "MC", "SK"},
+      .restrict("the grid (M/BM x N/BN tiles, by PT and MC) fits grid.x", {"BM", "BN", "PT", "MC", "SK", "SWAP"},
                 [](const Config& c, P p, D) { return grid_x(c, p) < (int64_t(1) << 31); });
 
   // 128 x 128 tiles, two consumer warpgroups of 64 rows (64 accumulators each), 4 stages (129 KB),
@@ -241,9 +258,9 @@ Family gemm_wgmma_family() {
   // with 3 stages measured faster still (0.79-0.97x cuBLAS) but has run only in the NN tunes.
   f.defaults([](const GemmProblem& p, const DeviceInfo&) {
     return Config{{"BM", 128}, {"BN", 128}, {"WG", 2}, {"ST", 4}, {"SWZ", 8}, {"TMA", 1}, {"PACK", loads_16b(p) ? 0 : 1},
-                  {"SPLITK", 1}, {"CL", 1}, {"PT", 1}, {"MC", 0}, {"EPI", 0}, {"PP", 0}, {"SK", 0}};
+                  {"SPLITK", 1}, {"CL", 1}, {"PT", 1}, {"MC", 0}, {"EPI", 0}, {"PP", 0}, {"SK", 0}, {"SWAP", 0}};
   });
-  // TMA came after the first version, which loaded with cp.async; PACK and SPLITK after TMA, then CL, PT, MC, EPI, PP, SK.
+  // TMA came after the first version, which loaded with cp.async; PACK and SPLITK after TMA, then CL, PT, MC, EPI, PP, SK, SWAP.
   f.upgrade([](Config c) {
     if (!c.has("TMA")) c.set("TMA", 0);
     if (!c.has("PACK")) c.set("PACK", 0);
@@ -254,6 +271,7 @@ Family gemm_wgmma_family() {
     if (!c.has("EPI")) c.set("EPI", 0);
     if (!c.has("PP")) c.set("PP", 0);
     if (!c.has("SK")) c.set("SK", 0);
+    if (!c.has("SWAP")) c.set("SWAP", 0);
     return c;
   });
 
@@ -298,9 +316,12 @@ Family gemm_wgmma_family() {
      std::string name = c["TMA"] ? "gemm_wgmma_tma<" : "gemm_wgmma<";
      for (const char* prm : {"BM", "BN", "WG", "ST", "SWZ"}) name += std::to_string(c[prm]) + ",";
      if (c["TMA"])
-       for (const char* prm : {"SPLITK", "CL", "PT", "MC", "EPI", "PP", "SK"}) name += std::to_string(c[prm]) + ",";
+       for (const char* prm : {"SPLITK", "CL", "PT", "MC", "EPI", "PP", "SK", "SWAP"}) name += std::to_string(c[prm]) + ",";
      const std::string f16 = p.dtype == DType::f16 ? "1" : "0";
-     name += f16 + "," + gemm_layout_args(p) + ">";
+     // The kernel's layouts (A_COL: its A MN-major; B_COL: its B K-major): under SWAP those of B^T and A^T.
+     const std::string layouts = c["SWAP"] ? std::to_string(int(!kernel_a_kmajor(c, p))) + "," + std::to_string(int(kernel_b_kmajor(c, p)))
+                                           : gemm_layout_args(p);
+     name += f16 + "," + layouts + ">";
      std::vector<std::string> names{name};
      if (c["SPLITK"] > 1) names.push_back(gemm_splitk_reduce16_name(c["SPLITK"], p)); // kernel 1
      if (c["SK"]) names.push_back("gemm_wgmma_sk_clear");                             // kernel 1
@@ -314,11 +335,12 @@ Family gemm_wgmma_family() {
         main.grid[2] = static_cast<unsigned>(slices(c)); // CL > 1: each cluster one tile's slices (__cluster_dims__(1, 1, CL))
         main.block[0] = static_cast<unsigned>(threads(c));
         main.persistent = c["PT"] == 0;
+        main.swap_ab = c["SWAP"] == 1;
         main.dynamic_smem = static_cast<unsigned>(smem_bytes(c));
         if (c["TMA"]) {
           // The boxes gemm_wgmma_tma's tma_tile copies: a K-major operand (A row-major, B
           // column-major) in one box of 64 K x its tile rows, an MN-major one in 64 x 64 blocks.
-          const bool a_k = p.a == Layout::row, b_k = p.b == Layout::col;
+          const bool a_k = kernel_a_kmajor(c, p), b_k = kernel_b_kmajor(c, p);
           main.tma = true;
           // MC: a CTA loads half of the shared operand's tile (tma_tile_shared): K-major, half the
           // rows; MN-major 64 wide, half the K lines (wider ones: every other 64 x 64 block).

@@ -27,8 +27,9 @@
 // tests/kernels/wgmma_gpu_test.cpp for what has run on a GPU.
 //
 // Template parameters (host code spells them as in the config JSON):
-//   BM, BN       block tile (rows, columns of C), multiples of 64 up to 256 (gemm_wgmma: BN 64, 128 or
-//                256); K goes 64 at a time (BK = 64 halves = 128 bytes, one 128-byte swizzle atom wide, fixed)
+//   BM, BN       block tile (rows, columns of C): BM a multiple of 64 up to 256, BN of 16 from 64 to 256
+//                (of 64 where B is MN-major: its 64-column blocks; gemm_wgmma: BN 64, 128 or 256); K goes 64
+//                at a time (BK = 64 halves = 128 bytes, one 128-byte swizzle atom wide, fixed)
 //   WG           warpgroups (128 threads each); warpgroup w computes rows [w * BM / WG, (w + 1) * BM / WG)
 //                of the tile, BM / WG / 64 wgmma m64nBNk16 per k16 step (PP = 1: all BM rows of its own tiles).
 //                gemm_wgmma_tma: 1 to 3 consumer warpgroups (3: 192-row tiles, 152 registers each)
@@ -75,6 +76,12 @@
 //                of one (with s = 16, one block would read 15 parked 128 x 256 tiles, ~2 MB, alone).
 //                gemm_wgmma_sk_clear (kernel 1, launched first) zeroes the flags that say a part
 //                is parked.
+//   SWAP         (gemm_wgmma_tma only; EPI 0, no SPLITK) 1: the kernel computes C^T = B^T A^T: launch_gemm
+//                hands it B as its A and A as its B (M and N, lda and ldb swapped; A_COL and B_COL are
+//                of those), and it stores C transposed (store_out). The tile's rows then run along N
+//                and its columns, the wgmma N (any multiple of 16 where A is row-major), along M: the
+//                sizes that fill the waves of LLM shapes, whose M (tokens) is the odd dimension.
+//                cuBLAS's Hopper kernels tile that way (192 x 96 at 3072x768x3072, N x M).
 //   F16          0: bf16, 1: fp16 (from the problem)
 //   A_COL, B_COL layouts from the problem: 1 = column-major
 //
@@ -102,10 +109,7 @@ namespace wgmma {
 
 template <int N, int F16, int TA, int TB>
 __device__ __forceinline__ void mma(float (&d)[N / 2], unsigned long long da, unsigned long long db) {
-  if constexpr (N == 64) wgmma_m64n64k16<TA, TB>(d, da, db, IsF16<F16>{});
-  else if constexpr (N == 128) wgmma_m64n128k16<TA, TB>(d, da, db, IsF16<F16>{});
-  else if constexpr (N == 192) wgmma_m64n192k16<TA, TB>(d, da, db, IsF16<F16>{});
-  else wgmma_m64n256k16<TA, TB>(d, da, db, IsF16<F16>{});
+  wgmma_m64k16<N, TA, TB>(d, da, db, IsF16<F16>{});
 }
 
 __device__ __forceinline__ void cp_async16(unsigned dst, const void* src, bool valid) {
@@ -295,10 +299,25 @@ __device__ __forceinline__ float2* sk_slot(const KtuneGemmArgs& p, int block) {
   return reinterpret_cast<float2*>(reinterpret_cast<char*>(p.workspace) + KTUNE_SK_HEADER_BYTES) + size_t(block) * (BM * BN / 2);
 }
 
+// The pair (r, c), (r, c + 1) of the kernel's C (r < M, c < N of the argument block) into the
+// problem's C: there, or with SWAP (the kernel computes C^T = B^T A^T: launch_gemm swapped A and B,
+// M and N, lda and ldb) at (c, r) and (c + 1, r) of the row-major C, whose leading dimension ldc is
+// the problem's. C = alpha * v + beta * C (C read only where beta != 0).
+template <int F16, int SWAP>
+__device__ __forceinline__ void store_out(const KtuneGemmArgs& p, int r, int c, float v0, float v1) {
+  if constexpr (SWAP) {
+    unsigned short* const dst = reinterpret_cast<unsigned short*>(p.C) + (long long)c * p.ldc + r;
+    half16::store1<F16>(dst, v0, p.alpha, p.beta);
+    if (c + 1 < p.N) half16::store1<F16>(dst + p.ldc, v1, p.alpha, p.beta);
+  } else {
+    half16::store_pair<F16>(p, r, c, v0, v1);
+  }
+}
+
 // The epilogue both kernels share: C = alpha * acc + beta * C (C read only where beta != 0).
-template <int MT, int BN, int F16>
+template <int MT, int BN, int F16, int SWAP = 0>
 __device__ __forceinline__ void store_c(const KtuneGemmArgs& p, float (&acc)[MT][BN / 2], int row0, int col0, int wtid) {
-  for_each_pair<MT, BN>(p, acc, row0, col0, wtid, [&](int r, int c, float v0, float v1) { half16::store_pair<F16>(p, r, c, v0, v1); });
+  for_each_pair<MT, BN>(p, acc, row0, col0, wtid, [&](int r, int c, float v0, float v1) { store_out<F16, SWAP>(p, r, c, v0, v1); });
 }
 
 // EPI: a consumer warpgroup's WM x BN part of the tile (columns [8 * J0, 8 * (J0 + JN)) of it: EPI 2
@@ -395,7 +414,7 @@ __device__ __forceinline__ void parked_pair_at(int i, int ct, int& row, int& col
   const int m = i / (2 * (BN / 8)), h = i / (BN / 8) % 2, j = i % (BN / 8);
   row = cw * WM + m * 64 + w * 16 + g + h * 8, col = j * 8 + 2 * t;
 }
-template <int MT, int BN, int NC, int WM, int CL, int F16>
+template <int MT, int BN, int NC, int WM, int CL, int F16, int SWAP>
 __device__ __forceinline__ void cluster_store_c(const KtuneGemmArgs& p, const float2* buf, int row0, int col0, int ct) {
   unsigned from[CL];
 #pragma unroll
@@ -411,7 +430,7 @@ __device__ __forceinline__ void cluster_store_c(const KtuneGemmArgs& p, const fl
       const float2 x = cluster::load_v2(from[q] + unsigned(i) * NC * 8);
       s.x += x.x, s.y += x.y;
     }
-    if (r < p.M && c < p.N) half16::store_pair<F16>(p, r, c, s.x, s.y);
+    if (r < p.M && c < p.N) store_out<F16, SWAP>(p, r, c, s.x, s.y);
   }
 }
 
@@ -491,7 +510,7 @@ __device__ __forceinline__ void sk_gather(const KtuneGemmArgs& p, float (&acc)[M
 // from the slot too: the accumulators die at the park, so the adding loop (a run-time loop, not
 // unrolled) keeps the main loop's register allocation and code as SK 2's. Every block of the
 // group is resident (the grid is), so the wait ends. Named barrier 1.
-template <int MT, int BN, int BM, int NC, int WM, int F16>
+template <int MT, int BN, int BM, int NC, int WM, int F16, int SWAP>
 __device__ __forceinline__ void sk_share(const KtuneGemmArgs& p, float (&acc)[MT][BN / 2], const SkSplit<3>& sk, int row0, int col0, int ct) {
   const int self = int(blockIdx.x), q0 = self - self % sk.s, q = self - q0;
   sk_park<MT, BN, BM, NC>(p, acc, ct);
@@ -523,7 +542,7 @@ __device__ __forceinline__ void sk_share(const KtuneGemmArgs& p, float (&acc)[MT
       int row, col;
       parked_pair_at<BN, WM>(i + c, ct, row, col);
       row += row0, col += col0;
-      if (i + c < i1 && row < p.M && col < p.N) half16::store_pair<F16>(p, row, col, sum[c].x, sum[c].y);
+      if (i + c < i1 && row < p.M && col < p.N) store_out<F16, SWAP>(p, row, col, sum[c].x, sum[c].y);
     }
   }
 }
@@ -626,7 +645,7 @@ __global__ void __launch_bounds__(WG * 128, 1) gemm_wgmma(KtuneGemmArgs p) {
 // are not 16-byte aligned (no tensor map of C), this keeps the stores off the consumers' path: the
 // shipped 2999^3 config (128 x 128, persistent, MC 2) takes 127.6 us with it and 151.8 with the
 // plain epilogue (H100, docs/runs/2026-11-25-h100-s13-epi3-retune-trials.jsonl.gz).
-template <int BM, int BN, int WG, int ST, int SWZ, int SPLITK, int CL, int PT, int MC, int EPI, int PP, int SK, int F16, int A_COL, int B_COL>
+template <int BM, int BN, int WG, int ST, int SWZ, int SPLITK, int CL, int PT, int MC, int EPI, int PP, int SK, int SWAP, int F16, int A_COL, int B_COL>
 __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 : 1, 1, CL)
     gemm_wgmma_tma(const __grid_constant__ KtuneGemmTmaArgs args) {
   using namespace ktune_dev;
@@ -637,7 +656,8 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
   static_assert(PP == 0 || (PP == 1 && WG == 2 && PT != 1 && MC == 0), "PP = 1: two consumers, several tiles a block, no MC");
   static_assert(SK == 0 || ((SK >= 1 && SK <= 3) && PT == 0 && SPLITK * CL == 1 && MC == 0 && PP == 0), "SK: a persistent grid, no K slices, MC or PP");
   static_assert(MC >= 0 && MC <= 2 && (MC == 0 || CL == 1), "MC > 0: a pair of tiles (of one K slice under SPLITK), no CL");
-  static_assert(EPI == 0 || ((EPI == 1 || EPI == 3 || (EPI == 2 && BN % 128 == 0)) && SPLITK * CL == 1), "EPI: whole tiles (no K slices); EPI 2 halves of 64-column blocks");
+  static_assert(EPI == 0 || ((EPI == 1 || EPI == 3 || (EPI == 2 && BN % 128 == 0)) && BN % 64 == 0 && SPLITK * CL == 1),
+                "EPI: whole tiles (no K slices) staged in 64-column blocks; EPI 2 halves of them");
   static_assert(EPI != 3 || (SK == 0 && PP == 0), "EPI 3: the storers follow the block's tiles in order (no SK, no PP)");
   constexpr int SLICES = SPLITK * CL; // along blockIdx.z
   // Registers per thread after setmaxnreg (multiples of 8; the SM's 64 K registers shared by the
@@ -646,7 +666,9 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
   constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = WG == 2 ? 232 : 152;
   if constexpr (SPLITK > 1) let_next_grid_launch(); // the reduction's blocks may queue behind ours
   constexpr int WM = PP ? BM : BM / WG, MT = WM / 64; // a consumer's rows of a tile
-  static_assert(WM % 64 == 0 && BN % 64 == 0 && BN <= 256 && ST >= 2 && WG >= 1 && WG <= 3, "tile shapes (descriptor)");
+  static_assert(WM % 64 == 0 && BN % 16 == 0 && BN >= 64 && BN <= 256 && (B_COL || BN % 64 == 0) && ST >= 2 && WG >= 1 && WG <= 3,
+                "tile shapes (descriptor: an MN-major B in 64-column blocks)");
+  static_assert(SWAP == 0 || (EPI == 0 && SPLITK == 1), "SWAP: C stored transposed by the plain epilogue (no EPI, no split-K workspace)");
   constexpr unsigned A_BYTES = BM * 128, STAGE = (BM + BN) * 128;
   const KtuneGemmArgs& p = args.g;
 
@@ -785,7 +807,7 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
       for (int m = 0; m < MT; ++m) fence_regs(acc[m]);
       if constexpr (SK == 3) {
         if (kb > 0 || ke < nkw) { // a part of a cut unit: this block adds and stores its share of it
-          sk_share<MT, BN, BM, WG * 128, WM, F16>(p, acc, work.split(), row0, col0, tid - 128);
+          sk_share<MT, BN, BM, WG * 128, WM, F16, SWAP>(p, acc, work.split(), row0, col0, tid - 128);
           continue;
         }
       } else if constexpr (SK > 0) {
@@ -805,22 +827,27 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
         float2* const buf = reinterpret_cast<float2*>(smem_raw + (sbase - half16::smem_u32(smem_raw)));
         park_pairs<MT, BN, NC>(acc, buf, tid - 128);
         cluster::sync(); // every rank's partial sums are in its ring
-        cluster_store_c<MT, BN, NC, WM, CL, F16>(p, buf, row0, col0, tid - 128);
+        cluster_store_c<MT, BN, NC, WM, CL, F16, SWAP>(p, buf, row0, col0, tid - 128);
         cluster::sync(); // no CTA leaves (freeing its ring) while another still reads it
       } else if (EPI == 3 && p.beta == 0.0f) {
         // The storers have read this warpgroup's buffer (its previous tile) before it is written
-        // again; the 128 arrivals on `staged` release the writes to them.
-        if (j > 0) mbar_wait(drained0 + cw * 8, (j - 1) & 1);
-        stage_c<MT, BN, F16>(p, acc, staging(cw), tid & 127);
-        mbar_arrive(staged0 + cw * 8);
+        // again; the 128 arrivals on `staged` release the writes to them. (if constexpr: staging
+        // needs whole 64-column blocks, which tiles without EPI need not have.)
+        if constexpr (EPI == 3) {
+          if (j > 0) mbar_wait(drained0 + cw * 8, (j - 1) & 1);
+          stage_c<MT, BN, F16>(p, acc, staging(cw), tid & 127);
+          mbar_arrive(staged0 + cw * 8);
+        }
       } else if ((EPI == 1 || EPI == 2) && p.beta == 0.0f) {
         // EPI 2: the columns in two halves through a buffer of half the size (what lets 128 x 256
         // tiles keep 4 stages); the second half waits for the first's store to have read it.
-        constexpr int PARTS = EPI == 2 ? 2 : 1;
-        store_c_tma<0, PARTS, MT, BN, F16>(p, &args.c, acc, staging(cw), tid & 127, cw, row0 + wrow, col0);
-        if constexpr (PARTS == 2) store_c_tma<1, PARTS, MT, BN, F16>(p, &args.c, acc, staging(cw), tid & 127, cw, row0 + wrow, col0);
+        if constexpr (EPI == 1 || EPI == 2) {
+          constexpr int PARTS = EPI == 2 ? 2 : 1;
+          store_c_tma<0, PARTS, MT, BN, F16>(p, &args.c, acc, staging(cw), tid & 127, cw, row0 + wrow, col0);
+          if constexpr (PARTS == 2) store_c_tma<1, PARTS, MT, BN, F16>(p, &args.c, acc, staging(cw), tid & 127, cw, row0 + wrow, col0);
+        }
       } else {
-        store_c<MT, BN, F16>(p, acc, row0 + wrow, col0, tid & 127);
+        store_c<MT, BN, F16, SWAP>(p, acc, row0 + wrow, col0, tid & 127);
       }
     }
     // EPI: shared memory stays allocated until the last store has read it.

@@ -105,7 +105,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
         offer(d);
       }
       // The tiling the H100 tunes found fastest (128 x 256, 3 stages, TMA), on every shape and layout.
-      Config best = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":3,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0})");
+      Config best = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":3,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0,"SWAP":0})");
       if (!f.valid(best, p, *dev)) best.set("PACK", 1);
       offer(best);
       // The same split in K (partial sums in the workspace, the FP32 reduction).
@@ -119,7 +119,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       for (int cl : {2, 4, 8}) {
         Config split = best;
         split.set("CL", cl);
-        if (cl == 8) split = Config::from_json(R"({"BM":64,"BN":256,"WG":1,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":8,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0})");
+        if (cl == 8) split = Config::from_json(R"({"BM":64,"BN":256,"WG":1,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":8,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0,"SWAP":0})");
         if (!f.valid(split, p, *dev)) split.set("PACK", 1);
         offer(split);
       }
@@ -127,7 +127,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       // 128 x 64 tiles of two warpgroups in 8 stages sharing A, 4 slices; and the fastest tiling
       // sharing B in 2 slices (packed where it must be).
       for (int v = 0; v < 2; ++v) {
-        Config ms = Config::from_json(R"({"BM":128,"BN":64,"WG":2,"ST":8,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":4,"CL":1,"PT":1,"MC":2,"EPI":0,"PP":0,"SK":0})");
+        Config ms = Config::from_json(R"({"BM":128,"BN":64,"WG":2,"ST":8,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":4,"CL":1,"PT":1,"MC":2,"EPI":0,"PP":0,"SK":0,"SWAP":0})");
         if (v == 1) ms = best, ms.set("SPLITK", 2), ms.set("MC", 1);
         if (!f.valid(ms, p, *dev)) ms.set("PACK", 1);
         offer(ms);
@@ -137,7 +137,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       // 4 on one warpgroup of 64 x 128 tiles.
       for (int v = 0; v < 3; ++v) {
         Config many = best;
-        if (v == 2) many = Config::from_json(R"({"BM":64,"BN":128,"WG":1,"ST":5,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0})");
+        if (v == 2) many = Config::from_json(R"({"BM":64,"BN":128,"WG":1,"ST":5,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0,"SWAP":0})");
         many.set("PT", v == 0 ? 2 : 4);
         if (!f.valid(many, p, *dev)) many.set("PACK", 1);
         offer(many);
@@ -147,7 +147,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       // (cuBLAS's tiling on the H100); pairs whose second tile lies past M or N on the odd shapes.
       for (int v = 0; v < 4; ++v) {
         Config mc = best;
-        if (v == 3) mc = Config::from_json(R"({"BM":256,"BN":128,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0})");
+        if (v == 3) mc = Config::from_json(R"({"BM":256,"BN":128,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0,"SWAP":0})");
         mc.set("MC", v == 1 ? 2 : v == 3 ? 2 : 1);
         if (v == 2) mc.set("PT", 2);
         if (!f.valid(mc, p, *dev)) mc.set("PACK", 1);
@@ -159,7 +159,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       // the plain epilogue, unaligned problems have no EPI configs.
       for (int v = 0; v < 6; ++v) {
         Config e = best;
-        if (v == 3 || v == 5) e = Config::from_json(R"({"BM":256,"BN":128,"WG":2,"ST":3,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0})");
+        if (v == 3 || v == 5) e = Config::from_json(R"({"BM":256,"BN":128,"WG":2,"ST":3,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0,"SWAP":0})");
         e.set("EPI", v < 4 ? 1 : 2);
         if (v == 1 || v == 4) e.set("PT", 2);
         if (v == 4) e.set("ST", 4);
@@ -171,8 +171,8 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       // (PT 0: as many blocks as are resident, each striding), and 64 x 256 persistent with EPI;
       // odd tile counts leave one consumer a tile fewer. Plus the shared-tile form on a persistent grid.
       for (int v = 0; v < 4; ++v) {
-        Config q = Config::from_json(R"({"BM":64,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":2,"MC":0,"EPI":1,"PP":1,"SK":0})");
-        if (v == 1) q = Config::from_json(R"({"BM":128,"BN":128,"WG":2,"ST":5,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":0,"MC":0,"EPI":0,"PP":1,"SK":0})");
+        Config q = Config::from_json(R"({"BM":64,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":2,"MC":0,"EPI":1,"PP":1,"SK":0,"SWAP":0})");
+        if (v == 1) q = Config::from_json(R"({"BM":128,"BN":128,"WG":2,"ST":5,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":0,"MC":0,"EPI":0,"PP":1,"SK":0,"SWAP":0})");
         if (v == 2) q.set("PT", 0);
         if (v == 3) q = best, q.set("PT", 0), q.set("EPI", 1);
         if (!f.valid(q, p, *dev)) q.set("PACK", 1), q.set("EPI", 0);
@@ -195,7 +195,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       // and 64 x 64 pairs under MC 1 and 2 (a 64-wide shared tile: K-major in 32-row halves,
       // MN-major in halves of its K lines).
       for (int v = 0; v < 5; ++v) {
-        Config q = Config::from_json(R"({"BM":64,"BN":64,"WG":1,"ST":13,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":1,"PP":0,"SK":0})");
+        Config q = Config::from_json(R"({"BM":64,"BN":64,"WG":1,"ST":13,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":1,"PP":0,"SK":0,"SWAP":0})");
         if (v == 1) q.set("BM", 128), q.set("WG", 2), q.set("ST", 8), q.set("CL", 2), q.set("EPI", 0);
         if (v == 2) q.set("ST", 10), q.set("PT", 0), q.set("SK", 3);
         if (v == 3) q.set("ST", 8), q.set("MC", 1);
@@ -225,7 +225,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       // with EPI 3 and PT 2, split in K (SPLITK 2), and on 192 x 128 sharing A's 96-row halves (MC 2),
       // on 192 x 64 split in a cluster (CL 2).
       for (int v = 0; v < 8; ++v) {
-        Config t = Config::from_json(R"({"BM":128,"BN":192,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":1,"PP":0,"SK":0})");
+        Config t = Config::from_json(R"({"BM":128,"BN":192,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":1,"PP":0,"SK":0,"SWAP":0})");
         if (v == 1) t.set("MC", 1), t.set("PT", 0), t.set("EPI", 0);
         if (v == 2) t.set("PT", 0), t.set("SK", 3), t.set("EPI", 0);
         if (v >= 3) t.set("BM", 192), t.set("WG", 3), t.set("ST", 3);
@@ -236,6 +236,24 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
         if (v == 7) t.set("BN", 64), t.set("ST", 6), t.set("CL", 2), t.set("EPI", 0);
         if (!f.valid(t, p, *dev)) t.set("PACK", 1), t.set("EPI", t["EPI"] == 1 ? 3 : t["EPI"]), t.set("SK", 0);
         offer(t);
+      }
+      // SWAP (C^T = B^T A^T, C stored transposed; aligned problems, the plain epilogue): tile
+      // columns along M of any multiple of 16 where A is row-major (96, 144, 208, ...), else of 64;
+      // with two or three consumer warpgroups, persistent with MC 2, SK 2 and SK 3, ping-pong, a
+      // K split in a cluster (CL 2), B's 240-row K-major tile shared by a pair (MC 1, 120 rows each),
+      // one warpgroup with PT 2. And without SWAP, 160-column tiles where B is column-major (K-major).
+      for (int v = 0; v < 9; ++v) {
+        Config w = Config::from_json(R"({"BM":128,"BN":96,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0,"SWAP":1})");
+        if (v == 1) w.set("BM", 192), w.set("WG", 3), w.set("BN", 144), w.set("PT", 0), w.set("MC", 2);
+        if (v == 2) w.set("BN", 208), w.set("PT", 0), w.set("SK", 2);
+        if (v == 3) w.set("BM", 256), w.set("BN", 112), w.set("ST", 3), w.set("PT", 0), w.set("SK", 3);
+        if (v == 4) w.set("BN", 80), w.set("PP", 1), w.set("PT", 0);
+        if (v == 5) w.set("BN", 176), w.set("CL", 2);
+        if (v == 6) w.set("BN", 240), w.set("ST", 3), w.set("MC", 1);
+        if (v == 7) w.set("BM", 64), w.set("WG", 1), w.set("BN", 64), w.set("ST", 6), w.set("PT", 2);
+        if (v == 8) w.set("BN", 160), w.set("SWAP", 0), w.set("EPI", 0);
+        if (!f.valid(w, p, *dev) && w["BN"] % 64 != 0) w.set("BN", 128); // the kernel's B MN-major: 64-column blocks
+        offer(w);
       }
       for (auto& c : configs) cases.push_back(Case{i, c, compiler.compile_async(compile_request(f, c, p, dev->arch))});
     }
@@ -250,7 +268,8 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
 
   int checked = 0, nan_c = 0;
   std::set<std::string> layouts, dtypes;
-  int mc64 = 0, mc_split = 0, tiles192 = 0;
+  int mc64 = 0, mc_split = 0, tiles192 = 0, swapped = 0, swap_beta = 0;
+  std::set<std::string> swap_layouts;
   std::set<int> bn, wg, st, tma, pack, splitk, cl, pt, mc, epi, pp, sk;
   int epi_beta0 = 0, pp_epi = 0, sk_cases = 0, sk3_cases = 0, epi3_beta0 = 0, epi3_packed = 0;
   for (size_t i = 0; i < insts.size(); ++i) {
@@ -309,6 +328,9 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       pt.insert(cs.c["PT"]);
       mc.insert(cs.c["MC"]);
       tiles192 += cs.c["BM"] == 192 || cs.c["BN"] == 192;
+      swapped += cs.c["SWAP"];
+      swap_layouts.insert(p.layout_string() + std::to_string(cs.c["SWAP"]));
+      swap_beta += cs.c["SWAP"] == 1 && p.beta != 0.0f;
       mc64 += cs.c["MC"] > 0 && (cs.c["MC"] == 1 ? cs.c["BN"] : cs.c["BM"]) == 64;
       mc_split += cs.c["MC"] > 0 && cs.c["SPLITK"] > 1;
       epi.insert(cs.c["EPI"]);
@@ -326,7 +348,10 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
   EXPECT_GE(nan_c, sample ? 15 : 20);
   EXPECT_EQ(layouts.size(), 4u);
   EXPECT_EQ(dtypes.size(), 2u);
-  EXPECT_EQ(bn.size(), 4u);
+  EXPECT_GE(bn.size(), 10u); // multiples of 16 where the kernel's B is K-major
+  EXPECT_GE(swapped, sample ? 60 : 100);
+  EXPECT_GE(swap_beta, 10);
+  for (const char* l : {"NN1", "NT1", "TN1", "TT1"}) EXPECT_TRUE(swap_layouts.count(l)) << l;
   EXPECT_EQ(wg.size(), 3u);
   EXPECT_TRUE(st.count(8) && st.count(10) && st.count(13)); // the deep rings ran
   EXPECT_EQ(tma.size(), 2u);
