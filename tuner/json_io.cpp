@@ -63,6 +63,7 @@ nlohmann::json plan_to_json(const LaunchPlan& p) {
                            {"overlap_previous", s.overlap_previous}};
     if (s.balance_clusters) step["balance_clusters"] = true; // (absent: the default policy, as before)
     if (s.persistent) step["persistent"] = true;             // (absent: the grid as planned, as before)
+    if (s.swap_ab) step["swap_ab"] = true;                   // (absent: A and B as given, as before)
     // Only TMA steps carry their tensor-map boxes (the other steps' JSON is as before).
     if (s.tma) {
       auto op = [](const LaunchStep::TmaOperand& o) {
@@ -97,6 +98,8 @@ LaunchPlan plan_from_json(const nlohmann::json& j) {
     st.overlap_previous = s.at("overlap_previous").get<bool>();
     st.balance_clusters = s.value("balance_clusters", false);
     st.persistent = s.value("persistent", false);
+    // Without it a kernel that computes C^T = B^T A^T would get A and B as given: a wrong result.
+    st.swap_ab = s.value("swap_ab", false);
     // A TMA kernel launched without its tensor maps reads garbage maps (an illegal instruction).
     if (s.contains("tma")) {
       auto op = [](const nlohmann::json& o) {

@@ -82,6 +82,8 @@ TEST(Worker, LaunchPlansReachTheWorkerWhole) {
   ASSERT_TRUE(plan.steps[1].overlap_previous);
   plan.steps[0].balance_clusters = true; // (a cluster kernel's scheduling policy: rows_bulk's LB)
   plan.steps[1].persistent = true;       // (a grid capped at the resident blocks: gemm_wgmma's PT 0)
+  plan.steps[1].swap_ab = true;          // (C^T = B^T A^T: gemm_wgmma's SWAP; the first swapped tune
+                                         // without it got a wrong result from every SWAP config)
   const LaunchPlan back = plan_from_json(nlohmann::json::parse(plan_to_json(plan).dump()));
   EXPECT_EQ(back.workspace_bytes, plan.workspace_bytes);
   ASSERT_EQ(back.steps.size(), plan.steps.size());
@@ -96,6 +98,7 @@ TEST(Worker, LaunchPlansReachTheWorkerWhole) {
     EXPECT_EQ(b.overlap_previous, a.overlap_previous) << i;
     EXPECT_EQ(b.balance_clusters, a.balance_clusters) << i;
     EXPECT_EQ(b.persistent, a.persistent) << i;
+    EXPECT_EQ(b.swap_ab, a.swap_ab) << i;
   }
 }
 
