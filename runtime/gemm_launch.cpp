@@ -61,8 +61,11 @@ KtuneGemmTmaArgs tma_args(const LaunchStep& s, const KtuneGemmArgs& a, const std
     t.b = encode_operand(pb, ldb, a.N, a.K, s.tma_b, context + ", tensor map of B");
   }
   // C (row-major: N contiguous, M rows of ldc) for kernels that store it with TMA; needed with
-  // K = 0 too (C = beta * C is then stored through it).
-  if (s.tma_c.box_inner > 0) t.c = encode_operand(a.C, a.ldc, a.M, a.N, s.tma_c, context + ", tensor map of C");
+  // K = 0 too (C = beta * C is then stored through it). A swapped step (LaunchStep::swap_ab) has
+  // M and N swapped in a, but C is the caller's: its rows are a.N, its contiguous extent a.M.
+  if (s.tma_c.box_inner > 0)
+    t.c = s.swap_ab ? encode_operand(a.C, a.ldc, a.N, a.M, s.tma_c, context + ", tensor map of C")
+                    : encode_operand(a.C, a.ldc, a.M, a.N, s.tma_c, context + ", tensor map of C");
   return t;
 }
 

@@ -171,8 +171,8 @@ Family gemm_wgmma_family() {
       .param("PP", {0, 1}, "1: ping-pong consumers (TMA, WG 2, PT != 1, no K slices, no MC): the two consumer "
                            "warpgroups take the block's tiles in turn, each a whole BM x BN tile, one's epilogue "
                            "overlapping the other's main loop; 0: they share each tile")
-      .param("SWAP", {0, 1}, "1: compute C^T = B^T A^T (TMA, no EPI, SPLITK or PACK): the tile's rows run along N and "
-                             "its columns (BN, the wgmma N) along M, C stored transposed; for shapes whose M is what the "
+      .param("SWAP", {0, 1}, "1: compute C^T = B^T A^T (TMA, EPI 0 or 1, no SPLITK or PACK): the tile's rows run along N "
+                             "and its columns (BN, the wgmma N) along M, C stored transposed; for shapes whose M is what the "
                              "tiles must fit (LLM tokens: 777, 1000, 1576), as cuBLAS's Hopper kernels tile them")
       .param("SK", {0, 1, 2, 3}, "stream-K on the persistent grid (PT 0; TMA, whole tiles, no MC or PP, aligned): the "
                                  "full waves of tiles whole, then 1: the last one or two waves cut into equal runs of K "
@@ -200,16 +200,18 @@ Family gemm_wgmma_family() {
                 [](const Config& c, P, D) { return accumulators(c) <= (c["WG"] == 3 ? 96 : 128); })
       .restrict("the cp.async kernel (TMA 0): BN 64, 128 or 256, one or two warpgroups", {"TMA", "BN", "WG"},
                 [](const Config& c, P, D) { return c["TMA"] == 1 || ((c["BN"] == 64 || c["BN"] == 128 || c["BN"] == 256) && c["WG"] <= 2); })
-      .restrict("SWAP = 1: TMA, the plain epilogue (EPI 0), no SPLITK, unpacked", {"TMA", "EPI", "SPLITK", "PACK", "SWAP"},
-                [](const Config& c, P, D) { return c["SWAP"] == 0 || (c["TMA"] == 1 && c["EPI"] == 0 && c["SPLITK"] == 1 && c["PACK"] == 0); })
+      .restrict("SWAP = 1: TMA, the plain epilogue or C staged transposed (EPI 0 or 1), no SPLITK, unpacked",
+                {"TMA", "EPI", "SPLITK", "PACK", "SWAP"},
+                [](const Config& c, P, D) { return c["SWAP"] == 0 || (c["TMA"] == 1 && c["EPI"] <= 1 && c["SPLITK"] == 1 && c["PACK"] == 0); })
       .restrict("BN a multiple of 64 where the kernel's B operand is MN-major (its 64-column swizzle blocks)", {"BN", "SWAP"},
                 [](const Config& c, P p, D) { return c["BN"] % 64 == 0 || kernel_b_kmajor(c, p); })
-      .restrict("EPI > 0: TMA, whole tiles (no SPLITK or CL), BN a multiple of 64 (staged in 64-column blocks); EPI 1 and 2: "
-                "C's rows and pointer 16-byte aligned, EPI 2: BN 128 or 256 (halves of whole blocks); EPI 3: no SK or PP",
-                {"TMA", "SPLITK", "CL", "EPI", "BN", "SK", "PP"},
+      .restrict("EPI > 0: TMA, whole tiles (no SPLITK or CL), BN a multiple of 64 (staged in 64-column blocks) unless SWAP "
+                "(staged transposed: the tile's rows are C's columns); EPI 1 and 2: C's rows and pointer 16-byte aligned, EPI 2: "
+                "BN 128 or 256 (halves of whole blocks); EPI 3: no SK or PP",
+                {"TMA", "SPLITK", "CL", "EPI", "BN", "SK", "PP", "SWAP"},
                 [](const Config& c, P p, D) {
                   if (c["EPI"] == 0) return true;
-                  if (c["TMA"] != 1 || slices(c) != 1 || c["BN"] % 64 != 0) return false;
+                  if (c["TMA"] != 1 || slices(c) != 1 || (c["BN"] % 64 != 0 && !c["SWAP"])) return false;
                   if (c["EPI"] == 3) return c["SK"] == 0 && c["PP"] == 0;
                   return p.align >= 16 && (c["EPI"] == 1 || c["BN"] % 128 == 0);
                 })
@@ -351,7 +353,8 @@ Family gemm_wgmma_family() {
           main.tma_b = {b_k, 64, box(b_k, c["BN"], c["MC"] == 1)};
           // EPI 1, 2: each consumer warpgroup stores its rows of the tile in 64-column boxes (EPI 3
           // stores without TMA: C may not be a valid tensor map).
-          if (c["EPI"] == 1 || c["EPI"] == 2) main.tma_c = {true, 64, unsigned(rows_per_consumer(c))};
+          // SWAP: staged transposed, a box of 64 of C's columns (the warpgroup's rows) by BN rows.
+          if (c["EPI"] == 1 || c["EPI"] == 2) main.tma_c = {true, 64, unsigned(c["SWAP"] ? c["BN"] : rows_per_consumer(c))};
           if (c["PACK"]) { // the copies follow the split-K slices
             // A programmatic dependent of gemm_pack16: its producer waits for the copies before
             // its first load, the rest of its set-up overlaps the copy's last blocks.

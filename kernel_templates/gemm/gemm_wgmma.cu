@@ -76,9 +76,10 @@
 //                of one (with s = 16, one block would read 15 parked 128 x 256 tiles, ~2 MB, alone).
 //                gemm_wgmma_sk_clear (kernel 1, launched first) zeroes the flags that say a part
 //                is parked.
-//   SWAP         (gemm_wgmma_tma only; EPI 0, no SPLITK) 1: the kernel computes C^T = B^T A^T: launch_gemm
+//   SWAP         (gemm_wgmma_tma only; EPI 0 or 1, no SPLITK) 1: the kernel computes C^T = B^T A^T: launch_gemm
 //                hands it B as its A and A as its B (M and N, lda and ldb swapped; A_COL and B_COL are
-//                of those), and it stores C transposed (store_out). The tile's rows then run along N
+//                of those), and it stores C transposed (store_out, or EPI 1 staged transposed and stored
+//                by TMA in boxes of 64 of C's columns by BN rows). The tile's rows then run along N
 //                and its columns, the wgmma N (any multiple of 16 where A is row-major), along M: the
 //                sizes that fill the waves of LLM shapes, whose M (tokens) is the odd dimension.
 //                cuBLAS's Hopper kernels tile that way (192 x 96 at 3072x768x3072, N x M).
@@ -344,22 +345,56 @@ __device__ __forceinline__ void stage_c(const KtuneGemmArgs& p, float (&acc)[MT]
     }
 }
 
+// EPI 1 under SWAP: the same part transposed, as C holds it: the warpgroup's WM kernel rows are
+// C's columns, its BN kernel columns C's rows. Blocks of 64 of those columns (128-byte lines), each
+// BN lines (one per C row), 128B-swizzled: the value of kernel (r, c) at line c, chunk
+// (r % 64 / 8) ^ (c % 8), bytes (r % 8) * 2. A warp's 2-byte stores of one (m, h, j, pair half) fill
+// 16 bytes of one chunk in each of 4 lines, at 4 different chunks: no bank conflict.
+template <int MT, int BN, int F16>
+__device__ __forceinline__ void stage_c_transposed(const KtuneGemmArgs& p, float (&acc)[MT][BN / 2], unsigned buf, int wtid) {
+  const int lane = wtid & 31, w = wtid >> 5, g = lane >> 2, t = lane & 3;
+  constexpr unsigned BLOCK = BN * 128; // one 64-column block of C: BN lines
+#pragma unroll
+  for (int m = 0; m < MT; ++m)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const unsigned chunk = unsigned(2 * w + h); // (r % 64) / 8 of r = m * 64 + 16 w + 8 h + g
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int c = 8 * j + 2 * t + e; // c % 8 == 2 t + e
+          const unsigned a = buf + m * BLOCK + c * 128 + ((chunk ^ unsigned(2 * t + e)) << 4) + g * 2;
+          const unsigned short v = half16::from_float<F16>(p.alpha * acc[m][4 * j + 2 * h + e]);
+          asm volatile("st.shared.u16 [%0], %1;\n" ::"r"(a), "h"(v) : "memory");
+        }
+    }
+}
+
 // EPI: part PART of PARTS (column ranges) of a consumer warpgroup's rows of the tile through its
 // staging buffer `buf`: once the previous store has read the buffer (issued by this warpgroup's
 // thread 0, as this one is), stage the part, fence it to the async proxy, and store it with TMA in
-// 64-column boxes (one bulk group). Named barrier 2 + cw: the warpgroup's own.
-template <int PART, int PARTS, int MT, int BN, int F16>
+// 64-column boxes (one bulk group). Named barrier 2 + cw: the warpgroup's own. SWAP (EPI 1, one
+// part): staged transposed, the boxes 64 of C's columns (the warpgroup's rows) by BN of its rows.
+template <int PART, int PARTS, int MT, int BN, int F16, int SWAP = 0>
 __device__ __forceinline__ void store_c_tma(const KtuneGemmArgs& p, const KtuneTensorMap* c_map, float (&acc)[MT][BN / 2], unsigned buf,
                                             int wtid, int cw, int row0, int col0) {
   constexpr int PCOLS = BN / PARTS, WM = MT * 64;
+  static_assert(SWAP == 0 || PARTS == 1, "SWAP: EPI 1 only");
   if (wtid == 0) async::bulk_wait_read();
   named_sync(2 + cw, 128);
-  stage_c<MT, BN, F16, PART * PCOLS / 8, PCOLS / 8>(p, acc, buf, wtid);
+  if constexpr (SWAP) stage_c_transposed<MT, BN, F16>(p, acc, buf, wtid);
+  else stage_c<MT, BN, F16, PART * PCOLS / 8, PCOLS / 8>(p, acc, buf, wtid);
   fence_proxy_async(); // the generic-proxy writes, before the TMA (async proxy) reads them
   named_sync(2 + cw, 128);
   if (wtid == 0) {
+    if constexpr (SWAP) {
 #pragma unroll
-    for (int b = 0; b < PCOLS / 64; ++b) tma_store_2d(c_map, col0 + PART * PCOLS + b * 64, row0, buf + b * (WM * 128));
+      for (int b = 0; b < MT; ++b) tma_store_2d(c_map, row0 + b * 64, col0, buf + b * (BN * 128));
+    } else {
+#pragma unroll
+      for (int b = 0; b < PCOLS / 64; ++b) tma_store_2d(c_map, col0 + PART * PCOLS + b * 64, row0, buf + b * (WM * 128));
+    }
     async::bulk_commit();
   }
 }
@@ -656,7 +691,7 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
   static_assert(PP == 0 || (PP == 1 && WG == 2 && PT != 1 && MC == 0), "PP = 1: two consumers, several tiles a block, no MC");
   static_assert(SK == 0 || ((SK >= 1 && SK <= 3) && PT == 0 && SPLITK * CL == 1 && MC == 0 && PP == 0), "SK: a persistent grid, no K slices, MC or PP");
   static_assert(MC >= 0 && MC <= 2 && (MC == 0 || CL == 1), "MC > 0: a pair of tiles (of one K slice under SPLITK), no CL");
-  static_assert(EPI == 0 || ((EPI == 1 || EPI == 3 || (EPI == 2 && BN % 128 == 0)) && BN % 64 == 0 && SPLITK * CL == 1),
+  static_assert(EPI == 0 || ((EPI == 1 || EPI == 3 || (EPI == 2 && BN % 128 == 0)) && (BN % 64 == 0 || SWAP) && SPLITK * CL == 1),
                 "EPI: whole tiles (no K slices) staged in 64-column blocks; EPI 2 halves of them");
   static_assert(EPI != 3 || (SK == 0 && PP == 0), "EPI 3: the storers follow the block's tiles in order (no SK, no PP)");
   constexpr int SLICES = SPLITK * CL; // along blockIdx.z
@@ -668,7 +703,7 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
   constexpr int WM = PP ? BM : BM / WG, MT = WM / 64; // a consumer's rows of a tile
   static_assert(WM % 64 == 0 && BN % 16 == 0 && BN >= 64 && BN <= 256 && (B_COL || BN % 64 == 0) && ST >= 2 && WG >= 1 && WG <= 3,
                 "tile shapes (descriptor: an MN-major B in 64-column blocks)");
-  static_assert(SWAP == 0 || (EPI == 0 && SPLITK == 1), "SWAP: C stored transposed by the plain epilogue (no EPI, no split-K workspace)");
+  static_assert(SWAP == 0 || (EPI <= 1 && SPLITK == 1), "SWAP: C stored transposed, plainly or staged (EPI 1); no split-K workspace");
   constexpr unsigned A_BYTES = BM * 128, STAGE = (BM + BN) * 128;
   const KtuneGemmArgs& p = args.g;
 
@@ -843,7 +878,7 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
         // tiles keep 4 stages); the second half waits for the first's store to have read it.
         if constexpr (EPI == 1 || EPI == 2) {
           constexpr int PARTS = EPI == 2 ? 2 : 1;
-          store_c_tma<0, PARTS, MT, BN, F16>(p, &args.c, acc, staging(cw), tid & 127, cw, row0 + wrow, col0);
+          store_c_tma<0, PARTS, MT, BN, F16, SWAP>(p, &args.c, acc, staging(cw), tid & 127, cw, row0 + wrow, col0);
           if constexpr (PARTS == 2) store_c_tma<1, PARTS, MT, BN, F16>(p, &args.c, acc, staging(cw), tid & 127, cw, row0 + wrow, col0);
         }
       } else {

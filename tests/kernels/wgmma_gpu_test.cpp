@@ -242,7 +242,8 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       // with two or three consumer warpgroups, persistent with MC 2, SK 2 and SK 3, ping-pong, a
       // K split in a cluster (CL 2), B's 240-row K-major tile shared by a pair (MC 1, 120 rows each),
       // one warpgroup with PT 2. And without SWAP, 160-column tiles where B is column-major (K-major).
-      for (int v = 0; v < 9; ++v) {
+      // Then EPI 1 under SWAP (staged transposed) on 128 x 96 persistent, 192 x 144 with MC 2, 256 x 112 with PT 2.
+      for (int v = 0; v < 12; ++v) {
         Config w = Config::from_json(R"({"BM":128,"BN":96,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0,"SWAP":1})");
         if (v == 1) w.set("BM", 192), w.set("WG", 3), w.set("BN", 144), w.set("PT", 0), w.set("MC", 2);
         if (v == 2) w.set("BN", 208), w.set("PT", 0), w.set("SK", 2);
@@ -252,6 +253,10 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
         if (v == 6) w.set("BN", 240), w.set("ST", 3), w.set("MC", 1);
         if (v == 7) w.set("BM", 64), w.set("WG", 1), w.set("BN", 64), w.set("ST", 6), w.set("PT", 2);
         if (v == 8) w.set("BN", 160), w.set("SWAP", 0), w.set("EPI", 0);
+        // EPI 1 under SWAP: C staged transposed and stored by TMA (boxes of 64 columns by BN rows).
+        if (v == 9) w.set("EPI", 1), w.set("PT", 0);
+        if (v == 10) w.set("EPI", 1), w.set("BM", 192), w.set("WG", 3), w.set("BN", 144), w.set("PT", 0), w.set("MC", 2);
+        if (v == 11) w.set("EPI", 1), w.set("BM", 256), w.set("BN", 112), w.set("ST", 3), w.set("PT", 2);
         if (!f.valid(w, p, *dev) && w["BN"] % 64 != 0) w.set("BN", 128); // the kernel's B MN-major: 64-column blocks
         offer(w);
       }
@@ -268,7 +273,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
 
   int checked = 0, nan_c = 0;
   std::set<std::string> layouts, dtypes;
-  int mc64 = 0, mc_split = 0, tiles192 = 0, swapped = 0, swap_beta = 0;
+  int mc64 = 0, mc_split = 0, tiles192 = 0, swapped = 0, swap_beta = 0, swap_staged = 0;
   std::set<std::string> swap_layouts;
   std::set<int> bn, wg, st, tma, pack, splitk, cl, pt, mc, epi, pp, sk;
   int epi_beta0 = 0, pp_epi = 0, sk_cases = 0, sk3_cases = 0, epi3_beta0 = 0, epi3_packed = 0;
@@ -331,6 +336,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       swapped += cs.c["SWAP"];
       swap_layouts.insert(p.layout_string() + std::to_string(cs.c["SWAP"]));
       swap_beta += cs.c["SWAP"] == 1 && p.beta != 0.0f;
+      swap_staged += cs.c["SWAP"] == 1 && cs.c["EPI"] == 1 && p.beta == 0.0f;
       mc64 += cs.c["MC"] > 0 && (cs.c["MC"] == 1 ? cs.c["BN"] : cs.c["BM"]) == 64;
       mc_split += cs.c["MC"] > 0 && cs.c["SPLITK"] > 1;
       epi.insert(cs.c["EPI"]);
@@ -351,6 +357,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
   EXPECT_GE(bn.size(), 10u); // multiples of 16 where the kernel's B is K-major
   EXPECT_GE(swapped, sample ? 60 : 100);
   EXPECT_GE(swap_beta, 10);
+  EXPECT_GE(swap_staged, 20); // EPI 1 under SWAP with beta == 0 (beta != 0 takes the plain epilogue)
   for (const char* l : {"NN1", "NT1", "TN1", "TT1"}) EXPECT_TRUE(swap_layouts.count(l)) << l;
   EXPECT_EQ(wg.size(), 3u);
   EXPECT_TRUE(st.count(8) && st.count(10) && st.count(13)); // the deep rings ran

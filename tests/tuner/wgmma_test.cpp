@@ -600,14 +600,14 @@ TEST(Space, WgmmaTilesOf192NeedTheTmaKernelAndFitTheirRegisters) {
 // SWAP: the kernel computes C^T = B^T A^T. Its plan swaps A and B for the launch (LaunchStep::swap_ab),
 // its tile's rows run along N and its columns along M, and its layouts are those of B^T and A^T:
 // with A row-major its B is K-major, so the tile's columns may be any multiple of 16 (96 here); with
-// A column-major they must be whole 64-column blocks. TMA, the plain epilogue, no SPLITK or PACK.
+// A column-major they must be whole 64-column blocks. TMA, EPI 0 or 1 (staged transposed), no SPLITK or PACK.
 TEST(Space, WgmmaSwapTilesMAlongTheWgmmaN) {
   const Family f = find_family("gemm_wgmma");
   const auto d = DeviceInfo::nominal("sm_90");
   const Config sw = Config::from_json(R"({"BM":128,"BN":96,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0,"SWAP":1})");
   const auto nn = half_problem(3072, 768, 3072, "NN", DType::bf16);
   ASSERT_TRUE(f.valid(sw, nn, d)) << ::testing::PrintToString(f.violations(sw, nn, d));
-  expect_each_refused(f, sw, nn, d, {{"TMA", 0}, {"EPI", 1}, {"EPI", 3}, {"SPLITK", 2}, {"SWAP", 0}});
+  expect_each_refused(f, sw, nn, d, {{"TMA", 0}, {"EPI", 2}, {"EPI", 3}, {"SPLITK", 2}, {"SWAP", 0}, {"PACK", 1}});
   const LaunchPlan plan = f.launch_plan(sw, nn);
   const LaunchStep& s = plan.main_step();
   EXPECT_TRUE(s.swap_ab);
@@ -617,6 +617,14 @@ TEST(Space, WgmmaSwapTilesMAlongTheWgmmaN) {
   EXPECT_TRUE(s.tma_b.k_inner);   // its B is A^T: A row-major, K contiguous
   EXPECT_EQ(s.tma_b.box_outer, 96u);
   EXPECT_NE(f.kernel_names(sw, nn).at(0).find(",0,1,0,1,1>"), std::string::npos) << f.kernel_names(sw, nn).at(0); // SK 0, SWAP 1, bf16, A_COL 1, B_COL 1
+  // EPI 1: C staged transposed, stored by TMA in boxes of 64 of C's columns by the tile's 96 rows.
+  Config staged = sw;
+  staged.set("EPI", 1);
+  ASSERT_TRUE(f.valid(staged, nn, d)) << ::testing::PrintToString(f.violations(staged, nn, d));
+  const LaunchStep e = f.launch_plan(staged, nn).main_step();
+  EXPECT_TRUE(e.tma_c.k_inner);
+  EXPECT_EQ(e.tma_c.box_inner, 64u);
+  EXPECT_EQ(e.tma_c.box_outer, 96u);
   // A column-major (TN): the kernel's B is MN-major, so 96 columns are refused and 128 serve.
   const auto tn = half_problem(3072, 768, 3072, "TN", DType::bf16);
   EXPECT_FALSE(f.valid(sw, tn, d));
