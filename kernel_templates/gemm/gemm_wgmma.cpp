@@ -4,6 +4,7 @@
 #include "gemm/gemm_families.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 
 namespace ktune {
@@ -92,38 +93,58 @@ bool loads_16b(const GemmProblem& p) {
          (b_col ? p.k : p.n) % 8 == 0;
 }
 
-// The tilings (BM, BN, consumer warpgroups) the neighbours' wave rule chooses among.
+// A tiling the neighbours' wave rule chooses among: BM x BN on WG consumer warpgroups, SWAP 1 for
+// the kernel of C^T (its rows along N, its columns along M).
 struct Tiling {
-  int bm, bn, wg;
+  int bm, bn, wg, swap;
 };
-constexpr Tiling kTilings[] = {{128, 128, 2}, {128, 192, 2}, {192, 128, 3}, {128, 256, 2}, {256, 128, 2}, {192, 192, 3}};
 // The share of the tile slots of its waves (tiles / SMs, rounded up) that a tiling of M x N fills
-// with C (1 when the tiles divide M and N and fill the last wave), by the tiling's own speed: 128 x
-// 128 tiles load A and B for fewer FLOPs and ran at 0.93x the larger ones where both filled their
-// waves alike (2048x4096x4096: 668 against 720 TFLOPS). At the 11 shapes of configs/suites/mid.json
-// the tiling this scores best was the fastest of the six at 9 and within 5 % of it at the other 2
-// (docs/runs/2026-11-25-h100-s17-mid192-trials.jsonl.gz).
+// with C (1 when the tiles divide M and N and fill the last wave), by the tiling's own speed: tiles
+// under 128 x 256 load A and B for fewer FLOPs, (area / 32768)^0.105 (128 x 128 ran at 0.93x the
+// larger ones where both filled their waves alike: 2048x4096x4096, 668 against 720 TFLOPS). At the
+// 11 shapes of configs/suites/mid.json the unswapped tiling this scores best was the fastest of
+// the six (128, 192 and 256 tiles) at 9 and within 5 % of it at the other 2
+// (docs/runs/2026-11-25-h100-s17-mid192-trials.jsonl.gz); the swapped one, of those a short tune
+// measured, the fastest at 6 of 9 and within 3.1 % at the other 3 (-midswap2-trials.jsonl.gz).
 double wave_fill(const Tiling& t, const GemmProblem& p, int sms) {
-  const int64_t tiles = ceil_div(p.m, t.bm) * ceil_div(p.n, t.bn), waves = ceil_div(tiles, int64_t(sms));
-  const double speed = t.bm * t.bn == 128 * 128 ? 0.93 : 1.0;
+  const int64_t km = t.swap ? p.n : p.m, kn = t.swap ? p.m : p.n;
+  const int64_t tiles = ceil_div(km, t.bm) * ceil_div(kn, t.bn), waves = ceil_div(tiles, int64_t(sms));
+  const double speed = std::pow(std::min(1.0, t.bm * t.bn / (128.0 * 256.0)), 0.105);
   return waves == 0 ? 0.0 : speed * double(p.m) * double(p.n) / (double(waves) * sms * t.bm * t.bn);
 }
-// c in the tiling that fills p's waves best (ties, within 1 %, to the larger tile: fewer loads of A
-// and B a FLOP), with the deepest ring up to c's that fits (EPI 2 needs BN 128 or 256: EPI 1
-// instead); nothing when that is c's own tiling.
-std::optional<Config> best_filling_tiling(const Config& c, const GemmProblem& p, const DeviceInfo& d) {
-  const int sms = d.sm_count > 0 ? d.sm_count : 132;
-  const Tiling* best = nullptr;
-  double best_fill = 0;
-  for (const Tiling& t : kTilings) {
-    const double fill = wave_fill(t, p, sms);
-    if (!best || fill > best_fill * 1.01 || (fill > best_fill * 0.99 && t.bm * t.bn > best->bm * best->bn)) best = &t, best_fill = fill;
+// The tilings of one orientation: unswapped, 128, 192 and 256 tiles (whole 64-column blocks, what
+// every layout's B allows); swapped, 128 rows (of N) by any multiple of 16 columns (of M) where A is
+// row-major (the kernel's B K-major; else multiples of 64), 192 rows on three consumer warpgroups by
+// at most 192, 256 rows by at most 128 (the accumulator limits).
+std::vector<Tiling> tilings(bool swap, const GemmProblem& p) {
+  if (!swap) return {{128, 128, 2, 0}, {128, 192, 2, 0}, {192, 128, 3, 0}, {128, 256, 2, 0}, {256, 128, 2, 0}, {192, 192, 3, 0}};
+  std::vector<Tiling> out;
+  const int step = p.a == Layout::row ? 16 : 64;
+  for (int bn = 64; bn <= 256; bn += step) {
+    out.push_back({128, bn, 2, 1});
+    if (bn <= 192) out.push_back({192, bn, 3, 1});
+    if (bn <= 128) out.push_back({256, bn, 2, 1});
   }
-  if (best->bm == c["BM"] && best->bn == c["BN"]) return std::nullopt;
+  return out;
+}
+// c in the tiling of one orientation that fills p's waves best (ties, within 1 %, to the larger
+// tile: fewer loads of A and B a FLOP), with the deepest ring up to c's that fits; unswapped, EPI 2
+// needs BN 128 or 256 (EPI 1 instead); swapped, C staged transposed (EPI 1), whole tiles, unpacked.
+// Nothing when that is c's own tiling.
+std::optional<Config> best_filling_tiling(const Config& c, const GemmProblem& p, const DeviceInfo& d, bool swap) {
+  const int sms = d.sm_count > 0 ? d.sm_count : 132;
+  std::optional<Tiling> best;
+  double best_fill = 0;
+  for (const Tiling& t : tilings(swap, p)) {
+    const double fill = wave_fill(t, p, sms);
+    if (!best || fill > best_fill * 1.01 || (fill > best_fill * 0.99 && t.bm * t.bn > best->bm * best->bn)) best = t, best_fill = fill;
+  }
+  if (best->bm == c["BM"] && best->bn == c["BN"] && best->swap == c["SWAP"]) return std::nullopt;
   Config t = c;
-  t.set("BM", best->bm), t.set("BN", best->bn), t.set("WG", best->wg);
+  t.set("BM", best->bm), t.set("BN", best->bn), t.set("WG", best->wg), t.set("SWAP", best->swap);
   if (best->wg != 2) t.set("PP", 0);
-  if (t["EPI"] == 2 && best->bn % 128 != 0) t.set("EPI", 1);
+  if (swap) t.set("EPI", 1), t.set("SPLITK", 1), t.set("PACK", 0);
+  else if (t["EPI"] == 2 && best->bn % 128 != 0) t.set("EPI", 1);
   for (int st = c["ST"]; st > 3 && smem_bytes(t) + static_smem_bytes(t) > size_t(d.max_smem_per_block_optin);) t.set("ST", --st);
   return t;
 }
@@ -295,18 +316,21 @@ Family gemm_wgmma_family() {
   // (best_filling_tiling), as it is and on the persistent grid with multicast of B; tables tuned on
   // the public shapes hold 128 and 256 tiles, and at the mid-size shapes of configs/suites/mid.json
   // a 192 tiling ran 1.1-1.4x the best of those (512x4608x3584: 128 x 192, 533 against 416
-  // TFLOPS). Then TMA multicast either way (5000x3000x1000, K = 1000: the default tune's winner was
+  // TFLOPS). Then the best swapped tiling (SWAP: tile columns of any multiple of 16 along M) with C
+  // staged transposed (1000x4672x4544: 128 x 144 swapped, 698 TFLOPS, against 582 for the best
+  // unswapped tiling; -midswap2-trials). Then TMA multicast either way (5000x3000x1000, K = 1000: the default tune's winner was
   // a lent tiling with MC 2, 62.6 us against 84.0 for the best form without it), and the persistent
   // grid with stream-K of the last wave (SK 2, 3) or with MC 2 (3072^3 and 2500x8192x1536 took PT 0
   // with SK 3 / SK 2; docs/runs/2026-11-25-h100-s13-unseen-shapes.txt).
   f.neighbors([](const Config& c, const GemmProblem& p, const DeviceInfo& d) {
     std::vector<Config> out;
-    if (const auto t = best_filling_tiling(c, p, d)) {
+    if (const auto t = best_filling_tiling(c, p, d, false)) {
       out.push_back(*t);
       Config pm = *t;
       pm.set("PT", 0), pm.set("MC", 1), pm.set("SK", 0), pm.set("PP", 0);
       if (pm != *t) out.push_back(pm);
     }
+    if (const auto t = best_filling_tiling(c, p, d, true)) out.push_back(*t);
     for (Config& n : Family::variants(c, {{{"MC", 1}}, {{"MC", 2}}, {{"PT", 0}, {"SK", 2}, {"MC", 0}}, {{"PT", 0}, {"SK", 3}, {"MC", 0}},
                                           {{"PT", 0}, {"SK", 0}, {"MC", 2}}}))
       if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(std::move(n));
