@@ -256,9 +256,10 @@ TEST(Runtime, RuntimeWithoutArchOrDeviceFailsClearly) {
   }
 }
 
-// An untuned half shape also times the neighbours of its best gemm_wgmma lender (the same tiling
-// with multicast, or persistent with stream-K): valid for the shape, distinct, after the lenders,
-// and without a prediction of their own, so they can only win by first use's measurement.
+// An untuned half shape also times the neighbours of its best gemm_wgmma lender (its config retiled
+// to fill the shape's waves, unswapped and swapped; the same tiling with multicast, or persistent
+// with stream-K): valid for the shape, distinct, after the lenders, at most 7, and without a
+// prediction of their own, so they can only win by first use's measurement.
 TEST(Runtime, UntunedHalfShapesAlsoTimeTheBestLendersNeighbours) {
   RuntimeOptions o;
   o.arch = "sm_90";

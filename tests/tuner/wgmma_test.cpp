@@ -518,13 +518,14 @@ TEST(Space, WgmmaWarmStartsOfferMulticastAndStreamKNeighbours) {
   }
   EXPECT_TRUE(mc2);
   EXPECT_TRUE(sk2);
-  // Neighbours differ from their config in the tiling (BM, BN, WG, with the ring depth and the
-  // epilogue that fit it), in MC, or in PT with SK or MC.
+  // Neighbours differ from their config in the tiling (BM, BN, WG and the orientation, with the
+  // ring depth and the epilogue that fit them; swapped: whole tiles, unpacked), in MC, or in PT
+  // with SK or MC.
   const Config c = seeds[0];
-  const std::set<std::string> tiling = {"BM", "BN", "WG", "ST", "PP", "EPI"};
+  const std::set<std::string> tiling = {"BM", "BN", "WG", "ST", "PP", "EPI", "SWAP", "SPLITK", "PACK"};
   for (const Config& n : f.neighbors_of(c, p, d)) {
     EXPECT_NE(n, c);
-    const bool retiled = n["BM"] != c["BM"] || n["BN"] != c["BN"];
+    const bool retiled = n["BM"] != c["BM"] || n["BN"] != c["BN"] || n["SWAP"] != c["SWAP"];
     for (const auto& [k, v] : c.items()) {
       if (k != "MC" && k != "PT" && k != "SK" && !(retiled && tiling.count(k))) {
         EXPECT_EQ(n[k], v) << k;
@@ -564,8 +565,26 @@ TEST(Space, WgmmaNeighboursRetileToFillTheWaves) {
   }
   const auto square = GemmProblem::parse("4096x4096x4096", "NN", DType::bf16);
   for (const Config& n : f.neighbors_of(lent, square, d)) {
+    if (n["SWAP"]) continue; // the swapped tiling is offered on its own (below)
     EXPECT_EQ(n["BM"], 128);
     EXPECT_EQ(n["BN"], 256);
+  }
+  // The swapped tiling that fills the waves best, C staged transposed (EPI 1): at 1000x4672x4544,
+  // 128 rows of N by 144 columns of M (37 x 7 = 259 tiles, two waves of 132 less 5 slots; the tune
+  // measured it at 0.98x cuBLAS). With A column-major the kernel's B is MN-major: whole 64 columns.
+  for (const char* layout : {"NN", "TN"}) {
+    const auto q = GemmProblem::parse("1000x4672x4544", layout, DType::bf16);
+    const auto near = f.neighbors_of(lent, q, d);
+    const auto sw = std::find_if(near.begin(), near.end(), [](const Config& n) { return n["SWAP"] == 1; });
+    ASSERT_NE(sw, near.end()) << layout;
+    EXPECT_TRUE(f.valid(*sw, q, d)) << layout << ": " << ::testing::PrintToString(f.violations(*sw, q, d));
+    EXPECT_EQ((*sw)["EPI"], 1) << layout;
+    EXPECT_EQ((*sw)["BM"], 128) << layout;
+    if (std::string(layout) == "NN") {
+      EXPECT_EQ((*sw)["BN"], 144);
+    } else {
+      EXPECT_EQ((*sw)["BN"] % 64, 0);
+    }
   }
 }
 
