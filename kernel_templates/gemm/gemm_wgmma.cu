@@ -23,8 +23,11 @@
 // the table uses ST 8 (M = 128), neither SK 3 nor 64-wide MC won a public shape. EPI 3 (C stored by
 // the producer warpgroup's idle warps, any alignment) and MC with SPLITK passed the same in session
 // 13; the unaligned entries of the table are EPI 3 configs (2999^3 3.9x cuBLAS). Descriptors from
-// warp-uniform addresses (Desc128, session 15: a third fewer instructions) passed WgmmaGpu. See
-// tests/kernels/wgmma_gpu_test.cpp for what has run on a GPU.
+// warp-uniform addresses (Desc128, session 15: a third fewer instructions) passed WgmmaGpu. Tiles of
+// 192 (WG 3), BN in 16s and SWAP with EPI 0 and 1 passed WgmmaGpu on an H100 in session 17
+// (docs/runs/2026-11-25-h100-s17-*); none is in a shipped table yet, the runtime offers them to
+// shapes in no table as neighbours (gemm_wgmma.cpp). See tests/kernels/wgmma_gpu_test.cpp for what
+// has run on a GPU.
 //
 // Template parameters (host code spells them as in the config JSON):
 //   BM, BN       block tile (rows, columns of C): BM a multiple of 64 up to 256, BN of 16 from 64 to 256
