@@ -128,9 +128,13 @@ std::vector<Tiling> tilings(bool swap, const GemmProblem& p) {
   return out;
 }
 // c in the tiling of one orientation that fills p's waves best (ties, within 1 %, to the larger
-// tile: fewer loads of A and B a FLOP), with the deepest ring up to c's that fits; unswapped, EPI 2
-// needs BN 128 or 256 (EPI 1 instead); swapped, C staged transposed (EPI 1), whole tiles, unpacked.
-// Nothing when that is c's own tiling.
+// tile: fewer loads of A and B a FLOP), with a ring of c's depth but at least 4 stages, less where
+// shared memory does not hold it; unswapped, EPI 2 needs BN 128 or 256 (EPI 1 instead); swapped, C
+// staged transposed (EPI 1), whole tiles, unpacked. Nothing when that is c's own tiling. (At least
+// 4: in session 17's mid-shape tunes, of configs that differed only in ST, 4 stages ran a median
+// 1.038x 3 (1088 pairs, 85 % faster) and 5 a median 0.999x 4; the shipped 128 x 256 lenders have
+// 3, which the larger tile needed. Read from the trials, -mid192- and -midswap2-trials.jsonl.gz;
+// the runtime's first use has not been re-benched with it.)
 std::optional<Config> best_filling_tiling(const Config& c, const GemmProblem& p, const DeviceInfo& d, bool swap) {
   const int sms = d.sm_count > 0 ? d.sm_count : 132;
   std::optional<Tiling> best;
@@ -145,7 +149,8 @@ std::optional<Config> best_filling_tiling(const Config& c, const GemmProblem& p,
   if (best->wg != 2) t.set("PP", 0);
   if (swap) t.set("EPI", 1), t.set("SPLITK", 1), t.set("PACK", 0);
   else if (t["EPI"] == 2 && best->bn % 128 != 0) t.set("EPI", 1);
-  for (int st = c["ST"]; st > 3 && smem_bytes(t) + static_smem_bytes(t) > size_t(d.max_smem_per_block_optin);) t.set("ST", --st);
+  int st = std::max(c["ST"], 4);
+  for (t.set("ST", st); st > 3 && smem_bytes(t) + static_smem_bytes(t) > size_t(d.max_smem_per_block_optin);) t.set("ST", --st);
   return t;
 }
 

@@ -586,6 +586,21 @@ TEST(Space, WgmmaNeighboursRetileToFillTheWaves) {
       EXPECT_EQ((*sw)["BN"] % 64, 0);
     }
   }
+  // A lender of 3 stages (the shipped 128 x 256 configs) retiles with 4 where they fit: 128 x 192
+  // at 512x4608x3584, 192 x 96 swapped (cuBLAS's tile there) at 3072x768x3072.
+  Config three = lent;
+  three.set("ST", 3), three.set("EPI", 1);
+  const auto q1 = GemmProblem::parse("512x4608x3584", "NN", DType::bf16), q2 = GemmProblem::parse("3072x768x3072", "NN", DType::bf16);
+  const auto n1 = f.neighbors_of(three, q1, d), n2 = f.neighbors_of(three, q2, d);
+  ASSERT_FALSE(n1.empty());
+  EXPECT_EQ(n1[0]["BN"], 192);
+  EXPECT_EQ(n1[0]["ST"], 4);
+  const auto sw = std::find_if(n2.begin(), n2.end(), [](const Config& n) { return n["SWAP"] == 1; });
+  ASSERT_NE(sw, n2.end());
+  EXPECT_EQ((*sw)["BM"], 192);
+  EXPECT_EQ((*sw)["BN"], 96);
+  EXPECT_EQ((*sw)["ST"], 4);
+  EXPECT_TRUE(f.valid(*sw, q2, d)) << ::testing::PrintToString(f.violations(*sw, q2, d));
 }
 
 // Tiles of 192 (three 64-row or 64-column blocks): TMA only; three consumer warpgroups of 64 rows
