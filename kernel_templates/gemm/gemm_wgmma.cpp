@@ -99,17 +99,19 @@ struct Tiling {
   int bm, bn, wg, swap;
 };
 // The share of the tile slots of its waves (tiles / SMs, rounded up) that a tiling of M x N fills
-// with C (1 when the tiles divide M and N and fill the last wave), by the tiling's own speed: tiles
-// under 128 x 256 load A and B for fewer FLOPs, (area / 32768)^0.105 (128 x 128 ran at 0.93x the
-// larger ones where both filled their waves alike: 2048x4096x4096, 668 against 720 TFLOPS). At the
-// 11 shapes of configs/suites/mid.json the unswapped tiling this scores best was the fastest of
-// the six (128, 192 and 256 tiles) at 9 and within 5 % of it at the other 2
-// (docs/runs/2026-11-25-h100-s17-mid192-trials.jsonl.gz); the swapped one, of those a short tune
-// measured, the fastest at 6 of 9 and within 3.1 % at the other 3 (-midswap2-trials.jsonl.gz).
+// with C (1 when the tiles divide M and N and fill the last wave), by the tiling's own speed:
+// - tiles under 128 x 256 load A and B for fewer FLOPs: (area / 32768)^0.105 (128 x 128 ran at
+//   0.93x the larger ones where both filled their waves alike: 2048x4096x4096, 668 against 720);
+// - a wgmma N under 128 costs more a FLOP: (N / 128)^0.16 (swapped 256 x 96 ran at 0.954x 192 x 128,
+//   same area and fill, at 1024x3072x768).
+// At the 11 shapes of configs/suites/mid.json (tunes: docs/runs/2026-11-25-h100-s17-mid192- and
+// -midswap2-trials.jsonl.gz) the unswapped tiling this scores best was the fastest of the six at 9
+// and within 5 % at the other 2; the swapped one, at the 9 where the tune measured it, the fastest
+// swapped tiling at 4 and within 5.5 % at the other 5.
 double wave_fill(const Tiling& t, const GemmProblem& p, int sms) {
   const int64_t km = t.swap ? p.n : p.m, kn = t.swap ? p.m : p.n;
   const int64_t tiles = ceil_div(km, t.bm) * ceil_div(kn, t.bn), waves = ceil_div(tiles, int64_t(sms));
-  const double speed = std::pow(std::min(1.0, t.bm * t.bn / (128.0 * 256.0)), 0.105);
+  const double speed = std::pow(std::min(1.0, t.bm * t.bn / (128.0 * 256.0)), 0.105) * std::pow(std::min(1.0, t.bn / 128.0), 0.16);
   return waves == 0 ? 0.0 : speed * double(p.m) * double(p.n) / (double(waves) * sms * t.bm * t.bn);
 }
 // The tilings of one orientation: unswapped, 128, 192 and 256 tiles (whole 64-column blocks, what

@@ -579,15 +579,16 @@ TEST(Space, WgmmaNeighboursRetileToFillTheWaves) {
     ASSERT_NE(sw, near.end()) << layout;
     EXPECT_TRUE(f.valid(*sw, q, d)) << layout << ": " << ::testing::PrintToString(f.violations(*sw, q, d));
     EXPECT_EQ((*sw)["EPI"], 1) << layout;
-    EXPECT_EQ((*sw)["BM"], 128) << layout;
     if (std::string(layout) == "NN") {
+      EXPECT_EQ((*sw)["BM"], 128);
       EXPECT_EQ((*sw)["BN"], 144);
     } else {
       EXPECT_EQ((*sw)["BN"] % 64, 0);
     }
   }
   // A lender of 3 stages (the shipped 128 x 256 configs) retiles with 4 where they fit: 128 x 192
-  // at 512x4608x3584, 192 x 96 swapped (cuBLAS's tile there) at 3072x768x3072.
+  // at 512x4608x3584, 128 x 144 swapped at 3072x768x3072 (132 tiles; cuBLAS's 192 x 96 makes 128
+  // of the same area, but its wgmma N of 96 scores lower).
   Config three = lent;
   three.set("ST", 3), three.set("EPI", 1);
   const auto q1 = GemmProblem::parse("512x4608x3584", "NN", DType::bf16), q2 = GemmProblem::parse("3072x768x3072", "NN", DType::bf16);
@@ -597,8 +598,8 @@ TEST(Space, WgmmaNeighboursRetileToFillTheWaves) {
   EXPECT_EQ(n1[0]["ST"], 4);
   const auto sw = std::find_if(n2.begin(), n2.end(), [](const Config& n) { return n["SWAP"] == 1; });
   ASSERT_NE(sw, n2.end());
-  EXPECT_EQ((*sw)["BM"], 192);
-  EXPECT_EQ((*sw)["BN"], 96);
+  EXPECT_EQ((*sw)["BM"], 128);
+  EXPECT_EQ((*sw)["BN"], 144);
   EXPECT_EQ((*sw)["ST"], 4);
   EXPECT_TRUE(f.valid(*sw, q2, d)) << ::testing::PrintToString(f.violations(*sw, q2, d));
 }
