@@ -47,8 +47,8 @@ bool packed_fits(const GemmProblem& p) { return gemm_pack_workspace_bytes(pack_o
 
 // SWAP = 1: the kernel computes C^T = B^T A^T, so its M is the problem's N and its N the problem's M,
 // its A is B^T (K-major where B is column-major) and its B is A^T (K-major where A is row-major).
-int64_t kernel_m(const Config& c, const GemmProblem& p) { return c["SWAP"] ? p.n : p.m; }
-int64_t kernel_n(const Config& c, const GemmProblem& p) { return c["SWAP"] ? p.m : p.n; }
+int64_t kernel_m(bool swap, const GemmProblem& p) { return swap ? p.n : p.m; }
+int64_t kernel_n(bool swap, const GemmProblem& p) { return swap ? p.m : p.n; }
 bool kernel_a_kmajor(const Config& c, const GemmProblem& p) { return c["SWAP"] ? p.b == Layout::col : p.a == Layout::row; }
 bool kernel_b_kmajor(const Config& c, const GemmProblem& p) { return c["SWAP"] ? p.a == Layout::row : p.b == Layout::col; }
 
@@ -57,7 +57,7 @@ int slices(const Config& c) { return c["SPLITK"] * c["CL"]; }
 // Work units of the TMA kernel (its Units): output tiles of BM x BN, or under MC pairs of tiles along M (MC 1,
 // sharing B) or N (MC 2, sharing A), a pair to a 2-CTA cluster.
 int64_t units(const Config& c, const GemmProblem& p) {
-  const int64_t tm = ceil_div(kernel_m(c, p), c["BM"]), tn = ceil_div(kernel_n(c, p), c["BN"]);
+  const int64_t tm = ceil_div(kernel_m(c["SWAP"], p), c["BM"]), tn = ceil_div(kernel_n(c["SWAP"], p), c["BN"]);
   return c["MC"] == 1 ? ceil_div(tm, 2) * tn : c["MC"] == 2 ? tm * ceil_div(tn, 2) : tm * tn;
 }
 // SK > 0 (stream-K): the main grid at most this many blocks, the most SMs of an sm_90a part (H100
@@ -109,8 +109,7 @@ struct Tiling {
 // and within 5 % at the other 2; the swapped one, at the 9 where the tune measured it, the fastest
 // swapped tiling at 4 and within 5.5 % at the other 5.
 double wave_fill(const Tiling& t, const GemmProblem& p, int sms) {
-  const int64_t km = t.swap ? p.n : p.m, kn = t.swap ? p.m : p.n;
-  const int64_t tiles = ceil_div(km, t.bm) * ceil_div(kn, t.bn), waves = ceil_div(tiles, int64_t(sms));
+  const int64_t tiles = ceil_div(kernel_m(t.swap, p), t.bm) * ceil_div(kernel_n(t.swap, p), t.bn), waves = ceil_div(tiles, int64_t(sms));
   const double speed = std::pow(std::min(1.0, t.bm * t.bn / (128.0 * 256.0)), 0.105) * std::pow(std::min(1.0, t.bn / 128.0), 0.16);
   return waves == 0 ? 0.0 : speed * double(p.m) * double(p.n) / (double(waves) * sms * t.bm * t.bn);
 }
@@ -351,10 +350,9 @@ Family gemm_wgmma_family() {
      if (c["TMA"])
        for (const char* prm : {"SPLITK", "CL", "PT", "MC", "EPI", "PP", "SK", "SWAP"}) name += std::to_string(c[prm]) + ",";
      const std::string f16 = p.dtype == DType::f16 ? "1" : "0";
-     // The kernel's layouts (A_COL: its A MN-major; B_COL: its B K-major): under SWAP those of B^T and A^T.
-     const std::string layouts = c["SWAP"] ? std::to_string(int(!kernel_a_kmajor(c, p))) + "," + std::to_string(int(kernel_b_kmajor(c, p)))
-                                           : gemm_layout_args(p);
-     name += f16 + "," + layouts + ">";
+     // The kernel's layouts (A_COL: its A MN-major; B_COL: its B K-major), under SWAP those of B^T
+     // and A^T; without it the problem's (gemm_layout_args).
+     name += f16 + "," + std::to_string(int(!kernel_a_kmajor(c, p))) + "," + std::to_string(int(kernel_b_kmajor(c, p))) + ">";
      std::vector<std::string> names{name};
      if (c["SPLITK"] > 1) names.push_back(gemm_splitk_reduce16_name(c["SPLITK"], p)); // kernel 1
      if (c["SK"]) names.push_back("gemm_wgmma_sk_clear");                             // kernel 1

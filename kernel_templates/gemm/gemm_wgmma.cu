@@ -882,7 +882,7 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
         if constexpr (EPI == 1 || EPI == 2) {
           constexpr int PARTS = EPI == 2 ? 2 : 1;
           store_c_tma<0, PARTS, MT, BN, F16, SWAP>(p, &args.c, acc, staging(cw), tid & 127, cw, row0 + wrow, col0);
-          if constexpr (PARTS == 2) store_c_tma<1, PARTS, MT, BN, F16>(p, &args.c, acc, staging(cw), tid & 127, cw, row0 + wrow, col0);
+          if constexpr (PARTS == 2) store_c_tma<1, PARTS, MT, BN, F16, SWAP>(p, &args.c, acc, staging(cw), tid & 127, cw, row0 + wrow, col0);
         }
       } else {
         store_c<MT, BN, F16, SWAP>(p, acc, row0 + wrow, col0, tid & 127);
