@@ -604,6 +604,30 @@ TEST(Space, WgmmaNeighboursRetileToFillTheWaves) {
   EXPECT_TRUE(f.valid(*sw, q2, d)) << ::testing::PrintToString(f.violations(*sw, q2, d));
 }
 
+// Where the lent tiling makes fewer tiles than the GPU has SMs, SK 2 and 3 would cut nothing: the
+// neighbours offer stream-K over all of K (SK 1, persistent, valid) instead, and keep SK 2 and 3
+// where there is a partial wave to cut. 777x3584x18944 with 128 x 256: 98 tiles; 2048x11008x4096: 688.
+TEST(Space, WgmmaNeighboursStreamAllOfKUnderOneWave) {
+  const Family f = find_family("gemm_wgmma");
+  const auto d = DeviceInfo::nominal("sm_90");
+  const Config lent = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":16,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":2,"MC":0,"EPI":2,"PP":0,"SK":0,"SWAP":0})");
+  auto sks = [&](const char* shape) {
+    const auto q = GemmProblem::parse(shape, "NN", DType::bf16);
+    std::set<int> out;
+    for (const Config& n : f.neighbors_of(lent, q, d))
+      if (n["SK"]) {
+        EXPECT_EQ(n["PT"], 0) << shape;
+        EXPECT_EQ(n["BM"], 128) << shape; // the lender's tiling, streamed
+        EXPECT_EQ(n["BN"], 256) << shape;
+        EXPECT_TRUE(f.valid(n, q, d)) << shape << ": " << ::testing::PrintToString(f.violations(n, q, d));
+        out.insert(n["SK"]);
+      }
+    return out;
+  };
+  EXPECT_EQ(sks("777x3584x18944"), (std::set<int>{1}));
+  EXPECT_EQ(sks("2048x11008x4096"), (std::set<int>{2, 3}));
+}
+
 // Tiles of 192 (three 64-row or 64-column blocks): TMA only; three consumer warpgroups of 64 rows
 // for BM 192, at most 96 accumulators a thread there (152 registers); EPI 2's halves need BN 128 or
 // 256. The plan has four warpgroups (512 threads), K-major boxes of 192 rows, and under MC the
