@@ -327,8 +327,8 @@ Family gemm_wgmma_family() {
   // unswapped tiling; -midswap2-trials). Then TMA multicast either way (5000x3000x1000, K = 1000: the default tune's winner was
   // a lent tiling with MC 2, 62.6 us against 84.0 for the best form without it), and the persistent
   // grid with stream-K of the last wave (SK 2, 3) or with MC 2 (3072^3 and 2500x8192x1536 took PT 0
-  // with SK 3 / SK 2; docs/runs/2026-11-25-h100-s13-unseen-shapes.txt), or, where the tiles do not
-  // make one wave, stream-K over all of K (SK 1; 777x3584x18944: 98 tiles of 128 x 256).
+  // with SK 3 / SK 2; docs/runs/2026-11-25-h100-s13-unseen-shapes.txt); no stream-K where the tiles
+  // do not make one wave.
   f.neighbors([](const Config& c, const GemmProblem& p, const DeviceInfo& d) {
     std::vector<Config> out;
     if (const auto t = best_filling_tiling(c, p, d, false)) {
@@ -338,15 +338,15 @@ Family gemm_wgmma_family() {
       if (pm != *t) out.push_back(pm);
     }
     if (const auto t = best_filling_tiling(c, p, d, true)) out.push_back(*t);
-    // Fewer tiles than SMs: SK 2 and 3 cut nothing (one part a tile of the partial wave: the
-    // blocks past the tiles idle), so stream-K over every tile's K (SK 1) takes their place.
+    // Fewer tiles than SMs: SK 2 and 3 cut nothing there (one part a tile: PT 0's schedule), and
+    // SK 1, which cuts every tile's K, ran 1.3-1.9x slower than the uncut grid at the three such
+    // shapes measured (its blocks work at different K offsets, so L2 serves no A or B slab twice;
+    // docs/runs/2026-11-26-h100-s18-ksplit-trials.jsonl): no stream-K neighbour then.
     Config whole = c;
     whole.set("MC", 0);
     const bool under_a_wave = units(whole, p) < (d.sm_count > 0 ? d.sm_count : 132);
-    std::vector<Family::Setting> streamed = {{{"PT", 0}, {"SK", 2}, {"MC", 0}}, {{"PT", 0}, {"SK", 3}, {"MC", 0}}};
-    if (under_a_wave) streamed = {{{"PT", 0}, {"SK", 1}, {"MC", 0}}};
     std::vector<Family::Setting> v = {{{"MC", 1}}, {{"MC", 2}}};
-    v.insert(v.end(), streamed.begin(), streamed.end());
+    if (!under_a_wave) v.insert(v.end(), {{{"PT", 0}, {"SK", 2}, {"MC", 0}}, {{"PT", 0}, {"SK", 3}, {"MC", 0}}});
     v.push_back({{"PT", 0}, {"SK", 0}, {"MC", 2}});
     for (Config& n : Family::variants(c, v))
       if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(std::move(n));

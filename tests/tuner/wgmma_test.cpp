@@ -604,10 +604,11 @@ TEST(Space, WgmmaNeighboursRetileToFillTheWaves) {
   EXPECT_TRUE(f.valid(*sw, q2, d)) << ::testing::PrintToString(f.violations(*sw, q2, d));
 }
 
-// Where the lent tiling makes fewer tiles than the GPU has SMs, SK 2 and 3 would cut nothing: the
-// neighbours offer stream-K over all of K (SK 1, persistent, valid) instead, and keep SK 2 and 3
-// where there is a partial wave to cut. 777x3584x18944 with 128 x 256: 98 tiles; 2048x11008x4096: 688.
-TEST(Space, WgmmaNeighboursStreamAllOfKUnderOneWave) {
+// Where the lent tiling makes fewer tiles than the GPU has SMs, no stream-K neighbour: SK 2 and 3
+// cut nothing there and SK 1 (every tile's K cut) measured 1.3-1.9x slower than the uncut grid at
+// such shapes. Where there is a partial wave to cut, SK 2 and 3 on the persistent grid (valid).
+// 777x3584x18944 with 128 x 256: 98 tiles; 2048x11008x4096: 688.
+TEST(Space, WgmmaNeighboursStreamKOnlyPastOneWave) {
   const Family f = find_family("gemm_wgmma");
   const auto d = DeviceInfo::nominal("sm_90");
   const Config lent = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":16,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":2,"MC":0,"EPI":2,"PP":0,"SK":0,"SWAP":0})");
@@ -624,7 +625,7 @@ TEST(Space, WgmmaNeighboursStreamAllOfKUnderOneWave) {
       }
     return out;
   };
-  EXPECT_EQ(sks("777x3584x18944"), (std::set<int>{1}));
+  EXPECT_TRUE(sks("777x3584x18944").empty());
   EXPECT_EQ(sks("2048x11008x4096"), (std::set<int>{2, 3}));
 }
 
