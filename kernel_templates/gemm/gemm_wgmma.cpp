@@ -136,23 +136,73 @@ std::vector<Tiling> tilings(bool swap, const GemmProblem& p) {
 // 1.038x 3 (1088 pairs, 85 % faster) and 5 a median 0.999x 4; the shipped 128 x 256 lenders have
 // 3, which the larger tile needed. Read from the trials, -mid192- and -midswap2-trials.jsonl.gz;
 // the runtime's first use has not been re-benched with it.)
-std::optional<Config> best_filling_tiling(const Config& c, const GemmProblem& p, const DeviceInfo& d, bool swap) {
-  const int sms = d.sm_count > 0 ? d.sm_count : 132;
-  std::optional<Tiling> best;
-  double best_fill = 0;
-  for (const Tiling& t : tilings(swap, p)) {
-    const double fill = wave_fill(t, p, sms);
-    if (!best || fill > best_fill * 1.01 || (fill > best_fill * 0.99 && t.bm * t.bn > best->bm * best->bn)) best = t, best_fill = fill;
-  }
-  if (best->bm == c["BM"] && best->bn == c["BN"] && best->swap == c["SWAP"]) return std::nullopt;
+// c retiled to t: a ring of c's depth but at least 4 stages, less where shared memory does not hold
+// it; unswapped, EPI 2 needs BN 128 or 256 (EPI 1 instead); swapped, C staged transposed (EPI 1),
+// whole tiles, unpacked.
+Config retiled(const Config& c, const Tiling& best, const DeviceInfo& d) {
   Config t = c;
-  t.set("BM", best->bm), t.set("BN", best->bn), t.set("WG", best->wg), t.set("SWAP", best->swap);
-  if (best->wg != 2) t.set("PP", 0);
-  if (swap) t.set("EPI", 1), t.set("SPLITK", 1), t.set("PACK", 0);
-  else if (t["EPI"] == 2 && best->bn % 128 != 0) t.set("EPI", 1);
+  t.set("BM", best.bm), t.set("BN", best.bn), t.set("WG", best.wg), t.set("SWAP", best.swap);
+  if (best.wg != 2) t.set("PP", 0);
+  if (best.swap) t.set("EPI", 1), t.set("SPLITK", 1), t.set("PACK", 0);
+  else if (t["EPI"] == 2 && best.bn % 128 != 0) t.set("EPI", 1);
   int st = std::max(c["ST"], 4);
   for (t.set("ST", st); st > 3 && smem_bytes(t) + static_smem_bytes(t) > size_t(d.max_smem_per_block_optin);) t.set("ST", --st);
   return t;
+}
+bool same_tiling(const Config& c, const Tiling& t) { return t.bm == c["BM"] && t.bn == c["BN"] && t.swap == c["SWAP"]; }
+int sm_count(const DeviceInfo& d) { return d.sm_count > 0 ? d.sm_count : 132; }
+// The tiling of one orientation that fills p's waves best (ties, within 1 %, to the larger tile:
+// fewer loads of A and B a FLOP).
+Tiling best_filling(const GemmProblem& p, const DeviceInfo& d, bool swap) {
+  std::optional<Tiling> best;
+  double best_fill = 0;
+  for (const Tiling& t : tilings(swap, p)) {
+    const double fill = wave_fill(t, p, sm_count(d));
+    if (!best || fill > best_fill * 1.01 || (fill > best_fill * 0.99 && t.bm * t.bn > best->bm * best->bn)) best = t, best_fill = fill;
+  }
+  return *best;
+}
+// c in the tiling of one orientation that fills p's waves best (retiled). Nothing when that is c's
+// own tiling. (At least 4 stages: in session 17's mid-shape tunes, of configs that differed only
+// in ST, 4 stages ran a median 1.038x 3 (1088 pairs, 85 % faster) and 5 a median 0.999x 4; the
+// shipped 128 x 256 lenders have 3, which the larger tile needed. Read from the trials,
+// -mid192- and -midswap2-trials.jsonl.gz.)
+std::optional<Config> best_filling_tiling(const Config& c, const GemmProblem& p, const DeviceInfo& d, bool swap) {
+  const Tiling best = best_filling(p, d, swap);
+  if (same_tiling(c, best)) return std::nullopt;
+  return retiled(c, best, d);
+}
+// The share of its tiles' area that holds C (no wave rounding).
+double useful(const Tiling& t, const GemmProblem& p) {
+  return double(p.m) * double(p.n) /
+         (double(ceil_div(kernel_m(t.swap, p), t.bm) * ceil_div(kernel_n(t.swap, p), t.bn)) * t.bm * t.bn);
+}
+// Under one wave (the wave-filling swapped pick has no more tiles than SMs), the swapped tiling
+// whose tiles pad C least (ties, within 1 %, to the larger tile, then the fuller waves), also under
+// a wave and padding 5 % less than that pick. At 777x3584x18944 the wave rule takes 256 x 96 (126
+// tiles, 864 rows for 777); 256 x 112 (98 tiles, 784 rows) ran 173 us against 197, which the wave
+// score (idle SMs against padding) does not predict, so it is offered for first use to time
+// (cuBLAS: 256 x 88, 792 rows; docs/runs/2026-11-26-h100-s18-swapnarrow-trials.jsonl.gz). Nothing
+// when c already has it. Under a wave there are no stream-K neighbours, so this one takes no
+// other's place among the runtime's candidates.
+std::optional<Config> least_padding_swapped(const Config& c, const GemmProblem& p, const DeviceInfo& d) {
+  const Tiling fill = best_filling(p, d, true);
+  auto tiles = [&](const Tiling& t) { return ceil_div(kernel_m(true, p), t.bm) * ceil_div(kernel_n(true, p), t.bn); };
+  if (tiles(fill) > sm_count(d)) return std::nullopt;
+  std::optional<Tiling> best;
+  for (const Tiling& t : tilings(true, p)) {
+    if (tiles(t) > sm_count(d)) continue;
+    if (!best) {
+      best = t;
+      continue;
+    }
+    const double u = useful(t, p), b = useful(*best, p);
+    if (u > b * 1.01 || (u > b * 0.99 && (t.bm * t.bn > best->bm * best->bn ||
+                                          (t.bm * t.bn == best->bm * best->bn && wave_fill(t, p, sm_count(d)) > wave_fill(*best, p, sm_count(d))))))
+      best = t;
+  }
+  if (!best || useful(*best, p) < useful(fill, p) * 1.05 || same_tiling(c, *best)) return std::nullopt;
+  return retiled(c, *best, d);
 }
 
 } // namespace
@@ -338,6 +388,7 @@ Family gemm_wgmma_family() {
       if (pm != *t) out.push_back(pm);
     }
     if (const auto t = best_filling_tiling(c, p, d, true)) out.push_back(*t);
+    if (const auto t = least_padding_swapped(c, p, d)) out.push_back(*t);
     // Fewer tiles than SMs: SK 2 and 3 cut nothing there (one part a tile: PT 0's schedule), and
     // SK 1, which cuts every tile's K, ran 1.3-1.9x slower than the uncut grid at the three such
     // shapes measured (its blocks work at different K offsets, so L2 serves no A or B slab twice;

@@ -629,6 +629,29 @@ TEST(Space, WgmmaNeighboursStreamKOnlyPastOneWave) {
   EXPECT_EQ(sks("2048x11008x4096"), (std::set<int>{2, 3}));
 }
 
+// Under one wave, beside the wave-filling swapped tiling, the swapped one that pads C least (also
+// under a wave, padding 5 % less): 777x3584x18944, 256 x 96 (126 tiles, 864 rows for 777) and
+// 256 x 112 (98 tiles, 784 rows), both staged transposed and valid. Past a wave (2048x11008x4096)
+// only the wave-filling one.
+TEST(Space, WgmmaNeighboursUnderAWaveOfferTheLeastPaddedSwappedTiling) {
+  const Family f = find_family("gemm_wgmma");
+  const auto d = DeviceInfo::nominal("sm_90");
+  const Config lent = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":16,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":2,"MC":0,"EPI":2,"PP":0,"SK":0,"SWAP":0})");
+  auto swapped = [&](const char* shape) {
+    const auto q = GemmProblem::parse(shape, "NN", DType::bf16);
+    std::vector<std::pair<int, int>> out;
+    for (const Config& n : f.neighbors_of(lent, q, d))
+      if (n["SWAP"]) {
+        EXPECT_EQ(n["EPI"], 1) << shape;
+        EXPECT_TRUE(f.valid(n, q, d)) << shape << ": " << ::testing::PrintToString(f.violations(n, q, d));
+        out.emplace_back(n["BM"], n["BN"]);
+      }
+    return out;
+  };
+  EXPECT_EQ(swapped("777x3584x18944"), (std::vector<std::pair<int, int>>{{256, 96}, {256, 112}}));
+  EXPECT_EQ(swapped("2048x11008x4096"), (std::vector<std::pair<int, int>>{{192, 192}}));
+}
+
 // Tiles of 192 (three 64-row or 64-column blocks): TMA only; three consumer warpgroups of 64 rows
 // for BM 192, at most 96 accumulators a thread there (152 registers); EPI 2's halves need BN 128 or
 // 256. The plan has four warpgroups (512 threads), K-major boxes of 192 rows, and under MC the
