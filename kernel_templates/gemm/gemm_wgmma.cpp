@@ -137,8 +137,8 @@ std::vector<Tiling> tilings(bool swap, const GemmProblem& p) {
 // 3, which the larger tile needed. Read from the trials, -mid192- and -midswap2-trials.jsonl.gz;
 // the runtime's first use has not been re-benched with it.)
 // c retiled to t: a ring of c's depth but at least 4 stages, less where shared memory does not hold
-// it; unswapped, EPI 2 needs BN 128 or 256 (EPI 1 instead); swapped, C staged transposed (EPI 1),
-// whole tiles, unpacked.
+// it; unswapped, EPI 2 needs BN 128 or 256 (EPI 1 instead); swapped, C staged transposed (EPI 1)
+// where 4 stages fit beside the staging, else stored plainly (EPI 0), whole tiles, unpacked.
 Config retiled(const Config& c, const Tiling& best, const DeviceInfo& d) {
   Config t = c;
   t.set("BM", best.bm), t.set("BN", best.bn), t.set("WG", best.wg), t.set("SWAP", best.swap);
@@ -146,7 +146,11 @@ Config retiled(const Config& c, const Tiling& best, const DeviceInfo& d) {
   if (best.swap) t.set("EPI", 1), t.set("SPLITK", 1), t.set("PACK", 0);
   else if (t["EPI"] == 2 && best.bn % 128 != 0) t.set("EPI", 1);
   int st = std::max(c["ST"], 4);
-  for (t.set("ST", st); st > 3 && smem_bytes(t) + static_smem_bytes(t) > size_t(d.max_smem_per_block_optin);) t.set("ST", --st);
+  auto fits = [&] { return smem_bytes(t) + static_smem_bytes(t) <= size_t(d.max_smem_per_block_optin); };
+  // Swapped, where C's staging leaves room for only 3 stages (256 x 112 and up), plain stores with 4:
+  // the form that ran 777x3584x18944 fastest (256 x 112, ST 4, EPI 0; -swapnarrow-trials).
+  if (best.swap && (t.set("ST", 4), !fits())) t.set("EPI", 0);
+  for (t.set("ST", st); st > 3 && !fits();) t.set("ST", --st);
   return t;
 }
 bool same_tiling(const Config& c, const Tiling& t) { return t.bm == c["BM"] && t.bn == c["BN"] && t.swap == c["SWAP"]; }
@@ -203,6 +207,21 @@ std::optional<Config> least_padding_swapped(const Config& c, const GemmProblem& 
   }
   if (!best || useful(*best, p) < useful(fill, p) * 1.05 || same_tiling(c, *best)) return std::nullopt;
   return retiled(c, *best, d);
+}
+
+// PT > 1 runs PT tiles a block in turn, which pays where the tiles are many (the next tile's loads
+// overlap this one's stores); lent where they are few it leaves SMs idle: the shipped 128 x 256
+// config of 2048x4096x11008 (PT 2) runs 777x3584x18944's 98 tiles on 49 blocks. t with the largest
+// PT of 4, 2, 1 (at most its own) whose grid still has a block for every SM.
+Config covering_pt(Config t, const GemmProblem& p, const DeviceInfo& d) {
+  const int pt = t["PT"];
+  if (pt <= 1) return t;
+  for (int q : {4, 2, 1}) {
+    if (q > pt) continue;
+    t.set("PT", q);
+    if (q == 1 || grid_x(t, p) >= sm_count(d)) break;
+  }
+  return t;
 }
 
 } // namespace
@@ -378,7 +397,8 @@ Family gemm_wgmma_family() {
   // a lent tiling with MC 2, 62.6 us against 84.0 for the best form without it), and the persistent
   // grid with stream-K of the last wave (SK 2, 3) or with MC 2 (3072^3 and 2500x8192x1536 took PT 0
   // with SK 3 / SK 2; docs/runs/2026-11-25-h100-s13-unseen-shapes.txt); no stream-K where the tiles
-  // do not make one wave.
+  // do not make one wave. Each with a PT that leaves no SM without a block (covering_pt), first of
+  // all the lender itself where its PT does.
   f.neighbors([](const Config& c, const GemmProblem& p, const DeviceInfo& d) {
     std::vector<Config> out;
     if (const auto t = best_filling_tiling(c, p, d, false)) {
@@ -401,7 +421,13 @@ Family gemm_wgmma_family() {
     v.push_back({{"PT", 0}, {"SK", 0}, {"MC", 2}});
     for (Config& n : Family::variants(c, v))
       if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(std::move(n));
-    return out;
+    // Every one with a grid that covers the SMs (covering_pt), the lender's own form so first.
+    std::vector<Config> covered;
+    if (const Config cc = covering_pt(c, p, d); cc != c) covered.push_back(cc);
+    for (const Config& n : out)
+      if (const Config cn = covering_pt(n, p, d); cn != c && std::find(covered.begin(), covered.end(), cn) == covered.end())
+        covered.push_back(cn);
+    return covered;
   });
 
   f.kernels([](const Config& c, const GemmProblem& p) {

@@ -631,7 +631,7 @@ TEST(Space, WgmmaNeighboursStreamKOnlyPastOneWave) {
 
 // Under one wave, beside the wave-filling swapped tiling, the swapped one that pads C least (also
 // under a wave, padding 5 % less): 777x3584x18944, 256 x 96 (126 tiles, 864 rows for 777) and
-// 256 x 112 (98 tiles, 784 rows), both staged transposed and valid. Past a wave (2048x11008x4096)
+// 256 x 112 (98 tiles, 784 rows), both with 4 stages (256 x 112 then stores C plainly), valid. Past a wave (2048x11008x4096)
 // only the wave-filling one.
 TEST(Space, WgmmaNeighboursUnderAWaveOfferTheLeastPaddedSwappedTiling) {
   const Family f = find_family("gemm_wgmma");
@@ -642,7 +642,8 @@ TEST(Space, WgmmaNeighboursUnderAWaveOfferTheLeastPaddedSwappedTiling) {
     std::vector<std::pair<int, int>> out;
     for (const Config& n : f.neighbors_of(lent, q, d))
       if (n["SWAP"]) {
-        EXPECT_EQ(n["EPI"], 1) << shape;
+        EXPECT_EQ(n["EPI"], n["BM"] * n["BN"] > 256 * 96 ? 0 : 1) << shape; // 4 stages beside the staging, or plain stores
+        EXPECT_EQ(n["ST"], 4) << shape;
         EXPECT_TRUE(f.valid(n, q, d)) << shape << ": " << ::testing::PrintToString(f.violations(n, q, d));
         out.emplace_back(n["BM"], n["BN"]);
       }
@@ -650,6 +651,30 @@ TEST(Space, WgmmaNeighboursUnderAWaveOfferTheLeastPaddedSwappedTiling) {
   };
   EXPECT_EQ(swapped("777x3584x18944"), (std::vector<std::pair<int, int>>{{256, 96}, {256, 112}}));
   EXPECT_EQ(swapped("2048x11008x4096"), (std::vector<std::pair<int, int>>{{192, 192}}));
+}
+
+// A lender that runs PT tiles a block where the problem has few (PT 2 at 777x3584x18944: 98 tiles
+// of 128 x 256 on 49 blocks) comes back first as it is with PT 1, and no neighbour leaves an SM
+// without a block; where the tiles are many (2048x11008x4096) PT stays.
+TEST(Space, WgmmaNeighboursKeepEverySmBusy) {
+  const Family f = find_family("gemm_wgmma");
+  const auto d = DeviceInfo::nominal("sm_90");
+  const Config lent = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":16,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":2,"MC":0,"EPI":2,"PP":0,"SK":0,"SWAP":0})");
+  const auto q = GemmProblem::parse("777x3584x18944", "NN", DType::bf16);
+  const auto near = f.neighbors_of(lent, q, d);
+  ASSERT_FALSE(near.empty());
+  Config one = lent;
+  one.set("PT", 1);
+  EXPECT_EQ(near[0], one);
+  for (const Config& n : near) {
+    EXPECT_TRUE(f.valid(n, q, d)) << ::testing::PrintToString(f.violations(n, q, d));
+    EXPECT_NE(n, lent);
+    if (n["PT"] > 1) ADD_FAILURE() << "PT " << n["PT"] << " with " << f.launch_plan(n, q).main_step().grid[0] << " blocks";
+  }
+  const auto big = GemmProblem::parse("2048x11008x4096", "NN", DType::bf16);
+  const auto many = f.neighbors_of(lent, big, d);
+  ASSERT_FALSE(many.empty());
+  EXPECT_NE(many[0]["PT"], 1);
 }
 
 // Tiles of 192 (three 64-row or 64-column blocks): TMA only; three consumer warpgroups of 64 rows
