@@ -212,14 +212,16 @@ std::optional<Config> least_padding_swapped(const Config& c, const GemmProblem& 
 // PT > 1 runs PT tiles a block in turn, which pays where the tiles are many (the next tile's loads
 // overlap this one's stores); lent where they are few it leaves SMs idle: the shipped 128 x 256
 // config of 2048x4096x11008 (PT 2) runs 777x3584x18944's 98 tiles on 49 blocks. t with the largest
-// PT of 4, 2, 1 (at most its own) whose grid still has a block for every SM.
+// PT of 4, 2, 1 (at most its own) whose grid has blocks for at least 3/4 of the SMs: a near-full
+// grid keeps its PT (1000x4672x4544's 259 swapped tiles on 130 blocks with PT 2 ran 1.09x the same
+// on 259 blocks with PT 1; docs/runs/2026-11-26-h100-s18-coverpt-*).
 Config covering_pt(Config t, const GemmProblem& p, const DeviceInfo& d) {
   const int pt = t["PT"];
   if (pt <= 1) return t;
   for (int q : {4, 2, 1}) {
     if (q > pt) continue;
     t.set("PT", q);
-    if (q == 1 || grid_x(t, p) >= sm_count(d)) break;
+    if (q == 1 || 4 * grid_x(t, p) >= 3 * int64_t(sm_count(d))) break;
   }
   return t;
 }
@@ -397,8 +399,8 @@ Family gemm_wgmma_family() {
   // a lent tiling with MC 2, 62.6 us against 84.0 for the best form without it), and the persistent
   // grid with stream-K of the last wave (SK 2, 3) or with MC 2 (3072^3 and 2500x8192x1536 took PT 0
   // with SK 3 / SK 2; docs/runs/2026-11-25-h100-s13-unseen-shapes.txt); no stream-K where the tiles
-  // do not make one wave. Each with a PT that leaves no SM without a block (covering_pt), first of
-  // all the lender itself where its PT does.
+  // do not make one wave. Each with a PT whose grid covers most SMs (covering_pt), first of all the
+  // lender itself where its PT leaves many idle.
   f.neighbors([](const Config& c, const GemmProblem& p, const DeviceInfo& d) {
     std::vector<Config> out;
     if (const auto t = best_filling_tiling(c, p, d, false)) {
@@ -421,7 +423,7 @@ Family gemm_wgmma_family() {
     v.push_back({{"PT", 0}, {"SK", 0}, {"MC", 2}});
     for (Config& n : Family::variants(c, v))
       if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(std::move(n));
-    // Every one with a grid that covers the SMs (covering_pt), the lender's own form so first.
+    // Every one with a grid that covers most SMs (covering_pt), the lender's own form so first.
     std::vector<Config> covered;
     if (const Config cc = covering_pt(c, p, d); cc != c) covered.push_back(cc);
     for (const Config& n : out)
