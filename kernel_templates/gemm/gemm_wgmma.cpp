@@ -191,7 +191,7 @@ double useful(const Tiling& t, const GemmProblem& p) {
 // other's place among the runtime's candidates.
 std::optional<Config> least_padding_swapped(const Config& c, const GemmProblem& p, const DeviceInfo& d) {
   const Tiling fill = best_filling(p, d, true);
-  auto tiles = [&](const Tiling& t) { return ceil_div(kernel_m(true, p), t.bm) * ceil_div(kernel_n(true, p), t.bn); };
+  auto tiles = [&](const Tiling& t) { return int64_t(ceil_div(kernel_m(true, p), t.bm)) * int64_t(ceil_div(kernel_n(true, p), t.bn)); };
   if (tiles(fill) > sm_count(d)) return std::nullopt;
   std::optional<Tiling> best;
   for (const Tiling& t : tilings(true, p)) {
