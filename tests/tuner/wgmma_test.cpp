@@ -604,23 +604,31 @@ TEST(Space, WgmmaNeighboursRetileToFillTheWaves) {
   EXPECT_TRUE(f.valid(*sw, q2, d)) << ::testing::PrintToString(f.violations(*sw, q2, d));
 }
 
+// The shipped 2048x4096x11008 config (128 x 256, PT 2, EPI 2) lent to `shape` (NN, bf16): the
+// problem and its neighbours there, each checked valid.
+struct LentAt {
+  Family f = find_family("gemm_wgmma");
+  DeviceInfo d = DeviceInfo::nominal("sm_90");
+  Config lent = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":16,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":2,"MC":0,"EPI":2,"PP":0,"SK":0,"SWAP":0})");
+  GemmProblem q;
+  std::vector<Config> near;
+  explicit LentAt(const char* shape) : q(GemmProblem::parse(shape, "NN", DType::bf16)), near(f.neighbors_of(lent, q, d)) {
+    for (const Config& n : near) EXPECT_TRUE(f.valid(n, q, d)) << shape << ": " << ::testing::PrintToString(f.violations(n, q, d));
+  }
+};
+
 // Where the lent tiling makes fewer tiles than the GPU has SMs, no stream-K neighbour: SK 2 and 3
 // cut nothing there and SK 1 (every tile's K cut) measured 1.3-1.9x slower than the uncut grid at
 // such shapes. Where there is a partial wave to cut, SK 2 and 3 on the persistent grid (valid).
 // 777x3584x18944 with 128 x 256: 98 tiles; 2048x11008x4096: 688.
 TEST(Space, WgmmaNeighboursStreamKOnlyPastOneWave) {
-  const Family f = find_family("gemm_wgmma");
-  const auto d = DeviceInfo::nominal("sm_90");
-  const Config lent = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":16,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":2,"MC":0,"EPI":2,"PP":0,"SK":0,"SWAP":0})");
-  auto sks = [&](const char* shape) {
-    const auto q = GemmProblem::parse(shape, "NN", DType::bf16);
+  auto sks = [](const char* shape) {
     std::set<int> out;
-    for (const Config& n : f.neighbors_of(lent, q, d))
+    for (const Config& n : LentAt(shape).near)
       if (n["SK"]) {
         EXPECT_EQ(n["PT"], 0) << shape;
         EXPECT_EQ(n["BM"], 128) << shape; // the lender's tiling, streamed
         EXPECT_EQ(n["BN"], 256) << shape;
-        EXPECT_TRUE(f.valid(n, q, d)) << shape << ": " << ::testing::PrintToString(f.violations(n, q, d));
         out.insert(n["SK"]);
       }
     return out;
@@ -634,17 +642,12 @@ TEST(Space, WgmmaNeighboursStreamKOnlyPastOneWave) {
 // 256 x 112 (98 tiles, 784 rows), both with 4 stages (256 x 112 then stores C plainly), valid. Past a wave (2048x11008x4096)
 // only the wave-filling one.
 TEST(Space, WgmmaNeighboursUnderAWaveOfferTheLeastPaddedSwappedTiling) {
-  const Family f = find_family("gemm_wgmma");
-  const auto d = DeviceInfo::nominal("sm_90");
-  const Config lent = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":16,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":2,"MC":0,"EPI":2,"PP":0,"SK":0,"SWAP":0})");
-  auto swapped = [&](const char* shape) {
-    const auto q = GemmProblem::parse(shape, "NN", DType::bf16);
+  auto swapped = [](const char* shape) {
     std::vector<std::pair<int, int>> out;
-    for (const Config& n : f.neighbors_of(lent, q, d))
+    for (const Config& n : LentAt(shape).near)
       if (n["SWAP"]) {
         EXPECT_EQ(n["EPI"], n["BM"] * n["BN"] > 256 * 96 ? 0 : 1) << shape; // 4 stages beside the staging, or plain stores
         EXPECT_EQ(n["ST"], 4) << shape;
-        EXPECT_TRUE(f.valid(n, q, d)) << shape << ": " << ::testing::PrintToString(f.violations(n, q, d));
         out.emplace_back(n["BM"], n["BN"]);
       }
     return out;
@@ -657,25 +660,19 @@ TEST(Space, WgmmaNeighboursUnderAWaveOfferTheLeastPaddedSwappedTiling) {
 // of 128 x 256 on 49 blocks) comes back first as it is with PT 1, and no neighbour leaves a
 // quarter of the SMs without a block; where the tiles are many (2048x11008x4096) PT stays.
 TEST(Space, WgmmaNeighboursKeepEverySmBusy) {
-  const Family f = find_family("gemm_wgmma");
-  const auto d = DeviceInfo::nominal("sm_90");
-  const Config lent = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":16,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":2,"MC":0,"EPI":2,"PP":0,"SK":0,"SWAP":0})");
-  const auto q = GemmProblem::parse("777x3584x18944", "NN", DType::bf16);
-  const auto near = f.neighbors_of(lent, q, d);
-  ASSERT_FALSE(near.empty());
-  Config one = lent;
+  const LentAt few("777x3584x18944");
+  ASSERT_FALSE(few.near.empty());
+  Config one = few.lent;
   one.set("PT", 1);
-  EXPECT_EQ(near[0], one);
-  for (const Config& n : near) {
-    EXPECT_TRUE(f.valid(n, q, d)) << ::testing::PrintToString(f.violations(n, q, d));
-    EXPECT_NE(n, lent);
-    if (n["PT"] > 1 && 4 * f.launch_plan(n, q).main_step().grid[0] < 3 * 132u)
-      ADD_FAILURE() << "PT " << n["PT"] << " with " << f.launch_plan(n, q).main_step().grid[0] << " blocks";
+  EXPECT_EQ(few.near[0], one);
+  for (const Config& n : few.near) {
+    EXPECT_NE(n, few.lent);
+    const unsigned blocks = few.f.launch_plan(n, few.q).main_step().grid[0];
+    if (n["PT"] > 1 && 4 * blocks < 3 * 132u) ADD_FAILURE() << "PT " << n["PT"] << " with " << blocks << " blocks";
   }
-  const auto big = GemmProblem::parse("2048x11008x4096", "NN", DType::bf16);
-  const auto many = f.neighbors_of(lent, big, d);
-  ASSERT_FALSE(many.empty());
-  EXPECT_NE(many[0]["PT"], 1);
+  const LentAt many("2048x11008x4096");
+  ASSERT_FALSE(many.near.empty());
+  EXPECT_NE(many.near[0]["PT"], 1);
 }
 
 // Tiles of 192 (three 64-row or 64-column blocks): TMA only; three consumer warpgroups of 64 rows
