@@ -125,10 +125,6 @@ struct Bench {
           const size_t i = (j + size_t(round)) % series.size();
           turns[i].push_back(timer->time(series[i], nullptr, o.timing).median_ms);
         }
-      auto median = [](std::vector<double> v) {
-        std::sort(v.begin(), v.end());
-        return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-      };
       r.cublas_ms = median(turns[0]);
       r.ktune_ms = median(turns[1]);
       if (sel.provenance != Provenance::cublas) r.kernel_ms = r.ktune_ms;

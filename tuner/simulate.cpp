@@ -8,15 +8,10 @@
 #include "ktune/error.h"
 #include "ktune/family.h"
 #include "tuner/strategy.h"
+#include "tuner/timing.h"
 
 namespace ktune {
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n == 0 ? 0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
-}
 
 struct Outcome {
   TrialStatus status;

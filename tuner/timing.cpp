@@ -9,6 +9,12 @@
 
 namespace ktune {
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
+}
+
 Timer::Timer(int l2_bytes) : cold_(l2_bytes) {
   check_cu(driver().cuEventCreate(&start_, CU_EVENT_DEFAULT), "cuEventCreate", "timer");
   check_cu(driver().cuEventCreate(&stop_, CU_EVENT_DEFAULT), "cuEventCreate", "timer");
@@ -55,7 +61,7 @@ Timing Timer::time(const std::function<void(CUstream)>& launch, CUstream stream,
   r.min_ms = ms.front();
   r.p20_ms = pct(0.2);
   r.p80_ms = pct(0.8);
-  r.median_ms = ms.size() % 2 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
+  r.median_ms = median(ms);
   return r;
 }
 

@@ -7,11 +7,15 @@
 #include <cuda.h>
 
 #include <functional>
+#include <vector>
 
 #include "core/trial.h"
 #include "runtime/l2_flush.h"
 
 namespace ktune {
+
+// The median of v (the mean of the middle two for an even count; 0 for none).
+double median(std::vector<double> v);
 
 struct TimingOptions {
   int warmup = 1;           // untimed launches after the verification run (which loaded the module)

@@ -98,6 +98,10 @@ bool loads_16b(const GemmProblem& p) {
 struct Tiling {
   int bm, bn, wg, swap;
 };
+// The tiles a tiling cuts p's C into (its orientation's M and N).
+int64_t tile_count(const Tiling& t, const GemmProblem& p) {
+  return int64_t(ceil_div(kernel_m(t.swap, p), t.bm)) * int64_t(ceil_div(kernel_n(t.swap, p), t.bn));
+}
 // The share of the tile slots of its waves (tiles / SMs, rounded up) that a tiling of M x N fills
 // with C (1 when the tiles divide M and N and fill the last wave), by the tiling's own speed:
 // - tiles under 128 x 256 load A and B for fewer FLOPs: (area / 32768)^0.105 (128 x 128 ran at
@@ -109,7 +113,7 @@ struct Tiling {
 // and within 5 % at the other 2; the swapped one, at the 9 where the tune measured it, the fastest
 // swapped tiling at 4 and within 5.5 % at the other 5.
 double wave_fill(const Tiling& t, const GemmProblem& p, int sms) {
-  const int64_t tiles = ceil_div(kernel_m(t.swap, p), t.bm) * ceil_div(kernel_n(t.swap, p), t.bn), waves = ceil_div(tiles, int64_t(sms));
+  const int64_t waves = ceil_div(tile_count(t, p), int64_t(sms));
   const double speed = std::pow(std::min(1.0, t.bm * t.bn / (128.0 * 256.0)), 0.105) * std::pow(std::min(1.0, t.bn / 128.0), 0.16);
   return waves == 0 ? 0.0 : speed * double(p.m) * double(p.n) / (double(waves) * sms * t.bm * t.bn);
 }
@@ -128,14 +132,6 @@ std::vector<Tiling> tilings(bool swap, const GemmProblem& p) {
   }
   return out;
 }
-// c in the tiling of one orientation that fills p's waves best (ties, within 1 %, to the larger
-// tile: fewer loads of A and B a FLOP), with a ring of c's depth but at least 4 stages, less where
-// shared memory does not hold it; unswapped, EPI 2 needs BN 128 or 256 (EPI 1 instead); swapped, C
-// staged transposed (EPI 1), whole tiles, unpacked. Nothing when that is c's own tiling. (At least
-// 4: in session 17's mid-shape tunes, of configs that differed only in ST, 4 stages ran a median
-// 1.038x 3 (1088 pairs, 85 % faster) and 5 a median 0.999x 4; the shipped 128 x 256 lenders have
-// 3, which the larger tile needed. Read from the trials, -mid192- and -midswap2-trials.jsonl.gz;
-// the runtime's first use has not been re-benched with it.)
 // c retiled to t: a ring of c's depth but at least 4 stages, less where shared memory does not hold
 // it; unswapped, EPI 2 needs BN 128 or 256 (EPI 1 instead); swapped, C staged transposed (EPI 1)
 // where 4 stages fit beside the staging, else stored plainly (EPI 0), whole tiles, unpacked.
@@ -178,8 +174,7 @@ std::optional<Config> best_filling_tiling(const Config& c, const GemmProblem& p,
 }
 // The share of its tiles' area that holds C (no wave rounding).
 double useful(const Tiling& t, const GemmProblem& p) {
-  return double(p.m) * double(p.n) /
-         (double(ceil_div(kernel_m(t.swap, p), t.bm) * ceil_div(kernel_n(t.swap, p), t.bn)) * t.bm * t.bn);
+  return double(p.m) * double(p.n) / (double(tile_count(t, p)) * t.bm * t.bn);
 }
 // Under one wave (the wave-filling swapped pick has no more tiles than SMs), the swapped tiling
 // whose tiles pad C least (ties, within 1 %, to the larger tile, then the fuller waves), also under
@@ -191,11 +186,10 @@ double useful(const Tiling& t, const GemmProblem& p) {
 // other's place among the runtime's candidates.
 std::optional<Config> least_padding_swapped(const Config& c, const GemmProblem& p, const DeviceInfo& d) {
   const Tiling fill = best_filling(p, d, true);
-  auto tiles = [&](const Tiling& t) { return int64_t(ceil_div(kernel_m(true, p), t.bm)) * int64_t(ceil_div(kernel_n(true, p), t.bn)); };
-  if (tiles(fill) > sm_count(d)) return std::nullopt;
+  if (tile_count(fill, p) > sm_count(d)) return std::nullopt;
   std::optional<Tiling> best;
   for (const Tiling& t : tilings(true, p)) {
-    if (tiles(t) > sm_count(d)) continue;
+    if (tile_count(t, p) > sm_count(d)) continue;
     if (!best) {
       best = t;
       continue;
@@ -417,7 +411,7 @@ Family gemm_wgmma_family() {
     // docs/runs/2026-11-26-h100-s18-ksplit-trials.jsonl): no stream-K neighbour then.
     Config whole = c;
     whole.set("MC", 0);
-    const bool under_a_wave = units(whole, p) < (d.sm_count > 0 ? d.sm_count : 132);
+    const bool under_a_wave = units(whole, p) < sm_count(d);
     std::vector<Family::Setting> v = {{{"MC", 1}}, {{"MC", 2}}};
     if (!under_a_wave) v.insert(v.end(), {{{"PT", 0}, {"SK", 2}, {"MC", 0}}, {{"PT", 0}, {"SK", 3}, {"MC", 0}}});
     v.push_back({{"PT", 0}, {"SK", 0}, {"MC", 2}});
