@@ -88,8 +88,11 @@ constexpr size_t kCandidatesPerFamily = 2;
 // grid with stream-K of the last wave). At the untuned shapes of session 13 the last forms ran
 // 1.16-1.3x the lent configs themselves (3072^3: PT 0 SK 3; 5000x3000x1000: MC; docs/PERFORMANCE.md,
 // "Shapes in no table"). They carry no prediction of their own, so they are only ever chosen by
-// first use's measurement.
-constexpr size_t kMaxNeighbours = 7;
+// first use's measurement. Nine: past a wave gemm_wgmma offers two retiled forms in each orientation
+// before the lender's own MC and stream-K forms, and with seven 3072^3 lost the stream-K ones that
+// ran fastest there (docs/PERFORMANCE.md, session 19). Each costs a compile (in parallel) and a few
+// launches at the first call only.
+constexpr size_t kMaxNeighbours = 9;
 // Row ops: the nearest lender of each family and each family's default (five families an op).
 constexpr size_t kMaxRowCandidates = 8;
 

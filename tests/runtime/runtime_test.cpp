@@ -295,7 +295,7 @@ TEST(Runtime, UntunedHalfShapesAlsoTimeTheBestLendersNeighbours) {
         EXPECT_FALSE(s.candidates[j].family == c.family && s.candidates[j].config == c.config)
             << shape << ": " << c.config.to_json() << " offered twice";
     }
-    EXPECT_LE(neighbours, 7) << shape;
+    EXPECT_LE(neighbours, 9) << shape; // runtime.cpp's kMaxNeighbours
     shapes_with_neighbours += neighbours > 0;
   }
   EXPECT_EQ(shapes_with_neighbours, 4);

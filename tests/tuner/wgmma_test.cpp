@@ -640,7 +640,7 @@ TEST(Space, WgmmaNeighboursStreamKOnlyPastOneWave) {
 // Under one wave, beside the wave-filling swapped tiling, the swapped one that pads C least (also
 // under a wave, padding 5 % less): 777x3584x18944, 256 x 96 (126 tiles, 864 rows for 777) and
 // 256 x 112 (98 tiles, 784 rows), both with 4 stages (256 x 112 then stores C plainly), valid. Past a wave (2048x11008x4096)
-// only the wave-filling one.
+// only the wave-filling one (as lent, then persistent with multicast).
 TEST(Space, WgmmaNeighboursUnderAWaveOfferTheLeastPaddedSwappedTiling) {
   auto swapped = [](const char* shape) {
     std::vector<std::pair<int, int>> out;
@@ -653,7 +653,33 @@ TEST(Space, WgmmaNeighboursUnderAWaveOfferTheLeastPaddedSwappedTiling) {
     return out;
   };
   EXPECT_EQ(swapped("777x3584x18944"), (std::vector<std::pair<int, int>>{{256, 96}, {256, 112}}));
-  EXPECT_EQ(swapped("2048x11008x4096"), (std::vector<std::pair<int, int>>{{192, 192}}));
+  EXPECT_EQ(swapped("2048x11008x4096"), (std::vector<std::pair<int, int>>{{192, 192}, {192, 192}}));
+}
+
+// Past a wave the swapped tiling comes also on the persistent grid with multicast (PT 0 MC 1), which
+// ran 1.07x its PT 1 form over the mid-shape tunes; under a wave it does not (0.975x there). A
+// lender's PT 4 (tuned for its own tile count) comes to a retiled neighbour as at most 2.
+TEST(Space, WgmmaNeighboursPastAWaveOfferTheSwappedTilingPersistentWithMulticast) {
+  auto swapped_forms = [](const LentAt& at) {
+    std::vector<std::pair<int, int>> out; // (PT, MC) of each swapped neighbour
+    for (const Config& n : at.near)
+      if (n["SWAP"]) out.emplace_back(n["PT"], n["MC"]);
+    return out;
+  };
+  EXPECT_EQ(swapped_forms(LentAt("2048x11008x4096")), (std::vector<std::pair<int, int>>{{2, 0}, {0, 1}}));
+  for (const auto& [pt, mc] : swapped_forms(LentAt("777x3584x18944"))) EXPECT_EQ(mc, 0);
+
+  LentAt at("2048x11008x4096");
+  at.lent.set("PT", 4);
+  at.near = at.f.neighbors_of(at.lent, at.q, at.d);
+  int retiled = 0;
+  for (const Config& n : at.near)
+    if (n["BM"] != 128 || n["BN"] != 256 || n["SWAP"]) {
+      ++retiled;
+      EXPECT_LE(n["PT"], 2) << n.to_json();
+      EXPECT_TRUE(at.f.valid(n, at.q, at.d)) << ::testing::PrintToString(at.f.violations(n, at.q, at.d));
+    }
+  EXPECT_GE(retiled, 3); // unswapped 192 x 192 as lent and PT 0 MC 1, swapped 192 x 192 (both forms)
 }
 
 // A lender that runs PT tiles a block where the problem has few (PT 2 at 777x3584x18944: 98 tiles
