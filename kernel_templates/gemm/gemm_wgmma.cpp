@@ -408,13 +408,14 @@ Family gemm_wgmma_family() {
     }
     if (const auto t = best_filling_tiling(c, p, d, true)) {
       out.push_back(*t);
-      // Past a wave, the swapped tiling also persistent with multicast: over the mid-shape tunes'
-      // swapped tilings within 15 % of their shape's best, PT 0 MC 1 ran a geometric mean 1.07x
-      // PT 1 (29 faster, 5 slower; 2048x2560x2048's 128 x 160: 34.1 against 42.7 us). Under a wave
-      // it ran 0.975x and is not offered.
+      // The swapped tiling also persistent with multicast (as the unswapped one): over the
+      // mid-shape tunes' swapped tilings within 15 % of their shape's best, past a wave PT 0 MC 1
+      // ran a geometric mean 1.07x PT 1 MC 0 (29 faster, 5 slower; 2048x2560x2048's 128 x 160:
+      // 34.1 against 42.7 us); under a wave 0.975x, but up to 1.37x where K is long (3072x768x3072's
+      // 128 x 144: 26.4 against 33-35 us), and first use times it.
       Config pm = *t;
       pm.set("PT", 0), pm.set("MC", 1), pm.set("SK", 0);
-      if (tile_count({pm["BM"], pm["BN"], pm["WG"], 1}, p) > sm_count(d) && pm != *t) out.push_back(pm);
+      if (pm != *t) out.push_back(pm);
     }
     if (const auto t = least_padding_swapped(c, p, d)) out.push_back(*t);
     // Fewer tiles than SMs: SK 2 and 3 cut nothing there (one part a tile: PT 0's schedule), and

@@ -637,7 +637,7 @@ TEST(Space, WgmmaNeighboursStreamKOnlyPastOneWave) {
   EXPECT_EQ(sks("2048x11008x4096"), (std::set<int>{2, 3}));
 }
 
-// Under one wave, beside the wave-filling swapped tiling, the swapped one that pads C least (also
+// Under one wave, beside the wave-filling swapped tiling (as lent, then PT 0 MC 1), the swapped one that pads C least (also
 // under a wave, padding 5 % less): 777x3584x18944, 256 x 96 (126 tiles, 864 rows for 777) and
 // 256 x 112 (98 tiles, 784 rows), both with 4 stages (256 x 112 then stores C plainly), valid. Past a wave (2048x11008x4096)
 // only the wave-filling one (as lent, then persistent with multicast).
@@ -652,14 +652,14 @@ TEST(Space, WgmmaNeighboursUnderAWaveOfferTheLeastPaddedSwappedTiling) {
       }
     return out;
   };
-  EXPECT_EQ(swapped("777x3584x18944"), (std::vector<std::pair<int, int>>{{256, 96}, {256, 112}}));
+  EXPECT_EQ(swapped("777x3584x18944"), (std::vector<std::pair<int, int>>{{256, 96}, {256, 96}, {256, 112}}));
   EXPECT_EQ(swapped("2048x11008x4096"), (std::vector<std::pair<int, int>>{{192, 192}, {192, 192}}));
 }
 
-// Past a wave the swapped tiling comes also on the persistent grid with multicast (PT 0 MC 1), which
-// ran 1.07x its PT 1 form over the mid-shape tunes; under a wave it does not (0.975x there). A
-// lender's PT 4 (tuned for its own tile count) comes to a retiled neighbour as at most 2.
-TEST(Space, WgmmaNeighboursPastAWaveOfferTheSwappedTilingPersistentWithMulticast) {
+// The swapped tiling comes as lent and on the persistent grid with multicast (PT 0 MC 1), which ran
+// 1.07x its PT 1 form past a wave over the mid-shape tunes. A lender's PT 4 (tuned for its own
+// tile count) comes to a retiled neighbour as at most 2.
+TEST(Space, WgmmaNeighboursOfferTheSwappedTilingPersistentWithMulticast) {
   auto swapped_forms = [](const LentAt& at) {
     std::vector<std::pair<int, int>> out; // (PT, MC) of each swapped neighbour
     for (const Config& n : at.near)
@@ -667,7 +667,8 @@ TEST(Space, WgmmaNeighboursPastAWaveOfferTheSwappedTilingPersistentWithMulticast
     return out;
   };
   EXPECT_EQ(swapped_forms(LentAt("2048x11008x4096")), (std::vector<std::pair<int, int>>{{2, 0}, {0, 1}}));
-  for (const auto& [pt, mc] : swapped_forms(LentAt("777x3584x18944"))) EXPECT_EQ(mc, 0);
+  // Under a wave: 256 x 96 with PT 1 and PT 0 MC 1, then the least padded 256 x 112.
+  EXPECT_EQ(swapped_forms(LentAt("777x3584x18944")), (std::vector<std::pair<int, int>>{{1, 0}, {0, 1}, {1, 0}}));
 
   LentAt at("2048x11008x4096");
   at.lent.set("PT", 4);
