@@ -101,6 +101,7 @@ struct Bench {
         if (k) {
           k->provenance = Provenance::exact;
           r.kernel_family = k->family;
+          r.kernel_config = k->config;
           op->reset_c(nullptr);
           launch_sel(*k, nullptr);
           check_cu(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize", "bench " + name);
@@ -347,7 +348,22 @@ std::string bench_json(const BenchReport& rep, const std::string& device, const 
     j["family"] = r.selection.family;
     j["measured"] = r.selection.measured;
     j["why"] = r.selection.why;
-    if (!r.kernel_family.empty()) j["kernel_family"] = r.kernel_family;
+    if (!r.kernel_family.empty()) {
+      j["kernel_family"] = r.kernel_family;
+      j["kernel_config"] = nlohmann::ordered_json::parse(r.kernel_config.to_json());
+    }
+    // What first use timed at an untuned problem: which candidate won the kernel column, and by
+    // how much (the neighbour rules are judged from these).
+    if (!r.selection.candidates.empty()) {
+      nlohmann::ordered_json cands = nlohmann::ordered_json::array();
+      for (const auto& c : r.selection.candidates) {
+        nlohmann::ordered_json cj = {{"family", c.family}, {"config", nlohmann::ordered_json::parse(c.config.to_json())},
+                                     {"neighbour", c.neighbour}};
+        if (c.measured_ms) cj["measured_ms"] = *c.measured_ms;
+        cands.push_back(cj);
+      }
+      j["candidates"] = cands;
+    }
     j["config"] = nlohmann::ordered_json::parse(r.selection.config.size() ? r.selection.config.to_json() : "{}");
     if (!r.error.empty()) j["error"] = r.error;
     j["ktune_ms"] = r.ktune_ms;

@@ -18,7 +18,8 @@ struct BenchRow {
   double ktune_ms = 0;       // the runtime's choice (cuBLAS where provenance is cublas)
   double kernel_ms = 0;      // the selected ktune kernel itself, even where cuBLAS was chosen (0: none considered)
   std::string kernel_family; // where cuBLAS was chosen: the family of the kernel timed as kernel_ms
-  double cublas_ms = 0;       // mean of cuBLAS timed just before and just after ktune (cancels drift)
+  Config kernel_config;      // and its config
+  double cublas_ms = 0;       // cuBLAS: median of its turns' medians (turns rotated with ktune's)
   double rel_error = 0;      // of the runtime's choice against FP64
   double cublas_rel_error = 0; // of cuBLAS on the same inputs against the same reference
   double same_size_copy_tb_s = 0; // a device-to-device copy of the problem's A+B+C bytes, same run
