@@ -407,8 +407,7 @@ struct Runtime::Impl {
   // L2 resident: an H100 timed the f16 decode kernel 1x4096x4096 (32 MB of B, 50 MB of L2) at
   // 1.24x cuBLAS that way and at 0.94x with L2 flushed, and an application's weights are not in
   // L2 when its GEMM runs.
-  static double time_cold(L2Flusher& cold, CUstream stream, const std::function<void()>& f, const std::string& what,
-                          int runs = 7) {
+  static double time_cold(L2Flusher& cold, CUstream stream, const std::function<void()>& f, const std::string& what) {
     CUevent e0 = nullptr, e1 = nullptr;
     check_cu(driver().cuEventCreate(&e0, CU_EVENT_DEFAULT), "cuEventCreate", what);
     std::unique_ptr<CUevent_st, void (*)(CUevent)> g0(e0, [](CUevent e) { driver().cuEventDestroy(e); });
@@ -416,7 +415,7 @@ struct Runtime::Impl {
     std::unique_ptr<CUevent_st, void (*)(CUevent)> g1(e1, [](CUevent e) { driver().cuEventDestroy(e); });
     f(); // untimed: loads whatever the first call loads
     std::vector<double> t;
-    for (int i = 0; i < runs; ++i) {
+    for (int i = 0; i < 7; ++i) {
       cold.flush(stream);
       cold.delay(stream, 100);
       check_cu(driver().cuEventRecord(e0, stream), "cuEventRecord", what);
@@ -427,8 +426,8 @@ struct Runtime::Impl {
       check_cu(driver().cuEventElapsedTime(&ms, e0, e1), "cuEventElapsedTime", what);
       t.push_back(ms);
     }
-    std::nth_element(t.begin(), t.begin() + runs / 2, t.end());
-    return t[size_t(runs / 2)];
+    std::nth_element(t.begin(), t.begin() + 3, t.end());
+    return t[3];
   }
 
   // What times a launch at first use: L2 cold where the flush buffer (twice the L2) can be had
@@ -437,8 +436,8 @@ struct Runtime::Impl {
     std::unique_ptr<L2Flusher> cold;
     std::string note;
     CUstream stream = nullptr;
-    double operator()(const std::function<void()>& f, const std::string& what, int runs = 7) const {
-      return cold ? time_cold(*cold, stream, f, what, runs) : time_on(stream, f, what);
+    double operator()(const std::function<void()>& f, const std::string& what) const {
+      return cold ? time_cold(*cold, stream, f, what) : time_on(stream, f, what);
     }
   };
   FirstUseClock first_use_clock(CUstream stream) const {
@@ -488,31 +487,6 @@ struct Runtime::Impl {
     return best;
   }
 
-  // Seven cold runs a candidate judge most shapes as 200 do (the kernels first use picked ran
-  // within 2 % of it in ktune bench, docs/runs/2026-11-26-h100-s19-swapmc-models-bf16-json*), but
-  // not all: at 777x3584x18944 (bf16, H100) swapped 256 x 96 MC 1 timed 167-185 us in seven
-  // runs at first use, four times, and 192-197 us in 200 (the tuner, three processes), against
-  // 170-174 for 256 x 112 either way, and it was picked in one bench at 197 us
-  // (docs/runs/2026-11-26-h100-s19-777-mc-trials.jsonl.gz, -runoff-*). So the candidates within
-  // kRunoffShare of the fastest, and cuBLAS, are timed again in a longer series (about
-  // kRunoffMs of GPU time each, 7 to 151 runs), and those times decide.
-  static constexpr double kRunoffShare = 1.05;
-  static constexpr double kRunoffMs = 25;
-  void runoff(const GemmProblem& p, Selection& s, size_t& best, const FirstUseClock& clock,
-              const std::function<std::function<void()>(size_t)>& launch_of, const std::function<void()>& cublas) {
-    auto runs = [](double ms) { return std::clamp(int(kRunoffMs / std::max(ms, 1e-3)), 7, 151) | 1; };
-    const double fastest = *s.candidates[best].measured_ms;
-    s.measured_cublas_ms = clock(cublas, "timing cuBLAS again at " + p.key(), runs(*s.measured_cublas_ms));
-    std::optional<size_t> winner; // among the contenders only: the others' times are of seven runs
-    for (size_t i = 0; i < s.candidates.size(); ++i) {
-      CandidateConfig& c = s.candidates[i];
-      if (!c.measured_ms || *c.measured_ms > fastest * kRunoffShare) continue;
-      c.measured_ms = clock(launch_of(i), "timing " + c.family + " " + c.config.to_json() + " again at " + p.key(), runs(*c.measured_ms));
-      if (!winner || *c.measured_ms < *s.candidates[*winner].measured_ms) winner = i;
-    }
-    best = *winner; // best itself is a contender
-  }
-
   // First use of an untuned problem: time every candidate and cuBLAS at p on the caller's stream
   // (after whatever it already holds, so A and B are ready), into a scratch C, and keep the
   // fastest. A candidate that fails to compile or launch is left out with its reason in `why`.
@@ -530,7 +504,7 @@ struct Runtime::Impl {
     KtuneGemmArgs a = gemm_args(p, static_cast<const float*>(A), static_cast<const float*>(B), scratch.as<float>(), nullptr);
     const FirstUseClock clock = first_use_clock(stream);
     s.measured_cublas_ms = clock([&] { run_cublas(p, a, stream); }, "timing cuBLAS at " + p.key());
-    auto best = time_candidates(
+    const auto best = time_candidates(
         p, s.candidates, clock,
         [&](const CandidateConfig& c, Module& mod, const LaunchPlan& plan,
             std::vector<std::string>& left_out) -> std::optional<std::function<void()>> {
@@ -549,16 +523,6 @@ struct Runtime::Impl {
           return [&mod, plan, ca, stream] { launch_gemm(mod, plan, ca, stream); };
         },
         failed);
-    if (best) runoff(p, s, *best, clock, [&](size_t i) {
-        // The contenders' launches, as time_candidates built them (their modules are cached).
-        const CandidateConfig& c = s.candidates[i];
-        const Family& f = *family(c.family);
-        const auto mod = module_async(f, f.canonical(c.config), p)();
-        const LaunchPlan plan = f.launch_plan(f.canonical(c.config), p);
-        KtuneGemmArgs ca = a;
-        if (plan.workspace_bytes) ca.workspace = workspace(stream, plan.workspace_bytes, p)->as<float>();
-        return std::function<void()>([mod, plan, ca, stream] { launch_gemm(*mod, plan, ca, stream); });
-      }, [&] { run_cublas(p, a, stream); });
     s.measure_pending = false;
     s.measured = true;
     const double cu = *s.measured_cublas_ms;
