@@ -154,6 +154,18 @@ double model_us(const Config& c, const GemmProblem& p, const DeviceInfo& d) {
   return t;
 }
 
+// The K splits (CL, SPLITK) the model ranks: clusters on sm_90 (split-K beyond 8 blocks a
+// cluster), split-K before it.
+std::vector<std::pair<int, int>> k_splits(const DeviceInfo& d) {
+  std::vector<std::pair<int, int>> splits{{1, 1}};
+  if (d.arch_number() >= 90) {
+    for (int cl : {2, 4, 8}) splits.emplace_back(cl, 1);
+    for (int s : {2, 4}) splits.emplace_back(8, s);
+  } else {
+    for (int s : {2, 4, 8, 16, 32}) splits.emplace_back(1, s);
+  }
+  return splits;
+}
 // Values of MINB that hold ptxas to the registers the estimate needs (plus slack), 1..4.
 int minb_for(int nt, int est) {
   int m = 1;
@@ -231,18 +243,11 @@ Family gemm_skinny16_family() {
   f.defaults([](const GemmProblem& p, const DeviceInfo& d) {
     const Family self = gemm_skinny16_family();
     const int vec = widest_vec(p);
-    const bool cluster = d.arch_number() >= 90;
     auto make = [&](int mt, int nt, int kg, int depth, int cl, int splitk, int minb) {
       return Config{{"MT", mt}, {"NT", nt},         {"KG", kg},         {"VEC", vec},   {"DEPTH", depth},
                     {"LDH", 1}, {"CL", cl}, {"SPLITK", splitk}, {"MINB", minb}};
     };
-    std::vector<std::pair<int, int>> splits{{1, 1}}; // (CL, SPLITK)
-    if (cluster) {
-      for (int cl : {2, 4, 8}) splits.emplace_back(cl, 1);
-      for (int s : {2, 4}) splits.emplace_back(8, s);
-    } else {
-      for (int s : {2, 4, 8, 16, 32}) splits.emplace_back(1, s);
-    }
+    const std::vector<std::pair<int, int>> splits = k_splits(d); // (CL, SPLITK)
     // The row tile that covers M once, and half of it (two tiles re-read B, but fit more
     // registers: the only choice for M > 32 with element-wise A or narrow loads).
     std::vector<int> mts{rows_tile(p.m)};
@@ -342,6 +347,28 @@ Family gemm_skinny16_family() {
           add(fit(g));
         }
     }
+    return out;
+  });
+
+  // Neighbours of a config lent to another decode shape: its block and ring with the K split the
+  // bandwidth model rates fastest there (a split is fitted to its own shape's N and K: the shipped
+  // 1x4096x4096 config lent to 1x14336x4096 ran 0.81x cuBLAS, session 18's models bench), then the
+  // model's own config for the shape (defaults). Before them, the runtime timed that one lender
+  // alone at every decode shape of configs/suites/models.json.
+  f.neighbors([](const Config& c, P p, D d) {
+    const Family self = gemm_skinny16_family();
+    std::vector<Config> out;
+    std::optional<std::pair<double, Config>> best;
+    for (const auto& [cl, splitk] : k_splits(d)) {
+      Config t = c;
+      t.set("CL", cl), t.set("SPLITK", splitk);
+      if (!self.valid(t, p, d)) continue;
+      const double us = model_us(t, p, d);
+      if (!best || us < best->first) best = {us, t};
+    }
+    if (best && best->second != c) out.push_back(best->second);
+    const Config m = self.default_config(p, d);
+    if (m != c && std::find(out.begin(), out.end(), m) == out.end()) out.push_back(m);
     return out;
   });
 

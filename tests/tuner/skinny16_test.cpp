@@ -259,6 +259,32 @@ TEST(Space, Skinny16GeneralFormsServeEveryBatchAndAlignment) {
   }
 }
 
+// The shipped 1x4096x4096 config lent to 1x14336x4096 (NN, bf16): its neighbours are valid, the first
+// is the lent block and ring with another K split (the one the bandwidth model rates fastest there,
+// so no slower by the model than the lent split), and the model's own config for the shape
+// (defaults) is among them.
+TEST(Space, Skinny16NeighboursRefitTheKSplitAndOfferTheModelsConfig) {
+  const Family f = find_family("gemm_skinny16");
+  const auto d = DeviceInfo::nominal("sm_90");
+  const Config lent = Config::from_json(R"({"MT":8,"NT":256,"KG":4,"VEC":8,"DEPTH":2,"LDH":2,"CL":1,"SPLITK":1,"MINB":1})");
+  const auto p = half_problem(1, 14336, 4096, "NN", DType::bf16);
+  ASSERT_TRUE(f.valid(lent, p, d));
+  const auto near = f.neighbors_of(lent, p, d);
+  ASSERT_EQ(near.size(), 2u);
+  for (const Config& n : near) {
+    EXPECT_TRUE(f.valid(n, p, d)) << n.to_json();
+    EXPECT_NE(n, lent);
+  }
+  Config split = near[0];
+  split.set("CL", lent["CL"]), split.set("SPLITK", lent["SPLITK"]);
+  EXPECT_EQ(split, lent) << near[0].to_json();
+  EXPECT_EQ(near[1], f.default_config(p, d));
+  // Where the lent config's split is already the model's best and the lent config is the model's
+  // own, no neighbours.
+  const Config own = f.default_config(p, d);
+  EXPECT_TRUE(f.neighbors_of(own, p, d).empty()) << own.to_json();
+}
+
 // The plan: a grid of column strips x row tiles x K slices, the template's shared memory; with
 // K slices, gemm_splitk_reduce16 after it as a dependent launch over the FP32 workspace.
 TEST(Space, Skinny16PlanAndKernelNames) {
