@@ -202,26 +202,6 @@ struct Runtime::Impl {
     }
   }
 
-  // Below kMeasureFloor a lender's own prediction is not worth a measurement, but the neighbours
-  // its family fits to p may be: gemm_skinny16's are its config with the K split its bandwidth
-  // model picks for p and the model's own config (at 4x18944x3584 no decode lender was within
-  // reach, and cuBLAS ran unmeasured). Where no candidate brings neighbours, the best-scored lender
-  // whose family has some for p joins the candidates (last), for them.
-  void add_below_floor_lender(std::vector<CandidateConfig>& cands, const Problem& p) const {
-    auto brings_neighbours = [&](const CandidateConfig& c) {
-      const Family* f = family(c.family);
-      return f && !f->neighbors_of(c.config, p, device).empty();
-    };
-    if (cands.size() >= kMaxCandidates || std::any_of(cands.begin(), cands.end(), brings_neighbours)) return;
-    for (const Lent& l : index->lenders(p, kCandidatesPerFamily)) {
-      if (l.score >= kMeasureFloor) continue; // considered already
-      CandidateConfig c = candidate_of(l);
-      if (!brings_neighbours(c)) continue;
-      cands.push_back(std::move(c));
-      return;
-    }
-  }
-
   // The choice before any measurement at p.
   Selection select(const GemmProblem& p) const {
     // tf32 names a compute mode (RuntimeOptions::tf32x3), not what A, B and C hold.
@@ -235,7 +215,6 @@ struct Runtime::Impl {
       if (l.score < kMeasureFloor || s.candidates.size() == kMaxCandidates) continue;
       s.candidates.push_back(candidate_of(l));
     }
-    add_below_floor_lender(s.candidates, p);
     add_neighbours(s.candidates, p);
     if (s.candidates.empty() && !index->has_group(p)) {
       // Nothing of this dtype is tuned on this arch (a GPU nobody tuned): the families' defaults
