@@ -272,8 +272,11 @@ TEST(Lending, EveryAnswerSaysWhy) {
     const Selection s = rt.best_config(p);
     EXPECT_FALSE(s.why.empty()) << p.key();
     seen.insert(s.provenance);
-    for (const auto& c : s.candidates)
-      if (!c.neighbour) EXPECT_GE(c.score, kMeasureFloor) << p.key(); // neighbours carry no score
+    for (const auto& c : s.candidates) {
+      if (!c.neighbour) { // neighbours carry no score
+        EXPECT_GE(c.score, kMeasureFloor) << p.key();
+      }
+    }
   }
   EXPECT_TRUE(seen.count(Provenance::exact) && seen.count(Provenance::cublas) && seen.count(Provenance::nearest));
 }
