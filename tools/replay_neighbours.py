@@ -15,7 +15,8 @@ few measured candidates says little.
 
 Options: --dtype (bf16), --family (gemm_wgmma), --arch (sm_90), --device-contains (H100: trials of
 another GPU are left out), --min-trials (20), --show SHAPE[,SHAPE] (each candidate and the best
-trials of those shapes).
+trials of those shapes), --ignore P[,P] (parameters left out of matching a candidate to a trial,
+e.g. SWZ: a lender's raster swizzle, which the tunes rarely timed beside the neighbours' others).
 """
 import argparse
 import collections
@@ -40,7 +41,9 @@ def main():
     ap.add_argument("--device-contains", default="H100")
     ap.add_argument("--min-trials", type=int, default=20)
     ap.add_argument("--show", default="")
+    ap.add_argument("--ignore", default="")
     a = ap.parse_args()
+    ignored = set(filter(None, a.ignore.split(",")))
 
     # Configs recorded before a parameter existed lack it; the family's canonical form fills it in
     # the same way (its upgrade), and equal configs must compare equal here.
@@ -54,7 +57,7 @@ def main():
                     continue
                 if f"/{a.dtype}/" not in r["problem"]:
                     continue
-                keys = keys or sorted(set(r["config"]) | set(defaults))
+                keys = keys or sorted((set(r["config"]) | set(defaults)) - ignored)
                 k = tuple(r["config"].get(n, defaults.get(n, -1)) for n in keys)
                 d = trials[r["problem"]]
                 d[k] = min(d.get(k, math.inf), r["time_ms"])
