@@ -354,7 +354,8 @@ Family gemm_skinny16_family() {
   // bandwidth model rates fastest there (a split is fitted to its own shape's N and K: the shipped
   // 1x4096x4096 config lent to 1x14336x4096 ran 0.81x cuBLAS, session 18's models bench), then the
   // model's own config for the shape (defaults). Before them, the runtime timed that one lender
-  // alone at every decode shape of configs/suites/models.json.
+  // alone at every decode shape of configs/suites/models.json; with them 1x14336x4096 ran the lent
+  // config with CL 2 at 1.02x cuBLAS (45.6 us against 58.6; docs/runs/2026-11-26-h100-s19-skinny-nb-ab.tgz).
   f.neighbors([](const Config& c, P p, D d) {
     const Family self = gemm_skinny16_family();
     std::vector<Config> out;
