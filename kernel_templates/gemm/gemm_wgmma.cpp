@@ -206,6 +206,13 @@ std::optional<Config> least_padding_swapped(const Config& c, const GemmProblem& 
   return retiled(c, *best, d);
 }
 
+// t on the persistent grid (PT 0) with multicast of B in 2-CTA clusters (MC 1): no stream-K and no
+// ping-pong consumers, which MC excludes.
+Config persistent_multicast(Config t) {
+  t.set("PT", 0), t.set("MC", 1), t.set("SK", 0), t.set("PP", 0);
+  return t;
+}
+
 // PT > 1 runs PT tiles a block in turn, which pays where the tiles are many (the next tile's loads
 // overlap this one's stores); lent where they are few it leaves SMs idle: the shipped 128 x 256
 // config of 2048x4096x11008 (PT 2) runs 777x3584x18944's 98 tiles on 49 blocks. t with the largest
@@ -400,23 +407,16 @@ Family gemm_wgmma_family() {
   // lender itself where its PT leaves many idle.
   f.neighbors([](const Config& c, const GemmProblem& p, const DeviceInfo& d) {
     std::vector<Config> out;
-    if (const auto t = best_filling_tiling(c, p, d, false)) {
-      out.push_back(*t);
-      Config pm = *t;
-      pm.set("PT", 0), pm.set("MC", 1), pm.set("SK", 0), pm.set("PP", 0);
-      if (pm != *t) out.push_back(pm);
-    }
-    if (const auto t = best_filling_tiling(c, p, d, true)) {
-      out.push_back(*t);
-      // The swapped tiling also persistent with multicast (as the unswapped one): over the
-      // mid-shape tunes' swapped tilings within 15 % of their shape's best, past a wave PT 0 MC 1
-      // ran a geometric mean 1.07x PT 1 MC 0 (29 faster, 5 slower; 2048x2560x2048's 128 x 160:
-      // 34.1 against 42.7 us); under a wave 0.975x, but up to 1.37x where K is long (3072x768x3072's
-      // 128 x 144: 26.4 against 33-35 us), and first use times it.
-      Config pm = *t;
-      pm.set("PT", 0), pm.set("MC", 1), pm.set("SK", 0);
-      if (pm != *t) out.push_back(pm);
-    }
+    // Each orientation's wave-filling tiling, as lent and persistent with multicast (PT 0 MC 1).
+    // Swapped, that form ran a geometric mean 1.07x PT 1 MC 0 past a wave over the mid-shape tunes'
+    // swapped tilings within 15 % of their shape's best (29 faster, 5 slower; 2048x2560x2048's 128 x
+    // 160: 34.1 against 42.7 us); under a wave 0.975x, but up to 1.37x where K is long
+    // (3072x768x3072's 128 x 144: 26.4 against 33-35 us), and first use times it.
+    for (bool swap : {false, true})
+      if (const auto t = best_filling_tiling(c, p, d, swap)) {
+        out.push_back(*t);
+        if (const Config pm = persistent_multicast(*t); pm != *t) out.push_back(pm);
+      }
     if (const auto t = least_padding_swapped(c, p, d)) out.push_back(*t);
     // Fewer tiles than SMs: SK 2 and 3 cut nothing there (one part a tile: PT 0's schedule), and
     // SK 1, which cuts every tile's K, ran 1.3-1.9x slower than the uncut grid at the three such
