@@ -738,10 +738,6 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
   const int k0 = slice.first, nk = slice.count, nkw = nk > 0 ? nk : 1;
 
   if (tid == 0) {
-    // The maps are encoded only for K > 0 (A, B) and for TMA-stored C (EPI 1 / 2).
-    if (nk > 0) prefetch_tensormap(&args.a), prefetch_tensormap(&args.b);
-    if constexpr (EPI == 1 || EPI == 2)
-      if (p.beta == 0.0f) prefetch_tensormap(&args.c);
     init_ring<ST>(full0, empty0, PP ? 1 : MC ? 2 * WG : WG);
     if constexpr (EPI == 3)
       for (int c = 0; c < WG; ++c) mbar_init(staged0 + c * 8, 128), mbar_init(drained0 + c * 8, 96);

@@ -88,14 +88,6 @@ __device__ __forceinline__ void init_ring(unsigned full0, unsigned empty0, unsig
   async::fence_mbar_init(); // visible to the async proxy
 }
 
-// Fetches a tensor map (a __grid_constant__ kernel parameter) into the TMA unit's descriptor
-// cache ahead of its first copy. Issued at a block's entry, before the barriers are set up, so
-// that the first K tile's copies (and the epilogue's TMA store) do not wait for the descriptor's
-// own trip to memory first, which after an L2 flush is a DRAM access. A hint: it faults on
-// nothing and orders nothing.
-__device__ __forceinline__ void prefetch_tensormap(const KtuneTensorMap* map) {
-  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<unsigned long long>(map)) : "memory");
-}
 // One 2D box of a tensor map (coordinates: contiguous dimension first) into shared memory at dst,
 // completing `bytes` on the mbarrier.
 __device__ __forceinline__ void tma_load_2d(unsigned dst, const KtuneTensorMap* map, int c0, int c1, unsigned bar) {

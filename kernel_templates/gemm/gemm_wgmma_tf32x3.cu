@@ -172,10 +172,7 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) gemm_wgmma_tf32x3(const __g
   const KRange slice = k_slice(p.K, BK, SPLITK, int(blockIdx.z));
   const int kt0 = slice.first, nk = slice.count;
 
-  if (tid == 0) {
-    if (nk > 0) prefetch_tensormap(&args.a), prefetch_tensormap(&args.b); // encoded for K > 0 only
-    init_ring<ST>(full0, empty0, WG);
-  }
+  if (tid == 0) init_ring<ST>(full0, empty0, WG);
   __syncthreads();
 
   if (wg == 0) { // producer: registers go to the consumers (gemm_wgmma.cu says why the branch form)
