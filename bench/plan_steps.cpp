@@ -6,7 +6,7 @@
 //   others       the other steps alone (packing, reduce)
 // plan - main is what the extra steps cost beside the main kernel; plan against serialized is
 // what the dependent launch saves. Every config is verified against FP64 first.
-//   plan_steps --problem 16x4096x4096 --family gemm_skinny --config '{...}' [--config ...]
+//   plan_steps --problem 16x4096x4096 --family gemm_skinny --config '{...}' [--config ...] [--dtype bf16]
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
@@ -27,17 +27,18 @@ using namespace ktune;
 
 int main(int argc, char** argv) {
   CLI::App app{"Time a launch plan's steps: whole, serialized, main kernel alone, the others alone"};
-  std::string shape, layout = "NN", family = "gemm_skinny";
+  std::string shape, layout = "NN", family = "gemm_skinny", dtype = "f32";
   std::vector<std::string> configs;
   int ordinal = 0;
   app.add_option("--problem", shape, "Problem MxNxK")->required();
   app.add_option("--layout", layout, "Layouts of A and B");
+  app.add_option("--dtype", dtype, "Data type of A, B and C: f32, bf16, f16")->capture_default_str();
   app.add_option("--family", family, "Kernel family");
   app.add_option("--config", configs, "Config as JSON (repeatable)")->required();
   app.add_option("--device", ordinal, "GPU ordinal");
   CLI11_PARSE(app, argc, argv);
   try {
-    const GemmProblem p = GemmProblem::parse(shape, layout);
+    const GemmProblem p = GemmProblem::parse(shape, layout, parse_dtype(dtype));
     const Family f = find_family(family);
     const DeviceInfo d = device_by_ordinal(ordinal);
     CudaContext ctx(d.ordinal);

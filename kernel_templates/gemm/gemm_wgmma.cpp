@@ -141,7 +141,9 @@ Config retiled(const Config& c, const Tiling& best, const DeviceInfo& d) {
   // A lender's PT 4 was chosen for its own tile count; here it has another. In the mid-shape tunes
   // (competitive tilings, past a wave) PT 4 ran a geometric mean 0.81x PT 1, PT 2 1.00x.
   if (t["PT"] > 2) t.set("PT", 2);
-  if (best.wg != 2) t.set("PP", 0);
+  // Ping-pong consumers hold a whole tile each: where the new tile is too large for one consumer's
+  // accumulators (a 128 x 128 PP lender retiled to 128 x 144), they share it as plain consumers.
+  if (best.wg != 2 || accumulators(t) > 128) t.set("PP", 0);
   if (best.swap) t.set("EPI", 1), t.set("SPLITK", 1), t.set("PACK", 0);
   else if (t["EPI"] == 2 && best.bn % 128 != 0) t.set("EPI", 1);
   int st = std::max(c["ST"], 4);
@@ -425,9 +427,10 @@ Family gemm_wgmma_family() {
     Config whole = c;
     whole.set("MC", 0);
     const bool under_a_wave = units(whole, p) < sm_count(d);
-    std::vector<Family::Setting> v = {{{"MC", 1}}, {{"MC", 2}}};
-    if (!under_a_wave) v.insert(v.end(), {{{"PT", 0}, {"SK", 2}, {"MC", 0}}, {{"PT", 0}, {"SK", 3}, {"MC", 0}}});
-    v.push_back({{"PT", 0}, {"SK", 0}, {"MC", 2}});
+    // (PP 0 in each: MC and SK exclude ping-pong consumers, so a PP lender's forms drop it.)
+    std::vector<Family::Setting> v = {{{"MC", 1}, {"PP", 0}}, {{"MC", 2}, {"PP", 0}}};
+    if (!under_a_wave) v.insert(v.end(), {{{"PT", 0}, {"SK", 2}, {"MC", 0}, {"PP", 0}}, {{"PT", 0}, {"SK", 3}, {"MC", 0}, {"PP", 0}}});
+    v.push_back({{"PT", 0}, {"SK", 0}, {"MC", 2}, {"PP", 0}});
     for (Config& n : Family::variants(c, v))
       if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(std::move(n));
     // Every one with a grid that covers most SMs (covering_pt), the lender's own form so first.

@@ -683,19 +683,21 @@ TEST(Space, WgmmaNeighboursOfferTheSwappedTilingPersistentWithMulticast) {
   EXPECT_GE(retiled, 3); // unswapped 192 x 192 as lent and PT 0 MC 1, swapped 192 x 192 (both forms)
 
   // A ping-pong lender (PP 1: 128 x 128, PT 2) retiled to a swapped tiling of two consumers
-  // (1576x3072x768: 128 x 144) keeps PP as lent, which that tile's accumulators do not allow (the
-  // runtime leaves such a neighbour out); its multicast form drops PP (MC excludes it) and is valid.
+  // (1576x3072x768: 128 x 144, 144 accumulators a thread for one consumer's whole tile) comes with
+  // plain consumers (PP 0), as lent otherwise, and valid; its multicast form drops PP too (MC
+  // excludes it). Every neighbour is valid, so the runtime drops none of them.
   LentAt pp("1576x3072x768");
   pp.lent = Config::from_json(R"({"BM":128,"BN":128,"WG":2,"ST":4,"SWZ":16,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":2,"MC":0,"EPI":1,"PP":1,"SK":0,"SWAP":0})");
   ASSERT_TRUE(pp.f.valid(pp.lent, pp.q, pp.d)) << ::testing::PrintToString(pp.f.violations(pp.lent, pp.q, pp.d));
-  bool multicast = false;
-  for (const Config& n : pp.f.neighbors_of(pp.lent, pp.q, pp.d))
-    if (n["SWAP"] == 1 && n["BN"] == 144 && n["MC"] == 1) {
-      multicast = true;
-      EXPECT_EQ(n["PT"], 0);
-      EXPECT_EQ(n["PP"], 0);
-      EXPECT_TRUE(pp.f.valid(n, pp.q, pp.d)) << n.to_json() << ": " << ::testing::PrintToString(pp.f.violations(n, pp.q, pp.d));
-    }
+  bool as_lent = false, multicast = false;
+  for (const Config& n : pp.f.neighbors_of(pp.lent, pp.q, pp.d)) {
+    EXPECT_TRUE(pp.f.valid(n, pp.q, pp.d)) << n.to_json() << ": " << ::testing::PrintToString(pp.f.violations(n, pp.q, pp.d));
+    if (n["SWAP"] != 1 || n["BN"] != 144) continue;
+    EXPECT_EQ(n["PP"], 0) << n.to_json();
+    EXPECT_EQ(n["PT"], n["MC"] == 1 ? 0 : 2) << n.to_json();
+    (n["MC"] == 1 ? multicast : as_lent) = true;
+  }
+  EXPECT_TRUE(as_lent);
   EXPECT_TRUE(multicast);
 }
 
