@@ -2,7 +2,9 @@
 //  1. warm best_config latency (exact and nearest problems, selection cached)
 //  2. launch overhead of ktune::gemm (running a ktune kernel) against cublasSgemm on 64x64x64
 //  3. the first ktune::gemm of a shape: with a JIT compile, and with the cubin from the store;
-//     and of a shape nobody tuned, whose candidates are compiled and timed against cuBLAS
+//     and of a shape nobody tuned, whose candidates are compiled and timed against cuBLAS (FP32; bf16:
+//     two shapes in one Runtime, then the second shape in a new Runtime without and with the
+//     cubin cache the first one filled)
 // Needs a GPU. Prints a table; --json FILE writes the same figures.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -12,6 +14,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -92,6 +95,7 @@ int main(int argc, char** argv) {
     // 1. best_config latency, warm.
     ktune::RuntimeOptions ro;
     ro.db_path = "";
+    ro.cubin_cache = ""; // every first call below compiles, unless a row says otherwise
     ktune::Runtime rt(ro);
     const auto exact = ktune::GemmProblem::parse("4096x4096x4096"), near = ktune::GemmProblem::parse("4000x4000x4000");
     for (const auto* p : {&exact, &near}) {
@@ -142,6 +146,7 @@ int main(int argc, char** argv) {
     }
     ktune::RuntimeOptions ko;
     ko.db_path = "";
+    ko.cubin_cache = "";
     ko.shipped_tables = false;
     ko.tables = {own_table};
     ktune::Runtime rt_kernel(ko);
@@ -206,6 +211,41 @@ int main(int argc, char** argv) {
       out["first_call_untuned_choice"] = ktune::to_string(sel.provenance);
       out["first_call_untuned_why"] = sel.why;
     }
+    {
+      // The same for half-precision shapes nobody tuned: there the runtime times its lenders and
+      // the best lender's neighbours (gemm_wgmma's up to nine), each compiled by NVRTC. One
+      // Runtime's first calls of two shapes (the first also pays the process's one-time set-up),
+      // with a fresh cubin cache that keeps what it compiles; then a new Runtime on the second
+      // shape without the cache (it compiles its candidates again, as every new process did) and
+      // one with it (it loads them: what a later process pays).
+      const auto s1 = ktune::GemmProblem::parse("2900x1900x1000", "NN", ktune::DType::bf16); // fit the buffers of `first`
+      const auto s2 = ktune::GemmProblem::parse("1900x2900x1000", "NN", ktune::DType::bf16);
+      const std::string cache = (std::filesystem::temp_directory_path() / "ktune-bench-cubins.db").string();
+      for (const char* f : {"", "-wal", "-shm"}) std::filesystem::remove(cache + f);
+      auto first_call = [&](const std::string& cubins, const ktune::GemmProblem& p, const std::string& name, ktune::Runtime* rt) {
+        ktune::RuntimeOptions o = ro;
+        o.cubin_cache = cubins;
+        std::unique_ptr<ktune::Runtime> own;
+        if (!rt) own = std::make_unique<ktune::Runtime>(o), rt = own.get();
+        const auto t0 = Clock::now();
+        rt->gemm_ex(p, A1, B1, C1, 1.0f, 0.0f, nullptr);
+        CHECK(cudaDeviceSynchronize());
+        out[name + "_ms"] = us_since(t0) / 1000;
+        const auto sel = rt->best_config(p);
+        out[name + "_candidates"] = sel.candidates.size();
+        out[name + "_why"] = sel.why;
+      };
+      {
+        ktune::RuntimeOptions o = ro;
+        o.cubin_cache = cache;
+        ktune::Runtime one(o);
+        first_call(cache, s1, "bf16_untuned_first_shape", &one);
+        first_call(cache, s2, "bf16_untuned_second_shape", &one);
+      }
+      first_call("", s2, "bf16_untuned_new_runtime_no_cubin_cache", nullptr);
+      first_call(cache, s2, "bf16_untuned_new_runtime_cubin_cache", nullptr);
+      for (const char* f : {"", "-wal", "-shm"}) std::filesystem::remove(cache + f);
+    }
     std::filesystem::remove(own_table);
     std::printf("%-44s %s\n", "device", devs[0].name.c_str());
     std::printf("%-44s %.1f ns (%s)\n", "best_config, warm, exact problem", out["best_config_exact_ns"].get<double>(),
@@ -221,6 +261,10 @@ int main(int argc, char** argv) {
     std::printf("%-44s %.1f ms (%zu candidates measured: %s)\n", "first call of an untuned shape (shipped tables)",
                 out["first_call_untuned_ms"].get<double>(), out["first_call_untuned_candidates"].get<size_t>(),
                 out["first_call_untuned_why"].get<std::string>().c_str());
+    for (const char* which : {"bf16_untuned_first_shape", "bf16_untuned_second_shape", "bf16_untuned_new_runtime_no_cubin_cache",
+                              "bf16_untuned_new_runtime_cubin_cache"})
+      std::printf("%-44s %.1f ms (%zu candidates: %s)\n", which, out[std::string(which) + "_ms"].get<double>(),
+                  out[std::string(which) + "_candidates"].get<size_t>(), out[std::string(which) + "_why"].get<std::string>().c_str());
     if (!json_out.empty()) std::ofstream(json_out) << out.dump(2) << "\n";
     cublasDestroy(h);
     cudaFree(A), cudaFree(B), cudaFree(C), cudaFree(A1), cudaFree(B1), cudaFree(C1);

@@ -143,13 +143,25 @@ Timing read_timing(const Stmt& s, int first) {
 
 } // namespace
 
-std::string default_db_path() {
-  if (const char* p = std::getenv("KTUNE_DB"); p && *p) return p;
+namespace {
+// $XDG_CACHE_HOME/ktune, else ~/.cache/ktune, else the temporary folder's ktune.
+std::filesystem::path cache_folder() {
   std::filesystem::path base;
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) base = x;
   else if (const char* h = std::getenv("HOME"); h && *h) base = std::filesystem::path(h) / ".cache";
   else base = std::filesystem::temp_directory_path();
-  return (base / "ktune" / "ktune.db").string();
+  return base / "ktune";
+}
+} // namespace
+
+std::string default_db_path() {
+  if (const char* p = std::getenv("KTUNE_DB"); p && *p) return p;
+  return (cache_folder() / "ktune.db").string();
+}
+
+std::string default_cubin_cache_path() {
+  if (const char* p = std::getenv("KTUNE_CUBIN_CACHE")) return p; // set but empty: off
+  return (cache_folder() / "cubins.db").string();
 }
 
 Store::Store(const std::string& path, bool read_only) : path_(path) {
@@ -539,11 +551,12 @@ std::vector<std::string> Store::trial_archs() const {
   return out;
 }
 
-std::future<std::shared_ptr<const CompiledKernel>> load_or_compile(const Store* store, Compiler& compiler,
+std::future<std::shared_ptr<const CompiledKernel>> load_or_compile(const std::vector<const Store*>& stores, Compiler& compiler,
                                                                    const CompileRequest& req) {
   auto k = std::make_shared<CompiledKernel>();
   const std::string key = req.cache_key();
-  if (store && store->get_binary(key, &k->cubin, &k->lowered_names)) {
+  for (const Store* store : stores) {
+    if (!store || !store->get_binary(key, &k->cubin, &k->lowered_names)) continue;
     k->cache_key = key;
     k->from_cache = true;
     std::promise<std::shared_ptr<const CompiledKernel>> ready;

@@ -125,13 +125,16 @@ class Store {
   std::string path_;
 };
 
-// A config's cubin: from the store's binary cache when it holds req's cache key (store may be
-// null), else compiled by NVRTC on compiler's pool. The one way the tuner and the runtime fetch
-// cubins. A cache hit comes back as a ready future with from_cache set.
-std::future<std::shared_ptr<const CompiledKernel>> load_or_compile(const Store* store, Compiler& compiler,
+// A config's cubin: from the binary cache of the first of `stores` that holds req's cache key
+// (null entries are skipped), else compiled by NVRTC on compiler's pool. The one way the tuner
+// and the runtime fetch cubins. A cache hit comes back as a ready future with from_cache set.
+std::future<std::shared_ptr<const CompiledKernel>> load_or_compile(const std::vector<const Store*>& stores, Compiler& compiler,
                                                                    const CompileRequest& req);
 
 // $KTUNE_DB if set, else $XDG_CACHE_HOME/ktune/ktune.db, else ~/.cache/ktune/ktune.db.
 std::string default_db_path();
+// The runtime's cubin cache (RuntimeOptions::cubin_cache): $KTUNE_CUBIN_CACHE if set ("" when set
+// empty: no cache), else cubins.db beside default_db_path()'s default place.
+std::string default_cubin_cache_path();
 
 } // namespace ktune

@@ -103,7 +103,11 @@ struct Runtime::Impl {
   std::string arch;
   DeviceInfo device; // limits used for validity: the real device when there is one
   std::unique_ptr<Store> store;
-  std::mutex store_mu; // the store's connection serves one thread at a time
+  std::mutex store_mu; // the store's and the cubin cache's connections serve one thread at a time
+  // The cubin cache (RuntimeOptions::cubin_cache), opened on first need; closed for good after a
+  // failure, which is reported once.
+  std::unique_ptr<Store> cubins;
+  bool cubins_opened = false;
   std::unique_ptr<TunedIndex> index;
 
   // Process-wide caches of this runtime; each behind its own mutex.
@@ -335,8 +339,40 @@ struct Runtime::Impl {
     return *compiler;
   }
 
+  // The cubin cache, opened (created) on the first call; null when there is none or it failed.
+  // Call with store_mu held.
+  Store* cubin_cache() {
+    if (!cubins_opened) {
+      cubins_opened = true;
+      if (!opts.cubin_cache.empty()) {
+        try {
+          cubins = std::make_unique<Store>(opts.cubin_cache);
+        } catch (const Error& e) {
+          std::fprintf(stderr, "ktune: cubin cache %s not used (%s): kernels compile in every process\n", opts.cubin_cache.c_str(),
+                       e.what());
+        }
+      }
+    }
+    return cubins.get();
+  }
+  // Keeps a cubin NVRTC made for later processes (the cache's first failure closes it).
+  void keep_cubin(const CompiledKernel& k) {
+    std::lock_guard<std::mutex> lk(store_mu);
+    Store* cache = cubin_cache();
+    if (!cache) return;
+    try {
+      cache->put_binary(k.cache_key, arch, k.cubin, k.lowered_names);
+    } catch (const Error& e) {
+      std::fprintf(stderr, "ktune: cubin cache %s not written (%s): no longer used by this runtime\n", opts.cubin_cache.c_str(),
+                   e.what());
+      cubins.reset();
+    }
+  }
+
   // The loaded module of config c of family f for p: the runtime's cache, else the store's
-  // binaries, else NVRTC (started asynchronously: call get() on the result).
+  // binaries or the cubin cache's, else NVRTC (started asynchronously: call get() on the result;
+  // what NVRTC made goes into the cubin cache). A cached cubin the driver refuses (a damaged
+  // file) is compiled again.
   std::function<std::shared_ptr<Module>()> module_async(const Family& f, const Config& c, const Problem& p) {
     const CompileRequest req = compile_request(f, c, p, arch); // validates c for p
     const std::string ck = req.cache_key();
@@ -347,11 +383,20 @@ struct Runtime::Impl {
     auto fut = [&] {
       std::lock_guard<std::mutex> lk(store_mu);
       return std::make_shared<std::future<std::shared_ptr<const CompiledKernel>>>(
-          load_or_compile(store.get(), the_compiler(), req));
+          load_or_compile({store.get(), cubin_cache()}, the_compiler(), req));
     }();
-    return [this, fut, ck, context = req.context] {
-      const auto k = fut->get();
-      auto mod = std::make_shared<Module>(k->cubin, k->lowered_names, context);
+    return [this, fut, ck, req] {
+      auto k = fut->get();
+      std::shared_ptr<Module> mod;
+      try {
+        mod = std::make_shared<Module>(k->cubin, k->lowered_names, req.context);
+      } catch (const Error& e) {
+        if (!k->from_cache) throw;
+        std::fprintf(stderr, "ktune: a cached cubin of %s did not load (%s): compiling it again\n", req.context.c_str(), e.what());
+        k = the_compiler().compile(req);
+        mod = std::make_shared<Module>(k->cubin, k->lowered_names, req.context);
+      }
+      if (!k->from_cache) keep_cubin(*k);
       std::lock_guard<std::mutex> lk(mod_mu);
       return modules.emplace(ck, mod).first->second;
     };
@@ -630,6 +675,7 @@ struct Runtime::Impl {
 Runtime::Runtime(RuntimeOptions o) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.opts = std::move(o);
+  if (m.opts.cubin_cache == kDefaultCubinCache) m.opts.cubin_cache = default_cubin_cache_path();
   if (m.opts.measure_margin < 0 || m.opts.measure_margin >= 1)
     throw UsageError("ktune runtime: measure_margin must be in [0, 1), not " + std::to_string(m.opts.measure_margin));
   if (m.opts.arch.empty()) {

@@ -257,7 +257,7 @@ class ProblemTuner {
     job.config = c.config;
     job.config_hash = c.config.hash();
     job.template_hash = template_hash(f.source());
-    job.compiled = load_or_compile(&store_, compiler_, compile_request(f, c.config, p, dev_.arch));
+    job.compiled = load_or_compile({&store_}, compiler_, compile_request(f, c.config, p, dev_.arch));
     if (job.compiled.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
       // Ready at once: a cubin from the database (a compile cannot finish this fast, and an
       // NVRTC failure surfaces in evaluate()).

@@ -80,6 +80,9 @@ struct Selection {
   std::string why;                           // one line: why this choice
 };
 
+// RuntimeOptions::cubin_cache's default: the per-user cache file (resolved at construction).
+inline constexpr const char* kDefaultCubinCache = "<default>";
+
 struct RuntimeOptions {
   std::string db_path;             // "" or a missing file: no store; opened read-only otherwise
   std::vector<std::string> tables; // more table files (ktune.table/1), after the store
@@ -103,6 +106,14 @@ struct RuntimeOptions {
   // capture, the first candidate (the nearest lender, else a family default) runs.
   bool measure_untuned = true;
   double measure_margin = 0.03; // a kernel must beat cuBLAS by this fraction to be chosen (first use and tuned entries)
+  // Where the cubins this runtime compiles are kept for later processes: a ktune database file
+  // (its binaries table), created on the first write. A later Runtime loads a kept cubin in ~2 ms
+  // where NVRTC takes 25 ms to ~1 s a kernel; the first use of a half-precision shape nobody
+  // tuned compiles up to 13 candidates (docs/PERFORMANCE.md, "Runtime cost"). "" keeps compiled
+  // kernels in this Runtime's memory only. kDefaultCubinCache stands for $KTUNE_CUBIN_CACHE if
+  // set (set but empty: off), else $XDG_CACHE_HOME/ktune/cubins.db, else ~/.cache/ktune/cubins.db.
+  // A cache that cannot be opened or written is reported once on stderr and then not used.
+  std::string cubin_cache = kDefaultCubinCache;
   std::string arch;                // "" = the arch of `device` (needs a GPU)
   int device = 0;
 };

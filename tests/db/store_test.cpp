@@ -7,6 +7,7 @@
 
 #include <filesystem>
 
+#include "ktune/compiler.h"
 #include "ktune/config.h"
 #include "ktune/error.h"
 #include "ktune/gemm_problem.h"
@@ -169,6 +170,42 @@ TEST(Store, DefaultPathHonoursKtuneDb) {
   setenv("XDG_CACHE_HOME", "/tmp/xdg", 1);
   EXPECT_EQ(default_db_path(), "/tmp/xdg/ktune/ktune.db");
   unsetenv("XDG_CACHE_HOME");
+}
+
+// The runtime's cubin cache: $KTUNE_CUBIN_CACHE, "" when it is set empty (no cache), else
+// cubins.db in ktune's cache folder (beside the default database, whatever KTUNE_DB says).
+TEST(Store, CubinCachePathHonoursItsVariable) {
+  setenv("KTUNE_CUBIN_CACHE", "/tmp/elsewhere/c.db", 1);
+  EXPECT_EQ(default_cubin_cache_path(), "/tmp/elsewhere/c.db");
+  setenv("KTUNE_CUBIN_CACHE", "", 1);
+  EXPECT_EQ(default_cubin_cache_path(), "");
+  unsetenv("KTUNE_CUBIN_CACHE");
+  setenv("XDG_CACHE_HOME", "/tmp/xdg", 1);
+  setenv("KTUNE_DB", "/tmp/elsewhere/k.db", 1);
+  EXPECT_EQ(default_cubin_cache_path(), "/tmp/xdg/ktune/cubins.db");
+  unsetenv("KTUNE_DB");
+  unsetenv("XDG_CACHE_HOME");
+}
+
+// load_or_compile reads the stores in order and skips null ones; a hit is a ready future marked
+// from_cache (no compile is started: the request's source would not compile).
+TEST(Store, LoadOrCompileTakesTheFirstStoreThatHoldsTheKey) {
+  Store first(temp_db("first.db")), second(temp_db("second.db"));
+  CompileRequest req;
+  req.source = "this is not CUDA";
+  req.source_name = "broken.cu";
+  req.arch = "sm_90";
+  const std::vector<char> a = {'A'}, b = {'B'};
+  second.put_binary(req.cache_key(), "sm_90", b, {"_Z1bv"});
+  Compiler compiler(1);
+  auto k = load_or_compile({nullptr, &first, &second}, compiler, req).get();
+  EXPECT_TRUE(k->from_cache);
+  EXPECT_EQ(k->cubin, b);
+  first.put_binary(req.cache_key(), "sm_90", a, {"_Z1av"});
+  k = load_or_compile({&first, &second}, compiler, req).get();
+  EXPECT_EQ(k->cubin, a);
+  EXPECT_EQ(k->lowered_names, (std::vector<std::string>{"_Z1av"}));
+  EXPECT_EQ(compiler.cache_size(), 0u);
 }
 
 TEST(Store, UnopenablePathNamesTheFile) {

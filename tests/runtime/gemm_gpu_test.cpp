@@ -2,6 +2,7 @@
 // shapes, every layout, alpha and beta cases, and padded leading dimensions.
 #include <gtest/gtest.h>
 
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -90,6 +91,49 @@ TEST_F(RuntimeGpu, GemmMatchesFp64ReferenceOnTunedAndUntunedShapes) {
   for (const auto& s : provenances) std::cout << " " << s;
   std::cout << "\n";
   EXPECT_GE(provenances.size(), 2u);
+}
+
+// The cubins a Runtime compiles (a tuned shape's kernel, an untuned shape's candidates) go into
+// its cubin cache, which the next Runtime loads them from; results stay verified either way. A
+// cache that cannot be created is reported and left alone: the GEMMs still run.
+TEST_F(RuntimeGpu, CompiledKernelsAreKeptForTheNextRuntime) {
+  GemmOp& op = *op_;
+  const std::string path = (std::filesystem::temp_directory_path() / ("ktune-cubin-cache-" + std::to_string(getpid()) + ".db")).string();
+  std::filesystem::remove(path);
+  auto count = [&] {
+    sqlite3* db = nullptr;
+    EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+    sqlite3_stmt* st = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM binaries", -1, &st, nullptr), SQLITE_OK);
+    EXPECT_EQ(sqlite3_step(st), SQLITE_ROW);
+    const int n = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return n;
+  };
+  const GemmProblem tuned = make(kCases[0]), untuned = make(kCases[1]); // 1024^3 (a table entry), 4000^3
+  auto run = [&](const std::string& cache, uint64_t seed) {
+    RuntimeOptions o;
+    o.db_path = "";
+    o.cubin_cache = cache;
+    Runtime rt(o);
+    for (const GemmProblem& p : {tuned, untuned}) {
+      const auto r = op.check(p, seed++, [&](const KtuneGemmArgs& a, CUstream s) { rt.gemm(p, a.A, a.B, a.C, p.alpha, p.beta, s); },
+                              nullptr);
+      EXPECT_TRUE(r.pass) << p.key() << " with cubin cache '" << cache << "': " << r.summary();
+    }
+    return rt.best_config(untuned).candidates.size();
+  };
+  const size_t candidates = run(path, 3100);
+  ASSERT_TRUE(std::filesystem::exists(path));
+  const int kept = count();
+  EXPECT_GE(kept, 2) << "the tuned kernel and at least one candidate of " << candidates;
+  run(path, 3200); // from the cache: nothing new to keep
+  EXPECT_EQ(count(), kept);
+  run("/proc/ktune-no-such-dir/cubins.db", 3300);
+  std::filesystem::remove(path);
+  std::filesystem::remove(path + "-wal");
+  std::filesystem::remove(path + "-shm");
 }
 
 TEST_F(RuntimeGpu, Tf32x3OptInMatchesFp64ReferenceOnTunedAndUntunedShapes) {
