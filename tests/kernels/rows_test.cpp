@@ -114,7 +114,9 @@ TEST(RowsOp, FamilyDefaultsAreValidWhereTheFamilyCanHoldTheRow) {
           EXPECT_EQ(f.valid(c, p, d), holds) << f.name() << " " << p.key() << " " << c.to_json() << ": "
                                              << (f.violations(c, p, d).empty() ? "" : f.violations(c, p, d).front());
           // ... and launches: a block per row, or per WARPS rows, or per slice of CL.
-          if (holds) EXPECT_GE(f.launch_plan(c, p).steps.at(0).grid[0], 1u) << f.name() << " " << p.key();
+          if (holds) {
+            EXPECT_GE(f.launch_plan(c, p).steps.at(0).grid[0], 1u) << f.name() << " " << p.key();
+          }
         }
       }
 }
