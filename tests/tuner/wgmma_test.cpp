@@ -656,9 +656,10 @@ TEST(Space, WgmmaNeighboursUnderAWaveOfferTheLeastPaddedSwappedTiling) {
   EXPECT_EQ(swapped("2048x11008x4096"), (std::vector<std::pair<int, int>>{{192, 192}, {192, 192}}));
 }
 
-// The swapped tiling comes as lent and on the persistent grid with multicast (PT 0 MC 1), which ran
-// 1.07x its PT 1 form past a wave over the mid-shape tunes. A lender's PT 4 (tuned for its own
-// tile count) comes to a retiled neighbour as at most 2.
+// The swapped tiling comes as lent and on the persistent grid with multicast (PT 0), which ran
+// 1.07x its PT 1 form past a wave over the mid-shape tunes; the multicast shares the tile's larger
+// operand (MC 2 for A where BM > BN, else MC 1 for B). A lender's PT 4 (tuned for its own tile
+// count) comes to a retiled neighbour as at most 2.
 TEST(Space, WgmmaNeighboursOfferTheSwappedTilingPersistentWithMulticast) {
   auto swapped_forms = [](const LentAt& at) {
     std::vector<std::pair<int, int>> out; // (PT, MC) of each swapped neighbour
@@ -666,9 +667,10 @@ TEST(Space, WgmmaNeighboursOfferTheSwappedTilingPersistentWithMulticast) {
       if (n["SWAP"]) out.emplace_back(n["PT"], n["MC"]);
     return out;
   };
+  // 192 x 192: a square tile, B shared.
   EXPECT_EQ(swapped_forms(LentAt("2048x11008x4096")), (std::vector<std::pair<int, int>>{{2, 0}, {0, 1}}));
-  // Under a wave: 256 x 96 with PT 1 and PT 0 MC 1, then the least padded 256 x 112.
-  EXPECT_EQ(swapped_forms(LentAt("777x3584x18944")), (std::vector<std::pair<int, int>>{{1, 0}, {0, 1}, {1, 0}}));
+  // Under a wave: 256 x 96 with PT 1 and PT 0 MC 2 (A's 256 rows shared), then the least padded 256 x 112.
+  EXPECT_EQ(swapped_forms(LentAt("777x3584x18944")), (std::vector<std::pair<int, int>>{{1, 0}, {0, 2}, {1, 0}}));
 
   LentAt at("2048x11008x4096");
   at.lent.set("PT", 4);
@@ -699,6 +701,22 @@ TEST(Space, WgmmaNeighboursOfferTheSwappedTilingPersistentWithMulticast) {
   }
   EXPECT_TRUE(as_lent);
   EXPECT_TRUE(multicast);
+}
+
+// The lender's own tiling on the persistent grid with multicast shares its larger operand: a 128 x
+// 256 lender at 5000x3000x1000 comes as PT 0 MC 1 (B's 256 columns), where MC 2 (A's 128 rows) was
+// offered before; in the H100 trials MC 1 ran 0.94x MC 2's time on tiles wider than tall.
+TEST(Space, WgmmaPersistentMulticastNeighbourSharesTheLargerOperand) {
+  const LentAt at("5000x3000x1000");
+  ASSERT_EQ(at.lent["BM"], 128);
+  ASSERT_EQ(at.lent["BN"], 256);
+  int persistent_mc = 0;
+  for (const Config& n : at.near)
+    if (n["BM"] == 128 && n["BN"] == 256 && n["SWAP"] == 0 && n["PT"] == 0 && n["MC"] > 0) {
+      ++persistent_mc;
+      EXPECT_EQ(n["MC"], 1) << n.to_json();
+    }
+  EXPECT_EQ(persistent_mc, 1);
 }
 
 // A lender that runs PT tiles a block where the problem has few (PT 2 at 777x3584x18944: 98 tiles
