@@ -402,21 +402,23 @@ Family gemm_wgmma_family() {
   });
 
   // Neighbours of a config lent to p: first its tiling changed to the one that fills p's waves best
-  // (best_filling_tiling), as it is and on the persistent grid with multicast of B; tables tuned on
+  // (best_filling_tiling), as it is and on the persistent grid with multicast of its larger operand
+  // (larger_operand_multicast); tables tuned on
   // the public shapes hold 128 and 256 tiles, and at the mid-size shapes of configs/suites/mid.json
   // a 192 tiling ran 1.1-1.4x the best of those (512x4608x3584: 128 x 192, 533 against 416
   // TFLOPS). Then the best swapped tiling (SWAP: tile columns of any multiple of 16 along M) with C
   // staged transposed (1000x4672x4544: 128 x 144 swapped, 698 TFLOPS, against 582 for the best
   // unswapped tiling; -midswap2-trials). Then TMA multicast either way (5000x3000x1000, K = 1000: the default tune's winner was
   // a lent tiling with MC 2, 62.6 us against 84.0 for the best form without it), and the persistent
-  // grid with stream-K of the last wave (SK 2, 3) or with MC 2 (3072^3 and 2500x8192x1536 took PT 0
+  // grid with stream-K of the last wave (SK 2, 3) or with the larger operand's MC (3072^3 and 2500x8192x1536 took PT 0
   // with SK 3 / SK 2; docs/runs/2026-11-25-h100-s13-unseen-shapes.txt); no stream-K where the tiles
   // do not make one wave. Each with a PT whose grid covers most SMs (covering_pt), first of all the
   // lender itself where its PT leaves many idle.
   f.neighbors([](const Config& c, const GemmProblem& p, const DeviceInfo& d) {
     std::vector<Config> out;
-    // Each orientation's wave-filling tiling, as lent and persistent with multicast (PT 0 MC 1).
-    // Swapped, that form ran a geometric mean 1.07x PT 1 MC 0 past a wave over the mid-shape tunes'
+    // Each orientation's wave-filling tiling, as lent and persistent with multicast (PT 0; MC 1 was
+    // all these forms had until session 20, which measured the one of the larger operand). Swapped,
+    // the PT 0 MC 1 form ran a geometric mean 1.07x PT 1 MC 0 past a wave over the mid-shape tunes'
     // swapped tilings within 15 % of their shape's best (29 faster, 5 slower; 2048x2560x2048's 128 x
     // 160: 34.1 against 42.7 us); under a wave 0.975x, but up to 1.37x where K is long
     // (3072x768x3072's 128 x 144: 26.4 against 33-35 us), and first use times it.
