@@ -390,6 +390,27 @@ void Store::put_binary(const std::string& key, const std::string& arch, const st
   s.step();
 }
 
+std::vector<Store::BinaryCount> Store::binary_counts() const {
+  Stmt s(db_, "SELECT arch, COUNT(*), COALESCE(SUM(LENGTH(cubin)), 0) FROM binaries GROUP BY arch ORDER BY arch", path_);
+  std::vector<BinaryCount> out;
+  while (s.step()) out.push_back({s.text(0), s.i64(1), s.i64(2)});
+  return out;
+}
+
+int64_t Store::clear_binaries() {
+  int64_t n = 0;
+  {
+    Transaction tx(db_, path_);
+    Stmt count(db_, "SELECT COUNT(*) FROM binaries", path_);
+    count.step();
+    n = count.i64(0);
+    exec("DELETE FROM binaries", "deleting the cached cubins");
+    tx.commit();
+  }
+  exec("VACUUM", "returning the cubins' space to the file system");
+  return n;
+}
+
 bool Store::get_binary(const std::string& key, std::vector<char>* cubin, std::vector<std::string>* lowered_names) const {
   Stmt s(db_, "SELECT cubin, lowered_names FROM binaries WHERE cache_key = ?", path_);
   s.bind(1, key);

@@ -111,6 +111,15 @@ class Store {
   void put_binary(const std::string& key, const std::string& arch, const std::vector<char>& cubin,
                   const std::vector<std::string>& lowered_names);
   bool get_binary(const std::string& key, std::vector<char>* cubin, std::vector<std::string>* lowered_names) const;
+  // How many cubins the binary cache holds and their bytes, per arch (ktune cache).
+  struct BinaryCount {
+    std::string arch;
+    int64_t cubins = 0, bytes = 0;
+  };
+  std::vector<BinaryCount> binary_counts() const;
+  // Deletes every cubin (they are compiled again when needed) and returns the space to the file
+  // system (VACUUM). Returns how many were deleted.
+  int64_t clear_binaries();
 
  private:
   void exec(const std::string& sql, const char* what) const;

@@ -28,6 +28,7 @@ Command add_query(CLI::App& app);
 Command add_export(CLI::App& app);
 Command add_import(CLI::App& app);
 Command add_simulate(CLI::App& app);
+Command add_cache(CLI::App& app);
 // command_line: the invocation, recorded in the --json file.
 Command add_bench(CLI::App& app, const std::string& command_line);
 

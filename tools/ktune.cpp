@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
   using namespace ktune::cli;
   const std::vector<Command> commands = {add_space(app),  add_devices(app), add_compile(app),  add_tune(app),
                                          add_query(app),  add_export(app),  add_import(app),   add_simulate(app),
-                                         add_bench(app, command_line(argc, argv))};
+                                         add_cache(app),  add_bench(app, command_line(argc, argv))};
 
   ReportOptions report;
   auto* rp = add_report_subcommand(app, report);

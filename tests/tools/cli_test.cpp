@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "db/store.h"
 #include "test_paths.h"
 
 namespace {
@@ -84,6 +85,38 @@ TEST(Cli, HelpListsTheSubcommands) {
   const CliRun r = run_ktune("--help");
   EXPECT_EQ(r.status, 0);
   for (const char* sub : {"space", "devices", "compile"}) EXPECT_NE(r.out.find(sub), std::string::npos) << r.out;
+}
+
+// ktune cache lists the runtime's cubin cache per arch and --clear empties it; a missing file and
+// a cache turned off are said so (exit 0).
+TEST(Cli, CacheListsAndClearsTheCubinCache) {
+  const std::string path = scratch("cubins.db");
+  std::filesystem::remove(path);
+  CliRun r = run_ktune("cache --path " + path);
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.out.find("none yet"), std::string::npos) << r.out;
+  {
+    ktune::Store st(path);
+    st.put_binary("k1", "sm_90", std::vector<char>(1000, 'x'), {"_Z1fv"});
+    st.put_binary("k2", "sm_90", std::vector<char>(500, 'y'), {"_Z1gv"});
+    st.put_binary("k3", "sm_80", std::vector<char>(250, 'z'), {"_Z1hv"});
+  }
+  r = run_ktune("cache --path " + path);
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.out.find("3 cubins"), std::string::npos) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(sm_90 +2 cubins)"))) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(sm_80 +1 cubins)"))) << r.out;
+  r = run_ktune("cache --clear --path " + path);
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.out.find("deleted 3 cubins"), std::string::npos) << r.out;
+  std::vector<char> cubin;
+  std::vector<std::string> names;
+  EXPECT_FALSE(ktune::Store(path, true).get_binary("k1", &cubin, &names));
+  setenv("KTUNE_CUBIN_CACHE", "", 1); // the child inherits it: no cache
+  r = run_ktune("cache");
+  unsetenv("KTUNE_CUBIN_CACHE");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.out.find("set empty"), std::string::npos) << r.out;
 }
 
 TEST(Cli, VersionNamesTheReleaseAndTheGitCommit) {
