@@ -390,6 +390,8 @@ void Store::put_binary(const std::string& key, const std::string& arch, const st
   s.step();
 }
 
+void Store::set_busy_timeout(int ms) { sqlite3_busy_timeout(db_, ms); }
+
 std::vector<Store::BinaryCount> Store::binary_counts() const {
   Stmt s(db_, "SELECT arch, COUNT(*), COALESCE(SUM(LENGTH(cubin)), 0) FROM binaries GROUP BY arch ORDER BY arch", path_);
   std::vector<BinaryCount> out;

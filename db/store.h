@@ -111,6 +111,9 @@ class Store {
   void put_binary(const std::string& key, const std::string& arch, const std::vector<char>& cubin,
                   const std::vector<std::string>& lowered_names);
   bool get_binary(const std::string& key, std::vector<char>* cubin, std::vector<std::string>* lowered_names) const;
+  // How long a write waits for another connection's write lock before it fails (the constructor
+  // sets 60 s, for tuners sharing a database; a runtime's cubin cache waits less).
+  void set_busy_timeout(int ms);
   // How many cubins the binary cache holds and their bytes, per arch (ktune cache).
   struct BinaryCount {
     std::string arch;

@@ -347,6 +347,9 @@ struct Runtime::Impl {
       if (!opts.cubin_cache.empty()) {
         try {
           cubins = std::make_unique<Store>(opts.cubin_cache);
+          // A put runs inside a gemm() call: it does not wait out another process's long write
+          // (ktune cache --clear's VACUUM) but fails, which closes the cache for this runtime.
+          cubins->set_busy_timeout(1000);
         } catch (const Error& e) {
           std::fprintf(stderr, "ktune: cubin cache %s not used (%s): kernels compile in every process\n", opts.cubin_cache.c_str(),
                        e.what());

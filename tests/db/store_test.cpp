@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 
 #include "ktune/compiler.h"
@@ -206,6 +207,31 @@ TEST(Store, LoadOrCompileTakesTheFirstStoreThatHoldsTheKey) {
   EXPECT_EQ(k->cubin, a);
   EXPECT_EQ(k->lowered_names, (std::vector<std::string>{"_Z1av"}));
   EXPECT_EQ(compiler.cache_size(), 0u);
+}
+
+// A write behind another connection's write lock fails after the busy timeout, naming the file,
+// instead of waiting the constructor's 60 s (the runtime's cubin cache waits 1 s).
+TEST(Store, AWriteBehindAnotherWriterFailsAfterTheBusyTimeout) {
+  const std::string path = temp_db("busy.db");
+  Store writer(path), cache(path);
+  cache.set_busy_timeout(100);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK); // holds the write lock
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    cache.put_binary("key", "sm_90", {'x'}, {"_Z1fv"});
+    ADD_FAILURE() << "the write went through another connection's lock";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  cache.put_binary("key", "sm_90", {'x'}, {"_Z1fv"}); // the lock released: it goes through
+  std::vector<char> cubin;
+  std::vector<std::string> names;
+  EXPECT_TRUE(writer.get_binary("key", &cubin, &names));
 }
 
 TEST(Store, UnopenablePathNamesTheFile) {
