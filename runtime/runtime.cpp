@@ -554,19 +554,19 @@ struct Runtime::Impl {
     s.measured_cublas_ms = clock([&] { run_cublas(p, a, stream); }, "timing cuBLAS at " + p.key());
     const CandidateRun run = [&](const CandidateConfig& c, Module& mod, const LaunchPlan& plan,
                                  std::vector<std::string>& left_out) -> std::optional<std::function<void()>> {
-          KtuneGemmArgs ca = a;
-          if (plan.workspace_bytes) {
-            // A lent config's workspace may not fit beside the caller's data (gemm_wgmma_tf32x3's
-            // split copies are twice A and B): such a candidate is left out, not the caller's error.
-            try {
-              ca.workspace = workspace(stream, plan.workspace_bytes, p)->as<float>();
-            } catch (const Error& e) {
-              left_out.push_back(c.family + " " + c.config.to_json() + ": its " + std::to_string(plan.workspace_bytes) +
-                                 "-byte workspace could not be allocated (" + e.what() + ")");
-              return std::nullopt;
-            }
-          }
-          return [&mod, plan, ca, stream] { launch_gemm(mod, plan, ca, stream); };
+      KtuneGemmArgs ca = a;
+      if (plan.workspace_bytes) {
+        // A lent config's workspace may not fit beside the caller's data (gemm_wgmma_tf32x3's
+        // split copies are twice A and B): such a candidate is left out, not the caller's error.
+        try {
+          ca.workspace = workspace(stream, plan.workspace_bytes, p)->as<float>();
+        } catch (const Error& e) {
+          left_out.push_back(c.family + " " + c.config.to_json() + ": its " + std::to_string(plan.workspace_bytes) +
+                             "-byte workspace could not be allocated (" + e.what() + ")");
+          return std::nullopt;
+        }
+      }
+      return [&mod, plan, ca, stream] { launch_gemm(mod, plan, ca, stream); };
     };
     const auto best = time_candidates(p, s.candidates, clock, run, failed);
     // cuBLAS again, after the candidates, and the faster reading kept (as ktune tune does for its
@@ -576,11 +576,12 @@ struct Runtime::Impl {
     // make the runtime choose a kernel slower than cuBLAS.
     s.measured_cublas_ms = std::min(*s.measured_cublas_ms, clock([&] { run_cublas(p, a, stream); }, "timing cuBLAS again at " + p.key()));
     const double cu = *s.measured_cublas_ms;
+    const auto kernel_wins = [&] { return best && *s.candidates[*best].measured_ms < cu * (1 - opts.measure_margin); };
     // A kernel that beats cuBLAS must do it twice: the winner is timed again, last, and its slower
     // reading counts. A form that reads fast in first use's short series and slower later (at
     // 777x3584x18944 on an H100 one did, by 5-15 %; docs/PERFORMANCE.md, session 19) would
     // otherwise be trusted on one reading.
-    if (best && *s.candidates[*best].measured_ms < cu * (1 - opts.measure_margin)) {
+    if (kernel_wins()) {
       CandidateConfig& c = s.candidates[*best];
       const Family& f = *family(c.family);
       const Config cc = f.canonical(c.config);
@@ -591,7 +592,7 @@ struct Runtime::Impl {
     }
     s.measure_pending = false;
     s.measured = true;
-    if (best && *s.candidates[*best].measured_ms < cu * (1 - opts.measure_margin)) {
+    if (kernel_wins()) {
       const CandidateConfig& c = s.candidates[*best];
       s.family = c.family, s.config = c.config, s.source = c.source, s.distance = c.distance,
       s.generalized = c.generalized, s.time_ms = c.time_ms, s.cublas_ms = c.cublas_ms;

@@ -435,12 +435,14 @@ Family gemm_wgmma_family() {
     Config whole = c;
     whole.set("MC", 0);
     const bool under_a_wave = units(whole, p) < sm_count(d);
-    // (PP 0 in each: MC and SK exclude ping-pong consumers, so a PP lender's forms drop it.)
-    std::vector<Family::Setting> v = {{{"MC", 1}, {"PP", 0}}, {{"MC", 2}, {"PP", 0}}};
-    if (!under_a_wave) v.insert(v.end(), {{{"PT", 0}, {"SK", 2}, {"MC", 0}, {"PP", 0}}, {{"PT", 0}, {"SK", 3}, {"MC", 0}, {"PP", 0}}});
-    v.push_back({{"PT", 0}, {"SK", 0}, {"MC", larger_operand_multicast(c)}, {"PP", 0}});
-    for (Config& n : Family::variants(c, v))
-      if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(std::move(n));
+    std::vector<Family::Setting> v = {{{"MC", 1}}, {{"MC", 2}}};
+    if (!under_a_wave) v.insert(v.end(), {{{"PT", 0}, {"SK", 2}, {"MC", 0}}, {{"PT", 0}, {"SK", 3}, {"MC", 0}}});
+    std::vector<Config> forms = Family::variants(c, v);
+    forms.push_back(persistent_multicast(c));
+    for (Config& n : forms) {
+      n.set("PP", 0); // MC and SK exclude ping-pong consumers: a PP lender's forms drop them
+      if (n != c && std::find(out.begin(), out.end(), n) == out.end()) out.push_back(std::move(n));
+    }
     // Every one with a grid that covers most SMs (covering_pt), the lender's own form so first.
     std::vector<Config> covered;
     if (const Config cc = covering_pt(c, p, d); cc != c) covered.push_back(cc);
