@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 
@@ -51,6 +52,14 @@ CREATE TABLE binaries (
     R"sql(
 ALTER TABLE trials ADD COLUMN rel_error REAL NOT NULL DEFAULT -1;
 CREATE INDEX trials_by_problem ON trials (device_id, problem_id, status);
+)sql",
+    // 2 -> 3: a use stamp on every cubin, so that a runtime's cubin cache can drop the least
+    // recently used ones (Store::trim_binaries). Cubins already there count as used in the order
+    // they were kept.
+    R"sql(
+ALTER TABLE binaries ADD COLUMN used INTEGER NOT NULL DEFAULT 0;
+UPDATE binaries SET used = rowid;
+CREATE INDEX binaries_by_use ON binaries (used);
 )sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == Store::kSchemaVersion);
@@ -162,6 +171,17 @@ std::string default_db_path() {
 std::string default_cubin_cache_path() {
   if (const char* p = std::getenv("KTUNE_CUBIN_CACHE")) return p; // set but empty: off
   return (cache_folder() / "cubins.db").string();
+}
+
+int64_t default_cubin_cache_max_mb() {
+  const char* v = std::getenv("KTUNE_CUBIN_CACHE_MAX_MB");
+  if (!v) return kDefaultCubinCacheMaxMb;
+  char* end = nullptr;
+  errno = 0;
+  const long long mb = std::strtoll(v, &end, 10);
+  if (!*v || *end || errno || mb < 0 || mb > (int64_t(1) << 40))
+    throw UsageError(std::string("KTUNE_CUBIN_CACHE_MAX_MB='") + v + "' is not a size in MB (a whole number >= 0; 0: no limit)");
+  return mb;
 }
 
 Store::Store(const std::string& path, bool read_only) : path_(path) {
@@ -385,9 +405,49 @@ void Store::put_binary(const std::string& key, const std::string& arch, const st
                        const std::vector<std::string>& lowered_names) {
   std::string names;
   for (const auto& n : lowered_names) names += n + "\n";
-  Stmt s(db_, "INSERT OR IGNORE INTO binaries (cache_key, arch, cubin, lowered_names) VALUES (?, ?, ?, ?)", path_);
+  Stmt s(db_,
+         "INSERT INTO binaries (cache_key, arch, cubin, lowered_names, used) "
+         "VALUES (?, ?, ?, ?, (SELECT COALESCE(MAX(used), 0) + 1 FROM binaries)) "
+         "ON CONFLICT (cache_key) DO UPDATE SET used = excluded.used",
+         path_);
   s.bind(1, key).bind(2, arch).bind_blob(3, cubin.data(), cubin.size()).bind(4, names);
   s.step();
+}
+
+bool Store::touch_binary(const std::string& key) {
+  Stmt s(db_, "UPDATE binaries SET used = (SELECT COALESCE(MAX(used), 0) + 1 FROM binaries) WHERE cache_key = ?", path_);
+  s.bind(1, key);
+  s.step();
+  return sqlite3_changes(db_) > 0;
+}
+
+Store::Trimmed Store::trim_binaries(int64_t above, int64_t down_to) {
+  Trimmed out;
+  Transaction tx(db_, path_);
+  int64_t total = 0;
+  {
+    // length() of a blob reads its size from the record header, not the blob.
+    Stmt sum(db_, "SELECT COALESCE(SUM(LENGTH(cubin)), 0) FROM binaries", path_);
+    sum.step();
+    total = sum.i64(0);
+  }
+  if (total <= above) return out;
+  std::vector<std::string> doomed;
+  {
+    Stmt lru(db_, "SELECT cache_key, LENGTH(cubin) FROM binaries ORDER BY used, rowid", path_);
+    while (total - out.bytes > down_to && lru.step()) {
+      doomed.push_back(lru.text(0));
+      out.bytes += lru.i64(1);
+    }
+  }
+  for (const auto& key : doomed) {
+    Stmt del(db_, "DELETE FROM binaries WHERE cache_key = ?", path_);
+    del.bind(1, key);
+    del.step();
+  }
+  out.cubins = int64_t(doomed.size());
+  tx.commit();
+  return out;
 }
 
 void Store::set_busy_timeout(int ms) { sqlite3_busy_timeout(db_, ms); }

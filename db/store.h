@@ -51,7 +51,7 @@ struct TrialRow {
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
 
   // Opens (creating if needed) and migrates to kSchemaVersion. Throws Error naming the path and
   // the SQLite call on failure. read_only opens without creating or migrating.
@@ -107,10 +107,21 @@ class Store {
   // The archs of the devices that recorded trials, sorted.
   std::vector<std::string> trial_archs() const;
 
-  // cubins keyed by the compiler's cache key (source hash, options, arch, NVRTC version).
+  // cubins keyed by the compiler's cache key (source hash, options, arch, NVRTC version). Each
+  // carries a use stamp (the table's largest plus one) for trim_binaries: a put stamps the cubin,
+  // new or already there, and touch_binary stamps one that was loaded.
   void put_binary(const std::string& key, const std::string& arch, const std::vector<char>& cubin,
                   const std::vector<std::string>& lowered_names);
   bool get_binary(const std::string& key, std::vector<char>* cubin, std::vector<std::string>* lowered_names) const;
+  // Marks a cubin as just used (nothing when the key is not here). Returns whether it was.
+  bool touch_binary(const std::string& key);
+  // When the cubins' bytes exceed `above`, deletes the least recently used ones until they are at
+  // most `down_to` (one transaction; the freed pages are reused by later puts, the file does not
+  // shrink). Returns what was deleted. The runtime's cubin cache stays bounded this way.
+  struct Trimmed {
+    int64_t cubins = 0, bytes = 0;
+  };
+  Trimmed trim_binaries(int64_t above, int64_t down_to);
   // How long a write waits for another connection's write lock before it fails (the constructor
   // sets 60 s, for tuners sharing a database; a runtime's cubin cache waits less).
   void set_busy_timeout(int ms);
@@ -148,5 +159,10 @@ std::string default_db_path();
 // The runtime's cubin cache (RuntimeOptions::cubin_cache): $KTUNE_CUBIN_CACHE if set ("" when set
 // empty: no cache), else cubins.db beside default_db_path()'s default place.
 std::string default_cubin_cache_path();
+// The most bytes of cubins a runtime keeps in its cubin cache (RuntimeOptions::cubin_cache_max_mb's
+// default): $KTUNE_CUBIN_CACHE_MAX_MB if set (0: no limit), else kDefaultCubinCacheMaxMb. A value
+// that is not a whole number of MB >= 0 throws UsageError naming the variable.
+inline constexpr int64_t kDefaultCubinCacheMaxMb = 512;
+int64_t default_cubin_cache_max_mb();
 
 } // namespace ktune

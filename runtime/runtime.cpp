@@ -365,6 +365,27 @@ struct Runtime::Impl {
     if (!cache) return;
     try {
       cache->put_binary(k.cache_key, arch, k.cubin, k.lowered_names);
+      // Past the limit, the least recently used cubins go, down to 3/4 of it: a trim every
+      // quarter of the limit's worth of new kernels, not at every put.
+      if (opts.cubin_cache_max_mb > 0) {
+        const int64_t limit = opts.cubin_cache_max_mb * 1000000;
+        cache->trim_binaries(limit, limit / 4 * 3);
+      }
+    } catch (const Error& e) {
+      std::fprintf(stderr, "ktune: cubin cache %s not written (%s): no longer used by this runtime\n", opts.cubin_cache.c_str(),
+                   e.what());
+      cubins.reset();
+    }
+  }
+
+  // A cubin loaded from the cache is stamped as used, so that trims keep it over older ones (an
+  // entry of the tuner's store is not in the cache: nothing changes). A failure closes the cache.
+  void touch_cubin(const std::string& key) {
+    std::lock_guard<std::mutex> lk(store_mu);
+    Store* cache = cubin_cache();
+    if (!cache) return;
+    try {
+      cache->touch_binary(key);
     } catch (const Error& e) {
       std::fprintf(stderr, "ktune: cubin cache %s not written (%s): no longer used by this runtime\n", opts.cubin_cache.c_str(),
                    e.what());
@@ -399,7 +420,8 @@ struct Runtime::Impl {
         k = the_compiler().compile(req);
         mod = std::make_shared<Module>(k->cubin, k->lowered_names, req.context);
       }
-      if (!k->from_cache) keep_cubin(*k);
+      if (k->from_cache) touch_cubin(ck);
+      else keep_cubin(*k);
       std::lock_guard<std::mutex> lk(mod_mu);
       return modules.emplace(ck, mod).first->second;
     };
@@ -697,6 +719,10 @@ Runtime::Runtime(RuntimeOptions o) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.opts = std::move(o);
   if (m.opts.cubin_cache == kDefaultCubinCache) m.opts.cubin_cache = default_cubin_cache_path();
+  if (m.opts.cubin_cache_max_mb == kDefaultCubinCacheLimit) m.opts.cubin_cache_max_mb = default_cubin_cache_max_mb();
+  if (m.opts.cubin_cache_max_mb < 0)
+    throw UsageError("ktune runtime: cubin_cache_max_mb must be >= 0 (0: no limit) or kDefaultCubinCacheLimit, not " +
+                     std::to_string(m.opts.cubin_cache_max_mb));
   if (m.opts.measure_margin < 0 || m.opts.measure_margin >= 1)
     throw UsageError("ktune runtime: measure_margin must be in [0, 1), not " + std::to_string(m.opts.measure_margin));
   if (m.opts.arch.empty()) {

@@ -1,5 +1,6 @@
-// ktune cache: what the runtime's cubin cache holds (RuntimeOptions::cubin_cache), and --clear to
-// empty it. The cache has no eviction of its own: each distinct kernel a runtime compiled stays.
+// ktune cache: what the runtime's cubin cache holds (RuntimeOptions::cubin_cache), --clear to empty
+// it, --max-mb to trim it to a size (least recently used first, as runtimes do past their limit,
+// RuntimeOptions::cubin_cache_max_mb).
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
@@ -16,6 +17,7 @@ namespace {
 struct CacheArgs {
   std::string path;
   bool clear = false;
+  int64_t max_mb = -1;
 };
 
 int cmd_cache(const CacheArgs& a) {
@@ -28,11 +30,16 @@ int cmd_cache(const CacheArgs& a) {
     std::printf("cubin cache %s: none yet (a runtime creates it when it first compiles a kernel)\n", path.c_str());
     return 0;
   }
-  Store store(path, /*read_only=*/!a.clear);
+  Store store(path, /*read_only=*/!a.clear && a.max_mb < 0);
   if (a.clear) {
     const int64_t n = store.clear_binaries();
     std::printf("cubin cache %s: deleted %lld cubins\n", path.c_str(), static_cast<long long>(n));
     return 0;
+  }
+  if (a.max_mb >= 0) {
+    const auto t = store.trim_binaries(a.max_mb * 1000000, a.max_mb * 1000000);
+    std::printf("cubin cache %s: deleted %lld least recently used cubins (%.1f MB)\n", path.c_str(),
+                static_cast<long long>(t.cubins), double(t.bytes) / 1e6);
   }
   int64_t cubins = 0, bytes = 0;
   const auto counts = store.binary_counts();
@@ -40,6 +47,9 @@ int cmd_cache(const CacheArgs& a) {
   std::printf("cubin cache %s: %lld cubins, %.1f MB\n", path.c_str(), static_cast<long long>(cubins), double(bytes) / 1e6);
   for (const auto& c : counts)
     std::printf("  %-8s %6lld cubins %9.1f MB\n", c.arch.c_str(), static_cast<long long>(c.cubins), double(c.bytes) / 1e6);
+  const int64_t limit = default_cubin_cache_max_mb();
+  if (limit > 0) std::printf("runtimes keep at most %lld MB here (least recently used go first; $KTUNE_CUBIN_CACHE_MAX_MB)\n", static_cast<long long>(limit));
+  else std::printf("runtimes keep every cubin here ($KTUNE_CUBIN_CACHE_MAX_MB=0)\n");
   return 0;
 }
 
@@ -49,7 +59,10 @@ Command add_cache(CLI::App& app) {
   auto a = std::make_shared<CacheArgs>();
   auto* c = app.add_subcommand("cache", "Show (or --clear) the cubins runtimes kept for later processes");
   c->add_option("--path", a->path, "Cubin cache file (default: $KTUNE_CUBIN_CACHE, else ~/.cache/ktune/cubins.db)");
-  c->add_flag("--clear", a->clear, "Delete every cached cubin (runtimes compile them again when needed)");
+  auto* clear = c->add_flag("--clear", a->clear, "Delete every cached cubin (runtimes compile them again when needed)");
+  c->add_option("--max-mb", a->max_mb, "Delete the least recently used cubins until the cache holds at most this many MB")
+      ->check(CLI::NonNegativeNumber)
+      ->excludes(clear);
   return {c, [a] { return cmd_cache(*a); }};
 }
 

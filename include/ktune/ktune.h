@@ -35,7 +35,8 @@ typedef enum { KTUNE_OP_N = 0, KTUNE_OP_T = 1 } ktune_op_t;
 /* db_path: a ktune database to read tuned configs from; NULL uses $KTUNE_DB or the default
  * (~/.cache/ktune/ktune.db) if it exists. The shipped tables are always consulted. Device 0.
  * Kernels compiled on first use are kept for later processes in ~/.cache/ktune/cubins.db
- * ($KTUNE_CUBIN_CACHE names another file; set empty, no cache). */
+ * ($KTUNE_CUBIN_CACHE names another file; set empty, no cache), at most 512 MB of them, the least
+ * recently used going first ($KTUNE_CUBIN_CACHE_MAX_MB changes the limit; 0: none). */
 ktune_status_t ktune_create(ktune_handle_t* handle, const char* db_path);
 /* As ktune_create, with flags (0 or an OR of these; anything else is KTUNE_INVALID_VALUE):
  * KTUNE_FLAG_TF32X3 also consults the shipped 3xTF32 table (gemm_tf32x3, and gemm_wgmma_tf32x3 on sm_90):

@@ -23,6 +23,7 @@
 #pragma once
 #include <cuda.h>
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -82,6 +83,8 @@ struct Selection {
 
 // RuntimeOptions::cubin_cache's default: the per-user cache file (resolved at construction).
 inline constexpr const char* kDefaultCubinCache = "<default>";
+// RuntimeOptions::cubin_cache_max_mb's default: $KTUNE_CUBIN_CACHE_MAX_MB if set, else 512 MB.
+inline constexpr int64_t kDefaultCubinCacheLimit = -1;
 
 struct RuntimeOptions {
   std::string db_path;             // "" or a missing file: no store; opened read-only otherwise
@@ -114,6 +117,11 @@ struct RuntimeOptions {
   // set (set but empty: off), else $XDG_CACHE_HOME/ktune/cubins.db, else ~/.cache/ktune/cubins.db.
   // A cache that cannot be opened or written is reported once on stderr and then not used.
   std::string cubin_cache = kDefaultCubinCache;
+  // The most bytes of cubins the cache holds, in MB (10^6 bytes; 0: no limit). Past it, a runtime
+  // that keeps a new cubin deletes the least recently used ones (loaded or kept by any runtime)
+  // down to 3/4 of it; a kernel whose cubin went is compiled again when next needed. A cubin is
+  // ~0.1-0.3 MB, so the default 512 holds a few thousand. `ktune cache` shows the cache and trims it.
+  int64_t cubin_cache_max_mb = kDefaultCubinCacheLimit;
   std::string arch;                // "" = the arch of `device` (needs a GPU)
   int device = 0;
 };

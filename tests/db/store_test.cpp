@@ -62,18 +62,93 @@ TEST(Store, MigratesAVersionOneDatabaseKeepingItsRows) {
   // Turn it back into a version-1 file: drop what migration 2 added.
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, "DROP INDEX trials_by_problem; ALTER TABLE trials DROP COLUMN rel_error; PRAGMA user_version = 1;",
+  ASSERT_EQ(sqlite3_exec(db,
+                         "DROP INDEX binaries_by_use; ALTER TABLE binaries DROP COLUMN used; "
+                         "DROP INDEX trials_by_problem; ALTER TABLE trials DROP COLUMN rel_error; PRAGMA user_version = 1;",
                          nullptr, nullptr, nullptr),
             SQLITE_OK)
       << sqlite3_errmsg(db);
   sqlite3_close(db);
   Store s(path);
-  EXPECT_EQ(s.schema_version(), 2);
+  EXPECT_EQ(s.schema_version(), Store::kSchemaVersion);
   const int64_t d = s.device_id(fake_device()), p = s.problem_id(GemmProblem::parse("64x64x64"));
   const auto rows = s.trials(d, p);
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].rel_error, -1); // the migration's default for rows that predate the column
   EXPECT_TRUE(s.best("sm_90", GemmProblem::parse("64x64x64").key()).has_value());
+}
+
+TEST(Store, TrimsTheLeastRecentlyUsedCubinsFirst) {
+  Store s(temp_db("lru.db"));
+  s.put_binary("a", "sm_90", std::vector<char>(100, 'a'), {"_Z1av"});
+  s.put_binary("b", "sm_90", std::vector<char>(200, 'b'), {"_Z1bv"});
+  s.put_binary("c", "sm_90", std::vector<char>(300, 'c'), {"_Z1cv"});
+  s.put_binary("d", "sm_80", std::vector<char>(400, 'd'), {"_Z1dv"});
+  EXPECT_TRUE(s.touch_binary("a")); // now the most recently used
+  EXPECT_FALSE(s.touch_binary("nope"));
+  auto held = [&](const char* key) {
+    std::vector<char> cubin;
+    std::vector<std::string> names;
+    return s.get_binary(key, &cubin, &names);
+  };
+  Store::Trimmed t = s.trim_binaries(1000, 0); // 1000 bytes: not above the limit
+  EXPECT_EQ(t.cubins, 0);
+  EXPECT_TRUE(held("a") && held("b") && held("c") && held("d"));
+  t = s.trim_binaries(900, 450); // b, then c, then d (500 left, then 100)
+  EXPECT_EQ(t.cubins, 3);
+  EXPECT_EQ(t.bytes, 900);
+  EXPECT_TRUE(held("a"));
+  EXPECT_FALSE(held("b") || held("c") || held("d"));
+  // A put of a cubin already there marks it used as well.
+  s.put_binary("e", "sm_90", std::vector<char>(100, 'e'), {"_Z1ev"});
+  s.put_binary("a", "sm_90", std::vector<char>(100, 'a'), {"_Z1av"});
+  t = s.trim_binaries(150, 150);
+  EXPECT_EQ(t.cubins, 1);
+  EXPECT_TRUE(held("a"));
+  EXPECT_FALSE(held("e"));
+}
+
+TEST(Store, MigratesAVersionTwoCacheKeepingItsCubinsInTheirOrder) {
+  const std::string path = temp_db("v2.db");
+  {
+    Store s(path);
+    s.put_binary("old", "sm_90", std::vector<char>(100, 'o'), {"_Z1ov"});
+    s.put_binary("new", "sm_90", std::vector<char>(100, 'n'), {"_Z1nv"});
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "DROP INDEX binaries_by_use; ALTER TABLE binaries DROP COLUMN used; PRAGMA user_version = 2;",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+  Store s(path);
+  EXPECT_EQ(s.schema_version(), Store::kSchemaVersion);
+  const Store::Trimmed t = s.trim_binaries(150, 150);
+  EXPECT_EQ(t.cubins, 1);
+  std::vector<char> cubin;
+  std::vector<std::string> names;
+  EXPECT_TRUE(s.get_binary("new", &cubin, &names));
+  EXPECT_FALSE(s.get_binary("old", &cubin, &names));
+}
+
+TEST(Store, CubinCacheLimitComesFromTheEnvironmentOrTheDefault) {
+  unsetenv("KTUNE_CUBIN_CACHE_MAX_MB");
+  EXPECT_EQ(default_cubin_cache_max_mb(), kDefaultCubinCacheMaxMb);
+  setenv("KTUNE_CUBIN_CACHE_MAX_MB", "64", 1);
+  EXPECT_EQ(default_cubin_cache_max_mb(), 64);
+  setenv("KTUNE_CUBIN_CACHE_MAX_MB", "0", 1);
+  EXPECT_EQ(default_cubin_cache_max_mb(), 0);
+  for (const char* bad : {"", "-1", "12MB", "lots"}) {
+    setenv("KTUNE_CUBIN_CACHE_MAX_MB", bad, 1);
+    try {
+      default_cubin_cache_max_mb();
+      ADD_FAILURE() << "accepted KTUNE_CUBIN_CACHE_MAX_MB='" << bad << "'";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("KTUNE_CUBIN_CACHE_MAX_MB"), std::string::npos) << e.what();
+    }
+  }
+  unsetenv("KTUNE_CUBIN_CACHE_MAX_MB");
 }
 
 TEST(Store, RefusesANewerSchema) {

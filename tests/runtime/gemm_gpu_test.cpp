@@ -100,22 +100,25 @@ TEST_F(RuntimeGpu, CompiledKernelsAreKeptForTheNextRuntime) {
   GemmOp& op = *op_;
   const std::string path = (std::filesystem::temp_directory_path() / ("ktune-cubin-cache-" + std::to_string(getpid()) + ".db")).string();
   std::filesystem::remove(path);
-  auto count = [&] {
+  auto query = [&](const std::string& file, const char* sql) {
     sqlite3* db = nullptr;
-    EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+    EXPECT_EQ(sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
     sqlite3_stmt* st = nullptr;
-    EXPECT_EQ(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM binaries", -1, &st, nullptr), SQLITE_OK);
+    EXPECT_EQ(sqlite3_prepare_v2(db, sql, -1, &st, nullptr), SQLITE_OK);
     EXPECT_EQ(sqlite3_step(st), SQLITE_ROW);
-    const int n = sqlite3_column_int(st, 0);
+    const int64_t n = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
     sqlite3_close(db);
     return n;
   };
+  auto count = [&] { return query(path, "SELECT COUNT(*) FROM binaries"); };
+  auto last_use = [&] { return query(path, "SELECT MAX(used) FROM binaries"); };
   const GemmProblem tuned = make(kCases[0]), untuned = make(kCases[1]); // 1024^3 (a table entry), 4000^3
-  auto run = [&](const std::string& cache, uint64_t seed) {
+  auto run = [&](const std::string& cache, uint64_t seed, int64_t max_mb = kDefaultCubinCacheLimit) {
     RuntimeOptions o;
     o.db_path = "";
     o.cubin_cache = cache;
+    o.cubin_cache_max_mb = max_mb;
     Runtime rt(o);
     for (const GemmProblem& p : {tuned, untuned}) {
       const auto r = op.check(p, seed++, [&](const KtuneGemmArgs& a, CUstream s) { rt.gemm(p, a.A, a.B, a.C, p.alpha, p.beta, s); },
@@ -126,14 +129,27 @@ TEST_F(RuntimeGpu, CompiledKernelsAreKeptForTheNextRuntime) {
   };
   const size_t candidates = run(path, 3100);
   ASSERT_TRUE(std::filesystem::exists(path));
-  const int kept = count();
+  const int64_t kept = count(), stamp = last_use();
   EXPECT_GE(kept, 2) << "the tuned kernel and at least one candidate of " << candidates;
-  run(path, 3200); // from the cache: nothing new to keep
+  run(path, 3200); // from the cache: nothing new to keep, but what was loaded is marked used
   EXPECT_EQ(count(), kept);
+  EXPECT_GT(last_use(), stamp);
   run("/proc/ktune-no-such-dir/cubins.db", 3300);
-  std::filesystem::remove(path);
-  std::filesystem::remove(path + "-wal");
-  std::filesystem::remove(path + "-shm");
+  // A 1 MB limit: the candidates' cubins (~0.1-0.3 MB each) are trimmed as they come, the most
+  // recent kept.
+  const std::string small = path + ".small";
+  std::filesystem::remove(small);
+  run(small, 3400, 1);
+  const int64_t bytes = query(small, "SELECT COALESCE(SUM(LENGTH(cubin)), 0) FROM binaries");
+  EXPECT_LE(bytes, 1000000);
+  EXPECT_GE(query(small, "SELECT COUNT(*) FROM binaries"), 1);
+  std::cout << "[ ktune    ] cubin cache: " << kept << " cubins kept without a limit; with 1 MB, "
+            << query(small, "SELECT COUNT(*) FROM binaries") << " (" << bytes << " bytes)\n";
+  for (const std::string& f : {path, small}) {
+    std::filesystem::remove(f);
+    std::filesystem::remove(f + "-wal");
+    std::filesystem::remove(f + "-shm");
+  }
 }
 
 TEST_F(RuntimeGpu, Tf32x3OptInMatchesFp64ReferenceOnTunedAndUntunedShapes) {

@@ -119,6 +119,38 @@ TEST(Cli, CacheListsAndClearsTheCubinCache) {
   EXPECT_NE(r.out.find("set empty"), std::string::npos) << r.out;
 }
 
+TEST(Cli, CacheTrimsTheLeastRecentlyUsedCubinsToASize) {
+  const std::string path = scratch("cubins-trim.db");
+  std::filesystem::remove(path);
+  unsetenv("KTUNE_CUBIN_CACHE_MAX_MB"); // the default limit is printed below
+  {
+    ktune::Store st(path);
+    st.put_binary("k1", "sm_90", std::vector<char>(600000, 'x'), {"_Z1fv"});
+    st.put_binary("k2", "sm_90", std::vector<char>(500000, 'y'), {"_Z1gv"});
+    st.put_binary("k3", "sm_90", std::vector<char>(250000, 'z'), {"_Z1hv"});
+    EXPECT_TRUE(st.touch_binary("k1")); // k2 is now the least recently used
+  }
+  CliRun r = run_ktune("cache --path " + path + " --max-mb 1");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("deleted 1 least recently used cubins (0.5 MB)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2 cubins"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("at most 512 MB"), std::string::npos) << r.out;
+  std::vector<char> cubin;
+  std::vector<std::string> names;
+  EXPECT_FALSE(ktune::Store(path, true).get_binary("k2", &cubin, &names));
+  EXPECT_TRUE(ktune::Store(path, true).get_binary("k1", &cubin, &names));
+  r = run_ktune("cache --path " + path + " --max-mb -3");
+  EXPECT_NE(r.status, 0);
+  r = run_ktune("cache --path " + path + " --max-mb 1 --clear");
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(ktune::Store(path, true).get_binary("k1", &cubin, &names)); // nothing done
+  setenv("KTUNE_CUBIN_CACHE_MAX_MB", "lots", 1);
+  r = run_ktune("cache --path " + path);
+  unsetenv("KTUNE_CUBIN_CACHE_MAX_MB");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.out.find("KTUNE_CUBIN_CACHE_MAX_MB='lots'"), std::string::npos) << r.out;
+}
+
 TEST(Cli, VersionNamesTheReleaseAndTheGitCommit) {
   const CliRun r = run_ktune("--version");
   EXPECT_EQ(r.status, 0);
