@@ -421,6 +421,14 @@ bool Store::touch_binary(const std::string& key) {
   return sqlite3_changes(db_) > 0;
 }
 
+int64_t Store::touch_binaries(const std::vector<std::string>& keys) {
+  Transaction tx(db_, path_);
+  int64_t n = 0;
+  for (const auto& key : keys) n += touch_binary(key);
+  tx.commit();
+  return n;
+}
+
 Store::Trimmed Store::trim_binaries(int64_t above, int64_t down_to) {
   Trimmed out;
   Transaction tx(db_, path_);
@@ -451,6 +459,10 @@ Store::Trimmed Store::trim_binaries(int64_t above, int64_t down_to) {
 }
 
 void Store::set_busy_timeout(int ms) { sqlite3_busy_timeout(db_, ms); }
+
+void Store::set_durable(bool durable) {
+  exec(durable ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL", "setting the durability of commits");
+}
 
 std::vector<Store::BinaryCount> Store::binary_counts() const {
   Stmt s(db_, "SELECT arch, COUNT(*), COALESCE(SUM(LENGTH(cubin)), 0) FROM binaries GROUP BY arch ORDER BY arch", path_);

@@ -115,6 +115,8 @@ class Store {
   bool get_binary(const std::string& key, std::vector<char>* cubin, std::vector<std::string>* lowered_names) const;
   // Marks a cubin as just used (nothing when the key is not here). Returns whether it was.
   bool touch_binary(const std::string& key);
+  // The same for several, in their order, in one transaction. Returns how many were here.
+  int64_t touch_binaries(const std::vector<std::string>& keys);
   // When the cubins' bytes exceed `above`, deletes the least recently used ones until they are at
   // most `down_to` (one transaction; the freed pages are reused by later puts, the file does not
   // shrink). Returns what was deleted. The runtime's cubin cache stays bounded this way.
@@ -125,6 +127,11 @@ class Store {
   // How long a write waits for another connection's write lock before it fails (the constructor
   // sets 60 s, for tuners sharing a database; a runtime's cubin cache waits less).
   void set_busy_timeout(int ms);
+  // durable = false: commits are not flushed to disk one by one (WAL with synchronous=NORMAL; the
+  // WAL is synced at checkpoints). A power cut may lose the last commits, never the file. For a
+  // cache whose writes sit on a caller's path (the runtime's cubin cache: a flush took ~1.4 ms a
+  // write on the H100 machine); a tuning database keeps every trial durable.
+  void set_durable(bool durable);
   // How many cubins the binary cache holds and their bytes, per arch (ktune cache).
   struct BinaryCount {
     std::string arch;

@@ -350,6 +350,9 @@ struct Runtime::Impl {
           // A put runs inside a gemm() call: it does not wait out another process's long write
           // (ktune cache --clear's VACUUM) but fails, which closes the cache for this runtime.
           cubins->set_busy_timeout(1000);
+          // Its writes (a kept cubin, a load's use stamp) run inside gemm(): no flush to disk
+          // each (a lost stamp or cubin after a power cut only costs a compile).
+          cubins->set_durable(false);
         } catch (const Error& e) {
           std::fprintf(stderr, "ktune: cubin cache %s not used (%s): kernels compile in every process\n", opts.cubin_cache.c_str(),
                        e.what());
@@ -361,6 +364,7 @@ struct Runtime::Impl {
   // Keeps a cubin NVRTC made for later processes (the cache's first failure closes it).
   void keep_cubin(const CompiledKernel& k) {
     std::lock_guard<std::mutex> lk(store_mu);
+    stamp_loaded();
     Store* cache = cubin_cache();
     if (!cache) return;
     try {
@@ -379,18 +383,30 @@ struct Runtime::Impl {
   }
 
   // A cubin loaded from the cache is stamped as used, so that trims keep it over older ones (an
-  // entry of the tuner's store is not in the cache: nothing changes). A failure closes the cache.
-  void touch_cubin(const std::string& key) {
-    std::lock_guard<std::mutex> lk(store_mu);
+  // entry of the tuner's store is not in the cache: nothing changes). The stamps wait for the next
+  // write (a kept cubin) or the Runtime's end and go in one transaction: a write each on the load
+  // path cost ~0.4 ms a kernel (bf16 first use from the cache, 9 kernels: 38-39 ms against 35;
+  // H100 machine, docs/PERFORMANCE.md "Runtime cost"). Call with store_mu held.
+  std::vector<std::string> unstamped;
+  void stamp_loaded() {
     Store* cache = cubin_cache();
-    if (!cache) return;
+    if (!cache || unstamped.empty()) return;
     try {
-      cache->touch_binary(key);
+      cache->touch_binaries(unstamped);
     } catch (const Error& e) {
       std::fprintf(stderr, "ktune: cubin cache %s not written (%s): no longer used by this runtime\n", opts.cubin_cache.c_str(),
                    e.what());
       cubins.reset();
     }
+    unstamped.clear();
+  }
+  void loaded_from_cache(const std::string& key) {
+    std::lock_guard<std::mutex> lk(store_mu);
+    unstamped.push_back(key);
+  }
+  ~Impl() {
+    std::lock_guard<std::mutex> lk(store_mu);
+    stamp_loaded();
   }
 
   // The loaded module of config c of family f for p: the runtime's cache, else the store's
@@ -420,7 +436,7 @@ struct Runtime::Impl {
         k = the_compiler().compile(req);
         mod = std::make_shared<Module>(k->cubin, k->lowered_names, req.context);
       }
-      if (k->from_cache) touch_cubin(ck);
+      if (k->from_cache) loaded_from_cache(ck);
       else keep_cubin(*k);
       std::lock_guard<std::mutex> lk(mod_mu);
       return modules.emplace(ck, mod).first->second;

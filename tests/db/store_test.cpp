@@ -84,7 +84,7 @@ TEST(Store, TrimsTheLeastRecentlyUsedCubinsFirst) {
   s.put_binary("b", "sm_90", std::vector<char>(200, 'b'), {"_Z1bv"});
   s.put_binary("c", "sm_90", std::vector<char>(300, 'c'), {"_Z1cv"});
   s.put_binary("d", "sm_80", std::vector<char>(400, 'd'), {"_Z1dv"});
-  EXPECT_TRUE(s.touch_binary("a")); // now the most recently used
+  EXPECT_EQ(s.touch_binaries({"b", "nope", "a"}), 2); // a is now the most recently used, b the one before
   EXPECT_FALSE(s.touch_binary("nope"));
   auto held = [&](const char* key) {
     std::vector<char> cubin;
@@ -94,7 +94,7 @@ TEST(Store, TrimsTheLeastRecentlyUsedCubinsFirst) {
   Store::Trimmed t = s.trim_binaries(1000, 0); // 1000 bytes: not above the limit
   EXPECT_EQ(t.cubins, 0);
   EXPECT_TRUE(held("a") && held("b") && held("c") && held("d"));
-  t = s.trim_binaries(900, 450); // b, then c, then d (500 left, then 100)
+  t = s.trim_binaries(900, 250); // c, then d, then b (700 left, 300, then 100)
   EXPECT_EQ(t.cubins, 3);
   EXPECT_EQ(t.bytes, 900);
   EXPECT_TRUE(held("a"));

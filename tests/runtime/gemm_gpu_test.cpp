@@ -114,19 +114,21 @@ TEST_F(RuntimeGpu, CompiledKernelsAreKeptForTheNextRuntime) {
   auto count = [&] { return query(path, "SELECT COUNT(*) FROM binaries"); };
   auto last_use = [&] { return query(path, "SELECT MAX(used) FROM binaries"); };
   const GemmProblem tuned = make(kCases[0]), untuned = make(kCases[1]); // 1024^3 (a table entry), 4000^3
-  auto run = [&](const std::string& cache, uint64_t seed, int64_t max_mb = kDefaultCubinCacheLimit) {
+  auto run_all = [&](const std::string& cache, uint64_t seed, const std::vector<GemmProblem>& problems,
+                     int64_t max_mb = kDefaultCubinCacheLimit) {
     RuntimeOptions o;
     o.db_path = "";
     o.cubin_cache = cache;
     o.cubin_cache_max_mb = max_mb;
     Runtime rt(o);
-    for (const GemmProblem& p : {tuned, untuned}) {
-      const auto r = op.check(p, seed++, [&](const KtuneGemmArgs& a, CUstream s) { rt.gemm(p, a.A, a.B, a.C, p.alpha, p.beta, s); },
+    for (const GemmProblem& p : problems) {
+      const auto r = op.check(p, seed++, [&](const KtuneGemmArgs& a, CUstream s) { rt.gemm_ex(p, a.A, a.B, a.C, p.alpha, p.beta, s); },
                               nullptr);
       EXPECT_TRUE(r.pass) << p.key() << " with cubin cache '" << cache << "': " << r.summary();
     }
-    return rt.best_config(untuned).candidates.size();
+    return rt.best_config(problems.back()).candidates.size();
   };
+  auto run = [&](const std::string& cache, uint64_t seed) { return run_all(cache, seed, {tuned, untuned}); };
   const size_t candidates = run(path, 3100);
   ASSERT_TRUE(std::filesystem::exists(path));
   const int64_t kept = count(), stamp = last_use();
@@ -135,17 +137,30 @@ TEST_F(RuntimeGpu, CompiledKernelsAreKeptForTheNextRuntime) {
   EXPECT_EQ(count(), kept);
   EXPECT_GT(last_use(), stamp);
   run("/proc/ktune-no-such-dir/cubins.db", 3300);
-  // A 1 MB limit: the candidates' cubins (~0.1-0.3 MB each) are trimmed as they come, the most
-  // recent kept.
-  const std::string small = path + ".small";
+  // A 1 MB limit over two bf16 shapes nobody tuned, whose candidates' kernels (9 each, ~0.1-0.3 MB a
+  // cubin) add up to more: without a limit the cache holds them all, with it the least recently
+  // used go as new ones come.
+  std::vector<GemmProblem> shapes;
+  for (const char* s : {"2900x1900x1000", "1900x2900x1000"}) {
+    GemmProblem p = GemmProblem::parse(s, "NN", DType::bf16);
+    p.alpha = 0.5f, p.beta = 0.0f;
+    shapes.push_back(p);
+  }
+  const std::string big = path + ".big", small = path + ".small";
+  std::filesystem::remove(big);
   std::filesystem::remove(small);
-  run(small, 3400, 1);
-  const int64_t bytes = query(small, "SELECT COALESCE(SUM(LENGTH(cubin)), 0) FROM binaries");
+  const char* bytes_sql = "SELECT COALESCE(SUM(LENGTH(cubin)), 0) FROM binaries";
+  run_all(big, 3400, shapes, 0);
+  const int64_t all_bytes = query(big, bytes_sql), all_cubins = query(big, "SELECT COUNT(*) FROM binaries");
+  ASSERT_GT(all_bytes, 1000000) << "the shapes' kernels must exceed the limit for this test to trim anything";
+  run_all(small, 3500, shapes, 1);
+  const int64_t bytes = query(small, bytes_sql), cubins = query(small, "SELECT COUNT(*) FROM binaries");
   EXPECT_LE(bytes, 1000000);
-  EXPECT_GE(query(small, "SELECT COUNT(*) FROM binaries"), 1);
-  std::cout << "[ ktune    ] cubin cache: " << kept << " cubins kept without a limit; with 1 MB, "
-            << query(small, "SELECT COUNT(*) FROM binaries") << " (" << bytes << " bytes)\n";
-  for (const std::string& f : {path, small}) {
+  EXPECT_GE(cubins, 1);
+  EXPECT_LT(cubins, all_cubins);
+  std::cout << "[ ktune    ] cubin cache: " << all_cubins << " cubins (" << all_bytes << " bytes) without a limit; with 1 MB, "
+            << cubins << " (" << bytes << " bytes)\n";
+  for (const std::string& f : {path, big, small}) {
     std::filesystem::remove(f);
     std::filesystem::remove(f + "-wal");
     std::filesystem::remove(f + "-shm");
