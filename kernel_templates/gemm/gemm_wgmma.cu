@@ -810,6 +810,17 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
     const unsigned a_wg = unsigned(wrow) * 128;
     // PP: the named barrier on which consumer c waits for its turn (the other one's arrive).
     constexpr unsigned TURN = 4;
+    // When a consumer releases a stage. By default one K tile late: after issuing K tile it, it
+    // waits until at most one group is pending (K tile it - 1's) and releases that one's stage, so
+    // two of its groups stay queued on the tensor pipe and the producer's lead is ST - 2 stages.
+    // RELEASE_NOW (rings of three stages; no PP, no SK): it waits for K tile it's own group and
+    // releases its stage at once, which gives the producer ST - 1 stages of lead. A clock64 trace on
+    // the H100 (session 21, docs/PERFORMANCE.md) had three-stage consumers waiting ~270 cycles a K
+    // tile for data. The shipped three-stage entries, both builds alternating three times: 2048^3
+    // +1.4 %, f16 2048x4096x11008 (PT 2) +1.7 %, 8192^3 (PT 4) +0.6 %, 4095x4097x4093 (256 x 128,
+    // PT 4, EPI 3, packed) +5.6 %; the stream-K one (SK 2, 2048x11008x4096) lost 1.1-1.5 %, so SK
+    // keeps the default, as do rings of four or more stages (no gain in the same runs).
+    constexpr bool RELEASE_NOW = ST <= 3 && PP == 0 && SK == 0;
     int it = 0, u, kb, ke;
     Work<SK> work(units, nkw, unit0, stride);
     for (int j = 0; work.next(u, kb, ke); ++j) { // j: the block's segment index
@@ -833,14 +844,19 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
         mbar_wait(full0 + s * 8, (unsigned(it) / ST) & 1);
         const unsigned sa = sbase + s * STAGE;
         mma_tile<MT, BN, F16, A_COL, B_COL>(acc, sa, sa + A_BYTES, a_wg);
-        wgmma_wait<1>(); // K tile it - 1's wgmma have read their stage: release it to the producer
-        if (kt > 0 && tid % 128 == 0) release(int(unsigned(it - 1) % ST));
+        if constexpr (RELEASE_NOW) {
+          wgmma_wait<0>(); // this K tile's wgmma have read their stage: release it now
+          if (tid % 128 == 0) release(int(s));
+        } else {
+          wgmma_wait<1>(); // K tile it - 1's wgmma have read their stage: release it to the producer
+          if (kt > 0 && tid % 128 == 0) release(int(unsigned(it - 1) % ST));
+        }
       }
       // PP: every stage of this tile has been waited for; the other consumer's turn (if it has a next tile).
       if (PP && work.more()) named_arrive(TURN + (1 - cw), 256);
       wgmma_wait<0>();
       // The tile's last stage, for the next tile's loads (PT = 1: nobody waits for it).
-      if (PT != 1 && kn > 0 && tid % 128 == 0) release((it - 1) % ST);
+      if (!RELEASE_NOW && PT != 1 && kn > 0 && tid % 128 == 0) release((it - 1) % ST);
 #pragma unroll
       for (int m = 0; m < MT; ++m) fence_regs(acc[m]);
       if constexpr (SK == 3) {
