@@ -25,6 +25,14 @@ std::string temp_db(const std::string& name) {
   return path.string();
 }
 
+// Runs sql on the database at path with plain SQLite: turns a current file into an older schema.
+void downgrade(const std::string& path, const char* sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+}
+
 DeviceInfo fake_device() {
   DeviceInfo d = DeviceInfo::nominal("sm_90");
   d.name = "Test GPU";
@@ -59,16 +67,9 @@ TEST(Store, MigratesAVersionOneDatabaseKeepingItsRows) {
     const int64_t d = s.device_id(fake_device()), p = s.problem_id(GemmProblem::parse("64x64x64"));
     s.record_trial(d, p, "sm_90", trial("{\"TILE\":16}", TrialStatus::ok, 2.0));
   }
-  // Turn it back into a version-1 file: drop what migration 2 added.
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db,
-                         "DROP INDEX binaries_by_use; ALTER TABLE binaries DROP COLUMN used; "
-                         "DROP INDEX trials_by_problem; ALTER TABLE trials DROP COLUMN rel_error; PRAGMA user_version = 1;",
-                         nullptr, nullptr, nullptr),
-            SQLITE_OK)
-      << sqlite3_errmsg(db);
-  sqlite3_close(db);
+  // Turn it back into a version-1 file: drop what migrations 2 and 3 added.
+  downgrade(path, "DROP INDEX binaries_by_use; ALTER TABLE binaries DROP COLUMN used; "
+                  "DROP INDEX trials_by_problem; ALTER TABLE trials DROP COLUMN rel_error; PRAGMA user_version = 1;");
   Store s(path);
   EXPECT_EQ(s.schema_version(), Store::kSchemaVersion);
   const int64_t d = s.device_id(fake_device()), p = s.problem_id(GemmProblem::parse("64x64x64"));
@@ -115,13 +116,7 @@ TEST(Store, MigratesAVersionTwoCacheKeepingItsCubinsInTheirOrder) {
     s.put_binary("old", "sm_90", std::vector<char>(100, 'o'), {"_Z1ov"});
     s.put_binary("new", "sm_90", std::vector<char>(100, 'n'), {"_Z1nv"});
   }
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, "DROP INDEX binaries_by_use; ALTER TABLE binaries DROP COLUMN used; PRAGMA user_version = 2;",
-                         nullptr, nullptr, nullptr),
-            SQLITE_OK)
-      << sqlite3_errmsg(db);
-  sqlite3_close(db);
+  downgrade(path, "DROP INDEX binaries_by_use; ALTER TABLE binaries DROP COLUMN used; PRAGMA user_version = 2;");
   Store s(path);
   EXPECT_EQ(s.schema_version(), Store::kSchemaVersion);
   const Store::Trimmed t = s.trim_binaries(150, 150);
