@@ -361,6 +361,12 @@ struct Runtime::Impl {
     }
     return cubins.get();
   }
+  // A write to the cache failed: reported once, and the cache is closed for this runtime.
+  void close_cubin_cache(const Error& e) {
+    std::fprintf(stderr, "ktune: cubin cache %s not written (%s): no longer used by this runtime\n", opts.cubin_cache.c_str(),
+                 e.what());
+    cubins.reset();
+  }
   // Keeps a cubin NVRTC made for later processes (the cache's first failure closes it).
   void keep_cubin(const CompiledKernel& k) {
     std::lock_guard<std::mutex> lk(store_mu);
@@ -376,9 +382,7 @@ struct Runtime::Impl {
         cache->trim_binaries(limit, limit / 4 * 3);
       }
     } catch (const Error& e) {
-      std::fprintf(stderr, "ktune: cubin cache %s not written (%s): no longer used by this runtime\n", opts.cubin_cache.c_str(),
-                   e.what());
-      cubins.reset();
+      close_cubin_cache(e);
     }
   }
 
@@ -394,9 +398,7 @@ struct Runtime::Impl {
     try {
       cache->touch_binaries(unstamped);
     } catch (const Error& e) {
-      std::fprintf(stderr, "ktune: cubin cache %s not written (%s): no longer used by this runtime\n", opts.cubin_cache.c_str(),
-                   e.what());
-      cubins.reset();
+      close_cubin_cache(e);
     }
     unstamped.clear();
   }
