@@ -2,14 +2,20 @@
 // flushed by a read before every repetition, launch queued behind a delay, median)? The ceiling
 // for memory-bound kernels that read much more than they write: a decode GEMM (M = 1..16) is a
 // read of B, so "percent of the copy bandwidth" at 32 MB cannot exceed what a pure read of 32 MB
-// reaches. For each size the best of a small sweep of read kernels (grid-stride, 16-byte
-// ld.global.nc, UNROLL loads in flight a thread, blocks per SM x threads) is reported beside
-// cuMemcpyDtoD of 256 MiB (the bench's copy bandwidth) and a copy of the same bytes.
+// reaches. For each size the best of a sweep of read kernels is reported beside cuMemcpyDtoD of
+// 256 MiB (the bench's copy bandwidth) and a copy of the same bytes, with the best of each kind:
+//   stride  grid-stride 16-byte ld.global.nc, UNROLL loads in flight a thread;
+//   slice   each block reads its own contiguous slice with the same loads; with PF > 0 it first
+//           asks the L2 to prefetch the whole slice in PF-KiB bulk requests
+//           (cp.async.bulk.prefetch.L2), so that the slice's DRAM requests are all issued at once;
+//   bulk    (sm_90) each block's slice arrives in shared memory through 1D bulk copies (TMA) on a
+//           ring of STAGES chunks, one thread issuing, mbarrier completion.
 //   read_floor [--sizes-mb 8,16,32,...] [--device N]
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -48,6 +54,105 @@ __global__ void read_stream(const uint4* __restrict__ p, unsigned long long n16,
   }
   if (s == -1.f) *out = s;
 }
+
+template <int UNROLL, int PF>
+__global__ void read_slice(const uint4* __restrict__ p, unsigned long long n16, float* out) {
+  const unsigned long long per = (n16 + gridDim.x - 1) / gridDim.x;
+  const unsigned long long b0 = min(n16, (unsigned long long)blockIdx.x * per), b1 = min(n16, b0 + per);
+  if (PF > 0) {
+    const unsigned long long chunk16 = PF * 64ull; // 16-byte words in PF KiB
+    for (unsigned long long c = b0 + threadIdx.x * chunk16; c < b1; c += blockDim.x * chunk16) {
+      const unsigned bytes = unsigned(min(chunk16, b1 - c) * 16);
+      asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p + c), "r"(bytes) : "memory");
+    }
+  }
+  float s = 0.f;
+  unsigned long long i = b0 + threadIdx.x;
+  for (; i + (UNROLL - 1) * blockDim.x < b1; i += UNROLL * blockDim.x) {
+    uint4 v[UNROLL];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u)
+      asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+                   : "=r"(v[u].x), "=r"(v[u].y), "=r"(v[u].z), "=r"(v[u].w) : "l"(p + i + u * blockDim.x));
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) s += __uint_as_float(v[u].x ^ v[u].y ^ v[u].z ^ v[u].w);
+  }
+  for (; i < b1; i += blockDim.x) {
+    const uint4 v = p[i];
+    s += __uint_as_float(v.x ^ v.y ^ v.z ^ v.w);
+  }
+  if (s == -1.f) *out = s;
+}
+
+// W windows of the buffer read at once: the blocks with blockIdx.x % W == w grid-stride over
+// window w (of n16 / W words). W = 1 is read_stream; W = gridDim.x is a contiguous slice a block.
+template <int UNROLL>
+__global__ void read_windows(const uint4* __restrict__ p, unsigned long long n16, float* out, unsigned W) {
+  const unsigned w = blockIdx.x % W, blocks = (gridDim.x - w + W - 1) / W, bw = blockIdx.x / W;
+  const unsigned long long per = (n16 + W - 1) / W;
+  const unsigned long long w0 = min(n16, w * per), w1 = min(n16, w0 + per);
+  const unsigned long long stride = (unsigned long long)blocks * blockDim.x;
+  unsigned long long i = w0 + (unsigned long long)bw * blockDim.x + threadIdx.x;
+  float s = 0.f;
+  for (; i + (UNROLL - 1) * stride < w1; i += UNROLL * stride) {
+    uint4 v[UNROLL];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u)
+      asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+                   : "=r"(v[u].x), "=r"(v[u].y), "=r"(v[u].z), "=r"(v[u].w) : "l"(p + i + u * stride));
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) s += __uint_as_float(v[u].x ^ v[u].y ^ v[u].z ^ v[u].w);
+  }
+  for (; i < w1; i += stride) {
+    const uint4 v = p[i];
+    s += __uint_as_float(v.x ^ v.y ^ v.z ^ v.w);
+  }
+  if (s == -1.f) *out = s;
+}
+
+#if __CUDA_ARCH__ >= 900
+template <int STAGES>
+__global__ void read_bulk(const uint4* __restrict__ p, unsigned long long n16, float* out, unsigned chunk16) {
+  extern __shared__ __align__(128) uint4 ring[]; // STAGES * chunk16 words
+  __shared__ __align__(8) unsigned long long full[STAGES];
+  const unsigned long long per = (n16 + gridDim.x - 1) / gridDim.x;
+  const unsigned long long b0 = min(n16, (unsigned long long)blockIdx.x * per), b1 = min(n16, b0 + per);
+  const unsigned long long nchunks = (b1 - b0 + chunk16 - 1) / chunk16;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; ++s)
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(unsigned(__cvta_generic_to_shared(&full[s]))) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  auto issue = [&](unsigned long long c) {
+    const int s = int(c % STAGES);
+    const unsigned long long w0 = b0 + c * chunk16;
+    const unsigned bytes = unsigned(min((unsigned long long)chunk16, b1 - w0) * 16);
+    const unsigned bar = unsigned(__cvta_generic_to_shared(&full[s]));
+    const unsigned dst = unsigned(__cvta_generic_to_shared(ring + (size_t)s * chunk16));
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                 ::"r"(dst), "l"(p + w0), "r"(bytes), "r"(bar) : "memory");
+  };
+  if (threadIdx.x == 0)
+    for (unsigned long long c = 0; c < STAGES && c < nchunks; ++c) issue(c);
+  float sum = 0.f;
+  for (unsigned long long c = 0; c < nchunks; ++c) {
+    const int s = int(c % STAGES);
+    const unsigned parity = unsigned(c / STAGES) & 1u;
+    asm volatile("{\n .reg .pred P;\n W: mbarrier.try_wait.parity.shared::cta.b64 P, [%0], %1;\n @!P bra W;\n}"
+                 ::"r"(unsigned(__cvta_generic_to_shared(&full[s]))), "r"(parity) : "memory");
+    const unsigned long long words = min((unsigned long long)chunk16, b1 - (b0 + c * chunk16));
+    for (unsigned j = threadIdx.x; j < words; j += blockDim.x) {
+      const uint4 v = ring[(size_t)s * chunk16 + j];
+      sum += __uint_as_float(v.x ^ v.y ^ v.z ^ v.w);
+    }
+    __syncthreads(); // stage s is read: it may be refilled
+    if (threadIdx.x == 0 && c + STAGES < nchunks) issue(c + STAGES);
+  }
+  if (sum == -1.f) *out = sum;
+}
+#endif
 )";
 
 } // namespace
@@ -63,10 +168,48 @@ int main(int argc, char** argv) {
     const DeviceInfo d = device_by_ordinal(ordinal);
     CudaContext ctx(d.ordinal);
     Compiler compiler;
-    const std::vector<int> unrolls{1, 2, 4, 8};
+    // One launchable read kernel of the sweep: its kind (stride, slice, bulk) and its shape.
+    struct Variant {
+      std::string kind, what;
+      size_t kernel;
+      unsigned per_sm, threads, smem, chunk16;
+    };
+    std::vector<Variant> variants;
     CompileRequest r;
     r.source = kSource, r.source_name = "read_floor.cu", r.arch = d.arch, r.context = "read_floor";
-    for (int u : unrolls) r.name_expressions.push_back("read_stream<" + std::to_string(u) + ">");
+    auto shapes = [&](const std::string& kind, const std::string& what, size_t kernel, unsigned smem, unsigned chunk16,
+                      const std::vector<unsigned>& threads_list, const std::vector<unsigned>& per_sm_list) {
+      for (unsigned threads : threads_list)
+        for (unsigned per_sm : per_sm_list) {
+          if (threads * per_sm > 2048 || size_t(smem + 1024) * per_sm > size_t(d.max_smem_per_block_optin) + 1024) continue;
+          variants.push_back({kind,
+                              what + ", " + std::to_string(per_sm) + " x " + std::to_string(threads) + " threads a SM", kernel,
+                              per_sm, threads, smem, chunk16});
+        }
+    };
+    for (int u : {1, 2, 4, 8}) {
+      r.name_expressions.push_back("read_stream<" + std::to_string(u) + ">");
+      shapes("stride", "unroll " + std::to_string(u), r.name_expressions.size() - 1, 0, 0, {256, 512, 1024}, {1, 2, 4, 8});
+    }
+    for (int u : {4, 8})
+      for (int pf : {0, 4, 16, 64}) {
+        r.name_expressions.push_back("read_slice<" + std::to_string(u) + ", " + std::to_string(pf) + ">");
+        shapes("slice", "unroll " + std::to_string(u) + ", L2 prefetch " + (pf ? std::to_string(pf) + " KiB" : "none"),
+               r.name_expressions.size() - 1, 0, 0, {256, 512, 1024}, {1, 2, 4});
+      }
+    for (int u : {2, 4}) {
+      r.name_expressions.push_back("read_windows<" + std::to_string(u) + ">");
+      for (unsigned w : {1u, 2u, 4u, 8u, 16u, 32u, 64u, 128u})
+        shapes("windows " + std::to_string(w), "unroll " + std::to_string(u), r.name_expressions.size() - 1, 0, w,
+               {512, 1024}, {2, 4});
+    }
+    if (d.arch_number() >= 90)
+      for (int stages : {2, 4, 8}) {
+        r.name_expressions.push_back("read_bulk<" + std::to_string(stages) + ">");
+        for (unsigned kib : {4u, 8u, 16u, 32u})
+          shapes("bulk", std::to_string(stages) + " x " + std::to_string(kib) + " KiB", r.name_expressions.size() - 1,
+                 stages * kib * 1024, kib * 64, {128, 256}, {1, 2, 4});
+      }
     const auto k = compiler.compile(r);
     Module m(k->cubin, k->lowered_names, "read_floor");
     Timer timer(d.l2_bytes);
@@ -75,33 +218,35 @@ int main(int argc, char** argv) {
     DeviceBuffer buf(max_bytes, "read_floor buffer"), out(16, "read_floor out");
     check_cu(driver().cuMemsetD32Async(buf.ptr(), 0x3f800000u, buf.bytes() / 4, nullptr), "cuMemsetD32Async", "read_floor");
     const double copy = timer.copy_tb_s(size_t(256) << 20, to); // as ktune bench measures it
-    std::printf("%s (%s), %d SMs; copy (cuMemcpyDtoD 256 MiB, read + written): %.3f TB/s\n", d.name.c_str(), d.arch.c_str(),
-                d.sm_count, copy);
+    std::printf("%s (%s), %d SMs; copy (cuMemcpyDtoD 256 MiB, read + written): %.3f TB/s; %zu read kernels a size\n",
+                d.name.c_str(), d.arch.c_str(), d.sm_count, copy, variants.size());
     std::printf("%8s %9s %9s %8s %8s %10s  %s\n", "MiB", "read us", "TB/s", "%copy", "%same", "same-copy", "best kernel (of the sweep)");
     for (int mb : sizes_mb) {
       const size_t bytes = size_t(mb) << 20;
-      double best = 1e30;
-      std::string best_what;
-      for (size_t ui = 0; ui < unrolls.size(); ++ui)
-        for (int threads : {256, 512, 1024})
-          for (int per_sm : {1, 2, 4, 8}) {
-            if (threads * per_sm > 2048) continue;
-            const unsigned grid[3] = {unsigned(d.sm_count * per_sm), 1, 1}, block[3] = {unsigned(threads), 1, 1};
-            CUdeviceptr p = buf.ptr();
-            unsigned long long n16 = bytes / 16;
-            CUdeviceptr o = out.ptr();
-            void* params[] = {&p, &n16, &o};
-            const double ms = timer.time([&](CUstream s) { m.launch(ui, grid, block, 0, s, params); }, nullptr, to).median_ms;
-            if (ms < best) {
-              best = ms;
-              best_what = "unroll " + std::to_string(unrolls[ui]) + ", " + std::to_string(per_sm) + " x " +
-                          std::to_string(threads) + " threads a SM";
-            }
-          }
+      std::map<std::string, std::pair<double, std::string>> best; // kind -> (ms, what)
+      for (const Variant& v : variants) {
+        const unsigned grid[3] = {unsigned(d.sm_count) * v.per_sm, 1, 1}, block[3] = {v.threads, 1, 1};
+        CUdeviceptr p = buf.ptr();
+        unsigned long long n16 = bytes / 16;
+        CUdeviceptr o = out.ptr();
+        unsigned chunk16 = v.chunk16;
+        void* params[] = {&p, &n16, &o, &chunk16};
+        const double ms = timer.time([&](CUstream s) { m.launch(v.kernel, grid, block, v.smem, s, params); }, nullptr, to).median_ms;
+        auto& b = best[v.kind];
+        if (b.second.empty() || ms < b.first) b = {ms, v.what};
+        auto& all = best[""];
+        if (all.second.empty() || ms < all.first) all = {ms, v.kind + ": " + v.what};
+      }
       check_cu(driver().cuCtxSynchronize(), "cuCtxSynchronize", "read_floor");
-      const double tb_s = double(bytes) / (best * 1e-3) / 1e12, same = timer.copy_tb_s(bytes / 2, to);
-      std::printf("%8d %9.2f %9.3f %7.1f%% %7.1f%% %10.3f  %s\n", mb, best * 1e3, tb_s, 100 * tb_s / copy, 100 * tb_s / same, same,
-                  best_what.c_str());
+      const double same = timer.copy_tb_s(bytes / 2, to);
+      auto row = [&](const std::string& label, double ms, const std::string& what) {
+        const double tb_s = double(bytes) / (ms * 1e-3) / 1e12;
+        std::printf("%8s %9.2f %9.3f %7.1f%% %7.1f%% %10.3f  %s\n", label.c_str(), ms * 1e3, tb_s, 100 * tb_s / copy,
+                    100 * tb_s / same, same, what.c_str());
+      };
+      row(std::to_string(mb), best[""].first, best[""].second);
+      for (const auto& [kind, b] : best)
+        if (!kind.empty()) row("  " + kind, b.first, b.second);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "read_floor: %s\n", e.what());

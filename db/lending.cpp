@@ -137,7 +137,8 @@ std::vector<Lent> TunedIndex::lenders(const Problem& p, size_t per_family, const
     // public entries (3-4x cuBLAS at home) outranked every aligned lender at aligned untuned shapes
     // and took the family's slots with configs tuned for packed, bounds-checked tiles.
     const double carried = e.problem.align == p.align ? l.home_ratio : 1.0;
-    l.score = carried * std::exp(-kLendDecay * l.distance);
+    const Family* f = family(e.family); // serves() found it
+    l.score = carried * std::exp(-f->lend_decay().value_or(kLendDecay) * l.distance);
     all.push_back(std::move(l));
   }
   // Best score first; ties to the nearer, then the smaller key, so that the order does not depend

@@ -11,7 +11,8 @@
 //
 // The prediction is deliberately simple: the speedup the entry recorded at its own problem
 // (cuBLAS time / kernel time there), decayed by how far away that problem is,
-//     score = home_ratio * exp(-kLendDecay * distance),
+//     score = home_ratio * exp(-decay * distance),
+// (decay = kLendDecay, or the family's own, Family::lend_decay)
 // (home_ratio counted as 1 when the alignment classes differ: cuBLAS's speed changes with the
 // class, so a lead recorded in one says little about another), with distance the log distance
 // over M, N, K (core/problem.cpp) plus kAlignPenalty when the alignment classes differ and

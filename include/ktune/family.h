@@ -192,6 +192,12 @@ class Family {
     return *this;
   }
   Family& min_arch(int arch) { min_arch_ = arch; return *this; }
+  // How fast a speedup this family recorded at one problem fades as a prediction for another
+  // (per unit of log distance; db/lending.h's kLendDecay when unset). A family whose speed follows
+  // the bytes it streams rather than the shape, and whose neighbours refit the grid to the new
+  // shape, declares a slower decay so that its lenders are measured at far shapes.
+  Family& lend_decay(double per_log_distance) { lend_decay_ = per_log_distance; return *this; }
+  std::optional<double> lend_decay() const { return lend_decay_; }
   // The op whose problems the family computes (op_info names it); "gemm" unless set.
   Family& op(std::string name) { op_ = std::move(name); return *this; }
   // The family uses arch-specific instructions (sm_90a: wgmma, setmaxnreg): it is compiled for
@@ -280,6 +286,7 @@ class Family {
   NeighborFn neighbors_;
   UpgradeFn upgrade_;
   int min_arch_ = 0;
+  std::optional<double> lend_decay_;
   std::string op_ = "gemm";
   bool arch_specific_ = false;
   std::vector<DType> dtypes_ = {DType::f32};

@@ -173,6 +173,33 @@ int minb_for(int nt, int est) {
   return m;
 }
 
+// The streaming form: every warp of the block splits K (one warp wide, KG = NT / 32), one step
+// in flight a lane (DEPTH 2), the read-only loads without the L2 prefetch hint (plain loads for
+// single halves), no cluster, no register cap, and split-K only as far as the grid needs to reach
+// ~1.4 blocks per SM. Session 22 tuned gemm_skinny16 at the ten bf16 decode shapes of the models
+// and public suites on an H100 (~400 configs each; docs/PERFORMANCE.md, "Decode shapes nobody
+// tuned"). With 256 threads this form ran within 1.6 % of the best config found at 1x4096x4096,
+// 8x4096x14336, 4x18944x3584, 2x18176x4544 and 1x50257x768, and within 5 % at 16x4096x4096 and
+// 16x8192x8192 (where 512 threads and one K slice won); the other LDH / MINB values of it ran within
+// 0-3.3 % at 1x14336x4096 and 32x6144x4096. The best cluster config of each shape ran 2-19 % slower
+// than the best (8.6-19 % at seven of nine); the config the runtime lent to each models shape ran
+// 1-141 % slower (18-141 % at seven of eight). The grid
+// target: at 1x4096x4096 and 8x4096x14336, 128 blocks ran 1.16-1.2x slower than 256.
+std::optional<Config> streaming_form(const Family& self, const GemmProblem& p, const DeviceInfo& d, int mt, int nt) {
+  const int vec = widest_vec(p);
+  Config c{{"MT", mt},  {"NT", nt}, {"KG", nt / 32}, {"VEC", vec},   {"DEPTH", 2},
+           {"LDH", vec >= 2 ? 2 : 0}, {"CL", 1}, {"SPLITK", 1}, {"MINB", 1}};
+  const int64_t target = int64_t(std::ceil(1.4 * std::max(1, d.sm_count)));
+  std::optional<Config> last;
+  for (int s : {1, 2, 4, 8, 16, 32}) {
+    c.set("SPLITK", s);
+    if (!self.valid(c, p, d)) continue;
+    last = c;
+    if (grid_blocks(c, p) >= target) break;
+  }
+  return last;
+}
+
 } // namespace
 
 Family gemm_skinny16_family() {
@@ -194,6 +221,12 @@ Family gemm_skinny16_family() {
       .param("SPLITK", {1, 2, 4, 8, 16, 32}, "cluster-level K slices through the FP32 workspace and a reduce kernel")
       .param("MINB", {1, 2, 3, 4}, "blocks per SM asked of ptxas (__launch_bounds__), capping registers");
   f.dtypes({DType::bf16, DType::f16}).min_arch(80);
+  // Its speed follows the bytes of B it streams, and its neighbours (below) refit the block and the
+  // K split to the asked shape: tuned at ten decode shapes 1-4 units of log distance from the
+  // shipped 1x4096x4096 entry, it ran 0.93-1.08x cuBLAS (session 22), not the 0.2-0.67x the
+  // default decay predicts, which had kept it from being measured at 4x18944x3584 (where it ran
+  // 1.08x) and 1x50257x768.
+  f.lend_decay(0.1);
 
   f.restrict("bf16 or f16 operands, M <= 64 (skinny problems only)", {},
              [](const Config&, P p, D) { return is_half(p) && p.m <= kMaxRows; })
@@ -359,6 +392,14 @@ Family gemm_skinny16_family() {
   f.neighbors([](const Config& c, P p, D d) {
     const Family self = gemm_skinny16_family();
     std::vector<Config> out;
+    auto add = [&](const Config& x) {
+      if (x != c && std::find(out.begin(), out.end(), x) == out.end()) out.push_back(x);
+    };
+    // First the streaming forms (see streaming_form) at the lent row tile and at the one that
+    // covers M, 256 threads before 512.
+    for (int mt : {c["MT"], rows_tile(p.m)})
+      for (int nt : {256, 512})
+        if (const auto x = streaming_form(self, p, d, mt, nt)) add(*x);
     std::optional<std::pair<double, Config>> best;
     for (const auto& [cl, splitk] : k_splits(d)) {
       Config t = c;
@@ -367,9 +408,8 @@ Family gemm_skinny16_family() {
       const double us = model_us(t, p, d);
       if (!best || us < best->first) best = {us, t};
     }
-    if (best && best->second != c) out.push_back(best->second);
-    const Config m = self.default_config(p, d);
-    if (m != c && std::find(out.begin(), out.end(), m) == out.end()) out.push_back(m);
+    if (best) add(best->second);
+    add(self.default_config(p, d));
     return out;
   });
 

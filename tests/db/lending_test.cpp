@@ -101,6 +101,29 @@ TEST(Lending, LendersAreRankedByPredictedSpeedupAndCappedPerFamily) {
   EXPECT_TRUE(idx.lenders(GemmProblem::parse("256x256x256"), 10).size() == 2u); // not its own exact entry
 }
 
+// A family may declare its own decay (Family::lend_decay): gemm_skinny16's decode configs keep
+// their speed at far decode shapes (their neighbours refit the grid), so its lenders are scored
+// with its slower decay, and other families' with kLendDecay, in one index.
+TEST(Lending, AFamilysOwnDecayScoresItsLenders) {
+  const Family skinny = find_family("gemm_skinny16");
+  ASSERT_TRUE(skinny.lend_decay().has_value());
+  EXPECT_LT(*skinny.lend_decay(), kLendDecay);
+  EXPECT_FALSE(find_family("gemm_naive").lend_decay().has_value());
+  TunedIndex idx(DeviceInfo::nominal("sm_90"));
+  TableEntry decode = entry("1x4096x4096", "gemm_skinny16",
+                            R"({"MT":8,"NT":256,"KG":4,"VEC":8,"DEPTH":2,"LDH":2,"CL":1,"SPLITK":8,"MINB":2})", 1.0, 1.0);
+  decode.problem.dtype = DType::bf16;
+  idx.add(table({decode}), "t", SourceTier::shipped);
+  GemmProblem far = GemmProblem::parse("4x18944x3584");
+  far.dtype = DType::bf16;
+  const auto l = idx.lenders(far, 10);
+  ASSERT_EQ(l.size(), 1u);
+  EXPECT_NEAR(l[0].score, std::exp(-*skinny.lend_decay() * l[0].distance), 1e-12);
+  // Measured at first use under the family's decay, not under the default one.
+  EXPECT_GE(l[0].score, kMeasureFloor);
+  EXPECT_LT(std::exp(-kLendDecay * l[0].distance), kMeasureFloor);
+}
+
 // A speedup recorded in another alignment class says how cuBLAS handles that class (cuBLAS bf16
 // runs 2999^3 at a seventh of its aligned rate), so it carries over as a neutral 1x: an aligned
 // entry at par with cuBLAS outranks an unaligned one recorded 4x ahead at an aligned problem, and the
@@ -252,12 +275,25 @@ TEST(Lending, GeneralizationSuiteIsInNoShippedTable) {
   }
   EXPECT_GE(decode, 5);
   EXPECT_GE(prefill, 10);
+  // The decode generalization suite: decode shapes only, in no shipped table and not in the models
+  // suite (whose decode rows the decode family's lending rule was read from).
+  std::set<std::string> in_models;
+  for (const auto& p : models) in_models.insert(p.shape_string());
+  const auto unseen = shapes_of("configs/suites/decode-unseen.json");
+  EXPECT_GE(unseen.size(), 10u);
+  for (const auto& p : unseen) {
+    EXPECT_EQ(tuned.count(p.shape_string()), 0u) << p.key() << " is in a shipped table";
+    EXPECT_EQ(in_models.count(p.shape_string()), 0u) << p.key() << " is in the models suite";
+    EXPECT_LE(p.m, 64) << p.key();
+  }
   // Each problem names its model and layer.
-  std::ifstream f(source_path("configs/suites/models.json"));
-  const auto j = nlohmann::json::parse(f);
-  for (const auto& p : j.at("problems")) {
-    EXPECT_FALSE(p.value("model", "").empty());
-    EXPECT_FALSE(p.value("layer", "").empty());
+  for (const char* suite : {"configs/suites/models.json", "configs/suites/decode-unseen.json"}) {
+    std::ifstream f(source_path(suite));
+    const auto j = nlohmann::json::parse(f);
+    for (const auto& p : j.at("problems")) {
+      EXPECT_FALSE(p.value("model", "").empty()) << suite;
+      EXPECT_FALSE(p.value("layer", "").empty()) << suite;
+    }
   }
 }
 

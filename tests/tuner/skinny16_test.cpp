@@ -4,6 +4,7 @@
 // with edits of the shared test files.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <iostream>
 #include <set>
 
@@ -259,30 +260,75 @@ TEST(Space, Skinny16GeneralFormsServeEveryBatchAndAlignment) {
   }
 }
 
-// The shipped 1x4096x4096 config lent to 1x14336x4096 (NN, bf16): its neighbours are valid, the first
-// is the lent block and ring with another K split (the one the bandwidth model rates fastest there,
-// so no slower by the model than the lent split), and the model's own config for the shape
-// (defaults) is among them.
-TEST(Space, Skinny16NeighboursRefitTheKSplitAndOfferTheModelsConfig) {
+// The shipped 1x4096x4096 config lent to 1x14336x4096 (NN, bf16): its neighbours are valid and new.
+// First the streaming form (all warps along K, a 2-step ring, no cluster, no register cap) with 256
+// threads, then with 512; the lent block and ring with the K split the bandwidth model rates
+// fastest there, and the model's own config for the shape (defaults), are among the rest.
+TEST(Space, Skinny16NeighboursOfferTheStreamingFormsTheRefitSplitAndTheModelsConfig) {
   const Family f = find_family("gemm_skinny16");
   const auto d = DeviceInfo::nominal("sm_90");
   const Config lent = Config::from_json(R"({"MT":8,"NT":256,"KG":4,"VEC":8,"DEPTH":2,"LDH":2,"CL":1,"SPLITK":1,"MINB":1})");
   const auto p = half_problem(1, 14336, 4096, "NN", DType::bf16);
   ASSERT_TRUE(f.valid(lent, p, d));
   const auto near = f.neighbors_of(lent, p, d);
-  ASSERT_EQ(near.size(), 2u);
-  for (const Config& n : near) {
-    EXPECT_TRUE(f.valid(n, p, d)) << n.to_json();
-    EXPECT_NE(n, lent);
+  ASSERT_GE(near.size(), 3u);
+  for (size_t i = 0; i < near.size(); ++i) {
+    EXPECT_TRUE(f.valid(near[i], p, d)) << near[i].to_json();
+    EXPECT_NE(near[i], lent);
+    for (size_t j = 0; j < i; ++j) EXPECT_NE(near[i], near[j]);
   }
-  Config split = near[0];
-  split.set("CL", lent["CL"]), split.set("SPLITK", lent["SPLITK"]);
-  EXPECT_EQ(split, lent) << near[0].to_json();
-  EXPECT_EQ(near[1], f.default_config(p, d));
-  // Where the lent config's split is already the model's best and the lent config is the model's
-  // own, no neighbours.
-  const Config own = f.default_config(p, d);
-  EXPECT_TRUE(f.neighbors_of(own, p, d).empty()) << own.to_json();
+  for (int i : {0, 1}) {
+    const Config& s = near[i];
+    EXPECT_EQ(s["NT"], i == 0 ? 256 : 512) << s.to_json();
+    EXPECT_EQ(s["KG"], s["NT"] / 32) << s.to_json();
+    EXPECT_EQ(s["DEPTH"], 2);
+    EXPECT_EQ(s["CL"], 1);
+    EXPECT_EQ(s["MINB"], 1);
+    EXPECT_EQ(s["SPLITK"], 1) << "224 column strips are already >= 1.4 blocks per SM";
+  }
+  bool refit = false;
+  for (const Config& n : near) {
+    Config x = n;
+    x.set("CL", lent["CL"]), x.set("SPLITK", lent["SPLITK"]);
+    refit = refit || (x == lent && n != lent);
+  }
+  EXPECT_TRUE(refit);
+  EXPECT_NE(std::find(near.begin(), near.end(), f.default_config(p, d)), near.end());
+  // A config is never its own neighbour: the streaming form's own neighbours omit it.
+  const auto again = f.neighbors_of(near[0], p, d);
+  EXPECT_EQ(std::find(again.begin(), again.end(), near[0]), again.end());
+}
+
+// The streaming form splits K only as far as the grid needs to hold 1.4 blocks per SM (185 on 132
+// SMs): 64 column strips at 1x4096x4096 take 4 slices (256 blocks; 2 would make 128), 224 at
+// 1x14336x4096 none; 16-row tiles at 16x8192x8192 take 2 (128 strips). Single halves (N odd) load
+// plainly (LDH 0).
+TEST(Space, Skinny16StreamingFormFillsTheGrid) {
+  const Family f = find_family("gemm_skinny16");
+  const auto d = DeviceInfo::nominal("sm_90");
+  const Config lent = Config::from_json(R"({"MT":8,"NT":256,"KG":4,"VEC":8,"DEPTH":2,"LDH":2,"CL":1,"SPLITK":1,"MINB":1})");
+  auto first = [&](const GemmProblem& p) {
+    const auto near = f.neighbors_of(lent, p, d);
+    EXPECT_FALSE(near.empty());
+    return near.empty() ? Config{} : near.front();
+  };
+  EXPECT_EQ(first(half_problem(1, 4096, 4096, "NN", DType::bf16))["SPLITK"], 4);
+  EXPECT_EQ(first(half_problem(1, 14336, 4096, "NN", DType::f16))["SPLITK"], 1);
+  Config lent16 = lent;
+  lent16.set("MT", 16);
+  const auto p16 = half_problem(16, 8192, 8192, "NN", DType::bf16);
+  const auto near16 = f.neighbors_of(lent16, p16, d);
+  ASSERT_FALSE(near16.empty());
+  EXPECT_EQ(near16.front()["MT"], 16);
+  EXPECT_EQ(near16.front()["SPLITK"], 2);
+  const auto odd = half_problem(1, 50257, 768, "NN", DType::bf16);
+  Config narrow = lent;
+  narrow.set("VEC", 1);
+  ASSERT_TRUE(f.valid(narrow, odd, d)) << f.violations(narrow, odd, d).front();
+  const auto near_odd = f.neighbors_of(narrow, odd, d);
+  ASSERT_FALSE(near_odd.empty());
+  EXPECT_EQ(near_odd.front()["VEC"], 1);
+  EXPECT_EQ(near_odd.front()["LDH"], 0);
 }
 
 // The plan: a grid of column strips x row tiles x K slices, the template's shared memory; with
