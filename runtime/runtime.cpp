@@ -82,16 +82,17 @@ void adopt(Selection& s, const CandidateConfig& c) {
 // Most candidates first use measures: each costs a compile (once per process) and a few launches.
 constexpr size_t kMaxCandidates = 4;
 constexpr size_t kCandidatesPerFamily = 2;
-// Beside the lenders, the neighbours (Family::neighbors_of) of the best-scored lender whose family
-// declares some: its config with the choices that most often decide a shape it was not tuned for
-// (gemm_wgmma: the tiling that fills the shape's waves best, TMA multicast for short K, a persistent
-// grid with stream-K of the last wave). At the untuned shapes of session 13 the last forms ran
+// Beside the lenders, the neighbours (Family::neighbors_of) of each family's best-scored lender,
+// where the family declares some: its config with the choices that most often decide a shape it
+// was not tuned for (gemm_wgmma: the tiling that fills the shape's waves best, TMA multicast for
+// short K, a persistent grid with stream-K of the last wave; gemm_skinny16: the streaming form
+// with the K split refitted). At the untuned shapes of session 13 the last wgmma forms ran
 // 1.16-1.3x the lent configs themselves (3072^3: PT 0 SK 3; 5000x3000x1000: MC; docs/PERFORMANCE.md,
 // "Shapes in no table"). They carry no prediction of their own, so they are only ever chosen by
-// first use's measurement. Nine: past a wave gemm_wgmma offers two retiled forms in each orientation
-// before the lender's own MC and stream-K forms, and with seven 3072^3 lost the stream-K ones that
-// ran fastest there (docs/PERFORMANCE.md, session 19). Each costs a compile (in parallel) and a few
-// launches at the first call only.
+// first use's measurement. Nine a family: past a wave gemm_wgmma offers two retiled forms in each
+// orientation before the lender's own MC and stream-K forms, and with seven 3072^3 lost the
+// stream-K ones that ran fastest there (docs/PERFORMANCE.md, session 19). Each costs a compile (in
+// parallel) and a few launches at the first call only.
 constexpr size_t kMaxNeighbours = 9;
 // Row ops: the nearest lender of each family and each family's default (five families an op).
 constexpr size_t kMaxRowCandidates = 8;
@@ -173,16 +174,21 @@ struct Runtime::Impl {
     return s;
   }
 
-  // Appends to cands (lenders, best score first) the neighbours of the first lender whose family
-  // has any, those valid for p and not already there, up to kMaxNeighbours. Each keeps its
-  // lender's provenance (source, tuned problem, distance) but no score or recorded times: those
-  // were measured for the lender's config, not for this one.
+  // Appends to cands (lenders, best score first) the neighbours of the first lender of each family
+  // that has any, those valid for p and not already there, up to kMaxNeighbours a family. Each
+  // keeps its lender's provenance (source, tuned problem, distance) but no score or recorded
+  // times: those were measured for the lender's config, not for this one. Every family, not only
+  // the best-scored one: at decode shapes gemm_skinny16 and gemm_wgmma both lend, and when the
+  // decode family came first its neighbours alone cost 32x6144x4096 the swapped wgmma form that
+  // was its fastest kernel (66.2 against 68.9 TFLOPS; docs/PERFORMANCE.md, session 22).
   void add_neighbours(std::vector<CandidateConfig>& cands, const Problem& p) const {
-    for (size_t i = 0; i < cands.size(); ++i) {
+    std::set<std::string> done;
+    const size_t lenders = cands.size();
+    for (size_t i = 0; i < lenders; ++i) {
+      if (!done.insert(cands[i].family).second) continue; // the family's best lender only
       const Family* f = family(cands[i].family);
       if (!f) continue;
       const std::vector<Config> near = f->neighbors_of(cands[i].config, p, device);
-      if (near.empty()) continue;
       const CandidateConfig lender = cands[i];
       size_t added = 0;
       for (const Config& n : near) {
@@ -202,7 +208,6 @@ struct Runtime::Impl {
         cands.push_back(std::move(d));
         ++added;
       }
-      return;
     }
   }
 

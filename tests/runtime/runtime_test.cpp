@@ -2,6 +2,8 @@
 #include "ktune/runtime.h"
 
 #include <gtest/gtest.h>
+
+#include <map>
 #include <unistd.h>
 
 #include <algorithm>
@@ -301,6 +303,29 @@ TEST(Runtime, UntunedHalfShapesAlsoTimeTheBestLendersNeighbours) {
   EXPECT_EQ(shapes_with_neighbours, 4);
   // f32 families declare no neighbours: an untuned f32 shape offers lenders only.
   for (const auto& c : rt.best_config(GemmProblem::parse("3072x3072x3072")).candidates) EXPECT_FALSE(c.neighbour);
+}
+
+// At a decode batch both gemm_skinny16 and gemm_wgmma lend, and each family's best lender brings
+// its own neighbours: the decode family's streaming forms and wgmma's retiled forms (when the decode
+// family alone brought them, 32x6144x4096 lost the swapped wgmma form that ran fastest there). Each
+// neighbour belongs to the family of a lender, and no family brings more than kMaxNeighbours (9).
+TEST(Runtime, DecodeShapesTimeTheNeighboursOfEveryLendingFamily) {
+  RuntimeOptions o;
+  o.arch = "sm_90";
+  o.db_path = "";
+  Runtime rt(o);
+  const auto p = GemmProblem::parse("32x6144x4096", "NN", DType::bf16);
+  const Selection s = rt.best_config(p);
+  std::map<std::string, int> lenders, neighbours;
+  for (const auto& c : s.candidates) (c.neighbour ? neighbours : lenders)[c.family]++;
+  EXPECT_GT(lenders["gemm_skinny16"], 0) << s.why;
+  EXPECT_GT(lenders["gemm_wgmma"], 0) << s.why;
+  EXPECT_GT(neighbours["gemm_skinny16"], 0) << s.why;
+  EXPECT_GT(neighbours["gemm_wgmma"], 0) << s.why;
+  for (const auto& [family, n] : neighbours) {
+    EXPECT_GT(lenders[family], 0) << family;
+    EXPECT_LE(n, 9) << family;
+  }
 }
 
 TEST(Runtime, HalfProblemsAreServedAndTf32IsRefusedClearly) {
