@@ -176,20 +176,24 @@ int minb_for(int nt, int est) {
 // The streaming form: every warp of the block splits K (one warp wide, KG = NT / 32), one step
 // in flight a lane (DEPTH 2), the read-only loads without the L2 prefetch hint (plain loads for
 // single halves), no cluster, no register cap, and split-K only as far as the grid needs to reach
-// ~1.4 blocks per SM. Session 22 tuned gemm_skinny16 at the ten bf16 decode shapes of the models
-// and public suites on an H100 (~400 configs each; docs/PERFORMANCE.md, "Decode shapes nobody
-// tuned"). With 256 threads this form ran within 1.6 % of the best config found at 1x4096x4096,
-// 8x4096x14336, 4x18944x3584, 2x18176x4544 and 1x50257x768, and within 5 % at 16x4096x4096 and
-// 16x8192x8192 (where 512 threads and one K slice won); the other LDH / MINB values of it ran within
-// 0-3.3 % at 1x14336x4096 and 32x6144x4096. The best cluster config of each shape ran 2-19 % slower
-// than the best (8.6-19 % at seven of nine); the config the runtime lent to each models shape ran
-// 1-141 % slower (18-141 % at seven of eight). The grid
-// target: at 1x4096x4096 and 8x4096x14336, 128 blocks ran 1.16-1.2x slower than 256.
+// ~1.4 x 256 threads an SM. Session 22 tuned gemm_skinny16 at the ten bf16 decode shapes of the
+// models and public suites on an H100 (~400 configs each; docs/PERFORMANCE.md, "Decode shapes
+// nobody tuned"). With 256 threads this form ran within 1.6 % of the best config found at
+// 1x4096x4096, 8x4096x14336, 4x18944x3584, 2x18176x4544 and 1x50257x768, and within 5 % at
+// 16x4096x4096 and 16x8192x8192 (where 512 threads and one K slice won); the other LDH / MINB values
+// of it ran within 0-3.3 % at 1x14336x4096 and 32x6144x4096. The best cluster config of each shape
+// ran 2-19 % slower than the best (8.6-19 % at seven of nine); the config the runtime lent to each
+// models shape ran 1-141 % slower (18-141 % at seven of eight).
+// The grid target: at 1x4096x4096 and 8x4096x14336, 128 blocks of 256 threads ran 1.16-1.2x slower
+// than 256. It is counted in threads (the blocks' loads in flight), so a 128-thread form takes twice
+// the blocks of a 256-thread one and a 512-thread form half: at 1x32000x4096 the 128-thread form (500
+// blocks, one wave) ran at 92 % of the copy bandwidth against 85 % for the 256-thread one (500
+// blocks, two waves), and at 16x8192x8192 a 512-thread form of 128 blocks was the best config.
 std::optional<Config> streaming_form(const Family& self, const GemmProblem& p, const DeviceInfo& d, int mt, int nt) {
   const int vec = widest_vec(p);
   Config c{{"MT", mt},  {"NT", nt}, {"KG", nt / 32}, {"VEC", vec},   {"DEPTH", 2},
            {"LDH", vec >= 2 ? 2 : 0}, {"CL", 1}, {"SPLITK", 1}, {"MINB", 1}};
-  const int64_t target = int64_t(std::ceil(1.4 * std::max(1, d.sm_count)));
+  const int64_t target = int64_t(std::ceil(1.4 * std::max(1, d.sm_count) * 256.0 / nt));
   std::optional<Config> last;
   for (int s : {1, 2, 4, 8, 16, 32}) {
     c.set("SPLITK", s);
@@ -396,9 +400,9 @@ Family gemm_skinny16_family() {
       if (x != c && std::find(out.begin(), out.end(), x) == out.end()) out.push_back(x);
     };
     // First the streaming forms (see streaming_form) at the lent row tile and at the one that
-    // covers M, 256 threads before 512.
+    // covers M: 256 threads, then 512 and 128.
     for (int mt : {c["MT"], rows_tile(p.m)})
-      for (int nt : {256, 512})
+      for (int nt : {256, 512, 128})
         if (const auto x = streaming_form(self, p, d, mt, nt)) add(*x);
     std::optional<std::pair<double, Config>> best;
     for (const auto& [cl, splitk] : k_splits(d)) {

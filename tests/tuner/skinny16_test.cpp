@@ -277,14 +277,14 @@ TEST(Space, Skinny16NeighboursOfferTheStreamingFormsTheRefitSplitAndTheModelsCon
     EXPECT_NE(near[i], lent);
     for (size_t j = 0; j < i; ++j) EXPECT_NE(near[i], near[j]);
   }
-  for (int i : {0, 1}) {
+  for (int i : {0, 1, 2}) {
     const Config& s = near[i];
-    EXPECT_EQ(s["NT"], i == 0 ? 256 : 512) << s.to_json();
+    EXPECT_EQ(s["NT"], i == 0 ? 256 : i == 1 ? 512 : 128) << s.to_json();
     EXPECT_EQ(s["KG"], s["NT"] / 32) << s.to_json();
     EXPECT_EQ(s["DEPTH"], 2);
     EXPECT_EQ(s["CL"], 1);
     EXPECT_EQ(s["MINB"], 1);
-    EXPECT_EQ(s["SPLITK"], 1) << "224 column strips are already >= 1.4 blocks per SM";
+    EXPECT_EQ(s["SPLITK"], i == 2 ? 2 : 1) << "224 column strips: >= 1.4 x 256 threads an SM but for 128-thread blocks";
   }
   bool refit = false;
   for (const Config& n : near) {
@@ -299,10 +299,11 @@ TEST(Space, Skinny16NeighboursOfferTheStreamingFormsTheRefitSplitAndTheModelsCon
   EXPECT_EQ(std::find(again.begin(), again.end(), near[0]), again.end());
 }
 
-// The streaming form splits K only as far as the grid needs to hold 1.4 blocks per SM (185 on 132
-// SMs): 64 column strips at 1x4096x4096 take 4 slices (256 blocks; 2 would make 128), 224 at
-// 1x14336x4096 none; 16-row tiles at 16x8192x8192 take 2 (128 strips). Single halves (N odd) load
-// plainly (LDH 0).
+// The streaming form splits K only as far as the grid needs to hold 1.4 x 256 threads an SM (185
+// blocks of 256 on 132 SMs, 93 of 512, 370 of 128): 64 column strips at 1x4096x4096 take 4 slices
+// (256 blocks; 2 would make 128), 224 at 1x14336x4096 none; 16-row tiles at 16x8192x8192 take 2 (128
+// strips) with 256 threads and none with 512; 500 strips at 1x32000x4096 need no slices even with
+// 128 threads. Single halves (N odd) load plainly (LDH 0).
 TEST(Space, Skinny16StreamingFormFillsTheGrid) {
   const Family f = find_family("gemm_skinny16");
   const auto d = DeviceInfo::nominal("sm_90");
@@ -321,6 +322,13 @@ TEST(Space, Skinny16StreamingFormFillsTheGrid) {
   ASSERT_FALSE(near16.empty());
   EXPECT_EQ(near16.front()["MT"], 16);
   EXPECT_EQ(near16.front()["SPLITK"], 2);
+  ASSERT_GE(near16.size(), 2u);
+  EXPECT_EQ(near16[1]["NT"], 512);
+  EXPECT_EQ(near16[1]["SPLITK"], 1);
+  const auto vocab = f.neighbors_of(lent, half_problem(1, 32000, 4096, "NN", DType::bf16), d);
+  ASSERT_GE(vocab.size(), 3u);
+  EXPECT_EQ(vocab[2]["NT"], 128);
+  EXPECT_EQ(vocab[2]["SPLITK"], 1);
   const auto odd = half_problem(1, 50257, 768, "NN", DType::bf16);
   Config narrow = lent;
   narrow.set("VEC", 1);
