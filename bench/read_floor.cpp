@@ -30,16 +30,16 @@ using namespace ktune;
 
 namespace {
 
-// Sums every 16-byte word of p[0, n) (n a multiple of 16 * UNROLL * threads), UNROLL independent
-// loads in flight a thread; stores only if the sum is exactly -1 (never, for the fill used), so
-// the loads stay and nothing is written.
+// The read kernels of the sweep (the file's header names them). Each sums the 16-byte words it
+// reads and stores only if the sum is exactly -1 (never, for the fill used), so the loads stay and
+// nothing is written.
 constexpr char kSource[] = R"(
+// The sum of p[i], p[i + stride], ... below end: UNROLL independent 16-byte loads in flight.
 template <int UNROLL>
-__global__ void read_stream(const uint4* __restrict__ p, unsigned long long n16, float* out) {
-  const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
-  unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+__device__ float sum_words(const uint4* __restrict__ p, unsigned long long i, unsigned long long end,
+                           unsigned long long stride) {
   float s = 0.f;
-  for (; i + (UNROLL - 1) * stride < n16; i += UNROLL * stride) {
+  for (; i + (UNROLL - 1) * stride < end; i += UNROLL * stride) {
     uint4 v[UNROLL];
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u)
@@ -48,10 +48,17 @@ __global__ void read_stream(const uint4* __restrict__ p, unsigned long long n16,
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) s += __uint_as_float(v[u].x ^ v[u].y ^ v[u].z ^ v[u].w);
   }
-  for (; i < n16; i += stride) {
+  for (; i < end; i += stride) {
     const uint4 v = p[i];
     s += __uint_as_float(v.x ^ v.y ^ v.z ^ v.w);
   }
+  return s;
+}
+
+template <int UNROLL>
+__global__ void read_stream(const uint4* __restrict__ p, unsigned long long n16, float* out) {
+  const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+  const float s = sum_words<UNROLL>(p, (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x, n16, stride);
   if (s == -1.f) *out = s;
 }
 
@@ -66,21 +73,7 @@ __global__ void read_slice(const uint4* __restrict__ p, unsigned long long n16, 
       asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p + c), "r"(bytes) : "memory");
     }
   }
-  float s = 0.f;
-  unsigned long long i = b0 + threadIdx.x;
-  for (; i + (UNROLL - 1) * blockDim.x < b1; i += UNROLL * blockDim.x) {
-    uint4 v[UNROLL];
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u)
-      asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
-                   : "=r"(v[u].x), "=r"(v[u].y), "=r"(v[u].z), "=r"(v[u].w) : "l"(p + i + u * blockDim.x));
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u) s += __uint_as_float(v[u].x ^ v[u].y ^ v[u].z ^ v[u].w);
-  }
-  for (; i < b1; i += blockDim.x) {
-    const uint4 v = p[i];
-    s += __uint_as_float(v.x ^ v.y ^ v.z ^ v.w);
-  }
+  const float s = sum_words<UNROLL>(p, b0 + threadIdx.x, b1, blockDim.x);
   if (s == -1.f) *out = s;
 }
 
@@ -92,21 +85,7 @@ __global__ void read_windows(const uint4* __restrict__ p, unsigned long long n16
   const unsigned long long per = (n16 + W - 1) / W;
   const unsigned long long w0 = min(n16, w * per), w1 = min(n16, w0 + per);
   const unsigned long long stride = (unsigned long long)blocks * blockDim.x;
-  unsigned long long i = w0 + (unsigned long long)bw * blockDim.x + threadIdx.x;
-  float s = 0.f;
-  for (; i + (UNROLL - 1) * stride < w1; i += UNROLL * stride) {
-    uint4 v[UNROLL];
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u)
-      asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
-                   : "=r"(v[u].x), "=r"(v[u].y), "=r"(v[u].z), "=r"(v[u].w) : "l"(p + i + u * stride));
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u) s += __uint_as_float(v[u].x ^ v[u].y ^ v[u].z ^ v[u].w);
-  }
-  for (; i < w1; i += stride) {
-    const uint4 v = p[i];
-    s += __uint_as_float(v.x ^ v.y ^ v.z ^ v.w);
-  }
+  const float s = sum_words<UNROLL>(p, w0 + (unsigned long long)bw * blockDim.x + threadIdx.x, w1, stride);
   if (s == -1.f) *out = s;
 }
 
