@@ -387,7 +387,8 @@ Family gemm_skinny16_family() {
     return out;
   });
 
-  // Neighbours of a config lent to another decode shape: its block and ring with the K split the
+  // Neighbours of a config lent to another decode shape: the streaming forms fitted to the shape
+  // (streaming_form, above; session 22), then its block and ring with the K split the
   // bandwidth model rates fastest there (a split is fitted to its own shape's N and K: the shipped
   // 1x4096x4096 config lent to 1x14336x4096 ran 0.81x cuBLAS, session 18's models bench), then the
   // model's own config for the shape (defaults). Before them, the runtime timed that one lender
