@@ -53,6 +53,8 @@ PYBIND11_MODULE(_ktune, m) {
   m.doc() = "ktune's C++ runtime (include/ktune/runtime.h); use the ktune package, not this module";
   m.attr("__version__") = KTUNE_VERSION;
   m.attr("build_cli") = KTUNE_BUILD_CLI;
+  // RuntimeOptions::cubin_cache's "the per-user default" (ktune.configure(cubin_cache=...)).
+  m.attr("DEFAULT_CUBIN_CACHE") = ktune::kDefaultCubinCache;
 
   // Owned by the module (and leaked here on purpose: nothing to release after the interpreter ends).
   static PyObject* const ktune_error = py::exception<ktune::Error>(m, "KtuneError", PyExc_RuntimeError).release().ptr();
@@ -95,7 +97,8 @@ PYBIND11_MODULE(_ktune, m) {
 
   py::class_<ktune::Runtime>(m, "Runtime")
       .def(py::init([](const std::string& db_path, const std::vector<std::string>& tables, const std::string& arch,
-                       int device, bool tf32x3, bool shipped_tables, bool measure_untuned) {
+                       int device, bool tf32x3, bool shipped_tables, bool measure_untuned, const std::string& cubin_cache,
+                       int64_t cubin_cache_max_mb) {
              ktune::RuntimeOptions o;
              o.db_path = db_path;
              o.tables = tables;
@@ -104,12 +107,15 @@ PYBIND11_MODULE(_ktune, m) {
              o.tf32x3 = tf32x3;
              o.shipped_tables = shipped_tables;
              o.measure_untuned = measure_untuned;
+             o.cubin_cache = cubin_cache;
+             o.cubin_cache_max_mb = cubin_cache_max_mb;
              py::gil_scoped_release nogil;
              return std::make_unique<ktune::Runtime>(o);
            }),
            py::arg("db_path") = "", py::arg("tables") = std::vector<std::string>{}, py::arg("arch") = "",
            py::arg("device") = 0, py::arg("tf32x3") = false, py::arg("shipped_tables") = true,
-           py::arg("measure_untuned") = true)
+           py::arg("measure_untuned") = true, py::arg("cubin_cache") = std::string(ktune::kDefaultCubinCache),
+           py::arg("cubin_cache_max_mb") = ktune::kDefaultCubinCacheLimit)
       .def_property_readonly("arch", &ktune::Runtime::arch)
       .def_property_readonly("entries", &ktune::Runtime::entries)
       .def(

@@ -112,7 +112,8 @@ struct RuntimeOptions {
   // Where the cubins this runtime compiles are kept for later processes: a ktune database file
   // (its binaries table), created on the first write. A later Runtime loads a kept cubin in ~2 ms
   // where NVRTC takes 25 ms to ~1 s a kernel; the first use of a half-precision shape nobody
-  // tuned compiles up to 13 candidates (docs/PERFORMANCE.md, "Runtime cost"). "" keeps compiled
+  // tuned compiles up to 22 candidates: four lenders and up to nine neighbours of each lending
+  // family's best one (docs/PERFORMANCE.md, "Runtime cost"). "" keeps compiled
   // kernels in this Runtime's memory only. kDefaultCubinCache stands for $KTUNE_CUBIN_CACHE if
   // set (set but empty: off), else $XDG_CACHE_HOME/ktune/cubins.db, else ~/.cache/ktune/cubins.db.
   // A cache that cannot be opened or written is reported once on stderr and then not used.

@@ -35,6 +35,7 @@ KtuneError = _ktune.KtuneError
 UsageError = _ktune.UsageError
 
 from ._runtime import best_config, configure, default_db_path, devices, runtime  # noqa: E402
+from ._ktune import DEFAULT_CUBIN_CACHE  # noqa: E402
 from ._gemm import gemm  # noqa: E402
 from ._rows import layer_norm, rms_norm, softmax  # noqa: E402
 from ._tune import tune  # noqa: E402
@@ -48,6 +49,7 @@ if _torch is not None:
 
 __all__ = [
     "__version__",
+    "DEFAULT_CUBIN_CACHE",
     "KtuneError",
     "UsageError",
     "best_config",

@@ -11,7 +11,8 @@ _DTYPES = {
 }
 
 _lock = threading.Lock()
-_options = {"db": None, "tables": (), "tf32x3": False, "measure_untuned": True}
+_options = {"db": None, "tables": (), "tf32x3": False, "measure_untuned": True,
+            "cubin_cache": _ktune.DEFAULT_CUBIN_CACHE, "cubin_cache_max_mb": None}
 _runtimes = {}
 # Runtimes replaced by configure(): kept alive, since another thread may still be launching on
 # one (the C++ Runtime must not be destroyed while calls are in flight).
@@ -40,14 +41,23 @@ def devices():
     return list(_ktune.devices()[0])
 
 
-def configure(db=None, tables=None, tf32x3=None, measure_untuned=None):
+def configure(db=None, tables=None, tf32x3=None, measure_untuned=None, cubin_cache=None, cubin_cache_max_mb=None):
     """Options of the runtimes created from now on (the ones made so far are replaced).
 
     db: a ktune database to read (default: default_db_path(); a missing file means none);
     tables: extra tuning tables (ktune.table/1 files); tf32x3: also the shipped gemm_tf32x3 table
     (FP32 on the TF32 tensor cores, runtime.h); measure_untuned: time candidates against cuBLAS on
-    the first gemm() of a problem nobody tuned (default True). Returns the options in force.
+    the first gemm() of a problem nobody tuned (default True); cubin_cache: the database file that
+    keeps compiled kernels for later processes ('' for none; ktune.DEFAULT_CUBIN_CACHE, the
+    default, for $KTUNE_CUBIN_CACHE or the per-user cache); cubin_cache_max_mb: the most MB of
+    cubins it holds before the least recently used go (0: no limit; default
+    $KTUNE_CUBIN_CACHE_MAX_MB, else 512). An option left None keeps its value. Returns the options
+    in force.
     """
+    if cubin_cache_max_mb is not None and (isinstance(cubin_cache_max_mb, bool) or not isinstance(cubin_cache_max_mb, int)
+                                           or cubin_cache_max_mb < 0):
+        raise _ktune.UsageError("configure: cubin_cache_max_mb must be an integer >= 0 (0: no limit), not %r"
+                                % (cubin_cache_max_mb,))
     with _lock:
         if db is not None:
             _options["db"] = str(db)
@@ -57,6 +67,10 @@ def configure(db=None, tables=None, tf32x3=None, measure_untuned=None):
             _options["tf32x3"] = bool(tf32x3)
         if measure_untuned is not None:
             _options["measure_untuned"] = bool(measure_untuned)
+        if cubin_cache is not None:
+            _options["cubin_cache"] = str(cubin_cache)
+        if cubin_cache_max_mb is not None:
+            _options["cubin_cache_max_mb"] = int(cubin_cache_max_mb)
         _retired.extend(_runtimes.values())
         _runtimes.clear()
         return dict(_options)
@@ -85,7 +99,8 @@ def runtime(device=None, arch=None):
     db = opts["db"] if opts["db"] is not None else _ktune.default_db_path()
     made = _ktune.Runtime(db_path=db, tables=list(opts["tables"]), arch=str(arch or ""),
                           device=0 if arch else int(device or 0), tf32x3=opts["tf32x3"],
-                          measure_untuned=opts["measure_untuned"])
+                          measure_untuned=opts["measure_untuned"], cubin_cache=opts["cubin_cache"],
+                          cubin_cache_max_mb=-1 if opts["cubin_cache_max_mb"] is None else opts["cubin_cache_max_mb"])
     with _lock:
         # Another thread may have made one meanwhile: keep the first, so every caller shares it.
         return _runtimes.setdefault(key, made)

@@ -252,3 +252,24 @@ def test_cli_found():
     from ktune._tune import find_cli
     p = find_cli()
     assert os.access(p, os.X_OK), p
+
+
+def test_configure_cubin_cache(tmp_path):
+    # The cubin cache's options reach the runtime: a file of one's own, or none, and a size limit;
+    # bad limits are refused before any runtime is made, and by the runtime itself.
+    import ktune
+    try:
+        opts = ktune.configure(cubin_cache=str(tmp_path / "cubins.db"), cubin_cache_max_mb=64)
+        assert opts["cubin_cache"] == str(tmp_path / "cubins.db")
+        assert opts["cubin_cache_max_mb"] == 64
+        assert ktune.runtime(arch="sm_90").arch == "sm_90"
+        assert ktune.configure(cubin_cache="")["cubin_cache"] == ""
+        assert ktune.configure()["cubin_cache_max_mb"] == 64  # None keeps the value
+        for bad in (-1, 1.5, True, "64"):
+            with pytest.raises(ktune.UsageError, match="cubin_cache_max_mb"):
+                ktune.configure(cubin_cache_max_mb=bad)
+        with pytest.raises(ktune.UsageError, match="cubin_cache_max_mb"):
+            ktune._ktune.Runtime(arch="sm_90", cubin_cache_max_mb=-5)
+    finally:
+        ktune.configure(cubin_cache=ktune.DEFAULT_CUBIN_CACHE)
+        ktune._runtime._options["cubin_cache_max_mb"] = None  # configure() has no "back to the default" limit
