@@ -271,14 +271,20 @@ Family gemm_skinny16_family() {
       .restrict("a grid of clusters fits the device in one wave", {"MT", "NT", "KG", "VEC", "DEPTH", "CL", "SPLITK", "MINB"},
                 [](const Config& c, P p, D d) { return c["CL"] == 1 || grid_blocks(c, p) <= resident_blocks(c, p, d); });
 
-  // A config for any served problem: the row tile that covers M once, the widest loads, the
-  // L2-prefetching read-only loads, and among block shapes (128 or 256 threads, 1 or 2 warps
-  // along N), ring depths and K splits (clusters on sm_90, split-K beyond) the one the bandwidth
-  // model (model_us) rates fastest, MINB holding ptxas to the register estimate. Valid by
-  // construction where possible, checked in the order of the model; the last resort (64 threads
-  // in 2 warp groups, a 2-step ring, no split) is valid for every bf16/f16 problem with M <= 64.
+  // A config for any served problem. On sm_90, the streaming form with 256 threads at the row
+  // tile that covers M once (streaming_form: measured on the H100, where the bandwidth model's
+  // configs below ran 1.2-2.7x slower than the best config found at the models suite's decode
+  // shapes, session 22). Elsewhere, or where that form is not valid: the row tile that covers M
+  // once, the widest loads, the L2-prefetching read-only loads, and among block shapes (128 or 256
+  // threads, 1 or 2 warps along N), ring depths and K splits (clusters on sm_90, split-K beyond)
+  // the one the bandwidth model (model_us) rates fastest, MINB holding ptxas to the register
+  // estimate. Valid by construction where possible, checked in the order of the model; the last
+  // resort (64 threads in 2 warp groups, a 2-step ring, no split) is valid for every bf16/f16
+  // problem with M <= 64.
   f.defaults([](const GemmProblem& p, const DeviceInfo& d) {
     const Family self = gemm_skinny16_family();
+    if (d.arch_number() >= 90)
+      if (const auto s = streaming_form(self, p, d, rows_tile(p.m), 256); s && self.valid(*s, p, d)) return *s;
     const int vec = widest_vec(p);
     auto make = [&](int mt, int nt, int kg, int depth, int cl, int splitk, int minb) {
       return Config{{"MT", mt}, {"NT", nt},         {"KG", kg},         {"VEC", vec},   {"DEPTH", depth},
