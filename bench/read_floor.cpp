@@ -147,23 +147,24 @@ int main(int argc, char** argv) {
     const DeviceInfo d = device_by_ordinal(ordinal);
     CudaContext ctx(d.ordinal);
     Compiler compiler;
-    // One launchable read kernel of the sweep: its kind (stride, slice, bulk) and its shape.
+    // One launchable read kernel of the sweep: its kind (stride, slice, windows W, bulk), its shape,
+    // and its fourth argument (read_bulk: the chunk in 16-byte words; read_windows: W; others: none).
     struct Variant {
       std::string kind, what;
       size_t kernel;
-      unsigned per_sm, threads, smem, chunk16;
+      unsigned per_sm, threads, smem, arg;
     };
     std::vector<Variant> variants;
     CompileRequest r;
     r.source = kSource, r.source_name = "read_floor.cu", r.arch = d.arch, r.context = "read_floor";
-    auto shapes = [&](const std::string& kind, const std::string& what, size_t kernel, unsigned smem, unsigned chunk16,
+    auto shapes = [&](const std::string& kind, const std::string& what, size_t kernel, unsigned smem, unsigned arg,
                       const std::vector<unsigned>& threads_list, const std::vector<unsigned>& per_sm_list) {
       for (unsigned threads : threads_list)
         for (unsigned per_sm : per_sm_list) {
           if (threads * per_sm > 2048 || size_t(smem + 1024) * per_sm > size_t(d.max_smem_per_block_optin) + 1024) continue;
           variants.push_back({kind,
                               what + ", " + std::to_string(per_sm) + " x " + std::to_string(threads) + " threads a SM", kernel,
-                              per_sm, threads, smem, chunk16});
+                              per_sm, threads, smem, arg});
         }
     };
     for (int u : {1, 2, 4, 8}) {
@@ -208,8 +209,8 @@ int main(int argc, char** argv) {
         CUdeviceptr p = buf.ptr();
         unsigned long long n16 = bytes / 16;
         CUdeviceptr o = out.ptr();
-        unsigned chunk16 = v.chunk16;
-        void* params[] = {&p, &n16, &o, &chunk16};
+        unsigned arg = v.arg;
+        void* params[] = {&p, &n16, &o, &arg}; // the kernels of three parameters ignore the fourth
         const double ms = timer.time([&](CUstream s) { m.launch(v.kernel, grid, block, v.smem, s, params); }, nullptr, to).median_ms;
         auto& b = best[v.kind];
         if (b.second.empty() || ms < b.first) b = {ms, v.what};

@@ -189,6 +189,7 @@ int minb_for(int nt, int est) {
 // the blocks of a 256-thread one and a 512-thread form half: at 1x32000x4096 the 128-thread form (500
 // blocks, one wave) ran at 92 % of the copy bandwidth against 85 % for the 256-thread one (500
 // blocks, two waves), and at 16x8192x8192 a 512-thread form of 128 blocks was the best config.
+// Returns the form valid for p (the largest valid split when none reaches the target), or none.
 std::optional<Config> streaming_form(const Family& self, const GemmProblem& p, const DeviceInfo& d, int mt, int nt) {
   const int vec = widest_vec(p);
   Config c{{"MT", mt},  {"NT", nt}, {"KG", nt / 32}, {"VEC", vec},   {"DEPTH", 2},
@@ -284,7 +285,7 @@ Family gemm_skinny16_family() {
   f.defaults([](const GemmProblem& p, const DeviceInfo& d) {
     const Family self = gemm_skinny16_family();
     if (d.arch_number() >= 90)
-      if (const auto s = streaming_form(self, p, d, rows_tile(p.m), 256); s && self.valid(*s, p, d)) return *s;
+      if (const auto s = streaming_form(self, p, d, rows_tile(p.m), 256)) return *s; // valid, or none
     const int vec = widest_vec(p);
     auto make = [&](int mt, int nt, int kg, int depth, int cl, int splitk, int minb) {
       return Config{{"MT", mt}, {"NT", nt},         {"KG", kg},         {"VEC", vec},   {"DEPTH", depth},
