@@ -33,6 +33,38 @@ def wrapper(n, f16, t):
     )
 
 
+def wrapper_rs(n, f16, t):
+    # A from registers (gemm_wgmma's AR = 1): the warpgroup's 64 x 16 slice of A as four 32-bit
+    # registers a thread, mma.sync m16n8k16's A fragment per warp (ldmatrix.x4 writes it). Only B
+    # comes through a descriptor; the register form has no transpose immediate for A.
+    regs = n // 2
+    dlist = ", ".join(f"%{i}" for i in range(regs))
+    a0, b, sc, tb = regs, regs + 4, regs + 5, regs + 6
+    outs = ", ".join(f'"+f"(d[{i}])' for i in range(regs))
+    return (
+        f"template <int TB>\n"
+        f"__device__ __forceinline__ void wgmma_m64n{n}k16_rs(float (&d)[{regs}], const unsigned (&a)[4], unsigned long long db,\n"
+        f"                                                    IsF16<{f16}>) {{\n"
+        f'  asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{sc}, 0;\\n"\n'
+        f'               "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} {{{dlist}}}, {{%{a0}, %{a0 + 1}, %{a0 + 2}, %{a0 + 3}}}, %{b}, p, 1, 1, %{tb};\\n}}\\n"\n'
+        f"               : {outs}\n"
+        f'               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1), "n"(TB));\n'
+        f"}}\n"
+    )
+
+
+def dispatcher_rs():
+    lines = ["// wgmma_m64k16_rs<N, TB>(d, a, db, IsF16<F16>{}): the register-A wrapper above for the tile width N.",
+             "template <int N, int TB, int F16>",
+             "__device__ __forceinline__ void wgmma_m64k16_rs(float (&d)[N / 2], const unsigned (&a)[4], unsigned long long db, IsF16<F16> t) {",
+             f'  static_assert(N % 16 == 0 && N >= {NS[0]} && N <= {NS[-1]}, "a wgmma N this header has a wrapper for");']
+    for i, n in enumerate(NS):
+        kw = "if constexpr" if i == 0 else "else if constexpr"
+        lines.append(f"  {kw} (N == {n}) wgmma_m64n{n}k16_rs<TB>(d, a, db, t);")
+    lines.append("}\n")
+    return "\n".join(lines)
+
+
 def dispatcher():
     # wgmma_m64k16<N, TA, TB>: the wrapper of tile width N, chosen at compile time.
     lines = ["// wgmma_m64k16<N, TA, TB>(d, da, db, IsF16<F16>{}): the m64nNk16 wrapper above for the tile width N.",
@@ -71,7 +103,8 @@ def main():
         "// wgmma.mma_async m64nNk16 with FP32 accumulators (D += A * B, scale-d = 1), A and B from shared",
         "// memory through descriptors; TA / TB = 1: A (B) is MN-major (transposed), else K-major. Overloaded",
         "// on IsF16<0> (bf16) and IsF16<1> (f16). wgmma_m64nNk8_tf32: the TF32 form (both operands K-major,",
-        "// no transpose; scale_d = 0: D = A * B), for gemm_wgmma_tf32x3. Needs sm_90a.",
+        "// no transpose; scale_d = 0: D = A * B), for gemm_wgmma_tf32x3. ..._rs: A from four registers a",
+        "// thread instead of shared memory (gemm_wgmma's AR = 1), B through its descriptor. Needs sm_90a.",
         "#pragma once",
         "",
         "namespace ktune_dev {",
@@ -85,6 +118,10 @@ def main():
         for f16, t in DTYPES:
             out.append(wrapper(n, f16, t))
     out.append(dispatcher())
+    for n in NS:
+        for f16, t in DTYPES:
+            out.append(wrapper_rs(n, f16, t))
+    out.append(dispatcher_rs())
     for n in NS_TF32:
         out.append(wrapper_tf32(n))
     out += ["} // namespace wgmma", "} // namespace ktune_dev", ""]

@@ -290,7 +290,10 @@ Family gemm_wgmma_family() {
                                  "parts as the idle blocks allow. The block with a cut tile's first K tile adds the "
                                  "other parts' FP32 sums (parked in the workspace, flagged) and stores it; 3: SK 2's "
                                  "cut, each part's block adding and storing 1 / parts of the tile (the fix-up spread "
-                                 "over the tile's blocks: grids of few tiles and long K)");
+                                 "over the tile's blocks: grids of few tiles and long K)")
+      .param("AR", {0, 1}, "1: each consumer warpgroup's A from registers (ldmatrix from the stage; wgmma's register "
+                           "form, TMA only), B from shared memory, each K tile's wgmma waited for before the next "
+                           "tile's loads; 0: both operands from shared memory");
   f.dtypes({DType::bf16, DType::f16}).min_arch(90).arch_specific();
 
   f.restrict("bf16 or f16 operands", {}, [](const Config&, P p, D) { return half_problem(p); })
@@ -308,6 +311,12 @@ Family gemm_wgmma_family() {
       .restrict("accumulators per thread <= 128 (of 232-255 registers); <= 96 with three consumer warpgroups (152)",
                 {"BM", "BN", "WG", "PP"},
                 [](const Config& c, P, D) { return accumulators(c) <= (c["WG"] == 3 ? 96 : 128); })
+      // AR holds a K tile of A a thread: 16 registers for each of its m64 blocks (4 k16 steps x 4).
+      .restrict("AR = 1: TMA; accumulators and A's registers (16 an m64 block) <= 160 (<= 112 with three consumer warpgroups)",
+                {"TMA", "BM", "BN", "WG", "PP", "AR"},
+                [](const Config& c, P, D) {
+                  return c["AR"] == 0 || (c["TMA"] == 1 && accumulators(c) + 16 * rows_per_consumer(c) / 64 <= (c["WG"] == 3 ? 112 : 160));
+                })
       .restrict("the cp.async kernel (TMA 0): BN 64, 128 or 256, one or two warpgroups", {"TMA", "BN", "WG"},
                 [](const Config& c, P, D) { return c["TMA"] == 1 || ((c["BN"] == 64 || c["BN"] == 128 || c["BN"] == 256) && c["WG"] <= 2); })
       .restrict("SWAP = 1: TMA, the plain epilogue or C staged transposed (EPI 0 or 1), no SPLITK, unpacked",
@@ -370,9 +379,9 @@ Family gemm_wgmma_family() {
   // with 3 stages measured faster still (0.79-0.97x cuBLAS) but has run only in the NN tunes.
   f.defaults([](const GemmProblem& p, const DeviceInfo&) {
     return Config{{"BM", 128}, {"BN", 128}, {"WG", 2}, {"ST", 4}, {"SWZ", 8}, {"TMA", 1}, {"PACK", loads_16b(p) ? 0 : 1},
-                  {"SPLITK", 1}, {"CL", 1}, {"PT", 1}, {"MC", 0}, {"EPI", 0}, {"PP", 0}, {"SK", 0}, {"SWAP", 0}};
+                  {"SPLITK", 1}, {"CL", 1}, {"PT", 1}, {"MC", 0}, {"EPI", 0}, {"PP", 0}, {"SK", 0}, {"SWAP", 0}, {"AR", 0}};
   });
-  // TMA came after the first version, which loaded with cp.async; PACK and SPLITK after TMA, then CL, PT, MC, EPI, PP, SK, SWAP.
+  // TMA came after the first version, which loaded with cp.async; PACK and SPLITK after TMA, then CL, PT, MC, EPI, PP, SK, SWAP, AR.
   f.upgrade([](Config c) {
     if (!c.has("TMA")) c.set("TMA", 0);
     if (!c.has("PACK")) c.set("PACK", 0);
@@ -384,6 +393,7 @@ Family gemm_wgmma_family() {
     if (!c.has("PP")) c.set("PP", 0);
     if (!c.has("SK")) c.set("SK", 0);
     if (!c.has("SWAP")) c.set("SWAP", 0);
+    if (!c.has("AR")) c.set("AR", 0);
     return c;
   });
 
@@ -457,7 +467,7 @@ Family gemm_wgmma_family() {
      std::string name = c["TMA"] ? "gemm_wgmma_tma<" : "gemm_wgmma<";
      for (const char* prm : {"BM", "BN", "WG", "ST", "SWZ"}) name += std::to_string(c[prm]) + ",";
      if (c["TMA"])
-       for (const char* prm : {"SPLITK", "CL", "PT", "MC", "EPI", "PP", "SK", "SWAP"}) name += std::to_string(c[prm]) + ",";
+       for (const char* prm : {"SPLITK", "CL", "PT", "MC", "EPI", "PP", "SK", "SWAP", "AR"}) name += std::to_string(c[prm]) + ",";
      const std::string f16 = p.dtype == DType::f16 ? "1" : "0";
      // The kernel's layouts (A_COL: its A MN-major; B_COL: its B K-major), under SWAP those of B^T
      // and A^T; without it the problem's (gemm_layout_args).

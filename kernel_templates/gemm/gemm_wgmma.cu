@@ -86,6 +86,10 @@
 //                and its columns, the wgmma N (any multiple of 16 where A is row-major), along M: the
 //                sizes that fill the waves of LLM shapes, whose M (tokens) is the odd dimension.
 //                cuBLAS's Hopper kernels tile that way (192 x 96 at 3072x768x3072, N x M).
+//   AR           (gemm_wgmma_tma only) 1: each consumer warpgroup's A from registers (ldmatrix.x4 from the
+//                stage, .trans for an MN-major A; wgmma's register form), B from shared memory; every K
+//                tile then waits for its own wgmma (the registers are rewritten by the next tile's
+//                loads). 0: both operands from shared memory through descriptors.
 //   F16          0: bf16, 1: fp16 (from the problem)
 //   A_COL, B_COL layouts from the problem: 1 = column-major
 //
@@ -475,18 +479,54 @@ __device__ __forceinline__ void cluster_store_c(const KtuneGemmArgs& p, const fl
 // One K tile (64 deep) of a warpgroup's wgmma from stage buffers sa (A) and sb (B), committed as
 // one group; the caller waits. a_wg: the warpgroup's first row of A inside the stage. All three
 // warp-uniform (a_wg from warp_uniform()), so the descriptors are computed in uniform registers.
-template <int MT, int BN, int F16, int A_COL, int B_COL>
+// AR = 1: A from registers. Each warp loads its 16 rows of each of the warpgroup's m64 blocks, all
+// four k16 steps (16 registers a block), with ldmatrix.x4 from the swizzled stage (.trans where A
+// is MN-major), then issues the register form of wgmma; only B is read through a descriptor. The
+// registers are rewritten by the next K tile's loads, so the caller waits for this group (wait 0)
+// before the next call.
+template <int MT, int BN, int F16, int A_COL, int B_COL, int AR = 0>
 __device__ __forceinline__ void mma_tile(float (&acc)[MT][BN / 2], unsigned sa, unsigned sb, unsigned a_wg) {
   constexpr unsigned A_KSTEP = A_COL ? 2048 : 32, B_KSTEP = B_COL ? 32 : 2048;
+  if constexpr (AR) {
+    // ldmatrix.x4: lanes 8j..8j+7 address matrix j's eight 16-byte rows; matrix j is rows
+    // (j & 1) * 8.. of the warp's 16, k (j >> 1) * 8.. of the k16 step (mma.sync's A fragment,
+    // which is what wgmma's register A is per warp). Line L's 16-byte chunk c sits at c ^ (L % 8).
+    const unsigned lane = threadIdx.x & 31u, w = (threadIdx.x >> 5) & 3u, j = lane >> 3, r8 = lane & 7u;
+    unsigned af[MT][4][4];
 #pragma unroll
-  for (int m = 0; m < MT; ++m) fence_regs(acc[m]);
-  wgmma_fence();
-  const Desc128 a0(sa + a_wg, 8192, 1024), b0(sb, 8192, 1024);
+    for (int m = 0; m < MT; ++m)
 #pragma unroll
-  for (int ks = 0; ks < 4; ++ks) {
-    const unsigned long long db = b0.plus(ks * B_KSTEP);
+      for (unsigned ks = 0; ks < 4; ++ks) {
+        const unsigned blk = sa + a_wg + unsigned(m) * 8192u;
+        if constexpr (A_COL == 0) { // K-major: line = the row, its 64 k values in 8 chunks
+          const unsigned line = w * 16u + (j & 1u) * 8u + r8, chunk = 2u * ks + (j >> 1);
+          half16::ldmatrix_x4_s(af[m][ks], blk + line * 128u + ((chunk ^ r8) << 4));
+        } else { // MN-major: line = k, its 64 rows in 8 chunks; transposed on the way in
+          const unsigned line = ks * 16u + (j >> 1) * 8u + r8, chunk = w * 2u + (j & 1u);
+          half16::ldmatrix_x4_trans_s(af[m][ks], blk + line * 128u + ((chunk ^ r8) << 4));
+        }
+      }
 #pragma unroll
-    for (int m = 0; m < MT; ++m) mma<BN, F16, A_COL, !B_COL>(acc[m], a0.plus(m * 8192 + ks * A_KSTEP), db);
+    for (int m = 0; m < MT; ++m) fence_regs(acc[m]);
+    wgmma_fence(); // the registers ldmatrix wrote, before the wgmma that read them
+    const Desc128 b0(sb, 8192, 1024);
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks) {
+      const unsigned long long db = b0.plus(ks * B_KSTEP);
+#pragma unroll
+      for (int m = 0; m < MT; ++m) wgmma_m64k16_rs<BN, !B_COL>(acc[m], af[m][ks], db, IsF16<F16>{});
+    }
+  } else {
+#pragma unroll
+    for (int m = 0; m < MT; ++m) fence_regs(acc[m]);
+    wgmma_fence();
+    const Desc128 a0(sa + a_wg, 8192, 1024), b0(sb, 8192, 1024);
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks) {
+      const unsigned long long db = b0.plus(ks * B_KSTEP);
+#pragma unroll
+      for (int m = 0; m < MT; ++m) mma<BN, F16, A_COL, !B_COL>(acc[m], a0.plus(m * 8192 + ks * A_KSTEP), db);
+    }
   }
   wgmma_commit();
 #pragma unroll
@@ -683,7 +723,7 @@ __global__ void __launch_bounds__(WG * 128, 1) gemm_wgmma(KtuneGemmArgs p) {
 // are not 16-byte aligned (no tensor map of C), this keeps the stores off the consumers' path: the
 // shipped 2999^3 config (128 x 128, persistent, MC 2) takes 127.6 us with it and 151.8 with the
 // plain epilogue (H100, docs/runs/2026-11-25-h100-s13-epi3-retune-trials.jsonl.gz).
-template <int BM, int BN, int WG, int ST, int SWZ, int SPLITK, int CL, int PT, int MC, int EPI, int PP, int SK, int SWAP, int F16, int A_COL, int B_COL>
+template <int BM, int BN, int WG, int ST, int SWZ, int SPLITK, int CL, int PT, int MC, int EPI, int PP, int SK, int SWAP, int AR, int F16, int A_COL, int B_COL>
 __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 : 1, 1, CL)
     gemm_wgmma_tma(const __grid_constant__ KtuneGemmTmaArgs args) {
   using namespace ktune_dev;
@@ -820,7 +860,9 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
     // +1.4 %, f16 2048x4096x11008 (PT 2) +1.7 %, 8192^3 (PT 4) +0.6 %, 4095x4097x4093 (256 x 128,
     // PT 4, EPI 3, packed) +5.6 %; the stream-K one (SK 2, 2048x11008x4096) lost 1.1-1.5 %, so SK
     // keeps the default, as do rings of four or more stages (no gain in the same runs).
-    constexpr bool RELEASE_NOW = ST <= 3 && PP == 0 && SK == 0;
+    // AR: the next K tile's ldmatrix rewrite the A registers this tile's wgmma read, so every
+    // consumer waits for its own group (wait 0) and releases the stage then.
+    constexpr bool RELEASE_NOW = (ST <= 3 && PP == 0 && SK == 0) || AR;
     int it = 0, u, kb, ke;
     Work<SK> work(units, nkw, unit0, stride);
     for (int j = 0; work.next(u, kb, ke); ++j) { // j: the block's segment index
@@ -843,7 +885,7 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
         const unsigned s = unsigned(it) % ST; // it >= 0: unsigned, so no signed-remainder fix-ups
         mbar_wait(full0 + s * 8, (unsigned(it) / ST) & 1);
         const unsigned sa = sbase + s * STAGE;
-        mma_tile<MT, BN, F16, A_COL, B_COL>(acc, sa, sa + A_BYTES, a_wg);
+        mma_tile<MT, BN, F16, A_COL, B_COL, AR>(acc, sa, sa + A_BYTES, a_wg);
         if constexpr (RELEASE_NOW) {
           wgmma_wait<0>(); // this K tile's wgmma have read their stage: release it now
           if (tid % 128 == 0) release(int(s));

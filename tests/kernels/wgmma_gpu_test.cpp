@@ -105,7 +105,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
         offer(d);
       }
       // The tiling the H100 tunes found fastest (128 x 256, 3 stages, TMA), on every shape and layout.
-      Config best = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":3,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0,"SWAP":0})");
+      Config best = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":3,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0,"SWAP":0,"AR":0})");
       if (!f.valid(best, p, *dev)) best.set("PACK", 1);
       offer(best);
       // The same split in K (partial sums in the workspace, the FP32 reduction).
@@ -119,7 +119,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       for (int cl : {2, 4, 8}) {
         Config split = best;
         split.set("CL", cl);
-        if (cl == 8) split = Config::from_json(R"({"BM":64,"BN":256,"WG":1,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":8,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0,"SWAP":0})");
+        if (cl == 8) split = Config::from_json(R"({"BM":64,"BN":256,"WG":1,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":8,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0,"SWAP":0,"AR":0})");
         if (!f.valid(split, p, *dev)) split.set("PACK", 1);
         offer(split);
       }
@@ -127,7 +127,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       // 128 x 64 tiles of two warpgroups in 8 stages sharing A, 4 slices; and the fastest tiling
       // sharing B in 2 slices (packed where it must be).
       for (int v = 0; v < 2; ++v) {
-        Config ms = Config::from_json(R"({"BM":128,"BN":64,"WG":2,"ST":8,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":4,"CL":1,"PT":1,"MC":2,"EPI":0,"PP":0,"SK":0,"SWAP":0})");
+        Config ms = Config::from_json(R"({"BM":128,"BN":64,"WG":2,"ST":8,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":4,"CL":1,"PT":1,"MC":2,"EPI":0,"PP":0,"SK":0,"SWAP":0,"AR":0})");
         if (v == 1) ms = best, ms.set("SPLITK", 2), ms.set("MC", 1);
         if (!f.valid(ms, p, *dev)) ms.set("PACK", 1);
         offer(ms);
@@ -137,7 +137,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       // 4 on one warpgroup of 64 x 128 tiles.
       for (int v = 0; v < 3; ++v) {
         Config many = best;
-        if (v == 2) many = Config::from_json(R"({"BM":64,"BN":128,"WG":1,"ST":5,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0,"SWAP":0})");
+        if (v == 2) many = Config::from_json(R"({"BM":64,"BN":128,"WG":1,"ST":5,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0,"SWAP":0,"AR":0})");
         many.set("PT", v == 0 ? 2 : 4);
         if (!f.valid(many, p, *dev)) many.set("PACK", 1);
         offer(many);
@@ -147,7 +147,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       // (cuBLAS's tiling on the H100); pairs whose second tile lies past M or N on the odd shapes.
       for (int v = 0; v < 4; ++v) {
         Config mc = best;
-        if (v == 3) mc = Config::from_json(R"({"BM":256,"BN":128,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0,"SWAP":0})");
+        if (v == 3) mc = Config::from_json(R"({"BM":256,"BN":128,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0,"SWAP":0,"AR":0})");
         mc.set("MC", v == 1 ? 2 : v == 3 ? 2 : 1);
         if (v == 2) mc.set("PT", 2);
         if (!f.valid(mc, p, *dev)) mc.set("PACK", 1);
@@ -159,7 +159,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       // the plain epilogue, unaligned problems have no EPI configs.
       for (int v = 0; v < 6; ++v) {
         Config e = best;
-        if (v == 3 || v == 5) e = Config::from_json(R"({"BM":256,"BN":128,"WG":2,"ST":3,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0,"SWAP":0})");
+        if (v == 3 || v == 5) e = Config::from_json(R"({"BM":256,"BN":128,"WG":2,"ST":3,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0,"SWAP":0,"AR":0})");
         e.set("EPI", v < 4 ? 1 : 2);
         if (v == 1 || v == 4) e.set("PT", 2);
         if (v == 4) e.set("ST", 4);
@@ -171,8 +171,8 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       // (PT 0: as many blocks as are resident, each striding), and 64 x 256 persistent with EPI;
       // odd tile counts leave one consumer a tile fewer. Plus the shared-tile form on a persistent grid.
       for (int v = 0; v < 4; ++v) {
-        Config q = Config::from_json(R"({"BM":64,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":2,"MC":0,"EPI":1,"PP":1,"SK":0,"SWAP":0})");
-        if (v == 1) q = Config::from_json(R"({"BM":128,"BN":128,"WG":2,"ST":5,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":0,"MC":0,"EPI":0,"PP":1,"SK":0,"SWAP":0})");
+        Config q = Config::from_json(R"({"BM":64,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":2,"MC":0,"EPI":1,"PP":1,"SK":0,"SWAP":0,"AR":0})");
+        if (v == 1) q = Config::from_json(R"({"BM":128,"BN":128,"WG":2,"ST":5,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":0,"MC":0,"EPI":0,"PP":1,"SK":0,"SWAP":0,"AR":0})");
         if (v == 2) q.set("PT", 0);
         if (v == 3) q = best, q.set("PT", 0), q.set("EPI", 1);
         if (!f.valid(q, p, *dev)) q.set("PACK", 1), q.set("EPI", 0);
@@ -195,7 +195,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       // and 64 x 64 pairs under MC 1 and 2 (a 64-wide shared tile: K-major in 32-row halves,
       // MN-major in halves of its K lines).
       for (int v = 0; v < 5; ++v) {
-        Config q = Config::from_json(R"({"BM":64,"BN":64,"WG":1,"ST":13,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":1,"PP":0,"SK":0,"SWAP":0})");
+        Config q = Config::from_json(R"({"BM":64,"BN":64,"WG":1,"ST":13,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":1,"PP":0,"SK":0,"SWAP":0,"AR":0})");
         if (v == 1) q.set("BM", 128), q.set("WG", 2), q.set("ST", 8), q.set("CL", 2), q.set("EPI", 0);
         if (v == 2) q.set("ST", 10), q.set("PT", 0), q.set("SK", 3);
         if (v == 3) q.set("ST", 8), q.set("MC", 1);
@@ -225,7 +225,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       // with EPI 3 and PT 2, split in K (SPLITK 2), and on 192 x 128 sharing A's 96-row halves (MC 2),
       // on 192 x 64 split in a cluster (CL 2).
       for (int v = 0; v < 8; ++v) {
-        Config t = Config::from_json(R"({"BM":128,"BN":192,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":1,"PP":0,"SK":0,"SWAP":0})");
+        Config t = Config::from_json(R"({"BM":128,"BN":192,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":1,"PP":0,"SK":0,"SWAP":0,"AR":0})");
         if (v == 1) t.set("MC", 1), t.set("PT", 0), t.set("EPI", 0);
         if (v == 2) t.set("PT", 0), t.set("SK", 3), t.set("EPI", 0);
         if (v >= 3) t.set("BM", 192), t.set("WG", 3), t.set("ST", 3);
@@ -244,7 +244,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       // one warpgroup with PT 2. And without SWAP, 160-column tiles where B is column-major (K-major).
       // Then EPI 1 under SWAP (staged transposed) on 128 x 96 persistent, 192 x 144 with MC 2, 256 x 112 with PT 2.
       for (int v = 0; v < 12; ++v) {
-        Config w = Config::from_json(R"({"BM":128,"BN":96,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0,"SWAP":1})");
+        Config w = Config::from_json(R"({"BM":128,"BN":96,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0,"SWAP":1,"AR":0})");
         if (v == 1) w.set("BM", 192), w.set("WG", 3), w.set("BN", 144), w.set("PT", 0), w.set("MC", 2);
         if (v == 2) w.set("BN", 208), w.set("PT", 0), w.set("SK", 2);
         if (v == 3) w.set("BM", 256), w.set("BN", 112), w.set("ST", 3), w.set("PT", 0), w.set("SK", 3);
@@ -259,6 +259,24 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
         if (v == 11) w.set("EPI", 1), w.set("BM", 256), w.set("BN", 112), w.set("ST", 3), w.set("PT", 2);
         if (!f.valid(w, p, *dev) && w["BN"] % 64 != 0) w.set("BN", 128); // the kernel's B MN-major: 64-column blocks
         offer(w);
+      }
+      // AR (A from registers: ldmatrix, .trans where the kernel's A is MN-major, i.e. A column-major,
+      // or B row-major under SWAP): one and two m64 blocks a consumer, one to three consumer
+      // warpgroups, with EPI 2 / 3, PT 0, SK 2, PP, SPLITK, CL, MC 1 and 2, SWAP.
+      for (int v = 0; v < 10; ++v) {
+        Config a = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":16,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":0,"MC":0,"EPI":2,"PP":0,"SK":0,"SWAP":0,"AR":1})");
+        if (v == 1) a.set("BM", 256), a.set("BN", 128), a.set("PT", 1);
+        if (v == 2) a.set("BN", 128), a.set("EPI", 0), a.set("PT", 0), a.set("SK", 2);
+        if (v == 3) a.set("BM", 64), a.set("BN", 128), a.set("WG", 1), a.set("ST", 5), a.set("EPI", 3), a.set("PT", 2);
+        if (v == 4) a.set("BM", 192), a.set("BN", 192), a.set("WG", 3), a.set("ST", 3), a.set("EPI", 1), a.set("MC", 1), a.set("PT", 1);
+        if (v == 5) a.set("BN", 128), a.set("ST", 5), a.set("EPI", 1), a.set("PP", 1);
+        if (v == 6) a.set("BN", 64), a.set("ST", 6), a.set("EPI", 0), a.set("PT", 1), a.set("SPLITK", 2), a.set("MC", 2);
+        if (v == 7) a.set("BN", 128), a.set("EPI", 0), a.set("PT", 1), a.set("CL", 2);
+        if (v == 8) a.set("BN", 96), a.set("EPI", 1), a.set("SWAP", 1);
+        if (v == 9) a.set("BM", 256), a.set("BN", 128), a.set("EPI", 0), a.set("PT", 1), a.set("ST", 3), a.set("SWAP", 1);
+        if (!f.valid(a, p, *dev) && a["BN"] % 64 != 0) a.set("BN", 128);
+        if (!f.valid(a, p, *dev)) a.set("PACK", 1), a.set("SWAP", 0), a.set("SK", 0), a.set("EPI", a["EPI"] ? 3 : 0);
+        offer(a);
       }
       for (auto& c : configs) cases.push_back(Case{i, c, compiler.compile_async(compile_request(f, c, p, dev->arch))});
     }
@@ -277,6 +295,7 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
   std::set<std::string> swap_layouts;
   std::set<int> bn, wg, st, tma, pack, splitk, cl, pt, mc, epi, pp, sk;
   int epi_beta0 = 0, pp_epi = 0, sk_cases = 0, sk3_cases = 0, epi3_beta0 = 0, epi3_packed = 0;
+  int ar_cases = 0, ar_mn_major = 0; // AR, and AR whose kernel A is MN-major (ldmatrix.trans)
   for (size_t i = 0; i < insts.size(); ++i) {
     const Instance& in = insts[i];
     const GemmProblem& p = in.p;
@@ -348,6 +367,8 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       sk_cases += cs.c["SK"];
       sk3_cases += cs.c["SK"] == 3;
       pp_epi += cs.c["PP"] == 1 && cs.c["EPI"] == 1 && p.beta == 0.0f;
+      ar_cases += cs.c["AR"];
+      ar_mn_major += cs.c["AR"] == 1 && (cs.c["SWAP"] ? p.b == Layout::row : p.a == Layout::col);
     }
   }
   EXPECT_GE(checked, sample ? 90 : 120);
@@ -358,6 +379,8 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
   EXPECT_GE(swapped, sample ? 60 : 100);
   EXPECT_GE(swap_beta, 10);
   EXPECT_GE(swap_staged, 20); // EPI 1 under SWAP with beta == 0 (beta != 0 takes the plain epilogue)
+  EXPECT_GE(ar_cases, sample ? 40 : 100);
+  EXPECT_GE(ar_mn_major, sample ? 15 : 30);
   for (const char* l : {"NN1", "NT1", "TN1", "TT1"}) EXPECT_TRUE(swap_layouts.count(l)) << l;
   EXPECT_EQ(wg.size(), 3u);
   EXPECT_TRUE(st.count(8) && st.count(10) && st.count(13)); // the deep rings ran

@@ -144,7 +144,7 @@ TEST(Compiler, SampledAndCornerWgmmaConfigsCompileForSm90a) {
       cases.emplace_back(one[0], p);
       corner_values.insert(prm.name + std::to_string(v));
     }
-  EXPECT_EQ(corner_values.size(), 4u + 13u + 3u + 7u + 4u + 2u + 2u + 4u + 4u + 4u + 4u + 3u + 2u + 2u + 4u);
+  EXPECT_EQ(corner_values.size(), 4u + 13u + 3u + 7u + 4u + 2u + 2u + 4u + 4u + 4u + 4u + 3u + 2u + 2u + 4u + 2u);
   ktune::testing::compile_all(f, cases, "sm_90");
 }
 
@@ -155,7 +155,7 @@ TEST(Compiler, SampledAndCornerWgmmaConfigsCompileForSm90a) {
 TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
   const Family f = find_family("gemm_wgmma");
   const auto d = DeviceInfo::nominal("sm_90");
-  const Config tma = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0,"SWAP":0})");
+  const Config tma = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0,"SWAP":0,"AR":0})");
   for (const char* l : kLayouts) {
     const auto p = half_problem(4096, 4096, 4096, l, DType::bf16);
     ASSERT_TRUE(f.valid(tma, p, d)) << l;
@@ -306,7 +306,7 @@ TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
     EXPECT_EQ(s2.tma_a.box_outer, 64u) << l; // K-major: half of BM 128; else 64 x 64 blocks
     EXPECT_EQ(s2.tma_b.box_outer, b_k ? 256u : 64u) << l;
     // A shared tile 64 wide: K-major, 32 rows a CTA; MN-major (one 64 x 64 block), 32 K lines a CTA.
-    Config narrow = Config::from_json(R"({"BM":64,"BN":64,"WG":1,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":1,"EPI":0,"PP":0,"SK":0,"SWAP":0})");
+    Config narrow = Config::from_json(R"({"BM":64,"BN":64,"WG":1,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":1,"EPI":0,"PP":0,"SK":0,"SWAP":0,"AR":0})");
     ASSERT_TRUE(f.valid(narrow, p, d)) << l;
     EXPECT_EQ(f.launch_plan(narrow, p).main_step().tma_b.box_outer, 32u) << l;
     EXPECT_EQ(f.launch_plan(narrow, p).main_step().tma_a.box_outer, 64u) << l; // A unshared: 64 rows or one 64 x 64 block
@@ -319,7 +319,7 @@ TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
   // split-K at 512x512x32768 runs 128 x 64 tiles in 2-CTA clusters: 4 x 8 tiles, 4 x 4 pairs along
   // N, 2 CTAs each, 4 slices.
   expect_each_refused(f, mc1, p4096, d, {{"CL", 2}, {"TMA", 0}});
-  Config mc_split = Config::from_json(R"({"BM":128,"BN":64,"WG":2,"ST":8,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":4,"CL":1,"PT":1,"MC":2,"EPI":0,"PP":0,"SK":0,"SWAP":0})");
+  Config mc_split = Config::from_json(R"({"BM":128,"BN":64,"WG":2,"ST":8,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":4,"CL":1,"PT":1,"MC":2,"EPI":0,"PP":0,"SK":0,"SWAP":0,"AR":0})");
   const auto p512 = half_problem(512, 512, 32768, "NN", DType::bf16);
   ASSERT_TRUE(f.valid(mc_split, p512, d)) << f.violations(mc_split, p512, d)[0];
   const LaunchPlan msp = f.launch_plan(mc_split, p512);
@@ -357,7 +357,7 @@ TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
   expect_tma_and_whole_tiles_only(f, epi2, half_problem(128, 4096, 4096, "NN", DType::bf16), d);
   epi2.set("BN", 64);
   EXPECT_FALSE(f.valid(epi2, p4096, d));
-  Config epi256 = Config::from_json(R"({"BM":256,"BN":128,"WG":2,"ST":3,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":2,"MC":2,"EPI":1,"PP":0,"SK":0,"SWAP":0})");
+  Config epi256 = Config::from_json(R"({"BM":256,"BN":128,"WG":2,"ST":3,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":2,"MC":2,"EPI":1,"PP":0,"SK":0,"SWAP":0,"AR":0})");
   ASSERT_TRUE(f.valid(epi256, p4096, d));
   EXPECT_EQ(f.launch_plan(epi256, p4096).main_step().tma_c.box_outer, 128u);
   EXPECT_NE(f.kernel_names(epi256, p4096).at(0).find("<256,128,2,3,8,1,1,2,2,1,0,"), std::string::npos) << f.kernel_names(epi256, p4096).at(0);
@@ -404,7 +404,7 @@ TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
   // PP (ping-pong consumers): each consumer warpgroup computes whole 64 x 256 tiles, so each stores
   // 64 rows (the C box) from its own staging buffer (2 x 64 x 256 halves beside 4 stages of 40 KB).
   // Two consumers, several tiles a block, whole tiles, no MC; a consumer's tile within 128 accumulators.
-  const Config pp1 = Config::from_json(R"({"BM":64,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":2,"MC":0,"EPI":1,"PP":1,"SK":0,"SWAP":0})");
+  const Config pp1 = Config::from_json(R"({"BM":64,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":2,"MC":0,"EPI":1,"PP":1,"SK":0,"SWAP":0,"AR":0})");
   ASSERT_TRUE(f.valid(pp1, p4096, d));
   const LaunchStep ps = f.launch_plan(pp1, p4096).main_step();
   EXPECT_EQ(ps.tma_c.box_outer, 64u);
@@ -418,7 +418,7 @@ TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
   EXPECT_FALSE(f.valid(wide, p4096, d));
   wide.set("PP", 0);
   EXPECT_TRUE(f.valid(wide, p4096, d));
-  EXPECT_EQ(f.canonical(Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0,"SWAP":0})"))["PP"], 0);
+  EXPECT_EQ(f.canonical(Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0,"SWAP":0,"AR":0})"))["PP"], 0);
 
   // SK (stream-K on the persistent grid): kernel 1 first, one block zeroing the flags, then the
   // main kernel on at most 132 blocks as its programmatic dependent; the workspace holds the flags
@@ -470,7 +470,7 @@ TEST(Space, WgmmaGeneralizesTunedConfigsToShapesTheirFormCannotServe) {
       if (f.valid(g, p, d)) return g;
     return std::nullopt;
   };
-  const Config epi = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":3,"SWZ":16,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":2,"MC":0,"EPI":1,"PP":0,"SK":0,"SWAP":0})");
+  const Config epi = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":3,"SWZ":16,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":2,"MC":0,"EPI":1,"PP":0,"SK":0,"SWAP":0,"AR":0})");
   const auto odd = half_problem(2999, 2999, 2999, "NN", DType::bf16);
   ASSERT_FALSE(f.valid(epi, odd, d));
   const auto packed = first_valid(epi, odd);
@@ -484,7 +484,7 @@ TEST(Space, WgmmaGeneralizesTunedConfigsToShapesTheirFormCannotServe) {
   ASSERT_TRUE(back);
   EXPECT_EQ((*back)["PACK"], 0);
   // A split-K config at a K of one tile: unsplit.
-  Config split = Config::from_json(R"({"BM":128,"BN":128,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":2,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0,"SWAP":0})");
+  Config split = Config::from_json(R"({"BM":128,"BN":128,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":2,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0,"SWAP":0,"AR":0})");
   const auto short_k = half_problem(128, 4096, 64, "NN", DType::bf16);
   ASSERT_FALSE(f.valid(split, short_k, d));
   const auto unsplit = first_valid(split, short_k);
@@ -542,7 +542,7 @@ TEST(Space, WgmmaWarmStartsOfferMulticastAndStreamKNeighbours) {
 TEST(Space, WgmmaNeighboursRetileToFillTheWaves) {
   const Family f = find_family("gemm_wgmma");
   const auto d = DeviceInfo::nominal("sm_90");
-  const Config lent = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":2,"PP":0,"SK":0,"SWAP":0})");
+  const Config lent = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":2,"PP":0,"SK":0,"SWAP":0,"AR":0})");
   struct Want {
     const char* shape;
     int bm, bn, wg, st, epi;
@@ -609,7 +609,7 @@ TEST(Space, WgmmaNeighboursRetileToFillTheWaves) {
 struct LentAt {
   Family f = find_family("gemm_wgmma");
   DeviceInfo d = DeviceInfo::nominal("sm_90");
-  Config lent = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":16,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":2,"MC":0,"EPI":2,"PP":0,"SK":0,"SWAP":0})");
+  Config lent = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":16,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":2,"MC":0,"EPI":2,"PP":0,"SK":0,"SWAP":0,"AR":0})");
   GemmProblem q;
   std::vector<Config> near;
   explicit LentAt(const char* shape) : q(GemmProblem::parse(shape, "NN", DType::bf16)), near(f.neighbors_of(lent, q, d)) {
@@ -689,7 +689,7 @@ TEST(Space, WgmmaNeighboursOfferTheSwappedTilingPersistentWithMulticast) {
   // plain consumers (PP 0), as lent otherwise, and valid; its multicast form drops PP too (MC
   // excludes it). Every neighbour is valid, so the runtime drops none of them.
   LentAt pp("1576x3072x768");
-  pp.lent = Config::from_json(R"({"BM":128,"BN":128,"WG":2,"ST":4,"SWZ":16,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":2,"MC":0,"EPI":1,"PP":1,"SK":0,"SWAP":0})");
+  pp.lent = Config::from_json(R"({"BM":128,"BN":128,"WG":2,"ST":4,"SWZ":16,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":2,"MC":0,"EPI":1,"PP":1,"SK":0,"SWAP":0,"AR":0})");
   ASSERT_TRUE(pp.f.valid(pp.lent, pp.q, pp.d)) << ::testing::PrintToString(pp.f.violations(pp.lent, pp.q, pp.d));
   bool as_lent = false, multicast = false;
   for (const Config& n : pp.f.neighbors_of(pp.lent, pp.q, pp.d)) {
@@ -746,7 +746,7 @@ TEST(Space, WgmmaTilesOf192NeedTheTmaKernelAndFitTheirRegisters) {
   const Family f = find_family("gemm_wgmma");
   const auto d = DeviceInfo::nominal("sm_90");
   const auto p = half_problem(2048, 11008, 4096, "NN", DType::bf16);
-  const Config wide = Config::from_json(R"({"BM":192,"BN":192,"WG":3,"ST":3,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":0,"MC":0,"EPI":1,"PP":0,"SK":2,"SWAP":0})");
+  const Config wide = Config::from_json(R"({"BM":192,"BN":192,"WG":3,"ST":3,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":0,"MC":0,"EPI":1,"PP":0,"SK":2,"SWAP":0,"AR":0})");
   ASSERT_TRUE(f.valid(wide, p, d)) << ::testing::PrintToString(f.violations(wide, p, d));
   expect_each_refused(f, wide, p, d, {{"TMA", 0}, {"BN", 256}, {"WG", 2}, {"WG", 1}, {"ST", 4}, {"EPI", 2}});
   const LaunchStep s = f.launch_plan(wide, p).main_step();
@@ -755,7 +755,7 @@ TEST(Space, WgmmaTilesOf192NeedTheTmaKernelAndFitTheirRegisters) {
   EXPECT_EQ(s.tma_b.box_outer, 64u);  // B row-major: MN-major, three 64 x 64 blocks
   EXPECT_EQ(s.dynamic_smem, 3u * (192 + 192) * 128 + 1024 + 3u * 64 * 192 * 2);
 
-  Config narrow = Config::from_json(R"({"BM":128,"BN":192,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":1,"EPI":1,"PP":0,"SK":0,"SWAP":0})");
+  Config narrow = Config::from_json(R"({"BM":128,"BN":192,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":1,"EPI":1,"PP":0,"SK":0,"SWAP":0,"AR":0})");
   const auto nt = half_problem(1024, 3072, 768, "NT", DType::f16);
   ASSERT_TRUE(f.valid(narrow, nt, d)) << ::testing::PrintToString(f.violations(narrow, nt, d));
   expect_each_refused(f, narrow, nt, d, {{"TMA", 0}, {"EPI", 2}, {"WG", 3}});
@@ -773,7 +773,7 @@ TEST(Space, WgmmaTilesOf192NeedTheTmaKernelAndFitTheirRegisters) {
 TEST(Space, WgmmaSwapTilesMAlongTheWgmmaN) {
   const Family f = find_family("gemm_wgmma");
   const auto d = DeviceInfo::nominal("sm_90");
-  const Config sw = Config::from_json(R"({"BM":128,"BN":96,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0,"SWAP":1})");
+  const Config sw = Config::from_json(R"({"BM":128,"BN":96,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":0,"PP":0,"SK":0,"SWAP":1,"AR":0})");
   const auto nn = half_problem(3072, 768, 3072, "NN", DType::bf16);
   ASSERT_TRUE(f.valid(sw, nn, d)) << ::testing::PrintToString(f.violations(sw, nn, d));
   expect_each_refused(f, sw, nn, d, {{"TMA", 0}, {"EPI", 2}, {"EPI", 3}, {"SPLITK", 2}, {"SWAP", 0}, {"PACK", 1}});
@@ -785,7 +785,7 @@ TEST(Space, WgmmaSwapTilesMAlongTheWgmmaN) {
   EXPECT_EQ(s.tma_a.box_outer, 64u);
   EXPECT_TRUE(s.tma_b.k_inner);   // its B is A^T: A row-major, K contiguous
   EXPECT_EQ(s.tma_b.box_outer, 96u);
-  EXPECT_NE(f.kernel_names(sw, nn).at(0).find(",0,1,0,1,1>"), std::string::npos) << f.kernel_names(sw, nn).at(0); // SK 0, SWAP 1, bf16, A_COL 1, B_COL 1
+  EXPECT_NE(f.kernel_names(sw, nn).at(0).find(",0,1,0,0,1,1>"), std::string::npos) << f.kernel_names(sw, nn).at(0); // SK 0, SWAP 1, AR 0, bf16, A_COL 1, B_COL 1
   // EPI 1: C staged transposed, stored by TMA in boxes of 64 of C's columns by the tile's 96 rows.
   Config staged = sw;
   staged.set("EPI", 1);
@@ -800,7 +800,7 @@ TEST(Space, WgmmaSwapTilesMAlongTheWgmmaN) {
   Config wide = sw;
   wide.set("BN", 128);
   EXPECT_TRUE(f.valid(wide, tn, d)) << ::testing::PrintToString(f.violations(wide, tn, d));
-  EXPECT_NE(f.kernel_names(wide, tn).at(0).find(",0,1,0,1,0>"), std::string::npos) << f.kernel_names(wide, tn).at(0);
+  EXPECT_NE(f.kernel_names(wide, tn).at(0).find(",0,1,0,0,1,0>"), std::string::npos) << f.kernel_names(wide, tn).at(0);
   // Unaligned problems need the packed copies, which SWAP does not read.
   const auto odd = half_problem(2999, 2999, 2999, "NN", DType::bf16);
   EXPECT_FALSE(f.valid(sw, odd, d));
@@ -809,4 +809,36 @@ TEST(Space, WgmmaSwapTilesMAlongTheWgmmaN) {
   plain.set("SWAP", 0);
   EXPECT_FALSE(f.valid(plain, nn, d));
   EXPECT_TRUE(f.valid(plain, half_problem(3072, 768, 3072, "NT", DType::bf16), d));
+}
+
+// AR (A from registers): the TMA kernel only, and only where a consumer thread's accumulators and
+// its K tile of A (16 registers an m64 block) fit 160 registers (112 with three consumer
+// warpgroups); the kernel's template argument follows SWAP.
+TEST(Space, WgmmaARegistersNeedTheTmaKernelAndFitTheirRegisters) {
+  const Family f = find_family("gemm_wgmma");
+  const auto d = DeviceInfo::nominal("sm_90");
+  const auto p = half_problem(4096, 4096, 4096, "NN", DType::bf16);
+  const Config ar = Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":16,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":0,"MC":0,"EPI":2,"PP":0,"SK":0,"SWAP":0,"AR":1})");
+  ASSERT_TRUE(f.valid(ar, p, d)) << ::testing::PrintToString(f.violations(ar, p, d));
+  EXPECT_NE(f.kernel_names(ar, p).at(0).find(",0,0,1,0,0,0>"), std::string::npos) << f.kernel_names(ar, p).at(0); // SWAP 0, AR 1, bf16, NN
+  Config two = ar; // two m64 blocks a consumer: 128 accumulators and 32 registers of A
+  two.set("BM", 256), two.set("BN", 128);
+  EXPECT_TRUE(f.valid(two, p, d)) << ::testing::PrintToString(f.violations(two, p, d));
+  Config three = ar; // three consumer warpgroups of 64 x 192: 96 and 16
+  three.set("BM", 192), three.set("BN", 192), three.set("WG", 3), three.set("ST", 3), three.set("EPI", 1);
+  EXPECT_TRUE(f.valid(three, p, d)) << ::testing::PrintToString(f.violations(three, p, d));
+  Config tall = ar; // one consumer of 256 x 64: 128 accumulators and 64 registers of A
+  tall.set("BM", 256), tall.set("BN", 64), tall.set("WG", 1), tall.set("EPI", 1), tall.set("PT", 1);
+  tall.set("AR", 0);
+  EXPECT_TRUE(f.valid(tall, p, d)) << ::testing::PrintToString(f.violations(tall, p, d));
+  tall.set("AR", 1);
+  EXPECT_FALSE(f.valid(tall, p, d));
+  Config cp = ar;
+  cp.set("TMA", 0), cp.set("EPI", 0), cp.set("PT", 1), cp.set("ST", 3);
+  cp.set("AR", 0);
+  EXPECT_TRUE(f.valid(cp, p, d)) << ::testing::PrintToString(f.violations(cp, p, d));
+  cp.set("AR", 1);
+  EXPECT_FALSE(f.valid(cp, p, d));
+  // Configs recorded before AR existed read as AR 0.
+  EXPECT_EQ(f.canonical(Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":3,"SWZ":8,"TMA":1})"))["AR"], 0);
 }
