@@ -162,6 +162,53 @@ int main(int argc, char** argv) {
     out["gemm64_cublas_enqueue_us"] = cb_enq;
     out["gemm64_provenance"] = ktune::to_string(rt_kernel.best_config(small).provenance);
 
+    // 2b. The same for a TMA kernel (sm_90: gemm_wgmma, bf16 256x256x256, maps of A, B and C), whose
+    // launch encodes tensor maps: with the same pointers every call (launch_gemm's per-thread map
+    // cache answers) and with 32 pointer sets in turn (more maps than the cache keeps, so every
+    // launch encodes all three again), beside cublasGemmEx.
+    if (devs[0].arch == "sm_90") {
+      const auto hp = ktune::GemmProblem::make(256, 256, 256, "NN", ktune::DType::bf16);
+      const std::string tma_table = (std::filesystem::temp_directory_path() / "ktune-bench-tma-table.json").string();
+      {
+        ktune::Table t;
+        t.device_name = devs[0].name, t.arch = devs[0].arch, t.sm_count = devs[0].sm_count;
+        ktune::TableEntry e;
+        e.problem = hp, e.arch = devs[0].arch, e.family = "gemm_wgmma";
+        e.config_json = R"({"BM":64,"BN":64,"WG":1,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":1,"PP":0,"SK":0,"SWAP":0,"AR":0})";
+        e.time_ms = 1, e.tflops = ktune::tflops(hp, 1), e.cublas_ms = 2, e.template_hash = "runtime_cost";
+        t.entries.push_back(e);
+        std::ofstream(tma_table) << ktune::table_to_json(t);
+      }
+      ktune::RuntimeOptions to = ko;
+      to.tables = {tma_table};
+      ktune::Runtime rt_tma(to);
+      const size_t bytes = size_t(hp.m) * hp.k * 2;
+      std::vector<void*> bufs(96);
+      for (auto& b : bufs) {
+        CHECK(cudaMalloc(&b, bytes));
+        CHECK(cudaMemset(b, 0, bytes));
+      }
+      int turn = 0;
+      auto same = [&] { rt_tma.gemm_ex(hp, bufs[0], bufs[1], bufs[2], 1.0f, 0.0f, nullptr); };
+      auto cycling = [&] {
+        const size_t s = size_t(turn++ % 32) * 3;
+        rt_tma.gemm_ex(hp, bufs[s], bufs[s + 1], bufs[s + 2], 1.0f, 0.0f, nullptr);
+      };
+      auto cb16 = [&] {
+        CHECK(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 256, 256, 256, &one, bufs[1], CUDA_R_16BF, 256, bufs[0], CUDA_R_16BF, 256,
+                           &zero, bufs[2], CUDA_R_16BF, 256, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+      };
+      for (int i = 0; i < 100; ++i) same(), cycling(), cb16();
+      CHECK(cudaDeviceSynchronize());
+      out["tma_bf16_256_enqueue_us_same_pointers"] = enqueue_us(same, 256, 21);
+      out["tma_bf16_256_enqueue_us_32_pointer_sets"] = enqueue_us(cycling, 256, 21);
+      out["tma_bf16_256_enqueue_us_cublas"] = enqueue_us(cb16, 256, 21);
+      const ktune::Selection sel = rt_tma.best_config(hp);
+      out["tma_bf16_256_choice"] = std::string(ktune::to_string(sel.provenance)) + " " + sel.family;
+      for (auto b : bufs) CHECK(cudaFree(b));
+      std::filesystem::remove(tma_table);
+    }
+
     // 3. First call of a shape: JIT compile vs the cubin from the store's binary cache.
     float *A1, *B1, *C1;
     CHECK(cudaMalloc(&A1, size_t(first.m) * first.k * 4));
@@ -256,6 +303,11 @@ int main(int argc, char** argv) {
                 kt_enq, out["gemm64_provenance"].get<std::string>().c_str(), cb_enq, kt_enq - cb_enq);
     std::printf("%-44s %.2f us (ktune) vs %.2f us (cuBLAS): %+.2f us\n", "64x64x64 GEMM per call, back to back", kt_us, cb_us,
                 kt_us - cb_us);
+    if (out.contains("tma_bf16_256_choice"))
+      std::printf("%-44s %.2f us (ktune, %s; same pointers), %.2f us (32 pointer sets in turn) vs %.2f us (cuBLAS)\n",
+                  "bf16 256^3 TMA kernel: host time to enqueue", out["tma_bf16_256_enqueue_us_same_pointers"].get<double>(),
+                  out["tma_bf16_256_choice"].get<std::string>().c_str(), out["tma_bf16_256_enqueue_us_32_pointer_sets"].get<double>(),
+                  out["tma_bf16_256_enqueue_us_cublas"].get<double>());
     std::printf("%-44s %.1f ms\n", "first call of a shape, NVRTC compile", out["first_call_jit_ms"].get<double>());
     std::printf("%-44s %.1f ms\n", "first call of a shape, cubin from the store", out["first_call_cached_cubin_ms"].get<double>());
     std::printf("%-44s %.1f ms (%zu candidates measured: %s)\n", "first call of an untuned shape (shipped tables)",

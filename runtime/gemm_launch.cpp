@@ -5,6 +5,7 @@
 
 #include "ktune/error.h"
 #include "runtime/cuda_check.h"
+#include "runtime/tensor_map_cache.h"
 
 namespace ktune {
 namespace {
@@ -12,34 +13,46 @@ namespace {
 static_assert(sizeof(KtuneTensorMap) == sizeof(CUtensorMap) && alignof(KtuneTensorMap) == alignof(CUtensorMap),
               "gemm_args.h's KtuneTensorMap must match cuda.h's CUtensorMap");
 
+// The tensor maps of this thread's recent launches (runtime/tensor_map_cache.h).
+thread_local TensorMapCache<KtuneTensorMap, 16> t_maps;
+
 // The 2D tensor map of one operand (A or B) as a TMA step reads it: the contiguous dimension first
 // (K, or M / N), leading-dimension stride, the box's contiguous extent swizzled (128 bytes: 64
 // halves or 32 floats; 64 bytes: 16 floats), elements outside the operand read as zeros. Encoding
-// is host-only work (no GPU call), done per launch because the maps hold the pointers.
+// is host-only work (no GPU call); the maps hold the pointers, so they are cached per pointer set
+// (t_maps), and the error message is built only when something fails (this runs every launch).
 KtuneTensorMap encode_operand(const void* ptr, long long ld, long long mn, long long k, const LaunchStep::TmaOperand& o,
-                              const std::string& context) {
+                              const std::string& context, const char* which) {
   // The kernels' descriptors assume the box's contiguous bytes are one swizzle span.
   if ((o.elem_bytes != 2 && o.elem_bytes != 4) || (o.swizzle_bytes != 128 && o.swizzle_bytes != 64) || o.stacked < 1 ||
       o.box_inner * o.elem_bytes != o.swizzle_bytes)
-    throw Error(context + ": unsupported TMA operand (" + std::to_string(o.elem_bytes) + "-byte elements, box of " +
-                std::to_string(o.box_inner) + " along the contiguous dimension, " + std::to_string(o.swizzle_bytes) +
-                "-byte swizzle, " + std::to_string(o.stacked) + " stacked copies)");
-  KtuneTensorMap map{};
+    throw Error(context + ", " + which + ": unsupported TMA operand (" + std::to_string(o.elem_bytes) +
+                "-byte elements, box of " + std::to_string(o.box_inner) + " along the contiguous dimension, " +
+                std::to_string(o.swizzle_bytes) + "-byte swizzle, " + std::to_string(o.stacked) + " stacked copies)");
   mn *= o.stacked;
-  const cuuint64_t dims[2] = {cuuint64_t(o.k_inner ? k : mn), cuuint64_t(o.k_inner ? mn : k)};
-  const cuuint64_t strides[1] = {cuuint64_t(ld) * o.elem_bytes};
-  const cuuint32_t box[2] = {o.box_inner, o.box_outer};
-  const cuuint32_t elem_strides[2] = {1, 1};
-  const CUtensorMapDataType type = o.elem_bytes == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_UINT16;
-  const CUtensorMapSwizzle swizzle = o.swizzle_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_128B;
-  check_cu(driver().cuTensorMapEncodeTiled(reinterpret_cast<CUtensorMap*>(&map), type, 2,
-                                           const_cast<void*>(ptr), dims, strides, box, elem_strides,
-                                           CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
-                                           CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
-           "cuTensorMapEncodeTiled",
-           context + " (dims " + std::to_string(dims[0]) + " x " + std::to_string(dims[1]) + ", stride " +
-               std::to_string(strides[0]) + " bytes, box " + std::to_string(box[0]) + " x " + std::to_string(box[1]) + ")");
-  return map;
+  TensorMapKey key;
+  key.ptr = ptr;
+  key.dims[0] = cuuint64_t(o.k_inner ? k : mn), key.dims[1] = cuuint64_t(o.k_inner ? mn : k);
+  key.stride = cuuint64_t(ld) * o.elem_bytes;
+  key.box[0] = o.box_inner, key.box[1] = o.box_outer;
+  key.type = o.elem_bytes == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_UINT16;
+  key.swizzle = o.swizzle_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_128B;
+  return t_maps.get(key, [&] {
+    KtuneTensorMap map{};
+    const cuuint64_t dims[2] = {key.dims[0], key.dims[1]};
+    const cuuint64_t strides[1] = {key.stride};
+    const cuuint32_t box[2] = {key.box[0], key.box[1]};
+    const cuuint32_t elem_strides[2] = {1, 1};
+    const CUresult r = driver().cuTensorMapEncodeTiled(
+        reinterpret_cast<CUtensorMap*>(&map), CUtensorMapDataType(key.type), 2, const_cast<void*>(ptr), dims, strides, box,
+        elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CUtensorMapSwizzle(key.swizzle), CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS)
+      check_cu(r, "cuTensorMapEncodeTiled",
+               context + ", " + which + " (dims " + std::to_string(dims[0]) + " x " + std::to_string(dims[1]) + ", stride " +
+                   std::to_string(strides[0]) + " bytes, box " + std::to_string(box[0]) + " x " + std::to_string(box[1]) + ")");
+    return map;
+  });
 }
 
 // The TMA argument block of a step: with K = 0 nothing is loaded (the kernels' K loops are empty),
@@ -57,15 +70,15 @@ KtuneGemmTmaArgs tma_args(const LaunchStep& s, const KtuneGemmArgs& a, const std
   if (a.K > 0) {
     const auto [pa, lda] = source(a.A, a.lda, s.tma_a);
     const auto [pb, ldb] = source(a.B, a.ldb, s.tma_b);
-    t.a = encode_operand(pa, lda, a.M, a.K, s.tma_a, context + ", tensor map of A");
-    t.b = encode_operand(pb, ldb, a.N, a.K, s.tma_b, context + ", tensor map of B");
+    t.a = encode_operand(pa, lda, a.M, a.K, s.tma_a, context, "tensor map of A");
+    t.b = encode_operand(pb, ldb, a.N, a.K, s.tma_b, context, "tensor map of B");
   }
   // C (row-major: N contiguous, M rows of ldc) for kernels that store it with TMA; needed with
   // K = 0 too (C = beta * C is then stored through it). A swapped step (LaunchStep::swap_ab) has
   // M and N swapped in a, but C is the caller's: its rows are a.N, its contiguous extent a.M.
   if (s.tma_c.box_inner > 0)
-    t.c = s.swap_ab ? encode_operand(a.C, a.ldc, a.N, a.M, s.tma_c, context + ", tensor map of C")
-                    : encode_operand(a.C, a.ldc, a.M, a.N, s.tma_c, context + ", tensor map of C");
+    t.c = s.swap_ab ? encode_operand(a.C, a.ldc, a.N, a.M, s.tma_c, context, "tensor map of C")
+                    : encode_operand(a.C, a.ldc, a.M, a.N, s.tma_c, context, "tensor map of C");
   return t;
 }
 

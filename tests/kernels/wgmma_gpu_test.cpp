@@ -403,3 +403,51 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
   EXPECT_GE(sk_cases, 150);
   EXPECT_GE(sk3_cases, sample ? 20 : 30); // every part's block adding a share of the cut tiles
 }
+
+// launch_gemm keeps each thread's recent tensor maps (runtime/tensor_map_cache.h). Two live operand
+// sets of one problem, launched in turn with one plan (TMA maps of A, B and C; swapped and packed
+// plans too), must each get their own maps: a map reused across pointer sets would read the other
+// set's A and B or write its C. Each result is checked against its own FP64 reference.
+TEST(WgmmaGpu, TensorMapsFollowEachLaunchsPointers) {
+  std::string why;
+  const DeviceInfo* dev = ktune::testing::first_gpu(&why);
+  if (!dev) GTEST_SKIP() << "no GPU: " << why;
+  if (dev->arch_number() != 90) GTEST_SKIP() << "gemm_wgmma needs an sm_90 device (sm_90a code), device is " << dev->arch;
+  CudaContext ctx(dev->ordinal);
+  Compiler compiler;
+  const Family f = find_family("gemm_wgmma");
+  const Config epi = Config::from_json(R"({"BM":128,"BN":128,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":0,"MC":0,"EPI":1,"PP":0,"SK":0,"SWAP":0,"AR":0})");
+  Config swap = epi;
+  swap.set("BN", 96), swap.set("SWAP", 1);
+  Config packed = epi;
+  packed.set("PACK", 1), packed.set("EPI", 3);
+  struct Run {
+    int64_t m, n, k;
+    Config c;
+  };
+  int launches = 0;
+  uint64_t seed = 900;
+  for (const Run& r : {Run{384, 512, 320, epi}, Run{384, 480, 256, swap}, Run{301, 299, 203, packed}}) {
+    GemmProblem p = GemmProblem::make(r.m, r.n, r.k, "NN", DType::bf16);
+    p.align = GemmProblem::alignment_of(p.eff_lda(), p.eff_ldb(), p.eff_ldc(), 2);
+    ASSERT_TRUE(f.valid(r.c, p, *dev)) << p.key() << " " << ::testing::PrintToString(f.violations(r.c, p, *dev));
+    const auto k = compiler.compile(compile_request(f, r.c, p, dev->arch));
+    Module m(k->cubin, k->lowered_names, "tensor-map test " + p.key());
+    const LaunchPlan plan = f.launch_plan(r.c, p);
+    Instance one(p, 0, ++seed), two(p, 0, ++seed);
+    one.compute_reference(), two.compute_reference();
+    const Buf A1 = upload(one.a), B1 = upload(one.b), A2 = upload(two.a), B2 = upload(two.b);
+    const DeviceBuffer ws(std::max<size_t>(plan.workspace_bytes, 256), "tensor-map test workspace");
+    for (int round = 0; round < 3; ++round)
+      for (const Instance* in : {&one, &two}) {
+        const Buf C = upload(in->c0); // a fresh C each launch: a stale map of C would miss it
+        launch_gemm(m, plan, in == &one ? in->args(A1, B1, C, &ws) : in->args(A2, B2, C, &ws), nullptr);
+        check_cu(driver().cuCtxSynchronize(), "cuCtxSynchronize", "tensor-map test");
+        std::vector<uint16_t> out(in->c0.size());
+        check_cu(driver().cuMemcpyDtoH(out.data(), C.ptr(), out.size() * 2), "cuMemcpyDtoH", "tensor-map test");
+        EXPECT_LE(in->error(out), in->tol) << p.key() << " " << r.c.to_json() << " set " << (in == &one ? 1 : 2) << " round " << round;
+        ++launches;
+      }
+  }
+  EXPECT_EQ(launches, 18);
+}

@@ -1,0 +1,64 @@
+// The tensor maps launch_gemm hands TMA steps, kept per calling thread (issue 16: descriptors cached
+// per problem and pointer set). A map is a pure function of what cuTensorMapEncodeTiled is given:
+// the pointer, the extents, the stride, the box, the element type and the swizzle. A problem launched
+// again on the same pointers, as an inference loop does, reuses its encoded 128 bytes instead of
+// encoding them again; new data at the same address needs no new map (the map holds no data), and a
+// new pointer or shape is a new key. Host-only and header-only, so that its CPU test needs no driver.
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+namespace ktune {
+
+// Everything an encode depends on (runtime/gemm_launch.cpp fills it with the exact arguments).
+struct TensorMapKey {
+  const void* ptr = nullptr;
+  uint64_t dims[2] = {0, 0};
+  uint64_t stride = 0; // bytes between the outer dimension's rows
+  uint32_t box[2] = {0, 0};
+  int type = 0, swizzle = 0; // CUtensorMapDataType, CUtensorMapSwizzle
+  bool operator==(const TensorMapKey& o) const {
+    return ptr == o.ptr && dims[0] == o.dims[0] && dims[1] == o.dims[1] && stride == o.stride && box[0] == o.box[0] &&
+           box[1] == o.box[1] && type == o.type && swizzle == o.swizzle;
+  }
+};
+
+// The last N distinct maps, replaced in turn (oldest insert first). N is small: one launch needs at
+// most three maps (A, B, C), and an application's hot loop cycles through a few problems; a linear
+// scan of N keys costs less than one encode. get() returns the map by value, so a later insert
+// cannot change what an earlier call returned.
+template <class Map, size_t N>
+class TensorMapCache {
+  static_assert(N >= 3, "one launch's three maps must not evict each other");
+
+ public:
+  // The cached map of k, or encode()'s result, kept. An encode that throws keeps nothing.
+  template <class Encode>
+  Map get(const TensorMapKey& k, Encode&& encode) {
+    for (size_t i = 0; i < used_; ++i)
+      if (slots_[i].key == k) {
+        ++hits_;
+        return slots_[i].map;
+      }
+    const Map m = encode();
+    Slot& s = used_ < N ? slots_[used_++] : slots_[next_++ % N];
+    s.key = k, s.map = m;
+    ++misses_;
+    return m;
+  }
+  uint64_t hits() const { return hits_; }
+  uint64_t misses() const { return misses_; }
+  size_t size() const { return used_; }
+
+ private:
+  struct Slot {
+    TensorMapKey key;
+    Map map;
+  };
+  std::array<Slot, N> slots_{};
+  size_t used_ = 0, next_ = 0;
+  uint64_t hits_ = 0, misses_ = 0;
+};
+
+} // namespace ktune
