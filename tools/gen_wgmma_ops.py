@@ -16,64 +16,46 @@ NS_TF32 = [64, 128, 256]
 DTYPES = [(0, "bf16"), (1, "f16")]
 
 
-def wrapper(n, f16, t):
+def wrapper(n, f16, t, a_regs=False):
+    # a_regs (gemm_wgmma's AR = 1): A from registers, the warpgroup's 64 x 16 slice of A as four
+    # 32-bit registers a thread (mma.sync m16n8k16's A fragment per warp, which ldmatrix.x4 writes);
+    # only B comes through a descriptor, and the register form has no transpose immediate for A.
+    # Otherwise both operands through descriptors, each with its transpose immediate.
     regs = n // 2
     dlist = ", ".join(f"%{i}" for i in range(regs))
-    a, b, sc, ta, tb = regs, regs + 1, regs + 2, regs + 3, regs + 4
     outs = ", ".join(f'"+f"(d[{i}])' for i in range(regs))
+    if a_regs:
+        b, sc, tb = regs + 4, regs + 5, regs + 6
+        tparams, name, a_decl, pad = "int TB", f"wgmma_m64n{n}k16_rs", "const unsigned (&a)[4]", " " * 3
+        a_op, imms = "{" + ", ".join(f"%{regs + i}" for i in range(4)) + "}", f"%{tb}"
+        ins = '"r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1), "n"(TB)'
+    else:
+        a, b, sc, ta, tb = regs, regs + 1, regs + 2, regs + 3, regs + 4
+        tparams, name, a_decl, pad = "int TA, int TB", f"wgmma_m64n{n}k16", "unsigned long long da", ""
+        a_op, imms = f"%{a}", f"%{ta}, %{tb}"
+        ins = '"l"(da), "l"(db), "r"(1), "n"(TA), "n"(TB)'
     return (
-        f"template <int TA, int TB>\n"
-        f"__device__ __forceinline__ void wgmma_m64n{n}k16(float (&d)[{regs}], unsigned long long da, unsigned long long db,\n"
-        f"                                                 IsF16<{f16}>) {{\n"
+        f"template <{tparams}>\n"
+        f"__device__ __forceinline__ void {name}(float (&d)[{regs}], {a_decl}, unsigned long long db,\n"
+        f"                                                 {pad}IsF16<{f16}>) {{\n"
         f'  asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{sc}, 0;\\n"\n'
-        f'               "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} {{{dlist}}}, %{a}, %{b}, p, 1, 1, %{ta}, %{tb};\\n}}\\n"\n'
+        f'               "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} {{{dlist}}}, {a_op}, %{b}, p, 1, 1, {imms};\\n}}\\n"\n'
         f"               : {outs}\n"
-        f'               : "l"(da), "l"(db), "r"(1), "n"(TA), "n"(TB));\n'
+        f"               : {ins});\n"
         f"}}\n"
     )
 
 
-def wrapper_rs(n, f16, t):
-    # A from registers (gemm_wgmma's AR = 1): the warpgroup's 64 x 16 slice of A as four 32-bit
-    # registers a thread, mma.sync m16n8k16's A fragment per warp (ldmatrix.x4 writes it). Only B
-    # comes through a descriptor; the register form has no transpose immediate for A.
-    regs = n // 2
-    dlist = ", ".join(f"%{i}" for i in range(regs))
-    a0, b, sc, tb = regs, regs + 4, regs + 5, regs + 6
-    outs = ", ".join(f'"+f"(d[{i}])' for i in range(regs))
-    return (
-        f"template <int TB>\n"
-        f"__device__ __forceinline__ void wgmma_m64n{n}k16_rs(float (&d)[{regs}], const unsigned (&a)[4], unsigned long long db,\n"
-        f"                                                    IsF16<{f16}>) {{\n"
-        f'  asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{sc}, 0;\\n"\n'
-        f'               "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} {{{dlist}}}, {{%{a0}, %{a0 + 1}, %{a0 + 2}, %{a0 + 3}}}, %{b}, p, 1, 1, %{tb};\\n}}\\n"\n'
-        f"               : {outs}\n"
-        f'               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1), "n"(TB));\n'
-        f"}}\n"
-    )
-
-
-def dispatcher_rs():
-    lines = ["// wgmma_m64k16_rs<N, TB>(d, a, db, IsF16<F16>{}): the register-A wrapper above for the tile width N.",
-             "template <int N, int TB, int F16>",
-             "__device__ __forceinline__ void wgmma_m64k16_rs(float (&d)[N / 2], const unsigned (&a)[4], unsigned long long db, IsF16<F16> t) {",
+def dispatcher(name, what, tparams, operands, call_tparams, call_args):
+    # name<N, ...>: the wrapper of tile width N above, chosen at compile time.
+    lines = [f"// {name}<N, {call_tparams}>({call_args}, IsF16<F16>{{}}): the {what} wrapper above for the tile width N.",
+             f"template <int N, {tparams}, int F16>",
+             f"__device__ __forceinline__ void {name}(float (&d)[N / 2], {operands}, IsF16<F16> t) {{",
              f'  static_assert(N % 16 == 0 && N >= {NS[0]} && N <= {NS[-1]}, "a wgmma N this header has a wrapper for");']
+    suffix = name[len("wgmma_m64k16"):]
     for i, n in enumerate(NS):
         kw = "if constexpr" if i == 0 else "else if constexpr"
-        lines.append(f"  {kw} (N == {n}) wgmma_m64n{n}k16_rs<TB>(d, a, db, t);")
-    lines.append("}\n")
-    return "\n".join(lines)
-
-
-def dispatcher():
-    # wgmma_m64k16<N, TA, TB>: the wrapper of tile width N, chosen at compile time.
-    lines = ["// wgmma_m64k16<N, TA, TB>(d, da, db, IsF16<F16>{}): the m64nNk16 wrapper above for the tile width N.",
-             "template <int N, int TA, int TB, int F16>",
-             "__device__ __forceinline__ void wgmma_m64k16(float (&d)[N / 2], unsigned long long da, unsigned long long db, IsF16<F16> t) {",
-             f'  static_assert(N % 16 == 0 && N >= {NS[0]} && N <= {NS[-1]}, "a wgmma N this header has a wrapper for");']
-    for i, n in enumerate(NS):
-        kw = "if constexpr" if i == 0 else "else if constexpr"
-        lines.append(f"  {kw} (N == {n}) wgmma_m64n{n}k16<TA, TB>(d, da, db, t);")
+        lines.append(f"  {kw} (N == {n}) wgmma_m64n{n}k16{suffix}<{call_tparams}>({call_args}, t);")
     lines.append("}\n")
     return "\n".join(lines)
 
@@ -117,11 +99,11 @@ def main():
     for n in NS:
         for f16, t in DTYPES:
             out.append(wrapper(n, f16, t))
-    out.append(dispatcher())
+    out.append(dispatcher("wgmma_m64k16", "m64nNk16", "int TA, int TB", "unsigned long long da, unsigned long long db", "TA, TB", "d, da, db"))
     for n in NS:
         for f16, t in DTYPES:
-            out.append(wrapper_rs(n, f16, t))
-    out.append(dispatcher_rs())
+            out.append(wrapper(n, f16, t, a_regs=True))
+    out.append(dispatcher("wgmma_m64k16_rs", "register-A", "int TB", "const unsigned (&a)[4], unsigned long long db", "TB", "d, a, db"))
     for n in NS_TF32:
         out.append(wrapper_tf32(n))
     out += ["} // namespace wgmma", "} // namespace ktune_dev", ""]

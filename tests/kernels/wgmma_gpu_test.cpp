@@ -35,13 +35,26 @@ struct Case {
   std::future<std::shared_ptr<const CompiledKernel>> kernel;
 };
 
+// The GPU gemm_wgmma runs on (sm_90a code), or nullptr with *why saying why the tests skip.
+const DeviceInfo* sm90_device(std::string* why) {
+  const DeviceInfo* dev = ktune::testing::first_gpu(why);
+  if (!dev) {
+    *why = "no GPU: " + *why;
+    return nullptr;
+  }
+  if (dev->arch_number() != 90) {
+    *why = "gemm_wgmma needs an sm_90 device (sm_90a code), device is " + dev->arch;
+    return nullptr;
+  }
+  return dev;
+}
+
 } // namespace
 
 TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
   std::string why;
-  const DeviceInfo* dev = ktune::testing::first_gpu(&why);
-  if (!dev) GTEST_SKIP() << "no GPU: " << why;
-  if (dev->arch_number() != 90) GTEST_SKIP() << "gemm_wgmma needs an sm_90 device (sm_90a code), device is " << dev->arch;
+  const DeviceInfo* dev = sm90_device(&why);
+  if (!dev) GTEST_SKIP() << why;
   CudaContext ctx(dev->ordinal);
   Compiler compiler;
   Cublas cublas;
@@ -410,9 +423,8 @@ TEST(WgmmaGpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
 // set's A and B or write its C. Each result is checked against its own FP64 reference.
 TEST(WgmmaGpu, TensorMapsFollowEachLaunchsPointers) {
   std::string why;
-  const DeviceInfo* dev = ktune::testing::first_gpu(&why);
-  if (!dev) GTEST_SKIP() << "no GPU: " << why;
-  if (dev->arch_number() != 90) GTEST_SKIP() << "gemm_wgmma needs an sm_90 device (sm_90a code), device is " << dev->arch;
+  const DeviceInfo* dev = sm90_device(&why);
+  if (!dev) GTEST_SKIP() << why;
   CudaContext ctx(dev->ordinal);
   Compiler compiler;
   const Family f = find_family("gemm_wgmma");
