@@ -75,6 +75,29 @@ double enqueue_us(F&& launch, int calls, int rounds) {
   return median(r);
 }
 
+// An entry of a table of the bench's own: `family`'s config tuned for p on this device and recorded
+// faster than cuBLAS (1 ms against 2), so that the runtime runs that kernel there, whatever cuBLAS
+// does, with no first-use measurement.
+struct OwnEntry {
+  ktune::GemmProblem p;
+  std::string family, config_json;
+};
+
+// Writes such a table to `file` in the temporary directory and returns its path.
+std::string write_own_table(const ktune::DeviceInfo& d, const std::string& file, const std::vector<OwnEntry>& entries) {
+  const std::string path = (std::filesystem::temp_directory_path() / file).string();
+  ktune::Table t;
+  t.device_name = d.name, t.arch = d.arch, t.sm_count = d.sm_count;
+  for (const OwnEntry& o : entries) {
+    ktune::TableEntry e;
+    e.problem = o.p, e.arch = d.arch, e.family = o.family, e.config_json = o.config_json;
+    e.time_ms = 1, e.tflops = ktune::tflops(o.p, 1), e.cublas_ms = 2, e.template_hash = "runtime_cost";
+    t.entries.push_back(e);
+  }
+  std::ofstream(path) << ktune::table_to_json(t);
+  return path;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -125,25 +148,15 @@ int main(int argc, char** argv) {
     cublasHandle_t h;
     CHECK(cublasCreate(&h));
     const float one = 1, zero = 0;
-    // A table of its own in which gemm_simt's default config is tuned for 64x64x64 and for the
-    // first-call shape below, and recorded faster than cuBLAS: the runtime runs a ktune kernel
-    // there, whatever cuBLAS does, with no first-use measurement. That is the launch path whose
-    // overhead is measured here.
+    // A table of its own (write_own_table) in which gemm_simt's default config is tuned for 64x64x64
+    // and for the first-call shape below: the runtime runs a ktune kernel there. That is the launch
+    // path whose overhead is measured here.
     const auto first = ktune::GemmProblem::parse("3000x2000x1000");
-    const std::string own_table = (std::filesystem::temp_directory_path() / "ktune-bench-own-table.json").string();
-    {
-      ktune::Table t;
-      t.device_name = devs[0].name, t.arch = devs[0].arch, t.sm_count = devs[0].sm_count;
-      const ktune::Family simt = ktune::find_family("gemm_simt");
-      for (const auto& p : {small, first}) {
-        ktune::TableEntry e;
-        e.problem = p, e.arch = devs[0].arch, e.family = simt.name();
-        e.config_json = simt.default_config(p, devs[0]).to_json();
-        e.time_ms = 1, e.tflops = ktune::tflops(p, 1), e.cublas_ms = 2, e.template_hash = "runtime_cost";
-        t.entries.push_back(e);
-      }
-      std::ofstream(own_table) << ktune::table_to_json(t);
-    }
+    const ktune::Family simt = ktune::find_family("gemm_simt");
+    const std::string own_table =
+        write_own_table(devs[0], "ktune-bench-own-table.json",
+                        {{small, simt.name(), simt.default_config(small, devs[0]).to_json()},
+                         {first, simt.name(), simt.default_config(first, devs[0]).to_json()}});
     ktune::RuntimeOptions ko;
     ko.db_path = "";
     ko.cubin_cache = "";
@@ -168,17 +181,10 @@ int main(int argc, char** argv) {
     // launch encodes all three again), beside cublasGemmEx.
     if (devs[0].arch == "sm_90") {
       const auto hp = ktune::GemmProblem::make(256, 256, 256, "NN", ktune::DType::bf16);
-      const std::string tma_table = (std::filesystem::temp_directory_path() / "ktune-bench-tma-table.json").string();
-      {
-        ktune::Table t;
-        t.device_name = devs[0].name, t.arch = devs[0].arch, t.sm_count = devs[0].sm_count;
-        ktune::TableEntry e;
-        e.problem = hp, e.arch = devs[0].arch, e.family = "gemm_wgmma";
-        e.config_json = R"({"BM":64,"BN":64,"WG":1,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":1,"PP":0,"SK":0,"SWAP":0,"AR":0})";
-        e.time_ms = 1, e.tflops = ktune::tflops(hp, 1), e.cublas_ms = 2, e.template_hash = "runtime_cost";
-        t.entries.push_back(e);
-        std::ofstream(tma_table) << ktune::table_to_json(t);
-      }
+      const std::string tma_table = write_own_table(
+          devs[0], "ktune-bench-tma-table.json",
+          {{hp, "gemm_wgmma",
+            R"({"BM":64,"BN":64,"WG":1,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":0,"EPI":1,"PP":0,"SK":0,"SWAP":0,"AR":0})"}});
       ktune::RuntimeOptions to = ko;
       to.tables = {tma_table};
       ktune::Runtime rt_tma(to);

@@ -487,12 +487,12 @@ __device__ __forceinline__ void cluster_store_c(const KtuneGemmArgs& p, const fl
 template <int MT, int BN, int F16, int A_COL, int B_COL, int AR = 0>
 __device__ __forceinline__ void mma_tile(float (&acc)[MT][BN / 2], unsigned sa, unsigned sb, unsigned a_wg) {
   constexpr unsigned A_KSTEP = A_COL ? 2048 : 32, B_KSTEP = B_COL ? 32 : 2048;
+  [[maybe_unused]] unsigned af[AR ? MT : 1][4][4]; // AR: the warp's A fragments, [m64 block][k16 step]
   if constexpr (AR) {
     // ldmatrix.x4: lanes 8j..8j+7 address matrix j's eight 16-byte rows; matrix j is rows
     // (j & 1) * 8.. of the warp's 16, k (j >> 1) * 8.. of the k16 step (mma.sync's A fragment,
     // which is what wgmma's register A is per warp). Line L's 16-byte chunk c sits at c ^ (L % 8).
     const unsigned lane = threadIdx.x & 31u, w = (threadIdx.x >> 5) & 3u, j = lane >> 3, r8 = lane & 7u;
-    unsigned af[MT][4][4];
 #pragma unroll
     for (int m = 0; m < MT; ++m)
 #pragma unroll
@@ -506,26 +506,18 @@ __device__ __forceinline__ void mma_tile(float (&acc)[MT][BN / 2], unsigned sa, 
           half16::ldmatrix_x4_trans_s(af[m][ks], blk + line * 128u + ((chunk ^ r8) << 4));
         }
       }
+  }
 #pragma unroll
-    for (int m = 0; m < MT; ++m) fence_regs(acc[m]);
-    wgmma_fence(); // the registers ldmatrix wrote, before the wgmma that read them
-    const Desc128 b0(sb, 8192, 1024);
+  for (int m = 0; m < MT; ++m) fence_regs(acc[m]);
+  wgmma_fence(); // AR: also orders the registers ldmatrix wrote before the wgmma that read them
+  const Desc128 a0(sa + a_wg, 8192, 1024), b0(sb, 8192, 1024);
 #pragma unroll
-    for (int ks = 0; ks < 4; ++ks) {
-      const unsigned long long db = b0.plus(ks * B_KSTEP);
+  for (int ks = 0; ks < 4; ++ks) {
+    const unsigned long long db = b0.plus(ks * B_KSTEP);
 #pragma unroll
-      for (int m = 0; m < MT; ++m) wgmma_m64k16_rs<BN, !B_COL>(acc[m], af[m][ks], db, IsF16<F16>{});
-    }
-  } else {
-#pragma unroll
-    for (int m = 0; m < MT; ++m) fence_regs(acc[m]);
-    wgmma_fence();
-    const Desc128 a0(sa + a_wg, 8192, 1024), b0(sb, 8192, 1024);
-#pragma unroll
-    for (int ks = 0; ks < 4; ++ks) {
-      const unsigned long long db = b0.plus(ks * B_KSTEP);
-#pragma unroll
-      for (int m = 0; m < MT; ++m) mma<BN, F16, A_COL, !B_COL>(acc[m], a0.plus(m * 8192 + ks * A_KSTEP), db);
+    for (int m = 0; m < MT; ++m) {
+      if constexpr (AR) wgmma_m64k16_rs<BN, !B_COL>(acc[m], af[m][ks], db, IsF16<F16>{});
+      else mma<BN, F16, A_COL, !B_COL>(acc[m], a0.plus(m * 8192 + ks * A_KSTEP), db);
     }
   }
   wgmma_commit();
