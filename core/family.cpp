@@ -13,6 +13,14 @@
 
 namespace ktune {
 
+const char* to_string(Numerics n) { return n == Numerics::tf32x3 ? "tf32x3" : "standard"; }
+
+Numerics parse_numerics(const std::string& s) {
+  if (s == "standard") return Numerics::standard;
+  if (s == "tf32x3") return Numerics::tf32x3;
+  throw UsageError("unknown numerics '" + s + "' (known: standard, tf32x3)");
+}
+
 Family::Family(std::string name, std::string source_path)
     : name_(std::move(name)), source_path_(std::move(source_path)) {}
 

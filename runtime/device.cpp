@@ -1,6 +1,7 @@
 #include "ktune/device.h"
 
 #include <cuda.h>
+#include <dlfcn.h>
 
 #include <cstdio>
 #include <regex>
@@ -8,6 +9,7 @@
 #include "ktune/error.h"
 #include "runtime/cuda_check.h"
 #include "runtime/driver.h"
+#include "runtime/no_gpu.h"
 
 namespace ktune {
 
@@ -46,6 +48,10 @@ int attr(CUdevice dev, CUdevice_attribute a, const char* what) {
 
 } // namespace
 
+// None, with the reason, only where there is truly no GPU: libcuda.so.1 cannot be loaded, it is the
+// toolkit's stub, or the driver sees no device (cuinit_means_no_gpu). A driver that is installed but
+// fails (a libcuda without an entry point ktune needs, any other cuInit failure, cuDeviceGetCount
+// failing after cuInit succeeded) throws Error: GPU tests then fail instead of skipping.
 std::vector<DeviceInfo> list_devices(std::string* why_none) {
   std::vector<DeviceInfo> out;
   auto none = [&](std::string why) {
@@ -53,12 +59,25 @@ std::vector<DeviceInfo> list_devices(std::string* why_none) {
     return out;
   };
   std::string no_driver;
-  if (!try_driver(&no_driver)) return none(no_driver);
+  if (!try_driver(&no_driver)) {
+    // try_driver keeps the library it opened even when an entry point is missing, so a library
+    // still loaded here is a driver that is present but too old for ktune.
+    if (void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD)) {
+      dlclose(h);
+      throw Error("the NVIDIA driver is installed but cannot be used: " + no_driver);
+    }
+    return none(no_driver);
+  }
   CUresult r = driver().cuInit(0);
-  if (r != CUDA_SUCCESS) return none("cuInit failed: " + cu_error_text(r));
+  if (r != CUDA_SUCCESS) {
+    // The stub names no error (cuGetErrorName fails there too): say what it is.
+    if (r == CUDA_ERROR_STUB_LIBRARY)
+      return none("libcuda.so.1 is the CUDA toolkit's stub, not an NVIDIA driver (cuInit: CUDA_ERROR_STUB_LIBRARY)");
+    if (cuinit_means_no_gpu(r)) return none("cuInit failed: " + cu_error_text(r));
+    throw CudaError("the NVIDIA driver is installed but does not work: cuInit failed: " + cu_error_text(r), r);
+  }
   int count = 0;
-  r = driver().cuDeviceGetCount(&count);
-  if (r != CUDA_SUCCESS) return none("cuDeviceGetCount failed: " + cu_error_text(r));
+  check_cu(driver().cuDeviceGetCount(&count), "cuDeviceGetCount", "listing devices after cuInit succeeded");
   if (count == 0) return none("the driver reports no CUDA device");
   int driver_version = 0;
   check_cu(driver().cuDriverGetVersion(&driver_version), "cuDriverGetVersion", "listing devices");

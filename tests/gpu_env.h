@@ -6,7 +6,10 @@
 
 namespace ktune::testing {
 
-// The first GPU, listed once per process; null with the reason in *why when there is none.
+// The first GPU, listed once per process; null with the reason in *why only where there is truly
+// no GPU (no driver library, the toolkit's stub, or a driver that sees no device: list_devices).
+// A driver that is installed but broken throws ktune::Error out of here, so the GPU test that asked
+// fails with the driver's error instead of skipping.
 inline const DeviceInfo* first_gpu(std::string* why) {
   static std::string reason;
   static const std::vector<DeviceInfo> devices = list_devices(&reason);
@@ -18,4 +21,3 @@ inline const DeviceInfo* first_gpu(std::string* why) {
 }
 
 } // namespace ktune::testing
-

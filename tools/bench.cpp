@@ -46,6 +46,14 @@ struct Bench {
   // or row op is held against, counting bytes read and written.
   double copy_tb_s(size_t bytes = size_t(256) << 20) { return timer->copy_tb_s(bytes, o.timing); }
 
+  // The error rule a selection's kernel is held to: its family's numerics (cuBLAS: standard).
+  static Numerics numerics_of(const Selection& s) {
+    if (s.provenance == Provenance::cublas || s.family.empty()) return Numerics::standard;
+    for (const Family& f : builtin_families())
+      if (f.name() == s.family) return f.numerics();
+    return Numerics::standard;
+  }
+
   // Verifies the runtime's choice for p (pinned: this selection instead) against FP64, then
   // times it and cuBLAS on the same inputs. The runtime's choice goes through gemm() as an
   // application calls it, so an untuned problem is measured at first use (the untimed first
@@ -65,7 +73,7 @@ struct Bench {
       launch(nullptr);
       check_cu(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize", "bench " + name);
       r.selection = pinned ? *pinned : rt.best_config(p);
-      const VerifyResult v = op->verify(nullptr);
+      const VerifyResult v = op->verify(nullptr, numerics_of(r.selection));
       r.rel_error = v.rel_error;
       if (!v.pass) {
         r.error = "wrong result: " + v.summary();
@@ -105,7 +113,7 @@ struct Bench {
           op->reset_c(nullptr);
           launch_sel(*k, nullptr);
           check_cu(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize", "bench " + name);
-          if (!op->verify(nullptr).pass) k.reset();
+          if (!op->verify(nullptr, numerics_of(*k)).pass) k.reset();
         }
       }
       // Clocks drift while a heavy kernel runs for seconds: an H100 at 8192^3 bf16 measured the

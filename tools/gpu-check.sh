@@ -50,12 +50,21 @@
 #           alternating, $PAIRS pairs (default 2) over $SUITES (default "models") in $DTYPES (default
 #           bf16), each into a fresh database with --json; then per file the geometric means, and per row
 #           the kernel's TFLOPS side by side ($out/ab_summary.txt). Compare only what one run measured.
+# Every step runs even when one before it failed; the script then exits 1, listing what failed (a
+# GPU test, a tune, an export, a bench, ...). No GPU seen by ktune devices is a failure too: every
+# GPU test would skip.
 set -uo pipefail
 out=${OUT:-gpu-logs}
 mkdir -p "$out"
 steps=${*:-tests public resume}
+failed=()
+fail() { # what, exit status: recorded for the end
+  echo "gpu-check: $1 failed (exit $2)"
+  failed+=("$1 (exit $2)")
+}
+check() { [ "$2" = 0 ] || fail "$1" "$2"; } # what, exit status
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv >"$out/smi.txt" 2>&1
-./build/ktune devices | tee "$out/devices.txt"
+./build/ktune devices 2>&1 | tee "$out/devices.txt" || fail "ktune devices" $?
 
 # Re-tunes some shapes of the shipped table: the table goes into a fresh database (per problem the
 # faster entry wins), the search is seeded with its configs, and the merged table is exported
@@ -63,14 +72,23 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.g
 retune() {
   local name=$1; shift
   rm -f "$out/$name.db"*
-  ./build/ktune import configs/tables/sm_90.json --db "$out/$name.db"
-  local start=$(date +%s)
+  ./build/ktune import configs/tables/sm_90.json --db "$out/$name.db" || fail "$name: import" $?
+  local start rc
+  start=$(date +%s)
   timeout "${TUNE_TIMEOUT:-100000}" ./build/ktune tune "$@" --warm-start configs/tables/sm_90.json --db "$out/$name.db" \
     >"$out/tune_$name.txt" 2>"$out/tune_$name.err"
-  echo "$name: exit $?, wall $(( $(date +%s) - start )) s"; cat "$out/tune_$name.txt"
-  ./build/ktune export --db "$out/$name.db" --arch sm_90 -o "$out/sm_90.json"
+  rc=$?
+  echo "$name: exit $rc, wall $(( $(date +%s) - start )) s"; cat "$out/tune_$name.txt"
+  tune_check "$name" $rc
+  ./build/ktune export --db "$out/$name.db" --arch sm_90 -o "$out/sm_90.json" || fail "$name: export" $?
   trials_csv "$out/$name.db" "$out/${name}_trials.csv"
   rm -f "$out/$name.db"*
+}
+
+# A tune run's exit status: 124 is the $TUNE_TIMEOUT/$TABLE_TIMEOUT bound asked for (the trials
+# so far are kept), anything else but 0 a failure.
+tune_check() { # what, exit status
+  if [ "$2" = 124 ]; then echo "$1: stopped at its time limit"; else check "$1" "$2"; fi
 }
 
 trials_csv() { # db csv: every trial without the cubins, for the record
@@ -91,13 +109,15 @@ for step in $steps; do
   case $step in
     tests)
       ./build/tests/ktune_tests --gtest_filter="${GPU_TESTS:-*Gpu*}" >"$out/gpu_tests.txt" 2>&1
-      echo "gpu tests: exit $?"; grep -E "^\[ ktune|PASSED|FAILED|SKIPPED|tests? ran" "$out/gpu_tests.txt" | grep -v "^\[  FAILED  \].*ms)$" ;;
+      rc=$?
+      echo "gpu tests: exit $rc"; check "gpu tests" $rc; grep -E "^\[ ktune|PASSED|FAILED|SKIPPED|tests? ran" "$out/gpu_tests.txt" | grep -v "^\[  FAILED  \].*ms)$" ;;
     public)
       rm -f "$out/public.db"*
       start=$(date +%s)
       KTUNE_DB="$out/public.db" ./build/ktune tune --family gemm_simt --suite configs/suites/public.json \
         --strategy random --budget-evals 200 >"$out/tune_public.txt" 2>"$out/tune_public.err"
-      echo "public suite: exit $?, wall $(( $(date +%s) - start )) s"; cat "$out/tune_public.txt"
+      rc=$?
+      echo "public suite: exit $rc, wall $(( $(date +%s) - start )) s"; cat "$out/tune_public.txt"; check "public suite" $rc
       trials_csv "$out/public.db" "$out/public_trials.csv"
       echo "trials in the database: $(python3 -c "import sqlite3;print(sqlite3.connect('$out/public.db').execute('select count(*) from trials').fetchone()[0])")" ;;
     resume)
@@ -112,9 +132,11 @@ for step in $steps; do
       before=$(count)
       echo "killed with kill -9: $before trials recorded before the kill"
       "${cmd[@]}" >"$out/resume2.txt" 2>&1
-      echo "second run: exit $?"; cat "$out/resume2.txt"
+      rc=$?
+      echo "second run: exit $rc"; cat "$out/resume2.txt"; check "resume: second run" $rc
       after=$(python3 -c "import sqlite3;print(sqlite3.connect('$out/resume.db').execute('select count(*) from trials').fetchone()[0])")
-      echo "trials after the second run: $after (expected 3 x 60 = 180; the second run skipped $before)" ;;
+      echo "trials after the second run: $after (expected 3 x 60 = 180; the second run skipped $before)"
+      [ "$after" = 180 ] || fail "resume: $after trials, not 180" 1 ;;
     table)
       # gemm_simt over its H100 region with the model strategy, then gemm_skinny on the decode
       # shapes, into one database. TABLE_DB=path RESUME=1 continues an interrupted run (recorded
@@ -126,25 +148,28 @@ for step in $steps; do
       start=$(date +%s)
       timeout "${TABLE_TIMEOUT:-100000}" ./build/ktune tune --family gemm_simt --restrict configs/spaces/gemm_simt.h100.json \
         --suite configs/suites/table.json --strategy model --budget-evals 250 "${warm[@]}" --db "$db" >"$out/tune_table.txt" 2>"$out/tune_table.err"
-      echo "table suite, gemm_simt: exit $?, wall $(( $(date +%s) - start )) s"; cat "$out/tune_table.txt"
+      rc=$?
+      echo "table suite, gemm_simt: exit $rc, wall $(( $(date +%s) - start )) s"; cat "$out/tune_table.txt"; tune_check "table suite, gemm_simt" $rc
       start=$(date +%s)
       ./build/ktune tune --family gemm_skinny --suite configs/suites/decode.json --strategy random --budget-evals 500 \
         "${warm[@]}" --db "$db" >"$out/tune_decode.txt" 2>"$out/tune_decode.err"
-      echo "decode shapes, gemm_skinny: exit $?, wall $(( $(date +%s) - start )) s"; cat "$out/tune_decode.txt"
-      ./build/ktune export --db "$db" --arch sm_90 -o "$out/sm_90.json"
+      rc=$?
+      echo "decode shapes, gemm_skinny: exit $rc, wall $(( $(date +%s) - start )) s"; cat "$out/tune_decode.txt"; check "decode shapes, gemm_skinny" $rc
+      ./build/ktune export --db "$db" --arch sm_90 -o "$out/sm_90.json" || fail "table: export" $?
       trials_csv "$db" "$out/table_trials.csv" ;;
     model)
       rm -f "$out/model.db"*
       start=$(date +%s)
       ./build/ktune tune --family gemm_simt --suite configs/suites/public.json --strategy model --budget-evals 100 \
         --db "$out/model.db" >"$out/tune_model.txt" 2>"$out/tune_model.err"
-      echo "public suite, model strategy: exit $?, wall $(( $(date +%s) - start )) s"; cat "$out/tune_model.txt"
+      rc=$?
+      echo "public suite, model strategy: exit $rc, wall $(( $(date +%s) - start )) s"; cat "$out/tune_model.txt"; check "public suite, model strategy" $rc
       trials_csv "$out/model.db" "$out/model_trials.csv" ;;
     bench)
       table=(); [ -n "${TABLE:-}" ] && table=(--table "$TABLE")
-      ./build/ktune bench --suite configs/suites/public.json --db /nonexistent.db "${table[@]}" --json "$out/bench_public.json" 2>&1 | tee "$out/bench_public.txt"
-      ./build/ktune bench --suite configs/suites/public.json --db /nonexistent.db "${table[@]}" --tf32x3 --json "$out/bench_public_tf32x3.json" 2>&1 | tee "$out/bench_public_tf32x3.txt"
-      ./build/ktune bench --ladder configs/ladder.json --db /nonexistent.db --json "$out/bench_ladder.json" 2>&1 | tee "$out/bench_ladder.txt" ;;
+      ./build/ktune bench --suite configs/suites/public.json --db /nonexistent.db "${table[@]}" --json "$out/bench_public.json" 2>&1 | tee "$out/bench_public.txt" || fail "bench public" $?
+      ./build/ktune bench --suite configs/suites/public.json --db /nonexistent.db "${table[@]}" --tf32x3 --json "$out/bench_public_tf32x3.json" 2>&1 | tee "$out/bench_public_tf32x3.txt" || fail "bench public --tf32x3" $?
+      ./build/ktune bench --ladder configs/ladder.json --db /nonexistent.db --json "$out/bench_ladder.json" 2>&1 | tee "$out/bench_ladder.txt" || fail "bench ladder" $? ;;
     decode)
       retune decode --family gemm_skinny --suite configs/suites/decode.json --strategy random --budget-evals 500 ;;
     staged)
@@ -166,25 +191,27 @@ for step in $steps; do
       warm=(); [ -n "${WARM:-}" ] && warm=(--warm-start "$WARM")
       ./build/ktune tune --family gemm_tf32x3 --suite configs/suites/compute.json --restrict configs/spaces/gemm_tf32x3.h100.json \
         --strategy model --budget-evals "${BUDGET:-150}" "${warm[@]}" --db "$out/tf32x3.db" >"$out/tune_tf32x3.txt" 2>"$out/tune_tf32x3.err"
-      echo "tf32x3: exit $?, wall $(( $(date +%s) - start )) s"; cat "$out/tune_tf32x3.txt"
-      ./build/ktune export --db "$out/tf32x3.db" --arch sm_90 -o "$out/sm_90-tf32x3.json"
+      rc=$?
+      echo "tf32x3: exit $rc, wall $(( $(date +%s) - start )) s"; cat "$out/tune_tf32x3.txt"; check "tf32x3" $rc
+      ./build/ktune export --db "$out/tf32x3.db" --arch sm_90 -o "$out/sm_90-tf32x3.json" || fail "tf32x3: export" $?
       trials_csv "$out/tf32x3.db" "$out/tf32x3_trials.csv"
       rm -f "$out/tf32x3.db"*
       ./build/ktune bench --suite configs/suites/public.json --db /nonexistent.db --table "$out/sm_90-tf32x3.json" \
-        --json "$out/bench_public_tf32x3.json" 2>&1 | tee "$out/bench_public_tf32x3.txt" ;;
+        --json "$out/bench_public_tf32x3.json" 2>&1 | tee "$out/bench_public_tf32x3.txt" || fail "tf32x3: bench" $? ;;
     wgmma-tf32x3)
       rm -f "$out/wgmma_tf32x3.db"*
-      ./build/ktune import configs/tables/sm_90-tf32x3.json --db "$out/wgmma_tf32x3.db"
+      ./build/ktune import configs/tables/sm_90-tf32x3.json --db "$out/wgmma_tf32x3.db" || fail "wgmma-tf32x3: import" $?
       start=$(date +%s)
       restrict=(); [ -n "${SPACE:-}" ] && restrict=(--restrict "$SPACE")
       timeout "${TUNE_TIMEOUT:-100000}" ./build/ktune tune --family gemm_wgmma_tf32x3 --suite "${SUITE:-configs/suites/compute.json}" \
         "${restrict[@]}" --strategy model --budget-evals "${BUDGET:-120}" --db "$out/wgmma_tf32x3.db" \
         >"$out/tune_wgmma_tf32x3.txt" 2>"$out/tune_wgmma_tf32x3.err"
-      echo "wgmma-tf32x3: exit $?, wall $(( $(date +%s) - start )) s"; cat "$out/tune_wgmma_tf32x3.txt"
-      ./build/ktune export --db "$out/wgmma_tf32x3.db" --arch sm_90 -o "$out/sm_90-tf32x3.json"
+      rc=$?
+      echo "wgmma-tf32x3: exit $rc, wall $(( $(date +%s) - start )) s"; cat "$out/tune_wgmma_tf32x3.txt"; tune_check "wgmma-tf32x3" $rc
+      ./build/ktune export --db "$out/wgmma_tf32x3.db" --arch sm_90 -o "$out/sm_90-tf32x3.json" || fail "wgmma-tf32x3: export" $?
       trials_csv "$out/wgmma_tf32x3.db" "$out/wgmma_tf32x3_trials.csv"
       ./build/ktune bench --suite configs/suites/public.json --db /nonexistent.db --tf32x3 --table "$out/sm_90-tf32x3.json" \
-        --json "$out/bench_public_wgmma_tf32x3.json" 2>&1 | tee "$out/bench_public_wgmma_tf32x3.txt" ;;
+        --json "$out/bench_public_wgmma_tf32x3.json" 2>&1 | tee "$out/bench_public_wgmma_tf32x3.txt" || fail "wgmma-tf32x3: bench" $? ;;
     profile)
       # Nsight Compute counters (clocks left alone) and SASS for the shipped table's kernels at the
       # shapes docs/PERFORMANCE.md discusses, beside cuBLAS's kernels in the same process.
@@ -203,7 +230,8 @@ for step in $steps; do
       ncu_ladder() { # ladder file, name: ncu counters of its kernels and of cuBLAS's in the same bench
         ncu --clock-control none --print-summary per-kernel --launch-count 60 --kernel-name "$not_flush" --metrics "$metrics" \
           ./build/ktune bench --ladder "$1" --db /nonexistent.db >"$out/profile/ncu_$2.txt" 2>&1
-        echo "profile $2: ncu exit $?"
+        local rc=$?
+        echo "profile $2: ncu exit $rc"; check "profile $2: ncu" $rc
       }
       for shape in ${SHAPES:-4096x4096x4096 2999x2999x2999 512x512x32768 16x4096x4096 1x4096x4096}; do
         python3 - "$shape" "$out/profile" <<'PY'
@@ -216,6 +244,7 @@ json.dump({"about": "one shipped-table kernel", "problem": {"m": m, "n": n, "k":
 subprocess.run(["./build/ktune", "compile", "--family", e["family"], "--problem", shape, "--config", json.dumps(e["config"]),
                 "-o", f"{d}/{shape}.cubin"], check=True, stdout=subprocess.DEVNULL)
 PY
+        check "profile $shape: compile" $?
         cuobjdump --dump-sass "$out/profile/$shape.cubin" >"$out/profile/$shape.sass" 2>&1
         ncu_ladder "$out/profile/$shape.json" "$shape"
         rm -f "$out/profile/$shape.cubin"
@@ -230,32 +259,35 @@ PY
       start=$(date +%s)
       ./build/ktune tune --family gemm_simt --suite configs/suites/replay.json --restrict configs/spaces/gemm_simt.replay.json \
         --strategy exhaustive --db "$out/replay.db" >"$out/tune_replay.txt" 2>"$out/tune_replay.err"
-      echo "replay suite: exit $?, wall $(( $(date +%s) - start )) s"; cat "$out/tune_replay.txt"
-      ./build/ktune export --trials --db "$out/replay.db" --arch sm_90 -o "$out/replay_trials.json" ;;
+      rc=$?
+      echo "replay suite: exit $rc, wall $(( $(date +%s) - start )) s"; cat "$out/tune_replay.txt"; check "replay suite" $rc
+      ./build/ktune export --trials --db "$out/replay.db" --arch sm_90 -o "$out/replay_trials.json" || fail "replay: export" $? ;;
     runtime)
-      ./build/bench/runtime_cost --json "$out/runtime_cost.json" 2>&1 | tee "$out/runtime_cost.txt"
-      ./build/examples/gemm_example 2>&1 | tee "$out/example.txt" ;;
+      ./build/bench/runtime_cost --json "$out/runtime_cost.json" 2>&1 | tee "$out/runtime_cost.txt" || fail "runtime_cost" $?
+      ./build/examples/gemm_example 2>&1 | tee "$out/example.txt" || fail "gemm_example" $? ;;
     models)
-      ./build/ktune bench --suite configs/suites/models.json --db /nonexistent.db --json "$out/bench_models.json" 2>&1 | tee "$out/bench_models.txt"
-      ./build/ktune bench --suite configs/suites/models.json --db /nonexistent.db --tf32x3 --json "$out/bench_models_tf32x3.json" 2>&1 | tee "$out/bench_models_tf32x3.txt" ;;
+      ./build/ktune bench --suite configs/suites/models.json --db /nonexistent.db --json "$out/bench_models.json" 2>&1 | tee "$out/bench_models.txt" || fail "bench models" $?
+      ./build/ktune bench --suite configs/suites/models.json --db /nonexistent.db --tf32x3 --json "$out/bench_models_tf32x3.json" 2>&1 | tee "$out/bench_models_tf32x3.txt" || fail "bench models --tf32x3" $? ;;
     models-tune)
       name=models_tune; flag=(); [ -n "${TF32X3:-}" ] && name=models_tune_tf32x3 && flag=(--tf32x3)
       rm -f "$out/$name.db"*
       start=$(date +%s)
       ./build/ktune tune --suite configs/suites/models.json --budget-seconds "${BUDGET_S:-20}" "${flag[@]}" --db "$out/$name.db" \
         >"$out/tune_$name.txt" 2>"$out/tune_$name.err"
-      echo "$name: exit $?, wall $(( $(date +%s) - start )) s"; cat "$out/tune_$name.txt"
+      rc=$?
+      echo "$name: exit $rc, wall $(( $(date +%s) - start )) s"; cat "$out/tune_$name.txt"; check "$name" $rc
       trials_csv "$out/$name.db" "$out/${name}_trials.csv"
-      ./build/ktune bench --suite configs/suites/models.json --db "$out/$name.db" --json "$out/bench_$name.json" 2>&1 | tee "$out/bench_$name.txt" ;;
+      ./build/ktune bench --suite configs/suites/models.json --db "$out/$name.db" --json "$out/bench_$name.json" 2>&1 | tee "$out/bench_$name.txt" || fail "$name: bench" $? ;;
     half)
       rm -f "$out/half.db"*
-      ./build/ktune import configs/tables/sm_90.json --db "$out/half.db"
+      ./build/ktune import configs/tables/sm_90.json --db "$out/half.db" || fail "half: import" $?
       warm=shipped; budget=${BUDGET_S:-20}
       for dt in ${DTYPES:-bf16 f16}; do
         start=$(date +%s)
         ./build/ktune tune --dtype "$dt" --suite configs/suites/public.json --strategy "${STRATEGY:-model}" \
           --budget-seconds "$budget" --warm-start "$warm" --db "$out/half.db" >"$out/tune_half_$dt.txt" 2>"$out/tune_half_$dt.err"
-        echo "half $dt: exit $?, wall $(( $(date +%s) - start )) s"; cat "$out/tune_half_$dt.txt"
+        rc=$?
+        echo "half $dt: exit $rc, wall $(( $(date +%s) - start )) s"; cat "$out/tune_half_$dt.txt"; check "half $dt" $rc
         # The next dtype starts from this one's winners (bf16 and f16 lend to each other), on
         # $BUDGET2_S seconds a problem (default: the same budget).
         rm -f "$out/half-seeds.db"*
@@ -263,18 +295,19 @@ PY
           "$out/half.db" "$out/half-seeds.db"
         warm="$out/half-seeds.db"; budget=${BUDGET2_S:-$budget}
       done
-      ./build/ktune export --db "$out/half.db" --arch sm_90 -o "$out/sm_90.json"
+      ./build/ktune export --db "$out/half.db" --arch sm_90 -o "$out/sm_90.json" || fail "half: export" $?
       trials_csv "$out/half.db" "$out/half_trials.csv"
       rm -f "$out/half.db"* "$out/half-seeds.db"*
       for dt in ${DTYPES:-bf16 f16}; do
         ./build/ktune bench --dtype "$dt" --suite configs/suites/public.json --db /nonexistent.db --table "$out/sm_90.json" \
-          --json "$out/bench_public_$dt.json" 2>&1 | tee "$out/bench_public_$dt.txt"
+          --json "$out/bench_public_$dt.json" 2>&1 | tee "$out/bench_public_$dt.txt" || fail "half: bench $dt" $?
       done ;;
     sanitize)
       for tool in memcheck racecheck synccheck; do
         KTUNE_SANITIZER_SAMPLE=1 timeout "${SANITIZE_TIMEOUT:-300}" compute-sanitizer --tool "$tool" --error-exitcode 9 \
           ./build/tests/ktune_tests --gtest_filter="${SANITIZE_TESTS:-WgmmaGpu.*:RowsGpu.*}" >"$out/sanitize_$tool.txt" 2>&1
-        echo "compute-sanitizer $tool: exit $?"; grep -E "ERROR SUMMARY|PASSED|FAILED" "$out/sanitize_$tool.txt" | tail -3
+        rc=$?
+        echo "compute-sanitizer $tool: exit $rc"; check "compute-sanitizer $tool" $rc; grep -E "ERROR SUMMARY|PASSED|FAILED" "$out/sanitize_$tool.txt" | tail -3
       done ;;
     rows)
       # Tune the row-op suite into a fresh database ($BUDGET_S seconds a problem, default 30,
@@ -285,14 +318,16 @@ PY
       start=$(date +%s)
       ./build/ktune tune --suite configs/suites/rows.json --strategy "${STRATEGY:-model}" --budget-seconds "${BUDGET_S:-30}" \
         --warm-start shipped --db "$out/rows.db" >"$out/tune_rows.txt" 2>"$out/tune_rows.err"
-      echo "rows: exit $?, wall $(( $(date +%s) - start )) s"; cat "$out/tune_rows.txt"
-      ./build/ktune export --db "$out/rows.db" --arch sm_90 -o "$out/sm_90-rows.json"
+      rc=$?
+      echo "rows: exit $rc, wall $(( $(date +%s) - start )) s"; cat "$out/tune_rows.txt"; check "rows" $rc
+      ./build/ktune export --db "$out/rows.db" --arch sm_90 -o "$out/sm_90-rows.json" || fail "rows: export" $?
       trials_csv "$out/rows.db" "$out/rows_trials.csv"
       rm -f "$out/rows.db"*
       ./build/ktune bench --suite configs/suites/rows.json --db /nonexistent.db --table "$out/sm_90-rows.json" \
-        --json "$out/bench_rows.json" 2>&1 | tee "$out/bench_rows.txt"
+        --json "$out/bench_rows.json" 2>&1 | tee "$out/bench_rows.txt" || fail "rows: bench" $?
       if python3 -c 'import torch, ktune' 2>/dev/null; then
-        python3 bench/rows_vs_torch.py --table "$out/sm_90-rows.json" --json "$out/rows_vs_torch.json" 2>&1 | tee "$out/rows_vs_torch.txt"
+        python3 bench/rows_vs_torch.py --table "$out/sm_90-rows.json" --json "$out/rows_vs_torch.json" 2>&1 | tee "$out/rows_vs_torch.txt" \
+          || fail "rows: rows_vs_torch.py" $?
       else
         echo "rows: PyTorch or the ktune module is not importable; bench/rows_vs_torch.py skipped"
       fi ;;
@@ -307,7 +342,8 @@ PY
               rm -f "$out/$tag.db"*
               "$bin" bench --suite "configs/suites/$suite.json" --dtype "$dt" --db "$out/$tag.db" --json "$out/$tag.json" \
                 >"$out/$tag.txt" 2>&1
-              echo "$tag: exit $?"; rm -f "$out/$tag.db"*
+              rc=$?
+              echo "$tag: exit $rc"; check "$tag" $rc; rm -f "$out/$tag.db"*
             done
           done
         done
@@ -331,3 +367,9 @@ PY
     *) echo "unknown step $step" >&2; exit 2 ;;
   esac
 done
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "gpu-check: ${#failed[@]} failed:"
+  printf '  %s\n' "${failed[@]}"
+  exit 1
+fi
+echo "gpu-check: every step passed ($steps)"

@@ -44,6 +44,14 @@ export PYTHONPATH=$PWD/python:$build/python${PYTHONPATH:+:$PYTHONPATH}
 export KTUNE_CLI=$build/ktune
 "$pyexe" -c 'import ktune, torch; print("ktune", ktune.__version__, "torch", torch.__version__, "cuda", torch.version.cuda, "gpu", torch.cuda.is_available() and torch.cuda.get_device_name())' \
   | tee "$out/python-pytest.txt"
+# Without a GPU every GPU case would skip and pytest pass: a GPU check there fails instead.
+"$pyexe" - <<'PY' 2>&1 | tee -a "$out/python-pytest.txt"
+import sys
+import ktune, torch
+gpus = ktune.devices()  # raises where the driver is installed but broken
+if not gpus or not torch.cuda.is_available():
+    sys.exit("python-gpu-check: no GPU to check on (ktune sees %d, PyTorch %s)" % (len(gpus), torch.cuda.is_available()))
+PY
 set +e
 "$pyexe" -m pytest -v -rs -p no:cacheprovider python/tests "$@" 2>&1 | tee -a "$out/python-pytest.txt"
 rc=${PIPESTATUS[0]}

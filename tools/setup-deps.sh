@@ -14,11 +14,12 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 # Chromium and Python 3 for the browser test of `ktune report` (tests/report/render_check.py, standard
-# library only); without them that test is skipped. Installed without recommends (~80 MB download).
+# library only); without them that test fails. Installed without recommends (~80 MB download).
 # Python's headers, pybind11, pytest and venv for the Python package (python/; tools/test.sh builds
-# it and ctest runs its tests; PyTorch is not needed: its cases skip).
+# it and ctest runs its tests; PyTorch is not needed: its cases skip), NumPy for the test that hands
+# it host arrays.
 web=()
-for pkg in chromium fonts-liberation python3 python3-dev python3-pybind11 python3-pytest python3-venv; do
+for pkg in chromium fonts-liberation python3 python3-dev python3-pybind11 python3-pytest python3-venv python3-numpy; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || web+=("$pkg")
 done
 if [ ${#web[@]} -gt 0 ]; then

@@ -6,6 +6,7 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -18,10 +19,27 @@
 
 namespace ktune {
 
+// What the tuner checks a config under. as_timed: the problem as asked, every buffer 256-byte
+// aligned (what the timing sees). as_served: what the runtime may call the config with that
+// as_timed does not cover: scalars away from their defaults (GEMM: alpha = kServedAlpha, beta =
+// kServedBeta with C preloaded) and every pointer at the least-aligned offset the problem's
+// alignment class admits (16 bytes past a 256-byte boundary for class 16, and so on). A config is
+// kept only when it passes both (tuner/worker.cpp).
+enum class Conditions { as_timed, as_served };
+const char* to_string(Conditions c);
+
 struct VerifyResult {
   double rel_error = 0;      // ||out - ref||_F / ||ref||_F (absolute when ref is all zeros)
   uint64_t nonfinite = 0;    // NaN/Inf elements of the output: unwritten (poison) or overflowed
   uint64_t stray_writes = 0; // changed elements of the output's padding (between rows)
+  uint64_t violations = 0;   // elements whose error exceeds their own bound (the op's per-element rule)
+  double worst_ratio = 0;    // the largest error / bound over the elements (> 1: a violation)
+  int64_t worst_index = -1;  // an element over its bound (offset in the output), -1 when none
+  uint64_t input_writes = 0; // elements of an input that changed (the kernel wrote into A, B, x, ...)
+  uint64_t guard_writes = 0; // bytes changed in the guard regions around the buffers
+  double norm_bound = 0;     // the relative Frobenius error allowed (0: none applied)
+  double baseline_error = -1; // the baseline library's relative error on the same inputs (-1: not measured)
+  std::string conditions;    // what the check ran under, e.g. "alpha -1.25, beta 0.5, pointers 16 B past 256"
   bool pass = false;
   std::string summary() const;
 };
@@ -32,12 +50,17 @@ class OpRunner {
   // Fresh random inputs for p from seed, the output poisoned where it must not be read. Buffers
   // grow as needed and are reused across calls.
   virtual void prepare(const Problem& p, uint64_t seed) = 0;
+  // The same under Conditions c (as_timed: prepare(p, seed)). An op that has no as_served form
+  // throws Error, so a config of it is never kept unchecked.
+  virtual void prepare(const Problem& p, uint64_t seed, Conditions c);
   // Scratch device memory for plans that need it (LaunchPlan::workspace_bytes).
   virtual void ensure_workspace(size_t bytes) = 0;
   // Launches every step of plan, the kernels of m, over the prepared buffers, on stream.
   virtual void launch(Module& m, const LaunchPlan& plan, CUstream stream) = 0;
-  // The prepared inputs' FP64 reference against the current output; synchronizes.
-  virtual VerifyResult verify(CUstream stream) = 0;
+  // The prepared inputs' FP64 reference against the current output, under the op's error rule for
+  // a family of these numerics (docs/TEMPLATES.md, "Verification"); synchronizes.
+  virtual VerifyResult verify(CUstream stream, Numerics numerics) = 0;
+  VerifyResult verify(CUstream stream) { return verify(stream, Numerics::standard); }
   // Runs the op's baseline (OpInfo::baseline) on the prepared buffers; throws Error for an op
   // without one.
   virtual void run_baseline(CUstream stream) = 0;
@@ -49,6 +72,13 @@ class OpRunner {
 // The runner of op; the device's primary context must be current. Throws UsageError for an op
 // no runner serves.
 std::unique_ptr<OpRunner> make_op_runner(const std::string& op, Compiler& compiler, const DeviceInfo& device);
+
+// The tuner's gate for one config and seed: the check under Conditions::as_served, then under
+// as_timed (which leaves the buffers prepared as_timed, for timing). launch runs the config on the
+// prepared buffers. Returns the first failing result (its `conditions` say which), else the
+// as_timed one.
+VerifyResult check_as_served_and_timed(OpRunner& op, const Problem& p, uint64_t seed, Numerics numerics,
+                                       const std::function<void(CUstream)>& launch);
 
 // Launches a grid-stride verification kernel (fill, widen, compare) over n elements on `stream`:
 // 256 threads a block, a few waves of blocks (enough to saturate memory bandwidth).

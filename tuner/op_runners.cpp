@@ -6,16 +6,53 @@
 #include <cstdio>
 
 #include "ktune/error.h"
+#include "runtime/cuda_check.h"
+#include "runtime/driver.h"
 #include "tuner/gemm_op.h"
 #include "tuner/rows_op.h"
 
 namespace ktune {
 
 std::string VerifyResult::summary() const {
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "rel_error=%.3g nonfinite=%llu stray_writes=%llu", rel_error,
-                static_cast<unsigned long long>(nonfinite), static_cast<unsigned long long>(stray_writes));
-  return buf;
+  std::string s = conditions.empty() ? "" : conditions + ": ";
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "rel_error=%.3g", rel_error);
+  s += buf;
+  if (norm_bound > 0) {
+    std::snprintf(buf, sizeof buf, " (bound %.3g)", norm_bound);
+    s += buf;
+  }
+  if (baseline_error >= 0) {
+    std::snprintf(buf, sizeof buf, " baseline_error=%.3g", baseline_error);
+    s += buf;
+  }
+  std::snprintf(buf, sizeof buf, " violations=%llu worst=%.3g", static_cast<unsigned long long>(violations), worst_ratio);
+  s += buf;
+  if (worst_index >= 0) s += " (element " + std::to_string(worst_index) + ")";
+  std::snprintf(buf, sizeof buf, " nonfinite=%llu stray_writes=%llu input_writes=%llu guard_writes=%llu",
+                static_cast<unsigned long long>(nonfinite), static_cast<unsigned long long>(stray_writes),
+                static_cast<unsigned long long>(input_writes), static_cast<unsigned long long>(guard_writes));
+  s += buf;
+  return s;
+}
+
+void OpRunner::prepare(const Problem& p, uint64_t seed, Conditions c) {
+  if (c == Conditions::as_timed) return prepare(p, seed);
+  throw Error("op " + p.op + " has no check as served: its configs cannot be verified for the runtime");
+}
+
+VerifyResult check_as_served_and_timed(OpRunner& op, const Problem& p, uint64_t seed, Numerics numerics,
+                                       const std::function<void(CUstream)>& launch) {
+  for (const Conditions c : {Conditions::as_served, Conditions::as_timed}) {
+    // Another seed for the served check: a kernel is not judged twice on one set of inputs.
+    op.prepare(p, c == Conditions::as_served ? seed ^ 0x5e17edull : seed, c);
+    launch(nullptr);
+    check_cu(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize",
+             std::string("running the kernel under test ") + to_string(c) + " on " + p.key());
+    VerifyResult v = op.verify(nullptr, numerics);
+    if (!v.pass || c == Conditions::as_timed) return v;
+  }
+  throw Error("unreachable");
 }
 
 std::unique_ptr<OpRunner> make_op_runner(const std::string& op, Compiler& compiler, const DeviceInfo& device) {

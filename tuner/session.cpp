@@ -298,6 +298,7 @@ class ProblemTuner {
                           {"cubin", cubins_.put(*k)},
                           {"names", k->lowered_names},
                           {"plan", plan_to_json(plan)},
+                          {"numerics", to_string(f.numerics())},
                           {"timing", timing_json()},
                           {"context", f.name() + " " + t.config_json + " on " + p.key()}};
     const auto t0 = Clock::now();

@@ -174,10 +174,9 @@ nlohmann::json eval(WorkerState& w, const nlohmann::json& req) {
   out["smem"] = at.static_smem + int(plan.steps.empty() ? 0 : plan.main_step().dynamic_smem);
   out["local"] = at.local_bytes;
   op.ensure_workspace(plan.workspace_bytes);
-  op.prepare(p, req.at("seed").get<uint64_t>());
-  op.launch(m, plan, nullptr);
-  check_cu(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize", "running the kernel for verification");
-  const VerifyResult v = op.verify(nullptr);
+  const Numerics numerics = parse_numerics(req.value("numerics", std::string("standard")));
+  const VerifyResult v = check_as_served_and_timed(op, p, req.at("seed").get<uint64_t>(), numerics,
+                                                   [&](CUstream s) { op.launch(m, plan, s); });
   out["rel_error"] = v.rel_error;
   if (!v.pass) {
     out["status"] = "wrong_result";

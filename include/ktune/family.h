@@ -24,6 +24,14 @@
 
 namespace ktune {
 
+// How a family computes, where its op's error rule depends on it (tuner/gemm_op.cpp; docs/TEMPLATES.md,
+// "Verification"). standard: the dtype's own arithmetic (FP32 FFMA, or FP32 accumulation of half
+// products). tf32x3: FP32 GEMM as three TF32 products of a big/small split of every operand, which
+// costs up to 3 * 2^-22 of |a||b| a product and promises an error at or below cuBLAS SGEMM's.
+enum class Numerics { standard, tf32x3 };
+const char* to_string(Numerics n);
+Numerics parse_numerics(const std::string& s); // throws UsageError
+
 struct LaunchStep {
   int kernel = 0; // index into the family's kernel name expressions
   unsigned grid[3] = {1, 1, 1};
@@ -206,6 +214,7 @@ class Family {
   Family& arch_specific(bool on = true) { arch_specific_ = on; return *this; }
   Family& dtypes(std::vector<DType> d) { dtypes_ = std::move(d); return *this; }
   Family& describe(std::string about) { about_ = std::move(about); return *this; }
+  Family& numerics(Numerics n) { numerics_ = n; return *this; }
   // Source text for a family whose template is not embedded in the library (a user's kernel);
   // it may #include the embedded headers (e.g. "gemm_common.cuh").
   Family& source_text(std::string text) { source_text_ = std::move(text); return *this; }
@@ -224,6 +233,7 @@ class Family {
   // arch-specific family ("sm_90" -> "sm_90a"; "sm_90a" stays).
   std::string compile_arch(const std::string& arch) const;
   const std::vector<DType>& dtypes() const { return dtypes_; }
+  Numerics numerics() const { return numerics_; }
 
   // The same values in the declared parameter order (the canonical form hashes depend on), after
   // upgrade(); throws UsageError on an unknown or missing parameter.
@@ -290,6 +300,7 @@ class Family {
   std::string op_ = "gemm";
   bool arch_specific_ = false;
   std::vector<DType> dtypes_ = {DType::f32};
+  Numerics numerics_ = Numerics::standard;
 };
 
 // The families that ship with ktune (gemm_naive, gemm_smem, gemm_simt, ...), declared in

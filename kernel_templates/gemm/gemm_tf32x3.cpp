@@ -57,7 +57,7 @@ Family gemm_tf32x3_family() {
       .param("SPLITK", {1, 2, 4, 8, 16}, "K slices reduced deterministically")
       .param("SWZ", {1, 4, 8, 16}, "tile rows per rasterization group")
       .param("PACK", {0, 1}, "copy A and B first into aligned, tile-padded workspace (shapes the tiles do not divide, unaligned rows)");
-  f.dtypes({DType::f32}).min_arch(80);
+  f.dtypes({DType::f32}).min_arch(80).numerics(Numerics::tf32x3);
 
   f.restrict("warp tile divides block tile", {"BM", "BN", "WM", "WN"},
              [](const Config& c, P, D) { return c["BM"] % c["WM"] == 0 && c["BN"] % c["WN"] == 0; })

@@ -55,7 +55,7 @@ Family gemm_wgmma_tf32x3_family() {
       .param("SWZ", {1, 4, 8, 16}, "tile rows per rasterization group")
       .param("SPLITK", {1, 2, 4, 8, 16}, "K slices: FP32 partial sums in the workspace, added by gemm_splitk_reduce; for "
                                          "grids too small to fill the GPU");
-  f.dtypes({DType::f32}).min_arch(90).arch_specific();
+  f.dtypes({DType::f32}).min_arch(90).arch_specific().numerics(Numerics::tf32x3);
 
   f.restrict("f32 operands", {}, [](const Config&, P p, D) { return p.dtype == DType::f32; })
       .restrict("each warpgroup's rows a multiple of 64 (wgmma m64)", {"BM", "WG"},

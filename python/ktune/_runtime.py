@@ -37,7 +37,8 @@ def default_db_path():
 
 
 def devices():
-    """The GPUs the driver sees, as dicts (ordinal, name, arch, sm_count, total_memory); [] without one."""
+    """The GPUs the driver sees, as dicts (ordinal, name, arch, sm_count, total_memory); [] without one
+    (no driver, or a driver without a device). Raises KtuneError where a driver is installed but broken."""
     return list(_ktune.devices()[0])
 
 

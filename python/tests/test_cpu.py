@@ -9,7 +9,7 @@ import textwrap
 import pytest
 
 import ktune
-from conftest import REPO, gpu_available
+from conftest import REPO, requires_no_gpu
 
 
 def project_version():
@@ -113,10 +113,8 @@ def test_best_config_bad_sizes():
         ktune.best_config("256", 256, 256, arch="sm_90")
 
 
-@pytest.mark.skipif(gpu_available(), reason="checks the no-GPU message")
+@requires_no_gpu
 def test_best_config_without_gpu_needs_arch():
-    if ktune.devices():
-        pytest.skip("a GPU is visible")
     with pytest.raises(ktune.KtuneError, match="arch"):
         ktune.best_config(256, 256, 256)
 
@@ -190,10 +188,8 @@ def test_tune_problem_parsing_errors():
         ktune.tune([(64, 64, 64, "f64")], progress=False)
 
 
-@pytest.mark.skipif(gpu_available(), reason="checks the no-GPU failure")
+@requires_no_gpu
 def test_tune_without_gpu_fails_clearly(tmp_path):
-    if ktune.devices():
-        pytest.skip("a GPU is visible")
     with pytest.raises(ktune.KtuneError, match="no GPU"):
         ktune.tune(["64x64x64"], budget_seconds=1, db=str(tmp_path / "t.db"), progress=False)
 
