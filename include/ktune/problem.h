@@ -87,6 +87,10 @@ struct OpInfo {
   // where the op has none (or the caller passes none: then 1 and 0).
   int row_vectors = 0;
   std::function<void(const Problem&, const double* x, const double* w, const double* b, double* y)> reference_row;
+  // Row ops: the op's code for the row kernels and the device reference that checks them
+  // (KTUNE_ROWS_*, kernel_templates/rows/rows_args.h; the same semantics as reference_row); -1 for
+  // other ops.
+  int row_op = -1;
 };
 
 // The registered ops (kernel_templates/ops.cpp lists them).

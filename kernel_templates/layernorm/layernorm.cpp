@@ -11,14 +11,15 @@ namespace ktune {
 
 namespace {
 
-// FP64: biased variance, y = (x - mean) / sqrt(var + eps) * w + b.
+// FP64: biased variance, y = (x - mean) / sqrt(var + eps) * w + b; eps as the kernels get it (a
+// float in KtuneRowsArgs), as the device reference (rows/rows_check.h) takes it.
 void reference(const Problem& p, const double* x, const double* w, const double* b, double* y) {
   const int64_t n = p.dims[1];
   double mean = 0, var = 0;
   for (int64_t j = 0; j < n; ++j) mean += x[j];
   mean /= double(n);
   for (int64_t j = 0; j < n; ++j) var += (x[j] - mean) * (x[j] - mean);
-  const double inv = 1.0 / std::sqrt(var / double(n) + p.scalar("eps"));
+  const double inv = 1.0 / std::sqrt(var / double(n) + double(float(p.scalar("eps"))));
   for (int64_t j = 0; j < n; ++j) y[j] = (x[j] - mean) * inv * (w ? w[j] : 1.0) + (b ? b[j] : 0.0);
 }
 

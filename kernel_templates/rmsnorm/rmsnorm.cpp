@@ -11,12 +11,13 @@ namespace ktune {
 
 namespace {
 
-// FP64: y = x / sqrt(mean(x^2) + eps) * w.
+// FP64: y = x / sqrt(mean(x^2) + eps) * w; eps as the kernels get it (a float in KtuneRowsArgs), as
+// the device reference (rows/rows_check.h) takes it.
 void reference(const Problem& p, const double* x, const double* w, const double*, double* y) {
   const int64_t n = p.dims[1];
   double ms = 0;
   for (int64_t j = 0; j < n; ++j) ms += x[j] * x[j];
-  const double inv = 1.0 / std::sqrt(ms / double(n) + p.scalar("eps"));
+  const double inv = 1.0 / std::sqrt(ms / double(n) + double(float(p.scalar("eps"))));
   for (int64_t j = 0; j < n; ++j) y[j] = x[j] * inv * (w ? w[j] : 1.0);
 }
 

@@ -4,7 +4,7 @@
 // register-cached row that three of the four kernels share. NVRTC compiles this with no standard
 // headers; 16-bit elements travel as raw bit patterns converted with cvt (no <cuda_bf16.h>).
 //
-// ---- Semantics (PyTorch's; the host's FP64 reference computes exactly this) ----
+// ---- Semantics (PyTorch's; the FP64 references, reference_row and rows_check.h, compute this) ----
 // Per row r, over the columns j < cols, with x = x[r * ldx + j] widened to FP64 and the result
 // rounded to nearest-even into DT (y[r * ldy + j]):
 //   softmax   (OP 0)  z_j = scale * x_j; m = max_j z_j; y_j = exp(z_j - m) / sum_k exp(z_k - m).
@@ -15,8 +15,8 @@
 //   RMSNorm   (OP 2)  ms = sum_j x_j^2 / cols; y_j = x_j / sqrt(ms + eps) * w_j
 // w_j = 1 where weight is null and b_j = 0 where bias is null (elementwise_affine off / no bias).
 // Every kernel does all arithmetic in FP32 (exp as ex2.approx, 1/sqrt as rsqrt.approx, both
-// ~2 ulp): expected error against the FP64 reference ~1e-6 relative for f32 outputs, and the
-// final rounding (2^-8 bf16, 2^-11 f16) for 16-bit ones.
+// ~2 ulp) and rounds the result to nearest-even once: the verification holds every element to
+// that (rows_check.h: the correctly rounded reference's error plus twice a bound on the FP32 math's).
 // Known deviation: softmax with scale == 0 and a lane (warp/block/cluster kernels) or row
 // (stream) whose inputs are all -inf gives 0 (or 1/n) where FP64 gives NaN (0 * -inf); any
 // finite non-zero scale, negative included, follows PyTorch.

@@ -375,6 +375,7 @@ OpInfo rows_op_info(const RowsOpSpec& s) {
   o.runner = "rows";
   o.row_vectors = vectors;
   o.reference_row = s.reference_row;
+  o.row_op = s.code;
   return o;
 }
 

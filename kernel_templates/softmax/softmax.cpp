@@ -10,10 +10,11 @@ namespace ktune {
 
 namespace {
 
-// FP64: z = scale * x, y = exp(z - max z) / sum exp(z - max z).
+// FP64: z = scale * x, y = exp(z - max z) / sum exp(z - max z); scale as the kernels get it
+// (a float in KtuneRowsArgs), as the device reference (rows/rows_check.h) takes it.
 void reference(const Problem& p, const double* x, const double*, const double*, double* y) {
   const int64_t n = p.dims[1];
-  const double scale = p.scalar("scale");
+  const double scale = double(float(p.scalar("scale")));
   double m = -INFINITY, sum = 0;
   for (int64_t j = 0; j < n; ++j) m = std::max(m, scale * x[j]);
   for (int64_t j = 0; j < n; ++j) sum += (y[j] = std::exp(scale * x[j] - m));

@@ -25,11 +25,12 @@ using ktune::half::from_f16;
 using ktune::half::to_bf16;
 using ktune::half::to_f16;
 
-// The tolerance of a half GEMM's relative Frobenius error: the tuner's rule (GemmOp::tolerance).
-inline double half_tolerance(bool f16, int64_t k) {
+// The tolerance of a half GEMM's relative Frobenius error: the tuner's rule (GemmOp::rule) for a
+// result of m x n elements.
+inline double half_tolerance(bool f16, int64_t k, int64_t m = 1024, int64_t n = 1024) {
   GemmProblem p;
   p.dtype = f16 ? DType::f16 : DType::bf16;
-  p.k = k;
+  p.m = m, p.n = n, p.k = k;
   return GemmOp::tolerance(p);
 }
 
@@ -57,8 +58,10 @@ struct Instance {
   int64_t shift = 0; // pointers `shift` halves off their allocation's 256-byte alignment
   std::vector<uint16_t> a, b, c0;
   std::vector<double> ref; // M x N
+  std::vector<double> mag; // M x N: |alpha| |A| |B| + |beta| |C0|, what the per-element bound scales with
   double den = 0;          // squared Frobenius norm of ref (1 if 0)
   double tol = 0;
+  GemmErrorRule rule;      // the tuner's rule (GemmOp::rule)
 
   Instance(const GemmProblem& prob, int64_t sh, uint64_t seed) : p(prob), shift(sh) {
     const bool f16 = p.dtype == DType::f16;
@@ -72,7 +75,8 @@ struct Instance {
     for (auto& x : b) x = to_half(u(rng), f16);
     const uint16_t nan = f16 ? 0x7e00 : 0x7fc0;
     for (auto& x : c0) x = p.beta != 0.0f ? to_half(u(rng), f16) : nan;
-    tol = half_tolerance(f16, p.k);
+    rule = GemmOp::rule(p);
+    tol = rule.norm;
   }
 
   // Operands widened to FP64, A as M x K and B transposed (N x K), so the dot products are
@@ -87,6 +91,7 @@ struct Instance {
     for (int64_t j = 0; j < N; ++j)
       for (int64_t q = 0; q < K; ++q) bt[size_t(j * K + q)] = from_half(b[size_t(b_col ? j * ldb + q : q * ldb + j)], f16);
     ref.assign(size_t(M * N), 0.0);
+    mag.assign(size_t(M * N), 0.0);
     std::vector<std::future<double>> slices;
     for (int s = 0; s < parts; ++s)
       slices.push_back(std::async(std::launch::async, [&, s] {
@@ -95,11 +100,12 @@ struct Instance {
           for (int64_t j = 0; j < N; ++j) {
             const double* x = &ad[size_t(i * K)];
             const double* y = &bt[size_t(j * K)];
-            double acc = 0;
-            for (int64_t q = 0; q < K; ++q) acc += x[q] * y[q];
-            acc = double(p.alpha) * acc +
-                  (p.beta != 0.0f ? double(p.beta) * double(from_half(c0[size_t(i * ldc + j)], f16)) : 0.0);
+            double acc = 0, abs_acc = 0;
+            for (int64_t q = 0; q < K; ++q) acc += x[q] * y[q], abs_acc += std::abs(x[q] * y[q]);
+            const double c = p.beta != 0.0f ? double(from_half(c0[size_t(i * ldc + j)], f16)) : 0.0;
+            acc = double(p.alpha) * acc + double(p.beta) * c;
             ref[size_t(i * N + j)] = acc;
+            mag[size_t(i * N + j)] = std::abs(double(p.alpha)) * abs_acc + std::abs(double(p.beta) * c);
             d += acc * acc;
           }
         return d;
@@ -109,8 +115,8 @@ struct Instance {
     if (den == 0) den = 1;
   }
 
-  // Relative Frobenius error of a result; NaN if any element is not finite or a padding column
-  // of C (ldc > N) was written.
+  // Relative Frobenius error of a result; NaN if any element is not finite, exceeds its own bound
+  // (the tuner's per-element rule), or a padding column of C (ldc > N) was written.
   double error(const std::vector<uint16_t>& out) const {
     const bool f16 = p.dtype == DType::f16;
     const int64_t ldc = p.eff_ldc();
@@ -119,7 +125,7 @@ struct Instance {
     for (int64_t i = 0; i < p.m; ++i) {
       for (int64_t j = 0; j < p.n; ++j) {
         const double got = from_half(out[size_t(i * ldc + j)], f16), d = got - ref[size_t(i * p.n + j)];
-        ok = ok && std::isfinite(got);
+        ok = ok && std::isfinite(got) && std::abs(d) <= rule.element_bound(ref[size_t(i * p.n + j)], mag[size_t(i * p.n + j)]);
         num += d * d;
       }
       for (int64_t j = p.n; j < ldc; ++j) ok = ok && out[size_t(i * ldc + j)] == c0[size_t(i * ldc + j)];

@@ -3,13 +3,22 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <functional>
+#include <future>
 #include <map>
+#include <random>
 #include <set>
 
+#include "core/half.h"
 #include "db/table.h"
+#include "kernels/rows_planted.h"
+#include "ktune/compiler.h"
 #include "ktune/error.h"
 #include "ktune/family.h"
 #include "ktune/runtime.h"
+#include "rows/rows_args.h"
+#include "rows/rows_check.h"
 #include "tuner/compile_all.h"
 #include "tuner/rows_op.h"
 
@@ -230,14 +239,19 @@ TEST(RowsOp, CachedFamiliesTakeFullVectorsOnRowsOffTheirLines) {
     }
 }
 
-// Each row op declares its runner, its weight/bias vectors and its FP64 reference in its own file
-// (kernel_templates/<op>/<op>.cpp); the references follow PyTorch's semantics.
+// Each row op declares its runner, its weight/bias vectors, its FP64 reference and its code for
+// the row kernels in its own file (kernel_templates/<op>/<op>.cpp); the references follow
+// PyTorch's semantics.
 TEST(RowsOp, EachOpDeclaresItsRunnerVectorsAndReference) {
   EXPECT_EQ(op_info("gemm").runner, "gemm");
+  EXPECT_EQ(op_info("gemm").row_op, -1);
   const std::map<std::string, int> vectors = {{"softmax", 0}, {"layernorm", 2}, {"rmsnorm", 1}};
+  const std::map<std::string, int> codes = {
+      {"softmax", KTUNE_ROWS_SOFTMAX}, {"layernorm", KTUNE_ROWS_LAYERNORM}, {"rmsnorm", KTUNE_ROWS_RMSNORM}};
   for (const auto& [op, n] : vectors) {
     EXPECT_EQ(op_info(op).runner, "rows") << op;
     EXPECT_EQ(op_info(op).row_vectors, n) << op;
+    EXPECT_EQ(op_info(op).row_op, codes.at(op)) << op;
     ASSERT_TRUE(op_info(op).reference_row) << op;
   }
   auto run = [](const char* op, std::vector<double> x, const std::vector<double>* w, const std::vector<double>* b,
@@ -273,6 +287,325 @@ TEST(RowsOp, ToleranceIsTheOutputRoundingPlusFp32Math) {
   EXPECT_DOUBLE_EQ(rows_tolerance(DType::bf16), 1.0 / 256 + 1e-5);
   EXPECT_DOUBLE_EQ(rows_tolerance(DType::f16), 1.0 / 2048 + 1e-5);
   EXPECT_DOUBLE_EQ(rows_subnormal_half_spacing(DType::f16), std::ldexp(1.0, -25)); // f16 subnormals are 2^-24 apart
+}
+
+using ktune::testing::RowsFault;
+
+// The verification's device kernels, and every planted kernel of the GPU teeth tests
+// (kernels/rows_planted.h), compile with NVRTC: a compile error there would only show on a GPU.
+TEST(RowsCompile, VerificationAndPlantedKernelsCompile) {
+  Compiler compiler;
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    const auto k = compiler.compile(rows_reference_request(arch));
+    EXPECT_GT(k->cubin.size(), 0u) << arch;
+    EXPECT_EQ(k->lowered_names.size(), 2u) << arch;
+  }
+  std::vector<std::future<std::shared_ptr<const CompiledKernel>>> planted;
+  for (int op : {KTUNE_ROWS_SOFTMAX, KTUNE_ROWS_LAYERNORM, KTUNE_ROWS_RMSNORM})
+    for (DType dt : {DType::f32, DType::bf16, DType::f16})
+      for (int f = 0; f <= 5; ++f) {
+        const auto fault = static_cast<RowsFault>(f);
+        planted.push_back(compiler.compile_async(ktune::testing::planted_rows_request(
+            op, dt, fault, "sm_80", fault == RowsFault::wrong_eps ? 1e-5f : 0.0f))); // as rows_gpu_test.cpp asks
+      }
+  for (auto& k : planted) {
+    try {
+      EXPECT_EQ(k.get()->lowered_names.size(), 1u);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << e.what();
+    }
+  }
+}
+
+namespace {
+
+// A row problem's inputs as the rows runner makes them (x uniform in [-3, 3), weight in
+// [0.5, 1.5), bias in [-0.5, 0.5), all rounded to the dtype), packed (ld = cols).
+struct HostRows {
+  Problem p;
+  int op = 0, dt = 0;
+  int64_t rows = 0, cols = 0;
+  std::vector<double> x, w, b;
+  double scalar = 0; // scale or eps as the kernels get it (a float)
+};
+
+int dt_code(DType d) { return d == DType::f32 ? 0 : d == DType::bf16 ? 1 : 2; }
+
+float rounded(float v, int dt) {
+  if (dt == 0) return v;
+  return dt == 1 ? half::from_bf16(half::to_bf16(v)) : half::from_f16(half::to_f16(v));
+}
+
+HostRows host_rows(const char* op, const char* shape, DType dtype, double scalar, uint64_t seed = 1) {
+  HostRows h;
+  h.p = Problem::parse(op, shape, "", dtype);
+  h.op = op_info(op).row_op, h.dt = dt_code(dtype);
+  h.rows = h.p.dims[0], h.cols = h.p.dims[1];
+  const char* name = h.op == KTUNE_ROWS_SOFTMAX ? "scale" : "eps";
+  h.p.scalars[name] = scalar;
+  h.scalar = double(float(scalar));
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> ux(-3.0f, 3.0f), uw(0.5f, 1.5f), ub(-0.5f, 0.5f);
+  for (int64_t i = 0; i < h.rows * h.cols; ++i) h.x.push_back(rounded(ux(rng), h.dt));
+  const int vectors = op_info(op).row_vectors;
+  for (int64_t j = 0; j < h.cols; ++j) {
+    h.w.push_back(vectors >= 1 ? rounded(uw(rng), h.dt) : 1.0);
+    h.b.push_back(vectors >= 2 ? rounded(ub(rng), h.dt) : 0.0);
+  }
+  return h;
+}
+
+// The row statistics ktune_rows_verify computes (in FP64, here in sequence).
+KtuneRowsRowStats host_stats(const HostRows& h, int64_t r) {
+  KtuneRowsRowStats s{};
+  s.n = double(h.cols), s.scale = h.scalar;
+  const double* x = &h.x[size_t(r * h.cols)];
+  if (h.op == KTUNE_ROWS_SOFTMAX) {
+    s.max_z = -INFINITY;
+    for (int64_t j = 0; j < h.cols; ++j) s.max_z = std::max(s.max_z, s.scale * x[j]);
+    for (int64_t j = 0; j < h.cols; ++j) s.sum += std::exp(s.scale * x[j] - s.max_z);
+  } else if (h.op == KTUNE_ROWS_LAYERNORM) {
+    double sum = 0, m2 = 0, sq = 0;
+    for (int64_t j = 0; j < h.cols; ++j) sum += x[j];
+    s.mean = sum / s.n;
+    for (int64_t j = 0; j < h.cols; ++j) m2 += (x[j] - s.mean) * (x[j] - s.mean), sq += x[j] * x[j];
+    s.inv = 1.0 / std::sqrt(m2 / s.n + h.scalar);
+    s.rms = std::sqrt(sq / s.n);
+  } else {
+    double sq = 0;
+    for (int64_t j = 0; j < h.cols; ++j) sq += x[j] * x[j];
+    s.inv = 1.0 / std::sqrt(sq / s.n + h.scalar);
+  }
+  return s;
+}
+
+// ktune_rows_verify on the host: the same rule (rows_check.h) over y (NaN where unwritten).
+RowsCheckSums host_check(const HostRows& h, const std::vector<double>& y) {
+  RowsCheckSums c;
+  for (int64_t r = 0; r < h.rows; ++r) {
+    const KtuneRowsRowStats s = host_stats(h, r);
+    for (int64_t j = 0; j < h.cols; ++j) {
+      const size_t i = size_t(r * h.cols + j);
+      if (!std::isfinite(y[i])) {
+        ++c.nonfinite;
+        continue;
+      }
+      const KtuneRowsJudgement g = ktune_rows_judge(h.op, h.dt, s, h.x[i], h.w[size_t(j)], h.b[size_t(j)], y[i]);
+      if (g.over) c.first_violation = std::min<uint64_t>(c.first_violation, i), ++c.violations;
+      c.worst_ratio = std::max(c.worst_ratio, g.ratio);
+      c.err2 += (y[i] - g.ref) * (y[i] - g.ref), c.ref2 += g.ref * g.ref;
+      c.ideal2 += g.ideal * g.ideal, c.allow2 += g.allow * g.allow;
+    }
+  }
+  return c;
+}
+
+// The bits a float is stored as in dt, rounded to nearest-even (truncate: toward zero, bf16 only).
+uint32_t stored_bits(float v, int dt, bool truncate = false) {
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  if (dt == 0) return u;
+  if (dt == 1) return truncate ? u >> 16 : half::to_bf16(v);
+  return half::to_f16(v);
+}
+double stored_value(uint32_t bits, int dt) {
+  if (dt == 0) {
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  }
+  return dt == 1 ? half::from_bf16(uint16_t(bits)) : half::from_f16(uint16_t(bits));
+}
+
+// planted_rows (kernels/rows_planted.h) on the host: FP32 math, each row's sums over 256 strided
+// lanes then the lanes in a tree, rounded to nearest into the dtype; with one fault, or rows_fault
+// truncation (bf16: rounding toward zero) that the device kernel does not plant.
+enum HostFault { kTruncate = 100 };
+std::vector<double> host_kernel(const HostRows& h, int fault, float planted_eps = 0.0f) {
+  const int lanes = 256;
+  auto reduce = [&](const std::function<float(int64_t)>& term, bool max) {
+    std::vector<float> part(lanes, max ? -INFINITY : 0.0f);
+    for (int64_t j = 0; j < h.cols; ++j)
+      part[size_t(j % lanes)] = max ? std::max(part[size_t(j % lanes)], term(j)) : part[size_t(j % lanes)] + term(j);
+    for (int w = lanes / 2; w >= 1; w /= 2)
+      for (int l = 0; l < w; ++l)
+        part[size_t(l)] = max ? std::max(part[size_t(l)], part[size_t(l + w)]) : part[size_t(l)] + part[size_t(l + w)];
+    return part[0];
+  };
+  std::vector<double> y(h.x.size(), NAN);
+  const float scalar = float(h.scalar), n = float(h.cols);
+  for (int64_t r = 0; r < h.rows; ++r) {
+    const bool victim = r == h.rows / 2;
+    if (fault == int(RowsFault::skip_row) && victim) continue;
+    const double* xd = &h.x[size_t(r * h.cols)];
+    auto x = [&](int64_t j) { return float(xd[j]); };
+    const float eps = fault == int(RowsFault::wrong_eps) ? planted_eps : scalar;
+    float m = 0, s = 0, mean = 0, inv = 1;
+    if (h.op == KTUNE_ROWS_SOFTMAX) {
+      m = fault == int(RowsFault::no_max) ? 0.0f : reduce([&](int64_t j) { return scalar * x(j); }, true);
+      s = reduce([&](int64_t j) { return std::exp(scalar * x(j) - m); }, false);
+    } else if (h.op == KTUNE_ROWS_LAYERNORM) {
+      mean = reduce(x, false) / n;
+      inv = 1.0f / std::sqrt(reduce([&](int64_t j) { return (x(j) - mean) * (x(j) - mean); }, false) / n + eps);
+    } else {
+      inv = 1.0f / std::sqrt(reduce([&](int64_t j) { return x(j) * x(j); }, false) / n + eps);
+    }
+    const bool use_w = fault != int(RowsFault::no_weight);
+    bool planted = false;
+    for (int64_t j = 0; j < h.cols; ++j) {
+      const float w = use_w ? float(h.w[size_t(j)]) : 1.0f, b = float(h.b[size_t(j)]);
+      const float v = h.op == KTUNE_ROWS_SOFTMAX     ? std::exp(scalar * x(j) - m) / s
+                      : h.op == KTUNE_ROWS_LAYERNORM ? (x(j) - mean) * inv * w + b
+                                                     : x(j) * inv * w;
+      uint32_t bits = stored_bits(v, h.dt, fault == kTruncate);
+      const uint32_t mant = h.dt == 0 ? 0x7fffffu : h.dt == 1 ? 0x7fu : 0x3ffu;
+      if (fault == int(RowsFault::one_ulp) && victim && !planted && (bits & mant) != 0 && (bits & mant) != mant) {
+        bits = std::fabs(stored_value(bits, h.dt)) >= std::fabs(v) ? bits + 1 : bits - 1;
+        planted = true;
+      }
+      y[size_t(r * h.cols + j)] = stored_value(bits, h.dt);
+    }
+  }
+  return y;
+}
+
+VerifyResult host_verdict(const HostRows& h, int fault, float planted_eps = 0.0f) {
+  return rows_verdict(host_check(h, host_kernel(h, fault, planted_eps)), h.p.dtype);
+}
+
+} // namespace
+
+// The device reference's element formula and statistics (rows_check.h, as ktune_rows_verify runs
+// them) agree with each op's host reference (OpInfo::reference_row) on the runner's inputs.
+TEST(RowsCheck, DeviceFormulasMatchEachOpsReference) {
+  for (const char* op : kOps)
+    for (const char* shape : {"3x1", "3x2", "4x7", "2x1000"}) {
+      const HostRows h = host_rows(op, shape, DType::bf16, std::string(op) == "softmax" ? 0.7 : 1e-5);
+      std::vector<double> ref(size_t(h.cols));
+      for (int64_t r = 0; r < h.rows; ++r) {
+        op_info(op).reference_row(h.p, &h.x[size_t(r * h.cols)], h.w.data(), h.b.data(), ref.data());
+        const KtuneRowsRowStats s = host_stats(h, r);
+        for (int64_t j = 0; j < h.cols; ++j) {
+          const double mine = ktune_rows_ref(h.op, s, h.x[size_t(r * h.cols + j)], h.w[size_t(j)], h.b[size_t(j)]);
+          EXPECT_NEAR(mine, ref[size_t(j)], 1e-13 * std::max(1.0, std::fabs(ref[size_t(j)])))
+              << op << " " << shape << " " << r << " " << j;
+        }
+      }
+    }
+}
+
+// ktune_rows_round is the dtype's round-to-nearest-even, subnormals included (against the host's
+// conversions, on values that are floats, so those round once too).
+TEST(RowsCheck, RoundingIsToNearestEvenInEachDtype) {
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> mant(1.0, 2.0);
+  std::uniform_int_distribution<int> ex(-150, 20);
+  for (int i = 0; i < 200000; ++i) {
+    const float f = float(std::ldexp(mant(rng), ex(rng)) * (i % 2 ? -1 : 1));
+    EXPECT_EQ(ktune_rows_round(f, 1), double(half::from_bf16(half::to_bf16(f)))) << f;
+    if (std::fabs(f) < 65504.0f) {
+      EXPECT_EQ(ktune_rows_round(f, 2), double(half::from_f16(half::to_f16(f)))) << f;
+    }
+    const double d = std::ldexp(mant(rng), ex(rng));
+    EXPECT_EQ(ktune_rows_round(d, 0), double(float(d))) << d;
+  }
+  EXPECT_EQ(ktune_rows_round(0.0, 1), 0.0);
+  EXPECT_EQ(ktune_rows_round(1.0 + std::ldexp(1.0, -8), 1), 1.0);                           // a tie: to even
+  EXPECT_EQ(ktune_rows_round(1.0 + 3 * std::ldexp(1.0, -8), 1), 1.0 + std::ldexp(1.0, -6)); // a tie: to even
+}
+
+// The rule on a correct FP32 kernel (planted_rows' arithmetic on the host) and on the faults the
+// GPU tests plant, judged by the host model of ktune_rows_verify and rows_verdict.
+TEST(RowsCheck, CorrectKernelPassesAndPlantedFaultsFail) {
+  for (const char* op : kOps)
+    for (DType dt : {DType::f32, DType::bf16, DType::f16})
+      for (const char* shape : {"64x1000", "9x4099", "2x32768", "256x1", "512x2"})
+        for (double scalar : {0.7, 40.0}) {
+          const bool softmax = std::string(op) == "softmax";
+          if (!softmax && scalar != 0.7) continue;
+          const HostRows h = host_rows(op, shape, dt, softmax ? scalar : std::string(op) == "layernorm" ? 1e-5 : 1e-6);
+          const VerifyResult v = host_verdict(h, int(RowsFault::none));
+          EXPECT_TRUE(v.pass) << h.p.key() << " " << scalar << ": " << v.summary();
+          EXPECT_LT(v.worst_ratio, 1.0) << h.p.key() << " " << scalar << ": " << v.summary();
+        }
+  // (a) One element one unit in the last place off: that element alone (16-bit outputs).
+  for (const char* op : kOps)
+    for (DType dt : {DType::bf16, DType::f16}) {
+      const HostRows h = host_rows(op, "64x1000", dt, std::string(op) == "softmax" ? 0.7 : 1e-5);
+      const VerifyResult v = host_verdict(h, int(RowsFault::one_ulp));
+      EXPECT_FALSE(v.pass) << h.p.key();
+      EXPECT_EQ(v.violations, 1u) << h.p.key() << ": " << v.summary();
+      EXPECT_EQ(v.worst_index / h.cols, h.rows / 2) << h.p.key() << ": " << v.summary();
+    }
+  // (b) The wrong eps, where it shows (see rows_gpu_test.cpp).
+  struct EpsCase {
+    const char* op;
+    const char* shape;
+    DType dt;
+    double eps;
+    float planted;
+  };
+  for (const EpsCase& c :
+       {EpsCase{"rmsnorm", "4096x1", DType::bf16, 1e-6, 1e-5f}, EpsCase{"rmsnorm", "4096x1", DType::f32, 1e-6, 1e-5f},
+        EpsCase{"layernorm", "4096x2", DType::bf16, 1e-5, 1e-6f},
+        EpsCase{"layernorm", "4096x2", DType::f16, 1e-5, 1e-6f},
+        EpsCase{"layernorm", "64x4096", DType::bf16, 1e-5, 1e-2f},
+        EpsCase{"rmsnorm", "64x4096", DType::f16, 1e-6, 1e-2f},
+        EpsCase{"layernorm", "64x4096", DType::f32, 1e-5, 1e-2f}}) {
+    const HostRows h = host_rows(c.op, c.shape, c.dt, c.eps);
+    const VerifyResult v = host_verdict(h, int(RowsFault::wrong_eps), c.planted);
+    EXPECT_FALSE(v.pass) << h.p.key() << " eps " << c.eps << " planted " << c.planted << ": " << v.summary();
+    EXPECT_GT(v.violations, 0u) << h.p.key() << " eps " << c.eps << " planted " << c.planted << ": " << v.summary();
+  }
+  // (c) softmax without the max, at scale 40: overflow.
+  for (DType dt : {DType::f32, DType::bf16}) {
+    const VerifyResult v = host_verdict(host_rows("softmax", "64x1000", dt, 40.0), int(RowsFault::no_max));
+    EXPECT_FALSE(v.pass);
+    EXPECT_GT(v.nonfinite + v.violations, 1000u) << v.summary();
+  }
+  // (d) A row skipped.
+  const VerifyResult skipped =
+      host_verdict(host_rows("layernorm", "64x1000", DType::bf16, 1e-5), int(RowsFault::skip_row));
+  EXPECT_FALSE(skipped.pass);
+  EXPECT_EQ(skipped.nonfinite, 1000u);
+  // (e) The weight ignored.
+  for (const char* op : {"layernorm", "rmsnorm"}) {
+    const VerifyResult v = host_verdict(host_rows(op, "64x1000", DType::bf16, 1e-5), int(RowsFault::no_weight));
+    EXPECT_FALSE(v.pass);
+    EXPECT_GT(v.violations, 1000u) << v.summary();
+  }
+  // Truncation instead of rounding to nearest (bf16): about half the elements over their bound,
+  // and the norm about twice the correctly rounded output's.
+  for (const char* op : kOps) {
+    const HostRows h = host_rows(op, "64x1000", DType::bf16, std::string(op) == "softmax" ? 0.7 : 1e-5);
+    const VerifyResult v = host_verdict(h, kTruncate);
+    EXPECT_FALSE(v.pass) << op;
+    EXPECT_GT(v.violations, 64u * 1000 / 4) << op << ": " << v.summary();
+    EXPECT_GT(v.rel_error, 1.5 * v.norm_bound) << op << ": " << v.summary();
+  }
+}
+
+// The verdict: every count zero and the norm within its bound.
+TEST(RowsCheck, VerdictNeedsCleanCountsAndTheNormWithinBound) {
+  RowsCheckSums s;
+  s.ref2 = 100, s.ideal2 = 1e-4, s.allow2 = 1e-6, s.err2 = 1e-4;
+  EXPECT_TRUE(rows_verdict(s, DType::bf16).pass);
+  EXPECT_DOUBLE_EQ(rows_verdict(s, DType::bf16).rel_error, 1e-3);
+  EXPECT_DOUBLE_EQ(rows_verdict(s, DType::bf16).norm_bound, (1e-2 + 1e-3) / 10);
+  EXPECT_DOUBLE_EQ(rows_verdict(s, DType::f32).norm_bound, (1e-2 + 1e-3 * rows_allowance_share(DType::f32)) / 10);
+  EXPECT_EQ(rows_verdict(s, DType::bf16).worst_index, -1);
+  for (int k = 0; k < 4; ++k) {
+    RowsCheckSums bad = s;
+    if (k == 0) bad.nonfinite = 1;
+    if (k == 1) bad.stray_writes = 1;
+    if (k == 2) bad.violations = 1, bad.first_violation = 7;
+    if (k == 3) bad.err2 = 1.3e-4; // ||err|| 0.0114 > 0.011
+    const VerifyResult v = rows_verdict(bad, DType::bf16);
+    EXPECT_FALSE(v.pass) << k;
+    if (k == 2) {
+      EXPECT_EQ(v.worst_index, 7);
+    }
+  }
 }
 
 // NVRTC for sm_90: a sample of every row family's configs for each op and dtype.

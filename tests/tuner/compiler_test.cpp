@@ -90,7 +90,7 @@ TEST(Compiler, ReferenceKernelsCompileForEveryArch) {
   for (const char* arch : {"sm_75", "sm_80", "sm_90"}) { // CUDA 13's oldest arch is sm_75
     const auto k = compiler.compile(GemmOp::reference_request(arch));
     EXPECT_GT(k->cubin.size(), 0u) << arch;
-    EXPECT_EQ(k->lowered_names.size(), 6u) << arch;
+    EXPECT_EQ(k->lowered_names.size(), GemmOp::reference_request(arch).name_expressions.size()) << arch;
     const auto r = compiler.compile(rows_reference_request(arch));
     EXPECT_GT(r->cubin.size(), 0u) << arch;
     EXPECT_EQ(r->lowered_names.size(), 2u) << arch;

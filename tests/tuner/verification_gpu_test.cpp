@@ -14,6 +14,8 @@
 #include <map>
 #include <string>
 
+#include "db/lending.h"
+#include "db/table.h"
 #include "gpu_env.h"
 #include "ktune/compiler.h"
 #include "ktune/family.h"
@@ -261,4 +263,43 @@ TEST_F(VerificationGpu, SampledConfigsOfEveryFamilyPassTheGate) {
     std::cout << ", bound " << v.norm_bound << ", worst element at " << v.worst_ratio << " of its bound\n";
   }
   EXPECT_GT(jobs.size(), 20u);
+}
+
+// Every entry of the tables shipped for this GPU's arch (3xTF32 included), through the gate at its
+// own problem: what the runtime serves from them was verified under the rule it is served under.
+// Each entry's verdict is printed, so that one run lists the entries to drop or re-tune.
+TEST_F(VerificationGpu, ShippedTablesPassTheGate) {
+  struct Job {
+    std::string what;
+    TableEntry e;
+    Family f;
+    Config c;
+    std::future<std::shared_ptr<const CompiledKernel>> k;
+  };
+  std::vector<Job> jobs; // compiled on every core first
+  for (const auto& [table, origin] : shipped_tables(dev_->arch, true))
+    for (const TableEntry& e : table.entries) {
+      const Family f = find_family(e.family);
+      const Config c = f.canonical(Config::from_json(e.config_json));
+      const std::string what = origin + ": " + e.family + " " + c.to_json() + " at " + e.problem.key();
+      if (!f.valid(c, e.problem, *dev_)) {
+        ADD_FAILURE() << what << " is not valid on this device";
+        continue;
+      }
+      jobs.push_back({what, e, f, c, compiler_->compile_async(compile_request(f, c, e.problem, dev_->arch))});
+    }
+  std::map<std::string, std::unique_ptr<OpRunner>> runners;
+  for (Job& j : jobs) {
+    auto& runner = runners[j.e.problem.op];
+    if (!runner) runner = make_op_runner(j.e.problem.op, *compiler_, *dev_);
+    const auto k = j.k.get();
+    Module m(k->cubin, k->lowered_names, j.what);
+    const LaunchPlan plan = j.f.launch_plan(j.c, j.e.problem);
+    runner->ensure_workspace(plan.workspace_bytes);
+    const VerifyResult v = check_as_served_and_timed(*runner, j.e.problem, ++seed_, j.f.numerics(),
+                                                     [&](CUstream st) { runner->launch(m, plan, st); });
+    EXPECT_TRUE(v.pass) << j.what << ": " << v.summary();
+    std::cout << "[ ktune    ] table " << (v.pass ? "pass " : "FAIL ") << j.what << ": " << v.summary() << "\n";
+  }
+  EXPECT_GT(jobs.size(), 50u);
 }
