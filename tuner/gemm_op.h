@@ -25,19 +25,26 @@ namespace ktune {
 constexpr float kServedAlpha = -1.25f, kServedBeta = 0.5f;
 
 // The error a GEMM result may have (docs/TEMPLATES.md, "Verification"). Per element:
-//   |c - ref| <= u_out |ref| + gamma mag + tiny,   mag = |alpha| |A| |B| + |beta| |C0|,
-// and in the relative Frobenius norm: norm, or for FP32 families the larger of baseline_factor x
-// the baseline's error on the same inputs and norm_floor.
+//   |c - ref| <= u_out |ref| + u_prod |ref - beta C0| + gamma mag + tiny,
+//   mag = |alpha| |A| |B| + |beta| |C0|,
+// and in the relative Frobenius norm: norm (times sqrt(1 + ||ref - beta C0||^2 / ||ref||^2) where
+// beta != 0: the product may be rounded before beta C is added), or for FP32 families the larger of
+// baseline_factor x the baseline's error on the same inputs and norm_floor.
 struct GemmErrorRule {
   double u_out = 0;  // unit roundoff of the output type: the one rounding of the result
   double gamma = 0;  // FP32 accumulation over K (and 3xTF32's split), relative to mag
   double tiny = 0;   // absolute: results near the output type's subnormals, flushed or rounded
+  double u_prod = 0; // half precision with beta != 0: alpha A B rounded to the output type first
+  double beta = 0;
   double norm = 0;   // half precision: the relative Frobenius bound
   double baseline_factor = 0; // f32: times cuBLAS SGEMM's relative error on the same inputs
   double norm_floor = 0;      // f32: below this the baseline's error is not a yardstick
-  double element_bound(double ref, double mag) const { return u_out * std::abs(ref) + gamma * mag + tiny; }
-  // The Frobenius bound given the baseline's error (ignored for half precision).
-  double norm_bound(double baseline_error) const;
+  double element_bound(double ref, double mag, double c0 = 0) const {
+    return u_out * std::abs(ref) + u_prod * std::abs(ref - beta * c0) + gamma * mag + tiny;
+  }
+  // The Frobenius bound given the baseline's error (f32) or the ratio ||ref - beta C0|| / ||ref||
+  // (half precision with beta != 0).
+  double norm_bound(double baseline_error, double product_ratio = 0) const;
 };
 
 class GemmOp {
@@ -98,7 +105,7 @@ class GemmOp {
   void changed_guard_bytes(const Guarded& g, CUstream stream);
   void changed_inputs(const Guarded& g, size_t elems, unsigned long long seed, CUstream stream);
   double baseline_error(CUstream stream); // cuBLAS on the same inputs; cached per prepare
-  struct Sums { double d2, r2; unsigned long long nonfinite, stray, over, worst_bits, where; };
+  struct Sums { double d2, r2, p2; unsigned long long nonfinite, stray, over, worst_bits, where; };
   Sums compare(CUdeviceptr c, const GemmErrorRule& rule, CUstream stream);
 
   DeviceInfo device_;

@@ -61,13 +61,16 @@ __device__ __forceinline__ double ktune_c_value(unsigned short c, int f16) { ret
 __device__ __forceinline__ unsigned ktune_c_bits(float c) { return __float_as_uint(c); }
 __device__ __forceinline__ unsigned ktune_c_bits(unsigned short c) { return c; }
 
-// The rule of one element (GemmOp::rule): |c - ref| <= u_out |ref| + gamma mag + tiny.
+// The rule of one element (GemmOp::rule): |c - ref| <= u_out |ref| + u_prod |ref - beta c0| +
+// gamma mag + tiny. u_prod allows an epilogue that rounds alpha A B to the output type before it
+// adds beta C (cuBLAS's half GEMMs do): 0 where beta is 0.
 struct KtuneElementRule {
-  double u_out, gamma, tiny;
+  double u_out, gamma, tiny, u_prod, beta;
 };
 
 // ref, mag: FP64, M x ldc like C (mag = |alpha| |A| |B| + |beta| |C0|, the sum of magnitudes the
-// rounding errors scale with). sums[0] += (c - ref)^2, sums[1] += ref^2; counts[0]: non-finite
+// rounding errors scale with). sums[0] += (c - ref)^2, sums[1] += ref^2, sums[2] += (ref - beta
+// c0)^2 (the product's part, where beta != 0: the norm bound's second rounding); counts[0]: non-finite
 // results; counts[1]: elements of C's row padding (columns N..ldc-1) that differ from C0, i.e.
 // written out of bounds; counts[2]: elements over their bound; counts[3]: the largest ratio of
 // error to bound, as the bits of a non-negative double (ordered as integers); counts[4]: the
@@ -75,7 +78,7 @@ struct KtuneElementRule {
 template <class T>
 __device__ void ktune_compare(const T* C, const T* C0, const double* ref, const double* mag, int M, int N, long long ldc,
                               KtuneElementRule rule, double* sums, unsigned long long* counts, int f16) {
-  double d2 = 0.0, r2 = 0.0, worst = 0.0;
+  double d2 = 0.0, r2 = 0.0, p2 = 0.0, worst = 0.0;
   unsigned long long bad = 0, stray = 0, over = 0, where = 0;
   const long long total = (long long)M * ldc;
   KTUNE_GRID_STRIDE(i, total) {
@@ -89,7 +92,9 @@ __device__ void ktune_compare(const T* C, const T* C0, const double* ref, const 
     const double d = c - r;
     d2 += d * d;
     r2 += r * r;
-    const double bound = rule.u_out * fabs(r) + rule.gamma * mag[i] + rule.tiny;
+    const double prod = rule.beta != 0.0 ? r - rule.beta * ktune_c_value(C0[i], f16) : 0.0;
+    p2 += prod * prod;
+    const double bound = rule.u_out * fabs(r) + rule.u_prod * fabs(prod) + rule.gamma * mag[i] + rule.tiny;
     const double ratio = fabs(d) / bound;
     if (ratio > worst) worst = ratio;
     if (fabs(d) > bound) {
@@ -99,6 +104,7 @@ __device__ void ktune_compare(const T* C, const T* C0, const double* ref, const 
   }
   atomicAdd(&sums[0], d2);
   atomicAdd(&sums[1], r2);
+  atomicAdd(&sums[2], p2);
   if (bad) atomicAdd(&counts[0], bad);
   if (stray) atomicAdd(&counts[1], stray);
   if (over) {

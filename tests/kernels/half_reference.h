@@ -113,6 +113,13 @@ struct Instance {
     den = 0;
     for (auto& s : slices) den += s.get();
     if (den == 0) den = 1;
+    double prod2 = 0; // the product's part of ref where beta != 0: the norm bound's second rounding
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        const double c = p.beta != 0.0f ? double(p.beta) * double(from_half(c0[size_t(i * ldc + j)], f16)) : 0.0;
+        prod2 += (ref[size_t(i * N + j)] - c) * (ref[size_t(i * N + j)] - c);
+      }
+    tol = rule.norm_bound(0, std::sqrt(prod2 / den));
   }
 
   // Relative Frobenius error of a result; NaN if any element is not finite, exceeds its own bound
@@ -125,7 +132,8 @@ struct Instance {
     for (int64_t i = 0; i < p.m; ++i) {
       for (int64_t j = 0; j < p.n; ++j) {
         const double got = from_half(out[size_t(i * ldc + j)], f16), d = got - ref[size_t(i * p.n + j)];
-        ok = ok && std::isfinite(got) && std::abs(d) <= rule.element_bound(ref[size_t(i * p.n + j)], mag[size_t(i * p.n + j)]);
+        const double c0v = p.beta != 0.0f ? double(from_half(c0[size_t(i * ldc + j)], f16)) : 0.0;
+        ok = ok && std::isfinite(got) && std::abs(d) <= rule.element_bound(ref[size_t(i * p.n + j)], mag[size_t(i * p.n + j)], c0v);
         num += d * d;
       }
       for (int64_t j = p.n; j < ldc; ++j) ok = ok && out[size_t(i * ldc + j)] == c0[size_t(i * ldc + j)];

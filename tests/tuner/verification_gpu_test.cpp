@@ -219,7 +219,10 @@ TEST_F(VerificationGpu, GuardsInputsAndServedConditionsAreCheckedByTheirOwnCount
   EXPECT_NE(beta.conditions.find("as served"), std::string::npos) << beta.summary();
   const VerifyResult aligned = gate(kAssumesAlignment, GemmProblem::parse("512x512x512", "NN", DType::bf16));
   EXPECT_NE(aligned.conditions.find("16 B past"), std::string::npos) << aligned.summary();
-  EXPECT_GT(gate(kUnwrittenTile, GemmProblem::parse("1024x1024x256", "NN", DType::bf16)).nonfinite, 0u);
+  // The unwritten tile: NaN where C was poisoned (as timed), C0's values where it was preloaded
+  // (as served, which runs first): either way all 16 x 16 of its elements.
+  const VerifyResult tile = gate(kUnwrittenTile, GemmProblem::parse("1024x1024x256", "NN", DType::bf16));
+  EXPECT_EQ(tile.nonfinite + tile.violations, 256u) << tile.summary();
   const VerifyResult one = gate(kWrongElement, GemmProblem::parse("4096x4096x64", "NN", DType::bf16));
   EXPECT_EQ(one.violations, 1u) << one.summary();
   EXPECT_EQ(one.worst_index, 2048 * 4096 + 2048) << one.summary();
