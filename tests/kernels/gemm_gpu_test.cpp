@@ -103,7 +103,8 @@ class GemmGpu : public ::testing::Test {
         }
         const LaunchPlan plan = f.launch_plan(job.c, p);
         op.ensure_workspace(plan.workspace_bytes);
-        const auto r = op.check(p, i, [&](const KtuneGemmArgs& a, CUstream st) { launch_gemm(m, plan, a, st); }, nullptr);
+        const auto r = op.check(p, i, [&](const KtuneGemmArgs& a, CUstream st) { launch_gemm(m, plan, a, st); }, nullptr,
+                                f.numerics()); // the family's rule, as the tuner's gate applies it
         if (r.pass) {
           ++t.passed;
           t.layouts.insert(job.layout);
