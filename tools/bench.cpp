@@ -54,6 +54,15 @@ struct Bench {
     return Numerics::standard;
   }
 
+  // cuBLAS is not held to the gate's per-element rule (some of its half kernels round split-K
+  // partials or the product to the output type: docs/TEMPLATES.md, "Verification"); where the
+  // runtime hands a call to it, its result must be finite, leave C's padding alone and be within
+  // 2x the norm bound.
+  static bool baseline_acceptable(const VerifyResult& v) {
+    return v.nonfinite == 0 && v.stray_writes == 0 && v.input_writes == 0 && v.guard_writes == 0 &&
+           v.rel_error <= 2 * v.norm_bound;
+  }
+
   // Verifies the runtime's choice for p (pinned: this selection instead) against FP64, then
   // times it and cuBLAS on the same inputs. The runtime's choice goes through gemm() as an
   // application calls it, so an untuned problem is measured at first use (the untimed first
@@ -75,7 +84,7 @@ struct Bench {
       r.selection = pinned ? *pinned : rt.best_config(p);
       const VerifyResult v = op->verify(nullptr, numerics_of(r.selection));
       r.rel_error = v.rel_error;
-      if (!v.pass) {
+      if (!v.pass && !(r.selection.provenance == Provenance::cublas && baseline_acceptable(v))) {
         r.error = "wrong result: " + v.summary();
         return r;
       }

@@ -39,14 +39,14 @@ namespace {
 // Shapes: skinny (M <= 64) and not, odd sizes that no tile divides, a long K against a tiny C,
 // one that the tiles divide (EVEN and gemm_tf32x3's unpacked form apply there) and a large odd
 // one. alpha == 0 costs no K loop, so 2999^3 is as cheap as C is. In bf16 and f16 the odd shapes
-// are also unaligned (gemm_tc16 packs them) and the dividing one is aligned (16-byte loads).
+// are unaligned in most layouts (gemm_tc16 packs them there) and the dividing one is aligned.
 const std::vector<const char*> kShapes = {"16x512x300", "2x2x5000", "33x257x129", "128x4096x4096", "2999x2999x2999"};
 // gemm_skinny16 serves M <= 64 only: the skinny odd shapes, and an aligned one where B is loaded
 // 8 halves at a time and A's fragments in vectors.
 const std::vector<const char*> kSkinnyShapes = {"16x512x300", "2x2x5000", "33x257x129", "8x4096x4096"};
-// gemm_wgmma serves the odd shapes only through packed copies (PACK = 1); its unpacked kernels
-// (cp.async loads, stream-K, SWAP, C stored by TMA) need A, B and C 16-byte aligned: M, N and K
-// multiples of 8, in tiles that do not divide them (past a wave of 128 x 128 tiles on 132 SMs,
+// gemm_wgmma serves unaligned problems only through packed copies (PACK = 1); its unpacked kernels
+// (cp.async loads, stream-K, SWAP, C stored by TMA) need A, B and C 16-byte aligned: here M, N and
+// K multiples of 8, in tiles that do not divide them (past a wave of 128 x 128 tiles on 132 SMs,
 // so that stream-K has full waves and a cut one) and in tiles that do.
 const std::vector<const char*> kWgmmaShapes = {"16x512x300", "33x257x129", "1800x2000x520", "128x4096x4096",
                                                "2999x2999x2999"};
@@ -72,12 +72,12 @@ bool aligned16(const GemmProblem& p) {
          (p.b == Layout::col ? p.k : p.n) % q == 0;
 }
 
-// Configs drawn from a family with some domains cut down (none: the whole space), n per shape and
-// dtype, the layout rotating over `layouts` from shape to shape. Draws that are valid only where
-// the tiles divide the problem (EVEN, gemm_tf32x3 unpacked), or only where they do not (PACK), are
-// drawn only there, as are gemm_wgmma's draws of its aligned kernels (unpacked) or of its packed
-// ones: proving a space empty costs the sampler a walk over all of it.
-enum class Where { every_shape, dividing, not_dividing, aligned, unaligned };
+// Configs drawn from a family with some domains cut down (none: the whole space), n per shape, the
+// layout rotating over `layouts` from shape to shape. Draws that are valid only where the tiles
+// divide the problem (EVEN, gemm_tf32x3 unpacked), or only where they do not (PACK), are drawn only
+// there, as are gemm_wgmma's draws of its unpacked kernels (aligned problems only): proving a
+// space empty costs the sampler a walk over all of it.
+enum class Where { every_shape, dividing, not_dividing, aligned };
 const char* const kDividing = "128x4096x4096";
 
 struct Draw {
@@ -87,7 +87,7 @@ struct Draw {
   std::vector<const char*> layouts;
   Where where = Where::every_shape;
 };
-// A family's draws, each at every shape of `shapes` in every dtype the family serves.
+// A family's draws, each at every shape of `shapes`.
 struct FamilyDraws {
   const char* family;
   std::vector<const char*> shapes;
@@ -96,8 +96,8 @@ struct FamilyDraws {
 
 // gemm_wgmma's path parameters at the values that select no path (one whole tile a block, no K
 // slices, multicast, stream-K, swap, A in registers or staged epilogue), `path`'s values in their
-// place. A draw of one path from the whole space would be slow: that is one valid config in tens of
-// thousands at an unaligned shape, which the sampler's rejection draws miss, so that it walks the
+// place. Drawn from the whole space, one path is slow to find: at an unaligned shape one config in
+// about 40000 of the space is valid, too few for the sampler's rejection draws, and it walks the
 // whole space (half a second a draw); with the other paths held, valid configs are dense.
 std::map<std::string, std::vector<int>> wgmma_path(const std::map<std::string, std::vector<int>>& path) {
   std::map<std::string, std::vector<int>> d = {{"SPLITK", {1}}, {"CL", {1}}, {"PT", {1}}, {"MC", {0}},  {"EPI", {0}},
@@ -207,31 +207,34 @@ bool serves(const Family& f, const DeviceInfo& d) {
   return d.arch_number() >= f.min_arch() && (!f.arch_specific() || d.arch_number() == f.min_arch());
 }
 
-// Every draw at every shape where it has valid configs, in every dtype of the family, seeded by its
-// position: the same device limits give the same cases (the CPU test below compiles those of
-// nominal sm_90). Families that do not serve the device draw nothing.
+// Every draw at every shape where it has valid configs, seeded by its position: the same device
+// limits give the same cases (the CPU test below compiles those of nominal sm_90). A family of
+// several dtypes draws at each shape in one of them, in turn from shape to shape: half the compiles
+// of drawing each in both, and still every dtype in every layout and at most draws (the layouts
+// rotate along the draws). Families that do not serve the device draw nothing.
 std::vector<Case> sample_cases(const DeviceInfo& d) {
   std::vector<Case> out;
   uint64_t seed = 0;
   for (const auto& fd : draws()) {
     const Family full = find_family(fd.family);
-    for (DType t : full.dtypes())
-      for (size_t si = 0; si < fd.shapes.size(); ++si)
-        for (size_t di = 0; di < fd.draws.size(); ++di) {
-          const Draw& dr = fd.draws[di];
-          ++seed;
-          if (!serves(full, d)) continue;
-          const GemmProblem p = problem(fd.shapes[si], dr.layouts[(si + di) % dr.layouts.size()], t);
-          const bool dividing = std::string(fd.shapes[si]) == kDividing;
-          if ((dr.where == Where::dividing && !dividing) || (dr.where == Where::not_dividing && dividing) ||
-              (dr.where == Where::aligned && !aligned16(p)) || (dr.where == Where::unaligned && aligned16(p)))
-            continue;
-          SpaceRestriction r;
-          r.family = fd.family;
-          r.domains = dr.domains;
-          const Family f = dr.domains.empty() ? full : full.restricted(r);
-          for (const Config& c : f.sample(p, d, dr.n, 20261201 + seed)) out.push_back({fd.family, c, p, dr.what});
-        }
+    const std::vector<DType>& dtypes = full.dtypes();
+    for (size_t si = 0; si < fd.shapes.size(); ++si)
+      for (size_t di = 0; di < fd.draws.size(); ++di) {
+        const Draw& dr = fd.draws[di];
+        ++seed;
+        if (!serves(full, d)) continue;
+        const DType t = dtypes[si % dtypes.size()];
+        const GemmProblem p = problem(fd.shapes[si], dr.layouts[(si + di) % dr.layouts.size()], t);
+        const bool dividing = std::string(fd.shapes[si]) == kDividing;
+        if ((dr.where == Where::dividing && !dividing) || (dr.where == Where::not_dividing && dividing) ||
+            (dr.where == Where::aligned && !aligned16(p)))
+          continue;
+        SpaceRestriction r;
+        r.family = fd.family;
+        r.domains = dr.domains;
+        const Family f = dr.domains.empty() ? full : full.restricted(r);
+        for (const Config& c : f.sample(p, d, dr.n, 20261201 + seed)) out.push_back({fd.family, c, p, dr.what});
+      }
   }
   return out;
 }
