@@ -24,10 +24,8 @@ struct CliRun {
   std::string out; // stdout and stderr together, or what run_ktune's redirect leaves
 };
 
-// The ktune program as a user runs it. The output read is stdout and stderr together unless
-// `redirect` says otherwise.
-inline CliRun run_ktune(const std::string& args, const char* redirect = " 2>&1") {
-  const std::string cmd = ktune_binary() + " " + args + redirect;
+// A shell command's exit status and what it printed on stdout.
+inline CliRun run_command(const std::string& cmd) {
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return {-1, "popen failed"};
   std::string out;
@@ -35,6 +33,12 @@ inline CliRun run_ktune(const std::string& args, const char* redirect = " 2>&1")
   while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
   const int st = pclose(p);
   return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+// The ktune program as a user runs it. The output read is stdout and stderr together unless
+// `redirect` says otherwise.
+inline CliRun run_ktune(const std::string& args, const char* redirect = " 2>&1") {
+  return run_command(ktune_binary() + " " + args + redirect);
 }
 
 inline std::string file_bytes(const std::string& path) {

@@ -107,25 +107,8 @@ TEST(RowsGpu, PlantedWrongKernelsAreRejected) {
 
   // (b) The wrong eps. On the runner's inputs (x uniform in [-3, 3), variance ~3) eps 1e-5 for 1e-6
   // changes y by ~1.5e-6 relative: below every 16-bit output's rounding and the FP32 allowance.
-  // Rows where eps matters catch it: RMSNorm of one column (y = x / sqrt(x^2 + eps) * w, and some
-  // |x| are ~1e-3), LayerNorm of two (variance ((x0 - x1) / 2)^2, small where they are close).
-  // On wide rows the error must be larger (rows_check.h, section 4: from eps 5e-5 for 1e-5 in f32,
-  // 2e-4 in 16-bit, for LayerNorm): eps 1e-2 for 1e-5 (~1.7e-3 relative) is caught in every dtype,
-  // per element.
-  struct EpsCase {
-    const char* op;
-    const char* shape;
-    DType dt;
-    double eps;
-    float planted;
-  };
-  for (const EpsCase& c :
-       {EpsCase{"rmsnorm", "4096x1", DType::bf16, 1e-6, 1e-5f}, EpsCase{"rmsnorm", "4096x1", DType::f32, 1e-6, 1e-5f},
-        EpsCase{"layernorm", "4096x2", DType::bf16, 1e-5, 1e-6f},
-        EpsCase{"layernorm", "4096x2", DType::f16, 1e-5, 1e-6f},
-        EpsCase{"layernorm", "64x4096", DType::bf16, 1e-5, 1e-2f},
-        EpsCase{"rmsnorm", "64x4096", DType::f16, 1e-6, 1e-2f},
-        EpsCase{"layernorm", "64x4096", DType::f32, 1e-5, 1e-2f}}) {
+  // The wrong eps, where it shows (planted_eps_cases says where and why).
+  for (const ktune::testing::PlantedEpsCase& c : ktune::testing::planted_eps_cases()) {
     const Problem p = rows_problem(c.op, c.shape, c.dt, {"eps", c.eps});
     const VerifyResult v = planted.run(p, RowsFault::wrong_eps, c.planted);
     EXPECT_FALSE(v.pass) << p.key() << " eps " << c.eps << " planted " << c.planted << ": " << v.summary();

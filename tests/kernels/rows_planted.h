@@ -3,6 +3,7 @@
 // launches it like a tuned kernel), either correct or with one fault. rows_gpu_test.cpp runs them
 // through the runner; rows_test.cpp compiles them (and its host model mirrors their arithmetic).
 #pragma once
+#include <vector>
 #include <cstdio>
 #include <string>
 
@@ -166,6 +167,27 @@ inline LaunchPlan planted_rows_plan(const Problem& p) {
   s.block[0] = 256;
   plan.steps.push_back(s);
   return plan;
+}
+
+// The wrong-eps cases, where eps shows (the GPU test runs them through the runner, the CPU test
+// through a host model of the same check): RMSNorm of one column (y = x / sqrt(x^2 + eps) * w, and
+// some |x| are ~1e-3), LayerNorm of two (variance ((x0 - x1) / 2)^2, small where they are close);
+// on wide rows the error must be larger (rows_check.h, section 4: from eps 5e-5 for 1e-5 in f32,
+// 2e-4 in 16-bit, for LayerNorm): eps 1e-2 for 1e-5 (~1.7e-3 relative) is caught in every dtype.
+struct PlantedEpsCase {
+  const char* op;
+  const char* shape;
+  DType dt;
+  double eps;    // the problem's
+  float planted; // the kernel's
+};
+inline const std::vector<PlantedEpsCase>& planted_eps_cases() {
+  static const std::vector<PlantedEpsCase> cases = {
+      {"rmsnorm", "4096x1", DType::bf16, 1e-6, 1e-5f},    {"rmsnorm", "4096x1", DType::f32, 1e-6, 1e-5f},
+      {"layernorm", "4096x2", DType::bf16, 1e-5, 1e-6f},  {"layernorm", "4096x2", DType::f16, 1e-5, 1e-6f},
+      {"layernorm", "64x4096", DType::bf16, 1e-5, 1e-2f}, {"rmsnorm", "64x4096", DType::f16, 1e-6, 1e-2f},
+      {"layernorm", "64x4096", DType::f32, 1e-5, 1e-2f}};
+  return cases;
 }
 
 } // namespace ktune::testing

@@ -537,21 +537,8 @@ TEST(RowsCheck, CorrectKernelPassesAndPlantedFaultsFail) {
       EXPECT_EQ(v.violations, 1u) << h.p.key() << ": " << v.summary();
       EXPECT_EQ(v.worst_index / h.cols, h.rows / 2) << h.p.key() << ": " << v.summary();
     }
-  // (b) The wrong eps, where it shows (see rows_gpu_test.cpp).
-  struct EpsCase {
-    const char* op;
-    const char* shape;
-    DType dt;
-    double eps;
-    float planted;
-  };
-  for (const EpsCase& c :
-       {EpsCase{"rmsnorm", "4096x1", DType::bf16, 1e-6, 1e-5f}, EpsCase{"rmsnorm", "4096x1", DType::f32, 1e-6, 1e-5f},
-        EpsCase{"layernorm", "4096x2", DType::bf16, 1e-5, 1e-6f},
-        EpsCase{"layernorm", "4096x2", DType::f16, 1e-5, 1e-6f},
-        EpsCase{"layernorm", "64x4096", DType::bf16, 1e-5, 1e-2f},
-        EpsCase{"rmsnorm", "64x4096", DType::f16, 1e-6, 1e-2f},
-        EpsCase{"layernorm", "64x4096", DType::f32, 1e-5, 1e-2f}}) {
+  // (b) The wrong eps, where it shows (planted_eps_cases).
+  for (const ktune::testing::PlantedEpsCase& c : ktune::testing::planted_eps_cases()) {
     const HostRows h = host_rows(c.op, c.shape, c.dt, c.eps);
     const VerifyResult v = host_verdict(h, int(RowsFault::wrong_eps), c.planted);
     EXPECT_FALSE(v.pass) << h.p.key() << " eps " << c.eps << " planted " << c.planted << ": " << v.summary();

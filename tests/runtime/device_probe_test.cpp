@@ -27,15 +27,8 @@ TEST(DeviceProbe, OnlyNoDeviceAndTheStubMeanNoDevice) {
 
 // ktune devices with every driver call answering `result` (a CUresult number).
 ktune::testing::CliRun devices_with_fake_driver(int result, const char* dir = KTUNE_FAKE_DRIVER_DIR) {
-  const std::string cmd = std::string("env LD_LIBRARY_PATH=") + dir + " KTUNE_FAKE_CUDA_RESULT=" + std::to_string(result) +
-                          " " + ktune::testing::ktune_binary() + " devices 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return {-1, "popen failed"};
-  std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  const int st = pclose(p);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+  return ktune::testing::run_command(std::string("env LD_LIBRARY_PATH=") + dir + " KTUNE_FAKE_CUDA_RESULT=" +
+                                     std::to_string(result) + " " + ktune::testing::ktune_binary() + " devices 2>&1");
 }
 
 TEST(DeviceProbe, ADriverWithoutADeviceMeansNone) {
