@@ -49,9 +49,11 @@ struct Bench {
   // The error rule a selection's kernel is held to: its family's numerics (cuBLAS: standard).
   static Numerics numerics_of(const Selection& s) {
     if (s.provenance == Provenance::cublas || s.family.empty()) return Numerics::standard;
-    for (const Family& f : builtin_families())
-      if (f.name() == s.family) return f.numerics();
-    return Numerics::standard;
+    try {
+      return find_family(s.family).numerics();
+    } catch (const UsageError&) { // not a shipped family: judged as standard
+      return Numerics::standard;
+    }
   }
 
   // cuBLAS is not held to the gate's per-element rule (some of its half kernels round split-K

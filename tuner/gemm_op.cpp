@@ -43,8 +43,6 @@ unsigned long long stream_of(uint64_t seed, int operand) { return seed * 4 + uns
 
 } // namespace
 
-const char* to_string(Conditions c) { return c == Conditions::as_served ? "as served" : "as timed"; }
-
 CompileRequest GemmOp::reference_request(const std::string& arch) {
   CompileRequest req;
   req.source = std::string(embedded_file("gemm/gemm_reference.cu"));
@@ -177,7 +175,7 @@ void GemmOp::prepare(const GemmProblem& p, uint64_t seed, Conditions conditions)
   conditions_ = to_string(conditions);
   if (conditions == Conditions::as_served) {
     p_.alpha = kServedAlpha, p_.beta = kServedBeta;
-    offset = size_t(std::max(p.align, element_bytes(p.dtype)));
+    offset = least_aligned_offset(p);
     char buf[96];
     std::snprintf(buf, sizeof buf, " (alpha %g, beta %g, pointers %zu B past a 256-byte boundary)", double(p_.alpha),
                   double(p_.beta), offset);
@@ -307,8 +305,7 @@ GemmOp::Sums GemmOp::compare(CUdeviceptr c, const GemmErrorRule& rule, CUstream 
   check_cu(driver().cuMemcpyDtoH(host_counts, counts_.ptr(), sizeof host_counts), "cuMemcpyDtoH", "reading verification counts");
   s.d2 = host_sums[0], s.r2 = host_sums[1], s.p2 = host_sums[2];
   s.nonfinite = host_counts[0], s.stray = host_counts[1], s.over = host_counts[2], s.worst_bits = host_counts[3];
-  s.where = host_counts[4];
-  if (c == c_.ptr()) inputs_changed_ = host_counts[kCountInputs], guards_changed_ = host_counts[kCountGuards];
+  s.where = host_counts[4], s.inputs = host_counts[kCountInputs], s.guards = host_counts[kCountGuards];
   return s;
 }
 
@@ -320,8 +317,7 @@ double GemmOp::baseline_error(CUstream stream) {
   KtuneGemmArgs a = args();
   a.C = base_c_.as<float>();
   cublas_->gemm(p_, a, stream);
-  const Sums s = compare(base_c_.ptr(), rule(p_), stream);
-  baseline_error_ = s.r2 > 0 ? std::sqrt(s.d2 / s.r2) : std::sqrt(s.d2);
+  baseline_error_ = compare(base_c_.ptr(), rule(p_), stream).rel_error();
   return baseline_error_;
 }
 
@@ -329,7 +325,6 @@ VerifyResult GemmOp::verify(CUstream stream, Numerics numerics) {
   const GemmErrorRule rule = GemmOp::rule(p_, numerics);
   VerifyResult r;
   r.conditions = conditions_;
-  // The baseline first: compare() of the kernel's C leaves the input and guard counts behind.
   if (!is_half(p_.dtype)) r.baseline_error = baseline_error(stream);
   const Sums s = compare(c_.ptr(), rule, stream);
   r.nonfinite = s.nonfinite;
@@ -339,9 +334,9 @@ VerifyResult GemmOp::verify(CUstream stream, Numerics numerics) {
   std::memcpy(&worst, &s.worst_bits, sizeof worst);
   r.worst_ratio = worst;
   r.worst_index = s.over ? int64_t(s.where) : -1;
-  r.input_writes = inputs_changed_;
-  r.guard_writes = guards_changed_;
-  r.rel_error = s.r2 > 0 ? std::sqrt(s.d2 / s.r2) : std::sqrt(s.d2);
+  r.input_writes = s.inputs;
+  r.guard_writes = s.guards;
+  r.rel_error = s.rel_error();
   r.norm_bound = rule.norm_bound(r.baseline_error, s.r2 > 0 ? std::sqrt(s.p2 / s.r2) : 0.0);
   r.pass = r.nonfinite == 0 && r.stray_writes == 0 && r.violations == 0 && r.input_writes == 0 && r.guard_writes == 0 &&
            r.rel_error <= r.norm_bound;
@@ -362,22 +357,19 @@ class GemmRunner : public OpRunner {
  public:
   GemmRunner(Compiler& compiler, const DeviceInfo& device) : op_(compiler, device) {}
   void prepare(const Problem& p, uint64_t seed) override { prepare(p, seed, Conditions::as_timed); }
-  void prepare(const Problem& p, uint64_t seed, Conditions c) override {
-    op_.prepare(GemmProblem::from(p), seed, c);
-    p_ = op_.problem();
-  }
+  void prepare(const Problem& p, uint64_t seed, Conditions c) override { op_.prepare(GemmProblem::from(p), seed, c); }
   void ensure_workspace(size_t bytes) override { op_.ensure_workspace(bytes); }
   void launch(Module& m, const LaunchPlan& plan, CUstream stream) override { launch_gemm(m, plan, op_.args(), stream); }
   VerifyResult verify(CUstream stream, Numerics numerics) override { return op_.verify(stream, numerics); }
-  void run_baseline(CUstream stream) override { op_.cublas().gemm(p_, op_.args(), stream); }
+  void run_baseline(CUstream stream) override { op_.cublas().gemm(op_.problem(), op_.args(), stream); }
   void run_runtime(Runtime& rt, CUstream stream) override {
+    const GemmProblem& p = op_.problem();
     const KtuneGemmArgs a = op_.args();
-    rt.gemm_ex(p_, a.A, a.B, a.C, p_.alpha, p_.beta, stream);
+    rt.gemm_ex(p, a.A, a.B, a.C, p.alpha, p.beta, stream);
   }
 
  private:
   GemmOp op_;
-  GemmProblem p_;
 };
 
 } // namespace

@@ -8,6 +8,7 @@
 #pragma once
 #include <cuda.h>
 
+#include <cmath>
 #include <functional>
 #include <memory>
 
@@ -105,7 +106,12 @@ class GemmOp {
   void changed_guard_bytes(const Guarded& g, CUstream stream);
   void changed_inputs(const Guarded& g, size_t elems, unsigned long long seed, CUstream stream);
   double baseline_error(CUstream stream); // cuBLAS on the same inputs; cached per prepare
-  struct Sums { double d2, r2, p2; unsigned long long nonfinite, stray, over, worst_bits, where; };
+  // compare()'s readings; inputs and guards are counted for the kernel under test's C only.
+  struct Sums {
+    double d2, r2, p2;
+    unsigned long long nonfinite, stray, over, worst_bits, where, inputs, guards;
+    double rel_error() const { return r2 > 0 ? std::sqrt(d2 / r2) : std::sqrt(d2); }
+  };
   Sums compare(CUdeviceptr c, const GemmErrorRule& rule, CUstream stream);
 
   DeviceInfo device_;
@@ -115,7 +121,6 @@ class GemmOp {
   uint64_t seed_ = 0;
   std::string conditions_;
   double baseline_error_ = -1;
-  uint64_t inputs_changed_ = 0, guards_changed_ = 0; // of the last compare() of the kernel's C
   Guarded a_, b_, c_, workspace_;
   DeviceBuffer c0_, a64_, b64_, ref_out_, mag_, base_c_, sums_, counts_;
 };

@@ -27,6 +27,9 @@ namespace ktune {
 // kept only when it passes both (tuner/worker.cpp).
 enum class Conditions { as_timed, as_served };
 const char* to_string(Conditions c);
+// The offset from a 256-byte boundary at which Conditions::as_served places every buffer: p's
+// alignment class (16 B for class 16, ...), never below an element.
+size_t least_aligned_offset(const Problem& p);
 
 struct VerifyResult {
   double rel_error = 0;      // ||out - ref||_F / ||ref||_F (absolute when ref is all zeros)

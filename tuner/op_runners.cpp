@@ -36,6 +36,10 @@ std::string VerifyResult::summary() const {
   return s;
 }
 
+const char* to_string(Conditions c) { return c == Conditions::as_served ? "as served" : "as timed"; }
+
+size_t least_aligned_offset(const Problem& p) { return size_t(std::max(p.align, element_bytes(p.dtype))); }
+
 void OpRunner::prepare(const Problem& p, uint64_t seed, Conditions c) {
   if (c == Conditions::as_timed) return prepare(p, seed);
   throw Error("op " + p.op + " has no check as served: its configs cannot be verified for the runtime");
@@ -43,16 +47,17 @@ void OpRunner::prepare(const Problem& p, uint64_t seed, Conditions c) {
 
 VerifyResult check_as_served_and_timed(OpRunner& op, const Problem& p, uint64_t seed, Numerics numerics,
                                        const std::function<void(CUstream)>& launch) {
-  for (const Conditions c : {Conditions::as_served, Conditions::as_timed}) {
-    // Another seed for the served check: a kernel is not judged twice on one set of inputs.
-    op.prepare(p, c == Conditions::as_served ? seed ^ 0x5e17edull : seed, c);
+  auto check = [&](Conditions c, uint64_t s) {
+    op.prepare(p, s, c);
     launch(nullptr);
     check_cu(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize",
              std::string("running the kernel under test ") + to_string(c) + " on " + p.key());
-    VerifyResult v = op.verify(nullptr, numerics);
-    if (!v.pass || c == Conditions::as_timed) return v;
-  }
-  throw Error("unreachable");
+    return op.verify(nullptr, numerics);
+  };
+  // Another seed for the served check: a kernel is not judged twice on one set of inputs.
+  VerifyResult served = check(Conditions::as_served, seed ^ 0x5e17edull);
+  if (!served.pass) return served;
+  return check(Conditions::as_timed, seed);
 }
 
 std::unique_ptr<OpRunner> make_op_runner(const std::string& op, Compiler& compiler, const DeviceInfo& device) {

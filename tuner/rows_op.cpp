@@ -105,7 +105,7 @@ class RowsRunner : public OpRunner {
     if (c == Conditions::as_timed) return prepare_at(p, seed, 0);
     Problem q = p;
     for (const auto& [name, value] : op_info(p.op).scalars) q.scalars[name] = value != 0 ? value * 8 : 0.5;
-    prepare_at(q, seed, size_t(std::max(p.align, element_bytes(p.dtype))));
+    prepare_at(q, seed, least_aligned_offset(p));
   }
 
   void prepare_at(const Problem& p, uint64_t seed, size_t offset) {
@@ -182,7 +182,7 @@ class RowsRunner : public OpRunner {
     const size_t bytes = data_bytes + 256;
     if (b.bytes() < bytes) {
       b = DeviceBuffer(); // free first: the old and new buffers need not fit together
-      b = DeviceBuffer(std::max<size_t>(bytes, 256), what);
+      b = DeviceBuffer(bytes, what);
     }
   }
 
