@@ -10,6 +10,15 @@ enum class TrialStatus { ok, compile_error, launch_error, wrong_result, timeout,
 const char* to_string(TrialStatus s);
 TrialStatus parse_trial_status(const std::string& s); // throws Error
 
+// The verification gate a trial passed, recorded with it so that a config checked by an older,
+// weaker gate is never served as if checked by this one. 2: the rule of docs/TEMPLATES.md
+// ("Verification"): every element against FP64 with the per-element and norm bounds, inputs and
+// guards checked, once as served (alpha -1.25, beta 0.5 with C preloaded, least-aligned pointers;
+// row ops at 8x their scalars) and once as timed. 0: anything recorded before the gate had a
+// number (alpha 1, beta 0, aligned buffers, one norm bound). Raise it whenever the gate gets
+// stricter; the runtime then stops serving entries below it until `ktune tune` re-verifies them.
+constexpr int kGateVersion = 2;
+
 struct Timing {
   double median_ms = 0, min_ms = 0, p20_ms = 0, p80_ms = 0;
   int reps = 0;

@@ -61,6 +61,11 @@ ALTER TABLE binaries ADD COLUMN used INTEGER NOT NULL DEFAULT 0;
 UPDATE binaries SET used = rowid;
 CREATE INDEX binaries_by_use ON binaries (used);
 )sql",
+    // 3 -> 4: the verification gate each trial passed (core/trial.h, kGateVersion). Trials
+    // recorded before are stamped 0: the runtime no longer serves them, a re-run re-verifies them.
+    R"sql(
+ALTER TABLE trials ADD COLUMN gate INTEGER NOT NULL DEFAULT 0;
+)sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == Store::kSchemaVersion);
 
@@ -219,6 +224,10 @@ void Store::exec(const std::string& sql, const char* what) const {
   }
 }
 
+// Trials' gate column as a SELECT reads it: 0 in a database opened read-only before its migration
+// to schema 4 added the column (its trials are all older than any gate).
+std::string Store::gate_column() const { return schema_version() >= 4 ? "t.gate" : "0"; }
+
 int Store::schema_version() const {
   Stmt s(db_, "PRAGMA user_version", path_);
   s.step();
@@ -291,18 +300,28 @@ int64_t Store::record_trial(int64_t device, int64_t problem, const std::string& 
 }
 
 int64_t Store::trial_row(int64_t device, int64_t problem, const std::string& arch, const TrialRecord& t) {
+  // A row of the same key recorded under an older gate is replaced (a re-verification); any
+  // other earlier row is kept as it was.
   Stmt ins(db_,
-           "INSERT OR IGNORE INTO trials (device_id, problem_id, family, config, config_hash, template_hash, status, "
+           "INSERT INTO trials (device_id, problem_id, family, config, config_hash, template_hash, status, "
            "error, median_ms, min_ms, p20_ms, p80_ms, reps, tflops, registers, smem_bytes, spill_bytes, compile_s, "
-           "bench_s, ktune_version, rel_error) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+           "bench_s, ktune_version, rel_error, gate) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+           "ON CONFLICT (device_id, problem_id, family, template_hash, config_hash) DO UPDATE SET "
+           "config = excluded.config, status = excluded.status, error = excluded.error, median_ms = excluded.median_ms, "
+           "min_ms = excluded.min_ms, p20_ms = excluded.p20_ms, p80_ms = excluded.p80_ms, reps = excluded.reps, "
+           "tflops = excluded.tflops, registers = excluded.registers, smem_bytes = excluded.smem_bytes, "
+           "spill_bytes = excluded.spill_bytes, compile_s = excluded.compile_s, bench_s = excluded.bench_s, "
+           "ktune_version = excluded.ktune_version, rel_error = excluded.rel_error, gate = excluded.gate, "
+           "created_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE trials.gate < excluded.gate",
            path_);
   ins.bind(1, device).bind(2, problem).bind(3, t.family).bind(4, t.config_json).bind(5, t.config_hash);
   ins.bind(6, t.template_hash).bind(7, std::string(to_string(t.status))).bind(8, t.error);
   ins.bind(9, t.timing.median_ms).bind(10, t.timing.min_ms).bind(11, t.timing.p20_ms).bind(12, t.timing.p80_ms);
   ins.bind(13, t.timing.reps).bind(14, t.tflops).bind(15, t.registers).bind(16, t.smem_bytes).bind(17, t.spill_bytes);
   ins.bind(18, t.compile_s).bind(19, t.bench_s).bind(20, std::string(KTUNE_VERSION)).bind(21, t.rel_error);
+  ins.bind(22, t.gate);
   ins.step();
-  const bool inserted = sqlite3_changes(db_) > 0; // 0: the key was recorded before; keep that row
+  const bool written = sqlite3_changes(db_) > 0; // 0: the key was recorded before; that row stays
   Stmt sel(db_,
            "SELECT id FROM trials WHERE device_id = ? AND problem_id = ? AND family = ? AND template_hash = ? AND "
            "config_hash = ?",
@@ -310,38 +329,55 @@ int64_t Store::trial_row(int64_t device, int64_t problem, const std::string& arc
   sel.bind(1, device).bind(2, problem).bind(3, t.family).bind(4, t.template_hash).bind(5, t.config_hash);
   sel.step();
   const int64_t id = sel.i64(0);
-  if (inserted && t.status == TrialStatus::ok && t.timing.median_ms > 0) {
-    Stmt cur(db_, "SELECT time_ms FROM best WHERE arch = ? AND problem_id = ?", path_);
-    cur.bind(1, arch).bind(2, problem);
-    if (!cur.step() || t.timing.median_ms < cur.dbl(0)) {
-      Stmt up(db_,
-              "INSERT OR REPLACE INTO best (arch, problem_id, family, config, time_ms, tflops, trial_id) "
-              "VALUES (?, ?, ?, ?, ?, ?, ?)",
-              path_);
-      up.bind(1, arch).bind(2, problem).bind(3, t.family).bind(4, t.config_json).bind(5, t.timing.median_ms);
-      up.bind(6, t.tflops).bind(7, id);
-      up.step();
-    }
-  }
+  if (written) update_best(arch, problem);
   return id;
+}
+
+// best for (arch, problem): the ok trial of the newest gate, fastest within it, over every device
+// of the arch (an imported table's pseudo-device included). Chosen from the trials rather than
+// compared with the row there: a re-verification may have turned the best into a wrong result,
+// and an entry of a newer gate must displace a faster one an older gate let through.
+void Store::update_best(const std::string& arch, int64_t problem) {
+  Stmt pick(db_,
+            "SELECT t.id, t.family, t.config, t.median_ms, t.tflops FROM trials t JOIN devices d ON d.id = t.device_id "
+            "WHERE d.arch = ? AND t.problem_id = ? AND t.status = 'ok' AND t.median_ms > 0 "
+            "ORDER BY t.gate DESC, t.median_ms ASC, t.id ASC LIMIT 1",
+            path_);
+  pick.bind(1, arch).bind(2, problem);
+  if (!pick.step()) {
+    Stmt del(db_, "DELETE FROM best WHERE arch = ? AND problem_id = ?", path_);
+    del.bind(1, arch).bind(2, problem);
+    del.step();
+    return;
+  }
+  Stmt up(db_,
+          "INSERT OR REPLACE INTO best (arch, problem_id, family, config, time_ms, tflops, trial_id) "
+          "VALUES (?, ?, ?, ?, ?, ?, ?)",
+          path_);
+  up.bind(1, arch).bind(2, problem).bind(3, pick.text(1)).bind(4, pick.text(2)).bind(5, pick.dbl(3));
+  up.bind(6, pick.dbl(4)).bind(7, pick.i64(0));
+  up.step();
 }
 
 std::optional<Store::Outcome> Store::recorded_outcome(int64_t device, int64_t problem, const std::string& family,
                                                       const std::string& template_hash, const std::string& config_hash) const {
   Stmt s(db_,
-         "SELECT status, median_ms FROM trials WHERE device_id = ? AND problem_id = ? AND family = ? AND template_hash = ? "
-         "AND config_hash = ?",
+         "SELECT status, median_ms, gate FROM trials WHERE device_id = ? AND problem_id = ? AND family = ? AND "
+         "template_hash = ? AND config_hash = ?",
          path_);
   s.bind(1, device).bind(2, problem).bind(3, family).bind(4, template_hash).bind(5, config_hash);
   if (!s.step()) return std::nullopt;
-  return Outcome{parse_trial_status(s.text(0)), s.dbl(1)};
+  const TrialStatus status = parse_trial_status(s.text(0));
+  if (status == TrialStatus::ok && s.i64(2) < kGateVersion) return std::nullopt; // to be verified again
+  return Outcome{status, s.dbl(1)};
 }
 
 std::vector<TrialRecord> Store::trials(int64_t device, int64_t problem) const {
   Stmt s(db_,
-         "SELECT family, config, config_hash, template_hash, status, error, median_ms, min_ms, p20_ms, p80_ms, reps, "
-         "tflops, rel_error, registers, smem_bytes, spill_bytes, compile_s, bench_s FROM trials "
-         "WHERE device_id = ? AND problem_id = ? ORDER BY id",
+         ("SELECT family, config, config_hash, template_hash, status, error, median_ms, min_ms, p20_ms, p80_ms, reps, "
+          "tflops, rel_error, registers, smem_bytes, spill_bytes, compile_s, bench_s, " +
+          gate_column() + " FROM trials t WHERE device_id = ? AND problem_id = ? ORDER BY id")
+             .c_str(),
          path_);
   s.bind(1, device).bind(2, problem);
   std::vector<TrialRecord> out;
@@ -354,6 +390,7 @@ std::vector<TrialRecord> Store::trials(int64_t device, int64_t problem) const {
     t.tflops = s.dbl(11), t.rel_error = s.dbl(12);
     t.registers = int(s.i64(13)), t.smem_bytes = int(s.i64(14)), t.spill_bytes = int(s.i64(15));
     t.compile_s = s.dbl(16), t.bench_s = s.dbl(17);
+    t.gate = int(s.i64(18));
     out.push_back(std::move(t));
   }
   return out;
@@ -506,7 +543,7 @@ Table Store::export_table(const std::string& arch, const std::string& family) co
   Stmt s(db_,
          (std::string("SELECT p.key, b.arch, b.family, b.config, b.time_ms, b.tflops, t.template_hash, ") +
           kBestBaselineSql +
-          ", d.name, d.sm_count FROM best b JOIN problems p ON p.id = b.problem_id "
+          ", d.name, d.sm_count, " + gate_column() + " FROM best b JOIN problems p ON p.id = b.problem_id "
           "JOIN trials t ON t.id = b.trial_id JOIN devices d ON d.id = t.device_id "
           "WHERE (? = '' OR b.arch = ?) AND (? = '' OR b.family = ?) ORDER BY p.key")
              .c_str(),
@@ -521,6 +558,7 @@ Table Store::export_table(const std::string& arch, const std::string& family) co
     e.time_ms = s.dbl(4), e.tflops = s.dbl(5);
     e.template_hash = s.text(6);
     if (!s.null(7)) e.cublas_ms = s.dbl(7);
+    e.gate = int(s.i64(10));
     if (t.entries.empty()) {
       t.arch = e.arch, t.device_name = s.text(8), t.sm_count = int(s.i64(9));
     } else if (e.arch != t.arch) {
@@ -553,6 +591,7 @@ size_t Store::import_table(const Table& t) {
     r.timing = Timing{e.time_ms, e.time_ms, e.time_ms, e.time_ms, 0};
     r.tflops = e.tflops;
     r.error = "imported from a tuning table";
+    r.gate = e.gate; // the table's word for it: its trial ran there
     trial_row(device, problem, t.arch, r);
     if (e.cublas_ms) {
       Stmt b(db_,

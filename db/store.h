@@ -25,6 +25,7 @@ struct TrialRecord {
   Timing timing;             // zeros unless status == ok
   double tflops = 0;
   double rel_error = -1;     // -1: not verified
+  int gate = kGateVersion;   // the verification gate it passed (core/trial.h); 0 for older records
   int registers = 0, smem_bytes = 0, spill_bytes = 0;
   double compile_s = 0, bench_s = 0;
 };
@@ -51,7 +52,7 @@ struct TrialRow {
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 3;
+  static constexpr int kSchemaVersion = 4;
 
   // Opens (creating if needed) and migrates to kSchemaVersion. Throws Error naming the path and
   // the SQLite call on failure. read_only opens without creating or migrating.
@@ -67,15 +68,19 @@ class Store {
   int64_t problem_id(const Problem& p);  // upsert by key
 
   // The (device, problem, family, template hash, config hash) key is unique: recording an
-  // existing key again keeps the first row (returns its id). Updates `best` in the same
-  // transaction when the trial is ok and faster than the current best for (arch, problem).
+  // existing key again keeps the first row (returns its id), unless that row passed an older
+  // verification gate than t (TrialRecord::gate): then t replaces it (a re-verification).
+  // `best` for (arch, problem) is then, in the same transaction, the ok trial of the newest gate
+  // and within it the fastest, over every device of that arch.
   int64_t record_trial(int64_t device, int64_t problem, const std::string& arch, const TrialRecord& t);
   bool has_trial(int64_t device, int64_t problem, const std::string& family, const std::string& template_hash,
                  const std::string& config_hash) const {
     return recorded_outcome(device, problem, family, template_hash, config_hash).has_value();
   }
   // The status and median time of that key's trial, if recorded (time 0 unless ok): a resumed
-  // search feeds them to its strategy as if it had just measured them.
+  // search feeds them to its strategy as if it had just measured them. An ok trial that passed
+  // only an older gate than kGateVersion counts as not recorded, so that a re-run verifies it
+  // again.
   struct Outcome {
     TrialStatus status;
     double median_ms;
@@ -149,6 +154,8 @@ class Store {
   int64_t device_row(const DeviceInfo& d);
   int64_t problem_row(const Problem& p);
   int64_t trial_row(int64_t device, int64_t problem, const std::string& arch, const TrialRecord& t);
+  void update_best(const std::string& arch, int64_t problem);
+  std::string gate_column() const;
   std::optional<double> best_time(const std::string& arch, int64_t problem) const;
 
   sqlite3* db_ = nullptr;

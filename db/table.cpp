@@ -228,6 +228,12 @@ Table parse_table(const std::string& text, const std::string& origin) {
     te.tflops = positive_number(e, "tflops", where);
     if (e.contains("cublas_ms") && !e["cublas_ms"].is_null()) te.cublas_ms = positive_number(e, "cublas_ms", where);
     te.template_hash = str(e, "template_hash", where);
+    if (e.contains("gate")) {
+      const json& g = e["gate"];
+      if (!g.is_number_integer() || g.get<int64_t>() < 0 || g.get<int64_t>() > 1000)
+        throw UsageError(where + ": \"gate\" must be an integer from 0 to 1000, got " + g.dump());
+      te.gate = int(g.get<int64_t>());
+    }
     t.entries.push_back(std::move(te));
   }
   return t;
@@ -253,6 +259,7 @@ std::string table_to_json(const Table& t) {
     j["tflops"] = e->tflops;
     j["cublas_ms"] = e->cublas_ms ? json(*e->cublas_ms) : json(nullptr);
     j["template_hash"] = e->template_hash;
+    j["gate"] = e->gate;
     entries.push_back(j);
   }
   json out;

@@ -18,6 +18,7 @@ struct TableEntry {
   std::string family, config_json, template_hash;
   double time_ms = 0, tflops = 0;
   std::optional<double> cublas_ms;
+  int gate = 0; // the verification gate its trial passed (core/trial.h); 0 where the table says none
 };
 
 struct Table {

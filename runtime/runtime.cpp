@@ -127,7 +127,21 @@ struct Runtime::Impl {
 
   const Family* family(const std::string& name) const { return index->family(name); }
 
-  void add(const Table& t, const std::string& source, SourceTier tier) {
+  void add(Table t, const std::string& source, SourceTier tier) {
+    // An entry that passed only an older verification gate (core/trial.h) was never checked
+    // under the conditions it would be served in (alpha, beta, least-aligned pointers): not
+    // served. Said once per source, with the way out.
+    const auto older = std::stable_partition(t.entries.begin(), t.entries.end(),
+                                             [](const TableEntry& e) { return e.gate >= kGateVersion; });
+    if (const size_t n = size_t(t.entries.end() - older)) {
+      std::fprintf(stderr,
+                   "ktune: %zu entr%s of %s passed only an older verification gate (%d; this ktune's is %d) and %s not "
+                   "served (first: %s %s); re-run `ktune tune` on %s to verify %s again\n",
+                   n, n == 1 ? "y" : "ies", source.c_str(), older->gate, kGateVersion, n == 1 ? "is" : "are",
+                   older->problem.key().c_str(), older->family.c_str(), n == 1 ? "its problem" : "their problems",
+                   n == 1 ? "it" : "them");
+      t.entries.erase(older, t.entries.end());
+    }
     std::vector<std::string> skipped;
     index->add(t, source, tier, &skipped);
     // A database or table written by another ktune may hold entries this one cannot run: say so

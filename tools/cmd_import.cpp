@@ -1,6 +1,7 @@
 // ktune import: merge a tuning table into a database, the whole file validated first (a bad file
 // leaves the database as it was).
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -32,6 +33,11 @@ int cmd_import(const ImportArgs& a) {
   const size_t improved = store.import_table(t);
   std::printf("imported %zu entries from %s (%s, %s) into %s: %zu problems got a new or faster best\n",
               t.entries.size(), a.file.c_str(), t.device_name.c_str(), t.arch.c_str(), path.c_str(), improved);
+  const auto older = std::count_if(t.entries.begin(), t.entries.end(), [](const TableEntry& e) { return e.gate < kGateVersion; });
+  if (older)
+    std::printf("note: %zu of them passed only an older verification gate than this ktune's (%d): the runtime does not "
+                "serve them until `ktune tune` on their problems verifies them again (docs/TABLE_FORMAT.md, \"gate\")\n",
+                size_t(older), kGateVersion);
   return 0;
 }
 

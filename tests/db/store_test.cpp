@@ -68,7 +68,7 @@ TEST(Store, MigratesAVersionOneDatabaseKeepingItsRows) {
     s.record_trial(d, p, "sm_90", trial("{\"TILE\":16}", TrialStatus::ok, 2.0));
   }
   // Turn it back into a version-1 file: drop what migrations 2 and 3 added.
-  downgrade(path, "DROP INDEX binaries_by_use; ALTER TABLE binaries DROP COLUMN used; "
+  downgrade(path, "ALTER TABLE trials DROP COLUMN gate; DROP INDEX binaries_by_use; ALTER TABLE binaries DROP COLUMN used; "
                   "DROP INDEX trials_by_problem; ALTER TABLE trials DROP COLUMN rel_error; PRAGMA user_version = 1;");
   Store s(path);
   EXPECT_EQ(s.schema_version(), Store::kSchemaVersion);
@@ -116,7 +116,8 @@ TEST(Store, MigratesAVersionTwoCacheKeepingItsCubinsInTheirOrder) {
     s.put_binary("old", "sm_90", std::vector<char>(100, 'o'), {"_Z1ov"});
     s.put_binary("new", "sm_90", std::vector<char>(100, 'n'), {"_Z1nv"});
   }
-  downgrade(path, "DROP INDEX binaries_by_use; ALTER TABLE binaries DROP COLUMN used; PRAGMA user_version = 2;");
+  downgrade(path, "ALTER TABLE trials DROP COLUMN gate; DROP INDEX binaries_by_use; ALTER TABLE binaries DROP COLUMN used; "
+                  "PRAGMA user_version = 2;");
   Store s(path);
   EXPECT_EQ(s.schema_version(), Store::kSchemaVersion);
   const Store::Trimmed t = s.trim_binaries(150, 150);
@@ -125,6 +126,76 @@ TEST(Store, MigratesAVersionTwoCacheKeepingItsCubinsInTheirOrder) {
   std::vector<std::string> names;
   EXPECT_TRUE(s.get_binary("new", &cubin, &names));
   EXPECT_FALSE(s.get_binary("old", &cubin, &names));
+}
+
+// A database of schema 3 predates the gate: read-only it answers with every trial at gate 0;
+// opened for writing it migrates, and its ok trials count as not recorded, so that a re-run
+// verifies them again; the re-verified trial replaces the old row and becomes the best.
+TEST(Store, MigratesAVersionThreeDatabaseAndReverifiesItsTrials) {
+  const std::string path = temp_db("v3.db");
+  const auto prob = GemmProblem::parse("64x64x64");
+  {
+    Store s(path);
+    const int64_t d = s.device_id(fake_device()), p = s.problem_id(prob);
+    s.record_trial(d, p, "sm_90", trial("{\"TILE\":16}", TrialStatus::ok, 2.0));
+    s.record_trial(d, p, "sm_90", trial("{\"TILE\":8}", TrialStatus::compile_error, 0));
+  }
+  downgrade(path, "ALTER TABLE trials DROP COLUMN gate; PRAGMA user_version = 3;");
+  {
+    const Store ro(path, /*read_only=*/true);
+    EXPECT_EQ(ro.schema_version(), 3);
+    const Table t = ro.export_table("sm_90");
+    ASSERT_EQ(t.entries.size(), 1u);
+    EXPECT_EQ(t.entries[0].gate, 0);
+  }
+  Store s(path);
+  EXPECT_EQ(s.schema_version(), Store::kSchemaVersion);
+  const int64_t d = s.device_id(fake_device()), p = s.problem_id(prob);
+  ASSERT_EQ(s.trials(d, p).size(), 2u);
+  EXPECT_EQ(s.trials(d, p)[0].gate, 0);
+  EXPECT_FALSE(s.has_trial(d, p, "gemm_smem", "t1", fnv1a_hex("{\"TILE\":16}"))); // ok at gate 0: again
+  EXPECT_TRUE(s.has_trial(d, p, "gemm_smem", "t1", fnv1a_hex("{\"TILE\":8}")));   // a compile error stays
+  EXPECT_EQ(s.export_table("sm_90").entries.at(0).gate, 0);
+  s.record_trial(d, p, "sm_90", trial("{\"TILE\":16}", TrialStatus::ok, 2.5)); // re-verified, timed again
+  ASSERT_EQ(s.trials(d, p).size(), 2u);
+  EXPECT_EQ(s.trials(d, p)[0].gate, kGateVersion);
+  EXPECT_DOUBLE_EQ(s.trials(d, p)[0].timing.median_ms, 2.5);
+  EXPECT_TRUE(s.has_trial(d, p, "gemm_smem", "t1", fnv1a_hex("{\"TILE\":16}")));
+  EXPECT_DOUBLE_EQ(s.best("sm_90", prob.key())->time_ms, 2.5);
+  EXPECT_EQ(s.export_table("sm_90").entries.at(0).gate, kGateVersion);
+  // Recording it once more changes nothing: the row of the current gate stays.
+  s.record_trial(d, p, "sm_90", trial("{\"TILE\":16}", TrialStatus::ok, 0.1));
+  EXPECT_DOUBLE_EQ(s.best("sm_90", prob.key())->time_ms, 2.5);
+}
+
+// The best of a problem is the fastest ok trial of the newest gate: a faster one of an older gate
+// does not hold it, and a re-verification that fails takes it away.
+TEST(Store, TheBestIsTheFastestOfTheNewestGate) {
+  Store s(temp_db("gate-best.db"));
+  const int64_t d = s.device_id(fake_device());
+  const auto prob = GemmProblem::parse("128x64x64");
+  const int64_t p = s.problem_id(prob);
+  TrialRecord old = trial("{\"TILE\":8}", TrialStatus::ok, 1.0);
+  old.gate = 0;
+  s.record_trial(d, p, "sm_90", old);
+  EXPECT_EQ(s.best("sm_90", prob.key())->config_json, "{\"TILE\":8}");
+  s.record_trial(d, p, "sm_90", trial("{\"TILE\":16}", TrialStatus::ok, 3.0));
+  EXPECT_EQ(s.best("sm_90", prob.key())->config_json, "{\"TILE\":16}"); // slower, but verified as served
+  s.record_trial(d, p, "sm_90", trial("{\"TILE\":32}", TrialStatus::ok, 2.0));
+  EXPECT_EQ(s.best("sm_90", prob.key())->config_json, "{\"TILE\":32}");
+  // The old entry re-verified and found wrong: recorded as such, and never the best again.
+  TrialRecord wrong = trial("{\"TILE\":8}", TrialStatus::wrong_result, 0);
+  s.record_trial(d, p, "sm_90", wrong);
+  EXPECT_EQ(s.trials(d, p)[0].status, TrialStatus::wrong_result);
+  EXPECT_EQ(s.best("sm_90", prob.key())->config_json, "{\"TILE\":32}");
+  // A problem whose only ok trial fails its re-verification has no best any more.
+  const auto lone = GemmProblem::parse("32x32x32");
+  const int64_t q = s.problem_id(lone);
+  s.record_trial(d, q, "sm_90", old);
+  ASSERT_TRUE(s.best("sm_90", lone.key()));
+  s.record_trial(d, q, "sm_90", wrong);
+  EXPECT_FALSE(s.best("sm_90", lone.key()));
+  EXPECT_TRUE(s.export_table("sm_90").entries.size() == 1u);
 }
 
 TEST(Store, CubinCacheLimitComesFromTheEnvironmentOrTheDefault) {

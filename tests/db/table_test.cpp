@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "db/lending.h"
 #include "db/store.h"
 #include "ktune/config.h"
 #include "ktune/error.h"
@@ -139,16 +140,33 @@ TEST(Table, RefusesBadTablesWithAClearMessage) {
   EXPECT_NE(msg(std::string(kGood).replace(std::string(kGood).find("\"TILE\": 16"), 10, "\"TILE\": 4294967312"))
                 .find("entry 0: config parameter 'TILE' is out of range"),
             std::string::npos);
+  // The gate: optional, an integer 0-1000.
+  const std::string with_gate = std::string(kGood).replace(std::string(kGood).find("\"template_hash\": \"def\""), 22,
+                                                           "\"template_hash\": \"def\", \"gate\": GATE");
+  auto gate = [&](const std::string& v) { return std::string(with_gate).replace(with_gate.find("GATE"), 4, v); };
+  for (const char* bad : {"-1", "1.5", "\"2\"", "1001", "null"})
+    EXPECT_NE(msg(gate(bad)).find("entry 1: \"gate\" must be an integer from 0 to 1000"), std::string::npos) << bad << ": " << msg(gate(bad));
+  const Table g = parse_table(gate("2"), "gate");
+  EXPECT_EQ(g.entries[0].gate, 0); // absent: older than any gate
+  EXPECT_EQ(g.entries[1].gate, 2);
+  EXPECT_EQ(table_to_json(parse_table(table_to_json(g), "again")), table_to_json(g));
 }
 
-TEST(TableValidation, TheShippedTablesAreValid) {
-  for (const char* name : {"sm_90.json", "sm_90-tf32x3.json", "sm_90-half.json"}) {
-    const Table t = read_table_file(std::string(KTUNE_SOURCE_DIR) + "/configs/tables/" + name);
+// Every shipped table, every entry: valid for its family, and stamped with this ktune's gate.
+// Raising kGateVersion makes this fail until the tables are verified again under the new gate
+// (VerificationGpu.ShippedTablesPassTheGate on the GPU) and re-stamped.
+TEST(TableValidation, TheShippedTablesAreValidAndPassedTheCurrentGate) {
+  size_t n = 0;
+  for (const auto& [t, name] : shipped_tables("sm_90", /*tf32x3=*/true)) {
     ASSERT_FALSE(t.entries.empty()) << name;
-    for (const auto& e : t.entries)
+    for (const auto& e : t.entries) {
       EXPECT_EQ(invalid_reason(e), "") << name << " " << e.problem.key() << " " << e.family;
+      EXPECT_EQ(e.gate, kGateVersion) << name << " " << e.problem.key() << " " << e.family;
+      ++n;
+    }
     EXPECT_NO_THROW(validate_table_entries(t, name));
   }
+  EXPECT_GE(n, 90u);
 }
 
 TEST(TableValidation, AConfigRecordedBeforeItsFamilyGainedParametersIsValid) {
@@ -291,6 +309,16 @@ TEST(Table, ExportThenImportGivesAnIdenticalTable) {
   }
   EXPECT_EQ(table_to_json(Store(b).export_table("sm_90")), first);
   EXPECT_EQ(parse_table(first, "x").entries.size(), 2u);
+  // The gate travels: a table entry of gate 2 comes back out of a database as gate 2.
+  Table stamped = t;
+  for (auto& e : stamped.entries) e.gate = kGateVersion;
+  const std::string c = tmp("c.db");
+  std::filesystem::remove(c);
+  {
+    Store s(c);
+    s.import_table(stamped);
+  }
+  for (const auto& e : Store(c).export_table("sm_90").entries) EXPECT_EQ(e.gate, kGateVersion) << e.problem.key();
 }
 
 TEST(Table, ImportKeepsTheFasterEntryPerProblem) {

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <limits>
 
+#include "core/trial.h"
 #include "db/table.h"
 #include "gpu_env.h"
 #include "ktune/family.h"
@@ -326,7 +327,7 @@ TEST_F(RuntimeGpu, EntryFromAnotherDeviceIsMeasuredBeforeItIsTrusted) {
   e.arch = dev_->arch;
   e.family = f.name();
   e.config_json = f.default_config(p, *dev_).to_json();
-  e.time_ms = 1.0, e.tflops = 2.0, e.cublas_ms = 1.05, e.template_hash = "h"; // 5 % ahead of cuBLAS there
+  e.time_ms = 1.0, e.tflops = 2.0, e.cublas_ms = 1.05, e.template_hash = "h", e.gate = kGateVersion; // 5 % ahead of cuBLAS there
   const auto dir = std::filesystem::temp_directory_path() / ("ktune-rtgpu-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   auto runtime_for = [&](const std::string& device_name) {

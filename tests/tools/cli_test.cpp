@@ -1,6 +1,8 @@
 // The ktune program as a user runs it: exit codes and output.
 #include <gtest/gtest.h>
 
+#include "core/trial.h"
+
 #include <regex>
 
 #include <algorithm>
@@ -53,7 +55,8 @@ std::string one_entry_table(const std::string& family, const std::string& config
                                         {"time_ms", time_ms},
                                         {"tflops", 5.0},
                                         {"cublas_ms", 0.02},
-                                        {"template_hash", "abc"}};
+                                        {"template_hash", "abc"},
+                                        {"gate", ktune::kGateVersion}};
   const nlohmann::ordered_json table = {{"schema", "ktune.table/1"},
                                         {"device", {{"name", "GPU X"}, {"arch", arch}, {"sm_count", 132}}},
                                         {"entries", nlohmann::ordered_json::array({entry})}};
@@ -421,6 +424,14 @@ TEST(Cli, ImportRefusesAnEntryItsFamilyCannotServeAndLeavesTheDatabaseAlone) {
   r = run_ktune("import " + write_file("better.json", one_entry_table("gemm_smem", R"({"TILE": 32})")) + " --db " + db);
   EXPECT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("1 problems got a new or faster best"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("older verification gate"), std::string::npos) << r.out;
+  // A table written before the gate had a number imports, with a note that it is not served.
+  std::string old = one_entry_table("gemm_smem", R"({"TILE": 8})", "sm_90", 128);
+  old.erase(old.find(",\n   \"gate\""), std::string(",\n   \"gate\": 2").size());
+  ASSERT_EQ(old.find("gate"), std::string::npos) << old;
+  r = run_ktune("import " + write_file("old.json", old) + " --db " + db);
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("1 of them passed only an older verification gate"), std::string::npos) << r.out;
 }
 
 TEST(Cli, ImportOfAnInvalidTableDoesNotCreateTheDatabase) {
