@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <functional>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -22,6 +23,7 @@
 #include "runtime/gemm_launch.h"
 #include "runtime/module.h"
 #include "runtime/rows_launch.h"
+#include "runtime/agreement.h"
 #include "runtime/cublas.h"
 #include "runtime/l2_flush.h"
 #include "ktune/gemm_problem.h"
@@ -594,6 +596,29 @@ struct Runtime::Impl {
     return best;
   }
 
+  // "" when launch (one run of a candidate into `out`) agrees with cuBLAS at p on a's inputs, else
+  // why not (runtime/agreement.h). Both write into a zeroed C, so beta's term is 0 and the result is
+  // alpha A B alone. Costs two launches and two copies of C to the host, once per problem.
+  std::string agreement_with_cublas(const GemmProblem& p, const KtuneGemmArgs& a, const DeviceBuffer& out,
+                                    const std::function<void()>& launch, CUstream stream) {
+    const size_t bytes = out.bytes();
+    const auto fetch = [&](const std::function<void()>& f, std::vector<unsigned char>& host) {
+      check_cu(driver().cuMemsetD8Async(out.ptr(), 0, bytes, stream), "cuMemsetD8Async", "scratch C at " + p.key());
+      f();
+      host.resize(bytes);
+      check_cu(driver().cuStreamSynchronize(stream), "cuStreamSynchronize", "checking a candidate at " + p.key());
+      check_cu(driver().cuMemcpyDtoH(host.data(), out.ptr(), bytes), "cuMemcpyDtoH", "scratch C at " + p.key());
+    };
+    std::vector<unsigned char> ref, got;
+    try {
+      fetch([&] { run_cublas(p, a, stream); }, ref);
+      fetch(launch, got);
+    } catch (const std::bad_alloc&) {
+      return "could not be checked against cuBLAS here (no host memory for two copies of C)";
+    }
+    return output_disagreement(p, ref, got);
+  }
+
   // First use of an untuned problem: time every candidate and cuBLAS at p on the caller's stream
   // (after whatever it already holds, so A and B are ready), into a scratch C, and keep the
   // fastest. A candidate that fails to compile or launch is left out with its reason in `why`.
@@ -649,9 +674,24 @@ struct Runtime::Impl {
       if (const auto launch = run(c, *mod, f.launch_plan(cc, p), unused))
         c.measured_ms = std::max(*c.measured_ms, clock(*launch, "timing " + c.family + " " + c.config.to_json() + " again at " + p.key()));
     }
+    // A config lent from another shape was verified there, not here: before it serves p, its
+    // result at p must agree with cuBLAS's on the same inputs (a problem nobody tuned must never
+    // get a wrong kernel). Where that cannot be checked, cuBLAS serves.
+    std::string disagreement;
+    if (kernel_wins()) {
+      const CandidateConfig& c = s.candidates[*best];
+      const Family& f = *family(c.family);
+      const Config cc = f.canonical(c.config);
+      std::vector<std::string> unused;
+      const auto mod = module_async(f, cc, p)();
+      const auto launch = run(c, *mod, f.launch_plan(cc, p), unused);
+      disagreement = launch ? agreement_with_cublas(p, a, scratch, *launch, stream)
+                            : std::string("its launch could not be set up again");
+      if (!disagreement.empty()) disagreement = c.family + " " + c.config.to_json() + " " + disagreement;
+    }
     s.measure_pending = false;
     s.measured = true;
-    if (kernel_wins()) {
+    if (kernel_wins() && disagreement.empty()) {
       const CandidateConfig& c = s.candidates[*best];
       s.family = c.family, s.config = c.config, s.source = c.source, s.distance = c.distance,
       s.generalized = c.generalized, s.time_ms = c.time_ms, s.cublas_ms = c.cublas_ms;
@@ -659,6 +699,9 @@ struct Runtime::Impl {
       if (s.provenance == Provenance::cublas) s.provenance = Provenance::nearest;
       s.why = "measured here at first use: " + c.family + fmt(" %.4f ms, cuBLAS %.4f ms (%.2fx)", *c.measured_ms, cu,
                                                                cu / *c.measured_ms);
+    } else if (kernel_wins()) {
+      s.provenance = Provenance::cublas;
+      s.why = "measured here at first use: cuBLAS " + fmt("%.4f ms", cu) + ", the faster " + disagreement;
     } else {
       s.provenance = Provenance::cublas;
       s.why = "measured here at first use: cuBLAS " + fmt("%.4f ms", cu) +

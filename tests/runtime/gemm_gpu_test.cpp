@@ -87,6 +87,10 @@ TEST_F(RuntimeGpu, GemmMatchesFp64ReferenceOnTunedAndUntunedShapes) {
     }, nullptr);
     EXPECT_TRUE(r.pass) << p.key() << " lda=" << p.lda << " alpha=" << p.alpha << " beta=" << p.beta << " ("
                         << to_string(rt.best_config(p).provenance) << "): " << r.summary();
+    // A correct lender that won first use also agreed with cuBLAS there (runtime/agreement.h):
+    // the check must not reject right kernels.
+    const std::string why = rt.best_config(p).why;
+    EXPECT_EQ(why.find("disagrees"), std::string::npos) << p.key() << ": " << why;
   }
   std::cout << "[ ktune    ] provenances exercised:";
   for (const auto& s : provenances) std::cout << " " << s;

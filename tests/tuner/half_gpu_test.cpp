@@ -106,6 +106,7 @@ TEST_F(HalfGpu, RuntimeGemmExAndCApiMatchFp64Reference) {
         EXPECT_TRUE(r.pass) << p.key() << " (" << to_string(sel.provenance) << " " << sel.family << "): " << r.summary();
         std::cout << "[ ktune    ] runtime " << p.key() << ": " << to_string(sel.provenance) << " " << sel.family << " "
                   << r.rel_error << " (" << sel.why << ")\n";
+        EXPECT_EQ(sel.why.find("disagrees"), std::string::npos) << p.key() << ": a correct lender rejected: " << sel.why;
         // A pinned tc16 config where the family serves the shape: the kernel path, not cuBLAS.
         const auto cfgs = f.sample(p, *dev_, 1, 11);
         if (!cfgs.empty()) {
