@@ -162,17 +162,27 @@ uint64_t Family::count(const Problem& p, const DeviceInfo& d) const {
   return n;
 }
 
-std::vector<Config> Family::sample(const Problem& p, const DeviceInfo& d, size_t n, uint64_t seed) const {
+std::vector<Config> Family::sample(const Problem& p, const DeviceInfo& d, size_t n, uint64_t seed,
+                                   std::optional<std::chrono::steady_clock::time_point> until) const {
   std::vector<Config> out;
   if (n == 0 || !supports(p, d, nullptr)) return out;
   std::mt19937_64 rng(seed);
+  // Looked at every 1024 steps: a clock read costs about as much as a few constraint checks.
+  size_t steps = 0;
+  const auto late = [&] { return until && (++steps & 1023) == 0 && std::chrono::steady_clock::now() >= *until; };
   // A space no larger than the request is returned whole (shuffled); finding that out costs at
   // most n + 1 enumerated configs, where rejection sampling would grind through its attempt cap.
   std::vector<Config> head;
+  bool stopped = false;
   enumerate(p, d, [&](const Config& c) {
     head.push_back(c);
-    return head.size() <= n;
+    return head.size() <= n && !(stopped = late());
   });
+  if (stopped) {
+    std::shuffle(head.begin(), head.end(), rng);
+    if (head.size() > n) head.resize(n);
+    return head;
+  }
   if (head.size() <= n) {
     std::shuffle(head.begin(), head.end(), rng);
     return head;
@@ -184,6 +194,7 @@ std::vector<Config> Family::sample(const Problem& p, const DeviceInfo& d, size_t
   // constraints as each parameter is drawn rejects early. Dense spaces finish here.
   const size_t max_attempts = 2000 * n + 10000;
   for (size_t attempt = 0; attempt < max_attempts && out.size() < n; ++attempt) {
+    if (late()) return out;
     Config cfg;
     bool ok = true;
     for (size_t i = 0; i < params_.size() && ok; ++i) {
@@ -202,7 +213,7 @@ std::vector<Config> Family::sample(const Problem& p, const DeviceInfo& d, size_t
   std::vector<Config> rest;
   enumerate(p, d, [&](const Config& c) {
     if (!seen.count(c.to_json())) rest.push_back(c);
-    return true;
+    return !late();
   });
   std::shuffle(rest.begin(), rest.end(), rng);
   for (size_t i = 0; i < rest.size() && out.size() < n; ++i) out.push_back(rest[i]);

@@ -81,6 +81,9 @@ class ProblemTuner {
     r.problem = p;
     const int64_t pid = store_.problem_id(p);
     r.cublas = baseline(p, pid);
+    // --budget-seconds is the problem's whole wall time: the families' searches end early enough
+    // for the baseline's second reading after them, estimated by the first (at least 0.25 s).
+    const double reserve = std::max(0.25, seconds_since(t0));
     // Without --budget-evals: exhaustive means every valid config; a sampling strategy draws 200
     // (or, under a time budget alone, enough that time runs out first).
     const size_t budget =
@@ -103,7 +106,7 @@ class ProblemTuner {
       const size_t evals = budget == SIZE_MAX ? SIZE_MAX : (budget - used) / left_families;
       std::optional<Clock::time_point> deadline;
       if (o_.budget_seconds) {
-        const double left = *o_.budget_seconds - seconds_since(t0);
+        const double left = *o_.budget_seconds - reserve - seconds_since(t0);
         deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                       std::chrono::duration<double>(std::max(0.0, left) / double(left_families)));
       }
@@ -147,7 +150,7 @@ class ProblemTuner {
     const Family& family = o_.families[fi];
     std::vector<Config> seeds;
     if (warm_) seeds = warm_->configs(family, p);
-    auto strategy = make_strategy(o_.strategy, {family}, p, dev_, evals, o_.seed, seeds);
+    auto strategy = make_strategy(o_.strategy, {family}, p, dev_, evals, o_.seed, seeds, deadline);
     std::deque<InFlight> queue;
     size_t issued = 0;
     // Adaptive strategies learn from each result: keep fewer proposals in flight so that they

@@ -16,21 +16,34 @@ namespace {
 
 class FamilySpace : public SearchSpace {
  public:
-  FamilySpace(Family f, Problem p, DeviceInfo d) : f_(std::move(f)), p_(std::move(p)), d_(std::move(d)) {}
+  FamilySpace(Family f, Problem p, DeviceInfo d, std::optional<Deadline> until)
+      : f_(std::move(f)), p_(std::move(p)), d_(std::move(d)), until_(until) {}
   const std::vector<Family::Param>& params() const override { return f_.params(); }
   bool contains(const Config& c) const override { return f_.valid(c, p_, d_); }
+  // Drawn kBatch at a time and handed out one by one: Family::sample's cost is mostly fixed (in a
+  // sparse space its rejection sampling gives up and it enumerates the whole space), so one draw
+  // a proposal made the model strategy spend seconds a step on gemm_wgmma's spaces and overrun
+  // --budget-seconds. A batch is uniform over the valid set without repeats; successive batches
+  // are independent, as successive single draws were.
   std::optional<Config> random(std::mt19937_64& rng) const override {
-    auto s = f_.sample(p_, d_, 1, rng());
-    if (s.empty()) return std::nullopt;
-    return s[0];
+    if (next_ >= batch_.size()) {
+      batch_ = f_.sample(p_, d_, kBatch, rng(), until_);
+      next_ = 0;
+      if (batch_.empty()) return std::nullopt;
+    }
+    return batch_[next_++];
   }
   const std::vector<Config>& all() const override { return none_; }
 
  private:
+  static constexpr size_t kBatch = 256;
   Family f_;
   Problem p_;
   DeviceInfo d_;
+  std::optional<Deadline> until_;
   std::vector<Config> none_;
+  mutable std::vector<Config> batch_;
+  mutable size_t next_ = 0;
 };
 
 class ListSpace : public SearchSpace {
@@ -338,38 +351,96 @@ class ModelGuided : public SpaceStrategy {
 // ---------------------------------------------------------------- exhaustive and random
 
 std::vector<Candidate> exhaustive(const std::vector<Family>& families, const Problem& p, const DeviceInfo& d,
-                                  size_t budget) {
+                                  size_t budget, std::optional<Deadline> until) {
   std::vector<Candidate> out;
   const size_t cap = std::min(budget, kMaxMaterialized);
-  for (size_t f = 0; f < families.size() && out.size() < cap; ++f)
+  bool late = false;
+  for (size_t f = 0; f < families.size() && out.size() < cap && !late; ++f)
     families[f].enumerate(p, d, [&](const Config& c) {
       out.push_back({f, c});
-      return out.size() < cap;
+      // Out of time: the configs listed so far are all this run can evaluate anyway.
+      if (until && (out.size() & 1023) == 0 && Deadline::clock::now() >= *until) late = true;
+      return out.size() < cap && !late;
     });
-  if (out.size() == kMaxMaterialized && budget > kMaxMaterialized)
+  if (!late && out.size() == kMaxMaterialized && budget > kMaxMaterialized)
     throw UsageError("the space for " + p.key() + " has more than " + std::to_string(kMaxMaterialized) +
                      " valid configs: narrow it with --restrict FILE or bound it with --budget-evals N");
   return out;
 }
 
-std::vector<Candidate> random(const std::vector<Family>& families, const Problem& p, const DeviceInfo& d,
-                              size_t budget, uint64_t seed) {
-  const size_t want = std::min(budget, kMaxMaterialized);
-  std::vector<std::vector<Config>> per(families.size());
-  for (size_t f = 0; f < families.size(); ++f) per[f] = families[f].sample(p, d, want, seed + 7919 * f);
-  // Interleave families so that a budget cut short still covers all of them.
-  std::vector<Candidate> out;
-  for (size_t i = 0; out.size() < want; ++i) {
-    bool any = false;
-    for (size_t f = 0; f < families.size() && out.size() < want; ++f)
-      if (i < per[f].size()) {
-        out.push_back({f, per[f][i]});
-        any = true;
-      }
-    if (!any) break;
+// Random over several families: seeds first (where valid for the first family), then the families
+// interleaved one config each, so that a budget cut short still covers all of them. Each family's
+// configs come in batches of Family::sample (uniform without repeats; later batches skip what was
+// proposed), drawn when needed rather than all at the start: under a time budget the budget of
+// proposals is large (20000) and drawing it whole could take longer than the time itself.
+class RandomStrategy : public Strategy {
+ public:
+  RandomStrategy(std::vector<Family> families, Problem p, DeviceInfo d, size_t budget, uint64_t seed,
+                 const std::vector<Config>& seeds, std::optional<Deadline> until)
+      : families_(std::move(families)), p_(std::move(p)), d_(std::move(d)), budget_(budget), seed_(seed),
+        until_(until), queues_(families_.size()), draws_(families_.size(), 0), done_(families_.size(), false) {
+    for (const auto& s : seeds)
+      if (!families_.empty() && families_[0].valid(s, p_, d_) && taken_.insert(key(0, s)).second) seeds_.push_back(s);
   }
-  return out;
-}
+
+  std::optional<Candidate> next() override {
+    if (proposed_ >= budget_) return std::nullopt;
+    if (!seeds_.empty()) {
+      Config c = std::move(seeds_.front());
+      seeds_.pop_front();
+      ++proposed_;
+      return Candidate{0, std::move(c)};
+    }
+    for (size_t tries = 0; tries < families_.size(); ++tries) {
+      const size_t f = turn_;
+      turn_ = (turn_ + 1) % families_.size();
+      if (auto c = take(f)) {
+        ++proposed_;
+        return Candidate{f, std::move(*c)};
+      }
+    }
+    return std::nullopt;
+  }
+
+ private:
+  static std::string key(size_t f, const Config& c) { return std::to_string(f) + c.to_json(); }
+
+  std::optional<Config> take(size_t f) {
+    while (!done_[f]) {
+      while (!queues_[f].empty()) {
+        Config c = std::move(queues_[f].front());
+        queues_[f].pop_front();
+        if (taken_.insert(key(f, c)).second) return c;
+      }
+      if (until_ && Deadline::clock::now() >= *until_) return std::nullopt;
+      // The first draw of family f is the sample the list-making random strategy drew (same seed,
+      // same size while the budget fits one batch), so seeded runs repeat.
+      const size_t n = std::min<size_t>(budget_, kMaxBatch);
+      const auto batch = families_[f].sample(p_, d_, n, seed_ + 7919 * f + 104729 * draws_[f]++, until_);
+      size_t fresh = 0;
+      for (const auto& c : batch)
+        if (!taken_.count(key(f, c))) queues_[f].push_back(c), ++fresh;
+      // A batch with nothing new: the space is used up (a space no larger than the batch comes
+      // back whole every time).
+      if (fresh == 0) done_[f] = true;
+    }
+    return std::nullopt;
+  }
+
+  static constexpr size_t kMaxBatch = 1024;
+  std::vector<Family> families_;
+  Problem p_;
+  DeviceInfo d_;
+  size_t budget_;
+  uint64_t seed_;
+  std::optional<Deadline> until_;
+  std::deque<Config> seeds_;
+  std::vector<std::deque<Config>> queues_;
+  std::vector<uint64_t> draws_;
+  std::vector<bool> done_;
+  std::unordered_set<std::string> taken_;
+  size_t turn_ = 0, proposed_ = 0;
+};
 
 // Seeds first, then the list without them.
 std::vector<Candidate> seeded(std::vector<Candidate> list, const std::vector<Config>& seeds,
@@ -400,8 +471,9 @@ class Owning : public Strategy {
 
 } // namespace
 
-std::unique_ptr<SearchSpace> family_space(const Family& f, const Problem& p, const DeviceInfo& d) {
-  return std::make_unique<FamilySpace>(f, p, d);
+std::unique_ptr<SearchSpace> family_space(const Family& f, const Problem& p, const DeviceInfo& d,
+                                          std::optional<Deadline> until) {
+  return std::make_unique<FamilySpace>(f, p, d, until);
 }
 
 std::unique_ptr<SearchSpace> list_space(std::vector<Family::Param> params, std::vector<Config> configs) {
@@ -431,14 +503,15 @@ std::unique_ptr<Strategy> make_space_strategy(const std::string& name, const Sea
 
 std::unique_ptr<Strategy> make_strategy(const std::string& name, const std::vector<Family>& families,
                                         const Problem& p, const DeviceInfo& d, size_t budget, uint64_t seed,
-                                        const std::vector<Config>& seeds) {
+                                        const std::vector<Config>& seeds, std::optional<Deadline> until) {
   auto valid0 = [&](const Config& c) { return !families.empty() && families[0].valid(c, p, d); };
-  if (name == "exhaustive") return std::make_unique<ListStrategy>(seeded(exhaustive(families, p, d, budget), seeds, valid0, budget));
-  if (name == "random") return std::make_unique<ListStrategy>(seeded(random(families, p, d, budget, seed), seeds, valid0, budget));
+  if (name == "exhaustive")
+    return std::make_unique<ListStrategy>(seeded(exhaustive(families, p, d, budget, until), seeds, valid0, budget));
+  if (name == "random") return std::make_unique<RandomStrategy>(families, p, d, budget, seed, seeds, until);
   if (std::find(strategy_names().begin(), strategy_names().end(), name) == strategy_names().end())
     throw UsageError("unknown strategy '" + name + "' (expected exhaustive, random, annealing, genetic or model)");
   if (families.size() != 1) throw UsageError("strategy " + name + " tunes one family at a time; give one --family");
-  return std::make_unique<Owning>(family_space(families[0], p, d), name, budget, seed, seeds);
+  return std::make_unique<Owning>(family_space(families[0], p, d, until), name, budget, seed, seeds);
 }
 
 } // namespace ktune

@@ -1,6 +1,7 @@
 // Search strategies: which config to evaluate next. A strategy proposes configs of one search
 // space and is told each result; it never proposes a config twice.
 #pragma once
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <random>
@@ -37,7 +38,11 @@ class SearchSpace {
   virtual const std::vector<Config>& all() const = 0;
 };
 
-std::unique_ptr<SearchSpace> family_space(const Family& f, const Problem& p, const DeviceInfo& d);
+// A deadline a strategy's own work stops at (sampling a sparse space can take seconds).
+using Deadline = std::chrono::steady_clock::time_point;
+
+std::unique_ptr<SearchSpace> family_space(const Family& f, const Problem& p, const DeviceInfo& d,
+                                          std::optional<Deadline> until = std::nullopt);
 std::unique_ptr<SearchSpace> list_space(std::vector<Family::Param> params, std::vector<Config> configs);
 
 // Exhaustive and random materialise at most this many candidates per problem.
@@ -52,9 +57,10 @@ std::unique_ptr<Strategy> make_space_strategy(const std::string& name, const Sea
 
 // The tuner's entry point. exhaustive and random accept several families (exhaustive walks them
 // in order and refuses spaces over kMaxMaterialized without a budget; random interleaves them);
-// annealing, genetic and model need exactly one.
+// annealing, genetic and model need exactly one. With `until`, listing and sampling stop at that
+// time (the tuner's --budget-seconds deadline): the strategy then offers what it has.
 std::unique_ptr<Strategy> make_strategy(const std::string& name, const std::vector<Family>& families,
                                         const Problem& p, const DeviceInfo& d, size_t budget, uint64_t seed,
-                                        const std::vector<Config>& seeds = {});
+                                        const std::vector<Config>& seeds = {}, std::optional<Deadline> until = std::nullopt);
 
 } // namespace ktune

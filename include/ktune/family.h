@@ -9,6 +9,7 @@
 //    .kernels([](const Config& c, const Problem& p) { return std::vector<std::string>{...}; })
 //    .launch([](const Config& c, const Problem& p) { return LaunchPlan{...}; });
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -254,8 +255,11 @@ class Family {
   void enumerate(const Problem& p, const DeviceInfo& d, const std::function<bool(const Config&)>& visit) const;
   uint64_t count(const Problem& p, const DeviceInfo& d) const;
   // n distinct valid configs drawn uniformly at random (fewer if the space is smaller); the same
-  // seed gives the same sample.
-  std::vector<Config> sample(const Problem& p, const DeviceInfo& d, size_t n, uint64_t seed) const;
+  // seed gives the same sample. With `until`, drawing stops at that time with what it has (a
+  // sparse space's sample enumerates the whole space, seconds for gemm_wgmma's): the tuner's
+  // time budget covers its strategies' own work.
+  std::vector<Config> sample(const Problem& p, const DeviceInfo& d, size_t n, uint64_t seed,
+                             std::optional<std::chrono::steady_clock::time_point> until = std::nullopt) const;
 
   // Instantiations and geometry for a valid config. kernel_names()[i] is a C++ name expression
   // NVRTC resolves, e.g. "gemm_simt<128,128,8,...>".

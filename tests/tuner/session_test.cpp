@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <algorithm>
@@ -379,3 +380,27 @@ INSTANTIATE_TEST_SUITE_P(
                       OpCase{"softmax_stream", "softmax", "8x32000", DType::f32, R"(\"VEC\":1,)", R"(\"THREADS\":1024)",
                              R"(\"THREADS\":64})", R"(\"VEC\":2,)"}),
     [](const ::testing::TestParamInfo<OpCase>& i) { return std::string(i.param.op); });
+
+// --budget-seconds is wall time per problem, compiles (NVRTC, real here) and the strategy's own
+// work included: a bf16 run over three families with the model strategy ends within
+// P x budget + 10 % (and a second for the baseline readings a problem takes).
+TEST(Session, TimeBudgetHoldsForEveryFamilyWithTheModelStrategy) {
+  const std::string db = fresh_db("seconds-model.db");
+  auto o = options(db, script(""), 0);
+  o.budget_evals.reset();
+  o.budget_seconds = 4.0;
+  o.timeout_s = 30;
+  o.strategy = "model";
+  o.families = {find_family("gemm_tc16"), find_family("gemm_skinny16"), find_family("gemm_wgmma")};
+  o.problems = {GemmProblem::parse("2048x4096x4096", "NN", DType::bf16), GemmProblem::parse("16x4096x4096", "NN", DType::bf16),
+                GemmProblem::parse("777x3584x18944", "NN", DType::bf16)};
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto r = tune(o);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (const auto& p : r.problems) {
+    std::cout << "[ ktune    ] " << p.problem.key() << ": " << p.wall_s << " s, " << count(p, TrialStatus::ok) << " ok, compile "
+              << p.compile_s << " s\n";
+    EXPECT_LE(p.wall_s, 1.1 * *o.budget_seconds) << p.problem.key();
+  }
+  EXPECT_LE(wall, 1.1 * 3 * *o.budget_seconds + 1.0);
+}
