@@ -1,4 +1,4 @@
-"""Host cost of one row-op call from Python: ktune's wrapper and runtime beside PyTorch's eager op.
+"""Host cost of one row-op or GEMM call from Python: ktune's wrapper and runtime beside PyTorch's eager op.
 
 A small problem (the kernel takes a few microseconds) is called N times back to back and the wall
 time divided by N, after warm-up; the GPU runs far ahead only if the host is the bottleneck, so this
@@ -42,8 +42,11 @@ def main():
     x = torch.randn(1, 4096, device="cuda", dtype=torch.bfloat16)
     w = torch.rand(4096, device="cuda", dtype=torch.bfloat16) + 0.5
     b = torch.rand(4096, device="cuda", dtype=torch.bfloat16) - 0.5
+    ga = torch.randn(512, 512, device="cuda", dtype=torch.bfloat16)
+    gb = torch.randn(512, 512, device="cuda", dtype=torch.bfloat16)
     cases = [
         ("rmsnorm bf16 1x4096", lambda: ktune.rms_norm(x, w, eps=1e-6), lambda: F.rms_norm(x, (4096,), w, 1e-6)),
+        ("gemm bf16 512x512x512", lambda: ktune.gemm(ga, gb), lambda: torch.matmul(ga, gb)),
         ("layernorm bf16 1x4096", lambda: ktune.layer_norm(x, w, b), lambda: F.layer_norm(x, (4096,), w, b)),
         ("softmax bf16 1x4096", lambda: ktune.softmax(x), lambda: torch.softmax(x, -1)),
     ]

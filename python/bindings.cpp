@@ -49,6 +49,30 @@ py::dict selection_dict(const ktune::GemmProblem& p, const std::string& arch, co
 
 } // namespace
 
+// A problem fixed once and called many times: the Python fast paths (ktune.gemm and the row ops)
+// keep one per shape, dtype, strides and scalar, so that a call passes pointers and a stream only:
+// no strings to convert, no Problem to build and validate again. The runtime it was made by is
+// kept alive with it.
+struct GemmCall {
+  py::object owner;
+  ktune::Runtime* rt;
+  ktune::GemmProblem p;
+};
+struct RowsCall {
+  py::object owner;
+  ktune::Runtime* rt;
+  ktune::Problem p;
+};
+
+ktune::Problem make_rows_problem(const std::string& op, const std::string& dtype, int64_t rows, int64_t cols, int64_t ldx,
+                                 int64_t ldy, double scalar) {
+  ktune::Problem p = ktune::Problem::make(op, {rows, cols}, "", ktune::parse_dtype(dtype));
+  p.ld = {ldx ? ldx : cols, ldy ? ldy : cols};
+  for (const auto& [name, dflt] : ktune::op_info(op).scalars) p.scalars[name] = scalar;
+  ktune::validate(p);
+  return p;
+}
+
 PYBIND11_MODULE(_ktune, m) {
   m.doc() = "ktune's C++ runtime (include/ktune/runtime.h); use the ktune package, not this module";
   m.attr("__version__") = KTUNE_VERSION;
@@ -155,10 +179,7 @@ PYBIND11_MODULE(_ktune, m) {
           [](ktune::Runtime& rt, const std::string& op, const std::string& dtype, int64_t rows, int64_t cols, uintptr_t x,
              int64_t ldx, uintptr_t y, int64_t ldy, uintptr_t weight, uintptr_t bias, double scalar, uintptr_t stream) {
             if (rows == 0 || cols == 0) return;
-            ktune::Problem p = ktune::Problem::make(op, {rows, cols}, "", ktune::parse_dtype(dtype));
-            p.ld = {ldx ? ldx : cols, ldy ? ldy : cols};
-            for (const auto& [name, dflt] : ktune::op_info(op).scalars) p.scalars[name] = scalar;
-            ktune::validate(p);
+            const ktune::Problem p = make_rows_problem(op, dtype, rows, cols, ldx, ldy, scalar);
             py::gil_scoped_release nogil;
             rt.rows(p, reinterpret_cast<const void*>(x), reinterpret_cast<void*>(y), reinterpret_cast<const void*>(weight),
                     reinterpret_cast<const void*>(bias), reinterpret_cast<CUstream>(stream));
@@ -166,7 +187,45 @@ PYBIND11_MODULE(_ktune, m) {
           py::arg("op"), py::arg("dtype"), py::arg("rows"), py::arg("cols"), py::arg("x"), py::arg("ldx"), py::arg("y"),
           py::arg("ldy"), py::arg("weight") = 0, py::arg("bias") = 0, py::arg("scalar") = 1.0, py::arg("stream") = 0,
           "A row op (softmax, layernorm, rmsnorm) on rows x cols, row strides ldx / ldy in elements; scalar is softmax's "
-          "scale or the norms' eps; weight / bias device pointers or 0.");
+          "scale or the norms' eps; weight / bias device pointers or 0.")
+      .def(
+          "gemm_call",
+          [](py::object self, int64_t mm, int64_t n, int64_t k, const std::string& dtype, const std::string& layout,
+             int64_t lda, int64_t ldb, int64_t ldc) {
+            if (mm <= 0 || n <= 0) throw ktune::UsageError("gemm_call needs m, n > 0");
+            return GemmCall{self, self.cast<ktune::Runtime*>(), make_problem(mm, n, k, dtype, layout, lda, ldb, ldc)};
+          },
+          py::arg("m"), py::arg("n"), py::arg("k"), py::arg("dtype"), py::arg("layout"), py::arg("lda"), py::arg("ldb"),
+          py::arg("ldc"), "gemm() with the problem fixed: call it with (a, b, c, alpha, beta, stream).")
+      .def(
+          "rows_call",
+          [](py::object self, const std::string& op, const std::string& dtype, int64_t rows, int64_t cols, int64_t ldx,
+             int64_t ldy, double scalar) {
+            if (rows <= 0 || cols <= 0) throw ktune::UsageError("rows_call needs rows, cols > 0");
+            return RowsCall{self, self.cast<ktune::Runtime*>(), make_rows_problem(op, dtype, rows, cols, ldx, ldy, scalar)};
+          },
+          py::arg("op"), py::arg("dtype"), py::arg("rows"), py::arg("cols"), py::arg("ldx"), py::arg("ldy"),
+          py::arg("scalar"), "rows() with the problem fixed: call it with (x, y, weight, bias, stream).");
+
+  py::class_<GemmCall>(m, "GemmCall")
+      .def("__call__",
+           [](const GemmCall& g, uintptr_t a, uintptr_t b, uintptr_t c, float alpha, float beta, uintptr_t stream) {
+             if (!c) throw ktune::UsageError("C is a null pointer");
+             if (g.p.k > 0 && alpha != 0.0f && (!a || !b)) throw ktune::UsageError("A or B is a null pointer");
+             py::gil_scoped_release nogil;
+             g.rt->gemm_ex(g.p, reinterpret_cast<const void*>(a), reinterpret_cast<const void*>(b),
+                           reinterpret_cast<void*>(c), alpha, beta, reinterpret_cast<CUstream>(stream));
+           })
+      .def_property_readonly("key", [](const GemmCall& g) { return g.p.key(); });
+  py::class_<RowsCall>(m, "RowsCall")
+      .def("__call__",
+           [](const RowsCall& r, uintptr_t x, uintptr_t y, uintptr_t weight, uintptr_t bias, uintptr_t stream) {
+             py::gil_scoped_release nogil;
+             r.rt->rows(r.p, reinterpret_cast<const void*>(x), reinterpret_cast<void*>(y),
+                        reinterpret_cast<const void*>(weight), reinterpret_cast<const void*>(bias),
+                        reinterpret_cast<CUstream>(stream));
+           })
+      .def_property_readonly("key", [](const RowsCall& r) { return r.p.key(); });
 
   m.def(
       "problem_key",

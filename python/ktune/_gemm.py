@@ -3,6 +3,7 @@
 import sys
 
 from . import _ktune
+from . import _runtime
 from ._runtime import runtime
 
 _TORCH_DTYPES = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}
@@ -65,9 +66,25 @@ def _as_torch(x, name):
                "objects with only __dlpack__ need PyTorch installed" % (name, type(x).__name__))
 
 
-def _torch_gemm(a, b, out, alpha, beta):
+_fast = None  # (torch, Tensor type, raw stream getter, current device getter) once torch is in
+
+
+def _fast_state():
+    global _fast
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return ()  # not kept: torch may be imported later
+
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    get_device = getattr(torch._C, "_cuda_getDevice", None)
+    _fast = (torch, torch.Tensor, raw, get_device) if raw and get_device else ()
+    return _fast
+
+
+def _torch_gemm(a, b, out, alpha, beta, key=None):
     import torch
 
+    a_given, b_given = a, b
     m, n, k = _check_shapes(a.shape, b.shape, None if out is None else out.shape)
     for name, x in (("a", a), ("b", b), ("out", out)):
         if x is not None and x.dtype not in (torch.float32, torch.bfloat16, torch.float16):
@@ -102,9 +119,17 @@ def _torch_gemm(a, b, out, alpha, beta):
     if lb is None:
         b = b.contiguous()
         lb = ("N", max(n, 1))
+    current = torch.cuda.current_device()
+    index = device.index if device.index is not None else current
+    if index == current and key is not None and a_given is a and b_given is b and _fast:
+        # Called through a prepared handle from now on (gemm's fast path): a and b needed no copy.
+        call = runtime(device=index).gemm_call(m, n, k, dtype, la[0] + lb[0], la[1], lb[1], ldc)
+        _runtime.remember_call(key, (call, (m, n), index))
+        call(a.data_ptr(), b.data_ptr(), out.data_ptr(), float(alpha), float(beta), _fast[2](index))
+        return out
     with torch.cuda.device(device):
         stream = torch.cuda.current_stream(device).cuda_stream
-        runtime(device=device.index if device.index is not None else torch.cuda.current_device()).gemm(
+        runtime(device=index).gemm(
             m, n, k, dtype, la[0] + lb[0], a.data_ptr(), la[1], b.data_ptr(), lb[1], out.data_ptr(), ldc,
             float(alpha), float(beta), stream)
     return out
@@ -196,6 +221,18 @@ def gemm(a, b, out=None, alpha=1.0, beta=0.0):
     objects with only __dlpack__ go through torch.from_dlpack. Not differentiable: use
     torch.ops.ktune.gemm for autograd and torch.compile.
     """
+    # The fast path: a problem seen before (dtypes, shapes, strides and device of a and b; a new
+    # out; beta 0) is called through its prepared handle with pointers and the stream only. The
+    # checks of the full path below hold for it: all of that is in the key.
+    fast = _fast if _fast is not None else _fast_state()
+    if fast and out is None and beta == 0 and type(a) is fast[1] and type(b) is fast[1] and alpha.__class__ in (float, int):
+        key = ("gemm", a.dtype, b.dtype, a.shape, b.shape, a.stride(), b.stride(), a.device, b.device)
+        hit = _runtime.calls.get(key)
+        if hit is not None and fast[3]() == hit[2]:
+            c = fast[0].empty(hit[1], dtype=a.dtype, device=a.device)
+            hit[0](a.data_ptr(), b.data_ptr(), c.data_ptr(), alpha, 0.0, fast[2](hit[2]))
+            return c
+        return _torch_gemm(a, b, None, alpha, beta, key)
     if isinstance(alpha, complex) or isinstance(beta, complex):
         raise _err("alpha and beta must be real")
     args = (a, b) if out is None else (a, b, out)

@@ -17,6 +17,20 @@ _runtimes = {}
 # Runtimes replaced by configure(): kept alive, since another thread may still be launching on
 # one (the C++ Runtime must not be destroyed while calls are in flight).
 _retired = []
+# Prepared calls (Runtime.gemm_call / rows_call handles) of the fast paths in _gemm.py and _rows.py,
+# keyed by everything that fixes a problem (op, dtype, shape, strides, device, scalars). Each holds
+# the runtime it was made by, so it is emptied whenever the runtimes are replaced.
+calls = {}
+_MAX_CALLS = 4096
+
+
+def remember_call(key, value):
+    """Keeps a prepared call for key (at most _MAX_CALLS: a process cycling through shapes does
+    not grow without bound)."""
+    with _lock:
+        if len(calls) >= _MAX_CALLS:
+            calls.clear()
+        calls[key] = value
 
 
 def dtype_name(dtype):
@@ -74,6 +88,7 @@ def configure(db=None, tables=None, tf32x3=None, measure_untuned=None, cubin_cac
             _options["cubin_cache_max_mb"] = int(cubin_cache_max_mb)
         _retired.extend(_runtimes.values())
         _runtimes.clear()
+        calls.clear()
         return dict(_options)
 
 
@@ -82,6 +97,7 @@ def reload():
     with _lock:
         _retired.extend(_runtimes.values())
         _runtimes.clear()
+        calls.clear()
 
 
 def runtime(device=None, arch=None):

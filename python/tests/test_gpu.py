@@ -258,3 +258,43 @@ def test_row_ops_take_strided_3d_and_empty_inputs():
     for shape in [(0, 8), (3, 0), (2, 0, 5)]:
         e = torch.empty(shape, device="cuda", dtype=torch.float16)
         assert ktune.rms_norm(e).shape == e.shape
+
+
+def test_repeated_calls_take_the_prepared_path_and_stay_right():
+    """The second call of a problem goes through its prepared handle (ktune._runtime.calls): it must
+    compute on the new inputs, on the current stream, and still refuse what the first call would."""
+    import torch
+    from ktune import _runtime
+    ktune.reload()
+    for dtype in (torch.float32, torch.bfloat16):
+        for seed in (1, 2, 3):  # three calls of one problem, new data each time
+            a, b = inputs(200, 96, 80, dtype, seed)
+            c = ktune.gemm(a, b, alpha=0.5)
+            torch.cuda.synchronize()
+            check(c, a, b, alpha=0.5)
+    assert any(k[0] == "gemm" for k in _runtime.calls), "no prepared GEMM call was kept"
+    g = torch.Generator(device="cuda").manual_seed(3)
+    for seed in range(3):
+        x = (torch.rand((5, 3, 1000), device="cuda", generator=g) * 6 - 3).to(torch.bfloat16)
+        w = (torch.rand(1000, device="cuda", generator=g) + 0.5).to(torch.bfloat16)
+        s = torch.cuda.Stream()
+        with torch.cuda.stream(s):
+            y = ktune.rms_norm(x, w, eps=1e-6)
+        s.synchronize()
+        ref = _row_reference("rmsnorm", x, w, None, 1e-6)
+        assert (y.double() - ref).norm().item() <= (2.0 ** -8 + 1e-5) * ref.norm().item()
+    assert any(k[0] == "rmsnorm" for k in _runtime.calls), "no prepared row call was kept"
+    # What the full path refuses, the prepared one refuses too: a weight of another dtype or length.
+    with pytest.raises(ktune.UsageError, match="weight must be"):
+        ktune.rms_norm(x, w.float(), eps=1e-6)
+    with pytest.raises(ktune.UsageError, match="weight must be"):
+        ktune.rms_norm(x, w[:999], eps=1e-6)
+    # A strided weight of the right length is copied, not read with the wrong stride.
+    w2 = torch.stack([w, w], 1)[:, 0]
+    assert w2.stride() == (2,)
+    y2 = ktune.rms_norm(x, w2, eps=1e-6)
+    torch.cuda.synchronize()
+    ref = _row_reference("rmsnorm", x, w, None, 1e-6)
+    assert (y2.double() - ref).norm().item() <= (2.0 ** -8 + 1e-5) * ref.norm().item()
+    ktune.reload()
+    assert not _runtime.calls, "reload() must drop the prepared calls of the runtimes it replaces"
