@@ -43,7 +43,7 @@ ktune::GemmProblem make_problem(int64_t m, int64_t n, int64_t k, const std::stri
 }
 
 // The fields of `ktune query --json` (one serialization, tuner/json_io.h), as Python objects.
-py::dict selection_dict(const ktune::GemmProblem& p, const std::string& arch, const ktune::Selection& s) {
+py::dict selection_dict(const ktune::Problem& p, const std::string& arch, const ktune::Selection& s) {
   return py::module_::import("json").attr("loads")(ktune::selection_to_json(p, arch, s).dump());
 }
 
@@ -156,6 +156,22 @@ PYBIND11_MODULE(_ktune, m) {
           },
           py::arg("m"), py::arg("n"), py::arg("k"), py::arg("dtype") = "f32", py::arg("layout") = "NN",
           py::arg("lda") = 0, py::arg("ldb") = 0, py::arg("ldc") = 0)
+      .def(
+          "best_config_rows",
+          [](const ktune::Runtime& rt, const std::string& op, int64_t rows, int64_t cols, const std::string& dtype) {
+            if (ktune::op_info(op).row_op < 0)
+              throw ktune::UsageError("best_config_rows: '" + op + "' is not a row op (softmax, layernorm, rmsnorm)");
+            const ktune::Problem p = make_rows_problem(op, dtype, rows, cols, 0, 0, ktune::op_info(op).scalars.empty()
+                                                                                       ? 0.0
+                                                                                       : ktune::op_info(op).scalars[0].second);
+            ktune::Selection s;
+            {
+              py::gil_scoped_release nogil;
+              s = rt.best_config(p);
+            }
+            return selection_dict(p, rt.arch(), s);
+          },
+          py::arg("op"), py::arg("rows"), py::arg("cols"), py::arg("dtype") = "f32")
       .def(
           "gemm",
           [](ktune::Runtime& rt, int64_t mm, int64_t n, int64_t k, const std::string& dtype, const std::string& layout,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds ktune and runs every test. Only GPU tests (names contain "Gpu") may skip, and only on a
+# Builds ktune and runs the tests (the slow label too with KTUNE_TEST_SLOW=1). Only GPU tests (names contain "Gpu") may skip, and only on a
 # machine without a GPU; a suite that cannot run (no Python interpreter to build the package with,
 # no pytest, no Chromium, no PyPI for the pip install) fails.
 set -euo pipefail
@@ -12,7 +12,13 @@ pyexe=$(bash tools/find-python.sh)
 py=(-DKTUNE_PYTHON=ON "-DPython_EXECUTABLE=$pyexe" "-Dpybind11_DIR=$("$pyexe" -m pybind11 --cmakedir)")
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "${py[@]}" >/dev/null
 cmake --build build -j "$(nproc)"
-ctest --test-dir build --output-on-failure -j "$(nproc)" | tee build/ctest-output.txt
+# The slow label (the NVRTC sweeps and the pip install from PyPI, tests/CMakeLists.txt) runs only
+# with KTUNE_TEST_SLOW=1, as CI does.
+slow=(-LE slow)
+[ "${KTUNE_TEST_SLOW:-0}" = 1 ] && slow=()
+start=$(date +%s)
+ctest --test-dir build --output-on-failure -j "$(nproc)" "${slow[@]}" | tee build/ctest-output.txt
+echo "test.sh: ctest took $(( $(date +%s) - start )) s after the build${slow:+ (label slow left out: KTUNE_TEST_SLOW=1 runs it)}"
 
 # The Python suite's own report (ctest shows a passing test's output nowhere else): its skips and
 # its count. No count means pytest did not run its tests.

@@ -123,16 +123,29 @@ def runtime(device=None, arch=None):
         return _runtimes.setdefault(key, made)
 
 
-def best_config(m, n, k, dtype="f32", layout="NN", arch=None, device=None):
-    """What ktune runs for C (m x n) = A (m x k) B (k x n): a dict with provenance (exact, nearest,
-    default_config, cublas), family, config (parameter -> value), source, tuned_problem, why,
-    candidates, recorded times, ... (include/ktune/runtime.h, Selection; `ktune query --json`).
+_ROW_OPS = ("softmax", "layernorm", "rmsnorm")
+
+
+def best_config(m, n, k=None, dtype="f32", layout="NN", arch=None, device=None, op="gemm"):
+    """What ktune runs for C (m x n) = A (m x k) B (k x n), or with op='softmax', 'layernorm' or
+    'rmsnorm' for a row op over m rows of n columns (no k, no layout): a dict with provenance
+    (exact, nearest, default_config, cublas), family, config (parameter -> value), source,
+    tuned_problem, why, candidates, recorded times, ... (include/ktune/runtime.h, Selection;
+    `ktune query --json`).
 
     arch ('sm_90', ...) answers for that arch from the shipped tables and your database without a
     GPU; otherwise the GPU `device` (default 0) is asked. layout: 'NN', 'NT', 'TN' or 'TT' (A, B
     row-major N or column-major T).
     """
-    for name, v in (("m", m), ("n", n), ("k", k)):
+    if op not in ("gemm",) + _ROW_OPS:
+        raise _ktune.UsageError("best_config: op must be gemm, softmax, layernorm or rmsnorm (got %r)" % (op,))
+    dims = (("m", m), ("n", n), ("k", k)) if op == "gemm" else (("m (rows)", m), ("n (columns)", n))
+    if op != "gemm" and k is not None:
+        raise _ktune.UsageError("best_config: %s has rows and columns only (m, n); k must be left out" % op)
+    for name, v in dims:
         if isinstance(v, bool) or not isinstance(v, int) and not hasattr(v, "__index__"):
             raise _ktune.UsageError("best_config: %s must be an integer (got %r)" % (name, v))
-    return runtime(device=device, arch=arch).best_config(int(m), int(n), int(k), dtype_name(dtype), str(layout))
+    rt = runtime(device=device, arch=arch)
+    if op != "gemm":
+        return rt.best_config_rows(op, int(m), int(n), dtype_name(dtype))
+    return rt.best_config(int(m), int(n), int(k), dtype_name(dtype), str(layout))

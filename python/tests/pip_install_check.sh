@@ -32,3 +32,7 @@ cli = find_cli()
 assert cli.startswith(os.path.dirname(ktune.__file__)), cli  # the program installed in the package
 print("best_config:", s["provenance"], s["family"], "| tune drives", cli)
 PY
+# pip puts the program on PATH (the venv's bin): it answers as the package's own does.
+"$work/venv/bin/ktune" --version | tee "$work/cli-version.txt"
+grep -q "0.1.0" "$work/cli-version.txt"
+"$work/venv/bin/ktune" space --family gemm_naive --problem 64x64x64 >/dev/null

@@ -269,3 +269,18 @@ def test_configure_cubin_cache(tmp_path):
     finally:
         ktune.configure(cubin_cache=ktune.DEFAULT_CUBIN_CACHE)
         ktune._runtime._options["cubin_cache_max_mb"] = None  # configure() has no "back to the default" limit
+
+
+def test_best_config_answers_for_every_op():
+    """best_config(op=...) asks about the row ops too (rows, columns; no k, no layout), from the
+    shipped tables, without a GPU; a wrong op or a k for a row op is a UsageError."""
+    for op in ("softmax", "layernorm", "rmsnorm"):
+        s = ktune.best_config(16, 4096, op=op, dtype="bf16", arch="sm_90")
+        assert s["problem"] == "%s/bf16/16x4096/a16" % op, s
+        assert s["family"].startswith(op + "_"), s
+        assert s["provenance"] in ("exact", "nearest", "default_config"), s
+    assert ktune.best_config(1024, 1024, 1024, arch="sm_90")["problem"] == "gemm/f32/NN/1024x1024x1024/a16"
+    with pytest.raises(ktune.UsageError, match="k must be left out"):
+        ktune.best_config(16, 4096, 8, op="softmax", arch="sm_90")
+    with pytest.raises(ktune.UsageError, match="op must be gemm, softmax, layernorm or rmsnorm"):
+        ktune.best_config(16, 4096, op="attention", arch="sm_90")
