@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup-deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j "$(nproc)"
+# Only what this script runs: the ktune program (the tests, benches and examples are tools/test.sh's).
+cmake --build build --target ktune_cli -j "$(nproc)"
 if ! ./build/ktune devices; then
   echo
   echo "quickstart: no GPU here, so nothing can be tuned. What works without one:"
@@ -19,7 +20,7 @@ if ! ./build/ktune devices; then
   echo "quickstart: and with the opt-in FP32-on-tensor-cores table (configs/tables/sm_90-tf32x3.json):"
   ./build/ktune query --arch sm_90 --problem 4096x4096x4096 --tf32x3
   echo
-  echo "quickstart: and in BF16, from the shipped half-precision table (configs/tables/sm_90-half.json):"
+  echo "quickstart: and in BF16, from the shipped half-precision tables (configs/tables/sm_90-half*.json; the answer names its table):"
   ./build/ktune query --arch sm_90 --problem 2999x2999x2999 --dtype bf16
   exit 0
 fi

@@ -40,6 +40,15 @@ if(PKG_CONFIG)
   if(NOT last_out MATCHES "-lktune" OR NOT last_out MATCHES "/include")
     message(FATAL_ERROR "pkg-config --cflags --libs ktune printed: ${last_out}")
   endif()
+  # A program built with those flags alone runs without LD_LIBRARY_PATH (the .pc's rpath).
+  separate_arguments(pc_flags UNIX_COMMAND "${last_out}")
+  find_program(CXX NAMES c++ g++ REQUIRED)
+  run("building with pkg-config's flags" ${CXX} -std=c++20 -O1 "${SOURCE_DIR}/tests/package/consumer.cc" ${pc_flags}
+      -o "${WORK_DIR}/pc_consumer")
+  run("running the pkg-config build" ${CMAKE_COMMAND} -E env --unset=LD_LIBRARY_PATH "${WORK_DIR}/pc_consumer")
+  if(NOT last_out MATCHES "choice (nearest|exact|cublas) gemm_skinny")
+    message(FATAL_ERROR "pc_consumer printed:\n${last_out}")
+  endif()
 endif()
 # Leave nothing behind on success: the build folder travels to the GPU machine, which caps its size.
 file(REMOVE_RECURSE "${WORK_DIR}")
