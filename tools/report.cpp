@@ -62,8 +62,10 @@ std::string fmt(const char* f, ...) {
 std::string px(double v) { return fmt("%.2f", v); }
 std::string num(double v) { return fmt("%.4g", v); }
 
-// Okabe-Ito: distinguishable with the common colour-vision deficiencies.
-const char* const kPalette[] = {"#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#555555"};
+// Okabe-Ito's seven colours, then Paul Tol's muted set: sixteen, so that every family ktune has
+// (eleven GEMM and row families in a full run) keeps one colour of its own in every chart.
+const char* const kPalette[] = {"#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#882255",
+                                "#44AA99", "#117733", "#332288", "#AA4499", "#999933", "#661100", "#6699CC", "#888888"};
 const char* colour(size_t i) { return kPalette[i % (sizeof kPalette / sizeof kPalette[0])]; }
 
 // Seconds since the epoch of "YYYY-MM-DDTHH:MM:SS(.fff)Z" (or a space for the T); nullopt if not.
@@ -608,18 +610,42 @@ int run_report(const ReportOptions& o) {
     devices.insert(t.device_id);
   }
   const bool several_devices = devices.size() > 1;
+  // The shape first: labels are cut to fit beside a bar, and the shape is what tells bars apart.
   for (auto& r : runs) {
-    r.label = (r.problem.op == "gemm" ? "" : r.problem.op + " ") + to_string(r.problem.dtype) + " " +
-              (r.problem.layout.empty() ? "" : r.problem.layout + " ") + r.problem.shape_string();
-    if (several_devices) r.label = r.device_name + ": " + r.label;
+    r.label = r.problem.shape_string() + " " + to_string(r.problem.dtype) +
+              (r.problem.layout.empty() ? "" : " " + r.problem.layout) + (r.problem.op == "gemm" ? "" : " " + r.problem.op);
+    if (several_devices) {
+      std::string dev = r.device_name;
+      if (dev.rfind("NVIDIA ", 0) == 0) dev = dev.substr(7);
+      r.label += " @ " + dev;
+    }
   }
+  // One colour per family across every chart, in the order families first appear.
+  std::map<std::string, size_t> family_index;
+  for (const auto& t : rows) family_index.emplace(t.family, family_index.size());
+  const auto family_colour = [&](const std::string& f) {
+    const auto it = family_index.find(f);
+    return colour(it == family_index.end() ? family_index.size() : it->second);
+  };
 
   std::vector<Figure> figs;
   std::string html_conv;
 
-  // 1. Convergence per run, against the trial index and against seconds.
+  // 1. Convergence per run, against the trial index and against seconds. A run of one trial (an
+  // imported table's entry, a single config tried) has nothing to converge: such runs go into one
+  // table instead of a page of one-point plots.
+  std::string single_rows;
+  size_t singles = 0;
   for (size_t ri = 0; ri < runs.size(); ++ri) {
     const Run& r = runs[ri];
+    if (r.trials.size() <= 1) {
+      const TrialRow& t = *r.trials[0];
+      ++singles;
+      single_rows += "<tr><td>" + esc(r.key) + "</td><td>" + esc(r.device_name) + (r.imported ? " (imported)" : "") +
+                     "</td><td>" + esc(t.family) + "</td><td><code>" + esc(config_short(t.config_json)) + "</code></td><td>" +
+                     (is_ok(t) ? fmt("%.4g ms", t.median_ms) : std::string(to_string(t.status))) + "</td></tr>\n";
+      continue;
+    }
     bool wall = true;
     std::vector<double> at(r.trials.size());
     const auto t0 = parse_utc(r.trials[0]->created_at);
@@ -654,7 +680,7 @@ int run_report(const ReportOptions& o) {
       std::optional<double> overall;
       Series all{"all families (best so far)", "#444444", {}, false, true, true, true};
       for (size_t fi = 0; fi < fams.size(); ++fi) {
-        Series s{fams[fi], colour(fi), {}, true, true, true, false};
+        Series s{fams[fi], family_colour(fams[fi]), {}, true, true, true, false};
         std::optional<double> best;
         for (size_t i = 0; i < r.trials.size(); ++i) {
           const TrialRow& t = *r.trials[i];
@@ -685,6 +711,11 @@ int run_report(const ReportOptions& o) {
                                                : "The same against summed compile and benchmark seconds.",
                             true);
   }
+  if (singles)
+    html_conv += "<h3>Problems with one trial</h3>\n<p class=\"note\">" + std::to_string(singles) +
+                 " problem(s) with a single recorded trial: no search to plot.</p>\n<div class=\"scroll\"><table>"
+                 "<tr><th>problem</th><th>device</th><th>family</th><th>config</th><th>median</th></tr>\n" +
+                 single_rows + "</table></div>\n";
 
   // 2. ktune's best against cuBLAS.
   std::vector<Bar> ratio_bars;
@@ -751,7 +782,7 @@ int run_report(const ReportOptions& o) {
     auto it = fam_series.find(r.best->family);
     if (it == fam_series.end()) {
       it = fam_series.emplace(r.best->family, roof.series.size()).first;
-      roof.series.push_back({"best: " + r.best->family, colour(it->second), {}, true, false, false, false});
+      roof.series.push_back({"best: " + r.best->family, family_colour(r.best->family), {}, true, false, false, false});
     }
     roof.series[it->second].pts.push_back(
         {ai, tf,
@@ -815,11 +846,10 @@ int run_report(const ReportOptions& o) {
   std::vector<Bar> imp_bars;
   for (const auto& i : imps) {
     if (!i.estimable) continue;
-    const size_t fi = size_t(std::find(imp_fams.begin(), imp_fams.end(), i.family) - imp_fams.begin());
     imp_bars.push_back({i.family + " " + i.param,
                         fmt("%s %s: eps^2 %.3f, eta^2 %.3f (%zu values, %zu ok trials)", i.family.c_str(), i.param.c_str(),
                             i.eps2, i.eta2, i.k, i.n),
-                        colour(fi), i.eps2});
+                        family_colour(i.family), i.eps2});
   }
   figs.push_back(render_rows("importance", "importance.svg", "Parameter importance per family",
                              "share of the variance of log(time) explained by the parameter's value (bias-corrected)",
