@@ -8,6 +8,7 @@
 #include "ktune/device.h"
 #include "ktune/error.h"
 #include "ktune/family.h"
+#include "core/json_text.h"
 #include "core/text_file.h"
 
 namespace ktune {
@@ -42,6 +43,7 @@ double positive_number(const json& j, const char* name, const std::string& where
 // Parses text as a JSON object whose "schema" is exactly `schema`: the preamble of every
 // versioned file ktune reads.
 json parse_versioned(const std::string& text, const std::string& origin, const char* schema, const char* what) {
+  check_json_depth(text, origin);
   json j;
   try {
     j = json::parse(text);

@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/json_text.h"
 #include "db/store.h"
 #include "ktune/error.h"
 #include "ktune/gemm_problem.h"
@@ -377,6 +378,7 @@ bool is_ok(const TrialRow& t) { return t.status == TrialStatus::ok && t.median_m
 
 std::string config_short(const std::string& json) {
   try {
+    check_json_depth(json, "config");
     const auto j = nlohmann::json::parse(json);
     std::string s;
     for (const auto& [k, v] : j.items()) s += (s.empty() ? "" : " ") + k + "=" + v.dump();
