@@ -283,6 +283,7 @@ int64_t Store::problem_id(const Problem& p) {
 // The key names the problem (reads parse it back); the columns m, n, k hold the op's first three
 // dimensions (0 where it has fewer), for people who query the database with SQL.
 int64_t Store::problem_row(const Problem& p) {
+  validate_key(p); // a key no reader could parse back never enters the database
   Stmt ins(db_, "INSERT OR IGNORE INTO problems (key, op, dtype, layout, m, n, k, align) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
            path_);
   auto dim = [&](size_t i) { return i < p.dims.size() ? p.dims[i] : int64_t(0); };
