@@ -567,6 +567,7 @@ CLI::App* add_report_subcommand(CLI::App& app, ReportOptions& o) {
 }
 
 int run_report(const ReportOptions& o) {
+  if (o.out_dir.empty()) throw UsageError("--output: a folder for the report is needed, got an empty name");
   if (o.copy_tb_s && !(*o.copy_tb_s > 0 && std::isfinite(*o.copy_tb_s))) throw UsageError("--copy-tb-s must be positive");
   if (o.peak_tflops && !(*o.peak_tflops > 0 && std::isfinite(*o.peak_tflops)))
     throw UsageError("--peak-tflops must be positive");
