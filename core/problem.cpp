@@ -227,17 +227,26 @@ void validate(const Problem& p) {
 
 void validate_key(const Problem& p) {
   check_alignment_class(p, [&](const std::string& why) { throw UsageError("invalid " + p.op + " problem " + p.key() + ": " + why); });
-  Problem q = p;
+  // The problem as its least caller makes it: each leading dimension at its minimum, rounded up
+  // to what the class needs. A class no leading dimension within the op's limit allows (f32 a16
+  // at K = 2^31 - 1, NN) names a problem nobody can call.
   const OpInfo& info = op_info(p.op);
-  if (info.min_ld && p.dims.size() == info.dims.size()) q.ld = info.min_ld(p.dims, p.layout);
-  q.align = std::min(p.align, Problem::alignment_of(q.ld, element_bytes(p.dtype)));
+  Problem q = p;
+  bool padded = false;
+  if (info.min_ld && p.dims.size() == info.dims.size()) {
+    q.ld = info.min_ld(p.dims, p.layout);
+    const int64_t step = std::max(1, p.align / element_bytes(p.dtype));
+    for (auto& l : q.ld) {
+      const int64_t up = (l + step - 1) / step * step;
+      padded = padded || up != l;
+      l = up;
+    }
+  }
   try {
     validate(q);
   } catch (const UsageError& e) {
-    // Named by p's key, not q's narrower class.
-    const std::string msg = e.what(), qkey = q.key();
-    const size_t at = msg.find(qkey);
-    throw UsageError(at == std::string::npos ? msg : msg.substr(0, at) + p.key() + msg.substr(at + qkey.size()));
+    if (!padded) throw;
+    throw UsageError(std::string(e.what()) + " (leading dimensions padded to alignment class " + std::to_string(p.align) + ")");
   }
 }
 

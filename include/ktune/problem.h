@@ -106,10 +106,10 @@ const OpInfo& op_info(const std::string& name);
 // Throws UsageError naming the problem and the offending field; a dimension beyond the op's
 // max_dim is "out of range" with the limit.
 void validate(const Problem& p);
-// What a key names, validated: validate() less the relation of the alignment class to the leading
-// dimensions, which a key does not carry (a problem tuned with padded leading dimensions keeps its
-// class in its key; parse_key gives them back at their minimum). The alignment class must still be
-// one the dtype has. Tables and the store hold keys, so this is their check.
+// What a key names, validated: validate() of the problem with its leading dimensions at their
+// minimum rounded up to its alignment class, which a key does not carry (a problem tuned with
+// padded leading dimensions keeps its class in its key; parse_key gives them back at their
+// minimum). Tables and the store hold keys, so this is their check.
 void validate_key(const Problem& p);
 double flops(const Problem& p);
 double min_bytes(const Problem& p);

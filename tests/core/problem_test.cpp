@@ -215,4 +215,14 @@ TEST(OpProblem, AKeyKeepsTheClassOfPaddedLeadingDimensions) {
   const Problem back = Problem::parse_key(p.key());
   EXPECT_EQ(back.key(), "gemm/f32/NN/3x3x3/a16");
   EXPECT_THROW(validate(back), UsageError);
+  // A class that only leading dimensions beyond the op's limit allow names no callable problem:
+  // K = 2^31 - 1 in f32 NN needs lda a multiple of 4 for class 16.
+  EXPECT_NO_THROW(Problem::parse_key("gemm/f32/NN/16x4096x2147483647/a4"));
+  try {
+    Problem::parse_key("gemm/f32/NN/16x4096x2147483647/a16");
+    ADD_FAILURE() << "accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("lda = 2147483648 is out of range"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("padded to alignment class 16"), std::string::npos) << e.what();
+  }
 }
