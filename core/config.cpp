@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "core/json_text.h"
 #include "ktune/error.h"
 
 namespace ktune {
@@ -39,6 +40,7 @@ std::string Config::to_json() const {
 
 Config Config::from_json(const std::string& text) {
   // ordered_json keeps the key order of the text: the order is part of the canonical form.
+  check_json_depth(text, "config");
   nlohmann::ordered_json j;
   try {
     j = nlohmann::ordered_json::parse(text);

@@ -9,6 +9,7 @@
 
 #include "ktune/error.h"
 #include "core/embedded.h"
+#include "core/json_text.h"
 #include "core/text_file.h"
 
 namespace ktune {
@@ -256,6 +257,7 @@ Family Family::restricted(const SpaceRestriction& r) const {
 }
 
 SpaceRestriction SpaceRestriction::from_json(const std::string& text, const std::string& origin) {
+  check_json_depth(text, origin);
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);

@@ -42,21 +42,33 @@ std::string join(const std::vector<std::string>& v) {
   return s;
 }
 
-// "AxBx..." with exactly n non-negative numbers of at most 10 digits.
-std::vector<int64_t> parse_dims(const std::string& shape, size_t n, const std::string& what) {
-  std::vector<int64_t> dims;
-  size_t pos = 0;
-  while (pos <= shape.size()) {
+std::string out_of_range(const OpInfo& op, size_t i, const std::string& value) {
+  return op.dims[i] + " = " + value + " is out of range (at most " + std::to_string(op.max_dim) + " for " + op.name + ")";
+}
+
+// "AxBx..." with exactly as many non-negative numbers as op has dimensions, each at most its
+// max_dim: a shape of the right form with a number too large is "out of range", not "bad".
+std::vector<int64_t> parse_dims(const std::string& shape, const OpInfo& op, const std::string& what) {
+  std::vector<std::string> parts;
+  for (size_t pos = 0; pos <= shape.size();) {
     const size_t x = std::min(shape.find('x', pos), shape.size());
     const std::string part = shape.substr(pos, x - pos);
-    if (part.empty() || part.size() > 10 || part.find_first_not_of("0123456789") != std::string::npos) {
-      dims.clear();
+    if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos) {
+      parts.clear();
       break;
     }
-    dims.push_back(std::stoll(part));
+    parts.push_back(part);
     pos = x + 1;
   }
-  if (dims.size() != n) throw UsageError("bad problem shape '" + shape + "' (expected " + what + ")");
+  if (parts.size() != op.dims.size()) throw UsageError("bad problem shape '" + shape + "' (expected " + what + ")");
+  std::vector<int64_t> dims;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const std::string digits = parts[i].substr(std::min(parts[i].find_first_not_of('0'), parts[i].size() - 1));
+    // 18 digits always fit int64_t: no limit of an op is near it.
+    if (digits.size() > 18 || std::stoll(digits) > op.max_dim)
+      throw UsageError("problem shape '" + shape + "': " + out_of_range(op, i, digits));
+    dims.push_back(std::stoll(digits));
+  }
   return dims;
 }
 
@@ -98,7 +110,9 @@ int Problem::alignment_of(const std::vector<int64_t>& ld, int element_bytes) {
   for (int a : {16, 8, 4}) {
     if (a <= element_bytes) break;
     bool all = true;
-    for (int64_t l : ld) all = all && (l * element_bytes) % a == 0;
+    // l * element_bytes divisible by a, without the product (a leading dimension read from a file
+    // may be anything until validate() bounds it): both are powers of two.
+    for (int64_t l : ld) all = all && l % (a / element_bytes) == 0;
     if (all) return a;
   }
   return element_bytes;
@@ -129,8 +143,8 @@ Problem Problem::make(const std::string& op, std::vector<int64_t> dims, const st
 
 Problem Problem::parse(const std::string& op, const std::string& shape, const std::string& layout, DType dtype) {
   const OpInfo& info = op_info(op);
-  Problem p = make(op, parse_dims(shape, info.dims.size(), shape_pattern(info) + ", e.g. " +
-                                                              std::string(info.dims.size() == 3 ? "4096x4096x4096" : "4096x4096")),
+  Problem p = make(op, parse_dims(shape, info, shape_pattern(info) + ", e.g. " +
+                                                 std::string(info.dims.size() == 3 ? "4096x4096x4096" : "4096x4096")),
                    layout, dtype);
   validate(p);
   return p;
@@ -150,11 +164,17 @@ Problem Problem::parse_key(const std::string& key) {
   const size_t want = info.layouts.empty() ? 4 : 5;
   if (parts.size() != want) throw bad(std::to_string(want) + " parts expected for op " + info.name);
   const std::string& a = parts.back();
-  if (a.size() < 2 || a[0] != 'a' || a.find_first_not_of("0123456789", 1) != std::string::npos) throw bad("no alignment class");
-  Problem p = make(info.name, parse_dims(parts[want - 2], info.dims.size(), shape_pattern(info)),
-                   want == 5 ? parts[2] : std::string(), parse_dtype(parts[1]));
-  p.align = std::stoi(a.substr(1));
-  return p;
+  if (a.size() < 2 || a.size() > 3 || a[0] != 'a' || a.find_first_not_of("0123456789", 1) != std::string::npos)
+    throw bad("no alignment class");
+  try {
+    Problem p = make(info.name, parse_dims(parts[want - 2], info, shape_pattern(info)), want == 5 ? parts[2] : std::string(),
+                     parse_dtype(parts[1]));
+    p.align = std::stoi(a.substr(1));
+    validate_key(p);
+    return p;
+  } catch (const UsageError& e) {
+    throw bad(e.what());
+  }
 }
 
 const OpInfo& op_info(const std::string& name) {
@@ -165,27 +185,69 @@ const OpInfo& op_info(const std::string& name) {
   throw UsageError("unknown op '" + name + "' (known: " + join(names) + ")");
 }
 
+namespace {
+
+// The alignment classes a dtype has: 16, 8, 4 bytes, and 2 for 2-byte elements.
+void check_alignment_class(const Problem& p, const std::function<void(const std::string&)>& fail) {
+  const int eb = element_bytes(p.dtype);
+  if (p.align != 16 && p.align != 8 && p.align != 4 && !(p.align == 2 && eb == 2))
+    fail(eb == 2 ? "alignment class must be 2, 4, 8 or 16 bytes" : "alignment class must be 4, 8 or 16 bytes");
+}
+
+} // namespace
+
 void validate(const Problem& p) {
   const OpInfo& info = op_info(p.op);
   auto fail = [&](const std::string& why) { throw UsageError("invalid " + p.op + " problem " + p.key() + ": " + why); };
   if (p.dims.size() != info.dims.size()) fail("expected dimensions " + shape_pattern(info));
-  for (size_t i = 0; i < p.dims.size(); ++i)
-    if (p.dims[i] < 0 || p.dims[i] > INT32_MAX) fail(info.dims[i] + " must be in [0, 2^31)");
+  for (size_t i = 0; i < p.dims.size(); ++i) {
+    if (p.dims[i] < 0) fail(info.dims[i] + " must be >= 0");
+    if (p.dims[i] > info.max_dim) fail(out_of_range(info, i, std::to_string(p.dims[i])));
+  }
   const std::vector<int64_t> min = info.min_ld ? info.min_ld(p.dims, p.layout) : std::vector<int64_t>{};
   if (p.ld.size() != min.size()) fail(std::to_string(min.size()) + " leading dimensions expected");
-  for (size_t i = 0; i < min.size(); ++i)
+  for (size_t i = 0; i < min.size(); ++i) {
+    const std::string name = i < info.ld_names.size() ? info.ld_names[i] : "leading dimension " + std::to_string(i);
     if (p.ld[i] < std::max<int64_t>(1, min[i]) && !(min[i] == 0 && p.ld[i] == 0))
-      fail("leading dimension " + std::to_string(i) + " is " + std::to_string(p.ld[i]) + " < minimum " + std::to_string(min[i]));
-  const int eb = element_bytes(p.dtype);
-  if (p.align != 16 && p.align != 8 && p.align != 4 && !(p.align == 2 && eb == 2))
-    fail(eb == 2 ? "alignment class must be 2, 4, 8 or 16 bytes" : "alignment class must be 4, 8 or 16 bytes");
-  if (p.align > Problem::alignment_of(p.ld, eb)) fail("alignment class larger than the leading dimensions allow");
+      fail(name + " is " + std::to_string(p.ld[i]) + " < minimum " + std::to_string(min[i]));
+    if (p.ld[i] > info.max_ld)
+      fail(name + " = " + std::to_string(p.ld[i]) + " is out of range (at most " + std::to_string(info.max_ld) + " for " +
+           info.name + ")");
+  }
+  check_alignment_class(p, fail);
+  if (p.align > Problem::alignment_of(p.ld, element_bytes(p.dtype)))
+    fail("alignment class larger than the leading dimensions allow");
   for (const auto& [name, value] : p.scalars) {
     if (std::none_of(info.scalars.begin(), info.scalars.end(), [&](const auto& s) { return s.first == name; }))
       fail("unknown scalar '" + name + "'");
     if (!std::isfinite(value)) fail("scalar '" + name + "' must be finite");
   }
   if (info.validate) info.validate(p);
+}
+
+void validate_key(const Problem& p) {
+  check_alignment_class(p, [&](const std::string& why) { throw UsageError("invalid " + p.op + " problem " + p.key() + ": " + why); });
+  // The problem as its least caller makes it: each leading dimension at its minimum, rounded up
+  // to what the class needs. A class no leading dimension within the op's limit allows (f32 a16
+  // at K = 2^31 - 1, NN) names a problem nobody can call.
+  const OpInfo& info = op_info(p.op);
+  Problem q = p;
+  bool padded = false;
+  if (info.min_ld && p.dims.size() == info.dims.size()) {
+    q.ld = info.min_ld(p.dims, p.layout);
+    const int64_t step = std::max(1, p.align / element_bytes(p.dtype));
+    for (auto& l : q.ld) {
+      const int64_t up = (l + step - 1) / step * step;
+      padded = padded || up != l;
+      l = up;
+    }
+  }
+  try {
+    validate(q);
+  } catch (const UsageError& e) {
+    if (!padded) throw;
+    throw UsageError(std::string(e.what()) + " (leading dimensions padded to alignment class " + std::to_string(p.align) + ")");
+  }
 }
 
 double flops(const Problem& p) { return op_info(p.op).flops(p); }

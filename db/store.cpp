@@ -3,6 +3,8 @@
 #include <sqlite3.h>
 
 #include <cerrno>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
@@ -155,6 +157,43 @@ Timing read_timing(const Stmt& s, int first) {
   return Timing{s.dbl(first), s.dbl(first + 1), s.dbl(first + 2), s.dbl(first + 3), int(s.i64(first + 4))};
 }
 
+// The rows one read leaves out because it cannot parse or serve them: a key beyond its op's
+// limits or otherwise malformed (written by an older ktune, another tool, or by hand), a config
+// that is not a JSON object of integers, an unknown status, a time that is not a finite number.
+// One such row must not make a whole database unreadable: a reader skips it and says so once per
+// call on stderr, with how many and the first.
+class SkippedRows {
+ public:
+  SkippedRows(std::string path, const char* what) : path_(std::move(path)), what_(what) {}
+  ~SkippedRows() {
+    if (n_)
+      std::fprintf(stderr, "ktune: skipped %zu unreadable %s of database %s (first: %s)\n", n_, what_, path_.c_str(),
+                   first_.c_str());
+  }
+  SkippedRows(const SkippedRows&) = delete;
+  SkippedRows& operator=(const SkippedRows&) = delete;
+  void add(const std::string& row, const std::exception& why) {
+    if (n_++ == 0) first_ = row + ": " + why.what();
+  }
+
+ private:
+  std::string path_;
+  const char* what_;
+  size_t n_ = 0;
+  std::string first_;
+};
+
+// A stored config as the tables write it (canonical JSON of integers); throws UsageError otherwise.
+std::string readable_config(const std::string& text) { return Config::from_json(text).to_json(); }
+
+// A stored time or rate as tables and reports print it: finite (a table would spell infinity or
+// NaN as null) and, for times, > 0.
+double readable_number(double v, const char* what, bool positive) {
+  if (!std::isfinite(v) || (positive ? !(v > 0) : v < 0))
+    throw UsageError(std::string(what) + " is " + std::to_string(v) + (positive ? ", not a finite number > 0" : ", not a finite number >= 0"));
+  return v;
+}
+
 } // namespace
 
 namespace {
@@ -283,6 +322,7 @@ int64_t Store::problem_id(const Problem& p) {
 // The key names the problem (reads parse it back); the columns m, n, k hold the op's first three
 // dimensions (0 where it has fewer), for people who query the database with SQL.
 int64_t Store::problem_row(const Problem& p) {
+  validate_key(p); // a key no reader could parse back never enters the database
   Stmt ins(db_, "INSERT OR IGNORE INTO problems (key, op, dtype, layout, m, n, k, align) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
            path_);
   auto dim = [&](size_t i) { return i < p.dims.size() ? p.dims[i] : int64_t(0); };
@@ -367,7 +407,13 @@ std::optional<Store::Outcome> Store::recorded_outcome(int64_t device, int64_t pr
          path_);
   s.bind(1, device).bind(2, problem).bind(3, family).bind(4, template_hash).bind(5, config_hash);
   if (!s.step()) return std::nullopt;
-  const TrialStatus status = parse_trial_status(s.text(0));
+  TrialStatus status;
+  try {
+    status = parse_trial_status(s.text(0));
+  } catch (const Error& err) {
+    SkippedRows(path_, "trial").add("family " + family + ", config " + config_hash, err);
+    return std::nullopt; // measured again rather than resumed from a row nobody can read
+  }
   if (status == TrialStatus::ok && s.i64(2) < kGateVersion) return std::nullopt; // to be verified again
   return Outcome{status, s.dbl(1)};
 }
@@ -381,10 +427,16 @@ std::vector<TrialRecord> Store::trials(int64_t device, int64_t problem) const {
          path_);
   s.bind(1, device).bind(2, problem);
   std::vector<TrialRecord> out;
+  SkippedRows skipped(path_, "trials");
   while (s.step()) {
     TrialRecord t;
+    try {
+      t.status = parse_trial_status(s.text(4));
+    } catch (const Error& err) {
+      skipped.add("a trial of family " + s.text(0), err);
+      continue;
+    }
     t.family = s.text(0), t.config_json = s.text(1), t.config_hash = s.text(2), t.template_hash = s.text(3);
-    t.status = parse_trial_status(s.text(4));
     t.error = s.text(5);
     t.timing = read_timing(s, 6);
     t.tflops = s.dbl(11), t.rel_error = s.dbl(12);
@@ -432,8 +484,17 @@ std::optional<BestRecord> Store::best(const std::string& arch, const std::string
   s.bind(1, arch).bind(2, problem_key);
   if (!s.step()) return std::nullopt;
   BestRecord b;
-  b.problem_key = s.text(0), b.family = s.text(1), b.config_json = s.text(2);
-  b.time_ms = s.dbl(3), b.tflops = s.dbl(4), b.trial_id = s.i64(5);
+  SkippedRows skipped(path_, "best entry");
+  try {
+    Problem::parse_key(s.text(0));
+    b.config_json = readable_config(s.text(2));
+    b.time_ms = readable_number(s.dbl(3), "time_ms", true);
+  } catch (const Error& err) {
+    skipped.add("problem '" + s.text(0) + "' (" + arch + ", family " + s.text(1) + ")", err);
+    return std::nullopt;
+  }
+  b.problem_key = s.text(0), b.family = s.text(1);
+  b.tflops = s.dbl(4), b.trial_id = s.i64(5);
   if (!s.null(6)) b.cublas_ms = s.dbl(6);
   return b;
 }
@@ -550,14 +611,22 @@ Table Store::export_table(const std::string& arch, const std::string& family) co
          path_);
   s.bind(1, arch).bind(2, arch).bind(3, family).bind(4, family);
   Table t;
+  SkippedRows skipped(path_, "best entries");
   while (s.step()) {
     TableEntry e;
-    e.problem = Problem::parse_key(s.text(0));
+    try {
+      e.problem = Problem::parse_key(s.text(0));
+      e.config_json = readable_config(s.text(3));
+      e.time_ms = readable_number(s.dbl(4), "time_ms", true);
+      e.tflops = readable_number(s.dbl(5), "tflops", false);
+      if (!s.null(7)) e.cublas_ms = readable_number(s.dbl(7), "cublas_ms", true);
+    } catch (const Error& err) {
+      skipped.add("problem '" + s.text(0) + "' (" + s.text(1) + ", family " + s.text(2) + ")", err);
+      continue;
+    }
     e.arch = s.text(1);
-    e.family = s.text(2), e.config_json = s.text(3);
-    e.time_ms = s.dbl(4), e.tflops = s.dbl(5);
+    e.family = s.text(2);
     e.template_hash = s.text(6);
-    if (!s.null(7)) e.cublas_ms = s.dbl(7);
     e.gate = int(s.i64(10));
     if (t.entries.empty()) {
       t.arch = e.arch, t.device_name = s.text(8), t.sm_count = int(s.i64(9));
@@ -633,20 +702,34 @@ TrialLog Store::export_trials(const std::string& arch) const {
   s.bind(1, arch);
   TrialLog log;
   log.arch = arch;
+  SkippedRows skipped(path_, "trials");
   int64_t last_problem = -1;
   while (s.step()) {
+    // Checked as parse_trial_log checks it: what this writes, ktune simulate must read.
+    LoggedTrial t;
+    Problem problem;
+    try {
+      problem = Problem::parse_key(s.text(0));
+      t.family = s.text(1);
+      t.config_json = readable_config(s.text(2));
+      t.status = to_string(parse_trial_status(s.text(3)));
+      t.time_ms = t.status == "ok" ? readable_number(s.dbl(4), "median_ms", true) : 0;
+      t.compile_s = readable_number(s.dbl(5), "compile_s", false);
+      t.bench_s = readable_number(s.dbl(6), "bench_s", false);
+      if (t.family.empty()) throw UsageError("no family");
+    } catch (const Error& err) {
+      skipped.add("problem '" + s.text(0) + "' (family " + s.text(1) + ")", err);
+      continue;
+    }
     if (log.problems.empty()) log.device_name = s.text(7), log.sm_count = int(s.i64(8));
     if (s.i64(10) != last_problem) {
       last_problem = s.i64(10);
       ProblemLog pl;
-      pl.problem = Problem::parse_key(s.text(0));
-      if (auto b = baseline(s.i64(9), last_problem, "cublas")) pl.cublas_ms = b->median_ms;
+      pl.problem = std::move(problem);
+      if (auto b = baseline(s.i64(9), last_problem, "cublas"); b && std::isfinite(b->median_ms) && b->median_ms > 0)
+        pl.cublas_ms = b->median_ms;
       log.problems.push_back(std::move(pl));
     }
-    LoggedTrial t;
-    t.family = s.text(1), t.config_json = s.text(2), t.status = s.text(3);
-    t.time_ms = t.status == "ok" ? s.dbl(4) : 0;
-    t.compile_s = s.dbl(5), t.bench_s = s.dbl(6);
     log.problems.back().trials.push_back(std::move(t));
   }
   return log;
@@ -662,17 +745,24 @@ std::vector<TrialRow> Store::trial_rows(const std::string& arch) const {
          path_);
   s.bind(1, arch).bind(2, arch);
   std::vector<TrialRow> out;
+  SkippedRows skipped(path_, "trials");
   while (s.step()) {
     TrialRow r;
+    try {
+      r.problem = Problem::parse_key(s.text(6));
+      r.status = parse_trial_status(s.text(9));
+      r.median_ms = readable_number(s.dbl(10), "median_ms", false), r.tflops = readable_number(s.dbl(11), "tflops", false);
+      r.compile_s = readable_number(s.dbl(12), "compile_s", false), r.bench_s = readable_number(s.dbl(13), "bench_s", false);
+      if (!s.null(15)) r.cublas_ms = readable_number(s.dbl(15), "cublas_ms", true);
+    } catch (const Error& err) {
+      skipped.add("trial " + std::to_string(s.i64(0)) + " (problem '" + s.text(6) + "')", err);
+      continue;
+    }
     r.id = s.i64(0), r.device_id = s.i64(1), r.problem_id = s.i64(2);
     r.device_name = s.text(3), r.arch = s.text(4);
     r.imported = s.text(5).rfind("table:", 0) == 0; // import_table's device uuid
-    r.problem = Problem::parse_key(s.text(6));
     r.problem_key = s.text(6), r.family = s.text(7), r.config_json = s.text(8);
-    r.status = parse_trial_status(s.text(9));
-    r.median_ms = s.dbl(10), r.tflops = s.dbl(11), r.compile_s = s.dbl(12), r.bench_s = s.dbl(13);
     r.created_at = s.text(14);
-    if (!s.null(15)) r.cublas_ms = s.dbl(15);
     out.push_back(std::move(r));
   }
   return out;

@@ -95,6 +95,12 @@ class Store {
 
   std::optional<BestRecord> best(const std::string& arch, const std::string& problem_key) const;
 
+  // Readers (best, trials, export_table, export_trials, trial_rows) skip a row they cannot parse
+  // or serve (a malformed or out-of-range problem key, a config that is not a JSON object of
+  // integers, an unknown status, a time that is not finite) with one line on stderr per call
+  // naming how many and the first, instead of failing on it: one bad row must not make the
+  // database unreadable. problem_id() refuses such a key (UsageError), so ktune never writes one.
+  //
   // The best entry per problem as a table (one arch: filter with arch, or the store must hold
   // only one; family filters too). Throws UsageError when several archs would mix.
   Table export_table(const std::string& arch = "", const std::string& family = "") const;

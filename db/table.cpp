@@ -8,7 +8,9 @@
 #include "ktune/device.h"
 #include "ktune/error.h"
 #include "ktune/family.h"
+#include "core/json_text.h"
 #include "core/text_file.h"
+#include "core/trial.h"
 
 namespace ktune {
 namespace {
@@ -39,9 +41,16 @@ double positive_number(const json& j, const char* name, const std::string& where
   return v.get<double>();
 }
 
+double non_negative_number(const json& j, const char* name, const std::string& where) {
+  const json& v = field(j, name, where);
+  if (!v.is_number() || !(v.get<double>() >= 0)) throw UsageError(where + ": \"" + name + "\" must be a number >= 0, got " + v.dump());
+  return v.get<double>();
+}
+
 // Parses text as a JSON object whose "schema" is exactly `schema`: the preamble of every
 // versioned file ktune reads.
 json parse_versioned(const std::string& text, const std::string& origin, const char* schema, const char* what) {
+  check_json_depth(text, origin);
   json j;
   try {
     j = json::parse(text);
@@ -61,7 +70,9 @@ void parse_device(const json& j, const std::string& origin, std::string& name, s
   name = str(dev, "name", origin + " device");
   arch = str(dev, "arch", origin + " device");
   arch_number(arch); // validates
-  sm_count = int(positive_int(dev, "sm_count", origin + " device"));
+  const int64_t sms = positive_int(dev, "sm_count", origin + " device");
+  if (sms > INT_MAX) throw UsageError(origin + " device: \"sm_count\" is out of range, got " + std::to_string(sms));
+  sm_count = int(sms);
 }
 
 json device_json(const std::string& name, const std::string& arch, int sm_count) {
@@ -128,6 +139,12 @@ bool is_constraint(const Family& f, const std::string& why) {
 
 // device: the limits to check constraints against; null for the nominal limits of e.arch.
 std::string checked_reason(const TableEntry& e, const DeviceInfo* device) {
+  // A key no reader can parse back (a dimension beyond the op's limit) must never be stored.
+  try {
+    validate_key(e.problem);
+  } catch (const UsageError& err) {
+    return err.what();
+  }
   const auto& all = families();
   const auto f = std::find_if(all.begin(), all.end(), [&](const Family& x) { return x.name() == e.family; });
   if (f == all.end()) {
@@ -280,6 +297,11 @@ TrialLog parse_trial_log(const std::string& text, const std::string& origin) {
     const json& pj = probs[i];
     ProblemLog pl;
     pl.problem = parse_problem(pj, where);
+    try {
+      validate_key(pl.problem);
+    } catch (const UsageError& err) {
+      throw UsageError(where + ": " + err.what());
+    }
     if (pj.contains("cublas_ms") && !pj["cublas_ms"].is_null()) pl.cublas_ms = positive_number(pj, "cublas_ms", where);
     const json& trials = field(pj, "trials", where);
     if (!trials.is_array()) throw UsageError(where + ": \"trials\" must be an array");
@@ -287,12 +309,19 @@ TrialLog parse_trial_log(const std::string& text, const std::string& origin) {
       const std::string tw = where + " trial " + std::to_string(t);
       const json& tj = trials[t];
       LoggedTrial lt;
+      if (!tj.is_object()) throw UsageError(tw + ": must be an object");
       lt.family = str(tj, "family", tw);
-      lt.config_json = Config::from_json(field(tj, "config", tw).dump()).to_json();
-      lt.status = str(tj, "status", tw);
+      const json& cfg = field(tj, "config", tw);
+      check_config_ints(cfg, tw);
+      try {
+        lt.config_json = Config::from_json(cfg.dump()).to_json();
+        lt.status = to_string(parse_trial_status(str(tj, "status", tw)));
+      } catch (const Error& err) { // a config's or a status's own message, placed
+        throw UsageError(tw + ": " + err.what());
+      }
       if (lt.status == "ok") lt.time_ms = positive_number(tj, "time_ms", tw);
-      lt.compile_s = field(tj, "compile_s", tw).get<double>();
-      lt.bench_s = field(tj, "bench_s", tw).get<double>();
+      lt.compile_s = non_negative_number(tj, "compile_s", tw);
+      lt.bench_s = non_negative_number(tj, "bench_s", tw);
       pl.trials.push_back(std::move(lt));
     }
     log.problems.push_back(std::move(pl));

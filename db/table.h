@@ -33,7 +33,8 @@ Table parse_table(const std::string& text, const std::string& origin);
 Table read_table_file(const std::string& path);
 std::string table_to_json(const Table& t); // pretty-printed, entries in a stable order
 
-// Why a well-formed entry cannot be served, or "" when it can: its family is unknown, its arch
+// Why a well-formed entry cannot be served, or "" when it can: its problem is not one its op
+// serves (validate_key: a dimension beyond the op's limit, a class the dtype lacks), its family is unknown, its arch
 // has no nominal limits or is too old for the family, its dtype is not the family's, its config
 // is not a JSON object of integers, has an unknown parameter, lacks one (after the family's
 // upgrade(), so configs recorded before a family gained a parameter still pass) or has a value

@@ -16,6 +16,7 @@
 #include "tuner/gemm_op.h"
 #include "tuner/op_runner.h"
 #include "tuner/json_io.h"
+#include "core/json_text.h"
 #include "core/text_file.h"
 #include "ktune/gemm_problem.h"
 
@@ -251,9 +252,11 @@ BenchReport bench_problems(const std::vector<GemmProblem>& problems, const Bench
 }
 
 BenchReport bench_ladder(const std::string& ladder_file, const BenchOptions& o) {
+  const std::string text = read_text_file(ladder_file, "ladder file");
+  check_json_depth(text, ladder_file);
   nlohmann::ordered_json j;
   try {
-    j = nlohmann::ordered_json::parse(read_text_file(ladder_file, "ladder file"));
+    j = nlohmann::ordered_json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw UsageError(ladder_file + ": not valid JSON: " + e.what());
   }

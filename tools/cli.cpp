@@ -2,6 +2,10 @@
 // family (with a restriction) and the problem a family is judged against.
 #include "tools/cli.h"
 
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -35,18 +39,64 @@ Problem family_problem(const Family& f, const std::string& shape, const std::str
                         parse_dtype(dtype));
 }
 
-// Writes beside the target and renames: a failed export never leaves half a file behind.
+void check_output_file(const std::string& out, const std::string& option) {
+  if (out.empty()) throw UsageError(option + ": an output file is needed, got an empty name");
+  const std::filesystem::path p(out);
+  std::error_code ec;
+  if (std::filesystem::is_directory(p, ec)) throw UsageError(option + ": " + out + " is a folder, not a file");
+  const auto dir = p.parent_path();
+  if (!dir.empty() && !std::filesystem::is_directory(dir, ec))
+    throw UsageError(option + ": the folder of " + out + " does not exist");
+}
+
+// Writes beside the target and renames: a failed export never leaves half a file behind, nor the
+// temporary one.
 void write_atomically(const std::string& out, const std::string& text) {
+  check_output_file(out, "output");
   const std::string tmp = out + ".tmp";
+  std::error_code ec;
   {
     std::ofstream f(tmp, std::ios::binary);
     f << text;
     f.close();
-    if (!f) throw Error("cannot write " + tmp);
+    if (!f) {
+      std::filesystem::remove(tmp, ec);
+      throw Error("cannot write " + tmp);
+    }
   }
-  std::error_code ec;
   std::filesystem::rename(tmp, out, ec);
-  if (ec) throw Error("cannot rename " + tmp + " to " + out + ": " + ec.message());
+  if (ec) {
+    const std::string why = ec.message();
+    std::filesystem::remove(tmp, ec);
+    throw Error("cannot rename " + tmp + " to " + out + ": " + why);
+  }
+}
+
+CLI::Validator whole_number(int64_t lo, int64_t hi) {
+  const std::string range = hi == INT64_MAX ? ">= " + std::to_string(lo) : "from " + std::to_string(lo) + " to " + std::to_string(hi);
+  return CLI::Validator(
+      [lo, hi, range](std::string& s) -> std::string {
+        errno = 0;
+        char* end = nullptr;
+        const long long v = std::strtoll(s.c_str(), &end, 10);
+        if (s.empty() || std::isspace(static_cast<unsigned char>(s[0])) || *end || errno == ERANGE || v < lo || v > hi)
+          return "'" + s + "' is not a whole number " + range;
+        return {};
+      },
+      "", "whole number " + range);
+}
+
+CLI::Validator positive_number() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        errno = 0;
+        char* end = nullptr;
+        const double v = std::strtod(s.c_str(), &end);
+        if (s.empty() || std::isspace(static_cast<unsigned char>(s[0])) || *end || errno == ERANGE || !std::isfinite(v) || !(v > 0))
+          return "'" + s + "' is not a finite number > 0";
+        return {};
+      },
+      "", "positive number");
 }
 
 std::string command_line(int argc, char** argv) {

@@ -37,7 +37,17 @@ extern const char* const kTf32x3Help;
 Family load_family(const std::string& name, const std::string& restrict_file);
 void require_storage_dtype(DType d);
 Problem family_problem(const Family& f, const std::string& shape, const std::string& layout, const std::string& dtype);
+// Throws UsageError naming `option` unless out can be written as a file: not empty, not a folder,
+// in a folder that exists. Commands call it before any work, so that bad usage costs nothing.
+void check_output_file(const std::string& out, const std::string& option);
+// Writes beside out and renames; on any failure nothing is left behind (neither out nor the
+// temporary file). Runs check_output_file(out, "output") first.
 void write_atomically(const std::string& out, const std::string& text);
+// Checks for numeric options, applied to the text before CLI11 converts it: "-1" into a size_t
+// option would wrap to 2^64 - 1, and CLI11's own range checks print their bounds as 310-digit
+// doubles. whole_number: a base-10 integer in [lo, hi]; positive_number: a finite number > 0.
+CLI::Validator whole_number(int64_t lo, int64_t hi = INT64_MAX);
+CLI::Validator positive_number();
 std::string command_line(int argc, char** argv);
 void keep_dtype(Table& t, const std::string& dtype);
 

@@ -1,6 +1,7 @@
 // ktune bench: GEMM suites against cuBLAS, row-op suites against the copy bandwidth, or the SGEMM
 // ladder (the measuring itself: tools/bench.cpp).
 #include <CLI/CLI.hpp>
+#include <climits>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -34,6 +35,7 @@ int cmd_bench(const BenchArgs& a, const std::string& cmd) {
   std::vector<GemmProblem> problems;
   std::vector<Problem> by_bandwidth; // ops without a baseline library: judged against the copy
   if (!a.op.empty()) op_info(a.op); // an unknown op is bad usage
+  if (!a.json.empty()) check_output_file(a.json, "--json");
   if (!a.suite.empty()) {
     for (const Problem& p : load_suite(a.suite, "NN", dt)) {
       if (!a.op.empty() && p.op != a.op) continue;
@@ -89,7 +91,7 @@ Command add_bench(CLI::App& app, const std::string& command_line) {
   bn->add_option("--table", a->tables, "Extra tuning table (repeatable)")->check(CLI::ExistingFile);
   bn->add_flag("--tf32x3", a->tf32x3, kTf32x3Help);
   bn->add_option("--json", a->json, "Also write the results as JSON to this file");
-  bn->add_option("--device", a->device, "GPU ordinal")->capture_default_str();
+  bn->add_option("--device", a->device, "GPU ordinal")->capture_default_str()->check(whole_number(0, INT_MAX));
   return {bn, [a, command_line] { return cmd_bench(*a, command_line); }};
 }
 

@@ -1,6 +1,7 @@
 // ktune compile: one config through NVRTC, its kernels, and (with --device) registers, spills and
 // the occupancy of the launch the config makes.
 #include <CLI/CLI.hpp>
+#include <climits>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -22,6 +23,7 @@ struct CompileArgs {
 };
 
 int cmd_compile(const CompileArgs& a) {
+  if (!a.cubin_out.empty()) check_output_file(a.cubin_out, "--cubin");
   const Family f = find_family(a.family);
   const Problem p = family_problem(f, a.problem, a.layout, a.dtype);
   const Config c = f.canonical(Config::from_json(a.config));
@@ -77,7 +79,8 @@ Command add_compile(CLI::App& app) {
   cp->add_option("--problem", a->problem, "Problem shape of the family's op (validity): MxNxK, ROWSxCOLS; default 4096 each");
   cp->add_option("--layout", a->layout, "GEMM: layouts of A and B (default NN)");
   cp->add_option("--dtype", a->dtype, "Data type of A, B and C: f32, bf16, f16")->capture_default_str();
-  cp->add_option("--device", a->device, "Also load it on this GPU and print registers, smem, spills");
+  cp->add_option("--device", a->device, "Also load it on this GPU and print registers, smem, spills")
+      ->check(whole_number(0, INT_MAX));
   cp->add_option("-o,--cubin", a->cubin_out, "Write the cubin here (cuobjdump --dump-sass reads it)");
   return {cp, [a] { return cmd_compile(*a); }};
 }

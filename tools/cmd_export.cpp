@@ -24,6 +24,7 @@ struct ExportArgs {
 int cmd_export(const ExportArgs& a) {
   if (a.trials && !a.dtype.empty()) throw UsageError("export --trials writes every trial; --dtype filters tables only");
   if (!a.dtype.empty()) parse_dtype(a.dtype); // a bad name is bad usage before the database is opened
+  check_output_file(a.out, "--output");
   const std::string path = a.db.empty() ? default_db_path() : a.db;
   if (!std::filesystem::exists(path)) throw UsageError("database " + path + " does not exist");
   const Store store(path, /*read_only=*/true);

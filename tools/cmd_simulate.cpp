@@ -1,5 +1,6 @@
 // ktune simulate: replay a recorded run (ktune export --trials) with a strategy, without a GPU.
 #include <CLI/CLI.hpp>
+#include <climits>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -32,8 +33,10 @@ Command add_simulate(CLI::App& app) {
   auto* sm = app.add_subcommand("simulate", "Replay a recorded run with a strategy, without a GPU");
   sm->add_option("--trials", a->trials, "Trial log (ktune export --trials)")->required()->check(CLI::ExistingFile);
   sm->add_option("--strategy", a->strategy, "exhaustive, random, annealing, genetic or model")->capture_default_str();
-  sm->add_option("--seed", a->seed, "Seed of the first repeat")->capture_default_str();
-  sm->add_option("--repeat", a->repeat, "Repeats with successive seeds (medians are reported)")->capture_default_str();
+  sm->add_option("--seed", a->seed, "Seed of the first repeat")->capture_default_str()->check(whole_number(0));
+  sm->add_option("--repeat", a->repeat, "Repeats with successive seeds (medians are reported)")
+      ->capture_default_str()
+      ->check(whole_number(1, INT_MAX));
   sm->add_flag("--json", a->json, "Print JSON");
   return {sm, [a] { return cmd_simulate(*a); }};
 }

@@ -1,5 +1,6 @@
 // ktune tune: the search over each problem's families on the GPU, every trial recorded (tuner/session).
 #include <CLI/CLI.hpp>
+#include <climits>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -136,19 +137,22 @@ Command add_tune(CLI::App& app) {
   tn->add_option("--layout", a->layout, "Layout where a problem names none (GEMM: layouts of A and B, default NN)");
   tn->add_option("--strategy", a->strategy, "exhaustive, random, annealing, genetic or model")->capture_default_str();
   tn->add_option("--budget-evals", a->budget_evals,
-                 "Most configs per problem, shared by the families tuned for it (default 200 without a budget)");
+                 "Most configs per problem, shared by the families tuned for it (default 200 without a budget)")
+      ->check(whole_number(1));
   tn->add_option("--budget-seconds", a->budget_seconds,
-                 "Most wall seconds per problem, shared by the families tuned for it");
-  tn->add_option("--seed", a->seed, "Seed of the strategy and the inputs")->capture_default_str();
+                 "Most wall seconds per problem, shared by the families tuned for it")
+      ->check(positive_number());
+  tn->add_option("--seed", a->seed, "Seed of the strategy and the inputs")->capture_default_str()->check(whole_number(0));
   tn->add_option("--warm-start", a->warm_start,
                  "Table (.json), database, 'shipped' (the tables shipped with ktune) or 'none': the configs they lend "
                  "to each problem are tried first")
       ->capture_default_str();
   tn->add_option("--db", a->db, "Database (default: $KTUNE_DB, else ~/.cache/ktune/ktune.db)");
-  tn->add_option("--device", a->device, "GPU ordinal")->capture_default_str();
+  tn->add_option("--device", a->device, "GPU ordinal")->capture_default_str()->check(whole_number(0, INT_MAX));
   tn->add_option("--restrict", a->restrict_file, "JSON file narrowing parameter domains")->check(CLI::ExistingFile);
   tn->add_option("--timeout", a->timeout_s, "Seconds one evaluation may take before its worker is killed")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(positive_number());
   tn->add_option("--trials-out", a->trials_out,
                  "Append every trial to this file as it is recorded, one JSON object a line");
   tn->add_flag("--quiet", a->quiet, "No progress output");

@@ -3,8 +3,11 @@
 // GPU, CUDA or NVRTC error), 2 bad usage (unknown subcommand or flag, bad shape, unknown family,
 // bad file).
 #include <CLI/CLI.hpp>
+#include <climits>
 #include <cstdio>
 #include <exception>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "ktune/error.h"
@@ -29,19 +32,30 @@ int main(int argc, char** argv) {
   int worker_device = 0;
   auto* wk = app.add_subcommand("worker", "");  // internal: the fault-isolated GPU process of `tune`
   wk->group("");
-  wk->add_option("--device", worker_device);
+  wk->add_option("--device", worker_device)->check(ktune::cli::whole_number(0, INT_MAX));
 
-  // CLI11 would call an unknown word a missing subcommand; name it instead.
-  if (argc > 1 && argv[1][0] != '-') {
-    bool known = false;
-    std::string names;
-    for (const auto* sub : app.get_subcommands({})) {
-      known = known || sub->get_name() == argv[1];
-      if (!names.empty()) names += ", ";
-      names += sub->get_name();
+  // CLI11 would call an unknown word, or an unknown flag before the subcommand, a missing
+  // subcommand; name it instead. The hidden ones (group "": worker) are known but not listed.
+  std::string names;
+  std::set<std::string> known;
+  for (const auto* sub : app.get_subcommands({})) {
+    known.insert(sub->get_name());
+    if (!sub->get_group().empty()) names += (names.empty() ? "" : ", ") + sub->get_name();
+  }
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.empty() || arg[0] != '-') {
+      if (!known.count(arg)) {
+        std::fprintf(stderr, "ktune: unknown subcommand '%s' (known: %s). Run 'ktune --help'.\n", arg.c_str(), names.c_str());
+        return 2;
+      }
+      break; // the rest is the subcommand's
     }
-    if (!known) {
-      std::fprintf(stderr, "ktune: unknown subcommand '%s' (known: %s). Run 'ktune --help'.\n", argv[1], names.c_str());
+    if (!app.get_option_no_throw(arg.substr(0, arg.find('=')))) {
+      std::fprintf(stderr,
+                   "ktune: unknown flag '%s' (ktune's own are --help and --version; a subcommand's flags follow its "
+                   "name: ktune SUBCOMMAND --help). Run 'ktune --help'.\n",
+                   arg.c_str());
       return 2;
     }
   }

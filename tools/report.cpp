@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/json_text.h"
 #include "db/store.h"
 #include "ktune/error.h"
 #include "ktune/gemm_problem.h"
@@ -379,6 +380,7 @@ bool is_ok(const TrialRow& t) { return t.status == TrialStatus::ok && t.median_m
 
 std::string config_short(const std::string& json) {
   try {
+    check_json_depth(json, "config");
     const auto j = nlohmann::json::parse(json);
     std::string s;
     for (const auto& [k, v] : j.items()) s += (s.empty() ? "" : " ") + k + "=" + v.dump();
@@ -567,6 +569,7 @@ CLI::App* add_report_subcommand(CLI::App& app, ReportOptions& o) {
 }
 
 int run_report(const ReportOptions& o) {
+  if (o.out_dir.empty()) throw UsageError("--output: a folder for the report is needed, got an empty name");
   if (o.copy_tb_s && !(*o.copy_tb_s > 0 && std::isfinite(*o.copy_tb_s))) throw UsageError("--copy-tb-s must be positive");
   if (o.peak_tflops && !(*o.peak_tflops > 0 && std::isfinite(*o.peak_tflops)))
     throw UsageError("--peak-tflops must be positive");

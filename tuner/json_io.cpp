@@ -2,6 +2,7 @@
 
 
 #include "ktune/error.h"
+#include "core/json_text.h"
 #include "core/text_file.h"
 #include "ktune/gemm_problem.h"
 
@@ -159,6 +160,7 @@ Timing timing_from_json(const nlohmann::json& j) {
 
 std::vector<Problem> load_suite(const std::string& path, const std::string& default_layout, DType default_dtype) {
   const std::string text = read_text_file(path, "suite file");
+  check_json_depth(text, "suite file '" + path + "'");
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);

@@ -14,6 +14,7 @@
 #include <memory>
 #include <sstream>
 
+#include "core/json_text.h"
 #include "ktune/compiler.h"
 #include "ktune/error.h"
 #include "runtime/cuda_check.h"
@@ -99,6 +100,7 @@ WorkerProcess::Reply WorkerProcess::request(const nlohmann::json& req, double ti
       const std::string reply = pending_.substr(0, nl);
       pending_.erase(0, nl + 1);
       try {
+        check_json_depth(reply, "worker reply");
         r.body = nlohmann::json::parse(reply);
         r.outcome = Outcome::replied;
       } catch (const std::exception& e) {
@@ -217,6 +219,7 @@ int worker_main(int ordinal) {
     nlohmann::json req, out;
     bool sticky = false;
     try {
+      check_json_depth(line, "worker request");
       req = nlohmann::json::parse(line);
       if (!w) {
         w = std::make_unique<WorkerState>(device_by_ordinal(ordinal));

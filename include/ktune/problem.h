@@ -52,7 +52,8 @@ struct Problem {
   // "D0xD1x..." as many as the op has, then validated (the op's own checks included).
   static Problem parse(const std::string& op, const std::string& shape, const std::string& layout = {},
                        DType dtype = DType::f32);
-  // The inverse of key(); throws UsageError on a malformed key.
+  // The inverse of key(); throws UsageError on a malformed key or one that names no problem the
+  // op can serve (validate_key).
   static Problem parse_key(const std::string& key);
   // The largest class in {16, 8, 4} that divides every leading dimension in bytes, never below
   // the element size.
@@ -69,6 +70,10 @@ struct OpInfo {
   std::vector<std::string> dims;    // e.g. {"m", "n", "k"}; shape strings list them in this order
   std::vector<std::string> layouts; // the layouts it accepts; empty: none (the first is the default)
   std::vector<std::string> ld_names; // its leading dimensions, in Problem::ld order
+  // The largest dimension and leading dimension the op's kernels and its baseline library take.
+  // A problem beyond either is refused wherever it enters (validate): a key that no reader could
+  // serve must never reach a database.
+  int64_t max_dim = INT32_MAX, max_ld = INT32_MAX;
   std::vector<std::pair<std::string, double>> scalars; // run-time scalars and their defaults
   // The library the tuner times beside every problem ("cublas"), or "" when there is none in C++.
   std::string baseline;
@@ -98,8 +103,14 @@ const std::vector<OpInfo>& ops();
 // Throws UsageError listing the known ops when name is not one of them.
 const OpInfo& op_info(const std::string& name);
 
-// Throws UsageError naming the problem and the offending field.
+// Throws UsageError naming the problem and the offending field; a dimension beyond the op's
+// max_dim is "out of range" with the limit.
 void validate(const Problem& p);
+// What a key names, validated: validate() of the problem with its leading dimensions at their
+// minimum rounded up to its alignment class, which a key does not carry (a problem tuned with
+// padded leading dimensions keeps its class in its key; parse_key gives them back at their
+// minimum). Tables and the store hold keys, so this is their check.
+void validate_key(const Problem& p);
 double flops(const Problem& p);
 double min_bytes(const Problem& p);
 // TFLOPS of p done in ms milliseconds (0 for ms <= 0).

@@ -9,6 +9,14 @@
 #include "ktune/gemm_problem.h"
 
 namespace ktune {
+namespace {
+
+// GEMM's largest M, N, K and leading dimension (OpInfo::max_dim, max_ld): cuBLAS takes them as
+// int (runtime/cublas.cpp, every call the runtime falls back to or times against), and the
+// kernels count rows and columns in 32 bits.
+constexpr int64_t kGemmMaxDim = INT32_MAX;
+
+} // namespace
 
 std::string GemmProblem::layout_string() const {
   const char s[3] = {a == Layout::row ? 'N' : 'T', b == Layout::row ? 'N' : 'T', '\0'};
@@ -27,8 +35,10 @@ void GemmProblem::validate() const {
   auto fail = [&](const std::string& why) { throw UsageError("invalid GEMM problem " + key() + ": " + why); };
   if (m < 1 || n < 1) fail("M and N must be >= 1");
   if (k < 0) fail("K must be >= 0");
-  // Kernels index with 32-bit row/column counters; leading dimensions are 64-bit.
-  if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX) fail("M, N and K must each fit in 32 bits");
+  for (const auto& [name, v] : {std::pair<const char*, int64_t>{"m", m}, {"n", n}, {"k", k}})
+    if (v > kGemmMaxDim) fail(std::string(name) + " = " + std::to_string(v) + " is out of range (at most " + std::to_string(kGemmMaxDim) + " for gemm)");
+  for (const auto& [name, v] : {std::pair<const char*, int64_t>{"lda", eff_lda()}, {"ldb", eff_ldb()}, {"ldc", eff_ldc()}})
+    if (v > kGemmMaxDim) fail(std::string(name) + " = " + std::to_string(v) + " is out of range (at most " + std::to_string(kGemmMaxDim) + " for gemm)");
   if (eff_lda() < std::max<int64_t>(1, min_lda())) fail("lda " + std::to_string(eff_lda()) + " < minimum " + std::to_string(min_lda()));
   if (eff_ldb() < std::max<int64_t>(1, min_ldb())) fail("ldb " + std::to_string(eff_ldb()) + " < minimum " + std::to_string(min_ldb()));
   if (eff_ldc() < min_ldc()) fail("ldc " + std::to_string(eff_ldc()) + " < minimum " + std::to_string(min_ldc()));
@@ -40,11 +50,7 @@ void GemmProblem::validate() const {
 }
 
 int GemmProblem::alignment_of(int64_t lda, int64_t ldb, int64_t ldc, int element_bytes) {
-  for (int a : {16, 8, 4}) {
-    if (a <= element_bytes) break;
-    if ((lda * element_bytes) % a == 0 && (ldb * element_bytes) % a == 0 && (ldc * element_bytes) % a == 0) return a;
-  }
-  return element_bytes;
+  return Problem::alignment_of({lda, ldb, ldc}, element_bytes);
 }
 
 int GemmProblem::alignment_with_pointers(int align, const void* a, const void* b, const void* c) {
@@ -69,13 +75,8 @@ GemmProblem GemmProblem::make(int64_t m, int64_t n, int64_t k, const std::string
 }
 
 GemmProblem GemmProblem::parse(const std::string& shape, const std::string& layout, DType dtype) {
-  static const std::regex re("^([0-9]{1,10})x([0-9]{1,10})x([0-9]{1,10})$");
-  std::smatch mt;
-  if (!std::regex_match(shape, mt, re))
-    throw UsageError("bad problem shape '" + shape + "' (expected MxNxK, e.g. 4096x4096x4096)");
-  GemmProblem p = make(std::stoll(mt[1]), std::stoll(mt[2]), std::stoll(mt[3]), layout, dtype);
-  p.validate();
-  return p;
+  // One reading of shapes for every op: a number beyond the op's limit is "out of range".
+  return from(Problem::parse("gemm", shape, layout, dtype));
 }
 
 GemmProblem::operator Problem() const {
@@ -105,6 +106,7 @@ OpInfo gemm_op_info() {
   o.dims = {"m", "n", "k"};
   o.layouts = {"NN", "NT", "TN", "TT"};
   o.ld_names = {"lda", "ldb", "ldc"};
+  o.max_dim = o.max_ld = kGemmMaxDim;
   o.scalars = {{"alpha", 1.0}, {"beta", 0.0}};
   o.baseline = "cublas";
   o.runner = "gemm";

@@ -360,6 +360,11 @@ OpInfo rows_op_info(const RowsOpSpec& s) {
   o.about = s.about;
   o.dims = {"rows", "cols"};
   o.ld_names = {"ldx", "ldy"};
+  // rows fill grid.x (at most 2^31 - 1) and the kernels count columns in int (rows_common.cuh);
+  // strides are 64-bit there (KtuneRowsArgs), bounded at 2^40 elements (4 TiB of f32 per row,
+  // beyond any GPU) so that one read from a file stays far from int64 overflow in byte arithmetic.
+  o.max_dim = INT32_MAX;
+  o.max_ld = int64_t(1) << 40;
   o.scalars = s.scalars;
   o.min_ld = [](const std::vector<int64_t>& d, const std::string&) { return std::vector<int64_t>{d[1], d[1]}; };
   o.validate = [](const Problem& p) {

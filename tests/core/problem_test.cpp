@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 
 #include "ktune/error.h"
 #include "ktune/gemm_problem.h"
@@ -143,4 +144,85 @@ TEST(OpProblem, CountsComeFromTheOp) {
   EXPECT_DOUBLE_EQ(min_bytes(p), 2.0 * (10 * 30 + 30 * 20 + 10 * 20));
   EXPECT_DOUBLE_EQ(tflops(p, 1.0), flops(p) / 1e-3 / 1e12);
   EXPECT_NEAR(log_distance(p, GemmProblem::parse("20x20x30")), std::log(2.0), 1e-12);
+}
+
+// Every op names its limit once (OpInfo::max_dim, max_ld): a dimension beyond it is "out of range"
+// with the limit wherever it comes from (a shape, a key, a problem built by hand), never a "bad
+// shape", and never a key that reads back as something else.
+TEST(OpProblem, DimensionsBeyondTheOpsLimitAreOutOfRangeWithTheLimit) {
+  EXPECT_EQ(op_info("gemm").max_dim, INT32_MAX);
+  EXPECT_EQ(op_info("gemm").max_ld, INT32_MAX); // cuBLAS takes int lda
+  auto refusal = [](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  for (const char* shape : {"99999999999x1x1", "2147483648x1x1", "1x1x1099511627776", "1x99999999999999999999999999x1"}) {
+    const std::string why = refusal([&] { Problem::parse("gemm", shape, "NN"); });
+    EXPECT_NE(why.find("is out of range (at most 2147483647 for gemm)"), std::string::npos) << shape << ": " << why;
+    EXPECT_EQ(why.find("bad problem shape"), std::string::npos) << why;
+    EXPECT_NE(refusal([&] { GemmProblem::parse(shape); }).find("out of range"), std::string::npos) << shape;
+  }
+  EXPECT_NE(refusal([] { Problem::parse("gemm", "99999999999x1x1", "NN"); }).find("m = 99999999999"), std::string::npos);
+  EXPECT_NO_THROW(Problem::parse("gemm", "2147483647x1x1", "NN"));
+  EXPECT_NO_THROW(Problem::parse("gemm", "0002147483647x1x1", "NN")); // leading zeros are the same number
+  EXPECT_NE(refusal([] { Problem::parse("softmax", "2147483648x4"); }).find("rows = 2147483648 is out of range"),
+            std::string::npos);
+  EXPECT_NE(refusal([] { Problem::parse("rmsnorm", "4x2147483648"); }).find("cols = 2147483648 is out of range"),
+            std::string::npos);
+  // Keys: what a database holds.
+  EXPECT_NE(refusal([] { Problem::parse_key("gemm/f32/NN/1099511627776x64x64/a16"); }).find("out of range"), std::string::npos);
+  EXPECT_THROW(Problem::parse_key("gemm/f32/NN/64x64x64/a99999999999"), UsageError); // not std::out_of_range
+  EXPECT_THROW(Problem::parse_key("gemm/f32/NN/64x64x64/a32"), UsageError);          // no such class
+  EXPECT_THROW(Problem::parse_key("gemm/f32/NN/64x64x64/a2"), UsageError);           // f32 has no class 2
+  EXPECT_THROW(Problem::parse_key("softmax/f32/0x64/a16"), UsageError);              // rows must be >= 1
+  // Built by hand, as a table's reader builds it.
+  Problem big = Problem::make("gemm", {int64_t(1) << 40, 64, 64}, "NN");
+  EXPECT_NE(refusal([&] { validate(big); }).find("m = 1099511627776 is out of range"), std::string::npos);
+  EXPECT_NE(refusal([&] { validate_key(big); }).find("gemm/f32/NN/1099511627776x64x64/a16"), std::string::npos);
+  // Leading dimensions.
+  Problem padded = Problem::parse("gemm", "8x8x8", "NN");
+  padded.ld[0] = int64_t(1) << 31;
+  padded.align = 4;
+  EXPECT_NE(refusal([&] { validate(padded); }).find("lda = 2147483648 is out of range"), std::string::npos);
+  GemmProblem g = GemmProblem::parse("8x8x8");
+  g.ldb = int64_t(1) << 31;
+  g.align = 4;
+  EXPECT_NE(refusal([&] { g.validate(); }).find("ldb = 2147483648 is out of range"), std::string::npos);
+  Problem rows = Problem::parse("softmax", "4x8");
+  rows.ld = {(int64_t(1) << 40) + 4, 8};
+  rows.align = 4;
+  EXPECT_NE(refusal([&] { validate(rows); }).find("is out of range (at most 1099511627776"), std::string::npos);
+  rows.ld[0] = int64_t(1) << 33; // row strides are 64-bit: beyond int is fine
+  EXPECT_NO_THROW(validate(rows));
+  // The alignment class of any leading dimension, without overflowing its byte count.
+  EXPECT_EQ(Problem::alignment_of({int64_t(1) << 62}, 4), 16);
+  EXPECT_EQ(Problem::alignment_of({(int64_t(1) << 62) + 1}, 2), 2);
+}
+
+// A key carries its alignment class but not the leading dimensions it came from: a problem tuned
+// with padded ones keeps class 16 at an odd shape, and its key is valid (validate_key) though the
+// problem at minimum leading dimensions is not (validate).
+TEST(OpProblem, AKeyKeepsTheClassOfPaddedLeadingDimensions) {
+  Problem p = Problem::parse("gemm", "3x3x3", "NN");
+  p.ld = {4, 4, 4};
+  p.align = 16;
+  EXPECT_NO_THROW(validate(p));
+  EXPECT_NO_THROW(validate_key(p));
+  const Problem back = Problem::parse_key(p.key());
+  EXPECT_EQ(back.key(), "gemm/f32/NN/3x3x3/a16");
+  EXPECT_THROW(validate(back), UsageError);
+  // A class that only leading dimensions beyond the op's limit allow names no callable problem:
+  // K = 2^31 - 1 in f32 NN needs lda a multiple of 4 for class 16.
+  EXPECT_NO_THROW(Problem::parse_key("gemm/f32/NN/16x4096x2147483647/a4"));
+  try {
+    Problem::parse_key("gemm/f32/NN/16x4096x2147483647/a16");
+    ADD_FAILURE() << "accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("lda = 2147483648 is out of range"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("padded to alignment class 16"), std::string::npos) << e.what();
+  }
 }

@@ -12,6 +12,8 @@
 #include "ktune/config.h"
 #include "ktune/error.h"
 #include "ktune/gemm_problem.h"
+#include "ktune/runtime.h"
+#include "poisoned_db.h"
 
 using namespace ktune;
 
@@ -382,4 +384,75 @@ TEST(Store, UnopenablePathNamesTheFile) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("/proc/no/such/dir"), std::string::npos) << e.what();
   }
+}
+
+// Rows ktune never writes (tests/poisoned_db.h: a key with m = 2^40, a config that is not JSON,
+// an unknown status) make no reader fail: each skips them with one line on stderr naming how
+// many and the first, and answers for the rest.
+TEST(Store, ReadersSkipRowsTheyCannotParseWithOneWarningEach) {
+  const std::string path = temp_db("poisoned.db");
+  DeviceInfo d = fake_device();
+  {
+    Store s(path);
+    const int64_t dev = s.device_id(d);
+    const auto prob = GemmProblem::parse("64x64x64");
+    s.record_trial(dev, s.problem_id(prob), "sm_90", trial("{\"TILE\":16}", TrialStatus::ok, 1.0));
+  }
+  ASSERT_EQ(ktune::testing::poison_database(path), "");
+  const Store s(path, /*read_only=*/true);
+  ASSERT_EQ(s.count_trials(), 4);
+  auto warnings = [](const std::string& err) {
+    size_t n = 0;
+    for (size_t at = err.find("ktune: skipped"); at != std::string::npos; at = err.find("ktune: skipped", at + 1)) ++n;
+    return n;
+  };
+
+  ::testing::internal::CaptureStderr();
+  const Table t = s.export_table("sm_90");
+  std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_EQ(t.entries.size(), 1u);
+  EXPECT_EQ(t.entries[0].problem.key(), "gemm/f32/NN/64x64x64/a16");
+  EXPECT_EQ(warnings(err), 1u) << err;
+  EXPECT_NE(err.find("skipped 2 unreadable best entries of database " + path +
+                     " (first: problem 'gemm/f32/NN/1099511627776x64x64/a16'"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("out of range"), std::string::npos) << err;
+  EXPECT_EQ(s.export_table().entries.size(), 1u); // without an arch filter too
+
+  ::testing::internal::CaptureStderr();
+  const auto rows = s.trial_rows();
+  err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(rows.size(), 2u); // the 64x64x64 trial and the 96x64x64 one whose config only a table reads
+  EXPECT_EQ(warnings(err), 1u) << err;
+  EXPECT_NE(err.find("skipped 2 unreadable trials"), std::string::npos) << err;
+
+  ::testing::internal::CaptureStderr();
+  const TrialLog log = s.export_trials("sm_90");
+  err = ::testing::internal::GetCapturedStderr();
+  ASSERT_EQ(log.problems.size(), 1u);
+  EXPECT_EQ(log.problems[0].trials.size(), 1u);
+  EXPECT_EQ(warnings(err), 1u) << err;
+  EXPECT_NE(err.find("skipped 3 unreadable trials"), std::string::npos) << err;
+  EXPECT_NO_THROW(parse_trial_log(trial_log_to_json(log), "exported")); // what export writes, simulate reads
+
+  ::testing::internal::CaptureStderr();
+  EXPECT_FALSE(s.best("sm_90", "gemm/f32/NN/96x64x64/a16"));
+  EXPECT_FALSE(s.best("sm_90", "gemm/f32/NN/1099511627776x64x64/a16"));
+  EXPECT_TRUE(s.best("sm_90", "gemm/f32/NN/64x64x64/a16"));
+  err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(warnings(err), 2u) << err;
+
+  // The runtime reads the store through export_table: the good entry is served.
+  RuntimeOptions o;
+  o.arch = "sm_90";
+  o.db_path = path;
+  o.shipped_tables = false;
+  o.cubin_cache = "";
+  ::testing::internal::CaptureStderr();
+  const Runtime rt(o);
+  const Selection sel = rt.best_config(GemmProblem::parse("64x64x64"));
+  err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(sel.source, "store " + path);
+  EXPECT_EQ(warnings(err), 1u) << err;
 }

@@ -247,6 +247,93 @@ TEST(TableValidation, NamesEachKindOfInvalidEntry) {
   EXPECT_NE(why.find("does not support dtype f16"), std::string::npos) << why;
 }
 
+// m = 2^40 is well-formed (a positive integer) but no GEMM the kernels or cuBLAS take: the entry
+// is invalid, so an import refuses the table and a runtime reading it skips the entry. Its key
+// would read back as nothing (Problem::parse_key), which is what once made every later read of
+// the database fail.
+TEST(TableValidation, ADimensionBeyondTheOpsLimitIsInvalid) {
+  const std::string big = std::string(kGood).replace(std::string(kGood).find("\"m\": 64"), 7, "\"m\": 1099511627776");
+  const Table t = parse_table(big, "big");
+  ASSERT_EQ(t.entries[0].problem.key(), "gemm/f32/NN/1099511627776x64x64/a16");
+  const std::string why = invalid_reason(t.entries[0]);
+  EXPECT_NE(why.find("m = 1099511627776 is out of range (at most 2147483647 for gemm)"), std::string::npos) << why;
+  EXPECT_EQ(invalid_reason(t.entries[1]), "");
+  EXPECT_NE(validation_message(t, "big.json").find("big.json entry 0 (gemm/f32/NN/1099511627776x64x64/a16, family gemm_smem)"),
+            std::string::npos)
+      << validation_message(t, "big.json");
+  TunedIndex index(DeviceInfo::nominal("sm_90"));
+  std::vector<std::string> skipped;
+  EXPECT_EQ(index.add(t, "big", SourceTier::user, &skipped), 1u);
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_NE(skipped[0].find("out of range"), std::string::npos) << skipped[0];
+  // The store refuses the key itself, in the same transaction: nothing is written.
+  const std::string db = tmp("big.db");
+  std::filesystem::remove(db);
+  Store s(db);
+  EXPECT_THROW(s.import_table(t), UsageError);
+  EXPECT_EQ(s.count_trials(), 0);
+  EXPECT_THROW(s.problem_id(t.entries[0].problem), UsageError);
+}
+
+// Numbers a table cannot mean (1e400 overflows a double), and JSON nested past any file ktune
+// writes (300000 arrays once overflowed the stack of ktune import).
+TEST(Table, RefusesInfiniteNumbersAndDeepNesting) {
+  auto msg = [](const std::string& text) {
+    try {
+      parse_table(text, "T");
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  const std::string good = kGood;
+  std::string inf = good;
+  inf.replace(inf.find("\"time_ms\": 0.01"), 15, "\"time_ms\": 1e400");
+  EXPECT_NE(msg(inf).find("number overflow"), std::string::npos) << msg(inf);
+  for (size_t depth : {65, 70000, 300000}) {
+    std::string deep = good;
+    deep.replace(deep.find("{\"TILE\": 16}"), 12, std::string(depth, '[') + std::string(depth, ']'));
+    EXPECT_NE(msg(deep).find("T: JSON nested deeper than 64 levels"), std::string::npos) << msg(deep).substr(0, 300);
+  }
+  std::string sixty_four = good; // the limit itself is fine for the reader (the entry is not)
+  sixty_four.replace(sixty_four.find("{\"TILE\": 16}"), 12, std::string(61, '[') + std::string(61, ']'));
+  EXPECT_NE(msg(sixty_four).find("\"config\" must be a non-empty object"), std::string::npos) << msg(sixty_four);
+  // Brackets inside strings are text, not nesting.
+  std::string quoted = good;
+  quoted.replace(quoted.find("\"abc\""), 5, "\"" + std::string(1000, '[') + "\"");
+  EXPECT_EQ(msg(quoted), "accepted");
+}
+
+// A trial log's numbers of the wrong type are usage errors naming the trial (not a JSON library
+// exception), and its problems are checked as table entries are.
+TEST(Table, TrialLogsRefuseWrongTypesAndOutOfRangeProblems) {
+  const std::string log = R"({"schema": "ktune.trials/1", "device": {"name": "G", "arch": "sm_90", "sm_count": 132},
+    "problems": [{"op": "gemm", "dtype": "f32", "layout": "NN", "m": M, "n": 64, "k": 64, "align": 16, "cublas_ms": null,
+      "trials": [{"family": "gemm_smem", "config": {"TILE": 16}, "status": "ok", "time_ms": 0.1, "compile_s": C,
+                  "bench_s": 0.2}]}]})";
+  auto with = [&](const std::string& m, const std::string& c) {
+    std::string s = log;
+    s.replace(s.find("M"), 1, m);
+    s.replace(s.find("C"), 1, c);
+    return s;
+  };
+  EXPECT_EQ(parse_trial_log(with("64", "0.5"), "L").problems.size(), 1u);
+  for (const char* c : {"\"fast\"", "null", "-1", "[0.5]"}) {
+    try {
+      parse_trial_log(with("64", c), "L");
+      ADD_FAILURE() << c << " accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("L problem 0 trial 0: \"compile_s\""), std::string::npos) << e.what();
+    }
+  }
+  try {
+    parse_trial_log(with("1099511627776", "0.5"), "L");
+    ADD_FAILURE() << "m = 2^40 accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("out of range"), std::string::npos) << e.what();
+  }
+}
+
 TEST(TableValidation, AgainstAGivenDeviceUsesItsLimitsNotTheEntrysArch) {
   // 144 KiB of shared memory (see above), and an arch the one-argument form refuses.
   const TableEntry e = entry("gemm_simt", edited(kSimt, {{"BK", 32}, {"PIPE", 3}}), "1024x1024x1024", "sm_xx");

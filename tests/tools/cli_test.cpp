@@ -6,6 +6,7 @@
 #include <regex>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -17,16 +18,24 @@
 #include <nlohmann/json.hpp>
 
 #include "db/store.h"
+#include "poisoned_db.h"
 #include "test_paths.h"
 
 namespace {
 
 using ktune::testing::CliRun;
 using ktune::testing::file_bytes;
+using ktune::testing::run_command;
 using ktune::testing::run_ktune;
 
 // stderr alone (stdout discarded): where a refusal must say why.
 CliRun run_ktune_stderr(const std::string& args) { return run_ktune(args, " 2>&1 >/dev/null"); }
+
+// With no user database (the default one not written yet; --db names an existing file only): the
+// shipped tables answer.
+CliRun run_ktune_without_db(const std::string& args) {
+  return ktune::testing::run_command("KTUNE_DB=/nonexistent.db " + ktune::testing::ktune_binary() + " " + args + " 2>&1");
+}
 
 std::string scratch(const std::string& name) {
   const auto dir = std::filesystem::path(::testing::TempDir()) / ("ktune-cli-import-" + std::to_string(getpid()));
@@ -42,7 +51,7 @@ std::string write_file(const std::string& name, const std::string& text) {
 
 // A table of one entry for Mx64x64 with the given family and config (JSON text).
 std::string one_entry_table(const std::string& family, const std::string& config, const std::string& arch = "sm_90",
-                            int m = 64, double time_ms = 1e-4) {
+                            int64_t m = 64, double time_ms = 1e-4) {
   const nlohmann::ordered_json entry = {{"op", "gemm"},
                                         {"dtype", "f32"},
                                         {"layout", "NN"},
@@ -78,6 +87,11 @@ const std::vector<std::pair<std::string, std::string>>& bad_tables() {
            "sm_90", 4096),
        "breaks constraint 'M <= 64 (skinny problems only)' for gemm/f32/NN/4096x64x64/a16"},
       {one_entry_table("gemm_smem", R"({"TILE": 16})", "sm_75"), "no nominal limits for arch 'sm_75'"},
+      // Well-formed, but a key no reader could parse back: once imported, it failed every query.
+      {one_entry_table("gemm_smem", R"({"TILE": 16})", "sm_90", int64_t(1) << 40),
+       "m = 1099511627776 is out of range (at most 2147483647 for gemm)"},
+      {one_entry_table("gemm_smem", R"({"TILE": 16})", "sm_90", int64_t(1) << 31),
+       "m = 2147483648 is out of range (at most 2147483647 for gemm)"},
   };
   return bad;
 }
@@ -166,6 +180,18 @@ TEST(Cli, UnknownSubcommandOrFlagExitsTwoWithAMessage) {
   CliRun r = run_ktune("frobnicate");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.out.find("unknown subcommand 'frobnicate'"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("known: space, "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("worker"), std::string::npos) << "the internal subcommand is listed: " << r.out;
+  // A flag before any subcommand is named, not taken for a missing subcommand.
+  for (const char* flag : {"--bogus-flag", "--bogus=3", "-x"}) {
+    r = run_ktune(std::string(flag) + " space");
+    EXPECT_EQ(r.status, 2) << flag;
+    EXPECT_NE(r.out.find("unknown flag '" + std::string(flag) + "'"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("A subcommand is required"), std::string::npos) << r.out;
+  }
+  r = run_ktune("--help");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.out.find("worker"), std::string::npos) << r.out;
   r = run_ktune("space --frobnicate");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.out.find("--frobnicate"), std::string::npos) << r.out;
@@ -173,13 +199,23 @@ TEST(Cli, UnknownSubcommandOrFlagExitsTwoWithAMessage) {
   EXPECT_EQ(r.status, 2);
 }
 
+// gemm_simt at 4096^3 has 60.8 M valid configs, most of a minute to count: stdout holds the
+// number alone, stderr says how far the count got every few seconds (not a terminal here).
 TEST(Cli, SpaceCountPrintsOneIntegerOfAtLeastAThousand) {
-  const CliRun r = run_ktune("space --family gemm_simt --arch sm_90 --count");
+  const std::string err = scratch("space-count.err");
+  const auto t0 = std::chrono::steady_clock::now();
+  const CliRun r = run_ktune("space --family gemm_simt --arch sm_90 --count", (" 2>" + err).c_str());
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_EQ(r.status, 0) << r.out;
   size_t used = 0;
   const long long n = std::stoll(r.out, &used);
   EXPECT_EQ(r.out.substr(used), "\n");
   EXPECT_GE(n, 1000);
+  const std::string progress = file_bytes(err);
+  if (s > 4) {
+    EXPECT_NE(progress.find("ktune: counting the valid configs of gemm_simt: "), std::string::npos) << progress;
+  }
+  EXPECT_EQ(progress.find('\r'), std::string::npos) << "stderr is not a terminal: whole lines only";
 }
 
 TEST(Cli, SpaceSummaryShowsParametersConstraintsAndASample) {
@@ -295,7 +331,7 @@ TEST(Cli, UnreadableSuiteContentIsAUsageError) {
 }
 
 TEST(Cli, QueryAnswersFromTheShippedTableWithoutADevice) {
-  CliRun r = run_ktune("query --arch sm_90 --problem 4096x4096x4096 --json --db /nonexistent.db");
+  CliRun r = run_ktune_without_db("query --arch sm_90 --problem 4096x4096x4096 --json");
   ASSERT_EQ(r.status, 0) << r.out;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["tuned_problem"], "gemm/f32/NN/4096x4096x4096/a16");
@@ -306,7 +342,7 @@ TEST(Cli, QueryAnswersFromTheShippedTableWithoutADevice) {
 
   // Untuned, near a tuned problem where cuBLAS won by 5 %: that config is still worth timing
   // here (first use decides), but no promise is made before.
-  r = run_ktune("query --arch sm_90 --problem 4000x4000x4000 --json --db /nonexistent.db");
+  r = run_ktune_without_db("query --arch sm_90 --problem 4000x4000x4000 --json");
   ASSERT_EQ(r.status, 0) << r.out;
   j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["provenance"], "nearest");
@@ -316,7 +352,7 @@ TEST(Cli, QueryAnswersFromTheShippedTableWithoutADevice) {
 
   // Far from every tuned problem: no candidate is predicted within reach, and the answer says
   // so, naming the best lender it considered.
-  r = run_ktune("query --arch sm_90 --problem 3000x200x100 --json --db /nonexistent.db");
+  r = run_ktune_without_db("query --arch sm_90 --problem 3000x200x100 --json");
   ASSERT_EQ(r.status, 0) << r.out;
   j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["provenance"], "cublas");
@@ -325,7 +361,7 @@ TEST(Cli, QueryAnswersFromTheShippedTableWithoutADevice) {
 
   // Untuned decode shape: gemm_skinny's 2.6x at 16x4096x4096 makes it a candidate, timed
   // against cuBLAS at first use.
-  r = run_ktune("query --arch sm_90 --problem 16x4000x4000 --json --db /nonexistent.db");
+  r = run_ktune_without_db("query --arch sm_90 --problem 16x4000x4000 --json");
   ASSERT_EQ(r.status, 0) << r.out;
   j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["tuned_problem"], "gemm/f32/NN/16x4096x4096/a16");
@@ -337,7 +373,7 @@ TEST(Cli, QueryAnswersFromTheShippedTableWithoutADevice) {
   EXPECT_GT(j["cublas_ms"].get<double>(), j["time_ms"].get<double>()); // recorded at the lender's home
 
   // The text form says why.
-  const CliRun t = run_ktune("query --arch sm_90 --problem 16x4000x4000 --db /nonexistent.db");
+  const CliRun t = run_ktune_without_db("query --arch sm_90 --problem 16x4000x4000");
   ASSERT_EQ(t.status, 0) << t.out;
   EXPECT_NE(t.out.find("why"), std::string::npos) << t.out;
   EXPECT_NE(t.out.find("candidates"), std::string::npos) << t.out;
@@ -345,7 +381,7 @@ TEST(Cli, QueryAnswersFromTheShippedTableWithoutADevice) {
   // An untuned aligned bf16 shape: the aligned gemm_wgmma entries lend (the unaligned ones' leads
   // over cuBLAS do not carry over to it), and the best lender's neighbours follow, marked as such,
   // with no predicted ratio.
-  r = run_ktune("query --arch sm_90 --dtype bf16 --problem 3072x3072x3072 --json --db /nonexistent.db");
+  r = run_ktune_without_db("query --arch sm_90 --dtype bf16 --problem 3072x3072x3072 --json");
   ASSERT_EQ(r.status, 0) << r.out;
   j = nlohmann::json::parse(r.out);
   ASSERT_FALSE(j["candidates"].empty());
@@ -360,13 +396,13 @@ TEST(Cli, QueryAnswersFromTheShippedTableWithoutADevice) {
       EXPECT_EQ(c["tuned_problem"], j["candidates"][0]["tuned_problem"]) << c;
     }
   EXPECT_GE(neighbours, 1) << r.out;
-  const CliRun tn = run_ktune("query --arch sm_90 --dtype bf16 --problem 3072x3072x3072 --db /nonexistent.db");
+  const CliRun tn = run_ktune_without_db("query --arch sm_90 --dtype bf16 --problem 3072x3072x3072");
   ASSERT_EQ(tn.status, 0) << tn.out;
   EXPECT_NE(tn.out.find("no prediction"), std::string::npos) << tn.out;
 }
 
 TEST(Cli, QueryTf32x3OptsIntoTheTensorCoreTable) {
-  const CliRun r = run_ktune("query --arch sm_90 --problem 4000x4000x4000 --json --db /nonexistent.db --tf32x3");
+  const CliRun r = run_ktune_without_db("query --arch sm_90 --problem 4000x4000x4000 --json --tf32x3");
   ASSERT_EQ(r.status, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["family"], "gemm_wgmma_tf32x3"); // the H100 table's entry there (sm_90: the wgmma form won)
@@ -492,4 +528,169 @@ TEST(Cli, ExportAndImportFilterByDtypeAndTuneAcceptsHalfPrecision) {
     EXPECT_EQ(r.status, 1) << r.out;
     EXPECT_EQ(r.out.find("dtype"), std::string::npos) << r.out;
   }
+}
+
+// JSON nested past any file ktune writes is refused before it is parsed: 300000 arrays in a config
+// parameter once overflowed the stack of ktune import (exit 139).
+TEST(Cli, ImportRefusesDeepNestingAndLeavesTheDatabaseAlone) {
+  const std::string db = scratch("deep.db");
+  std::filesystem::remove(db);
+  ASSERT_EQ(run_ktune("import " + write_file("deep-good.json", one_entry_table("gemm_smem", R"({"TILE": 16})")) + " --db " + db).status, 0);
+  const std::string before = file_bytes(db);
+  for (const size_t depth : {65, 300000}) {
+    std::string text = one_entry_table("gemm_smem", R"({"TILE": 16})");
+    text.replace(text.find("\"TILE\": 16") + 8, 2, std::string(depth, '[') + std::string(depth, ']'));
+    const std::string f = write_file("deep" + std::to_string(depth) + ".json", text);
+    const CliRun r = run_ktune_stderr("import " + f + " --db " + db);
+    EXPECT_EQ(r.status, 2) << r.out.substr(0, 500);
+    EXPECT_NE(r.out.find(f + ": JSON nested deeper than 64 levels"), std::string::npos) << r.out.substr(0, 500);
+    EXPECT_EQ(file_bytes(db), before);
+  }
+  // Suites and restrictions go through the same check.
+  const std::string suite = write_file("deep-suite.json", "{\"problems\": " + std::string(100000, '[') + std::string(100000, ']') + "}");
+  CliRun r = run_ktune_stderr("tune --suite " + suite + " --db " + scratch("never-tuned.db"));
+  EXPECT_EQ(r.status, 2) << r.out.substr(0, 500);
+  EXPECT_NE(r.out.find("nested deeper than 64 levels"), std::string::npos) << r.out.substr(0, 500);
+  const std::string restriction =
+      write_file("deep-restrict.json", "{\"domains\": {\"TILE\": " + std::string(100000, '[') + std::string(100000, ']') + "}}");
+  r = run_ktune_stderr("space --family gemm_smem --count --restrict " + restriction);
+  EXPECT_EQ(r.status, 2) << r.out.substr(0, 500);
+  EXPECT_NE(r.out.find("nested deeper than 64 levels"), std::string::npos) << r.out.substr(0, 500);
+}
+
+// A database holding rows no ktune writes (tests/poisoned_db.h: m = 2^40, a config that is not
+// JSON, an unknown status) still answers: query, export (table and trials) and report skip those
+// rows with one warning each and serve the rest.
+TEST(Cli, EveryReaderAnswersForADatabaseWithUnreadableRows) {
+  const std::string db = scratch("poisoned.db");
+  std::filesystem::remove(db);
+  ASSERT_EQ(run_ktune("import " + write_file("poison-base.json", one_entry_table("gemm_smem", R"({"TILE": 16})")) + " --db " + db).status, 0);
+  ASSERT_EQ(ktune::testing::poison_database(db), "");
+  auto warnings = [](const std::string& out) {
+    size_t n = 0;
+    for (size_t at = out.find("ktune: skipped"); at != std::string::npos; at = out.find("ktune: skipped", at + 1)) ++n;
+    return n;
+  };
+  CliRun r = run_ktune("query --arch sm_90 --problem 64x64x64 --db " + db);
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("problem     gemm/f32/NN/64x64x64/a16"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(store " + db + ")"), std::string::npos) << r.out;
+  EXPECT_EQ(warnings(r.out), 1u) << r.out;
+  EXPECT_NE(r.out.find("skipped 2 unreadable best entries of database " + db), std::string::npos) << r.out;
+
+  const std::string out = scratch("poisoned-export.json");
+  r = run_ktune("export --arch sm_90 --db " + db + " -o " + out);
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(warnings(r.out), 1u) << r.out;
+  EXPECT_NE(r.out.find("exported 1 entries"), std::string::npos) << r.out;
+  EXPECT_EQ(run_ktune("import " + out + " --db " + scratch("poisoned-reimport.db")).status, 0); // what export writes, import reads
+
+  r = run_ktune("export --trials --arch sm_90 --db " + db + " -o " + scratch("poisoned-trials.json"));
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(warnings(r.out), 1u) << r.out;
+  EXPECT_EQ(run_ktune("simulate --trials " + scratch("poisoned-trials.json")).status, 0);
+
+  r = run_ktune("report --arch sm_90 --db " + db + " -o " + scratch("poisoned-report"));
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(warnings(r.out), 1u) << r.out;
+  EXPECT_TRUE(std::filesystem::exists(scratch("poisoned-report") + "/index.html"));
+  // The shape itself, asked for, is out of range: a usage error with the limit.
+  r = run_ktune("query --arch sm_90 --problem 1099511627776x64x64 --db " + db);
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("m = 1099511627776 is out of range (at most 2147483647 for gemm)"), std::string::npos) << r.out;
+}
+
+TEST(Cli, AShapeBeyondTheOpsLimitIsOutOfRangeNotBad) {
+  for (const char* shape : {"99999999999x1x1", "1x1x2147483648"}) {
+    const CliRun r = run_ktune(std::string("query --arch sm_90 --problem ") + shape);
+    EXPECT_EQ(r.status, 2) << r.out;
+    EXPECT_NE(r.out.find("is out of range (at most 2147483647 for gemm)"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("bad problem shape"), std::string::npos) << r.out;
+  }
+  const CliRun r = run_ktune("space --family softmax_warp --problem 2147483648x64 --count");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("rows = 2147483648 is out of range (at most 2147483647 for softmax)"), std::string::npos) << r.out;
+}
+
+// Every numeric option refuses a negative (or otherwise impossible) value by name, exit 2, before
+// any work: "-1" into a size_t option once wrapped to 2^64 - 1 (space --sample -1 ran out of
+// memory), and CLI11's own range check printed a 310-digit bound.
+TEST(Cli, NumericOptionsRefuseImpossibleValuesByName) {
+  const std::string log = std::string(KTUNE_SOURCE_DIR) + "/tests/data/h100-gemm_simt-exhaustive-replay.json";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"space --sample -1", "--sample: '-1' is not a whole number from 0 to 100000"},
+      {"space --sample 18446744073709551615", "--sample: '18446744073709551615' is not a whole number"},
+      {"space --seed -1", "--seed: '-1' is not a whole number >= 0"},
+      {"tune --problem 64x64x64 --budget-evals -1", "--budget-evals: '-1' is not a whole number >= 1"},
+      {"tune --problem 64x64x64 --budget-evals 0", "--budget-evals: '0' is not a whole number >= 1"},
+      {"tune --problem 64x64x64 --budget-seconds -1", "--budget-seconds: '-1' is not a finite number > 0"},
+      {"tune --problem 64x64x64 --budget-seconds nan", "--budget-seconds: 'nan' is not a finite number > 0"},
+      {"tune --problem 64x64x64 --seed -1", "--seed: '-1' is not a whole number >= 0"},
+      {"tune --problem 64x64x64 --device -1", "--device: '-1' is not a whole number from 0 to"},
+      {"tune --problem 64x64x64 --timeout -5", "--timeout: '-5' is not a finite number > 0"},
+      {"simulate --trials " + log + " --repeat -1", "--repeat: '-1' is not a whole number from 1 to"},
+      {"simulate --trials " + log + " --seed -1", "--seed: '-1' is not a whole number >= 0"},
+      {"cache --max-mb -5 --path " + scratch("no-cache.db"), "--max-mb: '-5' is not a whole number from 0 to 1099511627776"},
+      {"cache --max-mb 1e3 --path " + scratch("no-cache.db"), "--max-mb: '1e3' is not a whole number"},
+      {"bench --suite configs/suites/quick.json --device -1", "--device: '-1' is not a whole number from 0 to"},
+      {"compile --family gemm_smem --config '{\"TILE\":16}' --device -1", "--device: '-1' is not a whole number from 0 to"},
+  };
+  for (const auto& [args, why] : cases) {
+    const CliRun r = run_command("timeout 60 " + ktune::testing::ktune_binary() + " " + args + " 2>&1");
+    EXPECT_EQ(r.status, 2) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find(why), std::string::npos) << args << "\n" << r.out;
+    EXPECT_LT(r.out.size(), 400u) << args << "\n" << r.out;
+  }
+}
+
+TEST(Cli, QueryOfADatabaseThatDoesNotExistIsAUsageError) {
+  CliRun r = run_ktune("query --arch sm_90 --problem 64x64x64 --db /no/such/dir/x.db");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("--db: database /no/such/dir/x.db does not exist"), std::string::npos) << r.out;
+  r = run_ktune("query --arch sm_90 --problem 64x64x64 --db " + std::filesystem::path(scratch("x")).parent_path().string());
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("is not a file"), std::string::npos) << r.out;
+  // Without --db, a default database not written yet is no error: the shipped tables answer.
+  setenv("KTUNE_DB", scratch("not-yet.db").c_str(), 1);
+  r = run_ktune("query --arch sm_90 --problem 64x64x64");
+  unsetenv("KTUNE_DB");
+  EXPECT_EQ(r.status, 0) << r.out;
+}
+
+// An output that cannot be a file is bad usage (exit 2) found before any work, and no failure
+// leaves a file behind: neither the output nor its temporary (DIR.tmp, ./.tmp).
+TEST(Cli, ExportToAnImpossibleOutputExitsTwoAndLeavesNothing) {
+  const std::string db = scratch("export-out.db");
+  std::filesystem::remove(db);
+  ASSERT_EQ(run_ktune("import " + write_file("export-out.json", one_entry_table("gemm_smem", R"({"TILE": 16})")) + " --db " + db).status, 0);
+  const std::string dir = scratch("an-output-folder");
+  std::filesystem::create_directories(dir);
+  CliRun r = run_ktune("export --arch sm_90 --db " + db + " -o " + dir);
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("--output: " + dir + " is a folder, not a file"), std::string::npos) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(dir + ".tmp"));
+  const std::string cwd = scratch("export-cwd");
+  std::filesystem::create_directories(cwd);
+  r = run_command("cd " + cwd + " && " + ktune::testing::ktune_binary() + " export --arch sm_90 --db " + db + " -o '' 2>&1");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("--output: an output file is needed"), std::string::npos) << r.out;
+  EXPECT_TRUE(std::filesystem::is_empty(cwd)) << "left " << std::filesystem::directory_iterator(cwd)->path();
+  r = run_ktune("export --arch sm_90 --db " + db + " -o " + scratch("no-such-folder") + "/t.json");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("does not exist"), std::string::npos) << r.out;
+  r = run_ktune("export --trials --arch sm_90 --db " + db + " -o " + dir);
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(dir + ".tmp"));
+  // The same for the other files ktune writes.
+  r = run_command("cd " + cwd + " && " + ktune::testing::ktune_binary() + " report --arch sm_90 --db " + db + " -o '' 2>&1");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("--output: a folder for the report is needed"), std::string::npos) << r.out;
+  EXPECT_TRUE(std::filesystem::is_empty(cwd));
+  r = run_ktune("compile --family gemm_smem --config '{\"TILE\":16}' --arch sm_80 -o " + dir);
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(dir + ".tmp"));
+  // And a good one still works.
+  r = run_ktune("export --arch sm_90 --db " + db + " -o " + dir + "/t.json");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/t.json.tmp"));
 }
