@@ -43,7 +43,8 @@ std::string join(const std::vector<std::string>& v) {
 }
 
 std::string out_of_range(const OpInfo& op, size_t i, const std::string& value) {
-  return op.dims[i] + " = " + value + " is out of range (at most " + std::to_string(op.max_dim) + " for " + op.name + ")";
+  return op.dims[i] + " = " + value + " is out of range (at most " + std::to_string(op.max_dim) + " for " + op.name +
+         ")";
 }
 
 // "AxBx..." with exactly as many non-negative numbers as op has dimensions, each at most its
@@ -143,9 +144,11 @@ Problem Problem::make(const std::string& op, std::vector<int64_t> dims, const st
 
 Problem Problem::parse(const std::string& op, const std::string& shape, const std::string& layout, DType dtype) {
   const OpInfo& info = op_info(op);
-  Problem p = make(op, parse_dims(shape, info, shape_pattern(info) + ", e.g. " +
-                                                 std::string(info.dims.size() == 3 ? "4096x4096x4096" : "4096x4096")),
-                   layout, dtype);
+  Problem p = make(
+      op,
+      parse_dims(shape, info,
+                 shape_pattern(info) + ", e.g. " + std::string(info.dims.size() == 3 ? "4096x4096x4096" : "4096x4096")),
+      layout, dtype);
   validate(p);
   return p;
 }
@@ -167,8 +170,8 @@ Problem Problem::parse_key(const std::string& key) {
   if (a.size() < 2 || a.size() > 3 || a[0] != 'a' || a.find_first_not_of("0123456789", 1) != std::string::npos)
     throw bad("no alignment class");
   try {
-    Problem p = make(info.name, parse_dims(parts[want - 2], info, shape_pattern(info)), want == 5 ? parts[2] : std::string(),
-                     parse_dtype(parts[1]));
+    Problem p = make(info.name, parse_dims(parts[want - 2], info, shape_pattern(info)),
+                     want == 5 ? parts[2] : std::string(), parse_dtype(parts[1]));
     p.align = std::stoi(a.substr(1));
     validate_key(p);
     return p;
@@ -211,8 +214,8 @@ void validate(const Problem& p) {
     if (p.ld[i] < std::max<int64_t>(1, min[i]) && !(min[i] == 0 && p.ld[i] == 0))
       fail(name + " is " + std::to_string(p.ld[i]) + " < minimum " + std::to_string(min[i]));
     if (p.ld[i] > info.max_ld)
-      fail(name + " = " + std::to_string(p.ld[i]) + " is out of range (at most " + std::to_string(info.max_ld) + " for " +
-           info.name + ")");
+      fail(name + " = " + std::to_string(p.ld[i]) + " is out of range (at most " + std::to_string(info.max_ld) +
+           " for " + info.name + ")");
   }
   check_alignment_class(p, fail);
   if (p.align > Problem::alignment_of(p.ld, element_bytes(p.dtype)))
@@ -226,7 +229,8 @@ void validate(const Problem& p) {
 }
 
 void validate_key(const Problem& p) {
-  check_alignment_class(p, [&](const std::string& why) { throw UsageError("invalid " + p.op + " problem " + p.key() + ": " + why); });
+  check_alignment_class(
+      p, [&](const std::string& why) { throw UsageError("invalid " + p.op + " problem " + p.key() + ": " + why); });
   // The problem as its least caller makes it: each leading dimension at its minimum, rounded up
   // to what the class needs. A class no leading dimension within the op's limit allows (f32 a16
   // at K = 2^31 - 1, NN) names a problem nobody can call.
@@ -246,7 +250,8 @@ void validate_key(const Problem& p) {
     validate(q);
   } catch (const UsageError& e) {
     if (!padded) throw;
-    throw UsageError(std::string(e.what()) + " (leading dimensions padded to alignment class " + std::to_string(p.align) + ")");
+    throw UsageError(std::string(e.what()) + " (leading dimensions padded to alignment class " +
+                     std::to_string(p.align) + ")");
   }
 }
 

@@ -190,7 +190,8 @@ std::string readable_config(const std::string& text) { return Config::from_json(
 // NaN as null) and, for times, > 0.
 double readable_number(double v, const char* what, bool positive) {
   if (!std::isfinite(v) || (positive ? !(v > 0) : v < 0))
-    throw UsageError(std::string(what) + " is " + std::to_string(v) + (positive ? ", not a finite number > 0" : ", not a finite number >= 0"));
+    throw UsageError(std::string(what) + " is " + std::to_string(v) +
+                     (positive ? ", not a finite number > 0" : ", not a finite number >= 0"));
   return v;
 }
 
@@ -751,8 +752,10 @@ std::vector<TrialRow> Store::trial_rows(const std::string& arch) const {
     try {
       r.problem = Problem::parse_key(s.text(6));
       r.status = parse_trial_status(s.text(9));
-      r.median_ms = readable_number(s.dbl(10), "median_ms", false), r.tflops = readable_number(s.dbl(11), "tflops", false);
-      r.compile_s = readable_number(s.dbl(12), "compile_s", false), r.bench_s = readable_number(s.dbl(13), "bench_s", false);
+      r.median_ms = readable_number(s.dbl(10), "median_ms", false);
+      r.tflops = readable_number(s.dbl(11), "tflops", false);
+      r.compile_s = readable_number(s.dbl(12), "compile_s", false);
+      r.bench_s = readable_number(s.dbl(13), "bench_s", false);
       if (!s.null(15)) r.cublas_ms = readable_number(s.dbl(15), "cublas_ms", true);
     } catch (const Error& err) {
       skipped.add("trial " + std::to_string(s.i64(0)) + " (problem '" + s.text(6) + "')", err);

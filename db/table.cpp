@@ -43,7 +43,8 @@ double positive_number(const json& j, const char* name, const std::string& where
 
 double non_negative_number(const json& j, const char* name, const std::string& where) {
   const json& v = field(j, name, where);
-  if (!v.is_number() || !(v.get<double>() >= 0)) throw UsageError(where + ": \"" + name + "\" must be a number >= 0, got " + v.dump());
+  if (!v.is_number() || !(v.get<double>() >= 0))
+    throw UsageError(where + ": \"" + name + "\" must be a number >= 0, got " + v.dump());
   return v.get<double>();
 }
 

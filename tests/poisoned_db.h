@@ -34,8 +34,10 @@ INSERT INTO trials (device_id, problem_id, family, config, config_hash, template
 )sql";
   sqlite3* db = nullptr;
   std::string err;
-  if (sqlite3_open(path.c_str(), &db) != SQLITE_OK) err = sqlite3_errmsg(db);
-  else if (sqlite3_exec(db, kSql, nullptr, nullptr, nullptr) != SQLITE_OK) err = sqlite3_errmsg(db);
+  if (sqlite3_open(path.c_str(), &db) != SQLITE_OK)
+    err = sqlite3_errmsg(db);
+  else if (sqlite3_exec(db, kSql, nullptr, nullptr, nullptr) != SQLITE_OK)
+    err = sqlite3_errmsg(db);
   sqlite3_close(db);
   return err;
 }

@@ -73,7 +73,8 @@ void write_atomically(const std::string& out, const std::string& text) {
 }
 
 CLI::Validator whole_number(int64_t lo, int64_t hi) {
-  const std::string range = hi == INT64_MAX ? ">= " + std::to_string(lo) : "from " + std::to_string(lo) + " to " + std::to_string(hi);
+  const std::string range =
+      hi == INT64_MAX ? ">= " + std::to_string(lo) : "from " + std::to_string(lo) + " to " + std::to_string(hi);
   return CLI::Validator(
       [lo, hi, range](std::string& s) -> std::string {
         errno = 0;
@@ -92,7 +93,8 @@ CLI::Validator positive_number() {
         errno = 0;
         char* end = nullptr;
         const double v = std::strtod(s.c_str(), &end);
-        if (s.empty() || std::isspace(static_cast<unsigned char>(s[0])) || *end || errno == ERANGE || !std::isfinite(v) || !(v > 0))
+        if (s.empty() || std::isspace(static_cast<unsigned char>(s[0])) || *end || errno == ERANGE ||
+            !std::isfinite(v) || !(v > 0))
           return "'" + s + "' is not a finite number > 0";
         return {};
       },

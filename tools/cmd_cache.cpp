@@ -60,7 +60,8 @@ Command add_cache(CLI::App& app) {
   auto* c = app.add_subcommand("cache", "Show (or --clear) the cubins runtimes kept for later processes");
   c->add_option("--path", a->path, "Cubin cache file (default: $KTUNE_CUBIN_CACHE, else ~/.cache/ktune/cubins.db)");
   auto* clear = c->add_flag("--clear", a->clear, "Delete every cached cubin (runtimes compile them again when needed)");
-  c->add_option("--max-mb", a->max_mb, "Delete the least recently used cubins until the cache holds at most this many MB")
+  c->add_option("--max-mb", a->max_mb,
+                "Delete the least recently used cubins until the cache holds at most this many MB")
       ->check(whole_number(0, int64_t(1) << 40)) // the bound $KTUNE_CUBIN_CACHE_MAX_MB has (db/store.cpp)
       ->excludes(clear);
   return {c, [a] { return cmd_cache(*a); }};

@@ -1,7 +1,7 @@
 // ktune space: count or summarise a family's valid configs for a problem (no GPU needed).
-#include <CLI/CLI.hpp>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -40,7 +40,8 @@ uint64_t count_with_progress(const Family& f, const Problem& p, const DeviceInfo
     last = now;
     shown = true;
     std::fprintf(stderr, "%sktune: counting the valid configs of %s: %.1f M so far (%.0f s)%s", tty ? "\r" : "",
-                 f.name().c_str(), double(n) / 1e6, std::chrono::duration<double>(now - start).count(), tty ? "" : "\n");
+                 f.name().c_str(), double(n) / 1e6, std::chrono::duration<double>(now - start).count(),
+                 tty ? "" : "\n");
     std::fflush(stderr);
     return true;
   });

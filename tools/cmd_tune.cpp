@@ -142,7 +142,9 @@ Command add_tune(CLI::App& app) {
   tn->add_option("--budget-seconds", a->budget_seconds,
                  "Most wall seconds per problem, shared by the families tuned for it")
       ->check(positive_number());
-  tn->add_option("--seed", a->seed, "Seed of the strategy and the inputs")->capture_default_str()->check(whole_number(0));
+  tn->add_option("--seed", a->seed, "Seed of the strategy and the inputs")
+      ->capture_default_str()
+      ->check(whole_number(0));
   tn->add_option("--warm-start", a->warm_start,
                  "Table (.json), database, 'shipped' (the tables shipped with ktune) or 'none': the configs they lend "
                  "to each problem are tried first")

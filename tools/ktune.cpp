@@ -46,7 +46,8 @@ int main(int argc, char** argv) {
     const std::string arg = argv[i];
     if (arg.empty() || arg[0] != '-') {
       if (!known.count(arg)) {
-        std::fprintf(stderr, "ktune: unknown subcommand '%s' (known: %s). Run 'ktune --help'.\n", arg.c_str(), names.c_str());
+        std::fprintf(stderr, "ktune: unknown subcommand '%s' (known: %s). Run 'ktune --help'.\n", arg.c_str(),
+                     names.c_str());
         return 2;
       }
       break; // the rest is the subcommand's

@@ -36,9 +36,14 @@ void GemmProblem::validate() const {
   if (m < 1 || n < 1) fail("M and N must be >= 1");
   if (k < 0) fail("K must be >= 0");
   for (const auto& [name, v] : {std::pair<const char*, int64_t>{"m", m}, {"n", n}, {"k", k}})
-    if (v > kGemmMaxDim) fail(std::string(name) + " = " + std::to_string(v) + " is out of range (at most " + std::to_string(kGemmMaxDim) + " for gemm)");
-  for (const auto& [name, v] : {std::pair<const char*, int64_t>{"lda", eff_lda()}, {"ldb", eff_ldb()}, {"ldc", eff_ldc()}})
-    if (v > kGemmMaxDim) fail(std::string(name) + " = " + std::to_string(v) + " is out of range (at most " + std::to_string(kGemmMaxDim) + " for gemm)");
+    if (v > kGemmMaxDim)
+      fail(std::string(name) + " = " + std::to_string(v) + " is out of range (at most " + std::to_string(kGemmMaxDim) +
+           " for gemm)");
+  for (const auto& [name, v] :
+       {std::pair<const char*, int64_t>{"lda", eff_lda()}, {"ldb", eff_ldb()}, {"ldc", eff_ldc()}})
+    if (v > kGemmMaxDim)
+      fail(std::string(name) + " = " + std::to_string(v) + " is out of range (at most " + std::to_string(kGemmMaxDim) +
+           " for gemm)");
   if (eff_lda() < std::max<int64_t>(1, min_lda())) fail("lda " + std::to_string(eff_lda()) + " < minimum " + std::to_string(min_lda()));
   if (eff_ldb() < std::max<int64_t>(1, min_ldb())) fail("ldb " + std::to_string(eff_ldb()) + " < minimum " + std::to_string(min_ldb()));
   if (eff_ldc() < min_ldc()) fail("ldc " + std::to_string(eff_ldc()) + " < minimum " + std::to_string(min_ldc()));

@@ -160,13 +160,15 @@ TEST(OpProblem, DimensionsBeyondTheOpsLimitAreOutOfRangeWithTheLimit) {
     }
     return std::string("accepted");
   };
-  for (const char* shape : {"99999999999x1x1", "2147483648x1x1", "1x1x1099511627776", "1x99999999999999999999999999x1"}) {
+  for (const char* shape :
+       {"99999999999x1x1", "2147483648x1x1", "1x1x1099511627776", "1x99999999999999999999999999x1"}) {
     const std::string why = refusal([&] { Problem::parse("gemm", shape, "NN"); });
     EXPECT_NE(why.find("is out of range (at most 2147483647 for gemm)"), std::string::npos) << shape << ": " << why;
     EXPECT_EQ(why.find("bad problem shape"), std::string::npos) << why;
     EXPECT_NE(refusal([&] { GemmProblem::parse(shape); }).find("out of range"), std::string::npos) << shape;
   }
-  EXPECT_NE(refusal([] { Problem::parse("gemm", "99999999999x1x1", "NN"); }).find("m = 99999999999"), std::string::npos);
+  EXPECT_NE(refusal([] { Problem::parse("gemm", "99999999999x1x1", "NN"); }).find("m = 99999999999"),
+            std::string::npos);
   EXPECT_NO_THROW(Problem::parse("gemm", "2147483647x1x1", "NN"));
   EXPECT_NO_THROW(Problem::parse("gemm", "0002147483647x1x1", "NN")); // leading zeros are the same number
   EXPECT_NE(refusal([] { Problem::parse("softmax", "2147483648x4"); }).find("rows = 2147483648 is out of range"),
@@ -174,7 +176,8 @@ TEST(OpProblem, DimensionsBeyondTheOpsLimitAreOutOfRangeWithTheLimit) {
   EXPECT_NE(refusal([] { Problem::parse("rmsnorm", "4x2147483648"); }).find("cols = 2147483648 is out of range"),
             std::string::npos);
   // Keys: what a database holds.
-  EXPECT_NE(refusal([] { Problem::parse_key("gemm/f32/NN/1099511627776x64x64/a16"); }).find("out of range"), std::string::npos);
+  EXPECT_NE(refusal([] { Problem::parse_key("gemm/f32/NN/1099511627776x64x64/a16"); }).find("out of range"),
+            std::string::npos);
   EXPECT_THROW(Problem::parse_key("gemm/f32/NN/64x64x64/a99999999999"), UsageError); // not std::out_of_range
   EXPECT_THROW(Problem::parse_key("gemm/f32/NN/64x64x64/a32"), UsageError);          // no such class
   EXPECT_THROW(Problem::parse_key("gemm/f32/NN/64x64x64/a2"), UsageError);           // f32 has no class 2

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 #include <set>
@@ -22,8 +23,6 @@
 #include <string>
 #include <typeinfo>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "db/store.h"
 #include "db/table.h"
@@ -47,8 +46,8 @@ constexpr double kSlowCaseS = 5; // one case this slow is a hang in the making
 
 // Scratch files on tmpfs where there is one: thousands of small writes and SQLite commits.
 std::string scratch(const std::string& name) {
-  const std::filesystem::path base =
-      std::filesystem::is_directory("/dev/shm") ? std::filesystem::path("/dev/shm") : std::filesystem::temp_directory_path();
+  const std::filesystem::path base = std::filesystem::is_directory("/dev/shm") ? std::filesystem::path("/dev/shm")
+                                                                               : std::filesystem::temp_directory_path();
   const auto dir = base / ("ktune-fuzz-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   return (dir / name).string();
@@ -98,31 +97,61 @@ class Mutator {
   std::mt19937_64 rng_; // its sequence is fixed by the standard: the same cases everywhere
 
   static json hostile_number(size_t i) {
-    static const std::vector<json> v = {json(int64_t(1) << 40),   json(int64_t(1) << 31), json(INT32_MAX),
-                                        json(-1),                 json(0),                json(1.5),
-                                        json(1e300),              json(-1e300),           json(uint64_t(1) << 63),
-                                        json(UINT64_MAX),         json(INT64_MIN),        json(4096.0),
-                                        json(1e-320),             json(-0.0),             json(99999999999),
-                                        json(16),                 json(64),               json(1)};
+    static const std::vector<json> v = {json(int64_t(1) << 40),
+                                        json(int64_t(1) << 31),
+                                        json(INT32_MAX),
+                                        json(-1),
+                                        json(0),
+                                        json(1.5),
+                                        json(1e300),
+                                        json(-1e300),
+                                        json(uint64_t(1) << 63),
+                                        json(UINT64_MAX),
+                                        json(INT64_MIN),
+                                        json(4096.0),
+                                        json(1e-320),
+                                        json(-0.0),
+                                        json(99999999999),
+                                        json(16),
+                                        json(64),
+                                        json(1)};
     return v[i % v.size()];
   }
   json hostile_value() {
     switch (below(4)) {
-      case 0: return hostile_number(below(100));
+      case 0:
+        return hostile_number(below(100));
       case 1: {
-        static const std::vector<json> types = {json(nullptr), json(true), json(""), json("x"), json::array(),
-                                                json::object(), json::array({1}), json({{"a", 1}})};
+        static const std::vector<json> types = {json(nullptr), json(true),     json(""),         json("x"),
+                                                json::array(), json::object(), json::array({1}), json({{"a", 1}})};
         return pick(types);
       }
-      case 2: return hostile_string();
-      default: return known_value();
+      case 2:
+        return hostile_string();
+      default:
+        return known_value();
     }
   }
   json hostile_string() {
-    static const std::vector<std::string> s = {"",          "gemm_simt", "\u00e9\u4e2d\u6587", "\U0001F600",  std::string("a\0b", 3),
-                                               "sm_90",     "sm_75",     "sm_90a",           "NN",          "bf16",
-                                               "softmax",   "../../x",   "f64",              "gemm/f32/NN", "TT",
-                                               "layernorm", "ok",        "crash",            "\x7f"};
+    static const std::vector<std::string> s = {"",
+                                               "gemm_simt",
+                                               "\u00e9\u4e2d\u6587",
+                                               "\U0001F600",
+                                               std::string("a\0b", 3),
+                                               "sm_90",
+                                               "sm_75",
+                                               "sm_90a",
+                                               "NN",
+                                               "bf16",
+                                               "softmax",
+                                               "../../x",
+                                               "f64",
+                                               "gemm/f32/NN",
+                                               "TT",
+                                               "layernorm",
+                                               "ok",
+                                               "crash",
+                                               "\x7f"};
     if (below(20) == 0) { // (one draw per statement: the order of a call's arguments is the compiler's)
       const size_t n = 10000 + below(1000);
       return std::string(n, char('A' + below(26)));
@@ -131,14 +160,41 @@ class Mutator {
   }
   // A value one of the fields could legitimately hold, for the field chosen or another.
   json known_value() {
-    static const std::vector<json> v = {
-        json("gemm"),      json("softmax"),    json("rmsnorm"),      json("layernorm"),     json("conv"),
-        json("f32"),       json("tf32"),       json("f16"),          json("bf16"),          json("NN"),
-        json("NT"),        json("TN"),         json("TT"),           json("gemm_simt"),     json("gemm_skinny"),
-        json("gemm_tc16"), json("gemm_smem"),  json("gemm_naive"),   json("gemm_wgmma"),    json("softmax_warp"),
-        json("rmsnorm_bulk"), json("sm_80"),   json("sm_90"),        json("sm_100"),        json(2),
-        json(4),           json(8),            json(16),             json(32),              json(3),
-        json(128),         json(4096),         json(1000),           json(1001),            json(0.001)};
+    static const std::vector<json> v = {json("gemm"),
+                                        json("softmax"),
+                                        json("rmsnorm"),
+                                        json("layernorm"),
+                                        json("conv"),
+                                        json("f32"),
+                                        json("tf32"),
+                                        json("f16"),
+                                        json("bf16"),
+                                        json("NN"),
+                                        json("NT"),
+                                        json("TN"),
+                                        json("TT"),
+                                        json("gemm_simt"),
+                                        json("gemm_skinny"),
+                                        json("gemm_tc16"),
+                                        json("gemm_smem"),
+                                        json("gemm_naive"),
+                                        json("gemm_wgmma"),
+                                        json("softmax_warp"),
+                                        json("rmsnorm_bulk"),
+                                        json("sm_80"),
+                                        json("sm_90"),
+                                        json("sm_100"),
+                                        json(2),
+                                        json(4),
+                                        json(8),
+                                        json(16),
+                                        json(32),
+                                        json(3),
+                                        json(128),
+                                        json(4096),
+                                        json(1000),
+                                        json(1001),
+                                        json(0.001)};
     return pick(v);
   }
 
@@ -164,7 +220,9 @@ class Mutator {
       return;
     }
     switch (kind) {
-      case 0: node = hostile_value(); break;
+      case 0:
+        node = hostile_value();
+        break;
       case 1: { // a field of an object set to something hostile or plausible
         json& o = *pick(objects);
         if (o.empty()) break;
@@ -188,7 +246,8 @@ class Mutator {
         break;
       }
       case 4: { // a dimension of the op, huge (m = 2^40) or not
-        static const std::vector<std::string> dims = {"m", "n", "k", "rows", "cols", "lda", "ldb", "ldc", "align", "sm_count"};
+        static const std::vector<std::string> dims = {"m",   "n",   "k",   "rows",  "cols",
+                                                      "lda", "ldb", "ldc", "align", "sm_count"};
         json& o = *pick(objects);
         o[pick(dims)] = below(3) ? json(int64_t(1) << 40) : hostile_number(below(100));
         break;
@@ -217,7 +276,9 @@ class Mutator {
         node = "@@DEEP@@";
         break;
       }
-      default: node = hostile_string(); break;
+      default:
+        node = hostile_string();
+        break;
     }
   }
 
@@ -227,7 +288,9 @@ class Mutator {
       case 0: // byte flips
         for (size_t i = 0, n = 1 + below(4); i < n; ++i) text[below(text.size())] = char(rng_() & 0xff);
         break;
-      case 1: text.resize(below(text.size())); break; // truncated
+      case 1:
+        text.resize(below(text.size()));
+        break;  // truncated
       case 2: { // a key duplicated in its object, first with another value
         const size_t q = text.find("\":", below(text.size()));
         if (q == std::string::npos) break;
@@ -238,8 +301,18 @@ class Mutator {
         break;
       }
       case 3: { // a number spelled as no JSON number is, or as a very long one
-        static const std::vector<std::string> spell = {"99999999999999999999999999", "1e99999", "-0", "00012", "1.",
-                                                       ".5",  "0x10", "NaN", "Infinity", "-", "1e-99999", "18446744073709551616"};
+        static const std::vector<std::string> spell = {"99999999999999999999999999",
+                                                       "1e99999",
+                                                       "-0",
+                                                       "00012",
+                                                       "1.",
+                                                       ".5",
+                                                       "0x10",
+                                                       "NaN",
+                                                       "Infinity",
+                                                       "-",
+                                                       "1e-99999",
+                                                       "18446744073709551616"};
         const size_t at = text.find_first_of("0123456789", below(text.size()));
         if (at == std::string::npos) break;
         const size_t end = text.find_first_not_of("0123456789.eE+-", at);
@@ -350,7 +423,8 @@ TEST_F(Fuzz, MutatedTablesAreRefusedCleanlyOrServedWhole) {
         if (unkeyable) {
           EXPECT_THROW(store->import_table(t), UsageError) << text.substr(0, 2000);
         }
-        EXPECT_TRUE(fingerprint(db, *store) == before) << "a refused table changed the database\n" << text.substr(0, 2000);
+        EXPECT_TRUE(fingerprint(db, *store) == before) << "a refused table changed the database\n"
+                                                       << text.substr(0, 2000);
         ++n.rejected;
         return;
       }
@@ -462,8 +536,8 @@ TEST_F(Fuzz, MutatedTrialLogsAndRestrictionsAreRefusedCleanlyOrRead) {
       }
     });
   }
-  std::printf("[ fuzz     ] 1000 trial logs: %zu refused, %zu read; 1000 restrictions: %zu refused, %zu read\n", logs.rejected,
-              logs.accepted, restrictions.rejected, restrictions.accepted);
+  std::printf("[ fuzz     ] 1000 trial logs: %zu refused, %zu read; 1000 restrictions: %zu refused, %zu read\n",
+              logs.rejected, logs.accepted, restrictions.rejected, restrictions.accepted);
 }
 
 // A few of the mutated tables through the ktune program itself: exit 2 and the database's bytes
@@ -477,7 +551,7 @@ TEST_F(Fuzz, TheProgramRefusesOrServesMutatedTables) {
   ASSERT_EQ(ktune::testing::run_ktune("import " + seed_table + " --db " + db).status, 0);
   std::vector<std::string> texts;
   for (size_t i = 0; i < 12; ++i) texts.push_back(mut.mutate(b));
-  texts.push_back(b.dump()); // the base itself
+  texts.push_back(b.dump());                   // the base itself
   for (const size_t depth : {70000, 300000}) { // 300000 arrays in a config parameter once overflowed the stack
     json deep = b;
     deep["entries"][0]["config"]["BM"] = "@@DEEP@@";
@@ -491,7 +565,8 @@ TEST_F(Fuzz, TheProgramRefusesOrServesMutatedTables) {
     write_file(f, texts[i]);
     const std::string before = read_file(db);
     const auto r = ktune::testing::run_ktune("import " + f + " --db " + db);
-    ASSERT_TRUE(r.status == 0 || r.status == 2) << "exit " << r.status << ": " << r.out << "\n" << texts[i].substr(0, 2000);
+    ASSERT_TRUE(r.status == 0 || r.status == 2) << "exit " << r.status << ": " << r.out << "\n"
+                                                << texts[i].substr(0, 2000);
     if (r.status == 2) {
       ++refused;
       EXPECT_EQ(read_file(db), before) << texts[i].substr(0, 2000);

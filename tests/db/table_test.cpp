@@ -258,7 +258,8 @@ TEST(TableValidation, ADimensionBeyondTheOpsLimitIsInvalid) {
   const std::string why = invalid_reason(t.entries[0]);
   EXPECT_NE(why.find("m = 1099511627776 is out of range (at most 2147483647 for gemm)"), std::string::npos) << why;
   EXPECT_EQ(invalid_reason(t.entries[1]), "");
-  EXPECT_NE(validation_message(t, "big.json").find("big.json entry 0 (gemm/f32/NN/1099511627776x64x64/a16, family gemm_smem)"),
+  EXPECT_NE(validation_message(t, "big.json")
+                .find("big.json entry 0 (gemm/f32/NN/1099511627776x64x64/a16, family gemm_smem)"),
             std::string::npos)
       << validation_message(t, "big.json");
   TunedIndex index(DeviceInfo::nominal("sm_90"));

@@ -1,22 +1,19 @@
 // The ktune program as a user runs it: exit codes and output.
 #include <gtest/gtest.h>
-
-#include "core/trial.h"
-
-#include <regex>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <string>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <nlohmann/json.hpp>
-
+#include "core/trial.h"
 #include "db/store.h"
 #include "poisoned_db.h"
 #include "test_paths.h"
@@ -34,7 +31,8 @@ CliRun run_ktune_stderr(const std::string& args) { return run_ktune(args, " 2>&1
 // With no user database (the default one not written yet; --db names an existing file only): the
 // shipped tables answer.
 CliRun run_ktune_without_db(const std::string& args) {
-  return ktune::testing::run_command("KTUNE_DB=/nonexistent.db " + ktune::testing::ktune_binary() + " " + args + " 2>&1");
+  return ktune::testing::run_command("KTUNE_DB=/nonexistent.db " + ktune::testing::ktune_binary() + " " + args +
+                                     " 2>&1");
 }
 
 std::string scratch(const std::string& name) {
@@ -535,7 +533,10 @@ TEST(Cli, ExportAndImportFilterByDtypeAndTuneAcceptsHalfPrecision) {
 TEST(Cli, ImportRefusesDeepNestingAndLeavesTheDatabaseAlone) {
   const std::string db = scratch("deep.db");
   std::filesystem::remove(db);
-  ASSERT_EQ(run_ktune("import " + write_file("deep-good.json", one_entry_table("gemm_smem", R"({"TILE": 16})")) + " --db " + db).status, 0);
+  ASSERT_EQ(run_ktune("import " + write_file("deep-good.json", one_entry_table("gemm_smem", R"({"TILE": 16})")) +
+                      " --db " + db)
+                .status,
+            0);
   const std::string before = file_bytes(db);
   for (const size_t depth : {65, 300000}) {
     std::string text = one_entry_table("gemm_smem", R"({"TILE": 16})");
@@ -547,12 +548,13 @@ TEST(Cli, ImportRefusesDeepNestingAndLeavesTheDatabaseAlone) {
     EXPECT_EQ(file_bytes(db), before);
   }
   // Suites and restrictions go through the same check.
-  const std::string suite = write_file("deep-suite.json", "{\"problems\": " + std::string(100000, '[') + std::string(100000, ']') + "}");
+  const std::string suite =
+      write_file("deep-suite.json", "{\"problems\": " + std::string(100000, '[') + std::string(100000, ']') + "}");
   CliRun r = run_ktune_stderr("tune --suite " + suite + " --db " + scratch("never-tuned.db"));
   EXPECT_EQ(r.status, 2) << r.out.substr(0, 500);
   EXPECT_NE(r.out.find("nested deeper than 64 levels"), std::string::npos) << r.out.substr(0, 500);
-  const std::string restriction =
-      write_file("deep-restrict.json", "{\"domains\": {\"TILE\": " + std::string(100000, '[') + std::string(100000, ']') + "}}");
+  const std::string restriction = write_file(
+      "deep-restrict.json", "{\"domains\": {\"TILE\": " + std::string(100000, '[') + std::string(100000, ']') + "}}");
   r = run_ktune_stderr("space --family gemm_smem --count --restrict " + restriction);
   EXPECT_EQ(r.status, 2) << r.out.substr(0, 500);
   EXPECT_NE(r.out.find("nested deeper than 64 levels"), std::string::npos) << r.out.substr(0, 500);
@@ -564,7 +566,10 @@ TEST(Cli, ImportRefusesDeepNestingAndLeavesTheDatabaseAlone) {
 TEST(Cli, EveryReaderAnswersForADatabaseWithUnreadableRows) {
   const std::string db = scratch("poisoned.db");
   std::filesystem::remove(db);
-  ASSERT_EQ(run_ktune("import " + write_file("poison-base.json", one_entry_table("gemm_smem", R"({"TILE": 16})")) + " --db " + db).status, 0);
+  ASSERT_EQ(run_ktune("import " + write_file("poison-base.json", one_entry_table("gemm_smem", R"({"TILE": 16})")) +
+                      " --db " + db)
+                .status,
+            0);
   ASSERT_EQ(ktune::testing::poison_database(db), "");
   auto warnings = [](const std::string& out) {
     size_t n = 0;
@@ -583,7 +588,8 @@ TEST(Cli, EveryReaderAnswersForADatabaseWithUnreadableRows) {
   EXPECT_EQ(r.status, 0) << r.out;
   EXPECT_EQ(warnings(r.out), 1u) << r.out;
   EXPECT_NE(r.out.find("exported 1 entries"), std::string::npos) << r.out;
-  EXPECT_EQ(run_ktune("import " + out + " --db " + scratch("poisoned-reimport.db")).status, 0); // what export writes, import reads
+  EXPECT_EQ(run_ktune("import " + out + " --db " + scratch("poisoned-reimport.db")).status,
+            0); // what export writes, import reads
 
   r = run_ktune("export --trials --arch sm_90 --db " + db + " -o " + scratch("poisoned-trials.json"));
   EXPECT_EQ(r.status, 0) << r.out;
@@ -609,7 +615,8 @@ TEST(Cli, AShapeBeyondTheOpsLimitIsOutOfRangeNotBad) {
   }
   const CliRun r = run_ktune("space --family softmax_warp --problem 2147483648x64 --count");
   EXPECT_EQ(r.status, 2) << r.out;
-  EXPECT_NE(r.out.find("rows = 2147483648 is out of range (at most 2147483647 for softmax)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("rows = 2147483648 is out of range (at most 2147483647 for softmax)"), std::string::npos)
+      << r.out;
 }
 
 // Every numeric option refuses a negative (or otherwise impossible) value by name, exit 2, before
@@ -630,10 +637,12 @@ TEST(Cli, NumericOptionsRefuseImpossibleValuesByName) {
       {"tune --problem 64x64x64 --timeout -5", "--timeout: '-5' is not a finite number > 0"},
       {"simulate --trials " + log + " --repeat -1", "--repeat: '-1' is not a whole number from 1 to"},
       {"simulate --trials " + log + " --seed -1", "--seed: '-1' is not a whole number >= 0"},
-      {"cache --max-mb -5 --path " + scratch("no-cache.db"), "--max-mb: '-5' is not a whole number from 0 to 1099511627776"},
+      {"cache --max-mb -5 --path " + scratch("no-cache.db"),
+       "--max-mb: '-5' is not a whole number from 0 to 1099511627776"},
       {"cache --max-mb 1e3 --path " + scratch("no-cache.db"), "--max-mb: '1e3' is not a whole number"},
       {"bench --suite configs/suites/quick.json --device -1", "--device: '-1' is not a whole number from 0 to"},
-      {"compile --family gemm_smem --config '{\"TILE\":16}' --device -1", "--device: '-1' is not a whole number from 0 to"},
+      {"compile --family gemm_smem --config '{\"TILE\":16}' --device -1",
+       "--device: '-1' is not a whole number from 0 to"},
   };
   for (const auto& [args, why] : cases) {
     const CliRun r = run_command("timeout 60 " + ktune::testing::ktune_binary() + " " + args + " 2>&1");
@@ -647,7 +656,8 @@ TEST(Cli, QueryOfADatabaseThatDoesNotExistIsAUsageError) {
   CliRun r = run_ktune("query --arch sm_90 --problem 64x64x64 --db /no/such/dir/x.db");
   EXPECT_EQ(r.status, 2) << r.out;
   EXPECT_NE(r.out.find("--db: database /no/such/dir/x.db does not exist"), std::string::npos) << r.out;
-  r = run_ktune("query --arch sm_90 --problem 64x64x64 --db " + std::filesystem::path(scratch("x")).parent_path().string());
+  r = run_ktune("query --arch sm_90 --problem 64x64x64 --db " +
+                std::filesystem::path(scratch("x")).parent_path().string());
   EXPECT_EQ(r.status, 2) << r.out;
   EXPECT_NE(r.out.find("is not a file"), std::string::npos) << r.out;
   // Without --db, a default database not written yet is no error: the shipped tables answer.
@@ -662,7 +672,10 @@ TEST(Cli, QueryOfADatabaseThatDoesNotExistIsAUsageError) {
 TEST(Cli, ExportToAnImpossibleOutputExitsTwoAndLeavesNothing) {
   const std::string db = scratch("export-out.db");
   std::filesystem::remove(db);
-  ASSERT_EQ(run_ktune("import " + write_file("export-out.json", one_entry_table("gemm_smem", R"({"TILE": 16})")) + " --db " + db).status, 0);
+  ASSERT_EQ(run_ktune("import " + write_file("export-out.json", one_entry_table("gemm_smem", R"({"TILE": 16})")) +
+                      " --db " + db)
+                .status,
+            0);
   const std::string dir = scratch("an-output-folder");
   std::filesystem::create_directories(dir);
   CliRun r = run_ktune("export --arch sm_90 --db " + db + " -o " + dir);
@@ -671,7 +684,8 @@ TEST(Cli, ExportToAnImpossibleOutputExitsTwoAndLeavesNothing) {
   EXPECT_FALSE(std::filesystem::exists(dir + ".tmp"));
   const std::string cwd = scratch("export-cwd");
   std::filesystem::create_directories(cwd);
-  r = run_command("cd " + cwd + " && " + ktune::testing::ktune_binary() + " export --arch sm_90 --db " + db + " -o '' 2>&1");
+  r = run_command("cd " + cwd + " && " + ktune::testing::ktune_binary() + " export --arch sm_90 --db " + db +
+                  " -o '' 2>&1");
   EXPECT_EQ(r.status, 2) << r.out;
   EXPECT_NE(r.out.find("--output: an output file is needed"), std::string::npos) << r.out;
   EXPECT_TRUE(std::filesystem::is_empty(cwd)) << "left " << std::filesystem::directory_iterator(cwd)->path();
@@ -682,7 +696,8 @@ TEST(Cli, ExportToAnImpossibleOutputExitsTwoAndLeavesNothing) {
   EXPECT_EQ(r.status, 2) << r.out;
   EXPECT_FALSE(std::filesystem::exists(dir + ".tmp"));
   // The same for the other files ktune writes.
-  r = run_command("cd " + cwd + " && " + ktune::testing::ktune_binary() + " report --arch sm_90 --db " + db + " -o '' 2>&1");
+  r = run_command("cd " + cwd + " && " + ktune::testing::ktune_binary() + " report --arch sm_90 --db " + db +
+                  " -o '' 2>&1");
   EXPECT_EQ(r.status, 2) << r.out;
   EXPECT_NE(r.out.find("--output: a folder for the report is needed"), std::string::npos) << r.out;
   EXPECT_TRUE(std::filesystem::is_empty(cwd));
