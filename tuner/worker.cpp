@@ -43,6 +43,10 @@ void WorkerProcess::start() {
   const pid_t pid = fork();
   if (pid < 0) throw Error(std::string("fork failed starting the worker: ") + std::strerror(errno));
   if (pid == 0) {
+    // Its own process group, so that killing the worker kills whatever it started too (a shell's
+    // children, a wrapper's tool): an orphan left holding the parent's stderr would keep whoever
+    // reads it (ctest, a pipe) waiting until it exits.
+    setpgid(0, 0);
     dup2(in[0], 0);
     dup2(out[1], 1);
     close(in[0]), close(in[1]), close(out[0]), close(out[1]);
@@ -50,6 +54,7 @@ void WorkerProcess::start() {
     std::fprintf(stderr, "ktune: cannot start worker %s: %s\n", args[0], std::strerror(errno));
     _exit(127);
   }
+  setpgid(pid, pid); // as the child does: whichever runs first, the group exists before a kill
   close(in[0]);
   close(out[1]);
   pid_ = pid;
@@ -75,6 +80,7 @@ std::string WorkerProcess::reap() {
 
 void WorkerProcess::stop() {
   if (pid_ > 0) {
+    kill(-pid_, SIGKILL); // the group: the worker and anything it started
     kill(pid_, SIGKILL);
     reap();
   }
