@@ -28,6 +28,8 @@ DType parse_dtype(const std::string& s) {
 
 int element_bytes(DType d) { return is_half(d) ? 2 : 4; }
 
+double unit_roundoff(DType d) { return std::ldexp(1.0, d == DType::bf16 ? -8 : d == DType::f16 ? -11 : -24); }
+
 namespace {
 
 std::string join_dims(const std::vector<int64_t>& dims) {

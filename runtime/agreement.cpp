@@ -39,10 +39,7 @@ std::string output_disagreement(const GemmProblem& p, const std::vector<unsigned
       }
       d2 += (g - r) * (g - r), r2 += r * r;
     }
-  const double u_out = p.dtype == DType::bf16  ? std::ldexp(1.0, -8)
-                       : p.dtype == DType::f16 ? std::ldexp(1.0, -11)
-                                               : std::ldexp(1.0, -24);
-  const double bound = 2 * (u_out + (0.5 * std::sqrt(double(p.k)) + 4) * std::ldexp(1.0, -24));
+  const double bound = 2 * (unit_roundoff(p.dtype) + (0.5 * std::sqrt(double(p.k)) + 4) * std::ldexp(1.0, -24));
   const double rel = r2 > 0 ? std::sqrt(d2 / r2) : std::sqrt(d2);
   if (rel <= bound) return "";
   char buf[160];

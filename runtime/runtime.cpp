@@ -665,29 +665,25 @@ struct Runtime::Impl {
     // reading counts. A form that reads fast in first use's short series and slower later (at
     // 777x3584x18944 on an H100 one did, by 5-15 %; docs/PERFORMANCE.md, session 19) would
     // otherwise be trusted on one reading.
+    //
+    // A config lent from another shape was verified there, not here: before it serves p, its
+    // result at p must agree with cuBLAS's on the same inputs (a problem nobody tuned must never
+    // get a wrong kernel). Where that cannot be checked, cuBLAS serves.
+    std::string disagreement;
     if (kernel_wins()) {
       CandidateConfig& c = s.candidates[*best];
       const Family& f = *family(c.family);
       const Config cc = f.canonical(c.config);
       std::vector<std::string> unused;
       const auto mod = module_async(f, cc, p)(); // loaded when it was timed
-      if (const auto launch = run(c, *mod, f.launch_plan(cc, p), unused))
-        c.measured_ms = std::max(*c.measured_ms, clock(*launch, "timing " + c.family + " " + c.config.to_json() + " again at " + p.key()));
-    }
-    // A config lent from another shape was verified there, not here: before it serves p, its
-    // result at p must agree with cuBLAS's on the same inputs (a problem nobody tuned must never
-    // get a wrong kernel). Where that cannot be checked, cuBLAS serves.
-    std::string disagreement;
-    if (kernel_wins()) {
-      const CandidateConfig& c = s.candidates[*best];
-      const Family& f = *family(c.family);
-      const Config cc = f.canonical(c.config);
-      std::vector<std::string> unused;
-      const auto mod = module_async(f, cc, p)();
       const auto launch = run(c, *mod, f.launch_plan(cc, p), unused);
-      disagreement = launch ? agreement_with_cublas(p, a, scratch, *launch, stream)
-                            : std::string("its launch could not be set up again");
-      if (!disagreement.empty()) disagreement = c.family + " " + c.config.to_json() + " " + disagreement;
+      if (launch)
+        c.measured_ms = std::max(*c.measured_ms, clock(*launch, "timing " + c.family + " " + c.config.to_json() + " again at " + p.key()));
+      if (kernel_wins()) {
+        disagreement = launch ? agreement_with_cublas(p, a, scratch, *launch, stream)
+                              : std::string("its launch could not be set up again");
+        if (!disagreement.empty()) disagreement = c.family + " " + c.config.to_json() + " " + disagreement;
+      }
     }
     s.measure_pending = false;
     s.measured = true;

@@ -108,7 +108,7 @@ GemmErrorRule GemmOp::rule(const GemmProblem& p, Numerics numerics) {
       break;
     case DType::bf16:
     case DType::f16: {
-      r.u_out = std::ldexp(1.0, p.dtype == DType::bf16 ? -8 : -11);
+      r.u_out = unit_roundoff(p.dtype);
       // bf16 shares FP32's exponent range (flushing under 2^-126); f16 rounds to subnormals
       // spaced 2^-24 apart.
       r.tiny = p.dtype == DType::bf16 ? std::ldexp(1.0, -126) : std::ldexp(1.0, -25);

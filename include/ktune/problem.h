@@ -21,6 +21,9 @@ const char* to_string(DType d);
 DType parse_dtype(const std::string& s); // throws UsageError
 // Bytes of one element of A, B and C: 4 for f32 (and tf32, stored as f32), 2 for f16 and bf16.
 int element_bytes(DType d);
+// Unit roundoff of the type results are stored in: 2^-24 for f32 (and tf32, stored as f32), 2^-8
+// for bf16, 2^-11 for f16: the error of the one rounding of an output element.
+double unit_roundoff(DType d);
 inline bool is_half(DType d) { return d == DType::f16 || d == DType::bf16; }
 
 // One problem of any op. Its key, op/dtype[/layout]/D0xD1x.../aN (GEMM:

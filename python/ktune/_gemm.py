@@ -66,21 +66,6 @@ def _as_torch(x, name):
                "objects with only __dlpack__ need PyTorch installed" % (name, type(x).__name__))
 
 
-_fast = None  # (torch, Tensor type, raw stream getter, current device getter) once torch is in
-
-
-def _fast_state():
-    global _fast
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return ()  # not kept: torch may be imported later
-
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    get_device = getattr(torch._C, "_cuda_getDevice", None)
-    _fast = (torch, torch.Tensor, raw, get_device) if raw and get_device else ()
-    return _fast
-
-
 def _torch_gemm(a, b, out, alpha, beta, key=None):
     import torch
 
@@ -121,11 +106,12 @@ def _torch_gemm(a, b, out, alpha, beta, key=None):
         lb = ("N", max(n, 1))
     current = torch.cuda.current_device()
     index = device.index if device.index is not None else current
-    if index == current and key is not None and a_given is a and b_given is b and _fast:
+    fast = _runtime.torch_fast()
+    if index == current and key is not None and a_given is a and b_given is b and fast:
         # Called through a prepared handle from now on (gemm's fast path): a and b needed no copy.
         call = runtime(device=index).gemm_call(m, n, k, dtype, la[0] + lb[0], la[1], lb[1], ldc)
         _runtime.remember_call(key, (call, (m, n), index))
-        call(a.data_ptr(), b.data_ptr(), out.data_ptr(), float(alpha), float(beta), _fast[2](index))
+        call(a.data_ptr(), b.data_ptr(), out.data_ptr(), float(alpha), float(beta), fast[3](index))
         return out
     with torch.cuda.device(device):
         stream = torch.cuda.current_stream(device).cuda_stream
@@ -224,13 +210,13 @@ def gemm(a, b, out=None, alpha=1.0, beta=0.0):
     # The fast path: a problem seen before (dtypes, shapes, strides and device of a and b; a new
     # out; beta 0) is called through its prepared handle with pointers and the stream only. The
     # checks of the full path below hold for it: all of that is in the key.
-    fast = _fast if _fast is not None else _fast_state()
+    fast = _runtime.torch_fast()
     if fast and out is None and beta == 0 and type(a) is fast[1] and type(b) is fast[1] and alpha.__class__ in (float, int):
         key = ("gemm", a.dtype, b.dtype, a.shape, b.shape, a.stride(), b.stride(), a.device, b.device)
         hit = _runtime.calls.get(key)
-        if hit is not None and fast[3]() == hit[2]:
+        if hit is not None and fast[4]() == hit[2]:
             c = a.new_empty(hit[1])  # a's dtype and device; cheaper than torch.empty's keywords
-            hit[0](a.data_ptr(), b.data_ptr(), c.data_ptr(), alpha, 0.0, fast[2](hit[2]))
+            hit[0](a.data_ptr(), b.data_ptr(), c.data_ptr(), alpha, 0.0, fast[3](hit[2]))
             return c
         return _torch_gemm(a, b, None, alpha, beta, key)
     if isinstance(alpha, complex) or isinstance(beta, complex):

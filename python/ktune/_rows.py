@@ -1,7 +1,6 @@
 """Row ops on PyTorch CUDA tensors: softmax, LayerNorm and RMSNorm over the last dimension."""
 
 import math
-import sys
 
 from . import _runtime
 from ._gemm import _err
@@ -55,21 +54,6 @@ def _current_stream(index):
     return raw(index) if raw is not None else torch.cuda.current_stream(index).cuda_stream
 
 
-_fast = None  # (torch, Tensor type, contiguous_format, raw stream getter, current device getter) once torch is in
-
-
-def _fast_state():
-    global _fast
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return ()  # not kept: torch may be imported later
-
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    get_device = getattr(torch._C, "_cuda_getDevice", None)
-    _fast = (torch, torch.Tensor, torch.contiguous_format, raw, get_device) if raw and get_device else ()
-    return _fast
-
-
 def _vector_fits(v, cols, x):
     return v.shape == (cols,) and v.dtype == x.dtype and v.device == x.device and v.stride() == (1,)
 
@@ -79,7 +63,7 @@ def _run(op, x, out, weight, bias, scalar):
     # weight and bias present or not) is called through its prepared handle with pointers and the
     # stream only, after the checks that can change from call to call. Python's host cost a call
     # is what decides eager speed at small rows (bench/rows_call_overhead.py).
-    fast = _fast if _fast is not None else _fast_state()
+    fast = _runtime.torch_fast()
     if fast and out is None and type(x) is fast[1]:
         key = (op, x.dtype, x.shape, x.stride(), x.device, scalar, weight is None, bias is None)
         hit = _runtime.calls.get(key)

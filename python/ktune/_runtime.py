@@ -1,5 +1,6 @@
 """One ktune runtime per process and device (or per arch, for GPU-less queries), created lazily."""
 
+import sys
 import threading
 
 from . import _ktune
@@ -22,6 +23,25 @@ _retired = []
 # the runtime it was made by, so it is emptied whenever the runtimes are replaced.
 calls = {}
 _MAX_CALLS = 4096
+
+
+_torch_fast = None
+
+
+def torch_fast():
+    """(torch, torch.Tensor, torch.contiguous_format, current raw stream getter, current device
+    getter) for the fast paths of _gemm.py and _rows.py, or () where they cannot run: torch not
+    imported yet (not kept: it may be later), or without those private entry points."""
+    global _torch_fast
+    if _torch_fast is not None:
+        return _torch_fast
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return ()
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    get_device = getattr(torch._C, "_cuda_getDevice", None)
+    _torch_fast = (torch, torch.Tensor, torch.contiguous_format, raw, get_device) if raw and get_device else ()
+    return _torch_fast
 
 
 def remember_call(key, value):

@@ -96,6 +96,16 @@ std::string validation_message(const Table& t, const std::string& origin) {
   return "accepted";
 }
 
+// parse_table's refusal of text ("accepted" when it parses).
+std::string refusal(const std::string& text) {
+  try {
+    parse_table(text, "T");
+  } catch (const UsageError& e) {
+    return std::string(e.what());
+  }
+  return std::string("accepted");
+}
+
 } // namespace
 
 TEST(Table, ParsesAndWritesTheDocumentedFormat) {
@@ -109,14 +119,7 @@ TEST(Table, ParsesAndWritesTheDocumentedFormat) {
 }
 
 TEST(Table, RefusesBadTablesWithAClearMessage) {
-  auto msg = [](const std::string& text) {
-    try {
-      parse_table(text, "T");
-    } catch (const UsageError& e) {
-      return std::string(e.what());
-    }
-    return std::string("accepted");
-  };
+  const auto msg = refusal;
   std::string s = kGood;
   EXPECT_NE(msg("{oops").find("not valid JSON"), std::string::npos);
   EXPECT_NE(msg(std::string(kGood).replace(std::string(kGood).find("table/1"), 7, "table/9")).find("unknown schema 'ktune.table/9'"),
@@ -279,14 +282,7 @@ TEST(TableValidation, ADimensionBeyondTheOpsLimitIsInvalid) {
 // Numbers a table cannot mean (1e400 overflows a double), and JSON nested past any file ktune
 // writes (300000 arrays once overflowed the stack of ktune import).
 TEST(Table, RefusesInfiniteNumbersAndDeepNesting) {
-  auto msg = [](const std::string& text) {
-    try {
-      parse_table(text, "T");
-    } catch (const UsageError& e) {
-      return std::string(e.what());
-    }
-    return std::string("accepted");
-  };
+  const auto msg = refusal;
   const std::string good = kGood;
   std::string inf = good;
   inf.replace(inf.find("\"time_ms\": 0.01"), 15, "\"time_ms\": 1e400");

@@ -70,6 +70,16 @@ std::string one_entry_table(const std::string& family, const std::string& config
   return table.dump(1);
 }
 
+// A fresh database `name` (under scratch) holding one gemm_smem entry imported from table file
+// `table`; "" (with the import's output as a failure) when the import does not succeed.
+std::string db_with_one_entry(const std::string& name, const std::string& table) {
+  const std::string db = scratch(name);
+  std::filesystem::remove(db);
+  const CliRun r = run_ktune("import " + write_file(table, one_entry_table("gemm_smem", R"({"TILE": 16})")) + " --db " + db);
+  EXPECT_EQ(r.status, 0) << r.out;
+  return r.status == 0 ? db : "";
+}
+
 // Each bad table and a phrase its refusal must contain. Every entry is faster than anything in
 // the database, so an import that slipped through would change the best.
 const std::vector<std::pair<std::string, std::string>>& bad_tables() {
@@ -531,12 +541,8 @@ TEST(Cli, ExportAndImportFilterByDtypeAndTuneAcceptsHalfPrecision) {
 // JSON nested past any file ktune writes is refused before it is parsed: 300000 arrays in a config
 // parameter once overflowed the stack of ktune import (exit 139).
 TEST(Cli, ImportRefusesDeepNestingAndLeavesTheDatabaseAlone) {
-  const std::string db = scratch("deep.db");
-  std::filesystem::remove(db);
-  ASSERT_EQ(run_ktune("import " + write_file("deep-good.json", one_entry_table("gemm_smem", R"({"TILE": 16})")) +
-                      " --db " + db)
-                .status,
-            0);
+  const std::string db = db_with_one_entry("deep.db", "deep-good.json");
+  ASSERT_FALSE(db.empty());
   const std::string before = file_bytes(db);
   for (const size_t depth : {65, 300000}) {
     std::string text = one_entry_table("gemm_smem", R"({"TILE": 16})");
@@ -564,12 +570,8 @@ TEST(Cli, ImportRefusesDeepNestingAndLeavesTheDatabaseAlone) {
 // JSON, an unknown status) still answers: query, export (table and trials) and report skip those
 // rows with one warning each and serve the rest.
 TEST(Cli, EveryReaderAnswersForADatabaseWithUnreadableRows) {
-  const std::string db = scratch("poisoned.db");
-  std::filesystem::remove(db);
-  ASSERT_EQ(run_ktune("import " + write_file("poison-base.json", one_entry_table("gemm_smem", R"({"TILE": 16})")) +
-                      " --db " + db)
-                .status,
-            0);
+  const std::string db = db_with_one_entry("poisoned.db", "poison-base.json");
+  ASSERT_FALSE(db.empty());
   ASSERT_EQ(ktune::testing::poison_database(db), "");
   auto warnings = [](const std::string& out) {
     size_t n = 0;
@@ -670,12 +672,8 @@ TEST(Cli, QueryOfADatabaseThatDoesNotExistIsAUsageError) {
 // An output that cannot be a file is bad usage (exit 2) found before any work, and no failure
 // leaves a file behind: neither the output nor its temporary (DIR.tmp, ./.tmp).
 TEST(Cli, ExportToAnImpossibleOutputExitsTwoAndLeavesNothing) {
-  const std::string db = scratch("export-out.db");
-  std::filesystem::remove(db);
-  ASSERT_EQ(run_ktune("import " + write_file("export-out.json", one_entry_table("gemm_smem", R"({"TILE": 16})")) +
-                      " --db " + db)
-                .status,
-            0);
+  const std::string db = db_with_one_entry("export-out.db", "export-out.json");
+  ASSERT_FALSE(db.empty());
   const std::string dir = scratch("an-output-folder");
   std::filesystem::create_directories(dir);
   CliRun r = run_ktune("export --arch sm_90 --db " + db + " -o " + dir);
