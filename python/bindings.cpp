@@ -49,19 +49,17 @@ py::dict selection_dict(const ktune::Problem& p, const std::string& arch, const 
 
 } // namespace
 
-// A problem fixed once and called many times: the Python fast paths (ktune.gemm and the row ops)
-// keep one per shape, dtype, strides and scalar, so that a call passes pointers and a stream only:
-// no strings to convert, no Problem to build and validate again. The runtime it was made by is
-// kept alive with it.
-struct GemmCall {
+// A problem fixed once and called many times (ktune::GemmCall / RowsCall): the Python fast paths
+// (ktune.gemm and the row ops) keep one per shape, dtype, strides and scalar, so that a call
+// passes pointers and a stream only: no strings to convert, no Problem to build, validate and
+// look up again. The runtime it was made by is kept alive with it.
+struct PyGemmCall {
   py::object owner;
-  ktune::Runtime* rt;
-  ktune::GemmProblem p;
+  std::unique_ptr<ktune::GemmCall> call;
 };
-struct RowsCall {
+struct PyRowsCall {
   py::object owner;
-  ktune::Runtime* rt;
-  ktune::Problem p;
+  std::unique_ptr<ktune::RowsCall> call;
 };
 
 ktune::Problem make_rows_problem(const std::string& op, const std::string& dtype, int64_t rows, int64_t cols, int64_t ldx,
@@ -209,7 +207,7 @@ PYBIND11_MODULE(_ktune, m) {
           [](py::object self, int64_t mm, int64_t n, int64_t k, const std::string& dtype, const std::string& layout,
              int64_t lda, int64_t ldb, int64_t ldc) {
             if (mm <= 0 || n <= 0) throw ktune::UsageError("gemm_call needs m, n > 0");
-            return GemmCall{self, self.cast<ktune::Runtime*>(), make_problem(mm, n, k, dtype, layout, lda, ldb, ldc)};
+            return PyGemmCall{self, self.cast<ktune::Runtime*>()->gemm_call(make_problem(mm, n, k, dtype, layout, lda, ldb, ldc))};
           },
           py::arg("m"), py::arg("n"), py::arg("k"), py::arg("dtype"), py::arg("layout"), py::arg("lda"), py::arg("ldb"),
           py::arg("ldc"), "gemm() with the problem fixed: call it with (a, b, c, alpha, beta, stream).")
@@ -218,30 +216,29 @@ PYBIND11_MODULE(_ktune, m) {
           [](py::object self, const std::string& op, const std::string& dtype, int64_t rows, int64_t cols, int64_t ldx,
              int64_t ldy, double scalar) {
             if (rows <= 0 || cols <= 0) throw ktune::UsageError("rows_call needs rows, cols > 0");
-            return RowsCall{self, self.cast<ktune::Runtime*>(), make_rows_problem(op, dtype, rows, cols, ldx, ldy, scalar)};
+            return PyRowsCall{self, self.cast<ktune::Runtime*>()->rows_call(make_rows_problem(op, dtype, rows, cols, ldx, ldy, scalar))};
           },
           py::arg("op"), py::arg("dtype"), py::arg("rows"), py::arg("cols"), py::arg("ldx"), py::arg("ldy"),
           py::arg("scalar"), "rows() with the problem fixed: call it with (x, y, weight, bias, stream).");
 
-  py::class_<GemmCall>(m, "GemmCall")
+  py::class_<PyGemmCall>(m, "GemmCall")
       .def("__call__",
-           [](const GemmCall& g, uintptr_t a, uintptr_t b, uintptr_t c, float alpha, float beta, uintptr_t stream) {
+           [](const PyGemmCall& g, uintptr_t a, uintptr_t b, uintptr_t c, float alpha, float beta, uintptr_t stream) {
              if (!c) throw ktune::UsageError("C is a null pointer");
-             if (g.p.k > 0 && alpha != 0.0f && (!a || !b)) throw ktune::UsageError("A or B is a null pointer");
+             if (g.call->problem().k > 0 && alpha != 0.0f && (!a || !b)) throw ktune::UsageError("A or B is a null pointer");
              py::gil_scoped_release nogil;
-             g.rt->gemm_ex(g.p, reinterpret_cast<const void*>(a), reinterpret_cast<const void*>(b),
-                           reinterpret_cast<void*>(c), alpha, beta, reinterpret_cast<CUstream>(stream));
+             (*g.call)(reinterpret_cast<const void*>(a), reinterpret_cast<const void*>(b), reinterpret_cast<void*>(c), alpha,
+                       beta, reinterpret_cast<CUstream>(stream));
            })
-      .def_property_readonly("key", [](const GemmCall& g) { return g.p.key(); });
-  py::class_<RowsCall>(m, "RowsCall")
+      .def_property_readonly("key", [](const PyGemmCall& g) { return g.call->problem().key(); });
+  py::class_<PyRowsCall>(m, "RowsCall")
       .def("__call__",
-           [](const RowsCall& r, uintptr_t x, uintptr_t y, uintptr_t weight, uintptr_t bias, uintptr_t stream) {
+           [](const PyRowsCall& r, uintptr_t x, uintptr_t y, uintptr_t weight, uintptr_t bias, uintptr_t stream) {
              py::gil_scoped_release nogil;
-             r.rt->rows(r.p, reinterpret_cast<const void*>(x), reinterpret_cast<void*>(y),
-                        reinterpret_cast<const void*>(weight), reinterpret_cast<const void*>(bias),
-                        reinterpret_cast<CUstream>(stream));
+             (*r.call)(reinterpret_cast<const void*>(x), reinterpret_cast<void*>(y), reinterpret_cast<const void*>(weight),
+                       reinterpret_cast<const void*>(bias), reinterpret_cast<CUstream>(stream));
            })
-      .def_property_readonly("key", [](const RowsCall& r) { return r.p.key(); });
+      .def_property_readonly("key", [](const PyRowsCall& r) { return r.call->problem().key(); });
 
   m.def(
       "problem_key",

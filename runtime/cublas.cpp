@@ -10,10 +10,18 @@
 namespace ktune {
 namespace {
 
+[[noreturn]] void fail(cublasStatus_t s, const char* call, const std::string& context) {
+  throw Error(std::string(call) + " failed: " + cublasGetStatusName(s) + ": " + cublasGetStatusString(s) + " (" + context + ")");
+}
+
 void check_cublas(cublasStatus_t s, const char* call, const std::string& context) {
-  if (s != CUBLAS_STATUS_SUCCESS)
-    throw Error(std::string(call) + " failed: " + cublasGetStatusName(s) + ": " + cublasGetStatusString(s) + " (" +
-                context + ")");
+  if (s != CUBLAS_STATUS_SUCCESS) fail(s, call, context);
+}
+
+// The same on the serving path (every gemm the runtime hands to cuBLAS): the problem's key is
+// built only when the call failed.
+void check_cublas(cublasStatus_t s, const char* call, const GemmProblem& p) {
+  if (s != CUBLAS_STATUS_SUCCESS) fail(s, call, p.key());
 }
 
 // Row-major C = A * B is column-major C^T = B^T * A^T: swap the operands and the M/N roles. An
@@ -40,22 +48,22 @@ Cublas::~Cublas() {
 }
 
 void Cublas::sgemm(const GemmProblem& p, const KtuneGemmArgs& a, CUstream stream) {
-  check_cublas(cublasSetStream(handle_, reinterpret_cast<cudaStream_t>(stream)), "cublasSetStream", p.key());
+  check_cublas(cublasSetStream(handle_, reinterpret_cast<cudaStream_t>(stream)), "cublasSetStream", p);
   const ColumnMajorView v = view(p);
   check_cublas(cublasSgemm(handle_, v.op_first, v.op_second, v.m, v.n, v.k, &a.alpha, a.B, int(a.ldb), a.A, int(a.lda),
                            &a.beta, a.C, int(a.ldc)),
-               "cublasSgemm", p.key());
+               "cublasSgemm", p);
 }
 
 void Cublas::gemm_half(const GemmProblem& p, const KtuneGemmArgs& a, CUstream stream) {
   if (p.dtype != DType::bf16 && p.dtype != DType::f16)
     throw UsageError("Cublas::gemm_half takes bf16 or f16 problems, not " + p.key());
-  check_cublas(cublasSetStream(handle_, reinterpret_cast<cudaStream_t>(stream)), "cublasSetStream", p.key());
+  check_cublas(cublasSetStream(handle_, reinterpret_cast<cudaStream_t>(stream)), "cublasSetStream", p);
   const cudaDataType t = p.dtype == DType::bf16 ? CUDA_R_16BF : CUDA_R_16F;
   const ColumnMajorView v = view(p);
   check_cublas(cublasGemmEx(handle_, v.op_first, v.op_second, v.m, v.n, v.k, &a.alpha, a.B, t, int(a.ldb), a.A, t,
                             int(a.lda), &a.beta, a.C, t, int(a.ldc), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-               "cublasGemmEx", p.key());
+               "cublasGemmEx", p);
 }
 
 void Cublas::gemm(const GemmProblem& p, const KtuneGemmArgs& a, CUstream stream) {

@@ -852,12 +852,12 @@ GemmProblem launched(const GemmProblem& problem, const void* A, const void* B, v
 
 } // namespace
 
-std::shared_ptr<void> Runtime::prepare(const std::string& key, const GemmProblem& p, const Selection& sel) {
+const void* Runtime::prepare(const std::string& key, const GemmProblem& p, const Selection& sel) {
   Impl& m = *impl_;
   m.ensure_context();
   {
     std::lock_guard<std::mutex> lk(m.mod_mu);
-    if (auto it = m.prepared.find(key); it != m.prepared.end()) return it->second;
+    if (auto it = m.prepared.find(key); it != m.prepared.end()) return it->second.get();
   }
   auto prep = std::make_shared<Prepared>();
   prep->sel = sel;
@@ -869,13 +869,23 @@ std::shared_ptr<void> Runtime::prepare(const std::string& key, const GemmProblem
     prep->plan = f->launch_plan(c, p);
   }
   std::lock_guard<std::mutex> lk(m.mod_mu);
-  return m.prepared.emplace(key, prep).first->second;
+  return m.prepared.emplace(key, prep).first->second.get();
 }
 
-void Runtime::launch(const std::shared_ptr<void>& prepared, const GemmProblem& p, const void* A, const void* B, void* C,
-                     CUstream stream) {
+const void* Runtime::prepared_gemm(const GemmProblem& p, const void* A, const void* B, CUstream stream) {
+  const std::string key = p.key();
+  {
+    std::lock_guard<std::mutex> lk(impl_->mod_mu);
+    if (auto it = impl_->prepared.find(key); it != impl_->prepared.end()) return it->second.get();
+  }
+  p.validate();
+  impl_->ensure_context();
+  return prepare(key, p, impl_->resolve(p, A, B, stream, *this));
+}
+
+void Runtime::launch(const void* prepared, const GemmProblem& p, const void* A, const void* B, void* C, CUstream stream) {
   Impl& m = *impl_;
-  const auto* prep = static_cast<const Prepared*>(prepared.get());
+  const auto* prep = static_cast<const Prepared*>(prepared);
   // The hot path: the context exists (prepare made it); only this thread may not have it current.
   CUcontext cur = nullptr;
   check_cu(driver().cuCtxGetCurrent(&cur), "cuCtxGetCurrent", "ktune::gemm");
@@ -955,18 +965,7 @@ void Runtime::gemm_ex(const GemmProblem& problem, const void* A, const void* B, 
   p.alpha = alpha, p.beta = beta;
   if (blas_quick_path(p)) return scale_only(p, C, stream);
   p = launched(problem, A, B, C, alpha, beta);
-  const std::string key = p.key();
-  std::shared_ptr<void> prep;
-  {
-    std::lock_guard<std::mutex> lk(impl_->mod_mu);
-    if (auto it = impl_->prepared.find(key); it != impl_->prepared.end()) prep = it->second;
-  }
-  if (!prep) {
-    p.validate();
-    impl_->ensure_context();
-    prep = prepare(key, p, impl_->resolve(p, A, B, stream, *this));
-  }
-  launch(prep, p, A, B, C, stream);
+  launch(prepared_gemm(p, A, B, stream), p, A, B, C, stream);
 }
 
 void Runtime::gemm_ex(const GemmProblem& problem, const Selection& s, const void* A, const void* B, void* C, float alpha,
@@ -1002,42 +1001,49 @@ void Runtime::rows(const Problem& problem, const void* x, void* y, const void* w
   // The alignment class the pointers allow (weight and bias are read with the same vectors).
   p.align = Problem::alignment_with_pointers(Problem::alignment_of(p.ld, element_bytes(p.dtype)), {x, y, weight, bias},
                                             element_bytes(p.dtype));
+  if (const void* prep = prepared_rows(p, x, y, weight, bias, stream)) launch_prepared_rows(prep, p, x, y, weight, bias, stream);
+}
+
+const void* Runtime::prepared_rows(const Problem& p, const void* x, void* y, const void* weight, const void* bias,
+                                   CUstream stream) {
   const std::string key = p.key();
   Impl& m = *impl_;
-  std::shared_ptr<Prepared> prep;
   {
     std::lock_guard<std::mutex> lk(m.mod_mu);
-    if (auto it = m.prepared.find(key); it != m.prepared.end()) prep = it->second;
+    if (auto it = m.prepared.find(key); it != m.prepared.end()) return it->second.get();
   }
-  if (!prep) {
-    Selection sel = best_config(p); // validates
-    m.ensure_context();
+  Selection sel = best_config(p); // validates
+  m.ensure_context();
+  if (sel.measure_pending) {
+    sel = m.resolve_rows(p, x, weight, bias, stream, *this);
+    // Still pending: inside a stream capture, where nothing can be timed. Run the first
+    // candidate without keeping it, so that a later call outside the capture measures.
     if (sel.measure_pending) {
-      sel = m.resolve_rows(p, x, weight, bias, stream, *this);
-      // Still pending: inside a stream capture, where nothing can be timed. Run the first
-      // candidate without keeping it, so that a later call outside the capture measures.
-      if (sel.measure_pending) {
-        const Family* f = m.family(sel.family);
-        if (!f) throw UsageError("ktune::Runtime::rows: unknown family '" + sel.family + "'");
-        const Config c = f->canonical(sel.config);
-        launch_rows(*m.module_async(*f, c, p)(), f->launch_plan(c, p), rows_args(p, x, y, weight, bias), stream);
-        return;
-      }
+      const Family* f = m.family(sel.family);
+      if (!f) throw UsageError("ktune::Runtime::rows: unknown family '" + sel.family + "'");
+      const Config c = f->canonical(sel.config);
+      ::ktune::launch_rows(*m.module_async(*f, c, p)(), f->launch_plan(c, p), rows_args(p, x, y, weight, bias), stream);
+      return nullptr;
     }
-    const Family* f = m.family(sel.family);
-    if (!f) throw UsageError("ktune::Runtime::rows: unknown family '" + sel.family + "'");
-    auto fresh = std::make_shared<Prepared>();
-    fresh->sel = sel;
-    const Config c = f->canonical(sel.config);
-    fresh->module = m.module_async(*f, c, p)();
-    fresh->plan = f->launch_plan(c, p);
-    std::lock_guard<std::mutex> lk(m.mod_mu);
-    prep = m.prepared.emplace(key, fresh).first->second;
   }
+  const Family* f = m.family(sel.family);
+  if (!f) throw UsageError("ktune::Runtime::rows: unknown family '" + sel.family + "'");
+  auto fresh = std::make_shared<Prepared>();
+  fresh->sel = sel;
+  const Config c = f->canonical(sel.config);
+  fresh->module = m.module_async(*f, c, p)();
+  fresh->plan = f->launch_plan(c, p);
+  std::lock_guard<std::mutex> lk(m.mod_mu);
+  return m.prepared.emplace(key, fresh).first->second.get();
+}
+
+void Runtime::launch_prepared_rows(const void* prepared, const Problem& p, const void* x, void* y, const void* weight,
+                          const void* bias, CUstream stream) {
+  const auto* prep = static_cast<const Prepared*>(prepared);
   CUcontext cur = nullptr;
   check_cu(driver().cuCtxGetCurrent(&cur), "cuCtxGetCurrent", "ktune::Runtime::rows");
-  if (!cur) m.ctx->make_current();
-  launch_rows(*prep->module, prep->plan, rows_args(p, x, y, weight, bias), stream);
+  if (!cur) impl_->ctx->make_current();
+  ::ktune::launch_rows(*prep->module, prep->plan, rows_args(p, x, y, weight, bias), stream);
 }
 
 namespace {

@@ -23,6 +23,8 @@
 #pragma once
 #include <cuda.h>
 
+#include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -127,6 +129,48 @@ struct RuntimeOptions {
   int device = 0;
 };
 
+class Runtime;
+
+// A problem fixed once and launched many times with new pointers: what a framework binding keeps
+// per call site (python/bindings.cpp keeps one per shape). Runtime::gemm_ex and rows look the
+// problem up by its key on every call; a handle does that once per alignment class the pointers
+// fall in, and a later call costs a few comparisons and the driver's launch. Semantics are those
+// of gemm_ex / rows (first-use measurement included). Made by Runtime::gemm_call / rows_call;
+// valid while that Runtime lives; may be called from several threads at once.
+class GemmCall {
+ public:
+  GemmCall(const GemmCall&) = delete;
+  GemmCall& operator=(const GemmCall&) = delete;
+  // C = alpha * A * B + beta * C on stream (Runtime::gemm_ex with the handle's problem).
+  void operator()(const void* A, const void* B, void* C, float alpha, float beta, CUstream stream = nullptr) const;
+  const GemmProblem& problem() const { return p_; }
+
+ private:
+  friend class Runtime;
+  GemmCall(Runtime& rt, const GemmProblem& p);
+  Runtime& rt_;
+  GemmProblem p_;
+  // The prepared launch of each alignment class (16, 8, 4, 2 bytes), set at its first call. The
+  // runtime owns what they point to for its life.
+  mutable std::array<std::atomic<const void*>, 4> prepared_{};
+};
+
+class RowsCall {
+ public:
+  RowsCall(const RowsCall&) = delete;
+  RowsCall& operator=(const RowsCall&) = delete;
+  // y = op(x) (Runtime::rows with the handle's problem); weight and bias as rows takes them.
+  void operator()(const void* x, void* y, const void* weight, const void* bias, CUstream stream = nullptr) const;
+  const Problem& problem() const { return p_; }
+
+ private:
+  friend class Runtime;
+  RowsCall(Runtime& rt, const Problem& p);
+  Runtime& rt_;
+  Problem p_;
+  mutable std::array<std::atomic<const void*>, 4> prepared_{};
+};
+
 class Runtime {
  public:
   explicit Runtime(RuntimeOptions o = {});
@@ -182,13 +226,29 @@ class Runtime {
   void rmsnorm(DType dt, int64_t rows, int64_t cols, const void* x, int64_t ldx, void* y, int64_t ldy, const void* weight,
                float eps = 1e-6f, CUstream stream = nullptr);
 
+  // Handles for many calls of one problem (GemmCall, RowsCall above). Validate p (UsageError);
+  // p's alignment class and alpha / beta are ignored (the pointers and the call give them).
+  std::unique_ptr<GemmCall> gemm_call(const GemmProblem& p);
+  std::unique_ptr<RowsCall> rows_call(const Problem& p);
+
   struct Impl;
 
  private:
-  // Compiles or loads what launching s on p needs, once per key (thread-safe).
-  std::shared_ptr<void> prepare(const std::string& key, const GemmProblem& p, const Selection& s);
-  void launch(const std::shared_ptr<void>& prepared, const GemmProblem& p, const void* A, const void* B, void* C,
-              CUstream stream);
+  friend class GemmCall;
+  friend class RowsCall;
+  // Compiles or loads what launching s on p needs, once per key (thread-safe). The result lives
+  // as long as the runtime.
+  const void* prepare(const std::string& key, const GemmProblem& p, const Selection& s);
+  // The prepared launch of p (alpha, beta and alignment class set), found by key or resolved and
+  // prepared (first use measures).
+  const void* prepared_gemm(const GemmProblem& p, const void* A, const void* B, CUstream stream);
+  void launch(const void* prepared, const GemmProblem& p, const void* A, const void* B, void* C, CUstream stream);
+  // The same for row ops; null when nothing can be kept yet (a first call inside a stream capture:
+  // it ran the first candidate itself, and a later call outside the capture measures).
+  const void* prepared_rows(const Problem& p, const void* x, void* y, const void* weight, const void* bias,
+                                     CUstream stream);
+  void launch_prepared_rows(const void* prepared, const Problem& p, const void* x, void* y, const void* weight, const void* bias,
+                            CUstream stream);
   // C = beta * C (alpha == 0 or K == 0; nothing for M or N == 0), reading neither A nor B.
   void scale_only(const GemmProblem& p, void* C, CUstream stream);
 

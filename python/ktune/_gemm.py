@@ -212,7 +212,8 @@ def gemm(a, b, out=None, alpha=1.0, beta=0.0):
     # checks of the full path below hold for it: all of that is in the key.
     fast = _runtime.torch_fast()
     if fast and out is None and beta == 0 and type(a) is fast[1] and type(b) is fast[1] and alpha.__class__ in (float, int):
-        key = ("gemm", a.dtype, b.dtype, a.shape, b.shape, a.stride(), b.stride(), a.device, b.device)
+        # get_device(): the index as an int (-1 on the CPU), cheaper than building a torch.device.
+        key = ("gemm", a.dtype, b.dtype, a.shape, b.shape, a.stride(), b.stride(), a.get_device(), b.get_device())
         hit = _runtime.calls.get(key)
         if hit is not None and fast[4]() == hit[2]:
             c = a.new_empty(hit[1])  # a's dtype and device; cheaper than torch.empty's keywords

@@ -54,8 +54,8 @@ def _current_stream(index):
     return raw(index) if raw is not None else torch.cuda.current_stream(index).cuda_stream
 
 
-def _vector_fits(v, cols, x):
-    return v.shape == (cols,) and v.dtype == x.dtype and v.device == x.device and v.stride() == (1,)
+def _vector_fits(v, cols, x, index):
+    return v.shape == (cols,) and v.dtype is x.dtype and v.get_device() == index and v.stride() == (1,)
 
 
 def _run(op, x, out, weight, bias, scalar):
@@ -65,10 +65,11 @@ def _run(op, x, out, weight, bias, scalar):
     # is what decides eager speed at small rows (bench/rows_call_overhead.py).
     fast = _runtime.torch_fast()
     if fast and out is None and type(x) is fast[1]:
-        key = (op, x.dtype, x.shape, x.stride(), x.device, scalar, weight is None, bias is None)
+        # get_device(): the index as an int (-1 on the CPU), cheaper than building a torch.device.
+        key = (op, x.dtype, x.shape, x.stride(), x.get_device(), scalar, weight is None, bias is None)
         hit = _runtime.calls.get(key)
-        if (hit is not None and fast[4]() == hit[2] and (weight is None or _vector_fits(weight, hit[1], x))
-                and (bias is None or _vector_fits(bias, hit[1], x))):
+        if (hit is not None and fast[4]() == hit[2] and (weight is None or _vector_fits(weight, hit[1], x, hit[2]))
+                and (bias is None or _vector_fits(bias, hit[1], x, hit[2]))):
             # A contiguous x (known from the key's strides) gives a contiguous y without the
             # memory_format keyword, which costs a microsecond to parse.
             y = fast[0].empty_like(x) if hit[3] else fast[0].empty_like(x, memory_format=fast[2])

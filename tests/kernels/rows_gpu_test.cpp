@@ -288,7 +288,9 @@ TEST(RowsGpu, SampledConfigsOfEveryFamilyMatchFp64Reference) {
 
 // The runtime's and the C API's row entry points on f32 data against FP64 on the host: the Runtime
 // without tables (a family default), the C API with the shipped ones (sm_90-rows: an exact or
-// nearest entry where one serves 37 x 3000).
+// nearest entry where one serves 37 x 3000), and a RowsCall handle of the same Runtime, called
+// with aligned pointers and then with pointers one float past them (another alignment class, so
+// another prepared launch of the one handle).
 TEST(RowsGpu, RuntimeAndCApiMatchFp64Reference) {
   std::string why;
   const DeviceInfo* d = ktune::testing::first_gpu(&why);
@@ -305,17 +307,34 @@ TEST(RowsGpu, RuntimeAndCApiMatchFp64Reference) {
   check_cu(driver().cuMemcpyHtoD(dx.ptr(), x.data(), x.size() * 4), "cuMemcpyHtoD", "x");
   check_cu(driver().cuMemcpyHtoD(dw.ptr(), w.data(), w.size() * 4), "cuMemcpyHtoD", "w");
   check_cu(driver().cuMemcpyHtoD(db.ptr(), b.data(), b.size() * 4), "cuMemcpyHtoD", "b");
+  // x and y again, one float past a 256-byte boundary.
+  DeviceBuffer dxo((x.size() + 1) * 4, "x + 1"), dyo((x.size() + 1) * 4, "y + 1");
+  check_cu(driver().cuMemcpyHtoD(dxo.ptr() + 4, x.data(), x.size() * 4), "cuMemcpyHtoD", "x + 1");
   RuntimeOptions o;
   o.db_path = "";
   o.shipped_tables = false;
   Runtime rt(o);
   ktune_handle_t h = nullptr;
   ASSERT_EQ(ktune_create(&h, ""), KTUNE_SUCCESS) << ktune_last_error();
-  for (int api = 0; api < 2; ++api)
+  std::map<std::string, std::unique_ptr<RowsCall>> calls;
+  for (int api = 0; api < 4; ++api)
     for (const char* op : {"softmax", "layernorm", "rmsnorm"}) {
-      const std::string what = std::string(op) + (api ? " (C API)" : " (Runtime)");
-      check_cu(driver().cuMemsetD8Async(dy.ptr(), 0xff, x.size() * 4, nullptr), "cuMemsetD8Async", what);
+      const char* how[] = {" (Runtime)", " (C API)", " (RowsCall)", " (RowsCall, pointers 4 bytes past)"};
+      const std::string what = std::string(op) + how[api];
+      // Where y is written and read back.
+      const CUdeviceptr out = api == 3 ? dyo.ptr() + 4 : dy.ptr();
+      check_cu(driver().cuMemsetD8Async(out, 0xff, x.size() * 4, nullptr), "cuMemsetD8Async", what);
       const std::string o_ = op;
+      if (api >= 2) {
+        Problem p = Problem::make(op, {rows, cols}, "", DType::f32);
+        p.ld = {cols, cols};
+        p.scalars[o_ == "softmax" ? "scale" : "eps"] = o_ == "softmax" ? 0.5 : o_ == "layernorm" ? 1e-5 : 1e-6;
+        auto& call = calls[o_];
+        if (!call) call = rt.rows_call(p);
+        const void* xin = api == 3 ? static_cast<const void*>(dxo.as<float>() + 1) : dx.as<float>();
+        void* yout = api == 3 ? static_cast<void*>(dyo.as<float>() + 1) : dy.as<float>();
+        (*call)(xin, yout, o_ == "softmax" ? nullptr : dw.as<float>(), o_ == "layernorm" ? db.as<float>() : nullptr);
+      }
       if (api == 0) {
         if (o_ == "softmax") rt.softmax(DType::f32, rows, cols, dx.as<float>(), cols, dy.as<float>(), cols, 0.5f);
         if (o_ == "layernorm") rt.layernorm(DType::f32, rows, cols, dx.as<float>(), cols, dy.as<float>(), cols, dw.as<float>(), db.as<float>(), 1e-5f);
@@ -330,7 +349,7 @@ TEST(RowsGpu, RuntimeAndCApiMatchFp64Reference) {
         const auto fastest = std::min_element(sel.candidates.begin(), sel.candidates.end(),
                                               [](const auto& a, const auto& b) { return *a.measured_ms < *b.measured_ms; });
         EXPECT_EQ(sel.family + sel.config.to_json(), fastest->family + fastest->config.to_json()) << what << ": " << sel.why;
-      } else {
+      } else if (api == 1) {
         ktune_status_t st = KTUNE_SUCCESS;
         if (o_ == "softmax") st = ktune_softmax(h, KTUNE_R_32F, int(rows), int(cols), dx.as<float>(), int(cols), dy.as<float>(), int(cols), 0.5f, nullptr);
         if (o_ == "layernorm")
@@ -341,7 +360,7 @@ TEST(RowsGpu, RuntimeAndCApiMatchFp64Reference) {
       }
       std::vector<float> y(x.size());
       check_cu(driver().cuCtxSynchronize(), "cuCtxSynchronize", what);
-      check_cu(driver().cuMemcpyDtoH(y.data(), dy.ptr(), y.size() * 4), "cuMemcpyDtoH", what);
+      check_cu(driver().cuMemcpyDtoH(y.data(), out, y.size() * 4), "cuMemcpyDtoH", what);
       double err = 0, norm = 0;
       for (int64_t i = 0; i < rows; ++i) {
         const float* r = &x[size_t(i * cols)];

@@ -202,6 +202,46 @@ TEST_F(RuntimeGpu, Tf32x3OptInMatchesFp64ReferenceOnTunedAndUntunedShapes) {
   EXPECT_GE(tf32x3, 2);
 }
 
+// A GemmCall handle serves as gemm_ex does: in f32, bf16 and f16, on tuned and untuned shapes,
+// with the one handle called first on 256-byte aligned pointers and then on pointers at the least
+// aligned offset of a narrower class (another prepared launch of the same handle), alpha and beta
+// as the check sets them each time.
+TEST_F(RuntimeGpu, GemmCallHandlesMatchFp64ReferenceAcrossAlignmentClasses) {
+  GemmOp& op = *op_;
+  RuntimeOptions o;
+  o.db_path = "";
+  Runtime rt(o);
+  uint64_t seed = 2900;
+  int checked = 0;
+  for (const DType dt : {DType::f32, DType::bf16, DType::f16})
+    for (const Case& c : {Case{1024, 1024, 1024, "NN", 1, 0, 0}, Case{512, 512, 512, "NN", 1, 0, 0},
+                          Case{300, 200, 104, "NT", 0.5f, 0, 8}, Case{127, 129, 131, "TN", 1, -2, 1}}) {
+      GemmProblem p = make(c);
+      p.dtype = dt;
+      p.align = GemmProblem::alignment_of(p.lda, p.ldb, p.ldc, element_bytes(dt));
+      const auto call = rt.gemm_call(p);
+      EXPECT_EQ(call->problem().key(), p.key());
+      auto run = [&](const KtuneGemmArgs& a, CUstream s) { (*call)(a.A, a.B, a.C, a.alpha, a.beta, s); };
+      auto r = op.check(p, ++seed, run, nullptr);
+      EXPECT_TRUE(r.pass) << "handle, aligned pointers, " << p.key() << ": " << r.summary();
+      GemmProblem narrow = p;
+      narrow.align = element_bytes(dt) == 2 ? 2 : 4;
+      r = op.check(narrow, ++seed, run, nullptr, Numerics::standard, Conditions::as_served);
+      EXPECT_TRUE(r.pass) << "handle, pointers of class " << narrow.align << ", " << narrow.key() << ": " << r.summary();
+      checked += 2;
+    }
+  EXPECT_EQ(checked, 24);
+  // A problem no call can serve is refused when the handle is made, naming the field.
+  GemmProblem bad = GemmProblem::make(64, 64, 64);
+  bad.lda = 3;
+  try {
+    rt.gemm_call(bad);
+    ADD_FAILURE() << "gemm_call accepted lda 3 < 64";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("lda"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(RuntimeGpu, CApiSgemmMatchesFp64ReferenceInBothStorageOrders) {
   GemmOp& op = *op_;
   ktune_handle_t h = nullptr;

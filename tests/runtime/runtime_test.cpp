@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <map>
 #include <unistd.h>
 
@@ -397,4 +399,48 @@ TEST(Runtime, HalfProblemsAreServedAndTf32IsRefusedClearly) {
     }
   }
   EXPECT_THROW(rt.gemm_ex(GemmProblem::parse("64x64x64", "NN", DType::tf32), nullptr, nullptr, nullptr, 1.0f, 0.0f), UsageError);
+}
+
+// Call handles check their problem once, when made, and name what is wrong; made by a runtime
+// without a GPU (an arch given) they exist, and a call says there is no GPU instead of launching.
+TEST(Runtime, CallHandlesRefuseBadProblemsWhenMadeAndNeedAGpuToRun) {
+  RuntimeOptions o;
+  o.arch = "sm_90";
+  o.db_path = "";
+  Runtime rt(o);
+  auto refused = [](const std::function<void()>& make, const std::string& word) {
+    try {
+      make();
+      ADD_FAILURE() << "accepted; expected an error naming " << word;
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(word), std::string::npos) << e.what();
+    }
+  };
+  GemmProblem short_lda = GemmProblem::make(64, 64, 64);
+  short_lda.lda = 32;
+  refused([&] { rt.gemm_call(short_lda); }, "lda");
+  refused([&] { rt.gemm_call(GemmProblem::parse("64x64x64", "NN", DType::tf32)); }, "not a storage type");
+  refused([&] { rt.gemm_call(GemmProblem::make(-1, 64, 64)); }, "M and N");
+  Problem rows = Problem::parse("softmax", "8x100");
+  rows.ld = {50, 100};
+  refused([&] { rt.rows_call(rows); }, "ldx");
+  refused([&] { rt.rows_call(GemmProblem::make(64, 64, 64)); }, "is a GEMM");
+
+  const auto g = rt.gemm_call(GemmProblem::parse("64x64x64", "NN", DType::bf16));
+  EXPECT_EQ(g->problem().key(), "gemm/bf16/NN/64x64x64/a16");
+  int word = 0;
+  try {
+    (*g)(&word, &word, &word, 1.0f, 0.0f);
+    ADD_FAILURE() << "a call ran without a GPU";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("without a GPU"), std::string::npos) << e.what();
+  }
+  const auto r = rt.rows_call(Problem::parse("rmsnorm", "8x100"));
+  EXPECT_EQ(r->problem().key(), "rmsnorm/f32/8x100/a16");
+  EXPECT_THROW((*r)(&word, &word, nullptr, nullptr), Error);
+  // An empty problem computes nothing, as rows() takes it: no GPU needed.
+  Problem none = Problem::make("softmax", {0, 100}, "", DType::f32);
+  none.ld = {100, 100};
+  const auto empty = rt.rows_call(none);
+  EXPECT_NO_THROW((*empty)(nullptr, nullptr, nullptr, nullptr));
 }

@@ -1,0 +1,74 @@
+// GemmCall and RowsCall (include/ktune/runtime.h): Runtime::gemm_ex and rows without the lookup by
+// key on every call. A call computes the alignment class its pointers allow (a few bit tests),
+// takes the prepared launch kept for that class, and launches; only the first call of a class
+// goes through the runtime's lookup (which resolves, measures at first use and compiles as
+// gemm_ex / rows do). Python's per-call host cost is what decides eager speed at small shapes
+// (bench/rows_call_overhead.py), and most of the runtime's share of it was building the key.
+#include <string>
+
+#include "ktune/error.h"
+#include "ktune/runtime.h"
+
+namespace ktune {
+namespace {
+
+int slot_of(int align) { return align >= 16 ? 0 : align == 8 ? 1 : align == 4 ? 2 : 3; }
+
+} // namespace
+
+GemmCall::GemmCall(Runtime& rt, const GemmProblem& p) : rt_(rt), p_(p) {
+  if (p_.dtype == DType::tf32)
+    throw UsageError("ktune::Runtime::gemm_call: " + p_.key() + ": tf32 is not a storage type (f32 operands with "
+                     "RuntimeOptions::tf32x3 run on the tensor cores)");
+  p_.align = GemmProblem::alignment_of(p_.eff_lda(), p_.eff_ldb(), p_.eff_ldc(), element_bytes(p_.dtype));
+  // An empty C is a valid problem that computes nothing (as gemm_ex takes it); anything else is
+  // checked now, once, instead of at every call.
+  if (p_.m != 0 && p_.n != 0) p_.validate();
+  else if (p_.m < 0 || p_.n < 0 || p_.k < 0) p_.validate();
+}
+
+void GemmCall::operator()(const void* A, const void* B, void* C, float alpha, float beta, CUstream stream) const {
+  GemmProblem p = p_;
+  p.alpha = alpha, p.beta = beta;
+  // BLAS's quick returns, exactly as gemm_ex takes them (no kernel reads A or B).
+  if (p.m == 0 || p.n == 0 || alpha == 0.0f || p.k == 0) return rt_.scale_only(p, C, stream);
+  p.align = GemmProblem::alignment_with_pointers(p_.align, A, B, C);
+  std::atomic<const void*>& slot = prepared_[slot_of(p.align)];
+  const void* prep = slot.load(std::memory_order_acquire);
+  if (!prep) {
+    prep = rt_.prepared_gemm(p, A, B, stream);
+    slot.store(prep, std::memory_order_release);
+  }
+  rt_.launch(prep, p, A, B, C, stream);
+}
+
+RowsCall::RowsCall(Runtime& rt, const Problem& p) : rt_(rt), p_(p) {
+  if (p_.op == "gemm") throw UsageError("ktune::Runtime::rows_call: " + p_.key() + " is a GEMM (use gemm_call)");
+  p_.align = Problem::alignment_of(p_.ld, element_bytes(p_.dtype));
+  // As rows() takes them: an empty problem computes nothing; anything else is checked now.
+  const bool empty = p_.dims.size() == 2 && ((p_.dims[0] == 0 && p_.dims[1] >= 0) || (p_.dims[1] == 0 && p_.dims[0] >= 0));
+  if (!empty) validate(p_);
+}
+
+void RowsCall::operator()(const void* x, void* y, const void* weight, const void* bias, CUstream stream) const {
+  if (p_.dims[0] == 0 || p_.dims[1] == 0) return; // nothing to compute
+  if (!x || !y) throw UsageError("ktune::Runtime::rows: x or y is null for " + p_.key());
+  const int align = Problem::alignment_with_pointers(p_.align, {x, y, weight, bias}, element_bytes(p_.dtype));
+  std::atomic<const void*>& slot = prepared_[slot_of(align)];
+  const void* prep = slot.load(std::memory_order_acquire);
+  if (!prep) {
+    Problem p = p_;
+    p.align = align;
+    prep = rt_.prepared_rows(p, x, y, weight, bias, stream);
+    if (!prep) return; // ran inside a capture, nothing kept yet
+    slot.store(prep, std::memory_order_release);
+  }
+  // The launch reads sizes, strides and scalars, not the alignment class: p_ serves every slot.
+  rt_.launch_prepared_rows(prep, p_, x, y, weight, bias, stream);
+}
+
+std::unique_ptr<GemmCall> Runtime::gemm_call(const GemmProblem& p) { return std::unique_ptr<GemmCall>(new GemmCall(*this, p)); }
+
+std::unique_ptr<RowsCall> Runtime::rows_call(const Problem& p) { return std::unique_ptr<RowsCall>(new RowsCall(*this, p)); }
+
+} // namespace ktune
