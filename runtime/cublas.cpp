@@ -1,5 +1,6 @@
 #include "runtime/cublas.h"
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 
 #include <string>
@@ -43,8 +44,72 @@ Cublas::Cublas() {
   check_cublas(cublasSetMathMode(handle_, CUBLAS_DEFAULT_MATH), "cublasSetMathMode", "FP32 without TF32");
 }
 
+struct Cublas::LtPlan {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t first = nullptr, second = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  bool found = false; // the heuristic returned an algorithm; otherwise gemm() serves
+  ~LtPlan() {
+    if (c) cublasLtMatrixLayoutDestroy(c);
+    if (second) cublasLtMatrixLayoutDestroy(second);
+    if (first) cublasLtMatrixLayoutDestroy(first);
+    if (op) cublasLtMatmulDescDestroy(op);
+  }
+};
+
 Cublas::~Cublas() {
+  plans_.clear();
+  if (lt_) cublasLtDestroy(lt_);
   if (handle_) cublasDestroy(handle_);
+}
+
+const Cublas::LtPlan* Cublas::plan(const GemmProblem& p) {
+  const PlanKey key{p.m, p.n, p.k, p.eff_lda(), p.eff_ldb(), p.eff_ldc(), int(p.dtype), int(p.a), int(p.b), p.align};
+  if (auto it = plans_.find(key); it != plans_.end()) return it->second.get();
+  if (!lt_) check_cublas(cublasLtCreate(&lt_), "cublasLtCreate", p);
+  auto pl = std::make_unique<LtPlan>();
+  // The column-major view cuBLAS sees (view()): C^T (n x m) = op(B) (n x k) * op(A) (k x m).
+  const ColumnMajorView v = view(p);
+  const cudaDataType t = p.dtype == DType::bf16 ? CUDA_R_16BF : p.dtype == DType::f16 ? CUDA_R_16F : CUDA_R_32F;
+  // FP32 compute for every dtype: no TF32 for f32 (cublasSgemm's default math), FP32
+  // accumulation for the half types (gemm_half's CUBLAS_COMPUTE_32F).
+  check_cublas(cublasLtMatmulDescCreate(&pl->op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate", p);
+  check_cublas(cublasLtMatmulDescSetAttribute(pl->op, CUBLASLT_MATMUL_DESC_TRANSA, &v.op_first, sizeof v.op_first),
+               "cublasLtMatmulDescSetAttribute(TRANSA)", p);
+  check_cublas(cublasLtMatmulDescSetAttribute(pl->op, CUBLASLT_MATMUL_DESC_TRANSB, &v.op_second, sizeof v.op_second),
+               "cublasLtMatmulDescSetAttribute(TRANSB)", p);
+  const bool first_n = v.op_first == CUBLAS_OP_N, second_n = v.op_second == CUBLAS_OP_N;
+  check_cublas(cublasLtMatrixLayoutCreate(&pl->first, t, first_n ? v.m : v.k, first_n ? v.k : v.m, p.eff_ldb()),
+               "cublasLtMatrixLayoutCreate(B)", p);
+  check_cublas(cublasLtMatrixLayoutCreate(&pl->second, t, second_n ? v.k : v.n, second_n ? v.n : v.k, p.eff_lda()),
+               "cublasLtMatrixLayoutCreate(A)", p);
+  check_cublas(cublasLtMatrixLayoutCreate(&pl->c, t, v.m, v.n, p.eff_ldc()), "cublasLtMatrixLayoutCreate(C)", p);
+  cublasLtMatmulPreference_t pref = nullptr;
+  check_cublas(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate", p);
+  const uint64_t ws = kServeWorkspaceBytes;
+  const uint32_t align = uint32_t(p.align);
+  cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+  for (auto at : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                  CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+    if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatmulPreferenceSetAttribute(pref, at, &align, sizeof align);
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = cublasLtMatmulAlgoGetHeuristic(lt_, pl->op, pl->first, pl->second, pl->c, pl->c, pref, 1, &result, &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  // No algorithm for this problem (CUBLAS_STATUS_NOT_SUPPORTED): gemm() serves it instead.
+  if (st != CUBLAS_STATUS_NOT_SUPPORTED) check_cublas(st, "cublasLtMatmulAlgoGetHeuristic", p);
+  pl->found = st == CUBLAS_STATUS_SUCCESS && found > 0;
+  if (pl->found) pl->algo = result.algo;
+  return plans_.emplace(key, std::move(pl)).first->second.get();
+}
+
+void Cublas::serve(const GemmProblem& p, const KtuneGemmArgs& a, CUstream stream, void* workspace) {
+  const LtPlan* pl = plan(p);
+  if (!pl->found) return gemm(p, a, stream);
+  check_cublas(cublasLtMatmul(lt_, pl->op, &a.alpha, a.B, pl->first, a.A, pl->second, &a.beta, a.C, pl->c, a.C, pl->c,
+                              &pl->algo, workspace, kServeWorkspaceBytes, reinterpret_cast<cudaStream_t>(stream)),
+               "cublasLtMatmul", p);
 }
 
 void Cublas::sgemm(const GemmProblem& p, const KtuneGemmArgs& a, CUstream stream) {

@@ -1,12 +1,19 @@
-// cuBLAS, for the two things ktune needs it for: the FP32 baseline every tuned kernel is
-// compared with, and the FP64 reference product every kernel is verified against.
+// cuBLAS, for the things ktune needs it for: the baseline every tuned kernel is compared with,
+// the runtime's answer where no kernel beats it, and the FP64 reference product every kernel is
+// verified against.
 #pragma once
 #include <cuda.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <tuple>
 
 #include "gemm/gemm_args.h"
 #include "ktune/gemm_problem.h"
 
 struct cublasContext;
+struct cublasLtContext;
 
 namespace ktune {
 
@@ -28,8 +35,24 @@ class Cublas {
   // The same product in FP64 on widened copies of the operands; C has leading dimension ldc.
   void dgemm(const GemmProblem& p, const double* A, const double* B, double* C, CUstream stream);
 
+  // The runtime's serving path: gemm()'s product (same compute type, same semantics, beta == 0
+  // leaves C unread) through cuBLASLt with a plan kept per problem (sizes, leading dimensions,
+  // layouts, dtype, alignment class): the descriptors and the heuristic's first algorithm for
+  // kServeWorkspaceBytes of workspace are made once, so a call costs cublasLtMatmul's launch
+  // alone where cublasGemmEx runs its heuristic on every call (bench/rows_call_overhead.py:
+  // several microseconds of host time a call). workspace: at least kServeWorkspaceBytes on stream.
+  // A problem the heuristic has no algorithm for goes through gemm().
+  static constexpr size_t kServeWorkspaceBytes = size_t(32) << 20;
+  void serve(const GemmProblem& p, const KtuneGemmArgs& a, CUstream stream, void* workspace);
+
  private:
+  struct LtPlan;
+  using PlanKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, int, int, int>;
+  const LtPlan* plan(const GemmProblem& p);
+
   cublasContext* handle_ = nullptr;
+  cublasLtContext* lt_ = nullptr;
+  std::map<PlanKey, std::unique_ptr<LtPlan>> plans_;
 };
 
 } // namespace ktune

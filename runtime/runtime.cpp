@@ -475,7 +475,16 @@ struct Runtime::Impl {
     return slot;
   }
 
+  // cuBLAS as the runtime serves and times it: through a kept cuBLASLt plan (Cublas::serve), with
+  // the stream's workspace.
   void run_cublas(const GemmProblem& p, const KtuneGemmArgs& a, CUstream stream) {
+    const std::shared_ptr<DeviceBuffer> ws = workspace(stream, Cublas::kServeWorkspaceBytes, p);
+    std::lock_guard<std::mutex> lk(gpu_mu);
+    if (!cublas) cublas = std::make_unique<Cublas>();
+    cublas->serve(p, a, stream, ws->as<void>());
+  }
+  // C = beta * C (BLAS's quick returns): cublasGemmEx / Sgemm with alpha = 0, no plan kept for it.
+  void scale_with_cublas(const GemmProblem& p, const KtuneGemmArgs& a, CUstream stream) {
     std::lock_guard<std::mutex> lk(gpu_mu);
     if (!cublas) cublas = std::make_unique<Cublas>();
     cublas->gemm(p, a, stream);
@@ -943,7 +952,7 @@ void Runtime::scale_only(const GemmProblem& p, void* C, CUstream stream) {
   // valid device pointer, so that no argument check of any cuBLAS version can object.
   float* c = static_cast<float*>(C);
   KtuneGemmArgs a = gemm_args(q, c, c, c, nullptr);
-  m.run_cublas(q, a, stream);
+  m.scale_with_cublas(q, a, stream);
 }
 
 void Runtime::gemm(const GemmProblem& problem, const float* A, const float* B, float* C, float alpha, float beta,

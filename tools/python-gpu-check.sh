@@ -26,12 +26,12 @@ if [ -n "${PREBUILT:-}" ]; then
   build=$(realpath "$PREBUILT")
   version=$(sed -n 's/^project(ktune VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
   suffix=$("$pyexe" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
-  libdirs=$(find / -xdev \( -name 'libnvrtc.so.13' -o -name 'libcublas.so.13' \) -printf '-L%h -Wl,-rpath,%h\n' 2>/dev/null | sort -u | tr '\n' ' ')
+  libdirs=$(find / -xdev \( -name 'libnvrtc.so.13' -o -name 'libcublas.so.13' -o -name 'libcublasLt.so.13' \) -printf '-L%h -Wl,-rpath,%h\n' 2>/dev/null | sort -u | tr '\n' ' ')
   mkdir -p "$build/python/ktune"
   # shellcheck disable=SC2046,SC2086
   g++ -O2 -std=c++20 -shared -fPIC -I. -Iinclude -Ikernel_templates -I"$build/deps/include" \
       $("$pyexe" -m pybind11 --includes) -DKTUNE_VERSION="\"$version\"" -DKTUNE_BUILD_CLI="\"$build/ktune\"" \
-      python/bindings.cpp "$build/libktune.a" $libdirs -l:libnvrtc.so.13 -l:libcublas.so.13 -l:libsqlite3.so.0 \
+      python/bindings.cpp "$build/libktune.a" $libdirs -l:libnvrtc.so.13 -l:libcublas.so.13 -l:libcublasLt.so.13 -l:libsqlite3.so.0 \
       -ldl -lpthread \
       -o "$build/python/ktune/_ktune$suffix" >"$out/python-cmake.txt" 2>&1 || { cat "$out/python-cmake.txt"; exit 1; }
 else
