@@ -226,17 +226,25 @@ PYBIND11_MODULE(_ktune, m) {
            [](const PyGemmCall& g, uintptr_t a, uintptr_t b, uintptr_t c, float alpha, float beta, uintptr_t stream) {
              if (!c) throw ktune::UsageError("C is a null pointer");
              if (g.call->problem().k > 0 && alpha != 0.0f && (!a || !b)) throw ktune::UsageError("A or B is a null pointer");
+             const auto A = reinterpret_cast<const void*>(a), B = reinterpret_cast<const void*>(b);
+             const auto C = reinterpret_cast<void*>(c);
+             // Prepared: a launch, run with the GIL held as PyTorch's own ops are (releasing and
+             // taking it back is a measurable share of a small call). Otherwise the call may compile
+             // or measure for a while: other Python threads go on meanwhile.
+             if (g.call->ready(A, B, C, alpha)) return (*g.call)(A, B, C, alpha, beta, reinterpret_cast<CUstream>(stream));
              py::gil_scoped_release nogil;
-             (*g.call)(reinterpret_cast<const void*>(a), reinterpret_cast<const void*>(b), reinterpret_cast<void*>(c), alpha,
-                       beta, reinterpret_cast<CUstream>(stream));
+             (*g.call)(A, B, C, alpha, beta, reinterpret_cast<CUstream>(stream));
            })
       .def_property_readonly("key", [](const PyGemmCall& g) { return g.call->problem().key(); });
   py::class_<PyRowsCall>(m, "RowsCall")
       .def("__call__",
            [](const PyRowsCall& r, uintptr_t x, uintptr_t y, uintptr_t weight, uintptr_t bias, uintptr_t stream) {
+             const auto X = reinterpret_cast<const void*>(x), W = reinterpret_cast<const void*>(weight),
+                        Bi = reinterpret_cast<const void*>(bias);
+             const auto Y = reinterpret_cast<void*>(y);
+             if (r.call->ready(X, Y, W, Bi)) return (*r.call)(X, Y, W, Bi, reinterpret_cast<CUstream>(stream));
              py::gil_scoped_release nogil;
-             (*r.call)(reinterpret_cast<const void*>(x), reinterpret_cast<void*>(y), reinterpret_cast<const void*>(weight),
-                       reinterpret_cast<const void*>(bias), reinterpret_cast<CUstream>(stream));
+             (*r.call)(X, Y, W, Bi, reinterpret_cast<CUstream>(stream));
            })
       .def_property_readonly("key", [](const PyRowsCall& r) { return r.call->problem().key(); });
 

@@ -42,6 +42,12 @@ void GemmCall::operator()(const void* A, const void* B, void* C, float alpha, fl
   rt_.launch(prep, p, A, B, C, stream);
 }
 
+bool GemmCall::ready(const void* A, const void* B, const void* C, float alpha) const {
+  if (p_.m == 0 || p_.n == 0 || alpha == 0.0f || p_.k == 0) return false; // the quick returns go through cuBLAS
+  const int align = GemmProblem::alignment_with_pointers(p_.align, A, B, C);
+  return prepared_[slot_of(align)].load(std::memory_order_acquire) != nullptr;
+}
+
 RowsCall::RowsCall(Runtime& rt, const Problem& p) : rt_(rt), p_(p) {
   if (p_.op == "gemm") throw UsageError("ktune::Runtime::rows_call: " + p_.key() + " is a GEMM (use gemm_call)");
   p_.align = Problem::alignment_of(p_.ld, element_bytes(p_.dtype));
@@ -65,6 +71,12 @@ void RowsCall::operator()(const void* x, void* y, const void* weight, const void
   }
   // The launch reads sizes, strides and scalars, not the alignment class: p_ serves every slot.
   rt_.launch_prepared_rows(prep, p_, x, y, weight, bias, stream);
+}
+
+bool RowsCall::ready(const void* x, const void* y, const void* weight, const void* bias) const {
+  if (p_.dims[0] == 0 || p_.dims[1] == 0 || !x || !y) return false;
+  const int align = Problem::alignment_with_pointers(p_.align, {x, y, weight, bias}, element_bytes(p_.dtype));
+  return prepared_[slot_of(align)].load(std::memory_order_acquire) != nullptr;
 }
 
 std::unique_ptr<GemmCall> Runtime::gemm_call(const GemmProblem& p) { return std::unique_ptr<GemmCall>(new GemmCall(*this, p)); }

@@ -143,6 +143,10 @@ class GemmCall {
   GemmCall& operator=(const GemmCall&) = delete;
   // C = alpha * A * B + beta * C on stream (Runtime::gemm_ex with the handle's problem).
   void operator()(const void* A, const void* B, void* C, float alpha, float beta, CUstream stream = nullptr) const;
+  // Whether a call with these arguments finds its launch prepared: nothing to look up, compile or
+  // measure on the way, only the launch. A binding may then call without releasing its
+  // interpreter lock (python/bindings.cpp), as a framework's own ops do.
+  bool ready(const void* A, const void* B, const void* C, float alpha) const;
   const GemmProblem& problem() const { return p_; }
 
  private:
@@ -161,6 +165,7 @@ class RowsCall {
   RowsCall& operator=(const RowsCall&) = delete;
   // y = op(x) (Runtime::rows with the handle's problem); weight and bias as rows takes them.
   void operator()(const void* x, void* y, const void* weight, const void* bias, CUstream stream = nullptr) const;
+  bool ready(const void* x, const void* y, const void* weight, const void* bias) const;
   const Problem& problem() const { return p_; }
 
  private:

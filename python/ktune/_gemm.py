@@ -9,6 +9,7 @@ from ._runtime import runtime
 _TORCH_DTYPES = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}
 _CAI_DTYPES = {"f4": "f32", "f2": "f16"}  # the array interface has no standard bfloat16 typestr
 _ITEMSIZE = {"f32": 4, "bf16": 2, "f16": 2}
+_calls_get = _runtime.calls.get  # the dict is emptied, never replaced
 
 
 def _err(msg):
@@ -210,11 +211,11 @@ def gemm(a, b, out=None, alpha=1.0, beta=0.0):
     # The fast path: a problem seen before (dtypes, shapes, strides and device of a and b; a new
     # out; beta 0) is called through its prepared handle with pointers and the stream only. The
     # checks of the full path below hold for it: all of that is in the key.
-    fast = _runtime.torch_fast()
+    fast = _runtime._torch_fast or _runtime.torch_fast()
     if fast and out is None and beta == 0 and type(a) is fast[1] and type(b) is fast[1] and alpha.__class__ in (float, int):
         # get_device(): the index as an int (-1 on the CPU), cheaper than building a torch.device.
         key = ("gemm", a.dtype, b.dtype, a.shape, b.shape, a.stride(), b.stride(), a.get_device(), b.get_device())
-        hit = _runtime.calls.get(key)
+        hit = _calls_get(key)
         if hit is not None and fast[4]() == hit[2]:
             c = a.new_empty(hit[1])  # a's dtype and device; cheaper than torch.empty's keywords
             hit[0](a.data_ptr(), b.data_ptr(), c.data_ptr(), alpha, 0.0, fast[3](hit[2]))

@@ -58,21 +58,25 @@ def _vector_fits(v, cols, x, index):
     return v.shape == (cols,) and v.dtype is x.dtype and v.get_device() == index and v.stride() == (1,)
 
 
+_calls_get = _runtime.calls.get  # the dict is emptied, never replaced
+
+
 def _run(op, x, out, weight, bias, scalar):
     # The fast path: a problem seen before (the same op, dtype, shape, strides, device and scalar,
     # weight and bias present or not) is called through its prepared handle with pointers and the
     # stream only, after the checks that can change from call to call. Python's host cost a call
-    # is what decides eager speed at small rows (bench/rows_call_overhead.py).
-    fast = _runtime.torch_fast()
+    # is what decides eager speed at small rows (bench/rows_call_overhead.py): every attribute
+    # read and call here is one that the measurements showed to matter.
+    fast = _runtime._torch_fast or _runtime.torch_fast()
     if fast and out is None and type(x) is fast[1]:
         # get_device(): the index as an int (-1 on the CPU), cheaper than building a torch.device.
         key = (op, x.dtype, x.shape, x.stride(), x.get_device(), scalar, weight is None, bias is None)
-        hit = _runtime.calls.get(key)
+        hit = _calls_get(key)
         if (hit is not None and fast[4]() == hit[2] and (weight is None or _vector_fits(weight, hit[1], x, hit[2]))
                 and (bias is None or _vector_fits(bias, hit[1], x, hit[2]))):
             # A contiguous x (known from the key's strides) gives a contiguous y without the
             # memory_format keyword, which costs a microsecond to parse.
-            y = fast[0].empty_like(x) if hit[3] else fast[0].empty_like(x, memory_format=fast[2])
+            y = fast[5](x) if hit[3] else fast[5](x, memory_format=fast[2])
             hit[0](x.data_ptr(), y.data_ptr(), 0 if weight is None else weight.data_ptr(),
                    0 if bias is None else bias.data_ptr(), fast[3](hit[2]))
             return y

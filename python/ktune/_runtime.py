@@ -30,7 +30,7 @@ _torch_fast = None
 
 def torch_fast():
     """(torch, torch.Tensor, torch.contiguous_format, current raw stream getter, current device
-    getter) for the fast paths of _gemm.py and _rows.py, or () where they cannot run: torch not
+    getter, torch.empty_like) for the fast paths of _gemm.py and _rows.py, or () where they cannot run: torch not
     imported yet (not kept: it may be later), or without those private entry points."""
     global _torch_fast
     if _torch_fast is not None:
@@ -40,7 +40,7 @@ def torch_fast():
         return ()
     raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
     get_device = getattr(torch._C, "_cuda_getDevice", None)
-    _torch_fast = (torch, torch.Tensor, torch.contiguous_format, raw, get_device) if raw and get_device else ()
+    _torch_fast = (torch, torch.Tensor, torch.contiguous_format, raw, get_device, torch.empty_like) if raw and get_device else ()
     return _torch_fast
 
 
