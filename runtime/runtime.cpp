@@ -286,7 +286,7 @@ struct Runtime::Impl {
   // home speedups are unknown, so the score ranks by distance) and each family's default that is
   // valid for p. Which family wins moves with the row length (on the H100 a bulk config lent from
   // 16384x4096 ran a row op at 8192x2048 at 71 % of the copy rate where the one-warp-per-row
-  // default reaches 98 %: docs/PERFORMANCE.md, "Row ops at shapes no table holds"), so distance
+  // default reaches 98 %: docs/runs/performance-log-2026-11.md, "Row ops at shapes no table holds"), so distance
   // alone is not a rule worth trusting. Until measured, the first candidate runs.
   Selection select_generic(const Problem& p) const {
     if (const auto ex = index->exact(p); !ex.empty()) return from_exact(ex.front());
