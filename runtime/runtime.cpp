@@ -88,13 +88,13 @@ constexpr size_t kCandidatesPerFamily = 2;
 // where the family declares some: its config with the choices that most often decide a shape it
 // was not tuned for (gemm_wgmma: the tiling that fills the shape's waves best, TMA multicast for
 // short K, a persistent grid with stream-K of the last wave; gemm_skinny16: the streaming form
-// with the K split refitted). At the untuned shapes of session 13 the last wgmma forms ran
-// 1.16-1.3x the lent configs themselves (3072^3: PT 0 SK 3; 5000x3000x1000: MC; docs/PERFORMANCE.md,
+// with the K split refitted). At untuned shapes the last wgmma forms ran 1.16-1.3x the lent
+// configs themselves (3072^3: PT 0 SK 3; 5000x3000x1000: MC; docs/runs/performance-log-2026-11.md,
 // "Shapes in no table"). They carry no prediction of their own, so they are only ever chosen by
 // first use's measurement. Nine a family: past a wave gemm_wgmma offers two retiled forms in each
 // orientation before the lender's own MC and stream-K forms, and with seven 3072^3 lost the
-// stream-K ones that ran fastest there (docs/PERFORMANCE.md, session 19). Each costs a compile (in
-// parallel) and a few launches at the first call only.
+// stream-K ones that ran fastest there (docs/runs/performance-log-2026-11.md, "the swapped tiling's
+// persistent multicast form"). Each costs a compile (in parallel) and a few launches at the first call only.
 constexpr size_t kMaxNeighbours = 9;
 // Row ops: the nearest lender of each family and each family's default (five families an op).
 constexpr size_t kMaxRowCandidates = 8;
@@ -196,7 +196,8 @@ struct Runtime::Impl {
   // times: those were measured for the lender's config, not for this one. Every family, not only
   // the best-scored one: at decode shapes gemm_skinny16 and gemm_wgmma both lend, and when the
   // decode family came first its neighbours alone cost 32x6144x4096 the swapped wgmma form that
-  // was its fastest kernel (66.2 against 68.9 TFLOPS; docs/PERFORMANCE.md, session 22).
+  // was its fastest kernel (66.2 against 68.9 TFLOPS; docs/runs/performance-log-2026-11.md,
+  // "Decode shapes nobody tuned").
   void add_neighbours(std::vector<CandidateConfig>& cands, const Problem& p) const {
     std::set<std::string> done;
     const size_t lenders = cands.size();
@@ -285,7 +286,7 @@ struct Runtime::Impl {
   // home speedups are unknown, so the score ranks by distance) and each family's default that is
   // valid for p. Which family wins moves with the row length (on the H100 a bulk config lent from
   // 16384x4096 ran a row op at 8192x2048 at 71 % of the copy rate where the one-warp-per-row
-  // default reaches 98 %: docs/PERFORMANCE.md, "Row ops at shapes no table holds"), so distance
+  // default reaches 98 %: docs/runs/performance-log-2026-11.md, "Row ops at shapes no table holds"), so distance
   // alone is not a rule worth trusting. Until measured, the first candidate runs.
   Selection select_generic(const Problem& p) const {
     if (const auto ex = index->exact(p); !ex.empty()) return from_exact(ex.front());
@@ -665,15 +666,15 @@ struct Runtime::Impl {
     // cuBLAS again, after the candidates, and the faster reading kept (as ktune tune does for its
     // baseline): what is timed first at first use can read several % slow (at 4096x4096x1024 on an
     // H100, cuBLAS 55.6 us first against 51.1 in the bench that followed, where the kernel chosen
-    // over it ran 53.5; docs/PERFORMANCE.md, session 20), and a slow cuBLAS reading is what could
-    // make the runtime choose a kernel slower than cuBLAS.
+    // over it ran 53.5; docs/runs/performance-log-2026-11.md, "cuBLAS timed twice at first use"), and a
+    // slow cuBLAS reading is what could make the runtime choose a kernel slower than cuBLAS.
     s.measured_cublas_ms = std::min(*s.measured_cublas_ms, clock([&] { run_cublas(p, a, stream); }, "timing cuBLAS again at " + p.key()));
     const double cu = *s.measured_cublas_ms;
     const auto kernel_wins = [&] { return best && *s.candidates[*best].measured_ms < cu * (1 - opts.measure_margin); };
     // A kernel that beats cuBLAS must do it twice: the winner is timed again, last, and its slower
     // reading counts. A form that reads fast in first use's short series and slower later (at
-    // 777x3584x18944 on an H100 one did, by 5-15 %; docs/PERFORMANCE.md, session 19) would
-    // otherwise be trusted on one reading.
+    // 777x3584x18944 on an H100 one did, by 5-15 %; docs/runs/performance-log-2026-11.md, "the swapped
+    // tiling's persistent multicast form") would otherwise be trusted on one reading.
     //
     // A config lent from another shape was verified there, not here: before it serves p, its
     // result at p must agree with cuBLAS's on the same inputs (a problem nobody tuned must never

@@ -1,5 +1,5 @@
-// The tensor maps launch_gemm hands TMA steps, kept per calling thread (issue 16: descriptors cached
-// per problem and pointer set). A map is a pure function of what cuTensorMapEncodeTiled is given:
+// The tensor maps launch_gemm hands TMA steps, kept per calling thread: descriptors cached
+// per problem and pointer set. A map is a pure function of what cuTensorMapEncodeTiled is given:
 // the pointer, the extents, the stride, the box, the element type and the swizzle. A problem launched
 // again on the same pointers, as an inference loop does, reuses its encoded 128 bytes instead of
 // encoding them again; new data at the same address needs no new map (the map holds no data), and a

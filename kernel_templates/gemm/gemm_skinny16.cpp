@@ -176,9 +176,9 @@ int minb_for(int nt, int est) {
 // The streaming form: every warp of the block splits K (one warp wide, KG = NT / 32), one step
 // in flight a lane (DEPTH 2), the read-only loads without the L2 prefetch hint (plain loads for
 // single halves), no cluster, no register cap, and split-K only as far as the grid needs to reach
-// ~1.4 x 256 threads an SM. Session 22 tuned gemm_skinny16 at the ten bf16 decode shapes of the
-// models and public suites on an H100 (~400 configs each; docs/PERFORMANCE.md, "Decode shapes
-// nobody tuned"). With 256 threads this form ran within 1.6 % of the best config found at
+// ~1.4 x 256 threads an SM. Measured by tuning gemm_skinny16 at the ten bf16 decode shapes of the
+// models and public suites on an H100 (~400 configs each; docs/runs/performance-log-2026-11.md,
+// "Decode shapes nobody tuned"): with 256 threads this form ran within 1.6 % of the best config found at
 // 1x4096x4096, 8x4096x14336, 4x18944x3584, 2x18176x4544 and 1x50257x768, and within 5 % at
 // 16x4096x4096 and 16x8192x8192 (where 512 threads and one K slice won); the other LDH / MINB values
 // of it ran within 0-3.3 % at 1x14336x4096 and 32x6144x4096. The best cluster config of each shape
@@ -228,7 +228,7 @@ Family gemm_skinny16_family() {
   f.dtypes({DType::bf16, DType::f16}).min_arch(80);
   // Its speed follows the bytes of B it streams, and its neighbours (below) refit the block and the
   // K split to the asked shape: tuned at ten decode shapes 1-4 units of log distance from the
-  // shipped 1x4096x4096 entry, it ran 0.93-1.08x cuBLAS (session 22), not the 0.2-0.67x the
+  // shipped 1x4096x4096 entry, it ran 0.93-1.08x cuBLAS (H100), not the 0.2-0.67x the
   // default decay predicts, which had kept it from being measured at 4x18944x3584 (where it ran
   // 1.08x) and 1x50257x768.
   f.lend_decay(0.1);
@@ -275,7 +275,7 @@ Family gemm_skinny16_family() {
   // A config for any served problem. On sm_90, the streaming form with 256 threads at the row
   // tile that covers M once (streaming_form: measured on the H100, where the bandwidth model's
   // configs below ran 1.2-2.7x slower than the best config found at the models suite's decode
-  // shapes, session 22). Elsewhere, or where that form is not valid: the row tile that covers M
+  // shapes). Elsewhere, or where that form is not valid: the row tile that covers M
   // once, the widest loads, the L2-prefetching read-only loads, and among block shapes (128 or 256
   // threads, 1 or 2 warps along N), ring depths and K splits (clusters on sm_90, split-K beyond)
   // the one the bandwidth model (model_us) rates fastest, MINB holding ptxas to the register
@@ -395,12 +395,12 @@ Family gemm_skinny16_family() {
   });
 
   // Neighbours of a config lent to another decode shape: the streaming forms fitted to the shape
-  // (streaming_form, above; session 22), then its block and ring with the K split the
+  // (streaming_form, above), then its block and ring with the K split the
   // bandwidth model rates fastest there (a split is fitted to its own shape's N and K: the shipped
-  // 1x4096x4096 config lent to 1x14336x4096 ran 0.81x cuBLAS, session 18's models bench), then the
-  // model's own config for the shape (defaults). Before them, the runtime timed that one lender
-  // alone at every decode shape of configs/suites/models.json; with them 1x14336x4096 ran the lent
-  // config with CL 2 at 1.02x cuBLAS (45.6 us against 58.6; docs/runs/2026-11-26-h100-s19-skinny-nb-ab.tgz).
+  // 1x4096x4096 config lent to 1x14336x4096 ran 0.81x cuBLAS in the H100 models bench when the
+  // runtime timed that lender alone), then the model's own config for the shape (defaults). With
+  // them, at the decode shapes of configs/suites/models.json, 1x14336x4096 ran the lent config with
+  // CL 2 at 1.02x cuBLAS (45.6 us against 58.6; docs/runs/2026-11-26-h100-s19-skinny-nb-ab.tgz).
   f.neighbors([](const Config& c, P p, D d) {
     const Family self = gemm_skinny16_family();
     std::vector<Config> out;

@@ -1,6 +1,6 @@
 // Descriptor of gemm_tc16.cu: BF16 / FP16 GEMM on the tensor cores (mma.sync m16n8k16).
 // tests/kernels/tc16_gpu_test.cpp verifies every path on a GPU (layouts, packing, split-K, element
-// loads and stores, and every SMEM x LDM x CPA combination); it passed on an H100 on 2026-11-24.
+// loads and stores, and every SMEM x LDM x CPA combination); it passes on an H100.
 #include <algorithm>
 
 #include "gemm/gemm_families.h"

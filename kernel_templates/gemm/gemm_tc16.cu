@@ -1,16 +1,16 @@
 // gemm_tc16: BF16 / FP16 GEMM on the tensor cores (mma.sync m16n8k16, FP32 accumulation), the
-// first half-precision family (issue 15). C = alpha * A * B + beta * C with A, B and C in the
+// first half-precision family. C = alpha * A * B + beta * C with A, B and C in the
 // problem's dtype and the sums in FP32.
 //
-// STATUS: every path (row- and column-major A and B, packed operands, split-K, element loads and
-// stores, and every SMEM x LDM x CPA combination of the ladder) passes
-// tests/kernels/tc16_gpu_test.cpp on an H100 (last 2026-11-24), within the error rule cuBLAS is held to.
+// Verification: every path (row- and column-major A and B, packed operands, split-K, element loads
+// and stores, and every SMEM x LDM x CPA combination of the ladder) passes
+// tests/kernels/tc16_gpu_test.cpp on an H100, within the error rule cuBLAS is held to.
 //
-// PERFORMANCE REWRITE (2026-11, SASS-counted, then measured on the H100). Measured
-// before it on sm_90: 4096^3 bf16 default 331 TFLOPS vs cuBLAS 787 (0.42x); Nsight: 240
-// registers, 8 warps/SM, tensor pipe 57 %, ~2.1 of 4.76 cycles per issued instruction "stall
-// wait" on integer/address arithmetic, ~4.2 issued instructions per MMA (CUTLASS sm80-style
-// mainloops: ~1.3-1.6). What changed and why:
+// Main loop design (SASS-counted, then measured on the H100). A straightforward main loop on sm_90
+// (4096^3 bf16 default 331 TFLOPS vs cuBLAS 787, 0.42x) is bound by instruction issue: Nsight put
+// it at 240 registers, 8 warps/SM, tensor pipe 57 %, ~2.1 of 4.76 cycles per issued instruction
+// "stall wait" on integer/address arithmetic, ~4.2 issued instructions per MMA (CUTLASS sm80-style
+// mainloops: ~1.3-1.6). So the loop keeps everything but the MMAs and their loads out of it:
 //  1. Addresses out of the K loop: each thread's cp.async chunks lie in one column and rows RS
 //     apart (Tile), so chunk i's shared address is a compile-time offset from chunk 0's and its
 //     global address a chained 64-bit add; the global pointer moves by a constant per K tile
@@ -21,21 +21,21 @@
 //  2. Bounds checks only where needed: the main loop is emitted twice, a copy with unconditional
 //     cp.async for the tiles wholly inside A and B (every tile when PACK = 1; in MODE 1 every
 //     tile ending within K of a block inside M and N) and a checked copy (zero fill) for the rest.
-//     A per-tile runtime branch was tried first: ptxas if-converted it and issued both paths under
-//     predicates (~100 instructions per tile).
+//     Not a per-tile runtime branch: ptxas if-converts it and issues both paths under predicates
+//     (~100 instructions per tile).
 //  3. ldmatrix fragments double-buffered in registers across the k16 steps and across the stage
 //     boundary (the last step waits and passes the barrier before loading the next stage's first
 //     fragments, as CUTLASS's multistage mainloop): ldmatrix latency hides behind the MMAs.
-//  4. MMAs in serpentine order over j (consecutive MMAs share a fragment). __launch_bounds__ is
-//     unchanged: 128-thread blocks already get 2 blocks/SM at <= 255 registers, and 256-thread
-//     blocks would need <= 128 registers for a second block (spills with 64x64 warp tiles).
+//  4. MMAs in serpentine order over j (consecutive MMAs share a fragment). __launch_bounds__ asks
+//     for 128-thread blocks: they get 2 blocks/SM at <= 255 registers, and 256-thread blocks would
+//     need <= 128 registers for a second block (spills with 64x64 warp tiles).
 //  SASS (nvcc 13.0 -arch=sm_90, bf16 NN, aligned MODE 1, instructions in the fast main loop per
-//  MMA): 128x128 w64x64 bk32 st4 3.59 -> 1.92 (230 -> 123 per 64 MMAs; 238 -> 234 registers, no
-//  spills); 128x256 w64x64 bk32 st3 3.75 -> 1.81 (240 -> 116; 226 -> 230 registers). What is
-//  left per 64 MMAs: 16 ldmatrix, 6-8 cp.async with 2 integer adds each (64-bit, runtime ld),
-//  the barrier, cp.async group bookkeeping and the ring/loop counters.
-//  5. gemm_pack16 reads 16, 8 or 4 bytes at a time as the source row's alignment allows (it read
-//     2 bytes at a time).
+//  MMA, against the loop without 1-4): 128x128 w64x64 bk32 st4 1.92 against 3.59 (123 against 230
+//  per 64 MMAs; 234 registers against 238, no spills); 128x256 w64x64 bk32 st3 1.81 against 3.75
+//  (116 against 240; 230 registers against 226). What is left per 64 MMAs: 16 ldmatrix, 6-8
+//  cp.async with 2 integer adds each (64-bit, runtime ld), the barrier, cp.async group bookkeeping
+//  and the ring/loop counters.
+//  5. gemm_pack16 reads 16, 8 or 4 bytes at a time as the source row's alignment allows.
 //
 // Template parameters (host code spells them as in the config JSON):
 //   BM, BN, BK   block tile (rows of C, columns of C, K depth of one shared-memory stage)

@@ -168,7 +168,7 @@ Tiling best_filling(const GemmProblem& p, const DeviceInfo& d, bool swap) {
   return *best;
 }
 // c in the tiling of one orientation that fills p's waves best (retiled). Nothing when that is c's
-// own tiling. (At least 4 stages: in session 17's mid-shape tunes, of configs that differed only
+// own tiling. (At least 4 stages: in the H100 mid-shape tunes, of configs that differed only
 // in ST, 4 stages ran a median 1.038x 3 (1088 pairs, 85 % faster) and 5 a median 0.999x 4; the
 // shipped 128 x 256 lenders have 3, which the larger tile needed. Read from the trials,
 // -mid192- and -midswap2-trials.jsonl.gz.)
@@ -209,8 +209,8 @@ std::optional<Config> least_padding_swapped(const Config& c, const GemmProblem& 
 }
 
 // The multicast that shares t's larger operand tile: B's (MC 1) where BN > BM, A's (MC 2) where
-// BM > BN, B's for square tiles. Over the H100 trials of sessions 9-19 (bf16, configs equal but
-// for MC), MC 1 ran a geometric mean 0.94x MC 2's time where BN > BM (1097 pairs, 74 % faster),
+// BM > BN, B's for square tiles. Over the bf16 H100 tune trials in docs/runs of 2026-11-24 to -26
+// (configs equal but for MC), MC 1 ran a geometric mean 0.94x MC 2's time where BN > BM (1097 pairs, 74 % faster),
 // and MC 2 0.94-0.97x MC 1's where BM > BN (1489 pairs, 74 % faster); square tiles about even
 // off PT 1 (0.998x).
 int larger_operand_multicast(const Config& t) { return t["BM"] > t["BN"] ? 2 : 1; }
@@ -426,9 +426,9 @@ Family gemm_wgmma_family() {
   // lender itself where its PT leaves many idle.
   f.neighbors([](const Config& c, const GemmProblem& p, const DeviceInfo& d) {
     std::vector<Config> out;
-    // Each orientation's wave-filling tiling, as lent and persistent with multicast (PT 0; MC 1 was
-    // all these forms had until session 20, which measured the one of the larger operand). Swapped,
-    // the PT 0 MC 1 form ran a geometric mean 1.07x PT 1 MC 0 past a wave over the mid-shape tunes'
+    // Each orientation's wave-filling tiling, as lent and persistent with multicast (PT 0) of the
+    // larger operand (larger_operand_multicast). Swapped, the PT 0 MC 1 form ran a geometric mean
+    // 1.07x PT 1 MC 0 past a wave over the mid-shape tunes'
     // swapped tilings within 15 % of their shape's best (29 faster, 5 slower; 2048x2560x2048's 128 x
     // 160: 34.1 against 42.7 us); under a wave 0.975x, but up to 1.37x where K is long
     // (3072x768x3072's 128 x 144: 26.4 against 33-35 us), and first use times it.

@@ -1,5 +1,5 @@
 // gemm_wgmma: BF16 / FP16 GEMM on Hopper's warpgroup tensor-core instructions (wgmma.mma_async,
-// sm_90a), FP32 accumulation; issue 16, first rung. C = alpha * A * B + beta * C with A, B and C in
+// sm_90a), FP32 accumulation. C = alpha * A * B + beta * C with A, B and C in
 // the problem's dtype.
 //
 // Two kernels (the config's TMA):
@@ -10,24 +10,20 @@
 //                   consumer warpgroups compute; setmaxnreg moves registers to the consumers.
 //                   Verified on an H100 (WgmmaGpu, every layout) and in the tuner; faster than
 //                   TMA = 0 at every tiling measured (docs/runs/2026-11-23-h100-wgmma-tune-tma.txt).
-// CL (split-K in a cluster) and PT (several tiles a block) passed WgmmaGpu on an H100 and were
-// tuned there on 2026-11-24; neither beat the configs without them at any public shape
-// (docs/runs/2026-11-24-h100-s6-wgmma-{cluster,persistent}-tune.txt). EPI (C by TMA stores) and MC
-// (TMA multicast in a 2-CTA cluster) passed WgmmaGpu on an H100 on 2026-11-24; EPI is in the shipped
-// table, MC never won (docs/PERFORMANCE.md). PP (ping-pong consumers), PT = 0 (a persistent grid) and SK
-// (stream-K) passed WgmmaGpu and compute-sanitizer on an H100 on 2026-11-24 (session 10); none of them
-// beat the shipped configs then (docs/PERFORMANCE.md says why). SK 2 (only the last partial wave cut,
-// the owner block adding the parts) and EPI 2 (C staged in halves, a fourth stage) passed the same on
-// 2026-11-25 (session 11) and are in the shipped table. SK 3 (SK 2's cut, the fix-up shared by the
-// cut tile's blocks), ST 8 / 10 / 13 and MC on 64-wide shared tiles passed the same in session 12;
-// the table uses ST 8 (M = 128), neither SK 3 nor 64-wide MC won a public shape. EPI 3 (C stored by
-// the producer warpgroup's idle warps, any alignment) and MC with SPLITK passed the same in session
-// 13; the unaligned entries of the table are EPI 3 configs (2999^3 3.9x cuBLAS). Descriptors from
-// warp-uniform addresses (Desc128, session 15: a third fewer instructions) passed WgmmaGpu. Tiles of
-// 192 (WG 3), BN in 16s and SWAP with EPI 0 and 1 passed WgmmaGpu on an H100 in session 17
-// (docs/runs/2026-11-25-h100-s17-*); none is in a shipped table yet, the runtime offers them to
-// shapes in no table as neighbours (gemm_wgmma.cpp). See tests/kernels/wgmma_gpu_test.cpp for what
-// has run on a GPU.
+// Every form the template parameters below select is checked by WgmmaGpu on an H100
+// (tests/kernels/wgmma_gpu_test.cpp, which lists the cases that have run on a GPU); PP, PT = 0,
+// SK 1-3, EPI 2 and 3, ST 8 / 10 / 13, MC on 64-wide tiles and MC with SPLITK also under
+// compute-sanitizer (docs/runs). The shipped table (configs/tables/sm_90-half-wgmma.json) holds
+// only forms that won a tuned shape: EPI 1 (C by TMA stores), EPI 2 (C staged in halves, a fourth
+// stage for 128 x 256 tiles), EPI 3 (C stored by the producer warpgroup's idle warps, any
+// alignment: the unaligned entries, 2999^3 3.9x cuBLAS), PT 0 / 2 / 4, MC 1 and 2, SK 2 (only the
+// last partial wave cut, the owner block adding the parts), SPLITK and ST 3 to 8. CL (split-K in a
+// cluster), PP (ping-pong consumers), SK 1 and SK 3 are in no shipped entry: they beat no shipped
+// config where they were tuned (docs/runs/2026-11-24-h100-s6-wgmma-{cluster,persistent}-tune.txt;
+// docs/runs/performance-log-2026-11.md says why); the tuner keeps them as choices. Tiles of 192
+// (WG 3), BN in 16s, SWAP 1 and AR 1 are in no shipped table either: the runtime offers the first
+// three to shapes in no table as neighbours (gemm_wgmma.cpp; docs/runs/2026-11-25-h100-s17-*).
+// Descriptors are built from warp-uniform addresses (Desc128): a third fewer instructions.
 //
 // Template parameters (host code spells them as in the config JSON):
 //   BM, BN       block tile (rows, columns of C): BM a multiple of 64 up to 256, BN of 16 from 64 to 256
@@ -847,8 +843,9 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1) KTUNE_CLUSTER_DIMS(MC ? 2 :
     // two of its groups stay queued on the tensor pipe and the producer's lead is ST - 2 stages.
     // RELEASE_NOW (rings of three stages; no PP, no SK): it waits for K tile it's own group and
     // releases its stage at once, which gives the producer ST - 1 stages of lead. A clock64 trace on
-    // the H100 (session 21, docs/PERFORMANCE.md) had three-stage consumers waiting ~270 cycles a K
-    // tile for data. The shipped three-stage entries, both builds alternating three times: 2048^3
+    // the H100 (docs/runs/performance-log-2026-11.md, "where 2048^3 does not lose") had three-stage
+    // consumers waiting ~270 cycles a K tile for data. The shipped three-stage entries, both builds
+    // alternating three times: 2048^3
     // +1.4 %, f16 2048x4096x11008 (PT 2) +1.7 %, 8192^3 (PT 4) +0.6 %, 4095x4097x4093 (256 x 128,
     // PT 4, EPI 3, packed) +5.6 %; the stream-K one (SK 2, 2048x11008x4096) lost 1.1-1.5 %, so SK
     // keeps the default, as do rings of four or more stages (no gain in the same runs).

@@ -60,7 +60,7 @@ int widest_vec(const Problem& p) {
 // The cached families' default vector: the widest whole one where it is at least 8 bytes; else,
 // on rows of 4 KB and more, a full 16-byte one in the SHIFT form (rows of an odd number of 16-bit
 // elements: VEC 8, not 1); shorter rows keep the widest whole one. An exhaustive LayerNorm sweep
-// over rows_block (64-512 threads, H100, session 16) had VEC 1 at 10.0 us against 11.7 for the best
+// over rows_block (64-512 threads, H100) had VEC 1 at 10.0 us against 11.7 for the best
 // SHIFT config at 3000x1001 bf16, and 12.9 against 16.6 at 2048x2047 (the SHIFT form's extra
 // VEC - 1 columns rule out a 2048-column tiling there), while at 4096x4099 the SHIFT form's VEC 8
 // won (39 us; VEC 1 needs 1024 threads there: 57.7 % of copy for RMSNorm against 79); softmax
@@ -321,11 +321,11 @@ Family bulk_family(const RowsOpSpec& s) {
   });
   // 16-byte vectors, the fewest CTAs a row whose slices are at most 32 KB, the slice in one piece,
   // the load-balancing policy for clusters; one row a cluster from one buffer, stored from
-  // registers. Since the cluster all-reduce became pushes (session 15), 256-thread configs with
+  // registers. With the cluster all-reduce by pushes (rows_common.cuh), 256-thread configs with
   // 32 KB slices and one piece were the best or within 1 % of it at every softmax row of rows.json
   // tried both ways (docs/runs/2026-11-25-h100-s15-retune-trials.jsonl.gz): 512x128256 CL 8
   // 86.9 us, 4096x32000 CL 2 173.2 against one 64 KB CTA in 4 pieces 174.6, 1x32000 CL 2 6.8
-  // against 8.4, 1x128256 CL 8 7.0 against CL 4 in 4 pieces 8.6 (the old rule: 64 KB, 4 pieces).
+  // against 8.4, 1x128256 CL 8 7.0 against CL 4 in 4 pieces 8.6 (64 KB slices in 4 pieces).
   f.defaults([any_alignment](const Problem& p, const DeviceInfo&) {
     Config c;
     // Shared-memory vectors of 16 bytes whatever x's alignment where the op allows it.
