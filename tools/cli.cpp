@@ -39,6 +39,11 @@ Problem family_problem(const Family& f, const std::string& shape, const std::str
                         parse_dtype(dtype));
 }
 
+void check_named_database(const std::string& db) {
+  if (!db.empty() && !std::filesystem::is_regular_file(db))
+    throw UsageError("--db: database " + db + (std::filesystem::exists(db) ? " is not a file" : " does not exist"));
+}
+
 void check_output_file(const std::string& out, const std::string& option) {
   if (out.empty()) throw UsageError(option + ": an output file is needed, got an empty name");
   const std::filesystem::path p(out);

@@ -40,6 +40,9 @@ Problem family_problem(const Family& f, const std::string& shape, const std::str
 // Throws UsageError naming `option` unless out can be written as a file: not empty, not a folder,
 // in a folder that exists. Commands call it before any work, so that bad usage costs nothing.
 void check_output_file(const std::string& out, const std::string& option);
+// A --db the user named must be an existing file: a runtime takes a missing database for one not
+// written yet (the default's first use), so a typo would otherwise read as "nothing tuned".
+void check_named_database(const std::string& db);
 // Writes beside out and renames; on any failure nothing is left behind (neither out nor the
 // temporary file). Runs check_output_file(out, "output") first.
 void write_atomically(const std::string& out, const std::string& text);

@@ -36,6 +36,7 @@ int cmd_bench(const BenchArgs& a, const std::string& cmd) {
   std::vector<Problem> by_bandwidth; // ops without a baseline library: judged against the copy
   if (!a.op.empty()) op_info(a.op); // an unknown op is bad usage
   if (!a.json.empty()) check_output_file(a.json, "--json");
+  check_named_database(a.db);
   if (!a.suite.empty()) {
     for (const Problem& p : load_suite(a.suite, "NN", dt)) {
       if (!a.op.empty() && p.op != a.op) continue;

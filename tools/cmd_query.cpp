@@ -27,10 +27,7 @@ int cmd_query(const QueryArgs& a) {
   const OpInfo& op = op_info(a.op);
   const Problem p = Problem::parse(op.name, a.problem, a.layout.empty() && !op.layouts.empty() ? op.layouts[0] : a.layout,
                                    parse_dtype(a.dtype));
-  // A runtime takes a missing database for one not written yet (the default's first use); a --db
-  // that names no file is a typo to report, not an empty answer.
-  if (!a.db.empty() && !std::filesystem::is_regular_file(a.db))
-    throw UsageError("--db: database " + a.db + (std::filesystem::exists(a.db) ? " is not a file" : " does not exist"));
+  check_named_database(a.db);
   RuntimeOptions o;
   o.arch = a.arch;
   o.db_path = a.db.empty() ? default_db_path() : a.db;

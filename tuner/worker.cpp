@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -27,9 +28,64 @@ namespace ktune {
 
 // ---------------------------------------------------------------- parent side
 
+namespace {
+
+// The process groups of the live workers. A worker runs in its own group (start()), so a Ctrl-C
+// at the terminal reaches the tuner but not the worker: the tuner's handler below kills the
+// groups, then dies of the signal as it would have. Slots are plain atomics, as a handler may
+// read them at any moment.
+constexpr int kMaxWorkers = 256;
+std::atomic<pid_t> g_worker_groups[kMaxWorkers];
+
+extern "C" void kill_workers_and_die(int sig) {
+  for (auto& g : g_worker_groups) {
+    const pid_t pg = g.load(std::memory_order_relaxed);
+    if (pg > 0) kill(-pg, SIGKILL); // async-signal-safe
+  }
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+// Installed once, and only over the default disposition: an application that handles these
+// signals itself (Python's KeyboardInterrupt, a server's shutdown) keeps its handler and ends the
+// workers through WorkerProcess's destructor.
+void forward_termination_signals() {
+  static const bool done = [] {
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) {
+      struct sigaction old{};
+      if (sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_DFL && !(old.sa_flags & SA_SIGINFO)) {
+        struct sigaction sa{};
+        sa.sa_handler = kill_workers_and_die;
+        sigemptyset(&sa.sa_mask);
+        sigaction(sig, &sa, nullptr);
+      }
+    }
+    return true;
+  }();
+  (void)done;
+}
+
+void remember_group(pid_t pg) {
+  for (auto& g : g_worker_groups) {
+    pid_t free = 0;
+    if (g.compare_exchange_strong(free, pg)) return;
+  }
+  // More live workers than slots: this one is still killed by stop(), only not by a Ctrl-C.
+}
+
+void forget_group(pid_t pg) {
+  for (auto& g : g_worker_groups) {
+    pid_t mine = pg;
+    if (g.compare_exchange_strong(mine, 0)) return;
+  }
+}
+
+} // namespace
+
 WorkerProcess::WorkerProcess(std::vector<std::string> argv) : argv_(std::move(argv)) {
   // A write to a dead child must come back as EPIPE, not kill the tuner.
   signal(SIGPIPE, SIG_IGN);
+  forward_termination_signals();
 }
 
 WorkerProcess::~WorkerProcess() { stop(); }
@@ -55,6 +111,7 @@ void WorkerProcess::start() {
     _exit(127);
   }
   setpgid(pid, pid); // as the child does: whichever runs first, the group exists before a kill
+  remember_group(pid);
   close(in[0]);
   close(out[1]);
   pid_ = pid;
@@ -74,6 +131,7 @@ std::string WorkerProcess::reap() {
     if (WIFSIGNALED(st)) how = std::string("worker killed by signal ") + strsignal(WTERMSIG(st));
     else if (WIFEXITED(st)) how = "worker exited with status " + std::to_string(WEXITSTATUS(st));
   }
+  if (pid_ > 0) forget_group(pid_);
   pid_ = -1;
   return how;
 }

@@ -658,6 +658,10 @@ TEST(Cli, QueryOfADatabaseThatDoesNotExistIsAUsageError) {
   CliRun r = run_ktune("query --arch sm_90 --problem 64x64x64 --db /no/such/dir/x.db");
   EXPECT_EQ(r.status, 2) << r.out;
   EXPECT_NE(r.out.find("--db: database /no/such/dir/x.db does not exist"), std::string::npos) << r.out;
+  // bench likewise, before it looks for a GPU (here: none) or reads the suite.
+  r = run_ktune("bench --suite " + std::string(KTUNE_SOURCE_DIR) + "/configs/suites/quick.json --db /no/such/dir/x.db");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("--db: database /no/such/dir/x.db does not exist"), std::string::npos) << r.out;
   r = run_ktune("query --arch sm_90 --problem 64x64x64 --db " +
                 std::filesystem::path(scratch("x")).parent_path().string());
   EXPECT_EQ(r.status, 2) << r.out;

@@ -3,8 +3,13 @@
 #include "tuner/worker.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "ktune/family.h"
@@ -167,4 +172,42 @@ TEST(Worker, TimingOptionsSurviveTheRequestAndMissingFieldsKeepDefaults) {
   EXPECT_EQ(partial.min_reps, 2);
   EXPECT_EQ(partial.max_reps, dflt.max_reps);
   EXPECT_DOUBLE_EQ(partial.cutoff_ms, dflt.cutoff_ms);
+}
+
+// A worker runs in its own process group, so a Ctrl-C at the terminal reaches the tuner alone:
+// the tuner must take its workers down with it. A child process plays the tuner (the test runner
+// must not get the signal); its worker writes its pid and sleeps; SIGINT to the child ends both.
+TEST(Worker, ATerminalInterruptOfTheTunerEndsItsWorker) {
+  const std::string pid_file = ::testing::TempDir() + "ktune-worker-pid-" + std::to_string(getpid());
+  std::remove(pid_file.c_str());
+  const pid_t tuner = fork();
+  ASSERT_GE(tuner, 0);
+  if (tuner == 0) {
+    auto w = sh("echo $$ > " + pid_file + ".tmp && mv " + pid_file + ".tmp " + pid_file + " && exec sleep 60");
+    w.request({{"op", "eval"}}, 30);
+    _exit(3); // not reached unless the signal never came
+  }
+  pid_t worker = 0;
+  for (int i = 0; i < 500 && !worker; ++i) {
+    std::ifstream(pid_file) >> worker;
+    if (!worker) usleep(10000);
+  }
+  ASSERT_GT(worker, 0) << "the worker never started";
+  usleep(50000); // the exec of sleep
+  ASSERT_EQ(kill(tuner, SIGINT), 0);
+  int st = 0;
+  ASSERT_EQ(waitpid(tuner, &st, 0), tuner);
+  EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGINT) << "the tuner should die of the interrupt, status " << st;
+  // Gone, or a zombie waiting for whoever adopted it: either way no longer running.
+  char state = 0;
+  for (int i = 0; i < 200; ++i) {
+    std::ifstream stat("/proc/" + std::to_string(worker) + "/stat");
+    std::string pid_s, comm;
+    state = 0;
+    if (!(stat >> pid_s >> comm >> state) || state == 'Z') break;
+    usleep(10000);
+  }
+  EXPECT_TRUE(state == 0 || state == 'Z') << "worker " << worker << " still running (state " << state << ")";
+  if (state != 0 && state != 'Z') kill(worker, SIGKILL);
+  std::remove(pid_file.c_str());
 }
