@@ -32,7 +32,7 @@ KNOWN=(
   "db/store.h -> include/ktune/compiler.h | load_or_compile compiles a cubin the store lacks with the tuner's NVRTC Compiler"
   "db/table.h -> include/ktune/device.h | a table entry is checked against a DeviceInfo"
   "db/table.cpp -> include/ktune/device.h | entries are checked on DeviceInfo::nominal and arch_number (runtime/device.cpp)"
-  "runtime/runtime.cpp -> include/ktune/compiler.h | the runtime compiles untuned candidates with the tuner's NVRTC Compiler"
+  "runtime/runtime_impl.h -> include/ktune/compiler.h | the runtime compiles untuned candidates with the tuner's NVRTC Compiler"
 )
 
 declare -A API_HOME # public header -> the file implementing it

@@ -1,0 +1,166 @@
+// Runtime::Impl, the state one ktune::Runtime keeps, shared by the files that do its jobs:
+//   runtime.cpp     construction: options, the device, the tuned index from store and tables
+//   selection.cpp   what serves a problem before any measurement (exact entry, lenders and their
+//                   neighbours, family defaults, cuBLAS) and why
+//   modules.cpp     the CUDA context, compiled and cached modules (NVRTC, the store's binaries, the
+//                   cubin cache), workspaces, cuBLAS
+//   first_use.cpp   timing the candidates of a problem nobody tuned against cuBLAS (or each other)
+//                   at its first call, and the agreement check before a lent kernel serves
+//   serve.cpp       the entry points that launch: gemm, gemm_ex, the row ops, prepared launches
+//   calls.cpp       GemmCall and RowsCall handles over them
+// Private to runtime/.
+#pragma once
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "db/lending.h"
+#include "db/store.h"
+#include "db/table.h"
+#include "ktune/compiler.h"
+#include "ktune/gemm_problem.h"
+#include "ktune/runtime.h"
+#include "runtime/cublas.h"
+#include "runtime/l2_flush.h"
+#include "runtime/module.h"
+
+namespace ktune {
+
+// The launch-ready form of a selection for one problem: cached per problem key.
+struct Prepared {
+  Selection sel;
+  std::shared_ptr<Module> module; // null when the selection is cuBLAS
+  LaunchPlan plan;
+};
+
+// Most candidates first use measures: each costs a compile (once per process) and a few launches.
+constexpr size_t kMaxCandidates = 4;
+constexpr size_t kCandidatesPerFamily = 2;
+// Beside the lenders, the neighbours (Family::neighbors_of) of each family's best-scored lender,
+// where the family declares some: its config with the choices that most often decide a shape it
+// was not tuned for (gemm_wgmma: the tiling that fills the shape's waves best, TMA multicast for
+// short K, a persistent grid with stream-K of the last wave; gemm_skinny16: the streaming form
+// with the K split refitted). At untuned shapes the last wgmma forms ran 1.16-1.3x the lent
+// configs themselves (3072^3: PT 0 SK 3; 5000x3000x1000: MC; docs/runs/performance-log-2026-11.md,
+// "Shapes in no table"). They carry no prediction of their own, so they are only ever chosen by
+// first use's measurement. Nine a family: past a wave gemm_wgmma offers two retiled forms in each
+// orientation before the lender's own MC and stream-K forms, and with seven 3072^3 lost the
+// stream-K ones that ran fastest there (docs/runs/performance-log-2026-11.md, "the swapped tiling's
+// persistent multicast form"). Each costs a compile (in parallel) and a few launches at the first call only.
+constexpr size_t kMaxNeighbours = 9;
+// Row ops: the nearest lender of each family and each family's default (five families an op).
+constexpr size_t kMaxRowCandidates = 8;
+
+// printf-style formatting of up to three numbers into a why line.
+inline std::string fmt(const char* f, double a, double b = 0, double c = 0) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, f, a, b, c);
+  return buf;
+}
+
+// s runs candidate c: its config and what was recorded at the problem it was tuned for.
+inline void adopt(Selection& s, const CandidateConfig& c) {
+  s.family = c.family;
+  s.config = c.config;
+  s.source = c.source;
+  if (!c.tuned.empty()) s.tuned = c.tuned;
+  s.distance = c.distance;
+  s.generalized = c.generalized;
+  s.time_ms = c.time_ms, s.cublas_ms = c.cublas_ms; // recorded at the lender's own problem
+}
+
+struct Runtime::Impl {
+  RuntimeOptions opts;
+  std::string arch;
+  DeviceInfo device; // limits used for validity: the real device when there is one
+  std::unique_ptr<Store> store;
+  std::mutex store_mu; // the store's and the cubin cache's connections serve one thread at a time
+  // The cubin cache (RuntimeOptions::cubin_cache), opened on first need; closed for good after a
+  // failure, which is reported once.
+  std::unique_ptr<Store> cubins;
+  bool cubins_opened = false;
+  std::unique_ptr<TunedIndex> index;
+
+  // Process-wide caches of this runtime; each behind its own mutex.
+  mutable std::mutex sel_mu;
+  mutable std::unordered_map<std::string, Selection> selections; // measured choices replace predictions
+  std::mutex mod_mu;
+  std::unordered_map<std::string, std::shared_ptr<Module>> modules;    // compile cache key -> module
+  std::unordered_map<std::string, std::shared_ptr<Prepared>> prepared; // by problem key (+ selection)
+  std::mutex ws_mu;
+  std::map<CUstream, std::shared_ptr<DeviceBuffer>> workspaces;
+  std::mutex gpu_mu;     // context creation, cuBLAS handle (not safe for concurrent use)
+  std::mutex measure_mu; // one first-use measurement at a time: concurrent ones would skew each other
+  std::unique_ptr<CudaContext> ctx;
+  std::unique_ptr<Cublas> cublas;
+  std::unique_ptr<Compiler> compiler;
+
+  const Family* family(const std::string& name) const { return index->family(name); }
+
+  // selection.cpp
+  void add(Table t, const std::string& source, SourceTier tier);
+  Selection from_exact(const Lent& l) const;
+  void add_neighbours(std::vector<CandidateConfig>& cands, const Problem& p) const;
+  Selection select(const GemmProblem& p) const;
+  Selection select_generic(const Problem& p) const;
+  static Selection unmeasured(Selection s, const std::string& reason);
+
+  // modules.cpp
+  void ensure_context();
+  Compiler& the_compiler();
+  Store* cubin_cache();
+  void close_cubin_cache(const Error& e);
+  void keep_cubin(const CompiledKernel& k);
+  void stamp_loaded();
+  void loaded_from_cache(const std::string& key);
+  std::function<std::shared_ptr<Module>()> module_async(const Family& f, const Config& c, const Problem& p);
+  std::shared_ptr<DeviceBuffer> workspace(CUstream stream, size_t bytes, const GemmProblem& p);
+  void run_cublas(const GemmProblem& p, const KtuneGemmArgs& a, CUstream stream);
+  void scale_with_cublas(const GemmProblem& p, const KtuneGemmArgs& a, CUstream stream);
+  ~Impl();
+  std::vector<std::string> unstamped; // cubins loaded from the cache, not stamped as used yet
+
+  // first_use.cpp
+  static double time_on(CUstream stream, const std::function<void()>& f, const std::string& what);
+  static double time_cold(L2Flusher& cold, CUstream stream, const std::function<void()>& f, const std::string& what);
+
+  // What times a launch at first use: L2 cold where the flush buffer (twice the L2) can be had
+  // (time_cold), back to back with L2 warm otherwise (time_on, saying so in `note`).
+  struct FirstUseClock {
+    std::unique_ptr<L2Flusher> cold;
+    std::string note;
+    CUstream stream = nullptr;
+    double operator()(const std::function<void()>& f, const std::string& what) const {
+      return cold ? time_cold(*cold, stream, f, what) : time_on(stream, f, what);
+    }
+  };
+  FirstUseClock first_use_clock(CUstream stream) const;
+
+  // Given a candidate, its module and plan: the launch to time, or nullopt (with the reason added
+  // to `failed`) when it cannot run here.
+  using CandidateRun = std::function<std::optional<std::function<void()>>(
+      const CandidateConfig&, Module&, const LaunchPlan&, std::vector<std::string>& failed)>;
+
+  std::optional<size_t> time_candidates(const Problem& p, std::vector<CandidateConfig>& cands,
+                                        const FirstUseClock& clock, const CandidateRun& run,
+                                        std::vector<std::string>& failed);
+  std::string agreement_with_cublas(const GemmProblem& p, const KtuneGemmArgs& a, const DeviceBuffer& out,
+                                    const std::function<void()>& launch, CUstream stream);
+  Selection measure(const GemmProblem& p, Selection s, const void* A, const void* B, CUstream stream);
+  Selection measure_rows(const Problem& p, Selection s, const void* x, const void* weight, const void* bias,
+                         CUstream stream);
+  Selection resolve_first_use(const std::string& key, CUstream stream, const std::function<Selection()>& current,
+                              const std::function<Selection(Selection)>& captured,
+                              const std::function<Selection(Selection)>& measure_it);
+  Selection resolve(const GemmProblem& p, const void* A, const void* B, CUstream stream, const Runtime& rt);
+  Selection resolve_rows(const Problem& p, const void* x, const void* weight, const void* bias, CUstream stream,
+                         const Runtime& rt);
+};
+
+} // namespace ktune

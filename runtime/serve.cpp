@@ -1,0 +1,242 @@
+// The entry points that launch: gemm and gemm_ex (BLAS's quick returns, the prepared launch of a
+// problem found by key or resolved, compiled and kept), the row ops, and the prepared launches the
+// call handles (calls.cpp) keep.
+#include <algorithm>
+
+#include "gemm/gemm_families.h"
+#include "ktune/error.h"
+#include "runtime/cuda_check.h"
+#include "runtime/driver.h"
+#include "runtime/gemm_launch.h"
+#include "runtime/rows_launch.h"
+#include "runtime/runtime_impl.h"
+
+namespace ktune {
+
+namespace {
+
+// p with alpha, beta and the alignment class the pointers allow.
+GemmProblem launched(const GemmProblem& problem, const void* A, const void* B, void* C, float alpha, float beta) {
+  GemmProblem p = problem;
+  p.alpha = alpha, p.beta = beta;
+  p.align = GemmProblem::alignment_with_pointers(
+      GemmProblem::alignment_of(p.eff_lda(), p.eff_ldb(), p.eff_ldc(), element_bytes(p.dtype)), A, B, C);
+  return p;
+}
+
+} // namespace
+
+const void* Runtime::prepare(const std::string& key, const GemmProblem& p, const Selection& sel) {
+  Impl& m = *impl_;
+  m.ensure_context();
+  {
+    std::lock_guard<std::mutex> lk(m.mod_mu);
+    if (auto it = m.prepared.find(key); it != m.prepared.end()) return it->second.get();
+  }
+  auto prep = std::make_shared<Prepared>();
+  prep->sel = sel;
+  if (sel.provenance != Provenance::cublas) {
+    const Family* f = m.family(sel.family);
+    if (!f) throw UsageError("ktune::gemm: unknown family '" + sel.family + "'");
+    const Config c = f->canonical(sel.config);
+    prep->module = m.module_async(*f, c, p)();
+    prep->plan = f->launch_plan(c, p);
+  }
+  std::lock_guard<std::mutex> lk(m.mod_mu);
+  return m.prepared.emplace(key, prep).first->second.get();
+}
+
+const void* Runtime::prepared_gemm(const GemmProblem& p, const void* A, const void* B, CUstream stream) {
+  const std::string key = p.key();
+  {
+    std::lock_guard<std::mutex> lk(impl_->mod_mu);
+    if (auto it = impl_->prepared.find(key); it != impl_->prepared.end()) return it->second.get();
+  }
+  p.validate();
+  impl_->ensure_context();
+  return prepare(key, p, impl_->resolve(p, A, B, stream, *this));
+}
+
+void Runtime::launch(const void* prepared, const GemmProblem& p, const void* A, const void* B, void* C,
+                     CUstream stream) {
+  Impl& m = *impl_;
+  const auto* prep = static_cast<const Prepared*>(prepared);
+  // The hot path: the context exists (prepare made it); only this thread may not have it current.
+  CUcontext cur = nullptr;
+  check_cu(driver().cuCtxGetCurrent(&cur), "cuCtxGetCurrent", "ktune::gemm");
+  if (!cur) m.ctx->make_current();
+  // Half-precision operands travel in the float pointers of the argument block (gemm_args.h).
+  KtuneGemmArgs a =
+      gemm_args(p, static_cast<const float*>(A), static_cast<const float*>(B), static_cast<float*>(C), nullptr);
+  if (!prep->module) {
+    m.run_cublas(p, a, stream);
+    return;
+  }
+  std::shared_ptr<DeviceBuffer> ws;
+  if (prep->plan.workspace_bytes) {
+    ws = m.workspace(stream, prep->plan.workspace_bytes, p);
+    a.workspace = ws->as<float>();
+  }
+  launch_gemm(*prep->module, prep->plan, a, stream);
+}
+
+namespace {
+
+// BLAS's quick returns. M or N of 0: nothing to do. alpha of 0 or K of 0: C = beta * C without
+// reading A or B (which may then be anything, even null): cuBLAS keeps exactly these semantics,
+// and the case is bandwidth-bound scaling that no tuned GEMM kernel would do better. Returns
+// whether p was one of them.
+bool blas_quick_path(const GemmProblem& p) { return p.m == 0 || p.n == 0 || p.alpha == 0.0f || p.k == 0; }
+
+// gemm() takes float pointers: a problem of another dtype is a caller's mistake, whatever path
+// (kernel, cuBLAS, quick return) it would take. gemm_ex takes any storage dtype.
+void require_f32(const GemmProblem& p) {
+  if (p.dtype != DType::f32)
+    throw UsageError("ktune::Runtime::gemm takes f32 operands; " + p.key() + " is " + to_string(p.dtype) +
+                     " (use gemm_ex)");
+}
+void require_storage(const GemmProblem& p) {
+  if (p.dtype == DType::tf32)
+    throw UsageError("ktune::Runtime::gemm_ex: " + p.key() +
+                     ": tf32 is not a storage type (f32 operands with "
+                     "RuntimeOptions::tf32x3 run on the tensor cores)");
+}
+
+} // namespace
+
+void Runtime::scale_only(const GemmProblem& p, void* C, CUstream stream) {
+  Impl& m = *impl_;
+  if (p.m == 0 || p.n == 0) return;
+  if (p.m < 0 || p.n < 0 || p.k < 0) p.validate(); // throws, naming the size
+  if (p.ldc && p.ldc < p.n) p.validate();
+  if (!C) throw UsageError("ktune::gemm: C is null for " + p.key());
+  m.ensure_context();
+  // cuBLAS checks leading dimensions against max(1, rows) even where it reads nothing.
+  GemmProblem q = p;
+  q.alpha = 0.0f;
+  q.k = std::max<int64_t>(p.k, 1);
+  q.lda = std::max<int64_t>(p.eff_lda(), q.min_lda());
+  q.ldb = std::max<int64_t>(p.eff_ldb(), q.min_ldb());
+  // A and B are not read (alpha = 0), and may be null here: hand cuBLAS C in their place, a
+  // valid device pointer, so that no argument check of any cuBLAS version can object.
+  float* c = static_cast<float*>(C);
+  KtuneGemmArgs a = gemm_args(q, c, c, c, nullptr);
+  m.scale_with_cublas(q, a, stream);
+}
+
+void Runtime::gemm(const GemmProblem& problem, const float* A, const float* B, float* C, float alpha, float beta,
+                   CUstream stream) {
+  require_f32(problem);
+  gemm_ex(problem, A, B, C, alpha, beta, stream);
+}
+
+void Runtime::gemm(const GemmProblem& problem, const Selection& s, const float* A, const float* B, float* C,
+                   float alpha, float beta, CUstream stream) {
+  require_f32(problem);
+  gemm_ex(problem, s, A, B, C, alpha, beta, stream);
+}
+
+void Runtime::gemm_ex(const GemmProblem& problem, const void* A, const void* B, void* C, float alpha, float beta,
+                      CUstream stream) {
+  require_storage(problem);
+  GemmProblem p = problem;
+  p.alpha = alpha, p.beta = beta;
+  if (blas_quick_path(p)) return scale_only(p, C, stream);
+  p = launched(problem, A, B, C, alpha, beta);
+  launch(prepared_gemm(p, A, B, stream), p, A, B, C, stream);
+}
+
+void Runtime::gemm_ex(const GemmProblem& problem, const Selection& s, const void* A, const void* B, void* C,
+                      float alpha, float beta, CUstream stream) {
+  require_storage(problem);
+  GemmProblem p = problem;
+  p.alpha = alpha, p.beta = beta;
+  if (blas_quick_path(p)) return scale_only(p, C, stream);
+  p = launched(problem, A, B, C, alpha, beta);
+  // Keyed apart from the per-problem cache of the plain gemm().
+  const std::string key =
+      p.key() + "|" + (s.provenance == Provenance::cublas ? "cublas" : s.family + s.config.to_json());
+  launch(prepare(key, p, s), p, A, B, C, stream);
+}
+
+void Runtime::rows(const Problem& problem, const void* x, void* y, const void* weight, const void* bias,
+                   CUstream stream) {
+  if (problem.op == "gemm") throw UsageError("ktune::Runtime::rows: " + problem.key() + " is a GEMM (use gemm_ex)");
+  Problem p = problem;
+  if (p.dims.size() == 2 && (p.dims[0] == 0 || p.dims[1] == 0)) return; // nothing to compute
+  if (!x || !y) throw UsageError("ktune::Runtime::rows: x or y is null for " + p.key());
+  // The alignment class the pointers allow (weight and bias are read with the same vectors).
+  p.align = Problem::alignment_with_pointers(Problem::alignment_of(p.ld, element_bytes(p.dtype)), {x, y, weight, bias},
+                                             element_bytes(p.dtype));
+  if (const void* prep = prepared_rows(p, x, y, weight, bias, stream))
+    launch_prepared_rows(prep, p, x, y, weight, bias, stream);
+}
+
+const void* Runtime::prepared_rows(const Problem& p, const void* x, void* y, const void* weight, const void* bias,
+                                   CUstream stream) {
+  const std::string key = p.key();
+  Impl& m = *impl_;
+  {
+    std::lock_guard<std::mutex> lk(m.mod_mu);
+    if (auto it = m.prepared.find(key); it != m.prepared.end()) return it->second.get();
+  }
+  Selection sel = best_config(p); // validates
+  m.ensure_context();
+  if (sel.measure_pending) {
+    sel = m.resolve_rows(p, x, weight, bias, stream, *this);
+    // Still pending: inside a stream capture, where nothing can be timed. Run the first
+    // candidate without keeping it, so that a later call outside the capture measures.
+    if (sel.measure_pending) {
+      const Family* f = m.family(sel.family);
+      if (!f) throw UsageError("ktune::Runtime::rows: unknown family '" + sel.family + "'");
+      const Config c = f->canonical(sel.config);
+      ::ktune::launch_rows(*m.module_async(*f, c, p)(), f->launch_plan(c, p), rows_args(p, x, y, weight, bias), stream);
+      return nullptr;
+    }
+  }
+  const Family* f = m.family(sel.family);
+  if (!f) throw UsageError("ktune::Runtime::rows: unknown family '" + sel.family + "'");
+  auto fresh = std::make_shared<Prepared>();
+  fresh->sel = sel;
+  const Config c = f->canonical(sel.config);
+  fresh->module = m.module_async(*f, c, p)();
+  fresh->plan = f->launch_plan(c, p);
+  std::lock_guard<std::mutex> lk(m.mod_mu);
+  return m.prepared.emplace(key, fresh).first->second.get();
+}
+
+void Runtime::launch_prepared_rows(const void* prepared, const Problem& p, const void* x, void* y, const void* weight,
+                                   const void* bias, CUstream stream) {
+  const auto* prep = static_cast<const Prepared*>(prepared);
+  CUcontext cur = nullptr;
+  check_cu(driver().cuCtxGetCurrent(&cur), "cuCtxGetCurrent", "ktune::Runtime::rows");
+  if (!cur) impl_->ctx->make_current();
+  ::ktune::launch_rows(*prep->module, prep->plan, rows_args(p, x, y, weight, bias), stream);
+}
+
+namespace {
+Problem rows_problem(const char* op, DType dt, int64_t rows, int64_t cols, int64_t ldx, int64_t ldy, const char* scalar,
+                     double value) {
+  Problem p = Problem::make(op, {rows, cols}, "", dt);
+  p.ld = {ldx ? ldx : cols, ldy ? ldy : cols};
+  p.scalars[scalar] = value;
+  return p;
+}
+} // namespace
+
+void Runtime::softmax(DType dt, int64_t rows_, int64_t cols, const void* x, int64_t ldx, void* y, int64_t ldy,
+                      float scale, CUstream stream) {
+  rows(rows_problem("softmax", dt, rows_, cols, ldx, ldy, "scale", scale), x, y, nullptr, nullptr, stream);
+}
+
+void Runtime::layernorm(DType dt, int64_t rows_, int64_t cols, const void* x, int64_t ldx, void* y, int64_t ldy,
+                        const void* weight, const void* bias, float eps, CUstream stream) {
+  rows(rows_problem("layernorm", dt, rows_, cols, ldx, ldy, "eps", eps), x, y, weight, bias, stream);
+}
+
+void Runtime::rmsnorm(DType dt, int64_t rows_, int64_t cols, const void* x, int64_t ldx, void* y, int64_t ldy,
+                      const void* weight, float eps, CUstream stream) {
+  rows(rows_problem("rmsnorm", dt, rows_, cols, ldx, ldy, "eps", eps), x, y, weight, nullptr, stream);
+}
+
+} // namespace ktune
