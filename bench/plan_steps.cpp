@@ -20,7 +20,7 @@
 #include "runtime/gemm_launch.h"
 #include "runtime/module.h"
 #include "tuner/gemm_op.h"
-#include "tuner/timing.h"
+#include "runtime/timing.h"
 #include "ktune/gemm_problem.h"
 
 using namespace ktune;

@@ -14,6 +14,7 @@
 #include "runtime/gemm_launch.h"
 #include "runtime/rows_launch.h"
 #include "runtime/runtime_impl.h"
+#include "runtime/timing.h"
 
 namespace ktune {
 
@@ -46,45 +47,27 @@ double Runtime::Impl::time_on(CUstream stream, const std::function<void()>& f, c
   return t[2];
 }
 
-// Time of one run of f on stream with L2 cold, as the tuner and ktune bench time kernels: L2 is
-// flushed before each run and the stream held while the run is queued (runtime/l2_flush.h); the
-// median of 7 runs after an untimed one. Back-to-back runs (time_on) keep operands that fit in
-// L2 resident: an H100 timed the f16 decode kernel 1x4096x4096 (32 MB of B, 50 MB of L2) at
-// 1.24x cuBLAS that way and at 0.94x with L2 flushed, and an application's weights are not in
-// L2 when its GEMM runs.
-double Runtime::Impl::time_cold(L2Flusher& cold, CUstream stream, const std::function<void()>& f,
-                                const std::string& what) {
-  CUevent e0 = nullptr, e1 = nullptr;
-  check_cu(driver().cuEventCreate(&e0, CU_EVENT_DEFAULT), "cuEventCreate", what);
-  std::unique_ptr<CUevent_st, void (*)(CUevent)> g0(e0, [](CUevent e) { driver().cuEventDestroy(e); });
-  check_cu(driver().cuEventCreate(&e1, CU_EVENT_DEFAULT), "cuEventCreate", what);
-  std::unique_ptr<CUevent_st, void (*)(CUevent)> g1(e1, [](CUevent e) { driver().cuEventDestroy(e); });
-  f(); // untimed: loads whatever the first call loads
-  std::vector<double> t;
-  for (int i = 0; i < 7; ++i) {
-    cold.flush(stream);
-    cold.delay(stream, 100);
-    check_cu(driver().cuEventRecord(e0, stream), "cuEventRecord", what);
-    f();
-    check_cu(driver().cuEventRecord(e1, stream), "cuEventRecord", what);
-    check_cu(driver().cuEventSynchronize(e1), "cuEventSynchronize", what);
-    float ms = 0;
-    check_cu(driver().cuEventElapsedTime(&ms, e0, e1), "cuEventElapsedTime", what);
-    t.push_back(ms);
-  }
-  std::nth_element(t.begin(), t.begin() + 3, t.end());
-  return t[3];
-}
-
 Runtime::Impl::FirstUseClock Runtime::Impl::first_use_clock(CUstream stream) const {
   FirstUseClock c;
   c.stream = stream;
   try {
-    c.cold = std::make_unique<L2Flusher>(device.l2_bytes);
+    c.cold = std::make_unique<Timer>(device.l2_bytes);
   } catch (const CudaError& e) {
     c.note = std::string("; timed back to back, L2 warm (no memory for the L2 flush: ") + e.what() + ")";
   }
   return c;
+}
+
+// One run of f with L2 cold, as the tuner and ktune bench time kernels (runtime/timing.h): L2
+// flushed before each run and the stream held while the run is queued; the median of 7 runs after
+// an untimed one. Back-to-back runs (time_on) keep operands that fit in L2 resident: an H100 timed
+// the f16 decode kernel 1x4096x4096 (32 MB of B, 50 MB of L2) at 1.24x cuBLAS that way and at
+// 0.94x with L2 flushed, and an application's weights are not in L2 when its GEMM runs.
+double Runtime::Impl::FirstUseClock::operator()(const std::function<void()>& f, const std::string& what) const {
+  if (!cold) return time_on(stream, f, what);
+  TimingOptions o;
+  o.warmup = 1, o.min_reps = 7, o.max_reps = 7, o.min_total_ms = 0, o.max_total_ms = 1e9, o.launch_lead_us = 100;
+  return cold->time([&](CUstream) { f(); }, stream, o, what).median_ms;
 }
 
 // Times every candidate at p (compiled side by side first) and returns the fastest that ran;

@@ -5,7 +5,8 @@
 //   modules.cpp     the CUDA context, compiled and cached modules (NVRTC, the store's binaries, the
 //                   cubin cache), workspaces, cuBLAS
 //   first_use.cpp   timing the candidates of a problem nobody tuned against cuBLAS (or each other)
-//                   at its first call, and the agreement check before a lent kernel serves
+//                   at its first call (with the tuner's Timer), and the agreement check before a
+//                   lent kernel serves
 //   serve.cpp       the entry points that launch: gemm, gemm_ex, the row ops, prepared launches
 //   calls.cpp       GemmCall and RowsCall handles over them
 // Private to runtime/.
@@ -27,8 +28,8 @@
 #include "ktune/gemm_problem.h"
 #include "ktune/runtime.h"
 #include "runtime/cublas.h"
-#include "runtime/l2_flush.h"
 #include "runtime/module.h"
+#include "runtime/timing.h"
 
 namespace ktune {
 
@@ -128,17 +129,14 @@ struct Runtime::Impl {
 
   // first_use.cpp
   static double time_on(CUstream stream, const std::function<void()>& f, const std::string& what);
-  static double time_cold(L2Flusher& cold, CUstream stream, const std::function<void()>& f, const std::string& what);
 
-  // What times a launch at first use: L2 cold where the flush buffer (twice the L2) can be had
-  // (time_cold), back to back with L2 warm otherwise (time_on, saying so in `note`).
+  // What times a launch at first use: the tuner's Timer, L2 cold, where its flush buffer (twice
+  // the L2) can be had; back to back with L2 warm otherwise (time_on, saying so in `note`).
   struct FirstUseClock {
-    std::unique_ptr<L2Flusher> cold;
+    std::unique_ptr<Timer> cold;
     std::string note;
     CUstream stream = nullptr;
-    double operator()(const std::function<void()>& f, const std::string& what) const {
-      return cold ? time_cold(*cold, stream, f, what) : time_on(stream, f, what);
-    }
+    double operator()(const std::function<void()>& f, const std::string& what) const;
   };
   FirstUseClock first_use_clock(CUstream stream) const;
 

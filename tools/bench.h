@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "ktune/runtime.h"
-#include "tuner/timing.h"
+#include "runtime/timing.h"
 #include "ktune/gemm_problem.h"
 
 namespace ktune {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/trial.h"
-#include "tuner/timing.h"
+#include "runtime/timing.h"
 #include "ktune/family.h"
 #include "ktune/gemm_problem.h"
 #include "ktune/runtime.h"

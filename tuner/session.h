@@ -9,7 +9,7 @@
 
 #include "db/store.h"
 #include "ktune/family.h"
-#include "tuner/timing.h"
+#include "runtime/timing.h"
 
 namespace ktune {
 

@@ -8,7 +8,7 @@
 #include "ktune/error.h"
 #include "ktune/family.h"
 #include "tuner/strategy.h"
-#include "tuner/timing.h"
+#include "runtime/timing.h"
 
 namespace ktune {
 namespace {

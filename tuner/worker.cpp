@@ -22,7 +22,7 @@
 #include "runtime/driver.h"
 #include "tuner/json_io.h"
 #include "tuner/op_runner.h"
-#include "tuner/timing.h"
+#include "runtime/timing.h"
 
 namespace ktune {
 

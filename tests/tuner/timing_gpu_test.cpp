@@ -9,7 +9,7 @@
 #include "runtime/cuda_check.h"
 #include "runtime/driver.h"
 #include "runtime/module.h"
-#include "tuner/timing.h"
+#include "runtime/timing.h"
 
 using namespace ktune;
 

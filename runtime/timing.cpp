@@ -1,4 +1,4 @@
-#include "tuner/timing.h"
+#include "runtime/timing.h"
 
 #include <algorithm>
 #include <cmath>
@@ -25,9 +25,10 @@ Timer::~Timer() {
   if (stop_) driver().cuEventDestroy(stop_);
 }
 
-Timing Timer::time(const std::function<void(CUstream)>& launch, CUstream stream, const TimingOptions& o) {
+Timing Timer::time(const std::function<void(CUstream)>& launch, CUstream stream, const TimingOptions& o,
+                   const std::string& what) {
   for (int i = 0; i < o.warmup; ++i) launch(stream);
-  check_cu(driver().cuStreamSynchronize(stream), "cuStreamSynchronize", "after warm-up");
+  check_cu(driver().cuStreamSynchronize(stream), "cuStreamSynchronize", what + ", after warm-up");
   // One event pair per repetition, read back right away: the flush between repetitions must not
   // be inside the timed region, and a per-rep synchronize keeps it so.
   std::vector<double> ms;
@@ -45,12 +46,12 @@ Timing Timer::time(const std::function<void(CUstream)>& launch, CUstream stream,
     // heuristics, a runtime's lookup) beyond the flush's ~40 us would otherwise count as GPU time
     // and swing the figures from run to run. That cost is measured apart (bench/runtime_cost).
     if (o.launch_lead_us > 0) cold_.delay(stream, o.launch_lead_us);
-    check_cu(driver().cuEventRecord(start_, stream), "cuEventRecord", "timing");
+    check_cu(driver().cuEventRecord(start_, stream), "cuEventRecord", what);
     launch(stream);
-    check_cu(driver().cuEventRecord(stop_, stream), "cuEventRecord", "timing");
-    check_cu(driver().cuEventSynchronize(stop_), "cuEventSynchronize", "timing");
+    check_cu(driver().cuEventRecord(stop_, stream), "cuEventRecord", what);
+    check_cu(driver().cuEventSynchronize(stop_), "cuEventSynchronize", what);
     float t = 0;
-    check_cu(driver().cuEventElapsedTime(&t, start_, stop_), "cuEventElapsedTime", "timing");
+    check_cu(driver().cuEventElapsedTime(&t, start_, stop_), "cuEventElapsedTime", what);
     ms.push_back(t);
     total += t;
   }

@@ -1,4 +1,5 @@
-// Timing on the GPU as docs/METHOD says: warm-up first, CUDA events around each repetition,
+// Timing on the GPU as docs/METHOD says (the tuner's trials, ktune bench, and the runtime's first
+// use of a problem nobody tuned all time kernels this one way): warm-up first, CUDA events around each repetition,
 // repetitions until a minimum total time, the L2 flushed before every repetition so that no
 // problem is timed from cache (nor pays for writing back what the flush left), and the median
 // kept with min, p20 and p80. Each repetition's launch is queued behind a short GPU-side delay
@@ -7,6 +8,7 @@
 #include <cuda.h>
 
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "core/trial.h"
@@ -39,8 +41,9 @@ class Timer {
   Timer(const Timer&) = delete;
   Timer& operator=(const Timer&) = delete;
 
-  // Times launch(stream). Throws CudaError when a launch or a CUDA call fails.
-  Timing time(const std::function<void(CUstream)>& launch, CUstream stream, const TimingOptions& o);
+  // Times launch(stream). Throws CudaError when a launch or a CUDA call fails, naming `what`.
+  Timing time(const std::function<void(CUstream)>& launch, CUstream stream, const TimingOptions& o,
+              const std::string& what = "timing");
   // cuMemcpyDtoD of `bytes` (rounded down to whole words, at least one) between two fresh
   // buffers, timed like a kernel: the copy bandwidth memory-bound kernels are held against, in
   // TB/s counting bytes read and written (ktune bench, bench/read_floor).
