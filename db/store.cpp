@@ -2,11 +2,13 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <tuple>
 
 #include "ktune/config.h"
 #include "ktune/error.h"
@@ -694,81 +696,99 @@ std::vector<std::string> Store::best_archs() const {
   return out;
 }
 
-TrialLog Store::export_trials(const std::string& arch) const {
-  Stmt s(db_,
-         "SELECT p.key, t.family, t.config, t.status, t.median_ms, t.compile_s, "
-         "t.bench_s, d.name, d.sm_count, t.device_id, t.problem_id FROM trials t JOIN problems p ON p.id = t.problem_id "
-         "JOIN devices d ON d.id = t.device_id WHERE d.arch = ? ORDER BY t.problem_id, t.id",
-         path_);
-  s.bind(1, arch);
-  TrialLog log;
-  log.arch = arch;
-  SkippedRows skipped(path_, "trials");
-  int64_t last_problem = -1;
+namespace {
+
+// The one reader of trial rows (trial_rows, export_trials): every trial of arch (nullopt: of every
+// arch) with its device, problem and cuBLAS baseline, ordered by device, problem and recording
+// order. What every caller needs is checked here (the problem key, the status, the costs); check
+// adds a caller's own (it throws to skip the row, and may rewrite a field it reads), and name says
+// which row the warning about skipped rows names first.
+std::vector<TrialRow> read_trial_rows(sqlite3* db, const std::string& path, const std::optional<std::string>& arch,
+                                      void (*check)(TrialRow&), std::string (*name)(const TrialRow&)) {
+  Stmt s(db,
+         "SELECT t.id, t.device_id, t.problem_id, d.name, d.arch, d.uuid, d.sm_count, p.key, t.family, t.config, "
+         "t.status, t.median_ms, t.tflops, t.compile_s, t.bench_s, t.created_at, bl.median_ms "
+         "FROM trials t JOIN devices d ON d.id = t.device_id JOIN problems p ON p.id = t.problem_id "
+         "LEFT JOIN baselines bl ON bl.device_id = t.device_id AND bl.problem_id = t.problem_id AND bl.library = 'cublas' "
+         "WHERE (? = 0 OR d.arch = ?) ORDER BY t.device_id, t.problem_id, t.id",
+         path);
+  s.bind(1, arch ? 1 : 0).bind(2, arch.value_or(""));
+  std::vector<TrialRow> out;
+  SkippedRows skipped(path, "trials");
   while (s.step()) {
-    // Checked as parse_trial_log checks it: what this writes, ktune simulate must read.
-    LoggedTrial t;
-    Problem problem;
+    TrialRow r;
+    r.id = s.i64(0), r.device_id = s.i64(1), r.problem_id = s.i64(2);
+    r.device_name = s.text(3), r.arch = s.text(4);
+    r.imported = s.text(5).rfind("table:", 0) == 0; // import_table's device uuid
+    r.sm_count = int(s.i64(6));
+    r.problem_key = s.text(7), r.family = s.text(8), r.config_json = s.text(9);
+    r.median_ms = s.dbl(11), r.tflops = s.dbl(12);
+    r.created_at = s.text(15);
+    if (!s.null(16)) r.cublas_ms = s.dbl(16);
     try {
-      problem = Problem::parse_key(s.text(0));
-      t.family = s.text(1);
-      t.config_json = readable_config(s.text(2));
-      t.status = to_string(parse_trial_status(s.text(3)));
-      t.time_ms = t.status == "ok" ? readable_number(s.dbl(4), "median_ms", true) : 0;
-      t.compile_s = readable_number(s.dbl(5), "compile_s", false);
-      t.bench_s = readable_number(s.dbl(6), "bench_s", false);
-      if (t.family.empty()) throw UsageError("no family");
+      r.problem = Problem::parse_key(r.problem_key);
+      r.status = parse_trial_status(s.text(10));
+      r.compile_s = readable_number(s.dbl(13), "compile_s", false);
+      r.bench_s = readable_number(s.dbl(14), "bench_s", false);
+      check(r);
     } catch (const Error& err) {
-      skipped.add("problem '" + s.text(0) + "' (family " + s.text(1) + ")", err);
+      skipped.add(name(r), err);
       continue;
     }
-    if (log.problems.empty()) log.device_name = s.text(7), log.sm_count = int(s.i64(8));
-    if (s.i64(10) != last_problem) {
-      last_problem = s.i64(10);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+} // namespace
+
+TrialLog Store::export_trials(const std::string& arch) const {
+  // Checked as parse_trial_log checks it: what this writes, ktune simulate must read.
+  std::vector<TrialRow> rows = read_trial_rows(
+      db_, path_, arch,
+      [](TrialRow& r) {
+        r.config_json = readable_config(r.config_json);
+        r.median_ms = r.status == TrialStatus::ok ? readable_number(r.median_ms, "median_ms", true) : 0;
+        if (r.family.empty()) throw UsageError("no family");
+      },
+      [](const TrialRow& r) { return "problem '" + r.problem_key + "' (family " + r.family + ")"; });
+  // Grouped by problem (the devices of one arch together), each in recording order.
+  std::sort(rows.begin(), rows.end(),
+            [](const TrialRow& a, const TrialRow& b) { return std::tie(a.problem_id, a.id) < std::tie(b.problem_id, b.id); });
+  TrialLog log;
+  log.arch = arch;
+  int64_t last_problem = -1;
+  for (auto& r : rows) {
+    if (log.problems.empty()) log.device_name = r.device_name, log.sm_count = r.sm_count;
+    if (r.problem_id != last_problem) {
+      last_problem = r.problem_id;
       ProblemLog pl;
-      pl.problem = std::move(problem);
-      if (auto b = baseline(s.i64(9), last_problem, "cublas"); b && std::isfinite(b->median_ms) && b->median_ms > 0)
-        pl.cublas_ms = b->median_ms;
+      pl.problem = std::move(r.problem);
+      // The baseline of the device that recorded the problem's first trial.
+      if (r.cublas_ms && std::isfinite(*r.cublas_ms) && *r.cublas_ms > 0) pl.cublas_ms = r.cublas_ms;
       log.problems.push_back(std::move(pl));
     }
+    LoggedTrial t;
+    t.family = std::move(r.family);
+    t.config_json = std::move(r.config_json);
+    t.status = to_string(r.status);
+    t.time_ms = r.median_ms;
+    t.compile_s = r.compile_s;
+    t.bench_s = r.bench_s;
     log.problems.back().trials.push_back(std::move(t));
   }
   return log;
 }
 
 std::vector<TrialRow> Store::trial_rows(const std::string& arch) const {
-  Stmt s(db_,
-         "SELECT t.id, t.device_id, t.problem_id, d.name, d.arch, d.uuid, p.key, "
-         " t.family, t.config, t.status, t.median_ms, t.tflops, t.compile_s, t.bench_s, t.created_at, bl.median_ms "
-         "FROM trials t JOIN devices d ON d.id = t.device_id JOIN problems p ON p.id = t.problem_id "
-         "LEFT JOIN baselines bl ON bl.device_id = t.device_id AND bl.problem_id = t.problem_id AND bl.library = 'cublas' "
-         "WHERE (? = '' OR d.arch = ?) ORDER BY t.device_id, t.problem_id, t.id",
-         path_);
-  s.bind(1, arch).bind(2, arch);
-  std::vector<TrialRow> out;
-  SkippedRows skipped(path_, "trials");
-  while (s.step()) {
-    TrialRow r;
-    try {
-      r.problem = Problem::parse_key(s.text(6));
-      r.status = parse_trial_status(s.text(9));
-      r.median_ms = readable_number(s.dbl(10), "median_ms", false);
-      r.tflops = readable_number(s.dbl(11), "tflops", false);
-      r.compile_s = readable_number(s.dbl(12), "compile_s", false);
-      r.bench_s = readable_number(s.dbl(13), "bench_s", false);
-      if (!s.null(15)) r.cublas_ms = readable_number(s.dbl(15), "cublas_ms", true);
-    } catch (const Error& err) {
-      skipped.add("trial " + std::to_string(s.i64(0)) + " (problem '" + s.text(6) + "')", err);
-      continue;
-    }
-    r.id = s.i64(0), r.device_id = s.i64(1), r.problem_id = s.i64(2);
-    r.device_name = s.text(3), r.arch = s.text(4);
-    r.imported = s.text(5).rfind("table:", 0) == 0; // import_table's device uuid
-    r.problem_key = s.text(6), r.family = s.text(7), r.config_json = s.text(8);
-    r.created_at = s.text(14);
-    out.push_back(std::move(r));
-  }
-  return out;
+  return read_trial_rows(
+      db_, path_, arch.empty() ? std::nullopt : std::optional<std::string>(arch),
+      [](TrialRow& r) {
+        r.median_ms = readable_number(r.median_ms, "median_ms", false);
+        r.tflops = readable_number(r.tflops, "tflops", false);
+        if (r.cublas_ms) r.cublas_ms = readable_number(*r.cublas_ms, "cublas_ms", true);
+      },
+      [](const TrialRow& r) { return "trial " + std::to_string(r.id) + " (problem '" + r.problem_key + "')"; });
 }
 
 std::vector<std::string> Store::trial_archs() const {

@@ -42,6 +42,7 @@ struct BestRecord {
 struct TrialRow {
   int64_t id = 0, device_id = 0, problem_id = 0;
   std::string device_name, arch;
+  int sm_count = 0;
   bool imported = false; // an entry of a tuning table (ktune import), not a measurement here
   Problem problem;
   std::string problem_key, family, config_json, created_at;

@@ -1,5 +1,5 @@
 // What the ktune program's subcommands share: the storage-dtype rule, atomic file writes, loading a
-// family (with a restriction) and the problem a family is judged against.
+// family (with a restriction). The options naming a problem: tools/problem_options.h.
 #include "tools/cli.h"
 
 #include <cctype>
@@ -27,16 +27,6 @@ Family load_family(const std::string& name, const std::string& restrict_file) {
 // --tf32x3. Every other dtype is what A, B and C hold.
 void require_storage_dtype(DType d) {
   if (d == DType::tf32) throw UsageError("dtype tf32 is not a storage type: tune f32 problems (with --tf32x3 for the tensor cores)");
-}
-
-// The problem a space or compile command judges configs against: of the family's op, 4096 in
-// every dimension unless given, the op's first layout unless given.
-Problem family_problem(const Family& f, const std::string& shape, const std::string& layout, const std::string& dtype) {
-  const OpInfo& op = op_info(f.op());
-  std::string dflt;
-  for (size_t i = 0; i < op.dims.size(); ++i) dflt += i ? "x4096" : "4096";
-  return Problem::parse(op.name, shape.empty() ? dflt : shape, layout.empty() && !op.layouts.empty() ? op.layouts[0] : layout,
-                        parse_dtype(dtype));
 }
 
 void check_named_database(const std::string& db) {

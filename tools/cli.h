@@ -36,7 +36,6 @@ Command add_bench(CLI::App& app, const std::string& command_line);
 extern const char* const kTf32x3Help;
 Family load_family(const std::string& name, const std::string& restrict_file);
 void require_storage_dtype(DType d);
-Problem family_problem(const Family& f, const std::string& shape, const std::string& layout, const std::string& dtype);
 // Throws UsageError naming `option` unless out can be written as a file: not empty, not a folder,
 // in a folder that exists. Commands call it before any work, so that bad usage costs nothing.
 void check_output_file(const std::string& out, const std::string& option);

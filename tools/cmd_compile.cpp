@@ -13,22 +13,24 @@
 #include "ktune/family.h"
 #include "runtime/module.h"
 #include "tools/cli.h"
+#include "tools/problem_options.h"
 
 namespace ktune::cli {
 namespace {
 
 struct CompileArgs {
-  std::string family = "gemm_simt", config, arch = "sm_90", problem, layout, dtype = "f32", cubin_out;
+  ProblemOptions problem;
+  std::string config, cubin_out;
   int device = -1;
 };
 
 int cmd_compile(const CompileArgs& a) {
   if (!a.cubin_out.empty()) check_output_file(a.cubin_out, "--cubin");
-  const Family f = find_family(a.family);
-  const Problem p = family_problem(f, a.problem, a.layout, a.dtype);
+  const Family f = find_family(a.problem.family);
+  const Problem p = parse_problem(a.problem, f.op());
   const Config c = f.canonical(Config::from_json(a.config));
   Compiler compiler(1);
-  const CompileRequest req = compile_request(f, c, p, a.arch); // an arch-specific family adds the "a"
+  const CompileRequest req = compile_request(f, c, p, a.problem.arch); // an arch-specific family adds the "a"
   const auto k = compiler.compile(req);
   std::printf("compiled %s for %s in %.2f s: %zu-byte cubin\n", c.short_string().c_str(), req.arch.c_str(),
               k->compile_seconds, k->cubin.size());
@@ -73,12 +75,8 @@ int cmd_compile(const CompileArgs& a) {
 Command add_compile(CLI::App& app) {
   auto a = std::make_shared<CompileArgs>();
   auto* cp = app.add_subcommand("compile", "Compile one config with NVRTC and report the result");
-  cp->add_option("--family", a->family, "Kernel family")->capture_default_str();
+  add_problem_options(cp, a->problem, ProblemOf::family);
   cp->add_option("--config", a->config, "Config as JSON, e.g. '{\"BM\":128,...}'")->required();
-  cp->add_option("--arch", a->arch, "Target arch")->capture_default_str();
-  cp->add_option("--problem", a->problem, "Problem shape of the family's op (validity): MxNxK, ROWSxCOLS; default 4096 each");
-  cp->add_option("--layout", a->layout, "GEMM: layouts of A and B (default NN)");
-  cp->add_option("--dtype", a->dtype, "Data type of A, B and C: f32, bf16, f16")->capture_default_str();
   cp->add_option("--device", a->device, "Also load it on this GPU and print registers, smem, spills")
       ->check(whole_number(0, INT_MAX));
   cp->add_option("-o,--cubin", a->cubin_out, "Write the cubin here (cuobjdump --dump-sass reads it)");

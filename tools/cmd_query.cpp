@@ -12,24 +12,25 @@
 #include "ktune/error.h"
 #include "ktune/runtime.h"
 #include "tools/cli.h"
+#include "tools/problem_options.h"
 #include "tuner/json_io.h"
 
 namespace ktune::cli {
 namespace {
 
 struct QueryArgs {
-  std::string problem, op = "gemm", dtype = "f32", layout, arch, db;
+  ProblemOptions problem;
+  std::string db;
   std::vector<std::string> tables;
   bool json = false, tf32x3 = false;
 };
 
 int cmd_query(const QueryArgs& a) {
-  const OpInfo& op = op_info(a.op);
-  const Problem p = Problem::parse(op.name, a.problem, a.layout.empty() && !op.layouts.empty() ? op.layouts[0] : a.layout,
-                                   parse_dtype(a.dtype));
+  const OpInfo& op = op_info(a.problem.op);
+  const Problem p = parse_problem(a.problem, op.name);
   check_named_database(a.db);
   RuntimeOptions o;
-  o.arch = a.arch;
+  o.arch = a.problem.arch;
   o.db_path = a.db.empty() ? default_db_path() : a.db;
   o.tables = a.tables;
   o.tf32x3 = a.tf32x3;
@@ -85,11 +86,7 @@ int cmd_query(const QueryArgs& a) {
 Command add_query(CLI::App& app) {
   auto a = std::make_shared<QueryArgs>();
   auto* qy = app.add_subcommand("query", "Show the config ktune would run for a problem, and where it comes from");
-  qy->add_option("--problem", a->problem, "Problem shape: MxNxK for gemm, ROWSxCOLS for the row ops")->required();
-  qy->add_option("--op", a->op, "The problem's op (gemm, softmax, layernorm, rmsnorm)")->capture_default_str();
-  qy->add_option("--dtype", a->dtype, "Data type")->capture_default_str();
-  qy->add_option("--layout", a->layout, "GEMM: layouts of A and B (default NN)");
-  qy->add_option("--arch", a->arch, "Arch to answer for (no GPU needed), e.g. sm_90");
+  add_problem_options(qy, a->problem, ProblemOf::op);
   qy->add_option("--db", a->db, "Database (default: $KTUNE_DB, else ~/.cache/ktune/ktune.db)");
   qy->add_option("--table", a->tables, "Extra tuning table (repeatable)")->check(CLI::ExistingFile);
   qy->add_flag("--tf32x3", a->tf32x3, kTf32x3Help);

@@ -12,12 +12,14 @@
 #include "ktune/error.h"
 #include "ktune/family.h"
 #include "tools/cli.h"
+#include "tools/problem_options.h"
 
 namespace ktune::cli {
 namespace {
 
 struct SpaceArgs {
-  std::string family = "gemm_simt", arch = "sm_90", problem, layout, dtype = "f32", restrict_file;
+  ProblemOptions problem;
+  std::string restrict_file;
   bool count_only = false;
   size_t sample = 5;
   uint64_t seed = 1;
@@ -50,9 +52,9 @@ uint64_t count_with_progress(const Family& f, const Problem& p, const DeviceInfo
 }
 
 int cmd_space(const SpaceArgs& a) {
-  const Family f = load_family(a.family, a.restrict_file);
-  const Problem p = family_problem(f, a.problem, a.layout, a.dtype);
-  const DeviceInfo d = DeviceInfo::nominal(a.arch);
+  const Family f = load_family(a.problem.family, a.restrict_file);
+  const Problem p = parse_problem(a.problem, f.op());
+  const DeviceInfo d = DeviceInfo::nominal(a.problem.arch);
   const uint64_t n = count_with_progress(f, p, d);
   if (a.count_only) {
     std::printf("%llu\n", static_cast<unsigned long long>(n));
@@ -61,7 +63,7 @@ int cmd_space(const SpaceArgs& a) {
   uint64_t raw = 1;
   for (const auto& prm : f.params()) raw *= prm.values.size();
   std::printf("family   %s: %s\n", f.name().c_str(), f.about().c_str());
-  std::printf("problem  %s on %s (nominal limits: %d KB shared memory per block)\n", p.key().c_str(), a.arch.c_str(),
+  std::printf("problem  %s on %s (nominal limits: %d KB shared memory per block)\n", p.key().c_str(), a.problem.arch.c_str(),
               d.max_smem_per_block_optin / 1024);
   std::printf("space    %llu valid of %llu combinations\n", static_cast<unsigned long long>(n),
               static_cast<unsigned long long>(raw));
@@ -100,11 +102,7 @@ int cmd_space(const SpaceArgs& a) {
 Command add_space(CLI::App& app) {
   auto a = std::make_shared<SpaceArgs>();
   auto* sp = app.add_subcommand("space", "Count or summarise a family's valid configs for a problem");
-  sp->add_option("--family", a->family, "Kernel family")->capture_default_str();
-  sp->add_option("--arch", a->arch, "Target arch (sm_80, sm_86, sm_89, sm_90, sm_90a)")->capture_default_str();
-  sp->add_option("--problem", a->problem, "Problem shape of the family's op: MxNxK (gemm), ROWSxCOLS (row ops); default 4096 each");
-  sp->add_option("--layout", a->layout, "GEMM: layouts of A and B, NN (default), NT, TN, TT");
-  sp->add_option("--dtype", a->dtype, "Data type of A, B and C: f32, bf16, f16")->capture_default_str();
+  add_problem_options(sp, a->problem, ProblemOf::family);
   sp->add_option("--restrict", a->restrict_file, "JSON file narrowing parameter domains")->check(CLI::ExistingFile);
   sp->add_flag("--count", a->count_only, "Print only the number of valid configs");
   // A sample is held in memory and printed a line each: beyond 100000 it is a listing, not a sample.

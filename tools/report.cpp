@@ -568,36 +568,47 @@ CLI::App* add_report_subcommand(CLI::App& app, ReportOptions& o) {
   return rp;
 }
 
-int run_report(const ReportOptions& o) {
+namespace {
+
+// ---------------------------------------------------------------- the report's sections
+
+// The report's trials: the options checked and the database read before anything is written, so
+// that a refused report writes nothing.
+struct Loaded {
+  std::string path, arch;
+  std::vector<TrialRow> rows;
+};
+
+Loaded load_trials(const ReportOptions& o) {
   if (o.out_dir.empty()) throw UsageError("--output: a folder for the report is needed, got an empty name");
   if (o.copy_tb_s && !(*o.copy_tb_s > 0 && std::isfinite(*o.copy_tb_s))) throw UsageError("--copy-tb-s must be positive");
   if (o.peak_tflops && !(*o.peak_tflops > 0 && std::isfinite(*o.peak_tflops)))
     throw UsageError("--peak-tflops must be positive");
-  const std::string path = o.db.empty() ? default_db_path() : o.db;
+  Loaded d;
+  d.path = o.db.empty() ? default_db_path() : o.db;
+  const std::string& path = d.path;
   if (!std::filesystem::exists(path)) throw UsageError("database " + path + " does not exist");
   if (std::filesystem::is_directory(path)) throw UsageError("database " + path + " is a folder, not a file");
-
-  // Read everything first: a refused report writes nothing.
-  std::vector<TrialRow> rows;
-  std::string arch = o.arch;
-  {
-    const Store store(path, /*read_only=*/true);
-    if (store.schema_version() == 0) throw UsageError(path + " is not a ktune database (no schema)");
-    const auto archs = store.trial_archs();
-    if (archs.empty()) throw UsageError("database " + path + " has no trials");
-    if (arch.empty()) {
-      if (archs.size() > 1) {
-        std::string list;
-        for (const auto& a : archs) list += (list.empty() ? "" : ", ") + a;
-        throw UsageError("database " + path + " holds trials for " + list + ": choose one with --arch");
-      }
-      arch = archs[0];
+  d.arch = o.arch;
+  const Store store(path, /*read_only=*/true);
+  if (store.schema_version() == 0) throw UsageError(path + " is not a ktune database (no schema)");
+  const auto archs = store.trial_archs();
+  if (archs.empty()) throw UsageError("database " + path + " has no trials");
+  if (d.arch.empty()) {
+    if (archs.size() > 1) {
+      std::string list;
+      for (const auto& a : archs) list += (list.empty() ? "" : ", ") + a;
+      throw UsageError("database " + path + " holds trials for " + list + ": choose one with --arch");
     }
-    rows = store.trial_rows(arch);
-    if (rows.empty()) throw UsageError("database " + path + " has no trials for " + arch);
+    d.arch = archs[0];
   }
+  d.rows = store.trial_rows(d.arch);
+  if (d.rows.empty()) throw UsageError("database " + path + " has no trials for " + d.arch);
+  return d;
+}
 
-  // Runs: one per (device, problem), in the store's order.
+// Runs: one per (device, problem), in the store's order, each with its best ok trial and a label.
+std::vector<Run> make_runs(const std::vector<TrialRow>& rows) {
   std::vector<Run> runs;
   std::set<int64_t> devices;
   for (const auto& t : rows) {
@@ -623,21 +634,97 @@ int run_report(const ReportOptions& o) {
       r.label += " @ " + dev;
     }
   }
-  // One colour per family across every chart, in the order families first appear.
-  std::map<std::string, size_t> family_index;
-  for (const auto& t : rows) family_index.emplace(t.family, family_index.size());
-  const auto family_colour = [&](const std::string& f) {
-    const auto it = family_index.find(f);
-    return colour(it == family_index.end() ? family_index.size() : it->second);
-  };
+  return runs;
+}
 
-  std::vector<Figure> figs;
-  std::string html_conv;
+// One colour per family across every chart, in the order families first appear.
+class FamilyColours {
+ public:
+  explicit FamilyColours(const std::vector<TrialRow>& rows) {
+    for (const auto& t : rows) index_.emplace(t.family, index_.size());
+  }
+  const char* operator()(const std::string& f) const {
+    const auto it = index_.find(f);
+    return colour(it == index_.end() ? index_.size() : it->second);
+  }
 
-  // 1. Convergence per run, against the trial index and against seconds. A run of one trial (an
-  // imported table's entry, a single config tried) has nothing to converge: such runs go into one
-  // table instead of a page of one-point plots.
-  std::string single_rows;
+ private:
+  std::map<std::string, size_t> index_;
+};
+
+// A run's trials on a time axis: seconds since the first was recorded (wall clock), or where a
+// recording time is missing, summed compile and benchmark seconds (*wall false).
+std::vector<double> trial_seconds(const Run& r, bool* wall) {
+  *wall = true;
+  std::vector<double> at(r.trials.size());
+  const auto t0 = parse_utc(r.trials[0]->created_at);
+  for (size_t i = 0; i < r.trials.size() && *wall; ++i) {
+    const auto ti = parse_utc(r.trials[i]->created_at);
+    if (!t0 || !ti) *wall = false;
+    else at[i] = *ti - *t0;
+  }
+  if (!*wall) { // summed compile and benchmark seconds instead
+    double s = 0;
+    for (size_t i = 0; i < r.trials.size(); ++i) s += r.trials[i]->compile_s + r.trials[i]->bench_s, at[i] = s;
+  }
+  return at;
+}
+
+// One convergence chart of run ri: best-so-far per family (and over all families where several
+// ran) against the trial index (by_time false) or against at.
+Figure convergence_chart(const Run& r, size_t ri, bool by_time, const std::vector<double>& at, bool wall,
+                         const FamilyColours& family_colour) {
+  std::vector<std::string> fams;
+  for (const auto* t : r.trials)
+    if (std::find(fams.begin(), fams.end(), t->family) == fams.end()) fams.push_back(t->family);
+  size_t ok = 0;
+  for (const auto* t : r.trials) ok += is_ok(*t);
+  XYChart c;
+  c.id = fmt("conv-%s-%02zu", by_time ? "seconds" : "trials", ri + 1);
+  c.file = c.id + "-" + safe_name(r.key.substr(r.key.find('/') + 1)) + ".svg";
+  c.title = "Convergence: " + r.label + (by_time ? " (by time)" : " (by trial)");
+  c.subtitle = r.key + (r.imported ? " imported table " : " on ") + r.device_name + ": " + std::to_string(ok) +
+               " ok of " + std::to_string(r.trials.size()) + " trials";
+  c.xlabel = !by_time ? "trial (recording order, failed trials included)"
+                      : (wall ? "seconds since the first trial was recorded (wall clock)"
+                              : "summed compile + benchmark seconds (no recording times)");
+  c.ylabel = "best median time so far (ms)";
+  c.empty_note = "no ok trial";
+  if (!by_time) c.xrange = std::make_pair(0.0, double(r.trials.size()) + 1);
+  std::optional<double> overall;
+  Series all{"all families (best so far)", "#444444", {}, false, true, true, true};
+  for (size_t fi = 0; fi < fams.size(); ++fi) {
+    Series s{fams[fi], family_colour(fams[fi]), {}, true, true, true, false};
+    std::optional<double> best;
+    for (size_t i = 0; i < r.trials.size(); ++i) {
+      const TrialRow& t = *r.trials[i];
+      if (t.family != fams[fi] || !is_ok(t)) continue;
+      best = best ? std::min(*best, t.median_ms) : t.median_ms;
+      const double x = !by_time ? double(i + 1) : at[i];
+      s.pts.push_back({x, *best,
+                       fmt("trial %zu, %s: %.4g ms (%s); best so far %.4g ms", i + 1, t.family.c_str(), t.median_ms,
+                           config_short(t.config_json).c_str(), *best)});
+    }
+    c.series.push_back(std::move(s));
+  }
+  for (size_t i = 0; i < r.trials.size(); ++i)
+    if (is_ok(*r.trials[i])) {
+      overall = overall ? std::min(*overall, r.trials[i]->median_ms) : r.trials[i]->median_ms;
+      all.pts.push_back({!by_time ? double(i + 1) : at[i], *overall, ""});
+    }
+  if (fams.size() > 1) c.series.push_back(std::move(all));
+  std::vector<double> ys;
+  for (const auto& s : c.series)
+    for (const auto& p : s.pts) ys.push_back(p.y);
+  c.ylog = !ys.empty() && *std::max_element(ys.begin(), ys.end()) > 8 * *std::min_element(ys.begin(), ys.end());
+  return render_xy(c);
+}
+
+// 1. Convergence per run, against the trial index and against seconds. A run of one trial (an
+// imported table's entry, a single config tried) has nothing to converge: such runs go into one
+// table instead of a page of one-point plots.
+std::string convergence_section(const std::vector<Run>& runs, const FamilyColours& family_colour, std::vector<Figure>& figs) {
+  std::string html_conv, single_rows;
   size_t singles = 0;
   for (size_t ri = 0; ri < runs.size(); ++ri) {
     const Run& r = runs[ri];
@@ -650,77 +737,25 @@ int run_report(const ReportOptions& o) {
       continue;
     }
     bool wall = true;
-    std::vector<double> at(r.trials.size());
-    const auto t0 = parse_utc(r.trials[0]->created_at);
-    for (size_t i = 0; i < r.trials.size() && wall; ++i) {
-      const auto ti = parse_utc(r.trials[i]->created_at);
-      if (!t0 || !ti) wall = false;
-      else at[i] = *ti - *t0;
-    }
-    if (!wall) { // summed compile and benchmark seconds instead
-      double s = 0;
-      for (size_t i = 0; i < r.trials.size(); ++i) s += r.trials[i]->compile_s + r.trials[i]->bench_s, at[i] = s;
-    }
-    std::vector<std::string> fams;
-    for (const auto* t : r.trials)
-      if (std::find(fams.begin(), fams.end(), t->family) == fams.end()) fams.push_back(t->family);
-    size_t ok = 0;
-    for (const auto* t : r.trials) ok += is_ok(*t);
-    XYChart by_index, by_time;
-    for (int which = 0; which < 2; ++which) {
-      XYChart& c = which == 0 ? by_index : by_time;
-      c.id = fmt("conv-%s-%02zu", which == 0 ? "trials" : "seconds", ri + 1);
-      c.file = c.id + "-" + safe_name(r.key.substr(r.key.find('/') + 1)) + ".svg";
-      c.title = "Convergence: " + r.label + (which == 0 ? " (by trial)" : " (by time)");
-      c.subtitle = r.key + (r.imported ? " imported table " : " on ") + r.device_name + ": " + std::to_string(ok) +
-                   " ok of " + std::to_string(r.trials.size()) + " trials";
-      c.xlabel = which == 0 ? "trial (recording order, failed trials included)"
-                            : (wall ? "seconds since the first trial was recorded (wall clock)"
-                                    : "summed compile + benchmark seconds (no recording times)");
-      c.ylabel = "best median time so far (ms)";
-      c.empty_note = "no ok trial";
-      if (which == 0) c.xrange = std::make_pair(0.0, double(r.trials.size()) + 1);
-      std::optional<double> overall;
-      Series all{"all families (best so far)", "#444444", {}, false, true, true, true};
-      for (size_t fi = 0; fi < fams.size(); ++fi) {
-        Series s{fams[fi], family_colour(fams[fi]), {}, true, true, true, false};
-        std::optional<double> best;
-        for (size_t i = 0; i < r.trials.size(); ++i) {
-          const TrialRow& t = *r.trials[i];
-          if (t.family != fams[fi] || !is_ok(t)) continue;
-          best = best ? std::min(*best, t.median_ms) : t.median_ms;
-          const double x = which == 0 ? double(i + 1) : at[i];
-          s.pts.push_back({x, *best,
-                           fmt("trial %zu, %s: %.4g ms (%s); best so far %.4g ms", i + 1, t.family.c_str(), t.median_ms,
-                               config_short(t.config_json).c_str(), *best)});
-        }
-        c.series.push_back(std::move(s));
-      }
-      for (size_t i = 0; i < r.trials.size(); ++i)
-        if (is_ok(*r.trials[i])) {
-          overall = overall ? std::min(*overall, r.trials[i]->median_ms) : r.trials[i]->median_ms;
-          all.pts.push_back({which == 0 ? double(i + 1) : at[i], *overall, ""});
-        }
-      if (fams.size() > 1) c.series.push_back(std::move(all));
-      std::vector<double> ys;
-      for (const auto& s : c.series)
-        for (const auto& p : s.pts) ys.push_back(p.y);
-      c.ylog = !ys.empty() && *std::max_element(ys.begin(), ys.end()) > 8 * *std::min_element(ys.begin(), ys.end());
-      figs.push_back(render_xy(c));
-    }
+    const std::vector<double> at = trial_seconds(r, &wall);
+    figs.push_back(convergence_chart(r, ri, false, at, wall, family_colour));
+    figs.push_back(convergence_chart(r, ri, true, at, wall, family_colour));
     html_conv += "<h3>" + esc(r.label) + "</h3>\n";
     html_conv += figure_html(figs[figs.size() - 2], "Best-so-far median time of each family against the trial index.", true);
     html_conv += figure_html(figs.back(), wall ? "The same against wall-clock seconds from the run's first recorded trial."
                                                : "The same against summed compile and benchmark seconds.",
-                            true);
+                             true);
   }
   if (singles)
     html_conv += "<h3>Problems with one trial</h3>\n<p class=\"note\">" + std::to_string(singles) +
                  " problem(s) with a single recorded trial: no search to plot.</p>\n<div class=\"scroll\"><table>"
                  "<tr><th>problem</th><th>device</th><th>family</th><th>config</th><th>median</th></tr>\n" +
                  single_rows + "</table></div>\n";
+  return html_conv;
+}
 
-  // 2. ktune's best against cuBLAS.
+// 2. ktune's best against cuBLAS.
+std::string ratio_section(const std::vector<Run>& runs, std::vector<Figure>& figs) {
   std::vector<Bar> ratio_bars;
   std::vector<std::string> no_ratio;
   for (const auto& r : runs) {
@@ -746,26 +781,29 @@ int run_report(const ReportOptions& o) {
     for (size_t i = 0; i < no_ratio.size(); ++i) html_ratio += (i ? "; " : "") + esc(no_ratio[i]);
     html_ratio += ".</p>\n";
   }
+  return html_ratio;
+}
 
-  // 3. Roofline of the best configs.
-  const bool bw_given = o.copy_tb_s.has_value();
-  const double bw = bw_given ? *o.copy_tb_s : kAssumedCopyTBs;
-  std::vector<DType> dtypes;
-  for (const auto& r : runs)
-    if (r.best && std::find(dtypes.begin(), dtypes.end(), r.problem.dtype) == dtypes.end()) dtypes.push_back(r.problem.dtype);
-  struct Roof {
-    std::string name;
-    double peak;
-    bool assumed;
-    std::string basis;
-  };
-  std::vector<Roof> roofs;
-  if (o.peak_tflops) roofs.push_back({"peak " + num(*o.peak_tflops) + " TFLOPS (given)", *o.peak_tflops, false, "--peak-tflops"});
-  else
-    for (DType d : dtypes) {
-      const auto g = assumed_peak(arch, d);
-      roofs.push_back({std::string(to_string(d)) + " peak " + num(g.tflops) + " TFLOPS (assumed)", g.tflops, true, g.basis});
-    }
+// A compute roof of the roofline: given (--peak-tflops), or assumed per dtype.
+struct Roof {
+  std::string name;
+  double peak;
+  bool assumed;
+  std::string basis;
+};
+
+// The memory roof in TB/s, and whether --copy-tb-s gave it.
+struct MemoryRoof {
+  double bw;
+  bool given;
+};
+
+// The roofline chart: one point per run with a best config, under the memory roof and the
+// compute roofs.
+Figure roofline_chart(const std::vector<Run>& runs, const std::string& arch, const MemoryRoof& mem,
+                      const std::vector<Roof>& roofs, const FamilyColours& family_colour) {
+  const double bw = mem.bw;
+  const bool bw_given = mem.given;
   XYChart roof;
   roof.id = "roofline", roof.file = "roofline.svg";
   roof.title = "Roofline of the best configs (" + arch + ")";
@@ -816,7 +854,25 @@ int run_report(const ReportOptions& o) {
     }
   }
   roof.label_points = best_points <= 12;
-  figs.push_back(render_xy(roof));
+  return render_xy(roof);
+}
+
+// 3. Roofline of the best configs.
+std::string roofline_section(const std::vector<Run>& runs, const std::string& arch, const ReportOptions& o,
+                             const FamilyColours& family_colour, std::vector<Figure>& figs) {
+  const bool bw_given = o.copy_tb_s.has_value();
+  const double bw = bw_given ? *o.copy_tb_s : kAssumedCopyTBs;
+  std::vector<DType> dtypes;
+  for (const auto& r : runs)
+    if (r.best && std::find(dtypes.begin(), dtypes.end(), r.problem.dtype) == dtypes.end()) dtypes.push_back(r.problem.dtype);
+  std::vector<Roof> roofs;
+  if (o.peak_tflops) roofs.push_back({"peak " + num(*o.peak_tflops) + " TFLOPS (given)", *o.peak_tflops, false, "--peak-tflops"});
+  else
+    for (DType d : dtypes) {
+      const auto g = assumed_peak(arch, d);
+      roofs.push_back({std::string(to_string(d)) + " peak " + num(g.tflops) + " TFLOPS (assumed)", g.tflops, true, g.basis});
+    }
+  figs.push_back(roofline_chart(runs, arch, {bw, bw_given}, roofs, family_colour));
   std::string html_roof = figure_html(
       figs.back(), "One point per problem: its best config's TFLOPS (2MNK / median time) against 2MNK / minimum bytes "
                    "(A and B read and C written once, element size of the problem's dtype). The roof is "
@@ -836,12 +892,25 @@ int run_report(const ReportOptions& o) {
   if (!o.peak_tflops && std::find(dtypes.begin(), dtypes.end(), DType::f32) != dtypes.end())
     html_roof += "<li>The f32 roof is the FP32 (CUDA core) peak; gemm_tf32x3 runs on the TF32 tensor cores and may pass it.</li>";
   html_roof += "</ul>\n";
+  return html_roof;
+}
 
-  // 4. Parameter importance.
+const char* const kImportanceNote =
+    "<p class=\"note\">The <code>model</code> strategy's cost model (tuner/strategy.cpp) is a k-nearest-neighbour "
+    "regression of log(time) over each parameter's position in its domain, scaled to [0, 1] and weighted alike: it "
+    "learns no per-parameter weights and exposes no importance. What is shown is computed here from the recorded ok "
+    "trials instead. Per family, each trial's log(median time) less the mean of its problem's trials of that family "
+    "(so that problem size does not count) is grouped by the parameter's value; "
+    "&eta;&sup2; = SS<sub>between</sub> / SS<sub>total</sub> is the share of variance the grouping explains, and "
+    "&epsilon;&sup2; = (SS<sub>between</sub> &minus; (k&minus;1)&middot;SS<sub>within</sub>/df) / SS<sub>total</sub> "
+    "with df = n &minus; problems &minus; (k&minus;1) (at least 3, else the parameter is not estimated), clipped at 0, "
+    "removes what k groups would explain by chance. "
+    "Parameters that move together in the sampled configs share credit; few trials make these rough. Runs with one ok "
+    "trial of a family and parameters constant over the trials are left out.</p>\n";
+
+// 4. Parameter importance.
+std::string importance_section(const std::vector<Run>& runs, const FamilyColours& family_colour, std::vector<Figure>& figs) {
   auto imps = importance(runs);
-  std::vector<std::string> imp_fams;
-  for (const auto& i : imps)
-    if (std::find(imp_fams.begin(), imp_fams.end(), i.family) == imp_fams.end()) imp_fams.push_back(i.family);
   std::stable_sort(imps.begin(), imps.end(), [&](const Importance& a, const Importance& b) {
     if (a.family != b.family) return a.family < b.family;
     return a.eps2 > b.eps2;
@@ -859,18 +928,7 @@ int run_report(const ReportOptions& o) {
                              "epsilon squared (0: no effect beyond chance, 1: explains all)", imp_bars,
                              "too few ok trials to estimate any parameter's effect"));
   std::string html_imp = figure_html(figs.back(), "One bar per family and parameter that varied and could be estimated.");
-  html_imp +=
-      "<p class=\"note\">The <code>model</code> strategy's cost model (tuner/strategy.cpp) is a k-nearest-neighbour "
-      "regression of log(time) over each parameter's position in its domain, scaled to [0, 1] and weighted alike: it "
-      "learns no per-parameter weights and exposes no importance. What is shown is computed here from the recorded ok "
-      "trials instead. Per family, each trial's log(median time) less the mean of its problem's trials of that family "
-      "(so that problem size does not count) is grouped by the parameter's value; "
-      "&eta;&sup2; = SS<sub>between</sub> / SS<sub>total</sub> is the share of variance the grouping explains, and "
-      "&epsilon;&sup2; = (SS<sub>between</sub> &minus; (k&minus;1)&middot;SS<sub>within</sub>/df) / SS<sub>total</sub> "
-      "with df = n &minus; problems &minus; (k&minus;1) (at least 3, else the parameter is not estimated), clipped at 0, "
-      "removes what k groups would explain by chance. "
-      "Parameters that move together in the sampled configs share credit; few trials make these rough. Runs with one ok "
-      "trial of a family and parameters constant over the trials are left out.</p>\n";
+  html_imp += kImportanceNote;
   if (!imps.empty()) {
     html_imp += "<table><tr><th>family</th><th>parameter</th><th>values seen (k)</th><th>ok trials (n)</th>"
                 "<th>residual df</th><th>&eta;&sup2;</th><th>&epsilon;&sup2;</th></tr>\n";
@@ -879,32 +937,35 @@ int run_report(const ReportOptions& o) {
                   td(std::to_string(i.df), true) + td(fmt("%.3f", i.eta2), true) + td(i.estimable ? fmt("%.3f", i.eps2) : "n/a", true) + "</tr>\n";
     html_imp += "</table>\n<p class=\"note\">n/a: fewer than 3 residual degrees of freedom; not plotted.</p>\n";
   }
+  return html_imp;
+}
 
-  // The page.
+// The page's head and the table of what the report covers.
+std::string page_head(const ReportOptions& o, const Loaded& d, size_t nruns) {
   std::map<std::string, size_t> by_status;
   std::string first_at, last_at;
   std::set<std::string> device_names;
-  for (const auto& t : rows) {
+  for (const auto& t : d.rows) {
     ++by_status[to_string(t.status)];
     if (first_at.empty() || t.created_at < first_at) first_at = t.created_at;
     if (last_at.empty() || t.created_at > last_at) last_at = t.created_at;
     device_names.insert(t.device_name + (t.imported ? " (imported table)" : ""));
   }
   std::string devs, statuses;
-  for (const auto& d : device_names) devs += (devs.empty() ? "" : "; ") + d;
+  for (const auto& dn : device_names) devs += (devs.empty() ? "" : "; ") + dn;
   for (const auto& [s, n] : by_status) statuses += (statuses.empty() ? "" : ", ") + std::to_string(n) + " " + s;
 
   std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
                   "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
                   "<link rel=\"icon\" href=\"data:,\">\n<title>ktune report: " +
-                  esc(arch) + " " + esc(devs) + "</title>\n<style>" + kCss + "</style>\n</head>\n<body>\n";
+                  esc(d.arch) + " " + esc(devs) + "</title>\n<style>" + kCss + "</style>\n</head>\n<body>\n";
   h += "<h1>ktune report</h1>\n";
   if (!o.note.empty()) h += "<p>" + esc(o.note) + "</p>\n";
   h += "<table>\n";
-  h += "<tr><th>database</th>" + td(path) + "</tr>\n";
-  h += "<tr><th>arch</th>" + td(arch) + "</tr>\n";
+  h += "<tr><th>database</th>" + td(d.path) + "</tr>\n";
+  h += "<tr><th>arch</th>" + td(d.arch) + "</tr>\n";
   h += "<tr><th>device</th>" + td(devs) + "</tr>\n";
-  h += "<tr><th>trials</th>" + td(std::to_string(rows.size()) + " (" + statuses + ") over " + std::to_string(runs.size()) +
+  h += "<tr><th>trials</th>" + td(std::to_string(d.rows.size()) + " (" + statuses + ") over " + std::to_string(nruns) +
                                   " problem(s)") + "</tr>\n";
   h += "<tr><th>recorded</th>" + td(first_at + " to " + last_at + " (UTC)") + "</tr>\n";
   h += "<tr><th>command</th><td><code>" + esc(o.command) + "</code></td></tr>\n";
@@ -912,7 +973,12 @@ int run_report(const ReportOptions& o) {
   h += "<p class=\"note\">Self-contained: inline CSS and SVG, no scripts, fonts or network. Each figure is also a file "
        "beside this page; hover a point or bar for its numbers. The store does not record which strategy ran a "
        "search, so the convergence lines are per kernel family.</p>\n";
-  h += "<h2>Summary</h2>\n<div class=\"scroll\"><table><tr><th>problem</th><th>device</th><th>ok / trials</th><th>best family</th>"
+  return h;
+}
+
+// The summary: a row per run with its best config and cuBLAS.
+std::string summary_table(const std::vector<Run>& runs) {
+  std::string h = "<h2>Summary</h2>\n<div class=\"scroll\"><table><tr><th>problem</th><th>device</th><th>ok / trials</th><th>best family</th>"
        "<th>best config</th><th>best ms</th><th>TFLOPS</th><th>cuBLAS ms</th><th>cuBLAS / best</th></tr>\n";
   for (const auto& r : runs) {
     size_t ok = 0;
@@ -926,6 +992,35 @@ int run_report(const ReportOptions& o) {
     h += td(r.best && r.cublas_ms ? fmt("%.3f", *r.cublas_ms / r.best->median_ms) : "-", true) + "</tr>\n";
   }
   h += "</table></div>\n";
+  return h;
+}
+
+// Writes the figures and the page: the folder may be new; files are replaced whole.
+void write_report(const std::string& out_dir, const std::vector<Figure>& figs, const std::string& html) {
+  const std::filesystem::path dir(out_dir);
+  std::error_code ec;
+  if (std::filesystem::exists(dir, ec) && !std::filesystem::is_directory(dir, ec))
+    throw Error("cannot write the report: " + out_dir + " is not a folder");
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw Error("cannot create the report folder " + out_dir + ": " + ec.message());
+  if (!std::filesystem::is_directory(dir)) throw Error("cannot write the report: " + out_dir + " is not a folder");
+  for (const auto& f : figs) write_file(dir / f.file, f.standalone());
+  write_file(dir / "index.html", html);
+}
+
+} // namespace
+
+int run_report(const ReportOptions& o) {
+  const Loaded d = load_trials(o);
+  const std::vector<Run> runs = make_runs(d.rows);
+  const FamilyColours family_colour(d.rows);
+  std::vector<Figure> figs;
+  const std::string html_conv = convergence_section(runs, family_colour, figs);
+  const std::string html_ratio = ratio_section(runs, figs);
+  const std::string html_roof = roofline_section(runs, d.arch, o, family_colour, figs);
+  const std::string html_imp = importance_section(runs, family_colour, figs);
+
+  std::string h = page_head(o, d, runs.size()) + summary_table(runs);
   h += "<h2>1. Convergence of the search</h2>\n<p class=\"note\">Per problem: the best median time each family had "
        "reached after each of its ok trials (markers), and over all families (dashed) where several ran.</p>\n" + html_conv;
   h += "<h2>2. ktune against cuBLAS</h2>\n" + html_ratio;
@@ -933,18 +1028,10 @@ int run_report(const ReportOptions& o) {
   h += "<h2>4. Parameter importance</h2>\n" + html_imp;
   h += "</body>\n</html>\n";
 
-  // Write: the folder may be new; files are replaced whole.
+  write_report(o.out_dir, figs, h);
   const std::filesystem::path dir(o.out_dir);
-  std::error_code ec;
-  if (std::filesystem::exists(dir, ec) && !std::filesystem::is_directory(dir, ec))
-    throw Error("cannot write the report: " + o.out_dir + " is not a folder");
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw Error("cannot create the report folder " + o.out_dir + ": " + ec.message());
-  if (!std::filesystem::is_directory(dir)) throw Error("cannot write the report: " + o.out_dir + " is not a folder");
-  for (const auto& f : figs) write_file(dir / f.file, f.standalone());
-  write_file(dir / "index.html", h);
   std::fprintf(stderr, "ktune: wrote %s with %zu figures (%zu trials of %zu problems, %s)\n",
-               (dir / "index.html").string().c_str(), figs.size(), rows.size(), runs.size(), arch.c_str());
+               (dir / "index.html").string().c_str(), figs.size(), d.rows.size(), runs.size(), d.arch.c_str());
   return 0;
 }
 
