@@ -30,7 +30,7 @@
 
 #include "db/table.h"
 #include "ktune/config.h"
-#include "ktune/device.h"
+#include "ktune/device_info.h"
 #include "ktune/family.h"
 
 namespace ktune {

@@ -798,19 +798,4 @@ std::vector<std::string> Store::trial_archs() const {
   return out;
 }
 
-std::future<std::shared_ptr<const CompiledKernel>> load_or_compile(const std::vector<const Store*>& stores, Compiler& compiler,
-                                                                   const CompileRequest& req) {
-  auto k = std::make_shared<CompiledKernel>();
-  const std::string key = req.cache_key();
-  for (const Store* store : stores) {
-    if (!store || !store->get_binary(key, &k->cubin, &k->lowered_names)) continue;
-    k->cache_key = key;
-    k->from_cache = true;
-    std::promise<std::shared_ptr<const CompiledKernel>> ready;
-    ready.set_value(std::move(k));
-    return ready.get_future();
-  }
-  return compiler.compile_async(req);
-}
-
 } // namespace ktune

@@ -10,8 +10,7 @@
 
 #include "core/trial.h"
 #include "db/table.h"
-#include "ktune/compiler.h"
-#include "ktune/device.h"
+#include "ktune/device_info.h"
 #include "ktune/problem.h"
 
 struct sqlite3;
@@ -168,12 +167,6 @@ class Store {
   sqlite3* db_ = nullptr;
   std::string path_;
 };
-
-// A config's cubin: from the binary cache of the first of `stores` that holds req's cache key
-// (null entries are skipped), else compiled by NVRTC on compiler's pool. The one way the tuner
-// and the runtime fetch cubins. A cache hit comes back as a ready future with from_cache set.
-std::future<std::shared_ptr<const CompiledKernel>> load_or_compile(const std::vector<const Store*>& stores, Compiler& compiler,
-                                                                   const CompileRequest& req);
 
 // $KTUNE_DB if set, else $XDG_CACHE_HOME/ktune/ktune.db, else ~/.cache/ktune/ktune.db.
 std::string default_db_path();

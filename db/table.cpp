@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ktune/config.h"
-#include "ktune/device.h"
+#include "ktune/device_info.h"
 #include "ktune/error.h"
 #include "ktune/family.h"
 #include "core/json_text.h"

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "ktune/device.h"
+#include "ktune/device_info.h"
 #include "ktune/problem.h"
 
 namespace ktune {

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <future>
 
+#include "jit/load_or_compile.h"
 #include "ktune/error.h"
 #include "runtime/cuda_check.h"
 #include "runtime/driver.h"

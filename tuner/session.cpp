@@ -9,7 +9,9 @@
 #include <fstream>
 
 #include "ktune/compiler.h"
+#include "ktune/device.h"
 #include "ktune/error.h"
+#include "jit/load_or_compile.h"
 #include "tuner/gemm_op.h"
 #include "tuner/json_io.h"
 #include "tuner/strategy.h"

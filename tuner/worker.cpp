@@ -17,6 +17,7 @@
 
 #include "core/json_text.h"
 #include "ktune/compiler.h"
+#include "ktune/device.h"
 #include "ktune/error.h"
 #include "runtime/cuda_check.h"
 #include "runtime/driver.h"

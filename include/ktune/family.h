@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "ktune/config.h"
-#include "ktune/device.h"
+#include "ktune/device_info.h"
 #include "ktune/problem.h"
 
 namespace ktune {

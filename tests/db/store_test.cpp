@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 
+#include "jit/load_or_compile.h"
 #include "ktune/compiler.h"
 #include "ktune/config.h"
 #include "ktune/error.h"

@@ -153,7 +153,8 @@ TEST(Runtime, LendersOfAnotherAlignmentClassPayAPenaltyAndServeInAValidForm) {
     for (const auto& c : s.candidates) {
       EXPECT_TRUE(simt.valid(simt.canonical(c.config), p, d)) << shape << " " << c.config.to_json();
       const GemmProblem home = GemmProblem::parse(c.tuned.substr(c.tuned.find("NN/") + 3, c.tuned.rfind('/') - c.tuned.find("NN/") - 3));
-      const bool other_class = c.tuned.substr(c.tuned.rfind('/') + 1) != "a" + std::to_string(p.align);
+      const std::string own_class = std::string("a").append(std::to_string(p.align));
+      const bool other_class = c.tuned.substr(c.tuned.rfind('/') + 1) != own_class;
       EXPECT_NEAR(c.distance, log_distance(p, home) + (other_class ? kAlignPenalty : 0.0), 1e-9) << shape << " " << c.tuned;
     }
   }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "db/store.h"
+#include "ktune/config.h"
 #include "test_paths.h"
 #include "ktune/gemm_problem.h"
 

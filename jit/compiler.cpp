@@ -6,7 +6,7 @@
 
 #include "ktune/error.h"
 #include "core/embedded.h"
-#include "tuner/thread_pool.h"
+#include "jit/thread_pool.h"
 
 namespace ktune {
 namespace {
