@@ -35,13 +35,19 @@ SCALARS = {"softmax": ("scale", 1.0), "layernorm": ("eps", 1e-5), "rmsnorm": ("e
 
 
 def median_ms(fn, reps, flush):
-    """Median over reps of one call, each after an L2 flush, timed with CUDA events."""
+    """Median over reps of one call, each after an L2 flush, timed with CUDA events. The events are
+    made (and their CUDA events created, at a first record) before the repetitions: creating one
+    costs microseconds of host time, which would come out of the flush's lead over the call."""
     times = []
     for _ in range(3):  # warm-up: first-use selection, module loads, clocks
         fn()
-    for _ in range(reps):
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
+    for start, stop in events:
+        start.record()
+        stop.record()
+    torch.cuda.synchronize()
+    for start, stop in events:
         flush.zero_()
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         fn()
         stop.record()
