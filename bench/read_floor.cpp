@@ -1,4 +1,4 @@
-// How fast can any kernel read N bytes, timed the way ktune times kernels (tuner/timing.h: L2
+// How fast can any kernel read N bytes, timed the way ktune times kernels (runtime/timing.h: L2
 // flushed by a read before every repetition, launch queued behind a delay, median)? The ceiling
 // for memory-bound kernels that read much more than they write: a decode GEMM (M = 1..16) is a
 // read of B, so "percent of the copy bandwidth" at 32 MB cannot exceed what a pure read of 32 MB

@@ -20,7 +20,7 @@
 // tiling tuned for row-major B is a candidate for column-major B, not a good guess), and
 // kDtypePenalty when it was tuned in the sibling half type. A config far from home has no claim on being faster than cuBLAS;
 // the runtime therefore measures the few best-scored lenders against cuBLAS at the new shape
-// before it trusts one (runtime/runtime.cpp), and uses the score alone only where it cannot
+// before it trusts one (runtime/first_use.cpp), and uses the score alone only where it cannot
 // measure.
 #pragma once
 #include <memory>

@@ -1,5 +1,5 @@
-// Cold-cache timing pieces shared by the tuner's Timer (tuner/timing.cpp) and the runtime's
-// first-use measurement (runtime/runtime.cpp): a kernel that evicts L2 by reading a buffer twice
+// Cold-cache timing pieces of the Timer (runtime/timing.h) that the tuner, ktune bench and the
+// runtime's first use (runtime/first_use.cpp) share: a kernel that evicts L2 by reading a buffer twice
 // its size, and a kernel that holds a stream for a while so that the next launch is queued (not
 // timed as GPU idle) before a start event.
 #pragma once
