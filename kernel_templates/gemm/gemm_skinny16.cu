@@ -82,24 +82,10 @@
 // The operands travel as 16-bit words (KtuneGemmArgs' float pointers are reinterpreted); the
 // split-K workspace holds floats. beta == 0 never reads C.
 #include "gemm_common.cuh"
+#include "gemm_half16.cuh" // the MMA and the half <-> FP32 conversions of every half family
 #include "ktune_cluster.cuh" // CL > 1: the K slices of a cluster add up in distributed shared memory
 
 namespace ktune_dev {
-
-template <int F16>
-__device__ __forceinline__ void sk16_mma(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-  if constexpr (F16) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-                 "{%0, %1, %2, %3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  } else {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-                 "{%0, %1, %2, %3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-}
 
 // Bytes of {b, a} picked by SEL (prmt.b32): 0x5410 = low halves (a.lo | b.lo << 16), 0x7632 =
 // high halves (a.hi | b.hi << 16).
@@ -108,27 +94,6 @@ __device__ __forceinline__ unsigned sk16_prmt(unsigned a, unsigned b) {
   unsigned d;
   asm("prmt.b32 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "n"(SEL));
   return d;
-}
-
-template <int F16>
-__device__ __forceinline__ float sk16_to_float(unsigned short h) {
-  if constexpr (F16) {
-    float f;
-    asm("cvt.f32.f16 %0, %1;\n" : "=f"(f) : "h"(h));
-    return f;
-  } else {
-    return __uint_as_float(unsigned(h) << 16);
-  }
-}
-
-template <int F16>
-__device__ __forceinline__ unsigned short sk16_from_float(float f) {
-  unsigned short h;
-  if constexpr (F16)
-    asm("cvt.rn.f16.f32 %0, %1;\n" : "=h"(h) : "f"(f));
-  else
-    asm("cvt.rn.bf16.f32 %0, %1;\n" : "=h"(h) : "f"(f));
-  return h;
 }
 
 // One load of B: VEC halves (VEC * 2 bytes, aligned to that) into r as 32-bit words (VEC = 1:
@@ -366,7 +331,7 @@ __global__ void __launch_bounds__(NT, MINB > 1 ? MINB : 0) KTUNE_CLUSTER_DIMS(1,
         const unsigned a[4] = {sk16_prmt<0x5410>(w0, w1), sk16_prmt<0x7632>(w0, w1), sk16_prmt<0x5410>(w2, w3),
                                sk16_prmt<0x7632>(w2, w3)};
 #pragma unroll
-        for (int mt = 0; mt < MTILES; ++mt) sk16_mma<F16>(acc[mt][j], a, af[mt][0], af[mt][1]);
+        for (int mt = 0; mt < MTILES; ++mt) half16::mma16816<F16>(acc[mt][j], a, af[mt][0], af[mt][1]);
       }
     } else {
 #pragma unroll
@@ -376,7 +341,7 @@ __global__ void __launch_bounds__(NT, MINB > 1 ? MINB : 0) KTUNE_CLUSTER_DIMS(1,
           const unsigned a[4] = {sk16_word<VEC>(bs[2 * T], 2 * q), sk16_word<VEC>(bs[2 * T + 1], 2 * q),
                                  sk16_word<VEC>(bs[2 * T], 2 * q + 1), sk16_word<VEC>(bs[2 * T + 1], 2 * q + 1)};
 #pragma unroll
-          for (int mt = 0; mt < MTILES; ++mt) sk16_mma<F16>(acc[mt][T], a, af[mt][2 * q], af[mt][2 * q + 1]);
+          for (int mt = 0; mt < MTILES; ++mt) half16::mma16816<F16>(acc[mt][T], a, af[mt][2 * q], af[mt][2 * q + 1]);
         }
     }
   };
@@ -421,8 +386,8 @@ __global__ void __launch_bounds__(NT, MINB > 1 ? MINB : 0) KTUNE_CLUSTER_DIMS(1,
       if constexpr (SPLITK == 1) {
         unsigned short* const c = reinterpret_cast<unsigned short*>(p.C) + (long long)row * p.ldc + col;
         float out = p.alpha * v[e];
-        if (p.beta != 0.0f) out += p.beta * sk16_to_float<F16>(*c); // beta == 0 never reads C
-        *c = sk16_from_float<F16>(out);
+        if (p.beta != 0.0f) out += p.beta * half16::to_float<F16>(*c); // beta == 0 never reads C
+        *c = half16::from_float<F16>(out);
       } else {
         p.workspace[int(blockIdx.z) / CL * (long long)p.M * p.ws_ld + (long long)row * p.ws_ld + col] = v[e];
       }
