@@ -8,6 +8,7 @@
 
 #include "ktune/error.h"
 #include "ktune/runtime.h"
+#include "runtime/runtime_impl.h"
 
 namespace ktune {
 namespace {
@@ -17,9 +18,8 @@ int slot_of(int align) { return align >= 16 ? 0 : align == 8 ? 1 : align == 4 ? 
 } // namespace
 
 GemmCall::GemmCall(Runtime& rt, const GemmProblem& p) : rt_(rt), p_(p) {
-  if (p_.dtype == DType::tf32)
-    throw UsageError("ktune::Runtime::gemm_call: " + p_.key() + ": tf32 is not a storage type (f32 operands with "
-                     "RuntimeOptions::tf32x3 run on the tensor cores)");
+  require_storage(p_, "ktune::Runtime::gemm_call");
+  p_.alpha = 1.0f, p_.beta = 0.0f; // each call gives its own
   p_.align = GemmProblem::alignment_of(p_.eff_lda(), p_.eff_ldb(), p_.eff_ldc(), element_bytes(p_.dtype));
   // An empty C is a valid problem that computes nothing (as gemm_ex takes it); anything else is
   // checked now, once, instead of at every call.
@@ -31,7 +31,7 @@ void GemmCall::operator()(const void* A, const void* B, void* C, float alpha, fl
   GemmProblem p = p_;
   p.alpha = alpha, p.beta = beta;
   // BLAS's quick returns, exactly as gemm_ex takes them (no kernel reads A or B).
-  if (p.m == 0 || p.n == 0 || alpha == 0.0f || p.k == 0) return rt_.scale_only(p, C, stream);
+  if (blas_quick_path(p)) return rt_.scale_only(p, C, stream);
   p.align = GemmProblem::alignment_with_pointers(p_.align, A, B, C);
   std::atomic<const void*>& slot = prepared_[slot_of(p.align)];
   const void* prep = slot.load(std::memory_order_acquire);
@@ -43,7 +43,7 @@ void GemmCall::operator()(const void* A, const void* B, void* C, float alpha, fl
 }
 
 bool GemmCall::ready(const void* A, const void* B, const void* C, float alpha) const {
-  if (p_.m == 0 || p_.n == 0 || alpha == 0.0f || p_.k == 0) return false; // the quick returns go through cuBLAS
+  if (alpha == 0.0f || blas_quick_path(p_)) return false; // the quick returns go through cuBLAS
   const int align = GemmProblem::alignment_with_pointers(p_.align, A, B, C);
   return prepared_[slot_of(align)].load(std::memory_order_acquire) != nullptr;
 }
@@ -52,12 +52,12 @@ RowsCall::RowsCall(Runtime& rt, const Problem& p) : rt_(rt), p_(p) {
   if (p_.op == "gemm") throw UsageError("ktune::Runtime::rows_call: " + p_.key() + " is a GEMM (use gemm_call)");
   p_.align = Problem::alignment_of(p_.ld, element_bytes(p_.dtype));
   // As rows() takes them: an empty problem computes nothing; anything else is checked now.
-  const bool empty = p_.dims.size() == 2 && ((p_.dims[0] == 0 && p_.dims[1] >= 0) || (p_.dims[1] == 0 && p_.dims[0] >= 0));
+  const bool empty = rows_empty(p_) && p_.dims[0] >= 0 && p_.dims[1] >= 0;
   if (!empty) validate(p_);
 }
 
 void RowsCall::operator()(const void* x, void* y, const void* weight, const void* bias, CUstream stream) const {
-  if (p_.dims[0] == 0 || p_.dims[1] == 0) return; // nothing to compute
+  if (rows_empty(p_)) return;
   if (!x || !y) throw UsageError("ktune::Runtime::rows: x or y is null for " + p_.key());
   const int align = Problem::alignment_with_pointers(p_.align, {x, y, weight, bias}, element_bytes(p_.dtype));
   std::atomic<const void*>& slot = prepared_[slot_of(align)];
@@ -74,7 +74,7 @@ void RowsCall::operator()(const void* x, void* y, const void* weight, const void
 }
 
 bool RowsCall::ready(const void* x, const void* y, const void* weight, const void* bias) const {
-  if (p_.dims[0] == 0 || p_.dims[1] == 0 || !x || !y) return false;
+  if (rows_empty(p_) || !x || !y) return false;
   const int align = Problem::alignment_with_pointers(p_.align, {x, y, weight, bias}, element_bytes(p_.dtype));
   return prepared_[slot_of(align)].load(std::memory_order_acquire) != nullptr;
 }

@@ -21,9 +21,19 @@ void Runtime::Impl::ensure_context() {
     std::lock_guard<std::mutex> lk(gpu_mu);
     if (!ctx) ctx = std::make_unique<CudaContext>(device.ordinal);
   }
+  make_context_current();
+}
+
+void Runtime::Impl::make_context_current() {
   CUcontext cur = nullptr;
-  check_cu(driver().cuCtxGetCurrent(&cur), "cuCtxGetCurrent", "ktune::gemm");
+  check_cu(driver().cuCtxGetCurrent(&cur), "cuCtxGetCurrent", "ktune::Runtime");
   if (!cur) ctx->make_current();
+}
+
+const Prepared* Runtime::Impl::find_prepared(const std::string& key) {
+  std::lock_guard<std::mutex> lk(mod_mu);
+  const auto it = prepared.find(key);
+  return it == prepared.end() ? nullptr : it->second.get();
 }
 
 Compiler& Runtime::Impl::the_compiler() {

@@ -25,6 +25,7 @@
 #include "db/store.h"
 #include "db/table.h"
 #include "ktune/compiler.h"
+#include "ktune/error.h"
 #include "ktune/gemm_problem.h"
 #include "ktune/runtime.h"
 #include "runtime/cublas.h"
@@ -57,6 +58,21 @@ constexpr size_t kCandidatesPerFamily = 2;
 constexpr size_t kMaxNeighbours = 9;
 // Row ops: the nearest lender of each family and each family's default (five families an op).
 constexpr size_t kMaxRowCandidates = 8;
+
+// BLAS's quick returns. M or N of 0: nothing to do. alpha of 0 or K of 0: C = beta * C without
+// reading A or B (which may then be anything, even null): cuBLAS keeps exactly these semantics,
+// and the case is bandwidth-bound scaling that no tuned GEMM kernel would do better.
+inline bool blas_quick_path(const GemmProblem& p) { return p.m == 0 || p.n == 0 || p.alpha == 0.0f || p.k == 0; }
+
+// The GEMM entry points take storage dtypes: tf32 names a compute mode. `entry` names the caller.
+inline void require_storage(const GemmProblem& p, const char* entry) {
+  if (p.dtype == DType::tf32)
+    throw UsageError(std::string(entry) + ": " + p.key() +
+                     ": tf32 is not a storage type (f32 operands with RuntimeOptions::tf32x3 run on the tensor cores)");
+}
+
+// A row-op problem with no rows or no columns: nothing to compute (rows() and RowsCall return).
+inline bool rows_empty(const Problem& p) { return p.dims.size() == 2 && (p.dims[0] == 0 || p.dims[1] == 0); }
 
 // printf-style formatting of up to three numbers into a why line.
 inline std::string fmt(const char* f, double a, double b = 0, double c = 0) {
@@ -114,6 +130,11 @@ struct Runtime::Impl {
 
   // modules.cpp
   void ensure_context();
+  // The hot path's half of ensure_context: the context exists (a prepared launch made it); only
+  // the calling thread may not have it current.
+  void make_context_current();
+  // The prepared launch kept for key, or null.
+  const Prepared* find_prepared(const std::string& key);
   Compiler& the_compiler();
   Store* cubin_cache();
   void close_cubin_cache(const Error& e);

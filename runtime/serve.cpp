@@ -26,18 +26,15 @@ GemmProblem launched(const GemmProblem& problem, const void* A, const void* B, v
 
 } // namespace
 
-const void* Runtime::prepare(const std::string& key, const GemmProblem& p, const Selection& sel) {
+const void* Runtime::prepare(const std::string& key, const Problem& p, const Selection& sel) {
   Impl& m = *impl_;
   m.ensure_context();
-  {
-    std::lock_guard<std::mutex> lk(m.mod_mu);
-    if (auto it = m.prepared.find(key); it != m.prepared.end()) return it->second.get();
-  }
+  if (const Prepared* known = m.find_prepared(key)) return known;
   auto prep = std::make_shared<Prepared>();
   prep->sel = sel;
   if (sel.provenance != Provenance::cublas) {
     const Family* f = m.family(sel.family);
-    if (!f) throw UsageError("ktune::gemm: unknown family '" + sel.family + "'");
+    if (!f) throw UsageError("ktune::Runtime: unknown family '" + sel.family + "'");
     const Config c = f->canonical(sel.config);
     prep->module = m.module_async(*f, c, p)();
     prep->plan = f->launch_plan(c, p);
@@ -48,10 +45,7 @@ const void* Runtime::prepare(const std::string& key, const GemmProblem& p, const
 
 const void* Runtime::prepared_gemm(const GemmProblem& p, const void* A, const void* B, CUstream stream) {
   const std::string key = p.key();
-  {
-    std::lock_guard<std::mutex> lk(impl_->mod_mu);
-    if (auto it = impl_->prepared.find(key); it != impl_->prepared.end()) return it->second.get();
-  }
+  if (const Prepared* known = impl_->find_prepared(key)) return known;
   p.validate();
   impl_->ensure_context();
   return prepare(key, p, impl_->resolve(p, A, B, stream, *this));
@@ -61,10 +55,7 @@ void Runtime::launch(const void* prepared, const GemmProblem& p, const void* A, 
                      CUstream stream) {
   Impl& m = *impl_;
   const auto* prep = static_cast<const Prepared*>(prepared);
-  // The hot path: the context exists (prepare made it); only this thread may not have it current.
-  CUcontext cur = nullptr;
-  check_cu(driver().cuCtxGetCurrent(&cur), "cuCtxGetCurrent", "ktune::gemm");
-  if (!cur) m.ctx->make_current();
+  m.make_context_current();
   // Half-precision operands travel in the float pointers of the argument block (gemm_args.h).
   KtuneGemmArgs a =
       gemm_args(p, static_cast<const float*>(A), static_cast<const float*>(B), static_cast<float*>(C), nullptr);
@@ -82,24 +73,12 @@ void Runtime::launch(const void* prepared, const GemmProblem& p, const void* A, 
 
 namespace {
 
-// BLAS's quick returns. M or N of 0: nothing to do. alpha of 0 or K of 0: C = beta * C without
-// reading A or B (which may then be anything, even null): cuBLAS keeps exactly these semantics,
-// and the case is bandwidth-bound scaling that no tuned GEMM kernel would do better. Returns
-// whether p was one of them.
-bool blas_quick_path(const GemmProblem& p) { return p.m == 0 || p.n == 0 || p.alpha == 0.0f || p.k == 0; }
-
 // gemm() takes float pointers: a problem of another dtype is a caller's mistake, whatever path
 // (kernel, cuBLAS, quick return) it would take. gemm_ex takes any storage dtype.
 void require_f32(const GemmProblem& p) {
   if (p.dtype != DType::f32)
     throw UsageError("ktune::Runtime::gemm takes f32 operands; " + p.key() + " is " + to_string(p.dtype) +
                      " (use gemm_ex)");
-}
-void require_storage(const GemmProblem& p) {
-  if (p.dtype == DType::tf32)
-    throw UsageError("ktune::Runtime::gemm_ex: " + p.key() +
-                     ": tf32 is not a storage type (f32 operands with "
-                     "RuntimeOptions::tf32x3 run on the tensor cores)");
 }
 
 } // namespace
@@ -138,7 +117,7 @@ void Runtime::gemm(const GemmProblem& problem, const Selection& s, const float* 
 
 void Runtime::gemm_ex(const GemmProblem& problem, const void* A, const void* B, void* C, float alpha, float beta,
                       CUstream stream) {
-  require_storage(problem);
+  require_storage(problem, "ktune::Runtime::gemm_ex");
   GemmProblem p = problem;
   p.alpha = alpha, p.beta = beta;
   if (blas_quick_path(p)) return scale_only(p, C, stream);
@@ -148,7 +127,7 @@ void Runtime::gemm_ex(const GemmProblem& problem, const void* A, const void* B, 
 
 void Runtime::gemm_ex(const GemmProblem& problem, const Selection& s, const void* A, const void* B, void* C,
                       float alpha, float beta, CUstream stream) {
-  require_storage(problem);
+  require_storage(problem, "ktune::Runtime::gemm_ex");
   GemmProblem p = problem;
   p.alpha = alpha, p.beta = beta;
   if (blas_quick_path(p)) return scale_only(p, C, stream);
@@ -162,8 +141,8 @@ void Runtime::gemm_ex(const GemmProblem& problem, const Selection& s, const void
 void Runtime::rows(const Problem& problem, const void* x, void* y, const void* weight, const void* bias,
                    CUstream stream) {
   if (problem.op == "gemm") throw UsageError("ktune::Runtime::rows: " + problem.key() + " is a GEMM (use gemm_ex)");
+  if (rows_empty(problem)) return;
   Problem p = problem;
-  if (p.dims.size() == 2 && (p.dims[0] == 0 || p.dims[1] == 0)) return; // nothing to compute
   if (!x || !y) throw UsageError("ktune::Runtime::rows: x or y is null for " + p.key());
   // The alignment class the pointers allow (weight and bias are read with the same vectors).
   p.align = Problem::alignment_with_pointers(Problem::alignment_of(p.ld, element_bytes(p.dtype)), {x, y, weight, bias},
@@ -176,10 +155,7 @@ const void* Runtime::prepared_rows(const Problem& p, const void* x, void* y, con
                                    CUstream stream) {
   const std::string key = p.key();
   Impl& m = *impl_;
-  {
-    std::lock_guard<std::mutex> lk(m.mod_mu);
-    if (auto it = m.prepared.find(key); it != m.prepared.end()) return it->second.get();
-  }
+  if (const Prepared* known = m.find_prepared(key)) return known;
   Selection sel = best_config(p); // validates
   m.ensure_context();
   if (sel.measure_pending) {
@@ -194,23 +170,13 @@ const void* Runtime::prepared_rows(const Problem& p, const void* x, void* y, con
       return nullptr;
     }
   }
-  const Family* f = m.family(sel.family);
-  if (!f) throw UsageError("ktune::Runtime::rows: unknown family '" + sel.family + "'");
-  auto fresh = std::make_shared<Prepared>();
-  fresh->sel = sel;
-  const Config c = f->canonical(sel.config);
-  fresh->module = m.module_async(*f, c, p)();
-  fresh->plan = f->launch_plan(c, p);
-  std::lock_guard<std::mutex> lk(m.mod_mu);
-  return m.prepared.emplace(key, fresh).first->second.get();
+  return prepare(key, p, sel);
 }
 
 void Runtime::launch_prepared_rows(const void* prepared, const Problem& p, const void* x, void* y, const void* weight,
                                    const void* bias, CUstream stream) {
   const auto* prep = static_cast<const Prepared*>(prepared);
-  CUcontext cur = nullptr;
-  check_cu(driver().cuCtxGetCurrent(&cur), "cuCtxGetCurrent", "ktune::Runtime::rows");
-  if (!cur) impl_->ctx->make_current();
+  impl_->make_context_current();
   ::ktune::launch_rows(*prep->module, prep->plan, rows_args(p, x, y, weight, bias), stream);
 }
 

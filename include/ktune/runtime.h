@@ -243,7 +243,7 @@ class Runtime {
   friend class RowsCall;
   // Compiles or loads what launching s on p needs, once per key (thread-safe). The result lives
   // as long as the runtime.
-  const void* prepare(const std::string& key, const GemmProblem& p, const Selection& s);
+  const void* prepare(const std::string& key, const Problem& p, const Selection& s);
   // The prepared launch of p (alpha, beta and alignment class set), found by key or resolved and
   // prepared (first use measures).
   const void* prepared_gemm(const GemmProblem& p, const void* A, const void* B, CUstream stream);
