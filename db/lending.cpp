@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <string_view>
+#include <utility>
 
 #include "ktune/error.h"
 #include "core/embedded.h"
@@ -167,21 +169,27 @@ std::vector<Lent> TunedIndex::lenders(const Problem& p, size_t per_family, const
 std::vector<std::pair<Table, std::string>> shipped_tables(const std::string& arch, bool tf32x3) {
   const std::string base = base_arch(arch);
   std::vector<std::pair<Table, std::string>> out;
-  auto add = [&](const std::string& name) {
-    for (const auto& f : embedded_files())
-      if (f.path == "tables/" + name + ".json") {
-        Table t = parse_table(std::string(f.text), "shipped table " + name);
-        t.arch = arch;
-        for (auto& e : t.entries) e.arch = arch;
-        out.emplace_back(std::move(t), "shipped table " + name);
-      }
-  };
-  if (tf32x3) add(base + "-tf32x3");
-  add(base);
-  add(base + "-half"); // bf16 / f16 entries, tuned on another day and device than the f32 table
-  add(base + "-half-wgmma"); // gemm_wgmma (sm_90a) at the aligned public shapes, tuned on an H100
-  add(base + "-rows");       // softmax, LayerNorm, RMSNorm (configs/suites/rows.json)
-
+  // Every embedded table of the arch: tables/<arch>.json and tables/<arch>-<anything>.json, so that
+  // an op's table ships by being added to configs/tables/. The 3xTF32 one (an opt-in numerics)
+  // only when asked for, first; then <arch>.json; then the others by name.
+  const std::string tf = base + "-tf32x3";
+  std::vector<std::pair<std::string, std::string_view>> found; // name, text
+  for (const auto& f : embedded_files()) {
+    const std::string path(f.path);
+    if (path.rfind("tables/", 0) != 0 || path.size() < 12 || path.compare(path.size() - 5, 5, ".json") != 0) continue;
+    const std::string name = path.substr(7, path.size() - 12);
+    if ((name == base || name.rfind(base + "-", 0) == 0) && (tf32x3 || name != tf)) found.emplace_back(name, f.text);
+  }
+  auto rank = [&](const std::string& n) { return n == tf ? 0 : n == base ? 1 : 2; };
+  std::sort(found.begin(), found.end(), [&](const auto& a, const auto& b) {
+    return std::make_pair(rank(a.first), a.first) < std::make_pair(rank(b.first), b.first);
+  });
+  for (const auto& [name, text] : found) {
+    Table t = parse_table(std::string(text), "shipped table " + name);
+    t.arch = arch;
+    for (auto& e : t.entries) e.arch = arch;
+    out.emplace_back(std::move(t), "shipped table " + name);
+  }
   return out;
 }
 

@@ -1,17 +1,14 @@
-// The list of built-in families. A new family is declared beside its template and added here.
-#include "gemm/gemm_families.h"
-#include "layernorm/layernorm.h"
-#include "rmsnorm/rmsnorm.h"
-#include "softmax/softmax.h"
+// The built-in families: each op's (OpInfo::families, declared in kernel_templates/<op>/), in
+// the order of the op list.
+#include "ktune/family.h"
 
 namespace ktune {
 
 std::vector<Family> builtin_families() {
-  std::vector<Family> all = {gemm_naive_family(),  gemm_smem_family(), gemm_simt_family(),     gemm_skinny_family(),
-                             gemm_tf32x3_family(), gemm_tc16_family(), gemm_skinny16_family(), gemm_wgmma_family(),
-                             gemm_wgmma_tf32x3_family()};
-  for (auto ops : {softmax_families, layernorm_families, rmsnorm_families})
-    for (auto& f : ops()) all.push_back(std::move(f));
+  std::vector<Family> all;
+  for (const OpInfo& op : ops())
+    if (op.families)
+      for (auto& f : op.families()) all.push_back(std::move(f));
   return all;
 }
 

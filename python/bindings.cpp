@@ -7,6 +7,7 @@
 #include <pybind11/stl.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -94,6 +95,22 @@ PYBIND11_MODULE(_ktune, m) {
   m.def("default_db_path", &ktune::default_db_path,
         "$KTUNE_DB, else $XDG_CACHE_HOME/ktune/ktune.db, else ~/.cache/ktune/ktune.db");
   m.def(
+      "ops",
+      [] {
+        py::list out;
+        for (const ktune::OpInfo& o : ktune::ops()) {
+          py::dict d;
+          d["name"] = o.name, d["about"] = o.about, d["dims"] = o.dims, d["layouts"] = o.layouts, d["runner"] = o.runner;
+          py::list scalars, operands;
+          for (const auto& [n, v] : o.scalars) scalars.append(py::make_tuple(n, v));
+          for (const auto& x : o.operands) operands.append(py::make_tuple(x.name, x.output));
+          d["scalars"] = scalars, d["operands"] = operands;
+          out.append(d);
+        }
+        return out;
+      },
+      "The registered ops: name, about, dims, layouts, runner, scalars (name, default), operands (name, is output).");
+  m.def(
       "problem_key",
       [](int64_t mm, int64_t n, int64_t k, const std::string& dtype, const std::string& layout) {
         return make_problem(mm, n, k, dtype, layout, 0, 0, 0).key();
@@ -155,13 +172,11 @@ PYBIND11_MODULE(_ktune, m) {
           py::arg("m"), py::arg("n"), py::arg("k"), py::arg("dtype") = "f32", py::arg("layout") = "NN",
           py::arg("lda") = 0, py::arg("ldb") = 0, py::arg("ldc") = 0)
       .def(
-          "best_config_rows",
-          [](const ktune::Runtime& rt, const std::string& op, int64_t rows, int64_t cols, const std::string& dtype) {
-            if (ktune::op_info(op).row_op < 0)
-              throw ktune::UsageError("best_config_rows: '" + op + "' is not a row op (softmax, layernorm, rmsnorm)");
-            const ktune::Problem p = make_rows_problem(op, dtype, rows, cols, 0, 0, ktune::op_info(op).scalars.empty()
-                                                                                       ? 0.0
-                                                                                       : ktune::op_info(op).scalars[0].second);
+          "best_config_op",
+          [](const ktune::Runtime& rt, const std::string& op, const std::vector<int64_t>& dims, const std::string& dtype) {
+            const ktune::OpInfo& info = ktune::op_info(op);
+            const ktune::Problem p = ktune::Problem::make(op, dims, info.layouts.empty() ? std::string() : info.layouts.front(),
+                                                          ktune::parse_dtype(dtype));
             ktune::Selection s;
             {
               py::gil_scoped_release nogil;
@@ -169,7 +184,23 @@ PYBIND11_MODULE(_ktune, m) {
             }
             return selection_dict(p, rt.arch(), s);
           },
-          py::arg("op"), py::arg("rows"), py::arg("cols"), py::arg("dtype") = "f32")
+          py::arg("op"), py::arg("dims"), py::arg("dtype") = "f32",
+          "What runs for any op's problem (dimensions in the op's order; GEMM at layout NN).")
+      .def(
+          "run",
+          [](ktune::Runtime& rt, const std::string& op, const std::string& dtype, const std::vector<int64_t>& dims,
+             const std::vector<uintptr_t>& buffers, const std::map<std::string, double>& scalars, uintptr_t stream) {
+            const ktune::OpInfo& info = ktune::op_info(op);
+            ktune::Problem p = ktune::Problem::make(op, dims, info.layouts.empty() ? std::string() : info.layouts.front(),
+                                                    ktune::parse_dtype(dtype));
+            p.scalars = scalars;
+            std::vector<void*> ptrs;
+            for (uintptr_t b : buffers) ptrs.push_back(reinterpret_cast<void*>(b));
+            py::gil_scoped_release nogil;
+            rt.run(p, ptrs, reinterpret_cast<CUstream>(stream));
+          },
+          py::arg("op"), py::arg("dtype"), py::arg("dims"), py::arg("buffers"), py::arg("scalars"), py::arg("stream") = 0,
+          "Any op (Runtime::run): device pointers in the op's order, its scalars by name.")
       .def(
           "gemm",
           [](ktune::Runtime& rt, int64_t mm, int64_t n, int64_t k, const std::string& dtype, const std::string& layout,

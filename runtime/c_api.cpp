@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "db/store.h"
 #include "ktune/error.h"
@@ -194,6 +195,29 @@ ktune_status_t ktune_rmsnorm(ktune_handle_t handle, ktune_datatype_t type, int r
                              int ldy, const void* weight, float eps, void* stream) {
   return rows_any("ktune_rmsnorm", handle, type, rows, cols, x, ldx, y, ldy, "eps", eps, [&](ktune::Runtime& rt, ktune::DType d) {
     rt.rmsnorm(d, rows, cols, x, ldx, y, ldy, weight, eps, static_cast<CUstream>(stream));
+  });
+}
+
+ktune_status_t ktune_run(ktune_handle_t handle, const char* op, ktune_datatype_t type, const long long* dims, int ndims,
+                         void* const* buffers, int nbuffers, const double* scalars, int nscalars, void* stream) {
+  auto bad = [&](const std::string& why) { return fail(KTUNE_INVALID_VALUE, "ktune_run: " + why); };
+  if (!handle) return bad("handle is NULL");
+  if (!op) return bad("op is NULL");
+  if (!type_name(type)) return bad("unknown element type " + std::to_string(int(type)) + " (KTUNE_R_32F, KTUNE_R_16F or KTUNE_R_16BF)");
+  if (ndims < 0 || nbuffers < 0 || nscalars < 0) return bad("negative count of dims, buffers or scalars");
+  if ((ndims && !dims) || (nbuffers && !buffers) || (nscalars && !scalars)) return bad("dims, buffers or scalars is NULL");
+  return guarded("ktune_run", [&] {
+    const ktune::OpInfo& info = ktune::op_info(op); // an unknown op: UsageError naming the known ones
+    const ktune::DType d =
+        type == KTUNE_R_32F ? ktune::DType::f32 : type == KTUNE_R_16F ? ktune::DType::f16 : ktune::DType::bf16;
+    if (size_t(nscalars) > info.scalars.size())
+      throw ktune::UsageError(std::to_string(nscalars) + " scalars given, op " + info.name + " has " +
+                              std::to_string(info.scalars.size()));
+    ktune::Problem p = ktune::Problem::make(info.name, std::vector<int64_t>(dims, dims + ndims),
+                                            info.layouts.empty() ? std::string() : info.layouts.front(), d);
+    for (int i = 0; i < nscalars; ++i) p.scalars[info.scalars[size_t(i)].first] = scalars[i];
+    handle->rt->run(p, std::vector<void*>(buffers, buffers + nbuffers), static_cast<CUstream>(stream));
+    return KTUNE_SUCCESS;
   });
 }
 

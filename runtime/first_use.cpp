@@ -12,6 +12,7 @@
 #include "runtime/cuda_check.h"
 #include "runtime/driver.h"
 #include "runtime/gemm_launch.h"
+#include "runtime/buffers_launch.h"
 #include "runtime/rows_launch.h"
 #include "runtime/runtime_impl.h"
 #include "runtime/timing.h"
@@ -245,6 +246,11 @@ Selection Runtime::Impl::measure_rows(const Problem& p, Selection s, const void*
         return [&mod, plan, a, stream] { launch_rows(mod, plan, a, stream); };
       },
       failed);
+  return measured_choice(std::move(s), best, failed, clock);
+}
+
+Selection Runtime::Impl::measured_choice(Selection s, std::optional<size_t> best, const std::vector<std::string>& failed,
+                                         const FirstUseClock& clock) const {
   s.measure_pending = false;
   if (best) {
     s.measured = true;
@@ -264,6 +270,38 @@ Selection Runtime::Impl::measure_rows(const Problem& p, Selection s, const void*
   if (!failed.empty()) s.why += "; left out: " + failed.front();
   s.why += clock.note;
   return s;
+}
+
+// An op of plain buffers: the candidates write scratch outputs, since the caller's may alias an
+// input (out = x), which repeated launches would change.
+Selection Runtime::Impl::measure_buffers(const Problem& p, Selection s, const std::vector<void*>& buffers,
+                                         CUstream stream) {
+  const OpInfo& info = op_info(p.op);
+  std::vector<const void*> ptrs(buffers.begin(), buffers.end());
+  std::vector<DeviceBuffer> scratch;
+  try {
+    for (size_t i = 0; i < info.operands.size() && i < ptrs.size(); ++i) {
+      if (!info.operands[i].output) continue;
+      const size_t bytes = std::max<size_t>(1, size_t(info.operands[i].count(p)) * size_t(element_bytes(p.dtype)));
+      scratch.emplace_back(bytes, "scratch " + info.operands[i].name + " for measuring candidates at " + p.key());
+      ptrs[i] = reinterpret_cast<const void*>(scratch.back().ptr());
+    }
+  } catch (const CudaError& e) {
+    s.measure_pending = false;
+    s.why += std::string("; not measured: no memory for scratch outputs (") + e.what() + ")";
+    return s;
+  }
+  BufferArgs a(p, ptrs);
+  std::vector<std::string> failed;
+  const FirstUseClock clock = first_use_clock(stream);
+  const auto best = time_candidates(
+      p, s.candidates, clock,
+      [&](const CandidateConfig&, Module& mod, const LaunchPlan& plan,
+          std::vector<std::string>&) -> std::optional<std::function<void()>> {
+        return [&mod, plan, &a, stream] { launch_buffers(mod, plan, a, stream); };
+      },
+      failed);
+  return measured_choice(std::move(s), best, failed, clock);
 }
 
 // The choice for the problem of `key` as its launch makes it: measured on first use where the
@@ -304,6 +342,14 @@ Selection Runtime::Impl::resolve_rows(const Problem& p, const void* x, const voi
   return resolve_first_use(
       p.key(), stream, [&] { return rt.best_config(p); }, [](Selection s) { return s; },
       [&](Selection s) { return measure_rows(p, std::move(s), x, weight, bias, stream); });
+}
+
+// run() of an op of plain buffers: as rows().
+Selection Runtime::Impl::resolve_buffers(const Problem& p, const std::vector<void*>& buffers, CUstream stream,
+                                         const Runtime& rt) {
+  return resolve_first_use(
+      p.key(), stream, [&] { return rt.best_config(p); }, [](Selection s) { return s; },
+      [&](Selection s) { return measure_buffers(p, std::move(s), buffers, stream); });
 }
 
 } // namespace ktune

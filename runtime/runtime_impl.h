@@ -7,7 +7,8 @@
 //   first_use.cpp   timing the candidates of a problem nobody tuned against cuBLAS (or each other)
 //                   at its first call (with the tuner's Timer), and the agreement check before a
 //                   lent kernel serves
-//   serve.cpp       the entry points that launch: gemm, gemm_ex, the row ops, prepared launches
+//   serve.cpp       the entry points that launch: gemm, gemm_ex, the row ops, run (any op; the
+//                   ops of plain buffers), prepared launches
 //   calls.cpp       GemmCall and RowsCall handles over them
 // Private to runtime/.
 #pragma once
@@ -174,12 +175,18 @@ struct Runtime::Impl {
   Selection measure(const GemmProblem& p, Selection s, const void* A, const void* B, CUstream stream);
   Selection measure_rows(const Problem& p, Selection s, const void* x, const void* weight, const void* bias,
                          CUstream stream);
+  Selection measure_buffers(const Problem& p, Selection s, const std::vector<void*>& buffers, CUstream stream);
+  // The end of every first-use measurement: s takes the fastest candidate (best), its why line
+  // lists what ran and what was left out.
+  Selection measured_choice(Selection s, std::optional<size_t> best, const std::vector<std::string>& failed,
+                            const FirstUseClock& clock) const;
   Selection resolve_first_use(const std::string& key, CUstream stream, const std::function<Selection()>& current,
                               const std::function<Selection(Selection)>& captured,
                               const std::function<Selection(Selection)>& measure_it);
   Selection resolve(const GemmProblem& p, const void* A, const void* B, CUstream stream, const Runtime& rt);
   Selection resolve_rows(const Problem& p, const void* x, const void* weight, const void* bias, CUstream stream,
                          const Runtime& rt);
+  Selection resolve_buffers(const Problem& p, const std::vector<void*>& buffers, CUstream stream, const Runtime& rt);
 };
 
 } // namespace ktune

@@ -1,12 +1,13 @@
 // The entry points that launch: gemm and gemm_ex (BLAS's quick returns, the prepared launch of a
-// problem found by key or resolved, compiled and kept), the row ops, and the prepared launches the
-// call handles (calls.cpp) keep.
+// problem found by key or resolved, compiled and kept), the row ops, run (any op by its buffers;
+// the ops of plain buffers), and the prepared launches the call handles (calls.cpp) keep.
 #include <algorithm>
 
 #include "gemm/gemm_families.h"
 #include "ktune/error.h"
 #include "runtime/cuda_check.h"
 #include "runtime/driver.h"
+#include "runtime/buffers_launch.h"
 #include "runtime/gemm_launch.h"
 #include "runtime/rows_launch.h"
 #include "runtime/runtime_impl.h"
@@ -178,6 +179,59 @@ void Runtime::launch_prepared_rows(const void* prepared, const Problem& p, const
   const auto* prep = static_cast<const Prepared*>(prepared);
   impl_->make_context_current();
   ::ktune::launch_rows(*prep->module, prep->plan, rows_args(p, x, y, weight, bias), stream);
+}
+
+void Runtime::run(const Problem& problem, const std::vector<void*>& buffers, CUstream stream) {
+  const OpInfo& info = op_info(problem.op);
+  auto want = [&](size_t n, const char* which) {
+    if (buffers.size() != n)
+      throw UsageError("ktune::Runtime::run: " + problem.key() + " takes " + std::to_string(n) + " buffers (" + which +
+                       "), not " + std::to_string(buffers.size()));
+  };
+  if (info.runner == "gemm") {
+    want(3, "A, B, C");
+    const GemmProblem g = GemmProblem::from(problem);
+    return gemm_ex(g, buffers[0], buffers[1], buffers[2], g.alpha, g.beta, stream);
+  }
+  if (info.runner == "rows") {
+    want(4, "x, y, weight, bias; null where none");
+    return rows(problem, buffers[0], buffers[1], buffers[2], buffers[3], stream);
+  }
+  if (info.runner != "buffers")
+    throw UsageError("ktune::Runtime::run: op " + problem.op + " names runner '" + info.runner +
+                     "', which the runtime cannot launch");
+  validate(problem);
+  const std::vector<const void*> ptrs(buffers.begin(), buffers.end());
+  BufferArgs args(problem, ptrs); // checks the count and the pointers
+  if (args.empty()) return;
+  Problem p = problem;
+  p.align = Problem::alignment_of(p.ld, element_bytes(p.dtype));
+  for (const void* b : ptrs) p.align = Problem::alignment_with_pointers(p.align, {b}, element_bytes(p.dtype));
+  const auto* prep = static_cast<const Prepared*>(prepared_buffers(p, buffers, stream));
+  if (!prep) return;
+  impl_->make_context_current();
+  launch_buffers(*prep->module, prep->plan, args, stream);
+}
+
+const void* Runtime::prepared_buffers(const Problem& p, const std::vector<void*>& buffers, CUstream stream) {
+  const std::string key = p.key();
+  Impl& m = *impl_;
+  if (const Prepared* known = m.find_prepared(key)) return known;
+  Selection sel = best_config(p); // validates
+  m.ensure_context();
+  if (sel.measure_pending) {
+    sel = m.resolve_buffers(p, buffers, stream, *this);
+    // Inside a stream capture: run the first candidate without keeping it (as prepared_rows).
+    if (sel.measure_pending) {
+      const Family* f = m.family(sel.family);
+      if (!f) throw UsageError("ktune::Runtime::run: unknown family '" + sel.family + "'");
+      const Config c = f->canonical(sel.config);
+      BufferArgs a(p, std::vector<const void*>(buffers.begin(), buffers.end()));
+      launch_buffers(*m.module_async(*f, c, p)(), f->launch_plan(c, p), a, stream);
+      return nullptr;
+    }
+  }
+  return prepare(key, p, sel);
 }
 
 namespace {

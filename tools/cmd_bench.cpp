@@ -40,7 +40,7 @@ int cmd_bench(const BenchArgs& a, const std::string& cmd) {
   if (!a.suite.empty()) {
     for (const Problem& p : load_suite(a.suite, "NN", dt)) {
       if (!a.op.empty() && p.op != a.op) continue;
-      if (p.op == "gemm") problems.push_back(GemmProblem::from(p));
+      if (op_info(p.op).baseline == "cublas") problems.push_back(GemmProblem::from(p));
       else by_bandwidth.push_back(p);
     }
     if (problems.empty() && by_bandwidth.empty()) throw UsageError(a.suite + " has no " + a.op + " problem");

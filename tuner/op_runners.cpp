@@ -1,5 +1,6 @@
 // The list of op runners, by OpInfo::runner: a new kind of op adds its make function here (a new
-// row op needs nothing: its OpInfo names the "rows" runner and carries its reference).
+// row op, or an op of plain buffers, needs nothing: its OpInfo names the "rows" or "buffers"
+// runner and carries its reference).
 #include "tuner/op_runner.h"
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include "ktune/error.h"
 #include "runtime/cuda_check.h"
 #include "runtime/driver.h"
+#include "tuner/buffers_op.h"
 #include "tuner/gemm_op.h"
 #include "tuner/rows_op.h"
 
@@ -64,7 +66,9 @@ std::unique_ptr<OpRunner> make_op_runner(const std::string& op, Compiler& compil
   const OpInfo& info = op_info(op); // an unknown op is a UsageError naming the known ones
   if (info.runner == "gemm") return make_gemm_runner(compiler, device);
   if (info.runner == "rows") return make_rows_runner(compiler, device);
-  throw UsageError("op '" + op + "' names runner '" + info.runner + "', which the tuner does not have (known: gemm, rows)");
+  if (info.runner == "buffers") return make_buffers_runner(device);
+  throw UsageError("op '" + op + "' names runner '" + info.runner +
+                   "', which the tuner does not have (known: gemm, rows, buffers)");
 }
 
 void launch_grid_stride(Module& m, size_t kernel, long long n, const DeviceInfo& device, void** params, CUstream stream) {

@@ -88,6 +88,19 @@ ktune_status_t ktune_layernorm(ktune_handle_t handle, ktune_datatype_t type, int
 ktune_status_t ktune_rmsnorm(ktune_handle_t handle, ktune_datatype_t type, int rows, int cols, const void* x, int ldx, void* y,
                              int ldy, const void* weight, float eps, void* stream);
 
+/* Any op by its name (`ktune ops` lists them; ops of plain buffers such as scale_add are served
+ * only here and by Python's ktune.run), elements of `type`:
+ *   dims      ndims sizes, the op's dimensions in its order (gemm m, n, k; row ops rows, cols;
+ *             scale_add n); operands contiguous at their smallest leading dimensions (GEMM NN)
+ *   buffers   nbuffers device pointers in the op's order (gemm A, B, C; row ops x, y, weight,
+ *             bias, NULL where none; scale_add x, y, out)
+ *   scalars   nscalars values of the op's scalars in its order (gemm alpha, beta; softmax scale;
+ *             norms eps; scale_add alpha, beta); those not given take the op's defaults
+ * Launched on stream as the typed entry points launch; a wrong count of dims, buffers or scalars
+ * is KTUNE_INVALID_VALUE naming the op's. */
+ktune_status_t ktune_run(ktune_handle_t handle, const char* op, ktune_datatype_t type, const long long* dims, int ndims,
+                         void* const* buffers, int nbuffers, const double* scalars, int nscalars, void* stream);
+
 /* The message of the calling thread's last failed call ("" if none). Valid until its next call. */
 const char* ktune_last_error(void);
 

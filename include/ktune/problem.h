@@ -12,6 +12,8 @@
 
 namespace ktune {
 
+class Family;
+
 enum class DType { f32, tf32, f16, bf16 };
 // Storage order of an operand. C is always row-major; A and B are row-major ('N') or
 // column-major ('T', i.e. the transposed matrix stored row-major), as BLAS names them.
@@ -99,9 +101,35 @@ struct OpInfo {
   // (KTUNE_ROWS_*, kernel_templates/rows/rows_args.h; the same semantics as reference_row); -1 for
   // other ops.
   int row_op = -1;
+
+  // Ops of plain buffers (runner "buffers"; docs/ADDING_AN_OP.md): the kernels take one pointer
+  // per operand in this order, then every dimension as a long long, then every scalar as a float.
+  // The tuner fills the inputs, poisons the outputs, checks guard bytes around every buffer and
+  // compares the outputs with `reference`; the runtime, the C API (ktune_run) and Python
+  // (ktune.run) pass the caller's buffers in the same order.
+  struct Operand {
+    std::string name;
+    bool output = false; // written (and only written) by the kernels; inputs are only read
+    std::function<int64_t(const Problem&)> count; // elements, contiguous
+    double lo = -1, hi = 1;                       // inputs: uniform random values in [lo, hi)
+  };
+  std::vector<Operand> operands;
+  // The FP64 reference: in[i] holds the i-th input's values as the kernel reads them (rounded to
+  // the dtype); fills out[j] with the j-th output's exact values and mag[j] with the magnitude
+  // each element's rounding error scales with (the sum of the absolute values of its terms).
+  std::function<void(const Problem&, const std::vector<const double*>& in, const std::vector<double*>& out,
+                     const std::vector<double*>& mag)>
+      reference;
+  // The FP32 roundings an output element's terms pass through before its final rounding to the
+  // dtype (scale_add with one multiply and one fma: 2): its bound is the dtype's unit roundoff
+  // of |exact| plus gamma(roundings) of its magnitude (docs/ADDING_AN_OP.md, "Verification").
+  int roundings = 1;
+
+  // The op's kernel families, declared in its folder (builtin_families() collects them).
+  std::function<std::vector<Family>()> families;
 };
 
-// The registered ops (kernel_templates/ops.cpp lists them).
+// The registered ops (kernel_templates/ops.cpp lists them, one name each).
 const std::vector<OpInfo>& ops();
 // Throws UsageError listing the known ops when name is not one of them.
 const OpInfo& op_info(const std::string& name);

@@ -231,6 +231,15 @@ class Runtime {
   void rmsnorm(DType dt, int64_t rows, int64_t cols, const void* x, int64_t ldx, void* y, int64_t ldy, const void* weight,
                float eps = 1e-6f, CUstream stream = nullptr);
 
+  // Any op through one entry point (the C API's ktune_run and Python's ktune.run call it), its
+  // buffers in the op's order: GEMM's A, B, C (p's layout, leading dimensions, alpha and beta);
+  // a row op's x, y, weight, bias (null where none); an op of plain buffers (OpInfo::operands,
+  // e.g. scale_add's x, y, out) its operands, with p's scalars. The alignment class is narrowed
+  // to what the pointers allow, and a shape nobody tuned is served as rows() serves one (first
+  // use times the candidates, into scratch outputs). Throws UsageError on a wrong number of
+  // buffers or bad input, Error on CUDA or NVRTC failure.
+  void run(const Problem& p, const std::vector<void*>& buffers, CUstream stream = nullptr);
+
   // Handles for many calls of one problem (GemmCall, RowsCall above). Validate p (UsageError);
   // p's alignment class and alpha / beta are ignored (the pointers and the call give them).
   std::unique_ptr<GemmCall> gemm_call(const GemmProblem& p);
@@ -254,6 +263,8 @@ class Runtime {
                                      CUstream stream);
   void launch_prepared_rows(const void* prepared, const Problem& p, const void* x, void* y, const void* weight, const void* bias,
                             CUstream stream);
+  // The same for ops of plain buffers.
+  const void* prepared_buffers(const Problem& p, const std::vector<void*>& buffers, CUstream stream);
   // C = beta * C (alpha == 0 or K == 0; nothing for M or N == 0), reading neither A nor B.
   void scale_only(const GemmProblem& p, void* C, CUstream stream);
 

@@ -6,6 +6,7 @@
 #include <regex>
 
 #include "ktune/error.h"
+#include "gemm/gemm_families.h"
 #include "ktune/gemm_problem.h"
 
 namespace ktune {
@@ -115,6 +116,11 @@ OpInfo gemm_op_info() {
   o.scalars = {{"alpha", 1.0}, {"beta", 0.0}};
   o.baseline = "cublas";
   o.runner = "gemm";
+  o.families = [] {
+    return std::vector<Family>{gemm_naive_family(),  gemm_smem_family(), gemm_simt_family(),     gemm_skinny_family(),
+                               gemm_tf32x3_family(), gemm_tc16_family(), gemm_skinny16_family(), gemm_wgmma_family(),
+                               gemm_wgmma_tf32x3_family()};
+  };
   o.min_ld = [](const std::vector<int64_t>& d, const std::string& layout) {
     // K = 0 has a zero minimum leading dimension for some layouts; keep ld >= 1 so pointer
     // arithmetic stays defined.

@@ -30,6 +30,5 @@ RowsOpSpec spec() {
 } // namespace
 
 OpInfo layernorm_op_info() { return rows_op_info(spec()); }
-std::vector<Family> layernorm_families() { return rows_families(spec()); }
 
 } // namespace ktune

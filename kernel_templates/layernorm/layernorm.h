@@ -6,5 +6,4 @@
 
 namespace ktune {
 OpInfo layernorm_op_info();
-std::vector<Family> layernorm_families();
 } // namespace ktune

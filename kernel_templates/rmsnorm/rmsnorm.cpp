@@ -28,6 +28,5 @@ RowsOpSpec spec() {
 } // namespace
 
 OpInfo rmsnorm_op_info() { return rows_op_info(spec()); }
-std::vector<Family> rmsnorm_families() { return rows_families(spec()); }
 
 } // namespace ktune

@@ -6,5 +6,4 @@
 
 namespace ktune {
 OpInfo rmsnorm_op_info();
-std::vector<Family> rmsnorm_families();
 } // namespace ktune

@@ -381,6 +381,7 @@ OpInfo rows_op_info(const RowsOpSpec& s) {
   o.row_vectors = vectors;
   o.reference_row = s.reference_row;
   o.row_op = s.code;
+  o.families = [s] { return rows_families(s); };
   return o;
 }
 

@@ -28,6 +28,5 @@ RowsOpSpec spec() {
 } // namespace
 
 OpInfo softmax_op_info() { return rows_op_info(spec()); }
-std::vector<Family> softmax_families() { return rows_families(spec()); }
 
 } // namespace ktune

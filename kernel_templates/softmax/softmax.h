@@ -6,5 +6,4 @@
 
 namespace ktune {
 OpInfo softmax_op_info();
-std::vector<Family> softmax_families();
 } // namespace ktune

@@ -6,6 +6,7 @@
     ktune.tune(["4096x4096x4096"], budget_seconds=30)                  # search on the GPU, with a progress bar
     torch.ops.ktune.gemm(a, b)                 # the same GEMM as a PyTorch custom op (torch.compile traces it)
     ktune.softmax(x, scale=0.125); ktune.layer_norm(x, w, b); ktune.rms_norm(x, w)   # row ops, last dimension
+    ktune.run("scale_add", x, y, out, alpha=2.0)   # any registered op by name (ktune.ops() lists them)
 
 The package imports without PyTorch; the custom op is registered when torch can be imported.
 One ktune runtime per process and device, created on first use (ktune.configure() sets its
@@ -38,6 +39,7 @@ from ._runtime import best_config, configure, default_db_path, devices, runtime 
 from ._ktune import DEFAULT_CUBIN_CACHE  # noqa: E402
 from ._gemm import gemm  # noqa: E402
 from ._rows import layer_norm, rms_norm, softmax  # noqa: E402
+from ._ops import op, ops, run  # noqa: E402
 from ._tune import tune  # noqa: E402
 
 try:  # the PyTorch custom op ktune::gemm, where torch is installed
@@ -58,7 +60,10 @@ __all__ = [
     "devices",
     "gemm",
     "layer_norm",
+    "op",
+    "ops",
     "rms_norm",
+    "run",
     "runtime",
     "softmax",
     "tune",

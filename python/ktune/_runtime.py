@@ -146,9 +146,10 @@ def runtime(device=None, arch=None):
 _ROW_OPS = ("softmax", "layernorm", "rmsnorm")
 
 
-def best_config(m, n, k=None, dtype="f32", layout="NN", arch=None, device=None, op="gemm"):
+def best_config(m, n=None, k=None, dtype="f32", layout="NN", arch=None, device=None, op="gemm"):
     """What ktune runs for C (m x n) = A (m x k) B (k x n), or with op='softmax', 'layernorm' or
-    'rmsnorm' for a row op over m rows of n columns (no k, no layout): a dict with provenance
+    'rmsnorm' for a row op over m rows of n columns (no k, no layout), or for any other op
+    (ktune.ops()) with its dimensions in its order (scale_add: best_config(n, op='scale_add')): a dict with provenance
     (exact, nearest, default_config, cublas), family, config (parameter -> value), source,
     tuned_problem, why, candidates, recorded times, ... (include/ktune/runtime.h, Selection;
     `ktune query --json`).
@@ -157,15 +158,25 @@ def best_config(m, n, k=None, dtype="f32", layout="NN", arch=None, device=None, 
     GPU; otherwise the GPU `device` (default 0) is asked. layout: 'NN', 'NT', 'TN' or 'TT' (A, B
     row-major N or column-major T).
     """
-    if op not in ("gemm",) + _ROW_OPS:
-        raise _ktune.UsageError("best_config: op must be gemm, softmax, layernorm or rmsnorm (got %r)" % (op,))
-    dims = (("m", m), ("n", n), ("k", k)) if op == "gemm" else (("m (rows)", m), ("n (columns)", n))
-    if op != "gemm" and k is not None:
-        raise _ktune.UsageError("best_config: %s has rows and columns only (m, n); k must be left out" % op)
+    known = {o["name"]: o for o in _ktune.ops()}
+    if op not in known:
+        raise _ktune.UsageError("best_config: unknown op %r (known: %s)" % (op, ", ".join(known)))
+    if op == "gemm":
+        dims = (("m", m), ("n", n), ("k", k))
+    elif op in _ROW_OPS:
+        if k is not None:
+            raise _ktune.UsageError("best_config: %s has rows and columns only (m, n); k must be left out" % op)
+        dims = (("m (rows)", m), ("n (columns)", n))
+    else:  # any other op: its dimensions in its order, as many as it has
+        names = known[op]["dims"]
+        given = [v for v in (m, n, k) if v is not None]
+        if len(given) != len(names):
+            raise _ktune.UsageError("best_config: %s has dimensions %s; got %d" % (op, ", ".join(names), len(given)))
+        dims = tuple(zip(names, given))
     for name, v in dims:
         if isinstance(v, bool) or not isinstance(v, int) and not hasattr(v, "__index__"):
             raise _ktune.UsageError("best_config: %s must be an integer (got %r)" % (name, v))
     rt = runtime(device=device, arch=arch)
-    if op != "gemm":
-        return rt.best_config_rows(op, int(m), int(n), dtype_name(dtype))
-    return rt.best_config(int(m), int(n), int(k), dtype_name(dtype), str(layout))
+    if op == "gemm":
+        return rt.best_config(int(m), int(n), int(k), dtype_name(dtype), str(layout))
+    return rt.best_config_op(op, [int(v) for _, v in dims], dtype_name(dtype))

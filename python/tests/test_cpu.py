@@ -282,5 +282,26 @@ def test_best_config_answers_for_every_op():
     assert ktune.best_config(1024, 1024, 1024, arch="sm_90")["problem"] == "gemm/f32/NN/1024x1024x1024/a16"
     with pytest.raises(ktune.UsageError, match="k must be left out"):
         ktune.best_config(16, 4096, 8, op="softmax", arch="sm_90")
-    with pytest.raises(ktune.UsageError, match="op must be gemm, softmax, layernorm or rmsnorm"):
+    with pytest.raises(ktune.UsageError, match="unknown op .attention. .known: gemm, softmax"):
         ktune.best_config(16, 4096, op="attention", arch="sm_90")
+
+
+def test_ops_lists_every_op_with_its_operands():
+    ops = {o["name"]: o for o in ktune.ops()}
+    assert {"gemm", "softmax", "layernorm", "rmsnorm", "scale_add"} <= set(ops)
+    s = ops["scale_add"]
+    assert s["runner"] == "buffers" and s["dims"] == ["n"]
+    assert s["operands"] == [("x", False), ("y", False), ("out", True)]
+    assert [n for n, _ in s["scalars"]] == ["alpha", "beta"]
+
+
+def test_best_config_of_any_op_without_gpu():
+    s = ktune.best_config(1 << 20, op="scale_add", dtype="bf16", arch="sm_90")
+    assert s["provenance"] == "default" and s["problem"] == "scale_add/bf16/1048576/a16"
+    assert s["family"] in ("scale_add_simple", "scale_add_vec")
+    r = ktune.best_config(4096, 4096, op="softmax", dtype="bf16", arch="sm_90")
+    assert r["family"].startswith("softmax_")
+    with pytest.raises(ktune.UsageError, match="dimensions n"):
+        ktune.best_config(4, 4, op="scale_add", arch="sm_90")
+    with pytest.raises(ktune.UsageError, match="unknown op"):
+        ktune.best_config(4, op="scale_ad", arch="sm_90")

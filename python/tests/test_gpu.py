@@ -298,3 +298,34 @@ def test_repeated_calls_take_the_prepared_path_and_stay_right():
     assert (y2.double() - ref).norm().item() <= (2.0 ** -8 + 1e-5) * ref.norm().item()
     _runtime.reload()
     assert not _runtime.calls, "reload() must drop the prepared calls of the runtimes it replaces"
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+def test_run_serves_an_op_of_plain_buffers(dtype):
+    """ktune.run / ktune.op on scale_add (an op with no typed wrapper), against FP64 of the same
+    rounded inputs: the output's rounding plus FP32's two roundings of the terms."""
+    import torch
+    dt = getattr(torch, dtype)
+    g = torch.Generator(device="cuda").manual_seed(11)
+    for n in (1, 1000003, 1 << 22):
+        x = (torch.rand(n, device="cuda", generator=g) * 2 - 1).to(dt)
+        y = (torch.rand(n, device="cuda", generator=g) * 2 - 1).to(dt)
+        out = torch.empty_like(x)
+        ktune.run("scale_add", x, y, out, alpha=1.5, beta=-0.75)
+        ref = 1.5 * x.double() - 0.75 * y.double()
+        mag = (1.5 * x.double()).abs() + (0.75 * y.double()).abs()
+        u = {"float32": 2.0 ** -24, "bfloat16": 2.0 ** -8, "float16": 2.0 ** -11}[dtype]
+        bound = u * ref.abs() + 2.0 * 2.0 ** -24 * mag * 1.01 + 2.0 ** -25
+        torch.cuda.synchronize()
+        assert ((out.double() - ref).abs() <= bound).all(), (dtype, n)
+        # The same through a handle, a 2-D tensor (its element count is n), and in place.
+        x2 = x.reshape(1, n)
+        ktune.op("scale_add")(x2, y.reshape(1, n), x2, dims=(n,), alpha=1.5, beta=-0.75)
+        torch.cuda.synchronize()
+        assert torch.equal(x, out), (dtype, n)
+    with pytest.raises(ValueError, match="takes 3 tensors"):
+        ktune.run("scale_add", x, y)
+    with pytest.raises(ValueError, match="no scalar gamma"):
+        ktune.run("scale_add", x, y, out, gamma=2.0)
+    with pytest.raises(ValueError, match="dtype"):
+        ktune.run("scale_add", x, y.float() if dtype != "float32" else y.half(), out)

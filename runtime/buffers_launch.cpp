@@ -1,0 +1,33 @@
+#include "runtime/buffers_launch.h"
+
+#include "ktune/error.h"
+
+namespace ktune {
+
+BufferArgs::BufferArgs(const Problem& p, const std::vector<const void*>& buffers) {
+  const OpInfo& info = op_info(p.op);
+  if (buffers.size() != info.operands.size())
+    throw UsageError(p.key() + ": " + std::to_string(buffers.size()) + " buffers given, op " + p.op + " takes " +
+                     std::to_string(info.operands.size()));
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const int64_t n = info.operands[i].count(p);
+    if (n > 0 && !buffers[i]) throw UsageError(p.key() + ": buffer '" + info.operands[i].name + "' is null");
+    if (info.operands[i].output && n > 0) empty_ = false;
+    ptrs_.push_back(reinterpret_cast<CUdeviceptr>(buffers[i]));
+  }
+  for (int64_t d : p.dims) dims_.push_back(static_cast<long long>(d));
+  for (const auto& [name, value] : info.scalars) scalars_.push_back(static_cast<float>(p.scalar(name)));
+  for (auto& v : ptrs_) params_.push_back(&v);
+  for (auto& v : dims_) params_.push_back(&v);
+  for (auto& v : scalars_) params_.push_back(&v);
+}
+
+void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstream stream) {
+  if (args.empty()) return;
+  if (plan.workspace_bytes)
+    throw Error(m.context() + ": an op of plain buffers takes no workspace, the plan asks for " +
+                std::to_string(plan.workspace_bytes) + " bytes");
+  for (const LaunchStep& s : plan.steps) m.launch(s, stream, args.params());
+}
+
+} // namespace ktune

@@ -1,0 +1,41 @@
+// Launching the plan of an op of plain buffers (OpInfo::runner "buffers"): every kernel gets one
+// device pointer per operand in OpInfo::operands order, then each dimension as a long long, then
+// each scalar (the problem's, else the op's default) as a float. The one place the tuner's
+// runner, the runtime and its first use launch such an op through.
+#pragma once
+#include <cuda.h>
+
+#include <vector>
+
+#include "ktune/family.h"
+#include "ktune/problem.h"
+#include "runtime/module.h"
+
+namespace ktune {
+
+// The kernel arguments of one launch, kept together so that their addresses stay valid.
+class BufferArgs {
+ public:
+  // Throws UsageError naming the op when the number of buffers is not its number of operands or
+  // a buffer of a non-empty operand is null.
+  BufferArgs(const Problem& p, const std::vector<const void*>& buffers);
+  // params() points into this object's own vectors.
+  BufferArgs(const BufferArgs&) = delete;
+  BufferArgs& operator=(const BufferArgs&) = delete;
+  void** params() { return params_.data(); }
+  // True when every output operand is empty: there is nothing to launch.
+  bool empty() const { return empty_; }
+
+ private:
+  std::vector<CUdeviceptr> ptrs_;
+  std::vector<long long> dims_;
+  std::vector<float> scalars_;
+  std::vector<void*> params_;
+  bool empty_ = true;
+};
+
+// Every step of plan with args, in order; nothing when args is empty. Throws Error naming the
+// module when the plan asks for a workspace (the buffers ABI passes none).
+void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstream stream);
+
+} // namespace ktune
