@@ -49,12 +49,20 @@ class BuffersRunner : public OpRunner {
 
   void prepare(const Problem& p, uint64_t seed) override { prepare_at(p, seed, 0); }
 
-  // As served: every scalar away from its default (8x it; 0.5 where it is 0: a kernel that
-  // ignores the argument shows) and every buffer at the least-aligned offset p's class admits.
+  // As served: every scalar away from its default, and every buffer at the least-aligned offset
+  // p's class admits. The i-th scalar becomes (1.37 + 0.61 i) times its default (0.5 where that
+  // is 0), negated for odd i: no power of two (x8 would leave a bf16 input times the scalar exact,
+  // so a kernel that rounds its terms to 16 bits passed), no two alike (a kernel that swaps two
+  // scalars shows) and of both signs.
   void prepare(const Problem& p, uint64_t seed, Conditions c) override {
     if (c == Conditions::as_timed) return prepare_at(p, seed, 0);
     Problem q = p;
-    for (const auto& [name, value] : op_info(p.op).scalars) q.scalars[name] = value != 0 ? value * 8 : 0.5;
+    int i = 0;
+    for (const auto& [name, value] : op_info(p.op).scalars) {
+      const double f = (1.37 + 0.61 * i) * (i % 2 ? -1 : 1);
+      q.scalars[name] = (value != 0 ? value : 0.5) * f;
+      ++i;
+    }
     prepare_at(q, seed, least_aligned_offset(p));
   }
 

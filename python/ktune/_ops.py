@@ -2,11 +2,14 @@
 such as scale_add, which have no typed wrapper, and the others through the same generic path."""
 
 from . import _ktune
-from ._gemm import _err
 from ._rows import _current_stream, _dtype_codes
 from ._runtime import runtime
 
 _OPS = {}  # name -> the op's description (_ktune.ops()), filled on first use
+
+
+def _err(msg):
+    return _ktune.UsageError("ktune.run: " + msg)
 
 
 def ops():
@@ -49,7 +52,7 @@ def run(op, *buffers, dims=None, **scalars):
         if b.dtype not in codes:
             raise _err("%s has dtype %s; ktune serves float32, bfloat16 and float16" % (name, b.dtype))
         if b.dtype != first.dtype or b.device != first.device or not b.is_cuda:
-            raise _err("%s must be a CUDA tensor of %s on %s like the first (got %s on %s)"
+            raise _err("%s must be a CUDA tensor of the first's dtype and device, %s on %s (got %s on %s)"
                        % (name, first.dtype, first.device, b.dtype, b.device))
         if not b.is_contiguous():
             raise _err("%s must be contiguous" % name)
