@@ -1,38 +1,26 @@
-// Split-K epilogue of the half-precision GEMM kernels (gemm_splitk.cuh's twin for a bf16 / fp16 C;
-// that one, which writes FP32 C, is unchanged): each block of the main kernel writes its FP32
+// Split-K epilogue of the half-precision GEMM kernels: each block of the main kernel writes its FP32
 // partial product to slice blockIdx.z of the workspace (leading dimension ws_ld, see
-// gemm_workspace_ld) and this kernel adds the slices, applies alpha and beta and rounds once to C's
-// dtype. Launched exactly like gemm_splitk_reduce (add_splitk_reduce: KTUNE_SPLITK_REDUCE_VEC
-// columns a thread, 256 threads a block, a programmatic dependent of the main kernel on sm_90).
+// gemm_workspace_ld); this kernel adds the slices as gemm_splitk_reduce does (splitk_sum), applies
+// alpha and beta and rounds once to C's bf16 / fp16. Launched exactly like gemm_splitk_reduce
+// (add_splitk_reduce: KTUNE_SPLITK_REDUCE_VEC columns a thread, 256 threads a block, a programmatic
+// dependent of the main kernel on sm_90).
 #pragma once
 #include "gemm_half16.cuh"
+#include "gemm_splitk.cuh"
 
-// Adds the SPLITK partial products in slice order (bit-for-bit repeatable). One thread per 4
-// consecutive elements of a row of C: workspace rows always take float4 loads; C takes one 8-byte
-// access where the thread's 4 halves are inside N and 8-byte aligned, else 4 single ones, so the
-// one cubin serves every N, ldc and alignment of C. beta == 0 never reads C.
+// One thread per 4 consecutive elements of a row of C: C takes one 8-byte access where the
+// thread's 4 halves are inside N and 8-byte aligned, else 4 single ones, so the one cubin serves
+// every N, ldc and alignment of C. beta == 0 never reads C.
 template <int SPLITK, int F16>
 __global__ void __launch_bounds__(256) gemm_splitk_reduce16(KtuneGemmArgs p) {
   using namespace ktune_dev;
   using namespace ktune_dev::half16;
   constexpr int V = KTUNE_SPLITK_REDUCE_VEC;
   static_assert(V == 4, "four halves are one 8-byte access");
-  wait_for_previous_grid();
-  const int groups = (p.N + V - 1) / V;
-  const long long idx = blockIdx.x * 256ll + threadIdx.x;
-  if (idx >= (long long)p.M * groups) return;
-  const long long row = idx / groups;
-  const int col = int(idx % groups) * V;
-  const long long slice = (long long)p.M * p.ws_ld;
-  const float* w = p.workspace + row * p.ws_ld + col;
+  long long row;
+  int col;
   float sum[V];
-#pragma unroll
-  for (int e = 0; e < V; ++e) sum[e] = 0.0f;
-#pragma unroll
-  for (int z = 0; z < SPLITK; ++z) {
-    const float4 v = *reinterpret_cast<const float4*>(w + z * slice);
-    sum[0] += v.x, sum[1] += v.y, sum[2] += v.z, sum[3] += v.w;
-  }
+  if (!splitk_sum<SPLITK, V>(p, row, col, sum)) return;
   unsigned short* const c = reinterpret_cast<unsigned short*>(p.C) + row * p.ldc + col;
   if (col + V <= p.N && reinterpret_cast<unsigned long long>(c) % 8 == 0) {
     float r[V];
