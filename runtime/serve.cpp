@@ -2,6 +2,7 @@
 // problem found by key or resolved, compiled and kept), the row ops, run (any op by its buffers;
 // the ops of plain buffers), and the prepared launches the call handles (calls.cpp) keep.
 #include <algorithm>
+#include <functional>
 
 #include "gemm/gemm_families.h"
 #include "ktune/error.h"
@@ -152,26 +153,36 @@ void Runtime::rows(const Problem& problem, const void* x, void* y, const void* w
     launch_prepared_rows(prep, p, x, y, weight, bias, stream);
 }
 
-const void* Runtime::prepared_rows(const Problem& p, const void* x, void* y, const void* weight, const void* bias,
-                                   CUstream stream) {
+// The prepared launch of a problem that best_config(Problem) serves (row ops, ops of plain buffers):
+// found by key, else resolved (first use measures through `resolve`) and prepared. Inside a stream
+// capture, where nothing can be timed, the first candidate runs through `run_once` without being
+// kept, so that a later call outside the capture measures; null then.
+const void* Runtime::prepared_generic(const Problem& p, const char* entry, const std::function<Selection()>& resolve,
+                                      const std::function<void(Module&, const LaunchPlan&)>& run_once) {
   const std::string key = p.key();
   Impl& m = *impl_;
   if (const Prepared* known = m.find_prepared(key)) return known;
   Selection sel = best_config(p); // validates
   m.ensure_context();
   if (sel.measure_pending) {
-    sel = m.resolve_rows(p, x, weight, bias, stream, *this);
-    // Still pending: inside a stream capture, where nothing can be timed. Run the first
-    // candidate without keeping it, so that a later call outside the capture measures.
+    sel = resolve();
     if (sel.measure_pending) {
       const Family* f = m.family(sel.family);
-      if (!f) throw UsageError("ktune::Runtime::rows: unknown family '" + sel.family + "'");
+      if (!f) throw UsageError(std::string(entry) + ": unknown family '" + sel.family + "'");
       const Config c = f->canonical(sel.config);
-      ::ktune::launch_rows(*m.module_async(*f, c, p)(), f->launch_plan(c, p), rows_args(p, x, y, weight, bias), stream);
+      run_once(*m.module_async(*f, c, p)(), f->launch_plan(c, p));
       return nullptr;
     }
   }
   return prepare(key, p, sel);
+}
+
+const void* Runtime::prepared_rows(const Problem& p, const void* x, void* y, const void* weight, const void* bias,
+                                   CUstream stream) {
+  if (const Prepared* known = impl_->find_prepared(p.key())) return known;
+  return prepared_generic(
+      p, "ktune::Runtime::rows", [&] { return impl_->resolve_rows(p, x, weight, bias, stream, *this); },
+      [&](Module& mod, const LaunchPlan& plan) { ::ktune::launch_rows(mod, plan, rows_args(p, x, y, weight, bias), stream); });
 }
 
 void Runtime::launch_prepared_rows(const void* prepared, const Problem& p, const void* x, void* y, const void* weight,
@@ -214,24 +225,12 @@ void Runtime::run(const Problem& problem, const std::vector<void*>& buffers, CUs
 }
 
 const void* Runtime::prepared_buffers(const Problem& p, const std::vector<void*>& buffers, CUstream stream) {
-  const std::string key = p.key();
-  Impl& m = *impl_;
-  if (const Prepared* known = m.find_prepared(key)) return known;
-  Selection sel = best_config(p); // validates
-  m.ensure_context();
-  if (sel.measure_pending) {
-    sel = m.resolve_buffers(p, buffers, stream, *this);
-    // Inside a stream capture: run the first candidate without keeping it (as prepared_rows).
-    if (sel.measure_pending) {
-      const Family* f = m.family(sel.family);
-      if (!f) throw UsageError("ktune::Runtime::run: unknown family '" + sel.family + "'");
-      const Config c = f->canonical(sel.config);
-      BufferArgs a(p, std::vector<const void*>(buffers.begin(), buffers.end()));
-      launch_buffers(*m.module_async(*f, c, p)(), f->launch_plan(c, p), a, stream);
-      return nullptr;
-    }
-  }
-  return prepare(key, p, sel);
+  return prepared_generic(
+      p, "ktune::Runtime::run", [&] { return impl_->resolve_buffers(p, buffers, stream, *this); },
+      [&](Module& mod, const LaunchPlan& plan) {
+        BufferArgs a(p, std::vector<const void*>(buffers.begin(), buffers.end()));
+        launch_buffers(mod, plan, a, stream);
+      });
 }
 
 namespace {

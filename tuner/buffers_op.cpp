@@ -114,13 +114,10 @@ class BuffersRunner : public OpRunner {
     r.rel_error = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
     r.norm_bound = ref2 > 0 ? std::sqrt(allow2 / ref2) : std::sqrt(allow2);
     r.pass = r.nonfinite == 0 && r.violations == 0 && r.guard_writes == 0 && r.input_writes == 0;
-    r.conditions = offset_ ? "as served (scalars away from their defaults, pointers " + std::to_string(offset_) +
-                                 " B past a 256-byte boundary)"
-                           : "as timed";
+    r.conditions = conditions_text(offset_);
     return r;
   }
 
-  void run_baseline(CUstream) override { throw Error("op " + p_.op + " has no baseline library in C++"); }
 
   void run_runtime(Runtime& rt, CUstream stream) override {
     rt.run(p_, mutable_pointers(), stream);

@@ -30,6 +30,9 @@ const char* to_string(Conditions c);
 // The offset from a 256-byte boundary at which Conditions::as_served places every buffer: p's
 // alignment class (16 B for class 16, ...), never below an element.
 size_t least_aligned_offset(const Problem& p);
+// What a VerifyResult's `conditions` says for buffers placed `offset` bytes past a 256-byte
+// boundary: "as timed" at 0, else "as served (...)".
+std::string conditions_text(size_t offset);
 
 struct VerifyResult {
   double rel_error = 0;      // ||out - ref||_F / ||ref||_F (absolute when ref is all zeros)
@@ -64,9 +67,9 @@ class OpRunner {
   // a family of these numerics (docs/TEMPLATES.md, "Verification"); synchronizes.
   virtual VerifyResult verify(CUstream stream, Numerics numerics) = 0;
   VerifyResult verify(CUstream stream) { return verify(stream, Numerics::standard); }
-  // Runs the op's baseline (OpInfo::baseline) on the prepared buffers; throws Error for an op
-  // without one.
-  virtual void run_baseline(CUstream stream) = 0;
+  // Runs the op's baseline (OpInfo::baseline) on the prepared buffers; by default (an op without
+  // one) throws Error.
+  virtual void run_baseline(CUstream stream);
   // Runs the runtime's entry point for the op on the prepared buffers, as an application calls
   // it (ktune bench).
   virtual void run_runtime(Runtime& rt, CUstream stream) = 0;

@@ -42,6 +42,14 @@ const char* to_string(Conditions c) { return c == Conditions::as_served ? "as se
 
 size_t least_aligned_offset(const Problem& p) { return size_t(std::max(p.align, element_bytes(p.dtype))); }
 
+std::string conditions_text(size_t offset) {
+  return offset ? "as served (scalars away from their defaults, pointers " + std::to_string(offset) +
+                      " B past a 256-byte boundary)"
+                : "as timed";
+}
+
+void OpRunner::run_baseline(CUstream) { throw Error("this op has no baseline library in C++"); }
+
 void OpRunner::prepare(const Problem& p, uint64_t seed, Conditions c) {
   if (c == Conditions::as_timed) return prepare(p, seed);
   throw Error("op " + p.op + " has no check as served: its configs cannot be verified for the runtime");

@@ -151,13 +151,10 @@ class RowsRunner : public OpRunner {
     std::memcpy(d, &w[4], sizeof d);
     s.worst_ratio = d[0], s.err2 = d[1], s.ref2 = d[2], s.ideal2 = d[3], s.allow2 = d[4];
     VerifyResult r = rows_verdict(s, p_.dtype);
-    r.conditions = offset_ ? "as served (scalars away from their defaults, pointers " + std::to_string(offset_) +
-                                 " B past a 256-byte boundary)"
-                           : "as timed";
+    r.conditions = conditions_text(offset_);
     return r;
   }
 
-  void run_baseline(CUstream) override { throw Error("op " + p_.op + " has no baseline library in C++"); }
   void run_runtime(Runtime& rt, CUstream stream) override {
     const KtuneRowsArgs a = args();
     rt.rows(p_, a.x, a.y, a.weight, a.bias, stream);
