@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "ktune/error.h"
+#include "ktune/gemm_problem.h"
 #include "runtime/cuda_check.h"
 #include "runtime/tensor_map_cache.h"
 
@@ -67,18 +68,22 @@ KtuneGemmTmaArgs tma_args(const LaunchStep& s, const KtuneGemmArgs& a, const std
     return o.packed_offset < 0 ? std::pair<const void*, long long>{ptr, ld}
                                : std::pair<const void*, long long>{reinterpret_cast<const char*>(a.workspace) + o.packed_offset, o.packed_ld};
   };
+  // Every TMA step maps A and B; C only where the kernel stores it with TMA.
+  const LaunchStep::TmaOperand* ma = s.tma_of(gemm_a);
+  const LaunchStep::TmaOperand* mb = s.tma_of(gemm_b);
+  if (!ma || !mb) throw Error(context + ": a TMA step without tensor maps of A and B");
   if (a.K > 0) {
-    const auto [pa, lda] = source(a.A, a.lda, s.tma_a);
-    const auto [pb, ldb] = source(a.B, a.ldb, s.tma_b);
-    t.a = encode_operand(pa, lda, a.M, a.K, s.tma_a, context, "tensor map of A");
-    t.b = encode_operand(pb, ldb, a.N, a.K, s.tma_b, context, "tensor map of B");
+    const auto [pa, lda] = source(a.A, a.lda, *ma);
+    const auto [pb, ldb] = source(a.B, a.ldb, *mb);
+    t.a = encode_operand(pa, lda, a.M, a.K, *ma, context, "tensor map of A");
+    t.b = encode_operand(pb, ldb, a.N, a.K, *mb, context, "tensor map of B");
   }
   // C (row-major: N contiguous, M rows of ldc) for kernels that store it with TMA; needed with
   // K = 0 too (C = beta * C is then stored through it). A swapped step (LaunchStep::swap_ab) has
   // M and N swapped in a, but C is the caller's: its rows are a.N, its contiguous extent a.M.
-  if (s.tma_c.box_inner > 0)
-    t.c = s.swap_ab ? encode_operand(a.C, a.ldc, a.N, a.M, s.tma_c, context, "tensor map of C")
-                    : encode_operand(a.C, a.ldc, a.M, a.N, s.tma_c, context, "tensor map of C");
+  if (const LaunchStep::TmaOperand* mc = s.tma_of(gemm_c))
+    t.c = s.swap_ab ? encode_operand(a.C, a.ldc, a.N, a.M, *mc, context, "tensor map of C")
+                    : encode_operand(a.C, a.ldc, a.M, a.N, *mc, context, "tensor map of C");
   return t;
 }
 
@@ -115,7 +120,7 @@ void launch_gemm(Module& m, const LaunchPlan& plan, const KtuneGemmArgs& args, C
   for (const auto& s : plan.steps) {
     KtuneGemmArgs& sa = s.swap_ab ? swapped : a;
     void* params[] = {&sa};
-    if (s.tma) {
+    if (s.tma()) {
       KtuneGemmTmaArgs t = tma_args(s, sa, m.context());
       void* tma_params[] = {&t};
       m.launch(s, stream, tma_params);

@@ -1,5 +1,7 @@
 #include "tuner/json_io.h"
 
+#include <tuple>
+#include <vector>
 
 #include "ktune/error.h"
 #include "core/json_text.h"
@@ -54,78 +56,101 @@ Problem problem_from_json(const nlohmann::json& j, const std::string& where, con
   }
 }
 
+namespace {
+
+// A launch plan's JSON from one description per struct: each field's name and member, written
+// when it differs from the struct's default (so a plain step says only what it has), read back
+// where present. The worker must launch exactly what the runtime launches: a field missing here
+// would be lost on the way to the worker (a TMA kernel without its maps reads garbage; a swapped
+// step without swap_ab computes the wrong product), so every field of LaunchStep and TmaOperand
+// is listed, and tests/tuner/worker_test.cpp round-trips every family's plans.
+template <class S, class T>
+struct Field {
+  const char* name;
+  T S::*member;
+};
+template <class S, class T>
+constexpr Field<S, T> field(const char* name, T S::*member) {
+  return {name, member};
+}
+
+template <class T>
+nlohmann::json value_json(const T& v) {
+  return v;
+}
+nlohmann::json value_json(const unsigned (&v)[3]) { return {v[0], v[1], v[2]}; }
+nlohmann::json value_json(const std::vector<LaunchStep::TmaOperand>& maps);
+
+template <class T>
+void read_value(const nlohmann::json& j, T& v) {
+  v = j.get<T>();
+}
+void read_value(const nlohmann::json& j, unsigned (&v)[3]) {
+  for (int i = 0; i < 3; ++i) v[i] = j.at(i).get<unsigned>();
+}
+void read_value(const nlohmann::json& j, std::vector<LaunchStep::TmaOperand>& maps);
+
+template <class T>
+bool same(const T& a, const T& b) {
+  return a == b;
+}
+bool same(const unsigned (&a)[3], const unsigned (&b)[3]) { return a[0] == b[0] && a[1] == b[1] && a[2] == b[2]; }
+// The default is no maps: a step with any writes them all.
+bool same(const std::vector<LaunchStep::TmaOperand>& a, const std::vector<LaunchStep::TmaOperand>& b) {
+  return a.empty() && b.empty();
+}
+
+template <class S, class... F>
+nlohmann::json to_json_by(const S& s, const std::tuple<F...>& fields) {
+  nlohmann::json j = nlohmann::json::object();
+  const S dflt{};
+  std::apply([&](const auto&... f) { ((same(s.*(f.member), dflt.*(f.member)) ? void() : void(j[f.name] = value_json(s.*(f.member)))), ...); },
+             fields);
+  return j;
+}
+
+template <class S, class... F>
+S from_json_by(const nlohmann::json& j, const std::tuple<F...>& fields) {
+  S s{};
+  std::apply([&](const auto&... f) { ((j.contains(f.name) ? read_value(j.at(f.name), s.*(f.member)) : void()), ...); }, fields);
+  return s;
+}
+
+const auto kTmaFields = std::make_tuple(
+    field("operand", &LaunchStep::TmaOperand::operand), field("k_inner", &LaunchStep::TmaOperand::k_inner),
+    field("box_inner", &LaunchStep::TmaOperand::box_inner), field("box_outer", &LaunchStep::TmaOperand::box_outer),
+    field("packed_offset", &LaunchStep::TmaOperand::packed_offset), field("packed_ld", &LaunchStep::TmaOperand::packed_ld),
+    field("elem_bytes", &LaunchStep::TmaOperand::elem_bytes), field("swizzle_bytes", &LaunchStep::TmaOperand::swizzle_bytes),
+    field("stacked", &LaunchStep::TmaOperand::stacked));
+
+const auto kStepFields = std::make_tuple(
+    field("kernel", &LaunchStep::kernel), field("grid", &LaunchStep::grid), field("block", &LaunchStep::block),
+    field("smem", &LaunchStep::dynamic_smem), field("overlap_previous", &LaunchStep::overlap_previous),
+    field("balance_clusters", &LaunchStep::balance_clusters), field("persistent", &LaunchStep::persistent),
+    field("swap_ab", &LaunchStep::swap_ab), field("tma_maps", &LaunchStep::tma_maps));
+
+nlohmann::json value_json(const std::vector<LaunchStep::TmaOperand>& maps) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& m : maps) a.push_back(to_json_by(m, kTmaFields));
+  return a;
+}
+void read_value(const nlohmann::json& j, std::vector<LaunchStep::TmaOperand>& maps) {
+  maps.clear();
+  for (const auto& m : j) maps.push_back(from_json_by<LaunchStep::TmaOperand>(m, kTmaFields));
+}
+
+} // namespace
+
 nlohmann::json plan_to_json(const LaunchPlan& p) {
   nlohmann::json steps = nlohmann::json::array();
-  for (const auto& s : p.steps) {
-    nlohmann::json step = {{"kernel", s.kernel},
-                           {"grid", {s.grid[0], s.grid[1], s.grid[2]}},
-                           {"block", {s.block[0], s.block[1], s.block[2]}},
-                           {"smem", s.dynamic_smem},
-                           {"overlap_previous", s.overlap_previous}};
-    if (s.balance_clusters) step["balance_clusters"] = true; // (absent: the default policy, as before)
-    if (s.persistent) step["persistent"] = true;             // (absent: the grid as planned, as before)
-    if (s.swap_ab) step["swap_ab"] = true;                   // (absent: A and B as given, as before)
-    // Only TMA steps carry their tensor-map boxes (the other steps' JSON is as before).
-    if (s.tma) {
-      auto op = [](const LaunchStep::TmaOperand& o) {
-        nlohmann::json j = {{"k_inner", o.k_inner}, {"box", {o.box_inner, o.box_outer}}};
-        if (o.packed_offset >= 0) j["packed"] = {o.packed_offset, o.packed_ld}; // read from the workspace copy
-        // FP32 operands (gemm_wgmma_tf32x3) only: the half families' JSON is as before.
-        if (o.elem_bytes != 2 || o.swizzle_bytes != 128 || o.stacked != 1)
-          j["elements"] = {{"bytes", o.elem_bytes}, {"swizzle", o.swizzle_bytes}, {"stacked", o.stacked}};
-        return j;
-      };
-      step["tma"] = {{"a", op(s.tma_a)}, {"b", op(s.tma_b)}};
-      if (s.tma_c.box_inner > 0) step["tma"]["c"] = op(s.tma_c); // (absent: C stored without TMA, as before)
-    }
-    steps.push_back(std::move(step));
-  }
+  for (const auto& s : p.steps) steps.push_back(to_json_by(s, kStepFields));
   return {{"steps", steps}, {"workspace", p.workspace_bytes}};
 }
 
 LaunchPlan plan_from_json(const nlohmann::json& j) {
   LaunchPlan p;
   p.workspace_bytes = j.at("workspace").get<size_t>();
-  for (const auto& s : j.at("steps")) {
-    LaunchStep st;
-    st.kernel = s.at("kernel").get<int>();
-    for (int i = 0; i < 3; ++i) {
-      st.grid[i] = s.at("grid")[i].get<unsigned>();
-      st.block[i] = s.at("block")[i].get<unsigned>();
-    }
-    st.dynamic_smem = s.at("smem").get<unsigned>();
-    // The worker must launch what the runtime launches: a step that overlaps its predecessor
-    // times differently from one that waits for it.
-    st.overlap_previous = s.at("overlap_previous").get<bool>();
-    st.balance_clusters = s.value("balance_clusters", false);
-    st.persistent = s.value("persistent", false);
-    // Without it a kernel that computes C^T = B^T A^T would get A and B as given: a wrong result.
-    st.swap_ab = s.value("swap_ab", false);
-    // A TMA kernel launched without its tensor maps reads garbage maps (an illegal instruction).
-    if (s.contains("tma")) {
-      auto op = [](const nlohmann::json& o) {
-        LaunchStep::TmaOperand r;
-        r.k_inner = o.at("k_inner").get<bool>();
-        r.box_inner = o.at("box")[0].get<unsigned>();
-        r.box_outer = o.at("box")[1].get<unsigned>();
-        // Without it a packed operand's map would read the unaligned original (a failed encode).
-        if (o.contains("packed")) r.packed_offset = o.at("packed")[0].get<long long>(), r.packed_ld = o.at("packed")[1].get<long long>();
-        // Without it an FP32 operand's map would read 16-bit words (wrong strides and swizzle).
-        if (o.contains("elements")) {
-          const auto& e = o.at("elements");
-          r.elem_bytes = e.at("bytes").get<unsigned>(), r.swizzle_bytes = e.at("swizzle").get<unsigned>();
-          r.stacked = e.at("stacked").get<unsigned>();
-        }
-        return r;
-      };
-      st.tma = true;
-      st.tma_a = op(s.at("tma").at("a"));
-      st.tma_b = op(s.at("tma").at("b"));
-      // Without it a TMA-store kernel would store through an unset map.
-      if (s.at("tma").contains("c")) st.tma_c = op(s.at("tma").at("c"));
-    }
-    p.steps.push_back(st);
-  }
+  for (const auto& s : j.at("steps")) p.steps.push_back(from_json_by<LaunchStep>(s, kStepFields));
   return p;
 }
 

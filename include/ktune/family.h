@@ -54,12 +54,14 @@ struct LaunchStep {
   // its A and A as its B, with M and N and lda and ldb swapped (the tensor maps too); the kernel
   // stores C transposed itself, so C and ldc stay the caller's.
   bool swap_ab = false;
-  // TMA (sm_90): the kernel takes KtuneGemmTmaArgs instead of KtuneGemmArgs, with 2D tensor maps of
-  // A and B (per TmaOperand: element size, swizzle, stacked copies; zero fill outside) that launch_gemm encodes for each
-  // launch's pointers and sizes. Per operand: whether its contiguous dimension is K (A row-major, B
-  // column-major) or M / N, and the box (elements along the contiguous dimension, then along the
-  // other) that one copy moves. tma = false: the plain argument block.
+  // TMA (sm_90): the tensor maps the step's kernel takes, one per operand it reads or writes
+  // through TMA. A step with any takes its op's TMA argument block (GEMM: KtuneGemmTmaArgs) with the
+  // maps encoded for each launch's pointers and sizes (launch_gemm); without, the plain one. Per
+  // map: the operand (in the op's order; GEMM: GemmOperand, A B C), whether its contiguous
+  // dimension is K (A row-major, B column-major, C always: row-major, N contiguous) or M / N, and
+  // the box (elements along the contiguous dimension, then along the other) one copy moves.
   struct TmaOperand {
+    int operand = 0;
     bool k_inner = false;
     unsigned box_inner = 0, box_outer = 0;
     // >= 0: an earlier step of the plan packed the operand into the workspace (16-byte rows), at
@@ -72,11 +74,14 @@ struct LaunchStep {
     // halves, then the small ones): the map's M / N extent is this many times the problem's.
     unsigned stacked = 1;
   };
-  bool tma = false;
-  TmaOperand tma_a, tma_b;
-  // box_inner > 0: the kernel also stores C through a tensor map (KtuneGemmTmaArgs::c; C is
-  // row-major, so N is its contiguous dimension: k_inner = true, box 64 x rows).
-  TmaOperand tma_c;
+  std::vector<TmaOperand> tma_maps;
+  bool tma() const { return !tma_maps.empty(); }
+  // The map of `operand`, or null when the step has none for it.
+  const TmaOperand* tma_of(int operand) const {
+    for (const auto& m : tma_maps)
+      if (m.operand == operand) return &m;
+    return nullptr;
+  }
 };
 
 struct LaunchPlan {

@@ -9,6 +9,9 @@
 
 namespace ktune {
 
+// GEMM's operands in the op's order (LaunchStep::TmaOperand::operand).
+enum GemmOperand : int { gemm_a = 0, gemm_b = 1, gemm_c = 2 };
+
 // C (M x N, row-major) = alpha * A (M x K) * B (K x N) + beta * C.
 struct GemmProblem {
   int64_t m = 0, n = 0, k = 0;

@@ -301,25 +301,25 @@ Family gemm_wgmma_family() {
           // The boxes gemm_wgmma_tma's tma_tile copies: a K-major operand (A row-major, B
           // column-major) in one box of 64 K x its tile rows, an MN-major one in 64 x 64 blocks.
           const bool a_k = kernel_a_kmajor(c, p), b_k = kernel_b_kmajor(c, p);
-          main.tma = true;
           // MC: a CTA loads half of the shared operand's tile (tma_tile_shared): K-major, half the
           // rows; MN-major 64 wide, half the K lines (wider ones: every other 64 x 64 block).
           auto box = [](bool k_major, int extent, bool shared) {
             return k_major ? unsigned(extent / (shared ? 2 : 1)) : shared && extent == 64 ? 32u : 64u;
           };
-          main.tma_a = {a_k, 64, box(a_k, c["BM"], c["MC"] == 2)};
-          main.tma_b = {b_k, 64, box(b_k, c["BN"], c["MC"] == 1)};
+          main.tma_maps = {{gemm_a, a_k, 64, box(a_k, c["BM"], c["MC"] == 2)},
+                           {gemm_b, b_k, 64, box(b_k, c["BN"], c["MC"] == 1)}};
           // EPI 1, 2: each consumer warpgroup stores its rows of the tile in 64-column boxes (EPI 3
           // stores without TMA: C may not be a valid tensor map).
           // SWAP: staged transposed, a box of 64 of C's columns (the warpgroup's rows) by BN rows.
-          if (c["EPI"] == 1 || c["EPI"] == 2) main.tma_c = {true, 64, unsigned(c["SWAP"] ? c["BN"] : rows_per_consumer(c))};
+          if (c["EPI"] == 1 || c["EPI"] == 2)
+            main.tma_maps.push_back({gemm_c, true, 64, unsigned(c["SWAP"] ? c["BN"] : rows_per_consumer(c))});
           if (c["PACK"]) { // the copies follow the split-K slices
             // A programmatic dependent of gemm_pack16: its producer waits for the copies before
             // its first load, the rest of its set-up overlaps the copy's last blocks.
             main.overlap_previous = true;
             const GemmPackedOperands q = gemm_packed_operands(pack_of(c), p, gemm_splitk_workspace_bytes(c["SPLITK"], p));
-            main.tma_a.packed_offset = static_cast<long long>(q.a_offset), main.tma_a.packed_ld = q.a_ld;
-            main.tma_b.packed_offset = static_cast<long long>(q.b_offset), main.tma_b.packed_ld = q.b_ld;
+            main.tma_maps[0].packed_offset = static_cast<long long>(q.a_offset), main.tma_maps[0].packed_ld = q.a_ld;
+            main.tma_maps[1].packed_offset = static_cast<long long>(q.b_offset), main.tma_maps[1].packed_ld = q.b_ld;
           }
         }
         if (c["SK"]) {

@@ -97,14 +97,15 @@ Family gemm_wgmma_tf32x3_family() {
         main.grid[2] = static_cast<unsigned>(c["SPLITK"]);
         main.block[0] = static_cast<unsigned>(threads(c));
         main.dynamic_smem = static_cast<unsigned>(smem_bytes(c));
-        main.tma = true;
         const size_t a_offset = gemm_splitk_workspace_bytes(c["SPLITK"], p);
         const size_t b_offset = a_offset + size_t(2 * p.m) * size_t(split_ld(p)) * sizeof(float);
-        for (auto [o, rows, offset] : {std::tuple{&main.tma_a, c["BM"], a_offset}, std::tuple{&main.tma_b, c["BN"], b_offset}}) {
-          o->k_inner = true;
-          o->box_inner = unsigned(c["BK"]), o->box_outer = unsigned(rows);
-          o->packed_offset = static_cast<long long>(offset), o->packed_ld = split_ld(p);
-          o->elem_bytes = 4, o->swizzle_bytes = unsigned(c["BK"]) * 4, o->stacked = 2;
+        for (auto [operand, rows, offset] : {std::tuple{gemm_a, c["BM"], a_offset}, std::tuple{gemm_b, c["BN"], b_offset}}) {
+          LaunchStep::TmaOperand o;
+          o.operand = operand, o.k_inner = true;
+          o.box_inner = unsigned(c["BK"]), o.box_outer = unsigned(rows);
+          o.packed_offset = static_cast<long long>(offset), o.packed_ld = split_ld(p);
+          o.elem_bytes = 4, o.swizzle_bytes = unsigned(c["BK"]) * 4, o.stacked = 2;
+          main.tma_maps.push_back(o);
         }
         plan.steps.push_back(main);
         add_splitk_reduce(plan, p, c["SPLITK"]); // kernel 1; sizes the slices

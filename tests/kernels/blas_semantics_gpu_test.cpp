@@ -446,14 +446,14 @@ void launch_raw(Module& m, const LaunchPlan& plan, const KtuneGemmArgs& a) {
   std::swap(swapped.A, swapped.B), std::swap(swapped.lda, swapped.ldb), std::swap(swapped.M, swapped.N);
   for (const auto& s : plan.steps) {
     KtuneGemmArgs sa = s.swap_ab ? swapped : a;
-    if (!s.tma) {
+    if (!s.tma()) {
       void* params[] = {&sa};
       m.launch(s, nullptr, params);
       continue;
     }
     KtuneGemmTmaArgs t{};
     t.g = sa;
-    if (s.tma_c.box_inner > 0) t.c = c_tensor_map(a, s.tma_c);
+    if (const auto* mc = s.tma_of(gemm_c)) t.c = c_tensor_map(a, *mc);
     void* params[] = {&t};
     m.launch(s, nullptr, params);
   }

@@ -160,17 +160,17 @@ TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
     const auto p = half_problem(4096, 4096, 4096, l, DType::bf16);
     ASSERT_TRUE(f.valid(tma, p, d)) << l;
     const LaunchStep s = f.launch_plan(tma, p).main_step();
-    EXPECT_TRUE(s.tma);
+    EXPECT_TRUE(s.tma());
     EXPECT_EQ(s.block[0], 384u);
     const bool a_k = p.a == Layout::row, b_k = p.b == Layout::col;
-    EXPECT_EQ(s.tma_a.k_inner, a_k) << l;
-    EXPECT_EQ(s.tma_b.k_inner, b_k) << l;
-    EXPECT_EQ(s.tma_a.box_inner, 64u);
-    EXPECT_EQ(s.tma_a.box_outer, a_k ? 128u : 64u) << l;
-    EXPECT_EQ(s.tma_b.box_outer, b_k ? 256u : 64u) << l;
+    EXPECT_EQ(s.tma_of(gemm_a)->k_inner, a_k) << l;
+    EXPECT_EQ(s.tma_of(gemm_b)->k_inner, b_k) << l;
+    EXPECT_EQ(s.tma_of(gemm_a)->box_inner, 64u);
+    EXPECT_EQ(s.tma_of(gemm_a)->box_outer, a_k ? 128u : 64u) << l;
+    EXPECT_EQ(s.tma_of(gemm_b)->box_outer, b_k ? 256u : 64u) << l;
     Config plain = tma;
     plain.set("TMA", 0);
-    EXPECT_FALSE(f.launch_plan(plain, p).main_step().tma);
+    EXPECT_FALSE(f.launch_plan(plain, p).main_step().tma());
     EXPECT_EQ(f.launch_plan(plain, p).main_step().block[0], 256u);
   }
   const Config old = f.canonical(Config::from_json(R"({"BM":256,"BN":128,"WG":2,"ST":4,"SWZ":8})"));
@@ -191,10 +191,10 @@ TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
     const LaunchStep& s = plan.main_step();
     const int64_t a_rows = p.a == Layout::row ? 3008 : 832, a_ld = p.a == Layout::row ? 832 : 3008;
     const int64_t b_rows = p.b == Layout::row ? 832 : 1024, b_ld = p.b == Layout::row ? 1024 : 832;
-    EXPECT_EQ(s.tma_a.packed_offset, 0) << l;
-    EXPECT_EQ(s.tma_a.packed_ld, a_ld) << l;
-    EXPECT_EQ(s.tma_b.packed_offset, a_rows * a_ld * 2) << l;
-    EXPECT_EQ(s.tma_b.packed_ld, b_ld) << l;
+    EXPECT_EQ(s.tma_of(gemm_a)->packed_offset, 0) << l;
+    EXPECT_EQ(s.tma_of(gemm_a)->packed_ld, a_ld) << l;
+    EXPECT_EQ(s.tma_of(gemm_b)->packed_offset, a_rows * a_ld * 2) << l;
+    EXPECT_EQ(s.tma_of(gemm_b)->packed_ld, b_ld) << l;
     EXPECT_EQ(plan.workspace_bytes, size_t(a_rows * a_ld + b_rows * b_ld) * 2) << l;
     EXPECT_EQ(f.kernel_names(packed, p).at(1).rfind("gemm_pack16<64,64,64,0,", 0), 0u) << f.kernel_names(packed, p).at(1);
     EXPECT_TRUE(s.overlap_previous) << l;
@@ -232,7 +232,7 @@ TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
   const LaunchPlan spp = f.launch_plan(split_packed, odd);
   ASSERT_EQ(spp.steps.size(), 3u);
   EXPECT_EQ(spp.steps[0].kernel, 2); // the packing first
-  EXPECT_EQ(spp.main_step().tma_a.packed_offset, static_cast<long long>(gemm_splitk_workspace_bytes(2, odd)));
+  EXPECT_EQ(spp.main_step().tma_of(gemm_a)->packed_offset, static_cast<long long>(gemm_splitk_workspace_bytes(2, odd)));
   // More slices than K tiles is refused (K = 64: one tile).
   EXPECT_FALSE(f.valid(split, half_problem(128, 4096, 64, "NN", DType::bf16), d));
   // CL = 4 (TMA only): grid.z = 4 slices, one cluster per tile (the kernel's __cluster_dims__),
@@ -298,22 +298,22 @@ TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
     const auto p = half_problem(4096, 4096, 4096, l, DType::bf16);
     const bool a_k = p.a == Layout::row, b_k = p.b == Layout::col;
     const LaunchStep s1 = f.launch_plan(mc1, p).main_step();
-    EXPECT_EQ(s1.tma_a.box_outer, a_k ? 128u : 64u) << l;
-    EXPECT_EQ(s1.tma_b.box_outer, b_k ? 128u : 64u) << l; // half of BN 256 when K-major
+    EXPECT_EQ(s1.tma_of(gemm_a)->box_outer, a_k ? 128u : 64u) << l;
+    EXPECT_EQ(s1.tma_of(gemm_b)->box_outer, b_k ? 128u : 64u) << l; // half of BN 256 when K-major
     Config mc2 = tma;
     mc2.set("MC", 2);
     const LaunchStep s2 = f.launch_plan(mc2, p).main_step();
-    EXPECT_EQ(s2.tma_a.box_outer, 64u) << l; // K-major: half of BM 128; else 64 x 64 blocks
-    EXPECT_EQ(s2.tma_b.box_outer, b_k ? 256u : 64u) << l;
+    EXPECT_EQ(s2.tma_of(gemm_a)->box_outer, 64u) << l; // K-major: half of BM 128; else 64 x 64 blocks
+    EXPECT_EQ(s2.tma_of(gemm_b)->box_outer, b_k ? 256u : 64u) << l;
     // A shared tile 64 wide: K-major, 32 rows a CTA; MN-major (one 64 x 64 block), 32 K lines a CTA.
     Config narrow = Config::from_json(R"({"BM":64,"BN":64,"WG":1,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":1,"EPI":0,"PP":0,"SK":0,"SWAP":0,"AR":0})");
     ASSERT_TRUE(f.valid(narrow, p, d)) << l;
-    EXPECT_EQ(f.launch_plan(narrow, p).main_step().tma_b.box_outer, 32u) << l;
-    EXPECT_EQ(f.launch_plan(narrow, p).main_step().tma_a.box_outer, 64u) << l; // A unshared: 64 rows or one 64 x 64 block
+    EXPECT_EQ(f.launch_plan(narrow, p).main_step().tma_of(gemm_b)->box_outer, 32u) << l;
+    EXPECT_EQ(f.launch_plan(narrow, p).main_step().tma_of(gemm_a)->box_outer, 64u) << l; // A unshared: 64 rows or one 64 x 64 block
     narrow.set("MC", 2);
     ASSERT_TRUE(f.valid(narrow, p, d)) << l;
-    EXPECT_EQ(f.launch_plan(narrow, p).main_step().tma_a.box_outer, 32u) << l;
-    EXPECT_EQ(f.launch_plan(narrow, p).main_step().tma_b.box_outer, 64u) << l;
+    EXPECT_EQ(f.launch_plan(narrow, p).main_step().tma_of(gemm_a)->box_outer, 32u) << l;
+    EXPECT_EQ(f.launch_plan(narrow, p).main_step().tma_of(gemm_b)->box_outer, 64u) << l;
   }
   // MC needs the TMA kernel and no CL; with SPLITK the pair shares a K slice (grid.z), as cuBLAS's
   // split-K at 512x512x32768 runs 128 x 64 tiles in 2-CTA clusters: 4 x 8 tiles, 4 x 4 pairs along
@@ -326,7 +326,7 @@ TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
   EXPECT_EQ(msp.main_step().grid[0], 2u * 4 * 4);
   EXPECT_EQ(msp.main_step().grid[2], 4u);
   EXPECT_EQ(msp.steps.size(), 2u); // the reduction after it
-  EXPECT_EQ(msp.main_step().tma_a.box_outer, 64u); // A shared: half of BM 128 a CTA
+  EXPECT_EQ(msp.main_step().tma_of(gemm_a)->box_outer, 64u); // A shared: half of BM 128 a CTA
   EXPECT_NE(f.kernel_names(mc_split, p512).at(0).find("<128,64,2,8,8,4,1,1,2,0,0,0,"), std::string::npos) << f.kernel_names(mc_split, p512).at(0);
   EXPECT_EQ(f.canonical(Config::from_json(R"({"BM":128,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1})"))["MC"], 0);
 
@@ -341,25 +341,25 @@ TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
   Config no_epi = epi;
   no_epi.set("EPI", 0);
   const LaunchStep es = f.launch_plan(epi, p4096).main_step();
-  EXPECT_EQ(es.tma_c.box_inner, 64u);
-  EXPECT_EQ(es.tma_c.box_outer, 64u);
+  EXPECT_EQ(es.tma_of(gemm_c)->box_inner, 64u);
+  EXPECT_EQ(es.tma_of(gemm_c)->box_outer, 64u);
   EXPECT_EQ(es.dynamic_smem, f.launch_plan(no_epi, p4096).main_step().dynamic_smem + 128u * 256 * 2);
-  EXPECT_EQ(f.launch_plan(no_epi, p4096).main_step().tma_c.box_inner, 0u);
+  EXPECT_EQ(f.launch_plan(no_epi, p4096).main_step().tma_of(gemm_c), nullptr);
   // EPI 2 stages the columns in two halves: half the staging memory, so 128 x 256 keeps 4 stages
   // (225 KB); the same C map. Not for 64-column tiles (a half would be 32 columns).
   Config epi2 = epi;
   epi2.set("EPI", 2), epi2.set("ST", 4);
   ASSERT_TRUE(f.valid(epi2, p4096, d));
   EXPECT_EQ(f.launch_plan(epi2, p4096).main_step().dynamic_smem, 4u * (128 + 256) * 64 * 2 + 1024 + 128u * 256);
-  EXPECT_EQ(f.launch_plan(epi2, p4096).main_step().tma_c.box_inner, 64u);
-  EXPECT_EQ(f.launch_plan(epi2, p4096).main_step().tma_c.box_outer, 64u);
+  EXPECT_EQ(f.launch_plan(epi2, p4096).main_step().tma_of(gemm_c)->box_inner, 64u);
+  EXPECT_EQ(f.launch_plan(epi2, p4096).main_step().tma_of(gemm_c)->box_outer, 64u);
   EXPECT_NE(f.kernel_names(epi2, p4096).at(0).find("<128,256,2,4,8,1,1,1,0,2,0,0,"), std::string::npos) << f.kernel_names(epi2, p4096).at(0);
   expect_tma_and_whole_tiles_only(f, epi2, half_problem(128, 4096, 4096, "NN", DType::bf16), d);
   epi2.set("BN", 64);
   EXPECT_FALSE(f.valid(epi2, p4096, d));
   Config epi256 = Config::from_json(R"({"BM":256,"BN":128,"WG":2,"ST":3,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":2,"MC":2,"EPI":1,"PP":0,"SK":0,"SWAP":0,"AR":0})");
   ASSERT_TRUE(f.valid(epi256, p4096, d));
-  EXPECT_EQ(f.launch_plan(epi256, p4096).main_step().tma_c.box_outer, 128u);
+  EXPECT_EQ(f.launch_plan(epi256, p4096).main_step().tma_of(gemm_c)->box_outer, 128u);
   EXPECT_NE(f.kernel_names(epi256, p4096).at(0).find("<256,128,2,3,8,1,1,2,2,1,0,"), std::string::npos) << f.kernel_names(epi256, p4096).at(0);
   Config epi_odd = epi;
   epi_odd.set("PACK", 1);
@@ -370,7 +370,7 @@ TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
   Config epi3 = epi_odd;
   epi3.set("EPI", 3);
   ASSERT_TRUE(f.valid(epi3, p2999, d)) << f.violations(epi3, p2999, d)[0];
-  EXPECT_EQ(f.launch_plan(epi3, p2999).main_step().tma_c.box_inner, 0u);
+  EXPECT_EQ(f.launch_plan(epi3, p2999).main_step().tma_of(gemm_c), nullptr);
   EXPECT_EQ(f.launch_plan(epi3, p2999).main_step().dynamic_smem, f.launch_plan(epi_odd, p4096).main_step().dynamic_smem);
   EXPECT_NE(f.kernel_names(epi3, p2999).at(0).find("<128,256,2,3,8,1,1,1,0,3,0,0,"), std::string::npos) << f.kernel_names(epi3, p2999).at(0);
   Config epi3_aligned = epi;
@@ -407,7 +407,7 @@ TEST(Space, WgmmaTmaPlansDescribeTheBoxesTheKernelCopies) {
   const Config pp1 = Config::from_json(R"({"BM":64,"BN":256,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":2,"MC":0,"EPI":1,"PP":1,"SK":0,"SWAP":0,"AR":0})");
   ASSERT_TRUE(f.valid(pp1, p4096, d));
   const LaunchStep ps = f.launch_plan(pp1, p4096).main_step();
-  EXPECT_EQ(ps.tma_c.box_outer, 64u);
+  EXPECT_EQ(ps.tma_of(gemm_c)->box_outer, 64u);
   EXPECT_EQ(ps.dynamic_smem, 4u * (64 + 256) * 128 + 1024 + 2u * 64 * 256 * 2);
   EXPECT_EQ(ps.grid[0], 64u * 16 / 2);
   EXPECT_NE(f.kernel_names(pp1, p4096).at(0).find("<64,256,2,4,8,1,1,2,0,1,1,0,"), std::string::npos) << f.kernel_names(pp1, p4096).at(0);
@@ -751,8 +751,8 @@ TEST(Space, WgmmaTilesOf192NeedTheTmaKernelAndFitTheirRegisters) {
   expect_each_refused(f, wide, p, d, {{"TMA", 0}, {"BN", 256}, {"WG", 2}, {"WG", 1}, {"ST", 4}, {"EPI", 2}});
   const LaunchStep s = f.launch_plan(wide, p).main_step();
   EXPECT_EQ(s.block[0], 512u);
-  EXPECT_EQ(s.tma_a.box_outer, 192u); // A row-major: K-major, one box of the tile's rows
-  EXPECT_EQ(s.tma_b.box_outer, 64u);  // B row-major: MN-major, three 64 x 64 blocks
+  EXPECT_EQ(s.tma_of(gemm_a)->box_outer, 192u); // A row-major: K-major, one box of the tile's rows
+  EXPECT_EQ(s.tma_of(gemm_b)->box_outer, 64u);  // B row-major: MN-major, three 64 x 64 blocks
   EXPECT_EQ(s.dynamic_smem, 3u * (192 + 192) * 128 + 1024 + 3u * 64 * 192 * 2);
 
   Config narrow = Config::from_json(R"({"BM":128,"BN":192,"WG":2,"ST":4,"SWZ":8,"TMA":1,"PACK":0,"SPLITK":1,"CL":1,"PT":1,"MC":1,"EPI":1,"PP":0,"SK":0,"SWAP":0,"AR":0})");
@@ -761,7 +761,7 @@ TEST(Space, WgmmaTilesOf192NeedTheTmaKernelAndFitTheirRegisters) {
   expect_each_refused(f, narrow, nt, d, {{"TMA", 0}, {"EPI", 2}, {"WG", 3}});
   const LaunchStep m = f.launch_plan(narrow, nt).main_step();
   EXPECT_EQ(m.block[0], 384u);
-  EXPECT_EQ(m.tma_b.box_outer, 96u); // B column-major (K-major) shared by the pair: 96 rows each
+  EXPECT_EQ(m.tma_of(gemm_b)->box_outer, 96u); // B column-major (K-major) shared by the pair: 96 rows each
   narrow.set("BN", 256), narrow.set("EPI", 2);
   EXPECT_TRUE(f.valid(narrow, nt, d)) << ::testing::PrintToString(f.violations(narrow, nt, d));
 }
@@ -781,19 +781,19 @@ TEST(Space, WgmmaSwapTilesMAlongTheWgmmaN) {
   const LaunchStep& s = plan.main_step();
   EXPECT_TRUE(s.swap_ab);
   EXPECT_EQ(s.grid[0], 6u * 32u); // N / BM = 768 / 128 rows of tiles by M / BN = 3072 / 96 columns
-  EXPECT_FALSE(s.tma_a.k_inner);  // its A is B^T: B row-major, so N is contiguous (MN-major)
-  EXPECT_EQ(s.tma_a.box_outer, 64u);
-  EXPECT_TRUE(s.tma_b.k_inner);   // its B is A^T: A row-major, K contiguous
-  EXPECT_EQ(s.tma_b.box_outer, 96u);
+  EXPECT_FALSE(s.tma_of(gemm_a)->k_inner);  // its A is B^T: B row-major, so N is contiguous (MN-major)
+  EXPECT_EQ(s.tma_of(gemm_a)->box_outer, 64u);
+  EXPECT_TRUE(s.tma_of(gemm_b)->k_inner);   // its B is A^T: A row-major, K contiguous
+  EXPECT_EQ(s.tma_of(gemm_b)->box_outer, 96u);
   EXPECT_NE(f.kernel_names(sw, nn).at(0).find(",0,1,0,0,1,1>"), std::string::npos) << f.kernel_names(sw, nn).at(0); // SK 0, SWAP 1, AR 0, bf16, A_COL 1, B_COL 1
   // EPI 1: C staged transposed, stored by TMA in boxes of 64 of C's columns by the tile's 96 rows.
   Config staged = sw;
   staged.set("EPI", 1);
   ASSERT_TRUE(f.valid(staged, nn, d)) << ::testing::PrintToString(f.violations(staged, nn, d));
   const LaunchStep e = f.launch_plan(staged, nn).main_step();
-  EXPECT_TRUE(e.tma_c.k_inner);
-  EXPECT_EQ(e.tma_c.box_inner, 64u);
-  EXPECT_EQ(e.tma_c.box_outer, 96u);
+  EXPECT_TRUE(e.tma_of(gemm_c)->k_inner);
+  EXPECT_EQ(e.tma_of(gemm_c)->box_inner, 64u);
+  EXPECT_EQ(e.tma_of(gemm_c)->box_outer, 96u);
   // A column-major (TN): the kernel's B is MN-major, so 96 columns are refused and 128 serve.
   const auto tn = half_problem(3072, 768, 3072, "TN", DType::bf16);
   EXPECT_FALSE(f.valid(sw, tn, d));

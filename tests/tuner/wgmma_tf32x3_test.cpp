@@ -70,12 +70,12 @@ TEST(Space, WgmmaTf32x3PlanSplitsFirstAndMapsTheSplitCopies) {
       EXPECT_EQ(s.block[0], 384u);
       EXPECT_EQ(s.grid[2], unsigned(splitk));
       EXPECT_EQ(s.grid[0], 8u * 16u); // ceil(999 / 128) x ceil(1001 / 64)
-      ASSERT_TRUE(s.tma);
+      ASSERT_TRUE(s.tma());
       const size_t slices = gemm_splitk_workspace_bytes(splitk, p), kp = 4100;
-      EXPECT_EQ(s.tma_a.packed_offset, static_cast<long long>(slices));
-      EXPECT_EQ(s.tma_b.packed_offset, static_cast<long long>(slices + 2 * 999 * kp * 4));
+      EXPECT_EQ(s.tma_of(gemm_a)->packed_offset, static_cast<long long>(slices));
+      EXPECT_EQ(s.tma_of(gemm_b)->packed_offset, static_cast<long long>(slices + 2 * 999 * kp * 4));
       EXPECT_EQ(plan.workspace_bytes, slices + 2 * (999 + 1001) * kp * 4);
-      for (const auto* o : {&s.tma_a, &s.tma_b}) {
+      for (const auto* o : {s.tma_of(gemm_a), s.tma_of(gemm_b)}) {
         EXPECT_TRUE(o->k_inner);
         EXPECT_EQ(o->packed_ld, 4100);
         EXPECT_EQ(o->elem_bytes, 4u);
@@ -83,15 +83,15 @@ TEST(Space, WgmmaTf32x3PlanSplitsFirstAndMapsTheSplitCopies) {
         EXPECT_EQ(o->stacked, 2u);
         EXPECT_EQ(o->box_inner, 16u);
       }
-      EXPECT_EQ(s.tma_a.box_outer, 128u);
-      EXPECT_EQ(s.tma_b.box_outer, 64u);
+      EXPECT_EQ(s.tma_of(gemm_a)->box_outer, 128u);
+      EXPECT_EQ(s.tma_of(gemm_b)->box_outer, 64u);
       if (splitk > 1) {
         EXPECT_EQ(names[1], "gemm_splitk_reduce<4>");
         EXPECT_TRUE(plan.steps[2].overlap_previous);
       }
       const LaunchPlan back = plan_from_json(nlohmann::json::parse(plan_to_json(plan).dump()));
       const LaunchStep& b = back.main_step();
-      for (auto [x, y] : {std::pair{s.tma_a, b.tma_a}, std::pair{s.tma_b, b.tma_b}}) {
+      for (auto [x, y] : {std::pair{*s.tma_of(gemm_a), *b.tma_of(gemm_a)}, std::pair{*s.tma_of(gemm_b), *b.tma_of(gemm_b)}}) {
         EXPECT_EQ(y.elem_bytes, x.elem_bytes);
         EXPECT_EQ(y.swizzle_bytes, x.swizzle_bytes);
         EXPECT_EQ(y.stacked, x.stacked);

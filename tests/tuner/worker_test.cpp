@@ -122,9 +122,9 @@ TEST(Worker, TmaLaunchPlansReachTheWorkerWhole) {
       ASSERT_EQ(back.steps.size(), plan.steps.size());
       EXPECT_EQ(back.workspace_bytes, plan.workspace_bytes);
       const LaunchStep &a = plan.main_step(), &b = back.main_step();
-      ASSERT_TRUE(a.tma);
-      EXPECT_TRUE(b.tma);
-      for (auto [x, y] : {std::pair{a.tma_a, b.tma_a}, std::pair{a.tma_b, b.tma_b}}) {
+      ASSERT_TRUE(a.tma());
+      EXPECT_TRUE(b.tma());
+      for (auto [x, y] : {std::pair{*a.tma_of(gemm_a), *b.tma_of(gemm_a)}, std::pair{*a.tma_of(gemm_b), *b.tma_of(gemm_b)}}) {
         EXPECT_EQ(y.k_inner, x.k_inner) << layout;
         EXPECT_EQ(y.box_inner, x.box_inner) << layout;
         EXPECT_EQ(y.box_outer, x.box_outer) << layout;
@@ -134,26 +134,65 @@ TEST(Worker, TmaLaunchPlansReachTheWorkerWhole) {
       }
       EXPECT_EQ(b.block[0], a.block[0]);
       // Without TMA stores (EPI 0) no C map; with them (aligned problems only) its box comes back.
-      EXPECT_EQ(b.tma_c.box_inner, 0u);
+      EXPECT_EQ(b.tma_of(gemm_c), nullptr);
       if (!pack) {
         c.set("EPI", 1);
         const LaunchStep s = f.launch_plan(c, GemmProblem::parse("4096x4096x4096", layout, DType::bf16)).main_step();
         const LaunchStep t = plan_from_json(nlohmann::json::parse(plan_to_json(f.launch_plan(c, GemmProblem::parse("4096x4096x4096", layout, DType::bf16))).dump())).main_step();
-        EXPECT_EQ(s.tma_c.box_inner, 64u);
-        EXPECT_EQ(s.tma_c.box_outer, 64u); // BM 128 over 2 consumer warpgroups
-        EXPECT_TRUE(s.tma_c.k_inner);
-        EXPECT_EQ(t.tma_c.box_inner, s.tma_c.box_inner);
-        EXPECT_EQ(t.tma_c.box_outer, s.tma_c.box_outer);
-        EXPECT_EQ(t.tma_c.k_inner, s.tma_c.k_inner);
+        EXPECT_EQ(s.tma_of(gemm_c)->box_inner, 64u);
+        EXPECT_EQ(s.tma_of(gemm_c)->box_outer, 64u); // BM 128 over 2 consumer warpgroups
+        EXPECT_TRUE(s.tma_of(gemm_c)->k_inner);
+        EXPECT_EQ(t.tma_of(gemm_c)->box_inner, s.tma_of(gemm_c)->box_inner);
+        EXPECT_EQ(t.tma_of(gemm_c)->box_outer, s.tma_of(gemm_c)->box_outer);
+        EXPECT_EQ(t.tma_of(gemm_c)->k_inner, s.tma_of(gemm_c)->k_inner);
       }
     }
-  // Plans without TMA keep their JSON (no "tma" key) and come back without it.
+  // Plans without TMA carry no maps in their JSON and come back without them.
   const LaunchPlan plain = find_family("gemm_tc16").launch_plan(find_family("gemm_tc16").default_config(
                                                                      GemmProblem::parse("4096x4096x4096", "NN", DType::bf16),
                                                                      DeviceInfo::nominal("sm_90")),
                                                                  GemmProblem::parse("4096x4096x4096", "NN", DType::bf16));
-  EXPECT_FALSE(plan_to_json(plain)["steps"][0].contains("tma"));
-  EXPECT_FALSE(plan_from_json(plan_to_json(plain)).steps[0].tma);
+  EXPECT_FALSE(plan_to_json(plain)["steps"][0].contains("tma_maps"));
+  EXPECT_FALSE(plan_from_json(plan_to_json(plain)).steps[0].tma());
+}
+
+// Every family's plans come back from the worker's JSON as they went (json_io's one description of
+// LaunchStep and its tensor maps): the default config and samples at aligned, odd and skinny shapes.
+TEST(Worker, EveryFamilysLaunchPlansSurviveTheirJson) {
+  const DeviceInfo d = DeviceInfo::nominal("sm_90");
+  size_t plans = 0, with_maps = 0;
+  for (const Family& f : builtin_families()) {
+    for (DType t : f.dtypes()) {
+      if (t == DType::tf32) continue;
+      std::vector<Problem> problems;
+      if (f.op() == "gemm")
+        for (const char* shape : {"4096x4096x4096", "2999x2999x2999", "16x4096x4096"})
+          problems.push_back(GemmProblem::parse(shape, "NN", t));
+      else if (f.op() == "scale_add")
+        problems.push_back(Problem::parse(f.op(), "1000003", "", t));
+      else
+        problems.push_back(Problem::parse(f.op(), "4096x4096", "", t));
+      for (const Problem& p : problems) {
+        std::vector<Config> cs = f.sample(p, d, 4, 9);
+        if (f.has_default()) cs.push_back(f.default_config(p, d));
+        for (const Config& c : cs) {
+          if (!f.valid(c, p, d)) continue;
+          const LaunchPlan plan = f.launch_plan(c, p);
+          const nlohmann::json j = plan_to_json(plan);
+          const LaunchPlan back = plan_from_json(nlohmann::json::parse(j.dump()));
+          EXPECT_EQ(plan_to_json(back), j) << f.name() << " " << c.to_json() << " " << p.key();
+          ASSERT_EQ(back.steps.size(), plan.steps.size());
+          for (size_t i = 0; i < plan.steps.size(); ++i) {
+            EXPECT_EQ(back.steps[i].tma_maps.size(), plan.steps[i].tma_maps.size());
+            with_maps += plan.steps[i].tma();
+          }
+          ++plans;
+        }
+      }
+    }
+  }
+  EXPECT_GT(plans, 100u);
+  EXPECT_GT(with_maps, 10u); // the wgmma families' TMA steps were among them
 }
 
 // The timing options travel to the worker as JSON: one writer and one reader (tuner/json_io).
