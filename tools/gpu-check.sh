@@ -46,10 +46,11 @@
 #           change the filter); a tool's log ends in its error summary
 #   rows    tune configs/suites/rows.json (softmax, LayerNorm, RMSNorm; $BUDGET_S s a problem, default 30),
 #           export $out/sm_90-rows.json, ktune bench over it (TB/s, % of copy) and bench/rows_vs_torch.py
-#   ab      A/B of two builds: ktune bench of $PREV (another ktune binary, required) and ./build/ktune,
-#           alternating, $PAIRS pairs (default 2) over $SUITES (default "models") in $DTYPES (default
-#           bf16), each into a fresh database with --json; then per file the geometric means, and per row
-#           the kernel's TFLOPS side by side ($out/ab_summary.txt). Compare only what one run measured.
+#   ab      A/B of two builds (bench/ab_builds.py): ktune bench of $PREV (another ktune binary, required)
+#           and ./build/ktune, alternating, $PAIRS pairs (default 2) over $SUITES (default "models") in
+#           $DTYPES (default bf16), no user database (shipped tables only), --json per run; per problem
+#           the builds' median times and B / A, and each run's geometric means against cuBLAS
+#           ($out/ab_summary.txt).
 # Every step runs even when one before it failed; the script then exits 1, listing what failed (a
 # GPU test, a tune, an export, a bench, ...). No GPU seen by ktune devices is a failure too: every
 # GPU test would skip.
@@ -332,37 +333,16 @@ PY
         echo "rows: PyTorch or the ktune module is not importable; bench/rows_vs_torch.py skipped"
       fi ;;
     ab)
+      # The same suites with the previous build and this one, alternating (bench/ab_builds.py):
+      # per-problem medians, B / A, and each run's ratio to cuBLAS.
       [ -x "${PREV:-}" ] || { echo "ab: PREV must name the other ktune binary" >&2; exit 2; }
       for suite in ${SUITES:-models}; do
         for dt in ${DTYPES:-bf16}; do
-          for i in $(seq "${PAIRS:-2}"); do
-            for side in prev new; do
-              bin=./build/ktune; [ $side = prev ] && bin=$PREV
-              tag="ab_${suite}_${dt}_${side}$i"
-              rm -f "$out/$tag.db"*
-              "$bin" bench --suite "configs/suites/$suite.json" --dtype "$dt" --db "$out/$tag.db" --json "$out/$tag.json" \
-                >"$out/$tag.txt" 2>&1
-              rc=$?
-              echo "$tag: exit $rc"; check "$tag" $rc; rm -f "$out/$tag.db"*
-            done
-          done
+          python3 bench/ab_builds.py --a "$PREV" --b ./build/ktune --suite "configs/suites/$suite.json" --dtype "$dt" \
+            --rounds "${PAIRS:-2}" --out "$out" --label "ab_${suite}_${dt}_" --fresh-db | tee -a "$out/ab_summary.txt"
+          check "ab_${suite}_${dt}" "${PIPESTATUS[0]}"
         done
       done
-      python3 - "$out" <<'PY' | tee "$out/ab_summary.txt"
-import glob, json, os, sys
-files = sorted(glob.glob(os.path.join(sys.argv[1], "ab_*.json")))
-runs = {os.path.basename(f)[3:-5]: json.load(open(f)) for f in files}
-for name, r in runs.items():
-    print("%-32s runtime %.3f  kernels %.3f" % (name, r["geomean_ratio"], r["geomean_kernel_ratio"]))
-groups = {}
-for name in runs:  # suite_dtype_side<i>
-    base, side = name.rsplit("_", 1)
-    groups.setdefault(base, []).append(name)
-for base, names in groups.items():
-    print("\n%s: kernel TFLOPS per row (%s)" % (base, ", ".join(names)))
-    for i, row in enumerate(runs[names[0]]["rows"]):
-        print("  %-34s %s" % (row["problem"], " ".join("%8.2f" % runs[n]["rows"][i]["kernel_tflops"] for n in names)))
-PY
       ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
   esac
