@@ -247,6 +247,14 @@ Store::Store(const std::string& path, bool read_only) : path_(path) {
   }
   // Writers wait for each other instead of failing; a trial commit takes milliseconds.
   sqlite3_busy_timeout(db_, 60000);
+  // A reader of a file no ktune wrote (an empty file, another program's database) would fail at
+  // its first query on a missing table; say what the file is instead. ktune's databases carry
+  // their schema version from the moment they are created.
+  if (read_only && schema_version() == 0) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw UsageError("database " + path + " holds no ktune tables (an empty file, or another program's database)");
+  }
   if (read_only) return;
   exec("PRAGMA journal_mode=WAL", "enabling WAL");
   exec("PRAGMA foreign_keys=ON", "enabling foreign keys");

@@ -48,7 +48,10 @@ Runtime::Runtime(RuntimeOptions o) : impl_(std::make_unique<Impl>()) {
     m.arch = m.opts.arch;
   }
   m.index = std::make_unique<TunedIndex>(m.device);
-  if (!m.opts.db_path.empty() && std::filesystem::exists(m.opts.db_path)) {
+  // A database file not written yet, or created empty, holds nothing tuned: the tables answer.
+  std::error_code ec;
+  if (!m.opts.db_path.empty() && std::filesystem::exists(m.opts.db_path) &&
+      std::filesystem::file_size(m.opts.db_path, ec) > 0 && !ec) {
     m.store = std::make_unique<Store>(m.opts.db_path, /*read_only=*/true);
     if (const auto archs = m.store->best_archs(); std::find(archs.begin(), archs.end(), m.arch) != archs.end())
       m.add(m.store->export_table(m.arch), "store " + m.opts.db_path, SourceTier::user);

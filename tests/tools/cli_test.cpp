@@ -666,6 +666,16 @@ TEST(Cli, QueryOfADatabaseThatDoesNotExistIsAUsageError) {
                 std::filesystem::path(scratch("x")).parent_path().string());
   EXPECT_EQ(r.status, 2) << r.out;
   EXPECT_NE(r.out.find("is not a file"), std::string::npos) << r.out;
+  // An empty file is a database with nothing tuned in it: query answers from the tables; export,
+  // which reads the database itself, says what the file is (exit 2) and leaves it as it was.
+  const std::string empty = scratch("empty.db");
+  std::ofstream(empty).close();
+  r = run_ktune("query --arch sm_90 --problem 64x64x64 --db " + empty);
+  EXPECT_EQ(r.status, 0) << r.out;
+  r = run_ktune("export --db " + empty + " -o " + scratch("empty-export.json"));
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("holds no ktune tables"), std::string::npos) << r.out;
+  EXPECT_EQ(std::filesystem::file_size(empty), 0u);
   // Without --db, a default database not written yet is no error: the shipped tables answer.
   setenv("KTUNE_DB", scratch("not-yet.db").c_str(), 1);
   r = run_ktune("query --arch sm_90 --problem 64x64x64");
