@@ -90,7 +90,10 @@ OpInfo scale_add_op_info() {
   o.dims = {"n"};
   o.scalars = {{"alpha", 1.0}, {"beta", 1.0}};
   o.min_ld = [](const std::vector<int64_t>&, const std::string&) { return std::vector<int64_t>{}; };
+  // n = 0 has nothing to tune or look up: Runtime::run returns before validating it (as the row ops'
+  // entry points do for an empty matrix).
   o.validate = [](const Problem& p) {
+    if (p.dims[0] < 1) throw UsageError("invalid scale_add problem " + p.key() + ": n must be >= 1");
     if (p.dtype == DType::tf32) throw UsageError("invalid scale_add problem " + p.key() + ": tf32 is not a storage type");
   };
   o.flops = [](const Problem& p) { return 3.0 * double(p.dims[0]); };

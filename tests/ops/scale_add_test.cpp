@@ -41,6 +41,18 @@ TEST(ScaleAdd, IsRegisteredWithItsFamiliesFromItsOwnFolder) {
   EXPECT_DOUBLE_EQ(min_bytes(p), 3.0 * 2 * 1000003);
   EXPECT_THROW(Problem::parse("scale_add", "10x10", "", DType::f32), UsageError);
   EXPECT_THROW(Problem::parse("scale_add", "-5", "", DType::f32), UsageError);
+  EXPECT_THROW(Problem::parse("scale_add", "0", "", DType::f32), UsageError); // nothing to tune
+  // The runtime's generic entry: n = 0 writes nothing and needs no GPU, buffers or lookup; a
+  // negative n is refused; a wrong number of buffers too.
+  RuntimeOptions o;
+  o.arch = "sm_90", o.db_path = "";
+  Runtime rt(o);
+  Problem empty = Problem::make("scale_add", {0}, "", DType::bf16);
+  EXPECT_NO_THROW(rt.run(empty, {nullptr, nullptr, nullptr}));
+  Problem negative = Problem::make("scale_add", {-3}, "", DType::bf16);
+  EXPECT_THROW(rt.run(negative, {nullptr, nullptr, nullptr}), UsageError);
+  int x = 0;
+  EXPECT_THROW(rt.run(Problem::make("scale_add", {8}, "", DType::bf16), {&x, &x}), UsageError);
   EXPECT_THROW(Problem::parse("scale_add", "8", "", DType::tf32), UsageError);
   EXPECT_THROW(Problem::parse_key("scale_add/f32/NN/8/a16"), UsageError); // it has no layouts
 }
@@ -101,7 +113,7 @@ TEST(ScaleAdd, LaunchArgumentsCheckTheBuffers) {
   // x, y, out, then n, then alpha and beta.
   EXPECT_EQ(*static_cast<long long*>(a.params()[3]), 100);
   EXPECT_FLOAT_EQ(*static_cast<float*>(a.params()[5]), 1.0f);
-  const Problem empty = Problem::parse("scale_add", "0", "", DType::f32);
+  const Problem empty = Problem::make("scale_add", {0}, "", DType::f32);
   EXPECT_TRUE(BufferArgs(empty, {nullptr, nullptr, nullptr}).empty()); // nothing to launch, nothing read
 }
 
