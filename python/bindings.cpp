@@ -175,8 +175,7 @@ PYBIND11_MODULE(_ktune, m) {
           "best_config_op",
           [](const ktune::Runtime& rt, const std::string& op, const std::vector<int64_t>& dims, const std::string& dtype) {
             const ktune::OpInfo& info = ktune::op_info(op);
-            const ktune::Problem p = ktune::Problem::make(op, dims, info.layouts.empty() ? std::string() : info.layouts.front(),
-                                                          ktune::parse_dtype(dtype));
+            const ktune::Problem p = ktune::Problem::make(op, dims, info.default_layout(), ktune::parse_dtype(dtype));
             ktune::Selection s;
             {
               py::gil_scoped_release nogil;
@@ -191,8 +190,7 @@ PYBIND11_MODULE(_ktune, m) {
           [](ktune::Runtime& rt, const std::string& op, const std::string& dtype, const std::vector<int64_t>& dims,
              const std::vector<uintptr_t>& buffers, const std::map<std::string, double>& scalars, uintptr_t stream) {
             const ktune::OpInfo& info = ktune::op_info(op);
-            ktune::Problem p = ktune::Problem::make(op, dims, info.layouts.empty() ? std::string() : info.layouts.front(),
-                                                    ktune::parse_dtype(dtype));
+            ktune::Problem p = ktune::Problem::make(op, dims, info.default_layout(), ktune::parse_dtype(dtype));
             p.scalars = scalars;
             std::vector<void*> ptrs;
             for (uintptr_t b : buffers) ptrs.push_back(reinterpret_cast<void*>(b));

@@ -102,6 +102,16 @@ const char* type_name(ktune_datatype_t t) {
   return nullptr;
 }
 
+// Why t is refused (type_name(t) is null).
+std::string unknown_type(ktune_datatype_t t) {
+  return "unknown element type " + std::to_string(int(t)) + " (KTUNE_R_32F, KTUNE_R_16F or KTUNE_R_16BF)";
+}
+
+// The dtype of a type type_name knows.
+ktune::DType dtype_of(ktune_datatype_t t) {
+  return t == KTUNE_R_32F ? ktune::DType::f32 : t == KTUNE_R_16F ? ktune::DType::f16 : ktune::DType::bf16;
+}
+
 } // namespace
 
 extern "C" {
@@ -143,13 +153,12 @@ ktune_status_t ktune_gemm_ex(ktune_handle_t handle, ktune_order_t order, ktune_o
                              ktune_compute_t compute, void* stream) {
   auto bad = [](const std::string& why) { return fail(KTUNE_INVALID_VALUE, "ktune_gemm_ex: " + why); };
   for (ktune_datatype_t t : {a_type, b_type, c_type})
-    if (!type_name(t)) return bad("unknown element type " + std::to_string(int(t)) + " (KTUNE_R_32F, KTUNE_R_16F or KTUNE_R_16BF)");
+    if (!type_name(t)) return bad(unknown_type(t));
   if (a_type != b_type || b_type != c_type)
     return bad(std::string("mixed element types are not served (A ") + type_name(a_type) + ", B " + type_name(b_type) + ", C " +
                type_name(c_type) + "): A, B and C must be of one type");
   if (compute != KTUNE_COMPUTE_32F) return bad("unknown compute type " + std::to_string(int(compute)) + " (KTUNE_COMPUTE_32F)");
-  const ktune::DType d = a_type == KTUNE_R_32F ? ktune::DType::f32 : a_type == KTUNE_R_16F ? ktune::DType::f16 : ktune::DType::bf16;
-  return gemm_any("ktune_gemm_ex", d, handle, order, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, stream);
+  return gemm_any("ktune_gemm_ex", dtype_of(a_type), handle, order, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, stream);
 }
 
 namespace {
@@ -160,7 +169,7 @@ ktune_status_t rows_any(const char* fn, ktune_handle_t handle, ktune_datatype_t 
                         void* y, int ldy, const char* scalar, float value,
                         const std::function<void(ktune::Runtime&, ktune::DType)>& run) {
   auto bad = [&](const std::string& why) { return fail(KTUNE_INVALID_VALUE, std::string(fn) + ": " + why); };
-  if (!type_name(type)) return bad("unknown element type " + std::to_string(int(type)) + " (KTUNE_R_32F, KTUNE_R_16F or KTUNE_R_16BF)");
+  if (!type_name(type)) return bad(unknown_type(type));
   if (rows < 0 || cols < 0) return bad("negative size (rows = " + std::to_string(rows) + ", cols = " + std::to_string(cols) + ")");
   if (ldx < std::max(1, cols) || ldy < std::max(1, cols))
     return bad("ldx = " + std::to_string(ldx) + ", ldy = " + std::to_string(ldy) + ": both must be >= cols = " + std::to_string(cols));
@@ -168,9 +177,8 @@ ktune_status_t rows_any(const char* fn, ktune_handle_t handle, ktune_datatype_t 
   if (rows == 0 || cols == 0) return KTUNE_SUCCESS;
   if (!x || !y) return bad("x or y is NULL");
   if (!std::isfinite(value)) return bad(std::string(scalar) + " must be finite");
-  const ktune::DType d = type == KTUNE_R_32F ? ktune::DType::f32 : type == KTUNE_R_16F ? ktune::DType::f16 : ktune::DType::bf16;
   return guarded(fn, [&] {
-    run(*handle->rt, d);
+    run(*handle->rt, dtype_of(type));
     return KTUNE_SUCCESS;
   });
 }
@@ -203,18 +211,16 @@ ktune_status_t ktune_run(ktune_handle_t handle, const char* op, ktune_datatype_t
   auto bad = [&](const std::string& why) { return fail(KTUNE_INVALID_VALUE, "ktune_run: " + why); };
   if (!handle) return bad("handle is NULL");
   if (!op) return bad("op is NULL");
-  if (!type_name(type)) return bad("unknown element type " + std::to_string(int(type)) + " (KTUNE_R_32F, KTUNE_R_16F or KTUNE_R_16BF)");
+  if (!type_name(type)) return bad(unknown_type(type));
   if (ndims < 0 || nbuffers < 0 || nscalars < 0) return bad("negative count of dims, buffers or scalars");
   if ((ndims && !dims) || (nbuffers && !buffers) || (nscalars && !scalars)) return bad("dims, buffers or scalars is NULL");
   return guarded("ktune_run", [&] {
     const ktune::OpInfo& info = ktune::op_info(op); // an unknown op: UsageError naming the known ones
-    const ktune::DType d =
-        type == KTUNE_R_32F ? ktune::DType::f32 : type == KTUNE_R_16F ? ktune::DType::f16 : ktune::DType::bf16;
     if (size_t(nscalars) > info.scalars.size())
       throw ktune::UsageError(std::to_string(nscalars) + " scalars given, op " + info.name + " has " +
                               std::to_string(info.scalars.size()));
     ktune::Problem p = ktune::Problem::make(info.name, std::vector<int64_t>(dims, dims + ndims),
-                                            info.layouts.empty() ? std::string() : info.layouts.front(), d);
+                                            info.default_layout(), dtype_of(type));
     for (int i = 0; i < nscalars; ++i) p.scalars[info.scalars[size_t(i)].first] = scalars[i];
     handle->rt->run(p, std::vector<void*>(buffers, buffers + nbuffers), static_cast<CUstream>(stream));
     return KTUNE_SUCCESS;

@@ -6,9 +6,9 @@
 
 #include "gemm/gemm_families.h"
 #include "ktune/error.h"
+#include "runtime/buffers_launch.h"
 #include "runtime/cuda_check.h"
 #include "runtime/driver.h"
-#include "runtime/buffers_launch.h"
 #include "runtime/gemm_launch.h"
 #include "runtime/rows_launch.h"
 #include "runtime/runtime_impl.h"
@@ -153,15 +153,15 @@ void Runtime::rows(const Problem& problem, const void* x, void* y, const void* w
     launch_prepared_rows(prep, p, x, y, weight, bias, stream);
 }
 
-// The prepared launch of a problem that best_config(Problem) serves (row ops, ops of plain buffers):
-// found by key, else resolved (first use measures through `resolve`) and prepared. Inside a stream
-// capture, where nothing can be timed, the first candidate runs through `run_once` without being
-// kept, so that a later call outside the capture measures; null then.
-const void* Runtime::prepared_generic(const Problem& p, const char* entry, const std::function<Selection()>& resolve,
+// The prepared launch of a problem that best_config(Problem) serves (row ops, ops of plain buffers)
+// and that its caller did not find under key: resolved (first use measures through `resolve`) and
+// prepared. Inside a stream capture, where nothing can be timed, the first candidate runs through
+// `run_once` without being kept, so that a later call outside the capture measures; null then.
+// The callers look the key up first, so that a call already prepared builds no std::function.
+const void* Runtime::prepared_generic(const std::string& key, const Problem& p, const char* entry,
+                                      const std::function<Selection()>& resolve,
                                       const std::function<void(Module&, const LaunchPlan&)>& run_once) {
-  const std::string key = p.key();
   Impl& m = *impl_;
-  if (const Prepared* known = m.find_prepared(key)) return known;
   Selection sel = best_config(p); // validates
   m.ensure_context();
   if (sel.measure_pending) {
@@ -179,9 +179,10 @@ const void* Runtime::prepared_generic(const Problem& p, const char* entry, const
 
 const void* Runtime::prepared_rows(const Problem& p, const void* x, void* y, const void* weight, const void* bias,
                                    CUstream stream) {
-  if (const Prepared* known = impl_->find_prepared(p.key())) return known;
+  const std::string key = p.key();
+  if (const Prepared* known = impl_->find_prepared(key)) return known;
   return prepared_generic(
-      p, "ktune::Runtime::rows", [&] { return impl_->resolve_rows(p, x, weight, bias, stream, *this); },
+      key, p, "ktune::Runtime::rows", [&] { return impl_->resolve_rows(p, x, weight, bias, stream, *this); },
       [&](Module& mod, const LaunchPlan& plan) { ::ktune::launch_rows(mod, plan, rows_args(p, x, y, weight, bias), stream); });
 }
 
@@ -228,8 +229,10 @@ void Runtime::run(const Problem& problem, const std::vector<void*>& buffers, CUs
 }
 
 const void* Runtime::prepared_buffers(const Problem& p, const std::vector<void*>& buffers, CUstream stream) {
+  const std::string key = p.key();
+  if (const Prepared* known = impl_->find_prepared(key)) return known;
   return prepared_generic(
-      p, "ktune::Runtime::run", [&] { return impl_->resolve_buffers(p, buffers, stream, *this); },
+      key, p, "ktune::Runtime::run", [&] { return impl_->resolve_buffers(p, buffers, stream, *this); },
       [&](Module& mod, const LaunchPlan& plan) {
         BufferArgs a(p, std::vector<const void*>(buffers.begin(), buffers.end()));
         launch_buffers(mod, plan, a, stream);

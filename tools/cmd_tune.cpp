@@ -86,7 +86,7 @@ int cmd_tune(const TuneArgs& a) {
   if (!a.suite.empty() && !a.problems.empty()) throw UsageError("give --suite or --problem, not both");
   if (!a.suite.empty()) o.problems = load_suite(a.suite, a.layout, dtype);
   const OpInfo& op = op_info(a.op);
-  const std::string layout = a.layout.empty() && !op.layouts.empty() ? op.layouts[0] : a.layout;
+  const std::string layout = a.layout.empty() ? op.default_layout() : a.layout;
   for (const auto& p : a.problems) o.problems.push_back(Problem::parse(op.name, p, layout, dtype));
   if (o.problems.empty()) throw UsageError("nothing to tune: give --suite FILE or --problem SHAPE");
   if (a.budget_evals && *a.budget_evals == 0) throw UsageError("--budget-evals must be at least 1");

@@ -44,7 +44,7 @@ Problem parse_problem(const ProblemOptions& o, const std::string& op_name) {
   std::string dflt;
   for (size_t i = 0; i < op.dims.size(); ++i) dflt += i ? "x4096" : "4096";
   return Problem::parse(op.name, o.shape.empty() ? dflt : o.shape,
-                        o.layout.empty() && !op.layouts.empty() ? op.layouts[0] : o.layout, parse_dtype(o.dtype));
+                        o.layout.empty() ? op.default_layout() : o.layout, parse_dtype(o.dtype));
 }
 
 } // namespace ktune::cli

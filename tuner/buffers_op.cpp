@@ -71,7 +71,8 @@ class BuffersRunner : public OpRunner {
   }
 
   void launch(Module& m, const LaunchPlan& plan, CUstream stream) override {
-    BufferArgs a(p_, pointers());
+    const std::vector<void*> ptrs = pointers();
+    BufferArgs a(p_, std::vector<const void*>(ptrs.begin(), ptrs.end()));
     launch_buffers(m, plan, a, stream);
   }
 
@@ -120,7 +121,7 @@ class BuffersRunner : public OpRunner {
 
 
   void run_runtime(Runtime& rt, CUstream stream) override {
-    rt.run(p_, mutable_pointers(), stream);
+    rt.run(p_, pointers(), stream);
   }
 
  private:
@@ -132,14 +133,10 @@ class BuffersRunner : public OpRunner {
     std::vector<double> values;      // inputs: the values the kernel reads
   };
 
-  std::vector<const void*> pointers() const {
-    std::vector<const void*> v;
-    for (const Buffer& b : bufs_) v.push_back(reinterpret_cast<const void*>(b.dev.ptr() + kGuard + offset_));
-    return v;
-  }
-  std::vector<void*> mutable_pointers() const {
+  // Every buffer's data, in operand order.
+  std::vector<void*> pointers() const {
     std::vector<void*> v;
-    for (const void* p : pointers()) v.push_back(const_cast<void*>(p));
+    for (const Buffer& b : bufs_) v.push_back(reinterpret_cast<void*>(b.dev.ptr() + kGuard + offset_));
     return v;
   }
 

@@ -38,7 +38,7 @@ Problem problem_from_json(const nlohmann::json& j, const std::string& where, con
     };
     std::vector<int64_t> dims;
     for (const auto& d : info.dims) dims.push_back(integer(d));
-    Problem p = Problem::make(info.name, dims, text("layout", info.layouts.empty() ? "" : info.layouts[0]),
+    Problem p = Problem::make(info.name, dims, text("layout", info.default_layout()),
                               parse_dtype(text("dtype", "f32")));
     for (size_t i = 0; i < info.ld_names.size(); ++i)
       if (j.contains(info.ld_names[i])) p.ld[i] = integer(info.ld_names[i]);

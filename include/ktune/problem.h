@@ -74,6 +74,8 @@ struct OpInfo {
   std::string name, about;
   std::vector<std::string> dims;    // e.g. {"m", "n", "k"}; shape strings list them in this order
   std::vector<std::string> layouts; // the layouts it accepts; empty: none (the first is the default)
+  // The layout a problem takes where none is named: the first of layouts, "" for an op without.
+  std::string default_layout() const { return layouts.empty() ? std::string() : layouts.front(); }
   std::vector<std::string> ld_names; // its leading dimensions, in Problem::ld order
   // The largest dimension and leading dimension the op's kernels and its baseline library take.
   // A problem beyond either is refused wherever it enters (validate): a key that no reader could

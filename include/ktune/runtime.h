@@ -269,9 +269,10 @@ class Runtime {
                             CUstream stream);
   // The same for ops of plain buffers.
   const void* prepared_buffers(const Problem& p, const std::vector<void*>& buffers, CUstream stream);
-  // What both share (serve.cpp): found, else resolved and prepared; run_once serves a first call
-  // inside a stream capture.
-  const void* prepared_generic(const Problem& p, const char* entry, const std::function<Selection()>& resolve,
+  // What both share once key is not found (serve.cpp): resolved and prepared; run_once serves a
+  // first call inside a stream capture.
+  const void* prepared_generic(const std::string& key, const Problem& p, const char* entry,
+                               const std::function<Selection()>& resolve,
                                const std::function<void(Module&, const LaunchPlan&)>& run_once);
   // C = beta * C (alpha == 0 or K == 0; nothing for M or N == 0), reading neither A nor B.
   void scale_only(const GemmProblem& p, void* C, CUstream stream);

@@ -3,9 +3,7 @@ such as scale_add, which have no typed wrapper, and the others through the same 
 
 from . import _ktune
 from ._rows import _current_stream, _dtype_codes
-from ._runtime import runtime
-
-_OPS = {}  # name -> the op's description (_ktune.ops()), filled on first use
+from ._runtime import op_table, runtime
 
 
 def _err(msg):
@@ -19,11 +17,10 @@ def ops():
 
 
 def _op(name):
-    if not _OPS:
-        _OPS.update({o["name"]: o for o in _ktune.ops()})
-    if name not in _OPS:
-        raise _err("unknown op %r (known: %s)" % (name, ", ".join(_OPS)))
-    return _OPS[name]
+    table = op_table()
+    if name not in table:
+        raise _err("unknown op %r (known: %s)" % (name, ", ".join(table)))
+    return table[name]
 
 
 def run(op, *buffers, dims=None, **scalars):

@@ -144,6 +144,14 @@ def runtime(device=None, arch=None):
 
 
 _ROW_OPS = ("softmax", "layernorm", "rmsnorm")
+_OP_TABLE = {}  # name -> the op's description (_ktune.ops()), read once
+
+
+def op_table():
+    """The registered ops by name (their _ktune.ops() descriptions), read on first use."""
+    if not _OP_TABLE:
+        _OP_TABLE.update({o["name"]: o for o in _ktune.ops()})
+    return _OP_TABLE
 
 
 def best_config(m, n=None, k=None, dtype="f32", layout="NN", arch=None, device=None, op="gemm"):
@@ -158,7 +166,7 @@ def best_config(m, n=None, k=None, dtype="f32", layout="NN", arch=None, device=N
     GPU; otherwise the GPU `device` (default 0) is asked. layout: 'NN', 'NT', 'TN' or 'TT' (A, B
     row-major N or column-major T).
     """
-    known = {o["name"]: o for o in _ktune.ops()}
+    known = op_table()
     if op not in known:
         raise _ktune.UsageError("best_config: unknown op %r (known: %s)" % (op, ", ".join(known)))
     if op == "gemm":

@@ -162,7 +162,9 @@ TEST(ScaleAddGpu, TunedByTheCliThenServedByQueryBenchRuntimeAndCApi) {
       EXPECT_TRUE(v.pass) << p.key() << " " << to_string(c) << " (" << to_string(s.provenance) << " " << s.family
                           << "): " << v.summary();
     }
-    if (std::string(shape) == "16777216") EXPECT_EQ(s.provenance, Provenance::exact) << s.why;
+    if (std::string(shape) == "16777216") {
+      EXPECT_EQ(s.provenance, Provenance::exact) << s.why;
+    }
     std::cout << "[ ktune    ] " << p.key() << ": " << to_string(s.provenance) << " " << s.family << " (" << s.why << ")\n";
   }
 
