@@ -7,8 +7,10 @@ The host's speed drifts by tens of percent over seconds on a shared machine, so 
 of one op are interleaved round by round (ktune, PyTorch, floor, allocation, ...) and each column
 is a median over rounds, the ratio the median of per-round ratios.
 
-Columns: ktune (ktune.softmax etc.), torch (PyTorch's op), ratio ktune / torch; floor: the least
-any Python wrapper over ktune's runtime can cost, a tensor allocated for the result
+Columns: ktune (ktune.softmax etc., through the C++ fast path ktune._torch_ext where it is built,
+else the Python one; the header says which; KTUNE_TORCH_EXT=0 times the Python one), torch
+(PyTorch's op), ratio ktune / torch; floor: the least a wrapper written in Python over ktune's
+runtime can cost, a tensor allocated for the result
 (torch.empty_like / new_empty) and the prepared handle called with its pointers (no checks, no
 lookup); alloc: the allocation alone; launch: the prepared handle alone (binding, runtime and the
 driver's launch, or cuBLASLt's where cuBLAS serves). Then the same loop with the GPU free (what
@@ -117,8 +119,10 @@ def main():
          lambda: h_sm(px, empty_like(x).data_ptr(), 0, 0, stream(dev)), lambda: empty_like(x),
          lambda: h_sm(px, py, 0, 0, stream(dev))),
     ]
-    print("%s; torch %s; host microseconds a call (GPU held), %d calls a round, medians over %d interleaved rounds" % (
-        torch.cuda.get_device_name(0), torch.__version__, args.calls, args.rounds))
+    for case in cases:
+        case[1]()  # the first call prepares; from the second on the fast path serves
+    print("%s; torch %s; ktune's fast path: %s" % (torch.cuda.get_device_name(0), torch.__version__, ktune.torch_fast_path()))
+    print("host microseconds a call (GPU held), %d calls a round, medians over %d interleaved rounds" % (args.calls, args.rounds))
     print("%-24s %8s %8s %7s %8s %7s %8s %8s %10s %10s" % (
         "op", "ktune", "torch", "ratio", "floor", "fl/tor", "alloc", "launch", "ktune loop", "torch loop"))
     worst, worst_floor = 0.0, 0.0

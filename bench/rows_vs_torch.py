@@ -107,7 +107,8 @@ def main():
     flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
     copy = copy_tb_s(args.reps, flush)
     device = torch.cuda.get_device_name(0)
-    print("%s; device-to-device copy %.3f TB/s; torch %s" % (device, copy, torch.__version__))
+    print("%s; device-to-device copy %.3f TB/s; torch %s; ktune's fast path: %s" % (
+        device, copy, torch.__version__, ktune.torch_fast_path()))
     print("kernel: one call in a CUDA graph; eager: one call from Python; speedup = torch time / ktune time")
     print("%-32s %10s %8s %6s %10s %8s %6s %8s %9s %9s %8s" % (
         "problem", "ktune ms", "TB/s", "%copy", "torch ms", "TB/s", "%copy", "speedup", "ktune eag", "torch eag", "eager x"))

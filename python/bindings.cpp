@@ -20,6 +20,7 @@
 #include "ktune/gemm_problem.h"
 #include "ktune/runtime.h"
 #include "tuner/json_io.h"
+#include "call_api.h"
 
 namespace py = pybind11;
 
@@ -110,6 +111,41 @@ PYBIND11_MODULE(_ktune, m) {
         return out;
       },
       "The registered ops: name, about, dims, layouts, runner, scalars (name, default), operands (name, is output).");
+  // The table python/torch_ext.cpp calls through (python/call_api.h): handles out of the call
+  // objects, and prepared calls run without an exception crossing into the other module.
+  static const KtuneCallApi call_api = {
+      KTUNE_CALL_API_VERSION,
+      [](PyObject* obj) -> const void* {
+        const py::handle h(obj);
+        return py::isinstance<PyRowsCall>(h) ? h.cast<const PyRowsCall&>().call.get() : nullptr;
+      },
+      [](PyObject* obj) -> const void* {
+        const py::handle h(obj);
+        return py::isinstance<PyGemmCall>(h) ? h.cast<const PyGemmCall&>().call.get() : nullptr;
+      },
+      [](const void* handle, const void* x, void* y, const void* weight, const void* bias, void* stream) -> int {
+        const auto& call = *static_cast<const ktune::RowsCall*>(handle);
+        try {
+          if (!call.ready(x, y, weight, bias)) return 0;
+          call(x, y, weight, bias, static_cast<CUstream>(stream));
+          return 1;
+        } catch (...) {
+          return 0;
+        }
+      },
+      [](const void* handle, const void* a, const void* b, void* c, float alpha, void* stream) -> int {
+        const auto& call = *static_cast<const ktune::GemmCall*>(handle);
+        try {
+          if (!c || !a || !b || !call.ready(a, b, c, alpha)) return 0;
+          call(a, b, c, alpha, 0.0f, static_cast<CUstream>(stream));
+          return 1;
+        } catch (...) {
+          return 0;
+        }
+      },
+  };
+  m.add_object("_call_api", py::capsule(&call_api, KTUNE_CALL_API_CAPSULE));
+
   m.def(
       "problem_key",
       [](int64_t mm, int64_t n, int64_t k, const std::string& dtype, const std::string& layout) {

@@ -35,7 +35,7 @@ KtuneError = _ktune.KtuneError
 #: An argument ktune cannot take (bad dtype, shape mismatch, a tensor not on a CUDA device); a ValueError.
 UsageError = _ktune.UsageError
 
-from ._runtime import best_config, configure, default_db_path, devices, runtime  # noqa: E402
+from ._runtime import best_config, configure, default_db_path, devices, runtime, torch_fast_path  # noqa: E402
 from ._ktune import DEFAULT_CUBIN_CACHE  # noqa: E402
 from ._gemm import gemm  # noqa: E402
 from ._rows import layer_norm, rms_norm, softmax  # noqa: E402
@@ -66,5 +66,6 @@ __all__ = [
     "run",
     "runtime",
     "softmax",
+    "torch_fast_path",
     "tune",
 ]

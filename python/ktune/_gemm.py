@@ -112,6 +112,8 @@ def _torch_gemm(a, b, out, alpha, beta, key=None):
         # Called through a prepared handle from now on (gemm's fast path): a and b needed no copy.
         call = runtime(device=index).gemm_call(m, n, k, dtype, la[0] + lb[0], la[1], lb[1], ldc)
         _runtime.remember_call(key, (call, (m, n), index))
+        if _runtime._ext:
+            _runtime._ext.remember_gemm(a, b, call, m, n, index)
         call(a.data_ptr(), b.data_ptr(), out.data_ptr(), float(alpha), float(beta), fast[3](index))
         return out
     with torch.cuda.device(device):
@@ -208,9 +210,15 @@ def gemm(a, b, out=None, alpha=1.0, beta=0.0):
     objects with only __dlpack__ go through torch.from_dlpack. Not differentiable: use
     torch.ops.ktune.gemm for autograd and torch.compile.
     """
-    # The fast path: a problem seen before (dtypes, shapes, strides and device of a and b; a new
-    # out; beta 0) is called through its prepared handle with pointers and the stream only. The
-    # checks of the full path below hold for it: all of that is in the key.
+    # The fast paths: a problem seen before (dtypes, shapes, strides and device of a and b; a new
+    # out; beta 0) is called through its prepared handle with pointers and the stream only, from C++
+    # (ktune._torch_ext, where built) or from here. The checks of the full path below hold for it:
+    # all of that is in the key.
+    ext = _runtime._ext
+    if out is None and beta == 0 and (ext or ext is None and _runtime.torch_ext()):
+        c = _runtime._ext.gemm(a, b, alpha)
+        if c is not None:
+            return c
     fast = _runtime._torch_fast or _runtime.torch_fast()
     if fast and out is None and beta == 0 and type(a) is fast[1] and type(b) is fast[1] and alpha.__class__ in (float, int):
         # get_device(): the index as an int (-1 on the CPU), cheaper than building a torch.device.

@@ -112,6 +112,8 @@ def _run_checked(op, x, out, weight, bias, scalar, key):
                 and (b is None or b is bias)):
             call = rt.rows_call(op, _DTYPE_CODES[x2.dtype], rows, cols, ldx, cols, float(scalar))
             _runtime.remember_call(key, (call, cols, index, x.is_contiguous()))
+            if _runtime._ext:
+                _runtime._ext.remember_rows(op, x, scalar, weight is not None, bias is not None, call, index)
             call(x2.data_ptr(), out.data_ptr(), args[8], args[9], _current_stream(index))
         else:
             rt.rows(*args, _current_stream(index))
@@ -121,16 +123,34 @@ def _run_checked(op, x, out, weight, bias, scalar, key):
     return out
 
 
+# Each op first asks the C++ fast path (ktune._torch_ext, where built: python/torch_ext.cpp) for a
+# problem seen before; None from it, or no such module, and the Python path runs.
+
 def softmax(x, scale=1.0, out=None):
     """softmax(scale * x) along the last dimension (torch.softmax(x * scale, -1)), FP32 math."""
+    ext = _runtime._ext
+    if out is None and (ext or ext is None and _runtime.torch_ext()):
+        y = _runtime._ext.softmax(x, scale)
+        if y is not None:
+            return y
     return _run("softmax", x, out, None, None, scale)
 
 
 def layer_norm(x, weight=None, bias=None, eps=1e-5, out=None):
     """F.layer_norm(x, (x.shape[-1],), weight, bias, eps), FP32 math, weight and bias in x's dtype."""
+    ext = _runtime._ext
+    if out is None and (ext or ext is None and _runtime.torch_ext()):
+        y = _runtime._ext.layer_norm(x, weight, bias, eps)
+        if y is not None:
+            return y
     return _run("layernorm", x, out, weight, bias, eps)
 
 
 def rms_norm(x, weight=None, eps=1e-6, out=None):
     """F.rms_norm(x, (x.shape[-1],), weight, eps), FP32 math, weight in x's dtype."""
+    ext = _runtime._ext
+    if out is None and (ext or ext is None and _runtime.torch_ext()):
+        y = _runtime._ext.rms_norm(x, weight, eps)
+        if y is not None:
+            return y
     return _run("rmsnorm", x, out, weight, None, eps)

@@ -1,5 +1,6 @@
 """One ktune runtime per process and device (or per arch, for GPU-less queries), created lazily."""
 
+import os
 import sys
 import threading
 
@@ -42,6 +43,63 @@ def torch_fast():
     get_device = getattr(torch._C, "_cuda_getDevice", None)
     _torch_fast = (torch, torch.Tensor, torch.contiguous_format, raw, get_device, torch.empty_like) if raw and get_device else ()
     return _torch_fast
+
+
+# The C++ fast path (python/torch_ext.cpp, ktune._torch_ext): None until looked for, then the module
+# or False; _torch_ext_why says why it is not used.
+_ext = None
+_torch_ext_why = "PyTorch not imported yet"
+
+
+def torch_ext():
+    """ktune._torch_ext where it was built against the PyTorch imported in this process and not
+    turned off (KTUNE_TORCH_EXT=0); False otherwise. Looked for once torch is imported."""
+    global _ext, _torch_ext_why
+    if _ext is not None:
+        return _ext
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return False  # not kept: torch may be imported later
+    with _lock:
+        if _ext is None:
+            _ext, _torch_ext_why = _load_torch_ext(torch)
+    return _ext
+
+
+def _load_torch_ext(torch):
+    if os.environ.get("KTUNE_TORCH_EXT", "1") == "0":
+        return False, "turned off by KTUNE_TORCH_EXT=0"
+    try:
+        from . import _torch_ext
+    except ImportError as e:
+        return False, "ktune._torch_ext is not built or does not load (%s)" % e
+    if _torch_ext.TORCH_VERSION != torch.__version__:
+        return False, ("ktune._torch_ext was built against PyTorch %s and this process runs %s: rebuild ktune"
+                       % (_torch_ext.TORCH_VERSION, torch.__version__))
+    return _torch_ext, ""
+
+
+def torch_fast_path():
+    """Which path serves ktune.gemm and the row ops on PyTorch tensors for problems seen before:
+    'C++ (ktune._torch_ext)' or 'Python (<why not C++>)'."""
+    ext = torch_ext()
+    return "C++ (ktune._torch_ext)" if ext else "Python (%s)" % _torch_ext_why
+
+
+def set_torch_ext(enabled):
+    """Use the C++ fast path where it loads (True) or the Python one (False); for benchmarks and
+    tests that compare the two. Returns torch_fast_path()."""
+    global _ext, _torch_ext_why
+    with _lock:
+        _forget_calls()
+        _ext, _torch_ext_why = (None, "") if enabled else (False, "turned off by set_torch_ext(False)")
+    return torch_fast_path()
+
+
+def _forget_calls():
+    calls.clear()
+    if _ext:
+        _ext.clear()
 
 
 def remember_call(key, value):
@@ -108,7 +166,7 @@ def configure(db=None, tables=None, tf32x3=None, measure_untuned=None, cubin_cac
             _options["cubin_cache_max_mb"] = int(cubin_cache_max_mb)
         _retired.extend(_runtimes.values())
         _runtimes.clear()
-        calls.clear()
+        _forget_calls()
         return dict(_options)
 
 
@@ -117,7 +175,7 @@ def reload():
     with _lock:
         _retired.extend(_runtimes.values())
         _runtimes.clear()
-        calls.clear()
+        _forget_calls()
 
 
 def runtime(device=None, arch=None):

@@ -305,3 +305,17 @@ def test_best_config_of_any_op_without_gpu():
         ktune.best_config(4, 4, op="scale_add", arch="sm_90")
     with pytest.raises(ktune.UsageError, match="unknown op"):
         ktune.best_config(4, op="scale_ad", arch="sm_90")
+
+
+def test_torch_fast_path_says_which_path_serves():
+    import sys
+    from ktune import _runtime
+    path = ktune.torch_fast_path()
+    assert path.startswith("Python (") or path == "C++ (ktune._torch_ext)"
+    if "torch" not in sys.modules:
+        assert path == "Python (PyTorch not imported yet)"
+    try:
+        assert _runtime.set_torch_ext(False) == "Python (turned off by set_torch_ext(False))"
+        assert not _runtime.torch_ext()
+    finally:
+        _runtime.set_torch_ext(True)

@@ -3,6 +3,7 @@
 Tolerances (README, "Python"; docs/TEMPLATES.md, "Verification"): relative Frobenius error against
 the product of the same (rounded) inputs in FP64: f32 1e-5; bf16 2^-8 + K * 2^-23; f16 2^-11 + K * 2^-23.
 """
+import os
 import threading
 
 import pytest
@@ -298,6 +299,77 @@ def test_repeated_calls_take_the_prepared_path_and_stay_right():
     assert (y2.double() - ref).norm().item() <= (2.0 ** -8 + 1e-5) * ref.norm().item()
     _runtime.reload()
     assert not _runtime.calls, "reload() must drop the prepared calls of the runtimes it replaces"
+
+
+def test_cxx_fast_path_serves_seen_problems_as_the_python_path_does():
+    """ktune._torch_ext (python/torch_ext.cpp), where built: a problem the Python path prepared is
+    served from C++ from its next call on, with results bit-identical to the Python path's (the same
+    prepared launch), and whatever the Python path would refuse or treat otherwise is left to it."""
+    import torch
+    from ktune import _runtime
+    ext = _runtime.torch_ext()
+    if not ext:
+        if os.environ.get("KTUNE_EXPECT_TORCH_EXT") == "1":
+            pytest.fail("ktune._torch_ext was built for this run but is not used: " + ktune.torch_fast_path())
+        pytest.skip(ktune.torch_fast_path())
+    assert ktune.torch_fast_path().startswith("C++")
+    _runtime.reload()
+    assert ext.stats()[0] == 0, "reload() must drop the C++ path's calls"
+    g = torch.Generator(device="cuda").manual_seed(7)
+
+    def rows(shape, dtype):
+        return (torch.rand(shape, device="cuda", generator=g) * 6 - 3).to(dtype)
+
+    w, bias = rows(1000, torch.bfloat16) + 4, rows(1000, torch.bfloat16)
+    a, bt = rows((200, 80), torch.float16), rows((96, 80), torch.float16)
+    cases = {
+        "softmax": (lambda x: ktune.softmax(x, scale=0.5), lambda: rows((6, 3, 1000), torch.bfloat16)),
+        "layer_norm": (lambda x: ktune.layer_norm(x, w, bias, eps=1e-5), lambda: rows((6, 3, 1000), torch.bfloat16)),
+        "rms_norm": (lambda x: ktune.rms_norm(x, w), lambda: rows((6, 3, 1000), torch.bfloat16)),
+        # b a transposed view (layout NT); alpha an int
+        "gemm": (lambda x: ktune.gemm(x, bt.t(), alpha=2), lambda: rows((200, 80), torch.float16)),
+    }
+    for name, (f, make) in cases.items():
+        assert _runtime.set_torch_ext(True).startswith("C++")
+        f(make())  # the Python path checks, prepares and registers
+        x = make()
+        served = ext.stats()[1]
+        y = f(x)
+        assert ext.stats()[1] == served + 1, "%s: the second call of a problem was not served from C++" % name
+        _runtime.set_torch_ext(False)
+        f(x)  # prepares the Python path's handle
+        y_py = f(x)
+        torch.cuda.synchronize()
+        assert y.shape == y_py.shape and y.dtype == y_py.dtype and y.is_contiguous()
+        assert torch.equal(y, y_py), "%s: the C++ and Python paths disagree" % name
+    _runtime.set_torch_ext(True)
+    x = rows((6, 3, 1000), torch.bfloat16)
+    ktune.rms_norm(x, w)
+    served = ext.stats()[1]
+    # Left to the Python path, which refuses or serves them as before: a weight of another dtype or
+    # length, a CPU tensor, a complex alpha, a tensor subclass, an out= tensor.
+    with pytest.raises(ktune.UsageError, match="weight must be"):
+        ktune.rms_norm(x, w.float())
+    with pytest.raises(ktune.UsageError, match="weight must be"):
+        ktune.rms_norm(x, w[:999])
+    with pytest.raises(ktune.UsageError, match="is on cpu"):
+        ktune.rms_norm(x.cpu(), w)
+
+    class Sub(torch.Tensor):
+        pass
+
+    y_sub = ktune.rms_norm(x.as_subclass(Sub), w)
+    out = torch.empty_like(x)
+    ktune.rms_norm(x, w, out=out)
+    y = ktune.rms_norm(x, w)
+    torch.cuda.synchronize()
+    assert torch.equal(out, y) and torch.equal(y_sub, y)
+    assert ext.stats()[1] == served + 1, "only the last call may be served from C++"
+    ktune.gemm(a, bt.t())
+    with pytest.raises(ktune.UsageError, match="real"):
+        ktune.gemm(a, bt.t(), alpha=1j)
+    ktune.configure()
+    assert ext.stats()[0] == 0, "configure() must drop the C++ path's calls"
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
