@@ -52,7 +52,9 @@ else
   pybind11_dir=$("$pyexe" -m pybind11 --cmakedir) # fails here, saying so, where pybind11 is not importable
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DKTUNE_PYTHON=ON -DPython_EXECUTABLE="$pyexe" \
         -Dpybind11_DIR="$pybind11_dir" >"$out/python-cmake.txt"
-  cmake --build "$build" --target _ktune ktune_cli -j "$(nproc)" >>"$out/python-cmake.txt"
+  # ktune_python: _ktune, and _torch_ext where this Python imports torch (python/CMakeLists.txt)
+  cmake --build "$build" --target ktune_python ktune_cli -j "$(nproc)" >>"$out/python-cmake.txt"
+  if compgen -G "$build/python/ktune/_torch_ext*" >/dev/null; then export KTUNE_EXPECT_TORCH_EXT=1; fi
 fi
 export PYTHONPATH=$PWD/python:$build/python${PYTHONPATH:+:$PYTHONPATH}
 export KTUNE_CLI=$build/ktune
