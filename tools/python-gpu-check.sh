@@ -34,17 +34,11 @@ if [ -n "${PREBUILT:-}" ]; then
       python/bindings.cpp "$build/libktune.a" $libdirs -l:libnvrtc.so.13 -l:libcublas.so.13 -l:libcublasLt.so.13 -l:libsqlite3.so.0 \
       -ldl -lpthread \
       -o "$build/python/ktune/_ktune$suffix" >"$out/python-cmake.txt" 2>&1 || { cat "$out/python-cmake.txt"; exit 1; }
-  # ktune._torch_ext, as python/CMakeLists.txt builds it where torch imports (KTUNE_TORCH_EXT=OFF: not).
+  # ktune._torch_ext against this PyTorch, by the builder users run after `pip install .`
+  # (KTUNE_TORCH_EXT=OFF: not built).
   rm -f "$build/python/ktune/_torch_ext"*
   if [ "${KTUNE_TORCH_EXT:-AUTO}" != OFF ]; then
-    torch_flags=$("$pyexe" -c 'import torch, torch.utils.cpp_extension as e
-print(" ".join(["-isystem" + p for p in e.include_paths(device_type="cuda")]), "-D_GLIBCXX_USE_CXX11_ABI=%d" % int(torch._C._GLIBCXX_USE_CXX11_ABI),
-      "-DKTUNE_TORCH_VERSION=\x22%s\x22" % torch.__version__, "-L%s -Wl,-rpath,%s" % (e.library_paths()[0], e.library_paths()[0]))')
-    # shellcheck disable=SC2046,SC2086
-    g++ -O2 -std=c++17 -shared -fPIC -fvisibility=hidden $torch_flags -isystem "$build/deps/include" \
-        -isystem "$("$pyexe" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')" \
-        -DTORCH_EXTENSION_NAME=_torch_ext -DTORCH_API_INCLUDE_EXTENSION_H python/torch_ext.cpp \
-        -lc10 -lc10_cuda -ltorch -ltorch_cpu -ltorch_python -o "$build/python/ktune/_torch_ext$suffix" \
+    PYTHONPATH=$PWD/python:$build/python "$pyexe" -m ktune.build_torch_ext --out "$build/python/ktune" \
         >>"$out/python-cmake.txt" 2>&1 || { cat "$out/python-cmake.txt"; exit 1; }
     export KTUNE_EXPECT_TORCH_EXT=1  # built: the tests fail where it is not used
   fi

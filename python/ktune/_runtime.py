@@ -70,13 +70,37 @@ def _load_torch_ext(torch):
     if os.environ.get("KTUNE_TORCH_EXT", "1") == "0":
         return False, "turned off by KTUNE_TORCH_EXT=0"
     try:
-        from . import _torch_ext
+        _torch_ext = _import_torch_ext(torch.__version__)
     except ImportError as e:
-        return False, "ktune._torch_ext is not built or does not load (%s)" % e
+        return False, "ktune._torch_ext does not load (%s)" % e
+    if _torch_ext is None:
+        return False, ("ktune._torch_ext is not built: `python -m ktune.build_torch_ext` builds it against this "
+                       "PyTorch (README, 'Python')")
     if _torch_ext.TORCH_VERSION != torch.__version__:
         return False, ("ktune._torch_ext was built against PyTorch %s and this process runs %s: rebuild ktune"
                        % (_torch_ext.TORCH_VERSION, torch.__version__))
     return _torch_ext, ""
+
+
+def _import_torch_ext(torch_version):
+    """ktune._torch_ext from the package, else from the per-user cache that
+    `python -m ktune.build_torch_ext` fills where the package is not writable; None where neither
+    has it."""
+    import importlib.util
+    import sysconfig
+
+    if importlib.util.find_spec("ktune._torch_ext") is not None:
+        from . import _torch_ext
+        return _torch_ext
+    from .build_torch_ext import cache_dir
+    path = os.path.join(cache_dir(torch_version), "_torch_ext" + sysconfig.get_config_var("EXT_SUFFIX"))
+    if not os.path.isfile(path):
+        return None
+    spec = importlib.util.spec_from_file_location("ktune._torch_ext", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    sys.modules["ktune._torch_ext"] = module
+    return module
 
 
 def torch_fast_path():

@@ -319,3 +319,37 @@ def test_torch_fast_path_says_which_path_serves():
         assert not _runtime.torch_ext()
     finally:
         _runtime.set_torch_ext(True)
+
+
+def test_build_torch_ext_command_builds_against_the_given_torch():
+    """python -m ktune.build_torch_ext: the command compiles the source tree's torch_ext.cpp with
+    PyTorch's headers as system headers, its ABI and version, and links its libraries with an rpath."""
+    import sysconfig
+    import types
+    from ktune import build_torch_ext as b
+    src, src_dir = b.sources()
+    assert src == os.path.join(REPO, "python", "torch_ext.cpp") and src_dir == os.path.join(REPO, "python")
+    torch = types.SimpleNamespace(__version__="9.9.9+cu999", _C=types.SimpleNamespace(_GLIBCXX_USE_CXX11_ABI=False))
+    ext = types.SimpleNamespace(include_paths=lambda device_type="cpu": ["/t/include", "/cuda/include"][: 2 if device_type == "cuda" else 1],
+                                library_paths=lambda device_type="cpu": ["/t/lib"])
+    cmd = b.command(torch, ext, "/out", src, src_dir, "c++")
+    assert cmd[0] == "c++" and src in cmd
+    joined = " ".join(cmd)
+    for part in ("-isystem /t/include", "-isystem /cuda/include", "-D_GLIBCXX_USE_CXX11_ABI=0",
+                 '-DKTUNE_TORCH_VERSION="9.9.9+cu999"', "-L/t/lib", "-Wl,-rpath,/t/lib", "-lc10_cuda", "-ltorch_python",
+                 "-I" + src_dir):
+        assert part in joined, part
+    assert cmd[-1] == "/out/_torch_ext" + sysconfig.get_config_var("EXT_SUFFIX")
+    assert b.cache_dir("9.9.9").endswith(os.path.join("ktune", "torch_ext", "9.9.9"))
+
+
+def test_build_torch_ext_without_torch_says_so():
+    try:
+        import torch  # noqa: F401
+        pytest.skip("PyTorch is installed here")
+    except ImportError:
+        pass
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    done = subprocess.run([sys.executable, "-m", "ktune.build_torch_ext"], capture_output=True, text=True, env=env)
+    assert done.returncode == 2, done.stderr
+    assert "PyTorch is not importable" in done.stderr
