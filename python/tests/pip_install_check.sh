@@ -31,6 +31,11 @@ assert s["provenance"] in ("exact", "cublas"), s
 cli = find_cli()
 assert cli.startswith(os.path.dirname(ktune.__file__)), cli  # the program installed in the package
 print("best_config:", s["provenance"], s["family"], "| tune drives", cli)
+# The PyTorch fast path's sources travel with the package, for python -m ktune.build_torch_ext.
+from ktune import build_torch_ext
+src, src_dir = build_torch_ext.sources()
+assert src and src.startswith(os.path.dirname(ktune.__file__)), src
+print("torch_ext sources:", src_dir, "| fast path:", ktune.torch_fast_path())
 PY
 # pip puts the program on PATH (the venv's bin): it answers as the package's own does.
 "$work/venv/bin/ktune" --version | tee "$work/cli-version.txt"
