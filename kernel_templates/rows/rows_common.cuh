@@ -1,39 +1,24 @@
 // Device helpers shared by the row-operator templates (rows_warp.cu, rows_block.cu,
-// rows_stream.cu, rows_cluster.cu, rows_bulk.cu): element loads and stores for f32 / bf16 / f16, the per-op
-// statistics and how two of them combine, warp / block / cluster all-reductions, and the
-// register-cached row that three of the four kernels share. NVRTC compiles this with no standard
+// rows_stream.cu, rows_cluster.cu, rows_bulk.cu): element loads and stores for f32 / bf16 / f16,
+// warp / block / cluster all-reductions of any op's statistics, the register-cached row that three
+// of the kernels share, the two passes of the other two, and RowMath: what each row op's math
+// provides, in the op's own folder. NVRTC compiles this with no standard
 // headers; 16-bit elements travel as raw bit patterns converted with cvt (no <cuda_bf16.h>).
 //
 // ---- Semantics (PyTorch's; the FP64 references, reference_row and rows_check.h, compute this) ----
 // Per row r, over the columns j < cols, with x = x[r * ldx + j] widened to FP64 and the result
-// rounded to nearest-even into DT (y[r * ldy + j]):
-//   softmax   (OP 0)  z_j = scale * x_j; m = max_j z_j; y_j = exp(z_j - m) / sum_k exp(z_k - m).
-//                     A row of all -inf (or holding +inf or NaN) gives NaN everywhere, as in
-//                     PyTorch.
-//   LayerNorm (OP 1)  mean = sum_j x_j / cols; var = sum_j (x_j - mean)^2 / cols (biased);
-//                     y_j = (x_j - mean) / sqrt(var + eps) * w_j + b_j
-//   RMSNorm   (OP 2)  ms = sum_j x_j^2 / cols; y_j = x_j / sqrt(ms + eps) * w_j
-// w_j = 1 where weight is null and b_j = 0 where bias is null (elementwise_affine off / no bias).
+// rounded to nearest-even into DT (y[r * ldy + j]): what the op's header says
+// (kernel_templates/<op>/<op>_rows.cuh: softmax, layernorm, rmsnorm, each a RowMath below).
 // Every kernel does all arithmetic in FP32 (exp as ex2.approx, 1/sqrt as rsqrt.approx, both
 // ~2 ulp) and rounds the result to nearest-even once: the verification holds every element to
 // that (rows_check.h: the correctly rounded reference's error plus twice a bound on the FP32 math's).
-// Known deviation: softmax with scale == 0 and a lane (warp/block/cluster kernels) or row
-// (stream) whose inputs are all -inf gives 0 (or 1/n) where FP64 gives NaN (0 * -inf); any
-// finite non-zero scale, negative included, follows PyTorch.
 //
 // ---- Numerics ----
-// softmax never forms scale * x: with s = sign(scale) (1 for 0) its max runs over xs = s * x
-// (exact) and gives M; every exp is 2^(x * cs - ref(M)) with cs = scale * log2(e) and ref(M) =
-// M * |scale| * log2(e) rounded once, as one FMA: x * cs exact inside it, one rounding of the
-// difference, so exp's argument carries one rounding relative to itself, not to |x| (ref's own
-// rounding is common to every term and rescale, so it cancels in y). A lane's (warp/block/cluster
-// kernels) or a chunk group's (stream) elements are summed against their own max m and partial
-// (m, sum) pairs merge with rescaling (the online-softmax combine), so one reduction round
-// suffices and each element needs one exp. LayerNorm merges (count, mean, M2) triples with Chan
-// et al.'s parallel formula (each lane's, or each group's, triple computed two-pass from
-// registers), also one round and numerically sound for any offset of the data. The combines are
-// written symmetric in their two operands, bit for bit (no FMA contraction: __fmul_rn /
-// __fadd_rn), so an xor-butterfly leaves the identical result in every lane and every CTA.
+// Each op's statistics (softmax's (max, sum), LayerNorm's (count, mean, M2), RMSNorm's sum of
+// squares) are computed per lane or per group and merged by the op's combine, so one reduction
+// round suffices. The combines are written symmetric in their two operands, bit for bit (no FMA
+// contraction: __fmul_rn / __fadd_rn), so an xor-butterfly leaves the identical result in every
+// lane and every CTA.
 //
 // ---- Host rules common to all four kernels ----
 // * VEC > 1: x, y, weight, bias aligned to VEC elements, ldx and ldy multiples of VEC and
@@ -290,6 +275,9 @@ __device__ __forceinline__ void store_vec(void* base, long long i, const float (
 // ---------------------------------------------------------------------------------------------
 // Per-row constants and statistics.
 // ---------------------------------------------------------------------------------------------
+// The constants every row of a launch shares, made once by row_consts and handed to the op's math
+// (and, as c, to every combine). Only softmax's scale needs any today (softmax_rows.cuh: ref,
+// rescale); the norms leave them unused, and the compiler drops them.
 struct RowConsts {
   float sgn;     // softmax: sign(scale) (1 for 0): xs = sgn * x is what the max runs over
   float c;       // softmax: |scale| * log2(e): exp(scale * x - max) = ex2(xs * c - ref(M, c))
@@ -306,83 +294,28 @@ __device__ __forceinline__ RowConsts row_consts(const KtuneRowsArgs& p) {
   return k;
 }
 
-// softmax: the exponent a sum of exp terms is taken against, for the max m: ref = m * c rounded
-// once. Every term is ex2(fma(x, cs, -ref)) (x * cs exact in the FMA, one rounding: no extra
-// error from ref's own rounding, which every term and every rescale shares), one instruction an
-// element where ex2((xs - m) * c) took two. Whoever rescales a sum or takes exp against the row's
-// max uses the same ref (rescale, the second pass), so the sums agree bit for bit in meaning.
-// __fmul_rn: never contracted into a neighbouring add.
-__device__ __forceinline__ float ref(float m, float c) { return __fmul_rn(m, c); }
-
-// softmax: max m of xs over the elements seen (-inf: none seen, or all -inf) and the sum of
-// 2^(xs * c - ref(m, c)) = exp((xs - m) * |scale|) over them.
-struct SoftmaxStats {
-  float m, s;
-};
-// LayerNorm: count, mean and sum of squared deviations from it (Chan et al.).
-struct NormStats {
-  float n, mean, m2;
-};
-// RMSNorm: sum of squares.
-struct SumStats {
-  float ss;
-};
-
+// An op's math on a row: its statistics (Stats), how the kernels fold elements into them and
+// turn them into the stored results. Each row op specializes RowMath in its own folder
+// (kernel_templates/<op>/<op>_rows.cuh, deriving from RowMathDefaults below for what it does not
+// do its own way); rows_families.cpp appends that header to each of the op's kernel sources.
+// What a specialization provides (static, __device__ __forceinline__):
+//   Stats                       the per-row statistics, a struct of floats, with empty_stats<Stats>()
+//                               and combine(Stats, Stats, float c) beside it (symmetric bit for bit)
+//   kWeight, kBias              whether the op reads weight / bias (with_affine's combinations)
+//   kZeroOutside                SHIFT rows: columns outside the row read as 0 (else loaded() masks them)
+//   loaded<VEC, CHUNKS>         a cached row's chunks just loaded: the op's own transform, if any
+//   accumulate<N, VEC>          N vectors of a row seen a group at a time folded into Stats
+//   local_stats<VEC, CHUNKS>    a thread's statistics of its cached chunks
+//   finish                      what the stores apply, from the thread's and the row's statistics
+//   finished<VEC>               a vector's results before weight and bias
+//   fold_group, finish_from_row, run_second_pass, second_pass_vector
+//                               the two-pass kernels' steps (RowMathDefaults has the plain ones)
 template <int OP>
-struct StatsOf {
-  using type = SumStats;
-};
-template <>
-struct StatsOf<KTUNE_ROWS_SOFTMAX> {
-  using type = SoftmaxStats;
-};
-template <>
-struct StatsOf<KTUNE_ROWS_LAYERNORM> {
-  using type = NormStats;
-};
+struct RowMath;
 template <int OP>
-using Stats = typename StatsOf<OP>::type;
-
+using Stats = typename RowMath<OP>::Stats;
 template <class S>
 __device__ __forceinline__ S empty_stats();
-template <>
-__device__ __forceinline__ SoftmaxStats empty_stats<SoftmaxStats>() {
-  return {neg_inf(), 0.0f};
-}
-template <>
-__device__ __forceinline__ NormStats empty_stats<NormStats>() {
-  return {0.0f, 0.0f, 0.0f};
-}
-template <>
-__device__ __forceinline__ SumStats empty_stats<SumStats>() {
-  return {0.0f};
-}
-
-// 2^(ref(m) - ref(M)) as the weight of a partial sum taken against max m once the max is M (ref
-// is monotonic: the exponent is <= 0 when m <= M); a partial of no (or only -inf) elements weighs 0
-// (its sum is 0; this also keeps -inf - -inf and scale == 0 from making a NaN out of nothing).
-__device__ __forceinline__ float rescale(float m, float M, float c) {
-  return m == neg_inf() ? 0.0f : ex2(__fsub_rn(ref(m, c), ref(M, c)));
-}
-
-// The combines are symmetric bit for bit: combine(a, b) == combine(b, a), which the
-// xor-butterflies rely on for identical results in every lane. max_nan is symmetric, products and
-// sums are commutative, and the _rn intrinsics keep the compiler from contracting one side of a
-// sum into an FMA (which would not be).
-__device__ __forceinline__ SoftmaxStats combine(SoftmaxStats a, SoftmaxStats b, float c) {
-  const float M = max_nan(a.m, b.m);
-  return {M, __fadd_rn(__fmul_rn(a.s, rescale(a.m, M, c)), __fmul_rn(b.s, rescale(b.m, M, c)))};
-}
-__device__ __forceinline__ NormStats combine(NormStats a, NormStats b, float) {
-  if (a.n == 0.0f) return b;
-  if (b.n == 0.0f) return a;
-  const float n = __fadd_rn(a.n, b.n);
-  const float mean = __fdividef(__fadd_rn(__fmul_rn(a.n, a.mean), __fmul_rn(b.n, b.mean)), n);
-  const float d = __fadd_rn(b.mean, -a.mean); // d * d does not depend on the order
-  const float w = __fdividef(__fmul_rn(a.n, b.n), n);
-  return {n, mean, __fadd_rn(__fadd_rn(a.m2, b.m2), __fmul_rn(__fmul_rn(d, d), w))};
-}
-__device__ __forceinline__ SumStats combine(SumStats a, SumStats b, float) { return {__fadd_rn(a.ss, b.ss)}; }
 
 template <class S>
 __device__ __forceinline__ S shfl_xor(S s, int mask) {
@@ -418,51 +351,6 @@ __device__ __forceinline__ S block_allreduce(S s, S* red, float c) {
   const int i = lane % P;
   const S t = i < WARPS ? red[i] : empty_stats<S>();
   return warp_allreduce<P>(t, c);
-}
-
-// Folds N vectors (N * VEC elements of x, all in the row) into running statistics (rows_stream,
-// rows_bulk: the row is seen a group at a time). softmax turns g into xs = sgn * x on the way.
-template <int OP, int N, int VEC>
-__device__ __forceinline__ void accumulate(Stats<OP>& st, float (&g)[N][VEC], const RowConsts& k) {
-  if constexpr (OP == KTUNE_ROWS_SOFTMAX) {
-    float gm = neg_inf();
-#pragma unroll
-    for (int u = 0; u < N; ++u)
-#pragma unroll
-      for (int e = 0; e < VEC; ++e) {
-        g[u][e] *= k.sgn;
-        gm = max_nan(gm, g[u][e]);
-      }
-    const float m = max_nan(st.m, gm);
-    if (m != neg_inf()) { // else nothing but -inf so far: the stats stay empty
-      const float r = ref(m, k.c);
-      float s = 0.0f;
-#pragma unroll
-      for (int u = 0; u < N; ++u)
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) s += ex2_ftz(fmaf(g[u][e], k.c, -r)); // the group's max contributes ~1
-      st.s = st.s * rescale(st.m, m, k.c) + s;
-      st.m = m;
-    }
-  } else if constexpr (OP == KTUNE_ROWS_LAYERNORM) {
-    float sum = 0.0f;
-#pragma unroll
-    for (int u = 0; u < N; ++u)
-#pragma unroll
-      for (int e = 0; e < VEC; ++e) sum += g[u][e];
-    const float mean = sum * (1.0f / (N * VEC));
-    float m2 = 0.0f;
-#pragma unroll
-    for (int u = 0; u < N; ++u)
-#pragma unroll
-      for (int e = 0; e < VEC; ++e) m2 = fmaf(g[u][e] - mean, g[u][e] - mean, m2);
-    st = combine(st, NormStats{float(N * VEC), mean, m2}, 0.0f);
-  } else {
-#pragma unroll
-    for (int u = 0; u < N; ++u)
-#pragma unroll
-      for (int e = 0; e < VEC; ++e) st.ss = fmaf(g[u][e], g[u][e], st.ss);
-  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -622,8 +510,8 @@ __device__ __forceinline__ Extent x_extent(const KtuneRowsArgs& p) {
   return {lo, lo + ((p.rows - 1) * p.ldx + p.cols) * elem_bytes<DT>()};
 }
 
-// Loads the chunks (softmax: as xs = sgn * x); x is the thread's chunk 0. Columns out of the row
-// hold -inf (softmax) or 0. All vector loads are issued before any of their data is used
+// Loads the chunks (and lets the op transform them: RowMath::loaded); x is the thread's chunk 0.
+// Columns out of the row hold 0, or what the op's loaded() puts there. All vector loads are issued before any of their data is used
 // (predicated, no branches). SHIFT: a partial chunk's vector is loaded whole where it lies inside x
 // (every row's ends but the tensor's own two: the bytes beyond a row are its neighbour's or the
 // padding, read and discarded), and only at the tensor's first and last byte by columns, in a
@@ -658,89 +546,18 @@ __device__ __forceinline__ void load_row(float (&v)[CHUNKS][VEC], const void* x,
           v[ch][e] = t[0];
         }
       }
-      if constexpr (OP != KTUNE_ROWS_SOFTMAX) // a neighbour's columns out (softmax's -inf below)
+      if constexpr (RowMath<OP>::kZeroOutside) // a neighbour's columns out (else loaded() masks them)
 #pragma unroll
         for (int e = 0; e < VEC; ++e) v[ch][e] = span.in(ch, e) ? v[ch][e] : 0.0f;
     }
   }
-  if constexpr (OP == KTUNE_ROWS_SOFTMAX) {
-#pragma unroll
-    for (int ch = 0; ch < CHUNKS; ++ch)
-#pragma unroll
-      for (int e = 0; e < VEC; ++e) v[ch][e] = span.in(ch, e) ? v[ch][e] * k.sgn : neg_inf();
-  } // the norms: the predicated-off loads gave 0
+  RowMath<OP>::template loaded<VEC, CHUNKS>(v, span, k); // elsewhere the predicated-off loads gave 0
 }
 
-// This thread's statistics of its chunks. softmax also turns each cached xs into
-// 2^(xs * c - ref(m, c)) against the thread's own max m (0 out of the row), which is what
-// the stores scale; out-of-row elements are masked explicitly (scale == 0 would make NaN of them).
+// This thread's statistics of its chunks (the op's local_stats; out-of-row elements are masked by it).
 template <int OP, int VEC, int CHUNKS, class SP>
 __device__ __forceinline__ Stats<OP> local_stats(float (&v)[CHUNKS][VEC], const SP& span, const RowConsts& k) {
-  if constexpr (OP == KTUNE_ROWS_SOFTMAX) {
-    float m = neg_inf();
-#pragma unroll
-    for (int ch = 0; ch < CHUNKS; ++ch)
-#pragma unroll
-      for (int e = 0; e < VEC; ++e) m = max_nan(m, v[ch][e]);
-    float part[VEC];
-#pragma unroll
-    for (int e = 0; e < VEC; ++e) part[e] = 0.0f;
-    const bool any = m != neg_inf();
-    const float r = ref(m, k.c);
-#pragma unroll
-    for (int ch = 0; ch < CHUNKS; ++ch) {
-#pragma unroll
-      for (int e = 0; e < VEC; ++e) {
-        v[ch][e] = any && span.in(ch, e) ? ex2(fmaf(v[ch][e], k.c, -r)) : 0.0f;
-        part[e] += v[ch][e];
-      }
-    }
-    float s = 0.0f;
-#pragma unroll
-    for (int e = 0; e < VEC; ++e) s += part[e];
-    return {m, s};
-  } else if constexpr (OP == KTUNE_ROWS_LAYERNORM) {
-    // Two passes over the registers: the lane's mean, then squared deviations from it.
-    const int count = span.count();
-    float part[VEC];
-#pragma unroll
-    for (int e = 0; e < VEC; ++e) part[e] = 0.0f;
-#pragma unroll
-    for (int ch = 0; ch < CHUNKS; ++ch)
-#pragma unroll
-      for (int e = 0; e < VEC; ++e) part[e] += v[ch][e]; // 0 out of the row
-    float sum = 0.0f;
-#pragma unroll
-    for (int e = 0; e < VEC; ++e) sum += part[e];
-    const float n = float(count);
-    const float mean = count > 0 ? __fdividef(sum, n) : 0.0f;
-#pragma unroll
-    for (int e = 0; e < VEC; ++e) part[e] = 0.0f;
-#pragma unroll
-    for (int ch = 0; ch < CHUNKS; ++ch) {
-#pragma unroll
-      for (int e = 0; e < VEC; ++e) {
-        const float d = span.in(ch, e) ? v[ch][e] - mean : 0.0f;
-        part[e] = fmaf(d, d, part[e]);
-      }
-    }
-    float m2 = 0.0f;
-#pragma unroll
-    for (int e = 0; e < VEC; ++e) m2 += part[e];
-    return {n, mean, m2};
-  } else {
-    float part[VEC];
-#pragma unroll
-    for (int e = 0; e < VEC; ++e) part[e] = 0.0f;
-#pragma unroll
-    for (int ch = 0; ch < CHUNKS; ++ch)
-#pragma unroll
-      for (int e = 0; e < VEC; ++e) part[e] = fmaf(v[ch][e], v[ch][e], part[e]); // 0 out of the row
-    float ss = 0.0f;
-#pragma unroll
-    for (int e = 0; e < VEC; ++e) ss += part[e];
-    return {ss};
-  }
+  return RowMath<OP>::template local_stats<VEC, CHUNKS>(v, span, k);
 }
 
 // What the stores apply: y = (v - shift) * mult (* w + b for the norms). Softmax's second pass
@@ -750,19 +567,11 @@ struct Finish {
   float shift, mult;
 };
 
-// From the row's statistics `all`. softmax: v holds 2^(xs * c - ref(m)) against the thread's own
-// max m = mine.m, so mult = rescale(m, M) / S; a row of all -inf has S = 0 and gets NaN (0/0)
-// like PyTorch.
+// From the thread's statistics `mine` and the row's `all` (the op's finish).
 template <int OP>
 __device__ __forceinline__ Finish finish(const Stats<OP>& mine, const Stats<OP>& all, const KtuneRowsArgs& p,
                                          const RowConsts& k) {
-  if constexpr (OP == KTUNE_ROWS_SOFTMAX) {
-    return {0.0f, __fdividef(rescale(mine.m, all.m, k.c), all.s)};
-  } else if constexpr (OP == KTUNE_ROWS_LAYERNORM) {
-    return {all.mean, rsqrtf(__fdividef(all.m2, all.n) + p.eps)};
-  } else {
-    return {0.0f, rsqrtf(__fdividef(all.ss, float(p.cols)) + p.eps)};
-  }
+  return RowMath<OP>::finish(mine, all, p, k);
 }
 
 // The thread's pointers at its first column: y, and weight / bias where the op uses them.
@@ -781,11 +590,10 @@ __device__ __forceinline__ OutPtrs out_ptrs(const KtuneRowsArgs& p, void* yrow, 
   return o;
 }
 
-// The results of a vector before weight and bias: softmax v * mult, the norms (v - shift) * mult.
+// The results of a vector before weight and bias (the op's finished).
 template <int OP, int VEC>
 __device__ __forceinline__ void finished(float (&y)[VEC], const float (&v)[VEC], const Finish& f) {
-#pragma unroll
-  for (int e = 0; e < VEC; ++e) y[e] = OP == KTUNE_ROWS_SOFTMAX ? v[e] * f.mult : (v[e] - f.shift) * f.mult;
+  RowMath<OP>::template finished<VEC>(y, v, f);
 }
 
 // Writes one vector of results `at` elements past the pointers: finished() times weight (W) plus
@@ -810,14 +618,15 @@ __device__ __forceinline__ void store_out(const OutPtrs& o, long long at, const 
   store_vec<DT, VEC, GENERIC>(o.y, at, y, in);
 }
 
-// Calls fn.template run<W, B>() with W = weight present, B = bias present (norms only), so
-// that the store loops are compiled once per combination with no null test inside them (tests
-// per vector made ptxas spill around the branches).
+// Calls fn.template run<W, B>() with W = weight present, B = bias present (as far as the op reads
+// them: RowMath::kWeight, kBias), so that the store loops are compiled once per combination with
+// no null test inside them (tests per vector made ptxas spill around the branches).
 template <int OP, class Fn>
 __device__ __forceinline__ void with_affine(const KtuneRowsArgs& p, const Fn& fn) {
-  if constexpr (OP == KTUNE_ROWS_SOFTMAX) {
+  static_assert(RowMath<OP>::kWeight || !RowMath<OP>::kBias, "an op with a bias reads a weight too");
+  if constexpr (!RowMath<OP>::kWeight) {
     fn.template run<false, false>();
-  } else if constexpr (OP == KTUNE_ROWS_RMSNORM) {
+  } else if constexpr (!RowMath<OP>::kBias) {
     if (p.weight != nullptr)
       fn.template run<true, false>();
     else
@@ -1002,46 +811,11 @@ struct SmemRow {
   }
 };
 
-// Pass 1: N vectors of a source taken at i, i + THREADS, ... folded into st. softmax on 16-bit
-// pairs (VEC >= 2) runs the max over the raw pairs: one xor of sign(scale) into a word and one
-// packed max (max.NaN.bf16x2 / f16x2) for two elements, where unpacked floats took an FMUL by
-// sgn and a max each; the exp terms then read x itself (x * cs = xs * c).
+// Pass 1: N vectors of a source taken at i, i + THREADS, ... folded into st (the op's fold_group;
+// RowMathDefaults loads them and calls the op's accumulate).
 template <int OP, int VEC, int THREADS, int N, class Src>
 __device__ __forceinline__ void fold_group(Stats<OP>& st, const Src& src, int i, const RowConsts& k) {
-  constexpr int DT = Src::DT;
-  if constexpr (OP == KTUNE_ROWS_SOFTMAX && DT != 0 && VEC >= 2) {
-    constexpr int W = VEC / 2;
-    unsigned w[N][W];
-#pragma unroll
-    for (int u = 0; u < N; ++u) src.words(w[u], i + u * THREADS);
-    unsigned mx = w[0][0] ^ k.flip;
-#pragma unroll
-    for (int u = 0; u < N; ++u)
-#pragma unroll
-      for (int j = 0; j < W; ++j)
-        if (u > 0 || j > 0) mx = max2_nan<DT>(mx, w[u][j] ^ k.flip);
-    float h[2];
-    unpack<DT, 2>(h, &mx);
-    const float m = max_nan(st.m, max_nan(h[0], h[1]));
-    if (m != neg_inf()) { // else nothing but -inf so far: the stats stay empty
-      const float r = ref(m, k.c);
-      float s = 0.0f;
-#pragma unroll
-      for (int u = 0; u < N; ++u) {
-        float v[VEC];
-        unpack<DT, VEC>(v, w[u]);
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) s += ex2_ftz(fmaf(v[e], k.cs, -r)); // the group's max contributes ~1
-      }
-      st.s = st.s * rescale(st.m, m, k.c) + s;
-      st.m = m;
-    }
-  } else {
-    float g[N][VEC];
-#pragma unroll
-    for (int u = 0; u < N; ++u) src.load(g[u], i + u * THREADS);
-    accumulate<OP, N, VEC>(st, g, k);
-  }
+  RowMath<OP>::template fold_group<VEC, THREADS, N>(st, src, i, k);
 }
 
 // Pass 1: vectors [v0, v1) of the source folded into st.
@@ -1052,51 +826,30 @@ __device__ __forceinline__ void fold_vectors(Stats<OP>& st, const Src& src, int 
   for (; i < v1; i += THREADS) fold_group<OP, VEC, THREADS, 1>(st, src, i, k);
 }
 
-// The scaling pass 2 applies: softmax from the row's stats alone (the elements are re-read, not
-// cached against a thread's own max); the norms as finish() gives it.
+// The scaling pass 2 applies, from the row's statistics alone (the op's finish_from_row;
+// RowMathDefaults: finish() with the row's statistics for the thread's).
 template <int OP>
 __device__ __forceinline__ Finish finish_from_row(const Stats<OP>& all, const KtuneRowsArgs& p, const RowConsts& k) {
-  // softmax: shift = -log2(S), which pass 2 adds to exp's argument instead of multiplying by 1/S
-  // afterwards (one instruction an element less; lg2's 2^-22 absolute error is a relative error of
-  // 2^-22 ln 2 in every output). S = 0 (all -inf): the arguments are NaN already; S NaN (an inf or
-  // NaN in the row): NaN everywhere, like PyTorch.
-  if constexpr (OP == KTUNE_ROWS_SOFTMAX)
-    return Finish{-lg2(all.s), 1.0f};
-  else
-    return finish<OP>(all, all, p, k);
+  return RowMath<OP>::finish_from_row(all, p, k);
 }
 
-// Pass 2: the source's nvec vectors to y (softmax turns x into exp(scale * x - max) / S with the
-// row's max M and sum S, against the sums' reference ref(M); see ref); with_affine picks W and B
-// once. GENERIC: o.y is a generic address (rows_bulk writes the results into its shared-memory
-// slice in place, for a bulk store).
+// Pass 2: the source's nvec vectors to y; with_affine picks W and B once. The op's
+// run_second_pass picks the form of the sweep (RowMathDefaults: one, with a = b = 0) and its
+// second_pass_vector turns a loaded vector into results and stores them (RowMathDefaults: as the
+// register-cached kernels do, store_out). GENERIC: o.y is a generic address (rows_bulk writes the
+// results into its shared-memory slice in place, for a bulk store).
 template <int OP, int DT, int VEC, int THREADS, int U, class Src, bool GENERIC = false>
 struct SecondPass {
+  static constexpr int DT_ = DT;
   OutPtrs o; // at the source's first column
   Src src;
   int nvec;
   Stats<OP> all;
   Finish f;
   RowConsts k;
-  // softmax's exponent for x: t = fma(x, cs, a) + b. EXACT: a = -ref(M), b = -log2 S (+ 64 for
-  // 16-bit results, see group), two roundings of which the first has no cancellation error.
-  // FOLDED (16-bit results, |a + b| < 256): one FMA with a = the sum rounded (b unused); that
-  // rounding shifts every exponent by the same <= 2^-17, a relative error of <= 2^-17 ln 2 (5.3e-6)
-  // in every result, against the final rounding's 2^-8 (bf16) and 2^-11 (f16) (per row: uniform
-  // branch).
-  enum { kExact = 0, kFolded = 1 };
   template <bool W, bool B>
   __device__ __forceinline__ void run() const {
-    if constexpr (OP == KTUNE_ROWS_SOFTMAX) {
-      const float a = -ref(all.m, k.c), b = DT == 0 ? f.shift : f.shift + 64.0f;
-      const float folded = __fadd_rn(a, b);
-      if (DT != 0 && fabsf(folded) < 256.0f)
-        sweep<W, B, kFolded>(folded, 0.0f);
-      else
-        sweep<W, B, kExact>(a, b);
-    } else {
-      sweep<W, B, kExact>(0.0f, 0.0f);
-    }
+    RowMath<OP>::template run_second_pass<W, B>(*this);
   }
   template <bool W, bool B, int FORM>
   __device__ __forceinline__ void sweep(float a, float b) const {
@@ -1110,29 +863,39 @@ struct SecondPass {
 #pragma unroll
     for (int u = 0; u < N; ++u) src.load(g[u], i + u * THREADS);
 #pragma unroll
-    for (int u = 0; u < N; ++u) {
-      if constexpr (OP == KTUNE_ROWS_SOFTMAX) {
-        // x * cs - ref(M) = xs * c - ref(M): the exponent pass 1's terms took, less log2 S.
-        if constexpr (DT == 0) {
+    for (int u = 0; u < N; ++u)
+      RowMath<OP>::template second_pass_vector<DT, VEC, W, B, GENERIC, FORM>(o, i + u * THREADS, g[u], f, k, a, b);
+  }
+};
+
+// What an op's RowMath inherits where it has nothing of its own: the plain steps of the two-pass
+// kernels. Stats types come in as template arguments (RowMath<OP> is still being defined when this
+// base is).
+template <int OP>
+struct RowMathDefaults {
+  static constexpr bool kZeroOutside = true;
+  template <int VEC, int CHUNKS, class SP>
+  __device__ __forceinline__ static void loaded(float (&)[CHUNKS][VEC], const SP&, const RowConsts&) {}
+  template <int VEC, int THREADS, int N, class S, class Src>
+  __device__ __forceinline__ static void fold_group(S& st, const Src& src, int i, const RowConsts& k) {
+    float g[N][VEC];
 #pragma unroll
-          for (int e = 0; e < VEC; ++e) g[u][e] = ex2(fmaf(g[u][e], k.cs, a) + b);
-        } else {
-          // 16-bit results: 2^(t + 64) flushing to zero, times 2^-64 (an FMUL, which keeps
-          // subnormals): two instructions where ex2 wraps MUFU.EX2 in more for subnormal results.
-          // Exact for t in [-190, 64] (t <= 0 here; below -190 the result rounds to 0 in bf16 and
-          // f16 anyway: their least subnormals are 2^-133 and 2^-24); the argument's extra rounding at 64 (2^-18
-          // relative) is far below bf16's and f16's 2^-8 and 2^-11.
-#pragma unroll
-          for (int e = 0; e < VEC; ++e) {
-            const float t = FORM == kFolded ? fmaf(g[u][e], k.cs, a) : fmaf(g[u][e], k.cs, a) + b;
-            g[u][e] = ex2_ftz(t) * 0x1p-64f;
-          }
-        }
-        store_vec<DT, VEC, GENERIC>(o.y, static_cast<long long>(i + u * THREADS) * VEC, g[u]);
-      } else {
-        store_out<OP, DT, VEC, W, B, GENERIC>(o, static_cast<long long>(i + u * THREADS) * VEC, g[u], f);
-      }
-    }
+    for (int u = 0; u < N; ++u) src.load(g[u], i + u * THREADS);
+    RowMath<OP>::template accumulate<N, VEC>(st, g, k);
+  }
+  template <class S>
+  __device__ __forceinline__ static Finish finish_from_row(const S& all, const KtuneRowsArgs& p, const RowConsts& k) {
+    return RowMath<OP>::finish(all, all, p, k);
+  }
+  template <bool W, bool B, class Pass>
+  __device__ __forceinline__ static void run_second_pass(const Pass& pass) {
+    pass.template sweep<W, B, 0>(0.0f, 0.0f);
+  }
+  // Vector `vec` of the row (its first element at vec * VEC).
+  template <int DT, int VEC, bool W, bool B, bool GENERIC, int FORM>
+  __device__ __forceinline__ static void second_pass_vector(const OutPtrs& o, int vec, float (&g)[VEC], const Finish& f,
+                                                            const RowConsts&, float, float) {
+    store_out<OP, DT, VEC, W, B, GENERIC>(o, static_cast<long long>(vec) * VEC, g, f);
   }
 };
 
@@ -1148,7 +911,7 @@ __device__ __forceinline__ void* y_row(const KtuneRowsArgs& p, long long r) {
 
 template <int OP, int DT, int VEC>
 __device__ __forceinline__ void check_params() {
-  static_assert(OP == KTUNE_ROWS_SOFTMAX || OP == KTUNE_ROWS_LAYERNORM || OP == KTUNE_ROWS_RMSNORM, "OP 0..2");
+  static_assert(sizeof(Stats<OP>) % sizeof(float) == 0, "an op's statistics are floats (shfl_xor moves them so)");
   static_assert(DT >= 0 && DT <= 2, "DT: 0 f32, 1 bf16, 2 f16");
   static_assert(VEC == 1 || VEC == 2 || VEC == 4 || VEC == 8, "VEC in {1, 2, 4, 8}");
   static_assert(VEC * elem_bytes<DT>() <= 16, "VEC * sizeof(element) <= 16 bytes");

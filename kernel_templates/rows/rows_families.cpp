@@ -6,6 +6,7 @@
 #include <climits>
 #include <string>
 
+#include "core/embedded.h"
 #include "ktune/error.h"
 #include "rows/rows_families.h"
 
@@ -103,8 +104,13 @@ int chunks_for(int64_t cols, int64_t width, int v, int64_t extra = 0) {
   return 0;
 }
 
+// The kernel's source with the op's math appended (kernel_templates/<op>/<op>_rows.cuh: its
+// RowMath; the kernels name it only through OP, so it may come after them). Each op's families
+// then hash (and cache) their own math only.
 Family common(const RowsOpSpec& s, const std::string& kind, const std::string& about) {
-  Family f(s.name + "_" + kind, "rows/rows_" + kind + ".cu");
+  const std::string path = "rows/rows_" + kind + ".cu";
+  Family f(s.name + "_" + kind, path);
+  f.source_text(std::string(embedded_file(path)) + "\n#include \"" + s.name + "_rows.cuh\"\n");
   f.op(s.name).dtypes({DType::f32, DType::bf16, DType::f16}).describe(about);
   return f;
 }
