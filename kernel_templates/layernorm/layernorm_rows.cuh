@@ -94,12 +94,6 @@ struct RowMath<KTUNE_ROWS_LAYERNORM> : RowMathDefaults<KTUNE_ROWS_LAYERNORM> {
   __device__ __forceinline__ static Finish finish(const Stats&, const Stats& all, const KtuneRowsArgs& p, const RowConsts&) {
     return {all.mean, rsqrtf(__fdividef(all.m2, all.n) + p.eps)};
   }
-
-  template <int VEC>
-  __device__ __forceinline__ static void finished(float (&y)[VEC], const float (&v)[VEC], const Finish& f) {
-#pragma unroll
-    for (int e = 0; e < VEC; ++e) y[e] = (v[e] - f.shift) * f.mult;
-  }
 };
 
 } // namespace rows

@@ -53,12 +53,6 @@ struct RowMath<KTUNE_ROWS_RMSNORM> : RowMathDefaults<KTUNE_ROWS_RMSNORM> {
   __device__ __forceinline__ static Finish finish(const Stats&, const Stats& all, const KtuneRowsArgs& p, const RowConsts&) {
     return {0.0f, rsqrtf(__fdividef(all.ss, float(p.cols)) + p.eps)};
   }
-
-  template <int VEC>
-  __device__ __forceinline__ static void finished(float (&y)[VEC], const float (&v)[VEC], const Finish& f) {
-#pragma unroll
-    for (int e = 0; e < VEC; ++e) y[e] = (v[e] - f.shift) * f.mult;
-  }
 };
 
 } // namespace rows

@@ -307,9 +307,9 @@ __device__ __forceinline__ RowConsts row_consts(const KtuneRowsArgs& p) {
 //   accumulate<N, VEC>          N vectors of a row seen a group at a time folded into Stats
 //   local_stats<VEC, CHUNKS>    a thread's statistics of its cached chunks
 //   finish                      what the stores apply, from the thread's and the row's statistics
-//   finished<VEC>               a vector's results before weight and bias
-//   fold_group, finish_from_row, run_second_pass, second_pass_vector
-//                               the two-pass kernels' steps (RowMathDefaults has the plain ones)
+//   finished<VEC>, fold_group, finish_from_row, run_second_pass, second_pass_vector
+//                               a vector's results before weight and bias, and the two-pass
+//                               kernels' steps (RowMathDefaults has the plain ones)
 template <int OP>
 struct RowMath;
 template <int OP>
@@ -874,6 +874,12 @@ struct SecondPass {
 template <int OP>
 struct RowMathDefaults {
   static constexpr bool kZeroOutside = true;
+  // y = (v - shift) * mult, as Finish says.
+  template <int VEC>
+  __device__ __forceinline__ static void finished(float (&y)[VEC], const float (&v)[VEC], const Finish& f) {
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) y[e] = (v[e] - f.shift) * f.mult;
+  }
   template <int VEC, int CHUNKS, class SP>
   __device__ __forceinline__ static void loaded(float (&)[CHUNKS][VEC], const SP&, const RowConsts&) {}
   template <int VEC, int THREADS, int N, class S, class Src>
