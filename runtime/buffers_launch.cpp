@@ -1,6 +1,8 @@
 #include "runtime/buffers_launch.h"
 
 #include "ktune/error.h"
+#include "ktune/runtime.h"
+#include "runtime/op_launcher.h"
 
 namespace ktune {
 
@@ -28,6 +30,19 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
     throw Error(m.context() + ": an op of plain buffers takes no workspace, the plan asks for " +
                 std::to_string(plan.workspace_bytes) + " bytes");
   for (const LaunchStep& s : plan.steps) m.launch(s, stream, args.params());
+}
+
+// Ops of plain buffers: one per operand (OpInfo::operands), served by Runtime::run_buffers.
+class BuffersLauncher final : public OpLauncher {
+ public:
+  void run(Runtime& rt, const Problem& p, const std::vector<void*>& buffers, CUstream stream) const override {
+    rt.run_buffers(p, buffers, stream);
+  }
+};
+
+const OpLauncher& buffers_launcher() {
+  static const BuffersLauncher l;
+  return l;
 }
 
 } // namespace ktune

@@ -5,7 +5,9 @@
 
 #include "ktune/error.h"
 #include "ktune/gemm_problem.h"
+#include "ktune/runtime.h"
 #include "runtime/cuda_check.h"
+#include "runtime/op_launcher.h"
 #include "runtime/tensor_map_cache.h"
 
 namespace ktune {
@@ -128,6 +130,21 @@ void launch_gemm(Module& m, const LaunchPlan& plan, const KtuneGemmArgs& args, C
       m.launch(s, stream, params);
     }
   }
+}
+
+// GEMM: A, B, C as gemm_ex takes them, alpha and beta from the problem's scalars.
+class GemmLauncher final : public OpLauncher {
+ public:
+  void run(Runtime& rt, const Problem& p, const std::vector<void*>& buffers, CUstream stream) const override {
+    check_buffer_count(p, buffers, 3, "A, B, C");
+    const GemmProblem g = GemmProblem::from(p);
+    rt.gemm_ex(g, buffers[0], buffers[1], buffers[2], g.alpha, g.beta, stream);
+  }
+};
+
+const OpLauncher& gemm_launcher() {
+  static const GemmLauncher l;
+  return l;
 }
 
 } // namespace ktune

@@ -3,6 +3,8 @@
 #include <string>
 
 #include "ktune/error.h"
+#include "ktune/runtime.h"
+#include "runtime/op_launcher.h"
 
 namespace ktune {
 
@@ -25,6 +27,20 @@ void launch_rows(Module& m, const LaunchPlan& plan, const KtuneRowsArgs& args, C
   KtuneRowsArgs a = args; // cuLaunchKernel copies the parameter out of this before returning
   void* params[] = {&a};
   for (const auto& s : plan.steps) m.launch(s, stream, params);
+}
+
+// Row ops: x, y, weight, bias (null where none) as Runtime::rows takes them.
+class RowsLauncher final : public OpLauncher {
+ public:
+  void run(Runtime& rt, const Problem& p, const std::vector<void*>& buffers, CUstream stream) const override {
+    check_buffer_count(p, buffers, 4, "x, y, weight, bias; null where none");
+    rt.rows(p, buffers[0], buffers[1], buffers[2], buffers[3], stream);
+  }
+};
+
+const OpLauncher& rows_launcher() {
+  static const RowsLauncher l;
+  return l;
 }
 
 } // namespace ktune

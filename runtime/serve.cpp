@@ -7,6 +7,7 @@
 #include "gemm/gemm_families.h"
 #include "ktune/error.h"
 #include "runtime/buffers_launch.h"
+#include "runtime/op_launcher.h"
 #include "runtime/cuda_check.h"
 #include "runtime/driver.h"
 #include "runtime/gemm_launch.h"
@@ -194,24 +195,10 @@ void Runtime::launch_prepared_rows(const void* prepared, const Problem& p, const
 }
 
 void Runtime::run(const Problem& problem, const std::vector<void*>& buffers, CUstream stream) {
-  const OpInfo& info = op_info(problem.op);
-  auto want = [&](size_t n, const char* which) {
-    if (buffers.size() != n)
-      throw UsageError("ktune::Runtime::run: " + problem.key() + " takes " + std::to_string(n) + " buffers (" + which +
-                       "), not " + std::to_string(buffers.size()));
-  };
-  if (info.runner == "gemm") {
-    want(3, "A, B, C");
-    const GemmProblem g = GemmProblem::from(problem);
-    return gemm_ex(g, buffers[0], buffers[1], buffers[2], g.alpha, g.beta, stream);
-  }
-  if (info.runner == "rows") {
-    want(4, "x, y, weight, bias; null where none");
-    return rows(problem, buffers[0], buffers[1], buffers[2], buffers[3], stream);
-  }
-  if (info.runner != "buffers")
-    throw UsageError("ktune::Runtime::run: op " + problem.op + " names runner '" + info.runner +
-                     "', which the runtime cannot launch");
+  op_launcher(op_info(problem.op)).run(*this, problem, buffers, stream);
+}
+
+void Runtime::run_buffers(const Problem& problem, const std::vector<void*>& buffers, CUstream stream) {
   // Nothing to write (every output empty): nothing to look up or launch, whatever the op's own
   // checks say of an empty problem; negative sizes are still an error.
   if (std::any_of(problem.dims.begin(), problem.dims.end(), [](int64_t d) { return d < 0; })) validate(problem);

@@ -180,6 +180,8 @@ class RowsCall {
   mutable std::array<std::atomic<const void*>, 4> prepared_{};
 };
 
+class BuffersLauncher;
+
 class Runtime {
  public:
   explicit Runtime(RuntimeOptions o = {});
@@ -241,7 +243,8 @@ class Runtime {
   // e.g. scale_add's x, y, out) its operands, with p's scalars. The alignment class is narrowed
   // to what the pointers allow, and a shape nobody tuned is served as rows() serves one (first
   // use times the candidates, into scratch outputs). Throws UsageError on a wrong number of
-  // buffers or bad input, Error on CUDA or NVRTC failure.
+  // buffers or bad input, Error on CUDA or NVRTC failure. The op's kind (OpInfo::runner) picks
+  // how: runtime/op_launcher.h.
   void run(const Problem& p, const std::vector<void*>& buffers, CUstream stream = nullptr);
 
   // Handles for many calls of one problem (GemmCall, RowsCall above). Validate p (UsageError);
@@ -254,6 +257,9 @@ class Runtime {
  private:
   friend class GemmCall;
   friend class RowsCall;
+  friend class BuffersLauncher;
+  // run() of an op of plain buffers (runtime/buffers_launch.cpp's launcher).
+  void run_buffers(const Problem& p, const std::vector<void*>& buffers, CUstream stream);
   // Compiles or loads what launching s on p needs, once per key (thread-safe). The result lives
   // as long as the runtime.
   const void* prepare(const std::string& key, const Problem& p, const Selection& s);
