@@ -116,12 +116,20 @@ PYBIND11_MODULE(_ktune, m) {
   static const KtuneCallApi call_api = {
       KTUNE_CALL_API_VERSION,
       [](PyObject* obj) -> const void* {
-        const py::handle h(obj);
-        return py::isinstance<PyRowsCall>(h) ? h.cast<const PyRowsCall&>().call.get() : nullptr;
+        try {
+          const py::handle h(obj);
+          return py::isinstance<PyRowsCall>(h) ? h.cast<const PyRowsCall&>().call.get() : nullptr;
+        } catch (...) {
+          return nullptr;
+        }
       },
       [](PyObject* obj) -> const void* {
-        const py::handle h(obj);
-        return py::isinstance<PyGemmCall>(h) ? h.cast<const PyGemmCall&>().call.get() : nullptr;
+        try {
+          const py::handle h(obj);
+          return py::isinstance<PyGemmCall>(h) ? h.cast<const PyGemmCall&>().call.get() : nullptr;
+        } catch (...) {
+          return nullptr;
+        }
       },
       [](const void* handle, const void* x, void* y, const void* weight, const void* bias, void* stream) -> int {
         const auto& call = *static_cast<const ktune::RowsCall*>(handle);

@@ -49,6 +49,7 @@ struct Key {
     return true;
   }
   bool push(const at::Tensor& t) {
+    if (t.layout() != c10::kStrided) return false; // sparse and other layouts have no strides
     const int64_t rank = t.dim();
     if (rank > kMaxRank || !push(static_cast<int64_t>(t.scalar_type())) || !push(t.get_device()) || !push(rank))
       return false;
@@ -124,12 +125,13 @@ const at::Tensor* exact_tensor(PyObject* obj) {
   return THPVariable_CheckExact(obj) ? &THPVariable_Unpack(obj) : nullptr;
 }
 
-// A weight or bias vector the prepared call can read as it is: cols elements, unit stride, x's
+// A weight or bias vector the prepared call can read as it is: a plain torch.Tensor (a subclass,
+// such as a distributed parameter, goes the Python path's way) of cols elements, unit stride, x's
 // dtype and device.
 bool vector_fits(PyObject* v, int64_t cols, const at::Tensor& x) {
-  if (!THPVariable_Check(v)) return false;
+  if (!THPVariable_CheckExact(v)) return false;
   const at::Tensor& t = THPVariable_Unpack(v);
-  return t.dim() == 1 && t.sizes()[0] == cols && t.strides()[0] == 1 && t.scalar_type() == x.scalar_type() &&
+  return t.layout() == c10::kStrided && t.dim() == 1 && t.sizes()[0] == cols && t.strides()[0] == 1 && t.scalar_type() == x.scalar_type() &&
          t.get_device() == x.get_device();
 }
 

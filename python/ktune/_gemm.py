@@ -215,8 +215,10 @@ def gemm(a, b, out=None, alpha=1.0, beta=0.0):
     # (ktune._torch_ext, where built) or from here. The checks of the full path below hold for it:
     # all of that is in the key.
     ext = _runtime._ext
-    if out is None and beta == 0 and (ext or ext is None and _runtime.torch_ext()):
-        c = _runtime._ext.gemm(a, b, alpha)
+    if ext is None:
+        ext = _runtime.torch_ext()
+    if out is None and beta == 0 and ext:
+        c = ext.gemm(a, b, alpha)
         if c is not None:
             return c
     fast = _runtime._torch_fast or _runtime.torch_fast()
@@ -227,6 +229,8 @@ def gemm(a, b, out=None, alpha=1.0, beta=0.0):
         if hit is not None and fast[4]() == hit[2]:
             c = a.new_empty(hit[1])  # a's dtype and device; cheaper than torch.empty's keywords
             hit[0](a.data_ptr(), b.data_ptr(), c.data_ptr(), alpha, 0.0, fast[3](hit[2]))
+            if _runtime._ext:  # the C++ path missed it (its table was emptied): serve it there again
+                _runtime._ext.remember_gemm(a, b, hit[0], hit[1][0], hit[1][1], hit[2])
             return c
         return _torch_gemm(a, b, None, alpha, beta, key)
     if isinstance(alpha, complex) or isinstance(beta, complex):

@@ -79,6 +79,8 @@ def _run(op, x, out, weight, bias, scalar):
             y = fast[5](x) if hit[3] else fast[5](x, memory_format=fast[2])
             hit[0](x.data_ptr(), y.data_ptr(), 0 if weight is None else weight.data_ptr(),
                    0 if bias is None else bias.data_ptr(), fast[3](hit[2]))
+            if _runtime._ext:  # the C++ path missed it (its table was emptied): serve it there again
+                _runtime._ext.remember_rows(op, x, scalar, weight is not None, bias is not None, hit[0], hit[2])
             return y
         return _run_checked(op, x, out, weight, bias, scalar, key)
     return _run_checked(op, x, out, weight, bias, scalar, None)
@@ -129,8 +131,10 @@ def _run_checked(op, x, out, weight, bias, scalar, key):
 def softmax(x, scale=1.0, out=None):
     """softmax(scale * x) along the last dimension (torch.softmax(x * scale, -1)), FP32 math."""
     ext = _runtime._ext
-    if out is None and (ext or ext is None and _runtime.torch_ext()):
-        y = _runtime._ext.softmax(x, scale)
+    if ext is None:
+        ext = _runtime.torch_ext()
+    if out is None and ext:
+        y = ext.softmax(x, scale)
         if y is not None:
             return y
     return _run("softmax", x, out, None, None, scale)
@@ -139,8 +143,10 @@ def softmax(x, scale=1.0, out=None):
 def layer_norm(x, weight=None, bias=None, eps=1e-5, out=None):
     """F.layer_norm(x, (x.shape[-1],), weight, bias, eps), FP32 math, weight and bias in x's dtype."""
     ext = _runtime._ext
-    if out is None and (ext or ext is None and _runtime.torch_ext()):
-        y = _runtime._ext.layer_norm(x, weight, bias, eps)
+    if ext is None:
+        ext = _runtime.torch_ext()
+    if out is None and ext:
+        y = ext.layer_norm(x, weight, bias, eps)
         if y is not None:
             return y
     return _run("layernorm", x, out, weight, bias, eps)
@@ -149,8 +155,10 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5, out=None):
 def rms_norm(x, weight=None, eps=1e-6, out=None):
     """F.rms_norm(x, (x.shape[-1],), weight, eps), FP32 math, weight in x's dtype."""
     ext = _runtime._ext
-    if out is None and (ext or ext is None and _runtime.torch_ext()):
-        y = _runtime._ext.rms_norm(x, weight, eps)
+    if ext is None:
+        ext = _runtime.torch_ext()
+    if out is None and ext:
+        y = ext.rms_norm(x, weight, eps)
         if y is not None:
             return y
     return _run("rmsnorm", x, out, weight, None, eps)

@@ -1,5 +1,6 @@
 """One ktune runtime per process and device (or per arch, for GPU-less queries), created lazily."""
 
+import atexit
 import os
 import sys
 import threading
@@ -69,38 +70,47 @@ def torch_ext():
 def _load_torch_ext(torch):
     if os.environ.get("KTUNE_TORCH_EXT", "1") == "0":
         return False, "turned off by KTUNE_TORCH_EXT=0"
-    try:
-        _torch_ext = _import_torch_ext(torch.__version__)
-    except ImportError as e:
-        return False, "ktune._torch_ext does not load (%s)" % e
-    if _torch_ext is None:
-        return False, ("ktune._torch_ext is not built: `python -m ktune.build_torch_ext` builds it against this "
-                       "PyTorch (README, 'Python')")
-    if _torch_ext.TORCH_VERSION != torch.__version__:
-        return False, ("ktune._torch_ext was built against PyTorch %s and this process runs %s: rebuild ktune"
-                       % (_torch_ext.TORCH_VERSION, torch.__version__))
-    return _torch_ext, ""
+    module, why = _import_torch_ext(torch.__version__)
+    if module is None:
+        return False, why
+    # At exit, before the interpreter tears down: the C++ table's entries hold the runtimes, whose
+    # destructors stamp the cubin cache's use marks.
+    atexit.register(module.clear)
+    return module, ""
 
 
 def _import_torch_ext(torch_version):
-    """ktune._torch_ext from the package, else from the per-user cache that
-    `python -m ktune.build_torch_ext` fills where the package is not writable; None where neither
-    has it."""
+    """(ktune._torch_ext built against torch_version, "") from the package, else from the per-user
+    cache that `python -m ktune.build_torch_ext` fills where the package is not writable (a module
+    in the package built for another PyTorch does not hide a rebuilt one there); (None, why not)."""
     import importlib.util
     import sysconfig
 
-    if importlib.util.find_spec("ktune._torch_ext") is not None:
-        from . import _torch_ext
-        return _torch_ext
     from .build_torch_ext import cache_dir
-    path = os.path.join(cache_dir(torch_version), "_torch_ext" + sysconfig.get_config_var("EXT_SUFFIX"))
-    if not os.path.isfile(path):
-        return None
-    spec = importlib.util.spec_from_file_location("ktune._torch_ext", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    sys.modules["ktune._torch_ext"] = module
-    return module
+    why = ("ktune._torch_ext is not built: `python -m ktune.build_torch_ext` builds it against this PyTorch "
+           "(README, 'Python')")
+    cached = os.path.join(cache_dir(torch_version), "_torch_ext" + sysconfig.get_config_var("EXT_SUFFIX"))
+    for where in ("package", "cache"):
+        try:
+            if where == "package":
+                if importlib.util.find_spec("ktune._torch_ext") is None:
+                    continue
+                from . import _torch_ext as module
+            else:
+                if not os.path.isfile(cached):
+                    continue
+                spec = importlib.util.spec_from_file_location("ktune._torch_ext", cached)
+                module = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(module)
+        except ImportError as e:
+            why = "ktune._torch_ext in the %s does not load (%s): rebuild it (python -m ktune.build_torch_ext)" % (where, e)
+            continue
+        if module.TORCH_VERSION == torch_version:
+            sys.modules["ktune._torch_ext"] = module
+            return module, ""
+        why = ("ktune._torch_ext in the %s was built against PyTorch %s and this process runs %s: rebuild it "
+               "(python -m ktune.build_torch_ext)" % (where, module.TORCH_VERSION, torch_version))
+    return None, why
 
 
 def torch_fast_path():
@@ -116,7 +126,7 @@ def set_torch_ext(enabled):
     global _ext, _torch_ext_why
     with _lock:
         _forget_calls()
-        _ext, _torch_ext_why = (None, "") if enabled else (False, "turned off by set_torch_ext(False)")
+        _ext, _torch_ext_why = (None, "PyTorch not imported yet") if enabled else (False, "turned off by set_torch_ext(False)")
     return torch_fast_path()
 
 

@@ -55,12 +55,16 @@ def command(torch, cpp_extension, out_dir, src, src_dir, cxx):
     e = cpp_extension
     libdir = e.library_paths()[0]
     cmd = [cxx, "-O2", "-std=c++17", "-shared", "-fPIC", "-fvisibility=hidden"]
-    for inc in e.include_paths(device_type="cuda") + [sysconfig.get_paths()["include"]]:
+    try:
+        includes = e.include_paths(device_type="cuda")
+    except TypeError:  # PyTorch before 2.6 spelled it include_paths(cuda=True)
+        includes = e.include_paths(cuda=True)
+    for inc in includes + [sysconfig.get_paths()["include"]]:
         cmd += ["-isystem", inc]
     cmd += ["-I" + src_dir, "-DTORCH_EXTENSION_NAME=_torch_ext", "-DTORCH_API_INCLUDE_EXTENSION_H",
             "-D_GLIBCXX_USE_CXX11_ABI=%d" % int(torch._C._GLIBCXX_USE_CXX11_ABI),
             '-DKTUNE_TORCH_VERSION="%s"' % torch.__version__, src,
-            "-L" + libdir, "-Wl,-rpath," + libdir, "-lc10", "-lc10_cuda", "-ltorch", "-ltorch_cpu", "-ltorch_python",
+            "-L" + libdir, "-Wl,-rpath," + libdir, "-lc10", "-lc10_cuda", "-ltorch", "-ltorch_cpu", "-ltorch_cuda", "-ltorch_python",
             "-o", os.path.join(out_dir, "_torch_ext" + sysconfig.get_config_var("EXT_SUFFIX"))]
     return cmd
 
@@ -81,7 +85,10 @@ def main(argv=None):
                      "reinstall ktune from its repository")
     out = os.path.abspath(args.out) if args.out else default_out(torch.__version__)
     cxx = os.environ.get("CXX", "g++")
-    cmd = command(torch, cpp_extension, out, src, src_dir, cxx)
+    try:
+        cmd = command(torch, cpp_extension, out, src, src_dir, cxx)
+    except OSError as exc:  # no CUDA toolkit where PyTorch looks for one (CUDA_HOME)
+        return _fail("PyTorch finds no CUDA toolkit headers (%s); set CUDA_HOME" % exc)
     if args.print_only:
         print(shlex.join(cmd))
         return 0

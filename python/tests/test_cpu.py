@@ -336,7 +336,7 @@ def test_build_torch_ext_command_builds_against_the_given_torch():
     assert cmd[0] == "c++" and src in cmd
     joined = " ".join(cmd)
     for part in ("-isystem /t/include", "-isystem /cuda/include", "-D_GLIBCXX_USE_CXX11_ABI=0",
-                 '-DKTUNE_TORCH_VERSION="9.9.9+cu999"', "-L/t/lib", "-Wl,-rpath,/t/lib", "-lc10_cuda", "-ltorch_python",
+                 '-DKTUNE_TORCH_VERSION="9.9.9+cu999"', "-L/t/lib", "-Wl,-rpath,/t/lib", "-lc10_cuda", "-ltorch_cuda", "-ltorch_python",
                  "-I" + src_dir):
         assert part in joined, part
     assert cmd[-1] == "/out/_torch_ext" + sysconfig.get_config_var("EXT_SUFFIX")

@@ -368,6 +368,13 @@ def test_cxx_fast_path_serves_seen_problems_as_the_python_path_does():
     ktune.gemm(a, bt.t())
     with pytest.raises(ktune.UsageError, match="real"):
         ktune.gemm(a, bt.t(), alpha=1j)
+    # The C++ table emptied on its own (at its cap) while the Python one still holds the problem:
+    # the Python path serves the next call and hands the problem back, so the one after is C++'s.
+    ext.clear()
+    ktune.rms_norm(x, w)
+    served = ext.stats()[1]
+    ktune.rms_norm(x, w)
+    assert ext.stats()[1] == served + 1, "a problem the Python path served was not handed back to the C++ path"
     ktune.configure()
     assert ext.stats()[0] == 0, "configure() must drop the C++ path's calls"
 
