@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <regex>
 
+#include "core/op_strides.h"
 #include "ktune/error.h"
 
 namespace ktune {
@@ -210,8 +211,11 @@ void validate(const Problem& p) {
     if (p.dims[i] > info.max_dim) fail(out_of_range(info, i, std::to_string(p.dims[i])));
   }
   const std::vector<int64_t> min = info.min_ld ? info.min_ld(p.dims, p.layout) : std::vector<int64_t>{};
-  if (p.ld.size() != min.size()) fail(std::to_string(min.size()) + " leading dimensions expected");
-  for (size_t i = 0; i < min.size(); ++i) {
+  const bool shaped = has_shaped_operands(info);
+  if (p.ld.size() != min.size()) fail(std::to_string(min.size()) + (shaped ? " strides" : " leading dimensions") + " expected");
+  // N-dimensional operands take any order of axes that does not overlap, not a minimum per stride.
+  if (shaped) validate_strides(p, fail);
+  for (size_t i = 0; i < min.size() && !shaped; ++i) {
     const std::string name = i < info.ld_names.size() ? info.ld_names[i] : "leading dimension " + std::to_string(i);
     if (p.ld[i] < std::max<int64_t>(1, min[i]) && !(min[i] == 0 && p.ld[i] == 0))
       fail(name + " is " + std::to_string(p.ld[i]) + " < minimum " + std::to_string(min[i]));
@@ -239,7 +243,10 @@ void validate_key(const Problem& p) {
   const OpInfo& info = op_info(p.op);
   Problem q = p;
   bool padded = false;
-  if (info.min_ld && p.dims.size() == info.dims.size()) {
+  if (has_shaped_operands(info) && p.dims.size() == info.dims.size()) {
+    q.ld = packed_strides(p, std::max(1, p.align / element_bytes(p.dtype)));
+    padded = q.ld != packed_strides(p, 1);
+  } else if (info.min_ld && p.dims.size() == info.dims.size()) {
     q.ld = info.min_ld(p.dims, p.layout);
     const int64_t step = std::max(1, p.align / element_bytes(p.dtype));
     for (auto& l : q.ld) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "ktune/config.h"
@@ -126,10 +127,15 @@ void check_config_ints(const json& cfg, const std::string& where) {
   }
 }
 
-// The built-in families, built once: invalid_reason runs on every entry a runtime reads, and
-// builtin_families() builds every descriptor afresh.
+// The families, built once per state of the op list (register_op may add ops and theirs before
+// use): invalid_reason runs on every entry a runtime reads, and builtin_families() builds every
+// descriptor afresh.
 const std::vector<Family>& families() {
-  static const std::vector<Family> all = builtin_families();
+  static std::mutex m;
+  static std::vector<Family> all;
+  static size_t built_for = 0;
+  std::lock_guard<std::mutex> lock(m);
+  if (built_for != ops().size()) all = builtin_families(), built_for = ops().size();
   return all;
 }
 

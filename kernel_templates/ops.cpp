@@ -12,11 +12,10 @@ namespace ktune {
 KTUNE_OPS(KTUNE_DECLARE_OP)
 #undef KTUNE_DECLARE_OP
 
-const std::vector<OpInfo>& ops() {
+std::vector<OpInfo> builtin_ops() {
 #define KTUNE_LIST_OP(name) name##_op_info(),
-  static const std::vector<OpInfo> list = {KTUNE_OPS(KTUNE_LIST_OP)};
+  return {KTUNE_OPS(KTUNE_LIST_OP)};
 #undef KTUNE_LIST_OP
-  return list;
 }
 
 } // namespace ktune

@@ -103,14 +103,19 @@ PYBIND11_MODULE(_ktune, m) {
           py::dict d;
           d["name"] = o.name, d["about"] = o.about, d["dims"] = o.dims, d["layouts"] = o.layouts, d["runner"] = o.runner;
           py::list scalars, operands;
+          py::dict shapes;
           for (const auto& [n, v] : o.scalars) scalars.append(py::make_tuple(n, v));
-          for (const auto& x : o.operands) operands.append(py::make_tuple(x.name, x.output));
-          d["scalars"] = scalars, d["operands"] = operands;
+          for (const auto& x : o.operands) {
+            operands.append(py::make_tuple(x.name, x.output));
+            if (!x.shape.empty()) shapes[py::str(x.name)] = x.shape;
+          }
+          d["scalars"] = scalars, d["operands"] = operands, d["shapes"] = shapes, d["strides"] = o.ld_names;
           out.append(d);
         }
         return out;
       },
-      "The registered ops: name, about, dims, layouts, runner, scalars (name, default), operands (name, is output).");
+      "The registered ops: name, about, dims, layouts, runner, scalars (name, default), operands (name, is output), "
+      "shapes (an N-dimensional operand's dimension names, outermost first) and strides (the names of Problem::ld).");
   // The table python/torch_ext.cpp calls through (python/call_api.h): handles out of the call
   // objects, and prepared calls run without an exception crossing into the other module.
   static const KtuneCallApi call_api = {
@@ -232,17 +237,26 @@ PYBIND11_MODULE(_ktune, m) {
       .def(
           "run",
           [](ktune::Runtime& rt, const std::string& op, const std::string& dtype, const std::vector<int64_t>& dims,
-             const std::vector<uintptr_t>& buffers, const std::map<std::string, double>& scalars, uintptr_t stream) {
+             const std::vector<uintptr_t>& buffers, const std::map<std::string, double>& scalars, uintptr_t stream,
+             const std::vector<int64_t>& strides) {
             const ktune::OpInfo& info = ktune::op_info(op);
             ktune::Problem p = ktune::Problem::make(op, dims, info.default_layout(), ktune::parse_dtype(dtype));
             p.scalars = scalars;
+            if (!strides.empty()) {
+              if (strides.size() != p.ld.size())
+                throw ktune::UsageError(std::to_string(strides.size()) + " strides given, op " + op + " has " +
+                                        std::to_string(p.ld.size()));
+              p.ld = strides;
+            }
             std::vector<void*> ptrs;
             for (uintptr_t b : buffers) ptrs.push_back(reinterpret_cast<void*>(b));
             py::gil_scoped_release nogil;
             rt.run(p, ptrs, reinterpret_cast<CUstream>(stream));
           },
           py::arg("op"), py::arg("dtype"), py::arg("dims"), py::arg("buffers"), py::arg("scalars"), py::arg("stream") = 0,
-          "Any op (Runtime::run): device pointers in the op's order, its scalars by name.")
+          py::arg("strides") = std::vector<int64_t>{},
+          "Any op (Runtime::run): device pointers in the op's order, its scalars by name, its strides in "
+          "ops()' order (empty: packed).")
       .def(
           "gemm",
           [](ktune::Runtime& rt, int64_t mm, int64_t n, int64_t k, const std::string& dtype, const std::string& layout,

@@ -12,12 +12,13 @@ BufferArgs::BufferArgs(const Problem& p, const std::vector<const void*>& buffers
     throw UsageError(p.key() + ": " + std::to_string(buffers.size()) + " buffers given, op " + p.op + " takes " +
                      std::to_string(info.operands.size()));
   for (size_t i = 0; i < buffers.size(); ++i) {
-    const int64_t n = info.operands[i].count(p);
+    const int64_t n = operand_elements(p, i);
     if (n > 0 && !buffers[i]) throw UsageError(p.key() + ": buffer '" + info.operands[i].name + "' is null");
     if (info.operands[i].output && n > 0) empty_ = false;
     ptrs_.push_back(reinterpret_cast<CUdeviceptr>(buffers[i]));
   }
   for (int64_t d : p.dims) dims_.push_back(static_cast<long long>(d));
+  for (int64_t s : p.ld) dims_.push_back(static_cast<long long>(s)); // shaped operands' strides follow the dimensions
   for (const auto& [name, value] : info.scalars) scalars_.push_back(static_cast<float>(p.scalar(name)));
   for (auto& v : ptrs_) params_.push_back(&v);
   for (auto& v : dims_) params_.push_back(&v);

@@ -1,7 +1,8 @@
 // Launching the plan of an op of plain buffers (OpInfo::runner "buffers"): every kernel gets one
 // device pointer per operand in OpInfo::operands order, then each dimension as a long long, then
-// each scalar (the problem's, else the op's default) as a float. The one place the tuner's
-// runner, the runtime and its first use launch such an op through.
+// each stride of Problem::ld (N-dimensional operands') as a long long, then each scalar (the
+// problem's, else the op's default) as a float. The one place the tuner's runner, the runtime and
+// its first use launch such an op through.
 #pragma once
 #include <cuda.h>
 
@@ -28,7 +29,7 @@ class BufferArgs {
 
  private:
   std::vector<CUdeviceptr> ptrs_;
-  std::vector<long long> dims_;
+  std::vector<long long> dims_; // the dimensions, then the strides
   std::vector<float> scalars_;
   std::vector<void*> params_;
   bool empty_ = true;

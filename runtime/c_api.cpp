@@ -208,12 +208,20 @@ ktune_status_t ktune_rmsnorm(ktune_handle_t handle, ktune_datatype_t type, int r
 
 ktune_status_t ktune_run(ktune_handle_t handle, const char* op, ktune_datatype_t type, const long long* dims, int ndims,
                          void* const* buffers, int nbuffers, const double* scalars, int nscalars, void* stream) {
+  return ktune_run_strided(handle, op, type, dims, ndims, nullptr, 0, buffers, nbuffers, scalars, nscalars, stream);
+}
+
+ktune_status_t ktune_run_strided(ktune_handle_t handle, const char* op, ktune_datatype_t type, const long long* dims,
+                                 int ndims, const long long* strides, int nstrides, void* const* buffers, int nbuffers,
+                                 const double* scalars, int nscalars, void* stream) {
   auto bad = [&](const std::string& why) { return fail(KTUNE_INVALID_VALUE, "ktune_run: " + why); };
   if (!handle) return bad("handle is NULL");
   if (!op) return bad("op is NULL");
   if (!type_name(type)) return bad(unknown_type(type));
-  if (ndims < 0 || nbuffers < 0 || nscalars < 0) return bad("negative count of dims, buffers or scalars");
-  if ((ndims && !dims) || (nbuffers && !buffers) || (nscalars && !scalars)) return bad("dims, buffers or scalars is NULL");
+  if (ndims < 0 || nstrides < 0 || nbuffers < 0 || nscalars < 0)
+    return bad("negative count of dims, strides, buffers or scalars");
+  if ((ndims && !dims) || (nstrides && !strides) || (nbuffers && !buffers) || (nscalars && !scalars))
+    return bad("dims, strides, buffers or scalars is NULL");
   return guarded("ktune_run", [&] {
     const ktune::OpInfo& info = ktune::op_info(op); // an unknown op: UsageError naming the known ones
     if (size_t(nscalars) > info.scalars.size())
@@ -222,6 +230,12 @@ ktune_status_t ktune_run(ktune_handle_t handle, const char* op, ktune_datatype_t
     ktune::Problem p = ktune::Problem::make(info.name, std::vector<int64_t>(dims, dims + ndims),
                                             info.default_layout(), dtype_of(type));
     for (int i = 0; i < nscalars; ++i) p.scalars[info.scalars[size_t(i)].first] = scalars[i];
+    if (nstrides) {
+      if (size_t(nstrides) != p.ld.size())
+        throw ktune::UsageError(std::to_string(nstrides) + " strides given, op " + info.name + " has " +
+                                std::to_string(p.ld.size()));
+      p.ld.assign(strides, strides + nstrides);
+    }
     handle->rt->run(p, std::vector<void*>(buffers, buffers + nbuffers), static_cast<CUstream>(stream));
     return KTUNE_SUCCESS;
   });

@@ -282,7 +282,7 @@ Selection Runtime::Impl::measure_buffers(const Problem& p, Selection s, const st
   try {
     for (size_t i = 0; i < info.operands.size() && i < ptrs.size(); ++i) {
       if (!info.operands[i].output) continue;
-      const size_t bytes = std::max<size_t>(1, size_t(info.operands[i].count(p)) * size_t(element_bytes(p.dtype)));
+      const size_t bytes = std::max<size_t>(1, size_t(operand_elements(p, i)) * size_t(element_bytes(p.dtype)));
       scratch.emplace_back(bytes, "scratch " + info.operands[i].name + " for measuring candidates at " + p.key());
       ptrs[i] = reinterpret_cast<const void*>(scratch.back().ptr());
     }

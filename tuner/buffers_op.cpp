@@ -49,8 +49,9 @@ class BuffersRunner : public OpRunner {
 
   void prepare(const Problem& p, uint64_t seed) override { prepare_at(p, seed, 0); }
 
-  // As served: every scalar away from its default, and every buffer at the least-aligned offset
-  // p's class admits. The i-th scalar becomes (1.37 + 0.61 i) times its default (0.5 where that
+  // As served: every scalar away from its default, every buffer at the least-aligned offset p's
+  // class admits, and every N-dimensional operand with strides past packed (each outer stride one
+  // alignment step beyond its axes' span: a kernel that assumes packed storage shows). The i-th scalar becomes (1.37 + 0.61 i) times its default (0.5 where that
   // is 0), negated for odd i: no power of two (x8 would leave a bf16 input times the scalar exact,
   // so a kernel that rounds its terms to 16 bits passed), no two alike (a kernel that swaps two
   // scalars shows) and of both signs.
@@ -63,6 +64,7 @@ class BuffersRunner : public OpRunner {
       q.scalars[name] = (value != 0 ? value : 0.5) * f;
       ++i;
     }
+    q.ld = padded_strides(q);
     prepare_at(q, seed, least_aligned_offset(p));
   }
 
@@ -98,6 +100,11 @@ class BuffersRunner : public OpRunner {
       const std::vector<double>& ref = ref_[out_index];
       const std::vector<double>& mag = mag_[out_index];
       for (int64_t e = 0; e < b.count; ++e) {
+        if (!b.in_view.empty() && !b.in_view[size_t(e)]) { // between a shaped output's elements: poison stays
+          r.stray_writes += std::memcmp(now.data() + data_at + size_t(e) * size_t(eb_), b.host.data() + data_at + size_t(e) * size_t(eb_),
+                                        size_t(eb_)) != 0;
+          continue;
+        }
         const double v = value_of(now.data() + data_at, size_t(e), p_.dtype);
         if (!std::isfinite(v)) {
           ++r.nonfinite;
@@ -114,8 +121,9 @@ class BuffersRunner : public OpRunner {
     }
     r.rel_error = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
     r.norm_bound = ref2 > 0 ? std::sqrt(allow2 / ref2) : std::sqrt(allow2);
-    r.pass = r.nonfinite == 0 && r.violations == 0 && r.guard_writes == 0 && r.input_writes == 0;
+    r.pass = r.nonfinite == 0 && r.violations == 0 && r.guard_writes == 0 && r.input_writes == 0 && r.stray_writes == 0;
     r.conditions = conditions_text(offset_);
+    if (offset_ && !p_.ld.empty()) r.conditions += ", strides padded past packed";
     return r;
   }
 
@@ -131,7 +139,44 @@ class BuffersRunner : public OpRunner {
     DeviceBuffer dev;
     std::vector<unsigned char> host; // guards and data as written (inputs), for the read-back checks
     std::vector<double> values;      // inputs: the values the kernel reads
+    std::vector<char> in_view;       // shaped outputs: which of the span's elements are the operand's
   };
+
+  // Each shaped operand's outer strides one alignment step past the span of the axes inside
+  // (Problem::ld order); the class and the order of axes stay the same.
+  static std::vector<int64_t> padded_strides(const Problem& p) {
+    const OpInfo& info = op_info(p.op);
+    const int64_t step = std::max(1, p.align / element_bytes(p.dtype));
+    std::vector<int64_t> ld;
+    for (size_t i = 0; i < info.operands.size(); ++i) {
+      const std::vector<int64_t> e = operand_extents(p, i);
+      if (e.empty()) continue;
+      std::vector<int64_t> s(e.size() - 1);
+      int64_t inner = 1, extent = e.back();
+      for (size_t a = e.size() - 1; a-- > 0;) {
+        s[a] = (std::max<int64_t>(1, inner * extent) + step - 1) / step * step + step;
+        inner = s[a], extent = e[a];
+      }
+      ld.insert(ld.end(), s.begin(), s.end());
+    }
+    return ld;
+  }
+
+  // Marks the offsets of a shaped operand's elements (every index of its extents times its strides).
+  static std::vector<char> view_of(const Problem& p, size_t i, int64_t span) {
+    const std::vector<int64_t> e = operand_extents(p, i), s = operand_strides(p, i);
+    std::vector<char> v(size_t(span), 0);
+    if (span == 0) return v;
+    std::vector<int64_t> idx(e.size(), 0);
+    for (;;) {
+      int64_t off = 0;
+      for (size_t a = 0; a < e.size(); ++a) off += idx[a] * s[a];
+      v[size_t(off)] = 1;
+      size_t a = e.size();
+      while (a > 0 && ++idx[a - 1] == e[a - 1]) idx[--a] = 0;
+      if (a == 0) return v;
+    }
+  }
 
   // Every buffer's data, in operand order.
   std::vector<void*> pointers() const {
@@ -151,7 +196,9 @@ class BuffersRunner : public OpRunner {
     for (size_t i = 0; i < bufs_.size(); ++i) {
       const OpInfo::Operand& o = info.operands[i];
       Buffer& b = bufs_[i];
-      b.output = o.output, b.count = o.count(p);
+      b.output = o.output, b.count = operand_elements(p, i);
+      b.in_view.clear();
+      if (b.output && !o.shape.empty()) b.in_view = view_of(p, i, b.count);
       if (b.count < 0) throw Error("op " + p.op + ": operand " + o.name + " has a negative size at " + p.key());
       const size_t bytes = 2 * kGuard + offset + size_t(b.count) * size_t(eb_);
       b.host.assign(bytes, kGuardByte);

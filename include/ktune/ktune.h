@@ -101,6 +101,14 @@ ktune_status_t ktune_rmsnorm(ktune_handle_t handle, ktune_datatype_t type, int r
 ktune_status_t ktune_run(ktune_handle_t handle, const char* op, ktune_datatype_t type, const long long* dims, int ndims,
                          void* const* buffers, int nbuffers, const double* scalars, int nscalars, void* stream);
 
+/* ktune_run with the operands' strides in elements (nstrides of them, `ktune ops` names them in
+ * order: GEMM lda, ldb, ldc; row ops ldx, ldy; an op of N-dimensional operands every stride but
+ * the innermost of each, e.g. q.batch, q.seq, q.heads). nstrides 0: packed, as ktune_run. A
+ * wrong count, overlapping elements or a stride out of range is KTUNE_INVALID_VALUE. */
+ktune_status_t ktune_run_strided(ktune_handle_t handle, const char* op, ktune_datatype_t type, const long long* dims,
+                                 int ndims, const long long* strides, int nstrides, void* const* buffers, int nbuffers,
+                                 const double* scalars, int nscalars, void* stream);
+
 /* The message of the calling thread's last failed call ("" if none). Valid until its next call. */
 const char* ktune_last_error(void);
 

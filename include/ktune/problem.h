@@ -4,10 +4,12 @@
 // include/ktune/gemm_problem.h) converts to and from Problem.
 #pragma once
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <initializer_list>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ktune {
@@ -35,9 +37,12 @@ struct Problem {
   DType dtype = DType::f32;
   std::vector<int64_t> dims;   // the op's dimensions, in the order its OpInfo names them
   std::string layout;          // the op's storage flags (GEMM: NN, NT, TN, TT); empty when it has none
-  std::vector<int64_t> ld;     // the op's leading dimensions in its order (GEMM: lda, ldb, ldc)
+  // The op's strides in elements, in OpInfo::ld_names order: one leading dimension per matrix
+  // (GEMM: lda, ldb, ldc; row ops: ldx, ldy), or every stride but the innermost of each
+  // N-dimensional operand (OpInfo::Operand::shape), operand after operand.
+  std::vector<int64_t> ld;
   // Alignment class in bytes (16, 8, 4, or 2 for 2-byte elements): the largest that divides every
-  // pointer's address and every leading dimension in bytes.
+  // pointer's address and every stride in bytes.
   int align = 16;
   // Run-time scalars of a call (GEMM: alpha, beta; softmax: scale; norms: eps), by the op's names
   // for them; absent ones take the op's defaults. Not part of the key: one tuned config serves them all.
@@ -105,7 +110,8 @@ struct OpInfo {
   int row_op = -1;
 
   // Ops of plain buffers (runner "buffers"; docs/ADDING_AN_OP.md): the kernels take one pointer
-  // per operand in this order, then every dimension as a long long, then every scalar as a float.
+  // per operand in this order, then every dimension as a long long, then every stride of
+  // Problem::ld (shaped operands') as a long long, then every scalar as a float.
   // The tuner fills the inputs, poisons the outputs, checks guard bytes around every buffer and
   // compares the outputs with `reference`; the runtime, the C API (ktune_run) and Python
   // (ktune.run) pass the caller's buffers in the same order.
@@ -114,11 +120,33 @@ struct OpInfo {
     bool output = false; // written (and only written) by the kernels; inputs are only read
     std::function<int64_t(const Problem&)> count; // elements, contiguous
     double lo = -1, hi = 1;                       // inputs: uniform random values in [lo, hi)
+    // An N-dimensional operand: the op's dimensions along its axes, outermost first (attention's
+    // q: {"batch", "seq", "heads", "dim"}); count is then unused. Its innermost axis is contiguous
+    // (vector loads and tensor maps need it); every other stride is the caller's, in Problem::ld,
+    // any order of axes whose elements do not overlap (a (B, H, S, D) view of (B, S, H, D)
+    // storage). Its kernels get those strides as long longs after the dimensions. Empty: a flat
+    // operand of count contiguous elements.
+    std::vector<std::string> shape;
+
+    Operand() = default;
+    // A flat operand of count(p) contiguous elements.
+    Operand(std::string name_, bool output_, std::function<int64_t(const Problem&)> count_, double lo_ = -1,
+            double hi_ = 1)
+        : name(std::move(name_)), output(output_), count(std::move(count_)), lo(lo_), hi(hi_) {}
+    // An N-dimensional operand along the op's dimensions `shape_`, outermost first.
+    static Operand shaped(std::string name_, bool output_, std::vector<std::string> shape_, double lo_ = -1,
+                          double hi_ = 1) {
+      Operand o(std::move(name_), output_, nullptr, lo_, hi_);
+      o.shape = std::move(shape_);
+      return o;
+    }
   };
   std::vector<Operand> operands;
   // The FP64 reference: in[i] holds the i-th input's values as the kernel reads them (rounded to
   // the dtype); fills out[j] with the j-th output's exact values and mag[j] with the magnitude
-  // each element's rounding error scales with (the sum of the absolute values of its terms).
+  // each element's rounding error scales with (the sum of the absolute values of its terms). A
+  // shaped operand's array is its whole buffer (operand_elements), indexed by operand_strides;
+  // the output elements between a shaped output's own are not read.
   std::function<void(const Problem&, const std::vector<const double*>& in, const std::vector<double*>& out,
                      const std::vector<double*>& mag)>
       reference;
@@ -131,8 +159,24 @@ struct OpInfo {
   std::function<std::vector<Family>()> families;
 };
 
-// The registered ops (kernel_templates/ops.cpp lists them, one name each).
-const std::vector<OpInfo>& ops();
+// The registered ops: the built-in ones (kernel_templates/ops.cpp lists them, one name each), then
+// those added by register_op. A deque: references to an entry stay valid as others are added.
+const std::deque<OpInfo>& ops();
+// Adds an op after the built-in ones (a test fixture, a kernel a user brings). For an op of
+// N-dimensional operands it fills min_ld (packed strides) and ld_names ("<operand>.<dim>": the
+// stride along that dimension). Throws UsageError when the name is taken or the declaration is
+// inconsistent (shaped operands beside min_ld, an axis naming no dimension). Register before any
+// thread looks ops up: the list is not guarded against concurrent change.
+const OpInfo& register_op(OpInfo op);
+// The built-in ops' declarations (kernel_templates/ops.cpp), before register_op's completion.
+std::vector<OpInfo> builtin_ops();
+// The elements operand i's buffer spans: count(p) for a flat operand; for a shaped one the
+// farthest element's offset plus one (0 when an extent is 0).
+int64_t operand_elements(const Problem& p, size_t i);
+// A shaped operand's extents and strides, outermost first (the innermost stride is 1); empty for a
+// flat operand.
+std::vector<int64_t> operand_extents(const Problem& p, size_t i);
+std::vector<int64_t> operand_strides(const Problem& p, size_t i);
 // Throws UsageError listing the known ops when name is not one of them.
 const OpInfo& op_info(const std::string& name);
 

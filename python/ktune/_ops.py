@@ -12,7 +12,9 @@ def _err(msg):
 
 def ops():
     """The registered ops: a list of dicts with name, about, dims, layouts, runner, scalars
-    ((name, default) pairs) and operands ((name, is_output) pairs), in the order ktune lists them."""
+    ((name, default) pairs), operands ((name, is_output) pairs), shapes (an N-dimensional
+    operand's dimension names, outermost first) and strides (their names, as ktune passes them),
+    in the order ktune lists them."""
     return _ktune.ops()
 
 
@@ -26,13 +28,16 @@ def _op(name):
 def run(op, *buffers, dims=None, **scalars):
     """Runs op on CUDA tensors given in the op's operand order (scale_add: x, y, out; GEMM: A, B, C
     row-major; row ops: x, y, weight, bias with None where none), each contiguous and of one dtype
-    (float32, bfloat16 or float16) on one device. dims: the op's dimensions in its order
-    (default: the first tensor's shape when the op has as many dimensions, else its element count
-    for an op of one dimension). scalars: by the op's names (scale_add: alpha, beta); the rest
+    (float32, bfloat16 or float16) on one device. An N-dimensional operand (ops()' "shapes") may
+    be any view whose last dimension is contiguous (a transpose of the outer ones included); its
+    strides go to the kernels. dims: the op's dimensions in its order (default: read off the
+    N-dimensional operands, else the first tensor's shape when the op has as many dimensions, else
+    its element count for an op of one dimension). scalars: by the op's names (scale_add: alpha, beta); the rest
     take the op's defaults. Outputs are written in place; returns None."""
     import torch
 
     info = _op(op)
+    shapes = info.get("shapes", {})
     names = [n for n, _ in info["operands"]] or {"gemm": ["A", "B", "C"], "rows": ["x", "y", "weight", "bias"]}.get(
         info["runner"], [])
     if len(buffers) != len(names):
@@ -51,12 +56,26 @@ def run(op, *buffers, dims=None, **scalars):
         if b.dtype != first.dtype or b.device != first.device or not b.is_cuda:
             raise _err("%s must be a CUDA tensor of the first's dtype and device, %s on %s (got %s on %s)"
                        % (name, first.dtype, first.device, b.dtype, b.device))
-        if not b.is_contiguous():
+        if name in shapes:
+            if b.dim() != len(shapes[name]) or (b.numel() > 0 and b.stride(-1) != 1):
+                raise _err("%s must be a %d-d tensor (%s) with a contiguous last dimension (got shape %s, strides %s)"
+                           % (name, len(shapes[name]), ", ".join(shapes[name]), tuple(b.shape), b.stride()))
+        elif not b.is_contiguous():
             raise _err("%s must be contiguous" % name)
     unknown = set(scalars) - {n for n, _ in info["scalars"]}
     if unknown:
         raise _err("%s has no scalar %s (its scalars: %s)"
                    % (op, ", ".join(sorted(unknown)), ", ".join(n for n, _ in info["scalars"]) or "none"))
+    if dims is None and shapes:
+        found = {}
+        for name, b in zip(names, buffers):
+            for d, size in zip(shapes.get(name, ()), () if b is None else b.shape):
+                if found.setdefault(d, int(size)) != int(size):
+                    raise _err("%s is %d along %s, another operand %d" % (name, int(size), d, found[d]))
+        missing = [d for d in info["dims"] if d not in found]
+        if missing:
+            raise _err("%s: no tensor gives dimension %s: pass dims=" % (op, ", ".join(missing)))
+        dims = tuple(found[d] for d in info["dims"])
     if dims is None:
         if first.dim() == len(info["dims"]):
             dims = tuple(first.shape)
@@ -65,11 +84,19 @@ def run(op, *buffers, dims=None, **scalars):
         else:
             raise _err("%s has dimensions %s: pass dims=" % (op, ", ".join(info["dims"])))
     dims = [int(d) for d in dims]
+    strides = []
+    for name, b in zip(names, buffers):
+        if name in shapes:
+            want = [dims[info["dims"].index(d)] for d in shapes[name]]
+            if b is None or list(b.shape) != want:
+                raise _err("%s must have shape %s (%s), got %s"
+                           % (name, tuple(want), ", ".join(shapes[name]), None if b is None else tuple(b.shape)))
+            strides += [int(s) for s in b.stride()[:-1]]
     index = first.device.index if first.device.index is not None else torch.cuda.current_device()
     ptrs = [0 if b is None else b.data_ptr() for b in buffers]
     with torch.cuda.device(index):
         runtime(device=index).run(op, codes[first.dtype], dims, ptrs, {k: float(v) for k, v in scalars.items()},
-                                  _current_stream(index))
+                                  _current_stream(index), strides)
 
 
 def op(name):
