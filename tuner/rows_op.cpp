@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -51,13 +53,15 @@ VerifyResult rows_verdict(const RowsCheckSums& s, DType out) {
   return r;
 }
 
-CompileRequest rows_reference_request(const std::string& arch) {
+CompileRequest rows_reference_request(const std::string& arch, const OpInfo& op) {
+  if (op.row_op < 0) throw Error("op " + op.name + " declares no row-op code (OpInfo::row_op) for the device reference");
   CompileRequest req;
-  req.source = std::string(embedded_file("rows/rows_reference.cu"));
+  // The op's check, KtuneRowCheck<row_op>, from its folder (kernel_templates/<op>/<op>_check.h).
+  req.source = std::string(embedded_file("rows/rows_reference.cu")) + "\n#include \"" + op.name + "_check.h\"\n";
   req.source_name = "rows/rows_reference.cu";
-  req.name_expressions = {"ktune_rows_fill", "ktune_rows_verify"}; // RefKernel's order
+  req.name_expressions = {"ktune_rows_fill", "ktune_rows_verify<" + std::to_string(op.row_op) + ">"}; // RefKernel's order
   req.arch = arch;
-  req.context = "row-op reference kernels for " + arch;
+  req.context = op.name + " reference kernels for " + arch;
   return req;
 }
 
@@ -89,10 +93,7 @@ constexpr size_t kCheckWords = 9;
 
 class RowsRunner : public OpRunner {
  public:
-  RowsRunner(Compiler& compiler, const DeviceInfo& device) : device_(device) {
-    const CompileRequest req = rows_reference_request(device.arch);
-    const auto k = compiler.compile(req);
-    ref_ = std::make_unique<Module>(k->cubin, k->lowered_names, req.context);
+  RowsRunner(Compiler& compiler, const DeviceInfo& device) : compiler_(compiler), device_(device) {
     check_ = DeviceBuffer(kCheckWords * 8, "row-op check sums");
   }
 
@@ -112,8 +113,7 @@ class RowsRunner : public OpRunner {
     const bool same_inputs =
         have_inputs_ && p.key() == p_.key() && p.ld == p_.ld && seed == seed_ && offset == offset_;
     p_ = p, seed_ = seed, offset_ = offset, info_ = &op_info(p.op);
-    if (info_->row_op < 0)
-      throw Error("op " + p.op + " declares no row-op code (OpInfo::row_op) for the device reference");
+    ref_ = &reference_module(*info_);
     rows_ = p.dims[0], cols_ = p.dims[1], ldx_ = p.ld[0], ldy_ = p.ld[1];
     eb_ = element_bytes(p.dtype);
     if (!same_inputs) generate();
@@ -137,9 +137,9 @@ class RowsRunner : public OpRunner {
     check_cu(driver().cuMemsetD8Async(check_.ptr() + 3 * 8, 0xff, 8, nullptr), "cuMemsetD8Async",
              "clearing the check sums of " + p_.key());
     KtuneRowsArgs a = args();
-    int op = info_->row_op, dt = dt_code();
+    int dt = dt_code();
     CUdeviceptr out = check_.ptr();
-    void* params[] = {&a, &op, &dt, &out};
+    void* params[] = {&a, &dt, &out};
     const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(rows_, 16LL * std::max(1, device_.sm_count)));
     const unsigned grid[3] = {blocks, 1, 1}, block[3] = {256, 1, 1}; // block: rows_reference.cu's kThreads
     ref_->launch(kVerify, grid, block, 0, nullptr, params);          // legacy stream: ordered with the launches
@@ -215,8 +215,21 @@ class RowsRunner : public OpRunner {
     have_inputs_ = true;
   }
 
+  // The op's fill and verification kernels, compiled at its first problem.
+  Module& reference_module(const OpInfo& op) {
+    auto& m = refs_[op.name];
+    if (!m) {
+      const CompileRequest req = rows_reference_request(device_.arch, op);
+      const auto k = compiler_.compile(req);
+      m = std::make_unique<Module>(k->cubin, k->lowered_names, req.context);
+    }
+    return *m;
+  }
+
+  Compiler& compiler_;
   DeviceInfo device_;
-  std::unique_ptr<Module> ref_; // rows_reference.cu
+  std::map<std::string, std::unique_ptr<Module>> refs_; // rows_reference.cu with each op's check
+  Module* ref_ = nullptr;                               // the current problem's op's
   DeviceBuffer check_;          // ktune_rows_verify's counts and sums
   Problem p_;
   uint64_t seed_ = 0;

@@ -39,8 +39,9 @@ double rows_allowance_share(DType out);
 //   ||y - ref|| <= ||rn(ref) - ref|| + rows_allowance_share(out) * ||2 e||.
 VerifyResult rows_verdict(const RowsCheckSums& s, DType out);
 
-// The fill and verification kernels (rows/rows_reference.cu) for an arch.
-CompileRequest rows_reference_request(const std::string& arch);
+// The fill and verification kernels (rows/rows_reference.cu with the op's <op>_check.h) of a row
+// op for an arch; throws Error for an op without a row-op code.
+CompileRequest rows_reference_request(const std::string& arch, const OpInfo& op);
 
 std::unique_ptr<OpRunner> make_rows_runner(Compiler& compiler, const DeviceInfo& device);
 

@@ -105,7 +105,7 @@ struct OpInfo {
   int row_vectors = 0;
   std::function<void(const Problem&, const double* x, const double* w, const double* b, double* y)> reference_row;
   // Row ops: the op's code for the row kernels and the device reference that checks them
-  // (KTUNE_ROWS_*, kernel_templates/rows/rows_args.h; the same semantics as reference_row); -1 for
+  // (KTUNE_ROWS_<OP>, kernel_templates/<op>/<op>_check.h; the same semantics as reference_row); -1 for
   // other ops.
   int row_op = -1;
 

@@ -6,13 +6,14 @@
 
 #include "layernorm/layernorm.h"
 #include "rows/rows_families.h"
+#include "layernorm/layernorm_check.h"
 
 namespace ktune {
 
 namespace {
 
 // FP64: biased variance, y = (x - mean) / sqrt(var + eps) * w + b; eps as the kernels get it (a
-// float in KtuneRowsArgs), as the device reference (rows/rows_check.h) takes it.
+// float in KtuneRowsArgs), as the device reference (layernorm_check.h) takes it.
 void reference(const Problem& p, const double* x, const double* w, const double* b, double* y) {
   const int64_t n = p.dims[1];
   double mean = 0, var = 0;
@@ -24,7 +25,7 @@ void reference(const Problem& p, const double* x, const double* w, const double*
 }
 
 RowsOpSpec spec() {
-  return {"layernorm", 1, "y = (x - mean) / sqrt(var + eps) * weight + bias along each row (F.layer_norm)",
+  return {"layernorm", KTUNE_ROWS_LAYERNORM, "y = (x - mean) / sqrt(var + eps) * weight + bias along each row (F.layer_norm)",
           {{"eps", 1e-5}}, /*sum, centre, square, sum, scale, weight, bias, ...*/ 8, 2, reference};
 }
 } // namespace

@@ -10,6 +10,7 @@
 // each group's, triple computed two-pass from registers): one reduction round, and sound for any
 // offset of the data. The float counts are exact to 2^24 columns.
 #pragma once
+#include "layernorm_check.h" // the op's code
 #include "rows_common.cuh"
 
 namespace ktune_dev {

@@ -6,13 +6,14 @@
 
 #include "rmsnorm/rmsnorm.h"
 #include "rows/rows_families.h"
+#include "rmsnorm/rmsnorm_check.h"
 
 namespace ktune {
 
 namespace {
 
 // FP64: y = x / sqrt(mean(x^2) + eps) * w; eps as the kernels get it (a float in KtuneRowsArgs), as
-// the device reference (rows/rows_check.h) takes it.
+// the device reference (rmsnorm_check.h) takes it.
 void reference(const Problem& p, const double* x, const double* w, const double*, double* y) {
   const int64_t n = p.dims[1];
   double ms = 0;
@@ -22,7 +23,7 @@ void reference(const Problem& p, const double* x, const double* w, const double*
 }
 
 RowsOpSpec spec() {
-  return {"rmsnorm", 2, "y = x / sqrt(mean(x^2) + eps) * weight along each row (F.rms_norm)", {{"eps", 1e-6}},
+  return {"rmsnorm", KTUNE_ROWS_RMSNORM, "y = x / sqrt(mean(x^2) + eps) * weight along each row (F.rms_norm)", {{"eps", 1e-6}},
           /*square, sum, scale, weight*/ 4, 1, reference};
 }
 } // namespace

@@ -5,6 +5,7 @@
 // Semantics: ms = sum_j x_j^2 / cols; y_j = x_j / sqrt(ms + eps) * w_j, with w_j = 1 where weight
 // is null.
 #pragma once
+#include "rmsnorm_check.h" // the op's code
 #include "rows_common.cuh"
 
 namespace ktune_dev {

@@ -15,6 +15,5 @@ struct KtuneRowsArgs {
   float eps;   // LayerNorm / RMSNorm: added to the variance / mean square
 };
 
-#define KTUNE_ROWS_SOFTMAX 0
-#define KTUNE_ROWS_LAYERNORM 1
-#define KTUNE_ROWS_RMSNORM 2
+// Each op's code (KTUNE_ROWS_SOFTMAX 0, ...: the template parameter OP of the row kernels and of
+// the device reference) is defined in its own folder, kernel_templates/<op>/<op>_check.h.

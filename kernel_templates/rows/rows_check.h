@@ -1,7 +1,9 @@
-// The row ops' FP64 reference element and per-element error rule (softmax, LayerNorm, RMSNorm), in
-// one definition for the device check (rows_reference.cu, through NVRTC) and the host
-// (tuner/rows_op.cpp's verdict, and the tests that exercise the rule without a GPU). Plain C++:
-// <cmath> on the host, NVRTC's built-in math functions on the device.
+// The row ops' per-element error rule, in one definition for the device check (rows_reference.cu,
+// through NVRTC) and the host (tuner/rows_op.cpp's verdict, and the tests that exercise the rule
+// without a GPU). Each op's own part lives in its folder, kernel_templates/<op>/<op>_check.h: its
+// code (KTUNE_ROWS_<OP>), its row statistics, its FP64 element and its bound e_j of section 2, as
+// a specialization of KtuneRowCheck below. Plain C++: <cmath> on the host, NVRTC's built-in math
+// functions on the device.
 //
 // Notation: n = cols; u = 2^-24 (FP32's unit roundoff); rn() rounds to nearest-even into the
 // output's dtype (subnormals included); ref_j is the FP64 result of the op on exactly the inputs
@@ -32,24 +34,8 @@
 // combine level costs at most ~8 roundings or approximate instructions (ex2.approx, __fdividef,
 // rsqrt.approx: <= 2 ulp = 4 u each), 14 levels x 8 u = 112 u, and an element's own last
 // operations < 16 u: C = 128.
-//   softmax    e_j = u |ref_j| (R + 3 ln n + 4 |m| + 4 |z_j - m|),   z = scale x, m = max_k z_k.
-//              A term is 2^t with t = fma(x, scale log2(e), -ref(M)), ref(M) the max times
-//              |scale| log2(e) rounded once: the rounded constant (2 u relative) and the fma's
-//              rounding (u relative to t) put <= 3 u |z_j - m| into the exponent (natural
-//              units), ref's rounding u |m| (twice: the element's and the row's max; the
-//              rescales between combine levels telescope); the 16-bit kernels' folded exponent
-//              -ref(M) - log2 S + 64 rounds once more, <= u (|m| + ln n + 45) (the 45 is inside C).
-//              The sum S's relative error is the mean of its terms' weighted by e^(z_k - m) / S
-//              (under that weighting the mean of |z_k - m| is at most ln n: the 3 ln n) plus its
-//              summation's (R).
-//   LayerNorm  e_j = u R ((|x_j - mean| + A) |w_j| / sigma + |b_j|),   sigma = sqrt(var + eps),
-//              A = sqrt(mean of x^2) >= |mean|. The mean's error (<= u R A, the bound above for a
-//              sum of terms of root mean square A) shifts x_j - mean; the variance's relative error
-//              (<= u R, a sum of squares) and rsqrt's scale (x_j - mean) / sigma; the affine tail
-//              rounds relative to |y|.
-//   RMSNorm    e_j = u R |ref_j|: the mean square's relative error <= u R, halved by the root,
-//              then products.
-// Plus 2^-147 absolute: FP32 intermediates in the subnormal range (softmax probabilities below
+// Each op's e_j and its derivation are in its <op>_check.h; every one adds 2^-147 absolute
+// (KTUNE_ROWS_TINY): FP32 intermediates in the subnormal range (softmax probabilities below
 // 2^-126: ex2's subnormal results, the 16-bit path's scaling by 2^-64 before its final rounding).
 //
 // ---- 3. The Frobenius norm ----
@@ -83,24 +69,23 @@
 #define KTUNE_ROWS_HD inline
 #endif
 
-// A row's FP64 statistics, which its reference elements and their bounds read.
-struct KtuneRowsRowStats {
-  double n;     // cols
-  double scale; // softmax: the scale the kernel got (a float)
-  double max_z; // softmax: max_j scale * x_j
-  double sum;   // softmax: sum_j exp(scale * x_j - max_z)
-  double mean;  // LayerNorm: mean of x
-  double rms;   // LayerNorm: sqrt(mean of x^2) (the size of the partial sums of the mean)
-  double inv;   // LayerNorm: 1 / sqrt(var + eps) (biased variance); RMSNorm: 1 / sqrt(mean(x^2) + eps)
-};
+// R of section 2: the reductions' allowance for a row of n elements.
+KTUNE_ROWS_HD double ktune_rows_reduction_allowance(double n) { return 128.0 + sqrt(n); }
+// FP32's unit roundoff, and the absolute floor of section 2.
+#define KTUNE_ROWS_U 0x1p-24
+#define KTUNE_ROWS_TINY 0x1p-147
 
-// The op's FP64 result at one element (op: KTUNE_ROWS_*; w = 1, b = 0 where the op or the caller
-// has none), the semantics of rows_common.cuh and of each op's OpInfo::reference_row.
-KTUNE_ROWS_HD double ktune_rows_ref(int op, const KtuneRowsRowStats& s, double x, double w, double b) {
-  if (op == 0) return exp(s.scale * x - s.max_z) / s.sum;
-  if (op == 1) return (x - s.mean) * s.inv * w + b;
-  return x * s.inv * w;
-}
+// One op's check, specialized in kernel_templates/<op>/<op>_check.h for its code OP:
+//   struct Stats;  the row's FP64 statistics its elements and bounds read
+//   template <class Row> static Stats stats(const Row& row, double scale, double eps);
+//                  row.n() is cols; row.sum(f) and row.max(f) reduce f(x_j) (a double) over the
+//                  row's elements in FP64 (the device: a block reduction; the host tests: in
+//                  sequence); scale and eps are the kernel's arguments (floats), the op reads its own
+//   static double ref(const Stats&, double x, double w, double b);        the FP64 result at x
+//   static double fp32_error(const Stats&, double x, double w, double b, double ref);   e_j
+// w = 1 and b = 0 where the op or the caller has none.
+template <int OP>
+struct KtuneRowCheck;
 
 // v rounded to nearest-even into dt (0 f32, 1 bf16, 2 f16), subnormals included; exact in FP64
 // (scaling by powers of two, then rint, which rounds ties to even). Values past the dtype's
@@ -116,20 +101,6 @@ KTUNE_ROWS_HD double ktune_rows_round(double v, int dt) {
   return rint(v / q) * q;
 }
 
-// e_j of section 2: a bound on the FP32 error of a correct kernel at this element before its
-// final rounding.
-KTUNE_ROWS_HD double ktune_rows_fp32_error(int op, const KtuneRowsRowStats& s, double x, double w, double b,
-                                           double ref) {
-  const double u = 0x1p-24, tiny = 0x1p-147;
-  const double r = 128.0 + sqrt(s.n);
-  if (op == 0) {
-    const double z = s.scale * x;
-    return u * fabs(ref) * (r + 3.0 * log(s.n) + 4.0 * fabs(s.max_z) + 4.0 * fabs(z - s.max_z)) + tiny;
-  }
-  if (op == 1) return u * r * ((fabs(x - s.mean) + s.rms) * fabs(w) * s.inv + fabs(b)) + tiny;
-  return u * r * fabs(ref) + tiny;
-}
-
 // One output element judged by RULE: its error, the correctly rounded reference's error and the
 // FP32 allowance 2 e_j.
 struct KtuneRowsJudgement {
@@ -141,13 +112,14 @@ struct KtuneRowsJudgement {
   double ratio; // err / (ideal + allow): over 1 is a violation
 };
 
-KTUNE_ROWS_HD KtuneRowsJudgement ktune_rows_judge(int op, int dt, const KtuneRowsRowStats& s, double x, double w,
-                                                  double b, double y) {
+template <int OP>
+KTUNE_ROWS_HD KtuneRowsJudgement ktune_rows_judge(int dt, const typename KtuneRowCheck<OP>::Stats& s, double x,
+                                                  double w, double b, double y) {
   KtuneRowsJudgement j;
-  j.ref = ktune_rows_ref(op, s, x, w, b);
+  j.ref = KtuneRowCheck<OP>::ref(s, x, w, b);
   j.err = fabs(y - j.ref);
   j.ideal = fabs(ktune_rows_round(j.ref, dt) - j.ref);
-  j.allow = 2.0 * ktune_rows_fp32_error(op, s, x, w, b, j.ref);
+  j.allow = 2.0 * KtuneRowCheck<OP>::fp32_error(s, x, w, b, j.ref);
   j.over = !(j.err <= j.ideal + j.allow); // a NaN reference counts as over
   j.ratio = j.err / (j.ideal + j.allow);  // allow > 0
   return j;

@@ -16,7 +16,7 @@ namespace ktune {
 // What distinguishes the three ops to the shared code.
 struct RowsOpSpec {
   std::string name;   // "softmax", "layernorm", "rmsnorm"
-  int code = 0;       // KTUNE_ROWS_* (rows_args.h)
+  int code = 0;       // KTUNE_ROWS_<OP>, from the op's <op>_check.h
   std::string about;
   std::vector<std::pair<std::string, double>> scalars; // softmax: scale; norms: eps
   double flops_per_element = 0; // an honest count for TFLOPS columns; these ops are judged by bandwidth

@@ -5,7 +5,8 @@
 // each element is held to, and its derivation, are in rows_check.h; tuner/rows_op.cpp
 // (rows_verdict) turns the counts and sums below into the verdict.
 //
-// DT as in rows_args.h: 0 f32, 1 bf16, 2 f16.
+// DT as in rows_args.h: 0 f32, 1 bf16, 2 f16. The op's own check (KtuneRowCheck<OP>, its
+// <op>_check.h) is appended to this source by rows_reference_request (tuner/rows_op.cpp).
 #include "ktune_random.cuh"
 #include "rows_args.h"
 #include "rows_check.h"
@@ -46,6 +47,28 @@ __device__ double block_reduce(double v, double* red) {
   return r;
 }
 
+// A row as KtuneRowCheck<OP>::stats reads it: FP64 reductions of f(x_j) over its elements, every
+// thread of the block taking part and getting the same result.
+struct BlockRow {
+  const void* x;
+  long long at, cols;
+  int dt;
+  double* red;
+  __device__ double n() const { return (double)cols; }
+  template <class F>
+  __device__ double sum(F f) const {
+    double v = 0;
+    for (long long j = threadIdx.x; j < cols; j += kThreads) v += f(element(x, at + j, dt));
+    return block_reduce<false>(v, red);
+  }
+  template <class F>
+  __device__ double max(F f) const {
+    double v = __longlong_as_double(0xfff0000000000000ll); // -inf
+    for (long long j = threadIdx.x; j < cols; j += kThreads) v = fmax(v, f(element(x, at + j, dt)));
+    return block_reduce<true>(v, red);
+  }
+};
+
 template <class T>
 __device__ __forceinline__ T warp_sum(T v) {
   for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
@@ -54,10 +77,10 @@ __device__ __forceinline__ T warp_sum(T v) {
 
 } // namespace
 
-// a: the kernel's argument block (x, y, weight, bias, sizes, scalars as it got them); op:
-// KTUNE_ROWS_*; dt: the elements' type. y was poisoned with 0xff bytes (a NaN in every DT) before
-// the kernel ran. One block of kThreads threads per row, grid-stride over the rows; the row's
-// statistics in FP64 (two-pass for LayerNorm), then every element judged by rows_check.h's RULE.
+// a: the kernel's argument block (x, y, weight, bias, sizes, scalars as it got them); OP: the
+// op's code (KtuneRowCheck<OP>); dt: the elements' type. y was poisoned with 0xff bytes (a NaN in
+// every DT) before the kernel ran. One block of kThreads threads per row, grid-stride over the rows; the row's
+// statistics in FP64 (the op's stats), then every element judged by rows_check.h's RULE.
 // out (zeroed, out[3] all ones, before the launch):
 //   out[0] += elements of the rows that are not finite (unwritten ones included)
 //   out[1] += padding elements (columns cols..ldy-1 of all but the last row) no longer all ones
@@ -66,45 +89,17 @@ __device__ __forceinline__ T warp_sum(T v) {
 //   out[4] = max over the finite elements of error / bound (ktune_rows_judge's ratio), as double bits
 //   out[5..8] (doubles) += sum (y - ref)^2, sum ref^2, sum (rn(ref) - ref)^2, sum allow^2 over the
 //   finite elements
-extern "C" __global__ void __launch_bounds__(256)
-    ktune_rows_verify(KtuneRowsArgs a, int op, int dt, unsigned long long* out) {
+template <int OP>
+__global__ void __launch_bounds__(256) ktune_rows_verify(KtuneRowsArgs a, int dt, unsigned long long* out) {
   __shared__ double red[kThreads / 32];
   unsigned long long nonfinite = 0, stray = 0, over = 0, first = ~0ull;
   double worst = 0, err2 = 0, ref2 = 0, ideal2 = 0, allow2 = 0;
   const long long cols = a.cols;
   const int t = threadIdx.x;
-  KtuneRowsRowStats s{};
-  s.n = (double)cols;
-  s.scale = (double)a.scale;
   for (long long r = blockIdx.x; r < a.rows; r += gridDim.x) {
     const long long xr = r * a.ldx, yr = r * a.ldy;
-    if (op == KTUNE_ROWS_SOFTMAX) {
-      double m = __longlong_as_double(0xfff0000000000000ll); // -inf
-      for (long long j = t; j < cols; j += kThreads) m = fmax(m, s.scale * element(a.x, xr + j, dt));
-      s.max_z = block_reduce<true>(m, red);
-      double sum = 0;
-      for (long long j = t; j < cols; j += kThreads) sum += exp(s.scale * element(a.x, xr + j, dt) - s.max_z);
-      s.sum = block_reduce<false>(sum, red);
-    } else if (op == KTUNE_ROWS_LAYERNORM) {
-      double sum = 0;
-      for (long long j = t; j < cols; j += kThreads) sum += element(a.x, xr + j, dt);
-      s.mean = block_reduce<false>(sum, red) / s.n;
-      double m2 = 0, sq = 0;
-      for (long long j = t; j < cols; j += kThreads) {
-        const double x = element(a.x, xr + j, dt);
-        m2 += (x - s.mean) * (x - s.mean);
-        sq += x * x;
-      }
-      s.inv = 1.0 / sqrt(block_reduce<false>(m2, red) / s.n + (double)a.eps);
-      s.rms = sqrt(block_reduce<false>(sq, red) / s.n);
-    } else {
-      double sq = 0;
-      for (long long j = t; j < cols; j += kThreads) {
-        const double x = element(a.x, xr + j, dt);
-        sq += x * x;
-      }
-      s.inv = 1.0 / sqrt(block_reduce<false>(sq, red) / s.n + (double)a.eps);
-    }
+    const typename KtuneRowCheck<OP>::Stats s =
+        KtuneRowCheck<OP>::stats(BlockRow{a.x, xr, cols, dt, red}, (double)a.scale, (double)a.eps);
     for (long long j = t; j < cols; j += kThreads) {
       const double y = element(a.y, yr + j, dt);
       if (!isfinite(y)) {
@@ -112,7 +107,7 @@ extern "C" __global__ void __launch_bounds__(256)
         continue;
       }
       const double w = a.weight ? element(a.weight, j, dt) : 1.0, b = a.bias ? element(a.bias, j, dt) : 0.0;
-      const KtuneRowsJudgement g = ktune_rows_judge(op, dt, s, element(a.x, xr + j, dt), w, b, y);
+      const KtuneRowsJudgement g = ktune_rows_judge<OP>(dt, s, element(a.x, xr + j, dt), w, b, y);
       if (g.over) {
         ++over;
         first = min(first, (unsigned long long)(yr + j));

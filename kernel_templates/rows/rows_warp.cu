@@ -3,7 +3,7 @@
 // leave most of its threads idle or wait on block barriers.
 //
 // Template parameters (host code spells them as in the config JSON):
-//   OP      KTUNE_ROWS_SOFTMAX, _LAYERNORM, _RMSNORM (rows_args.h)
+//   OP      the op's code, KTUNE_ROWS_<OP> (kernel_templates/<op>/<op>_check.h)
 //   DT      elements of x, y, weight, bias: 0 f32, 1 bf16, 2 f16 (FP32 math)
 //   VEC     elements per load / store (1, 2, 4, 8; VEC * sizeof(element) <= 16)
 //   CHUNKS  vectors each lane caches: lane l holds columns (k * 32 + l) * VEC .. + VEC - 1,

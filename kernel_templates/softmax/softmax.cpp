@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "rows/rows_families.h"
+#include "softmax/softmax_check.h"
 #include "softmax/softmax.h"
 
 namespace ktune {
@@ -11,7 +12,7 @@ namespace ktune {
 namespace {
 
 // FP64: z = scale * x, y = exp(z - max z) / sum exp(z - max z); scale as the kernels get it
-// (a float in KtuneRowsArgs), as the device reference (rows/rows_check.h) takes it.
+// (a float in KtuneRowsArgs), as the device reference (softmax_check.h) takes it.
 void reference(const Problem& p, const double* x, const double*, const double*, double* y) {
   const int64_t n = p.dims[1];
   const double scale = double(float(p.scalar("scale")));
@@ -22,7 +23,7 @@ void reference(const Problem& p, const double* x, const double*, const double*, 
 }
 
 RowsOpSpec spec() {
-  return {"softmax", 0, "y = softmax(scale * x) along each row of rows x cols (torch.softmax(x * scale, -1))",
+  return {"softmax", KTUNE_ROWS_SOFTMAX, "y = softmax(scale * x) along each row of rows x cols (torch.softmax(x * scale, -1))",
           {{"scale", 1.0}}, /*max, subtract, exp, sum, divide*/ 5, 0, reference};
 }
 } // namespace

@@ -17,6 +17,7 @@
 // rescaling (the online-softmax combine), so one reduction round suffices and each element needs
 // one exp. The per-row constants (sgn, c, cs, flip) are RowConsts's.
 #pragma once
+#include "softmax_check.h" // the op's code
 #include "rows_common.cuh"
 
 namespace ktune_dev {

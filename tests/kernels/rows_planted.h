@@ -29,6 +29,9 @@ inline const char* planted_rows_source() {
   return R"(
 #include "ktune_random.cuh"
 #include "rows_args.h"
+#include "layernorm_check.h"
+#include "rmsnorm_check.h"
+#include "softmax_check.h"
 
 #ifndef KTUNE_PLANTED_EPS
 #define KTUNE_PLANTED_EPS 0.0f

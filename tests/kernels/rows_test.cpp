@@ -9,6 +9,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <type_traits>
 
 #include "core/half.h"
 #include "db/table.h"
@@ -18,7 +19,10 @@
 #include "ktune/family.h"
 #include "ktune/runtime.h"
 #include "rows/rows_args.h"
+#include "layernorm/layernorm_check.h"
+#include "rmsnorm/rmsnorm_check.h"
 #include "rows/rows_check.h"
+#include "softmax/softmax_check.h"
 #include "tuner/compile_all.h"
 #include "tuner/rows_op.h"
 
@@ -296,9 +300,11 @@ using ktune::testing::RowsFault;
 TEST(RowsCompile, VerificationAndPlantedKernelsCompile) {
   Compiler compiler;
   for (const char* arch : {"sm_80", "sm_90"}) {
-    const auto k = compiler.compile(rows_reference_request(arch));
-    EXPECT_GT(k->cubin.size(), 0u) << arch;
-    EXPECT_EQ(k->lowered_names.size(), 2u) << arch;
+    for (const char* op : kOps) {
+      const auto k = compiler.compile(rows_reference_request(arch, op_info(op)));
+      EXPECT_GT(k->cubin.size(), 0u) << arch << " " << op;
+      EXPECT_EQ(k->lowered_names.size(), 2u) << arch << " " << op;
+    }
   }
   std::vector<std::future<std::shared_ptr<const CompiledKernel>>> planted;
   for (int op : {KTUNE_ROWS_SOFTMAX, KTUNE_ROWS_LAYERNORM, KTUNE_ROWS_RMSNORM})
@@ -355,48 +361,66 @@ HostRows host_rows(const char* op, const char* shape, DType dtype, double scalar
   return h;
 }
 
-// The row statistics ktune_rows_verify computes (in FP64, here in sequence).
-KtuneRowsRowStats host_stats(const HostRows& h, int64_t r) {
-  KtuneRowsRowStats s{};
-  s.n = double(h.cols), s.scale = h.scalar;
-  const double* x = &h.x[size_t(r * h.cols)];
-  if (h.op == KTUNE_ROWS_SOFTMAX) {
-    s.max_z = -INFINITY;
-    for (int64_t j = 0; j < h.cols; ++j) s.max_z = std::max(s.max_z, s.scale * x[j]);
-    for (int64_t j = 0; j < h.cols; ++j) s.sum += std::exp(s.scale * x[j] - s.max_z);
-  } else if (h.op == KTUNE_ROWS_LAYERNORM) {
-    double sum = 0, m2 = 0, sq = 0;
-    for (int64_t j = 0; j < h.cols; ++j) sum += x[j];
-    s.mean = sum / s.n;
-    for (int64_t j = 0; j < h.cols; ++j) m2 += (x[j] - s.mean) * (x[j] - s.mean), sq += x[j] * x[j];
-    s.inv = 1.0 / std::sqrt(m2 / s.n + h.scalar);
-    s.rms = std::sqrt(sq / s.n);
-  } else {
-    double sq = 0;
-    for (int64_t j = 0; j < h.cols; ++j) sq += x[j] * x[j];
-    s.inv = 1.0 / std::sqrt(sq / s.n + h.scalar);
+// A row as KtuneRowCheck<OP>::stats reads it, reduced in FP64 in sequence (ktune_rows_verify
+// reduces in a block).
+struct HostRow {
+  const double* x;
+  int64_t cols;
+  double n() const { return double(cols); }
+  template <class F>
+  double sum(F f) const {
+    double v = 0;
+    for (int64_t j = 0; j < cols; ++j) v += f(x[j]);
+    return v;
   }
-  return s;
+  template <class F>
+  double max(F f) const {
+    double v = -INFINITY;
+    for (int64_t j = 0; j < cols; ++j) v = std::max(v, f(x[j]));
+    return v;
+  }
+};
+
+// f(std::integral_constant<int, OP>) for the op of code op (the test knows the three row ops).
+template <class F>
+void with_row_op(int op, F f) {
+  if (op == KTUNE_ROWS_SOFTMAX) return f(std::integral_constant<int, KTUNE_ROWS_SOFTMAX>());
+  if (op == KTUNE_ROWS_LAYERNORM) return f(std::integral_constant<int, KTUNE_ROWS_LAYERNORM>());
+  ASSERT_EQ(op, KTUNE_ROWS_RMSNORM);
+  f(std::integral_constant<int, KTUNE_ROWS_RMSNORM>());
+}
+
+// The statistics of row r as ktune_rows_verify computes them (the op's KtuneRowCheck::stats).
+template <int OP>
+typename KtuneRowCheck<OP>::Stats host_stats(const HostRows& h, int64_t r) {
+  return KtuneRowCheck<OP>::stats(HostRow{&h.x[size_t(r * h.cols)], h.cols}, h.scalar, h.scalar);
 }
 
 // ktune_rows_verify on the host: the same rule (rows_check.h) over y (NaN where unwritten).
-RowsCheckSums host_check(const HostRows& h, const std::vector<double>& y) {
+template <int OP>
+RowsCheckSums host_check_op(const HostRows& h, const std::vector<double>& y) {
   RowsCheckSums c;
   for (int64_t r = 0; r < h.rows; ++r) {
-    const KtuneRowsRowStats s = host_stats(h, r);
+    const auto s = host_stats<OP>(h, r);
     for (int64_t j = 0; j < h.cols; ++j) {
       const size_t i = size_t(r * h.cols + j);
       if (!std::isfinite(y[i])) {
         ++c.nonfinite;
         continue;
       }
-      const KtuneRowsJudgement g = ktune_rows_judge(h.op, h.dt, s, h.x[i], h.w[size_t(j)], h.b[size_t(j)], y[i]);
+      const KtuneRowsJudgement g = ktune_rows_judge<OP>(h.dt, s, h.x[i], h.w[size_t(j)], h.b[size_t(j)], y[i]);
       if (g.over) c.first_violation = std::min<uint64_t>(c.first_violation, i), ++c.violations;
       c.worst_ratio = std::max(c.worst_ratio, g.ratio);
       c.err2 += (y[i] - g.ref) * (y[i] - g.ref), c.ref2 += g.ref * g.ref;
       c.ideal2 += g.ideal * g.ideal, c.allow2 += g.allow * g.allow;
     }
   }
+  return c;
+}
+
+RowsCheckSums host_check(const HostRows& h, const std::vector<double>& y) {
+  RowsCheckSums c;
+  with_row_op(h.op, [&](auto op) { c = host_check_op<decltype(op)::value>(h, y); });
   return c;
 }
 
@@ -484,12 +508,15 @@ TEST(RowsCheck, DeviceFormulasMatchEachOpsReference) {
       std::vector<double> ref(size_t(h.cols));
       for (int64_t r = 0; r < h.rows; ++r) {
         op_info(op).reference_row(h.p, &h.x[size_t(r * h.cols)], h.w.data(), h.b.data(), ref.data());
-        const KtuneRowsRowStats s = host_stats(h, r);
-        for (int64_t j = 0; j < h.cols; ++j) {
-          const double mine = ktune_rows_ref(h.op, s, h.x[size_t(r * h.cols + j)], h.w[size_t(j)], h.b[size_t(j)]);
-          EXPECT_NEAR(mine, ref[size_t(j)], 1e-13 * std::max(1.0, std::fabs(ref[size_t(j)])))
-              << op << " " << shape << " " << r << " " << j;
-        }
+        with_row_op(h.op, [&](auto code) {
+          constexpr int OP = decltype(code)::value;
+          const auto s = host_stats<OP>(h, r);
+          for (int64_t j = 0; j < h.cols; ++j) {
+            const double mine = KtuneRowCheck<OP>::ref(s, h.x[size_t(r * h.cols + j)], h.w[size_t(j)], h.b[size_t(j)]);
+            EXPECT_NEAR(mine, ref[size_t(j)], 1e-13 * std::max(1.0, std::fabs(ref[size_t(j)])))
+                << op << " " << shape << " " << r << " " << j;
+          }
+        });
       }
     }
 }

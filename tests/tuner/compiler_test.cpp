@@ -91,9 +91,11 @@ TEST(Compiler, ReferenceKernelsCompileForEveryArch) {
     const auto k = compiler.compile(GemmOp::reference_request(arch));
     EXPECT_GT(k->cubin.size(), 0u) << arch;
     EXPECT_EQ(k->lowered_names.size(), GemmOp::reference_request(arch).name_expressions.size()) << arch;
-    const auto r = compiler.compile(rows_reference_request(arch));
-    EXPECT_GT(r->cubin.size(), 0u) << arch;
-    EXPECT_EQ(r->lowered_names.size(), 2u) << arch;
+    for (const char* op : {"softmax", "layernorm", "rmsnorm"}) {
+      const auto r = compiler.compile(rows_reference_request(arch, op_info(op)));
+      EXPECT_GT(r->cubin.size(), 0u) << arch << " " << op;
+      EXPECT_EQ(r->lowered_names.size(), 2u) << arch << " " << op;
+    }
   }
 }
 
