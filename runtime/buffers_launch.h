@@ -1,8 +1,9 @@
 // Launching the plan of an op of plain buffers (OpInfo::runner "buffers"): every kernel gets one
 // device pointer per operand in OpInfo::operands order, then each dimension as a long long, then
 // each stride of Problem::ld (N-dimensional operands') as a long long, then each scalar (the
-// problem's, else the op's default) as a float. The one place the tuner's runner, the runtime and
-// its first use launch such an op through.
+// problem's, else the op's default) as a float; a TMA step's kernel then gets the step's tensor
+// maps (LaunchStep::TmaOperand::box), a CUtensorMap each by value. The one place the tuner's
+// runner, the runtime and its first use launch such an op through.
 #pragma once
 #include <cuda.h>
 
@@ -24,10 +25,14 @@ class BufferArgs {
   BufferArgs(const BufferArgs&) = delete;
   BufferArgs& operator=(const BufferArgs&) = delete;
   void** params() { return params_.data(); }
+  size_t count() const { return params_.size(); }
+  const std::vector<CUdeviceptr>& pointers() const { return ptrs_; }
+  const Problem& problem() const { return *p_; } // the caller's: it must outlive these arguments
   // True when every output operand is empty: there is nothing to launch.
   bool empty() const { return empty_; }
 
  private:
+  const Problem* p_;
   std::vector<CUdeviceptr> ptrs_;
   std::vector<long long> dims_; // the dimensions, then the strides
   std::vector<float> scalars_;

@@ -1,5 +1,6 @@
 #include "runtime/gemm_launch.h"
 
+#include <cstring>
 #include <string>
 #include <utility>
 
@@ -8,7 +9,7 @@
 #include "ktune/runtime.h"
 #include "runtime/cuda_check.h"
 #include "runtime/op_launcher.h"
-#include "runtime/tensor_map_cache.h"
+#include "runtime/tensor_maps.h"
 
 namespace ktune {
 namespace {
@@ -16,14 +17,10 @@ namespace {
 static_assert(sizeof(KtuneTensorMap) == sizeof(CUtensorMap) && alignof(KtuneTensorMap) == alignof(CUtensorMap),
               "gemm_args.h's KtuneTensorMap must match cuda.h's CUtensorMap");
 
-// The tensor maps of this thread's recent launches (runtime/tensor_map_cache.h).
-thread_local TensorMapCache<KtuneTensorMap, 16> t_maps;
-
 // The 2D tensor map of one operand (A or B) as a TMA step reads it: the contiguous dimension first
 // (K, or M / N), leading-dimension stride, the box's contiguous extent swizzled (128 bytes: 64
 // halves or 32 floats; 64 bytes: 16 floats), elements outside the operand read as zeros. Encoding
-// is host-only work (no GPU call); the maps hold the pointers, so they are cached per pointer set
-// (t_maps), and the error message is built only when something fails (this runs every launch).
+// is host-only work (no GPU call), cached per pointer set (encode_tensor_map).
 KtuneTensorMap encode_operand(const void* ptr, long long ld, long long mn, long long k, const LaunchStep::TmaOperand& o,
                               const std::string& context, const char* which) {
   // The kernels' descriptors assume the box's contiguous bytes are one swizzle span.
@@ -35,27 +32,16 @@ KtuneTensorMap encode_operand(const void* ptr, long long ld, long long mn, long 
   mn *= o.stacked;
   TensorMapKey key;
   key.ptr = ptr;
+  key.rank = 2;
   key.dims[0] = cuuint64_t(o.k_inner ? k : mn), key.dims[1] = cuuint64_t(o.k_inner ? mn : k);
-  key.stride = cuuint64_t(ld) * o.elem_bytes;
+  key.strides[0] = cuuint64_t(ld) * o.elem_bytes;
   key.box[0] = o.box_inner, key.box[1] = o.box_outer;
   key.type = o.elem_bytes == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_UINT16;
   key.swizzle = o.swizzle_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_128B;
-  return t_maps.get(key, [&] {
-    KtuneTensorMap map{};
-    const cuuint64_t dims[2] = {key.dims[0], key.dims[1]};
-    const cuuint64_t strides[1] = {key.stride};
-    const cuuint32_t box[2] = {key.box[0], key.box[1]};
-    const cuuint32_t elem_strides[2] = {1, 1};
-    const CUresult r = driver().cuTensorMapEncodeTiled(
-        reinterpret_cast<CUtensorMap*>(&map), CUtensorMapDataType(key.type), 2, const_cast<void*>(ptr), dims, strides, box,
-        elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CUtensorMapSwizzle(key.swizzle), CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS)
-      check_cu(r, "cuTensorMapEncodeTiled",
-               context + ", " + which + " (dims " + std::to_string(dims[0]) + " x " + std::to_string(dims[1]) + ", stride " +
-                   std::to_string(strides[0]) + " bytes, box " + std::to_string(box[0]) + " x " + std::to_string(box[1]) + ")");
-    return map;
-  });
+  const CUtensorMap m = encode_tensor_map(key, [&] { return context + ", " + which; });
+  KtuneTensorMap out;
+  std::memcpy(&out, &m, sizeof out);
+  return out;
 }
 
 // The TMA argument block of a step: with K = 0 nothing is loaded (the kernels' K loops are empty),

@@ -1,6 +1,6 @@
-// The tensor maps launch_gemm hands TMA steps, kept per calling thread: descriptors cached
-// per problem and pointer set. A map is a pure function of what cuTensorMapEncodeTiled is given:
-// the pointer, the extents, the stride, the box, the element type and the swizzle. A problem launched
+// The tensor maps TMA steps get (runtime/tensor_maps.h), kept per calling thread: descriptors
+// cached per problem and pointer set. A map is a pure function of what cuTensorMapEncodeTiled is
+// given: the pointer, the extents, the strides, the box, the element type and the swizzle. A problem launched
 // again on the same pointers, as an inference loop does, reuses its encoded 128 bytes instead of
 // encoding them again; new data at the same address needs no new map (the map holds no data), and a
 // new pointer or shape is a new key. Host-only and header-only, so that its CPU test needs no driver.
@@ -11,16 +11,22 @@
 
 namespace ktune {
 
-// Everything an encode depends on (runtime/gemm_launch.cpp fills it with the exact arguments).
+// Everything an encode depends on (runtime/tensor_maps.cpp fills it with the exact arguments):
+// rank dimensions, innermost first, as cuTensorMapEncodeTiled takes them (GEMM's are 2-D; an
+// N-dimensional operand's up to 5-D). Unused entries stay zero.
 struct TensorMapKey {
+  static constexpr int kMaxRank = 5;
   const void* ptr = nullptr;
-  uint64_t dims[2] = {0, 0};
-  uint64_t stride = 0; // bytes between the outer dimension's rows
-  uint32_t box[2] = {0, 0};
+  int rank = 2;
+  uint64_t dims[kMaxRank] = {};
+  uint64_t strides[kMaxRank - 1] = {}; // bytes between consecutive indices of dimensions 1..rank-1
+  uint32_t box[kMaxRank] = {};
   int type = 0, swizzle = 0; // CUtensorMapDataType, CUtensorMapSwizzle
   bool operator==(const TensorMapKey& o) const {
-    return ptr == o.ptr && dims[0] == o.dims[0] && dims[1] == o.dims[1] && stride == o.stride && box[0] == o.box[0] &&
-           box[1] == o.box[1] && type == o.type && swizzle == o.swizzle;
+    if (ptr != o.ptr || rank != o.rank || type != o.type || swizzle != o.swizzle) return false;
+    for (int i = 0; i < kMaxRank; ++i)
+      if (dims[i] != o.dims[i] || box[i] != o.box[i] || (i < kMaxRank - 1 && strides[i] != o.strides[i])) return false;
+    return true;
   }
 };
 

@@ -121,7 +121,7 @@ const auto kTmaFields = std::make_tuple(
     field("box_inner", &LaunchStep::TmaOperand::box_inner), field("box_outer", &LaunchStep::TmaOperand::box_outer),
     field("packed_offset", &LaunchStep::TmaOperand::packed_offset), field("packed_ld", &LaunchStep::TmaOperand::packed_ld),
     field("elem_bytes", &LaunchStep::TmaOperand::elem_bytes), field("swizzle_bytes", &LaunchStep::TmaOperand::swizzle_bytes),
-    field("stacked", &LaunchStep::TmaOperand::stacked));
+    field("stacked", &LaunchStep::TmaOperand::stacked), field("box", &LaunchStep::TmaOperand::box));
 
 const auto kStepFields = std::make_tuple(
     field("kernel", &LaunchStep::kernel), field("grid", &LaunchStep::grid), field("block", &LaunchStep::block),

@@ -55,8 +55,9 @@ struct LaunchStep {
   // stores C transposed itself, so C and ldc stay the caller's.
   bool swap_ab = false;
   // TMA (sm_90): the tensor maps the step's kernel takes, one per operand it reads or writes
-  // through TMA. A step with any takes its op's TMA argument block (GEMM: KtuneGemmTmaArgs) with the
-  // maps encoded for each launch's pointers and sizes (launch_gemm); without, the plain one. Per
+  // through TMA. A GEMM step with any takes KtuneGemmTmaArgs with the maps encoded for each
+  // launch's pointers and sizes (launch_gemm); without, the plain block. An op of plain buffers
+  // gets them after its scalars (box, below). Per
   // map: the operand (in the op's order; GEMM: GemmOperand, A B C), whether its contiguous
   // dimension is K (A row-major, B column-major, C always: row-major, N contiguous) or M / N, and
   // the box (elements along the contiguous dimension, then along the other) one copy moves.
@@ -73,6 +74,12 @@ struct LaunchStep {
     // Copies of the operand stacked along M / N in the packed buffer (gemm_wgmma_tf32x3: the big
     // halves, then the small ones): the map's M / N extent is this many times the problem's.
     unsigned stacked = 1;
+    // An N-dimensional operand (OpInfo::Operand::shape) of an op of plain buffers: the box along
+    // each of its axes, outermost first; the map covers the operand with its caller's strides,
+    // elements of the problem's dtype, swizzle_bytes 0 (none), 32, 64 or 128. Its kernels get the
+    // step's maps after the scalars, a 128-byte CUtensorMap each (__grid_constant__), in this
+    // list's order (runtime/buffers_launch.h). box_inner, box_outer and k_inner are GEMM's.
+    std::vector<unsigned> box{};
   };
   std::vector<TmaOperand> tma_maps;
   bool tma() const { return !tma_maps.empty(); }

@@ -1,6 +1,7 @@
 // A test op of N-dimensional operands (OpInfo::Operand::shape), registered by the tests that use
 // it: strided_scale, y = alpha * x over (b, s, h, d) tensors, each with its own strides, as
-// attention's (B, S, H, D) and (B, H, S, D) operands are. One family, its source inline.
+// attention's (B, S, H, D) and (B, H, S, D) operands are. Two families, their source inline: one
+// element a thread, and x loaded through a 4-D tensor map (LaunchStep::TmaOperand::box).
 #pragma once
 #include <string>
 

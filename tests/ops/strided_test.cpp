@@ -7,6 +7,7 @@
 #include "ops/strided_fixture.h"
 #include "runtime/buffers_launch.h"
 #include "tuner/compile_all.h"
+#include "tuner/json_io.h"
 
 using namespace ktune;
 
@@ -109,15 +110,36 @@ TEST(StridedOperands, KernelsGetTheStridesAfterTheDimensions) {
   EXPECT_TRUE(BufferArgs(bshd(2, 0, 3, 8), {nullptr, nullptr}).empty()) << "an empty operand needs no buffer";
 }
 
-TEST(StridedOperands, TheFamilyIsFoundDescribesItsLaunchAndCompiles) {
+TEST(StridedOperands, BothFamiliesDescribeTheirLaunchesAndCompile) {
   op();
+  const DeviceInfo d = DeviceInfo::nominal("sm_90");
   const Family f = find_family("strided_scale_simple");
   const Problem p = bshd(2, 5, 3, 8);
-  const Config c = f.default_config(p, DeviceInfo::nominal("sm_90"));
-  EXPECT_EQ(f.launch_plan(c, p).steps.at(0).grid[0], 1u);
+  EXPECT_EQ(f.launch_plan(f.default_config(p, d), p).steps.at(0).grid[0], 1u);
   EXPECT_NE(f.source().find("strided_scale"), std::string::npos);
-  std::vector<std::pair<Config, Problem>> cases;
-  for (DType t : {DType::f32, DType::bf16, DType::f16})
-    for (const Config& x : f.sample(bshd(2, 5, 3, 8, t), DeviceInfo::nominal("sm_90"), 2, 3)) cases.emplace_back(x, bshd(2, 5, 3, 8, t));
-  ktune::testing::compile_all(f, cases, "sm_90");
+  // The TMA family: x's map has one box extent per axis, outermost first, and survives the plan's
+  // way to the worker.
+  const Family tma = find_family("strided_scale_tma");
+  const Problem q = bshd(2, 5, 3, 64);
+  const Config c = tma.default_config(q, d);
+  EXPECT_TRUE(tma.valid(c, q, d));
+  const LaunchPlan plan = tma.launch_plan(c, q);
+  ASSERT_EQ(plan.steps.at(0).tma_maps.size(), 1u);
+  EXPECT_EQ(plan.steps[0].tma_maps[0].box, (std::vector<unsigned>{1, 1, 4, 64}));
+  const LaunchPlan back = plan_from_json(plan_to_json(plan));
+  ASSERT_EQ(back.steps.at(0).tma_maps.size(), 1u);
+  EXPECT_EQ(back.steps[0].tma_maps[0].box, plan.steps[0].tma_maps[0].box);
+  EXPECT_EQ(back.steps[0].tma_maps[0].swizzle_bytes, 0u);
+  // d = 6 bf16 (12 bytes) is no whole 16-byte unit; class 4 strides are not 16-byte aligned.
+  EXPECT_FALSE(tma.valid(c, bshd(2, 5, 3, 6), d));
+  Problem unaligned = q;
+  unaligned.align = 4;
+  EXPECT_FALSE(tma.valid(c, unaligned, d));
+  for (const Family* fam : {&f, &tma}) {
+    std::vector<std::pair<Config, Problem>> cases;
+    for (DType t : {DType::f32, DType::bf16, DType::f16})
+      for (const Config& x : fam->sample(bshd(2, 5, 3, 64, t), d, 2, 3)) cases.emplace_back(x, bshd(2, 5, 3, 64, t));
+    EXPECT_FALSE(cases.empty()) << fam->name();
+    ktune::testing::compile_all(*fam, cases, "sm_90");
+  }
 }

@@ -18,7 +18,7 @@ struct FakeMap {
 
 TensorMapKey key_of(const void* ptr, uint64_t rows) {
   TensorMapKey k;
-  k.ptr = ptr, k.dims[0] = 4096, k.dims[1] = rows, k.stride = 8192, k.box[0] = 64, k.box[1] = 128;
+  k.ptr = ptr, k.dims[0] = 4096, k.dims[1] = rows, k.strides[0] = 8192, k.box[0] = 64, k.box[1] = 128;
   k.type = 7, k.swizzle = 3;
   return k;
 }
@@ -34,11 +34,14 @@ TEST(TensorMapCache, ReusesAMapOnlyForTheSameEncodeArguments) {
   EXPECT_EQ(encodes, 1);
   EXPECT_EQ(cache.get(key_of(&b, 2048), encode).id, 1); // another pointer
   TensorMapKey other = ka;
-  for (auto change : {0, 1, 2, 3, 4, 5, 6}) {
+  for (auto change : {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}) {
     other = ka;
     if (change == 0) other.dims[0] = 4000;
     if (change == 1) other.dims[1] = 2000;
-    if (change == 2) other.stride = 8000;
+    if (change == 2) other.strides[0] = 8000;
+    if (change == 7) other.rank = 3;
+    if (change == 8) other.dims[4] = 1;
+    if (change == 9) other.strides[3] = 16;
     if (change == 3) other.box[0] = 32;
     if (change == 4) other.box[1] = 64;
     if (change == 5) other.type = 6;
@@ -48,7 +51,7 @@ TEST(TensorMapCache, ReusesAMapOnlyForTheSameEncodeArguments) {
     EXPECT_EQ(encodes, before + 1) << "field " << change << " must be part of the key";
   }
   EXPECT_EQ(cache.hits(), 1u);
-  EXPECT_EQ(cache.misses(), 9u);
+  EXPECT_EQ(cache.misses(), 12u);
   EXPECT_EQ(cache.size(), 4u);
 }
 

@@ -168,10 +168,13 @@ TEST(Worker, EveryFamilysLaunchPlansSurviveTheirJson) {
       if (f.op() == "gemm")
         for (const char* shape : {"4096x4096x4096", "2999x2999x2999", "16x4096x4096"})
           problems.push_back(GemmProblem::parse(shape, "NN", t));
-      else if (f.op() == "scale_add")
-        problems.push_back(Problem::parse(f.op(), "1000003", "", t));
-      else
-        problems.push_back(Problem::parse(f.op(), "4096x4096", "", t));
+      else {
+        // Any other op (registered ones included) by its number of dimensions.
+        const size_t rank = op_info(f.op()).dims.size();
+        std::string shape = rank == 1 ? "1000003" : rank == 2 ? "4096x4096" : "2";
+        for (size_t i = 1; rank > 2 && i < rank; ++i) shape += i + 1 == rank ? "x128" : "x64";
+        problems.push_back(Problem::parse(f.op(), shape, "", t));
+      }
       for (const Problem& p : problems) {
         std::vector<Config> cs = f.sample(p, d, 4, 9);
         if (f.has_default()) cs.push_back(f.default_config(p, d));

@@ -1,0 +1,66 @@
+#include "runtime/tensor_maps.h"
+
+#include "ktune/error.h"
+#include "runtime/cuda_check.h"
+#include "runtime/driver.h"
+
+namespace ktune {
+
+namespace {
+
+// The maps of this thread's recent launches: a GEMM launch needs three, an N-d op one per operand.
+thread_local TensorMapCache<CUtensorMap, 16> t_maps;
+
+std::string describe(const TensorMapKey& k) {
+  std::string s = "rank " + std::to_string(k.rank) + ", dims";
+  for (int i = 0; i < k.rank; ++i) s += " " + std::to_string(k.dims[i]);
+  s += ", strides";
+  for (int i = 0; i + 1 < k.rank; ++i) s += " " + std::to_string(k.strides[i]);
+  s += " bytes, box";
+  for (int i = 0; i < k.rank; ++i) s += " " + std::to_string(k.box[i]);
+  return s;
+}
+
+} // namespace
+
+CUtensorMap encode_tensor_map(const TensorMapKey& key, const std::function<std::string()>& context) {
+  return t_maps.get(key, [&] {
+    CUtensorMap map{};
+    const cuuint32_t elem_strides[TensorMapKey::kMaxRank] = {1, 1, 1, 1, 1};
+    const CUresult r = driver().cuTensorMapEncodeTiled(
+        &map, CUtensorMapDataType(key.type), cuuint32_t(key.rank), const_cast<void*>(key.ptr), key.dims, key.strides,
+        key.box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CUtensorMapSwizzle(key.swizzle),
+        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    // The message is built only on failure: this runs at every launch that misses the cache.
+    if (r != CUDA_SUCCESS) check_cu(r, "cuTensorMapEncodeTiled", context() + " (" + describe(key) + ")");
+    return map;
+  });
+}
+
+TensorMapKey operand_map_key(const Problem& p, const void* ptr, const LaunchStep::TmaOperand& map) {
+  const std::vector<int64_t> e = operand_extents(p, size_t(map.operand)), s = operand_strides(p, size_t(map.operand));
+  if (e.empty() || e.size() > size_t(TensorMapKey::kMaxRank) || map.box.size() != e.size())
+    throw Error(p.key() + ": tensor map of operand " + std::to_string(map.operand) + " needs an N-dimensional operand of " +
+                "at most 5 axes and a box of one extent per axis (" + std::to_string(map.box.size()) + " given for " +
+                std::to_string(e.size()) + " axes)");
+  const int eb = element_bytes(p.dtype);
+  TensorMapKey k;
+  k.ptr = ptr;
+  k.rank = int(e.size());
+  for (int i = 0; i < k.rank; ++i) {
+    const size_t a = e.size() - 1 - size_t(i); // innermost first
+    k.dims[i] = cuuint64_t(e[a]);
+    k.box[i] = map.box[a];
+    if (i > 0) k.strides[i - 1] = cuuint64_t(s[a]) * cuuint64_t(eb);
+  }
+  k.type = p.dtype == DType::f32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+           : p.dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                    : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  k.swizzle = map.swizzle_bytes == 128  ? CU_TENSOR_MAP_SWIZZLE_128B
+              : map.swizzle_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+              : map.swizzle_bytes == 32 ? CU_TENSOR_MAP_SWIZZLE_32B
+                                        : CU_TENSOR_MAP_SWIZZLE_NONE;
+  return k;
+}
+
+} // namespace ktune
