@@ -104,8 +104,8 @@ std::vector<int64_t> operand_strides(const Problem& p, size_t i) {
   const size_t at = first_stride(op, i);
   std::vector<int64_t> s(p.ld.begin() + std::ptrdiff_t(std::min(at, p.ld.size())),
                          p.ld.begin() + std::ptrdiff_t(std::min(at + o.shape.size() - 1, p.ld.size())));
-  if (s.size() + 1 != o.shape.size())
-    throw Error(p.key() + ": " + std::to_string(p.ld.size()) + " strides, operand " + o.name + " needs entries " +
+  if (s.size() + 1 != o.shape.size()) // the caller's strides: a usage error, like validate()'s
+    throw UsageError(p.key() + ": " + std::to_string(p.ld.size()) + " strides, operand " + o.name + " needs entries " +
                 std::to_string(at) + ".." + std::to_string(at + o.shape.size() - 2));
   s.push_back(1);
   return s;
@@ -121,7 +121,9 @@ int64_t operand_elements(const Problem& p, size_t i) {
     if (e[a] <= 0) return 0;
     last += (e[a] - 1) * s[a]; // validate() bounds extents and strides by 2^31: no overflow below rank 8
   }
-  return last + 1;
+  // Not empty whatever the strides: a negative one must reach validate() (which refuses it), not
+  // make the operand look empty to a caller that skips empty problems.
+  return std::max<int64_t>(last + 1, 1);
 }
 
 // Called by validate() for an op of shaped operands: every stride in range and no two elements of

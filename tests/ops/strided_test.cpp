@@ -108,6 +108,13 @@ TEST(StridedOperands, KernelsGetTheStridesAfterTheDimensions) {
   EXPECT_FLOAT_EQ(*static_cast<float*>(params[12]), 1.5f);
   EXPECT_FALSE(a.empty());
   EXPECT_TRUE(BufferArgs(bshd(2, 0, 3, 8), {nullptr, nullptr}).empty()) << "an empty operand needs no buffer";
+  Problem negative = p;
+  negative.ld = {-120, 8, 40, 256, -48, 16};
+  EXPECT_FALSE(BufferArgs(negative, {&x, &y}).empty()) << "negative strides must reach validate(), not look empty";
+  EXPECT_THROW(validate(negative), UsageError);
+  Problem short_ld = p;
+  short_ld.ld.pop_back();
+  EXPECT_THROW(BufferArgs(short_ld, {&x, &y}), UsageError) << "a stride missing is the caller's error";
 }
 
 TEST(StridedOperands, BothFamiliesDescribeTheirLaunchesAndCompile) {
