@@ -293,6 +293,11 @@ def test_ops_lists_every_op_with_its_operands():
     assert s["runner"] == "buffers" and s["dims"] == ["n"]
     assert s["operands"] == [("x", False), ("y", False), ("out", True)]
     assert [n for n, _ in s["scalars"]] == ["alpha", "beta"]
+    # The strides each op takes, by name (ktune.run passes an N-dimensional operand's own);
+    # scale_add's operands are flat, GEMM's and the row ops' matrices have leading dimensions.
+    assert s["shapes"] == {} and s["strides"] == []
+    assert ops["gemm"]["strides"] == ["lda", "ldb", "ldc"] and ops["gemm"]["shapes"] == {}
+    assert ops["softmax"]["strides"] == ["ldx", "ldy"]
 
 
 def test_best_config_of_any_op_without_gpu():
