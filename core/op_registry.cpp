@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <mutex>
 
-#include "ktune/error.h"
 #include "core/op_strides.h"
+#include "ktune/error.h"
 #include "ktune/problem.h"
 
 namespace ktune {
@@ -18,22 +18,32 @@ size_t axis_of(const OpInfo& op, const std::string& dim) {
 }
 
 // A shaped operand's strides packed (row-major over its axes), each rounded up to `step` elements
-// but the innermost, which is 1: the smallest strides of that alignment.
+// and then `extra` more, but the innermost, which is 1: with extra 0 the smallest strides of that
+// alignment.
 std::vector<int64_t> packed_outer_strides(const OpInfo& op, const OpInfo::Operand& o, const std::vector<int64_t>& dims,
-                                          int64_t step) {
+                                          int64_t step, int64_t extra) {
   std::vector<int64_t> s(o.shape.size() - 1);
   int64_t inner = 1, extent = dims[axis_of(op, o.shape.back())];
   for (size_t a = o.shape.size() - 1; a-- > 0;) {
     const int64_t want = std::max<int64_t>(1, inner * extent);
-    s[a] = (want + step - 1) / step * step;
+    s[a] = (want + step - 1) / step * step + extra;
     inner = s[a], extent = dims[axis_of(op, o.shape[a])];
   }
   return s;
 }
 
+// Every shaped operand's outer strides of op at dims, as packed_outer_strides (Problem::ld order).
+std::vector<int64_t> packed_all(const OpInfo& op, const std::vector<int64_t>& dims, int64_t step, int64_t extra) {
+  std::vector<int64_t> all;
+  for (const auto& o : op.operands)
+    if (!o.shape.empty())
+      for (int64_t s : packed_outer_strides(op, o, dims, step, extra)) all.push_back(s);
+  return all;
+}
+
 // Fills what a shaped op's strides need; throws UsageError on an inconsistent declaration.
 OpInfo complete(OpInfo op) {
-  const bool shaped = std::any_of(op.operands.begin(), op.operands.end(), [](const auto& o) { return !o.shape.empty(); });
+  const bool shaped = has_shaped_operands(op);
   auto bad = [&](const std::string& why) { return UsageError("op " + op.name + ": " + why); };
   if (op.name.empty()) throw UsageError("an op needs a name");
   if (!shaped) return op;
@@ -46,13 +56,7 @@ OpInfo complete(OpInfo op) {
     for (size_t a = 0; a + 1 < o.shape.size(); ++a) op.ld_names.push_back(o.name + "." + o.shape[a]);
   }
   const OpInfo copy = op; // the lambda must not hold a reference into the list it is stored in
-  op.min_ld = [copy](const std::vector<int64_t>& dims, const std::string&) {
-    std::vector<int64_t> all;
-    for (const auto& o : copy.operands)
-      if (!o.shape.empty())
-        for (int64_t s : packed_outer_strides(copy, o, dims, 1)) all.push_back(s);
-    return all;
-  };
+  op.min_ld = [copy](const std::vector<int64_t>& dims, const std::string&) { return packed_all(copy, dims, 1, 0); };
   return op;
 }
 
@@ -155,13 +159,8 @@ void validate_strides(const Problem& p, const std::function<void(const std::stri
   }
 }
 
-std::vector<int64_t> packed_strides(const Problem& p, int64_t step) {
-  const OpInfo& op = op_info(p.op);
-  std::vector<int64_t> all;
-  for (const auto& o : op.operands)
-    if (!o.shape.empty())
-      for (int64_t s : packed_outer_strides(op, o, p.dims, step)) all.push_back(s);
-  return all;
+std::vector<int64_t> packed_strides(const Problem& p, int64_t step, int64_t extra) {
+  return packed_all(op_info(p.op), p.dims, step, extra);
 }
 
 } // namespace ktune

@@ -1,9 +1,9 @@
 // The tensor maps TMA steps get (runtime/tensor_maps.h), kept per calling thread: descriptors
 // cached per problem and pointer set. A map is a pure function of what cuTensorMapEncodeTiled is
-// given: the pointer, the extents, the strides, the box, the element type and the swizzle. A problem launched
-// again on the same pointers, as an inference loop does, reuses its encoded 128 bytes instead of
-// encoding them again; new data at the same address needs no new map (the map holds no data), and a
-// new pointer or shape is a new key. Host-only and header-only, so that its CPU test needs no driver.
+// given: the pointer, the extents, the strides, the box, the element type and the swizzle. A
+// problem launched again on the same pointers, as an inference loop does, reuses its encoded 128
+// bytes instead of encoding them again; new data at the same address needs no new map (the map
+// holds no data), and a new pointer or shape is a new key. Host-only and header-only, so that its CPU test needs no driver.
 #pragma once
 #include <array>
 #include <cstddef>

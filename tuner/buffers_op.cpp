@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/half.h"
+#include "core/op_strides.h"
 #include "ktune/error.h"
 #include "runtime/buffers_launch.h"
 #include "runtime/cuda_check.h"
@@ -51,10 +52,11 @@ class BuffersRunner : public OpRunner {
 
   // As served: every scalar away from its default, every buffer at the least-aligned offset p's
   // class admits, and every N-dimensional operand with strides past packed (each outer stride one
-  // alignment step beyond its axes' span: a kernel that assumes packed storage shows). The i-th scalar becomes (1.37 + 0.61 i) times its default (0.5 where that
-  // is 0), negated for odd i: no power of two (x8 would leave a bf16 input times the scalar exact,
-  // so a kernel that rounds its terms to 16 bits passed), no two alike (a kernel that swaps two
-  // scalars shows) and of both signs.
+  // alignment step beyond its axes' span: a kernel that assumes packed storage shows). The i-th
+  // scalar becomes (1.37 + 0.61 i) times its default (0.5 where that is 0), negated for odd i: no
+  // power of two (x8 would leave a bf16 input times the scalar exact, so a kernel that rounds its
+  // terms to 16 bits passed), no two alike (a kernel that swaps two scalars shows) and of both
+  // signs.
   void prepare(const Problem& p, uint64_t seed, Conditions c) override {
     if (c == Conditions::as_timed) return prepare_at(p, seed, 0);
     Problem q = p;
@@ -64,7 +66,8 @@ class BuffersRunner : public OpRunner {
       q.scalars[name] = (value != 0 ? value : 0.5) * f;
       ++i;
     }
-    q.ld = padded_strides(q);
+    const int64_t step = std::max(1, q.align / element_bytes(q.dtype));
+    q.ld = packed_strides(q, step, step); // each outer stride one alignment step past packed
     prepare_at(q, seed, least_aligned_offset(p));
   }
 
@@ -101,8 +104,8 @@ class BuffersRunner : public OpRunner {
       const std::vector<double>& mag = mag_[out_index];
       for (int64_t e = 0; e < b.count; ++e) {
         if (!b.in_view.empty() && !b.in_view[size_t(e)]) { // between a shaped output's elements: poison stays
-          r.stray_writes += std::memcmp(now.data() + data_at + size_t(e) * size_t(eb_), b.host.data() + data_at + size_t(e) * size_t(eb_),
-                                        size_t(eb_)) != 0;
+          const size_t at = data_at + size_t(e) * size_t(eb_);
+          r.stray_writes += std::memcmp(now.data() + at, b.host.data() + at, size_t(eb_)) != 0;
           continue;
         }
         const double v = value_of(now.data() + data_at, size_t(e), p_.dtype);
@@ -141,26 +144,6 @@ class BuffersRunner : public OpRunner {
     std::vector<double> values;      // inputs: the values the kernel reads
     std::vector<char> in_view;       // shaped outputs: which of the span's elements are the operand's
   };
-
-  // Each shaped operand's outer strides one alignment step past the span of the axes inside
-  // (Problem::ld order); the class and the order of axes stay the same.
-  static std::vector<int64_t> padded_strides(const Problem& p) {
-    const OpInfo& info = op_info(p.op);
-    const int64_t step = std::max(1, p.align / element_bytes(p.dtype));
-    std::vector<int64_t> ld;
-    for (size_t i = 0; i < info.operands.size(); ++i) {
-      const std::vector<int64_t> e = operand_extents(p, i);
-      if (e.empty()) continue;
-      std::vector<int64_t> s(e.size() - 1);
-      int64_t inner = 1, extent = e.back();
-      for (size_t a = e.size() - 1; a-- > 0;) {
-        s[a] = (std::max<int64_t>(1, inner * extent) + step - 1) / step * step + step;
-        inner = s[a], extent = e[a];
-      }
-      ld.insert(ld.end(), s.begin(), s.end());
-    }
-    return ld;
-  }
 
   // Marks the offsets of a shaped operand's elements (every index of its extents times its strides).
   static std::vector<char> view_of(const Problem& p, size_t i, int64_t span) {
