@@ -115,6 +115,11 @@ std::vector<int64_t> operand_strides(const Problem& p, size_t i) {
   return s;
 }
 
+int operand_element_bytes(const Problem& p, size_t i) {
+  const int b = op_info(p.op).operands.at(i).elem_bytes;
+  return b ? b : element_bytes(p.dtype);
+}
+
 int64_t operand_elements(const Problem& p, size_t i) {
   const OpInfo& op = op_info(p.op);
   const OpInfo::Operand& o = op.operands.at(i);

@@ -697,6 +697,15 @@ std::optional<double> Store::best_time(const std::string& arch, int64_t problem)
   return s.dbl(0);
 }
 
+std::vector<std::string> Store::best_problem_keys(const std::string& op_prefix) const {
+  Stmt s(db_, "SELECT DISTINCT p.key FROM best b JOIN problems p ON p.id = b.problem_id WHERE substr(p.key, 1, ?) = ? ORDER BY p.key",
+         path_);
+  s.bind(1, int64_t(op_prefix.size())).bind(2, op_prefix);
+  std::vector<std::string> keys;
+  while (s.step()) keys.push_back(s.text(0));
+  return keys;
+}
+
 std::vector<std::string> Store::best_archs() const {
   Stmt s(db_, "SELECT DISTINCT arch FROM best ORDER BY arch", path_);
   std::vector<std::string> out;

@@ -109,6 +109,9 @@ class Store {
   // best. Returns how many problems got a new or faster best. All or nothing on error.
   size_t import_table(const Table& t);
   std::vector<std::string> best_archs() const;
+  // The keys of the problems with a best entry whose op is `op_prefix`-something (a user kernel's
+  // "name@": its entries under every version), sorted.
+  std::vector<std::string> best_problem_keys(const std::string& op_prefix) const;
   // Every trial recorded for arch, grouped by problem in recording order (ktune export --trials).
   TrialLog export_trials(const std::string& arch) const;
 

@@ -73,6 +73,7 @@ CompileRequest compile_request(const Family& f, const Config& c, const Problem& 
   r.source = f.source();
   r.source_name = f.source_path();
   r.name_expressions = f.kernel_names(c, p);
+  r.options = f.compile_options(c, p);
   // Arch-specific families (wgmma) need the "a" target; it is part of the cache key through r.arch.
   r.arch = f.compile_arch(arch);
   r.context = context;

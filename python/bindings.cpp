@@ -16,7 +16,9 @@
 #include "db/store.h"
 #include "ktune/config.h"
 #include "ktune/device.h"
+#include "core/kernel_spec.h"
 #include "ktune/error.h"
+#include "ktune/kernel_spec.h"
 #include "ktune/gemm_problem.h"
 #include "ktune/runtime.h"
 #include "tuner/json_io.h"
@@ -95,6 +97,8 @@ PYBIND11_MODULE(_ktune, m) {
 
   m.def("default_db_path", &ktune::default_db_path,
         "$KTUNE_DB, else $XDG_CACHE_HOME/ktune/ktune.db, else ~/.cache/ktune/ktune.db");
+  m.def("load_kernel_spec", &ktune::load_kernel_spec, py::arg("path"),
+        "Registers the user kernel of a spec file (docs/KERNEL_SPEC.md); returns its op, name@version.");
   m.def(
       "ops",
       [] {
@@ -110,6 +114,19 @@ PYBIND11_MODULE(_ktune, m) {
             if (!x.shape.empty()) shapes[py::str(x.name)] = x.shape;
           }
           d["scalars"] = scalars, d["operands"] = operands, d["shapes"] = shapes, d["strides"] = o.ld_names;
+          if (o.spec) { // a user's kernel: its arguments as the caller passes them, and its dtypes
+            py::list args, dtypes;
+            for (const ktune::SpecArg& a : o.spec->args) {
+              if (!a.caller_passes()) continue;
+              py::dict x;
+              x["name"] = a.name, x["kind"] = a.buffer ? "buffer" : "scalar";
+              x["dtype"] = a.buffer && a.problem_dtype ? "dtype" : ktune::to_string(a.buffer ? a.type : a.scalar_type);
+              if (a.buffer) x["output"] = a.intent != ktune::SpecArg::in;
+              args.append(x);
+            }
+            for (ktune::DType t : o.spec->dtypes) dtypes.append(ktune::to_string(t));
+            d["args"] = args, d["dtypes"] = dtypes, d["spec"] = o.spec->file;
+          }
           out.append(d);
         }
         return out;

@@ -1,13 +1,42 @@
 #include "runtime/buffers_launch.h"
 
+#include <cstring>
+
+#include "core/kernel_spec.h"
 #include "ktune/error.h"
+#include "runtime/cuda_check.h"
+#include "runtime/driver.h"
 #include "ktune/runtime.h"
 #include "runtime/op_launcher.h"
 #include "runtime/tensor_maps.h"
 
 namespace ktune {
 
-BufferArgs::BufferArgs(const Problem& p, const std::vector<const void*>& buffers) : p_(&p) {
+namespace {
+
+// A spec's arguments in its order: caller buffers, temporaries in the workspace, scalars.
+void pack_spec(const KernelSpec& s, const Problem& p, const std::vector<CUdeviceptr>& ptrs, CUdeviceptr ws,
+               std::vector<unsigned long long>& slots) {
+  size_t total = 0;
+  const std::vector<int64_t> temp = s.temp_offsets(p, &total);
+  size_t next = 0;
+  slots.assign(s.args.size(), 0);
+  for (size_t i = 0; i < s.args.size(); ++i) {
+    const SpecArg& a = s.args[i];
+    unsigned char* slot = reinterpret_cast<unsigned char*>(&slots[i]);
+    if (a.buffer) {
+      const CUdeviceptr v = a.intent == SpecArg::temp ? ws + CUdeviceptr(temp[i]) : ptrs.at(next++);
+      std::memcpy(slot, &v, sizeof v);
+    } else {
+      store_elem(slot, 0, a.scalar_type, s.scalar_value(i, p));
+    }
+  }
+}
+
+} // namespace
+
+BufferArgs::BufferArgs(const Problem& p, const std::vector<const void*>& buffers, CUdeviceptr workspace)
+    : p_(&p), workspace_(workspace) {
   const OpInfo& info = op_info(p.op);
   if (buffers.size() != info.operands.size())
     throw UsageError(p.key() + ": " + std::to_string(buffers.size()) + " buffers given, op " + p.op + " takes " +
@@ -18,6 +47,11 @@ BufferArgs::BufferArgs(const Problem& p, const std::vector<const void*>& buffers
     if (info.operands[i].output && n > 0) empty_ = false;
     ptrs_.push_back(reinterpret_cast<CUdeviceptr>(buffers[i]));
   }
+  if (info.spec) {
+    pack_spec(*info.spec, p, ptrs_, workspace, slots_);
+    for (auto& v : slots_) params_.push_back(&v);
+    return;
+  }
   for (int64_t d : p.dims) dims_.push_back(static_cast<long long>(d));
   for (int64_t s : p.ld) dims_.push_back(static_cast<long long>(s)); // shaped operands' strides follow the dimensions
   for (const auto& [name, value] : info.scalars) scalars_.push_back(static_cast<float>(p.scalar(name)));
@@ -26,11 +60,47 @@ BufferArgs::BufferArgs(const Problem& p, const std::vector<const void*>& buffers
   for (auto& v : scalars_) params_.push_back(&v);
 }
 
+namespace {
+
+// A user's kernel's work before every launch: temporaries to clear, symbols to fill.
+void spec_before_launch(Module& m, const KernelSpec& s, const BufferArgs& args, CUstream stream) {
+  const Problem& p = args.problem();
+  const std::vector<int64_t> temp = s.temp_offsets(p, nullptr);
+  for (size_t i = 0; i < s.args.size(); ++i) {
+    const SpecArg& a = s.args[i];
+    if (!a.buffer || a.intent != SpecArg::temp || a.fill.kind != SpecFill::zeros) continue;
+    const size_t bytes = size_t(s.count_of(i, p)) * size_t(elem_bytes(a.elem(p)));
+    check_cu(driver().cuMemsetD8Async(args.workspace() + CUdeviceptr(temp[i]), 0, bytes, stream), "cuMemsetD8Async",
+             m.context() + ": clearing " + a.name + " at " + p.key());
+  }
+  for (const SpecSymbol& y : s.symbols) {
+    size_t bytes = 0;
+    const CUdeviceptr at = m.global(y.name, &bytes);
+    const size_t want = size_t(y.count.eval_integer(s.values(Config(), p, DeviceInfo()), 0, 1e12, "elements at " + p.key())) *
+                        size_t(elem_bytes(y.type));
+    if (want > bytes)
+      throw UsageError(s.path + ": symbol " + y.name + " holds " + std::to_string(bytes) + " bytes, the spec fills " +
+                       std::to_string(want) + " at " + p.key());
+    if (y.from_arg >= 0) {
+      size_t operand = 0; // the caller's buffers in OpInfo::operands order: count those before it
+      for (int i = 0; i < y.from_arg; ++i) operand += s.args[size_t(i)].caller_passes() && s.args[size_t(i)].buffer;
+      check_cu(driver().cuMemcpyDtoDAsync(at, args.pointers().at(operand), want, stream), "cuMemcpyDtoDAsync",
+               m.context() + ": filling symbol " + y.name + " from " + s.args[size_t(y.from_arg)].name + " at " + p.key());
+    } else if (m.once(y.name + " " + p.key())) { // its own fill: the same every launch
+      const std::vector<unsigned char> host = spec_fill_bytes(y.fill, y.type, want / size_t(elem_bytes(y.type)), 0x5eed);
+      check_cu(driver().cuMemcpyHtoD(at, host.data(), want), "cuMemcpyHtoD", m.context() + ": filling symbol " + y.name);
+    }
+  }
+}
+
+} // namespace
+
 void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstream stream) {
   if (args.empty()) return;
-  if (plan.workspace_bytes)
-    throw Error(m.context() + ": an op of plain buffers takes no workspace, the plan asks for " +
-                std::to_string(plan.workspace_bytes) + " bytes");
+  if (plan.workspace_bytes && !args.workspace())
+    throw Error(m.context() + ": the plan asks for " + std::to_string(plan.workspace_bytes) +
+                " bytes of workspace, the launch has none");
+  if (const auto& spec = op_info(args.problem().op).spec) spec_before_launch(m, *spec, args, stream);
   for (const LaunchStep& s : plan.steps) {
     if (!s.tma()) {
       m.launch(s, stream, args.params());

@@ -1,9 +1,12 @@
-// Launching the plan of an op of plain buffers (OpInfo::runner "buffers"): every kernel gets one
-// device pointer per operand in OpInfo::operands order, then each dimension as a long long, then
-// each stride of Problem::ld (N-dimensional operands') as a long long, then each scalar (the
-// problem's, else the op's default) as a float; a TMA step's kernel then gets the step's tensor
-// maps (LaunchStep::TmaOperand::box), a CUtensorMap each by value. The one place the tuner's
-// runner, the runtime and its first use launch such an op through.
+// Launching the plan of an op of plain buffers (OpInfo::runner "buffers", and a user's kernel,
+// "spec"). A built-in op's kernels get one device pointer per operand in OpInfo::operands order,
+// then each dimension as a long long, then each stride of Problem::ld (N-dimensional operands')
+// as a long long, then each scalar (the problem's, else the op's default) as a float; a TMA
+// step's kernel then gets the step's tensor maps (LaunchStep::TmaOperand::box), a CUtensorMap
+// each by value. A user's kernel gets its spec's arguments in the spec's order and types: the
+// caller's buffers (OpInfo::operands), its temporaries in the workspace, its scalars computed or
+// the problem's. The one place the tuner's runners, the runtime and its first use launch such
+// ops through.
 #pragma once
 #include <cuda.h>
 
@@ -20,7 +23,9 @@ class BufferArgs {
  public:
   // Throws UsageError naming the op when the number of buffers is not its number of operands or
   // a buffer of a non-empty operand is null.
-  BufferArgs(const Problem& p, const std::vector<const void*>& buffers);
+  // workspace: the plan's scratch memory (LaunchPlan::workspace_bytes; a spec's temporaries), 0
+  // when it asks for none.
+  BufferArgs(const Problem& p, const std::vector<const void*>& buffers, CUdeviceptr workspace = 0);
   // params() points into this object's own vectors.
   BufferArgs(const BufferArgs&) = delete;
   BufferArgs& operator=(const BufferArgs&) = delete;
@@ -28,6 +33,7 @@ class BufferArgs {
   size_t count() const { return params_.size(); }
   const std::vector<CUdeviceptr>& pointers() const { return ptrs_; }
   const Problem& problem() const { return *p_; } // the caller's: it must outlive these arguments
+  CUdeviceptr workspace() const { return workspace_; }
   // True when every output operand is empty: there is nothing to launch.
   bool empty() const { return empty_; }
 
@@ -36,12 +42,15 @@ class BufferArgs {
   std::vector<CUdeviceptr> ptrs_;
   std::vector<long long> dims_; // the dimensions, then the strides
   std::vector<float> scalars_;
+  std::vector<unsigned long long> slots_; // a spec's arguments, one 8-byte slot each
   std::vector<void*> params_;
+  CUdeviceptr workspace_ = 0;
   bool empty_ = true;
 };
 
-// Every step of plan with args, in order; nothing when args is empty. Throws Error naming the
-// module when the plan asks for a workspace (the buffers ABI passes none).
+// Every step of plan with args, in order; nothing when args is empty. A user's kernel's symbols
+// are filled and its zero-filled temporaries cleared first, on the stream. Throws Error naming
+// the module when the plan asks for a workspace that args lack.
 void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstream stream);
 
 } // namespace ktune

@@ -3,6 +3,7 @@
 #include "ktune/ktune.h"
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -237,6 +238,38 @@ ktune_status_t ktune_run_strided(ktune_handle_t handle, const char* op, ktune_da
       p.ld.assign(strides, strides + nstrides);
     }
     handle->rt->run(p, std::vector<void*>(buffers, buffers + nbuffers), static_cast<CUstream>(stream));
+    return KTUNE_SUCCESS;
+  });
+}
+
+ktune_status_t ktune_kernel_load(ktune_handle_t handle, const char* spec_path, char* op_name, size_t op_size) {
+  auto bad = [&](const std::string& why) { return fail(KTUNE_INVALID_VALUE, "ktune_kernel_load: " + why); };
+  if (!handle) return bad("handle is NULL");
+  if (!spec_path) return bad("spec_path is NULL");
+  if (!op_name || op_size == 0) return bad("op_name is NULL or op_size is 0");
+  return guarded("ktune_kernel_load", [&] {
+    const std::string op = handle->rt->kernel(spec_path).op();
+    if (op.size() + 1 > op_size)
+      throw ktune::UsageError("op_name holds " + std::to_string(op_size) + " bytes, the op's name '" + op + "' needs " +
+                              std::to_string(op.size() + 1));
+    std::memcpy(op_name, op.c_str(), op.size() + 1);
+    return KTUNE_SUCCESS;
+  });
+}
+
+ktune_status_t ktune_kernel_launch(ktune_handle_t handle, const char* op_name, ktune_datatype_t type, const long long* dims,
+                                   int ndims, const void* const* args, int nargs, void* stream) {
+  auto bad = [&](const std::string& why) { return fail(KTUNE_INVALID_VALUE, "ktune_kernel_launch: " + why); };
+  if (!handle) return bad("handle is NULL");
+  if (!op_name) return bad("op_name is NULL");
+  if (!type_name(type)) return bad(unknown_type(type));
+  if (ndims < 0 || nargs < 0) return bad("negative count of dims or args");
+  if ((ndims && !dims) || (nargs && !args)) return bad("dims or args is NULL");
+  return guarded("ktune_kernel_launch", [&] {
+    if (!ktune::op_info(op_name).spec) throw ktune::UsageError(std::string("op ") + op_name + " is not a user's kernel (load its spec)");
+    handle->rt->loaded_kernel(op_name).launch(std::vector<int64_t>(dims, dims + ndims),
+                                              std::vector<const void*>(args, args + nargs), static_cast<CUstream>(stream),
+                                              dtype_of(type));
     return KTUNE_SUCCESS;
   });
 }

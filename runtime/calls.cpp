@@ -8,6 +8,8 @@
 
 #include "ktune/error.h"
 #include "ktune/runtime.h"
+#include "core/kernel_spec.h"
+#include "ktune/kernel_spec.h"
 #include "runtime/runtime_impl.h"
 
 namespace ktune {
@@ -82,5 +84,53 @@ bool RowsCall::ready(const void* x, const void* y, const void* weight, const voi
 std::unique_ptr<GemmCall> Runtime::gemm_call(const GemmProblem& p) { return std::unique_ptr<GemmCall>(new GemmCall(*this, p)); }
 
 std::unique_ptr<RowsCall> Runtime::rows_call(const Problem& p) { return std::unique_ptr<RowsCall>(new RowsCall(*this, p)); }
+
+Kernel Runtime::kernel(const std::string& spec_path) { return Kernel(*this, load_kernel_spec(spec_path)); }
+
+Kernel Runtime::loaded_kernel(const std::string& op) {
+  if (!op_info(op).spec) throw UsageError("op " + op + " is not a user's kernel");
+  return Kernel(*this, op);
+}
+
+Problem Kernel::problem(const std::vector<int64_t>& dims, const std::vector<const void*>& args, std::optional<DType> dtype) const {
+  const KernelSpec& s = spec_of(op_);
+  Problem p = Problem::make(op_, dims, "", dtype ? *dtype : s.dtypes.front());
+  if (args.empty()) return p;
+  std::string names;
+  size_t want = 0;
+  for (const SpecArg& a : s.args)
+    if (a.caller_passes()) names += (want++ ? ", " : "") + a.name;
+  if (args.size() != want)
+    throw UsageError("ktune::Kernel " + op_ + ": " + std::to_string(args.size()) + " arguments given, the spec takes " +
+                     std::to_string(want) + " (" + names + ")");
+  size_t k = 0;
+  for (const SpecArg& a : s.args) {
+    if (!a.caller_passes()) continue;
+    const void* v = args[k++];
+    if (a.buffer) continue;
+    if (!v) throw UsageError("ktune::Kernel " + op_ + ": scalar " + a.name + " is passed as a null pointer");
+    p.scalars[a.name] = load_elem(static_cast<const unsigned char*>(v), 0, a.scalar_type);
+  }
+  return p;
+}
+
+void Kernel::launch(const std::vector<int64_t>& dims, const std::vector<const void*>& args, CUstream stream,
+                    std::optional<DType> dtype) const {
+  const Problem p = problem(dims, args, dtype);
+  std::vector<void*> buffers;
+  size_t k = 0;
+  for (const SpecArg& a : spec_of(op_).args) {
+    if (!a.caller_passes()) continue;
+    if (a.buffer) buffers.push_back(const_cast<void*>(args[k]));
+    ++k;
+  }
+  rt_->run(p, buffers, stream);
+}
+
+Selection Kernel::best_config(const std::vector<int64_t>& dims, std::optional<DType> dtype, int align) const {
+  Problem p = problem(dims, {}, dtype);
+  p.align = align;
+  return rt_->best_config(p);
+}
 
 } // namespace ktune

@@ -11,6 +11,7 @@
 #include "runtime/agreement.h"
 #include "runtime/cuda_check.h"
 #include "runtime/driver.h"
+#include "core/kernel_spec.h"
 #include "runtime/buffers_launch.h"
 #include "runtime/gemm_launch.h"
 #include "runtime/rows_launch.h"
@@ -279,19 +280,37 @@ Selection Runtime::Impl::measure_buffers(const Problem& p, Selection s, const st
   const OpInfo& info = op_info(p.op);
   std::vector<const void*> ptrs(buffers.begin(), buffers.end());
   std::vector<DeviceBuffer> scratch;
+  // The candidates write scratch copies: the caller's outputs are written once, by the choice, and
+  // a user's kernel's inout buffers (updated in place) start from the caller's data every time.
+  std::vector<size_t> inout;
+  if (info.spec) {
+    size_t k = 0;
+    for (const SpecArg& a : info.spec->args)
+      if (a.caller_passes() && a.buffer) {
+        if (a.intent == SpecArg::inout) inout.push_back(k);
+        ++k;
+      }
+  }
+  size_t workspace = 0;
   try {
     for (size_t i = 0; i < info.operands.size() && i < ptrs.size(); ++i) {
-      if (!info.operands[i].output) continue;
-      const size_t bytes = std::max<size_t>(1, size_t(operand_elements(p, i)) * size_t(element_bytes(p.dtype)));
+      const bool copy = std::find(inout.begin(), inout.end(), i) != inout.end();
+      if (!info.operands[i].output && !copy) continue;
+      const size_t bytes = std::max<size_t>(1, size_t(operand_elements(p, i)) * size_t(operand_element_bytes(p, i)));
       scratch.emplace_back(bytes, "scratch " + info.operands[i].name + " for measuring candidates at " + p.key());
+      if (copy)
+        check_cu(driver().cuMemcpyDtoDAsync(scratch.back().ptr(), reinterpret_cast<CUdeviceptr>(ptrs[i]), bytes, stream),
+                 "cuMemcpyDtoDAsync", "copying " + info.operands[i].name + " for measuring candidates at " + p.key());
       ptrs[i] = reinterpret_cast<const void*>(scratch.back().ptr());
     }
+    if (info.spec) info.spec->temp_offsets(p, &workspace);
+    if (workspace) scratch.emplace_back(workspace, "temporaries for measuring candidates at " + p.key());
   } catch (const CudaError& e) {
     s.measure_pending = false;
     s.why += std::string("; not measured: no memory for scratch outputs (") + e.what() + ")";
     return s;
   }
-  BufferArgs a(p, ptrs);
+  BufferArgs a(p, ptrs, workspace ? scratch.back().ptr() : 0);
   std::vector<std::string> failed;
   const FirstUseClock clock = first_use_clock(stream);
   const auto best = time_candidates(

@@ -102,9 +102,22 @@ Module::~Module() {
 
 Module::Module(Module&& o) noexcept
     : module_(o.module_), functions_(std::move(o.functions_)), smem_limit_(std::move(o.smem_limit_)),
-      resident_(std::move(o.resident_)), context_(std::move(o.context_)), sm_count_(o.sm_count_),
+      resident_(std::move(o.resident_)), context_(std::move(o.context_)), once_(std::move(o.once_)), sm_count_(o.sm_count_),
       dependent_launch_(o.dependent_launch_) {
   o.module_ = nullptr;
+}
+
+CUdeviceptr Module::global(const std::string& name, size_t* bytes) const {
+  CUdeviceptr p = 0;
+  size_t n = 0;
+  check_cu(driver().cuModuleGetGlobal(&p, &n, module_, name.c_str()), "cuModuleGetGlobal", context_ + ": symbol " + name);
+  if (bytes) *bytes = n;
+  return p;
+}
+
+bool Module::once(const std::string& key) {
+  std::lock_guard<std::mutex> lk(once_mu_);
+  return once_.insert(key).second;
 }
 
 KernelAttributes Module::attributes(size_t i) const {

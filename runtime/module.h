@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -81,6 +83,12 @@ class Module {
   // in waves). Raises the kernel's dynamic shared-memory limit like launch() does.
   Occupancy occupancy(size_t i, const unsigned grid[3], const unsigned block[3], unsigned dynamic_smem);
   const std::string& context() const { return context_; }
+  // The address and size of a __constant__ or __device__ variable of the module (a user's
+  // kernel's symbols); throws Error naming it when the module has none by that name.
+  CUdeviceptr global(const std::string& name, size_t* bytes) const;
+  // True the first time it is asked for `key` (then false): work done once per module, such as
+  // filling a symbol whose contents do not change between launches.
+  bool once(const std::string& key);
 
   // Raises the kernel's dynamic shared-memory limit first when the launch asks for more than the
   // default 48 KB (needed once per kernel; remembered). Safe to call from several threads.
@@ -104,6 +112,8 @@ class Module {
   // Per kernel: resident_blocks' last answer, (shared memory x 2048 + threads) << 32 | blocks.
   std::unique_ptr<std::atomic<unsigned long long>[]> resident_;
   std::string context_;
+  std::mutex once_mu_;
+  std::set<std::string> once_;
   int sm_count_ = 0;
   bool dependent_launch_ = false; // the context's device runs programmatic dependent launches (sm_90 on)
 };

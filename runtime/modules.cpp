@@ -156,12 +156,12 @@ std::function<std::shared_ptr<Module>()> Runtime::Impl::module_async(const Famil
   };
 }
 
-std::shared_ptr<DeviceBuffer> Runtime::Impl::workspace(CUstream stream, size_t bytes, const GemmProblem& p) {
+std::shared_ptr<DeviceBuffer> Runtime::Impl::workspace(CUstream stream, size_t bytes, const std::string& problem_key) {
   // One workspace per stream: launches on one stream are ordered, so they may share it.
   std::lock_guard<std::mutex> lk(ws_mu);
   auto& slot = workspaces[stream];
   if (!slot || slot->bytes() < bytes)
-    slot = std::make_shared<DeviceBuffer>(bytes, "workspace (split-K sums, packed operands) for " + p.key());
+    slot = std::make_shared<DeviceBuffer>(bytes, "workspace (split-K sums, packed operands, temporaries) for " + problem_key);
   return slot;
 }
 

@@ -143,7 +143,10 @@ struct Runtime::Impl {
   void stamp_loaded();
   void loaded_from_cache(const std::string& key);
   std::function<std::shared_ptr<Module>()> module_async(const Family& f, const Config& c, const Problem& p);
-  std::shared_ptr<DeviceBuffer> workspace(CUstream stream, size_t bytes, const GemmProblem& p);
+  std::shared_ptr<DeviceBuffer> workspace(CUstream stream, size_t bytes, const GemmProblem& p) {
+    return workspace(stream, bytes, p.key());
+  }
+  std::shared_ptr<DeviceBuffer> workspace(CUstream stream, size_t bytes, const std::string& problem_key);
   void run_cublas(const GemmProblem& p, const KtuneGemmArgs& a, CUstream stream);
   void scale_with_cublas(const GemmProblem& p, const KtuneGemmArgs& a, CUstream stream);
   ~Impl();

@@ -203,8 +203,7 @@ void Runtime::run_buffers(const Problem& problem, const std::vector<void*>& buff
   // checks say of an empty problem; negative sizes are still an error.
   if (std::any_of(problem.dims.begin(), problem.dims.end(), [](int64_t d) { return d < 0; })) validate(problem);
   const std::vector<const void*> ptrs(buffers.begin(), buffers.end());
-  BufferArgs args(problem, ptrs); // checks the count and the pointers
-  if (args.empty()) return;
+  if (BufferArgs(problem, ptrs).empty()) return; // checks the count and the pointers
   validate(problem);
   Problem p = problem;
   p.align = Problem::alignment_of(p.ld, element_bytes(p.dtype));
@@ -212,7 +211,12 @@ void Runtime::run_buffers(const Problem& problem, const std::vector<void*>& buff
   const auto* prep = static_cast<const Prepared*>(prepared_buffers(p, buffers, stream));
   if (!prep) return;
   impl_->make_context_current();
+  BufferArgs args(p, ptrs, buffers_workspace(p, prep->plan, stream));
   launch_buffers(*prep->module, prep->plan, args, stream);
+}
+
+CUdeviceptr Runtime::buffers_workspace(const Problem& p, const LaunchPlan& plan, CUstream stream) {
+  return plan.workspace_bytes ? impl_->workspace(stream, plan.workspace_bytes, p.key())->ptr() : 0;
 }
 
 const void* Runtime::prepared_buffers(const Problem& p, const std::vector<void*>& buffers, CUstream stream) {
@@ -221,7 +225,7 @@ const void* Runtime::prepared_buffers(const Problem& p, const std::vector<void*>
   return prepared_generic(
       key, p, "ktune::Runtime::run", [&] { return impl_->resolve_buffers(p, buffers, stream, *this); },
       [&](Module& mod, const LaunchPlan& plan) {
-        BufferArgs a(p, std::vector<const void*>(buffers.begin(), buffers.end()));
+        BufferArgs a(p, std::vector<const void*>(buffers.begin(), buffers.end()), buffers_workspace(p, plan, stream));
         launch_buffers(mod, plan, a, stream);
       });
 }

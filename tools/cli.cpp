@@ -2,6 +2,8 @@
 // family (with a restriction). The options naming a problem: tools/problem_options.h.
 #include "tools/cli.h"
 
+#include "ktune/kernel_spec.h"
+
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -107,6 +109,17 @@ void keep_dtype(Table& t, const std::string& dtype) {
   if (dtype.empty()) return;
   const DType d = parse_dtype(dtype);
   std::erase_if(t.entries, [&](const TableEntry& e) { return e.problem.dtype != d; });
+}
+
+void add_kernel_option(CLI::App* sub, std::vector<std::string>& paths) {
+  sub->add_option("--kernel", paths, "A user kernel spec (JSON, docs/KERNEL_SPEC.md) to load; repeatable")
+      ->check(CLI::ExistingFile);
+}
+
+std::vector<std::string> load_kernels(const std::vector<std::string>& paths) {
+  std::vector<std::string> ops;
+  for (const auto& p : paths) ops.push_back(load_kernel_spec(p));
+  return ops;
 }
 
 } // namespace ktune::cli

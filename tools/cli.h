@@ -51,6 +51,10 @@ void write_atomically(const std::string& out, const std::string& text);
 CLI::Validator whole_number(int64_t lo, int64_t hi = INT64_MAX);
 CLI::Validator positive_number();
 std::string command_line(int argc, char** argv);
+// --kernel PATH (repeatable): a user kernel spec (docs/KERNEL_SPEC.md) whose op the command also
+// knows; load_kernels registers them and returns their ops' names, in order.
+void add_kernel_option(CLI::App* sub, std::vector<std::string>& paths);
+std::vector<std::string> load_kernels(const std::vector<std::string>& paths);
 void keep_dtype(Table& t, const std::string& dtype);
 
 } // namespace ktune::cli

@@ -24,7 +24,8 @@ struct CompileArgs {
   int device = -1;
 };
 
-int cmd_compile(const CompileArgs& a) {
+int cmd_compile(CompileArgs& a) {
+  load_problem_kernels(a.problem);
   if (!a.cubin_out.empty()) check_output_file(a.cubin_out, "--cubin");
   const Family f = find_family(a.problem.family);
   const Problem p = parse_problem(a.problem, f.op());

@@ -19,9 +19,11 @@ namespace {
 struct ExportArgs {
   std::string db, arch, family, dtype, out;
   bool trials = false;
+  std::vector<std::string> kernels;
 };
 
 int cmd_export(const ExportArgs& a) {
+  load_kernels(a.kernels); // their rows parse; without, they are skipped with a word
   if (a.trials && !a.dtype.empty()) throw UsageError("export --trials writes every trial; --dtype filters tables only");
   if (!a.dtype.empty()) parse_dtype(a.dtype); // a bad name is bad usage before the database is opened
   check_output_file(a.out, "--output");
@@ -55,6 +57,7 @@ int cmd_export(const ExportArgs& a) {
 Command add_export(CLI::App& app) {
   auto a = std::make_shared<ExportArgs>();
   auto* ex = app.add_subcommand("export", "Write the best configs of a database as a tuning table (ktune.table/1)");
+  add_kernel_option(ex, a->kernels);
   ex->add_option("--db", a->db, "Database (default: $KTUNE_DB, else ~/.cache/ktune/ktune.db)");
   ex->add_option("--arch", a->arch, "Only this arch (required when the database holds several)");
   ex->add_option("--family", a->family, "Only this family");

@@ -17,9 +17,11 @@ namespace {
 
 struct ImportArgs {
   std::string db, file, dtype;
+  std::vector<std::string> kernels;
 };
 
 int cmd_import(const ImportArgs& a) {
+  load_kernels(a.kernels); // a table of a user kernel's entries names its op: load its spec first
   // Parse and validate the whole table before the database is opened (or its path resolved): a
   // bad file must leave the database byte-for-byte as it was, or not create it. Every entry is
   // checked against its family too: the runtime would skip an entry it cannot serve, so
@@ -47,6 +49,7 @@ Command add_import(CLI::App& app) {
   auto a = std::make_shared<ImportArgs>();
   auto* im = app.add_subcommand("import", "Merge a tuning table into a database (per problem, the faster entry wins)");
   im->add_option("file", a->file, "Table file (ktune.table/1)")->required()->check(CLI::ExistingFile);
+  add_kernel_option(im, a->kernels);
   im->add_option("--db", a->db, "Database (default: $KTUNE_DB, else ~/.cache/ktune/ktune.db)");
   im->add_option("--dtype", a->dtype, "Only the entries of this dtype (f32, bf16, f16)");
   return {im, [a] { return cmd_import(*a); }};

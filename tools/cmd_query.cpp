@@ -4,12 +4,14 @@
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "db/store.h"
 #include "ktune/device.h"
 #include "ktune/error.h"
+#include "ktune/kernel_spec.h"
 #include "ktune/runtime.h"
 #include "tools/cli.h"
 #include "tools/problem_options.h"
@@ -25,7 +27,29 @@ struct QueryArgs {
   bool json = false, tf32x3 = false;
 };
 
-int cmd_query(const QueryArgs& a) {
+// A user kernel's entries are keyed by its version (spec and sources): say so when the database
+// holds results only for other versions of it, which this one never reuses.
+void print_older_versions(const OpInfo& op, const std::string& db) {
+  std::error_code ec;
+  if (!std::filesystem::exists(db, ec)) return;
+  const std::string base = spec_base_name(op.name);
+  size_t mine = 0;
+  std::set<std::string> others;
+  for (const auto& key : Store(db, true).best_problem_keys(base + "@")) {
+    const std::string key_op = key.substr(0, key.find('/'));
+    if (key_op == op.name) ++mine;
+    else others.insert(key_op.substr(key_op.find('@') + 1));
+  }
+  if (others.empty()) return;
+  std::string list;
+  for (const auto& v : others) list += (list.empty() ? "" : ", ") + v;
+  std::printf("versions    %s: this spec and source are version %s, with %zu tuned problem(s); the database also holds "
+              "results of version(s) %s, not used (the kernel or its spec changed since)\n",
+              base.c_str(), op.name.substr(op.name.find('@') + 1).c_str(), mine, list.c_str());
+}
+
+int cmd_query(QueryArgs& a) {
+  load_problem_kernels(a.problem);
   const OpInfo& op = op_info(a.problem.op);
   const Problem p = parse_problem(a.problem, op.name);
   check_named_database(a.db);
@@ -58,6 +82,7 @@ int cmd_query(const QueryArgs& a) {
   if (s.time_ms) std::printf("recorded    %.4f ms", *s.time_ms);
   if (s.cublas_ms) std::printf(", cuBLAS %.4f ms (ratio %.3f)", *s.cublas_ms, *s.cublas_ms / *s.time_ms);
   if (s.time_ms) std::printf("\n");
+  if (op.spec) print_older_versions(op, o.db_path);
   const std::string base = op.baseline == "cublas" ? "cuBLAS" : op.baseline;
   if (!s.candidates.empty() && !op.baseline.empty()) {
     std::printf("candidates  (the first call times each, and %s, at this problem; a kernel must win by 3 %%)\n", base.c_str());

@@ -51,7 +51,8 @@ uint64_t count_with_progress(const Family& f, const Problem& p, const DeviceInfo
   return n;
 }
 
-int cmd_space(const SpaceArgs& a) {
+int cmd_space(SpaceArgs& a) {
+  load_problem_kernels(a.problem);
   const Family f = load_family(a.problem.family, a.restrict_file);
   const Problem p = parse_problem(a.problem, f.op());
   const DeviceInfo d = DeviceInfo::nominal(a.problem.arch);

@@ -17,6 +17,7 @@
 #include "ktune/device.h"
 #include "ktune/error.h"
 #include "ktune/family.h"
+#include "ktune/kernel_spec.h"
 #include "tools/cli.h"
 #include "tuner/json_io.h"
 #include "tuner/session.h"
@@ -26,8 +27,8 @@ namespace ktune::cli {
 namespace {
 
 struct TuneArgs {
-  std::vector<std::string> families, problems;
-  std::string suite, op = "gemm", dtype = "f32", layout, strategy = "random", db, restrict_file, warm_start = "shipped",
+  std::vector<std::string> families, problems, kernels;
+  std::string suite, op, dtype, layout, strategy = "random", db, restrict_file, warm_start = "shipped",
       trials_out;
   std::optional<size_t> budget_evals;
   std::optional<double> budget_seconds;
@@ -66,8 +67,14 @@ nlohmann::json result_json(const TuneResult& r) {
           {"store_reused", r.store_reused}};
 }
 
-int cmd_tune(const TuneArgs& a) {
+int cmd_tune(TuneArgs& a) {
   TuneOptions o;
+  // User kernels first: a bad spec is exit 2 before anything is opened. The first names the op
+  // of --problem shapes and its dtype where none is given.
+  const std::vector<std::string> kernel_ops = load_kernels(a.kernels);
+  if (a.op.empty()) a.op = kernel_ops.empty() ? "gemm" : kernel_ops.front();
+  if (a.dtype.empty())
+    a.dtype = op_info(a.op).spec ? to_string(op_info(a.op).families().front().dtypes().front()) : "f32";
   const DType dtype = parse_dtype(a.dtype);
   require_storage_dtype(dtype);
   if (a.tf32x3 && dtype != DType::f32) throw UsageError("--tf32x3 is for f32 problems; " + a.dtype + " runs on the tensor cores as it is");
@@ -108,6 +115,9 @@ int cmd_tune(const TuneArgs& a) {
   o.quiet = a.quiet || a.json;
   o.progress = !o.quiet && isatty(2);
   o.worker_argv = {self_exe(), "worker"};
+  // The worker registers the run's user kernels itself (from --kernel and the suite's "kernel"s).
+  for (const OpInfo& info : ops())
+    if (info.spec) o.worker_argv.push_back("--kernel"), o.worker_argv.push_back(spec_path(info.name));
   std::string why;
   if (list_devices(&why).empty()) {
     std::fprintf(stderr, "ktune: no GPU available, nothing can be tuned: %s\n", why.c_str());
@@ -131,9 +141,9 @@ Command add_tune(CLI::App& app) {
   tn->add_flag("--tf32x3", a->tf32x3, "Also tune the opt-in gemm_tf32x3 and (sm_90) gemm_wgmma_tf32x3 (FP32 on the TF32 tensor cores)");
   tn->add_option("--suite", a->suite, "Suite file (JSON) of problems, e.g. configs/suites/public.json");
   tn->add_option("--problem", a->problems, "Problem shape, MxNxK for gemm, ROWSxCOLS for row ops (repeatable)");
-  tn->add_option("--dtype", a->dtype, "Data type")->capture_default_str();
-  tn->add_option("--op", a->op, "The op of --problem shapes (a suite file names its own op; gemm when it names none)")
-      ->capture_default_str();
+  add_kernel_option(tn, a->kernels);
+  tn->add_option("--dtype", a->dtype, "Data type (default: f32, or a --kernel's first)");
+  tn->add_option("--op", a->op, "The op of --problem shapes (a suite file names its own op; default: gemm, or the --kernel's)");
   tn->add_option("--layout", a->layout, "Layout where a problem names none (GEMM: layouts of A and B, default NN)");
   tn->add_option("--strategy", a->strategy, "exhaustive, random, annealing, genetic or model")->capture_default_str();
   tn->add_option("--budget-evals", a->budget_evals,

@@ -30,9 +30,11 @@ int main(int argc, char** argv) {
   auto* rp = add_report_subcommand(app, report);
 
   int worker_device = 0;
+  std::vector<std::string> worker_kernels;
   auto* wk = app.add_subcommand("worker", "");  // internal: the fault-isolated GPU process of `tune`
   wk->group("");
   wk->add_option("--device", worker_device)->check(ktune::cli::whole_number(0, INT_MAX));
+  wk->add_option("--kernel", worker_kernels); // the specs of the run's user kernels
 
   // CLI11 would call an unknown word, or an unknown flag before the subcommand, a missing
   // subcommand; name it instead. The hidden ones (group "": worker) are known but not listed.
@@ -79,7 +81,10 @@ int main(int argc, char** argv) {
     for (const auto& c : commands)
       if (c.sub->parsed()) return c.run();
     if (rp->parsed()) return run_report(report, argc, argv);
-    if (wk->parsed()) return worker_main(worker_device);
+    if (wk->parsed()) {
+      ktune::cli::load_kernels(worker_kernels);
+      return worker_main(worker_device);
+    }
   } catch (const ktune::UsageError& e) {
     std::fprintf(stderr, "ktune: %s\n", e.what());
     return 2;

@@ -4,6 +4,7 @@
 // draws (markers or bars): the tests check that count against the database, and in a browser
 // against the DOM. Text from the database is escaped wherever it lands in HTML or SVG.
 #include "tools/report.h"
+#include "tools/cli.h"
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -555,6 +556,7 @@ std::string now_utc() {
 
 CLI::App* add_report_subcommand(CLI::App& app, ReportOptions& o) {
   auto* rp = app.add_subcommand("report", "Write an HTML report (self-contained) and SVG figures of a database's trials");
+  ktune::cli::add_kernel_option(rp, o.kernels);
   rp->add_option("--db", o.db, "Database, opened read-only (default: $KTUNE_DB, else ~/.cache/ktune/ktune.db)");
   rp->add_option("-o,--output", o.out_dir, "Folder for index.html and the figures (created if missing)")->required();
   rp->add_option("--arch", o.arch, "Only this arch (required when the database holds several)");
@@ -1011,6 +1013,7 @@ void write_report(const std::string& out_dir, const std::vector<Figure>& figs, c
 } // namespace
 
 int run_report(const ReportOptions& o) {
+  ktune::cli::load_kernels(o.kernels);
   const Loaded d = load_trials(o);
   const std::vector<Run> runs = make_runs(d.rows);
   const FamilyColours family_colour(d.rows);

@@ -3,6 +3,7 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace CLI {
 class App;
@@ -17,6 +18,7 @@ struct ReportOptions {
   std::optional<double> copy_tb_s;   // memory roof; else assumed (the store records none)
   std::optional<double> peak_tflops; // compute roof; else assumed per dtype and arch
   std::string note;                  // a line under the title (where the data comes from)
+  std::vector<std::string> kernels;  // user kernel specs whose ops the database holds (--kernel)
   std::string command;               // the command line, shown on the page
 };
 

@@ -3,7 +3,7 @@
 # (nvcc, NVRTC, cuBLAS) is a prerequisite and is not installed here.
 set -euo pipefail
 need=()
-for pkg in cmake g++ make nlohmann-json3-dev libsqlite3-dev libcli11-dev libgtest-dev; do
+for pkg in cmake g++ make nlohmann-json3-dev libsqlite3-dev libcli11-dev libgtest-dev libmuparser-dev; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -17,9 +17,9 @@ fi
 # library only); without them that test fails. Installed without recommends (~80 MB download).
 # Python's headers, pybind11, pytest and venv for the Python package (python/; tools/test.sh builds
 # it and ctest runs its tests; PyTorch is not needed: its cases skip), NumPy for the test that hands
-# it host arrays.
+# it host arrays, pip for Kernel Tuner (the test that counts the example specs' spaces with it).
 web=()
-for pkg in chromium fonts-liberation python3 python3-dev python3-pybind11 python3-pytest python3-venv python3-numpy; do
+for pkg in chromium fonts-liberation python3 python3-dev python3-pybind11 python3-pytest python3-venv python3-numpy python3-pip; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || web+=("$pkg")
 done
 if [ ${#web[@]} -gt 0 ]; then

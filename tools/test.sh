@@ -9,6 +9,11 @@ bash tools/setup-deps.sh
 # (Python.*), with an interpreter that has pybind11, its headers and pytest (tools/find-python.sh
 # picks one or makes one work, and fails where it cannot).
 pyexe=$(bash tools/find-python.sh)
+# Kernel Tuner, a test-only dependency: python/tests/test_kernel_specs.py compares the example
+# specs' valid-config counts with its search space.
+if ! "$pyexe" -c "import kernel_tuner" 2>/dev/null; then
+  "$pyexe" -m pip install --quiet kernel_tuner 2>/dev/null || "$pyexe" -m pip install --quiet --break-system-packages kernel_tuner
+fi
 py=(-DKTUNE_PYTHON=ON "-DPython_EXECUTABLE=$pyexe" "-Dpybind11_DIR=$("$pyexe" -m pybind11 --cmakedir)")
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "${py[@]}" >/dev/null
 cmake --build build -j "$(nproc)"

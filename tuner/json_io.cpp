@@ -1,9 +1,12 @@
 #include "tuner/json_io.h"
 
+#include <filesystem>
+
 #include <tuple>
 #include <vector>
 
 #include "ktune/error.h"
+#include "ktune/kernel_spec.h"
 #include "core/json_text.h"
 #include "core/text_file.h"
 #include "ktune/gemm_problem.h"
@@ -194,10 +197,24 @@ std::vector<Problem> load_suite(const std::string& path, const std::string& defa
   }
   if (!j.is_object() || !j.contains("problems") || !j["problems"].is_array() || j["problems"].empty())
     throw UsageError("suite file '" + path + "' needs a non-empty \"problems\" array");
-  const std::string op = j.contains("op") && j["op"].is_string() ? j["op"].get<std::string>() : "gemm";
+  // "kernel": a user kernel's spec (relative to the suite), for the whole suite or one problem:
+  // loaded, and its op is the problems'.
+  auto spec_op = [&](const nlohmann::json& o, const std::string& where) {
+    if (!o["kernel"].is_string()) throw UsageError("suite file '" + path + "': " + where + "\"kernel\" must be a spec file's path");
+    std::filesystem::path k(o["kernel"].get<std::string>());
+    if (k.is_relative()) k = std::filesystem::path(path).parent_path() / k;
+    return load_kernel_spec(k.string());
+  };
+  const std::string op = j.contains("kernel")                      ? spec_op(j, "")
+                         : j.contains("op") && j["op"].is_string() ? j["op"].get<std::string>()
+                                                                   : "gemm";
   std::vector<Problem> out;
   for (size_t i = 0; i < j["problems"].size(); ++i) {
     nlohmann::json p = j["problems"][i];
+    if (p.is_object() && p.contains("kernel")) {
+      p["op"] = spec_op(p, "problem " + std::to_string(i) + ": ");
+      p.erase("kernel");
+    }
     // The default layout is for ops that have layouts (GEMM's NN); the row ops have none.
     const std::string p_op = p.is_object() && p.contains("op") && p["op"].is_string() ? p["op"].get<std::string>() : op;
     if (p.is_object() && !p.contains("layout") && !default_layout.empty() && !op_info(p_op).layouts.empty())

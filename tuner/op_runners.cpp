@@ -12,6 +12,7 @@
 #include "tuner/buffers_op.h"
 #include "tuner/gemm_op.h"
 #include "tuner/rows_op.h"
+#include "tuner/spec_op.h"
 
 namespace ktune {
 
@@ -75,8 +76,9 @@ std::unique_ptr<OpRunner> make_op_runner(const std::string& op, Compiler& compil
   if (info.runner == "gemm") return make_gemm_runner(compiler, device);
   if (info.runner == "rows") return make_rows_runner(compiler, device);
   if (info.runner == "buffers") return make_buffers_runner(device);
+  if (info.runner == "spec") return make_spec_runner(compiler, device);
   throw UsageError("op '" + op + "' names runner '" + info.runner +
-                   "', which the tuner does not have (known: gemm, rows, buffers)");
+                   "', which the tuner does not have (known: gemm, rows, buffers, spec)");
 }
 
 void launch_grid_stride(Module& m, size_t kernel, long long n, const DeviceInfo& device, void** params, CUstream stream) {

@@ -231,6 +231,13 @@ class Family {
   // Source text for a family whose template is not embedded in the library (a user's kernel);
   // it may #include the embedded headers (e.g. "gemm_common.cuh").
   Family& source_text(std::string text) { source_text_ = std::move(text); return *this; }
+  // NVRTC options a config adds for a problem (a user's kernel: -D for each parameter and
+  // define); part of the compile's cache key.
+  using OptionsFn = std::function<std::vector<std::string>(const Config&, const Problem&)>;
+  Family& options(OptionsFn fn) { options_ = std::move(fn); return *this; }
+  std::vector<std::string> compile_options(const Config& c, const Problem& p) const {
+    return options_ ? options_(c, p) : std::vector<std::string>{};
+  }
 
   const std::string& name() const { return name_; }
   const std::string& op() const { return op_; }
@@ -311,6 +318,7 @@ class Family {
   GeneralizeFn generalize_;
   NeighborFn neighbors_;
   UpgradeFn upgrade_;
+  OptionsFn options_;
   int min_arch_ = 0;
   std::optional<double> lend_decay_;
   std::string op_ = "gemm";

@@ -15,6 +15,8 @@
 #ifndef KTUNE_KTUNE_H
 #define KTUNE_KTUNE_H
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -110,6 +112,16 @@ ktune_status_t ktune_run_strided(ktune_handle_t handle, const char* op, ktune_da
                                  const double* scalars, int nscalars, void* stream);
 
 /* The message of the calling thread's last failed call ("" if none). Valid until its next call. */
+/* A user's kernel (docs/KERNEL_SPEC.md): ktune_kernel_load reads the spec at spec_path and
+ * registers its op, whose name ("conv2d@1a2b3c4d") it copies into op_name (op_size bytes, NUL
+ * included); KTUNE_INVALID_VALUE with the field named in ktune_last_error for a bad spec.
+ * ktune_kernel_launch launches the best config for dims (ndims of them, in the spec's order):
+ * args holds one entry per argument the caller passes, in the spec's order, a buffer's device
+ * pointer or a pointer to a scalar's value (of the spec's dtype for it). */
+ktune_status_t ktune_kernel_load(ktune_handle_t handle, const char* spec_path, char* op_name, size_t op_size);
+ktune_status_t ktune_kernel_launch(ktune_handle_t handle, const char* op_name, ktune_datatype_t type, const long long* dims,
+                                   int ndims, const void* const* args, int nargs, void* stream);
+
 const char* ktune_last_error(void);
 
 #ifdef __cplusplus

@@ -8,6 +8,7 @@
 #include <functional>
 #include <initializer_list>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -75,6 +76,8 @@ struct Problem {
 bool operator==(const Problem& a, const Problem& b);
 
 // What an op declares once, for every layer that handles its problems without knowing the op.
+struct KernelSpec;
+
 struct OpInfo {
   std::string name, about;
   std::vector<std::string> dims;    // e.g. {"m", "n", "k"}; shape strings list them in this order
@@ -127,6 +130,9 @@ struct OpInfo {
     // storage). Its kernels get those strides as long longs after the dimensions. Empty: a flat
     // operand of count contiguous elements.
     std::vector<std::string> shape;
+    // Bytes an element when not the problem's dtype's (a user's kernel's int32 indices); 0: the
+    // dtype's.
+    int elem_bytes = 0;
 
     Operand() = default;
     // A flat operand of count(p) contiguous elements.
@@ -157,6 +163,10 @@ struct OpInfo {
 
   // The op's kernel families, declared in its folder (builtin_families() collects them).
   std::function<std::vector<Family>()> families;
+
+  // A user's kernel (runner "spec"): its parsed spec, which says its arguments, fills, launch
+  // and check (core/kernel_spec.h); null for built-in ops.
+  std::shared_ptr<const KernelSpec> spec;
 };
 
 // The registered ops: the built-in ones (kernel_templates/ops.cpp lists them, one name each), then
@@ -173,6 +183,8 @@ std::vector<OpInfo> builtin_ops();
 // The elements operand i's buffer spans: count(p) for a flat operand; for a shaped one the
 // farthest element's offset plus one (0 when an extent is 0).
 int64_t operand_elements(const Problem& p, size_t i);
+// Bytes of one element of operand i at p (Operand::elem_bytes, else the dtype's).
+int operand_element_bytes(const Problem& p, size_t i);
 // A shaped operand's extents and strides, outermost first (the innermost stride is 1); empty for a
 // flat operand.
 std::vector<int64_t> operand_extents(const Problem& p, size_t i);

@@ -182,6 +182,33 @@ class RowsCall {
 
 class BuffersLauncher;
 
+// A user's kernel (docs/KERNEL_SPEC.md), loaded from its spec by Runtime::kernel: launches the best
+// config for each call's dimensions, as Runtime::run serves any op (exact entry; else lent from
+// tuned neighbours, timed at the first call against the spec's default; cubins cached).
+class Kernel {
+ public:
+  // args: one entry per argument the caller passes, in the spec's order: a buffer's device
+  // pointer, or a pointer to a scalar's value (of the spec's dtype for it: int32_t, float, ...).
+  // Arguments the spec computes (a scalar's "value") and its temporaries are not passed. dtype:
+  // the problem dtype, of those the spec takes (default: its first). Throws UsageError for a wrong
+  // number of arguments, dimensions or a dtype the spec does not take.
+  void launch(const std::vector<int64_t>& dims, const std::vector<const void*>& args, CUstream stream = nullptr,
+              std::optional<DType> dtype = std::nullopt) const;
+  // What launch runs for these dimensions (and alignment class), and why.
+  Selection best_config(const std::vector<int64_t>& dims, std::optional<DType> dtype = std::nullopt, int align = 16) const;
+  // The problem of a call: the op, dims, dtype and the scalars from args (args may be empty: the
+  // spec's defaults).
+  Problem problem(const std::vector<int64_t>& dims, const std::vector<const void*>& args = {},
+                  std::optional<DType> dtype = std::nullopt) const;
+  const std::string& op() const { return op_; } // "name@version"
+
+ private:
+  friend class Runtime;
+  Kernel(Runtime& rt, std::string op) : rt_(&rt), op_(std::move(op)) {}
+  Runtime* rt_;
+  std::string op_;
+};
+
 class Runtime {
  public:
   explicit Runtime(RuntimeOptions o = {});
@@ -252,6 +279,12 @@ class Runtime {
   std::unique_ptr<GemmCall> gemm_call(const GemmProblem& p);
   std::unique_ptr<RowsCall> rows_call(const Problem& p);
 
+  // A user's kernel from its spec file (ktune::load_kernel_spec: a bad spec is a UsageError
+  // naming its field). The Kernel refers to this runtime, which must outlive it.
+  Kernel kernel(const std::string& spec_path);
+  // The Kernel of an op a spec registered before ("name@version"); throws UsageError otherwise.
+  Kernel loaded_kernel(const std::string& op);
+
   struct Impl;
 
  private:
@@ -275,6 +308,8 @@ class Runtime {
                             CUstream stream);
   // The same for ops of plain buffers.
   const void* prepared_buffers(const Problem& p, const std::vector<void*>& buffers, CUstream stream);
+  // The stream's workspace for a plan that asks for one (a user's kernel's temporaries), else 0.
+  CUdeviceptr buffers_workspace(const Problem& p, const LaunchPlan& plan, CUstream stream);
   // What both share once key is not found (serve.cpp): resolved and prepared; run_once serves a
   // first call inside a stream capture.
   const void* prepared_generic(const std::string& key, const Problem& p, const char* entry,

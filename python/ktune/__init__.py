@@ -7,6 +7,7 @@
     torch.ops.ktune.gemm(a, b)                 # the same GEMM as a PyTorch custom op (torch.compile traces it)
     ktune.softmax(x, scale=0.125); ktune.layer_norm(x, w, b); ktune.rms_norm(x, w)   # row ops, last dimension
     ktune.run("scale_add", x, y, out, alpha=2.0)   # any registered op by name (ktune.ops() lists them)
+    k = ktune.Kernel("spec.json"); k.tune([(4096, 4096)]); k(x, out, rows=4096, cols=4096)   # your own kernel
 
 The package imports without PyTorch; the custom op is registered when torch can be imported.
 One ktune runtime per process and device, created on first use (ktune.configure() sets its
@@ -41,6 +42,7 @@ from ._gemm import gemm  # noqa: E402
 from ._rows import layer_norm, rms_norm, softmax  # noqa: E402
 from ._ops import op, ops, run  # noqa: E402
 from ._tune import tune  # noqa: E402
+from ._kernel import Kernel  # noqa: E402
 
 try:  # the PyTorch custom op ktune::gemm, where torch is installed
     import torch as _torch  # noqa: F401
@@ -52,6 +54,7 @@ if _torch is not None:
 __all__ = [
     "__version__",
     "DEFAULT_CUBIN_CACHE",
+    "Kernel",
     "KtuneError",
     "UsageError",
     "best_config",

@@ -239,8 +239,11 @@ _ROW_OPS = ("softmax", "layernorm", "rmsnorm")
 _OP_TABLE = {}  # name -> the op's description (_ktune.ops()), read once
 
 
-def op_table():
-    """The registered ops by name (their _ktune.ops() descriptions), read on first use."""
+def op_table(refresh=False):
+    """The registered ops by name (their _ktune.ops() descriptions), read on first use (and again
+    with refresh, after a user kernel's spec was loaded)."""
+    if refresh:
+        _OP_TABLE.clear()
     if not _OP_TABLE:
         _OP_TABLE.update({o["name"]: o for o in _ktune.ops()})
     return _OP_TABLE

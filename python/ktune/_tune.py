@@ -93,7 +93,7 @@ class _Bar:
 
 
 def tune(problems, budget_seconds=30.0, families=None, db=None, progress=True, dtype="f32", layout="NN",
-         strategy=None, budget_evals=None, device=0, seed=None, trials_out=None):
+         strategy=None, budget_evals=None, device=0, seed=None, trials_out=None, kernel=None, kernel_op=None):
     """Tune problems on the GPU and record the results in the database (default: ktune's, i.e.
     default_db_path()), as `ktune tune` does; returns its JSON summary (per problem: best family,
     config, time_ms, tflops, cublas_ms, ratio_to_cublas, trial counts).
@@ -109,7 +109,11 @@ def tune(problems, budget_seconds=30.0, families=None, db=None, progress=True, d
     """
     if isinstance(problems, (str, dict)) or (isinstance(problems, tuple) and problems and isinstance(problems[0], int)):
         problems = [problems]
-    parsed = [_problem(p, dtype, layout) for p in problems]
+    if kernel is not None:  # a user's kernel (ktune.Kernel.tune): shapes of its dimensions, its one dtype
+        dt = dtype_name(dtype)
+        parsed = [(p, dt, "", "%s/%s/%s/a16" % (kernel_op, dt, p)) for p in problems]
+    else:
+        parsed = [_problem(p, dtype, layout) for p in problems]
     if not parsed:
         raise _ktune.UsageError("ktune.tune: no problems")
     if budget_seconds is not None and not budget_seconds > 0:
@@ -126,8 +130,8 @@ def tune(problems, budget_seconds=30.0, families=None, db=None, progress=True, d
     try:
         log = trials_out or os.path.join(tmpdir, "trials.jsonl")
         for (dt, lay), items in groups.items():
-            cmd = [cli, "tune", "--json", "--dtype", dt, "--layout", lay, "--trials-out", log,
-                   "--device", str(int(device))]
+            cmd = [cli, "tune", "--json", "--dtype", dt, "--trials-out", log, "--device", str(int(device))]
+            cmd += ["--kernel", kernel] if kernel is not None else ["--layout", lay]
             for shape, _ in items:
                 cmd += ["--problem", shape]
             for f in families or ():

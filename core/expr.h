@@ -1,0 +1,41 @@
+// Expressions of a kernel spec (constraints, launch geometry, buffer sizes, scalars, FLOP
+// counts): parsed and evaluated by muparser, over a fixed list of names (the spec's parameters,
+// dimensions and device limits). Kernel Tuner's restriction syntax (Python: and, or, not, **,
+// //, True, False) is accepted beside muparser's own (&&, ||, !, ^); % and // follow Python
+// (floor division and its remainder), and ceil_div, floor, ceil, round_up are added.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ktune {
+
+class Expr {
+ public:
+  Expr() = default;
+  // Parses text over `names`; throws UsageError "<where>: <what is wrong>" on a syntax error or
+  // a name not in `names`.
+  Expr(const std::string& text, const std::vector<std::string>& names, const std::string& where);
+
+  bool empty() const { return !impl_; }
+  const std::string& text() const;
+  const std::string& where() const;
+  // Indices into the names it was parsed over, of the names it reads.
+  const std::vector<size_t>& reads() const;
+  bool constant() const { return reads().empty(); }
+  // The value with names[i] = values[i]. Thread-safe. Throws UsageError "<where>: ..." for a
+  // division by zero or a value that is not finite.
+  double eval(const std::vector<double>& values) const;
+  // eval() that must give a whole number in [lo, hi]; `what` names it in the message.
+  long long eval_integer(const std::vector<double>& values, double lo, double hi, const std::string& context) const;
+
+ private:
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
+};
+
+// Kernel Tuner's (Python) operators as muparser's: and -> &&, or -> ||, not -> !, ** -> ^,
+// True / False -> 1 / 0. Exposed for tests.
+std::string python_to_muparser(const std::string& text);
+
+} // namespace ktune

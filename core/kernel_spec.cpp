@@ -1,0 +1,596 @@
+// Reading a kernel spec: JSON -> KernelSpec, every field checked with its path in the message
+// (docs/KERNEL_SPEC.md is the reference for each field). core/spec_op.cpp turns the result into
+// the op and family it registers.
+#include "core/kernel_spec.h"
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "core/json_text.h"
+#include "core/text_file.h"
+#include "ktune/error.h"
+
+namespace ktune {
+
+namespace fs = std::filesystem;
+using ojson = nlohmann::ordered_json;
+
+const std::vector<std::string> kSpecBuiltins = {"align", "dtype_bytes", "max_threads", "smem_per_block", "sm_count",
+                                                "regs_per_block", "arch"};
+
+namespace {
+
+struct TypeName {
+  const char* name;
+  ElemType type;
+};
+// Kernel Tuner users write numpy's names; ktune's own are the short ones.
+constexpr TypeName kTypeNames[] = {
+    {"f64", ElemType::f64},    {"float64", ElemType::f64}, {"double", ElemType::f64},  {"f32", ElemType::f32},
+    {"float32", ElemType::f32}, {"float", ElemType::f32},  {"f16", ElemType::f16},     {"float16", ElemType::f16},
+    {"half", ElemType::f16},   {"bf16", ElemType::bf16},   {"bfloat16", ElemType::bf16}, {"i64", ElemType::i64},
+    {"int64", ElemType::i64},  {"i32", ElemType::i32},     {"int32", ElemType::i32},   {"int", ElemType::i32},
+    {"i16", ElemType::i16},    {"int16", ElemType::i16},   {"i8", ElemType::i8},       {"int8", ElemType::i8},
+    {"u64", ElemType::u64},    {"uint64", ElemType::u64},  {"u32", ElemType::u32},     {"uint32", ElemType::u32},
+    {"u16", ElemType::u16},    {"uint16", ElemType::u16},  {"u8", ElemType::u8},       {"uint8", ElemType::u8}};
+
+bool identifier(const std::string& s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+// One spec being read: its origin for messages, and the field-path helpers.
+class Reader {
+ public:
+  Reader(std::string origin, std::string dir) : origin_(std::move(origin)), dir_(std::move(dir)) {}
+
+  [[noreturn]] void fail(const std::string& path, const std::string& what) const {
+    throw UsageError(origin_ + ": " + path + ": " + what);
+  }
+  std::string where(const std::string& path) const { return origin_ + ": " + path; }
+  const std::string& dir() const { return dir_; }
+
+  void known_fields(const ojson& obj, const std::string& path, std::initializer_list<const char*> known) const {
+    if (!obj.is_object()) fail(path, "expected an object, got " + std::string(obj.type_name()));
+    if (known.size() == 0) return; // any names: the caller checks them
+    for (const auto& [k, v] : obj.items()) {
+      if (std::any_of(known.begin(), known.end(), [&](const char* n) { return k == n; })) continue;
+      std::string list;
+      for (const char* n : known) list += (list.empty() ? "" : ", ") + std::string(n);
+      fail(path.empty() ? k : path + "." + k, "unknown field (known: " + list + ")");
+    }
+  }
+  std::string str(const ojson& v, const std::string& path) const {
+    if (!v.is_string()) fail(path, "expected a string, got " + std::string(v.type_name()));
+    return v.get<std::string>();
+  }
+  std::string ident(const ojson& v, const std::string& path) const {
+    const std::string s = str(v, path);
+    if (!identifier(s)) fail(path, "'" + s + "' is not a C identifier");
+    return s;
+  }
+  double number(const ojson& v, const std::string& path) const {
+    if (!v.is_number()) fail(path, "expected a number, got " + std::string(v.type_name()));
+    return v.get<double>();
+  }
+  // A number, or a string holding an expression: the text to parse.
+  std::string expr_text(const ojson& v, const std::string& path) const {
+    if (v.is_number_integer()) return std::to_string(v.get<long long>());
+    if (v.is_number()) return v.dump();
+    if (v.is_boolean()) return v.get<bool>() ? "1" : "0";
+    if (!v.is_string()) fail(path, "expected an expression (a string) or a number, got " + std::string(v.type_name()));
+    return v.get<std::string>();
+  }
+  Expr expr(const ojson& v, const std::string& path, const std::vector<std::string>& names) const {
+    return Expr(expr_text(v, path), names, where(path));
+  }
+  ElemType elem(const ojson& v, const std::string& path, bool allow_problem, bool* problem) const {
+    const std::string s = str(v, path);
+    if (allow_problem && s == "dtype") return *problem = true, ElemType::f32;
+    ElemType t;
+    if (!parse_elem_type(s, &t)) {
+      std::string list = allow_problem ? "dtype (the problem's)" : "";
+      for (const auto& n : kTypeNames) list += (list.empty() ? "" : ", ") + std::string(n.name);
+      fail(path, "unknown dtype '" + s + "' (known: " + list + ")");
+    }
+    return t;
+  }
+  std::string file(const std::string& rel, const std::string& path, const char* what) const {
+    fs::path p(rel);
+    if (p.is_relative()) p = fs::path(dir_) / p;
+    std::error_code ec;
+    if (!fs::is_regular_file(p, ec)) fail(path, std::string(what) + " '" + p.string() + "' does not exist or is not a file");
+    return p.lexically_normal().string();
+  }
+
+ private:
+  std::string origin_, dir_;
+};
+
+// A .npy file's payload (format 1.0-3.0, little-endian, C order) and its element type.
+void read_npy(const Reader& r, const std::string& file, const std::string& path, SpecFill& f) {
+  const std::string bytes = read_text_file(file, "fill file");
+  if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) r.fail(path, "'" + file + "': " + "not a .npy file");
+  const int major = static_cast<unsigned char>(bytes[6]);
+  size_t hlen = 0, at = 0;
+  if (major == 1) hlen = size_t(static_cast<unsigned char>(bytes[8])) | size_t(static_cast<unsigned char>(bytes[9])) << 8, at = 10;
+  else {
+    if (bytes.size() < 12) r.fail(path, "'" + file + "': " + "truncated header");
+    for (int i = 0; i < 4; ++i) hlen |= size_t(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
+    at = 12;
+  }
+  if (at + hlen > bytes.size()) r.fail(path, "'" + file + "': " + "truncated header");
+  const std::string header = bytes.substr(at, hlen);
+  if (header.find("'fortran_order': True") != std::string::npos) r.fail(path, "'" + file + "': " + "Fortran order is not read; save it C-contiguous");
+  const size_t d = header.find("'descr':");
+  const size_t q1 = d == std::string::npos ? d : header.find('\'', d + 8);
+  const size_t q2 = q1 == std::string::npos ? q1 : header.find('\'', q1 + 1);
+  if (q2 == std::string::npos) r.fail(path, "'" + file + "': " + "no 'descr' in the header");
+  const std::string descr = header.substr(q1 + 1, q2 - q1 - 1);
+  static const std::pair<const char*, ElemType> kDescr[] = {
+      {"<f8", ElemType::f64}, {"<f4", ElemType::f32}, {"<f2", ElemType::f16}, {"<i8", ElemType::i64},
+      {"<i4", ElemType::i32}, {"<i2", ElemType::i16}, {"|i1", ElemType::i8},  {"<u8", ElemType::u64},
+      {"<u4", ElemType::u32}, {"<u2", ElemType::u16}, {"|u1", ElemType::u8}};
+  bool found = false;
+  for (const auto& [name, t] : kDescr)
+    if (descr == name) f.file_type = t, found = true;
+  if (!found) r.fail(path, "'" + file + "': " + "element type '" + descr + "' is not one ktune reads");
+  f.data.assign(bytes.begin() + std::ptrdiff_t(at + hlen), bytes.end());
+}
+
+
+SpecFill read_fill(const Reader& r, const ojson& v, const std::string& path, bool output) {
+  SpecFill f;
+  if (v.is_null()) {
+    f.kind = output ? SpecFill::constant : SpecFill::random;
+    return f;
+  }
+  if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    if (s == "random") f.kind = SpecFill::random;
+    else if (s == "zeros") f.kind = SpecFill::zeros;
+    else if (s == "ones") f.kind = SpecFill::ones;
+    else if (s == "ramp") f.kind = SpecFill::ramp;
+    else r.fail(path, "unknown fill '" + s + "' (known: random, zeros, ones, ramp, {\"random\": [lo, hi]}, {\"value\": v}, {\"file\": path})");
+    return f;
+  }
+  r.known_fields(v, path, {"random", "value", "file", "raw_dtype"});
+  if (v.size() != 1 && !(v.size() == 2 && v.contains("file") && v.contains("raw_dtype")))
+    r.fail(path, "one of random, value, file");
+  if (v.contains("random")) {
+    const ojson& a = v["random"];
+    if (!a.is_array() || a.size() != 2) r.fail(path + ".random", "expected [lo, hi]");
+    f.lo = r.number(a[0], path + ".random[0]"), f.hi = r.number(a[1], path + ".random[1]");
+    if (!(f.lo < f.hi)) r.fail(path + ".random", "lo must be below hi");
+  } else if (v.contains("value")) {
+    f.kind = SpecFill::constant, f.value = r.number(v["value"], path + ".value");
+  } else if (v.contains("file")) {
+    f.kind = SpecFill::from_file;
+    f.file = r.file(r.str(v["file"], path + ".file"), path + ".file", "fill file");
+    if (f.file.size() > 4 && f.file.substr(f.file.size() - 4) == ".npy") {
+      read_npy(r, f.file, path + ".file", f);
+    } else {
+      if (!v.contains("raw_dtype")) r.fail(path, "a raw file needs \"raw_dtype\" (a .npy file says its own)");
+      bool unused = false;
+      f.file_type = r.elem(v["raw_dtype"], path + ".raw_dtype", false, &unused);
+      const std::string bytes = read_text_file(f.file, "fill file");
+      f.data.assign(bytes.begin(), bytes.end());
+    }
+    if (f.data.size() % size_t(elem_bytes(f.file_type)) != 0)
+      r.fail(path + ".file", "'" + f.file + "' holds a partial element");
+  } else {
+    r.fail(path, "raw_dtype without file");
+  }
+  return f;
+}
+
+std::vector<int> read_values(const Reader& r, const ojson& v, const std::string& path) {
+  if (!v.is_array() || v.empty()) r.fail(path, "expected a non-empty array of integers");
+  std::vector<int> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string at = path + "[" + std::to_string(i) + "]";
+    if (v[i].is_boolean()) out.push_back(v[i].get<bool>() ? 1 : 0);
+    else if (v[i].is_number_integer() && v[i].get<long long>() >= INT32_MIN && v[i].get<long long>() <= INT32_MAX)
+      out.push_back(int(v[i].get<long long>()));
+    else if (v[i].is_number_float() && v[i].get<double>() == double(int(v[i].get<double>())))
+      out.push_back(int(v[i].get<double>()));
+    else r.fail(at, "expected an integer (or true / false) in 32 bits, got " + v[i].dump());
+    if (std::count(out.begin(), out.end(), out.back()) > 1) r.fail(at, "value " + std::to_string(out.back()) + " repeated");
+  }
+  return out;
+}
+
+// Names a launch expression may read: the parameters, the dimensions, align and dtype_bytes (a
+// launch plan does not see the device: a grid that follows the SM count is a persistent step).
+void check_launch_reads(const Reader& r, const KernelSpec& s, const Expr& e, const std::string& path) {
+  const size_t device_from = s.params.size() + s.dims.size() + 2;
+  for (size_t i : e.reads())
+    if (i >= device_from)
+      r.fail(path, "'" + e.text() + "' reads " + s.names[i] +
+                       ", a device value: launch geometry reads parameters, dimensions, align and dtype_bytes "
+                       "(a grid sized by the device is a \"persistent\" step)");
+}
+
+std::vector<SpecStep> read_steps(const Reader& r, const KernelSpec& s, const ojson& v, const std::string& path,
+                                 const std::string& kernel) {
+  std::vector<ojson> list;
+  if (v.is_array()) {
+    if (v.empty()) r.fail(path, "expected at least one step");
+    for (const auto& e : v) list.push_back(e);
+  } else {
+    list.push_back(v);
+  }
+  std::vector<SpecStep> steps;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string at = v.is_array() ? path + "[" + std::to_string(i) + "]" : path;
+    const ojson& o = list[i];
+    r.known_fields(o, at, {"kernel", "grid", "block", "shared_memory", "persistent"});
+    SpecStep st;
+    if (o.contains("kernel")) st.kernel = r.str(o["kernel"], at + ".kernel");
+    else if (!kernel.empty()) st.kernel = kernel;
+    else r.fail(at + ".kernel", "missing: name the kernel here or in the spec's \"kernel\"");
+    if (st.kernel.find_first_not_of(" \t") == std::string::npos) r.fail(at + ".kernel", "empty kernel name");
+    for (const char* field : {"grid", "block"}) {
+      const std::string fp = at + "." + field;
+      if (!o.contains(field)) r.fail(fp, "missing");
+      const ojson& g = o[field];
+      if (!g.is_array() || g.empty() || g.size() > 3) r.fail(fp, "expected 1 to 3 expressions (x, y, z)");
+      Expr* dst = std::string(field) == "grid" ? st.grid : st.block;
+      for (size_t d = 0; d < 3; ++d) {
+        const std::string dp = fp + "[" + std::to_string(d) + "]";
+        dst[d] = d < g.size() ? r.expr(g[d], dp, s.names) : Expr("1", s.names, r.where(dp));
+        check_launch_reads(r, s, dst[d], dp);
+        if (dst[d].constant() && dst[d].eval({}) < 1) r.fail(dp, "'" + dst[d].text() + "' is below 1");
+      }
+    }
+    st.smem = o.contains("shared_memory") ? r.expr(o["shared_memory"], at + ".shared_memory", s.names)
+                                          : Expr("0", s.names, r.where(at + ".shared_memory"));
+    check_launch_reads(r, s, st.smem, at + ".shared_memory");
+    if (o.contains("persistent")) {
+      if (!o["persistent"].is_boolean()) r.fail(at + ".persistent", "expected true or false");
+      st.persistent = o["persistent"].get<bool>();
+    }
+    steps.push_back(std::move(st));
+  }
+  return steps;
+}
+
+void read_args(const Reader& r, KernelSpec& s, const ojson& v) {
+  if (!v.is_array() || v.empty()) r.fail("args", "expected a non-empty array of arguments, in the kernel's order");
+  std::set<std::string> seen;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string at = "args[" + std::to_string(i) + "]";
+    const ojson& o = v[i];
+    r.known_fields(o, at, {"name", "kind", "dtype", "count", "intent", "fill", "atol", "rtol", "value", "default"});
+    SpecArg a;
+    if (!o.contains("name")) r.fail(at + ".name", "missing");
+    a.name = r.ident(o["name"], at + ".name");
+    if (!seen.insert(a.name).second) r.fail(at + ".name", "argument '" + a.name + "' named twice");
+    if (!o.contains("kind")) r.fail(at + ".kind", "missing (buffer or scalar)");
+    const std::string kind = r.str(o["kind"], at + ".kind");
+    if (kind != "buffer" && kind != "scalar") r.fail(at + ".kind", "unknown kind '" + kind + "' (known: buffer, scalar)");
+    a.buffer = kind == "buffer";
+    if (a.buffer) {
+      for (const char* f : {"value", "default"})
+        if (o.contains(f)) r.fail(at + "." + f, "a buffer has no " + std::string(f) + " (scalars do)");
+      if (!o.contains("dtype")) r.fail(at + ".dtype", "missing");
+      a.type = r.elem(o["dtype"], at + ".dtype", true, &a.problem_dtype);
+      if (!o.contains("count")) r.fail(at + ".count", "missing (elements, an expression of the dimensions)");
+      a.count = r.expr(o["count"], at + ".count", s.names);
+      for (size_t n : a.count.reads())
+        if (n < s.params.size() || n >= s.params.size() + s.dims.size() + 2)
+          r.fail(at + ".count", "'" + a.count.text() + "' reads " + s.names[n] +
+                                    ": a buffer's size follows the problem (its dimensions, align and dtype_bytes) only");
+      const std::string intent = o.contains("intent") ? r.str(o["intent"], at + ".intent") : "in";
+      if (intent == "in") a.intent = SpecArg::in;
+      else if (intent == "out") a.intent = SpecArg::out;
+      else if (intent == "inout") a.intent = SpecArg::inout;
+      else if (intent == "temp") a.intent = SpecArg::temp;
+      else r.fail(at + ".intent", "unknown intent '" + intent + "' (known: in, out, inout, temp)");
+      const bool written_only = a.intent == SpecArg::out || a.intent == SpecArg::temp;
+      if (written_only && o.contains("fill") && a.intent == SpecArg::out)
+        r.fail(at + ".fill", "an output is poisoned before every launch (NaN), not filled; use intent inout for a buffer the kernel reads first");
+      a.fill = read_fill(r, o.contains("fill") ? o["fill"] : ojson(), at + ".fill", written_only && !o.contains("fill"));
+      if (a.intent == SpecArg::temp && o.contains("fill") && a.fill.kind != SpecFill::zeros)
+        r.fail(at + ".fill", "a temporary is either left as it is or cleared before every launch (\"zeros\")");
+      for (const char* t : {"atol", "rtol"}) {
+        if (!o.contains(t)) continue;
+        if (!a.checked()) r.fail(at + "." + t, "only outputs (intent out or inout) are checked");
+        const double x = r.number(o[t], at + "." + t);
+        if (!(x >= 0)) r.fail(at + "." + t, "must be >= 0");
+        (std::string(t) == "atol" ? a.atol : a.rtol) = x;
+      }
+    } else {
+      for (const char* f : {"count", "intent", "fill", "atol", "rtol"})
+        if (o.contains(f)) r.fail(at + "." + f, "a scalar has no " + std::string(f) + " (buffers do)");
+      bool problem = false;
+      a.scalar_type = o.contains("dtype") ? r.elem(o["dtype"], at + ".dtype", true, &problem) : ElemType::i32;
+      if (problem) r.fail(at + ".dtype", "a scalar names its own type (f32, i32, ...), not the problem's");
+      if (a.scalar_type == ElemType::f16 || a.scalar_type == ElemType::bf16)
+        r.fail(at + ".dtype", "16-bit float scalars are not passed by value; take a float");
+      if (o.contains("value") && o.contains("default")) r.fail(at, "value (computed) and default (the caller's) exclude each other");
+      if (o.contains("value")) {
+        a.value = r.expr(o["value"], at + ".value", s.names);
+        for (size_t n : a.value.reads())
+          if (n < s.params.size())
+            r.fail(at + ".value", "'" + a.value.text() + "' reads parameter " + s.names[n] +
+                                      ": use a define (params_as) for a value that follows the config");
+      } else {
+        a.default_value = o.contains("default") ? r.number(o["default"], at + ".default") : 0;
+      }
+    }
+    s.args.push_back(std::move(a));
+  }
+}
+
+void read_symbols(const Reader& r, KernelSpec& s, const ojson& v) {
+  if (!v.is_array()) r.fail("symbols", "expected an array");
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string at = "symbols[" + std::to_string(i) + "]";
+    const ojson& o = v[i];
+    r.known_fields(o, at, {"name", "dtype", "count", "from", "fill"});
+    SpecSymbol y;
+    if (!o.contains("name")) r.fail(at + ".name", "missing");
+    y.name = r.ident(o["name"], at + ".name");
+    if (o.contains("from") == o.contains("fill")) r.fail(at, "give exactly one of from (a buffer argument) and fill");
+    if (o.contains("from")) {
+      const std::string from = r.str(o["from"], at + ".from");
+      for (size_t a = 0; a < s.args.size(); ++a)
+        if (s.args[a].name == from && s.args[a].buffer && s.args[a].intent == SpecArg::in) y.from_arg = int(a);
+      if (y.from_arg < 0) r.fail(at + ".from", "'" + from + "' is not an input buffer argument");
+      y.type = s.args[size_t(y.from_arg)].type;
+      y.count = s.args[size_t(y.from_arg)].count;
+      if (s.args[size_t(y.from_arg)].problem_dtype) r.fail(at + ".from", "'" + from + "' takes the problem's dtype; a symbol has one type");
+    } else {
+      if (!o.contains("dtype")) r.fail(at + ".dtype", "missing");
+      bool problem = false;
+      y.type = r.elem(o["dtype"], at + ".dtype", false, &problem);
+      if (!o.contains("count")) r.fail(at + ".count", "missing");
+      y.count = r.expr(o["count"], at + ".count", s.names);
+      for (size_t n : y.count.reads())
+        if (n < s.params.size()) r.fail(at + ".count", "'" + y.count.text() + "' reads parameter " + s.names[n]);
+      y.fill = read_fill(r, o["fill"], at + ".fill", false);
+    }
+    s.symbols.push_back(std::move(y));
+  }
+}
+
+Config read_config(const Reader& r, const KernelSpec& s, const ojson& v, const std::string& path) {
+  r.known_fields(v, path, {});
+  Config c;
+  for (const auto& p : s.params) {
+    if (!v.contains(p.name)) r.fail(path + "." + p.name, "missing (a config sets every parameter)");
+    const std::string at = path + "." + p.name;
+    const ojson& x = v[p.name];
+    int value = 0;
+    if (x.is_boolean()) value = x.get<bool>();
+    else if (x.is_number_integer()) value = int(x.get<long long>());
+    else r.fail(at, "expected an integer");
+    if (std::find(p.values.begin(), p.values.end(), value) == p.values.end())
+      r.fail(at, std::to_string(value) + " is not one of the parameter's values");
+    c.set(p.name, value);
+  }
+  for (const auto& [k, x] : v.items())
+    if (std::none_of(s.params.begin(), s.params.end(), [&](const KernelSpec::Param& p) { return p.name == k; }))
+      r.fail(path + "." + k, "not a parameter of the spec");
+  return c;
+}
+
+// The sources' text, each behind a #line naming its file, and every header they include by a
+// quoted name that resolves (their own dir, then include_dirs), for the version hash.
+void read_sources(const Reader& r, KernelSpec& s, const ojson& v, std::string* hashed, const std::vector<std::string>& incs) {
+  std::vector<std::string> files;
+  if (v.is_string()) files.push_back(r.file(v.get<std::string>(), "sources", "source"));
+  else if (v.is_array() && !v.empty())
+    for (size_t i = 0; i < v.size(); ++i)
+      files.push_back(r.file(r.str(v[i], "sources[" + std::to_string(i) + "]"), "sources[" + std::to_string(i) + "]", "source"));
+  else r.fail("sources", "expected a file name or a non-empty array of them");
+  std::set<std::string> seen;
+  std::vector<std::string> queue;
+  for (const auto& f : files) {
+    const std::string text = read_text_file(f, "kernel source");
+    s.source += "#line 1 \"" + f + "\"\n" + text + (text.empty() || text.back() == '\n' ? "" : "\n");
+    *hashed += "\n//source " + fs::path(f).filename().string() + "\n" + text;
+    queue.push_back(f);
+  }
+  s.source_name = fs::path(files.front()).filename().string();
+  while (!queue.empty()) {
+    const std::string f = queue.back();
+    queue.pop_back();
+    if (!seen.insert(f).second) continue;
+    const std::string text = read_text_file(f, "kernel source");
+    for (size_t at = 0; (at = text.find("#include", at)) != std::string::npos; ++at) {
+      const size_t q1 = text.find_first_not_of(" \t", at + 8);
+      if (q1 == std::string::npos || text[q1] != '"') continue;
+      const size_t q2 = text.find('"', q1 + 1);
+      if (q2 == std::string::npos) continue;
+      const std::string name = text.substr(q1 + 1, q2 - q1 - 1);
+      std::vector<std::string> dirs = {fs::path(f).parent_path().string()};
+      dirs.insert(dirs.end(), incs.begin(), incs.end());
+      for (const auto& d : dirs) {
+        std::error_code ec;
+        const fs::path h = (fs::path(d) / name).lexically_normal();
+        if (!fs::is_regular_file(h, ec)) continue;
+        if (!seen.count(h.string())) {
+          *hashed += "\n//header " + name + "\n" + read_text_file(h.string(), "included header");
+          queue.push_back(h.string());
+        }
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+KernelSpec parse_kernel_spec(const std::string& json, const std::string& origin, const std::string& base_dir) {
+  Reader r(origin, base_dir);
+  check_json_depth(json, origin);
+  ojson j;
+  try {
+    j = ojson::parse(json);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw UsageError(origin + ": not valid JSON: " + e.what());
+  }
+  r.known_fields(j, "", {"$schema", "ktune_kernel_spec", "name", "about", "sources", "include_dirs", "kernel", "dims", "dtypes",
+                         "params", "params_as", "dims_as", "defines", "constraints", "restrictions", "max_threads",
+                         "launch", "args", "symbols", "check", "flops", "bytes", "default", "options"});
+  KernelSpec s;
+  s.path = origin, s.dir = base_dir;
+  if (j.contains("ktune_kernel_spec") && !(j["ktune_kernel_spec"].is_number_integer() && j["ktune_kernel_spec"].get<int>() == 1))
+    r.fail("ktune_kernel_spec", "this ktune reads version 1 of the spec format");
+  if (!j.contains("name")) r.fail("name", "missing");
+  s.name = r.ident(j["name"], "name");
+  if (j.contains("about")) s.about = r.str(j["about"], "about");
+
+  if (!j.contains("dims")) r.fail("dims", "missing (the problem's named dimensions, e.g. [\"w\", \"h\"])");
+  if (!j["dims"].is_array() || j["dims"].empty()) r.fail("dims", "expected a non-empty array of names");
+  for (size_t i = 0; i < j["dims"].size(); ++i) s.dims.push_back(r.ident(j["dims"][i], "dims[" + std::to_string(i) + "]"));
+  const ojson dtypes = j.contains("dtypes") ? j["dtypes"] : ojson::array({"f32"});
+  if (!dtypes.is_array() || dtypes.empty()) r.fail("dtypes", "expected a non-empty array (f32, bf16, f16)");
+  for (size_t i = 0; i < dtypes.size(); ++i) {
+    const std::string d = r.str(dtypes[i], "dtypes[" + std::to_string(i) + "]");
+    if (d != "f32" && d != "bf16" && d != "f16") r.fail("dtypes[" + std::to_string(i) + "]", "unknown dtype '" + d + "' (known: f32, bf16, f16)");
+    s.dtypes.push_back(parse_dtype(d));
+  }
+
+  if (!j.contains("params")) r.fail("params", "missing (at least one tunable parameter)");
+  const ojson& params = j["params"];
+  if (!params.is_object() || params.empty()) r.fail("params", "expected an object of parameter -> values, at least one");
+  for (const auto& [k, v] : params.items()) {
+    if (!identifier(k)) r.fail("params." + k, "not a C identifier");
+    s.params.push_back({k, read_values(r, v, "params." + k)});
+  }
+  s.names.clear();
+  for (const auto& p : s.params) s.names.push_back(p.name);
+  for (const auto& d : s.dims) {
+    if (std::find(s.names.begin(), s.names.end(), d) != s.names.end()) r.fail("dims", "'" + d + "' is a parameter too");
+    s.names.push_back(d);
+  }
+  for (const auto& b : kSpecBuiltins) {
+    if (std::find(s.names.begin(), s.names.end(), b) != s.names.end())
+      r.fail("params", "'" + b + "' is a name ktune gives every expression (a device or problem value)");
+    s.names.push_back(b);
+  }
+  for (size_t i = 0; i < s.dims.size(); ++i)
+    if (std::count(s.dims.begin(), s.dims.end(), s.dims[i]) > 1) r.fail("dims[" + std::to_string(i) + "]", "'" + s.dims[i] + "' repeated");
+
+  auto choice = [&](const char* field, const char* a, const char* b, bool deflt) {
+    if (!j.contains(field)) return deflt;
+    const std::string v = r.str(j[field], field);
+    if (v != a && v != b) r.fail(field, "'" + v + "' is neither " + a + " nor " + b);
+    return v == a;
+  };
+  s.params_as_defines = choice("params_as", "defines", "template", true);
+  s.dims_as_defines = choice("dims_as", "defines", "args", false);
+
+  std::vector<std::string> incs;
+  if (j.contains("include_dirs")) {
+    const ojson& v = j["include_dirs"];
+    if (!v.is_array()) r.fail("include_dirs", "expected an array of directories");
+    for (size_t i = 0; i < v.size(); ++i) {
+      const std::string at = "include_dirs[" + std::to_string(i) + "]";
+      fs::path p(r.str(v[i], at));
+      if (p.is_relative()) p = fs::path(base_dir) / p;
+      std::error_code ec;
+      if (!fs::is_directory(p, ec)) r.fail(at, "'" + p.string() + "' is not a directory");
+      incs.push_back(p.lexically_normal().string());
+      s.options.push_back("--include-path=" + incs.back());
+    }
+  }
+  if (!j.contains("sources")) r.fail("sources", "missing (the .cu file(s), relative to the spec)");
+  std::string hashed = json;
+  read_sources(r, s, j["sources"], &hashed, incs);
+  if (j.contains("options")) {
+    const ojson& v = j["options"];
+    if (!v.is_array()) r.fail("options", "expected an array of NVRTC options");
+    for (size_t i = 0; i < v.size(); ++i) {
+      const std::string o = r.str(v[i], "options[" + std::to_string(i) + "]");
+      if (o.rfind("-arch", 0) == 0 || o.rfind("--gpu-architecture", 0) == 0)
+        r.fail("options[" + std::to_string(i) + "]", "the arch is the device's; ktune sets it");
+      s.options.push_back(o);
+    }
+  }
+  if (j.contains("defines")) {
+    r.known_fields(j["defines"], "defines", {});
+    for (const auto& [k, v] : j["defines"].items()) {
+      if (!identifier(k)) r.fail("defines." + k, "not a C identifier");
+      s.defines.emplace_back(k, r.expr(v, "defines." + k, s.names));
+    }
+  }
+  for (const char* field : {"constraints", "restrictions"}) {
+    if (!j.contains(field)) continue;
+    const ojson& v = j[field];
+    if (!v.is_array()) r.fail(field, "expected an array of expressions");
+    for (size_t i = 0; i < v.size(); ++i)
+      s.constraints.push_back(r.expr(v[i], std::string(field) + "[" + std::to_string(i) + "]", s.names));
+  }
+  if (j.contains("max_threads")) {
+    const double m = r.number(j["max_threads"], "max_threads");
+    if (m < 1 || m != double(int(m))) r.fail("max_threads", "expected a positive integer");
+    s.max_threads = int(m);
+  }
+  const std::string kernel = j.contains("kernel") ? r.str(j["kernel"], "kernel") : "";
+  if (!j.contains("launch")) r.fail("launch", "missing (grid and block, as expressions)");
+  s.steps = read_steps(r, s, j["launch"], "launch", kernel);
+  if (!j.contains("args")) r.fail("args", "missing (the kernel's arguments, in order)");
+  read_args(r, s, j["args"]);
+  if (std::none_of(s.args.begin(), s.args.end(), [](const SpecArg& a) { return a.checked(); }))
+    r.fail("args", "no argument is an output (intent out or inout): nothing to check or to time against");
+  if (j.contains("symbols")) read_symbols(r, s, j["symbols"]);
+  if (j.contains("default")) s.default_config = read_config(r, s, j["default"], "default");
+
+  if (!j.contains("check")) r.fail("check", "missing: a reference ({\"reference\": ...}) or an explicit {\"none\": \"why\"}");
+  const ojson& c = j["check"];
+  r.known_fields(c, "check", {"reference", "none", "atol", "rtol"});
+  if (c.contains("none") == c.contains("reference")) r.fail("check", "give exactly one of reference and none");
+  if (c.contains("none")) {
+    s.check = false;
+    s.no_check_reason = r.str(c["none"], "check.none");
+    if (s.no_check_reason.empty()) r.fail("check.none", "say why the kernel is not checked");
+  } else {
+    const ojson& ref = c["reference"];
+    r.known_fields(ref, "check.reference", {"kernel", "launch", "config"});
+    if (ref.contains("kernel") || ref.contains("launch")) {
+      if (!ref.contains("launch")) r.fail("check.reference.launch", "missing (grid and block of the reference kernel)");
+      const std::string rk = ref.contains("kernel") ? r.str(ref["kernel"], "check.reference.kernel") : kernel;
+      s.reference_steps = read_steps(r, s, ref["launch"], "check.reference.launch", rk);
+    } else {
+      if (!ref.contains("config")) r.fail("check.reference", "give a kernel and its launch, or a config of the kernel itself");
+      s.reference_steps = s.steps; // a named config of the kernel itself
+    }
+    if (ref.contains("config")) s.reference_config = read_config(r, s, ref["config"], "check.reference.config");
+    else if (!s.default_config.items().empty()) s.reference_config = s.default_config;
+    else
+      for (const auto& p : s.params) s.reference_config.set(p.name, p.values.front());
+    for (const char* t : {"atol", "rtol"}) {
+      if (!c.contains(t)) continue;
+      const double x = r.number(c[t], std::string("check.") + t);
+      if (!(x >= 0)) r.fail(std::string("check.") + t, "must be >= 0");
+      for (auto& a : s.args)
+        if (a.checked() && (std::string(t) == "atol" ? a.atol : a.rtol) < 0) (std::string(t) == "atol" ? a.atol : a.rtol) = x;
+    }
+  }
+  for (const char* field : {"flops", "bytes"}) {
+    if (!j.contains(field)) continue;
+    Expr e = r.expr(j[field], field, s.names);
+    for (size_t n : e.reads())
+      if (n < s.params.size() || n >= s.params.size() + s.dims.size() + 2)
+        r.fail(field, "'" + e.text() + "' reads " + s.names[n] + ": counts follow the problem only");
+    (std::string(field) == "flops" ? s.flops : s.bytes) = e;
+  }
+  s.version = fnv1a_hex(hashed).substr(0, 8);
+  s.op = s.name + "@" + s.version;
+  return s;
+}
+
+bool parse_elem_type(const std::string& s, ElemType* out) {
+  for (const auto& n : kTypeNames)
+    if (s == n.name) return *out = n.type, true;
+  return false;
+}
+
+} // namespace ktune

@@ -1,0 +1,135 @@
+// The parsed form of a kernel spec (include/ktune/kernel_spec.h; docs/KERNEL_SPEC.md): what the
+// spec runner (tuner/spec_op.cpp) fills, launches and checks, and what the runtime's spec
+// launcher (runtime/spec_launch.cpp) packs a call's arguments with. Built once by
+// load_kernel_spec and shared by the op's OpInfo (OpInfo::spec) and its family.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/expr.h"
+#include "ktune/config.h"
+#include "ktune/device_info.h"
+#include "ktune/family.h"
+#include "ktune/problem.h"
+
+namespace ktune {
+
+// Element types of a spec's buffers and scalars.
+enum class ElemType { f64, f32, f16, bf16, i64, i32, i16, i8, u64, u32, u16, u8 };
+const char* to_string(ElemType t);
+int elem_bytes(ElemType t);
+bool is_float(ElemType t);
+// "f32", "float32", "float", "int32", "int", ... -> ElemType; false when unknown.
+bool parse_elem_type(const std::string& s, ElemType* out);
+ElemType elem_type_of(DType d); // f32 / f16 / bf16 (tf32 is not a storage type: f32)
+// The value at element i of bytes of type t, and storing v there (rounded to nearest, saturating
+// integers).
+double load_elem(const unsigned char* bytes, size_t i, ElemType t);
+void store_elem(unsigned char* bytes, size_t i, ElemType t, double v);
+
+struct SpecFill {
+  enum Kind { random, zeros, ones, ramp, constant, from_file } kind = random;
+  double lo = -1, hi = 1, value = 0;
+  std::string file;                // as given, for messages
+  std::vector<unsigned char> data; // file: its elements (.npy payload or raw bytes)
+  ElemType file_type = ElemType::f32;
+};
+
+// count elements of type t as fill says (random ones from seed); throws UsageError when a file
+// holds fewer than count elements.
+std::vector<unsigned char> spec_fill_bytes(const SpecFill& fill, ElemType t, size_t count, uint64_t seed);
+
+struct SpecArg {
+  std::string name;
+  bool buffer = true;
+  // Buffers.
+  bool problem_dtype = false; // "dtype": the problem's dtype
+  ElemType type = ElemType::f32;
+  Expr count; // elements, over the dimensions
+  enum Intent { in, out, inout, temp } intent = in;
+  SpecFill fill;
+  double atol = -1, rtol = -1; // outputs: per-element |out - ref| <= atol + rtol |ref|; -1: the dtype's default
+  // Scalars: a value computed from the dimensions, or (no value) one the caller passes at run time.
+  Expr value;
+  double default_value = 0; // the caller's scalars: what the tuner runs with
+  ElemType scalar_type = ElemType::i32;
+
+  ElemType elem(const Problem& p) const { return problem_dtype ? elem_type_of(p.dtype) : type; }
+  bool checked() const { return buffer && (intent == out || intent == inout); }
+  bool caller_passes() const { return buffer ? intent != temp : value.empty(); }
+};
+
+// __constant__ / __device__ variables filled before every launch: from a buffer argument's data
+// (copied device to device) or with their own fill.
+struct SpecSymbol {
+  std::string name;
+  ElemType type = ElemType::f32;
+  Expr count;
+  int from_arg = -1; // index into args, or -1: fill
+  SpecFill fill;
+};
+
+struct SpecStep {
+  std::string kernel; // name expression with {NAME} placeholders
+  Expr grid[3], block[3], smem;
+  bool persistent = false;         // LaunchStep::persistent: grid x capped at the blocks resident at once
+};
+
+struct KernelSpec {
+  std::string path, dir, name, op, version, about;
+  std::string file; // the spec file's absolute path; empty for a spec given as text
+  std::string source, source_name;
+  std::vector<std::string> options; // extra NVRTC options, include paths resolved
+  std::vector<std::string> dims;
+  std::vector<DType> dtypes;
+  struct Param {
+    std::string name;
+    std::vector<int> values;
+  };
+  std::vector<Param> params;
+  bool params_as_defines = true, dims_as_defines = false;
+  std::vector<std::pair<std::string, Expr>> defines;
+  std::vector<Expr> constraints;
+  int max_threads = 0; // Kernel Tuner's max_threads: block x * y * z at most this (0: the device's limit only)
+  std::vector<SpecStep> steps;
+  std::vector<SpecArg> args;
+  std::vector<SpecSymbol> symbols;
+  // The check: reference steps run once per problem with reference_config's defines; or none.
+  bool check = true;
+  std::string no_check_reason;
+  std::vector<SpecStep> reference_steps;
+  Config reference_config;
+  Expr flops, bytes;
+  Config default_config; // empty: the first valid config
+  // Names every expression may read, in this order: params, dims, then the device and problem
+  // values kSpecBuiltins lists.
+  std::vector<std::string> names;
+
+  // names' values for config c (unset parameters 0) of problem p on device d.
+  std::vector<double> values(const Config& c, const Problem& p, const DeviceInfo& d) const;
+  // Element count of buffer argument i at p (throws UsageError naming the field when negative).
+  int64_t count_of(size_t arg, const Problem& p) const;
+  // Every temporary buffer's byte offset in the workspace (256-byte aligned), -1 for others; and
+  // the total.
+  std::vector<int64_t> temp_offsets(const Problem& p, size_t* total) const;
+  // The value of scalar argument i at p: its expression, else the problem's scalar of that name.
+  double scalar_value(size_t arg, const Problem& p) const;
+  // The launch plan of `steps` (the family's, or the reference's) for c at p on d; throws
+  // UsageError naming the field for a grid or block of 0 or past the device's limits.
+  std::vector<std::string> kernel_names(const std::vector<SpecStep>& steps, const Config& c, const Problem& p) const;
+  std::vector<std::string> compile_options(const Config& c, const Problem& p) const;
+  LaunchPlan plan(const std::vector<SpecStep>& steps, const Config& c, const Problem& p) const;
+};
+
+// Parses and checks a spec (JSON text; relative paths from base_dir) and reads its sources; throws
+// UsageError "<origin>: <field path>: <what>". Registers nothing (load_kernel_spec does).
+KernelSpec parse_kernel_spec(const std::string& json, const std::string& origin, const std::string& base_dir);
+
+// The builtins every spec expression may read besides its parameters and dimensions.
+extern const std::vector<std::string> kSpecBuiltins;
+
+// The spec of a registered op (OpInfo::spec); throws Error when op has none.
+const KernelSpec& spec_of(const std::string& op);
+
+} // namespace ktune

@@ -1,0 +1,409 @@
+// A kernel spec as an op: its KernelSpec's evaluations (values, sizes, defines, launch plans),
+// the one family and the OpInfo it registers (runner "spec"), and load_kernel_spec.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <mutex>
+#include <random>
+
+#include "core/half.h"
+#include "core/kernel_spec.h"
+#include "core/text_file.h"
+#include "ktune/error.h"
+#include "ktune/family.h"
+#include "ktune/kernel_spec.h"
+
+namespace ktune {
+
+const char* to_string(ElemType t) {
+  static const char* const names[] = {"f64", "f32", "f16", "bf16", "i64", "i32", "i16", "i8", "u64", "u32", "u16", "u8"};
+  return names[int(t)];
+}
+
+int elem_bytes(ElemType t) {
+  static const int bytes[] = {8, 4, 2, 2, 8, 4, 2, 1, 8, 4, 2, 1};
+  return bytes[int(t)];
+}
+
+bool is_float(ElemType t) { return t == ElemType::f64 || t == ElemType::f32 || t == ElemType::f16 || t == ElemType::bf16; }
+
+ElemType elem_type_of(DType d) { return d == DType::f16 ? ElemType::f16 : d == DType::bf16 ? ElemType::bf16 : ElemType::f32; }
+
+namespace {
+
+template <class T>
+T load_as(const unsigned char* b, size_t i) {
+  T v;
+  std::memcpy(&v, b + i * sizeof(T), sizeof(T));
+  return v;
+}
+template <class T>
+void store_as(unsigned char* b, size_t i, T v) {
+  std::memcpy(b + i * sizeof(T), &v, sizeof(T));
+}
+template <class T>
+T saturate(double v) {
+  const double r = std::nearbyint(v);
+  if (std::isnan(r)) return T(0);
+  if (r <= double(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
+  if (r >= double(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+  return T(r);
+}
+
+} // namespace
+
+double load_elem(const unsigned char* b, size_t i, ElemType t) {
+  switch (t) {
+    case ElemType::f64: return load_as<double>(b, i);
+    case ElemType::f32: return load_as<float>(b, i);
+    case ElemType::f16: return half::from_f16(load_as<uint16_t>(b, i));
+    case ElemType::bf16: return half::from_bf16(load_as<uint16_t>(b, i));
+    case ElemType::i64: return double(load_as<int64_t>(b, i));
+    case ElemType::i32: return load_as<int32_t>(b, i);
+    case ElemType::i16: return load_as<int16_t>(b, i);
+    case ElemType::i8: return load_as<int8_t>(b, i);
+    case ElemType::u64: return double(load_as<uint64_t>(b, i));
+    case ElemType::u32: return load_as<uint32_t>(b, i);
+    case ElemType::u16: return load_as<uint16_t>(b, i);
+    case ElemType::u8: return load_as<uint8_t>(b, i);
+  }
+  return 0;
+}
+
+void store_elem(unsigned char* b, size_t i, ElemType t, double v) {
+  switch (t) {
+    case ElemType::f64: return store_as<double>(b, i, v);
+    case ElemType::f32: return store_as<float>(b, i, float(v));
+    case ElemType::f16: return store_as<uint16_t>(b, i, half::to_f16(float(v)));
+    case ElemType::bf16: return store_as<uint16_t>(b, i, half::to_bf16(float(v)));
+    case ElemType::i64: return store_as<int64_t>(b, i, saturate<int64_t>(v));
+    case ElemType::i32: return store_as<int32_t>(b, i, saturate<int32_t>(v));
+    case ElemType::i16: return store_as<int16_t>(b, i, saturate<int16_t>(v));
+    case ElemType::i8: return store_as<int8_t>(b, i, saturate<int8_t>(v));
+    case ElemType::u64: return store_as<uint64_t>(b, i, saturate<uint64_t>(v));
+    case ElemType::u32: return store_as<uint32_t>(b, i, saturate<uint32_t>(v));
+    case ElemType::u16: return store_as<uint16_t>(b, i, saturate<uint16_t>(v));
+    case ElemType::u8: return store_as<uint8_t>(b, i, saturate<uint8_t>(v));
+  }
+}
+
+std::vector<unsigned char> spec_fill_bytes(const SpecFill& f, ElemType t, size_t count, uint64_t seed) {
+  std::vector<unsigned char> out(count * size_t(elem_bytes(t)));
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(f.lo, f.hi);
+  const size_t have = f.data.size() / size_t(elem_bytes(f.file_type));
+  if (f.kind == SpecFill::from_file && have < count)
+    throw UsageError("fill file '" + f.file + "' holds " + std::to_string(have) + " elements, " + std::to_string(count) +
+                     " are needed");
+  for (size_t i = 0; i < count; ++i) {
+    double v = 0;
+    switch (f.kind) {
+      case SpecFill::random: v = is_float(t) ? u(rng) : std::floor(u(rng)); break;
+      case SpecFill::zeros: v = 0; break;
+      case SpecFill::ones: v = 1; break;
+      case SpecFill::ramp: v = double(i); break;
+      case SpecFill::constant: v = f.value; break;
+      case SpecFill::from_file: v = load_elem(f.data.data(), i, f.file_type); break;
+    }
+    store_elem(out.data(), i, t, v);
+  }
+  return out;
+}
+
+std::vector<double> KernelSpec::values(const Config& c, const Problem& p, const DeviceInfo& d) const {
+  std::vector<double> v;
+  v.reserve(names.size());
+  for (const auto& prm : params) v.push_back(c.has(prm.name) ? c[prm.name] : 0);
+  for (size_t i = 0; i < dims.size(); ++i) v.push_back(i < p.dims.size() ? double(p.dims[i]) : 0);
+  // kSpecBuiltins' order
+  v.push_back(p.align);
+  v.push_back(element_bytes(p.dtype));
+  v.push_back(d.max_threads_per_block);
+  v.push_back(d.max_smem_per_block_optin);
+  v.push_back(d.sm_count);
+  v.push_back(d.max_regs_per_block);
+  v.push_back(d.arch.empty() ? 0 : d.arch_number());
+  return v;
+}
+
+namespace {
+// Problem-only expressions (sizes, scalar values, counts) read no device value: any device does.
+const DeviceInfo& no_device() {
+  static const DeviceInfo d;
+  return d;
+}
+} // namespace
+
+int64_t KernelSpec::count_of(size_t arg, const Problem& p) const {
+  const SpecArg& a = args.at(arg);
+  return a.count.eval_integer(values(Config(), p, no_device()), 0, double(int64_t(1) << 50), "elements at " + p.key());
+}
+
+std::vector<int64_t> KernelSpec::temp_offsets(const Problem& p, size_t* total) const {
+  std::vector<int64_t> off(args.size(), -1);
+  size_t at = 0;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!args[i].buffer || args[i].intent != SpecArg::temp) continue;
+    off[i] = int64_t(at);
+    at += (size_t(count_of(i, p)) * size_t(elem_bytes(args[i].elem(p))) + 255) / 256 * 256;
+  }
+  if (total) *total = at;
+  return off;
+}
+
+double KernelSpec::scalar_value(size_t arg, const Problem& p) const {
+  const SpecArg& a = args.at(arg);
+  if (!a.value.empty()) return a.value.eval(values(Config(), p, no_device()));
+  return p.scalar(a.name);
+}
+
+namespace {
+
+std::string number_text(double v) {
+  if (v == std::floor(v) && std::abs(v) < 9.0e15) return std::to_string(static_cast<long long>(v));
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+const char* c_type(DType d) { return d == DType::bf16 ? "__nv_bfloat16" : d == DType::f16 ? "__half" : "float"; }
+
+} // namespace
+
+std::vector<std::string> KernelSpec::kernel_names(const std::vector<SpecStep>& st, const Config& c, const Problem& p) const {
+  std::vector<std::string> out;
+  for (const auto& s : st) {
+    std::string n;
+    for (size_t i = 0; i < s.kernel.size();) {
+      if (s.kernel[i] != '{') {
+        n += s.kernel[i++];
+        continue;
+      }
+      const size_t close = s.kernel.find('}', i);
+      const std::string key = close == std::string::npos ? "" : s.kernel.substr(i + 1, close - i - 1);
+      if (key == "dtype") {
+        n += c_type(p.dtype);
+      } else {
+        const auto it = std::find(names.begin(), names.end(), key);
+        if (it == names.end() || size_t(it - names.begin()) >= params.size() + dims.size())
+          throw UsageError(path + ": kernel '" + s.kernel + "': {" + key + "} is not a parameter, a dimension or {dtype}");
+        const size_t k = size_t(it - names.begin());
+        n += k < params.size() ? std::to_string(c[key]) : std::to_string(p.dims.at(k - params.size()));
+      }
+      i = close + 1;
+    }
+    out.push_back(n);
+  }
+  return out;
+}
+
+std::vector<std::string> KernelSpec::compile_options(const Config& c, const Problem& p) const {
+  std::vector<std::string> o;
+  if (params_as_defines)
+    for (const auto& [k, v] : c.items()) o.push_back("-D" + k + "=" + std::to_string(v));
+  if (dims_as_defines)
+    for (size_t i = 0; i < dims.size(); ++i) o.push_back("-D" + dims[i] + "=" + std::to_string(p.dims.at(i)));
+  if (!defines.empty()) {
+    const std::vector<double> v = values(c, p, no_device());
+    for (const auto& [k, e] : defines) o.push_back("-D" + k + "=" + number_text(e.eval(v)));
+  }
+  o.push_back(std::string("-DKTUNE_DTYPE=") + c_type(p.dtype));
+  o.insert(o.end(), options.begin(), options.end());
+  // The toolkit's headers (cuda_fp16.h, cuda_bf16.h, cooperative_groups.h), which NVRTC finds only
+  // on a path: user kernels include them as they would under nvcc.
+  static const std::string toolkit = [] {
+    for (const char* env : {"CUDA_HOME", "CUDA_PATH"})
+      if (const char* v = std::getenv(env); v && *v && std::filesystem::exists(std::string(v) + "/include/cuda_bf16.h"))
+        return std::string(v) + "/include";
+    return std::filesystem::exists("/usr/local/cuda/include/cuda_bf16.h") ? std::string("/usr/local/cuda/include") : "";
+  }();
+  if (!toolkit.empty()) o.push_back("--include-path=" + toolkit);
+  return o;
+}
+
+LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, const Problem& p) const {
+  const std::vector<double> v = values(c, p, no_device());
+  LaunchPlan plan;
+  for (size_t i = 0; i < st.size(); ++i) {
+    LaunchStep s;
+    s.kernel = int(i);
+    const std::string at = " (config " + c.to_json() + ", " + p.key() + ")";
+    for (int d = 0; d < 3; ++d) {
+      s.grid[d] = unsigned(st[i].grid[d].eval_integer(v, 1, d == 0 ? 2147483647.0 : 65535.0, "grid" + at));
+      s.block[d] = unsigned(st[i].block[d].eval_integer(v, 1, 1024, "threads" + at));
+    }
+    s.dynamic_smem = unsigned(st[i].smem.eval_integer(v, 0, 4.0e9, "bytes of dynamic shared memory" + at));
+    s.persistent = st[i].persistent;
+    plan.steps.push_back(s);
+  }
+  temp_offsets(p, &plan.workspace_bytes);
+  return plan;
+}
+
+namespace {
+
+std::vector<std::string> param_reads(const KernelSpec& s, const std::vector<const Expr*>& es) {
+  std::vector<std::string> r;
+  for (const Expr* e : es)
+    for (size_t i : e->reads())
+      if (i < s.params.size() && std::find(r.begin(), r.end(), s.names[i]) == r.end()) r.push_back(s.names[i]);
+  // Family::restrict wants them declared, in any order; depth is the last one
+  return r;
+}
+
+Family spec_family(const std::shared_ptr<const KernelSpec>& sp) {
+  const KernelSpec& s = *sp;
+  Family f(s.op, s.source_name);
+  f.op(s.op).dtypes(s.dtypes).source_text(s.source).describe(s.about.empty() ? "a user's kernel from " + s.path : s.about);
+  for (const auto& p : s.params) f.param(p.name, p.values);
+  for (const Expr& e : s.constraints)
+    f.restrict(e.where() + ": " + e.text(), param_reads(s, {&e}), [sp, e](const Config& c, const Problem& p, const DeviceInfo& d) {
+      return e.eval(sp->values(c, p, d)) != 0;
+    });
+  for (size_t i = 0; i < s.steps.size(); ++i) {
+    const SpecStep& st = s.steps[i];
+    const std::string step = s.steps.size() > 1 ? "launch[" + std::to_string(i) + "]" : "launch";
+    f.restrict(step + ": threads a block (block x * y * z) within the device's limit" +
+                   (s.max_threads ? " and max_threads " + std::to_string(s.max_threads) : std::string()),
+               param_reads(s, {&st.block[0], &st.block[1], &st.block[2]}),
+               [sp, i](const Config& c, const Problem& p, const DeviceInfo& d) {
+                 const std::vector<double> v = sp->values(c, p, d);
+                 const SpecStep& t = sp->steps[i];
+                 const double n = t.block[0].eval(v) * t.block[1].eval(v) * t.block[2].eval(v);
+                 return n >= 1 && n <= d.max_threads_per_block && (!sp->max_threads || n <= sp->max_threads);
+               });
+    f.restrict(step + ": dynamic shared memory within the device's opt-in limit", param_reads(s, {&st.smem}),
+               [sp, i](const Config& c, const Problem& p, const DeviceInfo& d) {
+                 return sp->steps[i].smem.eval(sp->values(c, p, d)) <= d.max_smem_per_block_optin;
+               });
+    f.restrict(step + ": a grid of 1 to 2^31-1 blocks along x, 1 to 65535 along y and z",
+               param_reads(s, {&st.grid[0], &st.grid[1], &st.grid[2]}),
+               [sp, i](const Config& c, const Problem& p, const DeviceInfo& d) {
+                 const std::vector<double> v = sp->values(c, p, d);
+                 const SpecStep& t = sp->steps[i];
+                 const double x = t.grid[0].eval(v), y = t.grid[1].eval(v), z = t.grid[2].eval(v);
+                 return x >= 1 && x <= 2147483647.0 && y >= 1 && y <= 65535 && z >= 1 && z <= 65535;
+               });
+  }
+  f.kernels([sp](const Config& c, const Problem& p) { return sp->kernel_names(sp->steps, c, p); });
+  f.launch([sp](const Config& c, const Problem& p) { return sp->plan(sp->steps, c, p); });
+  f.options([sp](const Config& c, const Problem& p) { return sp->compile_options(c, p); });
+  // The spec's default where it is valid, else the first valid config in declaration order.
+  const Family bare = f;
+  f.defaults([sp, bare](const Problem& p, const DeviceInfo& d) {
+    if (!sp->default_config.items().empty() && bare.valid(sp->default_config, p, d)) return sp->default_config;
+    Config first;
+    bare.enumerate(p, d, [&](const Config& c) { return first = c, false; });
+    if (first.items().empty()) throw UsageError(sp->path + ": no config of the spec is valid for " + p.key() + " on " + d.arch);
+    return first;
+  });
+  return f;
+}
+
+OpInfo spec_op_info(const std::shared_ptr<const KernelSpec>& sp) {
+  const KernelSpec& s = *sp;
+  OpInfo o;
+  o.name = s.op;
+  o.about = (s.about.empty() ? "user kernel " + s.name : s.about) + " (spec " + s.path + ", version " + s.version + ")";
+  o.dims = s.dims;
+  for (const auto& a : s.args)
+    if (!a.buffer && a.value.empty()) o.scalars.emplace_back(a.name, a.default_value);
+  o.min_ld = [](const std::vector<int64_t>&, const std::string&) { return std::vector<int64_t>{}; };
+  o.validate = [sp](const Problem& p) {
+    for (size_t i = 0; i < p.dims.size(); ++i)
+      if (p.dims[i] < 1) throw UsageError("invalid " + sp->name + " problem " + p.key() + ": " + sp->dims[i] + " must be >= 1");
+    if (std::find(sp->dtypes.begin(), sp->dtypes.end(), p.dtype) == sp->dtypes.end())
+      throw UsageError("invalid " + sp->name + " problem " + p.key() + ": the spec takes dtypes " + [&] {
+        std::string l;
+        for (DType d : sp->dtypes) l += (l.empty() ? "" : ", ") + std::string(to_string(d));
+        return l;
+      }());
+    for (size_t i = 0; i < sp->args.size(); ++i)
+      if (sp->args[i].buffer) sp->count_of(i, p); // a negative or absurd size names its field
+  };
+  const std::vector<double> none;
+  o.flops = [sp](const Problem& p) {
+    return sp->flops.empty() ? 0.0 : sp->flops.eval(sp->values(Config(), p, DeviceInfo()));
+  };
+  o.min_bytes = [sp](const Problem& p) {
+    if (!sp->bytes.empty()) return sp->bytes.eval(sp->values(Config(), p, DeviceInfo()));
+    double b = 0;
+    for (size_t i = 0; i < sp->args.size(); ++i)
+      if (sp->args[i].buffer && sp->args[i].intent != SpecArg::temp)
+        b += double(sp->count_of(i, p)) * elem_bytes(sp->args[i].elem(p)) * (sp->args[i].intent == SpecArg::inout ? 2 : 1);
+    return b;
+  };
+  o.runner = "spec";
+  for (size_t i = 0; i < s.args.size(); ++i) {
+    const SpecArg& a = s.args[i];
+    if (!a.buffer || a.intent == SpecArg::temp) continue;
+    o.operands.emplace_back(a.name, a.intent == SpecArg::out, [sp, i](const Problem& p) { return sp->count_of(i, p); },
+                            a.fill.lo, a.fill.hi);
+    if (!a.problem_dtype) o.operands.back().elem_bytes = elem_bytes(a.type);
+  }
+  o.families = [sp] { return std::vector<Family>{spec_family(sp)}; };
+  o.spec = sp;
+  return o;
+}
+
+std::string register_spec(KernelSpec parsed) {
+  static std::mutex m;
+  std::lock_guard<std::mutex> lk(m);
+  for (const auto& o : ops())
+    if (o.name == parsed.op) return o.name; // the same spec and sources: already served
+  auto sp = std::make_shared<const KernelSpec>(std::move(parsed));
+  // Find now what a first use would find wrong, while the spec is being loaded: the name
+  // expressions' placeholders, and for a probe problem (every dimension 4096, sm_90's limits) the
+  // first valid config's path through the constraints (a division by zero on it), its launch
+  // plan (a grid of 0) and names.
+  Config first;
+  for (const auto& p : sp->params) first.set(p.name, p.values.front());
+  OpInfo info = spec_op_info(sp);
+  Problem probe;
+  probe.op = sp->op;
+  probe.dims.assign(sp->dims.size(), 4096);
+  probe.dtype = sp->dtypes.front();
+  sp->kernel_names(sp->steps, first, probe);
+  if (sp->check) sp->kernel_names(sp->reference_steps, sp->reference_config, probe);
+  const Family f = info.families().front();
+  const DeviceInfo d = DeviceInfo::nominal("sm_90");
+  Config valid;
+  f.enumerate(probe, d, [&](const Config& c) { return valid = c, false; });
+  if (!valid.items().empty()) sp->plan(sp->steps, valid, probe), sp->kernel_names(sp->steps, valid, probe);
+  return register_op(std::move(info)).name;
+}
+
+} // namespace
+
+std::string load_kernel_spec(const std::string& path) {
+  const std::string text = read_text_file(path, "kernel spec");
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  KernelSpec s = parse_kernel_spec(text, path, dir.empty() ? "." : dir);
+  s.file = std::filesystem::absolute(path).lexically_normal().string();
+  return register_spec(std::move(s));
+}
+
+std::string spec_path(const std::string& op) {
+  const std::string& f = spec_of(op).file;
+  if (f.empty()) throw UsageError("op " + op + " was loaded from JSON text, not a file: no other process can load it");
+  return f;
+}
+
+std::string load_kernel_spec_text(const std::string& json, const std::string& origin, const std::string& base_dir) {
+  return register_spec(parse_kernel_spec(json, origin, base_dir.empty() ? "." : base_dir));
+}
+
+std::string spec_base_name(const std::string& op) {
+  const size_t at = op.find('@');
+  return at == std::string::npos ? op : op.substr(0, at);
+}
+
+const KernelSpec& spec_of(const std::string& op) {
+  const OpInfo& o = op_info(op);
+  if (!o.spec) throw Error("op " + op + " is not a user's kernel (it has no spec)");
+  return *o.spec;
+}
+
+} // namespace ktune

@@ -1,0 +1,87 @@
+"""User kernel specs against Kernel Tuner's own semantics, without a GPU: for each example spec in
+examples/kernels/, the number of valid configs `ktune space --count` gives equals what Kernel
+Tuner's search space (kernel_tuner.searchspace.Searchspace, its brute-force builder) counts for the
+same tune_params, restrictions and max_threads. kernel_tuner is a test-only dependency
+(tools/test.sh installs it)."""
+import json
+import os
+import re
+import subprocess
+from collections import OrderedDict
+
+import pytest
+
+from conftest import REPO
+
+EXAMPLES = {
+    # name: (problem shape, values of the names a restriction may read besides the parameters)
+    "transpose": ("2048x4096", {"rows": 2048, "cols": 4096, "align": 16}),
+    "reduction": ("16777216", {"n": 16777216, "align": 16}),
+    "conv2d": ("4096x4096", {"w": 4096, "h": 4096, "align": 16}),
+    "bias_gelu": ("4096x4096", {"rows": 4096, "cols": 4096, "align": 16}),
+}
+
+
+def ktune_binary():
+    return os.environ.get("KTUNE_BIN", os.path.join(REPO, "build", "ktune"))
+
+
+def spec_path(name):
+    return os.path.join(REPO, "examples", "kernels", name, name + ".json")
+
+
+def kernel_tuner_count(spec, known):
+    from kernel_tuner.searchspace import Searchspace
+
+    tune_params = OrderedDict((k, list(v)) for k, v in spec["params"].items())
+    restrictions = []
+    for r in spec.get("restrictions", []) + spec.get("constraints", []):
+        # Kernel Tuner's restrictions see the parameters only: the problem's values go in as numbers.
+        for name, value in known.items():
+            r = re.sub(r"\b%s\b" % name, str(value), r)
+        restrictions.append(r)
+    space = Searchspace(tune_params, restrictions, spec.get("max_threads", 1024), framework="PythonConstraint",
+                        solver_method="PC_BacktrackingSolver")
+    return space.size
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_valid_config_count_matches_kernel_tuners_search_space(name):
+    import kernel_tuner  # noqa: F401  required, not optional: tools/test.sh installs it
+
+    shape, known = EXAMPLES[name]
+    with open(spec_path(name)) as f:
+        spec = json.load(f)
+    out = subprocess.run([ktune_binary(), "space", "--count", "--kernel", spec_path(name), "--problem", shape],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    ours = int(out.stdout.strip())
+    theirs = kernel_tuner_count(spec, known)
+    assert ours == theirs, f"{name}: ktune counts {ours} valid configs, Kernel Tuner {theirs}"
+    assert ours > 1
+
+
+def test_inline_spec_with_kernel_tuners_names_loads_as_a_file_spec_does(tmp_path):
+    import ktune
+
+    source = "template <int B> __global__ void scale(const float* x, float* y, int n) {\n" \
+             "  int i = blockIdx.x * B + threadIdx.x; if (i < n) y[i] = 2 * x[i]; }\n"
+    spec = {
+        "name": "inline_scale", "source_text": source, "kernel": "scale<{block_size_x}>", "params_as": "template",
+        "dims": ["n"], "tune_params": {"block_size_x": [32, 64, 128, 256]},
+        "restrictions": ["block_size_x >= 64 and block_size_x % 64 == 0"],
+        "launch": {"grid": ["ceil_div(n, block_size_x)"], "block": ["block_size_x"]},
+        "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n"},
+                 {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"},
+                 {"name": "n", "kind": "scalar", "dtype": "i32", "value": "n"}],
+        "check": {"none": "a doubling needs no reference in this test"},
+    }
+    k = ktune.Kernel(spec)
+    assert k.op.startswith("inline_scale@")
+    assert k.dims == ["n"]
+    assert [a["name"] for a in k.info["args"]] == ["x", "y"], "n is computed, not passed"
+    assert ktune.Kernel(spec).op == k.op, "the same inline spec is the same op"
+    out = subprocess.run([ktune_binary(), "space", "--count", "--kernel", k.path, "--problem", "1000"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert int(out.stdout) == len([b for b in spec["tune_params"]["block_size_x"] if b >= 64 and b % 64 == 0])

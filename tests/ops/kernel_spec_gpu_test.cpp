@@ -1,0 +1,243 @@
+// User kernel specs on a GPU: the spec runner rejects planted wrong kernels (a missed element, a
+// write past the end, a write into an input, an error beyond the tolerance, symbols not filled)
+// and passes the right one; each example in examples/kernels/ is tuned by `ktune tune` (the real
+// worker process), answered exactly by query, and served through the runtime (exact and first
+// use) and ktune::Kernel::launch and the C API; a changed source is tuned afresh.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/kernel_spec.h"
+#include "gpu_env.h"
+#include "ktune/compiler.h"
+#include "ktune/family.h"
+#include "ktune/kernel_spec.h"
+#include "ktune/ktune.h"
+#include "ktune/runtime.h"
+#include "runtime/cuda_check.h"
+#include "runtime/driver.h"
+#include "runtime/module.h"
+#include "test_paths.h"
+#include "tuner/op_runner.h"
+
+using namespace ktune;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string example(const std::string& name) {
+  return std::string(KTUNE_SOURCE_DIR) + "/examples/kernels/" + name + "/" + name + ".json";
+}
+
+struct TempDir {
+  fs::path path;
+  explicit TempDir(const std::string& tag) : path(fs::temp_directory_path() / ("ktune_" + tag + "_" + std::to_string(::getpid()))) {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string file(const std::string& name) const { return (path / name).string(); }
+};
+
+// A kernel whose FAULT parameter plants one mistake (0: none). Its spec checks it against
+// scale_ref; d_a is a __constant__ copy of the one-element buffer `a` (FAULT 0 passing shows it
+// was filled).
+constexpr const char* kPlantedSource = R"CUDA(
+__constant__ float d_a[1];
+template <int FAULT>
+__global__ void planted(const float* x, const float* a, float* y, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  const int last = FAULT == 1 ? n - 1 : FAULT == 2 ? n + 1 : n;
+  if (i >= last) return;
+  float v = d_a[0] * x[i];
+  if (FAULT == 4 && i == 7) v *= 1.001f;
+  if (FAULT == 5) v = x[i]; // the scale ignored
+  y[i] = v;
+  if (FAULT == 3 && i == 0) const_cast<float*>(x)[0] = 0;
+}
+__global__ void scale_ref(const float* x, const float* a, float* y, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a[0] * x[i];
+}
+)CUDA";
+
+constexpr const char* kPlantedSpec = R"JSON({
+  "name": "planted", "sources": ["planted.cu"], "kernel": "planted<{FAULT}>", "params_as": "template",
+  "dims": ["n"], "params": {"FAULT": [0, 1, 2, 3, 4, 5]},
+  "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]},
+  "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n"},
+           {"name": "a", "kind": "buffer", "dtype": "f32", "count": 1, "fill": {"random": [0.5, 2]}},
+           {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out", "rtol": 1e-6, "atol": 0},
+           {"name": "n", "kind": "scalar", "dtype": "i32", "value": "n"}],
+  "symbols": [{"name": "d_a", "from": "a"}],
+  "check": {"reference": {"kernel": "scale_ref", "launch": {"grid": ["ceil_div(n, 256)"], "block": [256]}}}
+})JSON";
+
+} // namespace
+
+TEST(KernelSpecGpu, PlantedWrongKernelsAreRejectedAndTheRightOnePasses) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  TempDir dir("spec_planted");
+  std::ofstream(dir.file("planted.cu")) << kPlantedSource;
+  std::ofstream(dir.file("planted.json")) << kPlantedSpec;
+  const std::string op = load_kernel_spec(dir.file("planted.json"));
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  auto runner = make_op_runner(op, compiler, *d);
+  const Family f = find_family(op);
+  const Problem p = Problem::parse(op, "100003");
+  auto check = [&](int fault) {
+    const Config c{{"FAULT", fault}};
+    const auto k = compiler.compile(compile_request(f, c, p, d->arch));
+    Module m(k->cubin, k->lowered_names, "planted");
+    const LaunchPlan plan = f.launch_plan(c, p);
+    return check_as_served_and_timed(*runner, p, 5, Numerics::standard, [&](CUstream s) { runner->launch(m, plan, s); });
+  };
+  const VerifyResult ok = check(0);
+  EXPECT_TRUE(ok.pass) << ok.summary();
+  EXPECT_NE(ok.conditions.find("as timed"), std::string::npos) << "both checks ran: " << ok.summary();
+  const VerifyResult skips = check(1);
+  EXPECT_FALSE(skips.pass);
+  EXPECT_EQ(skips.nonfinite, 1u) << skips.summary();
+  const VerifyResult past = check(2);
+  EXPECT_FALSE(past.pass);
+  EXPECT_GT(past.guard_writes, 0u) << past.summary();
+  const VerifyResult into = check(3);
+  EXPECT_FALSE(into.pass);
+  EXPECT_GT(into.input_writes, 0u) << into.summary();
+  const VerifyResult off = check(4);
+  EXPECT_FALSE(off.pass) << "one element 1e-3 off, rtol 1e-6";
+  EXPECT_EQ(off.violations, 1u) << off.summary();
+  EXPECT_EQ(off.worst_index, 7) << off.summary();
+  const VerifyResult unscaled = check(5);
+  EXPECT_FALSE(unscaled.pass);
+  EXPECT_GT(unscaled.violations, 100000u) << unscaled.summary();
+}
+
+// Every example: tuned by the CLI, answered exactly, served by the runtime.
+TEST(KernelSpecGpu, ExamplesAreTunedVerifiedAndServed) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  TempDir dir("spec_examples");
+  const std::string db = dir.file("k.db");
+  struct Ex {
+    const char* name;
+    const char* shape;      // tuned
+    const char* untuned;    // served by first use
+    DType dtype;
+  };
+  const Ex examples[] = {{"transpose", "2048x4096", "1000x3000", DType::f32},
+                         {"reduction", "16777216", "1000003", DType::f32},
+                         {"conv2d", "2048x2048", "1000x700", DType::f32},
+                         {"bias_gelu", "4096x4096", "300x1024", DType::bf16}};
+  for (const Ex& e : examples) {
+    const auto tuned = ktune::testing::run_ktune("tune --kernel " + example(e.name) + " --problem " + e.shape + " --db " + db +
+                                                 " --strategy model --budget-evals 12");
+    ASSERT_EQ(tuned.status, 0) << tuned.out;
+    std::cout << tuned.out;
+    const auto query = ktune::testing::run_ktune("query --kernel " + example(e.name) + " --problem " + e.shape + " --db " + db);
+    EXPECT_EQ(query.status, 0) << query.out;
+    EXPECT_NE(query.out.find("exact"), std::string::npos) << query.out;
+  }
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  RuntimeOptions o;
+  o.db_path = db;
+  Runtime rt(o);
+  uint64_t seed = 70;
+  for (const Ex& e : examples) {
+    const Kernel k = rt.kernel(example(e.name));
+    auto runner = make_op_runner(k.op(), compiler, *d);
+    for (const char* shape : {e.shape, e.untuned}) {
+      const Problem p = Problem::parse(k.op(), shape, "", e.dtype);
+      const Selection s = rt.best_config(p);
+      for (Conditions c : {Conditions::as_served, Conditions::as_timed}) {
+        runner->prepare(p, ++seed, c);
+        runner->run_runtime(rt, nullptr);
+        const VerifyResult v = runner->verify(nullptr);
+        EXPECT_TRUE(v.pass) << p.key() << " " << to_string(c) << " (" << to_string(s.provenance) << "): " << v.summary();
+      }
+      if (shape == e.shape) EXPECT_EQ(s.provenance, Provenance::exact) << p.key() << ": " << s.why;
+      std::cout << "[ ktune    ] " << p.key() << ": " << to_string(s.provenance) << " " << s.config.to_json() << " (" << s.why
+                << ")\n";
+    }
+  }
+}
+
+// ktune::Kernel::launch and the C API on the transpose, compared element for element.
+TEST(KernelSpecGpu, KernelLaunchAndTheCApiTransposeExactly) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  TempDir dir("spec_launch");
+  CudaContext ctx(d->ordinal);
+  const int rows = 777, cols = 1234;
+  std::vector<float> in(size_t(rows) * cols), out(in.size(), -1.0f);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = float(i % 1000) - 500.0f;
+  DeviceBuffer din(in.size() * 4, "in"), dout(in.size() * 4, "out");
+  check_cu(driver().cuMemcpyHtoD(din.ptr(), in.data(), in.size() * 4), "cuMemcpyHtoD", "in");
+  auto wrong = [&] {
+    check_cu(driver().cuMemcpyDtoH(out.data(), dout.ptr(), out.size() * 4), "cuMemcpyDtoH", "out");
+    long long n = 0;
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < cols; ++c) n += out[size_t(c) * rows + r] != in[size_t(r) * cols + c];
+    return n;
+  };
+  RuntimeOptions o;
+  o.db_path = dir.file("none.db");
+  Runtime rt(o);
+  const Kernel k = rt.kernel(example("transpose"));
+  k.launch({rows, cols}, {din.as<void>(), dout.as<void>()});
+  check_cu(driver().cuCtxSynchronize(), "cuCtxSynchronize", "transpose");
+  EXPECT_EQ(wrong(), 0);
+  EXPECT_THROW(k.launch({rows, cols}, {din.as<void>()}), UsageError) << "two arguments";
+  EXPECT_THROW(k.launch({rows}, {din.as<void>(), dout.as<void>()}), UsageError) << "two dimensions";
+
+  ktune_handle_t h = nullptr;
+  ASSERT_EQ(ktune_create(&h, dir.file("none.db").c_str()), KTUNE_SUCCESS) << ktune_last_error();
+  char op[64];
+  ASSERT_EQ(ktune_kernel_load(h, example("transpose").c_str(), op, sizeof op), KTUNE_SUCCESS) << ktune_last_error();
+  EXPECT_EQ(std::string(op), k.op());
+  check_cu(driver().cuMemsetD8Async(dout.ptr(), 0, out.size() * 4, nullptr), "cuMemsetD8Async", "out");
+  const long long dims[] = {rows, cols};
+  const void* args[] = {din.as<void>(), dout.as<void>()};
+  ASSERT_EQ(ktune_kernel_launch(h, op, KTUNE_R_32F, dims, 2, args, 2, nullptr), KTUNE_SUCCESS) << ktune_last_error();
+  check_cu(driver().cuCtxSynchronize(), "cuCtxSynchronize", "transpose (C API)");
+  EXPECT_EQ(wrong(), 0);
+  EXPECT_EQ(ktune_kernel_launch(h, op, KTUNE_R_32F, dims, 2, args, 1, nullptr), KTUNE_INVALID_VALUE);
+  EXPECT_NE(std::string(ktune_last_error()).find("the spec takes 2"), std::string::npos) << ktune_last_error();
+  EXPECT_EQ(ktune_kernel_load(h, dir.file("missing.json").c_str(), op, sizeof op), KTUNE_INVALID_VALUE);
+  EXPECT_EQ(ktune_destroy(h), KTUNE_SUCCESS);
+}
+
+// A changed source is another op: the next tune tunes it, and query says the old results are not used.
+TEST(KernelSpecGpu, AChangedSourceIsTunedAfreshAndItsOldResultsAreNotServed) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  TempDir dir("spec_changed");
+  for (const char* f : {"transpose.cu", "transpose.json"})
+    fs::copy_file(std::string(KTUNE_SOURCE_DIR) + "/examples/kernels/transpose/" + f, dir.file(f));
+  const std::string spec = dir.file("transpose.json"), db = dir.file("k.db");
+  const std::string tune = "tune --kernel " + spec + " --problem 1024x1024 --db " + db + " --budget-evals 4";
+  const auto first = ktune::testing::run_ktune(tune);
+  ASSERT_EQ(first.status, 0) << first.out;
+  std::ofstream(dir.file("transpose.cu"), std::ios::app) << "\n// changed\n";
+  const auto before = ktune::testing::run_ktune("query --kernel " + spec + " --problem 1024x1024 --db " + db);
+  EXPECT_EQ(before.status, 0) << before.out;
+  EXPECT_EQ(before.out.find("exact"), std::string::npos) << "the old version's entry must not serve: " << before.out;
+  EXPECT_NE(before.out.find("not used"), std::string::npos) << before.out;
+  const auto second = ktune::testing::run_ktune(tune);
+  ASSERT_EQ(second.status, 0) << second.out;
+  EXPECT_EQ(second.out.find("reused"), std::string::npos) << "nothing of the old version is reused: " << second.out;
+  const auto after = ktune::testing::run_ktune("query --kernel " + spec + " --problem 1024x1024 --db " + db);
+  EXPECT_NE(after.out.find("exact"), std::string::npos) << after.out;
+}

@@ -1,0 +1,321 @@
+// User kernel specs without a GPU: the examples load, count and compile; expressions follow
+// Kernel Tuner's (Python) rules; every malformed spec is refused with its field named; a changed
+// source is another op; a spec's arguments pack in its order and types; fills are as declared.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include "core/expr.h"
+#include "core/kernel_spec.h"
+#include "ktune/compiler.h"
+#include "ktune/error.h"
+#include "ktune/family.h"
+#include "ktune/kernel_spec.h"
+#include "runtime/buffers_launch.h"
+#include "test_paths.h"
+
+namespace ktune {
+namespace {
+
+namespace fs = std::filesystem;
+using ojson = nlohmann::ordered_json;
+
+std::string example(const std::string& name) {
+  return std::string(KTUNE_SOURCE_DIR) + "/examples/kernels/" + name + "/" + name + ".json";
+}
+
+struct Example {
+  const char* name;
+  const char* shape;
+  DType dtype;
+};
+const Example kExamples[] = {{"transpose", "1000x3000", DType::f32},
+                             {"reduction", "1000003", DType::f32},
+                             {"conv2d", "1024x1000", DType::f32},
+                             {"bias_gelu", "777x4096", DType::bf16}};
+
+TEST(KernelSpec, ExamplesLoadAndTheirDefaultsCompileWithNvrtc) {
+  Compiler compiler(2);
+  for (const auto& e : kExamples) {
+    SCOPED_TRACE(e.name);
+    const std::string op = load_kernel_spec(example(e.name));
+    EXPECT_EQ(op.substr(0, op.find('@')), e.name);
+    EXPECT_EQ(op.size(), std::string(e.name).size() + 9) << "name@ and 8 hex digits of the version";
+    EXPECT_EQ(load_kernel_spec(example(e.name)), op) << "an unchanged spec loads as the same op";
+    EXPECT_EQ(spec_base_name(op), e.name);
+    const Family f = find_family(op);
+    const Problem p = Problem::parse(op, e.shape, "", e.dtype);
+    const DeviceInfo d = DeviceInfo::nominal("sm_90");
+    EXPECT_GT(f.count(p, d), 10u);
+    const Config c = f.default_config(p, d);
+    EXPECT_TRUE(f.valid(c, p, d)) << c.to_json();
+    const auto k = compiler.compile(compile_request(f, c, p, "sm_90"));
+    EXPECT_FALSE(k->cubin.empty());
+    EXPECT_EQ(k->lowered_names.size(), f.launch_plan(c, p).steps.size());
+    // The reference compiles too, with its own config's defines.
+    const KernelSpec& s = spec_of(op);
+    ASSERT_TRUE(s.check);
+    CompileRequest ref;
+    ref.source = s.source, ref.source_name = s.source_name, ref.arch = "sm_90", ref.context = "reference";
+    ref.name_expressions = s.kernel_names(s.reference_steps, s.reference_config, p);
+    ref.options = s.compile_options(s.reference_config, p);
+    EXPECT_FALSE(compiler.compile(ref)->cubin.empty());
+  }
+}
+
+TEST(KernelSpec, ExpressionsFollowKernelTunersPythonRules) {
+  const std::vector<std::string> names = {"a", "b"};
+  auto eval = [&](const std::string& e, double a, double b) { return Expr(e, names, "t").eval({a, b}); };
+  EXPECT_EQ(eval("a // b", 7, 2), 3);
+  EXPECT_EQ(eval("a // b", -7, 2), -4) << "floor division, as Python";
+  EXPECT_EQ(eval("a % b", -7, 2), 1) << "the remainder of floor division, as Python";
+  EXPECT_EQ(eval("a ** 2", 3, 0), 9);
+  EXPECT_EQ(eval("a > 1 and not b", 2, 0), 1);
+  EXPECT_EQ(eval("a > 1 or b", 0, 0), 0);
+  EXPECT_EQ(eval("True and a == 2", 2, 0), 1);
+  EXPECT_EQ(eval("ceil_div(a, b)", 7, 2), 4);
+  EXPECT_EQ(eval("round_up(a, b)", 7, 4), 8);
+  EXPECT_EQ(eval("min(a, b) + max(a, b)", 3, 5), 8);
+  EXPECT_EQ(eval("a > b ? a : b", 3, 5), 5);
+  EXPECT_EQ(python_to_muparser("x and y or not z_and"), "x && y || ! z_and") << "words only, not parts of names";
+  EXPECT_EQ(Expr("a + b", names, "t").reads().size(), 2u);
+  EXPECT_TRUE(Expr("3 * 4", names, "t").constant());
+  try {
+    Expr("a + c", names, "f.json: constraints[2]");
+    FAIL() << "an unknown name must be refused";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("f.json: constraints[2]: 'a + c': unknown name 'c'"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(Expr("a +", names, "t"), UsageError);
+  EXPECT_THROW(Expr("1 / 0", names, "t"), UsageError) << "a constant division by zero is an error at once";
+  EXPECT_THROW(Expr("a / b", names, "t").eval({1, 0}), UsageError);
+  EXPECT_THROW(Expr("a // b", names, "t").eval({1, 0}), UsageError);
+  EXPECT_THROW(Expr("a % b", names, "t").eval({1, 0}), UsageError);
+  EXPECT_THROW(Expr("a", names, "t").eval_integer({1.5, 0}, 0, 10, "x"), UsageError);
+}
+
+// A small valid spec in its own folder, for the malformed variants.
+class SpecDir {
+ public:
+  SpecDir() : dir_(fs::temp_directory_path() / ("ktune-spec-" + std::to_string(::getpid()) + "-" + std::to_string(++n_))) {
+    fs::create_directories(dir_);
+    write("k.cu",
+          "template <int B> __global__ void scale(const float* x, float* y, int n, float a) {\n"
+          "  int i = blockIdx.x * B + threadIdx.x; if (i < n) y[i] = a * x[i]; }\n"
+          "__global__ void scale_ref(const float* x, float* y, int n, float a) {\n"
+          "  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = a * x[i]; }\n");
+  }
+  ~SpecDir() {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  void write(const std::string& name, const std::string& text) const { std::ofstream(dir_ / name) << text; }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  std::string dir() const { return dir_.string(); }
+  static ojson base() {
+    return ojson::parse(R"JSON({
+      "ktune_kernel_spec": 1, "name": "scale", "sources": ["k.cu"], "kernel": "scale<{B}>", "params_as": "template",
+      "dims": ["n"], "dtypes": ["f32"], "params": {"B": [64, 128, 256]}, "constraints": ["B <= n"],
+      "launch": {"grid": ["ceil_div(n, B)"], "block": ["B"]},
+      "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n"},
+               {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"},
+               {"name": "n", "kind": "scalar", "dtype": "i32", "value": "n"},
+               {"name": "a", "kind": "scalar", "dtype": "f32", "default": 2.5}],
+      "check": {"reference": {"kernel": "scale_ref", "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]}}}})JSON");
+  }
+
+ private:
+  fs::path dir_;
+  static inline int n_ = 0;
+};
+
+TEST(KernelSpec, TheBaseOfTheMalformedOnesIsValid) {
+  SpecDir d;
+  const std::string op = load_kernel_spec_text(SpecDir::base().dump(), "base.json", d.dir());
+  const Problem p = Problem::parse(op, "1000");
+  EXPECT_EQ(find_family(op).count(p, DeviceInfo::nominal("sm_90")), 3u);
+  EXPECT_EQ(op_info(op).scalars.size(), 1u) << "a, which the caller passes; n is computed";
+}
+
+struct Bad {
+  const char* what;
+  std::function<void(ojson&)> edit;
+  const char* field; // expected in the message: "bad.json: <field>: "
+};
+
+TEST(KernelSpec, EveryMalformedSpecIsRefusedNamingItsField) {
+  SpecDir d;
+  d.write("lib.npy", "not numpy");
+  const std::vector<Bad> cases = {
+      {"not JSON", [](ojson& j) { j = "{"; }, "not valid JSON"},
+      {"unknown top-level field", [](ojson& j) { j["kernal"] = "x"; }, "kernal: unknown field"},
+      {"no name", [](ojson& j) { j.erase("name"); }, "name: missing"},
+      {"name not an identifier", [](ojson& j) { j["name"] = "my kernel"; }, "name: 'my kernel' is not a C identifier"},
+      {"spec version", [](ojson& j) { j["ktune_kernel_spec"] = 2; }, "ktune_kernel_spec:"},
+      {"no sources", [](ojson& j) { j.erase("sources"); }, "sources: missing"},
+      {"source does not exist", [](ojson& j) { j["sources"] = {"nope.cu"}; }, "sources[0]: source"},
+      {"include dir does not exist", [](ojson& j) { j["include_dirs"] = {"nodir"}; }, "include_dirs[0]:"},
+      {"no dims", [](ojson& j) { j.erase("dims"); }, "dims: missing"},
+      {"empty dims", [](ojson& j) { j["dims"] = ojson::array(); }, "dims: expected a non-empty array"},
+      {"unknown problem dtype", [](ojson& j) { j["dtypes"] = {"f8"}; }, "dtypes[0]: unknown dtype 'f8'"},
+      {"no params", [](ojson& j) { j.erase("params"); }, "params: missing"},
+      {"empty domain", [](ojson& j) { j["params"]["B"] = ojson::array(); }, "params.B: expected a non-empty array"},
+      {"float value", [](ojson& j) { j["params"]["B"] = {64, 1.5}; }, "params.B[1]: expected an integer"},
+      {"repeated value", [](ojson& j) { j["params"]["B"] = {64, 64}; }, "params.B[1]: value 64 repeated"},
+      {"parameter named like a builtin", [](ojson& j) { j["params"]["align"] = {1}; }, "params: 'align'"},
+      {"constraint with unknown name", [](ojson& j) { j["constraints"] = {"B <= m"}; }, "constraints[0]: 'B <= m': unknown name 'm'"},
+      {"constraint syntax", [](ojson& j) { j["constraints"] = {"B <="}; }, "constraints[0]:"},
+      {"constraint divides by zero", [](ojson& j) { j["constraints"] = {"B / 0 > 1"}; }, "constraints[0]:"},
+      {"no launch", [](ojson& j) { j.erase("launch"); }, "launch: missing"},
+      {"grid of 0", [](ojson& j) { j["launch"]["grid"] = {0}; }, "launch.grid[0]: '0' is below 1"},
+      {"four grid dims", [](ojson& j) { j["launch"]["grid"] = {1, 1, 1, 1}; }, "launch.grid: expected 1 to 3"},
+      {"no block", [](ojson& j) { j["launch"].erase("block"); }, "launch.block: missing"},
+      {"grid reads the device", [](ojson& j) { j["launch"]["grid"] = {"sm_count"}; }, "launch.grid[0]:"},
+      {"shared memory expression", [](ojson& j) { j["launch"]["shared_memory"] = "B *"; }, "launch.shared_memory:"},
+      {"no args", [](ojson& j) { j.erase("args"); }, "args: missing"},
+      {"arg without kind", [](ojson& j) { j["args"][0].erase("kind"); }, "args[0].kind: missing"},
+      {"unknown arg kind", [](ojson& j) { j["args"][0]["kind"] = "pointer"; }, "args[0].kind: unknown kind 'pointer'"},
+      {"unknown buffer dtype", [](ojson& j) { j["args"][0]["dtype"] = "float128"; }, "args[0].dtype: unknown dtype 'float128'"},
+      {"buffer without count", [](ojson& j) { j["args"][0].erase("count"); }, "args[0].count: missing"},
+      {"count reads a parameter", [](ojson& j) { j["args"][0]["count"] = "n * B"; }, "args[0].count:"},
+      {"unknown intent", [](ojson& j) { j["args"][1]["intent"] = "output"; }, "args[1].intent: unknown intent 'output'"},
+      {"no output", [](ojson& j) { j["args"][1]["intent"] = "in"; }, "args: no argument is an output"},
+      {"fill of an output", [](ojson& j) { j["args"][1]["fill"] = "zeros"; }, "args[1].fill:"},
+      {"unknown fill", [](ojson& j) { j["args"][0]["fill"] = "gaussian"; }, "args[0].fill: unknown fill 'gaussian'"},
+      {"random range reversed", [](ojson& j) { j["args"][0]["fill"] = {{"random", {1, 0}}}; }, "args[0].fill.random:"},
+      {"fill file missing", [](ojson& j) { j["args"][0]["fill"] = {{"file", "none.npy"}}; }, "args[0].fill.file: fill file"},
+      {"fill file not npy", [](ojson& j) { j["args"][0]["fill"] = {{"file", "lib.npy"}}; }, "args[0].fill.file:"},
+      {"duplicate argument", [](ojson& j) { j["args"][1]["name"] = "x"; }, "args[1].name: argument 'x' named twice"},
+      {"scalar with count", [](ojson& j) { j["args"][2]["count"] = 1; }, "args[2].count: a scalar has no count"},
+      {"scalar value and default", [](ojson& j) { j["args"][2]["default"] = 1; }, "args[2]: value"},
+      {"half scalar", [](ojson& j) { j["args"][3]["dtype"] = "f16"; }, "args[3].dtype:"},
+      {"negative tolerance", [](ojson& j) { j["args"][1]["rtol"] = -1; }, "args[1].rtol: must be >= 0"},
+      {"no check", [](ojson& j) { j.erase("check"); }, "check: missing"},
+      {"check both", [](ojson& j) { j["check"]["none"] = "x"; }, "check: give exactly one of reference and none"},
+      {"empty opt-out reason", [](ojson& j) { j["check"] = {{"none", ""}}; }, "check.none: say why"},
+      {"reference without launch", [](ojson& j) { j["check"]["reference"].erase("launch"); }, "check.reference.launch: missing"},
+      {"reference config off domain", [](ojson& j) { j["check"]["reference"]["config"] = {{"B", 32}}; }, "check.reference.config.B: 32"},
+      {"default misses a parameter", [](ojson& j) { j["default"] = ojson::object(); }, "default.B: missing"},
+      {"symbol from a non-argument", [](ojson& j) { j["symbols"] = {{{"name", "c"}, {"from", "z"}}}; }, "symbols[0].from:"},
+      {"arch option", [](ojson& j) { j["options"] = {"-arch=sm_80"}; }, "options[0]: the arch"},
+      {"flops read a parameter", [](ojson& j) { j["flops"] = "n * B"; }, "flops:"},
+      {"placeholder not a name", [](ojson& j) { j["kernel"] = "scale<{C}>"; }, "kernel 'scale<{C}>': {C}"},
+  };
+  EXPECT_GE(cases.size(), 30u);
+  for (const Bad& b : cases) {
+    ojson j = SpecDir::base();
+    b.edit(j);
+    const std::string text = j.is_string() ? j.get<std::string>() : j.dump();
+    try {
+      load_kernel_spec_text(text, "bad.json", d.dir());
+      ADD_FAILURE() << b.what << ": accepted";
+    } catch (const UsageError& e) {
+      const std::string msg = e.what();
+      EXPECT_EQ(msg.rfind("bad.json", 0), 0u) << b.what << ": " << msg;
+      EXPECT_NE(msg.find(b.field), std::string::npos) << b.what << ": " << msg;
+      EXPECT_EQ(msg.find('\n'), std::string::npos) << b.what << ": one line: " << msg;
+    }
+  }
+}
+
+TEST(KernelSpec, AChangedSourceIsAnotherOpAndSoIsAChangedSpec) {
+  SpecDir d;
+  const std::string a = load_kernel_spec_text(SpecDir::base().dump(), "s.json", d.dir());
+  d.write("k.cu", "// a comment changes the source\n" + testing::file_bytes(d.path("k.cu")));
+  const std::string b = load_kernel_spec_text(SpecDir::base().dump(), "s.json", d.dir());
+  EXPECT_NE(a, b);
+  EXPECT_EQ(spec_base_name(a), spec_base_name(b));
+  ojson j = SpecDir::base();
+  j["params"]["B"] = {64, 128};
+  const std::string c = load_kernel_spec_text(j.dump(), "s.json", d.dir());
+  EXPECT_NE(c, b);
+  // A header the source includes is part of the version too.
+  d.write("k.cu", "#include \"h.cuh\"\n" + testing::file_bytes(d.path("k.cu")));
+  d.write("h.cuh", "#define ONE 1\n");
+  const std::string e = load_kernel_spec_text(SpecDir::base().dump(), "s.json", d.dir());
+  d.write("h.cuh", "#define ONE 2\n");
+  EXPECT_NE(load_kernel_spec_text(SpecDir::base().dump(), "s.json", d.dir()), e);
+}
+
+TEST(KernelSpec, ArgumentsPackInTheSpecsOrderAndTypes) {
+  SpecDir d;
+  const std::string op = load_kernel_spec_text(SpecDir::base().dump(), "pack.json", d.dir());
+  Problem p = Problem::parse(op, "1000");
+  p.scalars["a"] = -0.75;
+  float x = 0, y = 0;
+  BufferArgs args(p, {&x, &y});
+  ASSERT_EQ(args.count(), 4u);
+  EXPECT_EQ(*static_cast<const void* const*>(args.params()[0]), &x);
+  EXPECT_EQ(*static_cast<const void* const*>(args.params()[1]), &y);
+  EXPECT_EQ(*static_cast<const int*>(args.params()[2]), 1000) << "n: an int32 computed from the dimension";
+  EXPECT_EQ(*static_cast<const float*>(args.params()[3]), -0.75f) << "a: the caller's float";
+  EXPECT_THROW(BufferArgs(p, {&x}), UsageError) << "two buffers";
+  Problem q = Problem::parse(op, "1000");
+  EXPECT_EQ(*static_cast<const float*>(BufferArgs(q, {&x, &y}).params()[3]), 2.5f) << "the spec's default";
+}
+
+TEST(KernelSpec, FillsAreAsDeclared) {
+  SpecFill ramp;
+  ramp.kind = SpecFill::ramp;
+  auto r = spec_fill_bytes(ramp, ElemType::i32, 5, 1);
+  for (size_t i = 0; i < 5; ++i) EXPECT_EQ(load_elem(r.data(), i, ElemType::i32), double(i));
+  SpecFill rnd;
+  rnd.lo = 2, rnd.hi = 3;
+  auto v = spec_fill_bytes(rnd, ElemType::bf16, 1000, 7);
+  for (size_t i = 0; i < 1000; ++i) {
+    EXPECT_GE(load_elem(v.data(), i, ElemType::bf16), 2.0);
+    EXPECT_LE(load_elem(v.data(), i, ElemType::bf16), 3.0);
+  }
+  EXPECT_EQ(spec_fill_bytes(rnd, ElemType::bf16, 1000, 7), v) << "the same seed, the same data";
+  // A .npy file of three float64 values read into f32.
+  SpecDir d;
+  std::string header = "{'descr': '<f8', 'fortran_order': False, 'shape': (3,), }";
+  header.resize(118, ' ');
+  header += '\n';
+  std::string npy = std::string("\x93NUMPY\x01\x00", 8) + char(header.size() & 0xff) + char(header.size() >> 8) + header;
+  for (double x : {1.5, -2.0, 3.25}) npy.append(reinterpret_cast<const char*>(&x), 8);
+  d.write("v.npy", npy);
+  ojson j = SpecDir::base();
+  j["args"][0]["fill"] = {{"file", "v.npy"}};
+  const std::string op = load_kernel_spec_text(j.dump(), "npy.json", d.dir());
+  const SpecFill& f = spec_of(op).args[0].fill;
+  const auto got = spec_fill_bytes(f, ElemType::f32, 3, 0);
+  EXPECT_EQ(load_elem(got.data(), 2, ElemType::f32), 3.25);
+  EXPECT_THROW(spec_fill_bytes(f, ElemType::f32, 4, 0), UsageError) << "the file holds 3 elements";
+}
+
+TEST(Cli, ABadKernelSpecExitsTwoWithOneLineAndTouchesNoDatabase) {
+  SpecDir d;
+  ojson j = SpecDir::base();
+  j["launch"]["grid"] = {0};
+  d.write("bad.json", j.dump());
+  const std::string db = d.path("never.db");
+  for (const std::string cmd : {"tune", "query", "space"}) {
+    const std::string args = cmd == "tune"    ? "tune --kernel " + d.path("bad.json") + " --problem 100 --db " + db
+                             : cmd == "query" ? "query --kernel " + d.path("bad.json") + " --problem 100 --arch sm_90 --db " + db
+                                              : "space --kernel " + d.path("bad.json");
+    const auto r = testing::run_ktune(args);
+    EXPECT_EQ(r.status, 2) << cmd << ": " << r.out;
+    EXPECT_NE(r.out.find("bad.json: launch.grid[0]: '0' is below 1"), std::string::npos) << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+    EXPECT_FALSE(fs::exists(db)) << cmd;
+  }
+}
+
+TEST(Cli, SpaceOfAKernelSpecCountsWhatItsConstraintsAdmit) {
+  const auto r = testing::run_ktune("space --count --kernel " + example("transpose") + " --problem 512x512");
+  ASSERT_EQ(r.status, 0) << r.out;
+  // The spec's constraints written out here, over its domains (and the device's 1024 threads).
+  int want = 0;
+  for (int tile : {8, 16, 32, 64})
+    for (int rows : {1, 2, 4, 8, 16, 32})
+      for (int pad : {0, 1})
+        want += tile % rows == 0 && tile * rows <= 1024 && tile * (tile + pad) * 4 <= 48 * 1024;
+  EXPECT_EQ(std::stoi(r.out), want);
+}
+
+} // namespace
+} // namespace ktune

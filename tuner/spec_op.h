@@ -1,0 +1,23 @@
+// The tuner's runner for a user's kernel (OpInfo::runner "spec"; docs/KERNEL_SPEC.md): every
+// buffer of the spec filled as it says (random, zeros, ones, ramp, a constant, a file), outputs
+// poisoned, guard bytes around each, temporaries in a workspace; verification runs the spec's
+// reference (a kernel of the same source, or a named config) once per prepared input set on the
+// same inputs and holds each output element to |out - ref| <= atol + rtol |ref|.
+#pragma once
+#include <memory>
+
+#include "ktune/compiler.h"
+#include "ktune/device_info.h"
+#include "tuner/op_runner.h"
+
+namespace ktune {
+
+enum class ElemType;
+
+// The tolerance an output of type t is held to when its spec gives none: rtol, and atol as rtol
+// times the output's largest |reference| (differences of summation order scale with the output).
+double spec_default_rtol(ElemType t);
+
+std::unique_ptr<OpRunner> make_spec_runner(Compiler& compiler, const DeviceInfo& device);
+
+} // namespace ktune
