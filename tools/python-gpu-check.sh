@@ -32,7 +32,7 @@ if [ -n "${PREBUILT:-}" ]; then
   g++ -O2 -std=c++20 -shared -fPIC -I. -Iinclude -Ikernel_templates -I"$build/deps/include" \
       $("$pyexe" -m pybind11 --includes) -DKTUNE_VERSION="\"$version\"" -DKTUNE_BUILD_CLI="\"$build/ktune\"" \
       python/bindings.cpp "$build/libktune.a" $libdirs -l:libnvrtc.so.13 -l:libcublas.so.13 -l:libcublasLt.so.13 -l:libsqlite3.so.0 \
-      -ldl -lpthread \
+      -L"$build/lib" -l:libmuparser.so.2 -Wl,-rpath,"$build/lib" -ldl -lpthread \
       -o "$build/python/ktune/_ktune$suffix" >"$out/python-cmake.txt" 2>&1 || { cat "$out/python-cmake.txt"; exit 1; }
   # ktune._torch_ext against this PyTorch, by the builder users run after `pip install .`
   # (KTUNE_TORCH_EXT=OFF: not built).
