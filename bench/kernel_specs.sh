@@ -11,7 +11,7 @@ secs=${2:-30}
 mkdir -p "$out"
 db="$out/examples.db"
 rm -f "$db"
-declare -A shapes=([transpose]="8192x8192" [reduction]="268435456" [conv2d]="4096x4096" [bias_gelu]="16384x4096")
+declare -A shapes=([transpose]="8192x8192" [reduction]="67108864" [conv2d]="4096x4096" [bias_gelu]="16384x4096")
 kernels=()
 for name in transpose reduction conv2d bias_gelu; do
   spec=examples/kernels/$name/$name.json

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <limits>
 #include <mutex>
-#include <random>
+#include <thread>
 
 #include "core/half.h"
 #include "core/kernel_spec.h"
@@ -89,26 +89,50 @@ void store_elem(unsigned char* b, size_t i, ElemType t, double v) {
   }
 }
 
+namespace {
+
+// A counter-based generator (splitmix64 of seed and index): element i's value does not depend on
+// the others, so a large buffer fills on every core, and the same seed gives the same data.
+double uniform01(uint64_t seed, uint64_t i) {
+  uint64_t z = seed + 0x9e3779b97f4a7c15ull * (i + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  return double(z >> 11) * 0x1.0p-53;
+}
+
+} // namespace
+
 std::vector<unsigned char> spec_fill_bytes(const SpecFill& f, ElemType t, size_t count, uint64_t seed) {
   std::vector<unsigned char> out(count * size_t(elem_bytes(t)));
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(f.lo, f.hi);
   const size_t have = f.data.size() / size_t(elem_bytes(f.file_type));
   if (f.kind == SpecFill::from_file && have < count)
     throw UsageError("fill file '" + f.file + "' holds " + std::to_string(have) + " elements, " + std::to_string(count) +
                      " are needed");
-  for (size_t i = 0; i < count; ++i) {
-    double v = 0;
-    switch (f.kind) {
-      case SpecFill::random: v = is_float(t) ? u(rng) : std::floor(u(rng)); break;
-      case SpecFill::zeros: v = 0; break;
-      case SpecFill::ones: v = 1; break;
-      case SpecFill::ramp: v = double(i); break;
-      case SpecFill::constant: v = f.value; break;
-      case SpecFill::from_file: v = load_elem(f.data.data(), i, f.file_type); break;
+  auto fill = [&](size_t from, size_t to) {
+    for (size_t i = from; i < to; ++i) {
+      double v = 0;
+      switch (f.kind) {
+        case SpecFill::random: {
+          const double r = f.lo + (f.hi - f.lo) * uniform01(seed, i);
+          v = is_float(t) ? r : std::floor(r);
+          break;
+        }
+        case SpecFill::zeros: v = 0; break;
+        case SpecFill::ones: v = 1; break;
+        case SpecFill::ramp: v = double(i); break;
+        case SpecFill::constant: v = f.value; break;
+        case SpecFill::from_file: v = load_elem(f.data.data(), i, f.file_type); break;
+      }
+      store_elem(out.data(), i, t, v);
     }
-    store_elem(out.data(), i, t, v);
-  }
+  };
+  // Tuning a problem of 2^28 elements fills it for every check: on all cores past a million.
+  const size_t threads = count < (size_t(1) << 20) ? 1 : std::max(1u, std::min(32u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (size_t k = 1; k < threads; ++k) pool.emplace_back(fill, count * k / threads, count * (k + 1) / threads);
+  fill(0, count / threads);
+  for (auto& th : pool) th.join();
   return out;
 }
 
