@@ -31,3 +31,18 @@ PY
 done
 ./build/ktune export "${kernels[@]}" --db "$db" -o "$out/examples-table.json"
 echo "device: $(./build/ktune devices 2>/dev/null | head -3 | tr '\n' ' ')" | tee -a "$out/summary.txt"
+# Throughput on a small kernel (compile-bound): every config of the transpose at 1024 x 1024.
+start=$(date +%s.%N)
+./build/ktune tune --kernel examples/kernels/transpose/transpose.json --problem 1024x1024 --db "$out/small.db" \
+    --strategy exhaustive --budget-evals 40 --json > "$out/small-tune.json" 2> "$out/small-tune.err"
+end=$(date +%s.%N)
+python3 - "$out/small-tune.json" "$start" "$end" <<'PY' | tee -a "$out/summary.txt"
+import json, sys
+r = json.load(open(sys.argv[1])); wall = float(sys.argv[3]) - float(sys.argv[2])
+p = r["problems"][0]; n = sum(p["trials"].values())
+print("small kernel: %s, %d configs in %.2f s of wall (%.1f configs/s); NVRTC %.2f s of CPU over %d compiles "
+      "(%.3f s each: a %d-core floor of %.0f configs/s), benchmark %.2f s in the worker"
+      % (p["problem"], n, wall, n / wall, r["compile_s"], r["compiled"], r["compile_s"] / max(r["compiled"], 1),
+         __import__("os").cpu_count(), __import__("os").cpu_count() * max(r["compiled"], 1) / max(r["compile_s"], 1e-9),
+         r["bench_s"]))
+PY

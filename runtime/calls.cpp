@@ -85,7 +85,11 @@ std::unique_ptr<GemmCall> Runtime::gemm_call(const GemmProblem& p) { return std:
 
 std::unique_ptr<RowsCall> Runtime::rows_call(const Problem& p) { return std::unique_ptr<RowsCall>(new RowsCall(*this, p)); }
 
-Kernel Runtime::kernel(const std::string& spec_path) { return Kernel(*this, load_kernel_spec(spec_path)); }
+Kernel Runtime::kernel(const std::string& spec_path) {
+  const std::string op = load_kernel_spec(spec_path);
+  impl_->refresh_index(); // a new op: its entries in the store and tables were skipped when the index was built
+  return Kernel(*this, op);
+}
 
 Kernel Runtime::loaded_kernel(const std::string& op) {
   if (!op_info(op).spec) throw UsageError("op " + op + " is not a user's kernel");

@@ -47,7 +47,15 @@ Runtime::Runtime(RuntimeOptions o) : impl_(std::make_unique<Impl>()) {
     m.device = DeviceInfo::nominal(m.opts.arch);
     m.arch = m.opts.arch;
   }
+  m.build_index();
+}
+
+// The index of every tuned entry the store and the tables hold for the ops registered now (a row
+// of an op not registered, a user kernel not loaded yet, is skipped).
+void Runtime::Impl::build_index() {
+  Impl& m = *this;
   m.index = std::make_unique<TunedIndex>(m.device);
+  m.index_ops = ops().size();
   // A database file not written yet, or created empty, holds nothing tuned: the tables answer.
   std::error_code ec;
   if (!m.opts.db_path.empty() && std::filesystem::exists(m.opts.db_path) &&

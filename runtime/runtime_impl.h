@@ -12,6 +12,7 @@
 //   calls.cpp       GemmCall and RowsCall handles over them
 // Private to runtime/.
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <functional>
 #include <map>
@@ -104,6 +105,13 @@ struct Runtime::Impl {
   std::unique_ptr<Store> cubins;
   bool cubins_opened = false;
   std::unique_ptr<TunedIndex> index;
+  std::atomic<size_t> index_ops{0}; // ops().size() when the index was built: a spec loaded since needs a rebuild
+  void build_index();
+  // build_index() again where ops were registered since (once, under store_mu).
+  void refresh_index() {
+    std::lock_guard<std::mutex> lk(store_mu);
+    if (index_ops != ops().size()) build_index();
+  }
 
   // Process-wide caches of this runtime; each behind its own mutex.
   mutable std::mutex sel_mu;

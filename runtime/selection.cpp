@@ -257,6 +257,9 @@ Selection Runtime::best_config(const GemmProblem& p) const {
 
 Selection Runtime::best_config(const Problem& p) const {
   if (p.op == "gemm") return best_config(GemmProblem::from(p));
+  // An op registered after the index was built (a user kernel's spec loaded since, e.g. from
+  // Python): its entries and family join the index first.
+  if (impl_->index_ops != ops().size()) impl_->refresh_index();
   const std::string key = p.key();
   {
     std::lock_guard<std::mutex> lk(impl_->sel_mu);

@@ -280,7 +280,9 @@ class Runtime {
   std::unique_ptr<RowsCall> rows_call(const Problem& p);
 
   // A user's kernel from its spec file (ktune::load_kernel_spec: a bad spec is a UsageError
-  // naming its field). The Kernel refers to this runtime, which must outlive it.
+  // naming its field). The Kernel refers to this runtime, which must outlive it. Loading a spec new
+  // to the process re-reads the store and tables (its entries): call it before serving calls from
+  // other threads, not beside them.
   Kernel kernel(const std::string& spec_path);
   // The Kernel of an op a spec registered before ("name@version"); throws UsageError otherwise.
   Kernel loaded_kernel(const std::string& op);

@@ -408,3 +408,34 @@ def test_run_serves_an_op_of_plain_buffers(dtype):
         ktune.run("scale_add", x, y, out, gamma=2.0)
     with pytest.raises(ValueError, match="dtype"):
         ktune.run("scale_add", x, y.float() if dtype != "float32" else y.half(), out)
+
+
+def _example(name):
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                        "examples", "kernels", name, name + ".json")
+
+
+def test_user_kernel_launches_on_torch_tensors_and_tunes():
+    import torch
+
+    k = ktune.Kernel(_example("transpose"))
+    x = torch.randn(300, 1000, device="cuda")
+    out = torch.empty(1000, 300, device="cuda")
+    k(x, out, rows=300, cols=1000)
+    torch.cuda.synchronize()
+    assert torch.equal(out, x.t())
+    with pytest.raises(ktune.UsageError):
+        k(x, rows=300, cols=1000)  # out missing
+    with pytest.raises(ktune.UsageError):
+        k(x.to(torch.float16), out, rows=300, cols=1000)  # the spec's in is f32
+    g = ktune.Kernel(_example("bias_gelu"))
+    xb = torch.randn(64, 1024, device="cuda", dtype=torch.bfloat16)
+    bias = torch.randn(1024, device="cuda", dtype=torch.bfloat16)
+    yb = torch.empty_like(xb)
+    g(xb, bias, yb, rows=64, cols=1024)
+    want = torch.nn.functional.gelu(xb.double() + bias.double(), approximate="tanh")
+    assert torch.allclose(yb.double(), want, rtol=1e-2, atol=1e-2)
+    summary = k.tune([(512, 512)], budget_seconds=None, budget_evals=4, progress=False,
+                     db=os.environ["KTUNE_DB"] + ".kernel.db")
+    assert summary["problems"][0]["problem"].startswith(k.op + "/f32/512x512")
+    assert k.best_config(512, 512)["family"] == k.op
