@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 
 #include "core/kernel_spec.h"
 #include "ktune/error.h"
@@ -198,8 +199,13 @@ class SpecRunner : public OpRunner {
     req.options = s.compile_options(s.reference_config, p_);
     req.arch = device_.arch;
     req.context = "reference of " + s.path + " config " + s.reference_config.to_json() + " problem " + p_.key();
-    const auto compiled = compiler_.compile(req);
-    Module m(compiled->cubin, compiled->lowered_names, req.context);
+    // Loaded once per compile (each check of each config runs it on fresh inputs).
+    std::shared_ptr<Module>& mod = ref_modules_[req.cache_key()];
+    if (!mod) {
+      const auto compiled = compiler_.compile(req);
+      mod = std::make_shared<Module>(compiled->cubin, compiled->lowered_names, req.context);
+    }
+    Module& m = *mod;
     std::vector<DeviceBuffer> copies;
     std::vector<const void*> ptrs;
     for (const Buffer& b : bufs_) { // the inputs as the kernel under test got them (the outputs poisoned)
@@ -235,6 +241,7 @@ class SpecRunner : public OpRunner {
   DeviceBuffer ws_;
   bool have_reference_ = false;
   std::vector<std::vector<double>> ref_out_; // the reference's values of each checked buffer, in order
+  std::map<std::string, std::shared_ptr<Module>> ref_modules_; // by the reference's compile key
 };
 
 } // namespace
