@@ -249,7 +249,10 @@ Table parse_table(const std::string& text, const std::string& origin) {
       throw UsageError(where + ": " + err.what());
     }
     te.time_ms = positive_number(e, "time_ms", where);
-    te.tflops = positive_number(e, "tflops", where);
+    // An op that counts no FLOPs (a user kernel whose spec gives no "flops": a transpose) records 0.
+    const OpInfo& info = op_info(te.problem.op);
+    const bool counts_flops = !info.flops || info.flops(te.problem) > 0;
+    te.tflops = counts_flops ? positive_number(e, "tflops", where) : non_negative_number(e, "tflops", where);
     if (e.contains("cublas_ms") && !e["cublas_ms"].is_null()) te.cublas_ms = positive_number(e, "cublas_ms", where);
     te.template_hash = str(e, "template_hash", where);
     if (e.contains("gate")) {

@@ -31,7 +31,7 @@ struct QueryArgs {
 // holds results only for other versions of it, which this one never reuses.
 void print_older_versions(const OpInfo& op, const std::string& db) {
   std::error_code ec;
-  if (!std::filesystem::exists(db, ec)) return;
+  if (!std::filesystem::exists(db, ec) || std::filesystem::file_size(db, ec) == 0 || ec) return; // nothing written yet
   const std::string base = spec_base_name(op.name);
   size_t mine = 0;
   std::set<std::string> others;

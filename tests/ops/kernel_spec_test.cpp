@@ -317,5 +317,28 @@ TEST(Cli, SpaceOfAKernelSpecCountsWhatItsConstraintsAdmit) {
   EXPECT_EQ(std::stoi(r.out), want);
 }
 
+// Each example's shipped table (examples/kernels/<name>/table-sm_90.json, bench/kernel_specs.sh)
+// answers its problem exactly: its entry is of the example's current version (a changed example
+// must be tuned again: its old entries would never be served).
+TEST(Cli, TheExamplesTablesAnswerTheirProblemsExactly) {
+  SpecDir d;
+  d.write("empty.db", ""); // an empty database holds nothing tuned: the table answers
+  for (const auto& ex : kExamples) {
+    const std::string name = ex.name;
+    const std::string table = std::string(KTUNE_SOURCE_DIR) + "/examples/kernels/" + name + "/table-sm_90.json";
+    const auto t = nlohmann::json::parse(testing::file_bytes(table));
+    ASSERT_EQ(t["entries"].size(), 1u) << table;
+    const auto& e = t["entries"][0];
+    EXPECT_EQ(e["op"].get<std::string>(), load_kernel_spec(example(name))) << "the table is of the example's current version";
+    std::string shape;
+    for (const auto& d : op_info(e["op"].get<std::string>()).dims)
+      shape += (shape.empty() ? "" : "x") + std::to_string(e[d].get<long long>());
+    const auto r = testing::run_ktune("query --kernel " + example(name) + " --table " + table + " --arch sm_90 --db " + d.path("empty.db") + " --dtype " +
+                                      e["dtype"].get<std::string>() + " --problem " + shape);
+    EXPECT_EQ(r.status, 0) << r.out;
+    EXPECT_NE(r.out.find("choice      exact"), std::string::npos) << name << ": " << r.out;
+  }
+}
+
 } // namespace
 } // namespace ktune
