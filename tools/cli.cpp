@@ -112,8 +112,10 @@ void keep_dtype(Table& t, const std::string& dtype) {
 }
 
 void add_kernel_option(CLI::App* sub, std::vector<std::string>& paths) {
+  // One value a flag: the word after it may be the command's own argument (import FILE).
   sub->add_option("--kernel", paths, "A user kernel spec (JSON, docs/KERNEL_SPEC.md) to load; repeatable")
-      ->check(CLI::ExistingFile);
+      ->check(CLI::ExistingFile)
+      ->allow_extra_args(false);
 }
 
 std::vector<std::string> load_kernels(const std::vector<std::string>& paths) {

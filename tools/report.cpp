@@ -116,6 +116,7 @@ struct Scale {
   bool log = false;
   double p0 = 0, p1 = 1;
   double operator()(double v) const {
+    if (log && !(v > 0)) v = lo; // nothing of a log axis is at or below 0: drawn at its bottom
     const double t = log ? (std::log10(v) - std::log10(lo)) / (std::log10(hi) - std::log10(lo)) : (v - lo) / (hi - lo);
     return p0 + t * (p1 - p0);
   }
@@ -142,10 +143,15 @@ struct Scale {
   }
 };
 
-// The range of values, padded; for log axes every value must be positive.
+// The range of values, padded; a log axis spans the positive ones (a user kernel that counts no
+// FLOPs records 0 TFLOPS), 1 to 10 where there are none.
 std::pair<double, double> padded(const std::vector<double>& v, bool log) {
   double lo = *std::min_element(v.begin(), v.end()), hi = *std::max_element(v.begin(), v.end());
   if (log) {
+    lo = INFINITY, hi = 0;
+    for (double x : v)
+      if (x > 0) lo = std::min(lo, x), hi = std::max(hi, x);
+    if (hi == 0) return {1, 10};
     if (lo == hi) return {lo / 2, hi * 2};
     const double f = std::pow(hi / lo, 0.06);
     return {lo / f, hi * f};
@@ -819,7 +825,8 @@ Figure roofline_chart(const std::vector<Run>& runs, const std::string& arch, con
   std::vector<double> ai_all, tf_all;
   size_t best_points = 0;
   for (const auto& r : runs) {
-    if (!r.best) continue;
+    // A run that counts no FLOPs (a user kernel without "flops": a transpose) has no place on it.
+    if (!r.best || !(flops(r.problem) > 0)) continue;
     const double ai = flops(r.problem) / min_bytes(r.problem);
     const double tf = tflops(r.problem, r.best->median_ms);
     auto it = fam_series.find(r.best->family);

@@ -340,5 +340,24 @@ TEST(Cli, TheExamplesTablesAnswerTheirProblemsExactly) {
   }
 }
 
+// A user kernel's table goes into a database by import, and the database into a report, with the
+// spec loaded: its op name parses everywhere. The transpose counts no FLOPs (no "flops" in its
+// spec): its table holds 0 TFLOPS and the report leaves it off the roofline.
+TEST(Cli, AUserKernelsTableImportsAndReports) {
+  SpecDir d;
+  const std::string spec = example("transpose"), table = std::string(KTUNE_SOURCE_DIR) + "/examples/kernels/transpose/table-sm_90.json";
+  const auto im = testing::run_ktune("import --kernel " + spec + " " + table + " --db " + d.path("k.db"));
+  ASSERT_EQ(im.status, 0) << im.out;
+  const auto without = testing::run_ktune("import " + table + " --db " + d.path("other.db"));
+  EXPECT_EQ(without.status, 2) << "the op is unknown without its spec: " << without.out;
+  EXPECT_NE(without.out.find("unknown op 'transpose@"), std::string::npos) << without.out;
+  const auto rp = testing::run_ktune("report --kernel " + spec + " --db " + d.path("k.db") + " -o " + d.path("report"));
+  EXPECT_EQ(rp.status, 0) << rp.out;
+  EXPECT_TRUE(fs::exists(d.path("report") + "/index.html")) << rp.out;
+  const auto ex = testing::run_ktune("export --kernel " + spec + " --db " + d.path("k.db") + " -o " + d.path("t.json"));
+  EXPECT_EQ(ex.status, 0) << ex.out;
+  EXPECT_NE(testing::file_bytes(d.path("t.json")).find("transpose@"), std::string::npos);
+}
+
 } // namespace
 } // namespace ktune
