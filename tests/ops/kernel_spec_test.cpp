@@ -16,6 +16,7 @@
 #include "ktune/kernel_spec.h"
 #include "runtime/buffers_launch.h"
 #include "test_paths.h"
+#include "tuner/json_io.h"
 
 namespace ktune {
 namespace {
@@ -357,6 +358,25 @@ TEST(Cli, AUserKernelsTableImportsAndReports) {
   const auto ex = testing::run_ktune("export --kernel " + spec + " --db " + d.path("k.db") + " -o " + d.path("t.json"));
   EXPECT_EQ(ex.status, 0) << ex.out;
   EXPECT_NE(testing::file_bytes(d.path("t.json")).find("transpose@"), std::string::npos);
+}
+
+// A suite names a spec for all its problems or per problem, relative to the suite's folder.
+TEST(KernelSpec, ASuiteNamesItsKernelsSpecs) {
+  SpecDir d;
+  d.write("spec.json", SpecDir::base().dump());
+  d.write("suite.json", R"({"name": "mixed", "kernel": "spec.json",
+    "problems": [{"n": 1000}, {"n": 4096},
+                 {"kernel": ")" + example("transpose") + R"(", "rows": 64, "cols": 128},
+                 {"op": "scale_add", "n": 77}]})");
+  const std::vector<Problem> ps = load_suite(d.path("suite.json"), "", DType::f32);
+  ASSERT_EQ(ps.size(), 4u);
+  EXPECT_EQ(ps[0].op, load_kernel_spec(d.path("spec.json")));
+  EXPECT_EQ(ps[1].dims, std::vector<int64_t>{4096});
+  EXPECT_EQ(ps[2].op, load_kernel_spec(example("transpose")));
+  EXPECT_EQ(ps[2].dims, (std::vector<int64_t>{64, 128}));
+  EXPECT_EQ(ps[3].op, "scale_add");
+  d.write("bad.json", R"({"kernel": 3, "problems": [{"n": 1}]})");
+  EXPECT_THROW(load_suite(d.path("bad.json"), "", DType::f32), UsageError);
 }
 
 } // namespace
