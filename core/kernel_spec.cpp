@@ -426,20 +426,10 @@ void read_sources(const Reader& r, KernelSpec& s, const ojson& v, std::string* h
 
 }  // namespace
 
-KernelSpec parse_kernel_spec(const std::string& json, const std::string& origin, const std::string& base_dir) {
-  Reader r(origin, base_dir);
-  check_json_depth(json, origin);
-  ojson j;
-  try {
-    j = ojson::parse(json);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw UsageError(origin + ": not valid JSON: " + e.what());
-  }
-  r.known_fields(j, "", {"$schema", "ktune_kernel_spec", "name", "about", "sources", "include_dirs", "kernel", "dims", "dtypes",
-                         "params", "params_as", "dims_as", "defines", "constraints", "restrictions", "max_threads",
-                         "launch", "args", "symbols", "check", "flops", "bytes", "default", "options"});
-  KernelSpec s;
-  s.path = origin, s.dir = base_dir;
+namespace {
+
+// The spec's name, about, dimensions and dtypes.
+void read_identity(const Reader& r, const ojson& j, KernelSpec& s) {
   if (j.contains("ktune_kernel_spec") && !(j["ktune_kernel_spec"].is_number_integer() && j["ktune_kernel_spec"].get<int>() == 1))
     r.fail("ktune_kernel_spec", "this ktune reads version 1 of the spec format");
   if (!j.contains("name")) r.fail("name", "missing");
@@ -456,7 +446,10 @@ KernelSpec parse_kernel_spec(const std::string& json, const std::string& origin,
     if (d != "f32" && d != "bf16" && d != "f16") r.fail("dtypes[" + std::to_string(i) + "]", "unknown dtype '" + d + "' (known: f32, bf16, f16)");
     s.dtypes.push_back(parse_dtype(d));
   }
+}
 
+// The parameters and their domains, then every name an expression may read (KernelSpec::names).
+void read_params(const Reader& r, const ojson& j, KernelSpec& s) {
   if (!j.contains("params")) r.fail("params", "missing (at least one tunable parameter)");
   const ojson& params = j["params"];
   if (!params.is_object() || params.empty()) r.fail("params", "expected an object of parameter -> values, at least one");
@@ -477,7 +470,11 @@ KernelSpec parse_kernel_spec(const std::string& json, const std::string& origin,
   }
   for (size_t i = 0; i < s.dims.size(); ++i)
     if (std::count(s.dims.begin(), s.dims.end(), s.dims[i]) > 1) r.fail("dims[" + std::to_string(i) + "]", "'" + s.dims[i] + "' repeated");
+}
 
+// How configs reach the compile: parameters and dimensions as defines or not, include folders,
+// the sources (with the text they hash into the version), options, extra defines.
+void read_compile(const Reader& r, const ojson& j, KernelSpec& s, std::string* hashed) {
   auto choice = [&](const char* field, const char* a, const char* b, bool deflt) {
     if (!j.contains(field)) return deflt;
     const std::string v = r.str(j[field], field);
@@ -494,7 +491,7 @@ KernelSpec parse_kernel_spec(const std::string& json, const std::string& origin,
     for (size_t i = 0; i < v.size(); ++i) {
       const std::string at = "include_dirs[" + std::to_string(i) + "]";
       fs::path p(r.str(v[i], at));
-      if (p.is_relative()) p = fs::path(base_dir) / p;
+      if (p.is_relative()) p = fs::path(r.dir()) / p;
       std::error_code ec;
       if (!fs::is_directory(p, ec)) r.fail(at, "'" + p.string() + "' is not a directory");
       incs.push_back(p.lexically_normal().string());
@@ -502,8 +499,7 @@ KernelSpec parse_kernel_spec(const std::string& json, const std::string& origin,
     }
   }
   if (!j.contains("sources")) r.fail("sources", "missing (the .cu file(s), relative to the spec)");
-  std::string hashed = json;
-  read_sources(r, s, j["sources"], &hashed, incs);
+  read_sources(r, s, j["sources"], hashed, incs);
   if (j.contains("options")) {
     const ojson& v = j["options"];
     if (!v.is_array()) r.fail("options", "expected an array of NVRTC options");
@@ -521,6 +517,9 @@ KernelSpec parse_kernel_spec(const std::string& json, const std::string& origin,
       s.defines.emplace_back(k, r.expr(v, "defines." + k, s.names));
     }
   }
+}
+
+void read_constraints(const Reader& r, const ojson& j, KernelSpec& s) {
   for (const char* field : {"constraints", "restrictions"}) {
     if (!j.contains(field)) continue;
     const ojson& v = j[field];
@@ -533,16 +532,11 @@ KernelSpec parse_kernel_spec(const std::string& json, const std::string& origin,
     if (m < 1 || m != double(int(m))) r.fail("max_threads", "expected a positive integer");
     s.max_threads = int(m);
   }
-  const std::string kernel = j.contains("kernel") ? r.str(j["kernel"], "kernel") : "";
-  if (!j.contains("launch")) r.fail("launch", "missing (grid and block, as expressions)");
-  s.steps = read_steps(r, s, j["launch"], "launch", kernel);
-  if (!j.contains("args")) r.fail("args", "missing (the kernel's arguments, in order)");
-  read_args(r, s, j["args"]);
-  if (std::none_of(s.args.begin(), s.args.end(), [](const SpecArg& a) { return a.checked(); }))
-    r.fail("args", "no argument is an output (intent out or inout): nothing to check or to time against");
-  if (j.contains("symbols")) read_symbols(r, s, j["symbols"]);
-  if (j.contains("default")) s.default_config = read_config(r, s, j["default"], "default");
+}
 
+// check: the reference (a kernel and its launch, or a config of the kernel itself) and the
+// tolerances every output gets where it names none; or the opt-out and its reason.
+void read_check(const Reader& r, const ojson& j, KernelSpec& s, const std::string& kernel) {
   if (!j.contains("check")) r.fail("check", "missing: a reference ({\"reference\": ...}) or an explicit {\"none\": \"why\"}");
   const ojson& c = j["check"];
   r.known_fields(c, "check", {"reference", "none", "atol", "rtol"});
@@ -574,6 +568,9 @@ KernelSpec parse_kernel_spec(const std::string& json, const std::string& origin,
         if (a.checked() && (std::string(t) == "atol" ? a.atol : a.rtol) < 0) (std::string(t) == "atol" ? a.atol : a.rtol) = x;
     }
   }
+}
+
+void read_counts(const Reader& r, const ojson& j, KernelSpec& s) {
   for (const char* field : {"flops", "bytes"}) {
     if (!j.contains(field)) continue;
     Expr e = r.expr(j[field], field, s.names);
@@ -582,6 +579,40 @@ KernelSpec parse_kernel_spec(const std::string& json, const std::string& origin,
         r.fail(field, "'" + e.text() + "' reads " + s.names[n] + ": counts follow the problem only");
     (std::string(field) == "flops" ? s.flops : s.bytes) = e;
   }
+}
+
+} // namespace
+
+KernelSpec parse_kernel_spec(const std::string& json, const std::string& origin, const std::string& base_dir) {
+  Reader r(origin, base_dir);
+  check_json_depth(json, origin);
+  ojson j;
+  try {
+    j = ojson::parse(json);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw UsageError(origin + ": not valid JSON: " + e.what());
+  }
+  r.known_fields(j, "", {"$schema", "ktune_kernel_spec", "name", "about", "sources", "include_dirs", "kernel", "dims", "dtypes",
+                         "params", "params_as", "dims_as", "defines", "constraints", "restrictions", "max_threads",
+                         "launch", "args", "symbols", "check", "flops", "bytes", "default", "options"});
+  KernelSpec s;
+  s.path = origin, s.dir = base_dir;
+  read_identity(r, j, s);
+  read_params(r, j, s);
+  std::string hashed = json; // the version hashes the spec's text and every source it compiles
+  read_compile(r, j, s, &hashed);
+  read_constraints(r, j, s);
+  const std::string kernel = j.contains("kernel") ? r.str(j["kernel"], "kernel") : "";
+  if (!j.contains("launch")) r.fail("launch", "missing (grid and block, as expressions)");
+  s.steps = read_steps(r, s, j["launch"], "launch", kernel);
+  if (!j.contains("args")) r.fail("args", "missing (the kernel's arguments, in order)");
+  read_args(r, s, j["args"]);
+  if (std::none_of(s.args.begin(), s.args.end(), [](const SpecArg& a) { return a.checked(); }))
+    r.fail("args", "no argument is an output (intent out or inout): nothing to check or to time against");
+  if (j.contains("symbols")) read_symbols(r, s, j["symbols"]);
+  if (j.contains("default")) s.default_config = read_config(r, s, j["default"], "default");
+  read_check(r, j, s, kernel);
+  read_counts(r, j, s);
   s.version = fnv1a_hex(hashed).substr(0, 8);
   s.op = s.name + "@" + s.version;
   return s;
