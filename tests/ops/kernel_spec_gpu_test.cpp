@@ -165,7 +165,9 @@ TEST(KernelSpecGpu, ExamplesAreTunedVerifiedAndServed) {
         const VerifyResult v = runner->verify(nullptr);
         EXPECT_TRUE(v.pass) << p.key() << " " << to_string(c) << " (" << to_string(s.provenance) << "): " << v.summary();
       }
-      if (shape == e.shape) EXPECT_EQ(s.provenance, Provenance::exact) << p.key() << ": " << s.why;
+      if (shape == e.shape) {
+        EXPECT_EQ(s.provenance, Provenance::exact) << p.key() << ": " << s.why;
+      }
       std::cout << "[ ktune    ] " << p.key() << ": " << to_string(s.provenance) << " " << s.config.to_json() << " (" << s.why
                 << ")\n";
     }

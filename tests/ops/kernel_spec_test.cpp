@@ -332,8 +332,10 @@ TEST(Cli, TheExamplesTablesAnswerTheirProblemsExactly) {
     const auto& e = t["entries"][0];
     EXPECT_EQ(e["op"].get<std::string>(), load_kernel_spec(example(name))) << "the table is of the example's current version";
     std::string shape;
-    for (const auto& d : op_info(e["op"].get<std::string>()).dims)
-      shape += (shape.empty() ? "" : "x") + std::to_string(e[d].get<long long>());
+    for (const auto& d : op_info(e["op"].get<std::string>()).dims) {
+      if (!shape.empty()) shape += 'x';
+      shape += std::to_string(e[d].get<long long>());
+    }
     const auto r = testing::run_ktune("query --kernel " + example(name) + " --table " + table + " --arch sm_90 --db " + d.path("empty.db") + " --dtype " +
                                       e["dtype"].get<std::string>() + " --problem " + shape);
     EXPECT_EQ(r.status, 0) << r.out;
