@@ -91,15 +91,17 @@ void store_elem(unsigned char* b, size_t i, ElemType t, double v) {
 
 namespace {
 
-// A counter-based generator (splitmix64 of seed and index): element i's value does not depend on
-// the others, so a large buffer fills on every core, and the same seed gives the same data.
-double uniform01(uint64_t seed, uint64_t i) {
-  uint64_t z = seed + 0x9e3779b97f4a7c15ull * (i + 1);
+uint64_t mix64(uint64_t z) { // splitmix64
+  z += 0x9e3779b97f4a7c15ull;
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  z ^= z >> 31;
-  return double(z >> 11) * 0x1.0p-53;
+  return z ^ (z >> 31);
 }
+
+// A counter-based generator: element i's value does not depend on the others, so a large buffer
+// fills on every core, and the same seed gives the same data. The tuner fills on the GPU with
+// its twin, ktune_uniform01 (kernel_templates/common/ktune_random.cuh), to the same bits.
+double uniform01(uint64_t seed, uint64_t i) { return double(mix64(seed ^ mix64(i)) >> 11) * 0x1.0p-53; }
 
 } // namespace
 

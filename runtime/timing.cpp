@@ -37,6 +37,7 @@ Timing Timer::time(const std::function<void(CUstream)>& launch, CUstream stream,
     const int n = int(ms.size());
     if (n >= o.max_reps || (n > 0 && total >= o.max_total_ms)) return false;
     if (n == 1 && o.cutoff_ms > 0 && ms[0] > o.cutoff_ms) return false;
+    if (n >= o.min_reps && o.race_ms > 0 && median(ms) > o.race_ms) return false;
     return n < o.min_reps || total < o.min_total_ms;
   };
   while (more()) {

@@ -28,6 +28,11 @@ struct TimingOptions {
   // A config whose first timed repetition is slower than this cannot be the best: it is timed
   // once and no more. 0 disables. The tuner sets it from the best time so far.
   double cutoff_ms = 0;
+  // ...and one whose median over min_reps repetitions or more is slower than this stops there:
+  // it is clearly not the best, so the repetitions that would pin its time down are not spent
+  // (a small kernel's 200 cost ~35 ms of a tuning run's ~50 ms a config). 0 disables. The tuner
+  // sets it to 1.1x the best time so far; a config within that is timed in full.
+  double race_ms = 0;
   // Before each repetition's start event the stream is held this long on the GPU (a spinning
   // kernel), so the launch is queued before timing starts. 0 disables.
   double launch_lead_us = 100;

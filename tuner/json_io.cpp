@@ -164,7 +164,7 @@ nlohmann::json timing_to_json(const Timing& t) {
 nlohmann::json timing_options_to_json(const TimingOptions& o) {
   return {{"warmup", o.warmup},           {"min_reps", o.min_reps},         {"max_reps", o.max_reps},
           {"min_total_ms", o.min_total_ms}, {"max_total_ms", o.max_total_ms}, {"cutoff_ms", o.cutoff_ms},
-          {"launch_lead_us", o.launch_lead_us}};
+          {"race_ms", o.race_ms},         {"launch_lead_us", o.launch_lead_us}};
 }
 
 TimingOptions timing_options_from_json(const nlohmann::json& j) {
@@ -176,6 +176,7 @@ TimingOptions timing_options_from_json(const nlohmann::json& j) {
     o.min_total_ms = j.value("min_total_ms", o.min_total_ms);
     o.max_total_ms = j.value("max_total_ms", o.max_total_ms);
     o.cutoff_ms = j.value("cutoff_ms", o.cutoff_ms);
+    o.race_ms = j.value("race_ms", o.race_ms);
     o.launch_lead_us = j.value("launch_lead_us", o.launch_lead_us);
   }
   return o;

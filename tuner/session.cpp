@@ -248,10 +248,12 @@ class ProblemTuner {
     return measure_baseline(p, pid, library, first);
   }
 
-  // Candidates more than 1.5x slower than the best so far get one timed repetition only.
+  // Candidates more than 1.5x slower than the best so far get one timed repetition only, and
+  // those more than 1.1x slower after min_reps repetitions no more (TimingOptions::race_ms).
   nlohmann::json timing_json() const {
     TimingOptions t = o_.timing;
     t.cutoff_ms = best_ms_ ? 1.5 * *best_ms_ : 0.0;
+    t.race_ms = best_ms_ ? 1.1 * *best_ms_ : 0.0;
     return timing_options_to_json(t);
   }
 

@@ -2,9 +2,11 @@
 // buffer of the spec filled as it says (random, zeros, ones, ramp, a constant, a file), outputs
 // poisoned, guard bytes around each, temporaries in a workspace; verification runs the spec's
 // reference (a kernel of the same source, or a named config) once per prepared input set on the
-// same inputs and holds each output element to |out - ref| <= atol + rtol |ref|.
+// same inputs and holds each output element to |out - ref| <= atol + rtol |ref|. All of it runs
+// on the GPU (spec_check.cu): a check costs a few launches, whatever the buffers' size.
 #pragma once
 #include <memory>
+#include <string>
 
 #include "ktune/compiler.h"
 #include "ktune/device_info.h"
@@ -17,6 +19,10 @@ enum class ElemType;
 // The tolerance an output of type t is held to when its spec gives none: rtol, and atol as rtol
 // times the output's largest |reference| (differences of summation order scale with the output).
 double spec_default_rtol(ElemType t);
+
+// The runner's fill, compare and byte-compare kernels (kernel_templates/spec/spec_check.cu), in
+// this order: ktune_spec_fill, ktune_spec_differ, ktune_spec_absmax, ktune_spec_compare.
+CompileRequest spec_check_request(const std::string& arch);
 
 std::unique_ptr<OpRunner> make_spec_runner(Compiler& compiler, const DeviceInfo& device);
 

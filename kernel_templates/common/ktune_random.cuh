@@ -19,6 +19,12 @@ __device__ __forceinline__ double ktune_uniform(unsigned long long seed, long lo
   return (double)(r >> 11) * (2.0 / 9007199254740992.0) - 1.0;
 }
 
+// Element i of stream `seed`, uniform in [0, 1): the host's twin is core/spec_op.cpp's uniform01
+// (a spec's buffer filled on either side holds the same values).
+__device__ __forceinline__ double ktune_uniform01(unsigned long long seed, long long i) {
+  return (double)(ktune_mix(seed ^ ktune_mix((unsigned long long)i)) >> 11) * (1.0 / 9007199254740992.0);
+}
+
 // Half precision (bf16 / f16) travels as 16-bit words. F16: 1 for IEEE half, 0 for bfloat16.
 __device__ __forceinline__ unsigned short ktune_to_half(float f, int f16) {
   if (f16) {

@@ -21,6 +21,7 @@
 #include "runtime/module.h"
 #include "test_paths.h"
 #include "tuner/op_runner.h"
+#include "tuner/spec_op.h"
 
 using namespace ktune;
 namespace fs = std::filesystem;
@@ -119,6 +120,42 @@ TEST(KernelSpecGpu, PlantedWrongKernelsAreRejectedAndTheRightOnePasses) {
   const VerifyResult unscaled = check(5);
   EXPECT_FALSE(unscaled.pass);
   EXPECT_GT(unscaled.violations, 100000u) << unscaled.summary();
+}
+
+// The tuner fills a spec's buffers on the GPU (spec_check.cu) and the runtime and tests on the
+// host (spec_fill_bytes): the same bits for every element type and fill, saturation of integers
+// and rounding of halves included.
+TEST(KernelSpecGpu, DeviceFillsEqualHostFillsForEveryType) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  CudaContext ctx(d->ordinal);
+  Compiler compiler(1);
+  const auto k = compiler.compile(spec_check_request(d->arch));
+  Module m(k->cubin, k->lowered_names, "spec checks");
+  const size_t n = 70001;
+  DeviceBuffer buf(n * 8, "fill");
+  std::vector<SpecFill> fills(5);
+  fills[0].lo = -3e9, fills[0].hi = 5e9; // past every 32-bit integer type's range: saturates
+  fills[1].lo = -1, fills[1].hi = 1;
+  fills[2].kind = SpecFill::ramp;
+  fills[3].kind = SpecFill::constant, fills[3].value = -1234.5678;
+  fills[4].kind = SpecFill::ones;
+  for (int t = 0; t <= int(ElemType::u8); ++t)
+    for (size_t f = 0; f < fills.size(); ++f) {
+      const ElemType type = ElemType(t);
+      const uint64_t seed = 0x1234567ull * (f + 1);
+      CUdeviceptr x = buf.ptr();
+      long long count = n;
+      int kind = int(fills[f].kind);
+      double lo = fills[f].lo, hi = fills[f].hi, value = fills[f].value;
+      unsigned long long s = seed;
+      void* params[] = {&x, &count, &t, &kind, &lo, &hi, &value, &s};
+      launch_grid_stride(m, 0, count, *d, params, nullptr);
+      std::vector<unsigned char> got(n * size_t(elem_bytes(type)));
+      check_cu(driver().cuMemcpyDtoH(got.data(), buf.ptr(), got.size()), "cuMemcpyDtoH", "fill");
+      EXPECT_EQ(got, spec_fill_bytes(fills[f], type, n, seed)) << to_string(type) << " fill " << f;
+    }
 }
 
 // Every example: tuned by the CLI, answered exactly, served by the runtime.

@@ -10,6 +10,7 @@
 #include "tuner/compile_all.h"
 #include "tuner/gemm_op.h"
 #include "tuner/rows_op.h"
+#include "tuner/spec_op.h"
 #include "ktune/gemm_problem.h"
 
 using namespace ktune;
@@ -96,6 +97,8 @@ TEST(Compiler, ReferenceKernelsCompileForEveryArch) {
       EXPECT_GT(r->cubin.size(), 0u) << arch << " " << op;
       EXPECT_EQ(r->lowered_names.size(), 2u) << arch << " " << op;
     }
+    const auto s = compiler.compile(spec_check_request(arch));
+    EXPECT_EQ(s->lowered_names.size(), 4u) << arch << " user-kernel checks";
   }
 }
 

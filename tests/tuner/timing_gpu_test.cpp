@@ -1,6 +1,6 @@
 // The tuner's timer on a real GPU: a launch whose host side is slow (a library's heuristics, a
 // runtime's lookup) must not be timed as GPU time once the stream is held by the lead delay, and
-// is timed without it, which shows the check can fail.
+// is timed without it, which shows the check can fail; a race stops a slow config early.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -39,6 +39,29 @@ TEST(TimerGpu, HostLaunchLatencyIsNotTimedBehindTheLeadDelay) {
             << led.median_ms * 1000 << " us with a 2 ms lead\n";
   EXPECT_GT(bare.median_ms, 0.15);
   EXPECT_LT(led.median_ms, 0.05);
+}
+
+// The tuner's race (TimingOptions::race_ms): a config slower than the bar after min_reps stops
+// there; one under it, or with no bar, is timed as long as the options ask.
+TEST(TimerGpu, ARaceStopsAConfigSlowerThanTheBarAfterMinReps) {
+  std::string why;
+  const DeviceInfo* dev = ktune::testing::first_gpu(&why);
+  if (!dev) GTEST_SKIP() << "no GPU: " << why;
+  CudaContext ctx(dev->ordinal);
+  Timer timer(dev->l2_bytes);
+  DeviceBuffer buf(size_t(64) << 20, "race test buffer");
+  auto memset = [&](CUstream s) {
+    check_cu(driver().cuMemsetD32Async(buf.ptr(), 7u, buf.bytes() / 4, s), "cuMemsetD32Async", "race test");
+  };
+  TimingOptions o;
+  o.min_reps = 10, o.max_reps = 60, o.min_total_ms = 1e9, o.max_total_ms = 1e9;
+  const Timing full = timer.time(memset, nullptr, o);
+  EXPECT_EQ(full.reps, 60) << "no bar: every repetition";
+  o.race_ms = 0.5 * full.median_ms;
+  const Timing raced = timer.time(memset, nullptr, o);
+  EXPECT_EQ(raced.reps, 10) << "twice the bar: stopped at min_reps";
+  o.race_ms = 4 * full.median_ms;
+  EXPECT_EQ(timer.time(memset, nullptr, o).reps, 60) << "well under the bar: timed in full";
 }
 
 } // namespace

@@ -201,7 +201,8 @@ TEST(Worker, EveryFamilysLaunchPlansSurviveTheirJson) {
 // The timing options travel to the worker as JSON: one writer and one reader (tuner/json_io).
 TEST(Worker, TimingOptionsSurviveTheRequestAndMissingFieldsKeepDefaults) {
   TimingOptions o;
-  o.warmup = 3, o.min_reps = 7, o.max_reps = 70, o.min_total_ms = 12.5, o.max_total_ms = 900, o.cutoff_ms = 0.25, o.launch_lead_us = 30;
+  o.warmup = 3, o.min_reps = 7, o.max_reps = 70, o.min_total_ms = 12.5, o.max_total_ms = 900, o.cutoff_ms = 0.25, o.race_ms = 0.125,
+  o.launch_lead_us = 30;
   const TimingOptions back = timing_options_from_json(timing_options_to_json(o));
   EXPECT_EQ(back.warmup, 3);
   EXPECT_EQ(back.min_reps, 7);
@@ -209,6 +210,7 @@ TEST(Worker, TimingOptionsSurviveTheRequestAndMissingFieldsKeepDefaults) {
   EXPECT_DOUBLE_EQ(back.min_total_ms, 12.5);
   EXPECT_DOUBLE_EQ(back.max_total_ms, 900);
   EXPECT_DOUBLE_EQ(back.cutoff_ms, 0.25);
+  EXPECT_DOUBLE_EQ(back.race_ms, 0.125);
   EXPECT_DOUBLE_EQ(back.launch_lead_us, 30);
   const TimingOptions dflt, partial = timing_options_from_json(nlohmann::json{{"min_reps", 2}});
   EXPECT_EQ(partial.min_reps, 2);
