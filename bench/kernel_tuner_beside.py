@@ -4,6 +4,10 @@ throughput run in bench/kernel_specs.sh: examples/kernels/transpose at 1024 x 10
 PAD and the spec's three constraints), brute force, each config's output checked against the transposed input
 (Kernel Tuner's `answer`). Prints one line: configs, wall seconds, configs/s, and the best config with its time.
 
+Kernel Tuner hands every tunable parameter to the source as a #define, so a template parameter may not share a
+parameter's name: in the text given to it, the kernel's template parameters are renamed (TILE -> TILE_T, ...) and its
+body reads the macros, which hold the same values; nothing else changes.
+
 Kernel Tuner compiles each config with NVRTC in its own process, one after the other, and times 7 launches (its
 default, L2 warm); ktune compiles on every core and times as docs/METHOD.md says (L2 flushed, a launch lead):
 compare the throughput, and the two best configs, not the times.
@@ -18,6 +22,8 @@ import time
 import numpy as np
 
 try:
+    from importlib.metadata import version
+
     from kernel_tuner import tune_kernel
 except ImportError as e:  # not a dependency of ktune: say so and stop
     print("kernel_tuner is not importable here (%s): pip install kernel_tuner" % e)
@@ -26,6 +32,9 @@ except ImportError as e:  # not a dependency of ktune: say so and stop
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 spec = json.load(open(os.path.join(root, "examples/kernels/transpose/transpose.json")))
 source = open(os.path.join(root, "examples/kernels/transpose/transpose.cu")).read()
+header = "template <int TILE, int ROWS, int PAD>"
+assert header in source, "examples/kernels/transpose/transpose.cu changed: update " + __file__
+source = source.replace(header, "template <int TILE_T, int ROWS_T, int PAD_T>")
 rows, cols = (int(sys.argv[1]), int(sys.argv[2])) if len(sys.argv) > 2 else (1024, 1024)
 
 rng = np.random.default_rng(7)
@@ -43,5 +52,5 @@ wall = time.perf_counter() - start
 ok = [r for r in results if isinstance(r.get("time"), float)]
 best = min(ok, key=lambda r: r["time"])
 print("kernel_tuner %s on %s: %d configs (%d timed) in %.2f s of wall: %.1f configs/s; best %s at %.4f ms (its own timing)"
-      % (env.get("kernel_tuner_version", "?"), env.get("device_name", "?"), len(results), len(ok), wall,
+      % (version("kernel_tuner"), env.get("device_name", "?"), len(results), len(ok), wall,
          len(results) / wall, json.dumps({k: best[k] for k in spec["params"]}), best["time"]))
