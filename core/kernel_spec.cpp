@@ -227,18 +227,22 @@ std::vector<SpecStep> read_steps(const Reader& r, const KernelSpec& s, const ojs
   for (size_t i = 0; i < list.size(); ++i) {
     const std::string at = v.is_array() ? path + "[" + std::to_string(i) + "]" : path;
     const ojson& o = list[i];
-    r.known_fields(o, at, {"kernel", "grid", "block", "shared_memory", "persistent"});
+    r.known_fields(o, at, {"kernel", "grid", "block", "cluster", "shared_memory", "persistent"});
     SpecStep st;
     if (o.contains("kernel")) st.kernel = r.str(o["kernel"], at + ".kernel");
     else if (!kernel.empty()) st.kernel = kernel;
     else r.fail(at + ".kernel", "missing: name the kernel here or in the spec's \"kernel\"");
     if (st.kernel.find_first_not_of(" \t") == std::string::npos) r.fail(at + ".kernel", "empty kernel name");
-    for (const char* field : {"grid", "block"}) {
+    for (const char* field : {"grid", "block", "cluster"}) {
       const std::string fp = at + "." + field;
-      if (!o.contains(field)) r.fail(fp, "missing");
+      const bool cluster = std::string(field) == "cluster";
+      if (!o.contains(field)) {
+        if (cluster) continue; // optional: none
+        r.fail(fp, "missing");
+      }
       const ojson& g = o[field];
       if (!g.is_array() || g.empty() || g.size() > 3) r.fail(fp, "expected 1 to 3 expressions (x, y, z)");
-      Expr* dst = std::string(field) == "grid" ? st.grid : st.block;
+      Expr* dst = cluster ? st.cluster : std::string(field) == "grid" ? st.grid : st.block;
       for (size_t d = 0; d < 3; ++d) {
         const std::string dp = fp + "[" + std::to_string(d) + "]";
         dst[d] = d < g.size() ? r.expr(g[d], dp, s.names) : Expr("1", s.names, r.where(dp));
@@ -536,6 +540,26 @@ void read_constraints(const Reader& r, const ojson& j, KernelSpec& s) {
 
 // check: the reference (a kernel and its launch, or a config of the kernel itself) and the
 // tolerances every output gets where it names none; or the opt-out and its reason.
+// A kernel run beside the tuned one (the check's reference, the baseline): a kernel of the
+// source with its own launch, or a config of the kernel itself; its config is `config`, else the
+// spec's default, else each parameter's first value.
+void read_kernel_run(const Reader& r, const KernelSpec& s, const ojson& o, const std::string& path, const std::string& kernel,
+                     std::vector<SpecStep>& steps, Config& config) {
+  r.known_fields(o, path, {"kernel", "launch", "config"});
+  if (o.contains("kernel") || o.contains("launch")) {
+    if (!o.contains("launch")) r.fail(path + ".launch", "missing (grid and block of the kernel)");
+    const std::string k = o.contains("kernel") ? r.str(o["kernel"], path + ".kernel") : kernel;
+    steps = read_steps(r, s, o["launch"], path + ".launch", k);
+  } else {
+    if (!o.contains("config")) r.fail(path, "give a kernel and its launch, or a config of the kernel itself");
+    steps = s.steps; // a named config of the kernel itself
+  }
+  if (o.contains("config")) config = read_config(r, s, o["config"], path + ".config");
+  else if (!s.default_config.items().empty()) config = s.default_config;
+  else
+    for (const auto& p : s.params) config.set(p.name, p.values.front());
+}
+
 void read_check(const Reader& r, const ojson& j, KernelSpec& s, const std::string& kernel) {
   if (!j.contains("check")) r.fail("check", "missing: a reference ({\"reference\": ...}) or an explicit {\"none\": \"why\"}");
   const ojson& c = j["check"];
@@ -546,20 +570,7 @@ void read_check(const Reader& r, const ojson& j, KernelSpec& s, const std::strin
     s.no_check_reason = r.str(c["none"], "check.none");
     if (s.no_check_reason.empty()) r.fail("check.none", "say why the kernel is not checked");
   } else {
-    const ojson& ref = c["reference"];
-    r.known_fields(ref, "check.reference", {"kernel", "launch", "config"});
-    if (ref.contains("kernel") || ref.contains("launch")) {
-      if (!ref.contains("launch")) r.fail("check.reference.launch", "missing (grid and block of the reference kernel)");
-      const std::string rk = ref.contains("kernel") ? r.str(ref["kernel"], "check.reference.kernel") : kernel;
-      s.reference_steps = read_steps(r, s, ref["launch"], "check.reference.launch", rk);
-    } else {
-      if (!ref.contains("config")) r.fail("check.reference", "give a kernel and its launch, or a config of the kernel itself");
-      s.reference_steps = s.steps; // a named config of the kernel itself
-    }
-    if (ref.contains("config")) s.reference_config = read_config(r, s, ref["config"], "check.reference.config");
-    else if (!s.default_config.items().empty()) s.reference_config = s.default_config;
-    else
-      for (const auto& p : s.params) s.reference_config.set(p.name, p.values.front());
+    read_kernel_run(r, s, c["reference"], "check.reference", kernel, s.reference_steps, s.reference_config);
     for (const char* t : {"atol", "rtol"}) {
       if (!c.contains(t)) continue;
       const double x = r.number(c[t], std::string("check.") + t);
@@ -594,7 +605,7 @@ KernelSpec parse_kernel_spec(const std::string& json, const std::string& origin,
   }
   r.known_fields(j, "", {"$schema", "ktune_kernel_spec", "name", "about", "sources", "include_dirs", "kernel", "dims", "dtypes",
                          "params", "params_as", "dims_as", "defines", "constraints", "restrictions", "max_threads",
-                         "launch", "args", "symbols", "check", "flops", "bytes", "default", "options"});
+                         "launch", "args", "symbols", "check", "baseline", "flops", "bytes", "default", "options"});
   KernelSpec s;
   s.path = origin, s.dir = base_dir;
   read_identity(r, j, s);
@@ -612,6 +623,10 @@ KernelSpec parse_kernel_spec(const std::string& json, const std::string& origin,
   if (j.contains("symbols")) read_symbols(r, s, j["symbols"]);
   if (j.contains("default")) s.default_config = read_config(r, s, j["default"], "default");
   read_check(r, j, s, kernel);
+  if (j.contains("baseline")) {
+    s.has_baseline = true;
+    read_kernel_run(r, s, j["baseline"], "baseline", kernel, s.baseline_steps, s.baseline_config);
+  }
   read_counts(r, j, s);
   s.version = fnv1a_hex(hashed).substr(0, 8);
   s.op = s.name + "@" + s.version;

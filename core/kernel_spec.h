@@ -73,6 +73,7 @@ struct SpecSymbol {
 struct SpecStep {
   std::string kernel; // name expression with {NAME} placeholders
   Expr grid[3], block[3], smem;
+  Expr cluster[3]; // LaunchStep::cluster; empty: none
   bool persistent = false;         // LaunchStep::persistent: grid x capped at the blocks resident at once
 };
 
@@ -100,6 +101,11 @@ struct KernelSpec {
   std::string no_check_reason;
   std::vector<SpecStep> reference_steps;
   Config reference_config;
+  // The baseline the tuned kernel's speed-up is shown against (OpInfo::baseline "baseline"): a
+  // kernel of the source with its launch, or a config of the kernel itself; none when absent.
+  bool has_baseline = false;
+  std::vector<SpecStep> baseline_steps;
+  Config baseline_config;
   Expr flops, bytes;
   Config default_config; // empty: the first valid config
   // Names every expression may read, in this order: params, dims, then the device and problem

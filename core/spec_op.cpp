@@ -260,6 +260,8 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
       s.grid[d] = unsigned(st[i].grid[d].eval_integer(v, 1, d == 0 ? 2147483647.0 : 65535.0, "grid" + at));
       s.block[d] = unsigned(st[i].block[d].eval_integer(v, 1, 1024, "threads" + at));
     }
+    if (!st[i].cluster[0].empty())
+      for (int d = 0; d < 3; ++d) s.cluster[d] = unsigned(st[i].cluster[d].eval_integer(v, 1, 8, "cluster blocks" + at));
     s.dynamic_smem = unsigned(st[i].smem.eval_integer(v, 0, 4.0e9, "bytes of dynamic shared memory" + at));
     s.persistent = st[i].persistent;
     plan.steps.push_back(s);
@@ -312,6 +314,20 @@ Family spec_family(const std::shared_ptr<const KernelSpec>& sp) {
                  const double x = t.grid[0].eval(v), y = t.grid[1].eval(v), z = t.grid[2].eval(v);
                  return x >= 1 && x <= 2147483647.0 && y >= 1 && y <= 65535 && z >= 1 && z <= 65535;
                });
+    if (st.cluster[0].empty()) continue;
+    f.restrict(step + ": a cluster of at most 8 blocks that tiles the grid, on sm_90 or later",
+               param_reads(s, {&st.cluster[0], &st.cluster[1], &st.cluster[2], &st.grid[0], &st.grid[1], &st.grid[2]}),
+               [sp, i](const Config& c, const Problem& p, const DeviceInfo& d) {
+                 const std::vector<double> v = sp->values(c, p, d);
+                 const SpecStep& t = sp->steps[i];
+                 double blocks = 1;
+                 for (int k = 0; k < 3; ++k) {
+                   const double n = t.cluster[k].eval(v), g = t.grid[k].eval(v);
+                   if (n < 1 || n != std::floor(n) || std::fmod(g, n) != 0) return false;
+                   blocks *= n;
+                 }
+                 return blocks <= 8 && (blocks == 1 || d.arch_number() >= 90);
+               });
   }
   f.kernels([sp](const Config& c, const Problem& p) { return sp->kernel_names(sp->steps, c, p); });
   f.launch([sp](const Config& c, const Problem& p) { return sp->plan(sp->steps, c, p); });
@@ -362,6 +378,7 @@ OpInfo spec_op_info(const std::shared_ptr<const KernelSpec>& sp) {
     return b;
   };
   o.runner = "spec";
+  if (s.has_baseline) o.baseline = "baseline"; // summaries show the tuned kernel's speed-up over it
   for (size_t i = 0; i < s.args.size(); ++i) {
     const SpecArg& a = s.args[i];
     if (!a.buffer || a.intent == SpecArg::temp) continue;

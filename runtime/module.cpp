@@ -140,47 +140,79 @@ void Module::allow_smem(size_t i, unsigned dynamic_smem) {
   }
 }
 
-Occupancy Module::occupancy(size_t i, const unsigned grid[3], const unsigned block[3], unsigned dynamic_smem) {
+namespace {
+unsigned cluster_blocks(const unsigned* cluster) { return cluster ? cluster[0] * cluster[1] * cluster[2] : 1; }
+} // namespace
+
+Occupancy Module::occupancy(size_t i, const unsigned grid[3], const unsigned block[3], unsigned dynamic_smem,
+                            const unsigned* cluster) {
   const CUfunction f = function(i);
   allow_smem(i, dynamic_smem);
   Occupancy o;
   const int threads = int(block[0] * block[1] * block[2]);
   check_cu(driver().cuOccupancyMaxActiveBlocksPerMultiprocessor(&o.blocks_per_sm, f, threads, dynamic_smem),
            "cuOccupancyMaxActiveBlocksPerMultiprocessor", context_);
-  o.cluster_size = compiled_cluster_size(f, context_);
-  if (o.cluster_size > 1) {
-    // The cluster shape comes from the kernel itself (__cluster_dims__); the config names none.
-    const CUlaunchConfig cfg = launch_config(grid, block, dynamic_smem, nullptr);
-    check_cu(driver().cuOccupancyMaxActiveClusters(&o.max_active_clusters, f, &cfg), "cuOccupancyMaxActiveClusters", context_);
+  CUlaunchAttribute shape{};
+  CUlaunchConfig cfg = launch_config(grid, block, dynamic_smem, nullptr);
+  if (cluster_blocks(cluster) > 1) { // given at launch
+    o.cluster_size = int(cluster_blocks(cluster));
+    shape.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    shape.value.clusterDim.x = cluster[0], shape.value.clusterDim.y = cluster[1], shape.value.clusterDim.z = cluster[2];
+    cfg.attrs = &shape, cfg.numAttrs = 1;
+  } else { // the kernel's own (__cluster_dims__), if any
+    o.cluster_size = compiled_cluster_size(f, context_);
   }
+  if (o.cluster_size > 1)
+    check_cu(driver().cuOccupancyMaxActiveClusters(&o.max_active_clusters, f, &cfg), "cuOccupancyMaxActiveClusters", context_);
   return o;
 }
 
-unsigned Module::resident_blocks(size_t i, const unsigned grid[3], const unsigned block[3], unsigned dynamic_smem) {
+unsigned Module::resident_blocks(size_t i, const unsigned grid[3], const unsigned block[3], unsigned dynamic_smem,
+                                 const unsigned* cluster) {
   const unsigned long long key = (static_cast<unsigned long long>(dynamic_smem) * 2048 + block[0] * block[1] * block[2]) << 32;
+  const bool remember = cluster_blocks(cluster) == 1;
   const unsigned long long known = resident_[i].load(std::memory_order_relaxed);
-  if (known && (known & ~0xffffffffull) == key) return unsigned(known & 0xffffffffull);
-  const Occupancy o = occupancy(i, grid, block, dynamic_smem);
+  if (remember && known && (known & ~0xffffffffull) == key) return unsigned(known & 0xffffffffull);
+  const Occupancy o = occupancy(i, grid, block, dynamic_smem, cluster);
   // A cluster kernel: whole clusters (the grid must be a multiple of the cluster), as many as fit at once.
   const long long blocks = o.cluster_size > 1 ? (long long)o.max_active_clusters * o.cluster_size : (long long)o.blocks_per_sm * sm_count_;
   if (blocks < 1)
     throw Error(context_ + ": no block of kernel " + std::to_string(i) + " fits an SM (" + std::to_string(dynamic_smem) +
                 " bytes of dynamic shared memory), so it has no persistent grid");
-  resident_[i].store(key | static_cast<unsigned long long>(blocks), std::memory_order_relaxed);
+  if (remember) resident_[i].store(key | static_cast<unsigned long long>(blocks), std::memory_order_relaxed);
   return unsigned(blocks);
 }
 
 void Module::launch(const LaunchStep& s, CUstream stream, void** params) {
   const size_t i = static_cast<size_t>(s.kernel);
   unsigned grid[3] = {s.grid[0], s.grid[1], s.grid[2]};
-  if (s.persistent) grid[0] = std::min(grid[0], resident_blocks(i, s.grid, s.block, s.dynamic_smem));
-  launch(i, grid, s.block, s.dynamic_smem, stream, params, s.overlap_previous, s.balance_clusters);
+  if (s.persistent) {
+    grid[0] = std::min(grid[0], resident_blocks(i, s.grid, s.block, s.dynamic_smem, s.cluster));
+    grid[0] -= grid[0] % s.cluster[0]; // whole clusters (resident_blocks counts whole clusters: never to 0)
+  }
+  launch(i, grid, s.block, s.dynamic_smem, stream, params, s.overlap_previous, s.balance_clusters, s.cluster);
 }
 
 void Module::launch(size_t i, const unsigned grid[3], const unsigned block[3], unsigned dynamic_smem, CUstream stream,
-                    void** params, bool overlap_previous, bool balance_clusters) {
+                    void** params, bool overlap_previous, bool balance_clusters, const unsigned* cluster) {
   const CUfunction f = function(i);
   allow_smem(i, dynamic_smem);
+  if (cluster_blocks(cluster) > 1) {
+    // A launch-time cluster shape: cuLaunchKernelEx with it (and the scheduling policy if asked).
+    CUlaunchAttribute attrs[2] = {};
+    attrs[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attrs[0].value.clusterDim.x = cluster[0], attrs[0].value.clusterDim.y = cluster[1], attrs[0].value.clusterDim.z = cluster[2];
+    unsigned n = 1;
+    if (balance_clusters) {
+      attrs[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE;
+      attrs[n++].value.clusterSchedulingPolicyPreference = CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING;
+    }
+    CUlaunchConfig cfg = launch_config(grid, block, dynamic_smem, stream);
+    cfg.attrs = attrs;
+    cfg.numAttrs = n;
+    check_cu(driver().cuLaunchKernelEx(&cfg, f, params, nullptr), "cuLaunchKernelEx(CLUSTER_DIMENSION)", context_);
+    return;
+  }
   // Both attributes exist from sm_90 on, where dependent_launch_ is set.
   CUlaunchAttribute attrs[2] = {};
   unsigned n = 0;

@@ -81,7 +81,9 @@ class Module {
   // Blocks resident per SM for this block shape and dynamic shared memory, and for a kernel with
   // compile-time cluster dimensions the clusters resident at once (a grid of more clusters runs
   // in waves). Raises the kernel's dynamic shared-memory limit like launch() does.
-  Occupancy occupancy(size_t i, const unsigned grid[3], const unsigned block[3], unsigned dynamic_smem);
+  // cluster: a launch-time cluster shape (LaunchStep::cluster), for a kernel compiled without one.
+  Occupancy occupancy(size_t i, const unsigned grid[3], const unsigned block[3], unsigned dynamic_smem,
+                      const unsigned* cluster = nullptr);
   const std::string& context() const { return context_; }
   // The address and size of a __constant__ or __device__ variable of the module (a user's
   // kernel's symbols); throws Error naming it when the module has none by that name.
@@ -95,14 +97,17 @@ class Module {
   // overlap_previous: launch as a programmatic dependent of the stream's previous kernel where
   // the device has it (sm_90 on; see LaunchStep::overlap_previous), else as a plain launch.
   // balance_clusters: the load-balancing cluster scheduling policy (LaunchStep::balance_clusters).
+  // cluster: a launch-time cluster shape (LaunchStep::cluster; null or {1, 1, 1}: none).
   void launch(size_t i, const unsigned grid[3], const unsigned block[3], unsigned dynamic_smem, CUstream stream,
-              void** params, bool overlap_previous = false, bool balance_clusters = false);
+              void** params, bool overlap_previous = false, bool balance_clusters = false, const unsigned* cluster = nullptr);
   // One step of a launch plan, with its flags; a persistent step's grid[0] capped at resident_blocks.
   void launch(const LaunchStep& s, CUstream stream, void** params);
   // Blocks of kernel i the device holds at once for this block shape and shared memory (whole
   // clusters for a cluster kernel): the grid of a persistent launch. Computed once per shape. grid:
   // the launch's own (the cluster query wants a grid of whole clusters; its size does not matter).
-  unsigned resident_blocks(size_t i, const unsigned grid[3], const unsigned block[3], unsigned dynamic_smem);
+  // With a launch-time cluster shape: asked of the driver at each call (not remembered).
+  unsigned resident_blocks(size_t i, const unsigned grid[3], const unsigned block[3], unsigned dynamic_smem,
+                           const unsigned* cluster = nullptr);
 
  private:
   void allow_smem(size_t i, unsigned dynamic_smem); // raises the kernel's dynamic smem limit once

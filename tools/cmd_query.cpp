@@ -84,7 +84,9 @@ int cmd_query(QueryArgs& a) {
   if (s.time_ms) std::printf("\n");
   if (op.spec) print_older_versions(op, o.db_path);
   const std::string base = op.baseline == "cublas" ? "cuBLAS" : op.baseline;
-  if (!s.candidates.empty() && !op.baseline.empty()) {
+  // The runtime times a library baseline (cuBLAS) beside lent candidates; a spec's baseline is for
+  // the tuner's summaries only.
+  if (!s.candidates.empty() && !op.baseline.empty() && !op.spec) {
     std::printf("candidates  (the first call times each, and %s, at this problem; a kernel must win by 3 %%)\n", base.c_str());
     for (const auto& c : s.candidates)
       if (c.neighbour)

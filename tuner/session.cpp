@@ -345,15 +345,19 @@ class ProblemTuner {
     std::string best = "best -";
     if (best_ms_) {
       char buf[128];
-      const double tf = tflops(p, *best_ms_);
-      const std::string library = op_info(p.op).baseline;
-      if (library.empty()) // an op judged by bandwidth: the bytes it must move over the time
-        std::snprintf(buf, sizeof buf, "best %.2f TB/s (%s)", min_bytes(p) / (*best_ms_ * 1e-3) / 1e12, best_family_.c_str());
-      else if (r.cublas)
-        std::snprintf(buf, sizeof buf, "best %.1f TFLOPS (%.2fx %s, %s)", tf, r.cublas->median_ms / *best_ms_, library.c_str(),
-                      best_family_.c_str());
-      else std::snprintf(buf, sizeof buf, "best %.1f TFLOPS (%s)", tf, best_family_.c_str());
+      const OpInfo& op = op_info(p.op);
+      // A GEMM by its FLOPs; an op counting none by the bytes it must move; a user's kernel by
+      // whichever its spec counts.
+      const bool by_flops = op.baseline == "cublas" || (op.spec && tflops(p, *best_ms_) > 0);
+      if (by_flops) std::snprintf(buf, sizeof buf, "best %.1f TFLOPS", tflops(p, *best_ms_));
+      else std::snprintf(buf, sizeof buf, "best %.2f TB/s", min_bytes(p) / (*best_ms_ * 1e-3) / 1e12);
       best = buf;
+      if (r.cublas) {
+        std::snprintf(buf, sizeof buf, " (%.2fx %s, %s)", r.cublas->median_ms / *best_ms_, op.baseline.c_str(), best_family_.c_str());
+      } else {
+        std::snprintf(buf, sizeof buf, " (%s)", best_family_.c_str());
+      }
+      best += buf;
     }
     double eta = done > 0 && evals != SIZE_MAX ? seconds_since(started) / double(done) * double(evals - done) : 0;
     if (deadline) eta = std::min(eta > 0 ? eta : 1e9, std::chrono::duration<double>(*deadline - Clock::now()).count());
@@ -431,25 +435,26 @@ std::string format_summary(const TuneResult& r) {
   char buf[512];
   std::snprintf(buf, sizeof buf, "%s (%s, %d SMs)\n", r.device.name.c_str(), r.device.arch.c_str(), r.device.sm_count);
   s += buf;
-  std::snprintf(buf, sizeof buf, "%-34s %-46s %8s %8s %6s %6s  %s\n", "problem", "best config", "TFLOPS", "cuBLAS", "ratio",
-                "TB/s", "trials (ok/compile/launch/wrong/timeout/crash, skipped)");
+  std::snprintf(buf, sizeof buf, "%-34s %-46s %8s %6s %-16s  %s\n", "problem", "best config", "TFLOPS", "TB/s", "vs baseline",
+                "trials (ok/compile/launch/wrong/timeout/crash, skipped)");
   s += buf;
   for (const auto& p : r.problems) {
     auto n = [&](TrialStatus st) {
       auto it = p.by_status.find(st);
       return it == p.by_status.end() ? 0 : it->second;
     };
-    const double cu = p.cublas ? tflops(p.problem, p.cublas->median_ms) : 0;
     std::string cfg = p.best ? p.best->family + ":" + Config::from_json(p.best->config_json).short_string() : "-";
     if (cfg.size() > 46) cfg = cfg.substr(0, 43) + "...";
     // Bytes the problem must move over the best time: how the memory-bound ops are judged.
     const double tb_s = p.best && p.best->time_ms > 0 ? min_bytes(p.problem) / (p.best->time_ms * 1e-3) / 1e12 : 0.0;
-    // "-" where there is no baseline (the op has none in C++, or it failed).
-    char cu_s[16] = "-", ratio_s[16] = "-";
-    if (p.cublas) std::snprintf(cu_s, sizeof cu_s, "%.2f", cu);
-    if (p.best && p.cublas) std::snprintf(ratio_s, sizeof ratio_s, "%.3f", p.cublas->median_ms / p.best->time_ms);
-    std::snprintf(buf, sizeof buf, "%-34s %-46s %8.2f %8s %6s %6.2f  %d/%d/%d/%d/%d/%d, %d\n", p.problem.key().c_str(),
-                  cfg.c_str(), p.best ? p.best->tflops : 0.0, cu_s, ratio_s, tb_s, n(TrialStatus::ok),
+    // The best's speed-up over the op's baseline (cuBLAS for GEMM, a spec's "baseline"); "-" where
+    // there is none (the op has none in C++, or its measurement failed).
+    char vs[48] = "-";
+    if (p.best && p.cublas)
+      std::snprintf(vs, sizeof vs, "%.3fx %s", p.cublas->median_ms / p.best->time_ms,
+                    op_info(p.problem.op).baseline == "cublas" ? "cuBLAS" : op_info(p.problem.op).baseline.c_str());
+    std::snprintf(buf, sizeof buf, "%-34s %-46s %8.2f %6.2f %-16s  %d/%d/%d/%d/%d/%d, %d\n", p.problem.key().c_str(),
+                  cfg.c_str(), p.best ? p.best->tflops : 0.0, tb_s, vs, n(TrialStatus::ok),
                   n(TrialStatus::compile_error), n(TrialStatus::launch_error), n(TrialStatus::wrong_result),
                   n(TrialStatus::timeout), n(TrialStatus::crash), p.skipped);
     s += buf;

@@ -126,6 +126,14 @@ class SpecRunner : public OpRunner {
     rt.run(p_, ptrs, stream);
   }
 
+  // The spec's baseline on the prepared buffers, as the kernel under test runs.
+  void run_baseline(CUstream stream) override {
+    const KernelSpec& s = spec_of(p_.op);
+    if (!s.has_baseline) throw Error(s.path + " declares no baseline");
+    Module& m = side_module(s, s.baseline_steps, s.baseline_config, "baseline");
+    launch(m, s.plan(s.baseline_steps, s.baseline_config, p_), stream);
+  }
+
  private:
   struct Buffer {
     size_t arg = 0; // index into the spec's args
@@ -245,36 +253,44 @@ class SpecRunner : public OpRunner {
     check_cu(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize", what);
   }
 
-  // The reference on its own copies of the inputs as filled (its outputs poisoned as the kernel
-  // under test's are).
-  void run_reference(const KernelSpec& s, CUstream stream) {
+  // The module of a kernel run beside the tuned one (the reference, the baseline) at the current
+  // problem, compiled and loaded once (each check of each config runs the reference on fresh
+  // inputs). what: "reference", "baseline".
+  Module& side_module(const KernelSpec& s, const std::vector<SpecStep>& steps, const Config& c, const std::string& what) {
     CompileRequest req;
     req.source = s.source;
     req.source_name = s.source_name;
-    req.name_expressions = s.kernel_names(s.reference_steps, s.reference_config, p_);
-    req.options = s.compile_options(s.reference_config, p_);
+    req.name_expressions = s.kernel_names(steps, c, p_);
+    req.options = s.compile_options(c, p_);
     req.arch = device_.arch;
-    req.context = "reference of " + s.path + " config " + s.reference_config.to_json() + " problem " + p_.key();
-    // Loaded once per compile (each check of each config runs it on fresh inputs).
-    std::shared_ptr<Module>& mod = ref_modules_[req.cache_key()];
+    req.context = what + " of " + s.path + " config " + c.to_json() + " problem " + p_.key();
+    std::shared_ptr<Module>& mod = side_modules_[req.cache_key()];
     if (!mod) {
       const auto compiled = compiler_.compile(req);
       mod = std::make_shared<Module>(compiled->cubin, compiled->lowered_names, req.context);
     }
+    return *mod;
+  }
+
+  // The reference on its own copies of the inputs as filled (its outputs poisoned as the kernel
+  // under test's are).
+  void run_reference(const KernelSpec& s, CUstream stream) {
+    Module& m = side_module(s, s.reference_steps, s.reference_config, "reference");
+    const std::string context = "the reference of " + s.path + " on " + p_.key();
     std::vector<const void*> ptrs;
     for (Buffer& b : bufs_) {
       reserve(b.ref, b.bytes(), "reference copy of " + s.args[b.arg].name);
       if (b.poisoned)
-        check_cu(driver().cuMemsetD8Async(b.ref.ptr(), 0xff, b.bytes(), stream), "cuMemsetD8Async", req.context);
+        check_cu(driver().cuMemsetD8Async(b.ref.ptr(), 0xff, b.bytes(), stream), "cuMemsetD8Async", context);
       else if (b.bytes())
-        check_cu(driver().cuMemcpyDtoDAsync(b.ref.ptr(), b.master.ptr(), b.bytes(), stream), "cuMemcpyDtoDAsync", req.context);
+        check_cu(driver().cuMemcpyDtoDAsync(b.ref.ptr(), b.master.ptr(), b.bytes(), stream), "cuMemcpyDtoDAsync", context);
       ptrs.push_back(reinterpret_cast<const void*>(b.ref.ptr()));
     }
     const LaunchPlan plan = s.plan(s.reference_steps, s.reference_config, p_);
     if (plan.workspace_bytes) reserve(ref_ws_, plan.workspace_bytes, "reference temporaries of " + p_.key());
     BufferArgs a(p_, ptrs, plan.workspace_bytes ? ref_ws_.ptr() : 0);
-    launch_buffers(*mod, plan, a, stream);
-    check_cu(driver().cuStreamSynchronize(stream), "cuStreamSynchronize", "running the " + req.context);
+    launch_buffers(m, plan, a, stream);
+    check_cu(driver().cuStreamSynchronize(stream), "cuStreamSynchronize", "running " + context);
     have_reference_ = true;
   }
 
@@ -286,7 +302,7 @@ class SpecRunner : public OpRunner {
   DeviceBuffer ws_, ref_ws_, sums_;
   bool have_reference_ = false;
   std::unique_ptr<Module> checks_;                              // spec_check.cu
-  std::map<std::string, std::shared_ptr<Module>> ref_modules_; // by the reference's compile key
+  std::map<std::string, std::shared_ptr<Module>> side_modules_; // references and baselines, by compile key
   std::map<std::tuple<size_t, ElemType, int64_t>, std::vector<unsigned char>> file_fills_; // by arg, type, count
 };
 

@@ -46,6 +46,9 @@ struct LaunchStep {
   // (CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING) instead of its default spread, which can leave
   // SMs of a GPC without a CTA when clusters do not tile it. Ignored for kernels without clusters.
   bool balance_clusters = false;
+  // A thread block cluster shape given at launch (sm_90; CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION),
+  // for kernels compiled without __cluster_dims__; the grid is a multiple of it. {1, 1, 1}: none.
+  unsigned cluster[3] = {1, 1, 1};
   // Persistent kernels (they stride over their work by gridDim.x): the launch caps grid[0] at the
   // blocks the device holds at once (occupancy x SMs, whole clusters), so every block is resident
   // and none waits for a wave. The plan's grid[0] is the uncapped count (one block a work unit).

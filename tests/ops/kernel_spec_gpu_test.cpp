@@ -122,6 +122,63 @@ TEST(KernelSpecGpu, PlantedWrongKernelsAreRejectedAndTheRightOnePasses) {
   EXPECT_GT(unscaled.violations, 100000u) << unscaled.summary();
 }
 
+// A launch-time cluster shape ("cluster" in a launch step) reaches the kernel: each block reads
+// its cluster's size (%cluster_nctarank) and writes x only where it is the config's CL, zero
+// elsewhere, so a launch without the cluster fails the check. CL 4 does not tile a grid of 6
+// blocks: that config is not valid.
+TEST(KernelSpecGpu, ALaunchTimeClusterShapeReachesTheKernel) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  if (d->arch_number() < 90) GTEST_SKIP() << "clusters need sm_90";
+  TempDir dir("spec_cluster");
+  std::ofstream(dir.file("cl.cu")) << R"CUDA(
+template <int CL>
+__global__ void copy_in_cluster(const float* x, float* y, int n) {
+  unsigned size;
+  asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(size));
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = size == CL ? x[i] : 0.0f;
+}
+__global__ void copy_ref(const float* x, float* y, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = x[i];
+}
+)CUDA";
+  std::ofstream(dir.file("cl.json")) << R"JSON({
+  "name": "cluster_copy", "sources": ["cl.cu"], "kernel": "copy_in_cluster<{CL}>", "params_as": "template",
+  "dims": ["n"], "params": {"CL": [1, 2, 4]},
+  "launch": {"grid": ["ceil_div(n, 128)"], "block": [128], "cluster": ["CL"]},
+  "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n"},
+           {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"},
+           {"name": "n", "kind": "scalar", "dtype": "i32", "value": "n"}],
+  "check": {"reference": {"kernel": "copy_ref", "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]}}, "rtol": 0, "atol": 0}
+})JSON";
+  const std::string op = load_kernel_spec(dir.file("cl.json"));
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  auto runner = make_op_runner(op, compiler, *d);
+  const Family f = find_family(op);
+  const Problem p = Problem::parse(op, "768"); // 6 blocks of 128
+  EXPECT_FALSE(f.valid(Config{{"CL", 4}}, p, *d)) << "a cluster of 4 does not tile 6 blocks";
+  for (int cl : {1, 2}) {
+    const Config c{{"CL", cl}};
+    ASSERT_TRUE(f.valid(c, p, *d));
+    const auto k = compiler.compile(compile_request(f, c, p, d->arch));
+    Module m(k->cubin, k->lowered_names, "cluster copy");
+    LaunchPlan plan = f.launch_plan(c, p);
+    EXPECT_EQ(plan.steps[0].cluster[0], unsigned(cl));
+    const VerifyResult v = check_as_served_and_timed(*runner, p, 3, Numerics::standard, [&](CUstream s) { runner->launch(m, plan, s); });
+    EXPECT_TRUE(v.pass) << "CL " << cl << ": " << v.summary();
+    if (cl == 2) { // the same kernel launched without its cluster is caught
+      plan.steps[0].cluster[0] = 1;
+      const VerifyResult bare = check_as_served_and_timed(*runner, p, 4, Numerics::standard, [&](CUstream s) { runner->launch(m, plan, s); });
+      EXPECT_FALSE(bare.pass);
+      EXPECT_EQ(bare.violations, 768u) << bare.summary();
+    }
+  }
+}
+
 // The tuner fills a spec's buffers on the GPU (spec_check.cu) and the runtime and tests on the
 // host (spec_fill_bytes): the same bits for every element type and fill, saturation of integers
 // and rounding of halves included.
@@ -180,6 +237,8 @@ TEST(KernelSpecGpu, ExamplesAreTunedVerifiedAndServed) {
                                                  " --strategy model --budget-evals 12");
     ASSERT_EQ(tuned.status, 0) << tuned.out;
     std::cout << tuned.out;
+    if (std::string(e.name) == "transpose") // its spec's baseline: the naive kernel, timed beside it
+      EXPECT_NE(tuned.out.find("x baseline"), std::string::npos) << tuned.out;
     const auto query = ktune::testing::run_ktune("query --kernel " + example(e.name) + " --problem " + e.shape + " --db " + db);
     EXPECT_EQ(query.status, 0) << query.out;
     EXPECT_NE(query.out.find("exact"), std::string::npos) << query.out;

@@ -64,7 +64,16 @@ TEST(KernelSpec, ExamplesLoadAndTheirDefaultsCompileWithNvrtc) {
     ref.name_expressions = s.kernel_names(s.reference_steps, s.reference_config, p);
     ref.options = s.compile_options(s.reference_config, p);
     EXPECT_FALSE(compiler.compile(ref)->cubin.empty());
+    // So does a baseline, where the example has one (the transpose: its naive kernel).
+    EXPECT_EQ(op_info(op).baseline, s.has_baseline ? "baseline" : "");
+    if (s.has_baseline) {
+      CompileRequest base = ref;
+      base.name_expressions = s.kernel_names(s.baseline_steps, s.baseline_config, p);
+      base.options = s.compile_options(s.baseline_config, p);
+      EXPECT_FALSE(compiler.compile(base)->cubin.empty());
+    }
   }
+  EXPECT_TRUE(spec_of(load_kernel_spec(example("transpose"))).has_baseline);
 }
 
 TEST(KernelSpec, ExpressionsFollowKernelTunersPythonRules) {
@@ -204,6 +213,11 @@ TEST(KernelSpec, EveryMalformedSpecIsRefusedNamingItsField) {
       {"arch option", [](ojson& j) { j["options"] = {"-arch=sm_80"}; }, "options[0]: the arch"},
       {"flops read a parameter", [](ojson& j) { j["flops"] = "n * B"; }, "flops:"},
       {"placeholder not a name", [](ojson& j) { j["kernel"] = "scale<{C}>"; }, "kernel 'scale<{C}>': {C}"},
+      {"cluster not a list", [](ojson& j) { j["launch"]["cluster"] = 2; }, "launch.cluster: expected 1 to 3 expressions"},
+      {"cluster of none", [](ojson& j) { j["launch"]["cluster"] = {0}; }, "launch.cluster[0]: '0' is below 1"},
+      {"baseline without launch", [](ojson& j) { j["baseline"] = {{"kernel", "scale_ref"}}; }, "baseline.launch: missing"},
+      {"baseline of nothing", [](ojson& j) { j["baseline"] = ojson::object(); }, "baseline: give a kernel and its launch"},
+      {"baseline config off domain", [](ojson& j) { j["baseline"] = {{"config", {{"B", 3}}}}; }, "baseline.config.B: 3"},
   };
   EXPECT_GE(cases.size(), 30u);
   for (const Bad& b : cases) {
