@@ -21,6 +21,16 @@
 namespace ktune {
 namespace {
 
+// A time as the op is judged: a GEMM by its FLOPs, an op that counts none by the bytes it must
+// move, a user's kernel by whichever its spec counts.
+std::string rate_text(const Problem& p, double ms) {
+  const OpInfo& op = op_info(p.op);
+  char buf[64];
+  if (op.baseline == "cublas" || (op.spec && tflops(p, ms) > 0)) std::snprintf(buf, sizeof buf, "%.1f TFLOPS", tflops(p, ms));
+  else std::snprintf(buf, sizeof buf, "%.2f TB/s", min_bytes(p) / (ms * 1e-3) / 1e12);
+  return buf;
+}
+
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -346,12 +356,7 @@ class ProblemTuner {
     if (best_ms_) {
       char buf[128];
       const OpInfo& op = op_info(p.op);
-      // A GEMM by its FLOPs; an op counting none by the bytes it must move; a user's kernel by
-      // whichever its spec counts.
-      const bool by_flops = op.baseline == "cublas" || (op.spec && tflops(p, *best_ms_) > 0);
-      if (by_flops) std::snprintf(buf, sizeof buf, "best %.1f TFLOPS", tflops(p, *best_ms_));
-      else std::snprintf(buf, sizeof buf, "best %.2f TB/s", min_bytes(p) / (*best_ms_ * 1e-3) / 1e12);
-      best = buf;
+      best = "best " + rate_text(p, *best_ms_);
       if (r.cublas) {
         std::snprintf(buf, sizeof buf, " (%.2fx %s, %s)", r.cublas->median_ms / *best_ms_, op.baseline.c_str(), best_family_.c_str());
       } else {
@@ -418,7 +423,9 @@ TuneResult tune(const TuneOptions& o) {
     result.bench_s += r.bench_s;
     result.store_reused += r.store_reused;
     if (!o.quiet && !o.progress) {
-      if (r.best) std::fprintf(stderr, "[%zu/%zu] %s done: best %.2f TFLOPS\n", i + 1, o.problems.size(), r.problem.key().c_str(), r.best->tflops);
+      if (r.best)
+        std::fprintf(stderr, "[%zu/%zu] %s done: best %s\n", i + 1, o.problems.size(), r.problem.key().c_str(),
+                     rate_text(r.problem, r.best->time_ms).c_str());
       else std::fprintf(stderr, "[%zu/%zu] %s done: no correct config\n", i + 1, o.problems.size(), r.problem.key().c_str());
     }
     result.problems.push_back(std::move(r));
