@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -111,24 +112,26 @@ class Reader {
 };
 
 // A .npy file's payload (format 1.0-3.0, little-endian, C order) and its element type.
-void read_npy(const Reader& r, const std::string& file, const std::string& path, SpecFill& f) {
+using Fail = std::function<void(const std::string&)>; // reports a problem with a file, and throws
+
+void read_npy(const Fail& fail, const std::string& file, SpecFill& f) {
   const std::string bytes = read_text_file(file, "fill file");
-  if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) r.fail(path, "'" + file + "': " + "not a .npy file");
+  if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) fail("not a .npy file");
   const int major = static_cast<unsigned char>(bytes[6]);
   size_t hlen = 0, at = 0;
   if (major == 1) hlen = size_t(static_cast<unsigned char>(bytes[8])) | size_t(static_cast<unsigned char>(bytes[9])) << 8, at = 10;
   else {
-    if (bytes.size() < 12) r.fail(path, "'" + file + "': " + "truncated header");
+    if (bytes.size() < 12) fail("truncated header");
     for (int i = 0; i < 4; ++i) hlen |= size_t(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
     at = 12;
   }
-  if (at + hlen > bytes.size()) r.fail(path, "'" + file + "': " + "truncated header");
+  if (at + hlen > bytes.size()) fail("truncated header");
   const std::string header = bytes.substr(at, hlen);
-  if (header.find("'fortran_order': True") != std::string::npos) r.fail(path, "'" + file + "': " + "Fortran order is not read; save it C-contiguous");
+  if (header.find("'fortran_order': True") != std::string::npos) fail("Fortran order is not read; save it C-contiguous");
   const size_t d = header.find("'descr':");
   const size_t q1 = d == std::string::npos ? d : header.find('\'', d + 8);
   const size_t q2 = q1 == std::string::npos ? q1 : header.find('\'', q1 + 1);
-  if (q2 == std::string::npos) r.fail(path, "'" + file + "': " + "no 'descr' in the header");
+  if (q2 == std::string::npos) fail("no 'descr' in the header");
   const std::string descr = header.substr(q1 + 1, q2 - q1 - 1);
   static const std::pair<const char*, ElemType> kDescr[] = {
       {"<f8", ElemType::f64}, {"<f4", ElemType::f32}, {"<f2", ElemType::f16}, {"<i8", ElemType::i64},
@@ -137,12 +140,50 @@ void read_npy(const Reader& r, const std::string& file, const std::string& path,
   bool found = false;
   for (const auto& [name, t] : kDescr)
     if (descr == name) f.file_type = t, found = true;
-  if (!found) r.fail(path, "'" + file + "': " + "element type '" + descr + "' is not one ktune reads");
+  if (!found) fail("element type '" + descr + "' is not one ktune reads");
   f.data.assign(bytes.begin() + std::ptrdiff_t(at + hlen), bytes.end());
 }
 
 
-SpecFill read_fill(const Reader& r, const ojson& v, const std::string& path, bool output) {
+// f's elements from `file` (a .npy file, else raw elements of f.file_type).
+void read_fill_file(const Fail& fail, const std::string& file, SpecFill& f) {
+  if (!f.raw) {
+    read_npy(fail, file, f);
+  } else {
+    const std::string bytes = read_text_file(file, "fill file");
+    f.data.assign(bytes.begin(), bytes.end());
+  }
+  if (f.data.size() % size_t(elem_bytes(f.file_type)) != 0) fail("holds a partial element");
+}
+
+// A file fill: {"file": path} (a .npy, or raw with "raw_dtype"); a path with {dim} / {dtype}
+// placeholders names one file per problem, read at each problem (fill_at).
+void read_file_fill(const Reader& r, const ojson& v, const std::string& path, const std::vector<std::string>& dims, SpecFill& f) {
+  f.kind = SpecFill::from_file;
+  const std::string given = r.str(v["file"], path + ".file");
+  f.raw = !(given.size() > 4 && given.substr(given.size() - 4) == ".npy");
+  if (f.raw) {
+    if (!v.contains("raw_dtype")) r.fail(path, "a raw file needs \"raw_dtype\" (a .npy file says its own)");
+    bool unused = false;
+    f.file_type = r.elem(v["raw_dtype"], path + ".raw_dtype", false, &unused);
+  }
+  if (given.find('{') != std::string::npos) {
+    for (size_t at = given.find('{'); at != std::string::npos; at = given.find('{', at + 1)) {
+      const size_t end = given.find('}', at);
+      const std::string name = end == std::string::npos ? "" : given.substr(at + 1, end - at - 1);
+      if (name != "dtype" && std::find(dims.begin(), dims.end(), name) == dims.end())
+        r.fail(path + ".file", "'" + given + "': {" + name + "} is not a dimension or {dtype}");
+    }
+    fs::path pat(given);
+    f.file = given;
+    f.pattern = (pat.is_relative() ? fs::path(r.dir()) / pat : pat).lexically_normal().string();
+    return;
+  }
+  f.file = r.file(given, path + ".file", "fill file");
+  read_fill_file([&](const std::string& m) { r.fail(path + ".file", "'" + f.file + "': " + m); }, f.file, f);
+}
+
+SpecFill read_fill(const Reader& r, const ojson& v, const std::string& path, bool output, const std::vector<std::string>& dims) {
   SpecFill f;
   if (v.is_null()) {
     f.kind = output ? SpecFill::constant : SpecFill::random;
@@ -168,19 +209,7 @@ SpecFill read_fill(const Reader& r, const ojson& v, const std::string& path, boo
   } else if (v.contains("value")) {
     f.kind = SpecFill::constant, f.value = r.number(v["value"], path + ".value");
   } else if (v.contains("file")) {
-    f.kind = SpecFill::from_file;
-    f.file = r.file(r.str(v["file"], path + ".file"), path + ".file", "fill file");
-    if (f.file.size() > 4 && f.file.substr(f.file.size() - 4) == ".npy") {
-      read_npy(r, f.file, path + ".file", f);
-    } else {
-      if (!v.contains("raw_dtype")) r.fail(path, "a raw file needs \"raw_dtype\" (a .npy file says its own)");
-      bool unused = false;
-      f.file_type = r.elem(v["raw_dtype"], path + ".raw_dtype", false, &unused);
-      const std::string bytes = read_text_file(f.file, "fill file");
-      f.data.assign(bytes.begin(), bytes.end());
-    }
-    if (f.data.size() % size_t(elem_bytes(f.file_type)) != 0)
-      r.fail(path + ".file", "'" + f.file + "' holds a partial element");
+    read_file_fill(r, v, path, dims, f);
   } else {
     r.fail(path, "raw_dtype without file");
   }
@@ -297,7 +326,7 @@ void read_args(const Reader& r, KernelSpec& s, const ojson& v) {
       const bool written_only = a.intent == SpecArg::out || a.intent == SpecArg::temp;
       if (written_only && o.contains("fill") && a.intent == SpecArg::out)
         r.fail(at + ".fill", "an output is poisoned before every launch (NaN), not filled; use intent inout for a buffer the kernel reads first");
-      a.fill = read_fill(r, o.contains("fill") ? o["fill"] : ojson(), at + ".fill", written_only && !o.contains("fill"));
+      a.fill = read_fill(r, o.contains("fill") ? o["fill"] : ojson(), at + ".fill", written_only && !o.contains("fill"), s.dims);
       if (a.intent == SpecArg::temp && o.contains("fill") && a.fill.kind != SpecFill::zeros)
         r.fail(at + ".fill", "a temporary is either left as it is or cleared before every launch (\"zeros\")");
       for (const char* t : {"atol", "rtol"}) {
@@ -356,7 +385,8 @@ void read_symbols(const Reader& r, KernelSpec& s, const ojson& v) {
       y.count = r.expr(o["count"], at + ".count", s.names);
       for (size_t n : y.count.reads())
         if (n < s.params.size()) r.fail(at + ".count", "'" + y.count.text() + "' reads parameter " + s.names[n]);
-      y.fill = read_fill(r, o["fill"], at + ".fill", false);
+      y.fill = read_fill(r, o["fill"], at + ".fill", false, s.dims);
+      if (!y.fill.pattern.empty()) r.fail(at + ".fill", "a symbol's file is one for every problem: no placeholders");
     }
     s.symbols.push_back(std::move(y));
   }
@@ -560,17 +590,40 @@ void read_kernel_run(const Reader& r, const KernelSpec& s, const ojson& o, const
     for (const auto& p : s.params) config.set(p.name, p.values.front());
 }
 
+// {"answer": {"y": "expected/y_{n}.npy", ...}}: every output's expected values, from a file (one per
+// problem with placeholders), for inputs that are the same at every check: no input is random.
+void read_answers(const Reader& r, KernelSpec& s, const ojson& v) {
+  if (!v.is_object() || v.empty()) r.fail("check.answer", "expected {\"output name\": \"file\", ...}");
+  s.answers = true;
+  for (const auto& [name, file] : v.items()) {
+    const std::string at = "check.answer." + name;
+    auto it = std::find_if(s.args.begin(), s.args.end(), [&](const SpecArg& a) { return a.name == name; });
+    if (it == s.args.end() || !it->checked()) r.fail(at, "'" + name + "' is not an output (intent out or inout) of the spec");
+    ojson f = file.is_string() ? ojson{{"file", file}} : file;
+    if (!f.is_object() || !f.contains("file")) r.fail(at, "expected a file name, or {\"file\": ..., \"raw_dtype\": ...}");
+    r.known_fields(f, at, {"file", "raw_dtype"});
+    read_file_fill(r, f, at, s.dims, it->answer);
+  }
+  for (const SpecArg& a : s.args) {
+    if (a.checked() && a.answer.kind != SpecFill::from_file) r.fail("check.answer", "no answer for the output '" + a.name + "'");
+    if (a.buffer && a.intent != SpecArg::out && a.intent != SpecArg::temp && a.fill.kind == SpecFill::random)
+      r.fail("check.answer", "'" + a.name + "' is filled at random: answers need every input fixed (a file, zeros, ones, ramp or a value)");
+  }
+}
+
 void read_check(const Reader& r, const ojson& j, KernelSpec& s, const std::string& kernel) {
   if (!j.contains("check")) r.fail("check", "missing: a reference ({\"reference\": ...}) or an explicit {\"none\": \"why\"}");
   const ojson& c = j["check"];
-  r.known_fields(c, "check", {"reference", "none", "atol", "rtol"});
-  if (c.contains("none") == c.contains("reference")) r.fail("check", "give exactly one of reference and none");
+  r.known_fields(c, "check", {"reference", "answer", "none", "atol", "rtol"});
+  if (int(c.contains("none")) + int(c.contains("reference")) + int(c.contains("answer")) != 1)
+    r.fail("check", "give exactly one of reference, answer and none");
   if (c.contains("none")) {
     s.check = false;
     s.no_check_reason = r.str(c["none"], "check.none");
     if (s.no_check_reason.empty()) r.fail("check.none", "say why the kernel is not checked");
   } else {
-    read_kernel_run(r, s, c["reference"], "check.reference", kernel, s.reference_steps, s.reference_config);
+    if (c.contains("reference")) read_kernel_run(r, s, c["reference"], "check.reference", kernel, s.reference_steps, s.reference_config);
+    else read_answers(r, s, c["answer"]);
     for (const char* t : {"atol", "rtol"}) {
       if (!c.contains(t)) continue;
       const double x = r.number(c[t], std::string("check.") + t);
@@ -631,6 +684,29 @@ KernelSpec parse_kernel_spec(const std::string& json, const std::string& origin,
   s.version = fnv1a_hex(hashed).substr(0, 8);
   s.op = s.name + "@" + s.version;
   return s;
+}
+
+SpecFill fill_at(const KernelSpec& s, const SpecFill& fill, const Problem& p) {
+  if (fill.pattern.empty()) return fill;
+  SpecFill f = fill;
+  std::string file;
+  for (size_t i = 0; i < f.pattern.size(); ++i) {
+    const size_t end = f.pattern[i] == '{' ? f.pattern.find('}', i) : std::string::npos;
+    if (end == std::string::npos) {
+      file += f.pattern[i];
+      continue;
+    }
+    const std::string name = f.pattern.substr(i + 1, end - i - 1);
+    const auto d = std::find(s.dims.begin(), s.dims.end(), name);
+    file += name == "dtype" ? std::string(to_string(p.dtype)) : std::to_string(p.dims.at(size_t(d - s.dims.begin())));
+    i = end;
+  }
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec))
+    throw UsageError(s.path + ": the file of " + p.key() + " ('" + f.file + "' at this problem) '" + file + "' does not exist");
+  f.file = file;
+  read_fill_file([&](const std::string& m) { throw UsageError(s.path + ": '" + file + "': " + m); }, file, f);
+  return f;
 }
 
 bool parse_elem_type(const std::string& s, ElemType* out) {

@@ -34,11 +34,20 @@ struct SpecFill {
   std::string file;                // as given, for messages
   std::vector<unsigned char> data; // file: its elements (.npy payload or raw bytes)
   ElemType file_type = ElemType::f32;
+  // A file named per problem ("x_{n}.npy": {dim} and {dtype} placeholders): read at each problem
+  // by fill_at, not when the spec loads. Absolute.
+  std::string pattern;
+  bool raw = false; // pattern: a raw file of file_type elements, not a .npy
 };
 
 // count elements of type t as fill says (random ones from seed); throws UsageError when a file
 // holds fewer than count elements.
 std::vector<unsigned char> spec_fill_bytes(const SpecFill& fill, ElemType t, size_t count, uint64_t seed);
+
+struct KernelSpec;
+// fill as it stands at problem p: a per-problem file (SpecFill::pattern) read, with its
+// placeholders filled from p; any other fill as it is. Throws UsageError naming the file.
+SpecFill fill_at(const KernelSpec& s, const SpecFill& fill, const Problem& p);
 
 struct SpecArg {
   std::string name;
@@ -50,6 +59,7 @@ struct SpecArg {
   enum Intent { in, out, inout, temp } intent = in;
   SpecFill fill;
   double atol = -1, rtol = -1; // outputs: per-element |out - ref| <= atol + rtol |ref|; -1: the dtype's default
+  SpecFill answer; // outputs, when the check reads answers from files (KernelSpec::answers): the expected values
   // Scalars: a value computed from the dimensions, or (no value) one the caller passes at run time.
   Expr value;
   double default_value = 0; // the caller's scalars: what the tuner runs with
@@ -96,8 +106,11 @@ struct KernelSpec {
   std::vector<SpecStep> steps;
   std::vector<SpecArg> args;
   std::vector<SpecSymbol> symbols;
-  // The check: reference steps run once per problem with reference_config's defines; or none.
+  // The check: reference steps run once per problem with reference_config's defines; or the
+  // expected outputs read from files (answers: each checked argument's `answer`, the inputs all
+  // fixed); or none.
   bool check = true;
+  bool answers = false;
   std::string no_check_reason;
   std::vector<SpecStep> reference_steps;
   Config reference_config;

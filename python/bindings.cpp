@@ -100,6 +100,37 @@ PYBIND11_MODULE(_ktune, m) {
   m.def("load_kernel_spec", &ktune::load_kernel_spec, py::arg("path"),
         "Registers the user kernel of a spec file (docs/KERNEL_SPEC.md); returns its op, name@version.");
   m.def(
+      "kernel_problem_args",
+      [](const std::string& op, const std::vector<int64_t>& dims, const std::string& dtype) {
+        const ktune::KernelSpec& s = ktune::spec_of(op);
+        const ktune::Problem p = ktune::Problem::parse(op, [&] {
+          std::string shape;
+          for (int64_t d : dims) shape += (shape.empty() ? "" : "x") + std::to_string(d);
+          return shape;
+        }(), "", ktune::parse_dtype(dtype));
+        py::list out;
+        for (size_t i = 0; i < s.args.size(); ++i) {
+          const ktune::SpecArg& a = s.args[i];
+          py::dict x;
+          x["name"] = a.name, x["kind"] = a.buffer ? "buffer" : "scalar";
+          x["dtype"] = ktune::to_string(a.buffer ? a.elem(p) : a.scalar_type);
+          if (a.buffer) {
+            static const char* kIntents[] = {"in", "out", "inout", "temp"};
+            x["count"] = s.count_of(i, p), x["intent"] = kIntents[a.intent];
+            static const char* kFills[] = {"random", "zeros", "ones", "ramp", "constant", "file"};
+            x["fill"] = kFills[a.fill.kind], x["lo"] = a.fill.lo, x["hi"] = a.fill.hi, x["value"] = a.fill.value;
+            if (a.fill.kind == ktune::SpecFill::from_file) x["file"] = a.fill.pattern.empty() ? a.fill.file : a.fill.pattern;
+          } else {
+            x["value"] = s.scalar_value(i, p);
+          }
+          out.append(x);
+        }
+        return out;
+      },
+      py::arg("op"), py::arg("dims"), py::arg("dtype"),
+      "A user kernel's arguments at one problem: buffers with their element count, intent and fill (a file fill's "
+      "name, with its {dim} placeholders as written), scalars with the value the tuner passes.");
+  m.def(
       "ops",
       [] {
         py::list out;

@@ -94,7 +94,10 @@ class SpecRunner : public OpRunner {
     const std::vector<SpecCheck> init(bufs_.size());
     reserve(sums_, init.size() * sizeof(SpecCheck), "check sums of " + p_.key());
     check_cu(driver().cuMemcpyHtoD(sums_.ptr(), init.data(), init.size() * sizeof(SpecCheck)), "cuMemcpyHtoD", what);
-    if (s.check && !have_reference_) run_reference(s, stream);
+    if (s.check && !have_reference_) {
+      if (s.answers) load_answers(s);
+      else run_reference(s, stream);
+    }
     for (size_t i = 0; i < bufs_.size(); ++i) check_buffer(s, i, stream);
     std::vector<SpecCheck> out(bufs_.size());
     check_cu(driver().cuMemcpyDtoH(out.data(), sums_.ptr(), out.size() * sizeof(SpecCheck)), "cuMemcpyDtoH", what);
@@ -203,13 +206,18 @@ class SpecRunner : public OpRunner {
     launch_grid_stride(checks(), kCompare, n, device_, params, stream);
   }
 
+  // A file's elements (a per-problem file read at p_) converted to b's type, into dst: read and
+  // converted on the host once per argument, problem and type.
+  void upload_file(const SpecFill& f, const Buffer& b, CUdeviceptr dst, const std::string& what) {
+    auto& bytes = file_fills_[{f.pattern.empty() ? f.file : f.pattern, p_.key(), b.type}];
+    if (bytes.empty()) bytes = spec_fill_bytes(fill_at(spec_of(p_.op), f, p_), b.type, size_t(b.count), 0);
+    check_cu(driver().cuMemcpyHtoD(dst, bytes.data(), bytes.size()), "cuMemcpyHtoD", what + " of " + p_.key() + " from " + f.file);
+  }
+
   // An input's data as its spec fills it, into b.master.
   void fill(const SpecArg& a, const Buffer& b, uint64_t seed) {
-    if (a.fill.kind == SpecFill::from_file) { // converted on the host, once per problem and type
-      auto& bytes = file_fills_[{b.arg, b.type, b.count}];
-      if (bytes.empty()) bytes = spec_fill_bytes(a.fill, b.type, size_t(b.count), 0);
-      check_cu(driver().cuMemcpyHtoD(b.master.ptr(), bytes.data(), bytes.size()), "cuMemcpyHtoD",
-               "filling " + a.name + " of " + p_.key() + " from " + a.fill.file);
+    if (a.fill.kind == SpecFill::from_file) {
+      upload_file(a.fill, b, b.master.ptr(), "filling " + a.name);
       return;
     }
     CUdeviceptr x = b.master.ptr();
@@ -272,6 +280,16 @@ class SpecRunner : public OpRunner {
     return *mod;
   }
 
+  // The expected outputs from the spec's answer files, where the reference's would go.
+  void load_answers(const KernelSpec& s) {
+    for (Buffer& b : bufs_) {
+      if (!b.checked) continue;
+      reserve(b.ref, b.bytes(), "answer of " + s.args[b.arg].name);
+      upload_file(s.args[b.arg].answer, b, b.ref.ptr(), "the answer for " + s.args[b.arg].name);
+    }
+    have_reference_ = true;
+  }
+
   // The reference on its own copies of the inputs as filled (its outputs poisoned as the kernel
   // under test's are).
   void run_reference(const KernelSpec& s, CUstream stream) {
@@ -303,7 +321,7 @@ class SpecRunner : public OpRunner {
   bool have_reference_ = false;
   std::unique_ptr<Module> checks_;                              // spec_check.cu
   std::map<std::string, std::shared_ptr<Module>> side_modules_; // references and baselines, by compile key
-  std::map<std::tuple<size_t, ElemType, int64_t>, std::vector<unsigned char>> file_fills_; // by arg, type, count
+  std::map<std::tuple<std::string, std::string, ElemType>, std::vector<unsigned char>> file_fills_; // by file, problem, type
 };
 
 } // namespace

@@ -55,6 +55,65 @@ def _spec_file(spec, base_dir):
     return path
 
 
+_NUMPY_TYPES = {"f64": "float64", "f32": "float32", "f16": "float16", "bf16": "float32", "i64": "int64", "i32": "int32",
+                "i16": "int16", "i8": "int8", "u64": "uint64", "u32": "uint32", "u16": "uint16", "u8": "uint8"}
+
+
+def _as_elem(a, dtype):
+    """a (float64 values) as the kernel reads them: rounded to dtype (bf16 kept in float32, its
+    values rounded to nearest even on the 16 bits bfloat16 drops), integers floored and saturated."""
+    import numpy
+
+    if dtype[0] in "iu":
+        info = numpy.iinfo(_NUMPY_TYPES[dtype])
+        return numpy.clip(numpy.rint(a), info.min, info.max).astype(_NUMPY_TYPES[dtype])
+    x = numpy.asarray(a).astype(_NUMPY_TYPES[dtype])
+    if dtype == "bf16":
+        u = x.view(numpy.uint32).astype(numpy.uint64)
+        u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000
+        x = u.astype(numpy.uint32).view(numpy.float32)
+    return x
+
+
+def _answered_spec(spec, base_dir, reference):
+    """The spec with a Python reference: every input filled at random gets a file a problem (the
+    inputs the reference is given) and the check reads each output's answer from a file a problem
+    (docs/KERNEL_SPEC.md, "check": "answer"); Kernel.tune writes both before tuning. Returns the
+    derived spec (a dict, for _spec_file), the folder its relative paths start from, where the
+    files go, and the random fills replaced (argument -> (lo, hi))."""
+    if not isinstance(spec, dict):
+        path = os.path.abspath(os.fspath(spec))
+        with open(path) as f:
+            spec = json.load(f)
+        base_dir = base_dir or os.path.dirname(path)
+    spec = dict(spec)
+    for k, v in _ALIASES.items():
+        if k in spec and v not in spec:
+            spec[v] = spec.pop(k)
+    key = hashlib.sha256((json.dumps(spec, sort_keys=True) + getattr(reference, "__qualname__", "")).encode()).hexdigest()[:12]
+    folder = os.path.join(os.path.dirname(default_db_path()), "specs", "answers", "%s-%s" % (spec.get("name", "kernel"), key))
+    os.makedirs(folder, exist_ok=True)
+    shape = "x".join("{%s}" % d for d in spec.get("dims", []))
+    args, randoms, answers = [], {}, {}
+    for a in spec.get("args", []):
+        a = dict(a)
+        intent = a.get("intent", "in")
+        if a.get("kind", "buffer") == "buffer" and intent in ("in", "inout"):
+            fill = a.get("fill", "random")
+            if fill == "random" or (isinstance(fill, dict) and "random" in fill):
+                randoms[a["name"]] = tuple(fill["random"]) if isinstance(fill, dict) else (-1.0, 1.0)
+                a["fill"] = {"file": os.path.join(folder, "%s_%s_{dtype}.npy" % (a["name"], shape))}
+        if a.get("kind", "buffer") == "buffer" and intent in ("out", "inout"):
+            answers[a["name"]] = os.path.join(folder, "%s_%s_{dtype}.answer.npy" % (a["name"], shape))
+        args.append(a)
+    if not answers:
+        raise _err("the spec has no output (intent out or inout) to check")
+    check = {k: v for k, v in dict(spec.get("check", {})).items() if k in ("atol", "rtol")}
+    check["answer"] = answers
+    spec["args"], spec["check"] = args, check
+    return spec, base_dir, folder, randoms
+
+
 def _pointer(x, name):
     """(data pointer, dtype name or None, CUDA device index or None) of a torch tensor or an
     object with __cuda_array_interface__ (CuPy, Numba)."""
@@ -100,9 +159,22 @@ class Kernel:
 
     Calls take the arguments the caller passes, in the spec's order: tensors for buffers, numbers
     for scalars without a "value" (or as keywords); the dimensions by name as keywords.
+
+    reference=fn checks the kernel against Python instead of the spec's check (as Kernel Tuner's
+    `answer`): fn gets the spec's arguments in order (inputs as numpy arrays of the values the
+    kernel reads, outputs as zeroed arrays, scalars as numbers) and returns the outputs; tune()
+    writes each problem's inputs and fn's outputs as files that a derived spec reads (its
+    "check": {"answer": ...}), so results are stored under that spec's version: tune and call
+    through the same Kernel(spec, reference=fn).
     """
 
-    def __init__(self, spec, base_dir=None):
+    def __init__(self, spec, base_dir=None, reference=None):
+        self.reference, self._randoms = reference, {}
+        if reference is not None:
+            # A Python reference: answers written a problem at a time by tune() (_write_answers).
+            if not callable(reference):
+                raise _err("reference must be callable (got %s)" % type(reference).__name__)
+            spec, base_dir, self._answers_dir, self._randoms = _answered_spec(spec, base_dir, reference)
         if isinstance(spec, dict):
             spec = _spec_file(spec, base_dir)
         elif not isinstance(spec, (str, os.PathLike)):
@@ -138,9 +210,65 @@ class Kernel:
         d = self._dims(list(dims), dict(named))
         return runtime().best_config_op(self.op, d, dtype or self.info["dtypes"][0])
 
+    def _write_answers(self, dims, dtype):
+        """The inputs of one problem and the reference's outputs for them, as the files the
+        derived spec names: each input as the kernel reads it, the reference called with every
+        argument in the spec's order (inputs as numpy arrays, outputs as zeroed arrays, scalars
+        as numbers), returning the outputs (one array; a tuple or list in order; a dict by name;
+        or None when it wrote the arrays it was given)."""
+        import numpy
+
+        rng = numpy.random.default_rng(list(dims) + [len(dtype)])
+        tag = "x".join(str(d) for d in dims) + "_" + dtype
+        call, outputs = [], []
+        for a in _ktune.kernel_problem_args(self.op, list(dims), dtype):
+            if a["kind"] == "scalar":
+                call.append(a["value"])
+                continue
+            if a["intent"] == "temp":
+                continue
+            n, t = a["count"], a["dtype"]
+            if a["name"] in self._randoms:
+                lo, hi = self._randoms[a["name"]]
+                u = lo + (hi - lo) * rng.random(n)
+                x = _as_elem(numpy.floor(u) if t[0] in "iu" else u, t)
+                numpy.save(os.path.join(self._answers_dir, "%s_%s.npy" % (a["name"], tag)), x)
+            elif a["intent"] == "out":
+                x = numpy.zeros(n, dtype=_NUMPY_TYPES[t])
+            elif a["fill"] == "file":
+                f = a["file"]
+                for d, v in zip(self.info["dims"], dims):
+                    f = f.replace("{%s}" % d, str(v))
+                x = _as_elem(numpy.load(f.replace("{dtype}", dtype)).astype(numpy.float64).ravel()[:n], t)
+            else:
+                base = {"zeros": 0.0, "ones": 1.0, "constant": a["value"]}
+                x = _as_elem(numpy.arange(n, dtype=numpy.float64) if a["fill"] == "ramp" else numpy.full(n, base[a["fill"]]), t)
+            call.append(x)
+            if a["intent"] in ("out", "inout"):
+                outputs.append((a["name"], x, t))
+        got = self.reference(*call)
+        if got is None:
+            got = [x for _, x, _ in outputs]
+        elif isinstance(got, dict):
+            missing = [name for name, _, _ in outputs if name not in got]
+            if missing:
+                raise _err("the reference returned no %s" % ", ".join(missing))
+            got = [got[name] for name, _, _ in outputs]
+        elif not isinstance(got, (tuple, list)):
+            got = [got]
+        if len(got) != len(outputs):
+            raise _err("the reference returned %d outputs, the spec has %d (%s)" % (len(got), len(outputs),
+                                                                                  ", ".join(n for n, _, _ in outputs)))
+        for (name, x, t), y in zip(outputs, got):
+            y = numpy.asarray(y, dtype=numpy.float64).ravel()
+            if y.size != x.size:
+                raise _err("the reference's %s holds %d elements, the problem's %d" % (name, y.size, x.size))
+            numpy.save(os.path.join(self._answers_dir, "%s_%s.answer.npy" % (name, tag)), _as_elem(y, t))
+
     def tune(self, problems, budget_seconds=30.0, strategy="model", dtype=None, **kwargs):
         """Tunes the kernel for problems (tuples or 'AxB' strings of its dimensions in order) with
-        ktune.tune's options; returns its summary."""
+        ktune.tune's options; returns its summary. With a Python reference, its answers for each
+        problem are written first."""
         from ._tune import tune
 
         if isinstance(problems, (str, tuple)):
@@ -150,6 +278,8 @@ class Kernel:
             if isinstance(p, str):
                 p = [int(v) for v in p.lower().split("x")]
             shapes.append("x".join(str(v) for v in self._dims(list(p), {})))
+            if self.reference is not None:
+                self._write_answers(self._dims(list(p), {}), dtype or self.info["dtypes"][0])
         return tune(shapes, budget_seconds=budget_seconds, strategy=strategy, dtype=dtype or self.info["dtypes"][0],
                     kernel=self.path, kernel_op=self.op, **kwargs)
 

@@ -439,3 +439,24 @@ def test_user_kernel_launches_on_torch_tensors_and_tunes():
                      db=os.environ["KTUNE_DB"] + ".kernel.db")
     assert summary["problems"][0]["problem"].startswith(k.op + "/f32/512x512")
     assert k.best_config(512, 512)["family"] == k.op
+
+
+def test_user_kernel_checked_against_a_python_reference():
+    """Kernel(spec, reference=fn): tuning checks every config against fn's outputs (files the
+    derived spec reads); a reference that disagrees with the kernel leaves no correct config."""
+    import numpy
+    import torch
+
+    db = os.environ["KTUNE_DB"] + ".pyref.db"
+    k = ktune.Kernel(_example("transpose"), reference=lambda x, out, rows, cols: x.reshape(rows, cols).T.copy())
+    summary = k.tune([(256, 384)], budget_seconds=None, budget_evals=4, progress=False, db=db)
+    p = summary["problems"][0]
+    assert p["trials"].get("ok", 0) == 4, p
+    x = torch.randn(256, 384, device="cuda")
+    out = torch.empty(384, 256, device="cuda")
+    k(x, out, rows=256, cols=384)
+    torch.cuda.synchronize()
+    assert torch.equal(out, x.t())
+    wrong = ktune.Kernel(_example("transpose"), reference=lambda x, out, rows, cols: numpy.zeros(rows * cols))
+    bad = wrong.tune([(256, 384)], budget_seconds=None, budget_evals=2, progress=False, db=db)["problems"][0]
+    assert bad["trials"].get("wrong_result", 0) == 2 and "config" not in bad, bad

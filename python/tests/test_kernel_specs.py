@@ -85,3 +85,49 @@ def test_inline_spec_with_kernel_tuners_names_loads_as_a_file_spec_does(tmp_path
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert int(out.stdout) == len([b for b in spec["tune_params"]["block_size_x"] if b >= 64 and b % 64 == 0])
+
+
+def test_a_python_reference_writes_inputs_and_answers_a_derived_spec_reads(tmp_path, monkeypatch):
+    """Kernel(spec, reference=fn) without a GPU: the derived spec reads each random input and
+    each output's answer from a file a problem; _write_answers calls fn with the arguments in the
+    spec's order (the inputs as the kernel reads them: bf16-rounded here) and writes what it
+    returns; a reference with the wrong number of outputs is refused."""
+    import numpy
+    import ktune
+
+    monkeypatch.setenv("KTUNE_DB", str(tmp_path / "k.db"))
+    source = "template <int B> __global__ void axpy(const float* x, float* y, int n, float a) {\n" \
+             "  int i = blockIdx.x * B + threadIdx.x; if (i < n) y[i] = a * x[i] + y[i]; }\n"
+    spec = {
+        "name": "pyref_axpy", "source_text": source, "kernel": "axpy<{B}>", "params_as": "template",
+        "dims": ["n"], "dtypes": ["bf16"], "tune_params": {"B": [64, 128]},
+        "launch": {"grid": ["ceil_div(n, B)"], "block": ["B"]},
+        "args": [{"name": "x", "kind": "buffer", "dtype": "bf16", "count": "n", "fill": {"random": [-2, 2]}},
+                 {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "inout", "fill": "ramp"},
+                 {"name": "n", "kind": "scalar", "dtype": "i32", "value": "n"},
+                 {"name": "a", "kind": "scalar", "dtype": "f32", "default": 0.5}],
+        "check": {"none": "replaced by the reference"},
+    }
+    seen = {}
+
+    def axpy(x, y, n, a):
+        seen.update(x=x.copy(), n=n, a=a)
+        return a * x.astype(numpy.float64) + y
+
+    k = ktune.Kernel(spec, reference=axpy)
+    derived = json.load(open(k.path))
+    assert set(derived["check"]) == {"answer"} and "y" in derived["check"]["answer"]
+    assert "{n}" in derived["args"][0]["fill"]["file"], "the random input becomes a file a problem"
+    assert derived["args"][1]["fill"] == "ramp", "a fixed fill stays"
+    k._write_answers([1000], "bf16")
+    assert seen["n"] == 1000 and seen["a"] == 0.5
+    x = seen["x"]
+    assert x.dtype == numpy.float32 and (x.view(numpy.uint32) & 0xFFFF).max() == 0, "x as bf16 values"
+    assert -2 <= x.min() and x.max() <= 2
+    files = os.listdir(os.path.dirname(derived["args"][0]["fill"]["file"]))
+    assert "x_1000_bf16.npy" in files and "y_1000_bf16.answer.npy" in files
+    y = numpy.load(os.path.join(os.path.dirname(derived["args"][0]["fill"]["file"]), "y_1000_bf16.answer.npy"))
+    assert numpy.allclose(y, 0.5 * x + numpy.arange(1000), rtol=1e-6)
+    bad = ktune.Kernel(spec, reference=lambda x, y, n, a: (y, y))
+    with pytest.raises(ktune.UsageError, match="returned 2 outputs"):
+        bad._write_answers([1000], "bf16")

@@ -204,7 +204,7 @@ TEST(KernelSpec, EveryMalformedSpecIsRefusedNamingItsField) {
       {"half scalar", [](ojson& j) { j["args"][3]["dtype"] = "f16"; }, "args[3].dtype:"},
       {"negative tolerance", [](ojson& j) { j["args"][1]["rtol"] = -1; }, "args[1].rtol: must be >= 0"},
       {"no check", [](ojson& j) { j.erase("check"); }, "check: missing"},
-      {"check both", [](ojson& j) { j["check"]["none"] = "x"; }, "check: give exactly one of reference and none"},
+      {"check both", [](ojson& j) { j["check"]["none"] = "x"; }, "check: give exactly one of reference, answer and none"},
       {"empty opt-out reason", [](ojson& j) { j["check"] = {{"none", ""}}; }, "check.none: say why"},
       {"reference without launch", [](ojson& j) { j["check"]["reference"].erase("launch"); }, "check.reference.launch: missing"},
       {"reference config off domain", [](ojson& j) { j["check"]["reference"]["config"] = {{"B", 32}}; }, "check.reference.config.B: 32"},
@@ -215,6 +215,14 @@ TEST(KernelSpec, EveryMalformedSpecIsRefusedNamingItsField) {
       {"placeholder not a name", [](ojson& j) { j["kernel"] = "scale<{C}>"; }, "kernel 'scale<{C}>': {C}"},
       {"cluster not a list", [](ojson& j) { j["launch"]["cluster"] = 2; }, "launch.cluster: expected 1 to 3 expressions"},
       {"cluster of none", [](ojson& j) { j["launch"]["cluster"] = {0}; }, "launch.cluster[0]: '0' is below 1"},
+      {"answer and reference", [](ojson& j) { j["check"]["answer"] = {{"y", "y.npy"}}; }, "check: give exactly one of reference, answer and none"},
+      {"answer for an input", [](ojson& j) { j["check"] = {{"answer", {{"x", "x.npy"}}}}; }, "check.answer.x: 'x' is not an output"},
+      {"answer with random inputs", [](ojson& j) { j["check"] = {{"answer", {{"y", "y_{n}.npy"}}}}; }, "check.answer: 'x' is filled at random"},
+      {"answer placeholder not a dim", [](ojson& j) {
+         j["args"][0]["fill"] = "ramp";
+         j["check"] = {{"answer", {{"y", "y_{m}.npy"}}}};
+       }, "check.answer.y.file: 'y_{m}.npy': {m} is not a dimension"},
+      {"fill placeholder not a dim", [](ojson& j) { j["args"][0]["fill"] = {{"file", "x_{B}.npy"}}; }, "args[0].fill.file: 'x_{B}.npy': {B}"},
       {"baseline without launch", [](ojson& j) { j["baseline"] = {{"kernel", "scale_ref"}}; }, "baseline.launch: missing"},
       {"baseline of nothing", [](ojson& j) { j["baseline"] = ojson::object(); }, "baseline: give a kernel and its launch"},
       {"baseline config off domain", [](ojson& j) { j["baseline"] = {{"config", {{"B", 3}}}}; }, "baseline.config.B: 3"},
@@ -270,6 +278,39 @@ TEST(KernelSpec, ArgumentsPackInTheSpecsOrderAndTypes) {
   EXPECT_THROW(BufferArgs(p, {&x}), UsageError) << "two buffers";
   Problem q = Problem::parse(op, "1000");
   EXPECT_EQ(*static_cast<const float*>(BufferArgs(q, {&x, &y}).params()[3]), 2.5f) << "the spec's default";
+}
+
+// A check by answers: inputs and expected outputs from one file a problem ("{n}" in the name),
+// read at the problem; a problem without its file is an error naming it.
+TEST(KernelSpec, AnswersAndInputsFromAFileAProblem) {
+  SpecDir d;
+  auto npy = [&](const std::string& name, const std::vector<float>& v) {
+    std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(v.size()) + ",), }";
+    header.resize(118, ' ');
+    header += '\n';
+    std::string text = std::string("\x93NUMPY\x01\x00", 8) + char(header.size() & 0xff) + char(header.size() >> 8) + header;
+    text.append(reinterpret_cast<const char*>(v.data()), v.size() * 4);
+    d.write(name, text);
+  };
+  npy("x_3.npy", {1, 2, 3});
+  npy("y_3.npy", {2.5f, 5, 7.5f});
+  ojson j = SpecDir::base();
+  j["args"][0]["fill"] = {{"file", "x_{n}.npy"}};
+  j["check"] = {{"answer", {{"y", "y_{n}.npy"}}}};
+  const std::string op = load_kernel_spec_text(j.dump(), "answers.json", d.dir());
+  const KernelSpec& s = spec_of(op);
+  EXPECT_TRUE(s.answers);
+  const Problem p = Problem::parse(op, "3");
+  const SpecFill x = fill_at(s, s.args[0].fill, p), y = fill_at(s, s.args[1].answer, p);
+  const auto xs = spec_fill_bytes(x, ElemType::f32, 3, 0), ys = spec_fill_bytes(y, ElemType::f32, 3, 0);
+  EXPECT_EQ(load_elem(xs.data(), 2, ElemType::f32), 3.0);
+  EXPECT_EQ(load_elem(ys.data(), 1, ElemType::f32), 5.0);
+  try {
+    fill_at(s, s.args[0].fill, Problem::parse(op, "4"));
+    ADD_FAILURE() << "no x_4.npy";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("x_4.npy' does not exist"), std::string::npos) << e.what();
+  }
 }
 
 TEST(KernelSpec, FillsAreAsDeclared) {
