@@ -90,7 +90,13 @@ def _answered_spec(spec, base_dir, reference):
     for k, v in _ALIASES.items():
         if k in spec and v not in spec:
             spec[v] = spec.pop(k)
-    key = hashlib.sha256((json.dumps(spec, sort_keys=True) + getattr(reference, "__qualname__", "")).encode()).hexdigest()[:12]
+    # The derived spec's folder, hence its version, follows the spec and the reference's code: a
+    # changed reference is another op, whose results are not the old one's.
+    code = getattr(reference, "__code__", None) or getattr(getattr(reference, "__call__", None), "__code__", None)
+    what = getattr(reference, "__qualname__", type(reference).__qualname__)
+    if code is not None:
+        what += repr(code.co_code) + repr(code.co_consts) + repr(code.co_names)
+    key = hashlib.sha256((json.dumps(spec, sort_keys=True) + what).encode()).hexdigest()[:12]
     folder = os.path.join(os.path.dirname(default_db_path()), "specs", "answers", "%s-%s" % (spec.get("name", "kernel"), key))
     os.makedirs(folder, exist_ok=True)
     shape = "x".join("{%s}" % d for d in spec.get("dims", []))
@@ -222,8 +228,8 @@ class Kernel:
         tag = "x".join(str(d) for d in dims) + "_" + dtype
         call, outputs = [], []
         for a in _ktune.kernel_problem_args(self.op, list(dims), dtype):
-            if a["kind"] == "scalar":
-                call.append(a["value"])
+            if a["kind"] == "scalar":  # integer scalars as ints (sizes, for reshape)
+                call.append(int(a["value"]) if a["dtype"][0] in "iu" else a["value"])
                 continue
             if a["intent"] == "temp":
                 continue

@@ -120,7 +120,7 @@ def test_a_python_reference_writes_inputs_and_answers_a_derived_spec_reads(tmp_p
     assert "{n}" in derived["args"][0]["fill"]["file"], "the random input becomes a file a problem"
     assert derived["args"][1]["fill"] == "ramp", "a fixed fill stays"
     k._write_answers([1000], "bf16")
-    assert seen["n"] == 1000 and seen["a"] == 0.5
+    assert seen["n"] == 1000 and isinstance(seen["n"], int) and seen["a"] == 0.5
     x = seen["x"]
     assert x.dtype == numpy.float32 and (x.view(numpy.uint32) & 0xFFFF).max() == 0, "x as bf16 values"
     assert -2 <= x.min() and x.max() <= 2
@@ -129,5 +129,6 @@ def test_a_python_reference_writes_inputs_and_answers_a_derived_spec_reads(tmp_p
     y = numpy.load(os.path.join(os.path.dirname(derived["args"][0]["fill"]["file"]), "y_1000_bf16.answer.npy"))
     assert numpy.allclose(y, 0.5 * x + numpy.arange(1000), rtol=1e-6)
     bad = ktune.Kernel(spec, reference=lambda x, y, n, a: (y, y))
+    assert bad.op != k.op, "another reference is another op: results checked by one are not the other's"
     with pytest.raises(ktune.UsageError, match="returned 2 outputs"):
         bad._write_answers([1000], "bf16")
