@@ -188,7 +188,9 @@ const OpInfo& op_info(const std::string& name) {
     if (o.name == name) return o; // on every launch: no allocation on this path
   std::vector<std::string> names;
   for (const auto& o : ops()) names.push_back(o.name);
-  throw UsageError("unknown op '" + name + "' (known: " + join(names) + ")");
+  // name@version: a user kernel whose spec is not loaded (or is of another version).
+  const std::string hint = name.find('@') == std::string::npos ? "" : "; a user kernel's op: load its spec (--kernel SPEC)";
+  throw UsageError("unknown op '" + name + "' (known: " + join(names) + ")" + hint);
 }
 
 namespace {

@@ -15,12 +15,14 @@ namespace {
 
 struct SimulateArgs {
   std::string trials, strategy = "model";
+  std::vector<std::string> kernels;
   uint64_t seed = 1;
   int repeat = 1;
   bool json = false;
 };
 
 int cmd_simulate(const SimulateArgs& a) {
+  load_kernels(a.kernels); // a user kernel's trials name its op and family: load its spec first
   const SimResult r = simulate(read_trial_log_file(a.trials), a.strategy, a.seed, a.repeat);
   std::printf("%s", a.json ? simulation_json(r).c_str() : format_simulation(r).c_str());
   return 0;
@@ -38,6 +40,7 @@ Command add_simulate(CLI::App& app) {
       ->capture_default_str()
       ->check(whole_number(1, INT_MAX));
   sm->add_flag("--json", a->json, "Print JSON");
+  add_kernel_option(sm, a->kernels);
   return {sm, [a] { return cmd_simulate(*a); }};
 }
 

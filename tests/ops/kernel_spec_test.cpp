@@ -373,6 +373,24 @@ TEST(Cli, SpaceOfAKernelSpecCountsWhatItsConstraintsAdmit) {
   EXPECT_EQ(std::stoi(r.out), want);
 }
 
+// A user kernel's recorded run (200 conv2d configs on an H200, ktune export --trials) replays
+// with every strategy once its spec is loaded; without the spec the log's op is unknown, and the
+// message says to load it. The log names conv2d's current version: re-record it with the tables
+// when the example changes.
+TEST(Cli, SimulateReplaysAUserKernelsRunWithItsSpecLoaded) {
+  const std::string trials = std::string(KTUNE_SOURCE_DIR) + "/docs/runs/2026-11-28-h200-conv2d-1024-trials.json";
+  for (const char* strategy : {"exhaustive", "random", "annealing", "genetic", "model"}) {
+    const auto r = testing::run_ktune("simulate --kernel " + example("conv2d") + " --trials " + trials + " --json --strategy " + strategy);
+    ASSERT_EQ(r.status, 0) << strategy << ": " << r.out;
+    const auto j = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+    EXPECT_EQ(j["problems"][0]["space"].get<int>(), 200) << strategy;
+    EXPECT_EQ(j["problems"][0]["within_percent"]["5"]["missed"].get<int>(), 0) << strategy << " found a config within 5 %";
+  }
+  const auto bare = testing::run_ktune("simulate --trials " + trials);
+  EXPECT_EQ(bare.status, 2);
+  EXPECT_NE(bare.out.find("load its spec (--kernel SPEC)"), std::string::npos) << bare.out;
+}
+
 // Each example's shipped table (examples/kernels/<name>/table-sm_90.json, bench/kernel_specs.sh)
 // answers its problem exactly: its entry is of the example's current version (a changed example
 // must be tuned again: its old entries would never be served).
