@@ -291,6 +291,61 @@ std::vector<SpecStep> read_steps(const Reader& r, const KernelSpec& s, const ojs
   return steps;
 }
 
+// A buffer argument's fields (at: "args[i]").
+void read_buffer(const Reader& r, const KernelSpec& s, const ojson& o, const std::string& at, SpecArg& a) {
+  for (const char* f : {"value", "default"})
+    if (o.contains(f)) r.fail(at + "." + f, "a buffer has no " + std::string(f) + " (scalars do)");
+  if (!o.contains("dtype")) r.fail(at + ".dtype", "missing");
+  a.type = r.elem(o["dtype"], at + ".dtype", true, &a.problem_dtype);
+  if (!o.contains("count")) r.fail(at + ".count", "missing (elements, an expression of the dimensions)");
+  a.count = r.expr(o["count"], at + ".count", s.names);
+  for (size_t n : a.count.reads())
+    if (n < s.params.size() || n >= s.params.size() + s.dims.size() + 2)
+      r.fail(at + ".count", "'" + a.count.text() + "' reads " + s.names[n] +
+                                ": a buffer's size follows the problem (its dimensions, align and dtype_bytes) only");
+  const std::string intent = o.contains("intent") ? r.str(o["intent"], at + ".intent") : "in";
+  if (intent == "in") a.intent = SpecArg::in;
+  else if (intent == "out") a.intent = SpecArg::out;
+  else if (intent == "inout") a.intent = SpecArg::inout;
+  else if (intent == "temp") a.intent = SpecArg::temp;
+  else r.fail(at + ".intent", "unknown intent '" + intent + "' (known: in, out, inout, temp)");
+  const bool written_only = a.intent == SpecArg::out || a.intent == SpecArg::temp;
+  if (written_only && o.contains("fill") && a.intent == SpecArg::out)
+    r.fail(at + ".fill", "an output is poisoned before every launch (NaN), not filled; use intent inout for a buffer the kernel reads first");
+  a.fill = read_fill(r, o.contains("fill") ? o["fill"] : ojson(), at + ".fill", written_only && !o.contains("fill"), s.dims);
+  if (a.intent == SpecArg::temp && o.contains("fill") && a.fill.kind != SpecFill::zeros)
+    r.fail(at + ".fill", "a temporary is either left as it is or cleared before every launch (\"zeros\")");
+  for (const char* t : {"atol", "rtol"}) {
+    if (!o.contains(t)) continue;
+    if (!a.checked()) r.fail(at + "." + t, "only outputs (intent out or inout) are checked");
+    const double x = r.number(o[t], at + "." + t);
+    if (!(x >= 0)) r.fail(at + "." + t, "must be >= 0");
+    (std::string(t) == "atol" ? a.atol : a.rtol) = x;
+  }
+}
+
+// A scalar argument's fields: its type, and a value computed from the dimensions or the caller's
+// default.
+void read_scalar(const Reader& r, const KernelSpec& s, const ojson& o, const std::string& at, SpecArg& a) {
+  for (const char* f : {"count", "intent", "fill", "atol", "rtol"})
+    if (o.contains(f)) r.fail(at + "." + f, "a scalar has no " + std::string(f) + " (buffers do)");
+  bool problem = false;
+  a.scalar_type = o.contains("dtype") ? r.elem(o["dtype"], at + ".dtype", true, &problem) : ElemType::i32;
+  if (problem) r.fail(at + ".dtype", "a scalar names its own type (f32, i32, ...), not the problem's");
+  if (a.scalar_type == ElemType::f16 || a.scalar_type == ElemType::bf16)
+    r.fail(at + ".dtype", "16-bit float scalars are not passed by value; take a float");
+  if (o.contains("value") && o.contains("default")) r.fail(at, "value (computed) and default (the caller's) exclude each other");
+  if (o.contains("value")) {
+    a.value = r.expr(o["value"], at + ".value", s.names);
+    for (size_t n : a.value.reads())
+      if (n < s.params.size())
+        r.fail(at + ".value", "'" + a.value.text() + "' reads parameter " + s.names[n] +
+                                  ": use a define (params_as) for a value that follows the config");
+  } else {
+    a.default_value = o.contains("default") ? r.number(o["default"], at + ".default") : 0;
+  }
+}
+
 void read_args(const Reader& r, KernelSpec& s, const ojson& v) {
   if (!v.is_array() || v.empty()) r.fail("args", "expected a non-empty array of arguments, in the kernel's order");
   std::set<std::string> seen;
@@ -306,55 +361,8 @@ void read_args(const Reader& r, KernelSpec& s, const ojson& v) {
     const std::string kind = r.str(o["kind"], at + ".kind");
     if (kind != "buffer" && kind != "scalar") r.fail(at + ".kind", "unknown kind '" + kind + "' (known: buffer, scalar)");
     a.buffer = kind == "buffer";
-    if (a.buffer) {
-      for (const char* f : {"value", "default"})
-        if (o.contains(f)) r.fail(at + "." + f, "a buffer has no " + std::string(f) + " (scalars do)");
-      if (!o.contains("dtype")) r.fail(at + ".dtype", "missing");
-      a.type = r.elem(o["dtype"], at + ".dtype", true, &a.problem_dtype);
-      if (!o.contains("count")) r.fail(at + ".count", "missing (elements, an expression of the dimensions)");
-      a.count = r.expr(o["count"], at + ".count", s.names);
-      for (size_t n : a.count.reads())
-        if (n < s.params.size() || n >= s.params.size() + s.dims.size() + 2)
-          r.fail(at + ".count", "'" + a.count.text() + "' reads " + s.names[n] +
-                                    ": a buffer's size follows the problem (its dimensions, align and dtype_bytes) only");
-      const std::string intent = o.contains("intent") ? r.str(o["intent"], at + ".intent") : "in";
-      if (intent == "in") a.intent = SpecArg::in;
-      else if (intent == "out") a.intent = SpecArg::out;
-      else if (intent == "inout") a.intent = SpecArg::inout;
-      else if (intent == "temp") a.intent = SpecArg::temp;
-      else r.fail(at + ".intent", "unknown intent '" + intent + "' (known: in, out, inout, temp)");
-      const bool written_only = a.intent == SpecArg::out || a.intent == SpecArg::temp;
-      if (written_only && o.contains("fill") && a.intent == SpecArg::out)
-        r.fail(at + ".fill", "an output is poisoned before every launch (NaN), not filled; use intent inout for a buffer the kernel reads first");
-      a.fill = read_fill(r, o.contains("fill") ? o["fill"] : ojson(), at + ".fill", written_only && !o.contains("fill"), s.dims);
-      if (a.intent == SpecArg::temp && o.contains("fill") && a.fill.kind != SpecFill::zeros)
-        r.fail(at + ".fill", "a temporary is either left as it is or cleared before every launch (\"zeros\")");
-      for (const char* t : {"atol", "rtol"}) {
-        if (!o.contains(t)) continue;
-        if (!a.checked()) r.fail(at + "." + t, "only outputs (intent out or inout) are checked");
-        const double x = r.number(o[t], at + "." + t);
-        if (!(x >= 0)) r.fail(at + "." + t, "must be >= 0");
-        (std::string(t) == "atol" ? a.atol : a.rtol) = x;
-      }
-    } else {
-      for (const char* f : {"count", "intent", "fill", "atol", "rtol"})
-        if (o.contains(f)) r.fail(at + "." + f, "a scalar has no " + std::string(f) + " (buffers do)");
-      bool problem = false;
-      a.scalar_type = o.contains("dtype") ? r.elem(o["dtype"], at + ".dtype", true, &problem) : ElemType::i32;
-      if (problem) r.fail(at + ".dtype", "a scalar names its own type (f32, i32, ...), not the problem's");
-      if (a.scalar_type == ElemType::f16 || a.scalar_type == ElemType::bf16)
-        r.fail(at + ".dtype", "16-bit float scalars are not passed by value; take a float");
-      if (o.contains("value") && o.contains("default")) r.fail(at, "value (computed) and default (the caller's) exclude each other");
-      if (o.contains("value")) {
-        a.value = r.expr(o["value"], at + ".value", s.names);
-        for (size_t n : a.value.reads())
-          if (n < s.params.size())
-            r.fail(at + ".value", "'" + a.value.text() + "' reads parameter " + s.names[n] +
-                                      ": use a define (params_as) for a value that follows the config");
-      } else {
-        a.default_value = o.contains("default") ? r.number(o["default"], at + ".default") : 0;
-      }
-    }
+    if (a.buffer) read_buffer(r, s, o, at, a);
+    else read_scalar(r, s, o, at, a);
     s.args.push_back(std::move(a));
   }
 }

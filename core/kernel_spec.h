@@ -127,6 +127,9 @@ struct KernelSpec {
 
   // names' values for config c (unset parameters 0) of problem p on device d.
   std::vector<double> values(const Config& c, const Problem& p, const DeviceInfo& d) const;
+  // names' values for what follows the problem only (sizes, scalar values, counts): no config,
+  // no device (any device gives the same).
+  std::vector<double> problem_values(const Problem& p) const;
   // Element count of buffer argument i at p (throws UsageError naming the field when negative).
   int64_t count_of(size_t arg, const Problem& p) const;
   // Every temporary buffer's byte offset in the workspace (256-byte aligned), -1 for others; and

@@ -155,16 +155,19 @@ std::vector<double> KernelSpec::values(const Config& c, const Problem& p, const 
 }
 
 namespace {
-// Problem-only expressions (sizes, scalar values, counts) read no device value: any device does.
+// What expressions of the problem and the config (launch plans, defines) see of the device:
+// nothing; the family's constraints see the real one.
 const DeviceInfo& no_device() {
   static const DeviceInfo d;
   return d;
 }
 } // namespace
 
+std::vector<double> KernelSpec::problem_values(const Problem& p) const { return values(Config(), p, no_device()); }
+
 int64_t KernelSpec::count_of(size_t arg, const Problem& p) const {
   const SpecArg& a = args.at(arg);
-  return a.count.eval_integer(values(Config(), p, no_device()), 0, double(int64_t(1) << 50), "elements at " + p.key());
+  return a.count.eval_integer(problem_values(p), 0, double(int64_t(1) << 50), "elements at " + p.key());
 }
 
 std::vector<int64_t> KernelSpec::temp_offsets(const Problem& p, size_t* total) const {
@@ -181,7 +184,7 @@ std::vector<int64_t> KernelSpec::temp_offsets(const Problem& p, size_t* total) c
 
 double KernelSpec::scalar_value(size_t arg, const Problem& p) const {
   const SpecArg& a = args.at(arg);
-  if (!a.value.empty()) return a.value.eval(values(Config(), p, no_device()));
+  if (!a.value.empty()) return a.value.eval(problem_values(p));
   return p.scalar(a.name);
 }
 
@@ -367,10 +370,10 @@ OpInfo spec_op_info(const std::shared_ptr<const KernelSpec>& sp) {
   };
   const std::vector<double> none;
   o.flops = [sp](const Problem& p) {
-    return sp->flops.empty() ? 0.0 : sp->flops.eval(sp->values(Config(), p, DeviceInfo()));
+    return sp->flops.empty() ? 0.0 : sp->flops.eval(sp->problem_values(p));
   };
   o.min_bytes = [sp](const Problem& p) {
-    if (!sp->bytes.empty()) return sp->bytes.eval(sp->values(Config(), p, DeviceInfo()));
+    if (!sp->bytes.empty()) return sp->bytes.eval(sp->problem_values(p));
     double b = 0;
     for (size_t i = 0; i < sp->args.size(); ++i)
       if (sp->args[i].buffer && sp->args[i].intent != SpecArg::temp)

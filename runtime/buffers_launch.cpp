@@ -76,7 +76,7 @@ void spec_before_launch(Module& m, const KernelSpec& s, const BufferArgs& args, 
   for (const SpecSymbol& y : s.symbols) {
     size_t bytes = 0;
     const CUdeviceptr at = m.global(y.name, &bytes);
-    const size_t want = size_t(y.count.eval_integer(s.values(Config(), p, DeviceInfo()), 0, 1e12, "elements at " + p.key())) *
+    const size_t want = size_t(y.count.eval_integer(s.problem_values(p), 0, 1e12, "elements at " + p.key())) *
                         size_t(elem_bytes(y.type));
     if (want > bytes)
       throw UsageError(s.path + ": symbol " + y.name + " holds " + std::to_string(bytes) + " bytes, the spec fills " +
