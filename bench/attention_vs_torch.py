@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""PyTorch's scaled_dot_product_attention backends on configs/suites/attention.json, in one process: the bar
+ktune's attention op is held to (its issue: >= 1.0x the best backend that runs, >= 1.2x the flash backend on
+prefill; decode KV reads at >= 90 % of the read floor). ktune's own column joins when the op exists.
+
+For each row and each backend (flash = FlashAttention-2, cudnn, efficient, math where it fits): q / k / v bf16,
+random normal, in (B, S, H, D) memory viewed as (B, H, S, D), as FlashAttention's callers hold them; GQA through
+enable_gqa. Each backend is verified first: the first and last 64 query rows of every (batch, head) against an
+FP64 reference of those rows (the causal mask bottom-right aligned, as FlashAttention's), max |error| <= 2^-6 +
+2^-6 |ref|, a bf16 output's rounding several times over; a backend that fails or does not run says so. Then
+timed as docs/METHOD says: warm-up, CUDA events around each call, the L2 flushed before each, the median of
+25 calls. Prefill in TFLOPS (4 B H Sq Sk D, halved when causal), decode in TB/s of K and V read (GQA-aware: the
+kv heads' bytes) and as a share of a device-to-device copy of the same bytes (the read floor's stand-in).
+
+Usage: python3 bench/attention_vs_torch.py [--suite configs/suites/attention.json] [--json OUT.json] [--rows N]
+"""
+import argparse
+import json
+import math
+import os
+import sys
+import warnings
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+BACKENDS = [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION),
+            ("efficient", SDPBackend.EFFICIENT_ATTENTION), ("math", SDPBackend.MATH)]
+REPS = 25
+
+
+def flops(r):
+    f = 4.0 * r["batch"] * r["heads"] * r["q_len"] * r["kv_len"] * r["head_dim"]
+    return f / 2 if r["causal"] and r["q_len"] == r["kv_len"] else f
+
+
+def kv_bytes(r):
+    return 2.0 * r["batch"] * r["kv_heads"] * r["kv_len"] * r["head_dim"] * 2
+
+
+class Timer:
+    def __init__(self):
+        l2 = torch.cuda.get_device_properties(0).L2_cache_size
+        self.flush = torch.empty(2 * l2, dtype=torch.uint8, device="cuda")
+        self.start = [torch.cuda.Event(enable_timing=True) for _ in range(REPS)]
+        self.stop = [torch.cuda.Event(enable_timing=True) for _ in range(REPS)]
+
+    def median_ms(self, fn):
+        fn()
+        fn()
+        torch.cuda.synchronize()
+        for i in range(REPS):
+            self.flush.zero_()
+            self.start[i].record()
+            fn()
+            self.stop[i].record()
+        torch.cuda.synchronize()
+        t = sorted(a.elapsed_time(b) for a, b in zip(self.start, self.stop))
+        return t[len(t) // 2]
+
+
+def reference_rows(q, k, v, causal, rows):
+    """FP64 attention of the query rows `rows` (indices into q_len) of every (batch, head)."""
+    B, H, Sq, D = q.shape
+    Hk, Sk = k.shape[1], k.shape[2]
+    qs = q[:, :, rows].double()
+    kk = k.double().repeat_interleave(H // Hk, dim=1)
+    vv = v.double().repeat_interleave(H // Hk, dim=1)
+    s = torch.einsum("bhqd,bhkd->bhqk", qs, kk) / math.sqrt(D)
+    if causal:
+        # Bottom-right aligned: query row i sees keys up to i + (Sk - Sq).
+        qi = torch.tensor(rows, device=q.device).view(-1, 1)
+        kj = torch.arange(Sk, device=q.device).view(1, -1)
+        s = s.masked_fill(kj > qi + (Sk - Sq), float("-inf"))
+    return torch.einsum("bhqk,bhkd->bhqd", torch.softmax(s, dim=-1), vv)
+
+
+def run_row(r, timer, copy_tb_s):
+    g = torch.Generator(device="cuda").manual_seed(1234)
+    B, H, Hk, Sq, Sk, D = r["batch"], r["heads"], r["kv_heads"], r["q_len"], r["kv_len"], r["head_dim"]
+    # (B, S, H, D) in memory, viewed as (B, H, S, D).
+    q = torch.randn(B, Sq, H, D, device="cuda", dtype=torch.bfloat16, generator=g).transpose(1, 2)
+    k = torch.randn(B, Sk, Hk, D, device="cuda", dtype=torch.bfloat16, generator=g).transpose(1, 2)
+    v = torch.randn(B, Sk, Hk, D, device="cuda", dtype=torch.bfloat16, generator=g).transpose(1, 2)
+    rows = sorted(set(list(range(min(64, Sq))) + list(range(max(0, Sq - 64), Sq))))
+    ref = reference_rows(q, k, v, r["causal"], rows)
+    # PyTorch's is_causal is top-left aligned; bottom-right (FlashAttention's) only matters when Sq != Sk, and
+    # decode rows (Sq <= 4) see every key but the last Sq - 1 - i: they run as non-causal when Sq == 1.
+    causal = r["causal"] and Sq > 1
+    if causal and Sq != Sk:
+        from torch.nn.attention.bias import causal_lower_right
+        mask = causal_lower_right(Sq, Sk)
+        call = lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=Hk != H)
+    else:
+        call = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=Hk != H)
+    out = {"row": r, "backends": {}}
+    for name, backend in BACKENDS:
+        res = {}
+        if name == "math" and B * H * Sq * Sk > (1 << 31):
+            res["status"] = "skipped (the scores would not fit)"
+            out["backends"][name] = res
+            continue
+        try:
+            with sdpa_kernel([backend]):
+                o = call()
+                torch.cuda.synchronize()
+                got = o[:, :, rows].double()
+                err = ((got - ref).abs() - (2 ** -6) * ref.abs()).max().item()
+                res["max_excess"] = err
+                if not err <= 2 ** -6:
+                    res["status"] = "wrong (max |err| - 2^-6 |ref| = %.3g)" % err
+                else:
+                    ms = timer.median_ms(call)
+                    res.update(status="ok", ms=ms, tflops=flops(r) / ms / 1e9, kv_tb_s=kv_bytes(r) / ms / 1e9)
+                    if Sq <= 16:
+                        res["of_copy"] = res["kv_tb_s"] / copy_tb_s(kv_bytes(r))
+        except RuntimeError as e:
+            res["status"] = "does not run: " + str(e).split("\n")[0][:120]
+        out["backends"][name] = res
+    return out
+
+
+def main():
+    # PyTorch explains on every call why a backend refused a row; the table says it once.
+    warnings.filterwarnings("ignore", category=UserWarning)
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--suite", default=os.path.join(os.path.dirname(__file__), "..", "configs", "suites", "attention.json"))
+    ap.add_argument("--json", default=None)
+    ap.add_argument("--rows", type=int, default=0, help="only the first N rows")
+    a = ap.parse_args()
+    suite = json.load(open(a.suite))
+    rows = suite["problems"][: a.rows or None]
+    dev = torch.cuda.get_device_name(0)
+    timer = Timer()
+    copies = {}
+
+    def copy_tb_s(nbytes):
+        n = int(nbytes)
+        if n not in copies:
+            src = torch.empty(n, dtype=torch.uint8, device="cuda")
+            dst = torch.empty_like(src)
+            copies[n] = 2 * n / timer.median_ms(lambda: dst.copy_(src)) / 1e9
+        return copies[n]
+
+    print("# %s, torch %s, cuDNN %s" % (dev, torch.__version__, torch.backends.cudnn.version()))
+    print("%-28s %-34s %s" % ("model", "B x Hq/Hkv x Sq x Sk x D causal", "  ".join("%-16s" % n for n, _ in BACKENDS)))
+    results = []
+    for r in rows:
+        res = run_row(r, timer, copy_tb_s)
+        results.append(res)
+        shape = "%d x %d/%d x %d x %d x %d %s" % (r["batch"], r["heads"], r["kv_heads"], r["q_len"], r["kv_len"],
+                                                  r["head_dim"], "c" if r["causal"] else "-")
+        cells = []
+        for n, _ in BACKENDS:
+            b = res["backends"][n]
+            if b.get("status") != "ok":
+                cells.append("%-16s" % b.get("status", "?")[:16])
+            elif r["q_len"] <= 16:
+                cells.append("%-16s" % ("%.2f TB/s %3.0f%%" % (b["kv_tb_s"], 100 * b["of_copy"])))
+            else:
+                cells.append("%-16s" % ("%.0f TFLOPS" % b["tflops"]))
+        print("%-28s %-34s %s" % (r.get("model", "")[:28], shape, "  ".join(cells)), flush=True)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"device": dev, "torch": torch.__version__, "cudnn": torch.backends.cudnn.version(),
+                       "rows": results}, f, indent=1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
