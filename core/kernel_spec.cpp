@@ -697,18 +697,21 @@ KernelSpec parse_kernel_spec(const std::string& json, const std::string& origin,
 SpecFill fill_at(const KernelSpec& s, const SpecFill& fill, const Problem& p) {
   if (fill.pattern.empty()) return fill;
   SpecFill f = fill;
-  std::string file;
-  for (size_t i = 0; i < f.pattern.size(); ++i) {
-    const size_t end = f.pattern[i] == '{' ? f.pattern.find('}', i) : std::string::npos;
+  // The placeholders of the name as written (checked when the spec loaded), then its folder.
+  std::string name_at;
+  for (size_t i = 0; i < f.file.size(); ++i) {
+    const size_t end = f.file[i] == '{' ? f.file.find('}', i) : std::string::npos;
     if (end == std::string::npos) {
-      file += f.pattern[i];
+      name_at += f.file[i];
       continue;
     }
-    const std::string name = f.pattern.substr(i + 1, end - i - 1);
+    const std::string name = f.file.substr(i + 1, end - i - 1);
     const auto d = std::find(s.dims.begin(), s.dims.end(), name);
-    file += name == "dtype" ? std::string(to_string(p.dtype)) : std::to_string(p.dims.at(size_t(d - s.dims.begin())));
+    name_at += name == "dtype" ? std::string(to_string(p.dtype)) : std::to_string(p.dims.at(size_t(d - s.dims.begin())));
     i = end;
   }
+  const fs::path rel(name_at);
+  const std::string file = (rel.is_relative() ? fs::path(s.dir) / rel : rel).lexically_normal().string();
   std::error_code ec;
   if (!fs::is_regular_file(file, ec))
     throw UsageError(s.path + ": the file of " + p.key() + " ('" + f.file + "' at this problem) '" + file + "' does not exist");

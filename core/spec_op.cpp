@@ -116,7 +116,10 @@ std::vector<unsigned char> spec_fill_bytes(const SpecFill& f, ElemType t, size_t
       double v = 0;
       switch (f.kind) {
         case SpecFill::random: {
-          const double r = f.lo + (f.hi - f.lo) * uniform01(seed, i);
+          // Rounded after the product, never fused into an fma (as -ffp-contract=fast does on
+          // aarch64): the device fill (spec_check.cu) rounds it so.
+          volatile double scaled = (f.hi - f.lo) * uniform01(seed, i);
+          const double r = f.lo + scaled;
           v = is_float(t) ? r : std::floor(r);
           break;
         }

@@ -119,7 +119,10 @@ PYBIND11_MODULE(_ktune, m) {
             x["count"] = s.count_of(i, p), x["intent"] = kIntents[a.intent];
             static const char* kFills[] = {"random", "zeros", "ones", "ramp", "constant", "file"};
             x["fill"] = kFills[a.fill.kind], x["lo"] = a.fill.lo, x["hi"] = a.fill.hi, x["value"] = a.fill.value;
-            if (a.fill.kind == ktune::SpecFill::from_file) x["file"] = a.fill.pattern.empty() ? a.fill.file : a.fill.pattern;
+            if (a.fill.kind == ktune::SpecFill::from_file) {
+              x["file"] = a.fill.pattern.empty() ? a.fill.file : a.fill.pattern;
+              if (a.fill.raw) x["raw_dtype"] = ktune::to_string(a.fill.file_type);
+            }
           } else {
             x["value"] = s.scalar_value(i, p);
           }

@@ -147,6 +147,9 @@ class SpecRunner : public OpRunner {
     DeviceBuffer master; // the data as filled (not for out): what an input must still hold, what the reference reads
     DeviceBuffer ref;    // the reference's copy
     size_t bytes() const { return size_t(count) * size_t(elem_bytes(type)); }
+    // dev's bytes in use: guards, offset, data, guards (dev may be larger, from a larger problem
+    // before: the rest is neither written nor checked).
+    size_t used(size_t offset) const { return 2 * kGuard + offset + bytes(); }
   };
 
   // The caller's buffers (OpInfo::operands: the spec's buffers but its temporaries), in order.
@@ -191,7 +194,7 @@ class SpecRunner : public OpRunner {
     const CUdeviceptr guards = at + sizeof(SpecSums), inputs = guards + sizeof(uint64_t);
     const size_t data_at = kGuard + offset_, data_end = data_at + b.bytes();
     differ(b.dev.ptr(), 0, data_at, guards, stream);
-    differ(b.dev.ptr() + data_end, 0, b.dev.bytes() - data_end, guards, stream);
+    differ(b.dev.ptr() + data_end, 0, b.used(offset_) - data_end, guards, stream);
     if (!b.checked) differ(b.dev.ptr() + data_at, b.master.ptr(), b.bytes(), inputs, stream);
     if (!b.checked || !s.check) return;
     CUdeviceptr got = b.dev.ptr() + data_at, ref = b.ref.ptr();
@@ -209,8 +212,12 @@ class SpecRunner : public OpRunner {
   // A file's elements (a per-problem file read at p_) converted to b's type, into dst: read and
   // converted on the host once per argument, problem and type.
   void upload_file(const SpecFill& f, const Buffer& b, CUdeviceptr dst, const std::string& what) {
-    auto& bytes = file_fills_[{f.pattern.empty() ? f.file : f.pattern, p_.key(), b.type}];
+    if (!b.bytes()) return;
+    if (file_problem_ != p_.key()) file_fills_.clear(), file_problem_ = p_.key(); // the current problem's only
+    auto& bytes = file_fills_[{f.pattern.empty() ? f.file : f.pattern, b.type, b.count}];
     if (bytes.empty()) bytes = spec_fill_bytes(fill_at(spec_of(p_.op), f, p_), b.type, size_t(b.count), 0);
+    if (bytes.size() != b.bytes()) throw Error("internal: " + what + " converted to " + std::to_string(bytes.size()) + " bytes for " +
+                                               std::to_string(b.bytes()));
     check_cu(driver().cuMemcpyHtoD(dst, bytes.data(), bytes.size()), "cuMemcpyHtoD", what + " of " + p_.key() + " from " + f.file);
   }
 
@@ -245,11 +252,11 @@ class SpecRunner : public OpRunner {
         Buffer& o = old[bufs_.size()];
         b.dev = std::move(o.dev), b.master = std::move(o.master), b.ref = std::move(o.ref);
       }
-      reserve(b.dev, 2 * kGuard + offset + b.bytes(), a.name + " of " + p.key());
+      reserve(b.dev, b.used(offset), a.name + " of " + p.key());
       const CUdeviceptr data = b.dev.ptr() + kGuard + offset;
-      check_cu(driver().cuMemsetD8Async(b.dev.ptr(), kGuardByte, b.dev.bytes(), nullptr), "cuMemsetD8Async", what);
+      check_cu(driver().cuMemsetD8Async(b.dev.ptr(), kGuardByte, b.used(offset), nullptr), "cuMemsetD8Async", what);
       if (b.poisoned) { // NaN in every float type: an element left unwritten shows
-        check_cu(driver().cuMemsetD8Async(data, 0xff, b.bytes(), nullptr), "cuMemsetD8Async", what);
+        if (b.bytes()) check_cu(driver().cuMemsetD8Async(data, 0xff, b.bytes(), nullptr), "cuMemsetD8Async", what);
       } else {
         reserve(b.master, b.bytes(), a.name + " (as filled) of " + p.key());
         fill(a, b, seed * 1000003 + i);
@@ -298,7 +305,7 @@ class SpecRunner : public OpRunner {
     std::vector<const void*> ptrs;
     for (Buffer& b : bufs_) {
       reserve(b.ref, b.bytes(), "reference copy of " + s.args[b.arg].name);
-      if (b.poisoned)
+      if (b.poisoned && b.bytes())
         check_cu(driver().cuMemsetD8Async(b.ref.ptr(), 0xff, b.bytes(), stream), "cuMemsetD8Async", context);
       else if (b.bytes())
         check_cu(driver().cuMemcpyDtoDAsync(b.ref.ptr(), b.master.ptr(), b.bytes(), stream), "cuMemcpyDtoDAsync", context);
@@ -321,7 +328,9 @@ class SpecRunner : public OpRunner {
   bool have_reference_ = false;
   std::unique_ptr<Module> checks_;                              // spec_check.cu
   std::map<std::string, std::shared_ptr<Module>> side_modules_; // references and baselines, by compile key
-  std::map<std::tuple<std::string, std::string, ElemType>, std::vector<unsigned char>> file_fills_; // by file, problem, type
+  // Files converted for the current problem (file_problem_), by file, element type and count.
+  std::map<std::tuple<std::string, ElemType, int64_t>, std::vector<unsigned char>> file_fills_;
+  std::string file_problem_;
 };
 
 } // namespace

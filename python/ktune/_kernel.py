@@ -66,13 +66,43 @@ def _as_elem(a, dtype):
 
     if dtype[0] in "iu":
         info = numpy.iinfo(_NUMPY_TYPES[dtype])
-        return numpy.clip(numpy.rint(a), info.min, info.max).astype(_NUMPY_TYPES[dtype])
+        # Saturated as the C++ side stores (store_elem): NaN to 0, and at the 64-bit ends, where
+        # float64 holds 2^63 / 2^64 but not the maxima, compared before converting.
+        r = numpy.nan_to_num(numpy.rint(numpy.asarray(a, dtype=numpy.float64)), nan=0.0)
+        out = numpy.clip(r, info.min, info.max).astype(_NUMPY_TYPES[dtype])
+        out[r >= float(info.max)] = info.max
+        out[r <= float(info.min)] = info.min
+        return out
     x = numpy.asarray(a).astype(_NUMPY_TYPES[dtype])
     if dtype == "bf16":
         u = x.view(numpy.uint32).astype(numpy.uint64)
         u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000
         x = u.astype(numpy.uint32).view(numpy.float32)
     return x
+
+
+def _identity(fn, depth=0):
+    """What a reference is, as far as Python shows it: its name, code, constants, defaults, the
+    values it closes over and, for functools.partial, its function and arguments. Functions it
+    calls are not followed: Kernel's reference_version names a change there."""
+    import functools
+
+    if depth > 4:
+        return ""
+    if isinstance(fn, functools.partial):
+        return "partial(%s, %r, %r)" % (_identity(fn.func, depth + 1), fn.args, sorted(fn.keywords.items()))
+    code = getattr(fn, "__code__", None) or getattr(getattr(fn, "__call__", None), "__code__", None)
+    what = getattr(fn, "__qualname__", type(fn).__qualname__)
+    if code is not None:
+        what += repr(code.co_code) + repr(code.co_consts) + repr(code.co_names)
+    what += repr(getattr(fn, "__defaults__", None)) + repr(getattr(fn, "__kwdefaults__", None))
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            v = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        what += _identity(v, depth + 1) if callable(v) else repr(v)
+    return what
 
 
 def _answered_spec(spec, base_dir, reference):
@@ -90,13 +120,10 @@ def _answered_spec(spec, base_dir, reference):
     for k, v in _ALIASES.items():
         if k in spec and v not in spec:
             spec[v] = spec.pop(k)
-    # The derived spec's folder, hence its version, follows the spec and the reference's code: a
-    # changed reference is another op, whose results are not the old one's.
-    code = getattr(reference, "__code__", None) or getattr(getattr(reference, "__call__", None), "__code__", None)
-    what = getattr(reference, "__qualname__", type(reference).__qualname__)
-    if code is not None:
-        what += repr(code.co_code) + repr(code.co_consts) + repr(code.co_names)
-    key = hashlib.sha256((json.dumps(spec, sort_keys=True) + what).encode()).hexdigest()[:12]
+    # The derived spec's folder, hence its version, follows the spec and the reference: a changed
+    # reference is another op, whose results are not the old one's.
+    who = reference if isinstance(reference, str) else _identity(reference)
+    key = hashlib.sha256((json.dumps(spec, sort_keys=True) + who).encode()).hexdigest()[:12]
     folder = os.path.join(os.path.dirname(default_db_path()), "specs", "answers", "%s-%s" % (spec.get("name", "kernel"), key))
     os.makedirs(folder, exist_ok=True)
     shape = "x".join("{%s}" % d for d in spec.get("dims", []))
@@ -171,16 +198,19 @@ class Kernel:
     kernel reads, outputs as zeroed arrays, scalars as numbers) and returns the outputs; tune()
     writes each problem's inputs and fn's outputs as files that a derived spec reads (its
     "check": {"answer": ...}), so results are stored under that spec's version: tune and call
-    through the same Kernel(spec, reference=fn).
+    through the same Kernel(spec, reference=fn). The version follows fn's code, constants,
+    defaults and closure; reference_version="..." marks a change Python cannot see (a function fn
+    calls).
     """
 
-    def __init__(self, spec, base_dir=None, reference=None):
+    def __init__(self, spec, base_dir=None, reference=None, reference_version=None):
         self.reference, self._randoms = reference, {}
         if reference is not None:
             # A Python reference: answers written a problem at a time by tune() (_write_answers).
             if not callable(reference):
                 raise _err("reference must be callable (got %s)" % type(reference).__name__)
-            spec, base_dir, self._answers_dir, self._randoms = _answered_spec(spec, base_dir, reference)
+            spec, base_dir, self._answers_dir, self._randoms = _answered_spec(
+                spec, base_dir, reference if reference_version is None else "%s@%s" % (_identity(reference), reference_version))
         if isinstance(spec, dict):
             spec = _spec_file(spec, base_dir)
         elif not isinstance(spec, (str, os.PathLike)):
@@ -245,7 +275,17 @@ class Kernel:
                 f = a["file"]
                 for d, v in zip(self.info["dims"], dims):
                     f = f.replace("{%s}" % d, str(v))
-                x = _as_elem(numpy.load(f.replace("{dtype}", dtype)).astype(numpy.float64).ravel()[:n], t)
+                f = f.replace("{dtype}", dtype)
+                if "raw_dtype" not in a:
+                    data = numpy.load(f)
+                elif a["raw_dtype"] == "bf16":  # 16-bit words: the high half of a float32
+                    data = (numpy.fromfile(f, dtype=numpy.uint16).astype(numpy.uint32) << 16).view(numpy.float32)
+                else:
+                    data = numpy.fromfile(f, dtype=_NUMPY_TYPES[a["raw_dtype"]])
+                data = numpy.asarray(data, dtype=numpy.float64).ravel()
+                if data.size < n:
+                    raise _err("fill file '%s' holds %d elements, %d are needed" % (f, data.size, n))
+                x = _as_elem(data[:n], t)
             else:
                 base = {"zeros": 0.0, "ones": 1.0, "constant": a["value"]}
                 x = _as_elem(numpy.arange(n, dtype=numpy.float64) if a["fill"] == "ramp" else numpy.full(n, base[a["fill"]]), t)

@@ -130,5 +130,10 @@ def test_a_python_reference_writes_inputs_and_answers_a_derived_spec_reads(tmp_p
     assert numpy.allclose(y, 0.5 * x + numpy.arange(1000), rtol=1e-6)
     bad = ktune.Kernel(spec, reference=lambda x, y, n, a: (y, y))
     assert bad.op != k.op, "another reference is another op: results checked by one are not the other's"
+
+    def scaled(s):
+        return lambda x, y, n, a: s * x + y
+    assert ktune.Kernel(spec, reference=scaled(2)).op != ktune.Kernel(spec, reference=scaled(3)).op, "a closure's values count"
+    assert ktune.Kernel(spec, reference=axpy, reference_version="2").op != k.op
     with pytest.raises(ktune.UsageError, match="returned 2 outputs"):
         bad._write_answers([1000], "bf16")

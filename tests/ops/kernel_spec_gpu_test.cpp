@@ -122,6 +122,44 @@ TEST(KernelSpecGpu, PlantedWrongKernelsAreRejectedAndTheRightOnePasses) {
   EXPECT_GT(unscaled.violations, 100000u) << unscaled.summary();
 }
 
+// Two inputs filled from one file, one with all its elements and one with its first: each gets its
+// own count of them (the runner converts a file per argument count, not once per file).
+TEST(KernelSpecGpu, InputsFromOneFileTakeTheirOwnCounts) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  TempDir dir("spec_one_file");
+  std::ofstream(dir.file("planted.cu")) << kPlantedSource;
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (1000,), }";
+  header.resize(118, ' ');
+  header += '\n';
+  std::ofstream npy(dir.file("v.npy"), std::ios::binary);
+  npy << std::string("\x93NUMPY\x01\x00", 8) << char(header.size() & 0xff) << char(header.size() >> 8) << header;
+  for (int i = 0; i < 1000; ++i) {
+    const float v = 0.5f + 0.001f * float(i);
+    npy.write(reinterpret_cast<const char*>(&v), 4);
+  }
+  npy.close();
+  auto spec = nlohmann::json::parse(kPlantedSpec);
+  spec["params"]["FAULT"] = {0};
+  spec["args"][0]["fill"] = {{"file", "v.npy"}};
+  spec["args"][1]["fill"] = {{"file", "v.npy"}};
+  std::ofstream(dir.file("one_file.json")) << spec.dump();
+  const std::string op = load_kernel_spec(dir.file("one_file.json"));
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  auto runner = make_op_runner(op, compiler, *d);
+  const Family f = find_family(op);
+  const Problem p = Problem::parse(op, "1000");
+  const Config c{{"FAULT", 0}};
+  const auto k = compiler.compile(compile_request(f, c, p, d->arch));
+  Module m(k->cubin, k->lowered_names, "one file");
+  const LaunchPlan plan = f.launch_plan(c, p);
+  const VerifyResult v = check_as_served_and_timed(*runner, p, 9, Numerics::standard, [&](CUstream s) { runner->launch(m, plan, s); });
+  EXPECT_TRUE(v.pass) << v.summary();
+  EXPECT_EQ(v.guard_writes, 0u) << v.summary();
+}
+
 // A launch-time cluster shape ("cluster" in a launch step) reaches the kernel: each block reads
 // its cluster's size (%cluster_nctarank) and writes x only where it is the config's CL, zero
 // elsewhere, so a launch without the cluster fails the check. CL 4 does not tile a grid of 6
@@ -237,8 +275,9 @@ TEST(KernelSpecGpu, ExamplesAreTunedVerifiedAndServed) {
                                                  " --strategy model --budget-evals 12");
     ASSERT_EQ(tuned.status, 0) << tuned.out;
     std::cout << tuned.out;
-    if (std::string(e.name) == "transpose") // its spec's baseline: the naive kernel, timed beside it
+    if (std::string(e.name) == "transpose") { // its spec's baseline: the naive kernel, timed beside it
       EXPECT_NE(tuned.out.find("x baseline"), std::string::npos) << tuned.out;
+    }
     const auto query = ktune::testing::run_ktune("query --kernel " + example(e.name) + " --problem " + e.shape + " --db " + db);
     EXPECT_EQ(query.status, 0) << query.out;
     EXPECT_NE(query.out.find("exact"), std::string::npos) << query.out;
