@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """PyTorch's scaled_dot_product_attention backends on configs/suites/attention.json, in one process: the bar
 ktune's attention op is held to (its issue: >= 1.0x the best backend that runs, >= 1.2x the flash backend on
-prefill; decode KV reads at >= 90 % of the read floor). ktune's own column joins when the op exists.
+prefill; decode KV reads at >= 90 % of the read floor), with ktune's own column (ktune.attention, the tuned table
+of the database the runtime reads: KTUNE_DB, else the default) when the package imports.
 
 For each row and each backend (flash = FlashAttention-2, cudnn, efficient, math where it fits): q / k / v bf16,
 random normal, in (B, S, H, D) memory viewed as (B, H, S, D), as FlashAttention's callers hold them; GQA through
@@ -26,13 +27,22 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 BACKENDS = [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION),
-            ("efficient", SDPBackend.EFFICIENT_ATTENTION), ("math", SDPBackend.MATH)]
+            ("efficient", SDPBackend.EFFICIENT_ATTENTION), ("math", SDPBackend.MATH), ("ktune", None)]
+try:
+    import ktune
+except ImportError as e:  # the column says why
+    ktune = None
+    KTUNE_MISSING = str(e).split("\n")[0][:100]
 REPS = 25
+
+
+def is_causal(r):
+    return r.get("layout") == "causal" or r.get("causal", False)
 
 
 def flops(r):
     f = 4.0 * r["batch"] * r["heads"] * r["q_len"] * r["kv_len"] * r["head_dim"]
-    return f / 2 if r["causal"] and r["q_len"] == r["kv_len"] else f
+    return f / 2 if is_causal(r) and r["q_len"] == r["kv_len"] else f
 
 
 def kv_bytes(r):
@@ -84,25 +94,34 @@ def run_row(r, timer, copy_tb_s):
     k = torch.randn(B, Sk, Hk, D, device="cuda", dtype=torch.bfloat16, generator=g).transpose(1, 2)
     v = torch.randn(B, Sk, Hk, D, device="cuda", dtype=torch.bfloat16, generator=g).transpose(1, 2)
     rows = sorted(set(list(range(min(64, Sq))) + list(range(max(0, Sq - 64), Sq))))
-    ref = reference_rows(q, k, v, r["causal"], rows)
+    ref = reference_rows(q, k, v, is_causal(r), rows)
     # PyTorch's is_causal is top-left aligned; bottom-right (FlashAttention's) only matters when Sq != Sk, and
     # decode rows (Sq <= 4) see every key but the last Sq - 1 - i: they run as non-causal when Sq == 1.
-    causal = r["causal"] and Sq > 1
+    causal = is_causal(r) and Sq > 1
     if causal and Sq != Sk:
         from torch.nn.attention.bias import causal_lower_right
         mask = causal_lower_right(Sq, Sk)
         call = lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=Hk != H)
     else:
         call = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=Hk != H)
+    sdpa = call
+    # ktune takes (B, S, H, D) views, bottom-right causal for any Sq.
+    ktune_call = lambda: ktune.attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                                         causal=is_causal(r)).transpose(1, 2)
     out = {"row": r, "backends": {}}
     for name, backend in BACKENDS:
         res = {}
+        if name == "ktune" and ktune is None:
+            res["status"] = "not importable: " + KTUNE_MISSING
+            out["backends"][name] = res
+            continue
+        call = ktune_call if name == "ktune" else sdpa
         if name == "math" and B * H * Sq * Sk > (1 << 31):
             res["status"] = "skipped (the scores would not fit)"
             out["backends"][name] = res
             continue
         try:
-            with sdpa_kernel([backend]):
+            with sdpa_kernel([backend] if backend is not None else [b for _, b in BACKENDS if b is not None]):
                 o = call()
                 torch.cuda.synchronize()
                 got = o[:, :, rows].double()
@@ -115,7 +134,7 @@ def run_row(r, timer, copy_tb_s):
                     res.update(status="ok", ms=ms, tflops=flops(r) / ms / 1e9, kv_tb_s=kv_bytes(r) / ms / 1e9)
                     if Sq <= 16:
                         res["of_copy"] = res["kv_tb_s"] / copy_tb_s(kv_bytes(r))
-        except RuntimeError as e:
+        except (RuntimeError, ValueError) as e:
             res["status"] = "does not run: " + str(e).split("\n")[0][:120]
         out["backends"][name] = res
     return out
@@ -150,7 +169,7 @@ def main():
         res = run_row(r, timer, copy_tb_s)
         results.append(res)
         shape = "%d x %d/%d x %d x %d x %d %s" % (r["batch"], r["heads"], r["kv_heads"], r["q_len"], r["kv_len"],
-                                                  r["head_dim"], "c" if r["causal"] else "-")
+                                                  r["head_dim"], "c" if is_causal(r) else "-")
         cells = []
         for n, _ in BACKENDS:
             b = res["backends"][n]
@@ -161,6 +180,23 @@ def main():
             else:
                 cells.append("%-16s" % ("%.0f TFLOPS" % b["tflops"]))
         print("%-28s %-34s %s" % (r.get("model", "")[:28], shape, "  ".join(cells)), flush=True)
+    # ktune against the best backend that ran and against flash (FlashAttention-2), per row and in geomean.
+    ratios = {"best": [], "flash": []}
+    for res in results:
+        kt = res["backends"]["ktune"]
+        if kt.get("status") != "ok":
+            continue
+        others = [b["ms"] for n, b in res["backends"].items() if n != "ktune" and b.get("status") == "ok"]
+        if others:
+            res["ktune_vs_best"] = min(others) / kt["ms"]
+            ratios["best"].append(res["ktune_vs_best"])
+        if res["backends"]["flash"].get("status") == "ok":
+            res["ktune_vs_flash"] = res["backends"]["flash"]["ms"] / kt["ms"]
+            ratios["flash"].append(res["ktune_vs_flash"])
+    for what, v in ratios.items():
+        if v:
+            print("ktune vs %-5s: geomean %.3fx, min %.3fx over %d rows" %
+                  (what, math.exp(sum(map(math.log, v)) / len(v)), min(v), len(v)))
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"device": dev, "torch": torch.__version__, "cudnn": torch.backends.cudnn.version(),

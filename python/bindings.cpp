@@ -289,9 +289,10 @@ PYBIND11_MODULE(_ktune, m) {
           "run",
           [](ktune::Runtime& rt, const std::string& op, const std::string& dtype, const std::vector<int64_t>& dims,
              const std::vector<uintptr_t>& buffers, const std::map<std::string, double>& scalars, uintptr_t stream,
-             const std::vector<int64_t>& strides) {
+             const std::vector<int64_t>& strides, const std::string& layout) {
             const ktune::OpInfo& info = ktune::op_info(op);
-            ktune::Problem p = ktune::Problem::make(op, dims, info.default_layout(), ktune::parse_dtype(dtype));
+            ktune::Problem p = ktune::Problem::make(op, dims, layout.empty() ? info.default_layout() : layout,
+                                                    ktune::parse_dtype(dtype));
             p.scalars = scalars;
             if (!strides.empty()) {
               if (strides.size() != p.ld.size())
@@ -305,9 +306,9 @@ PYBIND11_MODULE(_ktune, m) {
             rt.run(p, ptrs, reinterpret_cast<CUstream>(stream));
           },
           py::arg("op"), py::arg("dtype"), py::arg("dims"), py::arg("buffers"), py::arg("scalars"), py::arg("stream") = 0,
-          py::arg("strides") = std::vector<int64_t>{},
+          py::arg("strides") = std::vector<int64_t>{}, py::arg("layout") = std::string(),
           "Any op (Runtime::run): device pointers in the op's order, its scalars by name, its strides in "
-          "ops()' order (empty: packed).")
+          "ops()' order (empty: packed), its layout (empty: the op's first).")
       .def(
           "gemm",
           [](ktune::Runtime& rt, int64_t mm, int64_t n, int64_t k, const std::string& dtype, const std::string& layout,

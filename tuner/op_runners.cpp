@@ -9,6 +9,7 @@
 #include "ktune/error.h"
 #include "runtime/cuda_check.h"
 #include "runtime/driver.h"
+#include "tuner/attention_op.h"
 #include "tuner/buffers_op.h"
 #include "tuner/gemm_op.h"
 #include "tuner/rows_op.h"
@@ -77,8 +78,9 @@ std::unique_ptr<OpRunner> make_op_runner(const std::string& op, Compiler& compil
   if (info.runner == "rows") return make_rows_runner(compiler, device);
   if (info.runner == "buffers") return make_buffers_runner(device);
   if (info.runner == "spec") return make_spec_runner(compiler, device);
+  if (info.runner == "attention") return make_attention_runner(compiler, device);
   throw UsageError("op '" + op + "' names runner '" + info.runner +
-                   "', which the tuner does not have (known: gemm, rows, buffers, spec)");
+                   "', which the tuner does not have (known: gemm, rows, buffers, spec, attention)");
 }
 
 void launch_grid_stride(Module& m, size_t kernel, long long n, const DeviceInfo& device, void** params, CUstream stream) {

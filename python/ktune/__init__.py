@@ -6,6 +6,7 @@
     ktune.tune(["4096x4096x4096"], budget_seconds=30)                  # search on the GPU, with a progress bar
     torch.ops.ktune.gemm(a, b)                 # the same GEMM as a PyTorch custom op (torch.compile traces it)
     ktune.softmax(x, scale=0.125); ktune.layer_norm(x, w, b); ktune.rms_norm(x, w)   # row ops, last dimension
+    o = ktune.attention(q, k, v, causal=True)     # (batch, seq, heads, head_dim), bf16 / f16, GQA
     ktune.run("scale_add", x, y, out, alpha=2.0)   # any registered op by name (ktune.ops() lists them)
     k = ktune.Kernel("spec.json"); k.tune([(4096, 4096)]); k(x, out, rows=4096, cols=4096)   # your own kernel
 
@@ -41,6 +42,7 @@ from ._ktune import DEFAULT_CUBIN_CACHE  # noqa: E402
 from ._gemm import gemm  # noqa: E402
 from ._rows import layer_norm, rms_norm, softmax  # noqa: E402
 from ._ops import op, ops, run  # noqa: E402
+from ._attention import attention  # noqa: E402
 from ._tune import tune  # noqa: E402
 from ._kernel import Kernel  # noqa: E402
 
@@ -55,6 +57,7 @@ __all__ = [
     "__version__",
     "DEFAULT_CUBIN_CACHE",
     "Kernel",
+    "attention",
     "KtuneError",
     "UsageError",
     "best_config",

@@ -1,0 +1,189 @@
+// Op attention: O = softmax(scale Q K^T [causal mask]) V and the log-sum-exp of every row, bf16 or
+// f16 in and out, FP32 accumulation. Dimensions batch, heads (of q), kv_heads (fewer: GQA / MQA;
+// query head h reads key / value head h / (heads / kv_heads)), q_len, kv_len, head_dim; layout
+// "full" or "causal" (bottom-right aligned, as FlashAttention: key j is visible to query i when
+// j <= i + kv_len - q_len; a row that sees no key has O = 0 and log-sum-exp +inf). q, k, v and o are
+// N-dimensional operands (batch, sequence, head, head_dim) whose strides are the caller's, so
+// (B, S, H, D) and (B, H, S, D) storage are the same op; lse is FP32, (batch, heads, q_len)
+// contiguous. The scale defaults to 0, which the kernels read as 1 / sqrt(head_dim).
+//
+// The tuner's "attention" runner (tuner/attention_op.cpp) fills, checks and compares on the GPU
+// against an FP64 reference (attention_check.cu states the error bound); the runtime launches it
+// as an op of plain buffers.
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "ktune/error.h"
+#include "ktune/family.h"
+
+namespace ktune {
+
+namespace {
+
+enum Dim { kBatch, kHeads, kKvHeads, kQLen, kKvLen, kHeadDim };
+
+bool causal(const Problem& p) { return p.layout == "causal"; }
+int f16_code(DType d) { return d == DType::f16 ? 1 : 0; }
+
+// Query / key pairs that the mask leaves visible, over one (batch, head).
+double visible_pairs(const Problem& p) {
+  const double sq = double(p.dims[kQLen]), skv = double(p.dims[kKvLen]);
+  if (!causal(p)) return sq * skv;
+  // Row i sees min(skv, max(0, i + skv - sq + 1)) keys.
+  double total = 0;
+  const int64_t off = p.dims[kKvLen] - p.dims[kQLen];
+  // Rows [lo, hi) see i + off + 1 keys (an arithmetic run), rows from hi on see all of them.
+  const int64_t lo = std::max<int64_t>(0, -off);                  // first row that sees a key
+  const int64_t hi = std::min<int64_t>(p.dims[kQLen], p.dims[kKvLen] - off); // first row that sees every key
+  if (hi > lo) total += (double(lo + off + 1) + double(hi - 1 + off + 1)) * double(hi - lo) / 2;
+  if (p.dims[kQLen] > std::max(hi, lo)) total += double(p.dims[kQLen] - std::max(hi, lo)) * skv;
+  return total;
+}
+
+Family common(const std::string& name, const std::string& source, const std::string& about) {
+  Family f(name, "attention/" + source);
+  f.op("attention").dtypes({DType::bf16, DType::f16}).describe(about);
+  f.restrict("the grid's y and z extents hold heads and batch", {}, [](const Config&, const Problem& p, const DeviceInfo&) {
+    return p.dims[kHeads] <= 65535 && p.dims[kBatch] <= 65535;
+  });
+  return f;
+}
+
+// Shared memory of an attention_fa2 config: the Q tile and STAGES tiles of K and of V.
+int64_t fa2_smem(const Config& c, const Problem& p) {
+  return (int64_t(c["BM"]) + 2 * int64_t(c["STAGES"]) * c["BN"]) * p.dims[kHeadDim] * 2;
+}
+
+Family fa2_family() {
+  Family f = common("attention_fa2", "attention_fa2.cu",
+                    "FlashAttention-2 on mma.sync: BM query rows a block split over WARPS warps, BN keys a step, "
+                    "P from registers, K/V in STAGES buffers");
+  f.min_arch(80);
+  f.param("BM", {64, 128}, "query rows a block")
+      .param("WARPS", {4, 8}, "warps a block (each owns BM / WARPS rows)")
+      .param("BN", {32, 64, 128}, "keys a step")
+      .param("STAGES", {1, 2}, "K / V buffers (2: the next tile loads during this one)");
+  f.restrict("head_dim is 64, 128, 192 or 256 (whole 8-chunk rows for the swizzle)", {},
+             [](const Config&, const Problem& p, const DeviceInfo&) {
+               return p.dims[kHeadDim] % 64 == 0 && p.dims[kHeadDim] <= 256;
+             })
+      .restrict("16-byte rows and pointers (cp.async, 16-byte stores): alignment class 16", {},
+                [](const Config&, const Problem& p, const DeviceInfo&) { return p.align == 16; })
+      .restrict("every warp owns whole 16-row MMA tiles", {"BM", "WARPS"},
+                [](const Config& c, const Problem&, const DeviceInfo&) { return c["BM"] % (16 * c["WARPS"]) == 0; })
+      .restrict("the O and S accumulators fit the registers (at most 192 floats a thread)", {"BM", "WARPS", "BN"},
+                [](const Config& c, const Problem& p, const DeviceInfo&) {
+                  const int64_t mt = c["BM"] / (16 * c["WARPS"]);
+                  return mt * (p.dims[kHeadDim] / 2 + c["BN"] / 2) <= 192;
+                })
+      .restrict("the tiles fit shared memory", {"BM", "BN", "STAGES"},
+                [](const Config& c, const Problem& p, const DeviceInfo& d) {
+                  return fa2_smem(c, p) <= d.max_smem_per_block_optin;
+                })
+      .restrict("the grid's x extent holds the query blocks", {"BM"}, [](const Config& c, const Problem& p, const DeviceInfo&) {
+        return (p.dims[kQLen] + c["BM"] - 1) / c["BM"] <= INT32_MAX;
+      });
+  f.kernels([](const Config& c, const Problem& p) {
+    return std::vector<std::string>{"attention_fa2<" + std::to_string(f16_code(p.dtype)) + "," +
+                                    std::to_string(p.dims[kHeadDim]) + "," + std::to_string(c["BM"]) + "," +
+                                    std::to_string(c["BN"]) + "," + std::to_string(c["WARPS"]) + "," +
+                                    std::to_string(c["STAGES"]) + "," + (causal(p) ? "1" : "0") + ">"};
+  });
+  f.launch([](const Config& c, const Problem& p) {
+    LaunchStep s;
+    s.grid[0] = unsigned(std::max<int64_t>(1, (p.dims[kQLen] + c["BM"] - 1) / c["BM"]));
+    s.grid[1] = unsigned(p.dims[kHeads]);
+    s.grid[2] = unsigned(p.dims[kBatch]);
+    s.block[0] = unsigned(32 * c["WARPS"]);
+    s.dynamic_smem = unsigned(fa2_smem(c, p));
+    return LaunchPlan{{s}, 0};
+  });
+  // FlashAttention-2's own choice where it fits (128 x 64, 4 warps, for head_dim <= 128), 64 x 64
+  // with 4 warps for the larger heads: valid for every problem the family serves.
+  f.defaults([](const Problem& p, const DeviceInfo&) {
+    Config c;
+    c.set("BM", p.dims[kHeadDim] <= 128 ? 128 : 64);
+    c.set("WARPS", 4);
+    c.set("BN", 64);
+    c.set("STAGES", 1);
+    return c;
+  });
+  return f;
+}
+
+Family simple_family() {
+  Family f = common("attention_simple", "attention_simple.cu",
+                    "one warp a query row, FP32 throughout: any head_dim up to 256, any alignment (the fallback)");
+  f.param("WARPS", {4, 8}, "query rows a block");
+  f.restrict("the grid's x extent holds the query blocks", {"WARPS"}, [](const Config& c, const Problem& p, const DeviceInfo&) {
+    return (p.dims[kQLen] + c["WARPS"] - 1) / c["WARPS"] <= INT32_MAX;
+  });
+  f.kernels([](const Config& c, const Problem& p) {
+    return std::vector<std::string>{"attention_simple<" + std::to_string(f16_code(p.dtype)) + "," +
+                                    std::to_string(c["WARPS"]) + "," + (causal(p) ? "1" : "0") + ">"};
+  });
+  f.launch([](const Config& c, const Problem& p) {
+    LaunchStep s;
+    s.grid[0] = unsigned(std::max<int64_t>(1, (p.dims[kQLen] + c["WARPS"] - 1) / c["WARPS"]));
+    s.grid[1] = unsigned(p.dims[kHeads]);
+    s.grid[2] = unsigned(p.dims[kBatch]);
+    s.block[0] = unsigned(32 * c["WARPS"]);
+    return LaunchPlan{{s}, 0};
+  });
+  f.defaults([](const Problem&, const DeviceInfo&) {
+    Config c;
+    c.set("WARPS", 4);
+    return c;
+  });
+  return f;
+}
+
+} // namespace
+
+OpInfo attention_op_info() {
+  OpInfo o;
+  o.name = "attention";
+  o.about = "O = softmax(scale Q K^T) V with its log-sum-exp; GQA, causal (bottom-right), strided (B, S, H, D) "
+            "or (B, H, S, D) views";
+  o.dims = {"batch", "heads", "kv_heads", "q_len", "kv_len", "head_dim"};
+  o.layouts = {"full", "causal"};
+  o.scalars = {{"scale", 0.0}}; // 0: 1 / sqrt(head_dim)
+  o.validate = [](const Problem& p) {
+    const std::string what = "invalid attention problem " + p.key() + ": ";
+    if (!is_half(p.dtype)) throw UsageError(what + "dtype must be bf16 or f16");
+    for (size_t i = 0; i < p.dims.size(); ++i)
+      if (p.dims[i] < 1) throw UsageError(what + op_info("attention").dims[i] + " must be >= 1");
+    if (p.dims[kHeads] % p.dims[kKvHeads] != 0)
+      throw UsageError(what + "heads (" + std::to_string(p.dims[kHeads]) + ") must be a multiple of kv_heads (" +
+                       std::to_string(p.dims[kKvHeads]) + ")");
+    if (p.dims[kHeadDim] > 256) throw UsageError(what + "head_dim must be at most 256");
+    if (double(p.dims[kBatch]) * double(p.dims[kHeads]) * double(p.dims[kQLen]) > double(INT64_MAX) / 8)
+      throw UsageError(what + "the log-sum-exp does not fit");
+    const double scale = p.scalar("scale");
+    if (!std::isfinite(scale)) throw UsageError(what + "scale must be finite");
+  };
+  o.flops = [](const Problem& p) {
+    return 4.0 * double(p.dims[kBatch]) * double(p.dims[kHeads]) * visible_pairs(p) * double(p.dims[kHeadDim]);
+  };
+  o.min_bytes = [](const Problem& p) {
+    const double d = double(p.dims[kHeadDim]), b = double(p.dims[kBatch]);
+    const double qo = 2 * b * double(p.dims[kHeads]) * double(p.dims[kQLen]) * d;
+    const double kv = 2 * b * double(p.dims[kKvHeads]) * double(p.dims[kKvLen]) * d;
+    return (qo + kv) * element_bytes(p.dtype) + 4 * b * double(p.dims[kHeads]) * double(p.dims[kQLen]);
+  };
+  o.runner = "attention";
+  // Scores of q . k / sqrt(d) with inputs in [-2, 2) have a spread near 1.3: the softmax is peaked
+  // enough that a kernel which mishandles the running max (no rescale, a stale max) shows.
+  o.operands = {OpInfo::Operand::shaped("q", false, {"batch", "q_len", "heads", "head_dim"}, -2, 2),
+                OpInfo::Operand::shaped("k", false, {"batch", "kv_len", "kv_heads", "head_dim"}, -2, 2),
+                OpInfo::Operand::shaped("v", false, {"batch", "kv_len", "kv_heads", "head_dim"}, -1, 1),
+                OpInfo::Operand::shaped("o", true, {"batch", "q_len", "heads", "head_dim"})};
+  OpInfo::Operand lse("lse", true, [](const Problem& p) { return p.dims[kBatch] * p.dims[kHeads] * p.dims[kQLen]; });
+  lse.elem_bytes = 4;
+  o.operands.push_back(lse);
+  o.families = [] { return std::vector<Family>{fa2_family(), simple_family()}; };
+  return o;
+}
+
+} // namespace ktune

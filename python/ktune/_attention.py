@@ -1,0 +1,50 @@
+"""Attention on PyTorch CUDA tensors (the op "attention"; kernel_templates/attention/)."""
+
+from . import _ktune
+from ._rows import _current_stream, _dtype_codes
+from ._runtime import runtime
+
+
+def _err(msg):
+    return _ktune.UsageError("ktune.attention: " + msg)
+
+
+def attention(q, k, v, causal=False, scale=None, out=None, return_lse=False):
+    """softmax(scale q k^T) v, as flash_attn_func takes it: q (batch, q_len, heads, head_dim), k and v
+    (batch, kv_len, kv_heads, head_dim), bf16 or f16 on one CUDA device, heads a multiple of kv_heads
+    (GQA, MQA). Any strides whose last dimension is contiguous: a (batch, heads, seq, head_dim) tensor
+    passes as x.transpose(1, 2). causal: bottom-right aligned as FlashAttention's (query i sees keys
+    j <= i + kv_len - q_len). scale: default 1 / sqrt(head_dim). out: where O goes (default: a new
+    tensor laid out as q). return_lse: also return the log-sum-exp of every row, float32 (batch,
+    heads, q_len) (+inf for a row that sees no key)."""
+    import torch
+
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor) or not t.is_cuda:
+            raise _err("%s must be a CUDA tensor" % name)
+        if t.dim() != 4:
+            raise _err("%s must be 4-d (batch, seq, heads, head_dim), got shape %s" % (name, tuple(t.shape)))
+        if t.dtype != q.dtype or t.device != q.device:
+            raise _err("q, k and v must share dtype and device (%s on %s, %s on %s)" % (q.dtype, q.device, t.dtype, t.device))
+        if t.numel() and t.stride(-1) != 1:
+            raise _err("%s's last dimension must be contiguous (strides %s)" % (name, t.stride()))
+    if q.dtype not in (torch.bfloat16, torch.float16):
+        raise _err("dtype must be bfloat16 or float16, got %s" % q.dtype)
+    B, Sq, H, D = q.shape
+    if k.shape != v.shape or k.shape[0] != B or k.shape[3] != D:
+        raise _err("k and v must be (batch %d, kv_len, kv_heads, head_dim %d), got %s and %s"
+                   % (B, D, tuple(k.shape), tuple(v.shape)))
+    Sk, Hk = k.shape[1], k.shape[2]
+    if out is None:
+        out = torch.empty_like(q)
+    elif out.shape != q.shape or out.dtype != q.dtype or out.device != q.device or out.stride(-1) != 1:
+        raise _err("out must be like q (shape %s, %s, last dimension contiguous)" % (tuple(q.shape), q.dtype))
+    lse = torch.empty((B, H, Sq), dtype=torch.float32, device=q.device)
+    strides = [int(s) for t in (q, k, v, out) for s in t.stride()[:3]]
+    index = q.device.index if q.device.index is not None else torch.cuda.current_device()
+    with torch.cuda.device(index):
+        runtime(device=index).run("attention", _dtype_codes()[q.dtype], [B, H, Hk, Sq, Sk, D],
+                                  [q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), lse.data_ptr()],
+                                  {"scale": 0.0 if scale is None else float(scale)}, _current_stream(index), strides,
+                                  "causal" if causal else "full")
+    return (out, lse) if return_lse else out

@@ -1,0 +1,164 @@
+// The op attention (kernel_templates/attention/) on a GPU: the runner's FP64 check passes both
+// families over shapes that exercise every edge (GQA, causal with q_len < kv_len and > kv_len,
+// partial tiles, head dims 64 / 128 / 256, f16 and bf16, (B, H, S, D) views) and rejects planted
+// kernels, each wrong in one way a flash kernel can be; `ktune tune` tunes it, and the runtime
+// serves tuned and untuned shapes.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "core/embedded.h"
+#include "gpu_env.h"
+#include "ktune/compiler.h"
+#include "ktune/family.h"
+#include "ktune/ktune.h"
+#include "ktune/runtime.h"
+#include "runtime/cuda_check.h"
+#include "runtime/driver.h"
+#include "runtime/module.h"
+#include "test_paths.h"
+#include "tuner/op_runner.h"
+
+using namespace ktune;
+
+namespace {
+
+struct Planted {
+  const char* name;
+  const char* from; // text of attention_fa2.cu
+  const char* to;   // what the planted kernel has instead
+};
+
+// Each fault changes one thing of attention_fa2.cu.
+const Planted kFaults[] = {
+    {"the running max never rescales O", "acc[mt][dt][2 * r] *= corr, acc[mt][dt][2 * r + 1] *= corr;", ""},
+    {"causal aligned top-left", "j > i + off", "j > i"},
+    {"the last key tile skipped", "for (long long n = 0; n < n_end; ++n)", "for (long long n = 0; n < n_end - 1; ++n)"},
+    {"P kept to 3 mantissa bits", "s[mt][nt][2 * r + e] = p;", "s[mt][nt][2 * r + e] = __uint_as_float(__float_as_uint(p) & 0xfff00000u);"},
+    {"the log-sum-exp without the sum", "(row_max[mt][r] + log2_approx(l))", "(row_max[mt][r])"},
+    {"O rows assumed packed", "obase + i * os + ch * 8", "obase + i * (H * D) + ch * 8"},
+    {"one element of q overwritten", "cp_async_wait<0>();\n\n", "cp_async_wait<0>();\n if (tid == 0 && blockIdx.x == 0) const_cast<unsigned short*>(q)[0] ^= 1;\n"},
+    {"the scale argument ignored", "scale_arg != 0.f ? scale_arg : 1.f / sqrtf((float)D)", "1.f / sqrtf((float)D)"},
+};
+
+VerifyResult check(OpRunner& runner, const Problem& p, Module& m, const LaunchPlan& plan, uint64_t seed) {
+  return check_as_served_and_timed(runner, p, seed, Numerics::standard, [&](CUstream st) { runner.launch(m, plan, st); });
+}
+
+} // namespace
+
+TEST(AttentionGpu, BothFamiliesPassOverEdgeShapesAndPlantedKernelsAreRejected) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  auto runner = make_op_runner("attention", compiler, *d);
+  // batch x heads x kv_heads x q_len x kv_len x head_dim, layout, dtype
+  const std::vector<std::tuple<const char*, const char*, DType>> shapes = {
+      {"1x4x2x200x333x64", "causal", DType::bf16},  {"2x4x4x130x130x128", "full", DType::f16},
+      {"1x2x1x64x1000x256", "causal", DType::bf16}, {"1x2x2x300x100x64", "causal", DType::f16},
+      {"1x8x1x1x517x128", "full", DType::bf16},     {"3x2x2x77x77x192", "causal", DType::bf16},
+  };
+  uint64_t seed = 10;
+  for (const auto& [shape, layout, t] : shapes) {
+    const Problem p = Problem::parse("attention", shape, layout, t);
+    for (const char* name : {"attention_fa2", "attention_simple"}) {
+      const Family f = find_family(name);
+      std::vector<Config> cs = f.sample(p, *d, std::string(name) == "attention_fa2" ? 4 : 1, ++seed);
+      if (f.valid(f.default_config(p, *d), p, *d)) cs.push_back(f.default_config(p, *d));
+      if (std::string(name) == "attention_fa2") EXPECT_FALSE(cs.empty()) << p.key();
+      for (const Config& c : cs) {
+        const auto k = compiler.compile(compile_request(f, c, p, d->arch));
+        Module m(k->cubin, k->lowered_names, name);
+        const VerifyResult v = check(*runner, p, m, f.launch_plan(c, p), ++seed);
+        EXPECT_TRUE(v.pass) << name << " " << c.to_json() << " " << p.key() << ": " << v.summary();
+        std::cout << "[ ktune    ] " << name << " " << c.to_json() << " " << p.key() << ": " << v.summary() << "\n";
+      }
+    }
+  }
+  // A (B, H, S, D) view: q, k, v and o with the head outside the sequence.
+  {
+    Problem p = Problem::parse("attention", "2x4x2x96x160x64", "causal", DType::bf16);
+    const int64_t B = 2, H = 4, HK = 2, SQ = 96, SK = 160, D = 64;
+    p.ld = {H * SQ * D, D, SQ * D, HK * SK * D, D, SK * D, HK * SK * D, D, SK * D, H * SQ * D, D, SQ * D};
+    validate(p);
+    const Family f = find_family("attention_fa2");
+    const Config c = f.default_config(p, *d);
+    const auto k = compiler.compile(compile_request(f, c, p, d->arch));
+    Module m(k->cubin, k->lowered_names, "bhsd");
+    const VerifyResult v = check(*runner, p, m, f.launch_plan(c, p), 77);
+    EXPECT_TRUE(v.pass) << "(B, H, S, D) view: " << v.summary();
+  }
+
+  // Planted faults, on a causal GQA problem with q_len < kv_len and several key tiles.
+  const Problem p = Problem::parse("attention", "1x4x2x192x448x128", "causal", DType::bf16);
+  const Family f = find_family("attention_fa2");
+  const Config c = f.default_config(p, *d);
+  const std::string source(embedded_file("attention/attention_fa2.cu"));
+  const std::string mma(embedded_file("attention/attention_mma.cuh"));
+  for (const Planted& fault : kFaults) {
+    std::string s = source;
+    const size_t at = s.find(fault.from);
+    ASSERT_NE(at, std::string::npos) << "planted fault '" << fault.name << "' no longer matches attention_fa2.cu";
+    s.replace(at, std::strlen(fault.from), fault.to);
+    CompileRequest req = compile_request(f, c, p, d->arch);
+    req.source = s;
+    req.source_name = "planted_attention.cu";
+    req.context = std::string("planted: ") + fault.name;
+    const auto k = compiler.compile(req);
+    Module m(k->cubin, k->lowered_names, req.context);
+    const VerifyResult v = check(*runner, p, m, f.launch_plan(c, p), 99);
+    EXPECT_FALSE(v.pass) << fault.name << ": " << v.summary();
+    std::cout << "[ ktune    ] planted, " << fault.name << ": " << v.summary() << "\n";
+  }
+  // Nothing launched: the poisoned outputs fail.
+  runner->prepare(p, 3);
+  EXPECT_GT(runner->verify(nullptr).nonfinite, 0u);
+}
+
+TEST(AttentionGpu, TunedByTheCliThenServedByTheRuntime) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("ktune_attention_gpu_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string db = (dir / "k.db").string(), suite = (dir / "suite.json").string();
+  std::ofstream(suite) << R"({"name": "attention", "op": "attention", "problems": [
+    {"batch": 1, "heads": 8, "kv_heads": 2, "q_len": 1024, "kv_len": 1024, "head_dim": 128, "layout": "causal", "dtype": "bf16"},
+    {"batch": 2, "heads": 4, "kv_heads": 4, "q_len": 512, "kv_len": 512, "head_dim": 64, "layout": "full", "dtype": "f16"}]})";
+  const auto tuned = ktune::testing::run_ktune("tune --suite " + suite + " --db " + db + " --budget-evals 6");
+  ASSERT_EQ(tuned.status, 0) << tuned.out;
+  std::cout << tuned.out;
+  const auto query = ktune::testing::run_ktune("query --db " + db + " --op attention --dtype bf16 --layout causal --problem 1x8x2x1024x1024x128");
+  EXPECT_EQ(query.status, 0) << query.out;
+  EXPECT_NE(query.out.find("exact"), std::string::npos) << query.out;
+
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  auto runner = make_op_runner("attention", compiler, *d);
+  RuntimeOptions o;
+  o.db_path = db;
+  Runtime rt(o);
+  uint64_t seed = 90;
+  // The tuned shapes (exact), one near them (lent), and one no fa2 config serves (head_dim 80).
+  for (const auto& [shape, layout, t] : std::vector<std::tuple<const char*, const char*, DType>>{
+           {"1x8x2x1024x1024x128", "causal", DType::bf16}, {"2x4x4x512x512x64", "full", DType::f16},
+           {"1x8x2x1500x1500x128", "causal", DType::bf16}, {"1x2x2x100x100x80", "full", DType::bf16}}) {
+    const Problem p = Problem::parse("attention", shape, layout, t);
+    const Selection s = rt.best_config(p);
+    for (Conditions c : {Conditions::as_served, Conditions::as_timed}) {
+      runner->prepare(p, ++seed, c);
+      runner->run_runtime(rt, nullptr);
+      const VerifyResult v = runner->verify(nullptr);
+      EXPECT_TRUE(v.pass) << p.key() << " " << to_string(c) << " (" << to_string(s.provenance) << " " << s.family
+                          << "): " << v.summary();
+    }
+    std::cout << "[ ktune    ] " << p.key() << ": " << to_string(s.provenance) << " " << s.family << " (" << s.why << ")\n";
+  }
+  fs::remove_all(dir);
+}

@@ -1,0 +1,85 @@
+// The op attention (kernel_templates/attention/) without a GPU: registered from its folder, keyed
+// and validated, its FLOP count (causal included) and bytes, its families' spaces, and every
+// family's kernels and the check kernels compiled by NVRTC.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "ktune/compiler.h"
+#include "ktune/error.h"
+#include "ktune/family.h"
+#include "tuner/attention_op.h"
+#include "tuner/compile_all.h"
+
+using namespace ktune;
+
+TEST(Attention, IsRegisteredKeyedAndValidated) {
+  const OpInfo& op = op_info("attention");
+  EXPECT_EQ(op.runner, "attention");
+  EXPECT_EQ(op.dims, (std::vector<std::string>{"batch", "heads", "kv_heads", "q_len", "kv_len", "head_dim"}));
+  ASSERT_EQ(op.operands.size(), 5u);
+  EXPECT_TRUE(op.operands[3].output && op.operands[4].output);
+  EXPECT_EQ(op.operands[4].elem_bytes, 4); // the log-sum-exp is FP32
+  // Strides of q, k, v and o (three each: batch, sequence, head).
+  EXPECT_EQ(op.ld_names.size(), 12u);
+  const Problem p = Problem::parse("attention", "1x32x8x4096x4096x128", "causal", DType::bf16);
+  EXPECT_EQ(p.key(), "attention/bf16/causal/1x32x8x4096x4096x128/a16");
+  EXPECT_EQ(Problem::parse_key(p.key()), p);
+  // Causal, q_len = kv_len: n (n + 1) / 2 visible pairs.
+  EXPECT_DOUBLE_EQ(flops(p), 4.0 * 32 * (4096.0 * 4097 / 2) * 128);
+  EXPECT_DOUBLE_EQ(flops(Problem::parse("attention", "2x4x4x100x300x64", "full", DType::f16)), 4.0 * 2 * 4 * 100 * 300 * 64);
+  // Bottom-right: q_len 4 over 10 keys sees 7, 8, 9, 10; q_len 10 over 4 keys: rows 6..9 see 1..4.
+  EXPECT_DOUBLE_EQ(flops(Problem::parse("attention", "1x1x1x4x10x64", "causal", DType::bf16)), 4.0 * 34 * 64);
+  EXPECT_DOUBLE_EQ(flops(Problem::parse("attention", "1x1x1x10x4x64", "causal", DType::bf16)), 4.0 * 10 * 64);
+  EXPECT_DOUBLE_EQ(min_bytes(p), (2.0 * 32 * 4096 * 128 + 2.0 * 8 * 4096 * 128) * 2 + 4.0 * 32 * 4096);
+  for (const char* bad : {"1x32x7x4096x4096x128", "1x32x8x4096x4096x512", "0x32x8x4096x4096x128", "1x32x8x4096x4096"})
+    EXPECT_THROW(Problem::parse("attention", bad, "causal", DType::bf16), UsageError) << bad;
+  EXPECT_THROW(Problem::parse("attention", "1x32x8x64x64x128", "causal", DType::f32), UsageError);
+  EXPECT_THROW(Problem::parse("attention", "1x32x8x64x64x128", "NN", DType::bf16), UsageError);
+  // A (B, H, S, D) view is the same op through strides; overlapping ones are refused.
+  Problem bhsd = Problem::parse("attention", "2x4x2x96x160x64", "full", DType::bf16);
+  bhsd.ld = {4 * 96 * 64, 64, 96 * 64, 2 * 160 * 64, 64, 160 * 64, 2 * 160 * 64, 64, 160 * 64, 4 * 96 * 64, 64, 96 * 64};
+  EXPECT_NO_THROW(validate(bhsd));
+  bhsd.ld[1] = 32;
+  EXPECT_THROW(validate(bhsd), UsageError);
+}
+
+TEST(Attention, FamiliesDeclareTheirSpaces) {
+  const DeviceInfo d = DeviceInfo::nominal("sm_90");
+  const Family fa2 = find_family("attention_fa2"), simple = find_family("attention_simple");
+  const Problem p = Problem::parse("attention", "1x32x8x4096x4096x128", "causal", DType::bf16);
+  EXPECT_GT(fa2.count(p, d), 8u);
+  for (const Config& c : fa2.sample(p, d, 100, 1)) {
+    const LaunchPlan plan = fa2.launch_plan(c, p);
+    EXPECT_EQ(plan.steps[0].grid[0] * c["BM"] >= 4096u, true);
+    EXPECT_EQ(plan.steps[0].grid[1], 32u);
+    EXPECT_LE(plan.steps[0].dynamic_smem, unsigned(d.max_smem_per_block_optin));
+  }
+  EXPECT_TRUE(fa2.valid(fa2.default_config(p, d), p, d));
+  // head_dim 80 or 2-byte alignment: only the simple family serves.
+  const Problem odd = Problem::parse("attention", "1x4x4x100x100x80", "full", DType::bf16);
+  EXPECT_EQ(fa2.count(odd, d), 0u);
+  EXPECT_TRUE(simple.valid(simple.default_config(odd, d), odd, d));
+  EXPECT_EQ(fa2.min_arch(), 80); // mma.sync with bf16
+}
+
+TEST(Attention, KernelsOfBothFamiliesAndTheCheckKernelsCompile) {
+  const DeviceInfo d = DeviceInfo::nominal("sm_90");
+  for (const char* name : {"attention_fa2", "attention_simple"}) {
+    const Family f = find_family(name);
+    std::vector<std::pair<Config, Problem>> cases;
+    for (const char* shape : {"1x8x2x1000x1000x64", "1x8x8x512x512x128", "1x4x1x256x256x256"})
+      for (DType t : {DType::bf16, DType::f16})
+        for (const char* layout : {"full", "causal"}) {
+          const Problem p = Problem::parse("attention", shape, layout, t);
+          cases.emplace_back(f.default_config(p, d), p);
+          for (const Config& c : f.sample(p, d, 1, 3)) cases.emplace_back(c, p);
+        }
+    ktune::testing::compile_all(f, cases, "sm_90");
+  }
+  Compiler compiler;
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    const auto k = compiler.compile(attention_check_request(arch));
+    EXPECT_EQ(k->lowered_names.size(), 4u);
+  }
+}
