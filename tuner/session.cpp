@@ -22,11 +22,14 @@ namespace ktune {
 namespace {
 
 // A time as the op is judged: a GEMM by its FLOPs, an op that counts none by the bytes it must
-// move, a user's kernel by whichever its spec counts.
+// move, a user's kernel by whichever its spec counts, any other problem by its FLOPs where it does
+// at least 16 a byte (attention's prefill; its decode, a few FLOPs a byte, by bytes).
 std::string rate_text(const Problem& p, double ms) {
   const OpInfo& op = op_info(p.op);
   char buf[64];
-  if (op.baseline == "cublas" || (op.spec && tflops(p, ms) > 0)) std::snprintf(buf, sizeof buf, "%.1f TFLOPS", tflops(p, ms));
+  const bool compute = op.baseline == "cublas" || (op.spec && tflops(p, ms) > 0) ||
+                       (!op.spec && min_bytes(p) > 0 && flops(p) >= 16 * min_bytes(p));
+  if (compute) std::snprintf(buf, sizeof buf, "%.1f TFLOPS", tflops(p, ms));
   else std::snprintf(buf, sizeof buf, "%.2f TB/s", min_bytes(p) / (ms * 1e-3) / 1e12);
   return buf;
 }

@@ -33,7 +33,7 @@ struct Planted {
 
 // Each fault changes one thing of attention_fa2.cu.
 const Planted kFaults[] = {
-    {"the running max never rescales O", "acc[mt][dt][2 * r] *= corr, acc[mt][dt][2 * r + 1] *= corr;", ""},
+    {"the running max never rescales O", "acc[mt][dt][2 * r] *= corr, acc[mt][dt][2 * r + 1] *= corr;", ";"},
     {"causal aligned top-left", "j > i + off", "j > i"},
     {"the last key tile skipped", "for (long long n = 0; n < n_end; ++n)", "for (long long n = 0; n < n_end - 1; ++n)"},
     {"P kept to 3 mantissa bits", "s[mt][nt][2 * r + e] = p;", "s[mt][nt][2 * r + e] = __uint_as_float(__float_as_uint(p) & 0xfff00000u);"},
