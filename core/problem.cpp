@@ -128,8 +128,9 @@ int Problem::alignment_with_pointers(int align, std::initializer_list<const void
   return align;
 }
 
-Problem Problem::make(const std::string& op, std::vector<int64_t> dims, const std::string& layout, DType dtype) {
+Problem Problem::make(const std::string& op, std::vector<int64_t> dims, const std::string& layout_given, DType dtype) {
   const OpInfo& info = op_info(op);
+  const std::string layout = layout_given.empty() ? info.default_layout() : layout_given; // none named: the op's first
   if (dims.size() != info.dims.size())
     throw UsageError(op + " has " + std::to_string(info.dims.size()) + " dimensions (" + shape_pattern(info) + "), not " +
                      std::to_string(dims.size()));

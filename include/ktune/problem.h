@@ -57,7 +57,8 @@ struct Problem {
   double scalar(const std::string& name) const;
 
   // Leading dimensions at the op's minimum and the alignment class they allow. Throws UsageError
-  // on an unknown op, a wrong number of dimensions, or a layout the op does not have.
+  // on an unknown op, a wrong number of dimensions, or a layout the op does not have (empty: the
+  // op's first, OpInfo::default_layout).
   static Problem make(const std::string& op, std::vector<int64_t> dims, const std::string& layout = {},
                       DType dtype = DType::f32);
   // "D0xD1x..." as many as the op has, then validated (the op's own checks included).

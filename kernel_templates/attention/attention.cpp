@@ -112,6 +112,77 @@ Family fa2_family() {
   return f;
 }
 
+// Shared memory of an attention_wgmma config: the Q tile and STAGES tiles of K and of V, plus the
+// 1024 bytes the kernel may skip to align its tiles for the 128-byte swizzle.
+int64_t wgmma_smem(const Config& c, const Problem& p) {
+  return (64 * int64_t(c["CWG"]) + 2 * int64_t(c["STAGES"]) * c["BN"]) * p.dims[kHeadDim] * 2 + 1024;
+}
+
+Family wgmma_family() {
+  Family f = common("attention_wgmma", "attention_wgmma.cu",
+                    "FlashAttention-3 on sm_90a: a TMA producer warpgroup and CWG consumer warpgroups of 64 query rows, "
+                    "wgmma for Q K^T and P V with P from registers, BN keys a step, STAGES K/V buffers");
+  f.min_arch(90).arch_specific();
+  f.param("CWG", {1, 2, 3}, "consumer warpgroups (64 query rows each)")
+      .param("BN", {64, 80, 96, 112, 128, 144, 160, 176}, "keys a step")
+      .param("STAGES", {2, 3}, "K / V buffers in the TMA ring");
+  f.restrict("head_dim is 64, 128, 192 or 256 (whole 128-byte swizzled column blocks)", {},
+             [](const Config&, const Problem& p, const DeviceInfo&) {
+               return p.dims[kHeadDim] % 64 == 0 && p.dims[kHeadDim] <= 256;
+             })
+      .restrict("TMA: 16-byte aligned strides and pointers (alignment class 16)", {},
+                [](const Config&, const Problem& p, const DeviceInfo&) { return p.align == 16; })
+      .restrict("TMA coordinates are 32-bit", {}, [](const Config&, const Problem& p, const DeviceInfo&) {
+        return p.dims[kQLen] <= INT32_MAX - 256 && p.dims[kKvLen] <= INT32_MAX - 256;
+      })
+      .restrict("O, S and P fit a consumer's registers (240 with up to 2 consumers, 160 with 3)", {"CWG", "BN"},
+                [](const Config& c, const Problem& p, const DeviceInfo&) {
+                  const int64_t live = p.dims[kHeadDim] / 2 + c["BN"] / 2 + c["BN"] / 8;
+                  return live <= (c["CWG"] == 3 ? 110 : 200);
+                })
+      .restrict("the tiles fit shared memory", {"CWG", "BN", "STAGES"},
+                [](const Config& c, const Problem& p, const DeviceInfo& d) {
+                  return wgmma_smem(c, p) + 64 <= d.max_smem_per_block_optin;
+                })
+      .restrict("the grid's x extent holds the query blocks", {"CWG"}, [](const Config& c, const Problem& p, const DeviceInfo&) {
+        return (p.dims[kQLen] + 64 * c["CWG"] - 1) / (64 * c["CWG"]) <= INT32_MAX;
+      });
+  f.kernels([](const Config& c, const Problem& p) {
+    return std::vector<std::string>{"attention_wgmma<" + std::to_string(f16_code(p.dtype)) + "," +
+                                    std::to_string(p.dims[kHeadDim]) + "," + std::to_string(c["BN"]) + "," +
+                                    std::to_string(c["CWG"]) + "," + std::to_string(c["STAGES"]) + "," +
+                                    (causal(p) ? "1" : "0") + ">"};
+  });
+  f.launch([](const Config& c, const Problem& p) {
+    LaunchStep s;
+    const int64_t bm = 64 * c["CWG"];
+    s.grid[0] = unsigned(std::max<int64_t>(1, (p.dims[kQLen] + bm - 1) / bm));
+    s.grid[1] = unsigned(p.dims[kHeads]);
+    s.grid[2] = unsigned(p.dims[kBatch]);
+    s.block[0] = unsigned(128 * (c["CWG"] + 1));
+    s.dynamic_smem = unsigned(wgmma_smem(c, p));
+    // q, k and v by TMA: boxes of (1, rows, 1, 64) over (batch, sequence, head, head_dim).
+    for (int operand = 0; operand < 3; ++operand) {
+      LaunchStep::TmaOperand m;
+      m.operand = operand;
+      m.box = {1, unsigned(operand == 0 ? bm : c["BN"]), 1, 64};
+      m.elem_bytes = 2;
+      m.swizzle_bytes = 128;
+      s.tma_maps.push_back(m);
+    }
+    return LaunchPlan{{s}, 0};
+  });
+  // FlashAttention-3's bf16 tiles: 128 x 128 (two consumers) up to head_dim 128, 128 x 80 beyond.
+  f.defaults([](const Problem& p, const DeviceInfo&) {
+    Config c;
+    c.set("CWG", 2);
+    c.set("BN", p.dims[kHeadDim] <= 128 ? 128 : 80);
+    c.set("STAGES", 2);
+    return c;
+  });
+  return f;
+}
+
 Family simple_family() {
   Family f = common("attention_simple", "attention_simple.cu",
                     "one warp a query row, FP32 throughout: any head_dim up to 256, any alignment (the fallback)");
@@ -182,7 +253,7 @@ OpInfo attention_op_info() {
   OpInfo::Operand lse("lse", true, [](const Problem& p) { return p.dims[kBatch] * p.dims[kHeads] * p.dims[kQLen]; });
   lse.elem_bytes = 4;
   o.operands.push_back(lse);
-  o.families = [] { return std::vector<Family>{fa2_family(), simple_family()}; };
+  o.families = [] { return std::vector<Family>{wgmma_family(), fa2_family(), simple_family()}; };
   return o;
 }
 

@@ -282,8 +282,8 @@ def test_best_config_answers_for_every_op():
     assert ktune.best_config(1024, 1024, 1024, arch="sm_90")["problem"] == "gemm/f32/NN/1024x1024x1024/a16"
     with pytest.raises(ktune.UsageError, match="k must be left out"):
         ktune.best_config(16, 4096, 8, op="softmax", arch="sm_90")
-    with pytest.raises(ktune.UsageError, match="unknown op .attention. .known: gemm, softmax"):
-        ktune.best_config(16, 4096, op="attention", arch="sm_90")
+    with pytest.raises(ktune.UsageError, match="unknown op .flash_decode. .known: gemm, softmax"):
+        ktune.best_config(16, 4096, op="flash_decode", arch="sm_90")
 
 
 def test_ops_lists_every_op_with_its_operands():

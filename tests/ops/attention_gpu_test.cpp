@@ -65,11 +65,12 @@ TEST(AttentionGpu, BothFamiliesPassOverEdgeShapesAndPlantedKernelsAreRejected) {
   uint64_t seed = 10;
   for (const auto& [shape, layout, t] : shapes) {
     const Problem p = Problem::parse("attention", shape, layout, t);
-    for (const char* name : {"attention_fa2", "attention_simple"}) {
+    for (const char* name : {"attention_wgmma", "attention_fa2", "attention_simple"}) {
       const Family f = find_family(name);
-      std::vector<Config> cs = f.sample(p, *d, std::string(name) == "attention_fa2" ? 4 : 1, ++seed);
+      if (std::string(name) == "attention_wgmma" && d->arch != "sm_90") continue; // sm_90a only
+      std::vector<Config> cs = f.sample(p, *d, std::string(name) == "attention_simple" ? 1 : 4, ++seed);
       if (f.valid(f.default_config(p, *d), p, *d)) cs.push_back(f.default_config(p, *d));
-      if (std::string(name) == "attention_fa2") EXPECT_FALSE(cs.empty()) << p.key();
+      if (std::string(name) != "attention_simple") EXPECT_FALSE(cs.empty()) << name << " " << p.key();
       for (const Config& c : cs) {
         const auto k = compiler.compile(compile_request(f, c, p, d->arch));
         Module m(k->cubin, k->lowered_names, name);
@@ -80,17 +81,18 @@ TEST(AttentionGpu, BothFamiliesPassOverEdgeShapesAndPlantedKernelsAreRejected) {
     }
   }
   // A (B, H, S, D) view: q, k, v and o with the head outside the sequence.
-  {
+  for (const char* name : {"attention_wgmma", "attention_fa2"}) {
     Problem p = Problem::parse("attention", "2x4x2x96x160x64", "causal", DType::bf16);
     const int64_t B = 2, H = 4, HK = 2, SQ = 96, SK = 160, D = 64;
     p.ld = {H * SQ * D, D, SQ * D, HK * SK * D, D, SK * D, HK * SK * D, D, SK * D, H * SQ * D, D, SQ * D};
     validate(p);
-    const Family f = find_family("attention_fa2");
+    const Family f = find_family(name);
+    if (std::string(name) == "attention_wgmma" && d->arch != "sm_90") continue;
     const Config c = f.default_config(p, *d);
     const auto k = compiler.compile(compile_request(f, c, p, d->arch));
     Module m(k->cubin, k->lowered_names, "bhsd");
     const VerifyResult v = check(*runner, p, m, f.launch_plan(c, p), 77);
-    EXPECT_TRUE(v.pass) << "(B, H, S, D) view: " << v.summary();
+    EXPECT_TRUE(v.pass) << name << " (B, H, S, D) view: " << v.summary();
   }
 
   // Planted faults, on a causal GQA problem with q_len < kv_len and several key tiles.

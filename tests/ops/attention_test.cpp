@@ -63,9 +63,9 @@ TEST(Attention, FamiliesDeclareTheirSpaces) {
   EXPECT_EQ(fa2.min_arch(), 80); // mma.sync with bf16
 }
 
-TEST(Attention, KernelsOfBothFamiliesAndTheCheckKernelsCompile) {
+TEST(Attention, KernelsOfEveryFamilyAndTheCheckKernelsCompile) {
   const DeviceInfo d = DeviceInfo::nominal("sm_90");
-  for (const char* name : {"attention_fa2", "attention_simple"}) {
+  for (const char* name : {"attention_wgmma", "attention_fa2", "attention_simple"}) {
     const Family f = find_family(name);
     std::vector<std::pair<Config, Problem>> cases;
     for (const char* shape : {"1x8x2x1000x1000x64", "1x8x8x512x512x128", "1x4x1x256x256x256"})

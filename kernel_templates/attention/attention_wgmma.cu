@@ -1,0 +1,247 @@
+// Family attention_wgmma: prefill attention in the FlashAttention-3 style for sm_90a.
+//
+// A block is one producer warpgroup and CWG consumer warpgroups; it owns BM = 64 CWG query rows of
+// one (batch, head), 64 a consumer warpgroup, and walks the keys BN at a time. The producer's one
+// elected thread loads Q once and K and V tiles into a ring of STAGES buffers by TMA (tensor maps
+// over the caller's strides; rows past a sequence's end arrive as zeros), each tile completing on
+// its own mbarrier (K and V apart, so S = Q K^T starts before V lands), and reuses a stage once
+// every consumer warpgroup has released it. The producer gives its registers up (setmaxnreg) so
+// the consumers can hold S, P and O: per key tile a consumer warpgroup computes S with wgmma from
+// shared memory (Q and K both K-major, 128-byte swizzled 64-column blocks), masks it (past the
+// sequence; causal, bottom-right aligned), folds it into the online softmax in log2 units, keeps
+// P in registers as the A operand of O += P V (wgmma with A from registers; V is the MN-major B
+// operand as stored, no transpose pass), and releases the stage. O / l goes through the warpgroup's
+// own rows of the Q buffer to 16-byte stores; the log-sum-exp as in attention_fa2.cu.
+//
+// Arguments as attention_fa2.cu's, then the tensor maps of q, k and v (LaunchStep::TmaOperand, box
+// {1, BM or BN, 1, 64}, 128-byte swizzle).
+#include "gemm_wgmma_common.cuh"
+
+namespace ktune_attn_wg {
+
+using namespace ktune_dev::wgmma;
+using ktune_dev::async::smem_addr;
+
+__device__ __forceinline__ float inf_f() { return __int_as_float(0x7f800000); }
+__device__ __forceinline__ float exp2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+__device__ __forceinline__ float log2_approx(float x) {
+  float y;
+  asm("lg2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+template <int F16>
+__device__ __forceinline__ unsigned pack2(float lo, float hi) {
+  unsigned r;
+  if constexpr (F16) asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  else asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+// A box of a 4-D tensor map (coordinates innermost first: head_dim, sequence, head, batch).
+__device__ __forceinline__ void tma_load_4d(unsigned dst, const KtuneTensorMap* map, int d0, int s0, int h, int b,
+                                            unsigned bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(dst),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(d0), "r"(s0), "r"(h), "r"(b), "r"(bar)
+      : "memory");
+}
+
+} // namespace ktune_attn_wg
+
+template <int F16, int D, int BN, int CWG, int STAGES, int CAUSAL>
+__global__ void __launch_bounds__(128 * (CWG + 1), 1) attention_wgmma(
+    const unsigned short* __restrict__ q, const unsigned short* __restrict__ k, const unsigned short* __restrict__ v,
+    unsigned short* __restrict__ o, float* __restrict__ lse, long long B, long long H, long long HKV, long long SQ,
+    long long SKV, long long /*D*/, long long qb, long long qs, long long qh, long long kb, long long ks, long long kh,
+    long long vb, long long vs, long long vh, long long ob, long long os, long long oh, float scale_arg,
+    const __grid_constant__ KtuneTensorMap mq, const __grid_constant__ KtuneTensorMap mk,
+    const __grid_constant__ KtuneTensorMap mv) {
+  using namespace ktune_attn_wg;
+  constexpr int BM = 64 * CWG, DB = D / 64; // 64-column blocks of a row
+  constexpr unsigned Q_BLOCK = BM * 128, KV_BLOCK = BN * 128, KV_TILE = KV_BLOCK * DB;
+  static_assert(D % 64 == 0 && BN % 16 == 0 && BN <= 256 && CWG >= 1 && CWG <= 3, "tile shapes");
+
+  extern __shared__ __align__(1024) unsigned char attn_smem[];
+  __shared__ __align__(8) unsigned long long bars[1 + 4 * STAGES]; // q_full, k_full[], v_full[], k_empty[], v_empty[]
+  const unsigned base = (smem_addr(attn_smem) + 1023u) & ~1023u; // 128-byte swizzle: 1024-byte aligned tiles
+  const unsigned sQ = base, sK = sQ + Q_BLOCK * DB, sV = sK + KV_TILE * STAGES;
+  const unsigned bar0 = smem_addr(bars);
+  const unsigned q_full = bar0;
+  auto k_full = [&](int s) { return bar0 + 8u * (1 + s); };
+  auto v_full = [&](int s) { return bar0 + 8u * (1 + STAGES + s); };
+  auto k_empty = [&](int s) { return bar0 + 8u * (1 + 2 * STAGES + s); };
+  auto v_empty = [&](int s) { return bar0 + 8u * (1 + 3 * STAGES + s); };
+
+  const int tid = threadIdx.x, wg = warp_uniform(tid / 128);
+  const int m_block = gridDim.x - 1 - blockIdx.x; // causal: the longest rows first
+  const long long h = blockIdx.y, b = blockIdx.z, hk = h / (H / HKV);
+  const long long m0 = (long long)m_block * BM, off = SKV - SQ;
+  long long n_end = (SKV + BN - 1) / BN;
+  if (CAUSAL) {
+    const long long last = (m0 + BM < SQ ? m0 + BM : SQ) - 1 + off;
+    n_end = last < 0 ? 0 : (last / BN + 1 < n_end ? last / BN + 1 : n_end);
+  }
+
+  if (tid == 0) {
+    mbar_init(q_full, 1);
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(k_full(s), 1), mbar_init(v_full(s), 1);
+      mbar_init(k_empty(s), CWG), mbar_init(v_empty(s), CWG);
+    }
+    ktune_dev::async::fence_mbar_init();
+  }
+  __syncthreads();
+
+  if (wg == 0) { // producer
+    setmaxnreg_dec<CWG == 3 ? 32 : 24>();
+    if (tid == 0) {
+      mbar_expect_tx(q_full, Q_BLOCK * DB);
+#pragma unroll
+      for (int db = 0; db < DB; ++db) tma_load_4d(sQ + db * Q_BLOCK, &mq, db * 64, int(m0), int(h), int(b), q_full);
+      for (long long n = 0; n < n_end; ++n) {
+        const int s = int(n % STAGES);
+        const unsigned phase = unsigned(n / STAGES) & 1u;
+        mbar_wait(k_empty(s), phase ^ 1u);
+        mbar_expect_tx(k_full(s), KV_TILE);
+#pragma unroll
+        for (int db = 0; db < DB; ++db)
+          tma_load_4d(sK + s * KV_TILE + db * KV_BLOCK, &mk, db * 64, int(n * BN), int(hk), int(b), k_full(s));
+        mbar_wait(v_empty(s), phase ^ 1u);
+        mbar_expect_tx(v_full(s), KV_TILE);
+#pragma unroll
+        for (int db = 0; db < DB; ++db)
+          tma_load_4d(sV + s * KV_TILE + db * KV_BLOCK, &mv, db * 64, int(n * BN), int(hk), int(b), v_full(s));
+      }
+    }
+    return;
+  }
+
+  setmaxnreg_inc<CWG == 3 ? 160 : 240>();
+  const int c = wg - 1, wtid = tid & 127, lane = tid & 31, w = wtid >> 5, g = lane >> 2, t = lane & 3;
+  const float scale = scale_arg != 0.f ? scale_arg : 1.f / sqrtf((float)D);
+  const float scale_log2 = scale * 1.4426950408889634f;
+  const long long row_base = m0 + c * 64 + w * 16 + g; // this thread's rows: row_base and row_base + 8
+
+  float acc[D / 2];
+#pragma unroll
+  for (int i = 0; i < D / 2; ++i) acc[i] = 0.f;
+  float row_max[2] = {-inf_f(), -inf_f()}, row_sum[2] = {0.f, 0.f};
+
+  mbar_wait(q_full, 0);
+  for (long long n = 0; n < n_end; ++n) {
+    const int s = int(n % STAGES);
+    const unsigned phase = unsigned(n / STAGES) & 1u;
+    float sc[BN / 2];
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) sc[i] = 0.f;
+    mbar_wait(k_full(s), phase);
+    fence_regs(sc);
+    wgmma_fence();
+#pragma unroll
+    for (int kd = 0; kd < D / 16; ++kd) {
+      const unsigned long long da = desc128(sQ + (kd / 4) * Q_BLOCK + c * 8192 + (kd % 4) * 32, 8192, 1024);
+      const unsigned long long dk = desc128(sK + s * KV_TILE + (kd / 4) * KV_BLOCK + (kd % 4) * 32, 8192, 1024);
+      wgmma_m64k16<BN, 0, 0>(sc, da, dk, IsF16<F16>{});
+    }
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_regs(sc);
+    if (wtid == 0) mbar_arrive(k_empty(s));
+
+    // Mask and online softmax: register 4 j + 2 r + e holds row row_base + 8 r, key n BN + 8 j + 2 t + e.
+    const long long j0 = n * BN;
+    const bool edge = j0 + BN > SKV || (CAUSAL && j0 + BN - 1 > m0 + off);
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const long long i = row_base + 8 * r;
+      float mx = -inf_f();
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          float x = sc[4 * j + 2 * r + e] * scale_log2;
+          if (edge) {
+            const long long key = j0 + 8 * j + 2 * t + e;
+            if (key >= SKV || (CAUSAL && key > i + off)) x = -inf_f();
+          }
+          sc[4 * j + 2 * r + e] = x;
+          mx = fmaxf(mx, x);
+        }
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      const float m_new = fmaxf(row_max[r], mx);
+      const float m_use = m_new == -inf_f() ? 0.f : m_new;
+      const float corr = exp2_approx(row_max[r] - m_use);
+      row_max[r] = m_new;
+      float sum = 0.f;
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const float p = exp2_approx(sc[4 * j + 2 * r + e] - m_use);
+          sc[4 * j + 2 * r + e] = p;
+          sum += p;
+        }
+      row_sum[r] = row_sum[r] * corr + sum;
+#pragma unroll
+      for (int j = 0; j < D / 8; ++j) acc[4 * j + 2 * r] *= corr, acc[4 * j + 2 * r + 1] *= corr;
+    }
+
+    // P as the A operand: k16 step kk is the n8 tiles 2 kk and 2 kk + 1 (mma.sync's A fragment per warp).
+    unsigned pa[BN / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      pa[kk][0] = pack2<F16>(sc[8 * kk + 0], sc[8 * kk + 1]);
+      pa[kk][1] = pack2<F16>(sc[8 * kk + 2], sc[8 * kk + 3]);
+      pa[kk][2] = pack2<F16>(sc[8 * kk + 4], sc[8 * kk + 5]);
+      pa[kk][3] = pack2<F16>(sc[8 * kk + 6], sc[8 * kk + 7]);
+    }
+    mbar_wait(v_full(s), phase);
+    fence_regs(acc);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      // V: BN key lines of 128 bytes per 64-column block (MN-major B), blocks KV_BLOCK apart.
+      const unsigned long long dv = desc128(sV + s * KV_TILE + kk * 2048, KV_BLOCK, 1024);
+      wgmma_m64k16_rs<D, 1>(acc, pa[kk], dv, IsF16<F16>{});
+    }
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_regs(acc);
+    if (wtid == 0) mbar_arrive(v_empty(s));
+  }
+
+  // O / l into this warpgroup's rows of the Q buffer (no other warpgroup reads them), then out.
+  const long long ln = b * H + h;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float l = row_sum[r];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    const float inv = l > 0.f ? 1.f / l : 0.f;
+    const int row = c * 64 + w * 16 + g + 8 * r; // in the block's BM rows
+#pragma unroll
+    for (int j = 0; j < D / 8; ++j) {
+      const unsigned word = pack2<F16>(acc[4 * j + 2 * r] * inv, acc[4 * j + 2 * r + 1] * inv);
+      const int col = 8 * j + 2 * t, blk = col / 64, chunk = (col % 64) / 8;
+      const unsigned at = sQ + blk * Q_BLOCK + row * 128 + ((chunk ^ (row & 7)) << 4) + (col % 8) * 2;
+      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(at), "r"(word) : "memory");
+    }
+    const long long i = row_base + 8 * r;
+    if (t == 0 && i < SQ) lse[ln * SQ + i] = l > 0.f ? (row_max[r] + log2_approx(l)) * 0.6931471805599453f : inf_f();
+  }
+  named_sync(1 + c, 128);
+  unsigned short* obase = o + b * ob + h * oh;
+  for (int x = wtid; x < 64 * (D / 8); x += 128) {
+    const int r = x / (D / 8), ch = x % (D / 8), row = c * 64 + r;
+    const long long i = m0 + row;
+    if (i >= SQ) continue;
+    const unsigned at = sQ + (ch / 8) * Q_BLOCK + row * 128 + (((ch % 8) ^ (row & 7)) << 4);
+    uint4 val;
+    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n" : "=r"(val.x), "=r"(val.y), "=r"(val.z), "=r"(val.w) : "r"(at));
+    *reinterpret_cast<uint4*>(obase + i * os + ch * 8) = val;
+  }
+}
