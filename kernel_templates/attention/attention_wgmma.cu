@@ -40,12 +40,13 @@ __device__ __forceinline__ unsigned pack2(float lo, float hi) {
   else asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
   return r;
 }
-// A box of a 4-D tensor map (coordinates innermost first: head_dim, sequence, head, batch).
+// A box of a 4-D tensor map over an operand (batch, sequence, head, head_dim): its coordinates
+// innermost first, i.e. head_dim, head, sequence, batch.
 __device__ __forceinline__ void tma_load_4d(unsigned dst, const KtuneTensorMap* map, int d0, int s0, int h, int b,
                                             unsigned bar) {
   asm volatile(
       "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(dst),
-      "l"(reinterpret_cast<unsigned long long>(map)), "r"(d0), "r"(s0), "r"(h), "r"(b), "r"(bar)
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(d0), "r"(h), "r"(s0), "r"(b), "r"(bar)
       : "memory");
 }
 

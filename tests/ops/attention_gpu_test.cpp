@@ -39,7 +39,7 @@ const Planted kFaults[] = {
     {"P kept to 3 mantissa bits", "s[mt][nt][2 * r + e] = p;", "s[mt][nt][2 * r + e] = __uint_as_float(__float_as_uint(p) & 0xfff00000u);"},
     {"the log-sum-exp without the sum", "(row_max[mt][r] + log2_approx(l))", "(row_max[mt][r])"},
     {"O rows assumed packed", "obase + i * os + ch * 8", "obase + i * (H * D) + ch * 8"},
-    {"one element of q overwritten", "cp_async_wait<0>();\n\n", "cp_async_wait<0>();\n if (tid == 0 && blockIdx.x == 0) const_cast<unsigned short*>(q)[0] ^= 1;\n"},
+    {"one element of q overwritten", "cp_async_wait<0>();\n\n", "cp_async_wait<0>();\n if (tid == 0 && blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0) const_cast<unsigned short*>(q)[0] ^= 1;\n"},
     {"the scale argument ignored", "scale_arg != 0.f ? scale_arg : 1.f / sqrtf((float)D)", "1.f / sqrtf((float)D)"},
 };
 

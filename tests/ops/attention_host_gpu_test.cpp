@@ -1,0 +1,95 @@
+// attention_wgmma against an FP64 host reference on tiny problems, independent of the runner's
+// device check: one or several key tiles, heads, batches and query blocks, each of which once had
+// its own bug (TMA coordinates in the wrong order passed the first tile of the first head only).
+#include <gtest/gtest.h>
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include "core/embedded.h"
+#include "core/half.h"
+#include "gpu_env.h"
+#include "ktune/compiler.h"
+#include "ktune/family.h"
+#include "runtime/buffers_launch.h"
+#include "runtime/cuda_check.h"
+#include "runtime/driver.h"
+#include "runtime/module.h"
+using namespace ktune;
+namespace {
+void run(Compiler& compiler, const DeviceInfo& d, const char* shape, const char* layout, int cwg, int bn, int stages) {
+  const Problem p = Problem::parse("attention", shape, layout, DType::bf16);
+  const Family f = find_family("attention_wgmma");
+  Config c; c.set("CWG", cwg); c.set("BN", bn); c.set("STAGES", stages);
+  const auto k = compiler.compile(compile_request(f, c, p, d.arch));
+  Module m(k->cubin, k->lowered_names, "debug");
+  const int64_t B = p.dims[0], H = p.dims[1], HK = p.dims[2], SQ = p.dims[3], SK = p.dims[4], D = p.dims[5];
+  const int64_t nq = B * SQ * H * D, nk = B * SK * HK * D;
+  std::vector<uint16_t> hq(nq), hk(nk), hv(nk);
+  auto val = [](int64_t i, int salt) { return float(int64_t((i * 2654435761u + salt * 97) % 9) - 4) * 0.25f; };
+  for (int64_t i = 0; i < nq; ++i) hq[i] = half::to_bf16(val(i, 1));
+  for (int64_t i = 0; i < nk; ++i) hk[i] = half::to_bf16(val(i, 2)), hv[i] = half::to_bf16(val(i, 3));
+  DeviceBuffer q(nq * 2, "q"), kk(nk * 2, "k"), v(nk * 2, "v"), o(nq * 2, "o"), l(4 * B * H * SQ, "lse");
+  check_cu(driver().cuMemcpyHtoD(q.ptr(), hq.data(), nq * 2), "q", "");
+  check_cu(driver().cuMemcpyHtoD(kk.ptr(), hk.data(), nk * 2), "k", "");
+  check_cu(driver().cuMemcpyHtoD(v.ptr(), hv.data(), nk * 2), "v", "");
+  BufferArgs a(p, {q.as<void>(), kk.as<void>(), v.as<void>(), o.as<void>(), l.as<void>()});
+  launch_buffers(m, f.launch_plan(c, p), a, nullptr);
+  check_cu(driver().cuCtxSynchronize(), "sync", "");
+  std::vector<float> hl(B * H * SQ);
+  std::vector<uint16_t> ho(nq);
+  check_cu(driver().cuMemcpyDtoH(hl.data(), l.ptr(), 4 * hl.size()), "l", "");
+  check_cu(driver().cuMemcpyDtoH(ho.data(), o.ptr(), 2 * nq), "o", "");
+  double worst_l = 0, worst_o = 0;
+  int64_t bad_l = -1;
+  const bool causal = std::string(layout) == "causal";
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < SQ; ++i) {
+        const int64_t hh = h / (H / HK);
+        std::vector<double> s(SK);
+        double mx = -1e300;
+        const int64_t n = causal ? std::min<int64_t>(SK, i + SK - SQ + 1) : SK;
+        for (int64_t j = 0; j < n; ++j) {
+          double t = 0;
+          for (int64_t x = 0; x < D; ++x)
+            t += half::from_bf16(hq[((b * SQ + i) * H + h) * D + x]) * half::from_bf16(hk[((b * SK + j) * HK + hh) * D + x]);
+          s[j] = t / std::sqrt(double(D));
+          mx = std::max(mx, s[j]);
+        }
+        double sum = 0;
+        std::vector<double> oo(D, 0.0);
+        for (int64_t j = 0; j < n; ++j) {
+          const double e = std::exp(s[j] - mx);
+          sum += e;
+          for (int64_t x = 0; x < D; ++x) oo[x] += e * half::from_bf16(hv[((b * SK + j) * HK + hh) * D + x]);
+        }
+        const double L = mx + std::log(sum), gl = hl[(b * H + h) * SQ + i];
+        if (std::abs(gl - L) > worst_l) worst_l = std::abs(gl - L), bad_l = (b * H + h) * SQ + i;
+        for (int64_t x = 0; x < D; ++x)
+          worst_o = std::max(worst_o, std::abs(half::from_bf16(ho[((b * SQ + i) * H + h) * D + x]) - oo[x] / sum));
+      }
+  // Inputs are multiples of 1/4 in [-1, 1]: the bf16 output's rounding (2^-9 of |o| <= 1) and FP32
+  // softmax errors stay far below these.
+  EXPECT_LT(worst_l, 1e-4) << shape << " " << layout << " CWG" << cwg << " BN" << bn << " ST" << stages << " at " << bad_l;
+  EXPECT_LT(worst_o, 1e-2) << shape << " " << layout << " CWG" << cwg << " BN" << bn << " ST" << stages;
+}
+} // namespace
+TEST(AttentionGpu, WgmmaMatchesAHostReferenceOnTinyShapes) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  if (d->arch != "sm_90") GTEST_SKIP() << "attention_wgmma is sm_90a only";
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  run(compiler, *d, "1x1x1x64x64x64", "full", 1, 64, 2);
+  run(compiler, *d, "1x1x1x64x128x64", "full", 1, 64, 2);
+  run(compiler, *d, "1x1x1x64x320x64", "full", 1, 64, 2);
+  run(compiler, *d, "1x2x1x64x64x64", "full", 1, 64, 2);
+  run(compiler, *d, "2x1x1x64x64x64", "full", 1, 64, 2);
+  run(compiler, *d, "1x1x1x128x64x64", "full", 1, 64, 2);
+  run(compiler, *d, "1x1x1x128x64x64", "full", 2, 64, 2);
+  run(compiler, *d, "1x1x1x64x64x128", "full", 1, 64, 2);
+  run(compiler, *d, "1x1x1x64x100x64", "full", 1, 64, 2);
+  run(compiler, *d, "1x1x1x64x64x64", "causal", 1, 64, 2);
+  run(compiler, *d, "2x4x2x200x333x128", "causal", 2, 112, 3);
+}
