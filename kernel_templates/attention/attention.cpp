@@ -125,7 +125,8 @@ Family wgmma_family() {
   f.min_arch(90).arch_specific();
   f.param("CWG", {1, 2, 3}, "consumer warpgroups (64 query rows each)")
       .param("BN", {64, 80, 96, 112, 128, 144, 160, 176}, "keys a step")
-      .param("STAGES", {2, 3}, "K / V buffers in the TMA ring");
+      .param("STAGES", {2, 3}, "K / V buffers in the TMA ring")
+      .param("OVERLAP", {0, 1}, "1: S of the next key tile and the softmax overlap P V (two S tiles in registers)");
   f.restrict("head_dim is 64, 128, 192 or 256 (whole 128-byte swizzled column blocks)", {},
              [](const Config&, const Problem& p, const DeviceInfo&) {
                return p.dims[kHeadDim] % 64 == 0 && p.dims[kHeadDim] <= 256;
@@ -135,10 +136,10 @@ Family wgmma_family() {
       .restrict("TMA coordinates are 32-bit", {}, [](const Config&, const Problem& p, const DeviceInfo&) {
         return p.dims[kQLen] <= INT32_MAX - 256 && p.dims[kKvLen] <= INT32_MAX - 256;
       })
-      .restrict("O, S and P fit a consumer's registers (240 with up to 2 consumers, 160 with 3)", {"CWG", "BN"},
-                [](const Config& c, const Problem& p, const DeviceInfo&) {
-                  const int64_t live = p.dims[kHeadDim] / 2 + c["BN"] / 2 + c["BN"] / 8;
-                  return live <= (c["CWG"] == 3 ? 110 : 200);
+      .restrict("O, S (two with OVERLAP) and P fit a consumer's registers (240 with up to 2 consumers, 160 with 3)",
+                {"CWG", "BN", "OVERLAP"}, [](const Config& c, const Problem& p, const DeviceInfo&) {
+                  const int64_t live = p.dims[kHeadDim] / 2 + (1 + c["OVERLAP"]) * c["BN"] / 2 + c["BN"] / 8;
+                  return live <= (c["CWG"] == 3 ? 120 : 200);
                 })
       .restrict("the tiles fit shared memory", {"CWG", "BN", "STAGES"},
                 [](const Config& c, const Problem& p, const DeviceInfo& d) {
@@ -151,7 +152,7 @@ Family wgmma_family() {
     return std::vector<std::string>{"attention_wgmma<" + std::to_string(f16_code(p.dtype)) + "," +
                                     std::to_string(p.dims[kHeadDim]) + "," + std::to_string(c["BN"]) + "," +
                                     std::to_string(c["CWG"]) + "," + std::to_string(c["STAGES"]) + "," +
-                                    (causal(p) ? "1" : "0") + ">"};
+                                    std::to_string(c["OVERLAP"]) + "," + (causal(p) ? "1" : "0") + ">"};
   });
   f.launch([](const Config& c, const Problem& p) {
     LaunchStep s;
@@ -178,6 +179,7 @@ Family wgmma_family() {
     c.set("CWG", 2);
     c.set("BN", p.dims[kHeadDim] <= 128 ? 128 : 80);
     c.set("STAGES", 2);
+    c.set("OVERLAP", 0);
     return c;
   });
   return f;

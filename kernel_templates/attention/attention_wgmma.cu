@@ -11,7 +11,9 @@
 // sequence; causal, bottom-right aligned), folds it into the online softmax in log2 units, keeps
 // P in registers as the A operand of O += P V (wgmma with A from registers; V is the MN-major B
 // operand as stored, no transpose pass), and releases the stage. O / l goes through the warpgroup's
-// own rows of the Q buffer to 16-byte stores; the log-sum-exp as in attention_fa2.cu.
+// own rows of the Q buffer to 16-byte stores; the log-sum-exp as in attention_fa2.cu. OVERLAP 1
+// pipelines a warpgroup's own work as FlashAttention-3 does: S of tile n + 1 is issued before P V of
+// tile n, and the softmax of tile n + 1 runs while that P V does (two S tiles live in registers).
 //
 // Arguments as attention_fa2.cu's, then the tensor maps of q, k and v (LaunchStep::TmaOperand, box
 // {1, BM or BN, 1, 64}, 128-byte swizzle).
@@ -52,7 +54,7 @@ __device__ __forceinline__ void tma_load_4d(unsigned dst, const KtuneTensorMap* 
 
 } // namespace ktune_attn_wg
 
-template <int F16, int D, int BN, int CWG, int STAGES, int CAUSAL>
+template <int F16, int D, int BN, int CWG, int STAGES, int OVERLAP, int CAUSAL>
 __global__ void __launch_bounds__(128 * (CWG + 1), 1) attention_wgmma(
     const unsigned short* __restrict__ q, const unsigned short* __restrict__ k, const unsigned short* __restrict__ v,
     unsigned short* __restrict__ o, float* __restrict__ lse, long long B, long long H, long long HKV, long long SQ,
@@ -131,14 +133,14 @@ __global__ void __launch_bounds__(128 * (CWG + 1), 1) attention_wgmma(
   for (int i = 0; i < D / 2; ++i) acc[i] = 0.f;
   float row_max[2] = {-inf_f(), -inf_f()}, row_sum[2] = {0.f, 0.f};
 
-  mbar_wait(q_full, 0);
-  for (long long n = 0; n < n_end; ++n) {
+  // The steps of one key tile n. qk issues S = Q K^T into sc (one wgmma group, not waited for);
+  // softmax masks sc, turns it into P in place and updates the row statistics, leaving the factor O
+  // must be scaled by in corr; pv issues O += P V from the packed P (one group).
+  auto qk = [&](long long n, float (&sc)[BN / 2]) {
     const int s = int(n % STAGES);
-    const unsigned phase = unsigned(n / STAGES) & 1u;
-    float sc[BN / 2];
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i) sc[i] = 0.f;
-    mbar_wait(k_full(s), phase);
+    mbar_wait(k_full(s), unsigned(n / STAGES) & 1u);
     fence_regs(sc);
     wgmma_fence();
 #pragma unroll
@@ -148,11 +150,9 @@ __global__ void __launch_bounds__(128 * (CWG + 1), 1) attention_wgmma(
       wgmma_m64k16<BN, 0, 0>(sc, da, dk, IsF16<F16>{});
     }
     wgmma_commit();
-    wgmma_wait<0>();
-    fence_regs(sc);
-    if (wtid == 0) mbar_arrive(k_empty(s));
-
-    // Mask and online softmax: register 4 j + 2 r + e holds row row_base + 8 r, key n BN + 8 j + 2 t + e.
+  };
+  // Register 4 j + 2 r + e of sc holds row row_base + 8 r, key n BN + 8 j + 2 t + e.
+  auto softmax = [&](long long n, float (&sc)[BN / 2], float (&corr)[2]) {
     const long long j0 = n * BN;
     const bool edge = j0 + BN > SKV || (CAUSAL && j0 + BN - 1 > m0 + off);
 #pragma unroll
@@ -175,7 +175,7 @@ __global__ void __launch_bounds__(128 * (CWG + 1), 1) attention_wgmma(
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
       const float m_new = fmaxf(row_max[r], mx);
       const float m_use = m_new == -inf_f() ? 0.f : m_new;
-      const float corr = exp2_approx(row_max[r] - m_use);
+      corr[r] = exp2_approx(row_max[r] - m_use);
       row_max[r] = m_new;
       float sum = 0.f;
 #pragma unroll
@@ -186,13 +186,18 @@ __global__ void __launch_bounds__(128 * (CWG + 1), 1) attention_wgmma(
           sc[4 * j + 2 * r + e] = p;
           sum += p;
         }
-      row_sum[r] = row_sum[r] * corr + sum;
-#pragma unroll
-      for (int j = 0; j < D / 8; ++j) acc[4 * j + 2 * r] *= corr, acc[4 * j + 2 * r + 1] *= corr;
+      row_sum[r] = row_sum[r] * corr[r] + sum;
     }
-
-    // P as the A operand: k16 step kk is the n8 tiles 2 kk and 2 kk + 1 (mma.sync's A fragment per warp).
-    unsigned pa[BN / 16][4];
+  };
+  auto rescale = [&](const float (&corr)[2]) {
+#pragma unroll
+    for (int j = 0; j < D / 8; ++j)
+#pragma unroll
+      for (int r = 0; r < 2; ++r) acc[4 * j + 2 * r] *= corr[r], acc[4 * j + 2 * r + 1] *= corr[r];
+  };
+  // P as the A operand: k16 step kk is the n8 tiles 2 kk and 2 kk + 1 (mma.sync's A fragment per warp).
+  unsigned pa[BN / 16][4];
+  auto pack = [&](const float (&sc)[BN / 2]) {
 #pragma unroll
     for (int kk = 0; kk < BN / 16; ++kk) {
       pa[kk][0] = pack2<F16>(sc[8 * kk + 0], sc[8 * kk + 1]);
@@ -200,7 +205,17 @@ __global__ void __launch_bounds__(128 * (CWG + 1), 1) attention_wgmma(
       pa[kk][2] = pack2<F16>(sc[8 * kk + 4], sc[8 * kk + 5]);
       pa[kk][3] = pack2<F16>(sc[8 * kk + 6], sc[8 * kk + 7]);
     }
-    mbar_wait(v_full(s), phase);
+  };
+  // The register form of wgmma reads pa while it runs: pin it until the group is waited for.
+  auto hold_pa = [&] {
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk)
+#pragma unroll
+      for (int x = 0; x < 4; ++x) asm volatile("" : "+r"(pa[kk][x])::"memory");
+  };
+  auto pv = [&](long long n) {
+    const int s = int(n % STAGES);
+    mbar_wait(v_full(s), unsigned(n / STAGES) & 1u);
     fence_regs(acc);
     wgmma_fence();
 #pragma unroll
@@ -210,9 +225,66 @@ __global__ void __launch_bounds__(128 * (CWG + 1), 1) attention_wgmma(
       wgmma_m64k16_rs<D, 1>(acc, pa[kk], dv, IsF16<F16>{});
     }
     wgmma_commit();
+  };
+  auto free_k = [&](long long n) {
+    if (wtid == 0) mbar_arrive(k_empty(int(n % STAGES)));
+  };
+  auto free_v = [&](long long n) {
+    if (wtid == 0) mbar_arrive(v_empty(int(n % STAGES)));
+  };
+
+  mbar_wait(q_full, 0);
+  float sa[BN / 2], corr[2];
+  if constexpr (!OVERLAP) {
+    for (long long n = 0; n < n_end; ++n) {
+      qk(n, sa);
+      wgmma_wait<0>();
+      fence_regs(sa);
+      free_k(n);
+      softmax(n, sa, corr);
+      rescale(corr);
+      pack(sa);
+      pv(n);
+      wgmma_wait<0>();
+      fence_regs(acc);
+      hold_pa();
+      free_v(n);
+    }
+  } else if (n_end > 0) {
+    // FlashAttention-3's intra-warpgroup pipeline: S of tile n is computed while P V of tile n - 1
+    // runs, and the softmax of tile n overlaps that P V; O takes tile n's rescale once P V is done.
+    float sb[BN / 2];
+    qk(0, sa);
+    wgmma_wait<0>();
+    fence_regs(sa);
+    free_k(0);
+    softmax(0, sa, corr);
+    pack(sa);
+    auto step = [&](long long n, float (&next)[BN / 2]) {
+      qk(n, next);
+      pv(n - 1);
+      wgmma_wait<1>(); // S of tile n is in
+      fence_regs(next);
+      free_k(n);
+      softmax(n, next, corr);
+      wgmma_wait<0>(); // P V of tile n - 1 is in
+      fence_regs(acc);
+      hold_pa();
+      free_v(n - 1);
+      rescale(corr);
+      pack(next);
+    };
+    long long n = 1;
+    while (n < n_end) {
+      step(n++, sb);
+      if (n >= n_end) break;
+      step(n++, sa);
+    }
+    pv(n_end - 1);
     wgmma_wait<0>();
     fence_regs(acc);
-    if (wtid == 0) mbar_arrive(v_empty(s));
+    hold_pa();
+    free_v(n_end - 1);
   }
 
   // O / l into this warpgroup's rows of the Q buffer (no other warpgroup reads them), then out.

@@ -460,3 +460,59 @@ def test_user_kernel_checked_against_a_python_reference():
     wrong = ktune.Kernel(_example("transpose"), reference=lambda x, out, rows, cols: numpy.zeros(rows * cols))
     bad = wrong.tune([(256, 384)], budget_seconds=None, budget_evals=2, progress=False, db=db)["problems"][0]
     assert bad["trials"].get("wrong_result", 0) == 2 and "config" not in bad, bad
+
+
+def attention_ref(q, k, v, causal, scale):
+    """FP64 attention of (B, S, H, D) tensors, bottom-right causal, and its log-sum-exp (B, H, Sq)."""
+    import torch
+    B, Sq, H, D = q.shape
+    Sk, Hk = k.shape[1], k.shape[2]
+    qd, kd, vd = (t.double().transpose(1, 2) for t in (q, k, v))
+    kd = kd.repeat_interleave(H // Hk, dim=1)
+    vd = vd.repeat_interleave(H // Hk, dim=1)
+    s = torch.einsum("bhqd,bhkd->bhqk", qd, kd) * scale
+    if causal:
+        qi = torch.arange(Sq, device=q.device).view(-1, 1)
+        kj = torch.arange(Sk, device=q.device).view(1, -1)
+        s = s.masked_fill(kj > qi + (Sk - Sq), float("-inf"))
+    lse = torch.logsumexp(s, dim=-1)
+    p = torch.exp(s - lse.unsqueeze(-1)).nan_to_num(0.0)
+    return torch.einsum("bhqk,bhkd->bhqd", p, vd).transpose(1, 2), lse
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("shape,causal", [((2, 200, 8, 64), True), ((1, 333, 4, 128), False), ((1, 64, 2, 256), True),
+                                          ((3, 1, 8, 128), False), ((1, 100, 4, 80), True)])
+def test_attention_matches_fp64(dtype, shape, causal):
+    """ktune.attention on (B, S, H, D) tensors, GQA (kv_heads H / 4 where H allows), kv_len longer than
+    q_len (bottom-right causal), head_dim 80 (no tuned family: the fallback), against FP64."""
+    import torch
+    dt = getattr(torch, dtype)
+    B, Sq, H, D = shape
+    Hk, Sk = max(1, H // 4), Sq + 37
+    g = torch.Generator(device="cuda").manual_seed(7)
+    q = torch.randn(B, Sq, H, D, device="cuda", generator=g).to(dt)
+    k = torch.randn(B, Sk, Hk, D, device="cuda", generator=g).to(dt)
+    v = torch.randn(B, Sk, Hk, D, device="cuda", generator=g).to(dt)
+    out, lse = ktune.attention(q, k, v, causal=causal, return_lse=True)
+    ref, ref_lse = attention_ref(q, k, v, causal, D ** -0.5)
+    u = 2.0 ** -8 if dt == torch.bfloat16 else 2.0 ** -11
+    assert (out.double() - ref).abs().max().item() <= 4 * u * max(1.0, ref.abs().max().item())
+    assert (lse.double() - ref_lse).abs().max().item() <= 1e-3
+    # A (B, H, S, D) tensor passes as its transpose; an explicit scale.
+    qt, kt, vt = (t.transpose(1, 2).contiguous().transpose(1, 2) for t in (q, k, v))
+    out2 = ktune.attention(qt, kt, vt, causal=causal, scale=0.3)
+    ref2, _ = attention_ref(q, k, v, causal, 0.3)
+    assert (out2.double() - ref2).abs().max().item() <= 4 * u * max(1.0, ref2.abs().max().item())
+
+
+def test_attention_refuses_bad_inputs():
+    import torch
+    q = torch.randn(1, 16, 4, 64, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(1, 16, 3, 64, device="cuda", dtype=torch.bfloat16)
+    with pytest.raises(ktune.UsageError, match="multiple of kv_heads"):
+        ktune.attention(q, k, k)
+    with pytest.raises(ktune.UsageError, match="bfloat16 or float16"):
+        ktune.attention(q.float(), q.float(), q.float())
+    with pytest.raises(ktune.UsageError, match="4-d"):
+        ktune.attention(q[0], q[0], q[0])
