@@ -242,6 +242,22 @@ ktune_status_t ktune_run_strided(ktune_handle_t handle, const char* op, ktune_da
   });
 }
 
+ktune_status_t ktune_attention(ktune_handle_t handle, ktune_datatype_t type, long long batch, long long heads,
+                               long long kv_heads, long long q_len, long long kv_len, long long head_dim, int causal,
+                               const void* q, const void* k, const void* v, void* o, float* lse, const long long* strides,
+                               float scale, void* stream) {
+  auto bad = [&](const std::string& why) { return fail(KTUNE_INVALID_VALUE, "ktune_attention: " + why); };
+  if (!handle) return bad("handle is NULL");
+  if (!type_name(type)) return bad(unknown_type(type));
+  return guarded("ktune_attention", [&] {
+    std::vector<int64_t> st;
+    if (strides) st.assign(strides, strides + 12);
+    handle->rt->attention(dtype_of(type), batch, heads, kv_heads, q_len, kv_len, head_dim, causal != 0, q, k, v, o, lse, st,
+                          scale, static_cast<CUstream>(stream));
+    return KTUNE_SUCCESS;
+  });
+}
+
 ktune_status_t ktune_kernel_load(ktune_handle_t handle, const char* spec_path, char* op_name, size_t op_size) {
   auto bad = [&](const std::string& why) { return fail(KTUNE_INVALID_VALUE, "ktune_kernel_load: " + why); };
   if (!handle) return bad("handle is NULL");

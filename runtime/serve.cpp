@@ -255,4 +255,19 @@ void Runtime::rmsnorm(DType dt, int64_t rows_, int64_t cols, const void* x, int6
   rows(rows_problem("rmsnorm", dt, rows_, cols, ldx, ldy, "eps", eps), x, y, weight, nullptr, stream);
 }
 
+void Runtime::attention(DType dtype, int64_t batch, int64_t heads, int64_t kv_heads, int64_t q_len, int64_t kv_len,
+                        int64_t head_dim, bool causal, const void* q, const void* k, const void* v, void* o, float* lse,
+                        const std::vector<int64_t>& strides, float scale, CUstream stream) {
+  Problem p = Problem::make("attention", {batch, heads, kv_heads, q_len, kv_len, head_dim}, causal ? "causal" : "full",
+                            dtype);
+  if (!strides.empty()) {
+    if (strides.size() != p.ld.size())
+      throw UsageError("ktune::Runtime::attention: " + std::to_string(strides.size()) + " strides given, it takes " +
+                       std::to_string(p.ld.size()) + " (batch, sequence and head of q, k, v and o)");
+    p.ld = strides;
+  }
+  p.scalars["scale"] = scale;
+  run(p, {const_cast<void*>(q), const_cast<void*>(k), const_cast<void*>(v), o, lse}, stream);
+}
+
 } // namespace ktune

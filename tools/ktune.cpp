@@ -17,7 +17,7 @@
 #include "tuner/worker.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"ktune: autotuned CUDA kernels (GEMM, softmax, LayerNorm, RMSNorm) for your shapes on your GPU"};
+  CLI::App app{"ktune: autotuned CUDA kernels (GEMM, softmax, LayerNorm, RMSNorm, attention) for your shapes on your GPU"};
   app.set_version_flag("--version", std::string("ktune ") + KTUNE_VERSION + " (git " + KTUNE_GIT_COMMIT + ")");
   app.require_subcommand(1);
 

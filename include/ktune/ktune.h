@@ -111,6 +111,15 @@ ktune_status_t ktune_run_strided(ktune_handle_t handle, const char* op, ktune_da
                                  int ndims, const long long* strides, int nstrides, void* const* buffers, int nbuffers,
                                  const double* scalars, int nscalars, void* stream);
 
+/* Attention (Runtime::attention): o = softmax(scale q k^T) v, q (batch, q_len, heads, head_dim), k
+ * and v (batch, kv_len, kv_heads, head_dim), o as q, lse (batch, heads, q_len) float, type
+ * KTUNE_R_16BF or KTUNE_R_16F; strides: 12 (the batch, sequence and head strides of q, k, v and o in
+ * elements) or NULL for packed (B, S, H, D); causal 1: bottom-right aligned; scale 0: 1 / sqrt(head_dim). */
+ktune_status_t ktune_attention(ktune_handle_t handle, ktune_datatype_t type, long long batch, long long heads,
+                               long long kv_heads, long long q_len, long long kv_len, long long head_dim, int causal,
+                               const void* q, const void* k, const void* v, void* o, float* lse, const long long* strides,
+                               float scale, void* stream);
+
 /* The message of the calling thread's last failed call ("" if none). Valid until its next call. */
 /* A user's kernel (docs/KERNEL_SPEC.md): ktune_kernel_load reads the spec at spec_path and
  * registers its op, whose name ("conv2d@1a2b3c4d") it copies into op_name (op_size bytes, NUL

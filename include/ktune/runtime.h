@@ -273,6 +273,15 @@ class Runtime {
   // buffers or bad input, Error on CUDA or NVRTC failure. The op's kind (OpInfo::runner) picks
   // how: runtime/op_launcher.h.
   void run(const Problem& p, const std::vector<void*>& buffers, CUstream stream = nullptr);
+  // Attention (op "attention", kernel_templates/attention/): o = softmax(scale q k^T) v with q
+  // (batch, q_len, heads, head_dim), k and v (batch, kv_len, kv_heads, head_dim), o laid out as q
+  // asks, lse (batch, heads, q_len) FP32 contiguous, all but lse of `dtype` (bf16, f16). strides:
+  // the batch, sequence and head strides of q, k, v and o in elements (12; empty: packed (B, S, H,
+  // D)), so (B, H, S, D) storage is a stride change. causal: bottom-right aligned as FlashAttention's.
+  // scale 0: 1 / sqrt(head_dim). run() with p's dims, layout "causal" / "full" and these buffers.
+  void attention(DType dtype, int64_t batch, int64_t heads, int64_t kv_heads, int64_t q_len, int64_t kv_len,
+                 int64_t head_dim, bool causal, const void* q, const void* k, const void* v, void* o, float* lse,
+                 const std::vector<int64_t>& strides = {}, float scale = 0, CUstream stream = nullptr);
 
   // Handles for many calls of one problem (GemmCall, RowsCall above). Validate p (UsageError);
   // p's alignment class and alpha / beta are ignored (the pointers and the call give them).

@@ -8,6 +8,8 @@
 #include "ktune/compiler.h"
 #include "ktune/error.h"
 #include "ktune/family.h"
+#include "ktune/ktune.h"
+#include "ktune/runtime.h"
 #include "tuner/attention_op.h"
 #include "tuner/compile_all.h"
 
@@ -82,4 +84,20 @@ TEST(Attention, KernelsOfEveryFamilyAndTheCheckKernelsCompile) {
     const auto k = compiler.compile(attention_check_request(arch));
     EXPECT_EQ(k->lowered_names.size(), 4u);
   }
+}
+
+TEST(Attention, RuntimeAndCEntriesRefuseBadInputWithoutAGpu) {
+  RuntimeOptions o;
+  o.arch = "sm_90", o.db_path = "";
+  Runtime rt(o);
+  int x = 0;
+  float l = 0;
+  // f32, kv_heads not dividing heads, a null lse, a wrong number of strides: refused before any launch.
+  EXPECT_THROW(rt.attention(DType::f32, 1, 4, 4, 16, 16, 64, false, &x, &x, &x, &x, &l), UsageError);
+  EXPECT_THROW(rt.attention(DType::bf16, 1, 4, 3, 16, 16, 64, false, &x, &x, &x, &x, &l), UsageError);
+  EXPECT_THROW(rt.attention(DType::bf16, 1, 4, 4, 16, 16, 64, true, &x, &x, &x, &x, nullptr), UsageError);
+  EXPECT_THROW(rt.attention(DType::bf16, 1, 4, 4, 16, 16, 64, true, &x, &x, &x, &x, &l, {1, 2, 3}), UsageError);
+  EXPECT_EQ(ktune_attention(nullptr, KTUNE_R_16BF, 1, 4, 4, 16, 16, 64, 0, &x, &x, &x, &x, &l, nullptr, 0.f, nullptr),
+            KTUNE_INVALID_VALUE);
+  EXPECT_NE(std::string(ktune_last_error()).find("handle is NULL"), std::string::npos) << ktune_last_error();
 }
