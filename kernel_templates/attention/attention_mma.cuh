@@ -1,4 +1,5 @@
-// Warp-level pieces of the attention kernels on mma.sync (sm_80+): 16-bit operands as 16-bit
+// Pieces the attention kernels share (attention_fa2.cu on mma.sync, sm_80+; attention_wgmma.cu
+// takes the exp2 / log2, packing and infinity): 16-bit operands as 16-bit
 // words (NVRTC gets no cuda_bf16.h), ldmatrix, 16-byte cp.async with zero fill, the m16n8k16 MMA
 // with FP32 accumulation, pairs of FP32 values packed into one register of two halves, and the
 // shared-memory swizzle every tile uses.

@@ -17,31 +17,18 @@
 //
 // Arguments as attention_fa2.cu's, then the tensor maps of q, k and v (LaunchStep::TmaOperand, box
 // {1, BM or BN, 1, 64}, 128-byte swizzle).
+#include "attention_mma.cuh"
 #include "gemm_wgmma_common.cuh"
 
 namespace ktune_attn_wg {
 
 using namespace ktune_dev::wgmma;
+using ktune_attn::exp2_approx;
+using ktune_attn::inf_f;
+using ktune_attn::log2_approx;
+using ktune_attn::pack2;
 using ktune_dev::async::smem_addr;
 
-__device__ __forceinline__ float inf_f() { return __int_as_float(0x7f800000); }
-__device__ __forceinline__ float exp2_approx(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-__device__ __forceinline__ float log2_approx(float x) {
-  float y;
-  asm("lg2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-template <int F16>
-__device__ __forceinline__ unsigned pack2(float lo, float hi) {
-  unsigned r;
-  if constexpr (F16) asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-  else asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
-}
 // A box of a 4-D tensor map over an operand (batch, sequence, head, head_dim): its coordinates
 // innermost first, i.e. head_dim, head, sequence, batch.
 __device__ __forceinline__ void tma_load_4d(unsigned dst, const KtuneTensorMap* map, int d0, int s0, int h, int b,

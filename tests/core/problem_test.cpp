@@ -135,7 +135,10 @@ TEST(OpProblem, UnknownOpsAndWrongDimensionCountsAreUsageErrorsThatSaySo) {
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("mxnxk"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(Problem::make("gemm", {1, 2, 3}, ""), UsageError); // GEMM has layouts
+  // No layout named: the op's first (GEMM's NN); an op without layouts takes none.
+  EXPECT_EQ(Problem::make("gemm", {1, 2, 3}, "").layout, "NN");
+  EXPECT_EQ(Problem::make("softmax", {4, 8}, "").layout, "");
+  EXPECT_THROW(Problem::make("gemm", {1, 2, 3}, "XY"), UsageError);
 }
 
 TEST(OpProblem, CountsComeFromTheOp) {
