@@ -290,9 +290,7 @@ PYBIND11_MODULE(_ktune, m) {
           [](ktune::Runtime& rt, const std::string& op, const std::string& dtype, const std::vector<int64_t>& dims,
              const std::vector<uintptr_t>& buffers, const std::map<std::string, double>& scalars, uintptr_t stream,
              const std::vector<int64_t>& strides, const std::string& layout) {
-            const ktune::OpInfo& info = ktune::op_info(op);
-            ktune::Problem p = ktune::Problem::make(op, dims, layout.empty() ? info.default_layout() : layout,
-                                                    ktune::parse_dtype(dtype));
+            ktune::Problem p = ktune::Problem::make(op, dims, layout, ktune::parse_dtype(dtype)); // "": the op's first
             p.scalars = scalars;
             if (!strides.empty()) {
               if (strides.size() != p.ld.size())
