@@ -100,9 +100,14 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
   if (plan.workspace_bytes && !args.workspace())
     throw Error(m.context() + ": the plan asks for " + std::to_string(plan.workspace_bytes) +
                 " bytes of workspace, the launch has none");
-  if (const auto& spec = op_info(args.problem().op).spec) spec_before_launch(m, *spec, args, stream);
+  const auto& spec = op_info(args.problem().op).spec;
+  if (spec) spec_before_launch(m, *spec, args, stream);
+  // A built-in op's kernels get the workspace last, after the scalars and any tensor maps (a
+  // spec's are among its own arguments).
+  CUdeviceptr workspace = args.workspace();
+  const bool pass_workspace = !spec && plan.workspace_bytes;
   for (const LaunchStep& s : plan.steps) {
-    if (!s.tma()) {
+    if (!s.tma() && !pass_workspace) {
       m.launch(s, stream, args.params());
       continue;
     }
@@ -122,6 +127,7 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
       });
       params.push_back(&maps[i]);
     }
+    if (pass_workspace) params.push_back(&workspace);
     m.launch(s, stream, params.data());
   }
 }

@@ -315,9 +315,21 @@ Selection Runtime::Impl::measure_buffers(const Problem& p, Selection s, const st
   const FirstUseClock clock = first_use_clock(stream);
   const auto best = time_candidates(
       p, s.candidates, clock,
-      [&](const CandidateConfig&, Module& mod, const LaunchPlan& plan,
-          std::vector<std::string>&) -> std::optional<std::function<void()>> {
-        return [&mod, plan, &a, stream] { launch_buffers(mod, plan, a, stream); };
+      [&](const CandidateConfig& c, Module& mod, const LaunchPlan& plan,
+          std::vector<std::string>& left_out) -> std::optional<std::function<void()>> {
+        if (info.spec || !plan.workspace_bytes) return [&mod, plan, &a, stream] { launch_buffers(mod, plan, a, stream); };
+        // A built-in family's workspace (attention_decode's split partials): the stream's, as served;
+        // one that cannot be allocated leaves the candidate out, not the caller's call.
+        std::shared_ptr<DeviceBuffer> ws;
+        try {
+          ws = this->workspace(stream, plan.workspace_bytes, p.key()); // the local `workspace` is the spec's size
+        } catch (const Error& e) {
+          left_out.push_back(c.family + " " + c.config.to_json() + ": its " + std::to_string(plan.workspace_bytes) +
+                             "-byte workspace could not be allocated (" + e.what() + ")");
+          return std::nullopt;
+        }
+        auto args = std::make_shared<BufferArgs>(p, ptrs, ws->ptr());
+        return [&mod, plan, args, ws, stream] { launch_buffers(mod, plan, *args, stream); };
       },
       failed);
   return measured_choice(std::move(s), best, failed, clock);

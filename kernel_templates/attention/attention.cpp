@@ -185,6 +185,134 @@ Family wgmma_family() {
   return f;
 }
 
+// Query rows of a decode block: q_len x (heads / kv_heads), GQA heads packed into the MMA's M.
+int64_t decode_rows(const Problem& p) { return p.dims[kQLen] * (p.dims[kHeads] / p.dims[kKvHeads]); }
+
+// Splits of the key sequence and their workspace: O_s of every (b, h, i) row, then (m_s, l_s).
+int64_t decode_splits(const Config& c, const Problem& p) {
+  return c["CHUNK"] ? std::max<int64_t>(1, (p.dims[kKvLen] + c["CHUNK"] - 1) / c["CHUNK"]) : 1;
+}
+int64_t decode_workspace(const Config& c, const Problem& p) {
+  const int64_t splits = decode_splits(c, p);
+  if (splits == 1) return 0;
+  return splits * p.dims[kBatch] * p.dims[kHeads] * p.dims[kQLen] * (p.dims[kHeadDim] + 2) * 4;
+}
+
+// Shared memory of an attention_decode config: the Q rows, every warp's K / V ring (the FP32
+// merge buffer reuses it, so whichever is larger), every warp's (max, sum) per row.
+int64_t decode_smem(const Config& c, const Problem& p) {
+  const int64_t d = p.dims[kHeadDim];
+  const int64_t ring = int64_t(c["WARPS"]) * c["STAGES"] * 2 * c["BN"] * d * 2, merge = int64_t(c["ROWS"]) * (d + 8) * 4;
+  return c["ROWS"] * d * 2 + std::max(ring, merge) + int64_t(c["WARPS"]) * c["ROWS"] * 8;
+}
+
+constexpr int64_t kMaxDecodeSplits = 128;
+constexpr int64_t kMaxDecodeWorkspace = int64_t(1) << 30;
+
+Family decode_family() {
+  Family f = common("attention_decode", "attention_decode.cu",
+                    "flash-decoding on mma.sync: GQA heads packed into ROWS MMA rows, the keys split over blocks "
+                    "(CHUNK keys each, 0: one block) and a combine step, and over WARPS warps a block (BN keys a "
+                    "step, STAGES-deep cp.async rings)");
+  f.min_arch(80);
+  f.param("CHUNK", {0, 256, 512, 1024, 2048, 4096, 8192, 16384}, "keys a block (split-KV); 0: one block reads all")
+      .param("ROWS", {16, 32, 64}, "query rows a block (q_len x heads / kv_heads, packed)")
+      .param("WARPS", {2, 4, 8}, "warps a block, each with its own keys")
+      .param("BN", {16, 32, 64}, "keys a warp step")
+      .param("STAGES", {2, 3, 4}, "K / V tiles in each warp's cp.async ring");
+  f.restrict("few query rows: q_len <= 64 (decode and speculative decoding)", {},
+             [](const Config&, const Problem& p, const DeviceInfo&) { return p.dims[kQLen] <= 64; })
+      .restrict("head_dim is 64, 128, 192 or 256 (whole 8-chunk rows for the swizzle)", {},
+                [](const Config&, const Problem& p, const DeviceInfo&) {
+                  return p.dims[kHeadDim] % 64 == 0 && p.dims[kHeadDim] <= 256;
+                })
+      .restrict("16-byte rows and pointers (cp.async, 16-byte stores): alignment class 16", {},
+                [](const Config&, const Problem& p, const DeviceInfo&) { return p.align == 16; })
+      .restrict("a split shorter than the sequence (else CHUNK 0 is the same launch), at most 128 splits and a "
+                "workspace of at most 1 GiB",
+                {"CHUNK"}, [](const Config& c, const Problem& p, const DeviceInfo&) {
+                  if (c["CHUNK"] == 0) return true;
+                  return c["CHUNK"] < p.dims[kKvLen] && decode_splits(c, p) <= kMaxDecodeSplits &&
+                         decode_workspace(c, p) <= kMaxDecodeWorkspace;
+                })
+      .restrict("no more row blocks than rows need (a block of 16 rows more is all padding)", {"ROWS"},
+                [](const Config& c, const Problem& p, const DeviceInfo&) {
+                  return c["ROWS"] == 16 || decode_rows(p) > c["ROWS"] / 2;
+                })
+      .restrict("the grid's y extent holds kv_heads x row blocks", {"ROWS"},
+                [](const Config& c, const Problem& p, const DeviceInfo&) {
+                  return p.dims[kKvHeads] * ((decode_rows(p) + c["ROWS"] - 1) / c["ROWS"]) <= 65535;
+                })
+      .restrict("the O and S accumulators fit the registers (at most 160 floats a thread)", {"ROWS", "WARPS", "BN"},
+                [](const Config& c, const Problem& p, const DeviceInfo&) {
+                  return c["ROWS"] / 16 * (p.dims[kHeadDim] / 2 + c["BN"] / 2) <= 160;
+                })
+      .restrict("the tiles fit shared memory", {"ROWS", "WARPS", "BN", "STAGES"},
+                [](const Config& c, const Problem& p, const DeviceInfo& d) {
+                  return decode_smem(c, p) <= d.max_smem_per_block_optin;
+                });
+  f.kernels([](const Config& c, const Problem& p) {
+    const std::string dt = std::to_string(f16_code(p.dtype)), d = std::to_string(p.dims[kHeadDim]);
+    std::vector<std::string> k{"attention_decode<" + dt + "," + d + "," + std::to_string(c["ROWS"]) + "," +
+                               std::to_string(c["WARPS"]) + "," + std::to_string(c["BN"]) + "," +
+                               std::to_string(c["STAGES"]) + "," + std::to_string(c["CHUNK"]) + "," +
+                               (causal(p) ? "1" : "0") + ">"};
+    if (c["CHUNK"]) k.push_back("attention_decode_combine<" + dt + "," + d + "," + std::to_string(c["CHUNK"]) + ">");
+    return k;
+  });
+  f.launch([](const Config& c, const Problem& p) {
+    LaunchPlan plan;
+    const int64_t splits = decode_splits(c, p);
+    LaunchStep s;
+    s.grid[0] = unsigned(splits);
+    s.grid[1] = unsigned(p.dims[kKvHeads] * ((decode_rows(p) + c["ROWS"] - 1) / c["ROWS"]));
+    s.grid[2] = unsigned(p.dims[kBatch]);
+    s.block[0] = unsigned(32 * c["WARPS"]);
+    s.dynamic_smem = unsigned(decode_smem(c, p));
+    plan.steps.push_back(s);
+    if (splits > 1) { // the splits merged (a programmatic dependent: it waits for them)
+      LaunchStep m;
+      m.kernel = 1;
+      m.grid[0] = unsigned((p.dims[kBatch] * p.dims[kHeads] * p.dims[kQLen] + 3) / 4);
+      m.block[0] = 128;
+      m.overlap_previous = true;
+      plan.steps.push_back(m);
+      plan.workspace_bytes = size_t(decode_workspace(c, p));
+    }
+    return plan;
+  });
+  // Rows for the packed heads, 4 warps of 16-key steps three deep (two with the larger heads), and
+  // the split by rule: enough blocks for two a multiprocessor, in as few splits as give that, no
+  // split shorter than 256 keys, within the family's limits on splits and workspace.
+  f.defaults([](const Problem& p, const DeviceInfo& d) {
+    Config c;
+    const int64_t rows = decode_rows(p);
+    c.set("ROWS", rows <= 16 || p.dims[kHeadDim] > 128 ? 16 : 32);
+    c.set("WARPS", 4);
+    c.set("BN", 16);
+    c.set("STAGES", p.dims[kHeadDim] <= 128 ? 3 : 2);
+    c.set("CHUNK", 0);
+    const int64_t blocks = p.dims[kBatch] * p.dims[kKvHeads] * ((rows + c["ROWS"] - 1) / c["ROWS"]);
+    const int64_t want = std::max(1, 2 * d.sm_count);
+    if (blocks < want) {
+      // The longest chunk that still gives enough splits (the fewest partials to merge), else the
+      // shortest one the limits allow.
+      const int64_t splits = (want + blocks - 1) / blocks;
+      int best = 0;
+      for (int chunk : {256, 512, 1024, 2048, 4096, 8192, 16384}) {
+        c.set("CHUNK", chunk);
+        if (chunk >= p.dims[kKvLen] || decode_splits(c, p) > kMaxDecodeSplits ||
+            decode_workspace(c, p) > kMaxDecodeWorkspace)
+          continue;
+        if (best == 0 || decode_splits(c, p) >= splits) best = chunk;
+      }
+      c.set("CHUNK", best);
+    }
+    return c;
+  });
+  return f;
+}
+
 Family simple_family() {
   Family f = common("attention_simple", "attention_simple.cu",
                     "one warp a query row, FP32 throughout: any head_dim up to 256, any alignment (the fallback)");
@@ -255,7 +383,7 @@ OpInfo attention_op_info() {
   OpInfo::Operand lse("lse", true, [](const Problem& p) { return p.dims[kBatch] * p.dims[kHeads] * p.dims[kQLen]; });
   lse.elem_bytes = 4;
   o.operands.push_back(lse);
-  o.families = [] { return std::vector<Family>{wgmma_family(), fa2_family(), simple_family()}; };
+  o.families = [] { return std::vector<Family>{wgmma_family(), fa2_family(), decode_family(), simple_family()}; };
   return o;
 }
 

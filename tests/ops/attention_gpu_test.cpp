@@ -121,6 +121,86 @@ TEST(AttentionGpu, BothFamiliesPassOverEdgeShapesAndPlantedKernelsAreRejected) {
   EXPECT_GT(runner->verify(nullptr).nonfinite, 0u);
 }
 
+namespace {
+
+// Each fault changes one thing of attention_decode.cu.
+const Planted kDecodeFaults[] = {
+    {"the splits merged without their max", "const float w = exp2_approx(partial_ml(ws, nsplit, s, rows, row, D)->x - m_use);",
+     "const float w = 1.f;"},
+    {"the last split left out of the merge", "for (long long s = 0; s < nsplit; ++s) {", "for (long long s = 0; s + 1 < nsplit; ++s) {"},
+    {"a warp's merge overwrites the one before", "if (w > 0) {", "if (w > 1) {"},
+    {"every packed row reads the group's first head", "h = hk * G + (ok ? row % G : 0);", "h = hk * G;"},
+    {"causal limit of the packed row, not of its query", "limit[mt][r] = (row < R ? row / G : 0) + off;",
+     "limit[mt][r] = (row < R ? row : 0) + off;"},
+    {"keys past the block's end not masked", "if (j >= k1 || (CAUSAL && j > limit[mt][r]))", "if (CAUSAL && j > limit[mt][r])"},
+};
+
+} // namespace
+
+// attention_decode over decode and speculative shapes (GQA packing, q_len 1 to 16, a row with no
+// key, partial tiles, many splits, head dims 64 to 256) and its own planted faults.
+TEST(AttentionGpu, DecodeFamilyPassesOverDecodeShapesAndPlantedKernelsAreRejected) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  auto runner = make_op_runner("attention", compiler, *d);
+  const Family f = find_family("attention_decode");
+  const std::vector<std::tuple<const char*, const char*, DType>> shapes = {
+      {"1x32x8x1x5000x128", "full", DType::bf16},  {"2x8x2x7x1000x64", "causal", DType::f16},
+      {"1x4x4x1x2048x256", "full", DType::bf16},   {"3x16x2x16x777x128", "causal", DType::bf16},
+      {"1x8x1x4x3x64", "causal", DType::bf16},     {"1x2x2x1x20000x192", "full", DType::f16},
+  };
+  uint64_t seed = 500;
+  for (const auto& [shape, layout, t] : shapes) {
+    const Problem p = Problem::parse("attention", shape, layout, t);
+    std::vector<Config> cs = f.sample(p, *d, 4, ++seed);
+    const Config dc = f.default_config(p, *d);
+    ASSERT_TRUE(f.valid(dc, p, *d)) << p.key() << " " << dc.to_json();
+    cs.push_back(dc);
+    for (const Config& c : cs) {
+      const auto k = compiler.compile(compile_request(f, c, p, d->arch));
+      Module m(k->cubin, k->lowered_names, "attention_decode");
+      const VerifyResult v = check(*runner, p, m, f.launch_plan(c, p), ++seed);
+      EXPECT_TRUE(v.pass) << c.to_json() << " " << p.key() << ": " << v.summary();
+      std::cout << "[ ktune    ] attention_decode " << c.to_json() << " " << p.key() << ": " << v.summary() << "\n";
+    }
+  }
+  // Planted faults: causal GQA with 3 queries (12 packed rows), 4 splits of 256 keys (the last
+  // one partial), 4 warps a block.
+  const Problem p = Problem::parse("attention", "1x16x4x3x1000x128", "causal", DType::bf16);
+  Config c;
+  c.set("CHUNK", 256);
+  c.set("ROWS", 16);
+  c.set("WARPS", 4);
+  c.set("BN", 16);
+  c.set("STAGES", 3);
+  ASSERT_TRUE(f.valid(c, p, *d));
+  const std::string source(embedded_file("attention/attention_decode.cu"));
+  {
+    const auto k = compiler.compile(compile_request(f, c, p, d->arch));
+    Module m(k->cubin, k->lowered_names, "attention_decode");
+    const VerifyResult v = check(*runner, p, m, f.launch_plan(c, p), 98);
+    ASSERT_TRUE(v.pass) << "the unplanted kernel: " << v.summary();
+  }
+  for (const Planted& fault : kDecodeFaults) {
+    std::string s = source;
+    const size_t at = s.find(fault.from);
+    ASSERT_NE(at, std::string::npos) << "planted fault '" << fault.name << "' no longer matches attention_decode.cu";
+    s.replace(at, std::strlen(fault.from), fault.to);
+    CompileRequest req = compile_request(f, c, p, d->arch);
+    req.source = s;
+    req.source_name = "planted_attention_decode.cu";
+    req.context = std::string("planted: ") + fault.name;
+    const auto k = compiler.compile(req);
+    Module m(k->cubin, k->lowered_names, req.context);
+    const VerifyResult v = check(*runner, p, m, f.launch_plan(c, p), 99);
+    EXPECT_FALSE(v.pass) << fault.name << ": " << v.summary();
+    std::cout << "[ ktune    ] planted, " << fault.name << ": " << v.summary() << "\n";
+  }
+}
+
 TEST(AttentionGpu, TunedByTheCliThenServedByTheRuntime) {
   std::string why;
   const DeviceInfo* d = ktune::testing::first_gpu(&why);

@@ -65,6 +65,58 @@ TEST(Attention, FamiliesDeclareTheirSpaces) {
   EXPECT_EQ(fa2.min_arch(), 80); // mma.sync with bf16
 }
 
+// attention_decode: GQA rows packed, the split chosen by rule (enough blocks for the device), a
+// combine step and its workspace only when the keys are split, nothing for prefill shapes.
+TEST(Attention, DecodeFamilySplitsByRuleAndDeclaresItsWorkspace) {
+  const DeviceInfo d = DeviceInfo::nominal("sm_90");
+  ASSERT_GT(d.sm_count, 0);
+  const Family f = find_family("attention_decode");
+  EXPECT_EQ(f.min_arch(), 80);
+  EXPECT_EQ(f.count(Problem::parse("attention", "1x32x8x512x4096x128", "causal", DType::bf16), d), 0u);
+  // Llama-3 8B decode, batch 1 at 32k: 8 kv heads x 4 packed rows, split to fill the device.
+  const Problem one = Problem::parse("attention", "1x32x8x1x32768x128", "full", DType::bf16);
+  const Config c = f.default_config(one, d);
+  ASSERT_TRUE(f.valid(c, one, d)) << c.to_json();
+  EXPECT_EQ(c["ROWS"], 16);
+  ASSERT_GT(c["CHUNK"], 0);
+  const LaunchPlan plan = f.launch_plan(c, one);
+  ASSERT_EQ(plan.steps.size(), 2u);
+  const int64_t splits = (32768 + c["CHUNK"] - 1) / c["CHUNK"];
+  EXPECT_EQ(plan.steps[0].grid[0], unsigned(splits));
+  EXPECT_EQ(plan.steps[0].grid[1], 8u);
+  EXPECT_GE(int64_t(plan.steps[0].grid[0]) * 8, 2 * d.sm_count); // the rule's aim: two blocks an SM
+  EXPECT_EQ(plan.steps[1].kernel, 1);
+  EXPECT_EQ(plan.steps[1].grid[0], 8u); // 32 (b, h, i) rows, 4 a block
+  EXPECT_EQ(plan.workspace_bytes, size_t(splits * 32 * (128 + 2) * 4));
+  EXPECT_EQ(f.kernel_names(c, one).size(), 2u);
+  // Batch 64: enough blocks without a split, so one step and no workspace.
+  const Problem many = Problem::parse("attention", "64x32x8x1x4096x128", "full", DType::bf16);
+  const Config m = f.default_config(many, d);
+  EXPECT_EQ(m["CHUNK"], 0);
+  EXPECT_EQ(f.launch_plan(m, many).steps.size(), 1u);
+  EXPECT_EQ(f.launch_plan(m, many).workspace_bytes, 0u);
+  // Speculative decoding, 16 queries x 8 packed heads: row blocks of 32.
+  const Problem spec = Problem::parse("attention", "2x64x8x16x8192x128", "causal", DType::f16);
+  const Config sc = f.default_config(spec, d);
+  EXPECT_EQ(sc["ROWS"], 32);
+  EXPECT_EQ(f.launch_plan(sc, spec).steps[0].grid[1], 8u * (16 * 8 / 32));
+  // Defaults valid wherever the family serves at all; every sampled plan fits the device.
+  for (const char* shape : {"1x32x8x1x1000x64", "4x8x8x3x300x192", "1x1x1x1x17x256", "8x64x1x64x70000x128",
+                            "1x16x16x1x131072x128", "32x32x8x2x65536x128"})
+    for (const char* layout : {"full", "causal"}) {
+      const Problem p = Problem::parse("attention", shape, layout, DType::bf16);
+      const Config dc = f.default_config(p, d);
+      EXPECT_TRUE(f.valid(dc, p, d)) << shape << " " << dc.to_json();
+      for (const Config& x : f.sample(p, d, 50, 2)) {
+        const LaunchPlan pl = f.launch_plan(x, p);
+        EXPECT_LE(pl.steps[0].dynamic_smem, unsigned(d.max_smem_per_block_optin)) << x.to_json();
+        EXPECT_LE(pl.steps[0].grid[0], 128u) << x.to_json();
+        EXPECT_LE(pl.workspace_bytes, size_t(1) << 30) << x.to_json();
+        EXPECT_EQ(pl.steps.size(), x["CHUNK"] ? 2u : 1u) << x.to_json();
+      }
+    }
+}
+
 TEST(Attention, KernelsOfEveryFamilyAndTheCheckKernelsCompile) {
   const DeviceInfo d = DeviceInfo::nominal("sm_90");
   for (const char* name : {"attention_wgmma", "attention_fa2", "attention_simple"}) {
@@ -79,6 +131,16 @@ TEST(Attention, KernelsOfEveryFamilyAndTheCheckKernelsCompile) {
         }
     ktune::testing::compile_all(f, cases, "sm_90");
   }
+  const Family decode = find_family("attention_decode");
+  std::vector<std::pair<Config, Problem>> cases;
+  for (const char* shape : {"1x32x8x1x5000x128", "2x8x2x7x1000x64", "1x4x4x1x2048x256"})
+    for (DType t : {DType::bf16, DType::f16})
+      for (const char* layout : {"full", "causal"}) {
+        const Problem p = Problem::parse("attention", shape, layout, t);
+        cases.emplace_back(decode.default_config(p, d), p);
+        for (const Config& c : decode.sample(p, d, 1, 3)) cases.emplace_back(c, p);
+      }
+  ktune::testing::compile_all(decode, cases, "sm_90");
   Compiler compiler;
   for (const char* arch : {"sm_80", "sm_90"}) {
     const auto k = compiler.compile(attention_check_request(arch));

@@ -1,0 +1,358 @@
+// Family attention_decode: flash-decoding on mma.sync (sm_80+), for few query rows (decode, and
+// speculative decoding's q_len up to 64) over a long key / value sequence. Its speed is the speed
+// of reading K and V, so every design choice serves the memory system:
+//
+// - GQA heads packed into the MMA's M: a block owns one (batch, kv head) and ROWS of its
+//   q_len x (heads / kv_heads) query rows (row r is query r / G of head kv_head * G + r % G), so K
+//   and V are read once for all the heads that share them, not once a head.
+// - The key sequence split across blocks (split-KV): block x of the grid walks the keys
+//   [x * CHUNK, (x + 1) * CHUNK) (CHUNK 0: all of them), writes its unnormalised O, its row max and
+//   its row sum (log2 units) to the workspace, and attention_decode_combine merges the splits:
+//   O = sum_s 2^(m_s - M) O_s / sum_s 2^(m_s - M) l_s, lse = M + log2 sum_s 2^(m_s - M) l_s (the
+//   same rescale the online softmax makes a tile, made once more). With one split the block
+//   writes O and the log-sum-exp itself and there is no combine step.
+// - Inside a block, the keys split again over its WARPS warps (tile t of BN keys goes to warp
+//   t % WARPS, so the warps read neighbouring memory): each warp keeps its own online softmax, its
+//   own STAGES-deep cp.async ring and needs no block barrier in its loop; the warps' results are
+//   merged through shared memory at the end, in warp order (deterministic).
+//
+// Kernel arguments follow the op of plain buffers (docs/ADDING_AN_OP.md): q, k, v, o, lse; the
+// dimensions B, H, HKV, SQ, SKV, D; the strides of q, k, v and o (batch, sequence, head); the
+// scale (0: 1 / sqrt(D)); then the workspace the plan asks for (FP32: O_s of every split, then
+// (m_s, l_s) pairs). Causal is bottom-right aligned: key j is visible to query i when
+// j <= i + SKV - SQ.
+#include "attention_mma.cuh"
+
+namespace ktune_attn_decode {
+
+// Where split s of row `row` (of B * H * SQ, in (b, h, i) order) keeps its partial results.
+__device__ __forceinline__ float* partial_o(float* ws, long long split, long long rows, long long row, int d) {
+  return ws + (split * rows + row) * d;
+}
+__device__ __forceinline__ float2* partial_ml(float* ws, long long nsplit, long long split, long long rows, long long row,
+                                              int d) {
+  return reinterpret_cast<float2*>(ws + nsplit * rows * d) + split * rows + row;
+}
+
+} // namespace ktune_attn_decode
+
+template <int F16, int D, int ROWS, int WARPS, int BN, int STAGES, int CHUNK, int CAUSAL>
+__global__ void __launch_bounds__(WARPS * 32) attention_decode(
+    const unsigned short* __restrict__ q, const unsigned short* __restrict__ k, const unsigned short* __restrict__ v,
+    unsigned short* __restrict__ o, float* __restrict__ lse, long long B, long long H, long long HKV, long long SQ,
+    long long SKV, long long /*D, fixed by the template*/, long long qb, long long qs, long long qh, long long kb,
+    long long ks, long long kh, long long vb, long long vs, long long vh, long long ob, long long os, long long oh,
+    float scale_arg, float* __restrict__ ws) {
+  using namespace ktune_attn;
+  using namespace ktune_attn_decode;
+  constexpr int THREADS = WARPS * 32;
+  constexpr int MT = ROWS / 16; // MMA row tiles (every warp holds all of the block's rows)
+  constexpr int NT = BN / 8;    // n8 tiles of S
+  constexpr int DT = D / 8;     // n8 tiles of O
+  constexpr int CH = D / 8;     // 16-byte chunks of a row
+  constexpr int OS = D + 8;     // row stride of the FP32 merge buffer (rows 8 banks apart)
+  static_assert(MT >= 1 && MT * 16 == ROWS && BN % 16 == 0 && D % 64 == 0 && STAGES >= 2, "tile shapes");
+
+  extern __shared__ __align__(128) unsigned char attn_smem[];
+  unsigned short* sQ = reinterpret_cast<unsigned short*>(attn_smem); // ROWS x D
+  unsigned short* ring = sQ + ROWS * D;                                // per warp: STAGES x (K, V) x BN x D
+  constexpr int RING = WARPS * STAGES * 2 * BN * D * 2, MERGE = ROWS * OS * 4;
+  float* sML = reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(ring) + (RING > MERGE ? RING : MERGE));
+  float* sO = reinterpret_cast<float*>(ring); // the merge buffer, once every warp is done with its ring
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  const long long G = H / HKV, R = SQ * G, RB = (R + ROWS - 1) / ROWS;
+  const long long hk = blockIdx.y / RB, row0 = (blockIdx.y % RB) * ROWS, b = blockIdx.z;
+  const long long split = blockIdx.x, nsplit = gridDim.x;
+  const long long k0 = CHUNK ? split * CHUNK : 0;
+  const long long k1 = CHUNK ? (k0 + CHUNK < SKV ? k0 + CHUNK : SKV) : SKV;
+  const float scale = scale_arg != 0.f ? scale_arg : 1.f / sqrtf((float)D);
+  const float scale_log2 = scale * 1.4426950408889634f;
+  const long long off = SKV - SQ;
+
+  // The block's query rows, zeros past the last one.
+  for (int c = tid; c < ROWS * CH; c += THREADS) {
+    const int r = c / CH, ch = c % CH;
+    const long long row = row0 + r;
+    const bool ok = row < R;
+    const long long i = ok ? row / G : 0, h = hk * G + (ok ? row % G : 0);
+    cp_async16(smem_u32(sQ + swizzled<D>(r, ch)), q + b * qb + i * qs + h * qh + ch * 8, ok);
+  }
+  cp_async_commit();
+
+  // The last key each of this thread's rows sees (causal), and its (b, h, i) row of the output.
+  long long limit[MT][2];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const long long row = row0 + mt * 16 + g + 8 * r;
+      limit[mt][r] = (row < R ? row / G : 0) + off;
+    }
+
+  const unsigned short* kbase = k + b * kb + hk * kh;
+  const unsigned short* vbase = v + b * vb + hk * vh;
+  unsigned short* wring = ring + warp * STAGES * 2 * BN * D;
+  const long long tiles = (k1 - k0 + BN - 1) / BN;
+  const long long mine = tiles > warp ? (tiles - warp + WARPS - 1) / WARPS : 0; // this warp's tiles
+  auto load_tile = [&](int stage, long long n) {
+    const long long j0 = k0 + (warp + n * WARPS) * BN;
+    unsigned short* tK = wring + stage * 2 * BN * D;
+    unsigned short* tV = tK + BN * D;
+#pragma unroll
+    for (int c = lane; c < BN * CH; c += 32) {
+      const int r = c / CH, ch = c % CH;
+      const long long j = j0 + r;
+      const bool ok = j < k1;
+      cp_async16(smem_u32(tK + swizzled<D>(r, ch)), kbase + (ok ? j * ks : 0) + ch * 8, ok);
+      cp_async16(smem_u32(tV + swizzled<D>(r, ch)), vbase + (ok ? j * vs : 0) + ch * 8, ok);
+    }
+  };
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < mine) load_tile(s, s);
+    cp_async_commit();
+  }
+  cp_async_wait<STAGES - 1>(); // the Q group (committed first) has landed
+  __syncthreads();
+
+  float acc[MT][DT][4];
+  float row_max[MT][2], row_sum[MT][2];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+    for (int dt = 0; dt < DT; ++dt) acc[mt][dt][0] = acc[mt][dt][1] = acc[mt][dt][2] = acc[mt][dt][3] = 0.f;
+    row_max[mt][0] = row_max[mt][1] = -inf_f();
+    row_sum[mt][0] = row_sum[mt][1] = 0.f;
+  }
+
+  for (long long n = 0; n < mine; ++n) {
+    cp_async_wait<STAGES - 2>();
+    __syncwarp(); // tile n landed for every lane; every lane is done with tile n - 1's stage
+    if (n + STAGES - 1 < mine) load_tile(int((n + STAGES - 1) % STAGES), n + STAGES - 1);
+    cp_async_commit();
+    const unsigned short* tK = wring + int(n % STAGES) * 2 * BN * D;
+    const unsigned short* tV = tK + BN * D;
+
+    // S = Q K^T
+    float s[MT][NT][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) s[mt][nt][0] = s[mt][nt][1] = s[mt][nt][2] = s[mt][nt][3] = 0.f;
+#pragma unroll
+    for (int kd = 0; kd < D / 16; ++kd) {
+      unsigned a[MT][4];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+        ldmatrix_x4(a[mt], smem_u32(sQ + swizzled<D>(mt * 16 + (lane & 15), kd * 2 + (lane >> 4))));
+#pragma unroll
+      for (int np = 0; np < NT / 2; ++np) {
+        unsigned bf[4];
+        ldmatrix_x4(bf, smem_u32(tK + swizzled<D>(np * 16 + (lane & 7) + ((lane >> 4) << 3), kd * 2 + ((lane >> 3) & 1))));
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          mma16816<F16>(s[mt][2 * np], a[mt], bf[0], bf[1]);
+          mma16816<F16>(s[mt][2 * np + 1], a[mt], bf[2], bf[3]);
+        }
+      }
+    }
+
+    // Mask (past the block's keys; causal: past the row's diagonal), then the online softmax in
+    // log2 units.
+    const long long j0 = k0 + (warp + n * WARPS) * BN;
+    const bool edge = j0 + BN > k1 || (CAUSAL && j0 + BN - 1 > off);
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        float mx = -inf_f();
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            float x = s[mt][nt][2 * r + e] * scale_log2;
+            if (edge) {
+              const long long j = j0 + nt * 8 + 2 * t + e;
+              if (j >= k1 || (CAUSAL && j > limit[mt][r])) x = -inf_f();
+            }
+            s[mt][nt][2 * r + e] = x;
+            mx = fmaxf(mx, x);
+          }
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        const float m_new = fmaxf(row_max[mt][r], mx);
+        const float m_use = m_new == -inf_f() ? 0.f : m_new; // a row with no key yet: exp2(-inf) = 0
+        const float corr = exp2_approx(row_max[mt][r] - m_use);
+        row_max[mt][r] = m_new;
+        float sum = 0.f;
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const float p = exp2_approx(s[mt][nt][2 * r + e] - m_use);
+            s[mt][nt][2 * r + e] = p;
+            sum += p;
+          }
+        row_sum[mt][r] = row_sum[mt][r] * corr + sum;
+#pragma unroll
+        for (int dt = 0; dt < DT; ++dt) acc[mt][dt][2 * r] *= corr, acc[mt][dt][2 * r + 1] *= corr;
+      }
+    }
+
+    // O += P V
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      unsigned a[MT][4];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        a[mt][0] = pack2<F16>(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+        a[mt][1] = pack2<F16>(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+        a[mt][2] = pack2<F16>(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+        a[mt][3] = pack2<F16>(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+      }
+#pragma unroll
+      for (int dp = 0; dp < DT / 2; ++dp) {
+        unsigned bf[4];
+        ldmatrix_x4_trans(bf, smem_u32(tV + swizzled<D>(kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, dp * 2 + (lane >> 4))));
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          mma16816<F16>(acc[mt][2 * dp], a[mt], bf[0], bf[1]);
+          mma16816<F16>(acc[mt][2 * dp + 1], a[mt], bf[2], bf[3]);
+        }
+      }
+    }
+  }
+  cp_async_wait<0>();
+
+  // Merge the warps: each row's (max, sum) per warp, then O rescaled to the block's max and summed
+  // in warp order into the FP32 buffer over the rings.
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float l = row_sum[mt][r];
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      row_sum[mt][r] = l;
+      if (t == 0) {
+        const int lr = mt * 16 + g + 8 * r;
+        sML[(warp * ROWS + lr) * 2] = row_max[mt][r];
+        sML[(warp * ROWS + lr) * 2 + 1] = l;
+      }
+    }
+  __syncthreads(); // every warp's (max, sum) is there, and every ring is idle
+  float factor[MT][2];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int lr = mt * 16 + g + 8 * r;
+      float m = -inf_f();
+      for (int w = 0; w < WARPS; ++w) m = fmaxf(m, sML[(w * ROWS + lr) * 2]);
+      const float m_use = m == -inf_f() ? 0.f : m;
+      factor[mt][r] = exp2_approx(row_max[mt][r] - m_use);
+      if (nsplit == 1) { // the block's O is the answer: normalise here
+        float l = 0.f;
+        for (int w = 0; w < WARPS; ++w) l += sML[(w * ROWS + lr) * 2 + 1] * exp2_approx(sML[(w * ROWS + lr) * 2] - m_use);
+        factor[mt][r] = l > 0.f ? factor[mt][r] / l : 0.f;
+      }
+    }
+  for (int w = 0; w < WARPS; ++w) {
+    if (warp == w) {
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          float* dst = sO + (mt * 16 + g + 8 * r) * OS + 2 * t;
+#pragma unroll
+          for (int dt = 0; dt < DT; ++dt) {
+            float2 x = make_float2(acc[mt][dt][2 * r] * factor[mt][r], acc[mt][dt][2 * r + 1] * factor[mt][r]);
+            if (w > 0) {
+              const float2 y = *reinterpret_cast<const float2*>(dst + dt * 8);
+              x.x += y.x, x.y += y.y;
+            }
+            *reinterpret_cast<float2*>(dst + dt * 8) = x;
+          }
+        }
+    }
+    __syncthreads();
+  }
+
+  // Out: O (normalised) and the log-sum-exp with one split, else this split's partials.
+  const long long rows = B * H * SQ;
+  for (int c = tid; c < ROWS * (D / 8); c += THREADS) {
+    const int lr = c / (D / 8), d = (c % (D / 8)) * 8;
+    const long long row = row0 + lr;
+    if (row >= R) continue;
+    const long long i = row / G, h = hk * G + row % G;
+    const float* src = sO + lr * OS + d;
+    if (nsplit == 1) {
+      uint4 w;
+      w.x = pack2<F16>(src[0], src[1]), w.y = pack2<F16>(src[2], src[3]);
+      w.z = pack2<F16>(src[4], src[5]), w.w = pack2<F16>(src[6], src[7]);
+      *reinterpret_cast<uint4*>(o + b * ob + i * os + h * oh + d) = w;
+    } else {
+      float* dst = partial_o(ws, split, rows, (b * H + h) * SQ + i, D) + d;
+      *reinterpret_cast<float4*>(dst) = *reinterpret_cast<const float4*>(src);
+      *reinterpret_cast<float4*>(dst + 4) = *reinterpret_cast<const float4*>(src + 4);
+    }
+  }
+  if (tid < ROWS && row0 + tid < R) {
+    const long long row = row0 + tid, i = row / G, h = hk * G + row % G;
+    float m = -inf_f(), l = 0.f;
+    for (int w = 0; w < WARPS; ++w) m = fmaxf(m, sML[(w * ROWS + tid) * 2]);
+    const float m_use = m == -inf_f() ? 0.f : m;
+    for (int w = 0; w < WARPS; ++w) l += sML[(w * ROWS + tid) * 2 + 1] * exp2_approx(sML[(w * ROWS + tid) * 2] - m_use);
+    const long long out_row = (b * H + h) * SQ + i;
+    if (nsplit == 1) lse[out_row] = l > 0.f ? (m_use + log2_approx(l)) * 0.6931471805599453f : inf_f();
+    else *partial_ml(ws, nsplit, split, rows, out_row, D) = make_float2(m, l);
+  }
+}
+
+// The splits' partials merged: one warp a (b, h, i) row, each lane 4 elements of the head
+// dimension at a time.
+template <int F16, int D, int CHUNK>
+__global__ void __launch_bounds__(128) attention_decode_combine(
+    const unsigned short* __restrict__, const unsigned short* __restrict__, const unsigned short* __restrict__,
+    unsigned short* __restrict__ o, float* __restrict__ lse, long long B, long long H, long long, long long SQ,
+    long long SKV, long long, long long, long long, long long, long long, long long, long long, long long, long long,
+    long long, long long ob, long long os, long long oh, float, float* __restrict__ ws) {
+  using namespace ktune_attn;
+  using namespace ktune_attn_decode;
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory"); // the split step's partials are complete
+#endif
+  const int lane = threadIdx.x & 31;
+  const long long rows = B * H * SQ, row = blockIdx.x * 4LL + (threadIdx.x >> 5);
+  if (row >= rows) return;
+  const long long nsplit = (SKV + CHUNK - 1) / CHUNK;
+  float m = -inf_f();
+  for (long long s = lane; s < nsplit; s += 32) m = fmaxf(m, partial_ml(ws, nsplit, s, rows, row, D)->x);
+#pragma unroll
+  for (int x = 16; x > 0; x >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, x));
+  const float m_use = m == -inf_f() ? 0.f : m;
+  float l = 0.f;
+  for (long long s = lane; s < nsplit; s += 32) {
+    const float2 ml = *partial_ml(ws, nsplit, s, rows, row, D);
+    l += ml.y * exp2_approx(ml.x - m_use);
+  }
+#pragma unroll
+  for (int x = 16; x > 0; x >>= 1) l += __shfl_xor_sync(0xffffffffu, l, x);
+  const float inv = l > 0.f ? 1.f / l : 0.f;
+  const long long i = row % SQ, h = (row / SQ) % H, b = row / (SQ * H);
+  for (int d = lane * 4; d < D; d += 128) {
+    float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (long long s = 0; s < nsplit; ++s) {
+      const float w = exp2_approx(partial_ml(ws, nsplit, s, rows, row, D)->x - m_use);
+      const float4 x = *reinterpret_cast<const float4*>(partial_o(ws, s, rows, row, D) + d);
+      sum.x += w * x.x, sum.y += w * x.y, sum.z += w * x.z, sum.w += w * x.w;
+    }
+    uint2 out;
+    out.x = pack2<F16>(sum.x * inv, sum.y * inv);
+    out.y = pack2<F16>(sum.z * inv, sum.w * inv);
+    *reinterpret_cast<uint2*>(o + b * ob + i * os + h * oh + d) = out;
+  }
+  if (lane == 0) lse[row] = l > 0.f ? (m_use + log2_approx(l)) * 0.6931471805599453f : inf_f();
+}
