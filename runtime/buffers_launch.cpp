@@ -1,5 +1,6 @@
 #include "runtime/buffers_launch.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/kernel_spec.h"
@@ -102,10 +103,15 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
                 " bytes of workspace, the launch has none");
   const auto& spec = op_info(args.problem().op).spec;
   if (spec) spec_before_launch(m, *spec, args, stream);
-  // A built-in op's kernels get the workspace last, after the scalars and any tensor maps (a
-  // spec's are among its own arguments).
+  // A built-in op's kernels get the workspace last, after the scalars and any tensor maps, null
+  // when the plan has none: a kernel may declare it whether or not this launch's plan uses it
+  // (attention_decode without a split), and the driver reads no more arguments than the kernel
+  // declares. A spec's workspace is among its own arguments.
   CUdeviceptr workspace = args.workspace();
-  const bool pass_workspace = !spec && plan.workspace_bytes;
+  const bool pass_workspace = !spec;
+  // The arguments on the stack: this runs on every served call.
+  void* params[96];
+  const size_t base = args.count();
   for (const LaunchStep& s : plan.steps) {
     if (!s.tma() && !pass_workspace) {
       m.launch(s, stream, args.params());
@@ -113,9 +119,11 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
     }
     // The step's tensor maps after the scalars, encoded for these pointers (cached per thread).
     CUtensorMap maps[TensorMapKey::kMaxRank * 2];
-    if (s.tma_maps.size() > sizeof maps / sizeof maps[0])
-      throw Error(m.context() + ": " + std::to_string(s.tma_maps.size()) + " tensor maps in one step");
-    std::vector<void*> params(args.params(), args.params() + args.count());
+    if (s.tma_maps.size() > sizeof maps / sizeof maps[0] || base + s.tma_maps.size() + 1 > sizeof params / sizeof params[0])
+      throw Error(m.context() + ": " + std::to_string(base) + " arguments and " + std::to_string(s.tma_maps.size()) +
+                  " tensor maps in one step");
+    std::copy(args.params(), args.params() + base, params);
+    size_t n = base;
     for (size_t i = 0; i < s.tma_maps.size(); ++i) {
       const LaunchStep::TmaOperand& t = s.tma_maps[i];
       if (t.operand < 0 || size_t(t.operand) >= args.pointers().size())
@@ -125,10 +133,10 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
         return m.context() + ", tensor map of " + op_info(args.problem().op).operands[size_t(t.operand)].name + " at " +
                args.problem().key();
       });
-      params.push_back(&maps[i]);
+      params[n++] = &maps[i];
     }
-    if (pass_workspace) params.push_back(&workspace);
-    m.launch(s, stream, params.data());
+    if (pass_workspace) params[n++] = &workspace;
+    m.launch(s, stream, params);
   }
 }
 

@@ -74,7 +74,7 @@ class AttentionRunner : public OpRunner {
 
   // attention_decode's split partials. Kept between configs; it is scratch, so no guards.
   void ensure_workspace(size_t bytes) override {
-    if (bytes) reserve(workspace_, bytes, "workspace of " + p_.key());
+    if (bytes) reserve(workspace_, bytes, "the attention runner's workspace"); // before any prepare: no problem yet
   }
 
   void launch(Module& m, const LaunchPlan& plan, CUstream stream) override {

@@ -44,6 +44,7 @@ const Planted kFaults[] = {
 };
 
 VerifyResult check(OpRunner& runner, const Problem& p, Module& m, const LaunchPlan& plan, uint64_t seed) {
+  runner.ensure_workspace(plan.workspace_bytes); // as the tuner's worker does before every config
   return check_as_served_and_timed(runner, p, seed, Numerics::standard, [&](CUstream st) { runner.launch(m, plan, st); });
 }
 
@@ -123,16 +124,21 @@ TEST(AttentionGpu, BothFamiliesPassOverEdgeShapesAndPlantedKernelsAreRejected) {
 
 namespace {
 
-// Each fault changes one thing of attention_decode.cu.
-const Planted kDecodeFaults[] = {
-    {"the splits merged without their max", "const float w = exp2_approx(partial_ml(ws, nsplit, s, rows, row, D)->x - m_use);",
-     "const float w = 1.f;"},
-    {"the last split left out of the merge", "for (long long s = 0; s < nsplit; ++s) {", "for (long long s = 0; s + 1 < nsplit; ++s) {"},
-    {"a warp's merge overwrites the one before", "if (w > 0) {", "if (w > 1) {"},
-    {"every packed row reads the group's first head", "h = hk * G + (ok ? row % G : 0);", "h = hk * G;"},
-    {"causal limit of the packed row, not of its query", "limit[mt][r] = (row < R ? row / G : 0) + off;",
-     "limit[mt][r] = (row < R ? row : 0) + off;"},
-    {"keys past the block's end not masked", "if (j >= k1 || (CAUSAL && j > limit[mt][r]))", "if (CAUSAL && j > limit[mt][r])"},
+// Each fault changes one thing of attention_decode.cu; planted on a causal problem except where
+// causal masking would hide it (keys past the sequence are past every row's diagonal too).
+struct DecodePlanted : Planted {
+  const char* layout = "causal";
+};
+const DecodePlanted kDecodeFaults[] = {
+    {{"the splits merged without their max", "const float w = exp2_approx(partial_ml(ws, nsplit, s, rows, row, D)->x - m_use);",
+     "const float w = 1.f;"}},
+    {{"the last split left out of the merge", "for (long long s = 0; s < nsplit; ++s) {", "for (long long s = 0; s + 1 < nsplit; ++s) {"}},
+    {{"a warp's merge overwrites the one before", "if (w > 0) {", "if (w > 1) {"}},
+    {{"every packed row reads the group's first head", "h = hk * G + (ok ? row % G : 0);", "h = hk * G;"}},
+    {{"causal limit of the packed row, not of its query", "limit[mt][r] = (row < R ? row / G : 0) + off;",
+     "limit[mt][r] = (row < R ? row : 0) + off;"}},
+    {{"keys past the block's end not masked", "if (j >= k1 || (CAUSAL && j > limit[mt][r]))", "if (CAUSAL && j > limit[mt][r])"},
+     "full"},
 };
 
 } // namespace
@@ -167,24 +173,26 @@ TEST(AttentionGpu, DecodeFamilyPassesOverDecodeShapesAndPlantedKernelsAreRejecte
       std::cout << "[ ktune    ] attention_decode " << c.to_json() << " " << p.key() << ": " << v.summary() << "\n";
     }
   }
-  // Planted faults: causal GQA with 3 queries (12 packed rows), 4 splits of 256 keys (the last
-  // one partial), 4 warps a block.
-  const Problem p = Problem::parse("attention", "1x16x4x3x1000x128", "causal", DType::bf16);
+  // Planted faults: GQA with 3 queries (12 packed rows), 4 splits of 256 keys (the last one
+  // partial), 4 warps a block.
+  const Problem causal = Problem::parse("attention", "1x16x4x3x1000x128", "causal", DType::bf16);
+  const Problem full = Problem::parse("attention", "1x16x4x3x1000x128", "full", DType::bf16);
   Config c;
   c.set("CHUNK", 256);
   c.set("ROWS", 16);
   c.set("WARPS", 4);
   c.set("BN", 16);
   c.set("STAGES", 3);
-  ASSERT_TRUE(f.valid(c, p, *d));
   const std::string source(embedded_file("attention/attention_decode.cu"));
-  {
+  for (const Problem& p : {causal, full}) {
+    ASSERT_TRUE(f.valid(c, p, *d));
     const auto k = compiler.compile(compile_request(f, c, p, d->arch));
     Module m(k->cubin, k->lowered_names, "attention_decode");
     const VerifyResult v = check(*runner, p, m, f.launch_plan(c, p), 98);
-    ASSERT_TRUE(v.pass) << "the unplanted kernel: " << v.summary();
+    ASSERT_TRUE(v.pass) << "the unplanted kernel at " << p.key() << ": " << v.summary();
   }
-  for (const Planted& fault : kDecodeFaults) {
+  for (const DecodePlanted& fault : kDecodeFaults) {
+    const Problem& p = std::string(fault.layout) == "full" ? full : causal;
     std::string s = source;
     const size_t at = s.find(fault.from);
     ASSERT_NE(at, std::string::npos) << "planted fault '" << fault.name << "' no longer matches attention_decode.cu";
