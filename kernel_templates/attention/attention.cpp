@@ -222,14 +222,18 @@ Family decode_family() {
       .param("STAGES", {2, 3, 4}, "K / V tiles in each warp's cp.async ring");
   f.restrict("few query rows: q_len <= 64 (decode and speculative decoding)", {},
              [](const Config&, const Problem& p, const DeviceInfo&) { return p.dims[kQLen] <= 64; })
+      .restrict("the combine step's grid holds a block per (batch, head, query) row", {},
+                [](const Config&, const Problem& p, const DeviceInfo&) {
+                  return p.dims[kBatch] * p.dims[kHeads] * p.dims[kQLen] <= INT32_MAX;
+                })
       .restrict("head_dim is 64, 128, 192 or 256 (whole 8-chunk rows for the swizzle)", {},
                 [](const Config&, const Problem& p, const DeviceInfo&) {
                   return p.dims[kHeadDim] % 64 == 0 && p.dims[kHeadDim] <= 256;
                 })
       .restrict("16-byte rows and pointers (cp.async, 16-byte stores): alignment class 16", {},
                 [](const Config&, const Problem& p, const DeviceInfo&) { return p.align == 16; })
-      .restrict("a split shorter than the sequence (else CHUNK 0 is the same launch), at most 128 splits and a "
-                "workspace of at most 1 GiB",
+      .restrict("a split shorter than the sequence (else CHUNK 0 is the same launch), at most 128 splits (the "
+                "combine step's threads) and a workspace of at most 1 GiB",
                 {"CHUNK"}, [](const Config& c, const Problem& p, const DeviceInfo&) {
                   if (c["CHUNK"] == 0) return true;
                   return c["CHUNK"] < p.dims[kKvLen] && decode_splits(c, p) <= kMaxDecodeSplits &&
@@ -273,7 +277,7 @@ Family decode_family() {
     if (splits > 1) { // the splits merged (a programmatic dependent: it waits for them)
       LaunchStep m;
       m.kernel = 1;
-      m.grid[0] = unsigned((p.dims[kBatch] * p.dims[kHeads] * p.dims[kQLen] + 3) / 4);
+      m.grid[0] = unsigned(p.dims[kBatch] * p.dims[kHeads] * p.dims[kQLen]); // a block a row
       m.block[0] = 128;
       m.overlap_previous = true;
       plan.steps.push_back(m);

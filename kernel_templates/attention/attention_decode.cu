@@ -311,8 +311,10 @@ __global__ void __launch_bounds__(WARPS * 32) attention_decode(
   }
 }
 
-// The splits' partials merged: one warp a (b, h, i) row, each lane 4 elements of the head
-// dimension at a time.
+// The splits' partials merged: a block of 4 warps a (b, h, i) row. Thread s reads split s's
+// (m_s, l_s) (at most 128 splits, the family's limit), the block reduces them to the row's max and
+// sum, and each warp sums every fourth split's O_s (4 elements of the head dimension a lane, the
+// loads of several splits in flight), the warps' sums added in warp order.
 template <int F16, int D, int CHUNK>
 __global__ void __launch_bounds__(128) attention_decode_combine(
     const unsigned short* __restrict__, const unsigned short* __restrict__, const unsigned short* __restrict__,
@@ -321,38 +323,51 @@ __global__ void __launch_bounds__(128) attention_decode_combine(
     long long, long long ob, long long os, long long oh, float, float* __restrict__ ws) {
   using namespace ktune_attn;
   using namespace ktune_attn_decode;
+  __shared__ float weight[128];
+  __shared__ float reduce[2][4];
+  __shared__ float4 part[4][D / 4];
 #if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory"); // the split step's partials are complete
 #endif
-  const int lane = threadIdx.x & 31;
-  const long long rows = B * H * SQ, row = blockIdx.x * 4LL + (threadIdx.x >> 5);
-  if (row >= rows) return;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const long long rows = B * H * SQ, row = blockIdx.x;
   const long long nsplit = (SKV + CHUNK - 1) / CHUNK;
-  float m = -inf_f();
-  for (long long s = lane; s < nsplit; s += 32) m = fmaxf(m, partial_ml(ws, nsplit, s, rows, row, D)->x);
+  const float2 ml = tid < nsplit ? *partial_ml(ws, nsplit, tid, rows, row, D) : make_float2(-inf_f(), 0.f);
+  float m = ml.x;
 #pragma unroll
   for (int x = 16; x > 0; x >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, x));
+  if (lane == 0) reduce[0][warp] = m;
+  __syncthreads();
+  m = fmaxf(fmaxf(reduce[0][0], reduce[0][1]), fmaxf(reduce[0][2], reduce[0][3]));
   const float m_use = m == -inf_f() ? 0.f : m;
-  float l = 0.f;
-  for (long long s = lane; s < nsplit; s += 32) {
-    const float2 ml = *partial_ml(ws, nsplit, s, rows, row, D);
-    l += ml.y * exp2_approx(ml.x - m_use);
-  }
+  const float e = tid < nsplit ? exp2_approx(ml.x - m_use) : 0.f;
+  float l = ml.y * e;
 #pragma unroll
   for (int x = 16; x > 0; x >>= 1) l += __shfl_xor_sync(0xffffffffu, l, x);
+  if (lane == 0) reduce[1][warp] = l;
+  __syncthreads();
+  l = (reduce[1][0] + reduce[1][1]) + (reduce[1][2] + reduce[1][3]);
   const float inv = l > 0.f ? 1.f / l : 0.f;
-  const long long i = row % SQ, h = (row / SQ) % H, b = row / (SQ * H);
+  if (tid < nsplit) weight[tid] = e * inv;
+  __syncthreads();
   for (int d = lane * 4; d < D; d += 128) {
     float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
-    for (long long s = 0; s < nsplit; ++s) {
-      const float w = exp2_approx(partial_ml(ws, nsplit, s, rows, row, D)->x - m_use);
+#pragma unroll 4
+    for (long long s = warp; s < nsplit; s += 4) {
+      const float w = weight[s];
       const float4 x = *reinterpret_cast<const float4*>(partial_o(ws, s, rows, row, D) + d);
       sum.x += w * x.x, sum.y += w * x.y, sum.z += w * x.z, sum.w += w * x.w;
     }
-    uint2 out;
-    out.x = pack2<F16>(sum.x * inv, sum.y * inv);
-    out.y = pack2<F16>(sum.z * inv, sum.w * inv);
-    *reinterpret_cast<uint2*>(o + b * ob + i * os + h * oh + d) = out;
+    part[warp][d / 4] = sum;
   }
-  if (lane == 0) lse[row] = l > 0.f ? (m_use + log2_approx(l)) * 0.6931471805599453f : inf_f();
+  __syncthreads();
+  const long long i = row % SQ, h = (row / SQ) % H, b = row / (SQ * H);
+  for (int c = tid; c < D / 4; c += 128) {
+    const float4 a = part[0][c], b1 = part[1][c], c2 = part[2][c], d3 = part[3][c];
+    uint2 out;
+    out.x = pack2<F16>((a.x + b1.x) + (c2.x + d3.x), (a.y + b1.y) + (c2.y + d3.y));
+    out.y = pack2<F16>((a.z + b1.z) + (c2.z + d3.z), (a.w + b1.w) + (c2.w + d3.w));
+    *reinterpret_cast<uint2*>(o + b * ob + i * os + h * oh + 4 * c) = out;
+  }
+  if (tid == 0) lse[row] = l > 0.f ? (m_use + log2_approx(l)) * 0.6931471805599453f : inf_f();
 }

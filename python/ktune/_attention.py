@@ -40,11 +40,18 @@ def attention(q, k, v, causal=False, scale=None, out=None, return_lse=False):
     elif out.shape != q.shape or out.dtype != q.dtype or out.device != q.device or out.stride(-1) != 1:
         raise _err("out must be like q (shape %s, %s, last dimension contiguous)" % (tuple(q.shape), q.dtype))
     lse = torch.empty((B, H, Sq), dtype=torch.float32, device=q.device)
-    strides = [int(s) for t in (q, k, v, out) for s in t.stride()[:3]]
-    index = q.device.index if q.device.index is not None else torch.cuda.current_device()
-    with torch.cuda.device(index):
-        runtime(device=index).run("attention", _dtype_codes()[q.dtype], [B, H, Hk, Sq, Sk, D],
-                                  [q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), lse.data_ptr()],
-                                  {"scale": 0.0 if scale is None else float(scale)}, _current_stream(index), strides,
-                                  "causal" if causal else "full")
+    strides = [*q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *out.stride()[:3]]
+    current = torch.cuda.current_device()
+    index = q.get_device()
+    args = ("attention", _dtype_codes()[q.dtype], [B, H, Hk, Sq, Sk, D],
+            [q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), lse.data_ptr()],
+            {"scale": 0.0 if scale is None else float(scale)}, _current_stream(index), strides,
+            "causal" if causal else "full")
+    # The launch goes to the current CUDA context; switching devices costs microseconds a call
+    # (decode calls are tens of microseconds), so only when q is elsewhere.
+    if index == current:
+        runtime(device=index).run(*args)
+    else:
+        with torch.cuda.device(index):
+            runtime(device=index).run(*args)
     return (out, lse) if return_lse else out

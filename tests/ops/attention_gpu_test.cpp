@@ -130,9 +130,10 @@ struct DecodePlanted : Planted {
   const char* layout = "causal";
 };
 const DecodePlanted kDecodeFaults[] = {
-    {{"the splits merged without their max", "const float w = exp2_approx(partial_ml(ws, nsplit, s, rows, row, D)->x - m_use);",
-     "const float w = 1.f;"}},
-    {{"the last split left out of the merge", "for (long long s = 0; s < nsplit; ++s) {", "for (long long s = 0; s + 1 < nsplit; ++s) {"}},
+    {{"the splits merged without their max", "const float e = tid < nsplit ? exp2_approx(ml.x - m_use) : 0.f;",
+      "const float e = tid < nsplit ? 1.f : 0.f;"}},
+    {{"the last split left out of the merge", "for (long long s = warp; s < nsplit; s += 4) {",
+      "for (long long s = warp; s + 1 < nsplit; s += 4) {"}},
     {{"a warp's merge overwrites the one before", "if (w > 0) {", "if (w > 1) {"}},
     {{"every packed row reads the group's first head", "h = hk * G + (ok ? row % G : 0);", "h = hk * G;"}},
     {{"causal limit of the packed row, not of its query", "limit[mt][r] = (row < R ? row / G : 0) + off;",

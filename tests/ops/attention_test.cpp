@@ -86,7 +86,7 @@ TEST(Attention, DecodeFamilySplitsByRuleAndDeclaresItsWorkspace) {
   EXPECT_EQ(plan.steps[0].grid[1], 8u);
   EXPECT_GE(int64_t(plan.steps[0].grid[0]) * 8, 2 * d.sm_count); // the rule's aim: two blocks an SM
   EXPECT_EQ(plan.steps[1].kernel, 1);
-  EXPECT_EQ(plan.steps[1].grid[0], 8u); // 32 (b, h, i) rows, 4 a block
+  EXPECT_EQ(plan.steps[1].grid[0], 32u); // a block per (b, h, i) row
   EXPECT_EQ(plan.workspace_bytes, size_t(splits * 32 * (128 + 2) * 4));
   EXPECT_EQ(f.kernel_names(c, one).size(), 2u);
   // Batch 64: enough blocks without a split, so one step and no workspace.
