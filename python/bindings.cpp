@@ -3,6 +3,8 @@
 // UsageError becomes ktune.UsageError (a ValueError), any other ktune::Error ktune.KtuneError (a
 // RuntimeError). gemm releases the GIL while the runtime works (it may compile or measure on
 // first use of a problem); the Runtime is thread-safe (include/ktune/runtime.h).
+#include <array>
+
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -64,6 +66,10 @@ struct PyGemmCall {
 struct PyRowsCall {
   py::object owner;
   std::unique_ptr<ktune::RowsCall> call;
+};
+struct PyBuffersCall {
+  py::object owner;
+  std::unique_ptr<ktune::BuffersCall> call;
 };
 
 ktune::Problem make_rows_problem(const std::string& op, const std::string& dtype, int64_t rows, int64_t cols, int64_t ldx,
@@ -209,6 +215,19 @@ PYBIND11_MODULE(_ktune, m) {
       },
   };
   m.add_object("_call_api", py::capsule(&call_api, KTUNE_CALL_API_CAPSULE));
+
+  py::class_<PyBuffersCall>(m, "BuffersCall")
+      .def("__call__",
+           [](const PyBuffersCall& c, const std::vector<uintptr_t>& buffers, uintptr_t stream) {
+             std::array<const void*, 16> ptrs{};
+             if (buffers.size() > ptrs.size()) throw ktune::UsageError(std::to_string(buffers.size()) + " buffers given");
+             for (size_t i = 0; i < buffers.size(); ++i) ptrs[i] = reinterpret_cast<const void*>(buffers[i]);
+             if (c.call->ready(ptrs.data(), buffers.size()))
+               return (*c.call)(ptrs.data(), buffers.size(), reinterpret_cast<CUstream>(stream));
+             py::gil_scoped_release nogil;
+             (*c.call)(ptrs.data(), buffers.size(), reinterpret_cast<CUstream>(stream));
+           })
+      .def_property_readonly("key", [](const PyBuffersCall& c) { return c.call->problem().key(); });
 
   m.def(
       "problem_key",
@@ -356,7 +375,24 @@ PYBIND11_MODULE(_ktune, m) {
             return PyRowsCall{self, self.cast<ktune::Runtime*>()->rows_call(make_rows_problem(op, dtype, rows, cols, ldx, ldy, scalar))};
           },
           py::arg("op"), py::arg("dtype"), py::arg("rows"), py::arg("cols"), py::arg("ldx"), py::arg("ldy"),
-          py::arg("scalar"), "rows() with the problem fixed: call it with (x, y, weight, bias, stream).");
+          py::arg("scalar"), "rows() with the problem fixed: call it with (x, y, weight, bias, stream).")
+      .def(
+          "buffers_call",
+          [](py::object self, const std::string& op, const std::string& dtype, const std::vector<int64_t>& dims,
+             const std::map<std::string, double>& scalars, const std::vector<int64_t>& strides, const std::string& layout) {
+            ktune::Problem p = ktune::Problem::make(op, dims, layout, ktune::parse_dtype(dtype));
+            p.scalars = scalars;
+            if (!strides.empty()) {
+              if (strides.size() != p.ld.size())
+                throw ktune::UsageError(std::to_string(strides.size()) + " strides given, op " + op + " has " +
+                                        std::to_string(p.ld.size()));
+              p.ld = strides;
+            }
+            return PyBuffersCall{self, self.cast<ktune::Runtime*>()->buffers_call(p)};
+          },
+          py::arg("op"), py::arg("dtype"), py::arg("dims"), py::arg("scalars"), py::arg("strides") = std::vector<int64_t>{},
+          py::arg("layout") = std::string(),
+          "run() with the problem fixed: call it with (buffers, stream), one device pointer per operand.");
 
   py::class_<PyGemmCall>(m, "GemmCall")
       .def("__call__",

@@ -1,4 +1,4 @@
-// GemmCall and RowsCall (include/ktune/runtime.h): Runtime::gemm_ex and rows without the lookup by
+// GemmCall, RowsCall and BuffersCall (include/ktune/runtime.h): Runtime::gemm_ex, rows and run without the lookup by
 // key on every call. A call computes the alignment class its pointers allow (a few bit tests),
 // takes the prepared launch kept for that class, and launches; only the first call of a class
 // goes through the runtime's lookup (which resolves, measures at first use and compiles as
@@ -10,6 +10,8 @@
 #include "ktune/runtime.h"
 #include "core/kernel_spec.h"
 #include "ktune/kernel_spec.h"
+#include "runtime/buffers_launch.h"
+#include "runtime/op_launcher.h"
 #include "runtime/runtime_impl.h"
 
 namespace ktune {
@@ -79,6 +81,49 @@ bool RowsCall::ready(const void* x, const void* y, const void* weight, const voi
   if (rows_empty(p_) || !x || !y) return false;
   const int align = Problem::alignment_with_pointers(p_.align, {x, y, weight, bias}, element_bytes(p_.dtype));
   return prepared_[slot_of(align)].load(std::memory_order_acquire) != nullptr;
+}
+
+BuffersCall::BuffersCall(Runtime& rt, const Problem& p) : rt_(rt), p_(p) {
+  if (&op_launcher(op_info(p_.op)) != &buffers_launcher())
+    throw UsageError("ktune::Runtime::buffers_call: " + p_.key() + " is not an op of plain buffers (use gemm_call or rows_call)");
+  validate(p_);
+  p_.align = Problem::alignment_of(p_.ld, element_bytes(p_.dtype));
+  empty_ = true;
+  const OpInfo& info = op_info(p_.op);
+  for (size_t i = 0; i < info.operands.size(); ++i)
+    if (info.operands[i].output && operand_elements(p_, i) > 0) empty_ = false;
+}
+
+int BuffersCall::align_of(const void* const* buffers, size_t n) const {
+  int align = p_.align;
+  for (size_t i = 0; i < n; ++i) align = Problem::alignment_with_pointers(align, {buffers[i]}, element_bytes(p_.dtype));
+  return align;
+}
+
+void BuffersCall::operator()(const void* const* buffers, size_t n, CUstream stream) const {
+  if (empty_) return;
+  const std::vector<const void*> ptrs(buffers, buffers + n); // BufferArgs checks the count and the nulls
+  const int align = align_of(buffers, n);
+  std::atomic<const void*>& slot = prepared_[slot_of(align)];
+  const void* prep = slot.load(std::memory_order_acquire);
+  if (!prep) {
+    Problem p = p_;
+    p.align = align;
+    BufferArgs check(p, ptrs); // a wrong count or a null pointer: the UsageError before any lookup
+    prep = rt_.prepared_buffers(p, std::vector<void*>(const_cast<void* const*>(buffers), const_cast<void* const*>(buffers) + n), stream);
+    if (!prep) return; // ran inside a capture, nothing kept yet
+    slot.store(prep, std::memory_order_release);
+  }
+  rt_.launch_prepared_buffers(prep, p_, ptrs, stream);
+}
+
+bool BuffersCall::ready(const void* const* buffers, size_t n) const {
+  if (empty_) return false;
+  return prepared_[slot_of(align_of(buffers, n))].load(std::memory_order_acquire) != nullptr;
+}
+
+std::unique_ptr<BuffersCall> Runtime::buffers_call(const Problem& p) {
+  return std::unique_ptr<BuffersCall>(new BuffersCall(*this, p));
 }
 
 std::unique_ptr<GemmCall> Runtime::gemm_call(const GemmProblem& p) { return std::unique_ptr<GemmCall>(new GemmCall(*this, p)); }

@@ -208,15 +208,22 @@ void Runtime::run_buffers(const Problem& problem, const std::vector<void*>& buff
   Problem p = problem;
   p.align = Problem::alignment_of(p.ld, element_bytes(p.dtype));
   for (const void* b : ptrs) p.align = Problem::alignment_with_pointers(p.align, {b}, element_bytes(p.dtype));
-  const auto* prep = static_cast<const Prepared*>(prepared_buffers(p, buffers, stream));
+  const auto* prep = prepared_buffers(p, buffers, stream);
   if (!prep) return;
+  launch_prepared_buffers(prep, p, ptrs, stream);
+}
+
+void Runtime::launch_prepared_buffers(const void* prepared, const Problem& p, const std::vector<const void*>& buffers,
+                                      CUstream stream) {
+  const auto* prep = static_cast<const Prepared*>(prepared);
   impl_->make_context_current();
-  BufferArgs args(p, ptrs, buffers_workspace(p, prep->plan, stream));
+  BufferArgs args(p, buffers, buffers_workspace(p, prep->plan, stream));
   launch_buffers(*prep->module, prep->plan, args, stream);
 }
 
 CUdeviceptr Runtime::buffers_workspace(const Problem& p, const LaunchPlan& plan, CUstream stream) {
-  return plan.workspace_bytes ? impl_->workspace(stream, plan.workspace_bytes, p.key())->ptr() : 0;
+  // Named by the op only: this runs on every call, and a key is a string to build.
+  return plan.workspace_bytes ? impl_->workspace(stream, plan.workspace_bytes, "op " + p.op)->ptr() : 0;
 }
 
 const void* Runtime::prepared_buffers(const Problem& p, const std::vector<void*>& buffers, CUstream stream) {

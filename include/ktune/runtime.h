@@ -180,6 +180,27 @@ class RowsCall {
   mutable std::array<std::atomic<const void*>, 4> prepared_{};
 };
 
+// The same for an op of plain buffers (Runtime::run: attention, scale_add, a user's kernel): a
+// call passes one device pointer per operand (OpInfo::operands order).
+class BuffersCall {
+ public:
+  BuffersCall(const BuffersCall&) = delete;
+  BuffersCall& operator=(const BuffersCall&) = delete;
+  // Runtime::run with the handle's problem; n must be the op's number of operands.
+  void operator()(const void* const* buffers, size_t n, CUstream stream = nullptr) const;
+  bool ready(const void* const* buffers, size_t n) const;
+  const Problem& problem() const { return p_; }
+
+ private:
+  friend class Runtime;
+  BuffersCall(Runtime& rt, const Problem& p);
+  int align_of(const void* const* buffers, size_t n) const;
+  Runtime& rt_;
+  Problem p_;
+  bool empty_ = false; // every output empty: nothing to launch
+  mutable std::array<std::atomic<const void*>, 4> prepared_{};
+};
+
 class BuffersLauncher;
 
 // A user's kernel (docs/KERNEL_SPEC.md), loaded from its spec by Runtime::kernel: launches the best
@@ -287,6 +308,8 @@ class Runtime {
   // p's alignment class and alpha / beta are ignored (the pointers and the call give them).
   std::unique_ptr<GemmCall> gemm_call(const GemmProblem& p);
   std::unique_ptr<RowsCall> rows_call(const Problem& p);
+  // p of an op Runtime::run launches as plain buffers (UsageError for GEMM and the row ops).
+  std::unique_ptr<BuffersCall> buffers_call(const Problem& p);
 
   // A user's kernel from its spec file (ktune::load_kernel_spec: a bad spec is a UsageError
   // naming its field). The Kernel refers to this runtime, which must outlive it. Loading a spec new
@@ -301,6 +324,7 @@ class Runtime {
  private:
   friend class GemmCall;
   friend class RowsCall;
+  friend class BuffersCall;
   friend class BuffersLauncher;
   // run() of an op of plain buffers (runtime/buffers_launch.cpp's launcher).
   void run_buffers(const Problem& p, const std::vector<void*>& buffers, CUstream stream);
@@ -319,6 +343,8 @@ class Runtime {
                             CUstream stream);
   // The same for ops of plain buffers.
   const void* prepared_buffers(const Problem& p, const std::vector<void*>& buffers, CUstream stream);
+  void launch_prepared_buffers(const void* prepared, const Problem& p, const std::vector<const void*>& buffers,
+                               CUstream stream);
   // The stream's workspace for a plan that asks for one (a user's kernel's temporaries), else 0.
   CUdeviceptr buffers_workspace(const Problem& p, const LaunchPlan& plan, CUstream stream);
   // What both share once key is not found (serve.cpp): resolved and prepared; run_once serves a

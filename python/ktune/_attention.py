@@ -1,6 +1,6 @@
 """Attention on PyTorch CUDA tensors (the op "attention"; kernel_templates/attention/)."""
 
-from . import _ktune
+from . import _ktune, _runtime
 from ._rows import _current_stream, _dtype_codes
 from ._runtime import runtime
 
@@ -40,18 +40,26 @@ def attention(q, k, v, causal=False, scale=None, out=None, return_lse=False):
     elif out.shape != q.shape or out.dtype != q.dtype or out.device != q.device or out.stride(-1) != 1:
         raise _err("out must be like q (shape %s, %s, last dimension contiguous)" % (tuple(q.shape), q.dtype))
     lse = torch.empty((B, H, Sq), dtype=torch.float32, device=q.device)
-    strides = [*q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *out.stride()[:3]]
+    strides = (*q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *out.stride()[:3])
     current = torch.cuda.current_device()
     index = q.get_device()
-    args = ("attention", _dtype_codes()[q.dtype], [B, H, Hk, Sq, Sk, D],
-            [q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), lse.data_ptr()],
-            {"scale": 0.0 if scale is None else float(scale)}, _current_stream(index), strides,
-            "causal" if causal else "full")
+    scale = 0.0 if scale is None else float(scale)
+    ptrs = [q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), lse.data_ptr()]
     # The launch goes to the current CUDA context; switching devices costs microseconds a call
-    # (decode calls are tens of microseconds), so only when q is elsewhere.
+    # (a decode step's attention runs in tens of them), so only when q is elsewhere. A problem seen
+    # before (shape, dtype, strides, causal, scale, device) is called through its prepared handle:
+    # no Problem to build, validate and look up by key again.
     if index == current:
-        runtime(device=index).run(*args)
+        key = ("attention", q.dtype, B, H, Hk, Sq, Sk, D, strides, bool(causal), scale, index)
+        call = _runtime.calls.get(key)
+        if call is None:
+            call = runtime(device=index).buffers_call("attention", _dtype_codes()[q.dtype], [B, H, Hk, Sq, Sk, D],
+                                                      {"scale": scale}, list(strides), "causal" if causal else "full")
+            _runtime.remember_call(key, call)
+        call(ptrs, _current_stream(index))
     else:
         with torch.cuda.device(index):
-            runtime(device=index).run(*args)
+            runtime(device=index).run("attention", _dtype_codes()[q.dtype], [B, H, Hk, Sq, Sk, D], ptrs,
+                                      {"scale": scale}, _current_stream(index), list(strides),
+                                      "causal" if causal else "full")
     return (out, lse) if return_lse else out

@@ -162,4 +162,15 @@ TEST(Attention, RuntimeAndCEntriesRefuseBadInputWithoutAGpu) {
   EXPECT_EQ(ktune_attention(nullptr, KTUNE_R_16BF, 1, 4, 4, 16, 16, 64, 0, &x, &x, &x, &x, &l, nullptr, 0.f, nullptr),
             KTUNE_INVALID_VALUE);
   EXPECT_NE(std::string(ktune_last_error()).find("handle is NULL"), std::string::npos) << ktune_last_error();
+  // The prepared handle: only for ops of plain buffers, validated when made, the count and the
+  // nulls checked at the first call (before any lookup, so without a GPU too).
+  EXPECT_THROW(rt.buffers_call(Problem::parse("gemm", "64x64x64", "NN", DType::f32)), UsageError);
+  EXPECT_THROW(rt.buffers_call(Problem::parse("softmax", "4x64", "", DType::f32)), UsageError);
+  EXPECT_THROW(rt.buffers_call(Problem::make("attention", {1, 4, 3, 16, 16, 64}, "full", DType::bf16)), UsageError);
+  const auto call = rt.buffers_call(Problem::make("attention", {1, 4, 2, 16, 16, 64}, "causal", DType::bf16));
+  const void* four[] = {&x, &x, &x, &x};
+  EXPECT_THROW((*call)(four, 4), UsageError);
+  const void* with_null[] = {&x, &x, nullptr, &x, &l};
+  EXPECT_THROW((*call)(with_null, 5), UsageError);
+  EXPECT_FALSE(call->ready(with_null, 5));
 }
