@@ -9,8 +9,9 @@ random normal, in (B, S, H, D) memory viewed as (B, H, S, D), as FlashAttention'
 enable_gqa. Each backend is verified first: the first and last 64 query rows of every (batch, head) against an
 FP64 reference of those rows (the causal mask bottom-right aligned, as FlashAttention's), max |error| <= 2^-6 +
 2^-6 |ref|, a bf16 output's rounding several times over; a backend that fails or does not run says so. Then
-timed as docs/METHOD says: warm-up, CUDA events around each call, the L2 flushed before each, the median of
-25 calls. Prefill in TFLOPS (4 B H Sq Sk D, halved when causal), decode in TB/s of K and V read (GQA-aware: the
+timed as docs/METHOD says: warm-up, CUDA events around each call, the L2 flushed before each, the call queued
+behind a GPU delay (so that the host's cost of making the call, tens of microseconds in Python for every
+backend, is not what a small decode row measures; --no-delay times it too), the median of 25 calls. Prefill in TFLOPS (4 B H Sq Sk D, halved when causal), decode in TB/s of K and V read (GQA-aware: the
 kv heads' bytes) and as a share of a device-to-device copy of the same bytes (the read floor's stand-in).
 
 Usage: python3 bench/attention_vs_torch.py [--suite configs/suites/attention.json] [--json OUT.json] [--rows N]
@@ -34,6 +35,7 @@ except ImportError as e:  # the column says why
     ktune = None
     KTUNE_MISSING = str(e).split("\n")[0][:100]
 REPS = 25
+DELAY = True  # --no-delay: the host's cost of each call counts where it exceeds the flush
 
 
 def is_causal(r):
@@ -53,6 +55,9 @@ class Timer:
     def __init__(self):
         l2 = torch.cuda.get_device_properties(0).L2_cache_size
         self.flush = torch.empty(2 * l2, dtype=torch.uint8, device="cuda")
+        # 500k cycles, 250 us or more at an H100's or H200's clock: longer than any backend's host
+        # cost of one call.
+        self.delay_cycles = 500_000 if DELAY else 0
         self.start = [torch.cuda.Event(enable_timing=True) for _ in range(REPS)]
         self.stop = [torch.cuda.Event(enable_timing=True) for _ in range(REPS)]
 
@@ -62,6 +67,8 @@ class Timer:
         torch.cuda.synchronize()
         for i in range(REPS):
             self.flush.zero_()
+            if self.delay_cycles:
+                torch.cuda._sleep(self.delay_cycles)  # the GPU busy while the host makes the call
             self.start[i].record()
             fn()
             self.stop[i].record()
@@ -147,7 +154,10 @@ def main():
     ap.add_argument("--suite", default=os.path.join(os.path.dirname(__file__), "..", "configs", "suites", "attention.json"))
     ap.add_argument("--json", default=None)
     ap.add_argument("--rows", type=int, default=0, help="only the first N rows")
+    ap.add_argument("--no-delay", action="store_true", help="no GPU delay before each call: host cost counts")
     a = ap.parse_args()
+    global DELAY
+    DELAY = not a.no_delay
     suite = json.load(open(a.suite))
     rows = suite["problems"][: a.rows or None]
     dev = torch.cuda.get_device_name(0)
@@ -162,7 +172,8 @@ def main():
             copies[n] = 2 * n / timer.median_ms(lambda: dst.copy_(src)) / 1e9
         return copies[n]
 
-    print("# %s, torch %s, cuDNN %s" % (dev, torch.__version__, torch.backends.cudnn.version()))
+    print("# %s, torch %s, cuDNN %s, %s" % (dev, torch.__version__, torch.backends.cudnn.version(),
+                                         "calls queued behind a GPU delay" if DELAY else "no delay: host cost counts"))
     print("%-28s %-34s %s" % ("model", "B x Hq/Hkv x Sq x Sk x D causal", "  ".join("%-16s" % n for n, _ in BACKENDS)))
     results = []
     for r in rows:

@@ -210,6 +210,33 @@ TEST(AttentionGpu, DecodeFamilyPassesOverDecodeShapesAndPlantedKernelsAreRejecte
   }
 }
 
+// One attention_decode config that takes every path (two splits and the combine step, four warps
+// merged, a partial last tile, causal over two queries of two packed heads) on a shape small enough
+// for compute-sanitizer's memcheck and racecheck to run it in seconds.
+TEST(AttentionGpu, DecodeSplitsAndMergesOnATinyShape) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  auto runner = make_op_runner("attention", compiler, *d);
+  const Family f = find_family("attention_decode");
+  const Problem p = Problem::parse("attention", "1x4x2x2x300x64", "causal", DType::bf16);
+  Config c;
+  c.set("CHUNK", 256);
+  c.set("ROWS", 16);
+  c.set("WARPS", 4);
+  c.set("BN", 16);
+  c.set("STAGES", 2);
+  ASSERT_TRUE(f.valid(c, p, *d));
+  const LaunchPlan plan = f.launch_plan(c, p);
+  ASSERT_EQ(plan.steps.size(), 2u);
+  const auto k = compiler.compile(compile_request(f, c, p, d->arch));
+  Module m(k->cubin, k->lowered_names, "attention_decode");
+  const VerifyResult v = check(*runner, p, m, plan, 7);
+  EXPECT_TRUE(v.pass) << v.summary();
+}
+
 TEST(AttentionGpu, TunedByTheCliThenServedByTheRuntime) {
   std::string why;
   const DeviceInfo* d = ktune::testing::first_gpu(&why);
