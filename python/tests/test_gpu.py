@@ -506,6 +506,29 @@ def test_attention_matches_fp64(dtype, shape, causal):
     assert (out2.double() - ref2).abs().max().item() <= 4 * u * max(1.0, ref2.abs().max().item())
 
 
+def test_attention_custom_op_under_torch_compile():
+    """torch.ops.ktune.attention traced whole by torch.compile (its fake kernel gives O like q and the
+    log-sum-exp), equal to the eager call; opcheck's schema and fake-kernel checks pass."""
+    import torch
+    g = torch.Generator(device="cuda").manual_seed(11)
+    q = torch.randn(2, 1, 32, 128, device="cuda", generator=g).to(torch.bfloat16)
+    k = torch.randn(2, 700, 8, 128, device="cuda", generator=g).to(torch.bfloat16)
+    v = torch.randn(2, 700, 8, 128, device="cuda", generator=g).to(torch.bfloat16)
+
+    def f(q, k, v):
+        o, lse = torch.ops.ktune.attention(q, k, v, True, None)
+        return o.float() * 2, lse
+
+    got, got_lse = torch.compile(f, fullgraph=True)(q, k, v)
+    ref, ref_lse = attention_ref(q, k, v, True, 128 ** -0.5)
+    assert (got.double() / 2 - ref).abs().max().item() <= 4 * 2.0 ** -8
+    assert (got_lse.double() - ref_lse).abs().max().item() <= 1e-3
+    eager, _ = f(q, k, v)
+    assert torch.equal(eager, got)
+    torch.library.opcheck(torch.ops.ktune.attention.default, (q, k, v, False, 0.5),
+                          test_utils=("test_schema", "test_faketensor"))
+
+
 def test_attention_refuses_bad_inputs():
     import torch
     q = torch.randn(1, 16, 4, 64, device="cuda", dtype=torch.bfloat16)
