@@ -237,6 +237,70 @@ TEST(AttentionGpu, DecodeSplitsAndMergesOnATinyShape) {
   EXPECT_TRUE(v.pass) << v.summary();
 }
 
+// attention_paged (attention_decode_paged): page sizes 16, 64 and 256 and one page a sequence,
+// pages shared between sequences, per-sequence lengths from 0 to the capacity (the runner draws
+// them), and two planted faults of the paging itself.
+TEST(AttentionGpu, PagedDecodePassesOverPageSizesAndPlantedKernelsAreRejected) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  auto runner = make_op_runner("attention_paged", compiler, *d);
+  const Family f = find_family("attention_decode_paged");
+  // batch x heads x kv_heads x q_len x kv_len x head_dim x page_size x pages
+  const std::vector<std::tuple<const char*, const char*, DType>> shapes = {
+      {"3x16x4x1x1024x128x16x300", "full", DType::bf16},
+      {"2x8x2x4x2048x128x64x70", "causal", DType::f16},
+      {"3x4x4x1x768x64x256x5", "causal", DType::bf16}, // 9 table entries over 5 pages
+      {"2x32x8x1x4096x128x4096x2", "full", DType::bf16}, // a contiguous cache: one page a sequence
+  };
+  uint64_t seed = 900;
+  for (const auto& [shape, layout, t] : shapes) {
+    const Problem p = Problem::parse("attention_paged", shape, layout, t);
+    std::vector<Config> cs = f.sample(p, *d, 2, ++seed);
+    cs.push_back(f.default_config(p, *d));
+    for (const Config& c : cs) {
+      ASSERT_TRUE(f.valid(c, p, *d)) << c.to_json();
+      const auto k = compiler.compile(compile_request(f, c, p, d->arch));
+      Module m(k->cubin, k->lowered_names, "attention_decode_paged");
+      const VerifyResult v = check(*runner, p, m, f.launch_plan(c, p), ++seed);
+      EXPECT_TRUE(v.pass) << c.to_json() << " " << p.key() << ": " << v.summary();
+      std::cout << "[ ktune    ] attention_decode_paged " << c.to_json() << " " << p.key() << ": " << v.summary() << "\n";
+    }
+  }
+  // Planted: 16 pages a sequence, 40 in the cache (so the faults still read inside it).
+  const Problem p = Problem::parse("attention_paged", "2x8x2x2x1024x128x64x40", "causal", DType::bf16);
+  Config c;
+  c.set("CHUNK", 256);
+  c.set("ROWS", 16);
+  c.set("WARPS", 4);
+  c.set("BN", 16);
+  c.set("STAGES", 3);
+  ASSERT_TRUE(f.valid(c, p, *d));
+  const Planted faults[] = {
+      {"the block table ignored (pages taken in order)", "const long long page = bt[b * PPS + j / PAGE], at = j % PAGE;",
+       "const long long page = b * PPS + j / PAGE, at = j % PAGE;"},
+      {"the sequence lengths ignored", "if (PAGED) len = lens[b]", "if (false) len = lens[b]"},
+  };
+  const std::string source(embedded_file("attention/attention_decode.cu"));
+  for (const Planted& fault : faults) {
+    std::string s = source;
+    const size_t at = s.find(fault.from);
+    ASSERT_NE(at, std::string::npos) << "planted fault '" << fault.name << "' no longer matches attention_decode.cu";
+    s.replace(at, std::strlen(fault.from), fault.to);
+    CompileRequest req = compile_request(f, c, p, d->arch);
+    req.source = s;
+    req.source_name = "planted_attention_decode_paged.cu";
+    req.context = std::string("planted: ") + fault.name;
+    const auto k = compiler.compile(req);
+    Module m(k->cubin, k->lowered_names, req.context);
+    const VerifyResult v = check(*runner, p, m, f.launch_plan(c, p), 99);
+    EXPECT_FALSE(v.pass) << fault.name << ": " << v.summary();
+    std::cout << "[ ktune    ] planted, " << fault.name << ": " << v.summary() << "\n";
+  }
+}
+
 TEST(AttentionGpu, TunedByTheCliThenServedByTheRuntime) {
   std::string why;
   const DeviceInfo* d = ktune::testing::first_gpu(&why);
