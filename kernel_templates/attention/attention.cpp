@@ -187,6 +187,10 @@ Family wgmma_family() {
 
 // Query rows of a decode block: q_len x (heads / kv_heads), GQA heads packed into the MMA's M.
 int64_t decode_rows(const Problem& p) { return p.dims[kQLen] * (p.dims[kHeads] / p.dims[kKvHeads]); }
+// The grid's y extent: every kv head's blocks of ROWS packed rows.
+int64_t decode_row_blocks(const Config& c, const Problem& p) {
+  return p.dims[kKvHeads] * ((decode_rows(p) + c["ROWS"] - 1) / c["ROWS"]);
+}
 
 // Splits of the key sequence and their workspace: O_s of every (b, h, i) row, then (m_s, l_s).
 int64_t decode_splits(const Config& c, const Problem& p) {
@@ -208,6 +212,15 @@ int64_t decode_smem(const Config& c, const Problem& p) {
 
 constexpr int64_t kMaxDecodeSplits = 128;
 constexpr int64_t kMaxDecodeWorkspace = int64_t(1) << 30;
+// The split lengths CHUNK takes besides 0 (no split), shortest first.
+const std::vector<int> kDecodeChunks = {256, 512, 1024, 2048, 4096, 8192, 16384};
+
+// A split CHUNK > 0 the family serves p with: shorter than the sequence (else CHUNK 0 is the same
+// launch), at most kMaxDecodeSplits splits (the combine step's threads) and kMaxDecodeWorkspace.
+bool decode_split_fits(const Config& c, const Problem& p) {
+  return c["CHUNK"] < p.dims[kKvLen] && decode_splits(c, p) <= kMaxDecodeSplits &&
+         decode_workspace(c, p) <= kMaxDecodeWorkspace;
+}
 
 Family decode_family() {
   Family f = common("attention_decode", "attention_decode.cu",
@@ -215,7 +228,9 @@ Family decode_family() {
                     "(CHUNK keys each, 0: one block) and a combine step, and over WARPS warps a block (BN keys a "
                     "step, STAGES-deep cp.async rings)");
   f.min_arch(80);
-  f.param("CHUNK", {0, 256, 512, 1024, 2048, 4096, 8192, 16384}, "keys a block (split-KV); 0: one block reads all")
+  std::vector<int> chunks = {0};
+  chunks.insert(chunks.end(), kDecodeChunks.begin(), kDecodeChunks.end());
+  f.param("CHUNK", chunks, "keys a block (split-KV); 0: one block reads all")
       .param("ROWS", {16, 32, 64}, "query rows a block (q_len x heads / kv_heads, packed)")
       .param("WARPS", {2, 4, 8}, "warps a block, each with its own keys")
       .param("BN", {16, 32, 64}, "keys a warp step")
@@ -235,9 +250,7 @@ Family decode_family() {
       .restrict("a split shorter than the sequence (else CHUNK 0 is the same launch), at most 128 splits (the "
                 "combine step's threads) and a workspace of at most 1 GiB",
                 {"CHUNK"}, [](const Config& c, const Problem& p, const DeviceInfo&) {
-                  if (c["CHUNK"] == 0) return true;
-                  return c["CHUNK"] < p.dims[kKvLen] && decode_splits(c, p) <= kMaxDecodeSplits &&
-                         decode_workspace(c, p) <= kMaxDecodeWorkspace;
+                  return c["CHUNK"] == 0 || decode_split_fits(c, p);
                 })
       .restrict("no more row blocks than rows need (a block of 16 rows more is all padding)", {"ROWS"},
                 [](const Config& c, const Problem& p, const DeviceInfo&) {
@@ -245,9 +258,9 @@ Family decode_family() {
                 })
       .restrict("the grid's y extent holds kv_heads x row blocks", {"ROWS"},
                 [](const Config& c, const Problem& p, const DeviceInfo&) {
-                  return p.dims[kKvHeads] * ((decode_rows(p) + c["ROWS"] - 1) / c["ROWS"]) <= 65535;
+                  return decode_row_blocks(c, p) <= 65535;
                 })
-      .restrict("the O and S accumulators fit the registers (at most 160 floats a thread)", {"ROWS", "WARPS", "BN"},
+      .restrict("the O and S accumulators fit the registers (at most 160 floats a thread)", {"ROWS", "BN"},
                 [](const Config& c, const Problem& p, const DeviceInfo&) {
                   return c["ROWS"] / 16 * (p.dims[kHeadDim] / 2 + c["BN"] / 2) <= 160;
                 })
@@ -269,7 +282,7 @@ Family decode_family() {
     const int64_t splits = decode_splits(c, p);
     LaunchStep s;
     s.grid[0] = unsigned(splits);
-    s.grid[1] = unsigned(p.dims[kKvHeads] * ((decode_rows(p) + c["ROWS"] - 1) / c["ROWS"]));
+    s.grid[1] = unsigned(decode_row_blocks(c, p));
     s.grid[2] = unsigned(p.dims[kBatch]);
     s.block[0] = unsigned(32 * c["WARPS"]);
     s.dynamic_smem = unsigned(decode_smem(c, p));
@@ -296,19 +309,16 @@ Family decode_family() {
     c.set("BN", 16);
     c.set("STAGES", p.dims[kHeadDim] <= 128 ? 3 : 2);
     c.set("CHUNK", 0);
-    const int64_t blocks = p.dims[kBatch] * p.dims[kKvHeads] * ((rows + c["ROWS"] - 1) / c["ROWS"]);
+    const int64_t blocks = p.dims[kBatch] * decode_row_blocks(c, p);
     const int64_t want = std::max(1, 2 * d.sm_count);
     if (blocks < want) {
       // The longest chunk that still gives enough splits (the fewest partials to merge), else the
       // shortest one the limits allow.
       const int64_t splits = (want + blocks - 1) / blocks;
       int best = 0;
-      for (int chunk : {256, 512, 1024, 2048, 4096, 8192, 16384}) {
+      for (int chunk : kDecodeChunks) {
         c.set("CHUNK", chunk);
-        if (chunk >= p.dims[kKvLen] || decode_splits(c, p) > kMaxDecodeSplits ||
-            decode_workspace(c, p) > kMaxDecodeWorkspace)
-          continue;
-        if (best == 0 || decode_splits(c, p) >= splits) best = chunk;
+        if (decode_split_fits(c, p) && (best == 0 || decode_splits(c, p) >= splits)) best = chunk;
       }
       c.set("CHUNK", best);
     }
