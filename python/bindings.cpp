@@ -81,6 +81,22 @@ ktune::Problem make_rows_problem(const std::string& op, const std::string& dtype
   return p;
 }
 
+// Any op's problem as run() and buffers_call() take it: its scalars by name, its strides in ops()'
+// order (empty: packed), its layout ("": the op's first).
+ktune::Problem make_buffers_problem(const std::string& op, const std::string& dtype, const std::vector<int64_t>& dims,
+                                    const std::map<std::string, double>& scalars, const std::vector<int64_t>& strides,
+                                    const std::string& layout) {
+  ktune::Problem p = ktune::Problem::make(op, dims, layout, ktune::parse_dtype(dtype));
+  p.scalars = scalars;
+  if (!strides.empty()) {
+    if (strides.size() != p.ld.size())
+      throw ktune::UsageError(std::to_string(strides.size()) + " strides given, op " + op + " has " +
+                              std::to_string(p.ld.size()));
+    p.ld = strides;
+  }
+  return p;
+}
+
 PYBIND11_MODULE(_ktune, m) {
   m.doc() = "ktune's C++ runtime (include/ktune/runtime.h); use the ktune package, not this module";
   m.attr("__version__") = KTUNE_VERSION;
@@ -309,14 +325,7 @@ PYBIND11_MODULE(_ktune, m) {
           [](ktune::Runtime& rt, const std::string& op, const std::string& dtype, const std::vector<int64_t>& dims,
              const std::vector<uintptr_t>& buffers, const std::map<std::string, double>& scalars, uintptr_t stream,
              const std::vector<int64_t>& strides, const std::string& layout) {
-            ktune::Problem p = ktune::Problem::make(op, dims, layout, ktune::parse_dtype(dtype)); // "": the op's first
-            p.scalars = scalars;
-            if (!strides.empty()) {
-              if (strides.size() != p.ld.size())
-                throw ktune::UsageError(std::to_string(strides.size()) + " strides given, op " + op + " has " +
-                                        std::to_string(p.ld.size()));
-              p.ld = strides;
-            }
+            const ktune::Problem p = make_buffers_problem(op, dtype, dims, scalars, strides, layout);
             std::vector<void*> ptrs;
             for (uintptr_t b : buffers) ptrs.push_back(reinterpret_cast<void*>(b));
             py::gil_scoped_release nogil;
@@ -380,15 +389,8 @@ PYBIND11_MODULE(_ktune, m) {
           "buffers_call",
           [](py::object self, const std::string& op, const std::string& dtype, const std::vector<int64_t>& dims,
              const std::map<std::string, double>& scalars, const std::vector<int64_t>& strides, const std::string& layout) {
-            ktune::Problem p = ktune::Problem::make(op, dims, layout, ktune::parse_dtype(dtype));
-            p.scalars = scalars;
-            if (!strides.empty()) {
-              if (strides.size() != p.ld.size())
-                throw ktune::UsageError(std::to_string(strides.size()) + " strides given, op " + op + " has " +
-                                        std::to_string(p.ld.size()));
-              p.ld = strides;
-            }
-            return PyBuffersCall{self, self.cast<ktune::Runtime*>()->buffers_call(p)};
+            return PyBuffersCall{self, self.cast<ktune::Runtime*>()->buffers_call(
+                                           make_buffers_problem(op, dtype, dims, scalars, strides, layout))};
           },
           py::arg("op"), py::arg("dtype"), py::arg("dims"), py::arg("scalars"), py::arg("strides") = std::vector<int64_t>{},
           py::arg("layout") = std::string(),
