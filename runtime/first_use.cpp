@@ -127,6 +127,20 @@ std::string Runtime::Impl::agreement_with_cublas(const GemmProblem& p, const Ktu
   return output_disagreement(p, ref, got);
 }
 
+// The stream's workspace of `bytes` for candidate c at first use; null, with the reason in left_out,
+// when it cannot be allocated: that candidate is left out, not the caller's call.
+std::shared_ptr<DeviceBuffer> Runtime::Impl::candidate_workspace(CUstream stream, size_t bytes, const std::string& key,
+                                                                 const CandidateConfig& c,
+                                                                 std::vector<std::string>& left_out) {
+  try {
+    return workspace(stream, bytes, key);
+  } catch (const Error& e) {
+    left_out.push_back(c.family + " " + c.config.to_json() + ": its " + std::to_string(bytes) +
+                       "-byte workspace could not be allocated (" + e.what() + ")");
+    return nullptr;
+  }
+}
+
 // First use of an untuned problem: time every candidate and cuBLAS at p on the caller's stream
 // (after whatever it already holds, so A and B are ready), into a scratch C, and keep the
 // fastest. A candidate that fails to compile or launch is left out with its reason in `why`.
@@ -151,13 +165,9 @@ Selection Runtime::Impl::measure(const GemmProblem& p, Selection s, const void* 
     if (plan.workspace_bytes) {
       // A lent config's workspace may not fit beside the caller's data (gemm_wgmma_tf32x3's
       // split copies are twice A and B): such a candidate is left out, not the caller's error.
-      try {
-        ca.workspace = workspace(stream, plan.workspace_bytes, p)->as<float>();
-      } catch (const Error& e) {
-        left_out.push_back(c.family + " " + c.config.to_json() + ": its " + std::to_string(plan.workspace_bytes) +
-                           "-byte workspace could not be allocated (" + e.what() + ")");
-        return std::nullopt;
-      }
+      const auto ws = candidate_workspace(stream, plan.workspace_bytes, p.key(), c, left_out);
+      if (!ws) return std::nullopt;
+      ca.workspace = ws->as<float>();
     }
     return [&mod, plan, ca, stream] { launch_gemm(mod, plan, ca, stream); };
   };
@@ -318,16 +328,9 @@ Selection Runtime::Impl::measure_buffers(const Problem& p, Selection s, const st
       [&](const CandidateConfig& c, Module& mod, const LaunchPlan& plan,
           std::vector<std::string>& left_out) -> std::optional<std::function<void()>> {
         if (info.spec || !plan.workspace_bytes) return [&mod, plan, &a, stream] { launch_buffers(mod, plan, a, stream); };
-        // A built-in family's workspace (attention_decode's split partials): the stream's, as served;
-        // one that cannot be allocated leaves the candidate out, not the caller's call.
-        std::shared_ptr<DeviceBuffer> ws;
-        try {
-          ws = this->workspace(stream, plan.workspace_bytes, p.key()); // the local `workspace` is the spec's size
-        } catch (const Error& e) {
-          left_out.push_back(c.family + " " + c.config.to_json() + ": its " + std::to_string(plan.workspace_bytes) +
-                             "-byte workspace could not be allocated (" + e.what() + ")");
-          return std::nullopt;
-        }
+        // A built-in family's workspace (attention_decode's split partials): the stream's, as served.
+        const auto ws = candidate_workspace(stream, plan.workspace_bytes, p.key(), c, left_out);
+        if (!ws) return std::nullopt;
         auto args = std::make_shared<BufferArgs>(p, ptrs, ws->ptr());
         return [&mod, plan, args, ws, stream] { launch_buffers(mod, plan, *args, stream); };
       },

@@ -155,6 +155,8 @@ struct Runtime::Impl {
     return workspace(stream, bytes, p.key());
   }
   std::shared_ptr<DeviceBuffer> workspace(CUstream stream, size_t bytes, const std::string& problem_key);
+  std::shared_ptr<DeviceBuffer> candidate_workspace(CUstream stream, size_t bytes, const std::string& problem_key,
+                                                    const CandidateConfig& c, std::vector<std::string>& left_out);
   void run_cublas(const GemmProblem& p, const KtuneGemmArgs& a, CUstream stream);
   void scale_with_cublas(const GemmProblem& p, const KtuneGemmArgs& a, CUstream stream);
   ~Impl();
