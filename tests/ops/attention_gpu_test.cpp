@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "core/embedded.h"
 #include "gpu_env.h"
@@ -46,6 +47,26 @@ const Planted kFaults[] = {
 VerifyResult check(OpRunner& runner, const Problem& p, Module& m, const LaunchPlan& plan, uint64_t seed) {
   runner.ensure_workspace(plan.workspace_bytes); // as the tuner's worker does before every config
   return check_as_served_and_timed(runner, p, seed, Numerics::standard, [&](CUstream st) { runner.launch(m, plan, st); });
+}
+
+// Config c of family f at p, compiled from `source` (the family's file) with `fault` planted, and
+// checked; nullopt when the fault's text is no longer in the source.
+std::optional<VerifyResult> check_planted(OpRunner& runner, Compiler& compiler, const DeviceInfo& d, const Family& f,
+                                          const Config& c, const Problem& p, const std::string& source,
+                                          const Planted& fault) {
+  std::string s = source;
+  const size_t at = s.find(fault.from);
+  if (at == std::string::npos) return std::nullopt;
+  s.replace(at, std::strlen(fault.from), fault.to);
+  CompileRequest req = compile_request(f, c, p, d.arch);
+  req.source = s;
+  req.source_name = "planted_" + f.name() + ".cu";
+  req.context = std::string("planted: ") + fault.name;
+  const auto k = compiler.compile(req);
+  Module m(k->cubin, k->lowered_names, req.context);
+  const VerifyResult v = check(runner, p, m, f.launch_plan(c, p), 99);
+  std::cout << "[ ktune    ] planted, " << fault.name << ": " << v.summary() << "\n";
+  return v;
 }
 
 } // namespace
@@ -101,21 +122,10 @@ TEST(AttentionGpu, BothFamiliesPassOverEdgeShapesAndPlantedKernelsAreRejected) {
   const Family f = find_family("attention_fa2");
   const Config c = f.default_config(p, *d);
   const std::string source(embedded_file("attention/attention_fa2.cu"));
-  const std::string mma(embedded_file("attention/attention_mma.cuh"));
   for (const Planted& fault : kFaults) {
-    std::string s = source;
-    const size_t at = s.find(fault.from);
-    ASSERT_NE(at, std::string::npos) << "planted fault '" << fault.name << "' no longer matches attention_fa2.cu";
-    s.replace(at, std::strlen(fault.from), fault.to);
-    CompileRequest req = compile_request(f, c, p, d->arch);
-    req.source = s;
-    req.source_name = "planted_attention.cu";
-    req.context = std::string("planted: ") + fault.name;
-    const auto k = compiler.compile(req);
-    Module m(k->cubin, k->lowered_names, req.context);
-    const VerifyResult v = check(*runner, p, m, f.launch_plan(c, p), 99);
-    EXPECT_FALSE(v.pass) << fault.name << ": " << v.summary();
-    std::cout << "[ ktune    ] planted, " << fault.name << ": " << v.summary() << "\n";
+    const auto v = check_planted(*runner, compiler, *d, f, c, p, source, fault);
+    ASSERT_TRUE(v) << "planted fault '" << fault.name << "' no longer matches attention_fa2.cu";
+    EXPECT_FALSE(v->pass) << fault.name << ": " << v->summary();
   }
   // Nothing launched: the poisoned outputs fail.
   runner->prepare(p, 3);
@@ -194,19 +204,9 @@ TEST(AttentionGpu, DecodeFamilyPassesOverDecodeShapesAndPlantedKernelsAreRejecte
   }
   for (const DecodePlanted& fault : kDecodeFaults) {
     const Problem& p = std::string(fault.layout) == "full" ? full : causal;
-    std::string s = source;
-    const size_t at = s.find(fault.from);
-    ASSERT_NE(at, std::string::npos) << "planted fault '" << fault.name << "' no longer matches attention_decode.cu";
-    s.replace(at, std::strlen(fault.from), fault.to);
-    CompileRequest req = compile_request(f, c, p, d->arch);
-    req.source = s;
-    req.source_name = "planted_attention_decode.cu";
-    req.context = std::string("planted: ") + fault.name;
-    const auto k = compiler.compile(req);
-    Module m(k->cubin, k->lowered_names, req.context);
-    const VerifyResult v = check(*runner, p, m, f.launch_plan(c, p), 99);
-    EXPECT_FALSE(v.pass) << fault.name << ": " << v.summary();
-    std::cout << "[ ktune    ] planted, " << fault.name << ": " << v.summary() << "\n";
+    const auto v = check_planted(*runner, compiler, *d, f, c, p, source, fault);
+    ASSERT_TRUE(v) << "planted fault '" << fault.name << "' no longer matches attention_decode.cu";
+    EXPECT_FALSE(v->pass) << fault.name << ": " << v->summary();
   }
 }
 
