@@ -3,9 +3,10 @@
 // then each dimension as a long long, then each stride of Problem::ld (N-dimensional operands')
 // as a long long, then each scalar (the problem's, else the op's default) as a float; a TMA
 // step's kernel then gets the step's tensor maps (LaunchStep::TmaOperand::box), a CUtensorMap
-// each by value, and last the plan's workspace (LaunchPlan::workspace_bytes; null when it has none). A user's kernel gets its spec's arguments in the spec's order and types: the
-// caller's buffers (OpInfo::operands), its temporaries in the workspace, its scalars computed or
-// the problem's. The one place the tuner's runners, the runtime and its first use launch such
+// each by value, and last the plan's workspace (LaunchPlan::workspace_bytes; null when it has
+// none). A user's kernel gets its spec's arguments in the spec's order and types: the caller's
+// buffers (OpInfo::operands), its temporaries in the workspace, its scalars computed or the
+// problem's. The one place the tuner's runners, the runtime and its first use launch such
 // ops through.
 #pragma once
 #include <cuda.h>
