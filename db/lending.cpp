@@ -39,6 +39,7 @@ double home_ratio(const TableEntry& e) {
 Lent lent(const IndexedEntry& ie, const std::pair<Config, bool>& form) {
   Lent l;
   l.from = &ie;
+  l.family = ie.entry.family;
   l.config = form.first;
   l.generalized = form.second;
   l.home_ratio = home_ratio(ie.entry);
@@ -84,8 +85,9 @@ size_t TunedIndex::add(const Table& t, const std::string& source, SourceTier tie
   return added;
 }
 
-std::optional<std::pair<Config, bool>> TunedIndex::serves(const IndexedEntry& ie, const Problem& p) const {
-  const Family* f = family(ie.entry.family);
+std::optional<std::pair<Config, bool>> TunedIndex::serves(const IndexedEntry& ie, const Problem& p,
+                                                          const std::string& name) const {
+  const Family* f = family(name.empty() ? ie.entry.family : name);
   if (!f) return std::nullopt;
   try {
     const Config c = f->canonical(Config::from_json(ie.entry.config_json));
@@ -121,25 +123,41 @@ std::vector<Lent> TunedIndex::exact(const Problem& p) const {
 
 std::vector<Lent> TunedIndex::lenders(const Problem& p, size_t per_family, const std::string& only) const {
   const std::string key = tuned_key(p);
+  // The op p's op lends from, and the problem p stands for there.
+  const OpInfo::LendsFrom& from = op_info(p.op).lends_from;
+  std::optional<Problem> as;
+  if (!from.op.empty()) as = from.as(p);
   std::vector<Lent> all;
   for (const auto& ie : entries_) {
     const TableEntry& e = ie->entry;
-    if (e.problem.op != p.op || !lends_across(e.problem.dtype, p.dtype)) continue;
-    if (!only.empty() && e.family != only) continue;
-    if (e.problem.key() == key) continue; // exact(): measured where it stands
-    auto c = serves(*ie, p);
+    if (!lends_across(e.problem.dtype, p.dtype)) continue;
+    std::string serving = e.family; // the family that would run p
+    const Problem* near = &p;       // what the distance is measured from
+    if (e.problem.op != p.op) {
+      if (!as || e.problem.op != from.op) continue;
+      const auto f = std::find_if(from.families.begin(), from.families.end(),
+                                  [&](const auto& m) { return m.first == e.family; });
+      if (f == from.families.end()) continue;
+      serving = f->second;
+      near = &*as;
+    } else if (e.problem.key() == key) {
+      continue; // exact(): measured where it stands
+    }
+    if (!only.empty() && serving != only) continue;
+    auto c = serves(*ie, p, serving);
     if (!c) continue;
     Lent l = lent(*ie, *c);
-    l.distance = log_distance(p, e.problem) + (e.problem.align != p.align ? kAlignPenalty : 0.0) +
-                 kLayoutPenalty * layout_differences(e.problem.layout, p.layout) +
+    l.family = serving;
+    l.distance = log_distance(*near, e.problem) + (e.problem.align != near->align ? kAlignPenalty : 0.0) +
+                 kLayoutPenalty * layout_differences(e.problem.layout, near->layout) +
                  (e.problem.dtype != p.dtype ? kDtypePenalty : 0.0);
     // A speedup recorded in another alignment class says how cuBLAS handles that class as much as
     // how fast the kernel is (cuBLAS bf16 runs 2999^3 at a seventh of its aligned rate), so it does
     // not carry over: such a lender predicts from a neutral ratio of 1. Otherwise the unaligned
     // public entries (3-4x cuBLAS at home) outranked every aligned lender at aligned untuned shapes
     // and took the family's slots with configs tuned for packed, bounds-checked tiles.
-    const double carried = e.problem.align == p.align ? l.home_ratio : 1.0;
-    const Family* f = family(e.family); // serves() found it
+    const double carried = e.problem.align == near->align ? l.home_ratio : 1.0;
+    const Family* f = family(serving); // serves() found it
     l.score = carried * std::exp(-f->lend_decay().value_or(kLendDecay) * l.distance);
     all.push_back(std::move(l));
   }
@@ -153,11 +171,11 @@ std::vector<Lent> TunedIndex::lenders(const Problem& p, size_t per_family, const
   std::vector<Lent> out;
   std::map<std::string, size_t> taken;
   for (auto& l : all) {
-    size_t& n = taken[l.from->entry.family];
+    size_t& n = taken[l.family];
     if (n >= per_family) continue;
     // The same config lent by two problems is one candidate.
     const bool same = std::any_of(out.begin(), out.end(), [&](const Lent& o) {
-      return o.from->entry.family == l.from->entry.family && o.config == l.config;
+      return o.family == l.family && o.config == l.config;
     });
     if (same) continue;
     ++n;

@@ -7,7 +7,9 @@
 //   lenders(p)  entries tuned for other problems of the same dtype, or of its sibling (bf16 and
 //               f16: the same kernels but for the conversion), any layout, whose config (or
 //               a general form of it, Family::generalized) is valid for p, ranked by a predicted
-//               speedup over cuBLAS at p.
+//               speedup over cuBLAS at p; with them the entries of the op p's op lends from
+//               (OpInfo::lends_from), their configs in the counterpart family, at the distance
+//               of the problem p stands for there.
 //
 // The prediction is deliberately simple: the speedup the entry recorded at its own problem
 // (cuBLAS time / kernel time there), decayed by how far away that problem is,
@@ -48,6 +50,9 @@ struct IndexedEntry {
 // One tuned config that can serve a problem.
 struct Lent {
   const IndexedEntry* from = nullptr;
+  // The family that serves the problem with config: the entry's own, or for an entry of the op
+  // the problem's op lends from (OpInfo::lends_from), its counterpart.
+  std::string family;
   Config config;          // canonical, or the first general form of it that is valid for the problem
   bool generalized = false;
   double distance = 0;    // 0 for an exact entry
@@ -112,8 +117,10 @@ class TunedIndex {
   // out another's), only family `only` when it is not empty.
   std::vector<Lent> lenders(const Problem& p, size_t per_family, const std::string& only = {}) const;
 
-  // The config of e in canonical form, or a general form of it, valid for p; nullopt if none.
-  std::optional<std::pair<Config, bool>> serves(const IndexedEntry& e, const Problem& p) const;
+  // The config of e in canonical form, or a general form of it, valid for p in family `family`
+  // (default: e's own); nullopt if none.
+  std::optional<std::pair<Config, bool>> serves(const IndexedEntry& e, const Problem& p,
+                                                const std::string& family = {}) const;
 
   // The built-in families the index judges entries with (null for an unknown name); the runtime
   // launches from the same descriptors.

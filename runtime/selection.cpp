@@ -14,7 +14,7 @@ namespace {
 
 CandidateConfig candidate_of(const Lent& l) {
   CandidateConfig c;
-  c.family = l.from->entry.family;
+  c.family = l.family;
   c.config = l.config;
   c.source = l.from->source;
   c.tuned = l.from->entry.problem.key();

@@ -23,7 +23,8 @@ CompileRequest attention_check_request(const std::string& arch) {
   CompileRequest req;
   req.source = std::string(embedded_file("attention/attention_check.cu"));
   req.source_name = "attention/attention_check.cu";
-  req.name_expressions = {"ktune_attn_fill", "ktune_attn_guard", "ktune_attn_stray", "ktune_attn_reference"};
+  req.name_expressions = {"ktune_attn_fill", "ktune_attn_guard", "ktune_attn_stray", "ktune_attn_reference",
+                          "ktune_attn_fill_int"};
   req.arch = arch;
   req.context = "attention check kernels for " + arch;
   return req;
@@ -33,8 +34,15 @@ namespace {
 
 constexpr size_t kGuard = 256;
 constexpr unsigned char kGuardByte = 0x5a;
-enum CheckKernel { kFill, kGuardK, kStray, kReference };
-enum Operand { kQ, kK, kV, kO, kLse };
+enum CheckKernel { kFill, kGuardK, kStray, kReference, kFillInt };
+
+// An operand of attention or attention_paged by name (their orders differ).
+size_t operand_index(const Problem& p, const std::string& name) {
+  const auto& ops = op_info(p.op).operands;
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].name == name) return i;
+  throw Error("op " + p.op + " has no operand " + name);
+}
 
 // attention_check.cu's KtuneAttnSums and KtuneAttnCheck, as they lie in device memory.
 struct AttnSums {
@@ -179,11 +187,20 @@ class AttentionRunner : public OpRunner {
   }
 
   // Input i filled from its seed (count 0), or its elements that differ from that fill added to
-  // the counter at `count`.
+  // the counter at `count`. attention_paged's int32 operands: pages of the cache anywhere in the
+  // pool (a page may serve several sequences, as shared prefixes do), and lengths from 0 (a
+  // sequence with no key) to the capacity.
   void fill(size_t i, CUdeviceptr count, CUstream stream) {
     const OpInfo::Operand& o = op_info(p_.op).operands[i];
     CUdeviceptr x = bufs_[i].dev.ptr() + kGuard + offset_;
     long long n = operand_elements(p_, i);
+    if (o.elem_bytes == 4) {
+      long long lo = 0, hi = o.name == "block_table" ? p_.dims[7] - 1 : p_.dims[4];
+      unsigned long long seed = bufs_[i].seed;
+      void* params[] = {&x, &n, &lo, &hi, &seed, &count};
+      launch_grid_stride(checks(), kFillInt, n, device_, params, stream);
+      return;
+    }
     int f16 = p_.dtype == DType::f16;
     double lo = o.lo, hi = o.hi;
     unsigned long long seed = bufs_[i].seed;
@@ -200,6 +217,7 @@ class AttentionRunner : public OpRunner {
 
   // o's elements outside its view (padding of strided rows) must still hold the poison.
   void stray_check(CUdeviceptr count, CUstream stream) {
+    const size_t kO = operand_index(p_, "o");
     std::vector<int64_t> e = operand_extents(p_, kO), s = operand_strides(p_, kO);
     std::vector<size_t> order(e.size());
     std::iota(order.begin(), order.end(), 0);
@@ -213,8 +231,10 @@ class AttentionRunner : public OpRunner {
   }
 
   void reference(CUstream stream) {
-    std::vector<void*> ptr = pointers();
-    std::vector<long long> dims(p_.dims.begin(), p_.dims.end()), ld(p_.ld.begin(), p_.ld.end());
+    const std::vector<void*> all = pointers();
+    std::vector<void*> ptr;
+    for (const char* name : {"q", "k", "v", "o", "lse"}) ptr.push_back(all[operand_index(p_, paged() ? paged_name(name) : name)]);
+    std::vector<long long> dims(p_.dims.begin(), p_.dims.begin() + 6), ld(p_.ld.begin(), p_.ld.end());
     if (ld.size() != 12) throw Error("attention problem " + p_.key() + " has " + std::to_string(ld.size()) + " strides, not 12");
     const double given = p_.scalar("scale");
     double scale = given != 0 ? double(float(given)) : 1.0 / std::sqrt(double(p_.dims[5]));
@@ -227,10 +247,19 @@ class AttentionRunner : public OpRunner {
     for (auto& s : ld) params.push_back(&s);
     params.push_back(&scale), params.push_back(&f16), params.push_back(&causal), params.push_back(&u_p);
     params.push_back(&sums);
+    void* bt = paged() ? all[operand_index(p_, "block_table")] : nullptr;
+    void* lens = paged() ? all[operand_index(p_, "seq_lens")] : nullptr;
+    long long page = paged() ? p_.dims[6] : 1, pps = paged() ? p_.dims[4] / p_.dims[6] : 0;
+    params.push_back(&bt), params.push_back(&lens), params.push_back(&page), params.push_back(&pps);
     const unsigned grid[3] = {unsigned((p_.dims[3] + 31) / 32), unsigned(p_.dims[1]), unsigned(p_.dims[0])};
     const unsigned block[3] = {256, 1, 1};
     const unsigned smem = unsigned((32 * (p_.dims[5] + 1) + 64 * p_.dims[5]) * 4);
     checks().launch(kReference, grid, block, smem, stream, params.data());
+  }
+
+  bool paged() const { return p_.op == "attention_paged"; }
+  static const char* paged_name(const char* name) {
+    return std::string(name) == "k" ? "k_cache" : std::string(name) == "v" ? "v_cache" : name;
   }
 
   Compiler& compiler_;

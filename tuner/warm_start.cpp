@@ -29,7 +29,7 @@ std::vector<Config> WarmStart::configs(const Family& f, const Problem& p, size_t
     if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
   };
   auto take = [&](const Lent& l) {
-    if (out.size() < count && l.from->entry.family == f.name()) add(l.config);
+    if (out.size() < count && l.family == f.name()) add(l.config);
   };
   for (const Lent& l : index_.exact(p)) take(l);
   for (const Lent& l : index_.lenders(p, count, f.name())) take(l);

@@ -165,6 +165,19 @@ struct OpInfo {
   // The op's kernel families, declared in its folder (builtin_families() collects them).
   std::function<std::vector<Family>()> families;
 
+  // Another op whose tuned entries may lend their configs to this op's problems, where a family of
+  // that op and one of this op take the same parameters (attention_paged's decode family is
+  // attention's with the keys looked up in a block table): the op, this op's family for each
+  // lending family, and the problem of that op a problem of this one stands for (the distance to a
+  // lender is measured between those). Empty op: none. First use measures what is lent, as any
+  // lender (db/lending.h).
+  struct LendsFrom {
+    std::string op;
+    std::vector<std::pair<std::string, std::string>> families; // lending family, serving family
+    std::function<Problem(const Problem&)> as;
+  };
+  LendsFrom lends_from;
+
   // A user's kernel (runner "spec"): its parsed spec, which says its arguments, fills, launch
   // and check (core/kernel_spec.h); null for built-in ops.
   std::shared_ptr<const KernelSpec> spec;

@@ -21,7 +21,7 @@ namespace ktune {
 
 namespace {
 
-enum Dim { kBatch, kHeads, kKvHeads, kQLen, kKvLen, kHeadDim };
+enum Dim { kBatch, kHeads, kKvHeads, kQLen, kKvLen, kHeadDim, kPageSize, kPages }; // the last two: attention_paged
 
 bool causal(const Problem& p) { return p.layout == "causal"; }
 int f16_code(DType d) { return d == DType::f16 ? 1 : 0; }
@@ -41,9 +41,10 @@ double visible_pairs(const Problem& p) {
   return total;
 }
 
-Family common(const std::string& name, const std::string& source, const std::string& about) {
+Family common(const std::string& name, const std::string& source, const std::string& about,
+              const std::string& op = "attention") {
   Family f(name, "attention/" + source);
-  f.op("attention").dtypes({DType::bf16, DType::f16}).describe(about);
+  f.op(op).dtypes({DType::bf16, DType::f16}).describe(about);
   f.restrict("the grid's y and z extents hold heads and batch", {}, [](const Config&, const Problem& p, const DeviceInfo&) {
     return p.dims[kHeads] <= 65535 && p.dims[kBatch] <= 65535;
   });
@@ -222,11 +223,17 @@ bool decode_split_fits(const Config& c, const Problem& p) {
          decode_workspace(c, p) <= kMaxDecodeWorkspace;
 }
 
-Family decode_family() {
-  Family f = common("attention_decode", "attention_decode.cu",
-                    "flash-decoding on mma.sync: GQA heads packed into ROWS MMA rows, the keys split over blocks "
-                    "(CHUNK keys each, 0: one block) and a combine step, and over WARPS warps a block (BN keys a "
-                    "step, STAGES-deep cp.async rings)");
+// paged: the family of attention_paged (a KV cache in pages, per-sequence lengths), the same
+// kernel body with the keys looked up in the block table.
+Family decode_family(bool paged) {
+  Family f = paged ? common("attention_decode_paged", "attention_decode.cu",
+                            "attention_decode over a paged KV cache: each key's page from the block table, each "
+                            "sequence's own length",
+                            "attention_paged")
+                   : common("attention_decode", "attention_decode.cu",
+                            "flash-decoding on mma.sync: GQA heads packed into ROWS MMA rows, the keys split over "
+                            "blocks (CHUNK keys each, 0: one block) and a combine step, and over WARPS warps a block "
+                            "(BN keys a step, STAGES-deep cp.async rings)");
   f.min_arch(80);
   std::vector<int> chunks = {0};
   chunks.insert(chunks.end(), kDecodeChunks.begin(), kDecodeChunks.end());
@@ -268,13 +275,15 @@ Family decode_family() {
                 [](const Config& c, const Problem& p, const DeviceInfo& d) {
                   return decode_smem(c, p) <= d.max_smem_per_block_optin;
                 });
-  f.kernels([](const Config& c, const Problem& p) {
+  const std::string suffix = paged ? "_paged" : "";
+  f.kernels([suffix](const Config& c, const Problem& p) {
     const std::string dt = std::to_string(f16_code(p.dtype)), d = std::to_string(p.dims[kHeadDim]);
-    std::vector<std::string> k{"attention_decode<" + dt + "," + d + "," + std::to_string(c["ROWS"]) + "," +
+    std::vector<std::string> k{"attention_decode" + suffix + "<" + dt + "," + d + "," + std::to_string(c["ROWS"]) + "," +
                                std::to_string(c["WARPS"]) + "," + std::to_string(c["BN"]) + "," +
                                std::to_string(c["STAGES"]) + "," + std::to_string(c["CHUNK"]) + "," +
                                (causal(p) ? "1" : "0") + ">"};
-    if (c["CHUNK"]) k.push_back("attention_decode_combine<" + dt + "," + d + "," + std::to_string(c["CHUNK"]) + ">");
+    if (c["CHUNK"])
+      k.push_back("attention_decode_combine" + suffix + "<" + dt + "," + d + "," + std::to_string(c["CHUNK"]) + ">");
     return k;
   });
   f.launch([](const Config& c, const Problem& p) {
@@ -397,7 +406,75 @@ OpInfo attention_op_info() {
   OpInfo::Operand lse("lse", true, [](const Problem& p) { return p.dims[kBatch] * p.dims[kHeads] * p.dims[kQLen]; });
   lse.elem_bytes = 4;
   o.operands.push_back(lse);
-  o.families = [] { return std::vector<Family>{wgmma_family(), fa2_family(), decode_family(), simple_family()}; };
+  o.families = [] { return std::vector<Family>{wgmma_family(), fa2_family(), decode_family(false), simple_family()}; };
+  return o;
+}
+
+// Op attention_paged: attention over a KV cache kept in pages, as vLLM and FlashInfer keep it, for
+// decode and speculative decoding (q_len <= 64). Dimensions batch, heads, kv_heads, q_len, kv_len
+// (the capacity of a sequence: its block table's pages x page_size), head_dim, page_size, pages
+// (of the cache). k_cache and v_cache are (pages, page_size, kv_heads, head_dim) with the caller's
+// strides; block_table is int32 (batch, kv_len / page_size), the page of each page_size keys of a
+// sequence; seq_lens is int32 (batch), the keys sequence b holds (0 to kv_len). q, o and lse as
+// attention's; causal is bottom-right aligned to each sequence's own length. A contiguous cache
+// with per-sequence lengths is the case page_size = kv_len, pages = batch, block_table[b] = b
+// (ktune.attention_decode). The block table's entries must be pages of the cache: the kernels
+// trust them, as vLLM's do.
+OpInfo attention_paged_op_info() {
+  OpInfo o = attention_op_info();
+  o.name = "attention_paged";
+  o.about = "attention over a paged KV cache (block table, per-sequence lengths), decode and speculative decoding";
+  o.dims = {"batch", "heads", "kv_heads", "q_len", "kv_len", "head_dim", "page_size", "pages"};
+  o.validate = [](const Problem& p) {
+    const std::string what = "invalid attention_paged problem " + p.key() + ": ";
+    if (!is_half(p.dtype)) throw UsageError(what + "dtype must be bf16 or f16");
+    for (size_t i = 0; i < p.dims.size(); ++i)
+      if (p.dims[i] < 1) throw UsageError(what + op_info("attention_paged").dims[i] + " must be >= 1");
+    if (p.dims[kHeads] % p.dims[kKvHeads] != 0)
+      throw UsageError(what + "heads (" + std::to_string(p.dims[kHeads]) + ") must be a multiple of kv_heads (" +
+                       std::to_string(p.dims[kKvHeads]) + ")");
+    if (p.dims[kHeadDim] > 256) throw UsageError(what + "head_dim must be at most 256");
+    if (p.dims[kQLen] > 64) throw UsageError(what + "q_len must be at most 64 (decode and speculative decoding)");
+    if (p.dims[kKvLen] % p.dims[kPageSize] != 0)
+      throw UsageError(what + "kv_len (" + std::to_string(p.dims[kKvLen]) + ") must be a whole number of pages of " +
+                       std::to_string(p.dims[kPageSize]));
+    if (p.dims[kPages] > INT32_MAX) throw UsageError(what + "pages must fit the int32 block table");
+    if (!std::isfinite(p.scalar("scale"))) throw UsageError(what + "scale must be finite");
+  };
+  o.flops = [](const Problem& p) { // every sequence at its capacity: the most the call can do
+    return 4.0 * double(p.dims[kBatch]) * double(p.dims[kHeads]) * visible_pairs(p) * double(p.dims[kHeadDim]);
+  };
+  o.min_bytes = [](const Problem& p) {
+    const double d = double(p.dims[kHeadDim]), b = double(p.dims[kBatch]);
+    const double qo = 2 * b * double(p.dims[kHeads]) * double(p.dims[kQLen]) * d;
+    const double kv = 2 * b * double(p.dims[kKvHeads]) * double(p.dims[kKvLen]) * d;
+    return (qo + kv) * element_bytes(p.dtype) + 4 * b * double(p.dims[kHeads]) * double(p.dims[kQLen]) +
+           4 * b * (double(p.dims[kKvLen] / p.dims[kPageSize]) + 1);
+  };
+  OpInfo::Operand table("block_table", false,
+                        [](const Problem& p) { return p.dims[kBatch] * (p.dims[kKvLen] / p.dims[kPageSize]); });
+  table.elem_bytes = 4;
+  OpInfo::Operand lens("seq_lens", false, [](const Problem& p) { return p.dims[kBatch]; });
+  lens.elem_bytes = 4;
+  OpInfo::Operand lse("lse", true, [](const Problem& p) { return p.dims[kBatch] * p.dims[kHeads] * p.dims[kQLen]; });
+  lse.elem_bytes = 4;
+  o.operands = {OpInfo::Operand::shaped("q", false, {"batch", "q_len", "heads", "head_dim"}, -2, 2),
+                OpInfo::Operand::shaped("k_cache", false, {"pages", "page_size", "kv_heads", "head_dim"}, -2, 2),
+                OpInfo::Operand::shaped("v_cache", false, {"pages", "page_size", "kv_heads", "head_dim"}, -1, 1),
+                table,
+                lens,
+                OpInfo::Operand::shaped("o", true, {"batch", "q_len", "heads", "head_dim"}),
+                lse};
+  o.families = [] { return std::vector<Family>{decode_family(true)}; };
+  // A config tuned for the contiguous cache is the same kernel but for where each key's row is
+  // read: attention's tuned decode entries are candidates for the paged problem of their shape.
+  o.lends_from.op = "attention";
+  o.lends_from.families = {{"attention_decode", "attention_decode_paged"}};
+  o.lends_from.as = [](const Problem& p) {
+    Problem q = Problem::make("attention", {p.dims.begin(), p.dims.begin() + kPageSize}, p.layout, p.dtype);
+    q.align = p.align;
+    return q;
+  };
   return o;
 }
 

@@ -55,6 +55,22 @@ extern "C" __global__ void ktune_attn_fill(unsigned short* x, long long n, int f
   if ((threadIdx.x & 31) == 0 && c) atomicAdd(changed, c);
 }
 
+// x[0, n) as int32 of uniform integers in [lo, hi] from seed (attention_paged's block table and
+// sequence lengths); with `changed` non-null, counts the elements that differ from that fill.
+extern "C" __global__ void ktune_attn_fill_int(int* x, long long n, long long lo, long long hi, unsigned long long seed,
+                                               unsigned long long* changed) {
+  unsigned long long c = 0;
+  for (long long i = first_index(); i < n; i += grid_stride()) {
+    long long w = lo + (long long)(ktune_uniform01(seed, i) * (double)(hi - lo + 1));
+    if (w > hi) w = hi;
+    if (changed) c += x[i] != (int)w;
+    else x[i] = (int)w;
+  }
+  if (!changed) return;
+  for (int o = 16; o > 0; o /= 2) c += __shfl_xor_sync(0xffffffffu, c, o);
+  if ((threadIdx.x & 31) == 0 && c) atomicAdd(changed, c);
+}
+
 // count += the bytes of a[0, n) that are not `byte` (guards).
 extern "C" __global__ void ktune_attn_guard(const unsigned char* a, long long n, unsigned byte, unsigned long long* count) {
   unsigned long long c = 0;
@@ -118,7 +134,9 @@ __device__ __forceinline__ double warp_sum(double x) {
 }
 } // namespace
 
-// The FP64 reference of every row, compared on the spot with the kernel's o and lse. Grid:
+// The FP64 reference of every row, compared on the spot with the kernel's o and lse. A paged KV
+// cache (attention_paged) passes bt and lens: key j of sequence b at page bt[b * pps + j / page],
+// row j % page, of lens[b] keys (k's batch stride then steps a page); null for attention. Grid:
 // (ceil(SQ / 32), H, B), 256 threads, dynamic shared memory kRefKeys * (2 D + 1) floats + the
 // block's q rows. A warp holds kRefRows rows; lane j of a key tile computes the scores of key j
 // with each row (FP64 products of the 16-bit values, exact in FP32 shared memory), then every lane
@@ -127,26 +145,30 @@ extern "C" __global__ void __launch_bounds__(256) ktune_attn_reference(
     const unsigned short* q, const unsigned short* k, const unsigned short* v, const unsigned short* o, const float* lse,
     long long B, long long H, long long HKV, long long SQ, long long SKV, long long D, long long qb, long long qs,
     long long qh, long long kb, long long ks, long long kh, long long vb, long long vs, long long vh, long long ob,
-    long long os, long long oh, double scale, int f16, int causal, double u_p, KtuneAttnCheck* out) {
+    long long os, long long oh, double scale, int f16, int causal, double u_p, KtuneAttnCheck* out, const int* bt,
+    const int* lens, long long page, long long pps) {
   extern __shared__ float ref_smem[];
   float* sK = ref_smem;                    // kRefKeys rows of D + 1 (odd: lanes read a column conflict-free)
   float* sV = sK + kRefKeys * (D + 1);     // kRefKeys rows of D
   float* sQ = sV + kRefKeys * D;           // kRefWarps * kRefRows rows of D
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const long long h = blockIdx.y, b = blockIdx.z, hk = h / (H / HKV), off = SKV - SQ;
+  const long long h = blockIdx.y, b = blockIdx.z, hk = h / (H / HKV);
+  const long long len = lens ? (lens[b] < 0 ? 0 : lens[b] < SKV ? lens[b] : SKV) : SKV; // the sequence's keys
+  const long long off = len - SQ;
   const long long row0 = (long long)blockIdx.x * kRefWarps * kRefRows;
   const long long wrow = row0 + warp * kRefRows;
-  const unsigned short* kbase = k + b * kb + hk * kh;
-  const unsigned short* vbase = v + b * vb + hk * vh;
+  auto key_row = [&](long long j, long long stride_b, long long stride_s) { // key j's offset, head hk's
+    return (bt ? (long long)bt[b * pps + j / page] * stride_b + (j % page) * stride_s : b * stride_b + j * stride_s);
+  };
   for (long long x = threadIdx.x; x < kRefWarps * kRefRows * D; x += blockDim.x) {
     const long long r = row0 + x / D;
     sQ[x] = r < SQ ? (float)ktune_half_value(q[b * qb + r * qs + h * qh + x % D], f16) : 0.f;
   }
   // Keys the block needs: all, or (causal) up to its last row's diagonal.
-  long long n_block = SKV;
+  long long n_block = len;
   if (causal) {
     const long long last = (row0 + kRefWarps * kRefRows < SQ ? row0 + kRefWarps * kRefRows : SQ) - 1 + off + 1;
-    n_block = last < 0 ? 0 : last < SKV ? last : SKV;
+    n_block = last < 0 ? 0 : last < len ? last : len;
   }
   double m[kRefRows], l[kRefRows], e[kRefRows], acc[kRefRows][kRefPer], mag[kRefRows][kRefPer];
   for (int r = 0; r < kRefRows; ++r) {
@@ -159,9 +181,9 @@ extern "C" __global__ void __launch_bounds__(256) ktune_attn_reference(
     __syncthreads();
     for (long long x = threadIdx.x; x < kRefKeys * D; x += blockDim.x) {
       const long long j = j0 + x / D, d = x % D;
-      const bool ok = j < SKV;
-      sK[(x / D) * (D + 1) + d] = ok ? (float)ktune_half_value(kbase[j * ks + d], f16) : 0.f;
-      sV[x] = ok ? (float)ktune_half_value(vbase[j * vs + d], f16) : 0.f;
+      const bool ok = j < len;
+      sK[(x / D) * (D + 1) + d] = ok ? (float)ktune_half_value(k[key_row(j, kb, ks) + hk * kh + d], f16) : 0.f;
+      sV[x] = ok ? (float)ktune_half_value(v[key_row(j, vb, vs) + hk * vh + d], f16) : 0.f;
     }
     __syncthreads();
     const long long j = j0 + lane;
@@ -178,7 +200,7 @@ extern "C" __global__ void __launch_bounds__(256) ktune_attn_reference(
     }
     for (int r = 0; r < kRefRows; ++r) {
       const long long i = wrow + r;
-      const bool visible = i < SQ && j < SKV && (!causal || j <= i + off);
+      const bool visible = i < SQ && j < len && (!causal || j <= i + off);
       const double s = visible ? scale * sc[r] : -kInf;
       if (visible) e[r] = fmax(e[r], fabs(scale) * gamma_d * (double)a[r] * (1 + 1e-6) + 4 * u * fabs(s));
       const double m_new = fmax(m[r], warp_max(s));
@@ -233,7 +255,7 @@ extern "C" __global__ void __launch_bounds__(256) ktune_attn_reference(
     if (i >= SQ) break;
     const double lsum = warp_sum(l[r]);
     const double E = warp_max(e[r]) + 4 * u * fabs(m[r] == -kInf ? 0.0 : m[r]) + 1.0 / 2097152.0; // + 2^-21
-    long long nvis = causal ? (i + off + 1 < SKV ? i + off + 1 : SKV) : SKV;
+    long long nvis = causal ? (i + off + 1 < len ? i + off + 1 : len) : len;
     if (nvis < 0) nvis = 0;
     const double gn = (nvis + 16) * u / (1 - (nvis + 16) * u);
     const double c = (2 * E + u_p + 2 * gn) * (1 + 8 * u);

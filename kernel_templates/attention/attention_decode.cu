@@ -21,6 +21,15 @@
 // scale (0: 1 / sqrt(D)); then the workspace the plan asks for (FP32: O_s of every split, then
 // (m_s, l_s) pairs). Causal is bottom-right aligned: key j is visible to query i when
 // j <= i + SKV - SQ.
+//
+// attention_decode_paged serves the op attention_paged, a KV cache in pages as vLLM keeps it: q,
+// k_cache and v_cache (pages, page_size, kv_heads, head_dim), block_table (int32, batch x
+// kv_len / page_size: the page of each page_size keys of a sequence), seq_lens (int32, batch: the
+// keys sequence b holds, at most kv_len), o, lse; the dimensions B, H, HKV, SQ, SKV (the capacity
+// of a sequence), D, PAGE, PAGES; the same strides (k's and v's first one steps a page). Key j of
+// sequence b lies in page block_table[b][j / PAGE] at row j % PAGE; causal is bottom-right aligned
+// to the sequence's own length. The table's entries must be pages of the cache (the kernel trusts
+// them, as vLLM's does).
 #include "attention_mma.cuh"
 
 namespace ktune_attn_decode {
@@ -36,13 +45,14 @@ __device__ __forceinline__ float2* partial_ml(float* ws, long long nsplit, long 
 
 } // namespace ktune_attn_decode
 
-template <int F16, int D, int ROWS, int WARPS, int BN, int STAGES, int CHUNK, int CAUSAL>
-__global__ void __launch_bounds__(WARPS * 32) attention_decode(
+// The split kernel of both entry points below. PAGED 0: bt and lens are null, PAGE and PPS unused.
+template <int F16, int D, int ROWS, int WARPS, int BN, int STAGES, int CHUNK, int CAUSAL, int PAGED>
+__device__ __forceinline__ void attention_decode_body(
     const unsigned short* __restrict__ q, const unsigned short* __restrict__ k, const unsigned short* __restrict__ v,
-    unsigned short* __restrict__ o, float* __restrict__ lse, long long B, long long H, long long HKV, long long SQ,
-    long long SKV, long long /*D, fixed by the template*/, long long qb, long long qs, long long qh, long long kb,
-    long long ks, long long kh, long long vb, long long vs, long long vh, long long ob, long long os, long long oh,
-    float scale_arg, float* __restrict__ ws) {
+    const int* __restrict__ bt, const int* __restrict__ lens, unsigned short* __restrict__ o, float* __restrict__ lse,
+    long long B, long long H, long long HKV, long long SQ, long long SKV, long long PAGE, long long PPS, long long qb,
+    long long qs, long long qh, long long kb, long long ks, long long kh, long long vb, long long vs, long long vh,
+    long long ob, long long os, long long oh, float scale_arg, float* __restrict__ ws) {
   using namespace ktune_attn;
   using namespace ktune_attn_decode;
   constexpr int THREADS = WARPS * 32;
@@ -65,11 +75,15 @@ __global__ void __launch_bounds__(WARPS * 32) attention_decode(
   const long long G = H / HKV, R = SQ * G, RB = (R + ROWS - 1) / ROWS;
   const long long hk = blockIdx.y / RB, row0 = (blockIdx.y % RB) * ROWS, b = blockIdx.z;
   const long long split = blockIdx.x, nsplit = gridDim.x;
+  // The keys of this sequence: all SKV, or (paged) its own length, at most the capacity.
+  long long len = SKV;
+  if (PAGED) len = lens[b] < 0 ? 0 : (lens[b] < SKV ? lens[b] : SKV);
   const long long k0 = CHUNK ? split * CHUNK : 0;
-  const long long k1 = CHUNK ? (k0 + CHUNK < SKV ? k0 + CHUNK : SKV) : SKV;
+  long long k1 = CHUNK ? (k0 + CHUNK < len ? k0 + CHUNK : len) : len;
+  if (k1 < k0) k1 = k0; // a split past the end of a short sequence: no keys
   const float scale = scale_arg != 0.f ? scale_arg : 1.f / sqrtf((float)D);
   const float scale_log2 = scale * 1.4426950408889634f;
-  const long long off = SKV - SQ;
+  const long long off = len - SQ;
 
   // The block's query rows, zeros past the last one.
   for (int c = tid; c < ROWS * CH; c += THREADS) {
@@ -91,8 +105,8 @@ __global__ void __launch_bounds__(WARPS * 32) attention_decode(
       limit[mt][r] = (row < R ? row / G : 0) + off;
     }
 
-  const unsigned short* kbase = k + b * kb + hk * kh;
-  const unsigned short* vbase = v + b * vb + hk * vh;
+  const unsigned short* kbase = k + (PAGED ? 0 : b * kb) + hk * kh;
+  const unsigned short* vbase = v + (PAGED ? 0 : b * vb) + hk * vh;
   unsigned short* wring = ring + warp * STAGES * 2 * BN * D;
   const long long tiles = (k1 - k0 + BN - 1) / BN;
   const long long mine = tiles > warp ? (tiles - warp + WARPS - 1) / WARPS : 0; // this warp's tiles
@@ -100,13 +114,27 @@ __global__ void __launch_bounds__(WARPS * 32) attention_decode(
     const long long j0 = k0 + (warp + n * WARPS) * BN;
     unsigned short* tK = wring + stage * 2 * BN * D;
     unsigned short* tV = tK + BN * D;
+    // The tile's first key in the table (one division a tile; the rows step from it).
+    long long pg0 = 0, at0 = 0;
+    if (PAGED) pg0 = j0 / PAGE, at0 = j0 - pg0 * PAGE;
 #pragma unroll
     for (int c = lane; c < BN * CH; c += 32) {
       const int r = c / CH, ch = c % CH;
       const long long j = j0 + r;
       const bool ok = j < k1;
-      cp_async16(smem_u32(tK + swizzled<D>(r, ch)), kbase + (ok ? j * ks : 0) + ch * 8, ok);
-      cp_async16(smem_u32(tV + swizzled<D>(r, ch)), vbase + (ok ? j * vs : 0) + ch * 8, ok);
+      long long kr = 0, vr = 0; // offsets of key j's row
+      if (ok) {
+        if (PAGED) {
+          long long pg = pg0, at = at0 + r;
+          while (at >= PAGE) at -= PAGE, ++pg; // r < BN: BN / PAGE + 1 steps at most
+          const long long page = bt[b * PPS + pg];
+          kr = page * kb + at * ks, vr = page * vb + at * vs;
+        } else {
+          kr = j * ks, vr = j * vs;
+        }
+      }
+      cp_async16(smem_u32(tK + swizzled<D>(r, ch)), kbase + kr + ch * 8, ok);
+      cp_async16(smem_u32(tV + swizzled<D>(r, ch)), vbase + vr + ch * 8, ok);
     }
   };
 #pragma unroll
@@ -311,16 +339,40 @@ __global__ void __launch_bounds__(WARPS * 32) attention_decode(
   }
 }
 
+template <int F16, int D, int ROWS, int WARPS, int BN, int STAGES, int CHUNK, int CAUSAL>
+__global__ void __launch_bounds__(WARPS * 32) attention_decode(
+    const unsigned short* __restrict__ q, const unsigned short* __restrict__ k, const unsigned short* __restrict__ v,
+    unsigned short* __restrict__ o, float* __restrict__ lse, long long B, long long H, long long HKV, long long SQ,
+    long long SKV, long long /*D, fixed by the template*/, long long qb, long long qs, long long qh, long long kb,
+    long long ks, long long kh, long long vb, long long vs, long long vh, long long ob, long long os, long long oh,
+    float scale_arg, float* __restrict__ ws) {
+  attention_decode_body<F16, D, ROWS, WARPS, BN, STAGES, CHUNK, CAUSAL, 0>(
+      q, k, v, nullptr, nullptr, o, lse, B, H, HKV, SQ, SKV, 0, 0, qb, qs, qh, kb, ks, kh, vb, vs, vh, ob, os, oh,
+      scale_arg, ws);
+}
+
+template <int F16, int D, int ROWS, int WARPS, int BN, int STAGES, int CHUNK, int CAUSAL>
+__global__ void __launch_bounds__(WARPS * 32) attention_decode_paged(
+    const unsigned short* __restrict__ q, const unsigned short* __restrict__ k, const unsigned short* __restrict__ v,
+    const int* __restrict__ bt, const int* __restrict__ lens, unsigned short* __restrict__ o, float* __restrict__ lse,
+    long long B, long long H, long long HKV, long long SQ, long long SKV, long long /*D*/, long long PAGE,
+    long long /*PAGES*/, long long qb, long long qs, long long qh, long long kb, long long ks, long long kh,
+    long long vb, long long vs, long long vh, long long ob, long long os, long long oh, float scale_arg,
+    float* __restrict__ ws) {
+  attention_decode_body<F16, D, ROWS, WARPS, BN, STAGES, CHUNK, CAUSAL, 1>(
+      q, k, v, bt, lens, o, lse, B, H, HKV, SQ, SKV, PAGE, SKV / PAGE, qb, qs, qh, kb, ks, kh, vb, vs, vh, ob, os, oh,
+      scale_arg, ws);
+}
+
 // The splits' partials merged: a block of 4 warps a (b, h, i) row. Thread s reads split s's
 // (m_s, l_s) (at most 128 splits, the family's limit), the block reduces them to the row's max and
 // sum, and each warp sums every fourth split's O_s (4 elements of the head dimension a lane, the
 // loads of several splits in flight), the warps' sums added in warp order.
 template <int F16, int D, int CHUNK>
-__global__ void __launch_bounds__(128) attention_decode_combine(
-    const unsigned short* __restrict__, const unsigned short* __restrict__, const unsigned short* __restrict__,
-    unsigned short* __restrict__ o, float* __restrict__ lse, long long B, long long H, long long, long long SQ,
-    long long SKV, long long, long long, long long, long long, long long, long long, long long, long long, long long,
-    long long, long long ob, long long os, long long oh, float, float* __restrict__ ws) {
+__device__ __forceinline__ void attention_decode_combine_body(unsigned short* __restrict__ o, float* __restrict__ lse,
+                                                              long long B, long long H, long long SQ, long long SKV,
+                                                              long long ob, long long os, long long oh,
+                                                              float* __restrict__ ws) {
   using namespace ktune_attn;
   using namespace ktune_attn_decode;
   __shared__ float weight[128];
@@ -370,4 +422,23 @@ __global__ void __launch_bounds__(128) attention_decode_combine(
     *reinterpret_cast<uint2*>(o + b * ob + i * os + h * oh + 4 * c) = out;
   }
   if (tid == 0) lse[row] = l > 0.f ? (m_use + log2_approx(l)) * 0.6931471805599453f : inf_f();
+}
+
+template <int F16, int D, int CHUNK>
+__global__ void __launch_bounds__(128) attention_decode_combine(
+    const unsigned short* __restrict__, const unsigned short* __restrict__, const unsigned short* __restrict__,
+    unsigned short* __restrict__ o, float* __restrict__ lse, long long B, long long H, long long, long long SQ,
+    long long SKV, long long, long long, long long, long long, long long, long long, long long, long long, long long,
+    long long, long long ob, long long os, long long oh, float, float* __restrict__ ws) {
+  attention_decode_combine_body<F16, D, CHUNK>(o, lse, B, H, SQ, SKV, ob, os, oh, ws);
+}
+
+template <int F16, int D, int CHUNK>
+__global__ void __launch_bounds__(128) attention_decode_combine_paged(
+    const unsigned short* __restrict__, const unsigned short* __restrict__, const unsigned short* __restrict__,
+    const int* __restrict__, const int* __restrict__, unsigned short* __restrict__ o, float* __restrict__ lse,
+    long long B, long long H, long long, long long SQ, long long SKV, long long, long long, long long, long long,
+    long long, long long, long long, long long, long long, long long, long long, long long, long long ob, long long os,
+    long long oh, float, float* __restrict__ ws) {
+  attention_decode_combine_body<F16, D, CHUNK>(o, lse, B, H, SQ, SKV, ob, os, oh, ws);
 }

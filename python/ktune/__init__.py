@@ -7,6 +7,7 @@
     torch.ops.ktune.gemm(a, b)                 # the same GEMM as a PyTorch custom op (torch.compile traces it)
     ktune.softmax(x, scale=0.125); ktune.layer_norm(x, w, b); ktune.rms_norm(x, w)   # row ops, last dimension
     o = ktune.attention(q, k, v, causal=True)     # (batch, seq, heads, head_dim), bf16 / f16, GQA
+    o = ktune.attention_decode(q, k_cache, v_cache, seq_lens, block_table)  # KV cache, paged or not
     ktune.run("scale_add", x, y, out, alpha=2.0)   # any registered op by name (ktune.ops() lists them)
     k = ktune.Kernel("spec.json"); k.tune([(4096, 4096)]); k(x, out, rows=4096, cols=4096)   # your own kernel
 
@@ -42,7 +43,7 @@ from ._ktune import DEFAULT_CUBIN_CACHE  # noqa: E402
 from ._gemm import gemm  # noqa: E402
 from ._rows import layer_norm, rms_norm, softmax  # noqa: E402
 from ._ops import op, ops, run  # noqa: E402
-from ._attention import attention  # noqa: E402
+from ._attention import attention, attention_decode  # noqa: E402
 from ._tune import tune  # noqa: E402
 from ._kernel import Kernel  # noqa: E402
 
@@ -58,6 +59,7 @@ __all__ = [
     "DEFAULT_CUBIN_CACHE",
     "Kernel",
     "attention",
+    "attention_decode",
     "KtuneError",
     "UsageError",
     "best_config",

@@ -1,13 +1,15 @@
-"""The PyTorch custom op ktune::gemm (torch.library), with a fake kernel for torch.compile and
-autograd. Imported by ktune when torch is installed.
+"""The PyTorch custom ops ktune::gemm and ktune::attention (torch.library), with fake kernels for
+torch.compile (and autograd for the GEMM). Imported by ktune when torch is installed.
 
     torch.ops.ktune.gemm(a, b, c=None, alpha=1.0, beta=0.0) -> alpha * a @ b + beta * c  (a new tensor)
+    torch.ops.ktune.attention(q, k, v, causal=False, scale=None) -> (o, lse)  (forward only)
 """
 
-from typing import Optional
+from typing import Optional, Tuple
 
 import torch
 
+from ._attention import attention as _attention
 from ._gemm import gemm as _gemm
 
 
@@ -52,3 +54,21 @@ def _backward(ctx, grad):
 
 
 gemm.register_autograd(_backward, setup_context=_setup_context)
+
+
+@torch.library.custom_op("ktune::attention", mutates_args=())
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
+              scale: Optional[float] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+    """ktune.attention(q, k, v, causal, scale, return_lse=True): O laid out as q, and the
+    log-sum-exp (batch, heads, q_len) float32. No backward: ktune has no attention backward kernel."""
+    return _attention(q, k, v, causal=causal, scale=scale, return_lse=True)
+
+
+@attention.register_fake
+def _(q, k, v, causal=False, scale=None):
+    torch._check(q.dim() == 4 and k.dim() == 4 and v.dim() == 4,
+                 lambda: "ktune::attention: q, k and v must be 4-d (batch, seq, heads, head_dim)")
+    torch._check(k.shape == v.shape, lambda: "ktune::attention: k and v must have one shape")
+    torch._check(q.dtype == k.dtype and q.dtype == v.dtype, lambda: "ktune::attention: q, k and v must have one dtype")
+    B, Sq, H, _ = q.shape
+    return torch.empty_like(q), q.new_empty((B, H, Sq), dtype=torch.float32)

@@ -506,6 +506,67 @@ def test_attention_matches_fp64(dtype, shape, causal):
     assert (out2.double() - ref2).abs().max().item() <= 4 * u * max(1.0, ref2.abs().max().item())
 
 
+def test_attention_custom_op_under_torch_compile():
+    """torch.ops.ktune.attention traced whole by torch.compile (its fake kernel gives O like q and the
+    log-sum-exp), equal to the eager call; opcheck's schema and fake-kernel checks pass."""
+    import torch
+    g = torch.Generator(device="cuda").manual_seed(11)
+    q = torch.randn(2, 1, 32, 128, device="cuda", generator=g).to(torch.bfloat16)
+    k = torch.randn(2, 700, 8, 128, device="cuda", generator=g).to(torch.bfloat16)
+    v = torch.randn(2, 700, 8, 128, device="cuda", generator=g).to(torch.bfloat16)
+
+    def f(q, k, v):
+        o, lse = torch.ops.ktune.attention(q, k, v, True, None)
+        return o.float() * 2, lse
+
+    got, got_lse = torch.compile(f, fullgraph=True)(q, k, v)
+    ref, ref_lse = attention_ref(q, k, v, True, 128 ** -0.5)
+    assert (got.double() / 2 - ref).abs().max().item() <= 4 * 2.0 ** -8
+    assert (got_lse.double() - ref_lse).abs().max().item() <= 1e-3
+    eager, _ = f(q, k, v)
+    assert torch.equal(eager, got)
+    torch.library.opcheck(torch.ops.ktune.attention.default, (q, k, v, False, 0.5),
+                          test_utils=("test_schema", "test_faketensor"))
+
+
+@pytest.mark.parametrize("paged", [False, True])
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_decode_matches_fp64(paged, causal):
+    """ktune.attention_decode over a KV cache with per-sequence lengths (the capacity, 1 key and a
+    partial page), contiguous or in 64-key pages scattered over the cache, against FP64 of each
+    sequence's own keys; a row that sees no key (causal, 2 queries over 1 key) gives O = 0, lse = inf."""
+    import torch
+    g = torch.Generator(device="cuda").manual_seed(21)
+    B, Sq, H, Hk, D, cap = 3, 2, 16, 4, 128, 640
+    lens = torch.tensor([cap, 1, 300], dtype=torch.int32, device="cuda")
+    q = torch.randn(B, Sq, H, D, device="cuda", generator=g).to(torch.bfloat16)
+    if paged:
+        page, pps = 64, cap // 64
+        pages = B * pps + 5
+        kc = torch.randn(pages, page, Hk, D, device="cuda", generator=g).to(torch.bfloat16)
+        vc = torch.randn(pages, page, Hk, D, device="cuda", generator=g).to(torch.bfloat16)
+        bt = torch.randperm(pages, device="cuda", generator=g)[: B * pps].view(B, pps).to(torch.int32).contiguous()
+        keys = [kc[bt[b].long()].reshape(cap, Hk, D) for b in range(B)]
+        values = [vc[bt[b].long()].reshape(cap, Hk, D) for b in range(B)]
+    else:
+        kc = torch.randn(B, cap, Hk, D, device="cuda", generator=g).to(torch.bfloat16)
+        vc = torch.randn(B, cap, Hk, D, device="cuda", generator=g).to(torch.bfloat16)
+        bt, keys, values = None, list(kc), list(vc)
+    out, lse = ktune.attention_decode(q, kc, vc, lens, bt, causal=causal, return_lse=True)
+    u = 2.0 ** -8
+    for b in range(B):
+        n = int(lens[b])
+        ref, ref_lse = attention_ref(q[b:b + 1], keys[b][:n][None], values[b][:n][None], causal, D ** -0.5)
+        assert (out[b:b + 1].double() - ref).abs().max().item() <= 4 * u * max(1.0, ref.abs().max().item()), b
+        seen = torch.isfinite(ref_lse)
+        assert (lse[b:b + 1][seen].double() - ref_lse[seen]).abs().max().item() <= 1e-3, b
+        assert torch.isinf(lse[b:b + 1][~seen]).all() and (lse[b:b + 1][~seen] > 0).all(), b
+    if causal:
+        assert not torch.isfinite(lse[1, :, 0]).any()  # sequence 1: query 0 of 2 sees no key
+    with pytest.raises(ktune.UsageError, match="int32"):
+        ktune.attention_decode(q, kc, vc, lens.long(), bt)
+
+
 def test_attention_refuses_bad_inputs():
     import torch
     q = torch.randn(1, 16, 4, 64, device="cuda", dtype=torch.bfloat16)

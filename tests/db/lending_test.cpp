@@ -316,3 +316,61 @@ TEST(Lending, EveryAnswerSaysWhy) {
   }
   EXPECT_TRUE(seen.count(Provenance::exact) && seen.count(Provenance::cublas) && seen.count(Provenance::nearest));
 }
+
+// attention_paged lends from attention (OpInfo::lends_from): a decode entry's config serves the
+// paged problem of its shape in attention_decode_paged, at the distance of the problem the paged
+// one stands for (0 at the same shape, whatever the page size); families without a paged
+// counterpart (the prefill ones) lend nothing, and nothing lends the other way.
+TEST(Lending, ContiguousDecodeEntriesLendToPagedProblemsOfTheirShape) {
+  const DeviceInfo d = DeviceInfo::nominal("sm_90");
+  auto attention_entry = [](const std::string& shape, const std::string& family, const std::string& config) {
+    TableEntry e;
+    e.problem = Problem::parse("attention", shape, "causal", DType::bf16);
+    e.arch = "sm_90";
+    e.family = family;
+    e.config_json = config;
+    e.time_ms = 0.1;
+    e.template_hash = "test";
+    return e;
+  };
+  const char* decode = R"({"CHUNK": 4096, "ROWS": 16, "WARPS": 4, "BN": 16, "STAGES": 2})";
+  const char* short_chunk = R"({"CHUNK": 1024, "ROWS": 16, "WARPS": 2, "BN": 32, "STAGES": 2})";
+  TunedIndex idx(d);
+  ASSERT_EQ(idx.add(table({attention_entry("8x16x8x1x8192x256", "attention_decode", decode),
+                           attention_entry("8x16x8x1x8192x256", "attention_fa2",
+                                           R"({"BM": 64, "BN": 32, "WARPS": 4, "STAGES": 2})"),
+                           attention_entry("8x16x8x1x2048x256", "attention_decode", short_chunk)}),
+                    "shipped", SourceTier::shipped),
+            3u);
+  for (const char* paged : {"8x16x8x1x8192x256x64x1100", "8x16x8x1x8192x256x16x4096"}) {
+    const Problem p = Problem::parse("attention_paged", paged, "causal", DType::bf16);
+    EXPECT_TRUE(idx.exact(p).empty()) << "a contiguous entry is not a measurement of the paged kernel";
+    const auto lent = idx.lenders(p, 4);
+    ASSERT_EQ(lent.size(), 2u) << paged; // both decode entries, the one of this shape first
+    EXPECT_EQ(lent[1].family, "attention_decode_paged");
+    EXPECT_EQ(lent[0].family, "attention_decode_paged");
+    EXPECT_EQ(lent[0].from->entry.family, "attention_decode");
+    EXPECT_EQ(lent[0].config, Config::from_json(decode));
+    EXPECT_DOUBLE_EQ(lent[0].distance, 0.0);
+    EXPECT_FALSE(idx.lenders(p, 4, "attention_decode_paged").empty());
+    EXPECT_TRUE(idx.lenders(p, 4, "attention_decode").empty());
+  }
+  // At another capacity the nearer of the two decode entries ranks first, its distance the
+  // contiguous problems' own.
+  const Problem p = Problem::parse("attention_paged", "8x16x8x1x6144x256x64x800", "causal", DType::bf16);
+  const auto lent = idx.lenders(p, 4);
+  ASSERT_EQ(lent.size(), 2u);
+  EXPECT_EQ(lent[0].from->entry.problem.dims[4], 8192);
+  EXPECT_NEAR(lent[0].distance,
+              log_distance(Problem::parse("attention", "8x16x8x1x6144x256", "causal", DType::bf16),
+                           lent[0].from->entry.problem),
+              1e-12);
+  EXPECT_GT(lent[1].distance, lent[0].distance);
+  // Nothing lends from attention_paged to attention.
+  TunedIndex paged(d);
+  TableEntry e = attention_entry("8x16x8x1x8192x256", "attention_decode", decode);
+  e.problem = Problem::parse("attention_paged", "8x16x8x1x8192x256x64x1100", "causal", DType::bf16);
+  e.family = "attention_decode_paged";
+  ASSERT_EQ(paged.add(table({e}), "shipped", SourceTier::shipped), 1u);
+  EXPECT_TRUE(paged.lenders(Problem::parse("attention", "8x16x8x1x8192x256", "causal", DType::bf16), 4).empty());
+}

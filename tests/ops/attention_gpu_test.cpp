@@ -28,7 +28,7 @@ namespace {
 
 struct Planted {
   const char* name;
-  const char* from; // text of attention_fa2.cu
+  const char* from; // text of the family's kernel source
   const char* to;   // what the planted kernel has instead
 };
 
@@ -92,7 +92,9 @@ TEST(AttentionGpu, BothFamiliesPassOverEdgeShapesAndPlantedKernelsAreRejected) {
       if (std::string(name) == "attention_wgmma" && d->arch != "sm_90") continue; // sm_90a only
       std::vector<Config> cs = f.sample(p, *d, std::string(name) == "attention_simple" ? 1 : 4, ++seed);
       if (f.valid(f.default_config(p, *d), p, *d)) cs.push_back(f.default_config(p, *d));
-      if (std::string(name) != "attention_simple") EXPECT_FALSE(cs.empty()) << name << " " << p.key();
+      if (std::string(name) != "attention_simple") {
+        EXPECT_FALSE(cs.empty()) << name << " " << p.key();
+      }
       for (const Config& c : cs) {
         const auto k = compiler.compile(compile_request(f, c, p, d->arch));
         Module m(k->cubin, k->lowered_names, name);
@@ -105,7 +107,7 @@ TEST(AttentionGpu, BothFamiliesPassOverEdgeShapesAndPlantedKernelsAreRejected) {
   // A (B, H, S, D) view: q, k, v and o with the head outside the sequence.
   for (const char* name : {"attention_wgmma", "attention_fa2"}) {
     Problem p = Problem::parse("attention", "2x4x2x96x160x64", "causal", DType::bf16);
-    const int64_t B = 2, H = 4, HK = 2, SQ = 96, SK = 160, D = 64;
+    const int64_t H = 4, HK = 2, SQ = 96, SK = 160, D = 64; // batch 2
     p.ld = {H * SQ * D, D, SQ * D, HK * SK * D, D, SK * D, HK * SK * D, D, SK * D, H * SQ * D, D, SQ * D};
     validate(p);
     const Family f = find_family(name);
@@ -235,6 +237,70 @@ TEST(AttentionGpu, DecodeSplitsAndMergesOnATinyShape) {
   Module m(k->cubin, k->lowered_names, "attention_decode");
   const VerifyResult v = check(*runner, p, m, plan, 7);
   EXPECT_TRUE(v.pass) << v.summary();
+}
+
+// attention_paged (attention_decode_paged): page sizes 16, 64 and 256 and one page a sequence,
+// pages shared between sequences, per-sequence lengths from 0 to the capacity (the runner draws
+// them), and two planted faults of the paging itself.
+TEST(AttentionGpu, PagedDecodePassesOverPageSizesAndPlantedKernelsAreRejected) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  auto runner = make_op_runner("attention_paged", compiler, *d);
+  const Family f = find_family("attention_decode_paged");
+  // batch x heads x kv_heads x q_len x kv_len x head_dim x page_size x pages
+  const std::vector<std::tuple<const char*, const char*, DType>> shapes = {
+      {"3x16x4x1x1024x128x16x300", "full", DType::bf16},
+      {"2x8x2x4x2048x128x64x70", "causal", DType::f16},
+      {"3x4x4x1x768x64x256x5", "causal", DType::bf16}, // 9 table entries over 5 pages
+      {"2x32x8x1x4096x128x4096x2", "full", DType::bf16}, // a contiguous cache: one page a sequence
+  };
+  uint64_t seed = 900;
+  for (const auto& [shape, layout, t] : shapes) {
+    const Problem p = Problem::parse("attention_paged", shape, layout, t);
+    std::vector<Config> cs = f.sample(p, *d, 2, ++seed);
+    cs.push_back(f.default_config(p, *d));
+    for (const Config& c : cs) {
+      ASSERT_TRUE(f.valid(c, p, *d)) << c.to_json();
+      const auto k = compiler.compile(compile_request(f, c, p, d->arch));
+      Module m(k->cubin, k->lowered_names, "attention_decode_paged");
+      const VerifyResult v = check(*runner, p, m, f.launch_plan(c, p), ++seed);
+      EXPECT_TRUE(v.pass) << c.to_json() << " " << p.key() << ": " << v.summary();
+      std::cout << "[ ktune    ] attention_decode_paged " << c.to_json() << " " << p.key() << ": " << v.summary() << "\n";
+    }
+  }
+  // Planted: 16 pages a sequence, 40 in the cache (so the faults still read inside it).
+  const Problem p = Problem::parse("attention_paged", "2x8x2x2x1024x128x64x40", "causal", DType::bf16);
+  Config c;
+  c.set("CHUNK", 256);
+  c.set("ROWS", 16);
+  c.set("WARPS", 4);
+  c.set("BN", 16);
+  c.set("STAGES", 3);
+  ASSERT_TRUE(f.valid(c, p, *d));
+  const Planted faults[] = {
+      {"the block table ignored (pages taken in order)", "const long long page = bt[b * PPS + pg];",
+       "const long long page = b * PPS + pg;"},
+      {"the sequence lengths ignored", "if (PAGED) len = lens[b]", "if (false) len = lens[b]"},
+  };
+  const std::string source(embedded_file("attention/attention_decode.cu"));
+  for (const Planted& fault : faults) {
+    const auto v = check_planted(*runner, compiler, *d, f, c, p, source, fault);
+    ASSERT_TRUE(v) << "planted fault '" << fault.name << "' no longer matches attention_decode.cu";
+    EXPECT_FALSE(v->pass) << fault.name << ": " << v->summary();
+  }
+  // A tile of 64 keys over pages of 16: the rows past the tile's first page must step on.
+  const Problem small = Problem::parse("attention_paged", "2x8x2x2x1024x128x16x160", "causal", DType::bf16);
+  c.set("BN", 64);
+  c.set("STAGES", 2);
+  ASSERT_TRUE(f.valid(c, small, *d));
+  const Planted boundary{"a tile's keys past a page boundary read from its first page",
+                         "while (at >= PAGE) at -= PAGE, ++pg;", "while (at >= PAGE) at -= PAGE;"};
+  const auto v = check_planted(*runner, compiler, *d, f, c, small, source, boundary);
+  ASSERT_TRUE(v) << "planted fault '" << boundary.name << "' no longer matches attention_decode.cu";
+  EXPECT_FALSE(v->pass) << boundary.name << ": " << v->summary();
 }
 
 TEST(AttentionGpu, TunedByTheCliThenServedByTheRuntime) {

@@ -117,6 +117,43 @@ TEST(Attention, DecodeFamilySplitsByRuleAndDeclaresItsWorkspace) {
     }
 }
 
+// attention_paged: a paged KV cache; its one family is attention_decode over the block table.
+TEST(Attention, PagedOpIsValidatedAndItsFamilyCompiles) {
+  const DeviceInfo d = DeviceInfo::nominal("sm_90");
+  const Problem p = Problem::parse("attention_paged", "4x32x8x1x4096x128x16x2000", "full", DType::bf16);
+  EXPECT_EQ(p.key(), "attention_paged/bf16/full/4x32x8x1x4096x128x16x2000/a16");
+  const OpInfo& info = op_info("attention_paged");
+  ASSERT_EQ(info.operands.size(), 7u);
+  EXPECT_EQ(operand_elements(p, 3), 4 * 4096 / 16); // block_table
+  EXPECT_EQ(operand_elements(p, 4), 4);             // seq_lens
+  EXPECT_EQ(operand_elements(p, 1), int64_t(2000) * 16 * 8 * 128); // k_cache
+  EXPECT_EQ(p.ld.size(), 12u);
+  for (const char* bad : {"4x32x8x1x4000x128x64x100", // kv_len not whole pages
+                          "4x32x8x65x4096x128x16x100", // q_len past decode
+                          "4x32x6x1x4096x128x16x100", "4x32x8x1x4096x320x16x100", "4x32x8x1x4096x128x16x0"})
+    EXPECT_THROW(Problem::parse("attention_paged", bad, "full", DType::bf16), UsageError) << bad;
+  EXPECT_THROW(Problem::parse("attention_paged", "4x32x8x1x4096x128x16x100", "full", DType::f32), UsageError);
+  const Family f = find_family("attention_decode_paged");
+  EXPECT_EQ(f.op(), "attention_paged");
+  const Config c = f.default_config(p, d);
+  ASSERT_TRUE(f.valid(c, p, d)) << c.to_json();
+  EXPECT_EQ(f.kernel_names(c, p).front().rfind("attention_decode_paged<", 0), 0u);
+  // A contiguous cache as one page a sequence, and a decode row served by nothing else.
+  const Problem one = Problem::parse("attention_paged", "1x32x8x1x32768x128x32768x1", "causal", DType::bf16);
+  const Config oc = f.default_config(one, d);
+  ASSERT_TRUE(f.valid(oc, one, d));
+  EXPECT_EQ(f.launch_plan(oc, one).steps.size(), 2u); // split: one sequence fills no device
+  std::vector<std::pair<Config, Problem>> cases;
+  for (const char* shape : {"2x8x2x3x1024x128x16x200", "1x4x4x1x768x64x256x3"})
+    for (DType t : {DType::bf16, DType::f16})
+      for (const char* layout : {"full", "causal"}) {
+        const Problem q = Problem::parse("attention_paged", shape, layout, t);
+        cases.emplace_back(f.default_config(q, d), q);
+        for (const Config& x : f.sample(q, d, 1, 5)) cases.emplace_back(x, q);
+      }
+  ktune::testing::compile_all(f, cases, "sm_90");
+}
+
 TEST(Attention, KernelsOfEveryFamilyAndTheCheckKernelsCompile) {
   const DeviceInfo d = DeviceInfo::nominal("sm_90");
   for (const char* name : {"attention_wgmma", "attention_fa2", "attention_simple"}) {
@@ -144,7 +181,7 @@ TEST(Attention, KernelsOfEveryFamilyAndTheCheckKernelsCompile) {
   Compiler compiler;
   for (const char* arch : {"sm_80", "sm_90"}) {
     const auto k = compiler.compile(attention_check_request(arch));
-    EXPECT_EQ(k->lowered_names.size(), 4u);
+    EXPECT_EQ(k->lowered_names.size(), 5u);
   }
 }
 

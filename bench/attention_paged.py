@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""A paged KV cache against a contiguous one, on the decode rows of configs/suites/attention.json: what
+the issue's "paged within 5 % of contiguous at page size >= 64" is measured with.
+
+For each decode row (q_len <= 16), one process, bf16, random normal data: K and V written once as a
+contiguous cache (batch, kv_len, kv_heads, head_dim) and once in pages of P keys (P = 16, 64, 256) laid
+out in a random permutation of the pages (a block table per sequence, as a vLLM cache after a while of
+serving), every sequence full (seq_lens = kv_len). Columns:
+  contiguous   ktune.attention on the contiguous cache (op attention: the tuned table where it has the row)
+  one page     ktune.attention_decode(block_table=None): op attention_paged, one page a sequence
+  page P       ktune.attention_decode with the block table
+Every output is checked first against an FP64 reference (max |err| <= 2^-6 + 2^-6 |ref|), then timed as
+bench/attention_vs_torch.py times (L2 flushed, queued behind a GPU delay, median of 25). TB/s of K and V
+read; "vs contiguous" is each paged column's time over the contiguous column's.
+
+Usage: python3 bench/attention_paged.py [--suite configs/suites/attention.json] [--json OUT.json]
+"""
+import argparse
+import json
+import math
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from attention_vs_torch import Timer, is_causal, kv_bytes, reference_rows  # noqa: E402
+
+import ktune  # noqa: E402
+
+PAGES = (16, 64, 256)
+
+
+def paged_copy(k, page, g):
+    """k (B, S, Hk, D) in pages of `page` keys at random places: (cache, block_table)."""
+    B, S, Hk, D = k.shape
+    pps = S // page
+    perm = torch.randperm(B * pps, device=k.device, generator=g).to(torch.int32)
+    cache = torch.empty(B * pps, page, Hk, D, device=k.device, dtype=k.dtype)
+    cache[perm.long()] = k.reshape(B * pps, page, Hk, D)
+    return cache, perm.view(B, pps)
+
+
+def run_row(r, timer):
+    g = torch.Generator(device="cuda").manual_seed(4321)
+    B, H, Hk, Sq, Sk, D = r["batch"], r["heads"], r["kv_heads"], r["q_len"], r["kv_len"], r["head_dim"]
+    causal = is_causal(r)
+    q = torch.randn(B, Sq, H, D, device="cuda", dtype=torch.bfloat16, generator=g)
+    k = torch.randn(B, Sk, Hk, D, device="cuda", dtype=torch.bfloat16, generator=g)
+    v = torch.randn(B, Sk, Hk, D, device="cuda", dtype=torch.bfloat16, generator=g)
+    lens = torch.full((B,), Sk, dtype=torch.int32, device="cuda")
+    ref = reference_rows(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), causal, list(range(Sq)))
+    calls = {"contiguous": lambda: ktune.attention(q, k, v, causal=causal),
+             "one page": lambda: ktune.attention_decode(q, k, v, lens, causal=causal)}
+    for page in PAGES:
+        if Sk % page == 0:
+            kc, bt = paged_copy(k, page, g)
+            vc = torch.empty_like(kc)
+            vc[bt.view(-1).long()] = v.reshape(-1, page, Hk, D)
+            calls["page %d" % page] = (lambda kc=kc, vc=vc, bt=bt:
+                                       ktune.attention_decode(q, kc, vc, lens, block_table=bt, causal=causal))
+    res = {"row": r, "columns": {}}
+    for name, call in calls.items():
+        c = {}
+        try:
+            o = call()
+            torch.cuda.synchronize()
+            err = ((o.transpose(1, 2).double() - ref).abs() - (2 ** -6) * ref.abs()).max().item()
+            c["max_excess"] = err
+            if not err <= 2 ** -6:
+                c["status"] = "wrong (max |err| - 2^-6 |ref| = %.3g)" % err
+            else:
+                ms = timer.median_ms(call)
+                c.update(status="ok", ms=ms, kv_tb_s=kv_bytes(r) / ms / 1e9)
+        except (RuntimeError, ValueError) as e:
+            c["status"] = "fails: " + str(e).split("\n")[0][:120]
+        res["columns"][name] = c
+    base = res["columns"]["contiguous"]
+    for name, c in res["columns"].items():
+        if name != "contiguous" and c.get("status") == "ok" and base.get("status") == "ok":
+            c["vs_contiguous"] = base["ms"] / c["ms"]
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--suite", default=os.path.join(os.path.dirname(__file__), "..", "configs", "suites", "attention.json"))
+    ap.add_argument("--json", default=None)
+    a = ap.parse_args()
+    rows = [r for r in json.load(open(a.suite))["problems"] if r["q_len"] <= 16]
+    dev = torch.cuda.get_device_name(0)
+    timer = Timer()
+    names = ["contiguous", "one page"] + ["page %d" % p for p in PAGES]
+    print("# %s, torch %s; TB/s of K and V read (vs contiguous: its time over the column's)" % (dev, torch.__version__))
+    print("%-14s %-28s %s" % ("model", "B x Hq/Hkv x Sq x Sk x D", "  ".join("%-17s" % n for n in names)))
+    results = []
+    ratios = {}
+    for r in rows:
+        res = run_row(r, timer)
+        results.append(res)
+        cells = []
+        for n in names:
+            c = res["columns"].get(n, {"status": "-"})
+            if c.get("status") != "ok":
+                cells.append("%-17s" % c.get("status", "?")[:17])
+            elif "vs_contiguous" in c:
+                cells.append("%-17s" % ("%.2f TB/s %.3fx" % (c["kv_tb_s"], c["vs_contiguous"])))
+                ratios.setdefault(n, []).append(c["vs_contiguous"])
+            else:
+                cells.append("%-17s" % ("%.2f TB/s" % c["kv_tb_s"]))
+        shape = "%d x %d/%d x %d x %d x %d" % (r["batch"], r["heads"], r["kv_heads"], r["q_len"], r["kv_len"],
+                                               r["head_dim"])
+        print("%-14s %-28s %s" % (r.get("model", "")[:14], shape, "  ".join(cells)), flush=True)
+    for n, v in ratios.items():
+        print("%-10s vs contiguous: geomean %.3fx, min %.3fx over %d rows" %
+              (n, math.exp(sum(map(math.log, v)) / len(v)), min(v), len(v)))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"device": dev, "torch": torch.__version__, "rows": results}, f, indent=1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
