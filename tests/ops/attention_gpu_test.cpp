@@ -293,6 +293,7 @@ TEST(AttentionGpu, PagedDecodePassesOverPageSizesAndPlantedKernelsAreRejected) {
   }
   // A tile of 64 keys over pages of 16: the rows past the tile's first page must step on.
   const Problem small = Problem::parse("attention_paged", "2x8x2x2x1024x128x16x160", "causal", DType::bf16);
+  c.set("WARPS", 2);
   c.set("BN", 64);
   c.set("STAGES", 2);
   ASSERT_TRUE(f.valid(c, small, *d));
