@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Every valid attention_decode config at every row of configs/suites/attention-decode-rule.json (the
-# decode rows of attention.json and eleven of other models), measured on the GPU into OUT/sweep.db,
+# Every valid attention_decode config at every row of a suite (default configs/suites/attention-decode-rule.json:
+# the decode rows of attention.json and eleven of other models), measured on the GPU into OUT/sweep.db,
 # and the trials written out as OUT/sweep-trials.csv (problem, config, status, median ms): the data
-# the family's default rule (kernel_templates/attention/attention.cpp) is fit and checked on.
-# Usage: bench/attention_decode_sweep.sh OUT_DIR
+# the family's default rule (kernel_templates/attention/attention.cpp) is fit on, and checked on
+# with configs/suites/attention-decode-check.json (shapes it was not fit on).
+# Usage: bench/attention_decode_sweep.sh OUT_DIR [SUITE]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:?usage: bench/attention_decode_sweep.sh OUT_DIR}
+out=${1:?usage: bench/attention_decode_sweep.sh OUT_DIR [SUITE]}
+suite=${2:-configs/suites/attention-decode-rule.json}
 mkdir -p "$out"
-./build/ktune tune --suite configs/suites/attention-decode-rule.json --db "$out/sweep.db" --family attention_decode \
+./build/ktune tune --suite "$suite" --db "$out/sweep.db" --family attention_decode \
   --strategy exhaustive | tee "$out/sweep-tune.txt"
 python3 - "$out/sweep.db" "$out/sweep-trials.csv" <<'PY'
 import csv, sqlite3, sys

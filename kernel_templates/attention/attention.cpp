@@ -307,19 +307,28 @@ Family decode_family(bool paged) {
     }
     return plan;
   });
-  // Rows for the packed heads, 4 warps of 16-key steps three deep (two with the larger heads), and
-  // the split by rule: enough blocks for two a multiprocessor, in as few splits as give that, no
-  // split shorter than 256 keys, within the family's limits on splits and workspace.
+  // Fit on an exhaustive sweep of the family at 20 decode shapes on an H200 (bench/
+  // attention_decode_sweep.sh over configs/suites/attention-decode-rule.json; docs/runs/
+  // 2026-11-29-decode-rule.md): there this rule's config ran at 0.996x the best config's speed in
+  // geomean, 0.970x at worst, where the rule before it (blocks for two a multiprocessor, 4 warps of
+  // 16-key steps everywhere) ran at 0.878x and 0.706x.
+  // - Rows: 16, or 32 where the packed heads fill more and head_dim leaves the registers for it.
+  // - Split: enough blocks for three quarters of the SMs, in the fewest splits that give it (the
+  //   longest chunk), no split shorter than 256 keys, within the family's limits. More splits
+  //   than one wave needs cost their partials' writes and the combine step: at 16 x 32/8 x 4096
+  //   (128 blocks unsplit) two splits ran at 0.94x of none.
+  // - Warps: with blocks for every SM and no split, 2 warps of 16-key steps (more blocks share an
+  //   SM); a block left alone on its SM, 4 warps of 32-key steps; 32 rows, 8 warps of 16 keys (the
+  //   rows double each step's MMA work); head_dim above 128, 4 warps of 16 keys two deep (the ring
+  //   in shared memory).
+  // - Depth: the same bytes in flight a warp whatever head_dim: 4 stages at 64, 3 at 128.
   f.defaults([](const Problem& p, const DeviceInfo& d) {
     Config c;
-    const int64_t rows = decode_rows(p);
-    c.set("ROWS", rows <= 16 || p.dims[kHeadDim] > 128 ? 16 : 32);
-    c.set("WARPS", 4);
-    c.set("BN", 16);
-    c.set("STAGES", p.dims[kHeadDim] <= 128 ? 3 : 2);
+    const int64_t hd = p.dims[kHeadDim];
+    c.set("ROWS", decode_rows(p) <= 16 || hd > 128 ? 16 : 32);
     c.set("CHUNK", 0);
     const int64_t blocks = p.dims[kBatch] * decode_row_blocks(c, p);
-    const int64_t want = std::max(1, 2 * d.sm_count);
+    const int64_t want = std::max(1, 3 * d.sm_count / 4);
     if (blocks < want) {
       // The longest chunk that still gives enough splits (the fewest partials to merge), else the
       // shortest one the limits allow.
@@ -331,6 +340,20 @@ Family decode_family(bool paged) {
       }
       c.set("CHUNK", best);
     }
+    const int deep = hd <= 64 ? 4 : hd <= 128 ? 3 : 2;
+    auto warps = [&](int w, int bn, int stages) {
+      c.set("WARPS", w);
+      c.set("BN", bn);
+      c.set("STAGES", stages);
+    };
+    if (hd > 128)
+      warps(4, 16, 2);
+    else if (c["ROWS"] == 32)
+      warps(8, 16, deep);
+    else if (c["CHUNK"] == 0 && blocks >= d.sm_count)
+      warps(2, 16, deep);
+    else
+      warps(4, 32, 3);
     return c;
   });
   return f;

@@ -84,7 +84,7 @@ TEST(Attention, DecodeFamilySplitsByRuleAndDeclaresItsWorkspace) {
   const int64_t splits = (32768 + c["CHUNK"] - 1) / c["CHUNK"];
   EXPECT_EQ(plan.steps[0].grid[0], unsigned(splits));
   EXPECT_EQ(plan.steps[0].grid[1], 8u);
-  EXPECT_GE(int64_t(plan.steps[0].grid[0]) * 8, 2 * d.sm_count); // the rule's aim: two blocks an SM
+  EXPECT_GE(int64_t(plan.steps[0].grid[0]) * 8, 3 * d.sm_count / 4); // the rule's aim: 3/4 of the SMs
   EXPECT_EQ(plan.steps[1].kernel, 1);
   EXPECT_EQ(plan.steps[1].grid[0], 32u); // a block per (b, h, i) row
   EXPECT_EQ(plan.workspace_bytes, size_t(splits * 32 * (128 + 2) * 4));
@@ -100,6 +100,23 @@ TEST(Attention, DecodeFamilySplitsByRuleAndDeclaresItsWorkspace) {
   const Config sc = f.default_config(spec, d);
   EXPECT_EQ(sc["ROWS"], 32);
   EXPECT_EQ(f.launch_plan(sc, spec).steps[0].grid[1], 8u * (16 * 8 / 32));
+  // The rule's branches at rows of its sweep (docs/runs/2026-11-29-decode-rule.md), on the nominal
+  // sm_90 (132 SMs, as the H200 it was fit on): CHUNK, ROWS, WARPS, BN, STAGES.
+  ASSERT_EQ(d.sm_count, 132);
+  const std::vector<std::pair<const char*, std::vector<int>>> fit = {
+      {"16x32x8x1x4096x128", {0, 16, 4, 32, 3}},     // 128 blocks: no split, a block alone on its SM
+      {"128x32x8x1x1024x128", {0, 16, 2, 16, 3}},    // blocks for every SM: 2 warps
+      {"16x48x1x1x8192x128", {2048, 32, 8, 16, 3}},  // MQA, 48 packed rows
+      {"32x12x12x1x1024x64", {0, 16, 2, 16, 4}},     // head_dim 64: four deep
+      {"8x16x8x1x8192x256", {4096, 16, 4, 16, 2}},   // head_dim 256
+      {"1x32x8x1x32768x128", {2048, 16, 4, 32, 3}}}; // 8 blocks, 16 splits
+  for (const auto& [shape, want] : fit) {
+    const Problem p = Problem::parse("attention", shape, "causal", DType::bf16);
+    const Config dc = f.default_config(p, d);
+    EXPECT_TRUE(f.valid(dc, p, d)) << shape << " " << dc.to_json();
+    EXPECT_EQ((std::vector<int>{dc["CHUNK"], dc["ROWS"], dc["WARPS"], dc["BN"], dc["STAGES"]}), want)
+        << shape << " " << dc.to_json();
+  }
   // Defaults valid wherever the family serves at all; every sampled plan fits the device.
   for (const char* shape : {"1x32x8x1x1000x64", "4x8x8x3x300x192", "1x1x1x1x17x256", "8x64x1x64x70000x128",
                             "1x16x16x1x131072x128", "32x32x8x2x65536x128"})
