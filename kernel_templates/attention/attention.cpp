@@ -309,14 +309,16 @@ Family decode_family(bool paged) {
   });
   // Fit on an exhaustive sweep of the family at 20 decode shapes on an H200 (bench/
   // attention_decode_sweep.sh over configs/suites/attention-decode-rule.json; docs/runs/
-  // 2026-11-29-decode-rule.md): there this rule's config ran at 0.996x the best config's speed in
-  // geomean, 0.970x at worst, where the rule before it (blocks for two a multiprocessor, 4 warps of
-  // 16-key steps everywhere) ran at 0.878x and 0.706x.
+  // 2026-11-29-decode-rule.md): there this rule's config ran at 0.998x the best config's speed in
+  // geomean, 0.989x at worst, where the rule before it (blocks for two a multiprocessor, 4 warps of
+  // 16-key steps everywhere) ran at 0.878x and 0.706x; at 8 shapes of other models
+  // (attention-decode-check.json), 0.972x and 0.898x.
   // - Rows: 16, or 32 where the packed heads fill more and head_dim leaves the registers for it.
-  // - Split: enough blocks for three quarters of the SMs, in the fewest splits that give it (the
+  // - Split: enough blocks for two thirds of the SMs, in the fewest splits that give it (the
   //   longest chunk), no split shorter than 256 keys, within the family's limits. More splits
   //   than one wave needs cost their partials' writes and the combine step: at 16 x 32/8 x 4096
-  //   (128 blocks unsplit) two splits ran at 0.94x of none.
+  //   (128 blocks unsplit) two splits ran at 0.94x of none, at 48 x 12/2 x 2048 (96) at 0.80x;
+  //   64 blocks were split at their best.
   // - Warps: with blocks for every SM and no split, 2 warps of 16-key steps (more blocks share an
   //   SM); a block left alone on its SM, 4 warps of 32-key steps; 32 rows, 8 warps of 16 keys (the
   //   rows double each step's MMA work); head_dim above 128, 4 warps of 16 keys two deep (the ring
@@ -328,7 +330,7 @@ Family decode_family(bool paged) {
     c.set("ROWS", decode_rows(p) <= 16 || hd > 128 ? 16 : 32);
     c.set("CHUNK", 0);
     const int64_t blocks = p.dims[kBatch] * decode_row_blocks(c, p);
-    const int64_t want = std::max(1, 3 * d.sm_count / 4);
+    const int64_t want = std::max(1, 2 * d.sm_count / 3);
     if (blocks < want) {
       // The longest chunk that still gives enough splits (the fewest partials to merge), else the
       // shortest one the limits allow.

@@ -110,31 +110,51 @@ __device__ __forceinline__ void attention_decode_body(
   unsigned short* wring = ring + warp * STAGES * 2 * BN * D;
   const long long tiles = (k1 - k0 + BN - 1) / BN;
   const long long mine = tiles > warp ? (tiles - warp + WARPS - 1) / WARPS : 0; // this warp's tiles
+  // Paged with PAGE a multiple of BN: a tile lies in one page (j0 is a multiple of BN: CHUNK is
+  // one of BN), so its table entry is read once and a tile ahead, where the load's latency
+  // overlaps a tile's work, and each key's row steps from the tile's as in the contiguous kernel.
+  // Pages smaller than a tile, or not a multiple of it, look each key up. load_tile is called for
+  // n = 0, 1, 2, ... in order.
+  const bool whole = PAGED && PAGE % BN == 0;
+  auto tile_page = [&](long long n) -> long long {
+    return n < mine ? (long long)bt[b * PPS + (k0 + (warp + n * WARPS) * BN) / PAGE] : 0;
+  };
+  long long next_page = whole ? tile_page(0) : 0;
   auto load_tile = [&](int stage, long long n) {
     const long long j0 = k0 + (warp + n * WARPS) * BN;
     unsigned short* tK = wring + stage * 2 * BN * D;
     unsigned short* tV = tK + BN * D;
-    // The tile's first key in the table (one division a tile; the rows step from it).
-    long long pg0 = 0, at0 = 0;
-    if (PAGED) pg0 = j0 / PAGE, at0 = j0 - pg0 * PAGE;
+    // Key j0's rows; the tile's others step from them by the sequence stride.
+    const unsigned short* k_tile = kbase;
+    const unsigned short* v_tile = vbase;
+    long long pg0 = 0, at0 = 0; // per-key look-ups: the tile's first key in the table
+    if (!PAGED) {
+      k_tile += j0 * ks, v_tile += j0 * vs;
+    } else if (whole) {
+      const long long page = next_page, at = j0 % PAGE;
+      next_page = tile_page(n + 1);
+      k_tile += page * kb + at * ks, v_tile += page * vb + at * vs;
+    } else {
+      pg0 = j0 / PAGE, at0 = j0 - pg0 * PAGE;
+    }
 #pragma unroll
     for (int c = lane; c < BN * CH; c += 32) {
       const int r = c / CH, ch = c % CH;
-      const long long j = j0 + r;
-      const bool ok = j < k1;
-      long long kr = 0, vr = 0; // offsets of key j's row
+      const bool ok = j0 + r < k1;
+      const unsigned short* kp = kbase; // a valid address where nothing is read
+      const unsigned short* vp = vbase;
       if (ok) {
-        if (PAGED) {
+        if (PAGED && !whole) {
           long long pg = pg0, at = at0 + r;
           while (at >= PAGE) at -= PAGE, ++pg; // r < BN: BN / PAGE + 1 steps at most
           const long long page = bt[b * PPS + pg];
-          kr = page * kb + at * ks, vr = page * vb + at * vs;
+          kp += page * kb + at * ks, vp += page * vb + at * vs;
         } else {
-          kr = j * ks, vr = j * vs;
+          kp = k_tile + r * ks, vp = v_tile + r * vs;
         }
       }
-      cp_async16(smem_u32(tK + swizzled<D>(r, ch)), kbase + kr + ch * 8, ok);
-      cp_async16(smem_u32(tV + swizzled<D>(r, ch)), vbase + vr + ch * 8, ok);
+      cp_async16(smem_u32(tK + swizzled<D>(r, ch)), kp + ch * 8, ok);
+      cp_async16(smem_u32(tV + swizzled<D>(r, ch)), vp + ch * 8, ok);
     }
   };
 #pragma unroll

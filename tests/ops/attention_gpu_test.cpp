@@ -241,7 +241,8 @@ TEST(AttentionGpu, DecodeSplitsAndMergesOnATinyShape) {
 
 // attention_paged (attention_decode_paged): page sizes 16, 64 and 256 and one page a sequence,
 // pages shared between sequences, per-sequence lengths from 0 to the capacity (the runner draws
-// them), and two planted faults of the paging itself.
+// them), both ways of reading the table (an entry a tile where pages are a multiple of the tile,
+// an entry a key where they are smaller) and planted faults of each.
 TEST(AttentionGpu, PagedDecodePassesOverPageSizesAndPlantedKernelsAreRejected) {
   std::string why;
   const DeviceInfo* d = ktune::testing::first_gpu(&why);
@@ -271,7 +272,8 @@ TEST(AttentionGpu, PagedDecodePassesOverPageSizesAndPlantedKernelsAreRejected) {
       std::cout << "[ ktune    ] attention_decode_paged " << c.to_json() << " " << p.key() << ": " << v.summary() << "\n";
     }
   }
-  // Planted: 16 pages a sequence, 40 in the cache (so the faults still read inside it).
+  // Planted, pages a multiple of the tile (a table entry a tile, read a tile ahead): 16 pages a
+  // sequence, 40 in the cache (so the faults still read inside it).
   const Problem p = Problem::parse("attention_paged", "2x8x2x2x1024x128x64x40", "causal", DType::bf16);
   Config c;
   c.set("CHUNK", 256);
@@ -280,28 +282,45 @@ TEST(AttentionGpu, PagedDecodePassesOverPageSizesAndPlantedKernelsAreRejected) {
   c.set("BN", 16);
   c.set("STAGES", 3);
   ASSERT_TRUE(f.valid(c, p, *d));
-  const Planted faults[] = {
-      {"the block table ignored (pages taken in order)", "const long long page = bt[b * PPS + pg];",
-       "const long long page = b * PPS + pg;"},
+  auto unplanted = [&](const Config& c, const Problem& p) {
+    const auto k = compiler.compile(compile_request(f, c, p, d->arch));
+    Module m(k->cubin, k->lowered_names, "attention_decode_paged");
+    const VerifyResult v = check(*runner, p, m, f.launch_plan(c, p), 99);
+    EXPECT_TRUE(v.pass) << c.to_json() << " " << p.key() << ": " << v.summary();
+  };
+  unplanted(c, p);
+  const std::string source(embedded_file("attention/attention_decode.cu"));
+  const Planted whole[] = {
+      {"the block table ignored (pages taken in order)",
+       "(long long)bt[b * PPS + (k0 + (warp + n * WARPS) * BN) / PAGE]",
+       "(long long)(b * PPS + (k0 + (warp + n * WARPS) * BN) / PAGE)"},
+      {"the page read ahead for the tile after the next", "next_page = tile_page(n + 1);",
+       "next_page = tile_page(n + 2);"},
       {"the sequence lengths ignored", "if (PAGED) len = lens[b]", "if (false) len = lens[b]"},
   };
-  const std::string source(embedded_file("attention/attention_decode.cu"));
-  for (const Planted& fault : faults) {
+  for (const Planted& fault : whole) {
     const auto v = check_planted(*runner, compiler, *d, f, c, p, source, fault);
     ASSERT_TRUE(v) << "planted fault '" << fault.name << "' no longer matches attention_decode.cu";
     EXPECT_FALSE(v->pass) << fault.name << ": " << v->summary();
   }
-  // A tile of 64 keys over pages of 16: the rows past the tile's first page must step on.
+  // Pages smaller than a tile (each key looked up): 64-key tiles over pages of 16.
   const Problem small = Problem::parse("attention_paged", "2x8x2x2x1024x128x16x160", "causal", DType::bf16);
   c.set("WARPS", 2);
   c.set("BN", 64);
   c.set("STAGES", 2);
   ASSERT_TRUE(f.valid(c, small, *d));
-  const Planted boundary{"a tile's keys past a page boundary read from its first page",
-                         "while (at >= PAGE) at -= PAGE, ++pg;", "while (at >= PAGE) at -= PAGE;"};
-  const auto v = check_planted(*runner, compiler, *d, f, c, small, source, boundary);
-  ASSERT_TRUE(v) << "planted fault '" << boundary.name << "' no longer matches attention_decode.cu";
-  EXPECT_FALSE(v->pass) << boundary.name << ": " << v->summary();
+  unplanted(c, small);
+  const Planted per_key[] = {
+      {"the block table ignored for small pages", "const long long page = bt[b * PPS + pg];",
+       "const long long page = b * PPS + pg;"},
+      {"a tile's keys past a page boundary read from its first page", "while (at >= PAGE) at -= PAGE, ++pg;",
+       "while (at >= PAGE) at -= PAGE;"},
+  };
+  for (const Planted& fault : per_key) {
+    const auto v = check_planted(*runner, compiler, *d, f, c, small, source, fault);
+    ASSERT_TRUE(v) << "planted fault '" << fault.name << "' no longer matches attention_decode.cu";
+    EXPECT_FALSE(v->pass) << fault.name << ": " << v->summary();
+  }
 }
 
 TEST(AttentionGpu, TunedByTheCliThenServedByTheRuntime) {
