@@ -41,7 +41,20 @@ def paged_copy(k, page, g):
     return cache, perm.view(B, pps)
 
 
-def run_row(r, timer):
+def kernels_of(call):
+    """The GPU kernels one call launches (after a warm-up call): [(name, microseconds)], from the
+    PyTorch profiler (CUPTI sees ktune's driver-API launches too)."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+    call()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        call()
+        torch.cuda.synchronize()
+    return [(e.name, e.time_range.elapsed_us()) for e in prof.events() if e.device_type == DeviceType.CUDA]
+
+
+def run_row(r, timer, profile_calls=False):
     g = torch.Generator(device="cuda").manual_seed(4321)
     B, H, Hk, Sq, Sk, D = r["batch"], r["heads"], r["kv_heads"], r["q_len"], r["kv_len"], r["head_dim"]
     causal = is_causal(r)
@@ -72,6 +85,8 @@ def run_row(r, timer):
             else:
                 ms = timer.median_ms(call)
                 c.update(status="ok", ms=ms, kv_tb_s=kv_bytes(r) / ms / 1e9)
+                if profile_calls:
+                    c["kernels"] = kernels_of(call)
         except (RuntimeError, ValueError) as e:
             c["status"] = "fails: " + str(e).split("\n")[0][:120]
         res["columns"][name] = c
@@ -86,6 +101,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--suite", default=os.path.join(os.path.dirname(__file__), "..", "configs", "suites", "attention.json"))
     ap.add_argument("--json", default=None)
+    ap.add_argument("--profile", action="store_true", help="also list each column's kernels and their times")
     a = ap.parse_args()
     rows = [r for r in json.load(open(a.suite))["problems"] if r["q_len"] <= 16]
     dev = torch.cuda.get_device_name(0)
@@ -96,8 +112,12 @@ def main():
     results = []
     ratios = {}
     for r in rows:
-        res = run_row(r, timer)
+        res = run_row(r, timer, a.profile)
         results.append(res)
+        if a.profile:
+            for n in names:
+                for k, us in res["columns"].get(n, {}).get("kernels", []):
+                    print("    %-10s %8.1f us  %s" % (n, us, k[:150]))
         cells = []
         for n in names:
             c = res["columns"].get(n, {"status": "-"})

@@ -276,12 +276,15 @@ Family decode_family(bool paged) {
                   return decode_smem(c, p) <= d.max_smem_per_block_optin;
                 });
   const std::string suffix = paged ? "_paged" : "";
-  f.kernels([suffix](const Config& c, const Problem& p) {
+  f.kernels([paged, suffix](const Config& c, const Problem& p) {
     const std::string dt = std::to_string(f16_code(p.dtype)), d = std::to_string(p.dims[kHeadDim]);
+    // The paged kernel's way through the table (attention_decode.cu): a tile in one page where
+    // the pages are a multiple of BN, else each key looked up.
+    const std::string way = !paged ? "" : p.dims[kPageSize] % c["BN"] == 0 ? ",1" : ",2";
     std::vector<std::string> k{"attention_decode" + suffix + "<" + dt + "," + d + "," + std::to_string(c["ROWS"]) + "," +
                                std::to_string(c["WARPS"]) + "," + std::to_string(c["BN"]) + "," +
                                std::to_string(c["STAGES"]) + "," + std::to_string(c["CHUNK"]) + "," +
-                               (causal(p) ? "1" : "0") + ">"};
+                               (causal(p) ? "1" : "0") + way + ">"};
     if (c["CHUNK"])
       k.push_back("attention_decode_combine" + suffix + "<" + dt + "," + d + "," + std::to_string(c["CHUNK"]) + ">");
     return k;
@@ -324,7 +327,7 @@ Family decode_family(bool paged) {
   //   rows double each step's MMA work); head_dim above 128, 4 warps of 16 keys two deep (the ring
   //   in shared memory).
   // - Depth: the same bytes in flight a warp whatever head_dim: 4 stages at 64, 3 at 128.
-  f.defaults([](const Problem& p, const DeviceInfo& d) {
+  f.defaults([paged](const Problem& p, const DeviceInfo& d) {
     Config c;
     const int64_t hd = p.dims[kHeadDim];
     c.set("ROWS", decode_rows(p) <= 16 || hd > 128 ? 16 : 32);
@@ -356,6 +359,13 @@ Family decode_family(bool paged) {
       warps(2, 16, deep);
     else
       warps(4, 32, 3);
+    // Paged: tiles within a page where the page size allows (the kernel's faster way).
+    if (paged && p.dims[kPageSize] % c["BN"] != 0)
+      for (int bn : {32, 16})
+        if (bn < c["BN"] && p.dims[kPageSize] % bn == 0) {
+          c.set("BN", bn);
+          break;
+        }
     return c;
   });
   return f;

@@ -292,8 +292,8 @@ TEST(AttentionGpu, PagedDecodePassesOverPageSizesAndPlantedKernelsAreRejected) {
   const std::string source(embedded_file("attention/attention_decode.cu"));
   const Planted whole[] = {
       {"the block table ignored (pages taken in order)",
-       "(long long)bt[b * PPS + (k0 + (warp + n * WARPS) * BN) / PAGE]",
-       "(long long)(b * PPS + (k0 + (warp + n * WARPS) * BN) / PAGE)"},
+       "(long long)bt[b * PPS + unsigned(k0 + (warp + n * WARPS) * BN) / page_keys]",
+       "(long long)(b * PPS + unsigned(k0 + (warp + n * WARPS) * BN) / page_keys)"},
       {"the page read ahead for the tile after the next", "next_page = tile_page(n + 1);",
        "next_page = tile_page(n + 2);"},
       {"the sequence lengths ignored", "if (PAGED) len = lens[b]", "if (false) len = lens[b]"},
