@@ -21,6 +21,7 @@ struct SpaceArgs {
   ProblemOptions problem;
   std::string restrict_file;
   bool count_only = false;
+  bool default_only = false;
   size_t sample = 5;
   uint64_t seed = 1;
 };
@@ -56,6 +57,17 @@ int cmd_space(SpaceArgs& a) {
   const Family f = load_family(a.problem.family, a.restrict_file);
   const Problem p = parse_problem(a.problem, f.op());
   const DeviceInfo d = DeviceInfo::nominal(a.problem.arch);
+  // The config the runtime falls back on where nothing tuned lends one (scripts compare it with
+  // a sweep: bench/attention_decode_rule.py).
+  if (a.default_only) {
+    if (!f.has_default()) throw UsageError("family " + f.name() + " declares no default config");
+    const Config c = f.canonical(f.default_config(p, d));
+    if (!f.valid(c, p, d))
+      throw UsageError("the default config of " + f.name() + " " + c.to_json() + " is not valid for " + p.key() +
+                       " on " + a.problem.arch);
+    std::printf("%s\n", c.to_json().c_str());
+    return 0;
+  }
   const uint64_t n = count_with_progress(f, p, d);
   if (a.count_only) {
     std::printf("%llu\n", static_cast<unsigned long long>(n));
@@ -86,6 +98,10 @@ int cmd_space(SpaceArgs& a) {
     }
     std::printf("  %-7s {%s}  %s\n", prm.name.c_str(), vals.c_str(), prm.about.c_str());
   }
+  if (f.has_default()) {
+    const Config c = f.canonical(f.default_config(p, d));
+    std::printf("\ndefault  %s%s\n", c.to_json().c_str(), f.valid(c, p, d) ? "" : "  (not valid here)");
+  }
   std::printf("\nconstraints\n");
   for (const auto& c : f.constraints()) std::printf("  - %s\n", c.why.c_str());
   const auto sample = f.sample(p, d, a.sample, a.seed);
@@ -106,6 +122,8 @@ Command add_space(CLI::App& app) {
   add_problem_options(sp, a->problem, ProblemOf::family);
   sp->add_option("--restrict", a->restrict_file, "JSON file narrowing parameter domains")->check(CLI::ExistingFile);
   sp->add_flag("--count", a->count_only, "Print only the number of valid configs");
+  sp->add_flag("--default", a->default_only,
+               "Print only the family's default config for the problem (JSON; an error where it has none)");
   // A sample is held in memory and printed a line each: beyond 100000 it is a listing, not a sample.
   sp->add_option("--sample", a->sample, "How many configs to show (at most 100000)")
       ->capture_default_str()
