@@ -244,6 +244,27 @@ TEST(Cli, AnEmptySpaceSaysWhy) {
   EXPECT_GT(std::stoull(ok.out), 1000u) << ok.out;
 }
 
+// --default prints the family's default config as JSON, the one the summary shows; a family
+// without one is an error, not an empty line.
+TEST(Cli, SpaceDefaultPrintsTheFamilysDefaultConfig) {
+  const CliRun r = run_ktune("space --family attention_decode --problem 48x12x2x1x2048x128 --dtype bf16 --layout causal "
+                             "--arch sm_90 --default");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.out, "{\"CHUNK\":0,\"ROWS\":16,\"WARPS\":4,\"BN\":32,\"STAGES\":3}\n");
+  const CliRun summary = run_ktune("space --family attention_decode --problem 48x12x2x1x2048x128 --dtype bf16 "
+                                   "--layout causal --arch sm_90");
+  ASSERT_EQ(summary.status, 0) << summary.out;
+  EXPECT_NE(summary.out.find("default  {\"CHUNK\":0,"), std::string::npos) << summary.out;
+  // Paged at pages of 16: the tile shrinks to the page.
+  const CliRun paged = run_ktune("space --family attention_decode_paged --problem 48x12x2x1x2048x128x16x6144 "
+                                 "--dtype bf16 --layout causal --arch sm_90 --default");
+  ASSERT_EQ(paged.status, 0) << paged.out;
+  EXPECT_NE(paged.out.find("\"BN\":16"), std::string::npos) << paged.out;
+  const CliRun none = run_ktune("space --family gemm_naive --problem 64x64x64 --default");
+  EXPECT_NE(none.status, 0) << none.out;
+  EXPECT_NE(none.out.find("declares no default"), std::string::npos) << none.out;
+}
+
 TEST(Cli, CompileWritesTheCubinWhereAsked) {
   const std::string out = ::testing::TempDir() + "ktune-cli-test.cubin";
   std::remove(out.c_str());
