@@ -49,6 +49,28 @@ VerifyResult check(OpRunner& runner, const Problem& p, Module& m, const LaunchPl
   return check_as_served_and_timed(runner, p, seed, Numerics::standard, [&](CUstream st) { runner.launch(m, plan, st); });
 }
 
+// Config c of family f at p compiled and checked as the tuner's worker checks it, with a line of
+// the result in the test's output.
+VerifyResult check_config(OpRunner& runner, Compiler& compiler, const DeviceInfo& d, const Family& f, const Config& c,
+                          const Problem& p, uint64_t seed) {
+  const auto k = compiler.compile(compile_request(f, c, p, d.arch));
+  Module m(k->cubin, k->lowered_names, f.name());
+  const VerifyResult v = check(runner, p, m, f.launch_plan(c, p), seed);
+  std::cout << "[ ktune    ] " << f.name() << " " << c.to_json() << " " << p.key() << ": " << v.summary() << "\n";
+  return v;
+}
+
+// An attention_decode(_paged) config.
+Config decode_config(int chunk, int rows, int warps, int bn, int stages) {
+  Config c;
+  c.set("CHUNK", chunk);
+  c.set("ROWS", rows);
+  c.set("WARPS", warps);
+  c.set("BN", bn);
+  c.set("STAGES", stages);
+  return c;
+}
+
 // Config c of family f at p, compiled from `source` (the family's file) with `fault` planted, and
 // checked; nullopt when the fault's text is no longer in the source.
 std::optional<VerifyResult> check_planted(OpRunner& runner, Compiler& compiler, const DeviceInfo& d, const Family& f,
@@ -96,11 +118,8 @@ TEST(AttentionGpu, BothFamiliesPassOverEdgeShapesAndPlantedKernelsAreRejected) {
         EXPECT_FALSE(cs.empty()) << name << " " << p.key();
       }
       for (const Config& c : cs) {
-        const auto k = compiler.compile(compile_request(f, c, p, d->arch));
-        Module m(k->cubin, k->lowered_names, name);
-        const VerifyResult v = check(*runner, p, m, f.launch_plan(c, p), ++seed);
+        const VerifyResult v = check_config(*runner, compiler, *d, f, c, p, ++seed);
         EXPECT_TRUE(v.pass) << name << " " << c.to_json() << " " << p.key() << ": " << v.summary();
-        std::cout << "[ ktune    ] " << name << " " << c.to_json() << " " << p.key() << ": " << v.summary() << "\n";
       }
     }
   }
@@ -179,29 +198,19 @@ TEST(AttentionGpu, DecodeFamilyPassesOverDecodeShapesAndPlantedKernelsAreRejecte
     ASSERT_TRUE(f.valid(dc, p, *d)) << p.key() << " " << dc.to_json();
     cs.push_back(dc);
     for (const Config& c : cs) {
-      const auto k = compiler.compile(compile_request(f, c, p, d->arch));
-      Module m(k->cubin, k->lowered_names, "attention_decode");
-      const VerifyResult v = check(*runner, p, m, f.launch_plan(c, p), ++seed);
+      const VerifyResult v = check_config(*runner, compiler, *d, f, c, p, ++seed);
       EXPECT_TRUE(v.pass) << c.to_json() << " " << p.key() << ": " << v.summary();
-      std::cout << "[ ktune    ] attention_decode " << c.to_json() << " " << p.key() << ": " << v.summary() << "\n";
     }
   }
   // Planted faults: GQA with 3 queries (12 packed rows), 4 splits of 256 keys (the last one
   // partial), 4 warps a block.
   const Problem causal = Problem::parse("attention", "1x16x4x3x1000x128", "causal", DType::bf16);
   const Problem full = Problem::parse("attention", "1x16x4x3x1000x128", "full", DType::bf16);
-  Config c;
-  c.set("CHUNK", 256);
-  c.set("ROWS", 16);
-  c.set("WARPS", 4);
-  c.set("BN", 16);
-  c.set("STAGES", 3);
+  const Config c = decode_config(256, 16, 4, 16, 3);
   const std::string source(embedded_file("attention/attention_decode.cu"));
   for (const Problem& p : {causal, full}) {
     ASSERT_TRUE(f.valid(c, p, *d));
-    const auto k = compiler.compile(compile_request(f, c, p, d->arch));
-    Module m(k->cubin, k->lowered_names, "attention_decode");
-    const VerifyResult v = check(*runner, p, m, f.launch_plan(c, p), 98);
+    const VerifyResult v = check_config(*runner, compiler, *d, f, c, p, 98);
     ASSERT_TRUE(v.pass) << "the unplanted kernel at " << p.key() << ": " << v.summary();
   }
   for (const DecodePlanted& fault : kDecodeFaults) {
@@ -224,12 +233,7 @@ TEST(AttentionGpu, DecodeSplitsAndMergesOnATinyShape) {
   auto runner = make_op_runner("attention", compiler, *d);
   const Family f = find_family("attention_decode");
   const Problem p = Problem::parse("attention", "1x4x2x2x300x64", "causal", DType::bf16);
-  Config c;
-  c.set("CHUNK", 256);
-  c.set("ROWS", 16);
-  c.set("WARPS", 4);
-  c.set("BN", 16);
-  c.set("STAGES", 2);
+  const Config c = decode_config(256, 16, 4, 16, 2);
   ASSERT_TRUE(f.valid(c, p, *d));
   const LaunchPlan plan = f.launch_plan(c, p);
   ASSERT_EQ(plan.steps.size(), 2u);
@@ -265,30 +269,16 @@ TEST(AttentionGpu, PagedDecodePassesOverPageSizesAndPlantedKernelsAreRejected) {
     cs.push_back(f.default_config(p, *d));
     for (const Config& c : cs) {
       ASSERT_TRUE(f.valid(c, p, *d)) << c.to_json();
-      const auto k = compiler.compile(compile_request(f, c, p, d->arch));
-      Module m(k->cubin, k->lowered_names, "attention_decode_paged");
-      const VerifyResult v = check(*runner, p, m, f.launch_plan(c, p), ++seed);
+      const VerifyResult v = check_config(*runner, compiler, *d, f, c, p, ++seed);
       EXPECT_TRUE(v.pass) << c.to_json() << " " << p.key() << ": " << v.summary();
-      std::cout << "[ ktune    ] attention_decode_paged " << c.to_json() << " " << p.key() << ": " << v.summary() << "\n";
     }
   }
   // Planted, pages a multiple of the tile (a table entry a tile, read a tile ahead): 16 pages a
   // sequence, 40 in the cache (so the faults still read inside it).
   const Problem p = Problem::parse("attention_paged", "2x8x2x2x1024x128x64x40", "causal", DType::bf16);
-  Config c;
-  c.set("CHUNK", 256);
-  c.set("ROWS", 16);
-  c.set("WARPS", 4);
-  c.set("BN", 16);
-  c.set("STAGES", 3);
+  Config c = decode_config(256, 16, 4, 16, 3);
   ASSERT_TRUE(f.valid(c, p, *d));
-  auto unplanted = [&](const Config& c, const Problem& p) {
-    const auto k = compiler.compile(compile_request(f, c, p, d->arch));
-    Module m(k->cubin, k->lowered_names, "attention_decode_paged");
-    const VerifyResult v = check(*runner, p, m, f.launch_plan(c, p), 99);
-    EXPECT_TRUE(v.pass) << c.to_json() << " " << p.key() << ": " << v.summary();
-  };
-  unplanted(c, p);
+  EXPECT_TRUE(check_config(*runner, compiler, *d, f, c, p, 99).pass) << "the unplanted kernel at " << p.key();
   const std::string source(embedded_file("attention/attention_decode.cu"));
   const Planted whole[] = {
       {"the block table ignored (pages taken in order)",
@@ -305,11 +295,9 @@ TEST(AttentionGpu, PagedDecodePassesOverPageSizesAndPlantedKernelsAreRejected) {
   }
   // Pages smaller than a tile (each key looked up): 64-key tiles over pages of 16.
   const Problem small = Problem::parse("attention_paged", "2x8x2x2x1024x128x16x160", "causal", DType::bf16);
-  c.set("WARPS", 2);
-  c.set("BN", 64);
-  c.set("STAGES", 2);
+  c = decode_config(256, 16, 2, 64, 2);
   ASSERT_TRUE(f.valid(c, small, *d));
-  unplanted(c, small);
+  EXPECT_TRUE(check_config(*runner, compiler, *d, f, c, small, 99).pass) << "the unplanted kernel at " << small.key();
   const Planted per_key[] = {
       {"the block table ignored for small pages", "const long long page = bt[b * PPS + pg];",
        "const long long page = b * PPS + pg;"},
