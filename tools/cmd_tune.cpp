@@ -34,9 +34,39 @@ struct TuneArgs {
   std::optional<double> budget_seconds;
   uint64_t seed = 1;
   int device = 0;
+  std::string devices; // "all" or ordinals "0,1,3"
   double timeout_s = 30;
-  bool quiet = false, json = false, tf32x3 = false;
+  bool quiet = false, json = false, tf32x3 = false, allow_mixed = false;
 };
+
+// --devices: "all" (every GPU the driver lists) or ordinals joined by commas.
+std::vector<int> parse_devices(const std::string& text, const std::vector<DeviceInfo>& present) {
+  std::vector<int> out;
+  if (text == "all") {
+    for (const auto& d : present) out.push_back(d.ordinal);
+    return out;
+  }
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, comma - at);
+    size_t used = 0;
+    int v = -1;
+    try {
+      v = std::stoi(item, &used);
+    } catch (const std::exception&) {
+    }
+    if (item.empty() || used != item.size() || v < 0)
+      throw UsageError("--devices takes 'all' or GPU ordinals joined by commas (e.g. 0,1), got '" + text + "'");
+    const bool known = std::any_of(present.begin(), present.end(), [&](const DeviceInfo& d) { return d.ordinal == v; });
+    if (!known)
+      throw UsageError("--devices: there is no GPU " + item + " (this machine has " + std::to_string(present.size()) +
+                       ")");
+    out.push_back(v);
+    at = comma + 1;
+  }
+  return out;
+}
 
 std::string self_exe() {
   std::error_code ec;
@@ -122,10 +152,13 @@ int cmd_tune(TuneArgs& a) {
   for (const OpInfo& info : ops())
     if (info.spec) o.worker_argv.push_back("--kernel"), o.worker_argv.push_back(spec_path(info.name));
   std::string why;
-  if (list_devices(&why).empty()) {
+  const std::vector<DeviceInfo> present = list_devices(&why);
+  if (present.empty()) {
     std::fprintf(stderr, "ktune: no GPU available, nothing can be tuned: %s\n", why.c_str());
     return 1;
   }
+  if (!a.devices.empty()) o.devices = parse_devices(a.devices, present);
+  o.allow_mixed_devices = a.allow_mixed;
   if (!o.quiet) std::fprintf(stderr, "ktune: tuning %zu problem(s) into %s\n", o.problems.size(), o.db_path.c_str());
   const TuneResult r = tune(o);
   if (a.json) std::printf("%s\n", result_json(r).dump(2).c_str());
@@ -163,7 +196,13 @@ Command add_tune(CLI::App& app) {
                  "to each problem are tried first")
       ->capture_default_str();
   tn->add_option("--db", a->db, "Database (default: $KTUNE_DB, else ~/.cache/ktune/ktune.db)");
-  tn->add_option("--device", a->device, "GPU ordinal")->capture_default_str()->check(whole_number(0, INT_MAX));
+  auto* one = tn->add_option("--device", a->device, "GPU ordinal")->capture_default_str()->check(whole_number(0, INT_MAX));
+  tn->add_option("--devices", a->devices,
+                 "Tune on several GPUs at once: 'all' or ordinals (0,1,3); each takes the next problem as it finishes "
+                 "one (docs/SCALING.md)")
+      ->excludes(one);
+  tn->add_flag("--allow-mixed-devices", a->allow_mixed,
+               "Let --devices mix GPU models (each trial is recorded under its own device; refused otherwise)");
   tn->add_option("--restrict", a->restrict_file, "JSON file narrowing parameter domains")->check(CLI::ExistingFile);
   tn->add_option("--timeout", a->timeout_s, "Seconds one evaluation may take before its worker is killed")
       ->capture_default_str()

@@ -5,8 +5,12 @@
 #include <chrono>
 #include <cstdio>
 #include <deque>
+#include <exception>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <set>
+#include <thread>
 
 #include "ktune/compiler.h"
 #include "ktune/device.h"
@@ -60,6 +64,7 @@ class CubinDir {
   }
   std::string put(const CompiledKernel& k) {
     const std::string path = dir_ + "/" + fnv1a_hex(k.cache_key) + ".cubin";
+    std::lock_guard<std::mutex> lk(mu_); // several GPUs' tuners write here
     if (!std::filesystem::exists(path)) {
       std::ofstream out(path, std::ios::binary);
       out.write(k.cubin.data(), std::streamsize(k.cubin.size()));
@@ -71,6 +76,34 @@ class CubinDir {
 
  private:
   std::string dir_;
+  std::mutex mu_;
+};
+
+// The live progress line on stderr: one slot a GPU, printed together, since several GPUs' tuners
+// report at once. One GPU: its slot alone, as a run on one GPU always printed it.
+class ProgressLine {
+ public:
+  explicit ProgressLine(size_t gpus) : slots_(gpus) {}
+  // text: the slot's line ("" clears it); compact: what the slot shows beside others.
+  void set(size_t slot, std::string text, std::string compact) {
+    std::lock_guard<std::mutex> lk(mu_);
+    slots_[slot] = slots_.size() == 1 ? std::move(text) : std::move(compact);
+    std::string line;
+    for (const auto& t : slots_)
+      if (!t.empty()) line += (line.empty() ? "" : " | ") + t;
+    std::fprintf(stderr, "\r\033[K%s", line.c_str());
+    std::fflush(stderr);
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::string> slots_;
+};
+
+// Thrown by a GPU's tuner when its device stops answering (TuneOptions::devices): the GPU is
+// retired and its problem goes back to the others.
+struct DeviceLost : Error {
+  using Error::Error;
 };
 
 struct InFlight {
@@ -83,12 +116,19 @@ struct InFlight {
   std::exception_ptr error;                    // a compile that failed at once
 };
 
+// The trial log of TuneOptions::trials_out, shared by the run's GPUs.
+struct SharedTrialLog {
+  std::ofstream out;
+  std::mutex mu;
+};
+
 class ProblemTuner {
  public:
-  ProblemTuner(const TuneOptions& o, const DeviceInfo& dev, Store& store, Compiler& compiler, WorkerProcess& worker,
-               CubinDir& cubins, const WarmStart* warm, std::ofstream* trials_out, int64_t device_id, size_t index)
-      : o_(o), dev_(dev), store_(store), compiler_(compiler), worker_(worker), cubins_(cubins), warm_(warm),
-        trials_out_(trials_out), device_id_(device_id), index_(index) {}
+  ProblemTuner(const TuneOptions& o, const DeviceInfo& dev, int ordinal, Store& store, Compiler& compiler,
+               WorkerProcess& worker, CubinDir& cubins, const WarmStart* warm, SharedTrialLog* trials_out,
+               ProgressLine& line, size_t slot, int64_t device_id, size_t index)
+      : o_(o), dev_(dev), ordinal_(ordinal), store_(store), compiler_(compiler), worker_(worker), cubins_(cubins),
+        warm_(warm), trials_out_(trials_out), line_(line), slot_(slot), device_id_(device_id), index_(index) {}
 
   ProblemResult run(const Problem& p) {
     const auto t0 = Clock::now();
@@ -130,7 +170,7 @@ class ProblemTuner {
     r.cublas = rebaseline(p, pid, r.cublas);
     r.best = store_.best(dev_.arch, p.key());
     r.wall_s = seconds_since(t0);
-    if (o_.progress && !o_.quiet) std::fprintf(stderr, "\r\033[K");
+    if (o_.progress && !o_.quiet) line_.set(slot_, "", "");
     return r;
   }
 
@@ -154,8 +194,9 @@ class ProblemTuner {
     if (!t.error.empty()) j["error"] = t.error.substr(0, 2000);
     j["compile_s"] = t.compile_s;
     j["bench_s"] = t.bench_s;
-    *trials_out_ << j.dump() << '\n' << std::flush;
-    if (!*trials_out_) throw Error("cannot write the trial log " + o_.trials_out);
+    std::lock_guard<std::mutex> lk(trials_out_->mu);
+    trials_out_->out << j.dump() << '\n' << std::flush;
+    if (!trials_out_->out) throw Error("cannot write the trial log " + o_.trials_out);
   }
 
   // One family's search on p within evals proposals and the deadline; returns the proposals made.
@@ -209,6 +250,7 @@ class ProblemTuner {
       const TrialRecord t = evaluate(job, p, r);
       store_.record_trial(device_id_, pid, dev_.arch, t);
       log_trial(p, t);
+      if (t.status == TrialStatus::crash || t.status == TrialStatus::timeout) check_device(t);
       strategy->observe(job.strategy_cand, t.status, t.timing.median_ms);
       ++r.by_status[t.status];
       if (t.status == TrialStatus::ok && (!best_ms_ || t.timing.median_ms < *best_ms_)) {
@@ -221,6 +263,20 @@ class ProblemTuner {
     // a later family or problem may find them); waiting for them here would spend the next
     // family's share.
     return issued;
+  }
+
+  // After a trial that killed its worker: whether the GPU still answers a fresh worker (two tries,
+  // a new worker each). A kernel's fault leaves the device usable; a GPU that fell off the bus or
+  // whose driver is wedged does not, and would otherwise record a crash for every config left.
+  void check_device(const TrialRecord& t) {
+    std::string why;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      const auto rep = worker_.request({{"op", "ping"}}, o_.timeout_s);
+      if (rep.outcome == WorkerProcess::Outcome::replied && rep.body.value("status", "") == "ok") return;
+      why = rep.outcome == WorkerProcess::Outcome::replied ? rep.body.value("error", "") : rep.detail;
+    }
+    throw DeviceLost("GPU " + std::to_string(ordinal_) + " (" + dev_.name + ") no longer answers after " +
+                     to_string(t.status) + " of " + t.family + " " + t.config_json + ": " + why);
   }
 
   // The op's baseline library (cuBLAS for GEMM; none for an op without one), timed by the worker
@@ -370,23 +426,41 @@ class ProblemTuner {
     double eta = done > 0 && evals != SIZE_MAX ? seconds_since(started) / double(done) * double(evals - done) : 0;
     if (deadline) eta = std::min(eta > 0 ? eta : 1e9, std::chrono::duration<double>(*deadline - Clock::now()).count());
     const std::string total = evals == SIZE_MAX ? "?" : std::to_string(evals);
-    std::fprintf(stderr, "\r\033[K[%zu/%zu] %s  %s %zu/%s  %s  ETA %s", index_ + 1, o_.problems.size(), p.key().c_str(),
-                 family.name().c_str(), done, total.c_str(), best.c_str(), fmt_duration(std::max(0.0, eta)).c_str());
-    std::fflush(stderr);
+    char text[1024], compact[256];
+    std::snprintf(text, sizeof text, "[%zu/%zu] %s  %s %zu/%s  %s  ETA %s", index_ + 1, o_.problems.size(),
+                  p.key().c_str(), family.name().c_str(), done, total.c_str(), best.c_str(),
+                  fmt_duration(std::max(0.0, eta)).c_str());
+    // Beside the other GPUs: which GPU, which problem, how far, the best so far.
+    std::snprintf(compact, sizeof compact, "GPU %d [%zu/%zu] %s %zu/%s %s", ordinal_, index_ + 1, o_.problems.size(),
+                  family.name().c_str(), done, total.c_str(), best_ms_ ? rate_text(p, *best_ms_).c_str() : "-");
+    line_.set(slot_, text, compact);
   }
 
   const TuneOptions& o_;
   const DeviceInfo& dev_;
+  int ordinal_;
   Store& store_;
   Compiler& compiler_;
   WorkerProcess& worker_;
   CubinDir& cubins_;
   const WarmStart* warm_; // null: no warm start
-  std::ofstream* trials_out_; // null: no trial log
+  SharedTrialLog* trials_out_;  // null: no trial log
+  ProgressLine& line_;
+  size_t slot_;
   int64_t device_id_;
   size_t index_;
   std::optional<double> best_ms_;
   std::string best_family_ = "recorded";
+};
+
+// One GPU of the run: its worker and its own connection to the store.
+struct Lane {
+  int ordinal = 0;
+  DeviceInfo info;
+  std::unique_ptr<Store> store;
+  int64_t device_id = 0;
+  std::unique_ptr<WorkerProcess> worker;
+  std::optional<WarmStart> warm;
 };
 
 } // namespace
@@ -395,46 +469,162 @@ TuneResult tune(const TuneOptions& o) {
   if (o.families.empty()) throw UsageError("no family to tune");
   if (o.problems.empty()) throw UsageError("no problem to tune");
   if (o.worker_argv.empty()) throw UsageError("no worker command");
-  TuneResult result;
-  if (o.device_info) {
-    result.device = *o.device_info;
+  const std::vector<int> ordinals = o.devices.empty() ? std::vector<int>{o.device} : o.devices;
+  if (std::set<int>(ordinals.begin(), ordinals.end()).size() != ordinals.size())
+    throw UsageError("a GPU is named twice in the run's devices");
+  std::vector<DeviceInfo> infos;
+  if (!o.device_infos.empty()) {
+    if (o.device_infos.size() != ordinals.size())
+      throw UsageError("device_infos describes " + std::to_string(o.device_infos.size()) + " GPUs for " +
+                       std::to_string(ordinals.size()) + " devices");
+    infos = o.device_infos;
+  } else if (o.device_info && ordinals.size() == 1) {
+    infos = {*o.device_info};
   } else {
-    result.device = device_by_ordinal(o.device);
+    for (int d : ordinals) infos.push_back(device_by_ordinal(d));
   }
-  Store store(o.db_path);
-  const int64_t device_id = store.device_id(result.device);
+  // A table's entries are keyed by arch, and the runtime trusts them on every GPU of it: a run
+  // that mixed an H100's and an H200's measurements in one problem's search would record a best
+  // neither of them measured alone.
+  if (!o.allow_mixed_devices)
+    for (size_t i = 1; i < infos.size(); ++i)
+      if (infos[i].name != infos[0].name)
+        throw UsageError("the run's GPUs are of different models (GPU " + std::to_string(ordinals[0]) + ": " +
+                         infos[0].name + ", GPU " + std::to_string(ordinals[i]) + ": " + infos[i].name +
+                         "): tune each model in its own run, or allow mixing them (--allow-mixed-devices)");
+  TuneResult result;
+  result.device = infos[0];
+  result.devices = infos;
+  std::vector<Lane> lanes(ordinals.size());
+  for (size_t i = 0; i < lanes.size(); ++i) {
+    Lane& l = lanes[i];
+    l.ordinal = ordinals[i];
+    l.info = infos[i];
+    l.store = std::make_unique<Store>(o.db_path); // WAL and a busy timeout: the GPUs write in turn
+    l.device_id = l.store->device_id(l.info);
+    std::vector<std::string> argv = o.worker_argv;
+    argv.push_back("--device");
+    argv.push_back(std::to_string(l.ordinal));
+    l.worker = std::make_unique<WorkerProcess>(argv);
+    // Read once for the whole run: every family of every problem draws its seeds from it.
+    if (!o.warm_start.empty()) l.warm.emplace(o.warm_start, l.info);
+  }
   Compiler compiler;
-  std::vector<std::string> argv = o.worker_argv;
-  argv.push_back("--device");
-  argv.push_back(std::to_string(o.device));
-  WorkerProcess worker(argv);
   CubinDir cubins;
-  // Read once for the whole run: every family of every problem draws its seeds from it.
-  std::optional<WarmStart> warm;
-  if (!o.warm_start.empty()) warm.emplace(o.warm_start, result.device);
-  std::unique_ptr<std::ofstream> trials_out;
+  std::unique_ptr<SharedTrialLog> trials_out;
   if (!o.trials_out.empty()) {
-    trials_out = std::make_unique<std::ofstream>(o.trials_out, std::ios::app);
-    if (!*trials_out) throw UsageError("cannot open the trial log " + o.trials_out + " for appending");
+    trials_out = std::make_unique<SharedTrialLog>();
+    trials_out->out.open(o.trials_out, std::ios::app);
+    if (!trials_out->out) throw UsageError("cannot open the trial log " + o.trials_out + " for appending");
   }
+  ProgressLine line(lanes.size());
   const auto t0 = Clock::now();
-  for (size_t i = 0; i < o.problems.size(); ++i) {
-    ProblemTuner pt(o, result.device, store, compiler, worker, cubins, warm ? &*warm : nullptr, trials_out.get(),
-                    device_id, i);
-    ProblemResult r = pt.run(o.problems[i]);
-    result.compile_s += r.compile_s;
-    result.bench_s += r.bench_s;
-    result.store_reused += r.store_reused;
-    if (!o.quiet && !o.progress) {
-      if (r.best)
-        std::fprintf(stderr, "[%zu/%zu] %s done: best %s\n", i + 1, o.problems.size(), r.problem.key().c_str(),
-                     rate_text(r.problem, r.best->time_ms).c_str());
-      else std::fprintf(stderr, "[%zu/%zu] %s done: no correct config\n", i + 1, o.problems.size(), r.problem.key().c_str());
+  // The problems not yet taken, in order; a retired GPU's problem goes back to the front. With
+  // several GPUs a problem some GPU already holds trials of (a resumed run) is left to that GPU,
+  // where they count (trials are kept per device, so another GPU would measure them again): a
+  // GPU takes its own first, then those nobody holds. A retired GPU's problems are anybody's.
+  std::mutex mu;
+  std::deque<size_t> todo;
+  for (size_t i = 0; i < o.problems.size(); ++i) todo.push_back(i);
+  std::vector<int> holder(o.problems.size(), -1); // lane index
+  if (lanes.size() > 1)
+    for (size_t i = 0; i < o.problems.size(); ++i) {
+      size_t most = 0;
+      for (size_t li = 0; li < lanes.size(); ++li) {
+        const size_t n = lanes[li].store->trials(lanes[li].device_id, lanes[li].store->problem_id(o.problems[i])).size();
+        if (n > most) most = n, holder[i] = int(li);
+      }
     }
-    result.problems.push_back(std::move(r));
+  auto take = [&](size_t li) -> std::optional<size_t> { // under mu
+    for (int pass = 0; pass < 2; ++pass)
+      for (auto it = todo.begin(); it != todo.end(); ++it)
+        if (holder[*it] == (pass == 0 ? int(li) : -1)) {
+          const size_t i = *it;
+          todo.erase(it);
+          return i;
+        }
+    return std::nullopt; // what is left is another GPU's
+  };
+  std::vector<bool> retired(lanes.size(), false);
+  std::vector<std::optional<ProblemResult>> done(o.problems.size());
+  std::exception_ptr failure; // the first error that is not a lost GPU: the run stops
+  auto run_lane = [&](size_t li) {
+    Lane& l = lanes[li];
+    for (;;) {
+      size_t i;
+      {
+        std::lock_guard<std::mutex> lk(mu);
+        if (failure) return;
+        const auto next = take(li);
+        if (!next) return;
+        i = *next;
+      }
+      try {
+        ProblemTuner pt(o, l.info, l.ordinal, *l.store, compiler, *l.worker, cubins, l.warm ? &*l.warm : nullptr,
+                        trials_out.get(), line, li, l.device_id, i);
+        ProblemResult r = pt.run(o.problems[i]);
+        r.device = l.ordinal;
+        if (!o.quiet && !o.progress) {
+          const std::string on = lanes.size() > 1 ? " on GPU " + std::to_string(l.ordinal) : "";
+          if (r.best)
+            std::fprintf(stderr, "[%zu/%zu] %s done%s: best %s\n", i + 1, o.problems.size(), r.problem.key().c_str(),
+                         on.c_str(), rate_text(r.problem, r.best->time_ms).c_str());
+          else
+            std::fprintf(stderr, "[%zu/%zu] %s done%s: no correct config\n", i + 1, o.problems.size(),
+                         r.problem.key().c_str(), on.c_str());
+        }
+        std::lock_guard<std::mutex> lk(mu);
+        done[i] = std::move(r);
+      } catch (const DeviceLost& e) {
+        std::lock_guard<std::mutex> lk(mu);
+        const std::string why = std::string(e.what()) + "; retired" +
+                                (lanes.size() > 1 ? ", " + o.problems[i].key() + " goes back to the other GPUs" : "");
+        std::fprintf(stderr, "\nktune: %s\n", why.c_str());
+        result.retired.push_back(why);
+        retired[li] = true;
+        for (int& h : holder)
+          if (h == int(li)) h = -1;
+        holder[i] = -1;
+        todo.push_front(i);
+        return;
+      } catch (...) {
+        std::lock_guard<std::mutex> lk(mu);
+        if (!failure) failure = std::current_exception();
+        return;
+      }
+    }
+  };
+  // Rounds: a GPU's round ends when nothing left is its to take; a GPU retired in a round leaves
+  // its problems to the next round's GPUs.
+  for (;;) {
+    std::vector<size_t> live;
+    for (size_t li = 0; li < lanes.size(); ++li)
+      if (!retired[li]) live.push_back(li);
+    const size_t before = todo.size(), retired_before = result.retired.size();
+    if (todo.empty() || failure || live.empty()) break;
+    if (live.size() == 1) {
+      run_lane(live[0]);
+    } else {
+      std::vector<std::thread> threads;
+      for (size_t li : live) threads.emplace_back(run_lane, li);
+      for (auto& t : threads) t.join();
+    }
+    if (todo.size() == before && result.retired.size() == retired_before) break; // no progress (cannot happen)
+  }
+  if (failure) std::rethrow_exception(failure);
+  if (!todo.empty())
+    throw Error(std::string(result.retired.size() == lanes.size() ? "every GPU of the run was retired; "
+                                                                   : "the run's GPUs stopped taking problems; ") +
+                std::to_string(todo.size()) + " problem(s) not tuned (first: " + o.problems[todo.front()].key() + ")" +
+                (result.retired.empty() ? "" : ": " + result.retired.back()));
+  for (auto& r : done) {
+    result.compile_s += r->compile_s;
+    result.bench_s += r->bench_s;
+    result.store_reused += r->store_reused;
+    result.problems.push_back(std::move(*r));
   }
   result.wall_s = seconds_since(t0);
-  result.worker_restarts = worker.restarts();
+  for (const Lane& l : lanes) result.worker_restarts += l.worker->restarts();
   result.compiled = compiler.cache_size();
   result.compile_reused = compiler.cache_hits();
   return result;
@@ -443,7 +633,8 @@ TuneResult tune(const TuneOptions& o) {
 std::string format_summary(const TuneResult& r) {
   std::string s;
   char buf[512];
-  std::snprintf(buf, sizeof buf, "%s (%s, %d SMs)\n", r.device.name.c_str(), r.device.arch.c_str(), r.device.sm_count);
+  std::snprintf(buf, sizeof buf, "%s (%s, %d SMs)%s\n", r.device.name.c_str(), r.device.arch.c_str(), r.device.sm_count,
+                r.devices.size() > 1 ? (" x " + std::to_string(r.devices.size())).c_str() : "");
   s += buf;
   std::snprintf(buf, sizeof buf, "%-34s %-46s %8s %6s %-16s  %s\n", "problem", "best config", "TFLOPS", "TB/s", "vs baseline",
                 "trials (ok/compile/launch/wrong/timeout/crash, skipped)");
@@ -475,6 +666,14 @@ std::string format_summary(const TuneResult& r) {
   std::snprintf(buf, sizeof buf, "compiled %zu configs with NVRTC; %zu reused a compile from another problem; %zu cubins came from the database\n",
                 r.compiled, r.compile_reused, r.store_reused);
   s += buf;
+  if (r.devices.size() > 1) {
+    std::map<int, int> per;
+    for (const auto& p : r.problems) ++per[p.device];
+    s += "problems per GPU:";
+    for (const auto& [d, n] : per) s += " " + std::to_string(d) + ": " + std::to_string(n);
+    s += "\n";
+  }
+  for (const auto& why : r.retired) s += "retired: " + why + "\n";
   return s;
 }
 

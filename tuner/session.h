@@ -1,6 +1,13 @@
 // The tuning loop. For each problem: time the cuBLAS baseline, ask the strategy for configs,
 // compile them ahead on every CPU core, evaluate each in the worker (verify, then time), and
 // record every trial in the store as it finishes. A re-run skips trials already recorded.
+//
+// Several GPUs (TuneOptions::devices): one worker process and one store connection a GPU, one
+// compile pool for all; each GPU takes the next problem not yet taken as it finishes one, so a
+// problem's trials all come from one GPU and are recorded under that device, as in a run on it
+// alone. GPUs of different models are refused unless allowed. After a trial that crashed or timed
+// out the GPU's worker is asked whether the device still answers; a GPU that does not (twice) is
+// retired with a line on stderr, and its problem goes back to the others.
 #pragma once
 #include <map>
 #include <optional>
@@ -27,9 +34,15 @@ struct TuneOptions {
   std::string trials_out;
   std::string db_path;
   int device = 0;
+  // GPUs to tune on at once (ordinals, no repeats); empty: `device` alone.
+  std::vector<int> devices;
+  // Tune on GPUs of different models in one run (each trial is still recorded under its own
+  // device); otherwise such a run is refused.
+  bool allow_mixed_devices = false;
   // Use this description instead of asking the driver: lets tests drive the whole loop with a
-  // scripted worker on a machine without a GPU.
+  // scripted worker on a machine without a GPU. device_infos: one a GPU of `devices`, in order.
   std::optional<DeviceInfo> device_info;
+  std::vector<DeviceInfo> device_infos;
   double timeout_s = 30; // watchdog for one evaluation in the worker
   std::vector<std::string> worker_argv; // the worker command; the session appends --device
   TimingOptions timing;
@@ -39,6 +52,7 @@ struct TuneOptions {
 
 struct ProblemResult {
   Problem problem;
+  int device = 0; // the ordinal of the GPU that tuned it
   std::optional<BestRecord> best;
   std::optional<Timing> cublas;
   std::map<TrialStatus, int> by_status; // trials evaluated in this run
@@ -48,8 +62,10 @@ struct ProblemResult {
 };
 
 struct TuneResult {
-  std::vector<ProblemResult> problems;
-  DeviceInfo device;
+  std::vector<ProblemResult> problems; // in the order of TuneOptions::problems
+  DeviceInfo device;                   // the first GPU's
+  std::vector<DeviceInfo> devices;     // every GPU of the run
+  std::vector<std::string> retired;    // a line for each GPU retired during the run
   double wall_s = 0, compile_s = 0, bench_s = 0;
   int worker_restarts = 0;
   size_t compiled = 0;       // NVRTC compiles this run

@@ -292,6 +292,9 @@ int worker_main(int ordinal) {
       const std::string op = req.at("op").get<std::string>();
       if (op == "eval") out = eval(*w, req);
       else if (op == "baseline") out = baseline(*w, req);
+      // Whether the device still answers (the context above was made or is alive): asked after
+      // a crash, to tell a kernel's fault from a GPU's.
+      else if (op == "ping") out = {{"status", "ok"}, {"device", w->dev.name}};
       else throw Error("unknown worker op '" + op + "'");
     } catch (const CudaError& e) {
       sticky = e.is_sticky();

@@ -7,6 +7,7 @@
 //     -> {"status":"ok"|"wrong_result"|"launch_error", "error":..., "sticky":bool, "timing":{...},
 //         "rel_error":x, "registers":n, "smem":n, "local":n, "bench_s":x}
 //   {"op":"baseline", "problem":{...}, "seed":N, "timing":{...}} -> {"status":"ok", "timing":{...}}
+//   {"op":"ping"} -> {"status":"ok", "device":NAME} (the CUDA context made or alive)
 #pragma once
 #include <sys/types.h>
 

@@ -265,6 +265,15 @@ TEST(Cli, SpaceDefaultPrintsTheFamilysDefaultConfig) {
   EXPECT_NE(none.out.find("declares no default"), std::string::npos) << none.out;
 }
 
+// --devices and --device name the run's GPUs two ways: one of them only, refused before anything
+// runs (with or without a GPU).
+TEST(Cli, TuneTakesDeviceOrDevicesNotBoth) {
+  const CliRun r = run_ktune("tune --device 0 --devices all --problem 64x64x64");
+  EXPECT_NE(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("--devices"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("excludes"), std::string::npos) << r.out;
+}
+
 TEST(Cli, CompileWritesTheCubinWhereAsked) {
   const std::string out = ::testing::TempDir() + "ktune-cli-test.cubin";
   std::remove(out.c_str());

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -408,4 +409,124 @@ TEST(Session, TimeBudgetHoldsForEveryFamilyWithTheModelStrategy) {
   // warm starts, the worker's start): 1 to 4.2 s measured on a 2-core machine running ctest -j2.
   std::cout << "[ ktune    ] outside the problems: " << wall - in_problems << " s\n";
   EXPECT_LE(wall - in_problems, 6.0);
+}
+
+namespace {
+
+// Two scripted GPUs of one model ("Scripted GPU", ordinals 0 and 1) over six problems.
+TuneOptions two_gpus(const std::string& db, const std::string& worker_script) {
+  TuneOptions o = options(db, worker_script, 3);
+  o.problems.clear();
+  for (const char* s : {"128x128x128", "256x256x256", "384x256x128", "512x128x256", "640x256x64", "768x128x128"})
+    o.problems.push_back(GemmProblem::parse(s));
+  o.device_info.reset();
+  o.devices = {0, 1};
+  for (int d : o.devices) {
+    DeviceInfo info = DeviceInfo::nominal("sm_90");
+    info.name = "Scripted GPU";
+    info.uuid = "scripted-" + std::to_string(d);
+    info.ordinal = d;
+    o.device_infos.push_back(info);
+  }
+  return o;
+}
+
+// The worker as script() makes it, a little slower (so that both GPUs take problems).
+std::string slow_script() {
+  return std::string("while read line; do sleep 0.02; case \"$line\" in *baseline*) echo '") + kBaseline +
+         "';; *) echo '" + kOk + "';; esac; done";
+}
+
+} // namespace
+
+// --devices: each GPU takes the next problem as it finishes one; every problem's trials are
+// recorded under the GPU that tuned it, and a resumed run gives each problem back to that GPU,
+// where every trial is skipped.
+TEST(Session, SeveralGpusTakeProblemsInTurnAndResumeWhereTheirTrialsAre) {
+  const std::string db = fresh_db("two-gpus.db");
+  const TuneOptions o = two_gpus(db, slow_script());
+  const TuneResult r = tune(o);
+  ASSERT_EQ(r.problems.size(), o.problems.size());
+  ASSERT_EQ(r.devices.size(), 2u);
+  EXPECT_TRUE(r.retired.empty());
+  std::set<int> used;
+  Store s(db);
+  for (size_t i = 0; i < r.problems.size(); ++i) {
+    const ProblemResult& p = r.problems[i];
+    EXPECT_EQ(p.problem.key(), o.problems[i].key()) << "results in the suite's order";
+    EXPECT_EQ(count(p, TrialStatus::ok), 3) << p.problem.key();
+    used.insert(p.device);
+    const int64_t pid = s.problem_id(p.problem);
+    EXPECT_EQ(s.trials(s.device_id(o.device_infos[size_t(p.device)]), pid).size(), 3u) << p.problem.key();
+    EXPECT_TRUE(s.trials(s.device_id(o.device_infos[size_t(1 - p.device)]), pid).empty()) << p.problem.key();
+  }
+  EXPECT_EQ(used, (std::set<int>{0, 1})) << "both GPUs took problems";
+  EXPECT_EQ(s.count_trials(), 18);
+  EXPECT_NE(format_summary(r).find("problems per GPU: 0: "), std::string::npos) << format_summary(r);
+
+  TuneOptions more = o;
+  more.budget_evals = 4;
+  const TuneResult again = tune(more);
+  ASSERT_EQ(again.problems.size(), o.problems.size());
+  for (size_t i = 0; i < again.problems.size(); ++i) {
+    EXPECT_EQ(again.problems[i].device, r.problems[i].device) << "back to the GPU that holds its trials";
+    EXPECT_EQ(again.problems[i].skipped, 3) << again.problems[i].problem.key();
+    EXPECT_EQ(count(again.problems[i], TrialStatus::ok), 1) << again.problems[i].problem.key();
+  }
+  Store after(db);
+  EXPECT_EQ(after.count_trials(), 24) << "no trial recorded twice";
+}
+
+TEST(Session, GpusOfDifferentModelsAreRefusedUnlessAllowed) {
+  const std::string db = fresh_db("mixed.db");
+  TuneOptions o = two_gpus(db, script(""));
+  o.device_infos[1].name = "Other GPU";
+  try {
+    tune(o);
+    FAIL() << "a run over two GPU models was not refused";
+  } catch (const UsageError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("Scripted GPU"), std::string::npos) << what;
+    EXPECT_NE(what.find("Other GPU"), std::string::npos) << what;
+    EXPECT_NE(what.find("--allow-mixed-devices"), std::string::npos) << what;
+  }
+  Store untouched(db);
+  EXPECT_EQ(untouched.count_trials(), 0);
+  o.allow_mixed_devices = true;
+  const TuneResult r = tune(o);
+  EXPECT_EQ(r.problems.size(), o.problems.size());
+  TuneOptions twice = two_gpus(db, script(""));
+  twice.devices = {1, 1};
+  twice.device_infos.resize(1);
+  EXPECT_THROW(tune(twice), UsageError);
+}
+
+// GPU 1's worker dies on every kernel and then on every ping (a GPU that stopped answering):
+// after its first crash GPU 1 is retired with a line saying so, its problem goes to GPU 0, and
+// every problem is tuned there. On one GPU alone the same fault stops the run with that line.
+TEST(Session, AGpuThatStopsAnsweringIsRetiredAndTheOthersGoOn) {
+  const std::string dead = std::string("while read line; do case \"$line\" in *baseline*) echo '") + kBaseline +
+                           "';; *) exit 1;; esac; done";
+  const std::string worker = "if [ \"$1\" = 1 ]; then " + dead + "; else " + slow_script() + "; fi";
+  const std::string db = fresh_db("retired.db");
+  const TuneOptions o = two_gpus(db, worker);
+  const TuneResult r = tune(o);
+  ASSERT_EQ(r.problems.size(), o.problems.size());
+  ASSERT_EQ(r.retired.size(), 1u);
+  EXPECT_NE(r.retired[0].find("GPU 1 (Scripted GPU) no longer answers"), std::string::npos) << r.retired[0];
+  for (const ProblemResult& p : r.problems) {
+    EXPECT_EQ(p.device, 0) << p.problem.key();
+    EXPECT_EQ(count(p, TrialStatus::ok), 3) << p.problem.key();
+  }
+  EXPECT_NE(format_summary(r).find("retired: GPU 1"), std::string::npos) << format_summary(r);
+
+  TuneOptions alone = two_gpus(fresh_db("retired-alone.db"), worker);
+  alone.devices = {1};
+  alone.device_infos = {o.device_infos[1]};
+  try {
+    tune(alone);
+    FAIL() << "a run whose only GPU stopped answering went on";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("every GPU of the run was retired"), std::string::npos) << e.what();
+  }
 }
