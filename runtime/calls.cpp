@@ -2,8 +2,9 @@
 // without the lookup by key on every call. A call computes the alignment class its pointers allow
 // (a few bit tests), takes the prepared launch kept for that class, and launches; only the first
 // call of a class goes through the runtime's lookup (which resolves, measures at first use and
-// compiles as gemm_ex / rows / run do). Python's per-call host cost is what decides eager speed at small shapes
-// (bench/rows_call_overhead.py), and most of the runtime's share of it was building the key.
+// compiles as gemm_ex / rows / run do). Python's per-call host cost is what decides eager speed at
+// small shapes (bench/rows_call_overhead.py), and most of the runtime's share of it was building
+// the key.
 #include <string>
 
 #include "ktune/error.h"

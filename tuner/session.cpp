@@ -582,9 +582,8 @@ TuneResult tune(const TuneOptions& o) {
         std::fprintf(stderr, "\nktune: %s\n", why.c_str());
         result.retired.push_back(why);
         retired[li] = true;
-        for (int& h : holder)
+        for (int& h : holder) // i's among them, if this GPU held it
           if (h == int(li)) h = -1;
-        holder[i] = -1;
         todo.push_front(i);
         return;
       } catch (...) {

@@ -398,6 +398,37 @@ Family simple_family() {
   return f;
 }
 
+// What both attention ops ask of a problem: half inputs, no empty dimension, whole GQA groups,
+// head_dim up to 256, a log-sum-exp whose offsets fit, a finite scale.
+void validate_attention(const Problem& p) {
+  const std::string what = "invalid " + p.op + " problem " + p.key() + ": ";
+  if (!is_half(p.dtype)) throw UsageError(what + "dtype must be bf16 or f16");
+  for (size_t i = 0; i < p.dims.size(); ++i)
+    if (p.dims[i] < 1) throw UsageError(what + op_info(p.op).dims[i] + " must be >= 1");
+  if (p.dims[kHeads] % p.dims[kKvHeads] != 0)
+    throw UsageError(what + "heads (" + std::to_string(p.dims[kHeads]) + ") must be a multiple of kv_heads (" +
+                     std::to_string(p.dims[kKvHeads]) + ")");
+  if (p.dims[kHeadDim] > 256) throw UsageError(what + "head_dim must be at most 256");
+  if (double(p.dims[kBatch]) * double(p.dims[kHeads]) * double(p.dims[kQLen]) > double(INT64_MAX) / 8)
+    throw UsageError(what + "the log-sum-exp does not fit");
+  if (!std::isfinite(p.scalar("scale"))) throw UsageError(what + "scale must be finite");
+}
+
+// Bytes of q, k, v and o read or written once, and the FP32 log-sum-exp.
+double attention_min_bytes(const Problem& p) {
+  const double d = double(p.dims[kHeadDim]), b = double(p.dims[kBatch]);
+  const double qo = 2 * b * double(p.dims[kHeads]) * double(p.dims[kQLen]) * d;
+  const double kv = 2 * b * double(p.dims[kKvHeads]) * double(p.dims[kKvLen]) * d;
+  return (qo + kv) * element_bytes(p.dtype) + 4 * b * double(p.dims[kHeads]) * double(p.dims[kQLen]);
+}
+
+// The FP32 log-sum-exp of every (batch, head, query) row.
+OpInfo::Operand lse_operand() {
+  OpInfo::Operand lse("lse", true, [](const Problem& p) { return p.dims[kBatch] * p.dims[kHeads] * p.dims[kQLen]; });
+  lse.elem_bytes = 4;
+  return lse;
+}
+
 } // namespace
 
 OpInfo attention_op_info() {
@@ -408,39 +439,19 @@ OpInfo attention_op_info() {
   o.dims = {"batch", "heads", "kv_heads", "q_len", "kv_len", "head_dim"};
   o.layouts = {"full", "causal"};
   o.scalars = {{"scale", 0.0}}; // 0: 1 / sqrt(head_dim)
-  o.validate = [](const Problem& p) {
-    const std::string what = "invalid attention problem " + p.key() + ": ";
-    if (!is_half(p.dtype)) throw UsageError(what + "dtype must be bf16 or f16");
-    for (size_t i = 0; i < p.dims.size(); ++i)
-      if (p.dims[i] < 1) throw UsageError(what + op_info("attention").dims[i] + " must be >= 1");
-    if (p.dims[kHeads] % p.dims[kKvHeads] != 0)
-      throw UsageError(what + "heads (" + std::to_string(p.dims[kHeads]) + ") must be a multiple of kv_heads (" +
-                       std::to_string(p.dims[kKvHeads]) + ")");
-    if (p.dims[kHeadDim] > 256) throw UsageError(what + "head_dim must be at most 256");
-    if (double(p.dims[kBatch]) * double(p.dims[kHeads]) * double(p.dims[kQLen]) > double(INT64_MAX) / 8)
-      throw UsageError(what + "the log-sum-exp does not fit");
-    const double scale = p.scalar("scale");
-    if (!std::isfinite(scale)) throw UsageError(what + "scale must be finite");
-  };
+  o.validate = validate_attention;
+  // attention_paged's too: every sequence at its capacity, the most the call can do.
   o.flops = [](const Problem& p) {
     return 4.0 * double(p.dims[kBatch]) * double(p.dims[kHeads]) * visible_pairs(p) * double(p.dims[kHeadDim]);
   };
-  o.min_bytes = [](const Problem& p) {
-    const double d = double(p.dims[kHeadDim]), b = double(p.dims[kBatch]);
-    const double qo = 2 * b * double(p.dims[kHeads]) * double(p.dims[kQLen]) * d;
-    const double kv = 2 * b * double(p.dims[kKvHeads]) * double(p.dims[kKvLen]) * d;
-    return (qo + kv) * element_bytes(p.dtype) + 4 * b * double(p.dims[kHeads]) * double(p.dims[kQLen]);
-  };
+  o.min_bytes = attention_min_bytes;
   o.runner = "attention";
   // Scores of q . k / sqrt(d) with inputs in [-2, 2) have a spread near 1.3: the softmax is peaked
   // enough that a kernel which mishandles the running max (no rescale, a stale max) shows.
   o.operands = {OpInfo::Operand::shaped("q", false, {"batch", "q_len", "heads", "head_dim"}, -2, 2),
                 OpInfo::Operand::shaped("k", false, {"batch", "kv_len", "kv_heads", "head_dim"}, -2, 2),
                 OpInfo::Operand::shaped("v", false, {"batch", "kv_len", "kv_heads", "head_dim"}, -1, 1),
-                OpInfo::Operand::shaped("o", true, {"batch", "q_len", "heads", "head_dim"})};
-  OpInfo::Operand lse("lse", true, [](const Problem& p) { return p.dims[kBatch] * p.dims[kHeads] * p.dims[kQLen]; });
-  lse.elem_bytes = 4;
-  o.operands.push_back(lse);
+                OpInfo::Operand::shaped("o", true, {"batch", "q_len", "heads", "head_dim"}), lse_operand()};
   o.families = [] { return std::vector<Family>{wgmma_family(), fa2_family(), decode_family(false), simple_family()}; };
   return o;
 }
@@ -461,45 +472,30 @@ OpInfo attention_paged_op_info() {
   o.about = "attention over a paged KV cache (block table, per-sequence lengths), decode and speculative decoding";
   o.dims = {"batch", "heads", "kv_heads", "q_len", "kv_len", "head_dim", "page_size", "pages"};
   o.validate = [](const Problem& p) {
+    validate_attention(p);
     const std::string what = "invalid attention_paged problem " + p.key() + ": ";
-    if (!is_half(p.dtype)) throw UsageError(what + "dtype must be bf16 or f16");
-    for (size_t i = 0; i < p.dims.size(); ++i)
-      if (p.dims[i] < 1) throw UsageError(what + op_info("attention_paged").dims[i] + " must be >= 1");
-    if (p.dims[kHeads] % p.dims[kKvHeads] != 0)
-      throw UsageError(what + "heads (" + std::to_string(p.dims[kHeads]) + ") must be a multiple of kv_heads (" +
-                       std::to_string(p.dims[kKvHeads]) + ")");
-    if (p.dims[kHeadDim] > 256) throw UsageError(what + "head_dim must be at most 256");
     if (p.dims[kQLen] > 64) throw UsageError(what + "q_len must be at most 64 (decode and speculative decoding)");
     if (p.dims[kKvLen] % p.dims[kPageSize] != 0)
       throw UsageError(what + "kv_len (" + std::to_string(p.dims[kKvLen]) + ") must be a whole number of pages of " +
                        std::to_string(p.dims[kPageSize]));
     if (p.dims[kPages] > INT32_MAX) throw UsageError(what + "pages must fit the int32 block table");
-    if (!std::isfinite(p.scalar("scale"))) throw UsageError(what + "scale must be finite");
   };
-  o.flops = [](const Problem& p) { // every sequence at its capacity: the most the call can do
-    return 4.0 * double(p.dims[kBatch]) * double(p.dims[kHeads]) * visible_pairs(p) * double(p.dims[kHeadDim]);
-  };
+  // attention's, and the block table and lengths.
   o.min_bytes = [](const Problem& p) {
-    const double d = double(p.dims[kHeadDim]), b = double(p.dims[kBatch]);
-    const double qo = 2 * b * double(p.dims[kHeads]) * double(p.dims[kQLen]) * d;
-    const double kv = 2 * b * double(p.dims[kKvHeads]) * double(p.dims[kKvLen]) * d;
-    return (qo + kv) * element_bytes(p.dtype) + 4 * b * double(p.dims[kHeads]) * double(p.dims[kQLen]) +
-           4 * b * (double(p.dims[kKvLen] / p.dims[kPageSize]) + 1);
+    return attention_min_bytes(p) + 4 * double(p.dims[kBatch]) * (double(p.dims[kKvLen] / p.dims[kPageSize]) + 1);
   };
   OpInfo::Operand table("block_table", false,
                         [](const Problem& p) { return p.dims[kBatch] * (p.dims[kKvLen] / p.dims[kPageSize]); });
   table.elem_bytes = 4;
   OpInfo::Operand lens("seq_lens", false, [](const Problem& p) { return p.dims[kBatch]; });
   lens.elem_bytes = 4;
-  OpInfo::Operand lse("lse", true, [](const Problem& p) { return p.dims[kBatch] * p.dims[kHeads] * p.dims[kQLen]; });
-  lse.elem_bytes = 4;
   o.operands = {OpInfo::Operand::shaped("q", false, {"batch", "q_len", "heads", "head_dim"}, -2, 2),
                 OpInfo::Operand::shaped("k_cache", false, {"pages", "page_size", "kv_heads", "head_dim"}, -2, 2),
                 OpInfo::Operand::shaped("v_cache", false, {"pages", "page_size", "kv_heads", "head_dim"}, -1, 1),
                 table,
                 lens,
                 OpInfo::Operand::shaped("o", true, {"batch", "q_len", "heads", "head_dim"}),
-                lse};
+                lse_operand()};
   o.families = [] { return std::vector<Family>{decode_family(true)}; };
   // A config tuned for the contiguous cache is the same kernel but for where each key's row is
   // read: attention's tuned decode entries are candidates for the paged problem of their shape.

@@ -15,6 +15,26 @@
 
 using namespace ktune;
 
+namespace {
+
+// Family f's default config and `seed`'s sampled one at each shape of op, in bf16 and f16, full
+// and causal: what the compile tests compile.
+std::vector<std::pair<Config, Problem>> default_and_sampled(const Family& f, const char* op,
+                                                            std::initializer_list<const char*> shapes, uint64_t seed) {
+  const DeviceInfo d = DeviceInfo::nominal("sm_90");
+  std::vector<std::pair<Config, Problem>> cases;
+  for (const char* shape : shapes)
+    for (DType t : {DType::bf16, DType::f16})
+      for (const char* layout : {"full", "causal"}) {
+        const Problem p = Problem::parse(op, shape, layout, t);
+        cases.emplace_back(f.default_config(p, d), p);
+        for (const Config& c : f.sample(p, d, 1, seed)) cases.emplace_back(c, p);
+      }
+  return cases;
+}
+
+} // namespace
+
 TEST(Attention, IsRegisteredKeyedAndValidated) {
   const OpInfo& op = op_info("attention");
   EXPECT_EQ(op.runner, "attention");
@@ -161,41 +181,21 @@ TEST(Attention, PagedOpIsValidatedAndItsFamilyCompiles) {
   const Config oc = f.default_config(one, d);
   ASSERT_TRUE(f.valid(oc, one, d));
   EXPECT_EQ(f.launch_plan(oc, one).steps.size(), 2u); // split: one sequence fills no device
-  std::vector<std::pair<Config, Problem>> cases;
-  for (const char* shape : {"2x8x2x3x1024x128x16x200", "1x4x4x1x768x64x256x3"})
-    for (DType t : {DType::bf16, DType::f16})
-      for (const char* layout : {"full", "causal"}) {
-        const Problem q = Problem::parse("attention_paged", shape, layout, t);
-        cases.emplace_back(f.default_config(q, d), q);
-        for (const Config& x : f.sample(q, d, 1, 5)) cases.emplace_back(x, q);
-      }
-  ktune::testing::compile_all(f, cases, "sm_90");
+  ktune::testing::compile_all(
+      f, default_and_sampled(f, "attention_paged", {"2x8x2x3x1024x128x16x200", "1x4x4x1x768x64x256x3"}, 5), "sm_90");
 }
 
 TEST(Attention, KernelsOfEveryFamilyAndTheCheckKernelsCompile) {
-  const DeviceInfo d = DeviceInfo::nominal("sm_90");
   for (const char* name : {"attention_wgmma", "attention_fa2", "attention_simple"}) {
     const Family f = find_family(name);
-    std::vector<std::pair<Config, Problem>> cases;
-    for (const char* shape : {"1x8x2x1000x1000x64", "1x8x8x512x512x128", "1x4x1x256x256x256"})
-      for (DType t : {DType::bf16, DType::f16})
-        for (const char* layout : {"full", "causal"}) {
-          const Problem p = Problem::parse("attention", shape, layout, t);
-          cases.emplace_back(f.default_config(p, d), p);
-          for (const Config& c : f.sample(p, d, 1, 3)) cases.emplace_back(c, p);
-        }
-    ktune::testing::compile_all(f, cases, "sm_90");
+    ktune::testing::compile_all(
+        f, default_and_sampled(f, "attention", {"1x8x2x1000x1000x64", "1x8x8x512x512x128", "1x4x1x256x256x256"}, 3),
+        "sm_90");
   }
   const Family decode = find_family("attention_decode");
-  std::vector<std::pair<Config, Problem>> cases;
-  for (const char* shape : {"1x32x8x1x5000x128", "2x8x2x7x1000x64", "1x4x4x1x2048x256"})
-    for (DType t : {DType::bf16, DType::f16})
-      for (const char* layout : {"full", "causal"}) {
-        const Problem p = Problem::parse("attention", shape, layout, t);
-        cases.emplace_back(decode.default_config(p, d), p);
-        for (const Config& c : decode.sample(p, d, 1, 3)) cases.emplace_back(c, p);
-      }
-  ktune::testing::compile_all(decode, cases, "sm_90");
+  ktune::testing::compile_all(
+      decode, default_and_sampled(decode, "attention", {"1x32x8x1x5000x128", "2x8x2x7x1000x64", "1x4x4x1x2048x256"}, 3),
+      "sm_90");
   Compiler compiler;
   for (const char* arch : {"sm_80", "sm_90"}) {
     const auto k = compiler.compile(attention_check_request(arch));
