@@ -5,9 +5,18 @@
 // change of options is measured by two runs of this tool on the same machine. Needs no GPU.
 //   compile_cost [--family F ...] [--configs N] [--problem SHAPE] [--arch sm_90] [--option OPT ...]
 //                [--seed S] [--json FILE]
+// --parallel 1,4,16 adds, per family, the wall-clock throughput of compiling the same sampled configs
+// N at a time: in one process on the Compiler's thread pool (what the tuner does) and in N forked
+// processes of one compile at a time each, which shows whether NVRTC itself scales with threads.
+// NVRTC 12.9+ keeps its own cache of PTX and cubins in the CUDA driver's compute cache (on a machine
+// with a driver; --no-cache turns it off), keyed by source and options: every measurement here adds
+// its own -D salt, so no measurement is served from an earlier one's compiles. The forked processes
+// start after this process has used NVRTC (and with it the driver), so NVRTC's cache is not
+// available to them: compare the two modes with --option=--no-cache.
 // Default families: gemm_simt, gemm_wgmma, gemm_skinny16, softmax_warp, attention_wgmma,
 // attention_decode; each at a representative problem of its op (or --problem for all).
 #include <CLI/CLI.hpp>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -56,12 +65,86 @@ std::map<std::string, double> read_phases(const std::string& path) {
   return ms;
 }
 
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// The requests with a define no other measurement of this process uses: a new key for NVRTC's cache.
+std::vector<CompileRequest> salted(std::vector<CompileRequest> reqs) {
+  static int salt = 0;
+  const std::string define = "-DKTUNE_COMPILE_COST_SALT=" + std::to_string(::getpid()) + "_" + std::to_string(++salt);
+  for (CompileRequest& r : reqs) r.options.push_back(define);
+  return reqs;
+}
+
+// Wall seconds to compile every request on one Compiler of n threads (nothing cached: each is new).
+double wall_threads(std::vector<CompileRequest> reqs, unsigned n) {
+  reqs = salted(std::move(reqs));
+  Compiler compiler(n);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::future<std::shared_ptr<const CompiledKernel>>> fs;
+  for (const CompileRequest& r : reqs) fs.push_back(compiler.compile_async(r));
+  for (auto& f : fs) f.get(); // rethrows a compile's error
+  return seconds_since(t0);
+}
+
+// Wall seconds to compile every request in n forked processes, each one compile at a time (its own
+// Compiler, so its own NVRTC state). No Compiler lives in this process while it forks.
+double wall_processes(std::vector<CompileRequest> reqs, unsigned n) {
+  reqs = salted(std::move(reqs));
+  std::fflush(nullptr);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<pid_t> kids;
+  for (unsigned i = 0; i < n; ++i) {
+    const pid_t pid = ::fork();
+    if (pid < 0) throw Error("fork failed while starting compile process " + std::to_string(i));
+    if (pid == 0) {
+      int rc = 0;
+      try {
+        Compiler compiler(1);
+        for (size_t j = i; j < reqs.size(); j += n) compiler.compile(reqs[j]);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "compile_cost: process %u: %s\n", i, e.what());
+        rc = 1;
+      }
+      std::fflush(nullptr);
+      ::_exit(rc);
+    }
+    kids.push_back(pid);
+  }
+  bool ok = true;
+  for (pid_t pid : kids) {
+    int status = 0;
+    if (::waitpid(pid, &status, 0) != pid) throw Error("waitpid failed for a compile process");
+    ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  }
+  if (!ok) throw Error("a compile process failed (its message is above)");
+  return seconds_since(t0);
+}
+
+std::vector<unsigned> parse_counts(const std::string& list) {
+  std::vector<unsigned> out;
+  std::stringstream ss(list);
+  for (std::string item; std::getline(ss, item, ',');) {
+    size_t used = 0;
+    int v = 0;
+    try {
+      v = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || v < 1 || v > 1024) throw UsageError("--parallel: '" + item + "' is not a count from 1 to 1024");
+    out.push_back(unsigned(v));
+  }
+  return out;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"Per family: seconds a config of NVRTC, and where they go"};
   std::vector<std::string> families, options;
-  std::string shape, arch = "sm_90", json_path;
+  std::string shape, arch = "sm_90", json_path, parallel;
   int configs = 6;
   uint64_t seed = 1;
   app.add_option("--family", families, "Kernel family (repeatable; default: six across the ops)");
@@ -71,6 +154,7 @@ int main(int argc, char** argv) {
   app.add_option("--option", options, "Extra NVRTC option for every compile (repeatable)");
   app.add_option("--seed", seed, "Sampling seed")->capture_default_str();
   app.add_option("--json", json_path, "Also write the figures here");
+  app.add_option("--parallel", parallel, "Also compile the configs N at a time, threads and processes (e.g. 1,4,16)");
   CLI11_PARSE(app, argc, argv);
   if (families.empty())
     families = {"gemm_simt", "gemm_wgmma", "gemm_skinny16", "softmax_warp", "attention_wgmma", "attention_decode"};
@@ -78,7 +162,7 @@ int main(int argc, char** argv) {
     const DeviceInfo d = DeviceInfo::nominal(arch);
     const std::string tmp = (std::filesystem::temp_directory_path() / ("ktune_nvrtc_time_" + std::to_string(::getpid()) + ".csv")).string();
     nlohmann::json out = {{"arch", arch}, {"options", options}, {"nvrtc", Compiler::nvrtc_version()}, {"families", nlohmann::json::array()}};
-    std::printf("NVRTC %s, %s, options: %s; one compile at a time, no cache\n", Compiler::nvrtc_version().c_str(), arch.c_str(),
+    std::printf("NVRTC %s, %s, options: %s; one compile at a time, nothing from ktune's cache\n", Compiler::nvrtc_version().c_str(), arch.c_str(),
                 options.empty() ? "(defaults)" : nlohmann::json(options).dump().c_str());
     std::printf("%-18s %-34s %7s %9s %9s %9s %9s %9s %9s\n", "family", "problem", "configs", "s/config", "configs/s",
                 "front %", "NVVM %", "SASS %", "other %");
@@ -93,6 +177,7 @@ int main(int argc, char** argv) {
         Compiler compiler; // a fresh one: nothing cached
         CompileRequest req = compile_request(f, c, p, arch);
         req.options.insert(req.options.end(), options.begin(), options.end());
+        req = salted({req}).front();
         req.options.push_back("--time=" + tmp);
         std::filesystem::remove(tmp);
         const auto t0 = std::chrono::steady_clock::now();
@@ -108,7 +193,21 @@ int main(int argc, char** argv) {
                   wall / double(n), double(n) / wall, 100 * fe / wall, 100 * nvvm / wall, 100 * sass / wall, 100 * other / wall);
       nlohmann::json phase_json = nlohmann::json::object();
       for (const auto& [k, v] : phases) phase_json[k] = v;
-      out["families"].push_back({{"family", name}, {"problem", p.key()}, {"configs", n}, {"wall_s", wall}, {"phases_s", phase_json}});
+      nlohmann::json fam = {{"family", name}, {"problem", p.key()}, {"configs", n}, {"wall_s", wall}, {"phases_s", phase_json}};
+      if (!parallel.empty()) {
+        std::vector<CompileRequest> reqs;
+        for (const Config& c : cs) {
+          reqs.push_back(compile_request(f, c, p, arch));
+          reqs.back().options.insert(reqs.back().options.end(), options.begin(), options.end());
+        }
+        for (unsigned k : parse_counts(parallel)) {
+          const double t = wall_threads(reqs, k), pr = wall_processes(reqs, k);
+          std::printf("  %-16s %2u at a time: threads %6.2f configs/s, processes %6.2f configs/s (processes/threads %.2fx)\n",
+                      name.c_str(), k, double(n) / t, double(n) / pr, t / pr);
+          fam["parallel"].push_back({{"n", k}, {"threads_s", t}, {"processes_s", pr}});
+        }
+      }
+      out["families"].push_back(fam);
     }
     if (!json_path.empty()) {
       std::ofstream f(json_path);

@@ -114,18 +114,22 @@ __device__ __forceinline__ void attention_decode_body(
   const long long tiles = (k1 - k0 + BN - 1) / BN;
   const long long mine = tiles > warp ? (tiles - warp + WARPS - 1) / WARPS : 0; // this warp's tiles
   // Paged with PAGE a multiple of BN: a tile lies in one page (j0 is a multiple of BN: CHUNK is
-  // one of BN), so its table entry is read once and a tile ahead, where the load's latency
-  // overlaps a tile's work, and each key's row steps from the tile's as in the contiguous kernel.
-  // Pages smaller than a tile, or not a multiple of it, look each key up. load_tile is called for
-  // n = 0, 1, 2, ... in order.
+  // one of BN), so its table entry is read once, AHEAD tiles before the tile is loaded (a ring of
+  // registers), and each key's row steps from the tile's as in the contiguous kernel. Read one tile
+  // ahead, the entry's load latency was not covered by a tile's work where a warp's tiles are short
+  // and few blocks share an SM (2 warps, 16-key tiles, 2 blocks an SM: the kernel took 1.3x the
+  // contiguous one's time, H200). Pages smaller than a tile, or not a multiple of it, look each key
+  // up. load_tile is called for n = 0, 1, 2, ... in order.
   constexpr bool whole = PAGED == 1;
+  constexpr int AHEAD = whole ? 4 : 1;
   // Keys and page sizes below 2^31 (the op's limit): 32-bit divisions, a few times cheaper.
   const unsigned page_keys = unsigned(PAGE);
-  auto tile_page = [&](long long n) -> long long {
-    return n < mine ? (long long)bt[b * PPS + unsigned(k0 + (warp + n * WARPS) * BN) / page_keys] : 0;
+  auto tile_page = [&](long long n) -> int {
+    return n < mine ? bt[b * PPS + unsigned(k0 + (warp + n * WARPS) * BN) / page_keys] : 0;
   };
-  long long next_page = 0;
-  if (whole) next_page = tile_page(0);
+  int ahead[AHEAD];
+#pragma unroll
+  for (int i = 0; i < AHEAD; ++i) ahead[i] = whole ? tile_page(i) : 0;
   auto load_tile = [&](int stage, long long n) {
     const long long j0 = k0 + (warp + n * WARPS) * BN;
     unsigned short* tK = wring + stage * 2 * BN * D;
@@ -137,8 +141,10 @@ __device__ __forceinline__ void attention_decode_body(
     if (PAGED == 0) {
       k_tile += j0 * ks, v_tile += j0 * vs;
     } else if (whole) {
-      const long long page = next_page, at = unsigned(j0) % page_keys;
-      next_page = tile_page(n + 1);
+      const long long page = ahead[0], at = unsigned(j0) % page_keys;
+#pragma unroll
+      for (int i = 0; i + 1 < AHEAD; ++i) ahead[i] = ahead[i + 1];
+      ahead[AHEAD - 1] = tile_page(n + AHEAD);
       k_tile += page * kb + at * ks, v_tile += page * vb + at * vs;
     } else {
       pg0 = j0 / PAGE, at0 = j0 - pg0 * PAGE;

@@ -273,7 +273,7 @@ TEST(AttentionGpu, PagedDecodePassesOverPageSizesAndPlantedKernelsAreRejected) {
       EXPECT_TRUE(v.pass) << c.to_json() << " " << p.key() << ": " << v.summary();
     }
   }
-  // Planted, pages a multiple of the tile (a table entry a tile, read a tile ahead): 16 pages a
+  // Planted, pages a multiple of the tile (a table entry a tile, read AHEAD tiles ahead): 16 pages a
   // sequence, 40 in the cache (so the faults still read inside it).
   const Problem p = Problem::parse("attention_paged", "2x8x2x2x1024x128x64x40", "causal", DType::bf16);
   Config c = decode_config(256, 16, 4, 16, 3);
@@ -282,10 +282,12 @@ TEST(AttentionGpu, PagedDecodePassesOverPageSizesAndPlantedKernelsAreRejected) {
   const std::string source(embedded_file("attention/attention_decode.cu"));
   const Planted whole[] = {
       {"the block table ignored (pages taken in order)",
-       "(long long)bt[b * PPS + unsigned(k0 + (warp + n * WARPS) * BN) / page_keys]",
-       "(long long)(b * PPS + unsigned(k0 + (warp + n * WARPS) * BN) / page_keys)"},
-      {"the page read ahead for the tile after the next", "next_page = tile_page(n + 1);",
-       "next_page = tile_page(n + 2);"},
+       "bt[b * PPS + unsigned(k0 + (warp + n * WARPS) * BN) / page_keys]",
+       "int(b * PPS + unsigned(k0 + (warp + n * WARPS) * BN) / page_keys)"},
+      {"the ring of pages read ahead one tile off", "ahead[AHEAD - 1] = tile_page(n + AHEAD);",
+       "ahead[AHEAD - 1] = tile_page(n + AHEAD + 1);"},
+      {"the ring of pages not stepped", "for (int i = 0; i + 1 < AHEAD; ++i) ahead[i] = ahead[i + 1];",
+       "for (int i = 0; i + 1 < AHEAD; ++i) ahead[i] = ahead[i];"},
       {"the sequence lengths ignored", "if (PAGED) len = lens[b]", "if (false) len = lens[b]"},
   };
   for (const Planted& fault : whole) {
