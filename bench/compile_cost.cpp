@@ -9,8 +9,10 @@
 // N at a time: in one process on the Compiler's thread pool (what the tuner does) and in N forked
 // processes of one compile at a time each, which shows whether NVRTC itself scales with threads.
 // NVRTC 12.9+ keeps its own cache of PTX and cubins in the CUDA driver's compute cache (on a machine
-// with a driver; --no-cache turns it off), keyed by source and options: every measurement here adds
-// its own -D salt, so no measurement is served from an earlier one's compiles. The forked processes
+// with a driver; --no-cache turns it off), keyed by the preprocessed source and options: every
+// measurement here adds its own unused declaration to the source (a -D of an unused macro is not
+// enough: it leaves the preprocessed text as it was), so no measurement is served from an earlier
+// one's compiles. The forked processes
 // start after this process has used NVRTC (and with it the driver), so NVRTC's cache is not
 // available to them: compare the two modes with --option=--no-cache.
 // Default families: gemm_simt, gemm_wgmma, gemm_skinny16, softmax_warp, attention_wgmma,
@@ -69,11 +71,13 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// The requests with a define no other measurement of this process uses: a new key for NVRTC's cache.
+// The requests with a declaration no other measurement of this process has: a new key for NVRTC's
+// cache, the same kernels.
 std::vector<CompileRequest> salted(std::vector<CompileRequest> reqs) {
   static int salt = 0;
-  const std::string define = "-DKTUNE_COMPILE_COST_SALT=" + std::to_string(::getpid()) + "_" + std::to_string(++salt);
-  for (CompileRequest& r : reqs) r.options.push_back(define);
+  const std::string line = "\nstatic __device__ int ktune_compile_cost_salt_" + std::to_string(::getpid()) + "_" +
+                           std::to_string(++salt) + ";\n";
+  for (CompileRequest& r : reqs) r.source += line;
   return reqs;
 }
 
@@ -155,6 +159,11 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "Sampling seed")->capture_default_str();
   app.add_option("--json", json_path, "Also write the figures here");
   app.add_option("--parallel", parallel, "Also compile the configs N at a time, threads and processes (e.g. 1,4,16)");
+  int repeat = 1;
+  app.add_option("--repeat", repeat, "With --parallel: compile each config this many times (each a new source to NVRTC's cache), for families with few configs")
+      ->check(CLI::Range(1, 100));
+  bool no_phases = false;
+  app.add_flag("--no-phases", no_phases, "Skip the one-at-a-time phase table (with --parallel)");
   CLI11_PARSE(app, argc, argv);
   if (families.empty())
     families = {"gemm_simt", "gemm_wgmma", "gemm_skinny16", "softmax_warp", "attention_wgmma", "attention_decode"};
@@ -171,9 +180,10 @@ int main(int argc, char** argv) {
       const Problem p = representative(f, shape);
       const std::vector<Config> cs = f.sample(p, d, size_t(configs), seed);
       if (cs.empty()) throw UsageError(name + " has no valid config at " + p.key());
+      const bool phase_table = !(no_phases && !parallel.empty());
       double wall = 0;
       std::map<std::string, double> phases;
-      for (const Config& c : cs) {
+      for (const Config& c : phase_table ? cs : std::vector<Config>{}) {
         Compiler compiler; // a fresh one: nothing cached
         CompileRequest req = compile_request(f, c, p, arch);
         req.options.insert(req.options.end(), options.begin(), options.end());
@@ -189,8 +199,11 @@ int main(int argc, char** argv) {
       const double fe = phases["CUDA C++ Frontend"], nvvm = phases["NVVM Optimizer"], sass = phases["PTX Translation"];
       const double other = wall - fe - nvvm - sass;
       const size_t n = cs.size();
-      std::printf("%-18s %-34s %7zu %9.2f %9.2f %8.0f%% %8.0f%% %8.0f%% %8.0f%%\n", name.c_str(), p.key().substr(0, 34).c_str(), n,
-                  wall / double(n), double(n) / wall, 100 * fe / wall, 100 * nvvm / wall, 100 * sass / wall, 100 * other / wall);
+      if (phase_table)
+        std::printf("%-18s %-34s %7zu %9.2f %9.2f %8.0f%% %8.0f%% %8.0f%% %8.0f%%\n", name.c_str(), p.key().substr(0, 34).c_str(), n,
+                    wall / double(n), double(n) / wall, 100 * fe / wall, 100 * nvvm / wall, 100 * sass / wall, 100 * other / wall);
+      else
+        std::printf("%-18s %-34s %7zu configs\n", name.c_str(), p.key().substr(0, 34).c_str(), n);
       nlohmann::json phase_json = nlohmann::json::object();
       for (const auto& [k, v] : phases) phase_json[k] = v;
       nlohmann::json fam = {{"family", name}, {"problem", p.key()}, {"configs", n}, {"wall_s", wall}, {"phases_s", phase_json}};
@@ -200,11 +213,15 @@ int main(int argc, char** argv) {
           reqs.push_back(compile_request(f, c, p, arch));
           reqs.back().options.insert(reqs.back().options.end(), options.begin(), options.end());
         }
+        const std::vector<CompileRequest> once = reqs;
+        for (int r = 1; r < repeat; ++r)
+          for (const CompileRequest& q : salted(once)) reqs.push_back(q);
         for (unsigned k : parse_counts(parallel)) {
           const double t = wall_threads(reqs, k), pr = wall_processes(reqs, k);
-          std::printf("  %-16s %2u at a time: threads %6.2f configs/s, processes %6.2f configs/s (processes/threads %.2fx)\n",
-                      name.c_str(), k, double(n) / t, double(n) / pr, t / pr);
-          fam["parallel"].push_back({{"n", k}, {"threads_s", t}, {"processes_s", pr}});
+          const double m = double(reqs.size());
+          std::printf("  %-16s %2u at a time, %zu compiles: threads %6.2f configs/s, processes %6.2f configs/s (processes/threads %.2fx)\n",
+                      name.c_str(), k, reqs.size(), m / t, m / pr, t / pr);
+          fam["parallel"].push_back({{"n", k}, {"compiles", reqs.size()}, {"threads_s", t}, {"processes_s", pr}});
         }
       }
       out["families"].push_back(fam);
