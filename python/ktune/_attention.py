@@ -9,6 +9,65 @@ def _err(msg):
     return _ktune.UsageError("ktune.attention: " + msg)
 
 
+# The block table of a contiguous cache given to attention_decode, (batch, 1) of 0..batch-1, per
+# (batch, device): made once, not a kernel launch a call (0.7 us beside a 10 us decode step).
+_identity_tables = {}
+
+
+def _check_inputs(q, named):
+    """q and the (name, tensor) pairs: 4-d CUDA tensors of q's dtype and device, last dimension
+    contiguous; the dtype bf16 or f16."""
+    import torch
+
+    for name, t in (("q", q),) + tuple(named):
+        if not isinstance(t, torch.Tensor) or not t.is_cuda:
+            raise _err("%s must be a CUDA tensor" % name)
+        if t.dim() != 4:
+            raise _err("%s must be 4-d (batch, seq, heads, head_dim), got shape %s" % (name, tuple(t.shape)))
+        if t.dtype != q.dtype or t.get_device() != q.get_device():
+            raise _err("q, %s must share dtype and device (%s on %s, %s on %s)"
+                       % (" and ".join(n for n, _ in named), q.dtype, q.device, t.dtype, t.device))
+        if t.numel() and t.stride(-1) != 1:
+            raise _err("%s's last dimension must be contiguous (strides %s)" % (name, t.stride()))
+    if q.dtype not in (torch.bfloat16, torch.float16):
+        raise _err("dtype must be bfloat16 or float16, got %s" % q.dtype)
+
+
+def _outputs(q, out, H):
+    """O (out, checked, or a new tensor laid out as q) and a new float32 log-sum-exp (batch, H, q_len)."""
+    import torch
+
+    if out is None:
+        out = torch.empty_like(q)
+    elif out.shape != q.shape or out.dtype != q.dtype or out.get_device() != q.get_device() or out.stride(-1) != 1:
+        raise _err("out must be like q (shape %s, %s, last dimension contiguous)" % (tuple(q.shape), q.dtype))
+    return out, torch.empty((q.shape[0], H, q.shape[1]), dtype=torch.float32, device=q.device)
+
+
+def _call(op, q, dims, strides, causal, scale, ptrs):
+    """Runs op on q's device and current stream. The launch goes to the current CUDA context;
+    switching devices costs microseconds a call (a decode step's attention runs in tens of them), so
+    only when q is elsewhere. A problem seen before (op, dtype, dims, strides, causal, scale, device)
+    is called through its prepared handle: no Problem to build, validate and look up by key again."""
+    import torch
+
+    index = q.get_device()
+    layout = "causal" if causal else "full"
+    scale = 0.0 if scale is None else float(scale)
+    if index == torch.cuda.current_device():
+        key = (op, q.dtype, *dims, strides, layout, scale, index)
+        call = _runtime.calls.get(key)
+        if call is None:
+            call = runtime(device=index).buffers_call(op, _dtype_codes()[q.dtype], dims, {"scale": scale},
+                                                      list(strides), layout)
+            _runtime.remember_call(key, call)
+        call(ptrs, _current_stream(index))
+    else:
+        with torch.cuda.device(index):
+            runtime(device=index).run(op, _dtype_codes()[q.dtype], dims, ptrs, {"scale": scale},
+                                      _current_stream(index), list(strides), layout)
+
+
 def attention(q, k, v, causal=False, scale=None, out=None, return_lse=False):
     """softmax(scale q k^T) v, as flash_attn_func takes it: q (batch, q_len, heads, head_dim), k and v
     (batch, kv_len, kv_heads, head_dim), bf16 or f16 on one CUDA device, heads a multiple of kv_heads
@@ -17,51 +76,16 @@ def attention(q, k, v, causal=False, scale=None, out=None, return_lse=False):
     j <= i + kv_len - q_len). scale: default 1 / sqrt(head_dim). out: where O goes (default: a new
     tensor laid out as q). return_lse: also return the log-sum-exp of every row, float32 (batch,
     heads, q_len) (+inf for a row that sees no key)."""
-    import torch
-
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        if not isinstance(t, torch.Tensor) or not t.is_cuda:
-            raise _err("%s must be a CUDA tensor" % name)
-        if t.dim() != 4:
-            raise _err("%s must be 4-d (batch, seq, heads, head_dim), got shape %s" % (name, tuple(t.shape)))
-        if t.dtype != q.dtype or t.device != q.device:
-            raise _err("q, k and v must share dtype and device (%s on %s, %s on %s)" % (q.dtype, q.device, t.dtype, t.device))
-        if t.numel() and t.stride(-1) != 1:
-            raise _err("%s's last dimension must be contiguous (strides %s)" % (name, t.stride()))
-    if q.dtype not in (torch.bfloat16, torch.float16):
-        raise _err("dtype must be bfloat16 or float16, got %s" % q.dtype)
+    _check_inputs(q, (("k", k), ("v", v)))
     B, Sq, H, D = q.shape
     if k.shape != v.shape or k.shape[0] != B or k.shape[3] != D:
         raise _err("k and v must be (batch %d, kv_len, kv_heads, head_dim %d), got %s and %s"
                    % (B, D, tuple(k.shape), tuple(v.shape)))
     Sk, Hk = k.shape[1], k.shape[2]
-    if out is None:
-        out = torch.empty_like(q)
-    elif out.shape != q.shape or out.dtype != q.dtype or out.device != q.device or out.stride(-1) != 1:
-        raise _err("out must be like q (shape %s, %s, last dimension contiguous)" % (tuple(q.shape), q.dtype))
-    lse = torch.empty((B, H, Sq), dtype=torch.float32, device=q.device)
+    out, lse = _outputs(q, out, H)
     strides = (*q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *out.stride()[:3])
-    current = torch.cuda.current_device()
-    index = q.get_device()
-    scale = 0.0 if scale is None else float(scale)
-    ptrs = [q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), lse.data_ptr()]
-    # The launch goes to the current CUDA context; switching devices costs microseconds a call
-    # (a decode step's attention runs in tens of them), so only when q is elsewhere. A problem seen
-    # before (shape, dtype, strides, causal, scale, device) is called through its prepared handle:
-    # no Problem to build, validate and look up by key again.
-    if index == current:
-        key = ("attention", q.dtype, B, H, Hk, Sq, Sk, D, strides, bool(causal), scale, index)
-        call = _runtime.calls.get(key)
-        if call is None:
-            call = runtime(device=index).buffers_call("attention", _dtype_codes()[q.dtype], [B, H, Hk, Sq, Sk, D],
-                                                      {"scale": scale}, list(strides), "causal" if causal else "full")
-            _runtime.remember_call(key, call)
-        call(ptrs, _current_stream(index))
-    else:
-        with torch.cuda.device(index):
-            runtime(device=index).run("attention", _dtype_codes()[q.dtype], [B, H, Hk, Sq, Sk, D], ptrs,
-                                      {"scale": scale}, _current_stream(index), list(strides),
-                                      "causal" if causal else "full")
+    _call("attention", q, [B, H, Hk, Sq, Sk, D], strides, causal, scale,
+          [q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), lse.data_ptr()])
     return (out, lse) if return_lse else out
 
 
@@ -78,17 +102,7 @@ def attention_decode(q, k_cache, v_cache, seq_lens, block_table=None, causal=Fal
     with return_lse)."""
     import torch
 
-    for name, t in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache)):
-        if not isinstance(t, torch.Tensor) or not t.is_cuda:
-            raise _err("%s must be a CUDA tensor" % name)
-        if t.dim() != 4:
-            raise _err("%s must be 4-d, got shape %s" % (name, tuple(t.shape)))
-        if t.dtype != q.dtype or t.get_device() != q.get_device():
-            raise _err("q, k_cache and v_cache must share dtype and device")
-        if t.numel() and t.stride(-1) != 1:
-            raise _err("%s's last dimension must be contiguous (strides %s)" % (name, t.stride()))
-    if q.dtype not in (torch.bfloat16, torch.float16):
-        raise _err("dtype must be bfloat16 or float16, got %s" % q.dtype)
+    _check_inputs(q, (("k_cache", k_cache), ("v_cache", v_cache)))
     B, Sq, H, D = q.shape
     if k_cache.shape != v_cache.shape or k_cache.shape[3] != D:
         raise _err("k_cache and v_cache must have one shape with head_dim %d, got %s and %s"
@@ -104,32 +118,19 @@ def attention_decode(q, k_cache, v_cache, seq_lens, block_table=None, causal=Fal
         if pages != B:
             raise _err("without block_table, k_cache is (batch %d, capacity, kv_heads, head_dim), got %s"
                        % (B, tuple(k_cache.shape)))
-        block_table = torch.arange(B, dtype=torch.int32, device=q.device).view(B, 1)
+        block_table = _identity_tables.get((B, q.get_device()))
+        if block_table is None:
+            block_table = torch.arange(B, dtype=torch.int32, device=q.device).view(B, 1)
+            # Kept only once written (a later call may run on another stream), and never from a
+            # CUDA graph's capture (its memory belongs to the graph).
+            if not torch.cuda.is_current_stream_capturing():
+                torch.cuda.current_stream(q.device).synchronize()
+                _identity_tables[(B, q.get_device())] = block_table
     elif block_table.dim() != 2 or block_table.shape[0] != B:
         raise _err("block_table must be (batch %d, pages a sequence), got %s" % (B, tuple(block_table.shape)))
-    kv_len = block_table.shape[1] * page_size
-    if out is None:
-        out = torch.empty_like(q)
-    elif out.shape != q.shape or out.dtype != q.dtype or out.get_device() != q.get_device() or out.stride(-1) != 1:
-        raise _err("out must be like q (shape %s, %s, last dimension contiguous)" % (tuple(q.shape), q.dtype))
-    lse = torch.empty((B, H, Sq), dtype=torch.float32, device=q.device)
+    out, lse = _outputs(q, out, H)
     strides = (*q.stride()[:3], *k_cache.stride()[:3], *v_cache.stride()[:3], *out.stride()[:3])
-    scale = 0.0 if scale is None else float(scale)
-    dims = [B, H, Hk, Sq, kv_len, D, page_size, pages]
-    ptrs = [q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), block_table.data_ptr(), seq_lens.data_ptr(),
-            out.data_ptr(), lse.data_ptr()]
-    index = q.get_device()
-    layout = "causal" if causal else "full"
-    if index == torch.cuda.current_device():
-        key = ("attention_paged", q.dtype, *dims, strides, layout, scale, index)
-        call = _runtime.calls.get(key)
-        if call is None:
-            call = runtime(device=index).buffers_call("attention_paged", _dtype_codes()[q.dtype], dims,
-                                                      {"scale": scale}, list(strides), layout)
-            _runtime.remember_call(key, call)
-        call(ptrs, _current_stream(index))
-    else:
-        with torch.cuda.device(index):
-            runtime(device=index).run("attention_paged", _dtype_codes()[q.dtype], dims, ptrs, {"scale": scale},
-                                      _current_stream(index), list(strides), layout)
+    _call("attention_paged", q, [B, H, Hk, Sq, block_table.shape[1] * page_size, D, page_size, pages], strides,
+          causal, scale, [q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), block_table.data_ptr(),
+                          seq_lens.data_ptr(), out.data_ptr(), lse.data_ptr()])
     return (out, lse) if return_lse else out

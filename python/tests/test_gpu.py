@@ -563,6 +563,10 @@ def test_attention_decode_matches_fp64(paged, causal):
         assert torch.isinf(lse[b:b + 1][~seen]).all() and (lse[b:b + 1][~seen] > 0).all(), b
     if causal:
         assert not torch.isfinite(lse[1, :, 0]).any()  # sequence 1: query 0 of 2 sees no key
+    if not paged:  # the second call takes the identity block table kept by the first
+        assert torch.equal(ktune.attention_decode(q, kc, vc, lens, causal=causal), out)
+    with pytest.raises(ktune.UsageError, match="must share dtype and device"):
+        ktune.attention_decode(q, kc.half(), vc, lens, bt)
     with pytest.raises(ktune.UsageError, match="int32"):
         ktune.attention_decode(q, kc, vc, lens.long(), bt)
 
