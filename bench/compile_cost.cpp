@@ -35,6 +35,7 @@
 #include "ktune/device_info.h"
 #include "ktune/error.h"
 #include "ktune/family.h"
+#include "tuner/compile_workers.h"
 
 using namespace ktune;
 
@@ -89,6 +90,28 @@ double wall_threads(std::vector<CompileRequest> reqs, unsigned n) {
   std::vector<std::future<std::shared_ptr<const CompiledKernel>>> fs;
   for (const CompileRequest& r : reqs) fs.push_back(compiler.compile_async(r));
   for (auto& f : fs) f.get(); // rethrows a compile's error
+  return seconds_since(t0);
+}
+
+// Wall seconds to compile every request on a Compiler of n threads whose compiles run in n
+// `ktune compile-worker` processes (tune --compile-processes): the pool the tuner uses.
+double wall_pool(std::vector<CompileRequest> reqs, unsigned n, const std::string& ktune) {
+  reqs = salted(std::move(reqs));
+  CompileProcesses procs({ktune, "compile-worker"}, n);
+  Compiler compiler(n);
+  compiler.set_backend([&procs](const CompileRequest& r) { return procs.compile(r); });
+  // Start the processes first: a tuning run starts them once, not per measurement.
+  std::vector<std::future<std::shared_ptr<const CompiledKernel>>> warm;
+  for (unsigned i = 0; i < n; ++i) {
+    CompileRequest r = reqs.front();
+    r.source += "\nstatic __device__ int ktune_compile_cost_start_" + std::to_string(i) + ";\n";
+    warm.push_back(compiler.compile_async(r));
+  }
+  for (auto& f : warm) f.get();
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::future<std::shared_ptr<const CompiledKernel>>> fs;
+  for (const CompileRequest& r : reqs) fs.push_back(compiler.compile_async(r));
+  for (auto& f : fs) f.get();
   return seconds_since(t0);
 }
 
@@ -159,6 +182,9 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "Sampling seed")->capture_default_str();
   app.add_option("--json", json_path, "Also write the figures here");
   app.add_option("--parallel", parallel, "Also compile the configs N at a time, threads and processes (e.g. 1,4,16)");
+  std::string ktune_exe;
+  app.add_option("--ktune", ktune_exe, "With --parallel: also time the tuner's process pool (tune --compile-processes), "
+                                       "this ktune executable's compile-worker");
   int repeat = 1;
   app.add_option("--repeat", repeat, "With --parallel: compile each config this many times (each a new source to NVRTC's cache), for families with few configs")
       ->check(CLI::Range(1, 100));
@@ -219,9 +245,16 @@ int main(int argc, char** argv) {
         for (unsigned k : parse_counts(parallel)) {
           const double t = wall_threads(reqs, k), pr = wall_processes(reqs, k);
           const double m = double(reqs.size());
-          std::printf("  %-16s %2u at a time, %zu compiles: threads %6.2f configs/s, processes %6.2f configs/s (processes/threads %.2fx)\n",
+          std::printf("  %-16s %2u at a time, %zu compiles: threads %6.2f configs/s, processes %6.2f configs/s (processes/threads %.2fx)",
                       name.c_str(), k, reqs.size(), m / t, m / pr, t / pr);
-          fam["parallel"].push_back({{"n", k}, {"compiles", reqs.size()}, {"threads_s", t}, {"processes_s", pr}});
+          nlohmann::json row = {{"n", k}, {"compiles", reqs.size()}, {"threads_s", t}, {"processes_s", pr}};
+          if (!ktune_exe.empty()) {
+            const double pl = wall_pool(reqs, k, ktune_exe);
+            std::printf(", tuner's process pool %6.2f configs/s (%.2fx threads)", m / pl, t / pl);
+            row["pool_s"] = pl;
+          }
+          std::printf("\n");
+          fam["parallel"].push_back(row);
         }
       }
       out["families"].push_back(fam);

@@ -36,7 +36,7 @@ struct TuneArgs {
   int device = 0;
   std::string devices; // "all" or ordinals "0,1,3"
   double timeout_s = 30;
-  bool quiet = false, json = false, tf32x3 = false, allow_mixed = false;
+  bool quiet = false, json = false, tf32x3 = false, allow_mixed = false, compile_processes = false;
 };
 
 // --devices: "all" (every GPU the driver lists) or ordinals joined by commas.
@@ -151,6 +151,7 @@ int cmd_tune(TuneArgs& a) {
   // The worker registers the run's user kernels itself (from --kernel and the suite's "kernel"s).
   for (const OpInfo& info : ops())
     if (info.spec) o.worker_argv.push_back("--kernel"), o.worker_argv.push_back(spec_path(info.name));
+  if (a.compile_processes) o.compile_argv = {self_exe(), "compile-worker"};
   std::string why;
   const std::vector<DeviceInfo> present = list_devices(&why);
   if (present.empty()) {
@@ -209,6 +210,9 @@ Command add_tune(CLI::App& app) {
       ->check(positive_number());
   tn->add_option("--trials-out", a->trials_out,
                  "Append every trial to this file as it is recorded, one JSON object a line");
+  tn->add_flag("--compile-processes", a->compile_processes,
+               "Run NVRTC in one process a core instead of threads of this one (faster for small kernels on many cores; "
+               "docs/SCALING.md)");
   tn->add_flag("--quiet", a->quiet, "No progress output");
   tn->add_flag("--json", a->json, "Print the summary as JSON (implies --quiet)");
   return {tn, [a] { return cmd_tune(*a); }};

@@ -14,6 +14,7 @@
 #include "ktune_git_commit.h"
 #include "tools/cli.h"
 #include "tools/report.h"
+#include "tuner/compile_workers.h"
 #include "tuner/worker.h"
 
 int main(int argc, char** argv) {
@@ -35,9 +36,11 @@ int main(int argc, char** argv) {
   wk->group("");
   wk->add_option("--device", worker_device)->check(ktune::cli::whole_number(0, INT_MAX));
   wk->add_option("--kernel", worker_kernels); // the specs of the run's user kernels
+  auto* cw = app.add_subcommand("compile-worker", ""); // internal: NVRTC in a process of its own (tune --compile-processes)
+  cw->group("");
 
   // CLI11 would call an unknown word, or an unknown flag before the subcommand, a missing
-  // subcommand; name it instead. The hidden ones (group "": worker) are known but not listed.
+  // subcommand; name it instead. The hidden ones (group "": worker, compile-worker) are known but not listed.
   std::string names;
   std::set<std::string> known;
   for (const auto* sub : app.get_subcommands({})) {
@@ -81,6 +84,7 @@ int main(int argc, char** argv) {
     for (const auto& c : commands)
       if (c.sub->parsed()) return c.run();
     if (rp->parsed()) return run_report(report, argc, argv);
+    if (cw->parsed()) return ktune::compile_worker_main();
     if (wk->parsed()) {
       ktune::cli::load_kernels(worker_kernels);
       return worker_main(worker_device);

@@ -20,6 +20,7 @@
 #include "tuner/json_io.h"
 #include "tuner/strategy.h"
 #include "tuner/warm_start.h"
+#include "tuner/compile_workers.h"
 #include "tuner/worker.h"
 
 namespace ktune {
@@ -509,7 +510,12 @@ TuneResult tune(const TuneOptions& o) {
     // Read once for the whole run: every family of every problem draws its seeds from it.
     if (!o.warm_start.empty()) l.warm.emplace(o.warm_start, l.info);
   }
+  // Declared before the Compiler, so that it outlives the compiles the Compiler's pool still runs.
+  std::unique_ptr<CompileProcesses> compile_processes;
+  if (!o.compile_argv.empty()) compile_processes = std::make_unique<CompileProcesses>(o.compile_argv, 0);
   Compiler compiler;
+  if (compile_processes)
+    compiler.set_backend([&p = *compile_processes](const CompileRequest& r) { return p.compile(r); });
   CubinDir cubins;
   std::unique_ptr<SharedTrialLog> trials_out;
   if (!o.trials_out.empty()) {

@@ -45,6 +45,9 @@ struct TuneOptions {
   std::vector<DeviceInfo> device_infos;
   double timeout_s = 30; // watchdog for one evaluation in the worker
   std::vector<std::string> worker_argv; // the worker command; the session appends --device
+  // NVRTC in worker processes of this command (one a core: tuner/compile_workers.h) instead of
+  // threads of this process; empty: threads.
+  std::vector<std::string> compile_argv;
   TimingOptions timing;
   bool quiet = false;
   bool progress = true; // live line on stderr (the CLI sets it when stderr is a terminal)

@@ -3,6 +3,7 @@
 // config is valid for.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
@@ -62,6 +63,12 @@ class Compiler {
 
   unsigned threads() const;
   size_t cache_hits() const;
+
+  // Where a compile runs: NVRTC in this process (the default), or a function that compiles
+  // elsewhere (the tuner's CompileProcesses) and throws as compile() does. The cache and the
+  // thread pool stay in front of it. Set before the first compile.
+  using Backend = std::function<std::shared_ptr<CompiledKernel>(const CompileRequest&)>;
+  void set_backend(Backend backend) { backend_ = std::move(backend); }
   size_t cache_size() const;
 
   static std::string nvrtc_version(); // "13.0"
@@ -69,6 +76,7 @@ class Compiler {
  private:
   std::shared_ptr<const CompiledKernel> compile_uncached(const CompileRequest& req, const std::string& key);
 
+  Backend backend_;
   std::unique_ptr<ThreadPool> pool_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<const CompiledKernel>> cache_;

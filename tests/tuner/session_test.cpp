@@ -76,6 +76,34 @@ int count(const ProblemResult& r, TrialStatus s) {
 
 } // namespace
 
+// --compile-processes: the same run with NVRTC in `ktune compile-worker` processes tries the same
+// configs, records the same trials and keeps the cubins in the database as a run on threads does.
+TEST(Session, CompilesInWorkerProcessesRecordWhatThreadsRecord) {
+  const std::string threads_db = fresh_db("compile-threads.db"), procs_db = fresh_db("compile-processes.db");
+  const TuneResult a = tune(options(threads_db, script(""), 4));
+  TuneOptions o = options(procs_db, script(""), 4);
+  o.compile_argv = {std::string(KTUNE_BINARY_DIR) + "/ktune", "compile-worker"};
+  const TuneResult b = tune(o);
+  ASSERT_EQ(b.problems.size(), 1u);
+  EXPECT_EQ(count(b.problems[0], TrialStatus::ok), 4);
+  EXPECT_EQ(b.compiled, a.compiled);
+  Store sa(threads_db), sb(procs_db);
+  const auto ta = sa.trials(sa.device_id(*o.device_info), sa.problem_id(o.problems[0]));
+  const auto tb = sb.trials(sb.device_id(*o.device_info), sb.problem_id(o.problems[0]));
+  ASSERT_EQ(tb.size(), 4u);
+  std::multiset<std::string> ca, cb;
+  for (const auto& t : ta) ca.insert(t.config_json);
+  for (const auto& t : tb) cb.insert(t.config_json);
+  EXPECT_EQ(ca, cb);
+  const auto cubins = [](const Store& s) {
+    int64_t n = 0;
+    for (const auto& c : s.binary_counts()) n += c.cubins;
+    return n;
+  };
+  EXPECT_EQ(cubins(sb), cubins(sa));
+  EXPECT_GT(cubins(sb), 0);
+}
+
 TEST(Session, RecordsEveryTrialAndResumesWithoutRepeating) {
   const std::string db = fresh_db("resume.db");
   auto r1 = tune(options(db, script(""), 5));

@@ -1,0 +1,121 @@
+// NVRTC in `ktune compile-worker` processes (tune --compile-processes): the same cubins as a
+// compile in this process, NVRTC's rejections and a worker's failures reported as in-process
+// compiles report them. NVRTC needs no GPU, so all of this runs in CI.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <future>
+#include <string>
+#include <vector>
+
+#include "ktune/compiler.h"
+#include "ktune/error.h"
+#include "ktune/family.h"
+#include "tuner/compile_workers.h"
+
+using namespace ktune;
+
+namespace {
+
+std::vector<std::string> worker_argv() { return {std::string(KTUNE_BINARY_DIR) + "/ktune", "compile-worker"}; }
+
+// Three configs of a row-op family (compiles of a fraction of a second).
+std::vector<CompileRequest> row_requests() {
+  const Family f = find_family("softmax_warp");
+  const Problem p = Problem::parse("softmax", "4096x1024", "", DType::f32);
+  std::vector<CompileRequest> out;
+  for (const Config& c : f.sample(p, DeviceInfo::nominal("sm_90"), 3, 7)) out.push_back(compile_request(f, c, p, "sm_90"));
+  return out;
+}
+
+} // namespace
+
+TEST(CompileWorkers, GiveTheCubinsOfACompileInThisProcess) {
+  std::vector<CompileRequest> reqs = row_requests();
+  ASSERT_EQ(reqs.size(), 3u);
+  // NVRTC names internal symbols with a number drawn per process (the pid) unless given a seed:
+  // with one, a request gives the same bytes in any process.
+  for (CompileRequest& r : reqs) r.options.push_back("--frandom-seed=ktune");
+  CompileProcesses procs(worker_argv(), 2);
+  Compiler pooled(2);
+  pooled.set_backend([&procs](const CompileRequest& r) { return procs.compile(r); });
+  std::vector<std::future<std::shared_ptr<const CompiledKernel>>> fs;
+  for (const CompileRequest& r : reqs) fs.push_back(pooled.compile_async(r));
+  Compiler here(1);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const auto a = fs[i].get();
+    const auto b = here.compile(reqs[i]);
+    EXPECT_FALSE(a->from_cache);
+    EXPECT_EQ(a->cache_key, b->cache_key);
+    EXPECT_EQ(a->lowered_names, b->lowered_names) << reqs[i].context;
+    EXPECT_EQ(a->cubin, b->cubin) << reqs[i].context;
+  }
+  // The Compiler's cache stays in front of the processes.
+  EXPECT_TRUE(pooled.compile(reqs[0])->from_cache);
+  EXPECT_EQ(pooled.cache_hits(), 1u);
+}
+
+TEST(CompileWorkers, NvrtcRejectionsComeBackAsCompileErrorsWithTheirLog) {
+  CompileProcesses procs(worker_argv(), 1);
+  CompileRequest bad = row_requests().front();
+  bad.source += "\nthis is not C++;\n";
+  bad.context = "family softmax_warp planted-syntax-error";
+  try {
+    procs.compile(bad);
+    FAIL() << "a source NVRTC rejects compiled";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("planted-syntax-error"), std::string::npos) << e.what();
+    EXPECT_NE(e.log().find("error"), std::string::npos) << e.log();
+  }
+  // The same process goes on with the next request.
+  EXPECT_FALSE(procs.compile(row_requests().front())->cubin.empty());
+}
+
+// A worker that dies or answers nonsense on a request failed that config (a compile error, the run
+// goes on with a new worker); a reply that parses but cannot be a result is an error. All name the
+// request.
+TEST(CompileWorkers, AWorkerThatDiesFailsItsConfigAndNonsenseIsAnError) {
+  CompileRequest r = row_requests().front();
+  r.context = "family softmax_warp the-request";
+  {
+    // Dies on its first request only (the marker file), then compiles as ktune's worker does.
+    const std::string marker = ::testing::TempDir() + "ktune-compile-worker-died";
+    std::remove(marker.c_str());
+    CompileProcesses procs({"/bin/sh", "-c", "if [ ! -e " + marker + " ]; then touch " + marker + "; read line; exit 3; fi; exec " +
+                                                 worker_argv()[0] + " compile-worker"},
+                           1);
+    try {
+      procs.compile(r);
+      FAIL() << "no error from a worker that died";
+    } catch (const CompileError& e) {
+      EXPECT_NE(std::string(e.what()).find("the-request"), std::string::npos) << e.what();
+      EXPECT_NE(e.log().find("status 3"), std::string::npos) << e.log();
+    }
+    EXPECT_FALSE(procs.compile(r)->cubin.empty()) << "a new worker compiles the next request";
+    std::remove(marker.c_str());
+  }
+  {
+    // A reply that is not JSON: the process is broken on this request, as if it died.
+    CompileProcesses procs({"/bin/sh", "-c", "read line; echo not-json; sleep 5"}, 1);
+    try {
+      procs.compile(r);
+      FAIL() << "no error from a worker answering nonsense";
+    } catch (const CompileError& e) {
+      EXPECT_NE(std::string(e.what()).find("the-request"), std::string::npos) << e.what();
+      EXPECT_NE(e.log().find("not-json"), std::string::npos) << e.log();
+    }
+  }
+  {
+    // JSON that says ok with a cubin that is not one: an error of the pool, not of the config.
+    CompileProcesses procs({"/bin/sh", "-c", R"(read line; echo '{"status":"ok","cubin":"@@@@","lowered":[]}'; sleep 5)"}, 1);
+    try {
+      procs.compile(r);
+      FAIL() << "no error from a worker sending a broken cubin";
+    } catch (const CompileError& e) {
+      FAIL() << "a broken reply reported as a compile error: " << e.what();
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("the-request"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(CompileProcesses({}, 1), UsageError);
+}
