@@ -465,6 +465,13 @@ int64_t Store::count_trials() const {
   return s.i64(0);
 }
 
+int64_t Store::count_trials(int64_t device, int64_t problem) const {
+  Stmt s(db_, "SELECT COUNT(*) FROM trials WHERE device_id = ? AND problem_id = ?", path_);
+  s.bind(1, device).bind(2, problem);
+  s.step();
+  return s.i64(0);
+}
+
 void Store::record_baseline(int64_t device, int64_t problem, const std::string& library, const Timing& t, double tflops) {
   Stmt s(db_,
          "INSERT OR REPLACE INTO baselines (device_id, problem_id, library, median_ms, min_ms, p20_ms, p80_ms, reps, "

@@ -89,6 +89,7 @@ class Store {
                                           const std::string& template_hash, const std::string& config_hash) const;
   std::vector<TrialRecord> trials(int64_t device, int64_t problem) const;
   int64_t count_trials() const;
+  int64_t count_trials(int64_t device, int64_t problem) const; // without reading them
 
   void record_baseline(int64_t device, int64_t problem, const std::string& library, const Timing& t, double tflops);
   std::optional<Timing> baseline(int64_t device, int64_t problem, const std::string& library) const;

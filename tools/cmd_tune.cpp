@@ -80,7 +80,8 @@ nlohmann::json result_json(const TuneResult& r) {
   for (const auto& p : r.problems) {
     nlohmann::json counts = nlohmann::json::object();
     for (const auto& [st, n] : p.by_status) counts[to_string(st)] = n;
-    nlohmann::json j = {{"problem", p.problem.key()}, {"trials", counts}, {"skipped", p.skipped}, {"wall_s", p.wall_s}};
+    nlohmann::json j = {{"problem", p.problem.key()}, {"device", p.device}, {"trials", counts}, {"skipped", p.skipped},
+                        {"wall_s", p.wall_s}};
     if (p.best) {
       j["family"] = p.best->family;
       j["config"] = nlohmann::json::parse(p.best->config_json);

@@ -535,9 +535,9 @@ TuneResult tune(const TuneOptions& o) {
   std::vector<int> holder(o.problems.size(), -1); // lane index
   if (lanes.size() > 1)
     for (size_t i = 0; i < o.problems.size(); ++i) {
-      size_t most = 0;
+      int64_t most = 0;
       for (size_t li = 0; li < lanes.size(); ++li) {
-        const size_t n = lanes[li].store->trials(lanes[li].device_id, lanes[li].store->problem_id(o.problems[i])).size();
+        const int64_t n = lanes[li].store->count_trials(lanes[li].device_id, lanes[li].store->problem_id(o.problems[i]));
         if (n > most) most = n, holder[i] = int(li);
       }
     }

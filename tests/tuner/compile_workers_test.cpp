@@ -28,6 +28,18 @@ std::vector<CompileRequest> row_requests() {
   return out;
 }
 
+// procs.compile(r) throws a CompileError whose message names what_has and whose log has log_has.
+void expect_compile_error(CompileProcesses& procs, const CompileRequest& r, const std::string& what_has,
+                          const std::string& log_has) {
+  try {
+    procs.compile(r);
+    ADD_FAILURE() << "no compile error for " << r.context;
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find(what_has), std::string::npos) << e.what();
+    EXPECT_NE(e.log().find(log_has), std::string::npos) << e.log();
+  }
+}
+
 } // namespace
 
 TEST(CompileWorkers, GiveTheCubinsOfACompileInThisProcess) {
@@ -60,13 +72,7 @@ TEST(CompileWorkers, NvrtcRejectionsComeBackAsCompileErrorsWithTheirLog) {
   CompileRequest bad = row_requests().front();
   bad.source += "\nthis is not C++;\n";
   bad.context = "family softmax_warp planted-syntax-error";
-  try {
-    procs.compile(bad);
-    FAIL() << "a source NVRTC rejects compiled";
-  } catch (const CompileError& e) {
-    EXPECT_NE(std::string(e.what()).find("planted-syntax-error"), std::string::npos) << e.what();
-    EXPECT_NE(e.log().find("error"), std::string::npos) << e.log();
-  }
+  expect_compile_error(procs, bad, "planted-syntax-error", "error");
   // The same process goes on with the next request.
   EXPECT_FALSE(procs.compile(row_requests().front())->cubin.empty());
 }
@@ -84,26 +90,14 @@ TEST(CompileWorkers, AWorkerThatDiesFailsItsConfigAndNonsenseIsAnError) {
     CompileProcesses procs({"/bin/sh", "-c", "if [ ! -e " + marker + " ]; then touch " + marker + "; read line; exit 3; fi; exec " +
                                                  worker_argv()[0] + " compile-worker"},
                            1);
-    try {
-      procs.compile(r);
-      FAIL() << "no error from a worker that died";
-    } catch (const CompileError& e) {
-      EXPECT_NE(std::string(e.what()).find("the-request"), std::string::npos) << e.what();
-      EXPECT_NE(e.log().find("status 3"), std::string::npos) << e.log();
-    }
+    expect_compile_error(procs, r, "the-request", "status 3");
     EXPECT_FALSE(procs.compile(r)->cubin.empty()) << "a new worker compiles the next request";
     std::remove(marker.c_str());
   }
   {
     // A reply that is not JSON: the process is broken on this request, as if it died.
     CompileProcesses procs({"/bin/sh", "-c", "read line; echo not-json; sleep 5"}, 1);
-    try {
-      procs.compile(r);
-      FAIL() << "no error from a worker answering nonsense";
-    } catch (const CompileError& e) {
-      EXPECT_NE(std::string(e.what()).find("the-request"), std::string::npos) << e.what();
-      EXPECT_NE(e.log().find("not-json"), std::string::npos) << e.log();
-    }
+    expect_compile_error(procs, r, "the-request", "not-json");
   }
   {
     // JSON that says ok with a cubin that is not one: an error of the pool, not of the config.

@@ -486,6 +486,8 @@ TEST(Session, SeveralGpusTakeProblemsInTurnAndResumeWhereTheirTrialsAre) {
     used.insert(p.device);
     const int64_t pid = s.problem_id(p.problem);
     EXPECT_EQ(s.trials(s.device_id(o.device_infos[size_t(p.device)]), pid).size(), 3u) << p.problem.key();
+    EXPECT_EQ(s.count_trials(s.device_id(o.device_infos[size_t(p.device)]), pid), 3) << p.problem.key();
+    EXPECT_EQ(s.count_trials(s.device_id(o.device_infos[size_t(1 - p.device)]), pid), 0) << p.problem.key();
     EXPECT_TRUE(s.trials(s.device_id(o.device_infos[size_t(1 - p.device)]), pid).empty()) << p.problem.key();
   }
   EXPECT_EQ(used, (std::set<int>{0, 1})) << "both GPUs took problems";
