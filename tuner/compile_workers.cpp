@@ -32,11 +32,12 @@ std::string base64(const std::vector<char>& in) {
   return out;
 }
 
-std::vector<char> unbase64(const std::string& in, const std::string& context) {
+// what: what the text is, for the message ("the cubin of family ... config ...").
+std::vector<char> unbase64(const std::string& in, const std::string& what) {
   int value[256];
   for (int& v : value) v = -1;
   for (int i = 0; i < 64; ++i) value[uint8_t(kB64[i])] = i;
-  if (in.size() % 4 != 0) throw Error("compile worker sent a cubin that is not base64 (" + context + ")");
+  if (in.size() % 4 != 0) throw Error(what + " is not base64");
   std::vector<char> out;
   out.reserve(in.size() / 4 * 3);
   for (size_t i = 0; i < in.size(); i += 4) {
@@ -49,7 +50,7 @@ std::vector<char> unbase64(const std::string& in, const std::string& context) {
         v <<= 6;
         continue;
       }
-      if (pad || value[uint8_t(ch)] < 0) throw Error("compile worker sent a cubin that is not base64 (" + context + ")");
+      if (pad || value[uint8_t(ch)] < 0) throw Error(what + " is not base64");
       v = v << 6 | unsigned(value[uint8_t(ch)]);
     }
     out.push_back(char(v >> 16 & 255));
@@ -59,14 +60,22 @@ std::vector<char> unbase64(const std::string& in, const std::string& context) {
   return out;
 }
 
+// The source travels in base64: a user kernel's comment may hold bytes that are not UTF-8, which
+// JSON text cannot carry as they are (and NVRTC must get them unchanged).
 nlohmann::json request_json(const CompileRequest& r) {
-  return {{"op", "compile"},   {"source", r.source}, {"source_name", r.source_name}, {"names", r.name_expressions},
-          {"arch", r.arch},    {"options", r.options}, {"context", r.context}};
+  return {{"op", "compile"},
+          {"source_b64", base64(std::vector<char>(r.source.begin(), r.source.end()))},
+          {"source_name", r.source_name},
+          {"names", r.name_expressions},
+          {"arch", r.arch},
+          {"options", r.options},
+          {"context", r.context}};
 }
 
 CompileRequest request_from_json(const nlohmann::json& j) {
   CompileRequest r;
-  r.source = j.at("source").get<std::string>();
+  const std::vector<char> source = unbase64(j.at("source_b64").get<std::string>(), "the request's source");
+  r.source.assign(source.begin(), source.end());
   r.source_name = j.at("source_name").get<std::string>();
   r.name_expressions = j.at("names").get<std::vector<std::string>>();
   r.arch = j.at("arch").get<std::string>();
@@ -110,24 +119,47 @@ std::shared_ptr<CompiledKernel> CompileProcesses::compile(const CompileRequest& 
   } release{this, i};
 
   const auto t0 = std::chrono::steady_clock::now();
-  const WorkerProcess::Reply r = procs_[i]->request(request_json(req), timeout_s);
-  // A process that died, hung or answered nonsense on this request failed on this config (NVRTC
-  // has internal errors): the trial is a compile error and the run goes on, the process started
-  // again. A well-formed reply that cannot be a result stops the run.
+  const nlohmann::json request = request_json(req);
+  WorkerProcess::Reply r;
+  // A process that died before this request (idle: the OOM killer, a signal) would otherwise fail
+  // an innocent config: a death is retried once on a fresh process, and only a second one, or a
+  // hang, is the config's. The process goes back to the free list only between requests: after
+  // any exception mid-request it is stopped, or its late reply would answer the next caller.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    try {
+      r = procs_[i]->request(request, timeout_s);
+    } catch (...) {
+      procs_[i]->stop();
+      throw;
+    }
+    if (r.outcome != WorkerProcess::Outcome::died) break;
+  }
+  // A process that died twice, hung or answered nonsense on this request failed on this config
+  // (NVRTC has internal errors): the trial is a compile error and the run goes on, the process
+  // started again. A well-formed reply that cannot be a result stops the run.
   if (r.outcome != WorkerProcess::Outcome::replied)
     throw CompileError("compile worker failed: " + req.context, r.detail);
-  const nlohmann::json& b = r.body;
-  const std::string status = b.value("status", "");
-  if (status == "compile_error") throw CompileError(b.value("error", "nvrtcCompileProgram failed: " + req.context), b.value("log", ""));
-  if (status != "ok") throw Error("compile worker: " + b.value("error", "reply without a status") + " (" + req.context + ")");
-  auto out = std::make_shared<CompiledKernel>();
-  out->cubin = unbase64(b.at("cubin").get<std::string>(), req.context);
-  out->lowered_names = b.at("lowered").get<std::vector<std::string>>();
-  out->log = b.value("log", "");
-  if (out->cubin.empty() || out->lowered_names.size() != req.name_expressions.size())
-    throw Error("compile worker sent an incomplete reply (" + req.context + ")");
-  out->compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return out;
+  try {
+    const nlohmann::json& b = r.body;
+    if (!b.is_object()) throw Error("the reply is not an object");
+    const std::string status = b.value("status", "");
+    if (status == "compile_error")
+      throw CompileError(b.value("error", "nvrtcCompileProgram failed: " + req.context), b.value("log", ""));
+    if (status != "ok") throw Error(b.value("error", "reply without a status"));
+    auto out = std::make_shared<CompiledKernel>();
+    out->cubin = unbase64(b.at("cubin").get<std::string>(), "the cubin");
+    out->lowered_names = b.at("lowered").get<std::vector<std::string>>();
+    out->log = b.value("log", "");
+    if (out->cubin.empty() || out->lowered_names.size() != req.name_expressions.size())
+      throw Error("the reply is incomplete");
+    out->compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return out;
+  } catch (const CompileError&) {
+    throw;
+  } catch (const std::exception& e) {
+    procs_[i]->stop(); // whatever it sends next cannot be trusted either
+    throw Error(std::string("compile worker: ") + e.what() + " (" + req.context + ")");
+  }
 }
 
 int compile_worker_main() {
@@ -142,7 +174,6 @@ int compile_worker_main() {
     std::perror("ktune compile-worker: fdopen");
     return 1;
   }
-  Compiler compiler(1); // this process's own NVRTC; its cache is the parent's business
   std::string line;
   while (std::getline(std::cin, line)) {
     nlohmann::json out;
@@ -150,7 +181,8 @@ int compile_worker_main() {
       check_json_depth(line, "compile worker request");
       const nlohmann::json req = nlohmann::json::parse(line);
       if (req.at("op").get<std::string>() != "compile") throw Error("unknown compile worker op " + req.at("op").dump());
-      const auto k = compiler.compile(request_from_json(req));
+      // A Compiler a request: the parent's cache answers repeats, so one here would only grow.
+      const auto k = Compiler(1).compile(request_from_json(req));
       out = {{"status", "ok"}, {"cubin", base64(k->cubin)}, {"lowered", k->lowered_names}, {"log", k->log}};
     } catch (const CompileError& e) {
       // what() is the message, a newline and the log: send them apart, as they came.

@@ -1,5 +1,6 @@
 #include "tuner/worker.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -92,13 +93,29 @@ WorkerProcess::WorkerProcess(std::vector<std::string> argv) : argv_(std::move(ar
 WorkerProcess::~WorkerProcess() { stop(); }
 
 void WorkerProcess::start() {
-  int in[2], out[2];
-  if (pipe(in) != 0 || pipe(out) != 0) throw Error(std::string("pipe failed starting the worker: ") + std::strerror(errno));
+  // Close-on-exec: workers are started from several threads at once (a GPU's lane, the compile
+  // pool's threads), and a child that inherited another worker's pipe ends would keep that worker's
+  // stdout open past its death (its crash seen only as a timeout) and its stdin open past ours.
+  // dup2 onto 0 and 1 clears the flag for the child's own two.
+  int in[2] = {-1, -1}, out[2] = {-1, -1};
+  auto close_all = [&] {
+    for (int fd : {in[0], in[1], out[0], out[1]})
+      if (fd >= 0) close(fd);
+  };
+  if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) {
+    const int err = errno;
+    close_all();
+    throw Error(std::string("pipe failed starting the worker: ") + std::strerror(err));
+  }
   std::vector<char*> args;
   for (auto& a : argv_) args.push_back(a.data());
   args.push_back(nullptr);
   const pid_t pid = fork();
-  if (pid < 0) throw Error(std::string("fork failed starting the worker: ") + std::strerror(errno));
+  if (pid < 0) {
+    const int err = errno;
+    close_all();
+    throw Error(std::string("fork failed starting the worker: ") + std::strerror(err));
+  }
   if (pid == 0) {
     // Its own process group, so that killing the worker kills whatever it started too (a shell's
     // children, a wrapper's tool): an orphan left holding the parent's stderr would keep whoever
@@ -106,6 +123,8 @@ void WorkerProcess::start() {
     setpgid(0, 0);
     dup2(in[0], 0);
     dup2(out[1], 1);
+    fcntl(0, F_SETFD, 0); // dup2 of a descriptor onto itself keeps its close-on-exec flag
+    fcntl(1, F_SETFD, 0);
     close(in[0]), close(in[1]), close(out[0]), close(out[1]);
     execv(args[0], args.data());
     std::fprintf(stderr, "ktune: cannot start worker %s: %s\n", args[0], std::strerror(errno));

@@ -23,7 +23,7 @@ def _check_inputs(q, named):
         if not isinstance(t, torch.Tensor) or not t.is_cuda:
             raise _err("%s must be a CUDA tensor" % name)
         if t.dim() != 4:
-            raise _err("%s must be 4-d (batch, seq, heads, head_dim), got shape %s" % (name, tuple(t.shape)))
+            raise _err("%s must be 4-d, got shape %s" % (name, tuple(t.shape)))
         if t.dtype != q.dtype or t.get_device() != q.get_device():
             raise _err("q, %s must share dtype and device (%s on %s, %s on %s)"
                        % (" and ".join(n for n, _ in named), q.dtype, q.device, t.dtype, t.device))
@@ -123,9 +123,10 @@ def attention_decode(q, k_cache, v_cache, seq_lens, block_table=None, causal=Fal
             block_table = torch.arange(B, dtype=torch.int32, device=q.device).view(B, 1)
             # Kept only once written (a later call may run on another stream), and never from a
             # CUDA graph's capture (its memory belongs to the graph).
-            if not torch.cuda.is_current_stream_capturing():
-                torch.cuda.current_stream(q.device).synchronize()
-                _identity_tables[(B, q.get_device())] = block_table
+            with torch.cuda.device(q.device):  # the capture state and stream of q's device
+                if not torch.cuda.is_current_stream_capturing():
+                    torch.cuda.current_stream().synchronize()
+                    _identity_tables[(B, q.get_device())] = block_table
     elif block_table.dim() != 2 or block_table.shape[0] != B:
         raise _err("block_table must be (batch %d, pages a sequence), got %s" % (B, tuple(block_table.shape)))
     out, lse = _outputs(q, out, H)

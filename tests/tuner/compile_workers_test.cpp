@@ -77,23 +77,34 @@ TEST(CompileWorkers, NvrtcRejectionsComeBackAsCompileErrorsWithTheirLog) {
   EXPECT_FALSE(procs.compile(row_requests().front())->cubin.empty());
 }
 
-// A worker that dies or answers nonsense on a request failed that config (a compile error, the run
-// goes on with a new worker); a reply that parses but cannot be a result is an error. All name the
-// request.
-TEST(CompileWorkers, AWorkerThatDiesFailsItsConfigAndNonsenseIsAnError) {
+// A worker that dies twice or answers nonsense on a request failed that config (a compile error,
+// the run goes on with a new worker); one death is retried; a reply that parses but cannot be a
+// result is an error. All name the request.
+TEST(CompileWorkers, AWorkerThatDiesTwiceFailsItsConfigAndNonsenseIsAnError) {
   CompileRequest r = row_requests().front();
   r.context = "family softmax_warp the-request";
+  // A worker that dies on its first `deaths` requests (a count in a file), then compiles as
+  // ktune's does.
+  const auto dying = [](int deaths, const std::string& counter) {
+    std::remove(counter.c_str());
+    return std::vector<std::string>{
+        "/bin/sh", "-c",
+        "n=$(cat " + counter + " 2>/dev/null || echo 0); if [ $n -lt " + std::to_string(deaths) + " ]; then echo $((n+1)) > " +
+            counter + "; read line; exit 3; fi; exec " + worker_argv()[0] + " compile-worker"};
+  };
+  const std::string counter = ::testing::TempDir() + "ktune-compile-worker-deaths";
   {
-    // Dies on its first request only (the marker file), then compiles as ktune's worker does.
-    const std::string marker = ::testing::TempDir() + "ktune-compile-worker-died";
-    std::remove(marker.c_str());
-    CompileProcesses procs({"/bin/sh", "-c", "if [ ! -e " + marker + " ]; then touch " + marker + "; read line; exit 3; fi; exec " +
-                                                 worker_argv()[0] + " compile-worker"},
-                           1);
+    // One death (as of a process killed while idle): retried on a fresh process, no error.
+    CompileProcesses procs(dying(1, counter), 1);
+    EXPECT_FALSE(procs.compile(r)->cubin.empty());
+  }
+  {
+    // Two deaths on one request: that config's compile error; the next request is compiled.
+    CompileProcesses procs(dying(2, counter), 1);
     expect_compile_error(procs, r, "the-request", "status 3");
     EXPECT_FALSE(procs.compile(r)->cubin.empty()) << "a new worker compiles the next request";
-    std::remove(marker.c_str());
   }
+  std::remove(counter.c_str());
   {
     // A reply that is not JSON: the process is broken on this request, as if it died.
     CompileProcesses procs({"/bin/sh", "-c", "read line; echo not-json; sleep 5"}, 1);
@@ -112,4 +123,14 @@ TEST(CompileWorkers, AWorkerThatDiesFailsItsConfigAndNonsenseIsAnError) {
     }
   }
   EXPECT_THROW(CompileProcesses({}, 1), UsageError);
+}
+
+// A source with bytes that are not UTF-8 (a Latin-1 comment in a user kernel) compiles in a worker
+// as it does here: the source travels unchanged.
+TEST(CompileWorkers, SourcesThatAreNotUtf8CompileUnchanged) {
+  CompileRequest r = row_requests().front();
+  r.source = "// (c) \xA9 1999 \xE9t\xE9\n" + r.source;
+  r.options.push_back("--frandom-seed=ktune");
+  CompileProcesses procs(worker_argv(), 1);
+  EXPECT_EQ(procs.compile(r)->cubin, Compiler(1).compile(r)->cubin);
 }
