@@ -36,8 +36,14 @@ try:
 except Exception as e:
     sys.exit("%s: exit %s, no summary (%s); see %s" % (name, rc, e, path.replace(".json", ".err")))
 trials = sum(sum(p["trials"].values()) for p in d["problems"])
-print("%-7s exit %s  wall %6.1f s  trials %4d  %6.2f trials/s  compiled %d, cubins from the database %d"
-      % (name, rc, t1 - t0, trials, trials / (t1 - t0), d["compiled"], d["store_reused"]))
+# Per GPU: problems taken and the seconds spent in them (the rest of a GPU's wall is its start and idling).
+per_gpu = {}
+for p in d["problems"]:
+    n, s = per_gpu.get(p.get("device", 0), (0, 0.0))
+    per_gpu[p.get("device", 0)] = (n + 1, s + p["wall_s"])
+print("%-7s exit %s  wall %6.1f s  trials %4d  %6.2f trials/s  compiled %d, cubins from the database %d  | %s"
+      % (name, rc, t1 - t0, trials, trials / (t1 - t0), d["compiled"], d["store_reused"],
+         ", ".join("GPU %s: %d problems %.1f s" % (g, n, s) for g, (n, s) in sorted(per_gpu.items()))))
 PY
 }
 
