@@ -41,8 +41,10 @@ per_gpu = {}
 for p in d["problems"]:
     n, s = per_gpu.get(p.get("device", 0), (0, 0.0))
     per_gpu[p.get("device", 0)] = (n + 1, s + p["wall_s"])
-print("%-7s exit %s  wall %6.1f s  trials %4d  %6.2f trials/s  compiled %d, cubins from the database %d  | %s"
-      % (name, rc, t1 - t0, trials, trials / (t1 - t0), d["compiled"], d["store_reused"],
+print("%-7s exit %s  wall %6.1f s  trials %4d  %6.2f trials/s  compiled %d, cubins from the database %d  "
+      "evaluations %.1f s, baseline %.1f s  | %s"
+      % (name, rc, t1 - t0, trials, trials / (t1 - t0), d["compiled"], d["store_reused"], d["bench_s"],
+         d.get("baseline_s", 0.0),
          ", ".join("GPU %s: %d problems %.1f s" % (g, n, s) for g, (n, s) in sorted(per_gpu.items()))))
 PY
 }

@@ -81,7 +81,7 @@ nlohmann::json result_json(const TuneResult& r) {
     nlohmann::json counts = nlohmann::json::object();
     for (const auto& [st, n] : p.by_status) counts[to_string(st)] = n;
     nlohmann::json j = {{"problem", p.problem.key()}, {"device", p.device}, {"trials", counts}, {"skipped", p.skipped},
-                        {"wall_s", p.wall_s}};
+                        {"wall_s", p.wall_s}, {"bench_s", p.bench_s}, {"baseline_s", p.baseline_s}};
     if (p.best) {
       j["family"] = p.best->family;
       j["config"] = nlohmann::json::parse(p.best->config_json);
@@ -96,7 +96,7 @@ nlohmann::json result_json(const TuneResult& r) {
     probs.push_back(j);
   }
   return {{"device", {{"name", r.device.name}, {"arch", r.device.arch}, {"sm_count", r.device.sm_count}}},
-          {"problems", probs}, {"wall_s", r.wall_s}, {"compile_s", r.compile_s}, {"bench_s", r.bench_s},
+          {"problems", probs}, {"wall_s", r.wall_s}, {"compile_s", r.compile_s}, {"bench_s", r.bench_s}, {"baseline_s", r.baseline_s},
           {"worker_restarts", r.worker_restarts}, {"compiled", r.compiled}, {"compile_reused", r.compile_reused},
           {"store_reused", r.store_reused}};
 }

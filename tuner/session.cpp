@@ -136,7 +136,9 @@ class ProblemTuner {
     ProblemResult r;
     r.problem = p;
     const int64_t pid = store_.problem_id(p);
+    auto tb = Clock::now();
     r.cublas = baseline(p, pid);
+    r.baseline_s += seconds_since(tb);
     // --budget-seconds is the problem's whole wall time: the families' searches end early enough
     // for the baseline's second reading after them, estimated by the first (at least 0.25 s).
     const double reserve = std::max(0.25, seconds_since(t0));
@@ -168,7 +170,9 @@ class ProblemTuner {
       }
       used += search(p, pid, serving[j], evals, deadline, r);
     }
+    tb = Clock::now();
     r.cublas = rebaseline(p, pid, r.cublas);
+    r.baseline_s += seconds_since(tb);
     r.best = store_.best(dev_.arch, p.key());
     r.wall_s = seconds_since(t0);
     if (o_.progress && !o_.quiet) line_.set(slot_, "", "");
@@ -625,6 +629,7 @@ TuneResult tune(const TuneOptions& o) {
   for (auto& r : done) {
     result.compile_s += r->compile_s;
     result.bench_s += r->bench_s;
+    result.baseline_s += r->baseline_s;
     result.store_reused += r->store_reused;
     result.problems.push_back(std::move(*r));
   }

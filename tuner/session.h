@@ -60,7 +60,9 @@ struct ProblemResult {
   std::optional<Timing> cublas;
   std::map<TrialStatus, int> by_status; // trials evaluated in this run
   int skipped = 0;                      // already recorded: not evaluated again
-  double compile_s = 0, bench_s = 0, wall_s = 0;
+  // bench_s: the worker's time answering evaluations; baseline_s: its time timing the baseline
+  // library (a reading before the trials and one after).
+  double compile_s = 0, bench_s = 0, baseline_s = 0, wall_s = 0;
   size_t store_reused = 0;
 };
 
@@ -69,7 +71,7 @@ struct TuneResult {
   DeviceInfo device;                   // the first GPU's
   std::vector<DeviceInfo> devices;     // every GPU of the run
   std::vector<std::string> retired;    // a line for each GPU retired during the run
-  double wall_s = 0, compile_s = 0, bench_s = 0;
+  double wall_s = 0, compile_s = 0, bench_s = 0, baseline_s = 0;
   int worker_restarts = 0;
   size_t compiled = 0;       // NVRTC compiles this run
   size_t compile_reused = 0; // configs served by a compile of an earlier problem (memory cache)

@@ -76,6 +76,23 @@ int count(const ProblemResult& r, TrialStatus s) {
 
 } // namespace
 
+// The worker's time on the baseline (a reading before the trials and one after) is reported
+// apart from its time on evaluations: a worker taking 0.3 s a baseline reading and none an
+// evaluation shows at least 0.6 s of baseline, and the evaluations far less.
+TEST(Session, BaselineTimeIsReportedApartFromTheEvaluations) {
+  const std::string db = fresh_db("baseline-time.db");
+  const std::string slow_baseline = std::string("while read line; do case \"$line\" in *baseline*) sleep 0.3; echo '") +
+                                    kBaseline + "';; *) echo '" + kOk + "';; esac; done";
+  const TuneResult r = tune(options(db, slow_baseline, 3));
+  ASSERT_EQ(r.problems.size(), 1u);
+  const ProblemResult& p = r.problems[0];
+  EXPECT_EQ(count(p, TrialStatus::ok), 3);
+  EXPECT_GE(p.baseline_s, 0.6);
+  EXPECT_LE(p.baseline_s, p.wall_s);
+  EXPECT_LT(p.bench_s, 0.3) << "evaluations answered at once";
+  EXPECT_DOUBLE_EQ(r.baseline_s, p.baseline_s);
+}
+
 // --compile-processes: the same run with NVRTC in `ktune compile-worker` processes tries the same
 // configs, records the same trials and keeps the cubins in the database as a run on threads does.
 TEST(Session, CompilesInWorkerProcessesRecordWhatThreadsRecord) {
