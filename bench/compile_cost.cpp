@@ -82,15 +82,19 @@ std::vector<CompileRequest> salted(std::vector<CompileRequest> reqs) {
   return reqs;
 }
 
-// Wall seconds to compile every request on one Compiler of n threads (nothing cached: each is new).
-double wall_threads(std::vector<CompileRequest> reqs, unsigned n) {
-  reqs = salted(std::move(reqs));
-  Compiler compiler(n);
+// Wall seconds for compiler to compile every request, all queued at once.
+double wall_all(Compiler& compiler, const std::vector<CompileRequest>& reqs) {
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<std::future<std::shared_ptr<const CompiledKernel>>> fs;
   for (const CompileRequest& r : reqs) fs.push_back(compiler.compile_async(r));
   for (auto& f : fs) f.get(); // rethrows a compile's error
   return seconds_since(t0);
+}
+
+// Wall seconds to compile every request on one Compiler of n threads (nothing cached: each is new).
+double wall_threads(std::vector<CompileRequest> reqs, unsigned n) {
+  Compiler compiler(n);
+  return wall_all(compiler, salted(std::move(reqs)));
 }
 
 // Wall seconds to compile every request on a Compiler of n threads whose compiles run in n
@@ -100,19 +104,12 @@ double wall_pool(std::vector<CompileRequest> reqs, unsigned n, const std::string
   CompileProcesses procs({ktune, "compile-worker"}, n);
   Compiler compiler(n);
   compiler.set_backend([&procs](const CompileRequest& r) { return procs.compile(r); });
-  // Start the processes first: a tuning run starts them once, not per measurement.
-  std::vector<std::future<std::shared_ptr<const CompiledKernel>>> warm;
-  for (unsigned i = 0; i < n; ++i) {
-    CompileRequest r = reqs.front();
-    r.source += "\nstatic __device__ int ktune_compile_cost_start_" + std::to_string(i) + ";\n";
-    warm.push_back(compiler.compile_async(r));
-  }
-  for (auto& f : warm) f.get();
-  const auto t0 = std::chrono::steady_clock::now();
-  std::vector<std::future<std::shared_ptr<const CompiledKernel>>> fs;
-  for (const CompileRequest& r : reqs) fs.push_back(compiler.compile_async(r));
-  for (auto& f : fs) f.get();
-  return seconds_since(t0);
+  // Start the processes first (n distinct compiles, one each): a tuning run starts them once, not
+  // per measurement.
+  std::vector<CompileRequest> starts;
+  for (unsigned i = 0; i < n; ++i) starts.push_back(salted({reqs.front()}).front());
+  wall_all(compiler, starts);
+  return wall_all(compiler, reqs);
 }
 
 // Wall seconds to compile every request in n forked processes, each one compile at a time (its own
