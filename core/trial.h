@@ -24,4 +24,17 @@ struct Timing {
   int reps = 0;
 };
 
+// One evaluation as the store records it and a trial set carries it between databases.
+struct TrialRecord {
+  std::string family, config_json, config_hash, template_hash;
+  TrialStatus status = TrialStatus::ok;
+  std::string error;
+  Timing timing;             // zeros unless status == ok
+  double tflops = 0;
+  double rel_error = -1;     // -1: not verified
+  int gate = kGateVersion;   // the verification gate it passed (kGateVersion); 0 for older records
+  int registers = 0, smem_bytes = 0, spill_bytes = 0;
+  double compile_s = 0, bench_s = 0;
+};
+
 } // namespace ktune

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <tuple>
 
 #include "ktune/config.h"
@@ -95,6 +96,11 @@ class Stmt {
   Stmt& bind(int i, int v) { return check(sqlite3_bind_int64(st_, i, v)); }
   Stmt& bind(int i, double v) { return check(sqlite3_bind_double(st_, i, v)); }
   Stmt& bind(int i, const std::string& v) { return check(sqlite3_bind_text(st_, i, v.data(), int(v.size()), SQLITE_TRANSIENT)); }
+  // Clears the last step and the bindings, for running the statement again.
+  Stmt& reset() {
+    sqlite3_reset(st_);
+    return check(sqlite3_clear_bindings(st_));
+  }
   Stmt& bind_blob(int i, const void* p, size_t n) { return check(sqlite3_bind_blob(st_, i, p, int(n), SQLITE_TRANSIENT)); }
   // True while a row is available.
   bool step() {
@@ -350,7 +356,8 @@ int64_t Store::record_trial(int64_t device, int64_t problem, const std::string& 
   return in_transaction(db_, path_, [&] { return trial_row(device, problem, arch, t); });
 }
 
-int64_t Store::trial_row(int64_t device, int64_t problem, const std::string& arch, const TrialRecord& t) {
+int64_t Store::trial_row(int64_t device, int64_t problem, const std::string& arch, const TrialRecord& t,
+                         bool* wrote) {
   // A row of the same key recorded under an older gate is replaced (a re-verification); any
   // other earlier row is kept as it was.
   Stmt ins(db_,
@@ -381,6 +388,7 @@ int64_t Store::trial_row(int64_t device, int64_t problem, const std::string& arc
   sel.step();
   const int64_t id = sel.i64(0);
   if (written) update_best(arch, problem);
+  if (wrote) *wrote = written;
   return id;
 }
 
@@ -765,6 +773,113 @@ std::vector<TrialRow> read_trial_rows(sqlite3* db, const std::string& path, cons
 }
 
 } // namespace
+
+TrialSet Store::export_trial_set(const TrialSetFilter& f) const {
+  const std::string where = " WHERE (? = '' OR d.uuid = ?) AND (? = '' OR p.key = ?)";
+  Stmt s(db_,
+         ("SELECT t.id, d.uuid, p.key, t.family, t.config, t.config_hash, t.template_hash, t.status, t.error, t.median_ms, "
+          "t.min_ms, t.p20_ms, t.p80_ms, t.reps, t.tflops, t.rel_error, t.registers, t.smem_bytes, t.spill_bytes, "
+          "t.compile_s, t.bench_s, " + gate_column() +
+          " FROM trials t JOIN devices d ON d.id = t.device_id JOIN problems p ON p.id = t.problem_id" + where +
+          " AND t.id > ? ORDER BY t.id")
+             .c_str(),
+         path_);
+  s.bind(1, f.device_uuid).bind(2, f.device_uuid).bind(3, f.problem_key).bind(4, f.problem_key).bind(5, f.after_id);
+  TrialSet set;
+  std::vector<std::string> uuids;
+  SkippedRows skipped(path_, "trials");
+  while (s.step()) {
+    SetTrial st;
+    TrialRecord& t = st.record;
+    try { // a row no reader could take in (bad status or config) stays behind, named on stderr
+      t.status = parse_trial_status(s.text(7));
+      t.config_json = readable_config(s.text(4));
+    } catch (const Error& err) {
+      skipped.add("trial " + std::to_string(s.i64(0)) + " (" + s.text(2) + ")", err);
+      continue;
+    }
+    st.id = s.i64(0), st.device_uuid = s.text(1), st.problem_key = s.text(2);
+    t.family = s.text(3), t.config_hash = s.text(5), t.template_hash = s.text(6), t.error = s.text(8);
+    t.timing = read_timing(s, 9);
+    t.tflops = s.dbl(14), t.rel_error = s.dbl(15);
+    t.registers = int(s.i64(16)), t.smem_bytes = int(s.i64(17)), t.spill_bytes = int(s.i64(18));
+    t.compile_s = s.dbl(19), t.bench_s = s.dbl(20), t.gate = int(s.i64(21));
+    if (std::find(uuids.begin(), uuids.end(), st.device_uuid) == uuids.end()) uuids.push_back(st.device_uuid);
+    set.trials.push_back(std::move(st));
+  }
+  Stmt b(db_,
+         ("SELECT d.uuid, p.key, b.library, b.median_ms, b.min_ms, b.p20_ms, b.p80_ms, b.reps, b.tflops FROM baselines b "
+          "JOIN devices d ON d.id = b.device_id JOIN problems p ON p.id = b.problem_id" + where)
+             .c_str(),
+         path_);
+  b.bind(1, f.device_uuid).bind(2, f.device_uuid).bind(3, f.problem_key).bind(4, f.problem_key);
+  while (b.step()) {
+    SetBaseline sb;
+    sb.device_uuid = b.text(0), sb.problem_key = b.text(1), sb.library = b.text(2);
+    sb.timing = read_timing(b, 3);
+    sb.tflops = b.dbl(8);
+    if (!(sb.timing.median_ms > 0)) continue; // nothing a reader could use
+    if (std::find(uuids.begin(), uuids.end(), sb.device_uuid) == uuids.end()) uuids.push_back(sb.device_uuid);
+    set.baselines.push_back(std::move(sb));
+  }
+  Stmt d(db_, "SELECT uuid, name, arch, sm_count, memory_bytes, sm_clock_khz, driver_version FROM devices WHERE uuid = ?", path_);
+  for (const auto& uuid : uuids) {
+    d.reset();
+    d.bind(1, uuid);
+    d.step();
+    DeviceInfo info;
+    info.uuid = d.text(0), info.name = d.text(1), info.arch = d.text(2);
+    info.sm_count = int(d.i64(3)), info.total_memory = d.i64(4), info.sm_clock_khz = int(d.i64(5));
+    info.driver_version = int(d.i64(6));
+    set.devices.push_back(std::move(info));
+  }
+  return set;
+}
+
+Store::SetImport Store::import_trial_set(const TrialSet& set) {
+  // Problems and archs are resolved before the transaction: a key no reader can parse fails the
+  // whole import with nothing written.
+  std::map<std::string, Problem> problems;
+  for (const auto& t : set.trials) problems.emplace(t.problem_key, Problem::parse_key(t.problem_key));
+  for (const auto& b : set.baselines) problems.emplace(b.problem_key, Problem::parse_key(b.problem_key));
+  std::map<std::string, const DeviceInfo*> devices;
+  for (const auto& d : set.devices) devices[d.uuid] = &d;
+  auto device_of = [&](const std::string& uuid) -> const DeviceInfo& {
+    const auto it = devices.find(uuid);
+    if (it == devices.end()) throw UsageError("trial set: device " + uuid + " is not among its devices");
+    return *it->second;
+  };
+  for (const auto& t : set.trials) device_of(t.device_uuid);
+  for (const auto& b : set.baselines) device_of(b.device_uuid);
+  SetImport out;
+  Transaction tx(db_, path_);
+  std::map<std::string, int64_t> device_ids, problem_ids;
+  for (const auto& d : set.devices) device_ids[d.uuid] = device_row(d);
+  for (const auto& [key, p] : problems) problem_ids[key] = problem_row(p);
+  for (const auto& t : set.trials) {
+    bool written = false;
+    trial_row(device_ids.at(t.device_uuid), problem_ids.at(t.problem_key), device_of(t.device_uuid).arch, t.record,
+              &written);
+    ++(written ? out.added : out.already);
+  }
+  Stmt ins(db_,
+           "INSERT INTO baselines (device_id, problem_id, library, median_ms, min_ms, p20_ms, p80_ms, reps, tflops) "
+           "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (device_id, problem_id, library) DO UPDATE SET "
+           "median_ms = excluded.median_ms, min_ms = excluded.min_ms, p20_ms = excluded.p20_ms, p80_ms = excluded.p80_ms, "
+           "reps = excluded.reps, tflops = excluded.tflops, created_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') "
+           "WHERE excluded.median_ms < baselines.median_ms",
+           path_);
+  for (const auto& b : set.baselines) {
+    ins.reset();
+    ins.bind(1, device_ids.at(b.device_uuid)).bind(2, problem_ids.at(b.problem_key)).bind(3, b.library);
+    ins.bind(4, b.timing.median_ms).bind(5, b.timing.min_ms).bind(6, b.timing.p20_ms).bind(7, b.timing.p80_ms);
+    ins.bind(8, b.timing.reps).bind(9, b.tflops);
+    ins.step();
+    out.baselines += sqlite3_changes(db_) > 0;
+  }
+  tx.commit();
+  return out;
+}
 
 TrialLog Store::export_trials(const std::string& arch) const {
   // Checked as parse_trial_log checks it: what this writes, ktune simulate must read.

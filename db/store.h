@@ -17,18 +17,6 @@ struct sqlite3;
 
 namespace ktune {
 
-struct TrialRecord {
-  std::string family, config_json, config_hash, template_hash;
-  TrialStatus status = TrialStatus::ok;
-  std::string error;
-  Timing timing;             // zeros unless status == ok
-  double tflops = 0;
-  double rel_error = -1;     // -1: not verified
-  int gate = kGateVersion;   // the verification gate it passed (core/trial.h); 0 for older records
-  int registers = 0, smem_bytes = 0, spill_bytes = 0;
-  double compile_s = 0, bench_s = 0;
-};
-
 struct BestRecord {
   std::string problem_key, family, config_json;
   double time_ms = 0, tflops = 0;
@@ -116,6 +104,23 @@ class Store {
   // Every trial recorded for arch, grouped by problem in recording order (ktune export --trials).
   TrialLog export_trials(const std::string& arch) const;
 
+  // Trials and baseline readings as a trial set (db/table.h) for another database to import:
+  // those of one device (by uuid) and/or one problem (by key) where given, and only trials whose
+  // row id here is above after_id (a follower's cursor: SetTrial::id of the last one it took).
+  struct TrialSetFilter {
+    std::string device_uuid, problem_key;
+    int64_t after_id = 0;
+  };
+  TrialSet export_trial_set(const TrialSetFilter& filter) const;
+  // Records a trial set in one transaction, as its devices measured it: devices by uuid,
+  // problems by key, each trial as record_trial would (a key recorded here already keeps its
+  // row, so importing a set twice adds nothing), each baseline reading where none is held or
+  // it is faster; `best` follows. The set is checked before anything is written.
+  struct SetImport {
+    size_t added = 0, already = 0, baselines = 0;
+  };
+  SetImport import_trial_set(const TrialSet& set);
+
   // Every trial recorded for arch (every arch when empty), with its device, problem and cuBLAS
   // baseline, ordered by device, problem and recording order. Reads only.
   std::vector<TrialRow> trial_rows(const std::string& arch = "") const;
@@ -163,7 +168,8 @@ class Store {
   // Bodies of the public writers, for use inside a caller's transaction.
   int64_t device_row(const DeviceInfo& d);
   int64_t problem_row(const Problem& p);
-  int64_t trial_row(int64_t device, int64_t problem, const std::string& arch, const TrialRecord& t);
+  int64_t trial_row(int64_t device, int64_t problem, const std::string& arch, const TrialRecord& t,
+                    bool* written = nullptr);
   void update_best(const std::string& arch, int64_t problem);
   std::string gate_column() const;
   std::optional<double> best_time(const std::string& arch, int64_t problem) const;

@@ -374,4 +374,161 @@ std::string trial_log_to_json(const TrialLog& log) {
   return pretty + "\n";
 }
 
+namespace {
+
+int64_t non_negative_int(const json& j, const char* name, const std::string& where) {
+  const json& v = field(j, name, where);
+  if (!v.is_number_integer() || v.get<int64_t>() < 0)
+    throw UsageError(where + ": \"" + name + "\" must be an integer >= 0, got " + v.dump());
+  return v.get<int64_t>();
+}
+
+json timing_json(const Timing& t) {
+  return {{"median_ms", t.median_ms}, {"min_ms", t.min_ms}, {"p20_ms", t.p20_ms}, {"p80_ms", t.p80_ms}, {"reps", t.reps}};
+}
+
+// A timing of an ok trial or a baseline: every figure positive; of any other trial: all zero.
+Timing parse_timing(const json& j, const std::string& where, bool measured) {
+  const json& tj = field(j, "timing", where);
+  if (!tj.is_object()) throw UsageError(where + ": \"timing\" must be an object");
+  const std::string tw = where + " timing";
+  Timing t;
+  auto num = [&](const char* name) { return measured ? positive_number(tj, name, tw) : non_negative_number(tj, name, tw); };
+  t.median_ms = num("median_ms"), t.min_ms = num("min_ms"), t.p20_ms = num("p20_ms"), t.p80_ms = num("p80_ms");
+  t.reps = int(measured ? positive_int(tj, "reps", tw) : non_negative_int(tj, "reps", tw));
+  return t;
+}
+
+std::string problem_key_of(const json& j, const std::string& where) {
+  const std::string key = str(j, "problem", where);
+  try {
+    Problem::parse_key(key);
+  } catch (const Error& err) {
+    throw UsageError(where + ": " + err.what());
+  }
+  return key;
+}
+
+} // namespace
+
+TrialSet parse_trial_set(const std::string& text, const std::string& origin) {
+  const json j = parse_versioned(text, origin, kTrialSetSchema, "a trial set");
+  TrialSet set;
+  std::vector<std::string> uuids;
+  const json& devs = field(j, "devices", origin);
+  if (!devs.is_array()) throw UsageError(origin + ": \"devices\" must be an array");
+  for (size_t i = 0; i < devs.size(); ++i) {
+    const std::string where = origin + " device " + std::to_string(i);
+    const json& dj = devs[i];
+    if (!dj.is_object()) throw UsageError(where + ": must be an object");
+    DeviceInfo d;
+    d.uuid = str(dj, "uuid", where);
+    d.name = str(dj, "name", where);
+    d.arch = str(dj, "arch", where);
+    try {
+      const int n = arch_number(d.arch);
+      d.cc_major = n / 10, d.cc_minor = n % 10;
+    } catch (const Error& err) {
+      throw UsageError(where + ": " + err.what());
+    }
+    d.sm_count = int(positive_int(dj, "sm_count", where));
+    d.total_memory = non_negative_int(dj, "memory_bytes", where);
+    d.sm_clock_khz = int(non_negative_int(dj, "sm_clock_khz", where));
+    d.driver_version = int(non_negative_int(dj, "driver_version", where));
+    if (std::find(uuids.begin(), uuids.end(), d.uuid) != uuids.end()) throw UsageError(where + ": device " + d.uuid + " is listed twice");
+    uuids.push_back(d.uuid);
+    set.devices.push_back(std::move(d));
+  }
+  auto device_of = [&](const json& e, const std::string& where) {
+    const std::string uuid = str(e, "device", where);
+    if (std::find(uuids.begin(), uuids.end(), uuid) == uuids.end())
+      throw UsageError(where + ": device " + uuid + " is not among the set's devices");
+    return uuid;
+  };
+  const json& trials = field(j, "trials", origin);
+  if (!trials.is_array()) throw UsageError(origin + ": \"trials\" must be an array");
+  for (size_t i = 0; i < trials.size(); ++i) {
+    const std::string where = origin + " trial " + std::to_string(i);
+    const json& tj = trials[i];
+    if (!tj.is_object()) throw UsageError(where + ": must be an object");
+    SetTrial st;
+    st.id = non_negative_int(tj, "id", where);
+    st.device_uuid = device_of(tj, where);
+    st.problem_key = problem_key_of(tj, where);
+    TrialRecord& t = st.record;
+    t.family = str(tj, "family", where);
+    const json& cfg = field(tj, "config", where);
+    check_config_ints(cfg, where);
+    try {
+      const Config c = Config::from_json(cfg.dump());
+      t.config_json = c.to_json();
+      t.config_hash = c.hash();
+      t.status = parse_trial_status(str(tj, "status", where));
+    } catch (const Error& err) {
+      throw UsageError(where + ": " + err.what());
+    }
+    // The hash is what a resumed run looks trials up by: one that does not match its config
+    // would make the trial unfindable, or findable as another config.
+    if (str(tj, "config_hash", where) != t.config_hash)
+      throw UsageError(where + ": \"config_hash\" does not match the config (" + t.config_hash + ")");
+    t.template_hash = str(tj, "template_hash", where);
+    t.error = tj.contains("error") && tj["error"].is_string() ? tj["error"].get<std::string>() : "";
+    t.timing = parse_timing(tj, where, t.status == TrialStatus::ok);
+    t.tflops = t.status == TrialStatus::ok ? positive_number(tj, "tflops", where) : non_negative_number(tj, "tflops", where);
+    const json& re = field(tj, "rel_error", where);
+    if (!re.is_number() || !(re.get<double>() >= -1)) throw UsageError(where + ": \"rel_error\" must be -1 or a number >= 0");
+    t.rel_error = re.get<double>();
+    t.gate = int(non_negative_int(tj, "gate", where));
+    t.registers = int(non_negative_int(tj, "registers", where));
+    t.smem_bytes = int(non_negative_int(tj, "smem_bytes", where));
+    t.spill_bytes = int(non_negative_int(tj, "spill_bytes", where));
+    t.compile_s = non_negative_number(tj, "compile_s", where);
+    t.bench_s = non_negative_number(tj, "bench_s", where);
+    set.trials.push_back(std::move(st));
+  }
+  const json& bases = field(j, "baselines", origin);
+  if (!bases.is_array()) throw UsageError(origin + ": \"baselines\" must be an array");
+  for (size_t i = 0; i < bases.size(); ++i) {
+    const std::string where = origin + " baseline " + std::to_string(i);
+    const json& bj = bases[i];
+    if (!bj.is_object()) throw UsageError(where + ": must be an object");
+    SetBaseline b;
+    b.device_uuid = device_of(bj, where);
+    b.problem_key = problem_key_of(bj, where);
+    b.library = str(bj, "library", where);
+    b.timing = parse_timing(bj, where, true);
+    b.tflops = positive_number(bj, "tflops", where);
+    set.baselines.push_back(std::move(b));
+  }
+  return set;
+}
+
+TrialSet read_trial_set_file(const std::string& path) { return parse_trial_set(read_text_file(path, "trial set"), path); }
+
+std::string trial_set_to_json(const TrialSet& set) {
+  json devs = json::array(), trials = json::array(), bases = json::array();
+  for (const auto& d : set.devices)
+    devs.push_back({{"uuid", d.uuid}, {"name", d.name}, {"arch", d.arch}, {"sm_count", d.sm_count},
+                    {"memory_bytes", d.total_memory}, {"sm_clock_khz", d.sm_clock_khz}, {"driver_version", d.driver_version}});
+  for (const auto& st : set.trials) {
+    const TrialRecord& t = st.record;
+    json tj = {{"id", st.id}, {"device", st.device_uuid}, {"problem", st.problem_key}, {"family", t.family},
+               {"config", json::parse(t.config_json)}, {"config_hash", t.config_hash}, {"template_hash", t.template_hash},
+               {"status", to_string(t.status)}, {"timing", timing_json(t.timing)}, {"tflops", t.tflops},
+               {"rel_error", t.rel_error}, {"gate", t.gate}, {"registers", t.registers}, {"smem_bytes", t.smem_bytes},
+               {"spill_bytes", t.spill_bytes}, {"compile_s", t.compile_s}, {"bench_s", t.bench_s}};
+    if (!t.error.empty()) tj["error"] = t.error;
+    trials.push_back(std::move(tj));
+  }
+  for (const auto& b : set.baselines)
+    bases.push_back({{"device", b.device_uuid}, {"problem", b.problem_key}, {"library", b.library},
+                     {"timing", timing_json(b.timing)}, {"tflops", b.tflops}});
+  json out;
+  out["schema"] = kTrialSetSchema;
+  out["devices"] = devs;
+  out["trials"] = trials;
+  out["baselines"] = bases;
+  return out.dump() + "\n";
+}
+
 } // namespace ktune

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/trial.h"
 #include "ktune/device_info.h"
 #include "ktune/problem.h"
 
@@ -75,5 +76,36 @@ struct TrialLog {
 TrialLog parse_trial_log(const std::string& text, const std::string& origin); // throws UsageError
 TrialLog read_trial_log_file(const std::string& path);
 std::string trial_log_to_json(const TrialLog& log);
+
+// Trial sets (ktune.trialset/1): trials and baseline readings as measured, each with the device
+// (by uuid) and the problem it belongs to, for moving them between databases as they were
+// recorded (Store::export_trial_set / import_trial_set). Tuning across hosts streams each
+// host's new trials to the driver's database in this form (python/ktune/_ray_tune.py);
+// `ktune export --trial-set` and `ktune import --trial-set` merge databases by hand.
+constexpr const char* kTrialSetSchema = "ktune.trialset/1";
+
+struct SetTrial {
+  int64_t id = 0; // the row id in the exporting database (Store::export_trial_set's after_id)
+  std::string device_uuid, problem_key;
+  TrialRecord record;
+};
+
+struct SetBaseline {
+  std::string device_uuid, problem_key, library;
+  Timing timing;
+  double tflops = 0;
+};
+
+struct TrialSet {
+  std::vector<DeviceInfo> devices; // those the trials and baselines name (uuid, name, arch, ...)
+  std::vector<SetTrial> trials;    // in the exporting database's order
+  std::vector<SetBaseline> baselines;
+};
+
+// Throws UsageError naming the origin and the item on anything malformed: a device the trials
+// name but the set does not carry, a problem key no reader can parse, a bad status or config.
+TrialSet parse_trial_set(const std::string& text, const std::string& origin);
+TrialSet read_trial_set_file(const std::string& path);
+std::string trial_set_to_json(const TrialSet& set);
 
 } // namespace ktune

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "db/table.h"
 #include "ktune/family.h"
@@ -23,7 +24,8 @@ struct Command {
 Command add_space(CLI::App& app);
 Command add_devices(CLI::App& app);
 Command add_compile(CLI::App& app);
-Command add_tune(CLI::App& app);
+// argv: the words after the program (tune --ray hands them to the Python driver).
+Command add_tune(CLI::App& app, std::vector<std::string> argv);
 Command add_query(CLI::App& app);
 Command add_export(CLI::App& app);
 Command add_import(CLI::App& app);

@@ -1,7 +1,10 @@
 // ktune tune: the search over each problem's families on the GPU, every trial recorded (tuner/session).
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +23,7 @@
 #include "ktune/kernel_spec.h"
 #include "tools/cli.h"
 #include "tuner/json_io.h"
+#include "tuner/replay_worker.h"
 #include "tuner/session.h"
 #include "tuner/strategy.h"
 
@@ -36,8 +40,56 @@ struct TuneArgs {
   int device = 0;
   std::string devices; // "all" or ordinals "0,1,3"
   double timeout_s = 30;
-  bool quiet = false, json = false, tf32x3 = false, allow_mixed = false, compile_processes = false;
+  bool quiet = false, json = false, tf32x3 = false, allow_mixed = false, compile_processes = false, dry_run = false;
+  std::string replay, replay_uuid = "replay", ray;
+  double replay_pace = 0;
+  std::vector<std::string> argv; // this invocation's words after the program, for --ray
 };
+
+// --ray: the run is the Python driver's (python/ktune/_ray_tune.py: Ray has no C++ driver API),
+// started with this invocation's words and told to use this program on every node. The package
+// is found beside this program: installed (<site>/ktune/bin/ktune) or in the build tree
+// (build/python/ktune holds the module, the sources' python/ the rest).
+[[noreturn]] void exec_ray_driver(const std::vector<std::string>& words, const std::string& exe) {
+  namespace fs = std::filesystem;
+  const fs::path bin = fs::path(exe).parent_path();
+  std::string path;
+  auto add = [&](const fs::path& d) {
+    if (fs::exists(d / "ktune" / "__init__.py") || fs::exists(d / "ktune")) path += (path.empty() ? "" : ":") + d.string();
+  };
+  if (bin.filename() == "bin" && fs::exists(bin.parent_path() / "__init__.py")) add(bin.parent_path().parent_path());
+  add(bin / "python");
+#ifdef KTUNE_SOURCE_PYTHON_DIR
+  add(fs::path(KTUNE_SOURCE_PYTHON_DIR));
+#endif
+  if (const char* old = std::getenv("PYTHONPATH"); old && *old) path += (path.empty() ? "" : ":") + std::string(old);
+  setenv("PYTHONPATH", path.c_str(), 1);
+  setenv("KTUNE_CLI", exe.c_str(), 1);
+  const char* py_env = std::getenv("KTUNE_PYTHON");
+  const std::string py = py_env && *py_env ? py_env : "python3";
+  std::vector<std::string> args = {py, "-m", "ktune._ray_tune"};
+  args.insert(args.end(), words.begin(), words.end());
+  std::vector<char*> cargs;
+  for (auto& w : args) cargs.push_back(w.data());
+  cargs.push_back(nullptr);
+  std::fflush(nullptr);
+  execvp(py.c_str(), cargs.data());
+  throw Error("--ray: cannot start the Python driver (" + py + " -m ktune._ray_tune; set KTUNE_PYTHON to an interpreter "
+              "that has Ray, pip install ktune[ray]): execvp failed: " + std::strerror(errno));
+}
+
+// --dry-run: the problems of the run as a suite file would list them, one object each with every
+// field (op, dtype, layout, dimensions, leading dimensions, scalars, align; a user kernel's spec).
+nlohmann::json problems_suite(const std::vector<Problem>& problems) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& p : problems) {
+    nlohmann::json j = problem_to_json(p);
+    j["key"] = p.key();
+    if (op_info(p.op).spec) j["kernel"] = spec_path(p.op);
+    list.push_back(j);
+  }
+  return {{"problems", list}};
+}
 
 // --devices: "all" (every GPU the driver lists) or ordinals joined by commas.
 std::vector<int> parse_devices(const std::string& text, const std::vector<DeviceInfo>& present) {
@@ -102,6 +154,7 @@ nlohmann::json result_json(const TuneResult& r) {
 }
 
 int cmd_tune(TuneArgs& a) {
+  if (!a.ray.empty()) exec_ray_driver(a.argv, self_exe());
   TuneOptions o;
   // User kernels first: a bad spec is exit 2 before anything is opened. The first names the op
   // of --problem shapes and its dtype where none is given.
@@ -130,6 +183,10 @@ int cmd_tune(TuneArgs& a) {
   const std::string layout = a.layout.empty() ? op.default_layout() : a.layout;
   for (const auto& p : a.problems) o.problems.push_back(Problem::parse(op.name, p, layout, dtype));
   if (o.problems.empty()) throw UsageError("nothing to tune: give --suite FILE or --problem SHAPE");
+  if (a.dry_run) {
+    std::printf("%s\n", problems_suite(o.problems).dump(2).c_str());
+    return 0;
+  }
   if (a.budget_evals && *a.budget_evals == 0) throw UsageError("--budget-evals must be at least 1");
   if (a.budget_seconds && *a.budget_seconds <= 0) throw UsageError("--budget-seconds must be positive");
   if (std::find(strategy_names().begin(), strategy_names().end(), a.strategy) == strategy_names().end())
@@ -153,6 +210,19 @@ int cmd_tune(TuneArgs& a) {
   for (const OpInfo& info : ops())
     if (info.spec) o.worker_argv.push_back("--kernel"), o.worker_argv.push_back(spec_path(info.name));
   if (a.compile_processes) o.compile_argv = {self_exe(), "compile-worker"};
+  if (!a.replay.empty()) {
+    // Nothing is measured: the replay worker answers from the log, on the log's GPU model.
+    const TrialLog log = read_trial_log_file(a.replay);
+    o.device_info = replay_device(log, a.replay_uuid);
+    o.worker_argv = {self_exe(), "replay-worker", a.replay, "--pace", std::to_string(a.replay_pace)};
+    if (!o.quiet)
+      std::fprintf(stderr, "ktune: replaying %s (%s) as device %s: nothing is measured\n", a.replay.c_str(),
+                   log.device_name.c_str(), a.replay_uuid.c_str());
+    const TuneResult r = tune(o);
+    if (a.json) std::printf("%s\n", result_json(r).dump(2).c_str());
+    else std::printf("%s", format_summary(r).c_str());
+    return 0;
+  }
   std::string why;
   const std::vector<DeviceInfo> present = list_devices(&why);
   if (present.empty()) {
@@ -170,8 +240,9 @@ int cmd_tune(TuneArgs& a) {
 
 } // namespace
 
-Command add_tune(CLI::App& app) {
+Command add_tune(CLI::App& app, std::vector<std::string> argv) {
   auto a = std::make_shared<TuneArgs>();
+  a->argv = std::move(argv);
   auto* tn = app.add_subcommand("tune", "Search a family's configs for each problem on the GPU and record every trial");
   tn->add_option("--family", a->families,
                  "Kernel family (repeatable; default: every family that competes at run time and can serve the problem, "
@@ -214,6 +285,21 @@ Command add_tune(CLI::App& app) {
   tn->add_flag("--compile-processes", a->compile_processes,
                "Run NVRTC in one process a core instead of threads of this one (faster for small kernels on many cores; "
                "docs/SCALING.md)");
+  tn->add_option("--ray", a->ray,
+                 "Tune on every GPU of a Ray cluster ('auto' or its address), one actor a GPU, trials streamed into "
+                 "--db (Python package with Ray: pip install ktune[ray]; docs/SCALING.md)");
+  tn->add_flag("--dry-run", a->dry_run, "Print the problems this run would tune (a suite, JSON) and exit");
+  auto* replay = tn->add_option("--replay", a->replay,
+                                "Measure nothing: answer every evaluation from this trial log (ktune export --trials) "
+                                "on its GPU model; compiles are real (testing without a GPU)")
+                     ->check(CLI::ExistingFile);
+  tn->add_option("--replay-uuid", a->replay_uuid, "With --replay: the uuid the trials are recorded under")
+      ->capture_default_str()
+      ->needs(replay);
+  tn->add_option("--replay-pace", a->replay_pace,
+                 "With --replay: wait this fraction of each trial's recorded benchmark time before answering")
+      ->needs(replay)
+      ->check(CLI::NonNegativeNumber);
   tn->add_flag("--quiet", a->quiet, "No progress output");
   tn->add_flag("--json", a->json, "Print the summary as JSON (implies --quiet)");
   return {tn, [a] { return cmd_tune(*a); }};

@@ -15,6 +15,7 @@
 #include "tools/cli.h"
 #include "tools/report.h"
 #include "tuner/compile_workers.h"
+#include "tuner/replay_worker.h"
 #include "tuner/worker.h"
 
 int main(int argc, char** argv) {
@@ -23,7 +24,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   using namespace ktune::cli;
-  const std::vector<Command> commands = {add_space(app),  add_devices(app), add_compile(app),  add_tune(app),
+  const std::vector<Command> commands = {add_space(app),  add_devices(app), add_compile(app),  add_tune(app, std::vector<std::string>(argv + 1, argv + argc)),
                                          add_query(app),  add_export(app),  add_import(app),   add_simulate(app),
                                          add_cache(app),  add_bench(app, command_line(argc, argv))};
 
@@ -38,9 +39,17 @@ int main(int argc, char** argv) {
   wk->add_option("--kernel", worker_kernels); // the specs of the run's user kernels
   auto* cw = app.add_subcommand("compile-worker", ""); // internal: NVRTC in a process of its own (tune --compile-processes)
   cw->group("");
+  std::string replay_log;
+  double replay_pace = 0;
+  auto* rw = app.add_subcommand("replay-worker", ""); // internal: the worker of `tune --replay` (tuner/replay_worker.h)
+  rw->group("");
+  rw->add_option("log", replay_log)->required();
+  rw->add_option("--pace", replay_pace);
+  int replay_device_ordinal = 0;
+  rw->add_option("--device", replay_device_ordinal); // appended by the session as for `worker`; nothing to open
 
   // CLI11 would call an unknown word, or an unknown flag before the subcommand, a missing
-  // subcommand; name it instead. The hidden ones (group "": worker, compile-worker) are known but not listed.
+  // subcommand; name it instead. The hidden ones (group "": worker, compile-worker, replay-worker) are known but not listed.
   std::string names;
   std::set<std::string> known;
   for (const auto* sub : app.get_subcommands({})) {
@@ -85,6 +94,7 @@ int main(int argc, char** argv) {
       if (c.sub->parsed()) return c.run();
     if (rp->parsed()) return run_report(report, argc, argv);
     if (cw->parsed()) return ktune::compile_worker_main();
+    if (rw->parsed()) return ktune::replay_worker_main(replay_log, replay_pace);
     if (wk->parsed()) {
       ktune::cli::load_kernels(worker_kernels);
       return worker_main(worker_device);

@@ -14,6 +14,14 @@ pyexe=$(bash tools/find-python.sh)
 if ! "$pyexe" -c "import kernel_tuner" 2>/dev/null; then
   "$pyexe" -m pip install --quiet kernel_tuner 2>/dev/null || "$pyexe" -m pip install --quiet --break-system-packages kernel_tuner
 fi
+# Ray, for the slow label's Python.ray (python/tests/test_ray.py: tuning across a local Ray cluster):
+# installed from PyPI like Kernel Tuner, and required there, so that it fails rather than skips.
+if [ "${KTUNE_TEST_SLOW:-0}" = 1 ]; then
+  if ! "$pyexe" -c "import ray" 2>/dev/null; then
+    "$pyexe" -m pip install --quiet ray 2>/dev/null || "$pyexe" -m pip install --quiet --break-system-packages ray
+  fi
+  export KTUNE_REQUIRE_RAY=1
+fi
 py=(-DKTUNE_PYTHON=ON "-DPython_EXECUTABLE=$pyexe" "-Dpybind11_DIR=$("$pyexe" -m pybind11 --cmakedir)")
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "${py[@]}" >/dev/null
 cmake --build build -j "$(nproc)"

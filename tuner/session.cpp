@@ -375,6 +375,8 @@ class ProblemTuner {
     const LaunchPlan plan = f.launch_plan(job.config, p);
     nlohmann::json req = {{"op", "eval"},
                           {"problem", problem_to_json(p)},
+                          {"family", f.name()},
+                          {"config", nlohmann::json::parse(t.config_json)},
                           {"seed", o_.seed * 1000003 + std::hash<std::string>()(t.config_hash)},
                           {"cubin", cubins_.put(*k)},
                           {"names", k->lowered_names},

@@ -93,7 +93,7 @@ class _Bar:
 
 
 def tune(problems, budget_seconds=30.0, families=None, db=None, progress=True, dtype="f32", layout="NN",
-         strategy=None, budget_evals=None, device=0, seed=None, trials_out=None, kernel=None, kernel_op=None):
+         strategy=None, budget_evals=None, device=0, seed=None, trials_out=None, kernel=None, kernel_op=None, ray=None):
     """Tune problems on the GPU and record the results in the database (default: ktune's, i.e.
     default_db_path()), as `ktune tune` does; returns its JSON summary (per problem: best family,
     config, time_ms, tflops, cublas_ms, ratio_to_cublas, trial counts).
@@ -106,6 +106,10 @@ def tune(problems, budget_seconds=30.0, families=None, db=None, progress=True, d
     trials_out: also keep that log (JSON lines) here. Later ktune.gemm calls in this process see
     the new results. Raises KtuneError when the program fails (e.g. no GPU), UsageError on bad
     arguments.
+
+    ray: 'auto', 'local' or a Ray cluster's address: tune on every GPU of that cluster instead,
+    one Ray actor a GPU, the trials streamed into db (ktune._ray_tune; needs Ray: pip install
+    'ktune[ray]'); device and trials_out do not apply, and progress is a line per GPU event.
     """
     if isinstance(problems, (str, dict)) or (isinstance(problems, tuple) and problems and isinstance(problems[0], int)):
         problems = [problems]
@@ -122,6 +126,10 @@ def tune(problems, budget_seconds=30.0, families=None, db=None, progress=True, d
     for shape, dt, lay, key in parsed:
         groups.setdefault((dt, lay), []).append((shape, key))
     cli = find_cli()
+    if ray is not None:
+        if trials_out is not None:
+            raise _ktune.UsageError("ktune.tune: trials_out is for a run on one GPU; with ray the trials go to db")
+        return _tune_ray(cli, groups, families, budget_seconds, budget_evals, strategy, seed, db, kernel, ray, progress)
     keys = [key for _, _, _, key in parsed]
     bar = _Bar(len(keys), progress)
     state = {"done": set(), "trials": 0, "best": {}, "current": None}
@@ -156,6 +164,47 @@ def tune(problems, budget_seconds=30.0, families=None, db=None, progress=True, d
         result["device"] = runs[0].get("device")
         result["wall_s"] = sum(r.get("wall_s", 0) for r in runs)
     return result
+
+
+def _words(dt, lay, kernel, items, families, budget_seconds, budget_evals, strategy, seed, db):
+    """`ktune tune` options of one (dtype, layout) group, without the device and the trial log."""
+    cmd = ["--dtype", dt]
+    cmd += ["--kernel", kernel] if kernel is not None else ["--layout", lay]
+    for shape, _ in items:
+        cmd += ["--problem", shape]
+    for f in families or ():
+        cmd += ["--family", str(f)]
+    if budget_seconds is not None:
+        cmd += ["--budget-seconds", repr(float(budget_seconds))]
+    if budget_evals is not None:
+        cmd += ["--budget-evals", str(int(budget_evals))]
+    if strategy is not None:
+        cmd += ["--strategy", str(strategy)]
+    if seed is not None:
+        cmd += ["--seed", str(int(seed))]
+    if db is not None:
+        cmd += ["--db", str(db)]
+    return cmd
+
+
+def _tune_ray(cli, groups, families, budget_seconds, budget_evals, strategy, seed, db, kernel, address, progress):
+    from . import _ray_tune
+
+    runs = []
+    for (dt, lay), items in groups.items():
+        words = _words(dt, lay, kernel, items, families, budget_seconds, budget_evals, strategy, seed, db)
+        words += ["--ray", str(address)] + ([] if progress else ["--quiet"])
+        try:
+            s = _ray_tune.run(words, cli)
+        except _ray_tune.RayTuneError as e:
+            raise (_ktune.UsageError if e.code == 2 else _ktune.KtuneError)("ktune.tune(ray=%r): %s" % (address, e))
+        if s["left"] or s["failed"]:
+            raise _ktune.KtuneError("ktune.tune(ray=%r): not tuned: %s%s" % (
+                address, ", ".join(s["left"] + list(s["failed"])), "".join("; " + l for l in s["lost"])))
+        runs.append(s)
+    reload()
+    return {"problems": [p for r in runs for p in r["problems"]], "runs": runs,
+            "devices": [d for r in runs for d in r["devices"]]}
 
 
 def _note(state):

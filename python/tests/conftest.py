@@ -44,6 +44,7 @@ requires_no_gpu = pytest.mark.ktune_no_gpu
 def pytest_configure(config):
     config.addinivalue_line("markers", "ktune_gpu: needs a GPU and PyTorch (conftest.requires_gpu)")
     config.addinivalue_line("markers", "ktune_no_gpu: checks the behaviour without a GPU (conftest.requires_no_gpu)")
+    config.addinivalue_line("markers", "ray: a local Ray cluster (test_ray.py; ctest Python.ray, not Python.pytest)")
 
 
 def pytest_runtest_setup(item):

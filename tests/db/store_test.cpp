@@ -457,3 +457,118 @@ TEST(Store, ReadersSkipRowsTheyCannotParseWithOneWarningEach) {
   EXPECT_EQ(sel.source, "store " + path);
   EXPECT_EQ(warnings(err), 1u) << err;
 }
+
+namespace {
+
+TrialRecord set_trial(int tile, TrialStatus st, double ms) {
+  const std::string cfg = "{\"TILE\":" + std::to_string(tile) + "}";
+  TrialRecord t = trial(cfg, st, ms);
+  t.config_hash = Config::from_json(cfg).hash();
+  if (st != TrialStatus::ok) t.timing = {}, t.tflops = 0, t.error = "worker killed by signal Segmentation fault";
+  t.rel_error = st == TrialStatus::ok ? 1e-6 : -1;
+  t.registers = 96, t.smem_bytes = 4096, t.compile_s = 0.5, t.bench_s = 0.01;
+  return t;
+}
+
+} // namespace
+
+// Trial sets move trials between databases as measured: everything a trial carries survives the
+// JSON, the filters select, a second import adds nothing, and the best follows the trials.
+TEST(Store, TrialSetsCarryTrialsAndBaselinesBetweenDatabasesOnceEach) {
+  Store a(temp_db("set-a.db"));
+  DeviceInfo d2 = fake_device();
+  d2.uuid = "second-gpu";
+  const int64_t d1 = a.device_id(fake_device()), dd2 = a.device_id(d2);
+  const auto p1 = GemmProblem::parse("64x64x64"), p2 = GemmProblem::parse("128x64x64");
+  const int64_t i1 = a.problem_id(p1), i2 = a.problem_id(p2);
+  const int64_t first = a.record_trial(d1, i1, "sm_90", set_trial(8, TrialStatus::ok, 3.0));
+  a.record_trial(d1, i1, "sm_90", set_trial(16, TrialStatus::crash, 0));
+  a.record_trial(d1, i1, "sm_90", set_trial(32, TrialStatus::ok, 2.0));
+  a.record_trial(dd2, i2, "sm_90", set_trial(8, TrialStatus::ok, 5.0));
+  a.record_baseline(d1, i1, "cublas", Timing{1.5, 1.4, 1.45, 1.6, 20}, 0.3);
+
+  const TrialSet all = parse_trial_set(trial_set_to_json(a.export_trial_set({})), "test");
+  ASSERT_EQ(all.trials.size(), 4u);
+  ASSERT_EQ(all.devices.size(), 2u);
+  ASSERT_EQ(all.baselines.size(), 1u);
+  EXPECT_EQ(a.export_trial_set({"second-gpu", "", 0}).trials.size(), 1u);
+  EXPECT_EQ(a.export_trial_set({"", p1.key(), 0}).trials.size(), 3u);
+  const TrialSet after = a.export_trial_set({"", "", first});
+  ASSERT_EQ(after.trials.size(), 3u);
+  EXPECT_GT(after.trials[0].id, first);
+
+  Store b(temp_db("set-b.db"));
+  const Store::SetImport r = b.import_trial_set(all);
+  EXPECT_EQ(r.added, 4u);
+  EXPECT_EQ(r.already, 0u);
+  EXPECT_EQ(r.baselines, 1u);
+  const int64_t bd1 = b.device_id(fake_device()), bi1 = b.problem_id(p1);
+  const auto got = b.trials(bd1, bi1), want = a.trials(d1, i1);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].config_json, want[i].config_json);
+    EXPECT_EQ(got[i].config_hash, want[i].config_hash);
+    EXPECT_EQ(got[i].status, want[i].status);
+    EXPECT_EQ(got[i].error, want[i].error);
+    EXPECT_DOUBLE_EQ(got[i].timing.p80_ms, want[i].timing.p80_ms);
+    EXPECT_EQ(got[i].timing.reps, want[i].timing.reps);
+    EXPECT_DOUBLE_EQ(got[i].rel_error, want[i].rel_error);
+    EXPECT_EQ(got[i].registers, want[i].registers);
+    EXPECT_DOUBLE_EQ(got[i].compile_s, want[i].compile_s);
+    EXPECT_EQ(got[i].gate, want[i].gate);
+  }
+  ASSERT_TRUE(b.best("sm_90", p1.key()));
+  EXPECT_EQ(b.best("sm_90", p1.key())->config_json, "{\"TILE\":32}");
+  EXPECT_DOUBLE_EQ(*b.best("sm_90", p1.key())->cublas_ms, 1.5);
+  EXPECT_TRUE(b.recorded_outcome(bd1, bi1, "gemm_smem", "t1", Config::from_json("{\"TILE\":8}").hash()));
+
+  // Again: nothing new. A slower baseline reading is not kept, a faster one is.
+  const Store::SetImport again = b.import_trial_set(all);
+  EXPECT_EQ(again.added, 0u);
+  EXPECT_EQ(again.already, 4u);
+  EXPECT_EQ(again.baselines, 0u);
+  EXPECT_EQ(b.count_trials(), 4);
+  TrialSet faster = all;
+  faster.trials.clear();
+  faster.baselines[0].timing.median_ms = 1.2;
+  EXPECT_EQ(b.import_trial_set(faster).baselines, 1u);
+  EXPECT_DOUBLE_EQ(b.baseline(bd1, bi1, "cublas")->median_ms, 1.2);
+}
+
+TEST(Store, ABadTrialSetIsRefusedWhole) {
+  Store a(temp_db("set-bad-a.db"));
+  const int64_t d = a.device_id(fake_device());
+  const int64_t p = a.problem_id(GemmProblem::parse("64x64x64"));
+  a.record_trial(d, p, "sm_90", set_trial(8, TrialStatus::ok, 3.0));
+  a.record_trial(d, p, "sm_90", set_trial(16, TrialStatus::ok, 2.0));
+  const std::string good = trial_set_to_json(a.export_trial_set({}));
+  auto bad = [&](const std::string& from, const std::string& to) {
+    std::string text = good;
+    const size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return text.replace(at, from.size(), to);
+  };
+  // Each planted fault names what is wrong.
+  const std::pair<std::string, std::string> faults[] = {
+      {bad("\"device\":\"0123456789abcdef\"", "\"device\":\"elsewhere\""), "not among the set's devices"},
+      {bad("\"config_hash\":\"", "\"config_hash\":\"0"), "does not match the config"},
+      {bad("\"status\":\"ok\"", "\"status\":\"fine\""), "fine"},
+      {bad("\"problem\":\"gemm/f32/NN/64x64x64/a16\"", "\"problem\":\"gemm/f32/NN/64x64/a16\""), "trial 0"},
+      {bad("\"median_ms\":3.0", "\"median_ms\":-3.0"), "median_ms"},
+      {bad("\"schema\":\"ktune.trialset/1\"", "\"schema\":\"ktune.trialset/2\""), "unknown schema"},
+  };
+  for (const auto& [text, what] : faults) {
+    try {
+      parse_trial_set(text, "planted");
+      ADD_FAILURE() << "accepted a set with " << what;
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  }
+  // A set that parses but names a device it does not carry writes nothing.
+  Store b(temp_db("set-bad-b.db"));
+  TrialSet s = parse_trial_set(good, "good");
+  s.devices.clear();
+  EXPECT_THROW(b.import_trial_set(s), UsageError);
+  EXPECT_EQ(b.count_trials(), 0);
+}

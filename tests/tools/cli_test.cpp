@@ -751,3 +751,85 @@ TEST(Cli, ExportToAnImpossibleOutputExitsTwoAndLeavesNothing) {
   EXPECT_EQ(r.status, 0) << r.out;
   EXPECT_FALSE(std::filesystem::exists(dir + "/t.json.tmp"));
 }
+
+namespace {
+
+// A gemm_simt space the H100 replay log covers (its domains; LN at the values its configs
+// upgrade to): most configs drawn from it are in the recording.
+std::string replay_restriction() {
+  return write_file("replay-restrict.json",
+                    R"({"family":"gemm_simt","domains":{"BM":[32,64,128],"BN":[64,128,256],"WM":[32,64],"WN":[32,64],)"
+                    R"("TM":[4,8],"TN":[4,8],"LN":[4,8,16],"BK":[8,16],"VEC":[4],"AT":[1],"PAD":[4],"PIPE":[1,3],)"
+                    R"("SPLITK":[1,4],"SWZ":[8],"EVEN":[0],"PACK":[0]}})");
+}
+
+} // namespace
+
+// --dry-run prints the problems as a suite (each with every field and its key) and touches no
+// database; --replay tunes with real compiles and recorded outcomes, under the uuid given; the
+// trial set of that run moves to another database through export/import, once.
+TEST(Cli, ReplayRunsAWholeTuneWithoutAGpuAndItsTrialsMoveAsATrialSet) {
+  const std::string log = std::string(KTUNE_SOURCE_DIR) + "/tests/data/h100-gemm_simt-exhaustive-replay.json";
+  CliRun dry = run_ktune("tune --problem 1024x1024x1024 --problem 16x4096x4096 --dry-run --db /nonexistent/dir/x.db");
+  ASSERT_EQ(dry.status, 0) << dry.out;
+  const auto suite = nlohmann::json::parse(dry.out);
+  ASSERT_EQ(suite["problems"].size(), 2u);
+  EXPECT_EQ(suite["problems"][0]["key"], "gemm/f32/NN/1024x1024x1024/a16");
+  EXPECT_EQ(suite["problems"][1]["m"], 16);
+  EXPECT_FALSE(std::filesystem::exists("/nonexistent/dir/x.db"));
+
+  const std::string db = scratch("replay.db"), other = scratch("replay-other.db"), set = scratch("replay-set.json");
+  for (const auto& p : {db, other}) std::filesystem::remove(p);
+  CliRun r = run_ktune("tune --problem 1024x1024x1024 --family gemm_simt --restrict " + replay_restriction() +
+                       " --strategy random --budget-evals 4 --warm-start none --replay " + log +
+                       " --replay-uuid node-a-gpu0 --db " + db + " --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+  EXPECT_EQ(j["device"]["name"], "NVIDIA H100 80GB HBM3");
+  const auto& p = j["problems"][0];
+  int evaluated = 0;
+  for (const auto& [status, n] : p["trials"].items()) evaluated += n.get<int>();
+  EXPECT_EQ(evaluated, 4);
+  ASSERT_TRUE(p.contains("time_ms")) << r.out; // one of four is in the recording, or the space moved
+  EXPECT_NEAR(p["cublas_ms"].get<double>(), 0.0627, 0.01);
+
+  ASSERT_EQ(run_ktune("export --trial-set --db " + db + " -o " + set).status, 0);
+  const auto exported = nlohmann::json::parse(file_bytes(set));
+  ASSERT_EQ(exported["trials"].size(), 4u);
+  EXPECT_EQ(exported["devices"][0]["uuid"], "node-a-gpu0");
+  CliRun im = run_ktune("import --trial-set " + set + " --db " + other);
+  ASSERT_EQ(im.status, 0) << im.out;
+  EXPECT_NE(im.out.find("4 new, 0 recorded there already; 1 baseline readings kept"), std::string::npos) << im.out;
+  im = run_ktune("import --trial-set " + set + " --db " + other);
+  EXPECT_NE(im.out.find("0 new, 4 recorded there already"), std::string::npos) << im.out;
+  // The same run again on the other database resumes: every trial is skipped.
+  r = run_ktune("tune --problem 1024x1024x1024 --family gemm_simt --restrict " + replay_restriction() +
+                " --strategy random --budget-evals 4 --warm-start none --replay " + log +
+                " --replay-uuid node-a-gpu0 --db " + other + " --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(r.out.substr(r.out.find('{')))["problems"][0]["skipped"], 4) << r.out;
+}
+
+TEST(Cli, TrialSetAndRayOptionsRefuseWhatTheyCannotDo) {
+  const std::string log = std::string(KTUNE_SOURCE_DIR) + "/tests/data/h100-gemm_simt-exhaustive-replay.json";
+  const std::string db = db_with_one_entry("set-usage.db", "set-usage-table.json");
+  ASSERT_FALSE(db.empty());
+  const std::pair<std::string, std::string> cases[] = {
+      {"export --db " + db + " -o " + scratch("x.json") + " --after-id 3", "filter a --trial-set"},
+      {"export --trial-set --trials --db " + db + " -o " + scratch("x.json"), "not both"},
+      {"export --trial-set --arch sm_90 --db " + db + " -o " + scratch("x.json"), "--device-uuid, --problem and --after-id"},
+      {"export --trial-set --problem gemm/f32/NN/64x64/a16 --db " + db + " -o " + scratch("x.json"), "64x64"},
+      {"import --trial-set " + log + " --db " + db, "unknown schema 'ktune.trials/1'"},
+      {"tune --problem 64x64x64 --replay-uuid x", "--replay-uuid requires --replay"},
+  };
+  for (const auto& [args, want] : cases) {
+    const CliRun r = run_ktune_stderr(args);
+    EXPECT_EQ(r.status, 2) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find(want), std::string::npos) << args << "\n" << r.out;
+  }
+  // --ray hands the run to the Python driver; an interpreter that is not there is named.
+  const CliRun r = run_command("KTUNE_PYTHON=/nonexistent/python3 " + ktune::testing::ktune_binary() +
+                               " tune --problem 64x64x64 --ray auto 2>&1");
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("cannot start the Python driver (/nonexistent/python3"), std::string::npos) << r.out;
+}
