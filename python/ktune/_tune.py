@@ -138,22 +138,8 @@ def tune(problems, budget_seconds=30.0, families=None, db=None, progress=True, d
     try:
         log = trials_out or os.path.join(tmpdir, "trials.jsonl")
         for (dt, lay), items in groups.items():
-            cmd = [cli, "tune", "--json", "--dtype", dt, "--trials-out", log, "--device", str(int(device))]
-            cmd += ["--kernel", kernel] if kernel is not None else ["--layout", lay]
-            for shape, _ in items:
-                cmd += ["--problem", shape]
-            for f in families or ():
-                cmd += ["--family", str(f)]
-            if budget_seconds is not None:
-                cmd += ["--budget-seconds", repr(float(budget_seconds))]
-            if budget_evals is not None:
-                cmd += ["--budget-evals", str(int(budget_evals))]
-            if strategy is not None:
-                cmd += ["--strategy", str(strategy)]
-            if seed is not None:
-                cmd += ["--seed", str(int(seed))]
-            if db is not None:
-                cmd += ["--db", str(db)]
+            cmd = [cli, "tune", "--json", "--trials-out", log, "--device", str(int(device))]
+            cmd += _words(dt, lay, kernel, items, families, budget_seconds, budget_evals, strategy, seed, db)
             runs.append(_run(cmd, log, tmpdir, [k for _, k in items], keys, state, bar))
     finally:
         bar.close()

@@ -155,6 +155,13 @@ def test_ray_spreads_problems_over_nodes_and_records_every_trial_once(work):
         assert con.execute("SELECT COUNT(*) FROM baselines").fetchone()[0] == len(work["keys"])
         assert con.execute("SELECT COUNT(*) FROM best").fetchone()[0] == len(work["keys"])
         con.close()
+        # ktune.tune(ray=...) measures for real: these nodes' logical GPUs are not there, and the
+        # error says so rather than tuning nothing.
+        import ktune
+        with pytest.raises(ktune.KtuneError, match="did not start"):
+            ktune.tune(["64x64x64"], ray=cluster.address, db=os.path.join(work["dir"], "real.db"), progress=False)
+        with pytest.raises(ktune.UsageError, match="trials_out"):
+            ktune.tune(["64x64x64"], ray=cluster.address, trials_out=os.path.join(work["dir"], "t.jsonl"))
     finally:
         cluster.shutdown()
 
