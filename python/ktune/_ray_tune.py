@@ -33,6 +33,8 @@ import time
 # Options of `ktune tune` the driver owns: with a value, and without.
 _DRIVER_VALUE = {"--ray", "--db", "--trials-out", "--devices", "--device", "--suite", "--problem"}
 _DRIVER_FLAGS = {"--json", "--quiet", "--dry-run", "--allow-mixed-devices"}
+# Options of `ktune tune` that name files.
+_PATH_OPTIONS = {"--restrict", "--warm-start", "--kernel", "--replay"}
 
 
 class RayTuneError(Exception):
@@ -240,10 +242,21 @@ def run(words, cli=None):
     db = own.get("--db", [None])[-1] or os.environ.get("KTUNE_DB") or os.path.join(
         os.path.expanduser("~"), ".cache", "ktune", "ktune.db")
     db = os.path.abspath(db)
+    # Files the options name are opened by the program on each node, whose working directory is
+    # Ray's: relative paths are made absolute here (nodes elsewhere need the same path to hold them).
+    for i, w in enumerate(rest):
+        name, eq, val = w.partition("=")
+        if name in _PATH_OPTIONS:
+            if eq and os.path.exists(val):
+                rest[i] = name + "=" + os.path.abspath(val)
+            elif not eq and i + 1 < len(rest) and os.path.exists(rest[i + 1]):
+                rest[i + 1] = os.path.abspath(rest[i + 1])
     replay = None
-    if "--replay" in rest:
-        i = rest.index("--replay")
-        rest[i + 1] = replay = os.path.abspath(rest[i + 1])
+    for i, w in enumerate(rest):
+        if w.startswith("--replay="):
+            replay = w.partition("=")[2]
+        elif w == "--replay" and i + 1 < len(rest):
+            replay = rest[i + 1]
     # The problems as the program resolves them (suite, shapes, op, dtype, layout, kernels).
     plan = [cli, "tune", "--dry-run"] + rest
     for name in ("--suite", "--problem"):

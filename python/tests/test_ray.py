@@ -130,8 +130,11 @@ def test_ray_spreads_problems_over_nodes_and_records_every_trial_once(work):
     cluster, nodes = _cluster(2)
     try:
         budget = 4
-        proc = subprocess.Popen(_cmd(work, cluster.address, budget, 0), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, env=_env())
+        # From the run's directory, the restriction named relatively: the nodes' programs run
+        # elsewhere and still find it.
+        cmd = [w if w != work["restrict"] else "restrict.json" for w in _cmd(work, cluster.address, budget, 0)]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
+                                cwd=work["dir"])
         rc, out, err = _wait(proc, 600)
         assert rc == 0, err[-4000:]
         summary = json.loads(out)
