@@ -8,21 +8,34 @@
 
 namespace ktune {
 
-int Config::get(const std::string& name) const {
-  for (const auto& [k, v] : values_)
-    if (k == name) return v;
-  throw Error("config " + to_json() + " has no parameter '" + name + "'");
+namespace {
+
+// Parameter names are a few characters and many share a length and a first letter (BM, BN, WM,
+// ...): compared inline, character by character, rather than by a call to memcmp each.
+bool same_name(const std::string& k, std::string_view name) {
+  if (k.size() != name.size()) return false;
+  for (size_t i = 0; i < name.size(); ++i)
+    if (k[i] != name[i]) return false;
+  return true;
 }
 
-bool Config::has(const std::string& name) const {
+} // namespace
+
+int Config::get(std::string_view name) const {
+  for (const auto& [k, v] : values_)
+    if (same_name(k, name)) return v;
+  throw Error("config " + to_json() + " has no parameter '" + std::string(name) + "'");
+}
+
+bool Config::has(std::string_view name) const {
   for (const auto& kv : values_)
-    if (kv.first == name) return true;
+    if (same_name(kv.first, name)) return true;
   return false;
 }
 
 void Config::set(const std::string& name, int value) {
   for (auto& kv : values_)
-    if (kv.first == name) {
+    if (same_name(kv.first, name)) {
       kv.second = value;
       return;
     }

@@ -93,6 +93,9 @@ GemmProblem::operator Problem() const {
   return p;
 }
 
+// C = A * B unless a problem says otherwise.
+constexpr double kDefaultAlpha = 1.0, kDefaultBeta = 0.0;
+
 GemmProblem GemmProblem::from(const Problem& p) {
   if (p.op != "gemm" || p.dims.size() != 3 || p.layout.size() != 2 || p.ld.size() != 3)
     throw Error("not a GEMM problem: " + p.key());
@@ -101,7 +104,13 @@ GemmProblem GemmProblem::from(const Problem& p) {
   g.a = p.layout[0] == 'T' ? Layout::col : Layout::row;
   g.b = p.layout[1] == 'T' ? Layout::col : Layout::row;
   g.lda = p.ld[0], g.ldb = p.ld[1], g.ldc = p.ld[2], g.align = p.align;
-  g.alpha = float(p.scalar("alpha")), g.beta = float(p.scalar("beta"));
+  // Constraints convert their problem on every check: GEMM's own defaults here, not a look-up of
+  // the op registry (Problem::scalar) each time.
+  g.alpha = float(kDefaultAlpha), g.beta = float(kDefaultBeta);
+  if (!p.scalars.empty()) {
+    if (const auto it = p.scalars.find("alpha"); it != p.scalars.end()) g.alpha = float(it->second);
+    if (const auto it = p.scalars.find("beta"); it != p.scalars.end()) g.beta = float(it->second);
+  }
   return g;
 }
 
@@ -113,7 +122,7 @@ OpInfo gemm_op_info() {
   o.layouts = {"NN", "NT", "TN", "TT"};
   o.ld_names = {"lda", "ldb", "ldc"};
   o.max_dim = o.max_ld = kGemmMaxDim;
-  o.scalars = {{"alpha", 1.0}, {"beta", 0.0}};
+  o.scalars = {{"alpha", kDefaultAlpha}, {"beta", kDefaultBeta}};
   o.baseline = "cublas";
   o.runner = "gemm";
   o.families = [] {
