@@ -775,7 +775,16 @@ std::vector<TrialRow> read_trial_rows(sqlite3* db, const std::string& path, cons
 } // namespace
 
 TrialSet Store::export_trial_set(const TrialSetFilter& f) const {
-  const std::string where = " WHERE (? = '' OR d.uuid = ?) AND (? = '' OR p.key = ?)";
+  std::string keys;
+  for (size_t i = 0; i < f.problem_keys.size(); ++i) keys += i ? ",?" : "?";
+  const std::string where = " WHERE (? = '' OR d.uuid = ?)" + (keys.empty() ? std::string() : " AND p.key IN (" + keys + ")");
+  // Binds the filter's values; returns the next free index.
+  auto bind_filter = [&](Stmt& st) {
+    st.bind(1, f.device_uuid).bind(2, f.device_uuid);
+    int i = 3;
+    for (const auto& k : f.problem_keys) st.bind(i++, k);
+    return i;
+  };
   Stmt s(db_,
          ("SELECT t.id, d.uuid, p.key, t.family, t.config, t.config_hash, t.template_hash, t.status, t.error, t.median_ms, "
           "t.min_ms, t.p20_ms, t.p80_ms, t.reps, t.tflops, t.rel_error, t.registers, t.smem_bytes, t.spill_bytes, "
@@ -784,7 +793,7 @@ TrialSet Store::export_trial_set(const TrialSetFilter& f) const {
           " AND t.id > ? ORDER BY t.id")
              .c_str(),
          path_);
-  s.bind(1, f.device_uuid).bind(2, f.device_uuid).bind(3, f.problem_key).bind(4, f.problem_key).bind(5, f.after_id);
+  s.bind(bind_filter(s), f.after_id);
   TrialSet set;
   std::vector<std::string> uuids;
   SkippedRows skipped(path_, "trials");
@@ -812,7 +821,7 @@ TrialSet Store::export_trial_set(const TrialSetFilter& f) const {
           "JOIN devices d ON d.id = b.device_id JOIN problems p ON p.id = b.problem_id" + where)
              .c_str(),
          path_);
-  b.bind(1, f.device_uuid).bind(2, f.device_uuid).bind(3, f.problem_key).bind(4, f.problem_key);
+  bind_filter(b);
   while (b.step()) {
     SetBaseline sb;
     sb.device_uuid = b.text(0), sb.problem_key = b.text(1), sb.library = b.text(2);

@@ -105,10 +105,11 @@ class Store {
   TrialLog export_trials(const std::string& arch) const;
 
   // Trials and baseline readings as a trial set (db/table.h) for another database to import:
-  // those of one device (by uuid) and/or one problem (by key) where given, and only trials whose
+  // those of one device (by uuid) and/or some problems (by key) where given, and only trials whose
   // row id here is above after_id (a follower's cursor: SetTrial::id of the last one it took).
   struct TrialSetFilter {
-    std::string device_uuid, problem_key;
+    std::string device_uuid;
+    std::vector<std::string> problem_keys; // empty: every problem
     int64_t after_id = 0;
   };
   TrialSet export_trial_set(const TrialSetFilter& filter) const;

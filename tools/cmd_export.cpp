@@ -17,7 +17,8 @@ namespace ktune::cli {
 namespace {
 
 struct ExportArgs {
-  std::string db, arch, family, dtype, out, device_uuid, problem;
+  std::string db, arch, family, dtype, out, device_uuid;
+  std::vector<std::string> problems;
   bool trials = false, trial_set = false;
   int64_t after_id = 0;
   std::vector<std::string> kernels;
@@ -26,11 +27,11 @@ struct ExportArgs {
 int cmd_export(const ExportArgs& a) {
   load_kernels(a.kernels); // their rows parse; without, they are skipped with a word
   if (a.trials && a.trial_set) throw UsageError("give --trials or --trial-set, not both");
-  const bool set_filters = !a.device_uuid.empty() || !a.problem.empty() || a.after_id > 0;
+  const bool set_filters = !a.device_uuid.empty() || !a.problems.empty() || a.after_id > 0;
   if (set_filters && !a.trial_set) throw UsageError("--device-uuid, --problem and --after-id filter a --trial-set");
   if (a.trial_set && (!a.arch.empty() || !a.family.empty() || !a.dtype.empty()))
     throw UsageError("export --trial-set filters by --device-uuid, --problem and --after-id");
-  if (!a.problem.empty()) Problem::parse_key(a.problem); // a bad key is bad usage, not an empty set
+  for (const auto& k : a.problems) Problem::parse_key(k); // a bad key is bad usage, not an empty set
   if (a.trials && !a.dtype.empty()) throw UsageError("export --trials writes every trial; --dtype filters tables only");
   if (!a.dtype.empty()) parse_dtype(a.dtype); // a bad name is bad usage before the database is opened
   check_output_file(a.out, "--output");
@@ -39,7 +40,7 @@ int cmd_export(const ExportArgs& a) {
   const Store store(path, /*read_only=*/true);
   if (a.trial_set) {
     // An empty set is not an error: a follower polls for trials that are not there yet.
-    const TrialSet set = store.export_trial_set({a.device_uuid, a.problem, a.after_id});
+    const TrialSet set = store.export_trial_set({a.device_uuid, a.problems, a.after_id});
     write_atomically(a.out, trial_set_to_json(set));
     std::fprintf(stderr, "ktune: exported %zu trials and %zu baseline readings of %zu devices to %s\n", set.trials.size(),
                  set.baselines.size(), set.devices.size(), a.out.c_str());
@@ -83,7 +84,8 @@ Command add_export(CLI::App& app) {
                "Write trials and baseline readings as measured (ktune.trialset/1), for `ktune import --trial-set` into "
                "another database (docs/SCALING.md)");
   ex->add_option("--device-uuid", a->device_uuid, "With --trial-set: only this device's");
-  ex->add_option("--problem", a->problem, "With --trial-set: only this problem's (its key, as ktune query prints it)");
+  ex->add_option("--problem", a->problems,
+                 "With --trial-set: only this problem's (its key, as ktune query prints it; repeatable)");
   ex->add_option("--after-id", a->after_id, "With --trial-set: only trials recorded here after this row id")
       ->check(whole_number(0));
   return {ex, [a] { return cmd_export(*a); }};

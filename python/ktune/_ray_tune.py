@@ -82,12 +82,12 @@ def _die_with_parent():
         pass
 
 
-def _export(cli, db, out, device_uuid="", problem="", after_id=0):
+def _export(cli, db, out, device_uuid="", problems=(), after_id=0):
     cmd = [cli, "export", "--trial-set", "--db", db, "-o", out, "--after-id", str(after_id)]
     if device_uuid:
         cmd += ["--device-uuid", device_uuid]
-    if problem:
-        cmd += ["--problem", problem]
+    for p in problems:
+        cmd += ["--problem", p]
     _run(cmd, "ktune export --trial-set")
     with open(out) as f:
         return f.read()
@@ -272,7 +272,9 @@ def run(words, cli=None):
     work = tempfile.mkdtemp(prefix="ktune-ray-driver-")
     try:
         os.makedirs(os.path.dirname(db), exist_ok=True)
-        held = json.loads(_export(cli, db, os.path.join(work, "held.json"))) if os.path.exists(db) else {"trials": []}
+        # Which GPU holds trials of which of this run's problems (the rest of the database stays put).
+        held = json.loads(_export(cli, db, os.path.join(work, "held.json"), problems=keys)) if os.path.exists(db) \
+            else {"trials": []}
         holders = {}
         for t in held["trials"]:
             holders.setdefault(t["problem"], set()).add(t["device"])
@@ -344,7 +346,7 @@ def _drive(ray, cli, rest, replay, db, keys, by_key, holders, own, quiet, work):
             prior = ""
             if info["uuid"] in holders.get(key, ()):
                 with lock:
-                    prior = _export(cli, db, os.path.join(work, "prior-%s.json" % info["uuid"]), info["uuid"], key)
+                    prior = _export(cli, db, os.path.join(work, "prior-%s.json" % info["uuid"]), info["uuid"], [key])
             _log(quiet, "%s: %s" % (tag, key))
             trials = 0
             try:

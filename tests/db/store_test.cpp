@@ -491,9 +491,13 @@ TEST(Store, TrialSetsCarryTrialsAndBaselinesBetweenDatabasesOnceEach) {
   ASSERT_EQ(all.trials.size(), 4u);
   ASSERT_EQ(all.devices.size(), 2u);
   ASSERT_EQ(all.baselines.size(), 1u);
-  EXPECT_EQ(a.export_trial_set({"second-gpu", "", 0}).trials.size(), 1u);
-  EXPECT_EQ(a.export_trial_set({"", p1.key(), 0}).trials.size(), 3u);
-  const TrialSet after = a.export_trial_set({"", "", first});
+  EXPECT_EQ(a.export_trial_set({"second-gpu", {}, 0}).trials.size(), 1u);
+  EXPECT_EQ(a.export_trial_set({"", {p1.key()}, 0}).trials.size(), 3u);
+  EXPECT_EQ(a.export_trial_set({"", {p1.key(), p2.key()}, 0}).trials.size(), 4u);
+  EXPECT_EQ(a.export_trial_set({"second-gpu", {p1.key()}, 0}).trials.size(), 0u);
+  EXPECT_EQ(a.export_trial_set({"", {p1.key()}, 0}).baselines.size(), 1u);
+  EXPECT_EQ(a.export_trial_set({"", {p2.key()}, 0}).baselines.size(), 0u);
+  const TrialSet after = a.export_trial_set({"", {}, first});
   ASSERT_EQ(after.trials.size(), 3u);
   EXPECT_GT(after.trials[0].id, first);
 
