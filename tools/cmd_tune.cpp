@@ -212,25 +212,23 @@ int cmd_tune(TuneArgs& a) {
   if (a.compile_processes) o.compile_argv = {self_exe(), "compile-worker"};
   if (!a.replay.empty()) {
     // Nothing is measured: the replay worker answers from the log, on the log's GPU model.
+    if (!a.devices.empty()) throw UsageError("--replay answers as one GPU; --devices is for measuring on several");
     const TrialLog log = read_trial_log_file(a.replay);
     o.device_info = replay_device(log, a.replay_uuid);
     o.worker_argv = {self_exe(), "replay-worker", a.replay, "--pace", std::to_string(a.replay_pace)};
     if (!o.quiet)
       std::fprintf(stderr, "ktune: replaying %s (%s) as device %s: nothing is measured\n", a.replay.c_str(),
                    log.device_name.c_str(), a.replay_uuid.c_str());
-    const TuneResult r = tune(o);
-    if (a.json) std::printf("%s\n", result_json(r).dump(2).c_str());
-    else std::printf("%s", format_summary(r).c_str());
-    return 0;
+  } else {
+    std::string why;
+    const std::vector<DeviceInfo> present = list_devices(&why);
+    if (present.empty()) {
+      std::fprintf(stderr, "ktune: no GPU available, nothing can be tuned: %s\n", why.c_str());
+      return 1;
+    }
+    if (!a.devices.empty()) o.devices = parse_devices(a.devices, present);
+    o.allow_mixed_devices = a.allow_mixed;
   }
-  std::string why;
-  const std::vector<DeviceInfo> present = list_devices(&why);
-  if (present.empty()) {
-    std::fprintf(stderr, "ktune: no GPU available, nothing can be tuned: %s\n", why.c_str());
-    return 1;
-  }
-  if (!a.devices.empty()) o.devices = parse_devices(a.devices, present);
-  o.allow_mixed_devices = a.allow_mixed;
   if (!o.quiet) std::fprintf(stderr, "ktune: tuning %zu problem(s) into %s\n", o.problems.size(), o.db_path.c_str());
   const TuneResult r = tune(o);
   if (a.json) std::printf("%s\n", result_json(r).dump(2).c_str());

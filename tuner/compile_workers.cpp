@@ -1,9 +1,6 @@
 #include "tuner/compile_workers.h"
 
-#include <unistd.h>
-
 #include <chrono>
-#include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -163,17 +160,8 @@ std::shared_ptr<CompiledKernel> CompileProcesses::compile(const CompileRequest& 
 }
 
 int compile_worker_main() {
-  // The protocol owns the original stdout; anything else that prints goes to stderr.
-  const int proto_fd = dup(1);
-  if (proto_fd < 0 || dup2(2, 1) < 0) {
-    std::perror("ktune compile-worker: dup");
-    return 1;
-  }
-  FILE* proto = fdopen(proto_fd, "w");
-  if (!proto) {
-    std::perror("ktune compile-worker: fdopen");
-    return 1;
-  }
+  ProtocolOut proto("ktune compile-worker");
+  if (!proto.ok()) return 1;
   std::string line;
   while (std::getline(std::cin, line)) {
     nlohmann::json out;
@@ -193,8 +181,7 @@ int compile_worker_main() {
     } catch (const std::exception& e) {
       out = {{"status", "error"}, {"error", e.what()}};
     }
-    const std::string s = out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-    if (std::fwrite(s.data(), 1, s.size(), proto) != s.size() || std::fflush(proto) != 0) return 1;
+    if (!proto.reply(out)) return 1;
   }
   return 0;
 }

@@ -1,9 +1,6 @@
 #include "tuner/replay_worker.h"
 
-#include <unistd.h>
-
 #include <chrono>
-#include <cstdio>
 #include <iostream>
 #include <map>
 #include <thread>
@@ -15,6 +12,7 @@
 #include "ktune/error.h"
 #include "ktune/family.h"
 #include "tuner/json_io.h"
+#include "tuner/worker.h"
 
 namespace ktune {
 
@@ -74,14 +72,8 @@ nlohmann::json eval(const Recording& r, const nlohmann::json& req, double pace) 
 } // namespace
 
 int replay_worker_main(const std::string& log_path, double pace) {
-  // The protocol owns the original stdout, as in worker_main.
-  const int proto_fd = dup(1);
-  dup2(2, 1);
-  FILE* proto = fdopen(proto_fd, "w");
-  if (!proto) {
-    std::perror("ktune replay-worker: fdopen");
-    return 1;
-  }
+  ProtocolOut proto("ktune replay-worker");
+  if (!proto.ok()) return 1;
   const Recording r = load(log_path);
   std::string line;
   while (std::getline(std::cin, line)) {
@@ -105,9 +97,7 @@ int replay_worker_main(const std::string& log_path, double pace) {
     } catch (const std::exception& e) {
       out = {{"status", "launch_error"}, {"error", e.what()}, {"sticky", false}};
     }
-    const std::string s = out.dump() + "\n";
-    std::fwrite(s.data(), 1, s.size(), proto);
-    std::fflush(proto);
+    if (!proto.reply(out)) return 1;
   }
   return 0;
 }

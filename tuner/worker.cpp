@@ -287,16 +287,35 @@ nlohmann::json baseline(WorkerState& w, const nlohmann::json& req) {
 
 } // namespace
 
+ProtocolOut::ProtocolOut(const char* who) : who_(who) {
+  const int fd = dup(1);
+  if (fd < 0 || dup2(2, 1) < 0) {
+    std::fprintf(stderr, "%s: dup of stdout failed: %s\n", who_, std::strerror(errno));
+    if (fd >= 0) close(fd);
+    return;
+  }
+  out_ = fdopen(fd, "w");
+  if (!out_) {
+    std::fprintf(stderr, "%s: fdopen of stdout failed: %s\n", who_, std::strerror(errno));
+    close(fd);
+  }
+}
+
+ProtocolOut::~ProtocolOut() {
+  if (out_) std::fclose(out_);
+}
+
+bool ProtocolOut::reply(const nlohmann::json& j) {
+  // Invalid UTF-8 (a compiler log, an error text) is replaced rather than thrown on.
+  const std::string s = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  if (std::fwrite(s.data(), 1, s.size(), out_) == s.size() && std::fflush(out_) == 0) return true;
+  std::fprintf(stderr, "%s: writing a reply failed: %s\n", who_, std::strerror(errno));
+  return false;
+}
+
 int worker_main(int ordinal) {
-  // The protocol owns the original stdout; anything else that prints goes to stderr.
-  const int proto_fd = dup(1);
-  dup2(2, 1);
-  FILE* proto = fdopen(proto_fd, "w");
-  auto reply = [&](const nlohmann::json& j) {
-    const std::string s = j.dump() + "\n";
-    std::fwrite(s.data(), 1, s.size(), proto);
-    std::fflush(proto);
-  };
+  ProtocolOut proto("ktune worker");
+  if (!proto.ok()) return 1;
   std::unique_ptr<WorkerState> w;
   std::string line;
   while (std::getline(std::cin, line)) {
@@ -321,7 +340,7 @@ int worker_main(int ordinal) {
     } catch (const std::exception& e) {
       out = {{"status", "launch_error"}, {"error", e.what()}, {"sticky", false}};
     }
-    reply(out);
+    if (!proto.reply(out)) return 1;
     if (sticky) return 3; // the context is unusable; the parent starts a fresh worker
   }
   return 0;

@@ -11,6 +11,8 @@
 #pragma once
 #include <sys/types.h>
 
+#include <cstdio>
+
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -47,6 +49,25 @@ class WorkerProcess {
   int to_child_ = -1, from_child_ = -1;
   std::string pending_;
   int starts_ = 0;
+};
+
+// The child's side of a line protocol (this worker's, the compile worker's, the replay worker's):
+// takes this process's stdout for the replies and sends everything else printed to stderr, so
+// that no library's output can corrupt a reply. `who` names the process in its error messages.
+class ProtocolOut {
+ public:
+  explicit ProtocolOut(const char* who);
+  ProtocolOut(const ProtocolOut&) = delete;
+  ProtocolOut& operator=(const ProtocolOut&) = delete;
+  ~ProtocolOut();
+  bool ok() const { return out_ != nullptr; } // false: stdout could not be taken (said on stderr)
+  // One reply line, flushed; false (said on stderr) when it could not be written: the parent
+  // cannot hear this process any more, which should end.
+  bool reply(const nlohmann::json& j);
+
+ private:
+  const char* who_;
+  FILE* out_ = nullptr;
 };
 
 // The child's side: serves requests on stdin/stdout for device `ordinal` until stdin closes.

@@ -821,6 +821,7 @@ TEST(Cli, TrialSetAndRayOptionsRefuseWhatTheyCannotDo) {
       {"export --trial-set --problem gemm/f32/NN/64x64/a16 --db " + db + " -o " + scratch("x.json"), "64x64"},
       {"import --trial-set " + log + " --db " + db, "unknown schema 'ktune.trials/1'"},
       {"tune --problem 64x64x64 --replay-uuid x", "--replay-uuid requires --replay"},
+      {"tune --problem 64x64x64 --replay " + log + " --devices 0,1", "--replay answers as one GPU"},
   };
   for (const auto& [args, want] : cases) {
     const CliRun r = run_ktune_stderr(args);
