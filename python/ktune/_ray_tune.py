@@ -115,9 +115,7 @@ class TuneActor:
                 dev = json.load(f)["device"]
             self.device = {"uuid": "replay-%s-gpu%s" % (self.node[:16], slot), "name": dev["name"], "arch": dev["arch"]}
         else:
-            out = _run([self.cli, "devices", "--json"], "ktune devices on " + self.host)
-            devs = json.loads(out)
-            devs = devs.get("devices", devs) if isinstance(devs, dict) else devs
+            devs = json.loads(_run([self.cli, "devices", "--json"], "ktune devices on " + self.host))["devices"]
             if not devs:
                 raise RayTuneError("ktune devices lists no GPU on %s although Ray gave this actor one" % self.host)
             d = devs[0]
@@ -186,7 +184,6 @@ class _Queue:
         self.pending = list(keys)
         self.holders = holders  # key -> set of device uuids with trials of it
         self.live = set()
-        self.busy = 0
         self.cv = threading.Condition()
 
     def take(self, uuid):
@@ -199,13 +196,11 @@ class _Queue:
                 pick = (mine or free or [None])[0]
                 if pick is not None:
                     self.pending.remove(pick)
-                    self.busy += 1
                     return pick
                 self.cv.wait(1.0)
 
     def finish(self, key, back=False, uuid=None):
         with self.cv:
-            self.busy -= 1
             if back:
                 self.pending.insert(0, key)
             if uuid is not None:
@@ -244,19 +239,17 @@ def run(words, cli=None):
     db = os.path.abspath(db)
     # Files the options name are opened by the program on each node, whose working directory is
     # Ray's: relative paths are made absolute here (nodes elsewhere need the same path to hold them).
-    for i, w in enumerate(rest):
-        name, eq, val = w.partition("=")
-        if name in _PATH_OPTIONS:
-            if eq and os.path.exists(val):
-                rest[i] = name + "=" + os.path.abspath(val)
-            elif not eq and i + 1 < len(rest) and os.path.exists(rest[i + 1]):
-                rest[i + 1] = os.path.abspath(rest[i + 1])
     replay = None
     for i, w in enumerate(rest):
-        if w.startswith("--replay="):
-            replay = w.partition("=")[2]
-        elif w == "--replay" and i + 1 < len(rest):
-            replay = rest[i + 1]
+        name, eq, val = w.partition("=")
+        if name not in _PATH_OPTIONS or not (eq or i + 1 < len(rest)):
+            continue
+        at, val = (i, val) if eq else (i + 1, rest[i + 1])
+        if os.path.exists(val):
+            val = os.path.abspath(val)
+            rest[at] = name + "=" + val if eq else val
+        if name == "--replay":
+            replay = val
     # The problems as the program resolves them (suite, shapes, op, dtype, layout, kernels).
     plan = [cli, "tune", "--dry-run"] + rest
     for name in ("--suite", "--problem"):

@@ -116,6 +116,21 @@ def _check_no_doubles(rows):
     assert len(keys) == len(set(keys)), "a trial was recorded twice"
 
 
+def _start(cmd, cwd=None):
+    """The driver, started as a user starts it; stdout and stderr kept."""
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(), cwd=cwd)
+
+
+def _poll(proc, found, limit=300):
+    """Polls found() every 0.3 s while the driver runs, for at most limit seconds; its last answer."""
+    deadline = time.time() + limit
+    got = found()
+    while not got and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.3)
+        got = found()
+    return got
+
+
 def _wait(proc, limit):
     try:
         out, err = proc.communicate(timeout=limit)
@@ -133,8 +148,7 @@ def test_ray_spreads_problems_over_nodes_and_records_every_trial_once(work):
         # From the run's directory, the restriction named relatively: the nodes' programs run
         # elsewhere and still find it.
         cmd = [w if w != work["restrict"] else "restrict.json" for w in _cmd(work, cluster.address, budget, 0)]
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
-                                cwd=work["dir"])
+        proc = _start(cmd, cwd=work["dir"])
         rc, out, err = _wait(proc, 600)
         assert rc == 0, err[-4000:]
         summary = json.loads(out)
@@ -173,17 +187,18 @@ def test_ray_node_killed_mid_run_its_problem_requeued_nothing_lost_or_doubled(wo
     cluster, nodes = _cluster(3)
     try:
         budget = 10
-        proc = subprocess.Popen(_cmd(work, cluster.address, budget, 4.0), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, env=_env())
-        victim, victim_key, seen = None, None, {}
-        deadline = time.time() + 300
-        while victim is None and time.time() < deadline and proc.poll() is None:
+        proc = _start(_cmd(work, cluster.address, budget, 4.0))
+
+        def mid_run():  # (device, problem, its trials per device) of a problem half done
             for key, devs in _by_problem(_rows(work["db"])).items():
                 for uuid, n in devs.items():
                     if 2 <= n < budget - 2:
-                        victim, victim_key, seen = uuid, key, dict(devs)
-            time.sleep(0.3)
-        assert victim is not None, "no problem was caught mid-run"
+                        return uuid, key, dict(devs)
+            return None
+
+        caught = _poll(proc, mid_run)
+        assert caught is not None, "no problem was caught mid-run"
+        victim, victim_key, seen = caught
         node = next(n for n in nodes if victim.split("-")[1] == n.node_id[:16])
         cluster.remove_node(node, allow_graceful=False)
         rc, out, err = _wait(proc, 600)
@@ -207,17 +222,15 @@ def test_ray_driver_killed_and_resumed_skips_what_was_measured(work):
     try:
         budget = 8
         cmd = _cmd(work, cluster.address, budget, 4.0)
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
-        deadline = time.time() + 300
-        while len(_rows(work["db"])) < 5 and time.time() < deadline and proc.poll() is None:
-            time.sleep(0.3)
+        proc = _start(cmd)
+        _poll(proc, lambda: len(_rows(work["db"])) >= 5)
         before = _rows(work["db"])
         assert len(before) >= 5 and proc.poll() is None, "the run ended before it could be killed"
         os.kill(proc.pid, signal.SIGKILL)  # the driver (the program exec'd into Python)
         proc.communicate()
         before = _rows(work["db"])
         assert len(before) < budget * len(work["keys"])
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+        proc = _start(cmd)
         rc, out, err = _wait(proc, 600)
         assert rc == 0, err[-4000:]
         rows = _rows(work["db"])
