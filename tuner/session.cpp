@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <deque>
@@ -472,6 +473,16 @@ struct Lane {
 
 } // namespace
 
+std::vector<size_t> longest_first(const std::vector<Problem>& problems) {
+  std::vector<double> est(problems.size());
+  for (size_t i = 0; i < est.size(); ++i)
+    est[i] = std::max(flops(problems[i]) / 500e12, min_bytes(problems[i]) / 3e12);
+  std::vector<size_t> order(problems.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return est[a] > est[b]; });
+  return order;
+}
+
 TuneResult tune(const TuneOptions& o) {
   if (o.families.empty()) throw UsageError("no family to tune");
   if (o.problems.empty()) throw UsageError("no problem to tune");
@@ -538,6 +549,10 @@ TuneResult tune(const TuneOptions& o) {
   std::mutex mu;
   std::deque<size_t> todo;
   for (size_t i = 0; i < o.problems.size(); ++i) todo.push_back(i);
+  if (lanes.size() > 1) {
+    const std::vector<size_t> order = longest_first(o.problems);
+    todo.assign(order.begin(), order.end());
+  }
   std::vector<int> holder(o.problems.size(), -1); // lane index
   if (lanes.size() > 1)
     for (size_t i = 0; i < o.problems.size(); ++i) {

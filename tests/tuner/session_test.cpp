@@ -524,6 +524,19 @@ TEST(Session, SeveralGpusTakeProblemsInTurnAndResumeWhereTheirTrialsAre) {
   EXPECT_EQ(after.count_trials(), 24) << "no trial recorded twice";
 }
 
+// Several GPUs take the longest problems first, so that the run ends on short ones; equal ones
+// keep the suite's order.
+TEST(Session, SeveralGpusTakeTheLongestProblemsFirst) {
+  const std::vector<Problem> suite = {
+      GemmProblem::parse("1x4096x4096", "NN", DType::bf16),    // 32 MiB of B read: bytes-bound
+      GemmProblem::parse("2048x2048x2048", "NN", DType::bf16), // 17 GFLOP
+      GemmProblem::parse("8192x8192x8192", "NN", DType::bf16), // 1.1 TFLOP
+      GemmProblem::parse("64x64x64", "NN", DType::bf16),
+      GemmProblem::parse("2048x2048x2048", "NN", DType::bf16)};
+  EXPECT_EQ(longest_first(suite), (std::vector<size_t>{2, 1, 4, 0, 3}));
+  EXPECT_TRUE(longest_first({}).empty());
+}
+
 TEST(Session, GpusOfDifferentModelsAreRefusedUnlessAllowed) {
   const std::string db = fresh_db("mixed.db");
   TuneOptions o = two_gpus(db, script(""));
