@@ -127,7 +127,13 @@ Family wgmma_family() {
   f.param("CWG", {1, 2, 3}, "consumer warpgroups (64 query rows each)")
       .param("BN", {64, 80, 96, 112, 128, 144, 160, 176}, "keys a step")
       .param("STAGES", {2, 3}, "K / V buffers in the TMA ring")
-      .param("OVERLAP", {0, 1}, "1: S of the next key tile and the softmax overlap P V (two S tiles in registers)");
+      .param("OVERLAP", {0, 1}, "1: S of the next key tile and the softmax overlap P V (two S tiles in registers)")
+      .param("PINGPONG", {0, 1}, "1: the consumers take turns issuing their GEMMs (named barriers), one's softmax under another's GEMMs");
+  // Configs recorded before PINGPONG ran without it.
+  f.upgrade([](Config c) {
+    if (!c.has("PINGPONG")) c.set("PINGPONG", 0);
+    return c;
+  });
   f.restrict("head_dim is 64, 128, 192 or 256 (whole 128-byte swizzled column blocks)", {},
              [](const Config&, const Problem& p, const DeviceInfo&) {
                return p.dims[kHeadDim] % 64 == 0 && p.dims[kHeadDim] <= 256;
@@ -137,15 +143,20 @@ Family wgmma_family() {
       .restrict("TMA coordinates are 32-bit", {}, [](const Config&, const Problem& p, const DeviceInfo&) {
         return p.dims[kQLen] <= INT32_MAX - 256 && p.dims[kKvLen] <= INT32_MAX - 256;
       })
-      .restrict("O, S (two with OVERLAP) and P fit a consumer's registers (240 with up to 2 consumers, 160 with 3)",
+      // ptxas (sm_90a, CUDA 13.0) spills nothing up to these: head dim 128 with BN 176 and OVERLAP at 240
+      // registers, 128 x 80 with three consumers at 160 (BN 96 and OVERLAP spill 80 bytes there).
+      .restrict("O, S and P (packed, live beside the next S with OVERLAP) fit a consumer's registers (240 with up to "
+                "2 consumers, 160 with 3)",
                 {"CWG", "BN", "OVERLAP"}, [](const Config& c, const Problem& p, const DeviceInfo&) {
-                  const int64_t live = p.dims[kHeadDim] / 2 + (1 + c["OVERLAP"]) * c["BN"] / 2 + c["BN"] / 8;
-                  return live <= (c["CWG"] == 3 ? 120 : 200);
+                  const int64_t live = p.dims[kHeadDim] / 2 + c["BN"] / 2 + c["OVERLAP"] * c["BN"] / 4;
+                  return live <= (c["CWG"] == 3 ? 128 : 196);
                 })
       .restrict("the tiles fit shared memory", {"CWG", "BN", "STAGES"},
                 [](const Config& c, const Problem& p, const DeviceInfo& d) {
                   return wgmma_smem(c, p) + 64 <= d.max_smem_per_block_optin;
                 })
+      .restrict("turns need two consumers or more", {"CWG", "PINGPONG"},
+                [](const Config& c, const Problem&, const DeviceInfo&) { return !c["PINGPONG"] || c["CWG"] >= 2; })
       .restrict("the grid's x extent holds the query blocks", {"CWG"}, [](const Config& c, const Problem& p, const DeviceInfo&) {
         return (p.dims[kQLen] + 64 * c["CWG"] - 1) / (64 * c["CWG"]) <= INT32_MAX;
       });
@@ -153,7 +164,8 @@ Family wgmma_family() {
     return std::vector<std::string>{"attention_wgmma<" + std::to_string(f16_code(p.dtype)) + "," +
                                     std::to_string(p.dims[kHeadDim]) + "," + std::to_string(c["BN"]) + "," +
                                     std::to_string(c["CWG"]) + "," + std::to_string(c["STAGES"]) + "," +
-                                    std::to_string(c["OVERLAP"]) + "," + (causal(p) ? "1" : "0") + ">"};
+                                    std::to_string(c["OVERLAP"]) + "," + std::to_string(c["PINGPONG"]) + "," +
+                                    (causal(p) ? "1" : "0") + ">"};
   });
   f.launch([](const Config& c, const Problem& p) {
     LaunchStep s;
@@ -174,13 +186,19 @@ Family wgmma_family() {
     }
     return LaunchPlan{{s}, 0};
   });
-  // FlashAttention-3's bf16 tiles: 128 x 128 (two consumers) up to head_dim 128, 128 x 80 beyond.
+  // FlashAttention-3's bf16 tiles (128 x 176 non-causal, 128 x 128 causal at head dim 128; 128 x 80
+  // beyond), with its intra-warpgroup overlap, and turns between the consumers up to head dim 128.
+  // What an exhaustive tune chose on an H200 (docs/runs/2026-11-29-attention-pingpong.md): 128 x 176
+  // / 128 x 112 with OVERLAP and PINGPONG at head dim 128, OVERLAP without turns at 256 (turns lost
+  // 12 % there: the softmax of 80 keys is short beside a 256-wide P V).
   f.defaults([](const Problem& p, const DeviceInfo&) {
+    const int64_t d = p.dims[kHeadDim];
     Config c;
     c.set("CWG", 2);
-    c.set("BN", p.dims[kHeadDim] <= 128 ? 128 : 80);
+    c.set("BN", d > 128 ? 80 : d < 128 ? 128 : causal(p) ? 112 : 176);
     c.set("STAGES", 2);
-    c.set("OVERLAP", 0);
+    c.set("OVERLAP", 1);
+    c.set("PINGPONG", d > 128 ? 0 : 1);
     return c;
   });
   return f;

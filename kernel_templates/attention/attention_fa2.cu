@@ -206,6 +206,10 @@ __global__ void __launch_bounds__(WARPS * 32) attention_fa2(
     if (STAGES == 2) __syncthreads(); // every warp is done with this stage before it is loaded again
   }
   cp_async_wait<0>();
+  // Q's rows were loaded by every thread of the block, and a warp waited only for its own copies:
+  // where no key tile ran (causal, q_len > kv_len) no barrier inside the loop ordered them, and
+  // another thread's Q could land on O's rows after this warp wrote them.
+  __syncthreads();
 
   // O / l into the warp's own rows of the Q tile (only this warp read them), then 16-byte stores.
   const long long ln = blockIdx.z * H + h;

@@ -14,6 +14,11 @@
 // own rows of the Q buffer to 16-byte stores; the log-sum-exp as in attention_fa2.cu. OVERLAP 1
 // pipelines a warpgroup's own work as FlashAttention-3 does: S of tile n + 1 is issued before P V of
 // tile n, and the softmax of tile n + 1 runs while that P V does (two S tiles live in registers).
+// PINGPONG 1 (two or three consumers) orders the consumers' GEMMs round robin through named
+// barriers, as FlashAttention-3's warp scheduler barriers do: a consumer issues its GEMMs of a step
+// only after the one before it issued its own, so while one consumer's GEMMs hold the tensor cores
+// the others run their softmax (left to the warp schedulers, the consumers issue together and then
+// all wait together).
 //
 // Arguments as attention_fa2.cu's, then the tensor maps of q, k and v (LaunchStep::TmaOperand, box
 // {1, BM or BN, 1, 64}, 128-byte swizzle).
@@ -41,7 +46,7 @@ __device__ __forceinline__ void tma_load_4d(unsigned dst, const KtuneTensorMap* 
 
 } // namespace ktune_attn_wg
 
-template <int F16, int D, int BN, int CWG, int STAGES, int OVERLAP, int CAUSAL>
+template <int F16, int D, int BN, int CWG, int STAGES, int OVERLAP, int PINGPONG, int CAUSAL>
 __global__ void __launch_bounds__(128 * (CWG + 1), 1) attention_wgmma(
     const unsigned short* __restrict__ q, const unsigned short* __restrict__ k, const unsigned short* __restrict__ v,
     unsigned short* __restrict__ o, float* __restrict__ lse, long long B, long long H, long long HKV, long long SQ,
@@ -53,6 +58,7 @@ __global__ void __launch_bounds__(128 * (CWG + 1), 1) attention_wgmma(
   constexpr int BM = 64 * CWG, DB = D / 64; // 64-column blocks of a row
   constexpr unsigned Q_BLOCK = BM * 128, KV_BLOCK = BN * 128, KV_TILE = KV_BLOCK * DB;
   static_assert(D % 64 == 0 && BN % 16 == 0 && BN <= 256 && CWG >= 1 && CWG <= 3, "tile shapes");
+  static_assert(!PINGPONG || CWG >= 2, "ping-pong needs two consumers");
 
   extern __shared__ __align__(1024) unsigned char attn_smem[];
   __shared__ __align__(8) unsigned long long bars[1 + 4 * STAGES]; // q_full, k_full[], v_full[], k_empty[], v_empty[]
@@ -219,24 +225,41 @@ __global__ void __launch_bounds__(128 * (CWG + 1), 1) attention_wgmma(
   auto free_v = [&](long long n) {
     if (wtid == 0) mbar_arrive(v_empty(int(n % STAGES)));
   };
+  // PINGPONG: consumer c's turn to issue GEMMs is named barrier 4 + c (1 to 3 are the epilogue's),
+  // complete when c's 128 threads wait on it and the consumer before c (round robin) has arrived
+  // after issuing its own. Every consumer of a block walks the same key tiles, so the turns match;
+  // the last arrival of a block is left pending on consumer 0's barrier at exit.
+  auto turn_wait = [&] {
+    if constexpr (PINGPONG) named_sync(4 + c, 256);
+  };
+  auto turn_pass = [&] {
+    if constexpr (PINGPONG) named_arrive(4 + (c + 1) % CWG, 256);
+  };
+  if constexpr (PINGPONG) // consumer 0 goes first: the last one's arrival stands for a step before the loop
+    if (c == CWG - 1) named_arrive(4, 256);
 
   mbar_wait(q_full, 0);
   float sa[BN / 2], corr[2];
   if constexpr (!OVERLAP) {
+    // A turn is P V of tile n - 1 and S of tile n, back to back; the softmax runs outside it.
+    turn_wait();
     for (long long n = 0; n < n_end; ++n) {
       qk(n, sa);
+      turn_pass();
       wgmma_wait<0>();
       fence_regs(sa);
       free_k(n);
       softmax(n, sa, corr);
       rescale(corr);
       pack(sa);
+      turn_wait();
       pv(n);
       wgmma_wait<0>();
       fence_regs(acc);
       hold_pa();
       free_v(n);
     }
+    turn_pass();
   } else if (n_end > 0) {
     // FlashAttention-3's intra-warpgroup pipeline: S of tile n is computed while P V of tile n - 1
     // runs, and the softmax of tile n overlaps that P V; O takes tile n's rescale once P V is done.
@@ -248,8 +271,10 @@ __global__ void __launch_bounds__(128 * (CWG + 1), 1) attention_wgmma(
     softmax(0, sa, corr);
     pack(sa);
     auto step = [&](long long n, float (&next)[BN / 2]) {
+      turn_wait(); // a turn: S of tile n and P V of tile n - 1
       qk(n, next);
       pv(n - 1);
+      turn_pass();
       wgmma_wait<1>(); // S of tile n is in
       fence_regs(next);
       free_k(n);

@@ -3,6 +3,7 @@
 // partial tiles, head dims 64 / 128 / 256, f16 and bf16, (B, H, S, D) views) and rejects planted
 // kernels, each wrong in one way a flash kernel can be; `ktune tune` tunes it, and the runtime
 // serves tuned and untuned shapes.
+#include <array>
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -40,7 +41,7 @@ const Planted kFaults[] = {
     {"P kept to 3 mantissa bits", "s[mt][nt][2 * r + e] = p;", "s[mt][nt][2 * r + e] = __uint_as_float(__float_as_uint(p) & 0xfff00000u);"},
     {"the log-sum-exp without the sum", "(row_max[mt][r] + log2_approx(l))", "(row_max[mt][r])"},
     {"O rows assumed packed", "obase + i * os + ch * 8", "obase + i * (H * D) + ch * 8"},
-    {"one element of q overwritten", "cp_async_wait<0>();\n\n", "cp_async_wait<0>();\n if (tid == 0 && blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0) const_cast<unsigned short*>(q)[0] ^= 1;\n"},
+    {"one element of q overwritten", "__syncthreads();\n\n  // O / l", "__syncthreads();\n if (tid == 0 && blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0) const_cast<unsigned short*>(q)[0] ^= 1;\n  // O / l"},
     {"the scale argument ignored", "scale_arg != 0.f ? scale_arg : 1.f / sqrtf((float)D)", "1.f / sqrtf((float)D)"},
 };
 
@@ -121,6 +122,18 @@ TEST(AttentionGpu, BothFamiliesPassOverEdgeShapesAndPlantedKernelsAreRejected) {
         const VerifyResult v = check_config(*runner, compiler, *d, f, c, p, ++seed);
         EXPECT_TRUE(v.pass) << name << " " << c.to_json() << " " << p.key() << ": " << v.summary();
       }
+    }
+  }
+  // Blocks that run no key tile (causal, q_len > kv_len: their rows see no key) write O where Q was
+  // loaded by every thread: with 8 warps one warp's zeros could be overwritten by another's late Q.
+  {
+    const Problem p = Problem::parse("attention", "1x2x2x300x100x64", "causal", DType::f16);
+    const Family f = find_family("attention_fa2");
+    for (const auto& [bm, warps, bn, stages] : std::vector<std::array<int, 4>>{{128, 8, 32, 1}, {128, 8, 64, 2}, {64, 4, 64, 1}}) {
+      Config c;
+      c.set("BM", bm), c.set("WARPS", warps), c.set("BN", bn), c.set("STAGES", stages);
+      const VerifyResult v = check_config(*runner, compiler, *d, f, c, p, ++seed);
+      EXPECT_TRUE(v.pass) << c.to_json() << " " << p.key() << ": " << v.summary();
     }
   }
   // A (B, H, S, D) view: q, k, v and o with the head outside the sequence.

@@ -17,10 +17,11 @@
 using namespace ktune;
 namespace {
 void run(Compiler& compiler, const DeviceInfo& d, const char* shape, const char* layout, int cwg, int bn, int stages,
-         int overlap = 0) {
+         int overlap = 0, int pingpong = 0) {
   const Problem p = Problem::parse("attention", shape, layout, DType::bf16);
   const Family f = find_family("attention_wgmma");
   Config c; c.set("CWG", cwg); c.set("BN", bn); c.set("STAGES", stages); c.set("OVERLAP", overlap);
+  c.set("PINGPONG", pingpong);
   const auto k = compiler.compile(compile_request(f, c, p, d.arch));
   Module m(k->cubin, k->lowered_names, "debug");
   const int64_t B = p.dims[0], H = p.dims[1], HK = p.dims[2], SQ = p.dims[3], SK = p.dims[4], D = p.dims[5];
@@ -71,8 +72,10 @@ void run(Compiler& compiler, const DeviceInfo& d, const char* shape, const char*
       }
   // Inputs are multiples of 1/4 in [-1, 1]: the bf16 output's rounding (2^-9 of |o| <= 1) and FP32
   // softmax errors stay far below these.
-  EXPECT_LT(worst_l, 1e-4) << shape << " " << layout << " CWG" << cwg << " BN" << bn << " ST" << stages << " OV" << overlap << " at " << bad_l;
-  EXPECT_LT(worst_o, 1e-2) << shape << " " << layout << " CWG" << cwg << " BN" << bn << " ST" << stages;
+  EXPECT_LT(worst_l, 1e-4) << shape << " " << layout << " CWG" << cwg << " BN" << bn << " ST" << stages << " OV" << overlap
+                           << " PP" << pingpong << " at " << bad_l;
+  EXPECT_LT(worst_o, 1e-2) << shape << " " << layout << " CWG" << cwg << " BN" << bn << " ST" << stages << " OV" << overlap
+                           << " PP" << pingpong;
 }
 } // namespace
 TEST(AttentionGpu, WgmmaMatchesAHostReferenceOnTinyShapes) {
@@ -95,4 +98,10 @@ TEST(AttentionGpu, WgmmaMatchesAHostReferenceOnTinyShapes) {
   run(compiler, *d, "2x4x2x200x333x128", "causal", 2, 112, 3);
   for (const char* shape : {"1x1x1x64x64x64", "1x1x1x64x128x64", "1x1x1x64x320x64", "1x2x1x130x200x128"})
     for (const char* layout : {"full", "causal"}) run(compiler, *d, shape, layout, 2, 64, 2, 1);
+  // Consumers taking turns (two and three, with and without OVERLAP), over blocks with no key
+  // (q_len > kv_len, causal) and one to several key tiles.
+  for (const char* shape : {"1x1x1x64x64x64", "1x2x1x130x200x128", "1x2x2x300x100x64"})
+    for (const char* layout : {"full", "causal"})
+      for (int cwg : {2, 3})
+        for (int overlap : {0, 1}) run(compiler, *d, shape, layout, cwg, 64, 2, overlap, 1);
 }
