@@ -65,10 +65,12 @@ void run(Compiler& compiler, const DeviceInfo& d, const char* shape, const char*
           sum += e;
           for (int64_t x = 0; x < D; ++x) oo[x] += e * half::from_bf16(hv[((b * SK + j) * HK + hh) * D + x]);
         }
-        const double L = mx + std::log(sum), gl = hl[(b * H + h) * SQ + i];
-        if (std::abs(gl - L) > worst_l) worst_l = std::abs(gl - L), bad_l = (b * H + h) * SQ + i;
+        // A row that sees no key (causal, q_len > kv_len): O = 0 and the log-sum-exp +inf, the op's convention.
+        const double gl = hl[(b * H + h) * SQ + i];
+        const double err_l = n <= 0 ? (gl == INFINITY ? 0.0 : INFINITY) : std::abs(gl - (mx + std::log(sum)));
+        if (err_l > worst_l) worst_l = err_l, bad_l = (b * H + h) * SQ + i;
         for (int64_t x = 0; x < D; ++x)
-          worst_o = std::max(worst_o, std::abs(half::from_bf16(ho[((b * SQ + i) * H + h) * D + x]) - oo[x] / sum));
+          worst_o = std::max(worst_o, std::abs(half::from_bf16(ho[((b * SQ + i) * H + h) * D + x]) - (n <= 0 ? 0.0 : oo[x] / sum)));
       }
   // Inputs are multiples of 1/4 in [-1, 1]: the bf16 output's rounding (2^-9 of |o| <= 1) and FP32
   // softmax errors stay far below these.
