@@ -3,6 +3,8 @@
 #pragma once
 #include <string>
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace ktune {
 
 // Outcome of one evaluation. Only `ok` trials can become the best.
@@ -23,6 +25,11 @@ struct Timing {
   double median_ms = 0, min_ms = 0, p20_ms = 0, p80_ms = 0;
   int reps = 0;
 };
+// A Timing's five fields as JSON ({"median_ms", "min_ms", "p20_ms", "p80_ms", "reps"}): the form
+// the worker protocol, trial logs and trial sets carry. timing_from_json reads it back unchecked
+// (throws nlohmann's errors on a missing field); files are validated by db/table.cpp's reader.
+nlohmann::json timing_to_json(const Timing& t);
+Timing timing_from_json(const nlohmann::json& j);
 
 // One evaluation as the store records it and a trial set carries it between databases.
 struct TrialRecord {

@@ -383,10 +383,6 @@ int64_t non_negative_int(const json& j, const char* name, const std::string& whe
   return v.get<int64_t>();
 }
 
-json timing_json(const Timing& t) {
-  return {{"median_ms", t.median_ms}, {"min_ms", t.min_ms}, {"p20_ms", t.p20_ms}, {"p80_ms", t.p80_ms}, {"reps", t.reps}};
-}
-
 // A timing of an ok trial or a baseline: every figure positive; of any other trial: all zero.
 Timing parse_timing(const json& j, const std::string& where, bool measured) {
   const json& tj = field(j, "timing", where);
@@ -514,7 +510,7 @@ std::string trial_set_to_json(const TrialSet& set) {
     const TrialRecord& t = st.record;
     json tj = {{"id", st.id}, {"device", st.device_uuid}, {"problem", st.problem_key}, {"family", t.family},
                {"config", json::parse(t.config_json)}, {"config_hash", t.config_hash}, {"template_hash", t.template_hash},
-               {"status", to_string(t.status)}, {"timing", timing_json(t.timing)}, {"tflops", t.tflops},
+               {"status", to_string(t.status)}, {"timing", timing_to_json(t.timing)}, {"tflops", t.tflops},
                {"rel_error", t.rel_error}, {"gate", t.gate}, {"registers", t.registers}, {"smem_bytes", t.smem_bytes},
                {"spill_bytes", t.spill_bytes}, {"compile_s", t.compile_s}, {"bench_s", t.bench_s}};
     if (!t.error.empty()) tj["error"] = t.error;
@@ -522,7 +518,7 @@ std::string trial_set_to_json(const TrialSet& set) {
   }
   for (const auto& b : set.baselines)
     bases.push_back({{"device", b.device_uuid}, {"problem", b.problem_key}, {"library", b.library},
-                     {"timing", timing_json(b.timing)}, {"tflops", b.tflops}});
+                     {"timing", timing_to_json(b.timing)}, {"tflops", b.tflops}});
   json out;
   out["schema"] = kTrialSetSchema;
   out["devices"] = devs;

@@ -158,10 +158,6 @@ LaunchPlan plan_from_json(const nlohmann::json& j) {
   return p;
 }
 
-nlohmann::json timing_to_json(const Timing& t) {
-  return {{"median_ms", t.median_ms}, {"min_ms", t.min_ms}, {"p20_ms", t.p20_ms}, {"p80_ms", t.p80_ms}, {"reps", t.reps}};
-}
-
 nlohmann::json timing_options_to_json(const TimingOptions& o) {
   return {{"warmup", o.warmup},           {"min_reps", o.min_reps},         {"max_reps", o.max_reps},
           {"min_total_ms", o.min_total_ms}, {"max_total_ms", o.max_total_ms}, {"cutoff_ms", o.cutoff_ms},
@@ -181,11 +177,6 @@ TimingOptions timing_options_from_json(const nlohmann::json& j) {
     o.launch_lead_us = j.value("launch_lead_us", o.launch_lead_us);
   }
   return o;
-}
-
-Timing timing_from_json(const nlohmann::json& j) {
-  return Timing{j.at("median_ms").get<double>(), j.at("min_ms").get<double>(), j.at("p20_ms").get<double>(),
-                j.at("p80_ms").get<double>(), j.at("reps").get<int>()};
 }
 
 std::vector<Problem> load_suite(const std::string& path, const std::string& default_layout, DType default_dtype) {

@@ -25,7 +25,6 @@ Problem problem_from_json(const nlohmann::json& j, const std::string& where, con
 nlohmann::json plan_to_json(const LaunchPlan& p);
 LaunchPlan plan_from_json(const nlohmann::json& j);
 
-nlohmann::json timing_to_json(const Timing& t);
 // The timing options of a worker request (every field, cutoff_ms included), and back: missing
 // fields keep TimingOptions' defaults.
 nlohmann::json timing_options_to_json(const TimingOptions& o);
@@ -34,7 +33,6 @@ TimingOptions timing_options_from_json(const nlohmann::json& j);
 // The runtime's answer for p on arch, every field of Selection and its candidates: what
 // `ktune query --json` prints and what the Python package's best_config() returns.
 nlohmann::ordered_json selection_to_json(const Problem& p, const std::string& arch, const Selection& s);
-Timing timing_from_json(const nlohmann::json& j);
 
 // A suite file: {"name": ..., "op": "gemm" (optional), "problems": [{"m":..,"n":..,"k":..}, ...]};
 // problems without a layout or dtype take the defaults given (an empty layout: the op's first).
