@@ -118,7 +118,7 @@ __global__ void __launch_bounds__(128 * (CWG + 1), 1) attention_wgmma(
   setmaxnreg_inc<CWG == 3 ? 160 : 240>();
   const int c = wg - 1, wtid = tid & 127, lane = tid & 31, w = wtid >> 5, g = lane >> 2, t = lane & 3;
   const float scale = scale_arg != 0.f ? scale_arg : 1.f / sqrtf((float)D);
-  const float scale_log2 = scale * 1.4426950408889634f;
+  const float scale_log2 = fabsf(scale) * 1.4426950408889634f;
   const long long row_base = m0 + c * 64 + w * 16 + g; // this thread's rows: row_base and row_base + 8
 
   float acc[D / 2];
@@ -129,22 +129,30 @@ __global__ void __launch_bounds__(128 * (CWG + 1), 1) attention_wgmma(
   // The steps of one key tile n. qk issues S = Q K^T into sc (one wgmma group, not waited for);
   // softmax masks sc, turns it into P in place and updates the row statistics, leaving the factor O
   // must be scaled by in corr; pv issues O += P V from the packed P (one group).
+  // The first k-step's scale-d 0 starts S afresh, so its registers need no zeroing (BN / 2
+  // instructions a tile). With a negative scale S is computed negated (wgmma's imm-scale-b -1, free),
+  // so that the softmax below always sees a positive one.
+  auto q_desc = [&](int kd) { return desc128(sQ + (kd / 4) * Q_BLOCK + c * 8192 + (kd % 4) * 32, 8192, 1024); };
+  auto k_desc = [&](int s, int kd) { return desc128(sK + s * KV_TILE + (kd / 4) * KV_BLOCK + (kd % 4) * 32, 8192, 1024); };
   auto qk = [&](long long n, float (&sc)[BN / 2]) {
     const int s = int(n % STAGES);
-#pragma unroll
-    for (int i = 0; i < BN / 2; ++i) sc[i] = 0.f;
     mbar_wait(k_full(s), unsigned(n / STAGES) & 1u);
     fence_regs(sc);
     wgmma_fence();
+    if (!(scale_arg < 0.f)) { // a kernel parameter, read again where needed rather than held in a register
 #pragma unroll
-    for (int kd = 0; kd < D / 16; ++kd) {
-      const unsigned long long da = desc128(sQ + (kd / 4) * Q_BLOCK + c * 8192 + (kd % 4) * 32, 8192, 1024);
-      const unsigned long long dk = desc128(sK + s * KV_TILE + (kd / 4) * KV_BLOCK + (kd % 4) * 32, 8192, 1024);
-      wgmma_m64k16<BN, 0, 0>(sc, da, dk, IsF16<F16>{});
+      for (int kd = 0; kd < D / 16; ++kd)
+        wgmma_m64k16<BN, 0, 0, 1>(sc, q_desc(kd), k_desc(s, kd), IsF16<F16>{}, kd == 0 ? 0 : 1);
+    } else {
+#pragma unroll
+      for (int kd = 0; kd < D / 16; ++kd)
+        wgmma_m64k16<BN, 0, 0, -1>(sc, q_desc(kd), k_desc(s, kd), IsF16<F16>{}, kd == 0 ? 0 : 1);
     }
     wgmma_commit();
   };
-  // Register 4 j + 2 r + e of sc holds row row_base + 8 r, key n BN + 8 j + 2 t + e.
+  // Register 4 j + 2 r + e of sc holds row row_base + 8 r, key n BN + 8 j + 2 t + e. The scale is
+  // positive here (a negative one negated S above), so the row max is taken over the raw scores and
+  // P = 2^(s scale_log2 - max) is one FFMA before the exp, as FlashAttention-3 does.
   auto softmax = [&](long long n, float (&sc)[BN / 2], float (&corr)[2]) {
     const long long j0 = n * BN;
     const bool edge = j0 + BN > SKV || (CAUSAL && j0 + BN - 1 > m0 + off);
@@ -156,16 +164,15 @@ __global__ void __launch_bounds__(128 * (CWG + 1), 1) attention_wgmma(
       for (int j = 0; j < BN / 8; ++j)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          float x = sc[4 * j + 2 * r + e] * scale_log2;
           if (edge) {
             const long long key = j0 + 8 * j + 2 * t + e;
-            if (key >= SKV || (CAUSAL && key > i + off)) x = -inf_f();
+            if (key >= SKV || (CAUSAL && key > i + off)) sc[4 * j + 2 * r + e] = -inf_f();
           }
-          sc[4 * j + 2 * r + e] = x;
-          mx = fmaxf(mx, x);
+          mx = fmaxf(mx, sc[4 * j + 2 * r + e]);
         }
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      mx *= scale_log2; // -inf stays -inf
       const float m_new = fmaxf(row_max[r], mx);
       const float m_use = m_new == -inf_f() ? 0.f : m_new;
       corr[r] = exp2_approx(row_max[r] - m_use);
@@ -175,7 +182,7 @@ __global__ void __launch_bounds__(128 * (CWG + 1), 1) attention_wgmma(
       for (int j = 0; j < BN / 8; ++j)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          const float p = exp2_approx(sc[4 * j + 2 * r + e] - m_use);
+          const float p = exp2_approx(fmaf(sc[4 * j + 2 * r + e], scale_log2, -m_use));
           sc[4 * j + 2 * r + e] = p;
           sum += p;
         }

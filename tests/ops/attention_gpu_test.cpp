@@ -136,6 +136,20 @@ TEST(AttentionGpu, BothFamiliesPassOverEdgeShapesAndPlantedKernelsAreRejected) {
       EXPECT_TRUE(v.pass) << c.to_json() << " " << p.key() << ": " << v.summary();
     }
   }
+  // A negative scale: the row max of the scaled scores is then the min of the raw ones
+  // (attention_wgmma computes S negated for it, through wgmma's imm-scale-b).
+  {
+    for (const auto& [name, shape] : std::vector<std::pair<const char*, const char*>>{
+             {"attention_wgmma", "1x4x2x200x333x128"}, {"attention_fa2", "1x4x2x200x333x128"},
+             {"attention_decode", "1x8x2x4x333x128"}}) {
+      if (std::string(name) == "attention_wgmma" && d->arch != "sm_90") continue;
+      Problem p = Problem::parse("attention", shape, "causal", DType::bf16);
+      p.scalars["scale"] = -0.7;
+      const Family f = find_family(name);
+      const VerifyResult v = check_config(*runner, compiler, *d, f, f.default_config(p, *d), p, ++seed);
+      EXPECT_TRUE(v.pass) << name << " " << p.key() << " scale -0.7: " << v.summary();
+    }
+  }
   // A (B, H, S, D) view: q, k, v and o with the head outside the sequence.
   for (const char* name : {"attention_wgmma", "attention_fa2"}) {
     Problem p = Problem::parse("attention", "2x4x2x96x160x64", "causal", DType::bf16);
