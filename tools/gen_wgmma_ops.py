@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Writes kernel_templates/gemm/gemm_wgmma_ops.cuh: the wgmma.mma_async wrappers of gemm_wgmma.cu.
+"""Writes kernel_templates/gemm/gemm_wgmma_ops.cuh: the wgmma.mma_async wrappers of gemm_wgmma.cu
+(and of attention_wgmma.cu, which includes the same header).
 
 One inline-asm statement per (N, dtype) names every accumulator register as its own operand
 (N / 2 of them), which is too long to write by hand and too regular to get wrong by machine.

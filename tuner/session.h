@@ -82,9 +82,9 @@ struct TuneResult {
 TuneResult tune(const TuneOptions& o);
 
 // The order in which several GPUs take problems: the longest first (longest-processing-time order),
-// so that a run ends on short problems and no GPU idles while another finishes a large one (a run
-// takes problems whole: in suite order, the public suite on 2 H200s split 7 / 6 and reached
-// 1.70-1.87x one GPU). A problem's length is estimated as its kernel's least time, the larger of its
+// so that a run ends on short problems and no GPU idles while another finishes a large one: a run
+// takes problems whole, and in suite order a suite that ends on a large problem leaves the other
+// GPUs idle meanwhile. A problem's length is estimated as its kernel's least time, the larger of its
 // FLOPs at a tensor-core rate and its bytes at an HBM rate; ties keep the suite's order.
 std::vector<size_t> longest_first(const std::vector<Problem>& problems);
 

@@ -248,7 +248,8 @@ __global__ void __launch_bounds__(128 * (CWG + 1), 1) attention_wgmma(
   mbar_wait(q_full, 0);
   float sa[BN / 2], corr[2];
   if constexpr (!OVERLAP) {
-    // A turn is P V of tile n - 1 and S of tile n, back to back; the softmax runs outside it.
+    // A turn is P V of tile n - 1, issued and waited for, then the issue of S of tile n (as
+    // FlashAttention-3 orders it); the softmax runs outside it.
     turn_wait();
     for (long long n = 0; n < n_end; ++n) {
       qk(n, sa);

@@ -34,6 +34,9 @@ void run(Compiler& compiler, const DeviceInfo& d, const char* shape, const char*
   check_cu(driver().cuMemcpyHtoD(q.ptr(), hq.data(), nq * 2), "q", "");
   check_cu(driver().cuMemcpyHtoD(kk.ptr(), hk.data(), nk * 2), "k", "");
   check_cu(driver().cuMemcpyHtoD(v.ptr(), hv.data(), nk * 2), "v", "");
+  // O and lse poisoned (0xffff is a bf16 NaN, 0xffffffff an FP32 NaN): a row left unwritten fails.
+  check_cu(driver().cuMemsetD8Async(o.ptr(), 0xff, nq * 2, nullptr), "poison o", "");
+  check_cu(driver().cuMemsetD8Async(l.ptr(), 0xff, 4 * B * H * SQ, nullptr), "poison lse", "");
   BufferArgs a(p, {q.as<void>(), kk.as<void>(), v.as<void>(), o.as<void>(), l.as<void>()});
   launch_buffers(m, f.launch_plan(c, p), a, nullptr);
   check_cu(driver().cuCtxSynchronize(), "sync", "");
@@ -67,10 +70,12 @@ void run(Compiler& compiler, const DeviceInfo& d, const char* shape, const char*
         }
         // A row that sees no key (causal, q_len > kv_len): O = 0 and the log-sum-exp +inf, the op's convention.
         const double gl = hl[(b * H + h) * SQ + i];
-        const double err_l = n <= 0 ? (gl == INFINITY ? 0.0 : INFINITY) : std::abs(gl - (mx + std::log(sum)));
+        // A NaN error counts as infinite: max() and > would pass it over.
+        auto err = [](double e) { return std::isnan(e) ? INFINITY : e; };
+        const double err_l = n <= 0 ? (gl == INFINITY ? 0.0 : INFINITY) : err(std::abs(gl - (mx + std::log(sum))));
         if (err_l > worst_l) worst_l = err_l, bad_l = (b * H + h) * SQ + i;
         for (int64_t x = 0; x < D; ++x)
-          worst_o = std::max(worst_o, std::abs(half::from_bf16(ho[((b * SQ + i) * H + h) * D + x]) - (n <= 0 ? 0.0 : oo[x] / sum)));
+          worst_o = std::max(worst_o, err(std::abs(half::from_bf16(ho[((b * SQ + i) * H + h) * D + x]) - (n <= 0 ? 0.0 : oo[x] / sum))));
       }
   // Inputs are multiples of 1/4 in [-1, 1]: the bf16 output's rounding (2^-9 of |o| <= 1) and FP32
   // softmax errors stay far below these.
