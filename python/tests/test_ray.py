@@ -79,7 +79,8 @@ def _cluster(gpu_nodes):
 def _cmd(work, address, budget, pace):
     return [_cli(), "tune", "--suite", work["suite"], "--family", "gemm_simt", "--restrict", work["restrict"], "--strategy", "random",
             "--budget-evals", str(budget), "--warm-start", "none", "--replay", LOG, "--replay-pace", str(pace),
-            "--db", work["db"], "--ray", address, "--json"]
+            # A worker's reply waits for a loaded CI machine, not for a GPU: a generous limit.
+            "--timeout", "120", "--db", work["db"], "--ray", address, "--json"]
 
 
 def _env():
@@ -167,7 +168,8 @@ def test_ray_spreads_problems_over_nodes_and_records_every_trial_once(work):
         for key, cfg, ms in ok:
             assert work["recorded"][(key, cfg)] == pytest.approx(ms), (key, cfg)
         assert {p["problem"] for p in summary["problems"]} == set(work["keys"])
-        assert all("ratio_to_cublas" in p for p in summary["problems"] if p.get("time_ms"))
+        no_ratio = [p for p in summary["problems"] if p.get("time_ms") and "ratio_to_cublas" not in p]
+        assert not no_ratio, (no_ratio, err[-3000:])
         con = sqlite3.connect(work["db"])
         assert con.execute("SELECT COUNT(*) FROM baselines").fetchone()[0] == len(work["keys"])
         assert con.execute("SELECT COUNT(*) FROM best").fetchone()[0] == len(work["keys"])
