@@ -126,7 +126,8 @@ class TuneActor:
 
     def tune(self, entry, prior):
         """Tunes one problem (a suite entry); yields ("trials", trial set JSON) as they are
-        recorded and finally ("done", the program's --json summary)."""
+        recorded, then ("warnings", the run's "ktune: " lines of stderr) where there are any, and
+        finally ("done", the program's --json summary)."""
         self.count += 1
         base = os.path.join(self.dir, "p%d" % self.count)
         shard, suite = base + ".db", base + "-suite.json"
@@ -173,6 +174,11 @@ class TuneActor:
         if rc != 0:
             raise RayTuneError("ktune tune on %s (%s) failed (exit %d): %s" %
                                (self.host, self.device["name"], rc, err.strip()[-3000:] or out[-2000:]), rc)
+        # The run's warnings (a baseline reading that failed, say: --json makes it quiet otherwise)
+        # would stay in this node's files: the driver prints them.
+        warnings = [line for line in err.splitlines() if line.startswith("ktune: ")]
+        if warnings:
+            yield ("warnings", "\n".join(warnings))
         yield ("done", out)
 
 
@@ -348,6 +354,9 @@ def _drive(ray, cli, rest, replay, db, keys, by_key, holders, own, quiet, work):
                     if kind == "trials":
                         trials += len(json.loads(payload)["trials"])
                         record(payload)
+                    elif kind == "warnings":
+                        for line in payload.splitlines():
+                            _log(False, "%s, %s: %s" % (tag, key, line[len("ktune: "):]))
                     else:
                         summary = json.loads(payload)
                         p = summary["problems"][0]
