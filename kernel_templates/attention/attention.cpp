@@ -127,7 +127,7 @@ Family wgmma_family() {
   f.param("CWG", {1, 2, 3}, "consumer warpgroups (64 query rows each)")
       .param("BN", {64, 80, 96, 112, 128, 144, 160, 176}, "keys a step")
       .param("STAGES", {2, 3}, "K / V buffers in the TMA ring")
-      .param("OVERLAP", {0, 1}, "1: S of the next key tile and the softmax overlap P V (two S tiles in registers)")
+      .param("OVERLAP", {0, 1}, "1: S of the next key tile and the softmax overlap P V (that S beside the packed P in registers)")
       .param("PINGPONG", {0, 1}, "1: the consumers take turns issuing their GEMMs (named barriers), one's softmax under another's GEMMs");
   // Configs recorded before PINGPONG ran without it.
   f.upgrade([](Config c) {

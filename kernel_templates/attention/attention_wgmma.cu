@@ -13,7 +13,8 @@
 // operand as stored, no transpose pass), and releases the stage. O / l goes through the warpgroup's
 // own rows of the Q buffer to 16-byte stores; the log-sum-exp as in attention_fa2.cu. OVERLAP 1
 // pipelines a warpgroup's own work as FlashAttention-3 does: S of tile n + 1 is issued before P V of
-// tile n, and the softmax of tile n + 1 runs while that P V does (two S tiles live in registers).
+// tile n, and the softmax of tile n + 1 runs while that P V does (S of tile n + 1 lives beside the
+// packed P of tile n).
 // PINGPONG 1 (two or three consumers) orders the consumers' GEMMs round robin through named
 // barriers, as FlashAttention-3's warp scheduler barriers do: a consumer issues its GEMMs of a step
 // only after the one before it issued its own, so while one consumer's GEMMs hold the tensor cores

@@ -3,9 +3,9 @@
 // partial tiles, head dims 64 / 128 / 256, f16 and bf16, (B, H, S, D) views) and rejects planted
 // kernels, each wrong in one way a flash kernel can be; `ktune tune` tunes it, and the runtime
 // serves tuned and untuned shapes.
-#include <array>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
