@@ -4,7 +4,7 @@
 // in (docs/ADDING_AN_OP.md).
 #include "ktune/problem.h"
 
-#define KTUNE_OPS(X) X(gemm) X(softmax) X(layernorm) X(rmsnorm) X(scale_add) X(attention) X(attention_paged)
+#define KTUNE_OPS(X) X(gemm) X(softmax) X(layernorm) X(rmsnorm) X(scale_add) X(attention) X(attention_paged) X(attention_varlen)
 
 namespace ktune {
 

@@ -258,6 +258,23 @@ ktune_status_t ktune_attention(ktune_handle_t handle, ktune_datatype_t type, lon
   });
 }
 
+ktune_status_t ktune_attention_varlen(ktune_handle_t handle, ktune_datatype_t type, long long batch, long long heads,
+                                      long long kv_heads, long long q_len, long long kv_len, long long head_dim,
+                                      long long total_q, long long total_kv, int causal, const void* q, const void* k,
+                                      const void* v, const int* cu_q, const int* cu_k, void* o, float* lse,
+                                      const long long* strides, float scale, void* stream) {
+  auto bad = [&](const std::string& why) { return fail(KTUNE_INVALID_VALUE, "ktune_attention_varlen: " + why); };
+  if (!handle) return bad("handle is NULL");
+  if (!type_name(type)) return bad(unknown_type(type));
+  return guarded("ktune_attention_varlen", [&] {
+    std::vector<int64_t> st;
+    if (strides) st.assign(strides, strides + 8);
+    handle->rt->attention_varlen(dtype_of(type), batch, heads, kv_heads, q_len, kv_len, head_dim, total_q, total_kv,
+                                 causal != 0, q, k, v, cu_q, cu_k, o, lse, st, scale, static_cast<CUstream>(stream));
+    return KTUNE_SUCCESS;
+  });
+}
+
 ktune_status_t ktune_kernel_load(ktune_handle_t handle, const char* spec_path, char* op_name, size_t op_size) {
   auto bad = [&](const std::string& why) { return fail(KTUNE_INVALID_VALUE, "ktune_kernel_load: " + why); };
   if (!handle) return bad("handle is NULL");

@@ -277,4 +277,23 @@ void Runtime::attention(DType dtype, int64_t batch, int64_t heads, int64_t kv_he
   run(p, {const_cast<void*>(q), const_cast<void*>(k), const_cast<void*>(v), o, lse}, stream);
 }
 
+void Runtime::attention_varlen(DType dtype, int64_t batch, int64_t heads, int64_t kv_heads, int64_t q_len,
+                               int64_t kv_len, int64_t head_dim, int64_t total_q, int64_t total_kv, bool causal,
+                               const void* q, const void* k, const void* v, const int32_t* cu_q, const int32_t* cu_k,
+                               void* o, float* lse, const std::vector<int64_t>& strides, float scale, CUstream stream) {
+  Problem p = Problem::make("attention_varlen", {batch, heads, kv_heads, q_len, kv_len, head_dim, total_q, total_kv},
+                            causal ? "causal" : "full", dtype);
+  if (!strides.empty()) {
+    if (strides.size() != p.ld.size())
+      throw UsageError("ktune::Runtime::attention_varlen: " + std::to_string(strides.size()) + " strides given, it takes " +
+                       std::to_string(p.ld.size()) + " (token and head of q, k, v and o)");
+    p.ld = strides;
+  }
+  p.scalars["scale"] = scale;
+  run(p,
+      {const_cast<void*>(q), const_cast<void*>(k), const_cast<void*>(v), const_cast<int32_t*>(cu_q),
+       const_cast<int32_t*>(cu_k), o, lse},
+      stream);
+}
+
 } // namespace ktune

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "attention/attention_varlen.h"
 #include "core/embedded.h"
 #include "core/op_strides.h"
 #include "ktune/error.h"
@@ -66,18 +67,19 @@ class AttentionRunner : public OpRunner {
  public:
   AttentionRunner(Compiler& compiler, const DeviceInfo& device) : compiler_(compiler), device_(device) {}
 
-  void prepare(const Problem& p, uint64_t seed) override { prepare_at(p, seed, 0); }
+  void prepare(const Problem& p, uint64_t seed) override { prepare_at(p, seed, 0, false); }
 
   // As served: the scale away from its default (0.685 instead of 1 / sqrt(head_dim): no power of
   // two), every pointer at the least-aligned offset of p's class, and every stride of q, k, v and
-  // o one alignment step past packed (a kernel that assumes packed rows shows).
+  // o one alignment step past packed (a kernel that assumes packed rows shows); attention_varlen's
+  // sequences ragged, one of them empty (as timed: all of even length).
   void prepare(const Problem& p, uint64_t seed, Conditions c) override {
-    if (c == Conditions::as_timed) return prepare_at(p, seed, 0);
+    if (c == Conditions::as_timed) return prepare_at(p, seed, 0, false);
     Problem q = p;
     q.scalars["scale"] = 0.5 * 1.37;
     const int64_t step = std::max(1, q.align / element_bytes(q.dtype));
     q.ld = packed_strides(q, step, step);
-    prepare_at(q, seed, least_aligned_offset(p));
+    prepare_at(q, seed, least_aligned_offset(p), true);
   }
 
   // attention_decode's split partials. Kept between configs; it is scratch, so no guards.
@@ -105,12 +107,13 @@ class AttentionRunner : public OpRunner {
       const size_t data_at = kGuard + offset_, data_end = data_at + b.bytes;
       guard_check(b.dev.ptr(), data_at, guards, stream);
       guard_check(b.dev.ptr() + data_end, kGuard, guards, stream);
-      if (!info.operands[i].output) fill(i, inputs, stream);
+      if (!info.operands[i].output && host_filled_[i].empty()) fill(i, inputs, stream);
     }
     stray_check(stray, stream);
     reference(stream);
     AttnCheck out;
     check_cu(driver().cuMemcpyDtoH(&out, sums_.ptr(), sizeof out), "cuMemcpyDtoH", what);
+    out.input_elements += host_filled_changes(what);
     VerifyResult r;
     r.conditions = conditions_text(offset_);
     if (offset_) r.conditions += ", scale 0.685, strides padded past packed";
@@ -165,10 +168,11 @@ class AttentionRunner : public OpRunner {
     return *checks_;
   }
 
-  void prepare_at(const Problem& p, uint64_t seed, size_t offset) {
+  void prepare_at(const Problem& p, uint64_t seed, size_t offset, bool ragged) {
     const OpInfo& info = op_info(p.op);
     p_ = p, offset_ = offset;
     bufs_.resize(info.operands.size());
+    host_filled_.assign(info.operands.size(), {});
     for (size_t i = 0; i < bufs_.size(); ++i) {
       Buffer& b = bufs_[i];
       const std::string what = info.operands[i].name + " of " + p.key();
@@ -178,12 +182,30 @@ class AttentionRunner : public OpRunner {
       reserve(b.dev, used, what);
       check_cu(driver().cuMemsetD8Async(b.dev.ptr(), kGuardByte, used, nullptr), "cuMemsetD8Async", "guards of " + what);
       const CUdeviceptr data = b.dev.ptr() + kGuard + offset;
-      if (info.operands[i].output) // NaN in FP32, bf16 and f16: an element never written shows
+      if (info.operands[i].output) { // NaN in FP32, bf16 and f16: an element never written shows
         check_cu(driver().cuMemsetD8Async(data, 0xff, b.bytes, nullptr), "cuMemsetD8Async", "poisoning " + what);
-      else
+      } else if (varlen() && info.operands[i].elem_bytes == 4) { // cumulative lengths, made here
+        const bool keys = info.operands[i].name == "cu_seqlens_k";
+        host_filled_[i] = varlen_cu_seqlens(p.dims[keys ? 7 : 6], p.dims[0], p.dims[keys ? 4 : 3], ragged ? b.seed | 1 : 0);
+        check_cu(driver().cuMemcpyHtoD(data, host_filled_[i].data(), b.bytes), "cuMemcpyHtoD", "filling " + what);
+      } else {
         fill(i, 0, nullptr);
+      }
     }
     check_cu(driver().cuCtxSynchronize(), "cuCtxSynchronize", "after filling the inputs of " + p.key());
+  }
+
+  // Elements of the inputs filled from the host (varlen's cumulative lengths) that the kernel changed.
+  uint64_t host_filled_changes(const std::string& what) {
+    uint64_t changed = 0;
+    for (size_t i = 0; i < host_filled_.size(); ++i) {
+      if (host_filled_[i].empty()) continue;
+      std::vector<int32_t> now(host_filled_[i].size());
+      check_cu(driver().cuMemcpyDtoH(now.data(), bufs_[i].dev.ptr() + kGuard + offset_, now.size() * sizeof(int32_t)),
+               "cuMemcpyDtoH", what);
+      for (size_t j = 0; j < now.size(); ++j) changed += now[j] != host_filled_[i][j];
+    }
+    return changed;
   }
 
   // Input i filled from its seed (count 0), or its elements that differ from that fill added to
@@ -222,10 +244,14 @@ class AttentionRunner : public OpRunner {
     std::vector<size_t> order(e.size());
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return s[a] > s[b]; });
-    long long ext[4], str[4];
-    for (size_t a = 0; a < 4; ++a) ext[a] = e[order[a]], str[a] = std::max<int64_t>(1, s[order[a]]);
-    CUdeviceptr o = bufs_[kO].dev.ptr() + kGuard + offset_;
     long long span = operand_elements(p_, kO);
+    // The kernel's four axes: attention_varlen's (token, head, head_dim) after an axis of one
+    // whose stride passes the span.
+    long long ext[4], str[4];
+    const size_t pad = 4 - order.size();
+    for (size_t a = 0; a < pad; ++a) ext[a] = 1, str[a] = std::max(span, 1LL);
+    for (size_t a = pad; a < 4; ++a) ext[a] = e[order[a - pad]], str[a] = std::max<int64_t>(1, s[order[a - pad]]);
+    CUdeviceptr o = bufs_[kO].dev.ptr() + kGuard + offset_;
     void* params[] = {&o, &span, &ext[0], &ext[1], &ext[2], &ext[3], &str[0], &str[1], &str[2], &str[3], &count};
     launch_grid_stride(checks(), kStray, span, device_, params, stream);
   }
@@ -235,6 +261,8 @@ class AttentionRunner : public OpRunner {
     std::vector<void*> ptr;
     for (const char* name : {"q", "k", "v", "o", "lse"}) ptr.push_back(all[operand_index(p_, paged() ? paged_name(name) : name)]);
     std::vector<long long> dims(p_.dims.begin(), p_.dims.begin() + 6), ld(p_.ld.begin(), p_.ld.end());
+    if (varlen() && ld.size() == 8) // token and head strides: the reference's (batch, sequence, head), no batch stride
+      for (size_t x = 0; x < 4; ++x) ld.insert(ld.begin() + 3 * x, 0);
     if (ld.size() != 12) throw Error("attention problem " + p_.key() + " has " + std::to_string(ld.size()) + " strides, not 12");
     const double given = p_.scalar("scale");
     double scale = given != 0 ? double(float(given)) : 1.0 / std::sqrt(double(p_.dims[5]));
@@ -251,6 +279,10 @@ class AttentionRunner : public OpRunner {
     void* lens = paged() ? all[operand_index(p_, "seq_lens")] : nullptr;
     long long page = paged() ? p_.dims[6] : 1, pps = paged() ? p_.dims[4] / p_.dims[6] : 0;
     params.push_back(&bt), params.push_back(&lens), params.push_back(&page), params.push_back(&pps);
+    void* cu_q = varlen() ? all[operand_index(p_, "cu_seqlens_q")] : nullptr;
+    void* cu_k = varlen() ? all[operand_index(p_, "cu_seqlens_k")] : nullptr;
+    long long total_q = varlen() ? p_.dims[6] : 0;
+    params.push_back(&cu_q), params.push_back(&cu_k), params.push_back(&total_q);
     const unsigned grid[3] = {unsigned((p_.dims[3] + 31) / 32), unsigned(p_.dims[1]), unsigned(p_.dims[0])};
     const unsigned block[3] = {256, 1, 1};
     const unsigned smem = unsigned((32 * (p_.dims[5] + 1) + 64 * p_.dims[5]) * 4);
@@ -258,6 +290,7 @@ class AttentionRunner : public OpRunner {
   }
 
   bool paged() const { return p_.op == "attention_paged"; }
+  bool varlen() const { return p_.op == "attention_varlen"; }
   static const char* paged_name(const char* name) {
     return std::string(name) == "k" ? "k_cache" : std::string(name) == "v" ? "v_cache" : name;
   }
@@ -267,6 +300,7 @@ class AttentionRunner : public OpRunner {
   Problem p_;
   size_t offset_ = 0;
   std::vector<Buffer> bufs_;
+  std::vector<std::vector<int32_t>> host_filled_; // per operand: its fill when made on the host
   DeviceBuffer sums_, workspace_;
   std::unique_ptr<Module> checks_;
 };

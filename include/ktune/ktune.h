@@ -120,6 +120,17 @@ ktune_status_t ktune_attention(ktune_handle_t handle, ktune_datatype_t type, lon
                                const void* q, const void* k, const void* v, void* o, float* lse, const long long* strides,
                                float scale, void* stream);
 
+/* Attention over packed sequences (Runtime::attention_varlen), as flash_attn_varlen_func: q and o
+ * (total_q, heads, head_dim), k and v (total_kv, kv_heads, head_dim), cu_q and cu_k int32 (batch + 1)
+ * cumulative lengths in device memory (at most q_len / kv_len tokens a sequence), lse (heads,
+ * total_q) float; strides: 8 (the token and head strides of q, k, v and o in elements) or NULL for
+ * packed; causal 1: bottom-right aligned to each sequence; scale 0: 1 / sqrt(head_dim). */
+ktune_status_t ktune_attention_varlen(ktune_handle_t handle, ktune_datatype_t type, long long batch, long long heads,
+                                      long long kv_heads, long long q_len, long long kv_len, long long head_dim,
+                                      long long total_q, long long total_kv, int causal, const void* q, const void* k,
+                                      const void* v, const int* cu_q, const int* cu_k, void* o, float* lse,
+                                      const long long* strides, float scale, void* stream);
+
 /* The message of the calling thread's last failed call ("" if none). Valid until its next call. */
 /* A user's kernel (docs/KERNEL_SPEC.md): ktune_kernel_load reads the spec at spec_path and
  * registers its op, whose name ("conv2d@1a2b3c4d") it copies into op_name (op_size bytes, NUL

@@ -303,6 +303,16 @@ class Runtime {
   void attention(DType dtype, int64_t batch, int64_t heads, int64_t kv_heads, int64_t q_len, int64_t kv_len,
                  int64_t head_dim, bool causal, const void* q, const void* k, const void* v, void* o, float* lse,
                  const std::vector<int64_t>& strides = {}, float scale = 0, CUstream stream = nullptr);
+  // Attention over packed sequences (op "attention_varlen"), as flash_attn_varlen_func: q and o
+  // (total_q, heads, head_dim), k and v (total_kv, kv_heads, head_dim), cu_q and cu_k int32 (batch
+  // + 1) cumulative lengths on the device (sequence b the tokens [cu[b], cu[b + 1]), at most q_len /
+  // kv_len of them: trusted, as FlashAttention trusts them), lse (heads, total_q) FP32. strides: the
+  // token and head strides of q, k, v and o (8; empty: packed). Causal is bottom-right aligned to
+  // each sequence's own lengths.
+  void attention_varlen(DType dtype, int64_t batch, int64_t heads, int64_t kv_heads, int64_t q_len, int64_t kv_len,
+                        int64_t head_dim, int64_t total_q, int64_t total_kv, bool causal, const void* q, const void* k,
+                        const void* v, const int32_t* cu_q, const int32_t* cu_k, void* o, float* lse,
+                        const std::vector<int64_t>& strides = {}, float scale = 0, CUstream stream = nullptr);
 
   // Handles for many calls of one problem (GemmCall, RowsCall above). Validate p (UsageError);
   // p's alignment class and alpha / beta are ignored (the pointers and the call give them).

@@ -12,8 +12,11 @@
 // as an op of plain buffers.
 #include <algorithm>
 #include <cmath>
+#include <random>
 #include <string>
+#include <tuple>
 
+#include "attention/attention_varlen.h"
 #include "ktune/error.h"
 #include "ktune/family.h"
 
@@ -22,24 +25,25 @@ namespace ktune {
 namespace {
 
 enum Dim { kBatch, kHeads, kKvHeads, kQLen, kKvLen, kHeadDim, kPageSize, kPages }; // the last two: attention_paged
+constexpr int kTotalQ = 6, kTotalKv = 7; // attention_varlen's last two: the packed tokens of q and of k / v
 
 bool causal(const Problem& p) { return p.layout == "causal"; }
 int f16_code(DType d) { return d == DType::f16 ? 1 : 0; }
 
-// Query / key pairs that the mask leaves visible, over one (batch, head).
-double visible_pairs(const Problem& p) {
-  const double sq = double(p.dims[kQLen]), skv = double(p.dims[kKvLen]);
-  if (!causal(p)) return sq * skv;
+// Query / key pairs that the mask leaves visible, over one (sequence, head) of sq queries and skv keys.
+double visible_pairs(int64_t sq, int64_t skv, bool is_causal) {
+  if (!is_causal) return double(sq) * double(skv);
   // Row i sees min(skv, max(0, i + skv - sq + 1)) keys.
   double total = 0;
-  const int64_t off = p.dims[kKvLen] - p.dims[kQLen];
+  const int64_t off = skv - sq;
   // Rows [lo, hi) see i + off + 1 keys (an arithmetic run), rows from hi on see all of them.
-  const int64_t lo = std::max<int64_t>(0, -off);                  // first row that sees a key
-  const int64_t hi = std::min<int64_t>(p.dims[kQLen], p.dims[kKvLen] - off); // first row that sees every key
+  const int64_t lo = std::max<int64_t>(0, -off);     // first row that sees a key
+  const int64_t hi = std::min<int64_t>(sq, skv - off); // first row that sees every key
   if (hi > lo) total += (double(lo + off + 1) + double(hi - 1 + off + 1)) * double(hi - lo) / 2;
-  if (p.dims[kQLen] > std::max(hi, lo)) total += double(p.dims[kQLen] - std::max(hi, lo)) * skv;
+  if (sq > std::max(hi, lo)) total += double(sq - std::max(hi, lo)) * double(skv);
   return total;
 }
+double visible_pairs(const Problem& p) { return visible_pairs(p.dims[kQLen], p.dims[kKvLen], causal(p)); }
 
 Family common(const std::string& name, const std::string& source, const std::string& about,
               const std::string& op = "attention") {
@@ -51,15 +55,24 @@ Family common(const std::string& name, const std::string& source, const std::str
   return f;
 }
 
+// The varlen twin of a prefill family (op attention_varlen, packed sequences): the same kernel body
+// and parameters, its name and kernels with the suffix _varlen.
+std::string suffix(bool varlen) { return varlen ? "_varlen" : ""; }
+const char* prefill_op(bool varlen) { return varlen ? "attention_varlen" : "attention"; }
+std::string varlen_about(bool varlen, const std::string& about) {
+  return varlen ? about + " (packed sequences of different lengths)" : about;
+}
+
 // Shared memory of an attention_fa2 config: the Q tile and STAGES tiles of K and of V.
 int64_t fa2_smem(const Config& c, const Problem& p) {
   return (int64_t(c["BM"]) + 2 * int64_t(c["STAGES"]) * c["BN"]) * p.dims[kHeadDim] * 2;
 }
 
-Family fa2_family() {
-  Family f = common("attention_fa2", "attention_fa2.cu",
-                    "FlashAttention-2 on mma.sync: BM query rows a block split over WARPS warps, BN keys a step, "
-                    "P from registers, K/V in STAGES buffers");
+Family fa2_family(bool varlen) {
+  Family f = common("attention_fa2" + suffix(varlen), "attention_fa2.cu",
+                    varlen_about(varlen, "FlashAttention-2 on mma.sync: BM query rows a block split over WARPS warps, "
+                                         "BN keys a step, P from registers, K/V in STAGES buffers"),
+                    prefill_op(varlen));
   f.min_arch(80);
   f.param("BM", {64, 128}, "query rows a block")
       .param("WARPS", {4, 8}, "warps a block (each owns BM / WARPS rows)")
@@ -85,8 +98,8 @@ Family fa2_family() {
       .restrict("the grid's x extent holds the query blocks", {"BM"}, [](const Config& c, const Problem& p, const DeviceInfo&) {
         return (p.dims[kQLen] + c["BM"] - 1) / c["BM"] <= INT32_MAX;
       });
-  f.kernels([](const Config& c, const Problem& p) {
-    return std::vector<std::string>{"attention_fa2<" + std::to_string(f16_code(p.dtype)) + "," +
+  f.kernels([varlen](const Config& c, const Problem& p) {
+    return std::vector<std::string>{"attention_fa2" + suffix(varlen) + "<" + std::to_string(f16_code(p.dtype)) + "," +
                                     std::to_string(p.dims[kHeadDim]) + "," + std::to_string(c["BM"]) + "," +
                                     std::to_string(c["BN"]) + "," + std::to_string(c["WARPS"]) + "," +
                                     std::to_string(c["STAGES"]) + "," + (causal(p) ? "1" : "0") + ">"};
@@ -119,10 +132,12 @@ int64_t wgmma_smem(const Config& c, const Problem& p) {
   return (64 * int64_t(c["CWG"]) + 2 * int64_t(c["STAGES"]) * c["BN"]) * p.dims[kHeadDim] * 2 + 1024;
 }
 
-Family wgmma_family() {
-  Family f = common("attention_wgmma", "attention_wgmma.cu",
-                    "FlashAttention-3 on sm_90a: a TMA producer warpgroup and CWG consumer warpgroups of 64 query rows, "
-                    "wgmma for Q K^T and P V with P from registers, BN keys a step, STAGES K/V buffers");
+Family wgmma_family(bool varlen) {
+  Family f = common("attention_wgmma" + suffix(varlen), "attention_wgmma.cu",
+                    varlen_about(varlen, "FlashAttention-3 on sm_90a: a TMA producer warpgroup and CWG consumer "
+                                         "warpgroups of 64 query rows, wgmma for Q K^T and P V with P from registers, "
+                                         "BN keys a step, STAGES K/V buffers"),
+                    prefill_op(varlen));
   f.min_arch(90).arch_specific();
   f.param("CWG", {1, 2, 3}, "consumer warpgroups (64 query rows each)")
       .param("BN", {64, 80, 96, 112, 128, 144, 160, 176}, "keys a step")
@@ -140,8 +155,9 @@ Family wgmma_family() {
              })
       .restrict("TMA: 16-byte aligned strides and pointers (alignment class 16)", {},
                 [](const Config&, const Problem& p, const DeviceInfo&) { return p.align == 16; })
-      .restrict("TMA coordinates are 32-bit", {}, [](const Config&, const Problem& p, const DeviceInfo&) {
-        return p.dims[kQLen] <= INT32_MAX - 256 && p.dims[kKvLen] <= INT32_MAX - 256;
+      .restrict("TMA coordinates are 32-bit", {}, [varlen](const Config&, const Problem& p, const DeviceInfo&) {
+        const int64_t sq = varlen ? p.dims[kTotalQ] : p.dims[kQLen], skv = varlen ? p.dims[kTotalKv] : p.dims[kKvLen];
+        return sq <= INT32_MAX - 256 && skv <= INT32_MAX - 256;
       })
       // ptxas (sm_90a, CUDA 13.0) spills nothing up to these: head dim 128 with BN 176 and OVERLAP at 240
       // registers, 128 x 80 with three consumers at 160 (BN 96 and OVERLAP spill 80 bytes there).
@@ -160,14 +176,14 @@ Family wgmma_family() {
       .restrict("the grid's x extent holds the query blocks", {"CWG"}, [](const Config& c, const Problem& p, const DeviceInfo&) {
         return (p.dims[kQLen] + 64 * c["CWG"] - 1) / (64 * c["CWG"]) <= INT32_MAX;
       });
-  f.kernels([](const Config& c, const Problem& p) {
-    return std::vector<std::string>{"attention_wgmma<" + std::to_string(f16_code(p.dtype)) + "," +
+  f.kernels([varlen](const Config& c, const Problem& p) {
+    return std::vector<std::string>{"attention_wgmma" + suffix(varlen) + "<" + std::to_string(f16_code(p.dtype)) + "," +
                                     std::to_string(p.dims[kHeadDim]) + "," + std::to_string(c["BN"]) + "," +
                                     std::to_string(c["CWG"]) + "," + std::to_string(c["STAGES"]) + "," +
                                     std::to_string(c["OVERLAP"]) + "," + std::to_string(c["PINGPONG"]) + "," +
                                     (causal(p) ? "1" : "0") + ">"};
   });
-  f.launch([](const Config& c, const Problem& p) {
+  f.launch([varlen](const Config& c, const Problem& p) {
     LaunchStep s;
     const int64_t bm = 64 * c["CWG"];
     s.grid[0] = unsigned(std::max<int64_t>(1, (p.dims[kQLen] + bm - 1) / bm));
@@ -175,11 +191,13 @@ Family wgmma_family() {
     s.grid[2] = unsigned(p.dims[kBatch]);
     s.block[0] = unsigned(128 * (c["CWG"] + 1));
     s.dynamic_smem = unsigned(wgmma_smem(c, p));
-    // q, k and v by TMA: boxes of (1, rows, 1, 64) over (batch, sequence, head, head_dim).
+    // q, k and v by TMA: boxes of (1, rows, 1, 64) over (batch, sequence, head, head_dim), or
+    // (rows, 1, 64) over varlen's packed (token, head, head_dim).
     for (int operand = 0; operand < 3; ++operand) {
       LaunchStep::TmaOperand m;
       m.operand = operand;
-      m.box = {1, unsigned(operand == 0 ? bm : c["BN"]), 1, 64};
+      const unsigned rows = unsigned(operand == 0 ? bm : c["BN"]);
+      m.box = varlen ? std::vector<unsigned>{rows, 1, 64} : std::vector<unsigned>{1, rows, 1, 64};
       m.elem_bytes = 2;
       m.swizzle_bytes = 128;
       s.tma_maps.push_back(m);
@@ -389,15 +407,17 @@ Family decode_family(bool paged) {
   return f;
 }
 
-Family simple_family() {
-  Family f = common("attention_simple", "attention_simple.cu",
-                    "one warp a query row, FP32 throughout: any head_dim up to 256, any alignment (the fallback)");
+Family simple_family(bool varlen) {
+  Family f = common("attention_simple" + suffix(varlen), "attention_simple.cu",
+                    varlen_about(varlen, "one warp a query row, FP32 throughout: any head_dim up to 256, any "
+                                         "alignment (the fallback)"),
+                    prefill_op(varlen));
   f.param("WARPS", {4, 8}, "query rows a block");
   f.restrict("the grid's x extent holds the query blocks", {"WARPS"}, [](const Config& c, const Problem& p, const DeviceInfo&) {
     return (p.dims[kQLen] + c["WARPS"] - 1) / c["WARPS"] <= INT32_MAX;
   });
-  f.kernels([](const Config& c, const Problem& p) {
-    return std::vector<std::string>{"attention_simple<" + std::to_string(f16_code(p.dtype)) + "," +
+  f.kernels([varlen](const Config& c, const Problem& p) {
+    return std::vector<std::string>{"attention_simple" + suffix(varlen) + "<" + std::to_string(f16_code(p.dtype)) + "," +
                                     std::to_string(c["WARPS"]) + "," + (causal(p) ? "1" : "0") + ">"};
   });
   f.launch([](const Config& c, const Problem& p) {
@@ -470,7 +490,9 @@ OpInfo attention_op_info() {
                 OpInfo::Operand::shaped("k", false, {"batch", "kv_len", "kv_heads", "head_dim"}, -2, 2),
                 OpInfo::Operand::shaped("v", false, {"batch", "kv_len", "kv_heads", "head_dim"}, -1, 1),
                 OpInfo::Operand::shaped("o", true, {"batch", "q_len", "heads", "head_dim"}), lse_operand()};
-  o.families = [] { return std::vector<Family>{wgmma_family(), fa2_family(), decode_family(false), simple_family()}; };
+  o.families = [] {
+    return std::vector<Family>{wgmma_family(false), fa2_family(false), decode_family(false), simple_family(false)};
+  };
   return o;
 }
 
@@ -521,6 +543,117 @@ OpInfo attention_paged_op_info() {
   o.lends_from.families = {{"attention_decode", "attention_decode_paged"}};
   o.lends_from.as = [](const Problem& p) {
     Problem q = Problem::make("attention", {p.dims.begin(), p.dims.begin() + kPageSize}, p.layout, p.dtype);
+    q.align = p.align;
+    return q;
+  };
+  return o;
+}
+
+namespace {
+
+// attention_varlen's sequences as the tuner times them (varlen_cu_seqlens with seed 0): the packed
+// tokens split as evenly as they go, the first total % batch sequences one longer. Its flops and
+// bytes are this split's; a call with another split does other work in the same launch.
+int64_t even_length(int64_t total, int64_t batch, int64_t b) { return total / batch + (b < total % batch ? 1 : 0); }
+
+double varlen_visible_pairs(const Problem& p) {
+  const int64_t B = p.dims[kBatch], rq = p.dims[kTotalQ] % B, rk = p.dims[kTotalKv] % B;
+  // Sequences b < min(rq, rk) have both extras, then up to max(rq, rk) one of them, then none.
+  const int64_t cuts[4] = {0, std::min(rq, rk), std::max(rq, rk), B};
+  double total = 0;
+  for (int g = 0; g < 3; ++g) {
+    const int64_t b = cuts[g], n = cuts[g + 1] - cuts[g];
+    if (n > 0)
+      total += double(n) * visible_pairs(even_length(p.dims[kTotalQ], B, b), even_length(p.dims[kTotalKv], B, b),
+                                         causal(p));
+  }
+  return total;
+}
+
+} // namespace
+
+std::vector<int32_t> varlen_cu_seqlens(int64_t total, int64_t batch, int64_t longest, uint64_t seed) {
+  if (batch < 1 || total < 0 || longest < 0 || double(total) > double(batch) * double(longest) || total > INT32_MAX)
+    throw Error("varlen_cu_seqlens: " + std::to_string(total) + " tokens do not fit " + std::to_string(batch) +
+                " sequences of at most " + std::to_string(longest));
+  std::vector<int64_t> len(static_cast<size_t>(batch));
+  for (int64_t b = 0; b < batch; ++b) len[size_t(b)] = even_length(total, batch, b);
+  if (seed != 0 && batch > 1) {
+    std::mt19937_64 rng(seed);
+    auto pick = [&](int64_t n) { return int64_t(rng() % uint64_t(n)); };
+    // Moves keep every length in [0, longest] and the sum.
+    auto move = [&](size_t from, size_t to, int64_t most) {
+      const int64_t n = std::min({len[from], longest - len[to], most});
+      len[from] -= n, len[to] += n;
+    };
+    for (int64_t it = 0; it < 4 * batch; ++it) {
+      const size_t a = size_t(pick(batch)), c = size_t(pick(batch));
+      if (a != c) move(a, c, pick(len[a] + 1));
+    }
+    if (batch >= 3) // sequence 1 empty (not the first or last: its neighbours' offsets are checked)
+      for (size_t c = 0; c < size_t(batch) && len[1] > 0; ++c)
+        if (c != 1) move(1, c, len[1]);
+  }
+  std::vector<int32_t> cu(size_t(batch) + 1, 0);
+  for (size_t b = 0; b < size_t(batch); ++b) cu[b + 1] = int32_t(cu[b] + len[b]);
+  return cu;
+}
+
+// Op attention_varlen: attention over packed sequences of different lengths, as
+// flash_attn_varlen_func takes them. Dimensions batch (sequences), heads, kv_heads, q_len and kv_len
+// (the longest sequence's queries and keys: the grid's extent), head_dim, total_q and total_kv (the
+// packed tokens). q and o are (total_q, heads, head_dim), k and v (total_kv, kv_heads, head_dim),
+// with the caller's token and head strides; cu_seqlens_q and cu_seqlens_k are int32 (batch + 1),
+// sequence b the tokens [cu[b], cu[b + 1]) (at most q_len / kv_len of them, cu[0] = 0, cu[batch] at
+// most the total: the kernels trust them, as FlashAttention's do); lse is FP32 (heads, total_q),
+// FlashAttention-2's varlen layout. Causal is bottom-right aligned to each sequence's own lengths.
+OpInfo attention_varlen_op_info() {
+  OpInfo o = attention_op_info();
+  o.name = "attention_varlen";
+  o.about = "attention over packed sequences of different lengths (cumulative lengths, as flash_attn_varlen_func)";
+  o.dims = {"batch", "heads", "kv_heads", "q_len", "kv_len", "head_dim", "total_q", "total_kv"};
+  o.validate = [](const Problem& p) {
+    validate_attention(p);
+    const std::string what = "invalid attention_varlen problem " + p.key() + ": ";
+    for (auto [total, longest, name] : {std::tuple{kTotalQ, kQLen, "q"}, std::tuple{kTotalKv, kKvLen, "kv"}}) {
+      if (double(p.dims[total]) > double(p.dims[kBatch]) * double(p.dims[longest]))
+        throw UsageError(what + "total_" + name + " (" + std::to_string(p.dims[total]) + ") is more than batch x " +
+                         name + "_len (" + std::to_string(p.dims[kBatch]) + " x " + std::to_string(p.dims[longest]) +
+                         "): no sequence may be longer than " + name + "_len");
+      if (p.dims[total] > INT32_MAX) throw UsageError(what + "total_" + name + " must fit the int32 cumulative lengths");
+    }
+  };
+  o.flops = [](const Problem& p) {
+    return 4.0 * double(p.dims[kHeads]) * varlen_visible_pairs(p) * double(p.dims[kHeadDim]);
+  };
+  o.min_bytes = [](const Problem& p) {
+    const double d = double(p.dims[kHeadDim]);
+    const double qo = 2 * double(p.dims[kTotalQ]) * double(p.dims[kHeads]) * d;
+    const double kv = 2 * double(p.dims[kTotalKv]) * double(p.dims[kKvHeads]) * d;
+    return (qo + kv) * element_bytes(p.dtype) + 4 * double(p.dims[kHeads]) * double(p.dims[kTotalQ]) +
+           8 * double(p.dims[kBatch] + 1);
+  };
+  OpInfo::Operand cu_q("cu_seqlens_q", false, [](const Problem& p) { return p.dims[kBatch] + 1; });
+  OpInfo::Operand cu_k("cu_seqlens_k", false, [](const Problem& p) { return p.dims[kBatch] + 1; });
+  cu_q.elem_bytes = cu_k.elem_bytes = 4;
+  OpInfo::Operand lse("lse", true, [](const Problem& p) { return p.dims[kHeads] * p.dims[kTotalQ]; });
+  lse.elem_bytes = 4;
+  o.operands = {OpInfo::Operand::shaped("q", false, {"total_q", "heads", "head_dim"}, -2, 2),
+                OpInfo::Operand::shaped("k", false, {"total_kv", "kv_heads", "head_dim"}, -2, 2),
+                OpInfo::Operand::shaped("v", false, {"total_kv", "kv_heads", "head_dim"}, -1, 1),
+                cu_q,
+                cu_k,
+                OpInfo::Operand::shaped("o", true, {"total_q", "heads", "head_dim"}),
+                lse};
+  o.families = [] { return std::vector<Family>{wgmma_family(true), fa2_family(true), simple_family(true)}; };
+  // A prefill config tuned for the dense problem of the longest sequences runs the same body:
+  // attention's tuned entries are candidates for the varlen problem of those lengths.
+  o.lends_from.op = "attention";
+  o.lends_from.families = {{"attention_wgmma", "attention_wgmma_varlen"},
+                           {"attention_fa2", "attention_fa2_varlen"},
+                           {"attention_simple", "attention_simple_varlen"}};
+  o.lends_from.as = [](const Problem& p) {
+    Problem q = Problem::make("attention", {p.dims.begin(), p.dims.begin() + kTotalQ}, p.layout, p.dtype);
     q.align = p.align;
     return q;
   };

@@ -136,7 +136,10 @@ __device__ __forceinline__ double warp_sum(double x) {
 
 // The FP64 reference of every row, compared on the spot with the kernel's o and lse. A paged KV
 // cache (attention_paged) passes bt and lens: key j of sequence b at page bt[b * pps + j / page],
-// row j % page, of lens[b] keys (k's batch stride then steps a page); null for attention. Grid:
+// row j % page, of lens[b] keys (k's batch stride then steps a page); null for attention. Packed
+// sequences (attention_varlen) pass cu_q and cu_k: sequence b's queries are the tokens [cu_q[b],
+// cu_q[b + 1]) of q (and o), its keys [cu_k[b], cu_k[b + 1]) of k and v, the batch strides 0, its
+// log-sum-exp at h TQ + token; null otherwise. Grid:
 // (ceil(SQ / 32), H, B), 256 threads, dynamic shared memory kRefKeys * (2 D + 1) floats + the
 // block's q rows. A warp holds kRefRows rows; lane j of a key tile computes the scores of key j
 // with each row (FP64 products of the 16-bit values, exact in FP32 shared memory), then every lane
@@ -146,28 +149,32 @@ extern "C" __global__ void __launch_bounds__(256) ktune_attn_reference(
     long long B, long long H, long long HKV, long long SQ, long long SKV, long long D, long long qb, long long qs,
     long long qh, long long kb, long long ks, long long kh, long long vb, long long vs, long long vh, long long ob,
     long long os, long long oh, double scale, int f16, int causal, double u_p, KtuneAttnCheck* out, const int* bt,
-    const int* lens, long long page, long long pps) {
+    const int* lens, long long page, long long pps, const int* cu_q, const int* cu_k, long long TQ) {
   extern __shared__ float ref_smem[];
   float* sK = ref_smem;                    // kRefKeys rows of D + 1 (odd: lanes read a column conflict-free)
   float* sV = sK + kRefKeys * (D + 1);     // kRefKeys rows of D
   float* sQ = sV + kRefKeys * D;           // kRefWarps * kRefRows rows of D
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const long long h = blockIdx.y, b = blockIdx.z, hk = h / (H / HKV);
-  const long long len = lens ? (lens[b] < 0 ? 0 : lens[b] < SKV ? lens[b] : SKV) : SKV; // the sequence's keys
-  const long long off = len - SQ;
+  const long long q_first = cu_q ? cu_q[b] : 0, k_first = cu_k ? cu_k[b] : 0; // the sequence's first tokens
+  const long long sq = cu_q ? cu_q[b + 1] - q_first : SQ;                        // and its queries
+  const long long len = cu_k ? cu_k[b + 1] - k_first
+                             : lens ? (lens[b] < 0 ? 0 : lens[b] < SKV ? lens[b] : SKV) : SKV; // and keys
+  const long long off = len - sq;
   const long long row0 = (long long)blockIdx.x * kRefWarps * kRefRows;
   const long long wrow = row0 + warp * kRefRows;
   auto key_row = [&](long long j, long long stride_b, long long stride_s) { // key j's offset, head hk's
-    return (bt ? (long long)bt[b * pps + j / page] * stride_b + (j % page) * stride_s : b * stride_b + j * stride_s);
+    return (bt ? (long long)bt[b * pps + j / page] * stride_b + (j % page) * stride_s
+               : b * stride_b + (k_first + j) * stride_s);
   };
   for (long long x = threadIdx.x; x < kRefWarps * kRefRows * D; x += blockDim.x) {
     const long long r = row0 + x / D;
-    sQ[x] = r < SQ ? (float)ktune_half_value(q[b * qb + r * qs + h * qh + x % D], f16) : 0.f;
+    sQ[x] = r < sq ? (float)ktune_half_value(q[b * qb + (q_first + r) * qs + h * qh + x % D], f16) : 0.f;
   }
   // Keys the block needs: all, or (causal) up to its last row's diagonal.
   long long n_block = len;
   if (causal) {
-    const long long last = (row0 + kRefWarps * kRefRows < SQ ? row0 + kRefWarps * kRefRows : SQ) - 1 + off + 1;
+    const long long last = (row0 + kRefWarps * kRefRows < sq ? row0 + kRefWarps * kRefRows : sq) - 1 + off + 1;
     n_block = last < 0 ? 0 : last < len ? last : len;
   }
   double m[kRefRows], l[kRefRows], e[kRefRows], acc[kRefRows][kRefPer], mag[kRefRows][kRefPer];
@@ -200,7 +207,7 @@ extern "C" __global__ void __launch_bounds__(256) ktune_attn_reference(
     }
     for (int r = 0; r < kRefRows; ++r) {
       const long long i = wrow + r;
-      const bool visible = i < SQ && j < len && (!causal || j <= i + off);
+      const bool visible = i < sq && j < len && (!causal || j <= i + off);
       const double s = visible ? scale * sc[r] : -kInf;
       if (visible) e[r] = fmax(e[r], fabs(scale) * gamma_d * (double)a[r] * (1 + 1e-6) + 4 * u * fabs(s));
       const double m_new = fmax(m[r], warp_max(s));
@@ -252,7 +259,7 @@ extern "C" __global__ void __launch_bounds__(256) ktune_attn_reference(
   };
   for (int r = 0; r < kRefRows; ++r) {
     const long long i = wrow + r;
-    if (i >= SQ) break;
+    if (i >= sq) break;
     const double lsum = warp_sum(l[r]);
     const double E = warp_max(e[r]) + 4 * u * fabs(m[r] == -kInf ? 0.0 : m[r]) + 1.0 / 2097152.0; // + 2^-21
     long long nvis = causal ? (i + off + 1 < len ? i + off + 1 : len) : len;
@@ -264,13 +271,13 @@ extern "C" __global__ void __launch_bounds__(256) ktune_attn_reference(
       const long long d = lane + 32 * x;
       if (d >= D) continue;
       const double exact = lsum > 0 ? acc[r][x] / lsum : 0.0, mg = lsum > 0 ? mag[r][x] / lsum : 0.0;
-      const long long at = b * ob + i * os + h * oh + d;
+      const long long at = b * ob + (q_first + i) * os + h * oh + d;
       const double got = ktune_half_value(o[at], f16);
       judge(got, exact, u_out * fabs(exact) + c * mg + tiny, err2, ref2, allow2, worst, bad, nonfinite, first_bad,
             first_nonfinite, at);
     }
     if (lane == 0) {
-      const long long at = (b * H + h) * SQ + i;
+      const long long at = cu_q ? h * TQ + q_first + i : (b * H + h) * SQ + i;
       const double L = lsum > 0 ? m[r] + log(lsum) : kInf;
       const double bound = (E + gn) * (1 + 8 * u) + 4 * u * (fabs(L) + fabs(m[r]) + 2 * fabs(log(lsum))) + 1.0 / 2097152.0;
       judge((double)lse[at], L, bound, lerr2, lref2, lallow2, lworst, lbad, lnonfinite, lfirst_bad, lfirst_nonfinite, at);

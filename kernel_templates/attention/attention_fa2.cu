@@ -18,16 +18,18 @@
 // dimensions B, H, HKV, SQ, SKV, D; the strides of q, k, v and o (batch, sequence, head; the
 // head dimension is contiguous); the scale (0: 1 / sqrt(D)). Causal is bottom-right aligned as
 // FlashAttention's: key j is visible to query i when j <= i + SKV - SQ. Query head h reads key /
-// value head h / (H / HKV) (GQA, MQA).
+// value head h / (H / HKV) (GQA, MQA). attention_fa2_varlen serves the op attention_varlen
+// (packed sequences, attention_seq.cuh): the same body, each block's rows and keys those of its
+// sequence.
 #include "attention_mma.cuh"
 
-template <int F16, int D, int BM, int BN, int WARPS, int STAGES, int CAUSAL>
-__global__ void __launch_bounds__(WARPS * 32) attention_fa2(
+template <int F16, int D, int BM, int BN, int WARPS, int STAGES, int CAUSAL, int VARLEN>
+__device__ __forceinline__ void attention_fa2_body(
     const unsigned short* __restrict__ q, const unsigned short* __restrict__ k, const unsigned short* __restrict__ v,
-    unsigned short* __restrict__ o, float* __restrict__ lse, long long B, long long H, long long HKV, long long SQ,
-    long long SKV, long long /*D, fixed by the template*/, long long qb, long long qs, long long qh, long long kb,
-    long long ks, long long kh, long long vb, long long vs, long long vh, long long ob, long long os, long long oh,
-    float scale_arg) {
+    unsigned short* __restrict__ o, float* __restrict__ lse, long long H, long long HKV, long long SQ_MAX,
+    long long SKV_MAX, long long TQ, long long qb, long long qs, long long qh, long long kb, long long ks,
+    long long kh, long long vb, long long vs, long long vh, long long ob, long long os, long long oh, float scale_arg,
+    const int* __restrict__ cu_q, const int* __restrict__ cu_k) {
   using namespace ktune_attn;
   constexpr int THREADS = WARPS * 32;
   constexpr int MT = BM / (WARPS * 16); // MMA row tiles per warp
@@ -45,13 +47,16 @@ __global__ void __launch_bounds__(WARPS * 32) attention_fa2(
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int m_block = gridDim.x - 1 - blockIdx.x; // causal: the longest rows first
   const long long h = blockIdx.y, b = blockIdx.z, hk = h / (H / HKV);
+  const Seq seq = seq_of<VARLEN>(b, h, H, SQ_MAX, SKV_MAX, TQ, cu_q, cu_k);
+  const long long SQ = seq.sq, SKV = seq.skv; // this sequence's
   const long long m0 = (long long)m_block * BM, off = SKV - SQ;
+  if (VARLEN && m0 >= SQ) return; // a shorter sequence than the longest: the whole block is past it
   const float scale = scale_arg != 0.f ? scale_arg : 1.f / sqrtf((float)D);
   const float scale_log2 = scale * 1.4426950408889634f;
 
-  const unsigned short* qbase = q + b * qb + h * qh;
-  const unsigned short* kbase = k + b * kb + hk * kh;
-  const unsigned short* vbase = v + b * vb + hk * vh;
+  const unsigned short* qbase = q + b * qb + seq.q_first * qs + h * qh;
+  const unsigned short* kbase = k + b * kb + seq.k_first * ks + hk * kh;
+  const unsigned short* vbase = v + b * vb + seq.k_first * vs + hk * vh;
 
   // Key tiles [0, n_end): all of them, or (causal) up to the last row's diagonal.
   long long n_end = (SKV + BN - 1) / BN;
@@ -212,7 +217,6 @@ __global__ void __launch_bounds__(WARPS * 32) attention_fa2(
   __syncthreads();
 
   // O / l into the warp's own rows of the Q tile (only this warp read them), then 16-byte stores.
-  const long long ln = blockIdx.z * H + h;
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
@@ -229,15 +233,38 @@ __global__ void __launch_bounds__(WARPS * 32) attention_fa2(
       }
       const long long i = m0 + row;
       if (t == 0 && i < SQ)
-        lse[ln * SQ + i] = l > 0.f ? (row_max[mt][r] + log2_approx(l)) * 0.6931471805599453f : inf_f();
+        lse[seq.lse0 + i] = l > 0.f ? (row_max[mt][r] + log2_approx(l)) * 0.6931471805599453f : inf_f();
     }
   }
   __syncwarp();
-  unsigned short* obase = o + b * ob + h * oh;
+  unsigned short* obase = o + b * ob + seq.q_first * os + h * oh;
   for (int c = lane; c < MT * 16 * CH; c += 32) {
     const int r = c / CH, ch = c % CH;
     const long long i = m0 + wrow0 + r;
     if (i < SQ)
       *reinterpret_cast<uint4*>(obase + i * os + ch * 8) = *reinterpret_cast<const uint4*>(sQ + swizzled<D>(wrow0 + r, ch));
   }
+}
+
+template <int F16, int D, int BM, int BN, int WARPS, int STAGES, int CAUSAL>
+__global__ void __launch_bounds__(WARPS * 32) attention_fa2(
+    const unsigned short* __restrict__ q, const unsigned short* __restrict__ k, const unsigned short* __restrict__ v,
+    unsigned short* __restrict__ o, float* __restrict__ lse, long long /*B*/, long long H, long long HKV, long long SQ,
+    long long SKV, long long /*D, fixed by the template*/, long long qb, long long qs, long long qh, long long kb,
+    long long ks, long long kh, long long vb, long long vs, long long vh, long long ob, long long os, long long oh,
+    float scale_arg) {
+  attention_fa2_body<F16, D, BM, BN, WARPS, STAGES, CAUSAL, 0>(q, k, v, o, lse, H, HKV, SQ, SKV, 0, qb, qs, qh, kb, ks,
+                                                               kh, vb, vs, vh, ob, os, oh, scale_arg, nullptr, nullptr);
+}
+
+// The op attention_varlen: SQ and SKV the longest sequence's, TQ and TKV the packed tokens.
+template <int F16, int D, int BM, int BN, int WARPS, int STAGES, int CAUSAL>
+__global__ void __launch_bounds__(WARPS * 32) attention_fa2_varlen(
+    const unsigned short* __restrict__ q, const unsigned short* __restrict__ k, const unsigned short* __restrict__ v,
+    const int* __restrict__ cu_q, const int* __restrict__ cu_k, unsigned short* __restrict__ o, float* __restrict__ lse,
+    long long /*B*/, long long H, long long HKV, long long SQ, long long SKV, long long /*D*/, long long TQ,
+    long long /*TKV*/, long long qs, long long qh, long long ks, long long kh, long long vs, long long vh, long long os,
+    long long oh, float scale_arg) {
+  attention_fa2_body<F16, D, BM, BN, WARPS, STAGES, CAUSAL, 1>(q, k, v, o, lse, H, HKV, SQ, SKV, TQ, 0, qs, qh, 0, ks,
+                                                               kh, 0, vs, vh, 0, os, oh, scale_arg, cu_q, cu_k);
 }

@@ -5,6 +5,8 @@
 // shared-memory swizzle every tile uses.
 #pragma once
 
+#include "attention_seq.cuh"
+
 namespace ktune_attn {
 
 // NVRTC has no math.h: infinity spelled out.

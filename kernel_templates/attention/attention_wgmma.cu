@@ -22,7 +22,9 @@
 // all wait together).
 //
 // Arguments as attention_fa2.cu's, then the tensor maps of q, k and v (LaunchStep::TmaOperand, box
-// {1, BM or BN, 1, 64}, 128-byte swizzle).
+// {1, BM or BN, 1, 64}, 128-byte swizzle); attention_wgmma_varlen's as attention_fa2_varlen's, its
+// maps 3-D. With varlen, a tile's rows past its sequence are the next sequence's tokens, not
+// zeros: the key mask covers them, and no row past the sequence is stored.
 #include "attention_mma.cuh"
 #include "gemm_wgmma_common.cuh"
 
@@ -44,17 +46,32 @@ __device__ __forceinline__ void tma_load_4d(unsigned dst, const KtuneTensorMap* 
       "l"(reinterpret_cast<unsigned long long>(map)), "r"(d0), "r"(h), "r"(s0), "r"(b), "r"(bar)
       : "memory");
 }
+// A box of a 3-D tensor map over a packed varlen operand (token, head, head_dim).
+__device__ __forceinline__ void tma_load_3d(unsigned dst, const KtuneTensorMap* map, int d0, int token, int h,
+                                            unsigned bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(dst),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(d0), "r"(h), "r"(token), "r"(bar)
+      : "memory");
+}
+// Rows [s0, s0 + box) of sequence b's head h from column d0: the op attention's 4-D map, or the
+// varlen op's 3-D one from the sequence's first token.
+template <int VARLEN>
+__device__ __forceinline__ void tma_load_rows(unsigned dst, const KtuneTensorMap* map, int d0, long long first,
+                                              long long s0, long long h, long long b, unsigned bar) {
+  if constexpr (VARLEN) tma_load_3d(dst, map, d0, int(first + s0), int(h), bar);
+  else tma_load_4d(dst, map, d0, int(s0), int(h), int(b), bar);
+}
 
 } // namespace ktune_attn_wg
 
-template <int F16, int D, int BN, int CWG, int STAGES, int OVERLAP, int PINGPONG, int CAUSAL>
-__global__ void __launch_bounds__(128 * (CWG + 1), 1) attention_wgmma(
-    const unsigned short* __restrict__ q, const unsigned short* __restrict__ k, const unsigned short* __restrict__ v,
-    unsigned short* __restrict__ o, float* __restrict__ lse, long long B, long long H, long long HKV, long long SQ,
-    long long SKV, long long /*D*/, long long qb, long long qs, long long qh, long long kb, long long ks, long long kh,
-    long long vb, long long vs, long long vh, long long ob, long long os, long long oh, float scale_arg,
-    const __grid_constant__ KtuneTensorMap mq, const __grid_constant__ KtuneTensorMap mk,
-    const __grid_constant__ KtuneTensorMap mv) {
+template <int F16, int D, int BN, int CWG, int STAGES, int OVERLAP, int PINGPONG, int CAUSAL, int VARLEN>
+__device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict__ o, float* __restrict__ lse, long long H,
+                                                     long long HKV, long long SQ_MAX, long long SKV_MAX, long long TQ,
+                                                     long long ob, long long os, long long oh, float scale_arg,
+                                                     const KtuneTensorMap* mq, const KtuneTensorMap* mk,
+                                                     const KtuneTensorMap* mv, const int* __restrict__ cu_q,
+                                                     const int* __restrict__ cu_k) {
   using namespace ktune_attn_wg;
   constexpr int BM = 64 * CWG, DB = D / 64; // 64-column blocks of a row
   constexpr unsigned Q_BLOCK = BM * 128, KV_BLOCK = BN * 128, KV_TILE = KV_BLOCK * DB;
@@ -75,7 +92,10 @@ __global__ void __launch_bounds__(128 * (CWG + 1), 1) attention_wgmma(
   const int tid = threadIdx.x, wg = warp_uniform(tid / 128);
   const int m_block = gridDim.x - 1 - blockIdx.x; // causal: the longest rows first
   const long long h = blockIdx.y, b = blockIdx.z, hk = h / (H / HKV);
+  const ktune_attn::Seq seq = ktune_attn::seq_of<VARLEN>(b, h, H, SQ_MAX, SKV_MAX, TQ, cu_q, cu_k);
+  const long long SQ = seq.sq, SKV = seq.skv; // this sequence's
   const long long m0 = (long long)m_block * BM, off = SKV - SQ;
+  if (VARLEN && m0 >= SQ) return; // a shorter sequence than the longest: the whole block is past it (no barrier yet)
   long long n_end = (SKV + BN - 1) / BN;
   if (CAUSAL) {
     const long long last = (m0 + BM < SQ ? m0 + BM : SQ) - 1 + off;
@@ -97,7 +117,7 @@ __global__ void __launch_bounds__(128 * (CWG + 1), 1) attention_wgmma(
     if (tid == 0) {
       mbar_expect_tx(q_full, Q_BLOCK * DB);
 #pragma unroll
-      for (int db = 0; db < DB; ++db) tma_load_4d(sQ + db * Q_BLOCK, &mq, db * 64, int(m0), int(h), int(b), q_full);
+      for (int db = 0; db < DB; ++db) tma_load_rows<VARLEN>(sQ + db * Q_BLOCK, mq, db * 64, seq.q_first, m0, h, b, q_full);
       for (long long n = 0; n < n_end; ++n) {
         const int s = int(n % STAGES);
         const unsigned phase = unsigned(n / STAGES) & 1u;
@@ -105,12 +125,12 @@ __global__ void __launch_bounds__(128 * (CWG + 1), 1) attention_wgmma(
         mbar_expect_tx(k_full(s), KV_TILE);
 #pragma unroll
         for (int db = 0; db < DB; ++db)
-          tma_load_4d(sK + s * KV_TILE + db * KV_BLOCK, &mk, db * 64, int(n * BN), int(hk), int(b), k_full(s));
+          tma_load_rows<VARLEN>(sK + s * KV_TILE + db * KV_BLOCK, mk, db * 64, seq.k_first, n * BN, hk, b, k_full(s));
         mbar_wait(v_empty(s), phase ^ 1u);
         mbar_expect_tx(v_full(s), KV_TILE);
 #pragma unroll
         for (int db = 0; db < DB; ++db)
-          tma_load_4d(sV + s * KV_TILE + db * KV_BLOCK, &mv, db * 64, int(n * BN), int(hk), int(b), v_full(s));
+          tma_load_rows<VARLEN>(sV + s * KV_TILE + db * KV_BLOCK, mv, db * 64, seq.k_first, n * BN, hk, b, v_full(s));
       }
     }
     return;
@@ -309,7 +329,6 @@ __global__ void __launch_bounds__(128 * (CWG + 1), 1) attention_wgmma(
   }
 
   // O / l into this warpgroup's rows of the Q buffer (no other warpgroup reads them), then out.
-  const long long ln = b * H + h;
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     float l = row_sum[r];
@@ -325,10 +344,10 @@ __global__ void __launch_bounds__(128 * (CWG + 1), 1) attention_wgmma(
       asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(at), "r"(word) : "memory");
     }
     const long long i = row_base + 8 * r;
-    if (t == 0 && i < SQ) lse[ln * SQ + i] = l > 0.f ? (row_max[r] + log2_approx(l)) * 0.6931471805599453f : inf_f();
+    if (t == 0 && i < SQ) lse[seq.lse0 + i] = l > 0.f ? (row_max[r] + log2_approx(l)) * 0.6931471805599453f : inf_f();
   }
   named_sync(1 + c, 128);
-  unsigned short* obase = o + b * ob + h * oh;
+  unsigned short* obase = o + b * ob + seq.q_first * os + h * oh;
   for (int x = wtid; x < 64 * (D / 8); x += 128) {
     const int r = x / (D / 8), ch = x % (D / 8), row = c * 64 + r;
     const long long i = m0 + row;
@@ -338,4 +357,31 @@ __global__ void __launch_bounds__(128 * (CWG + 1), 1) attention_wgmma(
     asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n" : "=r"(val.x), "=r"(val.y), "=r"(val.z), "=r"(val.w) : "r"(at));
     *reinterpret_cast<uint4*>(obase + i * os + ch * 8) = val;
   }
+}
+
+template <int F16, int D, int BN, int CWG, int STAGES, int OVERLAP, int PINGPONG, int CAUSAL>
+__global__ void __launch_bounds__(128 * (CWG + 1), 1) attention_wgmma(
+    const unsigned short* __restrict__ /*q*/, const unsigned short* __restrict__ /*k*/,
+    const unsigned short* __restrict__ /*v*/, unsigned short* __restrict__ o, float* __restrict__ lse, long long /*B*/,
+    long long H, long long HKV, long long SQ, long long SKV, long long /*D*/, long long /*qb*/, long long /*qs*/,
+    long long /*qh*/, long long /*kb*/, long long /*ks*/, long long /*kh*/, long long /*vb*/, long long /*vs*/,
+    long long /*vh*/, long long ob, long long os, long long oh, float scale_arg, const __grid_constant__ KtuneTensorMap mq,
+    const __grid_constant__ KtuneTensorMap mk, const __grid_constant__ KtuneTensorMap mv) {
+  attention_wgmma_body<F16, D, BN, CWG, STAGES, OVERLAP, PINGPONG, CAUSAL, 0>(o, lse, H, HKV, SQ, SKV, 0, ob, os, oh,
+                                                                             scale_arg, &mq, &mk, &mv, nullptr, nullptr);
+}
+
+// The op attention_varlen (attention_seq.cuh): 3-D maps over the packed (token, head, head_dim)
+// operands, box {BM or BN, 1, 64}.
+template <int F16, int D, int BN, int CWG, int STAGES, int OVERLAP, int PINGPONG, int CAUSAL>
+__global__ void __launch_bounds__(128 * (CWG + 1), 1) attention_wgmma_varlen(
+    const unsigned short* __restrict__ /*q*/, const unsigned short* __restrict__ /*k*/,
+    const unsigned short* __restrict__ /*v*/, const int* __restrict__ cu_q, const int* __restrict__ cu_k,
+    unsigned short* __restrict__ o, float* __restrict__ lse, long long /*B*/, long long H, long long HKV, long long SQ,
+    long long SKV, long long /*D*/, long long TQ, long long /*TKV*/, long long /*qs*/, long long /*qh*/,
+    long long /*ks*/, long long /*kh*/, long long /*vs*/, long long /*vh*/, long long os, long long oh, float scale_arg,
+    const __grid_constant__ KtuneTensorMap mq, const __grid_constant__ KtuneTensorMap mk,
+    const __grid_constant__ KtuneTensorMap mv) {
+  attention_wgmma_body<F16, D, BN, CWG, STAGES, OVERLAP, PINGPONG, CAUSAL, 1>(o, lse, H, HKV, SQ, SKV, TQ, 0, os, oh,
+                                                                             scale_arg, &mq, &mk, &mv, cu_q, cu_k);
 }

@@ -8,6 +8,7 @@
     ktune.softmax(x, scale=0.125); ktune.layer_norm(x, w, b); ktune.rms_norm(x, w)   # row ops, last dimension
     o = ktune.attention(q, k, v, causal=True)     # (batch, seq, heads, head_dim), bf16 / f16, GQA
     o = ktune.attention_decode(q, k_cache, v_cache, seq_lens, block_table)  # KV cache, paged or not
+    o = ktune.attention_varlen(q, k, v, cu_q, cu_k, max_q, max_k, causal=True)  # packed sequences
     ktune.run("scale_add", x, y, out, alpha=2.0)   # any registered op by name (ktune.ops() lists them)
     k = ktune.Kernel("spec.json"); k.tune([(4096, 4096)]); k(x, out, rows=4096, cols=4096)   # your own kernel
 
@@ -43,7 +44,7 @@ from ._ktune import DEFAULT_CUBIN_CACHE  # noqa: E402
 from ._gemm import gemm  # noqa: E402
 from ._rows import layer_norm, rms_norm, softmax  # noqa: E402
 from ._ops import op, ops, run  # noqa: E402
-from ._attention import attention, attention_decode  # noqa: E402
+from ._attention import attention, attention_decode, attention_varlen  # noqa: E402
 from ._tune import tune  # noqa: E402
 from ._kernel import Kernel  # noqa: E402
 
@@ -60,6 +61,7 @@ __all__ = [
     "Kernel",
     "attention",
     "attention_decode",
+    "attention_varlen",
     "KtuneError",
     "UsageError",
     "best_config",

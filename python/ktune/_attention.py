@@ -14,16 +14,16 @@ def _err(msg):
 _identity_tables = {}
 
 
-def _check_inputs(q, named):
-    """q and the (name, tensor) pairs: 4-d CUDA tensors of q's dtype and device, last dimension
+def _check_inputs(q, named, dims=4):
+    """q and the (name, tensor) pairs: `dims`-d CUDA tensors of q's dtype and device, last dimension
     contiguous; the dtype bf16 or f16."""
     import torch
 
     for name, t in (("q", q),) + tuple(named):
         if not isinstance(t, torch.Tensor) or not t.is_cuda:
             raise _err("%s must be a CUDA tensor" % name)
-        if t.dim() != 4:
-            raise _err("%s must be 4-d, got shape %s" % (name, tuple(t.shape)))
+        if t.dim() != dims:
+            raise _err("%s must be %d-d, got shape %s" % (name, dims, tuple(t.shape)))
         if t.dtype != q.dtype or t.get_device() != q.get_device():
             raise _err("q, %s must share dtype and device (%s on %s, %s on %s)"
                        % (" and ".join(n for n, _ in named), q.dtype, q.device, t.dtype, t.device))
@@ -134,4 +134,46 @@ def attention_decode(q, k_cache, v_cache, seq_lens, block_table=None, causal=Fal
     _call("attention_paged", q, [B, H, Hk, Sq, block_table.shape[1] * page_size, D, page_size, pages], strides,
           causal, scale, [q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), block_table.data_ptr(),
                           seq_lens.data_ptr(), out.data_ptr(), lse.data_ptr()])
+    return (out, lse) if return_lse else out
+
+
+def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=False, scale=None,
+                     out=None, return_lse=False):
+    """Attention over packed sequences of different lengths, as flash_attn_varlen_func takes them (the
+    op attention_varlen): q (total_q, heads, head_dim), k and v (total_kv, kv_heads, head_dim), bf16 or
+    f16 on one CUDA device, any token and head strides with a contiguous last dimension;
+    cu_seqlens_q and cu_seqlens_k int32 (batch + 1,) on q's device, sequence b the tokens
+    [cu[b], cu[b + 1]); max_seqlen_q / max_seqlen_k at least every sequence's length (the kernels
+    trust the lengths, as FlashAttention's do). causal: bottom-right aligned to each sequence's own
+    lengths. Returns O laid out as q (and the float32 log-sum-exp (heads, total_q) with return_lse,
+    +inf for a row that sees no key)."""
+    import torch
+
+    _check_inputs(q, (("k", k), ("v", v)), dims=3)
+    Tq, H, D = q.shape
+    if k.shape != v.shape or k.shape[2] != D:
+        raise _err("k and v must be (total_kv, kv_heads, head_dim %d), got %s and %s"
+                   % (D, tuple(k.shape), tuple(v.shape)))
+    Tk, Hk = k.shape[0], k.shape[1]
+    B = None
+    for name, t in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
+        if (not isinstance(t, torch.Tensor) or t.dtype != torch.int32 or t.get_device() != q.get_device()
+                or not t.is_contiguous() or t.dim() != 1 or t.shape[0] < 2):
+            raise _err("%s must be a contiguous int32 tensor (batch + 1,) on q's device" % name)
+        if B is not None and t.shape[0] - 1 != B:
+            raise _err("cu_seqlens_q and cu_seqlens_k must have one length (batch + 1), got %d and %d"
+                       % (B + 1, t.shape[0]))
+        B = t.shape[0] - 1
+    for name, x in (("max_seqlen_q", max_seqlen_q), ("max_seqlen_k", max_seqlen_k)):
+        if isinstance(x, bool) or not isinstance(x, int) or x < 1:
+            raise _err("%s must be an int >= 1, got %r" % (name, x))
+    if out is None:
+        out = torch.empty_like(q)
+    elif out.shape != q.shape or out.dtype != q.dtype or out.get_device() != q.get_device() or out.stride(-1) != 1:
+        raise _err("out must be like q (shape %s, %s, last dimension contiguous)" % (tuple(q.shape), q.dtype))
+    lse = torch.empty((H, Tq), dtype=torch.float32, device=q.device)
+    strides = (*q.stride()[:2], *k.stride()[:2], *v.stride()[:2], *out.stride()[:2])
+    _call("attention_varlen", q, [B, H, Hk, max_seqlen_q, max_seqlen_k, D, Tq, Tk], strides, causal, scale,
+          [q.data_ptr(), k.data_ptr(), v.data_ptr(), cu_seqlens_q.data_ptr(), cu_seqlens_k.data_ptr(),
+           out.data_ptr(), lse.data_ptr()])
     return (out, lse) if return_lse else out

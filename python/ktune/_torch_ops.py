@@ -3,6 +3,8 @@ torch.compile (and autograd for the GEMM). Imported by ktune when torch is insta
 
     torch.ops.ktune.gemm(a, b, c=None, alpha=1.0, beta=0.0) -> alpha * a @ b + beta * c  (a new tensor)
     torch.ops.ktune.attention(q, k, v, causal=False, scale=None) -> (o, lse)  (forward only)
+    torch.ops.ktune.attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                                     causal=False, scale=None) -> (o, lse)  (forward only)
 """
 
 from typing import Optional, Tuple
@@ -10,6 +12,7 @@ from typing import Optional, Tuple
 import torch
 
 from ._attention import attention as _attention
+from ._attention import attention_varlen as _attention_varlen
 from ._gemm import gemm as _gemm
 
 
@@ -72,3 +75,24 @@ def _(q, k, v, causal=False, scale=None):
     torch._check(q.dtype == k.dtype and q.dtype == v.dtype, lambda: "ktune::attention: q, k and v must have one dtype")
     B, Sq, H, _ = q.shape
     return torch.empty_like(q), q.new_empty((B, H, Sq), dtype=torch.float32)
+
+
+@torch.library.custom_op("ktune::attention_varlen", mutates_args=())
+def attention_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q: torch.Tensor,
+                     cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int, causal: bool = False,
+                     scale: Optional[float] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+    """ktune.attention_varlen(..., return_lse=True): O laid out as q (total_q, heads, head_dim), and
+    the log-sum-exp (heads, total_q) float32. No backward."""
+    return _attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=causal,
+                             scale=scale, return_lse=True)
+
+
+@attention_varlen.register_fake
+def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=False, scale=None):
+    torch._check(q.dim() == 3 and k.dim() == 3 and v.dim() == 3,
+                 lambda: "ktune::attention_varlen: q, k and v must be 3-d (tokens, heads, head_dim)")
+    torch._check(k.shape == v.shape, lambda: "ktune::attention_varlen: k and v must have one shape")
+    torch._check(q.dtype == k.dtype and q.dtype == v.dtype,
+                 lambda: "ktune::attention_varlen: q, k and v must have one dtype")
+    Tq, H, _ = q.shape
+    return torch.empty_like(q), q.new_empty((H, Tq), dtype=torch.float32)

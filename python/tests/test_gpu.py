@@ -3,6 +3,7 @@
 Tolerances (README, "Python"; docs/TEMPLATES.md, "Verification"): relative Frobenius error against
 the product of the same (rounded) inputs in FP64: f32 1e-5; bf16 2^-8 + K * 2^-23; f16 2^-11 + K * 2^-23.
 """
+import itertools
 import os
 import threading
 
@@ -569,6 +570,55 @@ def test_attention_decode_matches_fp64(paged, causal):
         ktune.attention_decode(q, kc.half(), vc, lens, bt)
     with pytest.raises(ktune.UsageError, match="int32"):
         ktune.attention_decode(q, kc, vc, lens.long(), bt)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_varlen_matches_fp64(causal):
+    """ktune.attention_varlen over packed sequences of different lengths (an empty one, one off the
+    tiles, keys longer and shorter than queries), GQA, against FP64 of each sequence alone; the
+    log-sum-exp (heads, total_q); the custom op under torch.compile gives the same."""
+    import torch
+    g = torch.Generator(device="cuda").manual_seed(31)
+    H, Hk, D = 8, 2, 128
+    lq, lk = [300, 0, 17, 129], [340, 5, 17, 100]
+    cu_q = torch.tensor([0] + list(itertools.accumulate(lq)), dtype=torch.int32, device="cuda")
+    cu_k = torch.tensor([0] + list(itertools.accumulate(lk)), dtype=torch.int32, device="cuda")
+    q = torch.randn(sum(lq), H, D, device="cuda", generator=g).to(torch.bfloat16)
+    k = torch.randn(sum(lk), Hk, D, device="cuda", generator=g).to(torch.bfloat16)
+    v = torch.randn(sum(lk), Hk, D, device="cuda", generator=g).to(torch.bfloat16)
+    out, lse = ktune.attention_varlen(q, k, v, cu_q, cu_k, max(lq), max(lk), causal=causal, return_lse=True)
+    assert out.shape == q.shape and lse.shape == (H, sum(lq))
+    u = 2.0 ** -8
+    for b in range(len(lq)):
+        q0, k0 = int(cu_q[b]), int(cu_k[b])
+        if lq[b] == 0:
+            continue
+        ref, ref_lse = attention_ref(q[None, q0:q0 + lq[b]], k[None, k0:k0 + lk[b]], v[None, k0:k0 + lk[b]], causal,
+                                     D ** -0.5)
+        got = out[None, q0:q0 + lq[b]]
+        assert (got.double() - ref).abs().max().item() <= 4 * u * max(1.0, ref.abs().max().item()), b
+        got_lse = lse[:, q0:q0 + lq[b]][None]
+        seen = torch.isfinite(ref_lse)
+        if seen.any():
+            assert (got_lse[seen].double() - ref_lse[seen]).abs().max().item() <= 1e-3, b
+        assert torch.isinf(got_lse[~seen]).all() and (got_lse[~seen] > 0).all(), b
+
+    def f(q, k, v, cu_q, cu_k):
+        o, l = torch.ops.ktune.attention_varlen(q, k, v, cu_q, cu_k, max(lq), max(lk), causal, None)
+        return o, l
+
+    got, got_lse = torch.compile(f, fullgraph=True)(q, k, v, cu_q, cu_k)
+    assert torch.equal(got, out) and torch.equal(got_lse, lse)
+    torch.library.opcheck(torch.ops.ktune.attention_varlen.default, (q, k, v, cu_q, cu_k, max(lq), max(lk), causal, None),
+                          test_utils=("test_schema", "test_faketensor"))
+    with pytest.raises(ktune.UsageError, match="int32"):
+        ktune.attention_varlen(q, k, v, cu_q.long(), cu_k, max(lq), max(lk))
+    with pytest.raises(ktune.UsageError, match="one length"):
+        ktune.attention_varlen(q, k, v, cu_q, cu_k[:-1], max(lq), max(lk))
+    with pytest.raises(ktune.UsageError, match="no sequence may be longer"):
+        ktune.attention_varlen(q, k, v, cu_q, cu_k, 10, max(lk))
+    with pytest.raises(ktune.UsageError, match="3-d"):
+        ktune.attention_varlen(q[None], k, v, cu_q, cu_k, max(lq), max(lk))
 
 
 def test_attention_refuses_bad_inputs():

@@ -341,6 +341,73 @@ TEST(AttentionGpu, PagedDecodePassesOverPageSizesAndPlantedKernelsAreRejected) {
   }
 }
 
+namespace {
+
+// Each fault breaks how attention_fa2's body finds a packed sequence (attention_fa2_varlen).
+const Planted kVarlenFaults[] = {
+    {"keys read from the queries' first token", "seq.k_first * ks", "seq.q_first * ks"},
+    {"every sequence as long as the longest", "const long long SQ = seq.sq, SKV = seq.skv;",
+     "const long long SQ = SQ_MAX, SKV = SKV_MAX;"},
+    {"causal aligned to the longest sequences", "off = SKV - SQ;", "off = SKV_MAX - SQ_MAX;"},
+};
+
+} // namespace
+
+// attention_varlen: the three prefill families' varlen entries over ragged packed sequences (as
+// served: one sequence empty, lengths off the tiles, q and kv lengths that differ, causal rows with
+// no key), planted faults of the sequence lookup rejected, and the runtime serving a shape nobody
+// tuned.
+TEST(AttentionGpu, VarlenFamiliesPassOverRaggedSequencesAndPlantedKernelsAreRejected) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  auto runner = make_op_runner("attention_varlen", compiler, *d);
+  // batch x heads x kv_heads x q_len x kv_len x head_dim x total_q x total_kv
+  const std::vector<std::tuple<const char*, const char*, DType>> shapes = {
+      {"4x4x2x200x333x64x500x900", "causal", DType::bf16}, {"5x4x4x130x130x128x400x420", "full", DType::f16},
+      {"3x2x1x64x1000x256x150x1500", "causal", DType::bf16}, {"6x8x2x300x300x128x1000x1000", "causal", DType::bf16},
+      {"2x2x2x77x90x192x100x150", "full", DType::bf16}};
+  uint64_t seed = 500;
+  for (const auto& [shape, layout, t] : shapes) {
+    const Problem p = Problem::parse("attention_varlen", shape, layout, t);
+    for (const char* name : {"attention_wgmma_varlen", "attention_fa2_varlen", "attention_simple_varlen"}) {
+      if (std::string(name) == "attention_wgmma_varlen" && d->arch != "sm_90") continue; // sm_90a only
+      const Family f = find_family(name);
+      std::vector<Config> cs = f.sample(p, *d, std::string(name) == "attention_simple_varlen" ? 1 : 3, ++seed);
+      cs.push_back(f.default_config(p, *d));
+      for (const Config& c : cs) {
+        if (!f.valid(c, p, *d)) continue;
+        const VerifyResult v = check_config(*runner, compiler, *d, f, c, p, ++seed);
+        EXPECT_TRUE(v.pass) << name << " " << c.to_json() << " " << p.key() << ": " << v.summary();
+      }
+    }
+  }
+  const Problem p = Problem::parse("attention_varlen", "4x4x2x200x333x128x500x900", "causal", DType::bf16);
+  const Family f = find_family("attention_fa2_varlen");
+  const std::string source(embedded_file("attention/attention_fa2.cu"));
+  for (const Planted& fault : kVarlenFaults) {
+    const auto v = check_planted(*runner, compiler, *d, f, f.default_config(p, *d), p, source, fault);
+    ASSERT_TRUE(v) << "planted fault '" << fault.name << "' no longer matches attention_fa2.cu";
+    EXPECT_FALSE(v->pass) << fault.name << ": " << v->summary();
+  }
+  // Served by a runtime with nothing tuned (first use times the families' defaults).
+  RuntimeOptions o;
+  o.db_path = "";
+  Runtime rt(o);
+  for (const char* shape : {"3x8x2x700x700x128x1500x1600", "2x4x4x64x64x64x100x64"}) {
+    const Problem q = Problem::parse("attention_varlen", shape, "causal", DType::bf16);
+    for (Conditions c : {Conditions::as_served, Conditions::as_timed}) {
+      runner->prepare(q, ++seed, c);
+      runner->run_runtime(rt, nullptr);
+      const VerifyResult v = runner->verify(nullptr);
+      const Selection s = rt.best_config(q);
+      EXPECT_TRUE(v.pass) << q.key() << " " << to_string(c) << " (" << s.family << "): " << v.summary();
+    }
+  }
+}
+
 TEST(AttentionGpu, TunedByTheCliThenServedByTheRuntime) {
   std::string why;
   const DeviceInfo* d = ktune::testing::first_gpu(&why);

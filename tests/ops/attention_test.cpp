@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "attention/attention_varlen.h"
 #include "ktune/compiler.h"
 #include "ktune/error.h"
 #include "ktune/family.h"
@@ -183,6 +184,63 @@ TEST(Attention, PagedOpIsValidatedAndItsFamilyCompiles) {
   EXPECT_EQ(f.launch_plan(oc, one).steps.size(), 2u); // split: one sequence fills no device
   ktune::testing::compile_all(
       f, default_and_sampled(f, "attention_paged", {"2x8x2x3x1024x128x16x200", "1x4x4x1x768x64x256x3"}, 5), "sm_90");
+}
+
+// attention_varlen: packed sequences; its families are the prefill ones with the _varlen entry.
+TEST(Attention, VarlenOpIsValidatedSplitsEvenlyForTimingAndItsFamiliesCompile) {
+  const DeviceInfo d = DeviceInfo::nominal("sm_90");
+  const Problem p = Problem::parse("attention_varlen", "4x32x8x4096x4096x128x10000x12000", "causal", DType::bf16);
+  EXPECT_EQ(p.key(), "attention_varlen/bf16/causal/4x32x8x4096x4096x128x10000x12000/a16");
+  const OpInfo& info = op_info("attention_varlen");
+  ASSERT_EQ(info.operands.size(), 7u);
+  EXPECT_EQ(operand_elements(p, 0), int64_t(10000) * 32 * 128); // q: (total_q, heads, head_dim)
+  EXPECT_EQ(operand_elements(p, 1), int64_t(12000) * 8 * 128);  // k
+  EXPECT_EQ(operand_elements(p, 3), 5);                          // cu_seqlens_q
+  EXPECT_EQ(operand_elements(p, 6), int64_t(32) * 10000);        // lse: (heads, total_q)
+  EXPECT_EQ(p.ld.size(), 8u);                                    // token and head strides of q, k, v, o
+  for (const char* bad : {"4x32x8x4096x4096x128x20000x12000", // more tokens than 4 sequences of 4096
+                          "4x32x8x4096x4096x128x10000x0", "4x32x6x4096x4096x128x10000x10000",
+                          "4x32x8x4096x4096x320x10000x10000", "1x1x1x3000000000x1x64x3000000000x1"})
+    EXPECT_THROW(Problem::parse("attention_varlen", bad, "full", DType::bf16), UsageError) << bad;
+  // Equal sequences that fill the batch are the dense problem: the same work.
+  for (const char* layout : {"full", "causal"}) {
+    const Problem dense = Problem::parse("attention", "3x8x2x1000x1500x64", layout, DType::bf16);
+    const Problem packed = Problem::parse("attention_varlen", "3x8x2x1000x1500x64x3000x4500", layout, DType::bf16);
+    EXPECT_DOUBLE_EQ(info.flops(packed), op_info("attention").flops(dense)) << layout;
+  }
+  // The timed split (even) and the verified one (ragged, one sequence empty): every length within
+  // the longest, the totals kept.
+  EXPECT_EQ(varlen_cu_seqlens(10, 4, 3, 0), (std::vector<int32_t>{0, 3, 6, 8, 10}));
+  for (uint64_t seed : {1ull, 2ull, 77ull}) {
+    const std::vector<int32_t> cu = varlen_cu_seqlens(10000, 4, 4096, seed);
+    ASSERT_EQ(cu.size(), 5u);
+    EXPECT_EQ(cu.front(), 0);
+    EXPECT_EQ(cu.back(), 10000);
+    int empty = 0;
+    for (size_t b = 0; b < 4; ++b) {
+      EXPECT_GE(cu[b + 1] - cu[b], 0);
+      EXPECT_LE(cu[b + 1] - cu[b], 4096);
+      empty += cu[b + 1] == cu[b];
+    }
+    EXPECT_GE(empty, 1) << seed;
+    EXPECT_NE(cu, varlen_cu_seqlens(10000, 4, 4096, 0));
+    EXPECT_EQ(cu, varlen_cu_seqlens(10000, 4, 4096, seed)); // from the seed alone
+  }
+  EXPECT_EQ(varlen_cu_seqlens(8, 2, 4, 5), (std::vector<int32_t>{0, 4, 8})); // full: nothing can move
+  EXPECT_THROW(varlen_cu_seqlens(9, 2, 4, 0), Error);
+  for (const char* name : {"attention_wgmma_varlen", "attention_fa2_varlen", "attention_simple_varlen"}) {
+    const Family f = find_family(name);
+    EXPECT_EQ(f.op(), "attention_varlen");
+    const Config c = f.default_config(p, d);
+    ASSERT_TRUE(f.valid(c, p, d)) << name << " " << c.to_json();
+    EXPECT_EQ(f.kernel_names(c, p).front().rfind(std::string(name) + "<", 0), 0u);
+    ktune::testing::compile_all(
+        f, default_and_sampled(f, "attention_varlen", {"3x8x2x1000x1000x64x2500x2900", "2x4x4x256x512x256x300x1000"}, 3),
+        "sm_90");
+  }
+  // The dense problem of the longest sequences lends its tuned configs.
+  const Problem as = info.lends_from.as(p);
+  EXPECT_EQ(as.key(), "attention/bf16/causal/4x32x8x4096x4096x128/a16");
 }
 
 TEST(Attention, KernelsOfEveryFamilyAndTheCheckKernelsCompile) {
