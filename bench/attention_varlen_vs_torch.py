@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""ktune.attention_varlen (packed sequences of different lengths) beside PyTorch's scaled_dot_product_attention
-on nested jagged tensors (the way PyTorch runs packed sequences), in one process, and beside ktune.attention on
+"""ktune.attention_varlen (packed sequences of different lengths) beside PyTorch's FlashAttention-2 varlen kernel
+(torch.ops.aten._flash_attention_forward with cumulative lengths: flash_attn_varlen_func's kernel) and its
+scaled_dot_product_attention on nested jagged tensors (PyTorch's public way to run packed sequences; "njt-"
+columns), in one process, and beside ktune.attention on
 the same sequences padded to the longest (what a caller without varlen pays; causal rows only: with causal
 masking the padding after a sequence is past every one of its rows' diagonals, without it the padded keys would
 count).
@@ -80,7 +82,10 @@ def run_row(row, timer):
     # PyTorch: nested jagged (B, j, H, D) viewed as (B, H, j, D), k / v heads repeated.
     offsets = cu.long()
     kr, vr = (x.repeat_interleave(H // Hk, dim=1) for x in (k, v))
-    nq, nk, nv = (torch.nested.nested_tensor_from_jagged(x, offsets).transpose(1, 2) for x in (q, kr, vr))
+    # The lengths' extremes given, so that no call reads them back from the GPU (a sync, which the
+    # delay before each timed call would then count).
+    nq, nk, nv = (torch.nested.nested_tensor_from_jagged(x, offsets, min_seqlen=min(lens), max_seqlen=S)
+                  .transpose(1, 2) for x in (q, kr, vr))
     sdpa = lambda: F.scaled_dot_product_attention(nq, nk, nv, is_causal=causal)
     varlen = lambda: ktune.attention_varlen(q, k, v, cu, cu, S, S, causal=causal)
     # Padded to the longest: (B, S, H, D), each sequence's rows first, zeros after.
@@ -99,8 +104,11 @@ def run_row(row, timer):
     def padded_rows(o):
         return torch.cat([o[b, :n] for b, n in enumerate(lens)])
 
-    columns = [("ktune varlen", varlen, None, lambda o: o)]
-    columns += [("torch " + n, sdpa, be, lambda o: o.transpose(1, 2).values()) for n, be in BACKENDS]
+    # FlashAttention-2's own varlen entry inside PyTorch (flash_attn_varlen_func's kernel; GQA native).
+    fa2_varlen = lambda: torch.ops.aten._flash_attention_forward(q, k, v, cu, cu, S, S, 0.0, causal, False)[0]
+
+    columns = [("ktune varlen", varlen, None, lambda o: o), ("torch fa2-varlen", fa2_varlen, None, lambda o: o)]
+    columns += [("torch njt-" + n, sdpa, be, lambda o: o.transpose(1, 2).values()) for n, be in BACKENDS]
     if causal:
         columns += [("ktune padded", padded, None, padded_rows)]
     out = {"name": name, "heads": H, "kv_heads": Hk, "head_dim": D, "causal": causal, "lens": lens,

@@ -374,3 +374,38 @@ TEST(Lending, ContiguousDecodeEntriesLendToPagedProblemsOfTheirShape) {
   ASSERT_EQ(paged.add(table({e}), "shipped", SourceTier::shipped), 1u);
   EXPECT_TRUE(paged.lenders(Problem::parse("attention", "8x16x8x1x8192x256", "causal", DType::bf16), 4).empty());
 }
+
+// attention_varlen lends from attention: a tuned prefill entry serves the varlen problem whose
+// longest sequences are its shape, in the family's _varlen twin, at the dense problems' distance;
+// the decode family has no varlen twin and lends nothing.
+TEST(Lending, DensePrefillEntriesLendToVarlenProblemsOfTheirLongestSequences) {
+  const DeviceInfo d = DeviceInfo::nominal("sm_90");
+  auto entry = [](const std::string& shape, const std::string& family, const std::string& config) {
+    TableEntry e;
+    e.problem = Problem::parse("attention", shape, "causal", DType::bf16);
+    e.arch = "sm_90";
+    e.family = family;
+    e.config_json = config;
+    e.time_ms = 0.1;
+    e.template_hash = "test";
+    return e;
+  };
+  const char* wgmma = R"({"CWG": 2, "BN": 112, "STAGES": 2, "OVERLAP": 1, "PINGPONG": 1})";
+  TunedIndex idx(d);
+  ASSERT_EQ(idx.add(table({entry("4x32x8x4096x4096x128", "attention_wgmma", wgmma),
+                           entry("4x32x8x4x4096x128", "attention_decode",
+                                 R"({"CHUNK": 0, "ROWS": 16, "WARPS": 4, "BN": 16, "STAGES": 2})")}),
+                    "shipped", SourceTier::shipped),
+            2u);
+  const Problem p = Problem::parse("attention_varlen", "4x32x8x4096x4096x128x10000x12000", "causal", DType::bf16);
+  EXPECT_TRUE(idx.exact(p).empty());
+  const auto lent = idx.lenders(p, 4);
+  ASSERT_EQ(lent.size(), 1u);
+  EXPECT_EQ(lent[0].family, "attention_wgmma_varlen");
+  EXPECT_EQ(lent[0].from->entry.family, "attention_wgmma");
+  EXPECT_EQ(lent[0].config, Config::from_json(wgmma));
+  EXPECT_DOUBLE_EQ(lent[0].distance, 0.0);
+  const Problem longer = Problem::parse("attention_varlen", "4x32x8x8192x8192x128x10000x12000", "causal", DType::bf16);
+  ASSERT_EQ(idx.lenders(longer, 4).size(), 1u);
+  EXPECT_GT(idx.lenders(longer, 4)[0].distance, 0.0);
+}
