@@ -63,6 +63,53 @@ __device__ __forceinline__ void tma_load_rows(unsigned dst, const KtuneTensorMap
   else tma_load_4d(dst, map, d0, int(s0), int(h), int(b), bar);
 }
 
+// The online softmax of one key tile for a consumer thread's two rows (row_base, row_base + 8):
+// register 4 j + 2 r + e of sc holds row r's score of column 8 j + 2 t + e of the tile. MASK: set
+// the columns at or past `keys` (the sequence's end) and, causal, past each row's diagonal (column
+// diag0 for row 0, diag0 + 8 for row 1) to -inf first. The scale is positive here (a negative one
+// negated S), so the max is taken over the raw scores and P = 2^(s scale_log2 - max) is one FFMA
+// before the exp, as FlashAttention-3 does. Leaves P in sc and the factor O must be scaled by in corr.
+template <int BN, bool MASK, int CAUSAL>
+__device__ __forceinline__ void softmax_tile(float (&sc)[BN / 2], float (&corr)[2], float (&row_max)[2],
+                                             float (&row_sum)[2], int keys, long long diag0, int t, float scale_log2) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float mx = -inf_f();
+    int last = BN; // the row's last visible column (causal)
+    if constexpr (MASK && CAUSAL) {
+      const long long d = diag0 + 8 * r;
+      last = int(d < -1 ? -1 : d > BN ? BN : d);
+    }
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        if constexpr (MASK) {
+          const int col = 8 * j + 2 * t + e;
+          if (col >= keys || (CAUSAL && col > last)) sc[4 * j + 2 * r + e] = -inf_f();
+        }
+        mx = fmaxf(mx, sc[4 * j + 2 * r + e]);
+      }
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    mx *= scale_log2; // -inf stays -inf
+    const float m_new = fmaxf(row_max[r], mx);
+    const float m_use = m_new == -inf_f() ? 0.f : m_new;
+    corr[r] = exp2_approx(row_max[r] - m_use);
+    row_max[r] = m_new;
+    float sum = 0.f;
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const float p = exp2_approx(fmaf(sc[4 * j + 2 * r + e], scale_log2, -m_use));
+        sc[4 * j + 2 * r + e] = p;
+        sum += p;
+      }
+    row_sum[r] = row_sum[r] * corr[r] + sum;
+  }
+}
+
 } // namespace ktune_attn_wg
 
 template <int F16, int D, int BN, int CWG, int STAGES, int OVERLAP, int PINGPONG, int CAUSAL, int VARLEN>
@@ -153,62 +200,46 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
   // The first k-step's scale-d 0 starts S afresh, so its registers need no zeroing (BN / 2
   // instructions a tile). With a negative scale S is computed negated (wgmma's imm-scale-b -1, free),
   // so that the softmax below always sees a positive one.
-  auto q_desc = [&](int kd) { return desc128(sQ + (kd / 4) * Q_BLOCK + c * 8192 + (kd % 4) * 32, 8192, 1024); };
-  auto k_desc = [&](int s, int kd) { return desc128(sK + s * KV_TILE + (kd / 4) * KV_BLOCK + (kd % 4) * 32, 8192, 1024); };
+  // Descriptors built once from warp-uniform addresses and moved by adds to their low word
+  // (Desc128): no per-wgmma AND / shift / OR, the words stay in uniform registers.
+  const Desc128 q_base(sQ + c * 8192, 8192, 1024), k_base(sK, 8192, 1024), v_base(sV, KV_BLOCK, 1024);
+  auto at_stage = [](Desc128 d, int s) { // the descriptor of the same tile in stage s
+    d.lo += unsigned(s) * (KV_TILE >> 4);
+    return d;
+  };
+  auto q_desc = [&](int kd) { return q_base.plus((kd / 4) * Q_BLOCK + (kd % 4) * 32); };
+  auto k_desc = [&](const Desc128& ks, int kd) { return ks.plus((kd / 4) * KV_BLOCK + (kd % 4) * 32); };
   auto qk = [&](long long n, float (&sc)[BN / 2]) {
     const int s = int(n % STAGES);
+    const Desc128 ks = at_stage(k_base, s);
     mbar_wait(k_full(s), unsigned(n / STAGES) & 1u);
     fence_regs(sc);
     wgmma_fence();
     if (!(scale_arg < 0.f)) { // a kernel parameter, read again where needed rather than held in a register
 #pragma unroll
       for (int kd = 0; kd < D / 16; ++kd)
-        wgmma_m64k16<BN, 0, 0, 1>(sc, q_desc(kd), k_desc(s, kd), IsF16<F16>{}, kd == 0 ? 0 : 1);
+        wgmma_m64k16<BN, 0, 0, 1>(sc, q_desc(kd), k_desc(ks, kd), IsF16<F16>{}, kd == 0 ? 0 : 1);
     } else {
 #pragma unroll
       for (int kd = 0; kd < D / 16; ++kd)
-        wgmma_m64k16<BN, 0, 0, -1>(sc, q_desc(kd), k_desc(s, kd), IsF16<F16>{}, kd == 0 ? 0 : 1);
+        wgmma_m64k16<BN, 0, 0, -1>(sc, q_desc(kd), k_desc(ks, kd), IsF16<F16>{}, kd == 0 ? 0 : 1);
     }
     wgmma_commit();
   };
-  // Register 4 j + 2 r + e of sc holds row row_base + 8 r, key n BN + 8 j + 2 t + e. The scale is
-  // positive here (a negative one negated S above), so the row max is taken over the raw scores and
-  // P = 2^(s scale_log2 - max) is one FFMA before the exp, as FlashAttention-3 does.
+  // Register 4 j + 2 r + e of sc holds row row_base + 8 r, key n BN + 8 j + 2 t + e. A tile that
+  // reaches past the sequence's keys or (causal) past a row's diagonal is masked (softmax_tile's
+  // MASK); the two are instantiations behind a warp-uniform branch: written as one loop with a
+  // run-time test, ptxas if-converted the test away and masked every tile (an FSEL, 64-bit compares
+  // and predicates kept in registers for each score: about a third of the kernel's instructions,
+  // Nsight Compute at 16k non-causal).
+  auto needs_mask = [&](long long n) { return n * BN + BN > SKV || (CAUSAL && n * BN + BN - 1 > m0 + off); };
   auto softmax = [&](long long n, float (&sc)[BN / 2], float (&corr)[2]) {
     const long long j0 = n * BN;
-    const bool edge = j0 + BN > SKV || (CAUSAL && j0 + BN - 1 > m0 + off);
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const long long i = row_base + 8 * r;
-      float mx = -inf_f();
-#pragma unroll
-      for (int j = 0; j < BN / 8; ++j)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          if (edge) {
-            const long long key = j0 + 8 * j + 2 * t + e;
-            if (key >= SKV || (CAUSAL && key > i + off)) sc[4 * j + 2 * r + e] = -inf_f();
-          }
-          mx = fmaxf(mx, sc[4 * j + 2 * r + e]);
-        }
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      mx *= scale_log2; // -inf stays -inf
-      const float m_new = fmaxf(row_max[r], mx);
-      const float m_use = m_new == -inf_f() ? 0.f : m_new;
-      corr[r] = exp2_approx(row_max[r] - m_use);
-      row_max[r] = m_new;
-      float sum = 0.f;
-#pragma unroll
-      for (int j = 0; j < BN / 8; ++j)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const float p = exp2_approx(fmaf(sc[4 * j + 2 * r + e], scale_log2, -m_use));
-          sc[4 * j + 2 * r + e] = p;
-          sum += p;
-        }
-      row_sum[r] = row_sum[r] * corr[r] + sum;
-    }
+    if (needs_mask(n))
+      softmax_tile<BN, true, CAUSAL>(sc, corr, row_max, row_sum, int(SKV - j0 < BN ? SKV - j0 : BN),
+                                     row_base + off - j0, t, scale_log2);
+    else
+      softmax_tile<BN, false, CAUSAL>(sc, corr, row_max, row_sum, BN, 0, t, scale_log2);
   };
   auto rescale = [&](const float (&corr)[2]) {
 #pragma unroll
@@ -236,13 +267,14 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
   };
   auto pv = [&](long long n) {
     const int s = int(n % STAGES);
+    const Desc128 vstage = at_stage(v_base, s);
     mbar_wait(v_full(s), unsigned(n / STAGES) & 1u);
     fence_regs(acc);
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < BN / 16; ++kk) {
       // V: BN key lines of 128 bytes per 64-column block (MN-major B), blocks KV_BLOCK apart.
-      const unsigned long long dv = desc128(sV + s * KV_TILE + kk * 2048, KV_BLOCK, 1024);
+      const unsigned long long dv = vstage.plus(kk * 2048);
       wgmma_m64k16_rs<D, 1>(acc, pa[kk], dv, IsF16<F16>{});
     }
     wgmma_commit();

@@ -25,10 +25,14 @@ __device__ __forceinline__ void mbar_arrive(unsigned bar) {
 }
 // Returns once the phase of the given parity has completed (phases alternate 0, 1, 0, ...).
 // SEM: the wait's memory semantics, spelled as PTX's qualifiers ("": acquire at CTA scope).
-#define KTUNE_MBAR_WAIT(SEM)                                                                       \
-  asm volatile("{\n.reg .pred done;\nWAIT_%=:\nmbarrier.try_wait.parity" SEM ".shared::cta.b64 done, [%0], %1;\n" \
-               "@!done bra WAIT_%=;\n}\n" ::"r"(bar),                                              \
-               "r"(parity)                                                                          \
+// try_wait with a suspend-time hint (10 ms, CUTLASS's): the warp sleeps in the barrier until the
+// phase completes instead of returning after the system's short default and spinning. A spinning
+// producer warp took issue slots from the consumers beside it: attention_wgmma's one TMA thread ran
+// ~90 M try_wait rounds (and as many branches) at 16k tokens, Nsight Compute.
+#define KTUNE_MBAR_WAIT(SEM)                                                                                    \
+  asm volatile("{\n.reg .pred done;\nWAIT_%=:\nmbarrier.try_wait.parity" SEM ".shared::cta.b64 done, [%0], %1, %2;\n" \
+               "@!done bra WAIT_%=;\n}\n" ::"r"(bar),                                                           \
+               "r"(parity), "r"(10000000u)                                                                       \
                : "memory")
 __device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) { KTUNE_MBAR_WAIT(""); }
 // The same with acquire at cluster scope: for data other CTAs of the cluster stored with st.async
