@@ -317,22 +317,28 @@ TEST(Lending, EveryAnswerSaysWhy) {
   EXPECT_TRUE(seen.count(Provenance::exact) && seen.count(Provenance::cublas) && seen.count(Provenance::nearest));
 }
 
+namespace {
+
+// A tuned entry of a causal bf16 attention problem (batch x heads x kv_heads x q_len x kv_len x head_dim).
+TableEntry attention_entry(const std::string& shape, const std::string& family, const std::string& config) {
+  TableEntry e;
+  e.problem = Problem::parse("attention", shape, "causal", DType::bf16);
+  e.arch = "sm_90";
+  e.family = family;
+  e.config_json = config;
+  e.time_ms = 0.1;
+  e.template_hash = "test";
+  return e;
+}
+
+} // namespace
+
 // attention_paged lends from attention (OpInfo::lends_from): a decode entry's config serves the
 // paged problem of its shape in attention_decode_paged, at the distance of the problem the paged
 // one stands for (0 at the same shape, whatever the page size); families without a paged
 // counterpart (the prefill ones) lend nothing, and nothing lends the other way.
 TEST(Lending, ContiguousDecodeEntriesLendToPagedProblemsOfTheirShape) {
   const DeviceInfo d = DeviceInfo::nominal("sm_90");
-  auto attention_entry = [](const std::string& shape, const std::string& family, const std::string& config) {
-    TableEntry e;
-    e.problem = Problem::parse("attention", shape, "causal", DType::bf16);
-    e.arch = "sm_90";
-    e.family = family;
-    e.config_json = config;
-    e.time_ms = 0.1;
-    e.template_hash = "test";
-    return e;
-  };
   const char* decode = R"({"CHUNK": 4096, "ROWS": 16, "WARPS": 4, "BN": 16, "STAGES": 2})";
   const char* short_chunk = R"({"CHUNK": 1024, "ROWS": 16, "WARPS": 2, "BN": 32, "STAGES": 2})";
   TunedIndex idx(d);
@@ -380,20 +386,10 @@ TEST(Lending, ContiguousDecodeEntriesLendToPagedProblemsOfTheirShape) {
 // the decode family has no varlen twin and lends nothing.
 TEST(Lending, DensePrefillEntriesLendToVarlenProblemsOfTheirLongestSequences) {
   const DeviceInfo d = DeviceInfo::nominal("sm_90");
-  auto entry = [](const std::string& shape, const std::string& family, const std::string& config) {
-    TableEntry e;
-    e.problem = Problem::parse("attention", shape, "causal", DType::bf16);
-    e.arch = "sm_90";
-    e.family = family;
-    e.config_json = config;
-    e.time_ms = 0.1;
-    e.template_hash = "test";
-    return e;
-  };
   const char* wgmma = R"({"CWG": 2, "BN": 112, "STAGES": 2, "OVERLAP": 1, "PINGPONG": 1})";
   TunedIndex idx(d);
-  ASSERT_EQ(idx.add(table({entry("4x32x8x4096x4096x128", "attention_wgmma", wgmma),
-                           entry("4x32x8x4x4096x128", "attention_decode",
+  ASSERT_EQ(idx.add(table({attention_entry("4x32x8x4096x4096x128", "attention_wgmma", wgmma),
+                           attention_entry("4x32x8x4x4096x128", "attention_decode",
                                  R"({"CHUNK": 0, "ROWS": 16, "WARPS": 4, "BN": 16, "STAGES": 2})")}),
                     "shipped", SourceTier::shipped),
             2u);
