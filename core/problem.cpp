@@ -205,6 +205,19 @@ void check_alignment_class(const Problem& p, const std::function<void(const std:
 
 } // namespace
 
+Problem serving_problem(const Problem& p) {
+  const OpInfo& info = op_info(p.op);
+  return info.serve_as ? info.serve_as(p) : p;
+}
+
+int operands_alignment(const Problem& p, int align, const void* const* buffers, size_t n) {
+  const OpInfo& info = op_info(p.op);
+  for (size_t i = 0; i < n; ++i)
+    if (i >= info.operands.size() || info.operands[i].aligns)
+      align = Problem::alignment_with_pointers(align, {buffers[i]}, element_bytes(p.dtype));
+  return align;
+}
+
 void validate(const Problem& p) {
   const OpInfo& info = op_info(p.op);
   auto fail = [&](const std::string& why) { throw UsageError("invalid " + p.op + " problem " + p.key() + ": " + why); };

@@ -96,9 +96,7 @@ BuffersCall::BuffersCall(Runtime& rt, const Problem& p) : rt_(rt), p_(p) {
 }
 
 int BuffersCall::align_of(const void* const* buffers, size_t n) const {
-  int align = p_.align;
-  for (size_t i = 0; i < n; ++i) align = Problem::alignment_with_pointers(align, {buffers[i]}, element_bytes(p_.dtype));
-  return align;
+  return operands_alignment(p_, p_.align, buffers, n);
 }
 
 void BuffersCall::operator()(const void* const* buffers, size_t n, CUstream stream) const {

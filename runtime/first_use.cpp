@@ -381,8 +381,9 @@ Selection Runtime::Impl::resolve_rows(const Problem& p, const void* x, const voi
 // run() of an op of plain buffers: as rows().
 Selection Runtime::Impl::resolve_buffers(const Problem& p, const std::vector<void*>& buffers, CUstream stream,
                                          const Runtime& rt) {
+  // Measured with the caller's problem and buffers, kept for the problem that serves it.
   return resolve_first_use(
-      p.key(), stream, [&] { return rt.best_config(p); }, [](Selection s) { return s; },
+      serving_problem(p).key(), stream, [&] { return rt.best_config(p); }, [](Selection s) { return s; },
       [&](Selection s) { return measure_buffers(p, std::move(s), buffers, stream); });
 }
 

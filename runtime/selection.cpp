@@ -260,13 +260,14 @@ Selection Runtime::best_config(const Problem& p) const {
   // An op registered after the index was built (a user kernel's spec loaded since, e.g. from
   // Python): its entries and family join the index first.
   if (impl_->index_ops != ops().size()) impl_->refresh_index();
-  const std::string key = p.key();
+  const Problem served = serving_problem(p); // the choice is made and kept for it (OpInfo::serve_as)
+  const std::string key = served.key();
   {
     std::lock_guard<std::mutex> lk(impl_->sel_mu);
     if (auto it = impl_->selections.find(key); it != impl_->selections.end()) return it->second;
   }
   validate(p);
-  Selection s = impl_->select_generic(p);
+  Selection s = impl_->select_generic(served);
   std::lock_guard<std::mutex> lk(impl_->sel_mu);
   return impl_->selections.emplace(key, std::move(s)).first->second;
 }

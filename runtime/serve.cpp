@@ -207,7 +207,7 @@ void Runtime::run_buffers(const Problem& problem, const std::vector<void*>& buff
   validate(problem);
   Problem p = problem;
   p.align = Problem::alignment_of(p.ld, element_bytes(p.dtype));
-  for (const void* b : ptrs) p.align = Problem::alignment_with_pointers(p.align, {b}, element_bytes(p.dtype));
+  p.align = operands_alignment(p, p.align, ptrs.data(), ptrs.size());
   const auto* prep = prepared_buffers(p, buffers, stream);
   if (!prep) return;
   launch_prepared_buffers(prep, p, ptrs, stream);
@@ -227,7 +227,7 @@ CUdeviceptr Runtime::buffers_workspace(const Problem& p, const LaunchPlan& plan,
 }
 
 const void* Runtime::prepared_buffers(const Problem& p, const std::vector<void*>& buffers, CUstream stream) {
-  const std::string key = p.key();
+  const std::string key = serving_problem(p).key(); // its kernel and plan serve p (OpInfo::serve_as)
   if (const Prepared* known = impl_->find_prepared(key)) return known;
   return prepared_generic(
       key, p, "ktune::Runtime::run", [&] { return impl_->resolve_buffers(p, buffers, stream, *this); },

@@ -186,7 +186,8 @@ class AttentionRunner : public OpRunner {
         check_cu(driver().cuMemsetD8Async(data, 0xff, b.bytes, nullptr), "cuMemsetD8Async", "poisoning " + what);
       } else if (varlen() && info.operands[i].elem_bytes == 4) { // cumulative lengths, made here
         const bool keys = info.operands[i].name == "cu_seqlens_k";
-        host_filled_[i] = varlen_cu_seqlens(p.dims[keys ? 7 : 6], p.dims[0], p.dims[keys ? 4 : 3], ragged ? b.seed | 1 : 0);
+        host_filled_[i] = varlen_cu_seqlens(p.dims[keys ? 7 : 6], p.dims[0], p.dims[keys ? 4 : 3], ragged ? b.seed | 1 : 0,
+                                            keys ? p.dims[0] - 1 : 1);
         check_cu(driver().cuMemcpyHtoD(data, host_filled_[i].data(), b.bytes), "cuMemcpyHtoD", "filling " + what);
       } else {
         fill(i, 0, nullptr);

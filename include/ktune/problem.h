@@ -134,6 +134,10 @@ struct OpInfo {
     // Bytes an element when not the problem's dtype's (a user's kernel's int32 indices); 0: the
     // dtype's.
     int elem_bytes = 0;
+    // false: the kernels read or write it one element at a time (attention's cumulative lengths,
+    // block table, sequence lengths and log-sum-exp), so its pointer does not narrow the problem's
+    // alignment class (operands_alignment).
+    bool aligns = true;
 
     Operand() = default;
     // A flat operand of count(p) contiguous elements.
@@ -178,6 +182,13 @@ struct OpInfo {
   };
   LendsFrom lends_from;
 
+  // The problem whose selection, first-use measurement and prepared kernel serve a problem of this
+  // op, where some of its dimensions change neither the kernels nor their launch plan: the runtime
+  // keys its choice by it and launches with the caller's problem. attention_varlen's packed token
+  // counts change with every serving step; its families' kernels and grids depend on the batch and
+  // the longest lengths only. Null: the problem itself (serving_problem).
+  std::function<Problem(const Problem&)> serve_as;
+
   // A user's kernel (runner "spec"): its parsed spec, which says its arguments, fills, launch
   // and check (core/kernel_spec.h); null for built-in ops.
   std::shared_ptr<const KernelSpec> spec;
@@ -205,6 +216,11 @@ std::vector<int64_t> operand_extents(const Problem& p, size_t i);
 std::vector<int64_t> operand_strides(const Problem& p, size_t i);
 // Throws UsageError listing the known ops when name is not one of them.
 const OpInfo& op_info(const std::string& name);
+// OpInfo::serve_as of p's op applied to p, or p.
+Problem serving_problem(const Problem& p);
+// align narrowed to what the pointers of p's operands allow (n of them, in the op's order; null
+// ones and those whose Operand::aligns is false left out).
+int operands_alignment(const Problem& p, int align, const void* const* buffers, size_t n);
 
 // Throws UsageError naming the problem and the offending field; a dimension beyond the op's
 // max_dim is "out of range" with the limit.

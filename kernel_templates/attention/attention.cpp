@@ -464,6 +464,7 @@ double attention_min_bytes(const Problem& p) {
 OpInfo::Operand lse_operand() {
   OpInfo::Operand lse("lse", true, [](const Problem& p) { return p.dims[kBatch] * p.dims[kHeads] * p.dims[kQLen]; });
   lse.elem_bytes = 4;
+  lse.aligns = false; // written one float at a time
   return lse;
 }
 
@@ -529,6 +530,7 @@ OpInfo attention_paged_op_info() {
   table.elem_bytes = 4;
   OpInfo::Operand lens("seq_lens", false, [](const Problem& p) { return p.dims[kBatch]; });
   lens.elem_bytes = 4;
+  table.aligns = lens.aligns = false; // read one int at a time
   o.operands = {OpInfo::Operand::shaped("q", false, {"batch", "q_len", "heads", "head_dim"}, -2, 2),
                 OpInfo::Operand::shaped("k_cache", false, {"pages", "page_size", "kv_heads", "head_dim"}, -2, 2),
                 OpInfo::Operand::shaped("v_cache", false, {"pages", "page_size", "kv_heads", "head_dim"}, -1, 1),
@@ -572,7 +574,7 @@ double varlen_visible_pairs(const Problem& p) {
 
 } // namespace
 
-std::vector<int32_t> varlen_cu_seqlens(int64_t total, int64_t batch, int64_t longest, uint64_t seed) {
+std::vector<int32_t> varlen_cu_seqlens(int64_t total, int64_t batch, int64_t longest, uint64_t seed, int64_t empty) {
   if (batch < 1 || total < 0 || longest < 0 || double(total) > double(batch) * double(longest) || total > INT32_MAX)
     throw Error("varlen_cu_seqlens: " + std::to_string(total) + " tokens do not fit " + std::to_string(batch) +
                 " sequences of at most " + std::to_string(longest));
@@ -590,9 +592,10 @@ std::vector<int32_t> varlen_cu_seqlens(int64_t total, int64_t batch, int64_t lon
       const size_t a = size_t(pick(batch)), c = size_t(pick(batch));
       if (a != c) move(a, c, pick(len[a] + 1));
     }
-    if (batch >= 3) // sequence 1 empty (not the first or last: its neighbours' offsets are checked)
-      for (size_t c = 0; c < size_t(batch) && len[1] > 0; ++c)
-        if (c != 1) move(1, c, len[1]);
+    const size_t e = size_t(std::clamp<int64_t>(empty, 1, batch - 1));
+    if (batch >= 3) // not the first: a kernel that ignores the offsets still shows on the others
+      for (size_t c = 0; c < size_t(batch) && len[e] > 0; ++c)
+        if (c != e) move(e, c, len[e]);
   }
   std::vector<int32_t> cu(size_t(batch) + 1, 0);
   for (size_t b = 0; b < size_t(batch); ++b) cu[b + 1] = int32_t(cu[b] + len[b]);
@@ -607,6 +610,8 @@ std::vector<int32_t> varlen_cu_seqlens(int64_t total, int64_t batch, int64_t lon
 // sequence b the tokens [cu[b], cu[b + 1]) (at most q_len / kv_len of them, cu[0] = 0, cu[batch] at
 // most the total: the kernels trust them, as FlashAttention's do); lse is FP32 (heads, total_q),
 // FlashAttention-2's varlen layout. Causal is bottom-right aligned to each sequence's own lengths.
+// Every token of k and v must be finite, those outside the sequences too: attention_wgmma_varlen's
+// last tile of a sequence reads its neighbour's tokens, weighted 0.
 OpInfo attention_varlen_op_info() {
   OpInfo o = attention_op_info();
   o.name = "attention_varlen";
@@ -619,8 +624,10 @@ OpInfo attention_varlen_op_info() {
       if (double(p.dims[total]) > double(p.dims[kBatch]) * double(p.dims[longest]))
         throw UsageError(what + "total_" + name + " (" + std::to_string(p.dims[total]) + ") is more than batch x " +
                          name + "_len (" + std::to_string(p.dims[kBatch]) + " x " + std::to_string(p.dims[longest]) +
-                         "): no sequence may be longer than " + name + "_len");
-      if (p.dims[total] > INT32_MAX) throw UsageError(what + "total_" + name + " must fit the int32 cumulative lengths");
+                         "): " + name + "_len must be at least the longest sequence's length");
+      // int32 cumulative lengths, and 32-bit TMA coordinates a tile past the last token.
+      if (p.dims[total] > INT32_MAX - 256)
+        throw UsageError(what + "total_" + name + " must be at most 2^31 - 257 (int32 cumulative lengths)");
     }
   };
   o.flops = [](const Problem& p) {
@@ -636,8 +643,10 @@ OpInfo attention_varlen_op_info() {
   OpInfo::Operand cu_q("cu_seqlens_q", false, [](const Problem& p) { return p.dims[kBatch] + 1; });
   OpInfo::Operand cu_k("cu_seqlens_k", false, [](const Problem& p) { return p.dims[kBatch] + 1; });
   cu_q.elem_bytes = cu_k.elem_bytes = 4;
+  cu_q.aligns = cu_k.aligns = false; // read one int at a time
   OpInfo::Operand lse("lse", true, [](const Problem& p) { return p.dims[kHeads] * p.dims[kTotalQ]; });
   lse.elem_bytes = 4;
+  lse.aligns = false;
   o.operands = {OpInfo::Operand::shaped("q", false, {"total_q", "heads", "head_dim"}, -2, 2),
                 OpInfo::Operand::shaped("k", false, {"total_kv", "kv_heads", "head_dim"}, -2, 2),
                 OpInfo::Operand::shaped("v", false, {"total_kv", "kv_heads", "head_dim"}, -1, 1),
@@ -655,6 +664,16 @@ OpInfo attention_varlen_op_info() {
   o.lends_from.as = [](const Problem& p) {
     Problem q = Problem::make("attention", {p.dims.begin(), p.dims.begin() + kTotalQ}, p.layout, p.dtype);
     q.align = p.align;
+    return q;
+  };
+  // The packed token counts change with every serving step; the kernels and their grids depend on
+  // the batch and the longest lengths only (a tensor map's extent is encoded at each launch). A
+  // problem is served as the one with the batch's capacity of tokens (within the op's limit), so
+  // its choice is measured once per (batch, longest lengths), not once per step.
+  o.serve_as = [](const Problem& p) {
+    Problem q = p;
+    q.dims[kTotalQ] = std::min<int64_t>(p.dims[kBatch] * p.dims[kQLen], INT32_MAX - 256);
+    q.dims[kTotalKv] = std::min<int64_t>(p.dims[kBatch] * p.dims[kKvLen], INT32_MAX - 256);
     return q;
   };
   return o;

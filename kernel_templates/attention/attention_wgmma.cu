@@ -24,7 +24,8 @@
 // Arguments as attention_fa2.cu's, then the tensor maps of q, k and v (LaunchStep::TmaOperand, box
 // {1, BM or BN, 1, 64}, 128-byte swizzle); attention_wgmma_varlen's as attention_fa2_varlen's, its
 // maps 3-D. With varlen, a tile's rows past its sequence are the next sequence's tokens, not
-// zeros: the key mask covers them, and no row past the sequence is stored.
+// zeros: the key mask gives them weight 0 (so they must be finite: 0 x inf is NaN, the op's
+// contract), and no row past the sequence is stored.
 #include "attention_mma.cuh"
 #include "gemm_wgmma_common.cuh"
 

@@ -144,8 +144,11 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     f16 on one CUDA device, any token and head strides with a contiguous last dimension;
     cu_seqlens_q and cu_seqlens_k int32 (batch + 1,) on q's device, sequence b the tokens
     [cu[b], cu[b + 1]); max_seqlen_q / max_seqlen_k at least every sequence's length (the kernels
-    trust the lengths, as FlashAttention's do). causal: bottom-right aligned to each sequence's own
-    lengths. Returns O laid out as q (and the float32 log-sum-exp (heads, total_q) with return_lse,
+    trust the lengths, as FlashAttention's do: rows past max_seqlen_q are not computed, and only the
+    totals are checked). Every token of k and v must be finite, those between the sequences too (a
+    key past a sequence's end has weight exactly 0, but 0 x inf is NaN). causal: bottom-right aligned
+    to each sequence's own lengths. The runtime's choice is kept per (batch, longest lengths), not
+    per token count. Returns O laid out as q (and the float32 log-sum-exp (heads, total_q) with return_lse,
     +inf for a row that sees no key)."""
     import torch
 

@@ -575,12 +575,13 @@ def test_attention_decode_matches_fp64(paged, causal):
 @pytest.mark.parametrize("causal", [False, True])
 def test_attention_varlen_matches_fp64(causal):
     """ktune.attention_varlen over packed sequences of different lengths (an empty one, one off the
-    tiles, keys longer and shorter than queries), GQA, against FP64 of each sequence alone; the
+    tiles, keys longer and shorter than queries, one with queries and no key: O = 0, lse = +inf),
+    GQA, against FP64 of each sequence alone; the
     log-sum-exp (heads, total_q); the custom op under torch.compile gives the same."""
     import torch
     g = torch.Generator(device="cuda").manual_seed(31)
     H, Hk, D = 8, 2, 128
-    lq, lk = [300, 0, 17, 129], [340, 5, 17, 100]
+    lq, lk = [300, 0, 17, 129, 40], [340, 5, 17, 100, 0]  # the last sequence's rows see no key
     cu_q = torch.tensor([0] + list(itertools.accumulate(lq)), dtype=torch.int32, device="cuda")
     cu_k = torch.tensor([0] + list(itertools.accumulate(lk)), dtype=torch.int32, device="cuda")
     q = torch.randn(sum(lq), H, D, device="cuda", generator=g).to(torch.bfloat16)
@@ -592,6 +593,10 @@ def test_attention_varlen_matches_fp64(causal):
     for b in range(len(lq)):
         q0, k0 = int(cu_q[b]), int(cu_k[b])
         if lq[b] == 0:
+            continue
+        if lk[b] == 0:
+            assert torch.equal(out[q0:q0 + lq[b]], torch.zeros_like(out[q0:q0 + lq[b]])), b
+            assert torch.isinf(lse[:, q0:q0 + lq[b]]).all() and (lse[:, q0:q0 + lq[b]] > 0).all(), b
             continue
         ref, ref_lse = attention_ref(q[None, q0:q0 + lq[b]], k[None, k0:k0 + lk[b]], v[None, k0:k0 + lk[b]], causal,
                                      D ** -0.5)
@@ -615,7 +620,7 @@ def test_attention_varlen_matches_fp64(causal):
         ktune.attention_varlen(q, k, v, cu_q.long(), cu_k, max(lq), max(lk))
     with pytest.raises(ktune.UsageError, match="one length"):
         ktune.attention_varlen(q, k, v, cu_q, cu_k[:-1], max(lq), max(lk))
-    with pytest.raises(ktune.UsageError, match="no sequence may be longer"):
+    with pytest.raises(ktune.UsageError, match="at least the longest sequence"):
         ktune.attention_varlen(q, k, v, cu_q, cu_k, 10, max(lk))
     with pytest.raises(ktune.UsageError, match="3-d"):
         ktune.attention_varlen(q[None], k, v, cu_q, cu_k, max(lq), max(lk))

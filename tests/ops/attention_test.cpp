@@ -226,6 +226,8 @@ TEST(Attention, VarlenOpIsValidatedSplitsEvenlyForTimingAndItsFamiliesCompile) {
     EXPECT_NE(cu, varlen_cu_seqlens(10000, 4, 4096, 0));
     EXPECT_EQ(cu, varlen_cu_seqlens(10000, 4, 4096, seed)); // from the seed alone
   }
+  const std::vector<int32_t> last_empty = varlen_cu_seqlens(10000, 4, 4096, 9, 3); // the keys' choice
+  EXPECT_EQ(last_empty[4], last_empty[3]);
   EXPECT_EQ(varlen_cu_seqlens(8, 2, 4, 5), (std::vector<int32_t>{0, 4, 8})); // full: nothing can move
   EXPECT_THROW(varlen_cu_seqlens(9, 2, 4, 0), Error);
   for (const char* name : {"attention_wgmma_varlen", "attention_fa2_varlen", "attention_simple_varlen"}) {
@@ -241,6 +243,34 @@ TEST(Attention, VarlenOpIsValidatedSplitsEvenlyForTimingAndItsFamiliesCompile) {
   // The dense problem of the longest sequences lends its tuned configs.
   const Problem as = info.lends_from.as(p);
   EXPECT_EQ(as.key(), "attention/bf16/causal/4x32x8x4096x4096x128/a16");
+  // Served as the batch's capacity of tokens (one choice for every step's token counts): which
+  // holds only because no family's kernels or launch grid depend on the totals.
+  const Problem served = serving_problem(p);
+  EXPECT_EQ(served.key(), "attention_varlen/bf16/causal/4x32x8x4096x4096x128x16384x16384/a16");
+  EXPECT_EQ(serving_problem(Problem::parse("attention_varlen", "4x32x8x4096x4096x128x100x12000", "causal", DType::bf16))
+                .key(),
+            served.key());
+  for (const char* name : {"attention_wgmma_varlen", "attention_fa2_varlen", "attention_simple_varlen"}) {
+    const Family f = find_family(name);
+    for (const Config& c : f.sample(p, d, 4, 11)) {
+      EXPECT_EQ(f.kernel_names(c, p), f.kernel_names(c, served)) << name;
+      const LaunchPlan a = f.launch_plan(c, p), b = f.launch_plan(c, served);
+      ASSERT_EQ(a.steps.size(), b.steps.size());
+      EXPECT_EQ(a.workspace_bytes, b.workspace_bytes);
+      for (size_t i = 0; i < a.steps.size(); ++i) {
+        EXPECT_EQ(std::vector<unsigned>(a.steps[i].grid, a.steps[i].grid + 3),
+                  std::vector<unsigned>(b.steps[i].grid, b.steps[i].grid + 3)) << name;
+        EXPECT_EQ(a.steps[i].dynamic_smem, b.steps[i].dynamic_smem) << name;
+      }
+    }
+  }
+  // The cumulative lengths and the log-sum-exp are read one element at a time: a 4-byte aligned
+  // view of them leaves the class at 16; q at 4 bytes narrows it.
+  alignas(256) static unsigned char buf[1024];
+  const void* at16[] = {buf, buf, buf, buf + 4, buf + 8, buf, buf + 4};
+  EXPECT_EQ(operands_alignment(p, 16, at16, 7), 16);
+  const void* q4[] = {buf + 4, buf, buf, buf, buf, buf, buf};
+  EXPECT_EQ(operands_alignment(p, 16, q4, 7), 4);
 }
 
 TEST(Attention, KernelsOfEveryFamilyAndTheCheckKernelsCompile) {
