@@ -548,10 +548,11 @@ TuneResult tune(const TuneOptions& o) {
   // GPU takes its own first, then those nobody holds. A retired GPU's problems are anybody's.
   std::mutex mu;
   std::deque<size_t> todo;
-  for (size_t i = 0; i < o.problems.size(); ++i) todo.push_back(i);
-  if (lanes.size() > 1) {
+  if (lanes.size() > 1) { // the longest first, so that no GPU is left with a long one at the end
     const std::vector<size_t> order = longest_first(o.problems);
     todo.assign(order.begin(), order.end());
+  } else {
+    for (size_t i = 0; i < o.problems.size(); ++i) todo.push_back(i);
   }
   std::vector<int> holder(o.problems.size(), -1); // lane index
   if (lanes.size() > 1)
