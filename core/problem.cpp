@@ -210,6 +210,11 @@ Problem serving_problem(const Problem& p) {
   return info.serve_as ? info.serve_as(p) : p;
 }
 
+std::string serving_key(const Problem& p) {
+  const OpInfo& info = op_info(p.op);
+  return info.serve_as ? info.serve_as(p).key() : p.key();
+}
+
 int operands_alignment(const Problem& p, int align, const void* const* buffers, size_t n) {
   const OpInfo& info = op_info(p.op);
   for (size_t i = 0; i < n; ++i)

@@ -383,7 +383,7 @@ Selection Runtime::Impl::resolve_buffers(const Problem& p, const std::vector<voi
                                          const Runtime& rt) {
   // Measured with the caller's problem and buffers, kept for the problem that serves it.
   return resolve_first_use(
-      serving_problem(p).key(), stream, [&] { return rt.best_config(p); }, [](Selection s) { return s; },
+      serving_key(p), stream, [&] { return rt.best_config(p); }, [](Selection s) { return s; },
       [&](Selection s) { return measure_buffers(p, std::move(s), buffers, stream); });
 }
 

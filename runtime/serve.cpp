@@ -227,7 +227,7 @@ CUdeviceptr Runtime::buffers_workspace(const Problem& p, const LaunchPlan& plan,
 }
 
 const void* Runtime::prepared_buffers(const Problem& p, const std::vector<void*>& buffers, CUstream stream) {
-  const std::string key = serving_problem(p).key(); // its kernel and plan serve p (OpInfo::serve_as)
+  const std::string key = serving_key(p); // its kernel and plan serve p (OpInfo::serve_as)
   if (const Prepared* known = impl_->find_prepared(key)) return known;
   return prepared_generic(
       key, p, "ktune::Runtime::run", [&] { return impl_->resolve_buffers(p, buffers, stream, *this); },
@@ -262,35 +262,37 @@ void Runtime::rmsnorm(DType dt, int64_t rows_, int64_t cols, const void* x, int6
   rows(rows_problem("rmsnorm", dt, rows_, cols, ldx, ldy, "eps", eps), x, y, weight, nullptr, stream);
 }
 
-void Runtime::attention(DType dtype, int64_t batch, int64_t heads, int64_t kv_heads, int64_t q_len, int64_t kv_len,
-                        int64_t head_dim, bool causal, const void* q, const void* k, const void* v, void* o, float* lse,
-                        const std::vector<int64_t>& strides, float scale, CUstream stream) {
-  Problem p = Problem::make("attention", {batch, heads, kv_heads, q_len, kv_len, head_dim}, causal ? "causal" : "full",
-                            dtype);
+namespace {
+// An attention op's problem as Runtime::attention and attention_varlen take it: strides empty for
+// packed, else as many as the op's operands have (`which` names them in the error).
+Problem attention_problem(const char* op, std::vector<int64_t> dims, bool causal, DType dtype,
+                          const std::vector<int64_t>& strides, float scale, const char* which) {
+  Problem p = Problem::make(op, std::move(dims), causal ? "causal" : "full", dtype);
   if (!strides.empty()) {
     if (strides.size() != p.ld.size())
-      throw UsageError("ktune::Runtime::attention: " + std::to_string(strides.size()) + " strides given, it takes " +
-                       std::to_string(p.ld.size()) + " (batch, sequence and head of q, k, v and o)");
+      throw UsageError(std::string("ktune::Runtime::") + op + ": " + std::to_string(strides.size()) +
+                       " strides given, it takes " + std::to_string(p.ld.size()) + " (" + which + " of q, k, v and o)");
     p.ld = strides;
   }
   p.scalars["scale"] = scale;
-  run(p, {const_cast<void*>(q), const_cast<void*>(k), const_cast<void*>(v), o, lse}, stream);
+  return p;
+}
+} // namespace
+
+void Runtime::attention(DType dtype, int64_t batch, int64_t heads, int64_t kv_heads, int64_t q_len, int64_t kv_len,
+                        int64_t head_dim, bool causal, const void* q, const void* k, const void* v, void* o, float* lse,
+                        const std::vector<int64_t>& strides, float scale, CUstream stream) {
+  run(attention_problem("attention", {batch, heads, kv_heads, q_len, kv_len, head_dim}, causal, dtype, strides, scale,
+                        "batch, sequence and head"),
+      {const_cast<void*>(q), const_cast<void*>(k), const_cast<void*>(v), o, lse}, stream);
 }
 
 void Runtime::attention_varlen(DType dtype, int64_t batch, int64_t heads, int64_t kv_heads, int64_t q_len,
                                int64_t kv_len, int64_t head_dim, int64_t total_q, int64_t total_kv, bool causal,
                                const void* q, const void* k, const void* v, const int32_t* cu_q, const int32_t* cu_k,
                                void* o, float* lse, const std::vector<int64_t>& strides, float scale, CUstream stream) {
-  Problem p = Problem::make("attention_varlen", {batch, heads, kv_heads, q_len, kv_len, head_dim, total_q, total_kv},
-                            causal ? "causal" : "full", dtype);
-  if (!strides.empty()) {
-    if (strides.size() != p.ld.size())
-      throw UsageError("ktune::Runtime::attention_varlen: " + std::to_string(strides.size()) + " strides given, it takes " +
-                       std::to_string(p.ld.size()) + " (token and head of q, k, v and o)");
-    p.ld = strides;
-  }
-  p.scalars["scale"] = scale;
-  run(p,
+  run(attention_problem("attention_varlen", {batch, heads, kv_heads, q_len, kv_len, head_dim, total_q, total_kv}, causal,
+                        dtype, strides, scale, "token and head"),
       {const_cast<void*>(q), const_cast<void*>(k), const_cast<void*>(v), const_cast<int32_t*>(cu_q),
        const_cast<int32_t*>(cu_k), o, lse},
       stream);

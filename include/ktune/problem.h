@@ -218,6 +218,9 @@ std::vector<int64_t> operand_strides(const Problem& p, size_t i);
 const OpInfo& op_info(const std::string& name);
 // OpInfo::serve_as of p's op applied to p, or p.
 Problem serving_problem(const Problem& p);
+// serving_problem(p).key(), without a copy of p for an op that has no serve_as (every call of
+// Runtime::run builds it).
+std::string serving_key(const Problem& p);
 // align narrowed to what the pointers of p's operands allow (n of them, in the op's order; null
 // ones and those whose Operand::aligns is false left out).
 int operands_alignment(const Problem& p, int align, const void* const* buffers, size_t n);

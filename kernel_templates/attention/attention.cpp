@@ -155,9 +155,9 @@ Family wgmma_family(bool varlen) {
              })
       .restrict("TMA: 16-byte aligned strides and pointers (alignment class 16)", {},
                 [](const Config&, const Problem& p, const DeviceInfo&) { return p.align == 16; })
+      // attention_varlen's coordinates are tokens, which its validation bounds the same way.
       .restrict("TMA coordinates are 32-bit", {}, [varlen](const Config&, const Problem& p, const DeviceInfo&) {
-        const int64_t sq = varlen ? p.dims[kTotalQ] : p.dims[kQLen], skv = varlen ? p.dims[kTotalKv] : p.dims[kKvLen];
-        return sq <= INT32_MAX - 256 && skv <= INT32_MAX - 256;
+        return varlen || (p.dims[kQLen] <= INT32_MAX - 256 && p.dims[kKvLen] <= INT32_MAX - 256);
       })
       // ptxas (sm_90a, CUDA 13.0) spills nothing up to these: head dim 128 with BN 176 and OVERLAP at 240
       // registers, 128 x 80 with three consumers at 160 (BN 96 and OVERLAP spill 80 bytes there).
