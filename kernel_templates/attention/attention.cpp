@@ -132,6 +132,13 @@ int64_t wgmma_smem(const Config& c, const Problem& p) {
   return (64 * int64_t(c["CWG"]) + 2 * int64_t(c["STAGES"]) * c["BN"]) * p.dims[kHeadDim] * 2 + 1024;
 }
 
+// The wgmma grid's x extent: its query blocks, or with PERSIST every (query block, head, batch)
+// tile (the launch caps it at the blocks the GPU holds at once).
+int64_t wgmma_x_extent(const Config& c, const Problem& p) {
+  const int64_t bm = 64 * c["CWG"], blocks = std::max<int64_t>(1, (p.dims[kQLen] + bm - 1) / bm);
+  return c["PERSIST"] ? blocks * p.dims[kHeads] * p.dims[kBatch] : blocks;
+}
+
 Family wgmma_family(bool varlen) {
   Family f = common("attention_wgmma" + suffix(varlen), "attention_wgmma.cu",
                     varlen_about(varlen, "FlashAttention-3 on sm_90a: a TMA producer warpgroup and CWG consumer "
@@ -143,10 +150,13 @@ Family wgmma_family(bool varlen) {
       .param("BN", {64, 80, 96, 112, 128, 144, 160, 176}, "keys a step")
       .param("STAGES", {2, 3}, "K / V buffers in the TMA ring")
       .param("OVERLAP", {0, 1}, "1: S of the next key tile and the softmax overlap P V (that S beside the packed P in registers)")
-      .param("PINGPONG", {0, 1}, "1: the consumers take turns issuing their GEMMs (named barriers), one's softmax under another's GEMMs");
-  // Configs recorded before PINGPONG ran without it.
+      .param("PINGPONG", {0, 1}, "1: the consumers take turns issuing their GEMMs (named barriers), one's softmax under another's GEMMs")
+      .param("PERSIST", {0, 1},
+             "1: one block an SM walks the tiles; the next tile's Q and K / V load while this one's O is stored");
+  // Configs recorded before PINGPONG or PERSIST ran without them.
   f.upgrade([](Config c) {
     if (!c.has("PINGPONG")) c.set("PINGPONG", 0);
+    if (!c.has("PERSIST")) c.set("PERSIST", 0);
     return c;
   });
   f.restrict("head_dim is 64, 128, 192 or 256 (whole 128-byte swizzled column blocks)", {},
@@ -173,22 +183,22 @@ Family wgmma_family(bool varlen) {
                 })
       .restrict("turns need two consumers or more", {"CWG", "PINGPONG"},
                 [](const Config& c, const Problem&, const DeviceInfo&) { return !c["PINGPONG"] || c["CWG"] >= 2; })
-      .restrict("the grid's x extent holds the query blocks", {"CWG"}, [](const Config& c, const Problem& p, const DeviceInfo&) {
-        return (p.dims[kQLen] + 64 * c["CWG"] - 1) / (64 * c["CWG"]) <= INT32_MAX;
-      });
+      .restrict("the grid's x extent holds the query blocks (PERSIST: every tile)", {"CWG", "PERSIST"},
+                [](const Config& c, const Problem& p, const DeviceInfo&) { return wgmma_x_extent(c, p) <= INT32_MAX; });
   f.kernels([varlen](const Config& c, const Problem& p) {
     return std::vector<std::string>{"attention_wgmma" + suffix(varlen) + "<" + std::to_string(f16_code(p.dtype)) + "," +
                                     std::to_string(p.dims[kHeadDim]) + "," + std::to_string(c["BN"]) + "," +
                                     std::to_string(c["CWG"]) + "," + std::to_string(c["STAGES"]) + "," +
                                     std::to_string(c["OVERLAP"]) + "," + std::to_string(c["PINGPONG"]) + "," +
-                                    (causal(p) ? "1" : "0") + ">"};
+                                    (causal(p) ? "1" : "0") + "," + std::to_string(c["PERSIST"]) + ">"};
   });
   f.launch([varlen](const Config& c, const Problem& p) {
     LaunchStep s;
     const int64_t bm = 64 * c["CWG"];
-    s.grid[0] = unsigned(std::max<int64_t>(1, (p.dims[kQLen] + bm - 1) / bm));
-    s.grid[1] = unsigned(p.dims[kHeads]);
-    s.grid[2] = unsigned(p.dims[kBatch]);
+    s.grid[0] = unsigned(wgmma_x_extent(c, p));
+    s.grid[1] = unsigned(c["PERSIST"] ? 1 : p.dims[kHeads]);
+    s.grid[2] = unsigned(c["PERSIST"] ? 1 : p.dims[kBatch]);
+    s.persistent = c["PERSIST"] != 0; // the launch caps the grid at the blocks resident at once
     s.block[0] = unsigned(128 * (c["CWG"] + 1));
     s.dynamic_smem = unsigned(wgmma_smem(c, p));
     // q, k and v by TMA: boxes of (1, rows, 1, 64) over (batch, sequence, head, head_dim), or
@@ -217,6 +227,7 @@ Family wgmma_family(bool varlen) {
     c.set("STAGES", 2);
     c.set("OVERLAP", 1);
     c.set("PINGPONG", d > 128 ? 0 : 1);
+    c.set("PERSIST", 0);
     return c;
   });
   return f;

@@ -113,11 +113,11 @@ __device__ __forceinline__ void softmax_tile(float (&sc)[BN / 2], float (&corr)[
 
 } // namespace ktune_attn_wg
 
-template <int F16, int D, int BN, int CWG, int STAGES, int OVERLAP, int PINGPONG, int CAUSAL, int VARLEN>
-__device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict__ o, float* __restrict__ lse, long long H,
-                                                     long long HKV, long long SQ_MAX, long long SKV_MAX, long long TQ,
-                                                     long long ob, long long os, long long oh, float scale_arg,
-                                                     const KtuneTensorMap* mq, const KtuneTensorMap* mk,
+template <int F16, int D, int BN, int CWG, int STAGES, int OVERLAP, int PINGPONG, int CAUSAL, int PERSIST, int VARLEN>
+__device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict__ o, float* __restrict__ lse, long long B,
+                                                     long long H, long long HKV, long long SQ_MAX, long long SKV_MAX,
+                                                     long long TQ, long long ob, long long os, long long oh,
+                                                     float scale_arg, const KtuneTensorMap* mq, const KtuneTensorMap* mk,
                                                      const KtuneTensorMap* mv, const int* __restrict__ cu_q,
                                                      const int* __restrict__ cu_k) {
   using namespace ktune_attn_wg;
@@ -127,31 +127,66 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
   static_assert(!PINGPONG || CWG >= 2, "ping-pong needs two consumers");
 
   extern __shared__ __align__(1024) unsigned char attn_smem[];
-  __shared__ __align__(8) unsigned long long bars[1 + 4 * STAGES]; // q_full, k_full[], v_full[], k_empty[], v_empty[]
+  // q_full, q_empty, k_full[], v_full[], k_empty[], v_empty[]
+  __shared__ __align__(8) unsigned long long bars[2 + 4 * STAGES];
   const unsigned base = (smem_addr(attn_smem) + 1023u) & ~1023u; // 128-byte swizzle: 1024-byte aligned tiles
   const unsigned sQ = base, sK = sQ + Q_BLOCK * DB, sV = sK + KV_TILE * STAGES;
   const unsigned bar0 = smem_addr(bars);
-  const unsigned q_full = bar0;
-  auto k_full = [&](int s) { return bar0 + 8u * (1 + s); };
-  auto v_full = [&](int s) { return bar0 + 8u * (1 + STAGES + s); };
-  auto k_empty = [&](int s) { return bar0 + 8u * (1 + 2 * STAGES + s); };
-  auto v_empty = [&](int s) { return bar0 + 8u * (1 + 3 * STAGES + s); };
+  const unsigned q_full = bar0, q_empty = bar0 + 8u;
+  auto k_full = [&](int s) { return bar0 + 8u * (2 + s); };
+  auto v_full = [&](int s) { return bar0 + 8u * (2 + STAGES + s); };
+  auto k_empty = [&](int s) { return bar0 + 8u * (2 + 2 * STAGES + s); };
+  auto v_empty = [&](int s) { return bar0 + 8u * (2 + 3 * STAGES + s); };
+
+  // A work tile: BM query rows of one (batch, head) and the key tiles [0, n_end) they see: all of
+  // them, or (causal) up to the last row's diagonal.
+  struct Tile {
+    int m0, h, b, hk, n_end; // 32-bit (the op's bounds), fewer registers held across a persistent block's tiles
+    ktune_attn::Seq seq;
+  };
+  auto tile_at = [&](long long m_block, long long h, long long b, Tile& T) {
+    T.m0 = int(m_block * BM), T.h = int(h), T.b = int(b), T.hk = int(h / (H / HKV));
+    T.seq = ktune_attn::seq_of<VARLEN>(b, h, H, SQ_MAX, SKV_MAX, TQ, cu_q, cu_k);
+    const long long SQ = T.seq.sq, SKV = T.seq.skv;
+    long long n_end = (SKV + BN - 1) / BN;
+    if (CAUSAL) {
+      const long long last = (T.m0 + BM < SQ ? T.m0 + BM : SQ) - 1 + SKV - SQ;
+      n_end = last < 0 ? 0 : (last / BN + 1 < n_end ? last / BN + 1 : n_end);
+    }
+    T.n_end = int(n_end);
+    return !VARLEN || T.m0 < SQ; // varlen: a sequence shorter than the longest has nothing past its end
+  };
+  // The block's tiles, the same walk for the producer and the consumers: next_tile(w, T) sets T to
+  // the block's next tile from walk position w (0 at the start) and returns false when none is
+  // left. One block a tile: the grid's (query block, head, batch), longest rows first (causal).
+  // PERSIST: a grid of the blocks the GPU holds at once walks the tiles in the same order (query
+  // blocks innermost, so the blocks at work share a head's keys in L2), block k taking the k-th
+  // tile of each wave of gridDim.x tiles in even waves and the k-th from the end in odd ones: causal
+  // tiles of one head cost in proportion to their rows, and a fixed stride (gridDim.x a multiple of
+  // the query blocks) would give a block the same query block, the same cost, every wave.
+  const long long MB = SQ_MAX > BM ? (SQ_MAX + BM - 1) / BM : 1, tiles = MB * H * B;
+  auto next_tile = [&](long long& w, Tile& T) {
+    if constexpr (!PERSIST) {
+      while (w == 0) {
+        ++w;
+        if (tile_at(gridDim.x - 1 - blockIdx.x, blockIdx.y, blockIdx.z, T)) return true;
+      }
+      return false;
+    } else {
+      const long long G = gridDim.x;
+      while (w * G < tiles) {
+        const long long L = w * G + (w & 1 ? G - 1 - blockIdx.x : blockIdx.x);
+        ++w;
+        if (L >= tiles) return false;
+        if (tile_at(MB - 1 - L % MB, (L / MB) % H, L / (MB * H), T)) return true;
+      }
+      return false;
+    }
+  };
 
   const int tid = threadIdx.x, wg = warp_uniform(tid / 128);
-  const int m_block = gridDim.x - 1 - blockIdx.x; // causal: the longest rows first
-  const long long h = blockIdx.y, b = blockIdx.z, hk = h / (H / HKV);
-  const ktune_attn::Seq seq = ktune_attn::seq_of<VARLEN>(b, h, H, SQ_MAX, SKV_MAX, TQ, cu_q, cu_k);
-  const long long SQ = seq.sq, SKV = seq.skv; // this sequence's
-  const long long m0 = (long long)m_block * BM, off = SKV - SQ;
-  if (VARLEN && m0 >= SQ) return; // a shorter sequence than the longest: the whole block is past it (no barrier yet)
-  long long n_end = (SKV + BN - 1) / BN;
-  if (CAUSAL) {
-    const long long last = (m0 + BM < SQ ? m0 + BM : SQ) - 1 + off;
-    n_end = last < 0 ? 0 : (last / BN + 1 < n_end ? last / BN + 1 : n_end);
-  }
-
   if (tid == 0) {
-    mbar_init(q_full, 1);
+    mbar_init(q_full, 1), mbar_init(q_empty, CWG);
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(k_full(s), 1), mbar_init(v_full(s), 1);
       mbar_init(k_empty(s), CWG), mbar_init(v_empty(s), CWG);
@@ -160,25 +195,43 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
   }
   __syncthreads();
 
+  // The K / V ring runs on across a block's tiles: a tile's key tile n uses stage (s0 + n) % STAGES
+  // in phase ph0 ^ ((s0 + n) / STAGES) & 1, where (s0, ph0) is where the block's previous tile left
+  // the ring (advance); the Q buffer holds the block's i-th tile in phase i & 1.
+  auto advance = [](int& s0, unsigned& ph0, int n_end) {
+    const int at = s0 + n_end;
+    s0 = at % STAGES, ph0 ^= unsigned(at / STAGES) & 1u;
+  };
   if (wg == 0) { // producer
     setmaxnreg_dec<CWG == 3 ? 32 : 24>();
     if (tid == 0) {
-      mbar_expect_tx(q_full, Q_BLOCK * DB);
-#pragma unroll
-      for (int db = 0; db < DB; ++db) tma_load_rows<VARLEN>(sQ + db * Q_BLOCK, mq, db * 64, seq.q_first, m0, h, b, q_full);
-      for (long long n = 0; n < n_end; ++n) {
-        const int s = int(n % STAGES);
-        const unsigned phase = unsigned(n / STAGES) & 1u;
-        mbar_wait(k_empty(s), phase ^ 1u);
-        mbar_expect_tx(k_full(s), KV_TILE);
-#pragma unroll
-        for (int db = 0; db < DB; ++db)
-          tma_load_rows<VARLEN>(sK + s * KV_TILE + db * KV_BLOCK, mk, db * 64, seq.k_first, n * BN, hk, b, k_full(s));
-        mbar_wait(v_empty(s), phase ^ 1u);
-        mbar_expect_tx(v_full(s), KV_TILE);
+      int s0 = 0;
+      unsigned ph0 = 0, i = 0;
+      long long walk = 0;
+      Tile T;
+      while (next_tile(walk, T)) {
+        mbar_wait(q_empty, (i & 1u) ^ 1u); // the consumers are done with the last tile's Q
+        mbar_expect_tx(q_full, Q_BLOCK * DB);
 #pragma unroll
         for (int db = 0; db < DB; ++db)
-          tma_load_rows<VARLEN>(sV + s * KV_TILE + db * KV_BLOCK, mv, db * 64, seq.k_first, n * BN, hk, b, v_full(s));
+          tma_load_rows<VARLEN>(sQ + db * Q_BLOCK, mq, db * 64, T.seq.q_first, T.m0, T.h, T.b, q_full);
+        for (int n = 0; n < T.n_end; ++n) {
+          const int s = (s0 + n) % STAGES;
+          const unsigned phase = ph0 ^ (unsigned((s0 + n) / STAGES) & 1u);
+          mbar_wait(k_empty(s), phase ^ 1u);
+          mbar_expect_tx(k_full(s), KV_TILE);
+#pragma unroll
+          for (int db = 0; db < DB; ++db)
+            tma_load_rows<VARLEN>(sK + s * KV_TILE + db * KV_BLOCK, mk, db * 64, T.seq.k_first, n * BN, T.hk, T.b,
+                                  k_full(s));
+          mbar_wait(v_empty(s), phase ^ 1u);
+          mbar_expect_tx(v_full(s), KV_TILE);
+#pragma unroll
+          for (int db = 0; db < DB; ++db)
+            tma_load_rows<VARLEN>(sV + s * KV_TILE + db * KV_BLOCK, mv, db * 64, T.seq.k_first, n * BN, T.hk, T.b,
+                                  v_full(s));
+        }
+        advance(s0, ph0, T.n_end), ++i;
       }
     }
     return;
@@ -188,19 +241,6 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
   const int c = wg - 1, wtid = tid & 127, lane = tid & 31, w = wtid >> 5, g = lane >> 2, t = lane & 3;
   const float scale = scale_arg != 0.f ? scale_arg : 1.f / sqrtf((float)D);
   const float scale_log2 = fabsf(scale) * 1.4426950408889634f;
-  const long long row_base = m0 + c * 64 + w * 16 + g; // this thread's rows: row_base and row_base + 8
-
-  float acc[D / 2];
-#pragma unroll
-  for (int i = 0; i < D / 2; ++i) acc[i] = 0.f;
-  float row_max[2] = {-inf_f(), -inf_f()}, row_sum[2] = {0.f, 0.f};
-
-  // The steps of one key tile n. qk issues S = Q K^T into sc (one wgmma group, not waited for);
-  // softmax masks sc, turns it into P in place and updates the row statistics, leaving the factor O
-  // must be scaled by in corr; pv issues O += P V from the packed P (one group).
-  // The first k-step's scale-d 0 starts S afresh, so its registers need no zeroing (BN / 2
-  // instructions a tile). With a negative scale S is computed negated (wgmma's imm-scale-b -1, free),
-  // so that the softmax below always sees a positive one.
   // Descriptors built once from warp-uniform addresses and moved by adds to their low word
   // (Desc128): no per-wgmma AND / shift / OR, the words stay in uniform registers.
   const Desc128 q_base(sQ + c * 8192, 8192, 1024), k_base(sK, 8192, 1024), v_base(sV, KV_BLOCK, 1024);
@@ -210,86 +250,11 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
   };
   auto q_desc = [&](int kd) { return q_base.plus((kd / 4) * Q_BLOCK + (kd % 4) * 32); };
   auto k_desc = [&](const Desc128& ks, int kd) { return ks.plus((kd / 4) * KV_BLOCK + (kd % 4) * 32); };
-  auto qk = [&](long long n, float (&sc)[BN / 2]) {
-    const int s = int(n % STAGES);
-    const Desc128 ks = at_stage(k_base, s);
-    mbar_wait(k_full(s), unsigned(n / STAGES) & 1u);
-    fence_regs(sc);
-    wgmma_fence();
-    if (!(scale_arg < 0.f)) { // a kernel parameter, read again where needed rather than held in a register
-#pragma unroll
-      for (int kd = 0; kd < D / 16; ++kd)
-        wgmma_m64k16<BN, 0, 0, 1>(sc, q_desc(kd), k_desc(ks, kd), IsF16<F16>{}, kd == 0 ? 0 : 1);
-    } else {
-#pragma unroll
-      for (int kd = 0; kd < D / 16; ++kd)
-        wgmma_m64k16<BN, 0, 0, -1>(sc, q_desc(kd), k_desc(ks, kd), IsF16<F16>{}, kd == 0 ? 0 : 1);
-    }
-    wgmma_commit();
-  };
-  // Register 4 j + 2 r + e of sc holds row row_base + 8 r, key n BN + 8 j + 2 t + e. A tile that
-  // reaches past the sequence's keys or (causal) past a row's diagonal is masked (softmax_tile's
-  // MASK); the two are instantiations behind a warp-uniform branch: written as one loop with a
-  // run-time test, ptxas if-converted the test away and masked every tile (an FSEL, 64-bit compares
-  // and predicates kept in registers for each score: about a third of the kernel's instructions,
-  // Nsight Compute at 16k non-causal).
-  auto needs_mask = [&](long long n) { return n * BN + BN > SKV || (CAUSAL && n * BN + BN - 1 > m0 + off); };
-  auto softmax = [&](long long n, float (&sc)[BN / 2], float (&corr)[2]) {
-    const long long j0 = n * BN;
-    if (needs_mask(n))
-      softmax_tile<BN, true, CAUSAL>(sc, corr, row_max, row_sum, int(SKV - j0 < BN ? SKV - j0 : BN),
-                                     row_base + off - j0, t, scale_log2);
-    else
-      softmax_tile<BN, false, CAUSAL>(sc, corr, row_max, row_sum, BN, 0, t, scale_log2);
-  };
-  auto rescale = [&](const float (&corr)[2]) {
-#pragma unroll
-    for (int j = 0; j < D / 8; ++j)
-#pragma unroll
-      for (int r = 0; r < 2; ++r) acc[4 * j + 2 * r] *= corr[r], acc[4 * j + 2 * r + 1] *= corr[r];
-  };
-  // P as the A operand: k16 step kk is the n8 tiles 2 kk and 2 kk + 1 (mma.sync's A fragment per warp).
-  unsigned pa[BN / 16][4];
-  auto pack = [&](const float (&sc)[BN / 2]) {
-#pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk) {
-      pa[kk][0] = pack2<F16>(sc[8 * kk + 0], sc[8 * kk + 1]);
-      pa[kk][1] = pack2<F16>(sc[8 * kk + 2], sc[8 * kk + 3]);
-      pa[kk][2] = pack2<F16>(sc[8 * kk + 4], sc[8 * kk + 5]);
-      pa[kk][3] = pack2<F16>(sc[8 * kk + 6], sc[8 * kk + 7]);
-    }
-  };
-  // The register form of wgmma reads pa while it runs: pin it until the group is waited for.
-  auto hold_pa = [&] {
-#pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk)
-#pragma unroll
-      for (int x = 0; x < 4; ++x) asm volatile("" : "+r"(pa[kk][x])::"memory");
-  };
-  auto pv = [&](long long n) {
-    const int s = int(n % STAGES);
-    const Desc128 vstage = at_stage(v_base, s);
-    mbar_wait(v_full(s), unsigned(n / STAGES) & 1u);
-    fence_regs(acc);
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk) {
-      // V: BN key lines of 128 bytes per 64-column block (MN-major B), blocks KV_BLOCK apart.
-      const unsigned long long dv = vstage.plus(kk * 2048);
-      wgmma_m64k16_rs<D, 1>(acc, pa[kk], dv, IsF16<F16>{});
-    }
-    wgmma_commit();
-  };
-  auto free_k = [&](long long n) {
-    if (wtid == 0) mbar_arrive(k_empty(int(n % STAGES)));
-  };
-  auto free_v = [&](long long n) {
-    if (wtid == 0) mbar_arrive(v_empty(int(n % STAGES)));
-  };
   // PINGPONG: consumer c's turn to issue GEMMs is named barrier 4 + c (1 to 3 are the epilogue's),
   // complete when c's 128 threads wait on it and the consumer before c (round robin) has arrived
-  // after issuing its own. Every consumer of a block walks the same key tiles, so the turns match;
-  // the last arrival of a block is left pending on consumer 0's barrier at exit.
+  // after issuing its own. Every consumer of a block walks the same tiles and key tiles, so the
+  // turns match, across tiles too; the last arrival of a block is left pending on consumer 0's
+  // barrier at exit.
   auto turn_wait = [&] {
     if constexpr (PINGPONG) named_sync(4 + c, 256);
   };
@@ -299,122 +264,245 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
   if constexpr (PINGPONG) // consumer 0 goes first: the last one's arrival stands for a step before the loop
     if (c == CWG - 1) named_arrive(4, 256);
 
-  mbar_wait(q_full, 0);
-  float sa[BN / 2], corr[2];
-  if constexpr (!OVERLAP) {
-    // A turn is P V of tile n - 1, issued and waited for, then the issue of S of tile n (as
-    // FlashAttention-3 orders it); the softmax runs outside it.
-    turn_wait();
-    for (long long n = 0; n < n_end; ++n) {
-      qk(n, sa);
+  int s0 = 0;
+  unsigned ph0 = 0, i = 0;
+  long long walk = 0;
+  Tile T;
+  while (next_tile(walk, T)) {
+    const long long SQ = T.seq.sq, SKV = T.seq.skv, m0 = T.m0, off = SKV - SQ, n_end = T.n_end;
+    const long long row_base = m0 + c * 64 + w * 16 + g; // this thread's rows: row_base and row_base + 8
+
+    float acc[D / 2];
+#pragma unroll
+    for (int x = 0; x < D / 2; ++x) acc[x] = 0.f;
+    float row_max[2] = {-inf_f(), -inf_f()}, row_sum[2] = {0.f, 0.f};
+
+    // The steps of one key tile n. qk issues S = Q K^T into sc (one wgmma group, not waited for);
+    // softmax masks sc, turns it into P in place and updates the row statistics, leaving the factor
+    // O must be scaled by in corr; pv issues O += P V from the packed P (one group).
+    // The first k-step's scale-d 0 starts S afresh, so its registers need no zeroing (BN / 2
+    // instructions a tile). With a negative scale S is computed negated (wgmma's imm-scale-b -1,
+    // free), so that the softmax below always sees a positive one.
+    auto stage = [&](long long n) { return int((s0 + n) % STAGES); };
+    auto phase = [&](long long n) { return ph0 ^ (unsigned((s0 + n) / STAGES) & 1u); };
+    auto qk = [&](long long n, float (&sc)[BN / 2]) {
+      const Desc128 ks = at_stage(k_base, stage(n));
+      mbar_wait(k_full(stage(n)), phase(n));
+      fence_regs(sc);
+      wgmma_fence();
+      if (!(scale_arg < 0.f)) { // a kernel parameter, read again where needed rather than held in a register
+#pragma unroll
+        for (int kd = 0; kd < D / 16; ++kd)
+          wgmma_m64k16<BN, 0, 0, 1>(sc, q_desc(kd), k_desc(ks, kd), IsF16<F16>{}, kd == 0 ? 0 : 1);
+      } else {
+#pragma unroll
+        for (int kd = 0; kd < D / 16; ++kd)
+          wgmma_m64k16<BN, 0, 0, -1>(sc, q_desc(kd), k_desc(ks, kd), IsF16<F16>{}, kd == 0 ? 0 : 1);
+      }
+      wgmma_commit();
+    };
+    // Register 4 j + 2 r + e of sc holds row row_base + 8 r, key n BN + 8 j + 2 t + e. A tile that
+    // reaches past the sequence's keys or (causal) past a row's diagonal is masked (softmax_tile's
+    // MASK); the two are instantiations behind a warp-uniform branch: written as one loop with a
+    // run-time test, ptxas if-converted the test away and masked every tile (an FSEL, 64-bit
+    // compares and predicates kept in registers for each score: about a third of the kernel's
+    // instructions, Nsight Compute at 16k non-causal).
+    auto needs_mask = [&](long long n) { return n * BN + BN > SKV || (CAUSAL && n * BN + BN - 1 > m0 + off); };
+    auto softmax = [&](long long n, float (&sc)[BN / 2], float (&corr)[2]) {
+      const long long j0 = n * BN;
+      if (needs_mask(n))
+        softmax_tile<BN, true, CAUSAL>(sc, corr, row_max, row_sum, int(SKV - j0 < BN ? SKV - j0 : BN),
+                                       row_base + off - j0, t, scale_log2);
+      else
+        softmax_tile<BN, false, CAUSAL>(sc, corr, row_max, row_sum, BN, 0, t, scale_log2);
+    };
+    auto rescale = [&](const float (&corr)[2]) {
+#pragma unroll
+      for (int j = 0; j < D / 8; ++j)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) acc[4 * j + 2 * r] *= corr[r], acc[4 * j + 2 * r + 1] *= corr[r];
+    };
+    // P as the A operand: k16 step kk is the n8 tiles 2 kk and 2 kk + 1 (mma.sync's A fragment per warp).
+    unsigned pa[BN / 16][4];
+    auto pack = [&](const float (&sc)[BN / 2]) {
+#pragma unroll
+      for (int kk = 0; kk < BN / 16; ++kk) {
+        pa[kk][0] = pack2<F16>(sc[8 * kk + 0], sc[8 * kk + 1]);
+        pa[kk][1] = pack2<F16>(sc[8 * kk + 2], sc[8 * kk + 3]);
+        pa[kk][2] = pack2<F16>(sc[8 * kk + 4], sc[8 * kk + 5]);
+        pa[kk][3] = pack2<F16>(sc[8 * kk + 6], sc[8 * kk + 7]);
+      }
+    };
+    // The register form of wgmma reads pa while it runs: pin it until the group is waited for.
+    auto hold_pa = [&] {
+#pragma unroll
+      for (int kk = 0; kk < BN / 16; ++kk)
+#pragma unroll
+        for (int x = 0; x < 4; ++x) asm volatile("" : "+r"(pa[kk][x])::"memory");
+    };
+    auto pv = [&](long long n) {
+      const Desc128 vstage = at_stage(v_base, stage(n));
+      mbar_wait(v_full(stage(n)), phase(n));
+      fence_regs(acc);
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < BN / 16; ++kk) {
+        // V: BN key lines of 128 bytes per 64-column block (MN-major B), blocks KV_BLOCK apart.
+        const unsigned long long dv = vstage.plus(kk * 2048);
+        wgmma_m64k16_rs<D, 1>(acc, pa[kk], dv, IsF16<F16>{});
+      }
+      wgmma_commit();
+    };
+    auto free_k = [&](long long n) {
+      if (wtid == 0) mbar_arrive(k_empty(stage(n)));
+    };
+    auto free_v = [&](long long n) {
+      if (wtid == 0) mbar_arrive(v_empty(stage(n)));
+    };
+
+    mbar_wait(q_full, i & 1u);
+    float sa[BN / 2], corr[2];
+    if constexpr (!OVERLAP) {
+      // A turn is P V of tile n - 1, issued and waited for, then the issue of S of tile n (as
+      // FlashAttention-3 orders it); the softmax runs outside it.
+      turn_wait();
+      for (long long n = 0; n < n_end; ++n) {
+        qk(n, sa);
+        turn_pass();
+        wgmma_wait<0>();
+        fence_regs(sa);
+        free_k(n);
+        softmax(n, sa, corr);
+        rescale(corr);
+        pack(sa);
+        turn_wait();
+        pv(n);
+        wgmma_wait<0>();
+        fence_regs(acc);
+        hold_pa();
+        free_v(n);
+      }
       turn_pass();
+    } else if (n_end > 0) {
+      // FlashAttention-3's intra-warpgroup pipeline: S of tile n is computed while P V of tile n - 1
+      // runs, and the softmax of tile n overlaps that P V; O takes tile n's rescale once P V is done.
+      float sb[BN / 2];
+      qk(0, sa);
       wgmma_wait<0>();
       fence_regs(sa);
-      free_k(n);
-      softmax(n, sa, corr);
-      rescale(corr);
+      free_k(0);
+      softmax(0, sa, corr);
       pack(sa);
-      turn_wait();
-      pv(n);
+      auto step = [&](long long n, float (&next)[BN / 2]) {
+        turn_wait(); // a turn: S of tile n and P V of tile n - 1
+        qk(n, next);
+        pv(n - 1);
+        turn_pass();
+        wgmma_wait<1>(); // S of tile n is in
+        fence_regs(next);
+        free_k(n);
+        softmax(n, next, corr);
+        wgmma_wait<0>(); // P V of tile n - 1 is in
+        fence_regs(acc);
+        hold_pa();
+        free_v(n - 1);
+        rescale(corr);
+        pack(next);
+      };
+      long long n = 1;
+      while (n < n_end) {
+        step(n++, sb);
+        if (n >= n_end) break;
+        step(n++, sa);
+      }
+      pv(n_end - 1);
       wgmma_wait<0>();
       fence_regs(acc);
       hold_pa();
-      free_v(n);
+      free_v(n_end - 1);
     }
-    turn_pass();
-  } else if (n_end > 0) {
-    // FlashAttention-3's intra-warpgroup pipeline: S of tile n is computed while P V of tile n - 1
-    // runs, and the softmax of tile n overlaps that P V; O takes tile n's rescale once P V is done.
-    float sb[BN / 2];
-    qk(0, sa);
-    wgmma_wait<0>();
-    fence_regs(sa);
-    free_k(0);
-    softmax(0, sa, corr);
-    pack(sa);
-    auto step = [&](long long n, float (&next)[BN / 2]) {
-      turn_wait(); // a turn: S of tile n and P V of tile n - 1
-      qk(n, next);
-      pv(n - 1);
-      turn_pass();
-      wgmma_wait<1>(); // S of tile n is in
-      fence_regs(next);
-      free_k(n);
-      softmax(n, next, corr);
-      wgmma_wait<0>(); // P V of tile n - 1 is in
-      fence_regs(acc);
-      hold_pa();
-      free_v(n - 1);
-      rescale(corr);
-      pack(next);
-    };
-    long long n = 1;
-    while (n < n_end) {
-      step(n++, sb);
-      if (n >= n_end) break;
-      step(n++, sa);
-    }
-    pv(n_end - 1);
-    wgmma_wait<0>();
-    fence_regs(acc);
-    hold_pa();
-    free_v(n_end - 1);
-  }
+    advance(s0, ph0, T.n_end), ++i;
 
-  // O / l into this warpgroup's rows of the Q buffer (no other warpgroup reads them), then out.
+    unsigned short* obase = o + T.b * ob + T.seq.q_first * os + T.h * oh;
+    float inv[2];
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    float l = row_sum[r];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
-    const float inv = l > 0.f ? 1.f / l : 0.f;
-    const int row = c * 64 + w * 16 + g + 8 * r; // in the block's BM rows
-#pragma unroll
-    for (int j = 0; j < D / 8; ++j) {
-      const unsigned word = pack2<F16>(acc[4 * j + 2 * r] * inv, acc[4 * j + 2 * r + 1] * inv);
-      const int col = 8 * j + 2 * t, blk = col / 64, chunk = (col % 64) / 8;
-      const unsigned at = sQ + blk * Q_BLOCK + row * 128 + ((chunk ^ (row & 7)) << 4) + (col % 8) * 2;
-      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(at), "r"(word) : "memory");
+    for (int r = 0; r < 2; ++r) {
+      float l = row_sum[r];
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      inv[r] = l > 0.f ? 1.f / l : 0.f;
+      const long long row = row_base + 8 * r;
+      if (t == 0 && row < SQ)
+        lse[T.seq.lse0 + row] = l > 0.f ? (row_max[r] + log2_approx(l)) * 0.6931471805599453f : inf_f();
     }
-    const long long i = row_base + 8 * r;
-    if (t == 0 && i < SQ) lse[seq.lse0 + i] = l > 0.f ? (row_max[r] + log2_approx(l)) * 0.6931471805599453f : inf_f();
-  }
-  named_sync(1 + c, 128);
-  unsigned short* obase = o + b * ob + seq.q_first * os + h * oh;
-  for (int x = wtid; x < 64 * (D / 8); x += 128) {
-    const int r = x / (D / 8), ch = x % (D / 8), row = c * 64 + r;
-    const long long i = m0 + row;
-    if (i >= SQ) continue;
-    const unsigned at = sQ + (ch / 8) * Q_BLOCK + row * 128 + (((ch % 8) ^ (row & 7)) << 4);
-    uint4 val;
-    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n" : "=r"(val.x), "=r"(val.y), "=r"(val.z), "=r"(val.w) : "r"(at));
-    *reinterpret_cast<uint4*>(obase + i * os + ch * 8) = val;
+    if constexpr (PERSIST) {
+      // The producer may load the next tile's Q as soon as every consumer's GEMMs are done with
+      // this one; O goes out from registers meanwhile (a quad of lanes writes a row's 16 bytes of
+      // each 8-column step).
+      if (wtid == 0) mbar_arrive(q_empty);
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const long long row = row_base + 8 * r;
+        if (row >= SQ) continue;
+        unsigned short* orow = obase + row * os + 2 * t;
+#pragma unroll
+        for (int j = 0; j < D / 8; ++j)
+          *reinterpret_cast<unsigned*>(orow + 8 * j) =
+              pack2<F16>(acc[4 * j + 2 * r] * inv[r], acc[4 * j + 2 * r + 1] * inv[r]);
+      }
+    } else {
+      // O / l into this warpgroup's rows of the Q buffer (no other warpgroup reads them), then out
+      // in 16-byte stores.
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int row = c * 64 + w * 16 + g + 8 * r; // in the block's BM rows
+#pragma unroll
+        for (int j = 0; j < D / 8; ++j) {
+          const unsigned word = pack2<F16>(acc[4 * j + 2 * r] * inv[r], acc[4 * j + 2 * r + 1] * inv[r]);
+          const int col = 8 * j + 2 * t, blk = col / 64, chunk = (col % 64) / 8;
+          const unsigned at = sQ + blk * Q_BLOCK + row * 128 + ((chunk ^ (row & 7)) << 4) + (col % 8) * 2;
+          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(at), "r"(word) : "memory");
+        }
+      }
+      named_sync(1 + c, 128);
+      for (int x = wtid; x < 64 * (D / 8); x += 128) {
+        const int r = x / (D / 8), ch = x % (D / 8), row = c * 64 + r;
+        const long long q_row = m0 + row;
+        if (q_row >= SQ) continue;
+        const unsigned at = sQ + (ch / 8) * Q_BLOCK + row * 128 + (((ch % 8) ^ (row & 7)) << 4);
+        uint4 val;
+        asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(val.x), "=r"(val.y), "=r"(val.z), "=r"(val.w)
+                     : "r"(at));
+        *reinterpret_cast<uint4*>(obase + q_row * os + ch * 8) = val;
+      }
+    }
   }
 }
 
-template <int F16, int D, int BN, int CWG, int STAGES, int OVERLAP, int PINGPONG, int CAUSAL>
+template <int F16, int D, int BN, int CWG, int STAGES, int OVERLAP, int PINGPONG, int CAUSAL, int PERSIST>
 __global__ void __launch_bounds__(128 * (CWG + 1), 1) attention_wgmma(
     const unsigned short* __restrict__ /*q*/, const unsigned short* __restrict__ /*k*/,
-    const unsigned short* __restrict__ /*v*/, unsigned short* __restrict__ o, float* __restrict__ lse, long long /*B*/,
+    const unsigned short* __restrict__ /*v*/, unsigned short* __restrict__ o, float* __restrict__ lse, long long B,
     long long H, long long HKV, long long SQ, long long SKV, long long /*D*/, long long /*qb*/, long long /*qs*/,
     long long /*qh*/, long long /*kb*/, long long /*ks*/, long long /*kh*/, long long /*vb*/, long long /*vs*/,
     long long /*vh*/, long long ob, long long os, long long oh, float scale_arg, const __grid_constant__ KtuneTensorMap mq,
     const __grid_constant__ KtuneTensorMap mk, const __grid_constant__ KtuneTensorMap mv) {
-  attention_wgmma_body<F16, D, BN, CWG, STAGES, OVERLAP, PINGPONG, CAUSAL, 0>(o, lse, H, HKV, SQ, SKV, 0, ob, os, oh,
-                                                                             scale_arg, &mq, &mk, &mv, nullptr, nullptr);
+  attention_wgmma_body<F16, D, BN, CWG, STAGES, OVERLAP, PINGPONG, CAUSAL, PERSIST, 0>(
+      o, lse, B, H, HKV, SQ, SKV, 0, ob, os, oh, scale_arg, &mq, &mk, &mv, nullptr, nullptr);
 }
 
 // The op attention_varlen (attention_seq.cuh): 3-D maps over the packed (token, head, head_dim)
 // operands, box {BM or BN, 1, 64}.
-template <int F16, int D, int BN, int CWG, int STAGES, int OVERLAP, int PINGPONG, int CAUSAL>
+template <int F16, int D, int BN, int CWG, int STAGES, int OVERLAP, int PINGPONG, int CAUSAL, int PERSIST>
 __global__ void __launch_bounds__(128 * (CWG + 1), 1) attention_wgmma_varlen(
     const unsigned short* __restrict__ /*q*/, const unsigned short* __restrict__ /*k*/,
     const unsigned short* __restrict__ /*v*/, const int* __restrict__ cu_q, const int* __restrict__ cu_k,
-    unsigned short* __restrict__ o, float* __restrict__ lse, long long /*B*/, long long H, long long HKV, long long SQ,
+    unsigned short* __restrict__ o, float* __restrict__ lse, long long B, long long H, long long HKV, long long SQ,
     long long SKV, long long /*D*/, long long TQ, long long /*TKV*/, long long /*qs*/, long long /*qh*/,
     long long /*ks*/, long long /*kh*/, long long /*vs*/, long long /*vh*/, long long os, long long oh, float scale_arg,
     const __grid_constant__ KtuneTensorMap mq, const __grid_constant__ KtuneTensorMap mk,
     const __grid_constant__ KtuneTensorMap mv) {
-  attention_wgmma_body<F16, D, BN, CWG, STAGES, OVERLAP, PINGPONG, CAUSAL, 1>(o, lse, H, HKV, SQ, SKV, TQ, 0, os, oh,
-                                                                             scale_arg, &mq, &mk, &mv, cu_q, cu_k);
+  attention_wgmma_body<F16, D, BN, CWG, STAGES, OVERLAP, PINGPONG, CAUSAL, PERSIST, 1>(
+      o, lse, B, H, HKV, SQ, SKV, TQ, 0, os, oh, scale_arg, &mq, &mk, &mv, cu_q, cu_k);
 }

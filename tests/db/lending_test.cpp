@@ -386,7 +386,7 @@ TEST(Lending, ContiguousDecodeEntriesLendToPagedProblemsOfTheirShape) {
 // the decode family has no varlen twin and lends nothing.
 TEST(Lending, DensePrefillEntriesLendToVarlenProblemsOfTheirLongestSequences) {
   const DeviceInfo d = DeviceInfo::nominal("sm_90");
-  const char* wgmma = R"({"CWG": 2, "BN": 112, "STAGES": 2, "OVERLAP": 1, "PINGPONG": 1})";
+  const char* wgmma = R"({"CWG": 2, "BN": 112, "STAGES": 2, "OVERLAP": 1, "PINGPONG": 1, "PERSIST": 0})";
   TunedIndex idx(d);
   ASSERT_EQ(idx.add(table({attention_entry("4x32x8x4096x4096x128", "attention_wgmma", wgmma),
                            attention_entry("4x32x8x4x4096x128", "attention_decode",

@@ -17,11 +17,12 @@
 using namespace ktune;
 namespace {
 void run(Compiler& compiler, const DeviceInfo& d, const char* shape, const char* layout, int cwg, int bn, int stages,
-         int overlap = 0, int pingpong = 0) {
+         int overlap = 0, int pingpong = 0, int persist = 0) {
   const Problem p = Problem::parse("attention", shape, layout, DType::bf16);
   const Family f = find_family("attention_wgmma");
   Config c; c.set("CWG", cwg); c.set("BN", bn); c.set("STAGES", stages); c.set("OVERLAP", overlap);
   c.set("PINGPONG", pingpong);
+  c.set("PERSIST", persist);
   const auto k = compiler.compile(compile_request(f, c, p, d.arch));
   Module m(k->cubin, k->lowered_names, "debug");
   const int64_t B = p.dims[0], H = p.dims[1], HK = p.dims[2], SQ = p.dims[3], SK = p.dims[4], D = p.dims[5];
@@ -80,9 +81,9 @@ void run(Compiler& compiler, const DeviceInfo& d, const char* shape, const char*
   // Inputs are multiples of 1/4 in [-1, 1]: the bf16 output's rounding (2^-9 of |o| <= 1) and FP32
   // softmax errors stay far below these.
   EXPECT_LT(worst_l, 1e-4) << shape << " " << layout << " CWG" << cwg << " BN" << bn << " ST" << stages << " OV" << overlap
-                           << " PP" << pingpong << " at " << bad_l;
+                           << " PP" << pingpong << " PS" << persist << " at " << bad_l;
   EXPECT_LT(worst_o, 1e-2) << shape << " " << layout << " CWG" << cwg << " BN" << bn << " ST" << stages << " OV" << overlap
-                           << " PP" << pingpong;
+                           << " PP" << pingpong << " PS" << persist;
 }
 } // namespace
 TEST(AttentionGpu, WgmmaMatchesAHostReferenceOnTinyShapes) {
@@ -111,4 +112,14 @@ TEST(AttentionGpu, WgmmaMatchesAHostReferenceOnTinyShapes) {
     for (const char* layout : {"full", "causal"})
       for (int cwg : {2, 3})
         for (int overlap : {0, 1}) run(compiler, *d, shape, layout, cwg, 64, 2, overlap, 1);
+  // Persistent blocks walking several tiles each (more tiles than the SMs hold, every other wave
+  // backwards): the K / V ring's stages and phases and the consumers' turns carried from tile to
+  // tile, odd key-tile counts with three stages, tiles with no key (causal, q_len > kv_len).
+  for (const char* shape : {"4x8x2x900x200x64", "3x6x3x300x100x64", "2x4x1x520x333x128"})
+    for (const char* layout : {"full", "causal"}) {
+      run(compiler, *d, shape, layout, 1, 64, 3, 0, 0, 1);
+      run(compiler, *d, shape, layout, 2, 64, 2, 1, 1, 1);
+      run(compiler, *d, shape, layout, 2, 80, 3, 0, 1, 1);
+      run(compiler, *d, shape, layout, 3, 64, 2, 1, 1, 1);
+    }
 }
