@@ -171,6 +171,10 @@ Family wgmma_family(bool varlen) {
       })
       // ptxas (sm_90a, CUDA 13.0) spills nothing up to these: head dim 128 with BN 176 and OVERLAP at 240
       // registers, 128 x 80 with three consumers at 160 (BN 96 and OVERLAP spill 80 bytes there).
+      // PERSIST holds a tile's coordinates and the ring's position across tiles: at the largest tiles
+      // (causal head dim 128 with BN >= 144, three consumers with BN >= 96, head dim 256) ptxas
+      // spills 24 to 100 bytes of them, read once a tile; such configs are timed as any other (at
+      // head dim 256, 128 x 80 persistent with its spills was the fastest causal config measured).
       .restrict("O, S and P (packed, live beside the next S with OVERLAP) fit a consumer's registers (240 with up to "
                 "2 consumers, 160 with 3)",
                 {"CWG", "BN", "OVERLAP"}, [](const Config& c, const Problem& p, const DeviceInfo&) {
@@ -216,6 +220,9 @@ Family wgmma_family(bool varlen) {
   });
   // FlashAttention-3's bf16 tiles (128 x 176 non-causal, 128 x 128 causal at head dim 128; 128 x 80
   // beyond), with its intra-warpgroup overlap, and turns between the consumers up to head dim 128.
+  // Persistent blocks for causal problems: over the 11 causal rows of configs/suites/attention.json
+  // the best persistent config was 0.97x to 1.15x the best one-block-a-tile config, the shorter
+  // rows gaining most (docs/runs/2026-11-29-h200-attention-persist.md); non-causal 0.94x to 1.0x.
   // What an exhaustive tune chose on an H200 (docs/runs/2026-11-29-attention-pingpong.md): 128 x 176
   // / 128 x 112 with OVERLAP and PINGPONG at head dim 128, OVERLAP without turns at 256 (turns lost
   // 12 % there: the softmax of 80 keys is short beside a 256-wide P V).
@@ -227,7 +234,7 @@ Family wgmma_family(bool varlen) {
     c.set("STAGES", 2);
     c.set("OVERLAP", 1);
     c.set("PINGPONG", d > 128 ? 0 : 1);
-    c.set("PERSIST", 0);
+    c.set("PERSIST", causal(p) ? 1 : 0);
     return c;
   });
   return f;

@@ -159,13 +159,14 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
   // The block's tiles, the same walk for the producer and the consumers: next_tile(w, T) sets T to
   // the block's next tile from walk position w (0 at the start) and returns false when none is
   // left. One block a tile: the grid's (query block, head, batch), longest rows first (causal).
-  // PERSIST: a grid of the blocks the GPU holds at once walks the tiles heaviest first (query
-  // blocks outermost, latest first; heads, then batches, inside, so that neighbours share GQA's
-  // key heads), block k taking the k-th tile of each wave of gridDim.x tiles in even waves and the
-  // k-th from the end in odd ones, so that a heavy causal tile is paired with a lighter one. Tiles
-  // dealt statically in the grid's own order (query blocks innermost) give each block an
-  // unbalanced mix of heavy and light causal tiles: 0.68x the one-block-a-tile grid's speed at 16k
-  // keys and 16 heads (H200).
+  // PERSIST: a grid of the blocks the GPU holds at once walks the tiles in waves of gridDim.x,
+  // block k taking the k-th tile of each wave in even waves and the k-th from the end in odd ones.
+  // Causal: heaviest first (query blocks outermost, latest first; heads, then batches, inside, so
+  // neighbours share GQA's key heads), so that the snake pairs a heavy tile with a lighter one;
+  // dealt in the grid's order (query blocks innermost), causal tiles left blocks unbalanced (0.68x
+  // the one-block-a-tile grid's speed at 16k keys and 16 heads, H200). Full: every tile costs the
+  // same, and the grid's order keeps the blocks at work on few heads, whose keys stay in L2 (query
+  // blocks outermost there: 0.94x at 16k keys and 16 heads).
   const long long MB = SQ_MAX > BM ? (SQ_MAX + BM - 1) / BM : 1, tiles = MB * H * B;
   auto next_tile = [&](long long& w, Tile& T) {
     if constexpr (!PERSIST) {
@@ -180,8 +181,8 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
         const long long L = w * G + (w & 1 ? G - 1 - blockIdx.x : blockIdx.x);
         ++w;
         if (L >= tiles) return false;
-        const long long hb = L % (H * B);
-        if (tile_at(MB - 1 - L / (H * B), hb % H, hb / H, T)) return true;
+        const long long m_block = CAUSAL ? MB - 1 - L / (H * B) : L % MB, hb = CAUSAL ? L % (H * B) : L / MB;
+        if (tile_at(m_block, hb % H, hb / H, T)) return true;
       }
       return false;
     }
