@@ -155,7 +155,12 @@ def main():
     ap.add_argument("--json", default=None)
     ap.add_argument("--rows", type=int, default=0, help="only the first N rows")
     ap.add_argument("--no-delay", action="store_true", help="no GPU delay before each call: host cost counts")
+    ap.add_argument("--untuned", action="store_true",
+                    help="ktune without its shipped tables (set KTUNE_DB to an empty file too): the rows served as "
+                         "shapes nobody tuned are, by the families' defaults and first-use timing")
     a = ap.parse_args()
+    if a.untuned and ktune is not None:
+        ktune.configure(shipped_tables=False)
     global DELAY
     DELAY = not a.no_delay
     suite = json.load(open(a.suite))
@@ -172,8 +177,9 @@ def main():
             copies[n] = 2 * n / timer.median_ms(lambda: dst.copy_(src)) / 1e9
         return copies[n]
 
-    print("# %s, torch %s, cuDNN %s, %s" % (dev, torch.__version__, torch.backends.cudnn.version(),
-                                         "calls queued behind a GPU delay" if DELAY else "no delay: host cost counts"))
+    print("# %s, torch %s, cuDNN %s, %s%s" % (dev, torch.__version__, torch.backends.cudnn.version(),
+                                           "calls queued behind a GPU delay" if DELAY else "no delay: host cost counts",
+                                           ", ktune without its shipped tables" if a.untuned else ""))
     print("%-28s %-34s %s" % ("model", "B x Hq/Hkv x Sq x Sk x D causal", "  ".join("%-16s" % n for n, _ in BACKENDS)))
     results = []
     for r in rows:
@@ -211,6 +217,7 @@ def main():
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"device": dev, "torch": torch.__version__, "cudnn": torch.backends.cudnn.version(),
+                       "ktune_tables": "database only (--untuned)" if a.untuned else "shipped and database",
                        "rows": results}, f, indent=1)
 
 

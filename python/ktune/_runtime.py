@@ -14,7 +14,7 @@ _DTYPES = {
 }
 
 _lock = threading.Lock()
-_options = {"db": None, "tables": (), "tf32x3": False, "measure_untuned": True,
+_options = {"db": None, "tables": (), "tf32x3": False, "measure_untuned": True, "shipped_tables": True,
             "cubin_cache": _ktune.DEFAULT_CUBIN_CACHE, "cubin_cache_max_mb": None}
 _runtimes = {}
 # Runtimes replaced by configure(): kept alive, since another thread may still be launching on
@@ -168,7 +168,8 @@ def devices():
     return list(_ktune.devices()[0])
 
 
-def configure(db=None, tables=None, tf32x3=None, measure_untuned=None, cubin_cache=None, cubin_cache_max_mb=None):
+def configure(db=None, tables=None, tf32x3=None, measure_untuned=None, cubin_cache=None, cubin_cache_max_mb=None,
+              shipped_tables=None):
     """Options of the runtimes created from now on (the ones made so far are replaced).
 
     db: a ktune database to read (default: default_db_path(); a missing file means none);
@@ -178,8 +179,9 @@ def configure(db=None, tables=None, tf32x3=None, measure_untuned=None, cubin_cac
     keeps compiled kernels for later processes ('' for none; ktune.DEFAULT_CUBIN_CACHE, the
     default, for $KTUNE_CUBIN_CACHE or the per-user cache); cubin_cache_max_mb: the most MB of
     cubins it holds before the least recently used go (0: no limit; default
-    $KTUNE_CUBIN_CACHE_MAX_MB, else 512). An option left None keeps its value. Returns the options
-    in force.
+    $KTUNE_CUBIN_CACHE_MAX_MB, else 512); shipped_tables: read the tables shipped with ktune (default
+    True; False serves only the database, the user's tables and first-use timing, as a GPU nobody
+    tuned for would be). An option left None keeps its value. Returns the options in force.
     """
     if cubin_cache_max_mb is not None and (isinstance(cubin_cache_max_mb, bool) or not isinstance(cubin_cache_max_mb, int)
                                            or cubin_cache_max_mb < 0):
@@ -198,6 +200,8 @@ def configure(db=None, tables=None, tf32x3=None, measure_untuned=None, cubin_cac
             _options["cubin_cache"] = str(cubin_cache)
         if cubin_cache_max_mb is not None:
             _options["cubin_cache_max_mb"] = int(cubin_cache_max_mb)
+        if shipped_tables is not None:
+            _options["shipped_tables"] = bool(shipped_tables)
         _retired.extend(_runtimes.values())
         _runtimes.clear()
         _forget_calls()
@@ -228,7 +232,8 @@ def runtime(device=None, arch=None):
     db = opts["db"] if opts["db"] is not None else _ktune.default_db_path()
     made = _ktune.Runtime(db_path=db, tables=list(opts["tables"]), arch=str(arch or ""),
                           device=0 if arch else int(device or 0), tf32x3=opts["tf32x3"],
-                          measure_untuned=opts["measure_untuned"], cubin_cache=opts["cubin_cache"],
+                          measure_untuned=opts["measure_untuned"], shipped_tables=opts["shipped_tables"],
+                          cubin_cache=opts["cubin_cache"],
                           cubin_cache_max_mb=-1 if opts["cubin_cache_max_mb"] is None else opts["cubin_cache_max_mb"])
     with _lock:
         # Another thread may have made one meanwhile: keep the first, so every caller shares it.
