@@ -219,18 +219,18 @@ Family wgmma_family(bool varlen) {
     return LaunchPlan{{s}, 0};
   });
   // FlashAttention-3's bf16 tiles (128 x 176 non-causal, 128 x 128 causal at head dim 128; 128 x 80
-  // beyond), with its intra-warpgroup overlap, and turns between the consumers up to head dim 128.
-  // Persistent blocks for causal problems: over the 11 causal rows of configs/suites/attention.json
-  // the best persistent config was 0.97x to 1.15x the best one-block-a-tile config, the shorter
-  // rows gaining most (docs/runs/2026-11-29-h200-attention-persist.md); non-causal 0.94x to 1.0x.
-  // What an exhaustive tune chose on an H200 (docs/runs/2026-11-29-attention-pingpong.md): 128 x 176
-  // / 128 x 112 with OVERLAP and PINGPONG at head dim 128, OVERLAP without turns at 256 (turns lost
-  // 12 % there: the softmax of 80 keys is short beside a 256-wide P V).
+  // beyond), with its intra-warpgroup overlap, and turns between the consumers up to head dim 128;
+  // persistent blocks for causal problems. What exhaustive tunes chose on an H200
+  // (docs/runs/2026-11-29-h200-attention-persist.md): 128 x 128 with OVERLAP and PINGPONG on all nine
+  // causal rows at head dim <= 128 of configs/suites/attention.json, 128 x 176 / 128 x 128 on the
+  // full ones; the best persistent config 0.97x to 1.15x the best one-block-a-tile one over the
+  // causal rows (the shorter, the more it gains), 0.99x to 1.01x over the full ones. At head dim
+  // 256, turns or not are within 1 % of each other (persistent 128 x 80 with OVERLAP).
   f.defaults([](const Problem& p, const DeviceInfo&) {
     const int64_t d = p.dims[kHeadDim];
     Config c;
     c.set("CWG", 2);
-    c.set("BN", d > 128 ? 80 : d < 128 ? 128 : causal(p) ? 112 : 176);
+    c.set("BN", d > 128 ? 80 : d < 128 || causal(p) ? 128 : 176);
     c.set("STAGES", 2);
     c.set("OVERLAP", 1);
     c.set("PINGPONG", d > 128 ? 0 : 1);

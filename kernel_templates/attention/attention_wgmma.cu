@@ -214,12 +214,7 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
       long long walk = 0;
       Tile T;
       while (next_tile(walk, T)) {
-        mbar_wait(q_empty, (i & 1u) ^ 1u); // the consumers are done with the last tile's Q
-        mbar_expect_tx(q_full, Q_BLOCK * DB);
-#pragma unroll
-        for (int db = 0; db < DB; ++db)
-          tma_load_rows<VARLEN>(sQ + db * Q_BLOCK, mq, db * 64, T.seq.q_first, T.m0, T.h, T.b, q_full);
-        for (int n = 0; n < T.n_end; ++n) {
+        auto load_kv = [&](int n) {
           const int s = (s0 + n) % STAGES;
           const unsigned phase = ph0 ^ (unsigned((s0 + n) / STAGES) & 1u);
           mbar_wait(k_empty(s), phase ^ 1u);
@@ -234,7 +229,16 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
           for (int db = 0; db < DB; ++db)
             tma_load_rows<VARLEN>(sV + s * KV_TILE + db * KV_BLOCK, mv, db * 64, T.seq.k_first, n * BN, T.hk, T.b,
                                   v_full(s));
-        }
+        };
+        // The first key tile before the Q: with PERSIST the ring has room for it while the
+        // consumers finish the last tile, whose Q they still read.
+        if (T.n_end > 0) load_kv(0);
+        mbar_wait(q_empty, (i & 1u) ^ 1u); // the consumers are done with the last tile's Q
+        mbar_expect_tx(q_full, Q_BLOCK * DB);
+#pragma unroll
+        for (int db = 0; db < DB; ++db)
+          tma_load_rows<VARLEN>(sQ + db * Q_BLOCK, mq, db * 64, T.seq.q_first, T.m0, T.h, T.b, q_full);
+        for (int n = 1; n < T.n_end; ++n) load_kv(n);
         advance(s0, ph0, T.n_end), ++i;
       }
     }
@@ -357,8 +361,11 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
       }
       wgmma_commit();
     };
+    // With PERSIST, the S of the tile's last key tile is the last read of its Q: from then on the
+    // producer may load the next tile's Q (the epilogue and the last P V run meanwhile).
     auto free_k = [&](long long n) {
       if (wtid == 0) mbar_arrive(k_empty(stage(n)));
+      if (PERSIST && n == n_end - 1 && wtid == 0) mbar_arrive(q_empty);
     };
     auto free_v = [&](long long n) {
       if (wtid == 0) mbar_arrive(v_empty(stage(n)));
@@ -440,10 +447,9 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
         lse[T.seq.lse0 + row] = l > 0.f ? (row_max[r] + log2_approx(l)) * 0.6931471805599453f : inf_f();
     }
     if constexpr (PERSIST) {
-      // The producer may load the next tile's Q as soon as every consumer's GEMMs are done with
-      // this one; O goes out from registers meanwhile (a quad of lanes writes a row's 16 bytes of
-      // each 8-column step).
-      if (wtid == 0) mbar_arrive(q_empty);
+      // O goes out from registers while the producer loads the next tile's Q (a quad of lanes
+      // writes a row's 16 bytes of each 8-column step); a tile with no key released its Q here.
+      if (n_end == 0 && wtid == 0) mbar_arrive(q_empty);
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         const long long row = row_base + 8 * r;
