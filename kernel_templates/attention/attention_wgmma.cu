@@ -214,31 +214,27 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
       long long walk = 0;
       Tile T;
       while (next_tile(walk, T)) {
-        auto load_kv = [&](int n) {
+        auto load = [&](int n, bool is_v) { // key tile n's K or V
           const int s = (s0 + n) % STAGES;
           const unsigned phase = ph0 ^ (unsigned((s0 + n) / STAGES) & 1u);
-          mbar_wait(k_empty(s), phase ^ 1u);
-          mbar_expect_tx(k_full(s), KV_TILE);
+          const unsigned full = is_v ? v_full(s) : k_full(s), dst = (is_v ? sV : sK) + s * KV_TILE;
+          mbar_wait(is_v ? v_empty(s) : k_empty(s), phase ^ 1u);
+          mbar_expect_tx(full, KV_TILE);
 #pragma unroll
           for (int db = 0; db < DB; ++db)
-            tma_load_rows<VARLEN>(sK + s * KV_TILE + db * KV_BLOCK, mk, db * 64, T.seq.k_first, n * BN, T.hk, T.b,
-                                  k_full(s));
-          mbar_wait(v_empty(s), phase ^ 1u);
-          mbar_expect_tx(v_full(s), KV_TILE);
-#pragma unroll
-          for (int db = 0; db < DB; ++db)
-            tma_load_rows<VARLEN>(sV + s * KV_TILE + db * KV_BLOCK, mv, db * 64, T.seq.k_first, n * BN, T.hk, T.b,
-                                  v_full(s));
+            tma_load_rows<VARLEN>(dst + db * KV_BLOCK, is_v ? mv : mk, db * 64, T.seq.k_first, n * BN, T.hk, T.b, full);
         };
-        // The first key tile before the Q: with PERSIST the ring has room for it while the
-        // consumers finish the last tile, whose Q they still read.
-        if (T.n_end > 0) load_kv(0);
+        // The first K before the Q: with PERSIST the ring has room for it while the consumers
+        // finish the last tile, whose Q they still read; the first S needs both, the first P V
+        // its V only after them.
+        if (T.n_end > 0) load(0, false);
         mbar_wait(q_empty, (i & 1u) ^ 1u); // the consumers are done with the last tile's Q
         mbar_expect_tx(q_full, Q_BLOCK * DB);
 #pragma unroll
         for (int db = 0; db < DB; ++db)
           tma_load_rows<VARLEN>(sQ + db * Q_BLOCK, mq, db * 64, T.seq.q_first, T.m0, T.h, T.b, q_full);
-        for (int n = 1; n < T.n_end; ++n) load_kv(n);
+        if (T.n_end > 0) load(0, true);
+        for (int n = 1; n < T.n_end; ++n) load(n, false), load(n, true);
         advance(s0, ph0, T.n_end), ++i;
       }
     }
