@@ -126,10 +126,15 @@ Family fa2_family(bool varlen) {
   return f;
 }
 
+// attention_wgmma's head dim: whole 64-column blocks (128-byte swizzle). A head dim of 96, 160 or
+// 224 runs as the next multiple of 64: TMA fills the columns past the operand's head dim with
+// zeros, which add nothing to Q K^T and give O columns that are not stored.
+int64_t wgmma_head_dim(const Problem& p) { return (p.dims[kHeadDim] + 63) / 64 * 64; }
+
 // Shared memory of an attention_wgmma config: the Q tile and STAGES tiles of K and of V, plus the
 // 1024 bytes the kernel may skip to align its tiles for the 128-byte swizzle.
 int64_t wgmma_smem(const Config& c, const Problem& p) {
-  return (64 * int64_t(c["CWG"]) + 2 * int64_t(c["STAGES"]) * c["BN"]) * p.dims[kHeadDim] * 2 + 1024;
+  return (64 * int64_t(c["CWG"]) + 2 * int64_t(c["STAGES"]) * c["BN"]) * wgmma_head_dim(p) * 2 + 1024;
 }
 
 // The wgmma grid's x extent: its query blocks, or with PERSIST every (query block, head, batch)
@@ -159,9 +164,10 @@ Family wgmma_family(bool varlen) {
     if (!c.has("PERSIST")) c.set("PERSIST", 0);
     return c;
   });
-  f.restrict("head_dim is 64, 128, 192 or 256 (whole 128-byte swizzled column blocks)", {},
-             [](const Config&, const Problem& p, const DeviceInfo&) {
-               return p.dims[kHeadDim] % 64 == 0 && p.dims[kHeadDim] <= 256;
+  f.restrict("head_dim a multiple of 32 from 64 to 256 (96, 160 and 224 padded with zeros to whole 64-column "
+             "blocks)",
+             {}, [](const Config&, const Problem& p, const DeviceInfo&) {
+               return p.dims[kHeadDim] % 32 == 0 && p.dims[kHeadDim] >= 64 && p.dims[kHeadDim] <= 256;
              })
       .restrict("TMA: 16-byte aligned strides and pointers (alignment class 16)", {},
                 [](const Config&, const Problem& p, const DeviceInfo&) { return p.align == 16; })
@@ -178,7 +184,7 @@ Family wgmma_family(bool varlen) {
       .restrict("O, S and P (packed, live beside the next S with OVERLAP) fit a consumer's registers (240 with up to "
                 "2 consumers, 160 with 3)",
                 {"CWG", "BN", "OVERLAP"}, [](const Config& c, const Problem& p, const DeviceInfo&) {
-                  const int64_t live = p.dims[kHeadDim] / 2 + c["BN"] / 2 + c["OVERLAP"] * c["BN"] / 4;
+                  const int64_t live = wgmma_head_dim(p) / 2 + c["BN"] / 2 + c["OVERLAP"] * c["BN"] / 4;
                   return live <= (c["CWG"] == 3 ? 128 : 196);
                 })
       .restrict("the tiles fit shared memory", {"CWG", "BN", "STAGES"},
@@ -191,7 +197,7 @@ Family wgmma_family(bool varlen) {
                 [](const Config& c, const Problem& p, const DeviceInfo&) { return wgmma_x_extent(c, p) <= INT32_MAX; });
   f.kernels([varlen](const Config& c, const Problem& p) {
     return std::vector<std::string>{"attention_wgmma" + suffix(varlen) + "<" + std::to_string(f16_code(p.dtype)) + "," +
-                                    std::to_string(p.dims[kHeadDim]) + "," + std::to_string(c["BN"]) + "," +
+                                    std::to_string(wgmma_head_dim(p)) + "," + std::to_string(c["BN"]) + "," +
                                     std::to_string(c["CWG"]) + "," + std::to_string(c["STAGES"]) + "," +
                                     std::to_string(c["OVERLAP"]) + "," + std::to_string(c["PINGPONG"]) + "," +
                                     (causal(p) ? "1" : "0") + "," + std::to_string(c["PERSIST"]) + ">"};
@@ -227,7 +233,7 @@ Family wgmma_family(bool varlen) {
   // causal rows (the shorter, the more it gains), 0.99x to 1.01x over the full ones. At head dim
   // 256, turns or not are within 1 % of each other (persistent 128 x 80 with OVERLAP).
   f.defaults([](const Problem& p, const DeviceInfo&) {
-    const int64_t d = p.dims[kHeadDim];
+    const int64_t d = wgmma_head_dim(p);
     Config c;
     c.set("CWG", 2);
     c.set("BN", d > 128 ? 80 : d < 128 || causal(p) ? 128 : 176);

@@ -21,6 +21,9 @@
 // the others run their softmax (left to the warp schedulers, the consumers issue together and then
 // all wait together).
 //
+// D is the head dim rounded up to whole 64-column blocks; DR (the kernel's head_dim argument) the
+// operands' own: with DR 96, 160 or 224 the tensor maps' boxes reach past it and TMA fills those
+// columns with zeros, which add nothing to S, and O's columns past DR are not stored.
 // Arguments as attention_fa2.cu's, then the tensor maps of q, k and v (LaunchStep::TmaOperand, box
 // {1, BM or BN, 1, 64}, 128-byte swizzle); attention_wgmma_varlen's as attention_fa2_varlen's, its
 // maps 3-D. With varlen, a tile's rows past its sequence are the next sequence's tokens, not
@@ -116,7 +119,7 @@ __device__ __forceinline__ void softmax_tile(float (&sc)[BN / 2], float (&corr)[
 template <int F16, int D, int BN, int CWG, int STAGES, int OVERLAP, int PINGPONG, int CAUSAL, int PERSIST, int VARLEN>
 __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict__ o, float* __restrict__ lse, long long B,
                                                      long long H, long long HKV, long long SQ_MAX, long long SKV_MAX,
-                                                     long long TQ, long long ob, long long os, long long oh,
+                                                     long long DR, long long TQ, long long ob, long long os, long long oh,
                                                      float scale_arg, const KtuneTensorMap* mq, const KtuneTensorMap* mk,
                                                      const KtuneTensorMap* mv, const int* __restrict__ cu_q,
                                                      const int* __restrict__ cu_k) {
@@ -243,7 +246,7 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
 
   setmaxnreg_inc<CWG == 3 ? 160 : 240>();
   const int c = wg - 1, wtid = tid & 127, lane = tid & 31, w = wtid >> 5, g = lane >> 2, t = lane & 3;
-  const float scale = scale_arg != 0.f ? scale_arg : 1.f / sqrtf((float)D);
+  const float scale = scale_arg != 0.f ? scale_arg : 1.f / sqrtf((float)DR);
   const float scale_log2 = fabsf(scale) * 1.4426950408889634f;
   // Descriptors built once from warp-uniform addresses and moved by adds to their low word
   // (Desc128): no per-wgmma AND / shift / OR, the words stay in uniform registers.
@@ -453,8 +456,9 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
         unsigned short* orow = obase + row * os + 2 * t;
 #pragma unroll
         for (int j = 0; j < D / 8; ++j)
-          *reinterpret_cast<unsigned*>(orow + 8 * j) =
-              pack2<F16>(acc[4 * j + 2 * r] * inv[r], acc[4 * j + 2 * r + 1] * inv[r]);
+          if (D == DR || 8 * j < DR) // a padded head dim's zero columns are not stored
+            *reinterpret_cast<unsigned*>(orow + 8 * j) =
+                pack2<F16>(acc[4 * j + 2 * r] * inv[r], acc[4 * j + 2 * r + 1] * inv[r]);
       }
     } else {
       // O / l into this warpgroup's rows of the Q buffer (no other warpgroup reads them), then out
@@ -474,7 +478,7 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
       for (int x = wtid; x < 64 * (D / 8); x += 128) {
         const int r = x / (D / 8), ch = x % (D / 8), row = c * 64 + r;
         const long long q_row = m0 + row;
-        if (q_row >= SQ) continue;
+        if (q_row >= SQ || (D != DR && ch * 8 >= DR)) continue; // past the rows, or a padded head dim's zeros
         const unsigned at = sQ + (ch / 8) * Q_BLOCK + row * 128 + (((ch % 8) ^ (row & 7)) << 4);
         uint4 val;
         asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
@@ -490,12 +494,12 @@ template <int F16, int D, int BN, int CWG, int STAGES, int OVERLAP, int PINGPONG
 __global__ void __launch_bounds__(128 * (CWG + 1), 1) attention_wgmma(
     const unsigned short* __restrict__ /*q*/, const unsigned short* __restrict__ /*k*/,
     const unsigned short* __restrict__ /*v*/, unsigned short* __restrict__ o, float* __restrict__ lse, long long B,
-    long long H, long long HKV, long long SQ, long long SKV, long long /*D*/, long long /*qb*/, long long /*qs*/,
+    long long H, long long HKV, long long SQ, long long SKV, long long DR, long long /*qb*/, long long /*qs*/,
     long long /*qh*/, long long /*kb*/, long long /*ks*/, long long /*kh*/, long long /*vb*/, long long /*vs*/,
     long long /*vh*/, long long ob, long long os, long long oh, float scale_arg, const __grid_constant__ KtuneTensorMap mq,
     const __grid_constant__ KtuneTensorMap mk, const __grid_constant__ KtuneTensorMap mv) {
   attention_wgmma_body<F16, D, BN, CWG, STAGES, OVERLAP, PINGPONG, CAUSAL, PERSIST, 0>(
-      o, lse, B, H, HKV, SQ, SKV, 0, ob, os, oh, scale_arg, &mq, &mk, &mv, nullptr, nullptr);
+      o, lse, B, H, HKV, SQ, SKV, DR, 0, ob, os, oh, scale_arg, &mq, &mk, &mv, nullptr, nullptr);
 }
 
 // The op attention_varlen (attention_seq.cuh): 3-D maps over the packed (token, head, head_dim)
@@ -505,10 +509,10 @@ __global__ void __launch_bounds__(128 * (CWG + 1), 1) attention_wgmma_varlen(
     const unsigned short* __restrict__ /*q*/, const unsigned short* __restrict__ /*k*/,
     const unsigned short* __restrict__ /*v*/, const int* __restrict__ cu_q, const int* __restrict__ cu_k,
     unsigned short* __restrict__ o, float* __restrict__ lse, long long B, long long H, long long HKV, long long SQ,
-    long long SKV, long long /*D*/, long long TQ, long long /*TKV*/, long long /*qs*/, long long /*qh*/,
+    long long SKV, long long DR, long long TQ, long long /*TKV*/, long long /*qs*/, long long /*qh*/,
     long long /*ks*/, long long /*kh*/, long long /*vs*/, long long /*vh*/, long long os, long long oh, float scale_arg,
     const __grid_constant__ KtuneTensorMap mq, const __grid_constant__ KtuneTensorMap mk,
     const __grid_constant__ KtuneTensorMap mv) {
   attention_wgmma_body<F16, D, BN, CWG, STAGES, OVERLAP, PINGPONG, CAUSAL, PERSIST, 1>(
-      o, lse, B, H, HKV, SQ, SKV, TQ, 0, os, oh, scale_arg, &mq, &mk, &mv, cu_q, cu_k);
+      o, lse, B, H, HKV, SQ, SKV, DR, TQ, 0, os, oh, scale_arg, &mq, &mk, &mv, cu_q, cu_k);
 }

@@ -280,6 +280,10 @@ TEST(Attention, KernelsOfEveryFamilyAndTheCheckKernelsCompile) {
         f, default_and_sampled(f, "attention", {"1x8x2x1000x1000x64", "1x8x8x512x512x128", "1x4x1x256x256x256"}, 3),
         "sm_90");
   }
+  // Head dims that attention_wgmma pads with zeros to whole 64-column blocks.
+  const Family wgmma = find_family("attention_wgmma");
+  ktune::testing::compile_all(wgmma, default_and_sampled(wgmma, "attention", {"1x8x2x700x700x96", "1x4x4x300x300x160"}, 5),
+                              "sm_90");
   const Family decode = find_family("attention_decode");
   ktune::testing::compile_all(
       decode, default_and_sampled(decode, "attention", {"1x32x8x1x5000x128", "2x8x2x7x1000x64", "1x4x4x1x2048x256"}, 3),
@@ -316,4 +320,54 @@ TEST(Attention, RuntimeAndCEntriesRefuseBadInputWithoutAGpu) {
   const void* with_null[] = {&x, &x, nullptr, &x, &l};
   EXPECT_THROW((*call)(with_null, 5), UsageError);
   EXPECT_FALSE(call->ready(with_null, 5));
+}
+
+// attention_wgmma serves head dims 96, 160 and 224 with the kernel of the next multiple of 64 (TMA
+// fills the columns past the operand's head dim with zeros; the kernel takes the real one for the
+// scale and the stores), its tiles sized for that; 32 and other head dims are not its, nor are
+// padded head dims attention_fa2's.
+TEST(Attention, WgmmaPadsHeadDimsToWholeColumnBlocks) {
+  const DeviceInfo d = DeviceInfo::nominal("sm_90");
+  const Family f = find_family("attention_wgmma");
+  for (const auto& [odd, whole] : {std::pair{"96", "128"}, std::pair{"160", "192"}, std::pair{"224", "256"}}) {
+    const Problem p = Problem::parse("attention", std::string("2x8x2x1000x1000x") + odd, "causal", DType::bf16);
+    const Problem q = Problem::parse("attention", std::string("2x8x2x1000x1000x") + whole, "causal", DType::bf16);
+    const Config c = f.default_config(p, d);
+    EXPECT_EQ(c.to_json(), f.default_config(q, d).to_json()) << odd;
+    EXPECT_EQ(f.kernel_names(c, p), f.kernel_names(c, q)) << odd;
+    EXPECT_EQ(f.launch_plan(c, p).steps[0].dynamic_smem, f.launch_plan(c, q).steps[0].dynamic_smem) << odd;
+    for (const Config& x : f.sample(p, d, 20, 3)) EXPECT_EQ(f.valid(x, p, d), f.valid(x, q, d)) << odd << x.to_json();
+  }
+  for (const char* hd : {"32", "80", "48"}) {
+    const Problem p = Problem::parse("attention", std::string("2x8x2x1000x1000x") + hd, "full", DType::bf16);
+    EXPECT_FALSE(f.valid(f.default_config(p, d), p, d)) << hd;
+  }
+  const Family fa2 = find_family("attention_fa2");
+  const Problem p96 = Problem::parse("attention", "2x8x2x1000x1000x96", "full", DType::bf16);
+  EXPECT_FALSE(fa2.valid(fa2.default_config(p96, d), p96, d));
+}
+
+// PERSIST's grid is every (query block, head, batch) tile, capped at launch by the blocks resident
+// at once (LaunchStep::persistent); without it, one block a tile over (query blocks, heads, batch).
+// Causal problems default to it, full ones do not.
+TEST(Attention, WgmmaPersistentPlanCoversEveryTile) {
+  const DeviceInfo d = DeviceInfo::nominal("sm_90");
+  const Family f = find_family("attention_wgmma");
+  const Problem causal = Problem::parse("attention", "3x8x2x1000x900x128", "causal", DType::bf16);
+  const Problem full = Problem::parse("attention", "3x8x2x1000x900x128", "full", DType::bf16);
+  const Config c = f.default_config(causal, d);
+  ASSERT_EQ(c["PERSIST"], 1);
+  EXPECT_EQ(f.default_config(full, d)["PERSIST"], 0);
+  const int64_t blocks = (1000 + 64 * c["CWG"] - 1) / (64 * c["CWG"]);
+  const LaunchStep s = f.launch_plan(c, causal).steps.at(0);
+  EXPECT_TRUE(s.persistent);
+  EXPECT_EQ(s.grid[0], unsigned(blocks * 8 * 3));
+  EXPECT_EQ(s.grid[1] * s.grid[2], 1u);
+  Config one = c;
+  one.set("PERSIST", 0);
+  const LaunchStep t = f.launch_plan(one, causal).steps.at(0);
+  EXPECT_FALSE(t.persistent);
+  EXPECT_EQ(t.grid[0], unsigned(blocks));
+  EXPECT_EQ(t.grid[1], 8u);
+  EXPECT_EQ(t.grid[2], 3u);
 }
