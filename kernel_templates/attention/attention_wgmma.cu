@@ -1,8 +1,9 @@
 // Family attention_wgmma: prefill attention in the FlashAttention-3 style for sm_90a.
 //
-// A block is one producer warpgroup and CWG consumer warpgroups; it owns BM = 64 CWG query rows of
-// one (batch, head), 64 a consumer warpgroup, and walks the keys BN at a time. The producer's one
-// elected thread loads Q once and K and V tiles into a ring of STAGES buffers by TMA (tensor maps
+// A block is one producer warpgroup and CWG consumer warpgroups; a tile is BM = 64 CWG query rows of
+// one (batch, head), 64 a consumer warpgroup, whose keys it walks BN at a time. A block owns one
+// tile, or with PERSIST walks many (below). The producer's one elected thread loads a tile's Q and
+// its K and V tiles into a ring of STAGES buffers by TMA (tensor maps
 // over the caller's strides; rows past a sequence's end arrive as zeros), each tile completing on
 // its own mbarrier (K and V apart, so S = Q K^T starts before V lands), and reuses a stage once
 // every consumer warpgroup has released it. The producer gives its registers up (setmaxnreg) so
@@ -11,7 +12,8 @@
 // sequence; causal, bottom-right aligned), folds it into the online softmax in log2 units, keeps
 // P in registers as the A operand of O += P V (wgmma with A from registers; V is the MN-major B
 // operand as stored, no transpose pass), and releases the stage. O / l goes through the warpgroup's
-// own rows of the Q buffer to 16-byte stores; the log-sum-exp as in attention_fa2.cu. OVERLAP 1
+// own rows of the Q buffer to 16-byte stores (with PERSIST, straight from registers); the
+// log-sum-exp as in attention_fa2.cu. OVERLAP 1
 // pipelines a warpgroup's own work as FlashAttention-3 does: S of tile n + 1 is issued before P V of
 // tile n, and the softmax of tile n + 1 runs while that P V does (S of tile n + 1 lives beside the
 // packed P of tile n).
@@ -20,6 +22,10 @@
 // only after the one before it issued its own, so while one consumer's GEMMs hold the tensor cores
 // the others run their softmax (left to the warp schedulers, the consumers issue together and then
 // all wait together).
+// PERSIST 1: a grid of the blocks resident at once walks the tiles (next_tile); the K/V ring and
+// the turns run on from tile to tile, and a q_empty mbarrier hands the Q buffer back to the
+// producer once the consumers' last S of a tile is done, so the next tile's Q loads while this
+// one's last P V and its O store run.
 //
 // D is the head dim rounded up to whole 64-column blocks; DR (the kernel's head_dim argument) the
 // operands' own: with DR 96, 160 or 224 the tensor maps' boxes reach past it and TMA fills those
@@ -144,7 +150,9 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
   // A work tile: BM query rows of one (batch, head) and the key tiles [0, n_end) they see: all of
   // them, or (causal) up to the last row's diagonal.
   struct Tile {
-    int m0, h, b, hk, n_end; // 32-bit (the op's bounds), fewer registers held across a persistent block's tiles
+    // 32-bit (lengths below 2^31 - 256: the TMA restriction, varlen's validation), fewer registers
+    // held across a persistent block's tiles
+    int m0, h, b, hk, n_end;
     ktune_attn::Seq seq;
   };
   auto tile_at = [&](long long m_block, long long h, long long b, Tile& T) {
@@ -447,8 +455,14 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
     }
     if constexpr (PERSIST) {
       // O goes out from registers while the producer loads the next tile's Q (a quad of lanes
-      // writes a row's 16 bytes of each 8-column step); a tile with no key released its Q here.
-      if (n_end == 0 && wtid == 0) mbar_arrive(q_empty);
+      // writes a row's 16 bytes of each 8-column step). A tile with no key releases its Q here,
+      // once all four warps have seen q_full: with keys, the first S's wgmma cannot complete until
+      // every warp issued it, but here a warp still polling for this phase after warp 0 released
+      // the buffer would see the next Q's phase complete, take the wrong parity and hang.
+      if (n_end == 0) {
+        named_sync(1 + c, 128);
+        if (wtid == 0) mbar_arrive(q_empty);
+      }
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         const long long row = row_base + 8 * r;
