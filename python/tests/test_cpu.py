@@ -271,6 +271,25 @@ def test_configure_cubin_cache(tmp_path):
         ktune._runtime._options["cubin_cache_max_mb"] = None  # configure() has no "back to the default" limit
 
 
+def test_configure_shipped_tables(tmp_path):
+    # shipped_tables=False: the runtime knows only the database (here none) and the user's tables,
+    # as on a GPU nobody tuned for (bench/attention_vs_torch.py --untuned); True brings them back.
+    import ktune
+    try:
+        ktune.configure(db=str(tmp_path / "none.db"))
+        shipped = ktune.runtime(arch="sm_90").entries
+        assert shipped > 0
+        assert ktune.configure(shipped_tables=False)["shipped_tables"] is False
+        assert ktune.runtime(arch="sm_90").entries == 0
+        assert ktune.configure()["shipped_tables"] is False  # None keeps the value
+        assert ktune.configure(shipped_tables=True)["shipped_tables"] is True
+        assert ktune.runtime(arch="sm_90").entries == shipped
+    finally:
+        ktune.configure(shipped_tables=True)
+        ktune._runtime._options["db"] = None  # configure() has no "back to the default" database
+        ktune._runtime.reload()
+
+
 def test_best_config_answers_for_every_op():
     """best_config(op=...) asks about the row ops too (rows, columns; no k, no layout), from the
     shipped tables, without a GPU; a wrong op or a k for a row op is a UsageError."""
