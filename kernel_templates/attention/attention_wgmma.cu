@@ -181,11 +181,7 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
   const long long MB = SQ_MAX > BM ? (SQ_MAX + BM - 1) / BM : 1, tiles = MB * H * B;
   auto next_tile = [&](long long& w, Tile& T) {
     if constexpr (!PERSIST) {
-      while (w == 0) {
-        ++w;
-        if (tile_at(gridDim.x - 1 - blockIdx.x, blockIdx.y, blockIdx.z, T)) return true;
-      }
-      return false;
+      return w++ == 0 && tile_at(gridDim.x - 1 - blockIdx.x, blockIdx.y, blockIdx.z, T);
     } else {
       const long long G = gridDim.x;
       while (w * G < tiles) {
@@ -212,7 +208,10 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
 
   // The K / V ring runs on across a block's tiles: a tile's key tile n uses stage (s0 + n) % STAGES
   // in phase ph0 ^ ((s0 + n) / STAGES) & 1, where (s0, ph0) is where the block's previous tile left
-  // the ring (advance); the Q buffer holds the block's i-th tile in phase i & 1.
+  // the ring (advance); the Q buffer holds the block's i-th tile in phase i & 1. The producer and
+  // the consumers both go through ring_stage and ring_phase, so that they agree.
+  auto ring_stage = [](int s0, long long n) { return int((s0 + n) % STAGES); };
+  auto ring_phase = [](int s0, unsigned ph0, long long n) { return ph0 ^ (unsigned((s0 + n) / STAGES) & 1u); };
   auto advance = [](int& s0, unsigned& ph0, int n_end) {
     const int at = s0 + n_end;
     s0 = at % STAGES, ph0 ^= unsigned(at / STAGES) & 1u;
@@ -226,8 +225,8 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
       Tile T;
       while (next_tile(walk, T)) {
         auto load = [&](int n, bool is_v) { // key tile n's K or V
-          const int s = (s0 + n) % STAGES;
-          const unsigned phase = ph0 ^ (unsigned((s0 + n) / STAGES) & 1u);
+          const int s = ring_stage(s0, n);
+          const unsigned phase = ring_phase(s0, ph0, n);
           const unsigned full = is_v ? v_full(s) : k_full(s), dst = (is_v ? sV : sK) + s * KV_TILE;
           mbar_wait(is_v ? v_empty(s) : k_empty(s), phase ^ 1u);
           mbar_expect_tx(full, KV_TILE);
@@ -298,8 +297,8 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
     // The first k-step's scale-d 0 starts S afresh, so its registers need no zeroing (BN / 2
     // instructions a tile). With a negative scale S is computed negated (wgmma's imm-scale-b -1,
     // free), so that the softmax below always sees a positive one.
-    auto stage = [&](long long n) { return int((s0 + n) % STAGES); };
-    auto phase = [&](long long n) { return ph0 ^ (unsigned((s0 + n) / STAGES) & 1u); };
+    auto stage = [&](long long n) { return ring_stage(s0, n); };
+    auto phase = [&](long long n) { return ring_phase(s0, ph0, n); };
     auto qk = [&](long long n, float (&sc)[BN / 2]) {
       const Desc128 ks = at_stage(k_base, stage(n));
       mbar_wait(k_full(stage(n)), phase(n));
@@ -470,7 +469,7 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
         unsigned short* orow = obase + row * os + 2 * t;
 #pragma unroll
         for (int j = 0; j < D / 8; ++j)
-          if (D == DR || 8 * j < DR) // a padded head dim's zero columns are not stored
+          if (8 * j < DR) // a padded head dim's zero columns are not stored
             *reinterpret_cast<unsigned*>(orow + 8 * j) =
                 pack2<F16>(acc[4 * j + 2 * r] * inv[r], acc[4 * j + 2 * r + 1] * inv[r]);
       }
@@ -492,7 +491,7 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
       for (int x = wtid; x < 64 * (D / 8); x += 128) {
         const int r = x / (D / 8), ch = x % (D / 8), row = c * 64 + r;
         const long long q_row = m0 + row;
-        if (q_row >= SQ || (D != DR && ch * 8 >= DR)) continue; // past the rows, or a padded head dim's zeros
+        if (q_row >= SQ || ch * 8 >= DR) continue; // past the rows, or a padded head dim's zeros
         const unsigned at = sQ + (ch / 8) * Q_BLOCK + row * 128 + (((ch % 8) ^ (row & 7)) << 4);
         uint4 val;
         asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
