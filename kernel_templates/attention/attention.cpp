@@ -126,9 +126,9 @@ Family fa2_family(bool varlen) {
   return f;
 }
 
-// attention_wgmma's head dim: whole 64-column blocks (128-byte swizzle). A head dim of 96, 160 or
-// 224 runs as the next multiple of 64: TMA fills the columns past the operand's head dim with
-// zeros, which add nothing to Q K^T and give O columns that are not stored.
+// attention_wgmma's head dim: whole 64-column blocks (128-byte swizzle). Any other head dim (40,
+// 80, 96, 160, ...) runs as the next multiple of 64: TMA fills the columns past the operand's head
+// dim with zeros, which add nothing to Q K^T and give O columns that are not stored.
 int64_t wgmma_head_dim(const Problem& p) { return (p.dims[kHeadDim] + 63) / 64 * 64; }
 
 // Shared memory of an attention_wgmma config: the Q tile and STAGES tiles of K and of V, plus the
@@ -164,10 +164,11 @@ Family wgmma_family(bool varlen) {
     if (!c.has("PERSIST")) c.set("PERSIST", 0);
     return c;
   });
-  f.restrict("head_dim a multiple of 32 from 64 to 256 (96, 160 and 224 padded with zeros to whole 64-column "
-             "blocks)",
+  // A multiple of 8: whole 16-byte rows for TMA and for the O stores' 8-column steps.
+  f.restrict("head_dim a multiple of 8 up to 256 (others than 64, 128, 192, 256 padded with zeros to whole "
+             "64-column blocks)",
              {}, [](const Config&, const Problem& p, const DeviceInfo&) {
-               return p.dims[kHeadDim] % 32 == 0 && p.dims[kHeadDim] >= 64 && p.dims[kHeadDim] <= 256;
+               return p.dims[kHeadDim] % 8 == 0 && p.dims[kHeadDim] <= 256;
              })
       .restrict("TMA: 16-byte aligned strides and pointers (alignment class 16)", {},
                 [](const Config&, const Problem& p, const DeviceInfo&) { return p.align == 16; })
@@ -232,15 +233,26 @@ Family wgmma_family(bool varlen) {
   // full ones; the best persistent config 0.97x to 1.15x the best one-block-a-tile one over the
   // causal rows (the shorter, the more it gains), 0.99x to 1.01x over the full ones. At head dim
   // 256, turns or not are within 1 % of each other (persistent 128 x 80 with OVERLAP).
+  // Short key sequences (up to 1024 keys at head dim <= 128) take the step of 64 to 128 keys that
+  // pads the fewest (ties: the larger), and persistent blocks wherever a tile has at most 16 key
+  // steps: there a tile's Q load and O store weigh on it, and a persistent block does them under
+  // the previous or next tile's GEMMs. Exhaustive tunes of the full head-dim-64 rows of
+  // configs/suites/attention-prefill-check.json (H200, docs/runs/2026-11-30-h200-attention-short.md):
+  // ViT-L's 197 tokens 128 x 112 persistent 1.50x the 128 x 128 one-block-a-tile config, BERT's
+  // 512 128 x 128 persistent 1.24x; SDXL's 4096 (32 steps) persistent 1.01x, as the long full rows.
   f.defaults([](const Problem& p, const DeviceInfo&) {
-    const int64_t d = wgmma_head_dim(p);
+    const int64_t d = wgmma_head_dim(p), kv = p.dims[kKvLen];
     Config c;
     c.set("CWG", 2);
-    c.set("BN", d > 128 ? 80 : d < 128 || causal(p) ? 128 : 176);
+    int64_t bn = d > 128 ? 80 : d < 128 || causal(p) ? 128 : 176;
+    if (d <= 128 && kv <= 1024)
+      for (int64_t step = 64; step <= 128; step += 16)
+        if ((kv + step - 1) / step * step <= (kv + bn - 1) / bn * bn) bn = step;
+    c.set("BN", bn);
     c.set("STAGES", 2);
     c.set("OVERLAP", 1);
     c.set("PINGPONG", d > 128 ? 0 : 1);
-    c.set("PERSIST", causal(p) ? 1 : 0);
+    c.set("PERSIST", causal(p) || (kv + bn - 1) / bn <= 16 ? 1 : 0);
     return c;
   });
   return f;

@@ -112,8 +112,8 @@ TEST(AttentionGpu, WgmmaMatchesAHostReferenceOnTinyShapes) {
     for (const char* layout : {"full", "causal"})
       for (int cwg : {2, 3})
         for (int overlap : {0, 1}) run(compiler, *d, shape, layout, cwg, 64, 2, overlap, 1);
-  // Head dims padded with zeros to whole 64-column blocks (96 as 128, 160 as 192).
-  for (const char* shape : {"1x2x1x130x200x96", "2x4x2x300x100x160"})
+  // Head dims padded with zeros to whole 64-column blocks (96 and 80 as 128, 160 as 192, 40 as 64).
+  for (const char* shape : {"1x2x1x130x200x96", "2x4x2x300x100x160", "2x3x1x200x150x40", "1x2x2x100x260x80"})
     for (const char* layout : {"full", "causal"}) {
       run(compiler, *d, shape, layout, 2, 64, 2, 1, 1, 0);
       run(compiler, *d, shape, layout, 2, 80, 2, 0, 0, 1);

@@ -338,10 +338,16 @@ TEST(Attention, WgmmaPadsHeadDimsToWholeColumnBlocks) {
     EXPECT_EQ(f.launch_plan(c, p).steps[0].dynamic_smem, f.launch_plan(c, q).steps[0].dynamic_smem) << odd;
     for (const Config& x : f.sample(p, d, 20, 3)) EXPECT_EQ(f.valid(x, p, d), f.valid(x, q, d)) << odd << x.to_json();
   }
-  for (const char* hd : {"32", "80", "48"}) {
-    const Problem p = Problem::parse("attention", std::string("2x8x2x1000x1000x") + hd, "full", DType::bf16);
-    EXPECT_FALSE(f.valid(f.default_config(p, d), p, d)) << hd;
+  // Below 64 and between the 32-multiples too: 40 and 48 as 64, 80 as 128 (Stable Diffusion's and
+  // ViT-H's head dims); not a head dim whose rows are not whole 16-byte TMA units.
+  for (const auto& [odd, whole] : {std::pair{"40", "64"}, std::pair{"48", "64"}, std::pair{"80", "128"}}) {
+    const Problem p = Problem::parse("attention", std::string("2x8x2x1000x1000x") + odd, "full", DType::bf16);
+    const Problem q = Problem::parse("attention", std::string("2x8x2x1000x1000x") + whole, "full", DType::bf16);
+    EXPECT_TRUE(f.valid(f.default_config(p, d), p, d)) << odd;
+    EXPECT_EQ(f.kernel_names(f.default_config(p, d), p), f.kernel_names(f.default_config(q, d), q)) << odd;
   }
+  Problem ragged = Problem::parse("attention", "2x8x2x1000x1000x36", "full", DType::bf16);
+  EXPECT_FALSE(f.valid(f.default_config(ragged, d), ragged, d));
   const Family fa2 = find_family("attention_fa2");
   const Problem p96 = Problem::parse("attention", "2x8x2x1000x1000x96", "full", DType::bf16);
   EXPECT_FALSE(fa2.valid(fa2.default_config(p96, d), p96, d));
@@ -349,7 +355,7 @@ TEST(Attention, WgmmaPadsHeadDimsToWholeColumnBlocks) {
 
 // PERSIST's grid is every (query block, head, batch) tile, capped at launch by the blocks resident
 // at once (LaunchStep::persistent); without it, one block a tile over (query blocks, heads, batch).
-// Causal problems default to it, full ones do not.
+// Causal problems default to it, full ones up to 16 key steps.
 TEST(Attention, WgmmaPersistentPlanCoversEveryTile) {
   const DeviceInfo d = DeviceInfo::nominal("sm_90");
   const Family f = find_family("attention_wgmma");
@@ -357,7 +363,9 @@ TEST(Attention, WgmmaPersistentPlanCoversEveryTile) {
   const Problem full = Problem::parse("attention", "3x8x2x1000x900x128", "full", DType::bf16);
   const Config c = f.default_config(causal, d);
   ASSERT_EQ(c["PERSIST"], 1);
-  EXPECT_EQ(f.default_config(full, d)["PERSIST"], 0);
+  EXPECT_EQ(f.default_config(full, d)["PERSIST"], 1); // 900 keys: 10 steps of 96
+  const Problem longer = Problem::parse("attention", "3x8x2x1000x4096x128", "full", DType::bf16);
+  EXPECT_EQ(f.default_config(longer, d)["PERSIST"], 0);
   const int64_t blocks = (1000 + 64 * c["CWG"] - 1) / (64 * c["CWG"]);
   const LaunchStep s = f.launch_plan(c, causal).steps.at(0);
   EXPECT_TRUE(s.persistent);
@@ -370,4 +378,31 @@ TEST(Attention, WgmmaPersistentPlanCoversEveryTile) {
   EXPECT_EQ(t.grid[0], unsigned(blocks));
   EXPECT_EQ(t.grid[1], 8u);
   EXPECT_EQ(t.grid[2], 3u);
+}
+
+// The default step of keys pads short sequences the least (ties: the larger step), from 64 to
+// 128 keys; longer ones keep FlashAttention-3's tiles. Persistent blocks where a tile has at most
+// 16 key steps, and for every causal problem.
+TEST(Attention, WgmmaDefaultsFitShortSequences) {
+  const DeviceInfo d = DeviceInfo::nominal("sm_90");
+  const Family f = find_family("attention_wgmma");
+  struct Case {
+    const char* shape;
+    const char* layout;
+    int bn, persist;
+  };
+  for (const Case& k : {Case{"64x16x16x197x197x64", "full", 112, 1},    // 224 keys, not 256
+                        Case{"32x16x16x512x512x64", "full", 128, 1},    // 512: 64 and 128 tie
+                        Case{"4x16x16x300x300x128", "full", 80, 1},     // 320 keys, not 384 or 352 (176)
+                        Case{"2x10x10x4096x4096x64", "full", 128, 0},   // 32 steps
+                        Case{"1x32x8x4096x4096x128", "full", 176, 0},   // FlashAttention-3's 128 x 176
+                        Case{"1x32x8x2000x2000x128", "full", 176, 1},   // 12 steps of 176
+                        Case{"8x64x8x512x512x128", "causal", 128, 1},
+                        Case{"1x8x4x1000x1000x256", "full", 80, 1}}) { // head dim 256: 80 (registers)
+    const Problem p = Problem::parse("attention", k.shape, k.layout, DType::bf16);
+    const Config c = f.default_config(p, d);
+    EXPECT_EQ(c["BN"], k.bn) << k.shape;
+    EXPECT_EQ(c["PERSIST"], k.persist) << k.shape;
+    EXPECT_TRUE(f.valid(c, p, d)) << k.shape;
+  }
 }
