@@ -240,10 +240,15 @@ Family wgmma_family(bool varlen) {
   // configs/suites/attention-prefill-check.json (H200, docs/runs/2026-11-30-h200-attention-short.md):
   // ViT-L's 197 tokens 128 x 112 persistent 1.50x the 128 x 128 one-block-a-tile config, BERT's
   // 512 128 x 128 persistent 1.24x; SDXL's 4096 (32 steps) persistent 1.01x, as the long full rows.
+  // At head dim 64 (or less, padded) without a mask, three consumers (192 query rows) where they
+  // pad the queries at most 1/8 more than two do: the GEMMs are half as long there, and a third
+  // warpgroup's softmax hides more of them. Same tunes: Whisper's 1500 tokens 1.15x two consumers'
+  // best, BERT's 512 (576 rows against 512) 1.04x, Stable Diffusion's 4096 at head dim 40 1.05x,
+  // SDXL's 4096 at 64 0.98x; ViT's 197 (384 rows against 256) 0.81x.
   f.defaults([](const Problem& p, const DeviceInfo&) {
-    const int64_t d = wgmma_head_dim(p), kv = p.dims[kKvLen];
+    const int64_t d = wgmma_head_dim(p), kv = p.dims[kKvLen], q = p.dims[kQLen];
     Config c;
-    c.set("CWG", 2);
+    c.set("CWG", d == 64 && !causal(p) && (q + 191) / 192 * 192 * 8 <= (q + 127) / 128 * 128 * 9 ? 3 : 2);
     int64_t bn = d > 128 ? 80 : d < 128 || causal(p) ? 128 : 176;
     if (d <= 128 && kv <= 1024)
       for (int64_t step = 64; step <= 128; step += 16)

@@ -382,25 +382,30 @@ TEST(Attention, WgmmaPersistentPlanCoversEveryTile) {
 
 // The default step of keys pads short sequences the least (ties: the larger step), from 64 to
 // 128 keys; longer ones keep FlashAttention-3's tiles. Persistent blocks where a tile has at most
-// 16 key steps, and for every causal problem.
+// 16 key steps, and for every causal problem. Three consumers at head dim 64 without a mask unless
+// 192-row blocks pad the queries more than 1/8 beyond 128-row ones.
 TEST(Attention, WgmmaDefaultsFitShortSequences) {
   const DeviceInfo d = DeviceInfo::nominal("sm_90");
   const Family f = find_family("attention_wgmma");
   struct Case {
     const char* shape;
     const char* layout;
-    int bn, persist;
+    int cwg, bn, persist;
   };
-  for (const Case& k : {Case{"64x16x16x197x197x64", "full", 112, 1},    // 224 keys, not 256
-                        Case{"32x16x16x512x512x64", "full", 128, 1},    // 512: 64 and 128 tie
-                        Case{"4x16x16x300x300x128", "full", 80, 1},     // 320 keys, not 384 or 352 (176)
-                        Case{"2x10x10x4096x4096x64", "full", 128, 0},   // 32 steps
-                        Case{"1x32x8x4096x4096x128", "full", 176, 0},   // FlashAttention-3's 128 x 176
-                        Case{"1x32x8x2000x2000x128", "full", 176, 1},   // 12 steps of 176
-                        Case{"8x64x8x512x512x128", "causal", 128, 1},
-                        Case{"1x8x4x1000x1000x256", "full", 80, 1}}) { // head dim 256: 80 (registers)
+  for (const Case& k : {Case{"64x16x16x197x197x64", "full", 2, 112, 1},  // 224 keys, not 256; 256 rows, not 384
+                        Case{"32x16x16x512x512x64", "full", 3, 128, 1},  // 64 and 128 tie; 576 rows against 512
+                        Case{"8x20x20x1500x1500x64", "full", 3, 128, 1}, // 1536 rows either way
+                        Case{"2x8x8x4096x4096x40", "full", 3, 128, 0},   // head dim 40 as 64; 32 steps
+                        Case{"64x12x12x128x128x64", "full", 2, 128, 1},  // 192 rows against 128
+                        Case{"4x16x16x300x300x128", "full", 2, 80, 1},   // 320 keys, not 384 or 352 (176)
+                        Case{"1x32x8x4096x4096x128", "full", 2, 176, 0}, // FlashAttention-3's 128 x 176
+                        Case{"1x32x8x2000x2000x128", "full", 2, 176, 1}, // 12 steps of 176
+                        Case{"8x12x12x1024x1024x64", "causal", 2, 128, 1},
+                        Case{"8x64x8x512x512x128", "causal", 2, 128, 1},
+                        Case{"1x8x4x1000x1000x256", "full", 2, 80, 1}}) { // head dim 256: 80 (registers)
     const Problem p = Problem::parse("attention", k.shape, k.layout, DType::bf16);
     const Config c = f.default_config(p, d);
+    EXPECT_EQ(c["CWG"], k.cwg) << k.shape;
     EXPECT_EQ(c["BN"], k.bn) << k.shape;
     EXPECT_EQ(c["PERSIST"], k.persist) << k.shape;
     EXPECT_TRUE(f.valid(c, p, d)) << k.shape;
