@@ -291,7 +291,7 @@ int64_t decode_smem(const Config& c, const Problem& p) {
 constexpr int64_t kMaxDecodeSplits = 128;
 constexpr int64_t kMaxDecodeWorkspace = int64_t(1) << 30;
 // The split lengths CHUNK takes besides 0 (no split), shortest first.
-const std::vector<int> kDecodeChunks = {256, 512, 1024, 2048, 4096, 8192, 16384};
+const std::vector<int> kDecodeChunks = {64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
 
 // A split CHUNK > 0 the family serves p with: shorter than the sequence (else CHUNK 0 is the same
 // launch), at most kMaxDecodeSplits splits (the combine step's threads) and kMaxDecodeWorkspace.
@@ -395,7 +395,7 @@ Family decode_family(bool paged) {
   // (attention-decode-check.json), 0.972x and 0.898x.
   // - Rows: 16, or 32 where the packed heads fill more and head_dim leaves the registers for it.
   // - Split: enough blocks for two thirds of the SMs, in the fewest splits that give it (the
-  //   longest chunk), no split shorter than 256 keys, within the family's limits. More splits
+  //   longest chunk), no split shorter than 64 keys, within the family's limits. More splits
   //   than one wave needs cost their partials' writes and the combine step: at 16 x 32/8 x 4096
   //   (128 blocks unsplit) two splits ran at 0.94x of none, at 48 x 12/2 x 2048 (96) at 0.80x;
   //   64 blocks were split at their best.

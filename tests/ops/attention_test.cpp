@@ -131,6 +131,7 @@ TEST(Attention, DecodeFamilySplitsByRuleAndDeclaresItsWorkspace) {
       {"32x12x12x1x1024x64", {0, 16, 2, 16, 4}},     // head_dim 64: four deep
       {"8x16x8x1x8192x256", {4096, 16, 4, 16, 2}},   // head_dim 256
       {"1x32x8x1x32768x128", {2048, 16, 4, 32, 3}},  // 8 blocks, 16 splits
+      {"1x32x8x1x1024x128", {64, 16, 4, 32, 3}},     // 8 blocks, 16 splits of 64 keys
       {"48x12x2x1x2048x128", {0, 16, 4, 32, 3}}};    // 96 blocks: 2/3 of the SMs, no split
   for (const auto& [shape, want] : fit) {
     const Problem p = Problem::parse("attention", shape, "causal", DType::bf16);
