@@ -483,10 +483,12 @@ def attention_ref(q, k, v, causal, scale):
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 @pytest.mark.parametrize("shape,causal", [((2, 200, 8, 64), True), ((1, 333, 4, 128), False), ((1, 64, 2, 256), True),
-                                          ((3, 1, 8, 128), False), ((1, 100, 4, 80), True)])
+                                          ((3, 1, 8, 128), False), ((1, 100, 4, 80), True),
+                                          ((2, 150, 4, 40), False), ((1, 50, 2, 36), True)])
 def test_attention_matches_fp64(dtype, shape, causal):
     """ktune.attention on (B, S, H, D) tensors, GQA (kv_heads H / 4 where H allows), kv_len longer than
-    q_len (bottom-right causal), head_dim 80 (no tuned family: the fallback), against FP64."""
+    q_len (bottom-right causal), head_dims 80 and 40 (on sm_90 attention_wgmma pads them to 128 and 64)
+    and 36 (rows not whole 16-byte units: the fallback), against FP64."""
     import torch
     dt = getattr(torch, dtype)
     B, Sq, H, D = shape
