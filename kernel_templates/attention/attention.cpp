@@ -346,8 +346,11 @@ Family decode_family(bool paged) {
                 {"CHUNK"}, [](const Config& c, const Problem& p, const DeviceInfo&) {
                   return c["CHUNK"] == 0 || decode_split_fits(c, p);
                 })
-      .restrict("FUSE 1 merges splits: it needs a split (CHUNK > 0)", {"CHUNK", "FUSE"},
-                [](const Config& c, const Problem&, const DeviceInfo&) { return !c["FUSE"] || c["CHUNK"] > 0; })
+      .restrict("FUSE 1 merges splits: it needs a split (CHUNK > 0), and its counters fit the 1 GiB of workspace too",
+                {"CHUNK", "FUSE", "ROWS"}, [](const Config& c, const Problem& p, const DeviceInfo&) {
+                  return !c["FUSE"] ||
+                         (c["CHUNK"] > 0 && decode_workspace(c, p) + 4 * decode_counters(c, p) <= kMaxDecodeWorkspace);
+                })
       .restrict("no more row blocks than rows need (a block of 16 rows more is all padding)", {"ROWS"},
                 [](const Config& c, const Problem& p, const DeviceInfo&) {
                   return c["ROWS"] == 16 || decode_rows(p) > c["ROWS"] / 2;
@@ -398,6 +401,9 @@ Family decode_family(bool paged) {
       z.grid[0] = unsigned((decode_counters(c, p) + 255) / 256);
       z.block[0] = 256;
       plan.steps.push_back(z);
+      // The split kernel waits for the clear (griddepcontrol.wait) only in sm_90 code; a dependent
+      // launch happens only on sm_90 devices, which load sm_90 cubins (ktune compiles for the
+      // device's own arch), so the two go together.
       s.overlap_previous = true;
       plan.steps.push_back(s);
       plan.workspace_bytes = size_t(decode_workspace(c, p) + 4 * decode_counters(c, p));

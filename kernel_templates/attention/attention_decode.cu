@@ -384,6 +384,8 @@ __device__ __forceinline__ void attention_decode_body(
   int& last = *reinterpret_cast<int*>(sO);
   __threadfence(); // this block's partials visible to the block that merges
   __syncthreads();
+  // Every block reaches this wait before it exits: the next call's clear step (stream-ordered after
+  // this grid) then cannot run while this launch's clear still might. Keep returns below it.
   if (tid == 0) {
 #if __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory"); // attention_decode_clear's zeros are in place
@@ -394,28 +396,51 @@ __device__ __forceinline__ void attention_decode_body(
   __syncthreads();
   if (!last) return;
   __threadfence(); // the other splits' partials, written before their arrivals
+  // A warp a row for its (max, sum): lane x holds splits x, x + 32, ... (at most 128); the row's
+  // max and 1 / sum into sML (every thread read it before the barriers above), then O in one pass
+  // over the splits.
+  for (int lr = warp; lr < ROWS; lr += WARPS) {
+    const long long row = row0 + lr;
+    if (row >= R) continue; // the same for the whole warp
+    const long long i = row / G, h = hk * G + row % G, out_row = (b * H + h) * SQ + i;
+    float2 part[4];
+    float m = -inf_f();
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const long long x = lane + 32 * u;
+      part[u] = x < nsplit ? __ldcg(partial_ml(ws, nsplit, x, rows, out_row, D)) : make_float2(-inf_f(), 0.f);
+      m = fmaxf(m, part[u].x);
+    }
+#pragma unroll
+    for (int sh = 16; sh > 0; sh >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, sh));
+    const float m_use = m == -inf_f() ? 0.f : m;
+    float l = 0.f;
+#pragma unroll
+    for (int u = 0; u < 4; ++u) l += part[u].y * exp2_approx(part[u].x - m_use);
+#pragma unroll
+    for (int sh = 16; sh > 0; sh >>= 1) l += __shfl_xor_sync(0xffffffffu, l, sh);
+    if (lane == 0) {
+      sML[2 * lr] = m_use;
+      sML[2 * lr + 1] = l > 0.f ? 1.f / l : 0.f;
+      lse[out_row] = l > 0.f ? (m_use + log2_approx(l)) * 0.6931471805599453f : inf_f();
+    }
+  }
+  __syncthreads();
   for (int c = tid; c < ROWS * (D / 4); c += THREADS) {
     const int lr = c / (D / 4), d = (c % (D / 4)) * 4;
     const long long row = row0 + lr;
     if (row >= R) continue;
     const long long i = row / G, h = hk * G + row % G, out_row = (b * H + h) * SQ + i;
-    float m = -inf_f();
-    for (long long x = 0; x < nsplit; ++x) m = fmaxf(m, __ldcg(partial_ml(ws, nsplit, x, rows, out_row, D)).x);
-    const float m_use = m == -inf_f() ? 0.f : m;
-    float l = 0.f;
+    const float m_use = sML[2 * lr], inv = sML[2 * lr + 1];
     float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
     for (long long x = 0; x < nsplit; ++x) {
-      const float2 ml = __ldcg(partial_ml(ws, nsplit, x, rows, out_row, D));
-      const float w = exp2_approx(ml.x - m_use);
-      l += ml.y * w;
+      const float w = exp2_approx(__ldcg(partial_ml(ws, nsplit, x, rows, out_row, D)).x - m_use) * inv;
       const float4 v4 = __ldcg(reinterpret_cast<const float4*>(partial_o(ws, x, rows, out_row, D) + d));
       sum.x += w * v4.x, sum.y += w * v4.y, sum.z += w * v4.z, sum.w += w * v4.w;
     }
-    const float inv = l > 0.f ? 1.f / l : 0.f;
     uint2 w2;
-    w2.x = pack2<F16>(sum.x * inv, sum.y * inv), w2.y = pack2<F16>(sum.z * inv, sum.w * inv);
+    w2.x = pack2<F16>(sum.x, sum.y), w2.y = pack2<F16>(sum.z, sum.w);
     *reinterpret_cast<uint2*>(o + b * ob + i * os + h * oh + d) = w2;
-    if (d == 0) lse[out_row] = l > 0.f ? (m_use + log2_approx(l)) * 0.6931471805599453f : inf_f();
   }
 }
 
@@ -530,7 +555,7 @@ template <int D, int ROWS, int CHUNK>
 __device__ __forceinline__ void attention_decode_clear_body(long long B, long long H, long long HKV, long long SQ,
                                                             long long SKV, float* __restrict__ ws) {
 #if __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
   const long long rows = B * H * SQ, nsplit = (SKV + CHUNK - 1) / CHUNK;
   const long long R = SQ * (H / HKV), count = B * HKV * ((R + ROWS - 1) / ROWS);

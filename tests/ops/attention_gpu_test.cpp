@@ -202,7 +202,9 @@ const DecodePlanted kDecodeFaults[] = {
 };
 // FUSE 1's merge in the last split's block.
 const DecodePlanted kFusedFaults[] = {
-    {{"the fused merge without the splits' max", "const float w = exp2_approx(ml.x - m_use);", "const float w = 1.f;"}},
+    {{"the fused merge without the splits' max",
+      "const float w = exp2_approx(__ldcg(partial_ml(ws, nsplit, x, rows, out_row, D)).x - m_use) * inv;",
+      "const float w = inv;"}},
     {{"the last split left out of the fused merge", "for (long long x = 0; x < nsplit; ++x) {",
       "for (long long x = 0; x + 1 < nsplit; ++x) {"}},
     {{"one arrival counter for all of a batch's row blocks", "+ b * gridDim.y + blockIdx.y;", "+ b;"}},
