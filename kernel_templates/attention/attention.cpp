@@ -247,12 +247,13 @@ Family wgmma_family(bool varlen) {
   // SDXL's 4096 at 64 0.98x; ViT's 197 (384 rows against 256) 0.81x.
   f.defaults([](const Problem& p, const DeviceInfo&) {
     const int64_t d = wgmma_head_dim(p), kv = p.dims[kKvLen], q = p.dims[kQLen];
+    auto padded = [](int64_t n, int64_t tile) { return (n + tile - 1) / tile * tile; };
     Config c;
-    c.set("CWG", d == 64 && !causal(p) && (q + 191) / 192 * 192 * 8 <= (q + 127) / 128 * 128 * 9 ? 3 : 2);
+    c.set("CWG", d == 64 && !causal(p) && padded(q, 192) * 8 <= padded(q, 128) * 9 ? 3 : 2);
     int64_t bn = d > 128 ? 80 : d < 128 || causal(p) ? 128 : 176;
     if (d <= 128 && kv <= 1024)
       for (int64_t step = 64; step <= 128; step += 16)
-        if ((kv + step - 1) / step * step <= (kv + bn - 1) / bn * bn) bn = step;
+        if (padded(kv, step) <= padded(kv, bn)) bn = step;
     c.set("BN", bn);
     c.set("STAGES", 2);
     c.set("OVERLAP", 1);
@@ -281,6 +282,10 @@ int64_t decode_workspace(const Config& c, const Problem& p) {
 }
 // FUSE's arrival counters after the partials: one per (batch, row block) of the split kernel.
 int64_t decode_counters(const Config& c, const Problem& p) { return p.dims[kBatch] * decode_row_blocks(c, p); }
+// FUSE's workspace: the partials, then the counters.
+int64_t decode_fused_workspace(const Config& c, const Problem& p) {
+  return decode_workspace(c, p) + 4 * decode_counters(c, p);
+}
 
 // Shared memory of an attention_decode config: the Q rows, every warp's K / V ring (the FP32
 // merge buffer reuses it, so whichever is larger), every warp's (max, sum) per row.
@@ -349,7 +354,7 @@ Family decode_family(bool paged) {
       .restrict("FUSE 1 merges splits: it needs a split (CHUNK > 0), and its counters fit the 1 GiB of workspace too",
                 {"CHUNK", "FUSE", "ROWS"}, [](const Config& c, const Problem& p, const DeviceInfo&) {
                   return !c["FUSE"] ||
-                         (c["CHUNK"] > 0 && decode_workspace(c, p) + 4 * decode_counters(c, p) <= kMaxDecodeWorkspace);
+                         (c["CHUNK"] > 0 && decode_fused_workspace(c, p) <= kMaxDecodeWorkspace);
                 })
       .restrict("no more row blocks than rows need (a block of 16 rows more is all padding)", {"ROWS"},
                 [](const Config& c, const Problem& p, const DeviceInfo&) {
@@ -406,7 +411,7 @@ Family decode_family(bool paged) {
       // device's own arch), so the two go together.
       s.overlap_previous = true;
       plan.steps.push_back(s);
-      plan.workspace_bytes = size_t(decode_workspace(c, p) + 4 * decode_counters(c, p));
+      plan.workspace_bytes = size_t(decode_fused_workspace(c, p));
       return plan;
     }
     plan.steps.push_back(s);
