@@ -82,9 +82,14 @@ class AttentionRunner : public OpRunner {
     prepare_at(q, seed, least_aligned_offset(p), true);
   }
 
-  // attention_decode's split partials. Kept between configs; it is scratch, so no guards.
+  // attention_decode's split partials and FUSE's arrival counters. Scratch, so no guards; filled
+  // with 0xFF bytes before every config (NaN partials, counters at 2^32 - 1): served, the workspace
+  // holds the last call's leftovers, so a kernel that counts on zeroed scratch fails here too.
   void ensure_workspace(size_t bytes) override {
-    if (bytes) reserve(workspace_, bytes, "the attention runner's workspace"); // before any prepare: no problem yet
+    if (!bytes) return;
+    reserve(workspace_, bytes, "the attention runner's workspace"); // before any prepare: no problem yet
+    check_cu(driver().cuMemsetD8Async(workspace_.ptr(), 0xFF, bytes, nullptr), "cuMemsetD8Async",
+             "filling the attention runner's workspace (" + std::to_string(bytes) + " bytes)");
   }
 
   void launch(Module& m, const LaunchPlan& plan, CUstream stream) override {

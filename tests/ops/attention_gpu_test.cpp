@@ -208,6 +208,17 @@ const DecodePlanted kFusedFaults[] = {
     {{"the last split left out of the fused merge", "for (long long x = 0; x < nsplit; ++x) {",
       "for (long long x = 0; x + 1 < nsplit; ++x) {"}},
     {{"one arrival counter for all of a batch's row blocks", "+ b * gridDim.y + blockIdx.y;", "+ b;"}},
+    // The workspace still holds the last run's counters (or the runner's poison): no block finds
+    // itself last, or the wrong one does.
+    {{"the arrival counters not cleared", "if (at < count) ktune_attn_decode::arrivals", "if (at < 0) ktune_attn_decode::arrivals"}},
+};
+// On two sequences with two row blocks per kv head (fused_batched below): counters shared across
+// the batch or across a kv head's row blocks.
+const DecodePlanted kFusedBatchFaults[] = {
+    {{"one arrival counter for the same row block of every sequence", "+ b * gridDim.y + blockIdx.y;",
+      "+ blockIdx.y;"}},
+    {{"one arrival counter for a kv head's row blocks", "+ b * gridDim.y + blockIdx.y;",
+      "+ b * gridDim.y + blockIdx.y / 2 * 2;"}},
 };
 
 } // namespace
@@ -268,6 +279,15 @@ TEST(AttentionGpu, DecodeFamilyPassesOverDecodeShapesAndPlantedKernelsAreRejecte
   ASSERT_TRUE(check_config(*runner, compiler, *d, f, fused, causal, 97).pass) << "the unplanted fused kernel";
   for (const DecodePlanted& fault : kFusedFaults) {
     const auto v = check_planted(*runner, compiler, *d, f, fused, causal, source, fault);
+    ASSERT_TRUE(v) << "planted fault '" << fault.name << "' no longer matches attention_decode.cu";
+    EXPECT_FALSE(v->pass) << fault.name << ": " << v->summary();
+  }
+  // Two sequences, 8 queries of a 4-head group (32 packed rows: two blocks of 16 per kv head).
+  const Problem batched = Problem::parse("attention", "2x8x2x8x1000x128", "causal", DType::bf16);
+  ASSERT_TRUE(f.valid(fused, batched, *d));
+  ASSERT_TRUE(check_config(*runner, compiler, *d, f, fused, batched, 96).pass) << "the unplanted fused kernel, 2 sequences";
+  for (const DecodePlanted& fault : kFusedBatchFaults) {
+    const auto v = check_planted(*runner, compiler, *d, f, fused, batched, source, fault);
     ASSERT_TRUE(v) << "planted fault '" << fault.name << "' no longer matches attention_decode.cu";
     EXPECT_FALSE(v->pass) << fault.name << ": " << v->summary();
   }
