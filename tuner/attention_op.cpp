@@ -82,9 +82,9 @@ class AttentionRunner : public OpRunner {
     prepare_at(q, seed, least_aligned_offset(p), true);
   }
 
-  // attention_decode's split partials and FUSE's arrival counters. Scratch, so no guards; filled
-  // with 0xFF bytes before every config (NaN partials, counters at 2^32 - 1): served, the workspace
-  // holds the last call's leftovers, so a kernel that counts on zeroed scratch fails here too.
+  // attention_decode's split partials. Scratch, so no guards; filled with 0xFF bytes (NaN) before
+  // every config: served, the workspace holds the last call's leftovers, so a kernel that counts
+  // on zeroed or stale scratch fails here too.
   void ensure_workspace(size_t bytes) override {
     if (!bytes) return;
     reserve(workspace_, bytes, "the attention runner's workspace"); // before any prepare: no problem yet

@@ -280,12 +280,6 @@ int64_t decode_workspace(const Config& c, const Problem& p) {
   if (splits == 1) return 0;
   return splits * p.dims[kBatch] * p.dims[kHeads] * p.dims[kQLen] * (p.dims[kHeadDim] + 2) * 4;
 }
-// FUSE's arrival counters after the partials: one per (batch, row block) of the split kernel.
-int64_t decode_counters(const Config& c, const Problem& p) { return p.dims[kBatch] * decode_row_blocks(c, p); }
-// FUSE's workspace: the partials, then the counters.
-int64_t decode_fused_workspace(const Config& c, const Problem& p) {
-  return decode_workspace(c, p) + 4 * decode_counters(c, p);
-}
 
 // Shared memory of an attention_decode config: the Q rows, every warp's K / V ring (the FP32
 // merge buffer reuses it, so whichever is larger), every warp's (max, sum) per row.
@@ -325,15 +319,7 @@ Family decode_family(bool paged) {
       .param("ROWS", {16, 32, 64}, "query rows a block (q_len x heads / kv_heads, packed)")
       .param("WARPS", {2, 4, 8}, "warps a block, each with its own keys")
       .param("BN", {16, 32, 64}, "keys a warp step")
-      .param("STAGES", {2, 3, 4}, "K / V tiles in each warp's cp.async ring")
-      .param("FUSE", {0, 1},
-             "1 (with a split): the last split's block to finish merges the splits (an arrival counter), no "
-             "combine step");
-  // Configs recorded before FUSE ran the combine step.
-  f.upgrade([](Config c) {
-    if (!c.has("FUSE")) c.set("FUSE", 0);
-    return c;
-  });
+      .param("STAGES", {2, 3, 4}, "K / V tiles in each warp's cp.async ring");
   f.restrict("few query rows: q_len <= 64 (decode and speculative decoding)", {},
              [](const Config&, const Problem& p, const DeviceInfo&) { return p.dims[kQLen] <= 64; })
       .restrict("the combine step's grid holds a block per (batch, head, query) row", {},
@@ -350,11 +336,6 @@ Family decode_family(bool paged) {
                 "combine step's threads) and a workspace of at most 1 GiB",
                 {"CHUNK"}, [](const Config& c, const Problem& p, const DeviceInfo&) {
                   return c["CHUNK"] == 0 || decode_split_fits(c, p);
-                })
-      .restrict("FUSE 1 merges splits: it needs a split (CHUNK > 0), and its counters fit the 1 GiB of workspace too",
-                {"CHUNK", "FUSE", "ROWS"}, [](const Config& c, const Problem& p, const DeviceInfo&) {
-                  return !c["FUSE"] ||
-                         (c["CHUNK"] > 0 && decode_fused_workspace(c, p) <= kMaxDecodeWorkspace);
                 })
       .restrict("no more row blocks than rows need (a block of 16 rows more is all padding)", {"ROWS"},
                 [](const Config& c, const Problem& p, const DeviceInfo&) {
@@ -381,11 +362,8 @@ Family decode_family(bool paged) {
     std::vector<std::string> k{"attention_decode" + suffix + "<" + dt + "," + d + "," + std::to_string(c["ROWS"]) + "," +
                                std::to_string(c["WARPS"]) + "," + std::to_string(c["BN"]) + "," +
                                std::to_string(c["STAGES"]) + "," + std::to_string(c["CHUNK"]) + "," +
-                               (causal(p) ? "1" : "0") + way + "," + std::to_string(c["FUSE"]) + ">"};
-    if (c["FUSE"])
-      k.push_back("attention_decode_clear" + suffix + "<" + d + "," + std::to_string(c["ROWS"]) + "," +
-                  std::to_string(c["CHUNK"]) + ">");
-    else if (c["CHUNK"])
+                               (causal(p) ? "1" : "0") + way + ">"};
+    if (c["CHUNK"])
       k.push_back("attention_decode_combine" + suffix + "<" + dt + "," + d + "," + std::to_string(c["CHUNK"]) + ">");
     return k;
   });
@@ -398,22 +376,6 @@ Family decode_family(bool paged) {
     s.grid[2] = unsigned(p.dims[kBatch]);
     s.block[0] = unsigned(32 * c["WARPS"]);
     s.dynamic_smem = unsigned(decode_smem(c, p));
-    if (splits > 1 && c["FUSE"]) {
-      // The counters zeroed first; the split kernel its programmatic dependent (it waits for the
-      // zeros only before its arrival), the last arrival of each row block merging.
-      LaunchStep z;
-      z.kernel = 1;
-      z.grid[0] = unsigned((decode_counters(c, p) + 255) / 256);
-      z.block[0] = 256;
-      plan.steps.push_back(z);
-      // The split kernel waits for the clear (griddepcontrol.wait) only in sm_90 code; a dependent
-      // launch happens only on sm_90 devices, which load sm_90 cubins (ktune compiles for the
-      // device's own arch), so the two go together.
-      s.overlap_previous = true;
-      plan.steps.push_back(s);
-      plan.workspace_bytes = size_t(decode_fused_workspace(c, p));
-      return plan;
-    }
     plan.steps.push_back(s);
     if (splits > 1) { // the splits merged (a programmatic dependent: it waits for them)
       LaunchStep m;
@@ -448,7 +410,6 @@ Family decode_family(bool paged) {
     const int64_t hd = p.dims[kHeadDim];
     c.set("ROWS", decode_rows(p) <= 16 || hd > 128 ? 16 : 32);
     c.set("CHUNK", 0);
-    c.set("FUSE", 0); // not yet measured against the combine step
     const int64_t blocks = p.dims[kBatch] * decode_row_blocks(c, p);
     const int64_t want = std::max(1, 2 * d.sm_count / 3);
     if (blocks < want) {

@@ -10,10 +10,7 @@
 //   its row sum (log2 units) to the workspace, and attention_decode_combine merges the splits:
 //   O = sum_s 2^(m_s - M) O_s / sum_s 2^(m_s - M) l_s, lse = M + log2 sum_s 2^(m_s - M) l_s (the
 //   same rescale the online softmax makes a tile, made once more). With one split the block
-//   writes O and the log-sum-exp itself and there is no combine step. FUSE 1: no combine step
-//   either; each block counts its arrival on its rows' counter in the workspace (zeroed by
-//   attention_decode_clear, launched first, whose dependent this kernel is) and the last split's
-//   block to arrive merges the rows: the combine step's launch and the gap before it saved.
+//   writes O and the log-sum-exp itself and there is no combine step.
 // - Inside a block, the keys split again over its WARPS warps (tile t of BN keys goes to warp
 //   t % WARPS, so the warps read neighbouring memory): each warp keeps its own online softmax, its
 //   own STAGES-deep cp.async ring and needs no block barrier in its loop; the warps' results are
@@ -45,10 +42,6 @@ __device__ __forceinline__ float2* partial_ml(float* ws, long long nsplit, long 
                                               int d) {
   return reinterpret_cast<float2*>(ws + nsplit * rows * d) + split * rows + row;
 }
-// FUSE: after the (m, l) pairs, an arrival counter per (batch, grid row) of the split kernel.
-__device__ __forceinline__ unsigned* arrivals(float* ws, long long nsplit, long long rows, int d) {
-  return reinterpret_cast<unsigned*>(ws + nsplit * rows * (d + 2));
-}
 
 } // namespace ktune_attn_decode
 
@@ -56,7 +49,7 @@ __device__ __forceinline__ unsigned* arrivals(float* ws, long long nsplit, long 
 // PAGE and PPS unused; 1: pages a multiple of BN (a tile lies in one page); 2: any page size (each
 // key looked up). The way is a template parameter, not a branch at run time: with both paged
 // ways in one kernel the tile loop ran at 0.6x the contiguous kernel's speed (H200, same config).
-template <int F16, int D, int ROWS, int WARPS, int BN, int STAGES, int CHUNK, int CAUSAL, int PAGED, int FUSE>
+template <int F16, int D, int ROWS, int WARPS, int BN, int STAGES, int CHUNK, int CAUSAL, int PAGED>
 __device__ __forceinline__ void attention_decode_body(
     const unsigned short* __restrict__ q, const unsigned short* __restrict__ k, const unsigned short* __restrict__ v,
     const int* __restrict__ bt, const int* __restrict__ lens, unsigned short* __restrict__ o, float* __restrict__ lse,
@@ -376,87 +369,21 @@ __device__ __forceinline__ void attention_decode_body(
     if (nsplit == 1) lse[out_row] = l > 0.f ? (m_use + log2_approx(l)) * 0.6931471805599453f : inf_f();
     else *partial_ml(ws, nsplit, split, rows, out_row, D) = make_float2(m, l);
   }
-  if (!FUSE || nsplit == 1) return;
-
-  // FUSE: the last of the row block's splits to arrive merges them (as the combine step does).
-  // The verdict goes where the merge buffer was (read by everyone before the barrier), not into
-  // static shared memory beyond the dynamic amount the config was sized for.
-  int& last = *reinterpret_cast<int*>(sO);
-  __threadfence(); // this block's partials visible to the block that merges
-  __syncthreads();
-  // Every block reaches this wait before it exits: the next call's clear step (stream-ordered after
-  // this grid) then cannot run while this launch's clear still might. Keep returns below it.
-  if (tid == 0) {
-#if __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;" ::: "memory"); // attention_decode_clear's zeros are in place
-#endif
-    unsigned* count = arrivals(ws, nsplit, rows, D) + b * gridDim.y + blockIdx.y;
-    last = atomicAdd(count, 1u) == unsigned(nsplit - 1);
-  }
-  __syncthreads();
-  if (!last) return;
-  __threadfence(); // the other splits' partials, written before their arrivals
-  // A warp a row for its (max, sum): lane x holds splits x, x + 32, ... (at most 128); the row's
-  // max and 1 / sum into sML (every thread read it before the barriers above), then O in one pass
-  // over the splits.
-  for (int lr = warp; lr < ROWS; lr += WARPS) {
-    const long long row = row0 + lr;
-    if (row >= R) continue; // the same for the whole warp
-    const long long i = row / G, h = hk * G + row % G, out_row = (b * H + h) * SQ + i;
-    float2 part[4];
-    float m = -inf_f();
-#pragma unroll
-    for (int u = 0; u < 4; ++u) {
-      const long long x = lane + 32 * u;
-      part[u] = x < nsplit ? __ldcg(partial_ml(ws, nsplit, x, rows, out_row, D)) : make_float2(-inf_f(), 0.f);
-      m = fmaxf(m, part[u].x);
-    }
-#pragma unroll
-    for (int sh = 16; sh > 0; sh >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, sh));
-    const float m_use = m == -inf_f() ? 0.f : m;
-    float l = 0.f;
-#pragma unroll
-    for (int u = 0; u < 4; ++u) l += part[u].y * exp2_approx(part[u].x - m_use);
-#pragma unroll
-    for (int sh = 16; sh > 0; sh >>= 1) l += __shfl_xor_sync(0xffffffffu, l, sh);
-    if (lane == 0) {
-      sML[2 * lr] = m_use;
-      sML[2 * lr + 1] = l > 0.f ? 1.f / l : 0.f;
-      lse[out_row] = l > 0.f ? (m_use + log2_approx(l)) * 0.6931471805599453f : inf_f();
-    }
-  }
-  __syncthreads();
-  for (int c = tid; c < ROWS * (D / 4); c += THREADS) {
-    const int lr = c / (D / 4), d = (c % (D / 4)) * 4;
-    const long long row = row0 + lr;
-    if (row >= R) continue;
-    const long long i = row / G, h = hk * G + row % G, out_row = (b * H + h) * SQ + i;
-    const float m_use = sML[2 * lr], inv = sML[2 * lr + 1];
-    float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
-    for (long long x = 0; x < nsplit; ++x) {
-      const float w = exp2_approx(__ldcg(partial_ml(ws, nsplit, x, rows, out_row, D)).x - m_use) * inv;
-      const float4 v4 = __ldcg(reinterpret_cast<const float4*>(partial_o(ws, x, rows, out_row, D) + d));
-      sum.x += w * v4.x, sum.y += w * v4.y, sum.z += w * v4.z, sum.w += w * v4.w;
-    }
-    uint2 w2;
-    w2.x = pack2<F16>(sum.x, sum.y), w2.y = pack2<F16>(sum.z, sum.w);
-    *reinterpret_cast<uint2*>(o + b * ob + i * os + h * oh + d) = w2;
-  }
 }
 
-template <int F16, int D, int ROWS, int WARPS, int BN, int STAGES, int CHUNK, int CAUSAL, int FUSE>
+template <int F16, int D, int ROWS, int WARPS, int BN, int STAGES, int CHUNK, int CAUSAL>
 __global__ void __launch_bounds__(WARPS * 32) attention_decode(
     const unsigned short* __restrict__ q, const unsigned short* __restrict__ k, const unsigned short* __restrict__ v,
     unsigned short* __restrict__ o, float* __restrict__ lse, long long B, long long H, long long HKV, long long SQ,
     long long SKV, long long /*D, fixed by the template*/, long long qb, long long qs, long long qh, long long kb,
     long long ks, long long kh, long long vb, long long vs, long long vh, long long ob, long long os, long long oh,
     float scale_arg, float* __restrict__ ws) {
-  attention_decode_body<F16, D, ROWS, WARPS, BN, STAGES, CHUNK, CAUSAL, 0, FUSE>(
+  attention_decode_body<F16, D, ROWS, WARPS, BN, STAGES, CHUNK, CAUSAL, 0>(
       q, k, v, nullptr, nullptr, o, lse, B, H, HKV, SQ, SKV, 0, 0, qb, qs, qh, kb, ks, kh, vb, vs, vh, ob, os, oh,
       scale_arg, ws);
 }
 
-template <int F16, int D, int ROWS, int WARPS, int BN, int STAGES, int CHUNK, int CAUSAL, int PAGED, int FUSE>
+template <int F16, int D, int ROWS, int WARPS, int BN, int STAGES, int CHUNK, int CAUSAL, int PAGED>
 __global__ void __launch_bounds__(WARPS * 32) attention_decode_paged(
     const unsigned short* __restrict__ q, const unsigned short* __restrict__ k, const unsigned short* __restrict__ v,
     const int* __restrict__ bt, const int* __restrict__ lens, unsigned short* __restrict__ o, float* __restrict__ lse,
@@ -464,7 +391,7 @@ __global__ void __launch_bounds__(WARPS * 32) attention_decode_paged(
     long long /*PAGES*/, long long qb, long long qs, long long qh, long long kb, long long ks, long long kh,
     long long vb, long long vs, long long vh, long long ob, long long os, long long oh, float scale_arg,
     float* __restrict__ ws) {
-  attention_decode_body<F16, D, ROWS, WARPS, BN, STAGES, CHUNK, CAUSAL, PAGED, FUSE>(
+  attention_decode_body<F16, D, ROWS, WARPS, BN, STAGES, CHUNK, CAUSAL, PAGED>(
       q, k, v, bt, lens, o, lse, B, H, HKV, SQ, SKV, PAGE, SKV / PAGE, qb, qs, qh, kb, ks, kh, vb, vs, vh, ob, os, oh,
       scale_arg, ws);
 }
@@ -546,38 +473,4 @@ __global__ void __launch_bounds__(128) attention_decode_combine_paged(
     long long, long long, long long, long long, long long, long long, long long, long long, long long ob, long long os,
     long long oh, float, float* __restrict__ ws) {
   attention_decode_combine_body<F16, D, CHUNK>(o, lse, B, H, SQ, SKV, ob, os, oh, ws);
-}
-
-// FUSE, launched before the split kernel (its programmatic dependent, which waits for it only
-// before its first arrival): zeroes the arrival counters, B x kv heads x row blocks of them, after
-// the partials. A block of 256 a 256 counters.
-template <int D, int ROWS, int CHUNK>
-__device__ __forceinline__ void attention_decode_clear_body(long long B, long long H, long long HKV, long long SQ,
-                                                            long long SKV, float* __restrict__ ws) {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-  const long long rows = B * H * SQ, nsplit = (SKV + CHUNK - 1) / CHUNK;
-  const long long R = SQ * (H / HKV), count = B * HKV * ((R + ROWS - 1) / ROWS);
-  const long long at = (long long)blockIdx.x * 256 + threadIdx.x;
-  if (at < count) ktune_attn_decode::arrivals(ws, nsplit, rows, D)[at] = 0u;
-}
-
-template <int D, int ROWS, int CHUNK>
-__global__ void __launch_bounds__(256) attention_decode_clear(
-    const unsigned short* __restrict__, const unsigned short* __restrict__, const unsigned short* __restrict__,
-    unsigned short* __restrict__, float* __restrict__, long long B, long long H, long long HKV, long long SQ,
-    long long SKV, long long /*D*/, long long, long long, long long, long long, long long, long long, long long,
-    long long, long long, long long, long long, long long, float, float* __restrict__ ws) {
-  attention_decode_clear_body<D, ROWS, CHUNK>(B, H, HKV, SQ, SKV, ws);
-}
-
-template <int D, int ROWS, int CHUNK>
-__global__ void __launch_bounds__(256) attention_decode_clear_paged(
-    const unsigned short* __restrict__, const unsigned short* __restrict__, const unsigned short* __restrict__,
-    const int* __restrict__, const int* __restrict__, unsigned short* __restrict__, float* __restrict__, long long B,
-    long long H, long long HKV, long long SQ, long long SKV, long long /*D*/, long long /*PAGE*/, long long /*PAGES*/,
-    long long, long long, long long, long long, long long, long long, long long, long long, long long, long long,
-    long long, long long, float, float* __restrict__ ws) {
-  attention_decode_clear_body<D, ROWS, CHUNK>(B, H, HKV, SQ, SKV, ws);
 }

@@ -62,14 +62,13 @@ VerifyResult check_config(OpRunner& runner, Compiler& compiler, const DeviceInfo
 }
 
 // An attention_decode(_paged) config.
-Config decode_config(int chunk, int rows, int warps, int bn, int stages, int fuse = 0) {
+Config decode_config(int chunk, int rows, int warps, int bn, int stages) {
   Config c;
   c.set("CHUNK", chunk);
   c.set("ROWS", rows);
   c.set("WARPS", warps);
   c.set("BN", bn);
   c.set("STAGES", stages);
-  c.set("FUSE", fuse);
   return c;
 }
 
@@ -200,26 +199,6 @@ const DecodePlanted kDecodeFaults[] = {
     {{"keys past the block's end not masked", "if (j >= k1 || (CAUSAL && j > limit[mt][r]))", "if (CAUSAL && j > limit[mt][r])"},
      "full"},
 };
-// FUSE 1's merge in the last split's block.
-const DecodePlanted kFusedFaults[] = {
-    {{"the fused merge without the splits' max",
-      "const float w = exp2_approx(__ldcg(partial_ml(ws, nsplit, x, rows, out_row, D)).x - m_use) * inv;",
-      "const float w = inv;"}},
-    {{"the last split left out of the fused merge", "for (long long x = 0; x < nsplit; ++x) {",
-      "for (long long x = 0; x + 1 < nsplit; ++x) {"}},
-    {{"one arrival counter for all of a batch's row blocks", "+ b * gridDim.y + blockIdx.y;", "+ b;"}},
-    // The workspace still holds the last run's counters (or the runner's poison): no block finds
-    // itself last, or the wrong one does.
-    {{"the arrival counters not cleared", "if (at < count) ktune_attn_decode::arrivals", "if (at < 0) ktune_attn_decode::arrivals"}},
-};
-// On two sequences with two row blocks per kv head (fused_batched below): counters shared across
-// the batch or across a kv head's row blocks.
-const DecodePlanted kFusedBatchFaults[] = {
-    {{"one arrival counter for the same row block of every sequence", "+ b * gridDim.y + blockIdx.y;",
-      "+ blockIdx.y;"}},
-    {{"one arrival counter for a kv head's row blocks", "+ b * gridDim.y + blockIdx.y;",
-      "+ b * gridDim.y + blockIdx.y / 2 * 2;"}},
-};
 
 } // namespace
 
@@ -245,20 +224,13 @@ TEST(AttentionGpu, DecodeFamilyPassesOverDecodeShapesAndPlantedKernelsAreRejecte
     const Config dc = f.default_config(p, *d);
     ASSERT_TRUE(f.valid(dc, p, *d)) << p.key() << " " << dc.to_json();
     cs.push_back(dc);
-    // Every split config with the merge fused as well (FUSE 1).
-    for (size_t i = 0, n = cs.size(); i < n; ++i)
-      if (cs[i]["CHUNK"] && !cs[i]["FUSE"]) {
-        Config fused = cs[i];
-        fused.set("FUSE", 1);
-        cs.push_back(fused);
-      }
     for (const Config& c : cs) {
       const VerifyResult v = check_config(*runner, compiler, *d, f, c, p, ++seed);
       EXPECT_TRUE(v.pass) << c.to_json() << " " << p.key() << ": " << v.summary();
     }
   }
   // Planted faults: GQA with 3 queries (12 packed rows), 4 splits of 256 keys (the last one
-  // partial), 4 warps a block; the fused merge's on the same config with FUSE 1.
+  // partial), 4 warps a block.
   const Problem causal = Problem::parse("attention", "1x16x4x3x1000x128", "causal", DType::bf16);
   const Problem full = Problem::parse("attention", "1x16x4x3x1000x128", "full", DType::bf16);
   const Config c = decode_config(256, 16, 4, 16, 3);
@@ -271,23 +243,6 @@ TEST(AttentionGpu, DecodeFamilyPassesOverDecodeShapesAndPlantedKernelsAreRejecte
   for (const DecodePlanted& fault : kDecodeFaults) {
     const Problem& p = std::string(fault.layout) == "full" ? full : causal;
     const auto v = check_planted(*runner, compiler, *d, f, c, p, source, fault);
-    ASSERT_TRUE(v) << "planted fault '" << fault.name << "' no longer matches attention_decode.cu";
-    EXPECT_FALSE(v->pass) << fault.name << ": " << v->summary();
-  }
-  const Config fused = decode_config(256, 16, 4, 16, 3, 1);
-  ASSERT_TRUE(f.valid(fused, causal, *d));
-  ASSERT_TRUE(check_config(*runner, compiler, *d, f, fused, causal, 97).pass) << "the unplanted fused kernel";
-  for (const DecodePlanted& fault : kFusedFaults) {
-    const auto v = check_planted(*runner, compiler, *d, f, fused, causal, source, fault);
-    ASSERT_TRUE(v) << "planted fault '" << fault.name << "' no longer matches attention_decode.cu";
-    EXPECT_FALSE(v->pass) << fault.name << ": " << v->summary();
-  }
-  // Two sequences, 8 queries of a 4-head group (32 packed rows: two blocks of 16 per kv head).
-  const Problem batched = Problem::parse("attention", "2x8x2x8x1000x128", "causal", DType::bf16);
-  ASSERT_TRUE(f.valid(fused, batched, *d));
-  ASSERT_TRUE(check_config(*runner, compiler, *d, f, fused, batched, 96).pass) << "the unplanted fused kernel, 2 sequences";
-  for (const DecodePlanted& fault : kFusedBatchFaults) {
-    const auto v = check_planted(*runner, compiler, *d, f, fused, batched, source, fault);
     ASSERT_TRUE(v) << "planted fault '" << fault.name << "' no longer matches attention_decode.cu";
     EXPECT_FALSE(v->pass) << fault.name << ": " << v->summary();
   }
@@ -305,16 +260,14 @@ TEST(AttentionGpu, DecodeSplitsAndMergesOnATinyShape) {
   auto runner = make_op_runner("attention", compiler, *d);
   const Family f = find_family("attention_decode");
   const Problem p = Problem::parse("attention", "1x4x2x2x300x64", "causal", DType::bf16);
-  for (int fuse : {0, 1}) { // the combine step, or the last split's block merging
-    const Config c = decode_config(256, 16, 4, 16, 2, fuse);
-    ASSERT_TRUE(f.valid(c, p, *d));
-    const LaunchPlan plan = f.launch_plan(c, p);
-    ASSERT_EQ(plan.steps.size(), 2u);
-    const auto k = compiler.compile(compile_request(f, c, p, d->arch));
-    Module m(k->cubin, k->lowered_names, "attention_decode");
-    const VerifyResult v = check(*runner, p, m, plan, 7);
-    EXPECT_TRUE(v.pass) << "FUSE " << fuse << ": " << v.summary();
-  }
+  const Config c = decode_config(256, 16, 4, 16, 2);
+  ASSERT_TRUE(f.valid(c, p, *d));
+  const LaunchPlan plan = f.launch_plan(c, p);
+  ASSERT_EQ(plan.steps.size(), 2u);
+  const auto k = compiler.compile(compile_request(f, c, p, d->arch));
+  Module m(k->cubin, k->lowered_names, "attention_decode");
+  const VerifyResult v = check(*runner, p, m, plan, 7);
+  EXPECT_TRUE(v.pass) << v.summary();
 }
 
 // attention_paged (attention_decode_paged): page sizes 16, 64 and 256 and one page a sequence,
@@ -341,8 +294,6 @@ TEST(AttentionGpu, PagedDecodePassesOverPageSizesAndPlantedKernelsAreRejected) {
     const Problem p = Problem::parse("attention_paged", shape, layout, t);
     std::vector<Config> cs = f.sample(p, *d, 2, ++seed);
     cs.push_back(f.default_config(p, *d));
-    // A split with the merge fused (the last split's block merging; sequences of any length).
-    cs.push_back(decode_config(512, 16, 4, 16, 3, 1));
     for (const Config& c : cs) {
       ASSERT_TRUE(f.valid(c, p, *d)) << c.to_json();
       const VerifyResult v = check_config(*runner, compiler, *d, f, c, p, ++seed);

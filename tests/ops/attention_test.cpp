@@ -110,32 +110,6 @@ TEST(Attention, DecodeFamilySplitsByRuleAndDeclaresItsWorkspace) {
   EXPECT_EQ(plan.steps[1].grid[0], 32u); // a block per (b, h, i) row
   EXPECT_EQ(plan.workspace_bytes, size_t(splits * 32 * (128 + 2) * 4));
   EXPECT_EQ(f.kernel_names(c, one).size(), 2u);
-  EXPECT_EQ(c["FUSE"], 0);
-  // FUSE 1: the counters' clear first, the split kernel its programmatic dependent, no combine
-  // step; the workspace holds a counter per (batch, row block) after the partials.
-  Config fused = c;
-  fused.set("FUSE", 1);
-  ASSERT_TRUE(f.valid(fused, one, d));
-  const LaunchPlan fp = f.launch_plan(fused, one);
-  ASSERT_EQ(fp.steps.size(), 2u);
-  EXPECT_EQ(fp.steps[0].kernel, 1);
-  EXPECT_EQ(fp.steps[0].grid[0], 1u); // 8 counters
-  EXPECT_FALSE(fp.steps[0].overlap_previous);
-  EXPECT_EQ(fp.steps[1].kernel, 0);
-  EXPECT_TRUE(fp.steps[1].overlap_previous);
-  EXPECT_EQ(fp.steps[1].grid[0], unsigned(splits));
-  EXPECT_EQ(fp.workspace_bytes, size_t(splits * 32 * (128 + 2) * 4 + 8 * 4));
-  const std::vector<std::string> names = f.kernel_names(fused, one);
-  ASSERT_EQ(names.size(), 2u);
-  EXPECT_NE(names[1].find("attention_decode_clear<"), std::string::npos) << names[1];
-  Config unsplit = c;
-  unsplit.set("CHUNK", 0);
-  unsplit.set("FUSE", 1);
-  EXPECT_FALSE(f.valid(unsplit, one, d)); // nothing to merge
-  // Configs recorded before FUSE (the shipped table's) read as FUSE 0.
-  Config old;
-  for (const char* k : {"CHUNK", "ROWS", "WARPS", "BN", "STAGES"}) old.set(k, c[k]);
-  EXPECT_EQ(f.upgraded(old)["FUSE"], 0);
   // Batch 64: enough blocks without a split, so one step and no workspace.
   const Problem many = Problem::parse("attention", "64x32x8x1x4096x128", "full", DType::bf16);
   const Config m = f.default_config(many, d);
