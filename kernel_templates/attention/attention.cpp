@@ -157,11 +157,13 @@ Family wgmma_family(bool varlen) {
       .param("OVERLAP", {0, 1}, "1: S of the next key tile and the softmax overlap P V (that S beside the packed P in registers)")
       .param("PINGPONG", {0, 1}, "1: the consumers take turns issuing their GEMMs (named barriers), one's softmax under another's GEMMs")
       .param("PERSIST", {0, 1},
-             "1: one block an SM walks the tiles; the next tile's Q and K / V load while this one's O is stored");
-  // Configs recorded before PINGPONG or PERSIST ran without them.
+             "1: one block an SM walks the tiles; the next tile's Q and K / V load while this one's O is stored")
+      .param("OCC", {1, 2}, "blocks an SM the registers are capped for (2: one consumer warpgroup)");
+  // Configs recorded before PINGPONG, PERSIST or OCC ran without them.
   f.upgrade([](Config c) {
     if (!c.has("PINGPONG")) c.set("PINGPONG", 0);
     if (!c.has("PERSIST")) c.set("PERSIST", 0);
+    if (!c.has("OCC")) c.set("OCC", 1);
     return c;
   });
   // A multiple of 8: whole 16-byte rows for TMA and for the O stores' 8-column steps.
@@ -192,6 +194,11 @@ Family wgmma_family(bool varlen) {
                 [](const Config& c, const Problem& p, const DeviceInfo& d) {
                   return wgmma_smem(c, p) + 64 <= d.max_smem_per_block_optin;
                 })
+      // sm_90's 228 KiB of shared memory an SM, 1 KiB of it reserved for each block.
+      .restrict("two blocks an SM: one consumer warpgroup, and two blocks' tiles fit an SM's shared memory",
+                {"OCC", "CWG", "BN", "STAGES"}, [](const Config& c, const Problem& p, const DeviceInfo&) {
+                  return c["OCC"] == 1 || (c["CWG"] == 1 && 2 * (wgmma_smem(c, p) + 64 + 1024) <= 228 * 1024);
+                })
       .restrict("turns need two consumers or more", {"CWG", "PINGPONG"},
                 [](const Config& c, const Problem&, const DeviceInfo&) { return !c["PINGPONG"] || c["CWG"] >= 2; })
       .restrict("the grid's x extent holds the query blocks (PERSIST: every tile)", {"CWG", "PERSIST"},
@@ -201,7 +208,8 @@ Family wgmma_family(bool varlen) {
                                     std::to_string(wgmma_head_dim(p)) + "," + std::to_string(c["BN"]) + "," +
                                     std::to_string(c["CWG"]) + "," + std::to_string(c["STAGES"]) + "," +
                                     std::to_string(c["OVERLAP"]) + "," + std::to_string(c["PINGPONG"]) + "," +
-                                    (causal(p) ? "1" : "0") + "," + std::to_string(c["PERSIST"]) + ">"};
+                                    (causal(p) ? "1" : "0") + "," + std::to_string(c["PERSIST"]) + "," +
+                                    std::to_string(c["OCC"]) + ">"};
   });
   f.launch([varlen](const Config& c, const Problem& p) {
     LaunchStep s;
@@ -259,6 +267,7 @@ Family wgmma_family(bool varlen) {
     c.set("OVERLAP", 1);
     c.set("PINGPONG", d > 128 ? 0 : 1);
     c.set("PERSIST", causal(p) || (kv + bn - 1) / bn <= 16 ? 1 : 0);
+    c.set("OCC", 1);
     return c;
   });
   return f;

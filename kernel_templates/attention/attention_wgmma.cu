@@ -26,6 +26,9 @@
 // the turns run on from tile to tile, and a q_empty mbarrier hands the Q buffer back to the
 // producer once the consumers' last S of a tile is done, so the next tile's Q loads while this
 // one's last P V and its O store run.
+// OCC 2 (one consumer): registers capped for two blocks an SM (launch bounds), so that short
+// sequences, where a tile is little more than its loads and its store, have two blocks' loads in
+// flight on an SM instead of one.
 //
 // D is the head dim rounded up to whole 64-column blocks; DR (the kernel's head_dim argument) the
 // operands' own: with DR 96, 160 or 224 the tensor maps' boxes reach past it and TMA fills those
@@ -122,7 +125,8 @@ __device__ __forceinline__ void softmax_tile(float (&sc)[BN / 2], float (&corr)[
 
 } // namespace ktune_attn_wg
 
-template <int F16, int D, int BN, int CWG, int STAGES, int OVERLAP, int PINGPONG, int CAUSAL, int PERSIST, int VARLEN>
+template <int F16, int D, int BN, int CWG, int STAGES, int OVERLAP, int PINGPONG, int CAUSAL, int PERSIST, int OCC,
+          int VARLEN>
 __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict__ o, float* __restrict__ lse, long long B,
                                                      long long H, long long HKV, long long SQ_MAX, long long SKV_MAX,
                                                      long long DR, long long TQ, long long ob, long long os, long long oh,
@@ -134,6 +138,7 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
   constexpr unsigned Q_BLOCK = BM * 128, KV_BLOCK = BN * 128, KV_TILE = KV_BLOCK * DB;
   static_assert(D % 64 == 0 && BN % 16 == 0 && BN <= 256 && CWG >= 1 && CWG <= 3, "tile shapes");
   static_assert(!PINGPONG || CWG >= 2, "ping-pong needs two consumers");
+  static_assert(OCC == 1 || (OCC == 2 && CWG == 1), "two blocks an SM: one consumer");
 
   extern __shared__ __align__(1024) unsigned char attn_smem[];
   // q_full, q_empty, k_full[], v_full[], k_empty[], v_empty[]
@@ -251,7 +256,9 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
     return;
   }
 
-  setmaxnreg_inc<CWG == 3 ? 160 : 240>();
+  // OCC 2: the block was launched with 128 registers a thread; the producer's 104 more go to its one
+  // consumer (24 + 232 = 2 x 128).
+  setmaxnreg_inc<CWG == 3 ? 160 : OCC == 2 ? 232 : 240>();
   const int c = wg - 1, wtid = tid & 127, lane = tid & 31, w = wtid >> 5, g = lane >> 2, t = lane & 3;
   const float scale = scale_arg != 0.f ? scale_arg : 1.f / sqrtf((float)DR);
   const float scale_log2 = fabsf(scale) * 1.4426950408889634f;
@@ -503,22 +510,22 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
   }
 }
 
-template <int F16, int D, int BN, int CWG, int STAGES, int OVERLAP, int PINGPONG, int CAUSAL, int PERSIST>
-__global__ void __launch_bounds__(128 * (CWG + 1), 1) attention_wgmma(
+template <int F16, int D, int BN, int CWG, int STAGES, int OVERLAP, int PINGPONG, int CAUSAL, int PERSIST, int OCC>
+__global__ void __launch_bounds__(128 * (CWG + 1), OCC) attention_wgmma(
     const unsigned short* __restrict__ /*q*/, const unsigned short* __restrict__ /*k*/,
     const unsigned short* __restrict__ /*v*/, unsigned short* __restrict__ o, float* __restrict__ lse, long long B,
     long long H, long long HKV, long long SQ, long long SKV, long long DR, long long /*qb*/, long long /*qs*/,
     long long /*qh*/, long long /*kb*/, long long /*ks*/, long long /*kh*/, long long /*vb*/, long long /*vs*/,
     long long /*vh*/, long long ob, long long os, long long oh, float scale_arg, const __grid_constant__ KtuneTensorMap mq,
     const __grid_constant__ KtuneTensorMap mk, const __grid_constant__ KtuneTensorMap mv) {
-  attention_wgmma_body<F16, D, BN, CWG, STAGES, OVERLAP, PINGPONG, CAUSAL, PERSIST, 0>(
+  attention_wgmma_body<F16, D, BN, CWG, STAGES, OVERLAP, PINGPONG, CAUSAL, PERSIST, OCC, 0>(
       o, lse, B, H, HKV, SQ, SKV, DR, 0, ob, os, oh, scale_arg, &mq, &mk, &mv, nullptr, nullptr);
 }
 
 // The op attention_varlen (attention_seq.cuh): 3-D maps over the packed (token, head, head_dim)
 // operands, box {BM or BN, 1, 64}.
-template <int F16, int D, int BN, int CWG, int STAGES, int OVERLAP, int PINGPONG, int CAUSAL, int PERSIST>
-__global__ void __launch_bounds__(128 * (CWG + 1), 1) attention_wgmma_varlen(
+template <int F16, int D, int BN, int CWG, int STAGES, int OVERLAP, int PINGPONG, int CAUSAL, int PERSIST, int OCC>
+__global__ void __launch_bounds__(128 * (CWG + 1), OCC) attention_wgmma_varlen(
     const unsigned short* __restrict__ /*q*/, const unsigned short* __restrict__ /*k*/,
     const unsigned short* __restrict__ /*v*/, const int* __restrict__ cu_q, const int* __restrict__ cu_k,
     unsigned short* __restrict__ o, float* __restrict__ lse, long long B, long long H, long long HKV, long long SQ,
@@ -526,6 +533,6 @@ __global__ void __launch_bounds__(128 * (CWG + 1), 1) attention_wgmma_varlen(
     long long /*ks*/, long long /*kh*/, long long /*vs*/, long long /*vh*/, long long os, long long oh, float scale_arg,
     const __grid_constant__ KtuneTensorMap mq, const __grid_constant__ KtuneTensorMap mk,
     const __grid_constant__ KtuneTensorMap mv) {
-  attention_wgmma_body<F16, D, BN, CWG, STAGES, OVERLAP, PINGPONG, CAUSAL, PERSIST, 1>(
+  attention_wgmma_body<F16, D, BN, CWG, STAGES, OVERLAP, PINGPONG, CAUSAL, PERSIST, OCC, 1>(
       o, lse, B, H, HKV, SQ, SKV, DR, TQ, 0, os, oh, scale_arg, &mq, &mk, &mv, cu_q, cu_k);
 }

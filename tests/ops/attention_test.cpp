@@ -412,3 +412,26 @@ TEST(Attention, WgmmaDefaultsFitShortSequences) {
     EXPECT_TRUE(f.valid(c, p, d)) << k.shape;
   }
 }
+
+// OCC 2 (registers capped for two blocks an SM) only with one consumer, and only where two blocks'
+// tiles fit sm_90's 228 KiB of shared memory an SM.
+TEST(Attention, WgmmaTwoBlocksAnSmTakeOneConsumerAndFitSharedMemory) {
+  const DeviceInfo d = DeviceInfo::nominal("sm_90");
+  const Family f = find_family("attention_wgmma");
+  auto config = [](int cwg, int bn, int stages) {
+    Config c;
+    c.set("CWG", cwg), c.set("BN", bn), c.set("STAGES", stages), c.set("OVERLAP", 1), c.set("PINGPONG", 0);
+    c.set("PERSIST", 1), c.set("OCC", 2);
+    return c;
+  };
+  const Problem d64 = Problem::parse("attention", "64x12x12x128x128x64", "full", DType::bf16);
+  const Problem d128 = Problem::parse("attention", "64x12x12x128x128x128", "full", DType::bf16);
+  EXPECT_TRUE(f.valid(config(1, 128, 2), d64, d));  // 2 x 74 KiB
+  EXPECT_FALSE(f.valid(config(2, 128, 2), d64, d)); // two consumers: registers for one block only
+  EXPECT_FALSE(f.valid(config(1, 176, 3), d64, d)); // 2 x 141 KiB
+  EXPECT_TRUE(f.valid(config(1, 64, 2), d128, d));  // 2 x 81 KiB
+  EXPECT_FALSE(f.valid(config(1, 128, 2), d128, d)); // 2 x 145 KiB
+  EXPECT_EQ(f.default_config(d64, d)["OCC"], 1);
+  // The kernel's name carries it (its launch bounds differ).
+  EXPECT_NE(f.kernel_names(config(1, 128, 2), d64).at(0).find(",1,2>"), std::string::npos);
+}
