@@ -253,6 +253,11 @@ Family wgmma_family(bool varlen) {
   // warpgroup's softmax hides more of them. Same tunes: Whisper's 1500 tokens 1.15x two consumers'
   // best, BERT's 512 (576 rows against 512) 1.04x, Stable Diffusion's 4096 at head dim 40 1.05x,
   // SDXL's 4096 at 64 0.98x; ViT's 197 (384 rows against 256) 0.81x.
+  // At head dim 64 with one key step (up to 128 keys), a tile is little more than its loads and its
+  // store: one consumer, two blocks an SM (OCC 2), so that two tiles' loads are in flight on an SM.
+  // Exhaustive tunes (H200, docs/runs/2026-11-30-h200-attention-occ.md): BERT's 128 tokens 1.04x the
+  // best of two or three consumers; with two key steps or more it lost (ViT's 197 0.90x, BERT's
+  // 512 0.93x, 8 x 512 causal at head dim 128 0.95x; 1024 and 2048 causal at 64 even).
   f.defaults([](const Problem& p, const DeviceInfo&) {
     const int64_t d = wgmma_head_dim(p), kv = p.dims[kKvLen], q = p.dims[kQLen];
     auto padded = [](int64_t n, int64_t tile) { return (n + tile - 1) / tile * tile; };
@@ -268,6 +273,7 @@ Family wgmma_family(bool varlen) {
     c.set("PINGPONG", d > 128 ? 0 : 1);
     c.set("PERSIST", causal(p) || (kv + bn - 1) / bn <= 16 ? 1 : 0);
     c.set("OCC", 1);
+    if (d == 64 && kv <= 128) c.set("CWG", 1), c.set("PINGPONG", 0), c.set("OCC", 2);
     return c;
   });
   return f;

@@ -397,7 +397,7 @@ TEST(Attention, WgmmaDefaultsFitShortSequences) {
                         Case{"32x16x16x512x512x64", "full", 3, 128, 1},  // 64 and 128 tie; 576 rows against 512
                         Case{"8x20x20x1500x1500x64", "full", 3, 128, 1}, // 1536 rows either way
                         Case{"2x8x8x4096x4096x40", "full", 3, 128, 0},   // head dim 40 as 64; 32 steps
-                        Case{"64x12x12x128x128x64", "full", 2, 128, 1},  // 192 rows against 128
+                        Case{"64x12x12x128x128x64", "full", 1, 128, 1},  // one key step: OCC 2, below
                         Case{"4x16x16x300x300x128", "full", 2, 80, 1},   // 320 keys, not 384 or 352 (176)
                         Case{"1x32x8x4096x4096x128", "full", 2, 176, 0}, // FlashAttention-3's 128 x 176
                         Case{"1x32x8x2000x2000x128", "full", 2, 176, 1}, // 12 steps of 176
@@ -431,7 +431,16 @@ TEST(Attention, WgmmaTwoBlocksAnSmTakeOneConsumerAndFitSharedMemory) {
   EXPECT_FALSE(f.valid(config(1, 176, 3), d64, d)); // 2 x 141 KiB
   EXPECT_TRUE(f.valid(config(1, 64, 2), d128, d));  // 2 x 81 KiB
   EXPECT_FALSE(f.valid(config(1, 128, 2), d128, d)); // 2 x 145 KiB
-  EXPECT_EQ(f.default_config(d64, d)["OCC"], 1);
+  // One key step at head dim 64 (BERT's 128 tokens, or fewer): one consumer, two blocks an SM.
+  for (const char* shape : {"64x12x12x128x128x64", "8x8x8x77x77x40", "4x8x8x1000x100x64"}) {
+    const Problem p = Problem::parse("attention", shape, "full", DType::bf16);
+    const Config c = f.default_config(p, d);
+    EXPECT_EQ(c["OCC"], 2) << shape;
+    EXPECT_EQ(c["CWG"], 1) << shape;
+    EXPECT_TRUE(f.valid(c, p, d)) << shape;
+  }
+  EXPECT_EQ(f.default_config(Problem::parse("attention", "64x16x16x197x197x64", "full", DType::bf16), d)["OCC"], 1);
+  EXPECT_EQ(f.default_config(d128, d)["OCC"], 1);
   // The kernel's name carries it (its launch bounds differ).
   EXPECT_NE(f.kernel_names(config(1, 128, 2), d64).at(0).find(",1,2>"), std::string::npos);
 }
