@@ -134,7 +134,7 @@ int64_t wgmma_head_dim(const Problem& p) { return (p.dims[kHeadDim] + 63) / 64 *
 // Shared memory of an attention_wgmma config: the Q tile and STAGES tiles of K and of V, plus the
 // 1024 bytes the kernel may skip to align its tiles for the 128-byte swizzle.
 int64_t wgmma_smem(const Config& c, const Problem& p) {
-  return (64 * int64_t(c["CWG"]) * c["QBUF"] + 2 * int64_t(c["STAGES"]) * c["BN"]) * wgmma_head_dim(p) * 2 + 1024;
+  return (64 * int64_t(c["CWG"]) + 2 * int64_t(c["STAGES"]) * c["BN"]) * wgmma_head_dim(p) * 2 + 1024;
 }
 
 // The wgmma grid's x extent: its query blocks, or with PERSIST every (query block, head, batch)
@@ -158,14 +158,12 @@ Family wgmma_family(bool varlen) {
       .param("PINGPONG", {0, 1}, "1: the consumers take turns issuing their GEMMs (named barriers), one's softmax under another's GEMMs")
       .param("PERSIST", {0, 1},
              "1: one block an SM walks the tiles; the next tile's Q and K / V load while this one's O is stored")
-      .param("OCC", {1, 2}, "blocks an SM the registers are capped for (2: one consumer warpgroup)")
-      .param("QBUF", {1, 2}, "Q buffers (2, with PERSIST: the next tile's Q loads while this tile's S runs)");
-  // Configs recorded before PINGPONG, PERSIST, OCC or QBUF ran without them.
+      .param("OCC", {1, 2}, "blocks an SM the registers are capped for (2: one consumer warpgroup)");
+  // Configs recorded before PINGPONG, PERSIST or OCC ran without them.
   f.upgrade([](Config c) {
     if (!c.has("PINGPONG")) c.set("PINGPONG", 0);
     if (!c.has("PERSIST")) c.set("PERSIST", 0);
     if (!c.has("OCC")) c.set("OCC", 1);
-    if (!c.has("QBUF")) c.set("QBUF", 1);
     return c;
   });
   // A multiple of 8: whole 16-byte rows for TMA and for the O stores' 8-column steps.
@@ -192,17 +190,15 @@ Family wgmma_family(bool varlen) {
                   const int64_t live = wgmma_head_dim(p) / 2 + c["BN"] / 2 + c["OVERLAP"] * c["BN"] / 4;
                   return live <= (c["CWG"] == 3 ? 128 : 196);
                 })
-      .restrict("the tiles fit shared memory", {"CWG", "BN", "STAGES", "QBUF"},
+      .restrict("the tiles fit shared memory", {"CWG", "BN", "STAGES"},
                 [](const Config& c, const Problem& p, const DeviceInfo& d) {
                   return wgmma_smem(c, p) + 64 <= d.max_smem_per_block_optin;
                 })
       // sm_90's 228 KiB of shared memory an SM, 1 KiB of it reserved for each block.
       .restrict("two blocks an SM: one consumer warpgroup, and two blocks' tiles fit an SM's shared memory",
-                {"OCC", "CWG", "BN", "STAGES", "QBUF"}, [](const Config& c, const Problem& p, const DeviceInfo&) {
+                {"OCC", "CWG", "BN", "STAGES"}, [](const Config& c, const Problem& p, const DeviceInfo&) {
                   return c["OCC"] == 1 || (c["CWG"] == 1 && 2 * (wgmma_smem(c, p) + 64 + 1024) <= 228 * 1024);
                 })
-      .restrict("a second Q buffer needs PERSIST (a block of one tile has no next one)", {"QBUF", "PERSIST"},
-                [](const Config& c, const Problem&, const DeviceInfo&) { return c["QBUF"] == 1 || c["PERSIST"]; })
       .restrict("turns need two consumers or more", {"CWG", "PINGPONG"},
                 [](const Config& c, const Problem&, const DeviceInfo&) { return !c["PINGPONG"] || c["CWG"] >= 2; })
       .restrict("the grid's x extent holds the query blocks (PERSIST: every tile)", {"CWG", "PERSIST"},
@@ -213,7 +209,7 @@ Family wgmma_family(bool varlen) {
                                     std::to_string(c["CWG"]) + "," + std::to_string(c["STAGES"]) + "," +
                                     std::to_string(c["OVERLAP"]) + "," + std::to_string(c["PINGPONG"]) + "," +
                                     (causal(p) ? "1" : "0") + "," + std::to_string(c["PERSIST"]) + "," +
-                                    std::to_string(c["OCC"]) + "," + std::to_string(c["QBUF"]) + ">"};
+                                    std::to_string(c["OCC"]) + ">"};
   });
   f.launch([varlen](const Config& c, const Problem& p) {
     LaunchStep s;
@@ -277,7 +273,6 @@ Family wgmma_family(bool varlen) {
     c.set("PINGPONG", d > 128 ? 0 : 1);
     c.set("PERSIST", causal(p) || (kv + bn - 1) / bn <= 16 ? 1 : 0);
     c.set("OCC", 1);
-    c.set("QBUF", 1);
     if (d == 64 && kv <= 128) c.set("CWG", 1), c.set("PINGPONG", 0), c.set("OCC", 2);
     return c;
   });

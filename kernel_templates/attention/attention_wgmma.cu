@@ -26,9 +26,6 @@
 // the turns run on from tile to tile, and a q_empty mbarrier hands the Q buffer back to the
 // producer once the consumers' last S of a tile is done, so the next tile's Q loads while this
 // one's last P V and its O store run.
-// QBUF 2 (with PERSIST): two Q buffers, so that the next tile's Q loads while this tile's S still
-// reads its own (with one, only once this tile's last S is done): a tile of one or two key steps
-// otherwise waits for its Q.
 // OCC 2 (one consumer): registers capped for two blocks an SM (launch bounds), so that short
 // sequences, where a tile is little more than its loads and its store, have two blocks' loads in
 // flight on an SM instead of one.
@@ -129,7 +126,7 @@ __device__ __forceinline__ void softmax_tile(float (&sc)[BN / 2], float (&corr)[
 } // namespace ktune_attn_wg
 
 template <int F16, int D, int BN, int CWG, int STAGES, int OVERLAP, int PINGPONG, int CAUSAL, int PERSIST, int OCC,
-          int QBUF, int VARLEN>
+          int VARLEN>
 __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict__ o, float* __restrict__ lse, long long B,
                                                      long long H, long long HKV, long long SQ_MAX, long long SKV_MAX,
                                                      long long DR, long long TQ, long long ob, long long os, long long oh,
@@ -142,22 +139,18 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
   static_assert(D % 64 == 0 && BN % 16 == 0 && BN <= 256 && CWG >= 1 && CWG <= 3, "tile shapes");
   static_assert(!PINGPONG || CWG >= 2, "ping-pong needs two consumers");
   static_assert(OCC == 1 || (OCC == 2 && CWG == 1), "two blocks an SM: one consumer");
-  static_assert(QBUF == 1 || (QBUF == 2 && PERSIST), "a second Q buffer is for a persistent block's next tile");
 
   extern __shared__ __align__(1024) unsigned char attn_smem[];
-  // q_full[QBUF], q_empty[QBUF], k_full[], v_full[], k_empty[], v_empty[]
-  __shared__ __align__(8) unsigned long long bars[2 * QBUF + 4 * STAGES];
+  // q_full, q_empty, k_full[], v_full[], k_empty[], v_empty[]
+  __shared__ __align__(8) unsigned long long bars[2 + 4 * STAGES];
   const unsigned base = (smem_addr(attn_smem) + 1023u) & ~1023u; // 128-byte swizzle: 1024-byte aligned tiles
-  // QBUF Q buffers: the block's i-th tile in buffer i % QBUF, in phase (i / QBUF) & 1.
-  const unsigned sQ = base, sK = sQ + Q_BLOCK * DB * QBUF, sV = sK + KV_TILE * STAGES;
+  const unsigned sQ = base, sK = sQ + Q_BLOCK * DB, sV = sK + KV_TILE * STAGES;
   const unsigned bar0 = smem_addr(bars);
-  auto q_full = [&](unsigned i) { return bar0 + 8u * (i % QBUF); };
-  auto q_empty = [&](unsigned i) { return bar0 + 8u * (QBUF + i % QBUF); };
-  auto q_phase = [](unsigned i) { return (i / QBUF) & 1u; };
-  auto k_full = [&](int s) { return bar0 + 8u * (2 * QBUF + s); };
-  auto v_full = [&](int s) { return bar0 + 8u * (2 * QBUF + STAGES + s); };
-  auto k_empty = [&](int s) { return bar0 + 8u * (2 * QBUF + 2 * STAGES + s); };
-  auto v_empty = [&](int s) { return bar0 + 8u * (2 * QBUF + 3 * STAGES + s); };
+  const unsigned q_full = bar0, q_empty = bar0 + 8u;
+  auto k_full = [&](int s) { return bar0 + 8u * (2 + s); };
+  auto v_full = [&](int s) { return bar0 + 8u * (2 + STAGES + s); };
+  auto k_empty = [&](int s) { return bar0 + 8u * (2 + 2 * STAGES + s); };
+  auto v_empty = [&](int s) { return bar0 + 8u * (2 + 3 * STAGES + s); };
 
   // A work tile: BM query rows of one (batch, head) and the key tiles [0, n_end) they see: all of
   // them, or (causal) up to the last row's diagonal.
@@ -209,7 +202,7 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
 
   const int tid = threadIdx.x, wg = warp_uniform(tid / 128);
   if (tid == 0) {
-    for (unsigned b = 0; b < QBUF; ++b) mbar_init(q_full(b), 1), mbar_init(q_empty(b), CWG);
+    mbar_init(q_full, 1), mbar_init(q_empty, CWG);
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(k_full(s), 1), mbar_init(v_full(s), 1);
       mbar_init(k_empty(s), CWG), mbar_init(v_empty(s), CWG);
@@ -220,7 +213,7 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
 
   // The K / V ring runs on across a block's tiles: a tile's key tile n uses stage (s0 + n) % STAGES
   // in phase ph0 ^ ((s0 + n) / STAGES) & 1, where (s0, ph0) is where the block's previous tile left
-  // the ring (advance); the block's i-th tile's Q is in buffer i % QBUF (q_full, q_empty, q_phase). The producer and
+  // the ring (advance); the Q buffer holds the block's i-th tile in phase i & 1. The producer and
   // the consumers both go through ring_stage and ring_phase, so that they agree.
   auto ring_stage = [](int s0, long long n) { return int((s0 + n) % STAGES); };
   auto ring_phase = [](int s0, unsigned ph0, long long n) { return ph0 ^ (unsigned((s0 + n) / STAGES) & 1u); };
@@ -250,12 +243,11 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
         // finish the last tile, whose Q they still read; the first S needs both, the first P V
         // its V only after them.
         if (T.n_end > 0) load(0, false);
-        mbar_wait(q_empty(i), q_phase(i) ^ 1u); // the consumers are done with this buffer's last tile
-        mbar_expect_tx(q_full(i), Q_BLOCK * DB);
+        mbar_wait(q_empty, (i & 1u) ^ 1u); // the consumers are done with the last tile's Q
+        mbar_expect_tx(q_full, Q_BLOCK * DB);
 #pragma unroll
         for (int db = 0; db < DB; ++db)
-          tma_load_rows<VARLEN>(sQ + ((i % QBUF) * DB + db) * Q_BLOCK, mq, db * 64, T.seq.q_first, T.m0, T.h, T.b,
-                                q_full(i));
+          tma_load_rows<VARLEN>(sQ + db * Q_BLOCK, mq, db * 64, T.seq.q_first, T.m0, T.h, T.b, q_full);
         if (T.n_end > 0) load(0, true);
         for (int n = 1; n < T.n_end; ++n) load(n, false), load(n, true);
         advance(s0, ph0, T.n_end), ++i;
@@ -277,7 +269,7 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
     d.lo += unsigned(s) * (KV_TILE >> 4);
     return d;
   };
-  auto q_desc = [&](unsigned i, int kd) { return q_base.plus(((i % QBUF) * DB + kd / 4) * Q_BLOCK + (kd % 4) * 32); };
+  auto q_desc = [&](int kd) { return q_base.plus((kd / 4) * Q_BLOCK + (kd % 4) * 32); };
   auto k_desc = [&](const Desc128& ks, int kd) { return ks.plus((kd / 4) * KV_BLOCK + (kd % 4) * 32); };
   // PINGPONG: consumer c's turn to issue GEMMs is named barrier 4 + c (1 to 3 are the epilogue's),
   // complete when c's 128 threads wait on it and the consumer before c (round robin) has arrived
@@ -322,11 +314,11 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
       if (!(scale_arg < 0.f)) { // a kernel parameter, read again where needed rather than held in a register
 #pragma unroll
         for (int kd = 0; kd < D / 16; ++kd)
-          wgmma_m64k16<BN, 0, 0, 1>(sc, q_desc(i, kd), k_desc(ks, kd), IsF16<F16>{}, kd == 0 ? 0 : 1);
+          wgmma_m64k16<BN, 0, 0, 1>(sc, q_desc(kd), k_desc(ks, kd), IsF16<F16>{}, kd == 0 ? 0 : 1);
       } else {
 #pragma unroll
         for (int kd = 0; kd < D / 16; ++kd)
-          wgmma_m64k16<BN, 0, 0, -1>(sc, q_desc(i, kd), k_desc(ks, kd), IsF16<F16>{}, kd == 0 ? 0 : 1);
+          wgmma_m64k16<BN, 0, 0, -1>(sc, q_desc(kd), k_desc(ks, kd), IsF16<F16>{}, kd == 0 ? 0 : 1);
       }
       wgmma_commit();
     };
@@ -386,13 +378,13 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
     // producer may load the next tile's Q (the epilogue and the last P V run meanwhile).
     auto free_k = [&](long long n) {
       if (wtid == 0) mbar_arrive(k_empty(stage(n)));
-      if (PERSIST && n == n_end - 1 && wtid == 0) mbar_arrive(q_empty(i));
+      if (PERSIST && n == n_end - 1 && wtid == 0) mbar_arrive(q_empty);
     };
     auto free_v = [&](long long n) {
       if (wtid == 0) mbar_arrive(v_empty(stage(n)));
     };
 
-    mbar_wait(q_full(i), q_phase(i));
+    mbar_wait(q_full, i & 1u);
     float sa[BN / 2], corr[2];
     if constexpr (!OVERLAP) {
       // A turn is P V of tile n - 1, issued and waited for, then the issue of S of tile n (as
@@ -475,7 +467,7 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
       // the buffer would see the next Q's phase complete, take the wrong parity and hang.
       if (n_end == 0) {
         named_sync(1 + c, 128);
-        if (wtid == 0) mbar_arrive(q_empty(i));
+        if (wtid == 0) mbar_arrive(q_empty);
       }
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
@@ -518,8 +510,7 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
   }
 }
 
-template <int F16, int D, int BN, int CWG, int STAGES, int OVERLAP, int PINGPONG, int CAUSAL, int PERSIST, int OCC,
-          int QBUF>
+template <int F16, int D, int BN, int CWG, int STAGES, int OVERLAP, int PINGPONG, int CAUSAL, int PERSIST, int OCC>
 __global__ void __launch_bounds__(128 * (CWG + 1), OCC) attention_wgmma(
     const unsigned short* __restrict__ /*q*/, const unsigned short* __restrict__ /*k*/,
     const unsigned short* __restrict__ /*v*/, unsigned short* __restrict__ o, float* __restrict__ lse, long long B,
@@ -527,14 +518,13 @@ __global__ void __launch_bounds__(128 * (CWG + 1), OCC) attention_wgmma(
     long long /*qh*/, long long /*kb*/, long long /*ks*/, long long /*kh*/, long long /*vb*/, long long /*vs*/,
     long long /*vh*/, long long ob, long long os, long long oh, float scale_arg, const __grid_constant__ KtuneTensorMap mq,
     const __grid_constant__ KtuneTensorMap mk, const __grid_constant__ KtuneTensorMap mv) {
-  attention_wgmma_body<F16, D, BN, CWG, STAGES, OVERLAP, PINGPONG, CAUSAL, PERSIST, OCC, QBUF, 0>(
+  attention_wgmma_body<F16, D, BN, CWG, STAGES, OVERLAP, PINGPONG, CAUSAL, PERSIST, OCC, 0>(
       o, lse, B, H, HKV, SQ, SKV, DR, 0, ob, os, oh, scale_arg, &mq, &mk, &mv, nullptr, nullptr);
 }
 
 // The op attention_varlen (attention_seq.cuh): 3-D maps over the packed (token, head, head_dim)
 // operands, box {BM or BN, 1, 64}.
-template <int F16, int D, int BN, int CWG, int STAGES, int OVERLAP, int PINGPONG, int CAUSAL, int PERSIST, int OCC,
-          int QBUF>
+template <int F16, int D, int BN, int CWG, int STAGES, int OVERLAP, int PINGPONG, int CAUSAL, int PERSIST, int OCC>
 __global__ void __launch_bounds__(128 * (CWG + 1), OCC) attention_wgmma_varlen(
     const unsigned short* __restrict__ /*q*/, const unsigned short* __restrict__ /*k*/,
     const unsigned short* __restrict__ /*v*/, const int* __restrict__ cu_q, const int* __restrict__ cu_k,
@@ -543,6 +533,6 @@ __global__ void __launch_bounds__(128 * (CWG + 1), OCC) attention_wgmma_varlen(
     long long /*ks*/, long long /*kh*/, long long /*vs*/, long long /*vh*/, long long os, long long oh, float scale_arg,
     const __grid_constant__ KtuneTensorMap mq, const __grid_constant__ KtuneTensorMap mk,
     const __grid_constant__ KtuneTensorMap mv) {
-  attention_wgmma_body<F16, D, BN, CWG, STAGES, OVERLAP, PINGPONG, CAUSAL, PERSIST, OCC, QBUF, 1>(
+  attention_wgmma_body<F16, D, BN, CWG, STAGES, OVERLAP, PINGPONG, CAUSAL, PERSIST, OCC, 1>(
       o, lse, B, H, HKV, SQ, SKV, DR, TQ, 0, os, oh, scale_arg, &mq, &mk, &mv, cu_q, cu_k);
 }

@@ -399,9 +399,9 @@ TEST(Lending, DensePrefillEntriesLendToVarlenProblemsOfTheirLongestSequences) {
   ASSERT_EQ(lent.size(), 1u);
   EXPECT_EQ(lent[0].family, "attention_wgmma_varlen");
   EXPECT_EQ(lent[0].from->entry.family, "attention_wgmma");
-  // Recorded without OCC and QBUF (as the shipped table's entries are), lent with 1 of each.
+  // Recorded without OCC (as the shipped table's entries are), lent with OCC 1.
   Config upgraded = Config::from_json(wgmma);
-  upgraded.set("OCC", 1), upgraded.set("QBUF", 1);
+  upgraded.set("OCC", 1);
   EXPECT_EQ(lent[0].config, upgraded);
   EXPECT_DOUBLE_EQ(lent[0].distance, 0.0);
   const Problem longer = Problem::parse("attention_varlen", "4x32x8x8192x8192x128x10000x12000", "causal", DType::bf16);
