@@ -158,7 +158,7 @@ Family wgmma_family(bool varlen) {
       .param("PINGPONG", {0, 1}, "1: the consumers take turns issuing their GEMMs (named barriers), one's softmax under another's GEMMs")
       .param("PERSIST", {0, 1},
              "1: one block an SM walks the tiles; the next tile's Q and K / V load while this one's O is stored")
-      .param("OCC", {1, 2, 3}, "blocks an SM the registers are capped for (2, 3: one consumer warpgroup)");
+      .param("OCC", {1, 2}, "blocks an SM the registers are capped for (2: one consumer warpgroup)");
   // Configs recorded before PINGPONG, PERSIST or OCC ran without them.
   f.upgrade([](Config c) {
     if (!c.has("PINGPONG")) c.set("PINGPONG", 0);
@@ -186,11 +186,8 @@ Family wgmma_family(bool varlen) {
       // head dim 256, 128 x 80 persistent with its spills was the fastest causal config measured).
       .restrict("O, S and P (packed, live beside the next S with OVERLAP) fit a consumer's registers (240 with up to "
                 "2 consumers, 160 with 3)",
-                {"CWG", "BN", "OVERLAP", "OCC"}, [](const Config& c, const Problem& p, const DeviceInfo&) {
+                {"CWG", "BN", "OVERLAP"}, [](const Config& c, const Problem& p, const DeviceInfo&) {
                   const int64_t live = wgmma_head_dim(p) / 2 + c["BN"] / 2 + c["OVERLAP"] * c["BN"] / 4;
-                  // OCC 3: 80 a thread for the whole kernel (ptxas allocates to the launch bounds), so
-                  // S is at most 64 x 96 (48 accumulators)
-                  if (c["OCC"] == 3) return live <= 104 && c["BN"] <= 96;
                   return live <= (c["CWG"] == 3 ? 128 : 196);
                 })
       .restrict("the tiles fit shared memory", {"CWG", "BN", "STAGES"},
@@ -200,7 +197,7 @@ Family wgmma_family(bool varlen) {
       // sm_90's 228 KiB of shared memory an SM, 1 KiB of it reserved for each block.
       .restrict("two blocks an SM: one consumer warpgroup, and two blocks' tiles fit an SM's shared memory",
                 {"OCC", "CWG", "BN", "STAGES"}, [](const Config& c, const Problem& p, const DeviceInfo&) {
-                  return c["OCC"] == 1 || (c["CWG"] == 1 && c["OCC"] * (wgmma_smem(c, p) + 64 + 1024) <= 228 * 1024);
+                  return c["OCC"] == 1 || (c["CWG"] == 1 && 2 * (wgmma_smem(c, p) + 64 + 1024) <= 228 * 1024);
                 })
       .restrict("turns need two consumers or more", {"CWG", "PINGPONG"},
                 [](const Config& c, const Problem&, const DeviceInfo&) { return !c["PINGPONG"] || c["CWG"] >= 2; })
@@ -276,12 +273,7 @@ Family wgmma_family(bool varlen) {
     c.set("PINGPONG", d > 128 ? 0 : 1);
     c.set("PERSIST", causal(p) || (kv + bn - 1) / bn <= 16 ? 1 : 0);
     c.set("OCC", 1);
-    if (d == 64 && kv <= 128) { // three blocks an SM: S at most 64 x 96, the least-padding step
-      int64_t small = 96;
-      for (int64_t step = 64; step <= 96; step += 16)
-        if (padded(kv, step) <= padded(kv, small)) small = step;
-      c.set("CWG", 1), c.set("PINGPONG", 0), c.set("OCC", 3), c.set("BN", small), c.set("PERSIST", 1);
-    }
+    if (d == 64 && kv <= 128) c.set("CWG", 1), c.set("PINGPONG", 0), c.set("OCC", 2);
     return c;
   });
   return f;

@@ -138,7 +138,7 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
   constexpr unsigned Q_BLOCK = BM * 128, KV_BLOCK = BN * 128, KV_TILE = KV_BLOCK * DB;
   static_assert(D % 64 == 0 && BN % 16 == 0 && BN <= 256 && CWG >= 1 && CWG <= 3, "tile shapes");
   static_assert(!PINGPONG || CWG >= 2, "ping-pong needs two consumers");
-  static_assert(OCC == 1 || (OCC <= 3 && CWG == 1), "two or three blocks an SM: one consumer");
+  static_assert(OCC == 1 || (OCC == 2 && CWG == 1), "two blocks an SM: one consumer");
 
   extern __shared__ __align__(1024) unsigned char attn_smem[];
   // q_full, q_empty, k_full[], v_full[], k_empty[], v_empty[]
@@ -258,8 +258,7 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
 
   // OCC 2: the block was launched with 128 registers a thread; the producer's 104 more go to its one
   // consumer (24 + 232 = 2 x 128).
-  // OCC 3: 80 at launch, 24 + 136 = 2 x 80.
-  setmaxnreg_inc<CWG == 3 ? 160 : OCC == 3 ? 136 : OCC == 2 ? 232 : 240>();
+  setmaxnreg_inc<CWG == 3 ? 160 : OCC == 2 ? 232 : 240>();
   const int c = wg - 1, wtid = tid & 127, lane = tid & 31, w = wtid >> 5, g = lane >> 2, t = lane & 3;
   const float scale = scale_arg != 0.f ? scale_arg : 1.f / sqrtf((float)DR);
   const float scale_log2 = fabsf(scale) * 1.4426950408889634f;
