@@ -36,7 +36,7 @@ struct Planted {
 // Each fault changes one thing of attention_fa2.cu.
 const Planted kFaults[] = {
     {"the running max never rescales O", "acc[mt][dt][2 * r] *= corr, acc[mt][dt][2 * r + 1] *= corr;", ";"},
-    {"causal aligned top-left", "j > i + off", "j > i"},
+    {"causal aligned top-left", "j > row0 + mt * 16 + 8 * r + off", "j > row0 + mt * 16 + 8 * r"},
     {"the last key tile skipped", "for (long long n = 0; n < n_end; ++n)", "for (long long n = 0; n < n_end - 1; ++n)"},
     {"P kept to 3 mantissa bits", "s[mt][nt][2 * r + e] = p;", "s[mt][nt][2 * r + e] = __uint_as_float(__float_as_uint(p) & 0xfff00000u);"},
     {"the log-sum-exp without the sum", "(row_max[mt][r] + log2_approx(l))", "(row_max[mt][r])"},
@@ -79,8 +79,17 @@ std::optional<VerifyResult> check_planted(OpRunner& runner, Compiler& compiler, 
                                           const Planted& fault) {
   std::string s = source;
   const size_t at = s.find(fault.from);
-  if (at == std::string::npos) return std::nullopt;
-  s.replace(at, std::strlen(fault.from), fault.to);
+  if (at != std::string::npos) {
+    s.replace(at, std::strlen(fault.from), fault.to);
+  } else { // in the header the kernels share (softmax_tile): inlined in place of its #include, planted
+    std::string header(embedded_file("attention/attention_mma.cuh"));
+    const std::string include = "#include \"attention_mma.cuh\"";
+    const size_t in_header = header.find(fault.from), inc = s.find(include);
+    if (in_header == std::string::npos || inc == std::string::npos) return std::nullopt;
+    header.replace(in_header, std::strlen(fault.from), fault.to);
+    header.replace(header.find("#pragma once"), std::strlen("#pragma once"), "");
+    s.replace(inc, include.size(), header);
+  }
   CompileRequest req = compile_request(f, c, p, d.arch);
   req.source = s;
   req.source_name = "planted_" + f.name() + ".cu";
@@ -172,7 +181,7 @@ TEST(AttentionGpu, BothFamiliesPassOverEdgeShapesAndPlantedKernelsAreRejected) {
   const std::string source(embedded_file("attention/attention_fa2.cu"));
   for (const Planted& fault : kFaults) {
     const auto v = check_planted(*runner, compiler, *d, f, c, p, source, fault);
-    ASSERT_TRUE(v) << "planted fault '" << fault.name << "' no longer matches attention_fa2.cu";
+    ASSERT_TRUE(v) << "planted fault '" << fault.name << "' no longer matches attention_fa2.cu or attention_mma.cuh";
     EXPECT_FALSE(v->pass) << fault.name << ": " << v->summary();
   }
   // Nothing launched: the poisoned outputs fail.
@@ -196,7 +205,8 @@ const DecodePlanted kDecodeFaults[] = {
     {{"every packed row reads the group's first head", "h = hk * G + (ok ? row % G : 0);", "h = hk * G;"}},
     {{"causal limit of the packed row, not of its query", "limit[mt][r] = (row < R ? row / G : 0) + off;",
      "limit[mt][r] = (row < R ? row : 0) + off;"}},
-    {{"keys past the block's end not masked", "if (j >= k1 || (CAUSAL && j > limit[mt][r]))", "if (CAUSAL && j > limit[mt][r])"},
+    {{"keys past the block's end not masked", "return edge && (j >= k1 || (CAUSAL && j > limit[mt][r]));",
+      "return edge && (CAUSAL && j > limit[mt][r]);"},
      "full"},
 };
 
