@@ -220,12 +220,48 @@ __device__ __forceinline__ void attention_decode_body(
     }
 
     // Mask (past the block's keys; causal: past the row's diagonal), then the online softmax in
-    // log2 units.
+    // log2 units. The same steps as ktune_attn::softmax_tile, written out: through it (the mask a
+    // functor) ptxas gave this kernel 128 registers where it takes 248, and the batch-1 configs
+    // ran 3-15 % slower (H200, docs/runs/2026-11-30-h200-attention-occ.md).
     const long long j0 = k0 + (warp + n * WARPS) * BN;
     const bool edge = j0 + BN > k1 || (CAUSAL && j0 + BN - 1 > off);
-    softmax_tile<MT, NT, DT, true>(s, acc, row_max, row_sum, j0, t, scale_log2, [&](int mt, int r, long long j) {
-      return edge && (j >= k1 || (CAUSAL && j > limit[mt][r]));
-    });
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        float mx = -inf_f();
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            float x = s[mt][nt][2 * r + e] * scale_log2;
+            if (edge) {
+              const long long j = j0 + nt * 8 + 2 * t + e;
+              if (j >= k1 || (CAUSAL && j > limit[mt][r])) x = -inf_f();
+            }
+            s[mt][nt][2 * r + e] = x;
+            mx = fmaxf(mx, x);
+          }
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        const float m_new = fmaxf(row_max[mt][r], mx);
+        const float m_use = m_new == -inf_f() ? 0.f : m_new; // a row with no key yet: exp2(-inf) = 0
+        const float corr = exp2_approx(row_max[mt][r] - m_use);
+        row_max[mt][r] = m_new;
+        float sum = 0.f;
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const float p = exp2_approx(s[mt][nt][2 * r + e] - m_use);
+            s[mt][nt][2 * r + e] = p;
+            sum += p;
+          }
+        row_sum[mt][r] = row_sum[mt][r] * corr + sum;
+#pragma unroll
+        for (int dt = 0; dt < DT; ++dt) acc[mt][dt][2 * r] *= corr, acc[mt][dt][2 * r + 1] *= corr;
+      }
+    }
 
     // O += P V
 #pragma unroll

@@ -2,8 +2,7 @@
 // takes the exp2 / log2, packing and infinity): 16-bit operands as 16-bit
 // words (NVRTC gets no cuda_bf16.h), ldmatrix, 16-byte cp.async with zero fill, the m16n8k16 MMA
 // with FP32 accumulation, pairs of FP32 values packed into one register of two halves, the
-// shared-memory swizzle every tile uses, and the online softmax of a key tile (attention_fa2.cu and
-// attention_decode.cu).
+// shared-memory swizzle every tile uses, and the online softmax of a key tile (attention_fa2.cu).
 #pragma once
 
 #include "attention_seq.cuh"
@@ -79,8 +78,8 @@ __device__ __forceinline__ int swizzled(int r, int c) {
 // units, masked to -inf where masked(mt, r, j) (only when MASK), the running max and sum updated,
 // P = exp2(S - max) left in s, and O rescaled. A row with no key yet keeps max -inf and takes
 // exp2(-inf) = 0 throughout. attention_fa2.cu instantiates masked and unmasked tiles apart (a
-// run-time test in one loop is if-converted by ptxas into work on every tile); attention_decode.cu
-// passes its tile's warp-uniform edge test inside masked.
+// run-time test in one loop is if-converted by ptxas into work on every tile). attention_decode.cu
+// keeps its own copy of these steps (its comment says why).
 template <int MT, int NT, int DT, bool MASK, typename Masked>
 __device__ __forceinline__ void softmax_tile(float (&s)[MT][NT][4], float (&acc)[MT][DT][4], float (&row_max)[MT][2],
                                              float (&row_sum)[MT][2], long long j0, int t, float scale_log2,

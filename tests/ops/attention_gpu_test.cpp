@@ -205,8 +205,7 @@ const DecodePlanted kDecodeFaults[] = {
     {{"every packed row reads the group's first head", "h = hk * G + (ok ? row % G : 0);", "h = hk * G;"}},
     {{"causal limit of the packed row, not of its query", "limit[mt][r] = (row < R ? row / G : 0) + off;",
      "limit[mt][r] = (row < R ? row : 0) + off;"}},
-    {{"keys past the block's end not masked", "return edge && (j >= k1 || (CAUSAL && j > limit[mt][r]));",
-      "return edge && (CAUSAL && j > limit[mt][r]);"},
+    {{"keys past the block's end not masked", "if (j >= k1 || (CAUSAL && j > limit[mt][r]))", "if (CAUSAL && j > limit[mt][r])"},
      "full"},
 };
 
