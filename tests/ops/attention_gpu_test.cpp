@@ -279,6 +279,29 @@ TEST(AttentionGpu, DecodeSplitsAndMergesOnATinyShape) {
   EXPECT_TRUE(v.pass) << v.summary();
 }
 
+namespace {
+
+// attention_decode_paged's, pages a multiple of the tile (a table entry a tile, read ahead).
+const Planted kPagedFaults[] = {
+    {"the block table ignored (pages taken in order)",
+     "bt[b * PPS + unsigned(k0 + (warp + n * WARPS) * BN) / page_keys]",
+     "int(b * PPS + unsigned(k0 + (warp + n * WARPS) * BN) / page_keys)"},
+    {"the ring of pages read ahead one tile off", "ahead[AHEAD - 1] = tile_page(n + AHEAD);",
+     "ahead[AHEAD - 1] = tile_page(n + AHEAD + 1);"},
+    {"the ring of pages not stepped", "for (int i = 0; i + 1 < AHEAD; ++i) ahead[i] = ahead[i + 1];",
+     "for (int i = 0; i + 1 < AHEAD; ++i) ahead[i] = ahead[i];"},
+    {"the sequence lengths ignored", "if (PAGED) len = lens[b]", "if (false) len = lens[b]"},
+};
+// Pages smaller than a tile (each key looked up).
+const Planted kSmallPageFaults[] = {
+    {"the block table ignored for small pages", "const long long page = bt[b * PPS + pg];",
+     "const long long page = b * PPS + pg;"},
+    {"a tile's keys past a page boundary read from its first page", "while (at >= PAGE) at -= PAGE, ++pg;",
+     "while (at >= PAGE) at -= PAGE;"},
+};
+
+} // namespace
+
 // attention_paged (attention_decode_paged): page sizes 16, 64 and 256 and one page a sequence,
 // pages shared between sequences, per-sequence lengths from 0 to the capacity (the runner draws
 // them), both ways of reading the table (an entry a tile where pages are a multiple of the tile,
@@ -317,17 +340,7 @@ TEST(AttentionGpu, PagedDecodePassesOverPageSizesAndPlantedKernelsAreRejected) {
   ASSERT_TRUE(f.valid(c, p, *d));
   EXPECT_TRUE(check_config(*runner, compiler, *d, f, c, p, 99).pass) << "the unplanted kernel at " << p.key();
   const std::string source(embedded_file("attention/attention_decode.cu"));
-  const Planted whole[] = {
-      {"the block table ignored (pages taken in order)",
-       "bt[b * PPS + unsigned(k0 + (warp + n * WARPS) * BN) / page_keys]",
-       "int(b * PPS + unsigned(k0 + (warp + n * WARPS) * BN) / page_keys)"},
-      {"the ring of pages read ahead one tile off", "ahead[AHEAD - 1] = tile_page(n + AHEAD);",
-       "ahead[AHEAD - 1] = tile_page(n + AHEAD + 1);"},
-      {"the ring of pages not stepped", "for (int i = 0; i + 1 < AHEAD; ++i) ahead[i] = ahead[i + 1];",
-       "for (int i = 0; i + 1 < AHEAD; ++i) ahead[i] = ahead[i];"},
-      {"the sequence lengths ignored", "if (PAGED) len = lens[b]", "if (false) len = lens[b]"},
-  };
-  for (const Planted& fault : whole) {
+  for (const Planted& fault : kPagedFaults) {
     const auto v = check_planted(*runner, compiler, *d, f, c, p, source, fault);
     ASSERT_TRUE(v) << "planted fault '" << fault.name << "' no longer matches attention_decode.cu";
     EXPECT_FALSE(v->pass) << fault.name << ": " << v->summary();
@@ -337,13 +350,7 @@ TEST(AttentionGpu, PagedDecodePassesOverPageSizesAndPlantedKernelsAreRejected) {
   c = decode_config(256, 16, 2, 64, 2);
   ASSERT_TRUE(f.valid(c, small, *d));
   EXPECT_TRUE(check_config(*runner, compiler, *d, f, c, small, 99).pass) << "the unplanted kernel at " << small.key();
-  const Planted per_key[] = {
-      {"the block table ignored for small pages", "const long long page = bt[b * PPS + pg];",
-       "const long long page = b * PPS + pg;"},
-      {"a tile's keys past a page boundary read from its first page", "while (at >= PAGE) at -= PAGE, ++pg;",
-       "while (at >= PAGE) at -= PAGE;"},
-  };
-  for (const Planted& fault : per_key) {
+  for (const Planted& fault : kSmallPageFaults) {
     const auto v = check_planted(*runner, compiler, *d, f, c, small, source, fault);
     ASSERT_TRUE(v) << "planted fault '" << fault.name << "' no longer matches attention_decode.cu";
     EXPECT_FALSE(v->pass) << fault.name << ": " << v->summary();
@@ -464,4 +471,19 @@ TEST(AttentionGpu, TunedByTheCliThenServedByTheRuntime) {
     std::cout << "[ ktune    ] " << p.key() << ": " << to_string(s.provenance) << " " << s.family << " (" << s.why << ")\n";
   }
   fs::remove_all(dir);
+}
+
+// Every planted fault above still matches the text it plants into: a kernel edit that moves one
+// fails here, on any machine, not only where a GPU runs the tests that plant it.
+TEST(Attention, PlantedFaultsMatchTheirKernelSources) {
+  const std::string fa2(embedded_file("attention/attention_fa2.cu")), mma(embedded_file("attention/attention_mma.cuh")),
+      decode(embedded_file("attention/attention_decode.cu"));
+  auto in = [](const std::string& text, const char* from) { return text.find(from) != std::string::npos; };
+  for (const Planted& f : kFaults) EXPECT_TRUE(in(fa2, f.from) || in(mma, f.from)) << f.name;
+  for (const Planted& f : kVarlenFaults) EXPECT_TRUE(in(fa2, f.from)) << f.name;
+  for (const DecodePlanted& f : kDecodeFaults) EXPECT_TRUE(in(decode, f.from)) << f.name;
+  for (const Planted& f : kPagedFaults) EXPECT_TRUE(in(decode, f.from)) << f.name;
+  for (const Planted& f : kSmallPageFaults) EXPECT_TRUE(in(decode, f.from)) << f.name;
+  // and a fault that matches nothing is told apart
+  EXPECT_FALSE(in(fa2, "no kernel has this line") || in(mma, "no kernel has this line"));
 }
