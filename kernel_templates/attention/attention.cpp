@@ -129,12 +129,14 @@ Family fa2_family(bool varlen) {
 // attention_wgmma's head dim: whole 64-column blocks (128-byte swizzle). Any other head dim (40,
 // 80, 96, 160, ...) runs as the next multiple of 64: TMA fills the columns past the operand's head
 // dim with zeros, which add nothing to Q K^T and give O columns that are not stored.
-int64_t wgmma_head_dim(const Problem& p) { return (p.dims[kHeadDim] + 63) / 64 * 64; }
+// The head dim the tiles hold (attention_wgmma, attention_decode): whole 64-column blocks, the
+// columns past the operands' own zero.
+int64_t padded_head_dim(const Problem& p) { return (p.dims[kHeadDim] + 63) / 64 * 64; }
 
 // Shared memory of an attention_wgmma config: the Q tile and STAGES tiles of K and of V, plus the
 // 1024 bytes the kernel may skip to align its tiles for the 128-byte swizzle.
 int64_t wgmma_smem(const Config& c, const Problem& p) {
-  return (64 * int64_t(c["CWG"]) + 2 * int64_t(c["STAGES"]) * c["BN"]) * wgmma_head_dim(p) * 2 + 1024;
+  return (64 * int64_t(c["CWG"]) + 2 * int64_t(c["STAGES"]) * c["BN"]) * padded_head_dim(p) * 2 + 1024;
 }
 
 // The wgmma grid's x extent: its query blocks, or with PERSIST every (query block, head, batch)
@@ -187,7 +189,7 @@ Family wgmma_family(bool varlen) {
       .restrict("O, S and P (packed, live beside the next S with OVERLAP) fit a consumer's registers (240 with up to "
                 "2 consumers, 160 with 3)",
                 {"CWG", "BN", "OVERLAP"}, [](const Config& c, const Problem& p, const DeviceInfo&) {
-                  const int64_t live = wgmma_head_dim(p) / 2 + c["BN"] / 2 + c["OVERLAP"] * c["BN"] / 4;
+                  const int64_t live = padded_head_dim(p) / 2 + c["BN"] / 2 + c["OVERLAP"] * c["BN"] / 4;
                   return live <= (c["CWG"] == 3 ? 128 : 196);
                 })
       .restrict("the tiles fit shared memory", {"CWG", "BN", "STAGES"},
@@ -205,7 +207,7 @@ Family wgmma_family(bool varlen) {
                 [](const Config& c, const Problem& p, const DeviceInfo&) { return wgmma_x_extent(c, p) <= INT32_MAX; });
   f.kernels([varlen](const Config& c, const Problem& p) {
     return std::vector<std::string>{"attention_wgmma" + suffix(varlen) + "<" + std::to_string(f16_code(p.dtype)) + "," +
-                                    std::to_string(wgmma_head_dim(p)) + "," + std::to_string(c["BN"]) + "," +
+                                    std::to_string(padded_head_dim(p)) + "," + std::to_string(c["BN"]) + "," +
                                     std::to_string(c["CWG"]) + "," + std::to_string(c["STAGES"]) + "," +
                                     std::to_string(c["OVERLAP"]) + "," + std::to_string(c["PINGPONG"]) + "," +
                                     (causal(p) ? "1" : "0") + "," + std::to_string(c["PERSIST"]) + "," +
@@ -259,7 +261,7 @@ Family wgmma_family(bool varlen) {
   // best of two or three consumers; with two key steps or more it lost (ViT's 197 0.90x, BERT's
   // 512 0.93x, 8 x 512 causal at head dim 128 0.95x; 1024 and 2048 causal at 64 even).
   f.defaults([](const Problem& p, const DeviceInfo&) {
-    const int64_t d = wgmma_head_dim(p), kv = p.dims[kKvLen], q = p.dims[kQLen];
+    const int64_t d = padded_head_dim(p), kv = p.dims[kKvLen], q = p.dims[kQLen];
     auto padded = [](int64_t n, int64_t tile) { return (n + tile - 1) / tile * tile; };
     Config c;
     c.set("CWG", d == 64 && !causal(p) && padded(q, 192) * 8 <= padded(q, 128) * 9 ? 3 : 2);
@@ -293,13 +295,13 @@ int64_t decode_splits(const Config& c, const Problem& p) {
 int64_t decode_workspace(const Config& c, const Problem& p) {
   const int64_t splits = decode_splits(c, p);
   if (splits == 1) return 0;
-  return splits * p.dims[kBatch] * p.dims[kHeads] * p.dims[kQLen] * (p.dims[kHeadDim] + 2) * 4;
+  return splits * p.dims[kBatch] * p.dims[kHeads] * p.dims[kQLen] * (padded_head_dim(p) + 2) * 4;
 }
 
 // Shared memory of an attention_decode config: the Q rows, every warp's K / V ring (the FP32
 // merge buffer reuses it, so whichever is larger), every warp's (max, sum) per row.
 int64_t decode_smem(const Config& c, const Problem& p) {
-  const int64_t d = p.dims[kHeadDim];
+  const int64_t d = padded_head_dim(p);
   const int64_t ring = int64_t(c["WARPS"]) * c["STAGES"] * 2 * c["BN"] * d * 2, merge = int64_t(c["ROWS"]) * (d + 8) * 4;
   return c["ROWS"] * d * 2 + std::max(ring, merge) + int64_t(c["WARPS"]) * c["ROWS"] * 8;
 }
@@ -341,9 +343,10 @@ Family decode_family(bool paged) {
                 [](const Config&, const Problem& p, const DeviceInfo&) {
                   return p.dims[kBatch] * p.dims[kHeads] * p.dims[kQLen] <= INT32_MAX;
                 })
-      .restrict("head_dim is 64, 128, 192 or 256 (whole 8-chunk rows for the swizzle)", {},
-                [](const Config&, const Problem& p, const DeviceInfo&) {
-                  return p.dims[kHeadDim] % 64 == 0 && p.dims[kHeadDim] <= 256;
+      .restrict("head_dim a multiple of 8 up to 256 (others than 64, 128, 192, 256 padded with zeros to whole "
+                "64-column blocks: whole 8-chunk rows for the swizzle)",
+                {}, [](const Config&, const Problem& p, const DeviceInfo&) {
+                  return p.dims[kHeadDim] % 8 == 0 && p.dims[kHeadDim] <= 256;
                 })
       .restrict("16-byte rows and pointers (cp.async, 16-byte stores): alignment class 16", {},
                 [](const Config&, const Problem& p, const DeviceInfo&) { return p.align == 16; })
@@ -362,7 +365,7 @@ Family decode_family(bool paged) {
                 })
       .restrict("the O and S accumulators fit the registers (at most 160 floats a thread)", {"ROWS", "BN"},
                 [](const Config& c, const Problem& p, const DeviceInfo&) {
-                  return c["ROWS"] / 16 * (p.dims[kHeadDim] / 2 + c["BN"] / 2) <= 160;
+                  return c["ROWS"] / 16 * (padded_head_dim(p) / 2 + c["BN"] / 2) <= 160;
                 })
       .restrict("the tiles fit shared memory", {"ROWS", "WARPS", "BN", "STAGES"},
                 [](const Config& c, const Problem& p, const DeviceInfo& d) {
@@ -370,16 +373,18 @@ Family decode_family(bool paged) {
                 });
   const std::string suffix = paged ? "_paged" : "";
   f.kernels([paged, suffix](const Config& c, const Problem& p) {
-    const std::string dt = std::to_string(f16_code(p.dtype)), d = std::to_string(p.dims[kHeadDim]);
+    const std::string dt = std::to_string(f16_code(p.dtype)), d = std::to_string(padded_head_dim(p));
+    // PAD 1: the operands' head dim is not the tiles' (zero columns loaded, not stored).
+    const std::string pad = padded_head_dim(p) != p.dims[kHeadDim] ? ",1" : ",0";
     // The paged kernel's way through the table (attention_decode.cu): a tile in one page where
     // the pages are a multiple of BN, else each key looked up.
     const std::string way = !paged ? "" : p.dims[kPageSize] % c["BN"] == 0 ? ",1" : ",2";
     std::vector<std::string> k{"attention_decode" + suffix + "<" + dt + "," + d + "," + std::to_string(c["ROWS"]) + "," +
                                std::to_string(c["WARPS"]) + "," + std::to_string(c["BN"]) + "," +
                                std::to_string(c["STAGES"]) + "," + std::to_string(c["CHUNK"]) + "," +
-                               (causal(p) ? "1" : "0") + way + ">"};
+                               (causal(p) ? "1" : "0") + way + pad + ">"};
     if (c["CHUNK"])
-      k.push_back("attention_decode_combine" + suffix + "<" + dt + "," + d + "," + std::to_string(c["CHUNK"]) + ">");
+      k.push_back("attention_decode_combine" + suffix + "<" + dt + "," + d + "," + std::to_string(c["CHUNK"]) + pad + ">");
     return k;
   });
   f.launch([](const Config& c, const Problem& p) {
@@ -422,7 +427,7 @@ Family decode_family(bool paged) {
   // - Depth: the same bytes in flight a warp whatever head_dim: 4 stages at 64, 3 at 128.
   f.defaults([paged](const Problem& p, const DeviceInfo& d) {
     Config c;
-    const int64_t hd = p.dims[kHeadDim];
+    const int64_t hd = padded_head_dim(p);
     c.set("ROWS", decode_rows(p) <= 16 || hd > 128 ? 16 : 32);
     c.set("CHUNK", 0);
     const int64_t blocks = p.dims[kBatch] * decode_row_blocks(c, p);

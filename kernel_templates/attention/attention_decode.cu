@@ -19,7 +19,9 @@
 // Kernel arguments follow the op of plain buffers (docs/ADDING_AN_OP.md): q, k, v, o, lse; the
 // dimensions B, H, HKV, SQ, SKV, D; the strides of q, k, v and o (batch, sequence, head); the
 // scale (0: 1 / sqrt(D)); then the workspace the plan asks for (FP32: O_s of every split, then
-// (m_s, l_s) pairs). Causal is bottom-right aligned: key j is visible to query i when
+// (m_s, l_s) pairs). The template's D is the tiles' head dim, whole 64-column blocks; with PAD 1
+// the operands' own (DR, the kernel's D argument, a multiple of 8) is less, and the columns past
+// it load as zeros (cp.async's zero fill, no read), add nothing to S, and are not stored. Causal is bottom-right aligned: key j is visible to query i when
 // j <= i + SKV - SQ.
 //
 // attention_decode_paged serves the op attention_paged, a KV cache in pages as vLLM keeps it: q,
@@ -49,11 +51,11 @@ __device__ __forceinline__ float2* partial_ml(float* ws, long long nsplit, long 
 // PAGE and PPS unused; 1: pages a multiple of BN (a tile lies in one page); 2: any page size (each
 // key looked up). The way is a template parameter, not a branch at run time: with both paged
 // ways in one kernel the tile loop ran at 0.6x the contiguous kernel's speed (H200, same config).
-template <int F16, int D, int ROWS, int WARPS, int BN, int STAGES, int CHUNK, int CAUSAL, int PAGED>
+template <int F16, int D, int ROWS, int WARPS, int BN, int STAGES, int CHUNK, int CAUSAL, int PAGED, int PAD>
 __device__ __forceinline__ void attention_decode_body(
     const unsigned short* __restrict__ q, const unsigned short* __restrict__ k, const unsigned short* __restrict__ v,
     const int* __restrict__ bt, const int* __restrict__ lens, unsigned short* __restrict__ o, float* __restrict__ lse,
-    long long B, long long H, long long HKV, long long SQ, long long SKV, long long PAGE, long long PPS, long long qb,
+    long long B, long long H, long long HKV, long long SQ, long long SKV, long long DR, long long PAGE, long long PPS, long long qb,
     long long qs, long long qh, long long kb, long long ks, long long kh, long long vb, long long vs, long long vh,
     long long ob, long long os, long long oh, float scale_arg, float* __restrict__ ws) {
   using namespace ktune_attn;
@@ -84,9 +86,10 @@ __device__ __forceinline__ void attention_decode_body(
   const long long k0 = CHUNK ? split * CHUNK : 0;
   long long k1 = CHUNK ? (k0 + CHUNK < len ? k0 + CHUNK : len) : len;
   if (k1 < k0) k1 = k0; // a split past the end of a short sequence: no keys
-  const float scale = scale_arg != 0.f ? scale_arg : 1.f / sqrtf((float)D);
+  const float scale = scale_arg != 0.f ? scale_arg : 1.f / sqrtf((float)(PAD ? DR : D));
   const float scale_log2 = scale * 1.4426950408889634f;
   const long long off = len - SQ;
+  auto in_head = [&](int ch) { return !PAD || ch * 8 < DR; }; // chunk ch of a row is the operands'?
 
   // The block's query rows, zeros past the last one.
   for (int c = tid; c < ROWS * CH; c += THREADS) {
@@ -94,7 +97,7 @@ __device__ __forceinline__ void attention_decode_body(
     const long long row = row0 + r;
     const bool ok = row < R;
     const long long i = ok ? row / G : 0, h = hk * G + (ok ? row % G : 0);
-    cp_async16(smem_u32(sQ + swizzled<D>(r, ch)), q + b * qb + i * qs + h * qh + ch * 8, ok);
+    cp_async16(smem_u32(sQ + swizzled<D>(r, ch)), q + b * qb + i * qs + h * qh + ch * 8, ok && in_head(ch));
   }
   cp_async_commit();
 
@@ -165,8 +168,8 @@ __device__ __forceinline__ void attention_decode_body(
           kp = k_tile + r * ks, vp = v_tile + r * vs;
         }
       }
-      cp_async16(smem_u32(tK + swizzled<D>(r, ch)), kp + ch * 8, ok);
-      cp_async16(smem_u32(tV + swizzled<D>(r, ch)), vp + ch * 8, ok);
+      cp_async16(smem_u32(tK + swizzled<D>(r, ch)), kp + ch * 8, ok && in_head(ch));
+      cp_async16(smem_u32(tV + swizzled<D>(r, ch)), vp + ch * 8, ok && in_head(ch));
     }
   };
 #pragma unroll
@@ -351,6 +354,7 @@ __device__ __forceinline__ void attention_decode_body(
     const long long i = row / G, h = hk * G + row % G;
     const float* src = sO + lr * OS + d;
     if (nsplit == 1) {
+      if (PAD && d >= DR) continue; // a zero column of the tiles'
       uint4 w;
       w.x = pack2<F16>(src[0], src[1]), w.y = pack2<F16>(src[2], src[3]);
       w.z = pack2<F16>(src[4], src[5]), w.w = pack2<F16>(src[6], src[7]);
@@ -373,39 +377,39 @@ __device__ __forceinline__ void attention_decode_body(
   }
 }
 
-template <int F16, int D, int ROWS, int WARPS, int BN, int STAGES, int CHUNK, int CAUSAL>
+template <int F16, int D, int ROWS, int WARPS, int BN, int STAGES, int CHUNK, int CAUSAL, int PAD>
 __global__ void __launch_bounds__(WARPS * 32) attention_decode(
     const unsigned short* __restrict__ q, const unsigned short* __restrict__ k, const unsigned short* __restrict__ v,
     unsigned short* __restrict__ o, float* __restrict__ lse, long long B, long long H, long long HKV, long long SQ,
-    long long SKV, long long /*D, fixed by the template*/, long long qb, long long qs, long long qh, long long kb,
+    long long SKV, long long DR, long long qb, long long qs, long long qh, long long kb,
     long long ks, long long kh, long long vb, long long vs, long long vh, long long ob, long long os, long long oh,
     float scale_arg, float* __restrict__ ws) {
-  attention_decode_body<F16, D, ROWS, WARPS, BN, STAGES, CHUNK, CAUSAL, 0>(
-      q, k, v, nullptr, nullptr, o, lse, B, H, HKV, SQ, SKV, 0, 0, qb, qs, qh, kb, ks, kh, vb, vs, vh, ob, os, oh,
+  attention_decode_body<F16, D, ROWS, WARPS, BN, STAGES, CHUNK, CAUSAL, 0, PAD>(
+      q, k, v, nullptr, nullptr, o, lse, B, H, HKV, SQ, SKV, DR, 0, 0, qb, qs, qh, kb, ks, kh, vb, vs, vh, ob, os, oh,
       scale_arg, ws);
 }
 
-template <int F16, int D, int ROWS, int WARPS, int BN, int STAGES, int CHUNK, int CAUSAL, int PAGED>
+template <int F16, int D, int ROWS, int WARPS, int BN, int STAGES, int CHUNK, int CAUSAL, int PAGED, int PAD>
 __global__ void __launch_bounds__(WARPS * 32) attention_decode_paged(
     const unsigned short* __restrict__ q, const unsigned short* __restrict__ k, const unsigned short* __restrict__ v,
     const int* __restrict__ bt, const int* __restrict__ lens, unsigned short* __restrict__ o, float* __restrict__ lse,
-    long long B, long long H, long long HKV, long long SQ, long long SKV, long long /*D*/, long long PAGE,
+    long long B, long long H, long long HKV, long long SQ, long long SKV, long long DR, long long PAGE,
     long long /*PAGES*/, long long qb, long long qs, long long qh, long long kb, long long ks, long long kh,
     long long vb, long long vs, long long vh, long long ob, long long os, long long oh, float scale_arg,
     float* __restrict__ ws) {
-  attention_decode_body<F16, D, ROWS, WARPS, BN, STAGES, CHUNK, CAUSAL, PAGED>(
-      q, k, v, bt, lens, o, lse, B, H, HKV, SQ, SKV, PAGE, SKV / PAGE, qb, qs, qh, kb, ks, kh, vb, vs, vh, ob, os, oh,
-      scale_arg, ws);
+  attention_decode_body<F16, D, ROWS, WARPS, BN, STAGES, CHUNK, CAUSAL, PAGED, PAD>(
+      q, k, v, bt, lens, o, lse, B, H, HKV, SQ, SKV, DR, PAGE, SKV / PAGE, qb, qs, qh, kb, ks, kh, vb, vs, vh, ob, os,
+      oh, scale_arg, ws);
 }
 
 // The splits' partials merged: a block of 4 warps a (b, h, i) row. Thread s reads split s's
 // (m_s, l_s) (at most 128 splits, the family's limit), the block reduces them to the row's max and
 // sum, and each warp sums every fourth split's O_s (4 elements of the head dimension a lane, the
 // loads of several splits in flight), the warps' sums added in warp order.
-template <int F16, int D, int CHUNK>
+template <int F16, int D, int CHUNK, int PAD>
 __device__ __forceinline__ void attention_decode_combine_body(unsigned short* __restrict__ o, float* __restrict__ lse,
                                                               long long B, long long H, long long SQ, long long SKV,
-                                                              long long ob, long long os, long long oh,
+                                                              long long DR, long long ob, long long os, long long oh,
                                                               float* __restrict__ ws) {
   using namespace ktune_attn;
   using namespace ktune_attn_decode;
@@ -449,6 +453,7 @@ __device__ __forceinline__ void attention_decode_combine_body(unsigned short* __
   __syncthreads();
   const long long i = row % SQ, h = (row / SQ) % H, b = row / (SQ * H);
   for (int c = tid; c < D / 4; c += 128) {
+    if (PAD && 4 * c >= DR) continue; // a zero column of the tiles'
     const float4 a = part[0][c], b1 = part[1][c], c2 = part[2][c], d3 = part[3][c];
     uint2 out;
     out.x = pack2<F16>((a.x + b1.x) + (c2.x + d3.x), (a.y + b1.y) + (c2.y + d3.y));
@@ -458,21 +463,21 @@ __device__ __forceinline__ void attention_decode_combine_body(unsigned short* __
   if (tid == 0) lse[row] = l > 0.f ? (m_use + log2_approx(l)) * 0.6931471805599453f : inf_f();
 }
 
-template <int F16, int D, int CHUNK>
+template <int F16, int D, int CHUNK, int PAD>
 __global__ void __launch_bounds__(128) attention_decode_combine(
     const unsigned short* __restrict__, const unsigned short* __restrict__, const unsigned short* __restrict__,
     unsigned short* __restrict__ o, float* __restrict__ lse, long long B, long long H, long long, long long SQ,
-    long long SKV, long long, long long, long long, long long, long long, long long, long long, long long, long long,
+    long long SKV, long long DR, long long, long long, long long, long long, long long, long long, long long, long long,
     long long, long long ob, long long os, long long oh, float, float* __restrict__ ws) {
-  attention_decode_combine_body<F16, D, CHUNK>(o, lse, B, H, SQ, SKV, ob, os, oh, ws);
+  attention_decode_combine_body<F16, D, CHUNK, PAD>(o, lse, B, H, SQ, SKV, DR, ob, os, oh, ws);
 }
 
-template <int F16, int D, int CHUNK>
+template <int F16, int D, int CHUNK, int PAD>
 __global__ void __launch_bounds__(128) attention_decode_combine_paged(
     const unsigned short* __restrict__, const unsigned short* __restrict__, const unsigned short* __restrict__,
     const int* __restrict__, const int* __restrict__, unsigned short* __restrict__ o, float* __restrict__ lse,
-    long long B, long long H, long long, long long SQ, long long SKV, long long, long long, long long, long long,
+    long long B, long long H, long long, long long SQ, long long SKV, long long DR, long long, long long, long long,
     long long, long long, long long, long long, long long, long long, long long, long long, long long ob, long long os,
     long long oh, float, float* __restrict__ ws) {
-  attention_decode_combine_body<F16, D, CHUNK>(o, lse, B, H, SQ, SKV, ob, os, oh, ws);
+  attention_decode_combine_body<F16, D, CHUNK, PAD>(o, lse, B, H, SQ, SKV, DR, ob, os, oh, ws);
 }

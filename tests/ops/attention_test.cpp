@@ -121,6 +121,21 @@ TEST(Attention, DecodeFamilySplitsByRuleAndDeclaresItsWorkspace) {
   const Config sc = f.default_config(spec, d);
   EXPECT_EQ(sc["ROWS"], 32);
   EXPECT_EQ(f.launch_plan(sc, spec).steps[0].grid[1], 8u * (16 * 8 / 32));
+  // Head dim 96 (Phi-3): the tiles take 128 columns, the last 32 zeros (PAD 1 in both kernels' names),
+  // and the partials are 128 wide. A head dim that is no multiple of 8 (no whole 16-byte chunks) is
+  // refused.
+  const Problem phi = Problem::parse("attention", "1x32x32x1x4096x96", "causal", DType::bf16);
+  const Config pc = f.default_config(phi, d);
+  ASSERT_TRUE(f.valid(pc, phi, d)) << pc.to_json();
+  ASSERT_GT(pc["CHUNK"], 0);
+  const std::vector<std::string> names = f.kernel_names(pc, phi);
+  ASSERT_EQ(names.size(), 2u);
+  EXPECT_NE(names[0].find("<0,128,"), std::string::npos) << names[0];
+  EXPECT_EQ(names[0].substr(names[0].size() - 3), ",1>") << names[0];
+  EXPECT_EQ(names[1].substr(names[1].size() - 3), ",1>") << names[1];
+  EXPECT_EQ(f.launch_plan(pc, phi).workspace_bytes, size_t((4096 + pc["CHUNK"] - 1) / pc["CHUNK"] * 32 * (128 + 2) * 4));
+  EXPECT_EQ(f.kernel_names(c, one)[0].substr(f.kernel_names(c, one)[0].size() - 3), ",0>"); // 128: no padding
+  EXPECT_EQ(f.count(Problem::parse("attention", "1x32x32x1x4096x100", "causal", DType::bf16), d), 0u);
   // The rule's branches at rows of its sweep (docs/runs/2026-11-29-decode-rule.md), on the nominal
   // sm_90 (132 SMs, as the H200 it was fit on): CHUNK, ROWS, WARPS, BN, STAGES.
   ASSERT_EQ(d.sm_count, 132);
