@@ -257,7 +257,8 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
   }
 
   // OCC 2: the block was launched with 128 registers a thread; the producer's 104 more go to its one
-  // consumer (24 + 232 = 2 x 128).
+  // consumer (24 + 232 = 2 x 128). ptxas allocates the whole kernel to the launch bounds' 128, so
+  // the consumer's code fits in those (no spill at the tiles the family allows).
   setmaxnreg_inc<CWG == 3 ? 160 : OCC == 2 ? 232 : 240>();
   const int c = wg - 1, wtid = tid & 127, lane = tid & 31, w = wtid >> 5, g = lane >> 2, t = lane & 3;
   const float scale = scale_arg != 0.f ? scale_arg : 1.f / sqrtf((float)DR);
