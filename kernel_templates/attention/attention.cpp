@@ -126,11 +126,10 @@ Family fa2_family(bool varlen) {
   return f;
 }
 
-// attention_wgmma's head dim: whole 64-column blocks (128-byte swizzle). Any other head dim (40,
-// 80, 96, 160, ...) runs as the next multiple of 64: TMA fills the columns past the operand's head
-// dim with zeros, which add nothing to Q K^T and give O columns that are not stored.
-// The head dim the tiles hold (attention_wgmma, attention_decode): whole 64-column blocks, the
-// columns past the operands' own zero.
+// The head dim the tiles of attention_wgmma and attention_decode hold: whole 64-column blocks
+// (128-byte swizzle, 8-chunk rows). Any other head dim (40, 80, 96, 160, ...) runs as the next
+// multiple of 64, the columns past the operands' own loaded as zeros (TMA's fill, cp.async's zero
+// fill): they add nothing to Q K^T and give O columns that are not stored.
 int64_t padded_head_dim(const Problem& p) { return (p.dims[kHeadDim] + 63) / 64 * 64; }
 
 // Shared memory of an attention_wgmma config: the Q tile and STAGES tiles of K and of V, plus the

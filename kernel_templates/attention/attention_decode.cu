@@ -17,11 +17,12 @@
 //   merged through shared memory at the end, in warp order (deterministic).
 //
 // Kernel arguments follow the op of plain buffers (docs/ADDING_AN_OP.md): q, k, v, o, lse; the
-// dimensions B, H, HKV, SQ, SKV, D; the strides of q, k, v and o (batch, sequence, head); the
-// scale (0: 1 / sqrt(D)); then the workspace the plan asks for (FP32: O_s of every split, then
-// (m_s, l_s) pairs). The template's D is the tiles' head dim, whole 64-column blocks; with PAD 1
-// the operands' own (DR, the kernel's D argument, a multiple of 8) is less, and the columns past
-// it load as zeros (cp.async's zero fill, no read), add nothing to S, and are not stored. Causal is bottom-right aligned: key j is visible to query i when
+// dimensions B, H, HKV, SQ, SKV, head_dim (DR below); the strides of q, k, v and o (batch,
+// sequence, head); the scale (0: 1 / sqrt(head_dim)); then the workspace the plan asks for (FP32:
+// O_s of every split, then (m_s, l_s) pairs). The template's D is the tiles' head dim, whole
+// 64-column blocks; with PAD 1 the operands' own (DR, a multiple of 8) is less, and the columns
+// past it load as zeros (cp.async's zero fill, from a valid address, nothing read), add nothing to
+// S, and are not stored. Causal is bottom-right aligned: key j is visible to query i when
 // j <= i + SKV - SQ.
 //
 // attention_decode_paged serves the op attention_paged, a KV cache in pages as vLLM keeps it: q,
@@ -90,6 +91,9 @@ __device__ __forceinline__ void attention_decode_body(
   const float scale_log2 = scale * 1.4426950408889634f;
   const long long off = len - SQ;
   auto in_head = [&](int ch) { return !PAD || ch * 8 < DR; }; // chunk ch of a row is the operands'?
+  // Where chunk ch of a row is read from: past the head dim (nothing read) the row's first, so that
+  // the address stays inside the operand even on its last row.
+  auto col = [&](int ch) { return in_head(ch) ? ch * 8 : 0; };
 
   // The block's query rows, zeros past the last one.
   for (int c = tid; c < ROWS * CH; c += THREADS) {
@@ -97,7 +101,7 @@ __device__ __forceinline__ void attention_decode_body(
     const long long row = row0 + r;
     const bool ok = row < R;
     const long long i = ok ? row / G : 0, h = hk * G + (ok ? row % G : 0);
-    cp_async16(smem_u32(sQ + swizzled<D>(r, ch)), q + b * qb + i * qs + h * qh + ch * 8, ok && in_head(ch));
+    cp_async16(smem_u32(sQ + swizzled<D>(r, ch)), q + b * qb + i * qs + h * qh + col(ch), ok && in_head(ch));
   }
   cp_async_commit();
 
@@ -168,8 +172,8 @@ __device__ __forceinline__ void attention_decode_body(
           kp = k_tile + r * ks, vp = v_tile + r * vs;
         }
       }
-      cp_async16(smem_u32(tK + swizzled<D>(r, ch)), kp + ch * 8, ok && in_head(ch));
-      cp_async16(smem_u32(tV + swizzled<D>(r, ch)), vp + ch * 8, ok && in_head(ch));
+      cp_async16(smem_u32(tK + swizzled<D>(r, ch)), kp + col(ch), ok && in_head(ch));
+      cp_async16(smem_u32(tV + swizzled<D>(r, ch)), vp + col(ch), ok && in_head(ch));
     }
   };
 #pragma unroll

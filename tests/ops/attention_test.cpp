@@ -131,10 +131,11 @@ TEST(Attention, DecodeFamilySplitsByRuleAndDeclaresItsWorkspace) {
   const std::vector<std::string> names = f.kernel_names(pc, phi);
   ASSERT_EQ(names.size(), 2u);
   EXPECT_NE(names[0].find("<0,128,"), std::string::npos) << names[0];
-  EXPECT_EQ(names[0].substr(names[0].size() - 3), ",1>") << names[0];
-  EXPECT_EQ(names[1].substr(names[1].size() - 3), ",1>") << names[1];
+  EXPECT_EQ(names[0], "attention_decode<0,128,16," + std::to_string(pc["WARPS"]) + "," + std::to_string(pc["BN"]) + "," +
+                          std::to_string(pc["STAGES"]) + "," + std::to_string(pc["CHUNK"]) + ",1,1>"); // causal, PAD
+  EXPECT_EQ(names[1], "attention_decode_combine<0,128," + std::to_string(pc["CHUNK"]) + ",1>");
   EXPECT_EQ(f.launch_plan(pc, phi).workspace_bytes, size_t((4096 + pc["CHUNK"] - 1) / pc["CHUNK"] * 32 * (128 + 2) * 4));
-  EXPECT_EQ(f.kernel_names(c, one)[0].substr(f.kernel_names(c, one)[0].size() - 3), ",0>"); // 128: no padding
+  EXPECT_EQ(f.kernel_names(c, one)[1].substr(f.kernel_names(c, one)[1].size() - 3), ",0>"); // 128: PAD 0
   EXPECT_EQ(f.count(Problem::parse("attention", "1x32x32x1x4096x100", "causal", DType::bf16), d), 0u);
   // The rule's branches at rows of its sweep (docs/runs/2026-11-29-decode-rule.md), on the nominal
   // sm_90 (132 SMs, as the H200 it was fit on): CHUNK, ROWS, WARPS, BN, STAGES.
@@ -199,7 +200,9 @@ TEST(Attention, PagedOpIsValidatedAndItsFamilyCompiles) {
   ASSERT_TRUE(f.valid(oc, one, d));
   EXPECT_EQ(f.launch_plan(oc, one).steps.size(), 2u); // split: one sequence fills no device
   ktune::testing::compile_all(
-      f, default_and_sampled(f, "attention_paged", {"2x8x2x3x1024x128x16x200", "1x4x4x1x768x64x256x3"}, 5), "sm_90");
+      f, default_and_sampled(f, "attention_paged",
+                             {"2x8x2x3x1024x128x16x200", "1x4x4x1x768x64x256x3", "2x32x32x1x1024x96x64x40"}, 5),
+      "sm_90");
 }
 
 // attention_varlen: packed sequences; its families are the prefill ones with the _varlen entry.
@@ -302,7 +305,10 @@ TEST(Attention, KernelsOfEveryFamilyAndTheCheckKernelsCompile) {
                               "sm_90");
   const Family decode = find_family("attention_decode");
   ktune::testing::compile_all(
-      decode, default_and_sampled(decode, "attention", {"1x32x8x1x5000x128", "2x8x2x7x1000x64", "1x4x4x1x2048x256"}, 3),
+      decode, default_and_sampled(decode, "attention",
+                                  {"1x32x8x1x5000x128", "2x8x2x7x1000x64", "1x4x4x1x2048x256", "1x32x32x1x3000x96",
+                                   "2x16x4x3x1000x80"},
+                                  3),
       "sm_90");
   Compiler compiler;
   for (const char* arch : {"sm_80", "sm_90"}) {
