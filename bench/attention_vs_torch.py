@@ -66,7 +66,10 @@ class Timer:
         fn()
         torch.cuda.synchronize()
         for i in range(REPS):
-            self.flush.zero_()
+            # Read, not written: a memset's 2 x L2 of dirty lines would be written back during
+            # the timed call, charging it traffic not its own (runtime/l2_flush.h, the C++ timer's
+            # flush, reads too).
+            self.flush.sum()
             if self.delay_cycles:
                 torch.cuda._sleep(self.delay_cycles)  # the GPU busy while the host makes the call
             self.start[i].record()
