@@ -227,9 +227,9 @@ __device__ __forceinline__ void attention_decode_body(
     }
 
     // Mask (past the block's keys; causal: past the row's diagonal), then the online softmax in
-    // log2 units. The same steps as ktune_attn::softmax_tile, written out: through it (the mask a
-    // functor) ptxas gave this kernel 128 registers where it takes 248, and the batch-1 configs
-    // ran 3-15 % slower (H200, docs/runs/2026-11-30-h200-attention-occ.md).
+    // log2 units. The same steps as attention_fa2.cu's softmax_tile, written out: through one shared
+    // helper (the mask a functor) ptxas gave this kernel 128 registers where it takes 248, and the
+    // batch-1 configs ran 3-15 % slower (H200, docs/runs/2026-11-30-h200-attention-occ.md).
     const long long j0 = k0 + (warp + n * WARPS) * BN;
     const bool edge = j0 + BN > k1 || (CAUSAL && j0 + BN - 1 > off);
 #pragma unroll

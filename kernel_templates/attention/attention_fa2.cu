@@ -23,6 +23,62 @@
 // sequence.
 #include "attention_mma.cuh"
 
+namespace ktune_attn_fa2 {
+
+using namespace ktune_attn;
+
+// The online softmax of one key tile (keys j0 to j0 + 8 NT - 1) in log2 units for a thread's rows
+// row0 + 16 mt + 8 r: S scaled, the running max and sum updated, P = exp2(S - max) left in s and O
+// rescaled. MASK: keys at or past SKV and (causal) past a row's diagonal (key j visible to row i
+// when j <= i + off) set to -inf first. Masked and unmasked tiles are two instantiations: written as
+// one loop with a run-time test, ptxas if-converts the test and masks every tile (an FSEL, 64-bit
+// compares and predicates for each score; measured on attention_wgmma.cu's twin).
+template <int MT, int NT, int DT, bool MASK, int CAUSAL>
+__device__ __forceinline__ void softmax_tile(float (&s)[MT][NT][4], float (&acc)[MT][DT][4], float (&row_max)[MT][2],
+                                             float (&row_sum)[MT][2], long long row0, long long j0, long long SKV,
+                                             long long off, int t, float scale_log2) {
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const long long i = row0 + mt * 16 + 8 * r;
+      float mx = -inf_f();
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          float x = s[mt][nt][2 * r + e] * scale_log2;
+          if constexpr (MASK) {
+            const long long j = j0 + nt * 8 + 2 * t + e;
+            if (j >= SKV || (CAUSAL && j > i + off)) x = -inf_f();
+          }
+          s[mt][nt][2 * r + e] = x;
+          mx = fmaxf(mx, x);
+        }
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      const float m_new = fmaxf(row_max[mt][r], mx);
+      const float m_use = m_new == -inf_f() ? 0.f : m_new; // a row with no key yet: exp2(-inf) = 0
+      const float corr = exp2_approx(row_max[mt][r] - m_use);
+      row_max[mt][r] = m_new;
+      float sum = 0.f;
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const float p = exp2_approx(s[mt][nt][2 * r + e] - m_use);
+          s[mt][nt][2 * r + e] = p;
+          sum += p;
+        }
+      row_sum[mt][r] = row_sum[mt][r] * corr + sum;
+#pragma unroll
+      for (int dt = 0; dt < DT; ++dt) acc[mt][dt][2 * r] *= corr, acc[mt][dt][2 * r + 1] *= corr;
+    }
+  }
+}
+
+} // namespace ktune_attn_fa2
+
 template <int F16, int D, int BM, int BN, int WARPS, int STAGES, int CAUSAL, int VARLEN>
 __device__ __forceinline__ void attention_fa2_body(
     const unsigned short* __restrict__ q, const unsigned short* __restrict__ k, const unsigned short* __restrict__ v,
@@ -141,13 +197,12 @@ __device__ __forceinline__ void attention_fa2_body(
     // (causal) past a row's diagonal masked, the others not, two instantiations behind a
     // warp-uniform branch.
     const long long j0 = n * BN;
-    // Key j is visible to query row i when j < SKV and (causal) j <= i + off.
-    const long long row0 = m0 + wrow0 + g;
-    auto masked = [&](int mt, int r, long long j) { return j >= SKV || (CAUSAL && j > row0 + mt * 16 + 8 * r + off); };
     if (j0 + BN > SKV || (CAUSAL && j0 + BN - 1 > m0 + off))
-      softmax_tile<MT, NT, DT, true>(s, acc, row_max, row_sum, j0, t, scale_log2, masked);
+      ktune_attn_fa2::softmax_tile<MT, NT, DT, true, CAUSAL>(s, acc, row_max, row_sum, m0 + wrow0 + g, j0, SKV, off, t,
+                                                              scale_log2);
     else
-      softmax_tile<MT, NT, DT, false>(s, acc, row_max, row_sum, j0, t, scale_log2, masked);
+      ktune_attn_fa2::softmax_tile<MT, NT, DT, false, CAUSAL>(s, acc, row_max, row_sum, m0 + wrow0 + g, j0, SKV, off, t,
+                                                               scale_log2);
 
     if (STAGES == 1) {
       cp_async_wait<0>();

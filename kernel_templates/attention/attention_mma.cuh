@@ -1,8 +1,8 @@
 // Pieces the attention kernels share (attention_fa2.cu on mma.sync, sm_80+; attention_wgmma.cu
 // takes the exp2 / log2, packing and infinity): 16-bit operands as 16-bit
 // words (NVRTC gets no cuda_bf16.h), ldmatrix, 16-byte cp.async with zero fill, the m16n8k16 MMA
-// with FP32 accumulation, pairs of FP32 values packed into one register of two halves, the
-// shared-memory swizzle every tile uses, and the online softmax of a key tile (attention_fa2.cu).
+// with FP32 accumulation, pairs of FP32 values packed into one register of two halves, and the
+// shared-memory swizzle every tile uses.
 #pragma once
 
 #include "attention_seq.cuh"
@@ -71,55 +71,6 @@ __device__ __forceinline__ float log2_approx(float x) {
 template <int D>
 __device__ __forceinline__ int swizzled(int r, int c) {
   return r * D + ((c ^ (r & 7)) << 3);
-}
-
-// The online softmax of one key tile (keys j0 to j0 + 8 NT - 1) over a thread's rows in mma.sync's
-// accumulator layout (row tile mt, half r: rows 16 mt + g + 8 r of the warp's): S scaled into log2
-// units, masked to -inf where masked(mt, r, j) (only when MASK), the running max and sum updated,
-// P = exp2(S - max) left in s, and O rescaled. A row with no key yet keeps max -inf and takes
-// exp2(-inf) = 0 throughout. attention_fa2.cu instantiates masked and unmasked tiles apart (a
-// run-time test in one loop is if-converted by ptxas into work on every tile). attention_decode.cu
-// keeps its own copy of these steps (its comment says why).
-template <int MT, int NT, int DT, bool MASK, typename Masked>
-__device__ __forceinline__ void softmax_tile(float (&s)[MT][NT][4], float (&acc)[MT][DT][4], float (&row_max)[MT][2],
-                                             float (&row_sum)[MT][2], long long j0, int t, float scale_log2,
-                                             Masked masked) {
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt) {
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float mx = -inf_f();
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          float x = s[mt][nt][2 * r + e] * scale_log2;
-          if constexpr (MASK) {
-            if (masked(mt, r, j0 + nt * 8 + 2 * t + e)) x = -inf_f();
-          }
-          s[mt][nt][2 * r + e] = x;
-          mx = fmaxf(mx, x);
-        }
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      const float m_new = fmaxf(row_max[mt][r], mx);
-      const float m_use = m_new == -inf_f() ? 0.f : m_new; // a row with no key yet: exp2(-inf) = 0
-      const float corr = exp2_approx(row_max[mt][r] - m_use);
-      row_max[mt][r] = m_new;
-      float sum = 0.f;
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const float p = exp2_approx(s[mt][nt][2 * r + e] - m_use);
-          s[mt][nt][2 * r + e] = p;
-          sum += p;
-        }
-      row_sum[mt][r] = row_sum[mt][r] * corr + sum;
-#pragma unroll
-      for (int dt = 0; dt < DT; ++dt) acc[mt][dt][2 * r] *= corr, acc[mt][dt][2 * r + 1] *= corr;
-    }
-  }
 }
 
 } // namespace ktune_attn
