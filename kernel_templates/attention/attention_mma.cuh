@@ -64,6 +64,12 @@ __device__ __forceinline__ float log2_approx(float x) {
   asm("lg2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
   return y;
 }
+// 1 / x within 1 ulp, without the IEEE division's slow-path branch.
+__device__ __forceinline__ float rcp_approx(float x) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
 
 // Tiles of rows of D 16-bit elements (D a multiple of 64) in shared memory: the 16-byte chunk c of
 // row r lies at chunk c ^ (r & 7) of its row, so the 8 rows an ldmatrix reads at one column, and

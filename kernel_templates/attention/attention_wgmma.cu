@@ -48,6 +48,7 @@ using ktune_attn::exp2_approx;
 using ktune_attn::inf_f;
 using ktune_attn::log2_approx;
 using ktune_attn::pack2;
+using ktune_attn::rcp_approx;
 using ktune_dev::async::smem_addr;
 
 // A box of a 4-D tensor map over an operand (batch, sequence, head, head_dim): its coordinates
@@ -160,8 +161,12 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
     int m0, h, b, hk, n_end;
     ktune_attn::Seq seq;
   };
-  auto tile_at = [&](long long m_block, long long h, long long b, Tile& T) {
-    T.m0 = int(m_block * BM), T.h = int(h), T.b = int(b), T.hk = int(h / (H / HKV));
+  // The walk's arithmetic is 32-bit: a persistent grid's tile count is restricted to INT32_MAX (the
+  // family's x extent), and heads and batch fit the grid's y and z. In 64 bits each division was a
+  // 32-bit path and a 64-bit fallback behind a branch, about 80 instructions a warp a tile.
+  const unsigned H32 = unsigned(H), HB = unsigned(H * B), group = unsigned(H / HKV);
+  auto tile_at = [&](unsigned m_block, unsigned h, unsigned b, Tile& T) {
+    T.m0 = int(m_block * BM), T.h = int(h), T.b = int(b), T.hk = int(h / group);
     T.seq = ktune_attn::seq_of<VARLEN>(b, h, H, SQ_MAX, SKV_MAX, TQ, cu_q, cu_k);
     const long long SQ = T.seq.sq, SKV = T.seq.skv;
     long long n_end = (SKV + BN - 1) / BN;
@@ -183,18 +188,18 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
   // the one-block-a-tile grid's speed at 16k keys and 16 heads, H200). Full: every tile costs the
   // same, and the grid's order keeps the blocks at work on few heads, whose keys stay in L2 (query
   // blocks outermost there: 0.94x at 16k keys and 16 heads).
-  const long long MB = SQ_MAX > BM ? (SQ_MAX + BM - 1) / BM : 1, tiles = MB * H * B;
-  auto next_tile = [&](long long& w, Tile& T) {
+  const unsigned MB = unsigned(SQ_MAX > BM ? (SQ_MAX + BM - 1) / BM : 1), tiles = MB * HB;
+  auto next_tile = [&](unsigned& w, Tile& T) {
     if constexpr (!PERSIST) {
       return w++ == 0 && tile_at(gridDim.x - 1 - blockIdx.x, blockIdx.y, blockIdx.z, T);
     } else {
-      const long long G = gridDim.x;
+      const unsigned G = gridDim.x; // w G stays below tiles + G: no wrap
       while (w * G < tiles) {
-        const long long L = w * G + (w & 1 ? G - 1 - blockIdx.x : blockIdx.x);
+        const unsigned L = w * G + (w & 1 ? G - 1 - blockIdx.x : blockIdx.x);
         ++w;
         if (L >= tiles) return false;
-        const long long m_block = CAUSAL ? MB - 1 - L / (H * B) : L % MB, hb = CAUSAL ? L % (H * B) : L / MB;
-        if (tile_at(m_block, hb % H, hb / H, T)) return true;
+        const unsigned m_block = CAUSAL ? MB - 1 - L / HB : L % MB, hb = CAUSAL ? L % HB : L / MB;
+        if (tile_at(m_block, hb % H32, hb / H32, T)) return true;
       }
       return false;
     }
@@ -226,7 +231,7 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
     if (tid == 0) {
       int s0 = 0;
       unsigned ph0 = 0, i = 0;
-      long long walk = 0;
+      unsigned walk = 0;
       Tile T;
       while (next_tile(walk, T)) {
         auto load = [&](int n, bool is_v) { // key tile n's K or V
@@ -288,7 +293,7 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
 
   int s0 = 0;
   unsigned ph0 = 0, i = 0;
-  long long walk = 0;
+  unsigned walk = 0;
   Tile T;
   while (next_tile(walk, T)) {
     const long long SQ = T.seq.sq, SKV = T.seq.skv, m0 = T.m0, off = SKV - SQ, n_end = T.n_end;
@@ -455,7 +460,7 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
       float l = row_sum[r];
       l += __shfl_xor_sync(0xffffffffu, l, 1);
       l += __shfl_xor_sync(0xffffffffu, l, 2);
-      inv[r] = l > 0.f ? 1.f / l : 0.f;
+      inv[r] = l > 0.f ? rcp_approx(l) : 0.f; // O is rounded to 16 bits: 1 ulp of FP32 is far below it
       const long long row = row_base + 8 * r;
       if (t == 0 && row < SQ)
         lse[T.seq.lse0 + row] = l > 0.f ? (row_max[r] + log2_approx(l)) * 0.6931471805599453f : inf_f();
@@ -470,6 +475,7 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
         named_sync(1 + c, 128);
         if (wtid == 0) mbar_arrive(q_empty);
       }
+      const int dr = int(DR); // 32-bit compares: the column tests are one instruction each
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         const long long row = row_base + 8 * r;
@@ -477,7 +483,7 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
         unsigned short* orow = obase + row * os + 2 * t;
 #pragma unroll
         for (int j = 0; j < D / 8; ++j)
-          if (8 * j < DR) // a padded head dim's zero columns are not stored
+          if (8 * j < dr) // a padded head dim's zero columns are not stored
             *reinterpret_cast<unsigned*>(orow + 8 * j) =
                 pack2<F16>(acc[4 * j + 2 * r] * inv[r], acc[4 * j + 2 * r + 1] * inv[r]);
       }
