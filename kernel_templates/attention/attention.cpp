@@ -132,10 +132,11 @@ Family fa2_family(bool varlen) {
 // fill): they add nothing to Q K^T and give O columns that are not stored.
 int64_t padded_head_dim(const Problem& p) { return (p.dims[kHeadDim] + 63) / 64 * 64; }
 
-// Shared memory of an attention_wgmma config: the Q tile and STAGES tiles of K and of V, plus the
-// 1024 bytes the kernel may skip to align its tiles for the 128-byte swizzle.
+// Shared memory of an attention_wgmma config: the Q tile, STAGES tiles of K and of V and with OSTORE
+// an O tile, plus the 1024 bytes the kernel may skip to align its tiles for the 128-byte swizzle.
 int64_t wgmma_smem(const Config& c, const Problem& p) {
-  return (64 * int64_t(c["CWG"]) + 2 * int64_t(c["STAGES"]) * c["BN"]) * padded_head_dim(p) * 2 + 1024;
+  const int64_t rows = 64 * int64_t(c["CWG"]) * (1 + (c.has("OSTORE") ? c["OSTORE"] : 0));
+  return (rows + 2 * int64_t(c["STAGES"]) * c["BN"]) * padded_head_dim(p) * 2 + 1024;
 }
 
 // The wgmma grid's x extent: its query blocks, or with PERSIST every (query block, head, batch)
@@ -159,12 +160,14 @@ Family wgmma_family(bool varlen) {
       .param("PINGPONG", {0, 1}, "1: the consumers take turns issuing their GEMMs (named barriers), one's softmax under another's GEMMs")
       .param("PERSIST", {0, 1},
              "1: one block an SM walks the tiles; the next tile's Q and K / V load while this one's O is stored")
-      .param("OCC", {1, 2}, "blocks an SM the registers are capped for (2: one consumer warpgroup)");
-  // Configs recorded before PINGPONG, PERSIST or OCC ran without them.
+      .param("OCC", {1, 2}, "blocks an SM the registers are capped for (2: one consumer warpgroup)")
+      .param("OSTORE", {0, 1}, "1: a persistent block's O staged in shared memory of its own and stored by TMA");
+  // Configs recorded before PINGPONG, PERSIST, OCC or OSTORE ran without them.
   f.upgrade([](Config c) {
     if (!c.has("PINGPONG")) c.set("PINGPONG", 0);
     if (!c.has("PERSIST")) c.set("PERSIST", 0);
     if (!c.has("OCC")) c.set("OCC", 1);
+    if (!c.has("OSTORE")) c.set("OSTORE", 0);
     return c;
   });
   // A multiple of 8: whole 16-byte rows for TMA and for the O stores' 8-column steps.
@@ -191,13 +194,19 @@ Family wgmma_family(bool varlen) {
                   const int64_t live = padded_head_dim(p) / 2 + c["BN"] / 2 + c["OVERLAP"] * c["BN"] / 4;
                   return live <= (c["CWG"] == 3 ? 128 : 196);
                 })
-      .restrict("the tiles fit shared memory", {"CWG", "BN", "STAGES"},
+      .restrict("the tiles fit shared memory", {"CWG", "BN", "STAGES", "OSTORE"},
                 [](const Config& c, const Problem& p, const DeviceInfo& d) {
                   return wgmma_smem(c, p) + 64 <= d.max_smem_per_block_optin;
                 })
+      // One block a tile stores O through its Q buffer already; varlen's maps would not stop a
+      // box at its sequence's end (the next sequence's rows follow).
+      .restrict("O by TMA: persistent blocks, not varlen", {"OSTORE", "PERSIST"},
+                [varlen](const Config& c, const Problem&, const DeviceInfo&) {
+                  return !c["OSTORE"] || (c["PERSIST"] && !varlen);
+                })
       // sm_90's 228 KiB of shared memory an SM, 1 KiB of it reserved for each block.
       .restrict("two blocks an SM: one consumer warpgroup, and two blocks' tiles fit an SM's shared memory",
-                {"OCC", "CWG", "BN", "STAGES"}, [](const Config& c, const Problem& p, const DeviceInfo&) {
+                {"OCC", "CWG", "BN", "STAGES", "OSTORE"}, [](const Config& c, const Problem& p, const DeviceInfo&) {
                   return c["OCC"] == 1 || (c["CWG"] == 1 && 2 * (wgmma_smem(c, p) + 64 + 1024) <= 228 * 1024);
                 })
       .restrict("turns need two consumers or more", {"CWG", "PINGPONG"},
@@ -210,7 +219,7 @@ Family wgmma_family(bool varlen) {
                                     std::to_string(c["CWG"]) + "," + std::to_string(c["STAGES"]) + "," +
                                     std::to_string(c["OVERLAP"]) + "," + std::to_string(c["PINGPONG"]) + "," +
                                     (causal(p) ? "1" : "0") + "," + std::to_string(c["PERSIST"]) + "," +
-                                    std::to_string(c["OCC"]) + ">"};
+                                    std::to_string(c["OCC"]) + "," + std::to_string(c["OSTORE"]) + ">"};
   });
   f.launch([varlen](const Config& c, const Problem& p) {
     LaunchStep s;
@@ -222,11 +231,11 @@ Family wgmma_family(bool varlen) {
     s.block[0] = unsigned(128 * (c["CWG"] + 1));
     s.dynamic_smem = unsigned(wgmma_smem(c, p));
     // q, k and v by TMA: boxes of (1, rows, 1, 64) over (batch, sequence, head, head_dim), or
-    // (rows, 1, 64) over varlen's packed (token, head, head_dim).
-    for (int operand = 0; operand < 3; ++operand) {
+    // (rows, 1, 64) over varlen's packed (token, head, head_dim); o (not varlen) a consumer's 64 rows.
+    for (int operand = 0; operand < (varlen ? 3 : 4); ++operand) {
       LaunchStep::TmaOperand m;
       m.operand = operand;
-      const unsigned rows = unsigned(operand == 0 ? bm : c["BN"]);
+      const unsigned rows = unsigned(operand == 0 ? bm : operand == 3 ? 64 : c["BN"]);
       m.box = varlen ? std::vector<unsigned>{rows, 1, 64} : std::vector<unsigned>{1, rows, 1, 64};
       m.elem_bytes = 2;
       m.swizzle_bytes = 128;
@@ -275,6 +284,7 @@ Family wgmma_family(bool varlen) {
     c.set("PERSIST", causal(p) || (kv + bn - 1) / bn <= 16 ? 1 : 0);
     c.set("OCC", 1);
     if (d == 64 && kv <= 128) c.set("CWG", 1), c.set("PINGPONG", 0), c.set("OCC", 2);
+    c.set("OSTORE", 0);
     return c;
   });
   return f;

@@ -29,12 +29,18 @@
 // OCC 2 (one consumer): registers capped for two blocks an SM (launch bounds), so that short
 // sequences, where a tile is little more than its loads and its store, have two blocks' loads in
 // flight on an SM instead of one.
+// OSTORE 1 (PERSIST, not varlen): O / l goes to a buffer of its own after the K / V ring (the Q
+// buffer is the next tile's by then) in the Q tile's layout, and out by TMA (tensor map of o, which
+// clips rows past the sequence and columns past DR), one box a consumer and 64-column block; the
+// consumer's thread 0 waits for the last store to have read the buffer before it is written again.
+// The stores from registers cost a short tile's epilogue 16 predicated 4-byte stores a row pair
+// and their addressing.
 //
 // D is the head dim rounded up to whole 64-column blocks; DR (the kernel's head_dim argument) the
 // operands' own: with DR 96, 160 or 224 the tensor maps' boxes reach past it and TMA fills those
 // columns with zeros, which add nothing to S, and O's columns past DR are not stored.
-// Arguments as attention_fa2.cu's, then the tensor maps of q, k and v (LaunchStep::TmaOperand, box
-// {1, BM or BN, 1, 64}, 128-byte swizzle); attention_wgmma_varlen's as attention_fa2_varlen's, its
+// Arguments as attention_fa2.cu's, then the tensor maps of q, k, v and o (LaunchStep::TmaOperand,
+// box {1, BM, BN or 64, 1, 64}, 128-byte swizzle); attention_wgmma_varlen's as attention_fa2_varlen's, its
 // maps 3-D. With varlen, a tile's rows past its sequence are the next sequence's tokens, not
 // zeros: the key mask gives them weight 0 (so they must be finite: 0 x inf is NaN, the op's
 // contract), and no row past the sequence is stored.
@@ -49,6 +55,8 @@ using ktune_attn::inf_f;
 using ktune_attn::log2_approx;
 using ktune_attn::pack2;
 using ktune_attn::rcp_approx;
+using ktune_dev::async::bulk_commit;
+using ktune_dev::async::bulk_wait_read;
 using ktune_dev::async::smem_addr;
 
 // A box of a 4-D tensor map over an operand (batch, sequence, head, head_dim): its coordinates
@@ -75,6 +83,14 @@ __device__ __forceinline__ void tma_load_rows(unsigned dst, const KtuneTensorMap
                                               long long s0, long long h, long long b, unsigned bar) {
   if constexpr (VARLEN) tma_load_3d(dst, map, d0, int(first + s0), int(h), bar);
   else tma_load_4d(dst, map, d0, int(s0), int(h), int(b), bar);
+}
+// One box from shared memory at src (laid out as tma_load_4d writes it) to the tensor at
+// (b, s0, h, d0), clipped at its edges; tracked by the issuing thread's bulk groups.
+__device__ __forceinline__ void tma_store_4d(const KtuneTensorMap* map, int d0, int s0, int h, int b, unsigned src) {
+  asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%1, %2, %3, %4}], [%5];\n" ::"l"(
+                   reinterpret_cast<unsigned long long>(map)),
+               "r"(d0), "r"(h), "r"(s0), "r"(b), "r"(src)
+               : "memory");
 }
 
 // The online softmax of one key tile for a consumer thread's two rows (row_base, row_base + 8):
@@ -127,12 +143,13 @@ __device__ __forceinline__ void softmax_tile(float (&sc)[BN / 2], float (&corr)[
 } // namespace ktune_attn_wg
 
 template <int F16, int D, int BN, int CWG, int STAGES, int OVERLAP, int PINGPONG, int CAUSAL, int PERSIST, int OCC,
-          int VARLEN>
+          int OSTORE, int VARLEN>
 __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict__ o, float* __restrict__ lse, long long B,
                                                      long long H, long long HKV, long long SQ_MAX, long long SKV_MAX,
                                                      long long DR, long long TQ, long long ob, long long os, long long oh,
                                                      float scale_arg, const KtuneTensorMap* mq, const KtuneTensorMap* mk,
-                                                     const KtuneTensorMap* mv, const int* __restrict__ cu_q,
+                                                     const KtuneTensorMap* mv, const KtuneTensorMap* mo,
+                                                     const int* __restrict__ cu_q,
                                                      const int* __restrict__ cu_k) {
   using namespace ktune_attn_wg;
   constexpr int BM = 64 * CWG, DB = D / 64; // 64-column blocks of a row
@@ -140,12 +157,13 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
   static_assert(D % 64 == 0 && BN % 16 == 0 && BN <= 256 && CWG >= 1 && CWG <= 3, "tile shapes");
   static_assert(!PINGPONG || CWG >= 2, "ping-pong needs two consumers");
   static_assert(OCC == 1 || (OCC == 2 && CWG == 1), "two blocks an SM: one consumer");
+  static_assert(!OSTORE || (PERSIST && !VARLEN), "O by TMA: persistent blocks over the 4-D maps");
 
   extern __shared__ __align__(1024) unsigned char attn_smem[];
   // q_full, q_empty, k_full[], v_full[], k_empty[], v_empty[]
   __shared__ __align__(8) unsigned long long bars[2 + 4 * STAGES];
   const unsigned base = (smem_addr(attn_smem) + 1023u) & ~1023u; // 128-byte swizzle: 1024-byte aligned tiles
-  const unsigned sQ = base, sK = sQ + Q_BLOCK * DB, sV = sK + KV_TILE * STAGES;
+  const unsigned sQ = base, sK = sQ + Q_BLOCK * DB, sV = sK + KV_TILE * STAGES, sO = sV + KV_TILE * STAGES;
   const unsigned bar0 = smem_addr(bars);
   const unsigned q_full = bar0, q_empty = bar0 + 8u;
   auto k_full = [&](int s) { return bar0 + 8u * (2 + s); };
@@ -465,31 +483,10 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
       if (t == 0 && row < SQ)
         lse[T.seq.lse0 + row] = l > 0.f ? (row_max[r] + log2_approx(l)) * 0.6931471805599453f : inf_f();
     }
-    if constexpr (PERSIST) {
-      // O goes out from registers while the producer loads the next tile's Q (a quad of lanes
-      // writes a row's 16 bytes of each 8-column step). A tile with no key releases its Q here,
-      // once all four warps have seen q_full: with keys, the first S's wgmma cannot complete until
-      // every warp issued it, but here a warp still polling for this phase after warp 0 released
-      // the buffer would see the next Q's phase complete, take the wrong parity and hang.
-      if (n_end == 0) {
-        named_sync(1 + c, 128);
-        if (wtid == 0) mbar_arrive(q_empty);
-      }
-      const int dr = int(DR); // 32-bit compares: the column tests are one instruction each
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        const long long row = row_base + 8 * r;
-        if (row >= SQ) continue;
-        unsigned short* orow = obase + row * os + 2 * t;
-#pragma unroll
-        for (int j = 0; j < D / 8; ++j)
-          if (8 * j < dr) // a padded head dim's zero columns are not stored
-            *reinterpret_cast<unsigned*>(orow + 8 * j) =
-                pack2<F16>(acc[4 * j + 2 * r] * inv[r], acc[4 * j + 2 * r + 1] * inv[r]);
-      }
-    } else {
-      // O / l into this warpgroup's rows of the Q buffer (no other warpgroup reads them), then out
-      // in 16-byte stores.
+    // O / l into this warpgroup's 64 rows of a tile laid out as the Q buffer (64-column blocks
+    // Q_BLOCK apart, 128-byte rows, chunk c of row r at c ^ (r & 7): a warp's words of one step fall
+    // in 32 banks), at buf.
+    auto stage_o = [&](unsigned buf) {
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         const int row = c * 64 + w * 16 + g + 8 * r; // in the block's BM rows
@@ -497,10 +494,50 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
         for (int j = 0; j < D / 8; ++j) {
           const unsigned word = pack2<F16>(acc[4 * j + 2 * r] * inv[r], acc[4 * j + 2 * r + 1] * inv[r]);
           const int col = 8 * j + 2 * t, blk = col / 64, chunk = (col % 64) / 8;
-          const unsigned at = sQ + blk * Q_BLOCK + row * 128 + ((chunk ^ (row & 7)) << 4) + (col % 8) * 2;
+          const unsigned at = buf + blk * Q_BLOCK + row * 128 + ((chunk ^ (row & 7)) << 4) + (col % 8) * 2;
           asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(at), "r"(word) : "memory");
         }
       }
+    };
+    if constexpr (PERSIST) {
+      // O goes out while the producer loads the next tile's Q. A tile with no key releases its Q
+      // here, once all four warps have seen q_full: with keys, the first S's wgmma cannot complete
+      // until every warp issued it, but here a warp still polling for this phase after warp 0
+      // released the buffer would see the next Q's phase complete, take the wrong parity and hang.
+      if (n_end == 0) {
+        named_sync(1 + c, 128);
+        if (wtid == 0) mbar_arrive(q_empty);
+      }
+      if constexpr (OSTORE) {
+        if (wtid == 0) bulk_wait_read(); // the last tile's store has read the buffer
+        named_sync(1 + c, 128);
+        stage_o(sO);
+        fence_proxy_async(); // the generic-proxy writes, before the TMA (async proxy) reads them
+        named_sync(1 + c, 128);
+        if (wtid == 0) {
+#pragma unroll
+          for (int db = 0; db < DB; ++db) tma_store_4d(mo, db * 64, int(m0) + c * 64, T.h, T.b, sO + db * Q_BLOCK + c * 8192);
+          bulk_commit();
+        }
+      } else {
+        // From registers: a quad of lanes writes a row's 16 bytes of each 8-column step.
+        const int dr = int(DR); // 32-bit compares: the column tests are one instruction each
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const long long row = row_base + 8 * r;
+          if (row >= SQ) continue;
+          unsigned short* orow = obase + row * os + 2 * t;
+#pragma unroll
+          for (int j = 0; j < D / 8; ++j)
+            if (8 * j < dr) // a padded head dim's zero columns are not stored
+              *reinterpret_cast<unsigned*>(orow + 8 * j) =
+                  pack2<F16>(acc[4 * j + 2 * r] * inv[r], acc[4 * j + 2 * r + 1] * inv[r]);
+        }
+      }
+    } else {
+      // Through this warpgroup's rows of the Q buffer (no other warpgroup reads them), then out in
+      // 16-byte stores.
+      stage_o(sQ);
       named_sync(1 + c, 128);
       for (int x = wtid; x < 64 * (D / 8); x += 128) {
         const int r = x / (D / 8), ch = x % (D / 8), row = c * 64 + r;
@@ -515,23 +552,28 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
       }
     }
   }
+  if constexpr (OSTORE)
+    if (wtid == 0) bulk_wait_read(); // the block's shared memory outlives its last store's reads
 }
 
-template <int F16, int D, int BN, int CWG, int STAGES, int OVERLAP, int PINGPONG, int CAUSAL, int PERSIST, int OCC>
+template <int F16, int D, int BN, int CWG, int STAGES, int OVERLAP, int PINGPONG, int CAUSAL, int PERSIST, int OCC,
+          int OSTORE>
 __global__ void __launch_bounds__(128 * (CWG + 1), OCC) attention_wgmma(
     const unsigned short* __restrict__ /*q*/, const unsigned short* __restrict__ /*k*/,
     const unsigned short* __restrict__ /*v*/, unsigned short* __restrict__ o, float* __restrict__ lse, long long B,
     long long H, long long HKV, long long SQ, long long SKV, long long DR, long long /*qb*/, long long /*qs*/,
     long long /*qh*/, long long /*kb*/, long long /*ks*/, long long /*kh*/, long long /*vb*/, long long /*vs*/,
     long long /*vh*/, long long ob, long long os, long long oh, float scale_arg, const __grid_constant__ KtuneTensorMap mq,
-    const __grid_constant__ KtuneTensorMap mk, const __grid_constant__ KtuneTensorMap mv) {
-  attention_wgmma_body<F16, D, BN, CWG, STAGES, OVERLAP, PINGPONG, CAUSAL, PERSIST, OCC, 0>(
-      o, lse, B, H, HKV, SQ, SKV, DR, 0, ob, os, oh, scale_arg, &mq, &mk, &mv, nullptr, nullptr);
+    const __grid_constant__ KtuneTensorMap mk, const __grid_constant__ KtuneTensorMap mv,
+    const __grid_constant__ KtuneTensorMap mo) {
+  attention_wgmma_body<F16, D, BN, CWG, STAGES, OVERLAP, PINGPONG, CAUSAL, PERSIST, OCC, OSTORE, 0>(
+      o, lse, B, H, HKV, SQ, SKV, DR, 0, ob, os, oh, scale_arg, &mq, &mk, &mv, &mo, nullptr, nullptr);
 }
 
 // The op attention_varlen (attention_seq.cuh): 3-D maps over the packed (token, head, head_dim)
 // operands, box {BM or BN, 1, 64}.
-template <int F16, int D, int BN, int CWG, int STAGES, int OVERLAP, int PINGPONG, int CAUSAL, int PERSIST, int OCC>
+template <int F16, int D, int BN, int CWG, int STAGES, int OVERLAP, int PINGPONG, int CAUSAL, int PERSIST, int OCC,
+          int OSTORE>
 __global__ void __launch_bounds__(128 * (CWG + 1), OCC) attention_wgmma_varlen(
     const unsigned short* __restrict__ /*q*/, const unsigned short* __restrict__ /*k*/,
     const unsigned short* __restrict__ /*v*/, const int* __restrict__ cu_q, const int* __restrict__ cu_k,
@@ -540,6 +582,6 @@ __global__ void __launch_bounds__(128 * (CWG + 1), OCC) attention_wgmma_varlen(
     long long /*ks*/, long long /*kh*/, long long /*vs*/, long long /*vh*/, long long os, long long oh, float scale_arg,
     const __grid_constant__ KtuneTensorMap mq, const __grid_constant__ KtuneTensorMap mk,
     const __grid_constant__ KtuneTensorMap mv) {
-  attention_wgmma_body<F16, D, BN, CWG, STAGES, OVERLAP, PINGPONG, CAUSAL, PERSIST, OCC, 1>(
-      o, lse, B, H, HKV, SQ, SKV, DR, TQ, 0, os, oh, scale_arg, &mq, &mk, &mv, cu_q, cu_k);
+  attention_wgmma_body<F16, D, BN, CWG, STAGES, OVERLAP, PINGPONG, CAUSAL, PERSIST, OCC, OSTORE, 1>(
+      o, lse, B, H, HKV, SQ, SKV, DR, TQ, 0, os, oh, scale_arg, &mq, &mk, &mv, nullptr, cu_q, cu_k);
 }

@@ -17,13 +17,14 @@
 using namespace ktune;
 namespace {
 void run(Compiler& compiler, const DeviceInfo& d, const char* shape, const char* layout, int cwg, int bn, int stages,
-         int overlap = 0, int pingpong = 0, int persist = 0, int occ = 1) {
+         int overlap = 0, int pingpong = 0, int persist = 0, int occ = 1, int ostore = 0) {
   const Problem p = Problem::parse("attention", shape, layout, DType::bf16);
   const Family f = find_family("attention_wgmma");
   Config c; c.set("CWG", cwg); c.set("BN", bn); c.set("STAGES", stages); c.set("OVERLAP", overlap);
   c.set("PINGPONG", pingpong);
   c.set("PERSIST", persist);
   c.set("OCC", occ);
+  c.set("OSTORE", ostore);
   const auto k = compiler.compile(compile_request(f, c, p, d.arch));
   Module m(k->cubin, k->lowered_names, "debug");
   const int64_t B = p.dims[0], H = p.dims[1], HK = p.dims[2], SQ = p.dims[3], SK = p.dims[4], D = p.dims[5];
@@ -82,9 +83,9 @@ void run(Compiler& compiler, const DeviceInfo& d, const char* shape, const char*
   // Inputs are multiples of 1/4 in [-1, 1]: the bf16 output's rounding (2^-9 of |o| <= 1) and FP32
   // softmax errors stay far below these.
   EXPECT_LT(worst_l, 1e-4) << shape << " " << layout << " CWG" << cwg << " BN" << bn << " ST" << stages << " OV" << overlap
-                           << " PP" << pingpong << " PS" << persist << " OCC" << occ << " at " << bad_l;
+                           << " PP" << pingpong << " PS" << persist << " OCC" << occ << " OS" << ostore << " at " << bad_l;
   EXPECT_LT(worst_o, 1e-2) << shape << " " << layout << " CWG" << cwg << " BN" << bn << " ST" << stages << " OV" << overlap
-                           << " PP" << pingpong << " PS" << persist << " OCC" << occ;
+                           << " PP" << pingpong << " PS" << persist << " OCC" << occ << " OS" << ostore;
 }
 } // namespace
 TEST(AttentionGpu, WgmmaMatchesAHostReferenceOnTinyShapes) {
@@ -118,6 +119,7 @@ TEST(AttentionGpu, WgmmaMatchesAHostReferenceOnTinyShapes) {
     for (const char* layout : {"full", "causal"}) {
       run(compiler, *d, shape, layout, 2, 64, 2, 1, 1, 0);
       run(compiler, *d, shape, layout, 2, 80, 2, 0, 0, 1);
+      run(compiler, *d, shape, layout, 2, 80, 2, 0, 0, 1, 1, 1); // O by TMA: the map clips the zero columns
     }
   // Persistent blocks walking several tiles each (more tiles than the SMs hold, every other wave
   // backwards): the K / V ring's stages and phases and the consumers' turns carried from tile to
@@ -134,5 +136,11 @@ TEST(AttentionGpu, WgmmaMatchesAHostReferenceOnTinyShapes) {
       run(compiler, *d, shape, layout, 1, 64, 2, 0, 0, 0, 2);
       if (Problem::parse("attention", shape, layout, DType::bf16).dims[5] == 64)
         run(compiler, *d, shape, layout, 1, 128, 3, 1, 0, 1, 2);
+      // O staged in its own buffer and stored by TMA (the map clips rows past the sequence): one to
+      // three consumers, two blocks an SM, a buffer reused from tile to tile.
+      run(compiler, *d, shape, layout, 1, 64, 3, 0, 0, 1, 1, 1);
+      run(compiler, *d, shape, layout, 2, 64, 2, 1, 1, 1, 1, 1);
+      run(compiler, *d, shape, layout, 3, 64, 2, 1, 1, 1, 1, 1);
+      run(compiler, *d, shape, layout, 1, 64, 2, 1, 0, 1, 2, 1);
     }
 }

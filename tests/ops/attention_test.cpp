@@ -442,7 +442,7 @@ TEST(Attention, WgmmaTwoBlocksAnSmTakeOneConsumerAndFitSharedMemory) {
   auto config = [](int cwg, int bn, int stages) {
     Config c;
     c.set("CWG", cwg), c.set("BN", bn), c.set("STAGES", stages), c.set("OVERLAP", 1), c.set("PINGPONG", 0);
-    c.set("PERSIST", 1), c.set("OCC", 2);
+    c.set("PERSIST", 1), c.set("OCC", 2), c.set("OSTORE", 0);
     return c;
   };
   const Problem d64 = Problem::parse("attention", "64x12x12x128x128x64", "full", DType::bf16);
@@ -463,5 +463,36 @@ TEST(Attention, WgmmaTwoBlocksAnSmTakeOneConsumerAndFitSharedMemory) {
   EXPECT_EQ(f.default_config(Problem::parse("attention", "64x16x16x197x197x64", "full", DType::bf16), d)["OCC"], 1);
   EXPECT_EQ(f.default_config(d128, d)["OCC"], 1);
   // The kernel's name carries it (its launch bounds differ).
-  EXPECT_NE(f.kernel_names(config(1, 128, 2), d64).at(0).find(",1,2>"), std::string::npos);
+  EXPECT_NE(f.kernel_names(config(1, 128, 2), d64).at(0).find(",1,2,0>"), std::string::npos);
+}
+
+// OSTORE 1 (O staged in shared memory of its own, stored by TMA): persistent blocks over the 4-D
+// maps only, its O tile counted in the shared memory, and a fourth tensor map (o) in the plan.
+TEST(Attention, WgmmaStoresOByTmaOnlyWherePersistentAndItFits) {
+  const DeviceInfo d = DeviceInfo::nominal("sm_90");
+  const Family f = find_family("attention_wgmma"), fv = find_family("attention_wgmma_varlen");
+  auto config = [](int cwg, int bn, int persist, int ostore) {
+    Config c;
+    c.set("CWG", cwg), c.set("BN", bn), c.set("STAGES", 2), c.set("OVERLAP", 1), c.set("PINGPONG", cwg > 1);
+    c.set("PERSIST", persist), c.set("OCC", 1), c.set("OSTORE", ostore);
+    return c;
+  };
+  const Problem d128 = Problem::parse("attention", "1x32x8x4096x4096x128", "causal", DType::bf16);
+  EXPECT_TRUE(f.valid(config(2, 128, 1, 1), d128, d));
+  EXPECT_FALSE(f.valid(config(2, 128, 0, 1), d128, d)); // one block a tile: O goes through its Q buffer
+  EXPECT_TRUE(f.valid(config(2, 176, 1, 0), d128, d));  // 209 KiB
+  EXPECT_FALSE(f.valid(config(2, 176, 1, 1), d128, d)); // 241 KiB with the 32 KiB O tile
+  const Problem v = Problem::parse("attention_varlen", "4x8x8x512x512x128x1024x1024", "causal", DType::bf16);
+  EXPECT_FALSE(fv.valid(config(2, 128, 1, 1), v, d)); // a box would run into the next sequence
+  EXPECT_TRUE(fv.valid(config(2, 128, 1, 0), v, d));
+  const LaunchPlan plan = f.launch_plan(config(2, 128, 1, 1), d128);
+  ASSERT_EQ(plan.steps.at(0).tma_maps.size(), 4u);
+  EXPECT_EQ(plan.steps[0].tma_maps[3].operand, 3);
+  EXPECT_EQ(plan.steps[0].tma_maps[3].box, (std::vector<unsigned>{1, 64, 1, 64}));
+  EXPECT_EQ(fv.launch_plan(config(2, 128, 1, 0), v).steps.at(0).tma_maps.size(), 3u);
+  // Entries recorded before OSTORE read as stores from registers.
+  Config old;
+  old.set("CWG", 2), old.set("BN", 128), old.set("STAGES", 2), old.set("OVERLAP", 1), old.set("PINGPONG", 1);
+  old.set("PERSIST", 1), old.set("OCC", 1);
+  EXPECT_EQ(f.upgraded(old)["OSTORE"], 0);
 }
