@@ -268,7 +268,7 @@ Family wgmma_family(bool varlen) {
   // Exhaustive tunes (H200, docs/runs/2026-11-30-h200-attention-occ.md): BERT's 128 tokens 1.04x the
   // best of two or three consumers; with two key steps or more it lost (ViT's 197 0.90x, BERT's
   // 512 0.93x, 8 x 512 causal at head dim 128 0.95x; 1024 and 2048 causal at 64 even).
-  f.defaults([](const Problem& p, const DeviceInfo&) {
+  f.defaults([varlen](const Problem& p, const DeviceInfo& dev) {
     const int64_t d = padded_head_dim(p), kv = p.dims[kKvLen], q = p.dims[kQLen];
     auto padded = [](int64_t n, int64_t tile) { return (n + tile - 1) / tile * tile; };
     Config c;
@@ -284,7 +284,16 @@ Family wgmma_family(bool varlen) {
     c.set("PERSIST", causal(p) || (kv + bn - 1) / bn <= 16 ? 1 : 0);
     c.set("OCC", 1);
     if (d == 64 && kv <= 128) c.set("CWG", 1), c.set("PINGPONG", 0), c.set("OCC", 2);
+    // A persistent block stores O by TMA wherever its O tile fits beside the others. Exhaustive
+    // A/B, config by config (H200, docs/runs/2026-11-30-h200-attention-ostore.md): 0.83x the time at
+    // 8 x 512 causal (head dim 128) and BERT's 128 tokens, 0.92-0.96x at 197-1024 tokens and at
+    // 4096 causal, 0.99x at SDXL's 4096 full; one config of 35 slower (1.01x).
     c.set("OSTORE", 0);
+    if (c["PERSIST"] && !varlen) {
+      c.set("OSTORE", 1);
+      const int64_t smem = wgmma_smem(c, p) + 64;
+      if (smem > dev.max_smem_per_block_optin || (c["OCC"] == 2 && 2 * (smem + 1024) > 228 * 1024)) c.set("OSTORE", 0);
+    }
     return c;
   });
   return f;

@@ -2,6 +2,7 @@
 // and validated, its FLOP count (causal included) and bytes, its families' spaces, and every
 // family's kernels and the check kernels compiled by NVRTC.
 #include <gtest/gtest.h>
+#include <tuple>
 
 #include <cmath>
 
@@ -495,4 +496,16 @@ TEST(Attention, WgmmaStoresOByTmaOnlyWherePersistentAndItFits) {
   old.set("CWG", 2), old.set("BN", 128), old.set("STAGES", 2), old.set("OVERLAP", 1), old.set("PINGPONG", 1);
   old.set("PERSIST", 1), old.set("OCC", 1);
   EXPECT_EQ(f.upgraded(old)["OSTORE"], 0);
+  // The default: by TMA wherever a persistent block's O tile fits (not at head dim 256's 128 x 80
+  // causal tile, whose ring leaves no room), never for varlen; every default valid.
+  for (const auto& [shape, layout, want] : std::vector<std::tuple<const char*, const char*, int>>{
+           {"64x12x12x128x128x64", "full", 1}, {"8x64x8x512x512x128", "causal", 1},
+           {"1x16x16x4096x4096x256", "causal", 0}, {"1x16x16x16384x16384x128", "full", 0}}) {
+    const Problem p = Problem::parse("attention", shape, layout, DType::bf16);
+    const Config c = f.default_config(p, d);
+    EXPECT_EQ(c["OSTORE"], want) << shape;
+    EXPECT_TRUE(f.valid(c, p, d)) << shape;
+  }
+  EXPECT_EQ(fv.default_config(v, d)["OSTORE"], 0);
+  EXPECT_TRUE(fv.valid(fv.default_config(v, d), v, d));
 }
