@@ -268,6 +268,14 @@ Family wgmma_family(bool varlen) {
   // Exhaustive tunes (H200, docs/runs/2026-11-30-h200-attention-occ.md): BERT's 128 tokens 1.04x the
   // best of two or three consumers; with two key steps or more it lost (ViT's 197 0.90x, BERT's
   // 512 0.93x, 8 x 512 causal at head dim 128 0.95x; 1024 and 2048 causal at 64 even).
+  // With O stored by TMA (OSTORE), persistent blocks pay up to 64 key steps a tile, causal or not,
+  // and not beyond: exhaustive tunes of 18 rows (H200, docs/runs/2026-11-30-h200-attention-ostore.md
+  // section 6) read persistent with OSTORE 0.97-0.98x the one-block-a-tile time at 4096 full, 0.97x
+  // at 8192 causal, but 1.02-1.05x at 16384 causal. At head dim 64 with turns, OVERLAP 0 (FA3's
+  // order: the softmax outside the GEMMs, under the other consumer's) was faster on 8 of those 9
+  // rows' best configs: its GEMMs are half as long there, and the overlap's second S costs registers.
+  // This rule against the one before, config against config: 0.94-0.98x the time on 11 of the 18
+  // rows, the same config on the other 7.
   f.defaults([varlen](const Problem& p, const DeviceInfo& dev) {
     const int64_t d = padded_head_dim(p), kv = p.dims[kKvLen], q = p.dims[kQLen];
     auto padded = [](int64_t n, int64_t tile) { return (n + tile - 1) / tile * tile; };
@@ -279,11 +287,11 @@ Family wgmma_family(bool varlen) {
         if (padded(kv, step) <= padded(kv, bn)) bn = step;
     c.set("BN", bn);
     c.set("STAGES", 2);
-    c.set("OVERLAP", 1);
     c.set("PINGPONG", d > 128 ? 0 : 1);
-    c.set("PERSIST", causal(p) || (kv + bn - 1) / bn <= 16 ? 1 : 0);
+    c.set("PERSIST", (kv + bn - 1) / bn <= 64 ? 1 : 0);
     c.set("OCC", 1);
     if (d == 64 && kv <= 128) c.set("CWG", 1), c.set("PINGPONG", 0), c.set("OCC", 2);
+    c.set("OVERLAP", d == 64 && c["PINGPONG"] ? 0 : 1);
     // A persistent block stores O by TMA wherever its O tile fits beside the others. Exhaustive
     // A/B, config by config (H200, docs/runs/2026-11-30-h200-attention-ostore.md): 0.83x the time at
     // 8 x 512 causal (head dim 128) and BERT's 128 tokens, 0.92-0.96x at 197-1024 tokens and at

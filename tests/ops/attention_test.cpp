@@ -378,7 +378,7 @@ TEST(Attention, WgmmaPadsHeadDimsToWholeColumnBlocks) {
 
 // PERSIST's grid is every (query block, head, batch) tile, capped at launch by the blocks resident
 // at once (LaunchStep::persistent); without it, one block a tile over (query blocks, heads, batch).
-// Causal problems default to it, full ones up to 16 key steps.
+// Problems default to it up to 64 key steps a tile, causal or not.
 TEST(Attention, WgmmaPersistentPlanCoversEveryTile) {
   const DeviceInfo d = DeviceInfo::nominal("sm_90");
   const Family f = find_family("attention_wgmma");
@@ -388,7 +388,10 @@ TEST(Attention, WgmmaPersistentPlanCoversEveryTile) {
   ASSERT_EQ(c["PERSIST"], 1);
   EXPECT_EQ(f.default_config(full, d)["PERSIST"], 1); // 900 keys: 10 steps of 96
   const Problem longer = Problem::parse("attention", "3x8x2x1000x4096x128", "full", DType::bf16);
-  EXPECT_EQ(f.default_config(longer, d)["PERSIST"], 0);
+  EXPECT_EQ(f.default_config(longer, d)["PERSIST"], 1); // 24 steps of 176
+  for (const char* layout : {"full", "causal"}) // 16384 keys: 94 or 128 steps
+    EXPECT_EQ(f.default_config(Problem::parse("attention", "1x16x16x16384x16384x128", layout, DType::bf16), d)["PERSIST"], 0)
+        << layout;
   const int64_t blocks = (1000 + 64 * c["CWG"] - 1) / (64 * c["CWG"]);
   const LaunchStep s = f.launch_plan(c, causal).steps.at(0);
   EXPECT_TRUE(s.persistent);
@@ -405,25 +408,26 @@ TEST(Attention, WgmmaPersistentPlanCoversEveryTile) {
 
 // The default step of keys pads short sequences the least (ties: the larger step), from 64 to
 // 128 keys; longer ones keep FlashAttention-3's tiles. Persistent blocks where a tile has at most
-// 16 key steps, and for every causal problem. Three consumers at head dim 64 without a mask unless
-// 192-row blocks pad the queries more than 1/8 beyond 128-row ones.
+// 64 key steps. Three consumers at head dim 64 without a mask unless 192-row blocks pad the queries
+// more than 1/8 beyond 128-row ones; at head dim 64 with turns, no intra-warpgroup overlap.
 TEST(Attention, WgmmaDefaultsFitShortSequences) {
   const DeviceInfo d = DeviceInfo::nominal("sm_90");
   const Family f = find_family("attention_wgmma");
   struct Case {
     const char* shape;
     const char* layout;
-    int cwg, bn, persist;
+    int cwg, bn, persist, overlap = 1;
   };
-  for (const Case& k : {Case{"64x16x16x197x197x64", "full", 2, 112, 1},  // 224 keys, not 256; 256 rows, not 384
-                        Case{"32x16x16x512x512x64", "full", 3, 128, 1},  // 64 and 128 tie; 576 rows against 512
-                        Case{"8x20x20x1500x1500x64", "full", 3, 128, 1}, // 1536 rows either way
-                        Case{"2x8x8x4096x4096x40", "full", 3, 128, 0},   // head dim 40 as 64; 32 steps
-                        Case{"64x12x12x128x128x64", "full", 1, 128, 1},  // one key step: OCC 2, below
-                        Case{"4x16x16x300x300x128", "full", 2, 80, 1},   // 320 keys, not 384 or 352 (176)
-                        Case{"1x32x8x4096x4096x128", "full", 2, 176, 0}, // FlashAttention-3's 128 x 176
-                        Case{"1x32x8x2000x2000x128", "full", 2, 176, 1}, // 12 steps of 176
-                        Case{"8x12x12x1024x1024x64", "causal", 2, 128, 1},
+  for (const Case& k : {Case{"64x16x16x197x197x64", "full", 2, 112, 1, 0},  // 224 keys, not 256; 256 rows, not 384
+                        Case{"32x16x16x512x512x64", "full", 3, 128, 1, 0},  // 64 and 128 tie; 576 rows against 512
+                        Case{"8x20x20x1500x1500x64", "full", 3, 128, 1, 0}, // 1536 rows either way
+                        Case{"2x8x8x4096x4096x40", "full", 3, 128, 1, 0},   // head dim 40 as 64; 32 steps
+                        Case{"64x12x12x128x128x64", "full", 1, 128, 1},     // one key step: OCC 2, below
+                        Case{"4x16x16x300x300x128", "full", 2, 80, 1},      // 320 keys, not 384 or 352 (176)
+                        Case{"1x32x8x4096x4096x128", "full", 2, 176, 1},    // FlashAttention-3's 128 x 176; 24 steps
+                        Case{"1x16x16x16384x16384x128", "full", 2, 176, 0}, // 94 steps
+                        Case{"1x32x8x2000x2000x128", "full", 2, 176, 1},    // 12 steps of 176
+                        Case{"8x12x12x1024x1024x64", "causal", 2, 128, 1, 0},
                         Case{"8x64x8x512x512x128", "causal", 2, 128, 1},
                         Case{"1x8x4x1000x1000x256", "full", 2, 80, 1}}) { // head dim 256: 80 (registers)
     const Problem p = Problem::parse("attention", k.shape, k.layout, DType::bf16);
@@ -431,6 +435,7 @@ TEST(Attention, WgmmaDefaultsFitShortSequences) {
     EXPECT_EQ(c["CWG"], k.cwg) << k.shape;
     EXPECT_EQ(c["BN"], k.bn) << k.shape;
     EXPECT_EQ(c["PERSIST"], k.persist) << k.shape;
+    EXPECT_EQ(c["OVERLAP"], k.overlap) << k.shape;
     EXPECT_TRUE(f.valid(c, p, d)) << k.shape;
   }
 }
