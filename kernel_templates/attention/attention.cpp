@@ -162,6 +162,11 @@ Family wgmma_family(bool varlen) {
              "1: one block an SM walks the tiles; the next tile's Q and K / V load while this one's O is stored")
       .param("OCC", {1, 2}, "blocks an SM the registers are capped for (2: one consumer warpgroup)")
       .param("OSTORE", {0, 1}, "1: a persistent block's O staged in shared memory of its own and stored by TMA");
+  // The same tiles where O by TMA is not valid (a varlen problem lent a dense entry, a head dim
+  // whose O tile does not fit): O stored from registers.
+  f.generalize([](const Config& c) {
+    return c["OSTORE"] ? Family::variants(c, {{{"OSTORE", 0}}}) : std::vector<Config>{};
+  });
   // Configs recorded before PINGPONG, PERSIST, OCC or OSTORE ran without them.
   f.upgrade([](Config c) {
     if (!c.has("PINGPONG")) c.set("PINGPONG", 0);
