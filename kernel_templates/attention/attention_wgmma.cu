@@ -40,8 +40,8 @@
 // operands' own: with DR 96, 160 or 224 the tensor maps' boxes reach past it and TMA fills those
 // columns with zeros, which add nothing to S, and O's columns past DR are not stored.
 // Arguments as attention_fa2.cu's, then the tensor maps of q, k, v and o (LaunchStep::TmaOperand,
-// box {1, BM, BN or 64, 1, 64}, 128-byte swizzle); attention_wgmma_varlen's as attention_fa2_varlen's, its
-// maps 3-D. With varlen, a tile's rows past its sequence are the next sequence's tokens, not
+// box {1, rows, 1, 64} with rows BM, BN or 64, 128-byte swizzle); attention_wgmma_varlen's as
+// attention_fa2_varlen's, its maps 3-D (q, k and v). With varlen, a tile's rows past its sequence are the next sequence's tokens, not
 // zeros: the key mask gives them weight 0 (so they must be finite: 0 x inf is NaN, the op's
 // contract), and no row past the sequence is stored.
 #include "attention_mma.cuh"
