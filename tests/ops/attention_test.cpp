@@ -496,6 +496,8 @@ TEST(Attention, WgmmaStoresOByTmaOnlyWherePersistentAndItFits) {
   EXPECT_EQ(plan.steps[0].tma_maps[3].operand, 3);
   EXPECT_EQ(plan.steps[0].tma_maps[3].box, (std::vector<unsigned>{1, 64, 1, 64}));
   EXPECT_EQ(fv.launch_plan(config(2, 128, 1, 0), v).steps.at(0).tma_maps.size(), 3u);
+  // The dense kernel declares the o map whether it stores by TMA or not.
+  EXPECT_EQ(f.launch_plan(config(2, 128, 0, 0), d128).steps.at(0).tma_maps.size(), 4u);
   // Entries recorded before OSTORE read as stores from registers.
   Config old;
   old.set("CWG", 2), old.set("BN", 128), old.set("STAGES", 2), old.set("OVERLAP", 1), old.set("PINGPONG", 1);
