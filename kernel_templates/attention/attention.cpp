@@ -138,6 +138,14 @@ int64_t wgmma_smem(const Config& c, const Problem& p) {
   const int64_t rows = 64 * int64_t(c["CWG"]) * (1 + (c.has("OSTORE") ? c["OSTORE"] : 0));
   return (rows + 2 * int64_t(c["STAGES"]) * c["BN"]) * padded_head_dim(p) * 2 + 1024;
 }
+// The config's tiles fit a block's shared memory (64 bytes of static mbarriers beside them); with
+// OCC 2, two blocks' fit sm_90's 228 KiB an SM, 1 KiB of it reserved for each block.
+bool wgmma_fits_block(const Config& c, const Problem& p, const DeviceInfo& d) {
+  return wgmma_smem(c, p) + 64 <= d.max_smem_per_block_optin;
+}
+bool wgmma_fits_occupancy(const Config& c, const Problem& p) {
+  return c["OCC"] == 1 || 2 * (wgmma_smem(c, p) + 64 + 1024) <= 228 * 1024;
+}
 
 // The wgmma grid's x extent: its query blocks, or with PERSIST every (query block, head, batch)
 // tile (the launch caps it at the blocks the GPU holds at once).
@@ -199,20 +207,16 @@ Family wgmma_family(bool varlen) {
                   const int64_t live = padded_head_dim(p) / 2 + c["BN"] / 2 + c["OVERLAP"] * c["BN"] / 4;
                   return live <= (c["CWG"] == 3 ? 128 : 196);
                 })
-      .restrict("the tiles fit shared memory", {"CWG", "BN", "STAGES", "OSTORE"},
-                [](const Config& c, const Problem& p, const DeviceInfo& d) {
-                  return wgmma_smem(c, p) + 64 <= d.max_smem_per_block_optin;
-                })
+      .restrict("the tiles fit shared memory", {"CWG", "BN", "STAGES", "OSTORE"}, wgmma_fits_block)
       // One block a tile stores O through its Q buffer already; varlen's maps would not stop a
       // box at its sequence's end (the next sequence's rows follow).
       .restrict("O by TMA: persistent blocks, not varlen", {"OSTORE", "PERSIST"},
                 [varlen](const Config& c, const Problem&, const DeviceInfo&) {
                   return !c["OSTORE"] || (c["PERSIST"] && !varlen);
                 })
-      // sm_90's 228 KiB of shared memory an SM, 1 KiB of it reserved for each block.
       .restrict("two blocks an SM: one consumer warpgroup, and two blocks' tiles fit an SM's shared memory",
                 {"OCC", "CWG", "BN", "STAGES", "OSTORE"}, [](const Config& c, const Problem& p, const DeviceInfo&) {
-                  return c["OCC"] == 1 || (c["CWG"] == 1 && 2 * (wgmma_smem(c, p) + 64 + 1024) <= 228 * 1024);
+                  return c["OCC"] == 1 || (c["CWG"] == 1 && wgmma_fits_occupancy(c, p));
                 })
       .restrict("turns need two consumers or more", {"CWG", "PINGPONG"},
                 [](const Config& c, const Problem&, const DeviceInfo&) { return !c["PINGPONG"] || c["CWG"] >= 2; })
@@ -301,12 +305,8 @@ Family wgmma_family(bool varlen) {
     // A/B, config by config (H200, docs/runs/2026-11-30-h200-attention-ostore.md): 0.83x the time at
     // 8 x 512 causal (head dim 128) and BERT's 128 tokens, 0.92-0.96x at 197-1024 tokens and at
     // 4096 causal, 0.99x at SDXL's 4096 full; one config of 35 slower (1.01x).
-    c.set("OSTORE", 0);
-    if (c["PERSIST"] && !varlen) {
-      c.set("OSTORE", 1);
-      const int64_t smem = wgmma_smem(c, p) + 64;
-      if (smem > dev.max_smem_per_block_optin || (c["OCC"] == 2 && 2 * (smem + 1024) > 228 * 1024)) c.set("OSTORE", 0);
-    }
+    c.set("OSTORE", c["PERSIST"] && !varlen ? 1 : 0);
+    if (c["OSTORE"] && !(wgmma_fits_block(c, p, dev) && wgmma_fits_occupancy(c, p))) c.set("OSTORE", 0);
     return c;
   });
   return f;

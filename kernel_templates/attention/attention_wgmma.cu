@@ -41,9 +41,9 @@
 // columns with zeros, which add nothing to S, and O's columns past DR are not stored.
 // Arguments as attention_fa2.cu's, then the tensor maps of q, k, v and o (LaunchStep::TmaOperand,
 // box {1, rows, 1, 64} with rows BM, BN or 64, 128-byte swizzle); attention_wgmma_varlen's as
-// attention_fa2_varlen's, its maps 3-D (q, k and v). With varlen, a tile's rows past its sequence are the next sequence's tokens, not
-// zeros: the key mask gives them weight 0 (so they must be finite: 0 x inf is NaN, the op's
-// contract), and no row past the sequence is stored.
+// attention_fa2_varlen's, its maps 3-D (q, k and v). With varlen, a tile's rows past its sequence
+// are the next sequence's tokens, not zeros: the key mask gives them weight 0 (so they must be
+// finite: 0 x inf is NaN, the op's contract), and no row past the sequence is stored.
 #include "attention_mma.cuh"
 #include "gemm_wgmma_common.cuh"
 
