@@ -87,6 +87,12 @@ __device__ __forceinline__ void attention_decode_body(
   const long long k0 = CHUNK ? split * CHUNK : 0;
   long long k1 = CHUNK ? (k0 + CHUNK < len ? k0 + CHUNK : len) : len;
   if (k1 < k0) k1 = k0; // a split past the end of a short sequence: no keys
+#if __CUDA_ARCH__ >= 900
+  // The combine step (this grid's programmatic dependent) may be placed once every block of this
+  // grid has started: its blocks wait in griddepcontrol.wait for this grid's completion and its
+  // writes, so only its launch and prologue move under this grid's work, not its reads.
+  if (nsplit > 1) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
   const float scale = scale_arg != 0.f ? scale_arg : 1.f / sqrtf((float)(PAD ? DR : D));
   const float scale_log2 = scale * 1.4426950408889634f;
   const long long off = len - SQ;
@@ -408,8 +414,10 @@ __global__ void __launch_bounds__(WARPS * 32) attention_decode_paged(
 
 // The splits' partials merged: a block of 4 warps a (b, h, i) row. Thread s reads split s's
 // (m_s, l_s) (at most 128 splits, the family's limit), the block reduces them to the row's max and
-// sum, and each warp sums every fourth split's O_s (4 elements of the head dimension a lane, the
-// loads of several splits in flight), the warps' sums added in warp order.
+// sum, and each warp sums every fourth split's O_s (4 elements of the head dimension a lane), the
+// warps' sums added in warp order. Each lane's O_s of its first PRE splits are loaded beside
+// (m_s, l_s), before the reductions need them: the step is a chain of global reads from L2, and
+// this takes one round trip out of it (at 16 splits, all of them).
 template <int F16, int D, int CHUNK, int PAD>
 __device__ __forceinline__ void attention_decode_combine_body(unsigned short* __restrict__ o, float* __restrict__ lse,
                                                               long long B, long long H, long long SQ, long long SKV,
@@ -417,6 +425,8 @@ __device__ __forceinline__ void attention_decode_combine_body(unsigned short* __
                                                               float* __restrict__ ws) {
   using namespace ktune_attn;
   using namespace ktune_attn_decode;
+  constexpr int DI = (D + 127) / 128; // a lane's float4 columns: d = lane * 4 + 128 * di
+  constexpr int PRE = 4;              // splits a warp loads early (every fourth: warp, warp + 4, ...)
   __shared__ float weight[128];
   __shared__ float reduce[2][4];
   __shared__ float4 part[4][D / 4];
@@ -427,6 +437,16 @@ __device__ __forceinline__ void attention_decode_combine_body(unsigned short* __
   const long long rows = B * H * SQ, row = blockIdx.x;
   const long long nsplit = (SKV + CHUNK - 1) / CHUNK;
   const float2 ml = tid < nsplit ? *partial_ml(ws, nsplit, tid, rows, row, D) : make_float2(-inf_f(), 0.f);
+  float4 early[PRE][DI];
+#pragma unroll
+  for (int j = 0; j < PRE; ++j)
+#pragma unroll
+    for (int di = 0; di < DI; ++di) {
+      const long long s = warp + 4 * j;
+      const int d = lane * 4 + 128 * di;
+      early[j][di] = s < nsplit && d < D ? *reinterpret_cast<const float4*>(partial_o(ws, s, rows, row, D) + d)
+                                         : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
   float m = ml.x;
 #pragma unroll
   for (int x = 16; x > 0; x >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, x));
@@ -444,10 +464,20 @@ __device__ __forceinline__ void attention_decode_combine_body(unsigned short* __
   const float inv = l > 0.f ? 1.f / l : 0.f;
   if (tid < nsplit) weight[tid] = e * inv;
   __syncthreads();
-  for (int d = lane * 4; d < D; d += 128) {
+#pragma unroll
+  for (int di = 0; di < DI; ++di) {
+    const int d = lane * 4 + 128 * di;
+    if (d >= D) continue;
     float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+    for (int j = 0; j < PRE; ++j) {
+      const long long s = warp + 4 * j;
+      const float w = s < nsplit ? weight[s] : 0.f;
+      const float4 x = early[j][di];
+      sum.x += w * x.x, sum.y += w * x.y, sum.z += w * x.z, sum.w += w * x.w;
+    }
 #pragma unroll 4
-    for (long long s = warp; s < nsplit; s += 4) {
+    for (long long s = warp + 4 * PRE; s < nsplit; s += 4) {
       const float w = weight[s];
       const float4 x = *reinterpret_cast<const float4*>(partial_o(ws, s, rows, row, D) + d);
       sum.x += w * x.x, sum.y += w * x.y, sum.z += w * x.z, sum.w += w * x.w;

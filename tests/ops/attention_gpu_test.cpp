@@ -186,12 +186,20 @@ namespace {
 // causal masking would hide it (keys past the sequence are past every row's diagonal too).
 struct DecodePlanted : Planted {
   const char* layout = "causal";
+  const char* shape = "1x16x4x3x1000x128"; // 4 splits of 256 keys, the last one partial
+  int chunk = 256;
 };
 const DecodePlanted kDecodeFaults[] = {
     {{"the splits merged without their max", "const float e = tid < nsplit ? exp2_approx(ml.x - m_use) : 0.f;",
       "const float e = tid < nsplit ? 1.f : 0.f;"}},
-    {{"the last split left out of the merge", "for (long long s = warp; s < nsplit; s += 4) {",
-      "for (long long s = warp; s + 1 < nsplit; s += 4) {"}},
+    {{"the last split left out of the merge",
+      "const float2 ml = tid < nsplit ? *partial_ml(ws, nsplit, tid, rows, row, D) : make_float2(-inf_f(), 0.f);",
+      "const float2 ml = tid + 1 < nsplit ? *partial_ml(ws, nsplit, tid, rows, row, D) : make_float2(-inf_f(), 0.f);"}},
+    {{"splits past the early loads left out of the merge", "for (long long s = warp + 4 * PRE; s < nsplit; s += 4) {",
+      "for (long long s = warp + 4 * PRE; s < 16; s += 4) {"},
+     "causal",
+     "1x16x4x3x2000x128", // 32 splits of 64 keys: more than a block's early loads
+     64},
     {{"a warp's merge overwrites the one before", "if (w > 0) {", "if (w > 1) {"}},
     {{"every packed row reads the group's first head", "h = hk * G + (ok ? row % G : 0);", "h = hk * G;"}},
     {{"causal limit of the packed row, not of its query", "limit[mt][r] = (row < R ? row / G : 0) + off;",
@@ -232,20 +240,16 @@ TEST(AttentionGpu, DecodeFamilyPassesOverDecodeShapesAndPlantedKernelsAreRejecte
       EXPECT_TRUE(v.pass) << c.to_json() << " " << p.key() << ": " << v.summary();
     }
   }
-  // Planted faults: GQA with 3 queries (12 packed rows), 4 splits of 256 keys (the last one
-  // partial), 4 warps a block.
-  const Problem causal = Problem::parse("attention", "1x16x4x3x1000x128", "causal", DType::bf16);
-  const Problem full = Problem::parse("attention", "1x16x4x3x1000x128", "full", DType::bf16);
-  const Config c = decode_config(256, 16, 4, 16, 3);
+  // Planted faults: GQA with 3 queries (12 packed rows), 4 warps a block, each fault's splits; the
+  // unplanted kernel passes at each fault's problem and config first.
   const std::string source(embedded_file("attention/attention_decode.cu"));
-  for (const Problem& p : {causal, full}) {
-    ASSERT_TRUE(f.valid(c, p, *d));
-    const VerifyResult v = check_config(*runner, compiler, *d, f, c, p, 98);
-    ASSERT_TRUE(v.pass) << "the unplanted kernel at " << p.key() << ": " << v.summary();
-  }
   for (const DecodePlanted& fault : kDecodeFaults) {
-    const Problem& p = std::string(fault.layout) == "full" ? full : causal;
-    const auto v = check_planted(*runner, compiler, *d, f, c, p, source, fault);
+    const Problem p = Problem::parse("attention", fault.shape, fault.layout, DType::bf16);
+    const Config fc = decode_config(fault.chunk, 16, 4, 16, 3);
+    ASSERT_TRUE(f.valid(fc, p, *d)) << fault.name;
+    const VerifyResult clean = check_config(*runner, compiler, *d, f, fc, p, 98);
+    ASSERT_TRUE(clean.pass) << "the unplanted kernel at " << p.key() << ": " << clean.summary();
+    const auto v = check_planted(*runner, compiler, *d, f, fc, p, source, fault);
     ASSERT_TRUE(v) << "planted fault '" << fault.name << "' no longer matches attention_decode.cu";
     EXPECT_FALSE(v->pass) << fault.name << ": " << v->summary();
   }
