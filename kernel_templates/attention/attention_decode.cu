@@ -87,12 +87,6 @@ __device__ __forceinline__ void attention_decode_body(
   const long long k0 = CHUNK ? split * CHUNK : 0;
   long long k1 = CHUNK ? (k0 + CHUNK < len ? k0 + CHUNK : len) : len;
   if (k1 < k0) k1 = k0; // a split past the end of a short sequence: no keys
-#if __CUDA_ARCH__ >= 900
-  // The combine step (this grid's programmatic dependent) may be placed once every block of this
-  // grid has started: its blocks wait in griddepcontrol.wait for this grid's completion and its
-  // writes, so only its launch and prologue move under this grid's work, not its reads.
-  if (nsplit > 1) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
   const float scale = scale_arg != 0.f ? scale_arg : 1.f / sqrtf((float)(PAD ? DR : D));
   const float scale_log2 = scale * 1.4426950408889634f;
   const long long off = len - SQ;
