@@ -306,7 +306,22 @@ Family wgmma_family(bool varlen) {
     // 8 x 512 causal (head dim 128) and BERT's 128 tokens, 0.92-0.96x at 197-1024 tokens and at
     // 4096 causal, 0.99x at SDXL's 4096 full; one config of 35 slower (1.01x).
     c.set("OSTORE", c["PERSIST"] && !varlen ? 1 : 0);
-    if (c["OSTORE"] && !(wgmma_fits_block(c, p, dev) && wgmma_fits_occupancy(c, p))) c.set("OSTORE", 0);
+    auto o_fits = [&](const Config& x) { return wgmma_fits_block(x, p, dev) && wgmma_fits_occupancy(x, p); };
+    // Where the O tile does not fit beside the K / V ring (head dim 128 with 176 keys a step), a
+    // step of 16 keys fewer makes room, down to 128 and while the tile keeps at most 64 steps.
+    // Exhaustive tunes of the full head-dim-128 rows (H200, docs/runs/2026-11-30-h200-attention-defaults-combine.md):
+    // 4096 tokens 128 x 160 persistent with OSTORE 0.970x the time of 128 x 176 persistent without
+    // it; 16384 (one block a tile by the step rule) 128 x 160 with it 0.998x 128 x 176.
+    if (c["OSTORE"] && !o_fits(c))
+      for (Config x = c; x["BN"] > 128;) {
+        x.set("BN", x["BN"] - 16);
+        if ((kv + x["BN"] - 1) / x["BN"] > 64) break;
+        if (o_fits(x)) {
+          c = x;
+          break;
+        }
+      }
+    if (c["OSTORE"] && !o_fits(c)) c.set("OSTORE", 0);
     return c;
   });
   return f;

@@ -388,7 +388,7 @@ TEST(Attention, WgmmaPersistentPlanCoversEveryTile) {
   ASSERT_EQ(c["PERSIST"], 1);
   EXPECT_EQ(f.default_config(full, d)["PERSIST"], 1); // 900 keys: 10 steps of 96
   const Problem longer = Problem::parse("attention", "3x8x2x1000x4096x128", "full", DType::bf16);
-  EXPECT_EQ(f.default_config(longer, d)["PERSIST"], 1); // 24 steps of 176
+  EXPECT_EQ(f.default_config(longer, d)["PERSIST"], 1); // 26 steps of 160
   for (const char* layout : {"full", "causal"}) // 16384 keys: 94 or 128 steps
     EXPECT_EQ(f.default_config(Problem::parse("attention", "1x16x16x16384x16384x128", layout, DType::bf16), d)["PERSIST"], 0)
         << layout;
@@ -407,8 +407,9 @@ TEST(Attention, WgmmaPersistentPlanCoversEveryTile) {
 }
 
 // The default step of keys pads short sequences the least (ties: the larger step), from 64 to
-// 128 keys; longer ones keep FlashAttention-3's tiles. Persistent blocks where a tile has at most
-// 64 key steps. Three consumers at head dim 64 without a mask unless 192-row blocks pad the queries
+// 128 keys; longer ones keep FlashAttention-3's tiles, 16 keys fewer at head dim 128 where that
+// makes room for a persistent block's O tile. Persistent blocks where a tile has at most 64 key
+// steps. Three consumers at head dim 64 without a mask unless 192-row blocks pad the queries
 // more than 1/8 beyond 128-row ones; at head dim 64 with turns, no intra-warpgroup overlap.
 TEST(Attention, WgmmaDefaultsFitShortSequences) {
   const DeviceInfo d = DeviceInfo::nominal("sm_90");
@@ -424,9 +425,10 @@ TEST(Attention, WgmmaDefaultsFitShortSequences) {
                         Case{"2x8x8x4096x4096x40", "full", 3, 128, 1, 0},   // head dim 40 as 64; 32 steps
                         Case{"64x12x12x128x128x64", "full", 1, 128, 1},     // one key step: OCC 2, below
                         Case{"4x16x16x300x300x128", "full", 2, 80, 1},      // 320 keys, not 384 or 352 (176)
-                        Case{"1x32x8x4096x4096x128", "full", 2, 176, 1},    // FlashAttention-3's 128 x 176; 24 steps
-                        Case{"1x16x16x16384x16384x128", "full", 2, 176, 0}, // 94 steps
-                        Case{"1x32x8x2000x2000x128", "full", 2, 176, 1},    // 12 steps of 176
+                        Case{"1x32x8x4096x4096x128", "full", 2, 160, 1},    // 128 x 176 less 16 for the O tile; 26 steps
+                        Case{"1x16x16x16384x16384x128", "full", 2, 176, 0}, // FlashAttention-3's 128 x 176; 94 steps
+                        Case{"1x32x8x2000x2000x128", "full", 2, 160, 1},    // 13 steps of 160
+                        Case{"1x32x8x10500x10500x128", "full", 2, 176, 1},  // 160 would take 66 steps
                         Case{"8x12x12x1024x1024x64", "causal", 2, 128, 1, 0},
                         Case{"8x64x8x512x512x128", "causal", 2, 128, 1},
                         Case{"1x8x4x1000x1000x256", "full", 2, 80, 1}}) { // head dim 256: 80 (registers)
@@ -507,7 +509,8 @@ TEST(Attention, WgmmaStoresOByTmaOnlyWherePersistentAndItFits) {
   // causal tile, whose ring leaves no room), never for varlen; every default valid.
   for (const auto& [shape, layout, want] : std::vector<std::tuple<const char*, const char*, int>>{
            {"64x12x12x128x128x64", "full", 1}, {"8x64x8x512x512x128", "causal", 1},
-           {"1x16x16x4096x4096x256", "causal", 0}, {"1x16x16x16384x16384x128", "full", 0}}) {
+           {"1x16x16x4096x4096x256", "causal", 0}, {"1x16x16x16384x16384x128", "full", 0},
+           {"1x32x8x4096x4096x128", "full", 1}, {"1x32x8x10500x10500x128", "full", 0}}) {
     const Problem p = Problem::parse("attention", shape, layout, DType::bf16);
     const Config c = f.default_config(p, d);
     EXPECT_EQ(c["OSTORE"], want) << shape;
@@ -515,4 +518,7 @@ TEST(Attention, WgmmaStoresOByTmaOnlyWherePersistentAndItFits) {
   }
   EXPECT_EQ(fv.default_config(v, d)["OSTORE"], 0);
   EXPECT_TRUE(fv.valid(fv.default_config(v, d), v, d));
+  // The 16 keys given up for the O tile are not given up where O is stored from registers.
+  const Problem vfull = Problem::parse("attention_varlen", "2x32x8x4096x4096x128x8192x8192", "full", DType::bf16);
+  EXPECT_EQ(fv.default_config(vfull, d)["BN"], 176);
 }
