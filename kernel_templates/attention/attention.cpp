@@ -309,9 +309,9 @@ Family wgmma_family(bool varlen) {
     auto o_fits = [&](const Config& x) { return wgmma_fits_block(x, p, dev) && wgmma_fits_occupancy(x, p); };
     // Where the O tile does not fit beside the K / V ring (head dim 128 with 176 keys a step), a
     // step of 16 keys fewer makes room, down to 128 and while the tile keeps at most 64 steps.
-    // Exhaustive tunes of the full head-dim-128 rows (H200, docs/runs/2026-11-30-h200-attention-defaults-combine.md):
-    // 4096 tokens 128 x 160 persistent with OSTORE 0.970x the time of 128 x 176 persistent without
-    // it; 16384 (one block a tile by the step rule) 128 x 160 with it 0.998x 128 x 176.
+    // Tunes of full head-dim-128 problems (H200, docs/runs/2026-11-30-h200-attention-defaults-combine.md
+    // section 2): 128 x 160 with OSTORE 0.955-0.970x the time of 128 x 176 without it on 4 of 5
+    // shapes (1370-4096 tokens), 1.004x at 8192.
     if (c["OSTORE"] && !o_fits(c))
       for (Config x = c; x["BN"] > 128;) {
         x.set("BN", x["BN"] - 16);
