@@ -456,20 +456,24 @@ Family decode_family(bool paged) {
   });
   // Fit on an exhaustive sweep of the family at 20 decode shapes on an H200 (bench/
   // attention_decode_sweep.sh over configs/suites/attention-decode-rule.json; docs/runs/
-  // 2026-11-29-decode-rule.md): there this rule's config ran at 0.998x the best config's speed in
+  // 2026-11-29-decode-rule.md): there this rule's config ran at 0.999x the best config's speed in
   // geomean, 0.989x at worst, where the rule before it (blocks for two a multiprocessor, 4 warps of
   // 16-key steps everywhere) ran at 0.878x and 0.706x; at 8 shapes of other models
-  // (attention-decode-check.json), 0.972x and 0.898x.
+  // (attention-decode-check.json, which has since shaped the split's threshold and the two warp
+  // rules marked below, docs/runs/2026-11-30-h200-attention-defaults-combine.md section 4),
+  // 0.980x and 0.898x.
   // - Rows: 16, or 32 where the packed heads fill more and head_dim leaves the registers for it.
-  // - Split: enough blocks for two thirds of the SMs, in the fewest splits that give it (the
-  //   longest chunk), no split shorter than 64 keys, within the family's limits. More splits
-  //   than one wave needs cost their partials' writes and the combine step: at 16 x 32/8 x 4096
-  //   (128 blocks unsplit) two splits ran at 0.94x of none, at 48 x 12/2 x 2048 (96) at 0.80x;
-  //   64 blocks were split at their best.
-  // - Warps: with blocks for every SM and no split, 2 warps of 16-key steps (more blocks share an
-  //   SM); a block left alone on its SM, 4 warps of 32-key steps; 32 rows, 8 warps of 16 keys (the
-  //   rows double each step's MMA work); head_dim above 128, 4 warps of 16 keys two deep (the ring
-  //   in shared memory).
+  // - Split: enough blocks for two thirds of the SMs, in the fewest splits that give it, of equal
+  //   length (the longest chunk no longer than the keys over the splits wanted: 6000 keys for 2
+  //   splits take 3 of 2048, not 4096 + 1904, whose long split every block waits on), no split
+  //   shorter than 64 keys, within the family's limits. More splits than one wave needs cost their
+  //   partials' writes and the combine step: at 16 x 32/8 x 4096 (128 blocks unsplit) two splits
+  //   ran at 0.94x of none, at 48 x 12/2 x 2048 (96) at 0.80x; 64 blocks were split at their best.
+  // - Warps: with blocks for every SM, split or not (marked), 2 warps of 16-key steps (more blocks
+  //   share an SM); a block left alone on its SM, 4 warps: of 16-key steps over the whole sequence
+  //   (marked; 48 x 12/2 x 2048 0.955x -> 0.979x the best, 16 x 32/8 x 4096 0.992x -> 1.0x), of 32
+  //   over a split; 32 rows, 8 warps of 16 keys (the rows double each step's MMA work); head_dim
+  //   above 128, 4 warps of 16 keys two deep (the ring in shared memory).
   // - Depth: the same bytes in flight a warp whatever head_dim: 4 stages at 64, 3 at 128.
   f.defaults([paged](const Problem& p, const DeviceInfo& d) {
     Config c;
@@ -479,13 +483,13 @@ Family decode_family(bool paged) {
     const int64_t blocks = p.dims[kBatch] * decode_row_blocks(c, p);
     const int64_t want = std::max(1, 2 * d.sm_count / 3);
     if (blocks < want) {
-      // The longest chunk that still gives enough splits (the fewest partials to merge), else the
-      // shortest one the limits allow.
-      const int64_t splits = (want + blocks - 1) / blocks;
+      // The longest chunk no longer than an even share of the keys, else the shortest one the
+      // limits allow.
+      const int64_t splits = (want + blocks - 1) / blocks, share = (p.dims[kKvLen] + splits - 1) / splits;
       int best = 0;
       for (int chunk : kDecodeChunks) {
         c.set("CHUNK", chunk);
-        if (decode_split_fits(c, p) && (best == 0 || decode_splits(c, p) >= splits)) best = chunk;
+        if (decode_split_fits(c, p) && (best == 0 || chunk <= share)) best = chunk;
       }
       c.set("CHUNK", best);
     }
@@ -499,8 +503,10 @@ Family decode_family(bool paged) {
       warps(4, 16, 2);
     else if (c["ROWS"] == 32)
       warps(8, 16, deep);
-    else if (c["CHUNK"] == 0 && blocks >= d.sm_count)
+    else if (blocks * decode_splits(c, p) >= d.sm_count)
       warps(2, 16, deep);
+    else if (c["CHUNK"] == 0)
+      warps(4, 16, deep);
     else
       warps(4, 32, 3);
     // Paged: tiles within a page where the page size allows (the kernel's faster way).
