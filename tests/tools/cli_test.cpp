@@ -250,13 +250,17 @@ TEST(Cli, SpaceDefaultPrintsTheFamilysDefaultConfig) {
   const CliRun r = run_ktune("space --family attention_decode --problem 48x12x2x1x2048x128 --dtype bf16 --layout causal "
                              "--arch sm_90 --default");
   ASSERT_EQ(r.status, 0) << r.out;
-  EXPECT_EQ(r.out, "{\"CHUNK\":0,\"ROWS\":16,\"WARPS\":4,\"BN\":32,\"STAGES\":3}\n");
+  EXPECT_EQ(r.out, "{\"CHUNK\":0,\"ROWS\":16,\"WARPS\":4,\"BN\":16,\"STAGES\":3}\n");
   const CliRun summary = run_ktune("space --family attention_decode --problem 48x12x2x1x2048x128 --dtype bf16 "
                                    "--layout causal --arch sm_90");
   ASSERT_EQ(summary.status, 0) << summary.out;
   EXPECT_NE(summary.out.find("default  {\"CHUNK\":0,"), std::string::npos) << summary.out;
-  // Paged at pages of 16: the tile shrinks to the page.
-  const CliRun paged = run_ktune("space --family attention_decode_paged --problem 48x12x2x1x2048x128x16x6144 "
+  // Paged at pages of 16: the tile of 32 keys (contiguous) shrinks to the page.
+  const CliRun split = run_ktune("space --family attention_decode --problem 1x32x8x1x32768x128 --dtype bf16 "
+                                 "--layout causal --arch sm_90 --default");
+  ASSERT_EQ(split.status, 0) << split.out;
+  EXPECT_NE(split.out.find("\"BN\":32"), std::string::npos) << split.out;
+  const CliRun paged = run_ktune("space --family attention_decode_paged --problem 1x32x8x1x32768x128x16x2048 "
                                  "--dtype bf16 --layout causal --arch sm_90 --default");
   ASSERT_EQ(paged.status, 0) << paged.out;
   EXPECT_NE(paged.out.find("\"BN\":16"), std::string::npos) << paged.out;
