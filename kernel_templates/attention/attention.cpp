@@ -459,9 +459,9 @@ Family decode_family(bool paged) {
   // 2026-11-29-decode-rule.md): there this rule's config ran at 0.999x the best config's speed in
   // geomean, 0.989x at worst, where the rule before it (blocks for two a multiprocessor, 4 warps of
   // 16-key steps everywhere) ran at 0.878x and 0.706x; at 8 shapes of other models
-  // (attention-decode-check.json, which has since shaped the split's threshold and the two warp
-  // rules marked below, docs/runs/2026-11-30-h200-attention-defaults-combine.md section 4),
-  // 0.980x and 0.898x.
+  // (attention-decode-check.json, which has since shaped the split's threshold, its even lengths
+  // and the two warp rules marked below, docs/runs/2026-11-30-h200-attention-defaults-combine.md
+  // section 4), 0.980x and 0.898x.
   // - Rows: 16, or 32 where the packed heads fill more and head_dim leaves the registers for it.
   // - Split: enough blocks for two thirds of the SMs, in the fewest splits that give it, of equal
   //   length (the longest chunk no longer than the keys over the splits wanted: 6000 keys for 2
