@@ -297,7 +297,9 @@ Family wgmma_family(bool varlen) {
     c.set("BN", bn);
     c.set("STAGES", 2);
     c.set("PINGPONG", d > 128 ? 0 : 1);
-    c.set("PERSIST", (kv + bn - 1) / bn <= 64 ? 1 : 0);
+    // Persistent blocks where a tile has at most 64 key steps (the rule's comment above).
+    auto persists = [&](int64_t step) { return (kv + step - 1) / step <= 64; };
+    c.set("PERSIST", persists(bn) ? 1 : 0);
     c.set("OCC", 1);
     if (d == 64 && kv <= 128) c.set("CWG", 1), c.set("PINGPONG", 0), c.set("OCC", 2);
     c.set("OVERLAP", d == 64 && c["PINGPONG"] ? 0 : 1);
@@ -315,7 +317,7 @@ Family wgmma_family(bool varlen) {
     if (c["OSTORE"] && !o_fits(c))
       for (Config x = c; x["BN"] > 128;) {
         x.set("BN", x["BN"] - 16);
-        if ((kv + x["BN"] - 1) / x["BN"] > 64) break;
+        if (!persists(x["BN"])) break;
         if (o_fits(x)) {
           c = x;
           break;
