@@ -473,8 +473,8 @@ Family decode_family(bool paged) {
   //   ran at 0.94x of none, at 48 x 12/2 x 2048 (96) at 0.80x; 64 blocks were split at their best.
   // - Warps: with blocks for every SM, split or not (marked), 2 warps of 16-key steps (more blocks
   //   share an SM); a block left alone on its SM, 4 warps: of 16-key steps over the whole sequence
-  //   (marked; 48 x 12/2 x 2048 0.955x -> 0.979x the best, 16 x 32/8 x 4096 0.992x -> 1.0x), of 32
-  //   over a split; 32 rows, 8 warps of 16 keys (the rows double each step's MMA work); head_dim
+  //   (marked; 0.979x the best config at 48 x 12/2 x 2048 and 1.0x at 16 x 32/8 x 4096, where 32-key
+  //   steps ran 0.955x and 0.992x), of 32 over a split; 32 rows, 8 warps of 16 keys (the rows double each step's MMA work); head_dim
   //   above 128, 4 warps of 16 keys two deep (the ring in shared memory).
   // - Depth: the same bytes in flight a warp whatever head_dim: 4 stages at 64, 3 at 128.
   f.defaults([paged](const Problem& p, const DeviceInfo& d) {
