@@ -169,20 +169,18 @@ Family wgmma_family(bool varlen) {
       .param("PERSIST", {0, 1},
              "1: one block an SM walks the tiles; the next tile's Q and K / V load while this one's O is stored")
       .param("OCC", {1, 2}, "blocks an SM the registers are capped for (2: one consumer warpgroup)")
-      .param("OSTORE", {0, 1}, "1: a persistent block's O staged in shared memory of its own and stored by TMA")
-      .param("EMU", {0, 1, 2}, "of each 8 exps of the softmax (tiles without a mask), EMU by a polynomial on the FMA pipe");
+      .param("OSTORE", {0, 1}, "1: a persistent block's O staged in shared memory of its own and stored by TMA");
   // The same tiles where O by TMA is not valid (a varlen problem lent a dense entry, a head dim
   // whose O tile does not fit): O stored from registers.
   f.generalize([](const Config& c) {
     return c["OSTORE"] ? Family::variants(c, {{{"OSTORE", 0}}}) : std::vector<Config>{};
   });
-  // Configs recorded before PINGPONG, PERSIST, OCC, OSTORE or EMU ran without them.
+  // Configs recorded before PINGPONG, PERSIST, OCC or OSTORE ran without them.
   f.upgrade([](Config c) {
     if (!c.has("PINGPONG")) c.set("PINGPONG", 0);
     if (!c.has("PERSIST")) c.set("PERSIST", 0);
     if (!c.has("OCC")) c.set("OCC", 1);
     if (!c.has("OSTORE")) c.set("OSTORE", 0);
-    if (!c.has("EMU")) c.set("EMU", 0);
     return c;
   });
   // A multiple of 8: whole 16-byte rows for TMA and for the O stores' 8-column steps.
@@ -230,8 +228,7 @@ Family wgmma_family(bool varlen) {
                                     std::to_string(c["CWG"]) + "," + std::to_string(c["STAGES"]) + "," +
                                     std::to_string(c["OVERLAP"]) + "," + std::to_string(c["PINGPONG"]) + "," +
                                     (causal(p) ? "1" : "0") + "," + std::to_string(c["PERSIST"]) + "," +
-                                    std::to_string(c["OCC"]) + "," + std::to_string(c["OSTORE"]) + "," +
-                                    std::to_string(c["EMU"]) + ">"};
+                                    std::to_string(c["OCC"]) + "," + std::to_string(c["OSTORE"]) + ">"};
   });
   f.launch([varlen](const Config& c, const Problem& p) {
     LaunchStep s;
@@ -311,7 +308,6 @@ Family wgmma_family(bool varlen) {
     // 8 x 512 causal (head dim 128) and BERT's 128 tokens, 0.92-0.96x at 197-1024 tokens and at
     // 4096 causal, 0.99x at SDXL's 4096 full; one config of 35 slower (1.01x).
     c.set("OSTORE", c["PERSIST"] && !varlen ? 1 : 0);
-    c.set("EMU", 0);
     auto o_fits = [&](const Config& x) { return wgmma_fits_block(x, p, dev) && wgmma_fits_occupancy(x, p); };
     // Where the O tile does not fit beside the K / V ring (head dim 128 with 176 keys a step), a
     // step of 16 keys fewer makes room, down to 128 and while the tile keeps at most 64 steps.

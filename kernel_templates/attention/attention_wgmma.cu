@@ -99,26 +99,7 @@ __device__ __forceinline__ void tma_store_4d(const KtuneTensorMap* map, int d0, 
 // diag0 for row 0, diag0 + 8 for row 1) to -inf first. The scale is positive here (a negative one
 // negated S), so the max is taken over the raw scores and P = 2^(s scale_log2 - max) is one FFMA
 // before the exp, as FlashAttention-3 does. Leaves P in sc and the factor O must be scaled by in corr.
-// 2^x for x <= 0 on the FMA and integer pipes, not the MUFU (XU) one: x = j + f with j an integer
-// (rounded in an FADD by the 1.5 * 2^23 shift) and f in [-1/2, 1/2], 2^f a degree-3 polynomial
-// (relative error 7.6e-5, fit near-minimax on that interval: far below P's bf16 / f16 rounding),
-// 2^j added to its exponent field. x is clamped at -125 first, so that the exponent stays a
-// normal one (2^-125 for what should be 0: only unmasked scores come here, each row of which
-// holds its own max, 2^0). At head dim 64 the MUFU's 16 results a clock an SM are as many
-// cycles a tile as the tensor cores' GEMMs; FlashAttention-4 moves a share of its exps the same
-// way.
-__device__ __forceinline__ float exp2_poly(float x) {
-  x = fmaxf(x, -125.f);
-  const float t = x + 12582912.f; // j in t's low mantissa bits
-  const float f = x - (t - 12582912.f);
-  float p = fmaf(fmaf(fmaf(0.05522262677550316f, f, 0.24261526763439178f), f, 0.6932516098022461f), f,
-                 0.9999275803565979f);
-  // (bits of t) << 23 is j << 23: the shift's constant part, 0x4B400000 << 23, is 0 mod 2^32.
-  return __int_as_float(__float_as_int(p) + (__float_as_int(t) << 23));
-}
-
-// EMU of each 8 exps of a row (in column order) by exp2_poly, on tiles without a mask.
-template <int BN, bool MASK, int CAUSAL, int EMU>
+template <int BN, bool MASK, int CAUSAL>
 __device__ __forceinline__ void softmax_tile(float (&sc)[BN / 2], float (&corr)[2], float (&row_max)[2],
                                              float (&row_sum)[2], int keys, long long diag0, int t, float scale_log2) {
 #pragma unroll
@@ -151,8 +132,7 @@ __device__ __forceinline__ void softmax_tile(float (&sc)[BN / 2], float (&corr)[
     for (int j = 0; j < BN / 8; ++j)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        const float x = fmaf(sc[4 * j + 2 * r + e], scale_log2, -m_use);
-        const float p = !MASK && (2 * j + e) % 8 < EMU ? exp2_poly(x) : exp2_approx(x);
+        const float p = exp2_approx(fmaf(sc[4 * j + 2 * r + e], scale_log2, -m_use));
         sc[4 * j + 2 * r + e] = p;
         sum += p;
       }
@@ -163,7 +143,7 @@ __device__ __forceinline__ void softmax_tile(float (&sc)[BN / 2], float (&corr)[
 } // namespace ktune_attn_wg
 
 template <int F16, int D, int BN, int CWG, int STAGES, int OVERLAP, int PINGPONG, int CAUSAL, int PERSIST, int OCC,
-          int OSTORE, int EMU, int VARLEN>
+          int OSTORE, int VARLEN>
 __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict__ o, float* __restrict__ lse, long long B,
                                                      long long H, long long HKV, long long SQ_MAX, long long SKV_MAX,
                                                      long long DR, long long TQ, long long ob, long long os, long long oh,
@@ -376,10 +356,10 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
     auto softmax = [&](long long n, float (&sc)[BN / 2], float (&corr)[2]) {
       const long long j0 = n * BN;
       if (needs_mask(n))
-        softmax_tile<BN, true, CAUSAL, 0>(sc, corr, row_max, row_sum, int(SKV - j0 < BN ? SKV - j0 : BN),
+        softmax_tile<BN, true, CAUSAL>(sc, corr, row_max, row_sum, int(SKV - j0 < BN ? SKV - j0 : BN),
                                        row_base + off - j0, t, scale_log2);
       else
-        softmax_tile<BN, false, CAUSAL, EMU>(sc, corr, row_max, row_sum, BN, 0, t, scale_log2);
+        softmax_tile<BN, false, CAUSAL>(sc, corr, row_max, row_sum, BN, 0, t, scale_log2);
     };
     auto rescale = [&](const float (&corr)[2]) {
 #pragma unroll
@@ -577,7 +557,7 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
 }
 
 template <int F16, int D, int BN, int CWG, int STAGES, int OVERLAP, int PINGPONG, int CAUSAL, int PERSIST, int OCC,
-          int OSTORE, int EMU>
+          int OSTORE>
 __global__ void __launch_bounds__(128 * (CWG + 1), OCC) attention_wgmma(
     const unsigned short* __restrict__ /*q*/, const unsigned short* __restrict__ /*k*/,
     const unsigned short* __restrict__ /*v*/, unsigned short* __restrict__ o, float* __restrict__ lse, long long B,
@@ -586,14 +566,14 @@ __global__ void __launch_bounds__(128 * (CWG + 1), OCC) attention_wgmma(
     long long /*vh*/, long long ob, long long os, long long oh, float scale_arg, const __grid_constant__ KtuneTensorMap mq,
     const __grid_constant__ KtuneTensorMap mk, const __grid_constant__ KtuneTensorMap mv,
     const __grid_constant__ KtuneTensorMap mo) {
-  attention_wgmma_body<F16, D, BN, CWG, STAGES, OVERLAP, PINGPONG, CAUSAL, PERSIST, OCC, OSTORE, EMU, 0>(
+  attention_wgmma_body<F16, D, BN, CWG, STAGES, OVERLAP, PINGPONG, CAUSAL, PERSIST, OCC, OSTORE, 0>(
       o, lse, B, H, HKV, SQ, SKV, DR, 0, ob, os, oh, scale_arg, &mq, &mk, &mv, &mo, nullptr, nullptr);
 }
 
 // The op attention_varlen (attention_seq.cuh): 3-D maps over the packed (token, head, head_dim)
 // operands, box {BM or BN, 1, 64}.
 template <int F16, int D, int BN, int CWG, int STAGES, int OVERLAP, int PINGPONG, int CAUSAL, int PERSIST, int OCC,
-          int OSTORE, int EMU>
+          int OSTORE>
 __global__ void __launch_bounds__(128 * (CWG + 1), OCC) attention_wgmma_varlen(
     const unsigned short* __restrict__ /*q*/, const unsigned short* __restrict__ /*k*/,
     const unsigned short* __restrict__ /*v*/, const int* __restrict__ cu_q, const int* __restrict__ cu_k,
@@ -602,6 +582,6 @@ __global__ void __launch_bounds__(128 * (CWG + 1), OCC) attention_wgmma_varlen(
     long long /*ks*/, long long /*kh*/, long long /*vs*/, long long /*vh*/, long long os, long long oh, float scale_arg,
     const __grid_constant__ KtuneTensorMap mq, const __grid_constant__ KtuneTensorMap mk,
     const __grid_constant__ KtuneTensorMap mv) {
-  attention_wgmma_body<F16, D, BN, CWG, STAGES, OVERLAP, PINGPONG, CAUSAL, PERSIST, OCC, OSTORE, EMU, 1>(
+  attention_wgmma_body<F16, D, BN, CWG, STAGES, OVERLAP, PINGPONG, CAUSAL, PERSIST, OCC, OSTORE, 1>(
       o, lse, B, H, HKV, SQ, SKV, DR, TQ, 0, os, oh, scale_arg, &mq, &mk, &mv, nullptr, cu_q, cu_k);
 }

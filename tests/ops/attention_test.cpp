@@ -452,7 +452,7 @@ TEST(Attention, WgmmaTwoBlocksAnSmTakeOneConsumerAndFitSharedMemory) {
   auto config = [](int cwg, int bn, int stages) {
     Config c;
     c.set("CWG", cwg), c.set("BN", bn), c.set("STAGES", stages), c.set("OVERLAP", 1), c.set("PINGPONG", 0);
-    c.set("PERSIST", 1), c.set("OCC", 2), c.set("OSTORE", 0), c.set("EMU", 0);
+    c.set("PERSIST", 1), c.set("OCC", 2), c.set("OSTORE", 0);
     return c;
   };
   const Problem d64 = Problem::parse("attention", "64x12x12x128x128x64", "full", DType::bf16);
@@ -473,7 +473,7 @@ TEST(Attention, WgmmaTwoBlocksAnSmTakeOneConsumerAndFitSharedMemory) {
   EXPECT_EQ(f.default_config(Problem::parse("attention", "64x16x16x197x197x64", "full", DType::bf16), d)["OCC"], 1);
   EXPECT_EQ(f.default_config(d128, d)["OCC"], 1);
   // The kernel's name carries it (its launch bounds differ).
-  EXPECT_NE(f.kernel_names(config(1, 128, 2), d64).at(0).find(",1,2,0,0>"), std::string::npos);
+  EXPECT_NE(f.kernel_names(config(1, 128, 2), d64).at(0).find(",1,2,0>"), std::string::npos);
 }
 
 // OSTORE 1 (O staged in shared memory of its own, stored by TMA): persistent blocks over the 4-D
@@ -484,7 +484,7 @@ TEST(Attention, WgmmaStoresOByTmaOnlyWherePersistentAndItFits) {
   auto config = [](int cwg, int bn, int persist, int ostore) {
     Config c;
     c.set("CWG", cwg), c.set("BN", bn), c.set("STAGES", 2), c.set("OVERLAP", 1), c.set("PINGPONG", cwg > 1);
-    c.set("PERSIST", persist), c.set("OCC", 1), c.set("OSTORE", ostore), c.set("EMU", 0);
+    c.set("PERSIST", persist), c.set("OCC", 1), c.set("OSTORE", ostore);
     return c;
   };
   const Problem d128 = Problem::parse("attention", "1x32x8x4096x4096x128", "causal", DType::bf16);
