@@ -267,11 +267,16 @@ Family wgmma_family(bool varlen) {
   // configs/suites/attention-prefill-check.json (H200, docs/runs/2026-11-30-h200-attention-short.md):
   // ViT-L's 197 tokens 128 x 112 persistent 1.50x the 128 x 128 one-block-a-tile config, BERT's
   // 512 128 x 128 persistent 1.24x; SDXL's 4096 (32 steps) persistent 1.01x, as the long full rows.
-  // At head dim 64 (or less, padded) without a mask, three consumers (192 query rows) where they
-  // pad the queries at most 1/8 more than two do: the GEMMs are half as long there, and a third
-  // warpgroup's softmax hides more of them. Same tunes: Whisper's 1500 tokens 1.15x two consumers'
-  // best, BERT's 512 (576 rows against 512) 1.04x, Stable Diffusion's 4096 at head dim 40 1.05x,
-  // SDXL's 4096 at 64 0.98x; ViT's 197 (384 rows against 256) 0.81x.
+  // At head dim 64 (or less, padded) without a mask, three consumers (192 query rows) or two: a
+  // third warpgroup's softmax hides more of the GEMMs (half as long as at 128), so a 192-row tile
+  // takes less than 1.5x a 128-row tile's time, but the tiles come in rounds over the SMs (one
+  // persistent block an SM), and the last round's idle SMs count. Three where 1.5x their rounds
+  // come to less than 1.16x two's rounds: exhaustive tunes of 12 full head-dim-64 shapes (H200,
+  // docs/runs/2026-11-30-h200-attention-d64-probes.md section 4) put a 192-row tile at 1.14-1.20x
+  // the 128-row one's time on every shape, and this test picked the faster consumer count on all
+  // 12 (SDXL's 4096: 5 rounds against 4 of 1.5, two 3 % faster; Stable Diffusion 1.5's, 4 against
+  // 3, three 3 % faster). It replaced a test of padding alone (192-row tiles at most 1/8 more
+  // rows), which chose three at SDXL and at BERT-base's 512 x 16 x 12, 4 % slower there.
   // At head dim 64 with one key step (up to 128 keys), a tile is little more than its loads and its
   // store: one consumer, two blocks an SM (OCC 2), so that two tiles' loads are in flight on an SM.
   // Exhaustive tunes (H200, docs/runs/2026-11-30-h200-attention-occ.md): BERT's 128 tokens 1.04x the
@@ -282,14 +287,22 @@ Family wgmma_family(bool varlen) {
   // section 6) read persistent with OSTORE 0.97-0.98x the one-block-a-tile time at 4096 full, 0.97x
   // at 8192 causal, but 1.02-1.05x at 16384 causal. At head dim 64 with turns, OVERLAP 0 (FA3's
   // order: the softmax outside the GEMMs, under the other consumer's) was faster on 8 of those 9
-  // rows' best configs: its GEMMs are half as long there, and the overlap's second S costs registers.
+  // rows' best configs (three consumers, or causal; two consumers without a mask: see OVERLAP below).
   // This rule against the one before, config against config: 0.94-0.98x the time on 11 of the 18
   // rows, the same config on the other 7.
   f.defaults([varlen](const Problem& p, const DeviceInfo& dev) {
     const int64_t d = padded_head_dim(p), kv = p.dims[kKvLen], q = p.dims[kQLen];
     auto padded = [](int64_t n, int64_t tile) { return (n + tile - 1) / tile * tile; };
     Config c;
-    c.set("CWG", d == 64 && !causal(p) && padded(q, 192) * 8 <= padded(q, 128) * 9 ? 3 : 2);
+    // Rounds of tiles over the SMs with 64 x cwg query rows a tile (varlen: each sequence's last
+    // tile taken as half full).
+    auto rounds = [&](int64_t cwg) {
+      const int64_t bm = 64 * cwg;
+      const int64_t tiles = varlen ? p.dims[kHeads] * ((p.dims[kTotalQ] + p.dims[kBatch] * bm / 2 + bm - 1) / bm)
+                                   : p.dims[kBatch] * p.dims[kHeads] * ((q + bm - 1) / bm);
+      return (tiles + dev.sm_count - 1) / std::max(1, dev.sm_count);
+    };
+    c.set("CWG", d == 64 && !causal(p) && 150 * rounds(3) < 116 * rounds(2) ? 3 : 2);
     int64_t bn = d > 128 ? 80 : d < 128 || causal(p) ? 128 : 176;
     if (d <= 128 && kv <= 1024)
       for (int64_t step = 64; step <= 128; step += 16)
@@ -302,7 +315,10 @@ Family wgmma_family(bool varlen) {
     c.set("PERSIST", persists(bn) ? 1 : 0);
     c.set("OCC", 1);
     if (d == 64 && kv <= 128) c.set("CWG", 1), c.set("PINGPONG", 0), c.set("OCC", 2);
-    c.set("OVERLAP", d == 64 && c["PINGPONG"] ? 0 : 1);
+    // OVERLAP at head dim 64 with turns: without (FA3's order) for three consumers and for causal
+    // problems, with it for two consumers and no mask (the same 12 tunes: 11 of 12 shapes faster
+    // with it at 128 x 128, by up to 4.5 %; three consumers faster without on all 12).
+    c.set("OVERLAP", d == 64 && c["PINGPONG"] && (c["CWG"] == 3 || causal(p)) ? 0 : 1);
     // A persistent block stores O by TMA wherever its O tile fits beside the others. Exhaustive
     // A/B, config by config (H200, docs/runs/2026-11-30-h200-attention-ostore.md): 0.83x the time at
     // 8 x 512 causal (head dim 128) and BERT's 128 tokens, 0.92-0.96x at 197-1024 tokens and at

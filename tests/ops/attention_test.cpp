@@ -411,8 +411,9 @@ TEST(Attention, WgmmaPersistentPlanCoversEveryTile) {
 // The default step of keys pads short sequences the least (ties: the larger step), from 64 to
 // 128 keys; longer ones keep FlashAttention-3's tiles, 16 keys fewer at head dim 128 where that
 // makes room for a persistent block's O tile. Persistent blocks where a tile has at most 64 key
-// steps. Three consumers at head dim 64 without a mask unless 192-row blocks pad the queries
-// more than 1/8 beyond 128-row ones; at head dim 64 with turns, no intra-warpgroup overlap.
+// steps. Three consumers at head dim 64 without a mask where 1.5x their rounds of tiles over the
+// 132 SMs come to less than 1.16x two consumers' rounds; at head dim 64 with turns, no
+// intra-warpgroup overlap for three consumers or causal, overlap for two without a mask.
 TEST(Attention, WgmmaDefaultsFitShortSequences) {
   const DeviceInfo d = DeviceInfo::nominal("sm_90");
   const Family f = find_family("attention_wgmma");
@@ -421,10 +422,12 @@ TEST(Attention, WgmmaDefaultsFitShortSequences) {
     const char* layout;
     int cwg, bn, persist, overlap = 1;
   };
-  for (const Case& k : {Case{"64x16x16x197x197x64", "full", 2, 112, 1, 0},  // 224 keys, not 256; 256 rows, not 384
-                        Case{"32x16x16x512x512x64", "full", 3, 128, 1, 0},  // 64 and 128 tie; 576 rows against 512
-                        Case{"8x20x20x1500x1500x64", "full", 3, 128, 1, 0}, // 1536 rows either way
-                        Case{"2x8x8x4096x4096x40", "full", 3, 128, 1, 0},   // head dim 40 as 64; 32 steps
+  for (const Case& k : {Case{"64x16x16x197x197x64", "full", 2, 112, 1, 1},  // 224 keys, not 256; 16 rounds either way
+                        Case{"32x16x16x512x512x64", "full", 3, 128, 1, 0},  // 64 and 128 tie; 12 rounds against 16
+                        Case{"16x12x12x512x512x64", "full", 2, 128, 1, 1},  // 5 rounds against 6
+                        Case{"8x20x20x1500x1500x64", "full", 3, 128, 1, 0}, // 10 rounds against 15
+                        Case{"2x8x8x4096x4096x40", "full", 3, 128, 1, 0},   // head dim 40 as 64; 3 rounds against 4
+                        Case{"2x10x10x4096x4096x64", "full", 2, 128, 1, 1}, // 4 rounds against 5
                         Case{"64x12x12x128x128x64", "full", 1, 128, 1},     // one key step: OCC 2, below
                         Case{"4x16x16x300x300x128", "full", 2, 80, 1},      // 320 keys, not 384 or 352 (176)
                         Case{"1x32x8x4096x4096x128", "full", 2, 160, 1},    // 128 x 176 less 16 for the O tile; 26 steps
