@@ -281,7 +281,11 @@ Family wgmma_family(bool varlen) {
   // store: one consumer, two blocks an SM (OCC 2), so that two tiles' loads are in flight on an SM.
   // Exhaustive tunes (H200, docs/runs/2026-11-30-h200-attention-occ.md): BERT's 128 tokens 1.04x the
   // best of two or three consumers; with two key steps or more it lost (ViT's 197 0.90x, BERT's
-  // 512 0.93x, 8 x 512 causal at head dim 128 0.95x; 1024 and 2048 causal at 64 even).
+  // 512 0.93x, 8 x 512 causal at head dim 128 0.95x; 1024 and 2048 causal at 64 even). Only with
+  // one query tile too (up to 128 queries): cross-attention to 77 text tokens with 1024-4096
+  // queries (Stable Diffusion's, SDXL's; docs/runs/2026-11-30-h200-attention-d64-probes.md section
+  // 6) ran 0.81-0.94x the best config with it at 3 of 5 shapes, where the consumer rule's two or
+  // three consumers ran 0.99-1.0x, and 0.97-1.0x at the other two.
   // With O stored by TMA (OSTORE), persistent blocks pay up to 64 key steps a tile, causal or not,
   // and not beyond: exhaustive tunes of 18 rows (H200, docs/runs/2026-11-30-h200-attention-ostore.md
   // section 6) read persistent with OSTORE 0.97-0.98x the one-block-a-tile time at 4096 full, 0.97x
@@ -314,7 +318,7 @@ Family wgmma_family(bool varlen) {
     auto persists = [&](int64_t step) { return (kv + step - 1) / step <= 64; };
     c.set("PERSIST", persists(bn) ? 1 : 0);
     c.set("OCC", 1);
-    if (d == 64 && kv <= 128) c.set("CWG", 1), c.set("PINGPONG", 0), c.set("OCC", 2);
+    if (d == 64 && kv <= 128 && q <= 128) c.set("CWG", 1), c.set("PINGPONG", 0), c.set("OCC", 2);
     // OVERLAP at head dim 64 with turns: without (FA3's order) for three consumers and for causal
     // problems, with it for two consumers and no mask (the same 12 tunes: 11 of 12 shapes faster
     // with it at 128 x 128, by up to 4.5 %; three consumers faster without on all 12).

@@ -465,12 +465,22 @@ TEST(Attention, WgmmaTwoBlocksAnSmTakeOneConsumerAndFitSharedMemory) {
   EXPECT_FALSE(f.valid(config(1, 176, 3), d64, d)); // 2 x 141 KiB
   EXPECT_TRUE(f.valid(config(1, 64, 2), d128, d));  // 2 x 81 KiB
   EXPECT_FALSE(f.valid(config(1, 128, 2), d128, d)); // 2 x 145 KiB
-  // One key step at head dim 64 (BERT's 128 tokens, or fewer): one consumer, two blocks an SM.
-  for (const char* shape : {"64x12x12x128x128x64", "8x8x8x77x77x40", "4x8x8x1000x100x64"}) {
+  // One key step and one query tile at head dim 64 (BERT's 128 tokens, or fewer): one consumer,
+  // two blocks an SM. Longer queries against one key step (cross-attention) take the consumer
+  // rule's two or three.
+  for (const char* shape : {"64x12x12x128x128x64", "8x8x8x77x77x40", "4x8x8x100x100x64"}) {
     const Problem p = Problem::parse("attention", shape, "full", DType::bf16);
     const Config c = f.default_config(p, d);
     EXPECT_EQ(c["OCC"], 2) << shape;
     EXPECT_EQ(c["CWG"], 1) << shape;
+    EXPECT_TRUE(f.valid(c, p, d)) << shape;
+  }
+  for (const auto& [shape, cwg] : std::vector<std::pair<const char*, int>>{
+           {"4x8x8x1000x100x64", 2}, {"2x8x8x4096x77x40", 3}, {"2x10x10x4096x77x64", 2}}) {
+    const Problem p = Problem::parse("attention", shape, "full", DType::bf16);
+    const Config c = f.default_config(p, d);
+    EXPECT_EQ(c["OCC"], 1) << shape;
+    EXPECT_EQ(c["CWG"], cwg) << shape;
     EXPECT_TRUE(f.valid(c, p, d)) << shape;
   }
   EXPECT_EQ(f.default_config(Problem::parse("attention", "64x16x16x197x197x64", "full", DType::bf16), d)["OCC"], 1);
