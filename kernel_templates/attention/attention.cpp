@@ -274,9 +274,9 @@ Family wgmma_family(bool varlen) {
   // come to less than 1.16x two's rounds: exhaustive tunes of 12 full head-dim-64 shapes (H200,
   // docs/runs/2026-11-30-h200-attention-d64-probes.md section 4) put a 192-row tile at 1.14-1.20x
   // the 128-row one's time on every shape, and this test picked the faster consumer count on all
-  // 12 (SDXL's 4096: 5 rounds against 4 of 1.5, two 3 % faster; Stable Diffusion 1.5's, 4 against
-  // 3, three 3 % faster). It replaced a test of padding alone (192-row tiles at most 1/8 more
-  // rows), which chose three at SDXL and at BERT-base's 512 x 16 x 12, 4 % slower there.
+  // 12 (SDXL's 4096: two consumers' 5 rounds against three's 4, two 3 % faster; Stable Diffusion
+  // 1.5's: 4 against 3, three 3 % faster). It replaced a test of padding alone (192-row tiles at
+  // most 1/8 more rows), which chose three at SDXL and at BERT-base's 512 x 16 x 12, 4 % slower there.
   // At head dim 64 with one key step (up to 128 keys), a tile is little more than its loads and its
   // store: one consumer, two blocks an SM (OCC 2), so that two tiles' loads are in flight on an SM.
   // Exhaustive tunes (H200, docs/runs/2026-11-30-h200-attention-occ.md): BERT's 128 tokens 1.04x the
