@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""How close attention_decode's default config comes to the best config at each shape of a sweep
-(bench/attention_decode_sweep.sh's sweep-trials.csv): for every problem, the default rule's config
-(`ktune space --default`, the nominal device of the arch: an H100's or H200's 132 SMs for sm_90)
-looked up among the measured trials, its speed as a share of the fastest trial's, and the geomean
-and minimum over the problems. Needs no GPU.
+"""How close a family's default config comes to the best config at each shape of a sweep: for every
+problem, the default rule's config (`ktune space --default`, the nominal device of the arch: an
+H100's or H200's 132 SMs for sm_90) looked up among the measured trials, its speed as a share of
+the fastest trial's, and the geomean and minimum over the problems. Needs no GPU. Reads
+bench/attention_decode_sweep.sh's sweep-trials.csv, or the trial log of `ktune tune --trials-out`
+(.jsonl, any family: --family attention_wgmma for prefill sweeps such as
+docs/runs/2026-11-30-h200-attention-d64-cwg-trials.jsonl).
 
-Usage: python3 bench/attention_decode_rule.py SWEEP_TRIALS.csv [...] [--ktune ./build/ktune] [--arch sm_90]
+Usage: python3 bench/attention_decode_rule.py TRIALS.csv|TRIALS.jsonl [...] [--family F] [--ktune ./build/ktune] [--arch sm_90]
 """
 import argparse
 import csv
@@ -26,9 +28,17 @@ def main():
     for path in a.csv:
         trials = defaultdict(dict)
         devices = set()
-        for r in csv.DictReader(open(path)):
-            if r["status"] == "ok" and r["family"] == a.family:
-                trials[r["problem"]][json.dumps(json.loads(r["config"]), sort_keys=True)] = float(r["median_ms"])
+        if path.endswith(".jsonl"):
+            rows = [json.loads(line) for line in open(path) if line.strip()]
+            rows = [dict(r, config=json.dumps(r["config"]), median_ms=r.get("time_ms")) for r in rows]
+        else:
+            rows = csv.DictReader(open(path))
+        for r in rows:
+            if r.get("status") == "ok" and r["family"] == a.family:
+                key = json.dumps(json.loads(r["config"]), sort_keys=True)
+                t = float(r["median_ms"])
+                # A config measured more than once (rounds): its fastest time, as the best is.
+                trials[r["problem"]][key] = min(t, trials[r["problem"]].get(key, t))
                 devices.add(r["device"])
         print("# %s: %d problems measured on %s; default rule of %s for %s" %
               (path, len(trials), ", ".join(sorted(devices)), a.family, a.arch))
