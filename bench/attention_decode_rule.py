@@ -28,15 +28,14 @@ def main():
     for path in a.csv:
         trials = defaultdict(dict)
         devices = set()
-        if path.endswith(".jsonl"):
-            rows = [json.loads(line) for line in open(path) if line.strip()]
-            rows = [dict(r, config=json.dumps(r["config"]), median_ms=r.get("time_ms")) for r in rows]
-        else:
-            rows = csv.DictReader(open(path))
+        # The sweep's CSV holds the config as JSON text and the time as median_ms; a trial log,
+        # the config as an object and the time as time_ms.
+        jsonl = path.endswith(".jsonl")
+        rows = [json.loads(line) for line in open(path) if line.strip()] if jsonl else csv.DictReader(open(path))
         for r in rows:
             if r.get("status") == "ok" and r["family"] == a.family:
-                key = json.dumps(json.loads(r["config"]), sort_keys=True)
-                t = float(r["median_ms"])
+                key = json.dumps(r["config"] if jsonl else json.loads(r["config"]), sort_keys=True)
+                t = float(r["time_ms"] if jsonl else r["median_ms"])
                 # A config measured more than once (rounds): its fastest time, as the best is.
                 trials[r["problem"]][key] = min(t, trials[r["problem"]].get(key, t))
                 devices.add(r["device"])

@@ -298,12 +298,16 @@ Family wgmma_family(bool varlen) {
     const int64_t d = padded_head_dim(p), kv = p.dims[kKvLen], q = p.dims[kQLen];
     auto padded = [](int64_t n, int64_t tile) { return (n + tile - 1) / tile * tile; };
     Config c;
-    // Rounds of tiles over the SMs with 64 x cwg query rows a tile (varlen: each sequence's last
-    // tile taken as half full).
-    auto rounds = [&](int64_t cwg) {
+    // Rounds of tiles over the SMs with 64 x cwg query rows a tile: the persistent grid's tiles
+    // (varlen: from the packed tokens, each sequence's last tile taken as half full, not the
+    // grid's bound of every sequence at the longest).
+    auto rounds = [&](int cwg) {
       const int64_t bm = 64 * cwg;
+      Config x;
+      x.set("CWG", cwg);
+      x.set("PERSIST", 1);
       const int64_t tiles = varlen ? p.dims[kHeads] * ((p.dims[kTotalQ] + p.dims[kBatch] * bm / 2 + bm - 1) / bm)
-                                   : p.dims[kBatch] * p.dims[kHeads] * ((q + bm - 1) / bm);
+                                   : wgmma_x_extent(x, p);
       return (tiles + dev.sm_count - 1) / std::max(1, dev.sm_count);
     };
     c.set("CWG", d == 64 && !causal(p) && 150 * rounds(3) < 116 * rounds(2) ? 3 : 2);
@@ -494,8 +498,9 @@ Family decode_family(bool paged) {
   // - Warps: with blocks for every SM, split or not (marked), 2 warps of 16-key steps (more blocks
   //   share an SM); a block left alone on its SM, 4 warps: of 16-key steps over the whole sequence
   //   (marked; 0.979x the best config at 48 x 12/2 x 2048 and 1.0x at 16 x 32/8 x 4096, where 32-key
-  //   steps ran 0.955x and 0.992x), of 32 over a split; 32 rows, 8 warps of 16 keys (the rows double each step's MMA work); head_dim
-  //   above 128, 4 warps of 16 keys two deep (the ring in shared memory).
+  //   steps ran 0.955x and 0.992x), of 32 over a split; 32 rows, 8 warps of 16 keys (the rows
+  //   double each step's MMA work); head_dim above 128, 4 warps of 16 keys two deep (the ring in
+  //   shared memory).
   // - Depth: the same bytes in flight a warp whatever head_dim: 4 stages at 64, 3 at 128.
   f.defaults([paged](const Problem& p, const DeviceInfo& d) {
     Config c;
