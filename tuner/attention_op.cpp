@@ -72,7 +72,10 @@ class AttentionRunner : public OpRunner {
   // As served: the scale away from its default (0.685 instead of 1 / sqrt(head_dim): no power of
   // two), every pointer at the least-aligned offset of p's class, and every stride of q, k, v and
   // o one alignment step past packed (a kernel that assumes packed rows shows); attention_varlen's
-  // sequences ragged, one of them empty (as timed: all of even length).
+  // sequences ragged, one of them empty (as timed: all of even length); attention_paged's lengths
+  // drawn from 0 to the capacity (as timed: every sequence full, as a contiguous cache of the
+  // shape is timed, so that a paged trial compares with its contiguous twin and does not hang on
+  // one draw: at batch 1, a single random length).
   void prepare(const Problem& p, uint64_t seed, Conditions c) override {
     if (c == Conditions::as_timed) return prepare_at(p, seed, 0, false);
     Problem q = p;
@@ -175,7 +178,7 @@ class AttentionRunner : public OpRunner {
 
   void prepare_at(const Problem& p, uint64_t seed, size_t offset, bool ragged) {
     const OpInfo& info = op_info(p.op);
-    p_ = p, offset_ = offset;
+    p_ = p, offset_ = offset, ragged_ = ragged;
     bufs_.resize(info.operands.size());
     host_filled_.assign(info.operands.size(), {});
     for (size_t i = 0; i < bufs_.size(); ++i) {
@@ -217,13 +220,14 @@ class AttentionRunner : public OpRunner {
   // Input i filled from its seed (count 0), or its elements that differ from that fill added to
   // the counter at `count`. attention_paged's int32 operands: pages of the cache anywhere in the
   // pool (a page may serve several sequences, as shared prefixes do), and lengths from 0 (a
-  // sequence with no key) to the capacity.
+  // sequence with no key) to the capacity, or (as timed) the capacity.
   void fill(size_t i, CUdeviceptr count, CUstream stream) {
     const OpInfo::Operand& o = op_info(p_.op).operands[i];
     CUdeviceptr x = bufs_[i].dev.ptr() + kGuard + offset_;
     long long n = operand_elements(p_, i);
     if (o.elem_bytes == 4) {
-      long long lo = 0, hi = o.name == "block_table" ? p_.dims[7] - 1 : p_.dims[4];
+      const bool table = o.name == "block_table";
+      long long lo = table || ragged_ ? 0 : p_.dims[4], hi = table ? p_.dims[7] - 1 : p_.dims[4];
       unsigned long long seed = bufs_[i].seed;
       void* params[] = {&x, &n, &lo, &hi, &seed, &count};
       launch_grid_stride(checks(), kFillInt, n, device_, params, stream);
@@ -305,6 +309,7 @@ class AttentionRunner : public OpRunner {
   DeviceInfo device_;
   Problem p_;
   size_t offset_ = 0;
+  bool ragged_ = false; // as served: varlen's and paged's lengths uneven
   std::vector<Buffer> bufs_;
   std::vector<std::vector<int32_t>> host_filled_; // per operand: its fill when made on the host
   DeviceBuffer sums_, workspace_;

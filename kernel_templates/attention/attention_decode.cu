@@ -90,6 +90,31 @@ __device__ __forceinline__ void attention_decode_body(
   const float scale = scale_arg != 0.f ? scale_arg : 1.f / sqrtf((float)(PAD ? DR : D));
   const float scale_log2 = scale * 1.4426950408889634f;
   const long long off = len - SQ;
+  // Paged with PAGE a multiple of BN: a tile lies in one page (j0 is a multiple of BN: CHUNK is
+  // one of BN), so its table entry is read once, AHEAD tiles before the tile is loaded (a ring of
+  // registers), and each key's row steps from the tile's as in the contiguous kernel. Read one tile
+  // ahead, the entry's load latency was not covered by a tile's work where a warp's tiles are short
+  // and few blocks share an SM (2 warps, 16-key tiles, 2 blocks an SM: the kernel took 1.3x the
+  // contiguous one's time, H200). The entries are read by the sequence's capacity, not its length,
+  // and first of all, so that the first ones load beside lens[b] and not after it: one dependent
+  // round trip less before the first K / V tile can load (past the length they are pages of the
+  // table still, read and not used). Pages smaller than a tile, or not a multiple of it, look each
+  // key up. load_tile is called for n = 0, 1, 2, ... in order.
+  constexpr bool whole = PAGED == 1;
+  constexpr int AHEAD = whole ? 4 : 1;
+  const long long warp_tiles_cap = [&] {
+    const long long k1_cap = CHUNK ? (k0 + CHUNK < SKV ? k0 + CHUNK : SKV) : SKV;
+    const long long tiles_cap = (k1_cap - k0 + BN - 1) / BN;
+    return tiles_cap > warp ? (tiles_cap - warp + WARPS - 1) / WARPS : 0;
+  }();
+  // Keys and page sizes below 2^31 (the op's limit): 32-bit divisions, a few times cheaper.
+  const unsigned page_keys = unsigned(PAGE);
+  auto tile_page = [&](long long n) -> int {
+    return n < warp_tiles_cap ? bt[b * PPS + unsigned(k0 + (warp + n * WARPS) * BN) / page_keys] : 0;
+  };
+  int ahead[AHEAD];
+#pragma unroll
+  for (int i = 0; i < AHEAD; ++i) ahead[i] = whole ? tile_page(i) : 0;
   auto in_head = [&](int ch) { return !PAD || ch * 8 < DR; }; // chunk ch of a row is the operands'?
   // Where chunk ch of a row is read from: past the head dim (nothing read) the row's first, so that
   // the address stays inside the operand even on its last row.
@@ -120,23 +145,6 @@ __device__ __forceinline__ void attention_decode_body(
   unsigned short* wring = ring + warp * STAGES * 2 * BN * D;
   const long long tiles = (k1 - k0 + BN - 1) / BN;
   const long long mine = tiles > warp ? (tiles - warp + WARPS - 1) / WARPS : 0; // this warp's tiles
-  // Paged with PAGE a multiple of BN: a tile lies in one page (j0 is a multiple of BN: CHUNK is
-  // one of BN), so its table entry is read once, AHEAD tiles before the tile is loaded (a ring of
-  // registers), and each key's row steps from the tile's as in the contiguous kernel. Read one tile
-  // ahead, the entry's load latency was not covered by a tile's work where a warp's tiles are short
-  // and few blocks share an SM (2 warps, 16-key tiles, 2 blocks an SM: the kernel took 1.3x the
-  // contiguous one's time, H200). Pages smaller than a tile, or not a multiple of it, look each key
-  // up. load_tile is called for n = 0, 1, 2, ... in order.
-  constexpr bool whole = PAGED == 1;
-  constexpr int AHEAD = whole ? 4 : 1;
-  // Keys and page sizes below 2^31 (the op's limit): 32-bit divisions, a few times cheaper.
-  const unsigned page_keys = unsigned(PAGE);
-  auto tile_page = [&](long long n) -> int {
-    return n < mine ? bt[b * PPS + unsigned(k0 + (warp + n * WARPS) * BN) / page_keys] : 0;
-  };
-  int ahead[AHEAD];
-#pragma unroll
-  for (int i = 0; i < AHEAD; ++i) ahead[i] = whole ? tile_page(i) : 0;
   auto load_tile = [&](int stage, long long n) {
     const long long j0 = k0 + (warp + n * WARPS) * BN;
     unsigned short* tK = wring + stage * 2 * BN * D;
