@@ -360,7 +360,8 @@ int64_t decode_row_blocks(const Config& c, const Problem& p) {
   return p.dims[kKvHeads] * ((decode_rows(p) + c["ROWS"] - 1) / c["ROWS"]);
 }
 
-// Splits of the key sequence and their workspace: O_s of every (b, h, i) row, then (m_s, l_s).
+// Splits of the key sequence and their workspace for the combine step: O_s of every (b, h, i)
+// row, then (m_s, l_s) (CLUSTER 1 takes none: its splits merge in shared memory).
 int64_t decode_splits(const Config& c, const Problem& p) {
   return c["CHUNK"] ? std::max<int64_t>(1, (p.dims[kKvLen] + c["CHUNK"] - 1) / c["CHUNK"]) : 1;
 }
@@ -371,12 +372,17 @@ int64_t decode_workspace(const Config& c, const Problem& p) {
 }
 
 // Shared memory of an attention_decode config: the Q rows, every warp's K / V ring (the FP32
-// merge buffer reuses it, so whichever is larger), every warp's (max, sum) per row.
+// merge buffer reuses it, so whichever is larger), every warp's (max, sum) per row, and with
+// CLUSTER 1 the block's (max, sum) per row that the cluster's other blocks read.
 int64_t decode_smem(const Config& c, const Problem& p) {
   const int64_t d = padded_head_dim(p);
   const int64_t ring = int64_t(c["WARPS"]) * c["STAGES"] * 2 * c["BN"] * d * 2, merge = int64_t(c["ROWS"]) * (d + 8) * 4;
-  return c["ROWS"] * d * 2 + std::max(ring, merge) + int64_t(c["WARPS"]) * c["ROWS"] * 8;
+  return c["ROWS"] * d * 2 + std::max(ring, merge) + int64_t(c["WARPS"] + c["CLUSTER"]) * c["ROWS"] * 8;
 }
+
+// CLUSTER 1: the splits of a row block in one thread block cluster, 16 at most (a GPC's SMs hold
+// 16 blocks of a decode config at one or two an SM; more than 8 is the non-portable size).
+constexpr int64_t kMaxClusterSplits = 16;
 
 constexpr int64_t kMaxDecodeSplits = 128;
 constexpr int64_t kMaxDecodeWorkspace = int64_t(1) << 30;
@@ -408,7 +414,15 @@ Family decode_family(bool paged) {
       .param("ROWS", {16, 32, 64}, "query rows a block (q_len x heads / kv_heads, packed)")
       .param("WARPS", {2, 4, 8}, "warps a block, each with its own keys")
       .param("BN", {16, 32, 64}, "keys a warp step")
-      .param("STAGES", {2, 3, 4}, "K / V tiles in each warp's cp.async ring");
+      .param("STAGES", {2, 3, 4}, "K / V tiles in each warp's cp.async ring")
+      .param("CLUSTER", {0, 1},
+             "1: the splits of a row block form a thread block cluster and merge in distributed shared memory "
+             "(no workspace, no combine step; sm_90, 2 to 16 splits)");
+  // Configs recorded before CLUSTER merged their splits in a combine step.
+  f.upgrade([](Config c) {
+    if (!c.has("CLUSTER")) c.set("CLUSTER", 0);
+    return c;
+  });
   f.restrict("few query rows: q_len <= 64 (decode and speculative decoding)", {},
              [](const Config&, const Problem& p, const DeviceInfo&) { return p.dims[kQLen] <= 64; })
       .restrict("the combine step's grid holds a block per (batch, head, query) row", {},
@@ -427,6 +441,11 @@ Family decode_family(bool paged) {
                 {"CHUNK"}, [](const Config& c, const Problem& p, const DeviceInfo&) {
                   return c["CHUNK"] == 0 || decode_split_fits(c, p);
                 })
+      .restrict("CLUSTER 1: sm_90 and a split into 2 to 16 splits (a cluster's blocks)", {"CHUNK", "CLUSTER"},
+                [](const Config& c, const Problem& p, const DeviceInfo& d) {
+                  return !c["CLUSTER"] || (d.arch_number() >= 90 && c["CHUNK"] > 0 && decode_splits(c, p) >= 2 &&
+                                           decode_splits(c, p) <= kMaxClusterSplits);
+                })
       .restrict("no more row blocks than rows need (a block of 16 rows more is all padding)", {"ROWS"},
                 [](const Config& c, const Problem& p, const DeviceInfo&) {
                   return c["ROWS"] == 16 || decode_rows(p) > c["ROWS"] / 2;
@@ -439,7 +458,7 @@ Family decode_family(bool paged) {
                 [](const Config& c, const Problem& p, const DeviceInfo&) {
                   return c["ROWS"] / 16 * (padded_head_dim(p) / 2 + c["BN"] / 2) <= 160;
                 })
-      .restrict("the tiles fit shared memory", {"ROWS", "WARPS", "BN", "STAGES"},
+      .restrict("the tiles fit shared memory", {"ROWS", "WARPS", "BN", "STAGES", "CLUSTER"},
                 [](const Config& c, const Problem& p, const DeviceInfo& d) {
                   return decode_smem(c, p) <= d.max_smem_per_block_optin;
                 });
@@ -451,11 +470,13 @@ Family decode_family(bool paged) {
     // The paged kernel's way through the table (attention_decode.cu): a tile in one page where
     // the pages are a multiple of BN, else each key looked up.
     const std::string way = !paged ? "" : p.dims[kPageSize] % c["BN"] == 0 ? ",1" : ",2";
-    std::vector<std::string> k{"attention_decode" + suffix + "<" + dt + "," + d + "," + std::to_string(c["ROWS"]) + "," +
-                               std::to_string(c["WARPS"]) + "," + std::to_string(c["BN"]) + "," +
-                               std::to_string(c["STAGES"]) + "," + std::to_string(c["CHUNK"]) + "," +
-                               (causal(p) ? "1" : "0") + way + pad + ">"};
-    if (c["CHUNK"])
+    // CLUSTER 1: the _cl entry point, its cluster of every split compiled in (__cluster_dims__).
+    const std::string cl = c["CLUSTER"] ? "," + std::to_string(decode_splits(c, p)) : "";
+    std::vector<std::string> k{"attention_decode" + suffix + (c["CLUSTER"] ? "_cl" : "") + "<" + dt + "," + d + "," +
+                               std::to_string(c["ROWS"]) + "," + std::to_string(c["WARPS"]) + "," +
+                               std::to_string(c["BN"]) + "," + std::to_string(c["STAGES"]) + "," +
+                               std::to_string(c["CHUNK"]) + "," + (causal(p) ? "1" : "0") + way + pad + cl + ">"};
+    if (c["CHUNK"] && !c["CLUSTER"])
       k.push_back("attention_decode_combine" + suffix + "<" + dt + "," + d + "," + std::to_string(c["CHUNK"]) + pad + ">");
     return k;
   });
@@ -469,7 +490,7 @@ Family decode_family(bool paged) {
     s.block[0] = unsigned(32 * c["WARPS"]);
     s.dynamic_smem = unsigned(decode_smem(c, p));
     plan.steps.push_back(s);
-    if (splits > 1) { // the splits merged (a programmatic dependent: it waits for them)
+    if (splits > 1 && !c["CLUSTER"]) { // the splits merged (a programmatic dependent: it waits for them)
       LaunchStep m;
       m.kernel = 1;
       m.grid[0] = unsigned(p.dims[kBatch] * p.dims[kHeads] * p.dims[kQLen]); // a block a row
@@ -507,6 +528,7 @@ Family decode_family(bool paged) {
     const int64_t hd = padded_head_dim(p);
     c.set("ROWS", decode_rows(p) <= 16 || hd > 128 ? 16 : 32);
     c.set("CHUNK", 0);
+    c.set("CLUSTER", 0);
     const int64_t blocks = p.dims[kBatch] * decode_row_blocks(c, p);
     const int64_t want = std::max(1, 2 * d.sm_count / 3);
     if (blocks < want) {

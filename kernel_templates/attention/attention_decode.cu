@@ -34,6 +34,7 @@
 // to the sequence's own length. The table's entries must be pages of the cache (the kernel trusts
 // them, as vLLM's does).
 #include "attention_mma.cuh"
+#include "ktune_cluster.cuh" // CL > 1: the splits of a row block merge in distributed shared memory
 
 namespace ktune_attn_decode {
 
@@ -46,13 +47,77 @@ __device__ __forceinline__ float2* partial_ml(float* ws, long long nsplit, long 
   return reinterpret_cast<float2*>(ws + nsplit * rows * d) + split * rows + row;
 }
 
+// CL > 1: the CL splits of a row block, one thread block cluster, merged as the combine step
+// merges them, but from each other's shared memory. Each block holds its split's O (rescaled to
+// its own row max, not normalised) in sO (ROWS rows of D + 8 floats) and its warps' (max, sum)
+// per row in sML; it adds its (m_s, l_s) per row after sML, then the cluster's CL x WARPS x 32
+// threads share the row block's ROWS x D / 4 groups of 4 outputs: a group's O is
+// sum_s 2^(m_s - M) O_s / sum_s 2^(m_s - M) l_s over the CL blocks' shared memory, the lse from
+// its first group. The cluster syncs twice: before the reads (every split written) and after
+// them (no block leaves while another still reads its shared memory).
+template <int F16, int D, int ROWS, int WARPS, int PAD, int CL>
+__device__ __forceinline__ void cluster_merge(const float* sO, float* sML, unsigned short* __restrict__ o,
+                                              float* __restrict__ lse, long long H, long long SQ, long long row0,
+                                              long long R, long long G, long long hk, long long b, long long DR,
+                                              long long ob, long long os, long long oh) {
+  using namespace ktune_attn;
+  namespace cluster = ktune_dev::cluster;
+  constexpr int THREADS = WARPS * 32, OS = D + 8, C4 = D / 4;
+  static_assert(CL >= 2 && CL <= 16, "2 to 16 splits a cluster");
+  const int tid = threadIdx.x;
+  float2* block_ml = reinterpret_cast<float2*>(sML + WARPS * ROWS * 2); // this split's (m_s, l_s) a row
+  if (tid < ROWS) {
+    float m = -inf_f(), l = 0.f;
+    for (int w = 0; w < WARPS; ++w) m = fmaxf(m, sML[(w * ROWS + tid) * 2]);
+    const float m_use = m == -inf_f() ? 0.f : m;
+    for (int w = 0; w < WARPS; ++w) l += sML[(w * ROWS + tid) * 2 + 1] * exp2_approx(sML[(w * ROWS + tid) * 2] - m_use);
+    block_ml[tid] = make_float2(m, l);
+  }
+  cluster::sync();
+  const unsigned rank = cluster::rank();
+  for (int item = int(rank) * THREADS + tid; item < ROWS * C4; item += CL * THREADS) {
+    const int lr = item / C4, c4 = item % C4;
+    const long long row = row0 + lr;
+    if (row >= R) continue;
+    float2 ml[CL];
+    float m = -inf_f();
+#pragma unroll
+    for (int s = 0; s < CL; ++s) {
+      ml[s] = cluster::load_v2(cluster::remote(block_ml + lr, s));
+      m = fmaxf(m, ml[s].x);
+    }
+    const float m_use = m == -inf_f() ? 0.f : m;
+    float l = 0.f;
+    float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+    for (int s = 0; s < CL; ++s) {
+      const float w = exp2_approx(ml[s].x - m_use);
+      const float4 x = cluster::load_v4(cluster::remote(sO + lr * OS + 4 * c4, s));
+      l += ml[s].y * w;
+      sum.x += w * x.x, sum.y += w * x.y, sum.z += w * x.z, sum.w += w * x.w;
+    }
+    const float inv = l > 0.f ? 1.f / l : 0.f;
+    const long long i = row / G, h = hk * G + row % G;
+    if (!PAD || 4 * c4 < DR) { // past the operands' head dim: a zero column of the tiles'
+      uint2 out;
+      out.x = pack2<F16>(sum.x * inv, sum.y * inv);
+      out.y = pack2<F16>(sum.z * inv, sum.w * inv);
+      *reinterpret_cast<uint2*>(o + b * ob + i * os + h * oh + 4 * c4) = out;
+    }
+    if (c4 == 0) lse[(b * H + h) * SQ + i] = l > 0.f ? (m_use + log2_approx(l)) * 0.6931471805599453f : inf_f();
+  }
+  cluster::sync();
+}
+
 } // namespace ktune_attn_decode
 
 // The split kernel of both entry points below. PAGED 0: a contiguous cache, bt and lens are null,
 // PAGE and PPS unused; 1: pages a multiple of BN (a tile lies in one page); 2: any page size (each
 // key looked up). The way is a template parameter, not a branch at run time: with both paged
 // ways in one kernel the tile loop ran at 0.6x the contiguous kernel's speed (H200, same config).
-template <int F16, int D, int ROWS, int WARPS, int BN, int STAGES, int CHUNK, int CAUSAL, int PAGED, int PAD>
+// CL > 1 (sm_90): the grid's CL splits of a row block are one thread block cluster, and merge
+// through distributed shared memory at the end (no workspace, no combine step).
+template <int F16, int D, int ROWS, int WARPS, int BN, int STAGES, int CHUNK, int CAUSAL, int PAGED, int PAD, int CL>
 __device__ __forceinline__ void attention_decode_body(
     const unsigned short* __restrict__ q, const unsigned short* __restrict__ k, const unsigned short* __restrict__ v,
     const int* __restrict__ bt, const int* __restrict__ lens, unsigned short* __restrict__ o, float* __restrict__ lse,
@@ -357,6 +422,11 @@ __device__ __forceinline__ void attention_decode_body(
     __syncthreads();
   }
 
+  if constexpr (CL > 1) {
+    cluster_merge<F16, D, ROWS, WARPS, PAD, CL>(sO, sML, o, lse, H, SQ, row0, R, G, hk, b, DR, ob, os, oh);
+    return;
+  }
+
   // Out: O (normalised) and the log-sum-exp with one split, else this split's partials.
   const long long rows = B * H * SQ;
   for (int c = tid; c < ROWS * (D / 8); c += THREADS) {
@@ -389,29 +459,45 @@ __device__ __forceinline__ void attention_decode_body(
   }
 }
 
-template <int F16, int D, int ROWS, int WARPS, int BN, int STAGES, int CHUNK, int CAUSAL, int PAD>
-__global__ void __launch_bounds__(WARPS * 32) attention_decode(
-    const unsigned short* __restrict__ q, const unsigned short* __restrict__ k, const unsigned short* __restrict__ v,
-    unsigned short* __restrict__ o, float* __restrict__ lse, long long B, long long H, long long HKV, long long SQ,
-    long long SKV, long long DR, long long qb, long long qs, long long qh, long long kb,
-    long long ks, long long kh, long long vb, long long vs, long long vh, long long ob, long long os, long long oh,
-    float scale_arg, float* __restrict__ ws) {
-  attention_decode_body<F16, D, ROWS, WARPS, BN, STAGES, CHUNK, CAUSAL, 0, PAD>(
-      q, k, v, nullptr, nullptr, o, lse, B, H, HKV, SQ, SKV, DR, 0, 0, qb, qs, qh, kb, ks, kh, vb, vs, vh, ob, os, oh,
-      scale_arg, ws);
-}
+// The entry points: a contiguous cache or a paged one, the splits merged by a combine step (or
+// not split) or (the _cl forms, sm_90) merged in their thread block cluster of CL splits.
+#define KTUNE_DECODE_ARGS                                                                                          \
+  const unsigned short *__restrict__ q, const unsigned short *__restrict__ k, const unsigned short *__restrict__ v, \
+      unsigned short *__restrict__ o, float *__restrict__ lse, long long B, long long H, long long HKV, long long SQ, \
+      long long SKV, long long DR, long long qb, long long qs, long long qh, long long kb, long long ks,           \
+      long long kh, long long vb, long long vs, long long vh, long long ob, long long os, long long oh,             \
+      float scale_arg, float *__restrict__ ws
+#define KTUNE_DECODE_PAGED_ARGS                                                                                    \
+  const unsigned short *__restrict__ q, const unsigned short *__restrict__ k, const unsigned short *__restrict__ v, \
+      const int *__restrict__ bt, const int *__restrict__ lens, unsigned short *__restrict__ o,                    \
+      float *__restrict__ lse, long long B, long long H, long long HKV, long long SQ, long long SKV, long long DR,  \
+      long long PAGE, long long /*PAGES*/, long long qb, long long qs, long long qh, long long kb, long long ks,    \
+      long long kh, long long vb, long long vs, long long vh, long long ob, long long os, long long oh,             \
+      float scale_arg, float *__restrict__ ws
+#define KTUNE_DECODE_CALL(CL)                                                                                      \
+  attention_decode_body<F16, D, ROWS, WARPS, BN, STAGES, CHUNK, CAUSAL, 0, PAD, CL>(                              \
+      q, k, v, nullptr, nullptr, o, lse, B, H, HKV, SQ, SKV, DR, 0, 0, qb, qs, qh, kb, ks, kh, vb, vs, vh, ob, os,  \
+      oh, scale_arg, ws)
+#define KTUNE_DECODE_PAGED_CALL(CL)                                                                                \
+  attention_decode_body<F16, D, ROWS, WARPS, BN, STAGES, CHUNK, CAUSAL, PAGED, PAD, CL>(                          \
+      q, k, v, bt, lens, o, lse, B, H, HKV, SQ, SKV, DR, PAGE, SKV / PAGE, qb, qs, qh, kb, ks, kh, vb, vs, vh, ob,  \
+      os, oh, scale_arg, ws)
 
+template <int F16, int D, int ROWS, int WARPS, int BN, int STAGES, int CHUNK, int CAUSAL, int PAD>
+__global__ void __launch_bounds__(WARPS * 32) attention_decode(KTUNE_DECODE_ARGS) {
+  KTUNE_DECODE_CALL(1);
+}
+template <int F16, int D, int ROWS, int WARPS, int BN, int STAGES, int CHUNK, int CAUSAL, int PAD, int CL>
+__global__ void __launch_bounds__(WARPS * 32) KTUNE_CLUSTER_DIMS(CL, 1, 1) attention_decode_cl(KTUNE_DECODE_ARGS) {
+  KTUNE_DECODE_CALL(CL);
+}
 template <int F16, int D, int ROWS, int WARPS, int BN, int STAGES, int CHUNK, int CAUSAL, int PAGED, int PAD>
-__global__ void __launch_bounds__(WARPS * 32) attention_decode_paged(
-    const unsigned short* __restrict__ q, const unsigned short* __restrict__ k, const unsigned short* __restrict__ v,
-    const int* __restrict__ bt, const int* __restrict__ lens, unsigned short* __restrict__ o, float* __restrict__ lse,
-    long long B, long long H, long long HKV, long long SQ, long long SKV, long long DR, long long PAGE,
-    long long /*PAGES*/, long long qb, long long qs, long long qh, long long kb, long long ks, long long kh,
-    long long vb, long long vs, long long vh, long long ob, long long os, long long oh, float scale_arg,
-    float* __restrict__ ws) {
-  attention_decode_body<F16, D, ROWS, WARPS, BN, STAGES, CHUNK, CAUSAL, PAGED, PAD>(
-      q, k, v, bt, lens, o, lse, B, H, HKV, SQ, SKV, DR, PAGE, SKV / PAGE, qb, qs, qh, kb, ks, kh, vb, vs, vh, ob, os,
-      oh, scale_arg, ws);
+__global__ void __launch_bounds__(WARPS * 32) attention_decode_paged(KTUNE_DECODE_PAGED_ARGS) {
+  KTUNE_DECODE_PAGED_CALL(1);
+}
+template <int F16, int D, int ROWS, int WARPS, int BN, int STAGES, int CHUNK, int CAUSAL, int PAGED, int PAD, int CL>
+__global__ void __launch_bounds__(WARPS * 32) KTUNE_CLUSTER_DIMS(CL, 1, 1) attention_decode_paged_cl(KTUNE_DECODE_PAGED_ARGS) {
+  KTUNE_DECODE_PAGED_CALL(CL);
 }
 
 // The splits' partials merged: a block of 4 warps a (b, h, i) row. Thread s reads split s's

@@ -63,13 +63,14 @@ VerifyResult check_config(OpRunner& runner, Compiler& compiler, const DeviceInfo
 }
 
 // An attention_decode(_paged) config.
-Config decode_config(int chunk, int rows, int warps, int bn, int stages) {
+Config decode_config(int chunk, int rows, int warps, int bn, int stages, int cluster = 0) {
   Config c;
   c.set("CHUNK", chunk);
   c.set("ROWS", rows);
   c.set("WARPS", warps);
   c.set("BN", bn);
   c.set("STAGES", stages);
+  c.set("CLUSTER", cluster);
   return c;
 }
 
@@ -189,6 +190,7 @@ struct DecodePlanted : Planted {
   const char* layout = "causal";
   const char* shape = "1x16x4x3x1000x128"; // 4 splits of 256 keys, the last one partial
   int chunk = 256;
+  int cluster = 0; // 1: the splits merged in their cluster (sm_90)
 };
 const DecodePlanted kDecodeFaults[] = {
     {{"the splits merged without their max", "const float e = tid < nsplit ? exp2_approx(ml.x - m_use) : 0.f;",
@@ -207,6 +209,23 @@ const DecodePlanted kDecodeFaults[] = {
      "limit[mt][r] = (row < R ? row : 0) + off;"}},
     {{"keys past the block's end not masked", "if (j >= k1 || (CAUSAL && j > limit[mt][r]))", "if (CAUSAL && j > limit[mt][r])"},
      "full"},
+    // CLUSTER 1: the merge in the cluster's shared memory (12 packed rows x 32 groups of 4 columns,
+    // more than one block's 128 threads).
+    {{"the cluster's splits merged without their max", "const float w = exp2_approx(ml[s].x - m_use);",
+      "const float w = 1.f;"},
+     "causal", "1x16x4x3x1000x128", 256, 1},
+    {{"the cluster's last split left out of the merge", "    for (int s = 0; s < CL; ++s) {\n      const float w",
+      "    for (int s = 0; s < CL - 1; ++s) {\n      const float w"},
+     "causal", "1x16x4x3x1000x128", 256, 1},
+    {{"every split's (max, sum) read from the merging block", "cluster::load_v2(cluster::remote(block_ml + lr, s))",
+      "cluster::load_v2(cluster::remote(block_ml + lr, rank))"},
+     "causal", "1x16x4x3x1000x128", 256, 1},
+    {{"every block of the cluster merges the first block's share", "int item = int(rank) * THREADS + tid;",
+      "int item = tid;"},
+     "causal", "1x16x4x3x1000x128", 256, 1},
+    {{"the cluster's lse without the sum", "lse[(b * H + h) * SQ + i] = l > 0.f ? (m_use + log2_approx(l))",
+      "lse[(b * H + h) * SQ + i] = l > 0.f ? (m_use)"},
+     "causal", "1x16x4x3x1000x128", 256, 1},
 };
 
 } // namespace
@@ -236,6 +255,17 @@ TEST(AttentionGpu, DecodeFamilyPassesOverDecodeShapesAndPlantedKernelsAreRejecte
     const Config dc = f.default_config(p, *d);
     ASSERT_TRUE(f.valid(dc, p, *d)) << p.key() << " " << dc.to_json();
     cs.push_back(dc);
+    // The default's tiles with the splits merged in their cluster, at the shortest and the longest
+    // split that makes one (sm_90).
+    std::vector<Config> clustered;
+    for (int chunk : {64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384}) {
+      Config cc = dc;
+      cc.set("CHUNK", chunk);
+      cc.set("CLUSTER", 1);
+      if (f.valid(cc, p, *d)) clustered.push_back(cc);
+    }
+    if (!clustered.empty()) cs.push_back(clustered.front());
+    if (clustered.size() > 1) cs.push_back(clustered.back());
     for (const Config& c : cs) {
       const VerifyResult v = check_config(*runner, compiler, *d, f, c, p, ++seed);
       EXPECT_TRUE(v.pass) << c.to_json() << " " << p.key() << ": " << v.summary();
@@ -247,7 +277,8 @@ TEST(AttentionGpu, DecodeFamilyPassesOverDecodeShapesAndPlantedKernelsAreRejecte
   std::set<std::string> clean_checked; // (problem, config) pairs the unplanted kernel passed
   for (const DecodePlanted& fault : kDecodeFaults) {
     const Problem p = Problem::parse("attention", fault.shape, fault.layout, DType::bf16);
-    const Config fc = decode_config(fault.chunk, 16, 4, 16, 3);
+    if (fault.cluster && d->arch_number() < 90) continue;
+    const Config fc = decode_config(fault.chunk, 16, 4, 16, 3, fault.cluster);
     ASSERT_TRUE(f.valid(fc, p, *d)) << fault.name;
     if (clean_checked.insert(p.key() + " " + fc.to_json()).second) {
       const VerifyResult clean = check_config(*runner, compiler, *d, f, fc, p, 98);
@@ -261,7 +292,8 @@ TEST(AttentionGpu, DecodeFamilyPassesOverDecodeShapesAndPlantedKernelsAreRejecte
 
 // One attention_decode config that takes every path (two splits and the combine step, four warps
 // merged, a partial last tile, causal over two queries of two packed heads) on a shape small enough
-// for compute-sanitizer's memcheck and racecheck to run it in seconds.
+// for compute-sanitizer's memcheck and racecheck to run it in seconds; on sm_90 the same with the
+// two splits merged in their cluster.
 TEST(AttentionGpu, DecodeSplitsAndMergesOnATinyShape) {
   std::string why;
   const DeviceInfo* d = ktune::testing::first_gpu(&why);
@@ -271,14 +303,17 @@ TEST(AttentionGpu, DecodeSplitsAndMergesOnATinyShape) {
   auto runner = make_op_runner("attention", compiler, *d);
   const Family f = find_family("attention_decode");
   const Problem p = Problem::parse("attention", "1x4x2x2x300x64", "causal", DType::bf16);
-  const Config c = decode_config(256, 16, 4, 16, 2);
-  ASSERT_TRUE(f.valid(c, p, *d));
-  const LaunchPlan plan = f.launch_plan(c, p);
-  ASSERT_EQ(plan.steps.size(), 2u);
-  const auto k = compiler.compile(compile_request(f, c, p, d->arch));
-  Module m(k->cubin, k->lowered_names, "attention_decode");
-  const VerifyResult v = check(*runner, p, m, plan, 7);
-  EXPECT_TRUE(v.pass) << v.summary();
+  for (int cluster : {0, 1}) { // the combine step, or (sm_90) the merge in the splits' cluster
+    if (cluster && d->arch_number() < 90) continue;
+    const Config c = decode_config(256, 16, 4, 16, 2, cluster);
+    ASSERT_TRUE(f.valid(c, p, *d));
+    const LaunchPlan plan = f.launch_plan(c, p);
+    ASSERT_EQ(plan.steps.size(), cluster ? 1u : 2u);
+    const auto k = compiler.compile(compile_request(f, c, p, d->arch));
+    Module m(k->cubin, k->lowered_names, "attention_decode");
+    const VerifyResult v = check(*runner, p, m, plan, 7);
+    EXPECT_TRUE(v.pass) << c.to_json() << ": " << v.summary();
+  }
 }
 
 namespace {
@@ -329,6 +364,9 @@ TEST(AttentionGpu, PagedDecodePassesOverPageSizesAndPlantedKernelsAreRejected) {
     const Problem p = Problem::parse("attention_paged", shape, layout, t);
     std::vector<Config> cs = f.sample(p, *d, 2, ++seed);
     cs.push_back(f.default_config(p, *d));
+    Config cc = cs.back(); // the default's splits merged in their cluster, where it splits (sm_90)
+    cc.set("CLUSTER", 1);
+    if (f.valid(cc, p, *d)) cs.push_back(cc);
     for (const Config& c : cs) {
       ASSERT_TRUE(f.valid(c, p, *d)) << c.to_json();
       const VerifyResult v = check_config(*runner, compiler, *d, f, c, p, ++seed);

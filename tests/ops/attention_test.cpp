@@ -171,9 +171,66 @@ TEST(Attention, DecodeFamilySplitsByRuleAndDeclaresItsWorkspace) {
         EXPECT_LE(pl.steps[0].dynamic_smem, unsigned(d.max_smem_per_block_optin)) << x.to_json();
         EXPECT_LE(pl.steps[0].grid[0], 128u) << x.to_json();
         EXPECT_LE(pl.workspace_bytes, size_t(1) << 30) << x.to_json();
-        EXPECT_EQ(pl.steps.size(), x["CHUNK"] ? 2u : 1u) << x.to_json();
+        EXPECT_EQ(pl.steps.size(), x["CHUNK"] && !x["CLUSTER"] ? 2u : 1u) << x.to_json();
+        if (x["CLUSTER"]) EXPECT_EQ(pl.workspace_bytes, 0u) << x.to_json();
       }
     }
+}
+
+// CLUSTER 1: the splits of a row block as one thread block cluster (the _cl entry point, its
+// cluster size the split count compiled in), merged in shared memory: one launch, no workspace, the
+// block's (max, sum) a row more shared memory; only on sm_90, only for 2 to 16 splits; configs
+// recorded before the parameter upgrade to the combine step.
+TEST(Attention, DecodeSplitsMergeInTheirClusterOnSm90) {
+  const DeviceInfo d = DeviceInfo::nominal("sm_90");
+  const Family f = find_family("attention_decode");
+  const Problem p = Problem::parse("attention", "1x32x8x1x1024x128", "causal", DType::bf16);
+  Config c;
+  c.set("CHUNK", 64), c.set("ROWS", 16), c.set("WARPS", 4), c.set("BN", 16), c.set("STAGES", 3), c.set("CLUSTER", 1);
+  ASSERT_TRUE(f.valid(c, p, d)) << f.violations(c, p, d).front();
+  EXPECT_EQ(f.kernel_names(c, p), std::vector<std::string>{"attention_decode_cl<0,128,16,4,16,3,64,1,0,16>"});
+  const LaunchPlan plan = f.launch_plan(c, p);
+  ASSERT_EQ(plan.steps.size(), 1u);
+  EXPECT_EQ(plan.steps[0].grid[0], 16u);
+  EXPECT_EQ(plan.workspace_bytes, 0u);
+  Config combine = c;
+  combine.set("CLUSTER", 0);
+  EXPECT_EQ(f.launch_plan(combine, p).steps.size(), 2u);
+  EXPECT_EQ(plan.steps[0].dynamic_smem, f.launch_plan(combine, p).steps[0].dynamic_smem + 16 * 8);
+  // 32 splits, one split, no split, an older GPU: no cluster.
+  const Problem longer = Problem::parse("attention", "1x32x8x1x2048x128", "causal", DType::bf16);
+  EXPECT_FALSE(f.valid(c, longer, d));
+  c.set("CHUNK", 128);
+  EXPECT_TRUE(f.valid(c, longer, d)); // 16 splits
+  c.set("CHUNK", 0);
+  EXPECT_FALSE(f.valid(c, p, d));
+  c.set("CHUNK", 2048);
+  EXPECT_FALSE(f.valid(c, longer, d));
+  c.set("CHUNK", 512);
+  EXPECT_TRUE(f.valid(c, p, d)); // 2 splits
+  EXPECT_FALSE(f.valid(c, p, DeviceInfo::nominal("sm_80")));
+  // The paged family's entry point likewise.
+  const Family paged = find_family("attention_decode_paged");
+  const Problem pp = Problem::parse("attention_paged", "1x32x8x1x1024x128x256x4", "causal", DType::bf16);
+  ASSERT_TRUE(paged.valid(c, pp, d));
+  EXPECT_EQ(paged.kernel_names(c, pp), std::vector<std::string>{"attention_decode_paged_cl<0,128,16,4,16,3,512,1,1,0,2>"});
+  // A config recorded before CLUSTER: the combine step.
+  Config old;
+  old.set("CHUNK", 64), old.set("ROWS", 16), old.set("WARPS", 4), old.set("BN", 16), old.set("STAGES", 3);
+  EXPECT_EQ(f.upgraded(old)["CLUSTER"], 0);
+  EXPECT_TRUE(f.valid(f.upgraded(old), p, d));
+  // Both entry points compile for sm_90 at 2, 8 and 16 splits, head dims 64, 96 (padded) and 256.
+  std::vector<std::pair<Config, Problem>> cases;
+  for (const auto& [shape, chunk] : std::vector<std::pair<const char*, int>>{
+           {"1x32x8x1x1024x64", 512}, {"2x32x32x1x1024x96", 128}, {"1x16x8x1x4096x256", 256}}) {
+    const Problem q = Problem::parse("attention", shape, "causal", DType::f16);
+    Config x = f.default_config(q, d);
+    x.set("CHUNK", chunk), x.set("CLUSTER", 1);
+    ASSERT_TRUE(f.valid(x, q, d)) << shape << " " << f.violations(x, q, d).front();
+    cases.emplace_back(x, q);
+  }
+  ktune::testing::compile_all(f, cases, "sm_90");
+  ktune::testing::compile_all(paged, std::vector<std::pair<Config, Problem>>{{c, pp}}, "sm_90");
 }
 
 // attention_paged: a paged KV cache; its one family is attention_decode over the block table.
