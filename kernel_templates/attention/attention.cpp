@@ -377,7 +377,7 @@ int64_t decode_workspace(const Config& c, const Problem& p) {
 int64_t decode_smem(const Config& c, const Problem& p) {
   const int64_t d = padded_head_dim(p);
   const int64_t ring = int64_t(c["WARPS"]) * c["STAGES"] * 2 * c["BN"] * d * 2, merge = int64_t(c["ROWS"]) * (d + 8) * 4;
-  return c["ROWS"] * d * 2 + std::max(ring, merge) + int64_t(c["WARPS"] + (c["CLUSTER"] ? 1 : 0)) * c["ROWS"] * 8;
+  return c["ROWS"] * d * 2 + std::max(ring, merge) + int64_t(c["WARPS"] + c["CLUSTER"]) * c["ROWS"] * 8;
 }
 
 // CLUSTER 1: the splits of a row block in one thread block cluster, 16 at most (a GPC's SMs hold
@@ -415,7 +415,7 @@ Family decode_family(bool paged) {
       .param("WARPS", {2, 4, 8}, "warps a block, each with its own keys")
       .param("BN", {16, 32, 64}, "keys a warp step")
       .param("STAGES", {2, 3, 4}, "K / V tiles in each warp's cp.async ring")
-      .param("CLUSTER", {0, 1, 2},
+      .param("CLUSTER", {0, 1},
              "1: the splits of a row block form a thread block cluster and merge in distributed shared memory "
              "(no workspace, no combine step; sm_90, 2 to 16 splits)");
   // Configs recorded before CLUSTER merged their splits in a combine step.
@@ -489,7 +489,6 @@ Family decode_family(bool paged) {
     s.grid[2] = unsigned(p.dims[kBatch]);
     s.block[0] = unsigned(32 * c["WARPS"]);
     s.dynamic_smem = unsigned(decode_smem(c, p));
-    s.balance_clusters = c["CLUSTER"] == 2;
     plan.steps.push_back(s);
     if (splits > 1 && !c["CLUSTER"]) { // the splits merged (a programmatic dependent: it waits for them)
       LaunchStep m;
