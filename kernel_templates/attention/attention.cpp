@@ -523,6 +523,10 @@ Family decode_family(bool paged) {
   //   double each step's MMA work); head_dim above 128, 4 warps of 16 keys two deep (the ring in
   //   shared memory).
   // - Depth: the same bytes in flight a warp whatever head_dim: 4 stages at 64, 3 at 128.
+  // - Merge (sm_90): 2 or 3 splits in their thread block cluster instead of the combine step, 1-4 %
+  //   faster at all 7 such shapes of 25 swept (docs/runs/2026-11-30-h200-decode-cluster.md); at 4 to
+  //   16 splits the rule's tiles (one or two blocks an SM) ran 0.65-0.71x as clusters, whose blocks
+  //   must share a GPC and left SMs idle.
   f.defaults([paged](const Problem& p, const DeviceInfo& d) {
     Config c;
     const int64_t hd = padded_head_dim(p);
@@ -558,6 +562,7 @@ Family decode_family(bool paged) {
       warps(4, 16, deep);
     else
       warps(4, 32, 3);
+    c.set("CLUSTER", d.arch_number() >= 90 && c["CHUNK"] && decode_splits(c, p) <= 3 ? 1 : 0);
     // Paged: tiles within a page where the page size allows (the kernel's faster way).
     if (paged && p.dims[kPageSize] % c["BN"] != 0)
       for (int bn : {32, 16})

@@ -139,26 +139,30 @@ TEST(Attention, DecodeFamilySplitsByRuleAndDeclaresItsWorkspace) {
   EXPECT_EQ(f.kernel_names(c, one)[1].substr(f.kernel_names(c, one)[1].size() - 3), ",0>"); // 128: PAD 0
   EXPECT_EQ(f.count(Problem::parse("attention", "1x32x32x1x4096x100", "causal", DType::bf16), d), 0u);
   // The rule's branches at rows of its sweeps (docs/runs/2026-11-29-decode-rule.md), on the nominal
-  // sm_90 (132 SMs, as the H200 it was fit on): CHUNK, ROWS, WARPS, BN, STAGES.
+  // sm_90 (132 SMs, as the H200 it was fit on): CHUNK, ROWS, WARPS, BN, STAGES, CLUSTER.
   ASSERT_EQ(d.sm_count, 132);
   const std::vector<std::pair<const char*, std::vector<int>>> fit = {
-      {"16x32x8x1x4096x128", {0, 16, 4, 16, 3}},     // 128 blocks: no split, a block alone on its SM
-      {"128x32x8x1x1024x128", {0, 16, 2, 16, 3}},    // blocks for every SM: 2 warps
-      {"16x48x1x1x8192x128", {2048, 32, 8, 16, 3}},  // MQA, 48 packed rows
-      {"32x12x12x1x1024x64", {0, 16, 2, 16, 4}},     // head_dim 64: four deep
-      {"8x16x8x1x8192x256", {4096, 16, 4, 16, 2}},   // head_dim 256
-      {"1x32x8x1x32768x128", {2048, 16, 4, 32, 3}},  // 8 blocks, 16 splits
-      {"1x32x8x1x1024x128", {64, 16, 4, 32, 3}},     // 8 blocks, 16 splits of 64 keys
-      {"48x12x2x1x2048x128", {0, 16, 4, 16, 3}},     // 96 blocks: 2/3 of the SMs, no split
-      {"6x40x10x1x6000x128", {2048, 16, 2, 16, 3}},  // 60 blocks: 3 even splits (not 4096 + 1904), 180 blocks
-      {"4x32x8x1x4096x128", {1024, 16, 4, 32, 3}}};  // 32 blocks, 4 splits: 128 blocks, alone on their SMs
+      {"16x32x8x1x4096x128", {0, 16, 4, 16, 3, 0}},     // 128 blocks: no split, a block alone on its SM
+      {"128x32x8x1x1024x128", {0, 16, 2, 16, 3, 0}},    // blocks for every SM: 2 warps
+      {"16x48x1x1x8192x128", {2048, 32, 8, 16, 3, 0}},  // MQA, 48 packed rows; 4 splits: a combine step
+      {"32x12x12x1x1024x64", {0, 16, 2, 16, 4, 0}},     // head_dim 64: four deep
+      {"8x16x8x1x8192x256", {4096, 16, 4, 16, 2, 1}},   // head_dim 256; 2 splits merged in their cluster
+      {"1x32x8x1x32768x128", {2048, 16, 4, 32, 3, 0}},  // 8 blocks, 16 splits
+      {"1x32x8x1x1024x128", {64, 16, 4, 32, 3, 0}},     // 8 blocks, 16 splits of 64 keys
+      {"48x12x2x1x2048x128", {0, 16, 4, 16, 3, 0}},     // 96 blocks: 2/3 of the SMs, no split
+      {"6x40x10x1x6000x128", {2048, 16, 2, 16, 3, 1}},  // 60 blocks: 3 even splits (not 4096 + 1904), 180 blocks
+      {"4x32x8x1x4096x128", {1024, 16, 4, 32, 3, 0}}};  // 32 blocks, 4 splits: 128 blocks, alone on their SMs
   for (const auto& [shape, want] : fit) {
     const Problem p = Problem::parse("attention", shape, "causal", DType::bf16);
     const Config dc = f.default_config(p, d);
     EXPECT_TRUE(f.valid(dc, p, d)) << shape << " " << dc.to_json();
-    EXPECT_EQ((std::vector<int>{dc["CHUNK"], dc["ROWS"], dc["WARPS"], dc["BN"], dc["STAGES"]}), want)
+    EXPECT_EQ((std::vector<int>{dc["CHUNK"], dc["ROWS"], dc["WARPS"], dc["BN"], dc["STAGES"], dc["CLUSTER"]}), want)
         << shape << " " << dc.to_json();
   }
+  // Before sm_90 no cluster: the combine step merges 2 splits.
+  const Config ampere = f.default_config(Problem::parse("attention", "8x16x8x1x8192x256", "causal", DType::bf16),
+                                         DeviceInfo::nominal("sm_80"));
+  EXPECT_EQ(ampere["CLUSTER"], 0);
   // Defaults valid wherever the family serves at all; every sampled plan fits the device.
   for (const char* shape : {"1x32x8x1x1000x64", "4x8x8x3x300x192", "1x1x1x1x17x256", "8x64x1x64x70000x128",
                             "1x16x16x1x131072x128", "32x32x8x2x65536x128"})
