@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <random>
 
 #include "attention/attention_varlen.h"
 #include "core/embedded.h"
@@ -73,9 +74,10 @@ class AttentionRunner : public OpRunner {
   // two), every pointer at the least-aligned offset of p's class, and every stride of q, k, v and
   // o one alignment step past packed (a kernel that assumes packed rows shows); attention_varlen's
   // sequences ragged, one of them empty (as timed: all of even length); attention_paged's lengths
-  // drawn from 0 to the capacity (as timed: every sequence full, as a contiguous cache of the
-  // shape is timed, so that a paged trial compares with its contiguous twin and does not hang on
-  // one draw: at batch 1, a single random length).
+  // drawn from 0 to the capacity and its pages shared between sequences (as timed: every sequence
+  // full and no page twice, as a contiguous cache of the shape is timed, so that a paged trial
+  // compares with its contiguous twin and does not hang on one draw: at batch 1, a single random
+  // length).
   void prepare(const Problem& p, uint64_t seed, Conditions c) override {
     if (c == Conditions::as_timed) return prepare_at(p, seed, 0, false);
     Problem q = p;
@@ -197,6 +199,9 @@ class AttentionRunner : public OpRunner {
         host_filled_[i] = varlen_cu_seqlens(p.dims[keys ? 7 : 6], p.dims[0], p.dims[keys ? 4 : 3], ragged ? b.seed | 1 : 0,
                                             keys ? p.dims[0] - 1 : 1);
         check_cu(driver().cuMemcpyHtoD(data, host_filled_[i].data(), b.bytes), "cuMemcpyHtoD", "filling " + what);
+      } else if (paged() && !ragged && info.operands[i].name == "block_table") {
+        host_filled_[i] = distinct_pages(size_t(operand_elements(p, i)), p.dims[7], b.seed);
+        check_cu(driver().cuMemcpyHtoD(data, host_filled_[i].data(), b.bytes), "cuMemcpyHtoD", "filling " + what);
       } else {
         fill(i, 0, nullptr);
       }
@@ -204,7 +209,21 @@ class AttentionRunner : public OpRunner {
     check_cu(driver().cuCtxSynchronize(), "cuCtxSynchronize", "after filling the inputs of " + p.key());
   }
 
-  // Elements of the inputs filled from the host (varlen's cumulative lengths) that the kernel changed.
+  // attention_paged's block table as timed: `entries` pages of the `pages` in the cache in a random
+  // order, no page twice while the cache has enough (a cache some time into serving). Drawn with
+  // repeats, as the served conditions are, a table of 16 entries over 16 pages names about 10
+  // distinct ones, and the trial reads a third of its keys from L2.
+  static std::vector<int32_t> distinct_pages(size_t entries, int64_t pages, uint64_t seed) {
+    std::vector<int32_t> perm(size_t(std::max<int64_t>(pages, 1)));
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), std::mt19937_64(seed));
+    std::vector<int32_t> table(entries);
+    for (size_t j = 0; j < entries; ++j) table[j] = perm[j % perm.size()];
+    return table;
+  }
+
+  // Elements of the inputs filled from the host (varlen's cumulative lengths, paged's block table
+  // as timed) that the kernel changed.
   uint64_t host_filled_changes(const std::string& what) {
     uint64_t changed = 0;
     for (size_t i = 0; i < host_filled_.size(); ++i) {
