@@ -10,7 +10,9 @@
 //   its row sum (log2 units) to the workspace, and attention_decode_combine merges the splits:
 //   O = sum_s 2^(m_s - M) O_s / sum_s 2^(m_s - M) l_s, lse = M + log2 sum_s 2^(m_s - M) l_s (the
 //   same rescale the online softmax makes a tile, made once more). With one split the block
-//   writes O and the log-sum-exp itself and there is no combine step.
+//   writes O and the log-sum-exp itself and there is no combine step. On sm_90 the splits of a
+//   row block may instead form one thread block cluster (the _cl entry points) and merge the same
+//   way from each other's shared memory: no workspace, no second launch (cluster_merge below).
 // - Inside a block, the keys split again over its WARPS warps (tile t of BN keys goes to warp
 //   t % WARPS, so the warps read neighbouring memory): each warp keeps its own online softmax, its
 //   own STAGES-deep cp.async ring and needs no block barrier in its loop; the warps' results are

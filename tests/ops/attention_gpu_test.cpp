@@ -192,6 +192,12 @@ struct DecodePlanted : Planted {
   int chunk = 256;
   int cluster = 0; // 1: the splits merged in their cluster (sm_90)
 };
+// A fault of the cluster's merge, at the default problem and split.
+DecodePlanted in_cluster(const Planted& p) {
+  DecodePlanted d{p};
+  d.cluster = 1;
+  return d;
+}
 const DecodePlanted kDecodeFaults[] = {
     {{"the splits merged without their max", "const float e = tid < nsplit ? exp2_approx(ml.x - m_use) : 0.f;",
       "const float e = tid < nsplit ? 1.f : 0.f;"}},
@@ -211,21 +217,16 @@ const DecodePlanted kDecodeFaults[] = {
      "full"},
     // CLUSTER 1: the merge in the cluster's shared memory (12 packed rows x 32 groups of 4 columns,
     // more than one block's 128 threads).
-    {{"the cluster's splits merged without their max", "const float w = exp2_approx(ml[s].x - m_use);",
-      "const float w = 1.f;"},
-     "causal", "1x16x4x3x1000x128", 256, 1},
-    {{"the cluster's last split left out of the merge", "    for (int s = 0; s < CL; ++s) {\n      const float w",
-      "    for (int s = 0; s < CL - 1; ++s) {\n      const float w"},
-     "causal", "1x16x4x3x1000x128", 256, 1},
-    {{"every split's (max, sum) read from the merging block", "cluster::load_v2(cluster::remote(block_ml + lr, s))",
-      "cluster::load_v2(cluster::remote(block_ml + lr, rank))"},
-     "causal", "1x16x4x3x1000x128", 256, 1},
-    {{"every block of the cluster merges the first block's share", "int item = int(rank) * THREADS + tid;",
-      "int item = tid;"},
-     "causal", "1x16x4x3x1000x128", 256, 1},
-    {{"the cluster's lse without the sum", "lse[(b * H + h) * SQ + i] = l > 0.f ? (m_use + log2_approx(l))",
-      "lse[(b * H + h) * SQ + i] = l > 0.f ? (m_use)"},
-     "causal", "1x16x4x3x1000x128", 256, 1},
+    in_cluster({"the cluster's splits merged without their max", "const float w = exp2_approx(ml[s].x - m_use);",
+                "const float w = 1.f;"}),
+    in_cluster({"the cluster's last split left out of the merge", "    for (int s = 0; s < CL; ++s) {\n      const float w",
+                "    for (int s = 0; s < CL - 1; ++s) {\n      const float w"}),
+    in_cluster({"every split's (max, sum) read from the merging block",
+                "cluster::load_v2(cluster::remote(block_ml + lr, s))", "cluster::load_v2(cluster::remote(block_ml + lr, rank))"}),
+    in_cluster({"every block of the cluster merges the first block's share", "int item = int(rank) * THREADS + tid;",
+                "int item = tid;"}),
+    in_cluster({"the cluster's lse without the sum", "lse[(b * H + h) * SQ + i] = l > 0.f ? (m_use + log2_approx(l))",
+                "lse[(b * H + h) * SQ + i] = l > 0.f ? (m_use)"}),
 };
 
 } // namespace
