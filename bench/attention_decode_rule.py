@@ -53,7 +53,10 @@ def main():
             t = trials[key]
             best = min(t, key=t.get)
             if default not in t:
-                print("  %-26s default %s was not measured" % (shape, default))
+                # Trials recorded before the family gained a parameter cannot hold the rule's choice of it.
+                missing = sorted(set(json.loads(default)) - set().union(*(json.loads(c) for c in t)))
+                print("  %-26s default %s was not measured%s" % (
+                    shape, default, " (the trials were recorded before %s)" % ", ".join(missing) if missing else ""))
                 continue
             ratio = t[best] / t[default]
             ratios.append(ratio)

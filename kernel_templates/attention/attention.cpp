@@ -380,8 +380,8 @@ int64_t decode_smem(const Config& c, const Problem& p) {
   return c["ROWS"] * d * 2 + std::max(ring, merge) + int64_t(c["WARPS"] + c["CLUSTER"]) * c["ROWS"] * 8;
 }
 
-// CLUSTER 1: the splits of a row block in one thread block cluster, 16 at most (a GPC's SMs hold
-// 16 blocks of a decode config at one or two an SM; more than 8 is the non-portable size).
+// CLUSTER 1: the splits of a row block in one thread block cluster, 16 at most (the largest
+// cluster sm_90 launches; above 8 the non-portable size, runtime/module.cpp).
 constexpr int64_t kMaxClusterSplits = 16;
 
 constexpr int64_t kMaxDecodeSplits = 128;
