@@ -532,7 +532,6 @@ Family decode_family(bool paged) {
     const int64_t hd = padded_head_dim(p);
     c.set("ROWS", decode_rows(p) <= 16 || hd > 128 ? 16 : 32);
     c.set("CHUNK", 0);
-    c.set("CLUSTER", 0);
     const int64_t blocks = p.dims[kBatch] * decode_row_blocks(c, p);
     const int64_t want = std::max(1, 2 * d.sm_count / 3);
     if (blocks < want) {

@@ -49,6 +49,18 @@ __device__ __forceinline__ float2* partial_ml(float* ws, long long nsplit, long 
   return reinterpret_cast<float2*>(ws + nsplit * rows * d) + split * rows + row;
 }
 
+// Row r's (max, sum) over the block: its WARPS warps' pairs in sML merged, the sum rescaled to
+// the block's max (a row no warp saw a key of: (-inf, 0)).
+template <int WARPS, int ROWS>
+__device__ __forceinline__ float2 block_row_ml(const float* sML, int r) {
+  using namespace ktune_attn;
+  float m = -inf_f(), l = 0.f;
+  for (int w = 0; w < WARPS; ++w) m = fmaxf(m, sML[(w * ROWS + r) * 2]);
+  const float m_use = m == -inf_f() ? 0.f : m;
+  for (int w = 0; w < WARPS; ++w) l += sML[(w * ROWS + r) * 2 + 1] * exp2_approx(sML[(w * ROWS + r) * 2] - m_use);
+  return make_float2(m, l);
+}
+
 // CL > 1: the CL splits of a row block, one thread block cluster, merged as the combine step
 // merges them, but from each other's shared memory. Each block holds its split's O (rescaled to
 // its own row max, not normalised) in sO (ROWS rows of D + 8 floats) and its warps' (max, sum)
@@ -68,13 +80,7 @@ __device__ __forceinline__ void cluster_merge(const float* sO, float* sML, unsig
   static_assert(CL >= 2 && CL <= 16, "2 to 16 splits a cluster");
   const int tid = threadIdx.x;
   float2* block_ml = reinterpret_cast<float2*>(sML + WARPS * ROWS * 2); // this split's (m_s, l_s) a row
-  if (tid < ROWS) {
-    float m = -inf_f(), l = 0.f;
-    for (int w = 0; w < WARPS; ++w) m = fmaxf(m, sML[(w * ROWS + tid) * 2]);
-    const float m_use = m == -inf_f() ? 0.f : m;
-    for (int w = 0; w < WARPS; ++w) l += sML[(w * ROWS + tid) * 2 + 1] * exp2_approx(sML[(w * ROWS + tid) * 2] - m_use);
-    block_ml[tid] = make_float2(m, l);
-  }
+  if (tid < ROWS) block_ml[tid] = block_row_ml<WARPS, ROWS>(sML, tid);
   cluster::sync();
   const unsigned rank = cluster::rank();
   for (int item = int(rank) * THREADS + tid; item < ROWS * C4; item += CL * THREADS) {
@@ -452,13 +458,11 @@ __device__ __forceinline__ void attention_decode_body(
   }
   if (tid < ROWS && row0 + tid < R) {
     const long long row = row0 + tid, i = row / G, h = hk * G + row % G;
-    float m = -inf_f(), l = 0.f;
-    for (int w = 0; w < WARPS; ++w) m = fmaxf(m, sML[(w * ROWS + tid) * 2]);
-    const float m_use = m == -inf_f() ? 0.f : m;
-    for (int w = 0; w < WARPS; ++w) l += sML[(w * ROWS + tid) * 2 + 1] * exp2_approx(sML[(w * ROWS + tid) * 2] - m_use);
+    const float2 ml = block_row_ml<WARPS, ROWS>(sML, tid);
+    const float m_use = ml.x == -inf_f() ? 0.f : ml.x;
     const long long out_row = (b * H + h) * SQ + i;
-    if (nsplit == 1) lse[out_row] = l > 0.f ? (m_use + log2_approx(l)) * 0.6931471805599453f : inf_f();
-    else *partial_ml(ws, nsplit, split, rows, out_row, D) = make_float2(m, l);
+    if (nsplit == 1) lse[out_row] = ml.y > 0.f ? (m_use + log2_approx(ml.y)) * 0.6931471805599453f : inf_f();
+    else *partial_ml(ws, nsplit, split, rows, out_row, D) = ml;
   }
 }
 
@@ -502,6 +506,10 @@ template <int F16, int D, int ROWS, int WARPS, int BN, int STAGES, int CHUNK, in
 __global__ void __launch_bounds__(WARPS * 32) KTUNE_CLUSTER_DIMS(CL, 1, 1) attention_decode_paged_cl(KTUNE_DECODE_PAGED_ARGS) {
   KTUNE_DECODE_PAGED_CALL(CL);
 }
+#undef KTUNE_DECODE_ARGS
+#undef KTUNE_DECODE_PAGED_ARGS
+#undef KTUNE_DECODE_CALL
+#undef KTUNE_DECODE_PAGED_CALL
 
 // The splits' partials merged: a block of 4 warps a (b, h, i) row. Thread s reads split s's
 // (m_s, l_s) (at most 128 splits, the family's limit), the block reduces them to the row's max and
