@@ -20,7 +20,7 @@ from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from attention_vs_torch import is_causal, kv_bytes  # noqa: E402
+from attention_vs_torch import Timer, is_causal, kv_bytes  # noqa: E402
 
 import ktune  # noqa: E402
 
@@ -32,7 +32,7 @@ def main():
     ap.add_argument("--suite", default=os.path.join(os.path.dirname(__file__), "..", "configs", "suites", "attention.json"))
     a = ap.parse_args()
     rows = [r for r in json.load(open(a.suite))["problems"] if r["q_len"] <= 16]
-    flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
+    timer = Timer()  # its L2 flush (a read of 2 x L2) and GPU delay, as the bench times a call
     print("# %s; medians of %d calls, L2 cold" % (torch.cuda.get_device_name(0), CALLS))
     for r in rows:
         g = torch.Generator(device="cuda").manual_seed(1234)
@@ -46,8 +46,8 @@ def main():
         torch.cuda.synchronize()
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             for _ in range(CALLS):
-                flush.sum()
-                torch.cuda._sleep(500_000)
+                timer.flush.sum()
+                torch.cuda._sleep(timer.delay_cycles)
                 call()
             torch.cuda.synchronize()
         ev = sorted((e.time_range.start, e.time_range.end, e.name) for e in prof.events()
