@@ -61,7 +61,8 @@ class Timer:
         self.start = [torch.cuda.Event(enable_timing=True) for _ in range(REPS)]
         self.stop = [torch.cuda.Event(enable_timing=True) for _ in range(REPS)]
 
-    def median_ms(self, fn):
+    def median_ms(self, fn, warm=None):
+        """warm: called after each flush (e.g. reading the inputs a real step finds in L2)."""
         fn()
         fn()
         torch.cuda.synchronize()
@@ -70,6 +71,8 @@ class Timer:
             # the timed call, charging it traffic not its own (runtime/l2_flush.h, the C++ timer's
             # flush, reads too).
             self.flush.sum()
+            if warm is not None:
+                warm()
             if self.delay_cycles:
                 torch.cuda._sleep(self.delay_cycles)  # the GPU busy while the host makes the call
             self.start[i].record()
