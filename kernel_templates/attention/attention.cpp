@@ -417,13 +417,10 @@ Family decode_family(bool paged) {
       .param("STAGES", {2, 3, 4}, "K / V tiles in each warp's cp.async ring")
       .param("CLUSTER", {0, 1},
              "1: the splits of a row block form a thread block cluster and merge in distributed shared memory "
-             "(no workspace, no combine step; sm_90, 2 to 16 splits)")
-      .param("L2PF", {0, 1, 2}, "the K / V loads' L2 prefetch size: 0 none, 1 128 bytes, 2 256 bytes");
-  // Configs recorded before CLUSTER merged their splits in a combine step, and before L2PF loaded
-  // without a prefetch-size hint.
+             "(no workspace, no combine step; sm_90, 2 to 16 splits)");
+  // Configs recorded before CLUSTER merged their splits in a combine step.
   f.upgrade([](Config c) {
     if (!c.has("CLUSTER")) c.set("CLUSTER", 0);
-    if (!c.has("L2PF")) c.set("L2PF", 0);
     return c;
   });
   f.restrict("few query rows: q_len <= 64 (decode and speculative decoding)", {},
@@ -478,8 +475,7 @@ Family decode_family(bool paged) {
     std::vector<std::string> k{"attention_decode" + suffix + (c["CLUSTER"] ? "_cl" : "") + "<" + dt + "," + d + "," +
                                std::to_string(c["ROWS"]) + "," + std::to_string(c["WARPS"]) + "," +
                                std::to_string(c["BN"]) + "," + std::to_string(c["STAGES"]) + "," +
-                               std::to_string(c["CHUNK"]) + "," + (causal(p) ? "1" : "0") + way + pad + "," +
-                               std::to_string(c["L2PF"]) + cl + ">"};
+                               std::to_string(c["CHUNK"]) + "," + (causal(p) ? "1" : "0") + way + pad + cl + ">"};
     if (c["CHUNK"] && !c["CLUSTER"])
       k.push_back("attention_decode_combine" + suffix + "<" + dt + "," + d + "," + std::to_string(c["CHUNK"]) + pad + ">");
     return k;
@@ -566,7 +562,6 @@ Family decode_family(bool paged) {
     else
       warps(4, 32, 3);
     c.set("CLUSTER", d.arch_number() >= 90 && c["CHUNK"] && decode_splits(c, p) <= 3 ? 1 : 0);
-    c.set("L2PF", 0);
     // Paged: tiles within a page where the page size allows (the kernel's faster way).
     if (paged && p.dims[kPageSize] % c["BN"] != 0)
       for (int bn : {32, 16})

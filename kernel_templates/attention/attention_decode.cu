@@ -125,8 +125,7 @@ __device__ __forceinline__ void cluster_merge(const float* sO, float* sML, unsig
 // ways in one kernel the tile loop ran at 0.6x the contiguous kernel's speed (H200, same config).
 // CL > 1 (sm_90): the grid's CL splits of a row block are one thread block cluster, and merge
 // through distributed shared memory at the end (no workspace, no combine step).
-template <int F16, int D, int ROWS, int WARPS, int BN, int STAGES, int CHUNK, int CAUSAL, int PAGED, int PAD, int L2PF,
-          int CL>
+template <int F16, int D, int ROWS, int WARPS, int BN, int STAGES, int CHUNK, int CAUSAL, int PAGED, int PAD, int CL>
 __device__ __forceinline__ void attention_decode_body(
     const unsigned short* __restrict__ q, const unsigned short* __restrict__ k, const unsigned short* __restrict__ v,
     const int* __restrict__ bt, const int* __restrict__ lens, unsigned short* __restrict__ o, float* __restrict__ lse,
@@ -255,8 +254,8 @@ __device__ __forceinline__ void attention_decode_body(
           kp = k_tile + r * ks, vp = v_tile + r * vs;
         }
       }
-      cp_async16_l2<L2PF>(smem_u32(tK + swizzled<D>(r, ch)), kp + col(ch), ok && in_head(ch));
-      cp_async16_l2<L2PF>(smem_u32(tV + swizzled<D>(r, ch)), vp + col(ch), ok && in_head(ch));
+      cp_async16(smem_u32(tK + swizzled<D>(r, ch)), kp + col(ch), ok && in_head(ch));
+      cp_async16(smem_u32(tV + swizzled<D>(r, ch)), vp + col(ch), ok && in_head(ch));
     }
   };
 #pragma unroll
@@ -483,28 +482,27 @@ __device__ __forceinline__ void attention_decode_body(
       long long kh, long long vb, long long vs, long long vh, long long ob, long long os, long long oh,             \
       float scale_arg, float *__restrict__ ws
 #define KTUNE_DECODE_CALL(CL)                                                                                      \
-  attention_decode_body<F16, D, ROWS, WARPS, BN, STAGES, CHUNK, CAUSAL, 0, PAD, L2PF, CL>(                        \
+  attention_decode_body<F16, D, ROWS, WARPS, BN, STAGES, CHUNK, CAUSAL, 0, PAD, CL>(                              \
       q, k, v, nullptr, nullptr, o, lse, B, H, HKV, SQ, SKV, DR, 0, 0, qb, qs, qh, kb, ks, kh, vb, vs, vh, ob, os,  \
       oh, scale_arg, ws)
 #define KTUNE_DECODE_PAGED_CALL(CL)                                                                                \
-  attention_decode_body<F16, D, ROWS, WARPS, BN, STAGES, CHUNK, CAUSAL, PAGED, PAD, L2PF, CL>(                    \
+  attention_decode_body<F16, D, ROWS, WARPS, BN, STAGES, CHUNK, CAUSAL, PAGED, PAD, CL>(                          \
       q, k, v, bt, lens, o, lse, B, H, HKV, SQ, SKV, DR, PAGE, SKV / PAGE, qb, qs, qh, kb, ks, kh, vb, vs, vh, ob,  \
       os, oh, scale_arg, ws)
 
-template <int F16, int D, int ROWS, int WARPS, int BN, int STAGES, int CHUNK, int CAUSAL, int PAD, int L2PF>
+template <int F16, int D, int ROWS, int WARPS, int BN, int STAGES, int CHUNK, int CAUSAL, int PAD>
 __global__ void __launch_bounds__(WARPS * 32) attention_decode(KTUNE_DECODE_ARGS) {
   KTUNE_DECODE_CALL(1);
 }
-template <int F16, int D, int ROWS, int WARPS, int BN, int STAGES, int CHUNK, int CAUSAL, int PAD, int L2PF, int CL>
+template <int F16, int D, int ROWS, int WARPS, int BN, int STAGES, int CHUNK, int CAUSAL, int PAD, int CL>
 __global__ void __launch_bounds__(WARPS * 32) KTUNE_CLUSTER_DIMS(CL, 1, 1) attention_decode_cl(KTUNE_DECODE_ARGS) {
   KTUNE_DECODE_CALL(CL);
 }
-template <int F16, int D, int ROWS, int WARPS, int BN, int STAGES, int CHUNK, int CAUSAL, int PAGED, int PAD, int L2PF>
+template <int F16, int D, int ROWS, int WARPS, int BN, int STAGES, int CHUNK, int CAUSAL, int PAGED, int PAD>
 __global__ void __launch_bounds__(WARPS * 32) attention_decode_paged(KTUNE_DECODE_PAGED_ARGS) {
   KTUNE_DECODE_PAGED_CALL(1);
 }
-template <int F16, int D, int ROWS, int WARPS, int BN, int STAGES, int CHUNK, int CAUSAL, int PAGED, int PAD, int L2PF,
-          int CL>
+template <int F16, int D, int ROWS, int WARPS, int BN, int STAGES, int CHUNK, int CAUSAL, int PAGED, int PAD, int CL>
 __global__ void __launch_bounds__(WARPS * 32) KTUNE_CLUSTER_DIMS(CL, 1, 1) attention_decode_paged_cl(KTUNE_DECODE_PAGED_ARGS) {
   KTUNE_DECODE_PAGED_CALL(CL);
 }

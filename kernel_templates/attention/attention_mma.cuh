@@ -18,18 +18,6 @@ __device__ __forceinline__ unsigned smem_u32(const void* p) { return static_cast
 __device__ __forceinline__ void cp_async16(unsigned dst, const void* src, bool valid) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
 }
-// The same with cp.async's L2 prefetch-size hint: PF 1 asks the L2 for the 128-byte line around
-// the 16 bytes, PF 2 for the 256-byte one (a stream read once, as decode's K / V, may keep the
-// DRAM busier in larger requests); PF 0 is cp_async16.
-template <int PF>
-__device__ __forceinline__ void cp_async16_l2(unsigned dst, const void* src, bool valid) {
-  if constexpr (PF == 2)
-    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
-  else if constexpr (PF == 1)
-    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
-  else
-    cp_async16(dst, src, valid);
-}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int PENDING>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING)); }

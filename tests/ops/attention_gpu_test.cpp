@@ -71,7 +71,6 @@ Config decode_config(int chunk, int rows, int warps, int bn, int stages, int clu
   c.set("BN", bn);
   c.set("STAGES", stages);
   c.set("CLUSTER", cluster);
-  c.set("L2PF", 0);
   return c;
 }
 

@@ -133,7 +133,7 @@ TEST(Attention, DecodeFamilySplitsByRuleAndDeclaresItsWorkspace) {
   ASSERT_EQ(names.size(), 2u);
   EXPECT_NE(names[0].find("<0,128,"), std::string::npos) << names[0];
   EXPECT_EQ(names[0], "attention_decode<0,128,16," + std::to_string(pc["WARPS"]) + "," + std::to_string(pc["BN"]) + "," +
-                          std::to_string(pc["STAGES"]) + "," + std::to_string(pc["CHUNK"]) + ",1,1,0>"); // causal, PAD, L2PF
+                          std::to_string(pc["STAGES"]) + "," + std::to_string(pc["CHUNK"]) + ",1,1>"); // causal, PAD
   EXPECT_EQ(names[1], "attention_decode_combine<0,128," + std::to_string(pc["CHUNK"]) + ",1>");
   EXPECT_EQ(f.launch_plan(pc, phi).workspace_bytes, size_t((4096 + pc["CHUNK"] - 1) / pc["CHUNK"] * 32 * (128 + 2) * 4));
   EXPECT_EQ(f.kernel_names(c, one)[1].substr(f.kernel_names(c, one)[1].size() - 3), ",0>"); // 128: PAD 0
@@ -193,9 +193,8 @@ TEST(Attention, DecodeSplitsMergeInTheirClusterOnSm90) {
   const Problem p = Problem::parse("attention", "1x32x8x1x1024x128", "causal", DType::bf16);
   Config c;
   c.set("CHUNK", 64), c.set("ROWS", 16), c.set("WARPS", 4), c.set("BN", 16), c.set("STAGES", 3), c.set("CLUSTER", 1);
-  c.set("L2PF", 0);
   ASSERT_TRUE(f.valid(c, p, d)) << f.violations(c, p, d).front();
-  EXPECT_EQ(f.kernel_names(c, p), std::vector<std::string>{"attention_decode_cl<0,128,16,4,16,3,64,1,0,0,16>"});
+  EXPECT_EQ(f.kernel_names(c, p), std::vector<std::string>{"attention_decode_cl<0,128,16,4,16,3,64,1,0,16>"});
   const LaunchPlan plan = f.launch_plan(c, p);
   ASSERT_EQ(plan.steps.size(), 1u);
   EXPECT_EQ(plan.steps[0].grid[0], 16u);
@@ -220,7 +219,7 @@ TEST(Attention, DecodeSplitsMergeInTheirClusterOnSm90) {
   const Family paged = find_family("attention_decode_paged");
   const Problem pp = Problem::parse("attention_paged", "1x32x8x1x1024x128x256x4", "causal", DType::bf16);
   ASSERT_TRUE(paged.valid(c, pp, d));
-  EXPECT_EQ(paged.kernel_names(c, pp), std::vector<std::string>{"attention_decode_paged_cl<0,128,16,4,16,3,512,1,1,0,0,2>"});
+  EXPECT_EQ(paged.kernel_names(c, pp), std::vector<std::string>{"attention_decode_paged_cl<0,128,16,4,16,3,512,1,1,0,2>"});
   // A config recorded before CLUSTER: the combine step.
   Config old;
   old.set("CHUNK", 64), old.set("ROWS", 16), old.set("WARPS", 4), old.set("BN", 16), old.set("STAGES", 3);

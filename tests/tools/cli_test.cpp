@@ -250,7 +250,7 @@ TEST(Cli, SpaceDefaultPrintsTheFamilysDefaultConfig) {
   const CliRun r = run_ktune("space --family attention_decode --problem 48x12x2x1x2048x128 --dtype bf16 --layout causal "
                              "--arch sm_90 --default");
   ASSERT_EQ(r.status, 0) << r.out;
-  EXPECT_EQ(r.out, "{\"CHUNK\":0,\"ROWS\":16,\"WARPS\":4,\"BN\":16,\"STAGES\":3,\"CLUSTER\":0,\"L2PF\":0}\n");
+  EXPECT_EQ(r.out, "{\"CHUNK\":0,\"ROWS\":16,\"WARPS\":4,\"BN\":16,\"STAGES\":3,\"CLUSTER\":0}\n");
   const CliRun summary = run_ktune("space --family attention_decode --problem 48x12x2x1x2048x128 --dtype bf16 "
                                    "--layout causal --arch sm_90");
   ASSERT_EQ(summary.status, 0) << summary.out;
