@@ -384,6 +384,12 @@ int64_t decode_smem(const Config& c, const Problem& p) {
 // cluster sm_90 launches; above 8 the non-portable size, runtime/module.cpp).
 constexpr int64_t kMaxClusterSplits = 16;
 
+// The default rule's clusters: at most 8 splits, in a grid of at most 9 / 10 of the SMs' blocks
+// (an H100 / H200 places 15 clusters of 8 blocks at one block an SM: 120 of its 132 SMs; a grid
+// that does not fit waits for a second wave of clusters).
+constexpr int64_t kClusterRuleSplits = 8;
+bool clusters_fit_one_wave(int64_t blocks, const DeviceInfo& d) { return 10 * blocks <= 9 * int64_t(d.sm_count); }
+
 constexpr int64_t kMaxDecodeSplits = 128;
 constexpr int64_t kMaxDecodeWorkspace = int64_t(1) << 30;
 // The split lengths CHUNK takes besides 0 (no split), shortest first.
@@ -544,6 +550,18 @@ Family decode_family(bool paged) {
         if (decode_split_fits(c, p) && (best == 0 || chunk <= share)) best = chunk;
       }
       c.set("CHUNK", best);
+      // sm_90, a short sequence split more than a cluster of 8 takes: at most 8 splits of at most
+      // 256 keys where their grid fits one wave of clusters (below), merged in the cluster.
+      if (d.arch_number() >= 90 && decode_splits(c, p) > kClusterRuleSplits)
+        for (int chunk : kDecodeChunks) {
+          Config x = c;
+          x.set("CHUNK", chunk);
+          if (chunk > 256 || !decode_split_fits(x, p)) break;
+          if (decode_splits(x, p) <= kClusterRuleSplits && clusters_fit_one_wave(blocks * decode_splits(x, p), d)) {
+            c = x;
+            break;
+          }
+        }
     }
     const int deep = hd <= 64 ? 4 : hd <= 128 ? 3 : 2;
     auto warps = [&](int w, int bn, int stages) {
@@ -561,7 +579,11 @@ Family decode_family(bool paged) {
       warps(4, 16, deep);
     else
       warps(4, 32, 3);
-    c.set("CLUSTER", d.arch_number() >= 90 && c["CHUNK"] && decode_splits(c, p) <= 3 ? 1 : 0);
+    const int64_t splits = decode_splits(c, p);
+    c.set("CLUSTER", d.arch_number() >= 90 && c["CHUNK"] &&
+                             (splits <= 3 || (splits <= kClusterRuleSplits && clusters_fit_one_wave(blocks * splits, d)))
+                         ? 1
+                         : 0);
     // Paged: tiles within a page where the page size allows (the kernel's faster way).
     if (paged && p.dims[kPageSize] % c["BN"] != 0)
       for (int bn : {32, 16})
