@@ -530,9 +530,15 @@ Family decode_family(bool paged) {
   //   shared memory).
   // - Depth: the same bytes in flight a warp whatever head_dim: 4 stages at 64, 3 at 128.
   // - Merge (sm_90): 2 or 3 splits in their thread block cluster instead of the combine step, 1-4 %
-  //   faster at all 7 such shapes of 25 swept (docs/runs/2026-11-30-h200-decode-cluster.md); at 4 to
-  //   16 splits the rule's tiles (one or two blocks an SM) ran 0.65-0.71x as clusters, whose blocks
-  //   must share a GPC and left SMs idle.
+  //   faster at all 7 such shapes of 25 swept (docs/runs/2026-11-30-h200-decode-cluster.md); 4 to 8
+  //   splits too where the grid fits one wave of clusters of 8 (9/10 of the SMs' blocks). Where it
+  //   does not, the rule's tiles (one or two blocks an SM) ran 0.65-0.71x as clusters, whose blocks
+  //   must share a GPC and left SMs idle; where it does, clusters ran 1.00-1.15x the combine step
+  //   (median, config for config, 7 shapes). A short sequence (splits of at most 256 keys) is split
+  //   at most 8 ways where that grid fits such a wave: at 1 x 32/8 x 1024, 8 splits in a cluster ran
+  //   1.12x 16 with a combine step (the same tiles). Checked on 9 shapes no sweep had seen: 0.948x
+  //   the best config in geomean, min 0.830x (the rule before: 0.900x, 0.733x; docs/runs/
+  //   2026-11-30-h200-decode-rule-cluster.md).
   f.defaults([paged](const Problem& p, const DeviceInfo& d) {
     Config c;
     const int64_t hd = padded_head_dim(p);

@@ -148,7 +148,10 @@ TEST(Attention, DecodeFamilySplitsByRuleAndDeclaresItsWorkspace) {
       {"32x12x12x1x1024x64", {0, 16, 2, 16, 4, 0}},     // head_dim 64: four deep
       {"8x16x8x1x8192x256", {4096, 16, 4, 16, 2, 1}},   // head_dim 256; 2 splits merged in their cluster
       {"1x32x8x1x32768x128", {2048, 16, 4, 32, 3, 0}},  // 8 blocks, 16 splits
-      {"1x32x8x1x1024x128", {64, 16, 4, 32, 3, 0}},     // 8 blocks, 16 splits of 64 keys
+      {"1x32x8x1x1024x128", {128, 16, 4, 32, 3, 1}},    // 8 blocks: 8 splits of 128 (not 16 of 64), a cluster
+      {"2x32x8x1x1024x128", {128, 16, 4, 32, 3, 0}},    // 8 splits, 128 blocks: more than a wave of clusters
+      {"8x71x1x1x2048x64", {512, 32, 8, 16, 4, 1}},     // MQA, 71 rows in 3 blocks of 32; 4 splits, 96 blocks: a cluster
+      {"1x32x8x1x4096x64", {256, 16, 4, 32, 3, 0}},     // 16 splits of 256: no cap above 256 keys a split
       {"48x12x2x1x2048x128", {0, 16, 4, 16, 3, 0}},     // 96 blocks: 2/3 of the SMs, no split
       {"6x40x10x1x6000x128", {2048, 16, 2, 16, 3, 1}},  // 60 blocks: 3 even splits (not 4096 + 1904), 180 blocks
       {"4x32x8x1x4096x128", {1024, 16, 4, 32, 3, 0}}};  // 32 blocks, 4 splits: 128 blocks, alone on their SMs
