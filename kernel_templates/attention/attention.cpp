@@ -534,7 +534,7 @@ Family decode_family(bool paged) {
   //   splits too where the grid fits one wave of clusters of 8 (9/10 of the SMs' blocks). Where it
   //   does not, the rule's tiles (one or two blocks an SM) ran 0.65-0.71x as clusters, whose blocks
   //   must share a GPC and left SMs idle; where it does, clusters ran 1.00-1.15x the combine step
-  //   (median, config for config, 7 shapes). A short sequence (splits of at most 256 keys) is split
+  //   (median, config for config, 6 shapes). A short sequence (splits of at most 256 keys) is split
   //   at most 8 ways where that grid fits such a wave: at 1 x 32/8 x 1024, 8 splits in a cluster ran
   //   1.12x 16 with a combine step (the same tiles). Checked on 9 shapes no sweep had seen: 0.948x
   //   the best config in geomean, min 0.830x (the rule before: 0.900x, 0.733x; docs/runs/
