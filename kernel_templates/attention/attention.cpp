@@ -402,6 +402,41 @@ bool decode_split_fits(const Config& c, const Problem& p) {
          decode_workspace(c, p) <= kMaxDecodeWorkspace;
 }
 
+// The default rule's branch for a small cache over many row blocks (sm_90): K and V of at most
+// kSmallCacheBytes, where a call is bound by its blocks' latency rather than the read, and more row
+// blocks than 8-way clusters of whole-SM blocks place in one wave (MQA and GQA groups of many heads,
+// speculative decoding, batches of a few sequences). There the fastest configs of every such shape
+// measured (7) took 16-row blocks, 8-way or fewer clusters and small tiles, several blocks an SM:
+// 2 warps of 16-key steps 3 deep (32-key steps 4 deep at head_dim 64), the most splits of 8, 4, 2
+// (at least 128 keys each) whose grid fits one wave of clusters at that occupancy (docs/runs/
+// 2026-11-30-h200-decode-rule-cluster.md section 6). False where it does not apply.
+constexpr int64_t kSmallCacheBytes = int64_t(16) << 20;
+bool small_cache_defaults(Config& c, const Problem& p, const DeviceInfo& d) {
+  const int64_t hd = padded_head_dim(p);
+  const int64_t kv = 2 * p.dims[kBatch] * p.dims[kKvHeads] * p.dims[kKvLen] * p.dims[kHeadDim] * 2;
+  if (d.arch_number() < 90 || hd > 128 || kv > kSmallCacheBytes || p.dims[kKvLen] < 256) return false;
+  Config x;
+  x.set("ROWS", 16);
+  const int64_t base = p.dims[kBatch] * decode_row_blocks(x, p);
+  if (clusters_fit_one_wave(base * kClusterRuleSplits, d)) return false; // the general rule's tiles serve it
+  x.set("WARPS", 2), x.set("BN", hd <= 64 ? 32 : 16), x.set("STAGES", hd <= 64 ? 4 : 3), x.set("CLUSTER", 1);
+  // Blocks an SM by shared memory (1 KiB a block reserved); 2 warps of at most 255 registers: 4.
+  const int64_t per_sm = std::min<int64_t>(4, (d.max_smem_per_block_optin + 1024) / (decode_smem(x, p) + 1024));
+  for (int64_t splits : {8, 4, 2}) {
+    if (p.dims[kKvLen] / splits < 128 || 10 * base * splits > 9 * int64_t(d.sm_count) * per_sm) continue;
+    for (int chunk : kDecodeChunks)
+      if (chunk * splits >= p.dims[kKvLen]) {
+        x.set("CHUNK", chunk);
+        break;
+      }
+    if (x.has("CHUNK") && decode_split_fits(x, p) && decode_splits(x, p) >= 2) {
+      c = x;
+      return true;
+    }
+  }
+  return false;
+}
+
 // paged: the family of attention_paged (a KV cache in pages, per-sequence lengths), the same
 // kernel body with the keys looked up in the block table.
 Family decode_family(bool paged) {
@@ -540,7 +575,18 @@ Family decode_family(bool paged) {
   //   the best config in geomean, min 0.830x (the rule before: 0.900x, 0.733x; docs/runs/
   //   2026-11-30-h200-decode-rule-cluster.md).
   f.defaults([paged](const Problem& p, const DeviceInfo& d) {
+    // Paged: tiles within a page where the page size allows (the kernel's faster way).
+    auto in_pages = [&](Config c) {
+      if (paged && p.dims[kPageSize] % c["BN"] != 0)
+        for (int bn : {32, 16})
+          if (bn < c["BN"] && p.dims[kPageSize] % bn == 0) {
+            c.set("BN", bn);
+            break;
+          }
+      return c;
+    };
     Config c;
+    if (small_cache_defaults(c, p, d)) return in_pages(c);
     const int64_t hd = padded_head_dim(p);
     c.set("ROWS", decode_rows(p) <= 16 || hd > 128 ? 16 : 32);
     c.set("CHUNK", 0);
@@ -590,14 +636,7 @@ Family decode_family(bool paged) {
                              (splits <= 3 || (splits <= kClusterRuleSplits && clusters_fit_one_wave(blocks * splits, d)))
                          ? 1
                          : 0);
-    // Paged: tiles within a page where the page size allows (the kernel's faster way).
-    if (paged && p.dims[kPageSize] % c["BN"] != 0)
-      for (int bn : {32, 16})
-        if (bn < c["BN"] && p.dims[kPageSize] % bn == 0) {
-          c.set("BN", bn);
-          break;
-        }
-    return c;
+    return in_pages(c);
   });
   return f;
 }
