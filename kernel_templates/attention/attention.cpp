@@ -588,7 +588,8 @@ Family decode_family(bool paged) {
     Config c;
     if (small_cache_defaults(c, p, d)) return in_pages(c);
     const int64_t hd = padded_head_dim(p);
-    c.set("ROWS", decode_rows(p) <= 16 || hd > 128 ? 16 : 32);
+    const int64_t kv = 2 * p.dims[kBatch] * p.dims[kKvHeads] * p.dims[kKvLen] * p.dims[kHeadDim] * 2;
+    c.set("ROWS", decode_rows(p) <= 16 || hd > 128 || kv <= kSmallCacheBytes ? 16 : 32);
     c.set("CHUNK", 0);
     const int64_t blocks = p.dims[kBatch] * decode_row_blocks(c, p);
     const int64_t want = std::max(1, 2 * d.sm_count / 3);
