@@ -405,11 +405,13 @@ bool decode_split_fits(const Config& c, const Problem& p) {
 // The default rule's branch for a small cache over many row blocks (sm_90): K and V of at most
 // kSmallCacheBytes, where a call is bound by its blocks' latency rather than the read, and more row
 // blocks than 8-way clusters of whole-SM blocks place in one wave (MQA and GQA groups of many heads,
-// speculative decoding, batches of a few sequences). There the fastest configs of every such shape
-// measured (7) took 16-row blocks, 8-way or fewer clusters and small tiles, several blocks an SM:
-// 2 warps of 16-key steps 3 deep (32-key steps 4 deep at head_dim 64), the most splits of 8, 4, 2
-// (at least 128 keys each) whose grid fits one wave of clusters at that occupancy (docs/runs/
-// 2026-11-30-h200-decode-rule-cluster.md section 6). False where it does not apply.
+// speculative decoding, batches of a few sequences). The fastest configs of all 7 such shapes
+// measured took 16-row blocks and clusters, 5 of them small tiles at 3 or more blocks an SM; the
+// branch takes 2 warps of 16-key steps 3 deep (32-key steps 4 deep at head_dim 64) and the most
+// splits of 8, 4, 2 (at least 128 keys each) whose grid fits one wave of clusters at that
+// occupancy. Those 7: 0.864 -> 0.976x the best config in geomean; 6 shapes no sweep had seen that
+// it serves: 0.835 -> 0.972x (docs/runs/2026-11-30-h200-decode-rule-cluster.md section 6). False
+// where it does not apply.
 constexpr int64_t kSmallCacheBytes = int64_t(16) << 20;
 bool small_cache_defaults(Config& c, const Problem& p, const DeviceInfo& d) {
   const int64_t hd = padded_head_dim(p);
@@ -550,7 +552,9 @@ Family decode_family(bool paged) {
   // (attention-decode-check.json, which has since shaped the split's threshold, its even lengths
   // and the two warp rules marked below, docs/runs/2026-11-30-h200-attention-defaults-combine.md
   // section 4), 0.980x and 0.898x.
-  // - Rows: 16, or 32 where the packed heads fill more and head_dim leaves the registers for it.
+  // - Rows: 16, or 32 where the packed heads fill more and head_dim leaves the registers for it,
+  //   over a cache of more than 16 MiB (smaller ones: below, and small_cache_defaults).
+  // - A small cache over many row blocks: small_cache_defaults.
   // - Split: enough blocks for two thirds of the SMs, in the fewest splits that give it, of equal
   //   length (the longest chunk no longer than the keys over the splits wanted: 6000 keys for 2
   //   splits take 3 of 2048, not 4096 + 1904, whose long split every block waits on), no split
@@ -588,6 +592,8 @@ Family decode_family(bool paged) {
     Config c;
     if (small_cache_defaults(c, p, d)) return in_pages(c);
     const int64_t hd = padded_head_dim(p);
+    // 32 rows only over a cache larger than kSmallCacheBytes: below it a call is latency-bound and
+    // twice the blocks of 16 rows ran faster at every shape measured (8, 2 of them shaping this).
     const int64_t kv = 2 * p.dims[kBatch] * p.dims[kKvHeads] * p.dims[kKvLen] * p.dims[kHeadDim] * 2;
     c.set("ROWS", decode_rows(p) <= 16 || hd > 128 || kv <= kSmallCacheBytes ? 16 : 32);
     c.set("CHUNK", 0);
