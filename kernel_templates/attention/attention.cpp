@@ -388,7 +388,14 @@ constexpr int64_t kMaxClusterSplits = 16;
 // (an H100 / H200 places 15 clusters of 8 blocks at one block an SM: 120 of its 132 SMs; a grid
 // that does not fit waits for a second wave of clusters).
 constexpr int64_t kClusterRuleSplits = 8;
-bool clusters_fit_one_wave(int64_t blocks, const DeviceInfo& d) { return 10 * blocks <= 9 * int64_t(d.sm_count); }
+bool clusters_fit_one_wave(int64_t blocks, const DeviceInfo& d, int64_t blocks_an_sm = 1) {
+  return 10 * blocks <= 9 * int64_t(d.sm_count) * blocks_an_sm;
+}
+
+// Bytes of K and V a decode call reads (16-bit elements).
+int64_t decode_kv_bytes(const Problem& p) {
+  return 2 * p.dims[kBatch] * p.dims[kKvHeads] * p.dims[kKvLen] * p.dims[kHeadDim] * 2;
+}
 
 constexpr int64_t kMaxDecodeSplits = 128;
 constexpr int64_t kMaxDecodeWorkspace = int64_t(1) << 30;
@@ -415,8 +422,7 @@ bool decode_split_fits(const Config& c, const Problem& p) {
 constexpr int64_t kSmallCacheBytes = int64_t(16) << 20;
 bool small_cache_defaults(Config& c, const Problem& p, const DeviceInfo& d) {
   const int64_t hd = padded_head_dim(p);
-  const int64_t kv = 2 * p.dims[kBatch] * p.dims[kKvHeads] * p.dims[kKvLen] * p.dims[kHeadDim] * 2;
-  if (d.arch_number() < 90 || hd > 128 || kv > kSmallCacheBytes || p.dims[kKvLen] < 256) return false;
+  if (d.arch_number() < 90 || hd > 128 || decode_kv_bytes(p) > kSmallCacheBytes || p.dims[kKvLen] < 256) return false;
   Config x;
   x.set("ROWS", 16);
   const int64_t base = p.dims[kBatch] * decode_row_blocks(x, p);
@@ -425,13 +431,13 @@ bool small_cache_defaults(Config& c, const Problem& p, const DeviceInfo& d) {
   // Blocks an SM by shared memory (1 KiB a block reserved); 2 warps of at most 255 registers: 4.
   const int64_t per_sm = std::min<int64_t>(4, (d.max_smem_per_block_optin + 1024) / (decode_smem(x, p) + 1024));
   for (int64_t splits : {8, 4, 2}) {
-    if (p.dims[kKvLen] / splits < 128 || 10 * base * splits > 9 * int64_t(d.sm_count) * per_sm) continue;
-    for (int chunk : kDecodeChunks)
-      if (chunk * splits >= p.dims[kKvLen]) {
-        x.set("CHUNK", chunk);
-        break;
-      }
-    if (x.has("CHUNK") && decode_split_fits(x, p) && decode_splits(x, p) >= 2) {
+    if (p.dims[kKvLen] / splits < 128 || !clusters_fit_one_wave(base * splits, d, per_sm)) continue;
+    // The shortest chunk that covers the keys in this many splits.
+    const auto chunk = std::find_if(kDecodeChunks.begin(), kDecodeChunks.end(),
+                                    [&](int ch) { return ch * splits >= p.dims[kKvLen]; });
+    if (chunk == kDecodeChunks.end()) continue;
+    x.set("CHUNK", *chunk);
+    if (decode_split_fits(x, p) && decode_splits(x, p) >= 2) {
       c = x;
       return true;
     }
@@ -594,8 +600,7 @@ Family decode_family(bool paged) {
     const int64_t hd = padded_head_dim(p);
     // 32 rows only over a cache larger than kSmallCacheBytes: below it a call is latency-bound and
     // twice the blocks of 16 rows ran faster at every shape measured (8, 2 of them shaping this).
-    const int64_t kv = 2 * p.dims[kBatch] * p.dims[kKvHeads] * p.dims[kKvLen] * p.dims[kHeadDim] * 2;
-    c.set("ROWS", decode_rows(p) <= 16 || hd > 128 || kv <= kSmallCacheBytes ? 16 : 32);
+    c.set("ROWS", decode_rows(p) <= 16 || hd > 128 || decode_kv_bytes(p) <= kSmallCacheBytes ? 16 : 32);
     c.set("CHUNK", 0);
     const int64_t blocks = p.dims[kBatch] * decode_row_blocks(c, p);
     const int64_t want = std::max(1, 2 * d.sm_count / 3);
