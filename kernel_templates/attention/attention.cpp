@@ -603,6 +603,11 @@ Family decode_family(bool paged) {
     c.set("ROWS", decode_rows(p) <= 16 || hd > 128 || decode_kv_bytes(p) <= kSmallCacheBytes ? 16 : 32);
     c.set("CHUNK", 0);
     const int64_t blocks = p.dims[kBatch] * decode_row_blocks(c, p);
+    // sm_90: the splits the rule merges in their cluster (Merge above).
+    auto in_cluster = [&](int64_t splits) {
+      return d.arch_number() >= 90 && splits >= 2 &&
+             (splits <= 3 || (splits <= kClusterRuleSplits && clusters_fit_one_wave(blocks * splits, d)));
+    };
     const int64_t want = std::max(1, 2 * d.sm_count / 3);
     if (blocks < want) {
       // The longest chunk no longer than an even share of the keys, else the shortest one the
@@ -614,14 +619,14 @@ Family decode_family(bool paged) {
         if (decode_split_fits(c, p) && (best == 0 || chunk <= share)) best = chunk;
       }
       c.set("CHUNK", best);
-      // sm_90, a short sequence split more than a cluster of 8 takes: at most 8 splits of at most
-      // 256 keys where their grid fits one wave of clusters (below), merged in the cluster.
+      // sm_90, a short sequence split more than a cluster of 8 takes: the most splits of at most 256
+      // keys that merge in their cluster (at most 8, their grid one wave of clusters).
       if (d.arch_number() >= 90 && decode_splits(c, p) > kClusterRuleSplits)
         for (int chunk : kDecodeChunks) {
           Config x = c;
           x.set("CHUNK", chunk);
           if (chunk > 256 || !decode_split_fits(x, p)) break;
-          if (decode_splits(x, p) <= kClusterRuleSplits && clusters_fit_one_wave(blocks * decode_splits(x, p), d)) {
+          if (in_cluster(decode_splits(x, p))) {
             c = x;
             break;
           }
@@ -643,11 +648,7 @@ Family decode_family(bool paged) {
       warps(4, 16, deep);
     else
       warps(4, 32, 3);
-    const int64_t splits = decode_splits(c, p);
-    c.set("CLUSTER", d.arch_number() >= 90 && c["CHUNK"] &&
-                             (splits <= 3 || (splits <= kClusterRuleSplits && clusters_fit_one_wave(blocks * splits, d)))
-                         ? 1
-                         : 0);
+    c.set("CLUSTER", in_cluster(decode_splits(c, p)) ? 1 : 0);
     return in_pages(c);
   });
   return f;

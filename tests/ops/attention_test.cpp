@@ -144,17 +144,16 @@ TEST(Attention, DecodeFamilySplitsByRuleAndDeclaresItsWorkspace) {
   const std::vector<std::pair<const char*, std::vector<int>>> fit = {
       {"16x32x8x1x4096x128", {0, 16, 4, 16, 3, 0}},     // 128 blocks: no split, a block alone on its SM
       {"128x32x8x1x1024x128", {0, 16, 2, 16, 3, 0}},    // blocks for every SM: 2 warps
-      {"16x48x1x1x8192x128", {2048, 32, 8, 16, 3, 0}},  // MQA, 48 packed rows; 4 splits: a combine step
+      {"16x48x1x1x8192x128", {2048, 32, 8, 16, 3, 0}},  // MQA, 48 rows over 64 MiB: ROWS 32; 4 splits, combined
       {"32x12x12x1x1024x64", {0, 16, 2, 16, 4, 0}},     // head_dim 64: four deep
       {"8x16x8x1x8192x256", {4096, 16, 4, 16, 2, 1}},   // head_dim 256; 2 splits merged in their cluster
       {"1x32x8x1x32768x128", {2048, 16, 4, 32, 3, 0}},  // 8 blocks, 16 splits
       {"1x32x8x1x1024x128", {128, 16, 4, 32, 3, 1}},    // 8 blocks: 8 splits of 128 (not 16 of 64), a cluster
-      {"2x32x8x1x1024x128", {128, 16, 2, 16, 3, 1}},    // 8 MiB over 16 row blocks: small tiles, 4 an SM, 8-way clusters
-      {"8x71x1x1x2048x64", {256, 16, 2, 32, 4, 1}},     // MQA, 4 MiB: 71 rows in 5 blocks of 16, 8 splits of 256, clusters
-      {"16x48x1x1x2048x64", {512, 16, 2, 32, 4, 1}},    // MQA, 8 MiB, 48 row blocks: 4 splits (8 would need 384 of 356 places)
+      {"2x32x8x1x1024x128", {128, 16, 2, 16, 3, 1}},    // 8 MiB, 16 row blocks: small tiles, 8-way clusters
+      {"8x71x1x1x2048x64", {256, 16, 2, 32, 4, 1}},     // MQA, 4 MiB: 5 blocks of 16 rows, 8-way clusters
+      {"16x48x1x1x2048x64", {512, 16, 2, 32, 4, 1}},    // MQA, 8 MiB: 4 splits (8 need 384 of 356 places)
       {"2x16x8x1x4096x128", {512, 16, 4, 32, 3, 0}},    // 32 MiB: the general rule; 8 splits, 128 blocks: no cluster
       {"2x71x1x1x2048x64", {256, 16, 4, 32, 3, 1}},     // MQA, 1 MiB, 10 row blocks: the general rule with 16 rows
-      {"16x48x1x1x8192x128", {2048, 32, 8, 16, 3, 0}},  // MQA over 64 MiB: 32 rows (K and V read half as often)
       {"1x32x8x1x4096x64", {256, 16, 4, 32, 3, 0}},     // 16 splits of 256: no cap above 256 keys a split
       {"48x12x2x1x2048x128", {0, 16, 4, 16, 3, 0}},     // 96 blocks: 2/3 of the SMs, no split
       {"6x40x10x1x6000x128", {2048, 16, 2, 16, 3, 1}},  // 60 blocks: 3 even splits (not 4096 + 1904), 180 blocks
