@@ -126,22 +126,11 @@ Family fa2_family(bool varlen) {
   return f;
 }
 
-// The head dim the tiles of attention_wgmma hold: whole 64-column blocks (128-byte swizzle,
-// 8-chunk rows). Any other head dim (40, 80, 96, 160, ...) runs as the next multiple of 64, the
-// columns past the operands' own loaded as zeros (TMA's fill): they add nothing to Q K^T and give
-// O columns that are not stored.
+// The head dim the tiles of attention_wgmma and attention_decode hold: whole 64-column blocks
+// (128-byte swizzle, 8-chunk rows). Any other head dim (40, 80, 96, 160, ...) runs as the next
+// multiple of 64, the columns past the operands' own loaded as zeros (TMA's fill, cp.async's zero
+// fill): they add nothing to Q K^T and give O columns that are not stored.
 int64_t padded_head_dim(const Problem& p) { return (p.dims[kHeadDim] + 63) / 64 * 64; }
-
-// attention_decode's: the next multiple of 16 (the MMA's k), zero columns as above past the
-// operands' own (40 and 72 only, of the common ones). Its tiles' rows take tile_row (attention_mma.cuh):
-// the 128-byte swizzle at whole 64-column blocks, else D + 8 elements a row. At head dims 80 and
-// 96 (Phi-2, Phi-3) the 128 columns these once took left 3/8 and 1/4 of each tile's shared memory
-// and loads zeros: fewer real bytes in flight a block.
-int64_t decode_head_dim(const Problem& p) { return (p.dims[kHeadDim] + 15) / 16 * 16; }
-int64_t decode_tile_row(const Problem& p) {
-  const int64_t d = decode_head_dim(p);
-  return d % 64 == 0 ? d : d + 8;
-}
 
 // Shared memory of an attention_wgmma config: the Q tile, STAGES tiles of K and of V and with OSTORE
 // an O tile, plus the 1024 bytes the kernel may skip to align its tiles for the 128-byte swizzle.
@@ -379,16 +368,16 @@ int64_t decode_splits(const Config& c, const Problem& p) {
 int64_t decode_workspace(const Config& c, const Problem& p) {
   const int64_t splits = decode_splits(c, p);
   if (splits == 1) return 0;
-  return splits * p.dims[kBatch] * p.dims[kHeads] * p.dims[kQLen] * (decode_head_dim(p) + 2) * 4;
+  return splits * p.dims[kBatch] * p.dims[kHeads] * p.dims[kQLen] * (padded_head_dim(p) + 2) * 4;
 }
 
 // Shared memory of an attention_decode config: the Q rows, every warp's K / V ring (the FP32
 // merge buffer reuses it, so whichever is larger), every warp's (max, sum) per row, and with
 // CLUSTER 1 the block's (max, sum) per row that the cluster's other blocks read.
 int64_t decode_smem(const Config& c, const Problem& p) {
-  const int64_t d = decode_head_dim(p), row = decode_tile_row(p);
-  const int64_t ring = int64_t(c["WARPS"]) * c["STAGES"] * 2 * c["BN"] * row * 2, merge = int64_t(c["ROWS"]) * (d + 8) * 4;
-  return c["ROWS"] * row * 2 + std::max(ring, merge) + int64_t(c["WARPS"] + c["CLUSTER"]) * c["ROWS"] * 8;
+  const int64_t d = padded_head_dim(p);
+  const int64_t ring = int64_t(c["WARPS"]) * c["STAGES"] * 2 * c["BN"] * d * 2, merge = int64_t(c["ROWS"]) * (d + 8) * 4;
+  return c["ROWS"] * d * 2 + std::max(ring, merge) + int64_t(c["WARPS"] + c["CLUSTER"]) * c["ROWS"] * 8;
 }
 
 // CLUSTER 1: the splits of a row block in one thread block cluster, 16 at most (the largest
@@ -432,7 +421,7 @@ bool decode_split_fits(const Config& c, const Problem& p) {
 // where it does not apply.
 constexpr int64_t kSmallCacheBytes = int64_t(16) << 20;
 bool small_cache_defaults(Config& c, const Problem& p, const DeviceInfo& d) {
-  const int64_t hd = decode_head_dim(p);
+  const int64_t hd = padded_head_dim(p);
   if (d.arch_number() < 90 || hd > 128 || decode_kv_bytes(p) > kSmallCacheBytes || p.dims[kKvLen] < 256) return false;
   Config x;
   x.set("ROWS", 16);
@@ -489,7 +478,8 @@ Family decode_family(bool paged) {
                 [](const Config&, const Problem& p, const DeviceInfo&) {
                   return p.dims[kBatch] * p.dims[kHeads] * p.dims[kQLen] <= INT32_MAX;
                 })
-      .restrict("head_dim a multiple of 8 up to 256 (an odd multiple of 8 padded with zeros to the MMA's k of 16)",
+      .restrict("head_dim a multiple of 8 up to 256 (others than 64, 128, 192, 256 padded with zeros to whole "
+                "64-column blocks: whole 8-chunk rows for the swizzle)",
                 {}, [](const Config&, const Problem& p, const DeviceInfo&) {
                   return p.dims[kHeadDim] % 8 == 0 && p.dims[kHeadDim] <= 256;
                 })
@@ -515,7 +505,7 @@ Family decode_family(bool paged) {
                 })
       .restrict("the O and S accumulators fit the registers (at most 160 floats a thread)", {"ROWS", "BN"},
                 [](const Config& c, const Problem& p, const DeviceInfo&) {
-                  return c["ROWS"] / 16 * (decode_head_dim(p) / 2 + c["BN"] / 2) <= 160;
+                  return c["ROWS"] / 16 * (padded_head_dim(p) / 2 + c["BN"] / 2) <= 160;
                 })
       .restrict("the tiles fit shared memory", {"ROWS", "WARPS", "BN", "STAGES", "CLUSTER"},
                 [](const Config& c, const Problem& p, const DeviceInfo& d) {
@@ -523,9 +513,9 @@ Family decode_family(bool paged) {
                 });
   const std::string suffix = paged ? "_paged" : "";
   f.kernels([paged, suffix](const Config& c, const Problem& p) {
-    const std::string dt = std::to_string(f16_code(p.dtype)), d = std::to_string(decode_head_dim(p));
+    const std::string dt = std::to_string(f16_code(p.dtype)), d = std::to_string(padded_head_dim(p));
     // PAD 1: the operands' head dim is not the tiles' (zero columns loaded, not stored).
-    const std::string pad = decode_head_dim(p) != p.dims[kHeadDim] ? ",1" : ",0";
+    const std::string pad = padded_head_dim(p) != p.dims[kHeadDim] ? ",1" : ",0";
     // The paged kernel's way through the table (attention_decode.cu): a tile in one page where
     // the pages are a multiple of BN, else each key looked up.
     const std::string way = !paged ? "" : p.dims[kPageSize] % c["BN"] == 0 ? ",1" : ",2";
@@ -607,7 +597,7 @@ Family decode_family(bool paged) {
     };
     Config c;
     if (small_cache_defaults(c, p, d)) return in_pages(c);
-    const int64_t hd = decode_head_dim(p);
+    const int64_t hd = padded_head_dim(p);
     // 32 rows only over a cache larger than kSmallCacheBytes: below it a call is latency-bound and
     // twice the blocks of 16 rows ran faster at every shape measured (8, 2 of them shaping this).
     c.set("ROWS", decode_rows(p) <= 16 || hd > 128 || decode_kv_bytes(p) <= kSmallCacheBytes ? 16 : 32);

@@ -21,8 +21,8 @@
 // Kernel arguments follow the op of plain buffers (docs/ADDING_AN_OP.md): q, k, v, o, lse; the
 // dimensions B, H, HKV, SQ, SKV, head_dim (DR below); the strides of q, k, v and o (batch,
 // sequence, head); the scale (0: 1 / sqrt(head_dim)); then the workspace the plan asks for (FP32:
-// O_s of every split, then (m_s, l_s) pairs). The template's D is the tiles' head dim, a multiple
-// of 16 (the MMA's k); with PAD 1 the operands' own (DR, a multiple of 8) is less, and the columns
+// O_s of every split, then (m_s, l_s) pairs). The template's D is the tiles' head dim, whole
+// 64-column blocks; with PAD 1 the operands' own (DR, a multiple of 8) is less, and the columns
 // past it load as zeros (cp.async's zero fill, from a valid address, nothing read), add nothing to
 // S, and are not stored. Causal is bottom-right aligned: key j is visible to query i when
 // j <= i + SKV - SQ.
@@ -140,13 +140,12 @@ __device__ __forceinline__ void attention_decode_body(
   constexpr int DT = D / 8;     // n8 tiles of O
   constexpr int CH = D / 8;     // 16-byte chunks of a row
   constexpr int OS = D + 8;     // row stride of the FP32 merge buffer (rows 8 banks apart)
-  constexpr int TR = tile_row<D>(); // row stride of the 16-bit tiles (swizzled)
-  static_assert(MT >= 1 && MT * 16 == ROWS && BN % 16 == 0 && D % 16 == 0 && STAGES >= 2, "tile shapes");
+  static_assert(MT >= 1 && MT * 16 == ROWS && BN % 16 == 0 && D % 64 == 0 && STAGES >= 2, "tile shapes");
 
   extern __shared__ __align__(128) unsigned char attn_smem[];
-  unsigned short* sQ = reinterpret_cast<unsigned short*>(attn_smem); // ROWS rows
-  unsigned short* ring = sQ + ROWS * TR;                               // per warp: STAGES x (K, V) x BN rows
-  constexpr int RING = WARPS * STAGES * 2 * BN * TR * 2, MERGE = ROWS * OS * 4;
+  unsigned short* sQ = reinterpret_cast<unsigned short*>(attn_smem); // ROWS x D
+  unsigned short* ring = sQ + ROWS * D;                                // per warp: STAGES x (K, V) x BN x D
+  constexpr int RING = WARPS * STAGES * 2 * BN * D * 2, MERGE = ROWS * OS * 4;
   float* sML = reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(ring) + (RING > MERGE ? RING : MERGE));
   float* sO = reinterpret_cast<float*>(ring); // the merge buffer, once every warp is done with its ring
 
@@ -217,13 +216,13 @@ __device__ __forceinline__ void attention_decode_body(
 
   const unsigned short* kbase = k + (PAGED ? 0 : b * kb) + hk * kh;
   const unsigned short* vbase = v + (PAGED ? 0 : b * vb) + hk * vh;
-  unsigned short* wring = ring + warp * STAGES * 2 * BN * TR;
+  unsigned short* wring = ring + warp * STAGES * 2 * BN * D;
   const long long tiles = (k1 - k0 + BN - 1) / BN;
   const long long mine = tiles > warp ? (tiles - warp + WARPS - 1) / WARPS : 0; // this warp's tiles
   auto load_tile = [&](int stage, long long n) {
     const long long j0 = k0 + (warp + n * WARPS) * BN;
-    unsigned short* tK = wring + stage * 2 * BN * TR;
-    unsigned short* tV = tK + BN * TR;
+    unsigned short* tK = wring + stage * 2 * BN * D;
+    unsigned short* tV = tK + BN * D;
     // Key j0's rows; the tile's others step from them by the sequence stride.
     const unsigned short* k_tile = kbase;
     const unsigned short* v_tile = vbase;
@@ -282,8 +281,8 @@ __device__ __forceinline__ void attention_decode_body(
     __syncwarp(); // tile n landed for every lane; every lane is done with tile n - 1's stage
     if (n + STAGES - 1 < mine) load_tile(int((n + STAGES - 1) % STAGES), n + STAGES - 1);
     cp_async_commit();
-    const unsigned short* tK = wring + int(n % STAGES) * 2 * BN * TR;
-    const unsigned short* tV = tK + BN * TR;
+    const unsigned short* tK = wring + int(n % STAGES) * 2 * BN * D;
+    const unsigned short* tV = tK + BN * D;
 
     // S = Q K^T
     float s[MT][NT][4];

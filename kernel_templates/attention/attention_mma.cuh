@@ -71,20 +71,12 @@ __device__ __forceinline__ float rcp_approx(float x) {
   return y;
 }
 
-// Tiles of rows of D 16-bit elements in shared memory. D a multiple of 64: the 16-byte chunk c of
+// Tiles of rows of D 16-bit elements (D a multiple of 64) in shared memory: the 16-byte chunk c of
 // row r lies at chunk c ^ (r & 7) of its row, so the 8 rows an ldmatrix reads at one column, and
-// the rows a warp's cp.async writes, fall in 8 different bank groups. Any other multiple of 16
-// (attention_decode's head dims 80, 96, ...: no zero columns to hold): rows of D + 8 elements, an
-// odd number of chunks, so 8 consecutive rows at one column again fall in 8 different bank groups.
-template <int D>
-__device__ __forceinline__ constexpr int tile_row() {
-  static_assert(D % 16 == 0, "rows of whole 16-byte chunk pairs");
-  return D % 64 == 0 ? D : D + 8;
-}
+// the rows a warp's cp.async writes, fall in 8 different bank groups.
 template <int D>
 __device__ __forceinline__ int swizzled(int r, int c) {
-  if constexpr (D % 64 == 0) return r * D + ((c ^ (r & 7)) << 3);
-  else return r * tile_row<D>() + (c << 3);
+  return r * D + ((c ^ (r & 7)) << 3);
 }
 
 } // namespace ktune_attn

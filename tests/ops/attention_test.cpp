@@ -122,24 +122,20 @@ TEST(Attention, DecodeFamilySplitsByRuleAndDeclaresItsWorkspace) {
   const Config sc = f.default_config(spec, d);
   EXPECT_EQ(sc["ROWS"], 32);
   EXPECT_EQ(f.launch_plan(sc, spec).steps[0].grid[1], 8u * (16 * 8 / 32));
-  // Head dim 96 (Phi-3): the tiles take 96 columns (a multiple of the MMA's k: PAD 0 in both
-  // kernels' names) and the partials are 96 wide; head dim 40 runs as 48, its last 8 columns zeros
-  // (PAD 1). A head dim that is no multiple of 8 (no whole 16-byte chunks) is refused.
+  // Head dim 96 (Phi-3): the tiles take 128 columns, the last 32 zeros (PAD 1 in both kernels' names),
+  // and the partials are 128 wide. A head dim that is no multiple of 8 (no whole 16-byte chunks) is
+  // refused.
   const Problem phi = Problem::parse("attention", "1x32x32x1x4096x96", "causal", DType::bf16);
   const Config pc = f.default_config(phi, d);
   ASSERT_TRUE(f.valid(pc, phi, d)) << pc.to_json();
   ASSERT_GT(pc["CHUNK"], 0);
   const std::vector<std::string> names = f.kernel_names(pc, phi);
   ASSERT_EQ(names.size(), 2u);
-  EXPECT_EQ(names[0], "attention_decode<0,96,16," + std::to_string(pc["WARPS"]) + "," + std::to_string(pc["BN"]) + "," +
-                          std::to_string(pc["STAGES"]) + "," + std::to_string(pc["CHUNK"]) + ",1,0>"); // causal, no PAD
-  EXPECT_EQ(names[1], "attention_decode_combine<0,96," + std::to_string(pc["CHUNK"]) + ",0>");
-  EXPECT_EQ(f.launch_plan(pc, phi).workspace_bytes, size_t((4096 + pc["CHUNK"] - 1) / pc["CHUNK"] * 32 * (96 + 2) * 4));
-  const Problem d40 = Problem::parse("attention", "1x32x32x1x4096x40", "causal", DType::bf16);
-  const Config c40 = f.default_config(d40, d);
-  ASSERT_GT(c40["CHUNK"], 0);
-  EXPECT_NE(f.kernel_names(c40, d40)[0].find("<0,48,"), std::string::npos) << f.kernel_names(c40, d40)[0];
-  EXPECT_EQ(f.kernel_names(c40, d40)[0].substr(f.kernel_names(c40, d40)[0].size() - 3), ",1>"); // PAD
+  EXPECT_NE(names[0].find("<0,128,"), std::string::npos) << names[0];
+  EXPECT_EQ(names[0], "attention_decode<0,128,16," + std::to_string(pc["WARPS"]) + "," + std::to_string(pc["BN"]) + "," +
+                          std::to_string(pc["STAGES"]) + "," + std::to_string(pc["CHUNK"]) + ",1,1>"); // causal, PAD
+  EXPECT_EQ(names[1], "attention_decode_combine<0,128," + std::to_string(pc["CHUNK"]) + ",1>");
+  EXPECT_EQ(f.launch_plan(pc, phi).workspace_bytes, size_t((4096 + pc["CHUNK"] - 1) / pc["CHUNK"] * 32 * (128 + 2) * 4));
   EXPECT_EQ(f.kernel_names(c, one)[1].substr(f.kernel_names(c, one)[1].size() - 3), ",0>"); // 128: PAD 0
   EXPECT_EQ(f.count(Problem::parse("attention", "1x32x32x1x4096x100", "causal", DType::bf16), d), 0u);
   // The rule's branches at rows of its sweeps (docs/runs/2026-11-29-decode-rule.md), on the nominal
@@ -235,13 +231,10 @@ TEST(Attention, DecodeSplitsMergeInTheirClusterOnSm90) {
   old.set("CHUNK", 64), old.set("ROWS", 16), old.set("WARPS", 4), old.set("BN", 16), old.set("STAGES", 3);
   EXPECT_EQ(f.upgraded(old)["CLUSTER"], 0);
   EXPECT_TRUE(f.valid(f.upgraded(old), p, d));
-  // Both entry points compile for sm_90 at 2, 8 and 16 splits, head dims 64, 96 (rows of D + 8),
-  // 40 (padded to 48) and 256.
+  // Both entry points compile for sm_90 at 2, 8 and 16 splits, head dims 64, 96 (padded) and 256.
   std::vector<std::pair<Config, Problem>> cases;
-  for (const auto& [shape, chunk] : std::vector<std::pair<const char*, int>>{{"1x32x8x1x1024x64", 512},
-                                                                              {"2x32x32x1x1024x96", 128},
-                                                                              {"2x32x32x1x1024x40", 256},
-                                                                              {"1x16x8x1x4096x256", 256}}) {
+  for (const auto& [shape, chunk] : std::vector<std::pair<const char*, int>>{
+           {"1x32x8x1x1024x64", 512}, {"2x32x32x1x1024x96", 128}, {"1x16x8x1x4096x256", 256}}) {
     const Problem q = Problem::parse("attention", shape, "causal", DType::f16);
     Config x = f.default_config(q, d);
     x.set("CHUNK", chunk), x.set("CLUSTER", 1);
