@@ -58,7 +58,9 @@ constexpr size_t kCandidatesPerFamily = 2;
 // stream-K ones that ran fastest there (docs/runs/performance-log-2026-11.md, "the swapped tiling's
 // persistent multicast form"). Each costs a compile (in parallel) and a few launches at the first call only.
 constexpr size_t kMaxNeighbours = 9;
-// Row ops: the nearest lender of each family and each family's default (five families an op).
+// Row ops and ops of plain buffers: the nearest lender of each family and each family's default
+// (five families an op), then where a family declares neighbours (attention_decode) those of its
+// default and of its lender, kMaxNeighbours of them.
 constexpr size_t kMaxRowCandidates = 8;
 
 // BLAS's quick returns. M or N of 0: nothing to do. alpha of 0 or K of 0: C = beta * C without
@@ -132,7 +134,7 @@ struct Runtime::Impl {
   // selection.cpp
   void add(Table t, const std::string& source, SourceTier tier);
   Selection from_exact(const Lent& l) const;
-  void add_neighbours(std::vector<CandidateConfig>& cands, const Problem& p) const;
+  void add_neighbours(std::vector<CandidateConfig>& cands, const Problem& p, const std::vector<size_t>& from) const;
   Selection select(const GemmProblem& p) const;
   Selection select_generic(const Problem& p) const;
   static Selection unmeasured(Selection s, const std::string& reason);

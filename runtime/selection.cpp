@@ -4,6 +4,7 @@
 // the lenders and defaults that first use times against each other. Each answer says why.
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <set>
 
 #include "ktune/error.h"
@@ -90,32 +91,29 @@ Selection Runtime::Impl::from_exact(const Lent& l) const {
   return s;
 }
 
-// Appends to cands (lenders, best score first) the neighbours of the first lender of each family
-// that has any, those valid for p and not already there, up to kMaxNeighbours a family. Each
-// keeps its lender's provenance (source, tuned problem, distance) but no score or recorded
-// times: those were measured for the lender's config, not for this one. Every family, not only
-// the best-scored one: at decode shapes gemm_skinny16 and gemm_wgmma both lend, and when the
-// decode family came first its neighbours alone cost 32x6144x4096 the swapped wgmma form that
-// was its fastest kernel (66.2 against 68.9 TFLOPS; docs/runs/performance-log-2026-11.md,
-// "Decode shapes nobody tuned").
-void Runtime::Impl::add_neighbours(std::vector<CandidateConfig>& cands, const Problem& p) const {
-  std::set<std::string> done;
-  const size_t lenders = cands.size();
-  for (size_t i = 0; i < lenders; ++i) {
-    if (!done.insert(cands[i].family).second) continue; // the family's best lender only
-    const Family* f = family(cands[i].family);
+// Appends to cands the neighbours (Family::neighbors_of) of the candidates at `from`, in that
+// order, those valid for p and not already there, up to kMaxNeighbours a family. Each keeps its
+// source's provenance (source, tuned problem, distance) but no score or recorded times: those were
+// measured for the source's config, not for this one. GEMM takes them from the first lender of
+// each family (its best scored), every family's: at decode shapes gemm_skinny16 and gemm_wgmma both
+// lend, and when the decode family came first its neighbours alone cost 32x6144x4096 the swapped
+// wgmma form that was its fastest kernel (66.2 against 68.9 TFLOPS; docs/runs/
+// performance-log-2026-11.md, "Decode shapes nobody tuned").
+void Runtime::Impl::add_neighbours(std::vector<CandidateConfig>& cands, const Problem& p,
+                                   const std::vector<size_t>& from) const {
+  std::map<std::string, size_t> added; // neighbours a family so far
+  for (size_t i : from) {
+    const CandidateConfig source = cands[i]; // a copy: cands grows below
+    const Family* f = family(source.family);
     if (!f) continue;
-    const std::vector<Config> near = f->neighbors_of(cands[i].config, p, device);
-    const CandidateConfig lender = cands[i];
-    size_t added = 0;
-    for (const Config& n : near) {
-      if (added == kMaxNeighbours) break;
+    for (const Config& n : f->neighbors_of(source.config, p, device)) {
+      if (added[source.family] == kMaxNeighbours) break;
       if (!f->valid(n, p, device)) continue;
       const bool seen = std::any_of(cands.begin(), cands.end(), [&](const CandidateConfig& c) {
-        return c.family == lender.family && c.config == n;
+        return c.family == source.family && c.config == n;
       });
       if (seen) continue;
-      CandidateConfig d = lender;
+      CandidateConfig d = source;
       d.config = n;
       d.neighbour = true;
       d.score = 0;
@@ -123,7 +121,7 @@ void Runtime::Impl::add_neighbours(std::vector<CandidateConfig>& cands, const Pr
       d.time_ms.reset();
       d.cublas_ms.reset();
       cands.push_back(std::move(d));
-      ++added;
+      ++added[source.family];
     }
   }
 }
@@ -142,7 +140,13 @@ Selection Runtime::Impl::select(const GemmProblem& p) const {
     if (l.score < kMeasureFloor || s.candidates.size() == kMaxCandidates) continue;
     s.candidates.push_back(candidate_of(l));
   }
-  add_neighbours(s.candidates, p);
+  {
+    std::set<std::string> first; // each family's best lender
+    std::vector<size_t> from;
+    for (size_t i = 0; i < s.candidates.size(); ++i)
+      if (first.insert(s.candidates[i].family).second) from.push_back(i);
+    add_neighbours(s.candidates, p, from);
+  }
   if (s.candidates.empty() && !index->has_group(p)) {
     // Nothing of this dtype is tuned on this arch (a GPU nobody tuned): the families' defaults
     // are the only kernels there are, and first use measures them against cuBLAS like lenders.
@@ -212,13 +216,23 @@ Selection Runtime::Impl::select_generic(const Problem& p) const {
     s.candidates.push_back(std::move(d));
   }
   if (s.candidates.empty()) throw UsageError("no kernel family can serve " + p.key());
+  // Where a family declares neighbours (attention_decode: its rule's nearest alternatives), those
+  // of its default, then of its lender: the default is the rule's config for this very shape, a
+  // lender was tuned for another.
+  {
+    std::vector<size_t> from;
+    for (int pass = 0; pass < 2; ++pass)
+      for (size_t i = 0; i < s.candidates.size(); ++i)
+        if ((s.candidates[i].source == "default") == (pass == 0)) from.push_back(i);
+    add_neighbours(s.candidates, p, from);
+  }
   s.provenance = lent ? Provenance::nearest : Provenance::default_config;
   adopt(s, s.candidates.front());
   s.measure_pending = s.candidates.size() > 1 && opts.measure_untuned;
   const std::string first = lent ? "nearest tuned problem " + *s.tuned + fmt(" (log distance %.2f)", s.distance)
                                  : "nothing of this op and dtype is tuned near: " + s.family + "'s default";
   s.why = s.measure_pending ? std::to_string(s.candidates.size()) +
-                                  " candidates (lenders and family defaults) to time at first use; until then " + first
+                                  " candidates (lenders, family defaults and their neighbours) to time at first use; until then " + first
                             : first;
   return s;
 }

@@ -550,6 +550,44 @@ Family decode_family(bool paged) {
     }
     return plan;
   });
+  // The configs one choice away from c that most often beat the rule's own where it misjudges a
+  // shape, nearest first; the runtime's first use times them beside the default (and the lender)
+  // at a shape nobody tuned. Over 10 shapes of other models (configs/suites/attention-decode-mha.json,
+  // H200) the rule's config ran at 0.947-1.0x the best of an exhaustive sweep, and the best was
+  // each time one of these: the warps doubled or halved (Phi-2 8 x 32/32 x 2048 x 80: 4 warps,
+  // 0.92x with 2), 16-key steps 3 deep against 32-key steps 2 deep (the same ring's bytes), a stage
+  // more or less, the other step, the splits merged the other way, half or twice the split, and
+  // the other row block (docs/runs/2026-11-30-h200-decode-neighbours.md). Paged, a step that
+  // divides the page where c's does (the kernel's faster way).
+  f.neighbors([paged](const Config& c, const Problem& p, const DeviceInfo&) {
+    std::vector<Config> out;
+    auto add = [&](Config x) {
+      if (paged && p.dims[kPageSize] % c["BN"] == 0 && p.dims[kPageSize] % x["BN"] != 0) return;
+      if (x != c && std::find(out.begin(), out.end(), x) == out.end()) out.push_back(std::move(x));
+    };
+    auto with = [&](std::initializer_list<std::pair<const char*, int>> changes) {
+      Config x = c;
+      for (const auto& [name, v] : changes) x.set(name, v);
+      return x;
+    };
+    add(with({{"WARPS", c["WARPS"] == 2 ? 4 : c["WARPS"] / 2}}));
+    if (c["BN"] == 16) add(with({{"BN", 32}, {"STAGES", std::max(2, c["STAGES"] - 1)}}));
+    else add(with({{"BN", 16}, {"STAGES", std::min(4, c["STAGES"] + 1)}}));
+    if (c["STAGES"] < 4) add(with({{"STAGES", c["STAGES"] + 1}}));
+    if (c["STAGES"] > 2) add(with({{"STAGES", c["STAGES"] - 1}}));
+    add(with({{"BN", c["BN"] == 16 ? 32 : 16}}));
+    if (c["CHUNK"]) add(with({{"CLUSTER", 1 - c["CLUSTER"]}}));
+    // Half and twice the split; merged in their cluster only where that still may be (else the
+    // combine step).
+    for (int chunk : {c["CHUNK"] / 2, c["CHUNK"] * 2}) {
+      if (std::find(kDecodeChunks.begin(), kDecodeChunks.end(), chunk) == kDecodeChunks.end()) continue;
+      Config x = with({{"CHUNK", chunk}});
+      if (x["CLUSTER"] && decode_splits(x, p) > kMaxClusterSplits) x.set("CLUSTER", 0);
+      add(x);
+    }
+    add(with({{"ROWS", c["ROWS"] == 16 ? 32 : 16}}));
+    return out;
+  });
   // Fit on an exhaustive sweep of the family at 20 decode shapes on an H200 (bench/
   // attention_decode_sweep.sh over configs/suites/attention-decode-rule.json; docs/runs/
   // 2026-11-29-decode-rule.md): there this rule's config ran at 0.999x the best config's speed in

@@ -245,6 +245,48 @@ TEST(Attention, DecodeSplitsMergeInTheirClusterOnSm90) {
   ktune::testing::compile_all(paged, std::vector<std::pair<Config, Problem>>{{c, pp}}, "sm_90");
 }
 
+// attention_decode's neighbours (what first use times beside the rule's config at a shape nobody
+// tuned): each one or two parameters from the config, never the config itself, no two alike, the
+// warps first; a split keeps its cluster only where its splits still fit one; paged, no step that
+// leaves the page when the config's divides it.
+TEST(Attention, DecodeNeighboursAreOneChoiceAway) {
+  const DeviceInfo d = DeviceInfo::nominal("sm_90");
+  const Family f = find_family("attention_decode");
+  const Problem p = Problem::parse("attention", "2x32x8x1x8192x128", "causal", DType::bf16);
+  Config c;
+  c.set("CHUNK", 1024), c.set("ROWS", 16), c.set("WARPS", 2), c.set("BN", 16), c.set("STAGES", 3), c.set("CLUSTER", 1);
+  ASSERT_TRUE(f.valid(c, p, d)) << f.violations(c, p, d).front();
+  const std::vector<Config> near = f.neighbors_of(c, p, d);
+  ASSERT_GE(near.size(), 7u);
+  EXPECT_EQ(near.front()["WARPS"], 4);
+  for (size_t i = 0; i < near.size(); ++i) {
+    int differ = 0;
+    for (const char* k : {"CHUNK", "ROWS", "WARPS", "BN", "STAGES", "CLUSTER"}) differ += near[i][k] != c[k];
+    EXPECT_TRUE(differ == 1 || differ == 2) << near[i].to_json();
+    for (size_t j = 0; j < i; ++j) EXPECT_NE(near[i], near[j]);
+    // 8 splits of 1024 halved: 16 splits, still a cluster; doubled: 4
+    if (near[i]["CHUNK"] != c["CHUNK"]) EXPECT_EQ(near[i]["CLUSTER"], 1) << near[i].to_json();
+  }
+  const auto has = [&](std::initializer_list<std::pair<const char*, int>> changes) {
+    Config x = c;
+    for (const auto& [k, v] : changes) x.set(k, v);
+    return std::find(near.begin(), near.end(), x) != near.end();
+  };
+  EXPECT_TRUE(has({{"BN", 32}, {"STAGES", 2}}));  // the same ring's bytes in 32-key steps
+  EXPECT_TRUE(has({{"STAGES", 4}}) && has({{"STAGES", 2}}) && has({{"CLUSTER", 0}}));
+  EXPECT_TRUE(has({{"CHUNK", 512}}) && has({{"CHUNK", 2048}}));
+  // 32 splits of 256 keys halved to 128: more than a cluster holds, so merged by the combine step.
+  Config small = c;
+  small.set("CHUNK", 512);
+  const Problem longer = Problem::parse("attention", "1x32x8x1x8192x128", "causal", DType::bf16);
+  for (const Config& x : f.neighbors_of(small, longer, d))
+    if (x["CHUNK"] == 256) EXPECT_EQ(x["CLUSTER"], 0) << x.to_json();
+  // Paged at page 16: a 16-key step stays one.
+  const Family paged = find_family("attention_decode_paged");
+  const Problem pp = Problem::parse("attention_paged", "2x32x8x1x8192x128x16x1024", "causal", DType::bf16);
+  for (const Config& x : paged.neighbors_of(c, pp, d)) EXPECT_EQ(x["BN"], 16) << x.to_json();
+}
+
 // attention_paged: a paged KV cache; its one family is attention_decode over the block table.
 TEST(Attention, PagedOpIsValidatedAndItsFamilyCompiles) {
   const DeviceInfo d = DeviceInfo::nominal("sm_90");

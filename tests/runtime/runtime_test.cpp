@@ -6,6 +6,7 @@
 #include <functional>
 
 #include <map>
+#include <tuple>
 #include <unistd.h>
 
 #include <algorithm>
@@ -363,6 +364,66 @@ TEST(Runtime, DecodeShapesTimeTheNeighboursOfEveryLendingFamily) {
   for (const auto& [family, n] : neighbours) {
     EXPECT_GT(lenders[family], 0) << family;
     EXPECT_LE(n, 9) << family;
+  }
+}
+
+// An attention decode shape nobody tuned also times the neighbours (Family::neighbors_of) of
+// attention_decode's default, then of its lender: valid, distinct, after every lender and default,
+// at most kMaxNeighbours (9), without a prediction of their own. Contiguous (Phi-2's padded head dim,
+// a table entry lends; MQA with splits) and paged.
+TEST(Runtime, UntunedDecodeShapesTimeTheDefaultsNeighbours) {
+  RuntimeOptions o;
+  o.arch = "sm_90";
+  o.db_path = "";
+  Runtime rt(o);
+  const DeviceInfo dev = DeviceInfo::nominal("sm_90");
+  for (const auto& [op, shape, family] : std::vector<std::tuple<const char*, const char*, const char*>>{
+           {"attention", "8x32x32x1x2048x80", "attention_decode"},
+           {"attention", "3x48x1x1x8192x64", "attention_decode"},
+           {"attention_paged", "2x40x8x1x4096x128x64x128", "attention_decode_paged"}}) {
+    const Problem p = Problem::parse(op, shape, "causal", DType::bf16);
+    const Selection s = rt.best_config(p);
+    const Family f = find_family(family);
+    const Config dflt = f.default_config(p, dev);
+    // Candidates hold canonical configs (the family's parameter order).
+    const auto canonical_neighbours = [&](const Config& src) {
+      std::vector<Config> near;
+      for (const Config& x : f.neighbors_of(src, p, dev)) near.push_back(f.canonical(x));
+      return near;
+    };
+    const auto near_default = canonical_neighbours(dflt);
+    std::vector<Config> sources; // the family's default and lenders, in the order offered
+    int neighbours = 0;
+    for (size_t i = 0; i < s.candidates.size(); ++i) {
+      const CandidateConfig& c = s.candidates[i];
+      for (size_t j = 0; j < i; ++j)
+        EXPECT_FALSE(s.candidates[j].family == c.family && s.candidates[j].config == c.config)
+            << shape << ": " << c.config.to_json() << " offered twice";
+      if (c.family != family) continue;
+      if (!c.neighbour) {
+        EXPECT_EQ(neighbours, 0) << shape << ": neighbours come after every lender and default";
+        sources.push_back(c.config);
+        continue;
+      }
+      EXPECT_TRUE(f.valid(c.config, p, dev)) << shape << " " << c.config.to_json();
+      EXPECT_EQ(c.score, 0) << shape;
+      EXPECT_FALSE(c.time_ms) << shape;
+      bool of_a_source = false;
+      for (const Config& src : sources) {
+        const auto near = canonical_neighbours(src);
+        of_a_source |= std::find(near.begin(), near.end(), c.config) != near.end();
+      }
+      EXPECT_TRUE(of_a_source) << shape << " " << c.config.to_json();
+      // The default's own first: the first neighbour offered is one of the default's.
+      if (neighbours == 0)
+        EXPECT_NE(std::find(near_default.begin(), near_default.end(), c.config), near_default.end())
+            << shape << " " << c.config.to_json();
+      ++neighbours;
+    }
+    EXPECT_NE(std::find(sources.begin(), sources.end(), f.canonical(dflt)), sources.end()) << shape << ": " << s.why;
+    EXPECT_GE(neighbours, 4) << shape << ": " << s.why;
+    EXPECT_LE(neighbours, 9) << shape;
+    EXPECT_TRUE(s.measure_pending) << shape;
   }
 }
 
