@@ -232,7 +232,8 @@ Selection Runtime::Impl::select_generic(const Problem& p) const {
   const std::string first = lent ? "nearest tuned problem " + *s.tuned + fmt(" (log distance %.2f)", s.distance)
                                  : "nothing of this op and dtype is tuned near: " + s.family + "'s default";
   s.why = s.measure_pending ? std::to_string(s.candidates.size()) +
-                                  " candidates (lenders, family defaults and their neighbours) to time at first use; until then " + first
+                                  " candidates (lenders, family defaults and their neighbours) to time at first use; "
+                                  "until then " + first
                             : first;
   return s;
 }

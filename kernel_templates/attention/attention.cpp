@@ -553,12 +553,13 @@ Family decode_family(bool paged) {
   // The configs one choice away from c that most often beat the rule's own where it misjudges a
   // shape, nearest first; the runtime's first use times them beside the default (and the lender)
   // at a shape nobody tuned. Over 10 shapes of other models (configs/suites/attention-decode-mha.json,
-  // H200) the rule's config ran at 0.947-1.0x the best of an exhaustive sweep, and the best was
-  // each time one of these: the warps doubled or halved (Phi-2 8 x 32/32 x 2048 x 80: 4 warps,
-  // 0.92x with 2), 16-key steps 3 deep against 32-key steps 2 deep (the same ring's bytes), a stage
-  // more or less, the other step, the splits merged the other way, half or twice the split, and
-  // the other row block (docs/runs/2026-11-30-h200-decode-neighbours.md). Paged, a step that
-  // divides the page where c's does (the kernel's faster way).
+  // H200) the rule's config ran at 0.947-1.0x the best of an exhaustive sweep, and wherever it was
+  // not the best, the best (or a config within 0.1 % of it) was one of these: the warps doubled or
+  // halved (Phi-2 8 x 32/32 x 2048 x 80: 4 warps, 0.92x with 2), 16-key steps 3 deep against
+  // 32-key steps 2 deep (the same ring's bytes), a stage more or less, the other step; then the
+  // splits merged the other way, half or twice the split, and the other row block (docs/runs/
+  // 2026-11-30-h200-decode-neighbours.md). Paged, a step that divides the page where c's does (the
+  // kernel's faster way).
   f.neighbors([paged](const Config& c, const Problem& p, const DeviceInfo&) {
     std::vector<Config> out;
     auto add = [&](Config x) {
