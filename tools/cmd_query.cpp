@@ -100,7 +100,12 @@ int cmd_query(QueryArgs& a) {
     // No baseline library: the first call times the candidates against each other.
     std::printf("candidates  (the first call times each at this problem and keeps the fastest)\n");
     for (const auto& c : s.candidates) {
-      std::printf("  %-16s %s", c.family.c_str(), c.source == "default" ? "the family's default" : ("tuned for " + c.tuned).c_str());
+      const bool dflt = c.source == "default";
+      // A neighbour (Family::neighbors_of) of the default or of a lent config: no recorded time.
+      const std::string what = c.neighbour ? "a neighbour of " + (dflt ? std::string("the family's default")
+                                                                        : "the config tuned for " + c.tuned)
+                                           : dflt ? std::string("the family's default") : "tuned for " + c.tuned;
+      std::printf("  %-16s %s", c.family.c_str(), what.c_str());
       if (!c.tuned.empty()) std::printf(" (log distance %.2f)", c.distance);
       std::printf("\n    %s\n", c.config.to_json().c_str());
     }

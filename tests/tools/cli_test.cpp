@@ -441,6 +441,20 @@ TEST(Cli, QueryAnswersFromTheShippedTableWithoutADevice) {
   const CliRun tn = run_ktune_without_db("query --arch sm_90 --dtype bf16 --problem 3072x3072x3072");
   ASSERT_EQ(tn.status, 0) << tn.out;
   EXPECT_NE(tn.out.find("no prediction"), std::string::npos) << tn.out;
+
+  // An untuned attention decode shape: candidates timed against each other (no baseline library),
+  // attention_decode's neighbours among them, marked as such in both forms.
+  const std::string decode = "query --arch sm_90 --op attention --dtype bf16 --layout causal --problem 3x48x1x1x8192x64";
+  r = run_ktune_without_db(decode + " --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["measure_pending"], true);
+  int decode_neighbours = 0;
+  for (const auto& c : j["candidates"]) decode_neighbours += c["neighbour"].get<bool>() && c["family"] == "attention_decode";
+  EXPECT_GE(decode_neighbours, 4) << r.out;
+  const CliRun td = run_ktune_without_db(decode);
+  ASSERT_EQ(td.status, 0) << td.out;
+  EXPECT_NE(td.out.find("a neighbour of the family's default"), std::string::npos) << td.out;
 }
 
 TEST(Cli, QueryTf32x3OptsIntoTheTensorCoreTable) {
