@@ -18,6 +18,7 @@
 #include "ktune/family.h"
 #include "ktune/ktune.h"
 #include "ktune/runtime.h"
+#include "ops/decode_config.h"
 #include "runtime/cuda_check.h"
 #include "runtime/driver.h"
 #include "runtime/module.h"
@@ -25,6 +26,7 @@
 #include "tuner/op_runner.h"
 
 using namespace ktune;
+using ktune::testing::decode_config;
 
 namespace {
 
@@ -62,17 +64,6 @@ VerifyResult check_config(OpRunner& runner, Compiler& compiler, const DeviceInfo
   return v;
 }
 
-// An attention_decode(_paged) config.
-Config decode_config(int chunk, int rows, int warps, int bn, int stages, int cluster = 0) {
-  Config c;
-  c.set("CHUNK", chunk);
-  c.set("ROWS", rows);
-  c.set("WARPS", warps);
-  c.set("BN", bn);
-  c.set("STAGES", stages);
-  c.set("CLUSTER", cluster);
-  return c;
-}
 
 // Config c of family f at p, compiled from `source` (the family's file) with `fault` planted, and
 // checked; nullopt when the fault's text is no longer in the source.

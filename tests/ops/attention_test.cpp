@@ -12,6 +12,7 @@
 #include "ktune/family.h"
 #include "ktune/ktune.h"
 #include "ktune/runtime.h"
+#include "ops/decode_config.h"
 #include "tuner/attention_op.h"
 #include "tuner/compile_all.h"
 
@@ -197,8 +198,7 @@ TEST(Attention, DecodeSplitsMergeInTheirClusterOnSm90) {
   const DeviceInfo d = DeviceInfo::nominal("sm_90");
   const Family f = find_family("attention_decode");
   const Problem p = Problem::parse("attention", "1x32x8x1x1024x128", "causal", DType::bf16);
-  Config c;
-  c.set("CHUNK", 64), c.set("ROWS", 16), c.set("WARPS", 4), c.set("BN", 16), c.set("STAGES", 3), c.set("CLUSTER", 1);
+  Config c = ktune::testing::decode_config(64, 16, 4, 16, 3, 1);
   ASSERT_TRUE(f.valid(c, p, d)) << f.violations(c, p, d).front();
   EXPECT_EQ(f.kernel_names(c, p), std::vector<std::string>{"attention_decode_cl<0,128,16,4,16,3,64,1,0,16>"});
   const LaunchPlan plan = f.launch_plan(c, p);
@@ -253,8 +253,7 @@ TEST(Attention, DecodeNeighboursAreOneChoiceAway) {
   const DeviceInfo d = DeviceInfo::nominal("sm_90");
   const Family f = find_family("attention_decode");
   const Problem p = Problem::parse("attention", "2x32x8x1x8192x128", "causal", DType::bf16);
-  Config c;
-  c.set("CHUNK", 1024), c.set("ROWS", 16), c.set("WARPS", 2), c.set("BN", 16), c.set("STAGES", 3), c.set("CLUSTER", 1);
+  const Config c = ktune::testing::decode_config(1024, 16, 2, 16, 3, 1);
   ASSERT_TRUE(f.valid(c, p, d)) << f.violations(c, p, d).front();
   const std::vector<Config> near = f.neighbors_of(c, p, d);
   ASSERT_GE(near.size(), 7u);
