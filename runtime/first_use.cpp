@@ -1,8 +1,8 @@
 // First use of a problem nobody tuned: its candidates (lenders, their neighbours, family defaults)
 // compiled side by side and timed on the caller's stream and inputs, with L2 cold as the tuner
 // times, against cuBLAS for GEMM (the winner timed twice and checked against cuBLAS's result
-// before it serves) or against each other for the row ops and ops of plain buffers (the closest
-// timed twice more, in turn); once per problem, never inside a stream capture.
+// before it serves) or against each other for the row ops; once per problem, never inside a
+// stream capture.
 #include <algorithm>
 #include <cstdio>
 
@@ -73,14 +73,10 @@ double Runtime::Impl::FirstUseClock::operator()(const std::function<void()>& f, 
 }
 
 // Times every candidate at p (compiled side by side first) and returns the fastest that ran;
-// each that ran gets its measured_ms, each that did not a line in `failed`. With `second_look`
-// (the ops whose first use picks among kernels alone, with no baseline that re-times the winner)
-// the candidates within kSecondLookWithin of the fastest are timed kSecondLookRounds more times,
-// in turn, and each keeps the median of its readings: one reading of 7 runs can rank near-equal
-// configs either way, and a reading taken in turn with its rivals shares their conditions.
+// each that ran gets its measured_ms, each that did not a line in `failed`.
 std::optional<size_t> Runtime::Impl::time_candidates(const Problem& p, std::vector<CandidateConfig>& cands,
                                                      const FirstUseClock& clock, const CandidateRun& run,
-                                                     std::vector<std::string>& failed, bool second_look) {
+                                                     std::vector<std::string>& failed) {
   std::vector<std::function<std::shared_ptr<Module>()>> mods(cands.size());
   for (size_t i = 0; i < cands.size(); ++i) {
     try {
@@ -90,42 +86,21 @@ std::optional<size_t> Runtime::Impl::time_candidates(const Problem& p, std::vect
       failed.push_back(cands[i].family + ": " + e.what());
     }
   }
-  // Each launch holds what it runs (module, plan, arguments) until the second look is done.
-  std::vector<std::pair<std::shared_ptr<Module>, std::function<void()>>> launches(cands.size());
-  const auto what = [&](const CandidateConfig& c, const char* again) {
-    return "timing " + c.family + " " + c.config.to_json() + again + " at " + p.key();
-  };
-  std::vector<std::optional<double>> first(cands.size());
+  std::optional<size_t> best;
   for (size_t i = 0; i < cands.size(); ++i) {
     if (!mods[i]) continue;
     CandidateConfig& c = cands[i];
     try {
-      auto mod = mods[i]();
+      const auto mod = mods[i]();
       const Family& f = *family(c.family);
-      auto launch = run(c, *mod, f.launch_plan(f.canonical(c.config), p), failed);
+      const auto launch = run(c, *mod, f.launch_plan(f.canonical(c.config), p), failed);
       if (!launch) continue;
-      c.measured_ms = first[i] = clock(*launch, what(c, ""));
-      c.readings = 1;
-      launches[i] = {std::move(mod), std::move(*launch)};
+      c.measured_ms = clock(*launch, "timing " + c.family + " " + c.config.to_json() + " at " + p.key());
+      if (!best || *c.measured_ms < *cands[*best].measured_ms) best = i;
     } catch (const CompileError& e) {
       failed.push_back(c.family + " " + c.config.to_json() + ": does not compile");
     }
   }
-  const std::vector<size_t> close = close_to_fastest(first, kSecondLookWithin, kSecondLookMost);
-  if (second_look && close.size() >= 2) {
-    std::vector<std::vector<double>> readings(cands.size());
-    for (size_t i : close) readings[i].push_back(*first[i]);
-    for (int round = 0; round < kSecondLookRounds; ++round)
-      for (size_t j = 0; j < close.size(); ++j) { // each round starts with another candidate
-        const size_t i = close[(j + size_t(round) + 1) % close.size()];
-        readings[i].push_back(clock(launches[i].second, what(cands[i], " again")));
-      }
-    for (size_t i : close) cands[i].measured_ms = median(readings[i]), cands[i].readings = int(readings[i].size());
-  }
-  std::optional<size_t> best;
-  for (size_t i = 0; i < cands.size(); ++i)
-    if (cands[i].measured_ms && launches[i].second && (!best || *cands[i].measured_ms < *cands[*best].measured_ms))
-      best = i;
   return best;
 }
 
@@ -196,7 +171,7 @@ Selection Runtime::Impl::measure(const GemmProblem& p, Selection s, const void* 
     }
     return [&mod, plan, ca, stream] { launch_gemm(mod, plan, ca, stream); };
   };
-  const auto best = time_candidates(p, s.candidates, clock, run, failed, false);
+  const auto best = time_candidates(p, s.candidates, clock, run, failed);
   // cuBLAS again, after the candidates, and the faster reading kept (as ktune tune does for its
   // baseline): what is timed first at first use can read several % slow (at 4096x4096x1024 on an
   // H100, cuBLAS 55.6 us first against 51.1 in the bench that followed, where the kernel chosen
@@ -281,7 +256,7 @@ Selection Runtime::Impl::measure_rows(const Problem& p, Selection s, const void*
           std::vector<std::string>&) -> std::optional<std::function<void()>> {
         return [&mod, plan, a, stream] { launch_rows(mod, plan, a, stream); };
       },
-      failed, true);
+      failed);
   return measured_choice(std::move(s), best, failed, clock);
 }
 
@@ -296,9 +271,7 @@ Selection Runtime::Impl::measured_choice(Selection s, std::optional<size_t> best
     s.provenance = c.source == "default" ? Provenance::default_config : Provenance::nearest;
     std::string all;
     for (const auto& k : s.candidates)
-      if (k.measured_ms)
-        all += (all.empty() ? "" : ", ") + k.family + fmt(" %.4f", *k.measured_ms) +
-               (k.readings > 1 ? fmt(" (median of %.0f)", double(k.readings)) : std::string());
+      if (k.measured_ms) all += (all.empty() ? "" : ", ") + k.family + fmt(" %.4f", *k.measured_ms);
     s.why = "measured here at first use: " + c.family +
             (c.source == "default" ? "'s default" : " tuned for " + c.tuned) +
             fmt(" %.4f ms, the fastest of %.0f (", *c.measured_ms, double(s.candidates.size())) + all + " ms)";
@@ -361,7 +334,7 @@ Selection Runtime::Impl::measure_buffers(const Problem& p, Selection s, const st
         auto args = std::make_shared<BufferArgs>(p, ptrs, ws->ptr());
         return [&mod, plan, args, ws, stream] { launch_buffers(mod, plan, *args, stream); };
       },
-      failed, true);
+      failed);
   return measured_choice(std::move(s), best, failed, clock);
 }
 

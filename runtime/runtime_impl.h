@@ -62,11 +62,6 @@ constexpr size_t kMaxNeighbours = 9;
 // (five families an op), then where a family declares neighbours (attention_decode) those of its
 // default and of its lender, kMaxNeighbours of them.
 constexpr size_t kMaxRowCandidates = 8;
-// First use's second look (time_candidates): the candidates within 5 % of the fastest reading, 3
-// at most, timed twice more in turn, each ranked by the median of its three readings.
-constexpr double kSecondLookWithin = 0.05;
-constexpr size_t kSecondLookMost = 3;
-constexpr int kSecondLookRounds = 2;
 
 // BLAS's quick returns. M or N of 0: nothing to do. alpha of 0 or K of 0: C = beta * C without
 // reading A or B (which may then be anything, even null): cuBLAS keeps exactly these semantics,
@@ -189,7 +184,7 @@ struct Runtime::Impl {
 
   std::optional<size_t> time_candidates(const Problem& p, std::vector<CandidateConfig>& cands,
                                         const FirstUseClock& clock, const CandidateRun& run,
-                                        std::vector<std::string>& failed, bool second_look);
+                                        std::vector<std::string>& failed);
   std::string agreement_with_cublas(const GemmProblem& p, const KtuneGemmArgs& a, const DeviceBuffer& out,
                                     const std::function<void()>& launch, CUstream stream);
   Selection measure(const GemmProblem& p, Selection s, const void* A, const void* B, CUstream stream);

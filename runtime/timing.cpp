@@ -15,17 +15,6 @@ double median(std::vector<double> v) {
   return n == 0 ? 0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
 }
 
-std::vector<size_t> close_to_fastest(const std::vector<std::optional<double>>& ms, double within, size_t most) {
-  std::vector<size_t> idx;
-  for (size_t i = 0; i < ms.size(); ++i)
-    if (ms[i]) idx.push_back(i);
-  std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return *ms[a] < *ms[b]; });
-  size_t n = 0;
-  while (n < idx.size() && n < most && *ms[idx[n]] <= *ms[idx[0]] * (1 + within)) ++n;
-  idx.resize(n);
-  return idx;
-}
-
 Timer::Timer(int l2_bytes) : cold_(l2_bytes) {
   check_cu(driver().cuEventCreate(&start_, CU_EVENT_DEFAULT), "cuEventCreate", "timer");
   check_cu(driver().cuEventCreate(&stop_, CU_EVENT_DEFAULT), "cuEventCreate", "timer");

@@ -8,7 +8,6 @@
 #include <cuda.h>
 
 #include <functional>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,10 +18,6 @@ namespace ktune {
 
 // The median of v (the mean of the middle two for an even count; 0 for none).
 double median(std::vector<double> v);
-
-// The readings (ms; nullopt: not measured) within `within` (a fraction) of the fastest, fastest
-// first, at most `most` of them: the candidates first use times a second and third time.
-std::vector<size_t> close_to_fastest(const std::vector<std::optional<double>>& ms, double within, size_t most);
 
 struct TimingOptions {
   int warmup = 1;           // untimed launches after the verification run (which loaded the module)

@@ -64,7 +64,6 @@ struct CandidateConfig {
                                      // no recorded times; first use's measurement alone decides
   std::optional<double> time_ms, cublas_ms; // recorded at the tuned problem (not for a neighbour)
   std::optional<double> measured_ms; // timed at this problem at first use
-  int readings = 0;                  // ...over this many readings (their median where more than one)
 };
 
 struct Selection {

@@ -488,12 +488,10 @@ TEST(AttentionGpu, TunedByTheCliThenServedByTheRuntime) {
   o.db_path = db;
   Runtime rt(o);
   uint64_t seed = 90;
-  // The tuned shapes (exact), one near them (lent), one no fa2 config serves (head_dim 80), and a
-  // decode shape nobody tuned (first use times the decode default and its neighbours).
+  // The tuned shapes (exact), one near them (lent), and one no fa2 config serves (head_dim 80).
   for (const auto& [shape, layout, t] : std::vector<std::tuple<const char*, const char*, DType>>{
            {"1x8x2x1024x1024x128", "causal", DType::bf16}, {"2x4x4x512x512x64", "full", DType::f16},
-           {"1x8x2x1500x1500x128", "causal", DType::bf16}, {"1x2x2x100x100x80", "full", DType::bf16},
-           {"2x32x8x1x3000x128", "causal", DType::bf16}}) {
+           {"1x8x2x1500x1500x128", "causal", DType::bf16}, {"1x2x2x100x100x80", "full", DType::bf16}}) {
     const Problem p = Problem::parse("attention", shape, layout, t);
     const Selection s = rt.best_config(p);
     for (Conditions c : {Conditions::as_served, Conditions::as_timed}) {
@@ -503,23 +501,7 @@ TEST(AttentionGpu, TunedByTheCliThenServedByTheRuntime) {
       EXPECT_TRUE(v.pass) << p.key() << " " << to_string(c) << " (" << to_string(s.provenance) << " " << s.family
                           << "): " << v.summary();
     }
-    // What first use measured (the runtime keeps it): the fastest candidate serves, and the second
-    // look timed none or 2-3 of them again (a median of 1 + kSecondLookRounds readings).
-    const Selection m = rt.best_config(p);
-    if (m.measured) {
-      const CandidateConfig* fastest = nullptr;
-      int again = 0;
-      for (const CandidateConfig& c : m.candidates) {
-        if (!c.measured_ms) continue;
-        EXPECT_TRUE(c.readings == 1 || c.readings == 3) << p.key() << " " << c.config.to_json() << ": " << c.readings;
-        again += c.readings > 1;
-        if (!fastest || *c.measured_ms < *fastest->measured_ms) fastest = &c;
-      }
-      ASSERT_NE(fastest, nullptr) << m.why;
-      EXPECT_EQ(m.config.to_json(), fastest->config.to_json()) << m.why;
-      EXPECT_TRUE(again == 0 || (again >= 2 && again <= 3)) << m.why;
-    }
-    std::cout << "[ ktune    ] " << p.key() << ": " << to_string(m.provenance) << " " << m.family << " (" << m.why << ")\n";
+    std::cout << "[ ktune    ] " << p.key() << ": " << to_string(s.provenance) << " " << s.family << " (" << s.why << ")\n";
   }
   fs::remove_all(dir);
 }

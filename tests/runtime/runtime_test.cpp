@@ -21,7 +21,6 @@
 #include "ktune/device.h"
 #include "ktune/family.h"
 #include "ktune/gemm_problem.h"
-#include "runtime/timing.h"
 
 using namespace ktune;
 
@@ -506,15 +505,4 @@ TEST(Runtime, CallHandlesRefuseBadProblemsWhenMadeAndNeedAGpuToRun) {
   none.ld = {100, 100};
   const auto empty = rt.rows_call(none);
   EXPECT_NO_THROW((*empty)(nullptr, nullptr, nullptr, nullptr));
-}
-
-// First use's second look: which readings are timed again. Within 5 % of the fastest (inclusive),
-// fastest first, three at most; a candidate that did not run is never one of them.
-TEST(Runtime, FirstUseTimesAgainOnlyTheCandidatesCloseToTheFastest) {
-  const std::vector<std::optional<double>> ms = {1.06, std::nullopt, 1.00, 1.04, 1.05, 1.02, 2.0};
-  EXPECT_EQ(close_to_fastest(ms, 0.05, 3), (std::vector<size_t>{2, 5, 3}));
-  EXPECT_EQ(close_to_fastest(ms, 0.05, 9), (std::vector<size_t>{2, 5, 3, 4}));
-  EXPECT_EQ(close_to_fastest(ms, 0.01, 3), (std::vector<size_t>{2}));
-  EXPECT_TRUE(close_to_fastest({std::nullopt, std::nullopt}, 0.05, 3).empty());
-  EXPECT_EQ(close_to_fastest({3.0, 3.0}, 0.0, 3), (std::vector<size_t>{0, 1})); // ties: in candidate order
 }
