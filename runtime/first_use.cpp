@@ -272,8 +272,9 @@ Selection Runtime::Impl::measured_choice(Selection s, std::optional<size_t> best
     std::string all;
     for (const auto& k : s.candidates)
       if (k.measured_ms) all += (all.empty() ? "" : ", ") + k.family + fmt(" %.4f", *k.measured_ms);
-    s.why = "measured here at first use: " + c.family +
-            (c.source == "default" ? "'s default" : " tuned for " + c.tuned) +
+    // A neighbour (Family::neighbors_of) carries its source's provenance: the why says whose.
+    const std::string origin = c.source == "default" ? c.family + "'s default" : c.family + " tuned for " + c.tuned;
+    s.why = "measured here at first use: " + (c.neighbour ? "a neighbour of " + origin : origin) +
             fmt(" %.4f ms, the fastest of %.0f (", *c.measured_ms, double(s.candidates.size())) + all + " ms)";
   } else {
     s.why += "; no candidate ran at first use";

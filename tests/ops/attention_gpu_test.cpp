@@ -512,6 +512,8 @@ TEST(AttentionGpu, TunedByTheCliThenServedByTheRuntime) {
         if (c.measured_ms && (!fastest || *c.measured_ms < *fastest->measured_ms)) fastest = &c;
       ASSERT_NE(fastest, nullptr) << m.why;
       EXPECT_EQ(m.family + " " + m.config.to_json(), fastest->family + " " + fastest->config.to_json()) << m.why;
+      // A neighbour of the default (or of a lent config) is named as one, not as the default itself.
+      EXPECT_EQ(m.why.find("a neighbour of") != std::string::npos, fastest->neighbour) << m.why;
     }
     std::cout << "[ ktune    ] " << p.key() << ": " << to_string(m.provenance) << " " << m.family << " (" << m.why << ")\n";
   }
