@@ -70,6 +70,14 @@ Runtime runtime_with(const std::vector<std::string>& tables, const std::string& 
   return Runtime(o);
 }
 
+// A runtime for sm_90 that reads the shipped tables and no database.
+Runtime shipped_only() {
+  RuntimeOptions o;
+  o.arch = "sm_90";
+  o.db_path = "";
+  return Runtime(o);
+}
+
 std::string with_even(std::string cfg) { return cfg.replace(cfg.find("\"EVEN\":0"), 8, "\"EVEN\":1"); }
 
 } // namespace
@@ -302,10 +310,7 @@ TEST(Runtime, RuntimeWithoutArchOrDeviceFailsClearly) {
 // with stream-K): valid for the shape, distinct, after the lenders, at most 7, and without a
 // prediction of their own, so they can only win by first use's measurement.
 TEST(Runtime, UntunedHalfShapesAlsoTimeTheBestLendersNeighbours) {
-  RuntimeOptions o;
-  o.arch = "sm_90";
-  o.db_path = "";
-  Runtime rt(o);
+  Runtime rt = shipped_only();
   const DeviceInfo dev = DeviceInfo::nominal("sm_90");
   int shapes_with_neighbours = 0;
   for (const char* shape : {"3072x3072x3072", "5000x3000x1000", "2500x8192x1536", "1536x6144x2048"}) {
@@ -349,10 +354,7 @@ TEST(Runtime, UntunedHalfShapesAlsoTimeTheBestLendersNeighbours) {
 // family alone brought them, 32x6144x4096 lost the swapped wgmma form that ran fastest there). Each
 // neighbour belongs to the family of a lender, and no family brings more than kMaxNeighbours (9).
 TEST(Runtime, DecodeShapesTimeTheNeighboursOfEveryLendingFamily) {
-  RuntimeOptions o;
-  o.arch = "sm_90";
-  o.db_path = "";
-  Runtime rt(o);
+  Runtime rt = shipped_only();
   const auto p = GemmProblem::parse("32x6144x4096", "NN", DType::bf16);
   const Selection s = rt.best_config(p);
   std::map<std::string, int> lenders, neighbours;
@@ -372,10 +374,7 @@ TEST(Runtime, DecodeShapesTimeTheNeighboursOfEveryLendingFamily) {
 // at most kMaxNeighbours (9), without a prediction of their own. Contiguous (Phi-2's padded head dim,
 // a table entry lends; MQA with splits) and paged.
 TEST(Runtime, UntunedDecodeShapesTimeTheDefaultsNeighbours) {
-  RuntimeOptions o;
-  o.arch = "sm_90";
-  o.db_path = "";
-  Runtime rt(o);
+  Runtime rt = shipped_only();
   const DeviceInfo dev = DeviceInfo::nominal("sm_90");
   for (const auto& [op, shape, family] : std::vector<std::tuple<const char*, const char*, const char*>>{
            {"attention", "8x32x32x1x2048x80", "attention_decode"},
@@ -428,10 +427,7 @@ TEST(Runtime, UntunedDecodeShapesTimeTheDefaultsNeighbours) {
 }
 
 TEST(Runtime, HalfProblemsAreServedAndTf32IsRefusedClearly) {
-  RuntimeOptions o;
-  o.arch = "sm_90";
-  o.db_path = "";
-  Runtime rt(o);
+  Runtime rt = shipped_only();
   // bf16 and f16 have answers (a tuned entry, candidates, or cuBLAS), never an error.
   for (DType t : {DType::bf16, DType::f16}) {
     for (const char* shape : {"1024x1024x1024", "2999x2999x2999", "1x4096x4096"}) {
@@ -466,10 +462,7 @@ TEST(Runtime, HalfProblemsAreServedAndTf32IsRefusedClearly) {
 // Call handles check their problem once, when made, and name what is wrong; made by a runtime
 // without a GPU (an arch given) they exist, and a call says there is no GPU instead of launching.
 TEST(Runtime, CallHandlesRefuseBadProblemsWhenMadeAndNeedAGpuToRun) {
-  RuntimeOptions o;
-  o.arch = "sm_90";
-  o.db_path = "";
-  Runtime rt(o);
+  Runtime rt = shipped_only();
   auto refused = [](const std::function<void()>& make, const std::string& word) {
     try {
       make();
