@@ -1,8 +1,8 @@
 // Expressions of a kernel spec (constraints, launch geometry, buffer sizes, scalars, FLOP
 // counts): parsed and evaluated by muparser, over a fixed list of names (the spec's parameters,
-// dimensions and device limits). Kernel Tuner's restriction syntax (Python: and, or, not, **,
-// //, True, False) is accepted beside muparser's own (&&, ||, !, ^); % and // follow Python
-// (floor division and its remainder), and ceil_div, floor, ceil, round_up are added.
+// dimensions and device limits). Kernel Tuner's restriction syntax (Python's operators and their
+// precedence, python_to_muparser below) is accepted beside muparser's own (&&, ||, !, ^, ?:); % and
+// // follow Python (floor division and its remainder), and ceil_div, floor, ceil, round_up are added.
 #pragma once
 #include <memory>
 #include <string>
@@ -34,8 +34,11 @@ class Expr {
   std::shared_ptr<Impl> impl_;
 };
 
-// Kernel Tuner's (Python) operators as muparser's: and -> &&, or -> ||, not -> !, ** -> ^,
-// True / False -> 1 / 0. Exposed for tests.
+// A Kernel Tuner (Python) expression as a fully parenthesised muparser one, each operator bound
+// as Python binds it: and / or / not (not below the comparisons), chained comparisons, in / not
+// in a list, x if c else y, ** (and muparser's ^) as power, the bitwise & | << >> ~ on whole
+// numbers, True / False; muparser's &&, ||, ! and c ? a : b as they are. Throws UsageError on a
+// syntax error. Exposed for tests.
 std::string python_to_muparser(const std::string& text);
 
 } // namespace ktune

@@ -244,7 +244,9 @@ std::vector<std::string> KernelSpec::compile_options(const Config& c, const Prob
   o.push_back(std::string("-DKTUNE_DTYPE=") + c_type(p.dtype));
   o.insert(o.end(), options.begin(), options.end());
   // The toolkit's headers (cuda_fp16.h, cuda_bf16.h, cooperative_groups.h), which NVRTC finds only
-  // on a path: user kernels include them as they would under nvcc.
+  // on a path: user kernels include them as they would under nvcc. CUDA 13 keeps libcu++, CUB and
+  // Thrust (cuda/std/..., which cooperative_groups.h itself includes) in include/cccl, a path nvcc
+  // adds by itself.
   static const std::string toolkit = [] {
     for (const char* env : {"CUDA_HOME", "CUDA_PATH"})
       if (const char* v = std::getenv(env); v && *v && std::filesystem::exists(std::string(v) + "/include/cuda_bf16.h"))
@@ -252,6 +254,8 @@ std::vector<std::string> KernelSpec::compile_options(const Config& c, const Prob
     return std::filesystem::exists("/usr/local/cuda/include/cuda_bf16.h") ? std::string("/usr/local/cuda/include") : "";
   }();
   if (!toolkit.empty()) o.push_back("--include-path=" + toolkit);
+  static const bool cccl = !toolkit.empty() && std::filesystem::exists(toolkit + "/cccl/cuda/std");
+  if (cccl) o.push_back("--include-path=" + toolkit + "/cccl");
   return o;
 }
 

@@ -61,6 +61,37 @@ def test_valid_config_count_matches_kernel_tuners_search_space(name):
     assert ours > 1
 
 
+def test_python_restriction_syntax_counts_as_kernel_tuner_counts(tmp_path):
+    """Restrictions in Python's own grammar, where it differs from C's and muparser's: a chained
+    comparison, `not` below the comparisons, `in` / `not in` a list or tuple, and bitwise `&`
+    binding tighter than `==`. ktune's count must equal Kernel Tuner's."""
+    import kernel_tuner  # noqa: F401  required, not optional: tools/test.sh installs it
+
+    (tmp_path / "k.cu").write_text("__global__ void k(float* y) { y[threadIdx.x] = 1.f; }\n")
+    spec = {
+        "ktune_kernel_spec": 1, "name": "restriction_grammar", "sources": ["k.cu"], "kernel": "k",
+        "dims": ["n"],
+        "params": {"block_size_x": [16, 32, 48, 64, 96, 128, 256, 512], "block_size_y": [1, 2, 4, 8, 16, 32],
+                   "tile": [1, 2, 3, 4]},
+        "restrictions": ["32 <= block_size_x * block_size_y <= 1024",
+                         "not block_size_y == 1 or block_size_x in [64, 128, 256]",
+                         "block_size_x & (block_size_x - 1) == 0 or tile not in (3,)",
+                         "tile ** 2 <= block_size_y * 4 or tile == 1"],
+        "launch": {"grid": ["ceil_div(n, block_size_x)"], "block": ["block_size_x", "block_size_y"]},
+        "args": [{"name": "y", "kind": "buffer", "dtype": "f32", "count": "n * 1024", "intent": "out"}],
+        "check": {"none": "only counted here"},
+    }
+    path = tmp_path / "k.json"
+    path.write_text(json.dumps(spec))
+    out = subprocess.run([ktune_binary(), "space", "--count", "--kernel", str(path), "--problem", "4096"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    ours = int(out.stdout.strip())
+    theirs = kernel_tuner_count(spec, {"n": 4096})
+    assert ours == theirs, f"ktune counts {ours} valid configs, Kernel Tuner {theirs}"
+    assert 1 < ours < 8 * 6 * 4
+
+
 def test_inline_spec_with_kernel_tuners_names_loads_as_a_file_spec_does(tmp_path):
     import ktune
 

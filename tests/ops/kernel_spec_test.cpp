@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include "core/expr.h"
@@ -76,6 +77,34 @@ TEST(KernelSpec, ExamplesLoadAndTheirDefaultsCompileWithNvrtc) {
   EXPECT_TRUE(spec_of(load_kernel_spec(example("transpose"))).has_baseline);
 }
 
+// A user kernel includes the toolkit's headers as under nvcc: cooperative_groups.h (which on CUDA
+// 13 includes libcu++ from include/cccl) and libcu++ itself.
+TEST(KernelSpec, KernelsIncludeTheToolkitsHeadersAsUnderNvcc) {
+  const fs::path dir = fs::temp_directory_path() / ("ktune_spec_headers_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "cg.cu") << "#include <cooperative_groups.h>\n#include <cuda/std/type_traits>\n"
+                                  "namespace cg = cooperative_groups;\n"
+                                  "__global__ void cg_sum(const float* x, float* y, int n) {\n"
+                                  "  static_assert(cuda::std::is_same<float, float>::value, \"libcu++\");\n"
+                                  "  cg::thread_block b = cg::this_thread_block();\n"
+                                  "  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = x[i];\n"
+                                  "  b.sync(); }\n";
+  std::ofstream(dir / "cg.json") << R"json({"ktune_kernel_spec": 1, "name": "cg_headers", "sources": ["cg.cu"],
+    "kernel": "cg_sum", "dims": ["n"], "params": {"B": [64, 128]},
+    "launch": {"grid": ["ceil_div(n, B)"], "block": ["B"]},
+    "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n"},
+             {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"},
+             {"name": "n", "kind": "scalar", "dtype": "i32", "value": "n"}],
+    "check": {"none": "compiled only"}})json";
+  const std::string op = load_kernel_spec((dir / "cg.json").string());
+  const Family f = find_family(op);
+  const Problem p = Problem::parse(op, "1000", "", DType::f32);
+  const DeviceInfo d = DeviceInfo::nominal("sm_90");
+  Compiler compiler(1);
+  EXPECT_FALSE(compiler.compile(compile_request(f, f.default_config(p, d), p, "sm_90"))->cubin.empty());
+  fs::remove_all(dir);
+}
+
 TEST(KernelSpec, ExpressionsFollowKernelTunersPythonRules) {
   const std::vector<std::string> names = {"a", "b"};
   auto eval = [&](const std::string& e, double a, double b) { return Expr(e, names, "t").eval({a, b}); };
@@ -90,7 +119,48 @@ TEST(KernelSpec, ExpressionsFollowKernelTunersPythonRules) {
   EXPECT_EQ(eval("round_up(a, b)", 7, 4), 8);
   EXPECT_EQ(eval("min(a, b) + max(a, b)", 3, 5), 8);
   EXPECT_EQ(eval("a > b ? a : b", 3, 5), 5);
-  EXPECT_EQ(python_to_muparser("x and y or not z_and"), "x && y || ! z_and") << "words only, not parts of names";
+  EXPECT_EQ(python_to_muparser("x and y or not z_and"), "((x && y) || (!z_and))") << "words only, not parts of names";
+  // Python's precedence, not muparser's: `not` below the comparisons, comparisons chained.
+  EXPECT_EQ(eval("not a == 1", 2, 0), 1) << "not (a == 1), where muparser's ! reads (!a) == 1";
+  EXPECT_EQ(eval("b % 64 == 0 and not a == 1", 2, 128), 1);
+  EXPECT_EQ(eval("!a == 1", 0, 0), 1) << "C's ! binds tightest, as before";
+  EXPECT_EQ(eval("32 <= a * b <= 1024", 32, 64), 0) << "2048 is past the chain's end, (32 <= 2048) <= 1024 is not";
+  EXPECT_EQ(eval("32 <= a * b <= 1024", 32, 8), 1);
+  EXPECT_EQ(eval("16 < a * b <= 1024", 4, 4), 0);
+  EXPECT_EQ(eval("a < b < 10 > 2", 1, 5), 1);
+  EXPECT_EQ(eval("a in [32, 64]", 64, 0), 1);
+  EXPECT_EQ(eval("a in (32, 64) and b not in [1, 2]", 32, 2), 0);
+  EXPECT_EQ(eval("a not in [1, 2, 3]", 4, 0), 1);
+  EXPECT_EQ(eval("a if b > 0 else 7", 3, 1), 3);
+  EXPECT_EQ(eval("a if b > 0 else 7", 3, 0), 7);
+  EXPECT_EQ(eval("a & (a - 1) == 0", 64, 0), 1) << "& binds tighter than ==, as in Python (not C): (64 & 63) == 0";
+  EXPECT_EQ(eval("a & (a - 1) == 0", 48, 0), 0);
+  EXPECT_EQ(eval("a | b", 5, 2), 7);
+  EXPECT_EQ(eval("a << b", 3, 4), 48);
+  EXPECT_EQ(eval("a >> 1 + b", 64, 1), 16) << "shifts below +, as Python";
+  EXPECT_EQ(eval("~a", 5, 0), -6);
+  EXPECT_EQ(eval("-a ** 2", 3, 0), -9) << "** binds tighter than a unary minus on its left";
+  EXPECT_EQ(eval("2 ** -b", 0, 1), 0.5);
+  EXPECT_EQ(eval("2 ** 3 ** 2", 0, 0), 512) << "right-associative";
+  EXPECT_EQ(eval("0x10 + 1e1", 0, 0), 26);
+  EXPECT_THROW(Expr("a & b", names, "t").eval({1.5, 1}), UsageError) << "bitwise operators take whole numbers";
+  for (const auto& [bad, says] : std::vector<std::pair<const char*, const char*>>{
+           {"a = 1", "a comparison is '=='"},
+           {"a in b", "'in' needs a list of values"},
+           {"a in []", "an empty list"},
+           {"a if b", "expected 'else'"},
+           {"(a + b", "expected ')'"},
+           {"a $ b", "unexpected '$'"},
+           {"a and", "ends too early"}}) {
+    try {
+      Expr(bad, names, "f.json: constraints[0]");
+      ADD_FAILURE() << bad << " must be refused";
+    } catch (const UsageError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(std::string("f.json: constraints[0]: '") + bad + "'"), std::string::npos) << what;
+      EXPECT_NE(what.find(says), std::string::npos) << what;
+    }
+  }
   EXPECT_EQ(Expr("a + b", names, "t").reads().size(), 2u);
   EXPECT_TRUE(Expr("3 * 4", names, "t").constant());
   try {
