@@ -63,6 +63,11 @@ Config Config::from_json(const std::string& text) {
   if (!j.is_object()) throw UsageError("config must be a JSON object of integers, got: " + text);
   Config c;
   for (const auto& [k, v] : j.items()) {
+    // true / false as 1 / 0: a spec's parameters may be declared so (Kernel Tuner's booleans).
+    if (v.is_boolean()) {
+      c.values_.emplace_back(k, v.get<bool>() ? 1 : 0);
+      continue;
+    }
     if (!v.is_number_integer()) throw UsageError("config parameter '" + k + "' must be an integer, got " + v.dump());
     c.values_.emplace_back(k, v.get<int>());
   }

@@ -236,8 +236,12 @@ Config Family::default_config(const Problem& p, const DeviceInfo& d) const {
   return default_(p, d);
 }
 
+bool SpaceRestriction::narrows(const std::string& name) const {
+  return name == family || (family.find('@') == std::string::npos && name.rfind(family + "@", 0) == 0);
+}
+
 Family Family::restricted(const SpaceRestriction& r) const {
-  if (!r.family.empty() && r.family != name_)
+  if (!r.family.empty() && !r.narrows(name_))
     throw UsageError("space restriction is for family '" + r.family + "', not '" + name_ + "'");
   Family f = *this;
   for (const auto& [name, values] : r.domains) {

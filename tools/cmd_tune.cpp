@@ -172,11 +172,13 @@ int cmd_tune(TuneArgs& a) {
   for (const auto& name : names) {
     Family f = find_family(name);
     // A restriction narrows the family it names; the other families keep their whole spaces.
-    if (restriction && (restriction->family == name || names.size() == 1)) f = f.restricted(*restriction);
+    if (restriction && (restriction->narrows(name) || names.size() == 1)) f = f.restricted(*restriction);
     o.families.push_back(std::move(f));
   }
-  if (restriction && std::none_of(names.begin(), names.end(), [&](const auto& n) { return n == restriction->family; }))
-    throw UsageError("--restrict " + a.restrict_file + " narrows " + restriction->family + ", which this run does not tune");
+  if (restriction && std::none_of(names.begin(), names.end(), [&](const auto& n) { return restriction->narrows(n); }))
+    throw UsageError("--restrict " + a.restrict_file +
+                     (restriction->family.empty() ? std::string(" names no family (\"family\": ...)")
+                                                  : " narrows " + restriction->family + ", which this run does not tune"));
   if (!a.suite.empty() && !a.problems.empty()) throw UsageError("give --suite or --problem, not both");
   if (!a.suite.empty()) o.problems = load_suite(a.suite, a.layout, dtype);
   const OpInfo& op = op_info(a.op);
@@ -205,17 +207,21 @@ int cmd_tune(TuneArgs& a) {
   o.timeout_s = a.timeout_s;
   o.quiet = a.quiet || a.json;
   o.progress = !o.quiet && isatty(2);
-  o.worker_argv = {self_exe(), "worker"};
   // The worker registers the run's user kernels itself (from --kernel and the suite's "kernel"s).
+  std::vector<std::string> kernels;
   for (const OpInfo& info : ops())
-    if (info.spec) o.worker_argv.push_back("--kernel"), o.worker_argv.push_back(spec_path(info.name));
+    if (info.spec) kernels.push_back("--kernel"), kernels.push_back(spec_path(info.name));
+  o.worker_argv = {self_exe(), "worker"};
+  o.worker_argv.insert(o.worker_argv.end(), kernels.begin(), kernels.end());
   if (a.compile_processes) o.compile_argv = {self_exe(), "compile-worker"};
   if (!a.replay.empty()) {
-    // Nothing is measured: the replay worker answers from the log, on the log's GPU model.
+    // Nothing is measured: the replay worker answers from the log, on the log's GPU model (and
+    // knows the run's user kernels, as a worker does).
     if (!a.devices.empty()) throw UsageError("--replay answers as one GPU; --devices is for measuring on several");
     const TrialLog log = read_trial_log_file(a.replay);
     o.device_info = replay_device(log, a.replay_uuid);
     o.worker_argv = {self_exe(), "replay-worker", a.replay, "--pace", std::to_string(a.replay_pace)};
+    o.worker_argv.insert(o.worker_argv.end(), kernels.begin(), kernels.end());
     if (!o.quiet)
       std::fprintf(stderr, "ktune: replaying %s (%s) as device %s: nothing is measured\n", a.replay.c_str(),
                    log.device_name.c_str(), a.replay_uuid.c_str());

@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
   rw->add_option("--pace", replay_pace);
   int replay_device_ordinal = 0;
   rw->add_option("--device", replay_device_ordinal); // appended by the session as for `worker`; nothing to open
+  rw->add_option("--kernel", worker_kernels);          // the run's user kernels, as for `worker`
 
   // CLI11 would call an unknown word, or an unknown flag before the subcommand, a missing
   // subcommand; name it instead. The hidden ones (group "": worker, compile-worker, replay-worker) are known but not listed.
@@ -94,7 +95,10 @@ int main(int argc, char** argv) {
       if (c.sub->parsed()) return c.run();
     if (rp->parsed()) return run_report(report, argc, argv);
     if (cw->parsed()) return ktune::compile_worker_main();
-    if (rw->parsed()) return ktune::replay_worker_main(replay_log, replay_pace);
+    if (rw->parsed()) {
+      ktune::cli::load_kernels(worker_kernels);
+      return ktune::replay_worker_main(replay_log, replay_pace);
+    }
     if (wk->parsed()) {
       ktune::cli::load_kernels(worker_kernels);
       return worker_main(worker_device);

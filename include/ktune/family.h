@@ -110,6 +110,9 @@ struct LaunchPlan {
 struct SpaceRestriction {
   std::string family;
   std::map<std::string, std::vector<int>> domains;
+  // Whether it narrows `family`: its name, or a user kernel's ("conv2d@36451a48") by the spec's
+  // name alone ("conv2d"), since the version after the @ changes with every edit of the source.
+  bool narrows(const std::string& family_name) const;
   static SpaceRestriction from_json_file(const std::string& path); // throws UsageError
   static SpaceRestriction from_json(const std::string& text, const std::string& origin);
 };

@@ -221,6 +221,8 @@ TEST(TableValidation, NamesEachKindOfInvalidEntry) {
   EXPECT_NE(why.find("'TILE' must be an integer"), std::string::npos) << why;
   why = reason(entry("gemm_smem", R"({"TILE":16.5})"));
   EXPECT_NE(why.find("'TILE' must be an integer"), std::string::npos) << why;
+  why = reason(entry("gemm_smem", R"({"TILE":true})")); // a boolean reads as 1 (a spec's true / false parameters)
+  EXPECT_NE(why.find("value 1 is outside the domain of 'TILE'"), std::string::npos) << why;
   why = reason(entry("gemm_smem", "{TILE"));
   EXPECT_NE(why.find("not valid JSON"), std::string::npos) << why;
 

@@ -461,6 +461,27 @@ TEST(Cli, SimulateReplaysAUserKernelsRunWithItsSpecLoaded) {
   EXPECT_NE(bare.out.find("load its spec (--kernel SPEC)"), std::string::npos) << bare.out;
 }
 
+// `tune --replay` of a user kernel's recorded run: the replay worker loads the run's specs as a
+// worker does, and a restriction names the kernel by its spec's name (its version changes with
+// each edit). The recording holds every config of block_size_x 16, so each drawn is answered.
+TEST(Cli, TuneReplaysAUserKernelsRunWithItsSpecLoaded) {
+  SpecDir d;
+  d.write("r.json", R"({"family": "conv2d", "domains": {"block_size_x": [16]}})");
+  const std::string trials = std::string(KTUNE_SOURCE_DIR) + "/docs/runs/2026-11-28-h200-conv2d-1024-trials.json";
+  const auto r = testing::run_ktune("tune --kernel " + example("conv2d") + " --problem 1024x1024 --restrict " + d.path("r.json") +
+                                    " --strategy random --budget-evals 4 --warm-start none --replay " + trials + " --db " +
+                                    d.path("r.db") + " --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+  EXPECT_EQ(j["problems"][0]["trials"]["ok"].get<int>(), 4) << r.out;
+  EXPECT_EQ(j["worker_restarts"].get<int>(), 0) << r.out;
+  d.write("none.json", R"({"domains": {"block_size_x": [16]}})");
+  const auto bad = testing::run_ktune("tune --kernel " + example("conv2d") + " --problem 1024x1024 --restrict " +
+                                      d.path("none.json") + " --replay " + trials + " --db " + d.path("r2.db"));
+  EXPECT_EQ(bad.status, 2) << bad.out;
+  EXPECT_NE(bad.out.find("names no family"), std::string::npos) << bad.out;
+}
+
 // Each example's shipped table (examples/kernels/<name>/table-sm_90.json, bench/kernel_specs.sh)
 // answers its problem exactly: its entry is of the example's current version (a changed example
 // must be tuned again: its old entries would never be served).

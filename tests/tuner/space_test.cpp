@@ -149,6 +149,14 @@ TEST(Space, RestrictionFromJsonNarrowsAndRejectsTypos) {
   EXPECT_THROW(f.restricted(SpaceRestriction::from_json(R"({"domains": {"BK": [12]}})", "t")), UsageError);
   EXPECT_THROW(f.restricted(SpaceRestriction::from_json(R"({"domains": {"BQ": [8]}})", "t")), UsageError);
   EXPECT_THROW(f.restricted(SpaceRestriction::from_json(R"({"family": "gemm_naive", "domains": {}})", "t")), UsageError);
+  // A user kernel's family is named by its spec's name alone, or with its exact version.
+  const auto by_name = SpaceRestriction::from_json(R"({"family": "conv2d", "domains": {}})", "t");
+  EXPECT_TRUE(by_name.narrows("conv2d@36451a48"));
+  EXPECT_TRUE(by_name.narrows("conv2d"));
+  EXPECT_FALSE(by_name.narrows("conv2d_tiled@36451a48"));
+  const auto by_version = SpaceRestriction::from_json(R"({"family": "conv2d@36451a48", "domains": {}})", "t");
+  EXPECT_TRUE(by_version.narrows("conv2d@36451a48"));
+  EXPECT_FALSE(by_version.narrows("conv2d@00000000")) << "another version of the kernel";
   EXPECT_THROW(SpaceRestriction::from_json("{not json", "t"), UsageError);
   EXPECT_THROW(SpaceRestriction::from_json(R"({"domains": {"BK": "8"}})", "t"), UsageError);
 }
