@@ -165,8 +165,16 @@ std::shared_ptr<const CompiledKernel> Compiler::compile_uncached(const CompileRe
   std::string log(log_size, '\0');
   if (log_size > 1) check_nvrtc(nvrtcGetProgramLog(prog, log.data()), "nvrtcGetProgramLog", req.context);
   while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
-  if (cr != NVRTC_SUCCESS)
-    throw CompileError("nvrtcCompileProgram failed (" + std::string(nvrtcGetErrorString(cr)) + "): " + req.context, log);
+  if (cr != NVRTC_SUCCESS) {
+    // Errors in NVRTC's own "__nv_name_map" are a kernel name the source does not define (a typo,
+    // or a template instance it cannot make): say so, and which names were asked for.
+    std::string names;
+    if (log.find("__nv_name_map") != std::string::npos)
+      for (const auto& n : req.name_expressions) names += (names.empty() ? "; kernel names asked for: " : ", ") + n;
+    throw CompileError("nvrtcCompileProgram failed (" + std::string(nvrtcGetErrorString(cr)) + "): " + req.context +
+                           (names.empty() ? "" : names + " (one of them is not a kernel the source defines)"),
+                       log);
+  }
 
   auto out = std::make_shared<CompiledKernel>();
   out->log = log;

@@ -11,9 +11,11 @@
 #include "ktune/device.h"
 #include "ktune/error.h"
 #include "ktune/family.h"
+#include "core/kernel_spec.h"
 #include "runtime/module.h"
 #include "tools/cli.h"
 #include "tools/problem_options.h"
+#include "tuner/spec_op.h"
 
 namespace ktune::cli {
 namespace {
@@ -37,6 +39,17 @@ int cmd_compile(CompileArgs& a) {
               k->compile_seconds, k->cubin.size());
   for (const auto& n : k->lowered_names) std::printf("  kernel %s\n", n.c_str());
   if (!k->log.empty()) std::printf("NVRTC log:\n%s\n", k->log.c_str());
+  // A user kernel's reference and baseline compile too: a name the source lacks, or a define its
+  // config misses, fails here rather than on the GPU at the first check.
+  if (const OpInfo& info = op_info(f.op()); info.spec) {
+    const KernelSpec& s = spec_of(f.op());
+    for (const char* what : {"reference", "baseline"}) {
+      if (std::string(what) == "reference" ? !s.check || s.answers : !s.has_baseline) continue;
+      const auto side = compiler.compile(spec_side_request(f.op(), what, p, req.arch));
+      std::printf("compiled its %s: %zu-byte cubin\n", what, side->cubin.size());
+      for (const auto& n : side->lowered_names) std::printf("  kernel %s\n", n.c_str());
+    }
+  }
   if (!a.cubin_out.empty()) {
     // For the disassembler: cuobjdump --dump-sass FILE
     write_atomically(a.cubin_out, std::string(k->cubin.begin(), k->cubin.end()));

@@ -133,7 +133,7 @@ class SpecRunner : public OpRunner {
   void run_baseline(CUstream stream) override {
     const KernelSpec& s = spec_of(p_.op);
     if (!s.has_baseline) throw Error(s.path + " declares no baseline");
-    Module& m = side_module(s, s.baseline_steps, s.baseline_config, "baseline");
+    Module& m = side_module("baseline");
     launch(m, s.plan(s.baseline_steps, s.baseline_config, p_), stream);
   }
 
@@ -271,14 +271,8 @@ class SpecRunner : public OpRunner {
   // The module of a kernel run beside the tuned one (the reference, the baseline) at the current
   // problem, compiled and loaded once (each check of each config runs the reference on fresh
   // inputs). what: "reference", "baseline".
-  Module& side_module(const KernelSpec& s, const std::vector<SpecStep>& steps, const Config& c, const std::string& what) {
-    CompileRequest req;
-    req.source = s.source;
-    req.source_name = s.source_name;
-    req.name_expressions = s.kernel_names(steps, c, p_);
-    req.options = s.compile_options(c, p_);
-    req.arch = device_.arch;
-    req.context = what + " of " + s.path + " config " + c.to_json() + " problem " + p_.key();
+  Module& side_module(const std::string& what) {
+    const CompileRequest req = spec_side_request(p_.op, what, p_, device_.arch);
     std::shared_ptr<Module>& mod = side_modules_[req.cache_key()];
     if (!mod) {
       const auto compiled = compiler_.compile(req);
@@ -300,7 +294,7 @@ class SpecRunner : public OpRunner {
   // The reference on its own copies of the inputs as filled (its outputs poisoned as the kernel
   // under test's are).
   void run_reference(const KernelSpec& s, CUstream stream) {
-    Module& m = side_module(s, s.reference_steps, s.reference_config, "reference");
+    Module& m = side_module("reference");
     const std::string context = "the reference of " + s.path + " on " + p_.key();
     std::vector<const void*> ptrs;
     for (Buffer& b : bufs_) {
@@ -334,6 +328,22 @@ class SpecRunner : public OpRunner {
 };
 
 } // namespace
+
+CompileRequest spec_side_request(const std::string& op, const std::string& what, const Problem& p, const std::string& arch) {
+  const KernelSpec& s = spec_of(op);
+  const bool ref = what == "reference";
+  if (ref ? !s.check || s.answers : !s.has_baseline) throw UsageError(s.path + " has no " + what + " kernel");
+  const std::vector<SpecStep>& steps = ref ? s.reference_steps : s.baseline_steps;
+  const Config& c = ref ? s.reference_config : s.baseline_config;
+  CompileRequest req;
+  req.source = s.source;
+  req.source_name = s.source_name;
+  req.name_expressions = s.kernel_names(steps, c, p);
+  req.options = s.compile_options(c, p);
+  req.arch = arch;
+  req.context = what + " of " + s.path + " config " + c.to_json() + " problem " + p.key();
+  return req;
+}
 
 std::unique_ptr<OpRunner> make_spec_runner(Compiler& compiler, const DeviceInfo& device) {
   return std::make_unique<SpecRunner>(compiler, device);

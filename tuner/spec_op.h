@@ -24,6 +24,10 @@ double spec_default_rtol(ElemType t);
 // this order: ktune_spec_fill, ktune_spec_differ, ktune_spec_absmax, ktune_spec_compare.
 CompileRequest spec_check_request(const std::string& arch);
 
+// The compile of a spec's reference or baseline kernels (what: "reference", "baseline") for
+// problem p: the spec's source, those steps' kernel names and that config's options.
+CompileRequest spec_side_request(const std::string& op, const std::string& what, const Problem& p, const std::string& arch);
+
 std::unique_ptr<OpRunner> make_spec_runner(Compiler& compiler, const DeviceInfo& device);
 
 } // namespace ktune

@@ -120,29 +120,37 @@ TEST(KernelSpec, ExpressionsFollowKernelTunersPythonRules) {
   EXPECT_EQ(eval("min(a, b) + max(a, b)", 3, 5), 8);
   EXPECT_EQ(eval("a > b ? a : b", 3, 5), 5);
   EXPECT_EQ(python_to_muparser("x and y or not z_and"), "((x && y) || (!z_and))") << "words only, not parts of names";
-  // Python's precedence, not muparser's: `not` below the comparisons, comparisons chained.
-  EXPECT_EQ(eval("not a == 1", 2, 0), 1) << "not (a == 1), where muparser's ! reads (!a) == 1";
-  EXPECT_EQ(eval("b % 64 == 0 and not a == 1", 2, 128), 1);
-  EXPECT_EQ(eval("!a == 1", 0, 0), 1) << "C's ! binds tightest, as before";
-  EXPECT_EQ(eval("32 <= a * b <= 1024", 32, 64), 0) << "2048 is past the chain's end, (32 <= 2048) <= 1024 is not";
-  EXPECT_EQ(eval("32 <= a * b <= 1024", 32, 8), 1);
-  EXPECT_EQ(eval("16 < a * b <= 1024", 4, 4), 0);
-  EXPECT_EQ(eval("a < b < 10 > 2", 1, 5), 1);
-  EXPECT_EQ(eval("a in [32, 64]", 64, 0), 1);
-  EXPECT_EQ(eval("a in (32, 64) and b not in [1, 2]", 32, 2), 0);
-  EXPECT_EQ(eval("a not in [1, 2, 3]", 4, 0), 1);
-  EXPECT_EQ(eval("a if b > 0 else 7", 3, 1), 3);
-  EXPECT_EQ(eval("a if b > 0 else 7", 3, 0), 7);
-  EXPECT_EQ(eval("a & (a - 1) == 0", 64, 0), 1) << "& binds tighter than ==, as in Python (not C): (64 & 63) == 0";
-  EXPECT_EQ(eval("a & (a - 1) == 0", 48, 0), 0);
-  EXPECT_EQ(eval("a | b", 5, 2), 7);
-  EXPECT_EQ(eval("a << b", 3, 4), 48);
-  EXPECT_EQ(eval("a >> 1 + b", 64, 1), 16) << "shifts below +, as Python";
-  EXPECT_EQ(eval("~a", 5, 0), -6);
-  EXPECT_EQ(eval("-a ** 2", 3, 0), -9) << "** binds tighter than a unary minus on its left";
-  EXPECT_EQ(eval("2 ** -b", 0, 1), 0.5);
-  EXPECT_EQ(eval("2 ** 3 ** 2", 0, 0), 512) << "right-associative";
-  EXPECT_EQ(eval("0x10 + 1e1", 0, 0), 26);
+  // Python's precedence, not muparser's: `not` below the comparisons, comparisons chained, `in`,
+  // `a if c else b`, bitwise operators between the comparisons and +, ** right-associative.
+  struct Case {
+    const char* expr;
+    double a, b, want;
+    const char* why;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"not a == 1", 2, 0, 1, "not (a == 1), where muparser's ! reads (!a) == 1"},
+           {"b % 64 == 0 and not a == 1", 2, 128, 1, ""},
+           {"!a == 1", 0, 0, 1, "C's ! binds tightest, as before"},
+           {"32 <= a * b <= 1024", 32, 64, 0, "2048 is past the chain's end, (32 <= 2048) <= 1024 is not"},
+           {"32 <= a * b <= 1024", 32, 8, 1, ""},
+           {"16 < a * b <= 1024", 4, 4, 0, ""},
+           {"a < b < 10 > 2", 1, 5, 1, ""},
+           {"a in [32, 64]", 64, 0, 1, ""},
+           {"a in (32, 64) and b not in [1, 2]", 32, 2, 0, ""},
+           {"a not in [1, 2, 3]", 4, 0, 1, ""},
+           {"a if b > 0 else 7", 3, 1, 3, ""},
+           {"a if b > 0 else 7", 3, 0, 7, ""},
+           {"a & (a - 1) == 0", 64, 0, 1, "& binds tighter than ==, as in Python (not C): (64 & 63) == 0"},
+           {"a & (a - 1) == 0", 48, 0, 0, ""},
+           {"a | b", 5, 2, 7, ""},
+           {"a << b", 3, 4, 48, ""},
+           {"a >> 1 + b", 64, 1, 16, "shifts below +, as Python"},
+           {"~a", 5, 0, -6, ""},
+           {"-a ** 2", 3, 0, -9, "** binds tighter than a unary minus on its left"},
+           {"2 ** -b", 0, 1, 0.5, ""},
+           {"2 ** 3 ** 2", 0, 0, 512, "right-associative"},
+           {"0x10 + 1e1", 0, 0, 26, ""}})
+    EXPECT_EQ(eval(c.expr, c.a, c.b), c.want) << c.expr << " at a = " << c.a << ", b = " << c.b << ": " << c.why;
   EXPECT_THROW(Expr("a & b", names, "t").eval({1.5, 1}), UsageError) << "bitwise operators take whole numbers";
   for (const auto& [bad, says] : std::vector<std::pair<const char*, const char*>>{
            {"a = 1", "a comparison is '=='"},
@@ -459,6 +467,23 @@ TEST(Cli, SimulateReplaysAUserKernelsRunWithItsSpecLoaded) {
   const auto bare = testing::run_ktune("simulate --trials " + trials);
   EXPECT_EQ(bare.status, 2);
   EXPECT_NE(bare.out.find("load its spec (--kernel SPEC)"), std::string::npos) << bare.out;
+}
+
+// `ktune compile` of a user kernel compiles its reference too, so a name the source lacks fails on
+// any machine, naming the names asked for, not at the first check on a GPU.
+TEST(Cli, CompileOfAUserKernelCompilesItsReferenceAndNamesAMissingKernel) {
+  SpecDir d;
+  d.write("good.json", SpecDir::base().dump());
+  auto r = testing::run_ktune("compile --kernel " + d.path("good.json") + " --problem 1000 --config '{\"B\":128}'");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("compiled its reference"), std::string::npos) << r.out;
+  ojson j = SpecDir::base();
+  j["check"]["reference"]["kernel"] = "scale_rf";
+  d.write("typo.json", j.dump());
+  r = testing::run_ktune("compile --kernel " + d.path("typo.json") + " --problem 1000 --config '{\"B\":128}'");
+  EXPECT_NE(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("reference of"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("kernel names asked for: scale_rf (one of them is not a kernel the source defines)"), std::string::npos) << r.out;
 }
 
 // `tune --replay` of a user kernel's recorded run: the replay worker loads the run's specs as a
