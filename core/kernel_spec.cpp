@@ -720,6 +720,28 @@ SpecFill fill_at(const KernelSpec& s, const SpecFill& fill, const Problem& p) {
   return f;
 }
 
+void check_fill_files(const KernelSpec& s, const Problem& p) {
+  const auto check = [&](const SpecFill& fill, int64_t count, const std::string& what) {
+    if (fill.kind != SpecFill::from_file) return;
+    const SpecFill f = fill_at(s, fill, p);
+    const size_t have = f.data.size() / size_t(elem_bytes(f.file_type));
+    if (int64_t(have) < count)
+      throw UsageError(s.path + ": " + what + " at " + p.key() + ": '" + f.file + "' holds " + std::to_string(have) +
+                       " elements, the problem needs " + std::to_string(count));
+  };
+  for (size_t i = 0; i < s.args.size(); ++i) {
+    const SpecArg& a = s.args[i];
+    if (!a.buffer) continue;
+    const int64_t n = s.count_of(i, p);
+    check(a.fill, n, "the fill of '" + a.name + "'");
+    check(a.answer, n, "the answer of '" + a.name + "'");
+  }
+  for (const SpecSymbol& y : s.symbols)
+    if (y.from_arg < 0)
+      check(y.fill, y.count.eval_integer(s.problem_values(p), 0, double(int64_t(1) << 50), "elements at " + p.key()),
+            "the fill of symbol '" + y.name + "'");
+}
+
 bool parse_elem_type(const std::string& s, ElemType* out) {
   for (const auto& n : kTypeNames)
     if (s == n.name) return *out = n.type, true;

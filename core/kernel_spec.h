@@ -48,6 +48,10 @@ struct KernelSpec;
 // fill as it stands at problem p: a per-problem file (SpecFill::pattern) read, with its
 // placeholders filled from p; any other fill as it is. Throws UsageError naming the file.
 SpecFill fill_at(const KernelSpec& s, const SpecFill& fill, const Problem& p);
+// Every file the spec fills from at problem p (inputs, answers, symbols; per-problem ones named
+// for p) exists, reads, and holds the elements p needs: what a tuning run checks before it starts,
+// so that a missing or short file is a usage error then, not a failed trial on the GPU.
+void check_fill_files(const KernelSpec& s, const Problem& p);
 
 struct SpecArg {
   std::string name;

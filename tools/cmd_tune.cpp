@@ -23,6 +23,7 @@
 #include "ktune/kernel_spec.h"
 #include "tools/cli.h"
 #include "tuner/json_io.h"
+#include "core/kernel_spec.h"
 #include "tuner/replay_worker.h"
 #include "tuner/session.h"
 #include "tuner/strategy.h"
@@ -189,6 +190,10 @@ int cmd_tune(TuneArgs& a) {
     std::printf("%s\n", problems_suite(o.problems).dump(2).c_str());
     return 0;
   }
+  // A user kernel's input and answer files, per problem: a missing or short one stops the run here.
+  // (A replay reads none of them.)
+  for (const Problem& p : o.problems)
+    if (a.replay.empty() && op_info(p.op).spec) check_fill_files(spec_of(p.op), p);
   if (a.budget_evals && *a.budget_evals == 0) throw UsageError("--budget-evals must be at least 1");
   if (a.budget_seconds && *a.budget_seconds <= 0) throw UsageError("--budget-seconds must be positive");
   if (std::find(strategy_names().begin(), strategy_names().end(), a.strategy) == strategy_names().end())

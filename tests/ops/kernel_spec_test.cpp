@@ -389,6 +389,24 @@ TEST(KernelSpec, AnswersAndInputsFromAFileAProblem) {
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("x_4.npy' does not exist"), std::string::npos) << e.what();
   }
+  // What a tuning run checks before it starts: every file there, and long enough.
+  EXPECT_NO_THROW(check_fill_files(s, p));
+  EXPECT_THROW(check_fill_files(s, Problem::parse(op, "4")), UsageError);
+  npy("x_5.npy", {1, 2, 3, 4, 5});
+  npy("y_5.npy", {1, 2, 3});
+  try {
+    check_fill_files(s, Problem::parse(op, "5"));
+    ADD_FAILURE() << "y_5.npy is short";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("the answer of 'y'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("holds 3 elements, the problem needs 5"), std::string::npos) << e.what();
+  }
+  // ktune tune stops there, exit 2, before a GPU or a database is touched.
+  d.write("answers.json", j.dump());
+  const auto r = testing::run_ktune("tune --kernel " + d.path("answers.json") + " --problem 3 --problem 4 --db " + d.path("t.db"));
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("x_4.npy' does not exist"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(d.path("t.db")));
 }
 
 TEST(KernelSpec, FillsAreAsDeclared) {
