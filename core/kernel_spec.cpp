@@ -736,10 +736,9 @@ void check_fill_files(const KernelSpec& s, const Problem& p) {
     check(a.fill, n, "the fill of '" + a.name + "'");
     check(a.answer, n, "the answer of '" + a.name + "'");
   }
-  for (const SpecSymbol& y : s.symbols)
-    if (y.from_arg < 0)
-      check(y.fill, y.count.eval_integer(s.problem_values(p), 0, double(int64_t(1) << 50), "elements at " + p.key()),
-            "the fill of symbol '" + y.name + "'");
+  for (size_t k = 0; k < s.symbols.size(); ++k)
+    if (s.symbols[k].from_arg < 0)
+      check(s.symbols[k].fill, s.symbol_count(k, p), "the fill of symbol '" + s.symbols[k].name + "'");
 }
 
 bool parse_elem_type(const std::string& s, ElemType* out) {

@@ -136,6 +136,8 @@ struct KernelSpec {
   std::vector<double> problem_values(const Problem& p) const;
   // Element count of buffer argument i at p (throws UsageError naming the field when negative).
   int64_t count_of(size_t arg, const Problem& p) const;
+  // The elements symbols[i] is filled with at p.
+  int64_t symbol_count(size_t i, const Problem& p) const;
   // Every temporary buffer's byte offset in the workspace (256-byte aligned), -1 for others; and
   // the total.
   std::vector<int64_t> temp_offsets(const Problem& p, size_t* total) const;

@@ -173,6 +173,10 @@ int64_t KernelSpec::count_of(size_t arg, const Problem& p) const {
   return a.count.eval_integer(problem_values(p), 0, double(int64_t(1) << 50), "elements at " + p.key());
 }
 
+int64_t KernelSpec::symbol_count(size_t i, const Problem& p) const {
+  return symbols.at(i).count.eval_integer(problem_values(p), 0, 1e12, "elements at " + p.key());
+}
+
 std::vector<int64_t> KernelSpec::temp_offsets(const Problem& p, size_t* total) const {
   std::vector<int64_t> off(args.size(), -1);
   size_t at = 0;

@@ -74,11 +74,11 @@ void spec_before_launch(Module& m, const KernelSpec& s, const BufferArgs& args, 
     check_cu(driver().cuMemsetD8Async(args.workspace() + CUdeviceptr(temp[i]), 0, bytes, stream), "cuMemsetD8Async",
              m.context() + ": clearing " + a.name + " at " + p.key());
   }
-  for (const SpecSymbol& y : s.symbols) {
+  for (size_t k = 0; k < s.symbols.size(); ++k) {
+    const SpecSymbol& y = s.symbols[k];
     size_t bytes = 0;
     const CUdeviceptr at = m.global(y.name, &bytes);
-    const size_t want = size_t(y.count.eval_integer(s.problem_values(p), 0, 1e12, "elements at " + p.key())) *
-                        size_t(elem_bytes(y.type));
+    const size_t want = size_t(s.symbol_count(k, p)) * size_t(elem_bytes(y.type));
     if (want > bytes)
       throw UsageError(s.path + ": symbol " + y.name + " holds " + std::to_string(bytes) + " bytes, the spec fills " +
                        std::to_string(want) + " at " + p.key());

@@ -4,6 +4,7 @@
 #include <climits>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,7 +12,6 @@
 #include "ktune/device.h"
 #include "ktune/error.h"
 #include "ktune/family.h"
-#include "core/kernel_spec.h"
 #include "runtime/module.h"
 #include "tools/cli.h"
 #include "tools/problem_options.h"
@@ -41,11 +41,11 @@ int cmd_compile(CompileArgs& a) {
   if (!k->log.empty()) std::printf("NVRTC log:\n%s\n", k->log.c_str());
   // A user kernel's reference and baseline compile too: a name the source lacks, or a define its
   // config misses, fails here rather than on the GPU at the first check.
-  if (const OpInfo& info = op_info(f.op()); info.spec) {
-    const KernelSpec& s = spec_of(f.op());
+  if (op_info(f.op()).spec) {
     for (const char* what : {"reference", "baseline"}) {
-      if (std::string(what) == "reference" ? !s.check || s.answers : !s.has_baseline) continue;
-      const auto side = compiler.compile(spec_side_request(f.op(), what, p, req.arch));
+      const std::optional<CompileRequest> side_req = spec_side_request(f.op(), what, p, req.arch);
+      if (!side_req) continue;
+      const auto side = compiler.compile(*side_req);
       std::printf("compiled its %s: %zu-byte cubin\n", what, side->cubin.size());
       for (const auto& n : side->lowered_names) std::printf("  kernel %s\n", n.c_str());
     }

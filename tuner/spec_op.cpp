@@ -272,7 +272,9 @@ class SpecRunner : public OpRunner {
   // problem, compiled and loaded once (each check of each config runs the reference on fresh
   // inputs). what: "reference", "baseline".
   Module& side_module(const std::string& what) {
-    const CompileRequest req = spec_side_request(p_.op, what, p_, device_.arch);
+    const std::optional<CompileRequest> side = spec_side_request(p_.op, what, p_, device_.arch);
+    if (!side) throw Error(spec_of(p_.op).path + " has no " + what + " kernel");
+    const CompileRequest& req = *side;
     std::shared_ptr<Module>& mod = side_modules_[req.cache_key()];
     if (!mod) {
       const auto compiled = compiler_.compile(req);
@@ -329,10 +331,11 @@ class SpecRunner : public OpRunner {
 
 } // namespace
 
-CompileRequest spec_side_request(const std::string& op, const std::string& what, const Problem& p, const std::string& arch) {
+std::optional<CompileRequest> spec_side_request(const std::string& op, const std::string& what, const Problem& p,
+                                                const std::string& arch) {
   const KernelSpec& s = spec_of(op);
   const bool ref = what == "reference";
-  if (ref ? !s.check || s.answers : !s.has_baseline) throw UsageError(s.path + " has no " + what + " kernel");
+  if (ref ? !s.check || s.answers : !s.has_baseline) return std::nullopt;
   const std::vector<SpecStep>& steps = ref ? s.reference_steps : s.baseline_steps;
   const Config& c = ref ? s.reference_config : s.baseline_config;
   CompileRequest req;

@@ -6,6 +6,7 @@
 // on the GPU (spec_check.cu): a check costs a few launches, whatever the buffers' size.
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "ktune/compiler.h"
@@ -25,8 +26,10 @@ double spec_default_rtol(ElemType t);
 CompileRequest spec_check_request(const std::string& arch);
 
 // The compile of a spec's reference or baseline kernels (what: "reference", "baseline") for
-// problem p: the spec's source, those steps' kernel names and that config's options.
-CompileRequest spec_side_request(const std::string& op, const std::string& what, const Problem& p, const std::string& arch);
+// problem p: the spec's source, those steps' kernel names and that config's options; none where
+// the spec has no such kernel (no baseline; a check by answers, or none).
+std::optional<CompileRequest> spec_side_request(const std::string& op, const std::string& what, const Problem& p,
+                                                const std::string& arch);
 
 std::unique_ptr<OpRunner> make_spec_runner(Compiler& compiler, const DeviceInfo& device);
 
