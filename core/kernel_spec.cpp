@@ -256,7 +256,7 @@ std::vector<SpecStep> read_steps(const Reader& r, const KernelSpec& s, const ojs
   for (size_t i = 0; i < list.size(); ++i) {
     const std::string at = v.is_array() ? path + "[" + std::to_string(i) + "]" : path;
     const ojson& o = list[i];
-    r.known_fields(o, at, {"kernel", "grid", "block", "cluster", "shared_memory", "persistent"});
+    r.known_fields(o, at, {"kernel", "grid", "block", "cluster", "shared_memory", "persistent", "args"});
     SpecStep st;
     if (o.contains("kernel")) st.kernel = r.str(o["kernel"], at + ".kernel");
     else if (!kernel.empty()) st.kernel = kernel;
@@ -286,6 +286,21 @@ std::vector<SpecStep> read_steps(const Reader& r, const KernelSpec& s, const ojs
       if (!o["persistent"].is_boolean()) r.fail(at + ".persistent", "expected true or false");
       st.persistent = o["persistent"].get<bool>();
     }
+    if (o.contains("args")) { // the spec's arguments by name, read before the steps
+      const ojson& a = o["args"];
+      if (!a.is_array() || a.empty()) r.fail(at + ".args", "expected the names of the arguments this kernel takes, in its order");
+      for (size_t k = 0; k < a.size(); ++k) {
+        const std::string ak = at + ".args[" + std::to_string(k) + "]";
+        st.arg_names.push_back(r.str(a[k], ak));
+        const auto it = std::find_if(s.args.begin(), s.args.end(), [&](const SpecArg& x) { return x.name == st.arg_names.back(); });
+        if (it == s.args.end()) {
+          std::string known;
+          for (const SpecArg& x : s.args) known += (known.empty() ? "" : ", ") + x.name;
+          r.fail(ak, "'" + st.arg_names.back() + "' is not one of the spec's args (" + known + ")");
+        }
+        st.args.push_back(int(it - s.args.begin()));
+      }
+    }
     steps.push_back(std::move(st));
   }
   return steps;
@@ -299,16 +314,23 @@ void read_buffer(const Reader& r, const KernelSpec& s, const ojson& o, const std
   a.type = r.elem(o["dtype"], at + ".dtype", true, &a.problem_dtype);
   if (!o.contains("count")) r.fail(at + ".count", "missing (elements, an expression of the dimensions)");
   a.count = r.expr(o["count"], at + ".count", s.names);
-  for (size_t n : a.count.reads())
-    if (n < s.params.size() || n >= s.params.size() + s.dims.size() + 2)
-      r.fail(at + ".count", "'" + a.count.text() + "' reads " + s.names[n] +
-                                ": a buffer's size follows the problem (its dimensions, align and dtype_bytes) only");
   const std::string intent = o.contains("intent") ? r.str(o["intent"], at + ".intent") : "in";
   if (intent == "in") a.intent = SpecArg::in;
   else if (intent == "out") a.intent = SpecArg::out;
   else if (intent == "inout") a.intent = SpecArg::inout;
   else if (intent == "temp") a.intent = SpecArg::temp;
   else r.fail(at + ".intent", "unknown intent '" + intent + "' (known: in, out, inout, temp)");
+  // The caller allocates its buffers for a problem, whatever config serves it; ktune allocates the
+  // temporaries for each config's plan, so theirs may follow the config (a partial sum a block).
+  for (size_t n : a.count.reads()) {
+    if (n < s.params.size() && a.intent == SpecArg::temp) {
+      a.follows_config = true;
+    } else if (n < s.params.size() || n >= s.params.size() + s.dims.size() + 2) {
+      r.fail(at + ".count", "'" + a.count.text() + "' reads " + s.names[n] +
+                                ": the size of a buffer the caller passes follows the problem (its dimensions, align and "
+                                "dtype_bytes) only; a temporary's may read the parameters too");
+    }
+  }
   const bool written_only = a.intent == SpecArg::out || a.intent == SpecArg::temp;
   if (written_only && o.contains("fill") && a.intent == SpecArg::out)
     r.fail(at + ".fill", "an output is poisoned before every launch (NaN), not filled; use intent inout for a buffer the kernel reads first");
@@ -337,10 +359,12 @@ void read_scalar(const Reader& r, const KernelSpec& s, const ojson& o, const std
   if (o.contains("value") && o.contains("default")) r.fail(at, "value (computed) and default (the caller's) exclude each other");
   if (o.contains("value")) {
     a.value = r.expr(o["value"], at + ".value", s.names);
-    for (size_t n : a.value.reads())
-      if (n < s.params.size())
-        r.fail(at + ".value", "'" + a.value.text() + "' reads parameter " + s.names[n] +
-                                  ": use a define (params_as) for a value that follows the config");
+    for (size_t n : a.value.reads()) {
+      if (n < s.params.size()) a.follows_config = true; // computed for each config's plan
+      else if (n >= s.params.size() + s.dims.size() + 2)
+        r.fail(at + ".value", "'" + a.value.text() + "' reads " + s.names[n] +
+                                  ", a device value: a scalar follows the parameters, the dimensions, align and dtype_bytes");
+    }
   } else {
     a.default_value = o.contains("default") ? r.number(o["default"], at + ".default") : 0;
   }
@@ -653,6 +677,19 @@ void read_counts(const Reader& r, const ojson& j, KernelSpec& s) {
   }
 }
 
+// Steps that name their arguments (launch[i].args) may leave one out; every argument must still
+// reach some kernel (of the launch, the reference or the baseline), or it is a mistake.
+void check_args_taken(const Reader& r, const KernelSpec& s) {
+  std::vector<bool> taken(s.args.size(), false);
+  for (const auto* steps : {&s.steps, &s.reference_steps, &s.baseline_steps})
+    for (const SpecStep& st : *steps) {
+      if (st.args.empty()) std::fill(taken.begin(), taken.end(), true);
+      for (int i : st.args) taken[size_t(i)] = true;
+    }
+  for (size_t i = 0; i < s.args.size(); ++i)
+    if (!taken[i]) r.fail("args[" + std::to_string(i) + "]", "'" + s.args[i].name + "' is in no launch step's args");
+}
+
 } // namespace
 
 KernelSpec parse_kernel_spec(const std::string& json, const std::string& origin, const std::string& base_dir) {
@@ -675,12 +712,12 @@ KernelSpec parse_kernel_spec(const std::string& json, const std::string& origin,
   read_compile(r, j, s, &hashed);
   read_constraints(r, j, s);
   const std::string kernel = j.contains("kernel") ? r.str(j["kernel"], "kernel") : "";
-  if (!j.contains("launch")) r.fail("launch", "missing (grid and block, as expressions)");
-  s.steps = read_steps(r, s, j["launch"], "launch", kernel);
   if (!j.contains("args")) r.fail("args", "missing (the kernel's arguments, in order)");
   read_args(r, s, j["args"]);
   if (std::none_of(s.args.begin(), s.args.end(), [](const SpecArg& a) { return a.checked(); }))
     r.fail("args", "no argument is an output (intent out or inout): nothing to check or to time against");
+  if (!j.contains("launch")) r.fail("launch", "missing (grid and block, as expressions)");
+  s.steps = read_steps(r, s, j["launch"], "launch", kernel);
   if (j.contains("symbols")) read_symbols(r, s, j["symbols"]);
   if (j.contains("default")) s.default_config = read_config(r, s, j["default"], "default");
   read_check(r, j, s, kernel);
@@ -689,6 +726,7 @@ KernelSpec parse_kernel_spec(const std::string& json, const std::string& origin,
     read_kernel_run(r, s, j["baseline"], "baseline", kernel, s.baseline_steps, s.baseline_config);
   }
   read_counts(r, j, s);
+  check_args_taken(r, s);
   s.version = fnv1a_hex(hashed).substr(0, 8);
   s.op = s.name + "@" + s.version;
   return s;
@@ -731,7 +769,7 @@ void check_fill_files(const KernelSpec& s, const Problem& p) {
   };
   for (size_t i = 0; i < s.args.size(); ++i) {
     const SpecArg& a = s.args[i];
-    if (!a.buffer) continue;
+    if (!a.buffer || a.intent == SpecArg::temp) continue; // no file fills a temporary
     const int64_t n = s.count_of(i, p);
     check(a.fill, n, "the fill of '" + a.name + "'");
     check(a.answer, n, "the answer of '" + a.name + "'");

@@ -68,6 +68,9 @@ struct SpecArg {
   Expr value;
   double default_value = 0; // the caller's scalars: what the tuner runs with
   ElemType scalar_type = ElemType::i32;
+  // A temporary's count or a computed scalar's value reads a parameter (one partial sum a block,
+  // and their count): known only with a config, at KernelSpec::plan.
+  bool follows_config = false;
 
   ElemType elem(const Problem& p) const { return problem_dtype ? elem_type_of(p.dtype) : type; }
   bool checked() const { return buffer && (intent == out || intent == inout); }
@@ -86,6 +89,10 @@ struct SpecSymbol {
 
 struct SpecStep {
   std::string kernel; // name expression with {NAME} placeholders
+  // The arguments this step's kernel takes, in its order: names as the spec gives them, then
+  // indices into KernelSpec::args; empty: every argument in the spec's order.
+  std::vector<std::string> arg_names;
+  std::vector<int> args;
   Expr grid[3], block[3], smem;
   Expr cluster[3]; // LaunchStep::cluster; empty: none
   bool persistent = false;         // LaunchStep::persistent: grid x capped at the blocks resident at once
@@ -134,17 +141,18 @@ struct KernelSpec {
   // names' values for what follows the problem only (sizes, scalar values, counts): no config,
   // no device (any device gives the same).
   std::vector<double> problem_values(const Problem& p) const;
-  // Element count of buffer argument i at p (throws UsageError naming the field when negative).
-  int64_t count_of(size_t arg, const Problem& p) const;
+  // Element count of buffer argument i at p (throws UsageError naming the field when negative);
+  // a temporary that follows the config needs c.
+  int64_t count_of(size_t arg, const Problem& p, const Config& c = Config()) const;
   // The elements symbols[i] is filled with at p.
   int64_t symbol_count(size_t i, const Problem& p) const;
-  // Every temporary buffer's byte offset in the workspace (256-byte aligned), -1 for others; and
-  // the total.
-  std::vector<int64_t> temp_offsets(const Problem& p, size_t* total) const;
-  // The value of scalar argument i at p: its expression, else the problem's scalar of that name.
-  double scalar_value(size_t arg, const Problem& p) const;
-  // The launch plan of `steps` (the family's, or the reference's) for c at p on d; throws
-  // UsageError naming the field for a grid or block of 0 or past the device's limits.
+  // The value of scalar argument i at p (and c, for one that follows the config): its
+  // expression, else the problem's scalar of that name.
+  double scalar_value(size_t arg, const Problem& p, const Config& c = Config()) const;
+  // The launch plan of `steps` (the family's, or the reference's) for c at p: each step's grid,
+  // block and arguments, every temporary's place in the workspace (256-byte aligned) and every
+  // computed scalar's value (LaunchPlan::spec_args); throws UsageError naming the field for a
+  // grid or block of 0 or past the device's limits.
   std::vector<std::string> kernel_names(const std::vector<SpecStep>& steps, const Config& c, const Problem& p) const;
   std::vector<std::string> compile_options(const Config& c, const Problem& p) const;
   LaunchPlan plan(const std::vector<SpecStep>& steps, const Config& c, const Problem& p) const;

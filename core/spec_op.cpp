@@ -168,31 +168,24 @@ const DeviceInfo& no_device() {
 
 std::vector<double> KernelSpec::problem_values(const Problem& p) const { return values(Config(), p, no_device()); }
 
-int64_t KernelSpec::count_of(size_t arg, const Problem& p) const {
+int64_t KernelSpec::count_of(size_t arg, const Problem& p, const Config& c) const {
   const SpecArg& a = args.at(arg);
-  return a.count.eval_integer(problem_values(p), 0, double(int64_t(1) << 50), "elements at " + p.key());
+  if (a.follows_config && c.items().empty())
+    throw Error("internal: the count of " + a.name + " follows the config, asked without one at " + p.key());
+  return a.count.eval_integer(a.follows_config ? values(c, p, no_device()) : problem_values(p), 0,
+                              double(int64_t(1) << 50), "elements at " + p.key());
 }
 
 int64_t KernelSpec::symbol_count(size_t i, const Problem& p) const {
   return symbols.at(i).count.eval_integer(problem_values(p), 0, 1e12, "elements at " + p.key());
 }
 
-std::vector<int64_t> KernelSpec::temp_offsets(const Problem& p, size_t* total) const {
-  std::vector<int64_t> off(args.size(), -1);
-  size_t at = 0;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (!args[i].buffer || args[i].intent != SpecArg::temp) continue;
-    off[i] = int64_t(at);
-    at += (size_t(count_of(i, p)) * size_t(elem_bytes(args[i].elem(p))) + 255) / 256 * 256;
-  }
-  if (total) *total = at;
-  return off;
-}
-
-double KernelSpec::scalar_value(size_t arg, const Problem& p) const {
+double KernelSpec::scalar_value(size_t arg, const Problem& p, const Config& c) const {
   const SpecArg& a = args.at(arg);
-  if (!a.value.empty()) return a.value.eval(problem_values(p));
-  return p.scalar(a.name);
+  if (a.value.empty()) return p.scalar(a.name);
+  if (a.follows_config && c.items().empty())
+    throw Error("internal: the value of " + a.name + " follows the config, asked without one at " + p.key());
+  return a.value.eval(a.follows_config ? values(c, p, no_device()) : problem_values(p));
 }
 
 namespace {
@@ -278,9 +271,22 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
       for (int d = 0; d < 3; ++d) s.cluster[d] = unsigned(st[i].cluster[d].eval_integer(v, 1, 8, "cluster blocks" + at));
     s.dynamic_smem = unsigned(st[i].smem.eval_integer(v, 0, 4.0e9, "bytes of dynamic shared memory" + at));
     s.persistent = st[i].persistent;
+    s.args = st[i].args;
     plan.steps.push_back(s);
   }
-  temp_offsets(p, &plan.workspace_bytes);
+  // The temporaries one after another in the workspace, 256-byte aligned; the computed scalars.
+  plan.spec_args.resize(args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    const SpecArg& a = args[i];
+    LaunchPlan::SpecArgValue& x = plan.spec_args[i];
+    if (a.buffer && a.intent == SpecArg::temp) {
+      x.offset = (long long)plan.workspace_bytes;
+      x.bytes = size_t(count_of(i, p, c)) * size_t(elem_bytes(a.elem(p)));
+      plan.workspace_bytes += (x.bytes + 255) / 256 * 256;
+    } else if (!a.buffer && !a.value.empty()) {
+      x.value = scalar_value(i, p, c);
+    }
+  }
   return plan;
 }
 
@@ -376,8 +382,9 @@ OpInfo spec_op_info(const std::shared_ptr<const KernelSpec>& sp) {
         for (DType d : sp->dtypes) l += (l.empty() ? "" : ", ") + std::string(to_string(d));
         return l;
       }());
+    // A negative or absurd size names its field (a temporary's that follows the config: at a plan).
     for (size_t i = 0; i < sp->args.size(); ++i)
-      if (sp->args[i].buffer) sp->count_of(i, p); // a negative or absurd size names its field
+      if (sp->args[i].buffer && !sp->args[i].follows_config) sp->count_of(i, p);
   };
   const std::vector<double> none;
   o.flops = [sp](const Problem& p) {

@@ -138,7 +138,8 @@ PYBIND11_MODULE(_ktune, m) {
           x["dtype"] = ktune::to_string(a.buffer ? a.elem(p) : a.scalar_type);
           if (a.buffer) {
             static const char* kIntents[] = {"in", "out", "inout", "temp"};
-            x["count"] = s.count_of(i, p), x["intent"] = kIntents[a.intent];
+            x["intent"] = kIntents[a.intent]; // a temporary sized by the config has no count here
+            x["count"] = a.follows_config ? py::object(py::none()) : py::object(py::int_(s.count_of(i, p)));
             static const char* kFills[] = {"random", "zeros", "ones", "ramp", "constant", "file"};
             x["fill"] = kFills[a.fill.kind], x["lo"] = a.fill.lo, x["hi"] = a.fill.hi, x["value"] = a.fill.value;
             if (a.fill.kind == ktune::SpecFill::from_file) {
@@ -146,7 +147,8 @@ PYBIND11_MODULE(_ktune, m) {
               if (a.fill.raw) x["raw_dtype"] = ktune::to_string(a.fill.file_type);
             }
           } else {
-            x["value"] = s.scalar_value(i, p);
+            // One that follows the config has no value here: a reference computes from the problem.
+            x["value"] = a.follows_config ? py::object(py::none()) : py::object(py::float_(s.scalar_value(i, p)));
           }
           out.append(x);
         }
@@ -154,7 +156,8 @@ PYBIND11_MODULE(_ktune, m) {
       },
       py::arg("op"), py::arg("dims"), py::arg("dtype"),
       "A user kernel's arguments at one problem: buffers with their element count, intent and fill (a file fill's "
-      "name, with its {dim} placeholders as written), scalars with the value the tuner passes.");
+      "name, with its {dim} placeholders as written), scalars with the value the tuner passes (None where it "
+      "follows the config, as a temporary's count may).");
   m.def(
       "ops",
       [] {

@@ -15,20 +15,20 @@ namespace ktune {
 
 namespace {
 
-// A spec's arguments in its order: caller buffers, temporaries in the workspace, scalars.
-void pack_spec(const KernelSpec& s, const Problem& p, const std::vector<CUdeviceptr>& ptrs, CUdeviceptr ws,
+// A spec's arguments in its order: the caller's buffers and scalars, and the scalars computed
+// from the problem alone. The temporaries and the scalars that follow the config are a plan's
+// (BufferArgs::bind).
+void pack_spec(const KernelSpec& s, const Problem& p, const std::vector<CUdeviceptr>& ptrs,
                std::vector<unsigned long long>& slots) {
-  size_t total = 0;
-  const std::vector<int64_t> temp = s.temp_offsets(p, &total);
   size_t next = 0;
   slots.assign(s.args.size(), 0);
   for (size_t i = 0; i < s.args.size(); ++i) {
     const SpecArg& a = s.args[i];
     unsigned char* slot = reinterpret_cast<unsigned char*>(&slots[i]);
-    if (a.buffer) {
-      const CUdeviceptr v = a.intent == SpecArg::temp ? ws + CUdeviceptr(temp[i]) : ptrs.at(next++);
+    if (a.buffer && a.intent != SpecArg::temp) {
+      const CUdeviceptr v = ptrs.at(next++);
       std::memcpy(slot, &v, sizeof v);
-    } else {
+    } else if (!a.buffer && !a.follows_config) {
       store_elem(slot, 0, a.scalar_type, s.scalar_value(i, p));
     }
   }
@@ -49,7 +49,8 @@ BufferArgs::BufferArgs(const Problem& p, const std::vector<const void*>& buffers
     ptrs_.push_back(reinterpret_cast<CUdeviceptr>(buffers[i]));
   }
   if (info.spec) {
-    pack_spec(*info.spec, p, ptrs_, workspace, slots_);
+    spec_ = info.spec.get();
+    pack_spec(*info.spec, p, ptrs_, slots_);
     for (auto& v : slots_) params_.push_back(&v);
     return;
   }
@@ -61,18 +62,35 @@ BufferArgs::BufferArgs(const Problem& p, const std::vector<const void*>& buffers
   for (auto& v : scalars_) params_.push_back(&v);
 }
 
+void BufferArgs::bind(const LaunchPlan& plan) {
+  if (!spec_) return;
+  if (plan.spec_args.size() != spec_->args.size())
+    throw Error("internal: a plan of " + std::to_string(plan.spec_args.size()) + " spec arguments for " + spec_->path +
+                ", which has " + std::to_string(spec_->args.size()));
+  for (size_t i = 0; i < spec_->args.size(); ++i) {
+    const SpecArg& a = spec_->args[i];
+    const LaunchPlan::SpecArgValue& x = plan.spec_args[i];
+    unsigned char* slot = reinterpret_cast<unsigned char*>(&slots_[i]);
+    if (a.buffer && a.intent == SpecArg::temp) {
+      const CUdeviceptr v = workspace_ + CUdeviceptr(x.offset);
+      std::memcpy(slot, &v, sizeof v);
+    } else if (!a.buffer && a.follows_config) {
+      slots_[i] = 0;
+      store_elem(slot, 0, a.scalar_type, x.value);
+    }
+  }
+}
+
 namespace {
 
 // A user's kernel's work before every launch: temporaries to clear, symbols to fill.
-void spec_before_launch(Module& m, const KernelSpec& s, const BufferArgs& args, CUstream stream) {
+void spec_before_launch(Module& m, const KernelSpec& s, const LaunchPlan& plan, const BufferArgs& args, CUstream stream) {
   const Problem& p = args.problem();
-  const std::vector<int64_t> temp = s.temp_offsets(p, nullptr);
   for (size_t i = 0; i < s.args.size(); ++i) {
     const SpecArg& a = s.args[i];
-    if (!a.buffer || a.intent != SpecArg::temp || a.fill.kind != SpecFill::zeros) continue;
-    const size_t bytes = size_t(s.count_of(i, p)) * size_t(elem_bytes(a.elem(p)));
-    check_cu(driver().cuMemsetD8Async(args.workspace() + CUdeviceptr(temp[i]), 0, bytes, stream), "cuMemsetD8Async",
-             m.context() + ": clearing " + a.name + " at " + p.key());
+    if (!a.buffer || a.intent != SpecArg::temp || a.fill.kind != SpecFill::zeros || !plan.spec_args[i].bytes) continue;
+    check_cu(driver().cuMemsetD8Async(args.workspace() + CUdeviceptr(plan.spec_args[i].offset), 0, plan.spec_args[i].bytes, stream),
+             "cuMemsetD8Async", m.context() + ": clearing " + a.name + " at " + p.key());
   }
   for (size_t k = 0; k < s.symbols.size(); ++k) {
     const SpecSymbol& y = s.symbols[k];
@@ -102,7 +120,10 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
     throw Error(m.context() + ": the plan asks for " + std::to_string(plan.workspace_bytes) +
                 " bytes of workspace, the launch has none");
   const auto& spec = op_info(args.problem().op).spec;
-  if (spec) spec_before_launch(m, *spec, args, stream);
+  if (spec) {
+    args.bind(plan);
+    spec_before_launch(m, *spec, plan, args, stream);
+  }
   // A built-in op's kernels get the workspace last, after the scalars and any tensor maps, null
   // when the plan has none: a kernel may declare it whether or not this launch's plan uses it
   // (attention_decode without a split), and the driver reads no more arguments than the kernel
@@ -113,6 +134,16 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
   void* params[96];
   const size_t base = args.count();
   for (const LaunchStep& s : plan.steps) {
+    if (!s.args.empty()) { // a user's kernel's step that takes some of the spec's arguments, in its own order
+      if (s.args.size() > sizeof params / sizeof params[0])
+        throw Error(m.context() + ": " + std::to_string(s.args.size()) + " arguments in one step");
+      for (size_t i = 0; i < s.args.size(); ++i) {
+        if (s.args[i] < 0 || size_t(s.args[i]) >= base) throw Error(m.context() + ": a step takes an argument the spec does not have");
+        params[i] = args.params()[s.args[i]];
+      }
+      m.launch(s, stream, params);
+      continue;
+    }
     if (!s.tma() && !pass_workspace) {
       m.launch(s, stream, args.params());
       continue;

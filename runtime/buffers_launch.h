@@ -19,6 +19,8 @@
 
 namespace ktune {
 
+struct KernelSpec;
+
 // The kernel arguments of one launch, kept together so that their addresses stay valid.
 class BufferArgs {
  public:
@@ -37,9 +39,13 @@ class BufferArgs {
   CUdeviceptr workspace() const { return workspace_; }
   // True when every output operand is empty: there is nothing to launch.
   bool empty() const { return empty_; }
+  // A user's kernel: its temporaries (in the workspace) and the scalars that follow the config,
+  // as plan makes them (LaunchPlan::spec_args); launch_buffers calls it. Nothing for other ops.
+  void bind(const LaunchPlan& plan);
 
  private:
   const Problem* p_;
+  const KernelSpec* spec_ = nullptr; // a user's kernel's
   std::vector<CUdeviceptr> ptrs_;
   std::vector<long long> dims_; // the dimensions, then the strides
   std::vector<float> scalars_;

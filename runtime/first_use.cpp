@@ -302,7 +302,6 @@ Selection Runtime::Impl::measure_buffers(const Problem& p, Selection s, const st
         ++k;
       }
   }
-  size_t workspace = 0;
   try {
     for (size_t i = 0; i < info.operands.size() && i < ptrs.size(); ++i) {
       const bool copy = std::find(inout.begin(), inout.end(), i) != inout.end();
@@ -314,22 +313,21 @@ Selection Runtime::Impl::measure_buffers(const Problem& p, Selection s, const st
                  "cuMemcpyDtoDAsync", "copying " + info.operands[i].name + " for measuring candidates at " + p.key());
       ptrs[i] = reinterpret_cast<const void*>(scratch.back().ptr());
     }
-    if (info.spec) info.spec->temp_offsets(p, &workspace);
-    if (workspace) scratch.emplace_back(workspace, "temporaries for measuring candidates at " + p.key());
   } catch (const CudaError& e) {
     s.measure_pending = false;
     s.why += std::string("; not measured: no memory for scratch outputs (") + e.what() + ")";
     return s;
   }
-  BufferArgs a(p, ptrs, workspace ? scratch.back().ptr() : 0);
+  BufferArgs a(p, ptrs);
   std::vector<std::string> failed;
   const FirstUseClock clock = first_use_clock(stream);
   const auto best = time_candidates(
       p, s.candidates, clock,
       [&](const CandidateConfig& c, Module& mod, const LaunchPlan& plan,
           std::vector<std::string>& left_out) -> std::optional<std::function<void()>> {
-        if (info.spec || !plan.workspace_bytes) return [&mod, plan, &a, stream] { launch_buffers(mod, plan, a, stream); };
-        // A built-in family's workspace (attention_decode's split partials): the stream's, as served.
+        if (!plan.workspace_bytes) return [&mod, plan, &a, stream] { launch_buffers(mod, plan, a, stream); };
+        // The plan's workspace (attention_decode's split partials, a user kernel's temporaries,
+        // whose size may follow the config): the stream's, as served.
         const auto ws = candidate_workspace(stream, plan.workspace_bytes, p.key(), c, left_out);
         if (!ws) return std::nullopt;
         auto args = std::make_shared<BufferArgs>(p, ptrs, ws->ptr());

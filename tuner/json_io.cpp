@@ -131,7 +131,11 @@ const auto kStepFields = std::make_tuple(
     field("smem", &LaunchStep::dynamic_smem), field("overlap_previous", &LaunchStep::overlap_previous),
     field("balance_clusters", &LaunchStep::balance_clusters), field("cluster", &LaunchStep::cluster),
     field("persistent", &LaunchStep::persistent),
-    field("swap_ab", &LaunchStep::swap_ab), field("tma_maps", &LaunchStep::tma_maps));
+    field("swap_ab", &LaunchStep::swap_ab), field("tma_maps", &LaunchStep::tma_maps), field("args", &LaunchStep::args));
+
+const auto kSpecArgFields =
+    std::make_tuple(field("offset", &LaunchPlan::SpecArgValue::offset), field("bytes", &LaunchPlan::SpecArgValue::bytes),
+                    field("value", &LaunchPlan::SpecArgValue::value));
 
 nlohmann::json value_json(const std::vector<LaunchStep::TmaOperand>& maps) {
   nlohmann::json a = nlohmann::json::array();
@@ -148,13 +152,21 @@ void read_value(const nlohmann::json& j, std::vector<LaunchStep::TmaOperand>& ma
 nlohmann::json plan_to_json(const LaunchPlan& p) {
   nlohmann::json steps = nlohmann::json::array();
   for (const auto& s : p.steps) steps.push_back(to_json_by(s, kStepFields));
-  return {{"steps", steps}, {"workspace", p.workspace_bytes}};
+  nlohmann::json j = {{"steps", steps}, {"workspace", p.workspace_bytes}};
+  if (!p.spec_args.empty()) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& v : p.spec_args) a.push_back(to_json_by(v, kSpecArgFields));
+    j["spec_args"] = a;
+  }
+  return j;
 }
 
 LaunchPlan plan_from_json(const nlohmann::json& j) {
   LaunchPlan p;
   p.workspace_bytes = j.at("workspace").get<size_t>();
   for (const auto& s : j.at("steps")) p.steps.push_back(from_json_by<LaunchStep>(s, kStepFields));
+  if (j.contains("spec_args"))
+    for (const auto& a : j.at("spec_args")) p.spec_args.push_back(from_json_by<LaunchPlan::SpecArgValue>(a, kSpecArgFields));
   return p;
 }
 

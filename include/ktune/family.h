@@ -57,6 +57,9 @@ struct LaunchStep {
   // its A and A as its B, with M and N and lda and ldb swapped (the tensor maps too); the kernel
   // stores C transposed itself, so C and ldc stay the caller's.
   bool swap_ab = false;
+  // A user's kernel (an op with a KernelSpec): the spec arguments this step's kernel takes, in its
+  // order (indices into KernelSpec::args); empty: every one, in the spec's order.
+  std::vector<int> args;
   // TMA (sm_90): the tensor maps the step's kernel takes, one per operand it reads or writes
   // through TMA. A GEMM step with any takes KtuneGemmTmaArgs with the maps encoded for each
   // launch's pointers and sizes (launch_gemm); without, the plain block. An op of plain buffers
@@ -97,6 +100,16 @@ struct LaunchStep {
 struct LaunchPlan {
   std::vector<LaunchStep> steps; // in launch order; the main kernel need not be first
   size_t workspace_bytes = 0;    // scratch device memory the steps share (split-K sums, packed operands)
+  // A user's kernel: per argument of its spec, what this config makes of it, since a temporary's
+  // size and a computed scalar's value may follow the config (one partial sum a block, and their
+  // count for the step that adds them up): a temporary's byte offset in the workspace and its
+  // bytes; a computed scalar's value. Empty for built-in ops.
+  struct SpecArgValue {
+    long long offset = -1; // temporaries
+    size_t bytes = 0;
+    double value = 0; // scalars the spec computes
+  };
+  std::vector<SpecArgValue> spec_args;
   // The step of kernel 0, the family's main kernel (what reports of threads and smem describe).
   const LaunchStep& main_step() const {
     for (const auto& s : steps)

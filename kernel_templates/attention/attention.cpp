@@ -111,7 +111,7 @@ Family fa2_family(bool varlen) {
     s.grid[2] = unsigned(p.dims[kBatch]);
     s.block[0] = unsigned(32 * c["WARPS"]);
     s.dynamic_smem = unsigned(fa2_smem(c, p));
-    return LaunchPlan{{s}, 0};
+    return LaunchPlan{{s}, 0, {}};
   });
   // FlashAttention-2's own choice where it fits (128 x 64, 4 warps, for head_dim <= 128), 64 x 64
   // with 4 warps for the larger heads: valid for every problem the family serves.
@@ -250,7 +250,7 @@ Family wgmma_family(bool varlen) {
       m.swizzle_bytes = 128;
       s.tma_maps.push_back(m);
     }
-    return LaunchPlan{{s}, 0};
+    return LaunchPlan{{s}, 0, {}};
   });
   // FlashAttention-3's bf16 tiles (128 x 176 non-causal, 128 x 128 causal at head dim 128; 128 x 80
   // beyond), with its intra-warpgroup overlap, and turns between the consumers up to head dim 128;
@@ -712,7 +712,7 @@ Family simple_family(bool varlen) {
     s.grid[1] = unsigned(p.dims[kHeads]);
     s.grid[2] = unsigned(p.dims[kBatch]);
     s.block[0] = unsigned(32 * c["WARPS"]);
-    return LaunchPlan{{s}, 0};
+    return LaunchPlan{{s}, 0, {}};
   });
   f.defaults([](const Problem&, const DeviceInfo&) {
     Config c;

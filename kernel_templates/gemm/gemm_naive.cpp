@@ -25,7 +25,7 @@ Family gemm_naive_family() {
         s.grid[1] = ceil_div(p.m, c["BY"]);
         s.block[0] = c["BX"];
         s.block[1] = c["BY"];
-        return LaunchPlan{{s}, 0};
+        return LaunchPlan{{s}, 0, {}};
       });
   return f;
 }

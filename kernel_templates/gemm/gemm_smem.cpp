@@ -22,7 +22,7 @@ Family gemm_smem_family() {
         s.grid[0] = ceil_div(p.n, c["TILE"]);
         s.grid[1] = ceil_div(p.m, c["TILE"]);
         s.block[0] = s.block[1] = c["TILE"];
-        return LaunchPlan{{s}, 0};
+        return LaunchPlan{{s}, 0, {}};
       });
   return f;
 }

@@ -38,7 +38,7 @@ Family simple_family() {
     const int64_t per_block = int64_t(c["BLOCK"]) * c["ITEMS"];
     s.grid[0] = unsigned(std::max<int64_t>(1, (n_of(p) + per_block - 1) / per_block));
     s.block[0] = unsigned(c["BLOCK"]);
-    return LaunchPlan{{s}, 0};
+    return LaunchPlan{{s}, 0, {}};
   });
   f.defaults([](const Problem&, const DeviceInfo&) {
     Config c;
@@ -68,7 +68,7 @@ Family vec_family() {
     s.grid[0] = unsigned(std::clamp<int64_t>((n_of(p) + per_block - 1) / per_block, 1, INT32_MAX));
     s.block[0] = unsigned(c["BLOCK"]);
     s.persistent = true;
-    return LaunchPlan{{s}, 0};
+    return LaunchPlan{{s}, 0, {}};
   });
   // The widest vectors the alignment class admits: valid for every problem.
   f.defaults([](const Problem& p, const DeviceInfo&) {

@@ -195,8 +195,9 @@ class Kernel:
 
     reference=fn checks the kernel against Python instead of the spec's check (as Kernel Tuner's
     `answer`): fn gets the spec's arguments in order (inputs as numpy arrays of the values the
-    kernel reads, outputs as zeroed arrays, scalars as numbers) and returns the outputs; tune()
-    writes each problem's inputs and fn's outputs as files that a derived spec reads (its
+    kernel reads, outputs as zeroed arrays, scalars as numbers, None for one that follows the
+    config) and returns the outputs; tune() writes each problem's inputs and fn's outputs as
+    files that a derived spec reads (its
     "check": {"answer": ...}), so results are stored under that spec's version: tune and call
     through the same Kernel(spec, reference=fn). The version follows fn's code, constants,
     defaults and closure; reference_version="..." marks a change Python cannot see (a function fn
@@ -258,8 +259,9 @@ class Kernel:
         tag = "x".join(str(d) for d in dims) + "_" + dtype
         call, outputs = [], []
         for a in _ktune.kernel_problem_args(self.op, list(dims), dtype):
-            if a["kind"] == "scalar":  # integer scalars as ints (sizes, for reshape)
-                call.append(int(a["value"]) if a["dtype"][0] in "iu" else a["value"])
+            if a["kind"] == "scalar":  # integer scalars as ints (sizes, for reshape); None: follows the config
+                v = a["value"]
+                call.append(v if v is None else int(v) if a["dtype"][0] in "iu" else v)
                 continue
             if a["intent"] == "temp":
                 continue

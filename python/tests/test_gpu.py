@@ -463,6 +463,38 @@ def test_user_kernel_checked_against_a_python_reference():
     assert bad["trials"].get("wrong_result", 0) == 2 and "config" not in bad, bad
 
 
+def test_user_kernel_of_two_steps_with_partials_the_config_sizes():
+    """examples/kernels/l2norm: the caller passes x and out; ktune sizes the partial sums and
+    computes their count for each config. A Python reference gets None for that count, and
+    every config it checks passes; one that is off fails every config."""
+    import numpy
+    import torch
+
+    k = ktune.Kernel(_example("l2norm"))
+    assert [a["name"] for a in k.info["args"]] == ["x", "out"]
+    for n in (1000003, 4096):
+        x = torch.randn(n, device="cuda")
+        out = torch.empty(1, device="cuda")
+        k(x, out, n=n)
+        torch.cuda.synchronize()
+        want = x.double().norm().item()
+        assert abs(out.item() - want) <= 1e-5 * want, (n, out.item(), want)
+    got = []
+
+    def norm(x, out, n, parts):
+        got.append(parts)
+        return numpy.array([numpy.sqrt(numpy.sum(x.astype(numpy.float64) ** 2))])
+
+    db = os.environ["KTUNE_DB"] + ".l2norm.db"
+    p = ktune.Kernel(_example("l2norm"), reference=norm).tune([(65536,)], budget_seconds=None, budget_evals=6,
+                                                             progress=False, db=db)["problems"][0]
+    assert p["trials"].get("ok", 0) == 6 and got == [None], (p, got)
+    off = ktune.Kernel(_example("l2norm"), reference=lambda x, out, n, parts: numpy.array([1.01 * numpy.sqrt(
+        numpy.sum(x.astype(numpy.float64) ** 2))]))
+    bad = off.tune([(65536,)], budget_seconds=None, budget_evals=3, progress=False, db=db)["problems"][0]
+    assert bad["trials"].get("wrong_result", 0) == 3 and "config" not in bad, bad
+
+
 def attention_ref(q, k, v, causal, scale):
     """FP64 attention of (B, S, H, D) tensors, bottom-right causal, and its log-sum-exp (B, H, Sq)."""
     import torch

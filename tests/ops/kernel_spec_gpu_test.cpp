@@ -122,6 +122,59 @@ TEST(KernelSpecGpu, PlantedWrongKernelsAreRejectedAndTheRightOnePasses) {
   EXPECT_GT(unscaled.violations, 100000u) << unscaled.summary();
 }
 
+// A two-step launch whose steps take their own arguments, with a temporary and a scalar sized by
+// the config (examples/kernels/l2norm): right at configs of 64 to 65536 floats a block, as timed
+// and as served; and a spec that tells the second step one partial fewer than the first writes is
+// rejected where a block's share of the norm is past the rtol (1e-5): 1024 floats a block or more,
+// whose last partial holds >= 1 / 16384 of the sum, 3e-5 of the norm (64 floats a block: 2e-6,
+// which no check at that tolerance can see).
+TEST(KernelSpecGpu, StepsWithTheirOwnArgumentsAndAConfigsPartialSums) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  const std::string op = load_kernel_spec(example("l2norm"));
+  std::string planted = ktune::testing::file_bytes(example("l2norm"));
+  const std::string parts = R"x("value": "ceil_div(n, BLOCK * ITEMS * VEC)"})x";
+  ASSERT_NE(planted.find(parts), std::string::npos);
+  planted.replace(planted.find(parts), parts.size(), R"x("value": "ceil_div(n, BLOCK * ITEMS * VEC) - 1"})x");
+  const std::string wrong = load_kernel_spec_text(planted, "l2norm-planted.json", fs::path(example("l2norm")).parent_path().string());
+  ASSERT_NE(wrong, op);
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  const Config configs[] = {Config{{"BLOCK", 64}, {"ITEMS", 1}, {"VEC", 1}, {"FINAL", 128}},
+                            Config{{"BLOCK", 256}, {"ITEMS", 4}, {"VEC", 1}, {"FINAL", 256}},
+                            Config{{"BLOCK", 256}, {"ITEMS", 2}, {"VEC", 2}, {"FINAL", 512}},
+                            Config{{"BLOCK", 128}, {"ITEMS", 8}, {"VEC", 4}, {"FINAL", 128}},
+                            Config{{"BLOCK", 1024}, {"ITEMS", 16}, {"VEC", 4}, {"FINAL", 1024}}};
+  for (const char* n : {"1000003", "16777216"}) {
+    int ran = 0;
+    for (const Config& c : configs) {
+      if (!find_family(op).valid(c, Problem::parse(op, n), *d)) continue;
+      ++ran;
+      for (const std::string& o : {op, wrong}) {
+        if (o == wrong && c["BLOCK"] * c["ITEMS"] * c["VEC"] < 1024) continue;
+        auto runner = make_op_runner(o, compiler, *d);
+        const Family f = find_family(o);
+        const Problem p = Problem::parse(o, n);
+        const auto k = compiler.compile(compile_request(f, c, p, d->arch));
+        Module m(k->cubin, k->lowered_names, "l2norm");
+        const LaunchPlan plan = f.launch_plan(c, p);
+        const VerifyResult v =
+            check_as_served_and_timed(*runner, p, 9, Numerics::standard, [&](CUstream s) { runner->launch(m, plan, s); });
+        std::cout << "[ ktune    ] " << (o == op ? "spec   " : "planted") << " " << p.key() << " " << c.to_json() << ": "
+                  << v.summary() << "\n";
+        if (o == op) {
+          EXPECT_TRUE(v.pass) << p.key() << " " << c.to_json() << ": " << v.summary();
+        } else {
+          EXPECT_FALSE(v.pass) << "one partial left out: " << p.key() << " " << c.to_json() << ": " << v.summary();
+          EXPECT_EQ(v.violations, 1u) << v.summary();
+        }
+      }
+    }
+    EXPECT_GE(ran, 2) << n;
+  }
+}
+
 // Two inputs filled from one file, one with all its elements and one with its first: each gets its
 // own count of them (the runner converts a file per argument count, not once per file).
 TEST(KernelSpecGpu, InputsFromOneFileTakeTheirOwnCounts) {
@@ -269,7 +322,8 @@ TEST(KernelSpecGpu, ExamplesAreTunedVerifiedAndServed) {
   const Ex examples[] = {{"transpose", "2048x4096", "1000x3000", DType::f32},
                          {"reduction", "16777216", "1000003", DType::f32},
                          {"conv2d", "2048x2048", "1000x700", DType::f32},
-                         {"bias_gelu", "4096x4096", "300x1024", DType::bf16}};
+                         {"bias_gelu", "4096x4096", "300x1024", DType::bf16},
+                         {"l2norm", "16777216", "1000003", DType::f32}};
   for (const Ex& e : examples) {
     const auto tuned = ktune::testing::run_ktune("tune --kernel " + example(e.name) + " --problem " + e.shape + " --db " + db +
                                                  " --strategy model --budget-evals 12");

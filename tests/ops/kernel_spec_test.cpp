@@ -304,6 +304,14 @@ TEST(KernelSpec, EveryMalformedSpecIsRefusedNamingItsField) {
       {"baseline without launch", [](ojson& j) { j["baseline"] = {{"kernel", "scale_ref"}}; }, "baseline.launch: missing"},
       {"baseline of nothing", [](ojson& j) { j["baseline"] = ojson::object(); }, "baseline: give a kernel and its launch"},
       {"baseline config off domain", [](ojson& j) { j["baseline"] = {{"config", {{"B", 3}}}}; }, "baseline.config.B: 3"},
+      {"step takes an unknown argument", [](ojson& j) { j["launch"]["args"] = {"x", "z"}; }, "launch.args[1]: 'z' is not one of"},
+      {"step args not a list", [](ojson& j) { j["launch"]["args"] = "x"; }, "launch.args: expected the names"},
+      {"argument no step takes", [](ojson& j) {
+         j["launch"]["args"] = {"x", "y", "n"};
+         j["check"]["reference"]["launch"]["args"] = {"x", "y", "n"};
+       }, "args[3]: 'a' is in no launch step's args"},
+      {"an output's count reads a parameter", [](ojson& j) { j["args"][1]["count"] = "ceil_div(n, B)"; }, "args[1].count:"},
+      {"scalar value reads the device", [](ojson& j) { j["args"][2]["value"] = "sm_count"; }, "args[2].value:"},
   };
   EXPECT_GE(cases.size(), 30u);
   for (const Bad& b : cases) {
@@ -356,6 +364,61 @@ TEST(KernelSpec, ArgumentsPackInTheSpecsOrderAndTypes) {
   EXPECT_THROW(BufferArgs(p, {&x}), UsageError) << "two buffers";
   Problem q = Problem::parse(op, "1000");
   EXPECT_EQ(*static_cast<const float*>(BufferArgs(q, {&x, &y}).params()[3]), 2.5f) << "the spec's default";
+}
+
+// A launch of two kernels with arguments of their own (l2norm: the partial sums, then their sum):
+// each step gets the spec's arguments it names, in its order; the partials' buffer and their
+// count follow the config, in the plan, which travels to the worker whole.
+TEST(KernelSpec, StepsTakeTheirOwnArgumentsAndTemporariesFollowTheConfig) {
+  const std::string op = load_kernel_spec(example("l2norm"));
+  const KernelSpec& s = spec_of(op);
+  const Problem p = Problem::parse(op, "1000003");
+  const Family f = find_family(op);
+  Config c = f.default_config(p, DeviceInfo::nominal("sm_90")); // BLOCK 256, ITEMS 4, VEC 4: 4096 a block
+  ASSERT_EQ(c.to_json(), R"({"BLOCK":256,"ITEMS":4,"VEC":4,"FINAL":512})");
+  const LaunchPlan plan = f.launch_plan(c, p);
+  ASSERT_EQ(plan.steps.size(), 2u);
+  EXPECT_EQ(plan.steps[0].args, (std::vector<int>{0, 3, 2})) << "x, partials, n";
+  EXPECT_EQ(plan.steps[1].args, (std::vector<int>{3, 4, 1})) << "partials, parts, out";
+  EXPECT_EQ(plan.steps[0].grid[0], 245u);
+  ASSERT_EQ(plan.spec_args.size(), 5u);
+  EXPECT_EQ(plan.spec_args[3].offset, 0);
+  EXPECT_EQ(plan.spec_args[3].bytes, 245u * 4u) << "one float a block";
+  EXPECT_EQ(plan.workspace_bytes, 1024u) << "256-byte aligned";
+  EXPECT_EQ(plan.spec_args[4].value, 245.0) << "parts";
+  c.set("BLOCK", 64), c.set("ITEMS", 1), c.set("VEC", 1);
+  const LaunchPlan small = f.launch_plan(c, p);
+  EXPECT_EQ(small.spec_args[4].value, 15626.0);
+  EXPECT_EQ(small.spec_args[3].bytes, 15626u * 4u);
+  EXPECT_EQ(small.workspace_bytes, 62720u);
+  const LaunchPlan back = plan_from_json(nlohmann::json::parse(plan_to_json(small).dump()));
+  EXPECT_EQ(back.steps[1].args, small.steps[1].args);
+  ASSERT_EQ(back.spec_args.size(), 5u);
+  EXPECT_EQ(back.spec_args[4].value, 15626.0);
+  EXPECT_EQ(back.spec_args[3].offset, 0);
+  EXPECT_EQ(back.spec_args[3].bytes, 15626u * 4u);
+  EXPECT_EQ(back.spec_args[0].offset, -1);
+  // The arguments as a launch binds them for that plan: the caller's buffer, the workspace's
+  // partials, the computed scalars in their own types.
+  float x = 0, out = 0;
+  BufferArgs a(p, {&x, &out}, CUdeviceptr(0x10000));
+  a.bind(small);
+  EXPECT_EQ(*static_cast<const void* const*>(a.params()[0]), &x);
+  EXPECT_EQ(*static_cast<const void* const*>(a.params()[1]), &out);
+  EXPECT_EQ(*static_cast<const long long*>(a.params()[2]), 1000003);
+  EXPECT_EQ(*static_cast<const CUdeviceptr*>(a.params()[3]), CUdeviceptr(0x10000));
+  EXPECT_EQ(*static_cast<const int*>(a.params()[4]), 15626);
+  a.bind(plan);
+  EXPECT_EQ(*static_cast<const int*>(a.params()[4]), 245) << "rebound for another config";
+  // The reference takes its own three.
+  EXPECT_EQ(s.plan(s.reference_steps, s.reference_config, p).steps[0].args, (std::vector<int>{0, 1, 2}));
+  // What needs a config is not asked without one.
+  EXPECT_TRUE(s.args[3].follows_config);
+  EXPECT_TRUE(s.args[4].follows_config);
+  EXPECT_FALSE(s.args[2].follows_config);
+  EXPECT_THROW(s.count_of(3, p), Error);
+  EXPECT_EQ(s.count_of(3, p, c), 15626);
+  EXPECT_NO_THROW(op_info(op).validate(p));
 }
 
 // A check by answers: inputs and expected outputs from one file a problem ("{n}" in the name),

@@ -64,7 +64,7 @@ VerifyResult run_planted(OpRunner& runner, Compiler& compiler, const DeviceInfo&
   LaunchStep s;
   s.grid[0] = unsigned((p.dims[0] + 255) / 256);
   s.block[0] = 256;
-  const LaunchPlan plan{{s}, 0};
+  const LaunchPlan plan{{s}, 0, {}};
   return check_as_served_and_timed(runner, p, 17, Numerics::standard, [&](CUstream st) { runner.launch(m, plan, st); });
 }
 

@@ -85,7 +85,7 @@ Family strided_scale_family() {
     for (int64_t d : p.dims) n *= d;
     s.grid[0] = unsigned(std::max<int64_t>(1, (n + c["BLOCK"] - 1) / c["BLOCK"]));
     s.block[0] = unsigned(c["BLOCK"]);
-    return LaunchPlan{{s}, 0};
+    return LaunchPlan{{s}, 0, {}};
   });
   f.defaults([](const Problem&, const DeviceInfo&) {
     Config c;
@@ -128,7 +128,7 @@ Family strided_scale_tma_family() {
     x.elem_bytes = unsigned(element_bytes(p.dtype));
     x.swizzle_bytes = 0;
     s.tma_maps = {x};
-    return LaunchPlan{{s}, 0};
+    return LaunchPlan{{s}, 0, {}};
   });
   f.defaults([](const Problem&, const DeviceInfo&) {
     Config c;

@@ -56,7 +56,7 @@ VerifyResult run_planted(OpRunner& runner, Compiler& compiler, const DeviceInfo&
   for (int64_t x : p.dims) n *= x;
   s.grid[0] = unsigned((n + 255) / 256);
   s.block[0] = 256;
-  const LaunchPlan plan{{s}, 0};
+  const LaunchPlan plan{{s}, 0, {}};
   runner.prepare(p, 23, c);
   runner.launch(m, plan, nullptr);
   return runner.verify(nullptr);

@@ -57,7 +57,7 @@ Family fault_family() {
         s.grid[1] = unsigned((p.m + 15) / 16);
         s.block[0] = s.block[1] = 16;
         s.dynamic_smem = c["FAULT"] == 6 ? (1u << 20) : 0;
-        return LaunchPlan{{s}, 0};
+        return LaunchPlan{{s}, 0, {}};
       });
   return f;
 }
