@@ -3,7 +3,8 @@
 # and a time budget, as docs/KERNEL_SPEC.md and docs/PERFORMANCE.md report it: one `ktune tune`
 # per example (its summary: best config, time, trials, compile and bench seconds), then the table
 # of all of them exported (configs/tables/examples/) and each one's throughput in configs a second.
-# Usage: bench/kernel_specs.sh OUT_DIR [SECONDS]   (the ktune program: ./build/ktune)
+# Usage: bench/kernel_specs.sh OUT_DIR [SECONDS]   (the ktune program: ./build/ktune; KERNELS="a b"
+# tunes only those examples, SMALL=0 leaves out the throughput runs and Kernel Tuner)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: bench/kernel_specs.sh OUT_DIR [SECONDS]}
@@ -11,9 +12,9 @@ secs=${2:-30}
 mkdir -p "$out"
 db="$out/examples.db"
 rm -f "$db"
-declare -A shapes=([transpose]="8192x8192" [reduction]="67108864" [conv2d]="4096x4096" [bias_gelu]="16384x4096")
+declare -A shapes=([transpose]="8192x8192" [reduction]="67108864" [conv2d]="4096x4096" [bias_gelu]="16384x4096" [l2norm]="67108864")
 kernels=()
-for name in transpose reduction conv2d bias_gelu; do
+for name in ${KERNELS:-transpose reduction conv2d bias_gelu l2norm}; do
   spec=examples/kernels/$name/$name.json
   kernels+=(--kernel "$spec")
   start=$(date +%s.%N)
@@ -56,6 +57,7 @@ print("small kernel: %s, %d configs in %.2f s of wall (%.1f configs/s); NVRTC %.
          reps[len(reps) // 2] if reps else 0, full, len(reps)))
 PY
 }
+[ "${SMALL:-1}" = 0 ] && exit 0
 small transpose examples/kernels/transpose/transpose.json 1024x1024 40
 small conv2d examples/kernels/conv2d/conv2d.json 1024x1024 200
 # Kernel Tuner beside it, on the transpose's kernel and space (where it can be imported).
