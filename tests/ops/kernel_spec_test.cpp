@@ -37,7 +37,8 @@ struct Example {
 const Example kExamples[] = {{"transpose", "1000x3000", DType::f32},
                              {"reduction", "1000003", DType::f32},
                              {"conv2d", "1024x1000", DType::f32},
-                             {"bias_gelu", "777x4096", DType::bf16}};
+                             {"bias_gelu", "777x4096", DType::bf16},
+                             {"l2norm", "1000003", DType::f32}};
 
 TEST(KernelSpec, ExamplesLoadAndTheirDefaultsCompileWithNvrtc) {
   Compiler compiler(2);
