@@ -36,6 +36,32 @@ except ImportError as e:  # the column says why
     KTUNE_MISSING = str(e).split("\n")[0][:100]
 REPS = 25
 DELAY = True  # --no-delay: the host's cost of each call counts where it exceeds the flush
+PRELUDE = None  # --prelude: a kernel run on every SM after the flush, before each timed call
+
+
+def make_prelude(kind):
+    """A kernel over every SM that leaves it in the shared-memory configuration of a kernel with
+    200 KiB of shared memory ("smem": a GEMM's, the op a decode step's attention follows) or of one
+    with 1 KiB ("small"), so that every backend starts a timed call from the same one. CuPy's, on
+    torch's stream."""
+    import cupy
+
+    src = r'''extern "C" __global__ void ktune_prelude(float* sink) {
+      extern __shared__ float s[];
+      s[threadIdx.x] = threadIdx.x;
+      __syncthreads();
+      if (s[(threadIdx.x + 1) % blockDim.x] < 0.f) sink[0] = 1.f;  // never; keeps the stores
+    }'''
+    k = cupy.RawKernel(src, "ktune_prelude")
+    smem = 200 * 1024 if kind == "smem" else 1024
+    k.max_dynamic_shared_size_bytes = smem
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    sink = cupy.zeros(1, dtype=cupy.float32)
+
+    def run():
+        with cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
+            k((sms * (1 if kind == "smem" else 8),), (256,), (sink,), shared_mem=smem)
+    return run
 
 
 def is_causal(r):
@@ -73,6 +99,8 @@ class Timer:
             self.flush.sum()
             if warm is not None:
                 warm()
+            if PRELUDE is not None:
+                PRELUDE()
             if self.delay_cycles:
                 torch.cuda._sleep(self.delay_cycles)  # the GPU busy while the host makes the call
             self.start[i].record()
@@ -164,11 +192,14 @@ def main():
     ap.add_argument("--untuned", action="store_true",
                     help="ktune without its shipped tables (set KTUNE_DB to an empty file too): the rows served as "
                          "shapes nobody tuned are, by the families' defaults and first-use timing")
+    ap.add_argument("--prelude", choices=["smem", "small"], default=None,
+                    help="after each flush, a kernel on every SM with 200 KiB (smem) or 1 KiB (small) of shared memory")
     a = ap.parse_args()
     if a.untuned and ktune is not None:
         ktune.configure(shipped_tables=False)
-    global DELAY
+    global DELAY, PRELUDE
     DELAY = not a.no_delay
+    PRELUDE = make_prelude(a.prelude) if a.prelude else None
     suite = json.load(open(a.suite))
     rows = suite["problems"][: a.rows or None]
     dev = torch.cuda.get_device_name(0)
@@ -185,7 +216,8 @@ def main():
 
     print("# %s, torch %s, cuDNN %s, %s%s" % (dev, torch.__version__, torch.backends.cudnn.version(),
                                            "calls queued behind a GPU delay" if DELAY else "no delay: host cost counts",
-                                           ", ktune without its shipped tables" if a.untuned else ""))
+                                           (", ktune without its shipped tables" if a.untuned else "") +
+                                           (", prelude " + a.prelude if a.prelude else "")))
     print("%-28s %-34s %s" % ("model", "B x Hq/Hkv x Sq x Sk x D causal", "  ".join("%-16s" % n for n, _ in BACKENDS)))
     results = []
     for r in rows:
@@ -224,6 +256,7 @@ def main():
         with open(a.json, "w") as f:
             json.dump({"device": dev, "torch": torch.__version__, "cudnn": torch.backends.cudnn.version(),
                        "ktune_tables": "database only (--untuned)" if a.untuned else "shipped and database",
+                       "prelude": a.prelude,
                        "rows": results}, f, indent=1)
 
 
