@@ -57,9 +57,14 @@ def make_prelude(kind):
     k.max_dynamic_shared_size_bytes = smem
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     sink = cupy.zeros(1, dtype=cupy.float32)
+    ts = torch.cuda.current_stream()  # the bench's one stream
+    if hasattr(cupy.cuda.Stream, "from_external"):
+        stream = cupy.cuda.Stream.from_external(ts)
+    else:
+        stream = cupy.cuda.ExternalStream(ts.cuda_stream)
 
     def run():
-        with cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
+        with stream:
             k((sms * (1 if kind == "smem" else 8),), (256,), (sink,), shared_mem=smem)
     return run
 
