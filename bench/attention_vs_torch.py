@@ -58,9 +58,9 @@ def make_prelude(kind):
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     sink = cupy.zeros(1, dtype=cupy.float32)
     ts = torch.cuda.current_stream()  # the bench's one stream
-    if hasattr(cupy.cuda.Stream, "from_external"):
+    try:  # CuPy 14's way (the stream protocol); the older one warns there
         stream = cupy.cuda.Stream.from_external(ts)
-    else:
+    except (AttributeError, TypeError):
         stream = cupy.cuda.ExternalStream(ts.cuda_stream)
 
     def run():
