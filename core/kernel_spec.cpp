@@ -678,9 +678,13 @@ void read_counts(const Reader& r, const ojson& j, KernelSpec& s) {
 }
 
 // Steps that name their arguments (launch[i].args) may leave one out; every argument must still
-// reach some kernel (of the launch, the reference or the baseline), or it is a mistake.
+// reach some kernel (of the launch, the reference or the baseline) or fill a symbol (a filter in
+// __constant__ memory, as Kernel Tuner's cmem_args, need not be a kernel's argument too), or it is
+// a mistake.
 void check_args_taken(const Reader& r, const KernelSpec& s) {
   std::vector<bool> taken(s.args.size(), false);
+  for (const SpecSymbol& y : s.symbols)
+    if (y.from_arg >= 0) taken[size_t(y.from_arg)] = true;
   for (const auto* steps : {&s.steps, &s.reference_steps, &s.baseline_steps})
     for (const SpecStep& st : *steps) {
       if (st.args.empty()) std::fill(taken.begin(), taken.end(), true);

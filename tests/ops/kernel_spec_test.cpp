@@ -420,6 +420,16 @@ TEST(KernelSpec, StepsTakeTheirOwnArgumentsAndTemporariesFollowTheConfig) {
   EXPECT_THROW(s.count_of(3, p), Error);
   EXPECT_EQ(s.count_of(3, p, c), 15626);
   EXPECT_NO_THROW(op_info(op).validate(p));
+  // A buffer that only fills a symbol (Kernel Tuner's cmem_args) need not be a step's argument.
+  SpecDir d;
+  ojson j = SpecDir::base();
+  j["args"].push_back({{"name", "coef"}, {"kind", "buffer"}, {"dtype", "f32"}, {"count", 4}});
+  j["symbols"] = {{{"name", "c_coef"}, {"from", "coef"}}};
+  j["launch"]["args"] = {"x", "y", "n", "a"};
+  j["check"]["reference"]["launch"]["args"] = {"x", "y", "n", "a"};
+  EXPECT_NO_THROW(load_kernel_spec_text(j.dump(), "cmem.json", d.dir()));
+  j.erase("symbols");
+  EXPECT_THROW(load_kernel_spec_text(j.dump(), "cmem.json", d.dir()), UsageError) << "coef reaches nothing";
 }
 
 // A check by answers: inputs and expected outputs from one file a problem ("{n}" in the name),
