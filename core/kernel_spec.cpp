@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -114,19 +115,20 @@ class Reader {
 // A .npy file's payload (format 1.0-3.0, little-endian, C order) and its element type.
 using Fail = std::function<void(const std::string&)>; // reports a problem with a file, and throws
 
-void read_npy(const Fail& fail, const std::string& file, SpecFill& f) {
-  const std::string bytes = read_text_file(file, "fill file");
-  if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) fail("not a .npy file");
-  const int major = static_cast<unsigned char>(bytes[6]);
+// The header of a .npy file whose first bytes are `head` (at least its header, or all of a short
+// file): its element type, and where its payload starts.
+void npy_header(const Fail& fail, const std::string& head, ElemType* type, size_t* payload_at) {
+  if (head.size() < 10 || head.compare(0, 6, "\x93NUMPY") != 0) fail("not a .npy file");
+  const int major = static_cast<unsigned char>(head[6]);
   size_t hlen = 0, at = 0;
-  if (major == 1) hlen = size_t(static_cast<unsigned char>(bytes[8])) | size_t(static_cast<unsigned char>(bytes[9])) << 8, at = 10;
+  if (major == 1) hlen = size_t(static_cast<unsigned char>(head[8])) | size_t(static_cast<unsigned char>(head[9])) << 8, at = 10;
   else {
-    if (bytes.size() < 12) fail("truncated header");
-    for (int i = 0; i < 4; ++i) hlen |= size_t(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
+    if (head.size() < 12) fail("truncated header");
+    for (int i = 0; i < 4; ++i) hlen |= size_t(static_cast<unsigned char>(head[8 + i])) << (8 * i);
     at = 12;
   }
-  if (at + hlen > bytes.size()) fail("truncated header");
-  const std::string header = bytes.substr(at, hlen);
+  if (at + hlen > head.size()) fail("truncated header");
+  const std::string header = head.substr(at, hlen);
   if (header.find("'fortran_order': True") != std::string::npos) fail("Fortran order is not read; save it C-contiguous");
   const size_t d = header.find("'descr':");
   const size_t q1 = d == std::string::npos ? d : header.find('\'', d + 8);
@@ -139,11 +141,17 @@ void read_npy(const Fail& fail, const std::string& file, SpecFill& f) {
       {"<u4", ElemType::u32}, {"<u2", ElemType::u16}, {"|u1", ElemType::u8}};
   bool found = false;
   for (const auto& [name, t] : kDescr)
-    if (descr == name) f.file_type = t, found = true;
+    if (descr == name) *type = t, found = true;
   if (!found) fail("element type '" + descr + "' is not one ktune reads");
-  f.data.assign(bytes.begin() + std::ptrdiff_t(at + hlen), bytes.end());
+  *payload_at = at + hlen;
 }
 
+void read_npy(const Fail& fail, const std::string& file, SpecFill& f) {
+  const std::string bytes = read_text_file(file, "fill file");
+  size_t at = 0;
+  npy_header(fail, bytes, &f.file_type, &at);
+  f.data.assign(bytes.begin() + std::ptrdiff_t(at), bytes.end());
+}
 
 // f's elements from `file` (a .npy file, else raw elements of f.file_type).
 void read_fill_file(const Fail& fail, const std::string& file, SpecFill& f) {
@@ -736,10 +744,11 @@ KernelSpec parse_kernel_spec(const std::string& json, const std::string& origin,
   return s;
 }
 
-SpecFill fill_at(const KernelSpec& s, const SpecFill& fill, const Problem& p) {
-  if (fill.pattern.empty()) return fill;
-  SpecFill f = fill;
-  // The placeholders of the name as written (checked when the spec loaded), then its folder.
+namespace {
+
+// The file a per-problem fill names at p: the placeholders of the name as written (checked when
+// the spec loaded) filled, then its folder; throws UsageError when it is not there.
+std::string fill_path_at(const KernelSpec& s, const SpecFill& f, const Problem& p) {
   std::string name_at;
   for (size_t i = 0; i < f.file.size(); ++i) {
     const size_t end = f.file[i] == '{' ? f.file.find('}', i) : std::string::npos;
@@ -757,18 +766,70 @@ SpecFill fill_at(const KernelSpec& s, const SpecFill& fill, const Problem& p) {
   std::error_code ec;
   if (!fs::is_regular_file(file, ec))
     throw UsageError(s.path + ": the file of " + p.key() + " ('" + f.file + "' at this problem) '" + file + "' does not exist");
+  return file;
+}
+
+} // namespace
+
+SpecFill fill_at(const KernelSpec& s, const SpecFill& fill, const Problem& p) {
+  if (fill.pattern.empty()) return fill;
+  SpecFill f = fill;
+  const std::string file = fill_path_at(s, fill, p);
   f.file = file;
   read_fill_file([&](const std::string& m) { throw UsageError(s.path + ": '" + file + "': " + m); }, file, f);
   return f;
 }
 
+namespace {
+
+// The elements a per-problem file holds, from its size and (a .npy) its header alone: what a
+// tuning run checks before it starts, without reading files of gigabytes that the runner reads
+// again at their problem.
+size_t file_elements(const std::string& file, const SpecFill& fill, const Fail& fail) {
+  std::error_code ec;
+  const uintmax_t size = fs::file_size(file, ec);
+  if (ec) fail("cannot read its size: " + ec.message());
+  ElemType type = fill.file_type;
+  size_t at = 0;
+  if (!fill.raw) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) fail("cannot be opened");
+    std::string head(12, '\0');
+    in.read(head.data(), 12);
+    head.resize(size_t(in.gcount()));
+    if (head.size() == 12 && head.compare(0, 6, "\x93NUMPY") == 0) { // the header's length, then the header
+      const bool v1 = static_cast<unsigned char>(head[6]) == 1;
+      size_t hlen = 0;
+      for (int i = 0; i < (v1 ? 2 : 4); ++i) hlen |= size_t(static_cast<unsigned char>(head[8 + i])) << (8 * i);
+      const size_t need = size_t(std::min<uintmax_t>((v1 ? 10 : 12) + hlen, size)); // short: npy_header says so
+      head.resize(need);
+      in.clear();
+      in.seekg(0);
+      in.read(head.data(), std::streamsize(need));
+      head.resize(size_t(in.gcount()));
+    }
+    npy_header(fail, head, &type, &at);
+  }
+  const uintmax_t payload = size > at ? size - at : 0;
+  if (payload % uintmax_t(elem_bytes(type)) != 0) fail("holds a partial element");
+  return size_t(payload / uintmax_t(elem_bytes(type)));
+}
+
+} // namespace
+
 void check_fill_files(const KernelSpec& s, const Problem& p) {
   const auto check = [&](const SpecFill& fill, int64_t count, const std::string& what) {
     if (fill.kind != SpecFill::from_file) return;
-    const SpecFill f = fill_at(s, fill, p);
-    const size_t have = f.data.size() / size_t(elem_bytes(f.file_type));
+    size_t have = 0;
+    std::string file = fill.file;
+    if (fill.pattern.empty()) { // read when the spec loaded
+      have = fill.data.size() / size_t(elem_bytes(fill.file_type));
+    } else {
+      file = fill_path_at(s, fill, p);
+      have = file_elements(file, fill, [&](const std::string& m) { throw UsageError(s.path + ": '" + file + "': " + m); });
+    }
     if (int64_t(have) < count)
-      throw UsageError(s.path + ": " + what + " at " + p.key() + ": '" + f.file + "' holds " + std::to_string(have) +
+      throw UsageError(s.path + ": " + what + " at " + p.key() + ": '" + file + "' holds " + std::to_string(have) +
                        " elements, the problem needs " + std::to_string(count));
   };
   for (size_t i = 0; i < s.args.size(); ++i) {

@@ -475,6 +475,36 @@ TEST(KernelSpec, AnswersAndInputsFromAFileAProblem) {
     EXPECT_NE(std::string(e.what()).find("the answer of 'y'"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("holds 3 elements, the problem needs 5"), std::string::npos) << e.what();
   }
+  // It reads a per-problem file's header and size only: a file too short or not a .npy, named.
+  npy("y_5.npy", {1, 2, 3, 4, 5, 6});
+  EXPECT_NO_THROW(check_fill_files(s, Problem::parse(op, "5"))) << "more elements than needed is fine";
+  d.write("x_6.npy", "\x93NUMPY\x01");
+  npy("y_6.npy", {1, 2, 3, 4, 5, 6});
+  try {
+    check_fill_files(s, Problem::parse(op, "6"));
+    ADD_FAILURE() << "x_6.npy is cut inside its header";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("x_6.npy': not a .npy file"), std::string::npos) << e.what();
+  }
+  ojson raw = j;
+  raw["args"][0]["fill"] = {{"file", "x_{n}.bin"}, {"raw_dtype", "f32"}};
+  const KernelSpec& rs = spec_of(load_kernel_spec_text(raw.dump(), "raw.json", d.dir()));
+  d.write("x_5.bin", std::string(20, '\0'));
+  EXPECT_NO_THROW(check_fill_files(rs, Problem::parse(rs.op, "5")));
+  d.write("x_5.bin", std::string(18, '\0'));
+  try {
+    check_fill_files(rs, Problem::parse(rs.op, "5"));
+    ADD_FAILURE() << "x_5.bin holds 4.5 floats";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("holds a partial element"), std::string::npos) << e.what();
+  }
+  d.write("x_5.bin", std::string(16, '\0'));
+  try {
+    check_fill_files(rs, Problem::parse(rs.op, "5"));
+    ADD_FAILURE() << "x_5.bin holds 4 floats";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("x_5.bin' holds 4 elements, the problem needs 5"), std::string::npos) << e.what();
+  }
   // ktune tune stops there, exit 2, before a GPU or a database is touched.
   d.write("answers.json", j.dump());
   const auto r = testing::run_ktune("tune --kernel " + d.path("answers.json") + " --problem 3 --problem 4 --db " + d.path("t.db"));
