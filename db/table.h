@@ -26,6 +26,10 @@ struct Table {
   std::string device_name, arch;
   int sm_count = 0;
   std::vector<TableEntry> entries;
+  // Store::export_table: the entries it left out because they are of user kernels whose specs are
+  // not loaded in this process (not unreadable: another program's kernels), and those ops.
+  size_t other_kernel_entries = 0;
+  std::vector<std::string> other_kernels;
 };
 
 // Parses and validates a whole table; throws UsageError naming `origin`, the entry index and the

@@ -58,6 +58,12 @@ int cmd_export(const ExportArgs& a) {
     return 0;
   }
   Table t = store.export_table(a.arch, a.family);
+  if (t.other_kernel_entries) {
+    std::string names;
+    for (const auto& o : t.other_kernels) names += (names.empty() ? "" : ", ") + o;
+    std::fprintf(stderr, "ktune: left out %zu entries of user kernels whose specs are not loaded (%s): export them with --kernel SPEC\n",
+                 t.other_kernel_entries, names.c_str());
+  }
   keep_dtype(t, a.dtype);
   if (t.entries.empty())
     throw UsageError("database " + path + " has no tuned results" + (a.arch.empty() ? "" : " for " + a.arch) +

@@ -671,6 +671,17 @@ TEST(Cli, AUserKernelsTableImportsAndReports) {
   const auto ex = testing::run_ktune("export --kernel " + spec + " --db " + d.path("k.db") + " -o " + d.path("t.json"));
   EXPECT_EQ(ex.status, 0) << ex.out;
   EXPECT_NE(testing::file_bytes(d.path("t.json")).find("transpose@"), std::string::npos);
+  // Without its spec the entry is another program's kernel's, not an unreadable row: export says
+  // what it left out and how to include it; a reader of other ops (query) says nothing of it.
+  const auto other = testing::run_ktune("export --db " + d.path("k.db") + " -o " + d.path("none.json"));
+  EXPECT_EQ(other.status, 2) << "nothing else to export: " << other.out;
+  EXPECT_NE(other.out.find("left out 1 entries of user kernels whose specs are not loaded (transpose@"), std::string::npos)
+      << other.out;
+  EXPECT_EQ(other.out.find("unreadable"), std::string::npos) << other.out;
+  const auto q = testing::run_ktune("query --db " + d.path("k.db") + " --arch sm_90 --problem 1024x1024x1024");
+  EXPECT_EQ(q.status, 0) << q.out;
+  EXPECT_EQ(q.out.find("unreadable"), std::string::npos) << q.out;
+  EXPECT_EQ(q.out.find("transpose@"), std::string::npos) << q.out;
 }
 
 // A suite names a spec for all its problems or per problem, relative to the suite's folder.
