@@ -434,7 +434,7 @@ long long Expr::eval_integer(const std::vector<double>& values, double lo, doubl
   if (v != std::floor(v) || v < lo || v > hi) {
     char buf[96];
     std::snprintf(buf, sizeof buf, "%.17g", v);
-    throw UsageError(impl_->where + ": '" + impl_->text + "' gives " + buf + " " + context + ", expected a whole number in [" +
+    throw NotWholeError(impl_->where + ": '" + impl_->text + "' gives " + buf + " " + context + ", expected a whole number in [" +
                      std::to_string(static_cast<long long>(lo)) + ", " + std::to_string(static_cast<long long>(hi)) + "]");
   }
   return static_cast<long long>(v);

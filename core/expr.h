@@ -8,7 +8,16 @@
 #include <string>
 #include <vector>
 
+#include "ktune/error.h"
+
 namespace ktune {
+
+// Expr::eval_integer's error: a value that is no whole number, or outside its range, at the
+// values given (a spec's mistake at that problem, which another problem need not share).
+class NotWholeError : public UsageError {
+ public:
+  using UsageError::UsageError;
+};
 
 class Expr {
  public:
@@ -26,7 +35,8 @@ class Expr {
   // The value with names[i] = values[i]. Thread-safe. Throws UsageError "<where>: ..." for a
   // division by zero or a value that is not finite.
   double eval(const std::vector<double>& values) const;
-  // eval() that must give a whole number in [lo, hi]; `what` names it in the message.
+  // eval() that must give a whole number in [lo, hi]; `context` names it in the message
+  // (NotWholeError where it is not).
   long long eval_integer(const std::vector<double>& values, double lo, double hi, const std::string& context) const;
 
  private:

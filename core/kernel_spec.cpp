@@ -702,6 +702,34 @@ void check_args_taken(const Reader& r, const KernelSpec& s) {
     if (!taken[i]) r.fail("args[" + std::to_string(i) + "]", "'" + s.args[i].name + "' is in no launch step's args");
 }
 
+// With params_as "template" a parameter reaches a kernel only through {NAME} in a kernel's name
+// or through an expression (a launch's geometry, a define, a size, a constraint): one that does
+// neither would multiply the space by its values with the same kernels, timed again and again.
+void check_params_used(const Reader& r, const KernelSpec& s) {
+  if (s.params_as_defines) return; // every parameter is a -D the source may read
+  std::vector<bool> used(s.params.size(), false);
+  auto read = [&](const Expr& e) {
+    for (size_t i : e.reads())
+      if (i < s.params.size()) used[i] = true;
+  };
+  for (const auto* steps : {&s.steps, &s.reference_steps, &s.baseline_steps})
+    for (const SpecStep& st : *steps) {
+      for (size_t i = 0; i < s.params.size(); ++i)
+        if (st.kernel.find("{" + s.params[i].name + "}") != std::string::npos) used[i] = true;
+      for (int d = 0; d < 3; ++d) read(st.grid[d]), read(st.block[d]), read(st.cluster[d]);
+      read(st.smem);
+    }
+  for (const Expr& e : s.constraints) read(e);
+  for (const auto& [name, e] : s.defines) read(e);
+  for (const SpecArg& a : s.args) read(a.count), read(a.value);
+  for (size_t i = 0; i < s.params.size(); ++i)
+    if (!used[i])
+      r.fail("params." + s.params[i].name,
+             "reaches no kernel: with params_as \"template\" a parameter is used through {" + s.params[i].name +
+                 "} in a kernel's name or in an expression; as it is, it would multiply the space by " +
+                 std::to_string(s.params[i].values.size()) + " with the same kernels");
+}
+
 } // namespace
 
 KernelSpec parse_kernel_spec(const std::string& json, const std::string& origin, const std::string& base_dir) {
@@ -739,6 +767,7 @@ KernelSpec parse_kernel_spec(const std::string& json, const std::string& origin,
   }
   read_counts(r, j, s);
   check_args_taken(r, s);
+  check_params_used(r, s);
   s.version = fnv1a_hex(hashed).substr(0, 8);
   s.op = s.name + "@" + s.version;
   return s;

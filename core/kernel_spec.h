@@ -158,6 +158,14 @@ struct KernelSpec {
   LaunchPlan plan(const std::vector<SpecStep>& steps, const Config& c, const Problem& p) const;
 };
 
+// Where the arguments step st passes disagree with the parameters its compiled kernel (`lowered`,
+// NVRTC's name of it) declares in its mangled name: their number, a buffer for a value or the
+// other way round, a size or (values) an integer for a float: why, naming `what` (the step), the
+// kernel and the argument; "" where they agree or the name tells nothing (an extern "C" kernel:
+// the GPU checks it at its first launch), and for structs.
+std::string signature_mismatch(const KernelSpec& s, const SpecStep& st, const std::string& lowered, const Problem& p,
+                               const std::string& what);
+
 // Parses and checks a spec (JSON text; relative paths from base_dir) and reads its sources; throws
 // UsageError "<origin>: <field path>: <what>". Registers nothing (load_kernel_spec does).
 KernelSpec parse_kernel_spec(const std::string& json, const std::string& origin, const std::string& base_dir);

@@ -1,7 +1,11 @@
 // A kernel spec as an op: its KernelSpec's evaluations (values, sizes, defines, launch plans),
 // the one family and the OpInfo it registers (runner "spec"), and load_kernel_spec.
+#include <cxxabi.h>
+
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -185,7 +189,18 @@ double KernelSpec::scalar_value(size_t arg, const Problem& p, const Config& c) c
   if (a.value.empty()) return p.scalar(a.name);
   if (a.follows_config && c.items().empty())
     throw Error("internal: the value of " + a.name + " follows the config, asked without one at " + p.key());
-  return a.value.eval(a.follows_config ? values(c, p, no_device()) : problem_values(p));
+  const std::vector<double> v = a.follows_config ? values(c, p, no_device()) : problem_values(p);
+  if (is_float(a.scalar_type)) return a.value.eval(v);
+  // An integer scalar is a whole number its type holds: a count that came out 4369.07 is a
+  // spec's mistake (the last partial left out), not something to round.
+  const int bits = 8 * elem_bytes(a.scalar_type);
+  const bool is_unsigned = a.scalar_type == ElemType::u8 || a.scalar_type == ElemType::u16 ||
+                           a.scalar_type == ElemType::u32 || a.scalar_type == ElemType::u64;
+  const double lo = is_unsigned ? 0.0 : -std::ldexp(1.0, bits - 1);
+  const double hi = std::min(std::ldexp(1.0, is_unsigned ? bits : bits - 1) - 1, 9.0e15); // 2^53: exact in a double
+  return double(a.value.eval_integer(v, lo, hi,
+                                     std::string("for ") + to_string(a.scalar_type) + " " + a.name +
+                                         (a.follows_config ? " (config " + c.to_json() + ", " : " (") + p.key() + ")"));
 }
 
 namespace {
@@ -200,6 +215,117 @@ std::string number_text(double v) {
 const char* c_type(DType d) { return d == DType::bf16 ? "__nv_bfloat16" : d == DType::f16 ? "__half" : "float"; }
 
 } // namespace
+
+namespace {
+
+// A kernel parameter's type as a demangled C++ signature spells it: a pointer (to `pointee`), or
+// a value; `bytes` and `floating` where the type (or the pointee) is one of C's arithmetic types
+// or CUDA's 16-bit floats, else 0 (a struct: its size cannot be told from its name).
+struct ParamType {
+  std::string text;
+  bool pointer = false;
+  int bytes = 0;
+  bool floating = false;
+};
+
+std::string trim(std::string t) {
+  const auto not_space = [](unsigned char c) { return !std::isspace(c); };
+  t.erase(t.begin(), std::find_if(t.begin(), t.end(), not_space));
+  t.erase(std::find_if(t.rbegin(), t.rend(), not_space).base(), t.end());
+  return t;
+}
+
+ParamType param_type(const std::string& text) {
+  ParamType t;
+  t.text = trim(text);
+  std::string base = t.text;
+  if (!base.empty() && base.back() == '*') {
+    t.pointer = true;
+    base.pop_back();
+    if (base.find('*') != std::string::npos) return t; // a pointer to pointers: no arithmetic pointee
+  }
+  for (const char* q : {" const", " volatile", " __restrict__", " __restrict"})
+    for (size_t at; (at = base.find(q)) != std::string::npos;) base.erase(at, std::strlen(q));
+  base = trim(base);
+  if (base.rfind("const ", 0) == 0) base = trim(base.substr(6));
+  static const std::pair<const char*, std::pair<int, bool>> kTypes[] = {
+      {"float", {4, true}},  {"double", {8, true}},        {"__half", {2, true}},        {"__nv_bfloat16", {2, true}},
+      {"int", {4, false}},   {"unsigned int", {4, false}}, {"long", {8, false}},         {"unsigned long", {8, false}},
+      {"long long", {8, false}}, {"unsigned long long", {8, false}}, {"short", {2, false}}, {"unsigned short", {2, false}},
+      {"char", {1, false}},  {"signed char", {1, false}},  {"unsigned char", {1, false}}, {"bool", {1, false}}};
+  for (const auto& [name, kind] : kTypes)
+    if (base == name) t.bytes = kind.first, t.floating = kind.second;
+  return t;
+}
+
+// The parameter types of a mangled C++ function name; false where it names none (extern "C").
+bool demangled_params(const std::string& mangled, std::vector<ParamType>* out, std::string* demangled) {
+  int status = 0;
+  char* d = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
+  if (status != 0 || !d) return false;
+  *demangled = d;
+  std::free(d);
+  const std::string& n = *demangled;
+  if (n.empty() || n.back() != ')') return false;
+  size_t open = std::string::npos;
+  for (size_t i = n.size(), depth = 0; i-- > 0;) { // the parameter list: the last top-level parentheses
+    if (n[i] == ')') ++depth;
+    else if (n[i] == '(' && --depth == 0) {
+      open = i;
+      break;
+    }
+  }
+  if (open == std::string::npos) return false;
+  const std::string list = n.substr(open + 1, n.size() - open - 2);
+  out->clear();
+  if (trim(list).empty() || trim(list) == "void") return true;
+  int depth = 0;
+  size_t from = 0;
+  for (size_t i = 0; i <= list.size(); ++i) {
+    const char c = i < list.size() ? list[i] : ',';
+    if (c == '(' || c == '<' || c == '[') ++depth;
+    else if (c == ')' || c == '>' || c == ']') --depth;
+    else if (c == ',' && depth == 0) {
+      out->push_back(param_type(list.substr(from, i - from)));
+      from = i + 1;
+    }
+  }
+  return true;
+}
+
+} // namespace
+
+std::string signature_mismatch(const KernelSpec& s, const SpecStep& st, const std::string& lowered, const Problem& p,
+                               const std::string& what) {
+  std::vector<ParamType> params;
+  std::string demangled;
+  if (!demangled_params(lowered, &params, &demangled)) return "";
+  std::vector<int> taken = st.args;
+  if (taken.empty())
+    for (size_t i = 0; i < s.args.size(); ++i) taken.push_back(int(i));
+  const std::string head = s.path + ": " + what + ": kernel " + demangled;
+  auto arg_text = [&](int i) {
+    const SpecArg& a = s.args[size_t(i)];
+    return a.name + " (" + (a.buffer ? std::string("a buffer of ") + to_string(a.elem(p)) : std::string(to_string(a.scalar_type))) +
+           ")";
+  };
+  if (params.size() != taken.size()) {
+    std::string given;
+    for (int i : taken) given += (given.empty() ? "" : ", ") + arg_text(i);
+    return head + " takes " + std::to_string(params.size()) + " arguments, the spec passes " + std::to_string(taken.size()) +
+           ": " + given;
+  }
+  for (size_t k = 0; k < params.size(); ++k) {
+    const SpecArg& a = s.args[size_t(taken[k])];
+    const ParamType& t = params[k];
+    const std::string at = head + ": argument " + std::to_string(k + 1) + " is " + t.text + ", the spec passes " + arg_text(taken[k]);
+    if (t.pointer != a.buffer) return at;
+    if (!t.bytes) continue; // a struct, or a pointer to one (a float4 view of floats): nothing to tell
+    const ElemType e = a.buffer ? a.elem(p) : a.scalar_type;
+    if (t.bytes != elem_bytes(e) || (!a.buffer && t.floating != is_float(e))) return at;
+  }
+  return "";
+}
 
 std::vector<std::string> KernelSpec::kernel_names(const std::vector<SpecStep>& st, const Config& c, const Problem& p) const {
   std::vector<std::string> out;
@@ -435,7 +561,16 @@ std::string register_spec(KernelSpec parsed) {
   const DeviceInfo d = DeviceInfo::nominal("sm_90");
   Config valid;
   f.enumerate(probe, d, [&](const Config& c) { return valid = c, false; });
-  if (!valid.items().empty()) sp->plan(sp->steps, valid, probe), sp->kernel_names(sp->steps, valid, probe);
+  if (!valid.items().empty()) {
+    // The probe's problem is not the user's: a grid or a count that is no whole number at 4096
+    // ("n / 3") says nothing of the spec (the user's problems meet it at their plans); a division
+    // by zero or a name it lacks does.
+    try {
+      sp->plan(sp->steps, valid, probe);
+    } catch (const NotWholeError&) {
+    }
+    sp->kernel_names(sp->steps, valid, probe);
+  }
   return register_op(std::move(info)).name;
 }
 

@@ -83,6 +83,26 @@ void BufferArgs::bind(const LaunchPlan& plan) {
 
 namespace {
 
+// Where the arguments a user kernel's step passes disagree with the parameters its compiled
+// kernel declares (their number, or a size: a buffer's pointer is 8 bytes, a scalar its type's),
+// which would otherwise launch with garbage in the kernel's later parameters: why, else "".
+std::string param_mismatch(const Module& m, const LaunchStep& st, const KernelSpec& s) {
+  const std::vector<size_t> sizes = m.param_sizes(size_t(st.kernel));
+  std::vector<int> taken = st.args;
+  if (taken.empty())
+    for (size_t i = 0; i < s.args.size(); ++i) taken.push_back(int(i));
+  auto size_of = [&](int i) { return s.args[size_t(i)].buffer ? sizeof(void*) : size_t(elem_bytes(s.args[size_t(i)].scalar_type)); };
+  bool same = sizes.size() == taken.size();
+  for (size_t k = 0; same && k < sizes.size(); ++k) same = sizes[k] == size_of(taken[k]);
+  if (same) return "";
+  std::string declared, passed;
+  for (size_t z : sizes) declared += (declared.empty() ? "" : ", ") + std::to_string(z);
+  for (int i : taken) passed += (passed.empty() ? "" : ", ") + s.args[size_t(i)].name + " " + std::to_string(size_of(i));
+  return s.path + ": " + m.context() + ", step " + std::to_string(st.kernel + 1) + ": the kernel declares " +
+         std::to_string(sizes.size()) + " parameters of " + declared + " bytes; the spec passes " +
+         std::to_string(taken.size()) + ": " + passed + " (bytes; a buffer is a pointer): check the step's args and their dtypes";
+}
+
 // A user's kernel's work before every launch: temporaries to clear, symbols to fill.
 void spec_before_launch(Module& m, const KernelSpec& s, const LaunchPlan& plan, const BufferArgs& args, CUstream stream) {
   const Problem& p = args.problem();
@@ -121,6 +141,10 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
                 " bytes of workspace, the launch has none");
   const auto& spec = op_info(args.problem().op).spec;
   if (spec) {
+    for (const LaunchStep& s : plan.steps) {
+      const std::string& why = m.checked(size_t(s.kernel), [&] { return param_mismatch(m, s, *spec); });
+      if (!why.empty()) throw UsageError(why);
+    }
     args.bind(plan);
     spec_before_launch(m, *spec, plan, args, stream);
   }

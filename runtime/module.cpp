@@ -120,6 +120,25 @@ bool Module::once(const std::string& key) {
   return once_.insert(key).second;
 }
 
+const std::string& Module::checked(size_t i, const std::function<std::string()>& check) {
+  std::lock_guard<std::mutex> lk(once_mu_);
+  auto it = checks_.find(i);
+  if (it == checks_.end()) it = checks_.emplace(i, check()).first;
+  return it->second;
+}
+
+std::vector<size_t> Module::param_sizes(size_t i) const {
+  std::vector<size_t> sizes;
+  for (size_t k = 0;; ++k) {
+    size_t offset = 0, size = 0;
+    const CUresult r = driver().cuFuncGetParamInfo(function(i), k, &offset, &size);
+    if (r == CUDA_ERROR_INVALID_VALUE) break; // past the last parameter
+    check_cu(r, "cuFuncGetParamInfo", context_ + ", parameter " + std::to_string(k) + " of kernel " + std::to_string(i));
+    sizes.push_back(size);
+  }
+  return sizes;
+}
+
 KernelAttributes Module::attributes(size_t i) const {
   KernelAttributes a;
   const CUfunction f = function(i);

@@ -3,6 +3,8 @@
 #include <cuda.h>
 
 #include <atomic>
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -91,6 +93,12 @@ class Module {
   // True the first time it is asked for `key` (then false): work done once per module, such as
   // filling a symbol whose contents do not change between launches.
   bool once(const std::string& key);
+  // What check() returned for kernel i, which runs the first time it is asked for i and is kept:
+  // "" where the check passed, else why not (a user kernel's parameters against its spec's
+  // arguments: every launch after a failed check fails the same way).
+  const std::string& checked(size_t i, const std::function<std::string()>& check);
+  // The size in bytes of each parameter kernel i declares, in order (cuFuncGetParamInfo).
+  std::vector<size_t> param_sizes(size_t i) const;
 
   // Raises the kernel's dynamic shared-memory limit first when the launch asks for more than the
   // default 48 KB (needed once per kernel; remembered). Safe to call from several threads.
@@ -119,6 +127,7 @@ class Module {
   std::string context_;
   std::mutex once_mu_;
   std::set<std::string> once_;
+  std::map<size_t, std::string> checks_; // checked(): per kernel, under once_mu_
   int sm_count_ = 0;
   bool dependent_launch_ = false; // the context's device runs programmatic dependent launches (sm_90 on)
 };

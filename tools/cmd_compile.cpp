@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/kernel_spec.h"
 #include "ktune/compiler.h"
 #include "ktune/device.h"
 #include "ktune/error.h"
@@ -32,6 +33,7 @@ int cmd_compile(CompileArgs& a) {
   const Family f = find_family(a.problem.family);
   const Problem p = parse_problem(a.problem, f.op());
   const Config c = f.canonical(Config::from_json(a.config));
+  f.launch_plan(c, p); // a grid, size or scalar that is no whole number here: the launch's error, now
   Compiler compiler(1);
   const CompileRequest req = compile_request(f, c, p, a.problem.arch); // an arch-specific family adds the "a"
   const auto k = compiler.compile(req);
@@ -40,15 +42,28 @@ int cmd_compile(CompileArgs& a) {
   for (const auto& n : k->lowered_names) std::printf("  kernel %s\n", n.c_str());
   if (!k->log.empty()) std::printf("NVRTC log:\n%s\n", k->log.c_str());
   // A user kernel's reference and baseline compile too: a name the source lacks, or a define its
-  // config misses, fails here rather than on the GPU at the first check.
-  if (op_info(f.op()).spec) {
+  // config misses, fails here rather than on the GPU at the first check. Each step's arguments
+  // are checked against what its kernel's (mangled) name declares.
+  if (const auto& spec = op_info(f.op()).spec) {
+    std::string wrong;
+    auto check = [&](const std::vector<SpecStep>& steps, const std::vector<std::string>& lowered, const std::string& what) {
+      for (size_t i = 0; i < steps.size() && i < lowered.size(); ++i) {
+        const std::string w = signature_mismatch(*spec, steps[i], lowered[i], p, what + " step " + std::to_string(i + 1));
+        if (!w.empty() && wrong.empty()) wrong = w;
+      }
+    };
+    check(spec->steps, k->lowered_names, "launch");
     for (const char* what : {"reference", "baseline"}) {
       const std::optional<CompileRequest> side_req = spec_side_request(f.op(), what, p, req.arch);
       if (!side_req) continue;
+      const bool ref = std::string(what) == "reference";
+      spec->plan(ref ? spec->reference_steps : spec->baseline_steps, ref ? spec->reference_config : spec->baseline_config, p);
       const auto side = compiler.compile(*side_req);
       std::printf("compiled its %s: %zu-byte cubin\n", what, side->cubin.size());
       for (const auto& n : side->lowered_names) std::printf("  kernel %s\n", n.c_str());
+      check(ref ? spec->reference_steps : spec->baseline_steps, side->lowered_names, std::string("the ") + what + "'s");
     }
+    if (!wrong.empty()) throw UsageError(wrong);
   }
   if (!a.cubin_out.empty()) {
     // For the disassembler: cuobjdump --dump-sass FILE

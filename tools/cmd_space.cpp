@@ -29,14 +29,15 @@ struct SpaceArgs {
 // Counting walks every valid config, about a microsecond each: gemm_simt's 60.8 M at 4096^3 take
 // most of a minute. Past the first two seconds, say how far it got on stderr (in place on a
 // terminal, else a line every five seconds), so that a long count does not look like a hang.
-uint64_t count_with_progress(const Family& f, const Problem& p, const DeviceInfo& d) {
+uint64_t count_with_progress(const Family& f, const Problem& p, const DeviceInfo& d, Config* first) {
   using clock = std::chrono::steady_clock;
   const bool tty = isatty(2);
   const auto start = clock::now();
   auto last = start;
   bool shown = false;
   uint64_t n = 0;
-  f.enumerate(p, d, [&](const Config&) {
+  f.enumerate(p, d, [&](const Config& c) {
+    if (n == 0) *first = c;
     if ((++n & 0xfffff) != 0) return true; // the clock is read every 2^20 configs
     const auto now = clock::now();
     if (now - start < std::chrono::seconds(2) || (shown && now - last < std::chrono::seconds(tty ? 1 : 5))) return true;
@@ -68,7 +69,13 @@ int cmd_space(SpaceArgs& a) {
     std::printf("%s\n", c.to_json().c_str());
     return 0;
   }
-  const uint64_t n = count_with_progress(f, p, d);
+  Config first;
+  const uint64_t n = count_with_progress(f, p, d, &first);
+  // The launch plans of the first valid config and of the default, where a spec's grid, size or
+  // scalar may be no whole number at this problem: the same error the sample, compile and a launch
+  // would give, not a count of configs that cannot run.
+  if (n) f.launch_plan(first, p);
+  if (f.has_default() && f.valid(f.canonical(f.default_config(p, d)), p, d)) f.launch_plan(f.canonical(f.default_config(p, d)), p);
   if (a.count_only) {
     std::printf("%llu\n", static_cast<unsigned long long>(n));
     return 0;
@@ -108,8 +115,11 @@ int cmd_space(SpaceArgs& a) {
   std::printf("\nsample of %zu (seed %llu)\n", sample.size(), static_cast<unsigned long long>(a.seed));
   for (const auto& c : sample) {
     const LaunchPlan plan = f.launch_plan(c, p);
-    const LaunchStep& main = plan.main_step();
-    std::printf("  %s  threads=%u smem=%uB\n", c.to_json().c_str(), main.block[0] * main.block[1], main.dynamic_smem);
+    std::string steps; // each step's threads and dynamic shared memory (static shared memory: ktune compile --device)
+    for (const LaunchStep& st : plan.steps)
+      steps += (steps.empty() ? "" : "; ") + std::to_string(st.block[0] * st.block[1] * st.block[2]) + " threads, " +
+               std::to_string(st.dynamic_smem) + " B dynamic smem";
+    std::printf("  %s  %s%s\n", c.to_json().c_str(), plan.steps.size() > 1 ? "steps: " : "", steps.c_str());
   }
   return 0;
 }

@@ -31,7 +31,7 @@ for fam in $families; do
   for prob in $problems; do
     for dt in $dtypes; do
       configs=$("$old" space --family "$fam" --problem "$prob" --dtype "$dt" --arch "$arch" --sample "$sample" 2>/dev/null |
-                sed -n 's/^  \({.*}\)  threads=.*/\1/p')
+                sed -n 's/^  \({.*}\)  .*threads.*/\1/p')
       if [ -z "$configs" ]; then
         none=$((none + 1))
         continue

@@ -313,6 +313,7 @@ TEST(KernelSpec, EveryMalformedSpecIsRefusedNamingItsField) {
        }, "args[3]: 'a' is in no launch step's args"},
       {"an output's count reads a parameter", [](ojson& j) { j["args"][1]["count"] = "ceil_div(n, B)"; }, "args[1].count:"},
       {"scalar value reads the device", [](ojson& j) { j["args"][2]["value"] = "sm_count"; }, "args[2].value:"},
+      {"template parameter used nowhere", [](ojson& j) { j["params"]["U"] = {1, 2, 4}; }, "params.U: reaches no kernel"},
   };
   EXPECT_GE(cases.size(), 30u);
   for (const Bad& b : cases) {
@@ -430,6 +431,84 @@ TEST(KernelSpec, StepsTakeTheirOwnArgumentsAndTemporariesFollowTheConfig) {
   EXPECT_NO_THROW(load_kernel_spec_text(j.dump(), "cmem.json", d.dir()));
   j.erase("symbols");
   EXPECT_THROW(load_kernel_spec_text(j.dump(), "cmem.json", d.dir()), UsageError) << "coef reaches nothing";
+}
+
+// A step's arguments against the parameters its kernel's mangled name declares (ktune compile
+// checks them offline; the GPU checks every kernel, extern "C" ones too, at its first launch).
+TEST(KernelSpec, StepArgumentsAreCheckedAgainstTheKernelsSignature) {
+  const std::string op = load_kernel_spec(example("l2norm"));
+  const KernelSpec& s = spec_of(op);
+  const Problem p = Problem::parse(op, "1000003");
+  // NVRTC's names of l2norm_partials<1024, 16, 4> and l2norm_finish<1024>.
+  const std::string partials = "_Z15l2norm_partialsILi1024ELi16ELi4EEvPKfPfx", finish = "_Z13l2norm_finishILi1024EEvPKfiPf";
+  EXPECT_EQ(signature_mismatch(s, s.steps[0], partials, p, "launch step 1"), "");
+  EXPECT_EQ(signature_mismatch(s, s.steps[1], finish, p, "launch step 2"), "");
+  EXPECT_EQ(signature_mismatch(s, s.reference_steps[0], "l2norm_reference", p, "the reference's step 1"), "")
+      << "an extern \"C\" name declares nothing";
+  const std::string swapped = signature_mismatch(s, s.steps[1], partials, p, "launch step 2");
+  EXPECT_NE(swapped.find("launch step 2: kernel void l2norm_partials<1024, 16, 4>(float const*, float*, long long): argument 2 "
+                         "is float*, the spec passes parts (i32)"),
+            std::string::npos)
+      << swapped;
+  SpecStep fewer = s.steps[0];
+  fewer.args.pop_back();
+  EXPECT_NE(signature_mismatch(s, fewer, partials, p, "launch step 1").find("takes 3 arguments, the spec passes 2: x (a buffer of f32), partials (a buffer of f32)"),
+            std::string::npos);
+  SpecStep narrow = s.steps[0];
+  narrow.args[2] = 4; // parts, an i32, where the kernel takes n as a long long
+  EXPECT_NE(signature_mismatch(s, narrow, partials, p, "launch step 1").find("argument 3 is long long, the spec passes parts (i32)"),
+            std::string::npos);
+  // A float where the kernel takes an int of the same size is a mismatch too; a struct is not told.
+  SpecDir d;
+  ojson j = SpecDir::base(); // scale<B>(const float*, float*, int, float)
+  j["args"][2]["dtype"] = "f32";
+  const KernelSpec& f = spec_of(load_kernel_spec_text(j.dump(), "f.json", d.dir()));
+  const std::string scale = "_Z5scaleILi64EEvPKfPfif";
+  EXPECT_NE(signature_mismatch(f, f.steps[0], scale, Problem::parse(f.op, "1000"), "launch").find("argument 3 is int, the spec passes n (f32)"),
+            std::string::npos);
+  EXPECT_EQ(signature_mismatch(f, f.steps[0], "_Z5scaleILi64EEvPK6float4PS0_if", Problem::parse(f.op, "1000"), "launch")
+                .find("argument 1"),
+            std::string::npos)
+      << "float4 pointers: nothing to tell but that they are pointers";
+  // ktune compile says so and exits 2.
+  j = SpecDir::base();
+  j["args"][2]["dtype"] = "i64";
+  d.write("wide.json", j.dump());
+  const auto r = testing::run_ktune("compile --kernel " + d.path("wide.json") + " --problem 1000 --config '{\"B\": 64}'");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("launch step 1: kernel void scale<64>(float const*, float*, int, float): argument 3 is int, the spec passes n (i64)"),
+            std::string::npos)
+      << r.out;
+}
+
+// A grid or an integer scalar that is no whole number at a problem is the spec's mistake: space
+// (count too), compile and a launch all say so, naming the field.
+TEST(KernelSpec, AGridOrCountThatIsNoWholeNumberIsAnError) {
+  SpecDir d;
+  ojson j = SpecDir::base();
+  j["launch"]["grid"] = {"n / B"};
+  d.write("grid.json", j.dump());
+  const auto count = testing::run_ktune("space --count --kernel " + d.path("grid.json") + " --problem 1000");
+  EXPECT_EQ(count.status, 2) << count.out;
+  EXPECT_NE(count.out.find("launch.grid[0]: 'n / B' gives 15.625"), std::string::npos) << count.out;
+  const auto compile = testing::run_ktune("compile --kernel " + d.path("grid.json") + " --problem 1000 --config '{\"B\": 64}'");
+  EXPECT_EQ(compile.status, 2) << compile.out;
+  EXPECT_NE(compile.out.find("expected a whole number"), std::string::npos) << compile.out;
+  EXPECT_EQ(testing::run_ktune("space --count --kernel " + d.path("grid.json") + " --problem 1024").status, 0) << "whole there";
+  j = SpecDir::base();
+  j["args"][2]["value"] = "n / 3";
+  const std::string op = load_kernel_spec_text(j.dump(), "third.json", d.dir());
+  float x = 0, y = 0;
+  try {
+    BufferArgs a(Problem::parse(op, "1000"), {&x, &y});
+    ADD_FAILURE() << "n / 3 packed into an i32";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("args[2].value: 'n / 3' gives 333.33"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(BufferArgs(Problem::parse(op, "999"), {&x, &y}));
+  j["args"][2]["value"] = "n * 4294967296";
+  const std::string big = load_kernel_spec_text(j.dump(), "big.json", d.dir());
+  EXPECT_THROW(BufferArgs(Problem::parse(big, "1000"), {&x, &y}), UsageError) << "past an i32";
 }
 
 // A check by answers: inputs and expected outputs from one file a problem ("{n}" in the name),
