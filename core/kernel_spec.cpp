@@ -343,8 +343,15 @@ void read_buffer(const Reader& r, const KernelSpec& s, const ojson& o, const std
   if (written_only && o.contains("fill") && a.intent == SpecArg::out)
     r.fail(at + ".fill", "an output is poisoned before every launch (NaN), not filled; use intent inout for a buffer the kernel reads first");
   a.fill = read_fill(r, o.contains("fill") ? o["fill"] : ojson(), at + ".fill", written_only && !o.contains("fill"), s.dims);
-  if (a.intent == SpecArg::temp && o.contains("fill") && a.fill.kind != SpecFill::zeros)
-    r.fail(at + ".fill", "a temporary is either left as it is or cleared before every launch (\"zeros\")");
+  // A temporary is set before every launch by a memset of its element's width: zeros, or a
+  // value for elements of 1, 2 or 4 bytes (a running max starting at -10000).
+  if (a.intent == SpecArg::temp && o.contains("fill")) {
+    const bool value = a.fill.kind == SpecFill::constant && (a.problem_dtype || elem_bytes(a.type) <= 4);
+    if (a.fill.kind != SpecFill::zeros && !value)
+      r.fail(at + ".fill", "a temporary is left as it is, cleared before every launch (\"zeros\") or set to a value "
+                           "({\"value\": v}, for elements of 4 bytes or less)");
+    a.set_before_launch = true;
+  }
   for (const char* t : {"atol", "rtol"}) {
     if (!o.contains(t)) continue;
     if (!a.checked()) r.fail(at + "." + t, "only outputs (intent out or inout) are checked");

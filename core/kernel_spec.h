@@ -68,6 +68,8 @@ struct SpecArg {
   Expr value;
   double default_value = 0; // the caller's scalars: what the tuner runs with
   ElemType scalar_type = ElemType::i32;
+  // A temporary with a fill ("zeros" or a value): set before every launch; else left as it is.
+  bool set_before_launch = false;
   // A temporary's count or a computed scalar's value reads a parameter (one partial sum a block,
   // and their count): known only with a config, at KernelSpec::plan.
   bool follows_config = false;
@@ -159,7 +161,8 @@ struct KernelSpec {
 };
 
 // Where the arguments step st passes disagree with the parameters its compiled kernel (`lowered`,
-// NVRTC's name of it) declares in its mangled name: their number, a buffer for a value or the
+// NVRTC's name of it) declares in its mangled name: their number (a step that names no arguments
+// passes all, of which its kernel may take the first few), a buffer for a value or the
 // other way round, a size or (values) an integer for a float: why, naming `what` (the step), the
 // kernel and the argument; "" where they agree or the name tells nothing (an extern "C" kernel:
 // the GPU checks it at its first launch), and for structs.

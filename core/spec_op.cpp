@@ -309,13 +309,14 @@ std::string signature_mismatch(const KernelSpec& s, const SpecStep& st, const st
     return a.name + " (" + (a.buffer ? std::string("a buffer of ") + to_string(a.elem(p)) : std::string(to_string(a.scalar_type))) +
            ")";
   };
-  if (params.size() != taken.size()) {
+  // A step that names no arguments passes all of them; its kernel may take the first few.
+  if (st.args.empty() ? params.size() > taken.size() : params.size() != taken.size()) {
     std::string given;
     for (int i : taken) given += (given.empty() ? "" : ", ") + arg_text(i);
     return head + " takes " + std::to_string(params.size()) + " arguments, the spec passes " + std::to_string(taken.size()) +
            ": " + given;
   }
-  for (size_t k = 0; k < params.size(); ++k) {
+  for (size_t k = 0; k < params.size() && k < taken.size(); ++k) {
     const SpecArg& a = s.args[size_t(taken[k])];
     const ParamType& t = params[k];
     const std::string at = head + ": argument " + std::to_string(k + 1) + " is " + t.text + ", the spec passes " + arg_text(taken[k]);

@@ -92,7 +92,9 @@ std::string param_mismatch(const Module& m, const LaunchStep& st, const KernelSp
   if (taken.empty())
     for (size_t i = 0; i < s.args.size(); ++i) taken.push_back(int(i));
   auto size_of = [&](int i) { return s.args[size_t(i)].buffer ? sizeof(void*) : size_t(elem_bytes(s.args[size_t(i)].scalar_type)); };
-  bool same = sizes.size() == taken.size();
+  // A step that names no arguments passes all of them; a kernel may take the first few (a clear
+  // step before an accumulating one), as the driver reads no more than the kernel declares.
+  bool same = st.args.empty() ? sizes.size() <= taken.size() : sizes.size() == taken.size();
   for (size_t k = 0; same && k < sizes.size(); ++k) same = sizes[k] == size_of(taken[k]);
   if (same) return "";
   std::string declared, passed;
@@ -108,9 +110,25 @@ void spec_before_launch(Module& m, const KernelSpec& s, const LaunchPlan& plan, 
   const Problem& p = args.problem();
   for (size_t i = 0; i < s.args.size(); ++i) {
     const SpecArg& a = s.args[i];
-    if (!a.buffer || a.intent != SpecArg::temp || a.fill.kind != SpecFill::zeros || !plan.spec_args[i].bytes) continue;
-    check_cu(driver().cuMemsetD8Async(args.workspace() + CUdeviceptr(plan.spec_args[i].offset), 0, plan.spec_args[i].bytes, stream),
-             "cuMemsetD8Async", m.context() + ": clearing " + a.name + " at " + p.key());
+    if (!a.buffer || a.intent != SpecArg::temp || !a.set_before_launch || !plan.spec_args[i].bytes) continue;
+    const CUdeviceptr at = args.workspace() + CUdeviceptr(plan.spec_args[i].offset);
+    const std::string what = m.context() + ": setting " + a.name + " at " + p.key();
+    const ElemType t = a.elem(p);
+    const int width = a.fill.kind == SpecFill::zeros ? 1 : elem_bytes(t); // the parse allows values of 1, 2 and 4 bytes
+    unsigned char bits[4] = {0, 0, 0, 0};
+    if (a.fill.kind == SpecFill::constant) store_elem(bits, 0, t, a.fill.value);
+    const size_t n = plan.spec_args[i].bytes / size_t(width);
+    if (width == 4) {
+      unsigned v;
+      std::memcpy(&v, bits, 4);
+      check_cu(driver().cuMemsetD32Async(at, v, n, stream), "cuMemsetD32Async", what);
+    } else if (width == 2) {
+      unsigned short v;
+      std::memcpy(&v, bits, 2);
+      check_cu(driver().cuMemsetD16Async(at, v, n, stream), "cuMemsetD16Async", what);
+    } else {
+      check_cu(driver().cuMemsetD8Async(at, bits[0], n, stream), "cuMemsetD8Async", what);
+    }
   }
   for (size_t k = 0; k < s.symbols.size(); ++k) {
     const SpecSymbol& y = s.symbols[k];

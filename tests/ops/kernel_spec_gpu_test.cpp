@@ -175,6 +175,100 @@ TEST(KernelSpecGpu, StepsWithTheirOwnArgumentsAndAConfigsPartialSums) {
   }
 }
 
+// A temporary set to a value before every launch (a running maximum's start), by a memset of its
+// element's width: the kernel overwrites it after reading, so a launch that found the last one's
+// values would fail the check that follows the first; and one left as it is is not set.
+TEST(KernelSpecGpu, ATemporarySetToAValueBeforeEveryLaunch) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  TempDir dir("spec_temp_value");
+  std::ofstream(dir.file("floor.cu")) << R"CUDA(
+__global__ void floor_at(const float* x, float* m, unsigned short* h, float* y, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  y[i] = fmaxf(m[i], x[i]) + (h[i] == 0x3c00 ? 0.f : 100.f); // h: f16 1.0
+  m[i] = 5.f, h[i] = 0;
+}
+__global__ void floor_ref(const float* x, float* y, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = fmaxf(-0.5f, x[i]);
+}
+extern "C" __global__ void floor_c(const float* x, float* y, int n) { floor_ref(x, y, n); }
+)CUDA";
+  std::ofstream(dir.file("floor.json")) << R"JSON({
+  "name": "floor_at", "sources": ["floor.cu"], "kernel": "floor_at", "dims": ["n"], "params": {"B": [128]},
+  "launch": {"grid": ["ceil_div(n, B)"], "block": ["B"], "args": ["x", "m", "h", "y", "n"]},
+  "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n"},
+           {"name": "m", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "temp", "fill": {"value": -0.5}},
+           {"name": "h", "kind": "buffer", "dtype": "f16", "count": "n", "intent": "temp", "fill": {"value": 1.0}},
+           {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out", "rtol": 0, "atol": 0},
+           {"name": "n", "kind": "scalar", "dtype": "i32", "value": "n"}],
+  "check": {"reference": {"kernel": "floor_ref", "launch": {"grid": ["ceil_div(n, 256)"], "block": [256], "args": ["x", "y", "n"]}}}
+})JSON";
+  const std::string op = load_kernel_spec(dir.file("floor.json"));
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  auto runner = make_op_runner(op, compiler, *d);
+  const Family f = find_family(op);
+  const Problem p = Problem::parse(op, "100003");
+  const Config c{{"B", 128}};
+  const auto k = compiler.compile(compile_request(f, c, p, d->arch));
+  Module m(k->cubin, k->lowered_names, "floor_at");
+  const LaunchPlan plan = f.launch_plan(c, p);
+  const VerifyResult v = check_as_served_and_timed(*runner, p, 3, Numerics::standard, [&](CUstream s) {
+    runner->launch(m, plan, s);
+    runner->launch(m, plan, s); // the second finds m and h set again, not the first's 5 and 0
+  });
+  EXPECT_TRUE(v.pass) << v.summary();
+  EXPECT_NE(v.conditions.find("as timed"), std::string::npos) << "both checks ran: " << v.summary();
+  // The same kernel with m left as it is (no fill): the second launch reads the first's 5s.
+  std::string text = ktune::testing::file_bytes(dir.file("floor.json"));
+  const std::string fill = R"x(, "fill": {"value": -0.5})x";
+  ASSERT_NE(text.find(fill), std::string::npos);
+  text.erase(text.find(fill), fill.size());
+  const std::string left = load_kernel_spec_text(text, "floor-left.json", dir.path.string());
+  auto left_runner = make_op_runner(left, compiler, *d);
+  const Problem lp = Problem::parse(left, "100003");
+  const Family lf = find_family(left);
+  const auto lk = compiler.compile(compile_request(lf, c, lp, d->arch));
+  Module lm(lk->cubin, lk->lowered_names, "floor_at left");
+  const LaunchPlan lplan = lf.launch_plan(c, lp);
+  const VerifyResult lv = check_as_served_and_timed(*left_runner, lp, 3, Numerics::standard, [&](CUstream s) {
+    left_runner->launch(lm, lplan, s);
+    left_runner->launch(lm, lplan, s);
+  });
+  EXPECT_FALSE(lv.pass) << lv.summary();
+  EXPECT_GT(lv.violations, 100000u) << "every x below 5: " << lv.summary();
+  // An extern "C" kernel's name declares no parameters; its first launch checks them on the GPU:
+  // n passed as an i64 where floor_c takes an int is refused, before and after a first try.
+  const std::string wide = R"JSON({
+  "name": "floor_c", "sources": ["floor.cu"], "kernel": "floor_c", "dims": ["n"], "params": {"B": [128]},
+  "launch": {"grid": ["ceil_div(n, B)"], "block": ["B"]},
+  "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n"},
+           {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"},
+           {"name": "n", "kind": "scalar", "dtype": "i64", "value": "n"}],
+  "check": {"none": "refused at its first launch, before any check"}
+})JSON";
+  const std::string wop = load_kernel_spec_text(wide, "floor-wide.json", dir.path.string());
+  auto wrunner = make_op_runner(wop, compiler, *d);
+  const Problem wp = Problem::parse(wop, "1000");
+  const Family wf = find_family(wop);
+  const auto wk = compiler.compile(compile_request(wf, c, wp, d->arch));
+  Module wm(wk->cubin, wk->lowered_names, "floor_c");
+  wrunner->prepare(wp, 4);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    try {
+      wrunner->launch(wm, wf.launch_plan(c, wp), nullptr);
+      ADD_FAILURE() << "an i64 passed where the kernel takes an int";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("the kernel declares 3 parameters of 8, 8, 4 bytes; the spec passes 3: x 8, y 8, n 8"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 // Two inputs filled from one file, one with all its elements and one with its first: each gets its
 // own count of them (the runner converts a file per argument count, not once per file).
 TEST(KernelSpecGpu, InputsFromOneFileTakeTheirOwnCounts) {

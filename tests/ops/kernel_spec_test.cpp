@@ -314,6 +314,12 @@ TEST(KernelSpec, EveryMalformedSpecIsRefusedNamingItsField) {
       {"an output's count reads a parameter", [](ojson& j) { j["args"][1]["count"] = "ceil_div(n, B)"; }, "args[1].count:"},
       {"scalar value reads the device", [](ojson& j) { j["args"][2]["value"] = "sm_count"; }, "args[2].value:"},
       {"template parameter used nowhere", [](ojson& j) { j["params"]["U"] = {1, 2, 4}; }, "params.U: reaches no kernel"},
+      {"8-byte temporary set to a value", [](ojson& j) {
+         j["args"].push_back({{"name", "t"}, {"kind", "buffer"}, {"dtype", "f64"}, {"count", "n"}, {"intent", "temp"}, {"fill", {{"value", -1}}}});
+       }, "args[4].fill: a temporary is left as it is"},
+      {"temporary filled at random", [](ojson& j) {
+         j["args"].push_back({{"name", "t"}, {"kind", "buffer"}, {"dtype", "f32"}, {"count", "n"}, {"intent", "temp"}, {"fill", "random"}});
+       }, "args[4].fill: a temporary is left as it is"},
   };
   EXPECT_GE(cases.size(), 30u);
   for (const Bad& b : cases) {
@@ -453,6 +459,11 @@ TEST(KernelSpec, StepArgumentsAreCheckedAgainstTheKernelsSignature) {
   SpecStep fewer = s.steps[0];
   fewer.args.pop_back();
   EXPECT_NE(signature_mismatch(s, fewer, partials, p, "launch step 1").find("takes 3 arguments, the spec passes 2: x (a buffer of f32), partials (a buffer of f32)"),
+            std::string::npos);
+  SpecStep all = s.steps[0];
+  all.args.clear(); // all five (x, out, n, partials, parts): a kernel may take the first few
+  EXPECT_EQ(signature_mismatch(s, all, partials, p, "launch step 1"), "") << "x, out, n: as l2norm_partials declares";
+  EXPECT_NE(signature_mismatch(s, all, finish, p, "launch step 2").find("argument 2 is int, the spec passes out (a buffer of f32)"),
             std::string::npos);
   SpecStep narrow = s.steps[0];
   narrow.args[2] = 4; // parts, an i32, where the kernel takes n as a long long
