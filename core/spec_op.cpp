@@ -532,6 +532,7 @@ OpInfo spec_op_info(const std::shared_ptr<const KernelSpec>& sp) {
     if (!a.buffer || a.intent == SpecArg::temp) continue;
     o.operands.emplace_back(a.name, a.intent == SpecArg::out, [sp, i](const Problem& p) { return sp->count_of(i, p); },
                             a.fill.lo, a.fill.hi);
+    o.operands.back().updated = a.intent == SpecArg::inout;
     if (!a.problem_dtype) o.operands.back().elem_bytes = elem_bytes(a.type);
   }
   o.families = [sp] { return std::vector<Family>{spec_family(sp)}; };

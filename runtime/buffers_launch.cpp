@@ -45,7 +45,7 @@ BufferArgs::BufferArgs(const Problem& p, const std::vector<const void*>& buffers
   for (size_t i = 0; i < buffers.size(); ++i) {
     const int64_t n = operand_elements(p, i);
     if (n > 0 && !buffers[i]) throw UsageError(p.key() + ": buffer '" + info.operands[i].name + "' is null");
-    if (info.operands[i].output && n > 0) empty_ = false;
+    if (info.operands[i].written() && n > 0) empty_ = false;
     ptrs_.push_back(reinterpret_cast<CUdeviceptr>(buffers[i]));
   }
   if (info.spec) {

@@ -37,7 +37,8 @@ class BufferArgs {
   const std::vector<CUdeviceptr>& pointers() const { return ptrs_; }
   const Problem& problem() const { return *p_; } // the caller's: it must outlive these arguments
   CUdeviceptr workspace() const { return workspace_; }
-  // True when every output operand is empty: there is nothing to launch.
+  // True when every operand the kernels write (outputs, and buffers updated in place) is empty:
+  // there is nothing to launch.
   bool empty() const { return empty_; }
   // A user's kernel: its temporaries (in the workspace) and the scalars that follow the config,
   // as plan makes them (LaunchPlan::spec_args); launch_buffers calls it. Nothing for other ops.

@@ -92,7 +92,7 @@ BuffersCall::BuffersCall(Runtime& rt, const Problem& p) : rt_(rt), p_(p) {
   empty_ = true;
   const OpInfo& info = op_info(p_.op);
   for (size_t i = 0; i < info.operands.size(); ++i)
-    if (info.operands[i].output && operand_elements(p_, i) > 0) empty_ = false;
+    if (info.operands[i].written() && operand_elements(p_, i) > 0) empty_ = false;
 }
 
 int BuffersCall::align_of(const void* const* buffers, size_t n) const {

@@ -122,6 +122,9 @@ struct OpInfo {
   struct Operand {
     std::string name;
     bool output = false; // written (and only written) by the kernels; inputs are only read
+    bool updated = false; // read and written in place (a user kernel's inout buffer)
+    // Written by the kernels: a call whose written operands are all empty has nothing to do.
+    bool written() const { return output || updated; }
     std::function<int64_t(const Problem&)> count; // elements, contiguous
     double lo = -1, hi = 1;                       // inputs: uniform random values in [lo, hi)
     // An N-dimensional operand: the op's dimensions along its axes, outermost first (attention's

@@ -269,6 +269,77 @@ extern "C" __global__ void floor_c(const float* x, float* y, int n) { floor_ref(
   }
 }
 
+// A kernel whose only written buffer is updated in place (intent inout: an optimizer step, an
+// accumulation into a cleared sum) is launched and checked: a planted one that scales by the wrong
+// factor is rejected, the right one passes, and the runtime's call changes the buffer.
+TEST(KernelSpecGpu, AKernelThatOnlyUpdatesInPlaceIsLaunchedAndChecked) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  TempDir dir("spec_inout");
+  std::ofstream(dir.file("axpy.cu")) << R"CUDA(
+template <int FAULT>
+__global__ void axpy(const float* x, float* y, int n, float a) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] += (FAULT ? 2.f * a : a) * x[i];
+}
+__global__ void axpy_ref(const float* x, float* y, int n, float a) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] += a * x[i];
+}
+)CUDA";
+  std::ofstream(dir.file("axpy.json")) << R"JSON({
+  "name": "axpy", "sources": ["axpy.cu"], "kernel": "axpy<{FAULT}>", "params_as": "template", "dims": ["n"],
+  "params": {"FAULT": [0, 1]},
+  "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]},
+  "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n"},
+           {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "inout"},
+           {"name": "n", "kind": "scalar", "dtype": "i32", "value": "n"},
+           {"name": "a", "kind": "scalar", "dtype": "f32", "default": 0.5}],
+  "check": {"reference": {"kernel": "axpy_ref", "launch": {"grid": ["ceil_div(n, 256)"], "block": [256]}}}
+})JSON";
+  const std::string op = load_kernel_spec(dir.file("axpy.json"));
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  auto runner = make_op_runner(op, compiler, *d);
+  const Family f = find_family(op);
+  const Problem p = Problem::parse(op, "100003");
+  for (int fault : {0, 1}) {
+    const Config c{{"FAULT", fault}};
+    const auto k = compiler.compile(compile_request(f, c, p, d->arch));
+    Module m(k->cubin, k->lowered_names, "axpy");
+    const LaunchPlan plan = f.launch_plan(c, p);
+    const VerifyResult v = check_as_served_and_timed(*runner, p, 8, Numerics::standard, [&](CUstream s) { runner->launch(m, plan, s); });
+    if (fault) {
+      EXPECT_FALSE(v.pass) << "a kernel that updates y by 2a x was taken for a x: " << v.summary();
+      EXPECT_GT(v.violations, 90000u) << v.summary();
+    } else {
+      EXPECT_TRUE(v.pass) << v.summary();
+    }
+  }
+  // The runtime's call updates the caller's y (a spec of the right kernel alone: nothing tuned,
+  // so the call is served by its default).
+  std::string right = ktune::testing::file_bytes(dir.file("axpy.json"));
+  right.replace(right.find("\"axpy<{FAULT}>\""), std::string("\"axpy<{FAULT}>\"").size(), "\"axpy<0>\"");
+  right.replace(right.find("\"FAULT\": [0, 1]"), std::string("\"FAULT\": [0, 1]").size(), "\"B\": [128]");
+  right.replace(right.find("\"ceil_div(n, 128)\"], \"block\": [128]"), std::string("\"ceil_div(n, 128)\"], \"block\": [128]").size(),
+                "\"ceil_div(n, B)\"], \"block\": [\"B\"]");
+  const std::string served = load_kernel_spec_text(right, "axpy-right.json", dir.path.string());
+  RuntimeOptions o;
+  o.db_path = dir.file("none.db");
+  Runtime rt(o);
+  std::vector<float> hx(1000, 2.f), hy(1000, 1.f);
+  DeviceBuffer dx(hx.size() * 4, "x"), dy(hy.size() * 4, "y");
+  check_cu(driver().cuMemcpyHtoD(dx.ptr(), hx.data(), hx.size() * 4), "cuMemcpyHtoD", "x");
+  check_cu(driver().cuMemcpyHtoD(dy.ptr(), hy.data(), hy.size() * 4), "cuMemcpyHtoD", "y");
+  Problem q = Problem::parse(served, "1000");
+  rt.run(q, {reinterpret_cast<void*>(dx.ptr()), reinterpret_cast<void*>(dy.ptr())}, nullptr);
+  check_cu(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize", "axpy");
+  check_cu(driver().cuMemcpyDtoH(hy.data(), dy.ptr(), hy.size() * 4), "cuMemcpyDtoH", "y");
+  EXPECT_EQ(hy[0], 2.f) << "1 + 0.5 x 2";
+  EXPECT_EQ(hy[999], 2.f);
+}
+
 // Two inputs filled from one file, one with all its elements and one with its first: each gets its
 // own count of them (the runner converts a file per argument count, not once per file).
 TEST(KernelSpecGpu, InputsFromOneFileTakeTheirOwnCounts) {

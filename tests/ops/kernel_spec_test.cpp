@@ -370,6 +370,11 @@ TEST(KernelSpec, ArgumentsPackInTheSpecsOrderAndTypes) {
   EXPECT_EQ(*static_cast<const int*>(args.params()[2]), 1000) << "n: an int32 computed from the dimension";
   EXPECT_EQ(*static_cast<const float*>(args.params()[3]), -0.75f) << "a: the caller's float";
   EXPECT_THROW(BufferArgs(p, {&x}), UsageError) << "two buffers";
+  // A kernel whose only written buffer is updated in place has something to do.
+  ojson j = SpecDir::base();
+  j["args"][1]["intent"] = "inout";
+  const std::string inout = load_kernel_spec_text(j.dump(), "inout.json", d.dir());
+  EXPECT_FALSE(BufferArgs(Problem::parse(inout, "1000"), {&x, &y}).empty()) << "y is written: launch";
   Problem q = Problem::parse(op, "1000");
   EXPECT_EQ(*static_cast<const float*>(BufferArgs(q, {&x, &y}).params()[3]), 2.5f) << "the spec's default";
 }
