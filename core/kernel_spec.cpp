@@ -264,7 +264,7 @@ std::vector<SpecStep> read_steps(const Reader& r, const KernelSpec& s, const ojs
   for (size_t i = 0; i < list.size(); ++i) {
     const std::string at = v.is_array() ? path + "[" + std::to_string(i) + "]" : path;
     const ojson& o = list[i];
-    r.known_fields(o, at, {"kernel", "grid", "block", "cluster", "shared_memory", "persistent", "args"});
+    r.known_fields(o, at, {"kernel", "grid", "block", "cluster", "shared_memory", "persistent", "cooperative", "args"});
     SpecStep st;
     if (o.contains("kernel")) st.kernel = r.str(o["kernel"], at + ".kernel");
     else if (!kernel.empty()) st.kernel = kernel;
@@ -293,6 +293,11 @@ std::vector<SpecStep> read_steps(const Reader& r, const KernelSpec& s, const ojs
     if (o.contains("persistent")) {
       if (!o["persistent"].is_boolean()) r.fail(at + ".persistent", "expected true or false");
       st.persistent = o["persistent"].get<bool>();
+    }
+    if (o.contains("cooperative")) {
+      if (!o["cooperative"].is_boolean()) r.fail(at + ".cooperative", "expected true or false");
+      st.cooperative = o["cooperative"].get<bool>();
+      if (st.cooperative && !st.cluster[0].empty()) r.fail(at + ".cooperative", "a cooperative launch takes no cluster shape");
     }
     if (o.contains("args")) { // the spec's arguments by name, read before the steps
       const ojson& a = o["args"];

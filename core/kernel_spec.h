@@ -98,6 +98,7 @@ struct SpecStep {
   Expr grid[3], block[3], smem;
   Expr cluster[3]; // LaunchStep::cluster; empty: none
   bool persistent = false;         // LaunchStep::persistent: grid x capped at the blocks resident at once
+  bool cooperative = false;        // LaunchStep::cooperative: grid.sync() kernels
 };
 
 struct KernelSpec {

@@ -398,6 +398,7 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
       for (int d = 0; d < 3; ++d) s.cluster[d] = unsigned(st[i].cluster[d].eval_integer(v, 1, 8, "cluster blocks" + at));
     s.dynamic_smem = unsigned(st[i].smem.eval_integer(v, 0, 4.0e9, "bytes of dynamic shared memory" + at));
     s.persistent = st[i].persistent;
+    s.cooperative = st[i].cooperative;
     s.args = st[i].args;
     plan.steps.push_back(s);
   }

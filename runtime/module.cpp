@@ -209,6 +209,17 @@ void Module::launch(const LaunchStep& s, CUstream stream, void** params) {
     grid[0] = std::min(grid[0], resident_blocks(i, s.grid, s.block, s.dynamic_smem, s.cluster));
     grid[0] -= grid[0] % s.cluster[0]; // whole clusters (resident_blocks counts whole clusters: never to 0)
   }
+  if (s.cooperative) {
+    allow_smem(i, s.dynamic_smem);
+    CUlaunchAttribute attr = {};
+    attr.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    attr.value.cooperative = 1;
+    CUlaunchConfig cfg = launch_config(grid, s.block, s.dynamic_smem, stream);
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    check_cu(driver().cuLaunchKernelEx(&cfg, function(i), params, nullptr), "cuLaunchKernelEx(COOPERATIVE)", context_);
+    return;
+  }
   launch(i, grid, s.block, s.dynamic_smem, stream, params, s.overlap_previous, s.balance_clusters, s.cluster);
 }
 

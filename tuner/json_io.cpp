@@ -130,7 +130,7 @@ const auto kStepFields = std::make_tuple(
     field("kernel", &LaunchStep::kernel), field("grid", &LaunchStep::grid), field("block", &LaunchStep::block),
     field("smem", &LaunchStep::dynamic_smem), field("overlap_previous", &LaunchStep::overlap_previous),
     field("balance_clusters", &LaunchStep::balance_clusters), field("cluster", &LaunchStep::cluster),
-    field("persistent", &LaunchStep::persistent),
+    field("persistent", &LaunchStep::persistent), field("cooperative", &LaunchStep::cooperative),
     field("swap_ab", &LaunchStep::swap_ab), field("tma_maps", &LaunchStep::tma_maps), field("args", &LaunchStep::args));
 
 const auto kSpecArgFields =

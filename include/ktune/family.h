@@ -53,6 +53,10 @@ struct LaunchStep {
   // blocks the device holds at once (occupancy x SMs, whole clusters), so every block is resident
   // and none waits for a wave. The plan's grid[0] is the uncapped count (one block a work unit).
   bool persistent = false;
+  // Kernels that synchronize their whole grid (cooperative groups' grid.sync()): launched with
+  // CU_LAUNCH_ATTRIBUTE_COOPERATIVE, which needs every block resident at once (with persistent,
+  // the grid is capped to that; else a grid too large is the driver's error).
+  bool cooperative = false;
   // GEMM steps that compute C^T = B^T A^T (gemm_wgmma's SWAP): launch_gemm passes the kernel B as
   // its A and A as its B, with M and N and lda and ldb swapped (the tensor maps too); the kernel
   // stores C transposed itself, so C and ldc stay the caller's.

@@ -340,6 +340,81 @@ __global__ void axpy_ref(const float* x, float* y, int n, float a) {
   EXPECT_EQ(hy[999], 2.f);
 }
 
+// A kernel that synchronizes its grid (cooperative groups' grid.sync()) between writing one
+// partial sum a block and block 0 adding them: launched cooperative and persistent (its grid
+// capped to the blocks resident at once), at every block size it sums what the FP64 reference does.
+constexpr const char* kGridSumSource = R"CUDA(
+#include <cooperative_groups.h>
+template <int BLOCK>
+__device__ double block_sum(double v) {
+  __shared__ double s[BLOCK];
+  s[threadIdx.x] = v;
+  __syncthreads();
+  for (int w = BLOCK / 2; w > 0; w >>= 1) {
+    if (threadIdx.x < w) s[threadIdx.x] += s[threadIdx.x + w];
+    __syncthreads();
+  }
+  const double r = s[0];
+  __syncthreads();
+  return r;
+}
+template <int BLOCK>
+__global__ void __launch_bounds__(BLOCK) grid_sum(const float* x, double* partials, float* out, long long n) {
+  double acc = 0;
+  for (long long i = blockIdx.x * (long long)BLOCK + threadIdx.x; i < n; i += (long long)gridDim.x * BLOCK) acc += x[i];
+  acc = block_sum<BLOCK>(acc);
+  if (threadIdx.x == 0) partials[blockIdx.x] = acc;
+  cooperative_groups::this_grid().sync();
+  if (blockIdx.x != 0) return;
+  double t = 0;
+  for (unsigned i = threadIdx.x; i < gridDim.x; i += BLOCK) t += partials[i];
+  t = block_sum<BLOCK>(t);
+  if (threadIdx.x == 0) out[0] = float(t);
+}
+__global__ void grid_sum_ref(const float* x, float* out, long long n) {
+  double acc = 0;
+  for (long long i = threadIdx.x; i < n; i += blockDim.x) acc += x[i];
+  acc = block_sum<1024>(acc);
+  if (threadIdx.x == 0) out[0] = float(acc);
+}
+)CUDA";
+
+constexpr const char* kGridSumSpec = R"JSON({
+  "name": "grid_sum", "sources": ["grid_sum.cu"], "kernel": "grid_sum<{BLOCK}>", "params_as": "template", "dims": ["n"],
+  "params": {"BLOCK": [128, 256, 512, 1024]},
+  "launch": {"grid": ["ceil_div(n, BLOCK)"], "block": ["BLOCK"], "persistent": true, "cooperative": true,
+             "args": ["x", "partials", "out", "n"]},
+  "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n", "fill": {"random": [0, 1]}},
+           {"name": "partials", "kind": "buffer", "dtype": "f64", "count": "ceil_div(n, BLOCK)", "intent": "temp"},
+           {"name": "out", "kind": "buffer", "dtype": "f32", "count": 1, "intent": "out", "rtol": 1e-6},
+           {"name": "n", "kind": "scalar", "dtype": "i64", "value": "n"}],
+  "check": {"reference": {"kernel": "grid_sum_ref", "launch": {"grid": [1], "block": [1024], "args": ["x", "out", "n"]}}}
+})JSON";
+
+TEST(KernelSpecGpu, ACooperativeLaunchSynchronizesItsGrid) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  TempDir dir("spec_coop");
+  std::ofstream(dir.file("grid_sum.cu")) << kGridSumSource;
+  std::ofstream(dir.file("grid_sum.json")) << kGridSumSpec;
+  const std::string op = load_kernel_spec(dir.file("grid_sum.json"));
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  auto runner = make_op_runner(op, compiler, *d);
+  const Family f = find_family(op);
+  const Problem p = Problem::parse(op, "10000019"); // 10 M: many more blocks than are resident
+  for (int block : {128, 256, 512, 1024}) {
+    const Config c{{"BLOCK", block}};
+    const auto k = compiler.compile(compile_request(f, c, p, d->arch));
+    Module m(k->cubin, k->lowered_names, "grid_sum");
+    const LaunchPlan plan = f.launch_plan(c, p);
+    ASSERT_TRUE(plan.steps[0].cooperative);
+    const VerifyResult v = check_as_served_and_timed(*runner, p, 6, Numerics::standard, [&](CUstream s) { runner->launch(m, plan, s); });
+    EXPECT_TRUE(v.pass) << c.to_json() << ": " << v.summary();
+  }
+}
+
 // Two inputs filled from one file, one with all its elements and one with its first: each gets its
 // own count of them (the runner converts a file per argument count, not once per file).
 TEST(KernelSpecGpu, InputsFromOneFileTakeTheirOwnCounts) {

@@ -497,6 +497,36 @@ TEST(KernelSpec, StepArgumentsAreCheckedAgainstTheKernelsSignature) {
       << r.out;
 }
 
+// A cooperative step (grid.sync()) keeps its flag through the plan and its JSON, and its kernel
+// compiles under NVRTC (no separate compilation needed for grid.sync()).
+TEST(KernelSpec, ACooperativeStepReachesItsLaunch) {
+  SpecDir d;
+  d.write("coop.cu",
+          "#include <cooperative_groups.h>\n"
+          "__global__ void coop(const float* x, float* y, int n) {\n"
+          "  const int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = x[i];\n"
+          "  cooperative_groups::this_grid().sync(); }\n");
+  ojson j = SpecDir::base();
+  j["sources"] = {"coop.cu"};
+  j["kernel"] = "coop";
+  j["params_as"] = "defines";
+  j["launch"]["persistent"] = true;
+  j["launch"]["cooperative"] = true;
+  j["args"].erase(3);
+  j["check"]["reference"]["kernel"] = "coop";
+  const std::string op = load_kernel_spec_text(j.dump(), "coop.json", d.dir());
+  const Problem p = Problem::parse(op, "1000");
+  const Family f = find_family(op);
+  const LaunchPlan plan = f.launch_plan(Config{{"B", 64}}, p);
+  EXPECT_TRUE(plan.steps[0].cooperative);
+  EXPECT_TRUE(plan.steps[0].persistent);
+  EXPECT_TRUE(plan_from_json(nlohmann::json::parse(plan_to_json(plan).dump())).steps[0].cooperative);
+  Compiler compiler(1);
+  EXPECT_FALSE(compiler.compile(compile_request(f, Config{{"B", 64}}, p, "sm_90"))->cubin.empty());
+  j["launch"]["cooperative"] = "yes";
+  EXPECT_THROW(load_kernel_spec_text(j.dump(), "coop2.json", d.dir()), UsageError);
+}
+
 // A grid or an integer scalar that is no whole number at a problem is the spec's mistake: space
 // (count too), compile and a launch all say so, naming the field.
 TEST(KernelSpec, AGridOrCountThatIsNoWholeNumberIsAnError) {

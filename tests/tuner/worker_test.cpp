@@ -162,6 +162,9 @@ TEST(Worker, EveryFamilysLaunchPlansSurviveTheirJson) {
   const DeviceInfo d = DeviceInfo::nominal("sm_90");
   size_t plans = 0, with_maps = 0;
   for (const Family& f : builtin_families()) {
+    // User kernels that other tests of this process registered: their plans at a made-up problem
+    // may rightly fail (a count that is whole only at their own); kernel_spec_test round-trips theirs.
+    if (op_info(f.op()).spec) continue;
     for (DType t : f.dtypes()) {
       if (t == DType::tf32) continue;
       std::vector<Problem> problems;
