@@ -364,12 +364,20 @@ void read_buffer(const Reader& r, const KernelSpec& s, const ojson& o, const std
     if (!(x >= 0)) r.fail(at + "." + t, "must be >= 0");
     (std::string(t) == "atol" ? a.atol : a.rtol) = x;
   }
+  if (o.contains("check_count")) { // an output whose first elements alone are the answer (the rest: partials)
+    if (!a.checked()) r.fail(at + ".check_count", "only outputs (intent out or inout) are checked");
+    a.check_count = r.expr(o["check_count"], at + ".check_count", s.names);
+    for (size_t n : a.check_count.reads())
+      if (n < s.params.size() || n >= s.params.size() + s.dims.size() + 2)
+        r.fail(at + ".check_count", "'" + a.check_count.text() + "' reads " + s.names[n] +
+                                        ": the elements checked follow the problem only");
+  }
 }
 
 // A scalar argument's fields: its type, and a value computed from the dimensions or the caller's
 // default.
 void read_scalar(const Reader& r, const KernelSpec& s, const ojson& o, const std::string& at, SpecArg& a) {
-  for (const char* f : {"count", "intent", "fill", "atol", "rtol"})
+  for (const char* f : {"count", "intent", "fill", "atol", "rtol", "check_count"})
     if (o.contains(f)) r.fail(at + "." + f, "a scalar has no " + std::string(f) + " (buffers do)");
   bool problem = false;
   a.scalar_type = o.contains("dtype") ? r.elem(o["dtype"], at + ".dtype", true, &problem) : ElemType::i32;
@@ -396,7 +404,7 @@ void read_args(const Reader& r, KernelSpec& s, const ojson& v) {
   for (size_t i = 0; i < v.size(); ++i) {
     const std::string at = "args[" + std::to_string(i) + "]";
     const ojson& o = v[i];
-    r.known_fields(o, at, {"name", "kind", "dtype", "count", "intent", "fill", "atol", "rtol", "value", "default"});
+    r.known_fields(o, at, {"name", "kind", "dtype", "count", "intent", "fill", "atol", "rtol", "check_count", "value", "default"});
     SpecArg a;
     if (!o.contains("name")) r.fail(at + ".name", "missing");
     a.name = r.ident(o["name"], at + ".name");

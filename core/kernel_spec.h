@@ -63,6 +63,9 @@ struct SpecArg {
   enum Intent { in, out, inout, temp } intent = in;
   SpecFill fill;
   double atol = -1, rtol = -1; // outputs: per-element |out - ref| <= atol + rtol |ref|; -1: the dtype's default
+  // Outputs: how many of the first elements are compared with the reference (an answer in out[0]
+  // and per-block partials after it, whose number follows the config); empty: all of them.
+  Expr check_count;
   SpecFill answer; // outputs, when the check reads answers from files (KernelSpec::answers): the expected values
   // Scalars: a value computed from the dimensions, or (no value) one the caller passes at run time.
   Expr value;
@@ -147,6 +150,9 @@ struct KernelSpec {
   // Element count of buffer argument i at p (throws UsageError naming the field when negative);
   // a temporary that follows the config needs c.
   int64_t count_of(size_t arg, const Problem& p, const Config& c = Config()) const;
+  // The elements of output argument i compared with the reference at p: its check_count (at most
+  // its count), else all.
+  int64_t checked_count(size_t arg, const Problem& p) const;
   // The elements symbols[i] is filled with at p.
   int64_t symbol_count(size_t i, const Problem& p) const;
   // The value of scalar argument i at p (and c, for one that follows the config): its

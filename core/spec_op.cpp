@@ -180,6 +180,13 @@ int64_t KernelSpec::count_of(size_t arg, const Problem& p, const Config& c) cons
                               double(int64_t(1) << 50), "elements at " + p.key());
 }
 
+int64_t KernelSpec::checked_count(size_t arg, const Problem& p) const {
+  const int64_t all = count_of(arg, p);
+  const SpecArg& a = args.at(arg);
+  if (a.check_count.empty()) return all;
+  return std::min<int64_t>(all, a.check_count.eval_integer(problem_values(p), 0, double(int64_t(1) << 50), "elements checked at " + p.key()));
+}
+
 int64_t KernelSpec::symbol_count(size_t i, const Problem& p) const {
   return symbols.at(i).count.eval_integer(problem_values(p), 0, 1e12, "elements at " + p.key());
 }

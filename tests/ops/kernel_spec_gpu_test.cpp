@@ -371,6 +371,21 @@ __global__ void __launch_bounds__(BLOCK) grid_sum(const float* x, double* partia
   t = block_sum<BLOCK>(t);
   if (threadIdx.x == 0) out[0] = float(t);
 }
+// The same with the partials after the sum in its output (as cuda-samples' reductionMultiBlockCG
+// keeps them): only out[0] is the answer.
+template <int BLOCK>
+__global__ void __launch_bounds__(BLOCK) grid_sum_out(const float* x, float* out, long long n) {
+  double acc = 0;
+  for (long long i = blockIdx.x * (long long)BLOCK + threadIdx.x; i < n; i += (long long)gridDim.x * BLOCK) acc += x[i];
+  acc = block_sum<BLOCK>(acc);
+  if (threadIdx.x == 0) out[1 + blockIdx.x] = float(acc);
+  cooperative_groups::this_grid().sync();
+  if (blockIdx.x != 0) return;
+  double t = 0;
+  for (unsigned i = threadIdx.x; i < gridDim.x; i += BLOCK) t += out[1 + i];
+  t = block_sum<BLOCK>(t);
+  if (threadIdx.x == 0) out[0] = float(t);
+}
 __global__ void grid_sum_ref(const float* x, float* out, long long n) {
   double acc = 0;
   for (long long i = threadIdx.x; i < n; i += blockDim.x) acc += x[i];
@@ -412,6 +427,30 @@ TEST(KernelSpecGpu, ACooperativeLaunchSynchronizesItsGrid) {
     ASSERT_TRUE(plan.steps[0].cooperative);
     const VerifyResult v = check_as_served_and_timed(*runner, p, 6, Numerics::standard, [&](CUstream s) { runner->launch(m, plan, s); });
     EXPECT_TRUE(v.pass) << c.to_json() << ": " << v.summary();
+  }
+  // The partials in the output after the answer: check_count 1 compares out[0] alone (the rest,
+  // as many as blocks were resident, differs from the reference's); without it the check fails.
+  for (bool first_only : {true, false}) {
+    std::string text = R"JSON({
+  "name": "grid_sum_out", "sources": ["grid_sum.cu"], "kernel": "grid_sum_out<{BLOCK}>", "params_as": "template", "dims": ["n"],
+  "params": {"BLOCK": [256]},
+  "launch": {"grid": ["ceil_div(n, BLOCK)"], "block": ["BLOCK"], "persistent": true, "cooperative": true},
+  "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n", "fill": {"random": [0, 1]}},
+           {"name": "out", "kind": "buffer", "dtype": "f32", "count": "1 + ceil_div(n, 256)", "intent": "out", "rtol": 1e-6CHECK},
+           {"name": "n", "kind": "scalar", "dtype": "i64", "value": "n"}],
+  "check": {"reference": {"kernel": "grid_sum_ref", "launch": {"grid": [1], "block": [1024]}}}
+})JSON";
+    text.replace(text.find("CHECK"), 5, first_only ? ", \"check_count\": 1" : "");
+    const std::string o = load_kernel_spec_text(text, "grid_sum_out.json", dir.path.string());
+    auto r = make_op_runner(o, compiler, *d);
+    const Family fo = find_family(o);
+    const Problem po = Problem::parse(o, "10000019");
+    const Config c{{"BLOCK", 256}};
+    const auto k = compiler.compile(compile_request(fo, c, po, d->arch));
+    Module m(k->cubin, k->lowered_names, "grid_sum_out");
+    const LaunchPlan plan = fo.launch_plan(c, po);
+    const VerifyResult v = check_as_served_and_timed(*r, po, 6, Numerics::standard, [&](CUstream s) { r->launch(m, plan, s); });
+    EXPECT_EQ(v.pass, first_only) << (first_only ? "out[0] is the sum: " : "the partials differ from the reference's: ") << v.summary();
   }
 }
 

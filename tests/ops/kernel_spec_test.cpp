@@ -314,6 +314,8 @@ TEST(KernelSpec, EveryMalformedSpecIsRefusedNamingItsField) {
       {"an output's count reads a parameter", [](ojson& j) { j["args"][1]["count"] = "ceil_div(n, B)"; }, "args[1].count:"},
       {"scalar value reads the device", [](ojson& j) { j["args"][2]["value"] = "sm_count"; }, "args[2].value:"},
       {"template parameter used nowhere", [](ojson& j) { j["params"]["U"] = {1, 2, 4}; }, "params.U: reaches no kernel"},
+      {"check_count of an input", [](ojson& j) { j["args"][0]["check_count"] = 1; }, "args[0].check_count: only outputs"},
+      {"check_count reads a parameter", [](ojson& j) { j["args"][1]["check_count"] = "B"; }, "args[1].check_count:"},
       {"8-byte temporary set to a value", [](ojson& j) {
          j["args"].push_back({{"name", "t"}, {"kind", "buffer"}, {"dtype", "f64"}, {"count", "n"}, {"intent", "temp"}, {"fill", {{"value", -1}}}});
        }, "args[4].fill: a temporary is left as it is"},
@@ -375,6 +377,13 @@ TEST(KernelSpec, ArgumentsPackInTheSpecsOrderAndTypes) {
   j["args"][1]["intent"] = "inout";
   const std::string inout = load_kernel_spec_text(j.dump(), "inout.json", d.dir());
   EXPECT_FALSE(BufferArgs(Problem::parse(inout, "1000"), {&x, &y}).empty()) << "y is written: launch";
+  // An output checked on its first elements only.
+  j["args"][1]["check_count"] = "n / 10";
+  const KernelSpec& first = spec_of(load_kernel_spec_text(j.dump(), "first.json", d.dir()));
+  EXPECT_EQ(first.checked_count(1, Problem::parse(first.op, "1000")), 100);
+  j["args"][1]["check_count"] = "n * 2";
+  const KernelSpec& all = spec_of(load_kernel_spec_text(j.dump(), "all.json", d.dir()));
+  EXPECT_EQ(all.checked_count(1, Problem::parse(all.op, "1000")), 1000) << "at most its count";
   Problem q = Problem::parse(op, "1000");
   EXPECT_EQ(*static_cast<const float*>(BufferArgs(q, {&x, &y}).params()[3]), 2.5f) << "the spec's default";
 }
