@@ -45,6 +45,19 @@ struct TempDir {
   std::string file(const std::string& name) const { return (path / name).string(); }
 };
 
+// One config of a user kernel compiled, loaded and checked as served and as timed; each check
+// launches it `launches` times (a second launch finds what the first left behind).
+VerifyResult check_config(OpRunner& runner, Compiler& compiler, const DeviceInfo& d, const std::string& op, const Config& c,
+                          const Problem& p, uint64_t seed, int launches = 1) {
+  const Family f = find_family(op);
+  const auto k = compiler.compile(compile_request(f, c, p, d.arch));
+  Module m(k->cubin, k->lowered_names, op + " " + c.to_json());
+  const LaunchPlan plan = f.launch_plan(c, p);
+  return check_as_served_and_timed(runner, p, seed, Numerics::standard, [&](CUstream s) {
+    for (int i = 0; i < launches; ++i) runner.launch(m, plan, s);
+  });
+}
+
 // A kernel whose FAULT parameter plants one mistake (0: none). Its spec checks it against
 // scale_ref; d_a is a __constant__ copy of the one-element buffer `a` (FAULT 0 passing shows it
 // was filled).
@@ -92,15 +105,8 @@ TEST(KernelSpecGpu, PlantedWrongKernelsAreRejectedAndTheRightOnePasses) {
   CudaContext ctx(d->ordinal);
   Compiler compiler;
   auto runner = make_op_runner(op, compiler, *d);
-  const Family f = find_family(op);
   const Problem p = Problem::parse(op, "100003");
-  auto check = [&](int fault) {
-    const Config c{{"FAULT", fault}};
-    const auto k = compiler.compile(compile_request(f, c, p, d->arch));
-    Module m(k->cubin, k->lowered_names, "planted");
-    const LaunchPlan plan = f.launch_plan(c, p);
-    return check_as_served_and_timed(*runner, p, 5, Numerics::standard, [&](CUstream s) { runner->launch(m, plan, s); });
-  };
+  auto check = [&](int fault) { return check_config(*runner, compiler, *d, op, Config{{"FAULT", fault}}, p, 5); };
   const VerifyResult ok = check(0);
   EXPECT_TRUE(ok.pass) << ok.summary();
   EXPECT_NE(ok.conditions.find("as timed"), std::string::npos) << "both checks ran: " << ok.summary();
@@ -154,13 +160,8 @@ TEST(KernelSpecGpu, StepsWithTheirOwnArgumentsAndAConfigsPartialSums) {
       for (const std::string& o : {op, wrong}) {
         if (o == wrong && c["BLOCK"] * c["ITEMS"] * c["VEC"] < 1024) continue;
         auto runner = make_op_runner(o, compiler, *d);
-        const Family f = find_family(o);
         const Problem p = Problem::parse(o, n);
-        const auto k = compiler.compile(compile_request(f, c, p, d->arch));
-        Module m(k->cubin, k->lowered_names, "l2norm");
-        const LaunchPlan plan = f.launch_plan(c, p);
-        const VerifyResult v =
-            check_as_served_and_timed(*runner, p, 9, Numerics::standard, [&](CUstream s) { runner->launch(m, plan, s); });
+        const VerifyResult v = check_config(*runner, compiler, *d, o, c, p, 9);
         std::cout << "[ ktune    ] " << (o == op ? "spec   " : "planted") << " " << p.key() << " " << c.to_json() << ": "
                   << v.summary() << "\n";
         if (o == op) {
@@ -210,16 +211,10 @@ extern "C" __global__ void floor_c(const float* x, float* y, int n) { floor_ref(
   CudaContext ctx(d->ordinal);
   Compiler compiler;
   auto runner = make_op_runner(op, compiler, *d);
-  const Family f = find_family(op);
   const Problem p = Problem::parse(op, "100003");
   const Config c{{"B", 128}};
-  const auto k = compiler.compile(compile_request(f, c, p, d->arch));
-  Module m(k->cubin, k->lowered_names, "floor_at");
-  const LaunchPlan plan = f.launch_plan(c, p);
-  const VerifyResult v = check_as_served_and_timed(*runner, p, 3, Numerics::standard, [&](CUstream s) {
-    runner->launch(m, plan, s);
-    runner->launch(m, plan, s); // the second finds m and h set again, not the first's 5 and 0
-  });
+  // Two launches a check: the second finds m and h set again, not the first's 5 and 0.
+  const VerifyResult v = check_config(*runner, compiler, *d, op, c, p, 3, 2);
   EXPECT_TRUE(v.pass) << v.summary();
   EXPECT_NE(v.conditions.find("as timed"), std::string::npos) << "both checks ran: " << v.summary();
   // The same kernel with m left as it is (no fill): the second launch reads the first's 5s.
@@ -229,15 +224,7 @@ extern "C" __global__ void floor_c(const float* x, float* y, int n) { floor_ref(
   text.erase(text.find(fill), fill.size());
   const std::string left = load_kernel_spec_text(text, "floor-left.json", dir.path.string());
   auto left_runner = make_op_runner(left, compiler, *d);
-  const Problem lp = Problem::parse(left, "100003");
-  const Family lf = find_family(left);
-  const auto lk = compiler.compile(compile_request(lf, c, lp, d->arch));
-  Module lm(lk->cubin, lk->lowered_names, "floor_at left");
-  const LaunchPlan lplan = lf.launch_plan(c, lp);
-  const VerifyResult lv = check_as_served_and_timed(*left_runner, lp, 3, Numerics::standard, [&](CUstream s) {
-    left_runner->launch(lm, lplan, s);
-    left_runner->launch(lm, lplan, s);
-  });
+  const VerifyResult lv = check_config(*left_runner, compiler, *d, left, c, Problem::parse(left, "100003"), 3, 2);
   EXPECT_FALSE(lv.pass) << lv.summary();
   EXPECT_GT(lv.violations, 100000u) << "every x below 5: " << lv.summary();
   // An extern "C" kernel's name declares no parameters; its first launch checks them on the GPU:
@@ -302,14 +289,9 @@ __global__ void axpy_ref(const float* x, float* y, int n, float a) {
   CudaContext ctx(d->ordinal);
   Compiler compiler;
   auto runner = make_op_runner(op, compiler, *d);
-  const Family f = find_family(op);
   const Problem p = Problem::parse(op, "100003");
   for (int fault : {0, 1}) {
-    const Config c{{"FAULT", fault}};
-    const auto k = compiler.compile(compile_request(f, c, p, d->arch));
-    Module m(k->cubin, k->lowered_names, "axpy");
-    const LaunchPlan plan = f.launch_plan(c, p);
-    const VerifyResult v = check_as_served_and_timed(*runner, p, 8, Numerics::standard, [&](CUstream s) { runner->launch(m, plan, s); });
+    const VerifyResult v = check_config(*runner, compiler, *d, op, Config{{"FAULT", fault}}, p, 8);
     if (fault) {
       EXPECT_FALSE(v.pass) << "a kernel that updates y by 2a x was taken for a x: " << v.summary();
       EXPECT_GT(v.violations, 90000u) << v.summary();
@@ -417,15 +399,11 @@ TEST(KernelSpecGpu, ACooperativeLaunchSynchronizesItsGrid) {
   CudaContext ctx(d->ordinal);
   Compiler compiler;
   auto runner = make_op_runner(op, compiler, *d);
-  const Family f = find_family(op);
   const Problem p = Problem::parse(op, "10000019"); // 10 M: many more blocks than are resident
   for (int block : {128, 256, 512, 1024}) {
     const Config c{{"BLOCK", block}};
-    const auto k = compiler.compile(compile_request(f, c, p, d->arch));
-    Module m(k->cubin, k->lowered_names, "grid_sum");
-    const LaunchPlan plan = f.launch_plan(c, p);
-    ASSERT_TRUE(plan.steps[0].cooperative);
-    const VerifyResult v = check_as_served_and_timed(*runner, p, 6, Numerics::standard, [&](CUstream s) { runner->launch(m, plan, s); });
+    ASSERT_TRUE(find_family(op).launch_plan(c, p).steps[0].cooperative);
+    const VerifyResult v = check_config(*runner, compiler, *d, op, c, p, 6);
     EXPECT_TRUE(v.pass) << c.to_json() << ": " << v.summary();
   }
   // The partials in the output after the answer, checked against a config of the kernel itself
@@ -445,13 +423,7 @@ TEST(KernelSpecGpu, ACooperativeLaunchSynchronizesItsGrid) {
     text.replace(text.find("CHECK"), 5, first_only ? ", \"check_count\": 1" : "");
     const std::string o = load_kernel_spec_text(text, "grid_sum_out.json", dir.path.string());
     auto r = make_op_runner(o, compiler, *d);
-    const Family fo = find_family(o);
-    const Problem po = Problem::parse(o, "10000019");
-    const Config c{{"BLOCK", 256}};
-    const auto k = compiler.compile(compile_request(fo, c, po, d->arch));
-    Module m(k->cubin, k->lowered_names, "grid_sum_out");
-    const LaunchPlan plan = fo.launch_plan(c, po);
-    const VerifyResult v = check_as_served_and_timed(*r, po, 6, Numerics::standard, [&](CUstream s) { r->launch(m, plan, s); });
+    const VerifyResult v = check_config(*r, compiler, *d, o, Config{{"BLOCK", 256}}, Problem::parse(o, "10000019"), 6);
     EXPECT_EQ(v.pass, first_only) << (first_only ? "out[0] is the sum: " : "the partials differ from the reference's: ") << v.summary();
   }
 }
