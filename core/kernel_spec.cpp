@@ -115,20 +115,25 @@ class Reader {
 // A .npy file's payload (format 1.0-3.0, little-endian, C order) and its element type.
 using Fail = std::function<void(const std::string&)>; // reports a problem with a file, and throws
 
+// Where the header of a .npy file starts and ends, from its first 12 bytes (or fewer, of a
+// short file): version 1 says its length in 2 bytes, later ones in 4.
+void npy_header_span(const Fail& fail, const std::string& head, size_t* at, size_t* end) {
+  if (head.size() < 10 || head.compare(0, 6, "\x93NUMPY") != 0) fail("not a .npy file");
+  const bool v1 = static_cast<unsigned char>(head[6]) == 1;
+  *at = v1 ? 10 : 12;
+  if (head.size() < *at) fail("truncated header");
+  size_t hlen = 0;
+  for (size_t i = 0; i < *at - 8; ++i) hlen |= size_t(static_cast<unsigned char>(head[8 + i])) << (8 * i);
+  *end = *at + hlen;
+}
+
 // The header of a .npy file whose first bytes are `head` (at least its header, or all of a short
 // file): its element type, and where its payload starts.
 void npy_header(const Fail& fail, const std::string& head, ElemType* type, size_t* payload_at) {
-  if (head.size() < 10 || head.compare(0, 6, "\x93NUMPY") != 0) fail("not a .npy file");
-  const int major = static_cast<unsigned char>(head[6]);
-  size_t hlen = 0, at = 0;
-  if (major == 1) hlen = size_t(static_cast<unsigned char>(head[8])) | size_t(static_cast<unsigned char>(head[9])) << 8, at = 10;
-  else {
-    if (head.size() < 12) fail("truncated header");
-    for (int i = 0; i < 4; ++i) hlen |= size_t(static_cast<unsigned char>(head[8 + i])) << (8 * i);
-    at = 12;
-  }
-  if (at + hlen > head.size()) fail("truncated header");
-  const std::string header = head.substr(at, hlen);
+  size_t at = 0, end = 0;
+  npy_header_span(fail, head, &at, &end);
+  if (end > head.size()) fail("truncated header");
+  const std::string header = head.substr(at, end - at);
   if (header.find("'fortran_order': True") != std::string::npos) fail("Fortran order is not read; save it C-contiguous");
   const size_t d = header.find("'descr':");
   const size_t q1 = d == std::string::npos ? d : header.find('\'', d + 8);
@@ -143,7 +148,7 @@ void npy_header(const Fail& fail, const std::string& head, ElemType* type, size_
   for (const auto& [name, t] : kDescr)
     if (descr == name) *type = t, found = true;
   if (!found) fail("element type '" + descr + "' is not one ktune reads");
-  *payload_at = at + hlen;
+  *payload_at = end;
 }
 
 void read_npy(const Fail& fail, const std::string& file, SpecFill& f) {
@@ -304,12 +309,12 @@ std::vector<SpecStep> read_steps(const Reader& r, const KernelSpec& s, const ojs
       if (!a.is_array() || a.empty()) r.fail(at + ".args", "expected the names of the arguments this kernel takes, in its order");
       for (size_t k = 0; k < a.size(); ++k) {
         const std::string ak = at + ".args[" + std::to_string(k) + "]";
-        st.arg_names.push_back(r.str(a[k], ak));
-        const auto it = std::find_if(s.args.begin(), s.args.end(), [&](const SpecArg& x) { return x.name == st.arg_names.back(); });
+        const std::string name = r.str(a[k], ak);
+        const auto it = std::find_if(s.args.begin(), s.args.end(), [&](const SpecArg& x) { return x.name == name; });
         if (it == s.args.end()) {
           std::string known;
           for (const SpecArg& x : s.args) known += (known.empty() ? "" : ", ") + x.name;
-          r.fail(ak, "'" + st.arg_names.back() + "' is not one of the spec's args (" + known + ")");
+          r.fail(ak, "'" + name + "' is not one of the spec's args (" + known + ")");
         }
         st.args.push_back(int(it - s.args.begin()));
       }
@@ -843,20 +848,16 @@ size_t file_elements(const std::string& file, const SpecFill& fill, const Fail& 
   if (!fill.raw) {
     std::ifstream in(file, std::ios::binary);
     if (!in) fail("cannot be opened");
-    std::string head(12, '\0');
+    std::string head(12, '\0'); // the header's length, then the header
     in.read(head.data(), 12);
     head.resize(size_t(in.gcount()));
-    if (head.size() == 12 && head.compare(0, 6, "\x93NUMPY") == 0) { // the header's length, then the header
-      const bool v1 = static_cast<unsigned char>(head[6]) == 1;
-      size_t hlen = 0;
-      for (int i = 0; i < (v1 ? 2 : 4); ++i) hlen |= size_t(static_cast<unsigned char>(head[8 + i])) << (8 * i);
-      const size_t need = size_t(std::min<uintmax_t>((v1 ? 10 : 12) + hlen, size)); // short: npy_header says so
-      head.resize(need);
-      in.clear();
-      in.seekg(0);
-      in.read(head.data(), std::streamsize(need));
-      head.resize(size_t(in.gcount()));
-    }
+    size_t start = 0, end = 0;
+    npy_header_span(fail, head, &start, &end);
+    head.resize(size_t(std::min<uintmax_t>(end, size))); // a short file: npy_header says so
+    in.clear();
+    in.seekg(0);
+    in.read(head.data(), std::streamsize(head.size()));
+    head.resize(size_t(in.gcount()));
     npy_header(fail, head, &type, &at);
   }
   const uintmax_t payload = size > at ? size - at : 0;

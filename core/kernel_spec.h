@@ -94,9 +94,8 @@ struct SpecSymbol {
 
 struct SpecStep {
   std::string kernel; // name expression with {NAME} placeholders
-  // The arguments this step's kernel takes, in its order: names as the spec gives them, then
-  // indices into KernelSpec::args; empty: every argument in the spec's order.
-  std::vector<std::string> arg_names;
+  // The arguments this step's kernel takes, in its order (indices into KernelSpec::args); empty:
+  // every argument in the spec's order.
   std::vector<int> args;
   Expr grid[3], block[3], smem;
   Expr cluster[3]; // LaunchStep::cluster; empty: none
@@ -158,6 +157,14 @@ struct KernelSpec {
   // The value of scalar argument i at p (and c, for one that follows the config): its
   // expression, else the problem's scalar of that name.
   double scalar_value(size_t arg, const Problem& p, const Config& c = Config()) const;
+  // The arguments a step's kernel takes (SpecStep::args, LaunchStep::args): those it names, else
+  // all of them in order.
+  std::vector<int> step_args(const std::vector<int>& named) const;
+  // Whether a kernel that declares `declared` parameters fits a step that passes `passed`
+  // arguments: as many; or, where the step names none and so passes all, the first few.
+  static bool arity_fits(bool named, size_t declared, size_t passed) {
+    return named ? declared == passed : declared <= passed;
+  }
   // The launch plan of `steps` (the family's, or the reference's) for c at p: each step's grid,
   // block and arguments, every temporary's place in the workspace (256-byte aligned) and every
   // computed scalar's value (LaunchPlan::spec_args); throws UsageError naming the field for a
@@ -165,6 +172,10 @@ struct KernelSpec {
   std::vector<std::string> kernel_names(const std::vector<SpecStep>& steps, const Config& c, const Problem& p) const;
   std::vector<std::string> compile_options(const Config& c, const Problem& p) const;
   LaunchPlan plan(const std::vector<SpecStep>& steps, const Config& c, const Problem& p) const;
+
+ private:
+  // The values argument a's expressions read at p: with c where it follows the config.
+  std::vector<double> arg_values(const SpecArg& a, const Config& c, const Problem& p) const;
 };
 
 // Where the arguments step st passes disagree with the parameters its compiled kernel (`lowered`,

@@ -172,12 +172,15 @@ const DeviceInfo& no_device() {
 
 std::vector<double> KernelSpec::problem_values(const Problem& p) const { return values(Config(), p, no_device()); }
 
+std::vector<double> KernelSpec::arg_values(const SpecArg& a, const Config& c, const Problem& p) const {
+  if (!a.follows_config) return problem_values(p);
+  if (c.items().empty()) throw Error("internal: " + a.name + " follows the config, asked without one at " + p.key());
+  return values(c, p, no_device());
+}
+
 int64_t KernelSpec::count_of(size_t arg, const Problem& p, const Config& c) const {
   const SpecArg& a = args.at(arg);
-  if (a.follows_config && c.items().empty())
-    throw Error("internal: the count of " + a.name + " follows the config, asked without one at " + p.key());
-  return a.count.eval_integer(a.follows_config ? values(c, p, no_device()) : problem_values(p), 0,
-                              double(int64_t(1) << 50), "elements at " + p.key());
+  return a.count.eval_integer(arg_values(a, c, p), 0, double(int64_t(1) << 50), "elements at " + p.key());
 }
 
 int64_t KernelSpec::checked_count(size_t arg, const Problem& p) const {
@@ -194,9 +197,7 @@ int64_t KernelSpec::symbol_count(size_t i, const Problem& p) const {
 double KernelSpec::scalar_value(size_t arg, const Problem& p, const Config& c) const {
   const SpecArg& a = args.at(arg);
   if (a.value.empty()) return p.scalar(a.name);
-  if (a.follows_config && c.items().empty())
-    throw Error("internal: the value of " + a.name + " follows the config, asked without one at " + p.key());
-  const std::vector<double> v = a.follows_config ? values(c, p, no_device()) : problem_values(p);
+  const std::vector<double> v = arg_values(a, c, p);
   if (is_float(a.scalar_type)) return a.value.eval(v);
   // An integer scalar is a whole number its type holds: a count that came out 4369.07 is a
   // spec's mistake (the last partial left out), not something to round.
@@ -302,22 +303,26 @@ bool demangled_params(const std::string& mangled, std::vector<ParamType>* out, s
 
 } // namespace
 
+std::vector<int> KernelSpec::step_args(const std::vector<int>& named) const {
+  if (!named.empty()) return named;
+  std::vector<int> all(args.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = int(i);
+  return all;
+}
+
 std::string signature_mismatch(const KernelSpec& s, const SpecStep& st, const std::string& lowered, const Problem& p,
                                const std::string& what) {
   std::vector<ParamType> params;
   std::string demangled;
   if (!demangled_params(lowered, &params, &demangled)) return "";
-  std::vector<int> taken = st.args;
-  if (taken.empty())
-    for (size_t i = 0; i < s.args.size(); ++i) taken.push_back(int(i));
+  const std::vector<int> taken = s.step_args(st.args);
   const std::string head = s.path + ": " + what + ": kernel " + demangled;
   auto arg_text = [&](int i) {
     const SpecArg& a = s.args[size_t(i)];
     return a.name + " (" + (a.buffer ? std::string("a buffer of ") + to_string(a.elem(p)) : std::string(to_string(a.scalar_type))) +
            ")";
   };
-  // A step that names no arguments passes all of them; its kernel may take the first few.
-  if (st.args.empty() ? params.size() > taken.size() : params.size() != taken.size()) {
+  if (!KernelSpec::arity_fits(!st.args.empty(), params.size(), taken.size())) {
     std::string given;
     for (int i : taken) given += (given.empty() ? "" : ", ") + arg_text(i);
     return head + " takes " + std::to_string(params.size()) + " arguments, the spec passes " + std::to_string(taken.size()) +

@@ -88,13 +88,11 @@ namespace {
 // which would otherwise launch with garbage in the kernel's later parameters: why, else "".
 std::string param_mismatch(const Module& m, const LaunchStep& st, const KernelSpec& s) {
   const std::vector<size_t> sizes = m.param_sizes(size_t(st.kernel));
-  std::vector<int> taken = st.args;
-  if (taken.empty())
-    for (size_t i = 0; i < s.args.size(); ++i) taken.push_back(int(i));
+  const std::vector<int> taken = s.step_args(st.args);
   auto size_of = [&](int i) { return s.args[size_t(i)].buffer ? sizeof(void*) : size_t(elem_bytes(s.args[size_t(i)].scalar_type)); };
-  // A step that names no arguments passes all of them; a kernel may take the first few (a clear
-  // step before an accumulating one), as the driver reads no more than the kernel declares.
-  bool same = st.args.empty() ? sizes.size() <= taken.size() : sizes.size() == taken.size();
+  // The driver reads no more arguments than the kernel declares (a clear step before an
+  // accumulating one may take the first few of all).
+  bool same = KernelSpec::arity_fits(!st.args.empty(), sizes.size(), taken.size());
   for (size_t k = 0; same && k < sizes.size(); ++k) same = sizes[k] == size_of(taken[k]);
   if (same) return "";
   std::string declared, passed;

@@ -53,15 +53,20 @@ int cmd_compile(CompileArgs& a) {
       }
     };
     check(spec->steps, k->lowered_names, "launch");
-    for (const char* what : {"reference", "baseline"}) {
-      const std::optional<CompileRequest> side_req = spec_side_request(f.op(), what, p, req.arch);
+    const struct {
+      const char* what;
+      const std::vector<SpecStep>& steps;
+      const Config& config;
+    } sides[] = {{"reference", spec->reference_steps, spec->reference_config},
+                 {"baseline", spec->baseline_steps, spec->baseline_config}};
+    for (const auto& side : sides) {
+      const std::optional<CompileRequest> side_req = spec_side_request(f.op(), side.what, p, req.arch);
       if (!side_req) continue;
-      const bool ref = std::string(what) == "reference";
-      spec->plan(ref ? spec->reference_steps : spec->baseline_steps, ref ? spec->reference_config : spec->baseline_config, p);
-      const auto side = compiler.compile(*side_req);
-      std::printf("compiled its %s: %zu-byte cubin\n", what, side->cubin.size());
-      for (const auto& n : side->lowered_names) std::printf("  kernel %s\n", n.c_str());
-      check(ref ? spec->reference_steps : spec->baseline_steps, side->lowered_names, std::string("the ") + what + "'s");
+      spec->plan(side.steps, side.config, p);
+      const auto compiled = compiler.compile(*side_req);
+      std::printf("compiled its %s: %zu-byte cubin\n", side.what, compiled->cubin.size());
+      for (const auto& n : compiled->lowered_names) std::printf("  kernel %s\n", n.c_str());
+      check(side.steps, compiled->lowered_names, std::string("the ") + side.what + "'s");
     }
     if (!wrong.empty()) throw UsageError(wrong);
   }

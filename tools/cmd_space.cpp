@@ -75,7 +75,10 @@ int cmd_space(SpaceArgs& a) {
   // scalar may be no whole number at this problem: the same error the sample, compile and a launch
   // would give, not a count of configs that cannot run.
   if (n) f.launch_plan(first, p);
-  if (f.has_default() && f.valid(f.canonical(f.default_config(p, d)), p, d)) f.launch_plan(f.canonical(f.default_config(p, d)), p);
+  if (f.has_default()) {
+    const Config dflt = f.canonical(f.default_config(p, d));
+    if (f.valid(dflt, p, d)) f.launch_plan(dflt, p);
+  }
   if (a.count_only) {
     std::printf("%llu\n", static_cast<unsigned long long>(n));
     return 0;

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/kernel_spec.h"
 #include "db/store.h"
 #include "ktune/device.h"
 #include "ktune/error.h"
@@ -23,7 +24,6 @@
 #include "ktune/kernel_spec.h"
 #include "tools/cli.h"
 #include "tuner/json_io.h"
-#include "core/kernel_spec.h"
 #include "tuner/replay_worker.h"
 #include "tuner/session.h"
 #include "tuner/strategy.h"
