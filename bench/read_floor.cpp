@@ -9,13 +9,20 @@
 //           asks the L2 to prefetch the whole slice in PF-KiB bulk requests
 //           (cp.async.bulk.prefetch.L2), so that the slice's DRAM requests are all issued at once;
 //   bulk    (sm_90) each block's slice arrives in shared memory through 1D bulk copies (TMA) on a
-//           ring of STAGES chunks, one thread issuing, mbarrier completion.
+//           ring of STAGES chunks, one thread issuing, mbarrier completion;
+//   paged   not a floor of its own but what a paged cache costs over it: each block first reads
+//           which slice is its own from a table (a random permutation, flushed from the L2 like
+//           the data), then reads that slice as `slice` does. Its time over the best direct read
+//           is the table's dependent round trip, which no kernel that finds its bytes through a
+//           table read in the same launch (a paged KV cache's block table) can hide.
 //   read_floor [--sizes-mb 8,16,32,...] [--device N]
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <map>
+#include <numeric>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -73,6 +80,16 @@ __global__ void read_slice(const uint4* __restrict__ p, unsigned long long n16, 
       asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p + c), "r"(bytes) : "memory");
     }
   }
+  const float s = sum_words<UNROLL>(p, b0 + threadIdx.x, b1, blockDim.x);
+  if (s == -1.f) *out = s;
+}
+
+// read_slice with the slice found through table[blockIdx.x] first (the `paged` kind above).
+template <int UNROLL>
+__global__ void read_paged(const uint4* __restrict__ p, unsigned long long n16, float* out,
+                           const unsigned* __restrict__ table) {
+  const unsigned long long per = (n16 + gridDim.x - 1) / gridDim.x, slice = table[blockIdx.x];
+  const unsigned long long b0 = min(n16, slice * per), b1 = min(n16, b0 + per);
   const float s = sum_words<UNROLL>(p, b0 + threadIdx.x, b1, blockDim.x);
   if (s == -1.f) *out = s;
 }
@@ -138,7 +155,7 @@ __global__ void read_bulk(const uint4* __restrict__ p, unsigned long long n16, f
 
 int main(int argc, char** argv) {
   CLI::App app{"Best pure-read bandwidth per size, timed as ktune times kernels"};
-  std::vector<int> sizes_mb{4, 8, 16, 32, 64, 128, 256, 512};
+  std::vector<int> sizes_mb{2, 4, 8, 16, 32, 64, 128, 256, 512};
   int ordinal = 0;
   app.add_option("--sizes-mb", sizes_mb, "Sizes to read, in MiB")->delimiter(',');
   app.add_option("--device", ordinal, "GPU ordinal");
@@ -177,6 +194,10 @@ int main(int argc, char** argv) {
         shapes("slice", "unroll " + std::to_string(u) + ", L2 prefetch " + (pf ? std::to_string(pf) + " KiB" : "none"),
                r.name_expressions.size() - 1, 0, 0, {256, 512, 1024}, {1, 2, 4});
       }
+    for (int u : {4, 8}) {
+      r.name_expressions.push_back("read_paged<" + std::to_string(u) + ">");
+      shapes("paged", "unroll " + std::to_string(u), r.name_expressions.size() - 1, 0, 0, {256, 512, 1024}, {1, 2, 4});
+    }
     for (int u : {2, 4}) {
       r.name_expressions.push_back("read_windows<" + std::to_string(u) + ">");
       for (unsigned w : {1u, 2u, 4u, 8u, 16u, 32u, 64u, 128u})
@@ -196,6 +217,12 @@ int main(int argc, char** argv) {
     TimingOptions to;
     const size_t max_bytes = size_t(*std::max_element(sizes_mb.begin(), sizes_mb.end())) << 20;
     DeviceBuffer buf(max_bytes, "read_floor buffer"), out(16, "read_floor out");
+    // The paged kind's table: a random permutation of the grid's blocks, written before each such
+    // variant is timed (its grid is the variant's).
+    unsigned max_grid = 0;
+    for (const Variant& v : variants) max_grid = std::max(max_grid, unsigned(d.sm_count) * v.per_sm);
+    DeviceBuffer table(size_t(max_grid) * 4, "read_floor page table");
+    std::mt19937 rng(1234);
     check_cu(driver().cuMemsetD32Async(buf.ptr(), 0x3f800000u, buf.bytes() / 4, nullptr), "cuMemsetD32Async", "read_floor");
     const double copy = timer.copy_tb_s(size_t(256) << 20, to); // as ktune bench measures it
     std::printf("%s (%s), %d SMs; copy (cuMemcpyDtoD 256 MiB, read + written): %.3f TB/s; %zu read kernels a size\n",
@@ -210,10 +237,21 @@ int main(int argc, char** argv) {
         unsigned long long n16 = bytes / 16;
         CUdeviceptr o = out.ptr();
         unsigned arg = v.arg;
+        CUdeviceptr t = table.ptr();
         void* params[] = {&p, &n16, &o, &arg}; // the kernels of three parameters ignore the fourth
-        const double ms = timer.time([&](CUstream s) { m.launch(v.kernel, grid, block, v.smem, s, params); }, nullptr, to).median_ms;
+        void* paged_params[] = {&p, &n16, &o, &t};
+        const bool paged = v.kind == "paged";
+        if (paged) {
+          std::vector<unsigned> perm(grid[0]);
+          std::iota(perm.begin(), perm.end(), 0u);
+          std::shuffle(perm.begin(), perm.end(), rng);
+          check_cu(driver().cuMemcpyHtoD(t, perm.data(), perm.size() * 4), "cuMemcpyHtoD", "read_floor page table");
+        }
+        const double ms = timer.time([&](CUstream s) { m.launch(v.kernel, grid, block, v.smem, s, paged ? paged_params : params); },
+                                     nullptr, to).median_ms;
         auto& b = best[v.kind];
         if (b.second.empty() || ms < b.first) b = {ms, v.what};
+        if (paged) continue; // not a read of the bytes alone: beside the floor, not in it
         auto& all = best[""];
         if (all.second.empty() || ms < all.first) all = {ms, v.kind + ": " + v.what};
       }
@@ -227,6 +265,9 @@ int main(int argc, char** argv) {
       row(std::to_string(mb), best[""].first, best[""].second);
       for (const auto& [kind, b] : best)
         if (!kind.empty()) row("  " + kind, b.first, b.second);
+      if (best.count("paged"))
+        std::printf("%8s %9.2f us the paged read over the best direct one (%.1f %% of its time)\n", "", (best["paged"].first - best[""].first) * 1e3,
+                    100 * (best["paged"].first - best[""].first) / best[""].first);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "read_floor: %s\n", e.what());
