@@ -1,5 +1,6 @@
 #include "ktune/config.h"
 
+#include <cctype>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -78,7 +79,8 @@ std::string Config::short_string() const {
   std::string s;
   for (const auto& [k, v] : values_) {
     if (!s.empty()) s += ".";
-    s += k + std::to_string(v);
+    // BM128, but RD_WG_SIZE_0_0=16: a name that ends in a digit would run into its value.
+    s += k + (!k.empty() && std::isdigit(static_cast<unsigned char>(k.back())) ? "=" : "") + std::to_string(v);
   }
   return s;
 }

@@ -100,6 +100,16 @@ class Reader {
     }
     return t;
   }
+  // The place of the argument called `name` among the spec's args.
+  int arg_index(const KernelSpec& s, const std::string& name, const std::string& path) const {
+    const auto it = std::find_if(s.args.begin(), s.args.end(), [&](const SpecArg& x) { return x.name == name; });
+    if (it == s.args.end()) {
+      std::string known;
+      for (const SpecArg& x : s.args) known += (known.empty() ? "" : ", ") + x.name;
+      fail(path, "'" + name + "' is not one of the spec's args (" + known + ")");
+    }
+    return int(it - s.args.begin());
+  }
   std::string file(const std::string& rel, const std::string& path, const char* what) const {
     fs::path p(rel);
     if (p.is_relative()) p = fs::path(dir_) / p;
@@ -247,80 +257,223 @@ std::vector<int> read_values(const Reader& r, const ojson& v, const std::string&
 
 // Names a launch expression may read: the parameters, the dimensions, align and dtype_bytes (a
 // launch plan does not see the device: a grid that follows the SM count is a persistent step).
-void check_launch_reads(const Reader& r, const KernelSpec& s, const Expr& e, const std::string& path) {
-  const size_t device_from = s.params.size() + s.dims.size() + 2;
+// A loop's counter has a value only while a step of the loop is launched.
+void refuse_loop_reads(const Reader& r, const KernelSpec& s, const Expr& e, const std::string& path) {
   for (size_t i : e.reads())
-    if (i >= device_from)
+    if (i >= s.first_loop_name())
+      r.fail(path, "'" + e.text() + "' reads " + s.names[i] +
+                       ", a loop's counter: only a step in that loop and the scalars it passes read it");
+}
+
+// Every "index" a launch (of the kernel, the reference or the baseline) names: the loops'
+// counters, after the builtins in names.
+void read_loop_names(const Reader& r, const ojson& j, KernelSpec& s) {
+  std::function<void(const ojson&, const std::string&)> scan = [&](const ojson& v, const std::string& path) {
+    if (v.is_array()) {
+      for (size_t i = 0; i < v.size(); ++i) scan(v[i], path + "[" + std::to_string(i) + "]");
+      return;
+    }
+    if (!v.is_object()) return;
+    if (v.contains("index")) {
+      const std::string name = r.ident(v["index"], path + ".index");
+      const auto last = s.names.begin() + std::ptrdiff_t(s.first_loop_name());
+      if (std::find(s.names.begin(), last, name) != last)
+        r.fail(path + ".index", "'" + name + "' is a parameter, a dimension or a name ktune gives every expression");
+      if (std::find(s.loop_names.begin(), s.loop_names.end(), name) == s.loop_names.end()) {
+        s.loop_names.push_back(name);
+        s.names.push_back(name);
+      }
+    }
+    if (v.contains("steps")) scan(v["steps"], path + ".steps");
+  };
+  if (j.contains("launch")) scan(j["launch"], "launch");
+  for (const char* side : {"check", "baseline"}) {
+    if (!j.contains(side) || !j[side].is_object()) continue;
+    const ojson& o = std::string(side) == "check" ? (j[side].contains("reference") ? j[side]["reference"] : ojson()) : j[side];
+    if (o.is_object() && o.contains("launch"))
+      scan(o["launch"], std::string(side) + (std::string(side) == "check" ? ".reference" : "") + ".launch");
+  }
+}
+
+// A scalar that reads a loop's counter has that value only in the loop: every step that passes it
+// is in each loop it reads the counter of.
+void check_loop_scalars(const Reader& r, const KernelSpec& s) {
+  for (const auto* steps : {&s.steps, &s.reference_steps, &s.baseline_steps})
+    for (const SpecStep& st : *steps)
+      for (int i : s.step_args(st.args)) {
+        const SpecArg& a = s.args[size_t(i)];
+        if (!a.follows_loop) continue;
+        for (size_t n : a.value.reads())
+          if (n >= s.first_loop_name() && std::find(st.loop_counters.begin(), st.loop_counters.end(), int(n)) == st.loop_counters.end())
+            r.fail("args[" + std::to_string(i) + "].value",
+                   "'" + a.value.text() + "' reads " + s.names[n] + ", but the step of kernel " + st.kernel +
+                       " passes it outside that loop" + (st.args.empty() ? " (it names no args, so it passes them all)" : ""));
+      }
+}
+
+// A launch expression reads parameters, dimensions, align and dtype_bytes, and the counters of
+// the loops it is in (`counters`, places in names); not the device.
+void check_launch_reads(const Reader& r, const KernelSpec& s, const Expr& e, const std::string& path,
+                        const std::vector<int>& counters) {
+  const size_t device_from = s.params.size() + s.dims.size() + 2, loops_from = s.first_loop_name();
+  for (size_t i : e.reads()) {
+    if (i >= loops_from) {
+      if (std::find(counters.begin(), counters.end(), int(i)) == counters.end())
+        r.fail(path, "'" + e.text() + "' reads " + s.names[i] + ", the counter of a loop it is not in");
+    } else if (i >= device_from) {
       r.fail(path, "'" + e.text() + "' reads " + s.names[i] +
                        ", a device value: launch geometry reads parameters, dimensions, align and dtype_bytes "
                        "(a grid sized by the device is a \"persistent\" step)");
+    }
+  }
 }
 
+// One launch step's own fields (at: its path); `counters`: the loops it is in.
+SpecStep read_step(const Reader& r, const KernelSpec& s, const ojson& o, const std::string& at, const std::string& kernel,
+                   const std::vector<int>& counters) {
+  SpecStep st;
+  if (o.contains("kernel")) st.kernel = r.str(o["kernel"], at + ".kernel");
+  else if (!kernel.empty()) st.kernel = kernel;
+  else r.fail(at + ".kernel", "missing: name the kernel here or in the spec's \"kernel\"");
+  if (st.kernel.find_first_not_of(" \t") == std::string::npos) r.fail(at + ".kernel", "empty kernel name");
+  for (const char* field : {"grid", "block", "cluster"}) {
+    const std::string fp = at + "." + field;
+    const bool cluster = std::string(field) == "cluster";
+    if (!o.contains(field)) {
+      if (cluster) continue; // optional: none
+      r.fail(fp, "missing");
+    }
+    const ojson& g = o[field];
+    if (!g.is_array() || g.empty() || g.size() > 3) r.fail(fp, "expected 1 to 3 expressions (x, y, z)");
+    Expr* dst = cluster ? st.cluster : std::string(field) == "grid" ? st.grid : st.block;
+    for (size_t d = 0; d < 3; ++d) {
+      const std::string dp = fp + "[" + std::to_string(d) + "]";
+      dst[d] = d < g.size() ? r.expr(g[d], dp, s.names) : Expr("1", s.names, r.where(dp));
+      check_launch_reads(r, s, dst[d], dp, counters);
+      if (dst[d].constant() && dst[d].eval({}) < 1) r.fail(dp, "'" + dst[d].text() + "' is below 1");
+    }
+  }
+  st.smem = o.contains("shared_memory") ? r.expr(o["shared_memory"], at + ".shared_memory", s.names)
+                                        : Expr("0", s.names, r.where(at + ".shared_memory"));
+  check_launch_reads(r, s, st.smem, at + ".shared_memory", counters);
+  if (o.contains("persistent")) {
+    if (!o["persistent"].is_boolean()) r.fail(at + ".persistent", "expected true or false");
+    st.persistent = o["persistent"].get<bool>();
+  }
+  if (o.contains("cooperative")) {
+    if (!o["cooperative"].is_boolean()) r.fail(at + ".cooperative", "expected true or false");
+    st.cooperative = o["cooperative"].get<bool>();
+    if (st.cooperative && !st.cluster[0].empty()) r.fail(at + ".cooperative", "a cooperative launch takes no cluster shape");
+  }
+  if (o.contains("args")) { // the spec's arguments by name, read before the steps
+    const ojson& a = o["args"];
+    if (!a.is_array() || a.empty()) r.fail(at + ".args", "expected the names of the arguments this kernel takes, in its order");
+    for (size_t k = 0; k < a.size(); ++k) {
+      const std::string ak = at + ".args[" + std::to_string(k) + "]";
+      if (!a[k].is_string())
+        r.fail(ak, "expected the name of one of the spec's args (a value the kernel takes is a scalar argument with "
+                   "its \"value\", which may read a loop's counter)");
+      st.args.push_back(r.arg_index(s, r.str(a[k], ak), ak));
+    }
+  }
+  st.loop_counters = counters;
+  return st;
+}
+
+// A launch (one entry or a list): its steps, each kernel launch site once in the order written,
+// and the order they run in with their loops (docs/KERNEL_SPEC.md, "Loops"). An entry is a step, a
+// step with "repeat" (a loop of itself), or a loop {"repeat", "index", "swap", "steps"}.
 std::vector<SpecStep> read_steps(const Reader& r, const KernelSpec& s, const ojson& v, const std::string& path,
-                                 const std::string& kernel) {
-  std::vector<ojson> list;
-  if (v.is_array()) {
-    if (v.empty()) r.fail(path, "expected at least one step");
-    for (const auto& e : v) list.push_back(e);
-  } else {
-    list.push_back(v);
-  }
+                                 const std::string& kernel, std::vector<SpecNode>* order) {
   std::vector<SpecStep> steps;
-  for (size_t i = 0; i < list.size(); ++i) {
-    const std::string at = v.is_array() ? path + "[" + std::to_string(i) + "]" : path;
-    const ojson& o = list[i];
-    r.known_fields(o, at, {"kernel", "grid", "block", "cluster", "shared_memory", "persistent", "cooperative", "args"});
-    SpecStep st;
-    if (o.contains("kernel")) st.kernel = r.str(o["kernel"], at + ".kernel");
-    else if (!kernel.empty()) st.kernel = kernel;
-    else r.fail(at + ".kernel", "missing: name the kernel here or in the spec's \"kernel\"");
-    if (st.kernel.find_first_not_of(" \t") == std::string::npos) r.fail(at + ".kernel", "empty kernel name");
-    for (const char* field : {"grid", "block", "cluster"}) {
-      const std::string fp = at + "." + field;
-      const bool cluster = std::string(field) == "cluster";
-      if (!o.contains(field)) {
-        if (cluster) continue; // optional: none
-        r.fail(fp, "missing");
+  bool loops = false;
+  std::function<std::vector<SpecNode>(const ojson&, const std::string&, const std::vector<int>&, const std::vector<Expr>&)> read;
+  read = [&](const ojson& list, const std::string& lp, const std::vector<int>& counters, const std::vector<Expr>& within) {
+    std::vector<ojson> entries;
+    if (list.is_array()) {
+      if (list.empty()) r.fail(lp, "expected at least one step");
+      for (const auto& e : list) entries.push_back(e);
+    } else {
+      entries.push_back(list);
+    }
+    std::vector<SpecNode> nodes;
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const std::string at = list.is_array() ? lp + "[" + std::to_string(i) + "]" : lp;
+      const ojson& o = entries[i];
+      if (!o.is_object()) r.fail(at, "expected a step (kernel, grid, block, ...) or a loop (repeat, steps)");
+      const bool group = o.contains("steps");
+      if (group) r.known_fields(o, at, {"repeat", "index", "swap", "steps"});
+      else
+        r.known_fields(o, at, {"kernel", "grid", "block", "cluster", "shared_memory", "persistent", "cooperative", "args",
+                               "repeat", "index", "swap"});
+      if (!o.contains("repeat")) {
+        for (const char* f : {"index", "swap"})
+          if (o.contains(f)) r.fail(at + "." + f, "only a loop has one: give its rounds (\"repeat\")");
+        if (group) r.fail(at + ".repeat", "missing: a loop's rounds (an expression; 0 runs its steps not at all)");
+        SpecNode n;
+        n.step = int(steps.size());
+        SpecStep st = read_step(r, s, o, at, kernel, counters);
+        st.within = within;
+        steps.push_back(std::move(st));
+        nodes.push_back(std::move(n));
+        continue;
       }
-      const ojson& g = o[field];
-      if (!g.is_array() || g.empty() || g.size() > 3) r.fail(fp, "expected 1 to 3 expressions (x, y, z)");
-      Expr* dst = cluster ? st.cluster : std::string(field) == "grid" ? st.grid : st.block;
-      for (size_t d = 0; d < 3; ++d) {
-        const std::string dp = fp + "[" + std::to_string(d) + "]";
-        dst[d] = d < g.size() ? r.expr(g[d], dp, s.names) : Expr("1", s.names, r.where(dp));
-        check_launch_reads(r, s, dst[d], dp);
-        if (dst[d].constant() && dst[d].eval({}) < 1) r.fail(dp, "'" + dst[d].text() + "' is below 1");
+      loops = true;
+      SpecNode n;
+      n.repeat = r.expr(o["repeat"], at + ".repeat", s.names);
+      check_launch_reads(r, s, n.repeat, at + ".repeat", counters);
+      std::vector<int> inner = counters;
+      if (o.contains("index")) {
+        const std::string name = r.ident(o["index"], at + ".index");
+        const auto it = std::find(s.names.begin() + std::ptrdiff_t(s.first_loop_name()), s.names.end(), name);
+        if (it == s.names.end()) r.fail(at + ".index", "'" + name + "' is a parameter, a dimension or a builtin");
+        n.index = int(it - s.names.begin());
+        if (std::find(counters.begin(), counters.end(), n.index) != counters.end())
+          r.fail(at + ".index", "'" + name + "' counts a loop this one is in already");
+        inner.push_back(n.index);
       }
-    }
-    st.smem = o.contains("shared_memory") ? r.expr(o["shared_memory"], at + ".shared_memory", s.names)
-                                          : Expr("0", s.names, r.where(at + ".shared_memory"));
-    check_launch_reads(r, s, st.smem, at + ".shared_memory");
-    if (o.contains("persistent")) {
-      if (!o["persistent"].is_boolean()) r.fail(at + ".persistent", "expected true or false");
-      st.persistent = o["persistent"].get<bool>();
-    }
-    if (o.contains("cooperative")) {
-      if (!o["cooperative"].is_boolean()) r.fail(at + ".cooperative", "expected true or false");
-      st.cooperative = o["cooperative"].get<bool>();
-      if (st.cooperative && !st.cluster[0].empty()) r.fail(at + ".cooperative", "a cooperative launch takes no cluster shape");
-    }
-    if (o.contains("args")) { // the spec's arguments by name, read before the steps
-      const ojson& a = o["args"];
-      if (!a.is_array() || a.empty()) r.fail(at + ".args", "expected the names of the arguments this kernel takes, in its order");
-      for (size_t k = 0; k < a.size(); ++k) {
-        const std::string ak = at + ".args[" + std::to_string(k) + "]";
-        const std::string name = r.str(a[k], ak);
-        const auto it = std::find_if(s.args.begin(), s.args.end(), [&](const SpecArg& x) { return x.name == name; });
-        if (it == s.args.end()) {
-          std::string known;
-          for (const SpecArg& x : s.args) known += (known.empty() ? "" : ", ") + x.name;
-          r.fail(ak, "'" + name + "' is not one of the spec's args (" + known + ")");
+      if (o.contains("swap")) {
+        const ojson& sw = o["swap"];
+        if (!sw.is_array() || sw.empty()) r.fail(at + ".swap", "expected pairs of buffer arguments: [[\"a\", \"b\"], ...]");
+        for (size_t k = 0; k < sw.size(); ++k) {
+          const std::string sk = at + ".swap[" + std::to_string(k) + "]";
+          if (!sw[k].is_array() || sw[k].size() != 2) r.fail(sk, "expected a pair of buffer arguments [\"a\", \"b\"]");
+          const int x = r.arg_index(s, r.str(sw[k][0], sk + "[0]"), sk + "[0]");
+          const int y = r.arg_index(s, r.str(sw[k][1], sk + "[1]"), sk + "[1]");
+          const SpecArg &a = s.args[size_t(x)], &b = s.args[size_t(y)];
+          if (x == y) r.fail(sk, "'" + a.name + "' twice");
+          for (const SpecArg* e : {&a, &b}) {
+            if (!e->buffer) r.fail(sk, "'" + e->name + "' is a scalar: only buffers are swapped");
+            if (e->intent == SpecArg::in)
+              r.fail(sk, "'" + e->name + "' is an input the check keeps unchanged, but a swapped buffer is written by the "
+                         "loop: make it inout, out or temp");
+          }
+          if (a.problem_dtype != b.problem_dtype || (!a.problem_dtype && a.type != b.type))
+            r.fail(sk, "'" + a.name + "' and '" + b.name + "' hold different element types");
+          for (const auto& [p, q] : n.swaps)
+            if (p == x || q == x || p == y || q == y) r.fail(sk, "an argument in two pairs");
+          n.swaps.emplace_back(x, y);
         }
-        st.args.push_back(int(it - s.args.begin()));
       }
+      std::vector<Expr> in = within;
+      in.push_back(n.repeat);
+      if (group) {
+        n.body = read(o["steps"], at + ".steps", inner, in);
+      } else {
+        SpecNode leaf;
+        leaf.step = int(steps.size());
+        SpecStep st = read_step(r, s, o, at, kernel, inner);
+        st.within = in;
+        steps.push_back(std::move(st));
+        n.body.push_back(std::move(leaf));
+      }
+      nodes.push_back(std::move(n));
     }
-    steps.push_back(std::move(st));
-  }
+    return nodes;
+  };
+  std::vector<SpecNode> nodes = read(v, path, {}, {});
+  order->clear();
+  if (loops) *order = std::move(nodes); // else each step once, in order
   return steps;
 }
 
@@ -394,6 +547,7 @@ void read_scalar(const Reader& r, const KernelSpec& s, const ojson& o, const std
     a.value = r.expr(o["value"], at + ".value", s.names);
     for (size_t n : a.value.reads()) {
       if (n < s.params.size()) a.follows_config = true; // computed for each config's plan
+      else if (n >= s.first_loop_name()) a.follows_loop = true; // and for each launch in the loop
       else if (n >= s.params.size() + s.dims.size() + 2)
         r.fail(at + ".value", "'" + a.value.text() + "' reads " + s.names[n] +
                                   ", a device value: a scalar follows the parameters, the dimensions, align and dtype_bytes");
@@ -449,7 +603,7 @@ void read_symbols(const Reader& r, KernelSpec& s, const ojson& v) {
       if (!o.contains("count")) r.fail(at + ".count", "missing");
       y.count = r.expr(o["count"], at + ".count", s.names);
       for (size_t n : y.count.reads())
-        if (n < s.params.size()) r.fail(at + ".count", "'" + y.count.text() + "' reads parameter " + s.names[n]);
+        if (n < s.params.size() || n >= s.first_loop_name()) r.fail(at + ".count", "'" + y.count.text() + "' reads " + s.names[n]);
       y.fill = read_fill(r, o["fill"], at + ".fill", false, s.dims);
       if (!y.fill.pattern.empty()) r.fail(at + ".fill", "a symbol's file is one for every problem: no placeholders");
     }
@@ -480,7 +634,9 @@ Config read_config(const Reader& r, const KernelSpec& s, const ojson& v, const s
 
 // The sources' text, each behind a #line naming its file, and every header they include by a
 // quoted name that resolves (their own dir, then include_dirs), for the version hash.
-void read_sources(const Reader& r, KernelSpec& s, const ojson& v, std::string* hashed, const std::vector<std::string>& incs) {
+// Returns the sources' folders.
+std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojson& v, std::string* hashed,
+                                      const std::vector<std::string>& incs) {
   std::vector<std::string> files;
   if (v.is_string()) files.push_back(r.file(v.get<std::string>(), "sources", "source"));
   else if (v.is_array() && !v.empty())
@@ -496,6 +652,8 @@ void read_sources(const Reader& r, KernelSpec& s, const ojson& v, std::string* h
     queue.push_back(f);
   }
   s.source_name = fs::path(files.front()).filename().string();
+  std::vector<std::string> folders;
+  for (const auto& f : files) folders.push_back(fs::absolute(fs::path(f)).parent_path().lexically_normal().string());
   while (!queue.empty()) {
     const std::string f = queue.back();
     queue.pop_back();
@@ -521,6 +679,7 @@ void read_sources(const Reader& r, KernelSpec& s, const ojson& v, std::string* h
       }
     }
   }
+  return folders;
 }
 
 }  // namespace
@@ -584,6 +743,7 @@ void read_compile(const Reader& r, const ojson& j, KernelSpec& s, std::string* h
   s.dims_as_defines = choice("dims_as", "defines", "args", false);
 
   std::vector<std::string> incs;
+  const size_t first_include = s.options.size();
   if (j.contains("include_dirs")) {
     const ojson& v = j["include_dirs"];
     if (!v.is_array()) r.fail("include_dirs", "expected an array of directories");
@@ -598,7 +758,13 @@ void read_compile(const Reader& r, const ojson& j, KernelSpec& s, std::string* h
     }
   }
   if (!j.contains("sources")) r.fail("sources", "missing (the .cu file(s), relative to the spec)");
-  read_sources(r, s, j["sources"], hashed, incs);
+  const std::vector<std::string> source_dirs = read_sources(r, s, j["sources"], hashed, incs);
+  // A quoted #include is looked for beside the file that includes it first, as nvcc does; NVRTC
+  // compiles the sources as one text that has no folder, so theirs lead the include path.
+  std::vector<std::string> lead;
+  for (const auto& d : source_dirs)
+    if (std::find(lead.begin(), lead.end(), "--include-path=" + d) == lead.end()) lead.push_back("--include-path=" + d);
+  s.options.insert(s.options.begin() + std::ptrdiff_t(first_include), lead.begin(), lead.end());
   if (j.contains("options")) {
     const ojson& v = j["options"];
     if (!v.is_array()) r.fail("options", "expected an array of NVRTC options");
@@ -614,6 +780,7 @@ void read_compile(const Reader& r, const ojson& j, KernelSpec& s, std::string* h
     for (const auto& [k, v] : j["defines"].items()) {
       if (!identifier(k)) r.fail("defines." + k, "not a C identifier");
       s.defines.emplace_back(k, r.expr(v, "defines." + k, s.names));
+      refuse_loop_reads(r, s, s.defines.back().second, "defines." + k);
     }
   }
 }
@@ -623,8 +790,10 @@ void read_constraints(const Reader& r, const ojson& j, KernelSpec& s) {
     if (!j.contains(field)) continue;
     const ojson& v = j[field];
     if (!v.is_array()) r.fail(field, "expected an array of expressions");
-    for (size_t i = 0; i < v.size(); ++i)
+    for (size_t i = 0; i < v.size(); ++i) {
       s.constraints.push_back(r.expr(v[i], std::string(field) + "[" + std::to_string(i) + "]", s.names));
+      refuse_loop_reads(r, s, s.constraints.back(), std::string(field) + "[" + std::to_string(i) + "]");
+    }
   }
   if (j.contains("max_threads")) {
     const double m = r.number(j["max_threads"], "max_threads");
@@ -639,15 +808,16 @@ void read_constraints(const Reader& r, const ojson& j, KernelSpec& s) {
 // source with its own launch, or a config of the kernel itself; its config is `config`, else the
 // spec's default, else each parameter's first value.
 void read_kernel_run(const Reader& r, const KernelSpec& s, const ojson& o, const std::string& path, const std::string& kernel,
-                     std::vector<SpecStep>& steps, Config& config) {
+                     std::vector<SpecStep>& steps, std::vector<SpecNode>& order, Config& config) {
   r.known_fields(o, path, {"kernel", "launch", "config"});
   if (o.contains("kernel") || o.contains("launch")) {
     if (!o.contains("launch")) r.fail(path + ".launch", "missing (grid and block of the kernel)");
     const std::string k = o.contains("kernel") ? r.str(o["kernel"], path + ".kernel") : kernel;
-    steps = read_steps(r, s, o["launch"], path + ".launch", k);
+    steps = read_steps(r, s, o["launch"], path + ".launch", k, &order);
   } else {
     if (!o.contains("config")) r.fail(path, "give a kernel and its launch, or a config of the kernel itself");
     steps = s.steps; // a named config of the kernel itself
+    order = s.order;
   }
   if (o.contains("config")) config = read_config(r, s, o["config"], path + ".config");
   else if (!s.default_config.items().empty()) config = s.default_config;
@@ -687,7 +857,8 @@ void read_check(const Reader& r, const ojson& j, KernelSpec& s, const std::strin
     s.no_check_reason = r.str(c["none"], "check.none");
     if (s.no_check_reason.empty()) r.fail("check.none", "say why the kernel is not checked");
   } else {
-    if (c.contains("reference")) read_kernel_run(r, s, c["reference"], "check.reference", kernel, s.reference_steps, s.reference_config);
+    if (c.contains("reference"))
+      read_kernel_run(r, s, c["reference"], "check.reference", kernel, s.reference_steps, s.reference_order, s.reference_config);
     else read_answers(r, s, c["answer"]);
     for (const char* t : {"atol", "rtol"}) {
       if (!c.contains(t)) continue;
@@ -743,6 +914,7 @@ void check_params_used(const Reader& r, const KernelSpec& s) {
         if (st.kernel.find("{" + s.params[i].name + "}") != std::string::npos) used[i] = true;
       for (int d = 0; d < 3; ++d) read(st.grid[d]), read(st.block[d]), read(st.cluster[d]);
       read(st.smem);
+      for (const Expr& e : st.within) read(e); // its loops' rounds ("VER == 2": a version's step)
     }
   for (const Expr& e : s.constraints) read(e);
   for (const auto& [name, e] : s.defines) read(e);
@@ -773,6 +945,7 @@ KernelSpec parse_kernel_spec(const std::string& json, const std::string& origin,
   s.path = origin, s.dir = base_dir;
   read_identity(r, j, s);
   read_params(r, j, s);
+  read_loop_names(r, j, s);
   std::string hashed = json; // the version hashes the spec's text and every source it compiles
   read_compile(r, j, s, &hashed);
   read_constraints(r, j, s);
@@ -782,16 +955,17 @@ KernelSpec parse_kernel_spec(const std::string& json, const std::string& origin,
   if (std::none_of(s.args.begin(), s.args.end(), [](const SpecArg& a) { return a.checked(); }))
     r.fail("args", "no argument is an output (intent out or inout): nothing to check or to time against");
   if (!j.contains("launch")) r.fail("launch", "missing (grid and block, as expressions)");
-  s.steps = read_steps(r, s, j["launch"], "launch", kernel);
+  s.steps = read_steps(r, s, j["launch"], "launch", kernel, &s.order);
   if (j.contains("symbols")) read_symbols(r, s, j["symbols"]);
   if (j.contains("default")) s.default_config = read_config(r, s, j["default"], "default");
   read_check(r, j, s, kernel);
   if (j.contains("baseline")) {
     s.has_baseline = true;
-    read_kernel_run(r, s, j["baseline"], "baseline", kernel, s.baseline_steps, s.baseline_config);
+    read_kernel_run(r, s, j["baseline"], "baseline", kernel, s.baseline_steps, s.baseline_order, s.baseline_config);
   }
   read_counts(r, j, s);
   check_args_taken(r, s);
+  check_loop_scalars(r, s);
   check_params_used(r, s);
   s.version = fnv1a_hex(hashed).substr(0, 8);
   s.op = s.name + "@" + s.version;

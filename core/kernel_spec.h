@@ -45,6 +45,8 @@ struct SpecFill {
 std::vector<unsigned char> spec_fill_bytes(const SpecFill& fill, ElemType t, size_t count, uint64_t seed);
 
 struct KernelSpec;
+// How many names kSpecBuiltins holds (below).
+constexpr size_t kSpecBuiltinCount = 7;
 // fill as it stands at problem p: a per-problem file (SpecFill::pattern) read, with its
 // placeholders filled from p; any other fill as it is. Throws UsageError naming the file.
 SpecFill fill_at(const KernelSpec& s, const SpecFill& fill, const Problem& p);
@@ -76,6 +78,9 @@ struct SpecArg {
   // A temporary's count or a computed scalar's value reads a parameter (one partial sum a block,
   // and their count): known only with a config, at KernelSpec::plan.
   bool follows_config = false;
+  // A computed scalar's value reads a loop's counter (KernelSpec::loop_names): set for each
+  // launch of a step in that loop (LaunchStep::set_args).
+  bool follows_loop = false;
 
   ElemType elem(const Problem& p) const { return problem_dtype ? elem_type_of(p.dtype) : type; }
   bool checked() const { return buffer && (intent == out || intent == inout); }
@@ -101,6 +106,23 @@ struct SpecStep {
   Expr cluster[3]; // LaunchStep::cluster; empty: none
   bool persistent = false;         // LaunchStep::persistent: grid x capped at the blocks resident at once
   bool cooperative = false;        // LaunchStep::cooperative: grid.sync() kernels
+  // The loops the step is in, outermost first: their round counts, and their counters' places in
+  // KernelSpec::names (-1: a loop without one). A step in a loop of no rounds is not launched
+  // (KernelSpec::skipped).
+  std::vector<Expr> within;
+  std::vector<int> loop_counters;
+};
+
+// The order a launch's steps run in, with their loops (docs/KERNEL_SPEC.md, "Loops"): a node is
+// one step (its index into the launch's steps) or a loop of nodes, run `repeat` rounds with its
+// counter (`index`, a place in KernelSpec::names) at 0, 1, ..., exchanging the buffers of each
+// `swaps` pair of arguments after every round.
+struct SpecNode {
+  int step = -1; // a step; -1: a loop
+  Expr repeat;
+  int index = -1;
+  std::vector<std::pair<int, int>> swaps; // indices into KernelSpec::args
+  std::vector<SpecNode> body;
 };
 
 struct KernelSpec {
@@ -120,6 +142,12 @@ struct KernelSpec {
   std::vector<Expr> constraints;
   int max_threads = 0; // Kernel Tuner's max_threads: block x * y * z at most this (0: the device's limit only)
   std::vector<SpecStep> steps;
+  // The order of steps, reference_steps and baseline_steps with their loops; empty: each step once,
+  // in order.
+  std::vector<SpecNode> order, reference_order, baseline_order;
+  // The loops' counters, readable by the expressions of steps in their loops and by computed
+  // scalars those steps pass; they follow kSpecBuiltins in names.
+  std::vector<std::string> loop_names;
   std::vector<SpecArg> args;
   std::vector<SpecSymbol> symbols;
   // The check: reference steps run once per problem with reference_config's defines; or the
@@ -138,8 +166,9 @@ struct KernelSpec {
   Expr flops, bytes;
   Config default_config; // empty: the first valid config
   // Names every expression may read, in this order: params, dims, then the device and problem
-  // values kSpecBuiltins lists.
+  // values kSpecBuiltins lists, then loop_names.
   std::vector<std::string> names;
+  size_t first_loop_name() const { return params.size() + dims.size() + kSpecBuiltinCount; }
 
   // names' values for config c (unset parameters 0) of problem p on device d.
   std::vector<double> values(const Config& c, const Problem& p, const DeviceInfo& d) const;
@@ -165,10 +194,17 @@ struct KernelSpec {
   static bool arity_fits(bool named, size_t declared, size_t passed) {
     return named ? declared == passed : declared <= passed;
   }
-  // The launch plan of `steps` (the family's, or the reference's) for c at p: each step's grid,
-  // block and arguments, every temporary's place in the workspace (256-byte aligned) and every
-  // computed scalar's value (LaunchPlan::spec_args); throws UsageError naming the field for a
-  // grid or block of 0 or past the device's limits.
+  // Whether config c at p never launches step st: a loop it is in has no rounds (told where the
+  // rounds read no loop counter: "VER == 2", "T - 1"; an inner loop of "i" rounds runs at some i).
+  // Such a step's launch limits do not bind c, and its kernel is not compiled for c.
+  bool skipped(const SpecStep& st, const Config& c, const Problem& p) const;
+  // The launch plan of `steps` (the family's, the reference's or the baseline's) for c at p, in
+  // their order with every loop unrolled: each launch's grid, block and arguments (a loop's
+  // counter in the scalars that read it, swapped buffers; a copy that puts a swapped buffer back
+  // after an odd number of rounds), every temporary's place in the workspace (256-byte aligned)
+  // and every computed scalar's value (LaunchPlan::spec_args); throws UsageError naming the field
+  // for a grid or block of 0 or past the device's limits, or a loop's rounds that are no whole
+  // number from 0 up.
   std::vector<std::string> kernel_names(const std::vector<SpecStep>& steps, const Config& c, const Problem& p) const;
   std::vector<std::string> compile_options(const Config& c, const Problem& p) const;
   LaunchPlan plan(const std::vector<SpecStep>& steps, const Config& c, const Problem& p) const;
@@ -176,6 +212,10 @@ struct KernelSpec {
  private:
   // The values argument a's expressions read at p: with c where it follows the config.
   std::vector<double> arg_values(const SpecArg& a, const Config& c, const Problem& p) const;
+  // Scalar argument i's value from the names' values v; context for its error.
+  double scalar_from(size_t arg, const std::vector<double>& v, const std::string& context) const;
+  // The order that runs `steps` (one of steps, reference_steps and baseline_steps).
+  const std::vector<SpecNode>& order_of(const std::vector<SpecStep>& steps) const;
 };
 
 // Where the arguments step st passes disagree with the parameters its compiled kernel (`lowered`,
@@ -191,8 +231,10 @@ std::string signature_mismatch(const KernelSpec& s, const SpecStep& st, const st
 // UsageError "<origin>: <field path>: <what>". Registers nothing (load_kernel_spec does).
 KernelSpec parse_kernel_spec(const std::string& json, const std::string& origin, const std::string& base_dir);
 
-// The builtins every spec expression may read besides its parameters and dimensions.
+// The builtins every spec expression may read besides its parameters and dimensions: the
+// problem's align and dtype_bytes, then the device's values.
 extern const std::vector<std::string> kSpecBuiltins;
+
 
 // The spec of a registered op (OpInfo::spec); throws Error when op has none.
 const KernelSpec& spec_of(const std::string& op);

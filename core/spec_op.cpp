@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <mutex>
 #include <thread>
@@ -158,6 +159,7 @@ std::vector<double> KernelSpec::values(const Config& c, const Problem& p, const 
   v.push_back(d.sm_count);
   v.push_back(d.max_regs_per_block);
   v.push_back(d.arch.empty() ? 0 : d.arch_number());
+  v.resize(names.size(), 0.0); // the loops' counters: 0 outside a launch of their steps
   return v;
 }
 
@@ -197,7 +199,11 @@ int64_t KernelSpec::symbol_count(size_t i, const Problem& p) const {
 double KernelSpec::scalar_value(size_t arg, const Problem& p, const Config& c) const {
   const SpecArg& a = args.at(arg);
   if (a.value.empty()) return p.scalar(a.name);
-  const std::vector<double> v = arg_values(a, c, p);
+  return scalar_from(arg, arg_values(a, c, p), (a.follows_config ? " (config " + c.to_json() + ", " : " (") + p.key() + ")");
+}
+
+double KernelSpec::scalar_from(size_t arg, const std::vector<double>& v, const std::string& context) const {
+  const SpecArg& a = args.at(arg);
   if (is_float(a.scalar_type)) return a.value.eval(v);
   // An integer scalar is a whole number its type holds: a count that came out 4369.07 is a
   // spec's mistake (the last partial left out), not something to round.
@@ -206,9 +212,15 @@ double KernelSpec::scalar_value(size_t arg, const Problem& p, const Config& c) c
                            a.scalar_type == ElemType::u32 || a.scalar_type == ElemType::u64;
   const double lo = is_unsigned ? 0.0 : -std::ldexp(1.0, bits - 1);
   const double hi = std::min(std::ldexp(1.0, is_unsigned ? bits : bits - 1) - 1, 9.0e15); // 2^53: exact in a double
-  return double(a.value.eval_integer(v, lo, hi,
-                                     std::string("for ") + to_string(a.scalar_type) + " " + a.name +
-                                         (a.follows_config ? " (config " + c.to_json() + ", " : " (") + p.key() + ")"));
+  return double(a.value.eval_integer(v, lo, hi, std::string("for ") + to_string(a.scalar_type) + " " + a.name + context));
+}
+
+const std::vector<SpecNode>& KernelSpec::order_of(const std::vector<SpecStep>& st) const {
+  if (&st == &steps) return order;
+  if (&st == &reference_steps) return reference_order;
+  if (&st == &baseline_steps) return baseline_order;
+  static const std::vector<SpecNode> none; // steps of no spec list: each once, in order
+  return none;
 }
 
 namespace {
@@ -340,9 +352,25 @@ std::string signature_mismatch(const KernelSpec& s, const SpecStep& st, const st
   return "";
 }
 
+bool KernelSpec::skipped(const SpecStep& st, const Config& c, const Problem& p) const {
+  if (st.within.empty()) return false;
+  const std::vector<double> v = values(c, p, no_device());
+  for (const Expr& e : st.within) {
+    const auto r = e.reads();
+    if (std::none_of(r.begin(), r.end(), [&](size_t i) { return i >= first_loop_name(); }) && e.eval(v) <= 0) return true;
+  }
+  return false;
+}
+
 std::vector<std::string> KernelSpec::kernel_names(const std::vector<SpecStep>& st, const Config& c, const Problem& p) const {
+  // A step the config never launches (a kernel version of another config) is not compiled: it
+  // takes the name of one that is launched, so that the kernels keep their places (a template a
+  // config cannot instantiate would otherwise fail every config that skips it).
+  size_t stand_in = 0;
+  while (stand_in < st.size() && skipped(st[stand_in], c, p)) ++stand_in;
   std::vector<std::string> out;
-  for (const auto& s : st) {
+  for (size_t j = 0; j < st.size(); ++j) {
+    const SpecStep& s = st[stand_in < st.size() && skipped(st[j], c, p) ? stand_in : j];
     std::string n;
     for (size_t i = 0; i < s.kernel.size();) {
       if (s.kernel[i] != '{') {
@@ -396,24 +424,8 @@ std::vector<std::string> KernelSpec::compile_options(const Config& c, const Prob
 }
 
 LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, const Problem& p) const {
-  const std::vector<double> v = values(c, p, no_device());
+  std::vector<double> v = values(c, p, no_device());
   LaunchPlan plan;
-  for (size_t i = 0; i < st.size(); ++i) {
-    LaunchStep s;
-    s.kernel = int(i);
-    const std::string at = " (config " + c.to_json() + ", " + p.key() + ")";
-    for (int d = 0; d < 3; ++d) {
-      s.grid[d] = unsigned(st[i].grid[d].eval_integer(v, 1, d == 0 ? 2147483647.0 : 65535.0, "grid" + at));
-      s.block[d] = unsigned(st[i].block[d].eval_integer(v, 1, 1024, "threads" + at));
-    }
-    if (!st[i].cluster[0].empty())
-      for (int d = 0; d < 3; ++d) s.cluster[d] = unsigned(st[i].cluster[d].eval_integer(v, 1, 8, "cluster blocks" + at));
-    s.dynamic_smem = unsigned(st[i].smem.eval_integer(v, 0, 4.0e9, "bytes of dynamic shared memory" + at));
-    s.persistent = st[i].persistent;
-    s.cooperative = st[i].cooperative;
-    s.args = st[i].args;
-    plan.steps.push_back(s);
-  }
   // The temporaries one after another in the workspace, 256-byte aligned; the computed scalars.
   plan.spec_args.resize(args.size());
   for (size_t i = 0; i < args.size(); ++i) {
@@ -427,6 +439,88 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
       x.value = scalar_value(i, p, c);
     }
   }
+  // Which argument's buffer each buffer argument passes now: its own, or (swapped after a round
+  // of a loop) its partner's.
+  std::vector<int> holds(args.size());
+  for (size_t i = 0; i < holds.size(); ++i) holds[i] = int(i);
+  const std::string at = " (config " + c.to_json() + ", " + p.key() + ")";
+  auto counters = [&] { // the loops' counters now, for a message
+    std::string t;
+    for (size_t k = first_loop_name(); k < names.size(); ++k)
+      if (v[k] != 0) t += (t.empty() ? ", " : " ") + names[k] + " " + number_text(v[k]);
+    return t;
+  };
+  // Unrolled, a plan holds every launch; a spec whose loops come to more is a mistake (or a
+  // problem too large for a plan of launches: a kernel that loops itself).
+  constexpr size_t kMaxLaunches = 1 << 20;
+  auto launch = [&](size_t i) {
+    const SpecStep& t = st[i];
+    LaunchStep s;
+    s.kernel = int(i);
+    const std::string where = " (config " + c.to_json() + ", " + p.key() + counters() + ")";
+    for (int d = 0; d < 3; ++d) {
+      s.grid[d] = unsigned(t.grid[d].eval_integer(v, 1, d == 0 ? 2147483647.0 : 65535.0, "grid" + where));
+      s.block[d] = unsigned(t.block[d].eval_integer(v, 1, 1024, "threads" + where));
+    }
+    if (!t.cluster[0].empty())
+      for (int d = 0; d < 3; ++d) s.cluster[d] = unsigned(t.cluster[d].eval_integer(v, 1, 8, "cluster blocks" + where));
+    s.dynamic_smem = unsigned(t.smem.eval_integer(v, 0, 4.0e9, "bytes of dynamic shared memory" + where));
+    s.persistent = t.persistent;
+    s.cooperative = t.cooperative;
+    s.args = t.args;
+    for (int k : step_args(t.args)) {
+      const SpecArg& a = args[size_t(k)];
+      if (a.follows_loop) {
+        s.set_args.push_back(k);
+        s.set_values.push_back(scalar_from(size_t(k), v, where));
+      }
+      if (holds[size_t(k)] != k) {
+        s.alias_args.push_back(k);
+        s.alias_of.push_back(holds[size_t(k)]);
+      }
+    }
+    if (plan.steps.size() >= kMaxLaunches)
+      throw UsageError(path + ": the launch unrolls to more than " + std::to_string(kMaxLaunches) + " launches" + at);
+    plan.steps.push_back(std::move(s));
+  };
+  std::function<void(const std::vector<SpecNode>&)> run = [&](const std::vector<SpecNode>& nodes) {
+    for (const SpecNode& n : nodes) {
+      if (n.step >= 0) {
+        launch(size_t(n.step));
+        continue;
+      }
+      const long long rounds = n.repeat.eval_integer(v, 0, double(kMaxLaunches), "rounds" + at + counters());
+      for (const auto& [x, y] : n.swaps)
+        if (count_of(size_t(x), p, c) != count_of(size_t(y), p, c))
+          throw UsageError(path + ": a loop swaps " + args[size_t(x)].name + " and " + args[size_t(y)].name + ", which hold " +
+                           std::to_string(count_of(size_t(x), p, c)) + " and " + std::to_string(count_of(size_t(y), p, c)) +
+                           " elements" + at);
+      for (long long k = 0; k < rounds; ++k) {
+        if (n.index >= 0) v[size_t(n.index)] = double(k);
+        run(n.body);
+        for (const auto& [x, y] : n.swaps) std::swap(holds[size_t(x)], holds[size_t(y)]);
+      }
+      if (n.index >= 0) v[size_t(n.index)] = 0;
+      // After an odd number of rounds the first of each pair holds its data in its partner's
+      // buffer: copied back into its own (the second's is left holding the same).
+      for (const auto& [x, y] : n.swaps) {
+        if (holds[size_t(x)] == x) continue;
+        LaunchStep s;
+        s.kernel = -1;
+        s.copy_from = holds[size_t(x)];
+        s.copy_to = x;
+        s.copy_bytes = (unsigned long long)count_of(size_t(x), p, c) * (unsigned long long)elem_bytes(args[size_t(x)].elem(p));
+        plan.steps.push_back(s);
+        holds[size_t(x)] = x;
+        holds[size_t(y)] = y;
+      }
+    }
+  };
+  const std::vector<SpecNode>& order = order_of(st);
+  if (order.empty())
+    for (size_t i = 0; i < st.size(); ++i) launch(i);
+  else
+    run(order);
   return plan;
 }
 
@@ -453,33 +547,42 @@ Family spec_family(const std::shared_ptr<const KernelSpec>& sp) {
   for (size_t i = 0; i < s.steps.size(); ++i) {
     const SpecStep& st = s.steps[i];
     const std::string step = s.steps.size() > 1 ? "launch[" + std::to_string(i) + "]" : "launch";
+    // What a limit of the step reads: its own expressions, and the rounds of the loops it is in.
+    auto reads = [&](std::vector<const Expr*> es) {
+      for (const Expr& e : st.within) es.push_back(&e);
+      return param_reads(s, es);
+    };
     f.restrict(step + ": threads a block (block x * y * z) within the device's limit" +
                    (s.max_threads ? " and max_threads " + std::to_string(s.max_threads) : std::string()),
-               param_reads(s, {&st.block[0], &st.block[1], &st.block[2]}),
+               reads({&st.block[0], &st.block[1], &st.block[2]}),
                [sp, i](const Config& c, const Problem& p, const DeviceInfo& d) {
                  const std::vector<double> v = sp->values(c, p, d);
                  const SpecStep& t = sp->steps[i];
+                 if (sp->skipped(t, c, p)) return true; // not launched: its limits do not bind
                  const double n = t.block[0].eval(v) * t.block[1].eval(v) * t.block[2].eval(v);
                  return n >= 1 && n <= d.max_threads_per_block && (!sp->max_threads || n <= sp->max_threads);
                });
-    f.restrict(step + ": dynamic shared memory within the device's opt-in limit", param_reads(s, {&st.smem}),
+    f.restrict(step + ": dynamic shared memory within the device's opt-in limit", reads({&st.smem}),
                [sp, i](const Config& c, const Problem& p, const DeviceInfo& d) {
-                 return sp->steps[i].smem.eval(sp->values(c, p, d)) <= d.max_smem_per_block_optin;
+                 const std::vector<double> v = sp->values(c, p, d);
+                 return sp->skipped(sp->steps[i], c, p) || sp->steps[i].smem.eval(v) <= d.max_smem_per_block_optin;
                });
     f.restrict(step + ": a grid of 1 to 2^31-1 blocks along x, 1 to 65535 along y and z",
-               param_reads(s, {&st.grid[0], &st.grid[1], &st.grid[2]}),
+               reads({&st.grid[0], &st.grid[1], &st.grid[2]}),
                [sp, i](const Config& c, const Problem& p, const DeviceInfo& d) {
                  const std::vector<double> v = sp->values(c, p, d);
                  const SpecStep& t = sp->steps[i];
+                 if (sp->skipped(t, c, p)) return true; // not launched: its limits do not bind
                  const double x = t.grid[0].eval(v), y = t.grid[1].eval(v), z = t.grid[2].eval(v);
                  return x >= 1 && x <= 2147483647.0 && y >= 1 && y <= 65535 && z >= 1 && z <= 65535;
                });
     if (st.cluster[0].empty()) continue;
     f.restrict(step + ": a cluster of at most 8 blocks that tiles the grid, on sm_90 or later",
-               param_reads(s, {&st.cluster[0], &st.cluster[1], &st.cluster[2], &st.grid[0], &st.grid[1], &st.grid[2]}),
+               reads({&st.cluster[0], &st.cluster[1], &st.cluster[2], &st.grid[0], &st.grid[1], &st.grid[2]}),
                [sp, i](const Config& c, const Problem& p, const DeviceInfo& d) {
                  const std::vector<double> v = sp->values(c, p, d);
                  const SpecStep& t = sp->steps[i];
+                 if (sp->skipped(t, c, p)) return true; // not launched: its limits do not bind
                  double blocks = 1;
                  for (int k = 0; k < 3; ++k) {
                    const double n = t.cluster[k].eval(v), g = t.grid[k].eval(v);

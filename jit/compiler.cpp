@@ -3,6 +3,7 @@
 #include <nvrtc.h>
 
 #include <chrono>
+#include <cstring>
 
 #include "ktune/error.h"
 #include "core/embedded.h"
@@ -174,6 +175,20 @@ std::shared_ptr<const CompiledKernel> Compiler::compile_uncached(const CompileRe
     throw CompileError("nvrtcCompileProgram failed (" + std::string(nvrtcGetErrorString(cr)) + "): " + req.context +
                            (names.empty() ? "" : names + " (one of them is not a kernel the source defines)"),
                        log);
+  }
+
+  // A macro the options set that the source defines again (warning #47, "incompatible
+  // redefinition of macro"): the source's #define wins from that line on, so a config's value
+  // (a tuning parameter, a problem dimension) would compile silently into the source's.
+  for (size_t at = 0; (at = log.find("incompatible redefinition of macro \"", at)) != std::string::npos;) {
+    at += std::strlen("incompatible redefinition of macro \"");
+    const std::string name = log.substr(at, log.find('"', at) - at);
+    for (const auto& o : req.options)
+      if (o.rfind("-D" + name + "=", 0) == 0 || o == "-D" + name)
+        throw CompileError("the source defines " + name + " again, which the compile sets (" + o +
+                               "): its own #define wins, so that value would be ignored; guard it with #ifndef " + name +
+                               ": " + req.context,
+                           log);
   }
 
   auto out = std::make_shared<CompiledKernel>();

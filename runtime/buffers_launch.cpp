@@ -158,6 +158,7 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
   const auto& spec = op_info(args.problem().op).spec;
   if (spec) {
     for (const LaunchStep& s : plan.steps) {
+      if (s.copy()) continue;
       const std::string& why = m.checked(size_t(s.kernel), [&] { return param_mismatch(m, s, *spec); });
       if (!why.empty()) throw UsageError(why);
     }
@@ -174,12 +175,33 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
   void* params[96];
   const size_t base = args.count();
   for (const LaunchStep& s : plan.steps) {
-    if (!s.args.empty()) { // a user's kernel's step that takes some of the spec's arguments, in its own order
-      if (s.args.size() > sizeof params / sizeof params[0])
-        throw Error(m.context() + ": " + std::to_string(s.args.size()) + " arguments in one step");
-      for (size_t i = 0; i < s.args.size(); ++i) {
-        if (s.args[i] < 0 || size_t(s.args[i]) >= base) throw Error(m.context() + ": a step takes an argument the spec does not have");
-        params[i] = args.params()[s.args[i]];
+    if (spec && s.copy()) { // a loop's swapped buffer put back in its own
+      auto at = [&](int i) {
+        if (i < 0 || size_t(i) >= base) throw Error(m.context() + ": a copy between arguments the spec does not have");
+        return *static_cast<const CUdeviceptr*>(args.params()[i]);
+      };
+      check_cu(driver().cuMemcpyDtoDAsync(at(s.copy_to), at(s.copy_from), size_t(s.copy_bytes), stream), "cuMemcpyDtoDAsync",
+               m.context() + ": putting " + spec->args[size_t(s.copy_to)].name + " back after its loop at " + args.problem().key());
+      continue;
+    }
+    if (spec && (!s.args.empty() || !s.set_args.empty() || !s.alias_args.empty())) {
+      // A user's kernel's step that takes some of the spec's arguments in its own order, or (in a
+      // loop) passes other values or buffers than the call's for some.
+      const size_t n = s.args.empty() ? base : s.args.size();
+      if (n > sizeof params / sizeof params[0]) throw Error(m.context() + ": " + std::to_string(n) + " arguments in one step");
+      unsigned long long own[sizeof params / sizeof params[0]];
+      for (size_t i = 0; i < n; ++i) {
+        const int k = s.args.empty() ? int(i) : s.args[i];
+        if (k < 0 || size_t(k) >= base) throw Error(m.context() + ": a step takes an argument the spec does not have");
+        params[i] = args.params()[k];
+        for (size_t j = 0; j < s.alias_args.size(); ++j)
+          if (s.alias_args[j] == k) params[i] = args.params()[s.alias_of.at(j)];
+        for (size_t j = 0; j < s.set_args.size(); ++j)
+          if (s.set_args[j] == k) {
+            own[i] = 0;
+            store_elem(reinterpret_cast<unsigned char*>(&own[i]), 0, spec->args[size_t(k)].scalar_type, s.set_values.at(j));
+            params[i] = &own[i];
+          }
       }
       m.launch(s, stream, params);
       continue;

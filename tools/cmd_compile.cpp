@@ -1,5 +1,6 @@
 // ktune compile: one config through NVRTC, its kernels, and (with --device) registers, spills and
 // the occupancy of the launch the config makes.
+#include <algorithm>
 #include <CLI/CLI.hpp>
 #include <climits>
 #include <cstdio>
@@ -33,26 +34,38 @@ int cmd_compile(CompileArgs& a) {
   const Family f = find_family(a.problem.family);
   const Problem p = parse_problem(a.problem, f.op());
   const Config c = f.canonical(Config::from_json(a.config));
-  f.launch_plan(c, p); // a grid, size or scalar that is no whole number here: the launch's error, now
-  Compiler compiler(1);
+  // A config not valid here says which limits it breaks (a grid of 0 blocks among them) before its
+  // launch is planned; a valid one whose grid, size or scalar is no whole number: the launch's error, now.
   const CompileRequest req = compile_request(f, c, p, a.problem.arch); // an arch-specific family adds the "a"
+  f.launch_plan(c, p);
+  Compiler compiler(1);
   const auto k = compiler.compile(req);
   std::printf("compiled %s for %s in %.2f s: %zu-byte cubin\n", c.short_string().c_str(), req.arch.c_str(),
               k->compile_seconds, k->cubin.size());
-  for (const auto& n : k->lowered_names) std::printf("  kernel %s\n", n.c_str());
+  // Each kernel once, with how many launch steps run it (a spec may unroll one kernel over many).
+  for (size_t i = 0; i < k->lowered_names.size(); ++i) {
+    const auto& n = k->lowered_names[i];
+    if (std::find(k->lowered_names.begin(), k->lowered_names.begin() + std::ptrdiff_t(i), n) != k->lowered_names.begin() + std::ptrdiff_t(i))
+      continue;
+    const auto times = std::count(k->lowered_names.begin(), k->lowered_names.end(), n);
+    if (times > 1) std::printf("  kernel %s (%td steps)\n", n.c_str(), times);
+    else std::printf("  kernel %s\n", n.c_str());
+  }
   if (!k->log.empty()) std::printf("NVRTC log:\n%s\n", k->log.c_str());
   // A user kernel's reference and baseline compile too: a name the source lacks, or a define its
   // config misses, fails here rather than on the GPU at the first check. Each step's arguments
   // are checked against what its kernel's (mangled) name declares.
   if (const auto& spec = op_info(f.op()).spec) {
     std::string wrong;
-    auto check = [&](const std::vector<SpecStep>& steps, const std::vector<std::string>& lowered, const std::string& what) {
+    auto check = [&](const std::vector<SpecStep>& steps, const Config& config, const std::vector<std::string>& lowered,
+                     const std::string& what) {
       for (size_t i = 0; i < steps.size() && i < lowered.size(); ++i) {
+        if (spec->skipped(steps[i], config, p)) continue; // not launched: another step's kernel stands in
         const std::string w = signature_mismatch(*spec, steps[i], lowered[i], p, what + " step " + std::to_string(i + 1));
         if (!w.empty() && wrong.empty()) wrong = w;
       }
     };
-    check(spec->steps, k->lowered_names, "launch");
+    check(spec->steps, c, k->lowered_names, "launch");
     const struct {
       const char* what;
       const std::vector<SpecStep>& steps;
@@ -65,8 +78,11 @@ int cmd_compile(CompileArgs& a) {
       spec->plan(side.steps, side.config, p);
       const auto compiled = compiler.compile(*side_req);
       std::printf("compiled its %s: %zu-byte cubin\n", side.what, compiled->cubin.size());
-      for (const auto& n : compiled->lowered_names) std::printf("  kernel %s\n", n.c_str());
-      check(side.steps, compiled->lowered_names, std::string("the ") + side.what + "'s");
+      for (size_t i = 0; i < compiled->lowered_names.size(); ++i)
+        if (std::find(compiled->lowered_names.begin(), compiled->lowered_names.begin() + std::ptrdiff_t(i),
+                      compiled->lowered_names[i]) == compiled->lowered_names.begin() + std::ptrdiff_t(i))
+          std::printf("  kernel %s\n", compiled->lowered_names[i].c_str());
+      check(side.steps, side.config, compiled->lowered_names, std::string("the ") + side.what + "'s");
     }
     if (!wrong.empty()) throw UsageError(wrong);
   }
@@ -86,7 +102,14 @@ int cmd_compile(CompileArgs& a) {
     // Occupancy at the launch the plan makes for this problem: a grid beyond what the device
     // holds at once runs in waves (with clusters, often sooner than blocks per SM suggest).
     if (f.valid(c, p, device_by_ordinal(a.device))) {
+      std::vector<std::string> seen; // a loop's launches of one shape, reported once
       for (const auto& s : f.launch_plan(c, p).steps) {
+        if (s.copy()) continue;
+        char key[128];
+        std::snprintf(key, sizeof key, "%d %u %u %u %u %u %u %u", s.kernel, s.grid[0], s.grid[1], s.grid[2], s.block[0], s.block[1],
+                      s.block[2], s.dynamic_smem);
+        if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+        seen.push_back(key);
         const Occupancy o = m.occupancy(size_t(s.kernel), s.grid, s.block, s.dynamic_smem);
         const unsigned blocks = s.grid[0] * s.grid[1] * s.grid[2];
         std::printf("  launch of kernel %d at %s: grid %ux%ux%u (%u blocks) of %u threads, %u B dynamic smem: %d blocks per SM",

@@ -1,4 +1,5 @@
 // ktune space: count or summarise a family's valid configs for a problem (no GPU needed).
+#include <algorithm>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -118,10 +119,21 @@ int cmd_space(SpaceArgs& a) {
   std::printf("\nsample of %zu (seed %llu)\n", sample.size(), static_cast<unsigned long long>(a.seed));
   for (const auto& c : sample) {
     const LaunchPlan plan = f.launch_plan(c, p);
-    std::string steps; // each step's threads and dynamic shared memory (static shared memory: ktune compile --device)
-    for (const LaunchStep& st : plan.steps)
-      steps += (steps.empty() ? "" : "; ") + std::to_string(st.block[0] * st.block[1] * st.block[2]) + " threads, " +
-               std::to_string(st.dynamic_smem) + " B dynamic smem";
+    // Each step's kernel, threads and dynamic shared memory (static shared memory: ktune compile
+    // --device); the launches of a user kernel's loops counted, each kind once in the order first
+    // launched.
+    std::vector<std::pair<std::string, int>> runs;
+    for (const LaunchStep& st : plan.steps) {
+      const std::string one = st.copy() ? "a copy of " + std::to_string(st.copy_bytes) + " B"
+                                        : (plan.steps.size() > 1 ? "kernel " + std::to_string(st.kernel) + ": " : std::string()) +
+                                              std::to_string(st.block[0] * st.block[1] * st.block[2]) + " threads, " +
+                                              std::to_string(st.dynamic_smem) + " B dynamic smem";
+      auto it = std::find_if(runs.begin(), runs.end(), [&](const auto& r) { return r.first == one; });
+      if (it != runs.end()) ++it->second;
+      else runs.emplace_back(one, 1);
+    }
+    std::string steps;
+    for (const auto& [one, n] : runs) steps += (steps.empty() ? "" : "; ") + one + (n > 1 ? " (x" + std::to_string(n) + ")" : "");
     std::printf("  %s  %s%s\n", c.to_json().c_str(), plan.steps.size() > 1 ? "steps: " : "", steps.c_str());
   }
   return 0;

@@ -131,7 +131,11 @@ const auto kStepFields = std::make_tuple(
     field("smem", &LaunchStep::dynamic_smem), field("overlap_previous", &LaunchStep::overlap_previous),
     field("balance_clusters", &LaunchStep::balance_clusters), field("cluster", &LaunchStep::cluster),
     field("persistent", &LaunchStep::persistent), field("cooperative", &LaunchStep::cooperative),
-    field("swap_ab", &LaunchStep::swap_ab), field("tma_maps", &LaunchStep::tma_maps), field("args", &LaunchStep::args));
+    field("swap_ab", &LaunchStep::swap_ab), field("tma_maps", &LaunchStep::tma_maps), field("args", &LaunchStep::args),
+    field("set_args", &LaunchStep::set_args), field("set_values", &LaunchStep::set_values),
+    field("alias_args", &LaunchStep::alias_args), field("alias_of", &LaunchStep::alias_of),
+    field("copy_from", &LaunchStep::copy_from), field("copy_to", &LaunchStep::copy_to),
+    field("copy_bytes", &LaunchStep::copy_bytes));
 
 const auto kSpecArgFields =
     std::make_tuple(field("offset", &LaunchPlan::SpecArgValue::offset), field("bytes", &LaunchPlan::SpecArgValue::bytes),

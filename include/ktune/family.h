@@ -64,6 +64,17 @@ struct LaunchStep {
   // A user's kernel (an op with a KernelSpec): the spec arguments this step's kernel takes, in its
   // order (indices into KernelSpec::args); empty: every one, in the spec's order.
   std::vector<int> args;
+  // A user's kernel in a loop: scalar arguments this launch passes other values of (a computed
+  // scalar that reads the loop's counter), and buffer arguments that pass another argument's
+  // buffer (swapped after a round); indices into KernelSpec::args.
+  std::vector<int> set_args;
+  std::vector<double> set_values;
+  std::vector<int> alias_args, alias_of;
+  // A user's kernel: not a kernel but a device-to-device copy of copy_bytes from argument
+  // copy_from's buffer to copy_to's (a loop's swapped buffer put back in its own); kernel is -1.
+  int copy_from = -1, copy_to = -1;
+  unsigned long long copy_bytes = 0;
+  bool copy() const { return kernel < 0; }
   // TMA (sm_90): the tensor maps the step's kernel takes, one per operand it reads or writes
   // through TMA. A GEMM step with any takes KtuneGemmTmaArgs with the maps encoded for each
   // launch's pointers and sizes (launch_gemm); without, the plain block. An op of plain buffers

@@ -322,6 +322,77 @@ __global__ void axpy_ref(const float* x, float* y, int n, float a) {
   EXPECT_EQ(hy[999], 2.f);
 }
 
+// A loop of launches (docs/KERNEL_SPEC.md, "Loops"): T rounds of y = x / 2 + (t + 1), x and y
+// swapped after every round, checked against one kernel that runs the T rounds in place. At an odd
+// T the result lands in y's buffer and is copied back into the caller's x. A kernel that ignores
+// the round's counter, and a spec that forgets the swap, are rejected; the runtime's call leaves
+// the T rounds' result in the caller's buffer.
+TEST(KernelSpecGpu, ALoopOfLaunchesPassesItsCounterAndSwapsItsBuffers) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  TempDir dir("spec_loop");
+  std::ofstream(dir.file("rounds.cu")) << R"CUDA(
+template <int B, int FAULT>
+__global__ void step(const float* x, float* y, int n, int t) {
+  const int i = blockIdx.x * B + threadIdx.x;
+  if (i < n) y[i] = 0.5f * x[i] + float((FAULT ? 0 : t) + 1);
+}
+__global__ void rounds_ref(float* x, int n, int T) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float v = x[i];
+  for (int t = 0; t < T; ++t) v = 0.5f * v + float(t + 1);
+  x[i] = v;
+}
+)CUDA";
+  const std::string spec = R"JSON({
+  "name": "rounds", "sources": ["rounds.cu"], "params_as": "template", "dims": ["n", "T"],
+  "params": {"B": [64, 128], "FAULT": [0, 1]},
+  "launch": {"kernel": "step<{B},{FAULT}>", "grid": ["ceil_div(n, B)"], "block": ["B"], "repeat": "T", "index": "t",
+             "swap": [["x", "y"]], "args": ["x", "y", "n_", "t"]},
+  "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "inout"},
+           {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "temp"},
+           {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"},
+           {"name": "t", "kind": "scalar", "dtype": "i32", "value": "t"},
+           {"name": "T_", "kind": "scalar", "dtype": "i32", "value": "T"}],
+  "check": {"reference": {"kernel": "rounds_ref", "launch": {"grid": ["ceil_div(n, 128)"], "block": [128], "args": ["x", "n_", "T_"]}}}
+})JSON";
+  std::ofstream(dir.file("rounds.json")) << spec;
+  const std::string op = load_kernel_spec(dir.file("rounds.json"));
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  auto runner = make_op_runner(op, compiler, *d);
+  for (const char* shape : {"100003x3", "100003x4"})
+    for (int fault : {0, 1})
+      for (int b : {64, 128}) {
+        const VerifyResult v = check_config(*runner, compiler, *d, op, Config{{"B", b}, {"FAULT", fault}}, Problem::parse(op, shape), 4);
+        if (fault) EXPECT_FALSE(v.pass) << shape << " B " << b << ": a step that ignores its round passed: " << v.summary();
+        else EXPECT_TRUE(v.pass) << shape << " B " << b << ": " << v.summary();
+      }
+  // The same kernel without the swap reads the caller's x every round: x never changes.
+  std::string unswapped = spec;
+  const std::string swap = "\"swap\": [[\"x\", \"y\"]], ";
+  unswapped.erase(unswapped.find(swap), swap.size());
+  const std::string no_swap = load_kernel_spec_text(unswapped, "unswapped.json", dir.path.string());
+  auto no_swap_runner = make_op_runner(no_swap, compiler, *d);
+  const VerifyResult nv = check_config(*no_swap_runner, compiler, *d, no_swap, Config{{"B", 64}, {"FAULT", 0}},
+                                       Problem::parse(no_swap, "100003x3"), 4);
+  EXPECT_FALSE(nv.pass) << "rounds that never read their last round's result passed: " << nv.summary();
+  // The runtime's call: three rounds from 2 give 2, 3, 4.5, in the caller's x.
+  RuntimeOptions o;
+  o.db_path = dir.file("none.db");
+  Runtime rt(o);
+  std::vector<float> hx(1000, 2.f);
+  DeviceBuffer dx(hx.size() * 4, "x");
+  check_cu(driver().cuMemcpyHtoD(dx.ptr(), hx.data(), hx.size() * 4), "cuMemcpyHtoD", "x");
+  rt.run(Problem::parse(op, "1000x3"), {reinterpret_cast<void*>(dx.ptr())}, nullptr);
+  check_cu(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize", "rounds");
+  check_cu(driver().cuMemcpyDtoH(hx.data(), dx.ptr(), hx.size() * 4), "cuMemcpyDtoH", "x");
+  EXPECT_EQ(hx[0], 4.5f);
+  EXPECT_EQ(hx[999], 4.5f);
+}
+
 // A kernel that synchronizes its grid (cooperative groups' grid.sync()) between writing one
 // partial sum a block and block 0 adding them: launched cooperative and persistent (its grid
 // capped to the blocks resident at once), at every block size it sums what the FP64 reference does.

@@ -78,6 +78,30 @@ TEST(KernelSpec, ExamplesLoadAndTheirDefaultsCompileWithNvrtc) {
   EXPECT_TRUE(spec_of(load_kernel_spec(example("transpose"))).has_baseline);
 }
 
+// A quoted #include finds a header beside the source that includes it, as under nvcc, without
+// include_dirs: the source sits in its own folder, apart from the spec.
+TEST(KernelSpec, ASourceIncludesTheHeaderBesideIt) {
+  const fs::path dir = fs::temp_directory_path() / ("ktune_spec_beside_" + std::to_string(::getpid()));
+  fs::create_directories(dir / "src");
+  std::ofstream(dir / "src" / "scale.h") << "#define SCALE_BY 2.0f\n";
+  std::ofstream(dir / "src" / "scale.cu") << "#include \"scale.h\"\n"
+                                             "__global__ void scale(const float* x, float* y, int n) {\n"
+                                             "  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = SCALE_BY * x[i]; }\n";
+  std::ofstream(dir / "scale.json") << R"json({"ktune_kernel_spec": 1, "name": "beside", "sources": ["src/scale.cu"],
+    "kernel": "scale", "dims": ["n"], "params": {"B": [64, 128]},
+    "launch": {"grid": ["ceil_div(n, B)"], "block": ["B"]},
+    "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n"},
+             {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"},
+             {"name": "n", "kind": "scalar", "dtype": "i32", "value": "n"}],
+    "check": {"none": "compiled only"}})json";
+  const std::string op = load_kernel_spec((dir / "scale.json").string());
+  const Family f = find_family(op);
+  const Problem p = Problem::parse(op, "1000", "", DType::f32);
+  Compiler compiler(1);
+  EXPECT_FALSE(compiler.compile(compile_request(f, f.default_config(p, DeviceInfo::nominal("sm_90")), p, "sm_90"))->cubin.empty());
+  fs::remove_all(dir);
+}
+
 // A user kernel includes the toolkit's headers as under nvcc: cooperative_groups.h (which on CUDA
 // 13 includes libcu++ from include/cccl) and libcu++ itself.
 TEST(KernelSpec, KernelsIncludeTheToolkitsHeadersAsUnderNvcc) {
@@ -453,6 +477,171 @@ TEST(KernelSpec, StepsTakeTheirOwnArgumentsAndTemporariesFollowTheConfig) {
   EXPECT_THROW(load_kernel_spec_text(j.dump(), "cmem.json", d.dir()), UsageError) << "coef reaches nothing";
 }
 
+// A loop of launches (docs/KERNEL_SPEC.md, "Loops"): T rounds of a step that reads x and writes
+// y, its counter t passed as a scalar, x and y swapped after every round; after an odd number of
+// rounds x's data is in y's buffer, and a copy puts it back. The plan holds every launch, and it
+// travels to the worker whole.
+ojson rounds_spec() {
+  return ojson::parse(R"JSON({
+    "ktune_kernel_spec": 1, "name": "rounds", "sources": ["k.cu"], "params_as": "template", "dims": ["n", "T"],
+    "params": {"B": [64, 128]},
+    "launch": {"kernel": "scale<{B}>", "grid": ["ceil_div(n, B)"], "block": ["B"], "repeat": "T", "index": "t",
+               "swap": [["x", "y"]], "args": ["x", "y", "n_", "t"]},
+    "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "inout"},
+             {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "temp"},
+             {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"},
+             {"name": "t", "kind": "scalar", "dtype": "f32", "value": "t + 1"}],
+    "check": {"none": "the plan only"}})JSON");
+}
+
+TEST(KernelSpec, ALoopUnrollsIntoItsLaunchesWithItsCounterAndSwaps) {
+  SpecDir d;
+  const std::string op = load_kernel_spec_text(rounds_spec().dump(), "rounds.json", d.dir());
+  const Family f = find_family(op);
+  const LaunchPlan odd = f.launch_plan(Config{{"B", 64}}, Problem::parse(op, "1000x3"));
+  ASSERT_EQ(odd.steps.size(), 4u) << "three rounds and the copy back";
+  for (int k = 0; k < 3; ++k) {
+    const LaunchStep& s = odd.steps[size_t(k)];
+    EXPECT_EQ(s.kernel, 0);
+    EXPECT_EQ(s.grid[0], 16u);
+    EXPECT_EQ(s.set_args, (std::vector<int>{3})) << "t";
+    EXPECT_EQ(s.set_values, (std::vector<double>{double(k + 1)})) << "round " << k;
+    if (k == 1) {
+      EXPECT_EQ(s.alias_args, (std::vector<int>{0, 1})) << "the second round reads y and writes x";
+      EXPECT_EQ(s.alias_of, (std::vector<int>{1, 0}));
+    } else {
+      EXPECT_TRUE(s.alias_args.empty()) << "round " << k;
+    }
+  }
+  const LaunchStep& copy = odd.steps[3];
+  EXPECT_TRUE(copy.copy());
+  EXPECT_EQ(copy.copy_from, 1);
+  EXPECT_EQ(copy.copy_to, 0);
+  EXPECT_EQ(copy.copy_bytes, 4000u);
+  EXPECT_EQ(f.launch_plan(Config{{"B", 64}}, Problem::parse(op, "1000x4")).steps.size(), 4u) << "even: no copy";
+  const LaunchPlan back = plan_from_json(nlohmann::json::parse(plan_to_json(odd).dump()));
+  ASSERT_EQ(back.steps.size(), 4u);
+  EXPECT_EQ(back.steps[1].set_values, odd.steps[1].set_values);
+  EXPECT_EQ(back.steps[1].alias_of, odd.steps[1].alias_of);
+  EXPECT_EQ(back.steps[3].copy_bytes, 4000u);
+  EXPECT_EQ(back.steps[3].copy_from, 1);
+  EXPECT_TRUE(back.steps[3].copy());
+  // A launch passes the round's counter and the swapped buffers.
+  float x = 0, y = 0;
+  BufferArgs a(Problem::parse(op, "1000x3"), {&x}, CUdeviceptr(0x10000));
+  a.bind(odd);
+  EXPECT_EQ(*static_cast<const void* const*>(a.params()[0]), &x);
+  EXPECT_EQ(*static_cast<const CUdeviceptr*>(a.params()[1]), CUdeviceptr(0x10000)) << "y: ktune's";
+  (void)y;
+}
+
+// Loops within loops, a counter read by the inner loop's rounds, and a step of no rounds (a step
+// that only some configs run): its limits do not bind the others.
+TEST(KernelSpec, LoopsNestAndAStepOfNoRoundsIsNotLaunched) {
+  SpecDir d;
+  ojson j = rounds_spec();
+  j["launch"] = ojson::parse(R"JSON([
+    {"repeat": 2, "index": "i", "steps": [
+      {"repeat": "i + 1", "index": "t", "kernel": "scale<{B}>", "grid": ["ceil_div(n, B)"], "block": ["B"],
+       "args": ["x", "y", "n_", "t"]}]},
+    {"repeat": "B == 64", "kernel": "scale<{B}>", "grid": [1], "block": ["B * 16"], "args": ["x", "y", "n_", "t0"]}])JSON");
+  j["args"][3]["value"] = "10 * i + t";
+  j["args"].push_back({{"name", "t0"}, {"kind", "scalar"}, {"dtype", "f32"}, {"value", 7}});
+  const std::string op = load_kernel_spec_text(j.dump(), "nested.json", d.dir());
+  const Family f = find_family(op);
+  const Problem p = Problem::parse(op, "1000x1");
+  std::vector<double> values;
+  const LaunchPlan b64 = f.launch_plan(Config{{"B", 64}}, p);
+  for (const auto& s : b64.steps) values.push_back(s.set_values.empty() ? -1 : s.set_values[0]);
+  EXPECT_EQ(values, (std::vector<double>{0, 10, 11, -1})) << "i 0: t 0; i 1: t 0, 1; then the B == 64 step";
+  EXPECT_EQ(b64.steps[3].block[0], 1024u);
+  EXPECT_EQ(f.launch_plan(Config{{"B", 128}}, p).steps.size(), 3u);
+  // B 128 would make the last step 2048 threads, but that step does not run then.
+  EXPECT_TRUE(f.valid(Config{{"B", 128}}, p, DeviceInfo::nominal("sm_90")));
+  EXPECT_TRUE(f.valid(Config{{"B", 64}}, p, DeviceInfo::nominal("sm_90")));
+}
+
+// A kernel version chosen by a parameter: one step per version, each run only where VER says
+// ("repeat": "VER == v"). A template parameter read only there is used; a step a config skips is
+// not compiled for it (its kernel's place holds a launched step's kernel).
+TEST(KernelSpec, AParameterChoosesAKernelVersionByItsSteps) {
+  SpecDir d;
+  ojson j = SpecDir::base();
+  j["params"] = {{"B", {64, 128}}, {"VER", {1, 2}}};
+  j["launch"] = ojson::parse(R"JSON([
+    {"kernel": "scale<{B}>", "grid": ["ceil_div(n, B)"], "block": ["B"], "repeat": "VER == 1"},
+    {"kernel": "scale_ref", "grid": ["ceil_div(n, 2 * B)"], "block": ["2 * B"], "repeat": "VER == 2"}])JSON");
+  const std::string op = load_kernel_spec_text(j.dump(), "versions.json", d.dir());
+  const Family f = find_family(op);
+  const Problem p = Problem::parse(op, "1000");
+  const LaunchPlan v1 = f.launch_plan(Config{{"B", 64}, {"VER", 1}}, p), v2 = f.launch_plan(Config{{"B", 64}, {"VER", 2}}, p);
+  ASSERT_EQ(v1.steps.size(), 1u);
+  ASSERT_EQ(v2.steps.size(), 1u);
+  EXPECT_EQ(v1.steps[0].kernel, 0);
+  EXPECT_EQ(v2.steps[0].kernel, 1);
+  EXPECT_EQ(v2.steps[0].block[0], 128u);
+  EXPECT_EQ(f.kernel_names(Config{{"B", 64}, {"VER", 1}}, p), (std::vector<std::string>{"scale<64>", "scale<64>"}));
+  EXPECT_EQ(f.kernel_names(Config{{"B", 64}, {"VER", 2}}, p), (std::vector<std::string>{"scale_ref", "scale_ref"}));
+  // VER 2 at B 1024 would launch 2048 threads; VER 1 at B 1024 does not run that step.
+  j["params"]["B"] = {64, 1024};
+  const std::string wide = load_kernel_spec_text(j.dump(), "wide.json", d.dir());
+  const Family w = find_family(wide);
+  const Problem q = Problem::parse(wide, "4000");
+  EXPECT_TRUE(w.valid(Config{{"B", 1024}, {"VER", 1}}, q, DeviceInfo::nominal("sm_90")));
+  EXPECT_FALSE(w.valid(Config{{"B", 1024}, {"VER", 2}}, q, DeviceInfo::nominal("sm_90")));
+}
+
+TEST(KernelSpec, AMalformedLoopIsRefusedNamingItsField) {
+  SpecDir d;
+  struct Case {
+    const char* what;
+    std::function<void(ojson&)> edit;
+    const char* error;
+  };
+  const Case cases[] = {
+      {"counter named like a parameter", [](ojson& j) { j["launch"]["index"] = "B"; }, "launch.index: 'B' is a parameter"},
+      {"index without rounds", [](ojson& j) { j["launch"].erase("repeat"); }, "launch.index: only a loop has one"},
+      {"a loop without rounds",
+       [](ojson& j) {
+         j["launch"] = ojson::parse(R"([{"steps": [{"kernel": "k", "grid": [1], "block": [1]}]}])");
+         j["args"][3]["value"] = 1;
+       },
+       "launch[0].repeat: missing"},
+      {"swap of an input", [](ojson& j) { j["args"][0]["intent"] = "in"; j["args"].push_back({{"name", "o"}, {"kind", "buffer"}, {"dtype", "f32"}, {"count", "n"}, {"intent", "out"}}); j["launch"]["args"] = {"x", "y", "n_", "t", "o"}; },
+       "launch.swap[0]: 'x' is an input"},
+      {"swap of a scalar", [](ojson& j) { j["launch"]["swap"] = ojson::parse(R"([["x", "n_"]])"); }, "launch.swap[0]: 'n_' is a scalar"},
+      {"swap of different types", [](ojson& j) { j["args"][1]["dtype"] = "f64"; }, "launch.swap[0]: 'x' and 'y' hold different"},
+      {"a counter read outside its loop", [](ojson& j) { j["constraints"] = {"t < 4"}; }, "constraints[0]: 't < 4' reads t, a loop's counter"},
+      {"a counter read by a size", [](ojson& j) { j["args"][1]["count"] = "n + t"; }, "args[1].count:"},
+      {"a counter passed outside its loop",
+       [](ojson& j) {
+         j["launch"] = ojson::array({j["launch"], {{"kernel", "scale<{B}>"}, {"grid", {1}}, {"block", {"B"}}, {"args", {"x", "y", "n_", "t"}}}});
+       },
+       "args[3].value: 't + 1' reads t, but the step of kernel scale<{B}> passes it outside that loop"},
+      {"a literal step argument", [](ojson& j) { j["launch"]["args"][3] = 5; }, "launch.args[3]: expected the name of one of the spec's args"},
+  };
+  for (const auto& c : cases) {
+    ojson j = rounds_spec();
+    c.edit(j);
+    try {
+      load_kernel_spec_text(j.dump(), "bad.json", d.dir());
+      ADD_FAILURE() << c.what << ": accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(c.error), std::string::npos) << c.what << ": " << e.what();
+    }
+  }
+  // Rounds that are no whole number at a problem: the plan's error, naming the field.
+  ojson j = rounds_spec();
+  j["launch"]["repeat"] = "T / 2";
+  const std::string op = load_kernel_spec_text(j.dump(), "half.json", d.dir());
+  try {
+    find_family(op).launch_plan(Config{{"B", 64}}, Problem::parse(op, "1000x3"));
+    ADD_FAILURE() << "1.5 rounds";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("launch.repeat: 'T / 2' gives 1.5 rounds"), std::string::npos) << e.what();
+  }
+}
+
 // A step's arguments against the parameters its kernel's mangled name declares (ktune compile
 // checks them offline; the GPU checks every kernel, extern "C" ones too, at its first launch).
 TEST(KernelSpec, StepArgumentsAreCheckedAgainstTheKernelsSignature) {
@@ -550,6 +739,14 @@ TEST(KernelSpec, AGridOrCountThatIsNoWholeNumberIsAnError) {
   EXPECT_EQ(compile.status, 2) << compile.out;
   EXPECT_NE(compile.out.find("expected a whole number"), std::string::npos) << compile.out;
   EXPECT_EQ(testing::run_ktune("space --count --kernel " + d.path("grid.json") + " --problem 1024").status, 0) << "whole there";
+  // A grid of no blocks is a config that cannot serve the problem (space leaves it out, as one past
+  // the device's limits), and compile says which limit it breaks.
+  j["launch"]["grid"] = {"n // (2 * B)"};
+  d.write("grid0.json", j.dump());
+  const auto none = testing::run_ktune("compile --kernel " + d.path("grid0.json") + " --problem 200 --config '{\"B\": 128}'");
+  EXPECT_EQ(none.status, 2) << none.out;
+  EXPECT_NE(none.out.find("invalid config"), std::string::npos) << none.out;
+  EXPECT_NE(none.out.find("a grid of 1 to 2^31-1 blocks"), std::string::npos) << none.out;
   j = SpecDir::base();
   j["args"][2]["value"] = "n / 3";
   const std::string op = load_kernel_spec_text(j.dump(), "third.json", d.dir());

@@ -284,6 +284,28 @@ TEST(Compiler, SyntaxErrorCarriesTheNvrtcLogAndTheConfig) {
   }
 }
 
+// A source that #defines a macro the compile sets (-DN=4096) again would compile with its own
+// value (NVRTC only warns): refused, naming the macro; a guarded define is taken.
+TEST(Compiler, ASourceThatRedefinesAMacroTheConfigSetsIsRefused) {
+  CompileRequest r;
+  r.source = "#define N 1000\n__global__ void k(float* y) { y[threadIdx.x] = N; }\n";
+  r.source_name = "user/redefine.cu";
+  r.name_expressions = {"k"};
+  r.options = {"-DN=4096"};
+  r.arch = "sm_90";
+  r.context = "redefine";
+  Compiler compiler(1);
+  try {
+    compiler.compile(r);
+    FAIL() << "the source's N would have replaced the config's";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("the source defines N again, which the compile sets (-DN=4096)"), std::string::npos)
+        << e.what();
+  }
+  r.source = "#ifndef N\n#define N 1000\n#endif\n__global__ void k(float* y) { y[threadIdx.x] = N; }\n";
+  EXPECT_FALSE(compiler.compile(r)->cubin.empty());
+}
+
 TEST(Compiler, CacheServesRepeatsAndKeysOnArch) {
   const Family f = find_family("gemm_smem");
   const auto p = GemmProblem::parse("64x64x64");

@@ -583,3 +583,12 @@ TEST(Space, Tc16GeneralFormsServeUnalignedShapesAndOldConfigsUpgrade) {
             R"({"BM":128,"BN":128,"WM":64,"WN":64,"BK":32,"ST":4,"SWZ":8,"SPLITK":1,"PACK":0,"SMEM":1,"LDM":1,"CPA":1})");
   EXPECT_TRUE(f.valid(f.upgraded(old), GemmProblem::parse("4096x4096x4096", "NN", DType::bf16), d));
 }
+
+// A config's short label reads back unambiguously: a name that ends in a digit (Rodinia's
+// RD_WG_SIZE_0_0) is parted from its value.
+TEST(Space, AConfigsShortLabelPartsADigitNameFromItsValue) {
+  Config c;
+  c.set("BM", 128);
+  c.set("RD_WG_SIZE_0_0", 16);
+  EXPECT_EQ(c.short_string(), "BM128.RD_WG_SIZE_0_0=16");
+}
