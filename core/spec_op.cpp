@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <functional>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -535,6 +536,34 @@ std::vector<std::string> param_reads(const KernelSpec& s, const std::vector<cons
   return r;
 }
 
+// Why no config is valid: the constraints that reject every combination of the parameters'
+// values, else those that reject the most (at most 200000 combinations looked at).
+std::string why_none(const Family& f, const Problem& p, const DeviceInfo& d) {
+  std::map<std::string, size_t> rejects;
+  size_t seen = 0;
+  Config c;
+  std::function<void(size_t)> each = [&](size_t k) {
+    if (seen >= 200000) return;
+    if (k == f.params().size()) {
+      ++seen;
+      for (const auto& w : f.violations(c, p, d)) ++rejects[w];
+      return;
+    }
+    for (int v : f.params()[k].values) {
+      c.set(f.params()[k].name, v);
+      each(k + 1);
+    }
+  };
+  each(0);
+  std::vector<std::pair<size_t, std::string>> by;
+  for (const auto& [w, n] : rejects) by.emplace_back(n, w);
+  std::sort(by.begin(), by.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string out;
+  for (size_t i = 0; i < by.size() && (by[i].first == seen || i < 3); ++i)
+    out += "\n  - " + by[i].second + (by[i].first == seen ? " (rejects every config)" : " (rejects " + std::to_string(by[i].first) + " of " + std::to_string(seen) + ")");
+  return out.empty() ? "" : ":" + out;
+}
+
 Family spec_family(const std::shared_ptr<const KernelSpec>& sp) {
   const KernelSpec& s = *sp;
   Family f(s.op, s.source_name);
@@ -601,7 +630,8 @@ Family spec_family(const std::shared_ptr<const KernelSpec>& sp) {
     if (!sp->default_config.items().empty() && bare.valid(sp->default_config, p, d)) return sp->default_config;
     Config first;
     bare.enumerate(p, d, [&](const Config& c) { return first = c, false; });
-    if (first.items().empty()) throw UsageError(sp->path + ": no config of the spec is valid for " + p.key() + " on " + d.arch);
+    if (first.items().empty())
+      throw UsageError(sp->path + ": no config of the spec is valid for " + p.key() + " on " + d.arch + why_none(bare, p, d));
     return first;
   });
   return f;

@@ -27,6 +27,13 @@
 namespace ktune {
 namespace {
 
+// A message's first line, at most n characters (a compile error's NVRTC log follows its first line).
+std::string first_line(const std::string& s, size_t n) {
+  std::string l = s.substr(0, s.find('\n'));
+  if (l.size() > n) l = l.substr(0, n) + "...";
+  return l;
+}
+
 // A time as the op is judged: a GEMM by its FLOPs, an op that counts none by the bytes it must
 // move, a user's kernel by whichever its spec counts, any other problem by its FLOPs where it does
 // at least 16 a byte (attention's prefill; its decode, a few FLOPs a byte, by bytes).
@@ -259,6 +266,9 @@ class ProblemTuner {
       if (t.status == TrialStatus::crash || t.status == TrialStatus::timeout) check_device(t);
       strategy->observe(job.strategy_cand, t.status, t.timing.median_ms);
       ++r.by_status[t.status];
+      if (t.status != TrialStatus::ok && r.first_failure.empty())
+        r.first_failure = std::string(to_string(t.status)) + ", " + family.name() + " " + t.config_json + ": " +
+                          (t.error.empty() ? "(no message)" : t.error);
       if (t.status == TrialStatus::ok && (!best_ms_ || t.timing.median_ms < *best_ms_)) {
         best_ms_ = t.timing.median_ms;
         best_family_ = family.name();
@@ -598,8 +608,9 @@ TuneResult tune(const TuneOptions& o) {
             std::fprintf(stderr, "[%zu/%zu] %s done%s: best %s\n", i + 1, o.problems.size(), r.problem.key().c_str(),
                          on.c_str(), rate_text(r.problem, r.best->time_ms).c_str());
           else
-            std::fprintf(stderr, "[%zu/%zu] %s done%s: no correct config\n", i + 1, o.problems.size(),
-                         r.problem.key().c_str(), on.c_str());
+            std::fprintf(stderr, "[%zu/%zu] %s done%s: no correct config%s%s\n", i + 1, o.problems.size(),
+                         r.problem.key().c_str(), on.c_str(), r.first_failure.empty() ? "" : "; the first failure: ",
+                         first_line(r.first_failure, 400).c_str());
         }
         std::lock_guard<std::mutex> lk(mu);
         done[i] = std::move(r);

@@ -59,6 +59,7 @@ struct ProblemResult {
   std::optional<BestRecord> best;
   std::optional<Timing> cublas;
   std::map<TrialStatus, int> by_status; // trials evaluated in this run
+  std::string first_failure;            // the first of them that failed: its status, config and error
   int skipped = 0;                      // already recorded: not evaluated again
   // bench_s: the worker's time answering evaluations; baseline_s: its time timing the baseline
   // library (a reading before the trials and one after).

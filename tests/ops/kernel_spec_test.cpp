@@ -477,6 +477,19 @@ TEST(KernelSpec, StepsTakeTheirOwnArgumentsAndTemporariesFollowTheConfig) {
   EXPECT_THROW(load_kernel_spec_text(j.dump(), "cmem.json", d.dir()), UsageError) << "coef reaches nothing";
 }
 
+// A problem no config serves says which constraints rule them out.
+TEST(KernelSpec, NoValidConfigNamesTheConstraintsThatRuleThemOut) {
+  SpecDir d;
+  ojson j = SpecDir::base();
+  j["constraints"] = {"B <= n", "B % 3 == 0"};
+  d.write("none.json", j.dump());
+  const auto r = testing::run_ktune("space --count --kernel " + d.path("none.json") + " --problem 1000");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("constraints[1]: B % 3 == 0 (rejects every config)"), std::string::npos) << r.out;
+  const auto small = testing::run_ktune("space --count --kernel " + d.path("none.json") + " --problem 100");
+  EXPECT_NE(small.out.find("constraints[0]: B <= n (rejects 2 of 3)"), std::string::npos) << small.out;
+}
+
 // A loop of launches (docs/KERNEL_SPEC.md, "Loops"): T rounds of a step that reads x and writes
 // y, its counter t passed as a scalar, x and y swapped after every round; after an odd number of
 // rounds x's data is in y's buffer, and a copy puts it back. The plan holds every launch, and it
