@@ -632,9 +632,10 @@ Config read_config(const Reader& r, const KernelSpec& s, const ojson& v, const s
   return c;
 }
 
-// The sources' text, each behind a #line naming its file, and every header they include by a
-// quoted name that resolves (their own dir, then include_dirs), for the version hash.
-// Returns the sources' folders.
+// The sources' text, each behind a #line naming its file, and every header they include that
+// resolves (by a quoted name: beside the including file, then the sources' folders and
+// include_dirs; by an angled one: the sources' folders and include_dirs, as the compile's include
+// path has them), for the version hash and for KernelSpec::reads_macro.
 std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojson& v, std::string* hashed,
                                       const std::vector<std::string>& incs) {
   std::vector<std::string> files;
@@ -659,13 +660,21 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
     queue.pop_back();
     if (!seen.insert(f).second) continue;
     const std::string text = read_text_file(f, "kernel source");
+    s.compiled_text += text + "\n";
     for (size_t at = 0; (at = text.find("#include", at)) != std::string::npos; ++at) {
       const size_t q1 = text.find_first_not_of(" \t", at + 8);
-      if (q1 == std::string::npos || text[q1] != '"') continue;
-      const size_t q2 = text.find('"', q1 + 1);
+      if (q1 == std::string::npos) continue;
+      const char close = text[q1] == '"' ? '"' : text[q1] == '<' ? '>' : 0;
+      if (!close) { // #include MACRO: a header this reading cannot follow
+        s.compiled_text_whole = false;
+        continue;
+      }
+      const size_t q2 = text.find(close, q1 + 1);
       if (q2 == std::string::npos) continue;
       const std::string name = text.substr(q1 + 1, q2 - q1 - 1);
-      std::vector<std::string> dirs = {fs::path(f).parent_path().string()};
+      std::vector<std::string> dirs;
+      if (close == '"') dirs.push_back(fs::path(f).parent_path().string());
+      dirs.insert(dirs.end(), folders.begin(), folders.end());
       dirs.insert(dirs.end(), incs.begin(), incs.end());
       for (const auto& d : dirs) {
         std::error_code ec;

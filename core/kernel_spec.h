@@ -129,6 +129,14 @@ struct KernelSpec {
   std::string path, dir, name, op, version, about;
   std::string file; // the spec file's absolute path; empty for a spec given as text
   std::string source, source_name;
+  // The text a compile reads: the sources and every header of theirs that resolves to a file
+  // (not the toolkit's); whole unless a source includes a header by a macro.
+  std::string compiled_text;
+  bool compiled_text_whole = true;
+  // Whether the compiled text may read macro `name` (it holds the identifier, comments included;
+  // or the text is not whole). A parameter it does not read reaches no -D, so configs that differ
+  // only in it (a block size only the launch reads) share one compile.
+  bool reads_macro(const std::string& name) const;
   std::vector<std::string> options; // extra NVRTC options, include paths resolved
   std::vector<std::string> dims;
   std::vector<DType> dtypes;

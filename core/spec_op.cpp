@@ -396,10 +396,21 @@ std::vector<std::string> KernelSpec::kernel_names(const std::vector<SpecStep>& s
   return out;
 }
 
+bool KernelSpec::reads_macro(const std::string& name) const {
+  if (!compiled_text_whole) return true;
+  auto word = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; };
+  for (size_t at = 0; (at = compiled_text.find(name, at)) != std::string::npos; at += name.size())
+    if ((at == 0 || !word(compiled_text[at - 1])) &&
+        (at + name.size() == compiled_text.size() || !word(compiled_text[at + name.size()])))
+      return true;
+  return false;
+}
+
 std::vector<std::string> KernelSpec::compile_options(const Config& c, const Problem& p) const {
   std::vector<std::string> o;
   if (params_as_defines)
-    for (const auto& [k, v] : c.items()) o.push_back("-D" + k + "=" + std::to_string(v));
+    for (const auto& [k, v] : c.items())
+      if (reads_macro(k)) o.push_back("-D" + k + "=" + std::to_string(v));
   if (dims_as_defines)
     for (size_t i = 0; i < dims.size(); ++i) o.push_back("-D" + dims[i] + "=" + std::to_string(p.dims.at(i)));
   if (!defines.empty()) {

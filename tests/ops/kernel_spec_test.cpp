@@ -102,6 +102,48 @@ TEST(KernelSpec, ASourceIncludesTheHeaderBesideIt) {
   fs::remove_all(dir);
 }
 
+// Under params_as "defines" a parameter the compiled text never names (a block size only the
+// launch reads) reaches no -D, so configs that differ only in it share one compile; one named in
+// a header the source includes (quoted or angled) does; a header included through a macro leaves
+// every parameter a -D.
+TEST(KernelSpec, AParameterTheSourceNeverReadsCompilesOnce) {
+  const fs::path dir = fs::temp_directory_path() / ("ktune_spec_unread_" + std::to_string(::getpid()));
+  fs::create_directories(dir / "inc");
+  std::ofstream(dir / "tile.h") << "#define TILE_ROWS (TILE * 2)\n";
+  std::ofstream(dir / "inc" / "unroll.h") << "#pragma unroll UNROLL\n";
+  std::ofstream(dir / "k.cu") << "#include \"tile.h\"\n#include <unroll.h>\n"
+                                 "__global__ void k(const float* x, float* y, int n) {  // BLOCKY in a comment\n"
+                                 "  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = TILE_ROWS * x[i]; }\n";
+  const std::string spec = R"json({"ktune_kernel_spec": 1, "name": "unread", "sources": ["k.cu"], "include_dirs": ["inc"],
+    "kernel": "k", "dims": ["n"], "params": {"BLOCK": [64, 128], "TILE": [1, 2], "UNROLL": [1], "BLOCKY": [1]},
+    "launch": {"grid": ["ceil_div(n, BLOCK)"], "block": ["BLOCK"]},
+    "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n"},
+             {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"},
+             {"name": "n", "kind": "scalar", "dtype": "i32", "value": "n"}],
+    "check": {"none": "compiled only"}})json";
+  const std::string op = load_kernel_spec_text(spec, "unread.json", dir.string());
+  const KernelSpec& s = spec_of(op);
+  const Problem p = Problem::parse(op, "1000", "", DType::f32);
+  const auto o = s.compile_options(Config{{"BLOCK", 64}, {"TILE", 2}, {"UNROLL", 1}, {"BLOCKY", 1}}, p);
+  auto has = [&](const std::string& x) { return std::find(o.begin(), o.end(), x) != o.end(); };
+  EXPECT_FALSE(has("-DBLOCK=64")) << "the launch reads BLOCK, the source does not";
+  EXPECT_TRUE(has("-DTILE=2")) << "tile.h reads it";
+  EXPECT_TRUE(has("-DUNROLL=1")) << "an angled include from include_dirs reads it";
+  EXPECT_TRUE(has("-DBLOCKY=1")) << "named in a comment: kept, as any occurrence";
+  const Family f = find_family(op);
+  EXPECT_EQ(compile_request(f, Config{{"BLOCK", 64}, {"TILE", 2}, {"UNROLL", 1}, {"BLOCKY", 1}}, p, "sm_90").cache_key(),
+            compile_request(f, Config{{"BLOCK", 128}, {"TILE", 2}, {"UNROLL", 1}, {"BLOCKY", 1}}, p, "sm_90").cache_key())
+      << "one compile for both block sizes";
+  std::ofstream(dir / "m.cu") << "#define HEADER \"tile.h\"\n#include HEADER\n"
+                                 "__global__ void k(const float* x, float* y, int n) { y[0] = TILE_ROWS; }\n";
+  std::string by_macro = spec;
+  by_macro.replace(by_macro.find("\"k.cu\""), 6, "\"m.cu\"");
+  const std::string op2 = load_kernel_spec_text(by_macro, "macro.json", dir.string());
+  const auto o2 = spec_of(op2).compile_options(Config{{"BLOCK", 64}, {"TILE", 2}, {"UNROLL", 1}, {"BLOCKY", 1}}, p);
+  EXPECT_NE(std::find(o2.begin(), o2.end(), "-DBLOCK=64"), o2.end()) << "a header by a macro: every parameter a -D";
+  fs::remove_all(dir);
+}
+
 // A user kernel includes the toolkit's headers as under nvcc: cooperative_groups.h (which on CUDA
 // 13 includes libcu++ from include/cccl) and libcu++ itself.
 TEST(KernelSpec, KernelsIncludeTheToolkitsHeadersAsUnderNvcc) {
