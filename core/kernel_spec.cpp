@@ -4,6 +4,7 @@
 #include "core/kernel_spec.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -87,7 +88,23 @@ class Reader {
     return v.get<std::string>();
   }
   Expr expr(const ojson& v, const std::string& path, const std::vector<std::string>& names) const {
-    return Expr(expr_text(v, path), names, where(path));
+    return Expr(expand(expr_text(v, path)), names, where(path));
+  }
+  // A name of the spec's `defines` in later expressions (a launch's block of a define's threads)
+  // stands for its expression, in parentheses: whatever it reads, the expression reads.
+  void add_macro(const std::string& name, const std::string& text) { macros_.emplace_back(name, "(" + text + ")"); }
+  std::string expand(std::string text) const {
+    auto word = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; };
+    for (const auto& [name, value] : macros_)
+      for (size_t at = 0; (at = text.find(name, at)) != std::string::npos;) {
+        if ((at > 0 && word(text[at - 1])) || (at + name.size() < text.size() && word(text[at + name.size()]))) {
+          at += name.size();
+          continue;
+        }
+        text.replace(at, name.size(), value);
+        at += value.size();
+      }
+    return text;
   }
   ElemType elem(const ojson& v, const std::string& path, bool allow_problem, bool* problem) const {
     const std::string s = str(v, path);
@@ -120,6 +137,7 @@ class Reader {
 
  private:
   std::string origin_, dir_;
+  std::vector<std::pair<std::string, std::string>> macros_; // defines' names and their expanded text
 };
 
 // A .npy file's payload (format 1.0-3.0, little-endian, C order) and its element type.
@@ -741,7 +759,7 @@ void read_params(const Reader& r, const ojson& j, KernelSpec& s) {
 
 // How configs reach the compile: parameters and dimensions as defines or not, include folders,
 // the sources (with the text they hash into the version), options, extra defines.
-void read_compile(const Reader& r, const ojson& j, KernelSpec& s, std::string* hashed) {
+void read_compile(Reader& r, const ojson& j, KernelSpec& s, std::string* hashed) {
   auto choice = [&](const char* field, const char* a, const char* b, bool deflt) {
     if (!j.contains(field)) return deflt;
     const std::string v = r.str(j[field], field);
@@ -788,8 +806,11 @@ void read_compile(const Reader& r, const ojson& j, KernelSpec& s, std::string* h
     r.known_fields(j["defines"], "defines", {});
     for (const auto& [k, v] : j["defines"].items()) {
       if (!identifier(k)) r.fail("defines." + k, "not a C identifier");
+      if (std::find(s.names.begin(), s.names.end(), k) != s.names.end())
+        r.fail("defines." + k, "'" + k + "' is a parameter, a dimension, a loop's counter or a name ktune gives every expression");
       s.defines.emplace_back(k, r.expr(v, "defines." + k, s.names));
       refuse_loop_reads(r, s, s.defines.back().second, "defines." + k);
+      r.add_macro(k, s.defines.back().second.text());
     }
   }
 }

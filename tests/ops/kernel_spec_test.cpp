@@ -519,6 +519,35 @@ TEST(KernelSpec, StepsTakeTheirOwnArgumentsAndTemporariesFollowTheConfig) {
   EXPECT_THROW(load_kernel_spec_text(j.dump(), "cmem.json", d.dir()), UsageError) << "coef reaches nothing";
 }
 
+// A name of the spec's defines reads, in a later expression, as its expression: a launch's
+// block of THREADS, a temporary sized by it; what the define reads, the expression reads (a
+// caller's buffer sized by a define of a parameter is refused as one sized by the parameter).
+TEST(KernelSpec, DefinesReadInLaterExpressions) {
+  SpecDir d;
+  ojson j = SpecDir::base();
+  j["defines"] = {{"THREADS", "B / 2"}, {"ROWS", "THREADS * 4"}};
+  j["launch"]["block"] = {"THREADS"};
+  j["launch"]["grid"] = {"ceil_div(n, THREADS)"};
+  j["kernel"] = "scale<{B}>";
+  const std::string op = load_kernel_spec_text(j.dump(), "defines.json", d.dir());
+  const Family f = find_family(op);
+  const LaunchPlan plan = f.launch_plan(Config{{"B", 128}}, Problem::parse(op, "1000"));
+  EXPECT_EQ(plan.steps[0].block[0], 64u);
+  EXPECT_EQ(plan.steps[0].grid[0], 16u);
+  const auto o = spec_of(op).compile_options(Config{{"B", 128}}, Problem::parse(op, "1000"));
+  EXPECT_NE(std::find(o.begin(), o.end(), "-DROWS=256"), o.end()) << "a define of a define";
+  j["args"][0]["count"] = "n * ROWS";
+  try {
+    load_kernel_spec_text(j.dump(), "sized.json", d.dir());
+    ADD_FAILURE() << "a caller's buffer sized by a parameter, through a define";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("args[0].count"), std::string::npos) << e.what();
+  }
+  j = SpecDir::base();
+  j["defines"] = {{"n", 4}};
+  EXPECT_THROW(load_kernel_spec_text(j.dump(), "clash.json", d.dir()), UsageError) << "a define named like a dimension";
+}
+
 // A problem no config serves says which constraints rule them out.
 TEST(KernelSpec, NoValidConfigNamesTheConstraintsThatRuleThemOut) {
   SpecDir d;
