@@ -245,8 +245,16 @@ SpecFill read_fill(const Reader& r, const ojson& v, const std::string& path, boo
   if (v.contains("random")) {
     const ojson& a = v["random"];
     if (!a.is_array() || a.size() != 2) r.fail(path + ".random", "expected [lo, hi]");
-    f.lo = r.number(a[0], path + ".random[0]"), f.hi = r.number(a[1], path + ".random[1]");
-    if (!(f.lo < f.hi)) r.fail(path + ".random", "lo must be below hi");
+    for (int k = 0; k < 2; ++k) {
+      const std::string at = path + ".random[" + std::to_string(k) + "]";
+      if (a[k].is_string()) (k ? f.hi_at : f.lo_at) = r.expr(a[k], at, dims); // an expression of the dimensions
+      else (k ? f.hi : f.lo) = r.number(a[k], at);
+    }
+    if (f.lo_at.empty() != f.hi_at.empty()) { // one of them an expression: both, for fill_at
+      if (f.lo_at.empty()) f.lo_at = Expr(std::to_string(f.lo), dims, r.where(path + ".random[0]"));
+      else f.hi_at = Expr(std::to_string(f.hi), dims, r.where(path + ".random[1]"));
+    }
+    if (f.lo_at.empty() && !(f.lo < f.hi)) r.fail(path + ".random", "lo must be below hi");
   } else if (v.contains("value")) {
     f.kind = SpecFill::constant, f.value = r.number(v["value"], path + ".value");
   } else if (v.contains("file")) {
@@ -1030,6 +1038,15 @@ std::string fill_path_at(const KernelSpec& s, const SpecFill& f, const Problem& 
 } // namespace
 
 SpecFill fill_at(const KernelSpec& s, const SpecFill& fill, const Problem& p) {
+  if (!fill.lo_at.empty()) { // a random range of the problem's
+    SpecFill f = fill;
+    const std::vector<double> v(p.dims.begin(), p.dims.end());
+    f.lo = fill.lo_at.eval(v), f.hi = fill.hi_at.eval(v);
+    if (!(f.lo < f.hi))
+      throw UsageError(fill.lo_at.where() + ": the random range [" + std::to_string(f.lo) + ", " + std::to_string(f.hi) +
+                       ") at " + p.key() + " is empty: lo must be below hi");
+    return f;
+  }
   if (fill.pattern.empty()) return fill;
   SpecFill f = fill;
   const std::string file = fill_path_at(s, fill, p);

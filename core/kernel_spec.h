@@ -31,6 +31,9 @@ void store_elem(unsigned char* bytes, size_t i, ElemType t, double v);
 struct SpecFill {
   enum Kind { random, zeros, ones, ramp, constant, from_file } kind = random;
   double lo = -1, hi = 1, value = 0;
+  // A random range that reads the dimensions ({"random": [0, "V"]}: class indices below V): lo and
+  // hi at each problem (fill_at); empty where given as numbers.
+  Expr lo_at, hi_at;
   std::string file;                // as given, for messages
   std::vector<unsigned char> data; // file: its elements (.npy payload or raw bytes)
   ElemType file_type = ElemType::f32;

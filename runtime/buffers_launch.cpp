@@ -142,7 +142,7 @@ void spec_before_launch(Module& m, const KernelSpec& s, const LaunchPlan& plan, 
       check_cu(driver().cuMemcpyDtoDAsync(at, args.pointers().at(operand), want, stream), "cuMemcpyDtoDAsync",
                m.context() + ": filling symbol " + y.name + " from " + s.args[size_t(y.from_arg)].name + " at " + p.key());
     } else if (m.once(y.name + " " + p.key())) { // its own fill: the same every launch
-      const std::vector<unsigned char> host = spec_fill_bytes(y.fill, y.type, want / size_t(elem_bytes(y.type)), 0x5eed);
+      const std::vector<unsigned char> host = spec_fill_bytes(fill_at(s, y.fill, p), y.type, want / size_t(elem_bytes(y.type)), 0x5eed);
       check_cu(driver().cuMemcpyHtoD(at, host.data(), want), "cuMemcpyHtoD", m.context() + ": filling symbol " + y.name);
     }
   }

@@ -230,7 +230,8 @@ class SpecRunner : public OpRunner {
     CUdeviceptr x = b.master.ptr();
     long long n = b.count;
     int t = int(b.type), kind = int(a.fill.kind);
-    double lo = a.fill.lo, hi = a.fill.hi, value = a.fill.value;
+    const SpecFill at = fill_at(spec_of(p_.op), a.fill, p_); // a range may read the problem
+    double lo = at.lo, hi = at.hi, value = a.fill.value;
     unsigned long long s = seed;
     void* params[] = {&x, &n, &t, &kind, &lo, &hi, &value, &s};
     launch_grid_stride(checks(), kFill, n, device_, params, nullptr);

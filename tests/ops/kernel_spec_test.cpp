@@ -548,6 +548,27 @@ TEST(KernelSpec, DefinesReadInLaterExpressions) {
   EXPECT_THROW(load_kernel_spec_text(j.dump(), "clash.json", d.dir()), UsageError) << "a define named like a dimension";
 }
 
+// A random range may read the dimensions (class indices below V): the problem's range, at each
+// problem; an empty one is the spec's error there.
+TEST(KernelSpec, ARandomRangeReadsTheProblem) {
+  SpecDir d;
+  ojson j = SpecDir::base();
+  j["args"][0]["fill"] = {{"random", {0, "n // 10"}}};
+  const std::string op = load_kernel_spec_text(j.dump(), "range.json", d.dir());
+  const KernelSpec& s = spec_of(op);
+  const SpecFill at = fill_at(s, s.args[0].fill, Problem::parse(op, "1000"));
+  EXPECT_EQ(at.lo, 0.0);
+  EXPECT_EQ(at.hi, 100.0);
+  const std::vector<unsigned char> bytes = spec_fill_bytes(at, ElemType::f32, 1000, 7);
+  for (size_t i = 0; i < 1000; ++i) {
+    const double x = load_elem(bytes.data(), i, ElemType::f32);
+    ASSERT_TRUE(x >= 0 && x < 100) << i << ": " << x;
+  }
+  EXPECT_THROW(fill_at(s, s.args[0].fill, Problem::parse(op, "5")), UsageError) << "[0, 0) at n 5";
+  j["args"][0]["fill"] = {{"random", {0, "B"}}};
+  EXPECT_THROW(load_kernel_spec_text(j.dump(), "param.json", d.dir()), UsageError) << "a range reads the problem only";
+}
+
 // A problem no config serves says which constraints rule them out.
 TEST(KernelSpec, NoValidConfigNamesTheConstraintsThatRuleThemOut) {
   SpecDir d;
