@@ -251,8 +251,10 @@ SpecFill read_fill(const Reader& r, const ojson& v, const std::string& path, boo
       else (k ? f.hi : f.lo) = r.number(a[k], at);
     }
     if (f.lo_at.empty() != f.hi_at.empty()) { // one of them an expression: both, for fill_at
-      if (f.lo_at.empty()) f.lo_at = Expr(std::to_string(f.lo), dims, r.where(path + ".random[0]"));
-      else f.hi_at = Expr(std::to_string(f.hi), dims, r.where(path + ".random[1]"));
+      char exact[40];
+      std::snprintf(exact, sizeof exact, "%.17g", f.lo_at.empty() ? f.lo : f.hi);
+      if (f.lo_at.empty()) f.lo_at = Expr(exact, dims, r.where(path + ".random[0]"));
+      else f.hi_at = Expr(exact, dims, r.where(path + ".random[1]"));
     }
     if (f.lo_at.empty() && !(f.lo < f.hi)) r.fail(path + ".random", "lo must be below hi");
   } else if (v.contains("value")) {
@@ -413,8 +415,12 @@ std::vector<SpecStep> read_steps(const Reader& r, const KernelSpec& s, const ojs
                                  const std::string& kernel, std::vector<SpecNode>* order) {
   std::vector<SpecStep> steps;
   bool loops = false;
-  std::function<std::vector<SpecNode>(const ojson&, const std::string&, const std::vector<int>&, const std::vector<Expr>&)> read;
-  read = [&](const ojson& list, const std::string& lp, const std::vector<int>& counters, const std::vector<Expr>& within) {
+  // within: the rounds of the loops the entries are in, outermost first; within_counters beside it.
+  std::function<std::vector<SpecNode>(const ojson&, const std::string&, const std::vector<int>&, const std::vector<Expr>&,
+                                       const std::vector<int>&)>
+      read;
+  read = [&](const ojson& list, const std::string& lp, const std::vector<int>& counters, const std::vector<Expr>& within,
+             const std::vector<int>& within_counters) {
     std::vector<ojson> entries;
     if (list.is_array()) {
       if (list.empty()) r.fail(lp, "expected at least one step");
@@ -440,6 +446,7 @@ std::vector<SpecStep> read_steps(const Reader& r, const KernelSpec& s, const ojs
         n.step = int(steps.size());
         SpecStep st = read_step(r, s, o, at, kernel, counters);
         st.within = within;
+        st.within_counters = within_counters;
         steps.push_back(std::move(st));
         nodes.push_back(std::move(n));
         continue;
@@ -478,18 +485,24 @@ std::vector<SpecStep> read_steps(const Reader& r, const KernelSpec& s, const ojs
             r.fail(sk, "'" + a.name + "' and '" + b.name + "' hold different element types");
           for (const auto& [p, q] : n.swaps)
             if (p == x || q == x || p == y || q == y) r.fail(sk, "an argument in two pairs");
-          n.swaps.emplace_back(x, y);
+          // The one whose data ends in its own buffer after odd rounds: the caller's where the
+          // other is ktune's temporary, else the first.
+          if (a.intent == SpecArg::temp && b.intent != SpecArg::temp) n.swaps.emplace_back(y, x);
+          else n.swaps.emplace_back(x, y);
         }
       }
       std::vector<Expr> in = within;
       in.push_back(n.repeat);
+      std::vector<int> in_counters = within_counters;
+      in_counters.push_back(n.index);
       if (group) {
-        n.body = read(o["steps"], at + ".steps", inner, in);
+        n.body = read(o["steps"], at + ".steps", inner, in, in_counters);
       } else {
         SpecNode leaf;
         leaf.step = int(steps.size());
         SpecStep st = read_step(r, s, o, at, kernel, inner);
         st.within = in;
+        st.within_counters = in_counters;
         steps.push_back(std::move(st));
         n.body.push_back(std::move(leaf));
       }
@@ -497,7 +510,7 @@ std::vector<SpecStep> read_steps(const Reader& r, const KernelSpec& s, const ojs
     }
     return nodes;
   };
-  std::vector<SpecNode> nodes = read(v, path, {}, {});
+  std::vector<SpecNode> nodes = read(v, path, {}, {}, {});
   order->clear();
   if (loops) *order = std::move(nodes); // else each step once, in order
   return steps;
@@ -524,8 +537,8 @@ void read_buffer(const Reader& r, const KernelSpec& s, const ojson& o, const std
       a.follows_config = true;
     } else if (n < s.params.size() || n >= s.params.size() + s.dims.size() + 2) {
       r.fail(at + ".count", "'" + a.count.text() + "' reads " + s.names[n] +
-                                ": the size of a buffer the caller passes follows the problem (its dimensions, align and "
-                                "dtype_bytes) only; a temporary's may read the parameters too");
+                                ": a buffer's size follows the problem (its dimensions, align and dtype_bytes), and a "
+                                "temporary's the parameters too; not the device or a loop's counter");
     }
   }
   const bool written_only = a.intent == SpecArg::out || a.intent == SpecArg::temp;
@@ -658,6 +671,14 @@ Config read_config(const Reader& r, const KernelSpec& s, const ojson& v, const s
   return c;
 }
 
+// Whether `name` is a header of the CUDA toolkit's include folder (or its cccl).
+bool toolkit_header(const std::string& name) {
+  std::error_code ec;
+  for (const char* dir : {"/", "/cccl/"})
+    if (!cuda_include_dir().empty() && fs::is_regular_file(cuda_include_dir() + dir + name, ec)) return true;
+  return false;
+}
+
 // The sources' text, each behind a #line naming its file, and every header they include that
 // resolves (by a quoted name: beside the including file, then the sources' folders and
 // include_dirs; by an angled one: the sources' folders and include_dirs, as the compile's include
@@ -687,31 +708,46 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
     if (!seen.insert(f).second) continue;
     const std::string text = read_text_file(f, "kernel source");
     s.compiled_text += text + "\n";
-    for (size_t at = 0; (at = text.find("#include", at)) != std::string::npos; ++at) {
-      const size_t q1 = text.find_first_not_of(" \t", at + 8);
-      if (q1 == std::string::npos) continue;
-      const char close = text[q1] == '"' ? '"' : text[q1] == '<' ? '>' : 0;
-      if (!close) { // #include MACRO: a header this reading cannot follow
-        s.compiled_text_whole = false;
-        continue;
-      }
-      const size_t q2 = text.find(close, q1 + 1);
-      if (q2 == std::string::npos) continue;
-      const std::string name = text.substr(q1 + 1, q2 - q1 - 1);
-      std::vector<std::string> dirs;
-      if (close == '"') dirs.push_back(fs::path(f).parent_path().string());
-      dirs.insert(dirs.end(), folders.begin(), folders.end());
-      dirs.insert(dirs.end(), incs.begin(), incs.end());
-      for (const auto& d : dirs) {
-        std::error_code ec;
-        const fs::path h = (fs::path(d) / name).lexically_normal();
-        if (!fs::is_regular_file(h, ec)) continue;
-        if (!seen.count(h.string())) {
-          *hashed += "\n//header " + name + "\n" + read_text_file(h.string(), "included header");
-          queue.push_back(h.string());
+    // A macro name pasted together (a##b) is not in the text as a word: the text cannot tell
+    // which macros it reads.
+    if (text.find("##") != std::string::npos) s.compiled_text_whole = false;
+    // Every `#include` line, spaces allowed around the `#`.
+    for (size_t line = 0; line < text.size(); line = text.find('\n', line) + 1) {
+      size_t at = text.find_first_not_of(" \t", line);
+      if (at == std::string::npos) break;
+      if (text[at] == '#') at = text.find_first_not_of(" \t", at + 1);
+      else at = std::string::npos;
+      const bool include = at != std::string::npos && text.compare(at, 7, "include") == 0;
+      if (include) {
+        const size_t q1 = text.find_first_not_of(" \t", at + 7);
+        const char close = q1 == std::string::npos ? 0 : text[q1] == '"' ? '"' : text[q1] == '<' ? '>' : 0;
+        const size_t q2 = close ? text.find(close, q1 + 1) : std::string::npos;
+        if (q2 == std::string::npos) {
+          s.compiled_text_whole = false; // #include MACRO: a header this reading cannot follow
+        } else {
+          const std::string name = text.substr(q1 + 1, q2 - q1 - 1);
+          std::vector<std::string> dirs;
+          if (close == '"') dirs.push_back(fs::path(f).parent_path().string());
+          dirs.insert(dirs.end(), folders.begin(), folders.end());
+          dirs.insert(dirs.end(), incs.begin(), incs.end());
+          bool found = false;
+          for (const auto& d : dirs) {
+            std::error_code ec;
+            const fs::path h = (fs::path(d) / name).lexically_normal();
+            if (!fs::is_regular_file(h, ec)) continue;
+            found = true;
+            if (!seen.count(h.string())) {
+              *hashed += "\n//header " + name + "\n" + read_text_file(h.string(), "included header");
+              queue.push_back(h.string());
+            }
+            break;
+          }
+          // A quoted header found nowhere ktune looks may be one it cannot read; an angled one is
+          // the toolkit's or NVRTC's own (<cuda_bf16.h>, <cstdint>), which read no user macro.
+          if (!found && close == '"' && !toolkit_header(name)) s.compiled_text_whole = false;
         }
-        break;
       }
+      if (text.find('\n', line) == std::string::npos) break;
     }
   }
   return folders;
@@ -792,8 +828,23 @@ void read_compile(Reader& r, const ojson& j, KernelSpec& s, std::string* hashed)
       s.options.push_back("--include-path=" + incs.back());
     }
   }
+  // Include folders and headers the options name: followed as include_dirs are; a header
+  // included before the sources (--pre-include) is not read, so the text is not whole.
+  std::vector<std::string> option_incs = incs;
+  if (j.contains("options") && j["options"].is_array())
+    for (const auto& o : j["options"]) {
+      if (!o.is_string()) continue;
+      const std::string t = o.get<std::string>();
+      for (const char* flag : {"--include-path=", "-I"})
+        if (t.rfind(flag, 0) == 0 && t.size() > std::strlen(flag)) {
+          fs::path d(t.substr(std::strlen(flag)));
+          if (d.is_relative()) d = fs::path(r.dir()) / d;
+          option_incs.push_back(d.lexically_normal().string());
+        }
+      if (t.rfind("-include", 0) == 0 || t.rfind("--pre-include", 0) == 0) s.compiled_text_whole = false;
+    }
   if (!j.contains("sources")) r.fail("sources", "missing (the .cu file(s), relative to the spec)");
-  const std::vector<std::string> source_dirs = read_sources(r, s, j["sources"], hashed, incs);
+  const std::vector<std::string> source_dirs = read_sources(r, s, j["sources"], hashed, option_incs);
   // A quoted #include is looked for beside the file that includes it first, as nvcc does; NVRTC
   // compiles the sources as one text that has no folder, so theirs lead the include path.
   std::vector<std::string> lead;
@@ -816,6 +867,10 @@ void read_compile(Reader& r, const ojson& j, KernelSpec& s, std::string* hashed)
       if (!identifier(k)) r.fail("defines." + k, "not a C identifier");
       if (std::find(s.names.begin(), s.names.end(), k) != s.names.end())
         r.fail("defines." + k, "'" + k + "' is a parameter, a dimension, a loop's counter or a name ktune gives every expression");
+      static const char* kReserved[] = {"min", "max", "abs", "floor", "ceil", "ceil_div", "round_up", "sqrt", "log2",
+                                        "True", "False", "and", "or", "not", "in", "if", "else"};
+      for (const char* w : kReserved)
+        if (k == w) r.fail("defines." + k, "'" + k + "' is a function or word of the expressions: name the define otherwise");
       s.defines.emplace_back(k, r.expr(v, "defines." + k, s.names));
       refuse_loop_reads(r, s, s.defines.back().second, "defines." + k);
       r.add_macro(k, s.defines.back().second.text());
@@ -940,8 +995,10 @@ void check_args_taken(const Reader& r, const KernelSpec& s) {
 // or through an expression (a launch's geometry, a define, a size, a constraint): one that does
 // neither would multiply the space by its values with the same kernels, timed again and again.
 void check_params_used(const Reader& r, const KernelSpec& s) {
-  if (s.params_as_defines) return; // every parameter is a -D the source may read
+  // With params_as "defines", one the compiled text names is a -D it may read.
   std::vector<bool> used(s.params.size(), false);
+  if (s.params_as_defines)
+    for (size_t i = 0; i < s.params.size(); ++i) used[i] = s.reads_macro(s.params[i].name);
   auto read = [&](const Expr& e) {
     for (size_t i : e.reads())
       if (i < s.params.size()) used[i] = true;
@@ -958,11 +1015,16 @@ void check_params_used(const Reader& r, const KernelSpec& s) {
   for (const auto& [name, e] : s.defines) read(e);
   for (const SpecArg& a : s.args) read(a.count), read(a.value);
   for (size_t i = 0; i < s.params.size(); ++i)
-    if (!used[i])
+    if (!used[i] && (!s.params_as_defines || s.params[i].values.size() > 1)) // one value: a harmless constant
       r.fail("params." + s.params[i].name,
-             "reaches no kernel: with params_as \"template\" a parameter is used through {" + s.params[i].name +
-                 "} in a kernel's name or in an expression; as it is, it would multiply the space by " +
-                 std::to_string(s.params[i].values.size()) + " with the same kernels");
+             "reaches no kernel: " +
+                 std::string(s.params_as_defines
+                                 ? "neither the sources nor the headers ktune can read name it (its -D would go unread), "
+                                   "nor does a kernel's name or an expression read it"
+                                 : "with params_as \"template\" a parameter is used through {" + s.params[i].name +
+                                       "} in a kernel's name or in an expression") +
+                 "; as it is, it would multiply the space by " + std::to_string(s.params[i].values.size()) +
+                 " with the same kernels");
 }
 
 } // namespace
@@ -1007,6 +1069,9 @@ KernelSpec parse_kernel_spec(const std::string& json, const std::string& origin,
   check_params_used(r, s);
   s.version = fnv1a_hex(hashed).substr(0, 8);
   s.op = s.name + "@" + s.version;
+  // The compile cache keys on the source's text, and the headers it includes are not in it: the
+  // version, which hashes them, is (a changed header is another cubin).
+  s.source = "// ktune kernel spec " + s.op + "\n" + s.source;
   return s;
 }
 

@@ -113,6 +113,7 @@ struct SpecStep {
   // KernelSpec::names (-1: a loop without one). A step in a loop of no rounds is not launched
   // (KernelSpec::skipped).
   std::vector<Expr> within;
+  std::vector<int> within_counters; // beside within: each loop's counter, or -1
   std::vector<int> loop_counters;
 };
 
@@ -241,6 +242,10 @@ std::string signature_mismatch(const KernelSpec& s, const SpecStep& st, const st
 // Parses and checks a spec (JSON text; relative paths from base_dir) and reads its sources; throws
 // UsageError "<origin>: <field path>: <what>". Registers nothing (load_kernel_spec does).
 KernelSpec parse_kernel_spec(const std::string& json, const std::string& origin, const std::string& base_dir);
+
+// The CUDA toolkit's include folder (CUDA_HOME, CUDA_PATH, else /usr/local/cuda), which user
+// kernels' compiles search as nvcc does; "" where there is none.
+const std::string& cuda_include_dir();
 
 // The builtins every spec expression may read besides its parameters and dimensions: the
 // problem's align and dtype_bytes, then the device's values.

@@ -396,6 +396,16 @@ std::vector<std::string> KernelSpec::kernel_names(const std::vector<SpecStep>& s
   return out;
 }
 
+const std::string& cuda_include_dir() {
+  static const std::string dir = [] {
+    for (const char* env : {"CUDA_HOME", "CUDA_PATH"})
+      if (const char* v = std::getenv(env); v && *v && std::filesystem::exists(std::string(v) + "/include/cuda_bf16.h"))
+        return std::string(v) + "/include";
+    return std::filesystem::exists("/usr/local/cuda/include/cuda_bf16.h") ? std::string("/usr/local/cuda/include") : "";
+  }();
+  return dir;
+}
+
 bool KernelSpec::reads_macro(const std::string& name) const {
   if (!compiled_text_whole) return true;
   auto word = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; };
@@ -423,12 +433,7 @@ std::vector<std::string> KernelSpec::compile_options(const Config& c, const Prob
   // on a path: user kernels include them as they would under nvcc. CUDA 13 keeps libcu++, CUB and
   // Thrust (cuda/std/..., which cooperative_groups.h itself includes) in include/cccl, a path nvcc
   // adds by itself.
-  static const std::string toolkit = [] {
-    for (const char* env : {"CUDA_HOME", "CUDA_PATH"})
-      if (const char* v = std::getenv(env); v && *v && std::filesystem::exists(std::string(v) + "/include/cuda_bf16.h"))
-        return std::string(v) + "/include";
-    return std::filesystem::exists("/usr/local/cuda/include/cuda_bf16.h") ? std::string("/usr/local/cuda/include") : "";
-  }();
+  const std::string& toolkit = cuda_include_dir();
   if (!toolkit.empty()) o.push_back("--include-path=" + toolkit);
   static const bool cccl = !toolkit.empty() && std::filesystem::exists(toolkit + "/cccl/cuda/std");
   if (cccl) o.push_back("--include-path=" + toolkit + "/cccl");
@@ -447,7 +452,7 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
       x.offset = (long long)plan.workspace_bytes;
       x.bytes = size_t(count_of(i, p, c)) * size_t(elem_bytes(a.elem(p)));
       plan.workspace_bytes += (x.bytes + 255) / 256 * 256;
-    } else if (!a.buffer && !a.value.empty()) {
+    } else if (!a.buffer && !a.value.empty() && !a.follows_loop) { // a counter's: set at each launch (set_args)
       x.value = scalar_value(i, p, c);
     }
   }
@@ -459,7 +464,7 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
   auto counters = [&] { // the loops' counters now, for a message
     std::string t;
     for (size_t k = first_loop_name(); k < names.size(); ++k)
-      if (v[k] != 0) t += (t.empty() ? ", " : " ") + names[k] + " " + number_text(v[k]);
+      if (v[k] != 0) t += ", " + names[k] + " " + number_text(v[k]);
     return t;
   };
   // Unrolled, a plan holds every launch; a spec whose loops come to more is a mistake (or a
@@ -502,6 +507,7 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
         continue;
       }
       const long long rounds = n.repeat.eval_integer(v, 0, double(kMaxLaunches), "rounds" + at + counters());
+      const std::vector<int> before = holds; // an enclosing loop's swaps hold here
       for (const auto& [x, y] : n.swaps)
         if (count_of(size_t(x), p, c) != count_of(size_t(y), p, c))
           throw UsageError(path + ": a loop swaps " + args[size_t(x)].name + " and " + args[size_t(y)].name + ", which hold " +
@@ -513,18 +519,20 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
         for (const auto& [x, y] : n.swaps) std::swap(holds[size_t(x)], holds[size_t(y)]);
       }
       if (n.index >= 0) v[size_t(n.index)] = 0;
-      // After an odd number of rounds the first of each pair holds its data in its partner's
-      // buffer: copied back into its own (the second's is left holding the same).
+      // After an odd number of rounds the first of each pair holds its data in the buffer its
+      // partner held when the loop began: copied back into its own of then (the second's is left
+      // holding the same), so that what follows the loop, an enclosing loop's rounds included,
+      // finds each argument where it was.
       for (const auto& [x, y] : n.swaps) {
-        if (holds[size_t(x)] == x) continue;
+        if (holds[size_t(x)] == before[size_t(x)]) continue;
         LaunchStep s;
         s.kernel = -1;
         s.copy_from = holds[size_t(x)];
-        s.copy_to = x;
+        s.copy_to = before[size_t(x)];
         s.copy_bytes = (unsigned long long)count_of(size_t(x), p, c) * (unsigned long long)elem_bytes(args[size_t(x)].elem(p));
         plan.steps.push_back(s);
-        holds[size_t(x)] = x;
-        holds[size_t(y)] = y;
+        holds[size_t(x)] = before[size_t(x)];
+        holds[size_t(y)] = before[size_t(y)];
       }
     }
   };
@@ -570,9 +578,29 @@ std::string why_none(const Family& f, const Problem& p, const DeviceInfo& d) {
   for (const auto& [w, n] : rejects) by.emplace_back(n, w);
   std::sort(by.begin(), by.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   std::string out;
+  const bool all = seen < 200000; // every combination looked at
   for (size_t i = 0; i < by.size() && (by[i].first == seen || i < 3); ++i)
-    out += "\n  - " + by[i].second + (by[i].first == seen ? " (rejects every config)" : " (rejects " + std::to_string(by[i].first) + " of " + std::to_string(seen) + ")");
+    out += "\n  - " + by[i].second +
+           (by[i].first == seen ? (all ? " (rejects every config)" : " (rejects all " + std::to_string(seen) + " looked at)")
+                                : " (rejects " + std::to_string(by[i].first) + " of " + std::to_string(seen) + ")");
   return out.empty() ? "" : ":" + out;
+}
+
+// The counters' values a step's launch limits are checked at: every counter 0, and each loop at
+// its last round (outermost first, so that an inner loop's rounds see their outer counters' last):
+// the ends of the range an expression monotone in its counters takes. A plan unrolls every round
+// and names any other that breaks a limit.
+std::vector<std::vector<double>> counter_ends(const SpecStep& t, std::vector<double> v) {
+  std::vector<std::vector<double>> out{v};
+  bool last = false;
+  for (size_t k = 0; k < t.within.size() && k < t.within_counters.size(); ++k) {
+    const int i = t.within_counters[k];
+    if (i < 0) continue;
+    const double rounds = t.within[k].eval(v);
+    if (rounds >= 1) v[size_t(i)] = rounds - 1, last = true;
+  }
+  if (last) out.push_back(std::move(v));
+  return out;
 }
 
 Family spec_family(const std::shared_ptr<const KernelSpec>& sp) {
@@ -592,45 +620,45 @@ Family spec_family(const std::shared_ptr<const KernelSpec>& sp) {
       for (const Expr& e : st.within) es.push_back(&e);
       return param_reads(s, es);
     };
-    f.restrict(step + ": threads a block (block x * y * z) within the device's limit" +
-                   (s.max_threads ? " and max_threads " + std::to_string(s.max_threads) : std::string()),
-               reads({&st.block[0], &st.block[1], &st.block[2]}),
-               [sp, i](const Config& c, const Problem& p, const DeviceInfo& d) {
-                 const std::vector<double> v = sp->values(c, p, d);
-                 const SpecStep& t = sp->steps[i];
-                 if (sp->skipped(t, c, p)) return true; // not launched: its limits do not bind
-                 const double n = t.block[0].eval(v) * t.block[1].eval(v) * t.block[2].eval(v);
-                 return n >= 1 && n <= d.max_threads_per_block && (!sp->max_threads || n <= sp->max_threads);
-               });
-    f.restrict(step + ": dynamic shared memory within the device's opt-in limit", reads({&st.smem}),
-               [sp, i](const Config& c, const Problem& p, const DeviceInfo& d) {
-                 const std::vector<double> v = sp->values(c, p, d);
-                 return sp->skipped(sp->steps[i], c, p) || sp->steps[i].smem.eval(v) <= d.max_smem_per_block_optin;
-               });
-    f.restrict(step + ": a grid of 1 to 2^31-1 blocks along x, 1 to 65535 along y and z",
-               reads({&st.grid[0], &st.grid[1], &st.grid[2]}),
-               [sp, i](const Config& c, const Problem& p, const DeviceInfo& d) {
-                 const std::vector<double> v = sp->values(c, p, d);
-                 const SpecStep& t = sp->steps[i];
-                 if (sp->skipped(t, c, p)) return true; // not launched: its limits do not bind
-                 const double x = t.grid[0].eval(v), y = t.grid[1].eval(v), z = t.grid[2].eval(v);
-                 return x >= 1 && x <= 2147483647.0 && y >= 1 && y <= 65535 && z >= 1 && z <= 65535;
-               });
+    // Each limit holds at both ends of the step's counters (counter_ends); a step not launched
+    // (skipped) does not bind the config.
+    auto limit = [&](std::string why, std::vector<const Expr*> es,
+                     std::function<bool(const SpecStep&, const std::vector<double>&, const DeviceInfo&)> holds) {
+      f.restrict(std::move(why), reads(std::move(es)), [sp, i, holds](const Config& c, const Problem& p, const DeviceInfo& d) {
+        const SpecStep& t = sp->steps[i];
+        if (sp->skipped(t, c, p)) return true;
+        for (const auto& v : counter_ends(t, sp->values(c, p, d)))
+          if (!holds(t, v, d)) return false;
+        return true;
+      });
+    };
+    limit(step + ": threads a block (block x * y * z) within the device's limit" +
+              (s.max_threads ? " and max_threads " + std::to_string(s.max_threads) : std::string()),
+          {&st.block[0], &st.block[1], &st.block[2]}, [sp](const SpecStep& t, const std::vector<double>& v, const DeviceInfo& d) {
+            const double n = t.block[0].eval(v) * t.block[1].eval(v) * t.block[2].eval(v);
+            return n >= 1 && n <= d.max_threads_per_block && (!sp->max_threads || n <= sp->max_threads);
+          });
+    limit(step + ": dynamic shared memory within the device's opt-in limit", {&st.smem},
+          [](const SpecStep& t, const std::vector<double>& v, const DeviceInfo& d) {
+            return t.smem.eval(v) <= d.max_smem_per_block_optin;
+          });
+    limit(step + ": a grid of 1 to 2^31-1 blocks along x, 1 to 65535 along y and z", {&st.grid[0], &st.grid[1], &st.grid[2]},
+          [](const SpecStep& t, const std::vector<double>& v, const DeviceInfo&) {
+            const double x = t.grid[0].eval(v), y = t.grid[1].eval(v), z = t.grid[2].eval(v);
+            return x >= 1 && x <= 2147483647.0 && y >= 1 && y <= 65535 && z >= 1 && z <= 65535;
+          });
     if (st.cluster[0].empty()) continue;
-    f.restrict(step + ": a cluster of at most 8 blocks that tiles the grid, on sm_90 or later",
-               reads({&st.cluster[0], &st.cluster[1], &st.cluster[2], &st.grid[0], &st.grid[1], &st.grid[2]}),
-               [sp, i](const Config& c, const Problem& p, const DeviceInfo& d) {
-                 const std::vector<double> v = sp->values(c, p, d);
-                 const SpecStep& t = sp->steps[i];
-                 if (sp->skipped(t, c, p)) return true; // not launched: its limits do not bind
-                 double blocks = 1;
-                 for (int k = 0; k < 3; ++k) {
-                   const double n = t.cluster[k].eval(v), g = t.grid[k].eval(v);
-                   if (n < 1 || n != std::floor(n) || std::fmod(g, n) != 0) return false;
-                   blocks *= n;
-                 }
-                 return blocks <= 8 && (blocks == 1 || d.arch_number() >= 90);
-               });
+    limit(step + ": a cluster of at most 8 blocks that tiles the grid, on sm_90 or later",
+          {&st.cluster[0], &st.cluster[1], &st.cluster[2], &st.grid[0], &st.grid[1], &st.grid[2]},
+          [](const SpecStep& t, const std::vector<double>& v, const DeviceInfo& d) {
+            double blocks = 1;
+            for (int k = 0; k < 3; ++k) {
+              const double n = t.cluster[k].eval(v), g = t.grid[k].eval(v);
+              if (n < 1 || n != std::floor(n) || std::fmod(g, n) != 0) return false;
+              blocks *= n;
+            }
+            return blocks <= 8 && (blocks == 1 || d.arch_number() >= 90);
+          });
   }
   f.kernels([sp](const Config& c, const Problem& p) { return sp->kernel_names(sp->steps, c, p); });
   f.launch([sp](const Config& c, const Problem& p) { return sp->plan(sp->steps, c, p); });
@@ -723,11 +751,12 @@ std::string register_spec(KernelSpec parsed) {
   if (!valid.items().empty()) {
     // The probe's problem is not the user's: a grid or a count that is no whole number at 4096
     // ("n / 3") says nothing of the spec (the user's problems meet it at their plans); a division
-    // by zero or a name it lacks does.
-    try {
-      sp->plan(sp->steps, valid, probe);
-    } catch (const NotWholeError&) {
-    }
+    // by zero or a name it lacks does. A launch with loops is not unrolled here: their rounds at
+    // 4096 (a triangular loop's millions of launches) say nothing of the user's problems either.
+    if (sp->order.empty()) try {
+        sp->plan(sp->steps, valid, probe);
+      } catch (const NotWholeError&) {
+      }
     sp->kernel_names(sp->steps, valid, probe);
   }
   return register_op(std::move(info)).name;

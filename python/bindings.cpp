@@ -148,8 +148,9 @@ PYBIND11_MODULE(_ktune, m) {
               if (a.fill.raw) x["raw_dtype"] = ktune::to_string(a.fill.file_type);
             }
           } else {
-            // One that follows the config has no value here: a reference computes from the problem.
-            x["value"] = a.follows_config ? py::object(py::none()) : py::object(py::float_(s.scalar_value(i, p)));
+            // One that follows the config, or a loop's counter, has no value here: a reference
+            // computes from the problem.
+            x["value"] = a.follows_config || a.follows_loop ? py::object(py::none()) : py::object(py::float_(s.scalar_value(i, p)));
           }
           out.append(x);
         }
@@ -158,7 +159,7 @@ PYBIND11_MODULE(_ktune, m) {
       py::arg("op"), py::arg("dims"), py::arg("dtype"),
       "A user kernel's arguments at one problem: buffers with their element count, intent and fill (a file fill's "
       "name, with its {dim} placeholders as written), scalars with the value the tuner passes (None where it "
-      "follows the config, as a temporary's count may).");
+      "follows the config, as a temporary's count may, or a loop's counter).");
   m.def(
       "ops",
       [] {

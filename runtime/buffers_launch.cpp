@@ -28,7 +28,7 @@ void pack_spec(const KernelSpec& s, const Problem& p, const std::vector<CUdevice
     if (a.buffer && a.intent != SpecArg::temp) {
       const CUdeviceptr v = ptrs.at(next++);
       std::memcpy(slot, &v, sizeof v);
-    } else if (!a.buffer && !a.follows_config) {
+    } else if (!a.buffer && !a.follows_config && !a.follows_loop) { // a loop's counter's: set at each launch
       store_elem(slot, 0, a.scalar_type, s.scalar_value(i, p));
     }
   }
@@ -74,7 +74,7 @@ void BufferArgs::bind(const LaunchPlan& plan) {
     if (a.buffer && a.intent == SpecArg::temp) {
       const CUdeviceptr v = workspace_ + CUdeviceptr(x.offset);
       std::memcpy(slot, &v, sizeof v);
-    } else if (!a.buffer && a.follows_config) {
+    } else if (!a.buffer && a.follows_config && !a.follows_loop) {
       slots_[i] = 0;
       store_elem(slot, 0, a.scalar_type, x.value);
     }

@@ -37,18 +37,21 @@ int cmd_compile(CompileArgs& a) {
   // A config not valid here says which limits it breaks (a grid of 0 blocks among them) before its
   // launch is planned; a valid one whose grid, size or scalar is no whole number: the launch's error, now.
   const CompileRequest req = compile_request(f, c, p, a.problem.arch); // an arch-specific family adds the "a"
-  f.launch_plan(c, p);
+  const LaunchPlan plan = f.launch_plan(c, p);
   Compiler compiler(1);
   const auto k = compiler.compile(req);
   std::printf("compiled %s for %s in %.2f s: %zu-byte cubin\n", c.short_string().c_str(), req.arch.c_str(),
               k->compile_seconds, k->cubin.size());
-  // Each kernel once, with how many launch steps run it (a spec may unroll one kernel over many).
+  // Each kernel once, with how many launches of the plan run it where more than one (a user
+  // kernel's loop).
   for (size_t i = 0; i < k->lowered_names.size(); ++i) {
     const auto& n = k->lowered_names[i];
     if (std::find(k->lowered_names.begin(), k->lowered_names.begin() + std::ptrdiff_t(i), n) != k->lowered_names.begin() + std::ptrdiff_t(i))
       continue;
-    const auto times = std::count(k->lowered_names.begin(), k->lowered_names.end(), n);
-    if (times > 1) std::printf("  kernel %s (%td steps)\n", n.c_str(), times);
+    const auto times = std::count_if(plan.steps.begin(), plan.steps.end(), [&](const LaunchStep& s) {
+      return !s.copy() && size_t(s.kernel) < k->lowered_names.size() && k->lowered_names[size_t(s.kernel)] == n;
+    });
+    if (times > 1) std::printf("  kernel %s (%td launches)\n", n.c_str(), times);
     else std::printf("  kernel %s\n", n.c_str());
   }
   if (!k->log.empty()) std::printf("NVRTC log:\n%s\n", k->log.c_str());

@@ -378,12 +378,21 @@ class ProblemTuner {
       if (!k->from_cache) store_.put_binary(k->cache_key, dev_.arch, k->cubin, k->lowered_names);
     } catch (const CompileError& e) {
       t.status = TrialStatus::compile_error;
-      t.error = e.log().substr(0, 4000);
+      // What ktune found (a macro the source defines again) and then NVRTC's log.
+      const std::string what = e.what();
+      t.error = (what.rfind("nvrtcCompileProgram failed", 0) == 0 ? e.log() : what + "\n" + e.log()).substr(0, 4000);
       return t;
     }
     t.compile_s = k->compile_seconds;
     r.compile_s += t.compile_s;
-    const LaunchPlan plan = f.launch_plan(job.config, p);
+    LaunchPlan plan;
+    try {
+      plan = f.launch_plan(job.config, p);
+    } catch (const UsageError& e) { // this config's launch at this problem (a user kernel's round past a limit)
+      t.status = TrialStatus::launch_error;
+      t.error = std::string("the launch plan: ") + e.what();
+      return t;
+    }
     nlohmann::json req = {{"op", "eval"},
                           {"problem", problem_to_json(p)},
                           {"family", f.name()},

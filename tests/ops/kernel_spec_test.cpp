@@ -141,6 +141,37 @@ TEST(KernelSpec, AParameterTheSourceNeverReadsCompilesOnce) {
   const std::string op2 = load_kernel_spec_text(by_macro, "macro.json", dir.string());
   const auto o2 = spec_of(op2).compile_options(Config{{"BLOCK", 64}, {"TILE", 2}, {"UNROLL", 1}, {"BLOCKY", 1}}, p);
   EXPECT_NE(std::find(o2.begin(), o2.end(), "-DBLOCK=64"), o2.end()) << "a header by a macro: every parameter a -D";
+  // `# include` with a space, and a folder the options name, are followed; a pasted name (##)
+  // leaves every parameter a -D.
+  fs::create_directories(dir / "opt");
+  std::ofstream(dir / "opt" / "rows.h") << "#define ROWS_OF (UNROLL + 1)\n";
+  std::ofstream(dir / "s.cu") << "# include \"tile.h\"\n#  include <rows.h>\n"
+                                 "__global__ void k(const float* x, float* y, int n) { y[0] = TILE_ROWS + ROWS_OF; }\n";
+  std::string spaced = spec;
+  spaced.replace(spaced.find("\"k.cu\""), 6, "\"s.cu\"");
+  spaced.replace(spaced.find("\"include_dirs\": [\"inc\"],"), std::string("\"include_dirs\": [\"inc\"],").size(),
+                 "\"options\": [\"--include-path=opt\"],");
+  const auto o3 = spec_of(load_kernel_spec_text(spaced, "spaced.json", dir.string()))
+                      .compile_options(Config{{"BLOCK", 64}, {"TILE", 2}, {"UNROLL", 1}, {"BLOCKY", 1}}, p);
+  EXPECT_NE(std::find(o3.begin(), o3.end(), "-DTILE=2"), o3.end()) << "# include \"tile.h\"";
+  EXPECT_NE(std::find(o3.begin(), o3.end(), "-DUNROLL=1"), o3.end()) << "a header in a folder of the options";
+  std::ofstream(dir / "p.cu") << "#include \"tile.h\"\n#define CAT(a, b) a##b\n"
+                                 "__global__ void k(const float* x, float* y, int n) { y[0] = TILE_ROWS + UNROLL + BLOCKY; }\n";
+  std::string pasted = spec;
+  pasted.replace(pasted.find("\"k.cu\""), 6, "\"p.cu\"");
+  const auto o4 = spec_of(load_kernel_spec_text(pasted, "pasted.json", dir.string()))
+                      .compile_options(Config{{"BLOCK", 64}, {"TILE", 2}, {"UNROLL", 1}, {"BLOCKY", 1}}, p);
+  EXPECT_NE(std::find(o4.begin(), o4.end(), "-DBLOCK=64"), o4.end()) << "a pasted name: every parameter a -D";
+  // A parameter the text does not name and no expression reads is refused: its values would
+  // compile one kernel.
+  std::string idle = spec;
+  idle.replace(idle.find("\"BLOCKY\": [1]"), std::string("\"BLOCKY\": [1]").size(), "\"BLOCKY\": [1], \"SPARE\": [1, 2]");
+  try {
+    load_kernel_spec_text(idle, "idle.json", dir.string());
+    ADD_FAILURE() << "SPARE reaches nothing";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("params.SPARE: reaches no kernel"), std::string::npos) << e.what();
+  }
   fs::remove_all(dir);
 }
 
@@ -632,12 +663,11 @@ TEST(KernelSpec, ALoopUnrollsIntoItsLaunchesWithItsCounterAndSwaps) {
   EXPECT_EQ(back.steps[3].copy_from, 1);
   EXPECT_TRUE(back.steps[3].copy());
   // A launch passes the round's counter and the swapped buffers.
-  float x = 0, y = 0;
+  float x = 0;
   BufferArgs a(Problem::parse(op, "1000x3"), {&x}, CUdeviceptr(0x10000));
   a.bind(odd);
   EXPECT_EQ(*static_cast<const void* const*>(a.params()[0]), &x);
   EXPECT_EQ(*static_cast<const CUdeviceptr*>(a.params()[1]), CUdeviceptr(0x10000)) << "y: ktune's";
-  (void)y;
 }
 
 // Loops within loops, a counter read by the inner loop's rounds, and a step of no rounds (a step
@@ -694,6 +724,59 @@ TEST(KernelSpec, AParameterChoosesAKernelVersionByItsSteps) {
   const Problem q = Problem::parse(wide, "4000");
   EXPECT_TRUE(w.valid(Config{{"B", 1024}, {"VER", 1}}, q, DeviceInfo::nominal("sm_90")));
   EXPECT_FALSE(w.valid(Config{{"B", 1024}, {"VER", 2}}, q, DeviceInfo::nominal("sm_90")));
+}
+
+// Swaps in loops within loops: an inner loop puts its pair back where the enclosing loop's swap
+// had them, so that no two arguments pass one buffer; a pair named temporary first keeps the
+// caller's buffer; a scalar of counters that is no value at counter 0 is only computed where its
+// step runs; a limit is checked at the counters' last round too.
+TEST(KernelSpec, LoopsInLoopsKeepTheirSwapsApartAndTheirLimitsAtEveryEnd) {
+  SpecDir d;
+  ojson j = rounds_spec();
+  j["args"].push_back({{"name", "z"}, {"kind", "buffer"}, {"dtype", "f32"}, {"count", "n"}, {"intent", "temp"}});
+  j["launch"] = ojson::parse(R"JSON({"repeat": 2, "index": "t", "swap": [["x", "y"]], "steps": [
+    {"repeat": 1, "swap": [["x", "z"]], "steps": [{"kernel": "scale<{B}>", "grid": [1], "block": ["B"], "args": ["x", "z", "n_", "t"]}]},
+    {"kernel": "scale<{B}>", "grid": [1], "block": ["B"], "args": ["x", "y", "n_", "t"]}]})JSON");
+  const std::string op = load_kernel_spec_text(j.dump(), "nested-swaps.json", d.dir());
+  const LaunchPlan plan = find_family(op).launch_plan(Config{{"B", 64}}, Problem::parse(op, "1000x3"));
+  ASSERT_EQ(plan.steps.size(), 6u);
+  EXPECT_TRUE(plan.steps[1].copy());
+  EXPECT_EQ(plan.steps[1].copy_from, 4) << "z's buffer";
+  EXPECT_EQ(plan.steps[1].copy_to, 0) << "into x's";
+  EXPECT_TRUE(plan.steps[2].alias_args.empty());
+  EXPECT_EQ(plan.steps[3].alias_args, (std::vector<int>{0})) << "round 2: x passes y's buffer";
+  EXPECT_EQ(plan.steps[3].alias_of, (std::vector<int>{1}));
+  ASSERT_TRUE(plan.steps[4].copy());
+  EXPECT_EQ(plan.steps[4].copy_from, 4);
+  EXPECT_EQ(plan.steps[4].copy_to, 1) << "back into the buffer x held in that round";
+  EXPECT_EQ(plan.steps[5].alias_args, (std::vector<int>{0, 1}));
+  EXPECT_EQ(plan.steps[5].alias_of, (std::vector<int>{1, 0})) << "x and y pass two buffers";
+  // The temporary named first: the caller's x still gets the last round after odd rounds.
+  j = rounds_spec();
+  j["launch"]["swap"] = ojson::parse(R"([["y", "x"]])");
+  const std::string rev = load_kernel_spec_text(j.dump(), "reversed.json", d.dir());
+  const LaunchPlan odd = find_family(rev).launch_plan(Config{{"B", 64}}, Problem::parse(rev, "1000x3"));
+  ASSERT_TRUE(odd.steps.back().copy());
+  EXPECT_EQ(odd.steps.back().copy_to, 0) << "into the caller's x";
+  // k - 1 rounds of a u32 k - 1: no value at k 0, where no step runs.
+  j = rounds_spec();
+  j["launch"] = ojson::parse(R"JSON({"repeat": 3, "index": "k", "steps": [
+    {"repeat": "k", "index": "t", "kernel": "scale<{B}>", "grid": [1], "block": ["B"], "args": ["x", "y", "n_", "t"]}]})JSON");
+  j["args"][3] = {{"name", "t"}, {"kind", "scalar"}, {"dtype", "u32"}, {"value", "k - 1"}};
+  const std::string tri = load_kernel_spec_text(j.dump(), "triangle.json", d.dir());
+  const LaunchPlan t = find_family(tri).launch_plan(Config{{"B", 64}}, Problem::parse(tri, "1000x3"));
+  ASSERT_EQ(t.steps.size(), 3u);
+  EXPECT_EQ(t.steps[0].set_values, (std::vector<double>{0}));
+  EXPECT_EQ(t.steps[2].set_values, (std::vector<double>{1}));
+  // A block that grows with the round: checked at its last round as at its first.
+  j = rounds_spec();
+  j["params"]["B"] = {64, 512};
+  j["launch"]["block"] = {"B * (t + 1)"};
+  const std::string grow = load_kernel_spec_text(j.dump(), "grow.json", d.dir());
+  const Family g = find_family(grow);
+  EXPECT_TRUE(g.valid(Config{{"B", 64}}, Problem::parse(grow, "1000x3"), DeviceInfo::nominal("sm_90")));
+  EXPECT_FALSE(g.valid(Config{{"B", 512}}, Problem::parse(grow, "1000x3"), DeviceInfo::nominal("sm_90")))
+      << "1536 threads in its third round";
 }
 
 TEST(KernelSpec, AMalformedLoopIsRefusedNamingItsField) {
