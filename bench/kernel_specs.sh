@@ -12,9 +12,9 @@ secs=${2:-30}
 mkdir -p "$out"
 db="$out/examples.db"
 rm -f "$db"
-declare -A shapes=([transpose]="8192x8192" [reduction]="67108864" [conv2d]="4096x4096" [bias_gelu]="16384x4096" [l2norm]="67108864")
+declare -A shapes=([transpose]="8192x8192" [reduction]="67108864" [conv2d]="4096x4096" [bias_gelu]="16384x4096" [l2norm]="67108864" [jacobi]="4096x4096x100")
 kernels=()
-for name in ${KERNELS:-transpose reduction conv2d bias_gelu l2norm}; do
+for name in ${KERNELS:-transpose reduction conv2d bias_gelu l2norm jacobi}; do
   spec=examples/kernels/$name/$name.json
   kernels+=(--kernel "$spec")
   start=$(date +%s.%N)

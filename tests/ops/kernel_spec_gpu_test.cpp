@@ -647,7 +647,8 @@ TEST(KernelSpecGpu, ExamplesAreTunedVerifiedAndServed) {
                          {"reduction", "16777216", "1000003", DType::f32},
                          {"conv2d", "2048x2048", "1000x700", DType::f32},
                          {"bias_gelu", "4096x4096", "300x1024", DType::bf16},
-                         {"l2norm", "16777216", "1000003", DType::f32}};
+                         {"l2norm", "16777216", "1000003", DType::f32},
+                         {"jacobi", "2048x2048x20", "1000x700x5", DType::f32}};
   for (const Ex& e : examples) {
     const auto tuned = ktune::testing::run_ktune("tune --kernel " + example(e.name) + " --problem " + e.shape + " --db " + db +
                                                  " --strategy model --budget-evals 12");
