@@ -415,6 +415,17 @@ std::vector<SpecStep> read_steps(const Reader& r, const KernelSpec& s, const ojs
                                  const std::string& kernel, std::vector<SpecNode>* order) {
   std::vector<SpecStep> steps;
   bool loops = false;
+  // A step entry: read, kept with the loops it is in, and its node in the order.
+  auto leaf = [&](const ojson& o, const std::string& at, const std::vector<int>& counters, const std::vector<Expr>& within,
+                  const std::vector<int>& within_counters) {
+    SpecNode n;
+    n.step = int(steps.size());
+    SpecStep st = read_step(r, s, o, at, kernel, counters);
+    st.within = within;
+    st.within_counters = within_counters;
+    steps.push_back(std::move(st));
+    return n;
+  };
   // within: the rounds of the loops the entries are in, outermost first; within_counters beside it.
   std::function<std::vector<SpecNode>(const ojson&, const std::string&, const std::vector<int>&, const std::vector<Expr>&,
                                        const std::vector<int>&)>
@@ -442,13 +453,7 @@ std::vector<SpecStep> read_steps(const Reader& r, const KernelSpec& s, const ojs
         for (const char* f : {"index", "swap"})
           if (o.contains(f)) r.fail(at + "." + f, "only a loop has one: give its rounds (\"repeat\")");
         if (group) r.fail(at + ".repeat", "missing: a loop's rounds (an expression; 0 runs its steps not at all)");
-        SpecNode n;
-        n.step = int(steps.size());
-        SpecStep st = read_step(r, s, o, at, kernel, counters);
-        st.within = within;
-        st.within_counters = within_counters;
-        steps.push_back(std::move(st));
-        nodes.push_back(std::move(n));
+        nodes.push_back(leaf(o, at, counters, within, within_counters));
         continue;
       }
       loops = true;
@@ -498,13 +503,7 @@ std::vector<SpecStep> read_steps(const Reader& r, const KernelSpec& s, const ojs
       if (group) {
         n.body = read(o["steps"], at + ".steps", inner, in, in_counters);
       } else {
-        SpecNode leaf;
-        leaf.step = int(steps.size());
-        SpecStep st = read_step(r, s, o, at, kernel, inner);
-        st.within = in;
-        st.within_counters = in_counters;
-        steps.push_back(std::move(st));
-        n.body.push_back(std::move(leaf));
+        n.body.push_back(leaf(o, at, inner, in, in_counters)); // a step of its own rounds
       }
       nodes.push_back(std::move(n));
     }
