@@ -857,6 +857,12 @@ void read_compile(Reader& r, const ojson& j, KernelSpec& s, std::string* hashed)
       const std::string o = r.str(v[i], "options[" + std::to_string(i) + "]");
       if (o.rfind("-arch", 0) == 0 || o.rfind("--gpu-architecture", 0) == 0)
         r.fail("options[" + std::to_string(i) + "]", "the arch is the device's; ktune sets it");
+      // The compile refuses a source that redefines a -D macro by NVRTC's warning #47.
+      const bool suppress = o.find("diag-suppress") != std::string::npos || o.find("diag_suppress") != std::string::npos;
+      if (o == "-w" || o == "--disable-warnings" || (suppress && o.find("47") != std::string::npos))
+        r.fail("options[" + std::to_string(i) + "]", "'" + o + "' hides NVRTC's warning #47, by which ktune refuses a "
+                                                     "source that redefines a macro the compile sets (a config's value "
+                                                     "would be ignored); suppress other warnings by number");
       s.options.push_back(o);
     }
   }

@@ -345,6 +345,8 @@ TEST(KernelSpec, EveryMalformedSpecIsRefusedNamingItsField) {
       {"no sources", [](ojson& j) { j.erase("sources"); }, "sources: missing"},
       {"source does not exist", [](ojson& j) { j["sources"] = {"nope.cu"}; }, "sources[0]: source"},
       {"include dir does not exist", [](ojson& j) { j["include_dirs"] = {"nodir"}; }, "include_dirs[0]:"},
+      {"warnings off", [](ojson& j) { j["options"] = {"-w"}; }, "options[0]: '-w' hides NVRTC's warning #47"},
+      {"warning 47 off", [](ojson& j) { j["options"] = {"--diag-suppress=47"}; }, "options[0]:"},
       {"no dims", [](ojson& j) { j.erase("dims"); }, "dims: missing"},
       {"empty dims", [](ojson& j) { j["dims"] = ojson::array(); }, "dims: expected a non-empty array"},
       {"unknown problem dtype", [](ojson& j) { j["dtypes"] = {"f8"}; }, "dtypes[0]: unknown dtype 'f8'"},
