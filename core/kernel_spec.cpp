@@ -24,6 +24,13 @@ using ojson = nlohmann::ordered_json;
 const std::vector<std::string> kSpecBuiltins = {"align", "dtype_bytes", "max_threads", "smem_per_block", "sm_count",
                                                 "regs_per_block", "arch"};
 
+size_t find_word(const std::string& text, const std::string& word, size_t from) {
+  auto part = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; };
+  for (size_t at = from; !word.empty() && (at = text.find(word, at)) != std::string::npos; at += word.size())
+    if ((at == 0 || !part(text[at - 1])) && (at + word.size() == text.size() || !part(text[at + word.size()]))) return at;
+  return std::string::npos;
+}
+
 namespace {
 
 struct TypeName {
@@ -94,16 +101,9 @@ class Reader {
   // stands for its expression, in parentheses: whatever it reads, the expression reads.
   void add_macro(const std::string& name, const std::string& text) { macros_.emplace_back(name, "(" + text + ")"); }
   std::string expand(std::string text) const {
-    auto word = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; };
     for (const auto& [name, value] : macros_)
-      for (size_t at = 0; (at = text.find(name, at)) != std::string::npos;) {
-        if ((at > 0 && word(text[at - 1])) || (at + name.size() < text.size() && word(text[at + name.size()]))) {
-          at += name.size();
-          continue;
-        }
+      for (size_t at = 0; (at = find_word(text, name, at)) != std::string::npos; at += value.size())
         text.replace(at, name.size(), value);
-        at += value.size();
-      }
     return text;
   }
   ElemType elem(const ojson& v, const std::string& path, bool allow_problem, bool* problem) const {

@@ -243,6 +243,10 @@ std::string signature_mismatch(const KernelSpec& s, const SpecStep& st, const st
 // UsageError "<origin>: <field path>: <what>". Registers nothing (load_kernel_spec does).
 KernelSpec parse_kernel_spec(const std::string& json, const std::string& origin, const std::string& base_dir);
 
+// Where `word` stands in `text` at or after `from` as a whole identifier (no letter, digit or _ on
+// either side); npos where it does not.
+size_t find_word(const std::string& text, const std::string& word, size_t from = 0);
+
 // The CUDA toolkit's include folder (CUDA_HOME, CUDA_PATH, else /usr/local/cuda), which user
 // kernels' compiles search as nvcc does; "" where there is none.
 const std::string& cuda_include_dir();

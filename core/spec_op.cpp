@@ -367,11 +367,12 @@ std::vector<std::string> KernelSpec::kernel_names(const std::vector<SpecStep>& s
   // A step the config never launches (a kernel version of another config) is not compiled: it
   // takes the name of one that is launched, so that the kernels keep their places (a template a
   // config cannot instantiate would otherwise fail every config that skips it).
-  size_t stand_in = 0;
-  while (stand_in < st.size() && skipped(st[stand_in], c, p)) ++stand_in;
+  std::vector<bool> skip(st.size());
+  for (size_t j = 0; j < st.size(); ++j) skip[j] = skipped(st[j], c, p);
+  const size_t stand_in = size_t(std::find(skip.begin(), skip.end(), false) - skip.begin());
   std::vector<std::string> out;
   for (size_t j = 0; j < st.size(); ++j) {
-    const SpecStep& s = st[stand_in < st.size() && skipped(st[j], c, p) ? stand_in : j];
+    const SpecStep& s = st[stand_in < st.size() && skip[j] ? stand_in : j];
     std::string n;
     for (size_t i = 0; i < s.kernel.size();) {
       if (s.kernel[i] != '{') {
@@ -407,13 +408,7 @@ const std::string& cuda_include_dir() {
 }
 
 bool KernelSpec::reads_macro(const std::string& name) const {
-  if (!compiled_text_whole) return true;
-  auto word = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; };
-  for (size_t at = 0; (at = compiled_text.find(name, at)) != std::string::npos; at += name.size())
-    if ((at == 0 || !word(compiled_text[at - 1])) &&
-        (at + name.size() == compiled_text.size() || !word(compiled_text[at + name.size()])))
-      return true;
-  return false;
+  return !compiled_text_whole || find_word(compiled_text, name) != std::string::npos;
 }
 
 std::vector<std::string> KernelSpec::compile_options(const Config& c, const Problem& p) const {
@@ -460,12 +455,13 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
   // of a loop) its partner's.
   std::vector<int> holds(args.size());
   for (size_t i = 0; i < holds.size(); ++i) holds[i] = int(i);
-  const std::string at = " (config " + c.to_json() + ", " + p.key() + ")";
-  auto counters = [&] { // the loops' counters now, for a message
-    std::string t;
+  // For messages: the config and problem, with the loops' counters now.
+  const std::string head = " (config " + c.to_json() + ", " + p.key(), at = head + ")";
+  auto where = [&] {
+    std::string t = head;
     for (size_t k = first_loop_name(); k < names.size(); ++k)
       if (v[k] != 0) t += ", " + names[k] + " " + number_text(v[k]);
-    return t;
+    return t + ")";
   };
   // Unrolled, a plan holds every launch; a spec whose loops come to more is a mistake (or a
   // problem too large for a plan of launches: a kernel that loops itself).
@@ -474,14 +470,14 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
     const SpecStep& t = st[i];
     LaunchStep s;
     s.kernel = int(i);
-    const std::string where = " (config " + c.to_json() + ", " + p.key() + counters() + ")";
+    const std::string where_now = where();
     for (int d = 0; d < 3; ++d) {
-      s.grid[d] = unsigned(t.grid[d].eval_integer(v, 1, d == 0 ? 2147483647.0 : 65535.0, "grid" + where));
-      s.block[d] = unsigned(t.block[d].eval_integer(v, 1, 1024, "threads" + where));
+      s.grid[d] = unsigned(t.grid[d].eval_integer(v, 1, d == 0 ? 2147483647.0 : 65535.0, "grid" + where_now));
+      s.block[d] = unsigned(t.block[d].eval_integer(v, 1, 1024, "threads" + where_now));
     }
     if (!t.cluster[0].empty())
-      for (int d = 0; d < 3; ++d) s.cluster[d] = unsigned(t.cluster[d].eval_integer(v, 1, 8, "cluster blocks" + where));
-    s.dynamic_smem = unsigned(t.smem.eval_integer(v, 0, 4.0e9, "bytes of dynamic shared memory" + where));
+      for (int d = 0; d < 3; ++d) s.cluster[d] = unsigned(t.cluster[d].eval_integer(v, 1, 8, "cluster blocks" + where_now));
+    s.dynamic_smem = unsigned(t.smem.eval_integer(v, 0, 4.0e9, "bytes of dynamic shared memory" + where_now));
     s.persistent = t.persistent;
     s.cooperative = t.cooperative;
     s.args = t.args;
@@ -489,7 +485,7 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
       const SpecArg& a = args[size_t(k)];
       if (a.follows_loop) {
         s.set_args.push_back(k);
-        s.set_values.push_back(scalar_from(size_t(k), v, where));
+        s.set_values.push_back(scalar_from(size_t(k), v, where_now));
       }
       if (holds[size_t(k)] != k) {
         s.alias_args.push_back(k);
@@ -506,7 +502,7 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
         launch(size_t(n.step));
         continue;
       }
-      const long long rounds = n.repeat.eval_integer(v, 0, double(kMaxLaunches), "rounds" + at + counters());
+      const long long rounds = n.repeat.eval_integer(v, 0, double(kMaxLaunches), "rounds" + where());
       const std::vector<int> before = holds; // an enclosing loop's swaps hold here
       for (const auto& [x, y] : n.swaps)
         if (count_of(size_t(x), p, c) != count_of(size_t(y), p, c))

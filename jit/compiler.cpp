@@ -184,11 +184,12 @@ std::shared_ptr<const CompiledKernel> Compiler::compile_uncached(const CompileRe
     at += std::strlen("incompatible redefinition of macro \"");
     const std::string name = log.substr(at, log.find('"', at) - at);
     for (const auto& o : req.options)
-      if (o.rfind("-D" + name + "=", 0) == 0 || o == "-D" + name)
-        throw CompileError("the source defines " + name + " again, which the compile sets (" + o +
-                               "): its own #define wins, so that value would be ignored; guard it with #ifndef " + name +
-                               ": " + req.context,
-                           log);
+      if (o.rfind("-D" + name + "=", 0) == 0 || o == "-D" + name) {
+        // The reason leads the log too: a trial records the log, as it does NVRTC's own errors.
+        const std::string why = "the source defines " + name + " again, which the compile sets (" + o +
+                                "): its own #define wins, so that value would be ignored; guard it with #ifndef " + name;
+        throw CompileError(why + ": " + req.context, why + "\n" + log);
+      }
   }
 
   auto out = std::make_shared<CompiledKernel>();

@@ -42,18 +42,20 @@ int cmd_compile(CompileArgs& a) {
   const auto k = compiler.compile(req);
   std::printf("compiled %s for %s in %.2f s: %zu-byte cubin\n", c.short_string().c_str(), req.arch.c_str(),
               k->compile_seconds, k->cubin.size());
-  // Each kernel once, with how many launches of the plan run it where more than one (a user
+  // Each kernel once, with how many launches of its plan run it where more than one (a user
   // kernel's loop).
-  for (size_t i = 0; i < k->lowered_names.size(); ++i) {
-    const auto& n = k->lowered_names[i];
-    if (std::find(k->lowered_names.begin(), k->lowered_names.begin() + std::ptrdiff_t(i), n) != k->lowered_names.begin() + std::ptrdiff_t(i))
-      continue;
-    const auto times = std::count_if(plan.steps.begin(), plan.steps.end(), [&](const LaunchStep& s) {
-      return !s.copy() && size_t(s.kernel) < k->lowered_names.size() && k->lowered_names[size_t(s.kernel)] == n;
-    });
-    if (times > 1) std::printf("  kernel %s (%td launches)\n", n.c_str(), times);
-    else std::printf("  kernel %s\n", n.c_str());
-  }
+  auto list_kernels = [](const std::vector<std::string>& names, const LaunchPlan& launches) {
+    for (size_t i = 0; i < names.size(); ++i) {
+      const auto& n = names[i];
+      if (std::find(names.begin(), names.begin() + std::ptrdiff_t(i), n) != names.begin() + std::ptrdiff_t(i)) continue;
+      const auto times = std::count_if(launches.steps.begin(), launches.steps.end(), [&](const LaunchStep& s) {
+        return !s.copy() && size_t(s.kernel) < names.size() && names[size_t(s.kernel)] == n;
+      });
+      if (times > 1) std::printf("  kernel %s (%td launches)\n", n.c_str(), times);
+      else std::printf("  kernel %s\n", n.c_str());
+    }
+  };
+  list_kernels(k->lowered_names, plan);
   if (!k->log.empty()) std::printf("NVRTC log:\n%s\n", k->log.c_str());
   // A user kernel's reference and baseline compile too: a name the source lacks, or a define its
   // config misses, fails here rather than on the GPU at the first check. Each step's arguments
@@ -78,13 +80,10 @@ int cmd_compile(CompileArgs& a) {
     for (const auto& side : sides) {
       const std::optional<CompileRequest> side_req = spec_side_request(f.op(), side.what, p, req.arch);
       if (!side_req) continue;
-      spec->plan(side.steps, side.config, p);
+      const LaunchPlan side_plan = spec->plan(side.steps, side.config, p);
       const auto compiled = compiler.compile(*side_req);
       std::printf("compiled its %s: %zu-byte cubin\n", side.what, compiled->cubin.size());
-      for (size_t i = 0; i < compiled->lowered_names.size(); ++i)
-        if (std::find(compiled->lowered_names.begin(), compiled->lowered_names.begin() + std::ptrdiff_t(i),
-                      compiled->lowered_names[i]) == compiled->lowered_names.begin() + std::ptrdiff_t(i))
-          std::printf("  kernel %s\n", compiled->lowered_names[i].c_str());
+      list_kernels(compiled->lowered_names, side_plan);
       check(side.steps, side.config, compiled->lowered_names, std::string("the ") + side.what + "'s");
     }
     if (!wrong.empty()) throw UsageError(wrong);

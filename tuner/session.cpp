@@ -378,9 +378,7 @@ class ProblemTuner {
       if (!k->from_cache) store_.put_binary(k->cache_key, dev_.arch, k->cubin, k->lowered_names);
     } catch (const CompileError& e) {
       t.status = TrialStatus::compile_error;
-      // What ktune found (a macro the source defines again) and then NVRTC's log.
-      const std::string what = e.what();
-      t.error = (what.rfind("nvrtcCompileProgram failed", 0) == 0 ? e.log() : what + "\n" + e.log()).substr(0, 4000);
+      t.error = e.log().substr(0, 4000);
       return t;
     }
     t.compile_s = k->compile_seconds;

@@ -301,6 +301,7 @@ TEST(Compiler, ASourceThatRedefinesAMacroTheConfigSetsIsRefused) {
   } catch (const CompileError& e) {
     EXPECT_NE(std::string(e.what()).find("the source defines N again, which the compile sets (-DN=4096)"), std::string::npos)
         << e.what();
+    EXPECT_EQ(e.log().rfind("the source defines N again", 0), 0u) << "a trial records the log: the reason leads it";
   }
   r.source = "#ifndef N\n#define N 1000\n#endif\n__global__ void k(float* y) { y[threadIdx.x] = N; }\n";
   EXPECT_FALSE(compiler.compile(r)->cubin.empty());
