@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -258,13 +259,26 @@ SpecFill read_fill(const Reader& r, const ojson& v, const std::string& path, boo
     }
     if (f.lo_at.empty() && !(f.lo < f.hi)) r.fail(path + ".random", "lo must be below hi");
   } else if (v.contains("value")) {
-    f.kind = SpecFill::constant, f.value = r.number(v["value"], path + ".value");
+    f.kind = SpecFill::constant;
+    if (v["value"].is_string()) f.value_at = r.expr(v["value"], path + ".value", dims); // an expression of the dimensions
+    else f.value = r.number(v["value"], path + ".value");
   } else if (v.contains("file")) {
     read_file_fill(r, v, path, dims, f);
   } else {
     r.fail(path, "raw_dtype without file");
   }
   return f;
+}
+
+// atol / rtol: a number >= 0, or an expression of the dimensions (checked at each problem).
+void read_tolerance(const Reader& r, const ojson& v, const std::string& path, const std::vector<std::string>& dims, double& x,
+                    Expr& e) {
+  if (v.is_string()) {
+    e = r.expr(v, path, dims);
+    return;
+  }
+  x = r.number(v, path);
+  if (!(x >= 0)) r.fail(path, "must be >= 0");
 }
 
 std::vector<int> read_values(const Reader& r, const ojson& v, const std::string& path) {
@@ -315,7 +329,7 @@ void read_loop_names(const Reader& r, const ojson& j, KernelSpec& s) {
     if (v.contains("steps")) scan(v["steps"], path + ".steps");
   };
   if (j.contains("launch")) scan(j["launch"], "launch");
-  for (const char* side : {"check", "baseline"}) {
+  for (const char* side : {"check", "baseline", "setup"}) {
     if (!j.contains(side) || !j[side].is_object()) continue;
     const ojson& o = std::string(side) == "check" ? (j[side].contains("reference") ? j[side]["reference"] : ojson()) : j[side];
     if (o.is_object() && o.contains("launch"))
@@ -326,7 +340,7 @@ void read_loop_names(const Reader& r, const ojson& j, KernelSpec& s) {
 // A scalar that reads a loop's counter has that value only in the loop: every step that passes it
 // is in each loop it reads the counter of.
 void check_loop_scalars(const Reader& r, const KernelSpec& s) {
-  for (const auto* steps : {&s.steps, &s.reference_steps, &s.baseline_steps})
+  for (const auto* steps : {&s.steps, &s.reference_steps, &s.baseline_steps, &s.setup_steps})
     for (const SpecStep& st : *steps)
       for (int i : s.step_args(st.args)) {
         const SpecArg& a = s.args[size_t(i)];
@@ -556,9 +570,8 @@ void read_buffer(const Reader& r, const KernelSpec& s, const ojson& o, const std
   for (const char* t : {"atol", "rtol"}) {
     if (!o.contains(t)) continue;
     if (!a.checked()) r.fail(at + "." + t, "only outputs (intent out or inout) are checked");
-    const double x = r.number(o[t], at + "." + t);
-    if (!(x >= 0)) r.fail(at + "." + t, "must be >= 0");
-    (std::string(t) == "atol" ? a.atol : a.rtol) = x;
+    read_tolerance(r, o[t], at + "." + t, s.dims, std::string(t) == "atol" ? a.atol : a.rtol,
+                   std::string(t) == "atol" ? a.atol_at : a.rtol_at);
   }
   if (o.contains("check_count")) { // an output whose first elements alone are the answer (the rest: partials)
     if (!a.checked()) r.fail(at + ".check_count", "only outputs (intent out or inout) are checked");
@@ -960,10 +973,15 @@ void read_check(const Reader& r, const ojson& j, KernelSpec& s, const std::strin
     else read_answers(r, s, c["answer"]);
     for (const char* t : {"atol", "rtol"}) {
       if (!c.contains(t)) continue;
-      const double x = r.number(c[t], std::string("check.") + t);
-      if (!(x >= 0)) r.fail(std::string("check.") + t, "must be >= 0");
-      for (auto& a : s.args)
-        if (a.checked() && (std::string(t) == "atol" ? a.atol : a.rtol) < 0) (std::string(t) == "atol" ? a.atol : a.rtol) = x;
+      double x = -1;
+      Expr e;
+      read_tolerance(r, c[t], std::string("check.") + t, s.dims, x, e);
+      for (auto& a : s.args) {
+        if (!a.checked()) continue;
+        double& v = std::string(t) == "atol" ? a.atol : a.rtol;
+        Expr& ve = std::string(t) == "atol" ? a.atol_at : a.rtol_at;
+        if (v < 0 && ve.empty()) v = x, ve = e; // an output's own tolerance wins
+      }
     }
   }
 }
@@ -987,7 +1005,7 @@ void check_args_taken(const Reader& r, const KernelSpec& s) {
   std::vector<bool> taken(s.args.size(), false);
   for (const SpecSymbol& y : s.symbols)
     if (y.from_arg >= 0) taken[size_t(y.from_arg)] = true;
-  for (const auto* steps : {&s.steps, &s.reference_steps, &s.baseline_steps})
+  for (const auto* steps : {&s.steps, &s.reference_steps, &s.baseline_steps, &s.setup_steps})
     for (const SpecStep& st : *steps) {
       if (st.args.empty()) std::fill(taken.begin(), taken.end(), true);
       for (int i : st.args) taken[size_t(i)] = true;
@@ -1045,7 +1063,7 @@ KernelSpec parse_kernel_spec(const std::string& json, const std::string& origin,
   }
   r.known_fields(j, "", {"$schema", "ktune_kernel_spec", "name", "about", "sources", "include_dirs", "kernel", "dims", "dtypes",
                          "params", "params_as", "dims_as", "defines", "constraints", "restrictions", "max_threads",
-                         "launch", "args", "symbols", "check", "baseline", "flops", "bytes", "default", "options"});
+                         "launch", "args", "symbols", "check", "baseline", "setup", "flops", "bytes", "default", "options"});
   KernelSpec s;
   s.path = origin, s.dir = base_dir;
   read_identity(r, j, s);
@@ -1067,6 +1085,20 @@ KernelSpec parse_kernel_spec(const std::string& json, const std::string& origin,
   if (j.contains("baseline")) {
     s.has_baseline = true;
     read_kernel_run(r, s, j["baseline"], "baseline", kernel, s.baseline_steps, s.baseline_order, s.baseline_config);
+  }
+  if (j.contains("setup")) {
+    // Kernels of their own: a config of the kernel under test makes no inputs.
+    if (!j["setup"].is_object() || !j["setup"].contains("launch"))
+      r.fail("setup", "expected {\"kernel\": ..., \"launch\": ...}: kernels of the source that make the inputs, with their launch");
+    s.has_setup = true;
+    read_kernel_run(r, s, j["setup"], "setup", kernel, s.setup_steps, s.setup_order, s.setup_config);
+    // What a setup step writes is an input: an output it passes is poisoned again after it, and
+    // a temporary is the kernel's own scratch.
+    for (const SpecStep& st : s.setup_steps)
+      for (int i : s.step_args(st.args))
+        if (s.args[size_t(i)].buffer && s.args[size_t(i)].intent == SpecArg::temp)
+          r.fail("setup", "a setup step passes '" + s.args[size_t(i)].name +
+                              "', a temporary: setup writes inputs (intent in or inout); give each step its args");
   }
   read_counts(r, j, s);
   check_args_taken(r, s);
@@ -1107,7 +1139,29 @@ std::string fill_path_at(const KernelSpec& s, const SpecFill& f, const Problem& 
 
 } // namespace
 
+double fill_value_at(const SpecFill& fill, const Problem& p) {
+  if (fill.value_at.empty()) return fill.value;
+  const double v = fill.value_at.eval(std::vector<double>(p.dims.begin(), p.dims.end()));
+  if (!std::isfinite(v)) throw UsageError(fill.value_at.where() + ": the value '" + fill.value_at.text() + "' at " + p.key() + " is not finite");
+  return v;
+}
+
+double tolerance_at(const SpecArg& a, bool atol, const Problem& p) {
+  const Expr& e = atol ? a.atol_at : a.rtol_at;
+  if (e.empty()) return atol ? a.atol : a.rtol;
+  const double v = e.eval(std::vector<double>(p.dims.begin(), p.dims.end()));
+  if (!(v >= 0) || !std::isfinite(v))
+    throw UsageError(e.where() + ": " + (atol ? "atol" : "rtol") + " '" + e.text() + "' of " + a.name + " at " + p.key() + " is " +
+                     std::to_string(v) + ": it must be finite and >= 0");
+  return v;
+}
+
 SpecFill fill_at(const KernelSpec& s, const SpecFill& fill, const Problem& p) {
+  if (!fill.value_at.empty()) {
+    SpecFill f = fill;
+    f.value = fill_value_at(fill, p);
+    return f;
+  }
   if (!fill.lo_at.empty()) { // a random range of the problem's
     SpecFill f = fill;
     const std::vector<double> v(p.dims.begin(), p.dims.end());
@@ -1172,6 +1226,13 @@ void check_fill_files(const KernelSpec& s, const Problem& p) {
     if (int64_t(have) < count)
       throw UsageError(s.path + ": " + what + " at " + p.key() + ": '" + file + "' holds " + std::to_string(have) +
                        " elements, the problem needs " + std::to_string(count));
+    // A file named for this problem that holds more than the problem reads: the count's expression
+    // and the data disagree (a CSR's nnz typed as a dimension, another size's file), and the kernel
+    // would read a cut copy. One file for every problem may be longer: each reads its first elements.
+    if (!fill.pattern.empty() && int64_t(have) > count)
+      throw UsageError(s.path + ": " + what + " at " + p.key() + ": '" + file + "' holds " + std::to_string(have) +
+                       " elements, the problem reads " + std::to_string(count) +
+                       ": a file named for one problem must hold exactly what it reads");
   };
   for (size_t i = 0; i < s.args.size(); ++i) {
     const SpecArg& a = s.args[i];

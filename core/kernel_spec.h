@@ -34,6 +34,8 @@ struct SpecFill {
   // A random range that reads the dimensions ({"random": [0, "V"]}: class indices below V): lo and
   // hi at each problem (fill_at); empty where given as numbers.
   Expr lo_at, hi_at;
+  // A value that reads the dimensions ({"value": "1.0 / n"}); empty where given as a number.
+  Expr value_at;
   std::string file;                // as given, for messages
   std::vector<unsigned char> data; // file: its elements (.npy payload or raw bytes)
   ElemType file_type = ElemType::f32;
@@ -57,6 +59,8 @@ SpecFill fill_at(const KernelSpec& s, const SpecFill& fill, const Problem& p);
 // for p) exists, reads, and holds the elements p needs: what a tuning run checks before it starts,
 // so that a missing or short file is a usage error then, not a failed trial on the GPU.
 void check_fill_files(const KernelSpec& s, const Problem& p);
+// A constant fill's value at problem p (SpecFill::value_at evaluated, or the number given).
+double fill_value_at(const SpecFill& fill, const Problem& p);
 
 struct SpecArg {
   std::string name;
@@ -68,6 +72,9 @@ struct SpecArg {
   enum Intent { in, out, inout, temp } intent = in;
   SpecFill fill;
   double atol = -1, rtol = -1; // outputs: per-element |out - ref| <= atol + rtol |ref|; -1: the dtype's default
+  // Tolerances that follow the problem (an atomic sum's error grows with the terms per output):
+  // expressions of the dimensions, evaluated at each check (tolerance_at); empty: the numbers above.
+  Expr atol_at, rtol_at;
   // Outputs: how many of the first elements are compared with the reference (an answer in out[0]
   // and per-block partials after it, whose number follows the config); empty: all of them.
   Expr check_count;
@@ -89,6 +96,10 @@ struct SpecArg {
   bool checked() const { return buffer && (intent == out || intent == inout); }
   bool caller_passes() const { return buffer ? intent != temp : value.empty(); }
 };
+
+// An output's atol (rtol: false) at problem p: its expression evaluated, or the number given (-1:
+// none given). Throws UsageError for a negative or non-finite value.
+double tolerance_at(const SpecArg& a, bool atol, const Problem& p);
 
 // __constant__ / __device__ variables filled before every launch: from a buffer argument's data
 // (copied device to device) or with their own fill.
@@ -156,7 +167,7 @@ struct KernelSpec {
   std::vector<SpecStep> steps;
   // The order of steps, reference_steps and baseline_steps with their loops; empty: each step once,
   // in order.
-  std::vector<SpecNode> order, reference_order, baseline_order;
+  std::vector<SpecNode> order, reference_order, baseline_order, setup_order;
   // The loops' counters, readable by the expressions of steps in their loops and by computed
   // scalars those steps pass; they follow kSpecBuiltins in names.
   std::vector<std::string> loop_names;
@@ -175,6 +186,13 @@ struct KernelSpec {
   bool has_baseline = false;
   std::vector<SpecStep> baseline_steps;
   Config baseline_config;
+  // Setup: kernels of the source that make inputs whose values depend on each other (a CSR
+  // matrix's row pointers and sorted columns, a neighbour list from positions), run after the
+  // fills of every input set and before anything reads it (the reference, the kernel, the
+  // baseline), with setup_config's defines; not timed, not served. None when absent.
+  bool has_setup = false;
+  std::vector<SpecStep> setup_steps;
+  Config setup_config;
   Expr flops, bytes;
   Config default_config; // empty: the first valid config
   // Names every expression may read, in this order: params, dims, then the device and problem

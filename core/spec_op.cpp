@@ -220,6 +220,7 @@ const std::vector<SpecNode>& KernelSpec::order_of(const std::vector<SpecStep>& s
   if (&st == &steps) return order;
   if (&st == &reference_steps) return reference_order;
   if (&st == &baseline_steps) return baseline_order;
+  if (&st == &setup_steps) return setup_order;
   static const std::vector<SpecNode> none; // steps of no spec list: each once, in order
   return none;
 }
@@ -740,6 +741,7 @@ std::string register_spec(KernelSpec parsed) {
   probe.dtype = sp->dtypes.front();
   sp->kernel_names(sp->steps, first, probe);
   if (sp->check) sp->kernel_names(sp->reference_steps, sp->reference_config, probe);
+  if (sp->has_setup) sp->kernel_names(sp->setup_steps, sp->setup_config, probe);
   const Family f = info.families().front();
   const DeviceInfo d = DeviceInfo::nominal("sm_90");
   Config valid;

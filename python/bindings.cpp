@@ -142,7 +142,7 @@ PYBIND11_MODULE(_ktune, m) {
             x["count"] = a.follows_config ? py::object(py::none()) : py::object(py::int_(s.count_of(i, p)));
             static const char* kFills[] = {"random", "zeros", "ones", "ramp", "constant", "file"};
             const ktune::SpecFill range = a.fill.lo_at.empty() ? a.fill : ktune::fill_at(s, a.fill, p); // the problem's
-            x["fill"] = kFills[a.fill.kind], x["lo"] = range.lo, x["hi"] = range.hi, x["value"] = a.fill.value;
+            x["fill"] = kFills[a.fill.kind], x["lo"] = range.lo, x["hi"] = range.hi, x["value"] = ktune::fill_value_at(a.fill, p);
             if (a.fill.kind == ktune::SpecFill::from_file) {
               x["file"] = a.fill.pattern.empty() ? a.fill.file : a.fill.pattern;
               if (a.fill.raw) x["raw_dtype"] = ktune::to_string(a.fill.file_type);

@@ -186,14 +186,14 @@ int cmd_tune(TuneArgs& a) {
   const std::string layout = a.layout.empty() ? op.default_layout() : a.layout;
   for (const auto& p : a.problems) o.problems.push_back(Problem::parse(op.name, p, layout, dtype));
   if (o.problems.empty()) throw UsageError("nothing to tune: give --suite FILE or --problem SHAPE");
+  // A user kernel's input and answer files, per problem: a missing or short one stops the run here,
+  // and a dry run too, which is how a spec's files are checked offline. (A replay reads none of them.)
+  for (const Problem& p : o.problems)
+    if (a.replay.empty() && op_info(p.op).spec) check_fill_files(spec_of(p.op), p);
   if (a.dry_run) {
     std::printf("%s\n", problems_suite(o.problems).dump(2).c_str());
     return 0;
   }
-  // A user kernel's input and answer files, per problem: a missing or short one stops the run here.
-  // (A replay reads none of them.)
-  for (const Problem& p : o.problems)
-    if (a.replay.empty() && op_info(p.op).spec) check_fill_files(spec_of(p.op), p);
   if (a.budget_evals && *a.budget_evals == 0) throw UsageError("--budget-evals must be at least 1");
   if (a.budget_seconds && *a.budget_seconds <= 0) throw UsageError("--budget-seconds must be positive");
   if (std::find(strategy_names().begin(), strategy_names().end(), a.strategy) == strategy_names().end())

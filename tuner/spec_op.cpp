@@ -200,7 +200,8 @@ class SpecRunner : public OpRunner {
     CUdeviceptr got = b.dev.ptr() + data_at, ref = b.ref.ptr();
     long long n = s.checked_count(b.arg, p_); // the first n: an answer ahead of config-dependent partials
     int t = int(b.type);
-    double rtol = a.rtol >= 0 ? a.rtol : spec_default_rtol(b.type), atol = a.atol;
+    const double given_rtol = tolerance_at(a, false, p_);
+    double rtol = given_rtol >= 0 ? given_rtol : spec_default_rtol(b.type), atol = tolerance_at(a, true, p_);
     if (atol < 0) { // rtol x the reference's largest finite magnitude, which the compare reads from `at`
       void* params[] = {&ref, &n, &t, &at};
       launch_grid_stride(checks(), kAbsmax, n, device_, params, stream);
@@ -231,7 +232,7 @@ class SpecRunner : public OpRunner {
     long long n = b.count;
     int t = int(b.type), kind = int(a.fill.kind);
     const SpecFill at = fill_at(spec_of(p_.op), a.fill, p_); // a range may read the problem
-    double lo = at.lo, hi = at.hi, value = a.fill.value;
+    double lo = at.lo, hi = at.hi, value = at.value;
     unsigned long long s = seed;
     void* params[] = {&x, &n, &t, &kind, &lo, &hi, &value, &s};
     launch_grid_stride(checks(), kFill, n, device_, params, nullptr);
@@ -254,24 +255,44 @@ class SpecRunner : public OpRunner {
         b.dev = std::move(o.dev), b.master = std::move(o.master), b.ref = std::move(o.ref);
       }
       reserve(b.dev, b.used(offset), a.name + " of " + p.key());
+      if (!b.poisoned) {
+        reserve(b.master, b.bytes(), a.name + " (as filled) of " + p.key());
+        fill(a, b, seed * 1000003 + i);
+      }
+      bufs_.push_back(std::move(b));
+    }
+    if (s.has_setup) run_setup(s);
+    for (Buffer& b : bufs_) {
       const CUdeviceptr data = b.dev.ptr() + kGuard + offset;
       check_cu(driver().cuMemsetD8Async(b.dev.ptr(), kGuardByte, b.used(offset), nullptr), "cuMemsetD8Async", what);
       if (b.poisoned) { // NaN in every float type: an element left unwritten shows
         if (b.bytes()) check_cu(driver().cuMemsetD8Async(data, 0xff, b.bytes(), nullptr), "cuMemsetD8Async", what);
-      } else {
-        reserve(b.master, b.bytes(), a.name + " (as filled) of " + p.key());
-        fill(a, b, seed * 1000003 + i);
-        if (b.bytes())
-          check_cu(driver().cuMemcpyDtoDAsync(data, b.master.ptr(), b.bytes(), nullptr), "cuMemcpyDtoDAsync", what);
+      } else if (b.bytes()) {
+        check_cu(driver().cuMemcpyDtoDAsync(data, b.master.ptr(), b.bytes(), nullptr), "cuMemcpyDtoDAsync", what);
       }
-      bufs_.push_back(std::move(b));
     }
     check_cu(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize", what);
   }
 
+  // The spec's setup kernels on the inputs as filled (their masters, which everything after copies
+  // from: the reference, the kernel under test, the check that inputs stay unchanged). An output a
+  // step passes is the kernel's own buffer, poisoned after. Not timed: it makes the data.
+  void run_setup(const KernelSpec& s) {
+    Module& m = side_module("setup");
+    const std::string context = "the setup of " + s.path + " on " + p_.key();
+    check_cu(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize", "before " + context); // the fills
+    std::vector<const void*> ptrs;
+    for (Buffer& b : bufs_)
+      ptrs.push_back(reinterpret_cast<const void*>(b.poisoned ? b.dev.ptr() + kGuard + offset_ : b.master.ptr()));
+    const LaunchPlan plan = s.plan(s.setup_steps, s.setup_config, p_);
+    BufferArgs a(p_, ptrs, 0);
+    launch_buffers(m, plan, a, nullptr);
+    check_cu(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize", "running " + context);
+  }
+
   // The module of a kernel run beside the tuned one (the reference, the baseline) at the current
   // problem, compiled and loaded once (each check of each config runs the reference on fresh
-  // inputs). what: "reference", "baseline".
+  // inputs). what: "reference", "baseline", "setup".
   Module& side_module(const std::string& what) {
     const std::optional<CompileRequest> side = spec_side_request(p_.op, what, p_, device_.arch);
     if (!side) throw Error(spec_of(p_.op).path + " has no " + what + " kernel");
@@ -335,10 +356,10 @@ class SpecRunner : public OpRunner {
 std::optional<CompileRequest> spec_side_request(const std::string& op, const std::string& what, const Problem& p,
                                                 const std::string& arch) {
   const KernelSpec& s = spec_of(op);
-  const bool ref = what == "reference";
-  if (ref ? !s.check || s.answers : !s.has_baseline) return std::nullopt;
-  const std::vector<SpecStep>& steps = ref ? s.reference_steps : s.baseline_steps;
-  const Config& c = ref ? s.reference_config : s.baseline_config;
+  const bool ref = what == "reference", setup = what == "setup";
+  if (setup ? !s.has_setup : ref ? !s.check || s.answers : !s.has_baseline) return std::nullopt;
+  const std::vector<SpecStep>& steps = setup ? s.setup_steps : ref ? s.reference_steps : s.baseline_steps;
+  const Config& c = setup ? s.setup_config : ref ? s.reference_config : s.baseline_config;
   CompileRequest req;
   req.source = s.source;
   req.source_name = s.source_name;

@@ -25,7 +25,7 @@ double spec_default_rtol(ElemType t);
 // this order: ktune_spec_fill, ktune_spec_differ, ktune_spec_absmax, ktune_spec_compare.
 CompileRequest spec_check_request(const std::string& arch);
 
-// The compile of a spec's reference or baseline kernels (what: "reference", "baseline") for
+// The compile of a spec's reference, baseline or setup kernels (what: "reference", "baseline", "setup") for
 // problem p: the spec's source, those steps' kernel names and that config's options; none where
 // the spec has no such kernel (no baseline; a check by answers, or none).
 std::optional<CompileRequest> spec_side_request(const std::string& op, const std::string& what, const Problem& p,

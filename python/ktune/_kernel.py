@@ -120,6 +120,11 @@ def _answered_spec(spec, base_dir, reference):
     for k, v in _ALIASES.items():
         if k in spec and v not in spec:
             spec[v] = spec.pop(k)
+    if "setup" in spec:
+        # Its kernels rewrite the inputs on the GPU after they are filled: the reference would be
+        # given the inputs before them.
+        raise _err("the spec has setup kernels, which make its inputs on the GPU: check it with its own "
+                   "reference kernel (check.reference), not a Python one")
     # The derived spec's folder, hence its version, follows the spec and the reference: a changed
     # reference is another op, whose results are not the old one's.
     who = reference if isinstance(reference, str) else _identity(reference)

@@ -256,6 +256,93 @@ extern "C" __global__ void floor_c(const float* x, float* y, int n) { floor_ref(
   }
 }
 
+// Setup kernels make inputs that depend on each other (a CSR matrix: row pointers that rise to
+// nnz, columns sorted in each row) after the fills and before anything reads them: the kernel
+// under test reads the row pointers the setup wrote, while the reference derives each row's span
+// itself, so a kernel given the fills alone (row pointers all 0) fails; the inputs as set up are
+// what must stay unchanged; an output the setup wrote is poisoned again (a kernel that skips a row
+// shows), and a kernel that relies on sorted columns sees them sorted.
+TEST(KernelSpecGpu, SetupKernelsMakeTheInputsEveryRunReads) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  TempDir dir("spec_setup");
+  std::ofstream(dir.file("csr.cu")) << R"CUDA(
+__device__ int row_start(int r, int rows, int nnz) { return int((long long)r * nnz / rows); }
+// One thread a row: its span, and its columns sorted (insertion sort; rows are short). y zeroed,
+// which the check must not let stand.
+__global__ void make_csr(int* row_ptr, int* cols, float* y, int rows, int nnz) {
+  const int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r > rows) return;
+  row_ptr[r] = row_start(r, rows, nnz);
+  if (r == rows) return;
+  y[r] = 0.f;
+  const int a = row_start(r, rows, nnz), b = row_start(r + 1, rows, nnz);
+  for (int i = a + 1; i < b; ++i)
+    for (int j = i; j > a && cols[j - 1] > cols[j]; --j) { const int t = cols[j]; cols[j] = cols[j - 1]; cols[j - 1] = t; }
+}
+// FAULT 1 skips the last row; 2 stops a row at its first column out of order (so it relies on
+// the setup's sort).
+template <int B, int FAULT>
+__global__ void spmv(const int* row_ptr, const int* cols, const float* v, const float* x, float* y, int rows) {
+  const int r = blockIdx.x * B + threadIdx.x;
+  if (r >= rows - (FAULT == 1)) return;
+  float s = 0.f;
+  for (int i = row_ptr[r]; i < row_ptr[r + 1]; ++i) {
+    if (FAULT == 2 && i > row_ptr[r] && cols[i] < cols[i - 1]) break;
+    s += v[i] * x[cols[i]];
+  }
+  y[r] = s;
+}
+__global__ void spmv_ref(const int* row_ptr, const int* cols, const float* v, const float* x, float* y, int rows, int nnz) {
+  const int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= rows) return;
+  float s = 0.f;
+  for (int i = row_start(r, rows, nnz); i < row_start(r + 1, rows, nnz); ++i) s += v[i] * x[cols[i]];
+  y[r] = s;
+}
+)CUDA";
+  std::ofstream(dir.file("csr.json")) << R"JSON({
+  "name": "csr", "sources": ["csr.cu"], "kernel": "spmv<{B},{FAULT}>", "params_as": "template",
+  "dims": ["rows", "n", "nnz"], "params": {"B": [128], "FAULT": [0, 1, 2]},
+  "launch": {"grid": ["ceil_div(rows, B)"], "block": ["B"], "args": ["row_ptr", "cols", "v", "x", "y", "rows"]},
+  "args": [{"name": "row_ptr", "kind": "buffer", "dtype": "i32", "count": "rows + 1", "fill": "zeros"},
+           {"name": "cols", "kind": "buffer", "dtype": "i32", "count": "nnz", "fill": {"random": [0, "n"]}},
+           {"name": "v", "kind": "buffer", "dtype": "f32", "count": "nnz"},
+           {"name": "x", "kind": "buffer", "dtype": "f32", "count": "n"},
+           {"name": "y", "kind": "buffer", "dtype": "f32", "count": "rows", "intent": "out", "rtol": 0, "atol": 0},
+           {"name": "rows", "kind": "scalar", "dtype": "i32", "value": "rows"},
+           {"name": "nnz", "kind": "scalar", "dtype": "i32", "value": "nnz"}],
+  "setup": {"kernel": "make_csr", "launch": {"grid": ["ceil_div(rows + 1, 256)"], "block": [256],
+                                              "args": ["row_ptr", "cols", "y", "rows", "nnz"]}},
+  "check": {"reference": {"kernel": "spmv_ref", "launch": {"grid": ["ceil_div(rows, 256)"], "block": [256]}}}
+})JSON";
+  const std::string op = load_kernel_spec(dir.file("csr.json"));
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  auto runner = make_op_runner(op, compiler, *d);
+  const Problem p = Problem::parse(op, "20011x30000x400000");
+  auto check = [&](int fault) { return check_config(*runner, compiler, *d, op, Config{{"B", 128}, {"FAULT", fault}}, p, 9); };
+  const VerifyResult ok = check(0);
+  EXPECT_TRUE(ok.pass) << ok.summary();
+  EXPECT_EQ(ok.input_writes, 0u) << "the inputs as set up are what stays unchanged: " << ok.summary();
+  const VerifyResult skips = check(1);
+  EXPECT_FALSE(skips.pass);
+  EXPECT_EQ(skips.nonfinite, 1u) << "the setup's zeros in y poisoned again: " << skips.summary();
+  EXPECT_TRUE(check(2).pass) << "columns sorted by the setup";
+  // The same spec without its setup: the kernel reads row pointers of 0 and writes zeros.
+  std::string text = ktune::testing::file_bytes(dir.file("csr.json"));
+  const size_t at = text.find(R"("setup")"), end = text.find(R"("check")");
+  ASSERT_TRUE(at != std::string::npos && end != std::string::npos);
+  text.erase(at, end - at);
+  const std::string bare = load_kernel_spec_text(text, "csr-bare.json", dir.path.string());
+  auto bare_runner = make_op_runner(bare, compiler, *d);
+  const VerifyResult no_setup = check_config(*bare_runner, compiler, *d, bare, Config{{"B", 128}, {"FAULT", 0}},
+                                             Problem::parse(bare, "20011x30000x400000"), 9);
+  EXPECT_FALSE(no_setup.pass);
+  EXPECT_GT(no_setup.violations, 10000u) << no_setup.summary();
+}
+
 // A kernel whose only written buffer is updated in place (intent inout: an optimizer step, an
 // accumulation into a cleared sum) is launched and checked: a planted one that scales by the wrong
 // factor is rejected, the right one passes, and the runtime's call changes the buffer.

@@ -422,6 +422,12 @@ TEST(KernelSpec, EveryMalformedSpecIsRefusedNamingItsField) {
       {"temporary filled at random", [](ojson& j) {
          j["args"].push_back({{"name", "t"}, {"kind", "buffer"}, {"dtype", "f32"}, {"count", "n"}, {"intent", "temp"}, {"fill", "random"}});
        }, "args[4].fill: a temporary is left as it is"},
+      {"setup of the kernel itself", [](ojson& j) { j["setup"] = {{"config", {{"B", 64}}}}; }, "setup: expected {\"kernel\""},
+      {"setup with a temporary", [](ojson& j) {
+         j["args"].push_back({{"name", "t"}, {"kind", "buffer"}, {"dtype", "f32"}, {"count", "n"}, {"intent", "temp"}});
+         j["launch"]["args"] = {"x", "y", "n", "a", "t"};
+         j["setup"] = {{"kernel", "scale_ref"}, {"launch", {{"grid", {1}}, {"block", {32}}}}};
+       }, "setup: a setup step passes 't', a temporary"},
   };
   EXPECT_GE(cases.size(), 30u);
   for (const Bad& b : cases) {
@@ -601,6 +607,40 @@ TEST(KernelSpec, ARandomRangeReadsTheProblem) {
   EXPECT_THROW(fill_at(s, s.args[0].fill, Problem::parse(op, "5")), UsageError) << "[0, 0) at n 5";
   j["args"][0]["fill"] = {{"random", {0, "B"}}};
   EXPECT_THROW(load_kernel_spec_text(j.dump(), "param.json", d.dir()), UsageError) << "a range reads the problem only";
+}
+
+// A fill's value and an output's tolerances may follow the problem (an atomic sum's error grows
+// with the terms each output gets); they read the dimensions, never the config.
+TEST(KernelSpec, AValueAndTolerancesReadTheProblem) {
+  SpecDir d;
+  ojson j = SpecDir::base();
+  j["args"][0]["fill"] = {{"value", "1.0 / n"}};
+  j["args"][1]["atol"] = "1e-6 * sqrt(n)";
+  j["check"]["rtol"] = "n / 1e6";
+  const std::string op = load_kernel_spec_text(j.dump(), "value.json", d.dir());
+  const KernelSpec& s = spec_of(op);
+  const Problem p = Problem::parse(op, "400");
+  EXPECT_EQ(fill_value_at(s.args[0].fill, p), 1.0 / 400);
+  const std::vector<unsigned char> bytes = spec_fill_bytes(fill_at(s, s.args[0].fill, p), ElemType::f32, 3, 0);
+  EXPECT_EQ(load_elem(bytes.data(), 2, ElemType::f32), double(1.0f / 400));
+  EXPECT_DOUBLE_EQ(tolerance_at(s.args[1], true, p), 2e-5);
+  EXPECT_DOUBLE_EQ(tolerance_at(s.args[1], false, p), 4e-4) << "check's rtol, for every output without its own";
+  j["args"][1]["rtol"] = 0.5;
+  const KernelSpec& own = spec_of(load_kernel_spec_text(j.dump(), "own.json", d.dir()));
+  EXPECT_EQ(tolerance_at(own.args[1], false, p), 0.5) << "an output's own rtol wins over check's";
+  j["args"][1]["atol"] = "1e-3 - n";
+  const KernelSpec& neg = spec_of(load_kernel_spec_text(j.dump(), "neg.json", d.dir()));
+  try {
+    tolerance_at(neg.args[1], true, p);
+    ADD_FAILURE() << "a negative atol at n 400";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("atol '1e-3 - n' of y at"), std::string::npos) << e.what();
+  }
+  j["args"][1]["atol"] = "B * 1e-6";
+  EXPECT_THROW(load_kernel_spec_text(j.dump(), "param.json", d.dir()), UsageError) << "a tolerance reads the problem only";
+  j["args"][1]["atol"] = 0;
+  j["args"][0]["fill"] = {{"value", "B"}};
+  EXPECT_THROW(load_kernel_spec_text(j.dump(), "fparam.json", d.dir()), UsageError) << "a value reads the problem only";
 }
 
 // A problem no config serves says which constraints rule them out.
@@ -999,7 +1039,14 @@ TEST(KernelSpec, AnswersAndInputsFromAFileAProblem) {
   }
   // It reads a per-problem file's header and size only: a file too short or not a .npy, named.
   npy("y_5.npy", {1, 2, 3, 4, 5, 6});
-  EXPECT_NO_THROW(check_fill_files(s, Problem::parse(op, "5"))) << "more elements than needed is fine";
+  try {
+    check_fill_files(s, Problem::parse(op, "5"));
+    ADD_FAILURE() << "y_5.npy, named for the problem, holds more than it reads";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("holds 6 elements, the problem reads 5"), std::string::npos) << e.what();
+  }
+  npy("y_5.npy", {1, 2, 3, 4, 5});
+  EXPECT_NO_THROW(check_fill_files(s, Problem::parse(op, "5")));
   d.write("x_6.npy", "\x93NUMPY\x01");
   npy("y_6.npy", {1, 2, 3, 4, 5, 6});
   try {
@@ -1128,6 +1175,19 @@ TEST(Cli, CompileOfAUserKernelCompilesItsReferenceAndNamesAMissingKernel) {
   EXPECT_NE(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("reference of"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("kernel names asked for: scale_rf (one of them is not a kernel the source defines)"), std::string::npos) << r.out;
+  // Setup kernels compile with it, and a name the source lacks is named there too.
+  j = SpecDir::base();
+  j["setup"] = {{"kernel", "scale_ref"}, {"launch", {{"grid", {1}}, {"block", {32}}}}};
+  d.write("setup.json", j.dump());
+  r = testing::run_ktune("compile --kernel " + d.path("setup.json") + " --problem 1000 --config '{\"B\":128}'");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("compiled its setup"), std::string::npos) << r.out;
+  j["setup"]["kernel"] = "make_x";
+  d.write("setup-typo.json", j.dump());
+  r = testing::run_ktune("compile --kernel " + d.path("setup-typo.json") + " --problem 1000 --config '{\"B\":128}'");
+  EXPECT_NE(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("setup of"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("kernel names asked for: make_x"), std::string::npos) << r.out;
 }
 
 // `tune --replay` of a user kernel's recorded run: the replay worker loads the run's specs as a
