@@ -781,10 +781,11 @@ void read_identity(const Reader& r, const ojson& j, KernelSpec& s) {
   if (!j["dims"].is_array() || j["dims"].empty()) r.fail("dims", "expected a non-empty array of names");
   for (size_t i = 0; i < j["dims"].size(); ++i) s.dims.push_back(r.ident(j["dims"][i], "dims[" + std::to_string(i) + "]"));
   const ojson dtypes = j.contains("dtypes") ? j["dtypes"] : ojson::array({"f32"});
-  if (!dtypes.is_array() || dtypes.empty()) r.fail("dtypes", "expected a non-empty array (f32, bf16, f16)");
+  if (!dtypes.is_array() || dtypes.empty()) r.fail("dtypes", "expected a non-empty array (f32, bf16, f16, f64)");
   for (size_t i = 0; i < dtypes.size(); ++i) {
     const std::string d = r.str(dtypes[i], "dtypes[" + std::to_string(i) + "]");
-    if (d != "f32" && d != "bf16" && d != "f16") r.fail("dtypes[" + std::to_string(i) + "]", "unknown dtype '" + d + "' (known: f32, bf16, f16)");
+    if (d != "f32" && d != "bf16" && d != "f16" && d != "f64")
+      r.fail("dtypes[" + std::to_string(i) + "]", "unknown dtype '" + d + "' (known: f32, bf16, f16, f64)");
     s.dtypes.push_back(parse_dtype(d));
   }
 }

@@ -17,19 +17,22 @@ const char* to_string(DType d) {
     case DType::tf32: return "tf32";
     case DType::f16: return "f16";
     case DType::bf16: return "bf16";
+    case DType::f64: return "f64";
   }
   return "?";
 }
 
 DType parse_dtype(const std::string& s) {
-  for (DType d : {DType::f32, DType::tf32, DType::f16, DType::bf16})
+  for (DType d : {DType::f32, DType::tf32, DType::f16, DType::bf16, DType::f64})
     if (s == to_string(d)) return d;
-  throw UsageError("unknown dtype '" + s + "' (expected f32, tf32, f16 or bf16)");
+  throw UsageError("unknown dtype '" + s + "' (expected f32, tf32, f16, bf16 or f64)");
 }
 
-int element_bytes(DType d) { return is_half(d) ? 2 : 4; }
+int element_bytes(DType d) { return is_half(d) ? 2 : d == DType::f64 ? 8 : 4; }
 
-double unit_roundoff(DType d) { return std::ldexp(1.0, d == DType::bf16 ? -8 : d == DType::f16 ? -11 : -24); }
+double unit_roundoff(DType d) {
+  return std::ldexp(1.0, d == DType::bf16 ? -8 : d == DType::f16 ? -11 : d == DType::f64 ? -53 : -24);
+}
 
 namespace {
 
@@ -227,6 +230,8 @@ void validate(const Problem& p) {
   const OpInfo& info = op_info(p.op);
   auto fail = [&](const std::string& why) { throw UsageError("invalid " + p.op + " problem " + p.key() + ": " + why); };
   if (p.dims.size() != info.dims.size()) fail("expected dimensions " + shape_pattern(info));
+  // The built-in ops' kernels are written for f32 and the half types (their families say which).
+  if (p.dtype == DType::f64 && !info.spec) fail("f64 is a dtype of user kernels only (kernel specs); " + p.op + " takes f32, bf16 or f16");
   for (size_t i = 0; i < p.dims.size(); ++i) {
     if (p.dims[i] < 0) fail(info.dims[i] + " must be >= 0");
     if (p.dims[i] > info.max_dim) fail(out_of_range(info, i, std::to_string(p.dims[i])));

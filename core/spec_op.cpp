@@ -35,7 +35,9 @@ int elem_bytes(ElemType t) {
 
 bool is_float(ElemType t) { return t == ElemType::f64 || t == ElemType::f32 || t == ElemType::f16 || t == ElemType::bf16; }
 
-ElemType elem_type_of(DType d) { return d == DType::f16 ? ElemType::f16 : d == DType::bf16 ? ElemType::bf16 : ElemType::f32; }
+ElemType elem_type_of(DType d) {
+  return d == DType::f16 ? ElemType::f16 : d == DType::bf16 ? ElemType::bf16 : d == DType::f64 ? ElemType::f64 : ElemType::f32;
+}
 
 namespace {
 
@@ -234,7 +236,9 @@ std::string number_text(double v) {
   return buf;
 }
 
-const char* c_type(DType d) { return d == DType::bf16 ? "__nv_bfloat16" : d == DType::f16 ? "__half" : "float"; }
+const char* c_type(DType d) {
+  return d == DType::bf16 ? "__nv_bfloat16" : d == DType::f16 ? "__half" : d == DType::f64 ? "double" : "float";
+}
 
 } // namespace
 

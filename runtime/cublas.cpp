@@ -136,7 +136,8 @@ void Cublas::gemm(const GemmProblem& p, const KtuneGemmArgs& a, CUstream stream)
     case DType::f32: return sgemm(p, a, stream);
     case DType::bf16:
     case DType::f16: return gemm_half(p, a, stream);
-    case DType::tf32: break;
+    case DType::tf32:
+    case DType::f64: break; // f64: user kernels only (validate refuses it for GEMM)
   }
   throw UsageError("no cuBLAS baseline for " + p.key());
 }

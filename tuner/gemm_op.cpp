@@ -117,6 +117,7 @@ GemmErrorRule GemmOp::rule(const GemmProblem& p, Numerics numerics) {
       if (p.beta != 0) r.u_prod = r.u_out, r.beta = p.beta;
       break;
     }
+    case DType::f64: throw UsageError("gemm takes no f64 problems: " + p.key()); // validate refuses it first
   }
   r.gamma = gamma * (1 + r.u_out);
   return r;

@@ -17,17 +17,18 @@ namespace ktune {
 
 class Family;
 
-enum class DType { f32, tf32, f16, bf16 };
+// f64: a dtype of user kernels (kernel specs) only; built-in ops refuse it (validate()).
+enum class DType { f32, tf32, f16, bf16, f64 };
 // Storage order of an operand. C is always row-major; A and B are row-major ('N') or
 // column-major ('T', i.e. the transposed matrix stored row-major), as BLAS names them.
 enum class Layout { row, col };
 
 const char* to_string(DType d);
 DType parse_dtype(const std::string& s); // throws UsageError
-// Bytes of one element of A, B and C: 4 for f32 (and tf32, stored as f32), 2 for f16 and bf16.
+// Bytes of one element of A, B and C: 4 for f32 (and tf32, stored as f32), 2 for f16 and bf16, 8 for f64.
 int element_bytes(DType d);
 // Unit roundoff of the type results are stored in: 2^-24 for f32 (and tf32, stored as f32), 2^-8
-// for bf16, 2^-11 for f16: the error of the one rounding of an output element.
+// for bf16, 2^-11 for f16, 2^-53 for f64: the error of the one rounding of an output element.
 double unit_roundoff(DType d);
 inline bool is_half(DType d) { return d == DType::f16 || d == DType::bf16; }
 

@@ -343,6 +343,45 @@ __global__ void spmv_ref(const int* row_ptr, const int* cols, const float* v, co
   EXPECT_GT(no_setup.violations, 10000u) << no_setup.summary();
 }
 
+// An f64 problem runs the kernel instantiated on double and checks it at f64's tolerance (rtol
+// 1e-9): a planted kernel that computes in float (relative error about 6e-8) is rejected, the
+// double one passes; at f32 both pass.
+TEST(KernelSpecGpu, AnF64ProblemIsCheckedAtDoublePrecision) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  TempDir dir("spec_f64");
+  std::ofstream(dir.file("axpy.cu")) << R"CUDA(
+template <typename T, int FLOAT>
+__global__ void scale(const T* x, T* y, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  y[i] = FLOAT ? T(float(x[i]) * float(1.0 / 3.0)) : x[i] * T(1.0 / 3.0);
+}
+)CUDA";
+  std::ofstream(dir.file("scale.json")) << R"JSON({
+  "name": "scale64", "sources": ["axpy.cu"], "kernel": "scale<KTUNE_DTYPE, {FLOAT}>", "params_as": "template",
+  "dims": ["n"], "dtypes": ["f32", "f64"], "params": {"FLOAT": [0, 1]},
+  "launch": {"grid": ["ceil_div(n, 256)"], "block": [256]},
+  "args": [{"name": "x", "kind": "buffer", "dtype": "dtype", "count": "n"},
+           {"name": "y", "kind": "buffer", "dtype": "dtype", "count": "n", "intent": "out"},
+           {"name": "n", "kind": "scalar", "dtype": "i32", "value": "n"}],
+  "check": {"reference": {"config": {"FLOAT": 0}}}
+})JSON";
+  const std::string op = load_kernel_spec(dir.file("scale.json"));
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  auto runner = make_op_runner(op, compiler, *d);
+  for (DType dt : {DType::f64, DType::f32}) {
+    const Problem p = Problem::parse(op, "100003", "", dt);
+    const VerifyResult exact = check_config(*runner, compiler, *d, op, Config{{"FLOAT", 0}}, p, 3);
+    EXPECT_TRUE(exact.pass) << to_string(dt) << ": " << exact.summary();
+    const VerifyResult in_float = check_config(*runner, compiler, *d, op, Config{{"FLOAT", 1}}, p, 3);
+    EXPECT_EQ(in_float.pass, dt == DType::f32) << to_string(dt) << ": " << in_float.summary();
+    if (dt == DType::f64) EXPECT_GT(in_float.violations, 50000u) << in_float.summary();
+  }
+}
+
 // A kernel whose only written buffer is updated in place (intent inout: an optimizer step, an
 // accumulation into a cleared sum) is launched and checked: a planted one that scales by the wrong
 // factor is rejected, the right one passes, and the runtime's call changes the buffer.

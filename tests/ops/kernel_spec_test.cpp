@@ -643,6 +643,46 @@ TEST(KernelSpec, AValueAndTolerancesReadTheProblem) {
   EXPECT_THROW(load_kernel_spec_text(j.dump(), "fparam.json", d.dir()), UsageError) << "a value reads the problem only";
 }
 
+// f64 is a problem dtype of user kernels: one spec serves a kernel templated on float and double
+// (KTUNE_DTYPE is double at f64, a buffer of the problem's dtype holds 8-byte elements); the
+// built-in ops refuse it.
+TEST(KernelSpec, AnF64ProblemCompilesTheKernelWithDouble) {
+  SpecDir d;
+  d.write("t.cu",
+          "template <typename T, int B> __global__ void twice(const T* x, T* y, int n) {\n"
+          "  int i = blockIdx.x * B + threadIdx.x; if (i < n) y[i] = x[i] + x[i]; }\n");
+  ojson j = SpecDir::base();
+  j["sources"] = {"t.cu"};
+  j["kernel"] = "twice<KTUNE_DTYPE, {B}>";
+  j["dtypes"] = {"f32", "f64"};
+  j["args"] = ojson::parse(R"([{"name": "x", "kind": "buffer", "dtype": "dtype", "count": "n"},
+                               {"name": "y", "kind": "buffer", "dtype": "dtype", "count": "n", "intent": "out"},
+                               {"name": "n", "kind": "scalar", "dtype": "i32", "value": "n"}])");
+  j["check"] = {{"reference", {{"config", {{"B", 64}}}}}};
+  const std::string op = load_kernel_spec_text(j.dump(), "twice.json", d.dir());
+  const KernelSpec& s = spec_of(op);
+  const Problem p = Problem::parse(op, "1000", "", DType::f64);
+  EXPECT_EQ(p.key().find("/f64/"), op.size()) << p.key();
+  EXPECT_EQ(s.args[0].elem(p), ElemType::f64);
+  const Family f = find_family(op);
+  const CompileRequest req = compile_request(f, Config{{"B", 128}}, p, "sm_90");
+  EXPECT_NE(std::find(req.options.begin(), req.options.end(), "-DKTUNE_DTYPE=double"), req.options.end());
+  Compiler compiler;
+  const auto k = compiler.compile(req);
+  ASSERT_EQ(k->lowered_names.size(), 1u);
+  EXPECT_NE(k->lowered_names[0].find("IdLi128E"), std::string::npos) << "twice<double, 128>: " << k->lowered_names[0];
+  EXPECT_NO_THROW(validate(p));
+  EXPECT_THROW(validate(Problem::parse(op, "1000", "", DType::bf16)), UsageError) << "the spec takes f32 and f64";
+  try {
+    validate(Problem::parse("softmax", "4x4", "", DType::f64));
+    ADD_FAILURE() << "softmax at f64";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("f64 is a dtype of user kernels only"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(element_bytes(DType::f64), 8);
+  EXPECT_EQ(parse_dtype("f64"), DType::f64);
+}
+
 // A problem no config serves says which constraints rule them out.
 TEST(KernelSpec, NoValidConfigNamesTheConstraintsThatRuleThemOut) {
   SpecDir d;
