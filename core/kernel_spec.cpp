@@ -329,18 +329,23 @@ void read_loop_names(const Reader& r, const ojson& j, KernelSpec& s) {
     if (v.contains("steps")) scan(v["steps"], path + ".steps");
   };
   if (j.contains("launch")) scan(j["launch"], "launch");
-  for (const char* side : {"check", "baseline", "setup"}) {
-    if (!j.contains(side) || !j[side].is_object()) continue;
-    const ojson& o = std::string(side) == "check" ? (j[side].contains("reference") ? j[side]["reference"] : ojson()) : j[side];
-    if (o.is_object() && o.contains("launch"))
-      scan(o["launch"], std::string(side) + (std::string(side) == "check" ? ".reference" : "") + ".launch");
+  for (const char* side : {"check", "check.post", "baseline", "setup"}) {
+    const std::string at = side;
+    const bool check = at.rfind("check", 0) == 0;
+    if (!j.contains("check") && check) continue;
+    if (!check && (!j.contains(side) || !j[side].is_object())) continue;
+    const ojson& c = check ? j["check"] : j[side];
+    if (!c.is_object()) continue;
+    const char* inner = at == "check" ? "reference" : at == "check.post" ? "post" : nullptr;
+    const ojson& o = inner ? (c.contains(inner) ? c[inner] : ojson()) : c;
+    if (o.is_object() && o.contains("launch")) scan(o["launch"], (inner ? "check." + std::string(inner) : at) + ".launch");
   }
 }
 
 // A scalar that reads a loop's counter has that value only in the loop: every step that passes it
 // is in each loop it reads the counter of.
 void check_loop_scalars(const Reader& r, const KernelSpec& s) {
-  for (const auto* steps : {&s.steps, &s.reference_steps, &s.baseline_steps, &s.setup_steps})
+  for (const auto* steps : {&s.steps, &s.reference_steps, &s.baseline_steps, &s.setup_steps, &s.post_steps})
     for (const SpecStep& st : *steps)
       for (int i : s.step_args(st.args)) {
         const SpecArg& a = s.args[size_t(i)];
@@ -937,6 +942,20 @@ void read_kernel_run(const Reader& r, const KernelSpec& s, const ojson& o, const
     for (const auto& p : s.params) config.set(p.name, p.values.front());
 }
 
+// Setup or check.post: kernels of the source with their own launch (a config of the kernel under
+// test makes no inputs and shapes no outputs). They take the caller's buffers, never a temporary:
+// the kernel's own scratch, which they do not get.
+void read_side_kernels(const Reader& r, const KernelSpec& s, const ojson& o, const std::string& path, const std::string& kernel,
+                       std::vector<SpecStep>& steps, std::vector<SpecNode>& order, Config& config) {
+  if (!o.is_object() || !o.contains("launch"))
+    r.fail(path, "expected {\"kernel\": ..., \"launch\": ...}: kernels of the source with their launch");
+  read_kernel_run(r, s, o, path, kernel, steps, order, config);
+  for (const SpecStep& st : steps)
+    for (int i : s.step_args(st.args))
+      if (s.args[size_t(i)].buffer && s.args[size_t(i)].intent == SpecArg::temp)
+        r.fail(path, "a step passes '" + s.args[size_t(i)].name + "', a temporary, which only the kernel gets; give each step its args");
+}
+
 // {"answer": {"y": "expected/y_{n}.npy", ...}}: every output's expected values, from a file (one per
 // problem with placeholders), for inputs that are the same at every check: no input is random.
 void read_answers(const Reader& r, KernelSpec& s, const ojson& v) {
@@ -961,10 +980,11 @@ void read_answers(const Reader& r, KernelSpec& s, const ojson& v) {
 void read_check(const Reader& r, const ojson& j, KernelSpec& s, const std::string& kernel) {
   if (!j.contains("check")) r.fail("check", "missing: a reference ({\"reference\": ...}) or an explicit {\"none\": \"why\"}");
   const ojson& c = j["check"];
-  r.known_fields(c, "check", {"reference", "answer", "none", "atol", "rtol"});
+  r.known_fields(c, "check", {"reference", "answer", "none", "atol", "rtol", "post"});
   if (int(c.contains("none")) + int(c.contains("reference")) + int(c.contains("answer")) != 1)
     r.fail("check", "give exactly one of reference, answer and none");
   if (c.contains("none")) {
+    if (c.contains("post")) r.fail("check.post", "post steps shape outputs for a compare; check.none compares nothing");
     s.check = false;
     s.no_check_reason = r.str(c["none"], "check.none");
     if (s.no_check_reason.empty()) r.fail("check.none", "say why the kernel is not checked");
@@ -972,6 +992,10 @@ void read_check(const Reader& r, const ojson& j, KernelSpec& s, const std::strin
     if (c.contains("reference"))
       read_kernel_run(r, s, c["reference"], "check.reference", kernel, s.reference_steps, s.reference_order, s.reference_config);
     else read_answers(r, s, c["answer"]);
+    if (c.contains("post")) {
+      s.has_post = true;
+      read_side_kernels(r, s, c["post"], "check.post", kernel, s.post_steps, s.post_order, s.post_config);
+    }
     for (const char* t : {"atol", "rtol"}) {
       if (!c.contains(t)) continue;
       double x = -1;
@@ -1006,7 +1030,7 @@ void check_args_taken(const Reader& r, const KernelSpec& s) {
   std::vector<bool> taken(s.args.size(), false);
   for (const SpecSymbol& y : s.symbols)
     if (y.from_arg >= 0) taken[size_t(y.from_arg)] = true;
-  for (const auto* steps : {&s.steps, &s.reference_steps, &s.baseline_steps, &s.setup_steps})
+  for (const auto* steps : {&s.steps, &s.reference_steps, &s.baseline_steps, &s.setup_steps, &s.post_steps})
     for (const SpecStep& st : *steps) {
       if (st.args.empty()) std::fill(taken.begin(), taken.end(), true);
       for (int i : st.args) taken[size_t(i)] = true;
@@ -1088,18 +1112,8 @@ KernelSpec parse_kernel_spec(const std::string& json, const std::string& origin,
     read_kernel_run(r, s, j["baseline"], "baseline", kernel, s.baseline_steps, s.baseline_order, s.baseline_config);
   }
   if (j.contains("setup")) {
-    // Kernels of their own: a config of the kernel under test makes no inputs.
-    if (!j["setup"].is_object() || !j["setup"].contains("launch"))
-      r.fail("setup", "expected {\"kernel\": ..., \"launch\": ...}: kernels of the source that make the inputs, with their launch");
     s.has_setup = true;
-    read_kernel_run(r, s, j["setup"], "setup", kernel, s.setup_steps, s.setup_order, s.setup_config);
-    // What a setup step writes is an input: an output it passes is poisoned again after it, and
-    // a temporary is the kernel's own scratch.
-    for (const SpecStep& st : s.setup_steps)
-      for (int i : s.step_args(st.args))
-        if (s.args[size_t(i)].buffer && s.args[size_t(i)].intent == SpecArg::temp)
-          r.fail("setup", "a setup step passes '" + s.args[size_t(i)].name +
-                              "', a temporary: setup writes inputs (intent in or inout); give each step its args");
+    read_side_kernels(r, s, j["setup"], "setup", kernel, s.setup_steps, s.setup_order, s.setup_config);
   }
   read_counts(r, j, s);
   check_args_taken(r, s);

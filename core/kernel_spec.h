@@ -167,7 +167,7 @@ struct KernelSpec {
   std::vector<SpecStep> steps;
   // The order of steps, reference_steps and baseline_steps with their loops; empty: each step once,
   // in order.
-  std::vector<SpecNode> order, reference_order, baseline_order, setup_order;
+  std::vector<SpecNode> order, reference_order, baseline_order, setup_order, post_order;
   // The loops' counters, readable by the expressions of steps in their loops and by computed
   // scalars those steps pass; they follow kSpecBuiltins in names.
   std::vector<std::string> loop_names;
@@ -181,6 +181,12 @@ struct KernelSpec {
   std::string no_check_reason;
   std::vector<SpecStep> reference_steps;
   Config reference_config;
+  // check.post: kernels that bring outputs to one canonical form before the compare (sort each
+  // segment an atomic placement filled in no fixed order; add up per-block partials), run on the
+  // kernel under test's buffers after it and on the reference's after it; not timed, not served.
+  bool has_post = false;
+  std::vector<SpecStep> post_steps;
+  Config post_config;
   // The baseline the tuned kernel's speed-up is shown against (OpInfo::baseline "baseline"): a
   // kernel of the source with its launch, or a config of the kernel itself; none when absent.
   bool has_baseline = false;

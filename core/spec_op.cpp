@@ -223,6 +223,7 @@ const std::vector<SpecNode>& KernelSpec::order_of(const std::vector<SpecStep>& s
   if (&st == &reference_steps) return reference_order;
   if (&st == &baseline_steps) return baseline_order;
   if (&st == &setup_steps) return setup_order;
+  if (&st == &post_steps) return post_order;
   static const std::vector<SpecNode> none; // steps of no spec list: each once, in order
   return none;
 }
@@ -746,6 +747,7 @@ std::string register_spec(KernelSpec parsed) {
   sp->kernel_names(sp->steps, first, probe);
   if (sp->check) sp->kernel_names(sp->reference_steps, sp->reference_config, probe);
   if (sp->has_setup) sp->kernel_names(sp->setup_steps, sp->setup_config, probe);
+  if (sp->has_post) sp->kernel_names(sp->post_steps, sp->post_config, probe);
   const Family f = info.families().front();
   const DeviceInfo d = DeviceInfo::nominal("sm_90");
   Config valid;

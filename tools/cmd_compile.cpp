@@ -77,7 +77,8 @@ int cmd_compile(CompileArgs& a) {
       const Config& config;
     } sides[] = {{"reference", spec->reference_steps, spec->reference_config},
                  {"baseline", spec->baseline_steps, spec->baseline_config},
-                 {"setup", spec->setup_steps, spec->setup_config}};
+                 {"setup", spec->setup_steps, spec->setup_config},
+                 {"post", spec->post_steps, spec->post_config}};
     for (const auto& side : sides) {
       const std::optional<CompileRequest> side_req = spec_side_request(f.op(), side.what, p, req.arch);
       if (!side_req) continue;

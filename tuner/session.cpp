@@ -611,10 +611,18 @@ TuneResult tune(const TuneOptions& o) {
         r.device = l.ordinal;
         if (!o.quiet && !o.progress) {
           const std::string on = lanes.size() > 1 ? " on GPU " + std::to_string(l.ordinal) : "";
-          if (r.best)
-            std::fprintf(stderr, "[%zu/%zu] %s done%s: best %s\n", i + 1, o.problems.size(), r.problem.key().c_str(),
-                         on.c_str(), rate_text(r.problem, r.best->time_ms).c_str());
-          else
+          if (r.best) {
+            // Configs that failed beside the best: how many, and the first (a launch limit, a
+            // kernel's own fault at some shapes) is worth a look without opening the database.
+            int failed = 0;
+            for (const auto& [status, n] : r.by_status) failed += status == TrialStatus::ok ? 0 : n;
+            const std::string also =
+                failed ? "; " + std::to_string(failed) + " config" + (failed > 1 ? "s" : "") + " failed, the first: " +
+                             first_line(r.first_failure, 300)
+                       : "";
+            std::fprintf(stderr, "[%zu/%zu] %s done%s: best %s%s\n", i + 1, o.problems.size(), r.problem.key().c_str(),
+                         on.c_str(), rate_text(r.problem, r.best->time_ms).c_str(), also.c_str());
+          } else
             std::fprintf(stderr, "[%zu/%zu] %s done%s: no correct config%s%s\n", i + 1, o.problems.size(),
                          r.problem.key().c_str(), on.c_str(), r.first_failure.empty() ? "" : "; the first failure: ",
                          first_line(r.first_failure, 400).c_str());

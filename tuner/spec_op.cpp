@@ -98,6 +98,7 @@ class SpecRunner : public OpRunner {
       if (s.answers) load_answers(s);
       else run_reference(s, stream);
     }
+    if (s.has_post) run_post(s, caller_pointers(), stream, "the kernel's outputs");
     for (size_t i = 0; i < bufs_.size(); ++i) check_buffer(s, i, stream);
     std::vector<SpecCheck> out(bufs_.size());
     check_cu(driver().cuMemcpyDtoH(out.data(), sums_.ptr(), out.size() * sizeof(SpecCheck)), "cuMemcpyDtoH", what);
@@ -292,7 +293,7 @@ class SpecRunner : public OpRunner {
 
   // The module of a kernel run beside the tuned one (the reference, the baseline) at the current
   // problem, compiled and loaded once (each check of each config runs the reference on fresh
-  // inputs). what: "reference", "baseline", "setup".
+  // inputs). what: "reference", "baseline", "setup", "post".
   Module& side_module(const std::string& what) {
     const std::optional<CompileRequest> side = spec_side_request(p_.op, what, p_, device_.arch);
     if (!side) throw Error(spec_of(p_.op).path + " has no " + what + " kernel");
@@ -334,7 +335,19 @@ class SpecRunner : public OpRunner {
     BufferArgs a(p_, ptrs, plan.workspace_bytes ? ref_ws_.ptr() : 0);
     launch_buffers(m, plan, a, stream);
     check_cu(driver().cuStreamSynchronize(stream), "cuStreamSynchronize", "running " + context);
+    if (s.has_post) run_post(s, ptrs, stream, "the reference's outputs");
     have_reference_ = true;
+  }
+
+  // check.post on one set of buffers (the kernel under test's, the reference's): outputs brought to
+  // the form the compare reads. Not timed: the kernel's call is over.
+  void run_post(const KernelSpec& s, const std::vector<const void*>& ptrs, CUstream stream, const std::string& whose) {
+    Module& m = side_module("post");
+    const std::string context = "check.post of " + s.path + " on " + whose + " at " + p_.key();
+    const LaunchPlan plan = s.plan(s.post_steps, s.post_config, p_);
+    BufferArgs a(p_, ptrs, 0);
+    launch_buffers(m, plan, a, stream);
+    check_cu(driver().cuStreamSynchronize(stream), "cuStreamSynchronize", "running " + context);
   }
 
   Compiler& compiler_;
@@ -356,10 +369,10 @@ class SpecRunner : public OpRunner {
 std::optional<CompileRequest> spec_side_request(const std::string& op, const std::string& what, const Problem& p,
                                                 const std::string& arch) {
   const KernelSpec& s = spec_of(op);
-  const bool ref = what == "reference", setup = what == "setup";
-  if (setup ? !s.has_setup : ref ? !s.check || s.answers : !s.has_baseline) return std::nullopt;
-  const std::vector<SpecStep>& steps = setup ? s.setup_steps : ref ? s.reference_steps : s.baseline_steps;
-  const Config& c = setup ? s.setup_config : ref ? s.reference_config : s.baseline_config;
+  const bool ref = what == "reference", setup = what == "setup", post = what == "post";
+  if (post ? !s.has_post : setup ? !s.has_setup : ref ? !s.check || s.answers : !s.has_baseline) return std::nullopt;
+  const std::vector<SpecStep>& steps = post ? s.post_steps : setup ? s.setup_steps : ref ? s.reference_steps : s.baseline_steps;
+  const Config& c = post ? s.post_config : setup ? s.setup_config : ref ? s.reference_config : s.baseline_config;
   CompileRequest req;
   req.source = s.source;
   req.source_name = s.source_name;

@@ -382,6 +382,68 @@ __global__ void scale(const T* x, T* y, int n) {
   }
 }
 
+// check.post brings outputs in no fixed order to one form before the compare: a kernel that fills
+// each segment in another order than its reference (as an atomic placement would) passes once both
+// outputs' segments are sorted, and fails without the post step; a wrong value still fails with it.
+TEST(KernelSpecGpu, PostStepsCompareOutputsInNoFixedOrder) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  TempDir dir("spec_post");
+  std::ofstream(dir.file("seg.cu")) << R"CUDA(
+// MODE 0: in order; 1: each segment of 64 reversed; 2: reversed, and one value wrong.
+template <int MODE>
+__global__ void place(const float* x, float* y, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const int at = MODE ? (i / 64) * 64 + 63 - i % 64 : i;
+  y[at] = 2.f * x[i] + (MODE == 2 && i == 100 ? 1.f : 0.f);
+}
+__global__ void sort_segments(float* y, int n) {
+  const int s = blockIdx.x * blockDim.x + threadIdx.x;
+  if (s * 64 >= n) return;
+  float* v = y + s * 64;
+  for (int i = 1; i < 64; ++i)
+    for (int j = i; j > 0 && v[j - 1] > v[j]; --j) { const float t = v[j]; v[j] = v[j - 1]; v[j - 1] = t; }
+}
+)CUDA";
+  const std::string spec = R"JSON({
+  "name": "place", "sources": ["seg.cu"], "kernel": "place<{MODE}>", "params_as": "template",
+  "dims": ["n"], "params": {"MODE": [0, 1, 2]}, "constraints": ["n % 64 == 0"],
+  "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]},
+  "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n"},
+           {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out", "rtol": 0, "atol": 0},
+           {"name": "n", "kind": "scalar", "dtype": "i32", "value": "n"}],
+  "check": {"reference": {"config": {"MODE": 0}}POST}
+})JSON";
+  auto with = [&](const std::string& post) {
+    std::string text = spec;
+    text.replace(text.find("POST"), 4, post);
+    return text;
+  };
+  const std::string op = load_kernel_spec_text(
+      with(R"x(, "post": {"kernel": "sort_segments", "launch": {"grid": ["ceil_div(n, 64 * 32)"], "block": [32], "args": ["y", "n"]}})x"),
+      "post.json", dir.path.string());
+  const std::string bare = load_kernel_spec_text(with(""), "bare.json", dir.path.string());
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  auto runner = make_op_runner(op, compiler, *d);
+  auto bare_runner = make_op_runner(bare, compiler, *d);
+  const Problem p = Problem::parse(op, "65536"), bp = Problem::parse(bare, "65536");
+  auto check = [&](OpRunner& r, const std::string& o, const Problem& at, int mode) {
+    return check_config(r, compiler, *d, o, Config{{"MODE", mode}}, at, 11);
+  };
+  EXPECT_TRUE(check(*runner, op, p, 0).pass);
+  const VerifyResult reordered = check(*runner, op, p, 1);
+  EXPECT_TRUE(reordered.pass) << reordered.summary();
+  const VerifyResult wrong = check(*runner, op, p, 2);
+  EXPECT_FALSE(wrong.pass);
+  EXPECT_EQ(wrong.violations, 1u) << wrong.summary();
+  const VerifyResult unsorted = check(*bare_runner, bare, bp, 1);
+  EXPECT_FALSE(unsorted.pass);
+  EXPECT_GT(unsorted.violations, 60000u) << unsorted.summary();
+}
+
 // A kernel whose only written buffer is updated in place (intent inout: an optimizer step, an
 // accumulation into a cleared sum) is launched and checked: a planted one that scales by the wrong
 // factor is rejected, the right one passes, and the runtime's call changes the buffer.

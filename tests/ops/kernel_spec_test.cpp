@@ -427,7 +427,11 @@ TEST(KernelSpec, EveryMalformedSpecIsRefusedNamingItsField) {
          j["args"].push_back({{"name", "t"}, {"kind", "buffer"}, {"dtype", "f32"}, {"count", "n"}, {"intent", "temp"}});
          j["launch"]["args"] = {"x", "y", "n", "a", "t"};
          j["setup"] = {{"kernel", "scale_ref"}, {"launch", {{"grid", {1}}, {"block", {32}}}}};
-       }, "setup: a setup step passes 't', a temporary"},
+       }, "setup: a step passes 't', a temporary"},
+      {"post without a compare", [](ojson& j) {
+         j["check"] = {{"none", "x"}, {"post", {{"kernel", "scale_ref"}, {"launch", {{"grid", {1}}, {"block", {32}}}}}}};
+       }, "check.post: post steps shape outputs for a compare"},
+      {"post of the kernel itself", [](ojson& j) { j["check"]["post"] = {{"config", {{"B", 64}}}}; }, "check.post: expected {\"kernel\""},
   };
   EXPECT_GE(cases.size(), 30u);
   for (const Bad& b : cases) {
