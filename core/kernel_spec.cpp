@@ -237,12 +237,42 @@ SpecFill read_fill(const Reader& r, const ojson& v, const std::string& path, boo
     else if (s == "zeros") f.kind = SpecFill::zeros;
     else if (s == "ones") f.kind = SpecFill::ones;
     else if (s == "ramp") f.kind = SpecFill::ramp;
-    else r.fail(path, "unknown fill '" + s + "' (known: random, zeros, ones, ramp, {\"random\": [lo, hi]}, {\"value\": v}, {\"file\": path})");
+    else if (s == "permutation") f.kind = SpecFill::permutation;
+    else r.fail(path, "unknown fill '" + s + "' (known: random, zeros, ones, ramp, permutation, {\"random\": [lo, hi]}, "
+                      "{\"value\": v}, {\"ramp\": {...}}, {\"permutation\": n}, {\"file\": path})");
     return f;
   }
-  r.known_fields(v, path, {"random", "value", "file", "raw_dtype"});
-  if (v.size() != 1 && !(v.size() == 2 && v.contains("file") && v.contains("raw_dtype")))
-    r.fail(path, "one of random, value, file");
+  r.known_fields(v, path, {"random", "integers", "value", "file", "raw_dtype", "ramp", "permutation"});
+  const bool pair = v.size() == 2 && ((v.contains("file") && v.contains("raw_dtype")) || (v.contains("random") && v.contains("integers")));
+  if (v.size() != 1 && !pair) r.fail(path, "one of random, value, ramp, permutation, file");
+  if (v.contains("ramp")) { // {"ramp": {"start": s, "step": d, "mod": m}}: s + d * (i % m)
+    f.kind = SpecFill::ramp;
+    const ojson& o = v["ramp"];
+    if (!o.is_object()) r.fail(path + ".ramp", "expected {\"start\": s, \"step\": d, \"mod\": m} (each optional)");
+    r.known_fields(o, path + ".ramp", {"start", "step", "mod"});
+    if (o.contains("start")) f.start = r.number(o["start"], path + ".ramp.start");
+    if (o.contains("step")) f.step = r.number(o["step"], path + ".ramp.step");
+    if (o.contains("mod")) {
+      const double m = r.number(o["mod"], path + ".ramp.mod");
+      if (!(m >= 1) || m != std::floor(m) || m > 9.0e15) r.fail(path + ".ramp.mod", "must be a whole number >= 1");
+      f.mod = int64_t(m);
+    }
+    return f;
+  }
+  if (v.contains("permutation")) { // distinct values in [0, n): the first elements of a random permutation
+    f.kind = SpecFill::permutation;
+    if (v["permutation"].is_string()) f.perm_at = r.expr(v["permutation"], path + ".permutation", dims);
+    else {
+      const double n = r.number(v["permutation"], path + ".permutation");
+      if (!(n >= 1) || n != std::floor(n) || n > 9.0e15) r.fail(path + ".permutation", "must be a whole number >= 1");
+      f.perm_n = int64_t(n);
+    }
+    return f;
+  }
+  if (v.contains("integers")) {
+    if (!v["integers"].is_boolean()) r.fail(path + ".integers", "expected true or false");
+    f.integers = v["integers"].get<bool>();
+  }
   if (v.contains("random")) {
     const ojson& a = v["random"];
     if (!a.is_array() || a.size() != 2) r.fail(path + ".random", "expected [lo, hi]");
@@ -972,7 +1002,8 @@ void read_answers(const Reader& r, KernelSpec& s, const ojson& v) {
   }
   for (const SpecArg& a : s.args) {
     if (a.checked() && a.answer.kind != SpecFill::from_file) r.fail("check.answer", "no answer for the output '" + a.name + "'");
-    if (a.buffer && a.intent != SpecArg::out && a.intent != SpecArg::temp && a.fill.kind == SpecFill::random)
+    if (a.buffer && a.intent != SpecArg::out && a.intent != SpecArg::temp &&
+        (a.fill.kind == SpecFill::random || a.fill.kind == SpecFill::permutation))
       r.fail("check.answer", "'" + a.name + "' is filled at random: answers need every input fixed (a file, zeros, ones, ramp or a value)");
   }
 }
@@ -1172,6 +1203,15 @@ double tolerance_at(const SpecArg& a, bool atol, const Problem& p) {
 }
 
 SpecFill fill_at(const KernelSpec& s, const SpecFill& fill, const Problem& p) {
+  if (!fill.perm_at.empty()) {
+    SpecFill f = fill;
+    const double n = fill.perm_at.eval(std::vector<double>(p.dims.begin(), p.dims.end()));
+    if (!(n >= 1) || n != std::floor(n) || n > 9.0e15)
+      throw UsageError(fill.perm_at.where() + ": the permutation's range '" + fill.perm_at.text() + "' at " + p.key() + " is " +
+                       std::to_string(n) + ": it must be a whole number >= 1");
+    f.perm_n = int64_t(n);
+    return f;
+  }
   if (!fill.value_at.empty()) {
     SpecFill f = fill;
     f.value = fill_value_at(fill, p);

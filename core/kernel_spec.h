@@ -29,8 +29,15 @@ double load_elem(const unsigned char* bytes, size_t i, ElemType t);
 void store_elem(unsigned char* bytes, size_t i, ElemType t, double v);
 
 struct SpecFill {
-  enum Kind { random, zeros, ones, ramp, constant, from_file } kind = random;
+  // permutation: distinct values, the first elements of a random permutation of [0, perm_n).
+  enum Kind { random, zeros, ones, ramp, constant, from_file, permutation } kind = random;
   double lo = -1, hi = 1, value = 0;
+  bool integers = false; // random: floored in a float buffer too (keys that compare equal)
+  // ramp: start + step * (i % mod) (mod 0: i).
+  double start = 0, step = 1;
+  int64_t mod = 0;
+  int64_t perm_n = 0; // permutation: the range, at a problem (fill_at); 0: the buffer's count
+  Expr perm_at;       // permutation: the range as an expression of the dimensions; empty: the count
   // A random range that reads the dimensions ({"random": [0, "V"]}: class indices below V): lo and
   // hi at each problem (fill_at); empty where given as numbers.
   Expr lo_at, hi_at;
@@ -48,6 +55,9 @@ struct SpecFill {
 // count elements of type t as fill says (random ones from seed); throws UsageError when a file
 // holds fewer than count elements.
 std::vector<unsigned char> spec_fill_bytes(const SpecFill& fill, ElemType t, size_t count, uint64_t seed);
+// The first count elements of a random permutation of [0, n) (seeded): distinct values. Throws
+// UsageError when count > n.
+std::vector<int64_t> spec_permutation(int64_t n, size_t count, uint64_t seed);
 
 struct KernelSpec;
 // How many names kSpecBuiltins holds (below).

@@ -12,7 +12,9 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <random>
 #include <thread>
+#include <unordered_map>
 
 #include "core/half.h"
 #include "core/kernel_spec.h"
@@ -113,12 +115,48 @@ double uniform01(uint64_t seed, uint64_t i) { return double(mix64(seed ^ mix64(i
 
 } // namespace
 
+std::vector<int64_t> spec_permutation(int64_t n, size_t count, uint64_t seed) {
+  if (int64_t(count) > n)
+    throw UsageError("a permutation of [0, " + std::to_string(n) + ") has no " + std::to_string(count) + " distinct elements");
+  // A partial Fisher-Yates shuffle over the range, its swaps kept in a map when the range is far
+  // larger than the count (slots of a cache of millions for a few hundred tokens).
+  std::vector<int64_t> out(count);
+  std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ull);
+  if (n <= int64_t(4 * count + 1024)) {
+    std::vector<int64_t> all(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) all[size_t(i)] = i;
+    for (size_t i = 0; i < count; ++i) {
+      const int64_t j = int64_t(i) + int64_t(rng() % uint64_t(n - int64_t(i)));
+      std::swap(all[i], all[size_t(j)]);
+      out[i] = all[i];
+    }
+    return out;
+  }
+  std::unordered_map<int64_t, int64_t> moved;
+  auto at = [&](int64_t k) {
+    auto it = moved.find(k);
+    return it == moved.end() ? k : it->second;
+  };
+  for (size_t i = 0; i < count; ++i) {
+    const int64_t j = int64_t(i) + int64_t(rng() % uint64_t(n - int64_t(i)));
+    const int64_t vi = at(int64_t(i)), vj = at(j);
+    out[i] = vj;
+    moved[j] = vi;
+  }
+  return out;
+}
+
 std::vector<unsigned char> spec_fill_bytes(const SpecFill& f, ElemType t, size_t count, uint64_t seed) {
   std::vector<unsigned char> out(count * size_t(elem_bytes(t)));
   const size_t have = f.data.size() / size_t(elem_bytes(f.file_type));
   if (f.kind == SpecFill::from_file && have < count)
     throw UsageError("fill file '" + f.file + "' holds " + std::to_string(have) + " elements, " + std::to_string(count) +
                      " are needed");
+  if (f.kind == SpecFill::permutation) {
+    const std::vector<int64_t> perm = spec_permutation(f.perm_n ? f.perm_n : int64_t(count), count, seed);
+    for (size_t i = 0; i < count; ++i) store_elem(out.data(), i, t, double(perm[i]));
+    return out;
+  }
   auto fill = [&](size_t from, size_t to) {
     for (size_t i = from; i < to; ++i) {
       double v = 0;
@@ -128,14 +166,19 @@ std::vector<unsigned char> spec_fill_bytes(const SpecFill& f, ElemType t, size_t
           // aarch64): the device fill (spec_check.cu) rounds it so.
           volatile double scaled = (f.hi - f.lo) * uniform01(seed, i);
           const double r = f.lo + scaled;
-          v = is_float(t) ? r : std::floor(r);
+          v = is_float(t) && !f.integers ? r : std::floor(r);
           break;
         }
         case SpecFill::zeros: v = 0; break;
         case SpecFill::ones: v = 1; break;
-        case SpecFill::ramp: v = double(i); break;
+        case SpecFill::ramp: {
+          volatile double scaled = f.step * double(f.mod > 0 ? int64_t(i) % f.mod : int64_t(i)); // as the device rounds it
+          v = f.start + scaled;
+          break;
+        }
         case SpecFill::constant: v = f.value; break;
         case SpecFill::from_file: v = load_elem(f.data.data(), i, f.file_type); break;
+        case SpecFill::permutation: break; // above
       }
       store_elem(out.data(), i, t, v);
     }

@@ -140,9 +140,13 @@ PYBIND11_MODULE(_ktune, m) {
             static const char* kIntents[] = {"in", "out", "inout", "temp"};
             x["intent"] = kIntents[a.intent]; // a temporary sized by the config has no count here
             x["count"] = a.follows_config ? py::object(py::none()) : py::object(py::int_(s.count_of(i, p)));
-            static const char* kFills[] = {"random", "zeros", "ones", "ramp", "constant", "file"};
-            const ktune::SpecFill range = a.fill.lo_at.empty() ? a.fill : ktune::fill_at(s, a.fill, p); // the problem's
-            x["fill"] = kFills[a.fill.kind], x["lo"] = range.lo, x["hi"] = range.hi, x["value"] = ktune::fill_value_at(a.fill, p);
+            static const char* kFills[] = {"random", "zeros", "ones", "ramp", "constant", "file", "permutation"};
+            // The problem's range, value and permutation range (a per-problem file is not read here).
+            const bool at = !a.fill.lo_at.empty() || !a.fill.perm_at.empty() || !a.fill.value_at.empty();
+            const ktune::SpecFill range = at ? ktune::fill_at(s, a.fill, p) : a.fill;
+            x["fill"] = kFills[a.fill.kind], x["lo"] = range.lo, x["hi"] = range.hi, x["value"] = range.value;
+            x["integers"] = a.fill.integers, x["start"] = a.fill.start, x["step"] = a.fill.step, x["mod"] = a.fill.mod;
+            x["range"] = range.perm_n; // a permutation's: 0 for the buffer's count
             if (a.fill.kind == ktune::SpecFill::from_file) {
               x["file"] = a.fill.pattern.empty() ? a.fill.file : a.fill.pattern;
               if (a.fill.raw) x["raw_dtype"] = ktune::to_string(a.fill.file_type);

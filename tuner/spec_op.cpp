@@ -229,11 +229,19 @@ class SpecRunner : public OpRunner {
       upload_file(a.fill, b, b.master.ptr(), "filling " + a.name);
       return;
     }
+    const SpecFill at = fill_at(spec_of(p_.op), a.fill, p_); // a range may read the problem
+    if (at.kind == SpecFill::permutation) { // made on the host: a shuffle
+      if (!b.bytes()) return;
+      const std::vector<unsigned char> host = spec_fill_bytes(at, b.type, size_t(b.count), seed);
+      check_cu(driver().cuMemcpyHtoD(b.master.ptr(), host.data(), host.size()), "cuMemcpyHtoD",
+               "filling " + a.name + " of " + p_.key() + " with a permutation");
+      return;
+    }
     CUdeviceptr x = b.master.ptr();
     long long n = b.count;
-    int t = int(b.type), kind = int(a.fill.kind);
-    const SpecFill at = fill_at(spec_of(p_.op), a.fill, p_); // a range may read the problem
-    double lo = at.lo, hi = at.hi, value = at.value;
+    const DeviceFill df = device_fill(at);
+    int t = int(b.type), kind = df.kind;
+    double lo = df.lo, hi = df.hi, value = df.value;
     unsigned long long s = seed;
     void* params[] = {&x, &n, &t, &kind, &lo, &hi, &value, &s};
     launch_grid_stride(checks(), kFill, n, device_, params, nullptr);
@@ -381,6 +389,13 @@ std::optional<CompileRequest> spec_side_request(const std::string& op, const std
   req.arch = arch;
   req.context = what + " of " + s.path + " config " + c.to_json() + " problem " + p.key();
   return req;
+}
+
+DeviceFill device_fill(const SpecFill& at) {
+  DeviceFill d{int(at.kind), at.lo, at.hi, at.value};
+  if (at.kind == SpecFill::ramp) d.lo = at.start, d.hi = at.step, d.value = double(at.mod);
+  if (at.kind == SpecFill::random && at.integers) d.kind = 6; // floored in a float buffer too
+  return d;
 }
 
 std::unique_ptr<OpRunner> make_spec_runner(Compiler& compiler, const DeviceInfo& device) {

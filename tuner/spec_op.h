@@ -15,6 +15,8 @@
 
 namespace ktune {
 
+struct SpecFill;
+
 enum class ElemType;
 
 // The tolerance an output of type t is held to when its spec gives none: rtol, and atol as rtol
@@ -32,5 +34,14 @@ std::optional<CompileRequest> spec_side_request(const std::string& op, const std
                                                 const std::string& arch);
 
 std::unique_ptr<OpRunner> make_spec_runner(Compiler& compiler, const DeviceInfo& device);
+
+// ktune_spec_fill's (spec_check.cu) kind, lo, hi and value for a fill at a problem (fill_at's):
+// what makes on the GPU the bytes spec_fill_bytes makes on the host. Not for files and
+// permutations, made on the host.
+struct DeviceFill {
+  int kind = 0;
+  double lo = 0, hi = 0, value = 0;
+};
+DeviceFill device_fill(const SpecFill& at);
 
 } // namespace ktune

@@ -72,14 +72,17 @@ __device__ __forceinline__ long long spec_stride() { return (long long)gridDim.x
 } // namespace
 
 // SpecFill's kinds (core/kernel_spec.h): 0 random in [lo, hi) (integers: its floor), 1 zeros,
-// 2 ones, 3 the index, 4 `value`. Files are converted on the host.
+// 2 ones, 3 a ramp, lo + hi * (i % value) (value 0: lo + hi * i), 4 `value`, 6 random floored
+// whatever the type. Files and permutations are made on the host.
 extern "C" __global__ void ktune_spec_fill(void* x, long long n, int t, int kind, double lo, double hi, double value,
                                            unsigned long long seed) {
-  const bool integer = t >= 4;
+  const bool integer = t >= 4 || kind == 6;
+  const long long mod = (long long)value;
   for (long long i = spec_first(); i < n; i += spec_stride()) {
     double v;
     switch (kind) {
-      case 0: {
+      case 0:
+      case 6: {
         // Rounded as the host rounds it (no contraction into an fma).
         const double r = __dadd_rn(lo, __dmul_rn(hi - lo, ktune_uniform01(seed, i)));
         v = integer ? floor(r) : r;
@@ -87,7 +90,7 @@ extern "C" __global__ void ktune_spec_fill(void* x, long long n, int t, int kind
       }
       case 1: v = 0; break;
       case 2: v = 1; break;
-      case 3: v = (double)i; break;
+      case 3: v = __dadd_rn(lo, __dmul_rn(hi, (double)(mod > 0 ? i % mod : i))); break;
       default: v = value; break;
     }
     spec_store(x, i, t, v);

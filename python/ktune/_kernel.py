@@ -138,8 +138,10 @@ def _answered_spec(spec, base_dir, reference):
         intent = a.get("intent", "in")
         if a.get("kind", "buffer") == "buffer" and intent in ("in", "inout"):
             fill = a.get("fill", "random")
-            if fill == "random" or (isinstance(fill, dict) and "random" in fill):
-                randoms[a["name"]] = tuple(fill["random"]) if isinstance(fill, dict) else (-1.0, 1.0)
+            if fill in ("random", "permutation") or (isinstance(fill, dict) and ("random" in fill or "permutation" in fill)):
+                # Drawn in Python (the reference is given them), from the range the problem gives
+                # (kernel_problem_args evaluates it): a file a problem.
+                randoms[a["name"]] = True
                 a["fill"] = {"file": os.path.join(folder, "%s_%s_{dtype}.npy" % (a["name"], shape))}
         if a.get("kind", "buffer") == "buffer" and intent in ("out", "inout"):
             answers[a["name"]] = os.path.join(folder, "%s_%s_{dtype}.answer.npy" % (a["name"], shape))
@@ -215,6 +217,10 @@ class Kernel:
             # A Python reference: answers written a problem at a time by tune() (_write_answers).
             if not callable(reference):
                 raise _err("reference must be callable (got %s)" % type(reference).__name__)
+            # The spec as written, loaded too: its fills at each problem (a range of the dimensions,
+            # a permutation's range) are what the random inputs are drawn from.
+            source = _spec_file(spec, base_dir) if isinstance(spec, dict) else spec
+            self._fills_op = _ktune.load_kernel_spec(os.path.abspath(os.fspath(source)))
             spec, base_dir, self._answers_dir, self._randoms = _answered_spec(
                 spec, base_dir, reference if reference_version is None else "%s@%s" % (_identity(reference), reference_version))
         if isinstance(spec, dict):
@@ -263,6 +269,7 @@ class Kernel:
         rng = numpy.random.default_rng(list(dims) + [len(dtype)])
         tag = "x".join(str(d) for d in dims) + "_" + dtype
         call, outputs = [], []
+        fills = {f["name"]: f for f in _ktune.kernel_problem_args(self._fills_op, list(dims), dtype)}
         for a in _ktune.kernel_problem_args(self.op, list(dims), dtype):
             if a["kind"] == "scalar":  # integer scalars as ints (sizes, for reshape); None: follows the config
                 v = a["value"]
@@ -272,9 +279,15 @@ class Kernel:
                 continue
             n, t = a["count"], a["dtype"]
             if a["name"] in self._randoms:
-                lo, hi = self._randoms[a["name"]]
-                u = lo + (hi - lo) * rng.random(n)
-                x = _as_elem(numpy.floor(u) if t[0] in "iu" else u, t)
+                f = fills[a["name"]]
+                if f["fill"] == "permutation":  # distinct values in [0, range)
+                    if (f["range"] or n) < n:
+                        raise _err("%s: a permutation of [0, %d) has no %d distinct elements" % (a["name"], f["range"], n))
+                    x = _as_elem(rng.permutation(f["range"] or n)[:n].astype(numpy.float64), t)
+                else:
+                    lo, hi = f["lo"], f["hi"]
+                    u = lo + (hi - lo) * rng.random(n)
+                    x = _as_elem(numpy.floor(u) if t[0] in "iu" or f["integers"] else u, t)
                 numpy.save(os.path.join(self._answers_dir, "%s_%s.npy" % (a["name"], tag)), x)
             elif a["intent"] == "out":
                 x = numpy.zeros(n, dtype=_NUMPY_TYPES[t])
@@ -295,7 +308,11 @@ class Kernel:
                 x = _as_elem(data[:n], t)
             else:
                 base = {"zeros": 0.0, "ones": 1.0, "constant": a["value"]}
-                x = _as_elem(numpy.arange(n, dtype=numpy.float64) if a["fill"] == "ramp" else numpy.full(n, base[a["fill"]]), t)
+                if a["fill"] == "ramp":  # start + step * (i % mod)
+                    i = numpy.arange(n, dtype=numpy.int64)
+                    x = _as_elem(a["start"] + a["step"] * (i % a["mod"] if a["mod"] else i).astype(numpy.float64), t)
+                else:
+                    x = _as_elem(numpy.full(n, base[a["fill"]]), t)
             call.append(x)
             if a["intent"] in ("out", "inout"):
                 outputs.append((a["name"], x, t))

@@ -795,20 +795,24 @@ TEST(KernelSpecGpu, DeviceFillsEqualHostFillsForEveryType) {
   Module m(k->cubin, k->lowered_names, "spec checks");
   const size_t n = 70001;
   DeviceBuffer buf(n * 8, "fill");
-  std::vector<SpecFill> fills(5);
+  std::vector<SpecFill> fills(8);
   fills[0].lo = -3e9, fills[0].hi = 5e9; // past every 32-bit integer type's range: saturates
   fills[1].lo = -1, fills[1].hi = 1;
   fills[2].kind = SpecFill::ramp;
   fills[3].kind = SpecFill::constant, fills[3].value = -1234.5678;
   fills[4].kind = SpecFill::ones;
+  fills[5].kind = SpecFill::ramp, fills[5].start = -7.25, fills[5].step = 0.1, fills[5].mod = 1000;
+  fills[6].lo = -50, fills[6].hi = 50, fills[6].integers = true; // whole numbers in a float buffer too
+  fills[7].kind = SpecFill::ramp, fills[7].start = 3, fills[7].step = -2;
   for (int t = 0; t <= int(ElemType::u8); ++t)
     for (size_t f = 0; f < fills.size(); ++f) {
       const ElemType type = ElemType(t);
       const uint64_t seed = 0x1234567ull * (f + 1);
       CUdeviceptr x = buf.ptr();
       long long count = n;
-      int kind = int(fills[f].kind);
-      double lo = fills[f].lo, hi = fills[f].hi, value = fills[f].value;
+      const DeviceFill df = device_fill(fills[f]);
+      int kind = df.kind;
+      double lo = df.lo, hi = df.hi, value = df.value;
       unsigned long long s = seed;
       void* params[] = {&x, &count, &t, &kind, &lo, &hi, &value, &s};
       launch_grid_stride(m, 0, count, *d, params, nullptr);

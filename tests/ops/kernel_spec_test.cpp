@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <set>
 #include <unistd.h>
 #include <nlohmann/json.hpp>
 
@@ -1139,6 +1140,34 @@ TEST(KernelSpec, FillsAreAsDeclared) {
     EXPECT_LE(load_elem(v.data(), i, ElemType::bf16), 3.0);
   }
   EXPECT_EQ(spec_fill_bytes(rnd, ElemType::bf16, 1000, 7), v) << "the same seed, the same data";
+  // A ramp with a start, a step and a period; random whole numbers in a float buffer; the
+  // first elements of a permutation: distinct, in range, another order at another seed.
+  ramp.start = 10, ramp.step = 0.5, ramp.mod = 3;
+  r = spec_fill_bytes(ramp, ElemType::f32, 7, 1);
+  const double want[] = {10, 10.5, 11, 10, 10.5, 11, 10};
+  for (size_t i = 0; i < 7; ++i) EXPECT_EQ(load_elem(r.data(), i, ElemType::f32), want[i]) << i;
+  rnd.lo = -5, rnd.hi = 5, rnd.integers = true;
+  v = spec_fill_bytes(rnd, ElemType::f32, 1000, 3);
+  for (size_t i = 0; i < 1000; ++i) {
+    const double x = load_elem(v.data(), i, ElemType::f32);
+    ASSERT_TRUE(x == std::floor(x) && x >= -5 && x < 5) << i << ": " << x;
+  }
+  for (int64_t range : {int64_t(1000), int64_t(50000000)}) { // a dense and a sparse shuffle
+    SpecFill perm;
+    perm.kind = SpecFill::permutation, perm.perm_n = range;
+    const auto p1 = spec_fill_bytes(perm, ElemType::i64, 1000, 5), p2 = spec_fill_bytes(perm, ElemType::i64, 1000, 6);
+    std::set<int64_t> seen;
+    for (size_t i = 0; i < 1000; ++i) {
+      const double x = load_elem(p1.data(), i, ElemType::i64);
+      ASSERT_TRUE(x >= 0 && x < double(range)) << x;
+      seen.insert(int64_t(x));
+    }
+    EXPECT_EQ(seen.size(), 1000u) << "distinct at range " << range;
+    EXPECT_NE(p1, p2) << "another seed, another draw";
+  }
+  SpecFill small;
+  small.kind = SpecFill::permutation, small.perm_n = 10;
+  EXPECT_THROW(spec_fill_bytes(small, ElemType::i32, 11, 0), UsageError) << "11 distinct values in [0, 10)";
   // A .npy file of three float64 values read into f32.
   SpecDir d;
   std::string header = "{'descr': '<f8', 'fortran_order': False, 'shape': (3,), }";
