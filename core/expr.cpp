@@ -208,12 +208,14 @@ class PyTranslator {
   }
   std::string logical_or() {
     std::string a = logical_and();
-    while (take("or") || take("||")) a = "(" + a + " || " + logical_and() + ")";
+    // Short-circuit, as Python's: the right side is not evaluated where the left decides, so a
+    // guard keeps a division by zero from failing ("W == 0 or H % W == 0"). muparser's ?: is lazy.
+    while (take("or") || take("||")) a = "(" + a + " ? 1 : ((" + logical_and() + ") != 0))";
     return a;
   }
   std::string logical_and() {
     std::string a = logical_not();
-    while (take("and") || take("&&")) a = "(" + a + " && " + logical_not() + ")";
+    while (take("and") || take("&&")) a = "(" + a + " ? ((" + logical_not() + ") != 0) : 0)";
     return a;
   }
   std::string logical_not() {

@@ -46,7 +46,8 @@ constexpr TypeName kTypeNames[] = {
     {"int64", ElemType::i64},  {"i32", ElemType::i32},     {"int32", ElemType::i32},   {"int", ElemType::i32},
     {"i16", ElemType::i16},    {"int16", ElemType::i16},   {"i8", ElemType::i8},       {"int8", ElemType::i8},
     {"u64", ElemType::u64},    {"uint64", ElemType::u64},  {"u32", ElemType::u32},     {"uint32", ElemType::u32},
-    {"u16", ElemType::u16},    {"uint16", ElemType::u16},  {"u8", ElemType::u8},       {"uint8", ElemType::u8}};
+    {"u16", ElemType::u16},    {"uint16", ElemType::u16},  {"u8", ElemType::u8},       {"uint8", ElemType::u8},
+    {"bool", ElemType::u8}}; // C++'s bool: one byte, 0 or 1
 
 bool identifier(const std::string& s) {
   if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;

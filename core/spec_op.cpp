@@ -731,8 +731,10 @@ OpInfo spec_op_info(const std::shared_ptr<const KernelSpec>& sp) {
     if (!a.buffer && a.value.empty()) o.scalars.emplace_back(a.name, a.default_value);
   o.min_ld = [](const std::vector<int64_t>&, const std::string&) { return std::vector<int64_t>{}; };
   o.validate = [sp](const Problem& p) {
+    // A dimension may be 0: a flag of the problem (rotary's IS_NEOX), or an empty batch (a call
+    // whose outputs are all empty launches nothing).
     for (size_t i = 0; i < p.dims.size(); ++i)
-      if (p.dims[i] < 1) throw UsageError("invalid " + sp->name + " problem " + p.key() + ": " + sp->dims[i] + " must be >= 1");
+      if (p.dims[i] < 0) throw UsageError("invalid " + sp->name + " problem " + p.key() + ": " + sp->dims[i] + " must be >= 0");
     if (std::find(sp->dtypes.begin(), sp->dtypes.end(), p.dtype) == sp->dtypes.end())
       throw UsageError("invalid " + sp->name + " problem " + p.key() + ": the spec takes dtypes " + [&] {
         std::string l;

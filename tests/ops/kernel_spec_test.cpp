@@ -219,7 +219,14 @@ TEST(KernelSpec, ExpressionsFollowKernelTunersPythonRules) {
   EXPECT_EQ(eval("round_up(a, b)", 7, 4), 8);
   EXPECT_EQ(eval("min(a, b) + max(a, b)", 3, 5), 8);
   EXPECT_EQ(eval("a > b ? a : b", 3, 5), 5);
-  EXPECT_EQ(python_to_muparser("x and y or not z_and"), "((x && y) || (!z_and))") << "words only, not parts of names";
+  EXPECT_EQ(python_to_muparser("x and y or not z_and"), "((x ? ((y) != 0) : 0) ? 1 : (((!z_and)) != 0))")
+      << "words only, not parts of names";
+  // Short-circuit, as Python's: a guard keeps the division it guards from running.
+  EXPECT_EQ(eval("b == 0 or a % b == 0", 7, 0), 1);
+  EXPECT_EQ(eval("b != 0 and a // b > 1", 7, 0), 0);
+  EXPECT_EQ(eval("b == 0 || a % b == 0", 6, 3), 1);
+  EXPECT_EQ(eval("a and b", 2, 3), 1) << "and / or give 0 or 1";
+  EXPECT_THROW(eval("b == 1 or a % b == 0", 7, 0), UsageError) << "unguarded, the division still fails";
   // Python's precedence, not muparser's: `not` below the comparisons, comparisons chained, `in`,
   // `a if c else b`, bitwise operators between the comparisons and +, ** right-associative.
   struct Case {
@@ -686,6 +693,22 @@ TEST(KernelSpec, AnF64ProblemCompilesTheKernelWithDouble) {
   }
   EXPECT_EQ(element_bytes(DType::f64), 8);
   EXPECT_EQ(parse_dtype("f64"), DType::f64);
+}
+
+// A dimension may be 0 (a flag of the problem: rotary's IS_NEOX), passed as a bool: one byte.
+TEST(KernelSpec, AFlagDimensionMayBeZeroAndABoolIsOneByte) {
+  SpecDir d;
+  ojson j = SpecDir::base();
+  j["dims"] = {"n", "neox"};
+  j["args"].push_back({{"name", "neox"}, {"kind", "scalar"}, {"dtype", "bool"}, {"value", "neox"}});
+  j["launch"]["args"] = {"x", "y", "n", "a"};
+  j["check"]["reference"]["launch"]["args"] = {"x", "y", "n", "a", "neox"};
+  const std::string op = load_kernel_spec_text(j.dump(), "flag.json", d.dir());
+  const KernelSpec& s = spec_of(op);
+  EXPECT_EQ(s.args[4].scalar_type, ElemType::u8);
+  EXPECT_NO_THROW(validate(Problem::parse(op, "1000x0")));
+  EXPECT_EQ(s.scalar_value(4, Problem::parse(op, "1000x1")), 1.0);
+  EXPECT_THROW(validate(Problem::parse(op, "1000x-1")), UsageError);
 }
 
 // A problem no config serves says which constraints rule them out.
