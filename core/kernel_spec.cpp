@@ -657,10 +657,19 @@ void read_args(const Reader& r, KernelSpec& s, const ojson& v) {
     if (!seen.insert(a.name).second) r.fail(at + ".name", "argument '" + a.name + "' named twice");
     if (!o.contains("kind")) r.fail(at + ".kind", "missing (buffer or scalar)");
     const std::string kind = r.str(o["kind"], at + ".kind");
-    if (kind != "buffer" && kind != "scalar") r.fail(at + ".kind", "unknown kind '" + kind + "' (known: buffer, scalar)");
+    if (kind != "buffer" && kind != "scalar" && kind != "null")
+      r.fail(at + ".kind", "unknown kind '" + kind + "' (known: buffer, scalar, null)");
     a.buffer = kind == "buffer";
-    if (a.buffer) read_buffer(r, s, o, at, a);
-    else read_scalar(r, s, o, at, a);
+    if (kind == "null") { // a pointer the kernel takes and this use leaves null (an optional mask, vLLM's `finished`)
+      r.known_fields(o, at, {"name", "kind"});
+      a.null_pointer = true;
+      a.scalar_type = ElemType::u64;
+      a.value = Expr("0", s.names, r.where(at));
+    } else if (a.buffer) {
+      read_buffer(r, s, o, at, a);
+    } else {
+      read_scalar(r, s, o, at, a);
+    }
     s.args.push_back(std::move(a));
   }
 }

@@ -93,6 +93,9 @@ struct SpecArg {
   Expr value;
   double default_value = 0; // the caller's scalars: what the tuner runs with
   ElemType scalar_type = ElemType::i32;
+  // "kind": "null": a pointer argument passed as null (a scalar of value 0, 8 bytes, that a
+  // kernel's pointer parameter takes).
+  bool null_pointer = false;
   // A temporary with a fill ("zeros" or a value): set before every launch; else left as it is.
   bool set_before_launch = false;
   // A temporary's count or a computed scalar's value reads a parameter (one partial sum a block,

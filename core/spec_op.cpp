@@ -381,7 +381,9 @@ std::string signature_mismatch(const KernelSpec& s, const SpecStep& st, const st
   const std::string head = s.path + ": " + what + ": kernel " + demangled;
   auto arg_text = [&](int i) {
     const SpecArg& a = s.args[size_t(i)];
-    return a.name + " (" + (a.buffer ? std::string("a buffer of ") + to_string(a.elem(p)) : std::string(to_string(a.scalar_type))) +
+    return a.name + " (" +
+           (a.buffer ? std::string("a buffer of ") + to_string(a.elem(p))
+                     : a.null_pointer ? std::string("a null pointer") : std::string(to_string(a.scalar_type))) +
            ")";
   };
   if (!KernelSpec::arity_fits(!st.args.empty(), params.size(), taken.size())) {
@@ -394,6 +396,10 @@ std::string signature_mismatch(const KernelSpec& s, const SpecStep& st, const st
     const SpecArg& a = s.args[size_t(taken[k])];
     const ParamType& t = params[k];
     const std::string at = head + ": argument " + std::to_string(k + 1) + " is " + t.text + ", the spec passes " + arg_text(taken[k]);
+    if (a.null_pointer) {
+      if (!t.pointer) return at;
+      continue; // null fits any pointer
+    }
     if (t.pointer != a.buffer) return at;
     if (!t.bytes) continue; // a struct, or a pointer to one (a float4 view of floats): nothing to tell
     const ElemType e = a.buffer ? a.elem(p) : a.scalar_type;

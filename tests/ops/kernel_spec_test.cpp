@@ -983,6 +983,16 @@ TEST(KernelSpec, StepArgumentsAreCheckedAgainstTheKernelsSignature) {
                 .find("argument 1"),
             std::string::npos)
       << "float4 pointers: nothing to tell but that they are pointers";
+  // A null argument fits any pointer parameter, and no value: scale's a (a float) as null is refused.
+  ojson nj = SpecDir::base();
+  nj["args"][3] = {{"name", "a"}, {"kind", "null"}};
+  const KernelSpec& nf = spec_of(load_kernel_spec_text(nj.dump(), "null.json", d.dir()));
+  EXPECT_EQ(nf.scalar_value(3, Problem::parse(nf.op, "1000")), 0.0);
+  EXPECT_FALSE(nf.args[3].caller_passes()) << "ktune passes it";
+  EXPECT_NE(signature_mismatch(nf, nf.steps[0], scale, Problem::parse(nf.op, "1000"), "launch").find("argument 4 is float, the spec passes a (a null pointer)"),
+            std::string::npos);
+  const std::string masked = "_Z5scaleILi64EEvPKfPfiPKb"; // scale<64>(float const*, float*, int, bool const*)
+  EXPECT_EQ(signature_mismatch(nf, nf.steps[0], masked, Problem::parse(nf.op, "1000"), "launch"), "");
   // ktune compile says so and exits 2.
   j = SpecDir::base();
   j["args"][2]["dtype"] = "i64";
