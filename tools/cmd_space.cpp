@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/kernel_spec.h"
 #include "ktune/device.h"
 #include "ktune/error.h"
 #include "ktune/family.h"
@@ -61,8 +62,15 @@ int cmd_space(SpaceArgs& a) {
   const DeviceInfo d = DeviceInfo::nominal(a.problem.arch);
   // The config the runtime falls back on where nothing tuned lends one (scripts compare it with
   // a sweep: bench/attention_decode_rule.py).
+  // A spec's own default that this problem rules out: the first valid config stands in, and the
+  // user is told so (the runtime falls back on it too).
+  std::string stand_in;
+  if (const auto& spec = op_info(f.op()).spec; spec && !spec->default_config.items().empty() && !f.valid(spec->default_config, p, d))
+    stand_in = "the spec's default " + spec->default_config.to_json() + " is not valid for " + p.key() + " on " + a.problem.arch +
+               " (" + f.violations(spec->default_config, p, d).front() + "): the first valid config stands in";
   if (a.default_only) {
     if (!f.has_default()) throw UsageError("family " + f.name() + " declares no default config");
+    if (!stand_in.empty()) std::fprintf(stderr, "ktune: note: %s\n", stand_in.c_str());
     const Config c = f.canonical(f.default_config(p, d));
     if (!f.valid(c, p, d))
       throw UsageError("the default config of " + f.name() + " " + c.to_json() + " is not valid for " + p.key() +
@@ -112,6 +120,7 @@ int cmd_space(SpaceArgs& a) {
   if (f.has_default()) {
     const Config c = f.canonical(f.default_config(p, d));
     std::printf("\ndefault  %s%s\n", c.to_json().c_str(), f.valid(c, p, d) ? "" : "  (not valid here)");
+    if (!stand_in.empty()) std::printf("         (%s)\n", stand_in.c_str());
   }
   std::printf("\nconstraints\n");
   for (const auto& c : f.constraints()) std::printf("  - %s\n", c.why.c_str());
