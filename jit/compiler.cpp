@@ -169,6 +169,17 @@ std::shared_ptr<const CompiledKernel> Compiler::compile_uncached(const CompileRe
   if (cr != NVRTC_SUCCESS) {
     // Errors in NVRTC's own "__nv_name_map" are a kernel name the source does not define (a typo,
     // or a template instance it cannot make): say so, and which names were asked for.
+    // The first error at the head of the log where warnings come before it (a deprecated type's
+    // notes, pages of them): a trial's message, and a summary's first line, name the error.
+    for (size_t at = 0; at < log.size();) {
+      const size_t end = std::min(log.find('\n', at), log.size());
+      const std::string line = log.substr(at, end - at);
+      if (line.find(": error") != std::string::npos || line.find("error:") != std::string::npos) {
+        if (at > 0) log = "first error: " + line + "\n" + log;
+        break;
+      }
+      at = end + 1;
+    }
     std::string names;
     if (log.find("__nv_name_map") != std::string::npos)
       for (const auto& n : req.name_expressions) names += (names.empty() ? "; kernel names asked for: " : ", ") + n;

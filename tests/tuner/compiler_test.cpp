@@ -284,6 +284,27 @@ TEST(Compiler, SyntaxErrorCarriesTheNvrtcLogAndTheConfig) {
   }
 }
 
+// Warnings before the error (a deprecated type's notes): the log's head names the error, so that
+// a trial's message and a summary's first line do.
+TEST(Compiler, TheFirstErrorLeadsTheLogWhenWarningsComeFirst) {
+  CompileRequest r;
+  r.source = "__global__ void k(float* y) { int unused = 1; y[threadIdx.x] = 1; }\n"
+             "__global__ void j(uint* y) { y[threadIdx.x] = 1; }\n";
+  r.source_name = "user/warned.cu";
+  r.name_expressions = {"k"};
+  r.arch = "sm_90";
+  r.context = "warned";
+  Compiler compiler(1);
+  try {
+    compiler.compile(r);
+    FAIL() << "uint is not a type under NVRTC";
+  } catch (const CompileError& e) {
+    const std::string head = e.log().substr(0, e.log().find('\n'));
+    EXPECT_NE(head.find("error"), std::string::npos) << e.log();
+    EXPECT_NE(head.find("warned.cu(2): error"), std::string::npos) << "line 2, after line 1's warning: " << e.log();
+  }
+}
+
 // A source that #defines a macro the compile sets (-DN=4096) again would compile with its own
 // value (NVRTC only warns): refused, naming the macro; a guarded define is taken.
 TEST(Compiler, ASourceThatRedefinesAMacroTheConfigSetsIsRefused) {
