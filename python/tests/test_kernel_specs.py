@@ -118,6 +118,45 @@ def test_inline_spec_with_kernel_tuners_names_loads_as_a_file_spec_does(tmp_path
     assert int(out.stdout) == len([b for b in spec["tune_params"]["block_size_x"] if b >= 64 and b % 64 == 0])
 
 
+def test_a_python_reference_draws_inputs_as_the_specs_fills_say(tmp_path, monkeypatch):
+    """The random inputs a Python reference is given follow the spec's fills at each problem: a
+    range of the dimensions, whole numbers in a float buffer, a permutation's distinct values; a
+    ramp with a start, a step and a period stays a fill. A spec with setup kernels is refused (the
+    reference would see the inputs before them)."""
+    import numpy
+    import ktune
+
+    monkeypatch.setenv("KTUNE_DB", str(tmp_path / "k.db"))
+    source = "template <int B> __global__ void gather(const int* idx, const float* v, const float* r, float* y, int n) {\n" \
+             "  int i = blockIdx.x * B + threadIdx.x; if (i < n) y[i] = v[i] + r[i] + idx[i]; }\n"
+    spec = {
+        "name": "pyref_fills", "source_text": source, "kernel": "gather<{B}>", "params_as": "template",
+        "dims": ["n"], "tune_params": {"B": [64, 128]},
+        "launch": {"grid": ["ceil_div(n, B)"], "block": ["B"]},
+        "args": [{"name": "idx", "kind": "buffer", "dtype": "i32", "count": "n", "fill": {"permutation": "n * 3"}},
+                 {"name": "v", "kind": "buffer", "dtype": "f32", "count": "n", "fill": {"random": [-5, "n // 100"], "integers": True}},
+                 {"name": "r", "kind": "buffer", "dtype": "f32", "count": "n", "fill": {"ramp": {"start": 1, "step": 2, "mod": 4}}},
+                 {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"},
+                 {"name": "n", "kind": "scalar", "dtype": "i32", "value": "n"}],
+        "check": {"none": "replaced by the reference"},
+    }
+    seen = {}
+
+    def ref(idx, v, r, y, n):
+        seen.update(idx=idx.copy(), v=v.copy(), r=r.copy())
+        return v + r + idx
+
+    k = ktune.Kernel(spec, reference=ref)
+    k._write_answers([1000], "f32")
+    idx, v, r = seen["idx"], seen["v"], seen["r"]
+    assert len(set(idx.tolist())) == 1000 and idx.min() >= 0 and idx.max() < 3000, "distinct, in [0, 3n)"
+    assert (v == numpy.floor(v)).all() and v.min() >= -5 and v.max() < 10, "whole numbers in [-5, n // 100)"
+    assert r[:6].tolist() == [1, 3, 5, 7, 1, 3], "1 + 2 (i % 4)"
+    with_setup = dict(spec, setup={"kernel": "gather<64>", "launch": {"grid": [1], "block": [1]}})
+    with pytest.raises(ktune.UsageError, match="setup kernels"):
+        ktune.Kernel(with_setup, reference=ref)
+
+
 def test_a_python_reference_writes_inputs_and_answers_a_derived_spec_reads(tmp_path, monkeypatch):
     """Kernel(spec, reference=fn) without a GPU: the derived spec reads each random input and
     each output's answer from a file a problem; _write_answers calls fn with the arguments in the
