@@ -301,11 +301,14 @@ SpecFill read_fill(const Reader& r, const ojson& v, const std::string& path, boo
   return f;
 }
 
-// atol / rtol: a number >= 0, or an expression of the dimensions (checked at each problem).
-void read_tolerance(const Reader& r, const ojson& v, const std::string& path, const std::vector<std::string>& dims, double& x,
-                    Expr& e) {
+// atol / rtol: a number >= 0, or an expression of the problem: its dimensions, align and
+// dtype_bytes (one spec of f32 and f64 problems: each its own bound), checked at each problem.
+void read_tolerance(const Reader& r, const KernelSpec& s, const ojson& v, const std::string& path, double& x, Expr& e) {
   if (v.is_string()) {
-    e = r.expr(v, path, dims);
+    e = r.expr(v, path, s.names);
+    for (size_t n : e.reads())
+      if (n < s.params.size() || n >= s.params.size() + s.dims.size() + 2)
+        r.fail(path, "'" + e.text() + "' reads " + s.names[n] + ": a tolerance follows the problem only (its dimensions, align, dtype_bytes)");
     return;
   }
   x = r.number(v, path);
@@ -606,7 +609,7 @@ void read_buffer(const Reader& r, const KernelSpec& s, const ojson& o, const std
   for (const char* t : {"atol", "rtol"}) {
     if (!o.contains(t)) continue;
     if (!a.checked()) r.fail(at + "." + t, "only outputs (intent out or inout) are checked");
-    read_tolerance(r, o[t], at + "." + t, s.dims, std::string(t) == "atol" ? a.atol : a.rtol,
+    read_tolerance(r, s, o[t], at + "." + t, std::string(t) == "atol" ? a.atol : a.rtol,
                    std::string(t) == "atol" ? a.atol_at : a.rtol_at);
   }
   if (o.contains("check_count")) { // an output whose first elements alone are the answer (the rest: partials)
@@ -1041,7 +1044,7 @@ void read_check(const Reader& r, const ojson& j, KernelSpec& s, const std::strin
       if (!c.contains(t)) continue;
       double x = -1;
       Expr e;
-      read_tolerance(r, c[t], std::string("check.") + t, s.dims, x, e);
+      read_tolerance(r, s, c[t], std::string("check.") + t, x, e);
       for (auto& a : s.args) {
         if (!a.checked()) continue;
         double& v = std::string(t) == "atol" ? a.atol : a.rtol;
@@ -1202,10 +1205,10 @@ double fill_value_at(const SpecFill& fill, const Problem& p) {
   return v;
 }
 
-double tolerance_at(const SpecArg& a, bool atol, const Problem& p) {
+double tolerance_at(const KernelSpec& s, const SpecArg& a, bool atol, const Problem& p) {
   const Expr& e = atol ? a.atol_at : a.rtol_at;
   if (e.empty()) return atol ? a.atol : a.rtol;
-  const double v = e.eval(std::vector<double>(p.dims.begin(), p.dims.end()));
+  const double v = e.eval(s.problem_values(p));
   if (!(v >= 0) || !std::isfinite(v))
     throw UsageError(e.where() + ": " + (atol ? "atol" : "rtol") + " '" + e.text() + "' of " + a.name + " at " + p.key() + " is " +
                      std::to_string(v) + ": it must be finite and >= 0");
@@ -1303,6 +1306,12 @@ void check_fill_files(const KernelSpec& s, const Problem& p) {
     const SpecArg& a = s.args[i];
     if (!a.buffer || a.intent == SpecArg::temp) continue; // no file fills a temporary
     const int64_t n = s.count_of(i, p);
+    if (a.fill.kind == SpecFill::permutation) { // distinct values: no more than the range holds
+      const int64_t range = fill_at(s, a.fill, p).perm_n;
+      if (range && range < n)
+        throw UsageError(s.path + ": the fill of '" + a.name + "' at " + p.key() + ": a permutation of [0, " + std::to_string(range) +
+                         ") has no " + std::to_string(n) + " distinct elements");
+    }
     check(a.fill, n, "the fill of '" + a.name + "'");
     check(a.answer, n, "the answer of '" + a.name + "'");
   }

@@ -67,7 +67,8 @@ constexpr size_t kSpecBuiltinCount = 7;
 SpecFill fill_at(const KernelSpec& s, const SpecFill& fill, const Problem& p);
 // Every file the spec fills from at problem p (inputs, answers, symbols; per-problem ones named
 // for p) exists, reads, and holds the elements p needs: what a tuning run checks before it starts,
-// so that a missing or short file is a usage error then, not a failed trial on the GPU.
+// so that a missing or short file is a usage error then, not a failed trial on the GPU; and a
+// permutation fill's range holds the buffer's count of distinct values.
 void check_fill_files(const KernelSpec& s, const Problem& p);
 // A constant fill's value at problem p (SpecFill::value_at evaluated, or the number given).
 double fill_value_at(const SpecFill& fill, const Problem& p);
@@ -83,7 +84,8 @@ struct SpecArg {
   SpecFill fill;
   double atol = -1, rtol = -1; // outputs: per-element |out - ref| <= atol + rtol |ref|; -1: the dtype's default
   // Tolerances that follow the problem (an atomic sum's error grows with the terms per output):
-  // expressions of the dimensions, evaluated at each check (tolerance_at); empty: the numbers above.
+  // expressions of the dimensions and dtype_bytes, evaluated at each check (tolerance_at); empty:
+  // the numbers above.
   Expr atol_at, rtol_at;
   // Outputs: how many of the first elements are compared with the reference (an answer in out[0]
   // and per-block partials after it, whose number follows the config); empty: all of them.
@@ -110,9 +112,10 @@ struct SpecArg {
   bool caller_passes() const { return buffer ? intent != temp : value.empty(); }
 };
 
+struct KernelSpec;
 // An output's atol (rtol: false) at problem p: its expression evaluated, or the number given (-1:
 // none given). Throws UsageError for a negative or non-finite value.
-double tolerance_at(const SpecArg& a, bool atol, const Problem& p);
+double tolerance_at(const KernelSpec& s, const SpecArg& a, bool atol, const Problem& p);
 
 // __constant__ / __device__ variables filled before every launch: from a buffer argument's data
 // (copied device to device) or with their own fill.

@@ -134,7 +134,7 @@ void spec_before_launch(Module& m, const KernelSpec& s, const LaunchPlan& plan, 
     const CUdeviceptr at = m.global(y.name, &bytes);
     const size_t want = size_t(s.symbol_count(k, p)) * size_t(elem_bytes(y.type));
     if (want > bytes)
-      throw UsageError(s.path + ": symbol " + y.name + " holds " + std::to_string(bytes) + " bytes, the spec fills " +
+      throw UsageError(s.path + ": " + m.context() + ": symbol " + y.name + " holds " + std::to_string(bytes) + " bytes, the spec fills " +
                        std::to_string(want) + " at " + p.key());
     if (y.from_arg >= 0) {
       size_t operand = 0; // the caller's buffers in OpInfo::operands order: count those before it

@@ -83,7 +83,7 @@ Command add_export(CLI::App& app) {
   ex->add_option("--db", a->db, "Database (default: $KTUNE_DB, else ~/.cache/ktune/ktune.db)");
   ex->add_option("--arch", a->arch, "Only this arch (required when the database holds several)");
   ex->add_option("--family", a->family, "Only this family");
-  ex->add_option("--dtype", a->dtype, "Only the entries of this dtype (f32, bf16, f16)");
+  ex->add_option("--dtype", a->dtype, "Only the entries of this dtype (f32, bf16, f16; f64 for user kernels)");
   ex->add_option("-o,--output", a->out, "Output file")->required();
   ex->add_flag("--trials", a->trials, "Write every trial (ktune.trials/1, for ktune simulate) instead of the table");
   ex->add_flag("--trial-set", a->trial_set,

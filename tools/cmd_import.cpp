@@ -62,7 +62,7 @@ Command add_import(CLI::App& app) {
   im->add_option("file", a->file, "Table file (ktune.table/1), or with --trial-set a trial set")->required()->check(CLI::ExistingFile);
   add_kernel_option(im, a->kernels);
   im->add_option("--db", a->db, "Database (default: $KTUNE_DB, else ~/.cache/ktune/ktune.db)");
-  im->add_option("--dtype", a->dtype, "Only the entries of this dtype (f32, bf16, f16)");
+  im->add_option("--dtype", a->dtype, "Only the entries of this dtype (f32, bf16, f16; f64 for user kernels)");
   im->add_flag("--trial-set", a->trial_set,
                "The file is a trial set (ktune.trialset/1, from `ktune export --trial-set`): record its trials as "
                "measured, each key once");

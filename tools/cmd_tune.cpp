@@ -191,6 +191,13 @@ int cmd_tune(TuneArgs& a) {
   for (const Problem& p : o.problems)
     if (a.replay.empty() && op_info(p.op).spec) check_fill_files(spec_of(p.op), p);
   if (a.dry_run) {
+    // A problem no config of a spec serves: said now (on a nominal sm_90), as the run would say it.
+    for (const Problem& p : o.problems)
+      if (op_info(p.op).spec) try {
+          find_family(p.op).default_config(p, DeviceInfo::nominal("sm_90"));
+        } catch (const UsageError& e) {
+          std::fprintf(stderr, "ktune: note: %s\n", e.what());
+        }
     std::printf("%s\n", problems_suite(o.problems).dump(2).c_str());
     return 0;
   }

@@ -40,7 +40,7 @@ void add_problem_options(CLI::App* sub, ProblemOptions& o, ProblemOf of) {
     sub->add_option("--problem", o.shape, "Problem shape, the op's dimensions joined by x (" + op_shapes() + ")")->required();
   }
   sub->add_option("--layout", o.layout, "GEMM: layouts of A and B, NN (default), NT, TN, TT");
-  sub->add_option("--dtype", o.dtype, "Data type of A, B and C: f32, bf16, f16 (default: f32, or a --kernel's first)");
+  sub->add_option("--dtype", o.dtype, "Data type of A, B and C: f32, bf16, f16; a --kernel's may take f64 (default: f32, or a --kernel's first)");
 }
 
 void load_problem_kernels(ProblemOptions& o) {

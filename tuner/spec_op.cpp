@@ -79,6 +79,7 @@ class SpecRunner : public OpRunner {
   }
 
   void launch(Module& m, const LaunchPlan& plan, CUstream stream) override {
+    last_args_ = plan.spec_args; // what check.post's steps pass of the config under test
     ensure_workspace(plan.workspace_bytes);
     BufferArgs a(p_, caller_pointers(), plan.workspace_bytes ? ws_.ptr() : 0);
     launch_buffers(m, plan, a, stream);
@@ -98,7 +99,7 @@ class SpecRunner : public OpRunner {
       if (s.answers) load_answers(s);
       else run_reference(s, stream);
     }
-    if (s.has_post) run_post(s, caller_pointers(), stream, "the kernel's outputs");
+    if (s.has_post) run_post(s, caller_pointers(), last_args_, stream, "the kernel's outputs");
     for (size_t i = 0; i < bufs_.size(); ++i) check_buffer(s, i, stream);
     std::vector<SpecCheck> out(bufs_.size());
     check_cu(driver().cuMemcpyDtoH(out.data(), sums_.ptr(), out.size() * sizeof(SpecCheck)), "cuMemcpyDtoH", what);
@@ -201,8 +202,8 @@ class SpecRunner : public OpRunner {
     CUdeviceptr got = b.dev.ptr() + data_at, ref = b.ref.ptr();
     long long n = s.checked_count(b.arg, p_); // the first n: an answer ahead of config-dependent partials
     int t = int(b.type);
-    const double given_rtol = tolerance_at(a, false, p_);
-    double rtol = given_rtol >= 0 ? given_rtol : spec_default_rtol(b.type), atol = tolerance_at(a, true, p_);
+    const double given_rtol = tolerance_at(s, a, false, p_);
+    double rtol = given_rtol >= 0 ? given_rtol : spec_default_rtol(b.type), atol = tolerance_at(s, a, true, p_);
     if (atol < 0) { // rtol x the reference's largest finite magnitude, which the compare reads from `at`
       void* params[] = {&ref, &n, &t, &at};
       launch_grid_stride(checks(), kAbsmax, n, device_, params, stream);
@@ -343,16 +344,21 @@ class SpecRunner : public OpRunner {
     BufferArgs a(p_, ptrs, plan.workspace_bytes ? ref_ws_.ptr() : 0);
     launch_buffers(m, plan, a, stream);
     check_cu(driver().cuStreamSynchronize(stream), "cuStreamSynchronize", "running " + context);
-    if (s.has_post) run_post(s, ptrs, stream, "the reference's outputs");
+    if (s.has_post) run_post(s, ptrs, plan.spec_args, stream, "the reference's outputs");
     have_reference_ = true;
   }
 
   // check.post on one set of buffers (the kernel under test's, the reference's): outputs brought to
-  // the form the compare reads. Not timed: the kernel's call is over.
-  void run_post(const KernelSpec& s, const std::vector<const void*>& ptrs, CUstream stream, const std::string& whose) {
+  // the form the compare reads. Not timed: the kernel's call is over. A scalar that follows the
+  // config passes the value of the run it follows (ran: that run's plan's), so a post step adds
+  // up as many partials as the config under test wrote.
+  void run_post(const KernelSpec& s, const std::vector<const void*>& ptrs, const std::vector<LaunchPlan::SpecArgValue>& ran,
+                CUstream stream, const std::string& whose) {
     Module& m = side_module("post");
     const std::string context = "check.post of " + s.path + " on " + whose + " at " + p_.key();
-    const LaunchPlan plan = s.plan(s.post_steps, s.post_config, p_);
+    LaunchPlan plan = s.plan(s.post_steps, s.post_config, p_);
+    for (size_t i = 0; i < s.args.size() && i < ran.size() && i < plan.spec_args.size(); ++i)
+      if (!s.args[i].buffer && s.args[i].follows_config) plan.spec_args[i].value = ran[i].value;
     BufferArgs a(p_, ptrs, 0);
     launch_buffers(m, plan, a, stream);
     check_cu(driver().cuStreamSynchronize(stream), "cuStreamSynchronize", "running " + context);
@@ -365,6 +371,7 @@ class SpecRunner : public OpRunner {
   std::vector<Buffer> bufs_;
   DeviceBuffer ws_, ref_ws_, sums_;
   bool have_reference_ = false;
+  std::vector<LaunchPlan::SpecArgValue> last_args_; // the last launch's (the config under test)
   std::unique_ptr<Module> checks_;                              // spec_check.cu
   std::map<std::string, std::shared_ptr<Module>> side_modules_; // references and baselines, by compile key
   // Files converted for the current problem (file_problem_), by file, element type and count.

@@ -442,6 +442,42 @@ __global__ void sort_segments(float* y, int n) {
   const VerifyResult unsorted = check(*bare_runner, bare, bp, 1);
   EXPECT_FALSE(unsorted.pass);
   EXPECT_GT(unsorted.violations, 60000u) << unsorted.summary();
+  // One partial sum a block, as many as the config's block takes: the post step adds up the
+  // number of partials of the run it follows (parts follows the config), so every block size
+  // passes against a reference of 32-element blocks; had it added the post config's count, the
+  // larger blocks' sums would take the poison past their last partial.
+  std::ofstream(dir.file("parts.cu")) << R"CUDA(
+template <int B>
+__global__ void partial(const float* x, float* out, int n) {
+  if (threadIdx.x) return;
+  float s = 0.f;
+  for (int i = blockIdx.x * B; i < min(n, (blockIdx.x + 1) * B); ++i) s += x[i];
+  out[blockIdx.x] = s;
+}
+__global__ void add_partials(float* out, int parts) {
+  float s = 0.f;
+  for (int i = 0; i < parts; ++i) s += out[i];
+  out[0] = s;
+}
+)CUDA";
+  const std::string parts = load_kernel_spec_text(R"JSON({
+  "name": "parts", "sources": ["parts.cu"], "kernel": "partial<{B}>", "params_as": "template",
+  "dims": ["n"], "params": {"B": [32, 64, 256]},
+  "launch": {"grid": ["ceil_div(n, B)"], "block": [32], "args": ["x", "out", "n"]},
+  "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n", "fill": "ones"},
+           {"name": "out", "kind": "buffer", "dtype": "f32", "count": "ceil_div(n, 32)", "intent": "out", "check_count": 1,
+            "rtol": 0, "atol": 0},
+           {"name": "n", "kind": "scalar", "dtype": "i32", "value": "n"},
+           {"name": "parts", "kind": "scalar", "dtype": "i32", "value": "ceil_div(n, B)"}],
+  "check": {"reference": {"config": {"B": 32}},
+            "post": {"kernel": "add_partials", "launch": {"grid": [1], "block": [1], "args": ["out", "parts"]}}}
+})JSON", "parts.json", dir.path.string());
+  auto parts_runner = make_op_runner(parts, compiler, *d);
+  const Problem pp = Problem::parse(parts, "100000");
+  for (int b : {32, 64, 256}) {
+    const VerifyResult v = check_config(*parts_runner, compiler, *d, parts, Config{{"B", b}}, pp, 13);
+    EXPECT_TRUE(v.pass) << "B " << b << ": " << v.summary();
+  }
 }
 
 // A kernel whose only written buffer is updated in place (intent inout: an optimizer step, an

@@ -635,19 +635,22 @@ TEST(KernelSpec, AValueAndTolerancesReadTheProblem) {
   EXPECT_EQ(fill_value_at(s.args[0].fill, p), 1.0 / 400);
   const std::vector<unsigned char> bytes = spec_fill_bytes(fill_at(s, s.args[0].fill, p), ElemType::f32, 3, 0);
   EXPECT_EQ(load_elem(bytes.data(), 2, ElemType::f32), double(1.0f / 400));
-  EXPECT_DOUBLE_EQ(tolerance_at(s.args[1], true, p), 2e-5);
-  EXPECT_DOUBLE_EQ(tolerance_at(s.args[1], false, p), 4e-4) << "check's rtol, for every output without its own";
+  EXPECT_DOUBLE_EQ(tolerance_at(s, s.args[1], true, p), 2e-5);
+  EXPECT_DOUBLE_EQ(tolerance_at(s, s.args[1], false, p), 4e-4) << "check's rtol, for every output without its own";
   j["args"][1]["rtol"] = 0.5;
   const KernelSpec& own = spec_of(load_kernel_spec_text(j.dump(), "own.json", d.dir()));
-  EXPECT_EQ(tolerance_at(own.args[1], false, p), 0.5) << "an output's own rtol wins over check's";
+  EXPECT_EQ(tolerance_at(own, own.args[1], false, p), 0.5) << "an output's own rtol wins over check's";
   j["args"][1]["atol"] = "1e-3 - n";
   const KernelSpec& neg = spec_of(load_kernel_spec_text(j.dump(), "neg.json", d.dir()));
   try {
-    tolerance_at(neg.args[1], true, p);
+    tolerance_at(neg, neg.args[1], true, p);
     ADD_FAILURE() << "a negative atol at n 400";
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("atol '1e-3 - n' of y at"), std::string::npos) << e.what();
   }
+  j["args"][1]["atol"] = "dtype_bytes == 8 ? 1e-12 : 1e-5";
+  const KernelSpec& by_type = spec_of(load_kernel_spec_text(j.dump(), "bytype.json", d.dir()));
+  EXPECT_EQ(tolerance_at(by_type, by_type.args[1], true, p), 1e-5) << "an f32 problem's";
   j["args"][1]["atol"] = "B * 1e-6";
   EXPECT_THROW(load_kernel_spec_text(j.dump(), "param.json", d.dir()), UsageError) << "a tolerance reads the problem only";
   j["args"][1]["atol"] = 0;
