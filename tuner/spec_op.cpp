@@ -295,7 +295,7 @@ class SpecRunner : public OpRunner {
     for (Buffer& b : bufs_)
       ptrs.push_back(reinterpret_cast<const void*>(b.poisoned ? b.dev.ptr() + kGuard + offset_ : b.master.ptr()));
     const LaunchPlan plan = s.plan(s.setup_steps, s.setup_config, p_);
-    BufferArgs a(p_, ptrs, 0);
+    BufferArgs a(p_, ptrs, side_workspace(plan));
     launch_buffers(m, plan, a, nullptr);
     check_cu(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize", "running " + context);
   }
@@ -348,6 +348,14 @@ class SpecRunner : public OpRunner {
     have_reference_ = true;
   }
 
+  // The workspace a setup or post plan lays the spec's temporaries out in: their steps pass none
+  // (the parse refuses it), yet a plan places every temporary and its binding needs the space.
+  CUdeviceptr side_workspace(const LaunchPlan& plan) {
+    if (!plan.workspace_bytes) return 0;
+    reserve(side_ws_, plan.workspace_bytes, "setup / post temporaries of " + p_.key());
+    return side_ws_.ptr();
+  }
+
   // check.post on one set of buffers (the kernel under test's, the reference's): outputs brought to
   // the form the compare reads. Not timed: the kernel's call is over. A scalar that follows the
   // config passes the value of the run it follows (ran: that run's plan's), so a post step adds
@@ -359,7 +367,7 @@ class SpecRunner : public OpRunner {
     LaunchPlan plan = s.plan(s.post_steps, s.post_config, p_);
     for (size_t i = 0; i < s.args.size() && i < ran.size() && i < plan.spec_args.size(); ++i)
       if (!s.args[i].buffer && s.args[i].follows_config) plan.spec_args[i].value = ran[i].value;
-    BufferArgs a(p_, ptrs, 0);
+    BufferArgs a(p_, ptrs, side_workspace(plan));
     launch_buffers(m, plan, a, stream);
     check_cu(driver().cuStreamSynchronize(stream), "cuStreamSynchronize", "running " + context);
   }
@@ -369,7 +377,7 @@ class SpecRunner : public OpRunner {
   Problem p_;
   size_t offset_ = 0;
   std::vector<Buffer> bufs_;
-  DeviceBuffer ws_, ref_ws_, sums_;
+  DeviceBuffer ws_, ref_ws_, side_ws_, sums_;
   bool have_reference_ = false;
   std::vector<LaunchPlan::SpecArgValue> last_args_; // the last launch's (the config under test)
   std::unique_ptr<Module> checks_;                              // spec_check.cu

@@ -438,7 +438,9 @@ __global__ void sort_segments(float* y, int n) {
   EXPECT_TRUE(reordered.pass) << reordered.summary();
   const VerifyResult wrong = check(*runner, op, p, 2);
   EXPECT_FALSE(wrong.pass);
-  EXPECT_EQ(wrong.violations, 1u) << wrong.summary();
+  // One value off moves in its sorted segment: the elements between its old and new places differ.
+  EXPECT_GE(wrong.violations, 1u) << wrong.summary();
+  EXPECT_LE(wrong.violations, 64u) << "within one segment: " << wrong.summary();
   const VerifyResult unsorted = check(*bare_runner, bare, bp, 1);
   EXPECT_FALSE(unsorted.pass);
   EXPECT_GT(unsorted.violations, 60000u) << unsorted.summary();
@@ -448,8 +450,9 @@ __global__ void sort_segments(float* y, int n) {
   // larger blocks' sums would take the poison past their last partial.
   std::ofstream(dir.file("parts.cu")) << R"CUDA(
 template <int B>
-__global__ void partial(const float* x, float* out, int n) {
+__global__ void partial(const float* x, float* out, int n, float* scratch) {
   if (threadIdx.x) return;
+  scratch[blockIdx.x] = 1.f; // a temporary of the kernel's: the post plan lays it out too
   float s = 0.f;
   for (int i = blockIdx.x * B; i < min(n, (blockIdx.x + 1) * B); ++i) s += x[i];
   out[blockIdx.x] = s;
@@ -463,12 +466,13 @@ __global__ void add_partials(float* out, int parts) {
   const std::string parts = load_kernel_spec_text(R"JSON({
   "name": "parts", "sources": ["parts.cu"], "kernel": "partial<{B}>", "params_as": "template",
   "dims": ["n"], "params": {"B": [32, 64, 256]},
-  "launch": {"grid": ["ceil_div(n, B)"], "block": [32], "args": ["x", "out", "n"]},
+  "launch": {"grid": ["ceil_div(n, B)"], "block": [32], "args": ["x", "out", "n", "scratch"]},
   "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n", "fill": "ones"},
            {"name": "out", "kind": "buffer", "dtype": "f32", "count": "ceil_div(n, 32)", "intent": "out", "check_count": 1,
             "rtol": 0, "atol": 0},
            {"name": "n", "kind": "scalar", "dtype": "i32", "value": "n"},
-           {"name": "parts", "kind": "scalar", "dtype": "i32", "value": "ceil_div(n, B)"}],
+           {"name": "parts", "kind": "scalar", "dtype": "i32", "value": "ceil_div(n, B)"},
+           {"name": "scratch", "kind": "buffer", "dtype": "f32", "count": "ceil_div(n, B)", "intent": "temp"}],
   "check": {"reference": {"config": {"B": 32}},
             "post": {"kernel": "add_partials", "launch": {"grid": [1], "block": [1], "args": ["out", "parts"]}}}
 })JSON", "parts.json", dir.path.string());
