@@ -1219,9 +1219,9 @@ SpecFill fill_at(const KernelSpec& s, const SpecFill& fill, const Problem& p) {
   if (!fill.perm_at.empty()) {
     SpecFill f = fill;
     const double n = fill.perm_at.eval(std::vector<double>(p.dims.begin(), p.dims.end()));
-    if (!(n >= 1) || n != std::floor(n) || n > 9.0e15)
+    if (!(n >= 0) || n != std::floor(n) || n > 9.0e15) // 0: an empty problem's (its buffer holds nothing)
       throw UsageError(fill.perm_at.where() + ": the permutation's range '" + fill.perm_at.text() + "' at " + p.key() + " is " +
-                       std::to_string(n) + ": it must be a whole number >= 1");
+                       std::to_string(n) + ": it must be a whole number >= 0");
     f.perm_n = int64_t(n);
     return f;
   }
@@ -1306,13 +1306,11 @@ void check_fill_files(const KernelSpec& s, const Problem& p) {
     const SpecArg& a = s.args[i];
     if (!a.buffer || a.intent == SpecArg::temp) continue; // no file fills a temporary
     const int64_t n = s.count_of(i, p);
-    if (a.fill.kind == SpecFill::permutation) { // distinct values: no more than the range holds
-      const int64_t range = fill_at(s, a.fill, p).perm_n;
-      if (range && range < n)
-        throw UsageError(s.path + ": the fill of '" + a.name + "' at " + p.key() + ": a permutation of [0, " + std::to_string(range) +
-                         ") has no " + std::to_string(n) + " distinct elements");
-    }
+    if (a.fill.kind == SpecFill::permutation) // distinct values: no more than the range and the type hold
+      check_permutation(fill_at(s, a.fill, p).perm_n, size_t(n), a.elem(p), s.path + ": the fill of '" + a.name + "' at " + p.key());
     check(a.fill, n, "the fill of '" + a.name + "'");
+    // A tolerance that reads the problem: finite and >= 0 here, or the run would fail every config.
+    if (a.checked()) tolerance_at(s, a, true, p), tolerance_at(s, a, false, p);
     check(a.answer, n, "the answer of '" + a.name + "'");
   }
   for (size_t k = 0; k < s.symbols.size(); ++k)

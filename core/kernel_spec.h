@@ -58,6 +58,9 @@ std::vector<unsigned char> spec_fill_bytes(const SpecFill& fill, ElemType t, siz
 // The first count elements of a random permutation of [0, n) (seeded): distinct values. Throws
 // UsageError when count > n.
 std::vector<int64_t> spec_permutation(int64_t n, size_t count, uint64_t seed);
+// Throws UsageError (what: the fill, for the message) where count distinct values of [0, n) cannot
+// be had in elements of type t: n below count, or past the whole numbers t holds exactly.
+void check_permutation(int64_t n, size_t count, ElemType t, const std::string& what);
 
 struct KernelSpec;
 // How many names kSpecBuiltins holds (below).

@@ -115,8 +115,33 @@ double uniform01(uint64_t seed, uint64_t i) { return double(mix64(seed ^ mix64(i
 
 } // namespace
 
+void check_permutation(int64_t n, size_t count, ElemType t, const std::string& what) {
+  if (n < 0 || int64_t(count) > n)
+    throw UsageError(what + ": a permutation of [0, " + std::to_string(n) + ") has no " + std::to_string(count) + " distinct elements");
+  // Its values must stay distinct in the buffer's type: below the last whole number a float holds
+  // exactly (2^11 in f16, 2^8 in bf16, 2^24 in f32), within an integer type's range.
+  double exact = 0;
+  switch (t) {
+    case ElemType::f16: exact = 2048; break;
+    case ElemType::bf16: exact = 256; break;
+    case ElemType::f32: exact = 16777216; break;
+    case ElemType::f64: exact = 9007199254740992.0; break;
+    case ElemType::i64: exact = 9.0e18; break;
+    case ElemType::i32: exact = 2147483647.0; break;
+    case ElemType::i16: exact = 32767; break;
+    case ElemType::i8: exact = 127; break;
+    case ElemType::u64: exact = 1.8e19; break;
+    case ElemType::u32: exact = 4294967295.0; break;
+    case ElemType::u16: exact = 65535; break;
+    case ElemType::u8: exact = 255; break;
+  }
+  if (n > 0 && double(n - 1) > exact)
+    throw UsageError(what + ": a permutation of [0, " + std::to_string(n) + ") in " + to_string(t) + " elements: values past " +
+                     std::to_string(int64_t(exact)) + " are not held exactly, and would collide");
+}
+
 std::vector<int64_t> spec_permutation(int64_t n, size_t count, uint64_t seed) {
-  if (int64_t(count) > n)
+  if (n < 0 || int64_t(count) > n)
     throw UsageError("a permutation of [0, " + std::to_string(n) + ") has no " + std::to_string(count) + " distinct elements");
   // A partial Fisher-Yates shuffle over the range, its swaps kept in a map when the range is far
   // larger than the count (slots of a cache of millions for a few hundred tokens).
@@ -153,6 +178,7 @@ std::vector<unsigned char> spec_fill_bytes(const SpecFill& f, ElemType t, size_t
     throw UsageError("fill file '" + f.file + "' holds " + std::to_string(have) + " elements, " + std::to_string(count) +
                      " are needed");
   if (f.kind == SpecFill::permutation) {
+    check_permutation(f.perm_n ? f.perm_n : int64_t(count), count, t, "a permutation fill");
     const std::vector<int64_t> perm = spec_permutation(f.perm_n ? f.perm_n : int64_t(count), count, seed);
     for (size_t i = 0; i < count; ++i) store_elem(out.data(), i, t, double(perm[i]));
     return out;

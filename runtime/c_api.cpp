@@ -105,12 +105,13 @@ const char* type_name(ktune_datatype_t t) {
 
 // Why t is refused (type_name(t) is null).
 std::string unknown_type(ktune_datatype_t t) {
+  if (t == KTUNE_R_64F) return "element type KTUNE_R_64F is for user kernels only (ktune_kernel_launch)";
   return "unknown element type " + std::to_string(int(t)) + " (KTUNE_R_32F, KTUNE_R_16F or KTUNE_R_16BF)";
 }
 
 // The dtype of a type type_name knows.
 ktune::DType dtype_of(ktune_datatype_t t) {
-  return t == KTUNE_R_32F ? ktune::DType::f32 : t == KTUNE_R_16F ? ktune::DType::f16 : ktune::DType::bf16;
+  return t == KTUNE_R_32F ? ktune::DType::f32 : t == KTUNE_R_16F ? ktune::DType::f16 : t == KTUNE_R_64F ? ktune::DType::f64 : ktune::DType::bf16;
 }
 
 } // namespace
@@ -295,7 +296,7 @@ ktune_status_t ktune_kernel_launch(ktune_handle_t handle, const char* op_name, k
   auto bad = [&](const std::string& why) { return fail(KTUNE_INVALID_VALUE, "ktune_kernel_launch: " + why); };
   if (!handle) return bad("handle is NULL");
   if (!op_name) return bad("op_name is NULL");
-  if (!type_name(type)) return bad(unknown_type(type));
+  if (!type_name(type) && type != KTUNE_R_64F) return bad(unknown_type(type)); // a spec may take f64 problems
   if (ndims < 0 || nargs < 0) return bad("negative count of dims or args");
   if ((ndims && !dims) || (nargs && !args)) return bad("dims or args is NULL");
   return guarded("ktune_kernel_launch", [&] {

@@ -60,8 +60,9 @@ ktune_status_t ktune_sgemm(ktune_handle_t handle, ktune_order_t order, ktune_op_
                            int ldc, void* stream);
 
 /* Element types of ktune_gemm_ex, numbered as cudaDataType_t numbers them (CUDA_R_32F = 0,
- * CUDA_R_16F = 2, CUDA_R_16BF = 14), so a cudaDataType_t value may be passed as it is. */
-typedef enum { KTUNE_R_32F = 0, KTUNE_R_16F = 2, KTUNE_R_16BF = 14 } ktune_datatype_t;
+ * CUDA_R_64F = 1, CUDA_R_16F = 2, CUDA_R_16BF = 14), so a cudaDataType_t value may be passed as it
+ * is. KTUNE_R_64F: user kernels only (ktune_kernel_launch of a spec that takes f64 problems). */
+typedef enum { KTUNE_R_32F = 0, KTUNE_R_64F = 1, KTUNE_R_16F = 2, KTUNE_R_16BF = 14 } ktune_datatype_t;
 /* How products are summed: FP32 (the only compute type so far; half inputs are multiplied exactly
  * and accumulated in FP32, as cublasGemmEx's CUBLAS_COMPUTE_32F). */
 typedef enum { KTUNE_COMPUTE_32F = 0 } ktune_compute_t;

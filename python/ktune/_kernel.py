@@ -148,7 +148,9 @@ def _answered_spec(spec, base_dir, reference):
         args.append(a)
     if not answers:
         raise _err("the spec has no output (intent out or inout) to check")
-    check = {k: v for k, v in dict(spec.get("check", {})).items() if k in ("atol", "rtol")}
+    # Tolerances stay, and post steps (outputs in no fixed order: the answers are fn's, in one form;
+    # the kernel's outputs are brought to it before the compare).
+    check = {k: v for k, v in dict(spec.get("check", {})).items() if k in ("atol", "rtol", "post")}
     check["answer"] = answers
     spec["args"], spec["check"] = args, check
     return spec, base_dir, folder, randoms
@@ -218,9 +220,15 @@ class Kernel:
             if not callable(reference):
                 raise _err("reference must be callable (got %s)" % type(reference).__name__)
             # The spec as written, loaded too: its fills at each problem (a range of the dimensions,
-            # a permutation's range) are what the random inputs are drawn from.
-            source = _spec_file(spec, base_dir) if isinstance(spec, dict) else spec
-            self._fills_op = _ktune.load_kernel_spec(os.path.abspath(os.fspath(source)))
+            # a permutation's range) are what the random inputs are drawn from. Its own check (one
+            # a Python reference replaces, and may lack) is not this op's concern.
+            if isinstance(spec, dict):
+                written, where = dict(spec), base_dir
+            else:
+                with open(os.fspath(spec)) as f:
+                    written, where = json.load(f), base_dir or os.path.dirname(os.path.abspath(os.fspath(spec)))
+            written["check"] = {"none": "the fills of a spec a Python reference checks"}
+            self._fills_op = _ktune.load_kernel_spec(_spec_file(written, where))
             spec, base_dir, self._answers_dir, self._randoms = _answered_spec(
                 spec, base_dir, reference if reference_version is None else "%s@%s" % (_identity(reference), reference_version))
         if isinstance(spec, dict):
@@ -283,7 +291,7 @@ class Kernel:
                 if f["fill"] == "permutation":  # distinct values in [0, range)
                     if (f["range"] or n) < n:
                         raise _err("%s: a permutation of [0, %d) has no %d distinct elements" % (a["name"], f["range"], n))
-                    x = _as_elem(rng.permutation(f["range"] or n)[:n].astype(numpy.float64), t)
+                    x = _as_elem(rng.choice(f["range"] or n, size=n, replace=False).astype(numpy.float64), t)
                 else:
                     lo, hi = f["lo"], f["hi"]
                     u = lo + (hi - lo) * rng.random(n)

@@ -155,6 +155,14 @@ def test_a_python_reference_draws_inputs_as_the_specs_fills_say(tmp_path, monkey
     with_setup = dict(spec, setup={"kernel": "gather<64>", "launch": {"grid": [1], "block": [1]}})
     with pytest.raises(ktune.UsageError, match="setup kernels"):
         ktune.Kernel(with_setup, reference=ref)
+    # A spec written for a Python reference needs no check of its own; post steps stay in the
+    # derived spec (the kernel's outputs brought to the form fn's answers are in).
+    bare = {k: v for k, v in spec.items() if k != "check"}
+    assert ktune.Kernel(bare, reference=ref).op
+    post = dict(spec, check={"none": "x", "post": {"kernel": "gather<64>", "launch": {"grid": [1], "block": [1]}}})
+    post["check"].pop("none")
+    derived = json.load(open(ktune.Kernel(post, reference=ref).path))
+    assert "post" in derived["check"] and "answer" in derived["check"]
 
 
 def test_a_python_reference_writes_inputs_and_answers_a_derived_spec_reads(tmp_path, monkeypatch):

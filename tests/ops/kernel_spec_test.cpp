@@ -648,6 +648,8 @@ TEST(KernelSpec, AValueAndTolerancesReadTheProblem) {
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("atol '1e-3 - n' of y at"), std::string::npos) << e.what();
   }
+  // A tolerance that has no valid value at a problem is refused before a run, with the files.
+  EXPECT_THROW(check_fill_files(neg, p), UsageError) << "atol 1e-3 - 400";
   j["args"][1]["atol"] = "dtype_bytes == 8 ? 1e-12 : 1e-5";
   const KernelSpec& by_type = spec_of(load_kernel_spec_text(j.dump(), "bytype.json", d.dir()));
   EXPECT_EQ(tolerance_at(by_type, by_type.args[1], true, p), 1e-5) << "an f32 problem's";
@@ -1204,6 +1206,14 @@ TEST(KernelSpec, FillsAreAsDeclared) {
   SpecFill small;
   small.kind = SpecFill::permutation, small.perm_n = 10;
   EXPECT_THROW(spec_fill_bytes(small, ElemType::i32, 11, 0), UsageError) << "11 distinct values in [0, 10)";
+  // Values past the whole numbers a type holds exactly would collide: refused, not rounded.
+  SpecFill wide;
+  wide.kind = SpecFill::permutation, wide.perm_n = 4096;
+  EXPECT_THROW(spec_fill_bytes(wide, ElemType::f16, 100, 0), UsageError) << "f16 holds whole numbers to 2048";
+  EXPECT_THROW(spec_fill_bytes(wide, ElemType::i8, 100, 0), UsageError);
+  EXPECT_NO_THROW(spec_fill_bytes(wide, ElemType::f32, 100, 0));
+  wide.perm_n = 2049;
+  EXPECT_NO_THROW(spec_fill_bytes(wide, ElemType::f16, 100, 0)) << "0 to 2048: all exact in f16";
   // A .npy file of three float64 values read into f32.
   SpecDir d;
   std::string header = "{'descr': '<f8', 'fortran_order': False, 'shape': (3,), }";

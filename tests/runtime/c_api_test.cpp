@@ -78,6 +78,8 @@ TEST(CApi, GemmExRefusesUnknownOrMixedTypesAndNamesItself) {
   EXPECT_NE(err().find("B KTUNE_R_16F"), std::string::npos) << err();
   EXPECT_EQ(ex((ktune_datatype_t)5, KTUNE_R_16F, KTUNE_R_16F), KTUNE_INVALID_VALUE);
   EXPECT_NE(err().find("unknown element type 5"), std::string::npos) << err();
+  EXPECT_EQ(ex(KTUNE_R_64F, KTUNE_R_64F, KTUNE_R_64F), KTUNE_INVALID_VALUE);
+  EXPECT_NE(err().find("KTUNE_R_64F is for user kernels only"), std::string::npos) << err();
   EXPECT_EQ(ex(KTUNE_R_16F, KTUNE_R_16F, KTUNE_R_16F, (ktune_compute_t)3), KTUNE_INVALID_VALUE);
   EXPECT_NE(err().find("unknown compute type 3"), std::string::npos) << err();
   EXPECT_EQ(ex(KTUNE_R_16BF, KTUNE_R_16BF, KTUNE_R_16BF, KTUNE_COMPUTE_32F, 3), KTUNE_INVALID_VALUE);
