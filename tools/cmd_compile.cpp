@@ -33,7 +33,10 @@ int cmd_compile(CompileArgs& a) {
   if (!a.cubin_out.empty()) check_output_file(a.cubin_out, "--cubin");
   const Family f = find_family(a.problem.family);
   const Problem p = parse_problem(a.problem, f.op());
-  const Config c = f.canonical(Config::from_json(a.config));
+  // No --config: the family's default for the problem (what the runtime falls back on).
+  if (a.config.empty() && !f.has_default()) throw UsageError("give --config: family " + f.name() + " declares no default config");
+  const Config c =
+      f.canonical(a.config.empty() ? f.default_config(p, DeviceInfo::nominal(a.problem.arch)) : Config::from_json(a.config));
   // A config not valid here says which limits it breaks (a grid of 0 blocks among them) before its
   // launch is planned; a valid one whose grid, size or scalar is no whole number: the launch's error, now.
   const CompileRequest req = compile_request(f, c, p, a.problem.arch); // an arch-specific family adds the "a"
@@ -137,7 +140,7 @@ Command add_compile(CLI::App& app) {
   auto a = std::make_shared<CompileArgs>();
   auto* cp = app.add_subcommand("compile", "Compile one config with NVRTC and report the result");
   add_problem_options(cp, a->problem, ProblemOf::family);
-  cp->add_option("--config", a->config, "Config as JSON, e.g. '{\"BM\":128,...}'")->required();
+  cp->add_option("--config", a->config, "Config as JSON, e.g. '{\"BM\":128,...}' (default: the family's default for the problem)");
   cp->add_option("--device", a->device, "Also load it on this GPU and print registers, smem, spills")
       ->check(whole_number(0, INT_MAX));
   cp->add_option("-o,--cubin", a->cubin_out, "Write the cubin here (cuobjdump --dump-sass reads it)");

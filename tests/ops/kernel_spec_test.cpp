@@ -1287,6 +1287,10 @@ TEST(Cli, CompileOfAUserKernelCompilesItsReferenceAndNamesAMissingKernel) {
   auto r = testing::run_ktune("compile --kernel " + d.path("good.json") + " --problem 1000 --config '{\"B\":128}'");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("compiled its reference"), std::string::npos) << r.out;
+  // Without --config: the spec's default for the problem (B 64 is the first valid at 1000).
+  const auto dflt = testing::run_ktune("compile --kernel " + d.path("good.json") + " --problem 1000");
+  EXPECT_EQ(dflt.status, 0) << dflt.out;
+  EXPECT_NE(dflt.out.find("compiled B64"), std::string::npos) << dflt.out;
   ojson j = SpecDir::base();
   j["check"]["reference"]["kernel"] = "scale_rf";
   d.write("typo.json", j.dump());
