@@ -226,6 +226,13 @@ void read_file_fill(const Reader& r, const ojson& v, const std::string& path, co
   read_fill_file([&](const std::string& m) { r.fail(path + ".file", "'" + f.file + "': " + m); }, f.file, f);
 }
 
+// A whole number >= 1 a double holds exactly (a ramp's period, a permutation's range).
+int64_t read_whole(const Reader& r, const ojson& v, const std::string& path) {
+  const double x = r.number(v, path);
+  if (!(x >= 1) || x != std::floor(x) || x > 9.0e15) r.fail(path, "must be a whole number >= 1");
+  return int64_t(x);
+}
+
 SpecFill read_fill(const Reader& r, const ojson& v, const std::string& path, bool output, const std::vector<std::string>& dims) {
   SpecFill f;
   if (v.is_null()) {
@@ -253,21 +260,13 @@ SpecFill read_fill(const Reader& r, const ojson& v, const std::string& path, boo
     r.known_fields(o, path + ".ramp", {"start", "step", "mod"});
     if (o.contains("start")) f.start = r.number(o["start"], path + ".ramp.start");
     if (o.contains("step")) f.step = r.number(o["step"], path + ".ramp.step");
-    if (o.contains("mod")) {
-      const double m = r.number(o["mod"], path + ".ramp.mod");
-      if (!(m >= 1) || m != std::floor(m) || m > 9.0e15) r.fail(path + ".ramp.mod", "must be a whole number >= 1");
-      f.mod = int64_t(m);
-    }
+    if (o.contains("mod")) f.mod = read_whole(r, o["mod"], path + ".ramp.mod");
     return f;
   }
   if (v.contains("permutation")) { // distinct values in [0, n): the first elements of a random permutation
     f.kind = SpecFill::permutation;
     if (v["permutation"].is_string()) f.perm_at = r.expr(v["permutation"], path + ".permutation", dims);
-    else {
-      const double n = r.number(v["permutation"], path + ".permutation");
-      if (!(n >= 1) || n != std::floor(n) || n > 9.0e15) r.fail(path + ".permutation", "must be a whole number >= 1");
-      f.perm_n = int64_t(n);
-    }
+    else f.perm_n = read_whole(r, v["permutation"], path + ".permutation");
     return f;
   }
   if (v.contains("integers")) {
@@ -363,17 +362,14 @@ void read_loop_names(const Reader& r, const ojson& j, KernelSpec& s) {
     if (v.contains("steps")) scan(v["steps"], path + ".steps");
   };
   if (j.contains("launch")) scan(j["launch"], "launch");
-  for (const char* side : {"check", "check.post", "baseline", "setup"}) {
-    const std::string at = side;
-    const bool check = at.rfind("check", 0) == 0;
-    if (!j.contains("check") && check) continue;
-    if (!check && (!j.contains(side) || !j[side].is_object())) continue;
-    const ojson& c = check ? j["check"] : j[side];
-    if (!c.is_object()) continue;
-    const char* inner = at == "check" ? "reference" : at == "check.post" ? "post" : nullptr;
-    const ojson& o = inner ? (c.contains(inner) ? c[inner] : ojson()) : c;
-    if (o.is_object() && o.contains("launch")) scan(o["launch"], (inner ? "check." + std::string(inner) : at) + ".launch");
-  }
+  // The other runs of kernels, each where the spec puts it: field `name` of `parent`.
+  auto side = [&](const ojson& parent, const char* name, const std::string& path) {
+    if (parent.is_object() && parent.contains(name) && parent[name].is_object() && parent[name].contains("launch"))
+      scan(parent[name]["launch"], path + ".launch");
+  };
+  if (j.contains("check")) side(j["check"], "reference", "check.reference"), side(j["check"], "post", "check.post");
+  side(j, "baseline", "baseline");
+  side(j, "setup", "setup");
 }
 
 // A scalar that reads a loop's counter has that value only in the loop: every step that passes it

@@ -20,6 +20,7 @@ enum class ElemType { f64, f32, f16, bf16, i64, i32, i16, i8, u64, u32, u16, u8 
 const char* to_string(ElemType t);
 int elem_bytes(ElemType t);
 bool is_float(ElemType t);
+bool is_unsigned(ElemType t);
 // "f32", "float32", "float", "int32", "int", ... -> ElemType; false when unknown.
 bool parse_elem_type(const std::string& s, ElemType* out);
 ElemType elem_type_of(DType d); // f32 / f16 / bf16 (tf32 is not a storage type: f32)
@@ -115,7 +116,6 @@ struct SpecArg {
   bool caller_passes() const { return buffer ? intent != temp : value.empty(); }
 };
 
-struct KernelSpec;
 // An output's atol (rtol: false) at problem p: its expression evaluated, or the number given (-1:
 // none given). Throws UsageError for a negative or non-finite value.
 double tolerance_at(const KernelSpec& s, const SpecArg& a, bool atol, const Problem& p);

@@ -37,6 +37,8 @@ int elem_bytes(ElemType t) {
 
 bool is_float(ElemType t) { return t == ElemType::f64 || t == ElemType::f32 || t == ElemType::f16 || t == ElemType::bf16; }
 
+bool is_unsigned(ElemType t) { return t == ElemType::u8 || t == ElemType::u16 || t == ElemType::u32 || t == ElemType::u64; }
+
 ElemType elem_type_of(DType d) {
   return d == DType::f16 ? ElemType::f16 : d == DType::bf16 ? ElemType::bf16 : d == DType::f64 ? ElemType::f64 : ElemType::f32;
 }
@@ -118,26 +120,15 @@ double uniform01(uint64_t seed, uint64_t i) { return double(mix64(seed ^ mix64(i
 void check_permutation(int64_t n, size_t count, ElemType t, const std::string& what) {
   if (n < 0 || int64_t(count) > n)
     throw UsageError(what + ": a permutation of [0, " + std::to_string(n) + ") has no " + std::to_string(count) + " distinct elements");
-  // Its values must stay distinct in the buffer's type: below the last whole number a float holds
-  // exactly (2^11 in f16, 2^8 in bf16, 2^24 in f32), within an integer type's range.
-  double exact = 0;
-  switch (t) {
-    case ElemType::f16: exact = 2048; break;
-    case ElemType::bf16: exact = 256; break;
-    case ElemType::f32: exact = 16777216; break;
-    case ElemType::f64: exact = 9007199254740992.0; break;
-    case ElemType::i64: exact = 9.0e18; break;
-    case ElemType::i32: exact = 2147483647.0; break;
-    case ElemType::i16: exact = 32767; break;
-    case ElemType::i8: exact = 127; break;
-    case ElemType::u64: exact = 1.8e19; break;
-    case ElemType::u32: exact = 4294967295.0; break;
-    case ElemType::u16: exact = 65535; break;
-    case ElemType::u8: exact = 255; break;
-  }
+  // Its values must stay distinct in the buffer's type: up to the last whole number a float holds
+  // exactly (2 to the bits of its significand: 2^11 in f16, 2^8 in bf16, 2^24 in f32, 2^53 in
+  // f64), within an integer type's range.
+  const int bits = 8 * elem_bytes(t);
+  const double exact = is_float(t) ? std::ldexp(1.0, t == ElemType::f16 ? 11 : t == ElemType::bf16 ? 8 : t == ElemType::f32 ? 24 : 53)
+                                   : std::ldexp(1.0, is_unsigned(t) ? bits : bits - 1) - 1;
   if (n > 0 && double(n - 1) > exact)
     throw UsageError(what + ": a permutation of [0, " + std::to_string(n) + ") in " + to_string(t) + " elements: values past " +
-                     std::to_string(int64_t(exact)) + " are not held exactly, and would collide");
+                     std::to_string(int64_t(exact)) + " are not held exactly, and would collide"); // < 2^53 where it throws
 }
 
 std::vector<int64_t> spec_permutation(int64_t n, size_t count, uint64_t seed) {
@@ -280,10 +271,9 @@ double KernelSpec::scalar_from(size_t arg, const std::vector<double>& v, const s
   // An integer scalar is a whole number its type holds: a count that came out 4369.07 is a
   // spec's mistake (the last partial left out), not something to round.
   const int bits = 8 * elem_bytes(a.scalar_type);
-  const bool is_unsigned = a.scalar_type == ElemType::u8 || a.scalar_type == ElemType::u16 ||
-                           a.scalar_type == ElemType::u32 || a.scalar_type == ElemType::u64;
-  const double lo = is_unsigned ? 0.0 : -std::ldexp(1.0, bits - 1);
-  const double hi = std::min(std::ldexp(1.0, is_unsigned ? bits : bits - 1) - 1, 9.0e15); // 2^53: exact in a double
+  const bool no_sign = is_unsigned(a.scalar_type);
+  const double lo = no_sign ? 0.0 : -std::ldexp(1.0, bits - 1);
+  const double hi = std::min(std::ldexp(1.0, no_sign ? bits : bits - 1) - 1, 9.0e15); // 2^53: exact in a double
   return double(a.value.eval_integer(v, lo, hi, std::string("for ") + to_string(a.scalar_type) + " " + a.name + context));
 }
 
@@ -528,6 +518,8 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
       x.offset = (long long)plan.workspace_bytes;
       x.bytes = size_t(count_of(i, p, c)) * size_t(elem_bytes(a.elem(p)));
       plan.workspace_bytes += (x.bytes + 255) / 256 * 256;
+      // The value it is set to before every launch, at this problem: once here, not at each call.
+      if (a.set_before_launch && a.fill.kind == SpecFill::constant) x.value = fill_value_at(a.fill, p);
     } else if (!a.buffer && !a.value.empty() && !a.follows_loop) { // a counter's: set at each launch (set_args)
       x.value = scalar_value(i, p, c);
     }

@@ -167,8 +167,6 @@ std::shared_ptr<const CompiledKernel> Compiler::compile_uncached(const CompileRe
   if (log_size > 1) check_nvrtc(nvrtcGetProgramLog(prog, log.data()), "nvrtcGetProgramLog", req.context);
   while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
   if (cr != NVRTC_SUCCESS) {
-    // Errors in NVRTC's own "__nv_name_map" are a kernel name the source does not define (a typo,
-    // or a template instance it cannot make): say so, and which names were asked for.
     // The first error at the head of the log where warnings come before it (a deprecated type's
     // notes, pages of them): a trial's message, and a summary's first line, name the error.
     for (size_t at = 0; at < log.size();) {
@@ -180,6 +178,8 @@ std::shared_ptr<const CompiledKernel> Compiler::compile_uncached(const CompileRe
       }
       at = end + 1;
     }
+    // Errors in NVRTC's own "__nv_name_map" are a kernel name the source does not define (a typo,
+    // or a template instance it cannot make): say so, and which names were asked for.
     std::string names;
     if (log.find("__nv_name_map") != std::string::npos)
       for (const auto& n : req.name_expressions) names += (names.empty() ? "; kernel names asked for: " : ", ") + n;

@@ -114,7 +114,7 @@ void spec_before_launch(Module& m, const KernelSpec& s, const LaunchPlan& plan, 
     const ElemType t = a.elem(p);
     const int width = a.fill.kind == SpecFill::zeros ? 1 : elem_bytes(t); // the parse allows values of 1, 2 and 4 bytes
     unsigned char bits[4] = {0, 0, 0, 0};
-    if (a.fill.kind == SpecFill::constant) store_elem(bits, 0, t, fill_value_at(a.fill, p));
+    if (a.fill.kind == SpecFill::constant) store_elem(bits, 0, t, plan.spec_args[i].value); // the plan's, at p
     const size_t n = plan.spec_args[i].bytes / size_t(width);
     if (width == 4) {
       unsigned v;

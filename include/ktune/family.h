@@ -122,7 +122,7 @@ struct LaunchPlan {
   struct SpecArgValue {
     long long offset = -1; // temporaries
     size_t bytes = 0;
-    double value = 0; // scalars the spec computes
+    double value = 0; // scalars the spec computes; a temporary's value set before every launch
   };
   std::vector<SpecArgValue> spec_args;
   // The step of kernel 0, the family's main kernel (what reports of threads and smem describe).

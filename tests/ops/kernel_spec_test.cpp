@@ -636,6 +636,12 @@ TEST(KernelSpec, AValueAndTolerancesReadTheProblem) {
   const std::vector<unsigned char> bytes = spec_fill_bytes(fill_at(s, s.args[0].fill, p), ElemType::f32, 3, 0);
   EXPECT_EQ(load_elem(bytes.data(), 2, ElemType::f32), double(1.0f / 400));
   EXPECT_DOUBLE_EQ(tolerance_at(s, s.args[1], true, p), 2e-5);
+  // A temporary set to a value of the problem before every launch: the plan carries the value.
+  ojson tj = j;
+  tj["args"].push_back({{"name", "t"}, {"kind", "buffer"}, {"dtype", "f32"}, {"count", "n"}, {"intent", "temp"}, {"fill", {{"value", "n / 8"}}}});
+  tj["launch"]["args"] = {"x", "y", "n", "t"};
+  const KernelSpec& ts = spec_of(load_kernel_spec_text(tj.dump(), "temp.json", d.dir()));
+  EXPECT_EQ(ts.plan(ts.steps, Config{{"B", 64}}, Problem::parse(ts.op, "400")).spec_args[4].value, 50.0);
   EXPECT_DOUBLE_EQ(tolerance_at(s, s.args[1], false, p), 4e-4) << "check's rtol, for every output without its own";
   j["args"][1]["rtol"] = 0.5;
   const KernelSpec& own = spec_of(load_kernel_spec_text(j.dump(), "own.json", d.dir()));
