@@ -457,11 +457,59 @@ SpecStep read_step(const Reader& r, const KernelSpec& s, const ojson& o, const s
   return st;
 }
 
+// A loop's "while" (the condition after every round, over the names and the first element of
+// every buffer argument) and "reset" (temporaries set to their fill before every round), read into
+// n and whiles; `counters`: the loops the condition may read the counters of, its own included.
+void read_while(const Reader& r, const KernelSpec& s, const ojson& o, const std::string& at, const std::vector<int>& counters,
+                SpecNode& n, std::vector<SpecWhile>* whiles) {
+  SpecWhile w;
+  w.where = r.where(at + ".while");
+  std::vector<std::string> names = s.names;
+  for (size_t k = 0; k < s.args.size(); ++k)
+    if (s.args[k].buffer && std::find(names.begin(), names.end(), s.args[k].name) == names.end()) {
+      names.push_back(s.args[k].name);
+      w.slots.push_back(int(k));
+    }
+  w.cond = r.expr(o["while"], at + ".while", names);
+  bool reads_buffer = false;
+  for (size_t i : w.cond.reads()) {
+    if (i >= s.names.size()) {
+      reads_buffer = true;
+    } else if (i >= s.first_loop_name()) {
+      if (std::find(counters.begin(), counters.end(), int(i)) == counters.end())
+        r.fail(at + ".while", "'" + w.cond.text() + "' reads " + s.names[i] + ", the counter of a loop it is not in");
+    } else if (i >= s.params.size() + s.dims.size() + 2) {
+      r.fail(at + ".while", "'" + w.cond.text() + "' reads " + s.names[i] +
+                                ", a device value: a condition reads buffers, parameters, dimensions and counters");
+    }
+  }
+  if (!reads_buffer)
+    r.fail(at + ".while", "'" + w.cond.text() +
+                              "' reads no buffer argument (its first element, after every round): a loop of rounds known "
+                              "beforehand is a \"repeat\" alone");
+  if (o.contains("reset")) {
+    const ojson& l = o["reset"];
+    if (!l.is_array() || l.empty()) r.fail(at + ".reset", "expected the names of temporaries to set before every round");
+    for (size_t k = 0; k < l.size(); ++k) {
+      const std::string rk = at + ".reset[" + std::to_string(k) + "]";
+      const int i = r.arg_index(s, r.str(l[k], rk), rk);
+      const SpecArg& a = s.args[size_t(i)];
+      if (!a.buffer || a.intent != SpecArg::temp || !a.set_before_launch)
+        r.fail(rk, "'" + a.name + "' is not a temporary with a fill (\"zeros\" or {\"value\": v}): only those are set "
+                   "before every round");
+      if (std::find(n.resets.begin(), n.resets.end(), i) != n.resets.end()) r.fail(rk, "'" + a.name + "' twice");
+      n.resets.push_back(i);
+    }
+  }
+  n.until = int(whiles->size());
+  whiles->push_back(std::move(w));
+}
+
 // A launch (one entry or a list): its steps, each kernel launch site once in the order written,
 // and the order they run in with their loops (docs/KERNEL_SPEC.md, "Loops"). An entry is a step, a
 // step with "repeat" (a loop of itself), or a loop {"repeat", "index", "swap", "steps"}.
 std::vector<SpecStep> read_steps(const Reader& r, const KernelSpec& s, const ojson& v, const std::string& path,
-                                 const std::string& kernel, std::vector<SpecNode>* order) {
+                                 const std::string& kernel, std::vector<SpecNode>* order, std::vector<SpecWhile>* whiles) {
   std::vector<SpecStep> steps;
   bool loops = false;
   // A step entry: read, kept with the loops it is in, and its node in the order.
@@ -494,12 +542,12 @@ std::vector<SpecStep> read_steps(const Reader& r, const KernelSpec& s, const ojs
       const ojson& o = entries[i];
       if (!o.is_object()) r.fail(at, "expected a step (kernel, grid, block, ...) or a loop (repeat, steps)");
       const bool group = o.contains("steps");
-      if (group) r.known_fields(o, at, {"repeat", "index", "swap", "steps"});
+      if (group) r.known_fields(o, at, {"repeat", "index", "swap", "while", "reset", "steps"});
       else
         r.known_fields(o, at, {"kernel", "grid", "block", "cluster", "shared_memory", "persistent", "cooperative", "args",
-                               "repeat", "index", "swap"});
+                               "repeat", "index", "swap", "while", "reset"});
       if (!o.contains("repeat")) {
-        for (const char* f : {"index", "swap"})
+        for (const char* f : {"index", "swap", "while", "reset"})
           if (o.contains(f)) r.fail(at + "." + f, "only a loop has one: give its rounds (\"repeat\")");
         if (group) r.fail(at + ".repeat", "missing: a loop's rounds (an expression; 0 runs its steps not at all)");
         nodes.push_back(leaf(o, at, counters, within, within_counters));
@@ -545,6 +593,9 @@ std::vector<SpecStep> read_steps(const Reader& r, const KernelSpec& s, const ojs
           else n.swaps.emplace_back(x, y);
         }
       }
+      if (o.contains("reset") && !o.contains("while"))
+        r.fail(at + ".reset", "only a loop that runs while a condition holds (\"while\") sets buffers before its rounds");
+      if (o.contains("while")) read_while(r, s, o, at, inner, n, whiles);
       std::vector<Expr> in = within;
       in.push_back(n.repeat);
       std::vector<int> in_counters = within_counters;
@@ -964,12 +1015,12 @@ void read_constraints(const Reader& r, const ojson& j, KernelSpec& s) {
 // source with its own launch, or a config of the kernel itself; its config is `config`, else the
 // spec's default, else each parameter's first value.
 void read_kernel_run(const Reader& r, const KernelSpec& s, const ojson& o, const std::string& path, const std::string& kernel,
-                     std::vector<SpecStep>& steps, std::vector<SpecNode>& order, Config& config) {
+                     std::vector<SpecStep>& steps, std::vector<SpecNode>& order, Config& config, std::vector<SpecWhile>* whiles) {
   r.known_fields(o, path, {"kernel", "launch", "config"});
   if (o.contains("kernel") || o.contains("launch")) {
     if (!o.contains("launch")) r.fail(path + ".launch", "missing (grid and block of the kernel)");
     const std::string k = o.contains("kernel") ? r.str(o["kernel"], path + ".kernel") : kernel;
-    steps = read_steps(r, s, o["launch"], path + ".launch", k, &order);
+    steps = read_steps(r, s, o["launch"], path + ".launch", k, &order, whiles);
   } else {
     if (!o.contains("config")) r.fail(path, "give a kernel and its launch, or a config of the kernel itself");
     steps = s.steps; // a named config of the kernel itself
@@ -985,10 +1036,10 @@ void read_kernel_run(const Reader& r, const KernelSpec& s, const ojson& o, const
 // test makes no inputs and shapes no outputs). They take the caller's buffers, never a temporary:
 // the kernel's own scratch, which they do not get.
 void read_side_kernels(const Reader& r, const KernelSpec& s, const ojson& o, const std::string& path, const std::string& kernel,
-                       std::vector<SpecStep>& steps, std::vector<SpecNode>& order, Config& config) {
+                       std::vector<SpecStep>& steps, std::vector<SpecNode>& order, Config& config, std::vector<SpecWhile>* whiles) {
   if (!o.is_object() || !o.contains("launch"))
     r.fail(path, "expected {\"kernel\": ..., \"launch\": ...}: kernels of the source with their launch");
-  read_kernel_run(r, s, o, path, kernel, steps, order, config);
+  read_kernel_run(r, s, o, path, kernel, steps, order, config, whiles);
   for (const SpecStep& st : steps)
     for (int i : s.step_args(st.args))
       if (s.args[size_t(i)].buffer && s.args[size_t(i)].intent == SpecArg::temp)
@@ -1030,11 +1081,11 @@ void read_check(const Reader& r, const ojson& j, KernelSpec& s, const std::strin
     if (s.no_check_reason.empty()) r.fail("check.none", "say why the kernel is not checked");
   } else {
     if (c.contains("reference"))
-      read_kernel_run(r, s, c["reference"], "check.reference", kernel, s.reference_steps, s.reference_order, s.reference_config);
+      read_kernel_run(r, s, c["reference"], "check.reference", kernel, s.reference_steps, s.reference_order, s.reference_config, &s.whiles);
     else read_answers(r, s, c["answer"]);
     if (c.contains("post")) {
       s.has_post = true;
-      read_side_kernels(r, s, c["post"], "check.post", kernel, s.post_steps, s.post_order, s.post_config);
+      read_side_kernels(r, s, c["post"], "check.post", kernel, s.post_steps, s.post_order, s.post_config, &s.whiles);
     }
     for (const char* t : {"atol", "rtol"}) {
       if (!c.contains(t)) continue;
@@ -1143,17 +1194,17 @@ KernelSpec parse_kernel_spec(const std::string& json, const std::string& origin,
   if (std::none_of(s.args.begin(), s.args.end(), [](const SpecArg& a) { return a.checked(); }))
     r.fail("args", "no argument is an output (intent out or inout): nothing to check or to time against");
   if (!j.contains("launch")) r.fail("launch", "missing (grid and block, as expressions)");
-  s.steps = read_steps(r, s, j["launch"], "launch", kernel, &s.order);
+  s.steps = read_steps(r, s, j["launch"], "launch", kernel, &s.order, &s.whiles);
   if (j.contains("symbols")) read_symbols(r, s, j["symbols"]);
   if (j.contains("default")) s.default_config = read_config(r, s, j["default"], "default");
   read_check(r, j, s, kernel);
   if (j.contains("baseline")) {
     s.has_baseline = true;
-    read_kernel_run(r, s, j["baseline"], "baseline", kernel, s.baseline_steps, s.baseline_order, s.baseline_config);
+    read_kernel_run(r, s, j["baseline"], "baseline", kernel, s.baseline_steps, s.baseline_order, s.baseline_config, &s.whiles);
   }
   if (j.contains("setup")) {
     s.has_setup = true;
-    read_side_kernels(r, s, j["setup"], "setup", kernel, s.setup_steps, s.setup_order, s.setup_config);
+    read_side_kernels(r, s, j["setup"], "setup", kernel, s.setup_steps, s.setup_order, s.setup_config, &s.whiles);
   }
   read_counts(r, j, s);
   check_args_taken(r, s);

@@ -157,6 +157,21 @@ struct SpecNode {
   int index = -1;
   std::vector<std::pair<int, int>> swaps; // indices into KernelSpec::args
   std::vector<SpecNode> body;
+  // A loop that runs while a condition holds ("while"): its place in KernelSpec::whiles, read after
+  // every round; repeat is then the most rounds. -1: a loop of repeat rounds.
+  int until = -1;
+  // Temporaries set to their fill before every round of the loop ("reset": a flag the round's
+  // kernels raise); indices into KernelSpec::args.
+  std::vector<int> resets;
+};
+
+// A loop's condition (SpecNode::until): an expression of KernelSpec::names and, after them, of the
+// first element of each buffer argument in `slots` (the flag or count a round's kernels write, as
+// the round passed it), read back after every round.
+struct SpecWhile {
+  Expr cond;
+  std::vector<int> slots; // indices into KernelSpec::args, one per name after KernelSpec::names
+  std::string where;      // "launch[1].while", for messages
 };
 
 struct KernelSpec {
@@ -190,6 +205,7 @@ struct KernelSpec {
   // The loops' counters, readable by the expressions of steps in their loops and by computed
   // scalars those steps pass; they follow kSpecBuiltins in names.
   std::vector<std::string> loop_names;
+  std::vector<SpecWhile> whiles; // the conditions of the loops that run while one holds
   std::vector<SpecArg> args;
   std::vector<SpecSymbol> symbols;
   // The check: reference steps run once per problem with reference_config's defines; or the

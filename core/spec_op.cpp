@@ -539,6 +539,35 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
   // Unrolled, a plan holds every launch; a spec whose loops come to more is a mistake (or a
   // problem too large for a plan of launches: a kernel that loops itself).
   constexpr size_t kMaxLaunches = 1 << 20;
+  auto push = [&](LaunchStep&& s) {
+    if (plan.steps.size() >= kMaxLaunches)
+      throw UsageError(path + ": the launch unrolls to more than " + std::to_string(kMaxLaunches) + " launches" + at);
+    plan.steps.push_back(std::move(s));
+  };
+  // A control step (kernel -1) on argument k, passing the buffer k holds now where that is another's.
+  auto control = [&](const std::vector<int>& on) {
+    LaunchStep s;
+    s.kernel = -1;
+    for (int k : on)
+      if (holds[size_t(k)] != k) {
+        s.alias_args.push_back(k);
+        s.alias_of.push_back(holds[size_t(k)]);
+      }
+    return s;
+  };
+  // The copies that put each swapped pair's first back in its own buffer of before the loop, from
+  // where `now` has it.
+  auto copy_back = [&](const SpecNode& n, const std::vector<int>& before, const std::vector<int>& now) {
+    for (const auto& [x, y] : n.swaps) {
+      if (now[size_t(x)] == before[size_t(x)]) continue;
+      LaunchStep s;
+      s.kernel = -1;
+      s.copy_from = now[size_t(x)];
+      s.copy_to = before[size_t(x)];
+      s.copy_bytes = (unsigned long long)count_of(size_t(x), p, c) * (unsigned long long)elem_bytes(args[size_t(x)].elem(p));
+      push(std::move(s));
+    }
+  };
   auto launch = [&](size_t i) {
     const SpecStep& t = st[i];
     LaunchStep s;
@@ -565,9 +594,7 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
         s.alias_of.push_back(holds[size_t(k)]);
       }
     }
-    if (plan.steps.size() >= kMaxLaunches)
-      throw UsageError(path + ": the launch unrolls to more than " + std::to_string(kMaxLaunches) + " launches" + at);
-    plan.steps.push_back(std::move(s));
+    push(std::move(s));
   };
   std::function<void(const std::vector<SpecNode>&)> run = [&](const std::vector<SpecNode>& nodes) {
     for (const SpecNode& n : nodes) {
@@ -582,6 +609,41 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
           throw UsageError(path + ": a loop swaps " + args[size_t(x)].name + " and " + args[size_t(y)].name + ", which hold " +
                            std::to_string(count_of(size_t(x), p, c)) + " and " + std::to_string(count_of(size_t(y), p, c)) +
                            " elements" + at);
+      if (n.until >= 0) {
+        // A loop that runs while its condition holds: its rounds unrolled up to `rounds`, each
+        // ending in a test that leaves the loop where the condition fails, to the copies that put
+        // the swapped buffers back after an odd number of rounds, or past them after an even one.
+        std::vector<size_t> exits[2]; // the tests leaving after an even / odd number of rounds
+        const SpecWhile& w = whiles[size_t(n.until)];
+        std::vector<int> read_args; // the buffers whose first elements the condition reads
+        for (size_t i : w.cond.reads())
+          if (i >= names.size()) read_args.push_back(w.slots.at(i - names.size()));
+        for (long long k = 0; k < rounds; ++k) {
+          if (n.index >= 0) v[size_t(n.index)] = double(k);
+          for (int r : n.resets) {
+            LaunchStep s = control({r});
+            s.set_arg = r;
+            push(std::move(s));
+          }
+          run(n.body);
+          LaunchStep t = control(read_args); // read as this round passed them
+          t.test = n.until;
+          t.test_last = k + 1 == rounds;
+          t.test_values = v;
+          exits[(k + 1) % 2].push_back(plan.steps.size());
+          push(std::move(t));
+          for (const auto& [x, y] : n.swaps) std::swap(holds[size_t(x)], holds[size_t(y)]);
+        }
+        std::vector<int> odd = before;
+        for (const auto& [x, y] : n.swaps) std::swap(odd[size_t(x)], odd[size_t(y)]);
+        const size_t odd_tail = plan.steps.size();
+        if (rounds > 0) copy_back(n, before, odd);
+        for (size_t e : exits[1]) plan.steps[e].jump = int(odd_tail);
+        for (size_t e : exits[0]) plan.steps[e].jump = int(plan.steps.size());
+        if (n.index >= 0) v[size_t(n.index)] = 0;
+        holds = before;
+        continue;
+      }
       for (long long k = 0; k < rounds; ++k) {
         if (n.index >= 0) v[size_t(n.index)] = double(k);
         run(n.body);
@@ -592,17 +654,8 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
       // partner held when the loop began: copied back into its own of then (the second's is left
       // holding the same), so that what follows the loop, an enclosing loop's rounds included,
       // finds each argument where it was.
-      for (const auto& [x, y] : n.swaps) {
-        if (holds[size_t(x)] == before[size_t(x)]) continue;
-        LaunchStep s;
-        s.kernel = -1;
-        s.copy_from = holds[size_t(x)];
-        s.copy_to = before[size_t(x)];
-        s.copy_bytes = (unsigned long long)count_of(size_t(x), p, c) * (unsigned long long)elem_bytes(args[size_t(x)].elem(p));
-        plan.steps.push_back(s);
-        holds[size_t(x)] = before[size_t(x)];
-        holds[size_t(y)] = before[size_t(y)];
-      }
+      copy_back(n, before, holds);
+      holds = before;
     }
   };
   const std::vector<SpecNode>& order = order_of(st);

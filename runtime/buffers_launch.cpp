@@ -103,13 +103,12 @@ std::string param_mismatch(const Module& m, const LaunchStep& st, const KernelSp
          std::to_string(taken.size()) + ": " + passed + " (bytes; a buffer is a pointer): check the step's args and their dtypes";
 }
 
-// A user's kernel's work before every launch: temporaries to clear, symbols to fill.
-void spec_before_launch(Module& m, const KernelSpec& s, const LaunchPlan& plan, const BufferArgs& args, CUstream stream) {
-  const Problem& p = args.problem();
-  for (size_t i = 0; i < s.args.size(); ++i) {
-    const SpecArg& a = s.args[i];
-    if (!a.buffer || a.intent != SpecArg::temp || !a.set_before_launch || !plan.spec_args[i].bytes) continue;
-    const CUdeviceptr at = args.workspace() + CUdeviceptr(plan.spec_args[i].offset);
+// Temporary i set to its fill (zeros or a value) at `at`: its own buffer, or (a swapped one reset
+// before a loop's round) the one it passes there.
+void set_temp(Module& m, const KernelSpec& s, const LaunchPlan& plan, const Problem& p, size_t i, CUdeviceptr at, CUstream stream) {
+  const SpecArg& a = s.args[i];
+  if (!plan.spec_args[i].bytes) return;
+  {
     const std::string what = m.context() + ": setting " + a.name + " at " + p.key();
     const ElemType t = a.elem(p);
     const int width = a.fill.kind == SpecFill::zeros ? 1 : elem_bytes(t); // the parse allows values of 1, 2 and 4 bytes
@@ -127,6 +126,16 @@ void spec_before_launch(Module& m, const KernelSpec& s, const LaunchPlan& plan, 
     } else {
       check_cu(driver().cuMemsetD8Async(at, bits[0], n, stream), "cuMemsetD8Async", what);
     }
+  }
+}
+
+// A user's kernel's work before every launch: temporaries to clear, symbols to fill.
+void spec_before_launch(Module& m, const KernelSpec& s, const LaunchPlan& plan, const BufferArgs& args, CUstream stream) {
+  const Problem& p = args.problem();
+  for (size_t i = 0; i < s.args.size(); ++i) {
+    const SpecArg& a = s.args[i];
+    if (a.buffer && a.intent == SpecArg::temp && a.set_before_launch)
+      set_temp(m, s, plan, p, i, args.workspace() + CUdeviceptr(plan.spec_args[i].offset), stream);
   }
   for (size_t k = 0; k < s.symbols.size(); ++k) {
     const SpecSymbol& y = s.symbols[k];
@@ -158,7 +167,7 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
   const auto& spec = op_info(args.problem().op).spec;
   if (spec) {
     for (const LaunchStep& s : plan.steps) {
-      if (s.copy()) continue;
+      if (s.kernel < 0) continue;
       const std::string& why = m.checked(size_t(s.kernel), [&] { return param_mismatch(m, s, *spec); });
       if (!why.empty()) throw UsageError(why);
     }
@@ -174,14 +183,56 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
   // The arguments on the stack: this runs on every served call.
   void* params[96];
   const size_t base = args.count();
-  for (const LaunchStep& s : plan.steps) {
+  // A spec argument's device pointer now, as a control step passes it (alias_args: a swapped buffer).
+  auto pointer = [&](const LaunchStep& s, int i) {
+    if (i < 0 || size_t(i) >= base) throw Error(m.context() + ": a step on an argument the spec does not have");
+    for (size_t j = 0; j < s.alias_args.size(); ++j)
+      if (s.alias_args[j] == i) i = s.alias_of.at(j);
+    return *static_cast<const CUdeviceptr*>(args.params()[i]);
+  };
+  for (size_t next = 0; next < plan.steps.size();) {
+    const LaunchStep& s = plan.steps[next++];
     if (spec && s.copy()) { // a loop's swapped buffer put back in its own
-      auto at = [&](int i) {
-        if (i < 0 || size_t(i) >= base) throw Error(m.context() + ": a copy between arguments the spec does not have");
-        return *static_cast<const CUdeviceptr*>(args.params()[i]);
-      };
-      check_cu(driver().cuMemcpyDtoDAsync(at(s.copy_to), at(s.copy_from), size_t(s.copy_bytes), stream), "cuMemcpyDtoDAsync",
+      check_cu(driver().cuMemcpyDtoDAsync(pointer(LaunchStep(), s.copy_to), pointer(LaunchStep(), s.copy_from),
+                                          size_t(s.copy_bytes), stream),
+               "cuMemcpyDtoDAsync",
                m.context() + ": putting " + spec->args[size_t(s.copy_to)].name + " back after its loop at " + args.problem().key());
+      continue;
+    }
+    if (spec && s.control() && s.set_arg >= 0) { // a loop's reset before its round
+      if (size_t(s.set_arg) >= spec->args.size()) throw Error(m.context() + ": a reset of an argument the spec does not have");
+      set_temp(m, *spec, plan, args.problem(), size_t(s.set_arg), pointer(s, s.set_arg), stream);
+      continue;
+    }
+    if (spec && s.control() && s.test >= 0) { // after a round of a loop that runs while a condition holds
+      if (size_t(s.test) >= spec->whiles.size()) throw Error(m.context() + ": a test of a loop the spec does not have");
+      if (s.jump < 0 || size_t(s.jump) > plan.steps.size()) throw Error(m.context() + ": a loop's exit past the plan");
+      const SpecWhile& w = spec->whiles[size_t(s.test)];
+      CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
+      check_cu(driver().cuStreamIsCapturing(stream, &capturing), "cuStreamIsCapturing", m.context());
+      if (capturing != CU_STREAM_CAPTURE_STATUS_NONE)
+        throw UsageError(w.where + ": a loop that runs while a condition holds reads the device after every round, which "
+                         "a stream being captured (a CUDA graph) cannot do: call it outside the capture");
+      std::vector<double> values = s.test_values;
+      const size_t first = values.size();
+      values.resize(first + w.slots.size(), 0.0);
+      for (size_t i : w.cond.reads()) {
+        if (i < first) continue;
+        const int k = w.slots.at(i - first);
+        const ElemType t = spec->args[size_t(k)].elem(args.problem());
+        unsigned char bytes[8] = {};
+        const std::string what = m.context() + ": reading " + spec->args[size_t(k)].name + " for " + w.where + " at " +
+                                 args.problem().key();
+        // As the host code's read of its flag: the round's kernels first, then the element.
+        check_cu(driver().cuMemcpyDtoHAsync(bytes, pointer(s, k), size_t(elem_bytes(t)), stream), "cuMemcpyDtoHAsync", what);
+        check_cu(driver().cuStreamSynchronize(stream), "cuStreamSynchronize", what);
+        values[i] = load_elem(bytes, 0, t);
+      }
+      const bool again = w.cond.eval(values) != 0;
+      if (again && s.test_last)
+        throw Error(w.where + ": '" + w.cond.text() + "' still holds after the loop's last round (its \"repeat\"), at " +
+                    args.problem().key() + ": the rounds did not converge, or the loop needs more");
+      if (!again) next = size_t(s.jump);
       continue;
     }
     if (spec && (!s.args.empty() || !s.set_args.empty() || !s.alias_args.empty())) {

@@ -54,7 +54,9 @@ int cmd_compile(CompileArgs& a) {
       const auto times = std::count_if(launches.steps.begin(), launches.steps.end(), [&](const LaunchStep& s) {
         return !s.copy() && size_t(s.kernel) < names.size() && names[size_t(s.kernel)] == n;
       });
-      if (times > 1) std::printf("  kernel %s (%td launches)\n", n.c_str(), times);
+      // A loop that runs while a condition holds may stop before the rounds its plan holds.
+      const bool at_most = std::any_of(launches.steps.begin(), launches.steps.end(), [](const LaunchStep& s) { return s.test >= 0; });
+      if (times > 1) std::printf("  kernel %s (%s%td launches)\n", n.c_str(), at_most ? "up to " : "", times);
       else std::printf("  kernel %s\n", n.c_str());
     }
   };
@@ -111,7 +113,7 @@ int cmd_compile(CompileArgs& a) {
     if (f.valid(c, p, device_by_ordinal(a.device))) {
       std::vector<std::string> seen; // a loop's launches of one shape, reported once
       for (const auto& s : f.launch_plan(c, p).steps) {
-        if (s.copy()) continue;
+        if (s.kernel < 0) continue; // a copy, or a loop's reset or test
         char key[128];
         std::snprintf(key, sizeof key, "%d %u %u %u %u %u %u %u", s.kernel, s.grid[0], s.grid[1], s.grid[2], s.block[0], s.block[1],
                       s.block[2], s.dynamic_smem);

@@ -133,8 +133,10 @@ int cmd_space(SpaceArgs& a) {
     // launched.
     std::vector<std::pair<std::string, int>> runs;
     for (const LaunchStep& st : plan.steps) {
-      const std::string one = st.copy() ? "a copy of " + std::to_string(st.copy_bytes) + " B"
-                                        : (plan.steps.size() > 1 ? "kernel " + std::to_string(st.kernel) + ": " : std::string()) +
+      const std::string one = st.copy()          ? "a copy of " + std::to_string(st.copy_bytes) + " B"
+                              : st.set_arg >= 0    ? "a reset of " + spec_of(p.op).args.at(size_t(st.set_arg)).name
+                              : st.test >= 0       ? std::string("a test of the loop's condition, which ends it at the first round it fails")
+                                                   : (plan.steps.size() > 1 ? "kernel " + std::to_string(st.kernel) + ": " : std::string()) +
                                               std::to_string(st.block[0] * st.block[1] * st.block[2]) + " threads, " +
                                               std::to_string(st.dynamic_smem) + " B dynamic smem";
       auto it = std::find_if(runs.begin(), runs.end(), [&](const auto& r) { return r.first == one; });

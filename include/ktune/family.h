@@ -74,7 +74,18 @@ struct LaunchStep {
   // copy_from's buffer to copy_to's (a loop's swapped buffer put back in its own); kernel is -1.
   int copy_from = -1, copy_to = -1;
   unsigned long long copy_bytes = 0;
-  bool copy() const { return kernel < 0; }
+  bool copy() const { return kernel < 0 && copy_from >= 0; }
+  // A user's kernel's loop that runs while a condition holds (KernelSpec::whiles), kernel -1:
+  // - set_arg >= 0: set that temporary (the loop's "reset"; its buffer now: alias_args) to its fill
+  //   before a round;
+  // - test >= 0: after a round, read loop `test`'s condition with the names' values test_values
+  //   and the first element of each buffer it reads (as this round passed them: alias_args); where
+  //   it is false, go on at step `jump`; where it holds after the last round (test_last), the call
+  //   fails, since the loop did not end within its rounds.
+  int set_arg = -1, test = -1, jump = -1;
+  bool test_last = false;
+  std::vector<double> test_values;
+  bool control() const { return kernel < 0 && copy_from < 0; }
   // TMA (sm_90): the tensor maps the step's kernel takes, one per operand it reads or writes
   // through TMA. A GEMM step with any takes KtuneGemmTmaArgs with the maps encoded for each
   // launch's pointers and sizes (launch_gemm); without, the plain block. An op of plain buffers

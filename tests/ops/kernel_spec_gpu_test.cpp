@@ -5,6 +5,8 @@
 // use) and ktune::Kernel::launch and the C API; a changed source is tuned afresh.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -619,6 +621,170 @@ __global__ void rounds_ref(float* x, int n, int T) {
   check_cu(driver().cuMemcpyDtoH(hx.data(), dx.ptr(), hx.size() * 4), "cuMemcpyDtoH", "x");
   EXPECT_EQ(hx[0], 4.5f);
   EXPECT_EQ(hx[999], 4.5f);
+}
+
+// Breadth-first search as Rodinia's and most GPU graph codes run it: a level a round, the host
+// reading a flag (or the next frontier's size) after each, until a round adds nothing. Node v's
+// d out-edges are cols[v * d ...]; cost is the level a node is reached at (-1: never).
+constexpr const char* kBfsSource = R"CUDA(
+__global__ void bfs_init(int* cost, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) cost[i] = i == 0 ? 0 : -1;
+}
+// FAULT 1: the flag never raised (the loop leaves after one round); 2: always raised (it never ends).
+template <int B, int FAULT>
+__global__ void bfs_level(const int* cols, int* cost, int n, int d, int level, int* changed) {
+  const int v = blockIdx.x * B + threadIdx.x;
+  if (v >= n || cost[v] != level) return;
+  for (int e = 0; e < d; ++e) {
+    const int u = cols[(long long)v * d + e];
+    if (cost[u] < 0) {
+      cost[u] = level + 1;
+      if (FAULT != 1) *changed = 1;
+    }
+  }
+  if (FAULT == 2) *changed = 1;
+}
+// A frontier queue: this round's nodes in q (qn of them), the next round's appended to q2 (qn2).
+__global__ void bfs_queue_init(int* cost, int n, int* q, int* qn) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) cost[i] = i == 0 ? 0 : -1;
+  if (i == 0) q[0] = 0, qn[0] = 1;
+}
+template <int B>
+__global__ void bfs_queue(const int* cols, int* cost, int d, int level, const int* q, const int* qn, int* q2, int* qn2) {
+  const int i = blockIdx.x * B + threadIdx.x;
+  if (i >= qn[0]) return;
+  const int v = q[i];
+  for (int e = 0; e < d; ++e) {
+    const int u = cols[(long long)v * d + e];
+    if (atomicCAS(&cost[u], -1, level + 1) == -1) q2[atomicAdd(qn2, 1)] = u;
+  }
+}
+// The reference: one thread relaxing every edge until nothing changes.
+__global__ void bfs_ref(const int* cols, int* cost, int n, int d) {
+  for (int i = 0; i < n; ++i) cost[i] = i == 0 ? 0 : -1;
+  for (bool again = true; again;) {
+    again = false;
+    for (int v = 0; v < n; ++v) {
+      if (cost[v] < 0) continue;
+      for (int e = 0; e < d; ++e) {
+        const int u = cols[(long long)v * d + e];
+        if (cost[u] < 0 || cost[u] > cost[v] + 1) cost[u] = cost[v] + 1, again = true;
+      }
+    }
+  }
+}
+)CUDA";
+
+constexpr const char* kBfsSpec = R"JSON({
+  "name": "bfs_flag", "sources": ["bfs.cu"], "params_as": "template", "dims": ["n", "d"],
+  "params": {"B": [64, 256], "FAULT": [0, 1, 2]},
+  "launch": [
+    {"kernel": "bfs_init", "grid": ["ceil_div(n, 256)"], "block": [256], "args": ["cost", "n_"]},
+    {"repeat": "n", "index": "level", "while": "changed != 0", "reset": ["changed"], "steps": [
+      {"kernel": "bfs_level<{B},{FAULT}>", "grid": ["ceil_div(n, B)"], "block": ["B"],
+       "args": ["cols", "cost", "n_", "d_", "level_", "changed"]}]}],
+  "args": [{"name": "cols", "kind": "buffer", "dtype": "i32", "count": "n * d", "fill": {"random": [0, "n"], "integers": true}},
+           {"name": "cost", "kind": "buffer", "dtype": "i32", "count": "n", "intent": "out"},
+           {"name": "changed", "kind": "buffer", "dtype": "i32", "count": 1, "intent": "temp", "fill": "zeros"},
+           {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"},
+           {"name": "d_", "kind": "scalar", "dtype": "i32", "value": "d"},
+           {"name": "level_", "kind": "scalar", "dtype": "i32", "value": "level"}],
+  "check": {"reference": {"kernel": "bfs_ref", "launch": {"grid": [1], "block": [1], "args": ["cols", "cost", "n_", "d_"]}}}
+})JSON";
+
+constexpr const char* kBfsQueueSpec = R"JSON({
+  "name": "bfs_queue", "sources": ["bfs.cu"], "params_as": "template", "dims": ["n", "d"],
+  "params": {"B": [64, 256]},
+  "launch": [
+    {"kernel": "bfs_queue_init", "grid": ["ceil_div(n, 256)"], "block": [256], "args": ["cost", "n_", "q", "qn"]},
+    {"repeat": "n", "index": "level", "while": "qn2 > 0", "reset": ["qn2"], "swap": [["q", "q2"], ["qn", "qn2"]],
+     "kernel": "bfs_queue<{B}>", "grid": ["ceil_div(n, B)"], "block": ["B"],
+     "args": ["cols", "cost", "d_", "level_", "q", "qn", "q2", "qn2"]}],
+  "args": [{"name": "cols", "kind": "buffer", "dtype": "i32", "count": "n * d", "fill": {"random": [0, "n"], "integers": true}},
+           {"name": "cost", "kind": "buffer", "dtype": "i32", "count": "n", "intent": "out"},
+           {"name": "q", "kind": "buffer", "dtype": "i32", "count": "n", "intent": "temp"},
+           {"name": "qn", "kind": "buffer", "dtype": "i32", "count": 1, "intent": "temp"},
+           {"name": "q2", "kind": "buffer", "dtype": "i32", "count": "n", "intent": "temp"},
+           {"name": "qn2", "kind": "buffer", "dtype": "i32", "count": 1, "intent": "temp", "fill": "zeros"},
+           {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"},
+           {"name": "d_", "kind": "scalar", "dtype": "i32", "value": "d"},
+           {"name": "level_", "kind": "scalar", "dtype": "i32", "value": "level"}],
+  "check": {"reference": {"kernel": "bfs_ref", "launch": {"grid": [1], "block": [1], "args": ["cols", "cost", "n_", "d_"]}}}
+})JSON";
+
+// BFS levels on the host, for the served call.
+std::vector<int> host_bfs(const std::vector<int>& cols, int n, int d) {
+  std::vector<int> cost(size_t(n), -1), q{0};
+  cost[0] = 0;
+  for (size_t h = 0; h < q.size(); ++h)
+    for (int e = 0; e < d; ++e) {
+      const int u = cols[size_t(q[h]) * size_t(d) + size_t(e)];
+      if (cost[size_t(u)] < 0) cost[size_t(u)] = cost[size_t(q[h])] + 1, q.push_back(u);
+    }
+  return cost;
+}
+
+TEST(KernelSpecGpu, ALoopRunsWhileItsFlagSaysARoundChangedSomething) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  TempDir dir("spec_while");
+  std::ofstream(dir.file("bfs.cu")) << kBfsSource;
+  std::ofstream(dir.file("bfs.json")) << kBfsSpec;
+  std::ofstream(dir.file("bfs_queue.json")) << kBfsQueueSpec;
+  const std::string op = load_kernel_spec(dir.file("bfs.json")), queue = load_kernel_spec(dir.file("bfs_queue.json"));
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  auto runner = make_op_runner(op, compiler, *d);
+  auto queue_runner = make_op_runner(queue, compiler, *d);
+  // Several graphs (seeds) and sizes, so that both parities of the rounds end the queue's loop.
+  for (const char* shape : {"20000x3", "5000x2", "777x4"})
+    for (uint64_t seed : {1, 2, 3})
+      for (int b : {64, 256}) {
+        const Problem p = Problem::parse(op, shape), pq = Problem::parse(queue, shape);
+        const VerifyResult v = check_config(*runner, compiler, *d, op, Config{{"B", b}, {"FAULT", 0}}, p, seed, 2);
+        EXPECT_TRUE(v.pass) << shape << " seed " << seed << " B " << b << ": " << v.summary();
+        const VerifyResult vq = check_config(*queue_runner, compiler, *d, queue, Config{{"B", b}}, pq, seed, 2);
+        EXPECT_TRUE(vq.pass) << "queue " << shape << " seed " << seed << " B " << b << ": " << vq.summary();
+      }
+  // A flag never raised leaves after one round: the check fails it.
+  const VerifyResult early = check_config(*runner, compiler, *d, op, Config{{"B", 64}, {"FAULT", 1}}, Problem::parse(op, "5000x2"), 1);
+  EXPECT_FALSE(early.pass) << "a loop that left after its first round passed: " << early.summary();
+  // A flag always raised: the call fails at the loop's bound, naming the condition.
+  try {
+    check_config(*runner, compiler, *d, op, Config{{"B", 64}, {"FAULT", 2}}, Problem::parse(op, "777x4"), 1);
+    ADD_FAILURE() << "a loop that never ends ran without an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'changed != 0' still holds after the loop's last round"), std::string::npos) << e.what();
+  }
+  // The runtime's call (nothing tuned) against BFS on the host; the flag's spec without its
+  // planted faults, which a first use could otherwise time.
+  std::string clean = kBfsSpec;
+  clean.replace(clean.find("\"FAULT\": [0, 1, 2]"), std::strlen("\"FAULT\": [0, 1, 2]"), "\"FAULT\": [0]");
+  clean.replace(clean.find("bfs_flag"), std::strlen("bfs_flag"), "bfs_flag_clean");
+  const std::string flag = load_kernel_spec_text(clean, "bfs_clean.json", dir.path.string());
+  RuntimeOptions o;
+  o.db_path = dir.file("none.db");
+  Runtime rt(o);
+  const int n = 30000, deg = 3;
+  std::vector<int> cols(size_t(n) * deg);
+  uint64_t x = 12345;
+  for (auto& c : cols) x = x * 6364136223846793005ull + 1442695040888963407ull, c = int((x >> 33) % uint64_t(n));
+  DeviceBuffer dcols(cols.size() * 4, "cols"), dcost(size_t(n) * 4, "cost");
+  check_cu(driver().cuMemcpyHtoD(dcols.ptr(), cols.data(), cols.size() * 4), "cuMemcpyHtoD", "cols");
+  const std::vector<int> want = host_bfs(cols, n, deg);
+  for (const std::string& which : {flag, queue}) {
+    check_cu(driver().cuMemsetD32Async(dcost.ptr(), 0x7fffffff, size_t(n), nullptr), "cuMemsetD32Async", "cost");
+    rt.run(Problem::parse(which, std::to_string(n) + "x" + std::to_string(deg)),
+           {reinterpret_cast<void*>(dcols.ptr()), reinterpret_cast<void*>(dcost.ptr())}, nullptr);
+    check_cu(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize", which);
+    std::vector<int> got(static_cast<size_t>(n));
+    check_cu(driver().cuMemcpyDtoH(got.data(), dcost.ptr(), got.size() * 4), "cuMemcpyDtoH", "cost");
+    EXPECT_EQ(got, want) << which;
+    EXPECT_GT(*std::max_element(want.begin(), want.end()), 5) << "a graph of several levels";
+  }
 }
 
 // A kernel that synchronizes its grid (cooperative groups' grid.sync()) between writing one

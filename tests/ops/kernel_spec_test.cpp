@@ -952,6 +952,122 @@ TEST(KernelSpec, AMalformedLoopIsRefusedNamingItsField) {
   }
 }
 
+// A loop that runs while a condition holds (a BFS's "changed" flag): every round unrolled up to
+// its repeat, each after its reset and ending in a test of the condition; a test that fails goes
+// on past the loop, after the copies that put swapped buffers back where the rounds were odd; the
+// last round's test marks the loop's end (the condition holding there fails the call).
+ojson while_spec() {
+  ojson j = rounds_spec();
+  j["args"].push_back({{"name", "flag"}, {"kind", "buffer"}, {"dtype", "i32"}, {"count", 1}, {"intent", "temp"}, {"fill", "zeros"}});
+  j["launch"]["repeat"] = 3;
+  j["launch"]["while"] = "flag != 0 and t < n";
+  j["launch"]["reset"] = {"flag"};
+  j["launch"]["args"] = {"x", "y", "n_", "t", "flag"};
+  return j;
+}
+
+TEST(KernelSpec, ALoopWhileAConditionHoldsTestsItAfterEveryRound) {
+  SpecDir d;
+  const std::string op = load_kernel_spec_text(while_spec().dump(), "while.json", d.dir());
+  const KernelSpec& s = spec_of(op);
+  ASSERT_EQ(s.whiles.size(), 1u);
+  EXPECT_EQ(s.order.at(0).until, 0);
+  EXPECT_EQ(s.order.at(0).resets, (std::vector<int>{4}));
+  const Family f = find_family(op);
+  const LaunchPlan plan = f.launch_plan(Config{{"B", 64}}, Problem::parse(op, "1000x9"));
+  ASSERT_EQ(plan.steps.size(), 10u) << "three rounds of reset, kernel and test; the copy back after an odd number";
+  const size_t t_at = s.first_loop_name();
+  for (int k = 0; k < 3; ++k) {
+    const LaunchStep &reset = plan.steps[size_t(3 * k)], &kernel = plan.steps[size_t(3 * k + 1)], &test = plan.steps[size_t(3 * k + 2)];
+    EXPECT_TRUE(reset.control());
+    EXPECT_EQ(reset.set_arg, 4) << "round " << k;
+    EXPECT_EQ(kernel.kernel, 0);
+    EXPECT_EQ(kernel.set_values, (std::vector<double>{double(k + 1)}));
+    EXPECT_TRUE(test.control());
+    EXPECT_FALSE(test.copy());
+    EXPECT_EQ(test.test, 0);
+    EXPECT_EQ(test.test_last, k == 2);
+    ASSERT_GT(test.test_values.size(), t_at);
+    EXPECT_EQ(test.test_values[t_at], double(k)) << "the condition reads the round's counter";
+    // Leaving after 1 or 3 rounds (odd): to the copy back; after 2: past it.
+    EXPECT_EQ(test.jump, k == 1 ? 10 : 9) << "round " << k;
+  }
+  EXPECT_EQ(plan.steps[4].alias_args, (std::vector<int>{0, 1})) << "the second round reads y and writes x";
+  ASSERT_TRUE(plan.steps[9].copy());
+  EXPECT_EQ(plan.steps[9].copy_from, 1);
+  EXPECT_EQ(plan.steps[9].copy_to, 0);
+  // The plan travels to the worker whole.
+  const LaunchPlan back = plan_from_json(nlohmann::json::parse(plan_to_json(plan).dump()));
+  ASSERT_EQ(back.steps.size(), 10u);
+  EXPECT_EQ(back.steps[0].set_arg, 4);
+  EXPECT_EQ(back.steps[5].test, 0);
+  EXPECT_EQ(back.steps[5].jump, 10);
+  EXPECT_TRUE(back.steps[8].test_last);
+  EXPECT_EQ(back.steps[8].test_values, plan.steps[8].test_values);
+  // The condition: the flag's first element after the names, and the dimension n by its value.
+  const SpecWhile& w = s.whiles[0];
+  std::vector<double> v = plan.steps[2].test_values;
+  v.resize(v.size() + w.slots.size(), 0.0);
+  const size_t flag_at = plan.steps[2].test_values.size() +
+                         size_t(std::find(w.slots.begin(), w.slots.end(), 4) - w.slots.begin());
+  ASSERT_LT(flag_at, v.size());
+  EXPECT_EQ(w.cond.eval(v), 0) << "flag 0: leave";
+  v[flag_at] = 1;
+  EXPECT_EQ(w.cond.eval(v), 1) << "flag 1: another round";
+  // A swapped flag is reset and read where the round passes it.
+  ojson j = while_spec();
+  j["args"].push_back({{"name", "flag2"}, {"kind", "buffer"}, {"dtype", "i32"}, {"count", 1}, {"intent", "temp"}});
+  j["launch"]["swap"] = ojson::parse(R"([["x", "y"], ["flag", "flag2"]])");
+  j["launch"]["args"].push_back("flag2");
+  const std::string sw = load_kernel_spec_text(j.dump(), "while-swap.json", d.dir());
+  const LaunchPlan p2 = find_family(sw).launch_plan(Config{{"B", 64}}, Problem::parse(sw, "1000x9"));
+  EXPECT_TRUE(p2.steps[0].alias_args.empty());
+  EXPECT_EQ(p2.steps[3].alias_args, (std::vector<int>{4})) << "round 2 resets the buffer flag passes then: flag2's";
+  EXPECT_EQ(p2.steps[3].alias_of, (std::vector<int>{5}));
+  EXPECT_EQ(p2.steps[5].alias_args, (std::vector<int>{4})) << "and tests it there";
+  ASSERT_EQ(p2.steps.size(), 11u) << "the odd tail puts x and flag back";
+  EXPECT_EQ(p2.steps[5].jump, 11);
+  EXPECT_EQ(p2.steps[2].jump, 9);
+}
+
+TEST(KernelSpec, AMalformedWhileLoopIsRefusedNamingItsField) {
+  SpecDir d;
+  struct Case {
+    const char* what;
+    std::function<void(ojson&)> edit;
+    const char* error;
+  };
+  const Case cases[] = {
+      {"while without rounds", [](ojson& j) { j["launch"].erase("repeat"); }, "launch.index: only a loop has one"},
+      {"reset without while", [](ojson& j) { j["launch"].erase("while"); }, "launch.reset: only a loop that runs while"},
+      {"a condition of no buffer", [](ojson& j) { j["launch"]["while"] = "t < 2"; }, "launch.while: 't < 2' reads no buffer"},
+      {"a condition of the device", [](ojson& j) { j["launch"]["while"] = "flag < sm_count"; }, "reads sm_count, a device value"},
+      {"a reset of an output",
+       [](ojson& j) { j["launch"]["reset"] = {"x"}; },
+       "launch.reset[0]: 'x' is not a temporary with a fill"},
+      {"a reset of a temporary without a fill",
+       [](ojson& j) { j["launch"]["reset"] = {"y"}; },
+       "launch.reset[0]: 'y' is not a temporary with a fill"},
+      {"a counter of another loop",
+       [](ojson& j) {
+         j["launch"] = ojson::array({j["launch"], {{"repeat", 2}, {"index", "u"}, {"kernel", "scale<{B}>"}, {"grid", {1}}, {"block", {"B"}}, {"args", {"x", "y", "n_", "t0", "flag"}}}});
+         j["launch"][0]["while"] = "flag != 0 and u < 2";
+         j["args"].push_back({{"name", "t0"}, {"kind", "scalar"}, {"dtype", "f32"}, {"value", 1}});
+       },
+       "launch[0].while: 'flag != 0 and u < 2' reads u, the counter of a loop it is not in"},
+  };
+  for (const auto& c : cases) {
+    ojson j = while_spec();
+    c.edit(j);
+    try {
+      load_kernel_spec_text(j.dump(), "bad-while.json", d.dir());
+      ADD_FAILURE() << c.what << ": accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(c.error), std::string::npos) << c.what << ": " << e.what();
+    }
+  }
+}
+
 // A step's arguments against the parameters its kernel's mangled name declares (ktune compile
 // checks them offline; the GPU checks every kernel, extern "C" ones too, at its first launch).
 TEST(KernelSpec, StepArgumentsAreCheckedAgainstTheKernelsSignature) {
