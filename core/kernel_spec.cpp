@@ -729,7 +729,7 @@ void read_symbols(const Reader& r, KernelSpec& s, const ojson& v) {
   for (size_t i = 0; i < v.size(); ++i) {
     const std::string at = "symbols[" + std::to_string(i) + "]";
     const ojson& o = v[i];
-    r.known_fields(o, at, {"name", "dtype", "count", "from", "fill"});
+    r.known_fields(o, at, {"name", "dtype", "count", "offset", "from", "fill"});
     SpecSymbol y;
     if (!o.contains("name")) r.fail(at + ".name", "missing");
     y.name = r.ident(o["name"], at + ".name");
@@ -742,7 +742,26 @@ void read_symbols(const Reader& r, KernelSpec& s, const ojson& v) {
       y.type = s.args[size_t(y.from_arg)].type;
       y.count = s.args[size_t(y.from_arg)].count;
       if (s.args[size_t(y.from_arg)].problem_dtype) r.fail(at + ".from", "'" + from + "' takes the problem's dtype; a symbol has one type");
+      // A slice: offset and count of the dimensions, parameters and loops' counters.
+      for (const char* f : {"offset", "count"}) {
+        if (!o.contains(f)) continue;
+        y.planned = true;
+        Expr& e = std::string(f) == "offset" ? y.offset : y.count;
+        e = r.expr(o[f], at + "." + f, s.names);
+        for (size_t n : e.reads()) {
+          if (n >= s.first_loop_name()) {
+            if (std::find(y.counters.begin(), y.counters.end(), int(n)) == y.counters.end()) y.counters.push_back(int(n));
+            y.planned = true;
+          } else if (n < s.params.size()) {
+            y.planned = true;
+          } else if (n >= s.params.size() + s.dims.size() + 2) {
+            r.fail(at + "." + f, "'" + e.text() + "' reads " + s.names[n] +
+                                     ", a device value: a slice reads dimensions, parameters and loops' counters");
+          }
+        }
+      }
     } else {
+      if (o.contains("offset")) r.fail(at + ".offset", "only a symbol filled from a buffer (\"from\") takes a slice of it");
       if (!o.contains("dtype")) r.fail(at + ".dtype", "missing");
       bool problem = false;
       y.type = r.elem(o["dtype"], at + ".dtype", false, &problem);

@@ -128,6 +128,14 @@ struct SpecSymbol {
   Expr count;
   int from_arg = -1; // index into args, or -1: fill
   SpecFill fill;
+  // From a buffer: the first element copied (an expression; empty: 0). A slice (offset or count
+  // given: of the dimensions, the parameters and loops' counters; a tile of a long array a round,
+  // as mri-q's host loop copies into __constant__ memory) is copied by the plan (LaunchStep::symbol)
+  // before each launch of a step in every loop it reads the counter of, where it differs from the
+  // last slice copied (planned); the whole buffer is copied before every call.
+  Expr offset;
+  bool planned = false;
+  std::vector<int> counters; // the loops' counters it reads (places in KernelSpec::names)
 };
 
 struct SpecStep {

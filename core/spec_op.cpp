@@ -256,6 +256,7 @@ int64_t KernelSpec::checked_count(size_t arg, const Problem& p) const {
 }
 
 int64_t KernelSpec::symbol_count(size_t i, const Problem& p) const {
+  if (symbols.at(i).planned) throw Error(path + ": symbol " + symbols[i].name + " is a slice its plan copies");
   return symbols.at(i).count.eval_integer(problem_values(p), 0, 1e12, "elements at " + p.key());
 }
 
@@ -568,6 +569,8 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
       push(std::move(s));
     }
   };
+  // Each planned symbol's slice as last copied (offset, count); none yet.
+  std::vector<std::pair<long long, long long>> slices(symbols.size(), {-1, -1});
   auto launch = [&](size_t i) {
     const SpecStep& t = st[i];
     LaunchStep s;
@@ -583,6 +586,30 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
     s.persistent = t.persistent;
     s.cooperative = t.cooperative;
     s.args = t.args;
+    // The slices of buffers this launch's symbols hold (a tile a round), copied where they change.
+    for (size_t k = 0; k < symbols.size(); ++k) {
+      const SpecSymbol& y = symbols[k];
+      if (!y.planned) continue;
+      if (!std::all_of(y.counters.begin(), y.counters.end(), [&](int n) {
+            return std::find(t.loop_counters.begin(), t.loop_counters.end(), n) != t.loop_counters.end();
+          }))
+        continue; // a step outside a loop the slice follows: the symbol holds what it last held
+      const std::string field = "symbols[" + std::to_string(k) + "]";
+      const long long from = y.offset.empty() ? 0 : y.offset.eval_integer(v, 0, 1e15, field + ".offset" + where_now);
+      const long long n = y.count.eval_integer(v, 0, 1e15, field + ".count" + where_now);
+      const long long size = count_of(size_t(y.from_arg), p, c);
+      if (from + n > size)
+        throw UsageError(path + ": " + field + ": elements " + std::to_string(from) + " to " + std::to_string(from + n) + " of " +
+                         args[size_t(y.from_arg)].name + ", which holds " + std::to_string(size) + where_now);
+      if (slices[k] == std::make_pair(from, n)) continue;
+      slices[k] = {from, n};
+      LaunchStep copy;
+      copy.kernel = -1;
+      copy.symbol = int(k);
+      copy.symbol_offset = (unsigned long long)from;
+      copy.copy_bytes = (unsigned long long)n * (unsigned long long)elem_bytes(y.type);
+      push(std::move(copy));
+    }
     for (int k : step_args(t.args)) {
       const SpecArg& a = args[size_t(k)];
       if (a.follows_loop) {
@@ -642,6 +669,8 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
         for (size_t e : exits[0]) plan.steps[e].jump = int(plan.steps.size());
         if (n.index >= 0) v[size_t(n.index)] = 0;
         holds = before;
+        // Where the rounds stopped is known only when they run: the next launch copies its slices.
+        std::fill(slices.begin(), slices.end(), std::make_pair(-1LL, -1LL));
         continue;
       }
       for (long long k = 0; k < rounds; ++k) {

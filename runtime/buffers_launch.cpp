@@ -139,6 +139,7 @@ void spec_before_launch(Module& m, const KernelSpec& s, const LaunchPlan& plan, 
   }
   for (size_t k = 0; k < s.symbols.size(); ++k) {
     const SpecSymbol& y = s.symbols[k];
+    if (y.planned) continue; // a slice the plan copies (LaunchStep::symbol)
     size_t bytes = 0;
     const CUdeviceptr at = m.global(y.name, &bytes);
     const size_t want = size_t(s.symbol_count(k, p)) * size_t(elem_bytes(y.type));
@@ -197,6 +198,22 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
                                           size_t(s.copy_bytes), stream),
                "cuMemcpyDtoDAsync",
                m.context() + ": putting " + spec->args[size_t(s.copy_to)].name + " back after its loop at " + args.problem().key());
+      continue;
+    }
+    if (spec && s.control() && s.symbol >= 0) { // a slice of a buffer into a symbol (a tile a round)
+      if (size_t(s.symbol) >= spec->symbols.size()) throw Error(m.context() + ": a copy into a symbol the spec does not have");
+      const SpecSymbol& y = spec->symbols[size_t(s.symbol)];
+      size_t bytes = 0;
+      const CUdeviceptr to = m.global(y.name, &bytes);
+      const std::string what = m.context() + ": filling symbol " + y.name + " from " + spec->args[size_t(y.from_arg)].name +
+                               " (from element " + std::to_string(s.symbol_offset) + ") at " + args.problem().key();
+      if (s.copy_bytes > bytes)
+        throw UsageError(spec->path + ": " + what + ": the symbol holds " + std::to_string(bytes) + " bytes, the slice " +
+                         std::to_string(s.copy_bytes));
+      if (s.copy_bytes)
+        check_cu(driver().cuMemcpyDtoDAsync(to, pointer(s, y.from_arg) + s.symbol_offset * (unsigned long long)elem_bytes(y.type),
+                                            size_t(s.copy_bytes), stream),
+                 "cuMemcpyDtoDAsync", what);
       continue;
     }
     if (spec && s.control() && s.set_arg >= 0) { // a loop's reset before its round

@@ -134,6 +134,8 @@ int cmd_space(SpaceArgs& a) {
     std::vector<std::pair<std::string, int>> runs;
     for (const LaunchStep& st : plan.steps) {
       const std::string one = st.copy()          ? "a copy of " + std::to_string(st.copy_bytes) + " B"
+                              : st.symbol >= 0     ? "a copy of " + std::to_string(st.copy_bytes) + " B into symbol " +
+                                                             spec_of(p.op).symbols.at(size_t(st.symbol)).name
                               : st.set_arg >= 0    ? "a reset of " + spec_of(p.op).args.at(size_t(st.set_arg)).name
                               : st.test >= 0       ? std::string("a test of the loop's condition, which ends it at the first round it fails")
                                                    : (plan.steps.size() > 1 ? "kernel " + std::to_string(st.kernel) + ": " : std::string()) +

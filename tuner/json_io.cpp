@@ -136,7 +136,8 @@ const auto kStepFields = std::make_tuple(
     field("alias_args", &LaunchStep::alias_args), field("alias_of", &LaunchStep::alias_of),
     field("copy_from", &LaunchStep::copy_from), field("copy_to", &LaunchStep::copy_to),
     field("copy_bytes", &LaunchStep::copy_bytes), field("set_arg", &LaunchStep::set_arg), field("test", &LaunchStep::test),
-    field("jump", &LaunchStep::jump), field("test_last", &LaunchStep::test_last), field("test_values", &LaunchStep::test_values));
+    field("jump", &LaunchStep::jump), field("test_last", &LaunchStep::test_last), field("test_values", &LaunchStep::test_values),
+    field("symbol", &LaunchStep::symbol), field("symbol_offset", &LaunchStep::symbol_offset));
 
 const auto kSpecArgFields =
     std::make_tuple(field("offset", &LaunchPlan::SpecArgValue::offset), field("bytes", &LaunchPlan::SpecArgValue::bytes),

@@ -85,6 +85,10 @@ struct LaunchStep {
   int set_arg = -1, test = -1, jump = -1;
   bool test_last = false;
   std::vector<double> test_values;
+  // A user's kernel's symbol (KernelSpec::symbols) filled from a slice of its buffer argument:
+  // copy_bytes from element symbol_offset (kernel -1).
+  int symbol = -1;
+  unsigned long long symbol_offset = 0;
   bool control() const { return kernel < 0 && copy_from < 0; }
   // TMA (sm_90): the tensor maps the step's kernel takes, one per operand it reads or writes
   // through TMA. A GEMM step with any takes KtuneGemmTmaArgs with the maps encoded for each

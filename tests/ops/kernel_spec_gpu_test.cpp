@@ -787,6 +787,83 @@ TEST(KernelSpecGpu, ALoopRunsWhileItsFlagSaysARoundChangedSomething) {
   }
 }
 
+// mri-q's host loop: a long array copied into __constant__ memory a tile a round, each round's
+// kernel adding what its tile gives. The reference reads the whole array from global memory.
+constexpr const char* kTilesSource = R"CUDA(
+__constant__ float ck[256];
+__global__ void tiles_zero(float* out, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = 0;
+}
+template <int B>
+__global__ void tiles_add(const float* x, float* out, int n, int kn) {
+  const int i = blockIdx.x * B + threadIdx.x;
+  if (i >= n) return;
+  float a = out[i];
+  for (int j = 0; j < kn; ++j) a += cosf(ck[j] * x[i]);
+  out[i] = a;
+}
+__global__ void tiles_ref(const float* x, const float* kvals, float* out, int n, int K) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  double a = 0;
+  for (int j = 0; j < K; ++j) a += cos((double)kvals[j] * x[i]);
+  out[i] = float(a);
+}
+)CUDA";
+
+constexpr const char* kTilesSpec = R"JSON({
+  "name": "tiles", "sources": ["tiles.cu"], "params_as": "template", "dims": ["n", "K"],
+  "params": {"B": [64, 256], "TILE": [64, 100, 256, 512]},
+  "launch": [{"kernel": "tiles_zero", "grid": ["ceil_div(n, 256)"], "block": [256], "args": ["out", "n_"]},
+             {"repeat": "ceil_div(K, TILE)", "index": "t", "kernel": "tiles_add<{B}>", "grid": ["ceil_div(n, B)"],
+              "block": ["B"], "args": ["x", "out", "n_", "kt"]}],
+  "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n"},
+           {"name": "kvals", "kind": "buffer", "dtype": "f32", "count": "K", "fill": {"random": [-3, 3]}},
+           {"name": "out", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out", "atol": "1e-6 * K", "rtol": 1e-5},
+           {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"},
+           {"name": "K_", "kind": "scalar", "dtype": "i32", "value": "K"},
+           {"name": "kt", "kind": "scalar", "dtype": "i32", "value": "min(TILE, K - t * TILE)"}],
+  "symbols": [{"name": "ck", "from": "kvals", "offset": "t * TILE", "count": "min(TILE, K - t * TILE)"}],
+  "check": {"reference": {"kernel": "tiles_ref", "launch": {"grid": ["ceil_div(n, 128)"], "block": [128],
+                                                            "args": ["x", "kvals", "out", "n_", "K_"]}}}
+})JSON";
+
+TEST(KernelSpecGpu, ASymbolHoldsEachRoundsTileOfALongArray) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  TempDir dir("spec_tiles");
+  std::ofstream(dir.file("tiles.cu")) << kTilesSource;
+  std::ofstream(dir.file("tiles.json")) << kTilesSpec;
+  const std::string op = load_kernel_spec(dir.file("tiles.json"));
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  auto runner = make_op_runner(op, compiler, *d);
+  for (const char* shape : {"10000x1000", "3000x77", "5000x256"})
+    for (int tile : {64, 100, 256})
+      for (int b : {64, 256}) {
+        const VerifyResult v = check_config(*runner, compiler, *d, op, Config{{"B", b}, {"TILE", tile}}, Problem::parse(op, shape), 5, 2);
+        EXPECT_TRUE(v.pass) << shape << " TILE " << tile << " B " << b << ": " << v.summary();
+      }
+  // Every round given the first tile (no offset): the check fails it.
+  std::string first = kTilesSpec;
+  const std::string offset = "\"offset\": \"t * TILE\", ";
+  first.erase(first.find(offset), offset.size());
+  first.replace(first.find("\"tiles\""), 7, "\"tiles_first\"");
+  const std::string wrong = load_kernel_spec_text(first, "first.json", dir.path.string());
+  auto wrong_runner = make_op_runner(wrong, compiler, *d);
+  const VerifyResult w = check_config(*wrong_runner, compiler, *d, wrong, Config{{"B", 64}, {"TILE", 64}}, Problem::parse(wrong, "3000x1000"), 5);
+  EXPECT_FALSE(w.pass) << "rounds that all read the first tile passed: " << w.summary();
+  // A tile larger than the symbol: the call fails naming both sizes.
+  try {
+    check_config(*runner, compiler, *d, op, Config{{"B", 64}, {"TILE", 512}}, Problem::parse(op, "3000x1000"), 5);
+    ADD_FAILURE() << "a 2048-byte tile went into a 1024-byte symbol";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("the symbol holds 1024 bytes, the slice 2048"), std::string::npos) << e.what();
+  }
+}
+
 // A kernel that synchronizes its grid (cooperative groups' grid.sync()) between writing one
 // partial sum a block and block 0 adding them: launched cooperative and persistent (its grid
 // capped to the blocks resident at once), at every block size it sums what the FP64 reference does.

@@ -1068,6 +1068,74 @@ TEST(KernelSpec, AMalformedWhileLoopIsRefusedNamingItsField) {
   }
 }
 
+// A symbol filled with a slice of its buffer: a tile of a long array a round, as mri-q's host loop
+// copies kVals into __constant__ memory before each launch; a slice that follows a parameter only
+// is copied once, before the first launch; a slice past its buffer is the plan's error.
+TEST(KernelSpec, ASymbolTakesATileOfItsBufferEveryRound) {
+  SpecDir d;
+  ojson j = ojson::parse(R"JSON({
+    "name": "tiles", "sources": ["k.cu"], "params_as": "template", "dims": ["n", "K"],
+    "params": {"B": [64, 128], "TILE": [64, 256]},
+    "launch": {"repeat": "ceil_div(K, TILE)", "index": "t", "kernel": "scale<{B}>", "grid": ["ceil_div(n, B)"],
+               "block": ["B"], "args": ["x", "y", "n_", "kt"]},
+    "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "inout"},
+             {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "temp"},
+             {"name": "kvals", "kind": "buffer", "dtype": "f32", "count": "K"},
+             {"name": "w", "kind": "buffer", "dtype": "f32", "count": "K"},
+             {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"},
+             {"name": "kt", "kind": "scalar", "dtype": "f32", "value": "min(TILE, K - t * TILE)"}],
+    "symbols": [{"name": "ck", "from": "kvals", "offset": "t * TILE", "count": "min(TILE, K - t * TILE)"},
+                {"name": "cw", "from": "w", "count": "TILE"}],
+    "check": {"none": "the plan only"}})JSON");
+  const std::string op = load_kernel_spec_text(j.dump(), "tiles.json", d.dir());
+  EXPECT_TRUE(spec_of(op).symbols[0].planned);
+  const Family f = find_family(op);
+  const LaunchPlan plan = f.launch_plan(Config{{"B", 64}, {"TILE", 256}}, Problem::parse(op, "1000x600"));
+  ASSERT_EQ(plan.steps.size(), 7u) << "cw once, then each round's ck tile and launch";
+  EXPECT_EQ(plan.steps[0].symbol, 0);
+  EXPECT_EQ(plan.steps[1].symbol, 1);
+  EXPECT_EQ(plan.steps[1].copy_bytes, 1024u) << "cw: TILE floats";
+  const unsigned long long offsets[3] = {0, 256, 512}, bytes[3] = {1024, 1024, 352};
+  for (int k = 0; k < 3; ++k) {
+    const LaunchStep& copy = plan.steps[size_t(k == 0 ? 0 : 2 * k + 1)];
+    EXPECT_TRUE(copy.control());
+    EXPECT_FALSE(copy.copy());
+    EXPECT_EQ(copy.symbol, 0) << "round " << k;
+    EXPECT_EQ(copy.symbol_offset, offsets[k]) << "round " << k;
+    EXPECT_EQ(copy.copy_bytes, bytes[k]) << "round " << k;
+  }
+  EXPECT_EQ(plan.steps[2].kernel, 0);
+  EXPECT_EQ(plan.steps[6].kernel, 0);
+  EXPECT_EQ(plan.steps[6].set_values, (std::vector<double>{88}));
+  const LaunchPlan back = plan_from_json(nlohmann::json::parse(plan_to_json(plan).dump()));
+  ASSERT_EQ(back.steps.size(), 7u);
+  EXPECT_EQ(back.steps[5].symbol, 0);
+  EXPECT_EQ(back.steps[5].symbol_offset, 512u);
+  // A slice past its buffer: the plan names the symbol and the elements.
+  j["symbols"][0]["offset"] = "t * TILE + 1";
+  const std::string past = load_kernel_spec_text(j.dump(), "past.json", d.dir());
+  try {
+    find_family(past).launch_plan(Config{{"B", 64}, {"TILE", 256}}, Problem::parse(past, "1000x600"));
+    ADD_FAILURE() << "a slice past its buffer planned";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("symbols[0]: elements 513 to 601 of kvals, which holds 600"), std::string::npos) << e.what();
+  }
+  // Only a symbol from a buffer takes a slice; a slice reads no device value.
+  for (const auto& [edit, error] : std::vector<std::pair<std::function<void(ojson&)>, std::string>>{
+           {[](ojson& k) { k["symbols"][1] = {{"name", "cw"}, {"dtype", "f32"}, {"count", 4}, {"fill", "ones"}, {"offset", 1}}; },
+            "symbols[1].offset: only a symbol filled from a buffer"},
+           {[](ojson& k) { k["symbols"][0]["offset"] = "sm_count"; }, "symbols[0].offset: 'sm_count' reads sm_count, a device value"}}) {
+    ojson k = j;
+    edit(k);
+    try {
+      load_kernel_spec_text(k.dump(), "bad-slice.json", d.dir());
+      ADD_FAILURE() << error << ": accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(error), std::string::npos) << e.what();
+    }
+  }
+}
+
 // A step's arguments against the parameters its kernel's mangled name declares (ktune compile
 // checks them offline; the GPU checks every kernel, extern "C" ones too, at its first launch).
 TEST(KernelSpec, StepArgumentsAreCheckedAgainstTheKernelsSignature) {
