@@ -635,6 +635,7 @@ __global__ void bfs_init(int* cost, int n) {
 template <int B, int FAULT>
 __global__ void bfs_level(const int* cols, int* cost, int n, int d, int level, int* changed) {
   const int v = blockIdx.x * B + threadIdx.x;
+  if (FAULT == 2 && v == 0) *changed = 1;
   if (v >= n || cost[v] != level) return;
   for (int e = 0; e < d; ++e) {
     const int u = cols[(long long)v * d + e];
@@ -643,7 +644,6 @@ __global__ void bfs_level(const int* cols, int* cost, int n, int d, int level, i
       if (FAULT != 1) *changed = 1;
     }
   }
-  if (FAULT == 2) *changed = 1;
 }
 // A frontier queue: this round's nodes in q (qn of them), the next round's appended to q2 (qn2).
 __global__ void bfs_queue_init(int* cost, int n, int* q, int* qn) {
