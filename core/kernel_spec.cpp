@@ -258,8 +258,13 @@ SpecFill read_fill(const Reader& r, const ojson& v, const std::string& path, boo
     const ojson& o = v["ramp"];
     if (!o.is_object()) r.fail(path + ".ramp", "expected {\"start\": s, \"step\": d, \"mod\": m} (each optional)");
     r.known_fields(o, path + ".ramp", {"start", "step", "mod"});
-    if (o.contains("start")) f.start = r.number(o["start"], path + ".ramp.start");
-    if (o.contains("step")) f.step = r.number(o["step"], path + ".ramp.step");
+    // start and step: numbers, or expressions of the dimensions (fhd's i / voxels), at fill_at.
+    for (const char* k : {"start", "step"}) {
+      if (!o.contains(k)) continue;
+      const std::string at = path + ".ramp." + k;
+      if (o[k].is_string()) (std::string(k) == "start" ? f.start_at : f.step_at) = r.expr(o[k], at, dims);
+      else (std::string(k) == "start" ? f.start : f.step) = r.number(o[k], at);
+    }
     if (o.contains("mod")) f.mod = read_whole(r, o["mod"], path + ".ramp.mod");
     return f;
   }
@@ -447,9 +452,20 @@ SpecStep read_step(const Reader& r, const KernelSpec& s, const ojson& o, const s
     if (!a.is_array() || a.empty()) r.fail(at + ".args", "expected the names of the arguments this kernel takes, in its order");
     for (size_t k = 0; k < a.size(); ++k) {
       const std::string ak = at + ".args[" + std::to_string(k) + "]";
+      if (a[k].is_object()) { // {"arg": "rmu", "offset": "i * CHUNK"}: the buffer from that element on
+        r.known_fields(a[k], ak, {"arg", "offset"});
+        if (!a[k].contains("arg") || !a[k].contains("offset")) r.fail(ak, "expected {\"arg\": name, \"offset\": elements}");
+        const int i = r.arg_index(s, r.str(a[k]["arg"], ak + ".arg"), ak + ".arg");
+        if (!s.args[size_t(i)].buffer) r.fail(ak + ".arg", "'" + s.args[size_t(i)].name + "' is a scalar: only a buffer is passed at an offset");
+        st.arg_offsets.resize(a.size());
+        st.arg_offsets[k] = r.expr(a[k]["offset"], ak + ".offset", s.names);
+        check_launch_reads(r, s, st.arg_offsets[k], ak + ".offset", counters);
+        st.args.push_back(i);
+        continue;
+      }
       if (!a[k].is_string())
-        r.fail(ak, "expected the name of one of the spec's args (a value the kernel takes is a scalar argument with "
-                   "its \"value\", which may read a loop's counter)");
+        r.fail(ak, "expected the name of one of the spec's args, or {\"arg\": name, \"offset\": elements} (a value the "
+                   "kernel takes is a scalar argument with its \"value\", which may read a loop's counter)");
       st.args.push_back(r.arg_index(s, r.str(a[k], ak), ak));
     }
   }
@@ -464,27 +480,53 @@ void read_while(const Reader& r, const KernelSpec& s, const ojson& o, const std:
                 SpecNode& n, std::vector<SpecWhile>* whiles) {
   SpecWhile w;
   w.where = r.where(at + ".while");
+  w.text = r.expr_text(o["while"], at + ".while");
   std::vector<std::string> names = s.names;
   for (size_t k = 0; k < s.args.size(); ++k)
     if (s.args[k].buffer && std::find(names.begin(), names.end(), s.args[k].name) == names.end()) {
       names.push_back(s.args[k].name);
       w.slots.push_back(int(k));
+      w.reads.push_back(SpecWhile::first);
     }
-  w.cond = r.expr(o["while"], at + ".while", names);
+  // max_of(b), min_of(b), sum_of(b) over a buffer argument b: each a name of its own (a slot that
+  // reads the whole buffer back), in the text muparser reads.
+  std::string text = w.text;
+  for (const auto& [fn, read] : {std::pair{"max_of", SpecWhile::max}, {"min_of", SpecWhile::min}, {"sum_of", SpecWhile::sum}})
+    for (size_t from = 0, at_fn; (at_fn = find_word(text, fn, from)) != std::string::npos;) {
+      size_t i = at_fn + std::strlen(fn);
+      while (i < text.size() && text[i] == ' ') ++i;
+      const size_t open = i;
+      const size_t close = open < text.size() && text[open] == '(' ? text.find(')', open) : std::string::npos;
+      if (close == std::string::npos) r.fail(at + ".while", "'" + w.text + "': " + fn + " takes a buffer argument's name in parentheses");
+      std::string arg = text.substr(open + 1, close - open - 1);
+      arg.erase(0, arg.find_first_not_of(' '));
+      arg.erase(arg.find_last_not_of(' ') + 1);
+      const int k = r.arg_index(s, arg, at + ".while");
+      if (!s.args[size_t(k)].buffer) r.fail(at + ".while", "'" + w.text + "': " + fn + " reads a buffer; '" + arg + "' is a scalar");
+      const std::string name = std::string("ktune_") + fn + "_" + arg;
+      if (std::find(names.begin(), names.end(), name) == names.end()) {
+        names.push_back(name);
+        w.slots.push_back(k);
+        w.reads.push_back(read);
+      }
+      text.replace(at_fn, close + 1 - at_fn, name);
+      from = at_fn + name.size();
+    }
+  w.cond = Expr(r.expand(text), names, w.where);
   bool reads_buffer = false;
   for (size_t i : w.cond.reads()) {
     if (i >= s.names.size()) {
       reads_buffer = true;
     } else if (i >= s.first_loop_name()) {
       if (std::find(counters.begin(), counters.end(), int(i)) == counters.end())
-        r.fail(at + ".while", "'" + w.cond.text() + "' reads " + s.names[i] + ", the counter of a loop it is not in");
+        r.fail(at + ".while", "'" + w.text + "' reads " + s.names[i] + ", the counter of a loop it is not in");
     } else if (i >= s.params.size() + s.dims.size() + 2) {
-      r.fail(at + ".while", "'" + w.cond.text() + "' reads " + s.names[i] +
+      r.fail(at + ".while", "'" + w.text + "' reads " + s.names[i] +
                                 ", a device value: a condition reads buffers, parameters, dimensions and counters");
     }
   }
   if (!reads_buffer)
-    r.fail(at + ".while", "'" + w.cond.text() +
+    r.fail(at + ".while", "'" + w.text +
                               "' reads no buffer argument (its first element, after every round): a loop of rounds known "
                               "beforehand is a \"repeat\" alone");
   if (o.contains("reset")) {
@@ -1294,6 +1336,17 @@ SpecFill fill_at(const KernelSpec& s, const SpecFill& fill, const Problem& p) {
   if (!fill.value_at.empty()) {
     SpecFill f = fill;
     f.value = fill_value_at(fill, p);
+    return f;
+  }
+  if (!fill.start_at.empty() || !fill.step_at.empty()) { // a ramp of the problem's
+    SpecFill f = fill;
+    const std::vector<double> v(p.dims.begin(), p.dims.end());
+    for (const Expr* e : {&fill.start_at, &fill.step_at}) {
+      if (e->empty()) continue;
+      const double x = e->eval(v);
+      if (!std::isfinite(x)) throw UsageError(e->where() + ": '" + e->text() + "' at " + p.key() + " is not finite");
+      (e == &fill.start_at ? f.start : f.step) = x;
+    }
     return f;
   }
   if (!fill.lo_at.empty()) { // a random range of the problem's

@@ -37,6 +37,7 @@ struct SpecFill {
   // ramp: start + step * (i % mod) (mod 0: i).
   double start = 0, step = 1;
   int64_t mod = 0;
+  Expr start_at, step_at; // a ramp's start and step as expressions of the dimensions; empty: the numbers
   int64_t perm_n = 0; // permutation: the range, at a problem (fill_at); 0: the buffer's count
   Expr perm_at;       // permutation: the range as an expression of the dimensions; empty: the count
   // A random range that reads the dimensions ({"random": [0, "V"]}: class indices below V): lo and
@@ -143,6 +144,10 @@ struct SpecStep {
   // The arguments this step's kernel takes, in its order (indices into KernelSpec::args); empty:
   // every argument in the spec's order.
   std::vector<int> args;
+  // Beside args: an offset (elements) into that buffer the kernel gets instead of its start, an
+  // expression of the parameters, dimensions and the step's loops' counters (a chunk a round:
+  // `d_rmu + i * CHUNK`); empty Expr: none. Empty where no argument has one.
+  std::vector<Expr> arg_offsets;
   Expr grid[3], block[3], smem;
   Expr cluster[3]; // LaunchStep::cluster; empty: none
   bool persistent = false;         // LaunchStep::persistent: grid x capped at the blocks resident at once
@@ -173,13 +178,16 @@ struct SpecNode {
   std::vector<int> resets;
 };
 
-// A loop's condition (SpecNode::until): an expression of KernelSpec::names and, after them, of the
-// first element of each buffer argument in `slots` (the flag or count a round's kernels write, as
-// the round passed it), read back after every round.
+// A loop's condition (SpecNode::until): an expression of KernelSpec::names and, after them, of one
+// value a slot read back after every round from a buffer argument as the round passed it: its
+// first element (the flag or count a round's kernels write), or the max, min or sum of all its
+// elements (`max_of(diffs)`: the host's loop over an array).
 struct SpecWhile {
+  enum Read { first, max, min, sum };
   Expr cond;
-  std::vector<int> slots; // indices into KernelSpec::args, one per name after KernelSpec::names
-  std::string where;      // "launch[1].while", for messages
+  std::vector<int> slots;   // indices into KernelSpec::args, one per name after KernelSpec::names
+  std::vector<Read> reads;  // beside slots
+  std::string text, where;  // the condition as written, and "launch[1].while", for messages
 };
 
 struct KernelSpec {

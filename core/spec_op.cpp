@@ -610,6 +610,18 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
       copy.copy_bytes = (unsigned long long)n * (unsigned long long)elem_bytes(y.type);
       push(std::move(copy));
     }
+    for (size_t j = 0; j < t.arg_offsets.size(); ++j) { // buffers passed from an element on
+      if (t.arg_offsets[j].empty()) continue;
+      const size_t k = size_t(t.args[j]);
+      const long long count = count_of(k, p, c);
+      const std::string field = "launch step of " + t.kernel + ": args[" + std::to_string(j) + "].offset";
+      const long long at_element = t.arg_offsets[j].eval_integer(v, 0, 1e15, field + where_now);
+      if (at_element > count)
+        throw UsageError(path + ": " + field + ": element " + std::to_string(at_element) + " of " + args[k].name + ", which holds " +
+                         std::to_string(count) + where_now);
+      s.offset_at.push_back(int(j));
+      s.offset_bytes.push_back((unsigned long long)at_element * (unsigned long long)elem_bytes(args[k].elem(p)));
+    }
     for (int k : step_args(t.args)) {
       const SpecArg& a = args[size_t(k)];
       if (a.follows_loop) {

@@ -142,10 +142,11 @@ PYBIND11_MODULE(_ktune, m) {
             x["count"] = a.follows_config ? py::object(py::none()) : py::object(py::int_(s.count_of(i, p)));
             static const char* kFills[] = {"random", "zeros", "ones", "ramp", "constant", "file", "permutation"};
             // The problem's range, value and permutation range (a per-problem file is not read here).
-            const bool at = !a.fill.lo_at.empty() || !a.fill.perm_at.empty() || !a.fill.value_at.empty();
+            const bool at = !a.fill.lo_at.empty() || !a.fill.perm_at.empty() || !a.fill.value_at.empty() ||
+                            !a.fill.start_at.empty() || !a.fill.step_at.empty();
             const ktune::SpecFill range = at ? ktune::fill_at(s, a.fill, p) : a.fill;
             x["fill"] = kFills[a.fill.kind], x["lo"] = range.lo, x["hi"] = range.hi, x["value"] = range.value;
-            x["integers"] = a.fill.integers, x["start"] = a.fill.start, x["step"] = a.fill.step, x["mod"] = a.fill.mod;
+            x["integers"] = a.fill.integers, x["start"] = range.start, x["step"] = range.step, x["mod"] = a.fill.mod;
             x["range"] = range.perm_n; // a permutation's: 0 for the buffer's count
             if (a.fill.kind == ktune::SpecFill::from_file) {
               x["file"] = a.fill.pattern.empty() ? a.fill.file : a.fill.pattern;

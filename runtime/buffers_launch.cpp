@@ -1,6 +1,7 @@
 #include "runtime/buffers_launch.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "core/kernel_spec.h"
@@ -236,23 +237,34 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
       for (size_t i : w.cond.reads()) {
         if (i < first) continue;
         const int k = w.slots.at(i - first);
-        const ElemType t = spec->args[size_t(k)].elem(args.problem());
-        unsigned char bytes[8] = {};
-        const std::string what = m.context() + ": reading " + spec->args[size_t(k)].name + " for " + w.where + " at " +
-                                 args.problem().key();
-        // As the host code's read of its flag: the round's kernels first, then the element.
-        check_cu(driver().cuMemcpyDtoHAsync(bytes, pointer(s, k), size_t(elem_bytes(t)), stream), "cuMemcpyDtoHAsync", what);
-        check_cu(driver().cuStreamSynchronize(stream), "cuStreamSynchronize", what);
-        values[i] = load_elem(bytes, 0, t);
+        const SpecWhile::Read read = w.reads.at(i - first);
+        const SpecArg& a = spec->args[size_t(k)];
+        const ElemType t = a.elem(args.problem());
+        // The first element, or (max_of, min_of, sum_of) all of them, as the host code reads them.
+        const size_t n = read == SpecWhile::first ? 1
+                         : a.intent == SpecArg::temp ? plan.spec_args.at(size_t(k)).bytes / size_t(elem_bytes(t))
+                                                     : size_t(spec->count_of(size_t(k), args.problem()));
+        if (!n) throw UsageError(w.where + ": '" + w.text + "' reads " + a.name + ", which holds no element at " + args.problem().key());
+        std::vector<unsigned char> bytes(n * size_t(elem_bytes(t)));
+        const std::string what = m.context() + ": reading " + a.name + " for " + w.where + " at " + args.problem().key();
+        check_cu(driver().cuMemcpyDtoHAsync(bytes.data(), pointer(s, k), bytes.size(), stream), "cuMemcpyDtoHAsync", what);
+        check_cu(driver().cuStreamSynchronize(stream), "cuStreamSynchronize", what); // the round's kernels first
+        double x = load_elem(bytes.data(), 0, t);
+        for (size_t e = 1; e < n; ++e) {
+          const double y = load_elem(bytes.data(), e, t);
+          // A NaN anywhere is the result's (a diverging round never reads as converged).
+          x = std::isnan(y) || std::isnan(x) ? y + x : read == SpecWhile::max ? std::max(x, y) : read == SpecWhile::min ? std::min(x, y) : x + y;
+        }
+        values[i] = x;
       }
       const bool again = w.cond.eval(values) != 0;
       if (again && s.test_last)
-        throw Error(w.where + ": '" + w.cond.text() + "' still holds after the loop's last round (its \"repeat\"), at " +
+        throw Error(w.where + ": '" + w.text + "' still holds after the loop's last round (its \"repeat\"), at " +
                     args.problem().key() + ": the rounds did not converge, or the loop needs more");
       if (!again) next = size_t(s.jump);
       continue;
     }
-    if (spec && (!s.args.empty() || !s.set_args.empty() || !s.alias_args.empty())) {
+    if (spec && (!s.args.empty() || !s.set_args.empty() || !s.alias_args.empty() || !s.offset_at.empty())) {
       // A user's kernel's step that takes some of the spec's arguments in its own order, or (in a
       // loop) passes other values or buffers than the call's for some.
       const size_t n = s.args.empty() ? base : s.args.size();
@@ -268,6 +280,11 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
           if (s.set_args[j] == k) {
             own[i] = 0;
             store_elem(reinterpret_cast<unsigned char*>(&own[i]), 0, spec->args[size_t(k)].scalar_type, s.set_values.at(j));
+            params[i] = &own[i];
+          }
+        for (size_t j = 0; j < s.offset_at.size(); ++j)
+          if (size_t(s.offset_at[j]) == i) { // the buffer (as this round passes it) from an element on
+            own[i] = *static_cast<const CUdeviceptr*>(params[i]) + s.offset_bytes.at(j);
             params[i] = &own[i];
           }
       }

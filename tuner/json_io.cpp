@@ -137,7 +137,8 @@ const auto kStepFields = std::make_tuple(
     field("copy_from", &LaunchStep::copy_from), field("copy_to", &LaunchStep::copy_to),
     field("copy_bytes", &LaunchStep::copy_bytes), field("set_arg", &LaunchStep::set_arg), field("test", &LaunchStep::test),
     field("jump", &LaunchStep::jump), field("test_last", &LaunchStep::test_last), field("test_values", &LaunchStep::test_values),
-    field("symbol", &LaunchStep::symbol), field("symbol_offset", &LaunchStep::symbol_offset));
+    field("symbol", &LaunchStep::symbol), field("symbol_offset", &LaunchStep::symbol_offset),
+    field("offset_at", &LaunchStep::offset_at), field("offset_bytes", &LaunchStep::offset_bytes));
 
 const auto kSpecArgFields =
     std::make_tuple(field("offset", &LaunchPlan::SpecArgValue::offset), field("bytes", &LaunchPlan::SpecArgValue::bytes),

@@ -70,6 +70,9 @@ struct LaunchStep {
   std::vector<int> set_args;
   std::vector<double> set_values;
   std::vector<int> alias_args, alias_of;
+  // A user's kernel's step that passes a buffer at an offset: the places in its args, and the bytes.
+  std::vector<int> offset_at;
+  std::vector<unsigned long long> offset_bytes;
   // A user's kernel: not a kernel but a device-to-device copy of copy_bytes from argument
   // copy_from's buffer to copy_to's (a loop's swapped buffer put back in its own); kernel is -1.
   int copy_from = -1, copy_to = -1;

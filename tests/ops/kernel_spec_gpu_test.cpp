@@ -787,6 +787,116 @@ TEST(KernelSpecGpu, ALoopRunsWhileItsFlagSaysARoundChangedSomething) {
   }
 }
 
+// A host loop that reads a whole array back after every round and goes on while its largest
+// element is above a tolerance (pagerank's max difference, an iteration's residual): x' = x / 2 + b
+// per element until no element moves more than 1e-6; and a chunked host loop that passes each
+// round's chunk of its buffers (`x + t * C`). The reference iterates the same arithmetic in one
+// block (a round apart at most, where the two compile it differently: within 1e-5 then, since
+// the last round moved no element more than 1e-6).
+constexpr const char* kConvergeSource = R"CUDA(
+template <int B>
+__global__ void halve(const float* x, const float* b, float* y, float* diff, int n) {
+  const int i = blockIdx.x * B + threadIdx.x;
+  if (i >= n) return;
+  const float v = 0.5f * x[i] + b[i];
+  diff[i] = fabsf(v - x[i]);
+  y[i] = v;
+}
+__global__ void halve_ref(float* x, const float* b, int n) {
+  __shared__ float worst[1024];
+  for (int round = 0; round < 1000; ++round) {
+    float w = 0;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+      const float v = 0.5f * x[i] + b[i];
+      w = fmaxf(w, fabsf(v - x[i]));
+      x[i] = v;
+    }
+    worst[threadIdx.x] = w;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+      if (threadIdx.x < s) worst[threadIdx.x] = fmaxf(worst[threadIdx.x], worst[threadIdx.x + s]);
+      __syncthreads();
+    }
+    const bool done = !(worst[0] > 1e-6f);
+    __syncthreads();
+    if (done) return;
+  }
+}
+template <int B>
+__global__ void twice(const float* x, float* y, int c) {
+  const int i = blockIdx.x * B + threadIdx.x;
+  if (i < c) y[i] = 2 * x[i];
+}
+__global__ void twice_ref(const float* x, float* y, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = 2 * x[i];
+}
+)CUDA";
+
+constexpr const char* kConvergeSpec = R"JSON({
+  "name": "halve", "sources": ["converge.cu"], "params_as": "template", "dims": ["n"], "params": {"B": [64, 256]},
+  "launch": {"repeat": 1000, "while": "max_of(diff) > 1e-6", "swap": [["x", "y"]], "kernel": "halve<{B}>",
+             "grid": ["ceil_div(n, B)"], "block": ["B"], "args": ["x", "b", "y", "diff", "n_"]},
+  "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "inout", "fill": {"random": [-100, 100]},
+            "atol": 1e-5, "rtol": 0},
+           {"name": "b", "kind": "buffer", "dtype": "f32", "count": "n", "fill": {"random": [-1, 1]}},
+           {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "temp"},
+           {"name": "diff", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "temp"},
+           {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"}],
+  "check": {"reference": {"kernel": "halve_ref", "launch": {"grid": [1], "block": [1024], "args": ["x", "b", "n_"]}}}
+})JSON";
+
+constexpr const char* kChunksSpec = R"JSON({
+  "name": "chunks", "sources": ["converge.cu"], "params_as": "template", "dims": ["n"], "params": {"B": [64, 256], "C": [100, 4096]},
+  "launch": {"repeat": "ceil_div(n, C)", "index": "t", "kernel": "twice<{B}>", "grid": ["ceil_div(C, B)"], "block": ["B"],
+             "args": [{"arg": "x", "offset": "t * C"}, {"arg": "y", "offset": "t * C"}, "c"]},
+  "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n"},
+           {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out", "atol": 0, "rtol": 0},
+           {"name": "c", "kind": "scalar", "dtype": "i32", "value": "min(C, n - t * C)"},
+           {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"}],
+  "check": {"reference": {"kernel": "twice_ref", "launch": {"grid": ["ceil_div(n, 256)"], "block": [256], "args": ["x", "y", "n_"]}}}
+})JSON";
+
+TEST(KernelSpecGpu, AConditionOverAWholeBufferAndBuffersPassedFromAnElementOn) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  TempDir dir("spec_converge");
+  std::ofstream(dir.file("converge.cu")) << kConvergeSource;
+  std::ofstream(dir.file("halve.json")) << kConvergeSpec;
+  std::ofstream(dir.file("chunks.json")) << kChunksSpec;
+  const std::string op = load_kernel_spec(dir.file("halve.json")), chunks = load_kernel_spec(dir.file("chunks.json"));
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  auto runner = make_op_runner(op, compiler, *d);
+  auto chunk_runner = make_op_runner(chunks, compiler, *d);
+  for (const char* shape : {"100000", "777", "5"})
+    for (int b : {64, 256}) {
+      const VerifyResult v = check_config(*runner, compiler, *d, op, Config{{"B", b}}, Problem::parse(op, shape), 3, 2);
+      EXPECT_TRUE(v.pass) << shape << " B " << b << ": " << v.summary();
+      for (int c : {100, 4096}) {
+        const VerifyResult vc = check_config(*chunk_runner, compiler, *d, chunks, Config{{"B", b}, {"C", c}}, Problem::parse(chunks, shape), 3);
+        EXPECT_TRUE(vc.pass) << "chunks " << shape << " B " << b << " C " << c << ": " << vc.summary();
+      }
+    }
+  // The first element alone decides: the loop stops when element 0 settles, before the others.
+  std::string first = kConvergeSpec;
+  first.replace(first.find("max_of(diff)"), std::strlen("max_of(diff)"), "diff");
+  first.replace(first.find("\"halve\""), 7, "\"halve_first\"");
+  const std::string early = load_kernel_spec_text(first, "first.json", dir.path.string());
+  auto early_runner = make_op_runner(early, compiler, *d);
+  const VerifyResult e = check_config(*early_runner, compiler, *d, early, Config{{"B", 64}}, Problem::parse(early, "100000"), 3);
+  EXPECT_FALSE(e.pass) << "a loop that stopped when its first element settled passed: " << e.summary();
+  // Every round given the first chunk of y: the rest is never written, and the check fails it.
+  std::string fixed = kChunksSpec;
+  fixed.replace(fixed.find("{\"arg\": \"y\", \"offset\": \"t * C\"}"), std::strlen("{\"arg\": \"y\", \"offset\": \"t * C\"}"), "\"y\"");
+  fixed.replace(fixed.find("\"chunks\""), 8, "\"chunks_fixed\"");
+  const std::string one = load_kernel_spec_text(fixed, "fixed.json", dir.path.string());
+  auto one_runner = make_op_runner(one, compiler, *d);
+  const VerifyResult f = check_config(*one_runner, compiler, *d, one, Config{{"B", 64}, {"C", 100}}, Problem::parse(one, "777"), 3);
+  EXPECT_FALSE(f.pass) << "rounds that all wrote y's first chunk passed: " << f.summary();
+}
+
 // mri-q's host loop: a long array copied into __constant__ memory a tile a round, each round's
 // kernel adding what its tile gives. The reference reads the whole array from global memory.
 constexpr const char* kTilesSource = R"CUDA(

@@ -1030,6 +1030,45 @@ TEST(KernelSpec, ALoopWhileAConditionHoldsTestsItAfterEveryRound) {
   EXPECT_EQ(p2.steps[2].jump, 9);
 }
 
+// max_of / min_of / sum_of over a buffer: a slot of its own that reads the whole buffer.
+TEST(KernelSpec, AConditionMayReduceAWholeBuffer) {
+  SpecDir d;
+  ojson j = while_spec();
+  j["launch"]["while"] = "max_of(y) > 1e-6 and sum_of( x ) > 0 or flag";
+  const std::string op = load_kernel_spec_text(j.dump(), "while-max.json", d.dir());
+  const KernelSpec& s = spec_of(op);
+  const SpecWhile& w = s.whiles.at(0);
+  ASSERT_EQ(w.slots.size(), w.reads.size());
+  auto slot = [&](int arg, SpecWhile::Read r) {
+    for (size_t i = 0; i < w.slots.size(); ++i)
+      if (w.slots[i] == arg && w.reads[i] == r) return int(i);
+    return -1;
+  };
+  const int y_max = slot(1, SpecWhile::max), x_sum = slot(0, SpecWhile::sum), flag = slot(4, SpecWhile::first);
+  ASSERT_GE(y_max, 0);
+  ASSERT_GE(x_sum, 0);
+  ASSERT_GE(flag, 0);
+  EXPECT_EQ(w.text, "max_of(y) > 1e-6 and sum_of( x ) > 0 or flag");
+  std::vector<double> v(s.names.size() + w.slots.size(), 0.0);
+  v[s.names.size() + size_t(y_max)] = 1, v[s.names.size() + size_t(x_sum)] = 2;
+  EXPECT_EQ(w.cond.eval(v), 1);
+  v[s.names.size() + size_t(x_sum)] = -2;
+  EXPECT_EQ(w.cond.eval(v), 0);
+  for (const auto& [cond, error] : std::vector<std::pair<std::string, std::string>>{
+           {"max_of(n_) > 0", "max_of reads a buffer; 'n_' is a scalar"},
+           {"max_of(z) > 0", "launch.while: 'z'"},
+           {"max_of y > 0", "max_of takes a buffer argument's name in parentheses"}}) {
+    ojson k = while_spec();
+    k["launch"]["while"] = cond;
+    try {
+      load_kernel_spec_text(k.dump(), "bad-max.json", d.dir());
+      ADD_FAILURE() << cond << ": accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(error), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(KernelSpec, AMalformedWhileLoopIsRefusedNamingItsField) {
   SpecDir d;
   struct Case {
@@ -1133,6 +1172,72 @@ TEST(KernelSpec, ASymbolTakesATileOfItsBufferEveryRound) {
     } catch (const UsageError& e) {
       EXPECT_NE(std::string(e.what()).find(error), std::string::npos) << e.what();
     }
+  }
+}
+
+// A buffer passed from an element on (host code's `d_rmu + i * CHUNK`): the plan holds each round's
+// byte offset at the argument's place in the step; an offset past the buffer is the plan's error.
+TEST(KernelSpec, AStepPassesABufferFromAnElementOnEveryRound) {
+  SpecDir d;
+  ojson j = ojson::parse(R"JSON({
+    "name": "chunks", "sources": ["k.cu"], "params_as": "template", "dims": ["n"], "params": {"C": [100, 256]},
+    "launch": {"repeat": "ceil_div(n, C)", "index": "t", "kernel": "scale<64>", "grid": [1], "block": [64],
+               "args": [{"arg": "x", "offset": "t * C"}, {"arg": "y", "offset": "t * C"}, "c"]},
+    "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n"},
+             {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"},
+             {"name": "c", "kind": "scalar", "dtype": "i32", "value": "min(C, n - t * C)"}],
+    "check": {"none": "the plan only"}})JSON");
+  const std::string op = load_kernel_spec_text(j.dump(), "chunks.json", d.dir());
+  const LaunchPlan plan = find_family(op).launch_plan(Config{{"C", 256}}, Problem::parse(op, "600"));
+  ASSERT_EQ(plan.steps.size(), 3u);
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_EQ(plan.steps[size_t(k)].offset_at, (std::vector<int>{0, 1})) << "round " << k;
+    const unsigned long long b = 256ull * 4 * unsigned(k);
+    EXPECT_EQ(plan.steps[size_t(k)].offset_bytes, (std::vector<unsigned long long>{b, b})) << "round " << k;
+  }
+  EXPECT_EQ(plan.steps[2].set_values, (std::vector<double>{88}));
+  const LaunchPlan back = plan_from_json(nlohmann::json::parse(plan_to_json(plan).dump()));
+  EXPECT_EQ(back.steps[2].offset_at, plan.steps[2].offset_at);
+  EXPECT_EQ(back.steps[2].offset_bytes, plan.steps[2].offset_bytes);
+  // One round more than the buffer holds: the plan names the element and the buffer.
+  j["launch"]["repeat"] = "ceil_div(n, C) + 1";
+  j["args"][2]["value"] = "max(0, min(C, n - t * C))";
+  const std::string past = load_kernel_spec_text(j.dump(), "past-chunks.json", d.dir());
+  try {
+    find_family(past).launch_plan(Config{{"C", 256}}, Problem::parse(past, "600"));
+    ADD_FAILURE() << "an offset past its buffer planned";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("args[0].offset: element 768 of x, which holds 600"), std::string::npos) << e.what();
+  }
+  // Only a buffer is passed at an offset.
+  j = ojson::parse(j.dump());
+  j["launch"]["args"][2] = {{"arg", "c"}, {"offset", 1}};
+  try {
+    load_kernel_spec_text(j.dump(), "scalar-offset.json", d.dir());
+    ADD_FAILURE() << "a scalar at an offset accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("launch.args[2].arg: 'c' is a scalar"), std::string::npos) << e.what();
+  }
+}
+
+// A ramp whose start and step read the dimensions (HeCBench fhd's `i / voxels`).
+TEST(KernelSpec, ARampsStartAndStepMayReadTheDimensions) {
+  SpecDir d;
+  ojson j = SpecDir::base();
+  j["args"][0]["fill"] = ojson::parse(R"({"ramp": {"start": "n", "step": "1.0 / n"}})");
+  const std::string op = load_kernel_spec_text(j.dump(), "ramp-dims.json", d.dir());
+  const KernelSpec& s = spec_of(op);
+  const SpecFill f = fill_at(s, s.args[0].fill, Problem::parse(op, "8"));
+  EXPECT_EQ(f.start, 8);
+  EXPECT_EQ(f.step, 0.125);
+  const std::vector<unsigned char> bytes = spec_fill_bytes(f, ElemType::f32, 4, 0);
+  EXPECT_EQ(load_elem(bytes.data(), 3, ElemType::f32), 8.375);
+  j["args"][0]["fill"] = ojson::parse(R"({"ramp": {"step": "1 / q"}})");
+  try {
+    load_kernel_spec_text(j.dump(), "ramp-bad.json", d.dir());
+    ADD_FAILURE() << "a ramp of an unknown name accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("args[0].fill.ramp.step"), std::string::npos) << e.what();
   }
 }
 
