@@ -948,9 +948,13 @@ void read_identity(const Reader& r, const ojson& j, KernelSpec& s) {
 
 // The parameters and their domains, then every name an expression may read (KernelSpec::names).
 void read_params(const Reader& r, const ojson& j, KernelSpec& s) {
-  if (!j.contains("params")) r.fail("params", "missing (at least one tunable parameter)");
+  // A kernel with nothing to tune (only checked and timed) names one parameter of one value that
+  // its source does not read: it reaches no -D, and every problem has that one config.
+  const char* none = " (a kernel with nothing to tune: one parameter of one value, {\"UNTUNED\": [0]}, that the source "
+                     "does not read)";
+  if (!j.contains("params")) r.fail("params", std::string("missing") + none);
   const ojson& params = j["params"];
-  if (!params.is_object() || params.empty()) r.fail("params", "expected an object of parameter -> values, at least one");
+  if (!params.is_object() || params.empty()) r.fail("params", std::string("expected an object of parameter -> values, at least one") + none);
   for (const auto& [k, v] : params.items()) {
     if (!identifier(k)) r.fail("params." + k, "not a C identifier");
     s.params.push_back({k, read_values(r, v, "params." + k)});
