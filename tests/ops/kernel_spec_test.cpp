@@ -901,14 +901,26 @@ TEST(KernelSpec, LoopsInLoopsKeepTheirSwapsApartAndTheirLimitsAtEveryEnd) {
       << "1536 threads in its third round";
 }
 
+// Planning op's config c at problem `shape` must fail with a UsageError whose message holds `error`.
+void expect_plan_refused(const std::string& op, const Config& c, const std::string& shape, const std::string& error) {
+  try {
+    find_family(op).launch_plan(c, Problem::parse(op, shape));
+    ADD_FAILURE() << "planned; expected: " << error;
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find(error), std::string::npos) << e.what();
+  }
+}
+
+// A malformed variant of a spec: what it is, the edit that makes it, and the error it must raise.
+struct SpecEdit {
+  const char* what;
+  std::function<void(ojson&)> edit;
+  const char* error;
+};
+
 TEST(KernelSpec, AMalformedLoopIsRefusedNamingItsField) {
   SpecDir d;
-  struct Case {
-    const char* what;
-    std::function<void(ojson&)> edit;
-    const char* error;
-  };
-  const Case cases[] = {
+  const SpecEdit cases[] = {
       {"counter named like a parameter", [](ojson& j) { j["launch"]["index"] = "B"; }, "launch.index: 'B' is a parameter"},
       {"index without rounds", [](ojson& j) { j["launch"].erase("repeat"); }, "launch.index: only a loop has one"},
       {"a loop without rounds",
@@ -943,13 +955,8 @@ TEST(KernelSpec, AMalformedLoopIsRefusedNamingItsField) {
   // Rounds that are no whole number at a problem: the plan's error, naming the field.
   ojson j = rounds_spec();
   j["launch"]["repeat"] = "T / 2";
-  const std::string op = load_kernel_spec_text(j.dump(), "half.json", d.dir());
-  try {
-    find_family(op).launch_plan(Config{{"B", 64}}, Problem::parse(op, "1000x3"));
-    ADD_FAILURE() << "1.5 rounds";
-  } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("launch.repeat: 'T / 2' gives 1.5 rounds"), std::string::npos) << e.what();
-  }
+  expect_plan_refused(load_kernel_spec_text(j.dump(), "half.json", d.dir()), Config{{"B", 64}}, "1000x3",
+                      "launch.repeat: 'T / 2' gives 1.5 rounds");
 }
 
 // A loop that runs while a condition holds (a BFS's "changed" flag): every round unrolled up to
@@ -1076,12 +1083,7 @@ TEST(KernelSpec, AConditionMayReduceAWholeBuffer) {
 
 TEST(KernelSpec, AMalformedWhileLoopIsRefusedNamingItsField) {
   SpecDir d;
-  struct Case {
-    const char* what;
-    std::function<void(ojson&)> edit;
-    const char* error;
-  };
-  const Case cases[] = {
+  const SpecEdit cases[] = {
       {"while without rounds", [](ojson& j) { j["launch"].erase("repeat"); }, "launch.index: only a loop has one"},
       {"reset without while", [](ojson& j) { j["launch"].erase("while"); }, "launch.reset: only a loop that runs while"},
       {"a condition of no buffer", [](ojson& j) { j["launch"]["while"] = "t < 2"; }, "launch.while: 't < 2' reads no buffer"},
@@ -1153,13 +1155,8 @@ TEST(KernelSpec, ASymbolTakesATileOfItsBufferEveryRound) {
   EXPECT_EQ(back.steps[5].symbol_offset, 512u);
   // A slice past its buffer: the plan names the symbol and the elements.
   j["symbols"][0]["offset"] = "t * TILE + 1";
-  const std::string past = load_kernel_spec_text(j.dump(), "past.json", d.dir());
-  try {
-    find_family(past).launch_plan(Config{{"B", 64}, {"TILE", 256}}, Problem::parse(past, "1000x600"));
-    ADD_FAILURE() << "a slice past its buffer planned";
-  } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("symbols[0]: elements 513 to 601 of kvals, which holds 600"), std::string::npos) << e.what();
-  }
+  expect_plan_refused(load_kernel_spec_text(j.dump(), "past.json", d.dir()), Config{{"B", 64}, {"TILE", 256}}, "1000x600",
+                      "symbols[0]: elements 513 to 601 of kvals, which holds 600");
   // Only a symbol from a buffer takes a slice; a slice reads no device value.
   for (const auto& [edit, error] : std::vector<std::pair<std::function<void(ojson&)>, std::string>>{
            {[](ojson& k) { k["symbols"][1] = {{"name", "cw"}, {"dtype", "f32"}, {"count", 4}, {"fill", "ones"}, {"offset", 1}}; },
@@ -1198,13 +1195,8 @@ TEST(KernelSpec, AStepPassesABufferFromAnElementOnEveryRound) {
   // One round more than the buffer holds: the plan names the element and the buffer.
   j["launch"]["repeat"] = "ceil_div(n, C) + 1";
   j["args"][2]["value"] = "max(0, min(C, n - t * C))";
-  const std::string past = load_kernel_spec_text(j.dump(), "past-chunks.json", d.dir());
-  try {
-    find_family(past).launch_plan(Config{{"C", 256}}, Problem::parse(past, "600"));
-    ADD_FAILURE() << "an offset past its buffer planned";
-  } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("args[0].offset: element 768 of x, which holds 600"), std::string::npos) << e.what();
-  }
+  expect_plan_refused(load_kernel_spec_text(j.dump(), "past-chunks.json", d.dir()), Config{{"C", 256}}, "600",
+                      "args[0].offset: element 768 of x, which holds 600");
   // Only a buffer is passed at an offset.
   j = ojson::parse(j.dump());
   j["launch"]["args"][2] = {{"arg", "c"}, {"offset", 1}};
