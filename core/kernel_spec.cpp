@@ -512,6 +512,10 @@ void read_while(const Reader& r, const KernelSpec& s, const ojson& o, const std:
       text.replace(at_fn, close + 1 - at_fn, name);
       from = at_fn + name.size();
     }
+  for (const SpecArg& a : s.args)
+    if (!a.buffer && std::find(names.begin(), names.end(), a.name) == names.end() && find_word(text, a.name) != std::string::npos)
+      r.fail(at + ".while", "'" + w.text + "' reads '" + a.name + "', a scalar argument: a condition reads buffers (their first "
+                            "element, or max_of / min_of / sum_of of all), dimensions, parameters and counters");
   w.cond = Expr(r.expand(text), names, w.where);
   bool reads_buffer = false;
   for (size_t i : w.cond.reads()) {
@@ -784,7 +788,10 @@ void read_symbols(const Reader& r, KernelSpec& s, const ojson& v) {
       y.type = s.args[size_t(y.from_arg)].type;
       y.count = s.args[size_t(y.from_arg)].count;
       if (s.args[size_t(y.from_arg)].problem_dtype) r.fail(at + ".from", "'" + from + "' takes the problem's dtype; a symbol has one type");
-      // A slice: offset and count of the dimensions, parameters and loops' counters.
+      // A slice: offset and count of the dimensions, parameters and loops' counters; an offset
+      // without a count takes the rest of the buffer.
+      if (o.contains("offset") && !o.contains("count"))
+        y.count = Expr("(" + y.count.text() + ") - (" + r.expr_text(o["offset"], at + ".offset") + ")", s.names, r.where(at + ".count"));
       for (const char* f : {"offset", "count"}) {
         if (!o.contains(f)) continue;
         y.planned = true;
@@ -1214,10 +1221,14 @@ void check_params_used(const Reader& r, const KernelSpec& s) {
       for (int d = 0; d < 3; ++d) read(st.grid[d]), read(st.block[d]), read(st.cluster[d]);
       read(st.smem);
       for (const Expr& e : st.within) read(e); // its loops' rounds ("VER == 2": a version's step)
+      for (const Expr& e : st.arg_offsets) read(e); // a chunk a round of C elements
     }
   for (const Expr& e : s.constraints) read(e);
   for (const auto& [name, e] : s.defines) read(e);
   for (const SpecArg& a : s.args) read(a.count), read(a.value);
+  for (const SpecSymbol& y : s.symbols)
+    if (y.planned) read(y.offset), read(y.count); // a tile of TILE elements
+  for (const SpecWhile& w : s.whiles) read(w.cond); // at most MAXIT rounds
   for (size_t i = 0; i < s.params.size(); ++i)
     if (!used[i] && (!s.params_as_defines || s.params[i].values.size() > 1)) // one value: a harmless constant
       r.fail("params." + s.params[i].name,

@@ -571,6 +571,36 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
   };
   // Each planned symbol's slice as last copied (offset, count); none yet.
   std::vector<std::pair<long long, long long>> slices(symbols.size(), {-1, -1});
+  // Whether step t is in every loop whose counter symbol y's slice reads (where the plan copies it).
+  auto in_loops_of = [](const SpecSymbol& y, const SpecStep& t) {
+    return std::all_of(y.counters.begin(), y.counters.end(), [&](int n) {
+      return std::find(t.loop_counters.begin(), t.loop_counters.end(), n) != t.loop_counters.end();
+    });
+  };
+  // The copy of symbol k's slice at the counters now, where it differs from the last one copied.
+  auto copy_slice = [&](size_t k, const std::string& where_now) {
+    const SpecSymbol& y = symbols[k];
+    const std::string field = "symbols[" + std::to_string(k) + "]";
+    const long long from = y.offset.empty() ? 0 : y.offset.eval_integer(v, 0, 1e15, field + ".offset" + where_now);
+    const long long n = y.count.eval_integer(v, 0, 1e15, field + ".count" + where_now);
+    const long long size = count_of(size_t(y.from_arg), p, c);
+    if (from + n > size)
+      throw UsageError(path + ": " + field + ": elements " + std::to_string(from) + " to " + std::to_string(from + n) + " of " +
+                       args[size_t(y.from_arg)].name + ", which holds " + std::to_string(size) + where_now);
+    if (slices[k] == std::make_pair(from, n)) return;
+    slices[k] = {from, n};
+    LaunchStep copy;
+    copy.kernel = -1;
+    copy.symbol = int(k);
+    copy.symbol_offset = (unsigned long long)from;
+    copy.copy_bytes = (unsigned long long)n * (unsigned long long)elem_bytes(y.type);
+    push(std::move(copy));
+  };
+  // A plan none of whose steps is in a slice's loops (a reference of its own) gets the slice its
+  // counters at 0 give, before its first launch: the same every call, never what a call left.
+  for (size_t k = 0; k < symbols.size(); ++k)
+    if (symbols[k].planned && std::none_of(st.begin(), st.end(), [&](const SpecStep& t) { return in_loops_of(symbols[k], t); }))
+      copy_slice(k, at);
   auto launch = [&](size_t i) {
     const SpecStep& t = st[i];
     LaunchStep s;
@@ -587,29 +617,9 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
     s.cooperative = t.cooperative;
     s.args = t.args;
     // The slices of buffers this launch's symbols hold (a tile a round), copied where they change.
-    for (size_t k = 0; k < symbols.size(); ++k) {
-      const SpecSymbol& y = symbols[k];
-      if (!y.planned) continue;
-      if (!std::all_of(y.counters.begin(), y.counters.end(), [&](int n) {
-            return std::find(t.loop_counters.begin(), t.loop_counters.end(), n) != t.loop_counters.end();
-          }))
-        continue; // a step outside a loop the slice follows: the symbol holds what it last held
-      const std::string field = "symbols[" + std::to_string(k) + "]";
-      const long long from = y.offset.empty() ? 0 : y.offset.eval_integer(v, 0, 1e15, field + ".offset" + where_now);
-      const long long n = y.count.eval_integer(v, 0, 1e15, field + ".count" + where_now);
-      const long long size = count_of(size_t(y.from_arg), p, c);
-      if (from + n > size)
-        throw UsageError(path + ": " + field + ": elements " + std::to_string(from) + " to " + std::to_string(from + n) + " of " +
-                         args[size_t(y.from_arg)].name + ", which holds " + std::to_string(size) + where_now);
-      if (slices[k] == std::make_pair(from, n)) continue;
-      slices[k] = {from, n};
-      LaunchStep copy;
-      copy.kernel = -1;
-      copy.symbol = int(k);
-      copy.symbol_offset = (unsigned long long)from;
-      copy.copy_bytes = (unsigned long long)n * (unsigned long long)elem_bytes(y.type);
-      push(std::move(copy));
-    }
+    // A step outside a loop a slice follows gets none: the symbol holds what the loop left.
+    for (size_t k = 0; k < symbols.size(); ++k)
+      if (symbols[k].planned && in_loops_of(symbols[k], t)) copy_slice(k, where_now);
     for (size_t j = 0; j < t.arg_offsets.size(); ++j) { // buffers passed from an element on
       if (t.arg_offsets[j].empty()) continue;
       const size_t k = size_t(t.args[j]);
@@ -656,7 +666,8 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
         const SpecWhile& w = whiles[size_t(n.until)];
         std::vector<int> read_args; // the buffers whose first elements the condition reads
         for (size_t i : w.cond.reads())
-          if (i >= names.size()) read_args.push_back(w.slots.at(i - names.size()));
+          if (i >= names.size() && std::find(read_args.begin(), read_args.end(), w.slots.at(i - names.size())) == read_args.end())
+            read_args.push_back(w.slots.at(i - names.size()));
         for (long long k = 0; k < rounds; ++k) {
           if (n.index >= 0) v[size_t(n.index)] = double(k);
           for (int r : n.resets) {

@@ -168,10 +168,27 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
                 " bytes of workspace, the launch has none");
   const auto& spec = op_info(args.problem().op).spec;
   if (spec) {
+    // Each kernel's parameters against the spec's once (a loop's rounds repeat a few kernels), and
+    // whether a loop reads the device back between rounds, which a stream being captured into a
+    // CUDA graph cannot do: refused before anything is enqueued.
+    std::vector<char> seen;
+    bool reads_back = false;
     for (const LaunchStep& s : plan.steps) {
+      reads_back = reads_back || s.test >= 0;
       if (s.kernel < 0) continue;
+      if (size_t(s.kernel) >= seen.size()) seen.resize(size_t(s.kernel) + 1, 0);
+      if (seen[size_t(s.kernel)]) continue;
+      seen[size_t(s.kernel)] = 1;
       const std::string& why = m.checked(size_t(s.kernel), [&] { return param_mismatch(m, s, *spec); });
       if (!why.empty()) throw UsageError(why);
+    }
+    if (reads_back) {
+      CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
+      const std::string what = m.context() + " at " + args.problem().key();
+      check_cu(driver().cuStreamIsCapturing(stream, &capturing), "cuStreamIsCapturing", what);
+      if (capturing != CU_STREAM_CAPTURE_STATUS_NONE)
+        throw UsageError(spec->path + ": " + what + ": a loop that runs while a condition holds reads the device after every "
+                         "round, which a stream being captured (a CUDA graph) cannot do: call it outside the capture");
     }
     args.bind(plan);
     spec_before_launch(m, *spec, plan, args, stream);
@@ -226,11 +243,6 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
       if (size_t(s.test) >= spec->whiles.size()) throw Error(m.context() + ": a test of a loop the spec does not have");
       if (s.jump < 0 || size_t(s.jump) > plan.steps.size()) throw Error(m.context() + ": a loop's exit past the plan");
       const SpecWhile& w = spec->whiles[size_t(s.test)];
-      CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
-      check_cu(driver().cuStreamIsCapturing(stream, &capturing), "cuStreamIsCapturing", m.context());
-      if (capturing != CU_STREAM_CAPTURE_STATUS_NONE)
-        throw UsageError(w.where + ": a loop that runs while a condition holds reads the device after every round, which "
-                         "a stream being captured (a CUDA graph) cannot do: call it outside the capture");
       std::vector<double> values = s.test_values;
       const size_t first = values.size();
       values.resize(first + w.slots.size(), 0.0);
@@ -241,10 +253,10 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
         const SpecArg& a = spec->args[size_t(k)];
         const ElemType t = a.elem(args.problem());
         // The first element, or (max_of, min_of, sum_of) all of them, as the host code reads them.
-        const size_t n = read == SpecWhile::first ? 1
-                         : a.intent == SpecArg::temp ? plan.spec_args.at(size_t(k)).bytes / size_t(elem_bytes(t))
-                                                     : size_t(spec->count_of(size_t(k), args.problem()));
-        if (!n) throw UsageError(w.where + ": '" + w.text + "' reads " + a.name + ", which holds no element at " + args.problem().key());
+        const size_t held = a.intent == SpecArg::temp ? plan.spec_args.at(size_t(k)).bytes / size_t(elem_bytes(t))
+                                                      : size_t(spec->count_of(size_t(k), args.problem()));
+        if (!held) throw UsageError(w.where + ": '" + w.text + "' reads " + a.name + ", which holds no element at " + args.problem().key());
+        const size_t n = read == SpecWhile::first ? 1 : held;
         std::vector<unsigned char> bytes(n * size_t(elem_bytes(t)));
         const std::string what = m.context() + ": reading " + a.name + " for " + w.where + " at " + args.problem().key();
         check_cu(driver().cuMemcpyDtoHAsync(bytes.data(), pointer(s, k), bytes.size(), stream), "cuMemcpyDtoHAsync", what);
@@ -252,9 +264,12 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
         double x = load_elem(bytes.data(), 0, t);
         for (size_t e = 1; e < n; ++e) {
           const double y = load_elem(bytes.data(), e, t);
-          // A NaN anywhere is the result's (a diverging round never reads as converged).
           x = std::isnan(y) || std::isnan(x) ? y + x : read == SpecWhile::max ? std::max(x, y) : read == SpecWhile::min ? std::min(x, y) : x + y;
         }
+        // NaN compares false: the loop would stop as if it had converged. A diverging round fails the call.
+        if (std::isnan(x))
+          throw Error(w.where + ": '" + w.text + "' read NaN from " + a.name + " at " + args.problem().key() +
+                      ": the rounds diverged or wrote no value there");
         values[i] = x;
       }
       const bool again = w.cond.eval(values) != 0;

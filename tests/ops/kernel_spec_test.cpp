@@ -1074,7 +1074,8 @@ TEST(KernelSpec, AConditionMayReduceAWholeBuffer) {
   for (const auto& [cond, error] : std::vector<std::pair<std::string, std::string>>{
            {"max_of(n_) > 0", "max_of reads a buffer; 'n_' is a scalar"},
            {"max_of(z) > 0", "launch.while: 'z'"},
-           {"max_of y > 0", "max_of takes a buffer argument's name in parentheses"}}) {
+           {"max_of y > 0", "max_of takes a buffer argument's name in parentheses"},
+           {"n_ > 0 and flag", "reads 'n_', a scalar argument: a condition reads buffers"}}) {
     ojson k = while_spec();
     k["launch"]["while"] = cond;
     expect_refused(k, d, error);
@@ -1153,6 +1154,24 @@ TEST(KernelSpec, ASymbolTakesATileOfItsBufferEveryRound) {
   ASSERT_EQ(back.steps.size(), 7u);
   EXPECT_EQ(back.steps[5].symbol, 0);
   EXPECT_EQ(back.steps[5].symbol_offset, 512u);
+  // A reference none of whose steps is in the loop gets the slice at counters 0; an offset
+  // without a count takes the rest of the buffer; a parameter read only by a slice is used.
+  {
+    ojson r = j;
+    r["params"]["C"] = {1, 2};
+    r["symbols"][1] = {{"name", "cw"}, {"from", "w"}, {"offset", "C"}};
+    r["check"] = ojson::parse(R"({"reference": {"kernel": "scale_ref", "launch": {"grid": [1], "block": [32], "args": ["x", "y", "n_"]}}})");
+    const std::string ref = load_kernel_spec_text(r.dump(), "tiles-ref.json", d.dir());
+    const KernelSpec& rs = spec_of(ref);
+    const LaunchPlan rp = rs.plan(rs.reference_steps, rs.reference_config, Problem::parse(ref, "1000x600"));
+    ASSERT_EQ(rp.steps.size(), 3u) << "ck's and cw's slices at counters 0, then the reference";
+    EXPECT_EQ(rp.steps[0].symbol, 0);
+    EXPECT_EQ(rp.steps[0].copy_bytes, 256u) << "ck: the first tile at the reference's TILE 64";
+    EXPECT_EQ(rp.steps[1].symbol, 1);
+    EXPECT_EQ(rp.steps[1].symbol_offset, 1u);
+    EXPECT_EQ(rp.steps[1].copy_bytes, 599u * 4) << "cw: from element C on, the rest of w";
+    EXPECT_EQ(rp.steps[2].kernel, 0);
+  }
   // A slice past its buffer: the plan names the symbol and the elements.
   j["symbols"][0]["offset"] = "t * TILE + 1";
   expect_plan_refused(load_kernel_spec_text(j.dump(), "past.json", d.dir()), Config{{"B", 64}, {"TILE", 256}}, "1000x600",
@@ -1192,6 +1211,13 @@ TEST(KernelSpec, AStepPassesABufferFromAnElementOnEveryRound) {
   const LaunchPlan back = plan_from_json(nlohmann::json::parse(plan_to_json(plan).dump()));
   EXPECT_EQ(back.steps[2].offset_at, plan.steps[2].offset_at);
   EXPECT_EQ(back.steps[2].offset_bytes, plan.steps[2].offset_bytes);
+  // A parameter read by an offset alone is a parameter of the kernel's work.
+  {
+    ojson k = j;
+    k["launch"]["repeat"] = 2;
+    k["args"][2]["value"] = "n";
+    EXPECT_NO_THROW(load_kernel_spec_text(k.dump(), "offset-param.json", d.dir()));
+  }
   // One round more than the buffer holds: the plan names the element and the buffer.
   j["launch"]["repeat"] = "ceil_div(n, C) + 1";
   j["args"][2]["value"] = "max(0, min(C, n - t * C))";
