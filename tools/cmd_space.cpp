@@ -140,7 +140,14 @@ int cmd_space(SpaceArgs& a) {
                               : st.test >= 0       ? std::string("a test of the loop's condition, which ends it at the first round it fails")
                                                    : (plan.steps.size() > 1 ? "kernel " + std::to_string(st.kernel) + ": " : std::string()) +
                                               std::to_string(st.block[0] * st.block[1] * st.block[2]) + " threads, " +
-                                              std::to_string(st.dynamic_smem) + " B dynamic smem";
+                                              std::to_string(st.dynamic_smem) + " B dynamic smem" + [&] {
+                                                // Buffers passed from an element on (a chunk a round).
+                                                std::string from;
+                                                for (int at : st.offset_at)
+                                                  from += (from.empty() ? ", " : " and ") +
+                                                          spec_of(p.op).args.at(size_t(st.args.at(size_t(at)))).name;
+                                                return from.empty() ? from : from + " from an element on";
+                                              }();
       auto it = std::find_if(runs.begin(), runs.end(), [&](const auto& r) { return r.first == one; });
       if (it != runs.end()) ++it->second;
       else runs.emplace_back(one, 1);
