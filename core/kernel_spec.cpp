@@ -1111,11 +1111,26 @@ void read_side_kernels(const Reader& r, const KernelSpec& s, const ojson& o, con
                        std::vector<SpecStep>& steps, std::vector<SpecNode>& order, Config& config, std::vector<SpecWhile>* whiles) {
   if (!o.is_object() || !o.contains("launch"))
     r.fail(path, "expected {\"kernel\": ..., \"launch\": ...}: kernels of the source with their launch");
+  const size_t first_while = whiles->size();
   read_kernel_run(r, s, o, path, kernel, steps, order, config, whiles);
   for (const SpecStep& st : steps)
     for (int i : s.step_args(st.args))
       if (s.args[size_t(i)].buffer && s.args[size_t(i)].intent == SpecArg::temp)
         r.fail(path, "a step passes '" + s.args[size_t(i)].name + "', a temporary, which only the kernel gets; give each step its args");
+  // Nor does a loop of theirs read or reset one: no kernel of theirs could write it.
+  for (size_t k = first_while; k < whiles->size(); ++k)
+    for (int i : (*whiles)[k].slots)
+      if (s.args[size_t(i)].intent == SpecArg::temp &&
+          find_word((*whiles)[k].text, s.args[size_t(i)].name) != std::string::npos)
+        r.fail(path, "a loop's condition reads '" + s.args[size_t(i)].name + "', a temporary, which only the kernel gets");
+  std::function<void(const std::vector<SpecNode>&)> resets = [&](const std::vector<SpecNode>& nodes) {
+    for (const SpecNode& n : nodes) {
+      if (!n.resets.empty())
+        r.fail(path, "a loop resets '" + s.args[size_t(n.resets[0])].name + "', a temporary, which only the kernel gets");
+      resets(n.body);
+    }
+  };
+  resets(order);
 }
 
 // {"answer": {"y": "expected/y_{n}.npy", ...}}: every output's expected values, from a file (one per

@@ -1109,6 +1109,15 @@ TEST(KernelSpec, AMalformedWhileLoopIsRefusedNamingItsField) {
     c.edit(j);
     expect_refused(j, d, c.error);
   }
+  // Setup kernels get no temporaries: a loop of theirs neither reads nor resets one.
+  ojson j = while_spec();
+  j["setup"] = {{"kernel", "scale<64>"},
+                {"launch", {{"repeat", 2}, {"while", "flag != 0"}, {"grid", {1}}, {"block", {64}}, {"args", {"x"}}}}};
+  j["args"][0]["intent"] = "inout";
+  expect_refused(j, d, "setup: a loop's condition reads 'flag', a temporary");
+  j["setup"]["launch"]["while"] = "x > 0";
+  j["setup"]["launch"]["reset"] = {"flag"};
+  expect_refused(j, d, "setup: a loop resets 'flag', a temporary");
 }
 
 // A symbol filled with a slice of its buffer: a tile of a long array a round, as mri-q's host loop
