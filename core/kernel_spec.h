@@ -295,12 +295,12 @@ struct KernelSpec {
   std::vector<std::string> kernel_names(const std::vector<SpecStep>& steps, const Config& c, const Problem& p) const;
   std::vector<std::string> compile_options(const Config& c, const Problem& p) const;
   LaunchPlan plan(const std::vector<SpecStep>& steps, const Config& c, const Problem& p) const;
+  // Scalar argument i's value from the names' values v; context for its error.
+  double scalar_from(size_t arg, const std::vector<double>& v, const std::string& context) const;
 
  private:
   // The values argument a's expressions read at p: with c where it follows the config.
   std::vector<double> arg_values(const SpecArg& a, const Config& c, const Problem& p) const;
-  // Scalar argument i's value from the names' values v; context for its error.
-  double scalar_from(size_t arg, const std::vector<double>& v, const std::string& context) const;
   // The order that runs `steps` (one of steps, reference_steps and baseline_steps).
   const std::vector<SpecNode>& order_of(const std::vector<SpecStep>& steps) const;
 };

@@ -571,6 +571,14 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
   };
   // Each planned symbol's slice as last copied (offset, count); none yet.
   std::vector<std::pair<long long, long long>> slices(symbols.size(), {-1, -1});
+  // The innermost while loop the plan repeats rather than unrolls, and its counter's place in
+  // names, while its rounds are planned (-1: none); how many such loops the plan has.
+  int round_loop_now = -1, round_index_now = -1, compact_loops = 0;
+  auto reads_name = [](const Expr& e, int index) {
+    if (e.empty() || index < 0) return false;
+    const std::vector<size_t>& r = e.reads();
+    return std::find(r.begin(), r.end(), size_t(index)) != r.end();
+  };
   // Whether step t is in every loop whose counter symbol y's slice reads (where the plan copies it).
   auto in_loops_of = [](const SpecSymbol& y, const SpecStep& t) {
     return std::all_of(y.counters.begin(), y.counters.end(), [&](int n) {
@@ -642,8 +650,37 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
         s.alias_args.push_back(k);
         s.alias_of.push_back(holds[size_t(k)]);
       }
+      if (a.follows_loop && round_index_now >= 0 && reads_name(a.value, round_index_now)) {
+        s.round_loop = round_loop_now; // its value follows the counter the launch keeps
+        s.round_index = round_index_now;
+        s.test_values = v;
+      }
     }
     push(std::move(s));
+  };
+  // Whether nothing in `nodes` but the scalars their own steps pass (nested: none) reads counter
+  // `index`: the rounds of a while loop with that body differ only in those scalars and the swaps'
+  // parity, so the plan holds two of them and the launch repeats them (LaunchStep::round_loop).
+  std::function<bool(const std::vector<SpecNode>&, int, bool)> periodic = [&](const std::vector<SpecNode>& nodes, int index,
+                                                                              bool nested) {
+    for (const SpecNode& m : nodes) {
+      if (m.step < 0) {
+        if (reads_name(m.repeat, index) || (m.until >= 0 && reads_name(whiles[size_t(m.until)].cond, index)) ||
+            !periodic(m.body, index, true))
+          return false;
+        continue;
+      }
+      const SpecStep& t = st[size_t(m.step)];
+      for (int d = 0; d < 3; ++d)
+        if (reads_name(t.grid[d], index) || reads_name(t.block[d], index) || reads_name(t.cluster[d], index)) return false;
+      if (reads_name(t.smem, index)) return false;
+      for (const Expr& e : t.arg_offsets)
+        if (reads_name(e, index)) return false;
+      if (nested)
+        for (int k : step_args(t.args))
+          if (reads_name(args[size_t(k)].value, index)) return false;
+    }
+    return true;
   };
   std::function<void(const std::vector<SpecNode>&)> run = [&](const std::vector<SpecNode>& nodes) {
     for (const SpecNode& n : nodes) {
@@ -658,6 +695,61 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
           throw UsageError(path + ": a loop swaps " + args[size_t(x)].name + " and " + args[size_t(y)].name + ", which hold " +
                            std::to_string(count_of(size_t(x), p, c)) + " and " + std::to_string(count_of(size_t(y), p, c)) +
                            " elements" + at);
+      if (n.until >= 0 && periodic(n.body, n.index, false) &&
+          std::none_of(symbols.begin(), symbols.end(), [&](const SpecSymbol& y) {
+            return y.planned && (reads_name(y.offset, n.index) || reads_name(y.count, n.index));
+          })) {
+        // A while loop of rounds that differ only in its counter's scalars and the swaps' parity:
+        // two rounds, the first after a step that starts the counter at 0, each ending in a test
+        // that leaves where the condition fails (after an odd number of rounds, to the copies that
+        // put the swapped buffers back) and else goes on to the other round, the counter one up.
+        if (rounds == 0) continue;
+        const SpecWhile& w = whiles[size_t(n.until)];
+        std::vector<int> read_args;
+        for (size_t i : w.cond.reads())
+          if (i >= names.size() && std::find(read_args.begin(), read_args.end(), w.slots.at(i - names.size())) == read_args.end())
+            read_args.push_back(w.slots.at(i - names.size()));
+        const int loop = compact_loops++;
+        LaunchStep entry = control({});
+        entry.round_loop = loop;
+        entry.round_entry = true;
+        push(std::move(entry));
+        const int outer_loop = round_loop_now, outer_index = round_index_now;
+        round_loop_now = loop, round_index_now = n.index;
+        size_t tests[2] = {0, 0}, first_round = plan.steps.size();
+        for (int parity = 0; parity < 2 && parity < rounds; ++parity) {
+          if (n.index >= 0) v[size_t(n.index)] = double(parity);
+          // The slices a round's launches find are the last round's, not the plan's: each round copies its own.
+          std::fill(slices.begin(), slices.end(), std::make_pair(-1LL, -1LL));
+          for (int r : n.resets) {
+            LaunchStep s = control({r});
+            s.set_arg = r;
+            push(std::move(s));
+          }
+          run(n.body);
+          LaunchStep t = control(read_args);
+          t.test = n.until;
+          t.test_values = v;
+          t.round_loop = loop;
+          t.round_index = n.index;
+          t.round_max = rounds;
+          t.jump_back = parity == 1 ? int(first_round) : -1;
+          tests[parity] = plan.steps.size();
+          push(std::move(t));
+          for (const auto& [x, y] : n.swaps) std::swap(holds[size_t(x)], holds[size_t(y)]);
+        }
+        round_loop_now = outer_loop, round_index_now = outer_index;
+        std::vector<int> odd = before;
+        for (const auto& [x, y] : n.swaps) std::swap(odd[size_t(x)], odd[size_t(y)]);
+        const size_t odd_tail = plan.steps.size();
+        copy_back(n, before, odd);
+        plan.steps[tests[0]].jump = int(odd_tail); // after the first of a pair: an odd number of rounds
+        if (rounds > 1) plan.steps[tests[1]].jump = int(plan.steps.size());
+        if (n.index >= 0) v[size_t(n.index)] = 0;
+        holds = before;
+        std::fill(slices.begin(), slices.end(), std::make_pair(-1LL, -1LL));
+        continue;
+      }
       if (n.until >= 0) {
         // A loop that runs while its condition holds: its rounds unrolled up to `rounds`, each
         // ending in a test that leaves the loop where the condition fails, to the copies that put

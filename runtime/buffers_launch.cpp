@@ -209,8 +209,18 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
       if (s.alias_args[j] == i) i = s.alias_of.at(j);
     return *static_cast<const CUdeviceptr*>(args.params()[i]);
   };
+  // The rounds each repeated while loop has run (LaunchStep::round_loop), as this call runs them.
+  std::vector<long long> rounds_done;
+  auto rounds_of = [&](int loop) -> long long& {
+    if (size_t(loop) >= rounds_done.size()) rounds_done.resize(size_t(loop) + 1, 0);
+    return rounds_done[size_t(loop)];
+  };
   for (size_t next = 0; next < plan.steps.size();) {
     const LaunchStep& s = plan.steps[next++];
+    if (spec && s.control() && s.round_entry) { // a repeated while loop starts: its counter at 0
+      rounds_of(s.round_loop) = 0;
+      continue;
+    }
     if (spec && s.copy()) { // a loop's swapped buffer put back in its own
       check_cu(driver().cuMemcpyDtoDAsync(pointer(LaunchStep(), s.copy_to), pointer(LaunchStep(), s.copy_from),
                                           size_t(s.copy_bytes), stream),
@@ -245,6 +255,7 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
       const SpecWhile& w = spec->whiles[size_t(s.test)];
       std::vector<double> values = s.test_values;
       const size_t first = values.size();
+      if (s.round_loop >= 0 && s.round_index >= 0) values.at(size_t(s.round_index)) = double(rounds_of(s.round_loop));
       values.resize(first + w.slots.size(), 0.0);
       for (size_t i : w.cond.reads()) {
         if (i < first) continue;
@@ -273,10 +284,12 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
         values[i] = x;
       }
       const bool again = w.cond.eval(values) != 0;
-      if (again && s.test_last)
+      const bool last = s.round_loop >= 0 ? ++rounds_of(s.round_loop) >= s.round_max : s.test_last;
+      if (again && last)
         throw Error(w.where + ": '" + w.text + "' still holds after the loop's last round (its \"repeat\"), at " +
                     args.problem().key() + ": the rounds did not converge, or the loop needs more");
       if (!again) next = size_t(s.jump);
+      else if (s.jump_back >= 0) next = size_t(s.jump_back);
       continue;
     }
     if (spec && (!s.args.empty() || !s.set_args.empty() || !s.alias_args.empty() || !s.offset_at.empty())) {
@@ -293,8 +306,18 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
           if (s.alias_args[j] == k) params[i] = args.params()[s.alias_of.at(j)];
         for (size_t j = 0; j < s.set_args.size(); ++j)
           if (s.set_args[j] == k) {
+            double value = s.set_values.at(j);
+            const SpecArg& a = spec->args[size_t(k)];
+            if (s.round_loop >= 0 && s.round_index >= 0) { // a repeated while loop's counter, as it runs
+              const std::vector<size_t>& reads = a.value.reads();
+              if (std::find(reads.begin(), reads.end(), size_t(s.round_index)) != reads.end()) {
+                std::vector<double> values = s.test_values;
+                values.at(size_t(s.round_index)) = double(rounds_of(s.round_loop));
+                value = spec->scalar_from(size_t(k), values, " at " + args.problem().key());
+              }
+            }
             own[i] = 0;
-            store_elem(reinterpret_cast<unsigned char*>(&own[i]), 0, spec->args[size_t(k)].scalar_type, s.set_values.at(j));
+            store_elem(reinterpret_cast<unsigned char*>(&own[i]), 0, a.scalar_type, value);
             params[i] = &own[i];
           }
         for (size_t j = 0; j < s.offset_at.size(); ++j)

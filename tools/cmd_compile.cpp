@@ -54,9 +54,11 @@ int cmd_compile(CompileArgs& a) {
       const auto times = std::count_if(launches.steps.begin(), launches.steps.end(), [&](const LaunchStep& s) {
         return !s.copy() && size_t(s.kernel) < names.size() && names[size_t(s.kernel)] == n;
       });
-      // A loop that runs while a condition holds may stop before the rounds its plan holds.
-      const bool at_most = std::any_of(launches.steps.begin(), launches.steps.end(), [](const LaunchStep& s) { return s.test >= 0; });
-      if (times > 1) std::printf("  kernel %s (%s%td launches)\n", n.c_str(), at_most ? "up to " : "", times);
+      // A loop that runs while a condition holds may stop before the rounds its plan holds, or
+      // repeat the two it holds.
+      const bool while_loop = std::any_of(launches.steps.begin(), launches.steps.end(), [](const LaunchStep& s) { return s.test >= 0; });
+      if (while_loop) std::printf("  kernel %s (%td in the plan, in a loop that runs while a condition holds)\n", n.c_str(), times);
+      else if (times > 1) std::printf("  kernel %s (%td launches)\n", n.c_str(), times);
       else std::printf("  kernel %s\n", n.c_str());
     }
   };

@@ -137,7 +137,9 @@ int cmd_space(SpaceArgs& a) {
                               : st.symbol >= 0     ? "a copy of " + std::to_string(st.copy_bytes) + " B into symbol " +
                                                              spec_of(p.op).symbols.at(size_t(st.symbol)).name
                               : st.set_arg >= 0    ? "a reset of " + spec_of(p.op).args.at(size_t(st.set_arg)).name
-                              : st.test >= 0       ? std::string("a test of the loop's condition, which ends it at the first round it fails")
+                              : st.round_entry     ? std::string("the start of a loop that repeats its rounds while its condition holds")
+                              : st.test >= 0       ? std::string("a test of the loop's condition, which ends it at the first round it fails") +
+                                                       (st.round_loop >= 0 ? " (at most " + std::to_string(st.round_max) + " rounds)" : "")
                                                    : (plan.steps.size() > 1 ? "kernel " + std::to_string(st.kernel) + ": " : std::string()) +
                                               std::to_string(st.block[0] * st.block[1] * st.block[2]) + " threads, " +
                                               std::to_string(st.dynamic_smem) + " B dynamic smem" + [&] {

@@ -138,7 +138,10 @@ const auto kStepFields = std::make_tuple(
     field("copy_bytes", &LaunchStep::copy_bytes), field("set_arg", &LaunchStep::set_arg), field("test", &LaunchStep::test),
     field("jump", &LaunchStep::jump), field("test_last", &LaunchStep::test_last), field("test_values", &LaunchStep::test_values),
     field("symbol", &LaunchStep::symbol), field("symbol_offset", &LaunchStep::symbol_offset),
-    field("offset_at", &LaunchStep::offset_at), field("offset_bytes", &LaunchStep::offset_bytes));
+    field("offset_at", &LaunchStep::offset_at), field("offset_bytes", &LaunchStep::offset_bytes),
+    field("round_loop", &LaunchStep::round_loop), field("round_index", &LaunchStep::round_index),
+    field("jump_back", &LaunchStep::jump_back), field("round_max", &LaunchStep::round_max),
+    field("round_entry", &LaunchStep::round_entry));
 
 const auto kSpecArgFields =
     std::make_tuple(field("offset", &LaunchPlan::SpecArgValue::offset), field("bytes", &LaunchPlan::SpecArgValue::bytes),

@@ -88,6 +88,16 @@ struct LaunchStep {
   int set_arg = -1, test = -1, jump = -1;
   bool test_last = false;
   std::vector<double> test_values;
+  // A while loop whose rounds differ only in what its counter gives its condition and the scalars
+  // its own steps pass holds two rounds (the swaps' two parities) and runs them again and again:
+  // round_loop numbers it within the plan (its counter kept as the launch runs); round_entry marks
+  // the step that starts it (counter 0); its tests (round_max: the most rounds) go on to the next
+  // step or back to jump_back while the condition holds; a kernel step with round_loop set
+  // computes the scalars that read counter round_index (a place in KernelSpec::names) from
+  // test_values and the counter now.
+  int round_loop = -1, round_index = -1, jump_back = -1;
+  long long round_max = 0;
+  bool round_entry = false;
   // A user's kernel's symbol (KernelSpec::symbols) filled from a slice of its buffer argument:
   // copy_bytes from element symbol_offset (kernel -1).
   int symbol = -1;

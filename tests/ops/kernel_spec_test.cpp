@@ -959,12 +959,14 @@ TEST(KernelSpec, AMalformedLoopIsRefusedNamingItsField) {
                       "launch.repeat: 'T / 2' gives 1.5 rounds");
 }
 
-// A loop that runs while a condition holds (a BFS's "changed" flag): every round unrolled up to
-// its repeat, each after its reset and ending in a test of the condition; a test that fails goes
-// on past the loop, after the copies that put swapped buffers back where the rounds were odd; the
-// last round's test marks the loop's end (the condition holding there fails the call).
-ojson while_spec() {
+// A loop that runs while a condition holds (a BFS's "changed" flag). Where a round's grid reads
+// the counter (unrolled): every round up to its repeat, each after its reset and ending in a test
+// of the condition; a test that fails goes on past the loop, after the copies that put swapped
+// buffers back where the rounds were odd; the last round's test marks the loop's end (the
+// condition holding there fails the call). Else the plan holds two rounds the launch repeats.
+ojson while_spec(bool unrolled = true) {
   ojson j = rounds_spec();
+  if (unrolled) j["launch"]["grid"] = {"ceil_div(n, B) + 0 * t"};
   j["args"].push_back({{"name", "flag"}, {"kind", "buffer"}, {"dtype", "i32"}, {"count", 1}, {"intent", "temp"}, {"fill", "zeros"}});
   j["launch"]["repeat"] = 3;
   j["launch"]["while"] = "flag != 0 and t < n";
@@ -981,6 +983,62 @@ void expect_refused(const ojson& j, const SpecDir& d, const std::string& error) 
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find(error), std::string::npos) << e.what();
   }
+}
+
+// Rounds that differ only in the scalars their steps pass and the swaps' parity: an entry that
+// starts the counter, two rounds (the second with the swapped buffers), the second's test going
+// back to the first; the first's test leaves to the copy back (an odd number of rounds), the
+// second's past it; the kernels' counter scalars follow the counter as the launch runs.
+TEST(KernelSpec, AWhileLoopOfLikeRoundsHoldsTwoAndRepeatsThem) {
+  SpecDir d;
+  ojson j = while_spec(false);
+  j["launch"]["repeat"] = 1000000;
+  const std::string op = load_kernel_spec_text(j.dump(), "while-repeated.json", d.dir());
+  const KernelSpec& s = spec_of(op);
+  const LaunchPlan plan = find_family(op).launch_plan(Config{{"B", 64}}, Problem::parse(op, "1000x9"));
+  ASSERT_EQ(plan.steps.size(), 8u) << "entry; reset, kernel, test twice; the copy back";
+  EXPECT_TRUE(plan.steps[0].round_entry);
+  EXPECT_EQ(plan.steps[0].round_loop, 0);
+  const int t_at = int(s.first_loop_name());
+  for (int parity = 0; parity < 2; ++parity) {
+    const LaunchStep &reset = plan.steps[size_t(1 + 3 * parity)], &kernel = plan.steps[size_t(2 + 3 * parity)],
+                     &test = plan.steps[size_t(3 + 3 * parity)];
+    EXPECT_EQ(reset.set_arg, 4);
+    EXPECT_EQ(kernel.kernel, 0);
+    EXPECT_EQ(kernel.round_loop, 0);
+    EXPECT_EQ(kernel.round_index, t_at) << "t + 1 follows the counter as the launch runs";
+    EXPECT_EQ(test.test, 0);
+    EXPECT_EQ(test.round_loop, 0);
+    EXPECT_EQ(test.round_max, 1000000);
+    EXPECT_EQ(test.jump, parity == 0 ? 7 : 8) << "after an odd number of rounds, to the copy back";
+    EXPECT_EQ(test.jump_back, parity == 0 ? -1 : 1) << "the second round's test goes back to the first round";
+  }
+  EXPECT_TRUE(plan.steps[2].alias_args.empty());
+  EXPECT_EQ(plan.steps[5].alias_args, (std::vector<int>{0, 1})) << "the second round reads y and writes x";
+  ASSERT_TRUE(plan.steps[7].copy());
+  EXPECT_EQ(plan.steps[7].copy_from, 1);
+  const LaunchPlan back = plan_from_json(nlohmann::json::parse(plan_to_json(plan).dump()));
+  EXPECT_TRUE(back.steps[0].round_entry);
+  EXPECT_EQ(back.steps[6].jump_back, 1);
+  EXPECT_EQ(back.steps[6].round_max, 1000000);
+  EXPECT_EQ(back.steps[2].round_index, t_at);
+  // One round at most: the first round alone, its test leaving to the copy back.
+  j["launch"]["repeat"] = 1;
+  const std::string one = load_kernel_spec_text(j.dump(), "while-one.json", d.dir());
+  const LaunchPlan p1 = find_family(one).launch_plan(Config{{"B", 64}}, Problem::parse(one, "1000x9"));
+  ASSERT_EQ(p1.steps.size(), 5u);
+  EXPECT_EQ(p1.steps[3].jump, 4);
+  EXPECT_EQ(p1.steps[3].round_max, 1);
+  // A nested step passing a scalar of the counter: every round unrolled.
+  j["launch"]["repeat"] = 3;
+  ojson inner = j["launch"];
+  inner.erase("while"), inner.erase("reset"), inner.erase("swap"), inner.erase("index");
+  inner["repeat"] = 1;
+  j["launch"] = {{"repeat", 3}, {"index", "t"}, {"while", "flag != 0"}, {"reset", {"flag"}}, {"steps", {inner}}};
+  const std::string nested = load_kernel_spec_text(j.dump(), "while-nested.json", d.dir());
+  const LaunchPlan pn = find_family(nested).launch_plan(Config{{"B", 64}}, Problem::parse(nested, "1000x9"));
+  EXPECT_EQ(pn.steps.size(), 9u) << "three rounds of reset, kernel, test";
+  EXPECT_FALSE(pn.steps[0].round_entry);
 }
 
 TEST(KernelSpec, ALoopWhileAConditionHoldsTestsItAfterEveryRound) {
