@@ -1119,9 +1119,8 @@ void read_side_kernels(const Reader& r, const KernelSpec& s, const ojson& o, con
         r.fail(path, "a step passes '" + s.args[size_t(i)].name + "', a temporary, which only the kernel gets; give each step its args");
   // Nor does a loop of theirs read or reset one: no kernel of theirs could write it.
   for (size_t k = first_while; k < whiles->size(); ++k)
-    for (int i : (*whiles)[k].slots)
-      if (s.args[size_t(i)].intent == SpecArg::temp &&
-          find_word((*whiles)[k].text, s.args[size_t(i)].name) != std::string::npos)
+    for (int i : (*whiles)[k].buffers_read(s.names.size()))
+      if (s.args[size_t(i)].intent == SpecArg::temp)
         r.fail(path, "a loop's condition reads '" + s.args[size_t(i)].name + "', a temporary, which only the kernel gets");
   std::function<void(const std::vector<SpecNode>&)> resets = [&](const std::vector<SpecNode>& nodes) {
     for (const SpecNode& n : nodes) {

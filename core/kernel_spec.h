@@ -188,6 +188,8 @@ struct SpecWhile {
   std::vector<int> slots;   // indices into KernelSpec::args, one per name after KernelSpec::names
   std::vector<Read> reads;  // beside slots
   std::string text, where;  // the condition as written, and "launch[1].while", for messages
+  // The buffer arguments the condition reads (each once), given how many names precede the slots.
+  std::vector<int> buffers_read(size_t names) const;
 };
 
 struct KernelSpec {

@@ -255,6 +255,13 @@ int64_t KernelSpec::checked_count(size_t arg, const Problem& p) const {
   return std::min<int64_t>(all, a.check_count.eval_integer(problem_values(p), 0, double(int64_t(1) << 50), "elements checked at " + p.key()));
 }
 
+std::vector<int> SpecWhile::buffers_read(size_t names) const {
+  std::vector<int> out;
+  for (size_t i : cond.reads())
+    if (i >= names && std::find(out.begin(), out.end(), slots.at(i - names)) == out.end()) out.push_back(slots.at(i - names));
+  return out;
+}
+
 int64_t KernelSpec::symbol_count(size_t i, const Problem& p) const {
   if (symbols.at(i).planned) throw Error(path + ": symbol " + symbols[i].name + " is a slice its plan copies");
   return symbols.at(i).count.eval_integer(problem_values(p), 0, 1e12, "elements at " + p.key());
@@ -695,73 +702,34 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
           throw UsageError(path + ": a loop swaps " + args[size_t(x)].name + " and " + args[size_t(y)].name + ", which hold " +
                            std::to_string(count_of(size_t(x), p, c)) + " and " + std::to_string(count_of(size_t(y), p, c)) +
                            " elements" + at);
-      if (n.until >= 0 && periodic(n.body, n.index, false) &&
-          std::none_of(symbols.begin(), symbols.end(), [&](const SpecSymbol& y) {
-            return y.planned && (reads_name(y.offset, n.index) || reads_name(y.count, n.index));
-          })) {
-        // A while loop of rounds that differ only in its counter's scalars and the swaps' parity:
-        // two rounds, the first after a step that starts the counter at 0, each ending in a test
-        // that leaves where the condition fails (after an odd number of rounds, to the copies that
-        // put the swapped buffers back) and else goes on to the other round, the counter one up.
-        if (rounds == 0) continue;
-        const SpecWhile& w = whiles[size_t(n.until)];
-        std::vector<int> read_args;
-        for (size_t i : w.cond.reads())
-          if (i >= names.size() && std::find(read_args.begin(), read_args.end(), w.slots.at(i - names.size())) == read_args.end())
-            read_args.push_back(w.slots.at(i - names.size()));
-        const int loop = compact_loops++;
-        LaunchStep entry = control({});
-        entry.round_loop = loop;
-        entry.round_entry = true;
-        push(std::move(entry));
-        const int outer_loop = round_loop_now, outer_index = round_index_now;
-        round_loop_now = loop, round_index_now = n.index;
-        size_t tests[2] = {0, 0}, first_round = plan.steps.size();
-        for (int parity = 0; parity < 2 && parity < rounds; ++parity) {
-          if (n.index >= 0) v[size_t(n.index)] = double(parity);
-          // The slices a round's launches find are the last round's, not the plan's: each round copies its own.
-          std::fill(slices.begin(), slices.end(), std::make_pair(-1LL, -1LL));
-          for (int r : n.resets) {
-            LaunchStep s = control({r});
-            s.set_arg = r;
-            push(std::move(s));
-          }
-          run(n.body);
-          LaunchStep t = control(read_args);
-          t.test = n.until;
-          t.test_values = v;
-          t.round_loop = loop;
-          t.round_index = n.index;
-          t.round_max = rounds;
-          t.jump_back = parity == 1 ? int(first_round) : -1;
-          tests[parity] = plan.steps.size();
-          push(std::move(t));
-          for (const auto& [x, y] : n.swaps) std::swap(holds[size_t(x)], holds[size_t(y)]);
-        }
-        round_loop_now = outer_loop, round_index_now = outer_index;
-        std::vector<int> odd = before;
-        for (const auto& [x, y] : n.swaps) std::swap(odd[size_t(x)], odd[size_t(y)]);
-        const size_t odd_tail = plan.steps.size();
-        copy_back(n, before, odd);
-        plan.steps[tests[0]].jump = int(odd_tail); // after the first of a pair: an odd number of rounds
-        if (rounds > 1) plan.steps[tests[1]].jump = int(plan.steps.size());
-        if (n.index >= 0) v[size_t(n.index)] = 0;
-        holds = before;
-        std::fill(slices.begin(), slices.end(), std::make_pair(-1LL, -1LL));
-        continue;
-      }
       if (n.until >= 0) {
-        // A loop that runs while its condition holds: its rounds unrolled up to `rounds`, each
-        // ending in a test that leaves the loop where the condition fails, to the copies that put
-        // the swapped buffers back after an odd number of rounds, or past them after an even one.
+        // A loop that runs while its condition holds: rounds each ending in a test that leaves the
+        // loop where the condition fails, to the copies that put the swapped buffers back after an
+        // odd number of rounds, or past them after an even one. Where its rounds differ only in
+        // what its counter gives the scalars its own steps pass and the swaps' parity (repeated),
+        // the plan holds two, after a step that starts the counter at 0, and the second's test
+        // goes back to the first while the condition holds, the counter one up at every test; else
+        // every round up to `rounds` is unrolled.
+        if (rounds == 0) continue;
+        const bool repeated = periodic(n.body, n.index, false) && std::none_of(symbols.begin(), symbols.end(), [&](const SpecSymbol& y) {
+                                return y.planned && (reads_name(y.offset, n.index) || reads_name(y.count, n.index));
+                              });
+        const std::vector<int> read_args = whiles[size_t(n.until)].buffers_read(names.size());
+        const int loop = repeated ? compact_loops++ : -1;
+        if (repeated) {
+          LaunchStep entry = control({});
+          entry.round_loop = loop;
+          entry.round_entry = true;
+          push(std::move(entry));
+        }
+        const int outer_loop = round_loop_now, outer_index = round_index_now;
+        if (repeated) round_loop_now = loop, round_index_now = n.index;
+        const size_t first_round = plan.steps.size();
         std::vector<size_t> exits[2]; // the tests leaving after an even / odd number of rounds
-        const SpecWhile& w = whiles[size_t(n.until)];
-        std::vector<int> read_args; // the buffers whose first elements the condition reads
-        for (size_t i : w.cond.reads())
-          if (i >= names.size() && std::find(read_args.begin(), read_args.end(), w.slots.at(i - names.size())) == read_args.end())
-            read_args.push_back(w.slots.at(i - names.size()));
-        for (long long k = 0; k < rounds; ++k) {
+        for (long long k = 0; k < (repeated ? std::min(rounds, 2LL) : rounds); ++k) {
           if (n.index >= 0) v[size_t(n.index)] = double(k);
+          // A repeated round's launches find the last round's slices, not the plan's: each copies its own.
+          if (repeated) std::fill(slices.begin(), slices.end(), std::make_pair(-1LL, -1LL));
           for (int r : n.resets) {
             LaunchStep s = control({r});
             s.set_arg = r;
@@ -770,16 +738,24 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
           run(n.body);
           LaunchStep t = control(read_args); // read as this round passed them
           t.test = n.until;
-          t.test_last = k + 1 == rounds;
           t.test_values = v;
+          if (repeated) {
+            t.round_loop = loop;
+            t.round_index = n.index;
+            t.round_max = rounds;
+            t.jump_back = k == 1 ? int(first_round) : -1;
+          } else {
+            t.test_last = k + 1 == rounds;
+          }
           exits[(k + 1) % 2].push_back(plan.steps.size());
           push(std::move(t));
           for (const auto& [x, y] : n.swaps) std::swap(holds[size_t(x)], holds[size_t(y)]);
         }
+        round_loop_now = outer_loop, round_index_now = outer_index;
         std::vector<int> odd = before;
         for (const auto& [x, y] : n.swaps) std::swap(odd[size_t(x)], odd[size_t(y)]);
         const size_t odd_tail = plan.steps.size();
-        if (rounds > 0) copy_back(n, before, odd);
+        copy_back(n, before, odd);
         for (size_t e : exits[1]) plan.steps[e].jump = int(odd_tail);
         for (size_t e : exits[0]) plan.steps[e].jump = int(plan.steps.size());
         if (n.index >= 0) v[size_t(n.index)] = 0;

@@ -109,24 +109,22 @@ std::string param_mismatch(const Module& m, const LaunchStep& st, const KernelSp
 void set_temp(Module& m, const KernelSpec& s, const LaunchPlan& plan, const Problem& p, size_t i, CUdeviceptr at, CUstream stream) {
   const SpecArg& a = s.args[i];
   if (!plan.spec_args[i].bytes) return;
-  {
-    const std::string what = m.context() + ": setting " + a.name + " at " + p.key();
-    const ElemType t = a.elem(p);
-    const int width = a.fill.kind == SpecFill::zeros ? 1 : elem_bytes(t); // the parse allows values of 1, 2 and 4 bytes
-    unsigned char bits[4] = {0, 0, 0, 0};
-    if (a.fill.kind == SpecFill::constant) store_elem(bits, 0, t, plan.spec_args[i].value); // the plan's, at p
-    const size_t n = plan.spec_args[i].bytes / size_t(width);
-    if (width == 4) {
-      unsigned v;
-      std::memcpy(&v, bits, 4);
-      check_cu(driver().cuMemsetD32Async(at, v, n, stream), "cuMemsetD32Async", what);
-    } else if (width == 2) {
-      unsigned short v;
-      std::memcpy(&v, bits, 2);
-      check_cu(driver().cuMemsetD16Async(at, v, n, stream), "cuMemsetD16Async", what);
-    } else {
-      check_cu(driver().cuMemsetD8Async(at, bits[0], n, stream), "cuMemsetD8Async", what);
-    }
+  const std::string what = m.context() + ": setting " + a.name + " at " + p.key();
+  const ElemType t = a.elem(p);
+  const int width = a.fill.kind == SpecFill::zeros ? 1 : elem_bytes(t); // the parse allows values of 1, 2 and 4 bytes
+  unsigned char bits[4] = {0, 0, 0, 0};
+  if (a.fill.kind == SpecFill::constant) store_elem(bits, 0, t, plan.spec_args[i].value); // the plan's, at p
+  const size_t n = plan.spec_args[i].bytes / size_t(width);
+  if (width == 4) {
+    unsigned v;
+    std::memcpy(&v, bits, 4);
+    check_cu(driver().cuMemsetD32Async(at, v, n, stream), "cuMemsetD32Async", what);
+  } else if (width == 2) {
+    unsigned short v;
+    std::memcpy(&v, bits, 2);
+    check_cu(driver().cuMemsetD16Async(at, v, n, stream), "cuMemsetD16Async", what);
+  } else {
+    check_cu(driver().cuMemsetD8Async(at, bits[0], n, stream), "cuMemsetD8Async", what);
   }
 }
 

@@ -327,6 +327,16 @@ class SpecDir {
   static inline int n_ = 0;
 };
 
+// Loading spec j must fail with a UsageError whose message holds `error`.
+void expect_refused(const ojson& j, const SpecDir& d, const std::string& error) {
+  try {
+    load_kernel_spec_text(j.dump(), "refused.json", d.dir());
+    ADD_FAILURE() << "accepted; expected: " << error;
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find(error), std::string::npos) << e.what();
+  }
+}
+
 TEST(KernelSpec, TheBaseOfTheMalformedOnesIsValid) {
   SpecDir d;
   const std::string op = load_kernel_spec_text(SpecDir::base().dump(), "base.json", d.dir());
@@ -621,8 +631,9 @@ TEST(KernelSpec, ARandomRangeReadsTheProblem) {
   EXPECT_THROW(load_kernel_spec_text(j.dump(), "param.json", d.dir()), UsageError) << "a range reads the problem only";
 }
 
-// A fill's value and an output's tolerances may follow the problem (an atomic sum's error grows
-// with the terms each output gets); they read the dimensions, never the config.
+// A fill's value, a ramp's start and step and an output's tolerances may follow the problem (an
+// atomic sum's error grows with the terms each output gets); they read the dimensions, never the
+// config.
 TEST(KernelSpec, AValueAndTolerancesReadTheProblem) {
   SpecDir d;
   ojson j = SpecDir::base();
@@ -664,6 +675,18 @@ TEST(KernelSpec, AValueAndTolerancesReadTheProblem) {
   j["args"][1]["atol"] = 0;
   j["args"][0]["fill"] = {{"value", "B"}};
   EXPECT_THROW(load_kernel_spec_text(j.dump(), "fparam.json", d.dir()), UsageError) << "a value reads the problem only";
+  // A ramp whose start and step read the dimensions (HeCBench fhd's `i / voxels`).
+  j = SpecDir::base();
+  j["args"][0]["fill"] = ojson::parse(R"({"ramp": {"start": "n", "step": "1.0 / n"}})");
+  const std::string ramp = load_kernel_spec_text(j.dump(), "ramp-dims.json", d.dir());
+  const KernelSpec& rs = spec_of(ramp);
+  const SpecFill f = fill_at(rs, rs.args[0].fill, Problem::parse(ramp, "8"));
+  EXPECT_EQ(f.start, 8);
+  EXPECT_EQ(f.step, 0.125);
+  const std::vector<unsigned char> ramp_bytes = spec_fill_bytes(f, ElemType::f32, 4, 0);
+  EXPECT_EQ(load_elem(ramp_bytes.data(), 3, ElemType::f32), 8.375);
+  j["args"][0]["fill"] = ojson::parse(R"({"ramp": {"step": "1 / q"}})");
+  expect_refused(j, d, "args[0].fill.ramp.step");
 }
 
 // f64 is a problem dtype of user kernels: one spec serves a kernel templated on float and double
@@ -975,16 +998,6 @@ ojson while_spec(bool unrolled = true) {
   return j;
 }
 
-// Loading spec j must fail with a UsageError whose message holds `error`.
-void expect_refused(const ojson& j, const SpecDir& d, const std::string& error) {
-  try {
-    load_kernel_spec_text(j.dump(), "refused.json", d.dir());
-    ADD_FAILURE() << "accepted; expected: " << error;
-  } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find(error), std::string::npos) << e.what();
-  }
-}
-
 // Rounds that differ only in the scalars their steps pass and the swaps' parity: an entry that
 // starts the counter, two rounds (the second with the swapped buffers), the second's test going
 // back to the first; the first's test leaves to the copy back (an odd number of rounds), the
@@ -1294,22 +1307,6 @@ TEST(KernelSpec, AStepPassesABufferFromAnElementOnEveryRound) {
   j = ojson::parse(j.dump());
   j["launch"]["args"][2] = {{"arg", "c"}, {"offset", 1}};
   expect_refused(j, d, "launch.args[2].arg: 'c' is a scalar");
-}
-
-// A ramp whose start and step read the dimensions (HeCBench fhd's `i / voxels`).
-TEST(KernelSpec, ARampsStartAndStepMayReadTheDimensions) {
-  SpecDir d;
-  ojson j = SpecDir::base();
-  j["args"][0]["fill"] = ojson::parse(R"({"ramp": {"start": "n", "step": "1.0 / n"}})");
-  const std::string op = load_kernel_spec_text(j.dump(), "ramp-dims.json", d.dir());
-  const KernelSpec& s = spec_of(op);
-  const SpecFill f = fill_at(s, s.args[0].fill, Problem::parse(op, "8"));
-  EXPECT_EQ(f.start, 8);
-  EXPECT_EQ(f.step, 0.125);
-  const std::vector<unsigned char> bytes = spec_fill_bytes(f, ElemType::f32, 4, 0);
-  EXPECT_EQ(load_elem(bytes.data(), 3, ElemType::f32), 8.375);
-  j["args"][0]["fill"] = ojson::parse(R"({"ramp": {"step": "1 / q"}})");
-  expect_refused(j, d, "args[0].fill.ramp.step");
 }
 
 // A step's arguments against the parameters its kernel's mangled name declares (ktune compile
