@@ -699,6 +699,13 @@ void read_buffer(const Reader& r, const KernelSpec& s, const ojson& o, const std
                            "({\"value\": v}, for elements of 4 bytes or less)");
     a.set_before_launch = true;
   }
+  if (o.contains("restore")) {
+    if (!o["restore"].is_boolean()) r.fail(at + ".restore", "expected true or false");
+    if (a.intent != SpecArg::inout)
+      r.fail(at + ".restore", "only an inout buffer is put back before each timed run (an input stays as filled, an "
+                              "output is written, a temporary follows its fill)");
+    a.restore = o["restore"].get<bool>();
+  }
   for (const char* t : {"atol", "rtol"}) {
     if (!o.contains(t)) continue;
     if (!a.checked()) r.fail(at + "." + t, "only outputs (intent out or inout) are checked");
@@ -718,7 +725,7 @@ void read_buffer(const Reader& r, const KernelSpec& s, const ojson& o, const std
 // A scalar argument's fields: its type, and a value computed from the dimensions or the caller's
 // default.
 void read_scalar(const Reader& r, const KernelSpec& s, const ojson& o, const std::string& at, SpecArg& a) {
-  for (const char* f : {"count", "intent", "fill", "atol", "rtol", "check_count"})
+  for (const char* f : {"count", "intent", "fill", "atol", "rtol", "check_count", "restore"})
     if (o.contains(f)) r.fail(at + "." + f, "a scalar has no " + std::string(f) + " (buffers do)");
   bool problem = false;
   a.scalar_type = o.contains("dtype") ? r.elem(o["dtype"], at + ".dtype", true, &problem) : ElemType::i32;
@@ -746,7 +753,8 @@ void read_args(const Reader& r, KernelSpec& s, const ojson& v) {
   for (size_t i = 0; i < v.size(); ++i) {
     const std::string at = "args[" + std::to_string(i) + "]";
     const ojson& o = v[i];
-    r.known_fields(o, at, {"name", "kind", "dtype", "count", "intent", "fill", "atol", "rtol", "check_count", "value", "default"});
+    r.known_fields(o, at, {"name", "kind", "dtype", "count", "intent", "fill", "atol", "rtol", "check_count", "restore", "value",
+                           "default"});
     SpecArg a;
     if (!o.contains("name")) r.fail(at + ".name", "missing");
     a.name = r.ident(o["name"], at + ".name");

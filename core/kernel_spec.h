@@ -86,6 +86,10 @@ struct SpecArg {
   ElemType type = ElemType::f32;
   Expr count; // elements, over the dimensions
   enum Intent { in, out, inout, temp } intent = in;
+  // inout: every timed run starts from the data as filled, put back untimed before it (a BFS's
+  // visited flags, a sort's keys: a call finds them so); false ("restore": false): from what the
+  // run before left (a solver's step that goes on where the last stopped), no copy a run.
+  bool restore = true;
   SpecFill fill;
   double atol = -1, rtol = -1; // outputs: per-element |out - ref| <= atol + rtol |ref|; -1: the dtype's default
   // Tolerances that follow the problem (an atomic sum's error grows with the terms per output):

@@ -5,6 +5,7 @@
 // stream capture.
 #include <algorithm>
 #include <cstdio>
+#include <tuple>
 
 #include "gemm/gemm_families.h"
 #include "ktune/error.h"
@@ -25,14 +26,17 @@ namespace ktune {
 // that neither the host's launch overhead (cuBLAS's is several microseconds) nor an idle GPU at
 // the first event counts, as it would not where the application queues its work ahead. A
 // batch is about 2 ms of GPU time (1 to 50 runs).
-double Runtime::Impl::time_on(CUstream stream, const std::function<void()>& f, const std::string& what) {
+double Runtime::Impl::time_on(CUstream stream, const std::function<void()>& f, const std::string& what,
+                              const std::function<void()>& before) {
   CUevent e0 = nullptr, e1 = nullptr;
   check_cu(driver().cuEventCreate(&e0, CU_EVENT_DEFAULT), "cuEventCreate", what);
   std::unique_ptr<CUevent_st, void (*)(CUevent)> g0(e0, [](CUevent e) { driver().cuEventDestroy(e); });
   check_cu(driver().cuEventCreate(&e1, CU_EVENT_DEFAULT), "cuEventCreate", what);
   std::unique_ptr<CUevent_st, void (*)(CUevent)> g1(e1, [](CUevent e) { driver().cuEventDestroy(e); });
   auto batch = [&](int runs) {
+    if (before) before();
     f(); // untimed: the GPU works on it while the timed runs are queued
+    if (before) before();
     check_cu(driver().cuEventRecord(e0, stream), "cuEventRecord", what);
     for (int i = 0; i < runs; ++i) f();
     check_cu(driver().cuEventRecord(e1, stream), "cuEventRecord", what);
@@ -42,7 +46,7 @@ double Runtime::Impl::time_on(CUstream stream, const std::function<void()>& f, c
     return double(ms) / runs;
   };
   const double first = batch(1); // also loads whatever the first call loads
-  const int runs = std::clamp(int(2.0 / std::max(first, 1e-3)), 1, 50);
+  const int runs = before ? 1 : std::clamp(int(2.0 / std::max(first, 1e-3)), 1, 50);
   std::vector<double> t;
   for (int i = 0; i < 5; ++i) t.push_back(batch(runs));
   std::nth_element(t.begin(), t.begin() + 2, t.end());
@@ -66,10 +70,12 @@ Runtime::Impl::FirstUseClock Runtime::Impl::first_use_clock(CUstream stream) con
 // the f16 decode kernel 1x4096x4096 (32 MB of B, 50 MB of L2) at 1.24x cuBLAS that way and at
 // 0.94x with L2 flushed, and an application's weights are not in L2 when its GEMM runs.
 double Runtime::Impl::FirstUseClock::operator()(const std::function<void()>& f, const std::string& what) const {
-  if (!cold) return time_on(stream, f, what);
+  if (!cold) return time_on(stream, f, what, before);
   TimingOptions o;
   o.warmup = 1, o.min_reps = 7, o.max_reps = 7, o.min_total_ms = 0, o.max_total_ms = 1e9, o.launch_lead_us = 100;
-  return cold->time([&](CUstream) { f(); }, stream, o, what).median_ms;
+  std::function<void(CUstream)> b;
+  if (before) b = [this](CUstream) { before(); };
+  return cold->time([&](CUstream) { f(); }, stream, o, what, b).median_ms;
 }
 
 // Times every candidate at p (compiled side by side first) and returns the fastest that ran;
@@ -292,16 +298,19 @@ Selection Runtime::Impl::measure_buffers(const Problem& p, Selection s, const st
   std::vector<const void*> ptrs(buffers.begin(), buffers.end());
   std::vector<DeviceBuffer> scratch;
   // The candidates write scratch copies: the caller's outputs are written once, by the choice, and
-  // a user's kernel's inout buffers (updated in place) start from the caller's data every time.
-  std::vector<size_t> inout;
+  // a user's kernel's inout buffers (updated in place) start from the caller's data: those it
+  // restores (SpecArg::restore) before every run, the others once.
+  std::vector<size_t> inout, restored;
   if (info.spec) {
     size_t k = 0;
     for (const SpecArg& a : info.spec->args)
       if (a.caller_passes() && a.buffer) {
         if (a.intent == SpecArg::inout) inout.push_back(k);
+        if (a.intent == SpecArg::inout && a.restore) restored.push_back(k);
         ++k;
       }
   }
+  std::vector<std::tuple<CUdeviceptr, CUdeviceptr, size_t, std::string>> restores; // to, from, bytes, name
   try {
     for (size_t i = 0; i < info.operands.size() && i < ptrs.size(); ++i) {
       const bool copy = std::find(inout.begin(), inout.end(), i) != inout.end();
@@ -311,6 +320,8 @@ Selection Runtime::Impl::measure_buffers(const Problem& p, Selection s, const st
       if (copy)
         check_cu(driver().cuMemcpyDtoDAsync(scratch.back().ptr(), reinterpret_cast<CUdeviceptr>(ptrs[i]), bytes, stream),
                  "cuMemcpyDtoDAsync", "copying " + info.operands[i].name + " for measuring candidates at " + p.key());
+      if (std::find(restored.begin(), restored.end(), i) != restored.end())
+        restores.emplace_back(scratch.back().ptr(), reinterpret_cast<CUdeviceptr>(ptrs[i]), bytes, info.operands[i].name);
       ptrs[i] = reinterpret_cast<const void*>(scratch.back().ptr());
     }
   } catch (const CudaError& e) {
@@ -320,7 +331,13 @@ Selection Runtime::Impl::measure_buffers(const Problem& p, Selection s, const st
   }
   BufferArgs a(p, ptrs);
   std::vector<std::string> failed;
-  const FirstUseClock clock = first_use_clock(stream);
+  FirstUseClock clock = first_use_clock(stream);
+  if (!restores.empty())
+    clock.before = [&restores, &p, stream] {
+      for (const auto& [to, from, bytes, name] : restores)
+        check_cu(driver().cuMemcpyDtoDAsync(to, from, bytes, stream), "cuMemcpyDtoDAsync",
+                 "putting " + name + " back as the caller passed it before a timed run at " + p.key());
+    };
   const auto best = time_candidates(
       p, s.candidates, clock,
       [&](const CandidateConfig& c, Module& mod, const LaunchPlan& plan,

@@ -165,7 +165,9 @@ struct Runtime::Impl {
   std::vector<std::string> unstamped; // cubins loaded from the cache, not stamped as used yet
 
   // first_use.cpp
-  static double time_on(CUstream stream, const std::function<void()>& f, const std::string& what);
+  // before (if set) runs ahead of every run, untimed: each run then goes alone.
+  static double time_on(CUstream stream, const std::function<void()>& f, const std::string& what,
+                        const std::function<void()>& before = {});
 
   // What times a launch at first use: the tuner's Timer, L2 cold, where its flush buffer (twice
   // the L2) can be had; back to back with L2 warm otherwise (time_on, saying so in `note`).
@@ -173,6 +175,9 @@ struct Runtime::Impl {
     std::unique_ptr<Timer> cold;
     std::string note;
     CUstream stream = nullptr;
+    // Run untimed ahead of every timed run (and warm-up): puts back what a run must start from
+    // (a user's kernel's inout buffers, from the caller's data). Empty: nothing.
+    std::function<void()> before;
     double operator()(const std::function<void()>& f, const std::string& what) const;
   };
   FirstUseClock first_use_clock(CUstream stream) const;

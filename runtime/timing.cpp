@@ -26,8 +26,11 @@ Timer::~Timer() {
 }
 
 Timing Timer::time(const std::function<void(CUstream)>& launch, CUstream stream, const TimingOptions& o,
-                   const std::string& what) {
-  for (int i = 0; i < o.warmup; ++i) launch(stream);
+                   const std::string& what, const std::function<void(CUstream)>& before_each) {
+  for (int i = 0; i < o.warmup; ++i) {
+    if (before_each) before_each(stream);
+    launch(stream);
+  }
   check_cu(driver().cuStreamSynchronize(stream), "cuStreamSynchronize", what + ", after warm-up");
   // One event pair per repetition, read back right away: the flush between repetitions must not
   // be inside the timed region, and a per-rep synchronize keeps it so.
@@ -41,6 +44,7 @@ Timing Timer::time(const std::function<void(CUstream)>& launch, CUstream stream,
     return n < o.min_reps || total < o.min_total_ms;
   };
   while (more()) {
+    if (before_each) before_each(stream);
     cold_.flush(stream);
     // The GPU waits here while the host records the start event and queues the launch, so the
     // timed region starts with the kernel already queued: host-side launch cost (a library's

@@ -180,7 +180,9 @@ BandwidthReport bench_bandwidth(const std::vector<Problem>& problems, const Benc
       if (!v.pass) {
         r.error = "wrong result: " + v.summary();
       } else {
-        r.ms = b.timer->time([&](CUstream st) { runner->run_runtime(b.rt, st); }, nullptr, o.timing).median_ms;
+        r.ms = b.timer->time([&](CUstream st) { runner->run_runtime(b.rt, st); }, nullptr, o.timing, "timing",
+                             [&](CUstream st) { runner->restore(st); })
+                   .median_ms;
         r.tb_s = min_bytes(p) / (r.ms * 1e-3) / 1e12;
         // A copy of the op's own bytes (half read, half written): small problems pay the same
         // launch and ramp as any kernel, which the 256 MiB copy hides.

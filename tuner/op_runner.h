@@ -67,6 +67,10 @@ class OpRunner {
   // a family of these numerics (docs/TEMPLATES.md, "Verification"); synchronizes.
   virtual VerifyResult verify(CUstream stream, Numerics numerics) = 0;
   VerifyResult verify(CUstream stream) { return verify(stream, Numerics::standard); }
+  // Puts back, on stream, the state a timed run must start from, which the runs before changed (a
+  // user's kernel's inout buffers, as filled); the timer calls it untimed before every run. By
+  // default nothing: an op's runs leave its inputs as they were.
+  virtual void restore(CUstream) {}
   // Runs the op's baseline (OpInfo::baseline) on the prepared buffers; by default (an op without
   // one) throws Error.
   virtual void run_baseline(CUstream stream);

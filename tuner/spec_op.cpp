@@ -125,6 +125,15 @@ class SpecRunner : public OpRunner {
     return r;
   }
 
+  // Every inout buffer the spec restores, its data as filled (its master) copied back.
+  void restore(CUstream stream) override {
+    const KernelSpec& s = spec_of(p_.op);
+    for (const Buffer& b : bufs_)
+      if (s.args[b.arg].intent == SpecArg::inout && s.args[b.arg].restore && b.bytes())
+        check_cu(driver().cuMemcpyDtoDAsync(b.dev.ptr() + kGuard + offset_, b.master.ptr(), b.bytes(), stream),
+                 "cuMemcpyDtoDAsync", "putting " + s.args[b.arg].name + " back as filled before a timed run of " + p_.key());
+  }
+
   void run_runtime(Runtime& rt, CUstream stream) override {
     std::vector<void*> ptrs;
     for (const void* b : caller_pointers()) ptrs.push_back(const_cast<void*>(b));

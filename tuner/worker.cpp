@@ -268,7 +268,9 @@ nlohmann::json eval(WorkerState& w, const nlohmann::json& req) {
     out["status"] = "wrong_result";
     out["error"] = v.summary();
   } else {
-    const Timing t = w.timer.time([&](CUstream s) { op.launch(m, plan, s); }, nullptr, timing_options_from_json(req.value("timing", nlohmann::json())));
+    const Timing t = w.timer.time([&](CUstream s) { op.launch(m, plan, s); }, nullptr,
+                                  timing_options_from_json(req.value("timing", nlohmann::json())), "timing",
+                                  [&](CUstream s) { op.restore(s); });
     out["status"] = "ok";
     out["timing"] = timing_to_json(t);
   }
@@ -281,7 +283,8 @@ nlohmann::json baseline(WorkerState& w, const nlohmann::json& req) {
   OpRunner& op = w.runner(p.op);
   op.prepare(p, req.at("seed").get<uint64_t>());
   const Timing t = w.timer.time([&](CUstream s) { op.run_baseline(s); }, nullptr,
-                                timing_options_from_json(req.value("timing", nlohmann::json())));
+                                timing_options_from_json(req.value("timing", nlohmann::json())), "timing the baseline",
+                                [&](CUstream s) { op.restore(s); });
   return {{"status", "ok"}, {"timing", timing_to_json(t)}};
 }
 

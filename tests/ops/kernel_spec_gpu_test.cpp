@@ -21,6 +21,7 @@
 #include "runtime/cuda_check.h"
 #include "runtime/driver.h"
 #include "runtime/module.h"
+#include "runtime/timing.h"
 #include "test_paths.h"
 #include "tuner/op_runner.h"
 #include "tuner/spec_op.h"
@@ -550,6 +551,63 @@ __global__ void axpy_ref(const float* x, float* y, int n, float a) {
   check_cu(driver().cuMemcpyDtoH(hy.data(), dy.ptr(), hy.size() * 4), "cuMemcpyDtoH", "y");
   EXPECT_EQ(hy[0], 2.f) << "1 + 0.5 x 2";
   EXPECT_EQ(hy[999], 2.f);
+}
+
+// Every timed run of an in-place kernel starts from its inout buffer as filled: y += a x, timed
+// (warm-up and repetitions) after its check, leaves y one update away from the fill, which the
+// check passes again. With "restore": false the runs carry on from each other, y holds many
+// updates, and the same check fails: the test can tell the two apart.
+TEST(KernelSpecGpu, TimedRunsOfAnInPlaceKernelStartFromTheDataAsFilled) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  TempDir dir("spec_restore");
+  std::ofstream(dir.file("axpy.cu")) << R"CUDA(
+template <int B>
+__global__ void axpy(const float* x, float* y, int n, float a) {
+  const int i = blockIdx.x * B + threadIdx.x;
+  if (i < n) y[i] += a * x[i];
+}
+)CUDA";
+  const std::string spec = R"JSON({
+  "name": "axpy_NAME", "sources": ["axpy.cu"], "kernel": "axpy<{B}>", "params_as": "template", "dims": ["n"],
+  "params": {"B": [128]},
+  "launch": {"grid": ["ceil_div(n, B)"], "block": ["B"]},
+  "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n"},
+           {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "inout"RESTORE},
+           {"name": "n", "kind": "scalar", "dtype": "i32", "value": "n"},
+           {"name": "a", "kind": "scalar", "dtype": "f32", "default": 0.5}],
+  "check": {"reference": {"config": {"B": 128}}}
+})JSON";
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  Timer timer(d->l2_bytes);
+  TimingOptions o;
+  o.warmup = 2, o.min_reps = 10, o.max_reps = 10;
+  for (const bool restore : {true, false}) {
+    std::string text = spec;
+    text.replace(text.find("NAME"), 4, restore ? "restored" : "carried");
+    text.replace(text.find("RESTORE"), 7, restore ? "" : ", \"restore\": false");
+    const std::string op = load_kernel_spec_text(text, "axpy.json", dir.path.string());
+    auto runner = make_op_runner(op, compiler, *d);
+    const Problem p = Problem::parse(op, "100003");
+    const Family f = find_family(op);
+    const Config c{{"B", 128}};
+    const auto k = compiler.compile(compile_request(f, c, p, d->arch));
+    Module m(k->cubin, k->lowered_names, op);
+    const LaunchPlan plan = f.launch_plan(c, p);
+    const VerifyResult first =
+        check_as_served_and_timed(*runner, p, 5, Numerics::standard, [&](CUstream s) { runner->launch(m, plan, s); });
+    ASSERT_TRUE(first.pass) << first.summary();
+    const Timing t = timer.time([&](CUstream s) { runner->launch(m, plan, s); }, nullptr, o, "axpy",
+                                [&](CUstream s) { runner->restore(s); });
+    EXPECT_EQ(t.reps, 10);
+    const VerifyResult after = runner->verify(nullptr);
+    if (restore)
+      EXPECT_TRUE(after.pass) << "the timed runs did not each start from y as filled: " << after.summary();
+    else
+      EXPECT_FALSE(after.pass) << "13 updates of y in place read as one: " << after.summary();
+  }
 }
 
 // A loop of launches (docs/KERNEL_SPEC.md, "Loops"): T rounds of y = x / 2 + (t + 1), x and y

@@ -399,6 +399,11 @@ TEST(KernelSpec, EveryMalformedSpecIsRefusedNamingItsField) {
       {"scalar with count", [](ojson& j) { j["args"][2]["count"] = 1; }, "args[2].count: a scalar has no count"},
       {"scalar value and default", [](ojson& j) { j["args"][2]["default"] = 1; }, "args[2]: value"},
       {"half scalar", [](ojson& j) { j["args"][3]["dtype"] = "f16"; }, "args[3].dtype:"},
+      {"restore of an input", [](ojson& j) { j["args"][0]["restore"] = true; }, "args[0].restore: only an inout buffer"},
+      {"restore of an output", [](ojson& j) { j["args"][1]["restore"] = false; }, "args[1].restore: only an inout buffer"},
+      {"restore not a boolean", [](ojson& j) { j["args"][1]["intent"] = "inout", j["args"][1]["restore"] = 1; },
+       "args[1].restore: expected true or false"},
+      {"restore of a scalar", [](ojson& j) { j["args"][2]["restore"] = true; }, "args[2].restore: a scalar has no restore"},
       {"negative tolerance", [](ojson& j) { j["args"][1]["rtol"] = -1; }, "args[1].rtol: must be >= 0"},
       {"no check", [](ojson& j) { j.erase("check"); }, "check: missing"},
       {"check both", [](ojson& j) { j["check"]["none"] = "x"; }, "check: give exactly one of reference, answer and none"},
@@ -505,6 +510,10 @@ TEST(KernelSpec, ArgumentsPackInTheSpecsOrderAndTypes) {
   j["args"][1]["intent"] = "inout";
   const std::string inout = load_kernel_spec_text(j.dump(), "inout.json", d.dir());
   EXPECT_FALSE(BufferArgs(Problem::parse(inout, "1000"), {&x, &y}).empty()) << "y is written: launch";
+  EXPECT_TRUE(spec_of(inout).args[1].restore) << "every timed run starts from y as filled unless the spec says not";
+  j["args"][1]["restore"] = false;
+  EXPECT_FALSE(spec_of(load_kernel_spec_text(j.dump(), "carried.json", d.dir())).args[1].restore);
+  j["args"][1].erase("restore");
   // An output checked on its first elements only.
   j["args"][1]["check_count"] = "n / 10";
   const KernelSpec& first = spec_of(load_kernel_spec_text(j.dump(), "first.json", d.dir()));
