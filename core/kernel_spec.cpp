@@ -386,7 +386,7 @@ void check_loop_scalars(const Reader& r, const KernelSpec& s) {
         const SpecArg& a = s.args[size_t(i)];
         if (!a.follows_loop) continue;
         for (size_t n : a.value.reads())
-          if (n >= s.first_loop_name() && std::find(st.loop_counters.begin(), st.loop_counters.end(), int(n)) == st.loop_counters.end())
+          if (n >= s.first_loop_name() && n < s.names.size() && std::find(st.loop_counters.begin(), st.loop_counters.end(), int(n)) == st.loop_counters.end())
             r.fail("args[" + std::to_string(i) + "].value",
                    "'" + a.value.text() + "' reads " + s.names[n] + ", but the step of kernel " + st.kernel +
                        " passes it outside that loop" + (st.args.empty() ? " (it names no args, so it passes them all)" : ""));
@@ -396,10 +396,14 @@ void check_loop_scalars(const Reader& r, const KernelSpec& s) {
 // A launch expression reads parameters, dimensions, align and dtype_bytes, and the counters of
 // the loops it is in (`counters`, places in names); not the device.
 void check_launch_reads(const Reader& r, const KernelSpec& s, const Expr& e, const std::string& path,
-                        const std::vector<int>& counters) {
+                        const std::vector<int>& counters, bool values = false) {
   const size_t device_from = s.params.size() + s.dims.size() + 2, loops_from = s.first_loop_name();
   for (size_t i : e.reads()) {
-    if (i >= loops_from) {
+    if (i >= s.names.size()) { // a buffer's first element (KernelSpec::value_names)
+      if (!values)
+        r.fail(path, "'" + e.text() + "' reads buffer " + s.value_names.at(i) +
+                         ": only a grid and a computed scalar's value read a buffer's first element, at the launch");
+    } else if (i >= loops_from) {
       if (std::find(counters.begin(), counters.end(), int(i)) == counters.end())
         r.fail(path, "'" + e.text() + "' reads " + s.names[i] + ", the counter of a loop it is not in");
     } else if (i >= device_from) {
@@ -427,15 +431,17 @@ SpecStep read_step(const Reader& r, const KernelSpec& s, const ojson& o, const s
     }
     const ojson& g = o[field];
     if (!g.is_array() || g.empty() || g.size() > 3) r.fail(fp, "expected 1 to 3 expressions (x, y, z)");
-    Expr* dst = cluster ? st.cluster : std::string(field) == "grid" ? st.grid : st.block;
+    const bool grid = std::string(field) == "grid";
+    Expr* dst = cluster ? st.cluster : grid ? st.grid : st.block;
     for (size_t d = 0; d < 3; ++d) {
       const std::string dp = fp + "[" + std::to_string(d) + "]";
-      dst[d] = d < g.size() ? r.expr(g[d], dp, s.names) : Expr("1", s.names, r.where(dp));
-      check_launch_reads(r, s, dst[d], dp, counters);
+      // A grid may read a buffer's first element, read back at the launch (value_names).
+      dst[d] = d < g.size() ? r.expr(g[d], dp, s.value_names) : Expr("1", s.names, r.where(dp));
+      check_launch_reads(r, s, dst[d], dp, counters, grid);
       if (dst[d].constant() && dst[d].eval({}) < 1) r.fail(dp, "'" + dst[d].text() + "' is below 1");
     }
   }
-  st.smem = o.contains("shared_memory") ? r.expr(o["shared_memory"], at + ".shared_memory", s.names)
+  st.smem = o.contains("shared_memory") ? r.expr(o["shared_memory"], at + ".shared_memory", s.value_names)
                                         : Expr("0", s.names, r.where(at + ".shared_memory"));
   check_launch_reads(r, s, st.smem, at + ".shared_memory", counters);
   if (o.contains("persistent")) {
@@ -447,6 +453,9 @@ SpecStep read_step(const Reader& r, const KernelSpec& s, const ojson& o, const s
     st.cooperative = o["cooperative"].get<bool>();
     if (st.cooperative && !st.cluster[0].empty()) r.fail(at + ".cooperative", "a cooperative launch takes no cluster shape");
   }
+  if (!st.cluster[0].empty() && (s.reads_values(st.grid[0]) || s.reads_values(st.grid[1]) || s.reads_values(st.grid[2])))
+    r.fail(at + ".cluster", "a cluster shape must tile its grid, and this grid reads a buffer's value at each launch: "
+                            "give the cluster in the kernel (__cluster_dims__) or size the grid by the problem");
   if (o.contains("args")) { // the spec's arguments by name, read before the steps
     const ojson& a = o["args"];
     if (!a.is_array() || a.empty()) r.fail(at + ".args", "expected the names of the arguments this kernel takes, in its order");
@@ -458,7 +467,7 @@ SpecStep read_step(const Reader& r, const KernelSpec& s, const ojson& o, const s
         const int i = r.arg_index(s, r.str(a[k]["arg"], ak + ".arg"), ak + ".arg");
         if (!s.args[size_t(i)].buffer) r.fail(ak + ".arg", "'" + s.args[size_t(i)].name + "' is a scalar: only a buffer is passed at an offset");
         st.arg_offsets.resize(a.size());
-        st.arg_offsets[k] = r.expr(a[k]["offset"], ak + ".offset", s.names);
+        st.arg_offsets[k] = r.expr(a[k]["offset"], ak + ".offset", s.value_names);
         check_launch_reads(r, s, st.arg_offsets[k], ak + ".offset", counters);
         st.args.push_back(i);
         continue;
@@ -734,9 +743,10 @@ void read_scalar(const Reader& r, const KernelSpec& s, const ojson& o, const std
     r.fail(at + ".dtype", "16-bit float scalars are not passed by value; take a float");
   if (o.contains("value") && o.contains("default")) r.fail(at, "value (computed) and default (the caller's) exclude each other");
   if (o.contains("value")) {
-    a.value = r.expr(o["value"], at + ".value", s.names);
+    a.value = r.expr(o["value"], at + ".value", s.value_names);
     for (size_t n : a.value.reads()) {
-      if (n < s.params.size()) a.follows_config = true; // computed for each config's plan
+      if (n >= s.names.size()) a.follows_values = true; // a buffer's first element, read back at each launch
+      else if (n < s.params.size()) a.follows_config = true; // computed for each config's plan
       else if (n >= s.first_loop_name()) a.follows_loop = true; // and for each launch in the loop
       else if (n >= s.params.size() + s.dims.size() + 2)
         r.fail(at + ".value", "'" + a.value.text() + "' reads " + s.names[n] +
@@ -749,6 +759,16 @@ void read_scalar(const Reader& r, const KernelSpec& s, const ojson& o, const std
 
 void read_args(const Reader& r, KernelSpec& s, const ojson& v) {
   if (!v.is_array() || v.empty()) r.fail("args", "expected a non-empty array of arguments, in the kernel's order");
+  // What a grid or a computed scalar may read besides names: each buffer argument's first element.
+  s.value_names = s.names;
+  s.value_slots.clear();
+  for (size_t i = 0; i < v.size(); ++i)
+    if (v[i].is_object() && v[i].contains("kind") && v[i]["kind"] == "buffer" && v[i].contains("name") && v[i]["name"].is_string()) {
+      const std::string name = v[i]["name"].get<std::string>();
+      if (std::find(s.value_names.begin(), s.value_names.end(), name) != s.value_names.end()) continue;
+      s.value_names.push_back(name);
+      s.value_slots.push_back(int(i));
+    }
   std::set<std::string> seen;
   for (size_t i = 0; i < v.size(); ++i) {
     const std::string at = "args[" + std::to_string(i) + "]";
@@ -1305,6 +1325,12 @@ KernelSpec parse_kernel_spec(const std::string& json, const std::string& origin,
     read_side_kernels(r, s, j["setup"], "setup", kernel, s.setup_steps, s.setup_order, s.setup_config, &s.whiles);
   }
   read_counts(r, j, s);
+  for (auto* steps : {&s.steps, &s.reference_steps, &s.baseline_steps, &s.setup_steps, &s.post_steps})
+    for (SpecStep& st : *steps)
+      if (s.reads_values(st.grid[0]) || s.reads_values(st.grid[1]) || s.reads_values(st.grid[2])) {
+        st.value_grid = int(s.value_grids.size());
+        s.value_grids.push_back({st.grid[0], st.grid[1], st.grid[2]});
+      }
   check_args_taken(r, s);
   check_loop_scalars(r, s);
   check_params_used(r, s);

@@ -3,6 +3,8 @@
 // launcher (runtime/spec_launch.cpp) packs a call's arguments with. Built once by
 // load_kernel_spec and shared by the op's OpInfo (OpInfo::spec) and its family.
 #pragma once
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -115,6 +117,12 @@ struct SpecArg {
   // A computed scalar's value reads a loop's counter (KernelSpec::loop_names): set for each
   // launch of a step in that loop (LaunchStep::set_args).
   bool follows_loop = false;
+  // A computed scalar's value reads a buffer's first element (KernelSpec::value_names): read back
+  // and computed at each launch of a step that passes it (LaunchStep::reads_values).
+  bool follows_values = false;
+  // A computed scalar set at each launch of a step that passes it (LaunchStep::set_args), not once
+  // a call.
+  bool set_at_launch() const { return follows_loop || follows_values; }
 
   ElemType elem(const Problem& p) const { return problem_dtype ? elem_type_of(p.dtype) : type; }
   bool checked() const { return buffer && (intent == out || intent == inout); }
@@ -154,6 +162,9 @@ struct SpecStep {
   std::vector<Expr> arg_offsets;
   Expr grid[3], block[3], smem;
   Expr cluster[3]; // LaunchStep::cluster; empty: none
+  // Its grid reads a buffer's first element (KernelSpec::value_names), read back at each launch:
+  // the place of the grid's expressions in KernelSpec::value_grids; -1: a grid the plan knows.
+  int value_grid = -1;
   bool persistent = false;         // LaunchStep::persistent: grid x capped at the blocks resident at once
   bool cooperative = false;        // LaunchStep::cooperative: grid.sync() kernels
   // The loops the step is in, outermost first: their round counts, and their counters' places in
@@ -262,6 +273,18 @@ struct KernelSpec {
   // values kSpecBuiltins lists, then loop_names.
   std::vector<std::string> names;
   size_t first_loop_name() const { return params.size() + dims.size() + kSpecBuiltinCount; }
+  // What a grid and a computed scalar may read besides names: a buffer argument's first element,
+  // read back when the step launches (a frontier's length that sizes the next round's grid, as
+  // host code reads it with cudaMemcpy before the launch): names, then one name a buffer argument
+  // (value_slots: its index into args) not already among them.
+  std::vector<std::string> value_names;
+  std::vector<int> value_slots;
+  bool reads_values(const Expr& e) const {
+    const std::vector<size_t>& r = e.reads();
+    return std::any_of(r.begin(), r.end(), [&](size_t i) { return i >= names.size(); });
+  }
+  // The grids that read buffers' values (SpecStep::value_grid, LaunchStep::value_grid), x y z.
+  std::vector<std::array<Expr, 3>> value_grids;
 
   // names' values for config c (unset parameters 0) of problem p on device d.
   std::vector<double> values(const Config& c, const Problem& p, const DeviceInfo& d) const;

@@ -528,7 +528,7 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
       plan.workspace_bytes += (x.bytes + 255) / 256 * 256;
       // The value it is set to before every launch, at this problem: once here, not at each call.
       if (a.set_before_launch && a.fill.kind == SpecFill::constant) x.value = fill_value_at(a.fill, p);
-    } else if (!a.buffer && !a.value.empty() && !a.follows_loop) { // a counter's: set at each launch (set_args)
+    } else if (!a.buffer && !a.value.empty() && !a.set_at_launch()) { // a counter's or a value's: set at each launch (set_args)
       x.value = scalar_value(i, p, c);
     }
   }
@@ -622,9 +622,14 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
     s.kernel = int(i);
     const std::string where_now = where();
     for (int d = 0; d < 3; ++d) {
-      s.grid[d] = unsigned(t.grid[d].eval_integer(v, 1, d == 0 ? 2147483647.0 : 65535.0, "grid" + where_now));
+      // A grid that reads a buffer's value is evaluated at each launch (value_grid); 1 here.
+      s.grid[d] = t.value_grid >= 0 && reads_values(t.grid[d])
+                      ? 1u
+                      : unsigned(t.grid[d].eval_integer(v, 1, d == 0 ? 2147483647.0 : 65535.0, "grid" + where_now));
       s.block[d] = unsigned(t.block[d].eval_integer(v, 1, 1024, "threads" + where_now));
     }
+    s.value_grid = t.value_grid;
+    s.reads_values = t.value_grid >= 0;
     if (!t.cluster[0].empty())
       for (int d = 0; d < 3; ++d) s.cluster[d] = unsigned(t.cluster[d].eval_integer(v, 1, 8, "cluster blocks" + where_now));
     s.dynamic_smem = unsigned(t.smem.eval_integer(v, 0, 4.0e9, "bytes of dynamic shared memory" + where_now));
@@ -649,9 +654,11 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
     }
     for (int k : step_args(t.args)) {
       const SpecArg& a = args[size_t(k)];
-      if (a.follows_loop) {
+      if (a.set_at_launch()) {
         s.set_args.push_back(k);
-        s.set_values.push_back(scalar_from(size_t(k), v, where_now));
+        // A value's: computed at the launch, after the read (reads_values).
+        s.set_values.push_back(a.follows_values ? 0.0 : scalar_from(size_t(k), v, where_now));
+        s.reads_values = s.reads_values || a.follows_values;
       }
       if (holds[size_t(k)] != k) {
         s.alias_args.push_back(k);
@@ -663,6 +670,7 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
         s.test_values = v;
       }
     }
+    if (s.reads_values) s.test_values = v; // what the read values join at the launch
     push(std::move(s));
   };
   // Whether nothing in `nodes` but the scalars their own steps pass (nested: none) reads counter
@@ -885,8 +893,10 @@ Family spec_family(const std::shared_ptr<const KernelSpec>& sp) {
             return t.smem.eval(v) <= d.max_smem_per_block_optin;
           });
     limit(step + ": a grid of 1 to 2^31-1 blocks along x, 1 to 65535 along y and z", {&st.grid[0], &st.grid[1], &st.grid[2]},
-          [](const SpecStep& t, const std::vector<double>& v, const DeviceInfo&) {
-            const double x = t.grid[0].eval(v), y = t.grid[1].eval(v), z = t.grid[2].eval(v);
+          [sp](const SpecStep& t, const std::vector<double>& v, const DeviceInfo&) {
+            // An axis that reads a buffer's value is known at the launch only (checked there).
+            auto at = [&](int d) { return sp->reads_values(t.grid[d]) ? 1.0 : t.grid[d].eval(v); };
+            const double x = at(0), y = at(1), z = at(2);
             return x >= 1 && x <= 2147483647.0 && y >= 1 && y <= 65535 && z >= 1 && z <= 65535;
           });
     if (st.cluster[0].empty()) continue;

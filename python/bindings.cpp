@@ -155,7 +155,7 @@ PYBIND11_MODULE(_ktune, m) {
           } else {
             // One that follows the config, or a loop's counter, has no value here: a reference
             // computes from the problem.
-            x["value"] = a.follows_config || a.follows_loop ? py::object(py::none()) : py::object(py::float_(s.scalar_value(i, p)));
+            x["value"] = a.follows_config || a.set_at_launch() ? py::object(py::none()) : py::object(py::float_(s.scalar_value(i, p)));
           }
           out.append(x);
         }

@@ -29,7 +29,7 @@ void pack_spec(const KernelSpec& s, const Problem& p, const std::vector<CUdevice
     if (a.buffer && a.intent != SpecArg::temp) {
       const CUdeviceptr v = ptrs.at(next++);
       std::memcpy(slot, &v, sizeof v);
-    } else if (!a.buffer && !a.follows_config && !a.follows_loop) { // a loop's counter's: set at each launch
+    } else if (!a.buffer && !a.follows_config && !a.set_at_launch()) { // a counter's or a value's: set at each launch
       store_elem(slot, 0, a.scalar_type, s.scalar_value(i, p));
     }
   }
@@ -75,7 +75,7 @@ void BufferArgs::bind(const LaunchPlan& plan) {
     if (a.buffer && a.intent == SpecArg::temp) {
       const CUdeviceptr v = workspace_ + CUdeviceptr(x.offset);
       std::memcpy(slot, &v, sizeof v);
-    } else if (!a.buffer && a.follows_config && !a.follows_loop) {
+    } else if (!a.buffer && a.follows_config && !a.set_at_launch()) {
       slots_[i] = 0;
       store_elem(slot, 0, a.scalar_type, x.value);
     }
@@ -172,7 +172,7 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
     std::vector<char> seen;
     bool reads_back = false;
     for (const LaunchStep& s : plan.steps) {
-      reads_back = reads_back || s.test >= 0;
+      reads_back = reads_back || s.test >= 0 || s.reads_values;
       if (s.kernel < 0) continue;
       if (size_t(s.kernel) >= seen.size()) seen.resize(size_t(s.kernel) + 1, 0);
       if (seen[size_t(s.kernel)]) continue;
@@ -185,8 +185,9 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
       const std::string what = m.context() + " at " + args.problem().key();
       check_cu(driver().cuStreamIsCapturing(stream, &capturing), "cuStreamIsCapturing", what);
       if (capturing != CU_STREAM_CAPTURE_STATUS_NONE)
-        throw UsageError(spec->path + ": " + what + ": a loop that runs while a condition holds reads the device after every "
-                         "round, which a stream being captured (a CUDA graph) cannot do: call it outside the capture");
+        throw UsageError(spec->path + ": " + what + ": a loop that runs while a condition holds, or a grid or scalar that reads a "
+                         "buffer's value, reads the device back during the call, which a stream being captured (a CUDA "
+                         "graph) cannot do: call it outside the capture");
     }
     args.bind(plan);
     spec_before_launch(m, *spec, plan, args, stream);
@@ -212,6 +213,39 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
   auto rounds_of = [&](int loop) -> long long& {
     if (size_t(loop) >= rounds_done.size()) rounds_done.resize(size_t(loop) + 1, 0);
     return rounds_done[size_t(loop)];
+  };
+  // The values of the spec's names a launch's scalars and grid read: the plan's, a repeated
+  // loop's counter as it runs, and (reads_values) the first element of each buffer they read,
+  // read back now, after what the stream ran before.
+  auto launch_values = [&](const LaunchStep& s) {
+    std::vector<double> values = s.test_values;
+    if (s.round_loop >= 0 && s.round_index >= 0) values.at(size_t(s.round_index)) = double(rounds_of(s.round_loop));
+    if (!s.reads_values) return values;
+    const size_t names = spec->names.size();
+    values.resize(spec->value_names.size(), 0.0);
+    std::vector<size_t> need;
+    auto add = [&](const Expr& e) {
+      for (size_t i : e.reads())
+        if (i >= names && std::find(need.begin(), need.end(), i) == need.end()) need.push_back(i);
+    };
+    if (s.value_grid >= 0)
+      for (const Expr& e : spec->value_grids.at(size_t(s.value_grid))) add(e);
+    for (int k : s.set_args)
+      if (spec->args.at(size_t(k)).follows_values) add(spec->args[size_t(k)].value);
+    for (size_t i : need) {
+      const int k = spec->value_slots.at(i - names);
+      const SpecArg& a = spec->args[size_t(k)];
+      const ElemType t = a.elem(args.problem());
+      const std::string what = m.context() + ": reading " + a.name + "'s first element for a launch at " + args.problem().key();
+      const size_t held = a.intent == SpecArg::temp ? plan.spec_args.at(size_t(k)).bytes : size_t(spec->count_of(size_t(k), args.problem()));
+      if (!held) throw UsageError(spec->path + ": " + what + ": it holds no element");
+      unsigned char bytes[8] = {};
+      check_cu(driver().cuMemcpyDtoHAsync(bytes, pointer(s, k), size_t(elem_bytes(t)), stream), "cuMemcpyDtoHAsync", what);
+      check_cu(driver().cuStreamSynchronize(stream), "cuStreamSynchronize", what); // what the steps before wrote
+      values[i] = load_elem(bytes, 0, t);
+      if (std::isnan(values[i])) throw Error(spec->path + ": " + what + ": read NaN");
+    }
+    return values;
   };
   for (size_t next = 0; next < plan.steps.size();) {
     const LaunchStep& s = plan.steps[next++];
@@ -290,9 +324,15 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
       else if (s.jump_back >= 0) next = size_t(s.jump_back);
       continue;
     }
-    if (spec && (!s.args.empty() || !s.set_args.empty() || !s.alias_args.empty() || !s.offset_at.empty())) {
+    if (spec && (!s.args.empty() || !s.set_args.empty() || !s.alias_args.empty() || !s.offset_at.empty() || s.reads_values)) {
       // A user's kernel's step that takes some of the spec's arguments in its own order, or (in a
-      // loop) passes other values or buffers than the call's for some.
+      // loop) passes other values or buffers than the call's for some, or reads values back.
+      std::vector<double> values; // launch_values(s), once the step needs it
+      bool have_values = false;
+      auto values_now = [&]() -> const std::vector<double>& {
+        if (!have_values) values = launch_values(s), have_values = true;
+        return values;
+      };
       const size_t n = s.args.empty() ? base : s.args.size();
       if (n > sizeof params / sizeof params[0]) throw Error(m.context() + ": " + std::to_string(n) + " arguments in one step");
       unsigned long long own[sizeof params / sizeof params[0]];
@@ -306,14 +346,11 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
           if (s.set_args[j] == k) {
             double value = s.set_values.at(j);
             const SpecArg& a = spec->args[size_t(k)];
-            if (s.round_loop >= 0 && s.round_index >= 0) { // a repeated while loop's counter, as it runs
-              const std::vector<size_t>& reads = a.value.reads();
-              if (std::find(reads.begin(), reads.end(), size_t(s.round_index)) != reads.end()) {
-                std::vector<double> values = s.test_values;
-                values.at(size_t(s.round_index)) = double(rounds_of(s.round_loop));
-                value = spec->scalar_from(size_t(k), values, " at " + args.problem().key());
-              }
-            }
+            // A repeated while loop's counter as it runs, or a buffer's value read back now.
+            const std::vector<size_t>& reads = a.value.reads();
+            const bool by_round = s.round_loop >= 0 && s.round_index >= 0 &&
+                                  std::find(reads.begin(), reads.end(), size_t(s.round_index)) != reads.end();
+            if (by_round || a.follows_values) value = spec->scalar_from(size_t(k), values_now(), " at " + args.problem().key());
             own[i] = 0;
             store_elem(reinterpret_cast<unsigned char*>(&own[i]), 0, a.scalar_type, value);
             params[i] = &own[i];
@@ -323,6 +360,15 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
             own[i] = *static_cast<const CUdeviceptr*>(params[i]) + s.offset_bytes.at(j);
             params[i] = &own[i];
           }
+      }
+      if (s.value_grid >= 0) { // the grid from the values read back; none of a 0 along an axis
+        LaunchStep at = s;
+        const auto& grid = spec->value_grids.at(size_t(s.value_grid));
+        for (int d = 0; d < 3; ++d)
+          at.grid[d] = unsigned(grid[size_t(d)].eval_integer(values_now(), 0, d == 0 ? 2147483647.0 : 65535.0,
+                                                             "grid at " + args.problem().key()));
+        if (at.grid[0] && at.grid[1] && at.grid[2]) m.launch(at, stream, params);
+        continue;
       }
       m.launch(s, stream, params);
       continue;

@@ -149,6 +149,15 @@ int cmd_space(SpaceArgs& a) {
                                                   from += (from.empty() ? ", " : " and ") +
                                                           spec_of(p.op).args.at(size_t(st.args.at(size_t(at)))).name;
                                                 return from.empty() ? from : from + " from an element on";
+                                              }() + [&] {
+                                                // A grid or scalars from values read back at the launch.
+                                                if (st.value_grid >= 0) {
+                                                  std::string g;
+                                                  for (const Expr& e : spec_of(p.op).value_grids.at(size_t(st.value_grid)))
+                                                    if (e.text() != "1" || g.empty()) g += (g.empty() ? "" : ", ") + e.text();
+                                                  return ", grid (" + g + ") read back at the launch";
+                                                }
+                                                return std::string(st.reads_values ? ", scalars read back at the launch" : "");
                                               }();
       auto it = std::find_if(runs.begin(), runs.end(), [&](const auto& r) { return r.first == one; });
       if (it != runs.end()) ++it->second;

@@ -141,7 +141,8 @@ const auto kStepFields = std::make_tuple(
     field("offset_at", &LaunchStep::offset_at), field("offset_bytes", &LaunchStep::offset_bytes),
     field("round_loop", &LaunchStep::round_loop), field("round_index", &LaunchStep::round_index),
     field("jump_back", &LaunchStep::jump_back), field("round_max", &LaunchStep::round_max),
-    field("round_entry", &LaunchStep::round_entry));
+    field("round_entry", &LaunchStep::round_entry), field("reads_values", &LaunchStep::reads_values),
+    field("value_grid", &LaunchStep::value_grid));
 
 const auto kSpecArgFields =
     std::make_tuple(field("offset", &LaunchPlan::SpecArgValue::offset), field("bytes", &LaunchPlan::SpecArgValue::bytes),

@@ -98,6 +98,12 @@ struct LaunchStep {
   int round_loop = -1, round_index = -1, jump_back = -1;
   long long round_max = 0;
   bool round_entry = false;
+  // A user's kernel's step whose grid (value_grid >= 0: its place in KernelSpec::value_grids) or
+  // scalars read a buffer's first element: read back before the launch (the stream synchronized)
+  // and evaluated with test_values, the plan's values of the spec's names (a repeated loop's
+  // counter as it runs); a grid of 0 blocks along any axis launches nothing.
+  bool reads_values = false;
+  int value_grid = -1;
   // A user's kernel's symbol (KernelSpec::symbols) filled from a slice of its buffer argument:
   // copy_bytes from element symbol_offset (kernel -1).
   int symbol = -1;

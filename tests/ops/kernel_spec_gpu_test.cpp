@@ -719,6 +719,23 @@ __global__ void bfs_queue(const int* cols, int* cost, int d, int level, const in
     if (atomicCAS(&cost[u], -1, level + 1) == -1) q2[atomicAdd(qn2, 1)] = u;
   }
 }
+// Parboil's way: the frontier's length read back on the host sizes the round's grid and is passed
+// by value. A grid not sized so (gridDim.x != ceil(count / B)) marks node 0 unreachable, which
+// the check rejects.
+template <int B>
+__global__ void bfs_frontier(const int* cols, int* cost, int d, int level, const int* q, int count, int* q2, int* qn2) {
+  if (gridDim.x != (count + B - 1) / B) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) cost[0] = -7;
+    return;
+  }
+  const int i = blockIdx.x * B + threadIdx.x;
+  if (i >= count) return;
+  const int v = q[i];
+  for (int e = 0; e < d; ++e) {
+    const int u = cols[(long long)v * d + e];
+    if (atomicCAS(&cost[u], -1, level + 1) == -1) q2[atomicAdd(qn2, 1)] = u;
+  }
+}
 // The reference: one thread relaxing every edge until nothing changes.
 __global__ void bfs_ref(const int* cols, int* cost, int n, int d) {
   for (int i = 0; i < n; ++i) cost[i] = i == 0 ? 0 : -1;
@@ -769,6 +786,27 @@ constexpr const char* kBfsQueueSpec = R"JSON({
            {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"},
            {"name": "d_", "kind": "scalar", "dtype": "i32", "value": "d"},
            {"name": "level_", "kind": "scalar", "dtype": "i32", "value": "level"}],
+  "check": {"reference": {"kernel": "bfs_ref", "launch": {"grid": [1], "block": [1], "args": ["cols", "cost", "n_", "d_"]}}}
+})JSON";
+
+constexpr const char* kBfsFrontierSpec = R"JSON({
+  "name": "bfs_frontier", "sources": ["bfs.cu"], "params_as": "template", "dims": ["n", "d"],
+  "params": {"B": [64, 256]},
+  "launch": [
+    {"kernel": "bfs_queue_init", "grid": ["ceil_div(n, 256)"], "block": [256], "args": ["cost", "n_", "q", "qn"]},
+    {"repeat": "n", "index": "level", "while": "qn2 > 0", "reset": ["qn2"], "swap": [["q", "q2"], ["qn", "qn2"]],
+     "kernel": "bfs_frontier<{B}>", "grid": ["ceil_div(qn, B)"], "block": ["B"],
+     "args": ["cols", "cost", "d_", "level_", "q", "count", "q2", "qn2"]}],
+  "args": [{"name": "cols", "kind": "buffer", "dtype": "i32", "count": "n * d", "fill": {"random": [0, "n"], "integers": true}},
+           {"name": "cost", "kind": "buffer", "dtype": "i32", "count": "n", "intent": "out"},
+           {"name": "q", "kind": "buffer", "dtype": "i32", "count": "n", "intent": "temp"},
+           {"name": "qn", "kind": "buffer", "dtype": "i32", "count": 1, "intent": "temp"},
+           {"name": "q2", "kind": "buffer", "dtype": "i32", "count": "n", "intent": "temp"},
+           {"name": "qn2", "kind": "buffer", "dtype": "i32", "count": 1, "intent": "temp", "fill": "zeros"},
+           {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"},
+           {"name": "d_", "kind": "scalar", "dtype": "i32", "value": "d"},
+           {"name": "level_", "kind": "scalar", "dtype": "i32", "value": "level"},
+           {"name": "count", "kind": "scalar", "dtype": "i32", "value": "qn"}],
   "check": {"reference": {"kernel": "bfs_ref", "launch": {"grid": [1], "block": [1], "args": ["cols", "cost", "n_", "d_"]}}}
 })JSON";
 
@@ -843,6 +881,53 @@ TEST(KernelSpecGpu, ALoopRunsWhileItsFlagSaysARoundChangedSomething) {
     EXPECT_EQ(got, want) << which;
     EXPECT_GT(*std::max_element(want.begin(), want.end()), 5) << "a graph of several levels";
   }
+}
+
+// Each round's grid and the count its kernel takes by value come from the frontier's length read
+// back before the launch (Parboil's BFS): verified over several graphs, both parities of the
+// swaps' rounds, and equal to a host BFS through the runtime; the same spec with a grid sized by
+// n instead (the kernel marks a grid that is not its frontier's) is rejected.
+TEST(KernelSpecGpu, EachRoundsGridAndCountAreReadBackBeforeItsLaunch) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  TempDir dir("spec_values");
+  std::ofstream(dir.file("bfs.cu")) << kBfsSource;
+  const std::string op = load_kernel_spec_text(kBfsFrontierSpec, "bfs_frontier.json", dir.path.string());
+  std::string fixed = kBfsFrontierSpec;
+  fixed.replace(fixed.find("\"ceil_div(qn, B)\""), std::strlen("\"ceil_div(qn, B)\""), "\"ceil_div(n, B)\"");
+  fixed.replace(fixed.find("\"bfs_frontier\""), std::strlen("\"bfs_frontier\""), "\"bfs_frontier_fixed\"");
+  const std::string planted = load_kernel_spec_text(fixed, "bfs_fixed.json", dir.path.string());
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  auto runner = make_op_runner(op, compiler, *d);
+  for (const char* shape : {"20000x3", "5000x2", "777x4"})
+    for (uint64_t seed : {1, 2, 3})
+      for (int b : {64, 256}) {
+        const VerifyResult v = check_config(*runner, compiler, *d, op, Config{{"B", b}}, Problem::parse(op, shape), seed, 2);
+        EXPECT_TRUE(v.pass) << shape << " seed " << seed << " B " << b << ": " << v.summary();
+      }
+  auto planted_runner = make_op_runner(planted, compiler, *d);
+  const VerifyResult wrong = check_config(*planted_runner, compiler, *d, planted, Config{{"B", 64}}, Problem::parse(planted, "5000x2"), 1);
+  EXPECT_FALSE(wrong.pass) << "a grid sized by n passed for the frontier's: " << wrong.summary();
+  RuntimeOptions o;
+  o.db_path = dir.file("none.db");
+  Runtime rt(o);
+  const int n = 30000, deg = 3;
+  std::vector<int> cols(size_t(n) * deg);
+  uint64_t x = 777;
+  for (auto& c : cols) x = x * 6364136223846793005ull + 1442695040888963407ull, c = int((x >> 33) % uint64_t(n));
+  DeviceBuffer dcols(cols.size() * 4, "cols"), dcost(size_t(n) * 4, "cost");
+  check_cu(driver().cuMemcpyHtoD(dcols.ptr(), cols.data(), cols.size() * 4), "cuMemcpyHtoD", "cols");
+  check_cu(driver().cuMemsetD32Async(dcost.ptr(), 0x7fffffff, size_t(n), nullptr), "cuMemsetD32Async", "cost");
+  rt.run(Problem::parse(op, std::to_string(n) + "x" + std::to_string(deg)),
+         {reinterpret_cast<void*>(dcols.ptr()), reinterpret_cast<void*>(dcost.ptr())}, nullptr);
+  check_cu(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize", op);
+  std::vector<int> got(static_cast<size_t>(n));
+  check_cu(driver().cuMemcpyDtoH(got.data(), dcost.ptr(), got.size() * 4), "cuMemcpyDtoH", "cost");
+  const std::vector<int> want = host_bfs(cols, n, deg);
+  EXPECT_EQ(got, want);
+  EXPECT_GT(*std::max_element(want.begin(), want.end()), 5) << "a graph of several levels";
 }
 
 // A host loop that reads a whole array back after every round and goes on while its largest

@@ -1318,6 +1318,69 @@ TEST(KernelSpec, AStepPassesABufferFromAnElementOnEveryRound) {
   expect_refused(j, d, "launch.args[2].arg: 'c' is a scalar");
 }
 
+// A grid and a scalar that read a buffer's first element at the launch (Parboil's BFS sizes each
+// round's grid by the frontier's length, read back with cudaMemcpy, and passes the length by
+// value): the plan marks the step, keeps the grid's place and the names' values, and the repeated
+// loop stays two rounds; the grid limit does not evaluate what only the launch knows. Only a grid
+// and a computed scalar read values: a block, an offset or a cluster with such a grid is refused.
+TEST(KernelSpec, AGridAndAScalarReadABuffersValueAtTheLaunch) {
+  SpecDir d;
+  ojson j = ojson::parse(R"JSON({
+    "name": "frontier", "sources": ["k.cu"], "params_as": "template", "dims": ["n"], "params": {"B": [64, 256]},
+    "launch": [
+      {"kernel": "scale<1>", "grid": [1], "block": [1], "args": ["x", "q", "n_"]},
+      {"repeat": "n", "index": "level", "while": "qn2 > 0", "reset": ["qn2"], "swap": [["q", "q2"], ["qn", "qn2"]],
+       "kernel": "scale<{B}>", "grid": ["ceil_div(qn, B)"], "block": ["B"],
+       "args": ["x", "q", "count", "f", "q2", "qn", "qn2"]}],
+    "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "inout"},
+             {"name": "q", "kind": "buffer", "dtype": "i32", "count": "n", "intent": "temp"},
+             {"name": "q2", "kind": "buffer", "dtype": "i32", "count": "n", "intent": "temp"},
+             {"name": "qn", "kind": "buffer", "dtype": "i32", "count": 1, "intent": "temp", "fill": {"value": 1}},
+             {"name": "qn2", "kind": "buffer", "dtype": "i32", "count": 1, "intent": "temp", "fill": "zeros"},
+             {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"},
+             {"name": "count", "kind": "scalar", "dtype": "i32", "value": "qn"},
+             {"name": "f", "kind": "scalar", "dtype": "f32", "value": "level"}],
+    "check": {"none": "the plan only"}})JSON");
+  const std::string op = load_kernel_spec_text(j.dump(), "frontier.json", d.dir());
+  const KernelSpec& s = spec_of(op);
+  EXPECT_TRUE(s.args[6].follows_values);
+  EXPECT_FALSE(s.args[6].follows_config);
+  ASSERT_EQ(s.value_grids.size(), 1u);
+  EXPECT_EQ(s.steps[1].value_grid, 0);
+  EXPECT_EQ(s.steps[0].value_grid, -1);
+  const Family f = find_family(op);
+  const Problem p = Problem::parse(op, "1000");
+  EXPECT_EQ(f.count(p, DeviceInfo::nominal("sm_90")), 2u) << "the grid limit passes what only the launch knows";
+  const LaunchPlan plan = f.launch_plan(Config{{"B", 64}}, p);
+  std::vector<const LaunchStep*> launches;
+  for (const LaunchStep& st : plan.steps)
+    if (st.kernel == 1) launches.push_back(&st);
+  ASSERT_EQ(launches.size(), 2u) << "the loop repeated: two rounds in the plan";
+  for (const LaunchStep* st : launches) {
+    EXPECT_TRUE(st->reads_values);
+    EXPECT_EQ(st->value_grid, 0);
+    EXPECT_GE(st->round_loop, 0);
+    EXPECT_EQ(st->test_values.size(), s.names.size()) << "the plan's values, which the read values join";
+    EXPECT_EQ(st->set_args, (std::vector<int>{6, 7})) << "count from qn, f from the counter";
+  }
+  EXPECT_FALSE(plan.steps[0].reads_values);
+  const LaunchPlan back = plan_from_json(nlohmann::json::parse(plan_to_json(plan).dump()));
+  ASSERT_EQ(back.steps.size(), plan.steps.size());
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    EXPECT_EQ(back.steps[i].reads_values, plan.steps[i].reads_values) << i;
+    EXPECT_EQ(back.steps[i].value_grid, plan.steps[i].value_grid) << i;
+  }
+  for (const auto& [edit, error] : std::vector<std::pair<std::function<void(ojson&)>, std::string>>{
+           {[](ojson& k) { k["launch"][1]["block"] = {"qn"}; }, "launch[1].block[0]"},
+           {[](ojson& k) { k["launch"][1]["args"][0] = {{"arg", "x"}, {"offset", "qn"}}; }, "launch[1].args[0].offset"},
+           {[](ojson& k) { k["launch"][1]["cluster"] = {2}; }, "launch[1].cluster: a cluster shape must tile its grid"},
+           {[](ojson& k) { k["args"][0]["count"] = "qn"; }, "args[0].count"}}) {
+    ojson k = j;
+    edit(k);
+    expect_refused(k, d, error);
+  }
+}
+
 // A step's arguments against the parameters its kernel's mangled name declares (ktune compile
 // checks them offline; the GPU checks every kernel, extern "C" ones too, at its first launch).
 TEST(KernelSpec, StepArgumentsAreCheckedAgainstTheKernelsSignature) {
