@@ -670,7 +670,24 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
         s.test_values = v;
       }
     }
-    if (s.reads_values) s.test_values = v; // what the read values join at the launch
+    if (s.reads_values) {
+      s.test_values = v; // what the read values join at the launch
+      // The buffers whose values it reads, as this round passes them (after swaps), though the
+      // kernel may not take them (a frontier's count the host reads, not the kernel).
+      std::vector<const Expr*> reading;
+      for (int d = 0; d < 3; ++d) reading.push_back(&t.grid[d]);
+      for (int k : step_args(t.args))
+        if (args[size_t(k)].follows_values) reading.push_back(&args[size_t(k)].value);
+      for (const Expr* e : reading)
+        for (size_t n : e->reads()) {
+          if (n < names.size()) continue;
+          const int k = value_slots.at(n - names.size());
+          if (holds[size_t(k)] != k && std::find(s.alias_args.begin(), s.alias_args.end(), k) == s.alias_args.end()) {
+            s.alias_args.push_back(k);
+            s.alias_of.push_back(holds[size_t(k)]);
+          }
+        }
+    }
     push(std::move(s));
   };
   // Whether nothing in `nodes` but the scalars their own steps pass (nested: none) reads counter

@@ -1328,10 +1328,10 @@ TEST(KernelSpec, AGridAndAScalarReadABuffersValueAtTheLaunch) {
   ojson j = ojson::parse(R"JSON({
     "name": "frontier", "sources": ["k.cu"], "params_as": "template", "dims": ["n"], "params": {"B": [64, 256]},
     "launch": [
-      {"kernel": "scale<1>", "grid": [1], "block": [1], "args": ["x", "q", "n_"]},
+      {"kernel": "scale<1>", "grid": [1], "block": [1], "args": ["x", "q", "n_", "qn"]},
       {"repeat": "n", "index": "level", "while": "qn2 > 0", "reset": ["qn2"], "swap": [["q", "q2"], ["qn", "qn2"]],
        "kernel": "scale<{B}>", "grid": ["ceil_div(qn, B)"], "block": ["B"],
-       "args": ["x", "q", "count", "f", "q2", "qn", "qn2"]}],
+       "args": ["x", "q", "count", "f", "q2", "qn2"]}],
     "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "inout"},
              {"name": "q", "kind": "buffer", "dtype": "i32", "count": "n", "intent": "temp"},
              {"name": "q2", "kind": "buffer", "dtype": "i32", "count": "n", "intent": "temp"},
@@ -1363,6 +1363,11 @@ TEST(KernelSpec, AGridAndAScalarReadABuffersValueAtTheLaunch) {
     EXPECT_EQ(st->test_values.size(), s.names.size()) << "the plan's values, which the read values join";
     EXPECT_EQ(st->set_args, (std::vector<int>{6, 7})) << "count from qn, f from the counter";
   }
+  // The second round reads qn where the swap put it, though its kernel does not take qn.
+  const auto& second = *launches[1];
+  const auto at = std::find(second.alias_args.begin(), second.alias_args.end(), 3);
+  ASSERT_NE(at, second.alias_args.end()) << "qn read from its own buffer in the swapped round";
+  EXPECT_EQ(second.alias_of[size_t(at - second.alias_args.begin())], 4);
   EXPECT_FALSE(plan.steps[0].reads_values);
   const LaunchPlan back = plan_from_json(nlohmann::json::parse(plan_to_json(plan).dump()));
   ASSERT_EQ(back.steps.size(), plan.steps.size());
