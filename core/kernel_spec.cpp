@@ -406,10 +406,10 @@ void check_launch_reads(const Reader& r, const KernelSpec& s, const Expr& e, con
     } else if (i >= loops_from) {
       if (std::find(counters.begin(), counters.end(), int(i)) == counters.end())
         r.fail(path, "'" + e.text() + "' reads " + s.names[i] + ", the counter of a loop it is not in");
-    } else if (i >= device_from) {
+    } else if (i >= device_from && !values) {
       r.fail(path, "'" + e.text() + "' reads " + s.names[i] +
-                       ", a device value: launch geometry reads parameters, dimensions, align and dtype_bytes "
-                       "(a grid sized by the device is a \"persistent\" step)");
+                       ", a device value: only a grid and a computed scalar's value read the device, at the launch (a "
+                       "block, shared memory and an offset follow the config and the problem)");
     }
   }
 }
@@ -454,8 +454,9 @@ SpecStep read_step(const Reader& r, const KernelSpec& s, const ojson& o, const s
     if (st.cooperative && !st.cluster[0].empty()) r.fail(at + ".cooperative", "a cooperative launch takes no cluster shape");
   }
   if (!st.cluster[0].empty() && (s.reads_values(st.grid[0]) || s.reads_values(st.grid[1]) || s.reads_values(st.grid[2])))
-    r.fail(at + ".cluster", "a cluster shape must tile its grid, and this grid reads a buffer's value at each launch: "
-                            "give the cluster in the kernel (__cluster_dims__) or size the grid by the problem");
+    r.fail(at + ".cluster", "a cluster shape must tile its grid, and this grid reads a value known at the launch only (a "
+                            "buffer's, the device's): give the cluster in the kernel (__cluster_dims__) or size the grid by "
+                            "the problem");
   if (o.contains("args")) { // the spec's arguments by name, read before the steps
     const ojson& a = o["args"];
     if (!a.is_array() || a.empty()) r.fail(at + ".args", "expected the names of the arguments this kernel takes, in its order");
@@ -745,12 +746,10 @@ void read_scalar(const Reader& r, const KernelSpec& s, const ojson& o, const std
   if (o.contains("value")) {
     a.value = r.expr(o["value"], at + ".value", s.value_names);
     for (size_t n : a.value.reads()) {
-      if (n >= s.names.size()) a.follows_values = true; // a buffer's first element, read back at each launch
+      // A buffer's first element or the device's values (its SM count): evaluated at each launch.
+      if (n >= s.names.size() || (n >= s.params.size() + s.dims.size() + 2 && n < s.first_loop_name())) a.follows_values = true;
       else if (n < s.params.size()) a.follows_config = true; // computed for each config's plan
       else if (n >= s.first_loop_name()) a.follows_loop = true; // and for each launch in the loop
-      else if (n >= s.params.size() + s.dims.size() + 2)
-        r.fail(at + ".value", "'" + a.value.text() + "' reads " + s.names[n] +
-                                  ", a device value: a scalar follows the parameters, the dimensions, align and dtype_bytes");
     }
   } else {
     a.default_value = o.contains("default") ? r.number(o["default"], at + ".default") : 0;

@@ -117,8 +117,8 @@ struct SpecArg {
   // A computed scalar's value reads a loop's counter (KernelSpec::loop_names): set for each
   // launch of a step in that loop (LaunchStep::set_args).
   bool follows_loop = false;
-  // A computed scalar's value reads a buffer's first element (KernelSpec::value_names): read back
-  // and computed at each launch of a step that passes it (LaunchStep::reads_values).
+  // A computed scalar's value reads a buffer's first element (KernelSpec::value_names) or the
+  // device's values: computed at each launch of a step that passes it (LaunchStep::reads_values).
   bool follows_values = false;
   // A computed scalar set at each launch of a step that passes it (LaunchStep::set_args), not once
   // a call.
@@ -273,15 +273,18 @@ struct KernelSpec {
   // values kSpecBuiltins lists, then loop_names.
   std::vector<std::string> names;
   size_t first_loop_name() const { return params.size() + dims.size() + kSpecBuiltinCount; }
-  // What a grid and a computed scalar may read besides names: a buffer argument's first element,
+  // What a grid and a computed scalar may read besides names (and, of names, the device's values,
+  // evaluated at the launch on the GPU it runs on): a buffer argument's first element,
   // read back when the step launches (a frontier's length that sizes the next round's grid, as
   // host code reads it with cudaMemcpy before the launch): names, then one name a buffer argument
   // (value_slots: its index into args) not already among them.
   std::vector<std::string> value_names;
   std::vector<int> value_slots;
+  // Whether e reads what only a launch knows: a buffer's value or the device's (its SM count).
   bool reads_values(const Expr& e) const {
     const std::vector<size_t>& r = e.reads();
-    return std::any_of(r.begin(), r.end(), [&](size_t i) { return i >= names.size(); });
+    const size_t device_from = params.size() + dims.size() + 2;
+    return std::any_of(r.begin(), r.end(), [&](size_t i) { return i >= names.size() || (i >= device_from && i < first_loop_name()); });
   }
   // The grids that read buffers' values (SpecStep::value_grid, LaunchStep::value_grid), x y z.
   std::vector<std::array<Expr, 3>> value_grids;

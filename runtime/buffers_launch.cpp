@@ -1,6 +1,9 @@
 #include "runtime/buffers_launch.h"
 
 #include <algorithm>
+#include <array>
+#include <map>
+#include <mutex>
 #include <cmath>
 #include <cstring>
 
@@ -15,6 +18,47 @@
 namespace ktune {
 
 namespace {
+
+// The device values of kSpecBuiltins (max_threads, smem_per_block, sm_count, regs_per_block, arch)
+// of the current context's GPU, as a launch-time grid or scalar reads them: queried once a device.
+static_assert(kSpecBuiltinCount == 2 + 5, "align, dtype_bytes, then the five device values below");
+std::array<double, 5> device_values(const std::string& what) {
+  CUdevice dev = 0;
+  check_cu(driver().cuCtxGetDevice(&dev), "cuCtxGetDevice", what);
+  static std::mutex mu;
+  static std::map<CUdevice, std::array<double, 5>> known;
+  std::lock_guard<std::mutex> lk(mu);
+  if (const auto it = known.find(dev); it != known.end()) return it->second;
+  auto get = [&](CUdevice_attribute a, const char* name) {
+    int v = 0;
+    check_cu(driver().cuDeviceGetAttribute(&v, a, dev), "cuDeviceGetAttribute", what + " (" + name + ")");
+    return double(v);
+  };
+  const std::array<double, 5> v = {
+      get(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "max threads"),
+      get(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, "opt-in shared memory"),
+      get(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "SM count"),
+      get(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK, "registers"),
+      get(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, "major") * 10 + get(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, "minor")};
+  known[dev] = v;
+  return v;
+}
+
+// The buffers (places in KernelSpec::value_names past names) whose first element launch step s's
+// grid and scalars read.
+std::vector<size_t> values_read(const KernelSpec& spec, const LaunchStep& s) {
+  std::vector<size_t> need;
+  if (!s.reads_values) return need;
+  auto add = [&](const Expr& e) {
+    for (size_t i : e.reads())
+      if (i >= spec.names.size() && std::find(need.begin(), need.end(), i) == need.end()) need.push_back(i);
+  };
+  if (s.value_grid >= 0)
+    for (const Expr& e : spec.value_grids.at(size_t(s.value_grid))) add(e);
+  for (int k : s.set_args)
+    if (spec.args.at(size_t(k)).follows_values) add(spec.args[size_t(k)].value);
+  return need;
+}
 
 // A spec's arguments in its order: the caller's buffers and scalars, and the scalars computed
 // from the problem alone. The temporaries and the scalars that follow the config are a plan's
@@ -172,7 +216,7 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
     std::vector<char> seen;
     bool reads_back = false;
     for (const LaunchStep& s : plan.steps) {
-      reads_back = reads_back || s.test >= 0 || s.reads_values;
+      reads_back = reads_back || s.test >= 0 || !values_read(*spec, s).empty();
       if (s.kernel < 0) continue;
       if (size_t(s.kernel) >= seen.size()) seen.resize(size_t(s.kernel) + 1, 0);
       if (seen[size_t(s.kernel)]) continue;
@@ -223,16 +267,9 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
     if (!s.reads_values) return values;
     const size_t names = spec->names.size();
     values.resize(spec->value_names.size(), 0.0);
-    std::vector<size_t> need;
-    auto add = [&](const Expr& e) {
-      for (size_t i : e.reads())
-        if (i >= names && std::find(need.begin(), need.end(), i) == need.end()) need.push_back(i);
-    };
-    if (s.value_grid >= 0)
-      for (const Expr& e : spec->value_grids.at(size_t(s.value_grid))) add(e);
-    for (int k : s.set_args)
-      if (spec->args.at(size_t(k)).follows_values) add(spec->args[size_t(k)].value);
-    for (size_t i : need) {
+    const std::array<double, 5> dev = device_values(m.context());
+    std::copy(dev.begin(), dev.end(), values.begin() + std::ptrdiff_t(spec->params.size() + spec->dims.size() + 2));
+    for (size_t i : values_read(*spec, s)) {
       const int k = spec->value_slots.at(i - names);
       const SpecArg& a = spec->args[size_t(k)];
       const ElemType t = a.elem(args.problem());

@@ -930,6 +930,69 @@ TEST(KernelSpecGpu, EachRoundsGridAndCountAreReadBackBeforeItsLaunch) {
   EXPECT_GT(*std::max_element(want.begin(), want.end()), 5) << "a graph of several levels";
 }
 
+// A grid-stride kernel launched with so many blocks an SM (NVIDIA's grid-stride loop idiom: the
+// SM count from cudaDeviceGetAttribute): the grid and the count the kernel takes come from the GPU
+// the launch runs on. The kernel writes its grid's size, which the check compares with the count
+// the reference gets; the runtime's call shows the count is the device's SM count.
+TEST(KernelSpecGpu, AGridOfBlocksAnSmFollowsTheDeviceItRunsOn) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  TempDir dir("spec_sms");
+  std::ofstream(dir.file("stride.cu")) << R"CUDA(
+template <int B>
+__global__ void twice(const float* x, float* y, int* g, int n, int blocks) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) g[0] = gridDim.x;
+  for (int i = blockIdx.x * B + threadIdx.x; i < n; i += gridDim.x * B) y[i] = 2 * x[i];
+}
+__global__ void twice_ref(const float* x, float* y, int* g, int n, int blocks) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i == 0) g[0] = blocks;
+  if (i < n) y[i] = 2 * x[i];
+}
+)CUDA";
+  const std::string op = load_kernel_spec_text(R"JSON({
+  "name": "twice_sms", "sources": ["stride.cu"], "kernel": "twice<{B}>", "params_as": "template", "dims": ["n"],
+  "params": {"B": [128, 256], "PER_SM": [1, 2, 4]},
+  "launch": {"grid": ["min(ceil_div(n, B), PER_SM * sm_count)"], "block": ["B"]},
+  "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n"},
+           {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"},
+           {"name": "g", "kind": "buffer", "dtype": "i32", "count": 1, "intent": "out"},
+           {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"},
+           {"name": "blocks", "kind": "scalar", "dtype": "i32", "value": "min(ceil_div(n, B), PER_SM * sm_count)"}],
+  "check": {"reference": {"kernel": "twice_ref", "config": {"B": 128, "PER_SM": 2},
+                          "launch": {"grid": ["ceil_div(n, 256)"], "block": [256]}}}
+})JSON", "twice_sms.json", dir.path.string());
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  auto runner = make_op_runner(op, compiler, *d);
+  for (const char* n : {"1000", "3000000"})
+    for (int b : {128, 256})
+      for (int per : {1, 2, 4}) {
+        const VerifyResult v = check_config(*runner, compiler, *d, op, Config{{"B", b}, {"PER_SM", per}}, Problem::parse(op, n), 3);
+        // The reference writes the count the config's launch would pass at B 128, PER_SM 2.
+        const bool same = std::min<long long>((std::atoll(n) + b - 1) / b, per * d->sm_count) ==
+                          std::min<long long>((std::atoll(n) + 127) / 128, 2 * d->sm_count);
+        EXPECT_EQ(v.pass, same) << n << " B " << b << " PER_SM " << per << ": " << v.summary();
+      }
+  RuntimeOptions o;
+  o.db_path = dir.file("none.db");
+  Runtime rt(o);
+  const int n = 1 << 22;
+  DeviceBuffer dx(size_t(n) * 4, "x"), dy(size_t(n) * 4, "y"), dg(4, "g");
+  check_cu(driver().cuMemsetD32Async(dx.ptr(), 0x3f800000u, size_t(n), nullptr), "cuMemsetD32Async", "x");
+  rt.run(Problem::parse(op, std::to_string(n)),
+         {reinterpret_cast<void*>(dx.ptr()), reinterpret_cast<void*>(dy.ptr()), reinterpret_cast<void*>(dg.ptr())}, nullptr);
+  check_cu(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize", op);
+  int g = 0;
+  float y = 0;
+  check_cu(driver().cuMemcpyDtoH(&g, dg.ptr(), 4), "cuMemcpyDtoH", "g");
+  check_cu(driver().cuMemcpyDtoH(&y, dy.ptr() + size_t(n - 1) * 4, 4), "cuMemcpyDtoH", "y");
+  const Selection sel = rt.best_config(Problem::parse(op, std::to_string(n)));
+  EXPECT_EQ(g, int(sel.config["PER_SM"]) * d->sm_count) << "the served config's blocks an SM times the GPU's " << d->sm_count << " SMs";
+  EXPECT_EQ(y, 2.f);
+}
+
 // A host loop that reads a whole array back after every round and goes on while its largest
 // element is above a tolerance (pagerank's max difference, an iteration's residual): x' = x / 2 + b
 // per element until no element moves more than 1e-6, from x_i = i (element 0 settles some 16

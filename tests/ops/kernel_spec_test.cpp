@@ -380,7 +380,9 @@ TEST(KernelSpec, EveryMalformedSpecIsRefusedNamingItsField) {
       {"grid of 0", [](ojson& j) { j["launch"]["grid"] = {0}; }, "launch.grid[0]: '0' is below 1"},
       {"four grid dims", [](ojson& j) { j["launch"]["grid"] = {1, 1, 1, 1}; }, "launch.grid: expected 1 to 3"},
       {"no block", [](ojson& j) { j["launch"].erase("block"); }, "launch.block: missing"},
-      {"grid reads the device", [](ojson& j) { j["launch"]["grid"] = {"sm_count"}; }, "launch.grid[0]:"},
+      {"block reads the device", [](ojson& j) { j["launch"]["block"] = {"sm_count"}; },
+       "launch.block[0]: 'sm_count' reads sm_count, a device value: only a grid and a computed scalar's value"},
+      {"shared memory reads the device", [](ojson& j) { j["launch"]["shared_memory"] = "smem_per_block"; }, "launch.shared_memory:"},
       {"shared memory expression", [](ojson& j) { j["launch"]["shared_memory"] = "B *"; }, "launch.shared_memory:"},
       {"no args", [](ojson& j) { j.erase("args"); }, "args: missing"},
       {"arg without kind", [](ojson& j) { j["args"][0].erase("kind"); }, "args[0].kind: missing"},
@@ -435,7 +437,6 @@ TEST(KernelSpec, EveryMalformedSpecIsRefusedNamingItsField) {
          j["check"]["reference"]["launch"]["args"] = {"x", "y", "n"};
        }, "args[3]: 'a' is in no launch step's args"},
       {"an output's count reads a parameter", [](ojson& j) { j["args"][1]["count"] = "ceil_div(n, B)"; }, "args[1].count:"},
-      {"scalar value reads the device", [](ojson& j) { j["args"][2]["value"] = "sm_count"; }, "args[2].value:"},
       {"template parameter used nowhere", [](ojson& j) { j["params"]["U"] = {1, 2, 4}; }, "params.U: reaches no kernel"},
       {"check_count of an input", [](ojson& j) { j["args"][0]["check_count"] = 1; }, "args[0].check_count: only outputs"},
       {"check_count reads a parameter", [](ojson& j) { j["args"][1]["check_count"] = "B"; }, "args[1].check_count:"},
@@ -1374,6 +1375,23 @@ TEST(KernelSpec, AGridAndAScalarReadABuffersValueAtTheLaunch) {
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     EXPECT_EQ(back.steps[i].reads_values, plan.steps[i].reads_values) << i;
     EXPECT_EQ(back.steps[i].value_grid, plan.steps[i].value_grid) << i;
+  }
+  // The device's values too: a grid-stride kernel's grid of so many blocks an SM, and the count it
+  // takes, known on the GPU the launch runs on.
+  {
+    ojson k = SpecDir::base();
+    k["launch"]["grid"] = {"min(ceil_div(n, B), 4 * sm_count)"};
+    k["args"][2]["value"] = "min(n, sm_count * B)";
+    const std::string dev = load_kernel_spec_text(k.dump(), "device.json", d.dir());
+    const KernelSpec& ds = spec_of(dev);
+    EXPECT_TRUE(ds.args[2].follows_values);
+    EXPECT_EQ(ds.steps[0].value_grid, 0);
+    const LaunchPlan dp = find_family(dev).launch_plan(Config{{"B", 128}}, Problem::parse(dev, "100000"));
+    ASSERT_EQ(dp.steps.size(), 1u);
+    EXPECT_TRUE(dp.steps[0].reads_values);
+    EXPECT_EQ(dp.steps[0].set_args, (std::vector<int>{2}));
+    k["launch"]["cluster"] = {2};
+    expect_refused(k, d, "launch.cluster: a cluster shape must tile its grid");
   }
   for (const auto& [edit, error] : std::vector<std::pair<std::function<void(ojson&)>, std::string>>{
            {[](ojson& k) { k["launch"][1]["block"] = {"qn"}; }, "launch[1].block[0]"},
