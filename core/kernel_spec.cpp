@@ -441,6 +441,10 @@ SpecStep read_step(const Reader& r, const KernelSpec& s, const ojson& o, const s
       if (dst[d].constant() && dst[d].eval({}) < 1) r.fail(dp, "'" + dst[d].text() + "' is below 1");
     }
   }
+  if (o.contains("when")) { // the step launches only where it holds: the problem's, or (a value) each launch's
+    st.when = r.expr(o["when"], at + ".when", s.value_names);
+    check_launch_reads(r, s, st.when, at + ".when", counters, true);
+  }
   st.smem = o.contains("shared_memory") ? r.expr(o["shared_memory"], at + ".shared_memory", s.value_names)
                                         : Expr("0", s.names, r.where(at + ".shared_memory"));
   check_launch_reads(r, s, st.smem, at + ".shared_memory", counters);
@@ -601,7 +605,7 @@ std::vector<SpecStep> read_steps(const Reader& r, const KernelSpec& s, const ojs
       if (group) r.known_fields(o, at, {"repeat", "index", "swap", "while", "reset", "steps"});
       else
         r.known_fields(o, at, {"kernel", "grid", "block", "cluster", "shared_memory", "persistent", "cooperative", "args",
-                               "repeat", "index", "swap", "while", "reset"});
+                               "when", "repeat", "index", "swap", "while", "reset"});
       if (!o.contains("repeat")) {
         for (const char* f : {"index", "swap", "while", "reset"})
           if (o.contains(f)) r.fail(at + "." + f, "only a loop has one: give its rounds (\"repeat\")");
@@ -1239,6 +1243,18 @@ void check_args_taken(const Reader& r, const KernelSpec& s) {
       if (st.args.empty()) std::fill(taken.begin(), taken.end(), true);
       for (int i : st.args) taken[size_t(i)] = true;
     }
+  // A buffer the host only reads back (a loop's condition, a grid, `when` or a scalar of values
+  // reads it; a swap puts a kernel's data in it) is taken by those reads.
+  for (const SpecWhile& w : s.whiles)
+    for (int k : w.buffers_read(s.names.size())) taken[size_t(k)] = true;
+  auto read_values = [&](const Expr& e) {
+    for (size_t i : e.reads())
+      if (i >= s.names.size()) taken[size_t(s.value_slots.at(i - s.names.size()))] = true;
+  };
+  for (const auto& g : s.value_grids)
+    for (const Expr& e : g) read_values(e);
+  for (const SpecArg& a : s.args)
+    if (!a.buffer) read_values(a.value);
   for (size_t i = 0; i < s.args.size(); ++i)
     if (!taken[i]) r.fail("args[" + std::to_string(i) + "]", "'" + s.args[i].name + "' is in no launch step's args");
 }
@@ -1261,6 +1277,7 @@ void check_params_used(const Reader& r, const KernelSpec& s) {
         if (st.kernel.find("{" + s.params[i].name + "}") != std::string::npos) used[i] = true;
       for (int d = 0; d < 3; ++d) read(st.grid[d]), read(st.block[d]), read(st.cluster[d]);
       read(st.smem);
+      read(st.when); // a version's step where it holds ("qn > SMALL")
       for (const Expr& e : st.within) read(e); // its loops' rounds ("VER == 2": a version's step)
       for (const Expr& e : st.arg_offsets) read(e); // a chunk a round of C elements
     }
@@ -1326,9 +1343,12 @@ KernelSpec parse_kernel_spec(const std::string& json, const std::string& origin,
   read_counts(r, j, s);
   for (auto* steps : {&s.steps, &s.reference_steps, &s.baseline_steps, &s.setup_steps, &s.post_steps})
     for (SpecStep& st : *steps)
-      if (s.reads_values(st.grid[0]) || s.reads_values(st.grid[1]) || s.reads_values(st.grid[2])) {
+      if (s.reads_values(st.grid[0]) || s.reads_values(st.grid[1]) || s.reads_values(st.grid[2]) ||
+          (!st.when.empty() && s.reads_values(st.when))) {
+        // The launch-time parts: the grid (its axes that read values; the others the same at the
+        // plan), and `when` (empty: none).
         st.value_grid = int(s.value_grids.size());
-        s.value_grids.push_back({st.grid[0], st.grid[1], st.grid[2]});
+        s.value_grids.push_back({st.grid[0], st.grid[1], st.grid[2], st.when});
       }
   check_args_taken(r, s);
   check_loop_scalars(r, s);

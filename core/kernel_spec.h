@@ -162,8 +162,11 @@ struct SpecStep {
   std::vector<Expr> arg_offsets;
   Expr grid[3], block[3], smem;
   Expr cluster[3]; // LaunchStep::cluster; empty: none
-  // Its grid reads a buffer's first element (KernelSpec::value_names), read back at each launch:
-  // the place of the grid's expressions in KernelSpec::value_grids; -1: a grid the plan knows.
+  // "when": the step launches only where it holds (empty: always); one that reads only what the
+  // plan knows is decided there, one that reads a value at each launch.
+  Expr when;
+  // Its grid or `when` reads what only the launch knows (a buffer's first element, the device's
+  // values; KernelSpec::value_names): their place in KernelSpec::value_grids; -1: none.
   int value_grid = -1;
   bool persistent = false;         // LaunchStep::persistent: grid x capped at the blocks resident at once
   bool cooperative = false;        // LaunchStep::cooperative: grid.sync() kernels
@@ -286,8 +289,9 @@ struct KernelSpec {
     const size_t device_from = params.size() + dims.size() + 2;
     return std::any_of(r.begin(), r.end(), [&](size_t i) { return i >= names.size() || (i >= device_from && i < first_loop_name()); });
   }
-  // The grids that read buffers' values (SpecStep::value_grid, LaunchStep::value_grid), x y z.
-  std::vector<std::array<Expr, 3>> value_grids;
+  // The launch-time parts of steps (SpecStep::value_grid, LaunchStep::value_grid): the grid's x,
+  // y and z, then `when` (empty: none).
+  std::vector<std::array<Expr, 4>> value_grids;
 
   // names' values for config c (unset parameters 0) of problem p on device d.
   std::vector<double> values(const Config& c, const Problem& p, const DeviceInfo& d) const;

@@ -433,8 +433,13 @@ std::string signature_mismatch(const KernelSpec& s, const SpecStep& st, const st
 }
 
 bool KernelSpec::skipped(const SpecStep& st, const Config& c, const Problem& p) const {
-  if (st.within.empty()) return false;
+  if (st.within.empty() && st.when.empty()) return false;
   const std::vector<double> v = values(c, p, no_device());
+  // A `when` of the config and the problem alone (no counter, nothing of the launch) that fails.
+  if (!st.when.empty() && !reads_values(st.when)) {
+    const auto r = st.when.reads();
+    if (std::none_of(r.begin(), r.end(), [&](size_t i) { return i >= first_loop_name(); }) && st.when.eval(v) == 0) return true;
+  }
   for (const Expr& e : st.within) {
     const auto r = e.reads();
     if (std::none_of(r.begin(), r.end(), [&](size_t i) { return i >= first_loop_name(); }) && e.eval(v) <= 0) return true;
@@ -618,9 +623,11 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
       copy_slice(k, at);
   auto launch = [&](size_t i) {
     const SpecStep& t = st[i];
+    const std::string where_now = where();
+    // A `when` the plan knows: the step is in the plan or not (one of values: at each launch).
+    if (!t.when.empty() && !reads_values(t.when) && t.when.eval(v) == 0) return;
     LaunchStep s;
     s.kernel = int(i);
-    const std::string where_now = where();
     for (int d = 0; d < 3; ++d) {
       // A grid that reads a buffer's value is evaluated at each launch (value_grid); 1 here.
       s.grid[d] = t.value_grid >= 0 && reads_values(t.grid[d])
@@ -676,6 +683,7 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
       // kernel may not take them (a frontier's count the host reads, not the kernel).
       std::vector<const Expr*> reading;
       for (int d = 0; d < 3; ++d) reading.push_back(&t.grid[d]);
+      if (!t.when.empty()) reading.push_back(&t.when);
       for (int k : step_args(t.args))
         if (args[size_t(k)].follows_values) reading.push_back(&args[size_t(k)].value);
       for (const Expr* e : reading)
@@ -720,7 +728,13 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
         launch(size_t(n.step));
         continue;
       }
-      const long long rounds = n.repeat.eval_integer(v, 0, double(kMaxLaunches), "rounds" + where());
+      // A while loop whose rounds the launch repeats (below) holds two of them whatever its bound:
+      // a BFS bounded by its nodes may have more than the plan's steps.
+      const bool repeated = n.until >= 0 && periodic(n.body, n.index, false) &&
+                            std::none_of(symbols.begin(), symbols.end(), [&](const SpecSymbol& y) {
+                              return y.planned && (reads_name(y.offset, n.index) || reads_name(y.count, n.index));
+                            });
+      const long long rounds = n.repeat.eval_integer(v, 0, repeated ? 9.0e15 : double(kMaxLaunches), "rounds" + where());
       const std::vector<int> before = holds; // an enclosing loop's swaps hold here
       for (const auto& [x, y] : n.swaps)
         if (count_of(size_t(x), p, c) != count_of(size_t(y), p, c))
@@ -736,9 +750,6 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
         // goes back to the first while the condition holds, the counter one up at every test; else
         // every round up to `rounds` is unrolled.
         if (rounds == 0) continue;
-        const bool repeated = periodic(n.body, n.index, false) && std::none_of(symbols.begin(), symbols.end(), [&](const SpecSymbol& y) {
-                                return y.planned && (reads_name(y.offset, n.index) || reads_name(y.count, n.index));
-                              });
         const std::vector<int> read_args = whiles[size_t(n.until)].buffers_read(names.size());
         const int loop = repeated ? compact_loops++ : -1;
         if (repeated) {

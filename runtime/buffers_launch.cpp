@@ -6,6 +6,7 @@
 #include <mutex>
 #include <cmath>
 #include <cstring>
+#include <functional>
 
 #include "core/kernel_spec.h"
 #include "ktune/error.h"
@@ -54,7 +55,8 @@ std::vector<size_t> values_read(const KernelSpec& spec, const LaunchStep& s) {
       if (i >= spec.names.size() && std::find(need.begin(), need.end(), i) == need.end()) need.push_back(i);
   };
   if (s.value_grid >= 0)
-    for (const Expr& e : spec.value_grids.at(size_t(s.value_grid))) add(e);
+    for (const Expr& e : spec.value_grids.at(size_t(s.value_grid)))
+      if (!e.empty()) add(e); // `when` may be empty
   for (int k : s.set_args)
     if (spec.args.at(size_t(k)).follows_values) add(spec.args[size_t(k)].value);
   return need;
@@ -258,6 +260,20 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
     if (size_t(loop) >= rounds_done.size()) rounds_done.resize(size_t(loop) + 1, 0);
     return rounds_done[size_t(loop)];
   };
+  // First elements read back since the stream last ran anything that could change them (a launch,
+  // a copy, a reset of that buffer): read again, they need no copy and no wait (a round's test
+  // read the count the next round's grid reads, a frontier's length that two kernels' `when` read).
+  std::vector<std::pair<CUdeviceptr, double>> known;
+  auto first_element = [&](CUdeviceptr at, ElemType t, const std::function<std::string()>& what) {
+    for (const auto& [p, v] : known)
+      if (p == at) return v;
+    unsigned char bytes[8] = {};
+    check_cu(driver().cuMemcpyDtoHAsync(bytes, at, size_t(elem_bytes(t)), stream), "cuMemcpyDtoHAsync", what());
+    check_cu(driver().cuStreamSynchronize(stream), "cuStreamSynchronize", what()); // what the steps before wrote
+    const double v = load_elem(bytes, 0, t);
+    known.emplace_back(at, v);
+    return v;
+  };
   // The values of the spec's names a launch's scalars and grid read: the plan's, a repeated
   // loop's counter as it runs, and (reads_values) the first element of each buffer they read,
   // read back now, after what the stream ran before.
@@ -273,14 +289,11 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
       const int k = spec->value_slots.at(i - names);
       const SpecArg& a = spec->args[size_t(k)];
       const ElemType t = a.elem(args.problem());
-      const std::string what = m.context() + ": reading " + a.name + "'s first element for a launch at " + args.problem().key();
+      auto what = [&] { return m.context() + ": reading " + a.name + "'s first element for a launch at " + args.problem().key(); };
       const size_t held = a.intent == SpecArg::temp ? plan.spec_args.at(size_t(k)).bytes : size_t(spec->count_of(size_t(k), args.problem()));
-      if (!held) throw UsageError(spec->path + ": " + what + ": it holds no element");
-      unsigned char bytes[8] = {};
-      check_cu(driver().cuMemcpyDtoHAsync(bytes, pointer(s, k), size_t(elem_bytes(t)), stream), "cuMemcpyDtoHAsync", what);
-      check_cu(driver().cuStreamSynchronize(stream), "cuStreamSynchronize", what); // what the steps before wrote
-      values[i] = load_elem(bytes, 0, t);
-      if (std::isnan(values[i])) throw Error(spec->path + ": " + what + ": read NaN");
+      if (!held) throw UsageError(spec->path + ": " + what() + ": it holds no element");
+      values[i] = first_element(pointer(s, k), t, what);
+      if (std::isnan(values[i])) throw Error(spec->path + ": " + what() + ": read NaN");
     }
     return values;
   };
@@ -291,6 +304,7 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
       continue;
     }
     if (spec && s.copy()) { // a loop's swapped buffer put back in its own
+      known.clear();
       check_cu(driver().cuMemcpyDtoDAsync(pointer(LaunchStep(), s.copy_to), pointer(LaunchStep(), s.copy_from),
                                           size_t(s.copy_bytes), stream),
                "cuMemcpyDtoDAsync",
@@ -315,7 +329,9 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
     }
     if (spec && s.control() && s.set_arg >= 0) { // a loop's reset before its round
       if (size_t(s.set_arg) >= spec->args.size()) throw Error(m.context() + ": a reset of an argument the spec does not have");
-      set_temp(m, *spec, plan, args.problem(), size_t(s.set_arg), pointer(s, s.set_arg), stream);
+      const CUdeviceptr at = pointer(s, s.set_arg);
+      known.erase(std::remove_if(known.begin(), known.end(), [&](const auto& e) { return e.first == at; }), known.end());
+      set_temp(m, *spec, plan, args.problem(), size_t(s.set_arg), at, stream);
       continue;
     }
     if (spec && s.control() && s.test >= 0) { // after a round of a loop that runs while a condition holds
@@ -337,10 +353,17 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
                                                       : size_t(spec->count_of(size_t(k), args.problem()));
         if (!held) throw UsageError(w.where + ": '" + w.text + "' reads " + a.name + ", which holds no element at " + args.problem().key());
         const size_t n = read == SpecWhile::first ? 1 : held;
+        auto what = [&] { return m.context() + ": reading " + a.name + " for " + w.where + " at " + args.problem().key(); };
+        if (n == 1) { // the first element: as a launch's value reads it, and kept for one
+          values[i] = first_element(pointer(s, k), t, what);
+          if (std::isnan(values[i]))
+            throw Error(w.where + ": '" + w.text + "' read NaN from " + a.name + " at " + args.problem().key() +
+                        ": the rounds diverged or wrote no value there");
+          continue;
+        }
         std::vector<unsigned char> bytes(n * size_t(elem_bytes(t)));
-        const std::string what = m.context() + ": reading " + a.name + " for " + w.where + " at " + args.problem().key();
-        check_cu(driver().cuMemcpyDtoHAsync(bytes.data(), pointer(s, k), bytes.size(), stream), "cuMemcpyDtoHAsync", what);
-        check_cu(driver().cuStreamSynchronize(stream), "cuStreamSynchronize", what); // the round's kernels first
+        check_cu(driver().cuMemcpyDtoHAsync(bytes.data(), pointer(s, k), bytes.size(), stream), "cuMemcpyDtoHAsync", what());
+        check_cu(driver().cuStreamSynchronize(stream), "cuStreamSynchronize", what()); // the round's kernels first
         double x = load_elem(bytes.data(), 0, t);
         for (size_t e = 1; e < n; ++e) {
           const double y = load_elem(bytes.data(), e, t);
@@ -401,16 +424,22 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
       if (s.value_grid >= 0) { // the grid from the values read back; none of a 0 along an axis
         LaunchStep at = s;
         const auto& grid = spec->value_grids.at(size_t(s.value_grid));
+        if (!grid[3].empty() && grid[3].eval(values_now()) == 0) continue; // its `when` fails at this launch
         for (int d = 0; d < 3; ++d)
           at.grid[d] = unsigned(grid[size_t(d)].eval_integer(values_now(), 0, d == 0 ? 2147483647.0 : 65535.0,
                                                              "grid at " + args.problem().key()));
-        if (at.grid[0] && at.grid[1] && at.grid[2]) m.launch(at, stream, params);
+        if (at.grid[0] && at.grid[1] && at.grid[2]) {
+          known.clear();
+          m.launch(at, stream, params);
+        }
         continue;
       }
+      known.clear();
       m.launch(s, stream, params);
       continue;
     }
     if (!s.tma() && !pass_workspace) {
+      known.clear();
       m.launch(s, stream, args.params());
       continue;
     }
@@ -433,6 +462,7 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
       params[n++] = &maps[i];
     }
     if (pass_workspace) params[n++] = &workspace;
+    known.clear();
     m.launch(s, stream, params);
   }
 }

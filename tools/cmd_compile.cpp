@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <climits>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -47,7 +48,18 @@ int cmd_compile(CompileArgs& a) {
               k->compile_seconds, k->cubin.size());
   // Each kernel once, with how many launches of its plan run it where more than one (a user
   // kernel's loop).
-  auto list_kernels = [](const std::vector<std::string>& names, const LaunchPlan& launches) {
+  // A user kernel's steps inside a loop that runs while a condition holds (their kernels' places).
+  std::vector<int> in_while;
+  if (const auto& spec = op_info(f.op()).spec) {
+    std::function<void(const std::vector<SpecNode>&, bool)> walk = [&](const std::vector<SpecNode>& nodes, bool inside) {
+      for (const SpecNode& n : nodes) {
+        if (n.step >= 0 && inside) in_while.push_back(n.step);
+        walk(n.body, inside || n.until >= 0);
+      }
+    };
+    walk(spec->order, false);
+  }
+  auto list_kernels = [&in_while](const std::vector<std::string>& names, const LaunchPlan& launches) {
     for (size_t i = 0; i < names.size(); ++i) {
       const auto& n = names[i];
       if (std::find(names.begin(), names.begin() + std::ptrdiff_t(i), n) != names.begin() + std::ptrdiff_t(i)) continue;
@@ -56,7 +68,10 @@ int cmd_compile(CompileArgs& a) {
       });
       // A loop that runs while a condition holds may stop before the rounds its plan holds, or
       // repeat the two it holds.
-      const bool while_loop = std::any_of(launches.steps.begin(), launches.steps.end(), [](const LaunchStep& s) { return s.test >= 0; });
+      const bool while_loop = std::any_of(launches.steps.begin(), launches.steps.end(), [&](const LaunchStep& s) {
+        return !s.copy() && size_t(s.kernel) < names.size() && names[size_t(s.kernel)] == n &&
+               std::find(in_while.begin(), in_while.end(), s.kernel) != in_while.end();
+      });
       if (while_loop) std::printf("  kernel %s (%td in the plan, in a loop that runs while a condition holds)\n", n.c_str(), times);
       else if (times > 1) std::printf("  kernel %s (%td launches)\n", n.c_str(), times);
       else std::printf("  kernel %s\n", n.c_str());

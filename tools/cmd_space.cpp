@@ -152,10 +152,14 @@ int cmd_space(SpaceArgs& a) {
                                               }() + [&] {
                                                 // A grid or scalars from values read back at the launch.
                                                 if (st.value_grid >= 0) {
+                                                  const auto& at = spec_of(p.op).value_grids.at(size_t(st.value_grid));
                                                   std::string g;
-                                                  for (const Expr& e : spec_of(p.op).value_grids.at(size_t(st.value_grid)))
-                                                    if (e.text() != "1" || g.empty()) g += (g.empty() ? "" : ", ") + e.text();
-                                                  return ", grid (" + g + ") read back at the launch";
+                                                  for (int d = 0; d < 3; ++d)
+                                                    if (at[size_t(d)].text() != "1" || g.empty())
+                                                      g += (g.empty() ? "" : ", ") + at[size_t(d)].text();
+                                                  return ", grid (" + g + ")" +
+                                                         (at[3].empty() ? std::string() : " when " + at[3].text()) +
+                                                         " at the launch";
                                                 }
                                                 return std::string(st.reads_values ? ", scalars read back at the launch" : "");
                                               }();

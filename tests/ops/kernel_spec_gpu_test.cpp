@@ -18,6 +18,7 @@
 #include "ktune/kernel_spec.h"
 #include "ktune/ktune.h"
 #include "ktune/runtime.h"
+#include "runtime/buffers_launch.h"
 #include "runtime/cuda_check.h"
 #include "runtime/driver.h"
 #include "runtime/module.h"
@@ -736,6 +737,30 @@ __global__ void bfs_frontier(const int* cols, int* cost, int d, int level, const
     if (atomicCAS(&cost[u], -1, level + 1) == -1) q2[atomicAdd(qn2, 1)] = u;
   }
 }
+// Parboil's other way: a kernel chosen a round by the frontier's length, each counting its rounds
+// (in `used`: big, small).
+template <int B>
+__global__ void bfs_big(const int* cols, int* cost, int d, int level, const int* q, int count, int* q2, int* qn2, int* used) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) atomicAdd(&used[0], 1);
+  const int i = blockIdx.x * B + threadIdx.x;
+  if (i >= count) return;
+  const int v = q[i];
+  for (int e = 0; e < d; ++e) {
+    const int u = cols[(long long)v * d + e];
+    if (atomicCAS(&cost[u], -1, level + 1) == -1) q2[atomicAdd(qn2, 1)] = u;
+  }
+}
+template <int B>
+__global__ void bfs_small(const int* cols, int* cost, int d, int level, const int* q, int count, int* q2, int* qn2, int* used) {
+  if (threadIdx.x == 0) atomicAdd(&used[1], 1);
+  for (int i = threadIdx.x; i < count; i += B) {
+    const int v = q[i];
+    for (int e = 0; e < d; ++e) {
+      const int u = cols[(long long)v * d + e];
+      if (atomicCAS(&cost[u], -1, level + 1) == -1) q2[atomicAdd(qn2, 1)] = u;
+    }
+  }
+}
 // The reference: one thread relaxing every edge until nothing changes.
 __global__ void bfs_ref(const int* cols, int* cost, int n, int d) {
   for (int i = 0; i < n; ++i) cost[i] = i == 0 ? 0 : -1;
@@ -799,6 +824,30 @@ constexpr const char* kBfsFrontierSpec = R"JSON({
      "args": ["cols", "cost", "d_", "level_", "q", "count", "q2", "qn2"]}],
   "args": [{"name": "cols", "kind": "buffer", "dtype": "i32", "count": "n * d", "fill": {"random": [0, "n"], "integers": true}},
            {"name": "cost", "kind": "buffer", "dtype": "i32", "count": "n", "intent": "out"},
+           {"name": "q", "kind": "buffer", "dtype": "i32", "count": "n", "intent": "temp"},
+           {"name": "qn", "kind": "buffer", "dtype": "i32", "count": 1, "intent": "temp"},
+           {"name": "q2", "kind": "buffer", "dtype": "i32", "count": "n", "intent": "temp"},
+           {"name": "qn2", "kind": "buffer", "dtype": "i32", "count": 1, "intent": "temp", "fill": "zeros"},
+           {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"},
+           {"name": "d_", "kind": "scalar", "dtype": "i32", "value": "d"},
+           {"name": "level_", "kind": "scalar", "dtype": "i32", "value": "level"},
+           {"name": "count", "kind": "scalar", "dtype": "i32", "value": "qn"}],
+  "check": {"reference": {"kernel": "bfs_ref", "launch": {"grid": [1], "block": [1], "args": ["cols", "cost", "n_", "d_"]}}}
+})JSON";
+
+constexpr const char* kBfsWhenSpec = R"JSON({
+  "name": "bfs_when", "sources": ["bfs.cu"], "params_as": "template", "dims": ["n", "d"],
+  "params": {"B": [64, 256], "SMALL": [0, 300, 100000000]},
+  "launch": [
+    {"kernel": "bfs_queue_init", "grid": ["ceil_div(n, 256)"], "block": [256], "args": ["cost", "n_", "q", "qn"]},
+    {"repeat": "n", "index": "level", "while": "qn2 > 0", "reset": ["qn2"], "swap": [["q", "q2"], ["qn", "qn2"]], "steps": [
+      {"kernel": "bfs_big<{B}>", "grid": ["ceil_div(qn, B)"], "block": ["B"], "when": "qn > SMALL",
+       "args": ["cols", "cost", "d_", "level_", "q", "count", "q2", "qn2", "used"]},
+      {"kernel": "bfs_small<{B}>", "grid": [1], "block": ["B"], "when": "qn <= SMALL",
+       "args": ["cols", "cost", "d_", "level_", "q", "count", "q2", "qn2", "used"]}]}],
+  "args": [{"name": "cols", "kind": "buffer", "dtype": "i32", "count": "n * d", "fill": {"random": [0, "n"], "integers": true}},
+           {"name": "cost", "kind": "buffer", "dtype": "i32", "count": "n", "intent": "out"},
+           {"name": "used", "kind": "buffer", "dtype": "i32", "count": 2, "intent": "inout", "fill": "zeros", "check_count": 0},
            {"name": "q", "kind": "buffer", "dtype": "i32", "count": "n", "intent": "temp"},
            {"name": "qn", "kind": "buffer", "dtype": "i32", "count": 1, "intent": "temp"},
            {"name": "q2", "kind": "buffer", "dtype": "i32", "count": "n", "intent": "temp"},
@@ -928,6 +977,57 @@ TEST(KernelSpecGpu, EachRoundsGridAndCountAreReadBackBeforeItsLaunch) {
   const std::vector<int> want = host_bfs(cols, n, deg);
   EXPECT_EQ(got, want);
   EXPECT_GT(*std::max_element(want.begin(), want.end()), 5) << "a graph of several levels";
+}
+
+// A kernel chosen each round by the frontier's length read back (`when`): verified with either
+// kernel alone (SMALL 0, SMALL past n) and with both; a config's call through Kernel::launch
+// runs one kernel a round, the small one for the short frontiers and the big one for the long.
+TEST(KernelSpecGpu, AStepRunsOnlyWhereItsWhenHoldsAtTheLaunch) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  TempDir dir("spec_when");
+  std::ofstream(dir.file("bfs.cu")) << kBfsSource;
+  const std::string op = load_kernel_spec_text(kBfsWhenSpec, "bfs_when.json", dir.path.string());
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  auto runner = make_op_runner(op, compiler, *d);
+  for (const char* shape : {"20000x3", "5000x2"})
+    for (uint64_t seed : {1, 2})
+      for (int small : {0, 300, 100000000}) {
+        const VerifyResult v = check_config(*runner, compiler, *d, op, Config{{"B", 64}, {"SMALL", small}}, Problem::parse(op, shape), seed);
+        EXPECT_TRUE(v.pass) << shape << " seed " << seed << " SMALL " << small << ": " << v.summary();
+      }
+  // One config's launch on the caller's buffers: each round ran exactly one of the two kernels.
+  const int n = 30000, deg = 3;
+  std::vector<int> cols(size_t(n) * deg);
+  uint64_t x = 4242;
+  for (auto& c : cols) x = x * 6364136223846793005ull + 1442695040888963407ull, c = int((x >> 33) % uint64_t(n));
+  const std::vector<int> want = host_bfs(cols, n, deg);
+  const int levels = *std::max_element(want.begin(), want.end());
+  ASSERT_GT(levels, 5);
+  DeviceBuffer dcols(cols.size() * 4, "cols"), dcost(size_t(n) * 4, "cost"), dused(8, "used");
+  check_cu(driver().cuMemcpyHtoD(dcols.ptr(), cols.data(), cols.size() * 4), "cuMemcpyHtoD", "cols");
+  check_cu(driver().cuMemsetD32Async(dused.ptr(), 0, 2, nullptr), "cuMemsetD32Async", "used");
+  const Problem p = Problem::parse(op, std::to_string(n) + "x" + std::to_string(deg));
+  const Family f = find_family(op);
+  const Config c{{"B", 256}, {"SMALL", 300}};
+  const auto k = compiler.compile(compile_request(f, c, p, d->arch));
+  Module m(k->cubin, k->lowered_names, op);
+  const LaunchPlan plan = f.launch_plan(c, p);
+  DeviceBuffer ws(std::max<size_t>(plan.workspace_bytes, 1), "temporaries");
+  BufferArgs a(p, {reinterpret_cast<const void*>(dcols.ptr()), reinterpret_cast<const void*>(dcost.ptr()),
+                   reinterpret_cast<const void*>(dused.ptr())}, ws.ptr());
+  launch_buffers(m, plan, a, nullptr);
+  check_cu(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize", op);
+  std::vector<int> got(static_cast<size_t>(n));
+  int used[2] = {0, 0};
+  check_cu(driver().cuMemcpyDtoH(got.data(), dcost.ptr(), got.size() * 4), "cuMemcpyDtoH", "cost");
+  check_cu(driver().cuMemcpyDtoH(used, dused.ptr(), 8), "cuMemcpyDtoH", "used");
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(used[0] + used[1], levels + 1) << "one kernel a round: big " << used[0] << ", small " << used[1];
+  EXPECT_GT(used[0], 0) << "the big kernel for the long frontiers";
+  EXPECT_GT(used[1], 0) << "the small kernel for the short ones";
 }
 
 // A grid-stride kernel launched with so many blocks an SM (NVIDIA's grid-stride loop idiom: the

@@ -1393,7 +1393,39 @@ TEST(KernelSpec, AGridAndAScalarReadABuffersValueAtTheLaunch) {
     k["launch"]["cluster"] = {2};
     expect_refused(k, d, "launch.cluster: a cluster shape must tile its grid");
   }
+  // A buffer only read back (by the grid, here) needs no kernel that takes it; a repeated loop's
+  // bound may pass the plan's 2^20 steps (a BFS of 2^24 nodes bounded by its node count).
+  {
+    ojson k = j;
+    k["launch"][0]["args"] = {"x", "q", "n_"};
+    const std::string only_read = load_kernel_spec_text(k.dump(), "only-read.json", d.dir());
+    const LaunchPlan huge = find_family(only_read).launch_plan(Config{{"B", 64}}, Problem::parse(only_read, "16777216"));
+    long long most = 0;
+    for (const LaunchStep& st : huge.steps) most = std::max(most, st.round_max);
+    EXPECT_EQ(most, 16777216);
+  }
+  // A step that launches only where `when` holds: of the problem, decided by the plan (and then
+  // not compiled, nor bound by its limits, where it fails); of a value, at each launch.
+  {
+    ojson k = j;
+    k["launch"][0]["when"] = "n > 500";
+    k["launch"][1]["when"] = "qn <= 16";
+    const std::string w = load_kernel_spec_text(k.dump(), "when.json", d.dir());
+    const KernelSpec& ws = spec_of(w);
+    const Family wf = find_family(w);
+    const LaunchPlan big = wf.launch_plan(Config{{"B", 64}}, Problem::parse(w, "1000"));
+    const LaunchPlan small = wf.launch_plan(Config{{"B", 64}}, Problem::parse(w, "400"));
+    EXPECT_EQ(big.steps.size(), small.steps.size() + 1) << "the first step only where n > 500";
+    EXPECT_EQ(big.steps[0].kernel, 0);
+    EXPECT_NE(small.steps[0].kernel, 0);
+    EXPECT_TRUE(ws.skipped(ws.steps[0], Config{{"B", 64}}, Problem::parse(w, "400")));
+    EXPECT_FALSE(ws.skipped(ws.steps[1], Config{{"B", 64}}, Problem::parse(w, "400"))) << "a value's when: at the launch";
+    for (const LaunchStep& st : big.steps)
+      if (st.kernel == 1) EXPECT_TRUE(st.reads_values && st.value_grid >= 0) << "its when read at each launch";
+    EXPECT_EQ(ws.value_grids.at(size_t(ws.steps[1].value_grid))[3].text(), "qn <= 16");
+  }
   for (const auto& [edit, error] : std::vector<std::pair<std::function<void(ojson&)>, std::string>>{
+           {[](ojson& k) { k["launch"][0]["when"] = "level > 2"; }, "launch[0].when: 'level > 2' reads level, the counter of a loop it is not in"},
            {[](ojson& k) { k["launch"][1]["block"] = {"qn"}; }, "launch[1].block[0]"},
            {[](ojson& k) { k["launch"][1]["args"][0] = {{"arg", "x"}, {"offset", "qn"}}; }, "launch[1].args[0].offset"},
            {[](ojson& k) { k["launch"][1]["cluster"] = {2}; }, "launch[1].cluster: a cluster shape must tile its grid"},
