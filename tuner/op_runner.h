@@ -83,12 +83,19 @@ class OpRunner {
 // no runner serves.
 std::unique_ptr<OpRunner> make_op_runner(const std::string& op, Compiler& compiler, const DeviceInfo& device);
 
-// The tuner's gate for one config and seed: the check under Conditions::as_served, then under
-// as_timed (which leaves the buffers prepared as_timed, for timing). launch runs the config on the
-// prepared buffers. Returns the first failing result (its `conditions` say which), else the
-// as_timed one.
-VerifyResult check_as_served_and_timed(OpRunner& op, const Problem& p, uint64_t seed, Numerics numerics,
+// The tuner's gate for one config: the check under Conditions::as_served on inputs of `seed` (the
+// config's own), then under as_timed on inputs of `timed_seed`, which it leaves prepared for
+// timing. The tuner gives every config of a problem one timed_seed, so that a kernel whose speed
+// follows its data (a BFS, whose source may reach few nodes) is timed on the same inputs for every
+// config and the baseline. launch runs the config on the prepared buffers. Returns the first
+// failing result (its `conditions` say which), else the as_timed one.
+VerifyResult check_as_served_and_timed(OpRunner& op, const Problem& p, uint64_t seed, uint64_t timed_seed, Numerics numerics,
                                        const std::function<void(CUstream)>& launch);
+// The same with the timed inputs of the config's own seed (one config checked alone).
+inline VerifyResult check_as_served_and_timed(OpRunner& op, const Problem& p, uint64_t seed, Numerics numerics,
+                                              const std::function<void(CUstream)>& launch) {
+  return check_as_served_and_timed(op, p, seed, seed, numerics, launch);
+}
 
 // Launches a grid-stride verification kernel (fill, widen, compare) over n elements on `stream`:
 // 256 threads a block, a few waves of blocks (enough to saturate memory bandwidth).

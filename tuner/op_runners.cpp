@@ -57,7 +57,7 @@ void OpRunner::prepare(const Problem& p, uint64_t seed, Conditions c) {
   throw Error("op " + p.op + " has no check as served: its configs cannot be verified for the runtime");
 }
 
-VerifyResult check_as_served_and_timed(OpRunner& op, const Problem& p, uint64_t seed, Numerics numerics,
+VerifyResult check_as_served_and_timed(OpRunner& op, const Problem& p, uint64_t seed, uint64_t timed_seed, Numerics numerics,
                                        const std::function<void(CUstream)>& launch) {
   auto check = [&](Conditions c, uint64_t s) {
     op.prepare(p, s, c);
@@ -69,7 +69,7 @@ VerifyResult check_as_served_and_timed(OpRunner& op, const Problem& p, uint64_t 
   // Another seed for the served check: a kernel is not judged twice on one set of inputs.
   VerifyResult served = check(Conditions::as_served, seed ^ 0x5e17edull);
   if (!served.pass) return served;
-  return check(Conditions::as_timed, seed);
+  return check(Conditions::as_timed, timed_seed);
 }
 
 std::unique_ptr<OpRunner> make_op_runner(const std::string& op, Compiler& compiler, const DeviceInfo& device) {

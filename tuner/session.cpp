@@ -295,13 +295,17 @@ class ProblemTuner {
                      to_string(t.status) + " of " + t.family + " " + t.config_json + ": " + why);
   }
 
+  // The seed of the inputs every config of p and its baseline are timed on (each config's own seed
+  // serves its served check): a kernel whose speed follows its data is compared on the same data.
+  uint64_t timed_seed(const Problem& p) const { return o_.seed * 1000003 + std::hash<std::string>()(p.key()); }
+
   // The op's baseline library (cuBLAS for GEMM; none for an op without one), timed by the worker
   // with the full timing (no cutoff: that is for candidates) and recorded where it is faster than
   // `held` (or nothing is held); returns the faster of the two. A failed measurement is reported
   // and leaves `held`.
   std::optional<Timing> measure_baseline(const Problem& p, int64_t pid, const std::string& library,
                                          std::optional<Timing> held) {
-    nlohmann::json req = {{"op", "baseline"}, {"problem", problem_to_json(p)}, {"seed", o_.seed},
+    nlohmann::json req = {{"op", "baseline"}, {"problem", problem_to_json(p)}, {"seed", timed_seed(p)},
                           {"timing", timing_options_to_json(o_.timing)}};
     const auto rep = worker_.request(req, o_.timeout_s);
     if (rep.outcome != WorkerProcess::Outcome::replied || rep.body.value("status", "") != "ok") {
@@ -396,6 +400,7 @@ class ProblemTuner {
                           {"family", f.name()},
                           {"config", nlohmann::json::parse(t.config_json)},
                           {"seed", o_.seed * 1000003 + std::hash<std::string>()(t.config_hash)},
+                          {"timed_seed", timed_seed(p)},
                           {"cubin", cubins_.put(*k)},
                           {"names", k->lowered_names},
                           {"plan", plan_to_json(plan)},

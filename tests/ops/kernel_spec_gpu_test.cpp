@@ -611,6 +611,72 @@ __global__ void axpy(const float* x, float* y, int n, float a) {
   }
 }
 
+// Every config of a problem is timed on the same inputs (the tuner's timed seed), whatever seed
+// its served check drew: a kernel whose time follows its data (here it waits x[0] microseconds)
+// reads alike for two configs checked on different seeds, and apart where the timed inputs
+// differ, as they did when each config was timed on its own seed's.
+TEST(KernelSpecGpu, ConfigsCheckedOnTheirOwnSeedsAreTimedOnTheProblemsInputs) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  TempDir dir("spec_seed");
+  std::ofstream(dir.file("wait.cu")) << R"CUDA(
+template <int B>
+__global__ void wait_x(const int* x, int* y) {
+  unsigned long long t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); while (t - t0 < 1000ull * (unsigned long long)x[0]);
+  if (threadIdx.x == 0) y[0] = x[0];
+}
+)CUDA";
+  const std::string op = load_kernel_spec_text(R"JSON({
+  "name": "wait_x", "sources": ["wait.cu"], "kernel": "wait_x<{B}>", "params_as": "template", "dims": ["n"],
+  "params": {"B": [32, 64]},
+  "launch": {"grid": [1], "block": ["B"]},
+  "args": [{"name": "x", "kind": "buffer", "dtype": "i32", "count": "n", "fill": {"random": [1, 400]}},
+           {"name": "y", "kind": "buffer", "dtype": "i32", "count": 1, "intent": "out"}],
+  "check": {"reference": {"config": {"B": 32}}}
+})JSON", "wait.json", dir.path.string());
+  const KernelSpec& spec = spec_of(op);
+  const Problem p = Problem::parse(op, "16");
+  // x[0] (in microseconds) of the inputs of `seed`, as the runner fills them (the host's fill is
+  // the device's, bit for bit).
+  auto wait_of = [&](uint64_t seed) {
+    const auto b = spec_fill_bytes(fill_at(spec, spec.args[0].fill, p), ElemType::i32, 1, seed * 1000003 + 0);
+    int v;
+    std::memcpy(&v, b.data(), 4);
+    return v;
+  };
+  uint64_t lo = 0, hi = 0; // seeds of a short and a long wait
+  for (uint64_t s = 1; s < 200 && (!lo || !hi); ++s) {
+    if (!lo && wait_of(s) < 60) lo = s;
+    if (!hi && wait_of(s) > 300) hi = s;
+  }
+  ASSERT_TRUE(lo && hi);
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  auto runner = make_op_runner(op, compiler, *d);
+  Timer timer(d->l2_bytes);
+  TimingOptions o;
+  o.min_reps = 5, o.max_reps = 5;
+  const Family f = find_family(op);
+  auto timed = [&](int b, uint64_t seed, uint64_t timed_seed) {
+    const Config c{{"B", b}};
+    const auto k = compiler.compile(compile_request(f, c, p, d->arch));
+    Module m(k->cubin, k->lowered_names, op);
+    const LaunchPlan plan = f.launch_plan(c, p);
+    const VerifyResult v = check_as_served_and_timed(*runner, p, seed, timed_seed, Numerics::standard,
+                                                     [&](CUstream s) { runner->launch(m, plan, s); });
+    EXPECT_TRUE(v.pass) << v.summary();
+    return timer.time([&](CUstream s) { runner->launch(m, plan, s); }, nullptr, o, "wait").median_ms;
+  };
+  const double a = timed(32, lo, hi), b = timed(64, hi, hi);
+  EXPECT_NEAR(a / b, 1.0, 0.1) << "one timed seed: " << a << " and " << b << " ms (x[0] " << wait_of(hi) << " us)";
+  const double own_lo = timed(32, lo, lo), own_hi = timed(64, hi, hi);
+  EXPECT_GT(own_hi / own_lo, 3.0) << "each its own seed: " << own_lo << " and " << own_hi << " ms (x[0] " << wait_of(lo)
+                                  << " and " << wait_of(hi) << " us)";
+}
+
 // A loop of launches (docs/KERNEL_SPEC.md, "Loops"): T rounds of y = x / 2 + (t + 1), x and y
 // swapped after every round, checked against one kernel that runs the T rounds in place. At an odd
 // T the result lands in y's buffer and is copied back into the caller's x. A kernel that ignores
