@@ -806,12 +806,21 @@ void read_symbols(const Reader& r, KernelSpec& s, const ojson& v) {
   for (size_t i = 0; i < v.size(); ++i) {
     const std::string at = "symbols[" + std::to_string(i) + "]";
     const ojson& o = v[i];
-    r.known_fields(o, at, {"name", "dtype", "count", "offset", "from", "fill"});
+    r.known_fields(o, at, {"name", "dtype", "count", "offset", "from", "fill", "address_of"});
     SpecSymbol y;
     if (!o.contains("name")) r.fail(at + ".name", "missing");
     y.name = r.ident(o["name"], at + ".name");
-    if (o.contains("from") == o.contains("fill")) r.fail(at, "give exactly one of from (a buffer argument) and fill");
-    if (o.contains("from")) {
+    if (int(o.contains("from")) + int(o.contains("fill")) + int(o.contains("address_of")) != 1)
+      r.fail(at, "give exactly one of from (a buffer argument's data), fill and address_of (a buffer argument's address)");
+    if (o.contains("address_of")) { // a __device__ pointer set to a buffer's address
+      for (const char* f : {"dtype", "count", "offset"})
+        if (o.contains(f)) r.fail(at + "." + f, "a symbol of an address holds one pointer (8 bytes): no " + std::string(f));
+      const std::string of = r.str(o["address_of"], at + ".address_of");
+      y.address_of = r.arg_index(s, of, at + ".address_of");
+      if (!s.args[size_t(y.address_of)].buffer) r.fail(at + ".address_of", "'" + of + "' is a scalar: only a buffer has an address");
+      y.type = ElemType::u64;
+      y.count = Expr("1", s.names, r.where(at + ".count"));
+    } else if (o.contains("from")) {
       const std::string from = r.str(o["from"], at + ".from");
       for (size_t a = 0; a < s.args.size(); ++a)
         if (s.args[a].name == from && s.args[a].buffer && s.args[a].intent == SpecArg::in) y.from_arg = int(a);
@@ -1236,8 +1245,10 @@ void read_counts(const Reader& r, const ojson& j, KernelSpec& s) {
 // a mistake.
 void check_args_taken(const Reader& r, const KernelSpec& s) {
   std::vector<bool> taken(s.args.size(), false);
-  for (const SpecSymbol& y : s.symbols)
+  for (const SpecSymbol& y : s.symbols) {
     if (y.from_arg >= 0) taken[size_t(y.from_arg)] = true;
+    if (y.address_of >= 0) taken[size_t(y.address_of)] = true;
+  }
   for (const auto* steps : {&s.steps, &s.reference_steps, &s.baseline_steps, &s.setup_steps, &s.post_steps})
     for (const SpecStep& st : *steps) {
       if (st.args.empty()) std::fill(taken.begin(), taken.end(), true);
@@ -1515,7 +1526,7 @@ void check_fill_files(const KernelSpec& s, const Problem& p) {
     check(a.answer, n, "the answer of '" + a.name + "'");
   }
   for (size_t k = 0; k < s.symbols.size(); ++k)
-    if (s.symbols[k].from_arg < 0)
+    if (s.symbols[k].from_arg < 0 && s.symbols[k].address_of < 0)
       check(s.symbols[k].fill, s.symbol_count(k, p), "the fill of symbol '" + s.symbols[k].name + "'");
 }
 

@@ -140,6 +140,9 @@ struct SpecSymbol {
   ElemType type = ElemType::f32;
   Expr count;
   int from_arg = -1; // index into args, or -1: fill
+  // "address_of": a __device__ pointer variable set to that buffer argument's address as the call
+  // passes it (host code's cudaMemcpyToSymbol(d_ptr, &d_buf, sizeof d_buf)); -1: none.
+  int address_of = -1;
   SpecFill fill;
   // From a buffer: the first element copied (an expression; empty: 0). A slice (offset or count
   // given: of the dimensions, the parameters and loops' counters; a tile of a long array a round,

@@ -175,7 +175,7 @@ void set_temp(Module& m, const KernelSpec& s, const LaunchPlan& plan, const Prob
 }
 
 // A user's kernel's work before every launch: temporaries to clear, symbols to fill.
-void spec_before_launch(Module& m, const KernelSpec& s, const LaunchPlan& plan, const BufferArgs& args, CUstream stream) {
+void spec_before_launch(Module& m, const KernelSpec& s, const LaunchPlan& plan, BufferArgs& args, CUstream stream) {
   const Problem& p = args.problem();
   for (size_t i = 0; i < s.args.size(); ++i) {
     const SpecArg& a = s.args[i];
@@ -187,6 +187,16 @@ void spec_before_launch(Module& m, const KernelSpec& s, const LaunchPlan& plan, 
     if (y.planned) continue; // a slice the plan copies (LaunchStep::symbol)
     size_t bytes = 0;
     const CUdeviceptr at = m.global(y.name, &bytes);
+    if (y.address_of >= 0) { // a __device__ pointer: the buffer's address, written where it changed
+      const CUdeviceptr to = *static_cast<const CUdeviceptr*>(args.params_at(size_t(y.address_of)));
+      if (bytes < sizeof to)
+        throw UsageError(s.path + ": " + m.context() + ": symbol " + y.name + " holds " + std::to_string(bytes) +
+                         " bytes, an address 8");
+      if (m.changed(y.name, std::to_string(to)))
+        check_cu(driver().cuMemcpyHtoDAsync(at, &to, sizeof to, stream), "cuMemcpyHtoDAsync",
+                 m.context() + ": setting symbol " + y.name + " to the address of " + s.args[size_t(y.address_of)].name + " at " + p.key());
+      continue;
+    }
     const size_t want = size_t(s.symbol_count(k, p)) * size_t(elem_bytes(y.type));
     if (want > bytes)
       throw UsageError(s.path + ": " + m.context() + ": symbol " + y.name + " holds " + std::to_string(bytes) + " bytes, the spec fills " +

@@ -33,6 +33,7 @@ class BufferArgs {
   BufferArgs(const BufferArgs&) = delete;
   BufferArgs& operator=(const BufferArgs&) = delete;
   void** params() { return params_.data(); }
+  const void* params_at(size_t i) const { return params_.at(i); }
   size_t count() const { return params_.size(); }
   const std::vector<CUdeviceptr>& pointers() const { return ptrs_; }
   const Problem& problem() const { return *p_; } // the caller's: it must outlive these arguments

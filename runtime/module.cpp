@@ -120,6 +120,15 @@ bool Module::once(const std::string& key) {
   return once_.insert(key).second;
 }
 
+bool Module::changed(const std::string& key, const std::string& value) {
+  std::lock_guard<std::mutex> lk(once_mu_);
+  auto [it, fresh] = last_.emplace(key, value);
+  if (fresh) return true;
+  if (it->second == value) return false;
+  it->second = value;
+  return true;
+}
+
 const std::string& Module::checked(size_t i, const std::function<std::string()>& check) {
   std::lock_guard<std::mutex> lk(once_mu_);
   auto it = checks_.find(i);

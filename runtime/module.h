@@ -93,6 +93,10 @@ class Module {
   // True the first time it is asked for `key` (then false): work done once per module, such as
   // filling a symbol whose contents do not change between launches.
   bool once(const std::string& key);
+  // True when `value` differs from the last one given for `key` (or none was): then records it.
+  // What a module-global variable holds (a __device__ pointer a call sets), so that an unchanged
+  // one is not written again.
+  bool changed(const std::string& key, const std::string& value);
   // What check() returned for kernel i, which runs the first time it is asked for i and is kept:
   // "" where the check passed, else why not (a user kernel's parameters against its spec's
   // arguments: every launch after a failed check fails the same way).
@@ -127,6 +131,7 @@ class Module {
   std::string context_;
   std::mutex once_mu_;
   std::set<std::string> once_;
+  std::map<std::string, std::string> last_; // changed(): the last value of each key
   std::map<size_t, std::string> checks_; // checked(): per kernel, under once_mu_
   int sm_count_ = 0;
   bool dependent_launch_ = false; // the context's device runs programmatic dependent launches (sm_90 on)

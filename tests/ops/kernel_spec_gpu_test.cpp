@@ -1096,6 +1096,70 @@ TEST(KernelSpecGpu, AStepRunsOnlyWhereItsWhenHoldsAtTheLaunch) {
   EXPECT_GT(used[1], 0) << "the small kernel for the short ones";
 }
 
+// A kernel that reads its input through a __device__ pointer the host sets with
+// cudaMemcpyToSymbol (older code's texture shims, a global table's base): "address_of" sets it to
+// the buffer as the call passes it, again where a call passes another. A symbol set to the wrong
+// buffer (the output) is rejected; runtime calls on two buffers in turn read each its own.
+TEST(KernelSpecGpu, ADevicePointerSymbolHoldsTheAddressOfTheCallsBuffer) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  TempDir dir("spec_address");
+  std::ofstream(dir.file("ptr.cu")) << R"CUDA(
+__device__ const float* g_x;
+template <int B>
+__global__ void via_ptr(float* y, int n) {
+  const int i = blockIdx.x * B + threadIdx.x;
+  if (i < n) y[i] = 3 * g_x[i];
+}
+__global__ void direct(const float* x, float* y, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = 3 * x[i];
+}
+)CUDA";
+  const std::string text = R"JSON({
+  "name": "via_ptr", "sources": ["ptr.cu"], "kernel": "via_ptr<{B}>", "params_as": "template", "dims": ["n"],
+  "params": {"B": [64, 256]},
+  "launch": {"grid": ["ceil_div(n, B)"], "block": ["B"], "args": ["y", "n_"]},
+  "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n"},
+           {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out", "rtol": 0, "atol": 0},
+           {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"}],
+  "symbols": [{"name": "g_x", "address_of": "x"}],
+  "check": {"reference": {"kernel": "direct", "launch": {"grid": ["ceil_div(n, 128)"], "block": [128], "args": ["x", "y", "n_"]}}}
+})JSON";
+  const std::string op = load_kernel_spec_text(text, "ptr.json", dir.path.string());
+  std::string wrong_text = text;
+  wrong_text.replace(wrong_text.find("\"address_of\": \"x\""), std::strlen("\"address_of\": \"x\""), "\"address_of\": \"y\"");
+  wrong_text.replace(wrong_text.find("\"via_ptr\""), std::strlen("\"via_ptr\""), "\"via_ptr_wrong\"");
+  const std::string wrong = load_kernel_spec_text(wrong_text, "ptr_wrong.json", dir.path.string());
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  auto runner = make_op_runner(op, compiler, *d);
+  for (int b : {64, 256}) {
+    const VerifyResult v = check_config(*runner, compiler, *d, op, Config{{"B", b}}, Problem::parse(op, "100000"), 5, 2);
+    EXPECT_TRUE(v.pass) << "B " << b << ": " << v.summary();
+  }
+  auto wrong_runner = make_op_runner(wrong, compiler, *d);
+  const VerifyResult bad = check_config(*wrong_runner, compiler, *d, wrong, Config{{"B", 64}}, Problem::parse(wrong, "100000"), 5);
+  EXPECT_FALSE(bad.pass) << "a pointer set to y passed for x: " << bad.summary();
+  RuntimeOptions o;
+  o.db_path = dir.file("none.db");
+  Runtime rt(o);
+  const int n = 1000;
+  const Problem p = Problem::parse(op, std::to_string(n));
+  DeviceBuffer x1(n * 4, "x1"), x2(n * 4, "x2"), y(n * 4, "y");
+  check_cu(driver().cuMemsetD32Async(x1.ptr(), 0x3f800000u, n, nullptr), "cuMemsetD32Async", "x1"); // 1
+  check_cu(driver().cuMemsetD32Async(x2.ptr(), 0x40000000u, n, nullptr), "cuMemsetD32Async", "x2"); // 2
+  for (const auto& [x, want] : {std::pair{&x1, 3.f}, std::pair{&x2, 6.f}, std::pair{&x1, 3.f}}) {
+    rt.run(p, {reinterpret_cast<void*>(x->ptr()), reinterpret_cast<void*>(y.ptr())}, nullptr);
+    check_cu(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize", op);
+    std::vector<float> got(n);
+    check_cu(driver().cuMemcpyDtoH(got.data(), y.ptr(), n * 4), "cuMemcpyDtoH", "y");
+    EXPECT_EQ(got.front(), want);
+    EXPECT_EQ(got.back(), want);
+  }
+}
+
 // A grid-stride kernel launched with so many blocks an SM (NVIDIA's grid-stride loop idiom: the
 // SM count from cudaDeviceGetAttribute): the grid and the count the kernel takes come from the GPU
 // the launch runs on. The kernel writes its grid's size, which the check compares with the count
