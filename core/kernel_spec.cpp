@@ -1099,6 +1099,13 @@ void read_compile(Reader& r, const ojson& j, KernelSpec& s, std::string* hashed)
         if (k == w) r.fail("defines." + k, "'" + k + "' is a function or word of the expressions: name the define otherwise");
       s.defines.emplace_back(k, r.expr(v, "defines." + k, s.names));
       refuse_loop_reads(r, s, s.defines.back().second, "defines." + k);
+      // A define reaches the compile, the same for every GPU of an arch: the device's values are
+      // the constraints' and the launch's (a grid, a scalar, a `when` read them there).
+      for (size_t n : s.defines.back().second.reads())
+        if (n >= s.params.size() + s.dims.size() + 2 && n < s.first_loop_name())
+          r.fail("defines." + k, "'" + s.defines.back().second.text() + "' reads " + s.names[n] +
+                                     ", a device value: a define is compiled in, the same for every GPU of an arch; read " +
+                                     s.names[n] + " in a constraint, a grid, a computed scalar or a when instead");
       r.add_macro(k, s.defines.back().second.text());
     }
   }

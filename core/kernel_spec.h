@@ -336,12 +336,13 @@ struct KernelSpec {
   LaunchPlan plan(const std::vector<SpecStep>& steps, const Config& c, const Problem& p) const;
   // Scalar argument i's value from the names' values v; context for its error.
   double scalar_from(size_t arg, const std::vector<double>& v, const std::string& context) const;
+  // The order that runs `steps` (one of steps, reference_steps, baseline_steps, setup_steps and
+  // post_steps; none for another list).
+  const std::vector<SpecNode>& order_of(const std::vector<SpecStep>& steps) const;
 
  private:
   // The values argument a's expressions read at p: with c where it follows the config.
   std::vector<double> arg_values(const SpecArg& a, const Config& c, const Problem& p) const;
-  // The order that runs `steps` (one of steps, reference_steps and baseline_steps).
-  const std::vector<SpecNode>& order_of(const std::vector<SpecStep>& steps) const;
 };
 
 // Where the arguments step st passes disagree with the parameters its compiled kernel (`lowered`,

@@ -284,6 +284,19 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
     known.emplace_back(at, v);
     return v;
   };
+  // A kernel of step s writes only what it can reach: the buffers it is passed (as this round
+  // passes them) and those a symbol holds the address of; their first elements are read again.
+  auto forget_written = [&](const LaunchStep& s) {
+    if (known.empty()) return;
+    std::vector<CUdeviceptr> reach;
+    for (int k : spec->step_args(s.args))
+      if (spec->args[size_t(k)].buffer) reach.push_back(pointer(s, k));
+    for (const SpecSymbol& y : spec->symbols)
+      if (y.address_of >= 0) reach.push_back(pointer(LaunchStep(), y.address_of));
+    known.erase(std::remove_if(known.begin(), known.end(),
+                               [&](const auto& e) { return std::find(reach.begin(), reach.end(), e.first) != reach.end(); }),
+                known.end());
+  };
   // The values of the spec's names a launch's scalars and grid read: the plan's, a repeated
   // loop's counter as it runs, and (reads_values) the first element of each buffer they read,
   // read back now, after what the stream ran before.
@@ -314,7 +327,8 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
       continue;
     }
     if (spec && s.copy()) { // a loop's swapped buffer put back in its own
-      known.clear();
+      const CUdeviceptr to = pointer(LaunchStep(), s.copy_to);
+      known.erase(std::remove_if(known.begin(), known.end(), [&](const auto& e) { return e.first == to; }), known.end());
       check_cu(driver().cuMemcpyDtoDAsync(pointer(LaunchStep(), s.copy_to), pointer(LaunchStep(), s.copy_from),
                                           size_t(s.copy_bytes), stream),
                "cuMemcpyDtoDAsync",
@@ -439,17 +453,17 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
           at.grid[d] = unsigned(grid[size_t(d)].eval_integer(values_now(), 0, d == 0 ? 2147483647.0 : 65535.0,
                                                              "grid at " + args.problem().key()));
         if (at.grid[0] && at.grid[1] && at.grid[2]) {
-          known.clear();
+          forget_written(s);
           m.launch(at, stream, params);
         }
         continue;
       }
-      known.clear();
+      forget_written(s);
       m.launch(s, stream, params);
       continue;
     }
     if (!s.tma() && !pass_workspace) {
-      known.clear();
+      if (spec) forget_written(s);
       m.launch(s, stream, args.params());
       continue;
     }

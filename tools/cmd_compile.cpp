@@ -48,18 +48,23 @@ int cmd_compile(CompileArgs& a) {
               k->compile_seconds, k->cubin.size());
   // Each kernel once, with how many launches of its plan run it where more than one (a user
   // kernel's loop).
-  // A user kernel's steps inside a loop that runs while a condition holds (their kernels' places).
-  std::vector<int> in_while;
-  if (const auto& spec = op_info(f.op()).spec) {
+  // A user kernel's steps (of the launch, the reference, ...) inside a loop that runs while a
+  // condition holds: their kernels' places.
+  auto in_while_of = [&](const std::vector<SpecStep>* steps) {
+    std::vector<int> in_while;
+    const auto& spec = op_info(f.op()).spec;
+    if (!spec || !steps) return in_while;
     std::function<void(const std::vector<SpecNode>&, bool)> walk = [&](const std::vector<SpecNode>& nodes, bool inside) {
       for (const SpecNode& n : nodes) {
         if (n.step >= 0 && inside) in_while.push_back(n.step);
         walk(n.body, inside || n.until >= 0);
       }
     };
-    walk(spec->order, false);
-  }
-  auto list_kernels = [&in_while](const std::vector<std::string>& names, const LaunchPlan& launches) {
+    walk(spec->order_of(*steps), false);
+    return in_while;
+  };
+  auto list_kernels = [&](const std::vector<std::string>& names, const LaunchPlan& launches, const std::vector<SpecStep>* steps) {
+    const std::vector<int> in_while = in_while_of(steps);
     for (size_t i = 0; i < names.size(); ++i) {
       const auto& n = names[i];
       if (std::find(names.begin(), names.begin() + std::ptrdiff_t(i), n) != names.begin() + std::ptrdiff_t(i)) continue;
@@ -77,7 +82,8 @@ int cmd_compile(CompileArgs& a) {
       else std::printf("  kernel %s\n", n.c_str());
     }
   };
-  list_kernels(k->lowered_names, plan);
+  const auto& own_spec = op_info(f.op()).spec;
+  list_kernels(k->lowered_names, plan, own_spec ? &own_spec->steps : nullptr);
   if (!k->log.empty()) std::printf("NVRTC log:\n%s\n", k->log.c_str());
   // A user kernel's reference and baseline compile too: a name the source lacks, or a define its
   // config misses, fails here rather than on the GPU at the first check. Each step's arguments
@@ -107,7 +113,7 @@ int cmd_compile(CompileArgs& a) {
       const LaunchPlan side_plan = spec->plan(side.steps, side.config, p);
       const auto compiled = compiler.compile(*side_req);
       std::printf("compiled its %s: %zu-byte cubin\n", side.what, compiled->cubin.size());
-      list_kernels(compiled->lowered_names, side_plan);
+      list_kernels(compiled->lowered_names, side_plan, &side.steps);
       check(side.steps, side.config, compiled->lowered_names, std::string("the ") + side.what + "'s");
     }
     if (!wrong.empty()) throw UsageError(wrong);

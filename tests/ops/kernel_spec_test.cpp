@@ -402,6 +402,7 @@ TEST(KernelSpec, EveryMalformedSpecIsRefusedNamingItsField) {
       {"scalar value and default", [](ojson& j) { j["args"][2]["default"] = 1; }, "args[2]: value"},
       {"half scalar", [](ojson& j) { j["args"][3]["dtype"] = "f16"; }, "args[3].dtype:"},
       {"restore of an input", [](ojson& j) { j["args"][0]["restore"] = true; }, "args[0].restore: only an inout buffer"},
+      {"define of the device", [](ojson& j) { j["defines"] = {{"NSM", "sm_count"}}; }, "defines.NSM: 'sm_count' reads sm_count, a device value"},
       {"address of a scalar", [](ojson& j) { j["symbols"] = {{{"name", "p"}, {"address_of", "n"}}}; }, "symbols[0].address_of: 'n' is a scalar"},
       {"address and data", [](ojson& j) { j["symbols"] = {{{"name", "p"}, {"address_of", "x"}, {"from", "x"}}}; },
        "symbols[0]: give exactly one of from"},
