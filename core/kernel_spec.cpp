@@ -402,14 +402,14 @@ void check_launch_reads(const Reader& r, const KernelSpec& s, const Expr& e, con
     if (i >= s.names.size()) { // a buffer's first element (KernelSpec::value_names)
       if (!values)
         r.fail(path, "'" + e.text() + "' reads buffer " + s.value_names.at(i) +
-                         ": only a grid and a computed scalar's value read a buffer's first element, at the launch");
+                         ": only a grid, a when and a computed scalar's value read a buffer's first element, at the launch");
     } else if (i >= loops_from) {
       if (std::find(counters.begin(), counters.end(), int(i)) == counters.end())
         r.fail(path, "'" + e.text() + "' reads " + s.names[i] + ", the counter of a loop it is not in");
     } else if (i >= device_from && !values) {
       r.fail(path, "'" + e.text() + "' reads " + s.names[i] +
-                       ", a device value: only a grid and a computed scalar's value read the device, at the launch (a "
-                       "block, shared memory and an offset follow the config and the problem)");
+                       ", a device value: only a grid, a when and a computed scalar's value read the device, at the "
+                       "launch (a block, shared memory, an offset and a loop's rounds follow the config and the problem)");
     }
   }
 }

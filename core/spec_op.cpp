@@ -626,6 +626,7 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
     const std::string where_now = where();
     // A `when` the plan knows: the step is in the plan or not (one of values: at each launch).
     if (!t.when.empty() && !reads_values(t.when) && t.when.eval(v) == 0) return;
+    const bool when_at_launch = !t.when.empty() && reads_values(t.when);
     LaunchStep s;
     s.kernel = int(i);
     for (int d = 0; d < 3; ++d) {
@@ -663,8 +664,9 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
       const SpecArg& a = args[size_t(k)];
       if (a.set_at_launch()) {
         s.set_args.push_back(k);
-        // A value's: computed at the launch, after the read (reads_values).
-        s.set_values.push_back(a.follows_values ? 0.0 : scalar_from(size_t(k), v, where_now));
+        // A value's, or any at a step whose `when` decides at the launch: computed there, after the
+        // read and only where the step launches (reads_values).
+        s.set_values.push_back(a.follows_values || when_at_launch ? 0.0 : scalar_from(size_t(k), v, where_now));
         s.reads_values = s.reads_values || a.follows_values;
       }
       if (holds[size_t(k)] != k) {
@@ -713,7 +715,7 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
       const SpecStep& t = st[size_t(m.step)];
       for (int d = 0; d < 3; ++d)
         if (reads_name(t.grid[d], index) || reads_name(t.block[d], index) || reads_name(t.cluster[d], index)) return false;
-      if (reads_name(t.smem, index)) return false;
+      if (reads_name(t.smem, index) || reads_name(t.when, index)) return false; // a `when` of the counter picks rounds
       for (const Expr& e : t.arg_offsets)
         if (reads_name(e, index)) return false;
       if (nested)

@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 
@@ -189,12 +190,30 @@ void spec_before_launch(Module& m, const KernelSpec& s, const LaunchPlan& plan, 
     const CUdeviceptr at = m.global(y.name, &bytes);
     if (y.address_of >= 0) { // a __device__ pointer: the buffer's address, written where it changed
       const CUdeviceptr to = *static_cast<const CUdeviceptr*>(args.params_at(size_t(y.address_of)));
+      const std::string what = m.context() + ": setting symbol " + y.name + " to the address of " +
+                               s.args[size_t(y.address_of)].name + " at " + p.key();
       if (bytes < sizeof to)
         throw UsageError(s.path + ": " + m.context() + ": symbol " + y.name + " holds " + std::to_string(bytes) +
                          " bytes, an address 8");
-      if (m.changed(y.name, std::to_string(to)))
-        check_cu(driver().cuMemcpyHtoDAsync(at, &to, sizeof to, stream), "cuMemcpyHtoDAsync",
-                 m.context() + ": setting symbol " + y.name + " to the address of " + s.args[size_t(y.address_of)].name + " at " + p.key());
+      // A graph would replay the captured address whatever a call since set: refused, as host code
+      // that sets it outside the graph must be.
+      CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
+      check_cu(driver().cuStreamIsCapturing(stream, &capturing), "cuStreamIsCapturing", what);
+      if (capturing != CU_STREAM_CAPTURE_STATUS_NONE)
+        throw UsageError(s.path + ": " + what + ": a symbol that holds a buffer's address is set before the call, which a "
+                         "stream being captured (a CUDA graph) would replay with the captured address: call it outside "
+                         "the capture");
+      // What the last call wrote there (the module's variable is one, as the host program's: calls
+      // on several streams at once, with other buffers or before the write of one has run, race).
+      const std::string& key = y.name;
+      if (m.changed(key, std::to_string(to))) {
+        try {
+          check_cu(driver().cuMemcpyHtoDAsync(at, &to, sizeof to, stream), "cuMemcpyHtoDAsync", what);
+        } catch (...) {
+          m.changed(key, ""); // not written: the next call writes it
+          throw;
+        }
+      }
       continue;
     }
     const size_t want = size_t(s.symbol_count(k, p)) * size_t(elem_bytes(y.type));
@@ -284,10 +303,36 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
     known.emplace_back(at, v);
     return v;
   };
+  // Whether two of the spec's buffers overlap (a count the caller keeps inside another buffer):
+  // a kernel passed one may then write another's first element. Asked once a call, where needed.
+  int overlapping = -1;
+  auto buffers_overlap = [&] {
+    if (overlapping < 0) {
+      std::vector<std::pair<CUdeviceptr, CUdeviceptr>> spans;
+      for (size_t k = 0; k < spec->args.size(); ++k) {
+        const SpecArg& a = spec->args[k];
+        if (!a.buffer) continue;
+        const size_t bytes = a.intent == SpecArg::temp ? plan.spec_args.at(k).bytes
+                                                       : size_t(spec->count_of(k, args.problem())) * size_t(elem_bytes(a.elem(args.problem())));
+        const CUdeviceptr from = *static_cast<const CUdeviceptr*>(args.params_at(k));
+        if (bytes) spans.emplace_back(from, from + bytes);
+      }
+      std::sort(spans.begin(), spans.end());
+      overlapping = 0;
+      for (size_t i = 1; i < spans.size(); ++i)
+        if (spans[i].first < spans[i - 1].second) overlapping = 1;
+    }
+    return overlapping == 1;
+  };
   // A kernel of step s writes only what it can reach: the buffers it is passed (as this round
   // passes them) and those a symbol holds the address of; their first elements are read again.
+  // (A kernel that writes through pointers it reads from memory is beyond this; docs/KERNEL_SPEC.md.)
   auto forget_written = [&](const LaunchStep& s) {
     if (known.empty()) return;
+    if (buffers_overlap()) {
+      known.clear();
+      return;
+    }
     std::vector<CUdeviceptr> reach;
     for (int k : spec->step_args(s.args))
       if (spec->args[size_t(k)].buffer) reach.push_back(pointer(s, k));
@@ -417,6 +462,18 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
         if (!have_values) values = launch_values(s), have_values = true;
         return values;
       };
+      // Its `when` and its grid first: a step that does not launch computes none of its scalars (a
+      // count's 1 / qn at an empty frontier).
+      LaunchStep at;
+      if (s.value_grid >= 0) {
+        const auto& grid = spec->value_grids.at(size_t(s.value_grid));
+        if (!grid[3].empty() && grid[3].eval(values_now()) == 0) continue; // its `when` fails at this launch
+        at = s;
+        for (int d = 0; d < 3; ++d)
+          at.grid[d] = unsigned(grid[size_t(d)].eval_integer(values_now(), 0, d == 0 ? 2147483647.0 : 65535.0,
+                                                             "grid at " + args.problem().key()));
+        if (!at.grid[0] || !at.grid[1] || !at.grid[2]) continue; // none of a 0 along an axis
+      }
       const size_t n = s.args.empty() ? base : s.args.size();
       if (n > sizeof params / sizeof params[0]) throw Error(m.context() + ": " + std::to_string(n) + " arguments in one step");
       unsigned long long own[sizeof params / sizeof params[0]];
@@ -430,11 +487,12 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
           if (s.set_args[j] == k) {
             double value = s.set_values.at(j);
             const SpecArg& a = spec->args[size_t(k)];
-            // A repeated while loop's counter as it runs, or a buffer's value read back now.
+            // A repeated while loop's counter as it runs; at a step that reads values, every one
+            // (the plan's were not computed where a `when` decides at the launch).
             const std::vector<size_t>& reads = a.value.reads();
             const bool by_round = s.round_loop >= 0 && s.round_index >= 0 &&
                                   std::find(reads.begin(), reads.end(), size_t(s.round_index)) != reads.end();
-            if (by_round || a.follows_values) value = spec->scalar_from(size_t(k), values_now(), " at " + args.problem().key());
+            if (by_round || s.reads_values) value = spec->scalar_from(size_t(k), values_now(), " at " + args.problem().key());
             own[i] = 0;
             store_elem(reinterpret_cast<unsigned char*>(&own[i]), 0, a.scalar_type, value);
             params[i] = &own[i];
@@ -445,21 +503,8 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
             params[i] = &own[i];
           }
       }
-      if (s.value_grid >= 0) { // the grid from the values read back; none of a 0 along an axis
-        LaunchStep at = s;
-        const auto& grid = spec->value_grids.at(size_t(s.value_grid));
-        if (!grid[3].empty() && grid[3].eval(values_now()) == 0) continue; // its `when` fails at this launch
-        for (int d = 0; d < 3; ++d)
-          at.grid[d] = unsigned(grid[size_t(d)].eval_integer(values_now(), 0, d == 0 ? 2147483647.0 : 65535.0,
-                                                             "grid at " + args.problem().key()));
-        if (at.grid[0] && at.grid[1] && at.grid[2]) {
-          forget_written(s);
-          m.launch(at, stream, params);
-        }
-        continue;
-      }
       forget_written(s);
-      m.launch(s, stream, params);
+      m.launch(s.value_grid >= 0 ? at : s, stream, params);
       continue;
     }
     if (!s.tma() && !pass_workspace) {

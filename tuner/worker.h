@@ -3,10 +3,12 @@
 // trap) or hangs costs only that child: the parent records the trial and starts a new one.
 //
 // Protocol: one JSON object per line, request on the child's stdin, reply on its stdout.
-//   {"op":"eval", "problem":{...}, "seed":N, "cubin":PATH, "names":[...], "plan":{...}, "timing":{...}}
+//   {"op":"eval", "problem":{...}, "seed":N, "timed_seed":M, "cubin":PATH, "names":[...], "plan":{...}, "timing":{...}}
 //     -> {"status":"ok"|"wrong_result"|"launch_error", "error":..., "sticky":bool, "timing":{...},
 //         "rel_error":x, "registers":n, "smem":n, "local":n, "bench_s":x}
-//   {"op":"baseline", "problem":{...}, "seed":N, "timing":{...}} -> {"status":"ok", "timing":{...}}
+//     (seed: the inputs of the check as served; timed_seed, the problem's, those of the check as
+//     timed and of the timing, the same for every config; absent: seed)
+//   {"op":"baseline", "problem":{...}, "seed":M, "timing":{...}} -> {"status":"ok", "timing":{...}}
 //   {"op":"ping"} -> {"status":"ok", "device":NAME} (the CUDA context made or alive)
 #pragma once
 #include <sys/types.h>

@@ -1429,6 +1429,18 @@ TEST(KernelSpec, AGridAndAScalarReadABuffersValueAtTheLaunch) {
     for (const LaunchStep& st : big.steps)
       if (st.kernel == 1) EXPECT_TRUE(st.reads_values && st.value_grid >= 0) << "its when read at each launch";
     EXPECT_EQ(ws.value_grids.at(size_t(ws.steps[1].value_grid))[3].text(), "qn <= 16");
+    // A `when` of the loop's counter picks rounds: the loop is unrolled, the step in round 0 only.
+    k["launch"][1]["when"] = "level == 0";
+    const std::string first = load_kernel_spec_text(k.dump(), "when-first.json", d.dir());
+    const LaunchPlan fp = find_family(first).launch_plan(Config{{"B", 64}}, Problem::parse(first, "100"));
+    EXPECT_EQ(std::count_if(fp.steps.begin(), fp.steps.end(), [](const LaunchStep& st) { return st.kernel == 1; }), 1);
+    EXPECT_TRUE(std::none_of(fp.steps.begin(), fp.steps.end(), [](const LaunchStep& st) { return st.round_loop >= 0; }));
+    // A scalar of the step is computed only where its launch-time `when` holds: u32 level - 1 at
+    // round 0 is never passed.
+    k["launch"][1]["when"] = "qn > 0 and level > 0";
+    k["args"][7] = {{"name", "f"}, {"kind", "scalar"}, {"dtype", "u32"}, {"value", "level - 1"}};
+    const std::string later = load_kernel_spec_text(k.dump(), "when-later.json", d.dir());
+    EXPECT_NO_THROW(find_family(later).launch_plan(Config{{"B", 64}}, Problem::parse(later, "100")));
   }
   for (const auto& [edit, error] : std::vector<std::pair<std::function<void(ojson&)>, std::string>>{
            {[](ojson& k) { k["launch"][0]["when"] = "level > 2"; }, "launch[0].when: 'level > 2' reads level, the counter of a loop it is not in"},
