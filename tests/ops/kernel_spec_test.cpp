@@ -381,7 +381,7 @@ TEST(KernelSpec, EveryMalformedSpecIsRefusedNamingItsField) {
       {"four grid dims", [](ojson& j) { j["launch"]["grid"] = {1, 1, 1, 1}; }, "launch.grid: expected 1 to 3"},
       {"no block", [](ojson& j) { j["launch"].erase("block"); }, "launch.block: missing"},
       {"block reads the device", [](ojson& j) { j["launch"]["block"] = {"sm_count"}; },
-       "launch.block[0]: 'sm_count' reads sm_count, a device value: only a grid and a computed scalar's value"},
+       "launch.block[0]: 'sm_count' reads sm_count, a device value: only a grid, a when and a computed scalar's value"},
       {"shared memory reads the device", [](ojson& j) { j["launch"]["shared_memory"] = "smem_per_block"; }, "launch.shared_memory:"},
       {"shared memory expression", [](ojson& j) { j["launch"]["shared_memory"] = "B *"; }, "launch.shared_memory:"},
       {"no args", [](ojson& j) { j.erase("args"); }, "args: missing"},
