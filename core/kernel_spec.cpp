@@ -1376,6 +1376,11 @@ KernelSpec parse_kernel_spec(const std::string& json, const std::string& origin,
   // The compile cache keys on the source's text, and the headers it includes are not in it: the
   // version, which hashes them, is (a changed header is another cubin).
   s.source = "// ktune kernel spec " + s.op + "\n" + s.source;
+  // max_of / min_of / sum_of reduce on the GPU, in a kernel compiled with the spec's own.
+  s.whole_reads = std::any_of(s.whiles.begin(), s.whiles.end(), [](const SpecWhile& w) {
+    return std::any_of(w.reads.begin(), w.reads.end(), [](SpecWhile::Read r) { return r != SpecWhile::first; });
+  });
+  if (s.whole_reads) s.source += "\n#include \"spec_reduce.cuh\" // ktune_spec_reduce: max_of, min_of, sum_of\n";
   return s;
 }
 

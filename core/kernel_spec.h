@@ -67,6 +67,11 @@ std::vector<int64_t> spec_permutation(int64_t n, size_t count, uint64_t seed);
 void check_permutation(int64_t n, size_t count, ElemType t, const std::string& what);
 
 struct KernelSpec;
+// The GPU's whole-buffer reads of a loop's condition (kernel_templates/spec/spec_reduce.cuh): at
+// most this many blocks of 256 threads, and the scratch they need (a partial a block, the arrival
+// count, the result).
+constexpr unsigned kReduceBlocks = 1024;
+constexpr size_t kReduceScratchBytes = 8 * size_t(kReduceBlocks) + 8 + 8;
 // How many names kSpecBuiltins holds (below).
 constexpr size_t kSpecBuiltinCount = 7;
 // fill as it stands at problem p: a per-problem file (SpecFill::pattern) read, with its
@@ -245,6 +250,10 @@ struct KernelSpec {
   // scalars those steps pass; they follow kSpecBuiltins in names.
   std::vector<std::string> loop_names;
   std::vector<SpecWhile> whiles; // the conditions of the loops that run while one holds
+  // Some condition reads a whole buffer (max_of, min_of, sum_of): the source ends with
+  // kernel_templates/spec/spec_reduce.cuh, and every list's kernels end with its
+  // ktune_spec_reduce (LaunchStep::reduce_kernel).
+  bool whole_reads = false;
   std::vector<SpecArg> args;
   std::vector<SpecSymbol> symbols;
   // The check: reference steps run once per problem with reference_config's defines; or the

@@ -478,6 +478,7 @@ std::vector<std::string> KernelSpec::kernel_names(const std::vector<SpecStep>& s
     }
     out.push_back(n);
   }
+  if (whole_reads) out.push_back("ktune_spec_reduce"); // after the steps: LaunchStep::reduce_kernel
   return out;
 }
 
@@ -537,6 +538,17 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
       x.value = scalar_value(i, p, c);
     }
   }
+  // The scratch of the GPU's whole-buffer reads (kernel_templates/spec/spec_reduce.cuh): a partial
+  // a block (at most kReduceBlocks), the blocks' arrival count, the result; one for the plan,
+  // placed after the temporaries the first time a test needs it.
+  long long scratch_at = -1;
+  auto reduce_scratch = [&] {
+    if (scratch_at < 0) {
+      scratch_at = (long long)plan.workspace_bytes;
+      plan.workspace_bytes += (kReduceScratchBytes + 255) / 256 * 256;
+    }
+    return scratch_at;
+  };
   // Which argument's buffer each buffer argument passes now: its own, or (swapped after a round
   // of a loop) its partner's.
   std::vector<int> holds(args.size());
@@ -777,6 +789,11 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
           LaunchStep t = control(read_args); // read as this round passed them
           t.test = n.until;
           t.test_values = v;
+          const auto& reads = whiles[size_t(n.until)].reads;
+          if (std::any_of(reads.begin(), reads.end(), [](SpecWhile::Read r) { return r != SpecWhile::first; })) {
+            t.reduce_kernel = int(st.size()); // kernel_names puts ktune_spec_reduce after the steps
+            t.reduce_scratch = reduce_scratch();
+          }
           if (repeated) {
             t.round_loop = loop;
             t.round_index = n.index;

@@ -430,6 +430,25 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
                         ": the rounds diverged or wrote no value there");
           continue;
         }
+        if (s.reduce_kernel >= 0) { // reduced on the GPU (spec_reduce.cuh): 8 bytes back
+          const CUdeviceptr scratch = args.workspace() + CUdeviceptr(s.reduce_scratch);
+          CUdeviceptr x = pointer(s, k), partials = scratch, arrived = scratch + 8 * kReduceBlocks, out = arrived + 8;
+          long long count = (long long)n;
+          int type = int(t), op = int(read);
+          check_cu(driver().cuMemsetD32Async(arrived, 0, 1, stream), "cuMemsetD32Async", what());
+          const unsigned grid[3] = {unsigned(std::min<long long>(kReduceBlocks, (count + 2047) / 2048)), 1, 1},
+                         block[3] = {256, 1, 1};
+          void* params_reduce[] = {&x, &count, &type, &op, &partials, &arrived, &out};
+          m.launch(size_t(s.reduce_kernel), grid, block, 0, stream, params_reduce);
+          double r = 0;
+          check_cu(driver().cuMemcpyDtoHAsync(&r, out, sizeof r, stream), "cuMemcpyDtoHAsync", what());
+          check_cu(driver().cuStreamSynchronize(stream), "cuStreamSynchronize", what()); // the round's kernels first
+          if (std::isnan(r))
+            throw Error(w.where + ": '" + w.text + "' read NaN from " + a.name + " at " + args.problem().key() +
+                        ": the rounds diverged or wrote no value there");
+          values[i] = r;
+          continue;
+        }
         std::vector<unsigned char> bytes(n * size_t(elem_bytes(t)));
         check_cu(driver().cuMemcpyDtoHAsync(bytes.data(), pointer(s, k), bytes.size(), stream), "cuMemcpyDtoHAsync", what());
         check_cu(driver().cuStreamSynchronize(stream), "cuStreamSynchronize", what()); // the round's kernels first

@@ -142,7 +142,8 @@ const auto kStepFields = std::make_tuple(
     field("round_loop", &LaunchStep::round_loop), field("round_index", &LaunchStep::round_index),
     field("jump_back", &LaunchStep::jump_back), field("round_max", &LaunchStep::round_max),
     field("round_entry", &LaunchStep::round_entry), field("reads_values", &LaunchStep::reads_values),
-    field("value_grid", &LaunchStep::value_grid));
+    field("value_grid", &LaunchStep::value_grid), field("reduce_kernel", &LaunchStep::reduce_kernel),
+    field("reduce_scratch", &LaunchStep::reduce_scratch));
 
 const auto kSpecArgFields =
     std::make_tuple(field("offset", &LaunchPlan::SpecArgValue::offset), field("bytes", &LaunchPlan::SpecArgValue::bytes),

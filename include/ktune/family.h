@@ -87,6 +87,11 @@ struct LaunchStep {
   //   fails, since the loop did not end within its rounds.
   int set_arg = -1, test = -1, jump = -1;
   bool test_last = false;
+  // A test whose condition reads a whole buffer (max_of, min_of, sum_of): the module's
+  // ktune_spec_reduce (its kernel index) reduces it on the GPU into the workspace's scratch at
+  // reduce_scratch (bytes), and 8 bytes are read back. -1: none.
+  int reduce_kernel = -1;
+  long long reduce_scratch = -1;
   std::vector<double> test_values;
   // A while loop whose rounds differ only in what its counter gives its condition and the scalars
   // its own steps pass holds two rounds (the swaps' two parities) and runs them again and again:

@@ -9,25 +9,9 @@
 // host (load_elem / store_elem / spec_fill_bytes in core/spec_op.cpp), which these match bit for
 // bit: a GPU test compares them.
 #include "ktune_random.cuh"
+#include "spec_elem.cuh" // ktune_spec_load
 
 namespace {
-
-__device__ double spec_load(const void* p, long long i, int t) {
-  switch (t) {
-    case 0: return ((const double*)p)[i];
-    case 1: return (double)((const float*)p)[i];
-    case 2: return ktune_half_value(((const unsigned short*)p)[i], 1);
-    case 3: return ktune_half_value(((const unsigned short*)p)[i], 0);
-    case 4: return (double)((const long long*)p)[i];
-    case 5: return (double)((const int*)p)[i];
-    case 6: return (double)((const short*)p)[i];
-    case 7: return (double)((const signed char*)p)[i];
-    case 8: return (double)((const unsigned long long*)p)[i];
-    case 9: return (double)((const unsigned*)p)[i];
-    case 10: return (double)((const unsigned short*)p)[i];
-    default: return (double)((const unsigned char*)p)[i];
-  }
-}
 
 // Rounded to nearest, saturating (NaN: 0), as the host's store_elem.
 template <class I>
@@ -136,7 +120,7 @@ struct KtuneSpecSums {
 extern "C" __global__ void ktune_spec_absmax(const void* x, long long n, int t, KtuneSpecSums* s) {
   double m = 0;
   for (long long i = spec_first(); i < n; i += spec_stride()) {
-    const double v = fabs(spec_load(x, i, t));
+    const double v = fabs(ktune_spec_load(x, i, t));
     if (v <= 1.7976931348623157e308 && v > m) m = v;
   }
   for (int o = 16; o > 0; o /= 2) m = fmax(m, __shfl_xor_sync(0xffffffffu, m, o));
@@ -155,7 +139,7 @@ extern "C" __global__ void ktune_spec_compare(const void* got, const void* ref, 
   unsigned long long bad = 0, nonfinite = 0;
   long long first_bad = 9223372036854775807ll, first_nonfinite = 9223372036854775807ll;
   for (long long i = spec_first(); i < n; i += spec_stride()) {
-    const double g = spec_load(got, i, t), w = spec_load(ref, i, t);
+    const double g = ktune_spec_load(got, i, t), w = ktune_spec_load(ref, i, t);
     const bool g_finite = fabs(g) <= 1.7976931348623157e308, w_finite = fabs(w) <= 1.7976931348623157e308;
     if (!w_finite) continue;
     if (!g_finite) {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -1641,6 +1642,63 @@ TEST(KernelSpecGpu, DeviceFillsEqualHostFillsForEveryType) {
       check_cu(driver().cuMemcpyDtoH(got.data(), buf.ptr(), got.size()), "cuMemcpyDtoH", "fill");
       EXPECT_EQ(got, spec_fill_bytes(fills[f], type, n, seed)) << to_string(type) << " fill " << f;
     }
+}
+
+// A loop condition's whole-buffer reads (max_of, min_of, sum_of) reduce on the GPU
+// (spec_reduce.cuh) to what the host's loop over the copied buffer gave: max and min exactly,
+// the sum within its rounding, for every element type, at sizes below one block's share and past
+// the most blocks; a NaN anywhere reads NaN (the call then fails).
+TEST(KernelSpecGpu, WholeBufferReadsReduceOnTheGpuAsTheHostWould) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  CudaContext ctx(d->ordinal);
+  Compiler compiler(1);
+  CompileRequest req;
+  req.source = "#include \"spec_reduce.cuh\"\n";
+  req.source_name = "reduce_test.cu";
+  req.name_expressions = {"ktune_spec_reduce"};
+  req.arch = d->arch;
+  req.context = "whole-buffer reads";
+  const auto k = compiler.compile(req);
+  Module m(k->cubin, k->lowered_names, req.context);
+  const size_t most = (size_t(kReduceBlocks) * 2048) * 3 + 17; // past the most blocks: each strides
+  DeviceBuffer buf(most * 8, "values"), scratch(kReduceScratchBytes, "scratch");
+  SpecFill fill;
+  fill.lo = -1000, fill.hi = 1000;
+  auto reduce = [&](size_t n, ElemType type, int op) {
+    CUdeviceptr x = buf.ptr(), partials = scratch.ptr(), arrived = scratch.ptr() + 8 * kReduceBlocks, out = arrived + 8;
+    long long count = (long long)n;
+    int t = int(type);
+    check_cu(driver().cuMemsetD32Async(arrived, 0, 1, nullptr), "cuMemsetD32Async", "arrived");
+    const unsigned grid[3] = {unsigned(std::min<long long>(kReduceBlocks, (count + 2047) / 2048)), 1, 1}, block[3] = {256, 1, 1};
+    void* params[] = {&x, &count, &t, &op, &partials, &arrived, &out};
+    m.launch(0, grid, block, 0, nullptr, params);
+    double r = 0;
+    check_cu(driver().cuMemcpyDtoH(&r, out, 8), "cuMemcpyDtoH", "result");
+    return r;
+  };
+  for (size_t n : {size_t(1), size_t(300), size_t(70001), most})
+    for (int t = 0; t <= int(ElemType::u8); ++t) {
+      const ElemType type = ElemType(t);
+      SpecFill f = fill;
+      if (!is_float(type)) f.lo = is_unsigned(type) ? 0 : -100, f.hi = 100;
+      const std::vector<unsigned char> host = spec_fill_bytes(f, type, n, 77 + n);
+      check_cu(driver().cuMemcpyHtoD(buf.ptr(), host.data(), host.size()), "cuMemcpyHtoD", "values");
+      double mx = -INFINITY, mn = INFINITY, sum = 0, mag = 0;
+      for (size_t i = 0; i < n; ++i) {
+        const double v = load_elem(host.data(), i, type);
+        mx = std::max(mx, v), mn = std::min(mn, v), sum += v, mag += std::abs(v);
+      }
+      EXPECT_EQ(reduce(n, type, 1), mx) << to_string(type) << " max of " << n;
+      EXPECT_EQ(reduce(n, type, 2), mn) << to_string(type) << " min of " << n;
+      EXPECT_NEAR(reduce(n, type, 3), sum, 1e-12 * mag + 1e-300) << to_string(type) << " sum of " << n;
+    }
+  // A NaN, here the last of 70001 floats: every read is NaN.
+  std::vector<float> v(70001, 1.f);
+  v.back() = NAN;
+  check_cu(driver().cuMemcpyHtoD(buf.ptr(), v.data(), v.size() * 4), "cuMemcpyHtoD", "values");
+  for (int op : {1, 2, 3}) EXPECT_TRUE(std::isnan(reduce(v.size(), ElemType::f32, op))) << "op " << op;
 }
 
 // Every example: tuned by the CLI, answered exactly, served by the runtime.

@@ -1158,6 +1158,27 @@ TEST(KernelSpec, AConditionMayReduceAWholeBuffer) {
   EXPECT_EQ(w.cond.eval(v), 1);
   v[s.names.size() + size_t(x_sum)] = -2;
   EXPECT_EQ(w.cond.eval(v), 0);
+  // The whole buffers reduce on the GPU: the source ends with the reduction, every list's kernels
+  // with it, and each test names it and the plan's scratch for it; a spec without such a read has none.
+  EXPECT_TRUE(s.whole_reads);
+  EXPECT_NE(s.source.find("#include \"spec_reduce.cuh\""), std::string::npos);
+  const Config c = find_family(op).canonical(find_family(op).default_config(Problem::parse(op, "1000x8"), DeviceInfo::nominal("sm_90")));
+  const std::vector<std::string> names = s.kernel_names(s.steps, c, Problem::parse(op, "1000x8"));
+  ASSERT_EQ(names.size(), s.steps.size() + 1);
+  EXPECT_EQ(names.back(), "ktune_spec_reduce");
+  const LaunchPlan plan = find_family(op).launch_plan(c, Problem::parse(op, "1000x8"));
+  int tests = 0;
+  for (const LaunchStep& st : plan.steps)
+    if (st.test >= 0) {
+      ++tests;
+      EXPECT_EQ(st.reduce_kernel, int(s.steps.size()));
+      EXPECT_GE(st.reduce_scratch, 0);
+      EXPECT_LE(size_t(st.reduce_scratch) + kReduceScratchBytes, plan.workspace_bytes);
+    }
+  EXPECT_GT(tests, 0);
+  const std::string first = load_kernel_spec_text(while_spec().dump(), "while-first.json", d.dir());
+  EXPECT_FALSE(spec_of(first).whole_reads);
+  for (const LaunchStep& st : find_family(first).launch_plan(c, Problem::parse(first, "1000x8")).steps) EXPECT_EQ(st.reduce_kernel, -1);
   for (const auto& [cond, error] : std::vector<std::pair<std::string, std::string>>{
            {"max_of(n_) > 0", "max_of reads a buffer; 'n_' is a scalar"},
            {"max_of(z) > 0", "launch.while: 'z'"},
