@@ -771,6 +771,13 @@ __global__ void bfs_level(const int* cols, int* cost, int n, int d, int level, i
     }
   }
 }
+// Node v's unreached neighbours get level + 1 and join the next frontier (q2, qn2 of them).
+__device__ void bfs_visit(const int* cols, int* cost, int d, int level, int v, int* q2, int* qn2) {
+  for (int e = 0; e < d; ++e) {
+    const int u = cols[(long long)v * d + e];
+    if (atomicCAS(&cost[u], -1, level + 1) == -1) q2[atomicAdd(qn2, 1)] = u;
+  }
+}
 // A frontier queue: this round's nodes in q (qn of them), the next round's appended to q2 (qn2).
 __global__ void bfs_queue_init(int* cost, int n, int* q, int* qn) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -782,10 +789,7 @@ __global__ void bfs_queue(const int* cols, int* cost, int d, int level, const in
   const int i = blockIdx.x * B + threadIdx.x;
   if (i >= qn[0]) return;
   const int v = q[i];
-  for (int e = 0; e < d; ++e) {
-    const int u = cols[(long long)v * d + e];
-    if (atomicCAS(&cost[u], -1, level + 1) == -1) q2[atomicAdd(qn2, 1)] = u;
-  }
+  bfs_visit(cols, cost, d, level, v, q2, qn2);
 }
 // Parboil's way: the frontier's length read back on the host sizes the round's grid and is passed
 // by value. A grid not sized so (gridDim.x != ceil(count / B)) marks node 0 unreachable, which
@@ -799,10 +803,7 @@ __global__ void bfs_frontier(const int* cols, int* cost, int d, int level, const
   const int i = blockIdx.x * B + threadIdx.x;
   if (i >= count) return;
   const int v = q[i];
-  for (int e = 0; e < d; ++e) {
-    const int u = cols[(long long)v * d + e];
-    if (atomicCAS(&cost[u], -1, level + 1) == -1) q2[atomicAdd(qn2, 1)] = u;
-  }
+  bfs_visit(cols, cost, d, level, v, q2, qn2);
 }
 // Parboil's other way: a kernel chosen a round by the frontier's length, each counting its rounds
 // (in `used`: big, small).
@@ -812,20 +813,13 @@ __global__ void bfs_big(const int* cols, int* cost, int d, int level, const int*
   const int i = blockIdx.x * B + threadIdx.x;
   if (i >= count) return;
   const int v = q[i];
-  for (int e = 0; e < d; ++e) {
-    const int u = cols[(long long)v * d + e];
-    if (atomicCAS(&cost[u], -1, level + 1) == -1) q2[atomicAdd(qn2, 1)] = u;
-  }
+  bfs_visit(cols, cost, d, level, v, q2, qn2);
 }
 template <int B>
 __global__ void bfs_small(const int* cols, int* cost, int d, int level, const int* q, int count, int* q2, int* qn2, int* used) {
   if (threadIdx.x == 0) atomicAdd(&used[1], 1);
   for (int i = threadIdx.x; i < count; i += B) {
-    const int v = q[i];
-    for (int e = 0; e < d; ++e) {
-      const int u = cols[(long long)v * d + e];
-      if (atomicCAS(&cost[u], -1, level + 1) == -1) q2[atomicAdd(qn2, 1)] = u;
-    }
+    bfs_visit(cols, cost, d, level, q[i], q2, qn2);
   }
 }
 // The reference: one thread relaxing every edge until nothing changes.
@@ -929,6 +923,29 @@ std::vector<int> host_bfs(const std::vector<int>& cols, int n, int d) {
   return cost;
 }
 
+// A random graph of n nodes of deg out-edges each (an LCG from seed), on the GPU.
+std::vector<int> random_graph(int n, int deg, uint64_t seed) {
+  std::vector<int> cols(size_t(n) * deg);
+  uint64_t x = seed;
+  for (auto& c : cols) x = x * 6364136223846793005ull + 1442695040888963407ull, c = int((x >> 33) % uint64_t(n));
+  return cols;
+}
+
+// The runtime's call of BFS spec `op` (cols, cost; nothing tuned) on that graph against BFS on the host.
+void expect_runtime_bfs(Runtime& rt, const std::string& op, int n, int deg, uint64_t seed) {
+  const std::vector<int> cols = random_graph(n, deg, seed), want = host_bfs(cols, n, deg);
+  DeviceBuffer dcols(cols.size() * 4, "cols"), dcost(size_t(n) * 4, "cost");
+  check_cu(driver().cuMemcpyHtoD(dcols.ptr(), cols.data(), cols.size() * 4), "cuMemcpyHtoD", "cols");
+  check_cu(driver().cuMemsetD32Async(dcost.ptr(), 0x7fffffff, size_t(n), nullptr), "cuMemsetD32Async", "cost");
+  rt.run(Problem::parse(op, std::to_string(n) + "x" + std::to_string(deg)),
+         {reinterpret_cast<void*>(dcols.ptr()), reinterpret_cast<void*>(dcost.ptr())}, nullptr);
+  check_cu(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize", op);
+  std::vector<int> got(static_cast<size_t>(n));
+  check_cu(driver().cuMemcpyDtoH(got.data(), dcost.ptr(), got.size() * 4), "cuMemcpyDtoH", "cost");
+  EXPECT_EQ(got, want) << op;
+  EXPECT_GT(*std::max_element(want.begin(), want.end()), 5) << "a graph of several levels";
+}
+
 TEST(KernelSpecGpu, ALoopRunsWhileItsFlagSaysARoundChangedSomething) {
   std::string why;
   const DeviceInfo* d = ktune::testing::first_gpu(&why);
@@ -971,23 +988,7 @@ TEST(KernelSpecGpu, ALoopRunsWhileItsFlagSaysARoundChangedSomething) {
   RuntimeOptions o;
   o.db_path = dir.file("none.db");
   Runtime rt(o);
-  const int n = 30000, deg = 3;
-  std::vector<int> cols(size_t(n) * deg);
-  uint64_t x = 12345;
-  for (auto& c : cols) x = x * 6364136223846793005ull + 1442695040888963407ull, c = int((x >> 33) % uint64_t(n));
-  DeviceBuffer dcols(cols.size() * 4, "cols"), dcost(size_t(n) * 4, "cost");
-  check_cu(driver().cuMemcpyHtoD(dcols.ptr(), cols.data(), cols.size() * 4), "cuMemcpyHtoD", "cols");
-  const std::vector<int> want = host_bfs(cols, n, deg);
-  for (const std::string& which : {flag, queue}) {
-    check_cu(driver().cuMemsetD32Async(dcost.ptr(), 0x7fffffff, size_t(n), nullptr), "cuMemsetD32Async", "cost");
-    rt.run(Problem::parse(which, std::to_string(n) + "x" + std::to_string(deg)),
-           {reinterpret_cast<void*>(dcols.ptr()), reinterpret_cast<void*>(dcost.ptr())}, nullptr);
-    check_cu(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize", which);
-    std::vector<int> got(static_cast<size_t>(n));
-    check_cu(driver().cuMemcpyDtoH(got.data(), dcost.ptr(), got.size() * 4), "cuMemcpyDtoH", "cost");
-    EXPECT_EQ(got, want) << which;
-    EXPECT_GT(*std::max_element(want.begin(), want.end()), 5) << "a graph of several levels";
-  }
+  for (const std::string& which : {flag, queue}) expect_runtime_bfs(rt, which, 30000, 3, 12345);
 }
 
 // Each round's grid and the count its kernel takes by value come from the frontier's length read
@@ -1020,21 +1021,7 @@ TEST(KernelSpecGpu, EachRoundsGridAndCountAreReadBackBeforeItsLaunch) {
   RuntimeOptions o;
   o.db_path = dir.file("none.db");
   Runtime rt(o);
-  const int n = 30000, deg = 3;
-  std::vector<int> cols(size_t(n) * deg);
-  uint64_t x = 777;
-  for (auto& c : cols) x = x * 6364136223846793005ull + 1442695040888963407ull, c = int((x >> 33) % uint64_t(n));
-  DeviceBuffer dcols(cols.size() * 4, "cols"), dcost(size_t(n) * 4, "cost");
-  check_cu(driver().cuMemcpyHtoD(dcols.ptr(), cols.data(), cols.size() * 4), "cuMemcpyHtoD", "cols");
-  check_cu(driver().cuMemsetD32Async(dcost.ptr(), 0x7fffffff, size_t(n), nullptr), "cuMemsetD32Async", "cost");
-  rt.run(Problem::parse(op, std::to_string(n) + "x" + std::to_string(deg)),
-         {reinterpret_cast<void*>(dcols.ptr()), reinterpret_cast<void*>(dcost.ptr())}, nullptr);
-  check_cu(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize", op);
-  std::vector<int> got(static_cast<size_t>(n));
-  check_cu(driver().cuMemcpyDtoH(got.data(), dcost.ptr(), got.size() * 4), "cuMemcpyDtoH", "cost");
-  const std::vector<int> want = host_bfs(cols, n, deg);
-  EXPECT_EQ(got, want);
-  EXPECT_GT(*std::max_element(want.begin(), want.end()), 5) << "a graph of several levels";
+  expect_runtime_bfs(rt, op, 30000, 3, 777);
 }
 
 // A kernel chosen each round by the frontier's length read back (`when`): verified with either
@@ -1058,9 +1045,7 @@ TEST(KernelSpecGpu, AStepRunsOnlyWhereItsWhenHoldsAtTheLaunch) {
       }
   // One config's launch on the caller's buffers: each round ran exactly one of the two kernels.
   const int n = 30000, deg = 3;
-  std::vector<int> cols(size_t(n) * deg);
-  uint64_t x = 4242;
-  for (auto& c : cols) x = x * 6364136223846793005ull + 1442695040888963407ull, c = int((x >> 33) % uint64_t(n));
+  const std::vector<int> cols = random_graph(n, deg, 4242);
   const std::vector<int> want = host_bfs(cols, n, deg);
   const int levels = *std::max_element(want.begin(), want.end());
   ASSERT_GT(levels, 5);
