@@ -751,7 +751,7 @@ void read_scalar(const Reader& r, const KernelSpec& s, const ojson& o, const std
     a.value = r.expr(o["value"], at + ".value", s.value_names);
     for (size_t n : a.value.reads()) {
       // A buffer's first element or the device's values (its SM count): evaluated at each launch.
-      if (n >= s.names.size() || (n >= s.params.size() + s.dims.size() + 2 && n < s.first_loop_name())) a.follows_values = true;
+      if (n >= s.names.size() || s.device_name(n)) a.follows_values = true;
       else if (n < s.params.size()) a.follows_config = true; // computed for each config's plan
       else if (n >= s.first_loop_name()) a.follows_loop = true; // and for each launch in the loop
     }
@@ -1102,7 +1102,7 @@ void read_compile(Reader& r, const ojson& j, KernelSpec& s, std::string* hashed)
       // A define reaches the compile, the same for every GPU of an arch: the device's values are
       // the constraints' and the launch's (a grid, a scalar, a `when` read them there).
       for (size_t n : s.defines.back().second.reads())
-        if (n >= s.params.size() + s.dims.size() + 2 && n < s.first_loop_name())
+        if (s.device_name(n))
           r.fail("defines." + k, "'" + s.defines.back().second.text() + "' reads " + s.names[n] +
                                      ", a device value: a define is compiled in, the same for every GPU of an arch; read " +
                                      s.names[n] + " in a constraint, a grid, a computed scalar or a when instead");

@@ -288,6 +288,9 @@ struct KernelSpec {
   // values kSpecBuiltins lists, then loop_names.
   std::vector<std::string> names;
   size_t first_loop_name() const { return params.size() + dims.size() + kSpecBuiltinCount; }
+  // The device's values among names (after align and dtype_bytes): max_threads ... arch.
+  size_t first_device_name() const { return params.size() + dims.size() + 2; }
+  bool device_name(size_t i) const { return i >= first_device_name() && i < first_loop_name(); }
   // What a grid and a computed scalar may read besides names (and, of names, the device's values,
   // evaluated at the launch on the GPU it runs on): a buffer argument's first element,
   // read back when the step launches (a frontier's length that sizes the next round's grid, as
@@ -298,9 +301,12 @@ struct KernelSpec {
   // Whether e reads what only a launch knows: a buffer's value or the device's (its SM count).
   bool reads_values(const Expr& e) const {
     const std::vector<size_t>& r = e.reads();
-    const size_t device_from = params.size() + dims.size() + 2;
-    return std::any_of(r.begin(), r.end(), [&](size_t i) { return i >= names.size() || (i >= device_from && i < first_loop_name()); });
+    return std::any_of(r.begin(), r.end(), [&](size_t i) { return i >= names.size() || device_name(i); });
   }
+  // The buffers (places in value_names past names) whose first element launch step s's grid,
+  // `when` and scalars read (LaunchStep::reads_values): what the launch reads back, and what the
+  // plan aliases where a round's swap moved it.
+  std::vector<size_t> value_reads(const LaunchStep& s) const;
   // The launch-time parts of steps (SpecStep::value_grid, LaunchStep::value_grid): the grid's x,
   // y and z, then `when` (empty: none).
   std::vector<std::array<Expr, 4>> value_grids;

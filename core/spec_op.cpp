@@ -447,6 +447,20 @@ bool KernelSpec::skipped(const SpecStep& st, const Config& c, const Problem& p) 
   return false;
 }
 
+std::vector<size_t> KernelSpec::value_reads(const LaunchStep& s) const {
+  std::vector<size_t> need;
+  if (!s.reads_values) return need;
+  auto add = [&](const Expr& e) {
+    for (size_t i : e.reads())
+      if (i >= names.size() && std::find(need.begin(), need.end(), i) == need.end()) need.push_back(i);
+  };
+  if (s.value_grid >= 0)
+    for (const Expr& e : value_grids.at(size_t(s.value_grid))) add(e); // an empty `when` reads nothing
+  for (int k : s.set_args)
+    if (args.at(size_t(k)).follows_values) add(args[size_t(k)].value);
+  return need;
+}
+
 std::vector<std::string> KernelSpec::kernel_names(const std::vector<SpecStep>& st, const Config& c, const Problem& p) const {
   // A step the config never launches (a kernel version of another config) is not compiled: it
   // takes the name of one that is launched, so that the kernels keep their places (a template a
@@ -643,7 +657,7 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
     s.kernel = int(i);
     for (int d = 0; d < 3; ++d) {
       // A grid that reads a buffer's value is evaluated at each launch (value_grid); 1 here.
-      s.grid[d] = t.value_grid >= 0 && reads_values(t.grid[d])
+      s.grid[d] = reads_values(t.grid[d])
                       ? 1u
                       : unsigned(t.grid[d].eval_integer(v, 1, d == 0 ? 2147483647.0 : 65535.0, "grid" + where_now));
       s.block[d] = unsigned(t.block[d].eval_integer(v, 1, 1024, "threads" + where_now));
@@ -695,20 +709,13 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
       s.test_values = v; // what the read values join at the launch
       // The buffers whose values it reads, as this round passes them (after swaps), though the
       // kernel may not take them (a frontier's count the host reads, not the kernel).
-      std::vector<const Expr*> reading;
-      for (int d = 0; d < 3; ++d) reading.push_back(&t.grid[d]);
-      if (!t.when.empty()) reading.push_back(&t.when);
-      for (int k : step_args(t.args))
-        if (args[size_t(k)].follows_values) reading.push_back(&args[size_t(k)].value);
-      for (const Expr* e : reading)
-        for (size_t n : e->reads()) {
-          if (n < names.size()) continue;
-          const int k = value_slots.at(n - names.size());
-          if (holds[size_t(k)] != k && std::find(s.alias_args.begin(), s.alias_args.end(), k) == s.alias_args.end()) {
-            s.alias_args.push_back(k);
-            s.alias_of.push_back(holds[size_t(k)]);
-          }
+      for (size_t n : value_reads(s)) {
+        const int k = value_slots.at(n - names.size());
+        if (holds[size_t(k)] != k && std::find(s.alias_args.begin(), s.alias_args.end(), k) == s.alias_args.end()) {
+          s.alias_args.push_back(k);
+          s.alias_of.push_back(holds[size_t(k)]);
         }
+      }
     }
     push(std::move(s));
   };

@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <array>
-#include <map>
-#include <mutex>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <map>
+#include <mutex>
 
 #include "core/kernel_spec.h"
 #include "ktune/error.h"
@@ -44,23 +44,6 @@ std::array<double, 5> device_values(const std::string& what) {
       get(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, "major") * 10 + get(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, "minor")};
   known[dev] = v;
   return v;
-}
-
-// The buffers (places in KernelSpec::value_names past names) whose first element launch step s's
-// grid and scalars read.
-std::vector<size_t> values_read(const KernelSpec& spec, const LaunchStep& s) {
-  std::vector<size_t> need;
-  if (!s.reads_values) return need;
-  auto add = [&](const Expr& e) {
-    for (size_t i : e.reads())
-      if (i >= spec.names.size() && std::find(need.begin(), need.end(), i) == need.end()) need.push_back(i);
-  };
-  if (s.value_grid >= 0)
-    for (const Expr& e : spec.value_grids.at(size_t(s.value_grid)))
-      if (!e.empty()) add(e); // `when` may be empty
-  for (int k : s.set_args)
-    if (spec.args.at(size_t(k)).follows_values) add(spec.args[size_t(k)].value);
-  return need;
 }
 
 // A spec's arguments in its order: the caller's buffers and scalars, and the scalars computed
@@ -247,7 +230,7 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
     std::vector<char> seen;
     bool reads_back = false;
     for (const LaunchStep& s : plan.steps) {
-      reads_back = reads_back || s.test >= 0 || !values_read(*spec, s).empty();
+      reads_back = reads_back || s.test >= 0 || !spec->value_reads(s).empty();
       if (s.kernel < 0) continue;
       if (size_t(s.kernel) >= seen.size()) seen.resize(size_t(s.kernel) + 1, 0);
       if (seen[size_t(s.kernel)]) continue;
@@ -293,6 +276,15 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
   // a copy, a reset of that buffer): read again, they need no copy and no wait (a round's test
   // read the count the next round's grid reads, a frontier's length that two kernels' `when` read).
   std::vector<std::pair<CUdeviceptr, double>> known;
+  auto forget = [&](const std::function<bool(CUdeviceptr)>& written) {
+    known.erase(std::remove_if(known.begin(), known.end(), [&](const auto& e) { return written(e.first); }), known.end());
+  };
+  // Elements buffer argument k holds at this call (a temporary: as the plan sized it).
+  auto elements_of = [&](size_t k) {
+    const SpecArg& a = spec->args[k];
+    return a.intent == SpecArg::temp ? plan.spec_args.at(k).bytes / size_t(elem_bytes(a.elem(args.problem())))
+                                     : size_t(spec->count_of(k, args.problem()));
+  };
   auto first_element = [&](CUdeviceptr at, ElemType t, const std::function<std::string()>& what) {
     for (const auto& [p, v] : known)
       if (p == at) return v;
@@ -312,8 +304,7 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
       for (size_t k = 0; k < spec->args.size(); ++k) {
         const SpecArg& a = spec->args[k];
         if (!a.buffer) continue;
-        const size_t bytes = a.intent == SpecArg::temp ? plan.spec_args.at(k).bytes
-                                                       : size_t(spec->count_of(k, args.problem())) * size_t(elem_bytes(a.elem(args.problem())));
+        const size_t bytes = elements_of(k) * size_t(elem_bytes(a.elem(args.problem())));
         const CUdeviceptr from = *static_cast<const CUdeviceptr*>(args.params_at(k));
         if (bytes) spans.emplace_back(from, from + bytes);
       }
@@ -338,9 +329,7 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
       if (spec->args[size_t(k)].buffer) reach.push_back(pointer(s, k));
     for (const SpecSymbol& y : spec->symbols)
       if (y.address_of >= 0) reach.push_back(pointer(LaunchStep(), y.address_of));
-    known.erase(std::remove_if(known.begin(), known.end(),
-                               [&](const auto& e) { return std::find(reach.begin(), reach.end(), e.first) != reach.end(); }),
-                known.end());
+    forget([&](CUdeviceptr at) { return std::find(reach.begin(), reach.end(), at) != reach.end(); });
   };
   // The values of the spec's names a launch's scalars and grid read: the plan's, a repeated
   // loop's counter as it runs, and (reads_values) the first element of each buffer they read,
@@ -352,14 +341,13 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
     const size_t names = spec->names.size();
     values.resize(spec->value_names.size(), 0.0);
     const std::array<double, 5> dev = device_values(m.context());
-    std::copy(dev.begin(), dev.end(), values.begin() + std::ptrdiff_t(spec->params.size() + spec->dims.size() + 2));
-    for (size_t i : values_read(*spec, s)) {
+    std::copy(dev.begin(), dev.end(), values.begin() + std::ptrdiff_t(spec->first_device_name()));
+    for (size_t i : spec->value_reads(s)) {
       const int k = spec->value_slots.at(i - names);
       const SpecArg& a = spec->args[size_t(k)];
       const ElemType t = a.elem(args.problem());
       auto what = [&] { return m.context() + ": reading " + a.name + "'s first element for a launch at " + args.problem().key(); };
-      const size_t held = a.intent == SpecArg::temp ? plan.spec_args.at(size_t(k)).bytes : size_t(spec->count_of(size_t(k), args.problem()));
-      if (!held) throw UsageError(spec->path + ": " + what() + ": it holds no element");
+      if (!elements_of(size_t(k))) throw UsageError(spec->path + ": " + what() + ": it holds no element");
       values[i] = first_element(pointer(s, k), t, what);
       if (std::isnan(values[i])) throw Error(spec->path + ": " + what() + ": read NaN");
     }
@@ -373,7 +361,7 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
     }
     if (spec && s.copy()) { // a loop's swapped buffer put back in its own
       const CUdeviceptr to = pointer(LaunchStep(), s.copy_to);
-      known.erase(std::remove_if(known.begin(), known.end(), [&](const auto& e) { return e.first == to; }), known.end());
+      forget([&](CUdeviceptr at) { return at == to; });
       check_cu(driver().cuMemcpyDtoDAsync(pointer(LaunchStep(), s.copy_to), pointer(LaunchStep(), s.copy_from),
                                           size_t(s.copy_bytes), stream),
                "cuMemcpyDtoDAsync",
@@ -399,7 +387,7 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
     if (spec && s.control() && s.set_arg >= 0) { // a loop's reset before its round
       if (size_t(s.set_arg) >= spec->args.size()) throw Error(m.context() + ": a reset of an argument the spec does not have");
       const CUdeviceptr at = pointer(s, s.set_arg);
-      known.erase(std::remove_if(known.begin(), known.end(), [&](const auto& e) { return e.first == at; }), known.end());
+      forget([&](CUdeviceptr x) { return x == at; });
       set_temp(m, *spec, plan, args.problem(), size_t(s.set_arg), at, stream);
       continue;
     }
@@ -418,44 +406,26 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
         const SpecArg& a = spec->args[size_t(k)];
         const ElemType t = a.elem(args.problem());
         // The first element, or (max_of, min_of, sum_of) all of them, as the host code reads them.
-        const size_t held = a.intent == SpecArg::temp ? plan.spec_args.at(size_t(k)).bytes / size_t(elem_bytes(t))
-                                                      : size_t(spec->count_of(size_t(k), args.problem()));
+        const size_t held = elements_of(size_t(k));
         if (!held) throw UsageError(w.where + ": '" + w.text + "' reads " + a.name + ", which holds no element at " + args.problem().key());
         const size_t n = read == SpecWhile::first ? 1 : held;
         auto what = [&] { return m.context() + ": reading " + a.name + " for " + w.where + " at " + args.problem().key(); };
+        double x = 0;
         if (n == 1) { // the first element: as a launch's value reads it, and kept for one
-          values[i] = first_element(pointer(s, k), t, what);
-          if (std::isnan(values[i]))
-            throw Error(w.where + ": '" + w.text + "' read NaN from " + a.name + " at " + args.problem().key() +
-                        ": the rounds diverged or wrote no value there");
-          continue;
-        }
-        if (s.reduce_kernel >= 0) { // reduced on the GPU (spec_reduce.cuh): 8 bytes back
+          x = first_element(pointer(s, k), t, what);
+        } else { // max_of, min_of, sum_of: reduced on the GPU (spec_reduce.cuh), 8 bytes back
+          if (s.reduce_kernel < 0) throw Error("internal: " + what() + ": a whole-buffer read without its reduction in the plan");
           const CUdeviceptr scratch = args.workspace() + CUdeviceptr(s.reduce_scratch);
-          CUdeviceptr x = pointer(s, k), partials = scratch, arrived = scratch + 8 * kReduceBlocks, out = arrived + 8;
+          CUdeviceptr from = pointer(s, k), partials = scratch, arrived = scratch + 8 * kReduceBlocks, out = arrived + 8;
           long long count = (long long)n;
           int type = int(t), op = int(read);
           check_cu(driver().cuMemsetD32Async(arrived, 0, 1, stream), "cuMemsetD32Async", what());
           const unsigned grid[3] = {unsigned(std::min<long long>(kReduceBlocks, (count + 2047) / 2048)), 1, 1},
                          block[3] = {256, 1, 1};
-          void* params_reduce[] = {&x, &count, &type, &op, &partials, &arrived, &out};
+          void* params_reduce[] = {&from, &count, &type, &op, &partials, &arrived, &out};
           m.launch(size_t(s.reduce_kernel), grid, block, 0, stream, params_reduce);
-          double r = 0;
-          check_cu(driver().cuMemcpyDtoHAsync(&r, out, sizeof r, stream), "cuMemcpyDtoHAsync", what());
+          check_cu(driver().cuMemcpyDtoHAsync(&x, out, sizeof x, stream), "cuMemcpyDtoHAsync", what());
           check_cu(driver().cuStreamSynchronize(stream), "cuStreamSynchronize", what()); // the round's kernels first
-          if (std::isnan(r))
-            throw Error(w.where + ": '" + w.text + "' read NaN from " + a.name + " at " + args.problem().key() +
-                        ": the rounds diverged or wrote no value there");
-          values[i] = r;
-          continue;
-        }
-        std::vector<unsigned char> bytes(n * size_t(elem_bytes(t)));
-        check_cu(driver().cuMemcpyDtoHAsync(bytes.data(), pointer(s, k), bytes.size(), stream), "cuMemcpyDtoHAsync", what());
-        check_cu(driver().cuStreamSynchronize(stream), "cuStreamSynchronize", what()); // the round's kernels first
-        double x = load_elem(bytes.data(), 0, t);
-        for (size_t e = 1; e < n; ++e) {
-          const double y = load_elem(bytes.data(), e, t);
-          x = std::isnan(y) || std::isnan(x) ? y + x : read == SpecWhile::max ? std::max(x, y) : read == SpecWhile::min ? std::min(x, y) : x + y;
         }
         // NaN compares false: the loop would stop as if it had converged. A diverging round fails the call.
         if (std::isnan(x))
@@ -550,7 +520,6 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
       params[n++] = &maps[i];
     }
     if (pass_workspace) params[n++] = &workspace;
-    known.clear();
     m.launch(s, stream, params);
   }
 }

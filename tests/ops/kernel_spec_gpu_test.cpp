@@ -778,6 +778,12 @@ __device__ void bfs_visit(const int* cols, int* cost, int d, int level, int v, i
     if (atomicCAS(&cost[u], -1, level + 1) == -1) q2[atomicAdd(qn2, 1)] = u;
   }
 }
+// The thread of grid place i visits the frontier's node i, where there is one (count of them).
+template <int B>
+__device__ void bfs_frontier_node(const int* cols, int* cost, int d, int level, const int* q, int count, int* q2, int* qn2) {
+  const int i = blockIdx.x * B + threadIdx.x;
+  if (i < count) bfs_visit(cols, cost, d, level, q[i], q2, qn2);
+}
 // A frontier queue: this round's nodes in q (qn of them), the next round's appended to q2 (qn2).
 __global__ void bfs_queue_init(int* cost, int n, int* q, int* qn) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -786,10 +792,7 @@ __global__ void bfs_queue_init(int* cost, int n, int* q, int* qn) {
 }
 template <int B>
 __global__ void bfs_queue(const int* cols, int* cost, int d, int level, const int* q, const int* qn, int* q2, int* qn2) {
-  const int i = blockIdx.x * B + threadIdx.x;
-  if (i >= qn[0]) return;
-  const int v = q[i];
-  bfs_visit(cols, cost, d, level, v, q2, qn2);
+  bfs_frontier_node<B>(cols, cost, d, level, q, qn[0], q2, qn2);
 }
 // Parboil's way: the frontier's length read back on the host sizes the round's grid and is passed
 // by value. A grid not sized so (gridDim.x != ceil(count / B)) marks node 0 unreachable, which
@@ -800,27 +803,19 @@ __global__ void bfs_frontier(const int* cols, int* cost, int d, int level, const
     if (blockIdx.x == 0 && threadIdx.x == 0) cost[0] = -7;
     return;
   }
-  const int i = blockIdx.x * B + threadIdx.x;
-  if (i >= count) return;
-  const int v = q[i];
-  bfs_visit(cols, cost, d, level, v, q2, qn2);
+  bfs_frontier_node<B>(cols, cost, d, level, q, count, q2, qn2);
 }
 // Parboil's other way: a kernel chosen a round by the frontier's length, each counting its rounds
 // (in `used`: big, small).
 template <int B>
 __global__ void bfs_big(const int* cols, int* cost, int d, int level, const int* q, int count, int* q2, int* qn2, int* used) {
   if (blockIdx.x == 0 && threadIdx.x == 0) atomicAdd(&used[0], 1);
-  const int i = blockIdx.x * B + threadIdx.x;
-  if (i >= count) return;
-  const int v = q[i];
-  bfs_visit(cols, cost, d, level, v, q2, qn2);
+  bfs_frontier_node<B>(cols, cost, d, level, q, count, q2, qn2);
 }
 template <int B>
 __global__ void bfs_small(const int* cols, int* cost, int d, int level, const int* q, int count, int* q2, int* qn2, int* used) {
   if (threadIdx.x == 0) atomicAdd(&used[1], 1);
-  for (int i = threadIdx.x; i < count; i += B) {
-    bfs_visit(cols, cost, d, level, q[i], q2, qn2);
-  }
+  for (int i = threadIdx.x; i < count; i += B) bfs_visit(cols, cost, d, level, q[i], q2, qn2);
 }
 // The reference: one thread relaxing every edge until nothing changes.
 __global__ void bfs_ref(const int* cols, int* cost, int n, int d) {
