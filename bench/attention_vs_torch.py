@@ -37,6 +37,7 @@ except ImportError as e:  # the column says why
 REPS = 25
 DELAY = True  # --no-delay: the host's cost of each call counts where it exceeds the flush
 PRELUDE = None  # --prelude: a kernel run on every SM after the flush, before each timed call
+WARM_CODE = False  # --warm-code: after the flush, one call of the same backend on other buffers
 
 
 def make_prelude(kind):
@@ -139,6 +140,10 @@ def run_row(r, timer, copy_tb_s):
     q = torch.randn(B, Sq, H, D, device="cuda", dtype=torch.bfloat16, generator=g).transpose(1, 2)
     k = torch.randn(B, Sk, Hk, D, device="cuda", dtype=torch.bfloat16, generator=g).transpose(1, 2)
     v = torch.randn(B, Sk, Hk, D, device="cuda", dtype=torch.bfloat16, generator=g).transpose(1, 2)
+    # --warm-code: a second set of inputs, which one untimed call of the same backend reads after each
+    # flush: the timed call then finds its kernels' code, the launch path and the driver's state warm,
+    # and its own q / k / v still cold (the twin's are other memory).
+    twin = [torch.randn_like(x.transpose(1, 2)).transpose(1, 2) for x in (q, k, v)] if WARM_CODE else None
     rows = sorted(set(list(range(min(64, Sq))) + list(range(max(0, Sq - 64), Sq))))
     ref = reference_rows(q, k, v, is_causal(r), rows)
     # PyTorch's is_causal is top-left aligned; bottom-right (FlashAttention's) only matters when Sq != Sk, and
@@ -147,13 +152,12 @@ def run_row(r, timer, copy_tb_s):
     if causal and Sq != Sk:
         from torch.nn.attention.bias import causal_lower_right
         mask = causal_lower_right(Sq, Sk)
-        call = lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=Hk != H)
+        sdpa_on = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=Hk != H)
     else:
-        call = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=Hk != H)
-    sdpa = call
+        sdpa_on = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=Hk != H)
     # ktune takes (B, S, H, D) views, bottom-right causal for any Sq.
-    ktune_call = lambda: ktune.attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
-                                         causal=is_causal(r)).transpose(1, 2)
+    ktune_on = lambda q, k, v: ktune.attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                                               causal=is_causal(r)).transpose(1, 2)
     out = {"row": r, "backends": {}}
     for name, backend in BACKENDS:
         res = {}
@@ -161,7 +165,9 @@ def run_row(r, timer, copy_tb_s):
             res["status"] = "not importable: " + KTUNE_MISSING
             out["backends"][name] = res
             continue
-        call = ktune_call if name == "ktune" else sdpa
+        on = ktune_on if name == "ktune" else sdpa_on
+        call = lambda: on(q, k, v)
+        warm = (lambda: on(*twin)) if twin is not None else None
         if name == "math" and B * H * Sq * Sk > (1 << 31):
             res["status"] = "skipped (the scores would not fit)"
             out["backends"][name] = res
@@ -176,7 +182,7 @@ def run_row(r, timer, copy_tb_s):
                 if not err <= 2 ** -6:
                     res["status"] = "wrong (max |err| - 2^-6 |ref| = %.3g)" % err
                 else:
-                    ms = timer.median_ms(call)
+                    ms = timer.median_ms(call, warm=warm)
                     res.update(status="ok", ms=ms, tflops=flops(r) / ms / 1e9, kv_tb_s=kv_bytes(r) / ms / 1e9)
                     if Sq <= 16:
                         res["of_copy"] = res["kv_tb_s"] / copy_tb_s(kv_bytes(r))
@@ -199,11 +205,15 @@ def main():
                          "shapes nobody tuned are, by the families' defaults and first-use timing")
     ap.add_argument("--prelude", choices=["smem", "small"], default=None,
                     help="after each flush, a kernel on every SM with 200 KiB (smem) or 1 KiB (small) of shared memory")
+    ap.add_argument("--warm-code", action="store_true",
+                    help="after each flush, one untimed call of the same backend on other inputs: the timed call's "
+                         "code and launch path warm, its data cold (how much of a short call is its code's first fetch)")
     a = ap.parse_args()
     if a.untuned and ktune is not None:
         ktune.configure(shipped_tables=False)
-    global DELAY, PRELUDE
+    global DELAY, PRELUDE, WARM_CODE
     DELAY = not a.no_delay
+    WARM_CODE = a.warm_code
     PRELUDE = make_prelude(a.prelude) if a.prelude else None
     suite = json.load(open(a.suite))
     rows = suite["problems"][: a.rows or None]
@@ -222,6 +232,7 @@ def main():
     print("# %s, torch %s, cuDNN %s, %s%s" % (dev, torch.__version__, torch.backends.cudnn.version(),
                                            "calls queued behind a GPU delay" if DELAY else "no delay: host cost counts",
                                            (", ktune without its shipped tables" if a.untuned else "") +
+                                           (", code warmed by a call on other inputs" if a.warm_code else "") +
                                            (", prelude " + a.prelude if a.prelude else "")))
     print("%-28s %-34s %s" % ("model", "B x Hq/Hkv x Sq x Sk x D causal", "  ".join("%-16s" % n for n, _ in BACKENDS)))
     results = []
