@@ -760,6 +760,73 @@ void read_scalar(const Reader& r, const KernelSpec& s, const ojson& o, const std
   }
 }
 
+// A struct argument's fields, laid out as C lays them out; buffers[i] gets the name of the buffer
+// field i points to ("" for a value field), resolved once every argument is read.
+void read_struct(const Reader& r, const KernelSpec& s, const ojson& o, const std::string& at, SpecArg& a,
+                 std::vector<std::string>& buffers) {
+  r.known_fields(o, at, {"name", "kind", "fields", "align"});
+  if (!o.contains("fields") || !o["fields"].is_array() || o["fields"].empty())
+    r.fail(at + ".fields", "expected the struct's fields in order: {\"name\": ..., \"buffer\": arg} (a pointer) or "
+                           "{\"name\": ..., \"dtype\": ..., \"value\": expression or [expressions]}");
+  auto power_of_two = [&](const ojson& x, const std::string& path, size_t least) {
+    const double n = r.number(x, path);
+    if (!(n >= 1 && n <= 256 && std::floor(n) == n && (size_t(n) & (size_t(n) - 1)) == 0))
+      r.fail(path, "an alignment is a power of two from 1 to 256 bytes");
+    if (size_t(n) < least) r.fail(path, std::to_string(size_t(n)) + " is below the " + std::to_string(least) + " bytes the field's type needs");
+    return size_t(n);
+  };
+  std::set<std::string> seen;
+  size_t end = 0, align = 1;
+  for (size_t i = 0; i < o["fields"].size(); ++i) {
+    const std::string fk = at + ".fields[" + std::to_string(i) + "]";
+    const ojson& f = o["fields"][i];
+    r.known_fields(f, fk, {"name", "buffer", "dtype", "value", "align"});
+    SpecArg::Field x;
+    if (!f.contains("name")) r.fail(fk + ".name", "missing");
+    x.name = r.ident(f["name"], fk + ".name");
+    if (!seen.insert(x.name).second) r.fail(fk + ".name", "field '" + x.name + "' named twice");
+    size_t natural;
+    if (f.contains("buffer")) { // a pointer to a buffer argument
+      for (const char* k : {"dtype", "value"})
+        if (f.contains(k)) r.fail(fk + "." + k, "a pointer field names its buffer only (the buffer has the dtype)");
+      buffers.push_back(r.str(f["buffer"], fk + ".buffer"));
+      x.type = ElemType::u64;
+      natural = 8;
+    } else {
+      if (!f.contains("value")) r.fail(fk, "a field is a pointer (\"buffer\": an argument) or values (\"value\")");
+      bool problem = false;
+      x.type = f.contains("dtype") ? r.elem(f["dtype"], fk + ".dtype", true, &problem) : ElemType::i32;
+      if (problem) r.fail(fk + ".dtype", "a field names its own type (f32, i32, ...), not the problem's");
+      const ojson& v = f["value"];
+      if (v.is_array()) {
+        if (v.empty() || v.size() > 64) r.fail(fk + ".value", "expected 1 to 64 expressions (an array field's elements)");
+        for (size_t e = 0; e < v.size(); ++e) x.values.push_back(r.expr(v[e], fk + ".value[" + std::to_string(e) + "]", s.names));
+      } else {
+        x.values.push_back(r.expr(v, fk + ".value", s.names));
+      }
+      for (const Expr& e : x.values)
+        for (size_t n : e.reads()) {
+          if (n >= s.first_device_name())
+            r.fail(fk + ".value", "'" + e.text() + "' reads " + s.names[n] +
+                                      ": a struct's fields are computed once a config, from the parameters, the dimensions, "
+                                      "align and dtype_bytes (a value of the device or of a loop is a scalar argument's)");
+          if (n < s.params.size()) a.follows_config = true;
+        }
+      buffers.emplace_back();
+      natural = size_t(elem_bytes(x.type));
+    }
+    x.align = f.contains("align") ? power_of_two(f["align"], fk + ".align", natural) : natural;
+    x.offset = (end + x.align - 1) / x.align * x.align;
+    end = x.offset + (x.values.empty() ? 8 : x.values.size() * size_t(elem_bytes(x.type)));
+    align = std::max(align, x.align);
+    a.fields.push_back(std::move(x));
+  }
+  if (o.contains("align")) align = power_of_two(o["align"], at + ".align", align);
+  a.struct_align = align;
+  a.struct_bytes = (end + align - 1) / align * align;
+  if (a.struct_bytes > 4096) r.fail(at + ".fields", std::to_string(a.struct_bytes) + " bytes: a kernel's arguments hold 4096 at most");
+}
+
 void read_args(const Reader& r, KernelSpec& s, const ojson& v) {
   if (!v.is_array() || v.empty()) r.fail("args", "expected a non-empty array of arguments, in the kernel's order");
   // What a grid or a computed scalar may read besides names: each buffer argument's first element.
@@ -773,21 +840,26 @@ void read_args(const Reader& r, KernelSpec& s, const ojson& v) {
       s.value_slots.push_back(int(i));
     }
   std::set<std::string> seen;
+  std::vector<std::vector<std::string>> field_buffers(v.size()); // a struct's pointer fields' buffers, by name
   for (size_t i = 0; i < v.size(); ++i) {
     const std::string at = "args[" + std::to_string(i) + "]";
     const ojson& o = v[i];
     r.known_fields(o, at, {"name", "kind", "dtype", "count", "intent", "fill", "atol", "rtol", "check_count", "restore", "value",
-                           "default"});
+                           "default", "fields", "align"});
     SpecArg a;
     if (!o.contains("name")) r.fail(at + ".name", "missing");
     a.name = r.ident(o["name"], at + ".name");
     if (!seen.insert(a.name).second) r.fail(at + ".name", "argument '" + a.name + "' named twice");
     if (!o.contains("kind")) r.fail(at + ".kind", "missing (buffer or scalar)");
     const std::string kind = r.str(o["kind"], at + ".kind");
-    if (kind != "buffer" && kind != "scalar" && kind != "null")
-      r.fail(at + ".kind", "unknown kind '" + kind + "' (known: buffer, scalar, null)");
+    if (kind != "buffer" && kind != "scalar" && kind != "null" && kind != "struct")
+      r.fail(at + ".kind", "unknown kind '" + kind + "' (known: buffer, scalar, null, struct)");
     a.buffer = kind == "buffer";
-    if (kind == "null") { // a pointer the kernel takes and this use leaves null (an optional mask, vLLM's `finished`)
+    for (const char* f : {"fields", "align"})
+      if (kind != "struct" && o.contains(f)) r.fail(at + "." + f, "only a struct has " + std::string(f));
+    if (kind == "struct") {
+      read_struct(r, s, o, at, a, field_buffers[i]);
+    } else if (kind == "null") { // a pointer the kernel takes and this use leaves null (an optional mask, vLLM's `finished`)
       r.known_fields(o, at, {"name", "kind"});
       a.null_pointer = true;
       a.scalar_type = ElemType::u64;
@@ -799,6 +871,16 @@ void read_args(const Reader& r, KernelSpec& s, const ojson& v) {
     }
     s.args.push_back(std::move(a));
   }
+  // A struct's pointers: to buffers of the spec, given before or after it.
+  for (size_t i = 0; i < s.args.size(); ++i)
+    for (size_t f = 0; f < s.args[i].fields.size(); ++f) {
+      const std::string& name = field_buffers[i][f];
+      if (name.empty()) continue;
+      const std::string fk = "args[" + std::to_string(i) + "].fields[" + std::to_string(f) + "].buffer";
+      const int k = r.arg_index(s, name, fk);
+      if (!s.args[size_t(k)].buffer) r.fail(fk, "'" + name + "' is not a buffer argument: a pointer field points to a buffer");
+      s.args[i].fields[f].buffer = k;
+    }
 }
 
 void read_symbols(const Reader& r, KernelSpec& s, const ojson& v) {
@@ -1261,6 +1343,11 @@ void check_args_taken(const Reader& r, const KernelSpec& s) {
       if (st.args.empty()) std::fill(taken.begin(), taken.end(), true);
       for (int i : st.args) taken[size_t(i)] = true;
     }
+  // A struct a kernel takes reaches the buffers its fields point to.
+  for (size_t i = 0; i < s.args.size(); ++i)
+    if (taken[i])
+      for (const SpecArg::Field& f : s.args[i].fields)
+        if (f.buffer >= 0) taken[size_t(f.buffer)] = true;
   // A buffer the host only reads back (a loop's condition, a grid, `when` or a scalar of values
   // reads it; a swap puts a kernel's data in it) is taken by those reads.
   for (const SpecWhile& w : s.whiles)
@@ -1272,7 +1359,7 @@ void check_args_taken(const Reader& r, const KernelSpec& s) {
   for (const auto& g : s.value_grids)
     for (const Expr& e : g) read_values(e);
   for (const SpecArg& a : s.args)
-    if (!a.buffer) read_values(a.value);
+    if (a.scalar()) read_values(a.value);
   for (size_t i = 0; i < s.args.size(); ++i)
     if (!taken[i]) r.fail("args[" + std::to_string(i) + "]", "'" + s.args[i].name + "' is in no launch step's args");
 }
@@ -1301,7 +1388,11 @@ void check_params_used(const Reader& r, const KernelSpec& s) {
     }
   for (const Expr& e : s.constraints) read(e);
   for (const auto& [name, e] : s.defines) read(e);
-  for (const SpecArg& a : s.args) read(a.count), read(a.value);
+  for (const SpecArg& a : s.args) {
+    read(a.count), read(a.value);
+    for (const SpecArg::Field& f : a.fields)
+      for (const Expr& e : f.values) read(e); // a struct's tile size
+  }
   for (const SpecSymbol& y : s.symbols)
     if (y.planned) read(y.offset), read(y.count); // a tile of TILE elements
   for (const SpecWhile& w : s.whiles) read(w.cond); // at most MAXIT rounds

@@ -128,10 +128,27 @@ struct SpecArg {
   // A computed scalar set at each launch of a step that passes it (LaunchStep::set_args), not once
   // a call.
   bool set_at_launch() const { return follows_loop || follows_values; }
+  // "kind": "struct": a struct passed by value (a kernel's `Params p`, a `uint3`), laid out as C
+  // lays out its fields in order: each at the next multiple of its alignment, the struct's size a
+  // multiple of the largest. A field is a pointer to a buffer argument (as the step's round passes
+  // it: a swap moves it too) or scalars of one type computed from the problem and the config (one
+  // value, or an array: a uint3's three). ktune builds it for every call; the caller passes none.
+  struct Field {
+    std::string name;
+    int buffer = -1;          // a pointer to this buffer argument (index into args); -1: values
+    ElemType type = ElemType::i32;
+    std::vector<Expr> values; // the elements of a value field
+    size_t offset = 0, align = 0;
+  };
+  std::vector<Field> fields;
+  size_t struct_bytes = 0, struct_align = 0;
+  bool is_struct() const { return !fields.empty(); }
+  // A scalar argument (computed or the caller's): neither a buffer nor a struct.
+  bool scalar() const { return !buffer && !is_struct(); }
 
   ElemType elem(const Problem& p) const { return problem_dtype ? elem_type_of(p.dtype) : type; }
   bool checked() const { return buffer && (intent == out || intent == inout); }
-  bool caller_passes() const { return buffer ? intent != temp : value.empty(); }
+  bool caller_passes() const { return buffer ? intent != temp : !is_struct() && value.empty(); }
 };
 
 // An output's atol (rtol: false) at problem p: its expression evaluated, or the number given (-1:
@@ -327,6 +344,10 @@ struct KernelSpec {
   // The value of scalar argument i at p (and c, for one that follows the config): its
   // expression, else the problem's scalar of that name.
   double scalar_value(size_t arg, const Problem& p, const Config& c = Config()) const;
+  // Struct argument i's bytes at p and c: its value fields computed, its pointer fields 0 (the
+  // launch writes the buffers' addresses there). Throws UsageError naming the field for a value
+  // that is not finite or (integers) not a whole number its type holds.
+  std::vector<unsigned char> struct_bytes_at(size_t arg, const Problem& p, const Config& c) const;
   // The arguments a step's kernel takes (SpecStep::args, LaunchStep::args): those it names, else
   // all of them in order.
   std::vector<int> step_args(const std::vector<int>& named) const;

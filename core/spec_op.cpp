@@ -285,6 +285,31 @@ double KernelSpec::scalar_from(size_t arg, const std::vector<double>& v, const s
   return double(a.value.eval_integer(v, lo, hi, std::string("for ") + to_string(a.scalar_type) + " " + a.name + context));
 }
 
+std::vector<unsigned char> KernelSpec::struct_bytes_at(size_t arg, const Problem& p, const Config& c) const {
+  const SpecArg& a = args.at(arg);
+  std::vector<unsigned char> out(a.struct_bytes, 0);
+  const std::vector<double> v = arg_values(a, c, p);
+  const std::string context = (a.follows_config ? " (config " + c.to_json() + ", " : " (") + p.key() + ")";
+  for (const SpecArg::Field& f : a.fields)
+    for (size_t e = 0; e < f.values.size(); ++e) {
+      const std::string what = "for " + std::string(to_string(f.type)) + " " + a.name + "." + f.name +
+                               (f.values.size() > 1 ? "[" + std::to_string(e) + "]" : "") + context;
+      double x;
+      if (is_float(f.type)) {
+        x = f.values[e].eval(v);
+        if (!std::isfinite(x)) throw UsageError(path + ": " + what + ": '" + f.values[e].text() + "' is not finite");
+      } else { // a whole number the type holds, as an integer scalar (scalar_from)
+        const int bits = 8 * elem_bytes(f.type);
+        const bool no_sign = is_unsigned(f.type);
+        const double lo = no_sign ? 0.0 : -std::ldexp(1.0, bits - 1);
+        const double hi = std::min(std::ldexp(1.0, no_sign ? bits : bits - 1) - 1, 9.0e15);
+        x = double(f.values[e].eval_integer(v, lo, hi, what));
+      }
+      store_elem(out.data() + f.offset, e, f.type, x);
+    }
+  return out;
+}
+
 const std::vector<SpecNode>& KernelSpec::order_of(const std::vector<SpecStep>& st) const {
   if (&st == &steps) return order;
   if (&st == &reference_steps) return reference_order;
@@ -347,8 +372,19 @@ ParamType param_type(const std::string& text) {
       {"int", {4, false}},   {"unsigned int", {4, false}}, {"long", {8, false}},         {"unsigned long", {8, false}},
       {"long long", {8, false}}, {"unsigned long long", {8, false}}, {"short", {2, false}}, {"unsigned short", {2, false}},
       {"char", {1, false}},  {"signed char", {1, false}},  {"unsigned char", {1, false}}, {"bool", {1, false}}};
+  // CUDA's vector types by value: a struct argument of their size fits them, a scalar does not. A
+  // pointer to one (a float4 view of a float buffer) tells nothing of the buffer's elements.
+  static const std::pair<const char*, std::pair<int, bool>> kVectors[] = {
+      {"int2", {8, false}},  {"int3", {12, false}},  {"int4", {16, false}},  {"uint2", {8, false}},
+      {"uint3", {12, false}}, {"uint4", {16, false}}, {"dim3", {12, false}}, {"float2", {8, true}},
+      {"float3", {12, true}}, {"float4", {16, true}}, {"double2", {16, true}}, {"short2", {4, false}},
+      {"ushort2", {4, false}}, {"char4", {4, false}}, {"uchar4", {4, false}}, {"longlong2", {16, false}},
+      {"__half2", {4, true}}, {"__nv_bfloat162", {4, true}}};
   for (const auto& [name, kind] : kTypes)
     if (base == name) t.bytes = kind.first, t.floating = kind.second;
+  if (!t.pointer)
+    for (const auto& [name, kind] : kVectors)
+      if (base == name) t.bytes = kind.first, t.floating = kind.second;
   return t;
 }
 
@@ -406,8 +442,10 @@ std::string signature_mismatch(const KernelSpec& s, const SpecStep& st, const st
   auto arg_text = [&](int i) {
     const SpecArg& a = s.args[size_t(i)];
     return a.name + " (" +
-           (a.buffer ? std::string("a buffer of ") + to_string(a.elem(p))
-                     : a.null_pointer ? std::string("a null pointer") : std::string(to_string(a.scalar_type))) +
+           (a.buffer        ? std::string("a buffer of ") + to_string(a.elem(p))
+            : a.is_struct()   ? "a struct of " + std::to_string(a.struct_bytes) + " bytes"
+            : a.null_pointer ? std::string("a null pointer")
+                             : std::string(to_string(a.scalar_type))) +
            ")";
   };
   if (!KernelSpec::arity_fits(!st.args.empty(), params.size(), taken.size())) {
@@ -423,6 +461,10 @@ std::string signature_mismatch(const KernelSpec& s, const SpecStep& st, const st
     if (a.null_pointer) {
       if (!t.pointer) return at;
       continue; // null fits any pointer
+    }
+    if (a.is_struct()) { // a struct by value: no pointer, and where the kernel's is a built-in type, its size
+      if (t.pointer || (t.bytes && size_t(t.bytes) != a.struct_bytes)) return at;
+      continue;
     }
     if (t.pointer != a.buffer) return at;
     if (!t.bytes) continue; // a struct, or a pointer to one (a float4 view of floats): nothing to tell
@@ -548,6 +590,8 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
       plan.workspace_bytes += (x.bytes + 255) / 256 * 256;
       // The value it is set to before every launch, at this problem: once here, not at each call.
       if (a.set_before_launch && a.fill.kind == SpecFill::constant) x.value = fill_value_at(a.fill, p);
+    } else if (a.is_struct()) {
+      x.data = struct_bytes_at(i, p, c);
     } else if (!a.buffer && !a.value.empty() && !a.set_at_launch()) { // a counter's or a value's: set at each launch (set_args)
       x.value = scalar_value(i, p, c);
     }
@@ -699,6 +743,14 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
         s.alias_args.push_back(k);
         s.alias_of.push_back(holds[size_t(k)]);
       }
+      // A struct's pointers follow the swaps as the kernel's own buffer arguments do (the host
+      // code fills its struct with the round's pointers).
+      for (const SpecArg::Field& f : a.fields)
+        if (f.buffer >= 0 && holds[size_t(f.buffer)] != f.buffer &&
+            std::find(s.alias_args.begin(), s.alias_args.end(), f.buffer) == s.alias_args.end()) {
+          s.alias_args.push_back(f.buffer);
+          s.alias_of.push_back(holds[size_t(f.buffer)]);
+        }
       if (a.follows_loop && round_index_now >= 0 && reads_name(a.value, round_index_now)) {
         s.round_loop = round_loop_now; // its value follows the counter the launch keeps
         s.round_index = round_index_now;
@@ -989,7 +1041,7 @@ OpInfo spec_op_info(const std::shared_ptr<const KernelSpec>& sp) {
   o.about = (s.about.empty() ? "user kernel " + s.name : s.about) + " (spec " + s.path + ", version " + s.version + ")";
   o.dims = s.dims;
   for (const auto& a : s.args)
-    if (!a.buffer && a.value.empty()) o.scalars.emplace_back(a.name, a.default_value);
+    if (a.scalar() && a.value.empty()) o.scalars.emplace_back(a.name, a.default_value);
   o.min_ld = [](const std::vector<int64_t>&, const std::string&) { return std::vector<int64_t>{}; };
   o.validate = [sp](const Problem& p) {
     // A dimension may be 0: a flag of the problem (rotary's IS_NEOX), or an empty batch (a call

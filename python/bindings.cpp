@@ -134,9 +134,11 @@ PYBIND11_MODULE(_ktune, m) {
         for (size_t i = 0; i < s.args.size(); ++i) {
           const ktune::SpecArg& a = s.args[i];
           py::dict x;
-          x["name"] = a.name, x["kind"] = a.buffer ? "buffer" : "scalar";
-          x["dtype"] = ktune::to_string(a.buffer ? a.elem(p) : a.scalar_type);
-          if (a.buffer) {
+          x["name"] = a.name, x["kind"] = a.buffer ? "buffer" : a.is_struct() ? "struct" : "scalar";
+          x["dtype"] = a.is_struct() ? "struct" : ktune::to_string(a.buffer ? a.elem(p) : a.scalar_type);
+          if (a.is_struct()) { // ktune builds it; a reference gets None
+            x["value"] = py::none();
+          } else if (a.buffer) {
             static const char* kIntents[] = {"in", "out", "inout", "temp"};
             x["intent"] = kIntents[a.intent]; // a temporary sized by the config has no count here
             x["count"] = a.follows_config ? py::object(py::none()) : py::object(py::int_(s.count_of(i, p)));

@@ -59,7 +59,7 @@ void pack_spec(const KernelSpec& s, const Problem& p, const std::vector<CUdevice
     if (a.buffer && a.intent != SpecArg::temp) {
       const CUdeviceptr v = ptrs.at(next++);
       std::memcpy(slot, &v, sizeof v);
-    } else if (!a.buffer && !a.follows_config && !a.set_at_launch()) { // a counter's or a value's: set at each launch
+    } else if (a.scalar() && !a.follows_config && !a.set_at_launch()) { // a counter's or a value's: set at each launch
       store_elem(slot, 0, a.scalar_type, s.scalar_value(i, p));
     }
   }
@@ -82,7 +82,12 @@ BufferArgs::BufferArgs(const Problem& p, const std::vector<const void*>& buffers
   if (info.spec) {
     spec_ = info.spec.get();
     pack_spec(*info.spec, p, ptrs_, slots_);
-    for (auto& v : slots_) params_.push_back(&v);
+    structs_.resize(slots_.size());
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      const SpecArg& a = info.spec->args[i];
+      if (a.is_struct()) structs_[i].assign((a.struct_bytes + 7) / 8, 0);
+      params_.push_back(a.is_struct() ? static_cast<void*>(structs_[i].data()) : static_cast<void*>(&slots_[i]));
+    }
     return;
   }
   for (int64_t d : p.dims) dims_.push_back(static_cast<long long>(d));
@@ -105,10 +110,23 @@ void BufferArgs::bind(const LaunchPlan& plan) {
     if (a.buffer && a.intent == SpecArg::temp) {
       const CUdeviceptr v = workspace_ + CUdeviceptr(x.offset);
       std::memcpy(slot, &v, sizeof v);
-    } else if (!a.buffer && a.follows_config && !a.set_at_launch()) {
+    } else if (a.scalar() && a.follows_config && !a.set_at_launch()) {
       slots_[i] = 0;
       store_elem(slot, 0, a.scalar_type, x.value);
     }
+  }
+  // Structs last: their pointers are the buffers' addresses now, temporaries' included.
+  for (size_t i = 0; i < spec_->args.size(); ++i) {
+    const SpecArg& a = spec_->args[i];
+    if (!a.is_struct()) continue;
+    const std::vector<unsigned char>& data = plan.spec_args[i].data;
+    if (data.size() != a.struct_bytes)
+      throw Error("internal: a plan's struct " + a.name + " of " + std::to_string(data.size()) + " bytes, the spec's " +
+                  std::to_string(a.struct_bytes));
+    unsigned char* bytes = reinterpret_cast<unsigned char*>(structs_[i].data());
+    std::memcpy(bytes, data.data(), data.size());
+    for (const SpecArg::Field& f : a.fields)
+      if (f.buffer >= 0) std::memcpy(bytes + f.offset, &slots_[size_t(f.buffer)], sizeof(CUdeviceptr));
   }
 }
 
@@ -120,7 +138,10 @@ namespace {
 std::string param_mismatch(const Module& m, const LaunchStep& st, const KernelSpec& s) {
   const std::vector<size_t> sizes = m.param_sizes(size_t(st.kernel));
   const std::vector<int> taken = s.step_args(st.args);
-  auto size_of = [&](int i) { return s.args[size_t(i)].buffer ? sizeof(void*) : size_t(elem_bytes(s.args[size_t(i)].scalar_type)); };
+  auto size_of = [&](int i) {
+    const SpecArg& a = s.args[size_t(i)];
+    return a.buffer ? sizeof(void*) : a.is_struct() ? a.struct_bytes : size_t(elem_bytes(a.scalar_type));
+  };
   // The driver reads no more arguments than the kernel declares (a clear step before an
   // accumulating one may take the first few of all).
   bool same = KernelSpec::arity_fits(!st.args.empty(), sizes.size(), taken.size());
@@ -325,8 +346,11 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
       return;
     }
     std::vector<CUdeviceptr> reach;
-    for (int k : spec->step_args(s.args))
+    for (int k : spec->step_args(s.args)) {
       if (spec->args[size_t(k)].buffer) reach.push_back(pointer(s, k));
+      for (const SpecArg::Field& f : spec->args[size_t(k)].fields) // a struct's pointers
+        if (f.buffer >= 0) reach.push_back(pointer(s, f.buffer));
+    }
     for (const SpecSymbol& y : spec->symbols)
       if (y.address_of >= 0) reach.push_back(pointer(LaunchStep(), y.address_of));
     forget([&](CUdeviceptr at) { return std::find(reach.begin(), reach.end(), at) != reach.end(); });
@@ -466,12 +490,27 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
       const size_t n = s.args.empty() ? base : s.args.size();
       if (n > sizeof params / sizeof params[0]) throw Error(m.context() + ": " + std::to_string(n) + " arguments in one step");
       unsigned long long own[sizeof params / sizeof params[0]];
+      std::vector<std::vector<unsigned long long>> own_structs; // a struct whose buffers a swap moved
       for (size_t i = 0; i < n; ++i) {
         const int k = s.args.empty() ? int(i) : s.args[i];
         if (k < 0 || size_t(k) >= base) throw Error(m.context() + ": a step takes an argument the spec does not have");
         params[i] = args.params()[k];
         for (size_t j = 0; j < s.alias_args.size(); ++j)
           if (s.alias_args[j] == k) params[i] = args.params()[s.alias_of.at(j)];
+        const SpecArg& sa = spec->args[size_t(k)];
+        if (sa.is_struct() && std::any_of(sa.fields.begin(), sa.fields.end(), [&](const SpecArg::Field& f) {
+              return f.buffer >= 0 && std::find(s.alias_args.begin(), s.alias_args.end(), f.buffer) != s.alias_args.end();
+            })) { // the call's struct with this round's buffers
+          const auto* from = static_cast<const unsigned long long*>(args.params()[k]);
+          own_structs.emplace_back(from, from + (sa.struct_bytes + 7) / 8);
+          unsigned char* bytes = reinterpret_cast<unsigned char*>(own_structs.back().data());
+          for (const SpecArg::Field& f : sa.fields)
+            if (f.buffer >= 0) {
+              const CUdeviceptr at = pointer(s, f.buffer);
+              std::memcpy(bytes + f.offset, &at, sizeof at);
+            }
+          params[i] = own_structs.back().data();
+        }
         for (size_t j = 0; j < s.set_args.size(); ++j)
           if (s.set_args[j] == k) {
             double value = s.set_values.at(j);

@@ -52,6 +52,9 @@ class BufferArgs {
   std::vector<long long> dims_; // the dimensions, then the strides
   std::vector<float> scalars_;
   std::vector<unsigned long long> slots_; // a spec's arguments, one 8-byte slot each
+  // A spec's struct arguments (SpecArg::fields), beside slots_: their bytes (8-byte words), filled
+  // by bind; empty for the others.
+  std::vector<std::vector<unsigned long long>> structs_;
   std::vector<void*> params_;
   CUdeviceptr workspace_ = 0;
   bool empty_ = true;

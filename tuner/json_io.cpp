@@ -147,7 +147,7 @@ const auto kStepFields = std::make_tuple(
 
 const auto kSpecArgFields =
     std::make_tuple(field("offset", &LaunchPlan::SpecArgValue::offset), field("bytes", &LaunchPlan::SpecArgValue::bytes),
-                    field("value", &LaunchPlan::SpecArgValue::value));
+                    field("value", &LaunchPlan::SpecArgValue::value), field("data", &LaunchPlan::SpecArgValue::data));
 
 nlohmann::json value_json(const std::vector<LaunchStep::TmaOperand>& maps) {
   nlohmann::json a = nlohmann::json::array();

@@ -375,7 +375,7 @@ class SpecRunner : public OpRunner {
     const std::string context = "check.post of " + s.path + " on " + whose + " at " + p_.key();
     LaunchPlan plan = s.plan(s.post_steps, s.post_config, p_);
     for (size_t i = 0; i < s.args.size() && i < ran.size() && i < plan.spec_args.size(); ++i)
-      if (!s.args[i].buffer && s.args[i].follows_config) plan.spec_args[i].value = ran[i].value;
+      if (!s.args[i].buffer && s.args[i].follows_config) plan.spec_args[i].value = ran[i].value, plan.spec_args[i].data = ran[i].data;
     BufferArgs a(p_, ptrs, side_workspace(plan));
     launch_buffers(m, plan, a, stream);
     check_cu(driver().cuStreamSynchronize(stream), "cuStreamSynchronize", "running " + context);

@@ -162,6 +162,8 @@ struct LaunchPlan {
     long long offset = -1; // temporaries
     size_t bytes = 0;
     double value = 0; // scalars the spec computes; a temporary's value set before every launch
+    // A struct (SpecArg::fields): its bytes at this config, pointer fields 0.
+    std::vector<unsigned char> data;
   };
   std::vector<SpecArgValue> spec_args;
   // The step of kernel 0, the family's main kernel (what reports of threads and smem describe).

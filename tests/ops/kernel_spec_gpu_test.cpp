@@ -1814,3 +1814,95 @@ TEST(KernelSpecGpu, AChangedSourceIsTunedAfreshAndItsOldResultsAreNotServed) {
   const auto after = ktune::testing::run_ktune("query --kernel " + spec + " --problem 1024x1024 --db " + db);
   EXPECT_NE(after.out.find("exact"), std::string::npos) << after.out;
 }
+
+// A struct argument by value (a kernel's `Params p`): ktune lays it out as C does, fills its
+// pointers with the round's buffers (a swap moves them) and its values from the problem and the
+// config. Checked against a reference of plain arguments; a spec whose layout differs from the
+// kernel's is refused by the GPU's parameter sizes (a field of another size) or fails the check
+// (two fields of one size in the wrong order).
+TEST(KernelSpecGpu, AStructArgumentCarriesTheRoundsBuffersAndItsValues) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  TempDir dir("spec_struct");
+  std::ofstream(dir.file("rounds.cu")) << R"CUDA(
+struct RoundArgs { const float* x; float* y; int n; float w; uint3 shape; };
+template <int B>
+__global__ void round_step(RoundArgs a, int t) {
+  const int i = blockIdx.x * B + threadIdx.x;
+  if (i >= a.n) return;
+  const bool shaped = a.shape.x == 7u && a.shape.y == unsigned(B) && a.shape.z == unsigned(a.n);
+  a.y[i] = shaped ? a.w * a.x[i] + float(t + 1) : __int_as_float(0x7fc00000);
+}
+__global__ void rounds_ref(float* x, int n, int T) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float v = x[i];
+  for (int t = 0; t < T; ++t) v = 0.5f * v + float(t + 1);
+  x[i] = v;
+}
+)CUDA";
+  const std::string spec = R"JSON({
+  "name": "struct_rounds", "sources": ["rounds.cu"], "params_as": "template", "dims": ["n", "T"], "params": {"B": [64, 128]},
+  "launch": {"kernel": "round_step<{B}>", "grid": ["ceil_div(n, B)"], "block": ["B"], "repeat": "T", "index": "t",
+             "swap": [["x", "y"]], "args": ["a", "t"]},
+  "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "inout"},
+           {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "temp"},
+           {"name": "a", "kind": "struct", "fields": [{"name": "x", "buffer": "x"}, {"name": "y", "buffer": "y"},
+                                                      {"name": "n", "dtype": "i32", "value": "n"},
+                                                      {"name": "w", "dtype": "f32", "value": 0.5},
+                                                      {"name": "shape", "dtype": "u32", "value": [7, "B", "n"]}]},
+           {"name": "t", "kind": "scalar", "dtype": "i32", "value": "t"},
+           {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"},
+           {"name": "T_", "kind": "scalar", "dtype": "i32", "value": "T"}],
+  "check": {"reference": {"kernel": "rounds_ref", "launch": {"grid": ["ceil_div(n, 128)"], "block": [128], "args": ["x", "n_", "T_"]}}}
+})JSON";
+  std::ofstream(dir.file("rounds.json")) << spec;
+  const std::string op = load_kernel_spec(dir.file("rounds.json"));
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  auto runner = make_op_runner(op, compiler, *d);
+  for (const char* shape : {"100003x3", "100003x4"})
+    for (int b : {64, 128}) {
+      const VerifyResult v = check_config(*runner, compiler, *d, op, Config{{"B", b}}, Problem::parse(op, shape), 4);
+      EXPECT_TRUE(v.pass) << shape << " B " << b << ": " << v.summary();
+    }
+  // Planted layouts: w as an f64 (the struct 48 bytes, the kernel's 40), and w before n (same size).
+  auto planted = [&](const std::string& from, const std::string& to, const std::string& name) {
+    std::string text = spec;
+    text.replace(text.find(from), from.size(), to);
+    const std::string wrong = load_kernel_spec_text(text, name, dir.path.string());
+    auto r = make_op_runner(wrong, compiler, *d);
+    try {
+      return check_config(*r, compiler, *d, wrong, Config{{"B", 64}}, Problem::parse(wrong, "100003x3"), 4).pass;
+    } catch (const Error& e) {
+      return false; // refused at the launch (the parameter's size)
+    }
+  };
+  EXPECT_FALSE(planted("\"dtype\": \"f32\", \"value\": 0.5", "\"dtype\": \"f64\", \"value\": 0.5", "wide.json"))
+      << "a struct of 48 bytes passed for one of 40";
+  const std::string n_field = "{\"name\": \"n\", \"dtype\": \"i32\", \"value\": \"n\"},\n";
+  std::string swapped = spec;
+  swapped.erase(swapped.find(n_field), n_field.size());
+  const std::string w_field = "{\"name\": \"w\", \"dtype\": \"f32\", \"value\": 0.5},";
+  swapped.replace(swapped.find(w_field), w_field.size(), w_field + n_field);
+  EXPECT_NE(swapped, spec);
+  {
+    const std::string wrong = load_kernel_spec_text(swapped, "order.json", dir.path.string());
+    auto r = make_op_runner(wrong, compiler, *d);
+    const VerifyResult v = check_config(*r, compiler, *d, wrong, Config{{"B", 64}}, Problem::parse(wrong, "100003x3"), 4);
+    EXPECT_FALSE(v.pass) << "n and w in each other's places passed: " << v.summary();
+  }
+  // The runtime's call: the caller passes x alone; three rounds from 2 give 2, 3, 4.5.
+  RuntimeOptions o;
+  o.db_path = dir.file("none.db");
+  Runtime rt(o);
+  std::vector<float> hx(1000, 2.f);
+  DeviceBuffer dx(hx.size() * 4, "x");
+  check_cu(driver().cuMemcpyHtoD(dx.ptr(), hx.data(), hx.size() * 4), "cuMemcpyHtoD", "x");
+  rt.run(Problem::parse(op, "1000x3"), {reinterpret_cast<void*>(dx.ptr())}, nullptr);
+  check_cu(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize", "rounds");
+  check_cu(driver().cuMemcpyDtoH(hx.data(), dx.ptr(), hx.size() * 4), "cuMemcpyDtoH", "x");
+  EXPECT_EQ(hx[0], 4.5f);
+  EXPECT_EQ(hx[999], 4.5f);
+}

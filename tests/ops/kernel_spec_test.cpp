@@ -1939,3 +1939,180 @@ TEST(KernelSpec, ASuiteNamesItsKernelsSpecs) {
 
 } // namespace
 } // namespace ktune
+
+namespace ktune {
+namespace {
+
+// A struct argument (a kernel's `Params p`): laid out as C lays out its fields, built by ktune
+// for every call from the buffers it points to and values of the problem and config.
+constexpr const char* kStructSource =
+    "struct Params { const float* x; float* y; int n; float w; uint3 shape; };\n"
+    "template <int B> __global__ void scale_p(Params p, int t) {\n"
+    "  int i = blockIdx.x * B + threadIdx.x; if (i < p.n) p.y[i] = p.w * p.x[i] + t + p.shape.x; }\n"
+    "__global__ void scale_ref(const float* x, float* y, int n) {\n"
+    "  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = x[i]; }\n";
+
+ojson struct_spec() {
+  return ojson::parse(R"JSON({
+    "name": "scale_p", "sources": ["p.cu"], "kernel": "scale_p<{B}>", "params_as": "template", "dims": ["n"],
+    "params": {"B": [64, 128]},
+    "launch": {"grid": ["ceil_div(n, B)"], "block": ["B"], "args": ["p", "t"]},
+    "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n"},
+             {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"},
+             {"name": "p", "kind": "struct", "fields": [{"name": "x", "buffer": "x"}, {"name": "y", "buffer": "y"},
+                                                        {"name": "n", "dtype": "i32", "value": "n"},
+                                                        {"name": "w", "dtype": "f32", "value": 0.5},
+                                                        {"name": "shape", "dtype": "u32", "value": [7, "B", "n"]}]},
+             {"name": "t", "kind": "scalar", "value": 0},
+             {"name": "n_", "kind": "scalar", "value": "n"}],
+    "check": {"reference": {"kernel": "scale_ref", "launch": {"grid": ["ceil_div(n, 128)"], "block": [128],
+                                                              "args": ["x", "y", "n_"]}}}})JSON");
+}
+
+TEST(KernelSpec, AStructArgumentIsLaidOutAsCLaysItOut) {
+  SpecDir d;
+  d.write("p.cu", kStructSource);
+  const std::string op = load_kernel_spec_text(struct_spec().dump(), "p.json", d.dir());
+  const KernelSpec& s = spec_of(op);
+  const SpecArg& a = s.args[2];
+  ASSERT_TRUE(a.is_struct());
+  EXPECT_FALSE(a.scalar());
+  EXPECT_FALSE(a.caller_passes()) << "ktune builds it";
+  // x at 0, y at 8, n at 16, w at 20, shape (three u32, aligned 4) at 24 to 36; the struct's size
+  // a multiple of its largest alignment (a pointer's 8): 40.
+  ASSERT_EQ(a.fields.size(), 5u);
+  EXPECT_EQ(a.fields[0].offset, 0u);
+  EXPECT_EQ(a.fields[1].offset, 8u);
+  EXPECT_EQ(a.fields[2].offset, 16u);
+  EXPECT_EQ(a.fields[3].offset, 20u);
+  EXPECT_EQ(a.fields[4].offset, 24u);
+  EXPECT_EQ(a.struct_bytes, 40u);
+  EXPECT_EQ(a.struct_align, 8u);
+  EXPECT_EQ(a.fields[0].buffer, 0);
+  EXPECT_EQ(a.fields[1].buffer, 1);
+  EXPECT_TRUE(a.follows_config) << "shape reads B";
+  // The caller passes x and y, and no scalar of the struct's.
+  const OpInfo& info = op_info(op);
+  ASSERT_EQ(info.operands.size(), 2u);
+  EXPECT_TRUE(info.scalars.empty());
+  // The plan computes the values at each config; a launch binds the buffers' addresses.
+  const Problem p = Problem::parse(op, "1000");
+  Config c;
+  c.set("B", 128);
+  const LaunchPlan plan = find_family(op).launch_plan(c, p);
+  const std::vector<unsigned char>& data = plan.spec_args[2].data;
+  ASSERT_EQ(data.size(), 40u);
+  auto word = [](const unsigned char* at) {
+    unsigned v;
+    std::memcpy(&v, at, 4);
+    return v;
+  };
+  EXPECT_EQ(word(data.data() + 16), 1000u);
+  float w;
+  std::memcpy(&w, data.data() + 20, 4);
+  EXPECT_EQ(w, 0.5f);
+  EXPECT_EQ(word(data.data() + 24), 7u);
+  EXPECT_EQ(word(data.data() + 28), 128u);
+  EXPECT_EQ(word(data.data() + 32), 1000u);
+  const LaunchPlan back = plan_from_json(nlohmann::json::parse(plan_to_json(plan).dump()));
+  EXPECT_EQ(back.spec_args[2].data, data) << "the worker launches the same bytes";
+  float x = 0, y = 0;
+  BufferArgs args(p, {&x, &y});
+  args.bind(plan);
+  const unsigned char* bytes = static_cast<const unsigned char*>(args.params()[2]);
+  const void* px;
+  const void* py;
+  std::memcpy(&px, bytes, 8);
+  std::memcpy(&py, bytes + 8, 8);
+  EXPECT_EQ(px, &x);
+  EXPECT_EQ(py, &y);
+  EXPECT_EQ(word(bytes + 28), 128u);
+  c.set("B", 64);
+  args.bind(find_family(op).launch_plan(c, p));
+  EXPECT_EQ(word(static_cast<const unsigned char*>(args.params()[2]) + 28), 64u) << "rebound for another config";
+  // The kernel's signature: a struct where it takes a struct (or a vector type of its size), no pointer.
+  const std::string lowered = "_Z7scale_pILi128EEv6Paramsi"; // scale_p<128>(Params, int)
+  EXPECT_EQ(signature_mismatch(s, s.steps[0], lowered, p, "launch"), "");
+  EXPECT_NE(signature_mismatch(s, s.steps[0], "_Z7scale_pILi128EEvPKfi", p, "launch").find("the spec passes p (a struct of 40 bytes)"),
+            std::string::npos);
+  EXPECT_NE(signature_mismatch(s, s.steps[0], "_Z7scale_pILi128EEv4int4i", p, "launch").find("argument 1 is int4"),
+            std::string::npos)
+      << "an int4 is 16 bytes, the struct 40";
+  // NVRTC compiles it, and the compile's own check of the signature passes.
+  Compiler compiler(1);
+  EXPECT_FALSE(compiler.compile(compile_request(find_family(op), c, p, "sm_90"))->cubin.empty());
+  // A vector type by value: a struct of one array field, aligned as CUDA aligns it.
+  ojson v = struct_spec();
+  v["args"][2]["fields"] = {{{"name", "xyzw"}, {"dtype", "f32"}, {"value", {1, 2, 3, 4}}, {"align", 16}}};
+  v["args"][2]["fields"].push_back({{"name", "x"}, {"buffer", "x"}});
+  v["args"][2]["fields"].push_back({{"name", "y"}, {"buffer", "y"}});
+  v["args"][2]["fields"].push_back({{"name", "k"}, {"dtype", "u8"}, {"value", 3}});
+  const KernelSpec& vs = spec_of(load_kernel_spec_text(v.dump(), "v.json", d.dir()));
+  EXPECT_EQ(vs.args[2].fields[1].offset, 16u);
+  EXPECT_EQ(vs.args[2].fields[3].offset, 32u);
+  EXPECT_EQ(vs.args[2].struct_bytes, 48u) << "33 bytes, a multiple of 16";
+  EXPECT_FALSE(vs.args[2].follows_config);
+}
+
+TEST(KernelSpec, AStructsPointersFollowTheRoundsSwaps) {
+  SpecDir d;
+  d.write("p.cu", kStructSource);
+  ojson j = struct_spec();
+  j["args"][1]["intent"] = "inout";
+  j["launch"]["repeat"] = 3;
+  j["launch"]["swap"] = ojson::array({ojson::array({"x", "y"})});
+  j["args"][0]["intent"] = "inout";
+  const std::string op = load_kernel_spec_text(j.dump(), "swap.json", d.dir());
+  Config c;
+  c.set("B", 64);
+  const LaunchPlan plan = find_family(op).launch_plan(c, Problem::parse(op, "1000"));
+  // Rounds 0 and 2 pass the call's x and y; round 1 each other's, through the struct.
+  std::vector<const LaunchStep*> launches;
+  for (const LaunchStep& s : plan.steps)
+    if (s.kernel >= 0) launches.push_back(&s);
+  ASSERT_EQ(launches.size(), 3u);
+  EXPECT_TRUE(launches[0]->alias_args.empty());
+  EXPECT_EQ(launches[1]->alias_args, (std::vector<int>{0, 1}));
+  EXPECT_EQ(launches[1]->alias_of, (std::vector<int>{1, 0}));
+  EXPECT_TRUE(launches[2]->alias_args.empty());
+}
+
+TEST(KernelSpec, MalformedStructsAreRefusedWithTheirFieldNamed) {
+  SpecDir d;
+  d.write("p.cu", kStructSource);
+  auto with = [](const std::function<void(ojson&)>& f) {
+    ojson j = struct_spec();
+    f(j);
+    return j;
+  };
+  expect_refused(with([](ojson& j) { j["args"][2]["fields"][0]["buffer"] = "z"; }), d,
+                 "args[2].fields[0].buffer: 'z' is not one of the spec's args");
+  expect_refused(with([](ojson& j) { j["args"][2]["fields"][0]["buffer"] = "n_"; }), d,
+                 "args[2].fields[0].buffer: 'n_' is not a buffer argument");
+  expect_refused(with([](ojson& j) { j["args"][2]["fields"][2]["value"] = "sm_count"; }), d,
+                 "args[2].fields[2].value: 'sm_count' reads sm_count: a struct's fields are computed once a config");
+  expect_refused(with([](ojson& j) { j["args"][2]["fields"][3]["align"] = 3; }), d,
+                 "args[2].fields[3].align: an alignment is a power of two");
+  expect_refused(with([](ojson& j) { j["args"][2]["fields"][3]["align"] = 2; }), d,
+                 "args[2].fields[3].align: 2 is below the 4 bytes");
+  expect_refused(with([](ojson& j) { j["args"][2]["align"] = 4; }), d, "args[2].align: 4 is below the 8 bytes");
+  expect_refused(with([](ojson& j) { j["args"][2]["fields"] = ojson::array(); }), d, "args[2].fields: expected the struct's fields");
+  expect_refused(with([](ojson& j) { j["args"][2]["fields"][1]["name"] = "x"; }), d, "args[2].fields[1].name: field 'x' named twice");
+  expect_refused(with([](ojson& j) { j["args"][2]["fields"][0]["dtype"] = "f32"; }), d,
+                 "args[2].fields[0].dtype: a pointer field names its buffer only");
+  expect_refused(with([](ojson& j) { j["args"][2]["fields"][2].erase("value"); }), d,
+                 "args[2].fields[2]: a field is a pointer");
+  expect_refused(with([](ojson& j) { j["args"][0]["fields"] = ojson::array(); }), d, "args[0].fields: only a struct has fields");
+  expect_refused(with([](ojson& j) { j["args"][2]["fields"][4]["value"] = ojson::array(); }), d,
+                 "args[2].fields[4].value: expected 1 to 64 expressions");
+  expect_refused(with([](ojson& j) { j["args"][2]["fields"][2]["value"] = "t"; }), d, "unknown name");
+  // y reaches the kernel only through the struct: without it in a taken struct, nothing takes y.
+  expect_refused(with([](ojson& j) {
+                   j["args"][2]["fields"].erase(1);
+                   j["check"]["reference"]["launch"]["args"] = {"x", "n_"};
+                 }),
+                 d, "'y' is in no launch step's args");
+}
+
+} // namespace
+} // namespace ktune
