@@ -283,8 +283,13 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
   // A spec argument's device pointer now, as a control step passes it (alias_args: a swapped buffer).
   auto pointer = [&](const LaunchStep& s, int i) {
     if (i < 0 || size_t(i) >= base) throw Error(m.context() + ": a step on an argument the spec does not have");
+    // The first match only: a swapped pair is two entries (x -> y, y -> x), and mapping on would
+    // take x back to itself.
     for (size_t j = 0; j < s.alias_args.size(); ++j)
-      if (s.alias_args[j] == i) i = s.alias_of.at(j);
+      if (s.alias_args[j] == i) {
+        i = s.alias_of.at(j);
+        break;
+      }
     return *static_cast<const CUdeviceptr*>(args.params()[i]);
   };
   // The rounds each repeated while loop has run (LaunchStep::round_loop), as this call runs them.

@@ -1906,3 +1906,50 @@ __global__ void rounds_ref(float* x, int n, int T) {
   EXPECT_EQ(hx[0], 4.5f);
   EXPECT_EQ(hx[999], 4.5f);
 }
+
+// A value read back from a buffer a round's swap moved, at a step whose kernel takes both buffers
+// of the pair: each round's count is read from the buffer that round passes as `a` (once read
+// from the caller's own at every odd round: the swap's two entries mapped a back to itself).
+TEST(KernelSpecGpu, AValueReadFollowsTheSwapWhereTheKernelTakesBothBuffers) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  TempDir dir("spec_swapped_read");
+  std::ofstream(dir.file("sr.cu")) << R"CUDA(
+__global__ void count_step(const float* a, float* b, float* log, int n, int t, float c) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) b[i] = a[i] + 1.f;
+  if (i == 0) log[t] = c;
+}
+__global__ void count_ref(float* a, float* log, int n, int T) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  if (i == 0) {
+    const float v0 = a[0];
+    for (int t = 0; t < T; ++t) log[t] = v0 + float(t);
+  }
+  a[i] += float(T);
+}
+)CUDA";
+  std::ofstream(dir.file("sr.json")) << R"JSON({
+  "name": "swapped_read", "sources": ["sr.cu"], "dims": ["n", "T"], "params": {"UNTUNED": [0]},
+  "launch": {"kernel": "count_step", "grid": ["ceil_div(n, 128)"], "block": [128], "repeat": "T", "index": "t",
+             "swap": [["a", "b"]], "args": ["a", "b", "log", "n_", "t", "c"]},
+  "args": [{"name": "a", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "inout", "fill": "ramp"},
+           {"name": "b", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "temp"},
+           {"name": "log", "kind": "buffer", "dtype": "f32", "count": "T", "intent": "out", "rtol": 0, "atol": 0},
+           {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"},
+           {"name": "t", "kind": "scalar", "dtype": "i32", "value": "t"},
+           {"name": "c", "kind": "scalar", "dtype": "f32", "value": "a"},
+           {"name": "T_", "kind": "scalar", "dtype": "i32", "value": "T"}],
+  "check": {"reference": {"kernel": "count_ref", "launch": {"grid": ["ceil_div(n, 128)"], "block": [128], "args": ["a", "log", "n_", "T_"]}}}
+})JSON";
+  const std::string op = load_kernel_spec(dir.file("sr.json"));
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  auto runner = make_op_runner(op, compiler, *d);
+  for (const char* shape : {"1000x4", "1000x5"}) {
+    const VerifyResult v = check_config(*runner, compiler, *d, op, Config{{"UNTUNED", 0}}, Problem::parse(op, shape), 4);
+    EXPECT_TRUE(v.pass) << shape << ": " << v.summary();
+  }
+}
