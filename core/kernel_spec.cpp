@@ -1243,9 +1243,14 @@ void read_side_kernels(const Reader& r, const KernelSpec& s, const ojson& o, con
   const size_t first_while = whiles->size();
   read_kernel_run(r, s, o, path, kernel, steps, order, config, whiles);
   for (const SpecStep& st : steps)
-    for (int i : s.step_args(st.args))
+    for (int i : s.step_args(st.args)) {
       if (s.args[size_t(i)].buffer && s.args[size_t(i)].intent == SpecArg::temp)
         r.fail(path, "a step passes '" + s.args[size_t(i)].name + "', a temporary, which only the kernel gets; give each step its args");
+      for (const SpecArg::Field& f : s.args[size_t(i)].fields) // nor through a struct
+        if (f.buffer >= 0 && s.args[size_t(f.buffer)].intent == SpecArg::temp)
+          r.fail(path, "a step passes struct '" + s.args[size_t(i)].name + "', which points to '" + s.args[size_t(f.buffer)].name +
+                           "', a temporary, which only the kernel gets");
+    }
   // Nor does a loop of theirs read or reset one: no kernel of theirs could write it.
   for (size_t k = first_while; k < whiles->size(); ++k)
     for (int i : (*whiles)[k].buffers_read(s.names.size()))

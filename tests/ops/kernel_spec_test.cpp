@@ -2106,6 +2106,14 @@ TEST(KernelSpec, MalformedStructsAreRefusedWithTheirFieldNamed) {
   expect_refused(with([](ojson& j) { j["args"][2]["fields"][4]["value"] = ojson::array(); }), d,
                  "args[2].fields[4].value: expected 1 to 64 expressions");
   expect_refused(with([](ojson& j) { j["args"][2]["fields"][2]["value"] = "t"; }), d, "unknown name");
+  // A setup step gets no temporary, through a struct neither.
+  expect_refused(with([](ojson& j) {
+                   j["args"].push_back({{"name", "s"}, {"kind", "buffer"}, {"dtype", "f32"}, {"count", "n"}, {"intent", "temp"}});
+                   j["args"][2]["fields"].push_back({{"name", "s"}, {"buffer", "s"}});
+                   j["setup"] = {{"kernel", "scale_p<64>"},
+                                 {"launch", {{"grid", ojson::array({1})}, {"block", ojson::array({64})}, {"args", {"p", "t"}}}}};
+                 }),
+                 d, "setup: a step passes struct 'p', which points to 's', a temporary");
   // y reaches the kernel only through the struct: without it in a taken struct, nothing takes y.
   expect_refused(with([](ojson& j) {
                    j["args"][2]["fields"].erase(1);
