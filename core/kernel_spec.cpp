@@ -780,7 +780,7 @@ void read_struct(const Reader& r, const KernelSpec& s, const ojson& o, const std
   for (size_t i = 0; i < o["fields"].size(); ++i) {
     const std::string fk = at + ".fields[" + std::to_string(i) + "]";
     const ojson& f = o["fields"][i];
-    r.known_fields(f, fk, {"name", "buffer", "dtype", "value", "align"});
+    r.known_fields(f, fk, {"name", "buffer", "offset", "dtype", "value", "align"});
     SpecArg::Field x;
     if (!f.contains("name")) r.fail(fk + ".name", "missing");
     x.name = r.ident(f["name"], fk + ".name");
@@ -792,22 +792,34 @@ void read_struct(const Reader& r, const KernelSpec& s, const ojson& o, const std
       buffers.push_back(r.str(f["buffer"], fk + ".buffer"));
       x.type = ElemType::u64;
       natural = 8;
+      if (f.contains("offset")) { // from an element on
+        x.at = r.expr(f["offset"], fk + ".offset", s.names);
+        for (size_t n : x.at.reads()) {
+          if (n >= s.first_device_name())
+            r.fail(fk + ".offset", "'" + x.at.text() + "' reads " + s.names[n] +
+                                       ": a struct's fields are computed once a config, from the parameters, the dimensions, "
+                                       "align and dtype_bytes");
+          if (n < s.params.size()) a.follows_config = true;
+        }
+      }
     } else {
       if (!f.contains("value")) r.fail(fk, "a field is a pointer (\"buffer\": an argument) or values (\"value\")");
+      if (f.contains("offset")) r.fail(fk + ".offset", "only a pointer field starts at an offset into its buffer");
       bool problem = false;
       x.type = f.contains("dtype") ? r.elem(f["dtype"], fk + ".dtype", true, &problem) : ElemType::i32;
       if (problem) r.fail(fk + ".dtype", "a field names its own type (f32, i32, ...), not the problem's");
       const ojson& v = f["value"];
       if (v.is_array()) {
-        if (v.empty() || v.size() > 64) r.fail(fk + ".value", "expected 1 to 64 expressions (an array field's elements)");
+        if (v.empty() || v.size() > 4096) r.fail(fk + ".value", "expected 1 to 4096 expressions (an array field's elements)");
         for (size_t e = 0; e < v.size(); ++e) x.values.push_back(r.expr(v[e], fk + ".value[" + std::to_string(e) + "]", s.names));
       } else {
         x.values.push_back(r.expr(v, fk + ".value", s.names));
       }
-      for (const Expr& e : x.values)
-        for (size_t n : e.reads()) {
+      for (size_t k = 0; k < x.values.size(); ++k)
+        for (size_t n : x.values[k].reads()) {
+          const Expr& e = x.values[k];
           if (n >= s.first_device_name())
-            r.fail(fk + ".value", "'" + e.text() + "' reads " + s.names[n] +
+            r.fail(fk + ".value" + (v.is_array() ? "[" + std::to_string(k) + "]" : ""), "'" + e.text() + "' reads " + s.names[n] +
                                       ": a struct's fields are computed once a config, from the parameters, the dimensions, "
                                       "align and dtype_bytes (a value of the device or of a loop is a scalar argument's)");
           if (n < s.params.size()) a.follows_config = true;
@@ -824,7 +836,8 @@ void read_struct(const Reader& r, const KernelSpec& s, const ojson& o, const std
   if (o.contains("align")) align = power_of_two(o["align"], at + ".align", align);
   a.struct_align = align;
   a.struct_bytes = (end + align - 1) / align * align;
-  if (a.struct_bytes > 4096) r.fail(at + ".fields", std::to_string(a.struct_bytes) + " bytes: a kernel's arguments hold 4096 at most");
+  // CUDA 12.1 and later on sm_70 and later: 32764 bytes of parameters a kernel (4096 before).
+  if (a.struct_bytes > 32764) r.fail(at + ".fields", std::to_string(a.struct_bytes) + " bytes: a kernel's arguments hold 32764 at most");
 }
 
 void read_args(const Reader& r, KernelSpec& s, const ojson& v) {
@@ -1395,8 +1408,10 @@ void check_params_used(const Reader& r, const KernelSpec& s) {
   for (const auto& [name, e] : s.defines) read(e);
   for (const SpecArg& a : s.args) {
     read(a.count), read(a.value);
-    for (const SpecArg::Field& f : a.fields)
+    for (const SpecArg::Field& f : a.fields) {
       for (const Expr& e : f.values) read(e); // a struct's tile size
+      read(f.at);
+    }
   }
   for (const SpecSymbol& y : s.symbols)
     if (y.planned) read(y.offset), read(y.count); // a tile of TILE elements

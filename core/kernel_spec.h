@@ -138,6 +138,8 @@ struct SpecArg {
     int buffer = -1;          // a pointer to this buffer argument (index into args); -1: values
     ElemType type = ElemType::i32;
     std::vector<Expr> values; // the elements of a value field
+    // A pointer field's element offset into its buffer (host code's `p.x = d_x + off`); empty: 0.
+    Expr at;
     size_t offset = 0, align = 0;
   };
   std::vector<Field> fields;
@@ -344,8 +346,8 @@ struct KernelSpec {
   // The value of scalar argument i at p (and c, for one that follows the config): its
   // expression, else the problem's scalar of that name.
   double scalar_value(size_t arg, const Problem& p, const Config& c = Config()) const;
-  // Struct argument i's bytes at p and c: its value fields computed, its pointer fields 0 (the
-  // launch writes the buffers' addresses there). Throws UsageError naming the field for a value
+  // Struct argument i's bytes at p and c: its value fields computed, its pointer fields their
+  // offsets in bytes (the launch adds the buffers' addresses). Throws UsageError naming the field for a value
   // that is not finite or (integers) not a whole number its type holds.
   std::vector<unsigned char> struct_bytes_at(size_t arg, const Problem& p, const Config& c) const;
   // The arguments a step's kernel takes (SpecStep::args, LaunchStep::args): those it names, else
@@ -389,6 +391,21 @@ struct KernelSpec {
 // the GPU checks it at its first launch), and for structs.
 std::string signature_mismatch(const KernelSpec& s, const SpecStep& st, const std::string& lowered, const Problem& p,
                                const std::string& what);
+
+// Where the parameter sizes a compiled kernel declares (the GPU's cuFuncGetParamInfo, or the
+// cubin's own record of them: cubin_param_sizes) disagree with what a step passing `named`
+// arguments (empty: all) gives it, a buffer 8 bytes, a scalar its type's, a struct its layout's:
+// why, naming `what` (the module and step), every size and the step's arguments; "" where they
+// agree. The driver reads no more arguments than the kernel declares: a step that names none may
+// pass more.
+std::string param_sizes_mismatch(const KernelSpec& s, const std::vector<int>& named, const std::vector<size_t>& sizes,
+                                 const std::string& what);
+
+// The byte sizes of kernel `name`'s parameters as a cubin records them (ELF section
+// .nv.info.<name>, its EIATTR_KPARAM_INFO entries, which NVRTC writes for every kernel): the check
+// the GPU makes at a first launch, made without one. Empty where the cubin is no ELF, has no such
+// section or records no parameter (a kernel of none).
+std::vector<size_t> cubin_param_sizes(const std::vector<char>& cubin, const std::string& name);
 
 // Parses and checks a spec (JSON text; relative paths from base_dir) and reads its sources; throws
 // UsageError "<origin>: <field path>: <what>". Registers nothing (load_kernel_spec does).

@@ -290,7 +290,14 @@ std::vector<unsigned char> KernelSpec::struct_bytes_at(size_t arg, const Problem
   std::vector<unsigned char> out(a.struct_bytes, 0);
   const std::vector<double> v = arg_values(a, c, p);
   const std::string context = (a.follows_config ? " (config " + c.to_json() + ", " : " (") + p.key() + ")";
-  for (const SpecArg::Field& f : a.fields)
+  for (const SpecArg::Field& f : a.fields) {
+    if (f.buffer >= 0 && !f.at.empty()) { // a pointer from an element on: its offset in bytes
+      const SpecArg& b = args.at(size_t(f.buffer));
+      const long long count = count_of(size_t(f.buffer), p, c);
+      const long long at = f.at.eval_integer(v, 0, double(count), "for " + a.name + "." + f.name + ".offset, elements of " +
+                                                                      b.name + " (" + std::to_string(count) + ")" + context);
+      store_elem(out.data() + f.offset, 0, ElemType::u64, double(at) * elem_bytes(b.elem(p)));
+    }
     for (size_t e = 0; e < f.values.size(); ++e) {
       const std::string what = "for " + std::string(to_string(f.type)) + " " + a.name + "." + f.name +
                                (f.values.size() > 1 ? "[" + std::to_string(e) + "]" : "") + context;
@@ -307,6 +314,7 @@ std::vector<unsigned char> KernelSpec::struct_bytes_at(size_t arg, const Problem
       }
       store_elem(out.data() + f.offset, e, f.type, x);
     }
+  }
   return out;
 }
 
@@ -345,6 +353,7 @@ struct ParamType {
   bool pointer = false;
   int bytes = 0;
   bool floating = false;
+  int align = 0; // a vector type's (float4: 16); 0 for the others
 };
 
 std::string trim(std::string t) {
@@ -374,17 +383,23 @@ ParamType param_type(const std::string& text) {
       {"char", {1, false}},  {"signed char", {1, false}},  {"unsigned char", {1, false}}, {"bool", {1, false}}};
   // CUDA's vector types by value: a struct argument of their size fits them, a scalar does not. A
   // pointer to one (a float4 view of a float buffer) tells nothing of the buffer's elements.
-  static const std::pair<const char*, std::pair<int, bool>> kVectors[] = {
-      {"int2", {8, false}},  {"int3", {12, false}},  {"int4", {16, false}},  {"uint2", {8, false}},
-      {"uint3", {12, false}}, {"uint4", {16, false}}, {"dim3", {12, false}}, {"float2", {8, true}},
-      {"float3", {12, true}}, {"float4", {16, true}}, {"double2", {16, true}}, {"short2", {4, false}},
-      {"ushort2", {4, false}}, {"char4", {4, false}}, {"uchar4", {4, false}}, {"longlong2", {16, false}},
-      {"__half2", {4, true}}, {"__nv_bfloat162", {4, true}}};
+  struct Vector {
+    const char* name;
+    int bytes;
+    bool floating;
+    int align;
+  };
+  static const Vector kVectors[] = {
+      {"int2", 8, false, 8},      {"int3", 12, false, 4},     {"int4", 16, false, 16},    {"uint2", 8, false, 8},
+      {"uint3", 12, false, 4},    {"uint4", 16, false, 16},   {"dim3", 12, false, 4},     {"float2", 8, true, 8},
+      {"float3", 12, true, 4},    {"float4", 16, true, 16},   {"double2", 16, true, 16},  {"short2", 4, false, 4},
+      {"ushort2", 4, false, 4},   {"char4", 4, false, 4},     {"uchar4", 4, false, 4},    {"longlong2", 16, false, 16},
+      {"__half2", 4, true, 4},    {"__nv_bfloat162", 4, true, 4}};
   for (const auto& [name, kind] : kTypes)
     if (base == name) t.bytes = kind.first, t.floating = kind.second;
   if (!t.pointer)
-    for (const auto& [name, kind] : kVectors)
-      if (base == name) t.bytes = kind.first, t.floating = kind.second;
+    for (const Vector& v : kVectors)
+      if (base == v.name) t.bytes = v.bytes, t.floating = v.floating, t.align = v.align;
   return t;
 }
 
@@ -464,6 +479,15 @@ std::string signature_mismatch(const KernelSpec& s, const SpecStep& st, const st
     }
     if (a.is_struct()) { // a struct by value: no pointer, and where the kernel's is a built-in type, its size
       if (t.pointer || (t.bytes && size_t(t.bytes) != a.struct_bytes)) return at;
+      if (t.align) { // a vector type: elements of its kind (float4: floats), at its alignment
+        const bool kind_differs = std::any_of(a.fields.begin(), a.fields.end(), [&](const SpecArg::Field& f) {
+          return f.buffer >= 0 || is_float(f.type) != t.floating;
+        });
+        if (kind_differs) return at + ": a " + t.text + " holds " + (t.floating ? "floating-point" : "integer") + " elements";
+        if (a.struct_align < size_t(t.align))
+          return at + ": a " + t.text + " is " + std::to_string(t.align) + "-byte aligned, the struct " +
+                 std::to_string(a.struct_align) + " (give it \"align\": " + std::to_string(t.align) + ")";
+      }
       continue;
     }
     if (t.pointer != a.buffer) return at;
@@ -472,6 +496,66 @@ std::string signature_mismatch(const KernelSpec& s, const SpecStep& st, const st
     if (t.bytes != elem_bytes(e) || (!a.buffer && t.floating != is_float(e))) return at;
   }
   return "";
+}
+
+std::string param_sizes_mismatch(const KernelSpec& s, const std::vector<int>& named, const std::vector<size_t>& sizes,
+                                 const std::string& what) {
+  const std::vector<int> taken = s.step_args(named);
+  auto size_of = [&](int i) {
+    const SpecArg& a = s.args[size_t(i)];
+    return a.buffer ? sizeof(void*) : a.is_struct() ? a.struct_bytes : size_t(elem_bytes(a.scalar_type));
+  };
+  bool same = KernelSpec::arity_fits(!named.empty(), sizes.size(), taken.size());
+  for (size_t k = 0; same && k < sizes.size(); ++k) same = sizes[k] == size_of(taken[k]);
+  if (same) return "";
+  std::string declared, passed;
+  for (size_t z : sizes) declared += (declared.empty() ? "" : ", ") + std::to_string(z);
+  for (int i : taken) passed += (passed.empty() ? "" : ", ") + s.args[size_t(i)].name + " " + std::to_string(size_of(i));
+  return s.path + ": " + what + ": the kernel declares " + std::to_string(sizes.size()) + " parameters of " + declared +
+         " bytes; the spec passes " + std::to_string(taken.size()) + ": " + passed +
+         " (bytes; a buffer is a pointer, a struct its layout): check the step's args, their dtypes and a struct's fields";
+}
+
+std::vector<size_t> cubin_param_sizes(const std::vector<char>& cubin, const std::string& name) {
+  // ELF64, little-endian: the section headers, their names, then the kernel's .nv.info records
+  // (format byte, attribute byte; EIFMT_SVAL 4 carries a u16 size and a payload, EIFMT_HVAL 3 a
+  // u16, EIFMT_BVAL 2 a byte, EIFMT_NVAL 1 nothing). EIATTR_KPARAM_INFO (0x17): index u32,
+  // ordinal u16, offset u16, then a u32 whose bits 18 to 31 are the size.
+  const auto* b = reinterpret_cast<const unsigned char*>(cubin.data());
+  const size_t n = cubin.size();
+  auto u16 = [&](size_t at) { return at + 2 <= n ? size_t(b[at] | b[at + 1] << 8) : size_t(0); };
+  auto u32 = [&](size_t at) { return at + 4 <= n ? size_t(u16(at) | u16(at + 2) << 16) : size_t(0); };
+  auto u64 = [&](size_t at) { return at + 8 <= n ? u32(at) | u32(at + 4) << 32 : size_t(0); };
+  if (n < 64 || std::memcmp(b, "\x7f" "ELF", 4) != 0 || b[4] != 2 || b[5] != 1) return {};
+  const size_t shoff = u64(0x28), shentsize = u16(0x3a), shnum = u16(0x3c), shstrndx = u16(0x3e);
+  if (shentsize < 64 || shstrndx >= shnum || shoff + shnum * shentsize > n) return {};
+  auto section = [&](size_t i, size_t field) { return shoff + i * shentsize + field; };
+  const size_t names = u64(section(shstrndx, 0x18));
+  const std::string want = ".nv.info." + name;
+  for (size_t i = 0; i < shnum; ++i) {
+    const size_t at = names + u32(section(i, 0));
+    if (at + want.size() + 1 > n || std::memcmp(b + at, want.c_str(), want.size() + 1) != 0) continue;
+    const size_t from = u64(section(i, 0x18)), size = u64(section(i, 0x20));
+    if (from + size > n) return {};
+    std::map<size_t, size_t> by_ordinal;
+    for (size_t k = from; k + 2 <= from + size;) {
+      const unsigned format = b[k], attr = b[k + 1];
+      if (format == 4) {
+        const size_t len = u16(k + 2);
+        if (attr == 0x17 && len >= 12) by_ordinal[u16(k + 8)] = (u32(k + 12) >> 18) & 0x3fff;
+        k += 4 + len;
+      } else {
+        k += format == 3 ? 4 : format == 2 ? 3 : 2;
+      }
+    }
+    std::vector<size_t> out;
+    for (const auto& [ordinal, bytes] : by_ordinal) {
+      if (ordinal != out.size()) return {}; // a gap: not a record this reads right
+      out.push_back(bytes);
+    }
+    return out;
+  }
+  return {};
 }
 
 bool KernelSpec::skipped(const SpecStep& st, const Config& c, const Problem& p) const {

@@ -118,8 +118,10 @@ std::shared_ptr<const CompiledKernel> Compiler::compile(const CompileRequest& re
       return hit;
     }
   }
-  // Two threads may compile the same key at once; both results are identical and the second
-  // insert is a no-op, which is cheaper than holding the lock across NVRTC.
+  // Two threads may compile the same key at once, which is cheaper than holding the lock across
+  // NVRTC. Their cubins need not be the same bytes (a kernel templated on an internal-linkage
+  // function gets a number of its own each compile, in its name too): both get the first's, so
+  // that every holder of a key pairs one cubin with its own names.
   std::shared_ptr<const CompiledKernel> result;
   if (backend_) {
     auto k = backend_(req);
@@ -130,8 +132,7 @@ std::shared_ptr<const CompiledKernel> Compiler::compile(const CompileRequest& re
     result = compile_uncached(req, key);
   }
   std::lock_guard<std::mutex> lk(mu_);
-  cache_.emplace(key, result);
-  return result;
+  return cache_.emplace(key, result).first->second;
 }
 
 std::future<std::shared_ptr<const CompiledKernel>> Compiler::compile_async(CompileRequest req) {

@@ -126,7 +126,12 @@ void BufferArgs::bind(const LaunchPlan& plan) {
     unsigned char* bytes = reinterpret_cast<unsigned char*>(structs_[i].data());
     std::memcpy(bytes, data.data(), data.size());
     for (const SpecArg::Field& f : a.fields)
-      if (f.buffer >= 0) std::memcpy(bytes + f.offset, &slots_[size_t(f.buffer)], sizeof(CUdeviceptr));
+      if (f.buffer >= 0) { // the buffer's address, past the field's offset (bytes, in the plan's data)
+        CUdeviceptr at;
+        std::memcpy(&at, data.data() + f.offset, sizeof at);
+        at += static_cast<CUdeviceptr>(slots_[size_t(f.buffer)]);
+        std::memcpy(bytes + f.offset, &at, sizeof at);
+      }
   }
 }
 
@@ -136,23 +141,8 @@ namespace {
 // kernel declares (their number, or a size: a buffer's pointer is 8 bytes, a scalar its type's),
 // which would otherwise launch with garbage in the kernel's later parameters: why, else "".
 std::string param_mismatch(const Module& m, const LaunchStep& st, const KernelSpec& s) {
-  const std::vector<size_t> sizes = m.param_sizes(size_t(st.kernel));
-  const std::vector<int> taken = s.step_args(st.args);
-  auto size_of = [&](int i) {
-    const SpecArg& a = s.args[size_t(i)];
-    return a.buffer ? sizeof(void*) : a.is_struct() ? a.struct_bytes : size_t(elem_bytes(a.scalar_type));
-  };
-  // The driver reads no more arguments than the kernel declares (a clear step before an
-  // accumulating one may take the first few of all).
-  bool same = KernelSpec::arity_fits(!st.args.empty(), sizes.size(), taken.size());
-  for (size_t k = 0; same && k < sizes.size(); ++k) same = sizes[k] == size_of(taken[k]);
-  if (same) return "";
-  std::string declared, passed;
-  for (size_t z : sizes) declared += (declared.empty() ? "" : ", ") + std::to_string(z);
-  for (int i : taken) passed += (passed.empty() ? "" : ", ") + s.args[size_t(i)].name + " " + std::to_string(size_of(i));
-  return s.path + ": " + m.context() + ", step " + std::to_string(st.kernel + 1) + ": the kernel declares " +
-         std::to_string(sizes.size()) + " parameters of " + declared + " bytes; the spec passes " +
-         std::to_string(taken.size()) + ": " + passed + " (bytes; a buffer is a pointer): check the step's args and their dtypes";
+  return param_sizes_mismatch(s, st.args, m.param_sizes(size_t(st.kernel)),
+                              m.context() + ", step " + std::to_string(st.kernel + 1));
 }
 
 // Temporary i set to its fill (zeros or a value) at `at`: its own buffer, or (a swapped one reset
@@ -511,7 +501,9 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
           unsigned char* bytes = reinterpret_cast<unsigned char*>(own_structs.back().data());
           for (const SpecArg::Field& f : sa.fields)
             if (f.buffer >= 0) {
-              const CUdeviceptr at = pointer(s, f.buffer);
+              CUdeviceptr at; // the field's offset (the plan's), past the buffer this round passes
+              std::memcpy(&at, plan.spec_args.at(size_t(k)).data.data() + f.offset, sizeof at);
+              at += pointer(s, f.buffer);
               std::memcpy(bytes + f.offset, &at, sizeof at);
             }
           params[i] = own_structs.back().data();

@@ -90,15 +90,21 @@ int cmd_compile(CompileArgs& a) {
   // are checked against what its kernel's (mangled) name declares.
   if (const auto& spec = op_info(f.op()).spec) {
     std::string wrong;
-    auto check = [&](const std::vector<SpecStep>& steps, const Config& config, const std::vector<std::string>& lowered,
+    // The parameters' sizes too, as the cubin records them (what the GPU compares at a first
+    // launch): an extern "C" kernel's, whose name declares nothing, and a struct's layout.
+    auto check = [&](const std::vector<SpecStep>& steps, const Config& config, const CompiledKernel& compiled,
                      const std::string& what) {
+      const std::vector<std::string>& lowered = compiled.lowered_names;
       for (size_t i = 0; i < steps.size() && i < lowered.size(); ++i) {
         if (spec->skipped(steps[i], config, p)) continue; // not launched: another step's kernel stands in
-        const std::string w = signature_mismatch(*spec, steps[i], lowered[i], p, what + " step " + std::to_string(i + 1));
+        const std::string step = what + " step " + std::to_string(i + 1);
+        std::string w = signature_mismatch(*spec, steps[i], lowered[i], p, step);
+        const std::vector<size_t> sizes = cubin_param_sizes(compiled.cubin, lowered[i]);
+        if (w.empty() && !sizes.empty()) w = param_sizes_mismatch(*spec, steps[i].args, sizes, step + ", kernel " + lowered[i]);
         if (!w.empty() && wrong.empty()) wrong = w;
       }
     };
-    check(spec->steps, c, k->lowered_names, "launch");
+    check(spec->steps, c, *k, "launch");
     const struct {
       const char* what;
       const std::vector<SpecStep>& steps;
@@ -114,7 +120,7 @@ int cmd_compile(CompileArgs& a) {
       const auto compiled = compiler.compile(*side_req);
       std::printf("compiled its %s: %zu-byte cubin\n", side.what, compiled->cubin.size());
       list_kernels(compiled->lowered_names, side_plan, &side.steps);
-      check(side.steps, side.config, compiled->lowered_names, std::string("the ") + side.what + "'s");
+      check(side.steps, side.config, *compiled, std::string("the ") + side.what + "'s");
     }
     if (!wrong.empty()) throw UsageError(wrong);
   }

@@ -122,6 +122,19 @@ int cmd_space(SpaceArgs& a) {
     std::printf("\ndefault  %s%s\n", c.to_json().c_str(), f.valid(c, p, d) ? "" : "  (not valid here)");
     if (!stand_in.empty()) std::printf("         (%s)\n", stand_in.c_str());
   }
+  // A user kernel's structs as ktune lays them out: each field's offset and type.
+  if (const auto& spec = op_info(p.op).spec)
+    for (const SpecArg& arg : spec->args) {
+      if (!arg.is_struct()) continue;
+      std::printf("\nstruct %s  %zu bytes, aligned %zu%s\n", arg.name.c_str(), arg.struct_bytes, arg.struct_align,
+                  arg.follows_config ? " (values follow the config)" : "");
+      for (const SpecArg::Field& fl : arg.fields) {
+        const std::string type = fl.buffer >= 0 ? "pointer to " + spec->args[size_t(fl.buffer)].name
+                                                : std::string(to_string(fl.type)) +
+                                                      (fl.values.size() > 1 ? "[" + std::to_string(fl.values.size()) + "]" : "");
+        std::printf("  %-5zu %-12s %s\n", fl.offset, fl.name.c_str(), type.c_str());
+      }
+    }
   std::printf("\nconstraints\n");
   for (const auto& c : f.constraints()) std::printf("  - %s\n", c.why.c_str());
   const auto sample = f.sample(p, d, a.sample, a.seed);

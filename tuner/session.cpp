@@ -59,7 +59,10 @@ std::string fmt_duration(double s) {
   return buf;
 }
 
-// Cubins travel to the worker as files, written once per compiler cache key.
+// Cubins travel to the worker as files, written once per cubin: named by their bytes' hash, not by
+// the compiler cache key, since two compiles of one key may differ (NVRTC names a kernel templated
+// on an internal-linkage function, llama.cpp's k_bin_bcast<op_add>, with a number of its own each
+// compile), and each trial's kernel names are its own compile's.
 class CubinDir {
  public:
   CubinDir() {
@@ -72,7 +75,8 @@ class CubinDir {
     std::filesystem::remove_all(dir_, ec);
   }
   std::string put(const CompiledKernel& k) {
-    const std::string path = dir_ + "/" + fnv1a_hex(k.cache_key) + ".cubin";
+    const std::string path =
+        dir_ + "/" + fnv1a_hex(std::string(k.cubin.begin(), k.cubin.end())) + "-" + std::to_string(k.cubin.size()) + ".cubin";
     std::lock_guard<std::mutex> lk(mu_); // several GPUs' tuners write here
     if (!std::filesystem::exists(path)) {
       std::ofstream out(path, std::ios::binary);

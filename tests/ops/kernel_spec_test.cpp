@@ -2038,9 +2038,64 @@ TEST(KernelSpec, AStructArgumentIsLaidOutAsCLaysItOut) {
   EXPECT_NE(signature_mismatch(s, s.steps[0], "_Z7scale_pILi128EEv4int4i", p, "launch").find("argument 1 is int4"),
             std::string::npos)
       << "an int4 is 16 bytes, the struct 40";
-  // NVRTC compiles it, and the compile's own check of the signature passes.
+  // A vector type: elements of its kind, at its alignment.
+  {
+    ojson f4 = struct_spec();
+    f4["args"][2]["fields"] = {{{"name", "v"}, {"dtype", "f32"}, {"value", {1, 2, 3, 4}}, {"align", 16}}};
+    f4["args"][0]["intent"] = "in";
+    f4["launch"]["args"] = {"p", "t", "x", "y"};
+    const KernelSpec& v4 = spec_of(load_kernel_spec_text(f4.dump(), "f4.json", d.dir()));
+    const std::string takes_float4 = "_Z7scale_pILi128EEv6float4iPKfPf"; // scale_p<128>(float4, int, float const*, float*)
+    const Problem q = Problem::parse(v4.op, "1000");
+    EXPECT_EQ(signature_mismatch(v4, v4.steps[0], takes_float4, q, "launch"), "");
+    f4["args"][2]["fields"][0]["dtype"] = "i32";
+    const KernelSpec& i4 = spec_of(load_kernel_spec_text(f4.dump(), "i4.json", d.dir()));
+    EXPECT_NE(signature_mismatch(i4, i4.steps[0], takes_float4, q, "launch").find("a float4 holds floating-point elements"),
+              std::string::npos);
+    f4["args"][2]["fields"][0]["dtype"] = "f32";
+    f4["args"][2]["fields"][0].erase("align");
+    const KernelSpec& u4 = spec_of(load_kernel_spec_text(f4.dump(), "u4.json", d.dir()));
+    EXPECT_NE(signature_mismatch(u4, u4.steps[0], takes_float4, q, "launch").find("a float4 is 16-byte aligned, the struct 4"),
+              std::string::npos);
+  }
+  // NVRTC compiles it; the cubin records the parameters' sizes (the struct's 40, t's 4), which
+  // ktune compile compares with the spec's without a GPU.
   Compiler compiler(1);
-  EXPECT_FALSE(compiler.compile(compile_request(find_family(op), c, p, "sm_90"))->cubin.empty());
+  const auto compiled = compiler.compile(compile_request(find_family(op), c, p, "sm_90"));
+  ASSERT_FALSE(compiled->cubin.empty());
+  EXPECT_EQ(cubin_param_sizes(compiled->cubin, compiled->lowered_names.at(0)), (std::vector<size_t>{40, 4}));
+  EXPECT_TRUE(cubin_param_sizes(compiled->cubin, "no_such_kernel").empty());
+  EXPECT_TRUE(cubin_param_sizes(std::vector<char>(100, 0), "x").empty()) << "no ELF";
+  EXPECT_EQ(param_sizes_mismatch(s, s.steps[0].args, {40, 4}, "launch"), "");
+  EXPECT_NE(param_sizes_mismatch(s, s.steps[0].args, {48, 4}, "launch").find("the kernel declares 2 parameters of 48, 4 bytes; "
+                                                                            "the spec passes 2: p 40, t 4"),
+            std::string::npos);
+  {
+    ojson wide = struct_spec();
+    wide["args"][2]["fields"][3]["dtype"] = "f64"; // w: the struct 48 bytes, the kernel's 40
+    d.write("wide.json", wide.dump());
+    const auto r = testing::run_ktune("compile --kernel " + d.path("wide.json") + " --problem 1000 --config '{\"B\": 64}'");
+    EXPECT_EQ(r.status, 2) << r.out;
+    EXPECT_NE(r.out.find("the kernel declares 2 parameters of 40, 4 bytes; the spec passes 2: p 48, t 4"), std::string::npos) << r.out;
+  }
+  // A pointer field from an element on: its offset (bytes) in the plan, the address added at the bind.
+  {
+    ojson at = struct_spec();
+    at["args"][2]["fields"][0]["offset"] = "B";
+    const std::string aop = load_kernel_spec_text(at.dump(), "at.json", d.dir());
+    const LaunchPlan ap = find_family(aop).launch_plan(c, p); // B 64
+    unsigned long long off;
+    std::memcpy(&off, ap.spec_args[2].data.data(), 8);
+    EXPECT_EQ(off, 64u * 4u);
+    BufferArgs aa(Problem::parse(aop, "1000"), {&x, &y});
+    aa.bind(ap);
+    const void* p0;
+    std::memcpy(&p0, aa.params()[2], 8);
+    EXPECT_EQ(p0, &x + 64);
+    at["args"][2]["fields"][0]["offset"] = "n + 1";
+    const std::string past = load_kernel_spec_text(at.dump(), "past.json", d.dir());
+    EXPECT_THROW(find_family(past).launch_plan(c, Problem::parse(past, "1000")), UsageError) << "past the buffer's 1000";
+  }
   // A vector type by value: a struct of one array field, aligned as CUDA aligns it.
   ojson v = struct_spec();
   v["args"][2]["fields"] = {{{"name", "xyzw"}, {"dtype", "f32"}, {"value", {1, 2, 3, 4}}, {"align", 16}}};
@@ -2104,8 +2159,12 @@ TEST(KernelSpec, MalformedStructsAreRefusedWithTheirFieldNamed) {
                  "args[2].fields[2]: a field is a pointer");
   expect_refused(with([](ojson& j) { j["args"][0]["fields"] = ojson::array(); }), d, "args[0].fields: only a struct has fields");
   expect_refused(with([](ojson& j) { j["args"][2]["fields"][4]["value"] = ojson::array(); }), d,
-                 "args[2].fields[4].value: expected 1 to 64 expressions");
+                 "args[2].fields[4].value: expected 1 to 4096 expressions");
   expect_refused(with([](ojson& j) { j["args"][2]["fields"][2]["value"] = "t"; }), d, "unknown name");
+  expect_refused(with([](ojson& j) { j["args"][2]["fields"][4]["value"][1] = "sm_count"; }), d,
+                 "args[2].fields[4].value[1]: 'sm_count' reads sm_count");
+  expect_refused(with([](ojson& j) { j["args"][2]["fields"][2]["offset"] = 1; }), d,
+                 "args[2].fields[2].offset: only a pointer field starts at an offset");
   // A setup step gets no temporary, through a struct neither.
   expect_refused(with([](ojson& j) {
                    j["args"].push_back({{"name", "s"}, {"kind", "buffer"}, {"dtype", "f32"}, {"count", "n"}, {"intent", "temp"}});
