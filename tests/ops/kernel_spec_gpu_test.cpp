@@ -97,6 +97,22 @@ constexpr const char* kPlantedSpec = R"JSON({
   "check": {"reference": {"kernel": "scale_ref", "launch": {"grid": ["ceil_div(n, 256)"], "block": [256]}}}
 })JSON";
 
+// The runtime's call of a spec of rounds x <- 0.5 x + t + 1 on the caller's x (its other buffers
+// the spec's own): three rounds from 2 give 2, 3, 4.5.
+void expect_three_rounds_from_two(const std::string& op, const std::string& db) {
+  RuntimeOptions o;
+  o.db_path = db;
+  Runtime rt(o);
+  std::vector<float> hx(1000, 2.f);
+  DeviceBuffer dx(hx.size() * 4, "x");
+  check_cu(driver().cuMemcpyHtoD(dx.ptr(), hx.data(), hx.size() * 4), "cuMemcpyHtoD", "x");
+  rt.run(Problem::parse(op, "1000x3"), {reinterpret_cast<void*>(dx.ptr())}, nullptr);
+  check_cu(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize", "rounds");
+  check_cu(driver().cuMemcpyDtoH(hx.data(), dx.ptr(), hx.size() * 4), "cuMemcpyDtoH", "x");
+  EXPECT_EQ(hx[0], 4.5f);
+  EXPECT_EQ(hx[999], 4.5f);
+}
+
 } // namespace
 
 TEST(KernelSpecGpu, PlantedWrongKernelsAreRejectedAndTheRightOnePasses) {
@@ -735,18 +751,8 @@ __global__ void rounds_ref(float* x, int n, int T) {
   const VerifyResult nv = check_config(*no_swap_runner, compiler, *d, no_swap, Config{{"B", 64}, {"FAULT", 0}},
                                        Problem::parse(no_swap, "100003x3"), 4);
   EXPECT_FALSE(nv.pass) << "rounds that never read their last round's result passed: " << nv.summary();
-  // The runtime's call: three rounds from 2 give 2, 3, 4.5, in the caller's x.
-  RuntimeOptions o;
-  o.db_path = dir.file("none.db");
-  Runtime rt(o);
-  std::vector<float> hx(1000, 2.f);
-  DeviceBuffer dx(hx.size() * 4, "x");
-  check_cu(driver().cuMemcpyHtoD(dx.ptr(), hx.data(), hx.size() * 4), "cuMemcpyHtoD", "x");
-  rt.run(Problem::parse(op, "1000x3"), {reinterpret_cast<void*>(dx.ptr())}, nullptr);
-  check_cu(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize", "rounds");
-  check_cu(driver().cuMemcpyDtoH(hx.data(), dx.ptr(), hx.size() * 4), "cuMemcpyDtoH", "x");
-  EXPECT_EQ(hx[0], 4.5f);
-  EXPECT_EQ(hx[999], 4.5f);
+  // The runtime's call, in the caller's x.
+  expect_three_rounds_from_two(op, dir.file("none.db"));
 }
 
 // Breadth-first search as Rodinia's and most GPU graph codes run it: a level a round, the host
@@ -1893,18 +1899,8 @@ __global__ void rounds_ref(float* x, int n, int T) {
     const VerifyResult v = check_config(*r, compiler, *d, wrong, Config{{"B", 64}}, Problem::parse(wrong, "100003x3"), 4);
     EXPECT_FALSE(v.pass) << "n and w in each other's places passed: " << v.summary();
   }
-  // The runtime's call: the caller passes x alone; three rounds from 2 give 2, 3, 4.5.
-  RuntimeOptions o;
-  o.db_path = dir.file("none.db");
-  Runtime rt(o);
-  std::vector<float> hx(1000, 2.f);
-  DeviceBuffer dx(hx.size() * 4, "x");
-  check_cu(driver().cuMemcpyHtoD(dx.ptr(), hx.data(), hx.size() * 4), "cuMemcpyHtoD", "x");
-  rt.run(Problem::parse(op, "1000x3"), {reinterpret_cast<void*>(dx.ptr())}, nullptr);
-  check_cu(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize", "rounds");
-  check_cu(driver().cuMemcpyDtoH(hx.data(), dx.ptr(), hx.size() * 4), "cuMemcpyDtoH", "x");
-  EXPECT_EQ(hx[0], 4.5f);
-  EXPECT_EQ(hx[999], 4.5f);
+  // The runtime's call: the caller passes x alone.
+  expect_three_rounds_from_two(op, dir.file("none.db"));
 }
 
 // A value read back from a buffer a round's swap moved, at a step whose kernel takes both buffers
