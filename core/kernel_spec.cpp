@@ -1651,6 +1651,13 @@ void check_fill_files(const KernelSpec& s, const Problem& p) {
   for (size_t k = 0; k < s.symbols.size(); ++k)
     if (s.symbols[k].from_arg < 0 && s.symbols[k].address_of < 0)
       check(s.symbols[k].fill, s.symbol_count(k, p), "the fill of symbol '" + s.symbols[k].name + "'");
+  // The values the problem alone decides: a computed scalar or a struct's field that its type
+  // cannot hold at p (a u32 of 2^32) fails every config's plan; said here, once.
+  for (size_t i = 0; i < s.args.size(); ++i) {
+    const SpecArg& a = s.args[i];
+    if (a.is_struct()) s.struct_bytes_at(i, p, Config()); // its fields that read no parameter
+    else if (a.scalar() && !a.value.empty() && !a.follows_config && !a.set_at_launch()) s.scalar_value(i, p);
+  }
 }
 
 bool parse_elem_type(const std::string& s, ElemType* out) {

@@ -80,7 +80,8 @@ SpecFill fill_at(const KernelSpec& s, const SpecFill& fill, const Problem& p);
 // Every file the spec fills from at problem p (inputs, answers, symbols; per-problem ones named
 // for p) exists, reads, and holds the elements p needs: what a tuning run checks before it starts,
 // so that a missing or short file is a usage error then, not a failed trial on the GPU; and a
-// permutation fill's range holds the buffer's count of distinct values.
+// permutation fill's range holds the buffer's count of distinct values; and every computed scalar
+// and struct that follows the problem alone holds its value there.
 void check_fill_files(const KernelSpec& s, const Problem& p);
 // A constant fill's value at problem p (SpecFill::value_at evaluated, or the number given).
 double fill_value_at(const SpecFill& fill, const Problem& p);
@@ -347,7 +348,8 @@ struct KernelSpec {
   // expression, else the problem's scalar of that name.
   double scalar_value(size_t arg, const Problem& p, const Config& c = Config()) const;
   // Struct argument i's bytes at p and c: its value fields computed, its pointer fields their
-  // offsets in bytes (the launch adds the buffers' addresses). Throws UsageError naming the field for a value
+  // offsets in bytes (the launch adds the buffers' addresses). With no config, the fields that
+  // read a parameter are 0 (what the problem alone decides, checked before a run). Throws UsageError naming the field for a value
   // that is not finite or (integers) not a whole number its type holds.
   std::vector<unsigned char> struct_bytes_at(size_t arg, const Problem& p, const Config& c) const;
   // The arguments a step's kernel takes (SpecStep::args, LaunchStep::args): those it names, else

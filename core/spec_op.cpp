@@ -288,10 +288,17 @@ double KernelSpec::scalar_from(size_t arg, const std::vector<double>& v, const s
 std::vector<unsigned char> KernelSpec::struct_bytes_at(size_t arg, const Problem& p, const Config& c) const {
   const SpecArg& a = args.at(arg);
   std::vector<unsigned char> out(a.struct_bytes, 0);
-  const std::vector<double> v = arg_values(a, c, p);
+  // Without a config (a run's check of what the problem alone decides), the fields that read a
+  // parameter are left 0.
+  const bool problem_only = c.items().empty();
+  const std::vector<double> v = problem_only ? problem_values(p) : arg_values(a, c, p);
+  auto reads_param = [&](const Expr& e) {
+    const auto r = e.reads();
+    return std::any_of(r.begin(), r.end(), [&](size_t n) { return n < params.size(); });
+  };
   const std::string context = (a.follows_config ? " (config " + c.to_json() + ", " : " (") + p.key() + ")";
   for (const SpecArg::Field& f : a.fields) {
-    if (f.buffer >= 0 && !f.at.empty()) { // a pointer from an element on: its offset in bytes
+    if (f.buffer >= 0 && !f.at.empty() && !(problem_only && reads_param(f.at))) { // a pointer from an element on: its offset in bytes
       const SpecArg& b = args.at(size_t(f.buffer));
       const long long count = count_of(size_t(f.buffer), p, c);
       const long long at = f.at.eval_integer(v, 0, double(count), "for " + a.name + "." + f.name + ".offset, elements of " +
@@ -299,6 +306,7 @@ std::vector<unsigned char> KernelSpec::struct_bytes_at(size_t arg, const Problem
       store_elem(out.data() + f.offset, 0, ElemType::u64, double(at) * elem_bytes(b.elem(p)));
     }
     for (size_t e = 0; e < f.values.size(); ++e) {
+      if (problem_only && reads_param(f.values[e])) continue;
       const std::string what = "for " + std::string(to_string(f.type)) + " " + a.name + "." + f.name +
                                (f.values.size() > 1 ? "[" + std::to_string(e) + "]" : "") + context;
       double x;

@@ -2078,6 +2078,19 @@ TEST(KernelSpec, AStructArgumentIsLaidOutAsCLaysItOut) {
     EXPECT_EQ(r.status, 2) << r.out;
     EXPECT_NE(r.out.find("the kernel declares 2 parameters of 40, 4 bytes; the spec passes 2: p 48, t 4"), std::string::npos) << r.out;
   }
+  // A value its type cannot hold at the problem (n = 1000 in a u8) is told before a run starts.
+  {
+    ojson small = struct_spec();
+    small["args"][2]["fields"][2]["dtype"] = "u8";
+    const std::string sop = load_kernel_spec_text(small.dump(), "small.json", d.dir());
+    EXPECT_NO_THROW(check_fill_files(spec_of(sop), Problem::parse(sop, "200")));
+    try {
+      check_fill_files(spec_of(sop), Problem::parse(sop, "1000"));
+      ADD_FAILURE() << "1000 in a u8 accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("for u8 p.n"), std::string::npos) << e.what();
+    }
+  }
   // A pointer field from an element on: its offset (bytes) in the plan, the address added at the bind.
   {
     ojson at = struct_spec();
