@@ -385,11 +385,19 @@ void check_loop_scalars(const Reader& r, const KernelSpec& s) {
       for (int i : s.step_args(st.args)) {
         const SpecArg& a = s.args[size_t(i)];
         if (!a.follows_loop) continue;
-        for (size_t n : a.value.reads())
-          if (n >= s.first_loop_name() && n < s.names.size() && std::find(st.loop_counters.begin(), st.loop_counters.end(), int(n)) == st.loop_counters.end())
-            r.fail("args[" + std::to_string(i) + "].value",
-                   "'" + a.value.text() + "' reads " + s.names[n] + ", but the step of kernel " + st.kernel +
-                       " passes it outside that loop" + (st.args.empty() ? " (it names no args, so it passes them all)" : ""));
+        std::vector<std::pair<const Expr*, std::string>> exprs{{&a.value, "args[" + std::to_string(i) + "].value"}};
+        for (size_t f = 0; f < a.fields.size(); ++f) { // a struct's
+          const std::string fk = "args[" + std::to_string(i) + "].fields[" + std::to_string(f) + "]";
+          exprs.emplace_back(&a.fields[f].at, fk + ".offset");
+          for (size_t e = 0; e < a.fields[f].values.size(); ++e)
+            exprs.emplace_back(&a.fields[f].values[e], fk + ".value" + (a.fields[f].values.size() > 1 ? "[" + std::to_string(e) + "]" : ""));
+        }
+        for (const auto& [x, field] : exprs)
+          for (size_t n : x->reads())
+            if (n >= s.first_loop_name() && n < s.names.size() &&
+                std::find(st.loop_counters.begin(), st.loop_counters.end(), int(n)) == st.loop_counters.end())
+              r.fail(field, "'" + x->text() + "' reads " + s.names[n] + ", but the step of kernel " + st.kernel +
+                                " passes it outside that loop" + (st.args.empty() ? " (it names no args, so it passes them all)" : ""));
       }
 }
 
@@ -795,11 +803,12 @@ void read_struct(const Reader& r, const KernelSpec& s, const ojson& o, const std
       if (f.contains("offset")) { // from an element on
         x.at = r.expr(f["offset"], fk + ".offset", s.names);
         for (size_t n : x.at.reads()) {
-          if (n >= s.first_device_name())
+          if (s.device_name(n))
             r.fail(fk + ".offset", "'" + x.at.text() + "' reads " + s.names[n] +
-                                       ": a struct's fields are computed once a config, from the parameters, the dimensions, "
-                                       "align and dtype_bytes");
+                                       ": a struct's fields are computed from the parameters, the dimensions, align, "
+                                       "dtype_bytes and loops' counters, not the device's values");
           if (n < s.params.size()) a.follows_config = true;
+          if (n >= s.first_loop_name()) a.follows_loop = true; // computed for each launch in the loop
         }
       }
     } else {
@@ -818,11 +827,12 @@ void read_struct(const Reader& r, const KernelSpec& s, const ojson& o, const std
       for (size_t k = 0; k < x.values.size(); ++k)
         for (size_t n : x.values[k].reads()) {
           const Expr& e = x.values[k];
-          if (n >= s.first_device_name())
+          if (s.device_name(n))
             r.fail(fk + ".value" + (v.is_array() ? "[" + std::to_string(k) + "]" : ""), "'" + e.text() + "' reads " + s.names[n] +
-                                      ": a struct's fields are computed once a config, from the parameters, the dimensions, "
-                                      "align and dtype_bytes (a value of the device or of a loop is a scalar argument's)");
+                                      ": a struct's fields are computed from the parameters, the dimensions, align, "
+                                      "dtype_bytes and loops' counters (a value of the device is a scalar argument's)");
           if (n < s.params.size()) a.follows_config = true;
+          if (n >= s.first_loop_name()) a.follows_loop = true; // computed for each launch in the loop
         }
       buffers.emplace_back();
       natural = size_t(elem_bytes(x.type));

@@ -349,9 +349,13 @@ struct KernelSpec {
   double scalar_value(size_t arg, const Problem& p, const Config& c = Config()) const;
   // Struct argument i's bytes at p and c: its value fields computed, its pointer fields their
   // offsets in bytes (the launch adds the buffers' addresses). With no config, the fields that
-  // read a parameter are 0 (what the problem alone decides, checked before a run). Throws UsageError naming the field for a value
+  // read a parameter or a loop's counter are 0 (what the problem alone decides, checked before a run). Throws UsageError naming the field for a value
   // that is not finite or (integers) not a whole number its type holds.
   std::vector<unsigned char> struct_bytes_at(size_t arg, const Problem& p, const Config& c) const;
+  // The same from the names' values v (a launch's, with its loops' counters); context for errors.
+  // problem_only: the fields that read a parameter left 0.
+  std::vector<unsigned char> struct_bytes_from(size_t arg, const std::vector<double>& v, const Problem& p, const Config& c,
+                                               const std::string& context, bool problem_only = false) const;
   // The arguments a step's kernel takes (SpecStep::args, LaunchStep::args): those it names, else
   // all of them in order.
   std::vector<int> step_args(const std::vector<int>& named) const;

@@ -287,16 +287,22 @@ double KernelSpec::scalar_from(size_t arg, const std::vector<double>& v, const s
 
 std::vector<unsigned char> KernelSpec::struct_bytes_at(size_t arg, const Problem& p, const Config& c) const {
   const SpecArg& a = args.at(arg);
-  std::vector<unsigned char> out(a.struct_bytes, 0);
   // Without a config (a run's check of what the problem alone decides), the fields that read a
   // parameter are left 0.
   const bool problem_only = c.items().empty();
-  const std::vector<double> v = problem_only ? problem_values(p) : arg_values(a, c, p);
+  const std::string context = (a.follows_config && !problem_only ? " (config " + c.to_json() + ", " : " (") + p.key() + ")";
+  return struct_bytes_from(arg, problem_only ? problem_values(p) : values(c, p, no_device()), p, c, context, problem_only);
+}
+
+std::vector<unsigned char> KernelSpec::struct_bytes_from(size_t arg, const std::vector<double>& v, const Problem& p,
+                                                         const Config& c, const std::string& context, bool problem_only) const {
+  const SpecArg& a = args.at(arg);
+  std::vector<unsigned char> out(a.struct_bytes, 0);
+  // What a run's check before it cannot know: a parameter's value, a loop's counter.
   auto reads_param = [&](const Expr& e) {
     const auto r = e.reads();
-    return std::any_of(r.begin(), r.end(), [&](size_t n) { return n < params.size(); });
+    return std::any_of(r.begin(), r.end(), [&](size_t n) { return n < params.size() || n >= first_loop_name(); });
   };
-  const std::string context = (a.follows_config ? " (config " + c.to_json() + ", " : " (") + p.key() + ")";
   for (const SpecArg::Field& f : a.fields) {
     if (f.buffer >= 0 && !f.at.empty() && !(problem_only && reads_param(f.at))) { // a pointer from an element on: its offset in bytes
       const SpecArg& b = args.at(size_t(f.buffer));
@@ -683,7 +689,8 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
       // The value it is set to before every launch, at this problem: once here, not at each call.
       if (a.set_before_launch && a.fill.kind == SpecFill::constant) x.value = fill_value_at(a.fill, p);
     } else if (a.is_struct()) {
-      x.data = struct_bytes_at(i, p, c);
+      // One that reads a loop's counter has its bytes at each launch (LaunchStep::struct_data).
+      x.data = a.follows_loop ? std::vector<unsigned char>(a.struct_bytes, 0) : struct_bytes_at(i, p, c);
     } else if (!a.buffer && !a.value.empty() && !a.set_at_launch()) { // a counter's or a value's: set at each launch (set_args)
       x.value = scalar_value(i, p, c);
     }
@@ -824,7 +831,7 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
     }
     for (int k : step_args(t.args)) {
       const SpecArg& a = args[size_t(k)];
-      if (a.set_at_launch()) {
+      if (a.scalar() && a.set_at_launch()) {
         s.set_args.push_back(k);
         // A value's, or any at a step whose `when` decides at the launch: computed there, after the
         // read and only where the step launches (reads_values).
@@ -834,6 +841,11 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
       if (holds[size_t(k)] != k) {
         s.alias_args.push_back(k);
         s.alias_of.push_back(holds[size_t(k)]);
+      }
+      // A struct whose fields read a loop's counter: its bytes at this launch.
+      if (a.is_struct() && a.follows_loop) {
+        s.struct_args.push_back(k);
+        s.struct_data.push_back(struct_bytes_from(size_t(k), v, p, c, where_now));
       }
       // A struct's pointers follow the swaps as the kernel's own buffer arguments do (the host
       // code fills its struct with the round's pointers).
@@ -884,6 +896,12 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
       if (nested)
         for (int k : step_args(t.args))
           if (reads_name(args[size_t(k)].value, index)) return false;
+      for (int k : step_args(t.args)) // a struct of the counter: its bytes are the plan's, a launch each
+        for (const SpecArg::Field& f : args[size_t(k)].fields) {
+          if (reads_name(f.at, index)) return false;
+          for (const Expr& e : f.values)
+            if (reads_name(e, index)) return false;
+        }
     }
     return true;
   };

@@ -461,7 +461,8 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
       else if (s.jump_back >= 0) next = size_t(s.jump_back);
       continue;
     }
-    if (spec && (!s.args.empty() || !s.set_args.empty() || !s.alias_args.empty() || !s.offset_at.empty() || s.reads_values)) {
+    if (spec && (!s.args.empty() || !s.set_args.empty() || !s.alias_args.empty() || !s.offset_at.empty() || s.reads_values ||
+                 !s.struct_args.empty())) {
       // A user's kernel's step that takes some of the spec's arguments in its own order, or (in a
       // loop) passes other values or buffers than the call's for some, or reads values back.
       std::vector<double> values; // launch_values(s), once the step needs it
@@ -493,16 +494,24 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
         for (size_t j = 0; j < s.alias_args.size(); ++j)
           if (s.alias_args[j] == k) params[i] = args.params()[s.alias_of.at(j)];
         const SpecArg& sa = spec->args[size_t(k)];
-        if (sa.is_struct() && std::any_of(sa.fields.begin(), sa.fields.end(), [&](const SpecArg::Field& f) {
+        // A struct of this launch's own (its fields read a loop's counter), or the call's with this
+        // round's buffers: built here from its bytes, each pointer field its offset past the buffer.
+        const std::vector<unsigned char>* data = nullptr;
+        for (size_t j = 0; j < s.struct_args.size(); ++j)
+          if (s.struct_args[j] == k) data = &s.struct_data.at(j);
+        if (sa.is_struct() && (data || std::any_of(sa.fields.begin(), sa.fields.end(), [&](const SpecArg::Field& f) {
               return f.buffer >= 0 && std::find(s.alias_args.begin(), s.alias_args.end(), f.buffer) != s.alias_args.end();
-            })) { // the call's struct with this round's buffers
-          const auto* from = static_cast<const unsigned long long*>(args.params()[k]);
-          own_structs.emplace_back(from, from + (sa.struct_bytes + 7) / 8);
+            }))) {
+          if (!data) data = &plan.spec_args.at(size_t(k)).data;
+          if (data->size() != sa.struct_bytes)
+            throw Error("internal: " + m.context() + ": struct " + sa.name + " of " + std::to_string(data->size()) + " bytes");
+          own_structs.emplace_back((sa.struct_bytes + 7) / 8, 0ull);
           unsigned char* bytes = reinterpret_cast<unsigned char*>(own_structs.back().data());
+          std::memcpy(bytes, data->data(), data->size());
           for (const SpecArg::Field& f : sa.fields)
             if (f.buffer >= 0) {
-              CUdeviceptr at; // the field's offset (the plan's), past the buffer this round passes
-              std::memcpy(&at, plan.spec_args.at(size_t(k)).data.data() + f.offset, sizeof at);
+              CUdeviceptr at;
+              std::memcpy(&at, bytes + f.offset, sizeof at);
               at += pointer(s, f.buffer);
               std::memcpy(bytes + f.offset, &at, sizeof at);
             }

@@ -139,6 +139,7 @@ const auto kStepFields = std::make_tuple(
     field("jump", &LaunchStep::jump), field("test_last", &LaunchStep::test_last), field("test_values", &LaunchStep::test_values),
     field("symbol", &LaunchStep::symbol), field("symbol_offset", &LaunchStep::symbol_offset),
     field("offset_at", &LaunchStep::offset_at), field("offset_bytes", &LaunchStep::offset_bytes),
+    field("struct_args", &LaunchStep::struct_args), field("struct_data", &LaunchStep::struct_data),
     field("round_loop", &LaunchStep::round_loop), field("round_index", &LaunchStep::round_index),
     field("jump_back", &LaunchStep::jump_back), field("round_max", &LaunchStep::round_max),
     field("round_entry", &LaunchStep::round_entry), field("reads_values", &LaunchStep::reads_values),

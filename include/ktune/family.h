@@ -73,6 +73,10 @@ struct LaunchStep {
   // A user's kernel's step that passes a buffer at an offset: the places in its args, and the bytes.
   std::vector<int> offset_at;
   std::vector<unsigned long long> offset_bytes;
+  // A user's kernel's step that passes a struct whose fields read a loop's counter: the structs
+  // (indices into KernelSpec::args) and their bytes at this launch (pointer fields: offsets).
+  std::vector<int> struct_args;
+  std::vector<std::vector<unsigned char>> struct_data;
   // A user's kernel: not a kernel but a device-to-device copy of copy_bytes from argument
   // copy_from's buffer to copy_to's (a loop's swapped buffer put back in its own); kernel is -1.
   int copy_from = -1, copy_to = -1;

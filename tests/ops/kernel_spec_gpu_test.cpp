@@ -1822,8 +1822,8 @@ TEST(KernelSpecGpu, AChangedSourceIsTunedAfreshAndItsOldResultsAreNotServed) {
 }
 
 // A struct argument by value (a kernel's `Params p`): ktune lays it out as C does, fills its
-// pointers with the round's buffers (a swap moves them) and its values from the problem and the
-// config. Checked against a reference of plain arguments; a spec whose layout differs from the
+// pointers with the round's buffers (a swap moves them) and its values from the problem, the
+// config and the round (its counter t). Checked against a reference of plain arguments; a spec whose layout differs from the
 // kernel's is refused by the GPU's parameter sizes (a field of another size) or fails the check
 // (two fields of one size in the wrong order).
 TEST(KernelSpecGpu, AStructArgumentCarriesTheRoundsBuffersAndItsValues) {
@@ -1832,13 +1832,13 @@ TEST(KernelSpecGpu, AStructArgumentCarriesTheRoundsBuffersAndItsValues) {
   if (!d) GTEST_SKIP() << why;
   TempDir dir("spec_struct");
   std::ofstream(dir.file("rounds.cu")) << R"CUDA(
-struct RoundArgs { const float* x; float* y; int n; float w; uint3 shape; };
+struct RoundArgs { const float* x; float* y; int n; float w; uint3 shape; int t; };
 template <int B>
-__global__ void round_step(RoundArgs a, int t) {
+__global__ void round_step(RoundArgs a) {
   const int i = blockIdx.x * B + threadIdx.x;
   if (i >= a.n) return;
   const bool shaped = a.shape.x == 7u && a.shape.y == unsigned(B) && a.shape.z == unsigned(a.n);
-  a.y[i] = shaped ? a.w * a.x[i] + float(t + 1) : __int_as_float(0x7fc00000);
+  a.y[i] = shaped ? a.w * a.x[i] + float(a.t + 1) : __int_as_float(0x7fc00000);
 }
 __global__ void rounds_ref(float* x, int n, int T) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -1851,14 +1851,14 @@ __global__ void rounds_ref(float* x, int n, int T) {
   const std::string spec = R"JSON({
   "name": "struct_rounds", "sources": ["rounds.cu"], "params_as": "template", "dims": ["n", "T"], "params": {"B": [64, 128]},
   "launch": {"kernel": "round_step<{B}>", "grid": ["ceil_div(n, B)"], "block": ["B"], "repeat": "T", "index": "t",
-             "swap": [["x", "y"]], "args": ["a", "t"]},
+             "swap": [["x", "y"]], "args": ["a"]},
   "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "inout"},
            {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "temp"},
            {"name": "a", "kind": "struct", "fields": [{"name": "x", "buffer": "x"}, {"name": "y", "buffer": "y"},
                                                       {"name": "n", "dtype": "i32", "value": "n"},
                                                       {"name": "w", "dtype": "f32", "value": 0.5},
-                                                      {"name": "shape", "dtype": "u32", "value": [7, "B", "n"]}]},
-           {"name": "t", "kind": "scalar", "dtype": "i32", "value": "t"},
+                                                      {"name": "shape", "dtype": "u32", "value": [7, "B", "n"]},
+                                                      {"name": "t", "dtype": "i32", "value": "t"}]},
            {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"},
            {"name": "T_", "kind": "scalar", "dtype": "i32", "value": "T"}],
   "check": {"reference": {"kernel": "rounds_ref", "launch": {"grid": ["ceil_div(n, 128)"], "block": [128], "args": ["x", "n_", "T_"]}}}

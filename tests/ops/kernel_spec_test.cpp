@@ -2145,6 +2145,41 @@ TEST(KernelSpec, AStructsPointersFollowTheRoundsSwaps) {
   EXPECT_TRUE(launches[2]->alias_args.empty());
 }
 
+// A struct field that reads a loop's counter: the struct's bytes at each launch of the loop, as
+// host code fills its struct a round; passed outside the loop, refused.
+TEST(KernelSpec, AStructFieldFollowsItsLoopsCounter) {
+  SpecDir d;
+  d.write("p.cu", kStructSource);
+  ojson j = struct_spec();
+  j["launch"]["repeat"] = 3;
+  j["launch"]["index"] = "k";
+  j["args"][2]["fields"][2]["value"] = "n - k";
+  const std::string op = load_kernel_spec_text(j.dump(), "loop.json", d.dir());
+  EXPECT_TRUE(spec_of(op).args[2].follows_loop);
+  Config c;
+  c.set("B", 64);
+  const LaunchPlan plan = find_family(op).launch_plan(c, Problem::parse(op, "1000"));
+  std::vector<int> n_at;
+  for (const LaunchStep& s : plan.steps) {
+    if (s.kernel < 0) continue;
+    ASSERT_EQ(s.struct_args, (std::vector<int>{2}));
+    ASSERT_EQ(s.struct_data.at(0).size(), 40u);
+    int n;
+    std::memcpy(&n, s.struct_data[0].data() + 16, 4);
+    n_at.push_back(n);
+  }
+  EXPECT_EQ(n_at, (std::vector<int>{1000, 999, 998}));
+  const LaunchPlan back = plan_from_json(nlohmann::json::parse(plan_to_json(plan).dump()));
+  EXPECT_EQ(back.steps.at(1).struct_data, plan.steps.at(1).struct_data) << "the worker launches the same bytes";
+  // Passed by a step outside the loop (the reference, here), it has no value.
+  j["check"]["reference"]["launch"]["args"] = {"x", "y", "n_", "p"};
+  expect_refused(j, d, "args[2].fields[2].value: 'n - k' reads k, but the step of kernel scale_ref passes it outside that loop");
+  // The device's values are a scalar's.
+  j = struct_spec();
+  j["args"][2]["fields"][2]["value"] = "sm_count";
+  expect_refused(j, d, "args[2].fields[2].value: 'sm_count' reads sm_count: a struct's fields are computed from");
+}
+
 TEST(KernelSpec, MalformedStructsAreRefusedWithTheirFieldNamed) {
   SpecDir d;
   d.write("p.cu", kStructSource);
@@ -2158,7 +2193,7 @@ TEST(KernelSpec, MalformedStructsAreRefusedWithTheirFieldNamed) {
   expect_refused(with([](ojson& j) { j["args"][2]["fields"][0]["buffer"] = "n_"; }), d,
                  "args[2].fields[0].buffer: 'n_' is not a buffer argument");
   expect_refused(with([](ojson& j) { j["args"][2]["fields"][2]["value"] = "sm_count"; }), d,
-                 "args[2].fields[2].value: 'sm_count' reads sm_count: a struct's fields are computed once a config");
+                 "args[2].fields[2].value: 'sm_count' reads sm_count: a struct's fields are computed from");
   expect_refused(with([](ojson& j) { j["args"][2]["fields"][3]["align"] = 3; }), d,
                  "args[2].fields[3].align: an alignment is a power of two");
   expect_refused(with([](ojson& j) { j["args"][2]["fields"][3]["align"] = 2; }), d,
