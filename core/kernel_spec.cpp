@@ -478,7 +478,8 @@ SpecStep read_step(const Reader& r, const KernelSpec& s, const ojson& o, const s
         r.known_fields(a[k], ak, {"arg", "offset"});
         if (!a[k].contains("arg") || !a[k].contains("offset")) r.fail(ak, "expected {\"arg\": name, \"offset\": elements}");
         const int i = r.arg_index(s, r.str(a[k]["arg"], ak + ".arg"), ak + ".arg");
-        if (!s.args[size_t(i)].buffer) r.fail(ak + ".arg", "'" + s.args[size_t(i)].name + "' is a scalar: only a buffer is passed at an offset");
+        if (!s.args[size_t(i)].buffer) r.fail(ak + ".arg", "'" + s.args[size_t(i)].name + "' is a " +
+                                                   (s.args[size_t(i)].is_struct() ? "struct" : "scalar") + ": only a buffer is passed at an offset");
         st.arg_offsets.resize(a.size());
         st.arg_offsets[k] = r.expr(a[k]["offset"], ak + ".offset", s.value_names);
         check_launch_reads(r, s, st.arg_offsets[k], ak + ".offset", counters);
@@ -524,7 +525,8 @@ void read_while(const Reader& r, const KernelSpec& s, const ojson& o, const std:
       arg.erase(0, arg.find_first_not_of(' '));
       arg.erase(arg.find_last_not_of(' ') + 1);
       const int k = r.arg_index(s, arg, at + ".while");
-      if (!s.args[size_t(k)].buffer) r.fail(at + ".while", "'" + w.text + "': " + fn + " reads a buffer; '" + arg + "' is a scalar");
+      if (!s.args[size_t(k)].buffer) r.fail(at + ".while", "'" + w.text + "': " + fn + " reads a buffer; '" + arg + "' is a " +
+                                     (s.args[size_t(k)].is_struct() ? "struct" : "scalar"));
       const std::string name = std::string("ktune_") + fn + "_" + arg;
       if (std::find(names.begin(), names.end(), name) == names.end()) {
         names.push_back(name);
@@ -536,7 +538,8 @@ void read_while(const Reader& r, const KernelSpec& s, const ojson& o, const std:
     }
   for (const SpecArg& a : s.args)
     if (!a.buffer && std::find(names.begin(), names.end(), a.name) == names.end() && find_word(text, a.name) != std::string::npos)
-      r.fail(at + ".while", "'" + w.text + "' reads '" + a.name + "', a scalar argument: a condition reads buffers (their first "
+      r.fail(at + ".while", "'" + w.text + "' reads '" + a.name + "', a " + (a.is_struct() ? "struct" : "scalar") +
+                                " argument: a condition reads buffers (their first "
                             "element, or max_of / min_of / sum_of of all), dimensions, parameters and counters");
   w.cond = Expr(r.expand(text), names, w.where);
   bool reads_buffer = false;
@@ -646,7 +649,7 @@ std::vector<SpecStep> read_steps(const Reader& r, const KernelSpec& s, const ojs
           const SpecArg &a = s.args[size_t(x)], &b = s.args[size_t(y)];
           if (x == y) r.fail(sk, "'" + a.name + "' twice");
           for (const SpecArg* e : {&a, &b}) {
-            if (!e->buffer) r.fail(sk, "'" + e->name + "' is a scalar: only buffers are swapped");
+            if (!e->buffer) r.fail(sk, "'" + e->name + "' is a " + (e->is_struct() ? "struct" : "scalar") + ": only buffers are swapped");
             if (e->intent == SpecArg::in)
               r.fail(sk, "'" + e->name + "' is an input the check keeps unchanged, but a swapped buffer is written by the "
                          "loop: make it inout, out or temp");
@@ -776,11 +779,11 @@ void read_struct(const Reader& r, const KernelSpec& s, const ojson& o, const std
   if (!o.contains("fields") || !o["fields"].is_array() || o["fields"].empty())
     r.fail(at + ".fields", "expected the struct's fields in order: {\"name\": ..., \"buffer\": arg} (a pointer) or "
                            "{\"name\": ..., \"dtype\": ..., \"value\": expression or [expressions]}");
-  auto power_of_two = [&](const ojson& x, const std::string& path, size_t least) {
+  auto power_of_two = [&](const ojson& x, const std::string& path, size_t least, const char* whose) {
     const double n = r.number(x, path);
     if (!(n >= 1 && n <= 256 && std::floor(n) == n && (size_t(n) & (size_t(n) - 1)) == 0))
       r.fail(path, "an alignment is a power of two from 1 to 256 bytes");
-    if (size_t(n) < least) r.fail(path, std::to_string(size_t(n)) + " is below the " + std::to_string(least) + " bytes the field's type needs");
+    if (size_t(n) < least) r.fail(path, std::to_string(size_t(n)) + " is below the " + std::to_string(least) + " bytes " + whose);
     return size_t(n);
   };
   std::set<std::string> seen;
@@ -837,13 +840,13 @@ void read_struct(const Reader& r, const KernelSpec& s, const ojson& o, const std
       buffers.emplace_back();
       natural = size_t(elem_bytes(x.type));
     }
-    x.align = f.contains("align") ? power_of_two(f["align"], fk + ".align", natural) : natural;
+    x.align = f.contains("align") ? power_of_two(f["align"], fk + ".align", natural, "the field's type needs") : natural;
     x.offset = (end + x.align - 1) / x.align * x.align;
     end = x.offset + (x.values.empty() ? 8 : x.values.size() * size_t(elem_bytes(x.type)));
     align = std::max(align, x.align);
     a.fields.push_back(std::move(x));
   }
-  if (o.contains("align")) align = power_of_two(o["align"], at + ".align", align);
+  if (o.contains("align")) align = power_of_two(o["align"], at + ".align", align, "its fields need");
   a.struct_align = align;
   a.struct_bytes = (end + align - 1) / align * align;
   // CUDA 12.1 and later on sm_70 and later: 32764 bytes of parameters a kernel (4096 before).
@@ -922,7 +925,8 @@ void read_symbols(const Reader& r, KernelSpec& s, const ojson& v) {
         if (o.contains(f)) r.fail(at + "." + f, "a symbol of an address holds one pointer (8 bytes): no " + std::string(f));
       const std::string of = r.str(o["address_of"], at + ".address_of");
       y.address_of = r.arg_index(s, of, at + ".address_of");
-      if (!s.args[size_t(y.address_of)].buffer) r.fail(at + ".address_of", "'" + of + "' is a scalar: only a buffer has an address");
+      if (!s.args[size_t(y.address_of)].buffer) r.fail(at + ".address_of", "'" + of + "' is a " + (s.args[size_t(y.address_of)].is_struct() ? "struct" : "scalar") +
+                                                               ": only a buffer has an address");
       y.type = ElemType::u64;
       y.count = Expr("1", s.names, r.where(at + ".count"));
     } else if (o.contains("from")) {

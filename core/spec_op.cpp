@@ -304,7 +304,9 @@ std::vector<unsigned char> KernelSpec::struct_bytes_from(size_t arg, const std::
     return std::any_of(r.begin(), r.end(), [&](size_t n) { return n < params.size() || n >= first_loop_name(); });
   };
   for (const SpecArg::Field& f : a.fields) {
-    if (f.buffer >= 0 && !f.at.empty() && !(problem_only && reads_param(f.at))) { // a pointer from an element on: its offset in bytes
+    if (f.buffer >= 0 && !f.at.empty() && !(problem_only && (reads_param(f.at) || args.at(size_t(f.buffer)).follows_config))) {
+      // a pointer from an element on: its offset in bytes (with no config, not where the
+      // buffer's size follows one)
       const SpecArg& b = args.at(size_t(f.buffer));
       const long long count = count_of(size_t(f.buffer), p, c);
       const long long at = f.at.eval_integer(v, 0, double(count), "for " + a.name + "." + f.name + ".offset, elements of " +
@@ -395,8 +397,9 @@ ParamType param_type(const std::string& text) {
       {"int", {4, false}},   {"unsigned int", {4, false}}, {"long", {8, false}},         {"unsigned long", {8, false}},
       {"long long", {8, false}}, {"unsigned long long", {8, false}}, {"short", {2, false}}, {"unsigned short", {2, false}},
       {"char", {1, false}},  {"signed char", {1, false}},  {"unsigned char", {1, false}}, {"bool", {1, false}}};
-  // CUDA's vector types by value: a struct argument of their size fits them, a scalar does not. A
-  // pointer to one (a float4 view of a float buffer) tells nothing of the buffer's elements.
+  // CUDA's vector types by value: a struct argument of their size and kind of elements fits them
+  // (and a scalar of their size, a uchar4's bytes as a u32). A pointer to one (a float4 view of a
+  // float buffer) tells nothing of the buffer's elements.
   struct Vector {
     const char* name;
     int bytes;
@@ -493,15 +496,12 @@ std::string signature_mismatch(const KernelSpec& s, const SpecStep& st, const st
     }
     if (a.is_struct()) { // a struct by value: no pointer, and where the kernel's is a built-in type, its size
       if (t.pointer || (t.bytes && size_t(t.bytes) != a.struct_bytes)) return at;
-      if (t.align) { // a vector type: elements of its kind (float4: floats), at its alignment
-        const bool kind_differs = std::any_of(a.fields.begin(), a.fields.end(), [&](const SpecArg::Field& f) {
-          return f.buffer >= 0 || is_float(f.type) != t.floating;
-        });
-        if (kind_differs) return at + ": a " + t.text + " holds " + (t.floating ? "floating-point" : "integer") + " elements";
-        if (a.struct_align < size_t(t.align))
-          return at + ": a " + t.text + " is " + std::to_string(t.align) + "-byte aligned, the struct " +
-                 std::to_string(a.struct_align) + " (give it \"align\": " + std::to_string(t.align) + ")";
-      }
+      // A vector type: elements of its kind (float4: floats). Its alignment does not matter here:
+      // the driver copies a parameter's bytes to the kernel's own offset.
+      if (t.align && std::any_of(a.fields.begin(), a.fields.end(), [&](const SpecArg::Field& f) {
+            return f.buffer >= 0 || is_float(f.type) != t.floating;
+          }))
+        return at + ": " + t.text + " holds " + (t.floating ? "floating-point" : "integer") + " elements";
       continue;
     }
     if (t.pointer != a.buffer) return at;
@@ -531,35 +531,45 @@ std::string param_sizes_mismatch(const KernelSpec& s, const std::vector<int>& na
 }
 
 std::vector<size_t> cubin_param_sizes(const std::vector<char>& cubin, const std::string& name) {
-  // ELF64, little-endian: the section headers, their names, then the kernel's .nv.info records
-  // (format byte, attribute byte; EIFMT_SVAL 4 carries a u16 size and a payload, EIFMT_HVAL 3 a
-  // u16, EIFMT_BVAL 2 a byte, EIFMT_NVAL 1 nothing). EIATTR_KPARAM_INFO (0x17): index u32,
-  // ordinal u16, offset u16, then a u32 whose bits 18 to 31 are the size.
+  // ELF64, little-endian: the section headers, their names, then the kernel's .nv.info records.
+  // A record is a format byte and an attribute byte, then: EIFMT_SVAL (4) a u16 length and that
+  // many bytes; every other format (NVAL 1, BVAL 2, HVAL 3) two bytes more. The sizes are in
+  // EIATTR_KPARAM_INFO (0x17: index u32, ordinal u16, offset u16, a u32 whose bits 18 to 31 are
+  // the size) or, where a kernel's parameters pass about 4.3 KB, 0x45 (the same, the size the
+  // whole u32). Every read is bounds-checked without a sum that could wrap.
   const auto* b = reinterpret_cast<const unsigned char*>(cubin.data());
   const size_t n = cubin.size();
-  auto u16 = [&](size_t at) { return at + 2 <= n ? size_t(b[at] | b[at + 1] << 8) : size_t(0); };
-  auto u32 = [&](size_t at) { return at + 4 <= n ? size_t(u16(at) | u16(at + 2) << 16) : size_t(0); };
-  auto u64 = [&](size_t at) { return at + 8 <= n ? u32(at) | u32(at + 4) << 32 : size_t(0); };
+  auto fits = [&](size_t at, size_t len) { return at <= n && len <= n - at; };
+  auto u16 = [&](size_t at) { return fits(at, 2) ? size_t(b[at] | b[at + 1] << 8) : size_t(0); };
+  auto u32 = [&](size_t at) { return fits(at, 4) ? size_t(u16(at) | u16(at + 2) << 16) : size_t(0); };
+  auto u64 = [&](size_t at) { return fits(at, 8) ? u32(at) | u32(at + 4) << 32 : size_t(0); };
   if (n < 64 || std::memcmp(b, "\x7f" "ELF", 4) != 0 || b[4] != 2 || b[5] != 1) return {};
   const size_t shoff = u64(0x28), shentsize = u16(0x3a), shnum = u16(0x3c), shstrndx = u16(0x3e);
-  if (shentsize < 64 || shstrndx >= shnum || shoff + shnum * shentsize > n) return {};
+  if (shentsize < 64 || shstrndx >= shnum || shoff > n || shnum > (n - shoff) / shentsize) return {};
   auto section = [&](size_t i, size_t field) { return shoff + i * shentsize + field; };
   const size_t names = u64(section(shstrndx, 0x18));
   const std::string want = ".nv.info." + name;
   for (size_t i = 0; i < shnum; ++i) {
-    const size_t at = names + u32(section(i, 0));
-    if (at + want.size() + 1 > n || std::memcmp(b + at, want.c_str(), want.size() + 1) != 0) continue;
+    const size_t name_at = u32(section(i, 0));
+    if (names > n || name_at > n - names || !fits(names + name_at, want.size() + 1) ||
+        std::memcmp(b + names + name_at, want.c_str(), want.size() + 1) != 0)
+      continue;
     const size_t from = u64(section(i, 0x18)), size = u64(section(i, 0x20));
-    if (from + size > n) return {};
+    if (!fits(from, size)) return {};
     std::map<size_t, size_t> by_ordinal;
-    for (size_t k = from; k + 2 <= from + size;) {
-      const unsigned format = b[k], attr = b[k + 1];
+    for (size_t k = 0; k + 4 <= size;) {
+      const size_t at = from + k;
+      const unsigned format = b[at], attr = b[at + 1];
       if (format == 4) {
-        const size_t len = u16(k + 2);
-        if (attr == 0x17 && len >= 12) by_ordinal[u16(k + 8)] = (u32(k + 12) >> 18) & 0x3fff;
+        const size_t len = u16(at + 2);
+        if (len > size - k - 4) return {}; // past the section: not a record this reads right
+        if ((attr == 0x17 || attr == 0x45) && len >= 12)
+          by_ordinal[u16(at + 8)] = attr == 0x17 ? (u32(at + 12) >> 18) & 0x3fff : u32(at + 12);
         k += 4 + len;
+      } else if (format >= 1 && format <= 3) {
+        k += 4;
       } else {
-        k += format == 3 ? 4 : format == 2 ? 3 : 2;
+        return {}; // a format this does not know
       }
     }
     std::vector<size_t> out;
@@ -677,8 +687,12 @@ std::vector<std::string> KernelSpec::compile_options(const Config& c, const Prob
 LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, const Problem& p) const {
   std::vector<double> v = values(c, p, no_device());
   LaunchPlan plan;
-  // The temporaries one after another in the workspace, 256-byte aligned; the computed scalars.
+  // The temporaries one after another in the workspace, 256-byte aligned; the computed scalars;
+  // the structs these steps pass (another's, a reference's config need not make: zeros).
   plan.spec_args.resize(args.size());
+  std::vector<bool> passed(args.size(), false);
+  for (const SpecStep& t : st)
+    for (int k : step_args(t.args)) passed[size_t(k)] = true;
   for (size_t i = 0; i < args.size(); ++i) {
     const SpecArg& a = args[i];
     LaunchPlan::SpecArgValue& x = plan.spec_args[i];
@@ -690,7 +704,7 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
       if (a.set_before_launch && a.fill.kind == SpecFill::constant) x.value = fill_value_at(a.fill, p);
     } else if (a.is_struct()) {
       // One that reads a loop's counter has its bytes at each launch (LaunchStep::struct_data).
-      x.data = a.follows_loop ? std::vector<unsigned char>(a.struct_bytes, 0) : struct_bytes_at(i, p, c);
+      x.data = a.follows_loop || !passed[i] ? std::vector<unsigned char>(a.struct_bytes, 0) : struct_bytes_at(i, p, c);
     } else if (!a.buffer && !a.value.empty() && !a.set_at_launch()) { // a counter's or a value's: set at each launch (set_args)
       x.value = scalar_value(i, p, c);
     }

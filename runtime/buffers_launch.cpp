@@ -82,9 +82,11 @@ BufferArgs::BufferArgs(const Problem& p, const std::vector<const void*>& buffers
   if (info.spec) {
     spec_ = info.spec.get();
     pack_spec(*info.spec, p, ptrs_, slots_);
-    structs_.resize(slots_.size());
+    const auto& args = info.spec->args;
+    if (std::any_of(args.begin(), args.end(), [](const SpecArg& a) { return a.is_struct(); }))
+      structs_.resize(slots_.size()); // no allocation a call for specs without one
     for (size_t i = 0; i < slots_.size(); ++i) {
-      const SpecArg& a = info.spec->args[i];
+      const SpecArg& a = args[i];
       if (a.is_struct()) structs_[i].assign((a.struct_bytes + 7) / 8, 0);
       params_.push_back(a.is_struct() ? static_cast<void*>(structs_[i].data()) : static_cast<void*>(&slots_[i]));
     }

@@ -2050,13 +2050,13 @@ TEST(KernelSpec, AStructArgumentIsLaidOutAsCLaysItOut) {
     EXPECT_EQ(signature_mismatch(v4, v4.steps[0], takes_float4, q, "launch"), "");
     f4["args"][2]["fields"][0]["dtype"] = "i32";
     const KernelSpec& i4 = spec_of(load_kernel_spec_text(f4.dump(), "i4.json", d.dir()));
-    EXPECT_NE(signature_mismatch(i4, i4.steps[0], takes_float4, q, "launch").find("a float4 holds floating-point elements"),
+    EXPECT_NE(signature_mismatch(i4, i4.steps[0], takes_float4, q, "launch").find(": float4 holds floating-point elements"),
               std::string::npos);
     f4["args"][2]["fields"][0]["dtype"] = "f32";
     f4["args"][2]["fields"][0].erase("align");
     const KernelSpec& u4 = spec_of(load_kernel_spec_text(f4.dump(), "u4.json", d.dir()));
-    EXPECT_NE(signature_mismatch(u4, u4.steps[0], takes_float4, q, "launch").find("a float4 is 16-byte aligned, the struct 4"),
-              std::string::npos);
+    EXPECT_EQ(signature_mismatch(u4, u4.steps[0], takes_float4, q, "launch"), "")
+        << "the same 16 bytes: the driver copies a parameter to the kernel's own offset";
   }
   // NVRTC compiles it; the cubin records the parameters' sizes (the struct's 40, t's 4), which
   // ktune compile compares with the spec's without a GPU.
@@ -2090,6 +2090,30 @@ TEST(KernelSpec, AStructArgumentIsLaidOutAsCLaysItOut) {
     } catch (const UsageError& e) {
       EXPECT_NE(std::string(e.what()).find("for u8 p.n"), std::string::npos) << e.what();
     }
+  }
+  // Past about 4.3 KB of parameters NVRTC records their sizes in another attribute (0x45): read too.
+  {
+    d.write("big.cu", "struct Big { float v[2000]; const float* x; float* y; int n; };\n"
+                      "template <int B> __global__ void big_k(Big p, int t) {\n"
+                      "  int i = blockIdx.x * B + threadIdx.x; if (i < p.n) p.y[i] = p.x[i] + p.v[i % 2000] + t; }\n"
+                      "__global__ void scale_ref(const float* x, float* y, int n) {\n"
+                      "  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = x[i]; }\n");
+    ojson big = struct_spec();
+    big["sources"] = {"big.cu"};
+    big["kernel"] = "big_k<{B}>";
+    big["args"][2]["fields"] = {{{"name", "v"}, {"dtype", "f32"}, {"value", ojson(std::vector<int>(2000, 0))}},
+                                {{"name", "x"}, {"buffer", "x"}}, {{"name", "y"}, {"buffer", "y"}},
+                                {{"name", "n"}, {"dtype", "i32"}, {"value", "n"}}};
+    const std::string bop = load_kernel_spec_text(big.dump(), "big.json", d.dir());
+    EXPECT_EQ(spec_of(bop).args[2].struct_bytes, 8024u);
+    const auto bk = compiler.compile(compile_request(find_family(bop), c, Problem::parse(bop, "1000"), "sm_90"));
+    EXPECT_EQ(cubin_param_sizes(bk->cubin, bk->lowered_names.at(0)), (std::vector<size_t>{8024, 4}));
+    big["args"][2]["fields"][0]["value"] = ojson(std::vector<int>(1998, 0)); // 8 bytes short
+    d.write("big_short.json", big.dump());
+    const auto r = testing::run_ktune("compile --kernel " + d.path("big_short.json") + " --problem 1000 --config '{\"B\": 64}'");
+    EXPECT_EQ(r.status, 2) << r.out;
+    EXPECT_NE(r.out.find("the kernel declares 2 parameters of 8024, 4 bytes; the spec passes 2: p 8016, t 4"), std::string::npos)
+        << r.out;
   }
   // A pointer field from an element on: its offset (bytes) in the plan, the address added at the bind.
   {
@@ -2178,6 +2202,33 @@ TEST(KernelSpec, AStructFieldFollowsItsLoopsCounter) {
   j = struct_spec();
   j["args"][2]["fields"][2]["value"] = "sm_count";
   expect_refused(j, d, "args[2].fields[2].value: 'sm_count' reads sm_count: a struct's fields are computed from");
+}
+
+// A run of other steps (the reference, at its own config) makes none of the structs it does not
+// pass: one whose offset its config puts past the buffer fails no check; nor does a run's check of
+// the problem's values read a temporary's size that follows the config.
+TEST(KernelSpec, OtherRunsMakeOnlyTheStructsTheyPass) {
+  SpecDir d;
+  d.write("p.cu", kStructSource);
+  ojson j = struct_spec();
+  j["params"]["B"] = {256, 64};
+  j["constraints"] = {"B <= n"};
+  j["args"][2]["fields"][0]["offset"] = "n - B";
+  const std::string op = load_kernel_spec_text(j.dump(), "side.json", d.dir());
+  const KernelSpec& s = spec_of(op);
+  const Problem p = Problem::parse(op, "100");
+  EXPECT_EQ(s.reference_config.to_json(), "{\"B\":256}");
+  EXPECT_NO_THROW(s.plan(s.reference_steps, s.reference_config, p)) << "the reference passes no struct";
+  Config c;
+  c.set("B", 64);
+  EXPECT_NO_THROW(s.plan(s.steps, c, p));
+  EXPECT_THROW(s.plan(s.steps, s.reference_config, p), UsageError) << "'n - B' is -156 where the kernel's step passes it";
+  // A pointer into a temporary sized by the config, at an offset of the problem's.
+  j = struct_spec();
+  j["args"].push_back({{"name", "part"}, {"kind", "buffer"}, {"dtype", "f32"}, {"count", "B"}, {"intent", "temp"}});
+  j["args"][2]["fields"].push_back({{"name", "part"}, {"buffer", "part"}, {"offset", 1}});
+  const std::string top = load_kernel_spec_text(j.dump(), "temp.json", d.dir());
+  EXPECT_NO_THROW(check_fill_files(spec_of(top), Problem::parse(top, "100")));
 }
 
 TEST(KernelSpec, MalformedStructsAreRefusedWithTheirFieldNamed) {
