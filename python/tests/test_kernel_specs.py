@@ -215,3 +215,39 @@ def test_a_python_reference_writes_inputs_and_answers_a_derived_spec_reads(tmp_p
     assert ktune.Kernel(spec, reference=axpy, reference_version="2").op != k.op
     with pytest.raises(ktune.UsageError, match="returned 2 outputs"):
         bad._write_answers([1000], "bf16")
+
+
+def test_a_struct_argument_is_ktunes_to_build_and_a_references_none(tmp_path, monkeypatch):
+    """A struct passed by value ("kind": "struct") is built by ktune: the caller passes its buffers
+    (and scalars) only, and a Python reference gets None in its place."""
+    import numpy
+    import ktune
+
+    monkeypatch.setenv("KTUNE_DB", str(tmp_path / "k.db"))
+    source = "struct P { const float* x; float* y; int n; float w; };\n" \
+             "template <int B> __global__ void scale_p(P p, float s) {\n" \
+             "  int i = blockIdx.x * B + threadIdx.x; if (i < p.n) p.y[i] = s * p.w * p.x[i]; }\n"
+    spec = {
+        "name": "py_struct", "source_text": source, "kernel": "scale_p<{B}>", "params_as": "template",
+        "dims": ["n"], "tune_params": {"B": [64, 128]},
+        "launch": {"grid": ["ceil_div(n, B)"], "block": ["B"], "args": ["p", "scale"]},
+        "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n"},
+                 {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"},
+                 {"name": "p", "kind": "struct", "fields": [{"name": "x", "buffer": "x"}, {"name": "y", "buffer": "y"},
+                                                            {"name": "n", "dtype": "i32", "value": "n"},
+                                                            {"name": "w", "dtype": "f32", "value": 0.5}]},
+                 {"name": "scale", "kind": "scalar", "dtype": "f32", "default": 1.0}],
+    }
+    got = {}
+
+    def ref(x, y, p, scale):
+        got.update(p=p, scale=scale)
+        return scale * 0.5 * x
+
+    k = ktune.Kernel(spec, reference=ref)
+    assert [a["name"] for a in k.info["args"]] == ["x", "y", "scale"], "the struct is not the caller's"
+    k._write_answers([1000], "f32")
+    assert got["p"] is None and got["scale"] == 1.0
+    out = subprocess.run([ktune_binary(), "space", "--kernel", k.path, "--problem", "1000"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert re.search(r"struct p\s+24 bytes, aligned 8", out.stdout), out.stdout
