@@ -786,6 +786,18 @@ void read_struct(const Reader& r, const KernelSpec& s, const ojson& o, const std
     if (size_t(n) < least) r.fail(path, std::to_string(size_t(n)) + " is below the " + std::to_string(least) + " bytes " + whose);
     return size_t(n);
   };
+  // What a field's expression reads: the config's parameters, the loops' counters (its bytes at
+  // each launch of the loop), not the device's values (a scalar's, evaluated at the launch).
+  auto classify = [&](const Expr& e, const std::string& path) {
+    for (size_t n : e.reads()) {
+      if (s.device_name(n))
+        r.fail(path, "'" + e.text() + "' reads " + s.names[n] +
+                         ": a struct's fields are computed from the parameters, the dimensions, align, "
+                         "dtype_bytes and loops' counters (a value of the device is a scalar argument's)");
+      if (n < s.params.size()) a.follows_config = true;
+      if (n >= s.first_loop_name()) a.follows_loop = true;
+    }
+  };
   std::set<std::string> seen;
   size_t end = 0, align = 1;
   for (size_t i = 0; i < o["fields"].size(); ++i) {
@@ -805,14 +817,7 @@ void read_struct(const Reader& r, const KernelSpec& s, const ojson& o, const std
       natural = 8;
       if (f.contains("offset")) { // from an element on
         x.at = r.expr(f["offset"], fk + ".offset", s.names);
-        for (size_t n : x.at.reads()) {
-          if (s.device_name(n))
-            r.fail(fk + ".offset", "'" + x.at.text() + "' reads " + s.names[n] +
-                                       ": a struct's fields are computed from the parameters, the dimensions, align, "
-                                       "dtype_bytes and loops' counters, not the device's values");
-          if (n < s.params.size()) a.follows_config = true;
-          if (n >= s.first_loop_name()) a.follows_loop = true; // computed for each launch in the loop
-        }
+        classify(x.at, fk + ".offset");
       }
     } else {
       if (!f.contains("value")) r.fail(fk, "a field is a pointer (\"buffer\": an argument) or values (\"value\")");
@@ -828,15 +833,7 @@ void read_struct(const Reader& r, const KernelSpec& s, const ojson& o, const std
         x.values.push_back(r.expr(v, fk + ".value", s.names));
       }
       for (size_t k = 0; k < x.values.size(); ++k)
-        for (size_t n : x.values[k].reads()) {
-          const Expr& e = x.values[k];
-          if (s.device_name(n))
-            r.fail(fk + ".value" + (v.is_array() ? "[" + std::to_string(k) + "]" : ""), "'" + e.text() + "' reads " + s.names[n] +
-                                      ": a struct's fields are computed from the parameters, the dimensions, align, "
-                                      "dtype_bytes and loops' counters (a value of the device is a scalar argument's)");
-          if (n < s.params.size()) a.follows_config = true;
-          if (n >= s.first_loop_name()) a.follows_loop = true; // computed for each launch in the loop
-        }
+        classify(x.values[k], fk + ".value" + (v.is_array() ? "[" + std::to_string(k) + "]" : ""));
       buffers.emplace_back();
       natural = size_t(elem_bytes(x.type));
     }

@@ -273,16 +273,24 @@ double KernelSpec::scalar_value(size_t arg, const Problem& p, const Config& c) c
   return scalar_from(arg, arg_values(a, c, p), (a.follows_config ? " (config " + c.to_json() + ", " : " (") + p.key() + ")");
 }
 
+namespace {
+
+// e at v as integer type t holds it: a whole number in its range (a count that came out 4369.07
+// is a spec's mistake, the last partial left out, not something to round); what for the error.
+double whole_number_of(const Expr& e, ElemType t, const std::vector<double>& v, const std::string& what) {
+  const int bits = 8 * elem_bytes(t);
+  const bool no_sign = is_unsigned(t);
+  const double lo = no_sign ? 0.0 : -std::ldexp(1.0, bits - 1);
+  const double hi = std::min(std::ldexp(1.0, no_sign ? bits : bits - 1) - 1, 9.0e15); // 2^53: exact in a double
+  return double(e.eval_integer(v, lo, hi, what));
+}
+
+} // namespace
+
 double KernelSpec::scalar_from(size_t arg, const std::vector<double>& v, const std::string& context) const {
   const SpecArg& a = args.at(arg);
   if (is_float(a.scalar_type)) return a.value.eval(v);
-  // An integer scalar is a whole number its type holds: a count that came out 4369.07 is a
-  // spec's mistake (the last partial left out), not something to round.
-  const int bits = 8 * elem_bytes(a.scalar_type);
-  const bool no_sign = is_unsigned(a.scalar_type);
-  const double lo = no_sign ? 0.0 : -std::ldexp(1.0, bits - 1);
-  const double hi = std::min(std::ldexp(1.0, no_sign ? bits : bits - 1) - 1, 9.0e15); // 2^53: exact in a double
-  return double(a.value.eval_integer(v, lo, hi, std::string("for ") + to_string(a.scalar_type) + " " + a.name + context));
+  return whole_number_of(a.value, a.scalar_type, v, std::string("for ") + to_string(a.scalar_type) + " " + a.name + context);
 }
 
 std::vector<unsigned char> KernelSpec::struct_bytes_at(size_t arg, const Problem& p, const Config& c) const {
@@ -321,12 +329,8 @@ std::vector<unsigned char> KernelSpec::struct_bytes_from(size_t arg, const std::
       if (is_float(f.type)) {
         x = f.values[e].eval(v);
         if (!std::isfinite(x)) throw UsageError(path + ": " + what + ": '" + f.values[e].text() + "' is not finite");
-      } else { // a whole number the type holds, as an integer scalar (scalar_from)
-        const int bits = 8 * elem_bytes(f.type);
-        const bool no_sign = is_unsigned(f.type);
-        const double lo = no_sign ? 0.0 : -std::ldexp(1.0, bits - 1);
-        const double hi = std::min(std::ldexp(1.0, no_sign ? bits : bits - 1) - 1, 9.0e15);
-        x = double(f.values[e].eval_integer(v, lo, hi, what));
+      } else {
+        x = whole_number_of(f.values[e], f.type, v, what);
       }
       store_elem(out.data() + f.offset, e, f.type, x);
     }
@@ -369,7 +373,7 @@ struct ParamType {
   bool pointer = false;
   int bytes = 0;
   bool floating = false;
-  int align = 0; // a vector type's (float4: 16); 0 for the others
+  bool vector = false; // one of CUDA's vector types by value (float4)
 };
 
 std::string trim(std::string t) {
@@ -400,23 +404,17 @@ ParamType param_type(const std::string& text) {
   // CUDA's vector types by value: a struct argument of their size and kind of elements fits them
   // (and a scalar of their size, a uchar4's bytes as a u32). A pointer to one (a float4 view of a
   // float buffer) tells nothing of the buffer's elements.
-  struct Vector {
-    const char* name;
-    int bytes;
-    bool floating;
-    int align;
-  };
-  static const Vector kVectors[] = {
-      {"int2", 8, false, 8},      {"int3", 12, false, 4},     {"int4", 16, false, 16},    {"uint2", 8, false, 8},
-      {"uint3", 12, false, 4},    {"uint4", 16, false, 16},   {"dim3", 12, false, 4},     {"float2", 8, true, 8},
-      {"float3", 12, true, 4},    {"float4", 16, true, 16},   {"double2", 16, true, 16},  {"short2", 4, false, 4},
-      {"ushort2", 4, false, 4},   {"char4", 4, false, 4},     {"uchar4", 4, false, 4},    {"longlong2", 16, false, 16},
-      {"__half2", 4, true, 4},    {"__nv_bfloat162", 4, true, 4}};
+  static const std::pair<const char*, std::pair<int, bool>> kVectors[] = {
+      {"int2", {8, false}},   {"int3", {12, false}},  {"int4", {16, false}},   {"uint2", {8, false}},
+      {"uint3", {12, false}}, {"uint4", {16, false}}, {"dim3", {12, false}},   {"float2", {8, true}},
+      {"float3", {12, true}}, {"float4", {16, true}}, {"double2", {16, true}}, {"short2", {4, false}},
+      {"ushort2", {4, false}}, {"char4", {4, false}}, {"uchar4", {4, false}},  {"longlong2", {16, false}},
+      {"__half2", {4, true}}, {"__nv_bfloat162", {4, true}}};
   for (const auto& [name, kind] : kTypes)
     if (base == name) t.bytes = kind.first, t.floating = kind.second;
   if (!t.pointer)
-    for (const Vector& v : kVectors)
-      if (base == v.name) t.bytes = v.bytes, t.floating = v.floating, t.align = v.align;
+    for (const auto& [name, kind] : kVectors)
+      if (base == name) t.bytes = kind.first, t.floating = kind.second, t.vector = true;
   return t;
 }
 
@@ -498,7 +496,7 @@ std::string signature_mismatch(const KernelSpec& s, const SpecStep& st, const st
       if (t.pointer || (t.bytes && size_t(t.bytes) != a.struct_bytes)) return at;
       // A vector type: elements of its kind (float4: floats). Its alignment does not matter here:
       // the driver copies a parameter's bytes to the kernel's own offset.
-      if (t.align && std::any_of(a.fields.begin(), a.fields.end(), [&](const SpecArg::Field& f) {
+      if (t.vector && std::any_of(a.fields.begin(), a.fields.end(), [&](const SpecArg::Field& f) {
             return f.buffer >= 0 || is_float(f.type) != t.floating;
           }))
         return at + ": " + t.text + " holds " + (t.floating ? "floating-point" : "integer") + " elements";
@@ -740,15 +738,17 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
       throw UsageError(path + ": the launch unrolls to more than " + std::to_string(kMaxLaunches) + " launches" + at);
     plan.steps.push_back(std::move(s));
   };
-  // A control step (kernel -1) on argument k, passing the buffer k holds now where that is another's.
+  // Step s passes argument k as the buffer k holds now, where that is another's (once a step).
+  auto alias = [&](LaunchStep& s, int k) {
+    if (holds[size_t(k)] == k || std::find(s.alias_args.begin(), s.alias_args.end(), k) != s.alias_args.end()) return;
+    s.alias_args.push_back(k);
+    s.alias_of.push_back(holds[size_t(k)]);
+  };
+  // A control step (kernel -1) on arguments `on`.
   auto control = [&](const std::vector<int>& on) {
     LaunchStep s;
     s.kernel = -1;
-    for (int k : on)
-      if (holds[size_t(k)] != k) {
-        s.alias_args.push_back(k);
-        s.alias_of.push_back(holds[size_t(k)]);
-      }
+    for (int k : on) alias(s, k);
     return s;
   };
   // The copies that put each swapped pair's first back in its own buffer of before the loop, from
@@ -852,10 +852,7 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
         s.set_values.push_back(a.follows_values || when_at_launch ? 0.0 : scalar_from(size_t(k), v, where_now));
         s.reads_values = s.reads_values || a.follows_values;
       }
-      if (holds[size_t(k)] != k) {
-        s.alias_args.push_back(k);
-        s.alias_of.push_back(holds[size_t(k)]);
-      }
+      alias(s, k);
       // A struct whose fields read a loop's counter: its bytes at this launch.
       if (a.is_struct() && a.follows_loop) {
         s.struct_args.push_back(k);
@@ -864,11 +861,7 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
       // A struct's pointers follow the swaps as the kernel's own buffer arguments do (the host
       // code fills its struct with the round's pointers).
       for (const SpecArg::Field& f : a.fields)
-        if (f.buffer >= 0 && holds[size_t(f.buffer)] != f.buffer &&
-            std::find(s.alias_args.begin(), s.alias_args.end(), f.buffer) == s.alias_args.end()) {
-          s.alias_args.push_back(f.buffer);
-          s.alias_of.push_back(holds[size_t(f.buffer)]);
-        }
+        if (f.buffer >= 0) alias(s, f.buffer);
       if (a.follows_loop && round_index_now >= 0 && reads_name(a.value, round_index_now)) {
         s.round_loop = round_loop_now; // its value follows the counter the launch keeps
         s.round_index = round_index_now;
@@ -879,13 +872,7 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
       s.test_values = v; // what the read values join at the launch
       // The buffers whose values it reads, as this round passes them (after swaps), though the
       // kernel may not take them (a frontier's count the host reads, not the kernel).
-      for (size_t n : value_reads(s)) {
-        const int k = value_slots.at(n - names.size());
-        if (holds[size_t(k)] != k && std::find(s.alias_args.begin(), s.alias_args.end(), k) == s.alias_args.end()) {
-          s.alias_args.push_back(k);
-          s.alias_of.push_back(holds[size_t(k)]);
-        }
-      }
+      for (size_t n : value_reads(s)) alias(s, value_slots.at(n - names.size()));
     }
     push(std::move(s));
   };

@@ -100,6 +100,28 @@ BufferArgs::BufferArgs(const Problem& p, const std::vector<const void*>& buffers
   for (auto& v : scalars_) params_.push_back(&v);
 }
 
+namespace {
+
+// Struct a's bytes into `out` ((a.struct_bytes + 7) / 8 words): its plan's `data`, each pointer
+// field the offset data holds past its buffer's address (address(k), buffer argument k's now).
+void build_struct(const SpecArg& a, const std::vector<unsigned char>& data, unsigned long long* out,
+                  const std::function<CUdeviceptr(int)>& address) {
+  if (data.size() != a.struct_bytes)
+    throw Error("internal: a plan's struct " + a.name + " of " + std::to_string(data.size()) + " bytes, the spec's " +
+                std::to_string(a.struct_bytes));
+  unsigned char* bytes = reinterpret_cast<unsigned char*>(out);
+  std::memcpy(bytes, data.data(), data.size());
+  for (const SpecArg::Field& f : a.fields)
+    if (f.buffer >= 0) {
+      CUdeviceptr at;
+      std::memcpy(&at, bytes + f.offset, sizeof at);
+      at += address(f.buffer);
+      std::memcpy(bytes + f.offset, &at, sizeof at);
+    }
+}
+
+} // namespace
+
 void BufferArgs::bind(const LaunchPlan& plan) {
   if (!spec_) return;
   if (plan.spec_args.size() != spec_->args.size())
@@ -121,19 +143,7 @@ void BufferArgs::bind(const LaunchPlan& plan) {
   for (size_t i = 0; i < spec_->args.size(); ++i) {
     const SpecArg& a = spec_->args[i];
     if (!a.is_struct()) continue;
-    const std::vector<unsigned char>& data = plan.spec_args[i].data;
-    if (data.size() != a.struct_bytes)
-      throw Error("internal: a plan's struct " + a.name + " of " + std::to_string(data.size()) + " bytes, the spec's " +
-                  std::to_string(a.struct_bytes));
-    unsigned char* bytes = reinterpret_cast<unsigned char*>(structs_[i].data());
-    std::memcpy(bytes, data.data(), data.size());
-    for (const SpecArg::Field& f : a.fields)
-      if (f.buffer >= 0) { // the buffer's address, past the field's offset (bytes, in the plan's data)
-        CUdeviceptr at;
-        std::memcpy(&at, data.data() + f.offset, sizeof at);
-        at += static_cast<CUdeviceptr>(slots_[size_t(f.buffer)]);
-        std::memcpy(bytes + f.offset, &at, sizeof at);
-      }
+    build_struct(a, plan.spec_args[i].data, structs_[i].data(), [&](int k) { return CUdeviceptr(slots_[size_t(k)]); });
   }
 }
 
@@ -504,19 +514,9 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
         if (sa.is_struct() && (data || std::any_of(sa.fields.begin(), sa.fields.end(), [&](const SpecArg::Field& f) {
               return f.buffer >= 0 && std::find(s.alias_args.begin(), s.alias_args.end(), f.buffer) != s.alias_args.end();
             }))) {
-          if (!data) data = &plan.spec_args.at(size_t(k)).data;
-          if (data->size() != sa.struct_bytes)
-            throw Error("internal: " + m.context() + ": struct " + sa.name + " of " + std::to_string(data->size()) + " bytes");
           own_structs.emplace_back((sa.struct_bytes + 7) / 8, 0ull);
-          unsigned char* bytes = reinterpret_cast<unsigned char*>(own_structs.back().data());
-          std::memcpy(bytes, data->data(), data->size());
-          for (const SpecArg::Field& f : sa.fields)
-            if (f.buffer >= 0) {
-              CUdeviceptr at;
-              std::memcpy(&at, bytes + f.offset, sizeof at);
-              at += pointer(s, f.buffer);
-              std::memcpy(bytes + f.offset, &at, sizeof at);
-            }
+          build_struct(sa, data ? *data : plan.spec_args.at(size_t(k)).data, own_structs.back().data(),
+                       [&](int b) { return pointer(s, b); });
           params[i] = own_structs.back().data();
         }
         for (size_t j = 0; j < s.set_args.size(); ++j)
