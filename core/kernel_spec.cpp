@@ -479,7 +479,7 @@ SpecStep read_step(const Reader& r, const KernelSpec& s, const ojson& o, const s
         if (!a[k].contains("arg") || !a[k].contains("offset")) r.fail(ak, "expected {\"arg\": name, \"offset\": elements}");
         const int i = r.arg_index(s, r.str(a[k]["arg"], ak + ".arg"), ak + ".arg");
         if (!s.args[size_t(i)].buffer) r.fail(ak + ".arg", "'" + s.args[size_t(i)].name + "' is a " +
-                                                   (s.args[size_t(i)].is_struct() ? "struct" : "scalar") + ": only a buffer is passed at an offset");
+                                                   std::string(s.args[size_t(i)].kind_name()) + ": only a buffer is passed at an offset");
         st.arg_offsets.resize(a.size());
         st.arg_offsets[k] = r.expr(a[k]["offset"], ak + ".offset", s.value_names);
         check_launch_reads(r, s, st.arg_offsets[k], ak + ".offset", counters);
@@ -526,7 +526,7 @@ void read_while(const Reader& r, const KernelSpec& s, const ojson& o, const std:
       arg.erase(arg.find_last_not_of(' ') + 1);
       const int k = r.arg_index(s, arg, at + ".while");
       if (!s.args[size_t(k)].buffer) r.fail(at + ".while", "'" + w.text + "': " + fn + " reads a buffer; '" + arg + "' is a " +
-                                     (s.args[size_t(k)].is_struct() ? "struct" : "scalar"));
+                                     std::string(s.args[size_t(k)].kind_name()));
       const std::string name = std::string("ktune_") + fn + "_" + arg;
       if (std::find(names.begin(), names.end(), name) == names.end()) {
         names.push_back(name);
@@ -538,7 +538,7 @@ void read_while(const Reader& r, const KernelSpec& s, const ojson& o, const std:
     }
   for (const SpecArg& a : s.args)
     if (!a.buffer && std::find(names.begin(), names.end(), a.name) == names.end() && find_word(text, a.name) != std::string::npos)
-      r.fail(at + ".while", "'" + w.text + "' reads '" + a.name + "', a " + (a.is_struct() ? "struct" : "scalar") +
+      r.fail(at + ".while", "'" + w.text + "' reads '" + a.name + "', a " + std::string(a.kind_name()) +
                                 " argument: a condition reads buffers (their first "
                             "element, or max_of / min_of / sum_of of all), dimensions, parameters and counters");
   w.cond = Expr(r.expand(text), names, w.where);
@@ -649,7 +649,7 @@ std::vector<SpecStep> read_steps(const Reader& r, const KernelSpec& s, const ojs
           const SpecArg &a = s.args[size_t(x)], &b = s.args[size_t(y)];
           if (x == y) r.fail(sk, "'" + a.name + "' twice");
           for (const SpecArg* e : {&a, &b}) {
-            if (!e->buffer) r.fail(sk, "'" + e->name + "' is a " + (e->is_struct() ? "struct" : "scalar") + ": only buffers are swapped");
+            if (!e->buffer) r.fail(sk, "'" + e->name + "' is a " + std::string(e->kind_name()) + ": only buffers are swapped");
             if (e->intent == SpecArg::in)
               r.fail(sk, "'" + e->name + "' is an input the check keeps unchanged, but a swapped buffer is written by the "
                          "loop: make it inout, out or temp");
@@ -850,6 +850,117 @@ void read_struct(const Reader& r, const KernelSpec& s, const ojson& o, const std
   if (a.struct_bytes > 32764) r.fail(at + ".fields", std::to_string(a.struct_bytes) + " bytes: a kernel's arguments hold 32764 at most");
 }
 
+// A texture argument (SpecArg::Texture): its buffer's name into `buffers` (one pointer field),
+// resolved with the structs' once every argument is read; its shape's expressions read the
+// dimensions only (the launch makes one texture object a buffer and shape).
+void read_texture(const Reader& r, const KernelSpec& s, const ojson& o, const std::string& at, SpecArg& a,
+                  std::vector<std::string>& buffers) {
+  r.known_fields(o, at, {"name", "kind", "buffer", "resource", "format", "channels", "width", "height", "depth", "pitch",
+                         "read", "filter", "address", "normalized_coords"});
+  SpecArg::Texture& t = a.texture;
+  a.texture_arg = true;
+  if (!o.contains("buffer")) r.fail(at + ".buffer", "missing: the buffer argument the texture reads");
+  buffers.push_back(r.str(o["buffer"], at + ".buffer"));
+  SpecArg::Field f;
+  f.name = "texture";
+  f.type = ElemType::u64;
+  f.align = 8;
+  a.fields.push_back(std::move(f));
+  a.struct_bytes = a.struct_align = 8; // cudaTextureObject_t: an unsigned long long
+  auto choice = [&](const char* key, std::initializer_list<const char*> known, const char* given) {
+    const std::string v = o.contains(key) ? r.str(o[key], at + "." + key) : given;
+    int i = 0;
+    std::string list;
+    for (const char* k : known) {
+      if (v == k) return i;
+      list += (list.empty() ? "" : ", ") + std::string(k);
+      ++i;
+    }
+    r.fail(at + "." + key, "unknown " + std::string(key) + " '" + v + "' (known: " + list + ")");
+  };
+  t.resource = SpecArg::Texture::Resource(choice("resource", {"linear", "pitch2d", "array"}, "linear"));
+  if (o.contains("format")) {
+    bool problem = false;
+    t.format = r.elem(o["format"], at + ".format", false, &problem);
+    t.format_given = true;
+    switch (t.format) {
+      case ElemType::f32: case ElemType::f16: case ElemType::i8: case ElemType::u8: case ElemType::i16:
+      case ElemType::u16: case ElemType::i32: case ElemType::u32: break;
+      default:
+        r.fail(at + ".format", std::string("a texel's channel is f32, f16 or an integer of 8, 16 or 32 bits, not ") + to_string(t.format) +
+                                   " (host code reads a double through an int2 texel: \"format\": \"i32\", \"channels\": 2)");
+    }
+  }
+  if (o.contains("channels")) {
+    const double n = r.number(o["channels"], at + ".channels");
+    if (n != 1 && n != 2 && n != 4) r.fail(at + ".channels", "a texel holds 1, 2 or 4 channels");
+    t.channels = int(n);
+  }
+  // Of the dimensions (and align, dtype_bytes): the texture is made for the problem, not a config.
+  auto shape = [&](const char* key) {
+    Expr e = r.expr(o[key], at + "." + key, s.names);
+    for (size_t n : e.reads())
+      if (n < s.params.size() || n >= s.first_device_name())
+        r.fail(at + "." + key, "'" + e.text() + "' reads " + s.names[n] + ": a texture's shape is of the dimensions only");
+    return e;
+  };
+  const bool array = t.resource == SpecArg::Texture::array, pitched = t.resource == SpecArg::Texture::pitch2d;
+  if (o.contains("width")) t.width = shape("width");
+  else if (t.resource != SpecArg::Texture::linear) r.fail(at + ".width", "missing: a pitch2d or array texture's texels along x");
+  if (o.contains("height")) t.height = shape("height");
+  else if (pitched) r.fail(at + ".height", "missing: a pitch2d texture's rows");
+  if (o.contains("depth")) {
+    if (!array) r.fail(at + ".depth", "only an array texture has slices (a 3D texture)");
+    if (!o.contains("height")) r.fail(at + ".depth", "a 3D array texture has a height too");
+    t.depth = shape("depth");
+  }
+  if (o.contains("pitch")) {
+    if (!array && !pitched) r.fail(at + ".pitch", "a linear texture has no rows (pitch2d or array have)");
+    if (array && !o.contains("height")) r.fail(at + ".pitch", "a 1D array texture has no rows");
+    t.pitch = shape("pitch");
+  }
+  t.normalized_read = choice("read", {"element", "normalized"}, "element") == 1;
+  if (t.normalized_read && t.format_given && (is_float(t.format) || elem_bytes(t.format) > 2))
+    r.fail(at + ".read", std::string("only 8- and 16-bit integer texels are read as normalized floats, not ") + to_string(t.format));
+  t.linear_filter = choice("filter", {"point", "linear"}, "point") == 1;
+  if (t.linear_filter && t.resource == SpecArg::Texture::linear)
+    r.fail(at + ".filter", "a linear texture (tex1Dfetch) is read at whole texels: filtering needs pitch2d or an array");
+  if (t.linear_filter && t.format_given && !is_float(t.format) && !t.normalized_read)
+    r.fail(at + ".filter", std::string("linear filtering returns floats: a texel of ") + to_string(t.format) +
+                               " is filtered only when read normalized (\"read\": \"normalized\")");
+  if (o.contains("normalized_coords")) {
+    if (!o["normalized_coords"].is_boolean()) r.fail(at + ".normalized_coords", "expected true or false");
+    t.normalized_coords = o["normalized_coords"].get<bool>();
+    if (t.normalized_coords && t.resource == SpecArg::Texture::linear)
+      r.fail(at + ".normalized_coords", "a linear texture (tex1Dfetch) is read at whole texels: normalized coordinates need pitch2d or an array");
+  }
+  // CUaddress_mode values: wrap 0, clamp 1, mirror 2, border 3.
+  const std::initializer_list<const char*> modes = {"wrap", "clamp", "mirror", "border"};
+  for (int& m : t.address) m = 1;
+  if (o.contains("address")) {
+    const ojson& m = o["address"];
+    const int axes = t.depth.empty() ? t.height.empty() ? 1 : 2 : 3;
+    if (m.is_array()) {
+      if (m.empty() || int(m.size()) > axes)
+        r.fail(at + ".address", "one mode, or one an axis (" + std::to_string(axes) + " here)");
+      for (size_t k = 0; k < m.size(); ++k) {
+        const std::string v = r.str(m[k], at + ".address[" + std::to_string(k) + "]");
+        const auto it = std::find_if(modes.begin(), modes.end(), [&](const char* x) { return v == x; });
+        if (it == modes.end()) r.fail(at + ".address[" + std::to_string(k) + "]", "unknown address mode '" + v + "' (known: wrap, clamp, mirror, border)");
+        t.address[k] = int(it - modes.begin());
+      }
+      for (int k = int(m.size()); k < 3; ++k) t.address[k] = t.address[m.size() - 1];
+    } else {
+      const int mode = choice("address", modes, "clamp");
+      for (int& x : t.address) x = mode;
+    }
+    for (int x : t.address)
+      if ((x == 0 || x == 2) && !t.normalized_coords)
+        r.fail(at + ".address", "wrap and mirror address only normalized coordinates (\"normalized_coords\": true); at texel "
+                                "coordinates CUDA clamps: write \"clamp\"");
+  }
+}
+
 void read_args(const Reader& r, KernelSpec& s, const ojson& v) {
   if (!v.is_array() || v.empty()) r.fail("args", "expected a non-empty array of arguments, in the kernel's order");
   // What a grid or a computed scalar may read besides names: each buffer argument's first element.
@@ -868,19 +979,25 @@ void read_args(const Reader& r, KernelSpec& s, const ojson& v) {
     const std::string at = "args[" + std::to_string(i) + "]";
     const ojson& o = v[i];
     r.known_fields(o, at, {"name", "kind", "dtype", "count", "intent", "fill", "atol", "rtol", "check_count", "restore", "value",
-                           "default", "fields", "align"});
+                           "default", "fields", "align", "buffer", "resource", "format", "channels", "width", "height", "depth",
+                           "pitch", "read", "filter", "address", "normalized_coords"});
     SpecArg a;
     if (!o.contains("name")) r.fail(at + ".name", "missing");
     a.name = r.ident(o["name"], at + ".name");
     if (!seen.insert(a.name).second) r.fail(at + ".name", "argument '" + a.name + "' named twice");
     if (!o.contains("kind")) r.fail(at + ".kind", "missing (buffer or scalar)");
     const std::string kind = r.str(o["kind"], at + ".kind");
-    if (kind != "buffer" && kind != "scalar" && kind != "null" && kind != "struct")
-      r.fail(at + ".kind", "unknown kind '" + kind + "' (known: buffer, scalar, null, struct)");
+    if (kind != "buffer" && kind != "scalar" && kind != "null" && kind != "struct" && kind != "texture")
+      r.fail(at + ".kind", "unknown kind '" + kind + "' (known: buffer, scalar, null, struct, texture)");
     a.buffer = kind == "buffer";
     for (const char* f : {"fields", "align"})
       if (kind != "struct" && o.contains(f)) r.fail(at + "." + f, "only a struct has " + std::string(f));
-    if (kind == "struct") {
+    for (const char* f : {"buffer", "resource", "format", "channels", "width", "height", "depth", "pitch", "read", "filter", "address",
+                          "normalized_coords"})
+      if (kind != "texture" && o.contains(f)) r.fail(at + "." + f, "only a texture has " + std::string(f));
+    if (kind == "texture") {
+      read_texture(r, s, o, at, a, field_buffers[i]);
+    } else if (kind == "struct") {
       read_struct(r, s, o, at, a, field_buffers[i]);
     } else if (kind == "null") { // a pointer the kernel takes and this use leaves null (an optional mask, vLLM's `finished`)
       r.known_fields(o, at, {"name", "kind"});
@@ -899,10 +1016,23 @@ void read_args(const Reader& r, KernelSpec& s, const ojson& v) {
     for (size_t f = 0; f < s.args[i].fields.size(); ++f) {
       const std::string& name = field_buffers[i][f];
       if (name.empty()) continue;
-      const std::string fk = "args[" + std::to_string(i) + "].fields[" + std::to_string(f) + "].buffer";
+      const bool texture = s.args[i].is_texture();
+      const std::string fk = "args[" + std::to_string(i) + "]" + (texture ? "" : ".fields[" + std::to_string(f) + "]") + ".buffer";
       const int k = r.arg_index(s, name, fk);
-      if (!s.args[size_t(k)].buffer) r.fail(fk, "'" + name + "' is not a buffer argument: a pointer field points to a buffer");
+      if (!s.args[size_t(k)].buffer)
+        r.fail(fk, "'" + name + "' is not a buffer argument: " + (texture ? "a texture reads" : "a pointer field points to") + " a buffer");
       s.args[i].fields[f].buffer = k;
+      if (texture && s.args[size_t(k)].follows_config)
+        r.fail(fk, "'" + name + "' is a temporary the config sizes: a texture reads a buffer the problem sizes");
+      if (texture && !s.args[i].texture.format_given) { // the buffer's element type, where one texture format holds it
+        const SpecArg& b = s.args[size_t(k)];
+        const ElemType t = b.type;
+        if (!b.problem_dtype && t != ElemType::f32 && t != ElemType::f16 && t != ElemType::i8 && t != ElemType::u8 &&
+            t != ElemType::i16 && t != ElemType::u16 && t != ElemType::i32 && t != ElemType::u32)
+          r.fail("args[" + std::to_string(i) + "].format", std::string("missing: '") + name + "' holds " + to_string(t) +
+                                                              ", which no texel format is: name the texel's channel type (an int2 of a double: "
+                                                              "\"format\": \"i32\", \"channels\": 2)");
+      }
     }
 }
 
@@ -922,7 +1052,7 @@ void read_symbols(const Reader& r, KernelSpec& s, const ojson& v) {
         if (o.contains(f)) r.fail(at + "." + f, "a symbol of an address holds one pointer (8 bytes): no " + std::string(f));
       const std::string of = r.str(o["address_of"], at + ".address_of");
       y.address_of = r.arg_index(s, of, at + ".address_of");
-      if (!s.args[size_t(y.address_of)].buffer) r.fail(at + ".address_of", "'" + of + "' is a " + (s.args[size_t(y.address_of)].is_struct() ? "struct" : "scalar") +
+      if (!s.args[size_t(y.address_of)].buffer) r.fail(at + ".address_of", "'" + of + "' is a " + std::string(s.args[size_t(y.address_of)].kind_name()) +
                                                                ": only a buffer has an address");
       y.type = ElemType::u64;
       y.count = Expr("1", s.names, r.where(at + ".count"));
@@ -1666,7 +1796,8 @@ void check_fill_files(const KernelSpec& s, const Problem& p) {
   // cannot hold at p (a u32 of 2^32) fails every config's plan; said here, once.
   for (size_t i = 0; i < s.args.size(); ++i) {
     const SpecArg& a = s.args[i];
-    if (a.is_struct()) s.struct_bytes_at(i, p, Config()); // its fields that read no parameter
+    if (a.is_texture()) s.texture_at(i, p); // its shape fits its buffer
+    else if (a.is_struct()) s.struct_bytes_at(i, p, Config()); // its fields that read no parameter
     else if (a.scalar() && !a.value.empty() && !a.follows_config && !a.set_at_launch()) s.scalar_value(i, p);
   }
 }

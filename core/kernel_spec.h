@@ -145,9 +145,29 @@ struct SpecArg {
   };
   std::vector<Field> fields;
   size_t struct_bytes = 0, struct_align = 0;
+  // "kind": "texture": a texture object (cudaTextureObject_t, 8 bytes) reading a buffer argument,
+  // as host code makes one with cudaCreateTextureObject: over the buffer itself (linear, pitch2d)
+  // or over a CUDA array the launch copies the buffer into (array). Held as a struct of one pointer
+  // field (fields[0]: the buffer, which a round's swap moves as it moves a struct's pointer), whose
+  // 8 bytes the launch replaces with the texture object made for that address (runtime/textures.h).
+  struct Texture {
+    enum Resource { linear, pitch2d, array } resource = linear;
+    bool format_given = false; // "format": a channel's type; else the buffer's element type
+    ElemType format = ElemType::f32;
+    int channels = 1;                 // 1, 2 or 4 elements of format a texel
+    Expr width, height, depth, pitch; // texels (x, rows, slices) and bytes a row; of the dimensions
+    bool normalized_read = false;     // 8/16-bit integers read as floats in [0, 1] ([-1, 1] signed)
+    bool linear_filter = false, normalized_coords = false;
+    int address[3] = {0, 0, 0};       // CUaddress_mode: 0 wrap, 1 clamp, 2 mirror, 3 border
+  };
+  bool texture_arg = false;
+  Texture texture;
+  bool is_texture() const { return texture_arg; }
   bool is_struct() const { return !fields.empty(); }
-  // A scalar argument (computed or the caller's): neither a buffer nor a struct.
+  // A scalar argument (computed or the caller's): neither a buffer nor a struct (nor a texture).
   bool scalar() const { return !buffer && !is_struct(); }
+  // For messages: buffer, texture, struct or scalar.
+  const char* kind_name() const { return buffer ? "buffer" : is_texture() ? "texture" : is_struct() ? "struct" : "scalar"; }
 
   ElemType elem(const Problem& p) const { return problem_dtype ? elem_type_of(p.dtype) : type; }
   bool checked() const { return buffer && (intent == out || intent == inout); }
@@ -352,6 +372,16 @@ struct KernelSpec {
   // read a parameter or a loop's counter are 0 (what the problem alone decides, checked before a run). Throws UsageError naming the field for a value
   // that is not finite or (integers) not a whole number its type holds.
   std::vector<unsigned char> struct_bytes_at(size_t arg, const Problem& p, const Config& c) const;
+  // Texture argument i's shape at p: its texel type and sizes, checked against its buffer's bytes
+  // and the rows against the pitch; throws UsageError naming the texture. What the launch makes
+  // its texture object from, and what a run checks before it starts (check_fill_files).
+  struct TextureShape {
+    ElemType format = ElemType::f32;
+    int channels = 1;
+    size_t width = 0, height = 0, depth = 0, pitch = 0; // height, depth 0: fewer dimensions
+    size_t texel_bytes() const { return size_t(elem_bytes(format)) * size_t(channels); }
+  };
+  TextureShape texture_at(size_t arg, const Problem& p) const;
   // The same from the names' values v (a launch's, with its loops' counters); context for errors.
   // problem_only: the fields that read a parameter left 0.
   std::vector<unsigned char> struct_bytes_from(size_t arg, const std::vector<double>& v, const Problem& p, const Config& c,

@@ -338,6 +338,55 @@ std::vector<unsigned char> KernelSpec::struct_bytes_from(size_t arg, const std::
   return out;
 }
 
+KernelSpec::TextureShape KernelSpec::texture_at(size_t arg, const Problem& p) const {
+  const SpecArg& a = args.at(arg);
+  if (!a.is_texture()) throw Error("internal: texture_at of " + a.name + ", a " + a.kind_name());
+  const SpecArg::Texture& t = a.texture;
+  const size_t k = size_t(a.fields.at(0).buffer);
+  const SpecArg& b = args.at(k);
+  const std::string head = path + ": texture " + a.name + " at " + p.key() + ": ";
+  TextureShape x;
+  x.format = t.format_given ? t.format : b.elem(p);
+  x.channels = t.channels;
+  switch (x.format) {
+    case ElemType::f32: case ElemType::f16: case ElemType::i8: case ElemType::u8: case ElemType::i16:
+    case ElemType::u16: case ElemType::i32: case ElemType::u32: break;
+    default:
+      throw UsageError(head + b.name + " holds " + to_string(x.format) + ", which no texel format is: give the texture a \"format\"");
+  }
+  if (t.normalized_read && (is_float(x.format) || elem_bytes(x.format) > 2))
+    throw UsageError(head + "only 8- and 16-bit integer texels are read as normalized floats, not " + to_string(x.format));
+  if (t.linear_filter && !is_float(x.format) && !t.normalized_read)
+    throw UsageError(head + "linear filtering returns floats: a texel of " + to_string(x.format) + " is filtered only when read normalized");
+  const size_t bytes = size_t(count_of(k, p)) * size_t(elem_bytes(b.elem(p))); // no temporary the config sizes: the parse
+  const std::vector<double> v = problem_values(p);
+  auto size = [&](const Expr& e, const char* key, double least) {
+    return size_t(e.eval_integer(v, least, 1e15, std::string("for texture ") + a.name + "." + key + " at " + p.key()));
+  };
+  const size_t texel = x.texel_bytes();
+  if (t.width.empty()) { // linear: the whole buffer
+    if (bytes % texel)
+      throw UsageError(head + b.name + "'s " + std::to_string(bytes) + " bytes are no whole number of " + std::to_string(texel) +
+                       "-byte texels: give the texture's width");
+    x.width = bytes / texel;
+    if (!x.width) throw UsageError(head + b.name + " holds no texel");
+  } else {
+    x.width = size(t.width, "width", 1);
+  }
+  if (!t.height.empty()) x.height = size(t.height, "height", 1);
+  if (!t.depth.empty()) x.depth = size(t.depth, "depth", 1);
+  const size_t row = x.width * texel;
+  x.pitch = t.pitch.empty() ? (x.height ? row : 0) : size(t.pitch, "pitch", 1);
+  if (x.height && x.pitch < row)
+    throw UsageError(head + "rows " + std::to_string(x.pitch) + " bytes apart hold no " + std::to_string(x.width) + " texels of " +
+                     std::to_string(texel) + " bytes");
+  const size_t rows = x.height ? x.height * (x.depth ? x.depth : 1) : 1;
+  const size_t covers = (rows - 1) * x.pitch + row;
+  if (covers > bytes)
+    throw UsageError(head + "it reads " + std::to_string(covers) + " bytes of " + b.name + ", which holds " + std::to_string(bytes));
+  return x;
+}
+
 const std::vector<SpecNode>& KernelSpec::order_of(const std::vector<SpecStep>& st) const {
   if (&st == &steps) return order;
   if (&st == &reference_steps) return reference_order;
@@ -473,6 +522,7 @@ std::string signature_mismatch(const KernelSpec& s, const SpecStep& st, const st
     const SpecArg& a = s.args[size_t(i)];
     return a.name + " (" +
            (a.buffer        ? std::string("a buffer of ") + to_string(a.elem(p))
+            : a.is_texture()  ? std::string("a texture object, 8 bytes")
             : a.is_struct()   ? "a struct of " + std::to_string(a.struct_bytes) + " bytes"
             : a.null_pointer ? std::string("a null pointer")
                              : std::string(to_string(a.scalar_type))) +
@@ -494,6 +544,8 @@ std::string signature_mismatch(const KernelSpec& s, const SpecStep& st, const st
     }
     if (a.is_struct()) { // a struct by value: no pointer, and where the kernel's is a built-in type, its size
       if (t.pointer || (t.bytes && size_t(t.bytes) != a.struct_bytes)) return at;
+      // A texture object is an unsigned long long (cudaTextureObject_t, CUtexObject).
+      if (a.is_texture() && (t.floating || t.vector)) return at;
       // A vector type: elements of its kind (float4: floats). Its alignment does not matter here:
       // the driver copies a parameter's bytes to the kernel's own offset.
       if (t.vector && std::any_of(a.fields.begin(), a.fields.end(), [&](const SpecArg::Field& f) {
@@ -695,6 +747,10 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
     const SpecArg& a = args[i];
     LaunchPlan::SpecArgValue& x = plan.spec_args[i];
     if (a.buffer && a.intent == SpecArg::temp) {
+      // A temporary a texture reads starts where a texture may (cuTexObjectCreate: the device's
+      // texture alignment, 512 bytes on sm_50 to sm_90).
+      if (std::any_of(args.begin(), args.end(), [&](const SpecArg& t) { return t.is_texture() && t.fields[0].buffer == int(i); }))
+        plan.workspace_bytes = (plan.workspace_bytes + 511) / 512 * 512;
       x.offset = (long long)plan.workspace_bytes;
       x.bytes = size_t(count_of(i, p, c)) * size_t(elem_bytes(a.elem(p)));
       plan.workspace_bytes += (x.bytes + 255) / 256 * 256;

@@ -134,9 +134,9 @@ PYBIND11_MODULE(_ktune, m) {
         for (size_t i = 0; i < s.args.size(); ++i) {
           const ktune::SpecArg& a = s.args[i];
           py::dict x;
-          x["name"] = a.name, x["kind"] = a.buffer ? "buffer" : a.is_struct() ? "struct" : "scalar";
-          x["dtype"] = a.is_struct() ? "struct" : ktune::to_string(a.buffer ? a.elem(p) : a.scalar_type);
-          if (a.is_struct()) { // ktune builds it; a reference gets None
+          x["name"] = a.name, x["kind"] = a.kind_name();
+          x["dtype"] = a.is_struct() ? a.kind_name() : ktune::to_string(a.buffer ? a.elem(p) : a.scalar_type);
+          if (a.is_struct()) { // ktune builds it (a texture too); a reference gets None
             x["value"] = py::none();
           } else if (a.buffer) {
             static const char* kIntents[] = {"in", "out", "inout", "temp"};

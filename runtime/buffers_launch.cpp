@@ -16,6 +16,7 @@
 #include "ktune/runtime.h"
 #include "runtime/op_launcher.h"
 #include "runtime/tensor_maps.h"
+#include "runtime/textures.h"
 
 namespace ktune {
 
@@ -85,6 +86,11 @@ BufferArgs::BufferArgs(const Problem& p, const std::vector<const void*>& buffers
     const auto& args = info.spec->args;
     if (std::any_of(args.begin(), args.end(), [](const SpecArg& a) { return a.is_struct(); }))
       structs_.resize(slots_.size()); // no allocation a call for specs without one
+    for (size_t i = 0; i < args.size(); ++i)
+      if (args[i].is_texture()) {
+        textures_.resize(args.size());
+        textures_[i] = info.spec->texture_at(i, p);
+      }
     for (size_t i = 0; i < slots_.size(); ++i) {
       const SpecArg& a = args[i];
       if (a.is_struct()) structs_[i].assign((a.struct_bytes + 7) / 8, 0);
@@ -103,12 +109,18 @@ BufferArgs::BufferArgs(const Problem& p, const std::vector<const void*>& buffers
 namespace {
 
 // Struct a's bytes into `out` ((a.struct_bytes + 7) / 8 words): its plan's `data`, each pointer
-// field the offset data holds past its buffer's address (address(k), buffer argument k's now).
+// field the offset data holds past its buffer's address (address(k), buffer argument k's now); a
+// texture's, the object texture() makes over its buffer's address.
 void build_struct(const SpecArg& a, const std::vector<unsigned char>& data, unsigned long long* out,
-                  const std::function<CUdeviceptr(int)>& address) {
+                  const std::function<CUdeviceptr(int)>& address,
+                  const std::function<unsigned long long(CUdeviceptr)>& texture) {
   if (data.size() != a.struct_bytes)
     throw Error("internal: a plan's struct " + a.name + " of " + std::to_string(data.size()) + " bytes, the spec's " +
                 std::to_string(a.struct_bytes));
+  if (a.is_texture()) {
+    out[0] = texture(address(a.fields.at(0).buffer));
+    return;
+  }
   unsigned char* bytes = reinterpret_cast<unsigned char*>(out);
   std::memcpy(bytes, data.data(), data.size());
   for (const SpecArg::Field& f : a.fields)
@@ -122,7 +134,12 @@ void build_struct(const SpecArg& a, const std::vector<unsigned char>& data, unsi
 
 } // namespace
 
-void BufferArgs::bind(const LaunchPlan& plan) {
+TextureObject BufferArgs::texture(size_t i, CUdeviceptr at, CUstream stream) const {
+  return texture_object(*spec_, i, textures_.at(i), at, stream,
+                        spec_->path + ": texture " + spec_->args.at(i).name + " at " + p_->key());
+}
+
+void BufferArgs::bind(const LaunchPlan& plan, CUstream stream) {
   if (!spec_) return;
   if (plan.spec_args.size() != spec_->args.size())
     throw Error("internal: a plan of " + std::to_string(plan.spec_args.size()) + " spec arguments for " + spec_->path +
@@ -143,7 +160,8 @@ void BufferArgs::bind(const LaunchPlan& plan) {
   for (size_t i = 0; i < spec_->args.size(); ++i) {
     const SpecArg& a = spec_->args[i];
     if (!a.is_struct()) continue;
-    build_struct(a, plan.spec_args[i].data, structs_[i].data(), [&](int k) { return CUdeviceptr(slots_[size_t(k)]); });
+    build_struct(a, plan.spec_args[i].data, structs_[i].data(), [&](int k) { return CUdeviceptr(slots_[size_t(k)]); },
+                 [&](CUdeviceptr at) { return (unsigned long long)texture(i, at, stream).object; });
   }
 }
 
@@ -270,7 +288,7 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
                          "buffer's value, reads the device back during the call, which a stream being captured (a CUDA "
                          "graph) cannot do: call it outside the capture");
     }
-    args.bind(plan);
+    args.bind(plan, stream);
     spec_before_launch(m, *spec, plan, args, stream);
   }
   // A built-in op's kernels get the workspace last, after the scalars and any tensor maps, null
@@ -304,8 +322,32 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
   // a copy, a reset of that buffer): read again, they need no copy and no wait (a round's test
   // read the count the next round's grid reads, a frontier's length that two kernels' `when` read).
   std::vector<std::pair<CUdeviceptr, double>> known;
+  // The buffer each array texture's array holds a copy of since the stream last ran anything that
+  // could change that buffer (0: none; every call copies before its first launch that reads it).
+  std::vector<CUdeviceptr> copied(spec ? spec->args.size() : 0, 0);
+  bool any_copied = false;
   auto forget = [&](const std::function<bool(CUdeviceptr)>& written) {
     known.erase(std::remove_if(known.begin(), known.end(), [&](const auto& e) { return written(e.first); }), known.end());
+    if (any_copied)
+      for (CUdeviceptr& c : copied)
+        if (c && written(c)) c = 0;
+  };
+  // Before a launch of step s: each array texture it passes holds its buffer as this round passes
+  // it (host code's cudaMemcpy2DToArray before the kernel), copied where it does not yet.
+  auto fill_arrays = [&](const LaunchStep& s) {
+    if (!spec) return;
+    for (int k : spec->step_args(s.args)) {
+      const SpecArg& a = spec->args[size_t(k)];
+      if (!a.is_texture() || a.texture.resource != SpecArg::Texture::array) continue;
+      const CUdeviceptr from = pointer(s, a.fields[0].buffer);
+      if (copied[size_t(k)] == from) continue;
+      const TextureObject o = args.texture(size_t(k), from, stream);
+      copy_into_array(o.array, args.texture_shape(size_t(k)), from, stream,
+                      m.context() + ": copying " + spec->args[size_t(a.fields[0].buffer)].name + " into texture " + a.name +
+                          "'s array at " + args.problem().key());
+      copied[size_t(k)] = from;
+      any_copied = true;
+    }
   };
   // Elements buffer argument k holds at this call (a temporary: as the plan sized it).
   auto elements_of = [&](size_t k) {
@@ -347,14 +389,16 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
   // passes them) and those a symbol holds the address of; their first elements are read again.
   // (A kernel that writes through pointers it reads from memory is beyond this; docs/KERNEL_SPEC.md.)
   auto forget_written = [&](const LaunchStep& s) {
-    if (known.empty()) return;
+    if (known.empty() && !any_copied) return;
     if (buffers_overlap()) {
       known.clear();
+      std::fill(copied.begin(), copied.end(), 0);
       return;
     }
     std::vector<CUdeviceptr> reach;
     for (int k : spec->step_args(s.args)) {
       if (spec->args[size_t(k)].buffer) reach.push_back(pointer(s, k));
+      if (spec->args[size_t(k)].is_texture()) continue; // read only
       for (const SpecArg::Field& f : spec->args[size_t(k)].fields) // a struct's pointers
         if (f.buffer >= 0) reach.push_back(pointer(s, f.buffer));
     }
@@ -516,7 +560,8 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
             }))) {
           own_structs.emplace_back((sa.struct_bytes + 7) / 8, 0ull);
           build_struct(sa, data ? *data : plan.spec_args.at(size_t(k)).data, own_structs.back().data(),
-                       [&](int b) { return pointer(s, b); });
+                       [&](int b) { return pointer(s, b); },
+                       [&](CUdeviceptr to) { return (unsigned long long)args.texture(size_t(k), to, stream).object; });
           params[i] = own_structs.back().data();
         }
         for (size_t j = 0; j < s.set_args.size(); ++j)
@@ -539,12 +584,13 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
             params[i] = &own[i];
           }
       }
+      fill_arrays(s);
       forget_written(s);
       m.launch(s.value_grid >= 0 ? at : s, stream, params);
       continue;
     }
     if (!s.tma() && !pass_workspace) {
-      if (spec) forget_written(s);
+      if (spec) fill_arrays(s), forget_written(s);
       m.launch(s, stream, args.params());
       continue;
     }

@@ -13,13 +13,13 @@
 
 #include <vector>
 
+#include "core/kernel_spec.h"
 #include "ktune/family.h"
 #include "ktune/problem.h"
 #include "runtime/module.h"
+#include "runtime/textures.h"
 
 namespace ktune {
-
-struct KernelSpec;
 
 // The kernel arguments of one launch, kept together so that their addresses stay valid.
 class BufferArgs {
@@ -43,7 +43,13 @@ class BufferArgs {
   bool empty() const { return empty_; }
   // A user's kernel: its temporaries (in the workspace) and the scalars that follow the config,
   // as plan makes them (LaunchPlan::spec_args); launch_buffers calls it. Nothing for other ops.
-  void bind(const LaunchPlan& plan);
+  // Texture arguments get their objects (runtime/textures.h) for the buffers bound, made on
+  // stream's context (an array's: kept for that stream).
+  void bind(const LaunchPlan& plan, CUstream stream = nullptr);
+  // Texture argument i's object over the buffer at `at` (another than the call's where a round's
+  // swap moved it), and its shape at this problem.
+  TextureObject texture(size_t i, CUdeviceptr at, CUstream stream) const;
+  const KernelSpec::TextureShape& texture_shape(size_t i) const { return textures_.at(i); }
 
  private:
   const Problem* p_;
@@ -55,6 +61,8 @@ class BufferArgs {
   // A spec's struct arguments (SpecArg::fields), beside slots_: their bytes (8-byte words), filled
   // by bind; empty for the others.
   std::vector<std::vector<unsigned long long>> structs_;
+  // A spec's texture arguments' shapes at the problem, beside slots_; empty where it has none.
+  std::vector<KernelSpec::TextureShape> textures_;
   std::vector<void*> params_;
   CUdeviceptr workspace_ = 0;
   bool empty_ = true;

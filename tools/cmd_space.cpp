@@ -124,7 +124,26 @@ int cmd_space(SpaceArgs& a) {
   }
   // A user kernel's structs as ktune lays them out: each field's offset and type.
   if (const auto& spec = op_info(p.op).spec)
-    for (const SpecArg& arg : spec->args) {
+    for (size_t i = 0; i < spec->args.size(); ++i) {
+      const SpecArg& arg = spec->args[i];
+      if (arg.is_texture()) { // what the launch makes it of, at this problem
+        const SpecArg::Texture& t = arg.texture;
+        static const char* kResources[] = {"linear", "pitch2d", "array"};
+        static const char* kModes[] = {"wrap", "clamp", "mirror", "border"};
+        const KernelSpec::TextureShape x = spec->texture_at(i, p);
+        std::printf("\ntexture %s  %s over %s: %zu x %s channel%s, %zu", arg.name.c_str(), kResources[t.resource],
+                    spec->args[size_t(arg.fields[0].buffer)].name.c_str(), size_t(x.channels), to_string(x.format),
+                    x.channels > 1 ? "s" : "", x.width);
+        if (x.height) std::printf(" x %zu", x.height);
+        if (x.depth) std::printf(" x %zu", x.depth);
+        std::printf(" texels");
+        if (x.height) std::printf(", rows %zu bytes apart", x.pitch);
+        std::printf("; read %s, filter %s, %s coordinates, address %s", t.normalized_read ? "normalized" : "as elements",
+                    t.linear_filter ? "linear" : "point", t.normalized_coords ? "normalized" : "texel", kModes[t.address[0]]);
+        for (int k = 1; k < (x.depth ? 3 : x.height ? 2 : 1); ++k) std::printf("/%s", kModes[t.address[k]]);
+        std::printf("\n");
+        continue;
+      }
       if (!arg.is_struct()) continue;
       std::printf("\nstruct %s  %zu bytes, aligned %zu%s\n", arg.name.c_str(), arg.struct_bytes, arg.struct_align,
                   arg.follows_config ? " (values follow the config)" : "");

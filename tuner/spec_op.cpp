@@ -38,6 +38,10 @@ CompileRequest spec_check_request(const std::string& arch) {
 namespace {
 
 constexpr size_t kGuard = 256;
+// A buffer a texture reads starts where a texture may (cuTexObjectCreate: the device's texture
+// alignment, 512 bytes on sm_50 to sm_90), past a guard of that size, at every condition: a
+// caller's buffer the alignment refuses is refused at the call, as host code's would be.
+constexpr size_t kTextureLead = 512;
 constexpr unsigned char kGuardByte = 0x5a;
 
 // kernel_templates/spec/spec_check.cu's KtuneSpecSums, read back as it lies in device memory.
@@ -130,7 +134,7 @@ class SpecRunner : public OpRunner {
     const KernelSpec& s = spec_of(p_.op);
     for (const Buffer& b : bufs_)
       if (s.args[b.arg].intent == SpecArg::inout && s.args[b.arg].restore && b.bytes())
-        check_cu(driver().cuMemcpyDtoDAsync(b.dev.ptr() + kGuard + offset_, b.master.ptr(), b.bytes(), stream),
+        check_cu(driver().cuMemcpyDtoDAsync(b.dev.ptr() + b.data_at(offset_), b.master.ptr(), b.bytes(), stream),
                  "cuMemcpyDtoDAsync", "putting " + s.args[b.arg].name + " back as filled before a timed run of " + p_.key());
   }
 
@@ -160,13 +164,16 @@ class SpecRunner : public OpRunner {
     size_t bytes() const { return size_t(count) * size_t(elem_bytes(type)); }
     // dev's bytes in use: guards, offset, data, guards (dev may be larger, from a larger problem
     // before: the rest is neither written nor checked).
-    size_t used(size_t offset) const { return 2 * kGuard + offset + bytes(); }
+    size_t used(size_t offset) const { return data_at(offset) + bytes() + kGuard; }
+    bool textured = false; // a texture reads it
+    // Where its data starts in dev: past the guard and the condition's offset.
+    size_t data_at(size_t offset) const { return textured ? kTextureLead : kGuard + offset; }
   };
 
   // The caller's buffers (OpInfo::operands: the spec's buffers but its temporaries), in order.
   std::vector<const void*> caller_pointers() const {
     std::vector<const void*> v;
-    for (const Buffer& b : bufs_) v.push_back(reinterpret_cast<const void*>(b.dev.ptr() + kGuard + offset_));
+    for (const Buffer& b : bufs_) v.push_back(reinterpret_cast<const void*>(b.dev.ptr() + b.data_at(offset_)));
     return v;
   }
 
@@ -203,7 +210,7 @@ class SpecRunner : public OpRunner {
     const SpecArg& a = s.args[b.arg];
     CUdeviceptr at = sums_.ptr() + i * sizeof(SpecCheck);
     const CUdeviceptr guards = at + sizeof(SpecSums), inputs = guards + sizeof(uint64_t);
-    const size_t data_at = kGuard + offset_, data_end = data_at + b.bytes();
+    const size_t data_at = b.data_at(offset_), data_end = data_at + b.bytes();
     differ(b.dev.ptr(), 0, data_at, guards, stream);
     differ(b.dev.ptr() + data_end, 0, b.used(offset_) - data_end, guards, stream);
     if (!b.checked) differ(b.dev.ptr() + data_at, b.master.ptr(), b.bytes(), inputs, stream);
@@ -269,6 +276,7 @@ class SpecRunner : public OpRunner {
       Buffer b;
       b.arg = i, b.type = a.elem(p), b.count = s.count_of(i, p), b.checked = a.checked();
       b.poisoned = a.intent == SpecArg::out;
+      b.textured = std::any_of(s.args.begin(), s.args.end(), [&](const SpecArg& t) { return t.is_texture() && t.fields[0].buffer == int(i); });
       if (bufs_.size() < old.size()) {
         Buffer& o = old[bufs_.size()];
         b.dev = std::move(o.dev), b.master = std::move(o.master), b.ref = std::move(o.ref);
@@ -282,7 +290,7 @@ class SpecRunner : public OpRunner {
     }
     if (s.has_setup) run_setup(s);
     for (Buffer& b : bufs_) {
-      const CUdeviceptr data = b.dev.ptr() + kGuard + offset;
+      const CUdeviceptr data = b.dev.ptr() + b.data_at(offset);
       check_cu(driver().cuMemsetD8Async(b.dev.ptr(), kGuardByte, b.used(offset), nullptr), "cuMemsetD8Async", what);
       if (b.poisoned) { // NaN in every float type: an element left unwritten shows
         if (b.bytes()) check_cu(driver().cuMemsetD8Async(data, 0xff, b.bytes(), nullptr), "cuMemsetD8Async", what);
@@ -302,7 +310,7 @@ class SpecRunner : public OpRunner {
     check_cu(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize", "before " + context); // the fills
     std::vector<const void*> ptrs;
     for (Buffer& b : bufs_)
-      ptrs.push_back(reinterpret_cast<const void*>(b.poisoned ? b.dev.ptr() + kGuard + offset_ : b.master.ptr()));
+      ptrs.push_back(reinterpret_cast<const void*>(b.poisoned ? b.dev.ptr() + b.data_at(offset_) : b.master.ptr()));
     const LaunchPlan plan = s.plan(s.setup_steps, s.setup_config, p_);
     BufferArgs a(p_, ptrs, side_workspace(plan));
     launch_buffers(m, plan, a, nullptr);

@@ -1903,6 +1903,141 @@ __global__ void rounds_ref(float* x, int n, int T) {
   expect_three_rounds_from_two(op, dir.file("none.db"));
 }
 
+// Texture objects ("kind": "texture"): a linear float4 fetch, a pitched 2D read filtered
+// bilinearly, a 3D array at normalized coordinates that wrap, 8-bit texels read as normalized
+// floats; checked against a reference that reads the same buffers through pointers. Planted
+// sampling (point for linear, clamp for wrap, elements for normalized) fails the check. A loop
+// whose second step writes the buffer an array texture reads: each round copies it again.
+TEST(KernelSpecGpu, TextureArgumentsSampleTheirBuffersAsDeclared) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  TempDir dir("spec_texture");
+  std::ofstream(dir.file("tex.cu")) << R"CUDA(
+template <int BS>
+__global__ void tex_sum(cudaTextureObject_t lin, cudaTextureObject_t img, cudaTextureObject_t vol, cudaTextureObject_t b,
+                        float* out, int n, int w, int h, int d) {
+  const int i = blockIdx.x * BS + threadIdx.x;
+  if (i >= n) return;
+  const float4 a = tex1Dfetch<float4>(lin, i);
+  const int x = i % w, y = (i / w) % h, z = i / (w * h) % d;
+  const float f = tex2D<float>(img, x + 0.25f, y + 0.75f);  // a quarter past texel x - 1: bilinear
+  const float v = tex3D<float>(vol, (x + 0.5f) / w - 1.0f, (y + 0.5f) / h, (z + 0.5f) / d);  // wraps to texel x
+  out[i] = a.x + 2.f * a.y + 3.f * a.z + 4.f * a.w + f + v + tex1Dfetch<float>(b, i);
+}
+__global__ void tex_sum_ref(const float* lin, const float* img, const float* vol, const unsigned char* b, float* out,
+                            int n, int w, int h, int d, int pitch) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const float* a = lin + 4 * i;
+  const int x = i % w, y = (i / w) % h, z = i / (w * h) % d;
+  auto at = [&](int xx, int yy) {
+    xx = min(max(xx, 0), w - 1), yy = min(max(yy, 0), h - 1);
+    return img[yy * pitch + xx];
+  };
+  // (x + 0.25, y + 0.75) less half a texel: 0.75 of the way from x - 1 to x, 0.25 from y to y + 1.
+  const float f = 0.25f * 0.75f * at(x - 1, y) + 0.75f * 0.75f * at(x, y) + 0.25f * 0.25f * at(x - 1, y + 1) +
+                  0.75f * 0.25f * at(x, y + 1);
+  out[i] = a[0] + 2.f * a[1] + 3.f * a[2] + 4.f * a[3] + f + vol[(z * h + y) * w + x] + b[i] / 255.f;
+}
+__global__ void tex_step(cudaTextureObject_t xt, cudaTextureObject_t xl, float* y, int w, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = 0.5f * (tex2D<float>(xt, i % w + 0.5f, i / w + 0.5f) + tex1Dfetch<float>(xl, i)) + 1.f;
+}
+__global__ void put_back(const float* y, float* x, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] = y[i];
+}
+__global__ void rounds_ref(float* x, int n, int T) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] += float(T);
+}
+)CUDA";
+  const std::string spec = R"JSON({
+  "name": "tex_sum", "sources": ["tex.cu"], "kernel": "tex_sum<{BS}>", "params_as": "template", "dims": ["w", "h", "d"],
+  "params": {"BS": [64, 128]},
+  "launch": {"grid": ["ceil_div(w * h * d, BS)"], "block": ["BS"], "args": ["lin_t", "img_t", "vol_t", "b_t", "out", "n", "w_", "h_", "d_"]},
+  "args": [{"name": "lin", "kind": "buffer", "dtype": "f32", "count": "4 * w * h * d"},
+           {"name": "img", "kind": "buffer", "dtype": "f32", "count": "64 * h"},
+           {"name": "vol", "kind": "buffer", "dtype": "f32", "count": "w * h * d"},
+           {"name": "b", "kind": "buffer", "dtype": "u8", "count": "w * h * d", "fill": {"random": [0, 255], "integers": true}},
+           {"name": "out", "kind": "buffer", "dtype": "f32", "count": "w * h * d", "intent": "out", "atol": 1e-5, "rtol": 1e-5},
+           {"name": "lin_t", "kind": "texture", "buffer": "lin", "channels": 4},
+           {"name": "img_t", "kind": "texture", "buffer": "img", "resource": "pitch2d", "width": "w", "height": "h", "pitch": 256,
+            "filter": "linear"},
+           {"name": "vol_t", "kind": "texture", "buffer": "vol", "resource": "array", "width": "w", "height": "h", "depth": "d",
+            "normalized_coords": true, "address": ["wrap", "clamp"]},
+           {"name": "b_t", "kind": "texture", "buffer": "b", "read": "normalized"},
+           {"name": "n", "kind": "scalar", "value": "w * h * d"},
+           {"name": "w_", "kind": "scalar", "value": "w"}, {"name": "h_", "kind": "scalar", "value": "h"},
+           {"name": "d_", "kind": "scalar", "value": "d"}, {"name": "pitch", "kind": "scalar", "value": 64}],
+  "check": {"reference": {"kernel": "tex_sum_ref", "launch": {"grid": ["ceil_div(w * h * d, 128)"], "block": [128],
+                                                              "args": ["lin", "img", "vol", "b", "out", "n", "w_", "h_", "d_", "pitch"]}}}
+})JSON";
+  std::ofstream(dir.file("tex.json")) << spec;
+  const std::string op = load_kernel_spec(dir.file("tex.json"));
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  auto runner = make_op_runner(op, compiler, *d);
+  for (const char* shape : {"40x30x5", "64x17x3"})
+    for (int bs : {64, 128}) {
+      const VerifyResult v = check_config(*runner, compiler, *d, op, Config{{"BS", bs}}, Problem::parse(op, shape), 4);
+      EXPECT_TRUE(v.pass) << shape << " BS " << bs << ": " << v.summary();
+    }
+  auto planted = [&](const std::string& from, const std::string& to, const std::string& name) {
+    std::string text = spec;
+    EXPECT_NE(text.find(from), std::string::npos) << from;
+    text.replace(text.find(from), from.size(), to);
+    const std::string wrong = load_kernel_spec_text(text, name, dir.path.string());
+    auto r = make_op_runner(wrong, compiler, *d);
+    const VerifyResult v = check_config(*r, compiler, *d, wrong, Config{{"BS", 64}}, Problem::parse(wrong, "40x30x5"), 4);
+    return v.pass;
+  };
+  EXPECT_FALSE(planted("\"filter\": \"linear\"", "\"filter\": \"point\"", "point.json")) << "point sampling passed for bilinear";
+  EXPECT_FALSE(planted("[\"wrap\", \"clamp\"]", "\"clamp\"", "clamp.json")) << "clamped coordinates passed for wrapped";
+  EXPECT_FALSE(planted("\"read\": \"normalized\"", "\"read\": \"element\"", "element.json")) << "integers passed for normalized floats";
+
+  std::ofstream(dir.file("rounds.json")) << R"JSON({
+  "name": "tex_rounds", "sources": ["tex.cu"], "dims": ["w", "h", "T"], "params": {"UNTUNED": [0]},
+  "launch": {"repeat": "T", "steps": [
+    {"kernel": "tex_step", "grid": ["ceil_div(w * h, 128)"], "block": [128], "args": ["xt", "xl", "y", "w_", "n"]},
+    {"kernel": "put_back", "grid": ["ceil_div(w * h, 128)"], "block": [128], "args": ["y", "x", "n"]}]},
+  "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "w * h", "intent": "inout"},
+           {"name": "y", "kind": "buffer", "dtype": "f32", "count": "w * h", "intent": "temp"},
+           {"name": "xt", "kind": "texture", "buffer": "x", "resource": "array", "width": "w", "height": "h"},
+           {"name": "xl", "kind": "texture", "buffer": "x"},
+           {"name": "w_", "kind": "scalar", "value": "w"}, {"name": "n", "kind": "scalar", "value": "w * h"},
+           {"name": "T_", "kind": "scalar", "value": "T"}],
+  "check": {"reference": {"kernel": "rounds_ref", "launch": {"grid": ["ceil_div(w * h, 128)"], "block": [128], "args": ["x", "n", "T_"]}}}
+})JSON";
+  const std::string rop = load_kernel_spec(dir.file("rounds.json"));
+  auto rrunner = make_op_runner(rop, compiler, *d);
+  for (const char* shape : {"64x16x3", "100x7x4"}) {
+    const VerifyResult v = check_config(*rrunner, compiler, *d, rop, Config{{"UNTUNED", 0}}, Problem::parse(rop, shape), 4);
+    EXPECT_TRUE(v.pass) << shape << ": " << v.summary();
+  }
+  // The runtime's call: the caller passes x alone; at an address no texture may start at, refused.
+  RuntimeOptions o;
+  o.db_path = dir.file("none.db");
+  Runtime rt(o);
+  std::vector<float> hx(64 * 16 + 4, 2.f);
+  DeviceBuffer dx(hx.size() * 4, "x");
+  check_cu(driver().cuMemcpyHtoD(dx.ptr(), hx.data(), hx.size() * 4), "cuMemcpyHtoD", "x");
+  rt.run(Problem::parse(rop, "64x16x3"), {reinterpret_cast<void*>(dx.ptr())}, nullptr);
+  check_cu(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize", "rounds");
+  check_cu(driver().cuMemcpyDtoH(hx.data(), dx.ptr(), hx.size() * 4), "cuMemcpyDtoH", "x");
+  EXPECT_EQ(hx[0], 5.f);
+  EXPECT_EQ(hx[64 * 16 - 1], 5.f);
+  EXPECT_EQ(hx[64 * 16], 2.f) << "past the problem's elements";
+  try {
+    rt.run(Problem::parse(rop, "64x16x3"), {reinterpret_cast<void*>(dx.ptr() + 16)}, nullptr);
+    check_cu(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize", "rounds at 16 bytes");
+    ADD_FAILURE() << "a texture over a buffer 16 bytes past an allocation's start";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT"), std::string::npos) << e.what();
+  }
+}
+
 // A value read back from a buffer a round's swap moved, at a step whose kernel takes both buffers
 // of the pair: each round's count is read from the buffer that round passes as `a` (once read
 // from the caller's own at every odd round: the swap's two entries mapped a back to itself).

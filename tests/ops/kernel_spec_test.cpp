@@ -2280,5 +2280,166 @@ TEST(KernelSpec, MalformedStructsAreRefusedWithTheirFieldNamed) {
                  d, "'y' is in no launch step's args");
 }
 
+
+// Texture objects ("kind": "texture"): a linear float4 fetch, a pitched 2D read with bilinear
+// filtering, a 3D array; the reference reads the same buffers through pointers.
+constexpr const char* kTextureSource =
+    "template <int BS>\n"
+    "__global__ void tex_sum(cudaTextureObject_t lin, cudaTextureObject_t img, cudaTextureObject_t vol, float* out,\n"
+    "                        int n, int w, int h, int d) {\n"
+    "  const int i = blockIdx.x * BS + threadIdx.x; if (i >= n) return;\n"
+    "  const float4 a = tex1Dfetch<float4>(lin, i);\n"
+    "  const int x = i % w, y = (i / w) % h, z = i / (w * h) % d;\n"
+    "  out[i] = a.x + a.y + a.z + a.w + tex2D<float>(img, x + 0.25f, y + 0.75f) + tex3D<float>(vol, x + 0.5f, y + 0.5f, z + 0.5f);\n"
+    "}\n"
+    "__global__ void tex_sum_ref(const float* lin, const float* img, const float* vol, float* out, int n) {\n"
+    "  const int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) out[i] = lin[i] + img[0] + vol[0]; }\n";
+
+ojson texture_spec() {
+  return ojson::parse(R"JSON({
+    "name": "tex_sum", "sources": ["t.cu"], "kernel": "tex_sum<{BS}>", "params_as": "template", "dims": ["w", "h", "d"],
+    "params": {"BS": [64, 128]},
+    "launch": {"grid": ["ceil_div(w * h * d, BS)"], "block": ["BS"], "args": ["lin_t", "img_t", "vol_t", "out", "n", "w_", "h_", "d_"]},
+    "args": [{"name": "lin", "kind": "buffer", "dtype": "f32", "count": "4 * w * h * d"},
+             {"name": "img", "kind": "buffer", "dtype": "f32", "count": "64 * h"},
+             {"name": "vol", "kind": "buffer", "dtype": "f32", "count": "w * h * d"},
+             {"name": "out", "kind": "buffer", "dtype": "f32", "count": "w * h * d", "intent": "out"},
+             {"name": "lin_t", "kind": "texture", "buffer": "lin", "channels": 4},
+             {"name": "img_t", "kind": "texture", "buffer": "img", "resource": "pitch2d", "width": "w", "height": "h",
+              "pitch": 256, "filter": "linear"},
+             {"name": "vol_t", "kind": "texture", "buffer": "vol", "resource": "array", "width": "w", "height": "h", "depth": "d",
+              "normalized_coords": true, "address": ["wrap", "clamp"]},
+             {"name": "n", "kind": "scalar", "value": "w * h * d"},
+             {"name": "w_", "kind": "scalar", "value": "w"}, {"name": "h_", "kind": "scalar", "value": "h"},
+             {"name": "d_", "kind": "scalar", "value": "d"}],
+    "check": {"reference": {"kernel": "tex_sum_ref", "launch": {"grid": ["ceil_div(w * h * d, 128)"], "block": [128],
+                                                                "args": ["lin", "img", "vol", "out", "n"]}}}})JSON");
+}
+
+TEST(KernelSpec, ATextureArgumentReadsItsBufferInTheShapeGiven) {
+  SpecDir d;
+  d.write("t.cu", kTextureSource);
+  const std::string op = load_kernel_spec_text(texture_spec().dump(), "t.json", d.dir());
+  const KernelSpec& s = spec_of(op);
+  for (size_t i : {4u, 5u, 6u}) {
+    const SpecArg& a = s.args[i];
+    EXPECT_TRUE(a.is_texture()) << a.name;
+    EXPECT_FALSE(a.scalar()) << a.name;
+    EXPECT_FALSE(a.caller_passes()) << a.name << ": ktune makes it";
+    EXPECT_STREQ(a.kind_name(), "texture");
+    EXPECT_EQ(a.struct_bytes, 8u) << "a cudaTextureObject_t";
+    EXPECT_EQ(a.fields.at(0).buffer, int(i) - 4);
+  }
+  // The caller passes the four buffers and no texture.
+  EXPECT_EQ(op_info(op).operands.size(), 4u);
+  const Problem p = Problem::parse(op, "40x30x5");
+  const KernelSpec::TextureShape lin = s.texture_at(4, p), img = s.texture_at(5, p), vol = s.texture_at(6, p);
+  EXPECT_EQ(lin.width, 6000u) << "the buffer's bytes over a float4's";
+  EXPECT_EQ(lin.height, 0u);
+  EXPECT_EQ(lin.texel_bytes(), 16u);
+  EXPECT_EQ(img.width, 40u);
+  EXPECT_EQ(img.height, 30u);
+  EXPECT_EQ(img.pitch, 256u);
+  EXPECT_EQ(vol.depth, 5u);
+  EXPECT_EQ(vol.pitch, 160u) << "rows of w texels, packed";
+  EXPECT_EQ(s.args[6].texture.address[0], 0) << "wrap";
+  EXPECT_EQ(s.args[6].texture.address[1], 1) << "clamp";
+  EXPECT_EQ(s.args[6].texture.address[2], 1) << "the last mode given, for the axes after it";
+  EXPECT_NO_THROW(check_fill_files(s, p));
+  // Rows of 65 floats do not fit a pitch of 256 bytes: told before a run, naming the texture.
+  const Problem wide = Problem::parse(op, "65x30x5");
+  try {
+    check_fill_files(s, wide);
+    ADD_FAILURE() << "a pitch narrower than a row";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("texture img_t at " + wide.key() + ": rows 256 bytes apart hold no 65 texels of 4 bytes"),
+              std::string::npos)
+        << e.what();
+  }
+  // The kernel takes unsigned long longs: a texture fits one, not a pointer nor a double.
+  const std::string lowered = "_Z7tex_sumILi64EEvyyyPfiiii";
+  EXPECT_EQ(signature_mismatch(s, s.steps[0], lowered, p, "launch"), "");
+  EXPECT_NE(signature_mismatch(s, s.steps[0], "_Z7tex_sumILi64EEvPKfyyPfiiii", p, "launch")
+                .find("argument 1 is float const*, the spec passes lin_t (a texture object, 8 bytes)"),
+            std::string::npos);
+  EXPECT_NE(signature_mismatch(s, s.steps[0], "_Z7tex_sumILi64EEvdyyPfiiii", p, "launch").find("argument 1 is double"),
+            std::string::npos);
+  // Compiled, the cubin's parameter sizes agree with the spec's.
+  Compiler compiler;
+  Config c;
+  c.set("BS", 64);
+  const auto k = compiler.compile(compile_request(find_family(op), c, p, "sm_90"));
+  EXPECT_EQ(cubin_param_sizes(k->cubin, k->lowered_names.at(0)), (std::vector<size_t>{8, 8, 8, 8, 4, 4, 4, 4}));
+  EXPECT_EQ(param_sizes_mismatch(s, s.steps[0].args, cubin_param_sizes(k->cubin, k->lowered_names.at(0)), "launch"), "");
+}
+
+// A texture over a buffer that a round's swap moves reads the buffer the round passes.
+TEST(KernelSpec, ATexturesBufferFollowsTheRoundsSwaps) {
+  SpecDir d;
+  d.write("t.cu", kTextureSource);
+  ojson j = texture_spec();
+  j["args"][3]["count"] = "64 * h";
+  j["args"][3]["intent"] = "inout";
+  j["args"][1]["intent"] = "inout";
+  j["launch"]["repeat"] = 2;
+  j["launch"]["swap"] = ojson::array({ojson::array({"img", "out"})});
+  const std::string op = load_kernel_spec_text(j.dump(), "swap.json", d.dir());
+  Config c;
+  c.set("BS", 64);
+  const LaunchPlan plan = find_family(op).launch_plan(c, Problem::parse(op, "40x30x1"));
+  std::vector<const LaunchStep*> launches;
+  for (const LaunchStep& s : plan.steps)
+    if (s.kernel >= 0) launches.push_back(&s);
+  ASSERT_EQ(launches.size(), 2u);
+  EXPECT_TRUE(launches[0]->alias_args.empty());
+  // Round 1: img's texture reads out's buffer, and out is img's.
+  EXPECT_EQ(launches[1]->alias_args, (std::vector<int>{1, 3}));
+  EXPECT_EQ(launches[1]->alias_of, (std::vector<int>{3, 1}));
+}
+
+TEST(KernelSpec, MalformedTexturesAreRefusedWithTheirFieldNamed) {
+  SpecDir d;
+  d.write("t.cu", kTextureSource);
+  auto with = [](const std::function<void(ojson&)>& f) {
+    ojson j = texture_spec();
+    f(j);
+    return j;
+  };
+  EXPECT_NO_THROW(load_kernel_spec_text(texture_spec().dump(), "base.json", d.dir()));
+  expect_refused(with([](ojson& j) { j["args"][4]["buffer"] = "n"; }), d, "args[4].buffer: 'n' is not a buffer argument: a texture reads a buffer");
+  expect_refused(with([](ojson& j) { j["args"][4]["buffer"] = "zz"; }), d, "args[4].buffer: 'zz' is not one of the spec's args");
+  expect_refused(with([](ojson& j) { j["args"][4].erase("buffer"); }), d, "args[4].buffer: missing");
+  expect_refused(with([](ojson& j) { j["args"][4]["resource"] = "surface"; }), d, "args[4].resource: unknown resource 'surface'");
+  expect_refused(with([](ojson& j) { j["args"][4]["channels"] = 3; }), d, "args[4].channels: a texel holds 1, 2 or 4 channels");
+  expect_refused(with([](ojson& j) { j["args"][4]["format"] = "f64"; }), d, "args[4].format: a texel's channel is f32, f16 or an integer");
+  expect_refused(with([](ojson& j) { j["args"][0]["dtype"] = "f64"; }), d, "args[4].format: missing: 'lin' holds f64");
+  expect_refused(with([](ojson& j) { j["args"][4]["filter"] = "linear"; }), d, "args[4].filter: a linear texture (tex1Dfetch) is read at whole texels");
+  expect_refused(with([](ojson& j) { j["args"][5]["format"] = "u8"; }), d,
+                 "args[5].filter: linear filtering returns floats: a texel of u8 is filtered only when read normalized");
+  expect_refused(with([](ojson& j) { j["args"][4]["read"] = "normalized"; j["args"][4]["format"] = "i32"; }), d,
+                 "args[4].read: only 8- and 16-bit integer texels are read as normalized floats, not i32");
+  expect_refused(with([](ojson& j) { j["args"][5].erase("height"); }), d, "args[5].height: missing: a pitch2d texture's rows");
+  expect_refused(with([](ojson& j) { j["args"][6].erase("width"); }), d, "args[6].width: missing");
+  expect_refused(with([](ojson& j) { j["args"][5]["depth"] = 2; }), d, "args[5].depth: only an array texture has slices");
+  expect_refused(with([](ojson& j) { j["args"][4]["pitch"] = 64; }), d, "args[4].pitch: a linear texture has no rows");
+  expect_refused(with([](ojson& j) { j["args"][5]["width"] = "BS"; }), d, "args[5].width: 'BS' reads BS: a texture's shape is of the dimensions only");
+  expect_refused(with([](ojson& j) { j["args"][5]["address"] = "wrap"; }), d, "args[5].address: wrap and mirror address only normalized coordinates");
+  expect_refused(with([](ojson& j) { j["args"][6]["address"] = {"wrap", "clamp", "border", "clamp"}; }), d,
+                 "args[6].address: one mode, or one an axis (3 here)");
+  expect_refused(with([](ojson& j) { j["args"][6]["address"] = "edge"; }), d, "args[6].address: unknown address 'edge'");
+  expect_refused(with([](ojson& j) { j["args"][4]["normalized_coords"] = true; }), d,
+                 "args[4].normalized_coords: a linear texture (tex1Dfetch) is read at whole texels");
+  expect_refused(with([](ojson& j) { j["args"][0]["channels"] = 4; }), d, "args[0].channels: only a texture has channels");
+  expect_refused(with([](ojson& j) { j["args"][4]["count"] = 4; }), d, "args[4].count: unknown field");
+  // A temporary the config sizes cannot back a texture the problem shapes.
+  expect_refused(with([](ojson& j) {
+                   j["args"].push_back({{"name", "tmp"}, {"kind", "buffer"}, {"dtype", "f32"}, {"count", "BS * 4"}, {"intent", "temp"}});
+                   j["args"][4]["buffer"] = "tmp";
+                   j["args"][0]["intent"] = "in";
+                   j["check"]["reference"]["launch"]["args"] = {"lin", "img", "vol", "out", "n"};
+                 }),
+                 d, "args[4].buffer: 'tmp' is a temporary the config sizes");
+}
+
 } // namespace
 } // namespace ktune

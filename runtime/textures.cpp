@@ -1,0 +1,178 @@
+#include "runtime/textures.h"
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "ktune/error.h"
+#include "runtime/cuda_check.h"
+#include "runtime/driver.h"
+
+namespace ktune {
+
+namespace {
+
+CUarray_format array_format(ElemType t) {
+  switch (t) {
+    case ElemType::f32: return CU_AD_FORMAT_FLOAT;
+    case ElemType::f16: return CU_AD_FORMAT_HALF;
+    case ElemType::i8: return CU_AD_FORMAT_SIGNED_INT8;
+    case ElemType::u8: return CU_AD_FORMAT_UNSIGNED_INT8;
+    case ElemType::i16: return CU_AD_FORMAT_SIGNED_INT16;
+    case ElemType::u16: return CU_AD_FORMAT_UNSIGNED_INT16;
+    case ElemType::i32: return CU_AD_FORMAT_SIGNED_INT32;
+    case ElemType::u32: return CU_AD_FORMAT_UNSIGNED_INT32;
+    default: throw Error(std::string("internal: a texture of ") + to_string(t)); // texture_at refuses the others
+  }
+}
+
+// The device's texture alignments (base address, a pitched row), queried once a device.
+std::array<int, 2> alignments(const std::string& what) {
+  CUdevice dev = 0;
+  check_cu(driver().cuCtxGetDevice(&dev), "cuCtxGetDevice", what);
+  static std::mutex mu;
+  static std::map<CUdevice, std::array<int, 2>> known;
+  std::lock_guard<std::mutex> lk(mu);
+  if (const auto it = known.find(dev); it != known.end()) return it->second;
+  std::array<int, 2> a{};
+  check_cu(driver().cuDeviceGetAttribute(&a[0], CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT, dev), "cuDeviceGetAttribute", what);
+  check_cu(driver().cuDeviceGetAttribute(&a[1], CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT, dev), "cuDeviceGetAttribute", what);
+  return known[dev] = a;
+}
+
+// Everything an object depends on: the context, the sampling, the shape, and the buffer's address
+// (linear, pitch2d) or the spec argument and stream whose array it reads (array).
+using Key = std::vector<uint64_t>;
+
+struct Cache {
+  std::mutex mu;
+  std::map<Key, TextureObject> objects;
+  size_t over_buffers = 0; // objects over a buffer's address (not an array's)
+};
+
+Cache& cache() {
+  static Cache* c = new Cache; // never destroyed: objects outlive static destruction order
+  return *c;
+}
+
+// Objects over buffers kept at most: an application's calls cycle through a few buffers, but one
+// that allocates anew every call (addresses never seen again) must not grow the table for ever.
+constexpr size_t kMaxBufferObjects = 1024;
+
+} // namespace
+
+TextureObject texture_object(const KernelSpec& s, size_t arg, const KernelSpec::TextureShape& x, CUdeviceptr buffer,
+                             CUstream stream, const std::string& what) {
+  const SpecArg& a = s.args.at(arg);
+  const SpecArg::Texture& t = a.texture;
+  const bool array = t.resource == SpecArg::Texture::array;
+  CUcontext ctx = nullptr;
+  check_cu(driver().cuCtxGetCurrent(&ctx), "cuCtxGetCurrent", what);
+  const std::array<int, 2> align = alignments(what);
+  if (!array && buffer % CUdeviceptr(align[0]))
+    throw UsageError(what + ": " + s.args.at(size_t(a.fields.at(0).buffer)).name + " starts at an address that is no multiple of the " +
+                     std::to_string(align[0]) + " bytes a texture over a buffer needs (CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT)");
+  if (t.resource == SpecArg::Texture::pitch2d && x.pitch % size_t(align[1]))
+    throw UsageError(what + ": rows " + std::to_string(x.pitch) + " bytes apart: a pitch2d texture's rows are a multiple of " +
+                     std::to_string(align[1]) + " bytes apart on this device (CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT)");
+  Key key = {uint64_t(reinterpret_cast<uintptr_t>(ctx)), uint64_t(t.resource), uint64_t(x.format), uint64_t(x.channels), x.width,
+             x.height, x.depth, x.pitch, uint64_t(t.normalized_read), uint64_t(t.linear_filter), uint64_t(t.normalized_coords),
+             uint64_t(t.address[0]), uint64_t(t.address[1]), uint64_t(t.address[2])};
+  if (array) {
+    key.push_back(uint64_t(reinterpret_cast<uintptr_t>(stream)));
+    key.push_back(uint64_t(reinterpret_cast<uintptr_t>(&s)));
+    key.push_back(arg);
+  } else {
+    key.push_back(uint64_t(buffer));
+  }
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lk(c.mu);
+  if (const auto it = c.objects.find(key); it != c.objects.end()) return it->second;
+  if (!array && c.over_buffers >= kMaxBufferObjects) {
+    // Work queued before may still read them: the context's work first, then they go.
+    check_cu(driver().cuCtxSynchronize(), "cuCtxSynchronize", what + " (before dropping kept texture objects)");
+    for (auto it = c.objects.begin(); it != c.objects.end();) {
+      if (it->second.array || it->first[0] != key[0]) {
+        ++it;
+        continue;
+      }
+      check_cu(driver().cuTexObjectDestroy(it->second.object), "cuTexObjectDestroy", what);
+      it = c.objects.erase(it);
+      --c.over_buffers;
+    }
+  }
+  CUDA_RESOURCE_DESC res{};
+  TextureObject made;
+  const CUarray_format format = array_format(x.format);
+  if (t.resource == SpecArg::Texture::linear) {
+    res.resType = CU_RESOURCE_TYPE_LINEAR;
+    res.res.linear.devPtr = buffer;
+    res.res.linear.format = format;
+    res.res.linear.numChannels = unsigned(x.channels);
+    res.res.linear.sizeInBytes = x.width * x.texel_bytes();
+  } else if (t.resource == SpecArg::Texture::pitch2d) {
+    res.resType = CU_RESOURCE_TYPE_PITCH2D;
+    res.res.pitch2D.devPtr = buffer;
+    res.res.pitch2D.format = format;
+    res.res.pitch2D.numChannels = unsigned(x.channels);
+    res.res.pitch2D.width = x.width;
+    res.res.pitch2D.height = x.height;
+    res.res.pitch2D.pitchInBytes = x.pitch;
+  } else {
+    CUDA_ARRAY3D_DESCRIPTOR d{};
+    d.Width = x.width;
+    d.Height = x.height; // 0: a 1D array
+    d.Depth = x.depth;   // 0: 1D or 2D
+    d.Format = format;
+    d.NumChannels = unsigned(x.channels);
+    check_cu(driver().cuArray3DCreate(&made.array, &d), "cuArray3DCreate", what);
+    res.resType = CU_RESOURCE_TYPE_ARRAY;
+    res.res.array.hArray = made.array;
+  }
+  CUDA_TEXTURE_DESC td{};
+  for (int k = 0; k < 3; ++k) td.addressMode[k] = CUaddress_mode(t.address[k]);
+  td.filterMode = t.linear_filter ? CU_TR_FILTER_MODE_LINEAR : CU_TR_FILTER_MODE_POINT;
+  // Integers as they are, unless read normalized (the driver's default promotes 8- and 16-bit
+  // ones to [0, 1] floats; the runtime API's cudaReadModeElementType is this flag).
+  if (!is_float(x.format) && !t.normalized_read) td.flags |= CU_TRSF_READ_AS_INTEGER;
+  if (t.normalized_coords) td.flags |= CU_TRSF_NORMALIZED_COORDINATES;
+  const CUresult r = driver().cuTexObjectCreate(&made.object, &res, &td, nullptr);
+  if (r != CUDA_SUCCESS) {
+    if (made.array) driver().cuArrayDestroy(made.array); // the create's error is the one to tell
+    check_cu(r, "cuTexObjectCreate", what);
+  }
+  c.objects.emplace(key, made);
+  if (!array) ++c.over_buffers;
+  return made;
+}
+
+void copy_into_array(CUarray array, const KernelSpec::TextureShape& x, CUdeviceptr from, CUstream stream, const std::string& what) {
+  const size_t row = x.width * x.texel_bytes();
+  if (!x.depth) { // 1D (one row) or 2D
+    CUDA_MEMCPY2D m{};
+    m.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    m.srcDevice = from;
+    m.srcPitch = x.height ? x.pitch : row;
+    m.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+    m.dstArray = array;
+    m.WidthInBytes = row;
+    m.Height = x.height ? x.height : 1;
+    check_cu(driver().cuMemcpy2DAsync(&m, stream), "cuMemcpy2DAsync", what);
+    return;
+  }
+  CUDA_MEMCPY3D m{};
+  m.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  m.srcDevice = from;
+  m.srcPitch = x.pitch;
+  m.srcHeight = x.height;
+  m.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+  m.dstArray = array;
+  m.WidthInBytes = row;
+  m.Height = x.height;
+  m.Depth = x.depth;
+  check_cu(driver().cuMemcpy3DAsync(&m, stream), "cuMemcpy3DAsync", what);
+}
+
+} // namespace ktune

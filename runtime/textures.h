@@ -1,0 +1,32 @@
+// Texture objects for a spec's texture arguments (SpecArg::Texture, docs/KERNEL_SPEC.md
+// "Textures"): made with cuTexObjectCreate as host code makes them with cudaCreateTextureObject,
+// over the buffer itself (linear, pitch2d) or over a CUDA array the launch copies the buffer into
+// (array). Kept process-wide: a texture object over a buffer is a pure function of its address,
+// shape and sampling, so a problem called again on the same buffers, as an inference loop or the
+// tuner's timed runs do, reuses it; an array is kept a (spec argument, shape, context, stream), so
+// that calls on two streams never copy into one array at once.
+#pragma once
+#include <cuda.h>
+
+#include <string>
+
+#include "core/kernel_spec.h"
+
+namespace ktune {
+
+struct TextureObject {
+  CUtexObject object = 0;
+  CUarray array = nullptr; // resource "array": the array the launch copies the buffer into; else null
+};
+
+// The texture object of texture argument `arg` of spec s with shape x over the buffer at `buffer`
+// (resource array: the argument's array on `stream`; its contents are copy_into_array's), on the
+// current context. Throws UsageError for a buffer address the device's texture alignment refuses,
+// CudaError naming `what` for a failed driver call.
+TextureObject texture_object(const KernelSpec& s, size_t arg, const KernelSpec::TextureShape& x, CUdeviceptr buffer,
+                             CUstream stream, const std::string& what);
+
+// The texels of the buffer at `from` (rows x.pitch bytes apart) into the array, on stream.
+void copy_into_array(CUarray array, const KernelSpec::TextureShape& x, CUdeviceptr from, CUstream stream, const std::string& what);
+
+} // namespace ktune
