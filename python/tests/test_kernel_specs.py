@@ -251,3 +251,35 @@ def test_a_struct_argument_is_ktunes_to_build_and_a_references_none(tmp_path, mo
     out = subprocess.run([ktune_binary(), "space", "--kernel", k.path, "--problem", "1000"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert re.search(r"struct p\s+24 bytes, aligned 8", out.stdout), out.stdout
+
+
+def test_a_texture_argument_is_ktunes_to_make_and_a_references_none(tmp_path, monkeypatch):
+    """A texture object ("kind": "texture") is made by ktune over a buffer the caller passes: the
+    caller passes the buffer only, and a Python reference gets None in the texture's place."""
+    import ktune
+
+    monkeypatch.setenv("KTUNE_DB", str(tmp_path / "k.db"))
+    source = "template <int B> __global__ void fetch(cudaTextureObject_t t, float* y, int n) {\n" \
+             "  int i = blockIdx.x * B + threadIdx.x; if (i < n) y[i] = 2.f * tex1Dfetch<float>(t, i); }\n"
+    spec = {
+        "name": "py_texture", "source_text": source, "kernel": "fetch<{B}>", "params_as": "template",
+        "dims": ["n"], "tune_params": {"B": [64, 128]},
+        "launch": {"grid": ["ceil_div(n, B)"], "block": ["B"], "args": ["t", "y", "n_"]},
+        "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n"},
+                 {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"},
+                 {"name": "t", "kind": "texture", "buffer": "x"},
+                 {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"}],
+    }
+    got = {}
+
+    def ref(x, y, t, n):
+        got.update(t=t, n=n)
+        return 2 * x
+
+    k = ktune.Kernel(spec, reference=ref)
+    assert [a["name"] for a in k.info["args"]] == ["x", "y"], "the texture is not the caller's"
+    k._write_answers([1000], "f32")
+    assert got["t"] is None and got["n"] == 1000
+    out = subprocess.run([ktune_binary(), "space", "--kernel", k.path, "--problem", "1000"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "texture t  linear over x: 1 x f32 channel, 1000 texels" in out.stdout, out.stdout
