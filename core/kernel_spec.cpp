@@ -854,11 +854,13 @@ void read_struct(const Reader& r, const KernelSpec& s, const ojson& o, const std
 // resolved with the structs' once every argument is read; its shape's expressions read the
 // dimensions only (the launch makes one texture object a buffer and shape).
 void read_texture(const Reader& r, const KernelSpec& s, const ojson& o, const std::string& at, SpecArg& a,
-                  std::vector<std::string>& buffers) {
-  r.known_fields(o, at, {"name", "kind", "buffer", "resource", "format", "channels", "width", "height", "depth", "pitch",
-                         "read", "filter", "address", "normalized_coords"});
+                  std::vector<std::string>& buffers, bool surface) {
+  if (surface) r.known_fields(o, at, {"name", "kind", "buffer", "format", "channels", "width", "height", "depth", "pitch"});
+  else r.known_fields(o, at, {"name", "kind", "buffer", "resource", "format", "channels", "width", "height", "depth", "pitch",
+                             "read", "filter", "address", "normalized_coords"});
   SpecArg::Texture& t = a.texture;
   a.texture_arg = true;
+  t.surface = surface;
   if (!o.contains("buffer")) r.fail(at + ".buffer", "missing: the buffer argument the texture reads");
   buffers.push_back(r.str(o["buffer"], at + ".buffer"));
   SpecArg::Field f;
@@ -878,7 +880,7 @@ void read_texture(const Reader& r, const KernelSpec& s, const ojson& o, const st
     }
     r.fail(at + "." + key, "unknown " + std::string(key) + " '" + v + "' (known: " + list + ")");
   };
-  t.resource = SpecArg::Texture::Resource(choice("resource", {"linear", "pitch2d", "array"}, "linear"));
+  t.resource = SpecArg::Texture::Resource(choice("resource", {"linear", "pitch2d", "array"}, surface ? "array" : "linear"));
   if (o.contains("format")) {
     bool problem = false;
     t.format = r.elem(o["format"], at + ".format", false, &problem);
@@ -906,17 +908,18 @@ void read_texture(const Reader& r, const KernelSpec& s, const ojson& o, const st
   };
   const bool array = t.resource == SpecArg::Texture::array, pitched = t.resource == SpecArg::Texture::pitch2d;
   if (o.contains("width")) t.width = shape("width");
-  else if (t.resource != SpecArg::Texture::linear) r.fail(at + ".width", "missing: a pitch2d or array texture's texels along x");
+  else if (t.resource != SpecArg::Texture::linear)
+    r.fail(at + ".width", surface ? "missing: a surface's texels along x" : "missing: a pitch2d or array texture's texels along x");
   if (o.contains("height")) t.height = shape("height");
   else if (pitched) r.fail(at + ".height", "missing: a pitch2d texture's rows");
   if (o.contains("depth")) {
     if (!array) r.fail(at + ".depth", "only an array texture has slices (a 3D texture)");
-    if (!o.contains("height")) r.fail(at + ".depth", "a 3D array texture has a height too");
+    if (!o.contains("height")) r.fail(at + ".depth", std::string("a 3D ") + (surface ? "surface" : "array texture") + " has a height too");
     t.depth = shape("depth");
   }
   if (o.contains("pitch")) {
     if (!array && !pitched) r.fail(at + ".pitch", "a linear texture has no rows (pitch2d or array have)");
-    if (array && !o.contains("height")) r.fail(at + ".pitch", "a 1D array texture has no rows");
+    if (array && !o.contains("height")) r.fail(at + ".pitch", std::string("a 1D ") + (surface ? "surface" : "array texture") + " has no rows");
     t.pitch = shape("pitch");
   }
   t.normalized_read = choice("read", {"element", "normalized"}, "element") == 1;
@@ -987,16 +990,16 @@ void read_args(const Reader& r, KernelSpec& s, const ojson& v) {
     if (!seen.insert(a.name).second) r.fail(at + ".name", "argument '" + a.name + "' named twice");
     if (!o.contains("kind")) r.fail(at + ".kind", "missing (buffer or scalar)");
     const std::string kind = r.str(o["kind"], at + ".kind");
-    if (kind != "buffer" && kind != "scalar" && kind != "null" && kind != "struct" && kind != "texture")
-      r.fail(at + ".kind", "unknown kind '" + kind + "' (known: buffer, scalar, null, struct, texture)");
+    if (kind != "buffer" && kind != "scalar" && kind != "null" && kind != "struct" && kind != "texture" && kind != "surface")
+      r.fail(at + ".kind", "unknown kind '" + kind + "' (known: buffer, scalar, null, struct, texture, surface)");
     a.buffer = kind == "buffer";
     for (const char* f : {"fields", "align"})
       if (kind != "struct" && o.contains(f)) r.fail(at + "." + f, "only a struct has " + std::string(f));
     for (const char* f : {"buffer", "resource", "format", "channels", "width", "height", "depth", "pitch", "read", "filter", "address",
                           "normalized_coords"})
-      if (kind != "texture" && o.contains(f)) r.fail(at + "." + f, "only a texture has " + std::string(f));
-    if (kind == "texture") {
-      read_texture(r, s, o, at, a, field_buffers[i]);
+      if (kind != "texture" && kind != "surface" && o.contains(f)) r.fail(at + "." + f, "only a texture has " + std::string(f));
+    if (kind == "texture" || kind == "surface") {
+      read_texture(r, s, o, at, a, field_buffers[i], kind == "surface");
     } else if (kind == "struct") {
       read_struct(r, s, o, at, a, field_buffers[i]);
     } else if (kind == "null") { // a pointer the kernel takes and this use leaves null (an optional mask, vLLM's `finished`)
@@ -1020,7 +1023,8 @@ void read_args(const Reader& r, KernelSpec& s, const ojson& v) {
       const std::string fk = "args[" + std::to_string(i) + "]" + (texture ? "" : ".fields[" + std::to_string(f) + "]") + ".buffer";
       const int k = r.arg_index(s, name, fk);
       if (!s.args[size_t(k)].buffer)
-        r.fail(fk, "'" + name + "' is not a buffer argument: " + (texture ? "a texture reads" : "a pointer field points to") + " a buffer");
+        r.fail(fk, "'" + name + "' is not a buffer argument: " +
+                       (texture ? std::string("a ") + s.args[i].kind_name() + " reads" : std::string("a pointer field points to")) + " a buffer");
       s.args[i].fields[f].buffer = k;
       if (texture && s.args[size_t(k)].follows_config)
         r.fail(fk, "'" + name + "' is a temporary the config sizes: a texture reads a buffer the problem sizes");

@@ -150,7 +150,11 @@ struct SpecArg {
   // or over a CUDA array the launch copies the buffer into (array). Held as a struct of one pointer
   // field (fields[0]: the buffer, which a round's swap moves as it moves a struct's pointer), whose
   // 8 bytes the launch replaces with the texture object made for that address (runtime/textures.h).
+  // "kind": "surface" is one too (cudaSurfaceObject_t over a CUDA array the launch copies the
+  // buffer into before and back out of after each launch that passes it: surf2Dwrite's results
+  // land in the buffer); it has no sampling (read, filter, address, coordinates).
   struct Texture {
+    bool surface = false;
     enum Resource { linear, pitch2d, array } resource = linear;
     bool format_given = false; // "format": a channel's type; else the buffer's element type
     ElemType format = ElemType::f32;
@@ -162,12 +166,17 @@ struct SpecArg {
   };
   bool texture_arg = false;
   Texture texture;
-  bool is_texture() const { return texture_arg; }
+  bool is_texture() const { return texture_arg; } // a texture or a surface
   bool is_struct() const { return !fields.empty(); }
   // A scalar argument (computed or the caller's): neither a buffer nor a struct (nor a texture).
   bool scalar() const { return !buffer && !is_struct(); }
-  // For messages: buffer, texture, struct or scalar.
-  const char* kind_name() const { return buffer ? "buffer" : is_texture() ? "texture" : is_struct() ? "struct" : "scalar"; }
+  bool is_surface() const { return texture_arg && texture.surface; }
+  // A CUDA array the launch copies the buffer into: an array texture's, a surface's.
+  bool has_array() const { return texture_arg && texture.resource == Texture::array; }
+  // For messages: buffer, texture, surface, struct or scalar.
+  const char* kind_name() const {
+    return buffer ? "buffer" : is_surface() ? "surface" : is_texture() ? "texture" : is_struct() ? "struct" : "scalar";
+  }
 
   ElemType elem(const Problem& p) const { return problem_dtype ? elem_type_of(p.dtype) : type; }
   bool checked() const { return buffer && (intent == out || intent == inout); }

@@ -338,14 +338,30 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
     if (!spec) return;
     for (int k : spec->step_args(s.args)) {
       const SpecArg& a = spec->args[size_t(k)];
-      if (!a.is_texture() || a.texture.resource != SpecArg::Texture::array) continue;
+      if (!a.has_array()) continue;
       const CUdeviceptr from = pointer(s, a.fields[0].buffer);
       if (copied[size_t(k)] == from) continue;
       const TextureObject o = args.texture(size_t(k), from, stream);
       copy_into_array(o.array, args.texture_shape(size_t(k)), from, stream,
-                      m.context() + ": copying " + spec->args[size_t(a.fields[0].buffer)].name + " into texture " + a.name +
-                          "'s array at " + args.problem().key());
+                      m.context() + ": copying " + spec->args[size_t(a.fields[0].buffer)].name + " into " + a.kind_name() + " " +
+                          a.name + "'s array at " + args.problem().key());
       copied[size_t(k)] = from;
+      any_copied = true;
+    }
+  };
+  // After a launch of step s: what it wrote through each surface it passes, back into the buffer
+  // (which then agrees with the array again).
+  auto drain_surfaces = [&](const LaunchStep& s) {
+    if (!spec) return;
+    for (int k : spec->step_args(s.args)) {
+      const SpecArg& a = spec->args[size_t(k)];
+      if (!a.is_surface()) continue;
+      const CUdeviceptr to = pointer(s, a.fields[0].buffer);
+      const TextureObject o = args.texture(size_t(k), to, stream);
+      copy_out_of_array(o.array, args.texture_shape(size_t(k)), to, stream,
+                        m.context() + ": copying surface " + a.name + "'s array back into " +
+                            spec->args[size_t(a.fields[0].buffer)].name + " at " + args.problem().key());
+      copied[size_t(k)] = to;
       any_copied = true;
     }
   };
@@ -398,7 +414,7 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
     std::vector<CUdeviceptr> reach;
     for (int k : spec->step_args(s.args)) {
       if (spec->args[size_t(k)].buffer) reach.push_back(pointer(s, k));
-      if (spec->args[size_t(k)].is_texture()) continue; // read only
+      if (spec->args[size_t(k)].is_texture() && !spec->args[size_t(k)].is_surface()) continue; // read only
       for (const SpecArg::Field& f : spec->args[size_t(k)].fields) // a struct's pointers
         if (f.buffer >= 0) reach.push_back(pointer(s, f.buffer));
     }
@@ -587,11 +603,13 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
       fill_arrays(s);
       forget_written(s);
       m.launch(s.value_grid >= 0 ? at : s, stream, params);
+      drain_surfaces(s);
       continue;
     }
     if (!s.tma() && !pass_workspace) {
       if (spec) fill_arrays(s), forget_written(s);
       m.launch(s, stream, args.params());
+      drain_surfaces(s);
       continue;
     }
     // The step's tensor maps after the scalars, encoded for these pointers (cached per thread).

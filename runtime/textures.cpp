@@ -77,7 +77,7 @@ TextureObject texture_object(const KernelSpec& s, size_t arg, const KernelSpec::
   if (t.resource == SpecArg::Texture::pitch2d && x.pitch % size_t(align[1]))
     throw UsageError(what + ": rows " + std::to_string(x.pitch) + " bytes apart: a pitch2d texture's rows are a multiple of " +
                      std::to_string(align[1]) + " bytes apart on this device (CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT)");
-  Key key = {uint64_t(reinterpret_cast<uintptr_t>(ctx)), uint64_t(t.resource), uint64_t(x.format), uint64_t(x.channels), x.width,
+  Key key = {uint64_t(reinterpret_cast<uintptr_t>(ctx)), uint64_t(t.surface), uint64_t(t.resource), uint64_t(x.format), uint64_t(x.channels), x.width,
              x.height, x.depth, x.pitch, uint64_t(t.normalized_read), uint64_t(t.linear_filter), uint64_t(t.normalized_coords),
              uint64_t(t.address[0]), uint64_t(t.address[1]), uint64_t(t.address[2])};
   if (array) {
@@ -127,9 +127,19 @@ TextureObject texture_object(const KernelSpec& s, size_t arg, const KernelSpec::
     d.Depth = x.depth;   // 0: 1D or 2D
     d.Format = format;
     d.NumChannels = unsigned(x.channels);
+    if (t.surface) d.Flags = CUDA_ARRAY3D_SURFACE_LDST; // surf*read / surf*write
     check_cu(driver().cuArray3DCreate(&made.array, &d), "cuArray3DCreate", what);
     res.resType = CU_RESOURCE_TYPE_ARRAY;
     res.res.array.hArray = made.array;
+  }
+  if (t.surface) {
+    const CUresult r = driver().cuSurfObjectCreate(&made.object, &res);
+    if (r != CUDA_SUCCESS) {
+      driver().cuArrayDestroy(made.array); // the create's error is the one to tell
+      check_cu(r, "cuSurfObjectCreate", what);
+    }
+    c.objects.emplace(key, made);
+    return made;
   }
   CUDA_TEXTURE_DESC td{};
   for (int k = 0; k < 3; ++k) td.addressMode[k] = CUaddress_mode(t.address[k]);
@@ -148,31 +158,46 @@ TextureObject texture_object(const KernelSpec& s, size_t arg, const KernelSpec::
   return made;
 }
 
-void copy_into_array(CUarray array, const KernelSpec::TextureShape& x, CUdeviceptr from, CUstream stream, const std::string& what) {
+namespace {
+
+// The texels between the buffer at `at` (rows x.pitch bytes apart) and the array: into the array,
+// or (back) out of it.
+void copy_array(CUarray array, const KernelSpec::TextureShape& x, CUdeviceptr at, bool back, CUstream stream,
+                const std::string& what) {
   const size_t row = x.width * x.texel_bytes();
   if (!x.depth) { // 1D (one row) or 2D
     CUDA_MEMCPY2D m{};
-    m.srcMemoryType = CU_MEMORYTYPE_DEVICE;
-    m.srcDevice = from;
-    m.srcPitch = x.height ? x.pitch : row;
-    m.dstMemoryType = CU_MEMORYTYPE_ARRAY;
-    m.dstArray = array;
+    (back ? m.dstMemoryType : m.srcMemoryType) = CU_MEMORYTYPE_DEVICE;
+    (back ? m.dstDevice : m.srcDevice) = at;
+    (back ? m.dstPitch : m.srcPitch) = x.height ? x.pitch : row;
+    (back ? m.srcMemoryType : m.dstMemoryType) = CU_MEMORYTYPE_ARRAY;
+    (back ? m.srcArray : m.dstArray) = array;
     m.WidthInBytes = row;
     m.Height = x.height ? x.height : 1;
     check_cu(driver().cuMemcpy2DAsync(&m, stream), "cuMemcpy2DAsync", what);
     return;
   }
   CUDA_MEMCPY3D m{};
-  m.srcMemoryType = CU_MEMORYTYPE_DEVICE;
-  m.srcDevice = from;
-  m.srcPitch = x.pitch;
-  m.srcHeight = x.height;
-  m.dstMemoryType = CU_MEMORYTYPE_ARRAY;
-  m.dstArray = array;
+  (back ? m.dstMemoryType : m.srcMemoryType) = CU_MEMORYTYPE_DEVICE;
+  (back ? m.dstDevice : m.srcDevice) = at;
+  (back ? m.dstPitch : m.srcPitch) = x.pitch;
+  (back ? m.dstHeight : m.srcHeight) = x.height;
+  (back ? m.srcMemoryType : m.dstMemoryType) = CU_MEMORYTYPE_ARRAY;
+  (back ? m.srcArray : m.dstArray) = array;
   m.WidthInBytes = row;
   m.Height = x.height;
   m.Depth = x.depth;
   check_cu(driver().cuMemcpy3DAsync(&m, stream), "cuMemcpy3DAsync", what);
+}
+
+} // namespace
+
+void copy_into_array(CUarray array, const KernelSpec::TextureShape& x, CUdeviceptr from, CUstream stream, const std::string& what) {
+  copy_array(array, x, from, false, stream, what);
+}
+
+void copy_out_of_array(CUarray array, const KernelSpec::TextureShape& x, CUdeviceptr to, CUstream stream, const std::string& what) {
+  copy_array(array, x, to, true, stream, what);
 }
 
 } // namespace ktune

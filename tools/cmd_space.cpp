@@ -131,13 +131,17 @@ int cmd_space(SpaceArgs& a) {
         static const char* kResources[] = {"linear", "pitch2d", "array"};
         static const char* kModes[] = {"wrap", "clamp", "mirror", "border"};
         const KernelSpec::TextureShape x = spec->texture_at(i, p);
-        std::printf("\ntexture %s  %s over %s: %zu x %s channel%s, %zu", arg.name.c_str(), kResources[t.resource],
+        std::printf("\n%s %s  %s over %s: %zu x %s channel%s, %zu", arg.kind_name(), arg.name.c_str(), kResources[t.resource],
                     spec->args[size_t(arg.fields[0].buffer)].name.c_str(), size_t(x.channels), to_string(x.format),
                     x.channels > 1 ? "s" : "", x.width);
         if (x.height) std::printf(" x %zu", x.height);
         if (x.depth) std::printf(" x %zu", x.depth);
         std::printf(" texels");
         if (x.height) std::printf(", rows %zu bytes apart", x.pitch);
+        if (t.surface) { // no sampling: surf*read and surf*write at byte offsets
+          std::printf("; copied in before and back out after each launch\n");
+          continue;
+        }
         std::printf("; read %s, filter %s, %s coordinates, address %s", t.normalized_read ? "normalized" : "as elements",
                     t.linear_filter ? "linear" : "point", t.normalized_coords ? "normalized" : "texel", kModes[t.address[0]]);
         for (int k = 1; k < (x.depth ? 3 : x.height ? 2 : 1); ++k) std::printf("/%s", kModes[t.address[k]]);

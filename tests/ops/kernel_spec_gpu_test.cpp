@@ -2038,6 +2038,64 @@ __global__ void rounds_ref(float* x, int n, int T) {
   }
 }
 
+// A surface ("kind": "surface"): a kernel that updates an array in place through surf2Dread and
+// surf2Dwrite, T rounds, then a step that reads the buffer through a linear texture: each round's
+// writes reach the buffer (copied back out of the array), and the next round's array holds them.
+// A planted kernel that skips the last column fails the check.
+TEST(KernelSpecGpu, ASurfaceWritesReachItsBufferEveryRound) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  TempDir dir("spec_surface");
+  std::ofstream(dir.file("surf.cu")) << R"CUDA(
+template <int BX, int SKIP>
+__global__ void grow(cudaSurfaceObject_t s, int w, int h) {
+  const int x = blockIdx.x * BX + threadIdx.x, y = blockIdx.y;
+  if (x >= w - SKIP || y >= h) return;
+  const float v = surf2Dread<float>(s, x * 4, y);
+  surf2Dwrite(2.f * v + 1.f, s, x * 4, y);
+}
+__global__ void fetch_all(cudaTextureObject_t t, float* out, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = tex1Dfetch<float>(t, i);
+}
+__global__ void grow_ref(float* v, float* out, int n, int T) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float x = v[i];
+  for (int t = 0; t < T; ++t) x = 2.f * x + 1.f;
+  v[i] = x;
+  out[i] = x;
+}
+)CUDA";
+  const std::string spec = R"JSON({
+  "name": "surf_grow", "sources": ["surf.cu"], "params_as": "template", "dims": ["w", "h", "T"],
+  "params": {"BX": [64, 128], "SKIP": [0, 1]},
+  "launch": [
+    {"repeat": "T", "steps": [{"kernel": "grow<{BX}, {SKIP}>", "grid": ["ceil_div(w, BX)", "h"], "block": ["BX"], "args": ["s", "w_", "h_"]}]},
+    {"kernel": "fetch_all", "grid": ["ceil_div(w * h, 128)"], "block": [128], "args": ["t", "out", "n"]}],
+  "args": [{"name": "v", "kind": "buffer", "dtype": "f32", "count": "w * h", "intent": "inout"},
+           {"name": "out", "kind": "buffer", "dtype": "f32", "count": "w * h", "intent": "out"},
+           {"name": "s", "kind": "surface", "buffer": "v", "width": "w", "height": "h"},
+           {"name": "t", "kind": "texture", "buffer": "v"},
+           {"name": "w_", "kind": "scalar", "value": "w"}, {"name": "h_", "kind": "scalar", "value": "h"},
+           {"name": "n", "kind": "scalar", "value": "w * h"}, {"name": "T_", "kind": "scalar", "value": "T"}],
+  "check": {"reference": {"kernel": "grow_ref", "launch": {"grid": ["ceil_div(w * h, 128)"], "block": [128], "args": ["v", "out", "n", "T_"]}}}
+})JSON";
+  std::ofstream(dir.file("surf.json")) << spec;
+  const std::string op = load_kernel_spec(dir.file("surf.json"));
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  auto runner = make_op_runner(op, compiler, *d);
+  for (const char* shape : {"100x7x3", "256x33x1"})
+    for (int bx : {64, 128}) {
+      const VerifyResult v = check_config(*runner, compiler, *d, op, Config{{"BX", bx}, {"SKIP", 0}}, Problem::parse(op, shape), 4);
+      EXPECT_TRUE(v.pass) << shape << " BX " << bx << ": " << v.summary();
+    }
+  const VerifyResult skips = check_config(*runner, compiler, *d, op, Config{{"BX", 64}, {"SKIP", 1}}, Problem::parse(op, "100x7x3"), 4);
+  EXPECT_FALSE(skips.pass) << "a kernel that leaves the last column passed: " << skips.summary();
+}
+
 // A value read back from a buffer a round's swap moved, at a step whose kernel takes both buffers
 // of the pair: each round's count is read from the buffer that round passes as `a` (once read
 // from the caller's own at every odd round: the swap's two entries mapped a back to itself).

@@ -2441,5 +2441,52 @@ TEST(KernelSpec, MalformedTexturesAreRefusedWithTheirFieldNamed) {
                  d, "args[4].buffer: 'tmp' is a temporary the config sizes");
 }
 
+
+// A surface ("kind": "surface"): an array the launch copies its buffer into and back out of; no
+// sampling fields.
+TEST(KernelSpec, ASurfaceArgumentIsAnArrayWithoutSampling) {
+  SpecDir d;
+  d.write("s.cu", "__global__ void twice(cudaSurfaceObject_t s, int w, int h) {\n"
+                  "  const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y;\n"
+                  "  if (x < w) surf2Dwrite(2.f * surf2Dread<float>(s, x * 4, y), s, x * 4, y); }\n"
+                  "__global__ void twice_ref(float* v, int n) {\n"
+                  "  const int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) v[i] *= 2.f; }\n");
+  const ojson base = ojson::parse(R"JSON({
+    "name": "twice", "sources": ["s.cu"], "kernel": "twice", "dims": ["w", "h"], "params": {"UNTUNED": [0]},
+    "launch": {"grid": ["ceil_div(w, 128)", "h"], "block": [128], "args": ["s", "w_", "h_"]},
+    "args": [{"name": "v", "kind": "buffer", "dtype": "f32", "count": "w * h", "intent": "inout"},
+             {"name": "s", "kind": "surface", "buffer": "v", "width": "w", "height": "h"},
+             {"name": "w_", "kind": "scalar", "value": "w"}, {"name": "h_", "kind": "scalar", "value": "h"},
+             {"name": "n", "kind": "scalar", "value": "w * h"}],
+    "check": {"reference": {"kernel": "twice_ref", "launch": {"grid": ["ceil_div(w * h, 128)"], "block": [128], "args": ["v", "n"]}}}})JSON");
+  const std::string op = load_kernel_spec_text(base.dump(), "s.json", d.dir());
+  const KernelSpec& s = spec_of(op);
+  const SpecArg& a = s.args[1];
+  EXPECT_TRUE(a.is_texture());
+  EXPECT_TRUE(a.is_surface());
+  EXPECT_TRUE(a.has_array()) << "a surface is an array's";
+  EXPECT_STREQ(a.kind_name(), "surface");
+  EXPECT_FALSE(a.caller_passes());
+  const Problem p = Problem::parse(op, "100x7");
+  const KernelSpec::TextureShape x = s.texture_at(1, p);
+  EXPECT_EQ(x.width, 100u);
+  EXPECT_EQ(x.height, 7u);
+  EXPECT_EQ(x.pitch, 400u);
+  EXPECT_EQ(signature_mismatch(s, s.steps[0], "_Z5twiceyii", p, "launch"), "");
+  EXPECT_NE(signature_mismatch(s, s.steps[0], "_Z5twicePfii", p, "launch").find("the spec passes s (a texture object, 8 bytes)"),
+            std::string::npos);
+  auto with = [&](const std::function<void(ojson&)>& f) {
+    ojson j = base;
+    f(j);
+    return j;
+  };
+  expect_refused(with([](ojson& j) { j["args"][1]["filter"] = "linear"; }), d, "args[1].filter: unknown field");
+  expect_refused(with([](ojson& j) { j["args"][1]["resource"] = "linear"; }), d, "args[1].resource: unknown field");
+  expect_refused(with([](ojson& j) { j["args"][1].erase("width"); }), d, "args[1].width: missing: a surface's texels along x");
+  expect_refused(with([](ojson& j) { j["args"][1]["buffer"] = "n"; }), d, "args[1].buffer: 'n' is not a buffer argument: a surface reads a buffer");
+  expect_refused(with([](ojson& j) { j["args"][1]["depth"] = 2; j["args"][1].erase("height"); }), d,
+                 "args[1].depth: a 3D surface has a height too");
+}
+
 } // namespace
 } // namespace ktune
