@@ -332,36 +332,25 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
       for (CUdeviceptr& c : copied)
         if (c && written(c)) c = 0;
   };
-  // Before a launch of step s: each array texture it passes holds its buffer as this round passes
-  // it (host code's cudaMemcpy2DToArray before the kernel), copied where it does not yet.
-  auto fill_arrays = [&](const LaunchStep& s) {
+  // Before a launch of step s (back false): each array texture and surface it passes holds its
+  // buffer as this round passes it (host code's cudaMemcpy2DToArray before the kernel), copied
+  // where it does not yet. After it (back true): what the kernel wrote through each surface, back
+  // into the buffer, which then agrees with the array again.
+  auto move_arrays = [&](const LaunchStep& s, bool back) {
     if (!spec) return;
     for (int k : spec->step_args(s.args)) {
       const SpecArg& a = spec->args[size_t(k)];
-      if (!a.has_array()) continue;
-      const CUdeviceptr from = pointer(s, a.fields[0].buffer);
-      if (copied[size_t(k)] == from) continue;
-      const TextureObject o = args.texture(size_t(k), from, stream);
-      copy_into_array(o.array, args.texture_shape(size_t(k)), from, stream,
-                      m.context() + ": copying " + spec->args[size_t(a.fields[0].buffer)].name + " into " + a.kind_name() + " " +
-                          a.name + "'s array at " + args.problem().key());
-      copied[size_t(k)] = from;
-      any_copied = true;
-    }
-  };
-  // After a launch of step s: what it wrote through each surface it passes, back into the buffer
-  // (which then agrees with the array again).
-  auto drain_surfaces = [&](const LaunchStep& s) {
-    if (!spec) return;
-    for (int k : spec->step_args(s.args)) {
-      const SpecArg& a = spec->args[size_t(k)];
-      if (!a.is_surface()) continue;
-      const CUdeviceptr to = pointer(s, a.fields[0].buffer);
-      const TextureObject o = args.texture(size_t(k), to, stream);
-      copy_out_of_array(o.array, args.texture_shape(size_t(k)), to, stream,
-                        m.context() + ": copying surface " + a.name + "'s array back into " +
-                            spec->args[size_t(a.fields[0].buffer)].name + " at " + args.problem().key());
-      copied[size_t(k)] = to;
+      if (back ? !a.is_surface() : !a.has_array()) continue;
+      const CUdeviceptr at = pointer(s, a.fields[0].buffer);
+      if (!back && copied[size_t(k)] == at) continue;
+      const TextureObject o = args.texture(size_t(k), at, stream);
+      const std::string& buffer = spec->args[size_t(a.fields[0].buffer)].name;
+      const std::string what = m.context() + ": copying " + (back ? std::string(a.kind_name()) + " " + a.name + "'s array back into " + buffer
+                                                                  : buffer + " into " + a.kind_name() + " " + a.name + "'s array") +
+                               " at " + args.problem().key();
+      if (back) copy_out_of_array(o.array, args.texture_shape(size_t(k)), at, stream, what);
+      else copy_into_array(o.array, args.texture_shape(size_t(k)), at, stream, what);
+      copied[size_t(k)] = at;
       any_copied = true;
     }
   };
@@ -600,16 +589,16 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
             params[i] = &own[i];
           }
       }
-      fill_arrays(s);
+      move_arrays(s, false);
       forget_written(s);
       m.launch(s.value_grid >= 0 ? at : s, stream, params);
-      drain_surfaces(s);
+      move_arrays(s, true);
       continue;
     }
     if (!s.tma() && !pass_workspace) {
-      if (spec) fill_arrays(s), forget_written(s);
+      if (spec) move_arrays(s, false), forget_written(s);
       m.launch(s, stream, args.params());
-      drain_surfaces(s);
+      move_arrays(s, true);
       continue;
     }
     // The step's tensor maps after the scalars, encoded for these pointers (cached per thread).
