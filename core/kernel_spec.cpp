@@ -910,8 +910,12 @@ void read_texture(const Reader& r, const KernelSpec& s, const ojson& o, const st
   if (o.contains("width")) t.width = shape("width");
   else if (t.resource != SpecArg::Texture::linear)
     r.fail(at + ".width", surface ? "missing: a surface's texels along x" : "missing: a pitch2d or array texture's texels along x");
-  if (o.contains("height")) t.height = shape("height");
-  else if (pitched) r.fail(at + ".height", "missing: a pitch2d texture's rows");
+  if (o.contains("height")) {
+    if (t.resource == SpecArg::Texture::linear) r.fail(at + ".height", "a linear texture has no rows (pitch2d or array have)");
+    t.height = shape("height");
+  } else if (pitched) {
+    r.fail(at + ".height", "missing: a pitch2d texture's rows");
+  }
   if (o.contains("depth")) {
     if (!array) r.fail(at + ".depth", "only an array texture has slices (a 3D texture)");
     if (!o.contains("height")) r.fail(at + ".depth", std::string("a 3D ") + (surface ? "surface" : "array texture") + " has a height too");
@@ -941,6 +945,8 @@ void read_texture(const Reader& r, const KernelSpec& s, const ojson& o, const st
   const std::initializer_list<const char*> modes = {"wrap", "clamp", "mirror", "border"};
   for (int& m : t.address) m = 1;
   if (o.contains("address")) {
+    if (t.resource == SpecArg::Texture::linear)
+      r.fail(at + ".address", "a linear texture (tex1Dfetch) has no address mode: a fetch past its end reads 0");
     const ojson& m = o["address"];
     const int axes = t.depth.empty() ? t.height.empty() ? 1 : 2 : 3;
     if (m.is_array()) {
@@ -1406,8 +1412,8 @@ void read_side_kernels(const Reader& r, const KernelSpec& s, const ojson& o, con
         r.fail(path, "a step passes '" + s.args[size_t(i)].name + "', a temporary, which only the kernel gets; give each step its args");
       for (const SpecArg::Field& f : s.args[size_t(i)].fields) // nor through a struct
         if (f.buffer >= 0 && s.args[size_t(f.buffer)].intent == SpecArg::temp)
-          r.fail(path, "a step passes struct '" + s.args[size_t(i)].name + "', which points to '" + s.args[size_t(f.buffer)].name +
-                           "', a temporary, which only the kernel gets");
+          r.fail(path, "a step passes " + std::string(s.args[size_t(i)].kind_name()) + " '" + s.args[size_t(i)].name +
+                           "', which points to '" + s.args[size_t(f.buffer)].name + "', a temporary, which only the kernel gets");
     }
   // Nor does a loop of theirs read or reset one: no kernel of theirs could write it.
   for (size_t k = first_while; k < whiles->size(); ++k)

@@ -391,6 +391,10 @@ struct KernelSpec {
     size_t texel_bytes() const { return size_t(elem_bytes(format)) * size_t(channels); }
   };
   TextureShape texture_at(size_t arg, const Problem& p) const;
+  // Beside args: the buffers a texture over a buffer (linear, pitch2d; not an array's) may read in
+  // some round, its own and those a loop's swap exchanges with it: where they start, the device's
+  // texture alignment (512 bytes) must hold (the plan's temporaries, the check's buffers).
+  std::vector<bool> texture_aligned() const;
   // The same from the names' values v (a launch's, with its loops' counters); context for errors.
   // problem_only: the fields that read a parameter left 0.
   std::vector<unsigned char> struct_bytes_from(size_t arg, const std::vector<double>& v, const Problem& p, const Config& c,

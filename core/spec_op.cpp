@@ -338,13 +338,35 @@ std::vector<unsigned char> KernelSpec::struct_bytes_from(size_t arg, const std::
   return out;
 }
 
+std::vector<bool> KernelSpec::texture_aligned() const {
+  std::vector<bool> out(args.size(), false);
+  for (const SpecArg& a : args)
+    if (a.is_texture() && !a.has_array()) out[size_t(a.fields[0].buffer)] = true;
+  if (std::find(out.begin(), out.end(), true) == out.end()) return out;
+  // Every pair any loop of any list swaps, then the pairs' closure over those marked.
+  std::vector<std::pair<int, int>> pairs;
+  std::function<void(const std::vector<SpecNode>&)> collect = [&](const std::vector<SpecNode>& nodes) {
+    for (const SpecNode& n : nodes) {
+      pairs.insert(pairs.end(), n.swaps.begin(), n.swaps.end());
+      collect(n.body);
+    }
+  };
+  for (const auto* o : {&order, &reference_order, &baseline_order, &setup_order, &post_order}) collect(*o);
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (const auto& [x, y] : pairs)
+      if (out[size_t(x)] != out[size_t(y)]) out[size_t(x)] = out[size_t(y)] = true, grew = true;
+  }
+  return out;
+}
+
 KernelSpec::TextureShape KernelSpec::texture_at(size_t arg, const Problem& p) const {
   const SpecArg& a = args.at(arg);
   if (!a.is_texture()) throw Error("internal: texture_at of " + a.name + ", a " + a.kind_name());
   const SpecArg::Texture& t = a.texture;
   const size_t k = size_t(a.fields.at(0).buffer);
   const SpecArg& b = args.at(k);
-  const std::string head = path + ": texture " + a.name + " at " + p.key() + ": ";
+  auto head = [&] { return path + ": " + a.kind_name() + " " + a.name + " at " + p.key() + ": "; };
   TextureShape x;
   x.format = t.format_given ? t.format : b.elem(p);
   x.channels = t.channels;
@@ -352,13 +374,14 @@ KernelSpec::TextureShape KernelSpec::texture_at(size_t arg, const Problem& p) co
     case ElemType::f32: case ElemType::f16: case ElemType::i8: case ElemType::u8: case ElemType::i16:
     case ElemType::u16: case ElemType::i32: case ElemType::u32: break;
     default:
-      throw UsageError(head + b.name + " holds " + to_string(x.format) + ", which no texel format is: give the texture a \"format\"");
+      throw UsageError(head() + b.name + " holds " + to_string(x.format) + ", which no texel format is: give the texture a \"format\"");
   }
   if (t.normalized_read && (is_float(x.format) || elem_bytes(x.format) > 2))
-    throw UsageError(head + "only 8- and 16-bit integer texels are read as normalized floats, not " + to_string(x.format));
+    throw UsageError(head() + "only 8- and 16-bit integer texels are read as normalized floats, not " + to_string(x.format));
   if (t.linear_filter && !is_float(x.format) && !t.normalized_read)
-    throw UsageError(head + "linear filtering returns floats: a texel of " + to_string(x.format) + " is filtered only when read normalized");
+    throw UsageError(head() + "linear filtering returns floats: a texel of " + to_string(x.format) + " is filtered only when read normalized");
   const size_t bytes = size_t(count_of(k, p)) * size_t(elem_bytes(b.elem(p))); // no temporary the config sizes: the parse
+  if (!bytes) return x; // a problem of no elements: nothing to launch, no texel to read
   const std::vector<double> v = problem_values(p);
   auto size = [&](const Expr& e, const char* key, double least) {
     return size_t(e.eval_integer(v, least, 1e15, std::string("for texture ") + a.name + "." + key + " at " + p.key()));
@@ -366,24 +389,26 @@ KernelSpec::TextureShape KernelSpec::texture_at(size_t arg, const Problem& p) co
   const size_t texel = x.texel_bytes();
   if (t.width.empty()) { // linear: the whole buffer
     if (bytes % texel)
-      throw UsageError(head + b.name + "'s " + std::to_string(bytes) + " bytes are no whole number of " + std::to_string(texel) +
+      throw UsageError(head() + b.name + "'s " + std::to_string(bytes) + " bytes are no whole number of " + std::to_string(texel) +
                        "-byte texels: give the texture's width");
     x.width = bytes / texel;
-    if (!x.width) throw UsageError(head + b.name + " holds no texel");
+    if (!x.width) throw UsageError(head() + b.name + " holds no texel");
   } else {
-    x.width = size(t.width, "width", 1);
+    x.width = size(t.width, "width", 0);
   }
-  if (!t.height.empty()) x.height = size(t.height, "height", 1);
-  if (!t.depth.empty()) x.depth = size(t.depth, "depth", 1);
+  if (!t.height.empty()) x.height = size(t.height, "height", 0);
+  if (!t.depth.empty()) x.depth = size(t.depth, "depth", 0);
+  // A problem of no texels along an axis: nothing to fit (no kernel reads one; the driver makes none).
+  if (!x.width || (!t.height.empty() && !x.height) || (!t.depth.empty() && !x.depth)) return x;
   const size_t row = x.width * texel;
   x.pitch = t.pitch.empty() ? (x.height ? row : 0) : size(t.pitch, "pitch", 1);
   if (x.height && x.pitch < row)
-    throw UsageError(head + "rows " + std::to_string(x.pitch) + " bytes apart hold no " + std::to_string(x.width) + " texels of " +
+    throw UsageError(head() + "rows " + std::to_string(x.pitch) + " bytes apart hold no " + std::to_string(x.width) + " texels of " +
                      std::to_string(texel) + " bytes");
   const size_t rows = x.height ? x.height * (x.depth ? x.depth : 1) : 1;
   const size_t covers = (rows - 1) * x.pitch + row;
   if (covers > bytes)
-    throw UsageError(head + "it reads " + std::to_string(covers) + " bytes of " + b.name + ", which holds " + std::to_string(bytes));
+    throw UsageError(head() + "it reads " + std::to_string(covers) + " bytes of " + b.name + ", which holds " + std::to_string(bytes));
   return x;
 }
 
@@ -740,7 +765,7 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
   // The temporaries one after another in the workspace, 256-byte aligned; the computed scalars;
   // the structs these steps pass (another's, a reference's config need not make: zeros).
   plan.spec_args.resize(args.size());
-  std::vector<bool> passed(args.size(), false);
+  std::vector<bool> passed(args.size(), false), aligned;
   for (const SpecStep& t : st)
     for (int k : step_args(t.args)) passed[size_t(k)] = true;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -749,8 +774,8 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
     if (a.buffer && a.intent == SpecArg::temp) {
       // A temporary a texture reads starts where a texture may (cuTexObjectCreate: the device's
       // texture alignment, 512 bytes on sm_50 to sm_90).
-      if (std::any_of(args.begin(), args.end(), [&](const SpecArg& t) { return t.is_texture() && t.fields[0].buffer == int(i); }))
-        plan.workspace_bytes = (plan.workspace_bytes + 511) / 512 * 512;
+      if (aligned.empty()) aligned = texture_aligned();
+      if (aligned[i]) plan.workspace_bytes = (plan.workspace_bytes + 511) / 512 * 512;
       x.offset = (long long)plan.workspace_bytes;
       x.bytes = size_t(count_of(i, p, c)) * size_t(elem_bytes(a.elem(p)));
       plan.workspace_bytes += (x.bytes + 255) / 256 * 256;

@@ -135,11 +135,12 @@ void build_struct(const SpecArg& a, const std::vector<unsigned char>& data, unsi
 } // namespace
 
 TextureObject BufferArgs::texture(size_t i, CUdeviceptr at, CUstream stream) const {
-  return texture_object(*spec_, i, textures_.at(i), at, stream,
-                        spec_->path + ": texture " + spec_->args.at(i).name + " at " + p_->key());
+  return texture_object(*spec_, i, textures_.at(i), at, stream, [&] {
+    return spec_->path + ": " + spec_->args.at(i).kind_name() + " " + spec_->args.at(i).name + " at " + p_->key();
+  });
 }
 
-void BufferArgs::bind(const LaunchPlan& plan, CUstream stream) {
+void BufferArgs::bind(const LaunchPlan& plan) {
   if (!spec_) return;
   if (plan.spec_args.size() != spec_->args.size())
     throw Error("internal: a plan of " + std::to_string(plan.spec_args.size()) + " spec arguments for " + spec_->path +
@@ -156,12 +157,13 @@ void BufferArgs::bind(const LaunchPlan& plan, CUstream stream) {
       store_elem(slot, 0, a.scalar_type, x.value);
     }
   }
-  // Structs last: their pointers are the buffers' addresses now, temporaries' included.
+  // Structs last: their pointers are the buffers' addresses now, temporaries' included. A texture
+  // is made where a step passes it (launch_buffers).
   for (size_t i = 0; i < spec_->args.size(); ++i) {
     const SpecArg& a = spec_->args[i];
-    if (!a.is_struct()) continue;
+    if (!a.is_struct() || a.is_texture()) continue;
     build_struct(a, plan.spec_args[i].data, structs_[i].data(), [&](int k) { return CUdeviceptr(slots_[size_t(k)]); },
-                 [&](CUdeviceptr at) { return (unsigned long long)texture(i, at, stream).object; });
+                 [](CUdeviceptr) -> unsigned long long { throw Error("internal: a struct made as a texture"); });
   }
 }
 
@@ -288,7 +290,7 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
                          "buffer's value, reads the device back during the call, which a stream being captured (a CUDA "
                          "graph) cannot do: call it outside the capture");
     }
-    args.bind(plan, stream);
+    args.bind(plan);
     spec_before_launch(m, *spec, plan, args, stream);
   }
   // A built-in op's kernels get the workspace last, after the scalars and any tensor maps, null
@@ -336,12 +338,17 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
   // buffer as this round passes it (host code's cudaMemcpy2DToArray before the kernel), copied
   // where it does not yet. After it (back true): what the kernel wrote through each surface, back
   // into the buffer, which then agrees with the array again.
+  // Before (back false), the objects of the textures it passes over the call's own buffers, as
+  // its arguments (a swapped buffer's are the launch's own: build_struct).
   auto move_arrays = [&](const LaunchStep& s, bool back) {
     if (!spec) return;
     for (int k : spec->step_args(s.args)) {
       const SpecArg& a = spec->args[size_t(k)];
-      if (back ? !a.is_surface() : !a.has_array()) continue;
+      if (!a.is_texture()) continue;
       const CUdeviceptr at = pointer(s, a.fields[0].buffer);
+      if (!back && at == pointer(LaunchStep(), a.fields[0].buffer))
+        args.set_texture(size_t(k), args.texture(size_t(k), at, stream).object);
+      if (back ? !a.is_surface() : !a.has_array()) continue;
       if (!back && copied[size_t(k)] == at) continue;
       const TextureObject o = args.texture(size_t(k), at, stream);
       const std::string& buffer = spec->args[size_t(a.fields[0].buffer)].name;

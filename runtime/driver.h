@@ -18,7 +18,7 @@ namespace ktune {
   X(cuModuleGetFunction) X(cuModuleGetGlobal) X(cuFuncGetAttribute) X(cuFuncGetParamInfo) X(cuFuncSetAttribute) X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuStreamCreate)          \
   X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamIsCapturing) X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize)              \
   X(cuEventElapsedTime) X(cuEventDestroy) X(cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuOccupancyMaxActiveClusters) X(cuTensorMapEncodeTiled) \
-  X(cuTexObjectCreate) X(cuTexObjectDestroy) X(cuArray3DCreate) X(cuArrayDestroy) X(cuMemcpy2DAsync) X(cuMemcpy3DAsync) X(cuSurfObjectCreate)
+  X(cuTexObjectCreate) X(cuTexObjectDestroy) X(cuArray3DCreate) X(cuArrayDestroy) X(cuMemcpy2DAsync) X(cuMemcpy3DAsync) X(cuSurfObjectCreate) X(cuCtxGetId)
 
 struct DriverApi {
 #define KTUNE_DRIVER_MEMBER(fn) decltype(&::fn) fn = nullptr;

@@ -3,7 +3,9 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <functional>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "ktune/error.h"
@@ -42,14 +44,14 @@ std::array<int, 2> alignments(const std::string& what) {
   return known[dev] = a;
 }
 
-// Everything an object depends on: the context, the sampling, the shape, and the buffer's address
-// (linear, pitch2d) or the spec argument and stream whose array it reads (array).
+// Everything an object depends on: the context (its id: a context made again at the same address,
+// a primary context released and retained, is another), the sampling, the shape, and the
+// buffer's address (linear, pitch2d) or the argument, stream and thread whose array it is (array).
 using Key = std::vector<uint64_t>;
 
 struct Cache {
   std::mutex mu;
   std::map<Key, TextureObject> objects;
-  size_t over_buffers = 0; // objects over a buffer's address (not an array's)
 };
 
 Cache& cache() {
@@ -57,52 +59,57 @@ Cache& cache() {
   return *c;
 }
 
-// Objects over buffers kept at most: an application's calls cycle through a few buffers, but one
-// that allocates anew every call (addresses never seen again) must not grow the table for ever.
-constexpr size_t kMaxBufferObjects = 1024;
-
 } // namespace
 
+// Kept for the process, never destroyed: a kernel queued on any stream, or a call of another
+// thread between making its arguments and launching, may still hold one (and a handle destroyed
+// is handed out again, so a stale one would read another's data, not fail). A process that makes
+// textures over ever new addresses keeps one object each; one that serves ever new shapes of an
+// array texture keeps one array each (docs/KERNEL_SPEC.md, "Textures").
 TextureObject texture_object(const KernelSpec& s, size_t arg, const KernelSpec::TextureShape& x, CUdeviceptr buffer,
-                             CUstream stream, const std::string& what) {
+                             CUstream stream, const std::function<std::string()>& what) {
   const SpecArg& a = s.args.at(arg);
   const SpecArg::Texture& t = a.texture;
   const bool array = t.resource == SpecArg::Texture::array;
   CUcontext ctx = nullptr;
-  check_cu(driver().cuCtxGetCurrent(&ctx), "cuCtxGetCurrent", what);
-  const std::array<int, 2> align = alignments(what);
-  if (!array && buffer % CUdeviceptr(align[0]))
-    throw UsageError(what + ": " + s.args.at(size_t(a.fields.at(0).buffer)).name + " starts at an address that is no multiple of the " +
-                     std::to_string(align[0]) + " bytes a texture over a buffer needs (CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT)");
-  if (t.resource == SpecArg::Texture::pitch2d && x.pitch % size_t(align[1]))
-    throw UsageError(what + ": rows " + std::to_string(x.pitch) + " bytes apart: a pitch2d texture's rows are a multiple of " +
-                     std::to_string(align[1]) + " bytes apart on this device (CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT)");
-  Key key = {uint64_t(reinterpret_cast<uintptr_t>(ctx)), uint64_t(t.surface), uint64_t(t.resource), uint64_t(x.format), uint64_t(x.channels), x.width,
+  check_cu(driver().cuCtxGetCurrent(&ctx), "cuCtxGetCurrent", what());
+  unsigned long long ctx_id = 0;
+  check_cu(driver().cuCtxGetId(ctx, &ctx_id), "cuCtxGetId", what());
+  Key key = {ctx_id, uint64_t(t.surface), uint64_t(t.resource), uint64_t(x.format), uint64_t(x.channels), x.width,
              x.height, x.depth, x.pitch, uint64_t(t.normalized_read), uint64_t(t.linear_filter), uint64_t(t.normalized_coords),
              uint64_t(t.address[0]), uint64_t(t.address[1]), uint64_t(t.address[2])};
   if (array) {
+    // One a stream and thread: two calls never copy into one array at once (two threads may share
+    // a stream, and CU_STREAM_PER_THREAD is each thread's own).
     key.push_back(uint64_t(reinterpret_cast<uintptr_t>(stream)));
-    key.push_back(uint64_t(reinterpret_cast<uintptr_t>(&s)));
+    key.push_back(uint64_t(std::hash<std::thread::id>()(std::this_thread::get_id())));
+    key.push_back(std::hash<std::string>()(s.op));
     key.push_back(arg);
   } else {
     key.push_back(uint64_t(buffer));
   }
   Cache& c = cache();
-  std::lock_guard<std::mutex> lk(c.mu);
-  if (const auto it = c.objects.find(key); it != c.objects.end()) return it->second;
-  if (!array && c.over_buffers >= kMaxBufferObjects) {
-    // Work queued before may still read them: the context's work first, then they go.
-    check_cu(driver().cuCtxSynchronize(), "cuCtxSynchronize", what + " (before dropping kept texture objects)");
-    for (auto it = c.objects.begin(); it != c.objects.end();) {
-      if (it->second.array || it->first[0] != key[0]) {
-        ++it;
-        continue;
-      }
-      check_cu(driver().cuTexObjectDestroy(it->second.object), "cuTexObjectDestroy", what);
-      it = c.objects.erase(it);
-      --c.over_buffers;
-    }
+  {
+    std::lock_guard<std::mutex> lk(c.mu);
+    if (const auto it = c.objects.find(key); it != c.objects.end()) return it->second;
   }
+  const std::array<int, 2> align = alignments(what());
+  if (!array && buffer % CUdeviceptr(align[0]))
+    throw UsageError(what() + ": " + s.args.at(size_t(a.fields.at(0).buffer)).name + " starts at an address that is no multiple of the " +
+                     std::to_string(align[0]) + " bytes a texture over a buffer needs (CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT)");
+  if (t.resource == SpecArg::Texture::pitch2d && x.pitch % size_t(align[1]))
+    throw UsageError(what() + ": rows " + std::to_string(x.pitch) + " bytes apart: a pitch2d texture's rows are a multiple of " +
+                     std::to_string(align[1]) + " bytes apart on this device (CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT)");
+  // Made outside a capture only (the driver refuses, and the capture is lost): a call on the
+  // stream before capturing makes them, and captured calls find them.
+  CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
+  check_cu(driver().cuStreamIsCapturing(stream, &capturing), "cuStreamIsCapturing", what());
+  if (capturing != CU_STREAM_CAPTURE_STATUS_NONE)
+    throw UsageError(what() + ": its " + a.kind_name() + (array ? " and array are" : " object is") +
+                     " made at the first call on these buffers and shape" + (array ? ", stream and thread" : "") +
+                     ", which a stream being captured (a CUDA graph) cannot do: call once on that stream before the capture");
+  std::lock_guard<std::mutex> lk(c.mu);
+  if (const auto it = c.objects.find(key); it != c.objects.end()) return it->second; // another thread's, meanwhile
   CUDA_RESOURCE_DESC res{};
   TextureObject made;
   const CUarray_format format = array_format(x.format);
@@ -128,7 +135,7 @@ TextureObject texture_object(const KernelSpec& s, size_t arg, const KernelSpec::
     d.Format = format;
     d.NumChannels = unsigned(x.channels);
     if (t.surface) d.Flags = CUDA_ARRAY3D_SURFACE_LDST; // surf*read / surf*write
-    check_cu(driver().cuArray3DCreate(&made.array, &d), "cuArray3DCreate", what);
+    check_cu(driver().cuArray3DCreate(&made.array, &d), "cuArray3DCreate", what());
     res.resType = CU_RESOURCE_TYPE_ARRAY;
     res.res.array.hArray = made.array;
   }
@@ -136,7 +143,7 @@ TextureObject texture_object(const KernelSpec& s, size_t arg, const KernelSpec::
     const CUresult r = driver().cuSurfObjectCreate(&made.object, &res);
     if (r != CUDA_SUCCESS) {
       driver().cuArrayDestroy(made.array); // the create's error is the one to tell
-      check_cu(r, "cuSurfObjectCreate", what);
+      check_cu(r, "cuSurfObjectCreate", what());
     }
     c.objects.emplace(key, made);
     return made;
@@ -151,10 +158,9 @@ TextureObject texture_object(const KernelSpec& s, size_t arg, const KernelSpec::
   const CUresult r = driver().cuTexObjectCreate(&made.object, &res, &td, nullptr);
   if (r != CUDA_SUCCESS) {
     if (made.array) driver().cuArrayDestroy(made.array); // the create's error is the one to tell
-    check_cu(r, "cuTexObjectCreate", what);
+    check_cu(r, "cuTexObjectCreate", what());
   }
   c.objects.emplace(key, made);
-  if (!array) ++c.over_buffers;
   return made;
 }
 

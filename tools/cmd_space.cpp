@@ -142,9 +142,12 @@ int cmd_space(SpaceArgs& a) {
           std::printf("; copied in before and back out after each launch\n");
           continue;
         }
-        std::printf("; read %s, filter %s, %s coordinates, address %s", t.normalized_read ? "normalized" : "as elements",
-                    t.linear_filter ? "linear" : "point", t.normalized_coords ? "normalized" : "texel", kModes[t.address[0]]);
-        for (int k = 1; k < (x.depth ? 3 : x.height ? 2 : 1); ++k) std::printf("/%s", kModes[t.address[k]]);
+        std::printf("; read %s, filter %s, %s coordinates", t.normalized_read ? "normalized" : "as elements",
+                    t.linear_filter ? "linear" : "point", t.normalized_coords ? "normalized" : "texel");
+        if (t.resource != SpecArg::Texture::linear) { // tex1Dfetch reads 0 past the end, whatever the mode
+          std::printf(", address %s", kModes[t.address[0]]);
+          for (int k = 1; k < (x.depth ? 3 : x.height ? 2 : 1); ++k) std::printf("/%s", kModes[t.address[k]]);
+        }
         std::printf("\n");
         continue;
       }

@@ -38,9 +38,10 @@ CompileRequest spec_check_request(const std::string& arch) {
 namespace {
 
 constexpr size_t kGuard = 256;
-// A buffer a texture reads starts where a texture may (cuTexObjectCreate: the device's texture
-// alignment, 512 bytes on sm_50 to sm_90), past a guard of that size, at every condition: a
-// caller's buffer the alignment refuses is refused at the call, as host code's would be.
+// A buffer a texture over a buffer reads (in some round) starts where a texture may
+// (cuTexObjectCreate: the device's texture alignment, 512 bytes on sm_50 to sm_90), past a guard
+// of that size, at every condition: a caller's buffer the alignment refuses is refused at the
+// call, as host code's would be. An array's copy needs none.
 constexpr size_t kTextureLead = 512;
 constexpr unsigned char kGuardByte = 0x5a;
 
@@ -165,7 +166,7 @@ class SpecRunner : public OpRunner {
     // dev's bytes in use: guards, offset, data, guards (dev may be larger, from a larger problem
     // before: the rest is neither written nor checked).
     size_t used(size_t offset) const { return data_at(offset) + bytes() + kGuard; }
-    bool textured = false; // a texture reads it
+    bool textured = false; // a texture over a buffer may read it (KernelSpec::texture_aligned)
     // Where its data starts in dev: past the guard and the condition's offset.
     size_t data_at(size_t offset) const { return textured ? kTextureLead : kGuard + offset; }
   };
@@ -270,13 +271,14 @@ class SpecRunner : public OpRunner {
     std::vector<Buffer> old = std::move(bufs_);
     bufs_.clear();
     const std::string what = "preparing " + p.key();
+    const std::vector<bool> aligned = s.texture_aligned();
     for (size_t i = 0; i < s.args.size(); ++i) {
       const SpecArg& a = s.args[i];
       if (!a.buffer || a.intent == SpecArg::temp) continue;
       Buffer b;
       b.arg = i, b.type = a.elem(p), b.count = s.count_of(i, p), b.checked = a.checked();
       b.poisoned = a.intent == SpecArg::out;
-      b.textured = std::any_of(s.args.begin(), s.args.end(), [&](const SpecArg& t) { return t.is_texture() && t.fields[0].buffer == int(i); });
+      b.textured = aligned[i];
       if (bufs_.size() < old.size()) {
         Buffer& o = old[bufs_.size()];
         b.dev = std::move(o.dev), b.master = std::move(o.master), b.ref = std::move(o.ref);

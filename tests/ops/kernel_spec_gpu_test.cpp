@@ -1952,6 +1952,11 @@ __global__ void rounds_ref(float* x, int n, int T) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) x[i] += float(T);
 }
+__global__ void swap_step(cudaTextureObject_t xl, float* y, float* pad, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = tex1Dfetch<float>(xl, i) + 1.f;
+  if (i == 0) pad[0] = 0.f;
+}
 )CUDA";
   const std::string spec = R"JSON({
   "name": "tex_sum", "sources": ["tex.cu"], "kernel": "tex_sum<{BS}>", "params_as": "template", "dims": ["w", "h", "d"],
@@ -2016,6 +2021,25 @@ __global__ void rounds_ref(float* x, int n, int T) {
     const VerifyResult v = check_config(*rrunner, compiler, *d, rop, Config{{"UNTUNED", 0}}, Problem::parse(rop, shape), 4);
     EXPECT_TRUE(v.pass) << shape << ": " << v.summary();
   }
+  // A linear texture over a buffer a loop swaps with a temporary, placed after another temporary
+  // of 256 bytes: every round's buffer is one a texture may start at.
+  std::ofstream(dir.file("swap.json")) << R"JSON({
+  "name": "tex_swap", "sources": ["tex.cu"], "dims": ["n", "T"], "params": {"UNTUNED": [0]},
+  "launch": {"kernel": "swap_step", "grid": ["ceil_div(n, 128)"], "block": [128], "repeat": "T", "swap": [["x", "y"]],
+             "args": ["xl", "y", "pad", "n_"]},
+  "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "inout"},
+           {"name": "pad", "kind": "buffer", "dtype": "f32", "count": 64, "intent": "temp"},
+           {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "temp"},
+           {"name": "xl", "kind": "texture", "buffer": "x"},
+           {"name": "n_", "kind": "scalar", "value": "n"}, {"name": "T_", "kind": "scalar", "value": "T"}],
+  "check": {"reference": {"kernel": "rounds_ref", "launch": {"grid": ["ceil_div(n, 128)"], "block": [128], "args": ["x", "n_", "T_"]}}}
+})JSON";
+  const std::string sop = load_kernel_spec(dir.file("swap.json"));
+  auto srunner = make_op_runner(sop, compiler, *d);
+  for (const char* shape : {"1000x3", "4099x4"}) {
+    const VerifyResult v = check_config(*srunner, compiler, *d, sop, Config{{"UNTUNED", 0}}, Problem::parse(sop, shape), 4);
+    EXPECT_TRUE(v.pass) << shape << ": " << v.summary();
+  }
   // The runtime's call: the caller passes x alone; at an address no texture may start at, refused.
   RuntimeOptions o;
   o.db_path = dir.file("none.db");
@@ -2029,6 +2053,16 @@ __global__ void rounds_ref(float* x, int n, int T) {
   EXPECT_EQ(hx[0], 5.f);
   EXPECT_EQ(hx[64 * 16 - 1], 5.f);
   EXPECT_EQ(hx[64 * 16], 2.f) << "past the problem's elements";
+  {
+    std::vector<float> h(1000, 1.f);
+    DeviceBuffer dh(h.size() * 4, "x of tex_swap");
+    check_cu(driver().cuMemcpyHtoD(dh.ptr(), h.data(), h.size() * 4), "cuMemcpyHtoD", "x");
+    rt.run(Problem::parse(sop, "1000x3"), {reinterpret_cast<void*>(dh.ptr())}, nullptr);
+    check_cu(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize", "tex_swap");
+    check_cu(driver().cuMemcpyDtoH(h.data(), dh.ptr(), h.size() * 4), "cuMemcpyDtoH", "x");
+    EXPECT_EQ(h[0], 4.f);
+    EXPECT_EQ(h[999], 4.f);
+  }
   try {
     rt.run(Problem::parse(rop, "64x16x3"), {reinterpret_cast<void*>(dx.ptr() + 16)}, nullptr);
     check_cu(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize", "rounds at 16 bytes");

@@ -2395,6 +2395,38 @@ TEST(KernelSpec, ATexturesBufferFollowsTheRoundsSwaps) {
   // Round 1: img's texture reads out's buffer, and out is img's.
   EXPECT_EQ(launches[1]->alias_args, (std::vector<int>{1, 3}));
   EXPECT_EQ(launches[1]->alias_of, (std::vector<int>{3, 1}));
+  // So out, which only the swap brings under the texture, starts at the texture alignment too (an
+  // array's buffer needs none: vol's copy).
+  const std::vector<bool> aligned = spec_of(op).texture_aligned();
+  EXPECT_EQ(aligned, (std::vector<bool>{true, true, false, true, false, false, false, false, false, false, false}));
+  // A temporary swapped with a textured buffer: placed at a multiple of 512 in the workspace,
+  // after another (the loop's second step's) of 4800 bytes.
+  j["args"][3]["intent"] = "temp";
+  j["args"][3]["count"] = "64 * h";
+  j["args"].push_back({{"name", "pad"}, {"kind", "buffer"}, {"dtype", "f32"}, {"count", "w * h * d"}, {"intent", "temp"}});
+  std::swap(j["args"][3], j["args"][11]); // pad before out among the temporaries
+  j["launch"] = {{"repeat", 2}, {"swap", ojson::array({ojson::array({"img", "out"})})},
+                 {"steps", {{{"kernel", "tex_sum<{BS}>"}, {"grid", {"ceil_div(w * h * d, BS)"}}, {"block", {"BS"}},
+                             {"args", {"lin_t", "img_t", "vol_t", "out", "n", "w_", "h_", "d_"}}},
+                            {{"kernel", "tex_sum_ref"}, {"grid", {"ceil_div(w * h * d, 128)"}}, {"block", {128}},
+                             {"args", {"lin", "img", "vol", "pad", "n"}}}}}};
+  const std::string top = load_kernel_spec_text(j.dump(), "swap_temp.json", d.dir());
+  const KernelSpec& ts = spec_of(top);
+  const LaunchPlan tp = find_family(top).launch_plan(c, Problem::parse(top, "40x30x1"));
+  ASSERT_EQ(ts.args[11].name, "out");
+  EXPECT_EQ(tp.spec_args[3].offset, 0);
+  EXPECT_EQ(tp.spec_args[11].offset, 5120) << "out, swapped with img: past pad's 4800 bytes at 512, not 256 (4864)";
+}
+
+// A problem of no elements: no texel to read, nothing to check before a run.
+TEST(KernelSpec, ATextureAtAProblemOfNoElementsIsEmpty) {
+  SpecDir d;
+  d.write("t.cu", kTextureSource);
+  const std::string op = load_kernel_spec_text(texture_spec().dump(), "t.json", d.dir());
+  const KernelSpec& s = spec_of(op);
+  const Problem p = Problem::parse(op, "0x30x5");
+  EXPECT_EQ(s.texture_at(4, p).width, 0u);
+  EXPECT_NO_THROW(check_fill_files(s, p));
 }
 
 TEST(KernelSpec, MalformedTexturesAreRefusedWithTheirFieldNamed) {
@@ -2422,6 +2454,8 @@ TEST(KernelSpec, MalformedTexturesAreRefusedWithTheirFieldNamed) {
   expect_refused(with([](ojson& j) { j["args"][6].erase("width"); }), d, "args[6].width: missing");
   expect_refused(with([](ojson& j) { j["args"][5]["depth"] = 2; }), d, "args[5].depth: only an array texture has slices");
   expect_refused(with([](ojson& j) { j["args"][4]["pitch"] = 64; }), d, "args[4].pitch: a linear texture has no rows");
+  expect_refused(with([](ojson& j) { j["args"][4]["height"] = 2; }), d, "args[4].height: a linear texture has no rows");
+  expect_refused(with([](ojson& j) { j["args"][4]["address"] = "border"; }), d, "args[4].address: a linear texture (tex1Dfetch) has no address mode");
   expect_refused(with([](ojson& j) { j["args"][5]["width"] = "BS"; }), d, "args[5].width: 'BS' reads BS: a texture's shape is of the dimensions only");
   expect_refused(with([](ojson& j) { j["args"][5]["address"] = "wrap"; }), d, "args[5].address: wrap and mirror address only normalized coordinates");
   expect_refused(with([](ojson& j) { j["args"][6]["address"] = {"wrap", "clamp", "border", "clamp"}; }), d,
