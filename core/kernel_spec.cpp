@@ -465,6 +465,13 @@ SpecStep read_step(const Reader& r, const KernelSpec& s, const ojson& o, const s
     st.cooperative = o["cooperative"].get<bool>();
     if (st.cooperative && !st.cluster[0].empty()) r.fail(at + ".cooperative", "a cooperative launch takes no cluster shape");
   }
+  if (o.contains("programmatic")) { // a programmatic dependent launch (PDL) of the stream's kernel before it
+    if (!o["programmatic"].is_boolean()) r.fail(at + ".programmatic", "expected true or false");
+    st.programmatic = o["programmatic"].get<bool>();
+    if (st.programmatic && (st.cooperative || !st.cluster[0].empty()))
+      r.fail(at + ".programmatic", std::string("a programmatic dependent launch takes no ") +
+                                       (st.cooperative ? "cooperative launch" : "cluster shape") + " here (one launch attribute of the two)");
+  }
   if (!st.cluster[0].empty() && (s.reads_values(st.grid[0]) || s.reads_values(st.grid[1]) || s.reads_values(st.grid[2])))
     r.fail(at + ".cluster", "a cluster shape must tile its grid, and this grid reads a value known at the launch only (a "
                             "buffer's, the device's): give the cluster in the kernel (__cluster_dims__) or size the grid by "
@@ -615,8 +622,8 @@ std::vector<SpecStep> read_steps(const Reader& r, const KernelSpec& s, const ojs
       const bool group = o.contains("steps");
       if (group) r.known_fields(o, at, {"repeat", "index", "swap", "while", "reset", "steps"});
       else
-        r.known_fields(o, at, {"kernel", "grid", "block", "cluster", "shared_memory", "persistent", "cooperative", "args",
-                               "when", "repeat", "index", "swap", "while", "reset"});
+        r.known_fields(o, at, {"kernel", "grid", "block", "cluster", "shared_memory", "persistent", "cooperative", "programmatic",
+                               "args", "when", "repeat", "index", "swap", "while", "reset"});
       if (!o.contains("repeat")) {
         for (const char* f : {"index", "swap", "while", "reset"})
           if (o.contains(f)) r.fail(at + "." + f, "only a loop has one: give its rounds (\"repeat\")");

@@ -227,6 +227,10 @@ struct SpecStep {
   int value_grid = -1;
   bool persistent = false;         // LaunchStep::persistent: grid x capped at the blocks resident at once
   bool cooperative = false;        // LaunchStep::cooperative: grid.sync() kernels
+  // "programmatic": launched as a programmatic dependent of the stream's kernel before it
+  // (LaunchStep::overlap_previous, sm_90 on): it may start while that one's last blocks run, and
+  // must wait for it (griddepcontrol.wait, cudaGridDependencySynchronize) before reading its output.
+  bool programmatic = false;
   // The loops the step is in, outermost first: their round counts, and their counters' places in
   // KernelSpec::names (-1: a loop without one). A step in a loop of no rounds is not launched
   // (KernelSpec::skipped).

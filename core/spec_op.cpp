@@ -907,6 +907,7 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
     s.dynamic_smem = unsigned(t.smem.eval_integer(v, 0, 4.0e9, "bytes of dynamic shared memory" + where_now));
     s.persistent = t.persistent;
     s.cooperative = t.cooperative;
+    s.overlap_previous = t.programmatic;
     s.args = t.args;
     // The slices of buffers this launch's symbols hold (a tile a round), copied where they change.
     // A step outside a loop a slice follows gets none: the symbol holds what the loop left.

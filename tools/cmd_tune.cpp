@@ -191,14 +191,23 @@ int cmd_tune(TuneArgs& a) {
   for (const Problem& p : o.problems)
     if (a.replay.empty() && op_info(p.op).spec) check_fill_files(spec_of(p.op), p);
   if (a.dry_run) {
-    // A problem no config of a spec serves: said now (on a nominal sm_90), as the run would say it.
-    for (const Problem& p : o.problems)
+    // A problem no config of a spec serves: said now (on a nominal sm_90), as the run would say it;
+    // a run none of whose problems any config serves would tune nothing: a usage error.
+    size_t served = 0;
+    for (const Problem& p : o.problems) {
+      ++served;
       if (op_info(p.op).spec) try {
           find_family(p.op).default_config(p, DeviceInfo::nominal("sm_90"));
         } catch (const UsageError& e) {
           std::fprintf(stderr, "ktune: note: %s\n", e.what());
+          --served;
         }
+    }
     std::printf("%s\n", problems_suite(o.problems).dump(2).c_str());
+    if (!served) {
+      std::fprintf(stderr, "ktune: no problem of the run has a valid config on sm_90: it would tune nothing\n");
+      return 2;
+    }
     return 0;
   }
   if (a.budget_evals && *a.budget_evals == 0) throw UsageError("--budget-evals must be at least 1");

@@ -2130,6 +2130,52 @@ __global__ void grow_ref(float* v, float* out, int n, int T) {
   EXPECT_FALSE(skips.pass) << "a kernel that leaves the last column passed: " << skips.summary();
 }
 
+// "programmatic": a step launched as a programmatic dependent of the step before it, which waits
+// for it (cudaGridDependencySynchronize) before reading what it wrote: the check passes, at every
+// config and round.
+TEST(KernelSpecGpu, AProgrammaticStepWaitsForThePreviousKernel) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  TempDir dir("spec_pdl");
+  std::ofstream(dir.file("pdl.cu")) << R"CUDA(
+template <int B>
+__global__ void first(const float* x, float* y, int n) {
+  const int i = blockIdx.x * B + threadIdx.x;
+  if (i < n) y[i] = 2.f * x[i];
+}
+template <int B>
+__global__ void second(const float* y, float* z, int n) {
+  cudaGridDependencySynchronize(); // y is the step before's
+  const int i = blockIdx.x * B + threadIdx.x;
+  if (i < n) z[i] = y[i] + 1.f;
+}
+__global__ void both_ref(const float* x, float* z, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) z[i] = 2.f * x[i] + 1.f;
+}
+)CUDA";
+  std::ofstream(dir.file("pdl.json")) << R"JSON({
+  "name": "pdl_pair", "sources": ["pdl.cu"], "params_as": "template", "dims": ["n"], "params": {"B": [64, 256]},
+  "launch": [{"kernel": "first<{B}>", "grid": ["ceil_div(n, B)"], "block": ["B"], "args": ["x", "y", "n_"]},
+             {"kernel": "second<{B}>", "grid": ["ceil_div(n, B)"], "block": ["B"], "args": ["y", "z", "n_"], "programmatic": true}],
+  "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n"},
+           {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "temp"},
+           {"name": "z", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out", "atol": 0, "rtol": 0},
+           {"name": "n_", "kind": "scalar", "value": "n"}],
+  "check": {"reference": {"kernel": "both_ref", "launch": {"grid": ["ceil_div(n, 128)"], "block": [128], "args": ["x", "z", "n_"]}}}
+})JSON";
+  const std::string op = load_kernel_spec(dir.file("pdl.json"));
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  auto runner = make_op_runner(op, compiler, *d);
+  for (const char* shape : {"1000003", "16777216"})
+    for (int b : {64, 256}) {
+      const VerifyResult v = check_config(*runner, compiler, *d, op, Config{{"B", b}}, Problem::parse(op, shape), 4);
+      EXPECT_TRUE(v.pass) << shape << " B " << b << ": " << v.summary();
+    }
+}
+
 // A value read back from a buffer a round's swap moved, at a step whose kernel takes both buffers
 // of the pair: each round's count is read from the buffer that round passes as `a` (once read
 // from the caller's own at every odd round: the swap's two entries mapped a back to itself).

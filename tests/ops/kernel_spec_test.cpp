@@ -772,6 +772,16 @@ TEST(KernelSpec, NoValidConfigNamesTheConstraintsThatRuleThemOut) {
   EXPECT_NE(r.out.find("constraints[1]: B % 3 == 0 (rejects every config)"), std::string::npos) << r.out;
   const auto small = testing::run_ktune("space --count --kernel " + d.path("none.json") + " --problem 100");
   EXPECT_NE(small.out.find("constraints[0]: B <= n (rejects 2 of 3)"), std::string::npos) << small.out;
+  // A dry run whose every problem no config serves would tune nothing: exit 2; one problem served is a run.
+  const auto dry = testing::run_ktune("tune --dry-run --kernel " + d.path("none.json") + " --problem 1000 --problem 100");
+  EXPECT_EQ(dry.status, 2) << dry.out;
+  EXPECT_NE(dry.out.find("no problem of the run has a valid config"), std::string::npos) << dry.out;
+  ojson some = SpecDir::base();
+  some["constraints"] = {"B <= n"};
+  d.write("some.json", some.dump());
+  const auto part = testing::run_ktune("tune --dry-run --kernel " + d.path("some.json") + " --problem 10 --problem 1000");
+  EXPECT_EQ(part.status, 0) << part.out;
+  EXPECT_NE(part.out.find("note:"), std::string::npos) << "problem 10: B <= n rejects every config: " << part.out;
 }
 
 // A loop of launches (docs/KERNEL_SPEC.md, "Loops"): T rounds of a step that reads x and writes
@@ -2520,6 +2530,30 @@ TEST(KernelSpec, ASurfaceArgumentIsAnArrayWithoutSampling) {
   expect_refused(with([](ojson& j) { j["args"][1]["buffer"] = "n"; }), d, "args[1].buffer: 'n' is not a buffer argument: a surface reads a buffer");
   expect_refused(with([](ojson& j) { j["args"][1]["depth"] = 2; j["args"][1].erase("height"); }), d,
                  "args[1].depth: a 3D surface has a height too");
+}
+
+
+// "programmatic": a step launched as a programmatic dependent of the one before it: the plan's
+// step overlaps its previous (and the worker gets the flag); not with a cooperative launch.
+TEST(KernelSpec, AProgrammaticStepOverlapsThePreviousKernel) {
+  SpecDir d;
+  ojson j = SpecDir::base();
+  const ojson step = j["launch"];
+  j["launch"] = ojson::array({step, step});
+  j["launch"][1]["programmatic"] = true;
+  const std::string op = load_kernel_spec_text(j.dump(), "pdl.json", d.dir());
+  Config c;
+  c.set("B", 64);
+  const LaunchPlan plan = find_family(op).launch_plan(c, Problem::parse(op, "1000"));
+  ASSERT_EQ(plan.steps.size(), 2u);
+  EXPECT_FALSE(plan.steps[0].overlap_previous);
+  EXPECT_TRUE(plan.steps[1].overlap_previous);
+  EXPECT_TRUE(plan_from_json(nlohmann::json::parse(plan_to_json(plan).dump())).steps[1].overlap_previous);
+  j["launch"][1]["cooperative"] = true;
+  expect_refused(j, d, "launch[1].programmatic: a programmatic dependent launch takes no cooperative launch");
+  j["launch"][1].erase("cooperative");
+  j["launch"][1]["programmatic"] = 1;
+  expect_refused(j, d, "launch[1].programmatic: expected true or false");
 }
 
 } // namespace
