@@ -2139,6 +2139,7 @@ TEST(KernelSpecGpu, AProgrammaticStepWaitsForThePreviousKernel) {
   if (!d) GTEST_SKIP() << why;
   TempDir dir("spec_pdl");
   std::ofstream(dir.file("pdl.cu")) << R"CUDA(
+#include <cuda_device_runtime_api.h> // cudaGridDependencySynchronize under NVRTC
 template <int B>
 __global__ void first(const float* x, float* y, int n) {
   const int i = blockIdx.x * B + threadIdx.x;
