@@ -22,8 +22,8 @@ namespace ktune {
 namespace fs = std::filesystem;
 using ojson = nlohmann::ordered_json;
 
-const std::vector<std::string> kSpecBuiltins = {"align", "dtype_bytes", "max_threads", "smem_per_block", "sm_count",
-                                                "regs_per_block", "arch"};
+const std::vector<std::string> kSpecBuiltins = {"align", "dtype_bytes", "dtype_eps", "max_threads", "smem_per_block",
+                                                "sm_count", "regs_per_block", "arch"};
 
 size_t find_word(const std::string& text, const std::string& word, size_t from) {
   auto part = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; };
@@ -311,7 +311,7 @@ void read_tolerance(const Reader& r, const KernelSpec& s, const ojson& v, const 
   if (v.is_string()) {
     e = r.expr(v, path, s.names);
     for (size_t n : e.reads())
-      if (n < s.params.size() || n >= s.params.size() + s.dims.size() + 2)
+      if (n < s.params.size() || n >= s.first_device_name())
         r.fail(path, "'" + e.text() + "' reads " + s.names[n] + ": a tolerance follows the problem only (its dimensions, align, dtype_bytes)");
     return;
   }
@@ -405,7 +405,7 @@ void check_loop_scalars(const Reader& r, const KernelSpec& s) {
 // the loops it is in (`counters`, places in names); not the device.
 void check_launch_reads(const Reader& r, const KernelSpec& s, const Expr& e, const std::string& path,
                         const std::vector<int>& counters, bool values = false) {
-  const size_t device_from = s.params.size() + s.dims.size() + 2, loops_from = s.first_loop_name();
+  const size_t device_from = s.first_device_name(), loops_from = s.first_loop_name();
   for (size_t i : e.reads()) {
     if (i >= s.names.size()) { // a buffer's first element (KernelSpec::value_names)
       if (!values)
@@ -556,7 +556,7 @@ void read_while(const Reader& r, const KernelSpec& s, const ojson& o, const std:
     } else if (i >= s.first_loop_name()) {
       if (std::find(counters.begin(), counters.end(), int(i)) == counters.end())
         r.fail(at + ".while", "'" + w.text + "' reads " + s.names[i] + ", the counter of a loop it is not in");
-    } else if (i >= s.params.size() + s.dims.size() + 2) {
+    } else if (i >= s.first_device_name()) {
       r.fail(at + ".while", "'" + w.text + "' reads " + s.names[i] +
                                 ", a device value: a condition reads buffers, parameters, dimensions and counters");
     }
@@ -712,7 +712,7 @@ void read_buffer(const Reader& r, const KernelSpec& s, const ojson& o, const std
   for (size_t n : a.count.reads()) {
     if (n < s.params.size() && a.intent == SpecArg::temp) {
       a.follows_config = true;
-    } else if (n < s.params.size() || n >= s.params.size() + s.dims.size() + 2) {
+    } else if (n < s.params.size() || n >= s.first_device_name()) {
       r.fail(at + ".count", "'" + a.count.text() + "' reads " + s.names[n] +
                                 ": a buffer's size follows the problem (its dimensions, align and dtype_bytes), and a "
                                 "temporary's the parameters too; not the device or a loop's counter");
@@ -748,7 +748,7 @@ void read_buffer(const Reader& r, const KernelSpec& s, const ojson& o, const std
     if (!a.checked()) r.fail(at + ".check_count", "only outputs (intent out or inout) are checked");
     a.check_count = r.expr(o["check_count"], at + ".check_count", s.names);
     for (size_t n : a.check_count.reads())
-      if (n < s.params.size() || n >= s.params.size() + s.dims.size() + 2)
+      if (n < s.params.size() || n >= s.first_device_name())
         r.fail(at + ".check_count", "'" + a.check_count.text() + "' reads " + s.names[n] +
                                         ": the elements checked follow the problem only");
   }
@@ -1096,7 +1096,7 @@ void read_symbols(const Reader& r, KernelSpec& s, const ojson& v) {
             y.planned = true;
           } else if (n < s.params.size()) {
             y.planned = true;
-          } else if (n >= s.params.size() + s.dims.size() + 2) {
+          } else if (n >= s.first_device_name()) {
             r.fail(at + "." + f, "'" + e.text() + "' reads " + s.names[n] +
                                      ", a device value: a slice reads dimensions, parameters and loops' counters");
           }
@@ -1498,7 +1498,7 @@ void read_counts(const Reader& r, const ojson& j, KernelSpec& s) {
     if (!j.contains(field)) continue;
     Expr e = r.expr(j[field], field, s.names);
     for (size_t n : e.reads())
-      if (n < s.params.size() || n >= s.params.size() + s.dims.size() + 2)
+      if (n < s.params.size() || n >= s.first_device_name())
         r.fail(field, "'" + e.text() + "' reads " + s.names[n] + ": counts follow the problem only");
     (std::string(field) == "flops" ? s.flops : s.bytes) = e;
   }
@@ -1537,7 +1537,10 @@ void check_args_taken(const Reader& r, const KernelSpec& s) {
   for (const SpecArg& a : s.args)
     if (a.scalar()) read_values(a.value);
   for (size_t i = 0; i < s.args.size(); ++i)
-    if (!taken[i]) r.fail("args[" + std::to_string(i) + "]", "'" + s.args[i].name + "' is in no launch step's args");
+    if (!taken[i])
+      r.fail("args[" + std::to_string(i) + "]", "'" + s.args[i].name +
+                                                     "' is in no launch step's args (nor a reference, baseline, setup or post step's, a "
+                                                     "symbol's, a struct's or texture's, or a value a step or loop reads back)");
 }
 
 // With params_as "template" a parameter reaches a kernel only through {NAME} in a kernel's name

@@ -73,7 +73,7 @@ struct KernelSpec;
 constexpr unsigned kReduceBlocks = 1024;
 constexpr size_t kReduceScratchBytes = 8 * size_t(kReduceBlocks) + 8 + 8;
 // How many names kSpecBuiltins holds (below).
-constexpr size_t kSpecBuiltinCount = 7;
+constexpr size_t kSpecBuiltinCount = 8;
 // fill as it stands at problem p: a per-problem file (SpecFill::pattern) read, with its
 // placeholders filled from p; any other fill as it is. Throws UsageError naming the file.
 SpecFill fill_at(const KernelSpec& s, const SpecFill& fill, const Problem& p);
@@ -341,8 +341,8 @@ struct KernelSpec {
   // values kSpecBuiltins lists, then loop_names.
   std::vector<std::string> names;
   size_t first_loop_name() const { return params.size() + dims.size() + kSpecBuiltinCount; }
-  // The device's values among names (after align and dtype_bytes): max_threads ... arch.
-  size_t first_device_name() const { return params.size() + dims.size() + 2; }
+  // The device's values among names (after align, dtype_bytes and dtype_eps): max_threads ... arch.
+  size_t first_device_name() const { return params.size() + dims.size() + 3; }
   bool device_name(size_t i) const { return i >= first_device_name() && i < first_loop_name(); }
   // What a grid and a computed scalar may read besides names (and, of names, the device's values,
   // evaluated at the launch on the GPU it runs on): a buffer argument's first element,
@@ -473,7 +473,8 @@ size_t find_word(const std::string& text, const std::string& word, size_t from =
 const std::string& cuda_include_dir();
 
 // The builtins every spec expression may read besides its parameters and dimensions: the
-// problem's align and dtype_bytes, then the device's values.
+// problem's align, dtype_bytes and dtype_eps (its dtype's unit roundoff: 2^-24 for f32 and tf32,
+// 2^-11 f16, 2^-8 bf16, 2^-53 f64), then the device's values.
 extern const std::vector<std::string> kSpecBuiltins;
 
 

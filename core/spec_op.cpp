@@ -217,6 +217,7 @@ std::vector<double> KernelSpec::values(const Config& c, const Problem& p, const 
   // kSpecBuiltins' order
   v.push_back(p.align);
   v.push_back(element_bytes(p.dtype));
+  v.push_back(unit_roundoff(p.dtype)); // dtype_eps: what a tolerance from the dtype's error analysis reads
   v.push_back(d.max_threads_per_block);
   v.push_back(d.max_smem_per_block_optin);
   v.push_back(d.sm_count);

@@ -24,7 +24,7 @@ namespace {
 
 // The device values of kSpecBuiltins (max_threads, smem_per_block, sm_count, regs_per_block, arch)
 // of the current context's GPU, as a launch-time grid or scalar reads them: queried once a device.
-static_assert(kSpecBuiltinCount == 2 + 5, "align, dtype_bytes, then the five device values below");
+static_assert(kSpecBuiltinCount == 3 + 5, "align, dtype_bytes, dtype_eps, then the five device values below");
 std::array<double, 5> device_values(const std::string& what) {
   CUdevice dev = 0;
   check_cu(driver().cuCtxGetDevice(&dev), "cuCtxGetDevice", what);

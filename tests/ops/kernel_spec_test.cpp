@@ -686,6 +686,17 @@ TEST(KernelSpec, AValueAndTolerancesReadTheProblem) {
   j["args"][1]["atol"] = "dtype_bytes == 8 ? 1e-12 : 1e-5";
   const KernelSpec& by_type = spec_of(load_kernel_spec_text(j.dump(), "bytype.json", d.dir()));
   EXPECT_EQ(tolerance_at(by_type, by_type.args[1], true, p), 1e-5) << "an f32 problem's";
+  // The dtype's unit roundoff: f16 and bf16 are both 2 bytes, not both as exact.
+  {
+    ojson e = j;
+    e["dtypes"] = {"f32", "f16", "bf16", "f64"};
+    e["args"][0]["dtype"] = "dtype", e["args"][1]["dtype"] = "dtype";
+    e["args"][1]["atol"] = "4 * sqrt(n) * dtype_eps";
+    const KernelSpec& eps = spec_of(load_kernel_spec_text(e.dump(), "eps.json", d.dir()));
+    const std::pair<const char*, double> want[] = {{"f32", 0x1p-24}, {"f16", 0x1p-11}, {"bf16", 0x1p-8}, {"f64", 0x1p-53}};
+    for (const auto& [dt, u] : want)
+      EXPECT_DOUBLE_EQ(tolerance_at(eps, eps.args[1], true, Problem::parse(eps.op, "400", "", parse_dtype(dt))), 80 * u) << dt;
+  }
   j["args"][1]["atol"] = "B * 1e-6";
   EXPECT_THROW(load_kernel_spec_text(j.dump(), "param.json", d.dir()), UsageError) << "a tolerance reads the problem only";
   j["args"][1]["atol"] = 0;
