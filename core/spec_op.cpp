@@ -581,6 +581,9 @@ std::string signature_mismatch(const KernelSpec& s, const SpecStep& st, const st
       continue;
     }
     if (t.pointer != a.buffer) return at;
+    // A vector type by value is a struct of its elements (a u32 for a uchar4 has its size, not its
+    // meaning: the host code fills x, y, z, w).
+    if (t.vector && !t.pointer) return at + ": " + t.text + " by value is a struct argument (\"kind\": \"struct\") of its elements";
     if (!t.bytes) continue; // a struct, or a pointer to one (a float4 view of floats): nothing to tell
     const ElemType e = a.buffer ? a.elem(p) : a.scalar_type;
     if (t.bytes != elem_bytes(e) || (!a.buffer && t.floating != is_float(e))) return at;

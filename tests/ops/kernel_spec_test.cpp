@@ -2078,6 +2078,13 @@ TEST(KernelSpec, AStructArgumentIsLaidOutAsCLaysItOut) {
     const KernelSpec& u4 = spec_of(load_kernel_spec_text(f4.dump(), "u4.json", d.dir()));
     EXPECT_EQ(signature_mismatch(u4, u4.steps[0], takes_float4, q, "launch"), "")
         << "the same 16 bytes: the driver copies a parameter to the kernel's own offset";
+    // A scalar of a vector type's size is no vector: a uchar4 takes a struct of four u8.
+    ojson sc = f4;
+    sc["args"][2] = {{"name", "p"}, {"kind", "scalar"}, {"dtype", "u32"}, {"value", 7}};
+    const KernelSpec& s4 = spec_of(load_kernel_spec_text(sc.dump(), "s4.json", d.dir()));
+    EXPECT_NE(signature_mismatch(s4, s4.steps[0], "_Z7scale_pILi128EEv6uchar4iPKfPf", q, "launch")
+                  .find("uchar4 by value is a struct argument (\"kind\": \"struct\") of its elements"),
+              std::string::npos);
   }
   // NVRTC compiles it; the cubin records the parameters' sizes (the struct's 40, t's 4), which
   // ktune compile compares with the spec's without a GPU.
