@@ -857,6 +857,27 @@ void read_struct(const Reader& r, const KernelSpec& s, const ojson& o, const std
   if (a.struct_bytes > 32764) r.fail(at + ".fields", std::to_string(a.struct_bytes) + " bytes: a kernel's arguments hold 32764 at most");
 }
 
+} // namespace
+
+std::pair<const char*, std::string> texel_refusal(const SpecArg::Texture& t, ElemType format) {
+  switch (format) {
+    case ElemType::f32: case ElemType::f16: case ElemType::i8: case ElemType::u8: case ElemType::i16:
+    case ElemType::u16: case ElemType::i32: case ElemType::u32: break;
+    default: return {"format", std::string("a texel's channel is f32, f16 or an integer of 8, 16 or 32 bits, not ") + to_string(format)};
+  }
+  if (t.normalized_read && (is_float(format) || elem_bytes(format) > 2))
+    return {"read", std::string("only 8- and 16-bit integer texels are read as normalized floats, not ") + to_string(format)};
+  if (t.linear_filter && !is_float(format) && !t.normalized_read)
+    return {"filter", std::string("linear filtering returns floats: a texel of ") + to_string(format) +
+                          " is filtered only when read normalized (\"read\": \"normalized\")"};
+  return {nullptr, ""};
+}
+
+namespace {
+
+// How host code reads what no texel type holds, for a refusal of a texel's type.
+constexpr const char* kDoubleTexels = " (host code reads a double through an int2 texel: \"format\": \"i32\", \"channels\": 2)";
+
 // A texture argument (SpecArg::Texture): its buffer's name into `buffers` (one pointer field),
 // resolved with the structs' once every argument is read; its shape's expressions read the
 // dimensions only (the launch makes one texture object a buffer and shape).
@@ -892,13 +913,6 @@ void read_texture(const Reader& r, const KernelSpec& s, const ojson& o, const st
     bool problem = false;
     t.format = r.elem(o["format"], at + ".format", false, &problem);
     t.format_given = true;
-    switch (t.format) {
-      case ElemType::f32: case ElemType::f16: case ElemType::i8: case ElemType::u8: case ElemType::i16:
-      case ElemType::u16: case ElemType::i32: case ElemType::u32: break;
-      default:
-        r.fail(at + ".format", std::string("a texel's channel is f32, f16 or an integer of 8, 16 or 32 bits, not ") + to_string(t.format) +
-                                   " (host code reads a double through an int2 texel: \"format\": \"i32\", \"channels\": 2)");
-    }
   }
   if (o.contains("channels")) {
     const double n = r.number(o["channels"], at + ".channels");
@@ -934,14 +948,12 @@ void read_texture(const Reader& r, const KernelSpec& s, const ojson& o, const st
     t.pitch = shape("pitch");
   }
   t.normalized_read = choice("read", {"element", "normalized"}, "element") == 1;
-  if (t.normalized_read && t.format_given && (is_float(t.format) || elem_bytes(t.format) > 2))
-    r.fail(at + ".read", std::string("only 8- and 16-bit integer texels are read as normalized floats, not ") + to_string(t.format));
   t.linear_filter = choice("filter", {"point", "linear"}, "point") == 1;
   if (t.linear_filter && t.resource == SpecArg::Texture::linear)
     r.fail(at + ".filter", "a linear texture (tex1Dfetch) is read at whole texels: filtering needs pitch2d or an array");
-  if (t.linear_filter && t.format_given && !is_float(t.format) && !t.normalized_read)
-    r.fail(at + ".filter", std::string("linear filtering returns floats: a texel of ") + to_string(t.format) +
-                               " is filtered only when read normalized (\"read\": \"normalized\")");
+  if (t.format_given)
+    if (const auto [field, why] = texel_refusal(t, t.format); field)
+      r.fail(at + "." + field, why + (std::string(field) == "format" ? kDoubleTexels : ""));
   if (o.contains("normalized_coords")) {
     if (!o["normalized_coords"].is_boolean()) r.fail(at + ".normalized_coords", "expected true or false");
     t.normalized_coords = o["normalized_coords"].get<bool>();
@@ -1041,15 +1053,13 @@ void read_args(const Reader& r, KernelSpec& s, const ojson& v) {
       s.args[i].fields[f].buffer = k;
       if (texture && s.args[size_t(k)].follows_config)
         r.fail(fk, "'" + name + "' is a temporary the config sizes: a texture reads a buffer the problem sizes");
-      if (texture && !s.args[i].texture.format_given) { // the buffer's element type, where one texture format holds it
-        const SpecArg& b = s.args[size_t(k)];
-        const ElemType t = b.type;
-        if (!b.problem_dtype && t != ElemType::f32 && t != ElemType::f16 && t != ElemType::i8 && t != ElemType::u8 &&
-            t != ElemType::i16 && t != ElemType::u16 && t != ElemType::i32 && t != ElemType::u32)
-          r.fail("args[" + std::to_string(i) + "].format", std::string("missing: '") + name + "' holds " + to_string(t) +
-                                                              ", which no texel format is: name the texel's channel type (an int2 of a double: "
-                                                              "\"format\": \"i32\", \"channels\": 2)");
-      }
+      // Without a format, the buffer's element type (the problem's: at each problem, texture_at).
+      const SpecArg& b = s.args[size_t(k)];
+      if (texture && !s.args[i].texture.format_given && !b.problem_dtype)
+        if (const auto [field, why] = texel_refusal(s.args[i].texture, b.type); field)
+          r.fail("args[" + std::to_string(i) + "]." + field, std::string(field) == "format"
+                                                                 ? "missing: '" + name + "' holds " + to_string(b.type) + ": " + why + kDoubleTexels
+                                                                 : "'" + name + "' holds " + to_string(b.type) + ": " + why);
     }
 }
 

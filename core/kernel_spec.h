@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/expr.h"
@@ -182,6 +183,12 @@ struct SpecArg {
   bool checked() const { return buffer && (intent == out || intent == inout); }
   bool caller_passes() const { return buffer ? intent != temp : !is_struct() && value.empty(); }
 };
+
+// Whether texture t reads channels of type `format` as it says: a texel type at all (f32, f16, or
+// an integer of 8, 16 or 32 bits), a normalized read of 8- or 16-bit integers only, linear
+// filtering of floats (or of integers read normalized). The field that refuses ("format", "read",
+// "filter") and why, to follow "...: "; {nullptr, ""} where it reads them.
+std::pair<const char*, std::string> texel_refusal(const SpecArg::Texture& t, ElemType format);
 
 // An output's atol (rtol: false) at problem p: its expression evaluated, or the number given (-1:
 // none given). Throws UsageError for a negative or non-finite value.

@@ -371,16 +371,8 @@ KernelSpec::TextureShape KernelSpec::texture_at(size_t arg, const Problem& p) co
   TextureShape x;
   x.format = t.format_given ? t.format : b.elem(p);
   x.channels = t.channels;
-  switch (x.format) {
-    case ElemType::f32: case ElemType::f16: case ElemType::i8: case ElemType::u8: case ElemType::i16:
-    case ElemType::u16: case ElemType::i32: case ElemType::u32: break;
-    default:
-      throw UsageError(head() + b.name + " holds " + to_string(x.format) + ", which no texel format is: give the texture a \"format\"");
-  }
-  if (t.normalized_read && (is_float(x.format) || elem_bytes(x.format) > 2))
-    throw UsageError(head() + "only 8- and 16-bit integer texels are read as normalized floats, not " + to_string(x.format));
-  if (t.linear_filter && !is_float(x.format) && !t.normalized_read)
-    throw UsageError(head() + "linear filtering returns floats: a texel of " + to_string(x.format) + " is filtered only when read normalized");
+  if (const auto [field, why] = texel_refusal(t, x.format); field) // a problem's dtype (the parse told the others)
+    throw UsageError(head() + b.name + " holds " + to_string(x.format) + ": " + why + (std::string(field) == "format" ? ": give the texture a \"format\"" : ""));
   const size_t bytes = size_t(count_of(k, p)) * size_t(elem_bytes(b.elem(p))); // no temporary the config sizes: the parse
   if (!bytes) return x; // a problem of no elements: nothing to launch, no texel to read
   const std::vector<double> v = problem_values(p);
@@ -393,7 +385,6 @@ KernelSpec::TextureShape KernelSpec::texture_at(size_t arg, const Problem& p) co
       throw UsageError(head() + b.name + "'s " + std::to_string(bytes) + " bytes are no whole number of " + std::to_string(texel) +
                        "-byte texels: give the texture's width");
     x.width = bytes / texel;
-    if (!x.width) throw UsageError(head() + b.name + " holds no texel");
   } else {
     x.width = size(t.width, "width", 0);
   }
@@ -476,9 +467,8 @@ ParamType param_type(const std::string& text) {
       {"int", {4, false}},   {"unsigned int", {4, false}}, {"long", {8, false}},         {"unsigned long", {8, false}},
       {"long long", {8, false}}, {"unsigned long long", {8, false}}, {"short", {2, false}}, {"unsigned short", {2, false}},
       {"char", {1, false}},  {"signed char", {1, false}},  {"unsigned char", {1, false}}, {"bool", {1, false}}};
-  // CUDA's vector types by value: a struct argument of their size and kind of elements fits them
-  // (and a scalar of their size, a uchar4's bytes as a u32). A pointer to one (a float4 view of a
-  // float buffer) tells nothing of the buffer's elements.
+  // CUDA's vector types by value: a struct argument of their size and kind of elements fits them.
+  // A pointer to one (a float4 view of a float buffer) tells nothing of the buffer's elements.
   static const std::pair<const char*, std::pair<int, bool>> kVectors[] = {
       {"int2", {8, false}},   {"int3", {12, false}},  {"int4", {16, false}},   {"uint2", {8, false}},
       {"uint3", {12, false}}, {"uint4", {16, false}}, {"dim3", {12, false}},   {"float2", {8, true}},
