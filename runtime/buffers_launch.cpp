@@ -334,12 +334,12 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
       for (CUdeviceptr& c : copied)
         if (c && written(c)) c = 0;
   };
-  // Before a launch of step s (back false): each array texture and surface it passes holds its
-  // buffer as this round passes it (host code's cudaMemcpy2DToArray before the kernel), copied
-  // where it does not yet. After it (back true): what the kernel wrote through each surface, back
-  // into the buffer, which then agrees with the array again.
-  // Before (back false), the objects of the textures it passes over the call's own buffers, as
-  // its arguments (a swapped buffer's are the launch's own: build_struct).
+  // Before a launch of step s (back false): the objects of the textures it passes over the call's
+  // own buffers, as its arguments (a swapped buffer's are the launch's own: build_struct); each
+  // array texture and surface holding its buffer as this round passes it (host code's
+  // cudaMemcpy2DToArray before the kernel), copied where it does not yet. After it (back true):
+  // what the kernel wrote through each surface, back into the buffer, which then agrees with the
+  // array again.
   auto move_arrays = [&](const LaunchStep& s, bool back) {
     if (!spec) return;
     for (int k : spec->step_args(s.args)) {
