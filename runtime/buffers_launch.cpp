@@ -6,8 +6,6 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
-#include <map>
-#include <mutex>
 
 #include "core/kernel_spec.h"
 #include "ktune/error.h"
@@ -23,28 +21,15 @@ namespace ktune {
 namespace {
 
 // The device values of kSpecBuiltins (max_threads, smem_per_block, sm_count, regs_per_block, arch)
-// of the current context's GPU, as a launch-time grid or scalar reads them: queried once a device.
+// of the current context's GPU, as a launch-time grid or scalar reads them.
 static_assert(kSpecBuiltinCount == 3 + 5, "align, dtype_bytes, dtype_eps, then the five device values below");
 std::array<double, 5> device_values(const std::string& what) {
-  CUdevice dev = 0;
-  check_cu(driver().cuCtxGetDevice(&dev), "cuCtxGetDevice", what);
-  static std::mutex mu;
-  static std::map<CUdevice, std::array<double, 5>> known;
-  std::lock_guard<std::mutex> lk(mu);
-  if (const auto it = known.find(dev); it != known.end()) return it->second;
-  auto get = [&](CUdevice_attribute a, const char* name) {
-    int v = 0;
-    check_cu(driver().cuDeviceGetAttribute(&v, a, dev), "cuDeviceGetAttribute", what + " (" + name + ")");
-    return double(v);
-  };
-  const std::array<double, 5> v = {
-      get(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "max threads"),
-      get(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, "opt-in shared memory"),
-      get(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "SM count"),
-      get(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK, "registers"),
-      get(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, "major") * 10 + get(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, "minor")};
-  known[dev] = v;
-  return v;
+  auto get = [&](CUdevice_attribute a, const char* name) { return double(current_device_attribute(a, name, what)); };
+  return {get(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "max threads"),
+          get(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, "opt-in shared memory"),
+          get(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "SM count"),
+          get(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK, "registers"),
+          get(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, "major") * 10 + get(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, "minor")};
 }
 
 // A spec's arguments in its order: the caller's buffers and scalars, and the scalars computed
@@ -86,11 +71,11 @@ BufferArgs::BufferArgs(const Problem& p, const std::vector<const void*>& buffers
     const auto& args = info.spec->args;
     if (std::any_of(args.begin(), args.end(), [](const SpecArg& a) { return a.is_struct(); }))
       structs_.resize(slots_.size()); // no allocation a call for specs without one
-    for (size_t i = 0; i < args.size(); ++i)
-      if (args[i].is_texture()) {
-        textures_.resize(args.size());
-        textures_[i] = info.spec->texture_at(i, p);
-      }
+    if (std::any_of(args.begin(), args.end(), [](const SpecArg& a) { return a.is_texture(); })) {
+      textures_.resize(args.size());
+      for (size_t i = 0; i < args.size(); ++i)
+        if (args[i].is_texture()) textures_[i] = info.spec->texture_at(i, p);
+    }
     for (size_t i = 0; i < slots_.size(); ++i) {
       const SpecArg& a = args[i];
       if (a.is_struct()) structs_[i].assign((a.struct_bytes + 7) / 8, 0);
@@ -109,18 +94,14 @@ BufferArgs::BufferArgs(const Problem& p, const std::vector<const void*>& buffers
 namespace {
 
 // Struct a's bytes into `out` ((a.struct_bytes + 7) / 8 words): its plan's `data`, each pointer
-// field the offset data holds past its buffer's address (address(k), buffer argument k's now); a
-// texture's, the object texture() makes over its buffer's address.
+// field the offset data holds past its buffer's address (address(k), buffer argument k's now). A
+// texture's bytes are its object, set at each launch that passes it (launch_buffers).
 void build_struct(const SpecArg& a, const std::vector<unsigned char>& data, unsigned long long* out,
-                  const std::function<CUdeviceptr(int)>& address,
-                  const std::function<unsigned long long(CUdeviceptr)>& texture) {
+                  const std::function<CUdeviceptr(int)>& address) {
   if (data.size() != a.struct_bytes)
     throw Error("internal: a plan's struct " + a.name + " of " + std::to_string(data.size()) + " bytes, the spec's " +
                 std::to_string(a.struct_bytes));
-  if (a.is_texture()) {
-    out[0] = texture(address(a.fields.at(0).buffer));
-    return;
-  }
+  if (a.is_texture()) throw Error("internal: texture " + a.name + " built as a struct");
   unsigned char* bytes = reinterpret_cast<unsigned char*>(out);
   std::memcpy(bytes, data.data(), data.size());
   for (const SpecArg::Field& f : a.fields)
@@ -162,8 +143,7 @@ void BufferArgs::bind(const LaunchPlan& plan) {
   for (size_t i = 0; i < spec_->args.size(); ++i) {
     const SpecArg& a = spec_->args[i];
     if (!a.is_struct() || a.is_texture()) continue;
-    build_struct(a, plan.spec_args[i].data, structs_[i].data(), [&](int k) { return CUdeviceptr(slots_[size_t(k)]); },
-                 [](CUdeviceptr) -> unsigned long long { throw Error("internal: a struct made as a texture"); });
+    build_struct(a, plan.spec_args[i].data, structs_[i].data(), [&](int k) { return CUdeviceptr(slots_[size_t(k)]); });
   }
 }
 
@@ -334,23 +314,20 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
       for (CUdeviceptr& c : copied)
         if (c && written(c)) c = 0;
   };
-  // Before a launch of step s (back false): the objects of the textures it passes over the call's
-  // own buffers, as its arguments (a swapped buffer's are the launch's own: build_struct); each
-  // array texture and surface holding its buffer as this round passes it (host code's
-  // cudaMemcpy2DToArray before the kernel), copied where it does not yet. After it (back true):
-  // what the kernel wrote through each surface, back into the buffer, which then agrees with the
-  // array again.
+  // Before a launch of step s (back false): each texture and surface it passes, as its argument,
+  // the object over the buffer this round passes it; each array texture and surface holding that
+  // buffer (host code's cudaMemcpy2DToArray before the kernel), copied where it does not yet.
+  // After it (back true): what the kernel wrote through each surface, back into the buffer, which
+  // then agrees with the array again.
   auto move_arrays = [&](const LaunchStep& s, bool back) {
     if (!spec) return;
     for (int k : spec->step_args(s.args)) {
       const SpecArg& a = spec->args[size_t(k)];
-      if (!a.is_texture()) continue;
+      if (!a.is_texture() || (back && !a.is_surface())) continue;
       const CUdeviceptr at = pointer(s, a.fields[0].buffer);
-      if (!back && at == pointer(LaunchStep(), a.fields[0].buffer))
-        args.set_texture(size_t(k), args.texture(size_t(k), at, stream).object);
-      if (back ? !a.is_surface() : !a.has_array()) continue;
-      if (!back && copied[size_t(k)] == at) continue;
       const TextureObject o = args.texture(size_t(k), at, stream);
+      if (!back) args.set_texture(size_t(k), o.object); // the launch copies its argument's bytes
+      if (!a.has_array() || (!back && copied[size_t(k)] == at)) continue;
       const std::string& buffer = spec->args[size_t(a.fields[0].buffer)].name;
       const std::string what = m.context() + ": copying " + (back ? std::string(a.kind_name()) + " " + a.name + "'s array back into " + buffer
                                                                   : buffer + " into " + a.kind_name() + " " + a.name + "'s array") +
@@ -567,13 +544,12 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
         const std::vector<unsigned char>* data = nullptr;
         for (size_t j = 0; j < s.struct_args.size(); ++j)
           if (s.struct_args[j] == k) data = &s.struct_data.at(j);
-        if (sa.is_struct() && (data || std::any_of(sa.fields.begin(), sa.fields.end(), [&](const SpecArg::Field& f) {
+        if (sa.is_struct() && !sa.is_texture() && (data || std::any_of(sa.fields.begin(), sa.fields.end(), [&](const SpecArg::Field& f) {
               return f.buffer >= 0 && std::find(s.alias_args.begin(), s.alias_args.end(), f.buffer) != s.alias_args.end();
             }))) {
           own_structs.emplace_back((sa.struct_bytes + 7) / 8, 0ull);
           build_struct(sa, data ? *data : plan.spec_args.at(size_t(k)).data, own_structs.back().data(),
-                       [&](int b) { return pointer(s, b); },
-                       [&](CUdeviceptr to) { return (unsigned long long)args.texture(size_t(k), to, stream).object; });
+                       [&](int b) { return pointer(s, b); });
           params[i] = own_structs.back().data();
         }
         for (size_t j = 0; j < s.set_args.size(); ++j)

@@ -46,8 +46,8 @@ class BufferArgs {
   void bind(const LaunchPlan& plan);
   // Texture (or surface) argument i's object over the buffer at `at` (another than the call's
   // where a round's swap moved it; runtime/textures.h), made on the current context for stream;
-  // and set as the call's argument i (the one a launch passes unless a swap moved its buffer).
-  // Made at the launch of a step that passes it: a plan's steps that do not make none.
+  // and set as argument i, at each launch of a step that passes it (a plan's steps that do not
+  // make none).
   TextureObject texture(size_t i, CUdeviceptr at, CUstream stream) const;
   void set_texture(size_t i, unsigned long long object) { structs_.at(i).at(0) = object; }
   const KernelSpec::TextureShape& texture_shape(size_t i) const { return textures_.at(i); }

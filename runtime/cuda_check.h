@@ -2,7 +2,10 @@
 #pragma once
 #include <cuda.h>
 
+#include <map>
+#include <mutex>
 #include <string>
+#include <utility>
 
 #include "ktune/error.h"
 #include "runtime/driver.h"
@@ -36,6 +39,20 @@ inline std::string cu_error_text(CUresult r) {
 
 inline void check_cu(CUresult r, const char* call, const std::string& context) {
   if (r != CUDA_SUCCESS) throw CudaError(std::string(call) + " failed: " + cu_error_text(r) + " (" + context + ")", r);
+}
+
+// Attribute a (name: for the error) of the current context's device, queried once a device and
+// attribute: what a launch reads at a call (a grid of sm_count, a texture's alignment).
+inline int current_device_attribute(CUdevice_attribute a, const char* name, const std::string& what) {
+  CUdevice dev = 0;
+  check_cu(driver().cuCtxGetDevice(&dev), "cuCtxGetDevice", what);
+  static std::mutex mu;
+  static std::map<std::pair<CUdevice, CUdevice_attribute>, int> known;
+  std::lock_guard<std::mutex> lk(mu);
+  if (const auto it = known.find({dev, a}); it != known.end()) return it->second;
+  int v = 0;
+  check_cu(driver().cuDeviceGetAttribute(&v, a, dev), "cuDeviceGetAttribute", what + " (" + name + ")");
+  return known[{dev, a}] = v;
 }
 
 } // namespace ktune

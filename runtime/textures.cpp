@@ -1,6 +1,5 @@
 #include "runtime/textures.h"
 
-#include <array>
 #include <cstdint>
 #include <map>
 #include <functional>
@@ -28,20 +27,6 @@ CUarray_format array_format(ElemType t) {
     case ElemType::u32: return CU_AD_FORMAT_UNSIGNED_INT32;
     default: throw Error(std::string("internal: a texture of ") + to_string(t)); // texture_at refuses the others
   }
-}
-
-// The device's texture alignments (base address, a pitched row), queried once a device.
-std::array<int, 2> alignments(const std::string& what) {
-  CUdevice dev = 0;
-  check_cu(driver().cuCtxGetDevice(&dev), "cuCtxGetDevice", what);
-  static std::mutex mu;
-  static std::map<CUdevice, std::array<int, 2>> known;
-  std::lock_guard<std::mutex> lk(mu);
-  if (const auto it = known.find(dev); it != known.end()) return it->second;
-  std::array<int, 2> a{};
-  check_cu(driver().cuDeviceGetAttribute(&a[0], CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT, dev), "cuDeviceGetAttribute", what);
-  check_cu(driver().cuDeviceGetAttribute(&a[1], CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT, dev), "cuDeviceGetAttribute", what);
-  return known[dev] = a;
 }
 
 // Everything an object depends on: the context (its id: a context made again at the same address,
@@ -93,13 +78,18 @@ TextureObject texture_object(const KernelSpec& s, size_t arg, const KernelSpec::
     std::lock_guard<std::mutex> lk(c.mu);
     if (const auto it = c.objects.find(key); it != c.objects.end()) return it->second;
   }
-  const std::array<int, 2> align = alignments(what());
-  if (!array && buffer % CUdeviceptr(align[0]))
-    throw UsageError(what() + ": " + s.args.at(size_t(a.fields.at(0).buffer)).name + " starts at an address that is no multiple of the " +
-                     std::to_string(align[0]) + " bytes a texture over a buffer needs (CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT)");
-  if (t.resource == SpecArg::Texture::pitch2d && x.pitch % size_t(align[1]))
-    throw UsageError(what() + ": rows " + std::to_string(x.pitch) + " bytes apart: a pitch2d texture's rows are a multiple of " +
-                     std::to_string(align[1]) + " bytes apart on this device (CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT)");
+  if (!array) {
+    const int align = current_device_attribute(CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT, "texture alignment", what());
+    if (buffer % CUdeviceptr(align))
+      throw UsageError(what() + ": " + s.args.at(size_t(a.fields.at(0).buffer)).name + " starts at an address that is no multiple of the " +
+                       std::to_string(align) + " bytes a texture over a buffer needs (CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT)");
+  }
+  if (t.resource == SpecArg::Texture::pitch2d) {
+    const int align = current_device_attribute(CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT, "texture pitch alignment", what());
+    if (x.pitch % size_t(align))
+      throw UsageError(what() + ": rows " + std::to_string(x.pitch) + " bytes apart: a pitch2d texture's rows are a multiple of " +
+                       std::to_string(align) + " bytes apart on this device (CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT)");
+  }
   // Made outside a capture only (the driver refuses, and the capture is lost): a call on the
   // stream before capturing makes them, and captured calls find them.
   CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;

@@ -1,8 +1,7 @@
 // Texture and surface objects for a spec's texture and surface arguments (SpecArg::Texture,
 // docs/KERNEL_SPEC.md "Textures"): made with cuTexObjectCreate (cuSurfObjectCreate) as host code
-// makes them with cudaCreateTextureObject,
-// over the buffer itself (linear, pitch2d) or over a CUDA array the launch copies the buffer into
-// (array). Kept process-wide: a texture object over a buffer is a pure function of its address,
+// makes them with cudaCreateTextureObject, over the buffer itself (linear, pitch2d) or over a
+// CUDA array the launch copies the buffer into (array). Kept process-wide: a texture object over a buffer is a pure function of its address,
 // shape and sampling, so a problem called again on the same buffers, as an inference loop or the
 // tuner's timed runs do, reuses it; an array is kept a (spec argument, shape, context, stream,
 // thread), so that two calls never copy into one array at once.
