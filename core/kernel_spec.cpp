@@ -989,6 +989,34 @@ void read_texture(const Reader& r, const KernelSpec& s, const ojson& o, const st
   }
 }
 
+// An address table argument (SpecArg::Table): its buffer's name into `buffers` (one pointer field,
+// as a texture's), resolved with the structs' once every argument is read; count, offset and
+// stride read the dimensions only (the launch makes one table a buffer address and problem).
+void read_table(const Reader& r, const KernelSpec& s, const ojson& o, const std::string& at, SpecArg& a,
+                std::vector<std::string>& buffers) {
+  r.known_fields(o, at, {"name", "kind", "buffer", "count", "offset", "stride"});
+  a.table_arg = true;
+  if (!o.contains("buffer")) r.fail(at + ".buffer", "missing: the buffer argument whose elements the table's addresses point to");
+  buffers.push_back(r.str(o["buffer"], at + ".buffer"));
+  SpecArg::Field f;
+  f.name = "table";
+  f.type = ElemType::u64;
+  f.align = 8;
+  a.fields.push_back(std::move(f));
+  a.struct_bytes = a.struct_align = 8; // the table's address: a pointer
+  auto of_dims = [&](const char* key) {
+    Expr e = r.expr(o[key], at + "." + key, s.names);
+    for (size_t n : e.reads())
+      if (n < s.params.size() || n >= s.first_device_name())
+        r.fail(at + "." + key, "'" + e.text() + "' reads " + s.names[n] + ": an address table is of the dimensions only");
+    return e;
+  };
+  if (!o.contains("count")) r.fail(at + ".count", "missing: the table's entries (an expression of the dimensions)");
+  a.table.count = of_dims("count");
+  if (o.contains("offset")) a.table.offset = of_dims("offset");
+  if (o.contains("stride")) a.table.stride = of_dims("stride");
+}
+
 void read_args(const Reader& r, KernelSpec& s, const ojson& v) {
   if (!v.is_array() || v.empty()) r.fail("args", "expected a non-empty array of arguments, in the kernel's order");
   // What a grid or a computed scalar may read besides names: each buffer argument's first element.
@@ -1008,22 +1036,29 @@ void read_args(const Reader& r, KernelSpec& s, const ojson& v) {
     const ojson& o = v[i];
     r.known_fields(o, at, {"name", "kind", "dtype", "count", "intent", "fill", "atol", "rtol", "check_count", "restore", "value",
                            "default", "fields", "align", "buffer", "resource", "format", "channels", "width", "height", "depth",
-                           "pitch", "read", "filter", "address", "normalized_coords"});
+                           "pitch", "read", "filter", "address", "normalized_coords", "offset", "stride"});
     SpecArg a;
     if (!o.contains("name")) r.fail(at + ".name", "missing");
     a.name = r.ident(o["name"], at + ".name");
     if (!seen.insert(a.name).second) r.fail(at + ".name", "argument '" + a.name + "' named twice");
     if (!o.contains("kind")) r.fail(at + ".kind", "missing (buffer or scalar)");
     const std::string kind = r.str(o["kind"], at + ".kind");
-    if (kind != "buffer" && kind != "scalar" && kind != "null" && kind != "struct" && kind != "texture" && kind != "surface")
-      r.fail(at + ".kind", "unknown kind '" + kind + "' (known: buffer, scalar, null, struct, texture, surface)");
+    if (kind != "buffer" && kind != "scalar" && kind != "null" && kind != "struct" && kind != "texture" && kind != "surface" &&
+        kind != "addresses")
+      r.fail(at + ".kind", "unknown kind '" + kind + "' (known: buffer, scalar, null, struct, texture, surface, addresses)");
     a.buffer = kind == "buffer";
     for (const char* f : {"fields", "align"})
       if (kind != "struct" && o.contains(f)) r.fail(at + "." + f, "only a struct has " + std::string(f));
-    for (const char* f : {"buffer", "resource", "format", "channels", "width", "height", "depth", "pitch", "read", "filter", "address",
+    for (const char* f : {"offset", "stride"})
+      if (kind != "addresses" && o.contains(f)) r.fail(at + "." + f, "only an address table (\"kind\": \"addresses\") has " + std::string(f));
+    for (const char* f : {"resource", "format", "channels", "width", "height", "depth", "pitch", "read", "filter", "address",
                           "normalized_coords"})
       if (kind != "texture" && kind != "surface" && o.contains(f)) r.fail(at + "." + f, "only a texture has " + std::string(f));
-    if (kind == "texture" || kind == "surface") {
+    if (kind != "texture" && kind != "surface" && kind != "addresses" && o.contains("buffer"))
+      r.fail(at + ".buffer", "only a texture, a surface and an address table read a buffer of their own");
+    if (kind == "addresses") {
+      read_table(r, s, o, at, a, field_buffers[i]);
+    } else if (kind == "texture" || kind == "surface") {
       read_texture(r, s, o, at, a, field_buffers[i], kind == "surface");
     } else if (kind == "struct") {
       read_struct(r, s, o, at, a, field_buffers[i]);
@@ -1044,15 +1079,18 @@ void read_args(const Reader& r, KernelSpec& s, const ojson& v) {
     for (size_t f = 0; f < s.args[i].fields.size(); ++f) {
       const std::string& name = field_buffers[i][f];
       if (name.empty()) continue;
-      const bool texture = s.args[i].is_texture();
-      const std::string fk = "args[" + std::to_string(i) + "]" + (texture ? "" : ".fields[" + std::to_string(f) + "]") + ".buffer";
+      const bool texture = s.args[i].is_texture(), made = s.args[i].made_at_launch();
+      const std::string fk = "args[" + std::to_string(i) + "]" + (made ? "" : ".fields[" + std::to_string(f) + "]") + ".buffer";
       const int k = r.arg_index(s, name, fk);
       if (!s.args[size_t(k)].buffer)
         r.fail(fk, "'" + name + "' is not a buffer argument: " +
-                       (texture ? std::string("a ") + s.args[i].kind_name() + " reads" : std::string("a pointer field points to")) + " a buffer");
+                       (texture ? std::string("a ") + s.args[i].kind_name() + " reads"
+                        : made  ? std::string("an address table points into")
+                                : std::string("a pointer field points to")) + " a buffer");
       s.args[i].fields[f].buffer = k;
-      if (texture && s.args[size_t(k)].follows_config)
-        r.fail(fk, "'" + name + "' is a temporary the config sizes: a texture reads a buffer the problem sizes");
+      if (made && s.args[size_t(k)].follows_config)
+        r.fail(fk, "'" + name + "' is a temporary the config sizes: " + (texture ? "a texture reads" : "an address table points into") +
+                       " a buffer the problem sizes");
       // Without a format, the buffer's element type (the problem's: at each problem, texture_at).
       const SpecArg& b = s.args[size_t(k)];
       if (texture && !s.args[i].texture.format_given && !b.problem_dtype)
@@ -1529,11 +1567,26 @@ void check_args_taken(const Reader& r, const KernelSpec& s) {
       if (st.args.empty()) std::fill(taken.begin(), taken.end(), true);
       for (int i : st.args) taken[size_t(i)] = true;
     }
-  // A struct a kernel takes reaches the buffers its fields point to.
+  // A struct a kernel takes reaches the buffers its fields point to (a texture's, a table's too).
   for (size_t i = 0; i < s.args.size(); ++i)
     if (taken[i])
       for (const SpecArg::Field& f : s.args[i].fields)
         if (f.buffer >= 0) taken[size_t(f.buffer)] = true;
+  // A loop's swap passes each buffer of a pair where the other was: one taken takes both (a
+  // struct's or table's pointer follows the swap into a temporary no step names).
+  std::vector<std::pair<int, int>> swaps;
+  std::function<void(const std::vector<SpecNode>&)> collect = [&](const std::vector<SpecNode>& nodes) {
+    for (const SpecNode& n : nodes) {
+      swaps.insert(swaps.end(), n.swaps.begin(), n.swaps.end());
+      collect(n.body);
+    }
+  };
+  for (const auto* o : {&s.order, &s.reference_order, &s.baseline_order, &s.setup_order, &s.post_order}) collect(*o);
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (const auto& [x, y] : swaps)
+      if (taken[size_t(x)] != taken[size_t(y)]) taken[size_t(x)] = taken[size_t(y)] = true, grew = true;
+  }
   // A buffer the host only reads back (a loop's condition, a grid, `when` or a scalar of values
   // reads it; a swap puts a kernel's data in it) is taken by those reads.
   for (const SpecWhile& w : s.whiles)
@@ -1550,7 +1603,7 @@ void check_args_taken(const Reader& r, const KernelSpec& s) {
     if (!taken[i])
       r.fail("args[" + std::to_string(i) + "]", "'" + s.args[i].name +
                                                      "' is in no launch step's args (nor a reference, baseline, setup or post step's, a "
-                                                     "symbol's, a struct's or texture's, or a value a step or loop reads back)");
+                                                     "symbol's, a struct's, texture's or address table's, or a value a step or loop reads back)");
 }
 
 // With params_as "template" a parameter reaches a kernel only through {NAME} in a kernel's name
@@ -1827,6 +1880,7 @@ void check_fill_files(const KernelSpec& s, const Problem& p) {
   for (size_t i = 0; i < s.args.size(); ++i) {
     const SpecArg& a = s.args[i];
     if (a.is_texture()) s.texture_at(i, p); // its shape fits its buffer
+    if (a.is_table()) s.table_at(i, p);     // its entries point into its buffer
     else if (a.is_struct()) s.struct_bytes_at(i, p, Config()); // its fields that read no parameter
     else if (a.scalar() && !a.value.empty() && !a.follows_config && !a.set_at_launch()) s.scalar_value(i, p);
   }

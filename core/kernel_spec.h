@@ -167,16 +167,36 @@ struct SpecArg {
   };
   bool texture_arg = false;
   Texture texture;
+  // "kind": "addresses": a table in device memory of `count` addresses of a buffer argument's
+  // elements, entry i at element offset + i * stride (a pointer per layer's cache, per batch
+  // entry's matrix: host code's array of data_ptr()s copied to the GPU), as the step's round
+  // passes the buffer. Held as a struct of one pointer field, as a texture is, whose 8 bytes the
+  // launch replaces with the table's address (runtime/address_tables.h). Of the dimensions only.
+  struct Table {
+    Expr count, offset, stride; // stride empty: the buffer's count over `count` (equal slices)
+  };
+  bool table_arg = false;
+  Table table;
   bool is_texture() const { return texture_arg; } // a texture or a surface
+  bool is_table() const { return table_arg; }
+  // An 8-byte argument the launch makes from its buffer's address as the round passes it, at each
+  // launch that passes it: a texture's or surface's object, an address table's address. Never
+  // built as a struct.
+  bool made_at_launch() const { return texture_arg || table_arg; }
   bool is_struct() const { return !fields.empty(); }
   // A scalar argument (computed or the caller's): neither a buffer nor a struct (nor a texture).
   bool scalar() const { return !buffer && !is_struct(); }
   bool is_surface() const { return texture_arg && texture.surface; }
   // A CUDA array the launch copies the buffer into: an array texture's, a surface's.
   bool has_array() const { return texture_arg && texture.resource == Texture::array; }
-  // For messages: buffer, texture, surface, struct or scalar.
+  // For messages: buffer, texture, surface, address table, struct or scalar.
   const char* kind_name() const {
-    return buffer ? "buffer" : is_surface() ? "surface" : is_texture() ? "texture" : is_struct() ? "struct" : "scalar";
+    return buffer        ? "buffer"
+           : is_surface() ? "surface"
+           : is_texture() ? "texture"
+           : is_table()   ? "address table"
+           : is_struct()  ? "struct"
+                          : "scalar";
   }
 
   ElemType elem(const Problem& p) const { return problem_dtype ? elem_type_of(p.dtype) : type; }
@@ -402,6 +422,13 @@ struct KernelSpec {
     size_t texel_bytes() const { return size_t(elem_bytes(format)) * size_t(channels); }
   };
   TextureShape texture_at(size_t arg, const Problem& p) const;
+  // Address table argument i at p: its entries and where they point, in bytes past its buffer's
+  // address, checked to point at elements of the buffer (a problem of no elements: no entry);
+  // throws UsageError naming the table. What the launch makes the table from (runtime/address_tables.h).
+  struct TableShape {
+    size_t count = 0, offset = 0, stride = 0; // entries; bytes: the first entry's, between entries
+  };
+  TableShape table_at(size_t arg, const Problem& p) const;
   // Beside args: the buffers a texture over a buffer (linear, pitch2d; not an array's) may read in
   // some round, its own and those a loop's swap exchanges with it: where they start, the device's
   // texture alignment (512 bytes) must hold (the plan's temporaries, the check's buffers).

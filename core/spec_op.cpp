@@ -404,6 +404,36 @@ KernelSpec::TextureShape KernelSpec::texture_at(size_t arg, const Problem& p) co
   return x;
 }
 
+KernelSpec::TableShape KernelSpec::table_at(size_t arg, const Problem& p) const {
+  const SpecArg& a = args.at(arg);
+  if (!a.is_table()) throw Error("internal: table_at of " + a.name + ", a " + a.kind_name());
+  const SpecArg::Table& t = a.table;
+  const size_t k = size_t(a.fields.at(0).buffer);
+  const SpecArg& b = args.at(k);
+  const std::string where = " at " + p.key();
+  const size_t elements = size_t(count_of(k, p)); // no temporary the config sizes: the parse
+  const std::vector<double> v = problem_values(p);
+  TableShape x;
+  x.count = size_t(t.count.eval_integer(v, 0, 1e12, "for address table " + a.name + ".count" + where));
+  if (!x.count || !elements) return TableShape{}; // nothing to point at: no kernel reads an entry
+  const size_t eb = size_t(elem_bytes(b.elem(p)));
+  const size_t offset = t.offset.empty() ? 0 : size_t(t.offset.eval_integer(v, 0, 1e15, "for address table " + a.name + ".offset" + where));
+  size_t stride = 0;
+  if (!t.stride.empty()) stride = size_t(t.stride.eval_integer(v, 0, 1e15, "for address table " + a.name + ".stride" + where));
+  else if (x.count > 1) stride = (elements - std::min(offset, elements)) / x.count; // equal slices of what follows the offset
+  // Each entry at an element of the buffer: the last one's too.
+  const double last = double(offset) + double(x.count - 1) * double(stride);
+  char last_text[32];
+  std::snprintf(last_text, sizeof last_text, "%.0f", last);
+  if (last >= double(elements))
+    throw UsageError(path + ": address table " + a.name + where + ": its entry " + std::to_string(x.count - 1) + " points at element " +
+                     last_text + " of " + b.name + ", which holds " + std::to_string(elements) +
+                     (t.stride.empty() && x.count > 1 ? " (no stride given: the elements after the offset in equal slices, none here)" : ""));
+  x.offset = offset * eb;
+  x.stride = stride * eb;
+  return x;
+}
+
 const std::vector<SpecNode>& KernelSpec::order_of(const std::vector<SpecStep>& st) const {
   if (&st == &steps) return order;
   if (&st == &reference_steps) return reference_order;
@@ -539,6 +569,7 @@ std::string signature_mismatch(const KernelSpec& s, const SpecStep& st, const st
     return a.name + " (" +
            (a.buffer        ? std::string("a buffer of ") + to_string(a.elem(p))
             : a.is_texture()  ? std::string("a texture object, 8 bytes")
+            : a.is_table()    ? std::string("an address table: a pointer to 8-byte addresses")
             : a.is_struct()   ? "a struct of " + std::to_string(a.struct_bytes) + " bytes"
             : a.null_pointer ? std::string("a null pointer")
                              : std::string(to_string(a.scalar_type))) +
@@ -557,6 +588,10 @@ std::string signature_mismatch(const KernelSpec& s, const SpecStep& st, const st
     if (a.null_pointer) {
       if (!t.pointer) return at;
       continue; // null fits any pointer
+    }
+    if (a.is_table()) { // a pointer to addresses: int64_t*, T**, void**; not a pointer to 4-byte or smaller values
+      if (!t.pointer || (t.bytes && t.bytes != 8)) return at;
+      continue;
     }
     if (a.is_struct()) { // a struct by value: no pointer, and where the kernel's is a built-in type, its size
       if (t.pointer || (t.bytes && size_t(t.bytes) != a.struct_bytes)) return at;

@@ -136,7 +136,7 @@ PYBIND11_MODULE(_ktune, m) {
           py::dict x;
           x["name"] = a.name, x["kind"] = a.kind_name();
           x["dtype"] = a.is_struct() ? a.kind_name() : ktune::to_string(a.buffer ? a.elem(p) : a.scalar_type);
-          if (a.is_struct()) { // ktune builds it (a texture too); a reference gets None
+          if (a.is_struct()) { // ktune builds it (a texture and an address table too); a reference gets None
             x["value"] = py::none();
           } else if (a.buffer) {
             static const char* kIntents[] = {"in", "out", "inout", "temp"};

@@ -9,6 +9,7 @@
 
 #include "core/kernel_spec.h"
 #include "ktune/error.h"
+#include "runtime/address_tables.h"
 #include "runtime/cuda_check.h"
 #include "runtime/driver.h"
 #include "ktune/runtime.h"
@@ -76,6 +77,11 @@ BufferArgs::BufferArgs(const Problem& p, const std::vector<const void*>& buffers
       for (size_t i = 0; i < args.size(); ++i)
         if (args[i].is_texture()) textures_[i] = info.spec->texture_at(i, p);
     }
+    if (std::any_of(args.begin(), args.end(), [](const SpecArg& a) { return a.is_table(); })) {
+      tables_.resize(args.size());
+      for (size_t i = 0; i < args.size(); ++i)
+        if (args[i].is_table()) tables_[i] = info.spec->table_at(i, p);
+    }
     for (size_t i = 0; i < slots_.size(); ++i) {
       const SpecArg& a = args[i];
       if (a.is_struct()) structs_[i].assign((a.struct_bytes + 7) / 8, 0);
@@ -95,13 +101,14 @@ namespace {
 
 // Struct a's bytes into `out` ((a.struct_bytes + 7) / 8 words): its plan's `data`, each pointer
 // field the offset data holds past its buffer's address (address(k), buffer argument k's now). A
-// texture's bytes are its object, set at each launch that passes it (launch_buffers).
+// texture's bytes (its object) and a table's (its address) are set at each launch that passes it
+// (launch_buffers).
 void build_struct(const SpecArg& a, const std::vector<unsigned char>& data, unsigned long long* out,
                   const std::function<CUdeviceptr(int)>& address) {
   if (data.size() != a.struct_bytes)
     throw Error("internal: a plan's struct " + a.name + " of " + std::to_string(data.size()) + " bytes, the spec's " +
                 std::to_string(a.struct_bytes));
-  if (a.is_texture()) throw Error("internal: texture " + a.name + " built as a struct");
+  if (a.made_at_launch()) throw Error(std::string("internal: ") + a.kind_name() + " " + a.name + " built as a struct");
   unsigned char* bytes = reinterpret_cast<unsigned char*>(out);
   std::memcpy(bytes, data.data(), data.size());
   for (const SpecArg::Field& f : a.fields)
@@ -114,6 +121,13 @@ void build_struct(const SpecArg& a, const std::vector<unsigned char>& data, unsi
 }
 
 } // namespace
+
+CUdeviceptr BufferArgs::table(size_t i, CUdeviceptr at, CUstream stream) const {
+  return address_table(tables_.at(i), at, stream, [&] {
+    return spec_->path + ": address table " + spec_->args.at(i).name + " over " +
+           spec_->args.at(size_t(spec_->args.at(i).fields.at(0).buffer)).name + " at " + p_->key();
+  });
+}
 
 TextureObject BufferArgs::texture(size_t i, CUdeviceptr at, CUstream stream) const {
   return texture_object(*spec_, i, textures_.at(i), at, stream, [&] {
@@ -139,10 +153,10 @@ void BufferArgs::bind(const LaunchPlan& plan) {
     }
   }
   // Structs last: their pointers are the buffers' addresses now, temporaries' included. A texture
-  // is made where a step passes it (launch_buffers).
+  // or table is made where a step passes it (launch_buffers).
   for (size_t i = 0; i < spec_->args.size(); ++i) {
     const SpecArg& a = spec_->args[i];
-    if (!a.is_struct() || a.is_texture()) continue;
+    if (!a.is_struct() || a.made_at_launch()) continue;
     build_struct(a, plan.spec_args[i].data, structs_[i].data(), [&](int k) { return CUdeviceptr(slots_[size_t(k)]); });
   }
 }
@@ -314,19 +328,20 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
       for (CUdeviceptr& c : copied)
         if (c && written(c)) c = 0;
   };
-  // Before a launch of step s (back false): each texture and surface it passes, as its argument,
-  // the object over the buffer this round passes it; each array texture and surface holding that
-  // buffer (host code's cudaMemcpy2DToArray before the kernel), copied where it does not yet.
-  // After it (back true): what the kernel wrote through each surface, back into the buffer, which
-  // then agrees with the array again.
+  // Before a launch of step s (back false): each texture, surface and address table it passes, as
+  // its argument, the object or table over the buffer this round passes it; each array texture and
+  // surface holding that buffer (host code's cudaMemcpy2DToArray before the kernel), copied where
+  // it does not yet. After it (back true): what the kernel wrote through each surface, back into
+  // the buffer, which then agrees with the array again.
   auto move_arrays = [&](const LaunchStep& s, bool back) {
     if (!spec) return;
     for (int k : spec->step_args(s.args)) {
       const SpecArg& a = spec->args[size_t(k)];
+      if (a.is_table() && !back) args.set_made(size_t(k), args.table(size_t(k), pointer(s, a.fields[0].buffer), stream));
       if (!a.is_texture() || (back && !a.is_surface())) continue;
       const CUdeviceptr at = pointer(s, a.fields[0].buffer);
       const TextureObject o = args.texture(size_t(k), at, stream);
-      if (!back) args.set_texture(size_t(k), o.object); // the launch copies its argument's bytes
+      if (!back) args.set_made(size_t(k), o.object); // the launch copies its argument's bytes
       if (!a.has_array() || (!back && copied[size_t(k)] == at)) continue;
       const std::string& buffer = spec->args[size_t(a.fields[0].buffer)].name;
       const std::string what = m.context() + ": copying " + (back ? std::string(a.kind_name()) + " " + a.name + "'s array back into " + buffer
@@ -544,7 +559,7 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
         const std::vector<unsigned char>* data = nullptr;
         for (size_t j = 0; j < s.struct_args.size(); ++j)
           if (s.struct_args[j] == k) data = &s.struct_data.at(j);
-        if (sa.is_struct() && !sa.is_texture() && (data || std::any_of(sa.fields.begin(), sa.fields.end(), [&](const SpecArg::Field& f) {
+        if (sa.is_struct() && !sa.made_at_launch() && (data || std::any_of(sa.fields.begin(), sa.fields.end(), [&](const SpecArg::Field& f) {
               return f.buffer >= 0 && std::find(s.alias_args.begin(), s.alias_args.end(), f.buffer) != s.alias_args.end();
             }))) {
           own_structs.emplace_back((sa.struct_bytes + 7) / 8, 0ull);

@@ -49,8 +49,13 @@ class BufferArgs {
   // and set as argument i, at each launch of a step that passes it (a plan's steps that do not
   // make none).
   TextureObject texture(size_t i, CUdeviceptr at, CUstream stream) const;
-  void set_texture(size_t i, unsigned long long object) { structs_.at(i).at(0) = object; }
   const KernelSpec::TextureShape& texture_shape(size_t i) const { return textures_.at(i); }
+  // Address table argument i's table over the buffer at `at` (runtime/address_tables.h), made on
+  // the current context at the first call and kept.
+  CUdeviceptr table(size_t i, CUdeviceptr at, CUstream stream) const;
+  // Argument i's 8 bytes (SpecArg::made_at_launch: a texture's object, a table's address), as the
+  // launch that passes it makes them.
+  void set_made(size_t i, unsigned long long value) { structs_.at(i).at(0) = value; }
 
  private:
   const Problem* p_;
@@ -62,8 +67,10 @@ class BufferArgs {
   // A spec's struct arguments (SpecArg::fields), beside slots_: their bytes (8-byte words), filled
   // by bind; empty for the others.
   std::vector<std::vector<unsigned long long>> structs_;
-  // A spec's texture arguments' shapes at the problem, beside slots_; empty where it has none.
+  // A spec's texture and address table arguments' shapes at the problem, beside slots_; empty
+  // where it has none.
   std::vector<KernelSpec::TextureShape> textures_;
+  std::vector<KernelSpec::TableShape> tables_;
   std::vector<void*> params_;
   CUdeviceptr workspace_ = 0;
   bool empty_ = true;

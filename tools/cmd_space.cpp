@@ -151,6 +151,16 @@ int cmd_space(SpaceArgs& a) {
         std::printf("\n");
         continue;
       }
+      if (arg.is_table()) { // the addresses the launch writes, at this problem
+        const KernelSpec::TableShape x = spec->table_at(i, p);
+        const SpecArg& b = spec->args[size_t(arg.fields[0].buffer)];
+        const size_t eb = size_t(elem_bytes(b.elem(p)));
+        std::printf("\naddress table %s  %zu entr%s of 8 bytes into %s: element %zu", arg.name.c_str(), x.count,
+                    x.count == 1 ? "y" : "ies", b.name.c_str(), x.offset / eb);
+        if (x.count > 1) std::printf(" + i * %zu", x.stride / eb);
+        std::printf("\n");
+        continue;
+      }
       if (!arg.is_struct()) continue;
       std::printf("\nstruct %s  %zu bytes, aligned %zu%s\n", arg.name.c_str(), arg.struct_bytes, arg.struct_align,
                   arg.follows_config ? " (values follow the config)" : "");

@@ -283,3 +283,35 @@ def test_a_texture_argument_is_ktunes_to_make_and_a_references_none(tmp_path, mo
     out = subprocess.run([ktune_binary(), "space", "--kernel", k.path, "--problem", "1000"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "texture t  linear over x: 1 x f32 channel, 1000 texels" in out.stdout, out.stdout
+
+
+def test_an_address_table_is_ktunes_to_make_and_a_references_none(tmp_path, monkeypatch):
+    """An address table ("kind": "addresses") holds the addresses of a buffer's slices, made by
+    ktune: the caller passes the buffer only, and a Python reference gets None in its place."""
+    import ktune
+
+    monkeypatch.setenv("KTUNE_DB", str(tmp_path / "k.db"))
+    source = "template <int B> __global__ void rows(const float* const* r, float* y, int w) {\n" \
+             "  int i = blockIdx.x * B + threadIdx.x; if (i < w) y[blockIdx.y * w + i] = 2.f * r[blockIdx.y][i]; }\n"
+    spec = {
+        "name": "py_table", "source_text": source, "kernel": "rows<{B}>", "params_as": "template",
+        "dims": ["h", "w"], "tune_params": {"B": [64, 128]},
+        "launch": {"grid": ["ceil_div(w, B)", "h"], "block": ["B"], "args": ["r", "y", "w_"]},
+        "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "h * w"},
+                 {"name": "y", "kind": "buffer", "dtype": "f32", "count": "h * w", "intent": "out"},
+                 {"name": "r", "kind": "addresses", "buffer": "x", "count": "h", "stride": "w"},
+                 {"name": "w_", "kind": "scalar", "dtype": "i32", "value": "w"}],
+    }
+    got = {}
+
+    def ref(x, y, r, w):
+        got.update(r=r, w=w)
+        return 2 * x
+
+    k = ktune.Kernel(spec, reference=ref)
+    assert [a["name"] for a in k.info["args"]] == ["x", "y"], "the table is not the caller's"
+    k._write_answers([10, 100], "f32")
+    assert got["r"] is None and got["w"] == 100
+    out = subprocess.run([ktune_binary(), "space", "--kernel", k.path, "--problem", "10x100"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "address table r  10 entries of 8 bytes into x: element 0 + i * 100" in out.stdout, out.stdout

@@ -2223,3 +2223,113 @@ __global__ void count_ref(float* a, float* log, int n, int T) {
     EXPECT_TRUE(v.pass) << shape << ": " << v.summary();
   }
 }
+
+// Address tables ("kind": "addresses"): vLLM's copy_blocks shape, every layer's K and V caches
+// reached through tables of their addresses (one an int64 table, one a float**), each pointing
+// into the copies the check gives the kernel under test; a planted step that writes a table fails
+// the check as a written input, and the table is put back for the configs after it. A loop whose
+// table follows the round's swap; the runtime's call, where the caller passes the buffers alone.
+TEST(KernelSpecGpu, AnAddressTablePointsIntoTheRoundsBufferAndStaysIntact) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  TempDir dir("spec_tables");
+  std::ofstream(dir.file("tables.cu")) << R"CUDA(
+template <int B>
+__global__ void copy_layers(long long* key_ptrs, float** value_ptrs, const long long* mapping, int block_elems) {
+  float* k = reinterpret_cast<float*>(key_ptrs[blockIdx.x]);
+  float* v = value_ptrs[blockIdx.x];
+  const long long src = mapping[2 * blockIdx.y] * block_elems, dst = mapping[2 * blockIdx.y + 1] * block_elems;
+  for (int i = threadIdx.x; i < block_elems; i += B) {
+    k[dst + i] = k[src + i];
+    v[dst + i] = v[src + i];
+  }
+}
+__global__ void scribble(long long* key_ptrs) { key_ptrs[0] += 4; } // a step that writes its table
+__global__ void copy_ref(float* k, float* v, const long long* mapping, long long layer_elems, int block_elems) {
+  const long long base = blockIdx.x * layer_elems;
+  const long long src = base + mapping[2 * blockIdx.y] * block_elems, dst = base + mapping[2 * blockIdx.y + 1] * block_elems;
+  for (int i = threadIdx.x; i < block_elems; i += blockDim.x) {
+    k[dst + i] = k[src + i];
+    v[dst + i] = v[src + i];
+  }
+}
+template <int B>
+__global__ void rows_step(const float* const* rows, float* out, int w) {
+  const int r = blockIdx.y, i = blockIdx.x * B + threadIdx.x;
+  if (i < w) out[(long long)r * w + i] = 2.f * rows[r][i] + 1.f;
+}
+__global__ void rows_ref(float* x, long long n, int T) {
+  const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float v = x[i];
+  for (int t = 0; t < T; ++t) v = 2.f * v + 1.f;
+  x[i] = v;
+}
+)CUDA";
+  const std::string copy_spec = R"JSON({
+  "name": "table_copy", "sources": ["tables.cu"], "params_as": "template", "dims": ["layers", "num_blocks", "block_elems", "pairs"],
+  "params": {"B": [64, 256], "FAULT": [0, 1]}, "constraints": ["2 * pairs <= num_blocks"],
+  "launch": [{"kernel": "copy_layers<{B}>", "grid": ["layers", "pairs"], "block": ["B"], "args": ["key_ptrs", "value_ptrs", "mapping", "E"]},
+             {"kernel": "scribble", "grid": [1], "block": [1], "args": ["key_ptrs"], "when": "FAULT == 1"}],
+  "args": [{"name": "k", "kind": "buffer", "dtype": "f32", "count": "layers * num_blocks * block_elems", "intent": "inout", "atol": 0, "rtol": 0},
+           {"name": "v", "kind": "buffer", "dtype": "f32", "count": "layers * num_blocks * block_elems", "intent": "inout", "atol": 0, "rtol": 0},
+           {"name": "key_ptrs", "kind": "addresses", "buffer": "k", "count": "layers", "stride": "num_blocks * block_elems"},
+           {"name": "value_ptrs", "kind": "addresses", "buffer": "v", "count": "layers"},
+           {"name": "mapping", "kind": "buffer", "dtype": "i64", "count": "2 * pairs", "fill": {"permutation": "num_blocks"}},
+           {"name": "E", "kind": "scalar", "dtype": "i32", "value": "block_elems"},
+           {"name": "LE", "kind": "scalar", "dtype": "i64", "value": "num_blocks * block_elems"}],
+  "check": {"reference": {"kernel": "copy_ref", "launch": {"grid": ["layers", "pairs"], "block": [256], "args": ["k", "v", "mapping", "LE", "E"]}}}
+})JSON";
+  std::ofstream(dir.file("copy.json")) << copy_spec;
+  const std::string op = load_kernel_spec(dir.file("copy.json"));
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  auto runner = make_op_runner(op, compiler, *d);
+  for (const char* shape : {"4x64x2048x16", "3x40x999x20"})
+    for (int b : {64, 256}) {
+      const VerifyResult v = check_config(*runner, compiler, *d, op, Config{{"B", b}, {"FAULT", 0}}, Problem::parse(op, shape), 4);
+      EXPECT_TRUE(v.pass) << shape << " B " << b << ": " << v.summary();
+    }
+  const Problem p = Problem::parse(op, "4x64x2048x16");
+  const VerifyResult wrote = check_config(*runner, compiler, *d, op, Config{{"B", 64}, {"FAULT", 1}}, p, 4);
+  EXPECT_FALSE(wrote.pass) << "a kernel that wrote its address table passed: " << wrote.summary();
+  EXPECT_GT(wrote.input_writes, 0u) << wrote.summary();
+  const VerifyResult after = check_config(*runner, compiler, *d, op, Config{{"B", 64}, {"FAULT", 0}}, p, 4);
+  EXPECT_TRUE(after.pass) << "the table was not put back: " << after.summary();
+
+  // A table over a buffer a loop swaps: each round's rows are that round's buffer's.
+  std::ofstream(dir.file("rows.json")) << R"JSON({
+  "name": "table_rows", "sources": ["tables.cu"], "params_as": "template", "dims": ["rows", "w", "T"], "params": {"B": [64, 128]},
+  "launch": {"kernel": "rows_step<{B}>", "grid": ["ceil_div(w, B)", "rows"], "block": ["B"], "repeat": "T", "swap": [["x", "y"]],
+             "args": ["row_ptrs", "y", "w_"]},
+  "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "rows * w", "intent": "inout", "rtol": 1e-6, "atol": 0},
+           {"name": "y", "kind": "buffer", "dtype": "f32", "count": "rows * w", "intent": "temp"},
+           {"name": "row_ptrs", "kind": "addresses", "buffer": "x", "count": "rows", "stride": "w"},
+           {"name": "w_", "kind": "scalar", "value": "w"}, {"name": "n", "kind": "scalar", "dtype": "i64", "value": "rows * w"},
+           {"name": "T_", "kind": "scalar", "value": "T"}],
+  "check": {"reference": {"kernel": "rows_ref", "launch": {"grid": ["ceil_div(rows * w, 128)"], "block": [128], "args": ["x", "n", "T_"]}}}
+})JSON";
+  const std::string rows = load_kernel_spec(dir.file("rows.json"));
+  auto rows_runner = make_op_runner(rows, compiler, *d);
+  for (const char* shape : {"37x1000x3", "37x1000x4"})
+    for (int b : {64, 128}) {
+      const VerifyResult v = check_config(*rows_runner, compiler, *d, rows, Config{{"B", b}}, Problem::parse(rows, shape), 4);
+      EXPECT_TRUE(v.pass) << shape << " B " << b << ": " << v.summary();
+    }
+  // The runtime's call (no table: first use): the caller passes x alone; 3 rounds of 2x + 1 from 1 give 15.
+  RuntimeOptions o;
+  o.db_path = dir.file("none.db");
+  Runtime rt(o);
+  std::vector<float> hx(37 * 1000, 1.f);
+  DeviceBuffer dx(hx.size() * 4, "x");
+  check_cu(driver().cuMemcpyHtoD(dx.ptr(), hx.data(), hx.size() * 4), "cuMemcpyHtoD", "x");
+  for (int call = 0; call < 2; ++call) { // the second finds its table made
+    check_cu(driver().cuMemcpyHtoD(dx.ptr(), hx.data(), hx.size() * 4), "cuMemcpyHtoD", "x");
+    rt.run(Problem::parse(rows, "37x1000x3"), {reinterpret_cast<void*>(dx.ptr())}, nullptr);
+    check_cu(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize", "rows");
+    std::vector<float> got(hx.size());
+    check_cu(driver().cuMemcpyDtoH(got.data(), dx.ptr(), got.size() * 4), "cuMemcpyDtoH", "x");
+    EXPECT_EQ(std::count(got.begin(), got.end(), 15.f), std::ptrdiff_t(got.size())) << "call " << call;
+  }
+}

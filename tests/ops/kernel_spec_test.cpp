@@ -2504,6 +2504,132 @@ TEST(KernelSpec, MalformedTexturesAreRefusedWithTheirFieldNamed) {
 }
 
 
+// An address table ("kind": "addresses"): vLLM's copy_blocks, each layer's caches reached through a
+// table of their addresses, the layers slices of one buffer here.
+constexpr const char* kTableSource = R"CUDA(
+template <int B>
+__global__ void copy_layers(long long* key_ptrs, float** value_ptrs, const long long* mapping, int block_elems) {
+  float* k = reinterpret_cast<float*>(key_ptrs[blockIdx.x]);
+  float* v = value_ptrs[blockIdx.x];
+  const long long src = mapping[2 * blockIdx.y] * block_elems, dst = mapping[2 * blockIdx.y + 1] * block_elems;
+  for (int i = threadIdx.x; i < block_elems; i += B) { k[dst + i] = k[src + i]; v[dst + i] = v[src + i]; }
+}
+__global__ void copy_ref(float* k, float* v, const long long* mapping, long long layer_elems, int block_elems) {
+  const long long base = blockIdx.x * layer_elems;
+  const long long src = base + mapping[2 * blockIdx.y] * block_elems, dst = base + mapping[2 * blockIdx.y + 1] * block_elems;
+  for (int i = threadIdx.x; i < block_elems; i += blockDim.x) { k[dst + i] = k[src + i]; v[dst + i] = v[src + i]; }
+}
+)CUDA";
+
+ojson table_spec() {
+  return ojson::parse(R"JSON({
+    "name": "table_copy", "sources": ["c.cu"], "params_as": "template", "dims": ["layers", "num_blocks", "block_elems", "pairs"],
+    "params": {"B": [64, 256]},
+    "launch": {"kernel": "copy_layers<{B}>", "grid": ["layers", "pairs"], "block": ["B"], "args": ["key_ptrs", "value_ptrs", "mapping", "E"]},
+    "args": [{"name": "k", "kind": "buffer", "dtype": "f32", "count": "layers * num_blocks * block_elems", "intent": "inout"},
+             {"name": "v", "kind": "buffer", "dtype": "f32", "count": "layers * num_blocks * block_elems", "intent": "inout"},
+             {"name": "key_ptrs", "kind": "addresses", "buffer": "k", "count": "layers", "stride": "num_blocks * block_elems"},
+             {"name": "value_ptrs", "kind": "addresses", "buffer": "v", "count": "layers", "offset": "block_elems"},
+             {"name": "mapping", "kind": "buffer", "dtype": "i64", "count": "2 * pairs", "fill": {"permutation": "num_blocks"}},
+             {"name": "E", "kind": "scalar", "dtype": "i32", "value": "block_elems"},
+             {"name": "LE", "kind": "scalar", "dtype": "i64", "value": "num_blocks * block_elems"}],
+    "check": {"reference": {"kernel": "copy_ref", "launch": {"grid": ["layers", "pairs"], "block": [256], "args": ["k", "v", "mapping", "LE", "E"]}}}})JSON");
+}
+
+TEST(KernelSpec, AnAddressTablePointsAtItsBuffersElements) {
+  SpecDir d;
+  d.write("c.cu", kTableSource);
+  const std::string op = load_kernel_spec_text(table_spec().dump(), "c.json", d.dir());
+  const KernelSpec& s = spec_of(op);
+  for (size_t i : {2u, 3u}) {
+    const SpecArg& a = s.args[i];
+    EXPECT_TRUE(a.is_table()) << a.name;
+    EXPECT_TRUE(a.made_at_launch()) << a.name;
+    EXPECT_FALSE(a.is_texture()) << a.name;
+    EXPECT_FALSE(a.caller_passes()) << a.name << ": ktune makes it";
+    EXPECT_STREQ(a.kind_name(), "address table");
+    EXPECT_EQ(a.struct_bytes, 8u) << "a pointer";
+    EXPECT_EQ(a.fields.at(0).buffer, int(i) - 2);
+  }
+  // The caller passes k, v and the mapping; no table.
+  EXPECT_EQ(op_info(op).operands.size(), 3u);
+  const Problem p = Problem::parse(op, "4x64x256x16");
+  const KernelSpec::TableShape kt = s.table_at(2, p), vt = s.table_at(3, p);
+  EXPECT_EQ(kt.count, 4u);
+  EXPECT_EQ(kt.offset, 0u);
+  EXPECT_EQ(kt.stride, 64u * 256u * 4u) << "a layer's bytes";
+  EXPECT_EQ(vt.offset, 256u * 4u) << "from element block_elems on";
+  EXPECT_EQ(vt.stride, (4u * 64u * 256u - 256u) / 4u * 4u) << "no stride: what follows the offset in 4 equal slices, in bytes";
+  EXPECT_NO_THROW(check_fill_files(s, p));
+  EXPECT_EQ(s.table_at(2, Problem::parse(op, "0x64x256x16")).count, 0u) << "no layer: no entry";
+  EXPECT_EQ(s.table_at(2, Problem::parse(op, "4x0x256x16")).count, 0u) << "an empty buffer: nothing to point at";
+  // A stride past the buffer: told before a run, naming the table, its last entry and the buffer.
+  ojson j = table_spec();
+  j["args"][2]["stride"] = "2 * num_blocks * block_elems";
+  const std::string wide = load_kernel_spec_text(j.dump(), "wide.json", d.dir());
+  try {
+    check_fill_files(spec_of(wide), Problem::parse(wide, "4x64x256x16"));
+    ADD_FAILURE() << "entries past the buffer";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("address table key_ptrs at " + Problem::parse(wide, "4x64x256x16").key() +
+                                         ": its entry 3 points at element 98304 of k, which holds 65536"),
+              std::string::npos)
+        << e.what();
+  }
+  // The kernel takes a long long* and a float**: a table fits either, not a value nor a pointer to ints.
+  const std::string lowered = "_Z11copy_layersILi64EEvPxPPfPKxi";
+  EXPECT_EQ(signature_mismatch(s, s.steps[0], lowered, p, "launch"), "");
+  EXPECT_NE(signature_mismatch(s, s.steps[0], "_Z11copy_layersILi64EEvxPPfPKxi", p, "launch")
+                .find("argument 1 is long long, the spec passes key_ptrs (an address table: a pointer to 8-byte addresses)"),
+            std::string::npos);
+  EXPECT_NE(signature_mismatch(s, s.steps[0], "_Z11copy_layersILi64EEvPiPPfPKxi", p, "launch").find("argument 1 is int*"),
+            std::string::npos);
+  // Compiled, the cubin's parameter sizes agree with the spec's.
+  Compiler compiler;
+  Config c;
+  c.set("B", 64);
+  const auto k = compiler.compile(compile_request(find_family(op), c, p, "sm_90"));
+  EXPECT_EQ(k->lowered_names.at(0), lowered);
+  EXPECT_EQ(param_sizes_mismatch(s, s.steps[0].args, cubin_param_sizes(k->cubin, k->lowered_names.at(0)), "launch"), "");
+  // A table's pointer follows a loop's swap as a struct's does (the plan aliases its buffer).
+  ojson loop = table_spec();
+  loop["args"].push_back({{"name", "k2"}, {"kind", "buffer"}, {"dtype", "f32"}, {"count", "layers * num_blocks * block_elems"}, {"intent", "temp"}});
+  loop["launch"]["repeat"] = 2;
+  loop["launch"]["swap"] = ojson::array({ojson::array({"k", "k2"})});
+  const std::string looped = load_kernel_spec_text(loop.dump(), "loop.json", d.dir());
+  const LaunchPlan plan = find_family(looped).launch_plan(c, Problem::parse(looped, "4x64x256x16"));
+  int aliased = 0;
+  for (const LaunchStep& st : plan.steps)
+    for (size_t i = 0; i < st.alias_args.size(); ++i) aliased += st.alias_args[i] == 0 && st.alias_of[i] == 7;
+  EXPECT_EQ(aliased, 1) << "the second round's table points into k2";
+}
+
+TEST(KernelSpec, MalformedAddressTablesAreRefusedWithTheirFieldNamed) {
+  SpecDir d;
+  d.write("c.cu", kTableSource);
+  auto with = [](const std::function<void(ojson&)>& f) {
+    ojson j = table_spec();
+    f(j);
+    return j;
+  };
+  expect_refused(with([](ojson& j) { j["args"][2]["buffer"] = "E"; }), d, "args[2].buffer: 'E' is not a buffer argument: an address table points into a buffer");
+  expect_refused(with([](ojson& j) { j["args"][2].erase("buffer"); }), d, "args[2].buffer: missing");
+  expect_refused(with([](ojson& j) { j["args"][2].erase("count"); }), d, "args[2].count: missing: the table's entries");
+  expect_refused(with([](ojson& j) { j["args"][2]["count"] = "B"; }), d, "args[2].count: 'B' reads B: an address table is of the dimensions only");
+  expect_refused(with([](ojson& j) { j["args"][2]["stride"] = "sm_count"; }), d, "args[2].stride: 'sm_count' reads sm_count: an address table is of the dimensions only");
+  expect_refused(with([](ojson& j) { j["args"][2]["width"] = 4; }), d, "args[2].width: only a texture has width");
+  expect_refused(with([](ojson& j) { j["args"][2]["dtype"] = "u64"; }), d, "args[2].dtype: unknown field");
+  expect_refused(with([](ojson& j) { j["args"][0]["stride"] = 4; }), d, "args[0].stride: only an address table (\"kind\": \"addresses\") has stride");
+  expect_refused(with([](ojson& j) { j["args"][0]["buffer"] = "v"; }), d, "args[0].buffer: only a texture, a surface and an address table read a buffer");
+  expect_refused(with([](ojson& j) { j["args"][2]["kind"] = "pointers"; }), d, "args[2].kind: unknown kind 'pointers' (known: buffer, scalar, null, struct, texture, surface, addresses)");
+  // A temporary the config sizes cannot back a table the problem shapes.
+  expect_refused(with([](ojson& j) {
+                   j["args"].push_back({{"name", "tmp"}, {"kind", "buffer"}, {"dtype", "f32"}, {"count", "B * 4"}, {"intent", "temp"}});
+                   j["args"][2]["buffer"] = "tmp";
+                 }),
+                 d, "args[2].buffer: 'tmp' is a temporary the config sizes: an address table points into a buffer the problem sizes");
+}
+
 // A surface ("kind": "surface"): an array the launch copies its buffer into and back out of; no
 // sampling fields.
 TEST(KernelSpec, ASurfaceArgumentIsAnArrayWithoutSampling) {
