@@ -4,6 +4,7 @@
 #include "core/kernel_spec.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cctype>
 #include <cmath>
 #include <cstring>
@@ -21,6 +22,25 @@ namespace ktune {
 
 namespace fs = std::filesystem;
 using ojson = nlohmann::ordered_json;
+
+// An empty kernel: compiled as the name expression ktune_constant_probe<(unsigned long long)(X)>,
+// its lowered name spells X's value, which NVRTC computed (the Itanium ABI's literal L y <n> E).
+const char* const kConstantProbe =
+    "template <unsigned long long V> __global__ void ktune_constant_probe() {} // ktune: SpecStep::smem_constant";
+
+bool constant_probe_value(const std::string& lowered, unsigned long long* value) {
+  static const std::string head = "_Z20ktune_constant_probeILy", tail = "EEvv";
+  if (lowered.size() <= head.size() + tail.size() || lowered.compare(0, head.size(), head) != 0 ||
+      lowered.compare(lowered.size() - tail.size(), tail.size(), tail) != 0)
+    return false;
+  const std::string digits = lowered.substr(head.size(), lowered.size() - head.size() - tail.size());
+  if (digits.empty() || digits.size() > 20 || digits.find_first_not_of("0123456789") != std::string::npos) return false;
+  errno = 0;
+  const unsigned long long v = std::strtoull(digits.c_str(), nullptr, 10);
+  if (errno == ERANGE) return false;
+  *value = v;
+  return true;
+}
 
 const std::vector<std::string> kSpecBuiltins = {"align", "dtype_bytes", "dtype_eps", "max_threads", "smem_per_block",
                                                 "sm_count", "regs_per_block", "arch"};
@@ -453,8 +473,16 @@ SpecStep read_step(const Reader& r, const KernelSpec& s, const ojson& o, const s
     st.when = r.expr(o["when"], at + ".when", s.value_names);
     check_launch_reads(r, s, st.when, at + ".when", counters, true);
   }
-  st.smem = o.contains("shared_memory") ? r.expr(o["shared_memory"], at + ".shared_memory", s.value_names)
-                                        : Expr("0", s.names, r.where(at + ".shared_memory"));
+  if (o.contains("shared_memory") && o["shared_memory"].is_object()) { // a C++ constant of the source
+    const ojson& c = o["shared_memory"];
+    r.known_fields(c, at + ".shared_memory", {"constant"});
+    if (!c.contains("constant")) r.fail(at + ".shared_memory", "expected an expression of the problem or {\"constant\": a C++ constant of the source}");
+    st.smem_constant = r.str(c["constant"], at + ".shared_memory.constant");
+    if (st.smem_constant.find_first_not_of(" \t") == std::string::npos)
+      r.fail(at + ".shared_memory.constant", "empty: a C++ constant expression (Ktraits::kSmemSize, sizeof(typename BlockScan::TempStorage))");
+  }
+  st.smem = o.contains("shared_memory") && st.smem_constant.empty() ? r.expr(o["shared_memory"], at + ".shared_memory", s.value_names)
+                                                                    : Expr("0", s.names, r.where(at + ".shared_memory"));
   check_launch_reads(r, s, st.smem, at + ".shared_memory", counters);
   if (o.contains("persistent")) {
     if (!o["persistent"].is_boolean()) r.fail(at + ".persistent", "expected true or false");
@@ -761,9 +789,10 @@ void read_scalar(const Reader& r, const KernelSpec& s, const ojson& o, const std
     if (o.contains(f)) r.fail(at + "." + f, "a scalar has no " + std::string(f) + " (buffers do)");
   bool problem = false;
   a.scalar_type = o.contains("dtype") ? r.elem(o["dtype"], at + ".dtype", true, &problem) : ElemType::i32;
-  if (problem) r.fail(at + ".dtype", "a scalar names its own type (f32, i32, ...), not the problem's");
+  // "dtype": the problem's, as a kernel templated on T takes `T alpha` (f16 and bf16: 2 bytes).
+  if (problem) a.problem_dtype = true, a.scalar_type = ElemType::f32;
   if (a.scalar_type == ElemType::f16 || a.scalar_type == ElemType::bf16)
-    r.fail(at + ".dtype", "16-bit float scalars are not passed by value; take a float");
+    r.fail(at + ".dtype", "a 16-bit float scalar of its own is not passed by value; take a float, or \"dtype\" (the problem's)");
   if (o.contains("value") && o.contains("default")) r.fail(at, "value (computed) and default (the caller's) exclude each other");
   if (o.contains("value")) {
     a.value = r.expr(o["value"], at + ".value", s.value_names);
@@ -1716,6 +1745,9 @@ KernelSpec parse_kernel_spec(const std::string& json, const std::string& origin,
     return std::any_of(w.reads.begin(), w.reads.end(), [](SpecWhile::Read r) { return r != SpecWhile::first; });
   });
   if (s.whole_reads) s.source += "\n#include \"spec_reduce.cuh\" // ktune_spec_reduce: max_of, min_of, sum_of\n";
+  for (const auto* steps : {&s.steps, &s.reference_steps, &s.baseline_steps, &s.setup_steps, &s.post_steps})
+    for (const SpecStep& st : *steps) s.constant_probes = s.constant_probes || !st.smem_constant.empty();
+  if (s.constant_probes) s.source += std::string("\n") + kConstantProbe + "\n";
   return s;
 }
 

@@ -91,7 +91,7 @@ struct SpecArg {
   std::string name;
   bool buffer = true;
   // Buffers.
-  bool problem_dtype = false; // "dtype": the problem's dtype
+  bool problem_dtype = false; // "dtype": the problem's dtype (a scalar's too: a kernel's `T alpha`)
   ElemType type = ElemType::f32;
   Expr count; // elements, over the dimensions
   enum Intent { in, out, inout, temp } intent = in;
@@ -200,6 +200,8 @@ struct SpecArg {
   }
 
   ElemType elem(const Problem& p) const { return problem_dtype ? elem_type_of(p.dtype) : type; }
+  // A scalar's type at problem p: its own, or the problem's (f32, f64, f16, bf16).
+  ElemType scalar_elem(const Problem& p) const { return problem_dtype ? elem_type_of(p.dtype) : scalar_type; }
   bool checked() const { return buffer && (intent == out || intent == inout); }
   bool caller_passes() const { return buffer ? intent != temp : !is_struct() && value.empty(); }
 };
@@ -245,6 +247,11 @@ struct SpecStep {
   // `d_rmu + i * CHUNK`); empty Expr: none. Empty where no argument has one.
   std::vector<Expr> arg_offsets;
   Expr grid[3], block[3], smem;
+  // "shared_memory": {"constant": "..."}: a C++ constant expression of the source, {NAME}
+  // placeholders filled as a kernel name's (Ktraits<{BM}>::kSmemSize), compiled as the template
+  // argument of a probe kernel after the steps (KernelSpec::kernel_names; LaunchStep::smem_kernel);
+  // empty: smem, an expression.
+  std::string smem_constant;
   Expr cluster[3]; // LaunchStep::cluster; empty: none
   // "when": the step launches only where it holds (empty: always); one that reads only what the
   // plan knows is decided there, one that reads a value at each launch.
@@ -334,6 +341,9 @@ struct KernelSpec {
   // kernel_templates/spec/spec_reduce.cuh, and every list's kernels end with its
   // ktune_spec_reduce (LaunchStep::reduce_kernel).
   bool whole_reads = false;
+  // Some step's dynamic shared memory is a C++ constant (SpecStep::smem_constant): the source ends
+  // with the probe kernel's template, kConstantProbe.
+  bool constant_probes = false;
   std::vector<SpecArg> args;
   std::vector<SpecSymbol> symbols;
   // The check: reference steps run once per problem with reference_config's defines; or the
@@ -486,7 +496,7 @@ std::string signature_mismatch(const KernelSpec& s, const SpecStep& st, const st
 // agree. The driver reads no more arguments than the kernel declares: a step that names none may
 // pass more.
 std::string param_sizes_mismatch(const KernelSpec& s, const std::vector<int>& named, const std::vector<size_t>& sizes,
-                                 const std::string& what);
+                                 const Problem& p, const std::string& what);
 
 // The byte sizes of kernel `name`'s parameters as a cubin records them (ELF section
 // .nv.info.<name>, its EIATTR_KPARAM_INFO entries, which NVRTC writes for every kernel): the check
@@ -510,6 +520,12 @@ const std::string& cuda_include_dir();
 // problem's align, dtype_bytes and dtype_eps (its dtype's unit roundoff: 2^-24 for f32 and tf32,
 // 2^-11 f16, 2^-8 bf16, 2^-53 f64), then the device's values.
 extern const std::vector<std::string> kSpecBuiltins;
+
+// The kernel template whose instantiations carry a C++ constant of a spec's source in their
+// lowered names (SpecStep::smem_constant), and the value one such name holds: false where `lowered`
+// is not one (every other kernel).
+extern const char* const kConstantProbe;
+bool constant_probe_value(const std::string& lowered, unsigned long long* value);
 
 
 // The spec of a registered op (OpInfo::spec); throws Error when op has none.

@@ -470,6 +470,7 @@ struct ParamType {
   int bytes = 0;
   bool floating = false;
   bool vector = false; // one of CUDA's vector types by value (float4)
+  bool bytes_view = false; // a pointer to char, signed char or unsigned char: a view of any buffer's bytes
 };
 
 std::string trim(std::string t) {
@@ -507,6 +508,7 @@ ParamType param_type(const std::string& text) {
       {"__half2", {4, true}}, {"__nv_bfloat162", {4, true}}};
   for (const auto& [name, kind] : kTypes)
     if (base == name) t.bytes = kind.first, t.floating = kind.second;
+  t.bytes_view = t.pointer && (base == "char" || base == "signed char" || base == "unsigned char");
   if (!t.pointer)
     for (const auto& [name, kind] : kVectors)
       if (base == name) t.bytes = kind.first, t.floating = kind.second, t.vector = true;
@@ -572,7 +574,7 @@ std::string signature_mismatch(const KernelSpec& s, const SpecStep& st, const st
             : a.is_table()    ? std::string("an address table: a pointer to 8-byte addresses")
             : a.is_struct()   ? "a struct of " + std::to_string(a.struct_bytes) + " bytes"
             : a.null_pointer ? std::string("a null pointer")
-                             : std::string(to_string(a.scalar_type))) +
+                             : std::string(to_string(a.scalar_elem(p)))) +
            ")";
   };
   if (!KernelSpec::arity_fits(!st.args.empty(), params.size(), taken.size())) {
@@ -610,18 +612,20 @@ std::string signature_mismatch(const KernelSpec& s, const SpecStep& st, const st
     // meaning: the host code fills x, y, z, w).
     if (t.vector && !t.pointer) return at + ": " + t.text + " by value is a struct argument (\"kind\": \"struct\") of its elements";
     if (!t.bytes) continue; // a struct, or a pointer to one (a float4 view of floats): nothing to tell
-    const ElemType e = a.buffer ? a.elem(p) : a.scalar_type;
+    // A char pointer reads any buffer's bytes (ggml's `const char* cx`, C's aliasing exception).
+    if (t.bytes_view && a.buffer) continue;
+    const ElemType e = a.buffer ? a.elem(p) : a.scalar_elem(p);
     if (t.bytes != elem_bytes(e) || (!a.buffer && t.floating != is_float(e))) return at;
   }
   return "";
 }
 
 std::string param_sizes_mismatch(const KernelSpec& s, const std::vector<int>& named, const std::vector<size_t>& sizes,
-                                 const std::string& what) {
+                                 const Problem& p, const std::string& what) {
   const std::vector<int> taken = s.step_args(named);
   auto size_of = [&](int i) {
     const SpecArg& a = s.args[size_t(i)];
-    return a.buffer ? sizeof(void*) : a.is_struct() ? a.struct_bytes : size_t(elem_bytes(a.scalar_type));
+    return a.buffer ? sizeof(void*) : a.is_struct() ? a.struct_bytes : size_t(elem_bytes(a.scalar_elem(p)));
   };
   bool same = KernelSpec::arity_fits(!named.empty(), sizes.size(), taken.size());
   for (size_t k = 0; same && k < sizes.size(); ++k) same = sizes[k] == size_of(taken[k]);
@@ -722,31 +726,38 @@ std::vector<std::string> KernelSpec::kernel_names(const std::vector<SpecStep>& s
   std::vector<bool> skip(st.size());
   for (size_t j = 0; j < st.size(); ++j) skip[j] = skipped(st[j], c, p);
   const size_t stand_in = size_t(std::find(skip.begin(), skip.end(), false) - skip.begin());
-  std::vector<std::string> out;
-  for (size_t j = 0; j < st.size(); ++j) {
-    const SpecStep& s = st[stand_in < st.size() && skip[j] ? stand_in : j];
+  // {NAME} placeholders filled: a parameter's value, a dimension's, {dtype}'s C type.
+  auto expand = [&](const std::string& text, const char* what) {
     std::string n;
-    for (size_t i = 0; i < s.kernel.size();) {
-      if (s.kernel[i] != '{') {
-        n += s.kernel[i++];
+    for (size_t i = 0; i < text.size();) {
+      if (text[i] != '{') {
+        n += text[i++];
         continue;
       }
-      const size_t close = s.kernel.find('}', i);
-      const std::string key = close == std::string::npos ? "" : s.kernel.substr(i + 1, close - i - 1);
+      const size_t close = text.find('}', i);
+      const std::string key = close == std::string::npos ? "" : text.substr(i + 1, close - i - 1);
       if (key == "dtype") {
         n += c_type(p.dtype);
       } else {
         const auto it = std::find(names.begin(), names.end(), key);
         if (it == names.end() || size_t(it - names.begin()) >= params.size() + dims.size())
-          throw UsageError(path + ": kernel '" + s.kernel + "': {" + key + "} is not a parameter, a dimension or {dtype}");
+          throw UsageError(path + ": " + what + " '" + text + "': {" + key + "} is not a parameter, a dimension or {dtype}");
         const size_t k = size_t(it - names.begin());
         n += k < params.size() ? std::to_string(c[key]) : std::to_string(p.dims.at(k - params.size()));
       }
       i = close + 1;
     }
-    out.push_back(n);
-  }
+    return n;
+  };
+  std::vector<std::string> out;
+  for (size_t j = 0; j < st.size(); ++j) out.push_back(expand(st[stand_in < st.size() && skip[j] ? stand_in : j].kernel, "kernel"));
   if (whole_reads) out.push_back("ktune_spec_reduce"); // after the steps: LaunchStep::reduce_kernel
+  // Then a probe a step whose shared memory is a C++ constant, in step order (constant_probe_at); a
+  // step the config never launches probes 0, not a constant it may not instantiate.
+  for (size_t j = 0; j < st.size(); ++j)
+    if (!st[j].smem_constant.empty())
+      out.push_back(std::string("ktune_constant_probe<(unsigned long long)(") +
+                    (skip[j] ? std::string("0") : expand(st[j].smem_constant, "shared memory constant")) + ")>");
   return out;
 }
 
@@ -934,6 +945,10 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
     if (!t.cluster[0].empty())
       for (int d = 0; d < 3; ++d) s.cluster[d] = unsigned(t.cluster[d].eval_integer(v, 1, 8, "cluster blocks" + where_now));
     s.dynamic_smem = unsigned(t.smem.eval_integer(v, 0, 4.0e9, "bytes of dynamic shared memory" + where_now));
+    if (!t.smem_constant.empty()) { // the probe kernel_names puts after the steps (and the reduction)
+      s.smem_kernel = int(st.size()) + (whole_reads ? 1 : 0);
+      for (const SpecStep* q = st.data(); q != &t; ++q) s.smem_kernel += !q->smem_constant.empty();
+    }
     s.persistent = t.persistent;
     s.cooperative = t.cooperative;
     s.overlap_previous = t.programmatic;

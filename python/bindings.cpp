@@ -135,7 +135,7 @@ PYBIND11_MODULE(_ktune, m) {
           const ktune::SpecArg& a = s.args[i];
           py::dict x;
           x["name"] = a.name, x["kind"] = a.kind_name();
-          x["dtype"] = a.is_struct() ? a.kind_name() : ktune::to_string(a.buffer ? a.elem(p) : a.scalar_type);
+          x["dtype"] = a.is_struct() ? a.kind_name() : ktune::to_string(a.buffer ? a.elem(p) : a.scalar_elem(p));
           if (a.is_struct()) { // ktune builds it (a texture and an address table too); a reference gets None
             x["value"] = py::none();
           } else if (a.buffer) {
@@ -188,7 +188,7 @@ PYBIND11_MODULE(_ktune, m) {
               if (!a.caller_passes()) continue;
               py::dict x;
               x["name"] = a.name, x["kind"] = a.buffer ? "buffer" : "scalar";
-              x["dtype"] = a.buffer && a.problem_dtype ? "dtype" : ktune::to_string(a.buffer ? a.type : a.scalar_type);
+              x["dtype"] = a.problem_dtype ? "dtype" : ktune::to_string(a.buffer ? a.type : a.scalar_type);
               if (a.buffer) x["output"] = a.intent != ktune::SpecArg::in;
               args.append(x);
             }

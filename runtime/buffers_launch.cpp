@@ -47,7 +47,7 @@ void pack_spec(const KernelSpec& s, const Problem& p, const std::vector<CUdevice
       const CUdeviceptr v = ptrs.at(next++);
       std::memcpy(slot, &v, sizeof v);
     } else if (a.scalar() && !a.follows_config && !a.set_at_launch()) { // a counter's or a value's: set at each launch
-      store_elem(slot, 0, a.scalar_type, s.scalar_value(i, p));
+      store_elem(slot, 0, a.scalar_elem(p), s.scalar_value(i, p));
     }
   }
 }
@@ -149,7 +149,7 @@ void BufferArgs::bind(const LaunchPlan& plan) {
       std::memcpy(slot, &v, sizeof v);
     } else if (a.scalar() && a.follows_config && !a.set_at_launch()) {
       slots_[i] = 0;
-      store_elem(slot, 0, a.scalar_type, x.value);
+      store_elem(slot, 0, a.scalar_elem(*p_), x.value);
     }
   }
   // Structs last: their pointers are the buffers' addresses now, temporaries' included. A texture
@@ -166,8 +166,8 @@ namespace {
 // Where the arguments a user kernel's step passes disagree with the parameters its compiled
 // kernel declares (their number, or a size: a buffer's pointer is 8 bytes, a scalar its type's),
 // which would otherwise launch with garbage in the kernel's later parameters: why, else "".
-std::string param_mismatch(const Module& m, const LaunchStep& st, const KernelSpec& s) {
-  return param_sizes_mismatch(s, st.args, m.param_sizes(size_t(st.kernel)),
+std::string param_mismatch(const Module& m, const LaunchStep& st, const KernelSpec& s, const Problem& p) {
+  return param_sizes_mismatch(s, st.args, m.param_sizes(size_t(st.kernel)), p,
                               m.context() + ", step " + std::to_string(st.kernel + 1));
 }
 
@@ -272,7 +272,7 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
       if (size_t(s.kernel) >= seen.size()) seen.resize(size_t(s.kernel) + 1, 0);
       if (seen[size_t(s.kernel)]) continue;
       seen[size_t(s.kernel)] = 1;
-      const std::string& why = m.checked(size_t(s.kernel), [&] { return param_mismatch(m, s, *spec); });
+      const std::string& why = m.checked(size_t(s.kernel), [&] { return param_mismatch(m, s, *spec, args.problem()); });
       if (!why.empty()) throw UsageError(why);
     }
     if (reads_back) {
@@ -578,7 +578,7 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
                                   std::find(reads.begin(), reads.end(), size_t(s.round_index)) != reads.end();
             if (by_round || s.reads_values) value = spec->scalar_from(size_t(k), values_now(), " at " + args.problem().key());
             own[i] = 0;
-            store_elem(reinterpret_cast<unsigned char*>(&own[i]), 0, a.scalar_type, value);
+            store_elem(reinterpret_cast<unsigned char*>(&own[i]), 0, a.scalar_elem(args.problem()), value);
             params[i] = &own[i];
           }
         for (size_t j = 0; j < s.offset_at.size(); ++j)

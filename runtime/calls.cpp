@@ -157,7 +157,7 @@ Problem Kernel::problem(const std::vector<int64_t>& dims, const std::vector<cons
     const void* v = args[k++];
     if (a.buffer) continue;
     if (!v) throw UsageError("ktune::Kernel " + op_ + ": scalar " + a.name + " is passed as a null pointer");
-    p.scalars[a.name] = load_elem(static_cast<const unsigned char*>(v), 0, a.scalar_type);
+    p.scalars[a.name] = load_elem(static_cast<const unsigned char*>(v), 0, a.scalar_elem(p));
   }
   return p;
 }

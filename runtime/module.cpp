@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/kernel_spec.h"
 #include "runtime/cuda_check.h"
 #include "runtime/driver.h"
 
@@ -93,6 +94,8 @@ Module::Module(const std::vector<char>& cubin, const std::vector<std::string>& l
       check_cu(driver().cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
                "cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)", context_ + " kernel " + name);
     functions_.push_back(f);
+    unsigned long long v = 0;
+    constants_.push_back(constant_probe_value(name, &v) ? (long long)std::min<unsigned long long>(v, 1ull << 40) : -1);
   }
 }
 
@@ -101,7 +104,7 @@ Module::~Module() {
 }
 
 Module::Module(Module&& o) noexcept
-    : module_(o.module_), functions_(std::move(o.functions_)), smem_limit_(std::move(o.smem_limit_)),
+    : module_(o.module_), functions_(std::move(o.functions_)), constants_(std::move(o.constants_)), smem_limit_(std::move(o.smem_limit_)),
       resident_(std::move(o.resident_)), context_(std::move(o.context_)), once_(std::move(o.once_)), sm_count_(o.sm_count_),
       dependent_launch_(o.dependent_launch_) {
   o.module_ = nullptr;
@@ -212,24 +215,30 @@ unsigned Module::resident_blocks(size_t i, const unsigned grid[3], const unsigne
 }
 
 void Module::launch(const LaunchStep& s, CUstream stream, void** params) {
+  if (s.smem_kernel >= 0) { // dynamic shared memory a C++ constant of the source: the probe's value
+    const long long bytes = size_t(s.smem_kernel) < constants_.size() ? constants_[size_t(s.smem_kernel)] : -1;
+    if (bytes < 0) throw Error("internal: " + context_ + ": kernel " + std::to_string(s.smem_kernel) + " holds no shared memory constant");
+    if (bytes > (long long)(UINT32_MAX)) throw Error(context_ + ": a shared memory constant of " + std::to_string(bytes) + " bytes");
+  }
+  const unsigned smem = s.smem_kernel >= 0 ? unsigned(constants_[size_t(s.smem_kernel)]) : s.dynamic_smem;
   const size_t i = static_cast<size_t>(s.kernel);
   unsigned grid[3] = {s.grid[0], s.grid[1], s.grid[2]};
   if (s.persistent) {
-    grid[0] = std::min(grid[0], resident_blocks(i, s.grid, s.block, s.dynamic_smem, s.cluster));
+    grid[0] = std::min(grid[0], resident_blocks(i, s.grid, s.block, smem, s.cluster));
     grid[0] -= grid[0] % s.cluster[0]; // whole clusters (resident_blocks counts whole clusters: never to 0)
   }
   if (s.cooperative) {
-    allow_smem(i, s.dynamic_smem);
+    allow_smem(i, smem);
     CUlaunchAttribute attr = {};
     attr.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
     attr.value.cooperative = 1;
-    CUlaunchConfig cfg = launch_config(grid, s.block, s.dynamic_smem, stream);
+    CUlaunchConfig cfg = launch_config(grid, s.block, smem, stream);
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
     check_cu(driver().cuLaunchKernelEx(&cfg, function(i), params, nullptr), "cuLaunchKernelEx(COOPERATIVE)", context_);
     return;
   }
-  launch(i, grid, s.block, s.dynamic_smem, stream, params, s.overlap_previous, s.balance_clusters, s.cluster);
+  launch(i, grid, s.block, smem, stream, params, s.overlap_previous, s.balance_clusters, s.cluster);
 }
 
 void Module::launch(size_t i, const unsigned grid[3], const unsigned block[3], unsigned dynamic_smem, CUstream stream,

@@ -125,6 +125,9 @@ class Module {
   void allow_smem(size_t i, unsigned dynamic_smem); // raises the kernel's dynamic smem limit once
   CUmodule module_ = nullptr;
   std::vector<CUfunction> functions_;
+  // Per kernel: the C++ constant a probe kernel's lowered name holds (constant_probe_value), the
+  // dynamic shared memory of the steps that name it (LaunchStep::smem_kernel); -1: no probe.
+  std::vector<long long> constants_;
   std::unique_ptr<std::atomic<unsigned>[]> smem_limit_; // per kernel: the limit already set
   // Per kernel: resident_blocks' last answer, (shared memory x 2048 + threads) << 32 | blocks.
   std::unique_ptr<std::atomic<unsigned long long>[]> resident_;

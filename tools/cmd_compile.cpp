@@ -67,6 +67,10 @@ int cmd_compile(CompileArgs& a) {
     const std::vector<int> in_while = in_while_of(steps);
     for (size_t i = 0; i < names.size(); ++i) {
       const auto& n = names[i];
+      if (unsigned long long bytes = 0; constant_probe_value(n, &bytes)) { // a step's shared memory, a constant of the source
+        std::printf("  shared memory constant: %llu bytes\n", bytes);
+        continue;
+      }
       if (std::find(names.begin(), names.begin() + std::ptrdiff_t(i), n) != names.begin() + std::ptrdiff_t(i)) continue;
       const auto times = std::count_if(launches.steps.begin(), launches.steps.end(), [&](const LaunchStep& s) {
         return !s.copy() && size_t(s.kernel) < names.size() && names[size_t(s.kernel)] == n;
@@ -100,7 +104,7 @@ int cmd_compile(CompileArgs& a) {
         const std::string step = what + " step " + std::to_string(i + 1);
         std::string w = signature_mismatch(*spec, steps[i], lowered[i], p, step);
         const std::vector<size_t> sizes = cubin_param_sizes(compiled.cubin, lowered[i]);
-        if (w.empty() && !sizes.empty()) w = param_sizes_mismatch(*spec, steps[i].args, sizes, step + ", kernel " + lowered[i]);
+        if (w.empty() && !sizes.empty()) w = param_sizes_mismatch(*spec, steps[i].args, sizes, p, step + ", kernel " + lowered[i]);
         if (!w.empty() && wrong.empty()) wrong = w;
       }
     };

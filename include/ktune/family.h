@@ -38,6 +38,11 @@ struct LaunchStep {
   unsigned grid[3] = {1, 1, 1};
   unsigned block[3] = {1, 1, 1};
   unsigned dynamic_smem = 0;
+  // A user kernel's dynamic shared memory given as a C++ constant of its source (a CUB
+  // TempStorage's sizeof, Ktraits::kSmemSize): kernel smem_kernel is the compiled probe
+  // ktune_constant_probe<V> whose template argument V is that constant, which Module reads from its
+  // lowered name and launches with in place of dynamic_smem. -1: none.
+  int smem_kernel = -1;
   // Programmatic dependent launch (sm_90): the step's blocks may be scheduled while the previous
   // step's last blocks still run. Only for kernels that wait for the previous grid
   // (griddepcontrol.wait) before reading what it wrote; elsewhere the flag is ignored.

@@ -2333,3 +2333,131 @@ __global__ void rows_ref(float* x, long long n, int T) {
     EXPECT_EQ(std::count(got.begin(), got.end(), 15.f), std::ptrdiff_t(got.size())) << "call " << call;
   }
 }
+
+// Dynamic shared memory given as a C++ constant of the source ("shared_memory": {"constant":
+// ...}): each config launches with its traits' bytes (the kernel compares %dynamic_smem_size with
+// them), past the default 48 KB where B is 128; a CUB BlockScan's TempStorage sized by sizeof.
+TEST(KernelSpecGpu, SharedMemoryFromACppConstantReachesTheLaunch) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  TempDir dir("spec_smem_constant");
+  std::ofstream(dir.file("sm.cu")) << R"CUDA(
+#include <cub/block/block_scan.cuh>
+template <int B> struct Traits { static constexpr int kSmem = B * 400; };
+template <int B>
+__global__ void fill_smem(float* y, int n) {
+  extern __shared__ float buf[];
+  unsigned got;
+  asm volatile("mov.u32 %0, %%dynamic_smem_size;" : "=r"(got));
+  const int words = Traits<B>::kSmem / 4;
+  for (int k = threadIdx.x; k < words; k += B) buf[k] = float(k);
+  __syncthreads();
+  const int i = blockIdx.x * B + threadIdx.x;
+  if (i < n) y[i] = buf[(i * 7) % 1000] + (got == unsigned(Traits<B>::kSmem) ? 0.f : 1e6f); // every B's holds 1000 words
+}
+__global__ void fill_ref(float* y, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = float((i * 7) % 1000);
+}
+template <int B>
+__global__ void scan(const int* x, int* y, int n) {
+  using Scan = cub::BlockScan<int, B>;
+  extern __shared__ char smem[];
+  auto& tmp = *reinterpret_cast<typename Scan::TempStorage*>(smem);
+  const int i = blockIdx.x * B + threadIdx.x;
+  int v = i < n ? x[i] : 0;
+  Scan(tmp).InclusiveSum(v, v);
+  if (i < n) y[i] = v;
+}
+__global__ void scan_ref(const int* x, int* y, int n, int b) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  int s = 0;
+  for (int j = i - i % b; j <= i; ++j) s += x[j];
+  y[i] = s;
+}
+)CUDA";
+  std::ofstream(dir.file("fill.json")) << R"JSON({
+  "name": "smem_constant", "sources": ["sm.cu"], "params_as": "template", "dims": ["n"], "params": {"B": [64, 128]},
+  "launch": {"kernel": "fill_smem<{B}>", "grid": ["ceil_div(n, B)"], "block": ["B"], "shared_memory": {"constant": "Traits<{B}>::kSmem"},
+             "args": ["y", "n_"]},
+  "args": [{"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out", "atol": 0, "rtol": 0},
+           {"name": "n_", "kind": "scalar", "value": "n"}],
+  "check": {"reference": {"kernel": "fill_ref", "launch": {"grid": ["ceil_div(n, 128)"], "block": [128], "args": ["y", "n_"]}}}
+})JSON";
+  std::ofstream(dir.file("scan.json")) << R"JSON({
+  "name": "cub_scan_smem", "sources": ["sm.cu"], "params_as": "template", "dims": ["n"], "params": {"B": [128, 256]},
+  "launch": {"kernel": "scan<{B}>", "grid": ["ceil_div(n, B)"], "block": ["B"],
+             "shared_memory": {"constant": "sizeof(typename cub::BlockScan<int, {B}>::TempStorage)"}, "args": ["x", "y", "n_"]},
+  "args": [{"name": "x", "kind": "buffer", "dtype": "i32", "count": "n", "fill": {"random": [0, 100]}},
+           {"name": "y", "kind": "buffer", "dtype": "i32", "count": "n", "intent": "out"},
+           {"name": "n_", "kind": "scalar", "value": "n"}, {"name": "b", "kind": "scalar", "value": "B"}],
+  "check": {"reference": {"kernel": "scan_ref", "launch": {"grid": ["ceil_div(n, 128)"], "block": [128], "args": ["x", "y", "n_", "b"]}}}
+})JSON";
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  const std::string fill = load_kernel_spec(dir.file("fill.json"));
+  auto runner = make_op_runner(fill, compiler, *d);
+  for (int b : {64, 128}) {
+    const VerifyResult v = check_config(*runner, compiler, *d, fill, Config{{"B", b}}, Problem::parse(fill, "100003"), 4);
+    EXPECT_TRUE(v.pass) << "B " << b << " (" << b * 400 << " bytes): " << v.summary();
+  }
+  const std::string scan = load_kernel_spec(dir.file("scan.json"));
+  auto scan_runner = make_op_runner(scan, compiler, *d);
+  for (int b : {128, 256}) {
+    const VerifyResult v = check_config(*scan_runner, compiler, *d, scan, Config{{"B", b}}, Problem::parse(scan, "1000003"), 4);
+    EXPECT_TRUE(v.pass) << "B " << b << ": " << v.summary();
+  }
+}
+
+// A scalar of the problem's dtype ("dtype": "dtype"): `T alpha` by value at f32, f64, f16 and bf16
+// (4, 8, 2 and 2 bytes), the caller's alpha reaching the kernel in each; a planted alpha the
+// kernel reads as the wrong type fails.
+TEST(KernelSpecGpu, AScalarOfTheProblemsDtypeReachesTheKernel) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  TempDir dir("spec_dtype_scalar");
+  std::ofstream(dir.file("a.cu")) << R"CUDA(
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+template <typename T, int B> __global__ void axpy(T alpha, const T* x, T* y, int n) {
+  const int i = blockIdx.x * B + threadIdx.x;
+  if (i < n) y[i] = T(float(alpha) * float(x[i]) + float(y[i]));
+}
+template <typename T> __global__ void axpy_ref(T alpha, const T* x, T* y, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = T(float(alpha) * float(x[i]) + float(y[i]));
+}
+template <typename T> __global__ void axpy_half_alpha(T alpha, const T* x, T* y, int n) { // planted: alpha's 0.5 dropped
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = T(float(x[i]) + float(y[i]));
+}
+)CUDA";
+  const std::string spec = R"JSON({
+  "name": "axpy_dtype", "sources": ["a.cu"], "params_as": "template", "dims": ["n"], "dtypes": ["f32", "f64", "f16", "bf16"],
+  "params": {"B": [64, 128]},
+  "launch": {"kernel": "axpy<{dtype}, {B}>", "grid": ["ceil_div(n, B)"], "block": ["B"]},
+  "args": [{"name": "alpha", "kind": "scalar", "dtype": "dtype", "default": 0.5},
+           {"name": "x", "kind": "buffer", "dtype": "dtype", "count": "n"},
+           {"name": "y", "kind": "buffer", "dtype": "dtype", "count": "n", "intent": "inout"},
+           {"name": "n_", "kind": "scalar", "value": "n"}],
+  "check": {"reference": {"kernel": "axpy_ref<{dtype}>", "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]}}}
+})JSON";
+  std::ofstream(dir.file("a.json")) << spec;
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  const std::string op = load_kernel_spec(dir.file("a.json"));
+  auto runner = make_op_runner(op, compiler, *d);
+  for (DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
+    const VerifyResult v = check_config(*runner, compiler, *d, op, Config{{"B", 128}}, Problem::parse(op, "100003", "", dt), 4);
+    EXPECT_TRUE(v.pass) << to_string(dt) << ": " << v.summary();
+  }
+  std::string wrong = spec;
+  wrong.replace(wrong.find("\"axpy_ref<{dtype}>\""), std::strlen("\"axpy_ref<{dtype}>\""), "\"axpy_half_alpha<{dtype}>\"");
+  const std::string planted = load_kernel_spec_text(wrong, "planted.json", dir.path.string());
+  auto r = make_op_runner(planted, compiler, *d);
+  const VerifyResult v = check_config(*r, compiler, *d, planted, Config{{"B", 128}}, Problem::parse(planted, "100003", "", DType::f64), 4);
+  EXPECT_FALSE(v.pass) << "a reference without alpha agreed: " << v.summary();
+}

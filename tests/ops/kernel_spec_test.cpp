@@ -2094,8 +2094,8 @@ TEST(KernelSpec, AStructArgumentIsLaidOutAsCLaysItOut) {
   EXPECT_EQ(cubin_param_sizes(compiled->cubin, compiled->lowered_names.at(0)), (std::vector<size_t>{40, 4}));
   EXPECT_TRUE(cubin_param_sizes(compiled->cubin, "no_such_kernel").empty());
   EXPECT_TRUE(cubin_param_sizes(std::vector<char>(100, 0), "x").empty()) << "no ELF";
-  EXPECT_EQ(param_sizes_mismatch(s, s.steps[0].args, {40, 4}, "launch"), "");
-  EXPECT_NE(param_sizes_mismatch(s, s.steps[0].args, {48, 4}, "launch").find("the kernel declares 2 parameters of 48, 4 bytes; "
+  EXPECT_EQ(param_sizes_mismatch(s, s.steps[0].args, {40, 4}, p, "launch"), "");
+  EXPECT_NE(param_sizes_mismatch(s, s.steps[0].args, {48, 4}, p, "launch").find("the kernel declares 2 parameters of 48, 4 bytes; "
                                                                             "the spec passes 2: p 40, t 4"),
             std::string::npos);
   {
@@ -2398,7 +2398,7 @@ TEST(KernelSpec, ATextureArgumentReadsItsBufferInTheShapeGiven) {
   c.set("BS", 64);
   const auto k = compiler.compile(compile_request(find_family(op), c, p, "sm_90"));
   EXPECT_EQ(cubin_param_sizes(k->cubin, k->lowered_names.at(0)), (std::vector<size_t>{8, 8, 8, 8, 4, 4, 4, 4}));
-  EXPECT_EQ(param_sizes_mismatch(s, s.steps[0].args, cubin_param_sizes(k->cubin, k->lowered_names.at(0)), "launch"), "");
+  EXPECT_EQ(param_sizes_mismatch(s, s.steps[0].args, cubin_param_sizes(k->cubin, k->lowered_names.at(0)), p, "launch"), "");
 }
 
 // A texture over a buffer that a round's swap moves reads the buffer the round passes.
@@ -2584,13 +2584,18 @@ TEST(KernelSpec, AnAddressTablePointsAtItsBuffersElements) {
             std::string::npos);
   EXPECT_NE(signature_mismatch(s, s.steps[0], "_Z11copy_layersILi64EEvPiPPfPKxi", p, "launch").find("argument 1 is int*"),
             std::string::npos);
+  // A char pointer views any buffer's bytes (ggml passes its tensors as const char*); a bool one does not.
+  EXPECT_EQ(signature_mismatch(s, s.steps[0], "_Z11copy_layersILi64EEvPxPPfPKci", p, "launch"), "");
+  EXPECT_EQ(signature_mismatch(s, s.steps[0], "_Z11copy_layersILi64EEvPxPPfPKhi", p, "launch"), "");
+  EXPECT_NE(signature_mismatch(s, s.steps[0], "_Z11copy_layersILi64EEvPxPPfPKbi", p, "launch").find("argument 3 is bool const*"),
+            std::string::npos);
   // Compiled, the cubin's parameter sizes agree with the spec's.
   Compiler compiler;
   Config c;
   c.set("B", 64);
   const auto k = compiler.compile(compile_request(find_family(op), c, p, "sm_90"));
   EXPECT_EQ(k->lowered_names.at(0), lowered);
-  EXPECT_EQ(param_sizes_mismatch(s, s.steps[0].args, cubin_param_sizes(k->cubin, k->lowered_names.at(0)), "launch"), "");
+  EXPECT_EQ(param_sizes_mismatch(s, s.steps[0].args, cubin_param_sizes(k->cubin, k->lowered_names.at(0)), p, "launch"), "");
   // A table's pointer follows a loop's swap as a struct's does (the plan aliases its buffer).
   ojson loop = table_spec();
   loop["args"].push_back({{"name", "k2"}, {"kind", "buffer"}, {"dtype", "f32"}, {"count", "layers * num_blocks * block_elems"}, {"intent", "temp"}});
@@ -2679,6 +2684,109 @@ TEST(KernelSpec, ASurfaceArgumentIsAnArrayWithoutSampling) {
 
 // "programmatic": a step launched as a programmatic dependent of the one before it: the plan's
 // step overlaps its previous (and the worker gets the flag); not with a cooperative launch.
+// Dynamic shared memory as a C++ constant of the source (Ktraits::kSmemSize, a CUB TempStorage's
+// sizeof): compiled as a probe kernel's template argument, read back from its lowered name.
+TEST(KernelSpec, SharedMemoryFromACppConstantIsReadFromTheCompiledProbe) {
+  SpecDir d;
+  d.write("sm.cu", "template <int B> struct Traits { static constexpr int kSmem = B * 400; };\n"
+                   "template <int B> __global__ void fill_smem(float* y, int n) {\n"
+                   "  extern __shared__ float buf[]; const int i = blockIdx.x * B + threadIdx.x;\n"
+                   "  buf[threadIdx.x] = 1.f; __syncthreads(); if (i < n) y[i] = buf[threadIdx.x]; }\n"
+                   "__global__ void fill_ref(float* y, int n) { const int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = 1.f; }\n");
+  const ojson base = ojson::parse(R"JSON({
+    "name": "smem_constant", "sources": ["sm.cu"], "params_as": "template", "dims": ["n"], "params": {"B": [64, 128]},
+    "launch": {"kernel": "fill_smem<{B}>", "grid": ["ceil_div(n, B)"], "block": ["B"], "shared_memory": {"constant": "Traits<{B}>::kSmem"},
+               "args": ["y", "n_"]},
+    "args": [{"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"}, {"name": "n_", "kind": "scalar", "value": "n"}],
+    "check": {"reference": {"kernel": "fill_ref", "launch": {"grid": ["ceil_div(n, 128)"], "block": [128], "args": ["y", "n_"]}}}})JSON");
+  const std::string op = load_kernel_spec_text(base.dump(), "sm.json", d.dir());
+  const KernelSpec& s = spec_of(op);
+  EXPECT_EQ(s.steps.at(0).smem_constant, "Traits<{B}>::kSmem");
+  EXPECT_TRUE(s.reference_steps.at(0).smem_constant.empty());
+  const Problem p = Problem::parse(op, "100000");
+  Config c;
+  c.set("B", 128);
+  EXPECT_EQ(s.kernel_names(s.steps, c, p),
+            (std::vector<std::string>{"fill_smem<128>", "ktune_constant_probe<(unsigned long long)(Traits<128>::kSmem)>"}));
+  const LaunchPlan plan = find_family(op).launch_plan(c, p);
+  ASSERT_EQ(plan.steps.size(), 1u);
+  EXPECT_EQ(plan.steps[0].smem_kernel, 1) << "the probe after the step";
+  EXPECT_EQ(s.plan(s.reference_steps, s.reference_config, p).steps.at(0).smem_kernel, -1);
+  // Compiled: the probe's lowered name holds NVRTC's value of the constant.
+  Compiler compiler;
+  for (int b : {64, 128}) {
+    c.set("B", b);
+    const auto k = compiler.compile(compile_request(find_family(op), c, p, "sm_90"));
+    ASSERT_EQ(k->lowered_names.size(), 2u);
+    unsigned long long bytes = 0;
+    EXPECT_FALSE(constant_probe_value(k->lowered_names[0], &bytes)) << k->lowered_names[0];
+    ASSERT_TRUE(constant_probe_value(k->lowered_names[1], &bytes)) << k->lowered_names[1];
+    EXPECT_EQ(bytes, 400ull * unsigned(b));
+  }
+  unsigned long long v = 7;
+  EXPECT_TRUE(constant_probe_value("_Z20ktune_constant_probeILy0EEvv", &v));
+  EXPECT_EQ(v, 0ull);
+  EXPECT_FALSE(constant_probe_value("_Z20ktune_constant_probeILy99999999999999999999999EEvv", &v)) << "past 64 bits";
+  EXPECT_FALSE(constant_probe_value("_Z20ktune_constant_probeILyEEvv", &v));
+  // Refused: no constant, an empty one, another field; a placeholder that is no parameter.
+  auto with = [&](const std::function<void(ojson&)>& f) {
+    ojson j = base;
+    f(j);
+    return j;
+  };
+  expect_refused(with([](ojson& j) { j["launch"]["shared_memory"] = ojson::object(); }), d, "launch.shared_memory: expected an expression of the problem or {\"constant\"");
+  expect_refused(with([](ojson& j) { j["launch"]["shared_memory"]["constant"] = " "; }), d, "launch.shared_memory.constant: empty");
+  expect_refused(with([](ojson& j) { j["launch"]["shared_memory"]["bytes"] = 4; }), d, "launch.shared_memory.bytes: unknown field");
+  expect_refused(with([](ojson& j) { j["launch"]["shared_memory"]["constant"] = "Traits<{Q}>::kSmem"; }), d,
+                 "shared memory constant 'Traits<{Q}>::kSmem': {Q} is not a parameter, a dimension or {dtype}");
+}
+
+// A scalar of the problem's dtype ("dtype": "dtype"): a kernel templated on T that takes `T alpha`
+// by value, 4 bytes at f32, 8 at f64, 2 at f16 and bf16.
+constexpr const char* kAxpySource =
+    "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n"
+    "template <typename T, int B> __global__ void axpy(T alpha, const T* x, T* y, int n) {\n"
+    "  const int i = blockIdx.x * B + threadIdx.x; if (i < n) y[i] = T(float(alpha) * float(x[i]) + float(y[i])); }\n"
+    "template <typename T> __global__ void axpy_ref(T alpha, const T* x, T* y, int n) {\n"
+    "  const int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = T(float(alpha) * float(x[i]) + float(y[i])); }\n";
+
+ojson axpy_spec() {
+  return ojson::parse(R"JSON({
+    "name": "axpy_t", "sources": ["a.cu"], "params_as": "template", "dims": ["n"], "dtypes": ["f32", "f64", "f16", "bf16"],
+    "params": {"B": [64, 128]},
+    "launch": {"kernel": "axpy<{dtype}, {B}>", "grid": ["ceil_div(n, B)"], "block": ["B"]},
+    "args": [{"name": "alpha", "kind": "scalar", "dtype": "dtype", "default": 0.5},
+             {"name": "x", "kind": "buffer", "dtype": "dtype", "count": "n"},
+             {"name": "y", "kind": "buffer", "dtype": "dtype", "count": "n", "intent": "inout"},
+             {"name": "n_", "kind": "scalar", "value": "n"}],
+    "check": {"reference": {"kernel": "axpy_ref<{dtype}>", "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]}}}})JSON");
+}
+
+TEST(KernelSpec, AScalarOfTheProblemsDtypeTakesItsSize) {
+  SpecDir d;
+  d.write("a.cu", kAxpySource);
+  const std::string op = load_kernel_spec_text(axpy_spec().dump(), "a.json", d.dir());
+  const KernelSpec& s = spec_of(op);
+  EXPECT_TRUE(s.args[0].problem_dtype);
+  EXPECT_TRUE(s.args[0].caller_passes()) << "the caller's alpha";
+  Compiler compiler;
+  Config c;
+  c.set("B", 64);
+  for (const auto& [dt, bytes] : std::vector<std::pair<DType, size_t>>{{DType::f32, 4}, {DType::f64, 8}, {DType::f16, 2}, {DType::bf16, 2}}) {
+    const Problem p = Problem::parse(op, "1000", "", dt);
+    EXPECT_EQ(s.args[0].scalar_elem(p), elem_type_of(dt));
+    const auto k = compiler.compile(compile_request(find_family(op), c, p, "sm_90"));
+    const std::vector<size_t> sizes = cubin_param_sizes(k->cubin, k->lowered_names.at(0));
+    EXPECT_EQ(sizes, (std::vector<size_t>{bytes, 8, 8, 4})) << to_string(dt);
+    EXPECT_EQ(param_sizes_mismatch(s, s.steps[0].args, sizes, p, "launch"), "") << to_string(dt);
+    EXPECT_EQ(signature_mismatch(s, s.steps[0], k->lowered_names.at(0), p, "launch"), "") << to_string(dt) << " " << k->lowered_names.at(0);
+  }
+  // A 16-bit float of its own is still refused: the problem's dtype or a float.
+  ojson own = axpy_spec();
+  own["args"][0]["dtype"] = "f16";
+  expect_refused(own, d, "args[0].dtype: a 16-bit float scalar of its own is not passed by value");
+}
+
 TEST(KernelSpec, AProgrammaticStepOverlapsThePreviousKernel) {
   SpecDir d;
   ojson j = SpecDir::base();
