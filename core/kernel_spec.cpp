@@ -1912,7 +1912,7 @@ void check_fill_files(const KernelSpec& s, const Problem& p) {
   for (size_t i = 0; i < s.args.size(); ++i) {
     const SpecArg& a = s.args[i];
     if (a.is_texture()) s.texture_at(i, p); // its shape fits its buffer
-    if (a.is_table()) s.table_at(i, p);     // its entries point into its buffer
+    else if (a.is_table()) s.table_at(i, p); // its entries point into its buffer
     else if (a.is_struct()) s.struct_bytes_at(i, p, Config()); // its fields that read no parameter
     else if (a.scalar() && !a.value.empty() && !a.follows_config && !a.set_at_launch()) s.scalar_value(i, p);
   }

@@ -420,7 +420,13 @@ KernelSpec::TableShape KernelSpec::table_at(size_t arg, const Problem& p) const 
   const size_t offset = t.offset.empty() ? 0 : size_t(t.offset.eval_integer(v, 0, 1e15, "for address table " + a.name + ".offset" + where));
   size_t stride = 0;
   if (!t.stride.empty()) stride = size_t(t.stride.eval_integer(v, 0, 1e15, "for address table " + a.name + ".stride" + where));
-  else if (x.count > 1) stride = (elements - std::min(offset, elements)) / x.count; // equal slices of what follows the offset
+  else if (x.count > 1) {
+    stride = (elements - std::min(offset, elements)) / x.count; // equal slices of what follows the offset
+    if (!stride)
+      throw UsageError(path + ": address table " + a.name + where + ": " + std::to_string(x.count) + " entries over the " +
+                       std::to_string(elements - std::min(offset, elements)) + " elements of " + b.name +
+                       " after the offset: no stride given, and equal slices would hold none (give the table a stride)");
+  }
   // Each entry at an element of the buffer: the last one's too.
   const double last = double(offset) + double(x.count - 1) * double(stride);
   char last_text[32];
@@ -470,7 +476,7 @@ struct ParamType {
   int bytes = 0;
   bool floating = false;
   bool vector = false; // one of CUDA's vector types by value (float4)
-  bool bytes_view = false; // a pointer to char, signed char or unsigned char: a view of any buffer's bytes
+  bool bytes_view = false; // a pointer to plain char: a view of any buffer's bytes
 };
 
 std::string trim(std::string t) {
@@ -508,7 +514,7 @@ ParamType param_type(const std::string& text) {
       {"__half2", {4, true}}, {"__nv_bfloat162", {4, true}}};
   for (const auto& [name, kind] : kTypes)
     if (base == name) t.bytes = kind.first, t.floating = kind.second;
-  t.bytes_view = t.pointer && (base == "char" || base == "signed char" || base == "unsigned char");
+  t.bytes_view = t.pointer && base == "char"; // uint8_t* and int8_t* stay 1-byte elements (quantized data)
   if (!t.pointer)
     for (const auto& [name, kind] : kVectors)
       if (base == name) t.bytes = kind.first, t.floating = kind.second, t.vector = true;

@@ -76,7 +76,10 @@ CUdeviceptr address_table(const KernelSpec::TableShape& x, CUdeviceptr buffer, C
   const size_t bytes = x.count * sizeof(uint64_t);
   check_cu(driver().cuMemAlloc(&t.at, bytes), "cuMemAlloc", what() + " (" + std::to_string(bytes) + " bytes of addresses)");
   try {
-    check_cu(driver().cuMemcpyHtoD(t.at, t.entries.data(), bytes), "cuMemcpyHtoD", what() + " (filling its addresses)");
+    // Finished before any kernel can read it, on any stream: a copy from pageable memory may return
+    // before its DMA lands, so the stream is waited for.
+    check_cu(driver().cuMemcpyHtoDAsync(t.at, t.entries.data(), bytes, stream), "cuMemcpyHtoDAsync", what() + " (filling its addresses)");
+    check_cu(driver().cuStreamSynchronize(stream), "cuStreamSynchronize", what() + " (filling its addresses)");
   } catch (...) {
     driver().cuMemFree(t.at); // never handed out: nothing can hold it
     throw;
@@ -105,6 +108,8 @@ size_t address_tables_changed(const std::string& what) {
     changed += differ;
     check_cu(driver().cuMemcpyHtoD(t.at, t.entries.data(), bytes), "cuMemcpyHtoD", what + " (putting an address table back)");
   }
+  // The put-back copies landed before the next kernel of any stream reads a table.
+  if (changed) check_cu(driver().cuCtxSynchronize(), "cuCtxSynchronize", what + " (after putting address tables back)");
   return changed;
 }
 

@@ -17,8 +17,8 @@
 namespace ktune {
 
 // The table of shape x over the buffer at `buffer`, on the current context: made at the first
-// call (cuMemAlloc, then a synchronous copy, so that a kernel on any stream finds it filled) and
-// kept. 0 for a table of no entries. Throws UsageError while `stream` is being captured and the
+// call (cuMemAlloc, then a copy on `stream` waited for, so that a kernel on any stream finds it
+// filled) and kept. 0 for a table of no entries. Throws UsageError while `stream` is being captured and the
 // table is not made yet, CudaError naming what() for a failed driver call.
 CUdeviceptr address_table(const KernelSpec::TableShape& x, CUdeviceptr buffer, CUstream stream,
                           const std::function<std::string()>& what);

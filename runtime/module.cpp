@@ -214,13 +214,17 @@ unsigned Module::resident_blocks(size_t i, const unsigned grid[3], const unsigne
   return unsigned(blocks);
 }
 
+unsigned Module::dynamic_smem(const LaunchStep& s) const {
+  if (s.smem_kernel < 0) return s.dynamic_smem;
+  // A C++ constant of the source: the value its probe kernel's lowered name holds.
+  const long long bytes = size_t(s.smem_kernel) < constants_.size() ? constants_[size_t(s.smem_kernel)] : -1;
+  if (bytes < 0) throw Error("internal: " + context_ + ": kernel " + std::to_string(s.smem_kernel) + " holds no shared memory constant");
+  if (bytes > (long long)(UINT32_MAX)) throw Error(context_ + ": a shared memory constant of " + std::to_string(bytes) + " bytes");
+  return unsigned(bytes);
+}
+
 void Module::launch(const LaunchStep& s, CUstream stream, void** params) {
-  if (s.smem_kernel >= 0) { // dynamic shared memory a C++ constant of the source: the probe's value
-    const long long bytes = size_t(s.smem_kernel) < constants_.size() ? constants_[size_t(s.smem_kernel)] : -1;
-    if (bytes < 0) throw Error("internal: " + context_ + ": kernel " + std::to_string(s.smem_kernel) + " holds no shared memory constant");
-    if (bytes > (long long)(UINT32_MAX)) throw Error(context_ + ": a shared memory constant of " + std::to_string(bytes) + " bytes");
-  }
-  const unsigned smem = s.smem_kernel >= 0 ? unsigned(constants_[size_t(s.smem_kernel)]) : s.dynamic_smem;
+  const unsigned smem = dynamic_smem(s);
   const size_t i = static_cast<size_t>(s.kernel);
   unsigned grid[3] = {s.grid[0], s.grid[1], s.grid[2]};
   if (s.persistent) {

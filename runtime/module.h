@@ -114,6 +114,9 @@ class Module {
               void** params, bool overlap_previous = false, bool balance_clusters = false, const unsigned* cluster = nullptr);
   // One step of a launch plan, with its flags; a persistent step's grid[0] capped at resident_blocks.
   void launch(const LaunchStep& s, CUstream stream, void** params);
+  // The dynamic shared memory step s launches with: its own, or the C++ constant its probe kernel
+  // holds (LaunchStep::smem_kernel). Throws Error for a probe this module does not hold.
+  unsigned dynamic_smem(const LaunchStep& s) const;
   // Blocks of kernel i the device holds at once for this block shape and shared memory (whole
   // clusters for a cluster kernel): the grid of a persistent launch. Computed once per shape. grid:
   // the launch's own (the cluster query wants a grid of whole clusters; its size does not matter).

@@ -68,7 +68,11 @@ int cmd_compile(CompileArgs& a) {
     for (size_t i = 0; i < names.size(); ++i) {
       const auto& n = names[i];
       if (unsigned long long bytes = 0; constant_probe_value(n, &bytes)) { // a step's shared memory, a constant of the source
-        std::printf("  shared memory constant: %llu bytes\n", bytes);
+        for (const LaunchStep& s : launches.steps)
+          if (s.smem_kernel == int(i)) { // the step the plan launches with it (none: a step this config skips)
+            std::printf("  shared memory of kernel %d's launch, a constant of the source: %llu bytes\n", s.kernel, bytes);
+            break;
+          }
         continue;
       }
       if (std::find(names.begin(), names.begin() + std::ptrdiff_t(i), n) != names.begin() + std::ptrdiff_t(i)) continue;
@@ -147,16 +151,17 @@ int cmd_compile(CompileArgs& a) {
       std::vector<std::string> seen; // a loop's launches of one shape, reported once
       for (const auto& s : f.launch_plan(c, p).steps) {
         if (s.kernel < 0) continue; // a copy, or a loop's reset or test
+        const unsigned smem = m.dynamic_smem(s); // a C++ constant's too
         char key[128];
         std::snprintf(key, sizeof key, "%d %u %u %u %u %u %u %u", s.kernel, s.grid[0], s.grid[1], s.grid[2], s.block[0], s.block[1],
-                      s.block[2], s.dynamic_smem);
+                      s.block[2], smem);
         if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
         seen.push_back(key);
-        const Occupancy o = m.occupancy(size_t(s.kernel), s.grid, s.block, s.dynamic_smem);
+        const Occupancy o = m.occupancy(size_t(s.kernel), s.grid, s.block, smem);
         const unsigned blocks = s.grid[0] * s.grid[1] * s.grid[2];
         std::printf("  launch of kernel %d at %s: grid %ux%ux%u (%u blocks) of %u threads, %u B dynamic smem: %d blocks per SM",
                     s.kernel, p.key().c_str(), s.grid[0], s.grid[1], s.grid[2], blocks, s.block[0] * s.block[1] * s.block[2],
-                    s.dynamic_smem, o.blocks_per_sm);
+                    smem, o.blocks_per_sm);
         if (o.cluster_size > 1)
           std::printf("; clusters of %d: %d resident at once, the grid has %u", o.cluster_size, o.max_active_clusters,
                       blocks / unsigned(o.cluster_size));

@@ -257,7 +257,7 @@ nlohmann::json eval(WorkerState& w, const nlohmann::json& req) {
   Module m(read_file(req.at("cubin").get<std::string>()), names, req.value("context", std::string("eval")));
   const KernelAttributes at = m.attributes(0);
   out["registers"] = at.registers;
-  out["smem"] = at.static_smem + int(plan.steps.empty() ? 0 : plan.main_step().dynamic_smem);
+  out["smem"] = at.static_smem + int(plan.steps.empty() ? 0 : m.dynamic_smem(plan.main_step()));
   out["local"] = at.local_bytes;
   op.ensure_workspace(plan.workspace_bytes);
   const Numerics numerics = parse_numerics(req.value("numerics", std::string("standard")));

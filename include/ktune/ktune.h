@@ -138,7 +138,8 @@ ktune_status_t ktune_attention_varlen(ktune_handle_t handle, ktune_datatype_t ty
  * included); KTUNE_INVALID_VALUE with the field named in ktune_last_error for a bad spec.
  * ktune_kernel_launch launches the best config for dims (ndims of them, in the spec's order):
  * args holds one entry per argument the caller passes, in the spec's order, a buffer's device
- * pointer or a pointer to a scalar's value (of the spec's dtype for it). */
+ * pointer or a pointer to a scalar's value (of the spec's dtype for it; a scalar of "dtype" is of
+ * the problem's: 2 bytes at f16 and bf16, a double at f64). */
 ktune_status_t ktune_kernel_load(ktune_handle_t handle, const char* spec_path, char* op_name, size_t op_size);
 ktune_status_t ktune_kernel_launch(ktune_handle_t handle, const char* op_name, ktune_datatype_t type, const long long* dims,
                                    int ndims, const void* const* args, int nargs, void* stream);

@@ -209,7 +209,8 @@ class BuffersLauncher;
 class Kernel {
  public:
   // args: one entry per argument the caller passes, in the spec's order: a buffer's device
-  // pointer, or a pointer to a scalar's value (of the spec's dtype for it: int32_t, float, ...).
+  // pointer, or a pointer to a scalar's value (of the spec's dtype for it: int32_t, float, ...;
+  // a scalar of "dtype" the problem's: a __half at f16, a double at f64).
   // Arguments the spec computes (a scalar's "value") and its temporaries are not passed. dtype:
   // the problem dtype, of those the spec takes (default: its first). Throws UsageError for a wrong
   // number of arguments, dimensions or a dtype the spec does not take.

@@ -2563,6 +2563,16 @@ TEST(KernelSpec, AnAddressTablePointsAtItsBuffersElements) {
   EXPECT_NO_THROW(check_fill_files(s, p));
   EXPECT_EQ(s.table_at(2, Problem::parse(op, "0x64x256x16")).count, 0u) << "no layer: no entry";
   EXPECT_EQ(s.table_at(2, Problem::parse(op, "4x0x256x16")).count, 0u) << "an empty buffer: nothing to point at";
+  // No stride, more entries than elements after the offset: no equal slices, refused (not a stride of 0).
+  try {
+    s.table_at(3, Problem::parse(op, "4x1x1x16"));
+    ADD_FAILURE() << "4 entries over 3 elements after the offset";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("address table value_ptrs at " + Problem::parse(op, "4x1x1x16").key() +
+                                         ": 4 entries over the 3 elements of v after the offset: no stride given"),
+              std::string::npos)
+        << e.what();
+  }
   // A stride past the buffer: told before a run, naming the table, its last entry and the buffer.
   ojson j = table_spec();
   j["args"][2]["stride"] = "2 * num_blocks * block_elems";
@@ -2584,9 +2594,11 @@ TEST(KernelSpec, AnAddressTablePointsAtItsBuffersElements) {
             std::string::npos);
   EXPECT_NE(signature_mismatch(s, s.steps[0], "_Z11copy_layersILi64EEvPiPPfPKxi", p, "launch").find("argument 1 is int*"),
             std::string::npos);
-  // A char pointer views any buffer's bytes (ggml passes its tensors as const char*); a bool one does not.
+  // A char pointer views any buffer's bytes (ggml passes its tensors as const char*); an unsigned
+  // char (uint8_t: quantized data) or bool one does not.
   EXPECT_EQ(signature_mismatch(s, s.steps[0], "_Z11copy_layersILi64EEvPxPPfPKci", p, "launch"), "");
-  EXPECT_EQ(signature_mismatch(s, s.steps[0], "_Z11copy_layersILi64EEvPxPPfPKhi", p, "launch"), "");
+  EXPECT_NE(signature_mismatch(s, s.steps[0], "_Z11copy_layersILi64EEvPxPPfPKhi", p, "launch").find("argument 3 is unsigned char const*"),
+            std::string::npos);
   EXPECT_NE(signature_mismatch(s, s.steps[0], "_Z11copy_layersILi64EEvPxPPfPKbi", p, "launch").find("argument 3 is bool const*"),
             std::string::npos);
   // Compiled, the cubin's parameter sizes agree with the spec's.
@@ -2682,8 +2694,6 @@ TEST(KernelSpec, ASurfaceArgumentIsAnArrayWithoutSampling) {
 }
 
 
-// "programmatic": a step launched as a programmatic dependent of the one before it: the plan's
-// step overlaps its previous (and the worker gets the flag); not with a cooperative launch.
 // Dynamic shared memory as a C++ constant of the source (Ktraits::kSmemSize, a CUB TempStorage's
 // sizeof): compiled as a probe kernel's template argument, read back from its lowered name.
 TEST(KernelSpec, SharedMemoryFromACppConstantIsReadFromTheCompiledProbe) {
@@ -2711,6 +2721,7 @@ TEST(KernelSpec, SharedMemoryFromACppConstantIsReadFromTheCompiledProbe) {
   const LaunchPlan plan = find_family(op).launch_plan(c, p);
   ASSERT_EQ(plan.steps.size(), 1u);
   EXPECT_EQ(plan.steps[0].smem_kernel, 1) << "the probe after the step";
+  EXPECT_EQ(plan_from_json(nlohmann::json::parse(plan_to_json(plan).dump())).steps[0].smem_kernel, 1) << "the worker gets it";
   EXPECT_EQ(s.plan(s.reference_steps, s.reference_config, p).steps.at(0).smem_kernel, -1);
   // Compiled: the probe's lowered name holds NVRTC's value of the constant.
   Compiler compiler;
@@ -2787,6 +2798,8 @@ TEST(KernelSpec, AScalarOfTheProblemsDtypeTakesItsSize) {
   expect_refused(own, d, "args[0].dtype: a 16-bit float scalar of its own is not passed by value");
 }
 
+// "programmatic": a step launched as a programmatic dependent of the one before it: the plan's
+// step overlaps its previous (and the worker gets the flag); not with a cooperative launch.
 TEST(KernelSpec, AProgrammaticStepOverlapsThePreviousKernel) {
   SpecDir d;
   ojson j = SpecDir::base();
