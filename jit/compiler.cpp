@@ -82,9 +82,10 @@ CompileRequest compile_request(const Family& f, const Config& c, const Problem& 
 }
 
 Compiler::Compiler(unsigned threads) : pool_(std::make_unique<ThreadPool>(threads)) {}
-// Queued compiles may still be running on the workers, and they use cache_ and mu_, which as
-// later members would be destroyed before pool_: join the workers first (the pool finishes its
-// queue), or a Compiler dropped with work queued (a test unwinding on a failure) crashes them.
+// Compiles may still be running on the workers, and they use cache_ and mu_, which as later
+// members would be destroyed before pool_: join the workers first (the pool drops what it has not
+// started and waits for the rest), or a Compiler dropped with work queued (a test unwinding on a
+// failure, a tune's abandoned compiles) crashes them.
 Compiler::~Compiler() { pool_.reset(); }
 
 unsigned Compiler::threads() const { return pool_->size(); }

@@ -16,13 +16,19 @@ class ThreadPool {
     if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
     for (unsigned i = 0; i < threads; ++i) workers_.emplace_back([this] { run(); });
   }
+  // Jobs not started yet are dropped (a packaged task dropped unrun leaves its future a
+  // broken_promise error, not a dangling state); those running finish. A tune whose time budget
+  // abandoned a pool's worth of compiles ends when they would have started, not after them all.
   ~ThreadPool() {
+    std::deque<std::function<void()>> dropped;
     {
       std::lock_guard<std::mutex> lk(mu_);
       stopping_ = true;
+      dropped.swap(jobs_);
     }
     cv_.notify_all();
-    for (auto& t : workers_) t.join(); // queued jobs still run: their futures must not dangle
+    dropped.clear(); // outside the lock: a job's captures may be heavy
+    for (auto& t : workers_) t.join();
   }
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
