@@ -494,8 +494,15 @@ SpecStep read_step(const Reader& r, const KernelSpec& s, const ojson& o, const s
     if (st.cooperative && !st.cluster[0].empty()) r.fail(at + ".cooperative", "a cooperative launch takes no cluster shape");
   }
   if (o.contains("programmatic")) { // a programmatic dependent launch (PDL) of the stream's kernel before it
-    if (!o["programmatic"].is_boolean()) r.fail(at + ".programmatic", "expected true or false");
-    st.programmatic = o["programmatic"].get<bool>();
+    if (o["programmatic"].is_string()) { // where an expression of the config and problem holds (a tuned choice)
+      st.programmatic_when = r.expr(o["programmatic"], at + ".programmatic", s.names);
+      check_launch_reads(r, s, st.programmatic_when, at + ".programmatic", counters);
+      st.programmatic = true;
+    } else if (!o["programmatic"].is_boolean()) {
+      r.fail(at + ".programmatic", "expected true, false or an expression of the config and problem (\"PDL == 1\")");
+    } else {
+      st.programmatic = o["programmatic"].get<bool>();
+    }
     if (st.programmatic && (st.cooperative || !st.cluster[0].empty()))
       r.fail(at + ".programmatic", std::string("a programmatic dependent launch takes no ") +
                                        (st.cooperative ? "cooperative launch" : "cluster shape") + " here (one launch attribute of the two)");
@@ -1654,6 +1661,7 @@ void check_params_used(const Reader& r, const KernelSpec& s) {
       for (int d = 0; d < 3; ++d) read(st.grid[d]), read(st.block[d]), read(st.cluster[d]);
       read(st.smem);
       read(st.when); // a version's step where it holds ("qn > SMALL")
+      read(st.programmatic_when); // a tuned programmatic launch ("PDL == 1")
       for (const Expr& e : st.within) read(e); // its loops' rounds ("VER == 2": a version's step)
       for (const Expr& e : st.arg_offsets) read(e); // a chunk a round of C elements
     }

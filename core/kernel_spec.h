@@ -265,6 +265,9 @@ struct SpecStep {
   // (LaunchStep::overlap_previous, sm_90 on): it may start while that one's last blocks run, and
   // must wait for it (griddepcontrol.wait, cudaGridDependencySynchronize) before reading its output.
   bool programmatic = false;
+  // "programmatic" given as an expression of the config and the problem (a tuned PDL choice,
+  // "PDL == 1"): the launch is a programmatic one where it holds. Empty: the boolean alone.
+  Expr programmatic_when;
   // The loops the step is in, outermost first: their round counts, and their counters' places in
   // KernelSpec::names (-1: a loop without one). A step in a loop of no rounds is not launched
   // (KernelSpec::skipped).

@@ -957,7 +957,7 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
     }
     s.persistent = t.persistent;
     s.cooperative = t.cooperative;
-    s.overlap_previous = t.programmatic;
+    s.overlap_previous = t.programmatic && (t.programmatic_when.empty() || t.programmatic_when.eval(v) != 0);
     s.args = t.args;
     // The slices of buffers this launch's symbols hold (a tile a round), copied where they change.
     // A step outside a loop a slice follows gets none: the symbol holds what the loop left.

@@ -2818,7 +2818,16 @@ TEST(KernelSpec, AProgrammaticStepOverlapsThePreviousKernel) {
   expect_refused(j, d, "launch[1].programmatic: a programmatic dependent launch takes no cooperative launch");
   j["launch"][1].erase("cooperative");
   j["launch"][1]["programmatic"] = 1;
-  expect_refused(j, d, "launch[1].programmatic: expected true or false");
+  expect_refused(j, d, "launch[1].programmatic: expected true, false or an expression of the config and problem");
+  // A tuned choice: programmatic where the expression holds (FlashInfer's enable_pdl as a parameter).
+  j["launch"][1]["programmatic"] = "B == 64 and n > 100";
+  const std::string tuned = load_kernel_spec_text(j.dump(), "pdl_tuned.json", d.dir());
+  EXPECT_TRUE(find_family(tuned).launch_plan(c, Problem::parse(tuned, "1000")).steps.at(1).overlap_previous);
+  EXPECT_FALSE(find_family(tuned).launch_plan(c, Problem::parse(tuned, "100")).steps.at(1).overlap_previous);
+  c.set("B", 128);
+  EXPECT_FALSE(find_family(tuned).launch_plan(c, Problem::parse(tuned, "1000")).steps.at(1).overlap_previous);
+  j["launch"][1]["programmatic"] = "sm_count > 1";
+  expect_refused(j, d, "launch[1].programmatic: 'sm_count > 1' reads sm_count, a device value");
 }
 
 } // namespace
