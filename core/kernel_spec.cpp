@@ -914,9 +914,34 @@ namespace {
 // How host code reads what no texel type holds, for a refusal of a texel's type.
 constexpr const char* kDoubleTexels = " (host code reads a double through an int2 texel: \"format\": \"i32\", \"channels\": 2)";
 
-// A texture argument (SpecArg::Texture): its buffer's name into `buffers` (one pointer field),
-// resolved with the structs' once every argument is read; its shape's expressions read the
-// dimensions only (the launch makes one texture object a buffer and shape).
+// An argument the launch makes from a buffer argument's address (a texture's object, an address
+// table's address): the buffer's name into `buffers`, resolved with the structs' once every
+// argument is read; held as a struct of one 8-byte field (`field`), which the launch replaces.
+// what: the buffer's role, for its "missing" refusal.
+void read_made_from_buffer(const Reader& r, const ojson& o, const std::string& at, SpecArg& a, std::vector<std::string>& buffers,
+                           const char* field, const char* what) {
+  if (!o.contains("buffer")) r.fail(at + ".buffer", std::string("missing: ") + what);
+  buffers.push_back(r.str(o["buffer"], at + ".buffer"));
+  SpecArg::Field f;
+  f.name = field;
+  f.type = ElemType::u64;
+  f.align = 8;
+  a.fields.push_back(std::move(f));
+  a.struct_bytes = a.struct_align = 8; // cudaTextureObject_t (an unsigned long long), a table's pointer
+}
+
+// An expression of the dimensions (and align, dtype_bytes) only: a shape the launch makes one
+// object or table for a problem by, not a config. kind: the argument's, for the refusal.
+Expr dims_only(const Reader& r, const KernelSpec& s, const ojson& o, const std::string& at, const char* key, const char* kind) {
+  Expr e = r.expr(o[key], at + "." + key, s.names);
+  for (size_t n : e.reads())
+    if (n < s.params.size() || n >= s.first_device_name())
+      r.fail(at + "." + key, "'" + e.text() + "' reads " + s.names[n] + ": " + kind + " is of the dimensions only");
+  return e;
+}
+
+// A texture argument (SpecArg::Texture): its buffer (read_made_from_buffer); its shape's
+// expressions read the dimensions only (the launch makes one texture object a buffer and shape).
 void read_texture(const Reader& r, const KernelSpec& s, const ojson& o, const std::string& at, SpecArg& a,
                   std::vector<std::string>& buffers, bool surface) {
   if (surface) r.known_fields(o, at, {"name", "kind", "buffer", "format", "channels", "width", "height", "depth", "pitch"});
@@ -925,14 +950,7 @@ void read_texture(const Reader& r, const KernelSpec& s, const ojson& o, const st
   SpecArg::Texture& t = a.texture;
   a.texture_arg = true;
   t.surface = surface;
-  if (!o.contains("buffer")) r.fail(at + ".buffer", "missing: the buffer argument the texture reads");
-  buffers.push_back(r.str(o["buffer"], at + ".buffer"));
-  SpecArg::Field f;
-  f.name = "texture";
-  f.type = ElemType::u64;
-  f.align = 8;
-  a.fields.push_back(std::move(f));
-  a.struct_bytes = a.struct_align = 8; // cudaTextureObject_t: an unsigned long long
+  read_made_from_buffer(r, o, at, a, buffers, "texture", "the buffer argument the texture reads");
   auto choice = [&](const char* key, std::initializer_list<const char*> known, const char* given) {
     const std::string v = o.contains(key) ? r.str(o[key], at + "." + key) : given;
     int i = 0;
@@ -956,13 +974,7 @@ void read_texture(const Reader& r, const KernelSpec& s, const ojson& o, const st
     t.channels = int(n);
   }
   // Of the dimensions (and align, dtype_bytes): the texture is made for the problem, not a config.
-  auto shape = [&](const char* key) {
-    Expr e = r.expr(o[key], at + "." + key, s.names);
-    for (size_t n : e.reads())
-      if (n < s.params.size() || n >= s.first_device_name())
-        r.fail(at + "." + key, "'" + e.text() + "' reads " + s.names[n] + ": a texture's shape is of the dimensions only");
-    return e;
-  };
+  auto shape = [&](const char* key) { return dims_only(r, s, o, at, key, "a texture's shape"); };
   const bool array = t.resource == SpecArg::Texture::array, pitched = t.resource == SpecArg::Texture::pitch2d;
   if (o.contains("width")) t.width = shape("width");
   else if (t.resource != SpecArg::Texture::linear)
@@ -1025,28 +1037,15 @@ void read_texture(const Reader& r, const KernelSpec& s, const ojson& o, const st
   }
 }
 
-// An address table argument (SpecArg::Table): its buffer's name into `buffers` (one pointer field,
-// as a texture's), resolved with the structs' once every argument is read; count, offset and
-// stride read the dimensions only (the launch makes one table a buffer address and problem).
+// An address table argument (SpecArg::Table): its buffer as a texture's (read_made_from_buffer);
+// count, offset and stride read the dimensions only (the launch makes one table a buffer address
+// and problem).
 void read_table(const Reader& r, const KernelSpec& s, const ojson& o, const std::string& at, SpecArg& a,
                 std::vector<std::string>& buffers) {
   r.known_fields(o, at, {"name", "kind", "buffer", "count", "offset", "stride"});
   a.table_arg = true;
-  if (!o.contains("buffer")) r.fail(at + ".buffer", "missing: the buffer argument whose elements the table's addresses point to");
-  buffers.push_back(r.str(o["buffer"], at + ".buffer"));
-  SpecArg::Field f;
-  f.name = "table";
-  f.type = ElemType::u64;
-  f.align = 8;
-  a.fields.push_back(std::move(f));
-  a.struct_bytes = a.struct_align = 8; // the table's address: a pointer
-  auto of_dims = [&](const char* key) {
-    Expr e = r.expr(o[key], at + "." + key, s.names);
-    for (size_t n : e.reads())
-      if (n < s.params.size() || n >= s.first_device_name())
-        r.fail(at + "." + key, "'" + e.text() + "' reads " + s.names[n] + ": an address table is of the dimensions only");
-    return e;
-  };
+  read_made_from_buffer(r, o, at, a, buffers, "table", "the buffer argument whose elements the table's addresses point to");
+  auto of_dims = [&](const char* key) { return dims_only(r, s, o, at, key, "an address table"); };
   if (!o.contains("count")) r.fail(at + ".count", "missing: the table's entries (an expression of the dimensions)");
   a.table.count = of_dims("count");
   if (o.contains("offset")) a.table.offset = of_dims("offset");
