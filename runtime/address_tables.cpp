@@ -33,14 +33,6 @@ Cache& cache() {
   return *c;
 }
 
-unsigned long long current_context_id(const std::string& what) {
-  CUcontext ctx = nullptr;
-  check_cu(driver().cuCtxGetCurrent(&ctx), "cuCtxGetCurrent", what);
-  unsigned long long id = 0;
-  check_cu(driver().cuCtxGetId(ctx, &id), "cuCtxGetId", what);
-  return id;
-}
-
 } // namespace
 
 // Kept for the process, never freed: a kernel queued on any stream may still read one, and a
@@ -49,7 +41,7 @@ unsigned long long current_context_id(const std::string& what) {
 CUdeviceptr address_table(const KernelSpec::TableShape& x, CUdeviceptr buffer, CUstream stream,
                           const std::function<std::string()>& what) {
   if (!x.count) return 0;
-  const Key key = {current_context_id(what()), uint64_t(buffer), x.count, x.offset, x.stride};
+  const Key key = {current_context_id(what), uint64_t(buffer), x.count, x.offset, x.stride};
   Cache& c = cache();
   {
     std::lock_guard<std::mutex> lk(c.mu);
@@ -89,7 +81,7 @@ CUdeviceptr address_table(const KernelSpec::TableShape& x, CUdeviceptr buffer, C
 }
 
 size_t address_tables_changed(const std::string& what) {
-  const unsigned long long ctx = current_context_id(what);
+  const unsigned long long ctx = current_context_id([&] { return what; });
   Cache& c = cache();
   std::lock_guard<std::mutex> lk(c.mu);
   size_t changed = 0;

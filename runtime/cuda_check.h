@@ -2,6 +2,7 @@
 #pragma once
 #include <cuda.h>
 
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -39,6 +40,18 @@ inline std::string cu_error_text(CUresult r) {
 
 inline void check_cu(CUresult r, const char* call, const std::string& context) {
   if (r != CUDA_SUCCESS) throw CudaError(std::string(call) + " failed: " + cu_error_text(r) + " (" + context + ")", r);
+}
+
+// The current context's id (cuCtxGetId: a context made again at the same address, a primary
+// context released and retained, is another), the key of what ktune keeps per context (texture
+// objects, address tables). what: the message's context, made only for an error (a launch asks
+// on every call).
+inline unsigned long long current_context_id(const std::function<std::string()>& what) {
+  CUcontext ctx = nullptr;
+  if (const CUresult r = driver().cuCtxGetCurrent(&ctx); r != CUDA_SUCCESS) check_cu(r, "cuCtxGetCurrent", what());
+  unsigned long long id = 0;
+  if (const CUresult r = driver().cuCtxGetId(ctx, &id); r != CUDA_SUCCESS) check_cu(r, "cuCtxGetId", what());
+  return id;
 }
 
 // Attribute a (name: for the error) of the current context's device, queried once a device and

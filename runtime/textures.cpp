@@ -56,10 +56,7 @@ TextureObject texture_object(const KernelSpec& s, size_t arg, const KernelSpec::
   const SpecArg& a = s.args.at(arg);
   const SpecArg::Texture& t = a.texture;
   const bool array = t.resource == SpecArg::Texture::array;
-  CUcontext ctx = nullptr;
-  check_cu(driver().cuCtxGetCurrent(&ctx), "cuCtxGetCurrent", what());
-  unsigned long long ctx_id = 0;
-  check_cu(driver().cuCtxGetId(ctx, &ctx_id), "cuCtxGetId", what());
+  const unsigned long long ctx_id = current_context_id(what);
   Key key = {ctx_id, uint64_t(t.surface), uint64_t(t.resource), uint64_t(x.format), uint64_t(x.channels), x.width,
              x.height, x.depth, x.pitch, uint64_t(t.normalized_read), uint64_t(t.linear_filter), uint64_t(t.normalized_coords),
              uint64_t(t.address[0]), uint64_t(t.address[1]), uint64_t(t.address[2])};
