@@ -1609,19 +1609,7 @@ void check_args_taken(const Reader& r, const KernelSpec& s) {
         if (f.buffer >= 0) taken[size_t(f.buffer)] = true;
   // A loop's swap passes each buffer of a pair where the other was: one taken takes both (a
   // struct's or table's pointer follows the swap into a temporary no step names).
-  std::vector<std::pair<int, int>> swaps;
-  std::function<void(const std::vector<SpecNode>&)> collect = [&](const std::vector<SpecNode>& nodes) {
-    for (const SpecNode& n : nodes) {
-      swaps.insert(swaps.end(), n.swaps.begin(), n.swaps.end());
-      collect(n.body);
-    }
-  };
-  for (const auto* o : {&s.order, &s.reference_order, &s.baseline_order, &s.setup_order, &s.post_order}) collect(*o);
-  for (bool grew = true; grew;) {
-    grew = false;
-    for (const auto& [x, y] : swaps)
-      if (taken[size_t(x)] != taken[size_t(y)]) taken[size_t(x)] = taken[size_t(y)] = true, grew = true;
-  }
+  s.close_over_swaps(taken);
   // A buffer the host only reads back (a loop's condition, a grid, `when` or a scalar of values
   // reads it; a swap puts a kernel's data in it) is taken by those reads.
   for (const SpecWhile& w : s.whiles)

@@ -446,6 +446,9 @@ struct KernelSpec {
   // some round, its own and those a loop's swap exchanges with it: where they start, the device's
   // texture alignment (512 bytes) must hold (the plan's temporaries, the check's buffers).
   std::vector<bool> texture_aligned() const;
+  // Beside args: `marked` grown by every buffer a loop's swap (in any list's loops) exchanges with a
+  // marked one, until no pair differs: the buffers a round may pass where a marked one was.
+  void close_over_swaps(std::vector<bool>& marked) const;
   // The same from the names' values v (a launch's, with its loops' counters); context for errors.
   // problem_only: the fields that read a parameter left 0.
   std::vector<unsigned char> struct_bytes_from(size_t arg, const std::vector<double>& v, const Problem& p, const Config& c,

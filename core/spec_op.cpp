@@ -343,7 +343,11 @@ std::vector<bool> KernelSpec::texture_aligned() const {
   std::vector<bool> out(args.size(), false);
   for (const SpecArg& a : args)
     if (a.is_texture() && !a.has_array()) out[size_t(a.fields[0].buffer)] = true;
-  if (std::find(out.begin(), out.end(), true) == out.end()) return out;
+  if (std::find(out.begin(), out.end(), true) != out.end()) close_over_swaps(out);
+  return out;
+}
+
+void KernelSpec::close_over_swaps(std::vector<bool>& marked) const {
   // Every pair any loop of any list swaps, then the pairs' closure over those marked.
   std::vector<std::pair<int, int>> pairs;
   std::function<void(const std::vector<SpecNode>&)> collect = [&](const std::vector<SpecNode>& nodes) {
@@ -356,9 +360,8 @@ std::vector<bool> KernelSpec::texture_aligned() const {
   for (bool grew = true; grew;) {
     grew = false;
     for (const auto& [x, y] : pairs)
-      if (out[size_t(x)] != out[size_t(y)]) out[size_t(x)] = out[size_t(y)] = true, grew = true;
+      if (marked[size_t(x)] != marked[size_t(y)]) marked[size_t(x)] = marked[size_t(y)] = true, grew = true;
   }
-  return out;
 }
 
 KernelSpec::TextureShape KernelSpec::texture_at(size_t arg, const Problem& p) const {
@@ -421,10 +424,11 @@ KernelSpec::TableShape KernelSpec::table_at(size_t arg, const Problem& p) const 
   size_t stride = 0;
   if (!t.stride.empty()) stride = size_t(t.stride.eval_integer(v, 0, 1e15, "for address table " + a.name + ".stride" + where));
   else if (x.count > 1) {
-    stride = (elements - std::min(offset, elements)) / x.count; // equal slices of what follows the offset
+    const size_t after = elements - std::min(offset, elements);
+    stride = after / x.count; // equal slices of what follows the offset
     if (!stride)
       throw UsageError(path + ": address table " + a.name + where + ": " + std::to_string(x.count) + " entries over the " +
-                       std::to_string(elements - std::min(offset, elements)) + " elements of " + b.name +
+                       std::to_string(after) + " elements of " + b.name +
                        " after the offset: no stride given, and equal slices would hold none (give the table a stride)");
   }
   // Each entry at an element of the buffer: the last one's too.
@@ -758,8 +762,9 @@ std::vector<std::string> KernelSpec::kernel_names(const std::vector<SpecStep>& s
   std::vector<std::string> out;
   for (size_t j = 0; j < st.size(); ++j) out.push_back(expand(st[stand_in < st.size() && skip[j] ? stand_in : j].kernel, "kernel"));
   if (whole_reads) out.push_back("ktune_spec_reduce"); // after the steps: LaunchStep::reduce_kernel
-  // Then a probe a step whose shared memory is a C++ constant, in step order (constant_probe_at); a
-  // step the config never launches probes 0, not a constant it may not instantiate.
+  // Then a probe a step whose shared memory is a C++ constant, in step order (the index plan gives
+  // LaunchStep::smem_kernel); a step the config never launches probes 0, not a constant it may not
+  // instantiate.
   for (size_t j = 0; j < st.size(); ++j)
     if (!st[j].smem_constant.empty())
       out.push_back(std::string("ktune_constant_probe<(unsigned long long)(") +
