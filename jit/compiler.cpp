@@ -90,6 +90,10 @@ Compiler::~Compiler() { pool_.reset(); }
 
 unsigned Compiler::threads() const { return pool_->size(); }
 
+unsigned Compiler::running() const { return pool_->running(); }
+
+void Compiler::drop_queued() { pool_->drop_queued(); }
+
 size_t Compiler::cache_hits() const {
   std::lock_guard<std::mutex> lk(mu_);
   return hits_;

@@ -20,14 +20,12 @@ class ThreadPool {
   // broken_promise error, not a dangling state); those running finish. A tune whose time budget
   // abandoned a pool's worth of compiles ends when they would have started, not after them all.
   ~ThreadPool() {
-    std::deque<std::function<void()>> dropped;
     {
       std::lock_guard<std::mutex> lk(mu_);
       stopping_ = true;
-      dropped.swap(jobs_);
     }
+    drop_queued();
     cv_.notify_all();
-    dropped.clear(); // outside the lock: a job's captures may be heavy
     for (auto& t : workers_) t.join();
   }
   ThreadPool(const ThreadPool&) = delete;
@@ -40,7 +38,21 @@ class ThreadPool {
     }
     cv_.notify_one();
   }
+  // Drops the jobs not started yet (their packaged tasks' futures become broken_promise errors).
+  void drop_queued() {
+    std::deque<std::function<void()>> dropped;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      dropped.swap(jobs_);
+    }
+    dropped.clear(); // outside the lock: a job's captures may be heavy
+  }
   unsigned size() const { return static_cast<unsigned>(workers_.size()); }
+  // Jobs running now (started, not returned).
+  unsigned running() const {
+    std::lock_guard<std::mutex> lk(mu_);
+    return running_;
+  }
 
  private:
   void run() {
@@ -52,15 +64,20 @@ class ThreadPool {
         if (jobs_.empty()) return;
         job = std::move(jobs_.front());
         jobs_.pop_front();
+        ++running_;
       }
       job();
+      job = nullptr; // its captures go before it counts as done
+      std::lock_guard<std::mutex> lk(mu_);
+      --running_;
     }
   }
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> jobs_;
   std::vector<std::thread> workers_;
+  unsigned running_ = 0;
   bool stopping_ = false;
 };
 

@@ -123,6 +123,7 @@ std::shared_ptr<CompiledKernel> CompileProcesses::compile(const CompileRequest& 
   // hang, is the config's. The process goes back to the free list only between requests: after
   // any exception mid-request it is stopped, or its late reply would answer the next caller.
   for (int attempt = 0; attempt < 2; ++attempt) {
+    if (closed_) throw CompileError("compile worker closed: " + req.context, "the run ended before this compile");
     try {
       r = procs_[i]->request(request, timeout_s);
     } catch (...) {

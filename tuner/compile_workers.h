@@ -13,6 +13,7 @@
 //      | {"status":"compile_error", "error":..., "log":...}   (NVRTC rejected the source)
 //      | {"status":"error", "error":...}                     (anything else)
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -40,6 +41,11 @@ class CompileProcesses {
   // message names req.context.
   std::shared_ptr<CompiledKernel> compile(const CompileRequest& req);
 
+  // For a run that leaves its compiles running (TuneOptions::leave_running_compiles): no process is
+  // started again, and a compile whose process dies fails at once instead of being retried, so
+  // that killing the processes (kill_all_workers) ends them for good.
+  void close() { closed_ = true; }
+
   unsigned size() const { return unsigned(procs_.size()); }
   double timeout_s = 600; // one compile; the largest take seconds
 
@@ -48,6 +54,7 @@ class CompileProcesses {
   std::vector<size_t> free_;
   std::mutex mu_;
   std::condition_variable cv_;
+  std::atomic<bool> closed_{false};
 };
 
 // The child's side: serves compile requests on stdin/stdout until stdin closes. Returns the exit

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <deque>
 #include <exception>
@@ -556,7 +557,8 @@ TuneResult tune(const TuneOptions& o) {
   // Declared before the Compiler, so that it outlives the compiles the Compiler's pool still runs.
   std::unique_ptr<CompileProcesses> compile_processes;
   if (!o.compile_argv.empty()) compile_processes = std::make_unique<CompileProcesses>(o.compile_argv, 0);
-  Compiler compiler;
+  auto compiler_owned = std::make_unique<Compiler>();
+  Compiler& compiler = *compiler_owned;
   if (compile_processes)
     compiler.set_backend([&p = *compile_processes](const CompileRequest& r) { return p.compile(r); });
   CubinDir cubins;
@@ -690,7 +692,25 @@ TuneResult tune(const TuneOptions& o) {
   for (const Lane& l : lanes) result.worker_restarts += l.worker->restarts();
   result.compiled = compiler.cache_size();
   result.compile_reused = compiler.cache_hits();
+  if (o.leave_running_compiles) {
+    compiler.drop_queued();
+    if (compile_processes) compile_processes->close();
+  }
+  if (o.leave_running_compiles && (result.compiles_left_running = compiler.running())) {
+    // Never destroyed: the running compiles write into the Compiler's cache and wait on its
+    // processes until the caller ends the process (exit_leaving_compiles). Nothing queued is
+    // started after them.
+    (void)compiler_owned.release();
+    (void)compile_processes.release();
+  }
   return result;
+}
+
+void exit_leaving_compiles(int status) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  kill_all_workers();
+  std::_Exit(status);
 }
 
 std::string format_summary(const TuneResult& r) {

@@ -48,6 +48,12 @@ struct TuneOptions {
   // NVRTC in worker processes of this command (one a core: tuner/compile_workers.h) instead of
   // threads of this process; empty: threads.
   std::vector<std::string> compile_argv;
+  // For a caller that ends its process as soon as tune() returns (the CLI): compiles still running
+  // when the run is over (abandoned by a time budget; NVRTC cannot be stopped, and a spec with heavy
+  // headers compiles for 10-30 s) are not waited for. Their Compiler, and its compile processes, are
+  // left alive; TuneResult::compiles_left_running counts them, and the caller must then end the
+  // process through exit_leaving_compiles().
+  bool leave_running_compiles = false;
   TimingOptions timing;
   bool quiet = false;
   bool progress = true; // live line on stderr (the CLI sets it when stderr is a terminal)
@@ -77,6 +83,7 @@ struct TuneResult {
   size_t compiled = 0;       // NVRTC compiles this run
   size_t compile_reused = 0; // configs served by a compile of an earlier problem (memory cache)
   size_t store_reused = 0;   // cubins read from the database's binary cache instead
+  unsigned compiles_left_running = 0; // TuneOptions::leave_running_compiles
 };
 
 // Throws Error (no GPU, bad device ordinal) or UsageError before any trial is run.
@@ -88,6 +95,11 @@ TuneResult tune(const TuneOptions& o);
 // GPUs idle meanwhile. A problem's length is estimated as its kernel's least time, the larger of its
 // FLOPs at a tensor-core rate and its bytes at an HBM rate; ties keep the suite's order.
 std::vector<size_t> longest_first(const std::vector<Problem>& problems);
+
+// Ends the process after a run that left compiles running (TuneResult::compiles_left_running):
+// flushes stdout and stderr, kills the compile processes (their process groups), and exits with
+// `status` without running destructors, which would wait for the compiles.
+[[noreturn]] void exit_leaving_compiles(int status);
 
 // The end-of-run table: problem, best config, TFLOPS, cuBLAS TFLOPS, ratio, trials by status.
 std::string format_summary(const TuneResult& r);

@@ -84,6 +84,13 @@ void forget_group(pid_t pg) {
 
 } // namespace
 
+void kill_all_workers() {
+  for (auto& g : g_worker_groups) {
+    const pid_t pg = g.exchange(0);
+    if (pg > 0) kill(-pg, SIGKILL);
+  }
+}
+
 WorkerProcess::WorkerProcess(std::vector<std::string> argv) : argv_(std::move(argv)) {
   // A write to a dead child must come back as EPIPE, not kill the tuner.
   signal(SIGPIPE, SIG_IGN);

@@ -53,6 +53,10 @@ class WorkerProcess {
   int starts_ = 0;
 };
 
+// Kills every live worker's process group (SIGKILL), for a process about to end without running
+// the WorkerProcess destructors (exit_leaving_compiles).
+void kill_all_workers();
+
 // The child's side of a line protocol (this worker's, the compile worker's, the replay worker's):
 // takes this process's stdout for the replies and sends everything else printed to stderr, so
 // that no library's output can corrupt a reply. `who` names the process in its error messages.

@@ -62,6 +62,10 @@ class Compiler {
   std::future<std::shared_ptr<const CompiledKernel>> compile_async(CompileRequest req);
 
   unsigned threads() const;
+  unsigned running() const; // compiles on the pool now (a queued one is not counted)
+  // Drops the compiles queued and not started: their futures hold a std::future_error
+  // (broken_promise). For a caller that will wait for none of them.
+  void drop_queued();
   size_t cache_hits() const;
 
   // Where a compile runs: NVRTC in this process (the default), or a function that compiles

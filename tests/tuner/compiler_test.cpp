@@ -1,8 +1,12 @@
 // NVRTC compiles without a GPU, so every family's templates are compile-checked in CI.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <fstream>
+#include <future>
 #include <sstream>
+#include <thread>
 
 #include "ktune/compiler.h"
 #include "ktune/error.h"
@@ -256,6 +260,55 @@ TEST(Compiler, DroppingACompilerWithQueuedWorkEndsItSafely) {
   }
   EXPECT_EQ(compiled + dropped, 6u);
   EXPECT_GT(dropped, 0u) << "one worker cannot have started six compiles before the compiler was dropped";
+}
+
+// A run that ends without waiting for its compiles (TuneOptions::leave_running_compiles) asks the
+// pool how many are running and drops those queued: two of five held in a blocked backend on two
+// threads are counted as running, the three queued are dropped (broken promises, never started),
+// and the two finish once let go.
+TEST(Compiler, CountsItsRunningCompilesAndDropsThoseQueued) {
+  std::promise<void> go;
+  std::shared_future<void> gate = go.get_future().share();
+  std::atomic<int> started{0};
+  Compiler compiler(2);
+  compiler.set_backend([&](const CompileRequest&) {
+    ++started;
+    gate.wait();
+    auto k = std::make_shared<CompiledKernel>();
+    k->cubin = {'x'};
+    return k;
+  });
+  std::vector<std::future<std::shared_ptr<const CompiledKernel>>> futs;
+  for (int i = 0; i < 5; ++i) {
+    CompileRequest r;
+    r.source = "// request " + std::to_string(i);
+    r.source_name = "blocked.cu";
+    r.arch = "sm_90";
+    futs.push_back(compiler.compile_async(r));
+  }
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (started < 2 && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_EQ(started.load(), 2);
+  EXPECT_EQ(compiler.running(), 2u);
+  compiler.drop_queued();
+  go.set_value();
+  size_t compiled = 0, dropped = 0;
+  for (auto& fu : futs) {
+    ASSERT_EQ(fu.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+    try {
+      EXPECT_EQ(fu.get()->cubin.size(), 1u);
+      ++compiled;
+    } catch (const std::future_error& e) {
+      EXPECT_EQ(e.code(), std::future_errc::broken_promise);
+      ++dropped;
+    }
+  }
+  EXPECT_EQ(compiled, 2u);
+  EXPECT_EQ(dropped, 3u);
+  EXPECT_EQ(started.load(), 2) << "a dropped compile was started";
+  while (compiler.running() > 0 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(compiler.running(), 0u);
 }
 
 TEST(Compiler, InvalidConfigIsRejectedBeforeCompiling) {

@@ -16,6 +16,7 @@
 
 #include "db/store.h"
 #include "db/table.h"
+#include "tuner/worker.h"
 #include "ktune/error.h"
 #include "ktune/gemm_problem.h"
 
@@ -214,6 +215,27 @@ TEST(Session, TimeBudgetStopsTheProblem) {
   EXPECT_GE(done, 1);
   EXPECT_LE(done, 5);
   EXPECT_LT(r.problems[0].wall_s, 3.0);
+}
+
+// The CLI's run ends when its time budget does, not after the compiles the budget abandoned
+// (NVRTC cannot be stopped; a spec with heavy headers compiles for 10-30 s): with compile processes
+// that never answer, a 1 s budget returns in a few seconds, the running compiles counted and left
+// alive, nothing queued started after them. (kill_all_workers then does what
+// exit_leaving_compiles does to the compile processes.)
+TEST(Session, ARunThatLeavesItsCompilesRunningEndsWithItsBudget) {
+  const std::string db = fresh_db("leave-compiles.db");
+  auto o = options(db, script(""), 0);
+  o.budget_evals.reset();
+  o.budget_seconds = 1.0;
+  o.compile_argv = {"/bin/sh", "-c", "while read line; do sleep 120; done"};
+  o.leave_running_compiles = true;
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto r = tune(o);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  kill_all_workers();
+  EXPECT_LT(wall, 8.0);
+  EXPECT_GT(r.compiles_left_running, 0u);
+  EXPECT_EQ(count(r.problems[0], TrialStatus::ok), 0);
 }
 
 TEST(Session, ExhaustiveWithoutABudgetEvaluatesTheWholeSpace) {
