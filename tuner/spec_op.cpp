@@ -156,6 +156,9 @@ class SpecRunner : public OpRunner {
     Module& m = side_module("baseline");
     launch(m, s.plan(s.baseline_steps, s.baseline_config, p_), stream);
   }
+  void load_baseline() override {
+    if (spec_of(p_.op).has_baseline) side_module("baseline");
+  }
 
  private:
   struct Buffer {

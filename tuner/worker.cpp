@@ -291,10 +291,16 @@ nlohmann::json baseline(WorkerState& w, const nlohmann::json& req) {
   const Problem p = problem_from_json(req.at("problem"), "baseline request");
   OpRunner& op = w.runner(p.op);
   op.prepare(p, req.at("seed").get<uint64_t>());
+  op.load_baseline();
+  // timing_s: the reading alone (no compile, no inputs made), which the session budgets a second
+  // reading of the problem's by.
+  const auto t0 = std::chrono::steady_clock::now();
   const Timing t = w.timer.time([&](CUstream s) { op.run_baseline(s); }, nullptr,
                                 timing_options_from_json(req.value("timing", nlohmann::json())), "timing the baseline",
                                 [&](CUstream s) { op.restore(s); });
-  return {{"status", "ok"}, {"timing", timing_to_json(t)}};
+  return {{"status", "ok"},
+          {"timing", timing_to_json(t)},
+          {"timing_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}};
 }
 
 } // namespace

@@ -8,7 +8,8 @@
 //         "rel_error":x, "registers":n, "smem":n, "local":n, "bench_s":x}
 //     (seed: the inputs of the check as served; timed_seed, the problem's, those of the check as
 //     timed and of the timing, the same for every config; absent: seed)
-//   {"op":"baseline", "problem":{...}, "seed":M, "timing":{...}} -> {"status":"ok", "timing":{...}}
+//   {"op":"baseline", "problem":{...}, "seed":M, "timing":{...}} -> {"status":"ok", "timing":{...}, "timing_s":S}
+//     (timing_s: the seconds of the reading itself, its compile and inputs not counted)
 //   {"op":"ping"} -> {"status":"ok", "device":NAME} (the CUDA context made or alive)
 #pragma once
 #include <sys/types.h>

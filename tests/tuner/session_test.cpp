@@ -238,6 +238,27 @@ TEST(Session, ARunThatLeavesItsCompilesRunningEndsWithItsBudget) {
   EXPECT_EQ(count(r.problems[0], TrialStatus::ok), 0);
 }
 
+// The time budget keeps back the baseline's second reading, estimated by the first's timing as the
+// worker reports it, not by its wall time: a baseline whose first request takes 1.5 s (a user
+// kernel's baseline compiled under heavy headers) but whose reading takes 0.01 s leaves the search
+// the rest of a 4 s budget, where counting the compile twice left it a quarter of it.
+TEST(Session, TheBudgetKeepsBackTheBaselinesReadingNotItsCompile) {
+  const std::string db = fresh_db("baseline-compile.db");
+  const std::string reply = std::string(kBaseline).substr(0, std::string(kBaseline).size() - 1) + R"(,"timing_s":0.01})";
+  const std::string worker = "while read line; do case \"$line\" in *baseline*) if [ -z \"$seen\" ]; then sleep 1.5; seen=1; fi; "
+                             "echo '" + reply + "';; *) sleep 0.3; echo '" + std::string(kOk) + "';; esac; done";
+  auto o = options(db, worker, 0);
+  o.budget_evals.reset();
+  o.budget_seconds = 4.0;
+  o.timeout_s = 5;
+  const auto r = tune(o);
+  const ProblemResult& p = r.problems[0];
+  ASSERT_TRUE(p.cublas) << "the baseline was read";
+  EXPECT_GE(count(p, TrialStatus::ok), 1);
+  EXPECT_GE(p.wall_s, 0.8 * *o.budget_seconds) << "the search stopped early";
+  EXPECT_LE(p.wall_s, 1.1 * *o.budget_seconds);
+}
+
 TEST(Session, ExhaustiveWithoutABudgetEvaluatesTheWholeSpace) {
   auto o = exhaustive_options(fresh_db("exhaustive.db"), "[1, 2, 4, 8]");
   const auto r = tune(o);
