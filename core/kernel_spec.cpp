@@ -1462,6 +1462,17 @@ void read_constraints(const Reader& r, const ojson& j, KernelSpec& s) {
     if (m < 1 || m != double(int(m))) r.fail("max_threads", "expected a positive integer");
     s.max_threads = int(m);
   }
+  if (j.contains("arch")) {
+    const std::string a = r.str(j["arch"], "arch");
+    const bool specific = !a.empty() && a.back() == 'a';
+    const std::string number = a.substr(std::min<size_t>(3, a.size()), a.size() - 3 - (specific ? 1 : 0));
+    if (a.rfind("sm_", 0) != 0 || number.size() < 2 || number.size() > 3 || number[0] == '0' ||
+        number.find_first_not_of("0123456789") != std::string::npos)
+      r.fail("arch", "expected sm_<number>, the oldest arch the kernel needs (\"sm_80\"), or with an a, an arch-specific "
+                     "target (\"sm_90a\": wgmma, setmaxnreg), not '" + a + "'");
+    s.min_arch = std::stoi(number);
+    s.arch_specific = specific;
+  }
 }
 
 // check: the reference (a kernel and its launch, or a config of the kernel itself) and the
@@ -1690,7 +1701,7 @@ KernelSpec parse_kernel_spec(const std::string& json, const std::string& origin,
   }
   r.known_fields(j, "", {"$schema", "ktune_kernel_spec", "name", "about", "sources", "include_dirs", "kernel", "dims", "dtypes",
                          "params", "params_as", "dims_as", "defines", "constraints", "restrictions", "max_threads",
-                         "launch", "args", "symbols", "check", "baseline", "setup", "flops", "bytes", "default", "options"});
+                         "arch", "launch", "args", "symbols", "check", "baseline", "setup", "flops", "bytes", "default", "options"});
   KernelSpec s;
   s.path = origin, s.dir = base_dir;
   read_identity(r, j, s);

@@ -332,6 +332,11 @@ struct KernelSpec {
   std::vector<std::pair<std::string, Expr>> defines;
   std::vector<Expr> constraints;
   int max_threads = 0; // Kernel Tuner's max_threads: block x * y * z at most this (0: the device's limit only)
+  // "arch": "sm_80" (the oldest arch the kernel needs; 0: any) or "sm_90a" (arch-specific
+  // instructions, wgmma, setmaxnreg: compiled for sm_90a, serving sm_90 devices only; Family's
+  // min_arch and arch_specific).
+  int min_arch = 0;
+  bool arch_specific = false;
   std::vector<SpecStep> steps;
   // The order of steps, reference_steps and baseline_steps with their loops; empty: each step once,
   // in order.

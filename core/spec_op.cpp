@@ -1211,6 +1211,7 @@ Family spec_family(const std::shared_ptr<const KernelSpec>& sp) {
   const KernelSpec& s = *sp;
   Family f(s.op, s.source_name);
   f.op(s.op).dtypes(s.dtypes).source_text(s.source).describe(s.about.empty() ? "a user's kernel from " + s.path : s.about);
+  if (s.min_arch) f.min_arch(s.min_arch).arch_specific(s.arch_specific);
   for (const auto& p : s.params) f.param(p.name, p.values);
   for (const Expr& e : s.constraints)
     f.restrict(e.where() + ": " + e.text(), param_reads(s, {&e}), [sp, e](const Config& c, const Problem& p, const DeviceInfo& d) {

@@ -19,6 +19,7 @@
 #include "runtime/buffers_launch.h"
 #include "test_paths.h"
 #include "tuner/json_io.h"
+#include "tuner/spec_op.h"
 
 namespace ktune {
 namespace {
@@ -376,6 +377,10 @@ TEST(KernelSpec, EveryMalformedSpecIsRefusedNamingItsField) {
       {"constraint with unknown name", [](ojson& j) { j["constraints"] = {"B <= m"}; }, "constraints[0]: 'B <= m': unknown name 'm'"},
       {"constraint syntax", [](ojson& j) { j["constraints"] = {"B <="}; }, "constraints[0]:"},
       {"constraint divides by zero", [](ojson& j) { j["constraints"] = {"B / 0 > 1"}; }, "constraints[0]:"},
+      {"arch without sm_", [](ojson& j) { j["arch"] = "90a"; }, "arch: expected sm_<number>"},
+      {"arch of one digit", [](ojson& j) { j["arch"] = "sm_9"; }, "arch: expected sm_<number>"},
+      {"arch of another suffix", [](ojson& j) { j["arch"] = "sm_90b"; }, "arch: expected sm_<number>"},
+      {"arch a number", [](ojson& j) { j["arch"] = 90; }, "arch:"},
       {"no launch", [](ojson& j) { j.erase("launch"); }, "launch: missing"},
       {"grid of 0", [](ojson& j) { j["launch"]["grid"] = {0}; }, "launch.grid[0]: '0' is below 1"},
       {"four grid dims", [](ojson& j) { j["launch"]["grid"] = {1, 1, 1, 1}; }, "launch.grid: expected 1 to 3"},
@@ -2750,6 +2755,61 @@ TEST(KernelSpec, SharedMemoryFromACppConstantIsReadFromTheCompiledProbe) {
   expect_refused(with([](ojson& j) { j["launch"]["shared_memory"]["bytes"] = 4; }), d, "launch.shared_memory.bytes: unknown field");
   expect_refused(with([](ojson& j) { j["launch"]["shared_memory"]["constant"] = "Traits<{Q}>::kSmem"; }), d,
                  "shared memory constant 'Traits<{Q}>::kSmem': {Q} is not a parameter, a dimension or {dtype}");
+}
+
+// "arch": "sm_90a": a kernel of arch-specific instructions (setmaxnreg here, as wgmma) is compiled
+// for sm_90a, its reference too (one source), and serves sm_90 devices only; "sm_80" is the oldest
+// arch a kernel needs. Without the field the same source fails at ptxas on sm_90.
+TEST(KernelSpec, AnArchSpecificKernelCompilesForItsArchAndServesItOnly) {
+  SpecDir d;
+  d.write("a.cu", "__device__ void grow() { asm volatile(\"setmaxnreg.inc.sync.aligned.u32 240;\\n\"); }\n"
+                  "template <int B> __global__ void ones(float* y, int n) {\n"
+                  "  if (B > 4096) grow(); const int i = blockIdx.x * B + threadIdx.x; if (i < n) y[i] = 1.f; }\n"
+                  "__global__ void ones_ref(float* y, int n) { if (n < 0) grow(); const int i = blockIdx.x * blockDim.x + threadIdx.x;"
+                  " if (i < n) y[i] = 1.f; }\n");
+  ojson j = ojson::parse(R"JSON({
+    "name": "arch_specific", "sources": ["a.cu"], "params_as": "template", "dims": ["n"], "params": {"B": [128, 256]},
+    "arch": "sm_90a",
+    "launch": {"kernel": "ones<{B}>", "grid": ["ceil_div(n, B)"], "block": ["B"]},
+    "args": [{"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"}, {"name": "n_", "kind": "scalar", "value": "n"}],
+    "check": {"reference": {"kernel": "ones_ref", "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]}}}})JSON");
+  const std::string op = load_kernel_spec_text(j.dump(), "a.json", d.dir());
+  EXPECT_EQ(spec_of(op).min_arch, 90);
+  EXPECT_TRUE(spec_of(op).arch_specific);
+  const Family f = find_family(op);
+  EXPECT_EQ(f.compile_arch("sm_90"), "sm_90a");
+  const Problem p = Problem::parse(op, "1000");
+  Config c;
+  c.set("B", 128);
+  EXPECT_TRUE(f.valid(c, p, DeviceInfo::nominal("sm_90")));
+  const auto on80 = f.violations(c, p, DeviceInfo::nominal("sm_80"));
+  ASSERT_FALSE(on80.empty());
+  EXPECT_NE(on80[0].find("sm_90"), std::string::npos) << on80[0];
+  DeviceInfo blackwell = DeviceInfo::nominal("sm_90");
+  blackwell.arch = "sm_100", blackwell.cc_major = 10, blackwell.cc_minor = 0;
+  EXPECT_FALSE(f.valid(c, p, blackwell)) << "an sm_90a cubin runs on sm_90 only";
+  Compiler compiler;
+  const CompileRequest req = compile_request(f, c, p, "sm_90");
+  EXPECT_EQ(req.arch, "sm_90a");
+  EXPECT_FALSE(compiler.compile(req)->cubin.empty());
+  const auto ref = spec_side_request(op, "reference", p, "sm_90");
+  ASSERT_TRUE(ref);
+  EXPECT_EQ(ref->arch, "sm_90a");
+  EXPECT_FALSE(compiler.compile(*ref)->cubin.empty());
+  // The same kernel without the field: ptxas refuses setmaxnreg on sm_90.
+  j.erase("arch");
+  j["name"] = "arch_plain";
+  const std::string plain = load_kernel_spec_text(j.dump(), "b.json", d.dir());
+  EXPECT_THROW(compiler.compile(compile_request(find_family(plain), c, Problem::parse(plain, "1000"), "sm_90")), CompileError);
+  // "sm_80": the oldest arch, any newer one served, compiled for the device's own.
+  j["arch"] = "sm_80";
+  j["name"] = "arch_min";
+  const std::string min = load_kernel_spec_text(j.dump(), "c.json", d.dir());
+  EXPECT_EQ(find_family(min).compile_arch("sm_90"), "sm_90");
+  EXPECT_TRUE(find_family(min).valid(c, Problem::parse(min, "1000"), DeviceInfo::nominal("sm_90")));
+  DeviceInfo turing = DeviceInfo::nominal("sm_80");
+  turing.arch = "sm_75", turing.cc_major = 7, turing.cc_minor = 5;
+  EXPECT_FALSE(find_family(min).valid(c, Problem::parse(min, "1000"), turing));
 }
 
 // A scalar of the problem's dtype ("dtype": "dtype"): a kernel templated on T that takes `T alpha`
