@@ -736,7 +736,8 @@ std::vector<std::string> KernelSpec::kernel_names(const std::vector<SpecStep>& s
   std::vector<bool> skip(st.size());
   for (size_t j = 0; j < st.size(); ++j) skip[j] = skipped(st[j], c, p);
   const size_t stand_in = size_t(std::find(skip.begin(), skip.end(), false) - skip.begin());
-  // {NAME} placeholders filled: a parameter's value, a dimension's, {dtype}'s C type.
+  // {NAME} placeholders filled: a parameter's value, a dimension's, {dtype}'s C type. An empty
+  // pair is C++'s own (a value-initialized temporary, CuTe's `Int<128>{}`) and stays.
   auto expand = [&](const std::string& text, const char* what) {
     std::string n;
     for (size_t i = 0; i < text.size();) {
@@ -745,8 +746,12 @@ std::vector<std::string> KernelSpec::kernel_names(const std::vector<SpecStep>& s
         continue;
       }
       const size_t close = text.find('}', i);
-      const std::string key = close == std::string::npos ? "" : text.substr(i + 1, close - i - 1);
-      if (key == "dtype") {
+      if (close == std::string::npos)
+        throw UsageError(path + ": " + what + " '" + text + "': a '{' without its '}'");
+      const std::string key = text.substr(i + 1, close - i - 1);
+      if (key.empty()) {
+        n += "{}";
+      } else if (key == "dtype") {
         n += c_type(p.dtype);
       } else {
         const auto it = std::find(names.begin(), names.end(), key);

@@ -103,12 +103,13 @@ int cmd_compile(CompileArgs& a) {
     auto check = [&](const std::vector<SpecStep>& steps, const Config& config, const CompiledKernel& compiled,
                      const std::string& what) {
       const std::vector<std::string>& lowered = compiled.lowered_names;
+      const std::vector<std::string> named = spec->kernel_names(steps, config, p); // as the spec writes them
       for (size_t i = 0; i < steps.size() && i < lowered.size(); ++i) {
         if (spec->skipped(steps[i], config, p)) continue; // not launched: another step's kernel stands in
         const std::string step = what + " step " + std::to_string(i + 1);
         std::string w = signature_mismatch(*spec, steps[i], lowered[i], p, step);
         const std::vector<size_t> sizes = cubin_param_sizes(compiled.cubin, lowered[i]);
-        if (w.empty() && !sizes.empty()) w = param_sizes_mismatch(*spec, steps[i].args, sizes, p, step + ", kernel " + lowered[i]);
+        if (w.empty() && !sizes.empty()) w = param_sizes_mismatch(*spec, steps[i].args, sizes, p, step + ", kernel " + named.at(i));
         if (!w.empty() && wrong.empty()) wrong = w;
       }
     };
@@ -130,7 +131,10 @@ int cmd_compile(CompileArgs& a) {
       list_kernels(compiled->lowered_names, side_plan, &side.steps);
       check(side.steps, side.config, *compiled, std::string("the ") + side.what + "'s");
     }
-    if (!wrong.empty()) throw UsageError(wrong);
+    if (!wrong.empty()) {
+      std::fflush(stdout); // what compiled, before the error that follows it
+      throw UsageError(wrong);
+    }
   }
   if (!a.cubin_out.empty()) {
     // For the disassembler: cuobjdump --dump-sass FILE

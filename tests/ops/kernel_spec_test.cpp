@@ -2812,6 +2812,36 @@ TEST(KernelSpec, AnArchSpecificKernelCompilesForItsArchAndServesItOnly) {
   EXPECT_FALSE(find_family(min).valid(c, Problem::parse(min, "1000"), turing));
 }
 
+// An empty pair of braces in a kernel's name is C++'s (CuTe's `Int<128>{}`), not a placeholder; a
+// '{' never closed is an error naming the name.
+TEST(KernelSpec, EmptyBracesInAKernelsNameAreCpps) {
+  SpecDir d;
+  d.write("b.cu", "template <int N> struct Int { static constexpr int value = N; };\n"
+                  "template <class T> __global__ void fill(float* y, int n) { const int i = blockIdx.x * T::value + threadIdx.x;"
+                  " if (i < n) y[i] = 1.f; }\n");
+  ojson j = ojson::parse(R"JSON({
+    "name": "braces", "sources": ["b.cu"], "params_as": "template", "dims": ["n"], "params": {"B": [128, 256]},
+    "launch": {"kernel": "fill<decltype(Int<{B}>{})>", "grid": ["ceil_div(n, B)"], "block": ["B"]},
+    "args": [{"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"}, {"name": "n_", "kind": "scalar", "value": "n"}],
+    "check": {"none": "a test of names"}})JSON");
+  const std::string op = load_kernel_spec_text(j.dump(), "b.json", d.dir());
+  const Problem p = Problem::parse(op, "1000");
+  Config c;
+  c.set("B", 256);
+  EXPECT_EQ(spec_of(op).kernel_names(spec_of(op).steps, c, p), (std::vector<std::string>{"fill<decltype(Int<256>{})>"}));
+  const auto k = Compiler().compile(compile_request(find_family(op), c, p, "sm_90"));
+  EXPECT_NE(k->lowered_names.at(0).find("fill"), std::string::npos);
+  j["launch"]["kernel"] = "fill<decltype(Int<{B>)>";
+  j["name"] = "braces_open";
+  try {
+    const std::string bad = load_kernel_spec_text(j.dump(), "c.json", d.dir());
+    spec_of(bad).kernel_names(spec_of(bad).steps, c, Problem::parse(bad, "1000"));
+    FAIL() << "an unclosed brace passed";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("a '{' without its '}'"), std::string::npos) << e.what();
+  }
+}
+
 // A scalar of the problem's dtype ("dtype": "dtype"): a kernel templated on T that takes `T alpha`
 // by value, 4 bytes at f32, 8 at f64, 2 at f16 and bf16.
 constexpr const char* kAxpySource =
