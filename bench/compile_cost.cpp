@@ -35,6 +35,7 @@
 #include "ktune/device_info.h"
 #include "ktune/error.h"
 #include "ktune/family.h"
+#include "ktune/kernel_spec.h"
 #include "tuner/compile_workers.h"
 
 using namespace ktune;
@@ -172,6 +173,8 @@ int main(int argc, char** argv) {
   int configs = 6;
   uint64_t seed = 1;
   app.add_option("--family", families, "Kernel family (repeatable; default: six across the ops)");
+  std::vector<std::string> kernels;
+  app.add_option("--kernel", kernels, "A user kernel's spec (repeatable; with --problem): its family is measured too");
   app.add_option("--configs", configs, "Sampled configs a family")->capture_default_str();
   app.add_option("--problem", shape, "One shape for every family (default: one per op)");
   app.add_option("--arch", arch, "Target arch")->capture_default_str();
@@ -188,9 +191,11 @@ int main(int argc, char** argv) {
   bool no_phases = false;
   app.add_flag("--no-phases", no_phases, "Skip the one-at-a-time phase table (with --parallel)");
   CLI11_PARSE(app, argc, argv);
-  if (families.empty())
-    families = {"gemm_simt", "gemm_wgmma", "gemm_skinny16", "softmax_warp", "attention_wgmma", "attention_decode"};
   try {
+    for (const std::string& k : kernels) families.push_back(load_kernel_spec(k)); // a spec's family is named as its op
+    if (!kernels.empty() && shape.empty()) throw UsageError("--kernel needs --problem: a spec has no representative shape");
+    if (families.empty())
+      families = {"gemm_simt", "gemm_wgmma", "gemm_skinny16", "softmax_warp", "attention_wgmma", "attention_decode"};
     const DeviceInfo d = DeviceInfo::nominal(arch);
     const std::string tmp = (std::filesystem::temp_directory_path() / ("ktune_nvrtc_time_" + std::to_string(::getpid()) + ".csv")).string();
     nlohmann::json out = {{"arch", arch}, {"options", options}, {"nvrtc", Compiler::nvrtc_version()}, {"families", nlohmann::json::array()}};

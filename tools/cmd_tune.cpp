@@ -41,7 +41,7 @@ struct TuneArgs {
   int device = 0;
   std::string devices; // "all" or ordinals "0,1,3"
   double timeout_s = 30;
-  bool quiet = false, json = false, tf32x3 = false, allow_mixed = false, compile_processes = false, dry_run = false;
+  bool quiet = false, json = false, tf32x3 = false, allow_mixed = false, compile_processes = false, compile_threads = false, dry_run = false;
   std::string replay, replay_uuid = "replay", ray;
   double replay_pace = 0;
   std::vector<std::string> argv; // this invocation's words after the program, for --ray
@@ -234,7 +234,14 @@ int cmd_tune(TuneArgs& a) {
     if (info.spec) kernels.push_back("--kernel"), kernels.push_back(spec_path(info.name));
   o.worker_argv = {self_exe(), "worker"};
   o.worker_argv.insert(o.worker_argv.end(), kernels.begin(), kernels.end());
-  if (a.compile_processes) o.compile_argv = {self_exe(), "compile-worker"};
+  // Where NVRTC runs. It compiles one program's front end at a time in a process, whatever the
+  // threads: a user kernel under heavy headers (CUTLASS, CuTe, FlashInfer), whose compile is mostly
+  // front end, compiled one config at a time on 16 threads; in processes, one a core. So a run
+  // with a user kernel compiles in processes unless told otherwise; the built-in families (whose
+  // compiles are mostly NVVM and ptxas, which do run in parallel) on threads.
+  if (a.compile_processes && a.compile_threads) throw UsageError("give --compile-processes or --compile-threads, not both");
+  const bool user_kernels = std::any_of(o.problems.begin(), o.problems.end(), [](const Problem& p) { return bool(op_info(p.op).spec); });
+  if (a.compile_processes || (user_kernels && !a.compile_threads)) o.compile_argv = {self_exe(), "compile-worker"};
   if (!a.replay.empty()) {
     // Nothing is measured: the replay worker answers from the log, on the log's GPU model (and
     // knows the run's user kernels, as a worker does).
@@ -318,7 +325,9 @@ Command add_tune(CLI::App& app, std::vector<std::string> argv) {
                  "Append every trial to this file as it is recorded, one JSON object a line");
   tn->add_flag("--compile-processes", a->compile_processes,
                "Run NVRTC in one process a core instead of threads of this one (faster for small kernels on many cores; "
-               "docs/SCALING.md)");
+               "the default for user kernels: docs/SCALING.md)");
+  tn->add_flag("--compile-threads", a->compile_threads,
+               "Run NVRTC on threads of this process, user kernels too (NVRTC compiles one front end at a time a process)");
   tn->add_option("--ray", a->ray,
                  "Tune on every GPU of a Ray cluster ('auto' or its address), one actor a GPU, trials streamed into "
                  "--db (Python package with Ray: pip install ktune[ray]; docs/SCALING.md)");
