@@ -798,8 +798,6 @@ void read_scalar(const Reader& r, const KernelSpec& s, const ojson& o, const std
   a.scalar_type = o.contains("dtype") ? r.elem(o["dtype"], at + ".dtype", true, &problem) : ElemType::i32;
   // "dtype": the problem's, as a kernel templated on T takes `T alpha` (f16 and bf16: 2 bytes).
   if (problem) a.problem_dtype = true, a.scalar_type = ElemType::f32;
-  if (a.scalar_type == ElemType::f16 || a.scalar_type == ElemType::bf16)
-    r.fail(at + ".dtype", "a 16-bit float scalar of its own is not passed by value; take a float, or \"dtype\" (the problem's)");
   if (o.contains("value") && o.contains("default")) r.fail(at, "value (computed) and default (the caller's) exclude each other");
   if (o.contains("value")) {
     a.value = r.expr(o["value"], at + ".value", s.value_names);

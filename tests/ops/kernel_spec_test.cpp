@@ -2882,10 +2882,21 @@ TEST(KernelSpec, AScalarOfTheProblemsDtypeTakesItsSize) {
     EXPECT_EQ(param_sizes_mismatch(s, s.steps[0].args, sizes, p, "launch"), "") << to_string(dt);
     EXPECT_EQ(signature_mismatch(s, s.steps[0], k->lowered_names.at(0), p, "launch"), "") << to_string(dt) << " " << k->lowered_names.at(0);
   }
-  // A 16-bit float of its own is still refused: the problem's dtype or a float.
+  // A 16-bit float of its own: 2 bytes at every problem dtype, which the kernel's `T alpha` matches
+  // at f16 only (the signature and the cubin's sizes say so at the others).
   ojson own = axpy_spec();
+  own["name"] = "axpy_own_half";
   own["args"][0]["dtype"] = "f16";
-  expect_refused(own, d, "args[0].dtype: a 16-bit float scalar of its own is not passed by value");
+  const std::string half_op = load_kernel_spec_text(own.dump(), "own.json", d.dir());
+  const KernelSpec& h = spec_of(half_op);
+  for (DType dt : {DType::f16, DType::f32}) {
+    const Problem p = Problem::parse(half_op, "1000", "", dt);
+    EXPECT_EQ(h.args[0].scalar_elem(p), ElemType::f16);
+    const auto k = compiler.compile(compile_request(find_family(half_op), c, p, "sm_90"));
+    const std::string wrong = param_sizes_mismatch(h, h.steps[0].args, cubin_param_sizes(k->cubin, k->lowered_names.at(0)), p, "launch");
+    if (dt == DType::f16) EXPECT_EQ(wrong, "");
+    else EXPECT_NE(wrong.find("alpha"), std::string::npos) << wrong;
+  }
 }
 
 // "programmatic": a step launched as a programmatic dependent of the one before it: the plan's
