@@ -1050,6 +1050,54 @@ void read_table(const Reader& r, const KernelSpec& s, const ojson& o, const std:
   if (o.contains("stride")) a.table.stride = of_dims("stride");
 }
 
+// A tensor map argument (SpecArg::TensorMap): its buffer as a texture's (read_made_from_buffer),
+// 128 bytes; its extents and strides read the dimensions only, its box the config too (the tile
+// a block loads), none the device or a loop.
+void read_tensor_map(const Reader& r, const KernelSpec& s, const ojson& o, const std::string& at, SpecArg& a,
+                     std::vector<std::string>& buffers) {
+  r.known_fields(o, at, {"name", "kind", "buffer", "dims", "strides", "box", "swizzle"});
+  a.tensor_map_arg = true;
+  read_made_from_buffer(r, o, at, a, buffers, "map", "the buffer argument the map describes");
+  a.struct_bytes = 128, a.struct_align = 64; // CUtensorMap: 128 bytes, 64-byte aligned
+  SpecArg::TensorMap& t = a.tensor_map;
+  auto list = [&](const char* key, bool config) {
+    std::vector<Expr> out;
+    const std::string k = at + "." + key;
+    if (!o[key].is_array() || o[key].empty() || o[key].size() > 5)
+      r.fail(k, "expected an array of 1 to 5 expressions, innermost dimension first");
+    for (size_t i = 0; i < o[key].size(); ++i) {
+      const std::string ki = k + "[" + std::to_string(i) + "]";
+      out.push_back(r.expr(o[key][i], ki, s.names));
+      for (size_t n : out.back().reads())
+        if ((!config && n < s.params.size()) || n >= s.first_device_name())
+          r.fail(ki, "'" + out.back().text() + "' reads " + s.names[n] + ": a tensor map's " + key + " are of the dimensions" +
+                         (config ? " and the parameters" : "") + " only");
+    }
+    return out;
+  };
+  for (const char* key : {"dims", "box"})
+    if (!o.contains(key))
+      r.fail(at + "." + key, std::string("missing: ") +
+                                 (std::string(key) == "dims" ? "the extents in elements, innermost first (cuTensorMapEncodeTiled's globalDim)"
+                                                             : "the box a load moves, innermost first (boxDim; it may read the parameters)"));
+  t.dims = list("dims", false);
+  t.box = list("box", true);
+  if (t.box.size() != t.dims.size())
+    r.fail(at + ".box", std::to_string(t.box.size()) + " extents for a map of " + std::to_string(t.dims.size()) + " dimensions");
+  if (o.contains("strides")) {
+    if (t.dims.size() == 1) r.fail(at + ".strides", "a map of one dimension has no strides");
+    t.strides = list("strides", false);
+    if (t.strides.size() != t.dims.size() - 1)
+      r.fail(at + ".strides", std::to_string(t.strides.size()) + " strides for a map of " + std::to_string(t.dims.size()) +
+                                  " dimensions: one a dimension past the first, in bytes (globalStrides)");
+  }
+  if (o.contains("swizzle")) {
+    const double w = r.number(o["swizzle"], at + ".swizzle");
+    if (w != 0 && w != 32 && w != 64 && w != 128) r.fail(at + ".swizzle", "expected 0, 32, 64 or 128 (bytes)");
+    t.swizzle = int(w);
+  }
+}
+
 void read_args(const Reader& r, KernelSpec& s, const ojson& v) {
   if (!v.is_array() || v.empty()) r.fail("args", "expected a non-empty array of arguments, in the kernel's order");
   // What a grid or a computed scalar may read besides names: each buffer argument's first element.
@@ -1069,7 +1117,8 @@ void read_args(const Reader& r, KernelSpec& s, const ojson& v) {
     const ojson& o = v[i];
     r.known_fields(o, at, {"name", "kind", "dtype", "count", "intent", "fill", "atol", "rtol", "check_count", "restore", "value",
                            "default", "fields", "align", "buffer", "resource", "format", "channels", "width", "height", "depth",
-                           "pitch", "read", "filter", "address", "normalized_coords", "offset", "stride"});
+                           "pitch", "read", "filter", "address", "normalized_coords", "offset", "stride", "dims", "strides", "box",
+                           "swizzle"});
     SpecArg a;
     if (!o.contains("name")) r.fail(at + ".name", "missing");
     a.name = r.ident(o["name"], at + ".name");
@@ -1077,8 +1126,8 @@ void read_args(const Reader& r, KernelSpec& s, const ojson& v) {
     if (!o.contains("kind")) r.fail(at + ".kind", "missing (buffer or scalar)");
     const std::string kind = r.str(o["kind"], at + ".kind");
     if (kind != "buffer" && kind != "scalar" && kind != "null" && kind != "struct" && kind != "texture" && kind != "surface" &&
-        kind != "addresses")
-      r.fail(at + ".kind", "unknown kind '" + kind + "' (known: buffer, scalar, null, struct, texture, surface, addresses)");
+        kind != "addresses" && kind != "tensor_map")
+      r.fail(at + ".kind", "unknown kind '" + kind + "' (known: buffer, scalar, null, struct, texture, surface, addresses, tensor_map)");
     a.buffer = kind == "buffer";
     for (const char* f : {"fields", "align"})
       if (kind != "struct" && o.contains(f)) r.fail(at + "." + f, "only a struct has " + std::string(f));
@@ -1087,9 +1136,13 @@ void read_args(const Reader& r, KernelSpec& s, const ojson& v) {
     for (const char* f : {"resource", "format", "channels", "width", "height", "depth", "pitch", "read", "filter", "address",
                           "normalized_coords"})
       if (kind != "texture" && kind != "surface" && o.contains(f)) r.fail(at + "." + f, "only a texture has " + std::string(f));
-    if (kind != "texture" && kind != "surface" && kind != "addresses" && o.contains("buffer"))
-      r.fail(at + ".buffer", "only a texture, a surface and an address table read a buffer of their own");
-    if (kind == "addresses") {
+    for (const char* f : {"dims", "strides", "box", "swizzle"})
+      if (kind != "tensor_map" && o.contains(f)) r.fail(at + "." + f, "only a tensor map (\"kind\": \"tensor_map\") has " + std::string(f));
+    if (kind != "texture" && kind != "surface" && kind != "addresses" && kind != "tensor_map" && o.contains("buffer"))
+      r.fail(at + ".buffer", "only a texture, a surface, an address table and a tensor map read a buffer of their own");
+    if (kind == "tensor_map") {
+      read_tensor_map(r, s, o, at, a, field_buffers[i]);
+    } else if (kind == "addresses") {
       read_table(r, s, o, at, a, field_buffers[i]);
     } else if (kind == "texture" || kind == "surface") {
       read_texture(r, s, o, at, a, field_buffers[i], kind == "surface");
@@ -1115,15 +1168,14 @@ void read_args(const Reader& r, KernelSpec& s, const ojson& v) {
       const bool texture = s.args[i].is_texture(), made = s.args[i].made_at_launch();
       const std::string fk = "args[" + std::to_string(i) + "]" + (made ? "" : ".fields[" + std::to_string(f) + "]") + ".buffer";
       const int k = r.arg_index(s, name, fk);
+      const std::string made_does = texture ? std::string("a ") + s.args[i].kind_name() + " reads"
+                                    : s.args[i].is_tensor_map() ? std::string("a tensor map describes")
+                                                                : std::string("an address table points into");
       if (!s.args[size_t(k)].buffer)
-        r.fail(fk, "'" + name + "' is not a buffer argument: " +
-                       (texture ? std::string("a ") + s.args[i].kind_name() + " reads"
-                        : made  ? std::string("an address table points into")
-                                : std::string("a pointer field points to")) + " a buffer");
+        r.fail(fk, "'" + name + "' is not a buffer argument: " + (made ? made_does : std::string("a pointer field points to")) + " a buffer");
       s.args[i].fields[f].buffer = k;
       if (made && s.args[size_t(k)].follows_config)
-        r.fail(fk, "'" + name + "' is a temporary the config sizes: " + (texture ? "a texture reads" : "an address table points into") +
-                       " a buffer the problem sizes");
+        r.fail(fk, "'" + name + "' is a temporary the config sizes: " + made_does + " a buffer the problem sizes");
       // Without a format, the buffer's element type (the problem's: at each problem, texture_at).
       const SpecArg& b = s.args[size_t(k)];
       if (texture && !s.args[i].texture.format_given && !b.problem_dtype)

@@ -177,12 +177,24 @@ struct SpecArg {
   };
   bool table_arg = false;
   Table table;
+  // "kind": "tensor_map": a TMA descriptor (CUtensorMap, 128 bytes by value: a kernel's
+  // `const __grid_constant__ CUtensorMap`) over a buffer argument, as host code makes one with
+  // cuTensorMapEncodeTiled: extents and strides of the dimensions, innermost first, a box that may
+  // follow the config (the tile a block loads), a swizzle. Held as a struct of one pointer field,
+  // whose 128 bytes the launch replaces with the map encoded for the address the round passes.
+  struct TensorMap {
+    std::vector<Expr> dims, strides, box; // elements, bytes (dimensions 1..), elements; innermost first
+    int swizzle = 0;                      // bytes: 0, 32, 64, 128
+  };
+  bool tensor_map_arg = false;
+  TensorMap tensor_map;
   bool is_texture() const { return texture_arg; } // a texture or a surface
   bool is_table() const { return table_arg; }
-  // An 8-byte argument the launch makes from its buffer's address as the round passes it, at each
-  // launch that passes it: a texture's or surface's object, an address table's address. Never
-  // built as a struct.
-  bool made_at_launch() const { return texture_arg || table_arg; }
+  bool is_tensor_map() const { return tensor_map_arg; }
+  // An argument the launch makes from its buffer's address as the round passes it, at each launch
+  // that passes it: a texture's or surface's object, an address table's address (8 bytes), a
+  // tensor map (128). Never built as a struct.
+  bool made_at_launch() const { return texture_arg || table_arg || tensor_map_arg; }
   bool is_struct() const { return !fields.empty(); }
   // A scalar argument (computed or the caller's): neither a buffer nor a struct (nor a texture).
   bool scalar() const { return !buffer && !is_struct(); }
@@ -195,6 +207,7 @@ struct SpecArg {
            : is_surface() ? "surface"
            : is_texture() ? "texture"
            : is_table()   ? "address table"
+           : is_tensor_map() ? "tensor map"
            : is_struct()  ? "struct"
                           : "scalar";
   }
@@ -447,6 +460,23 @@ struct KernelSpec {
     size_t count = 0, offset = 0, stride = 0; // entries; bytes: the first entry's, between entries
   };
   TableShape table_at(size_t arg, const Problem& p) const;
+  // Tensor map argument i at p and c: what cuTensorMapEncodeTiled takes but the address (rank,
+  // extents, strides in bytes, box, element type, swizzle bytes), innermost first, checked against
+  // its buffer's bytes and TMA's limits; throws UsageError naming the map. As bytes (to_bytes /
+  // from_bytes): the plan's data for it (LaunchPlan::SpecArgValue::data), which the launch encodes
+  // with the buffer's address.
+  struct TensorMapShape {
+    static constexpr int kMaxRank = 5;
+    int rank = 0;
+    uint64_t dims[kMaxRank] = {};
+    uint64_t strides[kMaxRank - 1] = {};
+    uint32_t box[kMaxRank] = {};
+    ElemType type = ElemType::f32;
+    int swizzle = 0;
+    std::vector<unsigned char> to_bytes() const;
+    static TensorMapShape from_bytes(const std::vector<unsigned char>& bytes);
+  };
+  TensorMapShape tensor_map_at(size_t arg, const Problem& p, const Config& c) const;
   // Beside args: the buffers a texture over a buffer (linear, pitch2d; not an array's) may read in
   // some round, its own and those a loop's swap exchanges with it: where they start, the device's
   // texture alignment (512 bytes) must hold (the plan's temporaries, the check's buffers).

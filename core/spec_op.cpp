@@ -444,6 +444,67 @@ KernelSpec::TableShape KernelSpec::table_at(size_t arg, const Problem& p) const 
   return x;
 }
 
+std::vector<unsigned char> KernelSpec::TensorMapShape::to_bytes() const {
+  std::vector<unsigned char> b(sizeof rank + sizeof dims + sizeof strides + sizeof box + sizeof type + sizeof swizzle);
+  unsigned char* at = b.data();
+  for (const auto& [ptr, n] : std::initializer_list<std::pair<const void*, size_t>>{
+           {&rank, sizeof rank}, {dims, sizeof dims}, {strides, sizeof strides}, {box, sizeof box}, {&type, sizeof type}, {&swizzle, sizeof swizzle}})
+    std::memcpy(at, ptr, n), at += n;
+  return b;
+}
+
+KernelSpec::TensorMapShape KernelSpec::TensorMapShape::from_bytes(const std::vector<unsigned char>& b) {
+  TensorMapShape x;
+  const size_t need = sizeof x.rank + sizeof x.dims + sizeof x.strides + sizeof x.box + sizeof x.type + sizeof x.swizzle;
+  if (b.size() != need) throw Error("internal: a tensor map's plan data of " + std::to_string(b.size()) + " bytes, not " + std::to_string(need));
+  const unsigned char* at = b.data();
+  for (const auto& [ptr, n] : std::initializer_list<std::pair<void*, size_t>>{
+           {&x.rank, sizeof x.rank}, {x.dims, sizeof x.dims}, {x.strides, sizeof x.strides}, {x.box, sizeof x.box}, {&x.type, sizeof x.type},
+           {&x.swizzle, sizeof x.swizzle}})
+    std::memcpy(ptr, at, n), at += n;
+  return x;
+}
+
+KernelSpec::TensorMapShape KernelSpec::tensor_map_at(size_t arg, const Problem& p, const Config& c) const {
+  const SpecArg& a = args.at(arg);
+  if (!a.is_tensor_map()) throw Error("internal: tensor_map_at of " + a.name + ", a " + a.kind_name());
+  const SpecArg::TensorMap& t = a.tensor_map;
+  const size_t k = size_t(a.fields.at(0).buffer);
+  const SpecArg& b = args.at(k);
+  const std::string where = " at " + p.key() + (c.items().empty() ? "" : " config " + c.to_json());
+  auto refuse = [&](const std::string& why) { throw UsageError(path + ": tensor map " + a.name + where + ": " + why); };
+  const std::vector<double> v = values(c, p, no_device());
+  TensorMapShape x;
+  x.rank = int(t.dims.size());
+  x.type = b.elem(p);
+  x.swizzle = t.swizzle;
+  const uint64_t eb = uint64_t(elem_bytes(x.type));
+  for (int i = 0; i < x.rank; ++i) {
+    const std::string n = std::to_string(i);
+    x.dims[i] = uint64_t(t.dims[size_t(i)].eval_integer(v, 1, 4294967296.0, "for tensor map " + a.name + ".dims[" + n + "]" + where));
+    x.box[i] = uint32_t(t.box[size_t(i)].eval_integer(v, 1, 256, "for tensor map " + a.name + ".box[" + n + "] (TMA boxes are 1 to 256)" + where));
+    if (i == 0) continue;
+    // No strides given: packed, each dimension right after the one inside it.
+    x.strides[i - 1] = t.strides.empty() ? (i == 1 ? eb : x.strides[i - 2]) * x.dims[i - 1]
+                                         : uint64_t(t.strides[size_t(i - 1)].eval_integer(
+                                               v, 1, 1.1e12, "for tensor map " + a.name + ".strides[" + std::to_string(i - 1) + "]" + where));
+    if (x.strides[i - 1] % 16) refuse("stride " + std::to_string(i - 1) + " is " + std::to_string(x.strides[i - 1]) + " bytes: TMA needs multiples of 16");
+  }
+  if ((uint64_t(x.box[0]) * eb) % 16) refuse("its box's inner extent is " + std::to_string(uint64_t(x.box[0]) * eb) + " bytes: TMA moves multiples of 16");
+  if (x.swizzle && uint64_t(x.box[0]) * eb > uint64_t(x.swizzle))
+    refuse("its box's inner extent of " + std::to_string(uint64_t(x.box[0]) * eb) + " bytes passes its " + std::to_string(x.swizzle) +
+           "-byte swizzle span");
+  // Its last element within the buffer (a problem of no elements: nothing the map reads).
+  const uint64_t elements = uint64_t(count_of(k, p));
+  if (elements) {
+    uint64_t last = (x.dims[0] - 1) * eb + eb;
+    for (int i = 1; i < x.rank; ++i) last += (x.dims[i] - 1) * x.strides[i - 1];
+    if (last > elements * eb)
+      refuse("it reaches " + std::to_string(last) + " bytes into " + b.name + ", which holds " + std::to_string(elements * eb));
+  }
+  return x;
+}
+
 const std::vector<SpecNode>& KernelSpec::order_of(const std::vector<SpecStep>& st) const {
   if (&st == &steps) return order;
   if (&st == &reference_steps) return reference_order;
@@ -582,6 +643,7 @@ std::string signature_mismatch(const KernelSpec& s, const SpecStep& st, const st
            (a.buffer        ? std::string("a buffer of ") + to_string(a.elem(p))
             : a.is_texture()  ? std::string("a texture object, 8 bytes")
             : a.is_table()    ? std::string("an address table: a pointer to 8-byte addresses")
+            : a.is_tensor_map() ? std::string("a tensor map, a CUtensorMap of 128 bytes by value")
             : a.is_struct()   ? "a struct of " + std::to_string(a.struct_bytes) + " bytes"
             : a.null_pointer ? std::string("a null pointer")
                              : std::string(to_string(a.scalar_elem(p)))) +
@@ -837,6 +899,8 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
       plan.workspace_bytes += (x.bytes + 255) / 256 * 256;
       // The value it is set to before every launch, at this problem: once here, not at each call.
       if (a.set_before_launch && a.fill.kind == SpecFill::constant) x.value = fill_value_at(a.fill, p);
+    } else if (a.is_tensor_map()) { // its shape; the launch encodes it with the buffer's address
+      if (passed[i]) x.data = tensor_map_at(i, p, c).to_bytes();
     } else if (a.is_struct()) {
       // One that reads a loop's counter has its bytes at each launch (LaunchStep::struct_data).
       x.data = a.follows_loop || !passed[i] ? std::vector<unsigned char>(a.struct_bytes, 0) : struct_bytes_at(i, p, c);

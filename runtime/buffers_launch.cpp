@@ -129,6 +129,17 @@ CUdeviceptr BufferArgs::table(size_t i, CUdeviceptr at, CUstream stream) const {
   });
 }
 
+void BufferArgs::set_tensor_map(size_t i, CUdeviceptr at) {
+  if (i >= tensor_maps_.size() || !tensor_maps_[i].rank)
+    throw Error("internal: tensor map " + spec_->args.at(i).name + " passed by a step of a plan that made no shape for it");
+  const CUtensorMap map = encode_tensor_map(spec_map_key(tensor_maps_[i], reinterpret_cast<const void*>(at)), [&] {
+    return spec_->path + ": tensor map " + spec_->args.at(i).name + " over " +
+           spec_->args.at(size_t(spec_->args.at(i).fields.at(0).buffer)).name + " at " + p_->key();
+  });
+  static_assert(sizeof map == 128, "a CUtensorMap is 128 bytes");
+  std::memcpy(structs_.at(i).data(), &map, sizeof map);
+}
+
 TextureObject BufferArgs::texture(size_t i, CUdeviceptr at, CUstream stream) const {
   return texture_object(*spec_, i, textures_.at(i), at, stream, [&] {
     return spec_->path + ": " + spec_->args.at(i).kind_name() + " " + spec_->args.at(i).name + " at " + p_->key();
@@ -152,8 +163,14 @@ void BufferArgs::bind(const LaunchPlan& plan) {
       store_elem(slot, 0, a.scalar_elem(*p_), x.value);
     }
   }
-  // Structs last: their pointers are the buffers' addresses now, temporaries' included. A texture
-  // or table is made where a step passes it (launch_buffers).
+  // A tensor map's shape at this plan; its bytes are encoded where a step passes it.
+  for (size_t i = 0; i < spec_->args.size(); ++i)
+    if (spec_->args[i].is_tensor_map() && !plan.spec_args[i].data.empty()) {
+      if (tensor_maps_.empty()) tensor_maps_.resize(spec_->args.size());
+      tensor_maps_[i] = KernelSpec::TensorMapShape::from_bytes(plan.spec_args[i].data);
+    }
+  // Structs last: their pointers are the buffers' addresses now, temporaries' included. A texture,
+  // table or tensor map is made where a step passes it (launch_buffers).
   for (size_t i = 0; i < spec_->args.size(); ++i) {
     const SpecArg& a = spec_->args[i];
     if (!a.is_struct() || a.made_at_launch()) continue;
@@ -338,6 +355,7 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
     for (int k : spec->step_args(s.args)) {
       const SpecArg& a = spec->args[size_t(k)];
       if (a.is_table() && !back) args.set_made(size_t(k), args.table(size_t(k), pointer(s, a.fields[0].buffer), stream));
+      if (a.is_tensor_map() && !back) args.set_tensor_map(size_t(k), pointer(s, a.fields[0].buffer));
       if (!a.is_texture() || (back && !a.is_surface())) continue;
       const CUdeviceptr at = pointer(s, a.fields[0].buffer);
       const TextureObject o = args.texture(size_t(k), at, stream);

@@ -63,4 +63,33 @@ TensorMapKey operand_map_key(const Problem& p, const void* ptr, const LaunchStep
   return k;
 }
 
+TensorMapKey spec_map_key(const KernelSpec::TensorMapShape& x, const void* ptr) {
+  TensorMapKey k;
+  k.ptr = ptr;
+  k.rank = x.rank;
+  for (int i = 0; i < x.rank; ++i) {
+    k.dims[i] = x.dims[i];
+    k.box[i] = x.box[i];
+    if (i > 0) k.strides[i - 1] = x.strides[i - 1];
+  }
+  // TMA moves bits: a signed integer's elements are its unsigned twin's.
+  switch (x.type) {
+    case ElemType::f64: k.type = CU_TENSOR_MAP_DATA_TYPE_FLOAT64; break;
+    case ElemType::f32: k.type = CU_TENSOR_MAP_DATA_TYPE_FLOAT32; break;
+    case ElemType::f16: k.type = CU_TENSOR_MAP_DATA_TYPE_FLOAT16; break;
+    case ElemType::bf16: k.type = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16; break;
+    case ElemType::i64: k.type = CU_TENSOR_MAP_DATA_TYPE_INT64; break;
+    case ElemType::u64: k.type = CU_TENSOR_MAP_DATA_TYPE_UINT64; break;
+    case ElemType::i32: k.type = CU_TENSOR_MAP_DATA_TYPE_INT32; break;
+    case ElemType::u32: k.type = CU_TENSOR_MAP_DATA_TYPE_UINT32; break;
+    case ElemType::i16: case ElemType::u16: k.type = CU_TENSOR_MAP_DATA_TYPE_UINT16; break;
+    case ElemType::i8: case ElemType::u8: k.type = CU_TENSOR_MAP_DATA_TYPE_UINT8; break;
+  }
+  k.swizzle = x.swizzle == 128  ? CU_TENSOR_MAP_SWIZZLE_128B
+              : x.swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+              : x.swizzle == 32 ? CU_TENSOR_MAP_SWIZZLE_32B
+                                : CU_TENSOR_MAP_SWIZZLE_NONE;
+  return k;
+}
+
 } // namespace ktune

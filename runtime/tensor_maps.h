@@ -8,6 +8,7 @@
 #include <functional>
 #include <string>
 
+#include "core/kernel_spec.h"
 #include "ktune/family.h"
 #include "ktune/problem.h"
 #include "runtime/tensor_map_cache.h"
@@ -24,5 +25,8 @@ CUtensorMap encode_tensor_map(const TensorMapKey& key, const std::function<std::
 // dtype, map.swizzle_bytes (0, 32, 64 or 128). Throws Error naming the step's problem when the
 // operand has no shape or the box does not match its rank.
 TensorMapKey operand_map_key(const Problem& p, const void* ptr, const LaunchStep::TmaOperand& map);
+
+// The key of a user kernel's tensor map argument (KernelSpec::tensor_map_at) over the buffer at ptr.
+TensorMapKey spec_map_key(const KernelSpec::TensorMapShape& shape, const void* ptr);
 
 } // namespace ktune

@@ -161,6 +161,20 @@ int cmd_space(SpaceArgs& a) {
         std::printf("\n");
         continue;
       }
+      if (arg.is_tensor_map()) { // its geometry at this problem; the box may follow the config
+        const SpecArg::TensorMap& t = arg.tensor_map;
+        std::printf("\ntensor map %s  CUtensorMap (128 bytes) over %s, innermost first: dims", arg.name.c_str(),
+                    spec->args[size_t(arg.fields[0].buffer)].name.c_str());
+        for (const Expr& e : t.dims) std::printf(" [%s]", e.text().c_str());
+        if (!t.strides.empty()) {
+          std::printf(", strides (bytes)");
+          for (const Expr& e : t.strides) std::printf(" [%s]", e.text().c_str());
+        }
+        std::printf(", box");
+        for (const Expr& e : t.box) std::printf(" [%s]", e.text().c_str());
+        std::printf(", swizzle %s\n", t.swizzle ? (std::to_string(t.swizzle) + " B").c_str() : "none");
+        continue;
+      }
       if (!arg.is_struct()) continue;
       std::printf("\nstruct %s  %zu bytes, aligned %zu%s\n", arg.name.c_str(), arg.struct_bytes, arg.struct_align,
                   arg.follows_config ? " (values follow the config)" : "");

@@ -279,7 +279,7 @@ class Kernel:
         call, outputs = [], []
         fills = {f["name"]: f for f in _ktune.kernel_problem_args(self._fills_op, list(dims), dtype)}
         for a in _ktune.kernel_problem_args(self.op, list(dims), dtype):
-            if a["kind"] in ("struct", "texture", "surface", "address table"):  # ktune builds it from the problem: the reference gets None
+            if a["kind"] in ("struct", "texture", "surface", "address table", "tensor map"):  # ktune builds it from the problem: the reference gets None
                 call.append(None)
                 continue
             if a["kind"] == "scalar":  # integer scalars as ints (sizes, for reshape); None: follows the config

@@ -2842,6 +2842,116 @@ TEST(KernelSpec, EmptyBracesInAKernelsNameAreCpps) {
   }
 }
 
+// A TMA descriptor by value ("kind": "tensor_map"): its shape at a problem and config (packed
+// strides, a box of the config's tile), carried in the plan as bytes, 128 bytes by value in the
+// kernel's signature; TMA's limits and the buffer's extent refused naming the map.
+constexpr const char* kTmaSource = R"CUDA(
+#ifdef __CUDACC_RTC__
+struct alignas(64) CUtensorMap { unsigned long long opaque[16]; }; // cuda.h is a host header
+#else
+#include <cuda.h>
+#endif
+// Each block loads its BY x BX tile of x through the map (TMA, zeros past the edges) and writes it to y.
+template <int BX, int BY>
+__global__ void tma_copy(const __grid_constant__ CUtensorMap map, float* y, int w, int h) {
+  __shared__ alignas(128) float tile[BY][BX];
+  __shared__ alignas(8) unsigned long long bar;
+  const int x0 = blockIdx.x * BX, y0 = blockIdx.y * BY;
+  const unsigned sb = (unsigned)__cvta_generic_to_shared(&bar), st = (unsigned)__cvta_generic_to_shared(&tile[0][0]);
+  if (threadIdx.x == 0) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(sb));
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(sb), "r"((unsigned)(BX * BY * 4)) : "memory");
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                 :: "r"(st), "l"(&map), "r"(x0), "r"(y0), "r"(sb) : "memory");
+  }
+  asm volatile("{\n .reg .pred p;\n WAIT_%=:\n mbarrier.try_wait.parity.shared::cta.b64 p, [%0], 0;\n @!p bra WAIT_%=;\n}" :: "r"(sb) : "memory");
+  for (int i = threadIdx.x; i < BX * BY; i += blockDim.x) {
+    const int r = i / BX, c = i % BX, gx = x0 + c, gy = y0 + r;
+    if (gx < w && gy < h) y[(long long)gy * w + gx] = tile[r][c];
+  }
+}
+__global__ void copy_ref(const float* x, float* y, int w, int h) {
+  const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < (long long)w * h) y[i] = x[i];
+}
+)CUDA";
+constexpr const char* kTmaSpec = R"JSON({
+  "name": "tma_copy", "sources": ["tma.cu"], "params_as": "template", "dims": ["w", "h"], "arch": "sm_90",
+  "params": {"BX": [32, 64], "BY": [4, 16]},
+  "launch": {"kernel": "tma_copy<{BX}, {BY}>", "grid": ["ceil_div(w, BX)", "ceil_div(h, BY)"], "block": [128], "args": ["map", "y", "w_", "h_"]},
+  "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "w * h"},
+           {"name": "map", "kind": "tensor_map", "buffer": "x", "dims": ["w", "h"], "box": ["BX", "BY"]},
+           {"name": "y", "kind": "buffer", "dtype": "f32", "count": "w * h", "intent": "out", "atol": 0, "rtol": 0},
+           {"name": "w_", "kind": "scalar", "value": "w"}, {"name": "h_", "kind": "scalar", "value": "h"}],
+  "check": {"reference": {"kernel": "copy_ref", "launch": {"grid": ["ceil_div(w * h, 256)"], "block": [256], "args": ["x", "y", "w_", "h_"]}}}
+})JSON";
+
+TEST(KernelSpec, ATensorMapIsItsBuffersShapeAtTheConfigsBox) {
+  SpecDir d;
+  d.write("tma.cu", kTmaSource);
+  const ojson base = ojson::parse(kTmaSpec);
+  const std::string op = load_kernel_spec_text(base.dump(), "tma.json", d.dir());
+  const KernelSpec& s = spec_of(op);
+  ASSERT_TRUE(s.args[1].is_tensor_map());
+  EXPECT_EQ(s.args[1].struct_bytes, 128u);
+  EXPECT_STREQ(s.args[1].kind_name(), "tensor map");
+  const Problem p = Problem::parse(op, "1000x300");
+  Config c;
+  c.set("BX", 64), c.set("BY", 16);
+  const KernelSpec::TensorMapShape x = s.tensor_map_at(1, p, c);
+  EXPECT_EQ(x.rank, 2);
+  EXPECT_EQ(x.dims[0], 1000u);
+  EXPECT_EQ(x.dims[1], 300u);
+  EXPECT_EQ(x.strides[0], 4000u) << "packed: a row of floats";
+  EXPECT_EQ(x.box[0], 64u);
+  EXPECT_EQ(x.box[1], 16u);
+  EXPECT_EQ(x.type, ElemType::f32);
+  // The plan carries it; the worker's JSON too.
+  const LaunchPlan plan = find_family(op).launch_plan(c, p);
+  const auto back = KernelSpec::TensorMapShape::from_bytes(plan.spec_args.at(1).data);
+  EXPECT_EQ(back.box[0], 64u);
+  EXPECT_EQ(back.strides[0], 4000u);
+  EXPECT_EQ(plan_from_json(nlohmann::json::parse(plan_to_json(plan).dump())).spec_args.at(1).data, plan.spec_args.at(1).data);
+  // Compiled for the kernel's `const __grid_constant__ CUtensorMap`: 128 bytes by value.
+  Compiler compiler;
+  const auto k = compiler.compile(compile_request(find_family(op), c, p, "sm_90"));
+  const std::vector<size_t> sizes = cubin_param_sizes(k->cubin, k->lowered_names.at(0));
+  EXPECT_EQ(sizes, (std::vector<size_t>{128, 8, 4, 4}));
+  EXPECT_EQ(param_sizes_mismatch(s, s.steps[0].args, sizes, p, "launch"), "");
+  EXPECT_EQ(signature_mismatch(s, s.steps[0], k->lowered_names.at(0), p, "launch"), "");
+  // At a problem or config TMA cannot take: named.
+  auto refused_at = [&](const char* shape, int bx, const char* says) {
+    Config cc;
+    cc.set("BX", bx), cc.set("BY", 4);
+    try {
+      s.tensor_map_at(1, Problem::parse(op, shape), cc);
+      ADD_FAILURE() << shape << " passed";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("tensor map map"), std::string::npos) << e.what();
+    }
+  };
+  refused_at("1001x300", 32, "TMA needs multiples of 16");
+  // Malformed: named by field.
+  auto with = [&](const std::function<void(ojson&)>& f) {
+    ojson j = base;
+    f(j);
+    return j;
+  };
+  expect_refused(with([](ojson& j) { j["args"][1].erase("box"); }), d, "args[1].box: missing");
+  expect_refused(with([](ojson& j) { j["args"][1]["box"] = {"BX"}; }), d, "args[1].box: 1 extents for a map of 2 dimensions");
+  expect_refused(with([](ojson& j) { j["args"][1]["dims"] = {"BX", "h"}; }), d, "args[1].dims[0]: 'BX' reads BX");
+  expect_refused(with([](ojson& j) { j["args"][1]["swizzle"] = 16; }), d, "args[1].swizzle: expected 0, 32, 64 or 128");
+  expect_refused(with([](ojson& j) { j["args"][1]["strides"] = {"4 * w", "4"}; }), d, "args[1].strides: 2 strides for a map of 2");
+  expect_refused(with([](ojson& j) { j["args"][1]["buffer"] = "w_"; }), d, "is not a buffer argument: a tensor map describes");
+  expect_refused(with([](ojson& j) { j["args"][0]["box"] = {"BX"}; }), d, "args[0].box: only a tensor map");
+  expect_refused(with([](ojson& j) { j["args"][1]["dims"] = ojson::array(); }), d, "args[1].dims: expected an array of 1 to 5");
+}
+
 // A scalar of the problem's dtype ("dtype": "dtype"): a kernel templated on T that takes `T alpha`
 // by value, 4 bytes at f32, 8 at f64, 2 at f16 and bf16.
 constexpr const char* kAxpySource =
