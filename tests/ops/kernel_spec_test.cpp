@@ -18,6 +18,7 @@
 #include "ktune/kernel_spec.h"
 #include "runtime/buffers_launch.h"
 #include "test_paths.h"
+#include "tma_spec.h"
 #include "tuner/json_io.h"
 #include "tuner/spec_op.h"
 
@@ -2845,50 +2846,8 @@ TEST(KernelSpec, EmptyBracesInAKernelsNameAreCpps) {
 // A TMA descriptor by value ("kind": "tensor_map"): its shape at a problem and config (packed
 // strides, a box of the config's tile), carried in the plan as bytes, 128 bytes by value in the
 // kernel's signature; TMA's limits and the buffer's extent refused naming the map.
-constexpr const char* kTmaSource = R"CUDA(
-#ifdef __CUDACC_RTC__
-struct alignas(64) CUtensorMap { unsigned long long opaque[16]; }; // cuda.h is a host header
-#else
-#include <cuda.h>
-#endif
-// Each block loads its BY x BX tile of x through the map (TMA, zeros past the edges) and writes it to y.
-template <int BX, int BY>
-__global__ void tma_copy(const __grid_constant__ CUtensorMap map, float* y, int w, int h) {
-  __shared__ alignas(128) float tile[BY][BX];
-  __shared__ alignas(8) unsigned long long bar;
-  const int x0 = blockIdx.x * BX, y0 = blockIdx.y * BY;
-  const unsigned sb = (unsigned)__cvta_generic_to_shared(&bar), st = (unsigned)__cvta_generic_to_shared(&tile[0][0]);
-  if (threadIdx.x == 0) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(sb));
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(sb), "r"((unsigned)(BX * BY * 4)) : "memory");
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
-                 :: "r"(st), "l"(&map), "r"(x0), "r"(y0), "r"(sb) : "memory");
-  }
-  asm volatile("{\n .reg .pred p;\n WAIT_%=:\n mbarrier.try_wait.parity.shared::cta.b64 p, [%0], 0;\n @!p bra WAIT_%=;\n}" :: "r"(sb) : "memory");
-  for (int i = threadIdx.x; i < BX * BY; i += blockDim.x) {
-    const int r = i / BX, c = i % BX, gx = x0 + c, gy = y0 + r;
-    if (gx < w && gy < h) y[(long long)gy * w + gx] = tile[r][c];
-  }
-}
-__global__ void copy_ref(const float* x, float* y, int w, int h) {
-  const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-  if (i < (long long)w * h) y[i] = x[i];
-}
-)CUDA";
-constexpr const char* kTmaSpec = R"JSON({
-  "name": "tma_copy", "sources": ["tma.cu"], "params_as": "template", "dims": ["w", "h"], "arch": "sm_90",
-  "params": {"BX": [32, 64], "BY": [4, 16]},
-  "launch": {"kernel": "tma_copy<{BX}, {BY}>", "grid": ["ceil_div(w, BX)", "ceil_div(h, BY)"], "block": [128], "args": ["map", "y", "w_", "h_"]},
-  "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "w * h"},
-           {"name": "map", "kind": "tensor_map", "buffer": "x", "dims": ["w", "h"], "box": ["BX", "BY"]},
-           {"name": "y", "kind": "buffer", "dtype": "f32", "count": "w * h", "intent": "out", "atol": 0, "rtol": 0},
-           {"name": "w_", "kind": "scalar", "value": "w"}, {"name": "h_", "kind": "scalar", "value": "h"}],
-  "check": {"reference": {"kernel": "copy_ref", "launch": {"grid": ["ceil_div(w * h, 256)"], "block": [256], "args": ["x", "y", "w_", "h_"]}}}
-})JSON";
+using ktune::testing::kTmaSource;
+using ktune::testing::kTmaSpec;
 
 TEST(KernelSpec, ATensorMapIsItsBuffersShapeAtTheConfigsBox) {
   SpecDir d;
