@@ -1522,6 +1522,7 @@ void read_constraints(const Reader& r, const ojson& j, KernelSpec& s) {
                      "target (\"sm_90a\": wgmma, setmaxnreg), not '" + a + "'");
     s.min_arch = std::stoi(number);
     s.arch_specific = specific;
+    if (specific && s.min_arch < 90) r.fail("arch", "'" + a + "': arch-specific targets begin at sm_90a");
   }
 }
 

@@ -477,6 +477,8 @@ struct KernelSpec {
     static TensorMapShape from_bytes(const std::vector<unsigned char>& bytes);
   };
   TensorMapShape tensor_map_at(size_t arg, const Problem& p, const Config& c) const;
+  // Whether a step of `st` that config c launches at p passes argument `arg` (skipped steps not).
+  bool passes_launched(size_t arg, const std::vector<SpecStep>& st, const Config& c, const Problem& p) const;
   // Beside args: the buffers a texture over a buffer (linear, pitch2d; not an array's) may read in
   // some round, its own and those a loop's swap exchanges with it: where they start, the device's
   // texture alignment (512 bytes) must hold (the plan's temporaries, the check's buffers).

@@ -484,23 +484,27 @@ KernelSpec::TensorMapShape KernelSpec::tensor_map_at(size_t arg, const Problem& 
     x.dims[i] = uint64_t(t.dims[size_t(i)].eval_integer(v, 1, 4294967296.0, "for tensor map " + a.name + ".dims[" + n + "]" + where));
     x.box[i] = uint32_t(t.box[size_t(i)].eval_integer(v, 1, 256, "for tensor map " + a.name + ".box[" + n + "] (TMA boxes are 1 to 256)" + where));
     if (i == 0) continue;
-    // No strides given: packed, each dimension right after the one inside it.
+    // No strides given: packed, each dimension right after the one inside it. A given stride may be
+    // 0 (a dimension of extent 1, as host code passes it); below 2^40 bytes.
     x.strides[i - 1] = t.strides.empty() ? (i == 1 ? eb : x.strides[i - 2]) * x.dims[i - 1]
                                          : uint64_t(t.strides[size_t(i - 1)].eval_integer(
-                                               v, 1, 1.1e12, "for tensor map " + a.name + ".strides[" + std::to_string(i - 1) + "]" + where));
-    if (x.strides[i - 1] % 16) refuse("stride " + std::to_string(i - 1) + " is " + std::to_string(x.strides[i - 1]) + " bytes: TMA needs multiples of 16");
+                                               v, 0, 1099511627775.0, "for tensor map " + a.name + ".strides[" + std::to_string(i - 1) + "]" + where));
+    if (x.strides[i - 1] % 16)
+      refuse((t.strides.empty() ? "dimension " + std::to_string(i) + " (packed) starts every " : "strides[" + std::to_string(i - 1) + "] is ") +
+             std::to_string(x.strides[i - 1]) + " bytes: TMA needs multiples of 16");
   }
   if ((uint64_t(x.box[0]) * eb) % 16) refuse("its box's inner extent is " + std::to_string(uint64_t(x.box[0]) * eb) + " bytes: TMA moves multiples of 16");
   if (x.swizzle && uint64_t(x.box[0]) * eb > uint64_t(x.swizzle))
     refuse("its box's inner extent of " + std::to_string(uint64_t(x.box[0]) * eb) + " bytes passes its " + std::to_string(x.swizzle) +
            "-byte swizzle span");
-  // Its last element within the buffer (a problem of no elements: nothing the map reads).
-  const uint64_t elements = uint64_t(count_of(k, p));
-  if (elements) {
-    uint64_t last = (x.dims[0] - 1) * eb + eb;
-    for (int i = 1; i < x.rank; ++i) last += (x.dims[i] - 1) * x.strides[i - 1];
-    if (last > elements * eb)
-      refuse("it reaches " + std::to_string(last) + " bytes into " + b.name + ", which holds " + std::to_string(elements * eb));
+  // Its last element within the buffer (summed in doubles: no wrap at any extent).
+  const double held = double(count_of(k, p)) * double(eb);
+  double last = double(x.dims[0]) * double(eb);
+  for (int i = 1; i < x.rank; ++i) last += double(x.dims[i] - 1) * double(x.strides[i - 1]);
+  if (last > held) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%.0f bytes into ", last);
+    refuse("it reaches " + std::string(text) + b.name + ", which holds " + std::to_string(uint64_t(held)));
   }
   return x;
 }
@@ -762,6 +766,14 @@ std::vector<size_t> cubin_param_sizes(const std::vector<char>& cubin, const std:
   return {};
 }
 
+bool KernelSpec::passes_launched(size_t arg, const std::vector<SpecStep>& st, const Config& c, const Problem& p) const {
+  for (const SpecStep& t : st) {
+    const std::vector<int> taken = step_args(t.args);
+    if (std::find(taken.begin(), taken.end(), int(arg)) != taken.end() && !skipped(t, c, p)) return true;
+  }
+  return false;
+}
+
 bool KernelSpec::skipped(const SpecStep& st, const Config& c, const Problem& p) const {
   if (st.within.empty() && st.when.empty()) return false;
   const std::vector<double> v = values(c, p, no_device());
@@ -900,7 +912,7 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
       // The value it is set to before every launch, at this problem: once here, not at each call.
       if (a.set_before_launch && a.fill.kind == SpecFill::constant) x.value = fill_value_at(a.fill, p);
     } else if (a.is_tensor_map()) { // its shape; the launch encodes it with the buffer's address
-      if (passed[i]) x.data = tensor_map_at(i, p, c).to_bytes();
+      if (passes_launched(i, st, c, p)) x.data = tensor_map_at(i, p, c).to_bytes();
     } else if (a.is_struct()) {
       // One that reads a loop's counter has its bytes at each launch (LaunchStep::struct_data).
       x.data = a.follows_loop || !passed[i] ? std::vector<unsigned char>(a.struct_bytes, 0) : struct_bytes_at(i, p, c);
@@ -1335,6 +1347,29 @@ Family spec_family(const std::shared_ptr<const KernelSpec>& sp) {
             }
             return blocks <= 8 && (blocks == 1 || d.arch_number() >= 90);
           });
+  }
+  // A tensor map a launched step passes must be one TMA takes (strides, box, swizzle span, within
+  // its buffer): a config whose box breaks a limit, or a problem whose rows are no multiple of 16
+  // bytes, is not valid, rather than compiled and failed at its launch.
+  for (size_t i = 0; i < s.args.size(); ++i) {
+    if (!s.args[i].is_tensor_map()) continue;
+    std::vector<const Expr*> es;
+    for (const Expr& e : s.args[i].tensor_map.box) es.push_back(&e);
+    for (const SpecStep& st : s.steps) {
+      if (!st.when.empty()) es.push_back(&st.when);
+      for (const Expr& e : st.within) es.push_back(&e);
+    }
+    f.restrict("tensor map " + s.args[i].name + " within TMA's limits (strides and the box's inner bytes multiples of 16, a box of 1 to "
+               "256 an axis within the swizzle span, inside its buffer)",
+               param_reads(s, es), [sp, i](const Config& c, const Problem& p, const DeviceInfo&) {
+                 if (!sp->passes_launched(i, sp->steps, c, p)) return true;
+                 try {
+                   sp->tensor_map_at(i, p, c);
+                   return true;
+                 } catch (const UsageError&) {
+                   return false;
+                 }
+               });
   }
   f.kernels([sp](const Config& c, const Problem& p) { return sp->kernel_names(sp->steps, c, p); });
   f.launch([sp](const Config& c, const Problem& p) { return sp->plan(sp->steps, c, p); });

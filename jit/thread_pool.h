@@ -20,12 +20,14 @@ class ThreadPool {
   // broken_promise error, not a dangling state); those running finish. A tune whose time budget
   // abandoned a pool's worth of compiles ends when they would have started, not after them all.
   ~ThreadPool() {
+    std::deque<std::function<void()>> dropped;
     {
-      std::lock_guard<std::mutex> lk(mu_);
+      std::lock_guard<std::mutex> lk(mu_); // one lock: no worker takes a job between the two
       stopping_ = true;
+      dropped.swap(jobs_);
     }
-    drop_queued();
     cv_.notify_all();
+    dropped.clear(); // outside the lock: a job's captures may be heavy
     for (auto& t : workers_) t.join();
   }
   ThreadPool(const ThreadPool&) = delete;

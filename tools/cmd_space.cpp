@@ -161,7 +161,7 @@ int cmd_space(SpaceArgs& a) {
         std::printf("\n");
         continue;
       }
-      if (arg.is_tensor_map()) { // its geometry at this problem; the box may follow the config
+      if (arg.is_tensor_map()) { // its geometry as the spec writes it (the box may follow the config)
         const SpecArg::TensorMap& t = arg.tensor_map;
         std::printf("\ntensor map %s  CUtensorMap (128 bytes) over %s, innermost first: dims", arg.name.c_str(),
                     spec->args[size_t(arg.fields[0].buffer)].name.c_str());

@@ -264,15 +264,16 @@ int cmd_tune(TuneArgs& a) {
     o.allow_mixed_devices = a.allow_mixed;
   }
   if (!o.quiet) std::fprintf(stderr, "ktune: tuning %zu problem(s) into %s\n", o.problems.size(), o.db_path.c_str());
-  // The command ends when the run does: a compile a time budget abandoned (NVRTC cannot be
-  // stopped; heavy headers take 10-30 s) is not waited for.
+  // The command ends when the run does: a compile the run no longer needs (abandoned by a time
+  // budget, or compiled ahead of a search that ended) is not waited for (NVRTC cannot be
+  // stopped; heavy headers take 10-30 s).
   o.leave_running_compiles = true;
   const TuneResult r = tune(o);
   if (a.json) std::printf("%s\n", result_json(r).dump(2).c_str());
   else std::printf("%s", format_summary(r).c_str());
   if (r.compiles_left_running) {
     if (!o.quiet)
-      std::fprintf(stderr, "ktune: %u compile(s) the time budget abandoned still running: not waited for\n",
+      std::fprintf(stderr, "ktune: %u compile(s) the run no longer needed still running: not waited for\n",
                    r.compiles_left_running);
     exit_leaving_compiles(0);
   }

@@ -382,6 +382,7 @@ TEST(KernelSpec, EveryMalformedSpecIsRefusedNamingItsField) {
       {"arch of one digit", [](ojson& j) { j["arch"] = "sm_9"; }, "arch: expected sm_<number>"},
       {"arch of another suffix", [](ojson& j) { j["arch"] = "sm_90b"; }, "arch: expected sm_<number>"},
       {"arch a number", [](ojson& j) { j["arch"] = 90; }, "arch:"},
+      {"arch-specific before sm_90", [](ojson& j) { j["arch"] = "sm_80a"; }, "arch: 'sm_80a': arch-specific targets begin at sm_90a"},
       {"no launch", [](ojson& j) { j.erase("launch"); }, "launch: missing"},
       {"grid of 0", [](ojson& j) { j["launch"]["grid"] = {0}; }, "launch.grid[0]: '0' is below 1"},
       {"four grid dims", [](ojson& j) { j["launch"]["grid"] = {1, 1, 1, 1}; }, "launch.grid: expected 1 to 3"},
@@ -406,7 +407,6 @@ TEST(KernelSpec, EveryMalformedSpecIsRefusedNamingItsField) {
       {"duplicate argument", [](ojson& j) { j["args"][1]["name"] = "x"; }, "args[1].name: argument 'x' named twice"},
       {"scalar with count", [](ojson& j) { j["args"][2]["count"] = 1; }, "args[2].count: a scalar has no count"},
       {"scalar value and default", [](ojson& j) { j["args"][2]["default"] = 1; }, "args[2]: value"},
-      {"half scalar", [](ojson& j) { j["args"][3]["dtype"] = "f16"; }, "args[3].dtype:"},
       {"restore of an input", [](ojson& j) { j["args"][0]["restore"] = true; }, "args[0].restore: only an inout buffer"},
       {"define of the device", [](ojson& j) { j["defines"] = {{"NSM", "sm_count"}}; }, "defines.NSM: 'sm_count' reads sm_count, a device value"},
       {"address of a scalar", [](ojson& j) { j["symbols"] = {{{"name", "p"}, {"address_of", "n"}}}; }, "symbols[0].address_of: 'n' is a scalar"},
@@ -2643,8 +2643,8 @@ TEST(KernelSpec, MalformedAddressTablesAreRefusedWithTheirFieldNamed) {
   expect_refused(with([](ojson& j) { j["args"][2]["width"] = 4; }), d, "args[2].width: only a texture has width");
   expect_refused(with([](ojson& j) { j["args"][2]["dtype"] = "u64"; }), d, "args[2].dtype: unknown field");
   expect_refused(with([](ojson& j) { j["args"][0]["stride"] = 4; }), d, "args[0].stride: only an address table (\"kind\": \"addresses\") has stride");
-  expect_refused(with([](ojson& j) { j["args"][0]["buffer"] = "v"; }), d, "args[0].buffer: only a texture, a surface and an address table read a buffer");
-  expect_refused(with([](ojson& j) { j["args"][2]["kind"] = "pointers"; }), d, "args[2].kind: unknown kind 'pointers' (known: buffer, scalar, null, struct, texture, surface, addresses)");
+  expect_refused(with([](ojson& j) { j["args"][0]["buffer"] = "v"; }), d, "args[0].buffer: only a texture, a surface, an address table and a tensor map read a buffer");
+  expect_refused(with([](ojson& j) { j["args"][2]["kind"] = "pointers"; }), d, "args[2].kind: unknown kind 'pointers' (known: buffer, scalar, null, struct, texture, surface, addresses, tensor_map)");
   // A temporary the config sizes cannot back a table the problem shapes.
   expect_refused(with([](ojson& j) {
                    j["args"].push_back({{"name", "tmp"}, {"kind", "buffer"}, {"dtype", "f32"}, {"count", "B * 4"}, {"intent", "temp"}});
@@ -2895,6 +2895,30 @@ TEST(KernelSpec, ATensorMapIsItsBuffersShapeAtTheConfigsBox) {
     }
   };
   refused_at("1001x300", 32, "TMA needs multiples of 16");
+  // Such a problem or config is not a valid config of the family: never compiled to fail at its launch.
+  const Family f = find_family(op);
+  const auto odd = f.violations(c, Problem::parse(op, "1001x300"), DeviceInfo::nominal("sm_90"));
+  ASSERT_EQ(odd.size(), 1u);
+  EXPECT_NE(odd[0].find("tensor map map within TMA's limits"), std::string::npos) << odd[0];
+  EXPECT_TRUE(f.valid(c, p, DeviceInfo::nominal("sm_90")));
+  // A swizzle whose span the box's inner extent passes: 64 floats are 256 bytes, past 128.
+  ojson swz = base;
+  swz["name"] = "tma_copy_swizzled";
+  swz["args"][1]["swizzle"] = 128;
+  const std::string swz_op = load_kernel_spec_text(swz.dump(), "swz.json", d.dir());
+  const Problem sp = Problem::parse(swz_op, "1000x300");
+  Config narrow;
+  narrow.set("BX", 32), narrow.set("BY", 4);
+  for (const auto& w : find_family(swz_op).violations(narrow, sp, DeviceInfo::nominal("sm_90"))) ADD_FAILURE() << "32 floats, 128 bytes: " << w;
+  const auto wide = find_family(swz_op).violations(c, sp, DeviceInfo::nominal("sm_90"));
+  ASSERT_EQ(wide.size(), 1u);
+  EXPECT_NE(wide[0].find("tensor map map within TMA's limits"), std::string::npos) << wide[0];
+  try {
+    spec_of(swz_op).tensor_map_at(1, sp, c);
+    ADD_FAILURE() << "a box past its swizzle span passed";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("passes its 128-byte swizzle span"), std::string::npos) << e.what();
+  }
   // Malformed: named by field.
   auto with = [&](const std::function<void(ojson&)>& f) {
     ojson j = base;

@@ -6,7 +6,7 @@ namespace ktune::testing {
 
 inline constexpr const char* kTmaSource = R"CUDA(
 #ifdef __CUDACC_RTC__
-struct alignas(64) CUtensorMap { unsigned long long opaque[16]; }; // cuda.h is a host header
+typedef struct CUtensorMap_st { alignas(64) unsigned long long opaque[16]; } CUtensorMap; // cuda.h's, a host header
 #else
 #include <cuda.h>
 #endif
