@@ -1,5 +1,7 @@
 #include "ktune/compiler.h"
 
+#include <algorithm>
+
 #include <nvrtc.h>
 
 #include <chrono>
@@ -162,6 +164,12 @@ std::shared_ptr<const CompiledKernel> Compiler::compile_uncached(const CompileRe
     check_nvrtc(nvrtcAddNameExpression(prog, n.c_str()), "nvrtcAddNameExpression", req.context + " kernel " + n);
 
   std::vector<std::string> opts = default_options(req.arch);
+  // A dialect the request names (a spec's "-std=c++20") replaces ours, rather than following it
+  // (which NVRTC warns about in every log).
+  if (std::any_of(req.options.begin(), req.options.end(), [](const std::string& o) {
+        return o.rfind("-std", 0) == 0 || o.rfind("--std", 0) == 0;
+      }))
+    opts.erase(std::remove(opts.begin(), opts.end(), std::string("-std=c++17")), opts.end());
   opts.insert(opts.end(), req.options.begin(), req.options.end());
   std::vector<const char*> opt_ptrs;
   for (const auto& o : opts) opt_ptrs.push_back(o.c_str());

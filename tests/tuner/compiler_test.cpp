@@ -311,6 +311,23 @@ TEST(Compiler, CountsItsRunningCompilesAndDropsThoseQueued) {
   EXPECT_EQ(compiler.running(), 0u);
 }
 
+// A request that names its own dialect (a spec's "-std=c++20") compiles in it, without NVRTC's
+// warning that ours came first.
+TEST(Compiler, ARequestsOwnDialectReplacesTheDefault) {
+  CompileRequest r;
+  r.source = "template <class T> concept Small = sizeof(T) <= 4;\n"
+             "template <Small T> __global__ void k(T* y) { y[threadIdx.x] = T(1); }\n";
+  r.source_name = "dialect.cu";
+  r.arch = "sm_90";
+  r.name_expressions = {"k<float>"};
+  r.options = {"-std=c++20"};
+  const auto k = Compiler(1).compile(r);
+  EXPECT_FALSE(k->cubin.empty());
+  // Ours first, theirs after, NVRTC logs: "--std (-std)=c++17" followed by "--std (-std)=c++20".
+  // (Not the same source without the option: NVRTC 13.0 crashes on a concept under C++17.)
+  EXPECT_EQ(k->log.find("c++17"), std::string::npos) << k->log;
+}
+
 TEST(Compiler, InvalidConfigIsRejectedBeforeCompiling) {
   const Family f = find_family("gemm_simt");
   Config c{{"BM", 128}, {"BN", 128}, {"WM", 64}, {"WN", 64}, {"TM", 8}, {"TN", 8}, {"LN", 8}, {"BK", 8}, {"VEC", 4}, {"AT", 1},
