@@ -1514,15 +1514,15 @@ void read_constraints(const Reader& r, const ojson& j, KernelSpec& s) {
   }
   if (j.contains("arch")) {
     const std::string a = r.str(j["arch"], "arch");
-    const bool specific = !a.empty() && a.back() == 'a';
-    const std::string number = a.substr(std::min<size_t>(3, a.size()), a.size() - 3 - (specific ? 1 : 0));
-    if (a.rfind("sm_", 0) != 0 || number.size() < 2 || number.size() > 3 || number[0] == '0' ||
-        number.find_first_not_of("0123456789") != std::string::npos)
+    try {
+      s.min_arch = arch_number(a); // sm_NN or sm_NNN, an optional a
+    } catch (const UsageError&) {
+    }
+    if (!s.min_arch || a[3] == '0')
       r.fail("arch", "expected sm_<number>, the oldest arch the kernel needs (\"sm_80\"), or with an a, an arch-specific "
                      "target (\"sm_90a\": wgmma, setmaxnreg), not '" + a + "'");
-    s.min_arch = std::stoi(number);
-    s.arch_specific = specific;
-    if (specific && s.min_arch < 90) r.fail("arch", "'" + a + "': arch-specific targets begin at sm_90a");
+    s.arch_specific = a.back() == 'a';
+    if (s.arch_specific && s.min_arch < 90) r.fail("arch", "'" + a + "': arch-specific targets begin at sm_90a");
   }
 }
 

@@ -698,15 +698,14 @@ TuneResult tune(const TuneOptions& o) {
   result.compiled = compiler.cache_size();
   result.compile_reused = compiler.cache_hits();
   if (o.leave_running_compiles) {
-    compiler.drop_queued();
+    compiler.drop_queued(); // nothing queued starts after the running ones
     if (compile_processes) compile_processes->close();
-  }
-  if (o.leave_running_compiles && (result.compiles_left_running = compiler.running())) {
-    // Never destroyed: the running compiles write into the Compiler's cache and wait on its
-    // processes until the caller ends the process (exit_leaving_compiles). Nothing queued is
-    // started after them.
-    (void)compiler_owned.release();
-    (void)compile_processes.release();
+    // Never destroyed while compiles run: they write into the Compiler's cache and wait on its
+    // processes until the caller ends the process (exit_leaving_compiles).
+    if ((result.compiles_left_running = compiler.running())) {
+      (void)compiler_owned.release();
+      (void)compile_processes.release();
+    }
   }
   return result;
 }

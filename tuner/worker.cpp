@@ -40,10 +40,7 @@ constexpr int kMaxWorkers = 256;
 std::atomic<pid_t> g_worker_groups[kMaxWorkers];
 
 extern "C" void kill_workers_and_die(int sig) {
-  for (auto& g : g_worker_groups) {
-    const pid_t pg = g.load(std::memory_order_relaxed);
-    if (pg > 0) kill(-pg, SIGKILL); // async-signal-safe
-  }
+  kill_all_workers(); // lock-free atomics and kill(): async-signal-safe
   signal(sig, SIG_DFL);
   raise(sig);
 }
@@ -85,8 +82,9 @@ void forget_group(pid_t pg) {
 } // namespace
 
 void kill_all_workers() {
+  static_assert(std::atomic<pid_t>::is_always_lock_free, "a signal handler reads the groups");
   for (auto& g : g_worker_groups) {
-    const pid_t pg = g.exchange(0);
+    const pid_t pg = g.exchange(0, std::memory_order_relaxed);
     if (pg > 0) kill(-pg, SIGKILL);
   }
 }
