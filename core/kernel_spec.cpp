@@ -812,14 +812,18 @@ void read_scalar(const Reader& r, const KernelSpec& s, const ojson& o, const std
   }
 }
 
+void read_map_geometry(const Reader& r, const KernelSpec& s, const ojson& o, const std::string& at, SpecArg::TensorMap& t);
+
 // A struct argument's fields, laid out as C lays them out; buffers[i] gets the name of the buffer
-// field i points to ("" for a value field), resolved once every argument is read.
+// field i points to or describes (a map's; "" for a value field), resolved once every argument is
+// read.
 void read_struct(const Reader& r, const KernelSpec& s, const ojson& o, const std::string& at, SpecArg& a,
                  std::vector<std::string>& buffers) {
   r.known_fields(o, at, {"name", "kind", "fields", "align"});
   if (!o.contains("fields") || !o["fields"].is_array() || o["fields"].empty())
-    r.fail(at + ".fields", "expected the struct's fields in order: {\"name\": ..., \"buffer\": arg} (a pointer) or "
-                           "{\"name\": ..., \"dtype\": ..., \"value\": expression or [expressions]}");
+    r.fail(at + ".fields", "expected the struct's fields in order: {\"name\": ..., \"buffer\": arg} (a pointer), "
+                           "{\"name\": ..., \"dtype\": ..., \"value\": expression or [expressions]} or "
+                           "{\"name\": ..., \"kind\": \"tensor_map\", \"buffer\": arg, \"dims\": ..., \"box\": ...}");
   auto power_of_two = [&](const ojson& x, const std::string& path, size_t least, const char* whose) {
     const double n = r.number(x, path);
     if (!(n >= 1 && n <= 256 && std::floor(n) == n && (size_t(n) & (size_t(n) - 1)) == 0))
@@ -844,13 +848,27 @@ void read_struct(const Reader& r, const KernelSpec& s, const ojson& o, const std
   for (size_t i = 0; i < o["fields"].size(); ++i) {
     const std::string fk = at + ".fields[" + std::to_string(i) + "]";
     const ojson& f = o["fields"][i];
-    r.known_fields(f, fk, {"name", "buffer", "offset", "dtype", "value", "align"});
     SpecArg::Field x;
+    const bool map = f.is_object() && f.contains("kind");
+    if (map) {
+      if (!f["kind"].is_string() || f["kind"] != "tensor_map")
+        r.fail(fk + ".kind", "a field of a kind is a tensor map (\"tensor_map\"); a pointer or values field has none");
+      r.known_fields(f, fk, {"name", "kind", "buffer", "dims", "strides", "box", "swizzle", "align"});
+    } else {
+      r.known_fields(f, fk, {"name", "buffer", "offset", "dtype", "value", "align"});
+    }
     if (!f.contains("name")) r.fail(fk + ".name", "missing");
     x.name = r.ident(f["name"], fk + ".name");
     if (!seen.insert(x.name).second) r.fail(fk + ".name", "field '" + x.name + "' named twice");
     size_t natural;
-    if (f.contains("buffer")) { // a pointer to a buffer argument
+    if (map) { // a CUtensorMap member: 128 bytes, 64-byte aligned, encoded at the launch
+      if (!f.contains("buffer")) r.fail(fk + ".buffer", "missing: the buffer argument the map describes");
+      buffers.push_back(r.str(f["buffer"], fk + ".buffer"));
+      read_map_geometry(r, s, f, fk, x.map);
+      for (const Expr& e : x.map.box) classify(e, fk + ".box");
+      x.type = ElemType::u8;
+      natural = 64;
+    } else if (f.contains("buffer")) { // a pointer to a buffer argument
       for (const char* k : {"dtype", "value"})
         if (f.contains(k)) r.fail(fk + "." + k, "a pointer field names its buffer only (the buffer has the dtype)");
       buffers.push_back(r.str(f["buffer"], fk + ".buffer"));
@@ -880,7 +898,7 @@ void read_struct(const Reader& r, const KernelSpec& s, const ojson& o, const std
     }
     x.align = f.contains("align") ? power_of_two(f["align"], fk + ".align", natural, "the field's type needs") : natural;
     x.offset = (end + x.align - 1) / x.align * x.align;
-    end = x.offset + (x.values.empty() ? 8 : x.values.size() * size_t(elem_bytes(x.type)));
+    end = x.offset + (x.is_map() ? 128 : x.values.empty() ? 8 : x.values.size() * size_t(elem_bytes(x.type)));
     align = std::max(align, x.align);
     a.fields.push_back(std::move(x));
   }
@@ -1050,16 +1068,10 @@ void read_table(const Reader& r, const KernelSpec& s, const ojson& o, const std:
   if (o.contains("stride")) a.table.stride = of_dims("stride");
 }
 
-// A tensor map argument (SpecArg::TensorMap): its buffer as a texture's (read_made_from_buffer),
-// 128 bytes; its extents and strides read the dimensions only, its box the config too (the tile
-// a block loads), none the device or a loop.
-void read_tensor_map(const Reader& r, const KernelSpec& s, const ojson& o, const std::string& at, SpecArg& a,
-                     std::vector<std::string>& buffers) {
-  r.known_fields(o, at, {"name", "kind", "buffer", "dims", "strides", "box", "swizzle"});
-  a.tensor_map_arg = true;
-  read_made_from_buffer(r, o, at, a, buffers, "map", "the buffer argument the map describes");
-  a.struct_bytes = 128, a.struct_align = 64; // CUtensorMap: 128 bytes, 64-byte aligned
-  SpecArg::TensorMap& t = a.tensor_map;
+// A tensor map's geometry (SpecArg::TensorMap), an argument's or a struct field's: its extents and
+// strides read the dimensions only, its box the config too (the tile a block loads), none the
+// device or a loop.
+void read_map_geometry(const Reader& r, const KernelSpec& s, const ojson& o, const std::string& at, SpecArg::TensorMap& t) {
   auto list = [&](const char* key, bool config) {
     std::vector<Expr> out;
     const std::string k = at + "." + key;
@@ -1096,6 +1108,17 @@ void read_tensor_map(const Reader& r, const KernelSpec& s, const ojson& o, const
     if (w != 0 && w != 32 && w != 64 && w != 128) r.fail(at + ".swizzle", "expected 0, 32, 64 or 128 (bytes)");
     t.swizzle = int(w);
   }
+}
+
+// A tensor map argument: its buffer as a texture's (read_made_from_buffer), 128 bytes, its one
+// field the map.
+void read_tensor_map(const Reader& r, const KernelSpec& s, const ojson& o, const std::string& at, SpecArg& a,
+                     std::vector<std::string>& buffers) {
+  r.known_fields(o, at, {"name", "kind", "buffer", "dims", "strides", "box", "swizzle"});
+  a.tensor_map_arg = true;
+  read_made_from_buffer(r, o, at, a, buffers, "map", "the buffer argument the map describes");
+  a.struct_bytes = 128, a.struct_align = 64; // CUtensorMap: 128 bytes, 64-byte aligned
+  read_map_geometry(r, s, o, at, a.fields[0].map);
 }
 
 void read_args(const Reader& r, KernelSpec& s, const ojson& v) {
@@ -1171,11 +1194,12 @@ void read_args(const Reader& r, KernelSpec& s, const ojson& v) {
       const std::string made_does = texture ? std::string("a ") + s.args[i].kind_name() + " reads"
                                     : s.args[i].is_tensor_map() ? std::string("a tensor map describes")
                                                                 : std::string("an address table points into");
-      if (!s.args[size_t(k)].buffer)
-        r.fail(fk, "'" + name + "' is not a buffer argument: " + (made ? made_does : std::string("a pointer field points to")) + " a buffer");
+      const bool map = s.args[i].fields[f].is_map();
+      const std::string field_does = made ? made_does : map ? std::string("a map field describes") : std::string("a pointer field points to");
+      if (!s.args[size_t(k)].buffer) r.fail(fk, "'" + name + "' is not a buffer argument: " + field_does + " a buffer");
       s.args[i].fields[f].buffer = k;
-      if (made && s.args[size_t(k)].follows_config)
-        r.fail(fk, "'" + name + "' is a temporary the config sizes: " + made_does + " a buffer the problem sizes");
+      if ((made || map) && s.args[size_t(k)].follows_config)
+        r.fail(fk, "'" + name + "' is a temporary the config sizes: " + field_does + " a buffer the problem sizes");
       // Without a format, the buffer's element type (the problem's: at each problem, texture_at).
       const SpecArg& b = s.args[size_t(k)];
       if (texture && !s.args[i].texture.format_given && !b.problem_dtype)
@@ -1720,6 +1744,7 @@ void check_params_used(const Reader& r, const KernelSpec& s) {
     read(a.count), read(a.value);
     for (const SpecArg::Field& f : a.fields) {
       for (const Expr& e : f.values) read(e); // a struct's tile size
+      for (const Expr& e : f.map.box) read(e); // the tile a map's load moves
       read(f.at);
     }
   }

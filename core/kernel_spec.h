@@ -135,9 +135,24 @@ struct SpecArg {
   // multiple of the largest. A field is a pointer to a buffer argument (as the step's round passes
   // it: a swap moves it too) or scalars of one type computed from the problem and the config (one
   // value, or an array: a uint3's three). ktune builds it for every call; the caller passes none.
+  // A tensor map (a `"kind": "tensor_map"` argument's, or a struct field's: a kernel's params
+  // struct holding its CUtensorMap members, CuTe's TMA copy atoms): cuTensorMapEncodeTiled's
+  // extents and strides of the dimensions, innermost first, a box that may follow the config (the
+  // tile a block loads), a swizzle. Empty dims: none.
+  struct TensorMap {
+    std::vector<Expr> dims, strides, box; // elements, bytes (dimensions 1..), elements; innermost first
+    int swizzle = 0;                      // bytes: 0, 32, 64, 128
+  };
   struct Field {
     std::string name;
-    int buffer = -1;          // a pointer to this buffer argument (index into args); -1: values
+    // A pointer to this buffer argument (index into args), or the buffer a map field describes;
+    // -1: values.
+    int buffer = -1;
+    // A map field (128 bytes, 64-byte aligned): the plan's bytes hold its shape at this config
+    // (KernelSpec::TensorMapShape::to_bytes), which the launch replaces with the map it encodes
+    // for the buffer's address as the round passes it.
+    TensorMap map;
+    bool is_map() const { return !map.dims.empty(); }
     ElemType type = ElemType::i32;
     std::vector<Expr> values; // the elements of a value field
     // A pointer field's element offset into its buffer (host code's `p.x = d_x + off`); empty: 0.
@@ -179,15 +194,9 @@ struct SpecArg {
   Table table;
   // "kind": "tensor_map": a TMA descriptor (CUtensorMap, 128 bytes by value: a kernel's
   // `const __grid_constant__ CUtensorMap`) over a buffer argument, as host code makes one with
-  // cuTensorMapEncodeTiled: extents and strides of the dimensions, innermost first, a box that may
-  // follow the config (the tile a block loads), a swizzle. Held as a struct of one pointer field,
-  // whose 128 bytes the launch replaces with the map encoded for the address the round passes.
-  struct TensorMap {
-    std::vector<Expr> dims, strides, box; // elements, bytes (dimensions 1..), elements; innermost first
-    int swizzle = 0;                      // bytes: 0, 32, 64, 128
-  };
+  // cuTensorMapEncodeTiled. Held as a struct of one map field (fields[0]), whose 128 bytes the
+  // launch encodes for the address the round passes, as it does a map field of a struct.
   bool tensor_map_arg = false;
-  TensorMap tensor_map;
   bool is_texture() const { return texture_arg; } // a texture or a surface
   bool is_table() const { return table_arg; }
   bool is_tensor_map() const { return tensor_map_arg; }
@@ -196,6 +205,10 @@ struct SpecArg {
   // tensor map (128). Never built as a struct.
   bool made_at_launch() const { return texture_arg || table_arg || tensor_map_arg; }
   bool is_struct() const { return !fields.empty(); }
+  // A struct (not a tensor map argument) with a map field among its fields.
+  bool struct_has_maps() const {
+    return !tensor_map_arg && std::any_of(fields.begin(), fields.end(), [](const Field& f) { return f.is_map(); });
+  }
   // A scalar argument (computed or the caller's): neither a buffer nor a struct (nor a texture).
   bool scalar() const { return !buffer && !is_struct(); }
   bool is_surface() const { return texture_arg && texture.surface; }
@@ -460,7 +473,7 @@ struct KernelSpec {
     size_t count = 0, offset = 0, stride = 0; // entries; bytes: the first entry's, between entries
   };
   TableShape table_at(size_t arg, const Problem& p) const;
-  // Tensor map argument i at p and c: what cuTensorMapEncodeTiled takes but the address (rank,
+  // Tensor map argument i (or struct i's map field) at p and c: what cuTensorMapEncodeTiled takes but the address (rank,
   // extents, strides in bytes, box, element type, swizzle bytes), innermost first, checked against
   // its buffer's bytes and TMA's limits; throws UsageError naming the map. As bytes (to_bytes /
   // from_bytes): the plan's data for it (LaunchPlan::SpecArgValue::data), which the launch encodes
@@ -473,10 +486,15 @@ struct KernelSpec {
     uint32_t box[kMaxRank] = {};
     ElemType type = ElemType::f32;
     int swizzle = 0;
+    // The bytes of to_bytes: the fields one after another, no padding (at most a map's 128, so a
+    // struct's map field holds its shape in the plan).
+    static constexpr size_t kBytes = sizeof(int) * 2 + sizeof(uint64_t) * (2 * kMaxRank - 1) + sizeof(uint32_t) * kMaxRank + sizeof(ElemType);
     std::vector<unsigned char> to_bytes() const;
     static TensorMapShape from_bytes(const std::vector<unsigned char>& bytes);
+    static TensorMapShape from_bytes(const unsigned char* bytes); // kBytes of them
   };
-  TensorMapShape tensor_map_at(size_t arg, const Problem& p, const Config& c) const;
+  // field: the map field of a struct argument (a tensor map argument's is its field 0).
+  TensorMapShape tensor_map_at(size_t arg, const Problem& p, const Config& c, size_t field = 0) const;
   // Whether a step of `st` that config c launches at p passes argument `arg` (skipped steps not).
   bool passes_launched(size_t arg, const std::vector<SpecStep>& st, const Config& c, const Problem& p) const;
   // Beside args: the buffers a texture over a buffer (linear, pitch2d; not an array's) may read in

@@ -322,6 +322,12 @@ std::vector<unsigned char> KernelSpec::struct_bytes_from(size_t arg, const std::
                                                                       b.name + " (" + std::to_string(count) + ")" + context);
       store_elem(out.data() + f.offset, 0, ElemType::u64, double(at) * elem_bytes(b.elem(p)));
     }
+    if (f.is_map()) { // its shape where the launch encodes the map (with no config: none where its box reads one)
+      if (problem_only && std::any_of(f.map.box.begin(), f.map.box.end(), reads_param)) continue;
+      const std::vector<unsigned char> shape = tensor_map_at(arg, p, c, size_t(&f - a.fields.data())).to_bytes();
+      std::memcpy(out.data() + f.offset, shape.data(), shape.size());
+      continue;
+    }
     for (size_t e = 0; e < f.values.size(); ++e) {
       if (problem_only && reads_param(f.values[e])) continue;
       const std::string what = "for " + std::string(to_string(f.type)) + " " + a.name + "." + f.name +
@@ -445,7 +451,9 @@ KernelSpec::TableShape KernelSpec::table_at(size_t arg, const Problem& p) const 
 }
 
 std::vector<unsigned char> KernelSpec::TensorMapShape::to_bytes() const {
-  std::vector<unsigned char> b(sizeof rank + sizeof dims + sizeof strides + sizeof box + sizeof type + sizeof swizzle);
+  static_assert(kBytes == sizeof rank + sizeof dims + sizeof strides + sizeof box + sizeof type + sizeof swizzle && kBytes <= 128,
+                "a shape's bytes are its fields', within a map's 128");
+  std::vector<unsigned char> b(kBytes);
   unsigned char* at = b.data();
   for (const auto& [ptr, n] : std::initializer_list<std::pair<const void*, size_t>>{
            {&rank, sizeof rank}, {dims, sizeof dims}, {strides, sizeof strides}, {box, sizeof box}, {&type, sizeof type}, {&swizzle, sizeof swizzle}})
@@ -454,10 +462,12 @@ std::vector<unsigned char> KernelSpec::TensorMapShape::to_bytes() const {
 }
 
 KernelSpec::TensorMapShape KernelSpec::TensorMapShape::from_bytes(const std::vector<unsigned char>& b) {
+  if (b.size() != kBytes) throw Error("internal: a tensor map's plan data of " + std::to_string(b.size()) + " bytes, not " + std::to_string(kBytes));
+  return from_bytes(b.data());
+}
+
+KernelSpec::TensorMapShape KernelSpec::TensorMapShape::from_bytes(const unsigned char* at) {
   TensorMapShape x;
-  const size_t need = sizeof x.rank + sizeof x.dims + sizeof x.strides + sizeof x.box + sizeof x.type + sizeof x.swizzle;
-  if (b.size() != need) throw Error("internal: a tensor map's plan data of " + std::to_string(b.size()) + " bytes, not " + std::to_string(need));
-  const unsigned char* at = b.data();
   for (const auto& [ptr, n] : std::initializer_list<std::pair<void*, size_t>>{
            {&x.rank, sizeof x.rank}, {x.dims, sizeof x.dims}, {x.strides, sizeof x.strides}, {x.box, sizeof x.box}, {&x.type, sizeof x.type},
            {&x.swizzle, sizeof x.swizzle}})
@@ -465,14 +475,17 @@ KernelSpec::TensorMapShape KernelSpec::TensorMapShape::from_bytes(const std::vec
   return x;
 }
 
-KernelSpec::TensorMapShape KernelSpec::tensor_map_at(size_t arg, const Problem& p, const Config& c) const {
+KernelSpec::TensorMapShape KernelSpec::tensor_map_at(size_t arg, const Problem& p, const Config& c, size_t field) const {
   const SpecArg& a = args.at(arg);
-  if (!a.is_tensor_map()) throw Error("internal: tensor_map_at of " + a.name + ", a " + a.kind_name());
-  const SpecArg::TensorMap& t = a.tensor_map;
-  const size_t k = size_t(a.fields.at(0).buffer);
+  if (field >= a.fields.size() || !a.fields[field].is_map())
+    throw Error("internal: tensor_map_at of " + a.name + " field " + std::to_string(field) + ", no map");
+  const SpecArg::TensorMap& t = a.fields[field].map;
+  const size_t k = size_t(a.fields[field].buffer);
   const SpecArg& b = args.at(k);
+  // For messages: the argument, or the struct's field ("p.tma_a").
+  const std::string name = a.is_tensor_map() ? a.name : a.name + "." + a.fields[field].name;
   const std::string where = " at " + p.key() + (c.items().empty() ? "" : " config " + c.to_json());
-  auto refuse = [&](const std::string& why) { throw UsageError(path + ": tensor map " + a.name + where + ": " + why); };
+  auto refuse = [&](const std::string& why) { throw UsageError(path + ": tensor map " + name + where + ": " + why); };
   const std::vector<double> v = values(c, p, no_device());
   TensorMapShape x;
   x.rank = int(t.dims.size());
@@ -481,14 +494,14 @@ KernelSpec::TensorMapShape KernelSpec::tensor_map_at(size_t arg, const Problem& 
   const uint64_t eb = uint64_t(elem_bytes(x.type));
   for (int i = 0; i < x.rank; ++i) {
     const std::string n = std::to_string(i);
-    x.dims[i] = uint64_t(t.dims[size_t(i)].eval_integer(v, 1, 4294967296.0, "for tensor map " + a.name + ".dims[" + n + "]" + where));
-    x.box[i] = uint32_t(t.box[size_t(i)].eval_integer(v, 1, 256, "for tensor map " + a.name + ".box[" + n + "] (TMA boxes are 1 to 256)" + where));
+    x.dims[i] = uint64_t(t.dims[size_t(i)].eval_integer(v, 1, 4294967296.0, "for tensor map " + name + ".dims[" + n + "]" + where));
+    x.box[i] = uint32_t(t.box[size_t(i)].eval_integer(v, 1, 256, "for tensor map " + name + ".box[" + n + "] (TMA boxes are 1 to 256)" + where));
     if (i == 0) continue;
     // No strides given: packed, each dimension right after the one inside it. A given stride may be
     // 0 (a dimension of extent 1, as host code passes it); below 2^40 bytes.
     x.strides[i - 1] = t.strides.empty() ? (i == 1 ? eb : x.strides[i - 2]) * x.dims[i - 1]
                                          : uint64_t(t.strides[size_t(i - 1)].eval_integer(
-                                               v, 0, 1099511627775.0, "for tensor map " + a.name + ".strides[" + std::to_string(i - 1) + "]" + where));
+                                               v, 0, 1099511627775.0, "for tensor map " + name + ".strides[" + std::to_string(i - 1) + "]" + where));
     if (x.strides[i - 1] % 16)
       refuse((t.strides.empty() ? "dimension " + std::to_string(i) + " (packed) starts every " : "strides[" + std::to_string(i - 1) + "] is ") +
              std::to_string(x.strides[i - 1]) + " bytes: TMA needs multiples of 16");
@@ -648,7 +661,7 @@ std::string signature_mismatch(const KernelSpec& s, const SpecStep& st, const st
             : a.is_texture()  ? std::string("a texture object, 8 bytes")
             : a.is_table()    ? std::string("an address table: a pointer to 8-byte addresses")
             : a.is_tensor_map() ? std::string("a tensor map, a CUtensorMap of 128 bytes by value")
-            : a.is_struct()   ? "a struct of " + std::to_string(a.struct_bytes) + " bytes"
+            : a.is_struct()   ? "a struct of " + std::to_string(a.struct_bytes) + " bytes" + (a.struct_has_maps() ? ", tensor maps among its fields" : "")
             : a.null_pointer ? std::string("a null pointer")
                              : std::string(to_string(a.scalar_elem(p)))) +
            ")";
@@ -913,6 +926,11 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
       if (a.set_before_launch && a.fill.kind == SpecFill::constant) x.value = fill_value_at(a.fill, p);
     } else if (a.is_tensor_map()) { // its shape; the launch encodes it with the buffer's address
       if (passes_launched(i, st, c, p)) x.data = tensor_map_at(i, p, c).to_bytes();
+    } else if (a.struct_has_maps()) {
+      // Its maps' shapes where a launched step passes it and its bytes are the call's (one that
+      // reads a loop's counter has its bytes at each launch, LaunchStep::struct_data); no bytes
+      // otherwise, and none built (a map of no shape is no map to launch with).
+      if (!a.follows_loop && passes_launched(i, st, c, p)) x.data = struct_bytes_at(i, p, c);
     } else if (a.is_struct()) {
       // One that reads a loop's counter has its bytes at each launch (LaunchStep::struct_data).
       x.data = a.follows_loop || !passed[i] ? std::vector<unsigned char>(a.struct_bytes, 0) : struct_bytes_at(i, p, c);
@@ -1351,26 +1369,29 @@ Family spec_family(const std::shared_ptr<const KernelSpec>& sp) {
   // A tensor map a launched step passes must be one TMA takes (strides, box, swizzle span, within
   // its buffer): a config whose box breaks a limit, or a problem whose rows are no multiple of 16
   // bytes, is not valid, rather than compiled and failed at its launch.
-  for (size_t i = 0; i < s.args.size(); ++i) {
-    if (!s.args[i].is_tensor_map()) continue;
-    std::vector<const Expr*> es;
-    for (const Expr& e : s.args[i].tensor_map.box) es.push_back(&e);
-    for (const SpecStep& st : s.steps) {
-      if (!st.when.empty()) es.push_back(&st.when);
-      for (const Expr& e : st.within) es.push_back(&e);
+  for (size_t i = 0; i < s.args.size(); ++i)
+    for (size_t fi = 0; fi < s.args[i].fields.size(); ++fi) {
+      const SpecArg::Field& fl = s.args[i].fields[fi];
+      if (!fl.is_map()) continue;
+      std::vector<const Expr*> es;
+      for (const Expr& e : fl.map.box) es.push_back(&e);
+      for (const SpecStep& st : s.steps) {
+        if (!st.when.empty()) es.push_back(&st.when);
+        for (const Expr& e : st.within) es.push_back(&e);
+      }
+      const std::string name = s.args[i].is_tensor_map() ? s.args[i].name : s.args[i].name + "." + fl.name;
+      f.restrict("tensor map " + name + " within TMA's limits (strides and the box's inner bytes multiples of 16, a box of 1 to "
+                 "256 an axis within the swizzle span, inside its buffer)",
+                 param_reads(s, es), [sp, i, fi](const Config& c, const Problem& p, const DeviceInfo&) {
+                   if (!sp->passes_launched(i, sp->steps, c, p)) return true;
+                   try {
+                     sp->tensor_map_at(i, p, c, fi);
+                     return true;
+                   } catch (const UsageError&) {
+                     return false;
+                   }
+                 });
     }
-    f.restrict("tensor map " + s.args[i].name + " within TMA's limits (strides and the box's inner bytes multiples of 16, a box of 1 to "
-               "256 an axis within the swizzle span, inside its buffer)",
-               param_reads(s, es), [sp, i](const Config& c, const Problem& p, const DeviceInfo&) {
-                 if (!sp->passes_launched(i, sp->steps, c, p)) return true;
-                 try {
-                   sp->tensor_map_at(i, p, c);
-                   return true;
-                 } catch (const UsageError&) {
-                   return false;
-                 }
-               });
-  }
   f.kernels([sp](const Config& c, const Problem& p) { return sp->kernel_names(sp->steps, c, p); });
   f.launch([sp](const Config& c, const Problem& p) { return sp->plan(sp->steps, c, p); });
   f.options([sp](const Config& c, const Problem& p) { return sp->compile_options(c, p); });

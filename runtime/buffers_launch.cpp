@@ -100,11 +100,13 @@ BufferArgs::BufferArgs(const Problem& p, const std::vector<const void*>& buffers
 namespace {
 
 // Struct a's bytes into `out` ((a.struct_bytes + 7) / 8 words): its plan's `data`, each pointer
-// field the offset data holds past its buffer's address (address(k), buffer argument k's now). A
-// texture's bytes (its object) and a table's (its address) are set at each launch that passes it
-// (launch_buffers).
+// field the offset data holds past its buffer's address (address(k), buffer argument k's now),
+// each map field the map of the shape data holds over its buffer's address (cached per thread);
+// where: the spec, the struct and the problem, for an encode's error. A texture's bytes (its
+// object), a table's (its address) and a tensor map argument's are set at each launch that passes
+// it (launch_buffers).
 void build_struct(const SpecArg& a, const std::vector<unsigned char>& data, unsigned long long* out,
-                  const std::function<CUdeviceptr(int)>& address) {
+                  const std::function<CUdeviceptr(int)>& address, const std::function<std::string()>& where) {
   if (data.size() != a.struct_bytes)
     throw Error("internal: a plan's struct " + a.name + " of " + std::to_string(data.size()) + " bytes, the spec's " +
                 std::to_string(a.struct_bytes));
@@ -112,7 +114,14 @@ void build_struct(const SpecArg& a, const std::vector<unsigned char>& data, unsi
   unsigned char* bytes = reinterpret_cast<unsigned char*>(out);
   std::memcpy(bytes, data.data(), data.size());
   for (const SpecArg::Field& f : a.fields)
-    if (f.buffer >= 0) {
+    if (f.is_map()) {
+      const KernelSpec::TensorMapShape shape = KernelSpec::TensorMapShape::from_bytes(bytes + f.offset);
+      if (shape.rank < 1 || shape.rank > KernelSpec::TensorMapShape::kMaxRank)
+        throw Error("internal: struct " + a.name + "'s map field " + f.name + " built from a plan that made no shape for it");
+      const CUtensorMap map = encode_tensor_map(spec_map_key(shape, reinterpret_cast<const void*>(address(f.buffer))),
+                                                [&] { return where() + ", tensor map " + a.name + "." + f.name; });
+      std::memcpy(bytes + f.offset, &map, sizeof map);
+    } else if (f.buffer >= 0) {
       CUdeviceptr at;
       std::memcpy(&at, bytes + f.offset, sizeof at);
       at += address(f.buffer);
@@ -170,11 +179,13 @@ void BufferArgs::bind(const LaunchPlan& plan) {
       tensor_maps_[i] = KernelSpec::TensorMapShape::from_bytes(plan.spec_args[i].data);
     }
   // Structs last: their pointers are the buffers' addresses now, temporaries' included. A texture,
-  // table or tensor map is made where a step passes it (launch_buffers).
+  // table or tensor map is made where a step passes it (launch_buffers); a struct with maps the
+  // plan made no bytes for (no launched step passes it as the call's) is not built.
   for (size_t i = 0; i < spec_->args.size(); ++i) {
     const SpecArg& a = spec_->args[i];
-    if (!a.is_struct() || a.made_at_launch()) continue;
-    build_struct(a, plan.spec_args[i].data, structs_[i].data(), [&](int k) { return CUdeviceptr(slots_[size_t(k)]); });
+    if (!a.is_struct() || a.made_at_launch() || (a.struct_has_maps() && plan.spec_args[i].data.empty())) continue;
+    build_struct(a, plan.spec_args[i].data, structs_[i].data(), [&](int k) { return CUdeviceptr(slots_[size_t(k)]); },
+                 [&] { return spec_->path + " at " + p_->key(); });
   }
 }
 
@@ -582,7 +593,7 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
             }))) {
           own_structs.emplace_back((sa.struct_bytes + 7) / 8, 0ull);
           build_struct(sa, data ? *data : plan.spec_args.at(size_t(k)).data, own_structs.back().data(),
-                       [&](int b) { return pointer(s, b); });
+                       [&](int b) { return pointer(s, b); }, [&] { return m.context() + " at " + args.problem().key(); });
           params[i] = own_structs.back().data();
         }
         for (size_t j = 0; j < s.set_args.size(); ++j)

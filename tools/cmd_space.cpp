@@ -161,25 +161,29 @@ int cmd_space(SpaceArgs& a) {
         std::printf("\n");
         continue;
       }
-      if (arg.is_tensor_map()) { // its geometry as the spec writes it (the box may follow the config)
-        const SpecArg::TensorMap& t = arg.tensor_map;
-        std::printf("\ntensor map %s  CUtensorMap (128 bytes) over %s, innermost first: dims", arg.name.c_str(),
-                    spec->args[size_t(arg.fields[0].buffer)].name.c_str());
-        for (const Expr& e : t.dims) std::printf(" [%s]", e.text().c_str());
+      // A map's geometry as the spec writes it (the box may follow the config).
+      auto geometry = [&](const SpecArg::Field& fl) {
+        const SpecArg::TensorMap& t = fl.map;
+        std::string g = "over " + spec->args[size_t(fl.buffer)].name + ", innermost first: dims";
+        for (const Expr& e : t.dims) g += " [" + e.text() + "]";
         if (!t.strides.empty()) {
-          std::printf(", strides (bytes)");
-          for (const Expr& e : t.strides) std::printf(" [%s]", e.text().c_str());
+          g += ", strides (bytes)";
+          for (const Expr& e : t.strides) g += " [" + e.text() + "]";
         }
-        std::printf(", box");
-        for (const Expr& e : t.box) std::printf(" [%s]", e.text().c_str());
-        std::printf(", swizzle %s\n", t.swizzle ? (std::to_string(t.swizzle) + " B").c_str() : "none");
+        g += ", box";
+        for (const Expr& e : t.box) g += " [" + e.text() + "]";
+        return g + ", swizzle " + (t.swizzle ? std::to_string(t.swizzle) + " B" : std::string("none"));
+      };
+      if (arg.is_tensor_map()) {
+        std::printf("\ntensor map %s  CUtensorMap (128 bytes) %s\n", arg.name.c_str(), geometry(arg.fields[0]).c_str());
         continue;
       }
       if (!arg.is_struct()) continue;
       std::printf("\nstruct %s  %zu bytes, aligned %zu%s\n", arg.name.c_str(), arg.struct_bytes, arg.struct_align,
                   arg.follows_config ? " (values follow the config)" : "");
       for (const SpecArg::Field& fl : arg.fields) {
-        const std::string type = fl.buffer >= 0 ? "pointer to " + spec->args[size_t(fl.buffer)].name
+        const std::string type = fl.is_map()         ? "CUtensorMap (128 bytes) " + geometry(fl)
+                                 : fl.buffer >= 0 ? "pointer to " + spec->args[size_t(fl.buffer)].name
                                                 : std::string(to_string(fl.type)) +
                                                       (fl.values.size() > 1 ? "[" + std::to_string(fl.values.size()) + "]" : "");
         std::printf("  %-5zu %-12s %s\n", fl.offset, fl.name.c_str(), type.c_str());

@@ -2253,6 +2253,33 @@ TEST(KernelSpecGpu, ATensorMapLoadsEachBlocksTileThroughTma) {
       }
 }
 
+// Tensor maps inside a struct (a params struct of CUtensorMap members): each round's block loads
+// its tiles of x and b through the struct's two maps, encoded at each launch for the buffers the
+// round passes (x's is the last round's y after the swap), at every config and at an odd and an
+// even number of rounds; a kernel that loads b's tile through x's map is rejected.
+TEST(KernelSpecGpu, TensorMapsInAStructFollowTheRoundsBuffers) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  if (d->arch_number() < 90) GTEST_SKIP() << "TMA needs sm_90";
+  TempDir dir("spec_tma_struct");
+  std::ofstream(dir.file("tma_struct.cu")) << ktune::testing::kTmaStructSource;
+  std::ofstream(dir.file("tma_struct.json")) << ktune::testing::kTmaStructSpec;
+  const std::string op = load_kernel_spec(dir.file("tma_struct.json"));
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  auto runner = make_op_runner(op, compiler, *d);
+  for (const char* shape : {"1000x300x3", "4096x33x4"})
+    for (int bx : {32, 64})
+      for (int by : {4, 16})
+        for (int fault : {0, 1}) {
+          const VerifyResult v =
+              check_config(*runner, compiler, *d, op, Config{{"BX", bx}, {"BY", by}, {"FAULT", fault}}, Problem::parse(op, shape), 4);
+          if (fault) EXPECT_FALSE(v.pass) << shape << " BX " << bx << " BY " << by << ": b's tile through x's map passed: " << v.summary();
+          else EXPECT_TRUE(v.pass) << shape << " BX " << bx << " BY " << by << ": " << v.summary();
+        }
+}
+
 TEST(KernelSpecGpu, AnAddressTablePointsIntoTheRoundsBufferAndStaysIntact) {
   std::string why;
   const DeviceInfo* d = ktune::testing::first_gpu(&why);

@@ -3,6 +3,7 @@
 // source is another op; a spec's arguments pack in its order and types; fills are as declared.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -2933,6 +2934,102 @@ TEST(KernelSpec, ATensorMapIsItsBuffersShapeAtTheConfigsBox) {
   expect_refused(with([](ojson& j) { j["args"][1]["buffer"] = "w_"; }), d, "is not a buffer argument: a tensor map describes");
   expect_refused(with([](ojson& j) { j["args"][0]["box"] = {"BX"}; }), d, "args[0].box: only a tensor map");
   expect_refused(with([](ojson& j) { j["args"][1]["dims"] = ojson::array(); }), d, "args[1].dims: expected an array of 1 to 5");
+}
+
+// Tensor maps inside a struct (a params struct of CUtensorMap members): 128 bytes each at 64-byte
+// alignment, the plan's bytes holding each map's shape where the launch encodes it, the struct's
+// size the kernel's; a launched step's map TMA cannot take makes the config invalid, named by
+// struct and field; malformed map fields refused by field.
+using ktune::testing::kTmaStructSource;
+using ktune::testing::kTmaStructSpec;
+
+TEST(KernelSpec, AStructHoldsTensorMapsLaidOutAsCudaLaysThemOut) {
+  SpecDir d;
+  d.write("tma_struct.cu", kTmaStructSource);
+  const ojson base = ojson::parse(kTmaStructSpec);
+  const std::string op = load_kernel_spec_text(base.dump(), "tma_struct.json", d.dir());
+  const KernelSpec& s = spec_of(op);
+  const SpecArg& a = s.args[3];
+  ASSERT_TRUE(a.is_struct());
+  EXPECT_FALSE(a.is_tensor_map());
+  EXPECT_TRUE(a.struct_has_maps());
+  EXPECT_STREQ(a.kind_name(), "struct");
+  // struct { CUtensorMap x, b; float* y; int w, h; }: 128 + 128 + 8 + 4 + 4, padded to 64.
+  ASSERT_EQ(a.fields.size(), 5u);
+  EXPECT_TRUE(a.fields[0].is_map());
+  EXPECT_TRUE(a.fields[1].is_map());
+  EXPECT_FALSE(a.fields[2].is_map());
+  EXPECT_EQ(a.fields[0].offset, 0u);
+  EXPECT_EQ(a.fields[1].offset, 128u);
+  EXPECT_EQ(a.fields[2].offset, 256u);
+  EXPECT_EQ(a.fields[3].offset, 264u);
+  EXPECT_EQ(a.fields[4].offset, 268u);
+  EXPECT_EQ(a.struct_align, 64u);
+  EXPECT_EQ(a.struct_bytes, 320u);
+  EXPECT_TRUE(a.follows_config) << "its maps' boxes are the config's tile";
+  const Problem p = Problem::parse(op, "1000x300x3");
+  const Config c{{"BX", 64}, {"BY", 16}, {"FAULT", 0}};
+  const KernelSpec::TensorMapShape bx = s.tensor_map_at(3, p, c, 1);
+  EXPECT_EQ(bx.rank, 2);
+  EXPECT_EQ(bx.dims[0], 1000u);
+  EXPECT_EQ(bx.strides[0], 4000u);
+  EXPECT_EQ(bx.box[0], 64u);
+  EXPECT_EQ(bx.box[1], 16u);
+  // The plan's bytes: each map's shape in its 128 bytes, the values in theirs (the pointer's
+  // offset 0, the launch adding the address).
+  const LaunchPlan plan = find_family(op).launch_plan(c, p);
+  const std::vector<unsigned char>& data = plan.spec_args.at(3).data;
+  ASSERT_EQ(data.size(), 320u);
+  for (size_t at : {size_t(0), size_t(128)}) {
+    const auto shape = KernelSpec::TensorMapShape::from_bytes(data.data() + at);
+    EXPECT_EQ(shape.rank, 2) << at;
+    EXPECT_EQ(shape.dims[1], 300u) << at;
+    EXPECT_EQ(shape.box[1], 16u) << at;
+  }
+  int w = 0, h = 0;
+  std::memcpy(&w, data.data() + 264, 4), std::memcpy(&h, data.data() + 268, 4);
+  EXPECT_EQ(w, 1000);
+  EXPECT_EQ(h, 300);
+  EXPECT_EQ(plan_from_json(nlohmann::json::parse(plan_to_json(plan).dump())).spec_args.at(3).data, data);
+  // The reference passes no struct: no bytes, nothing to encode.
+  const LaunchPlan ref = s.plan(s.reference_steps, s.reference_config, p);
+  EXPECT_TRUE(ref.spec_args.at(3).data.empty());
+  // The kernel's `const __grid_constant__ Params`: 320 bytes.
+  Compiler compiler;
+  const auto k = compiler.compile(compile_request(find_family(op), c, p, "sm_90"));
+  const std::vector<size_t> sizes = cubin_param_sizes(k->cubin, k->lowered_names.at(0));
+  EXPECT_EQ(sizes, (std::vector<size_t>{320}));
+  EXPECT_EQ(param_sizes_mismatch(s, s.steps[0].args, sizes, p, "launch"), "");
+  // A problem TMA cannot take: the config is invalid, the map named by struct and field.
+  const Family f = find_family(op);
+  const auto odd = f.violations(c, Problem::parse(op, "1001x300x3"), DeviceInfo::nominal("sm_90"));
+  ASSERT_EQ(odd.size(), 1u) << "the first broken constraint";
+  EXPECT_NE(odd[0].find("tensor map p.x within TMA's limits"), std::string::npos) << odd[0];
+  EXPECT_TRUE(f.valid(c, p, DeviceInfo::nominal("sm_90")));
+  try {
+    s.tensor_map_at(3, Problem::parse(op, "1001x300x3"), c, 0);
+    ADD_FAILURE() << "rows of 4004 bytes passed";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor map p.x at "), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("TMA needs multiples of 16"), std::string::npos) << e.what();
+  }
+  // Malformed: named by field.
+  auto with = [&](const std::function<void(ojson&)>& fn) {
+    ojson j = base;
+    fn(j);
+    return j;
+  };
+  expect_refused(with([](ojson& j) { j["args"][3]["fields"][0]["kind"] = "texture"; }), d,
+                 "args[3].fields[0].kind: a field of a kind is a tensor map");
+  expect_refused(with([](ojson& j) { j["args"][3]["fields"][0].erase("buffer"); }), d,
+                 "args[3].fields[0].buffer: missing: the buffer argument the map describes");
+  expect_refused(with([](ojson& j) { j["args"][3]["fields"][0]["buffer"] = "n_"; }), d,
+                 "is not a buffer argument: a map field describes a buffer");
+  expect_refused(with([](ojson& j) { j["args"][3]["fields"][1]["offset"] = 4; }), d, "args[3].fields[1]");
+  expect_refused(with([](ojson& j) { j["args"][3]["fields"][1]["value"] = "w"; }), d, "args[3].fields[1]");
+  expect_refused(with([](ojson& j) { j["args"][3]["fields"][1]["box"] = {"BX"}; }), d,
+                 "args[3].fields[1].box: 1 extents for a map of 2 dimensions");
+  expect_refused(with([](ojson& j) { j["args"][3]["fields"][1]["dims"] = {"BX", "h"}; }), d, "args[3].fields[1].dims[0]: 'BX' reads BX");
 }
 
 // A scalar of the problem's dtype ("dtype": "dtype"): a kernel templated on T that takes `T alpha`
