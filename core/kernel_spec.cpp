@@ -853,7 +853,7 @@ void read_struct(const Reader& r, const KernelSpec& s, const ojson& o, const std
     if (map) {
       if (!f["kind"].is_string() || f["kind"] != "tensor_map")
         r.fail(fk + ".kind", "a field of a kind is a tensor map (\"tensor_map\"); a pointer or values field has none");
-      r.known_fields(f, fk, {"name", "kind", "buffer", "dims", "strides", "box", "swizzle", "align"});
+      r.known_fields(f, fk, {"name", "kind", "buffer", "dims", "strides", "box", "swizzle", "l2_promotion", "align"});
     } else {
       r.known_fields(f, fk, {"name", "buffer", "offset", "dtype", "value", "align"});
     }
@@ -1108,13 +1108,18 @@ void read_map_geometry(const Reader& r, const KernelSpec& s, const ojson& o, con
     if (w != 0 && w != 32 && w != 64 && w != 128) r.fail(at + ".swizzle", "expected 0, 32, 64 or 128 (bytes)");
     t.swizzle = int(w);
   }
+  if (o.contains("l2_promotion")) {
+    const double w = r.number(o["l2_promotion"], at + ".l2_promotion");
+    if (w != 0 && w != 64 && w != 128 && w != 256) r.fail(at + ".l2_promotion", "expected 0 (none), 64, 128 or 256 (bytes)");
+    t.l2_promotion = int(w);
+  }
 }
 
 // A tensor map argument: its buffer as a texture's (read_made_from_buffer), 128 bytes, its one
 // field the map.
 void read_tensor_map(const Reader& r, const KernelSpec& s, const ojson& o, const std::string& at, SpecArg& a,
                      std::vector<std::string>& buffers) {
-  r.known_fields(o, at, {"name", "kind", "buffer", "dims", "strides", "box", "swizzle"});
+  r.known_fields(o, at, {"name", "kind", "buffer", "dims", "strides", "box", "swizzle", "l2_promotion"});
   a.tensor_map_arg = true;
   read_made_from_buffer(r, o, at, a, buffers, "map", "the buffer argument the map describes");
   a.struct_bytes = 128, a.struct_align = 64; // CUtensorMap: 128 bytes, 64-byte aligned
@@ -1141,7 +1146,7 @@ void read_args(const Reader& r, KernelSpec& s, const ojson& v) {
     r.known_fields(o, at, {"name", "kind", "dtype", "count", "intent", "fill", "atol", "rtol", "check_count", "restore", "value",
                            "default", "fields", "align", "buffer", "resource", "format", "channels", "width", "height", "depth",
                            "pitch", "read", "filter", "address", "normalized_coords", "offset", "stride", "dims", "strides", "box",
-                           "swizzle"});
+                           "swizzle", "l2_promotion"});
     SpecArg a;
     if (!o.contains("name")) r.fail(at + ".name", "missing");
     a.name = r.ident(o["name"], at + ".name");
@@ -1159,7 +1164,7 @@ void read_args(const Reader& r, KernelSpec& s, const ojson& v) {
     for (const char* f : {"resource", "format", "channels", "width", "height", "depth", "pitch", "read", "filter", "address",
                           "normalized_coords"})
       if (kind != "texture" && kind != "surface" && o.contains(f)) r.fail(at + "." + f, "only a texture has " + std::string(f));
-    for (const char* f : {"dims", "strides", "box", "swizzle"})
+    for (const char* f : {"dims", "strides", "box", "swizzle", "l2_promotion"})
       if (kind != "tensor_map" && o.contains(f)) r.fail(at + "." + f, "only a tensor map (\"kind\": \"tensor_map\") has " + std::string(f));
     if (kind != "texture" && kind != "surface" && kind != "addresses" && kind != "tensor_map" && o.contains("buffer"))
       r.fail(at + ".buffer", "only a texture, a surface, an address table and a tensor map read a buffer of their own");

@@ -142,6 +142,7 @@ struct SpecArg {
   struct TensorMap {
     std::vector<Expr> dims, strides, box; // elements, bytes (dimensions 1..), elements; innermost first
     int swizzle = 0;                      // bytes: 0, 32, 64, 128
+    int l2_promotion = 256;               // bytes the L2 fetches a load's lines in: 0 (none), 64, 128, 256
   };
   struct Field {
     std::string name;
@@ -485,10 +486,10 @@ struct KernelSpec {
     uint64_t strides[kMaxRank - 1] = {};
     uint32_t box[kMaxRank] = {};
     ElemType type = ElemType::f32;
-    int swizzle = 0;
+    int swizzle = 0, l2_promotion = 256;
     // The bytes of to_bytes: the fields one after another, no padding (at most a map's 128, so a
     // struct's map field holds its shape in the plan).
-    static constexpr size_t kBytes = sizeof(int) * 2 + sizeof(uint64_t) * (2 * kMaxRank - 1) + sizeof(uint32_t) * kMaxRank + sizeof(ElemType);
+    static constexpr size_t kBytes = sizeof(int) * 3 + sizeof(uint64_t) * (2 * kMaxRank - 1) + sizeof(uint32_t) * kMaxRank + sizeof(ElemType);
     std::vector<unsigned char> to_bytes() const;
     static TensorMapShape from_bytes(const std::vector<unsigned char>& bytes);
     static TensorMapShape from_bytes(const unsigned char* bytes); // kBytes of them

@@ -451,12 +451,12 @@ KernelSpec::TableShape KernelSpec::table_at(size_t arg, const Problem& p) const 
 }
 
 std::vector<unsigned char> KernelSpec::TensorMapShape::to_bytes() const {
-  static_assert(kBytes == sizeof rank + sizeof dims + sizeof strides + sizeof box + sizeof type + sizeof swizzle && kBytes <= 128,
+  static_assert(kBytes == sizeof rank + sizeof dims + sizeof strides + sizeof box + sizeof type + sizeof swizzle + sizeof l2_promotion && kBytes <= 128,
                 "a shape's bytes are its fields', within a map's 128");
   std::vector<unsigned char> b(kBytes);
   unsigned char* at = b.data();
   for (const auto& [ptr, n] : std::initializer_list<std::pair<const void*, size_t>>{
-           {&rank, sizeof rank}, {dims, sizeof dims}, {strides, sizeof strides}, {box, sizeof box}, {&type, sizeof type}, {&swizzle, sizeof swizzle}})
+           {&rank, sizeof rank}, {dims, sizeof dims}, {strides, sizeof strides}, {box, sizeof box}, {&type, sizeof type}, {&swizzle, sizeof swizzle}, {&l2_promotion, sizeof l2_promotion}})
     std::memcpy(at, ptr, n), at += n;
   return b;
 }
@@ -470,7 +470,7 @@ KernelSpec::TensorMapShape KernelSpec::TensorMapShape::from_bytes(const unsigned
   TensorMapShape x;
   for (const auto& [ptr, n] : std::initializer_list<std::pair<void*, size_t>>{
            {&x.rank, sizeof x.rank}, {x.dims, sizeof x.dims}, {x.strides, sizeof x.strides}, {x.box, sizeof x.box}, {&x.type, sizeof x.type},
-           {&x.swizzle, sizeof x.swizzle}})
+           {&x.swizzle, sizeof x.swizzle}, {&x.l2_promotion, sizeof x.l2_promotion}})
     std::memcpy(ptr, at, n), at += n;
   return x;
 }
@@ -491,6 +491,7 @@ KernelSpec::TensorMapShape KernelSpec::tensor_map_at(size_t arg, const Problem& 
   x.rank = int(t.dims.size());
   x.type = b.elem(p);
   x.swizzle = t.swizzle;
+  x.l2_promotion = t.l2_promotion;
   const uint64_t eb = uint64_t(elem_bytes(x.type));
   for (int i = 0; i < x.rank; ++i) {
     const std::string n = std::to_string(i);

@@ -77,9 +77,10 @@ CompileRequest compile_request(const Family& f, const Config& c, const Problem& 
   r.source_name = f.source_path();
   r.name_expressions = f.kernel_names(c, p);
   r.options = f.compile_options(c, p);
-  // Arch-specific families (wgmma) need the "a" target; it is part of the cache key through r.arch.
+  // Arch-specific families (wgmma) need the "a" target; it is part of the cache key through r.arch,
+  // and the context names the target compiled for.
   r.arch = f.compile_arch(arch);
-  r.context = context;
+  r.context = r.arch == arch ? context : context + " (compiled for " + r.arch + ")";
   return r;
 }
 

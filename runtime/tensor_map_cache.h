@@ -22,8 +22,9 @@ struct TensorMapKey {
   uint64_t strides[kMaxRank - 1] = {}; // bytes between consecutive indices of dimensions 1..rank-1
   uint32_t box[kMaxRank] = {};
   int type = 0, swizzle = 0; // CUtensorMapDataType, CUtensorMapSwizzle
+  int l2_promotion = 3;      // CUtensorMapL2promotion: 256 B (ktune's kernels'; a user's map may ask for another)
   bool operator==(const TensorMapKey& o) const {
-    if (ptr != o.ptr || rank != o.rank || type != o.type || swizzle != o.swizzle) return false;
+    if (ptr != o.ptr || rank != o.rank || type != o.type || swizzle != o.swizzle || l2_promotion != o.l2_promotion) return false;
     for (int i = 0; i < kMaxRank; ++i)
       if (dims[i] != o.dims[i] || box[i] != o.box[i] || (i < kMaxRank - 1 && strides[i] != o.strides[i])) return false;
     return true;

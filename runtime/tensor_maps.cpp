@@ -23,6 +23,8 @@ std::string describe(const TensorMapKey& k) {
 
 } // namespace
 
+static_assert(TensorMapKey().l2_promotion == CU_TENSOR_MAP_L2_PROMOTION_L2_256B, "a key's default is 256-byte promotion");
+
 CUtensorMap encode_tensor_map(const TensorMapKey& key, const std::function<std::string()>& context) {
   return t_maps.get(key, [&] {
     CUtensorMap map{};
@@ -30,7 +32,7 @@ CUtensorMap encode_tensor_map(const TensorMapKey& key, const std::function<std::
     const CUresult r = driver().cuTensorMapEncodeTiled(
         &map, CUtensorMapDataType(key.type), cuuint32_t(key.rank), const_cast<void*>(key.ptr), key.dims, key.strides,
         key.box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CUtensorMapSwizzle(key.swizzle),
-        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+        CUtensorMapL2promotion(key.l2_promotion), CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     // The message is built only on failure: this runs at every launch that misses the cache.
     if (r != CUDA_SUCCESS) check_cu(r, "cuTensorMapEncodeTiled", context() + " (" + describe(key) + ")");
     return map;
@@ -89,6 +91,10 @@ TensorMapKey spec_map_key(const KernelSpec::TensorMapShape& x, const void* ptr) 
               : x.swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
               : x.swizzle == 32 ? CU_TENSOR_MAP_SWIZZLE_32B
                                 : CU_TENSOR_MAP_SWIZZLE_NONE;
+  k.l2_promotion = x.l2_promotion == 256  ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B
+                   : x.l2_promotion == 128 ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B
+                   : x.l2_promotion == 64  ? CU_TENSOR_MAP_L2_PROMOTION_L2_64B
+                                           : CU_TENSOR_MAP_L2_PROMOTION_NONE;
   return k;
 }
 

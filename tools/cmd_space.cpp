@@ -172,7 +172,8 @@ int cmd_space(SpaceArgs& a) {
         }
         g += ", box";
         for (const Expr& e : t.box) g += " [" + e.text() + "]";
-        return g + ", swizzle " + (t.swizzle ? std::to_string(t.swizzle) + " B" : std::string("none"));
+        return g + ", swizzle " + (t.swizzle ? std::to_string(t.swizzle) + " B" : std::string("none")) + ", L2 promotion " +
+               (t.l2_promotion ? std::to_string(t.l2_promotion) + " B" : std::string("none"));
       };
       if (arg.is_tensor_map()) {
         std::printf("\ntensor map %s  CUtensorMap (128 bytes) %s\n", arg.name.c_str(), geometry(arg.fields[0]).c_str());

@@ -2793,6 +2793,7 @@ TEST(KernelSpec, AnArchSpecificKernelCompilesForItsArchAndServesItOnly) {
   Compiler compiler;
   const CompileRequest req = compile_request(f, c, p, "sm_90");
   EXPECT_EQ(req.arch, "sm_90a");
+  EXPECT_NE(req.context.find("arch sm_90 (compiled for sm_90a)"), std::string::npos) << req.context; // what its errors name
   EXPECT_FALSE(compiler.compile(req)->cubin.empty());
   const auto ref = spec_side_request(op, "reference", p, "sm_90");
   ASSERT_TRUE(ref);
@@ -2975,6 +2976,7 @@ TEST(KernelSpec, AStructHoldsTensorMapsLaidOutAsCudaLaysThemOut) {
   EXPECT_EQ(bx.strides[0], 4000u);
   EXPECT_EQ(bx.box[0], 64u);
   EXPECT_EQ(bx.box[1], 16u);
+  EXPECT_EQ(bx.l2_promotion, 256) << "the default";
   // The plan's bytes: each map's shape in its 128 bytes, the values in theirs (the pointer's
   // offset 0, the launch adding the address).
   const LaunchPlan plan = find_family(op).launch_plan(c, p);
@@ -3030,6 +3032,16 @@ TEST(KernelSpec, AStructHoldsTensorMapsLaidOutAsCudaLaysThemOut) {
   expect_refused(with([](ojson& j) { j["args"][3]["fields"][1]["box"] = {"BX"}; }), d,
                  "args[3].fields[1].box: 1 extents for a map of 2 dimensions");
   expect_refused(with([](ojson& j) { j["args"][3]["fields"][1]["dims"] = {"BX", "h"}; }), d, "args[3].fields[1].dims[0]: 'BX' reads BX");
+  expect_refused(with([](ojson& j) { j["args"][3]["fields"][1]["l2_promotion"] = 32; }), d,
+                 "args[3].fields[1].l2_promotion: expected 0 (none), 64, 128 or 256");
+  // CuTe's atoms ask for 128-byte promotion: carried to the launch's encode.
+  ojson l2 = base;
+  l2["name"] = "tma_rounds_l2";
+  l2["args"][3]["fields"][1]["l2_promotion"] = 128;
+  const std::string l2_op = load_kernel_spec_text(l2.dump(), "l2.json", d.dir());
+  const auto l2_plan = find_family(l2_op).launch_plan(c, Problem::parse(l2_op, "1000x300x3"));
+  EXPECT_EQ(KernelSpec::TensorMapShape::from_bytes(l2_plan.spec_args.at(3).data.data() + 128).l2_promotion, 128);
+  EXPECT_EQ(KernelSpec::TensorMapShape::from_bytes(l2_plan.spec_args.at(3).data.data()).l2_promotion, 256);
 }
 
 // A scalar of the problem's dtype ("dtype": "dtype"): a kernel templated on T that takes `T alpha`
