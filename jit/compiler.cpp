@@ -143,9 +143,12 @@ std::shared_ptr<const CompiledKernel> Compiler::compile(const CompileRequest& re
   return cache_.emplace(key, result).first->second;
 }
 
-std::future<std::shared_ptr<const CompiledKernel>> Compiler::compile_async(CompileRequest req) {
+std::future<std::shared_ptr<const CompiledKernel>> Compiler::compile_async(CompileRequest req, Cancel cancel) {
   auto task = std::make_shared<std::packaged_task<std::shared_ptr<const CompiledKernel>()>>(
-      [this, r = std::move(req)] { return compile(r); });
+      [this, r = std::move(req), cancel = std::move(cancel)]() -> std::shared_ptr<const CompiledKernel> {
+        if (cancel && cancel->load()) throw Error("compile not started: its caller stopped waiting for it (" + r.context + ")");
+        return compile(r);
+      });
   auto fut = task->get_future();
   pool_->submit([task] { (*task)(); });
   return fut;

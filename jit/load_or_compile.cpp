@@ -3,7 +3,7 @@
 namespace ktune {
 
 std::future<std::shared_ptr<const CompiledKernel>> load_or_compile(const std::vector<const Store*>& stores, Compiler& compiler,
-                                                                   const CompileRequest& req) {
+                                                                   const CompileRequest& req, Compiler::Cancel cancel) {
   auto k = std::make_shared<CompiledKernel>();
   const std::string key = req.cache_key();
   for (const Store* store : stores) {
@@ -14,7 +14,7 @@ std::future<std::shared_ptr<const CompiledKernel>> load_or_compile(const std::ve
     ready.set_value(std::move(k));
     return ready.get_future();
   }
-  return compiler.compile_async(req);
+  return compiler.compile_async(req, std::move(cancel));
 }
 
 } // namespace ktune

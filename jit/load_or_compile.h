@@ -14,7 +14,8 @@ namespace ktune {
 // A config's cubin: from the binary cache of the first of `stores` that holds req's cache key
 // (null entries are skipped), else compiled by NVRTC on compiler's pool. The one way the tuner
 // and the runtime fetch cubins. A cache hit comes back as a ready future with from_cache set.
+// cancel: Compiler::compile_async's.
 std::future<std::shared_ptr<const CompiledKernel>> load_or_compile(const std::vector<const Store*>& stores, Compiler& compiler,
-                                                                   const CompileRequest& req);
+                                                                   const CompileRequest& req, Compiler::Cancel cancel = nullptr);
 
 } // namespace ktune

@@ -129,6 +129,9 @@ struct InFlight {
   std::future<std::shared_ptr<const CompiledKernel>> compiled;
   std::shared_ptr<const CompiledKernel> ready; // done when prepared (the store's binary cache)
   std::exception_ptr error;                    // a compile that failed at once
+  // Raised where the search ends with this job still queued (Compiler::compile_async): a compile
+  // not started by then is skipped, leaving the pool to the next family's and problem's.
+  Compiler::Cancel cancel = std::make_shared<std::atomic<bool>>(false);
 };
 
 // The trial log of TuneOptions::trials_out, shared by the run's GPUs.
@@ -283,9 +286,12 @@ class ProblemTuner {
       }
       progress(p, family, r, issued - queue.size(), evals, deadline, started);
     }
-    // Compiles abandoned by the time budget finish on the pool (into the compiler's cache, where
-    // a later family or problem may find them); waiting for them here would spend the next
-    // family's share.
+    // Compiles abandoned by the time budget: those running finish on the pool (into the
+    // compiler's cache, where a later family or problem may find them); those not started are
+    // skipped. Left queued, a family's pool's worth of them (2 x threads + 2) ran before the next
+    // family's first compile: on 16 cores, with threads, layernorm problems after softmax ones at
+    // 4 s a problem got no trial at all (docs/SCALING.md).
+    for (InFlight& job : queue) job.cancel->store(true);
     return issued;
   }
 
@@ -362,7 +368,7 @@ class ProblemTuner {
     job.config = c.config;
     job.config_hash = c.config.hash();
     job.template_hash = template_hash(f.source());
-    job.compiled = load_or_compile({&store_}, compiler_, compile_request(f, c.config, p, dev_.arch));
+    job.compiled = load_or_compile({&store_}, compiler_, compile_request(f, c.config, p, dev_.arch), job.cancel);
     if (job.compiled.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
       // Ready at once: a cubin from the database (a compile cannot finish this fast, and an
       // NVRTC failure surfaces in evaluate()).

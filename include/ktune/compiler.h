@@ -2,6 +2,7 @@
 // a thread pool. A cubin does not depend on M, N, K, so one compile serves every problem a
 // config is valid for.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <future>
@@ -59,7 +60,11 @@ class Compiler {
   // Throws CompileError (with the NVRTC log and req.context) when NVRTC rejects the source, Error
   // for any other NVRTC failure.
   std::shared_ptr<const CompiledKernel> compile(const CompileRequest& req);
-  std::future<std::shared_ptr<const CompiledKernel>> compile_async(CompileRequest req);
+  // A flag its caller raises where it will wait for the compile no longer (a tune's search whose
+  // time ran out with compiles queued): one not started by then is skipped (its future holds an
+  // Error), so the pool's threads go to compiles someone waits for. One running finishes.
+  using Cancel = std::shared_ptr<std::atomic<bool>>;
+  std::future<std::shared_ptr<const CompiledKernel>> compile_async(CompileRequest req, Cancel cancel = nullptr);
 
   unsigned threads() const;
   unsigned running() const; // compiles on the pool now (a queued one is not counted)

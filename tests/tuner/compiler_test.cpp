@@ -311,6 +311,53 @@ TEST(Compiler, CountsItsRunningCompilesAndDropsThoseQueued) {
   EXPECT_EQ(compiler.running(), 0u);
 }
 
+// A search whose time ran out raises its queued compiles' cancel flags: on one thread held by a
+// blocked compile, the queued compile whose flag is raised is skipped when its turn comes (its
+// future an Error saying so, nothing compiled), the one whose flag is not compiles.
+TEST(Compiler, ACompileItsCallerStoppedWaitingForIsNotStarted) {
+  std::promise<void> go;
+  std::shared_future<void> gate = go.get_future().share();
+  std::atomic<int> started{0};
+  Compiler compiler(1);
+  compiler.set_backend([&](const CompileRequest&) {
+    ++started;
+    gate.wait();
+    auto k = std::make_shared<CompiledKernel>();
+    k->cubin = {'x'};
+    return k;
+  });
+  auto request = [](const char* name) {
+    CompileRequest r;
+    r.source = std::string("// ") + name;
+    r.source_name = "cancel.cu";
+    r.arch = "sm_90";
+    r.context = name;
+    return r;
+  };
+  Compiler::Cancel held = std::make_shared<std::atomic<bool>>(false), dropped = std::make_shared<std::atomic<bool>>(false),
+                   kept = std::make_shared<std::atomic<bool>>(false);
+  auto first = compiler.compile_async(request("first"), held);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (started < 1 && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_EQ(started.load(), 1);
+  auto second = compiler.compile_async(request("second"), dropped);
+  auto third = compiler.compile_async(request("third"), kept);
+  dropped->store(true);
+  held->store(true); // running already: it finishes
+  go.set_value();
+  EXPECT_EQ(first.get()->cubin.size(), 1u);
+  try {
+    second.get();
+    ADD_FAILURE() << "a compile whose caller stopped waiting ran";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not started"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("second"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(third.get()->cubin.size(), 1u);
+  EXPECT_EQ(started.load(), 2) << "the skipped compile reached the backend";
+  EXPECT_EQ(compiler.cache_size(), 2u);
+}
+
 // A request that names its own dialect (a spec's "-std=c++20") compiles in it, without NVRTC's
 // warning that ours came first.
 TEST(Compiler, ARequestsOwnDialectReplacesTheDefault) {
