@@ -322,8 +322,10 @@ std::vector<unsigned char> KernelSpec::struct_bytes_from(size_t arg, const std::
                                                                       b.name + " (" + std::to_string(count) + ")" + context);
       store_elem(out.data() + f.offset, 0, ElemType::u64, double(at) * elem_bytes(b.elem(p)));
     }
-    if (f.is_map()) { // its shape where the launch encodes the map (with no config: none where its box reads one)
-      if (problem_only && std::any_of(f.map.box.begin(), f.map.box.end(), reads_param)) continue;
+    if (f.is_map()) { // its shape where the launch encodes the map
+      // With no config, none: whether TMA takes it at a problem is the family's constraint (a
+      // problem no config can serve is not one to refuse a whole run for), for the steps that pass it.
+      if (problem_only) continue;
       const std::vector<unsigned char> shape = tensor_map_at(arg, p, c, size_t(&f - a.fields.data())).to_bytes();
       std::memcpy(out.data() + f.offset, shape.data(), shape.size());
       continue;
@@ -511,14 +513,21 @@ KernelSpec::TensorMapShape KernelSpec::tensor_map_at(size_t arg, const Problem& 
   if (x.swizzle && uint64_t(x.box[0]) * eb > uint64_t(x.swizzle))
     refuse("its box's inner extent of " + std::to_string(uint64_t(x.box[0]) * eb) + " bytes passes its " + std::to_string(x.swizzle) +
            "-byte swizzle span");
-  // Its last element within the buffer (summed in doubles: no wrap at any extent).
-  const double held = double(count_of(k, p)) * double(eb);
+  // Its last element within the buffer, and within every buffer a loop's swap may put in its place
+  // (summed in doubles: no wrap at any extent).
   double last = double(x.dims[0]) * double(eb);
   for (int i = 1; i < x.rank; ++i) last += double(x.dims[i] - 1) * double(x.strides[i - 1]);
-  if (last > held) {
+  std::vector<bool> in_place(args.size(), false);
+  in_place[k] = true;
+  close_over_swaps(in_place);
+  for (size_t j = 0; j < args.size(); ++j) {
+    if (!in_place[j]) continue;
+    const double held = double(count_of(j, p, c)) * double(eb);
+    if (last <= held) continue;
     char text[64];
     std::snprintf(text, sizeof text, "%.0f bytes into ", last);
-    refuse("it reaches " + std::string(text) + b.name + ", which holds " + std::to_string(uint64_t(held)));
+    refuse("it reaches " + std::string(text) + args[j].name + ", which holds " + std::to_string(uint64_t(held)) +
+           (j == k ? std::string() : " (a loop's swap puts it in " + b.name + "'s place)"));
   }
   return x;
 }

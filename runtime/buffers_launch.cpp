@@ -365,6 +365,12 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
     if (!spec) return;
     for (int k : spec->step_args(s.args)) {
       const SpecArg& a = spec->args[size_t(k)];
+      // A struct with tensor maps has bytes where a step passes it (the plan's, or the launch's own):
+      // never a map of no shape.
+      if (!back && a.struct_has_maps() && plan.spec_args.at(size_t(k)).data.empty() &&
+          std::find(s.struct_args.begin(), s.struct_args.end(), k) == s.struct_args.end())
+        throw Error("internal: struct " + a.name + " with tensor maps passed by a step of a plan that made no bytes for it (" +
+                    m.context() + ")");
       if (a.is_table() && !back) args.set_made(size_t(k), args.table(size_t(k), pointer(s, a.fields[0].buffer), stream));
       if (a.is_tensor_map() && !back) args.set_tensor_map(size_t(k), pointer(s, a.fields[0].buffer));
       if (!a.is_texture() || (back && !a.is_surface())) continue;

@@ -232,6 +232,17 @@ class ProblemTuner {
     if (warm_) seeds = warm_->configs(family, p);
     auto strategy = make_strategy(o_.strategy, {family}, p, dev_, evals, o_.seed, seeds, deadline);
     std::deque<InFlight> queue;
+    // However the search ends (its time, its space, a lost device's exception), the compiles still
+    // queued are abandoned: those running finish on the pool (into the compiler's cache, where a
+    // later family or problem may find them); those not started are skipped. Left queued, a
+    // family's pool's worth of them (2 x threads + 2) ran before the next family's first compile:
+    // on 16 cores, with threads, row-op problems at 4 s each got no trial at all (docs/SCALING.md).
+    struct Abandon {
+      std::deque<InFlight>& q;
+      ~Abandon() {
+        for (InFlight& job : q) job.cancel->store(true);
+      }
+    } abandon{queue};
     size_t issued = 0;
     // Adaptive strategies learn from each result: keep fewer proposals in flight so that they
     // see results sooner; list strategies keep the pool busier.
@@ -254,6 +265,7 @@ class ProblemTuner {
                 store_.recorded_outcome(device_id_, pid, family.name(), job.template_hash, job.config_hash)) {
           // Measured by an earlier run: not again, but the strategy learns from it as before, so
           // a resumed search continues where the killed one was instead of starting blind.
+          job.cancel->store(true); // its compile (a cubin not in the store) is not needed
           strategy->observe(*c, done->status, done->median_ms);
           ++r.skipped;
           if (done->status == TrialStatus::ok && (!best_ms_ || done->median_ms < *best_ms_)) best_ms_ = done->median_ms;
@@ -286,12 +298,6 @@ class ProblemTuner {
       }
       progress(p, family, r, issued - queue.size(), evals, deadline, started);
     }
-    // Compiles abandoned by the time budget: those running finish on the pool (into the
-    // compiler's cache, where a later family or problem may find them); those not started are
-    // skipped. Left queued, a family's pool's worth of them (2 x threads + 2) ran before the next
-    // family's first compile: on 16 cores, with threads, layernorm problems after softmax ones at
-    // 4 s a problem got no trial at all (docs/SCALING.md).
-    for (InFlight& job : queue) job.cancel->store(true);
     return issued;
   }
 

@@ -3034,6 +3034,27 @@ TEST(KernelSpec, AStructHoldsTensorMapsLaidOutAsCudaLaysThemOut) {
   expect_refused(with([](ojson& j) { j["args"][3]["fields"][1]["dims"] = {"BX", "h"}; }), d, "args[3].fields[1].dims[0]: 'BX' reads BX");
   expect_refused(with([](ojson& j) { j["args"][3]["fields"][1]["l2_promotion"] = 32; }), d,
                  "args[3].fields[1].l2_promotion: expected 0 (none), 64, 128 or 256");
+  // The check before a run leaves maps to the constraint: a problem TMA cannot take is one no
+  // config serves (the run says so and goes on), not a refusal of the whole run, even where a
+  // box reads no parameter.
+  ojson fixed = base;
+  fixed["name"] = "tma_rounds_fixed_box";
+  fixed["args"][3]["fields"][0]["box"] = {32, 4};
+  const std::string fixed_op = load_kernel_spec_text(fixed.dump(), "fixed.json", d.dir());
+  EXPECT_NO_THROW(check_fill_files(spec_of(fixed_op), Problem::parse(fixed_op, "1001x300x3")));
+  EXPECT_FALSE(find_family(fixed_op).valid(c, Problem::parse(fixed_op, "1001x300x3"), DeviceInfo::nominal("sm_90")));
+  // A loop's swap puts y in x's place: a y smaller than x's map is refused, named.
+  ojson small = base;
+  small["name"] = "tma_rounds_small_y";
+  small["args"][2]["count"] = "w * h - 1";
+  const std::string small_op = load_kernel_spec_text(small.dump(), "small.json", d.dir());
+  try {
+    spec_of(small_op).tensor_map_at(3, Problem::parse(small_op, "1000x300x3"), c, 0);
+    ADD_FAILURE() << "a map over x, reaching past the y a swap puts in its place, passed";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("which holds 1199996 (a loop's swap puts it in x's place)"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(spec_of(small_op).tensor_map_at(3, Problem::parse(small_op, "1000x300x3"), c, 1)) << "b is swapped with nothing";
   // CuTe's atoms ask for 128-byte promotion: carried to the launch's encode.
   ojson l2 = base;
   l2["name"] = "tma_rounds_l2";
