@@ -823,7 +823,8 @@ void read_struct(const Reader& r, const KernelSpec& s, const ojson& o, const std
   if (!o.contains("fields") || !o["fields"].is_array() || o["fields"].empty())
     r.fail(at + ".fields", "expected the struct's fields in order: {\"name\": ..., \"buffer\": arg} (a pointer), "
                            "{\"name\": ..., \"dtype\": ..., \"value\": expression or [expressions]} or "
-                           "{\"name\": ..., \"kind\": \"tensor_map\", \"buffer\": arg, \"dims\": ..., \"box\": ...}");
+                           "{\"name\": ..., \"kind\": \"tensor_map\", \"buffer\": arg, \"dims\": ..., \"box\": ...} or "
+                           "{\"name\": ..., \"kind\": \"struct\", \"fields\": [...]} (a struct inside it)");
   auto power_of_two = [&](const ojson& x, const std::string& path, size_t least, const char* whose) {
     const double n = r.number(x, path);
     if (!(n >= 1 && n <= 256 && std::floor(n) == n && (size_t(n) & (size_t(n) - 1)) == 0))
@@ -849,10 +850,34 @@ void read_struct(const Reader& r, const KernelSpec& s, const ojson& o, const std
     const std::string fk = at + ".fields[" + std::to_string(i) + "]";
     const ojson& f = o["fields"][i];
     SpecArg::Field x;
+    if (f.is_object() && f.contains("kind") && f["kind"] == "struct") {
+      // A struct inside the struct (a params struct of ThunderKittens' gl layouts, each a pointer,
+      // its dims and a map): laid out as its own (its alignment, its padded size), its fields
+      // flattened into this one's as "inner.field" at their offsets from its start.
+      if (!f.contains("name")) r.fail(fk + ".name", "missing");
+      const std::string inner = r.ident(f["name"], fk + ".name");
+      if (!seen.insert(inner).second) r.fail(fk + ".name", "field '" + inner + "' named twice");
+      SpecArg sub;
+      std::vector<std::string> sub_buffers;
+      read_struct(r, s, f, fk, sub, sub_buffers);
+      const size_t base = (end + sub.struct_align - 1) / sub.struct_align * sub.struct_align;
+      for (size_t k = 0; k < sub.fields.size(); ++k) {
+        SpecArg::Field g = std::move(sub.fields[k]);
+        g.name = inner + "." + g.name;
+        g.offset += base;
+        a.fields.push_back(std::move(g));
+        buffers.push_back(sub_buffers[k]);
+      }
+      end = base + sub.struct_bytes;
+      align = std::max(align, sub.struct_align);
+      a.follows_config = a.follows_config || sub.follows_config;
+      a.follows_loop = a.follows_loop || sub.follows_loop;
+      continue;
+    }
     const bool map = f.is_object() && f.contains("kind");
     if (map) {
       if (!f["kind"].is_string() || f["kind"] != "tensor_map")
-        r.fail(fk + ".kind", "a field of a kind is a tensor map (\"tensor_map\"); a pointer or values field has none");
+        r.fail(fk + ".kind", "a field of a kind is a tensor map (\"tensor_map\") or a struct (\"struct\"); a pointer or values field has none");
       r.known_fields(f, fk, {"name", "kind", "buffer", "dims", "strides", "box", "swizzle", "l2_promotion", "align"});
     } else {
       r.known_fields(f, fk, {"name", "buffer", "offset", "dtype", "value", "align"});

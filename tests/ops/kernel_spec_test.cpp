@@ -3,6 +3,7 @@
 // source is another op; a spec's arguments pack in its order and types; fills are as declared.
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -3063,6 +3064,107 @@ TEST(KernelSpec, AStructHoldsTensorMapsLaidOutAsCudaLaysThemOut) {
   const auto l2_plan = find_family(l2_op).launch_plan(c, Problem::parse(l2_op, "1000x300x3"));
   EXPECT_EQ(KernelSpec::TensorMapShape::from_bytes(l2_plan.spec_args.at(3).data.data() + 128).l2_promotion, 128);
   EXPECT_EQ(KernelSpec::TensorMapShape::from_bytes(l2_plan.spec_args.at(3).data.data()).l2_promotion, 256);
+}
+
+// A struct inside a struct ("kind": "struct" among the fields): laid out as its own (its
+// alignment, its padded size) and flattened into the outer one's fields as "inner.field"; the
+// kernel's static_asserts pin C's offsets, its parameter size the whole. ThunderKittens' globals
+// of gl layouts (pointer, empty dims, rows, cols, a map) is 256 bytes a layout.
+struct NestedInner {
+  char c;
+  double d;
+};
+struct NestedOuter {
+  int a;
+  NestedInner in;
+  short s;
+  NestedInner last;
+};
+
+TEST(KernelSpec, AStructInsideAStructIsLaidOutAsItsOwn) {
+  SpecDir d;
+  d.write("nested.cu", R"CUDA(
+struct Inner { char c; double d; };
+struct Outer { int a; Inner in; short s; Inner last; };
+static_assert(sizeof(Inner) == 16 && sizeof(Outer) == 48, "C's sizes");
+__global__ void nested(Outer o, double* y) { y[0] = o.a + o.in.c + o.in.d + o.s + o.last.c + o.last.d; }
+__global__ void nested_ref(double* y) { y[0] = 1 + 2 + 3 + 4 + 5 + 6; }
+)CUDA");
+  const ojson spec = ojson::parse(R"JSON({
+    "name": "nested_struct", "sources": ["nested.cu"], "dims": ["n"], "params": {"B": [1]},
+    "launch": {"kernel": "nested", "grid": [1], "block": [1], "args": ["o", "y"]},
+    "args": [{"name": "y", "kind": "buffer", "dtype": "f64", "count": "n", "intent": "out"},
+             {"name": "o", "kind": "struct", "fields": [
+               {"name": "a", "value": 1},
+               {"name": "in", "kind": "struct", "fields": [{"name": "c", "dtype": "i8", "value": 2}, {"name": "d", "dtype": "f64", "value": 3}]},
+               {"name": "s", "dtype": "i16", "value": 4},
+               {"name": "last", "kind": "struct", "fields": [{"name": "c", "dtype": "i8", "value": 5}, {"name": "d", "dtype": "f64", "value": "B * 6"}]}]}],
+    "check": {"reference": {"kernel": "nested_ref", "launch": {"grid": [1], "block": [1], "args": ["y"]}}}})JSON");
+  const std::string op = load_kernel_spec_text(spec.dump(), "nested.json", d.dir());
+  const KernelSpec& s = spec_of(op);
+  const SpecArg& a = s.args[1];
+  ASSERT_EQ(a.fields.size(), 6u);
+  // Where this compiler puts them (NVRTC has no offsetof; CUDA lays a struct out as the host does).
+  const std::vector<std::pair<std::string, size_t>> at = {
+      {"a", offsetof(NestedOuter, a)},           {"in.c", offsetof(NestedOuter, in) + offsetof(NestedInner, c)},
+      {"in.d", offsetof(NestedOuter, in) + offsetof(NestedInner, d)}, {"s", offsetof(NestedOuter, s)},
+      {"last.c", offsetof(NestedOuter, last) + offsetof(NestedInner, c)}, {"last.d", offsetof(NestedOuter, last) + offsetof(NestedInner, d)}};
+  static_assert(sizeof(NestedOuter) == 48, "the kernel's");
+  for (size_t i = 0; i < at.size(); ++i) {
+    EXPECT_EQ(a.fields[i].name, at[i].first);
+    EXPECT_EQ(a.fields[i].offset, at[i].second) << at[i].first;
+  }
+  EXPECT_EQ(a.struct_bytes, 48u);
+  EXPECT_EQ(a.struct_align, 8u);
+  EXPECT_TRUE(a.follows_config) << "last.d reads B";
+  const Problem p = Problem::parse(op, "1");
+  const Config c{{"B", 1}};
+  const std::vector<unsigned char> data = find_family(op).launch_plan(c, p).spec_args.at(1).data;
+  ASSERT_EQ(data.size(), 48u);
+  double last_d = 0;
+  std::memcpy(&last_d, data.data() + 40, 8);
+  EXPECT_EQ(last_d, 6.0);
+  EXPECT_EQ(data[32], 5);
+  Compiler compiler;
+  const auto k = compiler.compile(compile_request(find_family(op), c, p, "sm_90"));
+  const std::vector<size_t> sizes = cubin_param_sizes(k->cubin, k->lowered_names.at(0));
+  EXPECT_EQ(sizes, (std::vector<size_t>{48, 8}));
+  EXPECT_EQ(param_sizes_mismatch(s, s.steps[0].args, sizes, p, "launch"), "");
+  // ThunderKittens' gl: a pointer at a layout's 64-byte alignment, two empty dims, rows, cols, its
+  // map at 64 and an empty member after it: 256 bytes; two of them 512.
+  d.write("tk.cu", "struct G { char bytes[512]; } __attribute__((aligned(64)));\n__global__ void k(G g, float* y) {}\n");
+  ojson gl = ojson::parse(R"JSON({"kind": "struct", "align": 64, "fields": [
+    {"name": "raw_ptr", "buffer": "x"}, {"name": "batch", "dtype": "u8", "value": 0}, {"name": "depth", "dtype": "u8", "value": 0},
+    {"name": "rows", "dtype": "u64", "value": "n"}, {"name": "cols", "dtype": "u64", "value": 64},
+    {"name": "tma", "kind": "tensor_map", "buffer": "x", "dims": [64, "n"], "box": [64, 8]}, {"name": "other", "dtype": "u8", "value": 0}]})JSON");
+  ojson tk = ojson::parse(R"JSON({"name": "tk_globals", "sources": ["tk.cu"], "dims": ["n"], "params": {"B": [1]},
+    "launch": {"kernel": "k", "grid": [1], "block": [1], "args": ["g", "y"]},
+    "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "64 * n"}, {"name": "g", "kind": "struct", "fields": []},
+             {"name": "y", "kind": "buffer", "dtype": "f32", "count": 1, "intent": "out"}],
+    "check": {"none": "layout only"}})JSON");
+  gl["name"] = "A";
+  tk["args"][1]["fields"].push_back(gl);
+  gl["name"] = "B";
+  tk["args"][1]["fields"].push_back(gl);
+  const std::string tk_op = load_kernel_spec_text(tk.dump(), "tk.json", d.dir());
+  const SpecArg& g = spec_of(tk_op).args[1];
+  EXPECT_EQ(g.struct_bytes, 512u);
+  EXPECT_EQ(g.struct_align, 64u);
+  ASSERT_EQ(g.fields.size(), 14u);
+  EXPECT_EQ(g.fields[5].name, "A.tma");
+  EXPECT_EQ(g.fields[5].offset, 64u);
+  EXPECT_EQ(g.fields[6].offset, 192u);
+  EXPECT_EQ(g.fields[7].name, "B.raw_ptr");
+  EXPECT_EQ(g.fields[7].offset, 256u);
+  EXPECT_EQ(g.fields[12].offset, 320u);
+  EXPECT_TRUE(g.struct_has_maps());
+  // Malformed inner fields are named by their path.
+  ojson bad = spec;
+  bad["args"][1]["fields"][1]["fields"][0]["dtype"] = "f128";
+  expect_refused(bad, d, "args[1].fields[1].fields[0].dtype");
+  bad = spec;
+  bad["args"][1]["fields"][1]["name"] = "a";
+  expect_refused(bad, d, "args[1].fields[1].name: field 'a' named twice");
 }
 
 // A scalar of the problem's dtype ("dtype": "dtype"): a kernel templated on T that takes `T alpha`
