@@ -850,20 +850,29 @@ void read_struct(const Reader& r, const KernelSpec& s, const ojson& o, const std
     const std::string fk = at + ".fields[" + std::to_string(i) + "]";
     const ojson& f = o["fields"][i];
     SpecArg::Field x;
-    if (f.is_object() && f.contains("kind") && f["kind"] == "struct") {
+    // Its kind (none: a pointer or values), the keys that kind takes, then its name.
+    const bool kinded = f.is_object() && f.contains("kind");
+    const bool nested = kinded && f["kind"] == "struct", map = kinded && !nested;
+    if (map && f["kind"] != "tensor_map")
+      r.fail(fk + ".kind", "a field of a kind is a tensor map (\"tensor_map\") or a struct (\"struct\"); a pointer or values field has none");
+    r.known_fields(f, fk, nested ? std::initializer_list<const char*>{"name", "kind", "fields", "align"}
+                          : map  ? std::initializer_list<const char*>{"name", "kind", "buffer", "dims", "strides", "box", "swizzle",
+                                                                      "l2_promotion", "align"}
+                                 : std::initializer_list<const char*>{"name", "buffer", "offset", "dtype", "value", "align"});
+    if (!f.contains("name")) r.fail(fk + ".name", "missing");
+    x.name = r.ident(f["name"], fk + ".name");
+    if (!seen.insert(x.name).second) r.fail(fk + ".name", "field '" + x.name + "' named twice");
+    if (nested) {
       // A struct inside the struct (a params struct of ThunderKittens' gl layouts, each a pointer,
       // its dims and a map): laid out as its own (its alignment, its padded size), its fields
       // flattened into this one's as "inner.field" at their offsets from its start.
-      if (!f.contains("name")) r.fail(fk + ".name", "missing");
-      const std::string inner = r.ident(f["name"], fk + ".name");
-      if (!seen.insert(inner).second) r.fail(fk + ".name", "field '" + inner + "' named twice");
       SpecArg sub;
       std::vector<std::string> sub_buffers;
       read_struct(r, s, f, fk, sub, sub_buffers);
       const size_t base = (end + sub.struct_align - 1) / sub.struct_align * sub.struct_align;
       for (size_t k = 0; k < sub.fields.size(); ++k) {
         SpecArg::Field g = std::move(sub.fields[k]);
-        g.name = inner + "." + g.name;
+        g.name = x.name + "." + g.name;
         g.offset += base;
         a.fields.push_back(std::move(g));
         buffers.push_back(sub_buffers[k]);
@@ -874,17 +883,6 @@ void read_struct(const Reader& r, const KernelSpec& s, const ojson& o, const std
       a.follows_loop = a.follows_loop || sub.follows_loop;
       continue;
     }
-    const bool map = f.is_object() && f.contains("kind");
-    if (map) {
-      if (!f["kind"].is_string() || f["kind"] != "tensor_map")
-        r.fail(fk + ".kind", "a field of a kind is a tensor map (\"tensor_map\") or a struct (\"struct\"); a pointer or values field has none");
-      r.known_fields(f, fk, {"name", "kind", "buffer", "dims", "strides", "box", "swizzle", "l2_promotion", "align"});
-    } else {
-      r.known_fields(f, fk, {"name", "buffer", "offset", "dtype", "value", "align"});
-    }
-    if (!f.contains("name")) r.fail(fk + ".name", "missing");
-    x.name = r.ident(f["name"], fk + ".name");
-    if (!seen.insert(x.name).second) r.fail(fk + ".name", "field '" + x.name + "' named twice");
     size_t natural;
     if (map) { // a CUtensorMap member: 128 bytes, 64-byte aligned, encoded at the launch
       if (!f.contains("buffer")) r.fail(fk + ".buffer", "missing: the buffer argument the map describes");

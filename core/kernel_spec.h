@@ -206,6 +206,8 @@ struct SpecArg {
   // tensor map (128). Never built as a struct.
   bool made_at_launch() const { return texture_arg || table_arg || tensor_map_arg; }
   bool is_struct() const { return !fields.empty(); }
+  // Map field i's name in messages: a tensor map argument's own, a struct's "p.tma_a".
+  std::string map_name(size_t i) const { return tensor_map_arg ? name : name + "." + fields.at(i).name; }
   // A struct (not a tensor map argument) with a map field among its fields.
   bool struct_has_maps() const {
     return !tensor_map_arg && std::any_of(fields.begin(), fields.end(), [](const Field& f) { return f.is_map(); });

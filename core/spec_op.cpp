@@ -312,7 +312,8 @@ std::vector<unsigned char> KernelSpec::struct_bytes_from(size_t arg, const std::
     const auto r = e.reads();
     return std::any_of(r.begin(), r.end(), [&](size_t n) { return n < params.size() || n >= first_loop_name(); });
   };
-  for (const SpecArg::Field& f : a.fields) {
+  for (size_t fi = 0; fi < a.fields.size(); ++fi) {
+    const SpecArg::Field& f = a.fields[fi];
     if (f.buffer >= 0 && !f.at.empty() && !(problem_only && (reads_param(f.at) || args.at(size_t(f.buffer)).follows_config))) {
       // a pointer from an element on: its offset in bytes (with no config, not where the
       // buffer's size follows one)
@@ -326,7 +327,7 @@ std::vector<unsigned char> KernelSpec::struct_bytes_from(size_t arg, const std::
       // With no config, none: whether TMA takes it at a problem is the family's constraint (a
       // problem no config can serve is not one to refuse a whole run for), for the steps that pass it.
       if (problem_only) continue;
-      const std::vector<unsigned char> shape = tensor_map_at(arg, p, c, size_t(&f - a.fields.data())).to_bytes();
+      const std::vector<unsigned char> shape = tensor_map_at(arg, p, c, fi).to_bytes();
       std::memcpy(out.data() + f.offset, shape.data(), shape.size());
       continue;
     }
@@ -484,8 +485,7 @@ KernelSpec::TensorMapShape KernelSpec::tensor_map_at(size_t arg, const Problem& 
   const SpecArg::TensorMap& t = a.fields[field].map;
   const size_t k = size_t(a.fields[field].buffer);
   const SpecArg& b = args.at(k);
-  // For messages: the argument, or the struct's field ("p.tma_a").
-  const std::string name = a.is_tensor_map() ? a.name : a.name + "." + a.fields[field].name;
+  const std::string name = a.map_name(field);
   const std::string where = " at " + p.key() + (c.items().empty() ? "" : " config " + c.to_json());
   auto refuse = [&](const std::string& why) { throw UsageError(path + ": tensor map " + name + where + ": " + why); };
   const std::vector<double> v = values(c, p, no_device());
@@ -1389,8 +1389,7 @@ Family spec_family(const std::shared_ptr<const KernelSpec>& sp) {
         if (!st.when.empty()) es.push_back(&st.when);
         for (const Expr& e : st.within) es.push_back(&e);
       }
-      const std::string name = s.args[i].is_tensor_map() ? s.args[i].name : s.args[i].name + "." + fl.name;
-      f.restrict("tensor map " + name + " within TMA's limits (strides and the box's inner bytes multiples of 16, a box of 1 to "
+      f.restrict("tensor map " + s.args[i].map_name(fi) + " within TMA's limits (strides and the box's inner bytes multiples of 16, a box of 1 to "
                  "256 an axis within the swizzle span, inside its buffer)",
                  param_reads(s, es), [sp, i, fi](const Config& c, const Problem& p, const DeviceInfo&) {
                    if (!sp->passes_launched(i, sp->steps, c, p)) return true;

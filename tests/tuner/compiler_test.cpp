@@ -262,6 +262,22 @@ TEST(Compiler, DroppingACompilerWithQueuedWorkEndsItSafely) {
   EXPECT_GT(dropped, 0u) << "one worker cannot have started six compiles before the compiler was dropped";
 }
 
+namespace {
+
+// Compiles that count themselves as they start and then wait at `gate`: a one-byte cubin each,
+// once let go.
+void hold_compiles(Compiler& compiler, std::shared_future<void> gate, std::atomic<int>& started) {
+  compiler.set_backend([gate, &started](const CompileRequest&) {
+    ++started;
+    gate.wait();
+    auto k = std::make_shared<CompiledKernel>();
+    k->cubin = {'x'};
+    return k;
+  });
+}
+
+} // namespace
+
 // A run that ends without waiting for its compiles (TuneOptions::leave_running_compiles) asks the
 // pool how many are running and drops those queued: two of five held in a blocked backend on two
 // threads are counted as running, the three queued are dropped (broken promises, never started),
@@ -271,13 +287,7 @@ TEST(Compiler, CountsItsRunningCompilesAndDropsThoseQueued) {
   std::shared_future<void> gate = go.get_future().share();
   std::atomic<int> started{0};
   Compiler compiler(2);
-  compiler.set_backend([&](const CompileRequest&) {
-    ++started;
-    gate.wait();
-    auto k = std::make_shared<CompiledKernel>();
-    k->cubin = {'x'};
-    return k;
-  });
+  hold_compiles(compiler, gate, started);
   std::vector<std::future<std::shared_ptr<const CompiledKernel>>> futs;
   for (int i = 0; i < 5; ++i) {
     CompileRequest r;
@@ -319,13 +329,7 @@ TEST(Compiler, ACompileItsCallerStoppedWaitingForIsNotStarted) {
   std::shared_future<void> gate = go.get_future().share();
   std::atomic<int> started{0};
   Compiler compiler(1);
-  compiler.set_backend([&](const CompileRequest&) {
-    ++started;
-    gate.wait();
-    auto k = std::make_shared<CompiledKernel>();
-    k->cubin = {'x'};
-    return k;
-  });
+  hold_compiles(compiler, gate, started);
   auto request = [](const char* name) {
     CompileRequest r;
     r.source = std::string("// ") + name;
