@@ -26,7 +26,7 @@ using ojson = nlohmann::ordered_json;
 // An empty kernel: compiled as the name expression ktune_constant_probe<(unsigned long long)(X)>,
 // its lowered name spells X's value, which NVRTC computed (the Itanium ABI's literal L y <n> E).
 const char* const kConstantProbe =
-    "template <unsigned long long V> __global__ void ktune_constant_probe() {} // ktune: SpecStep::smem_constant";
+    "template <unsigned long long V> __global__ void ktune_constant_probe() {} // ktune: SpecStep::smem_constant, block_constant";
 
 bool constant_probe_value(const std::string& lowered, unsigned long long* value) {
   static const std::string head = "_Z20ktune_constant_probeILy", tail = "EEvv";
@@ -458,9 +458,18 @@ SpecStep read_step(const Reader& r, const KernelSpec& s, const ojson& o, const s
       r.fail(fp, "missing");
     }
     const ojson& g = o[field];
-    if (!g.is_array() || g.empty() || g.size() > 3) r.fail(fp, "expected 1 to 3 expressions (x, y, z)");
     const bool grid = std::string(field) == "grid";
     Expr* dst = cluster ? st.cluster : grid ? st.grid : st.block;
+    if (!cluster && !grid && g.is_object()) { // a C++ constant of the source: x threads, y = z = 1
+      r.known_fields(g, fp, {"constant"});
+      if (!g.contains("constant")) r.fail(fp, "expected 1 to 3 expressions (x, y, z) or {\"constant\": a C++ constant of the source}");
+      st.block_constant = r.str(g["constant"], fp + ".constant");
+      if (st.block_constant.find_first_not_of(" \t") == std::string::npos)
+        r.fail(fp + ".constant", "empty: a C++ constant expression (Ktraits::kNThreads)");
+      for (size_t d = 0; d < 3; ++d) dst[d] = Expr("1", s.names, r.where(fp));
+      continue;
+    }
+    if (!g.is_array() || g.empty() || g.size() > 3) r.fail(fp, "expected 1 to 3 expressions (x, y, z)");
     for (size_t d = 0; d < 3; ++d) {
       const std::string dp = fp + "[" + std::to_string(d) + "]";
       // A grid may read a buffer's first element, read back at the launch (value_names).
@@ -1856,7 +1865,7 @@ KernelSpec parse_kernel_spec(const std::string& json, const std::string& origin,
   });
   if (s.whole_reads) s.source += "\n#include \"spec_reduce.cuh\" // ktune_spec_reduce: max_of, min_of, sum_of\n";
   for (const auto* steps : {&s.steps, &s.reference_steps, &s.baseline_steps, &s.setup_steps, &s.post_steps})
-    for (const SpecStep& st : *steps) s.constant_probes = s.constant_probes || !st.smem_constant.empty();
+    for (const SpecStep& st : *steps) s.constant_probes = s.constant_probes || !st.smem_constant.empty() || !st.block_constant.empty();
   if (s.constant_probes) s.source += std::string("\n") + kConstantProbe + "\n";
   return s;
 }

@@ -281,6 +281,11 @@ struct SpecStep {
   // argument of a probe kernel after the steps (KernelSpec::kernel_names; LaunchStep::smem_kernel);
   // empty: smem, an expression.
   std::string smem_constant;
+  // "block": {"constant": "..."}: the threads of a 1-D block as a C++ constant of the source
+  // (Ktraits::kNThreads, ThunderKittens' NUM_THREADS_v<...>), probed as smem_constant is, after the
+  // shared memory probes (LaunchStep::block_kernel); block is then {1, 1, 1} and the launch takes x
+  // from the probe. Empty: block, expressions.
+  std::string block_constant;
   Expr cluster[3]; // LaunchStep::cluster; empty: none
   // "when": the step launches only where it holds (empty: always); one that reads only what the
   // plan knows is decided there, one that reads a value at each launch.
@@ -378,8 +383,8 @@ struct KernelSpec {
   // kernel_templates/spec/spec_reduce.cuh, and every list's kernels end with its
   // ktune_spec_reduce (LaunchStep::reduce_kernel).
   bool whole_reads = false;
-  // Some step's dynamic shared memory is a C++ constant (SpecStep::smem_constant): the source ends
-  // with the probe kernel's template, kConstantProbe.
+  // Some step's dynamic shared memory or block is a C++ constant (SpecStep::smem_constant,
+  // block_constant): the source ends with the probe kernel's template, kConstantProbe.
   bool constant_probes = false;
   std::vector<SpecArg> args;
   std::vector<SpecSymbol> symbols;
@@ -586,7 +591,7 @@ const std::string& cuda_include_dir();
 extern const std::vector<std::string> kSpecBuiltins;
 
 // The kernel template whose instantiations carry a C++ constant of a spec's source in their
-// lowered names (SpecStep::smem_constant), and the value one such name holds: false where `lowered`
+// lowered names (SpecStep::smem_constant, block_constant), and the value one such name holds: false where `lowered`
 // is not one (every other kernel).
 extern const char* const kConstantProbe;
 bool constant_probe_value(const std::string& lowered, unsigned long long* value);

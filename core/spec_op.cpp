@@ -864,13 +864,14 @@ std::vector<std::string> KernelSpec::kernel_names(const std::vector<SpecStep>& s
   std::vector<std::string> out;
   for (size_t j = 0; j < st.size(); ++j) out.push_back(expand(st[stand_in < st.size() && skip[j] ? stand_in : j].kernel, "kernel"));
   if (whole_reads) out.push_back("ktune_spec_reduce"); // after the steps: LaunchStep::reduce_kernel
-  // Then a probe a step whose shared memory is a C++ constant, in step order (the index plan gives
-  // LaunchStep::smem_kernel); a step the config never launches probes 0, not a constant it may not
-  // instantiate.
-  for (size_t j = 0; j < st.size(); ++j)
-    if (!st[j].smem_constant.empty())
-      out.push_back(std::string("ktune_constant_probe<(unsigned long long)(") +
-                    (skip[j] ? std::string("0") : expand(st[j].smem_constant, "shared memory constant")) + ")>");
+  // Then a probe a step whose shared memory is a C++ constant, in step order, then one a step whose
+  // block is (the indices plan gives LaunchStep::smem_kernel and block_kernel, probe_kernel); a step
+  // the config never launches probes 0, not a constant it may not instantiate.
+  for (const bool block : {false, true})
+    for (size_t j = 0; j < st.size(); ++j)
+      if (const std::string& k = block ? st[j].block_constant : st[j].smem_constant; !k.empty())
+        out.push_back(std::string("ktune_constant_probe<(unsigned long long)(") +
+                      (skip[j] ? std::string("0") : expand(k, block ? "block constant" : "shared memory constant")) + ")>");
   return out;
 }
 
@@ -1065,10 +1066,16 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
     if (!t.cluster[0].empty())
       for (int d = 0; d < 3; ++d) s.cluster[d] = unsigned(t.cluster[d].eval_integer(v, 1, 8, "cluster blocks" + where_now));
     s.dynamic_smem = unsigned(t.smem.eval_integer(v, 0, 4.0e9, "bytes of dynamic shared memory" + where_now));
-    if (!t.smem_constant.empty()) { // the probe kernel_names puts after the steps (and the reduction)
-      s.smem_kernel = int(st.size()) + (whole_reads ? 1 : 0);
-      for (const SpecStep* q = st.data(); q != &t; ++q) s.smem_kernel += !q->smem_constant.empty();
-    }
+    // The probes kernel_names puts after the steps (and the reduction): every shared memory
+    // constant's in step order, then every block constant's.
+    auto probe_kernel = [&](bool block) {
+      int k = int(st.size()) + (whole_reads ? 1 : 0);
+      for (const SpecStep& q : st) k += block && !q.smem_constant.empty();
+      for (const SpecStep* q = st.data(); q != &t; ++q) k += !(block ? q->block_constant : q->smem_constant).empty();
+      return k;
+    };
+    if (!t.smem_constant.empty()) s.smem_kernel = probe_kernel(false);
+    if (!t.block_constant.empty()) s.block_kernel = probe_kernel(true);
     s.persistent = t.persistent;
     s.cooperative = t.cooperative;
     s.overlap_previous = t.programmatic && (t.programmatic_when.empty() || t.programmatic_when.eval(v) != 0);

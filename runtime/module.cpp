@@ -214,21 +214,44 @@ unsigned Module::resident_blocks(size_t i, const unsigned grid[3], const unsigne
   return unsigned(blocks);
 }
 
+long long Module::constant(int probe, const char* what) const {
+  // A C++ constant of the source: the value its probe kernel's lowered name holds.
+  const long long v = probe >= 0 && size_t(probe) < constants_.size() ? constants_[size_t(probe)] : -1;
+  if (v < 0) throw Error("internal: " + context_ + ": kernel " + std::to_string(probe) + " holds no " + what + " constant");
+  return v;
+}
+
 unsigned Module::dynamic_smem(const LaunchStep& s) const {
   if (s.smem_kernel < 0) return s.dynamic_smem;
-  // A C++ constant of the source: the value its probe kernel's lowered name holds.
-  const long long bytes = size_t(s.smem_kernel) < constants_.size() ? constants_[size_t(s.smem_kernel)] : -1;
-  if (bytes < 0) throw Error("internal: " + context_ + ": kernel " + std::to_string(s.smem_kernel) + " holds no shared memory constant");
+  const long long bytes = constant(s.smem_kernel, "shared memory");
   if (bytes > (long long)(UINT32_MAX)) throw Error(context_ + ": a shared memory constant of " + std::to_string(bytes) + " bytes");
   return unsigned(bytes);
 }
 
+void Module::block_of(const LaunchStep& s, unsigned block[3]) const {
+  for (int d = 0; d < 3; ++d) block[d] = s.block[d];
+  if (s.block_kernel < 0) return;
+  // The plan could not bound a constant it never saw: the kernel's own limit (its
+  // __launch_bounds__, its registers) is what a launch of more threads fails on, named here.
+  const long long threads = constant(s.block_kernel, "block");
+  const size_t i = size_t(s.kernel);
+  int most = 0;
+  check_cu(driver().cuFuncGetAttribute(&most, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, function(i)),
+           "cuFuncGetAttribute(MAX_THREADS_PER_BLOCK)", context_ + " kernel " + std::to_string(i));
+  if (threads < 1 || threads > most)
+    throw Error(context_ + ": kernel " + std::to_string(i) + "'s block, a constant of the source, is " + std::to_string(threads) +
+                " threads; the kernel takes 1 to " + std::to_string(most) + " (its __launch_bounds__, registers and the device's limit)");
+  block[0] = unsigned(threads), block[1] = block[2] = 1;
+}
+
 void Module::launch(const LaunchStep& s, CUstream stream, void** params) {
   const unsigned smem = dynamic_smem(s);
+  unsigned block[3];
+  block_of(s, block);
   const size_t i = static_cast<size_t>(s.kernel);
   unsigned grid[3] = {s.grid[0], s.grid[1], s.grid[2]};
   if (s.persistent) {
-    grid[0] = std::min(grid[0], resident_blocks(i, s.grid, s.block, smem, s.cluster));
+    grid[0] = std::min(grid[0], resident_blocks(i, s.grid, block, smem, s.cluster));
     grid[0] -= grid[0] % s.cluster[0]; // whole clusters (resident_blocks counts whole clusters: never to 0)
   }
   if (s.cooperative) {
@@ -236,13 +259,13 @@ void Module::launch(const LaunchStep& s, CUstream stream, void** params) {
     CUlaunchAttribute attr = {};
     attr.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
     attr.value.cooperative = 1;
-    CUlaunchConfig cfg = launch_config(grid, s.block, smem, stream);
+    CUlaunchConfig cfg = launch_config(grid, block, smem, stream);
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
     check_cu(driver().cuLaunchKernelEx(&cfg, function(i), params, nullptr), "cuLaunchKernelEx(COOPERATIVE)", context_);
     return;
   }
-  launch(i, grid, s.block, smem, stream, params, s.overlap_previous, s.balance_clusters, s.cluster);
+  launch(i, grid, block, smem, stream, params, s.overlap_previous, s.balance_clusters, s.cluster);
 }
 
 void Module::launch(size_t i, const unsigned grid[3], const unsigned block[3], unsigned dynamic_smem, CUstream stream,

@@ -117,6 +117,9 @@ class Module {
   // The dynamic shared memory step s launches with: its own, or the C++ constant its probe kernel
   // holds (LaunchStep::smem_kernel). Throws Error for a probe this module does not hold.
   unsigned dynamic_smem(const LaunchStep& s) const;
+  // The block step s launches with: its own, or x the C++ constant its probe kernel holds
+  // (LaunchStep::block_kernel). Throws Error naming the threads where the kernel cannot take them.
+  void block_of(const LaunchStep& s, unsigned block[3]) const;
   // Blocks of kernel i the device holds at once for this block shape and shared memory (whole
   // clusters for a cluster kernel): the grid of a persistent launch. Computed once per shape. grid:
   // the launch's own (the cluster query wants a grid of whole clusters; its size does not matter).
@@ -126,10 +129,13 @@ class Module {
 
  private:
   void allow_smem(size_t i, unsigned dynamic_smem); // raises the kernel's dynamic smem limit once
+  // The constant probe kernel `probe` holds; Error (internal, naming `what`) where it holds none.
+  long long constant(int probe, const char* what) const;
   CUmodule module_ = nullptr;
   std::vector<CUfunction> functions_;
   // Per kernel: the C++ constant a probe kernel's lowered name holds (constant_probe_value), the
-  // dynamic shared memory of the steps that name it (LaunchStep::smem_kernel); -1: no probe.
+  // dynamic shared memory or block of the steps that name it (LaunchStep::smem_kernel,
+  // block_kernel); -1: no probe.
   std::vector<long long> constants_;
   std::unique_ptr<std::atomic<unsigned>[]> smem_limit_; // per kernel: the limit already set
   // Per kernel: resident_blocks' last answer, (shared memory x 2048 + threads) << 32 | blocks.

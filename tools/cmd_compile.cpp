@@ -67,10 +67,13 @@ int cmd_compile(CompileArgs& a) {
     const std::vector<int> in_while = in_while_of(steps);
     for (size_t i = 0; i < names.size(); ++i) {
       const auto& n = names[i];
-      if (unsigned long long bytes = 0; constant_probe_value(n, &bytes)) { // a step's shared memory, a constant of the source
+      if (unsigned long long v = 0; constant_probe_value(n, &v)) { // a step's shared memory or block, a constant of the source
         for (const LaunchStep& s : launches.steps)
-          if (s.smem_kernel == int(i)) { // the step the plan launches with it (none: a step this config skips)
-            std::printf("  shared memory of kernel %d's launch, a constant of the source: %llu bytes\n", s.kernel, bytes);
+          if (s.smem_kernel == int(i) || s.block_kernel == int(i)) { // the step the plan launches with it (none: one this config skips)
+            if (s.smem_kernel == int(i))
+              std::printf("  shared memory of kernel %d's launch, a constant of the source: %llu bytes\n", s.kernel, v);
+            else
+              std::printf("  threads a block of kernel %d's launch, a constant of the source: %llu\n", s.kernel, v);
             break;
           }
         continue;
@@ -156,15 +159,17 @@ int cmd_compile(CompileArgs& a) {
       for (const auto& s : f.launch_plan(c, p).steps) {
         if (s.kernel < 0) continue; // a copy, or a loop's reset or test
         const unsigned smem = m.dynamic_smem(s); // a C++ constant's too
+        unsigned block[3];
+        m.block_of(s, block);
         char key[128];
-        std::snprintf(key, sizeof key, "%d %u %u %u %u %u %u %u", s.kernel, s.grid[0], s.grid[1], s.grid[2], s.block[0], s.block[1],
-                      s.block[2], smem);
+        std::snprintf(key, sizeof key, "%d %u %u %u %u %u %u %u", s.kernel, s.grid[0], s.grid[1], s.grid[2], block[0], block[1],
+                      block[2], smem);
         if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
         seen.push_back(key);
-        const Occupancy o = m.occupancy(size_t(s.kernel), s.grid, s.block, smem);
+        const Occupancy o = m.occupancy(size_t(s.kernel), s.grid, block, smem);
         const unsigned blocks = s.grid[0] * s.grid[1] * s.grid[2];
         std::printf("  launch of kernel %d at %s: grid %ux%ux%u (%u blocks) of %u threads, %u B dynamic smem: %d blocks per SM",
-                    s.kernel, p.key().c_str(), s.grid[0], s.grid[1], s.grid[2], blocks, s.block[0] * s.block[1] * s.block[2],
+                    s.kernel, p.key().c_str(), s.grid[0], s.grid[1], s.grid[2], blocks, block[0] * block[1] * block[2],
                     smem, o.blocks_per_sm);
         if (o.cluster_size > 1)
           std::printf("; clusters of %d: %d resident at once, the grid has %u", o.cluster_size, o.max_active_clusters,

@@ -209,7 +209,8 @@ int cmd_space(SpaceArgs& a) {
                               : st.test >= 0       ? std::string("a test of the loop's condition, which ends it at the first round it fails") +
                                                        (st.round_loop >= 0 ? " (at most " + std::to_string(st.round_max) + " rounds)" : "")
                                                    : (plan.steps.size() > 1 ? "kernel " + std::to_string(st.kernel) + ": " : std::string()) +
-                                              std::to_string(st.block[0] * st.block[1] * st.block[2]) + " threads, " +
+                                              (st.block_kernel >= 0 ? std::string("threads a C++ constant")
+                                                                    : std::to_string(st.block[0] * st.block[1] * st.block[2]) + " threads") + ", " +
                                               (st.smem_kernel >= 0 ? std::string("dynamic smem a C++ constant (ktune compile tells it)")
                                                                    : std::to_string(st.dynamic_smem) + " B dynamic smem") + [&] {
                                                 // Buffers passed from an element on (a chunk a round).

@@ -129,6 +129,7 @@ const auto kTmaFields = std::make_tuple(
 const auto kStepFields = std::make_tuple(
     field("kernel", &LaunchStep::kernel), field("grid", &LaunchStep::grid), field("block", &LaunchStep::block),
     field("smem", &LaunchStep::dynamic_smem), field("smem_kernel", &LaunchStep::smem_kernel),
+    field("block_kernel", &LaunchStep::block_kernel),
     field("overlap_previous", &LaunchStep::overlap_previous),
     field("balance_clusters", &LaunchStep::balance_clusters), field("cluster", &LaunchStep::cluster),
     field("persistent", &LaunchStep::persistent), field("cooperative", &LaunchStep::cooperative),

@@ -43,6 +43,10 @@ struct LaunchStep {
   // ktune_constant_probe<V> whose template argument V is that constant, which Module reads from its
   // lowered name and launches with in place of dynamic_smem. -1: none.
   int smem_kernel = -1;
+  // A user kernel's threads a block given as a C++ constant of its source (Ktraits::kNThreads):
+  // kernel block_kernel is the probe holding it, which Module launches with as block x (block is
+  // then {1, 1, 1}). -1: none.
+  int block_kernel = -1;
   // Programmatic dependent launch (sm_90): the step's blocks may be scheduled while the previous
   // step's last blocks still run. Only for kernels that wait for the previous grid
   // (griddepcontrol.wait) before reading what it wrote; elsewhere the flag is ignored.

@@ -2463,6 +2463,73 @@ __global__ void scan_ref(const int* x, int* y, int n) {
   }
 }
 
+// A block's threads as a C++ constant of the source (Ktraits::kNThreads): two steps of two block
+// constants, the first's shared memory a constant too, each kernel checking blockDim and its
+// dynamic shared memory (a launch with the plan's {1, 1, 1} block, or another step's constant,
+// computes the wrong sum). A constant the kernel cannot take (past its __launch_bounds__, past 1024)
+// fails its launch, naming the threads.
+TEST(KernelSpecGpu, ABlockFromACppConstantReachesTheLaunch) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  TempDir dir("spec_block_constant");
+  std::ofstream(dir.file("b.cu")) << R"CUDA(
+template <int W> struct Kt {
+  static constexpr int kThreads = 32 * W, kSmem = 8 * kThreads, kTwice = 64 * W;
+};
+template <int W, int LB>
+__global__ void __launch_bounds__(LB) fill(float* y, int n) {
+  extern __shared__ float buf[];
+  unsigned got;
+  asm volatile("mov.u32 %0, %%dynamic_smem_size;" : "=r"(got));
+  buf[threadIdx.x] = float(threadIdx.x);
+  __syncthreads();
+  const bool right = blockDim.x == Kt<W>::kThreads && blockDim.y == 1 && blockDim.z == 1 && got == unsigned(Kt<W>::kSmem);
+  const int i = blockIdx.x * Kt<W>::kThreads + threadIdx.x;
+  if (i < n) y[i] = float(i % 1000) + (right ? 0.f : 1e6f) + (buf[threadIdx.x] - float(threadIdx.x));
+}
+template <int W>
+__global__ void twice(float* y, int n) {
+  const int i = blockIdx.x * Kt<W>::kTwice + threadIdx.x;
+  if (i < n) y[i] = 2.f * y[i] + (blockDim.x == Kt<W>::kTwice ? 0.f : 1e6f);
+}
+__global__ void ref(float* y, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = 2.f * float(i % 1000);
+}
+)CUDA";
+  std::ofstream(dir.file("b.json")) << R"JSON({
+  "name": "block_constant_gpu", "sources": ["b.cu"], "params_as": "template", "dims": ["n"],
+  "params": {"W": [2, 4, 8, 64], "LB": [128, 1024]},
+  "launch": [{"kernel": "fill<{W}, {LB}>", "grid": ["ceil_div(n, 32 * W)"], "block": {"constant": "Kt<{W}>::kThreads"},
+              "shared_memory": {"constant": "Kt<{W}>::kSmem"}},
+             {"kernel": "twice<{W}>", "grid": ["ceil_div(n, 64 * W)"], "block": {"constant": "Kt<{W}>::kTwice / (W == 64 ? 4 : 1)"}}],
+  "args": [{"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out", "atol": 0, "rtol": 0},
+           {"name": "n_", "kind": "scalar", "value": "n"}],
+  "check": {"reference": {"kernel": "ref", "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]}}}
+})JSON";
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  const std::string op = load_kernel_spec(dir.file("b.json"));
+  auto runner = make_op_runner(op, compiler, *d);
+  const Problem p = Problem::parse(op, "100003");
+  for (int w : {2, 4, 8}) {
+    const VerifyResult v = check_config(*runner, compiler, *d, op, Config{{"W", w}, {"LB", 1024}}, p, 5);
+    EXPECT_TRUE(v.pass) << "W " << w << ": " << v.summary();
+  }
+  // 256 threads past __launch_bounds__(128); 2048 past every kernel's limit.
+  for (const auto& [w, lb, threads] : {std::tuple{8, 128, 256}, std::tuple{64, 1024, 2048}}) {
+    try {
+      const VerifyResult v = check_config(*runner, compiler, *d, op, Config{{"W", w}, {"LB", lb}}, p, 5);
+      ADD_FAILURE() << "W " << w << " LB " << lb << " launched: " << v.summary();
+    } catch (const Error& e) {
+      const std::string want = "a constant of the source, is " + std::to_string(threads) + " threads; the kernel takes 1 to ";
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(lb == 128 ? "to 128 " : "to 1024 "), std::string::npos) << e.what();
+    }
+  }
+}
+
 // A scalar of the problem's dtype ("dtype": "dtype"): `T alpha` by value at f32, f64, f16 and bf16
 // (4, 8, 2 and 2 bytes), the caller's alpha reaching the kernel in each; a planted alpha the
 // kernel reads as the wrong type fails.

@@ -2760,6 +2760,79 @@ TEST(KernelSpec, SharedMemoryFromACppConstantIsReadFromTheCompiledProbe) {
                  "shared memory constant 'Traits<{Q}>::kSmem': {Q} is not a parameter, a dimension or {dtype}");
 }
 
+// A block's threads as a C++ constant of the source (Ktraits::kNThreads, ThunderKittens'
+// NUM_THREADS_v): probed as a shared memory constant is, after every shared memory probe, in step
+// order; the plan launches {1, 1, 1} with the probe's index, which the worker gets.
+TEST(KernelSpec, ABlockFromACppConstantIsProbedAfterTheSharedMemoryConstants) {
+  SpecDir d;
+  d.write("b.cu", "template <int W> struct Kt { static constexpr int kThreads = 32 * W; static constexpr int kSmem = 8 * kThreads;\n"
+                  "  static constexpr int kTwice = 64 * W; };\n"
+                  "template <int W> __global__ void fill(float* y, int n) { const int i = blockIdx.x * Kt<W>::kThreads + threadIdx.x;"
+                  " if (i < n) y[i] = 1.f; }\n"
+                  "template <int W> __global__ void twice(float* y, int n) { const int i = blockIdx.x * Kt<W>::kTwice + threadIdx.x;"
+                  " if (i < n) y[i] *= 2.f; }\n"
+                  "__global__ void ref(float* y, int n) { const int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = 2.f; }\n");
+  const ojson base = ojson::parse(R"JSON({
+    "name": "block_constant", "sources": ["b.cu"], "params_as": "template", "dims": ["n"], "params": {"W": [2, 4]},
+    "launch": [{"kernel": "fill<{W}>", "grid": ["ceil_div(n, 32 * W)"], "block": {"constant": "Kt<{W}>::kThreads"},
+                "shared_memory": {"constant": "Kt<{W}>::kSmem"}},
+               {"kernel": "twice<{W}>", "grid": ["ceil_div(n, 64 * W)"], "block": {"constant": "Kt<{W}>::kTwice"}}],
+    "args": [{"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"}, {"name": "n_", "kind": "scalar", "value": "n"}],
+    "check": {"reference": {"kernel": "ref", "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]}}}})JSON");
+  const std::string op = load_kernel_spec_text(base.dump(), "b.json", d.dir());
+  const KernelSpec& s = spec_of(op);
+  EXPECT_EQ(s.steps.at(0).block_constant, "Kt<{W}>::kThreads");
+  EXPECT_EQ(s.steps.at(1).block_constant, "Kt<{W}>::kTwice");
+  EXPECT_TRUE(s.steps.at(1).smem_constant.empty());
+  const Problem p = Problem::parse(op, "100000");
+  Config c;
+  c.set("W", 4);
+  EXPECT_EQ(s.kernel_names(s.steps, c, p),
+            (std::vector<std::string>{"fill<4>", "twice<4>", "ktune_constant_probe<(unsigned long long)(Kt<4>::kSmem)>",
+                                      "ktune_constant_probe<(unsigned long long)(Kt<4>::kThreads)>",
+                                      "ktune_constant_probe<(unsigned long long)(Kt<4>::kTwice)>"}));
+  const LaunchPlan plan = find_family(op).launch_plan(c, p);
+  ASSERT_EQ(plan.steps.size(), 2u);
+  EXPECT_EQ(plan.steps[0].smem_kernel, 2);
+  EXPECT_EQ(plan.steps[0].block_kernel, 3);
+  EXPECT_EQ(plan.steps[1].smem_kernel, -1);
+  EXPECT_EQ(plan.steps[1].block_kernel, 4);
+  for (const LaunchStep& st : plan.steps)
+    EXPECT_TRUE(st.block[0] == 1 && st.block[1] == 1 && st.block[2] == 1) << "x comes from the probe at the launch";
+  const LaunchPlan back = plan_from_json(nlohmann::json::parse(plan_to_json(plan).dump()));
+  EXPECT_EQ(back.steps.at(0).block_kernel, 3) << "the worker gets it";
+  EXPECT_EQ(back.steps.at(1).block_kernel, 4);
+  EXPECT_EQ(s.plan(s.reference_steps, s.reference_config, p).steps.at(0).block_kernel, -1);
+  // Compiled: each probe's lowered name holds NVRTC's value.
+  Compiler compiler;
+  for (int w : {2, 4}) {
+    c.set("W", w);
+    const auto k = compiler.compile(compile_request(find_family(op), c, p, "sm_90"));
+    ASSERT_EQ(k->lowered_names.size(), 5u);
+    const unsigned long long want[3] = {256ull * unsigned(w), 32ull * unsigned(w), 64ull * unsigned(w)};
+    for (int j = 0; j < 3; ++j) {
+      unsigned long long v = 0;
+      ASSERT_TRUE(constant_probe_value(k->lowered_names[size_t(2 + j)], &v)) << k->lowered_names[size_t(2 + j)];
+      EXPECT_EQ(v, want[j]) << "probe " << j << " at W " << w;
+    }
+  }
+  // Refused: no constant, an empty one, another field, a constant grid or cluster; a placeholder
+  // that is no parameter.
+  auto with = [&](const std::function<void(ojson&)>& f) {
+    ojson j = base;
+    f(j);
+    return j;
+  };
+  expect_refused(with([](ojson& j) { j["launch"][0]["block"] = ojson::object(); }), d,
+                 "launch[0].block: expected 1 to 3 expressions (x, y, z) or {\"constant\"");
+  expect_refused(with([](ojson& j) { j["launch"][0]["block"]["constant"] = ""; }), d, "launch[0].block.constant: empty");
+  expect_refused(with([](ojson& j) { j["launch"][0]["block"]["y"] = 2; }), d, "launch[0].block.y: unknown field");
+  expect_refused(with([](ojson& j) { j["launch"][0]["grid"] = {{"constant", "Kt<{W}>::kThreads"}}; }), d,
+                 "launch[0].grid: expected 1 to 3 expressions");
+  expect_refused(with([](ojson& j) { j["launch"][1]["block"]["constant"] = "Kt<{V}>::kTwice"; }), d,
+                 "block constant 'Kt<{V}>::kTwice': {V} is not a parameter, a dimension or {dtype}");
+}
+
 // "arch": "sm_90a": a kernel of arch-specific instructions (setmaxnreg here, as wgmma) is compiled
 // for sm_90a, its reference too (one source), and serves sm_90 devices only; "sm_80" is the oldest
 // arch a kernel needs. Without the field the same source fails at ptxas on sm_90.
