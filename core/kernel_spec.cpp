@@ -1225,7 +1225,8 @@ void read_args(const Reader& r, KernelSpec& s, const ojson& v) {
     for (size_t f = 0; f < s.args[i].fields.size(); ++f) {
       const std::string& name = field_buffers[i][f];
       if (name.empty()) continue;
-      const bool texture = s.args[i].is_texture(), made = s.args[i].made_at_launch();
+      // An argument made from one buffer names it at its top ("buffer"), a struct's field in its own.
+      const bool texture = s.args[i].is_texture(), made = s.args[i].made_at_launch() || s.args[i].is_tensor_map();
       const std::string fk = "args[" + std::to_string(i) + "]" + (made ? "" : ".fields[" + std::to_string(f) + "]") + ".buffer";
       const int k = r.arg_index(s, name, fk);
       const std::string made_does = texture ? std::string("a ") + s.args[i].kind_name() + " reads"

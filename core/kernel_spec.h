@@ -195,22 +195,22 @@ struct SpecArg {
   Table table;
   // "kind": "tensor_map": a TMA descriptor (CUtensorMap, 128 bytes by value: a kernel's
   // `const __grid_constant__ CUtensorMap`) over a buffer argument, as host code makes one with
-  // cuTensorMapEncodeTiled. Held as a struct of one map field (fields[0]), whose 128 bytes the
-  // launch encodes for the address the round passes, as it does a map field of a struct.
+  // cuTensorMapEncodeTiled. A struct of one map field (fields[0], at 0), planned and built as any
+  // struct with maps: its shape in the plan's bytes, encoded for the address the round passes.
   bool tensor_map_arg = false;
   bool is_texture() const { return texture_arg; } // a texture or a surface
   bool is_table() const { return table_arg; }
   bool is_tensor_map() const { return tensor_map_arg; }
   // An argument the launch makes from its buffer's address as the round passes it, at each launch
-  // that passes it: a texture's or surface's object, an address table's address (8 bytes), a
-  // tensor map (128). Never built as a struct.
-  bool made_at_launch() const { return texture_arg || table_arg || tensor_map_arg; }
+  // that passes it: a texture's or surface's object, an address table's address (8 bytes). Never
+  // built as a struct.
+  bool made_at_launch() const { return texture_arg || table_arg; }
   bool is_struct() const { return !fields.empty(); }
   // Map field i's name in messages: a tensor map argument's own, a struct's "p.tma_a".
   std::string map_name(size_t i) const { return tensor_map_arg ? name : name + "." + fields.at(i).name; }
-  // A struct (not a tensor map argument) with a map field among its fields.
+  // A struct with a map field among its fields (a tensor map argument is one).
   bool struct_has_maps() const {
-    return !tensor_map_arg && std::any_of(fields.begin(), fields.end(), [](const Field& f) { return f.is_map(); });
+    return std::any_of(fields.begin(), fields.end(), [](const Field& f) { return f.is_map(); });
   }
   // A scalar argument (computed or the caller's): neither a buffer nor a struct (nor a texture).
   bool scalar() const { return !buffer && !is_struct(); }
@@ -498,7 +498,6 @@ struct KernelSpec {
     // struct's map field holds its shape in the plan).
     static constexpr size_t kBytes = sizeof(int) * 3 + sizeof(uint64_t) * (2 * kMaxRank - 1) + sizeof(uint32_t) * kMaxRank + sizeof(ElemType);
     std::vector<unsigned char> to_bytes() const;
-    static TensorMapShape from_bytes(const std::vector<unsigned char>& bytes);
     static TensorMapShape from_bytes(const unsigned char* bytes); // kBytes of them
   };
   // field: the map field of a struct argument (a tensor map argument's is its field 0).

@@ -464,11 +464,6 @@ std::vector<unsigned char> KernelSpec::TensorMapShape::to_bytes() const {
   return b;
 }
 
-KernelSpec::TensorMapShape KernelSpec::TensorMapShape::from_bytes(const std::vector<unsigned char>& b) {
-  if (b.size() != kBytes) throw Error("internal: a tensor map's plan data of " + std::to_string(b.size()) + " bytes, not " + std::to_string(kBytes));
-  return from_bytes(b.data());
-}
-
 KernelSpec::TensorMapShape KernelSpec::TensorMapShape::from_bytes(const unsigned char* at) {
   TensorMapShape x;
   for (const auto& [ptr, n] : std::initializer_list<std::pair<void*, size_t>>{
@@ -935,9 +930,7 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
       plan.workspace_bytes += (x.bytes + 255) / 256 * 256;
       // The value it is set to before every launch, at this problem: once here, not at each call.
       if (a.set_before_launch && a.fill.kind == SpecFill::constant) x.value = fill_value_at(a.fill, p);
-    } else if (a.is_tensor_map()) { // its shape; the launch encodes it with the buffer's address
-      if (passes_launched(i, st, c, p)) x.data = tensor_map_at(i, p, c).to_bytes();
-    } else if (a.struct_has_maps()) {
+    } else if (a.struct_has_maps()) { // a tensor map argument too
       // Its maps' shapes where a launched step passes it and its bytes are the call's (one that
       // reads a loop's counter has its bytes at each launch, LaunchStep::struct_data); no bytes
       // otherwise, and none built (a map of no shape is no map to launch with).

@@ -103,8 +103,7 @@ namespace {
 // field the offset data holds past its buffer's address (address(k), buffer argument k's now),
 // each map field the map of the shape data holds over its buffer's address (cached per thread);
 // where: the spec, the struct and the problem, for an encode's error. A texture's bytes (its
-// object), a table's (its address) and a tensor map argument's are set at each launch that passes
-// it (launch_buffers).
+// object) and a table's (its address) are set at each launch that passes it (launch_buffers).
 void build_struct(const SpecArg& a, const std::vector<unsigned char>& data, unsigned long long* out,
                   const std::function<CUdeviceptr(int)>& address, const std::function<std::string()>& where) {
   if (data.size() != a.struct_bytes)
@@ -117,9 +116,10 @@ void build_struct(const SpecArg& a, const std::vector<unsigned char>& data, unsi
     if (f.is_map()) {
       const KernelSpec::TensorMapShape shape = KernelSpec::TensorMapShape::from_bytes(bytes + f.offset);
       if (shape.rank < 1 || shape.rank > KernelSpec::TensorMapShape::kMaxRank)
-        throw Error("internal: struct " + a.name + "'s map field " + f.name + " built from a plan that made no shape for it");
+        throw Error("internal: tensor map " + a.map_name(size_t(&f - a.fields.data())) + " built from a plan that made no shape for it");
+      static_assert(sizeof(CUtensorMap) == 128, "a CUtensorMap is 128 bytes");
       const CUtensorMap map = encode_tensor_map(spec_map_key(shape, reinterpret_cast<const void*>(address(f.buffer))),
-                                                [&] { return where() + ", tensor map " + a.name + "." + f.name; });
+                                                [&] { return where() + ", tensor map " + a.map_name(size_t(&f - a.fields.data())); });
       std::memcpy(bytes + f.offset, &map, sizeof map);
     } else if (f.buffer >= 0) {
       CUdeviceptr at;
@@ -136,17 +136,6 @@ CUdeviceptr BufferArgs::table(size_t i, CUdeviceptr at, CUstream stream) const {
     return spec_->path + ": address table " + spec_->args.at(i).name + " over " +
            spec_->args.at(size_t(spec_->args.at(i).fields.at(0).buffer)).name + " at " + p_->key();
   });
-}
-
-void BufferArgs::set_tensor_map(size_t i, CUdeviceptr at) {
-  if (i >= tensor_maps_.size() || !tensor_maps_[i].rank)
-    throw Error("internal: tensor map " + spec_->args.at(i).name + " passed by a step of a plan that made no shape for it");
-  const CUtensorMap map = encode_tensor_map(spec_map_key(tensor_maps_[i], reinterpret_cast<const void*>(at)), [&] {
-    return spec_->path + ": tensor map " + spec_->args.at(i).name + " over " +
-           spec_->args.at(size_t(spec_->args.at(i).fields.at(0).buffer)).name + " at " + p_->key();
-  });
-  static_assert(sizeof map == 128, "a CUtensorMap is 128 bytes");
-  std::memcpy(structs_.at(i).data(), &map, sizeof map);
 }
 
 TextureObject BufferArgs::texture(size_t i, CUdeviceptr at, CUstream stream) const {
@@ -172,15 +161,10 @@ void BufferArgs::bind(const LaunchPlan& plan) {
       store_elem(slot, 0, a.scalar_elem(*p_), x.value);
     }
   }
-  // A tensor map's shape at this plan; its bytes are encoded where a step passes it.
-  for (size_t i = 0; i < spec_->args.size(); ++i)
-    if (spec_->args[i].is_tensor_map() && !plan.spec_args[i].data.empty()) {
-      if (tensor_maps_.empty()) tensor_maps_.resize(spec_->args.size());
-      tensor_maps_[i] = KernelSpec::TensorMapShape::from_bytes(plan.spec_args[i].data);
-    }
-  // Structs last: their pointers are the buffers' addresses now, temporaries' included. A texture,
-  // table or tensor map is made where a step passes it (launch_buffers); a struct with maps the
-  // plan made no bytes for (no launched step passes it as the call's) is not built.
+  // Structs last: their pointers and maps are the buffers' addresses now, temporaries' included
+  // (a step whose round moves a buffer builds its own, launch_buffers). A texture or table is made
+  // where a step passes it; a struct with maps the plan made no bytes for (no launched step passes
+  // it as the call's) is not built.
   for (size_t i = 0; i < spec_->args.size(); ++i) {
     const SpecArg& a = spec_->args[i];
     if (!a.is_struct() || a.made_at_launch() || (a.struct_has_maps() && plan.spec_args[i].data.empty())) continue;
@@ -372,7 +356,6 @@ void launch_buffers(Module& m, const LaunchPlan& plan, BufferArgs& args, CUstrea
         throw Error("internal: struct " + a.name + " with tensor maps passed by a step of a plan that made no bytes for it (" +
                     m.context() + ")");
       if (a.is_table() && !back) args.set_made(size_t(k), args.table(size_t(k), pointer(s, a.fields[0].buffer), stream));
-      if (a.is_tensor_map() && !back) args.set_tensor_map(size_t(k), pointer(s, a.fields[0].buffer));
       if (!a.is_texture() || (back && !a.is_surface())) continue;
       const CUdeviceptr at = pointer(s, a.fields[0].buffer);
       const TextureObject o = args.texture(size_t(k), at, stream);

@@ -56,10 +56,6 @@ class BufferArgs {
   // Argument i's 8 bytes (SpecArg::made_at_launch: a texture's object, a table's address), as the
   // launch that passes it makes them.
   void set_made(size_t i, unsigned long long value) { structs_.at(i).at(0) = value; }
-  // Tensor map argument i (SpecArg::TensorMap): the map of its shape at this plan (bind) over the
-  // buffer at `at`, encoded (runtime/tensor_maps.h: cached per thread) into its 128 bytes, at each
-  // launch of a step that passes it.
-  void set_tensor_map(size_t i, CUdeviceptr at);
 
  private:
   const Problem* p_;
@@ -68,7 +64,6 @@ class BufferArgs {
   std::vector<long long> dims_; // the dimensions, then the strides
   std::vector<float> scalars_;
   std::vector<unsigned long long> slots_; // a spec's arguments, one 8-byte slot each
-  std::vector<KernelSpec::TensorMapShape> tensor_maps_; // a spec's tensor maps' shapes, at the bound plan
   // A spec's struct arguments (SpecArg::fields), beside slots_: their bytes (8-byte words), filled
   // by bind; empty for the others.
   std::vector<std::vector<unsigned long long>> structs_;

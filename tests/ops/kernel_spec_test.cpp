@@ -2945,9 +2945,10 @@ TEST(KernelSpec, ATensorMapIsItsBuffersShapeAtTheConfigsBox) {
   EXPECT_EQ(x.box[0], 64u);
   EXPECT_EQ(x.box[1], 16u);
   EXPECT_EQ(x.type, ElemType::f32);
-  // The plan carries it; the worker's JSON too.
+  // The plan carries it in the map's own 128 bytes (a struct of one map field); the worker's JSON too.
   const LaunchPlan plan = find_family(op).launch_plan(c, p);
-  const auto back = KernelSpec::TensorMapShape::from_bytes(plan.spec_args.at(1).data);
+  ASSERT_EQ(plan.spec_args.at(1).data.size(), 128u);
+  const auto back = KernelSpec::TensorMapShape::from_bytes(plan.spec_args.at(1).data.data());
   EXPECT_EQ(back.box[0], 64u);
   EXPECT_EQ(back.strides[0], 4000u);
   EXPECT_EQ(plan_from_json(nlohmann::json::parse(plan_to_json(plan).dump())).spec_args.at(1).data, plan.spec_args.at(1).data);
