@@ -2253,10 +2253,11 @@ TEST(KernelSpecGpu, ATensorMapLoadsEachBlocksTileThroughTma) {
       }
 }
 
-// Tensor maps inside a struct (a params struct of CUtensorMap members): each round's block loads
-// its tiles of x and b through the struct's two maps, encoded at each launch for the buffers the
-// round passes (x's is the last round's y after the swap), at every config and at an odd and an
-// even number of rounds; a kernel that loads b's tile through x's map is rejected.
+// Tensor maps inside a struct (a params struct of CUtensorMap members), and the same kernel's maps
+// as tensor map arguments of their own: each round's block loads its tiles of x and b through the
+// two maps, encoded for the buffers the round passes (x's is the last round's y after the swap),
+// at every config and at an odd and an even number of rounds; a kernel that loads b's tile through
+// x's map is rejected.
 TEST(KernelSpecGpu, TensorMapsInAStructFollowTheRoundsBuffers) {
   std::string why;
   const DeviceInfo* d = ktune::testing::first_gpu(&why);
@@ -2265,19 +2266,23 @@ TEST(KernelSpecGpu, TensorMapsInAStructFollowTheRoundsBuffers) {
   TempDir dir("spec_tma_struct");
   std::ofstream(dir.file("tma_struct.cu")) << ktune::testing::kTmaStructSource;
   std::ofstream(dir.file("tma_struct.json")) << ktune::testing::kTmaStructSpec;
-  const std::string op = load_kernel_spec(dir.file("tma_struct.json"));
+  std::ofstream(dir.file("tma_args.json")) << ktune::testing::kTmaArgsSpec;
   CudaContext ctx(d->ordinal);
   Compiler compiler;
-  auto runner = make_op_runner(op, compiler, *d);
-  for (const char* shape : {"1000x300x3", "4096x33x4"})
-    for (int bx : {32, 64})
-      for (int by : {4, 16})
-        for (int fault : {0, 1}) {
-          const VerifyResult v =
-              check_config(*runner, compiler, *d, op, Config{{"BX", bx}, {"BY", by}, {"FAULT", fault}}, Problem::parse(op, shape), 4);
-          if (fault) EXPECT_FALSE(v.pass) << shape << " BX " << bx << " BY " << by << ": b's tile through x's map passed: " << v.summary();
-          else EXPECT_TRUE(v.pass) << shape << " BX " << bx << " BY " << by << ": " << v.summary();
-        }
+  for (const char* spec : {"tma_struct.json", "tma_args.json"}) {
+    const std::string op = load_kernel_spec(dir.file(spec));
+    auto runner = make_op_runner(op, compiler, *d);
+    for (const char* shape : {"1000x300x3", "4096x33x4"})
+      for (int bx : {32, 64})
+        for (int by : {4, 16})
+          for (int fault : {0, 1}) {
+            const VerifyResult v =
+                check_config(*runner, compiler, *d, op, Config{{"BX", bx}, {"BY", by}, {"FAULT", fault}}, Problem::parse(op, shape), 4);
+            const std::string at = std::string(spec) + " " + shape + " BX " + std::to_string(bx) + " BY " + std::to_string(by);
+            if (fault) EXPECT_FALSE(v.pass) << at << ": b's tile through x's map passed: " << v.summary();
+            else EXPECT_TRUE(v.pass) << at << ": " << v.summary();
+          }
+  }
 }
 
 TEST(KernelSpecGpu, AnAddressTablePointsIntoTheRoundsBufferAndStaysIntact) {
@@ -2503,7 +2508,7 @@ __global__ void ref(float* y, int n) {
   "params": {"W": [2, 4, 8, 64], "LB": [128, 1024]},
   "launch": [{"kernel": "fill<{W}, {LB}>", "grid": ["ceil_div(n, 32 * W)"], "block": {"constant": "Kt<{W}>::kThreads"},
               "shared_memory": {"constant": "Kt<{W}>::kSmem"}},
-             {"kernel": "twice<{W}>", "grid": ["ceil_div(n, 64 * W)"], "block": {"constant": "Kt<{W}>::kTwice / (W == 64 ? 4 : 1)"}}],
+             {"kernel": "twice<{W}>", "grid": ["ceil_div(n, 64 * W)"], "block": {"constant": "Kt<{W}>::kTwice / ({W} == 64 ? 4 : 1)"}}],
   "args": [{"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out", "atol": 0, "rtol": 0},
            {"name": "n_", "kind": "scalar", "value": "n"}],
   "check": {"reference": {"kernel": "ref", "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]}}}

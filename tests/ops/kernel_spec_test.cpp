@@ -3140,6 +3140,45 @@ TEST(KernelSpec, AStructHoldsTensorMapsLaidOutAsCudaLaysThemOut) {
   EXPECT_EQ(KernelSpec::TensorMapShape::from_bytes(l2_plan.spec_args.at(3).data.data()).l2_promotion, 256);
 }
 
+// Tensor map arguments are structs of one map field: planned as one (the shape in the map's own
+// 128 bytes, at a launched step only), their buffer following a loop's swap as a struct's pointer
+// does, the kernel's parameters 128 bytes each.
+TEST(KernelSpec, ATensorMapArgumentIsPlannedAsAStructOfOneMapField) {
+  SpecDir d;
+  d.write("tma_struct.cu", kTmaStructSource);
+  const std::string op = load_kernel_spec_text(ktune::testing::kTmaArgsSpec, "tma_args.json", d.dir());
+  const KernelSpec& s = spec_of(op);
+  const SpecArg& mx = s.args[3];
+  EXPECT_TRUE(mx.is_tensor_map());
+  EXPECT_TRUE(mx.struct_has_maps());
+  EXPECT_FALSE(mx.made_at_launch());
+  EXPECT_EQ(mx.map_name(0), "mx");
+  EXPECT_EQ(mx.struct_bytes, 128u);
+  const Problem p = Problem::parse(op, "1000x300x3");
+  const Config c{{"BX", 32}, {"BY", 4}, {"FAULT", 0}};
+  const LaunchPlan plan = find_family(op).launch_plan(c, p);
+  for (size_t k : {size_t(3), size_t(4)}) {
+    const std::vector<unsigned char>& data = plan.spec_args.at(k).data;
+    ASSERT_EQ(data.size(), 128u) << s.args[k].name;
+    const auto shape = KernelSpec::TensorMapShape::from_bytes(data.data());
+    EXPECT_EQ(shape.rank, 2);
+    EXPECT_EQ(shape.dims[0], 1000u);
+    EXPECT_EQ(shape.box[0], 32u);
+    EXPECT_EQ(shape.box[1], 4u);
+  }
+  // Rounds after the first pass y as x (and x as y): mx's buffer among the aliased.
+  int swapped = 0;
+  for (const LaunchStep& st : plan.steps)
+    swapped += std::find(st.alias_args.begin(), st.alias_args.end(), 0) != st.alias_args.end();
+  EXPECT_GE(swapped, 1) << "no launch moves x";
+  Compiler compiler;
+  const auto k = compiler.compile(compile_request(find_family(op), c, p, "sm_90"));
+  const std::vector<size_t> sizes = cubin_param_sizes(k->cubin, k->lowered_names.at(0));
+  EXPECT_EQ(sizes, (std::vector<size_t>{128, 128, 8, 4, 4}));
+  EXPECT_EQ(param_sizes_mismatch(s, s.steps[0].args, sizes, p, "launch"), "");
+}
+
+
 // A struct inside a struct ("kind": "struct" among the fields): laid out as its own (its
 // alignment, its padded size) and flattened into the outer one's fields as "inner.field"; the
 // kernel's static_asserts pin C's offsets, its parameter size the whole. ThunderKittens' globals

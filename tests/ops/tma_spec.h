@@ -65,7 +65,7 @@ struct Params {
   int w, h;
 };
 template <int BX, int BY, int FAULT>
-__global__ void tma_round(const __grid_constant__ Params p) {
+__device__ void round_tiles(const CUtensorMap* mx, const CUtensorMap* mb, float* y, int w, int h) {
   __shared__ alignas(128) float xt[BY][BX];
   __shared__ alignas(128) float bt[BY][BX];
   __shared__ alignas(8) unsigned long long bar;
@@ -78,7 +78,7 @@ __global__ void tma_round(const __grid_constant__ Params p) {
   __syncthreads();
   if (threadIdx.x == 0) {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(sb), "r"((unsigned)(2 * BX * BY * 4)) : "memory");
-    const CUtensorMap* maps[2] = {&p.x, FAULT ? &p.x : &p.b};
+    const CUtensorMap* maps[2] = {mx, FAULT ? mx : mb};
     float* tiles[2] = {&xt[0][0], &bt[0][0]};
     for (int k = 0; k < 2; ++k)
       asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
@@ -87,8 +87,15 @@ __global__ void tma_round(const __grid_constant__ Params p) {
   asm volatile("{\n .reg .pred q;\n WAIT_%=:\n mbarrier.try_wait.parity.shared::cta.b64 q, [%0], 0;\n @!q bra WAIT_%=;\n}" :: "r"(sb) : "memory");
   for (int i = threadIdx.x; i < BX * BY; i += blockDim.x) {
     const int r = i / BX, c = i % BX, gx = x0 + c, gy = y0 + r;
-    if (gx < p.w && gy < p.h) p.y[(long long)gy * p.w + gx] = 0.5f * xt[r][c] + bt[r][c];
+    if (gx < w && gy < h) y[(long long)gy * w + gx] = 0.5f * xt[r][c] + bt[r][c];
   }
+}
+template <int BX, int BY, int FAULT>
+__global__ void tma_round(const __grid_constant__ Params p) { round_tiles<BX, BY, FAULT>(&p.x, &p.b, p.y, p.w, p.h); }
+// The same round with the maps as arguments of their own (tensor map arguments).
+template <int BX, int BY, int FAULT>
+__global__ void tma_round_args(const __grid_constant__ CUtensorMap x, const __grid_constant__ CUtensorMap b, float* y, int w, int h) {
+  round_tiles<BX, BY, FAULT>(&x, &b, y, w, h);
 }
 __global__ void rounds_ref(float* x, const float* b, int n, int T) {
   const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
@@ -110,6 +117,21 @@ inline constexpr const char* kTmaStructSpec = R"JSON({
              {"name": "x", "kind": "tensor_map", "buffer": "x", "dims": ["w", "h"], "box": ["BX", "BY"]},
              {"name": "b", "kind": "tensor_map", "buffer": "b", "dims": ["w", "h"], "box": ["BX", "BY"]},
              {"name": "y", "buffer": "y"}, {"name": "w", "value": "w"}, {"name": "h", "value": "h"}]},
+           {"name": "n_", "kind": "scalar", "value": "w * h"}, {"name": "T_", "kind": "scalar", "value": "T"}],
+  "check": {"reference": {"kernel": "rounds_ref", "launch": {"grid": ["ceil_div(w * h, 256)"], "block": [256], "args": ["x", "b", "n_", "T_"]}}}
+})JSON";
+// kTmaStructSpec's rounds with the maps as tensor map arguments: mx over x follows the swap.
+inline constexpr const char* kTmaArgsSpec = R"JSON({
+  "name": "tma_rounds_args", "sources": ["tma_struct.cu"], "params_as": "template", "dims": ["w", "h", "T"], "arch": "sm_90",
+  "params": {"BX": [32, 64], "BY": [4, 16], "FAULT": [0, 1]},
+  "launch": {"kernel": "tma_round_args<{BX}, {BY}, {FAULT}>", "grid": ["ceil_div(w, BX)", "ceil_div(h, BY)"], "block": [128],
+             "repeat": "T", "swap": [["x", "y"]], "args": ["mx", "mb", "y", "w_", "h_"]},
+  "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "w * h", "intent": "inout"},
+           {"name": "b", "kind": "buffer", "dtype": "f32", "count": "w * h"},
+           {"name": "y", "kind": "buffer", "dtype": "f32", "count": "w * h", "intent": "temp"},
+           {"name": "mx", "kind": "tensor_map", "buffer": "x", "dims": ["w", "h"], "box": ["BX", "BY"]},
+           {"name": "mb", "kind": "tensor_map", "buffer": "b", "dims": ["w", "h"], "box": ["BX", "BY"]},
+           {"name": "w_", "kind": "scalar", "value": "w"}, {"name": "h_", "kind": "scalar", "value": "h"},
            {"name": "n_", "kind": "scalar", "value": "w * h"}, {"name": "T_", "kind": "scalar", "value": "T"}],
   "check": {"reference": {"kernel": "rounds_ref", "launch": {"grid": ["ceil_div(w * h, 256)"], "block": [256], "args": ["x", "b", "n_", "T_"]}}}
 })JSON";
