@@ -2,6 +2,7 @@
 // (docs/KERNEL_SPEC.md is the reference for each field). core/spec_op.cpp turns the result into
 // the op and family it registers.
 #include "core/kernel_spec.h"
+#include "core/nvrtc_std.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -1519,6 +1520,18 @@ void read_compile(Reader& r, const ojson& j, KernelSpec& s, std::string* hashed)
   for (const auto& d : source_dirs)
     if (std::find(lead.begin(), lead.end(), "--include-path=" + d) == lead.end()) lead.push_back("--include-path=" + d);
   s.options.insert(s.options.begin() + std::ptrdiff_t(first_include), lead.begin(), lead.end());
+  // NVRTC has no standard library headers: ktune's stand in for those the spec's own folders do
+  // not hold (in memory, NVRTC would find them before any folder).
+  s.std_headers.clear();
+  for (const auto& h : nvrtc_std_headers()) {
+    bool own = false;
+    for (const auto& dirs : {std::cref(source_dirs), std::cref(option_incs)})
+      for (const auto& d : dirs.get()) {
+        std::error_code ec;
+        own = own || fs::exists(fs::path(d) / h.first, ec);
+      }
+    if (!own) s.std_headers.push_back(h);
+  }
   if (j.contains("options")) {
     const ojson& v = j["options"];
     if (!v.is_array()) r.fail("options", "expected an array of NVRTC options");

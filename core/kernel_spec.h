@@ -386,6 +386,9 @@ struct KernelSpec {
   // Some step's dynamic shared memory or block is a C++ constant (SpecStep::smem_constant,
   // block_constant): the source ends with the probe kernel's template, kConstantProbe.
   bool constant_probes = false;
+  // The standard headers NVRTC lacks (<cstdint>, <cmath>, <cfloat>, <vector>: core/nvrtc_std.h)
+  // that neither the sources' folders nor include_dirs hold, handed to every compile in memory.
+  std::vector<std::pair<std::string, std::string>> std_headers;
   std::vector<SpecArg> args;
   std::vector<SpecSymbol> symbols;
   // The check: reference steps run once per problem with reference_config's defines; or the

@@ -1404,6 +1404,7 @@ Family spec_family(const std::shared_ptr<const KernelSpec>& sp) {
   f.kernels([sp](const Config& c, const Problem& p) { return sp->kernel_names(sp->steps, c, p); });
   f.launch([sp](const Config& c, const Problem& p) { return sp->plan(sp->steps, c, p); });
   f.options([sp](const Config& c, const Problem& p) { return sp->compile_options(c, p); });
+  f.headers(sp->std_headers);
   // The spec's default where it is valid, else the first valid config in declaration order.
   const Family bare = f;
   f.defaults([sp, bare](const Problem& p, const DeviceInfo& d) {

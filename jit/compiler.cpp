@@ -60,6 +60,11 @@ std::string template_hash(const std::string& source) {
 std::string CompileRequest::cache_key() const {
   std::string k = template_hash(source) + "|" + arch + "|" + Compiler::nvrtc_version();
   for (const auto& o : options) k += "|" + o;
+  if (!headers.empty()) {
+    std::string all;
+    for (const auto& [name, text] : headers) all += "\n//" + name + "\n" + text;
+    k += "|headers " + fnv1a_hex(all);
+  }
   for (const auto& n : name_expressions) k += "|" + n;
   return k;
 }
@@ -77,6 +82,7 @@ CompileRequest compile_request(const Family& f, const Config& c, const Problem& 
   r.source_name = f.source_path();
   r.name_expressions = f.kernel_names(c, p);
   r.options = f.compile_options(c, p);
+  r.headers = f.headers();
   // Arch-specific families (wgmma) need the "a" target; it is part of the cache key through r.arch,
   // and the context names the target compiled for.
   r.arch = f.compile_arch(arch);
@@ -157,9 +163,11 @@ std::future<std::shared_ptr<const CompiledKernel>> Compiler::compile_async(Compi
 std::shared_ptr<const CompiledKernel> Compiler::compile_uncached(const CompileRequest& req, const std::string& key) {
   const auto t0 = std::chrono::steady_clock::now();
   const auto& h = headers();
+  std::vector<const char*> names = h.name_ptrs, texts = h.text_ptrs;
+  for (const auto& [name, text] : req.headers) names.push_back(name.c_str()), texts.push_back(text.c_str());
   nvrtcProgram prog = nullptr;
-  check_nvrtc(nvrtcCreateProgram(&prog, req.source.c_str(), req.source_name.c_str(), static_cast<int>(h.names.size()),
-                                 h.text_ptrs.data(), h.name_ptrs.data()),
+  check_nvrtc(nvrtcCreateProgram(&prog, req.source.c_str(), req.source_name.c_str(), static_cast<int>(names.size()), texts.data(),
+                                 names.data()),
               "nvrtcCreateProgram", req.context);
   // The program is destroyed on every path out of here, exceptions included.
   std::unique_ptr<nvrtcProgram, void (*)(nvrtcProgram*)> guard(&prog, [](nvrtcProgram* p) { nvrtcDestroyProgram(p); });
@@ -201,8 +209,15 @@ std::shared_ptr<const CompiledKernel> Compiler::compile_uncached(const CompileRe
     std::string names;
     if (log.find("__nv_name_map") != std::string::npos)
       for (const auto& n : req.name_expressions) names += (names.empty() ? "; kernel names asked for: " : ", ") + n;
+    // A source with host code (main, its launches, host helpers), as a project's .cu file has:
+    // NVRTC compiles device code only, and says so in terms of JIT mode.
+    const bool host_code = log.find("host functions are not allowed in JIT mode") != std::string::npos ||
+                           log.find("marked as a __host__ function is not allowed in JIT mode") != std::string::npos;
     throw CompileError("nvrtcCompileProgram failed (" + std::string(nvrtcGetErrorString(cr)) + "): " + req.context +
-                           (names.empty() ? "" : names + " (one of them is not a kernel the source defines)"),
+                           (names.empty() ? "" : names + " (one of them is not a kernel the source defines)") +
+                           (host_code ? "; NVRTC compiles device code only: put the source's host code (main, launches, host "
+                                        "functions) inside #ifndef __CUDACC_RTC__ ... #endif, or give its kernels a file of their own"
+                                      : ""),
                        log);
   }
 

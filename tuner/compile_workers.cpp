@@ -66,6 +66,7 @@ nlohmann::json request_json(const CompileRequest& r) {
           {"names", r.name_expressions},
           {"arch", r.arch},
           {"options", r.options},
+          {"headers", r.headers},
           {"context", r.context}};
 }
 
@@ -77,6 +78,7 @@ CompileRequest request_from_json(const nlohmann::json& j) {
   r.name_expressions = j.at("names").get<std::vector<std::string>>();
   r.arch = j.at("arch").get<std::string>();
   r.options = j.at("options").get<std::vector<std::string>>();
+  r.headers = j.at("headers").get<std::vector<std::pair<std::string, std::string>>>();
   r.context = j.at("context").get<std::string>();
   return r;
 }

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ktune/config.h"
@@ -24,6 +25,9 @@ struct CompileRequest {
   std::vector<std::string> name_expressions;
   std::string arch; // sm_80, sm_86, sm_89, sm_90, sm_90a
   std::vector<std::string> options; // beyond the defaults (-std=c++17, -arch, -lineinfo)
+  // In-memory headers (name, text) beside the embedded ones: a user kernel's standard headers
+  // (core/nvrtc_std.h). NVRTC finds them before any include path.
+  std::vector<std::pair<std::string, std::string>> headers;
   std::string context; // "family gemm_simt config {...} problem ..." for error messages
 
   // Everything that changes the cubin: source, headers, instantiations, options, arch, NVRTC.

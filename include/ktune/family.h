@@ -17,6 +17,7 @@
 #include <string>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "ktune/config.h"
@@ -326,6 +327,11 @@ class Family {
   std::vector<std::string> compile_options(const Config& c, const Problem& p) const {
     return options_ ? options_(c, p) : std::vector<std::string>{};
   }
+  // In-memory headers (name, text) its compiles get beside the embedded ones (a user's kernel:
+  // the standard headers NVRTC lacks, KernelSpec::std_headers); part of the cache key.
+  using Headers = std::vector<std::pair<std::string, std::string>>;
+  Family& headers(Headers h) { headers_ = std::move(h); return *this; }
+  const Headers& headers() const { return headers_; }
 
   const std::string& name() const { return name_; }
   const std::string& op() const { return op_; }
@@ -398,6 +404,7 @@ class Family {
   }
 
   std::string name_, source_path_, about_, source_text_;
+  Headers headers_;
   std::vector<Param> params_;
   std::vector<Constraint> constraints_;
   KernelsFn kernels_;

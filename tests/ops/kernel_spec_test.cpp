@@ -2760,6 +2760,77 @@ TEST(KernelSpec, SharedMemoryFromACppConstantIsReadFromTheCompiledProbe) {
                  "shared memory constant 'Traits<{Q}>::kSmem': {Q} is not a parameter, a dimension or {dtype}");
 }
 
+// A source written for nvcc includes the C and C++ standard headers NVRTC lacks: ktune's stand in
+// (libcu++'s twins with their names in std::, <cfloat>'s limits, <math.h>'s constants, the
+// host's library headers empty), each config compiling; a header of the user's own include_dirs
+// by the same name wins; device code that uses a host-only header's names fails on them by name.
+TEST(KernelSpec, StandardHeadersNvrtcLacksStandInForAKernelWrittenForNvcc) {
+  SpecDir d;
+  d.write("std.cu", "#include <cstdint>\n#include <cstddef>\n#include <cmath>\n#include <cfloat>\n#include <climits>\n#include <cassert>\n"
+                    "#include <limits>\n#include <algorithm>\n#include <type_traits>\n#include <utility>\n#include <array>\n"
+                    "#include <math.h>\n#include <stdint.h>\n#include <float.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
+                    "#include <vector>\n#include <iostream>\n#include <cuda_fp16.h>\n#include <cub/block/block_reduce.cuh>\n"
+                    "template <int B> __global__ void k(const float* x, float* y, int n) {\n"
+                    "  const int i = blockIdx.x * B + threadIdx.x;\n  assert(B > 0);\n"
+                    "  static_assert(std::is_same<std::uint32_t, uint32_t>::value && sizeof(std::int64_t) == 8, \"\");\n"
+                    "  constexpr float big = std::numeric_limits<float>::max();\n  std::array<float, 2> two{{1.f, 2.f}};\n"
+                    "  if (i < n) y[i] = std::min(x[i], big) + std::max(0.f, two[0] - 1.f) + float(M_PI - M_PI) + (FLT_MAX > 0 ? 0.f : 1.f)\n"
+                    "                   + (INT_MAX > 0 ? 0.f : 1.f) + (std::isnan(x[i]) ? 1.f : 0.f) + std::fabs(0.f);\n}\n"
+                    "__global__ void ref(const float* x, float* y, int n) { const int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = x[i]; }\n");
+  const ojson base = ojson::parse(R"JSON({
+    "name": "std_headers", "sources": ["std.cu"], "kernel": "k<{B}>", "params_as": "template", "dims": ["n"], "params": {"B": [64, 128]},
+    "launch": {"grid": ["ceil_div(n, B)"], "block": ["B"]},
+    "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n"}, {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"},
+             {"name": "n_", "kind": "scalar", "value": "n"}],
+    "check": {"reference": {"kernel": "ref", "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]}}}})JSON");
+  const std::string op = load_kernel_spec_text(base.dump(), "std.json", d.dir());
+  auto names = [&](const std::string& o) {
+    std::set<std::string> n;
+    for (const auto& h : spec_of(o).std_headers) n.insert(h.first);
+    return n;
+  };
+  for (const char* h : {"cstdint", "cmath", "cfloat", "cassert", "algorithm", "math.h", "stdio.h", "vector", "iostream"})
+    EXPECT_TRUE(names(op).count(h)) << h;
+  EXPECT_FALSE(names(op).count("version")) << "libcu++ takes a host library's <version> where it finds one";
+  const Problem p = Problem::parse(op, "1000");
+  Compiler compiler;
+  for (int b : {64, 128}) {
+    const CompileRequest req = compile_request(find_family(op), Config{{"B", b}}, p, "sm_90");
+    EXPECT_EQ(req.headers, spec_of(op).std_headers);
+    EXPECT_NO_THROW(compiler.compile(req)) << "B " << b;
+  }
+  EXPECT_EQ(spec_side_request(op, "reference", p, "sm_90")->headers, spec_of(op).std_headers);
+  // The user's own <cstdint> wins: theirs defines a macro the source requires.
+  fs::create_directories(fs::path(d.dir()) / "inc");
+  d.write("inc/cstdint", "#pragma once\n#define USERS_OWN_CSTDINT 1\n#include <cuda/std/cstdint>\nusing cuda::std::uint32_t;\n"
+                         "namespace std { using cuda::std::uint32_t; using cuda::std::int64_t; }\n");
+  d.write("own.cu", "#include <cstdint>\n#ifndef USERS_OWN_CSTDINT\n#error ktune's cstdint, not the user's\n#endif\n"
+                    "template <int B> __global__ void k(const float* x, float* y, int n) { const int i = blockIdx.x * B + threadIdx.x;"
+                    " if (i < n) y[i] = x[i] + float(std::uint32_t(0)); }\n"
+                    "__global__ void ref(const float* x, float* y, int n) { const int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = x[i]; }\n");
+  ojson own = base;
+  own["name"] = "std_headers_own";
+  own["sources"] = {"own.cu"};
+  own["include_dirs"] = {"inc"};
+  const std::string op2 = load_kernel_spec_text(own.dump(), "own.json", d.dir());
+  EXPECT_FALSE(names(op2).count("cstdint"));
+  EXPECT_TRUE(names(op2).count("cmath"));
+  EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op2), Config{{"B", 64}}, Problem::parse(op2, "1000"), "sm_90")));
+  // A host-only header is empty: device code that uses std::vector fails, naming it.
+  d.write("vec.cu", "#include <vector>\ntemplate <int B> __global__ void k(const float* x, float* y, int n) { std::vector<float> v; }\n"
+                    "__global__ void ref(const float* x, float* y, int n) {}\n");
+  ojson vec = base;
+  vec["name"] = "std_headers_vector";
+  vec["sources"] = {"vec.cu"};
+  const std::string op3 = load_kernel_spec_text(vec.dump(), "vec.json", d.dir());
+  try {
+    compiler.compile(compile_request(find_family(op3), Config{{"B", 64}}, Problem::parse(op3, "1000"), "sm_90"));
+    ADD_FAILURE() << "std::vector compiled in device code";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("vector"), std::string::npos) << e.what();
+  }
+}
+
 // A block's threads as a C++ constant of the source (Ktraits::kNThreads, ThunderKittens'
 // NUM_THREADS_v): probed as a shared memory constant is, after every shared memory probe, in step
 // order; the plan launches {1, 1, 1} with the probe's index, which the worker gets.

@@ -134,3 +134,23 @@ TEST(CompileWorkers, SourcesThatAreNotUtf8CompileUnchanged) {
   CompileProcesses procs(worker_argv(), 1);
   EXPECT_EQ(procs.compile(r)->cubin, Compiler(1).compile(r)->cubin);
 }
+
+// A request's in-memory headers (a user kernel's standard headers) reach the worker: a source that
+// includes one only they hold compiles there as here, and the headers are part of the key.
+TEST(CompileWorkers, InMemoryHeadersTravelWithTheRequest) {
+  CompileRequest r;
+  r.source = "#include <ktune_test_only.h>\n__global__ void k(float* y) { y[0] = KTUNE_TEST_VALUE; }\n";
+  r.source_name = "headers.cu";
+  r.name_expressions = {"k"};
+  r.arch = "sm_90";
+  r.options = {"--frandom-seed=ktune"};
+  r.context = "in-memory headers";
+  const std::string bare_key = r.cache_key();
+  r.headers = {{"ktune_test_only.h", "#define KTUNE_TEST_VALUE 3.5f\n"}};
+  EXPECT_NE(r.cache_key(), bare_key);
+  CompileRequest other = r;
+  other.headers[0].second = "#define KTUNE_TEST_VALUE 4.5f\n";
+  EXPECT_NE(other.cache_key(), r.cache_key()) << "a header's text is in the key";
+  CompileProcesses procs(worker_argv(), 1);
+  EXPECT_EQ(procs.compile(r)->cubin, Compiler(1).compile(r)->cubin);
+}

@@ -1,0 +1,104 @@
+#include "core/nvrtc_std.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ktune {
+
+namespace {
+
+// cuda::std's names in std:: (the namespace declared first, in case a header of libcu++ includes
+// one of these before it opens it). Not <version>: libcu++ includes it where it is found, to take
+// a host library's feature macros.
+const char* const kIntoStd = "namespace cuda { namespace std {} }\nnamespace std { using namespace cuda::std; }\n";
+
+// A header whose libcu++ twin (<cuda/std/NAME>) NVRTC finds on CUDA's include/cccl path: the twin,
+// its names in std:: as well (a kernel written for nvcc says std::numeric_limits, std::int32_t).
+// The using-directive makes qualified lookup in std find cuda::std's names.
+std::string twin(const std::string& name) {
+  return "#pragma once\n// ktune's <" + name + "> for NVRTC, which has none: libcu++'s, its names in std:: too\n#include <cuda/std/" +
+         name + ">\n" + kIntoStd;
+}
+
+// A C header: the C++ twin's text, its functions and types in the global namespace as the C
+// library's are (NVRTC declares the device's math functions, printf, malloc and memcpy itself).
+std::string c_twin(const std::string& name, const std::string& cxx, const std::string& extra = "") {
+  return "#pragma once\n// ktune's <" + name + "> for NVRTC, which has none\n#include <" + cxx + ">\n" + extra;
+}
+
+// A header of the host's library with no device counterpart: empty, so that a source whose host
+// code includes it compiles its device code (its host code must not be compiled: see
+// docs/KERNEL_SPEC.md, "sources"); device code that uses its names fails on them by name.
+std::string host_only(const std::string& name) {
+  return "#pragma once\n// ktune's <" + name + "> for NVRTC: a host-only header, empty for device code\n";
+}
+
+// <cfloat>: libcu++'s defines nothing under NVRTC, nor does NVRTC predefine __FLT_MAX__; IEEE
+// binary32 and binary64's values, as glibc's float.h gives them.
+const char* const kFloatLimits =
+    "#ifndef FLT_MAX\n"
+    "#define FLT_RADIX 2\n"
+    "#define FLT_MANT_DIG 24\n#define DBL_MANT_DIG 53\n"
+    "#define FLT_DIG 6\n#define DBL_DIG 15\n#define FLT_DECIMAL_DIG 9\n#define DBL_DECIMAL_DIG 17\n#define DECIMAL_DIG 17\n"
+    "#define FLT_MIN_EXP (-125)\n#define DBL_MIN_EXP (-1021)\n#define FLT_MAX_EXP 128\n#define DBL_MAX_EXP 1024\n"
+    "#define FLT_MIN_10_EXP (-37)\n#define DBL_MIN_10_EXP (-307)\n#define FLT_MAX_10_EXP 38\n#define DBL_MAX_10_EXP 308\n"
+    "#define FLT_MAX 3.40282346638528859811704183484516925e+38F\n#define DBL_MAX 1.79769313486231570814527423731704357e+308\n"
+    "#define FLT_MIN 1.17549435082228750796873653722224568e-38F\n#define DBL_MIN 2.22507385850720138309023271733240406e-308\n"
+    "#define FLT_EPSILON 1.19209289550781250000000000000000000e-7F\n#define DBL_EPSILON 2.22044604925031308084726333618164062e-16\n"
+    "#define FLT_TRUE_MIN 1.40129846432481707092372958328991613e-45F\n#define DBL_TRUE_MIN 4.94065645841246544176568792868221372e-324\n"
+    "#endif\n";
+
+// <math.h>'s constants (glibc defines them unless the compile is strictly ANSI).
+const char* const kMathConstants =
+    "#ifndef M_PI\n"
+    "#define M_E 2.7182818284590452354\n#define M_LOG2E 1.4426950408889634074\n#define M_LOG10E 0.43429448190325182765\n"
+    "#define M_LN2 0.69314718055994530942\n#define M_LN10 2.30258509299404568402\n#define M_PI 3.14159265358979323846\n"
+    "#define M_PI_2 1.57079632679489661923\n#define M_PI_4 0.78539816339744830962\n#define M_1_PI 0.31830988618379067154\n"
+    "#define M_2_PI 0.63661977236758134308\n#define M_2_SQRTPI 1.12837916709551257390\n#define M_SQRT2 1.41421356237309504880\n"
+    "#define M_SQRT1_2 0.70710678118654752440\n"
+    "#endif\n";
+
+std::vector<std::pair<std::string, std::string>> make_headers() {
+  std::vector<std::pair<std::string, std::string>> h;
+  for (const char* n : {"cstdint", "cstddef", "climits", "cmath", "cassert", "cstdlib", "cstring", "limits", "type_traits", "utility",
+                        "tuple", "array", "bit", "concepts", "functional", "numeric", "initializer_list", "complex", "iterator",
+                        "optional", "span", "variant", "atomic", "ratio", "numbers", "bitset", "memory", "chrono", "ctime"})
+    h.emplace_back(n, twin(n));
+  h.emplace_back("cfloat", std::string("#pragma once\n// ktune's <cfloat> for NVRTC, which has none\n") + kFloatLimits);
+  // <algorithm>: libcu++ has no public header of it; min, max, clamp and minmax are what device
+  // code uses of it.
+  {
+    std::string a = "#pragma once\n// ktune's <algorithm> for NVRTC, which has none: libcu++'s min, max, clamp and minmax, in std:: too\n";
+    for (const char* part : {"min", "max", "clamp", "minmax"})
+      a += std::string("#if __has_include(<cuda/std/__algorithm/") + part + ".h>)\n#include <cuda/std/__algorithm/" + part + ".h>\n#endif\n";
+    a += kIntoStd;
+    h.emplace_back("algorithm", a);
+  }
+  h.emplace_back("stdint.h", c_twin("stdint.h", "cstdint"));
+  h.emplace_back("stddef.h", c_twin("stddef.h", "cstddef"));
+  h.emplace_back("limits.h", c_twin("limits.h", "climits"));
+  h.emplace_back("float.h", c_twin("float.h", "cfloat"));
+  h.emplace_back("assert.h", c_twin("assert.h", "cassert"));
+  h.emplace_back("stdlib.h", c_twin("stdlib.h", "cstdlib"));
+  h.emplace_back("string.h", c_twin("string.h", "cstring"));
+  h.emplace_back("time.h", c_twin("time.h", "ctime"));
+  h.emplace_back("math.h", c_twin("math.h", "cmath", kMathConstants));
+  // printf is NVRTC's own, for device code; the rest of stdio is the host's.
+  h.emplace_back("cstdio", host_only("cstdio"));
+  h.emplace_back("stdio.h", host_only("stdio.h"));
+  for (const char* n : {"iostream", "ostream", "istream", "fstream", "sstream", "iomanip", "vector", "string", "map", "unordered_map",
+                        "set", "unordered_set", "list", "deque", "queue", "stack", "random", "thread", "mutex", "condition_variable",
+                        "future", "stdexcept", "exception", "string_view", "filesystem", "regex", "unistd.h", "sys/time.h"})
+    h.emplace_back(n, host_only(n));
+  return h;
+}
+
+} // namespace
+
+const std::vector<std::pair<std::string, std::string>>& nvrtc_std_headers() {
+  static const std::vector<std::pair<std::string, std::string>> h = make_headers();
+  return h;
+}
+
+} // namespace ktune
