@@ -2,6 +2,7 @@
 // (docs/KERNEL_SPEC.md is the reference for each field). core/spec_op.cpp turns the result into
 // the op and family it registers.
 #include "core/kernel_spec.h"
+#include "core/host_code.h"
 #include "core/nvrtc_std.h"
 
 #include <algorithm>
@@ -1359,7 +1360,10 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
   std::vector<std::string> queue;
   for (const auto& f : files) {
     const std::string text = read_text_file(f, "kernel source");
-    s.source += "#line 1 \"" + f + "\"\n" + text + (text.empty() || text.back() == '\n' ? "" : "\n");
+    // "host_code": "skip": the project's file as it is, its host functions blanked for NVRTC.
+    int blanked = 0;
+    const std::string compiled = s.skip_host_code ? skip_host_functions(text, &blanked) : text;
+    s.source += "#line 1 \"" + f + "\"\n" + compiled + (compiled.empty() || compiled.back() == '\n' ? "" : "\n");
     *hashed += "\n//source " + fs::path(f).filename().string() + "\n" + text;
     queue.push_back(f);
   }
@@ -1512,6 +1516,11 @@ void read_compile(Reader& r, const ojson& j, KernelSpec& s, std::string* hashed)
         }
       if (t.rfind("-include", 0) == 0 || t.rfind("--pre-include", 0) == 0) s.compiled_text_whole = false;
     }
+  if (j.contains("host_code")) {
+    const std::string h = r.str(j["host_code"], "host_code");
+    if (h != "skip" && h != "compile") r.fail("host_code", "'" + h + "' is neither skip (blank the sources' host functions) nor compile");
+    s.skip_host_code = h == "skip";
+  }
   if (!j.contains("sources")) r.fail("sources", "missing (the .cu file(s), relative to the spec)");
   const std::vector<std::string> source_dirs = read_sources(r, s, j["sources"], hashed, option_incs);
   // A quoted #include is looked for beside the file that includes it first, as nvcc does; NVRTC
@@ -1827,7 +1836,7 @@ KernelSpec parse_kernel_spec(const std::string& json, const std::string& origin,
     throw UsageError(origin + ": not valid JSON: " + e.what());
   }
   r.known_fields(j, "", {"$schema", "ktune_kernel_spec", "name", "about", "sources", "include_dirs", "kernel", "dims", "dtypes",
-                         "params", "params_as", "dims_as", "defines", "constraints", "restrictions", "max_threads",
+                         "params", "params_as", "dims_as", "defines", "constraints", "restrictions", "max_threads", "host_code",
                          "arch", "launch", "args", "symbols", "check", "baseline", "setup", "flops", "bytes", "default", "options"});
   KernelSpec s;
   s.path = origin, s.dir = base_dir;

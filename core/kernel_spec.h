@@ -389,6 +389,9 @@ struct KernelSpec {
   // The standard headers NVRTC lacks (<cstdint>, <cmath>, <cfloat>, <vector>: core/nvrtc_std.h)
   // that neither the sources' folders nor include_dirs hold, handed to every compile in memory.
   std::vector<std::pair<std::string, std::string>> std_headers;
+  // "host_code": "skip": the sources' host functions (main, launches, helpers) blanked before the
+  // compile (core/host_code.h), so that a project's .cu file compiles as it is.
+  bool skip_host_code = false;
   std::vector<SpecArg> args;
   std::vector<SpecSymbol> symbols;
   // The check: reference steps run once per problem with reference_config's defines; or the

@@ -216,7 +216,7 @@ std::shared_ptr<const CompiledKernel> Compiler::compile_uncached(const CompileRe
     throw CompileError("nvrtcCompileProgram failed (" + std::string(nvrtcGetErrorString(cr)) + "): " + req.context +
                            (names.empty() ? "" : names + " (one of them is not a kernel the source defines)") +
                            (host_code ? "; NVRTC compiles device code only: put the source's host code (main, launches, host "
-                                        "functions) inside #ifndef __CUDACC_RTC__ ... #endif, or give its kernels a file of their own"
+                                        "functions) inside #ifndef __CUDACC_RTC__ ... #endif, or set the spec's \"host_code\": \"skip\""
                                       : ""),
                        log);
   }

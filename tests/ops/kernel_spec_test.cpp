@@ -2831,6 +2831,78 @@ TEST(KernelSpec, StandardHeadersNvrtcLacksStandInForAKernelWrittenForNvcc) {
   }
 }
 
+// A project's .cu file as it is (its kernels beside main, its launches, host helpers, a host
+// variable, a struct with a host constructor): refused by NVRTC, which the error says how to
+// mend; with "host_code": "skip" its host code is blanked and every config compiles.
+TEST(KernelSpec, AProjectsFileWithHostCodeCompilesWhereHostCodeIsSkipped) {
+  SpecDir d;
+  d.write("proj.cu", R"CUDA(// A project's file as it is: kernels, helpers, host code.
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <vector>
+#define DINLINE __device__ __forceinline__
+#define CHECK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("%s\n", cudaGetErrorString(e)); exit(1); } } while (0)
+
+namespace util {
+DINLINE float twice(float x) { return 2.f * x; }
+inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
+}  // namespace util
+
+struct Params { const float* a; float* c; int n; Params(int k) : a(nullptr), c(nullptr), n(k) {} __device__ float get() const { return 0.f; } };
+
+template <int B = 128>
+__global__ void __launch_bounds__(B) scale2(const float* a, float* c, int n) {
+  int i = blockIdx.x * B + threadIdx.x;
+  if (i < n) c[i] = util::twice(a[i]);
+}
+__global__ void scale2_ref(const float* a, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + a[i];
+}
+
+template <int B>
+void launch(const float* a, float* c, int n, cudaStream_t s) {
+  scale2<B><<<util::ceil_div(n, B), B, 0, s>>>(a, c, n);
+}
+
+static const char* kName = "scale2 {braces in a string}";
+
+int main(int argc, char** argv) {
+  int n = 1 << 20;
+  std::vector<float> h(n, 1.f);
+  float *a, *c;
+  CHECK(cudaMalloc(&a, n * sizeof(float)));
+  CHECK(cudaMalloc(&c, n * sizeof(float)));
+  launch<256>(a, c, n, 0);
+  auto l = [&]() { return n; };
+  printf("%s %d\n", kName, l());
+  return 0;
+}
+)CUDA");
+  ojson spec = ojson::parse(R"JSON({
+    "name": "proj_scale2", "sources": ["proj.cu"], "kernel": "scale2<{B}>", "params_as": "template", "dims": ["n"], "params": {"B": [128, 256]},
+    "launch": {"grid": ["ceil_div(n, B)"], "block": ["B"]},
+    "args": [{"name": "a", "kind": "buffer", "dtype": "f32", "count": "n"}, {"name": "c", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"},
+             {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"}],
+    "check": {"reference": {"kernel": "scale2_ref", "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]}}}})JSON");
+  Compiler compiler;
+  const std::string as_is = load_kernel_spec_text(spec.dump(), "proj.json", d.dir());
+  try {
+    compiler.compile(compile_request(find_family(as_is), Config{{"B", 128}}, Problem::parse(as_is, "1000"), "sm_90"));
+    ADD_FAILURE() << "main compiled under NVRTC";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("NVRTC compiles device code only"), std::string::npos) << e.what();
+  }
+  spec["name"] = "proj_scale2_skip";
+  spec["host_code"] = "skip";
+  const std::string op = load_kernel_spec_text(spec.dump(), "proj.json", d.dir());
+  EXPECT_TRUE(spec_of(op).skip_host_code);
+  for (int b : {128, 256})
+    EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"B", b}}, Problem::parse(op, "1000"), "sm_90"))) << b;
+  spec["host_code"] = "drop";
+  expect_refused(spec, d, "host_code: 'drop' is neither skip");
+}
+
 // A block's threads as a C++ constant of the source (Ktraits::kNThreads, ThunderKittens'
 // NUM_THREADS_v): probed as a shared memory constant is, after every shared memory probe, in step
 // order; the plan launches {1, 1, 1} with the probe's index, which the worker gets.

@@ -1,0 +1,287 @@
+#include "core/host_code.h"
+
+#include <algorithm>
+#include <cctype>
+#include <functional>
+#include <map>
+#include <set>
+#include <vector>
+
+namespace ktune {
+
+namespace {
+
+bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// The text with comments, string and character literals and preprocessor lines replaced by
+// spaces (newlines kept), so that braces and words are the code's own; the object-like macros
+// the preprocessor lines define go into *macros.
+std::string code_only(const std::string& t, std::map<std::string, std::string>* macros) {
+  std::string o = t;
+  auto blank = [&](size_t a, size_t b) {
+    for (size_t k = a; k < b && k < o.size(); ++k)
+      if (o[k] != '\n') o[k] = ' ';
+  };
+  bool line_start = true;
+  for (size_t i = 0; i < t.size();) {
+    const char c = t[i];
+    if (c == '\n') {
+      line_start = true;
+      ++i;
+      continue;
+    }
+    if (line_start && (c == ' ' || c == '\t')) {
+      ++i;
+      continue;
+    }
+    if (line_start && c == '#') { // a preprocessor line, with its continuations
+      size_t e = i;
+      while (e < t.size() && t[e] != '\n') e += (t[e] == '\\' && e + 1 < t.size()) ? 2 : 1;
+      std::string line = t.substr(i + 1, e - i - 1);
+      for (size_t k = 0; k + 1 < line.size(); ++k)
+        if (line[k] == '\\' && line[k + 1] == '\n') line[k] = line[k + 1] = ' ';
+      size_t k = line.find_first_not_of(" \t");
+      if (k != std::string::npos && line.compare(k, 6, "define") == 0) {
+        k = line.find_first_not_of(" \t", k + 6);
+        size_t n = k;
+        while (n < line.size() && ident_char(line[n])) ++n;
+        if (k != std::string::npos && n > k && (n == line.size() || line[n] != '('))
+          (*macros)[line.substr(k, n - k)] = n < line.size() ? line.substr(n) : std::string();
+      }
+      blank(i, e);
+      i = e;
+      continue;
+    }
+    line_start = false;
+    if (c == '/' && i + 1 < t.size() && t[i + 1] == '/') {
+      size_t e = t.find('\n', i);
+      if (e == std::string::npos) e = t.size();
+      blank(i, e);
+      i = e;
+    } else if (c == '/' && i + 1 < t.size() && t[i + 1] == '*') {
+      size_t e = t.find("*/", i + 2);
+      e = e == std::string::npos ? t.size() : e + 2;
+      blank(i, e);
+      i = e;
+    } else if (c == 'R' && i + 1 < t.size() && t[i + 1] == '"' && (i == 0 || !ident_char(t[i - 1]))) { // R"d(...)d"
+      const size_t open = t.find('(', i + 2);
+      const std::string close = ")" + (open == std::string::npos ? std::string() : t.substr(i + 2, open - i - 2)) + "\"";
+      size_t e = open == std::string::npos ? std::string::npos : t.find(close, open);
+      e = e == std::string::npos ? t.size() : e + close.size();
+      blank(i, e);
+      i = e;
+    } else if (c == '"' || (c == '\'' && (i == 0 || !std::isalnum(static_cast<unsigned char>(t[i - 1]))))) {
+      size_t e = i + 1;
+      while (e < t.size() && t[e] != c && t[e] != '\n') e += t[e] == '\\' ? 2 : 1;
+      e = std::min(e + 1, t.size());
+      blank(i, e);
+      i = e;
+    } else {
+      ++i;
+    }
+  }
+  return o;
+}
+
+// The words of s (identifiers and keywords), each macro the text defines expanded (to depth 8).
+void words_of(const std::string& s, const std::map<std::string, std::string>& macros, int depth, std::vector<std::string>* out) {
+  for (size_t i = 0; i < s.size();) {
+    if (!ident_char(s[i]) || std::isdigit(static_cast<unsigned char>(s[i]))) {
+      ++i;
+      continue;
+    }
+    size_t e = i;
+    while (e < s.size() && ident_char(s[e])) ++e;
+    const std::string w = s.substr(i, e - i);
+    const auto m = macros.find(w);
+    if (m != macros.end() && depth < 8) words_of(m->second, macros, depth + 1, out);
+    else out->push_back(w);
+    i = e;
+  }
+}
+
+bool all_caps(const std::string& w) {
+  bool letter = false;
+  for (char c : w) {
+    if (std::islower(static_cast<unsigned char>(c))) return false;
+    letter = letter || std::isupper(static_cast<unsigned char>(c));
+  }
+  return letter && w.size() > 1;
+}
+
+// A head with its leading template parameter lists blanked (their defaults may hold '=' and '(');
+// an explicit instantiation's `template` (no '<' after it) stays.
+std::string without_template_lists(std::string head) {
+  size_t k = head.find_first_not_of(" \t\n");
+  while (k != std::string::npos && head.compare(k, 8, "template") == 0 && !(k + 8 < head.size() && ident_char(head[k + 8]))) {
+    const size_t a = head.find_first_not_of(" \t\n", k + 8);
+    if (a == std::string::npos || head[a] != '<') break;
+    int depth = 0;
+    size_t e = a;
+    for (; e < head.size(); ++e) {
+      if (head[e] == '<' || head[e] == '(') ++depth;
+      else if ((head[e] == '>' || head[e] == ')') && --depth == 0) break;
+    }
+    if (e >= head.size()) break;
+    head = head.substr(0, k) + std::string(e + 1 - k, ' ') + head.substr(e + 1);
+    k = head.find_first_not_of(" \t\n", e + 1);
+  }
+  return head;
+}
+
+// An ALL_CAPS word before the name (before any '(' or '=') that the text does not define: a
+// header's macro may be an execution or memory space.
+bool unknown_macro_before_name(const std::string& head, const std::map<std::string, std::string>& macros) {
+  std::vector<std::string> before;
+  words_of(head.substr(0, std::min(head.find('('), head.find('='))), macros, 0, &before);
+  for (const auto& w : before)
+    if (all_caps(w) && w != "FILE") return true;
+  return false;
+}
+
+// A statement at namespace scope, ended by ';', that NVRTC refuses as host code: a function's
+// declaration without an execution space, or a variable without a memory space that is not
+// const (const and constexpr variables are the device's too). Type declarations, aliases,
+// static_assert and explicit instantiations of kernels stay.
+bool host_declaration(const std::string& stmt, const std::map<std::string, std::string>& macros) {
+  const std::string head = without_template_lists(stmt);
+  std::vector<std::string> words;
+  words_of(head, macros, 0, &words);
+  if (words.empty()) return false;
+  for (const auto& w : words)
+    if (w == "typedef" || w == "using" || w == "static_assert" || w == "class" || w == "struct" || w == "union" || w == "enum" ||
+        w == "namespace" || w == "friend" || w == "__global__" || w == "__device__" || w == "__constant__" || w == "__shared__" ||
+        w == "__managed__" || w == "constexpr" || w == "asm" || w == "__asm__")
+      return false;
+  if (words[0] == "template" || unknown_macro_before_name(head, macros)) return false;
+  const bool has_const = std::find(words.begin(), words.end(), "const") != words.end();
+  // Top level: a parameter list (a function's declaration), the declarator's last '*' and a
+  // const after it (a const pointer).
+  int depth = 0;
+  bool paren = false, assign = false;
+  size_t last_star = std::string::npos, end = head.size();
+  for (size_t k = 0; k < head.size(); ++k) {
+    const char h = head[k];
+    if (h == '(' || h == '[' || h == '{') {
+      if (depth == 0 && h == '(' && !assign) paren = true;
+      ++depth;
+    } else if (h == ')' || h == ']' || h == '}') {
+      --depth;
+    } else if (depth == 0 && h == '=' && !assign) {
+      assign = true;
+      end = k;
+    } else if (depth == 0 && h == '*' && !assign) {
+      last_star = k;
+    }
+  }
+  if (paren) return !has_const; // a function's declaration (or a variable built by a constructor)
+  if (!has_const) return true;  // a variable NVRTC takes as the host's
+  if (last_star == std::string::npos) return false; // a const object
+  std::vector<std::string> after;
+  words_of(head.substr(last_star, end - last_star), macros, 0, &after);
+  return std::find(after.begin(), after.end(), "const") == after.end(); // a pointer to const, itself not
+}
+
+} // namespace
+
+std::string skip_host_functions(const std::string& text, int* blanked) {
+  *blanked = 0;
+  std::map<std::string, std::string> macros;
+  const std::string code = code_only(text, &macros);
+  // The position just after each brace's match, and a first pass that the braces balance.
+  std::vector<size_t> match(code.size(), std::string::npos);
+  {
+    std::vector<size_t> open;
+    for (size_t i = 0; i < code.size(); ++i)
+      if (code[i] == '{') {
+        open.push_back(i);
+      } else if (code[i] == '}') {
+        if (open.empty()) return text;
+        match[open.back()] = i;
+        open.pop_back();
+      }
+    if (!open.empty()) return text;
+  }
+  std::string out = text;
+  auto blank = [&](size_t a, size_t b) { // [a, b]
+    for (size_t k = a; k <= b; ++k)
+      if (out[k] != '\n') out[k] = ' ';
+    ++*blanked;
+  };
+  // Statements from `start` to a ';' or a '{', over [from, to): namespace scope, or a class's body
+  // (where only member functions' definitions are looked at, and an access specifier ends a
+  // statement).
+  std::function<void(size_t, size_t, bool)> scan = [&](size_t from, size_t to, bool in_class) {
+    size_t start = from;
+    int parens = 0;
+    for (size_t i = from; i < to; ++i) {
+      const char c = code[i];
+      if (c == '(' || c == '[') ++parens;
+      else if (c == ')' || c == ']') --parens;
+      else if (c == '}') start = i + 1; // a namespace or extern "C" block's end
+      else if (c == ';' && parens == 0) {
+        if (!in_class && host_declaration(code.substr(start, i - start), macros)) blank(start, i);
+        start = i + 1;
+      } else if (c == ':' && parens == 0 && in_class && !(i + 1 < to && code[i + 1] == ':') && !(i > 0 && code[i - 1] == ':')) {
+        std::vector<std::string> w;
+        words_of(code.substr(start, i - start), macros, 0, &w);
+        if (w.size() == 1 && (w[0] == "public" || w[0] == "private" || w[0] == "protected")) start = i + 1;
+      }
+      if (c != '{' || parens != 0) continue;
+      const std::string head = without_template_lists(code.substr(start, i - start));
+      std::vector<std::string> words;
+      words_of(head, macros, 0, &words);
+      const bool is_namespace = !words.empty() && (words[0] == "namespace" || (words[0] == "inline" && words.size() > 1 && words[1] == "namespace"));
+      const bool is_extern_block = words.size() == 1 && words[0] == "extern"; // extern "C" { (the literal blanked)
+      if (!in_class && (is_namespace || is_extern_block)) { // its body is namespace scope too
+        start = i + 1;
+        continue;
+      }
+      const size_t close = match[i];
+      // Top-level '(' and '=' of the head (outside parentheses and brackets), and a ':' after
+      // the parameters (a constructor's member initializers).
+      bool paren = false, assign = false, member_init = false;
+      {
+        int d = 0;
+        bool after_params = false;
+        for (size_t k = 0; k < head.size(); ++k) {
+          const char h = head[k];
+          if (h == '(' || h == '[') {
+            if (d == 0 && h == '(') paren = true;
+            ++d;
+          } else if (h == ')' || h == ']') {
+            if (--d == 0 && h == ')') after_params = true;
+          } else if (d == 0 && h == '=' && !(k + 1 < head.size() && head[k + 1] == '=') &&
+                     !(k > 0 && std::string("=!<>").find(head[k - 1]) != std::string::npos)) {
+            assign = true;
+          } else if (d == 0 && after_params && h == ':' && !(k + 1 < head.size() && head[k + 1] == ':') && !(k > 0 && head[k - 1] == ':')) {
+            member_init = true;
+          }
+        }
+      }
+      bool type_def = false, device = false, is_operator = false;
+      for (const auto& w : words) {
+        type_def = type_def || w == "class" || w == "struct" || w == "union" || w == "enum";
+        device = device || w == "__global__" || w == "__device__";
+        is_operator = is_operator || w == "operator";
+      }
+      // A function's definition: a parameter list and no initializer ('=' outside parentheses,
+      // operator= aside), not a class. A constructor whose member initializers hold a brace
+      // (x{1}) is seen as ending at that brace: left as it is.
+      const bool function = paren && (!assign || is_operator) && !type_def;
+      const bool braced_init = member_init && close + 1 < to && code.find_first_not_of(" \t\n", close + 1) < to &&
+                               std::string(",{").find(code[code.find_first_not_of(" \t\n", close + 1)]) != std::string::npos;
+      if (function && !device && !braced_init && !unknown_macro_before_name(head, macros)) blank(start, close);
+      // A class's body: its member functions in turn (enum bodies hold none).
+      if (type_def && !paren && std::find(words.begin(), words.end(), "enum") == words.end()) scan(i + 1, close, true);
+      // Past this brace group: a function's body ends its statement; a class's or an
+      // initializer's goes on to its ';'.
+      i = close;
+      if (function) start = close + 1;
+    }
+  };
+  scan(0, code.size(), false);
+  return out;
+}
+
+} // namespace ktune

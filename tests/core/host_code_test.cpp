@@ -1,0 +1,95 @@
+// "host_code": "skip" (core/host_code.h): what NVRTC refuses as host code is blanked, lines kept;
+// device code, types and const data stay; where the reading cannot be sure, nothing is blanked.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "core/host_code.h"
+
+using namespace ktune;
+
+namespace {
+
+std::string skipped(const std::string& text, int* n) { return skip_host_functions(text, n); }
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+} // namespace
+
+TEST(HostCode, HostFunctionsAndVariablesGoDeviceCodeStays) {
+  const std::string text =
+      "#include <vector>\n"
+      "#define DINLINE __device__ __forceinline__\n"
+      "#define CHECK(x) do { if ((x) != 0) { printf(\"fail\\n\"); } } while (0)\n"
+      "namespace util {\n"
+      "DINLINE float twice(float x) { return 2.f * x; }\n"
+      "inline int ceil_div(int a, int b) { return (a + b - 1) / b; }\n"
+      "}  // namespace util\n"
+      "constexpr int kTile = 128;\n"
+      "static const float kScale = 0.5f;\n"
+      "static const char* kName = \"a { brace in a string\";\n"
+      "const char* const kFixed = \"fixed\";\n"
+      "int counter = 0;\n"
+      "int host_decl(int);\n"
+      "__device__ int dev_decl(int);\n"
+      "__constant__ float table[4];\n"
+      "typedef float real;\n"
+      "struct Params {\n"
+      "  float* y; int n;\n"
+      "public:\n"
+      "  Params(int k) : y(nullptr), n(k) {}\n"
+      "  int host_size() const { return n; }\n"
+      "  __device__ float at(int i) const { return y[i]; }\n"
+      "};\n"
+      "template <int B = 128>\n"
+      "__global__ void __launch_bounds__(B) k(Params p) { p.y[threadIdx.x] = util::twice(kScale) + table[0]; }\n"
+      "__host__ __device__ inline int both(int a) { return a; }\n"
+      "template <int B> void launch(Params p) { k<B><<<1, B>>>(p); }\n"
+      "extern \"C\" {\n"
+      "__global__ void c_kernel(float* y) { y[0] = 1.f; }\n"
+      "void c_host(float* y) { c_kernel<<<1, 1>>>(y); }\n"
+      "}\n"
+      "template __global__ void k<64>(Params);\n"
+      "int main(int argc, char** argv) {\n"
+      "  std::vector<float> v(10);\n"
+      "  auto l = [&]() { return argc; };\n"
+      "  CHECK(l());\n"
+      "  return 0;\n"
+      "}\n";
+  int n = 0;
+  const std::string out = skipped(text, &n);
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), std::count(text.begin(), text.end(), '\n')) << "lines kept";
+  EXPECT_EQ(out.size(), text.size());
+  // Gone: host functions (a namespace's, a template, an extern "C" block's, main, a member), a
+  // host function's declaration, variables that are not const.
+  for (const char* gone : {"ceil_div(int a", "void launch(", "void c_host(", "int main(", "int host_size()", "Params(int k)",
+                           "int host_decl(int)", "int counter", "kName ="})
+    EXPECT_FALSE(has(out, gone)) << gone << " stayed:\n" << out;
+  // Kept: device functions (through a macro of the text), kernels, constants, const data, types,
+  // an access specifier, an explicit instantiation, the preprocessor's lines.
+  for (const char* kept : {"DINLINE float twice", "__global__ void __launch_bounds__(B) k(Params p)", "constexpr int kTile",
+                           "static const float kScale", "const char* const kFixed", "__device__ int dev_decl(int);",
+                           "__constant__ float table[4];", "typedef float real;", "public:", "__device__ float at(int i)",
+                           "__host__ __device__ inline int both", "__global__ void c_kernel", "template __global__ void k<64>",
+                           "#define CHECK(x)", "#include <vector>", "extern \"C\" {", "namespace util {"})
+    EXPECT_TRUE(has(out, kept)) << kept << " went:\n" << out;
+  EXPECT_EQ(n, 9);
+}
+
+TEST(HostCode, WhereTheReadingCannotBeSureNothingGoes) {
+  int n = 0;
+  // A macro from a header (not defined here) before the name may be an execution space.
+  const std::string macro = "#include \"common.h\"\nHOST_DEVICE_INLINE float f(float x) { return x; }\n";
+  EXPECT_EQ(skipped(macro, &n), macro);
+  EXPECT_EQ(n, 0);
+  // #if branches that each open a brace: the braces do not balance as read, so nothing goes.
+  const std::string branches = "#ifdef A\nvoid f(int a) {\n#else\nvoid f(long a) {\n#endif\n  (void)a;\n}\nint main() { return 0; }\n";
+  EXPECT_EQ(skipped(branches, &n), branches);
+  EXPECT_EQ(n, 0);
+  // A constructor whose member initializers hold braces stays (and what follows is still read).
+  const std::string braced = "struct S { int a, b; S() : a{1}, b{2} {} };\nint main() { return 0; }\n";
+  const std::string out = skipped(braced, &n);
+  EXPECT_TRUE(has(out, "S() : a{1}, b{2} {}")) << out;
+  EXPECT_FALSE(has(out, "int main")) << out;
+}
