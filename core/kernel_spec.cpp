@@ -1520,6 +1520,12 @@ void read_compile(Reader& r, const ojson& j, KernelSpec& s, std::string* hashed)
     const std::string h = r.str(j["host_code"], "host_code");
     if (h != "skip" && h != "compile") r.fail("host_code", "'" + h + "' is neither skip (blank the sources' host functions) nor compile");
     s.skip_host_code = h == "skip";
+    // -default-device compiles unannotated functions as the device's: the helpers skip would blank.
+    if (s.skip_host_code && j.contains("options") && j["options"].is_array())
+      for (const auto& o : j["options"])
+        if (o.is_string() && (o.get<std::string>() == "-default-device" || o.get<std::string>() == "--device-as-default-execution-space"))
+          r.fail("host_code", "skip blanks the functions without __device__, which " + o.get<std::string>() +
+                                  " (in options) compiles as device functions: choose one");
   }
   if (!j.contains("sources")) r.fail("sources", "missing (the .cu file(s), relative to the spec)");
   const std::vector<std::string> source_dirs = read_sources(r, s, j["sources"], hashed, option_incs);

@@ -2899,6 +2899,8 @@ int main(int argc, char** argv) {
   EXPECT_TRUE(spec_of(op).skip_host_code);
   for (int b : {128, 256})
     EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"B", b}}, Problem::parse(op, "1000"), "sm_90"))) << b;
+  spec["options"] = {"-default-device"};
+  expect_refused(spec, d, "host_code: skip blanks the functions without __device__, which -default-device");
   spec["host_code"] = "drop";
   expect_refused(spec, d, "host_code: 'drop' is neither skip");
 }
