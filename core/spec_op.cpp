@@ -1346,12 +1346,14 @@ Family spec_family(const std::shared_ptr<const KernelSpec>& sp) {
         return true;
       });
     };
-    limit(step + ": threads a block (block x * y * z) within the device's limit" +
-              (s.max_threads ? " and max_threads " + std::to_string(s.max_threads) : std::string()),
-          {&st.block[0], &st.block[1], &st.block[2]}, [sp](const SpecStep& t, const std::vector<double>& v, const DeviceInfo& d) {
-            const double n = t.block[0].eval(v) * t.block[1].eval(v) * t.block[2].eval(v);
-            return n >= 1 && n <= d.max_threads_per_block && (!sp->max_threads || n <= sp->max_threads);
-          });
+    // A block that is a constant of the source is bounded at its launch (Module::block_of).
+    if (st.block_constant.empty())
+      limit(step + ": threads a block (block x * y * z) within the device's limit" +
+                (s.max_threads ? " and max_threads " + std::to_string(s.max_threads) : std::string()),
+            {&st.block[0], &st.block[1], &st.block[2]}, [sp](const SpecStep& t, const std::vector<double>& v, const DeviceInfo& d) {
+              const double n = t.block[0].eval(v) * t.block[1].eval(v) * t.block[2].eval(v);
+              return n >= 1 && n <= d.max_threads_per_block && (!sp->max_threads || n <= sp->max_threads);
+            });
     limit(step + ": dynamic shared memory within the device's opt-in limit", {&st.smem},
           [](const SpecStep& t, const std::vector<double>& v, const DeviceInfo& d) {
             return t.smem.eval(v) <= d.max_smem_per_block_optin;
