@@ -4,7 +4,6 @@
 #include <cctype>
 #include <functional>
 #include <map>
-#include <set>
 #include <vector>
 
 namespace ktune {
@@ -188,7 +187,7 @@ std::string skip_host_functions(const std::string& text, int* blanked) {
   *blanked = 0;
   std::map<std::string, std::string> macros;
   const std::string code = code_only(text, &macros);
-  // The position just after each brace's match, and a first pass that the braces balance.
+  // Each '{''s matching '}', found in a first pass that also checks that the braces balance.
   std::vector<size_t> match(code.size(), std::string::npos);
   {
     std::vector<size_t> open;
