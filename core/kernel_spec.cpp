@@ -444,6 +444,18 @@ void check_launch_reads(const Reader& r, const KernelSpec& s, const Expr& e, con
   }
 }
 
+// {"constant": "..."} at `at`: a C++ constant expression of the source (a step's shared memory or
+// block, SpecStep::smem_constant and block_constant), its text. expected: what else the field may
+// be, for a message; example: constants of that kind.
+std::string read_source_constant(const Reader& r, const ojson& c, const std::string& at, const std::string& expected,
+                                 const std::string& example) {
+  r.known_fields(c, at, {"constant"});
+  if (!c.contains("constant")) r.fail(at, "expected " + expected + " or {\"constant\": a C++ constant of the source}");
+  std::string text = r.str(c["constant"], at + ".constant");
+  if (text.find_first_not_of(" \t") == std::string::npos) r.fail(at + ".constant", "empty: a C++ constant expression (" + example + ")");
+  return text;
+}
+
 // One launch step's own fields (at: its path); `counters`: the loops it is in.
 SpecStep read_step(const Reader& r, const KernelSpec& s, const ojson& o, const std::string& at, const std::string& kernel,
                    const std::vector<int>& counters) {
@@ -463,11 +475,7 @@ SpecStep read_step(const Reader& r, const KernelSpec& s, const ojson& o, const s
     const bool grid = std::string(field) == "grid";
     Expr* dst = cluster ? st.cluster : grid ? st.grid : st.block;
     if (!cluster && !grid && g.is_object()) { // a C++ constant of the source: x threads, y = z = 1
-      r.known_fields(g, fp, {"constant"});
-      if (!g.contains("constant")) r.fail(fp, "expected 1 to 3 expressions (x, y, z) or {\"constant\": a C++ constant of the source}");
-      st.block_constant = r.str(g["constant"], fp + ".constant");
-      if (st.block_constant.find_first_not_of(" \t") == std::string::npos)
-        r.fail(fp + ".constant", "empty: a C++ constant expression (Ktraits::kNThreads)");
+      st.block_constant = read_source_constant(r, g, fp, "1 to 3 expressions (x, y, z)", "Ktraits::kNThreads");
       for (size_t d = 0; d < 3; ++d) dst[d] = Expr("1", s.names, r.where(fp));
       continue;
     }
@@ -485,12 +493,8 @@ SpecStep read_step(const Reader& r, const KernelSpec& s, const ojson& o, const s
     check_launch_reads(r, s, st.when, at + ".when", counters, true);
   }
   if (o.contains("shared_memory") && o["shared_memory"].is_object()) { // a C++ constant of the source
-    const ojson& c = o["shared_memory"];
-    r.known_fields(c, at + ".shared_memory", {"constant"});
-    if (!c.contains("constant")) r.fail(at + ".shared_memory", "expected an expression of the problem or {\"constant\": a C++ constant of the source}");
-    st.smem_constant = r.str(c["constant"], at + ".shared_memory.constant");
-    if (st.smem_constant.find_first_not_of(" \t") == std::string::npos)
-      r.fail(at + ".shared_memory.constant", "empty: a C++ constant expression (Ktraits::kSmemSize, sizeof(typename BlockScan::TempStorage))");
+    st.smem_constant = read_source_constant(r, o["shared_memory"], at + ".shared_memory", "an expression of the problem",
+                                            "Ktraits::kSmemSize, sizeof(typename BlockScan::TempStorage)");
   }
   st.smem = o.contains("shared_memory") && st.smem_constant.empty() ? r.expr(o["shared_memory"], at + ".shared_memory", s.value_names)
                                                                     : Expr("0", s.names, r.where(at + ".shared_memory"));
@@ -1520,12 +1524,6 @@ void read_compile(Reader& r, const ojson& j, KernelSpec& s, std::string* hashed)
     const std::string h = r.str(j["host_code"], "host_code");
     if (h != "skip" && h != "compile") r.fail("host_code", "'" + h + "' is neither skip (blank the sources' host functions) nor compile");
     s.skip_host_code = h == "skip";
-    // -default-device compiles unannotated functions as the device's: the helpers skip would blank.
-    if (s.skip_host_code && j.contains("options") && j["options"].is_array())
-      for (const auto& o : j["options"])
-        if (o.is_string() && (o.get<std::string>() == "-default-device" || o.get<std::string>() == "--device-as-default-execution-space"))
-          r.fail("host_code", "skip blanks the functions without __device__, which " + o.get<std::string>() +
-                                  " (in options) compiles as device functions: choose one");
   }
   if (!j.contains("sources")) r.fail("sources", "missing (the .cu file(s), relative to the spec)");
   const std::vector<std::string> source_dirs = read_sources(r, s, j["sources"], hashed, option_incs);
@@ -1560,6 +1558,9 @@ void read_compile(Reader& r, const ojson& j, KernelSpec& s, std::string* hashed)
         r.fail("options[" + std::to_string(i) + "]", "'" + o + "' hides NVRTC's warning #47, by which ktune refuses a "
                                                      "source that redefines a macro the compile sets (a config's value "
                                                      "would be ignored); suppress other warnings by number");
+      // -default-device compiles unannotated functions as the device's: the helpers skip blanks.
+      if (s.skip_host_code && (o == "-default-device" || o == "--device-as-default-execution-space"))
+        r.fail("host_code", "skip blanks the functions without __device__, which " + o + " (in options) compiles as device functions: choose one");
       s.options.push_back(o);
     }
   }
