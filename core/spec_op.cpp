@@ -821,6 +821,17 @@ std::vector<size_t> KernelSpec::value_reads(const LaunchStep& s) const {
   return need;
 }
 
+namespace {
+// The C++ constant probes a spec's kernels end with, in their order: every step's shared memory
+// constant in step order, then every step's block constant. f(step index, block).
+template <class F>
+void for_each_constant_probe(const std::vector<SpecStep>& st, F f) {
+  for (const bool block : {false, true})
+    for (size_t j = 0; j < st.size(); ++j)
+      if (!(block ? st[j].block_constant : st[j].smem_constant).empty()) f(j, block);
+}
+} // namespace
+
 std::vector<std::string> KernelSpec::kernel_names(const std::vector<SpecStep>& st, const Config& c, const Problem& p) const {
   // A step the config never launches (a kernel version of another config) is not compiled: it
   // takes the name of one that is launched, so that the kernels keep their places (a template a
@@ -859,14 +870,14 @@ std::vector<std::string> KernelSpec::kernel_names(const std::vector<SpecStep>& s
   std::vector<std::string> out;
   for (size_t j = 0; j < st.size(); ++j) out.push_back(expand(st[stand_in < st.size() && skip[j] ? stand_in : j].kernel, "kernel"));
   if (whole_reads) out.push_back("ktune_spec_reduce"); // after the steps: LaunchStep::reduce_kernel
-  // Then a probe a step whose shared memory is a C++ constant, in step order, then one a step whose
-  // block is (the indices plan gives LaunchStep::smem_kernel and block_kernel, probe_kernel); a step
-  // the config never launches probes 0, not a constant it may not instantiate.
-  for (const bool block : {false, true})
-    for (size_t j = 0; j < st.size(); ++j)
-      if (const std::string& k = block ? st[j].block_constant : st[j].smem_constant; !k.empty())
-        out.push_back(std::string("ktune_constant_probe<(unsigned long long)(") +
-                      (skip[j] ? std::string("0") : expand(k, block ? "block constant" : "shared memory constant")) + ")>");
+  // Then the constant probes (plan's LaunchStep::smem_kernel and block_kernel count them the same
+  // way); a step the config never launches probes 0, not a constant it may not instantiate.
+  for_each_constant_probe(st, [&](size_t j, bool block) {
+    out.push_back(std::string("ktune_constant_probe<(unsigned long long)(") +
+                  (skip[j] ? std::string("0")
+                           : expand(block ? st[j].block_constant : st[j].smem_constant, block ? "block constant" : "shared memory constant")) +
+                  ")>");
+  });
   return out;
 }
 
@@ -1059,13 +1070,15 @@ LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, co
     if (!t.cluster[0].empty())
       for (int d = 0; d < 3; ++d) s.cluster[d] = unsigned(t.cluster[d].eval_integer(v, 1, 8, "cluster blocks" + where_now));
     s.dynamic_smem = unsigned(t.smem.eval_integer(v, 0, 4.0e9, "bytes of dynamic shared memory" + where_now));
-    // The probes kernel_names puts after the steps (and the reduction): every shared memory
-    // constant's in step order, then every block constant's.
+    // The index of this step's probe among the kernels kernel_names lists: after the steps and
+    // the reduction, in for_each_constant_probe's order.
     auto probe_kernel = [&](bool block) {
-      int k = int(st.size()) + (whole_reads ? 1 : 0);
-      for (const SpecStep& q : st) k += block && !q.smem_constant.empty();
-      for (const SpecStep* q = st.data(); q != &t; ++q) k += !(block ? q->block_constant : q->smem_constant).empty();
-      return k;
+      int k = int(st.size()) + (whole_reads ? 1 : 0), found = -1;
+      for_each_constant_probe(st, [&](size_t j, bool b) {
+        if (&st[j] == &t && b == block) found = k;
+        ++k;
+      });
+      return found;
     };
     if (!t.smem_constant.empty()) s.smem_kernel = probe_kernel(false);
     if (!t.block_constant.empty()) s.block_kernel = probe_kernel(true);

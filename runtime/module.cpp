@@ -73,30 +73,39 @@ Module::Module(const std::vector<char>& cubin, const std::vector<std::string>& l
     check_cu(sr, dr != CUDA_SUCCESS ? "cuCtxGetDevice" : ar != CUDA_SUCCESS ? "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MAJOR)" : "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)", context_);
   }
   dependent_launch_ = major >= 9;
-  for (const auto& name : lowered_names) {
-    CUfunction f = nullptr;
-    const CUresult r = driver().cuModuleGetFunction(&f, module_, name.c_str());
-    if (r != CUDA_SUCCESS) {
-      driver().cuModuleUnload(module_);
-      check_cu(r, "cuModuleGetFunction", context_ + " kernel " + name);
-    }
-    // Without opting in, a block gets 48 KB of shared memory less the kernel's static shared
-    // memory: the limit starts there, and a launch that asks for more raises it.
-    int static_smem = 0;
-    check_cu(driver().cuFuncGetAttribute(&static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f), "cuFuncGetAttribute(SHARED_SIZE_BYTES)",
-             context_ + " kernel " + name);
-    smem_limit_[functions_.size()] = unsigned(std::max(0, 48 * 1024 - static_smem));
-    resident_[functions_.size()] = 0; // not asked yet
-    // A kernel compiled with a cluster wider than the portable 8 CTAs (__cluster_dims__(16, 1, 1):
-    // rows_bulk's CL = 16) launches only with the driver's permission; it is the kernel's own
-    // requirement, so it is granted here, once, instead of by every caller.
-    if (major >= 9 && compiled_cluster_size(f, context_ + " kernel " + name) > 8)
-      check_cu(driver().cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
-               "cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)", context_ + " kernel " + name);
-    functions_.push_back(f);
-    unsigned long long v = 0;
-    constants_.push_back(constant_probe_value(name, &v) ? (long long)std::min<unsigned long long>(v, 1ull << 40) : -1);
+  // A constructor that throws runs no destructor: the module is unloaded here on any failure.
+  try {
+    for (const auto& name : lowered_names) load_function(name, major);
+  } catch (...) {
+    driver().cuModuleUnload(module_);
+    throw;
   }
+}
+
+void Module::load_function(const std::string& name, int major) {
+  CUfunction f = nullptr;
+  check_cu(driver().cuModuleGetFunction(&f, module_, name.c_str()), "cuModuleGetFunction", context_ + " kernel " + name);
+  // Without opting in, a block gets 48 KB of shared memory less the kernel's static shared
+  // memory: the limit starts there, and a launch that asks for more raises it.
+  int static_smem = 0;
+  check_cu(driver().cuFuncGetAttribute(&static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f), "cuFuncGetAttribute(SHARED_SIZE_BYTES)",
+           context_ + " kernel " + name);
+  smem_limit_[functions_.size()] = unsigned(std::max(0, 48 * 1024 - static_smem));
+  // Read once here rather than at each launch: what block_of bounds a block constant by.
+  int most = 0;
+  check_cu(driver().cuFuncGetAttribute(&most, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f), "cuFuncGetAttribute(MAX_THREADS_PER_BLOCK)",
+           context_ + " kernel " + name);
+  max_threads_.push_back(most);
+  resident_[functions_.size()] = 0; // not asked yet
+  // A kernel compiled with a cluster wider than the portable 8 CTAs (__cluster_dims__(16, 1, 1):
+  // rows_bulk's CL = 16) launches only with the driver's permission; it is the kernel's own
+  // requirement, so it is granted here, once, instead of by every caller.
+  if (major >= 9 && compiled_cluster_size(f, context_ + " kernel " + name) > 8)
+    check_cu(driver().cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
+             "cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)", context_ + " kernel " + name);
+  functions_.push_back(f);
+  unsigned long long v = 0;
+  constants_.push_back(constant_probe_value(name, &v) ? (long long)std::min<unsigned long long>(v, 1ull << 40) : -1);
 }
 
 Module::~Module() {
@@ -104,7 +113,7 @@ Module::~Module() {
 }
 
 Module::Module(Module&& o) noexcept
-    : module_(o.module_), functions_(std::move(o.functions_)), constants_(std::move(o.constants_)), smem_limit_(std::move(o.smem_limit_)),
+    : module_(o.module_), functions_(std::move(o.functions_)), constants_(std::move(o.constants_)), max_threads_(std::move(o.max_threads_)), smem_limit_(std::move(o.smem_limit_)),
       resident_(std::move(o.resident_)), context_(std::move(o.context_)), once_(std::move(o.once_)), sm_count_(o.sm_count_),
       dependent_launch_(o.dependent_launch_) {
   o.module_ = nullptr;
@@ -235,9 +244,7 @@ void Module::block_of(const LaunchStep& s, unsigned block[3]) const {
   // __launch_bounds__, its registers) is what a launch of more threads fails on, named here.
   const long long threads = constant(s.block_kernel, "block");
   const size_t i = size_t(s.kernel);
-  int most = 0;
-  check_cu(driver().cuFuncGetAttribute(&most, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, function(i)),
-           "cuFuncGetAttribute(MAX_THREADS_PER_BLOCK)", context_ + " kernel " + std::to_string(i));
+  const int most = max_threads_.at(i);
   if (threads < 1 || threads > most)
     throw Error(context_ + ": kernel " + std::to_string(i) + "'s block, a constant of the source, is " + std::to_string(threads) +
                 " threads; the kernel takes 1 to " + std::to_string(most) + " (its __launch_bounds__, registers and the device's limit)");

@@ -129,6 +129,8 @@ class Module {
 
  private:
   void allow_smem(size_t i, unsigned dynamic_smem); // raises the kernel's dynamic smem limit once
+  // Looks up one kernel of the module and reads what launches need of it; major: the device's.
+  void load_function(const std::string& name, int major);
   // The constant probe kernel `probe` holds; Error (internal, naming `what`) where it holds none.
   long long constant(int probe, const char* what) const;
   CUmodule module_ = nullptr;
@@ -137,6 +139,7 @@ class Module {
   // dynamic shared memory or block of the steps that name it (LaunchStep::smem_kernel,
   // block_kernel); -1: no probe.
   std::vector<long long> constants_;
+  std::vector<int> max_threads_; // per kernel: CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, read at load
   std::unique_ptr<std::atomic<unsigned>[]> smem_limit_; // per kernel: the limit already set
   // Per kernel: resident_blocks' last answer, (shared memory x 2048 + threads) << 32 | blocks.
   std::unique_ptr<std::atomic<unsigned long long>[]> resident_;

@@ -341,6 +341,15 @@ void expect_refused(const ojson& j, const SpecDir& d, const std::string& error) 
   }
 }
 
+// A copy of spec `base` changed by f, as each malformed case wants: `edit(base)([](ojson& j) {...})`.
+std::function<ojson(const std::function<void(ojson&)>&)> edit(ojson base) {
+  return [base = std::move(base)](const std::function<void(ojson&)>& f) {
+    ojson j = base;
+    f(j);
+    return j;
+  };
+}
+
 TEST(KernelSpec, TheBaseOfTheMalformedOnesIsValid) {
   SpecDir d;
   const std::string op = load_kernel_spec_text(SpecDir::base().dump(), "base.json", d.dir());
@@ -2270,11 +2279,7 @@ TEST(KernelSpec, OtherRunsMakeOnlyTheStructsTheyPass) {
 TEST(KernelSpec, MalformedStructsAreRefusedWithTheirFieldNamed) {
   SpecDir d;
   d.write("p.cu", kStructSource);
-  auto with = [](const std::function<void(ojson&)>& f) {
-    ojson j = struct_spec();
-    f(j);
-    return j;
-  };
+  const auto with = edit(struct_spec());
   expect_refused(with([](ojson& j) { j["args"][2]["fields"][0]["buffer"] = "z"; }), d,
                  "args[2].fields[0].buffer: 'z' is not one of the spec's args");
   expect_refused(with([](ojson& j) { j["args"][2]["fields"][0]["buffer"] = "n_"; }), d,
@@ -2468,11 +2473,7 @@ TEST(KernelSpec, ATextureAtAProblemOfNoElementsIsEmpty) {
 TEST(KernelSpec, MalformedTexturesAreRefusedWithTheirFieldNamed) {
   SpecDir d;
   d.write("t.cu", kTextureSource);
-  auto with = [](const std::function<void(ojson&)>& f) {
-    ojson j = texture_spec();
-    f(j);
-    return j;
-  };
+  const auto with = edit(texture_spec());
   EXPECT_NO_THROW(load_kernel_spec_text(texture_spec().dump(), "base.json", d.dir()));
   expect_refused(with([](ojson& j) { j["args"][4]["buffer"] = "n"; }), d, "args[4].buffer: 'n' is not a buffer argument: a texture reads a buffer");
   expect_refused(with([](ojson& j) { j["args"][4]["buffer"] = "zz"; }), d, "args[4].buffer: 'zz' is not one of the spec's args");
@@ -2632,11 +2633,7 @@ TEST(KernelSpec, AnAddressTablePointsAtItsBuffersElements) {
 TEST(KernelSpec, MalformedAddressTablesAreRefusedWithTheirFieldNamed) {
   SpecDir d;
   d.write("c.cu", kTableSource);
-  auto with = [](const std::function<void(ojson&)>& f) {
-    ojson j = table_spec();
-    f(j);
-    return j;
-  };
+  const auto with = edit(table_spec());
   expect_refused(with([](ojson& j) { j["args"][2]["buffer"] = "E"; }), d, "args[2].buffer: 'E' is not a buffer argument: an address table points into a buffer");
   expect_refused(with([](ojson& j) { j["args"][2].erase("buffer"); }), d, "args[2].buffer: missing");
   expect_refused(with([](ojson& j) { j["args"][2].erase("count"); }), d, "args[2].count: missing: the table's entries");
@@ -2688,11 +2685,7 @@ TEST(KernelSpec, ASurfaceArgumentIsAnArrayWithoutSampling) {
   EXPECT_EQ(signature_mismatch(s, s.steps[0], "_Z5twiceyii", p, "launch"), "");
   EXPECT_NE(signature_mismatch(s, s.steps[0], "_Z5twicePfii", p, "launch").find("the spec passes s (a texture object, 8 bytes)"),
             std::string::npos);
-  auto with = [&](const std::function<void(ojson&)>& f) {
-    ojson j = base;
-    f(j);
-    return j;
-  };
+  const auto with = edit(base);
   expect_refused(with([](ojson& j) { j["args"][1]["filter"] = "linear"; }), d, "args[1].filter: unknown field");
   expect_refused(with([](ojson& j) { j["args"][1]["resource"] = "linear"; }), d, "args[1].resource: unknown field");
   expect_refused(with([](ojson& j) { j["args"][1].erase("width"); }), d, "args[1].width: missing: a surface's texels along x");
@@ -2748,11 +2741,7 @@ TEST(KernelSpec, SharedMemoryFromACppConstantIsReadFromTheCompiledProbe) {
   EXPECT_FALSE(constant_probe_value("_Z20ktune_constant_probeILy99999999999999999999999EEvv", &v)) << "past 64 bits";
   EXPECT_FALSE(constant_probe_value("_Z20ktune_constant_probeILyEEvv", &v));
   // Refused: no constant, an empty one, another field; a placeholder that is no parameter.
-  auto with = [&](const std::function<void(ojson&)>& f) {
-    ojson j = base;
-    f(j);
-    return j;
-  };
+  const auto with = edit(base);
   expect_refused(with([](ojson& j) { j["launch"]["shared_memory"] = ojson::object(); }), d, "launch.shared_memory: expected an expression of the problem or {\"constant\"");
   expect_refused(with([](ojson& j) { j["launch"]["shared_memory"]["constant"] = " "; }), d, "launch.shared_memory.constant: empty");
   expect_refused(with([](ojson& j) { j["launch"]["shared_memory"]["bytes"] = 4; }), d, "launch.shared_memory.bytes: unknown field");
@@ -2963,11 +2952,7 @@ TEST(KernelSpec, ABlockFromACppConstantIsProbedAfterTheSharedMemoryConstants) {
   }
   // Refused: no constant, an empty one, another field, a constant grid or cluster; a placeholder
   // that is no parameter.
-  auto with = [&](const std::function<void(ojson&)>& f) {
-    ojson j = base;
-    f(j);
-    return j;
-  };
+  const auto with = edit(base);
   expect_refused(with([](ojson& j) { j["launch"][0]["block"] = ojson::object(); }), d,
                  "launch[0].block: expected 1 to 3 expressions (x, y, z) or {\"constant\"");
   expect_refused(with([](ojson& j) { j["launch"][0]["block"]["constant"] = ""; }), d, "launch[0].block.constant: empty");
@@ -3142,11 +3127,7 @@ TEST(KernelSpec, ATensorMapIsItsBuffersShapeAtTheConfigsBox) {
     EXPECT_NE(std::string(e.what()).find("passes its 128-byte swizzle span"), std::string::npos) << e.what();
   }
   // Malformed: named by field.
-  auto with = [&](const std::function<void(ojson&)>& f) {
-    ojson j = base;
-    f(j);
-    return j;
-  };
+  const auto with = edit(base);
   expect_refused(with([](ojson& j) { j["args"][1].erase("box"); }), d, "args[1].box: missing");
   expect_refused(with([](ojson& j) { j["args"][1]["box"] = {"BX"}; }), d, "args[1].box: 1 extents for a map of 2 dimensions");
   expect_refused(with([](ojson& j) { j["args"][1]["dims"] = {"BX", "h"}; }), d, "args[1].dims[0]: 'BX' reads BX");
@@ -3236,11 +3217,7 @@ TEST(KernelSpec, AStructHoldsTensorMapsLaidOutAsCudaLaysThemOut) {
     EXPECT_NE(std::string(e.what()).find("TMA needs multiples of 16"), std::string::npos) << e.what();
   }
   // Malformed: named by field.
-  auto with = [&](const std::function<void(ojson&)>& fn) {
-    ojson j = base;
-    fn(j);
-    return j;
-  };
+  const auto with = edit(base);
   expect_refused(with([](ojson& j) { j["args"][3]["fields"][0]["kind"] = "texture"; }), d,
                  "args[3].fields[0].kind: a field of a kind is a tensor map");
   expect_refused(with([](ojson& j) { j["args"][3]["fields"][0].erase("buffer"); }), d,
