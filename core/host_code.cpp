@@ -14,9 +14,12 @@ bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || 
 
 // The text with comments, string and character literals and preprocessor lines replaced by
 // spaces (newlines kept), so that braces and words are the code's own; the object-like macros
-// the preprocessor lines define go into *macros.
-std::string code_only(const std::string& t, std::map<std::string, std::string>* macros) {
+// the preprocessor lines define go into *macros, and (*kind)[k] says what t[k] belongs to.
+enum CharKind : char { kCode, kPreprocessor, kComment, kLiteral };
+std::string code_only(const std::string& t, std::map<std::string, std::string>* macros, std::vector<CharKind>* kind) {
   std::string o = t;
+  kind->assign(t.size(), kCode);
+  auto mark = [&](size_t a, size_t b, CharKind k) { std::fill(kind->begin() + std::ptrdiff_t(a), kind->begin() + std::ptrdiff_t(std::min(b, t.size())), k); };
   auto blank = [&](size_t a, size_t b) {
     for (size_t k = a; k < b && k < o.size(); ++k)
       if (o[k] != '\n') o[k] = ' ';
@@ -48,6 +51,7 @@ std::string code_only(const std::string& t, std::map<std::string, std::string>* 
           (*macros)[line.substr(k, n - k)] = n < line.size() ? line.substr(n) : std::string();
       }
       blank(i, e);
+      mark(i, e, kPreprocessor);
       i = e;
       continue;
     }
@@ -56,24 +60,30 @@ std::string code_only(const std::string& t, std::map<std::string, std::string>* 
       size_t e = t.find('\n', i);
       if (e == std::string::npos) e = t.size();
       blank(i, e);
+      mark(i, e, kComment);
       i = e;
     } else if (c == '/' && i + 1 < t.size() && t[i + 1] == '*') {
       size_t e = t.find("*/", i + 2);
       e = e == std::string::npos ? t.size() : e + 2;
       blank(i, e);
+      mark(i, e, kComment);
       i = e;
     } else if (c == 'R' && i + 1 < t.size() && t[i + 1] == '"' && (i == 0 || !ident_char(t[i - 1]))) { // R"d(...)d"
       const size_t open = t.find('(', i + 2);
-      const std::string close = ")" + (open == std::string::npos ? std::string() : t.substr(i + 2, open - i - 2)) + "\"";
+      std::string close(1, ')'); // built by appends: GCC 12 misreads ")" + string as an overlapping copy (-Wrestrict)
+      if (open != std::string::npos) close += t.substr(i + 2, open - i - 2);
+      close += '"';
       size_t e = open == std::string::npos ? std::string::npos : t.find(close, open);
       e = e == std::string::npos ? t.size() : e + close.size();
       blank(i, e);
+      mark(i, e, kLiteral);
       i = e;
     } else if (c == '"' || (c == '\'' && (i == 0 || !std::isalnum(static_cast<unsigned char>(t[i - 1]))))) {
       size_t e = i + 1;
       while (e < t.size() && t[e] != c && t[e] != '\n') e += t[e] == '\\' ? 2 : 1;
       e = std::min(e + 1, t.size());
       blank(i, e);
+      mark(i, e, kLiteral);
       i = e;
     } else {
       ++i;
@@ -131,10 +141,44 @@ std::string without_template_lists(std::string head) {
 // An ALL_CAPS word before the name (before any '(' or '=') that the text does not define: a
 // header's macro may be an execution or memory space.
 bool unknown_macro_before_name(const std::string& head, const std::map<std::string, std::string>& macros) {
+  // The declared name itself (the last word before the '(' or '=') is left out: a name that is a
+  // macro of the text (#define cuMemcpy __CUDA_API_PTDS(cuMemcpy), in cuda.h) is no memory space.
+  std::string lead = head.substr(0, std::min(head.find('('), head.find('=')));
+  size_t e = lead.find_last_not_of(" \t\n");
+  e = e == std::string::npos ? 0 : e + 1;
+  while (e > 0 && ident_char(lead[e - 1])) --e;
+  lead.resize(e);
   std::vector<std::string> before;
-  words_of(head.substr(0, std::min(head.find('('), head.find('='))), macros, 0, &before);
+  words_of(lead, macros, 0, &before);
   for (const auto& w : before)
     if (all_caps(w) && w != "FILE") return true;
+  return false;
+}
+
+// What a top-level pair of parentheses holds reads as a parameter list rather than a
+// constructor's arguments: empty, or a word followed by another word, a '*' or a '&' (int n,
+// char*, const T&), or a builtin type's name alone (f(int)).
+bool reads_as_parameters(const std::string& inside, const std::map<std::string, std::string>& macros) {
+  if (inside.find_first_not_of(" \t\n") == std::string::npos) return true;
+  std::vector<std::string> words;
+  words_of(inside, macros, 0, &words);
+  for (const auto& w : words)
+    if (w == "void" || w == "int" || w == "char" || w == "float" || w == "double" || w == "long" || w == "short" || w == "unsigned" ||
+        w == "signed" || w == "bool" || w == "const" || w == "size_t")
+      return true;
+  for (size_t k = 0; k < inside.size(); ++k) {
+    if (!ident_char(inside[k]) || std::isdigit(static_cast<unsigned char>(inside[k])) || (k > 0 && ident_char(inside[k - 1]))) continue;
+    size_t e = k;
+    while (e < inside.size() && ident_char(inside[e])) ++e;
+    const size_t next = inside.find_first_not_of(" \t\n", e);
+    if (next != std::string::npos && next > e && (ident_char(inside[next]) && !std::isdigit(static_cast<unsigned char>(inside[next]))))
+      return true; // two words in a row: a type and a name
+    if (next != std::string::npos && (inside[next] == '*' || inside[next] == '&')) {
+      const size_t after = inside.find_first_not_of(" \t\n*&", next);
+      if (after == std::string::npos || inside[after] == ',' || ident_char(inside[after])) return true;
+    }
+    k = e;
+  }
   return false;
 }
 
@@ -173,7 +217,17 @@ bool host_declaration(const std::string& stmt, const std::map<std::string, std::
       last_star = k;
     }
   }
-  if (paren) return !has_const; // a function's declaration (or a variable built by a constructor)
+  if (paren) {
+    // A function's declaration, or a variable built by a constructor (const Foo x(1, 2): a const
+    // object, the device's too). Only a const before the parentheses can make the latter; and
+    // parentheses that hold parameters (const char* name(int n)) still make a function.
+    const size_t open = head.find('(');
+    std::vector<std::string> lead;
+    words_of(head.substr(0, open), macros, 0, &lead);
+    if (std::find(lead.begin(), lead.end(), "const") == lead.end()) return true;
+    const size_t close = head.find(')', open);
+    return reads_as_parameters(head.substr(open + 1, close == std::string::npos ? std::string::npos : close - open - 1), macros);
+  }
   if (!has_const) return true;  // a variable NVRTC takes as the host's
   if (last_star == std::string::npos) return false; // a const object
   std::vector<std::string> after;
@@ -186,7 +240,8 @@ bool host_declaration(const std::string& stmt, const std::map<std::string, std::
 std::string skip_host_functions(const std::string& text, int* blanked) {
   *blanked = 0;
   std::map<std::string, std::string> macros;
-  const std::string code = code_only(text, &macros);
+  std::vector<CharKind> kind;
+  const std::string code = code_only(text, &macros, &kind);
   // Each '{''s matching '}', found in a first pass that also checks that the braces balance.
   std::vector<size_t> match(code.size(), std::string::npos);
   {
@@ -202,9 +257,11 @@ std::string skip_host_functions(const std::string& text, int* blanked) {
     if (!open.empty()) return text;
   }
   std::string out = text;
-  auto blank = [&](size_t a, size_t b) { // [a, b]
+  // [a, b], but for its preprocessor lines: a statement's text runs from the previous one's end,
+  // over the #if and #define lines between them, which must stay.
+  auto blank = [&](size_t a, size_t b) {
     for (size_t k = a; k <= b; ++k)
-      if (out[k] != '\n') out[k] = ' ';
+      if (out[k] != '\n' && kind[k] != kPreprocessor) out[k] = ' ';
     ++*blanked;
   };
   // Statements from `start` to a ';' or a '{', over [from, to): namespace scope, or a class's body
@@ -280,6 +337,26 @@ std::string skip_host_functions(const std::string& text, int* blanked) {
     }
   };
   scan(0, code.size(), false);
+  return out;
+}
+
+std::string device_view_of_header(const std::string& text) {
+  int blanked = 0;
+  const std::string kept = skip_host_functions(text, &blanked);
+  std::map<std::string, std::string> macros;
+  std::vector<CharKind> kind;
+  code_only(kept, &macros, &kind);
+  std::string out, line;
+  for (size_t k = 0; k <= kept.size(); ++k) {
+    if (k == kept.size() || kept[k] == '\n') {
+      line.erase(line.find_last_not_of(" \t") + 1); // npos + 1 == 0: a line of blanks goes
+      out += line;
+      if (k < kept.size()) out += '\n';
+      line.clear();
+    } else if (kind[k] != kComment) {
+      line += kept[k];
+    }
+  }
   return out;
 }
 

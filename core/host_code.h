@@ -18,4 +18,10 @@ namespace ktune {
 // one), nothing is blanked. *blanked: how many definitions were.
 std::string skip_host_functions(const std::string& text, int* blanked);
 
+// A toolkit header that declares the host's API beside the types device code uses (cuda.h: its
+// CUtensorMap is a kernel's parameter) as device code can include it under NVRTC:
+// skip_host_functions' text without its comments and each line's trailing blanks, every line
+// kept (so that NVRTC's line numbers are the header's).
+std::string device_view_of_header(const std::string& text);
+
 } // namespace ktune

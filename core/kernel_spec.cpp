@@ -399,6 +399,14 @@ void read_loop_names(const Reader& r, const ojson& j, KernelSpec& s) {
   side(j, "setup", "setup");
 }
 
+// "[e]", built by appends: GCC 12 misreads "[" + string as an overlapping copy (-Wrestrict).
+std::string index_text(size_t e) {
+  std::string t(1, '[');
+  t += std::to_string(e);
+  t += ']';
+  return t;
+}
+
 // A scalar that reads a loop's counter has that value only in the loop: every step that passes it
 // is in each loop it reads the counter of.
 void check_loop_scalars(const Reader& r, const KernelSpec& s) {
@@ -412,7 +420,7 @@ void check_loop_scalars(const Reader& r, const KernelSpec& s) {
           const std::string fk = "args[" + std::to_string(i) + "].fields[" + std::to_string(f) + "]";
           exprs.emplace_back(&a.fields[f].at, fk + ".offset");
           for (size_t e = 0; e < a.fields[f].values.size(); ++e)
-            exprs.emplace_back(&a.fields[f].values[e], fk + ".value" + (a.fields[f].values.size() > 1 ? "[" + std::to_string(e) + "]" : ""));
+            exprs.emplace_back(&a.fields[f].values[e], fk + ".value" + (a.fields[f].values.size() > 1 ? index_text(e) : std::string()));
         }
         for (const auto& [x, field] : exprs)
           for (size_t n : x->reads())
@@ -1534,17 +1542,27 @@ void read_compile(Reader& r, const ojson& j, KernelSpec& s, std::string* hashed)
     if (std::find(lead.begin(), lead.end(), "--include-path=" + d) == lead.end()) lead.push_back("--include-path=" + d);
   s.options.insert(s.options.begin() + std::ptrdiff_t(first_include), lead.begin(), lead.end());
   // NVRTC has no standard library headers: ktune's stand in for those the spec's own folders do
-  // not hold (in memory, NVRTC would find them before any folder).
+  // not hold (in memory, NVRTC would find them before any folder); and for CUDA's headers that
+  // hold host code (cuda.h, cub/cub.cuh), device code's view of them (a folder of the spec that is
+  // the toolkit's own holds the toolkit's, which is what the view is made from).
   s.std_headers.clear();
-  for (const auto& h : nvrtc_std_headers()) {
-    bool own = false;
+  const std::string toolkit = cuda_include_dir();
+  auto own = [&](const std::string& name) {
     for (const auto& dirs : {std::cref(source_dirs), std::cref(option_incs)})
       for (const auto& d : dirs.get()) {
         std::error_code ec;
-        own = own || fs::exists(fs::path(d) / h.first, ec);
+        const fs::path p = fs::path(d) / name;
+        if (!fs::exists(p, ec)) continue;
+        const bool toolkits = !toolkit.empty() && (fs::equivalent(p, fs::path(toolkit) / name, ec) ||
+                                                   fs::equivalent(p, fs::path(toolkit) / "cccl" / name, ec));
+        if (!toolkits) return true;
       }
-    if (!own) s.std_headers.push_back(h);
-  }
+    return false;
+  };
+  for (const auto& h : nvrtc_std_headers())
+    if (!own(h.first)) s.std_headers.push_back(h);
+  for (const auto& h : nvrtc_toolkit_views(toolkit))
+    if (!own(h.first)) s.std_headers.push_back(h);
   if (j.contains("options")) {
     const ojson& v = j["options"];
     if (!v.is_array()) r.fail("options", "expected an array of NVRTC options");

@@ -1,8 +1,14 @@
 #include "core/nvrtc_std.h"
 
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "core/host_code.h"
 
 namespace ktune {
 
@@ -94,7 +100,62 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
   return h;
 }
 
+// The file's text, or "" where it cannot be read (then no view is made of it).
+std::string read_text(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return "";
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return f.bad() ? "" : ss.str();
+}
+
+// CUB's umbrella header with the includes device code cannot compile under NVRTC dropped, each
+// replaced by an empty line (the rest keep their line numbers), and a quoted include ("block/...",
+// as CUDA 12's spells them) made <cub/...>: this text has no folder to be relative to.
+std::string cub_device_view(const std::string& text) {
+  std::string out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    const size_t inc = line.find("#include");
+    const size_t open = inc == std::string::npos ? inc : line.find_first_of("<\"", inc);
+    const size_t close = open == std::string::npos ? open : line.find_first_of(">\"", open + 1);
+    if (close == std::string::npos) {
+      out += line + "\n";
+      continue;
+    }
+    std::string path = line.substr(open + 1, close - open - 1);
+    if (line[open] == '"' && path.rfind("cub/", 0) != 0) path = "cub/" + path;
+    const bool host = path.rfind("cub/device/", 0) == 0 || path == "cub/util_allocator.cuh";
+    out += (host ? std::string() : line.substr(0, open) + "<" + path + ">" + line.substr(close + 1)) + "\n";
+  }
+  return out + "// ktune's <cub/cub.cuh> for NVRTC: CUB's without its device-wide algorithms and host allocator\n";
+}
+
+std::vector<std::pair<std::string, std::string>> make_views(const std::string& dir) {
+  std::vector<std::pair<std::string, std::string>> v;
+  if (dir.empty()) return v;
+  if (const std::string t = read_text(dir + "/cuda.h"); !t.empty())
+    v.emplace_back("cuda.h", device_view_of_header(t) +
+                                 "\n// ktune's <cuda.h> for NVRTC: CUDA's types, enums and macros without the driver API's functions\n");
+  // CUDA 13 keeps CCCL under include/cccl, CUDA 12 beside the other headers.
+  for (const std::string& cub : {dir + "/cccl/cub/cub.cuh", dir + "/cub/cub.cuh"})
+    if (const std::string t = read_text(cub); !t.empty()) {
+      v.emplace_back("cub/cub.cuh", cub_device_view(t));
+      break;
+    }
+  return v;
+}
+
 } // namespace
+
+const std::vector<std::pair<std::string, std::string>>& nvrtc_toolkit_views(const std::string& include_dir) {
+  static std::mutex mu;
+  static std::map<std::string, std::vector<std::pair<std::string, std::string>>> made; // per folder, made once
+  std::lock_guard<std::mutex> lk(mu);
+  auto it = made.find(include_dir);
+  if (it == made.end()) it = made.emplace(include_dir, make_views(include_dir)).first;
+  return it->second;
+}
 
 const std::vector<std::pair<std::string, std::string>>& nvrtc_std_headers() {
   static const std::vector<std::pair<std::string, std::string>> h = make_headers();

@@ -14,4 +14,13 @@ namespace ktune {
 // and <math.h>'s constants spelled out; the host's library headers (<vector>, <iostream>) empty.
 const std::vector<std::pair<std::string, std::string>>& nvrtc_std_headers();
 
+// (name, text) of CUDA's own headers that mix host code into what device code includes, as
+// device code can take them, made once from the toolkit's files under include_dir (CUDA's
+// include folder; none where it does not hold them):
+//   <cuda.h>: device_view_of_header's (the driver API's declarations gone; its types, enums and
+//     macros stay: a TMA kernel takes a CUtensorMap);
+//   <cub/cub.cuh>: CUB's umbrella without its device-wide algorithms (cub/device/, launched from
+//     the host) and its host caching allocator; the block, warp, thread and iterator parts stay.
+const std::vector<std::pair<std::string, std::string>>& nvrtc_toolkit_views(const std::string& include_dir);
+
 } // namespace ktune

@@ -32,6 +32,9 @@ TEST(HostCode, HostFunctionsAndVariablesGoDeviceCodeStays) {
       "const char* const kFixed = \"fixed\";\n"
       "int counter = 0;\n"
       "int host_decl(int);\n"
+      "void report(const char* what, int line);\n"
+      "const float* lookup(int k);\n"
+      "const Params kBuilt(4);\n"
       "__device__ int dev_decl(int);\n"
       "__constant__ float table[4];\n"
       "typedef float real;\n"
@@ -64,17 +67,18 @@ TEST(HostCode, HostFunctionsAndVariablesGoDeviceCodeStays) {
   // Gone: host functions (a namespace's, a template, an extern "C" block's, main, a member), a
   // host function's declaration, variables that are not const.
   for (const char* gone : {"ceil_div(int a", "void launch(", "void c_host(", "int main(", "int host_size()", "Params(int k)",
-                           "int host_decl(int)", "int counter", "kName ="})
+                           "int host_decl(int)", "int counter", "kName =",
+                           "void report(const char* what", "lookup(int k)"})
     EXPECT_FALSE(has(out, gone)) << gone << " stayed:\n" << out;
   // Kept: device functions (through a macro of the text), kernels, constants, const data, types,
   // an access specifier, an explicit instantiation, the preprocessor's lines.
   for (const char* kept : {"DINLINE float twice", "__global__ void __launch_bounds__(B) k(Params p)", "constexpr int kTile",
-                           "static const float kScale", "const char* const kFixed", "__device__ int dev_decl(int);",
+                           "static const float kScale", "const char* const kFixed", "const Params kBuilt(4);", "__device__ int dev_decl(int);",
                            "__constant__ float table[4];", "typedef float real;", "public:", "__device__ float at(int i)",
                            "__host__ __device__ inline int both", "__global__ void c_kernel", "template __global__ void k<64>",
                            "#define CHECK(x)", "#include <vector>", "extern \"C\" {", "namespace util {"})
     EXPECT_TRUE(has(out, kept)) << kept << " went:\n" << out;
-  EXPECT_EQ(n, 9);
+  EXPECT_EQ(n, 11);
 }
 
 TEST(HostCode, WhereTheReadingCannotBeSureNothingGoes) {
@@ -92,4 +96,40 @@ TEST(HostCode, WhereTheReadingCannotBeSureNothingGoes) {
   const std::string out = skipped(braced, &n);
   EXPECT_TRUE(has(out, "S() : a{1}, b{2} {}")) << out;
   EXPECT_FALSE(has(out, "int main")) << out;
+}
+
+// cuda.h's shape: declarations of the driver API between #if and #define lines, a name that is a
+// macro of the text (#define cuMemcpy __CUDA_API_PTDS(cuMemcpy)), const char** parameters. The
+// declarations go; every preprocessor line stays (blanking a statement must not take the
+// #define before it); a const object built by a constructor stays (the constructor, a host
+// member function, goes as in a source).
+TEST(HostCode, AToolkitHeadersDeclarationsGoItsPreprocessorLinesStay) {
+  const std::string text =
+      "#include <stdlib.h>\n"
+      "typedef int CUresult;\n"
+      "#define cuMemcpy __CUDA_API_PTDS(cuMemcpy)\n"
+      "#ifdef _WIN32\n#define CUDAAPI __stdcall\n#else\n#define CUDAAPI\n#endif\n"
+      "/** Returns the error's string. */\n"
+      "CUresult CUDAAPI cuGetErrorString(CUresult error, const char **pStr);\n"
+      "#if defined(VERSION_2)\n#define cuInit cuInit_v2\n#endif\n"
+      "CUresult CUDAAPI cuInit(unsigned int Flags);\n"
+      "CUresult CUDAAPI cuMemcpy(unsigned long long dst, unsigned long long src, size_t n);\n"
+      "typedef struct CUtensorMap_st { alignas(64) unsigned long long opaque[16]; } CUtensorMap; // kept\n"
+      "struct Shape { Shape(int) {} };\n"
+      "const Shape kShape(4);\n";
+  int n = 0;
+  const std::string out = skipped(text, &n);
+  EXPECT_EQ(n, 4) << out;
+  for (const char* gone : {"cuGetErrorString(", "cuInit(unsigned", "cuMemcpy(unsigned"}) EXPECT_FALSE(has(out, gone)) << gone << ":\n" << out;
+  for (const char* kept : {"#ifdef _WIN32\n#define CUDAAPI __stdcall\n#else\n#define CUDAAPI\n#endif\n", "#if defined(VERSION_2)\n#define cuInit cuInit_v2\n#endif\n",
+                           "#define cuMemcpy __CUDA_API_PTDS(cuMemcpy)\n", "CUtensorMap_st", "const Shape kShape(4);"})
+    EXPECT_TRUE(has(out, kept)) << kept << " went:\n" << out;
+  // The device view: the same, its comments and the blanked lines' blanks gone, every line kept.
+  const std::string view = device_view_of_header(text);
+  EXPECT_EQ(std::count(view.begin(), view.end(), '\n'), std::count(text.begin(), text.end(), '\n'));
+  EXPECT_FALSE(has(view, "Returns the error's string")) << view;
+  EXPECT_FALSE(has(view, "// kept")) << view;
+  EXPECT_FALSE(has(view, " \n")) << "trailing blanks:\n" << view;
+  EXPECT_TRUE(has(view, "typedef struct CUtensorMap_st { alignas(64) unsigned long long opaque[16]; } CUtensorMap;\n")) << view;
+  EXPECT_TRUE(has(view, "#define CUDAAPI\n#endif\n\n\n#if defined(VERSION_2)")) << "the comment's line and the declaration's, empty:\n" << view;
 }

@@ -15,6 +15,7 @@
 #include "core/kernel_spec.h"
 #include "gpu_env.h"
 #include "tma_spec.h"
+#include "toolkit_headers_spec.h"
 #include "ktune/compiler.h"
 #include "ktune/family.h"
 #include "ktune/kernel_spec.h"
@@ -2251,6 +2252,34 @@ TEST(KernelSpecGpu, ATensorMapLoadsEachBlocksTileThroughTma) {
         const VerifyResult v = check_config(*runner, compiler, *d, op, Config{{"BX", bx}, {"BY", by}}, Problem::parse(op, shape), 4);
         EXPECT_TRUE(v.pass) << shape << " BX " << bx << " BY " << by << ": " << v.summary();
       }
+}
+
+// A project's file that includes <cuda.h> and <cub/cub.cuh> as it is (host code skipped): its TMA
+// kernel takes cuda.h's CUtensorMap and its warp reduction is CUB's; both verified at every config.
+TEST(KernelSpecGpu, AFileIncludingCudaHAndCubRunsItsKernelsVerified) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  if (d->arch_number() < 90) GTEST_SKIP() << "TMA needs sm_90";
+  TempDir dir("spec_toolkit_headers");
+  std::ofstream(dir.file("toolkit.cu")) << ktune::testing::kToolkitSource;
+  std::ofstream(dir.file("tma.json")) << ktune::testing::kToolkitTmaSpec;
+  std::ofstream(dir.file("warp.json")) << ktune::testing::kToolkitWarpSpec;
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  const std::string tma = load_kernel_spec(dir.file("tma.json"));
+  auto runner = make_op_runner(tma, compiler, *d);
+  for (int bx : {32, 64})
+    for (int by : {4, 16}) {
+      const VerifyResult v = check_config(*runner, compiler, *d, tma, Config{{"BX", bx}, {"BY", by}}, Problem::parse(tma, "1000x300"), 4);
+      EXPECT_TRUE(v.pass) << "BX " << bx << " BY " << by << ": " << v.summary();
+    }
+  const std::string warp = load_kernel_spec(dir.file("warp.json"));
+  auto warp_runner = make_op_runner(warp, compiler, *d);
+  for (int b : {64, 256}) {
+    const VerifyResult v = check_config(*warp_runner, compiler, *d, warp, Config{{"B", b}}, Problem::parse(warp, "100003"), 4);
+    EXPECT_TRUE(v.pass) << "B " << b << ": " << v.summary();
+  }
 }
 
 // Tensor maps inside a struct (a params struct of CUtensorMap members), and the same kernel's maps

@@ -21,6 +21,7 @@
 #include "runtime/buffers_launch.h"
 #include "test_paths.h"
 #include "tma_spec.h"
+#include "toolkit_headers_spec.h"
 #include "tuner/json_io.h"
 #include "tuner/spec_op.h"
 
@@ -2892,6 +2893,70 @@ int main(int argc, char** argv) {
   expect_refused(spec, d, "host_code: skip blanks the functions without __device__, which -default-device");
   spec["host_code"] = "drop";
   expect_refused(spec, d, "host_code: 'drop' is neither skip");
+}
+
+// A project's file that includes <cuda.h> and <cub/cub.cuh> as nvcc takes them (NVRTC refuses
+// both: the driver API's declarations, CUB's device-wide algorithms): ktune hands NVRTC device
+// code's view of each, made from the toolkit's own text, and with its host code skipped the file
+// compiles at every config. Device code that uses what a view leaves out fails, naming it; a
+// spec folder's own cuda.h wins, as its own <cstdint> does.
+TEST(KernelSpec, CudaHAndCubsUmbrellaCompileThroughDeviceCodesViewOfThem) {
+  if (cuda_include_dir().empty()) GTEST_SKIP() << "no CUDA include folder to make the views from";
+  SpecDir d;
+  d.write("toolkit.cu", ktune::testing::kToolkitSource);
+  auto header = [&](const std::string& op, const std::string& name) -> const std::string* {
+    for (const auto& h : spec_of(op).std_headers)
+      if (h.first == name) return &h.second;
+    return nullptr;
+  };
+  Compiler compiler;
+  const std::string tma = load_kernel_spec_text(ojson::parse(ktune::testing::kToolkitTmaSpec).dump(), "tma.json", d.dir());
+  const std::string warp = load_kernel_spec_text(ojson::parse(ktune::testing::kToolkitWarpSpec).dump(), "warp.json", d.dir());
+  const std::string* cuda_h = header(tma, "cuda.h");
+  const std::string* cub_h = header(tma, "cub/cub.cuh");
+  ASSERT_TRUE(cuda_h && cub_h);
+  EXPECT_NE(cuda_h->find("CUtensorMap_st"), std::string::npos) << "the types stay";
+  EXPECT_NE(cuda_h->find("CU_TENSOR_MAP_DATA_TYPE_FLOAT32"), std::string::npos) << "and the enums";
+  EXPECT_EQ(cuda_h->find("cuTensorMapEncodeTiled("), std::string::npos) << "the driver API's declarations go";
+  EXPECT_EQ(cuda_h->find("\\brief"), std::string::npos) << "and the comments";
+  EXPECT_EQ(cub_h->find("cub/device/"), std::string::npos);
+  EXPECT_NE(cub_h->find("<cub/warp/warp_reduce.cuh>"), std::string::npos);
+  for (int bx : {32, 64})
+    for (int by : {4, 16})
+      EXPECT_NO_THROW(compiler.compile(compile_request(find_family(tma), Config{{"BX", bx}, {"BY", by}}, Problem::parse(tma, "1000x300"), "sm_90")))
+          << bx << "x" << by;
+  for (int b : {64, 256})
+    EXPECT_NO_THROW(compiler.compile(compile_request(find_family(warp), Config{{"B", b}}, Problem::parse(warp, "1000"), "sm_90"))) << b;
+  // Device code that calls a device-wide algorithm fails on its name.
+  d.write("device_wide.cu", "#include <cub/cub.cuh>\ntemplate <int B> __global__ void k(const int* x, int* y, int n) {\n"
+                            "  size_t bytes = 0; cub::DeviceReduce::Sum(nullptr, bytes, x, y, n); }\n"
+                            "__global__ void ref(const int* x, int* y, int n) {}\n");
+  ojson wide = ojson::parse(ktune::testing::kToolkitWarpSpec);
+  wide["name"] = "toolkit_device_wide";
+  wide["sources"] = {"device_wide.cu"};
+  wide["launch"]["kernel"] = "k<{B}>";
+  wide["check"]["reference"]["kernel"] = "ref";
+  wide.erase("host_code");
+  const std::string op_wide = load_kernel_spec_text(wide.dump(), "wide.json", d.dir());
+  try {
+    compiler.compile(compile_request(find_family(op_wide), Config{{"B", 64}}, Problem::parse(op_wide, "1000"), "sm_90"));
+    ADD_FAILURE() << "cub::DeviceReduce compiled in device code";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("DeviceReduce"), std::string::npos) << e.what();
+  }
+  // The spec's own cuda.h wins; CUDA's include folder named among include_dirs does not count as its own.
+  fs::create_directories(fs::path(d.dir()) / "inc");
+  d.write("inc/cuda.h", "#pragma once\ntypedef struct CUtensorMap_st { alignas(64) unsigned long long opaque[16]; } CUtensorMap;\n");
+  ojson own = ojson::parse(ktune::testing::kToolkitTmaSpec);
+  own["name"] = "toolkit_own_cuda_h";
+  own["include_dirs"] = {"inc"};
+  const std::string op_own = load_kernel_spec_text(own.dump(), "own.json", d.dir());
+  EXPECT_EQ(header(op_own, "cuda.h"), nullptr);
+  EXPECT_NE(header(op_own, "cub/cub.cuh"), nullptr);
+  own["name"] = "toolkit_cuda_dir";
+  own["include_dirs"] = {cuda_include_dir()};
+  const std::string op_dir = load_kernel_spec_text(own.dump(), "dir.json", d.dir());
+  EXPECT_NE(header(op_dir, "cuda.h"), nullptr);
 }
 
 // A block's threads as a C++ constant of the source (Ktraits::kNThreads, ThunderKittens'

@@ -1,0 +1,93 @@
+// A project's .cu file that includes CUDA's own headers as nvcc takes them, host code and all:
+// <cuda.h> (the driver API beside the CUtensorMap a kernel takes) and <cub/cub.cuh> (CUB's
+// device-wide algorithms beside the warp reduction another kernel uses). Shared by the CPU test
+// (it compiles, with the views ktune hands NVRTC) and the GPU test (its kernels verified).
+#pragma once
+
+namespace ktune::testing {
+
+inline constexpr const char* kToolkitSource = R"CUDA(
+#include <cuda.h>
+#include <cub/cub.cuh>
+#include <cstdio>
+
+// Host code: a w x h map of floats read in bx x by tiles, and a device-wide sum.
+CUresult encode_map(CUtensorMap* m, float* x, int w, int h, int bx, int by) {
+  const cuuint64_t dims[2] = {cuuint64_t(w), cuuint64_t(h)};
+  const cuuint64_t strides[1] = {cuuint64_t(w) * sizeof(float)};
+  const cuuint32_t box[2] = {cuuint32_t(bx), cuuint32_t(by)}, step[2] = {1, 1};
+  return cuTensorMapEncodeTiled(m, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, x, dims, strides, box, step, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+}
+cudaError_t total(const int* x, int* out, int n, void* tmp, size_t* bytes) { return cub::DeviceReduce::Sum(tmp, *bytes, x, out, n); }
+void report(const char* what, CUresult r) { printf("%s: %d\n", what, int(r)); }
+
+// Each block loads its BY x BX tile of x through the map (TMA, zeros past the edges) into y.
+template <int BX, int BY>
+__global__ void tma_copy(const __grid_constant__ CUtensorMap map, float* y, int w, int h) {
+  __shared__ alignas(128) float tile[BY][BX];
+  __shared__ alignas(8) unsigned long long bar;
+  const int x0 = blockIdx.x * BX, y0 = blockIdx.y * BY;
+  const unsigned sb = (unsigned)__cvta_generic_to_shared(&bar), st = (unsigned)__cvta_generic_to_shared(&tile[0][0]);
+  if (threadIdx.x == 0) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(sb));
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(sb), "r"((unsigned)(BX * BY * 4)) : "memory");
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                 :: "r"(st), "l"(&map), "r"(x0), "r"(y0), "r"(sb) : "memory");
+  }
+  asm volatile("{\n .reg .pred p;\n WAIT_%=:\n mbarrier.try_wait.parity.shared::cta.b64 p, [%0], 0;\n @!p bra WAIT_%=;\n}" :: "r"(sb) : "memory");
+  for (int i = threadIdx.x; i < BX * BY; i += blockDim.x) {
+    const int r = i / BX, c = i % BX, gx = x0 + c, gy = y0 + r;
+    if (gx < w && gy < h) y[(long long)gy * w + gx] = tile[r][c];
+  }
+}
+__global__ void copy_ref(const float* x, float* y, int w, int h) {
+  const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < (long long)w * h) y[i] = x[i];
+}
+
+// Each warp's 32 values summed by cub::WarpReduce; every lane writes its warp's sum.
+template <int B>
+__global__ void warp_sums(const int* x, int* y, int n) {
+  using Reduce = cub::WarpReduce<int>;
+  __shared__ typename Reduce::TempStorage tmp[B / 32];
+  const int i = blockIdx.x * B + threadIdx.x;
+  const int s = Reduce(tmp[threadIdx.x / 32]).Sum(i < n ? x[i] : 0);
+  const int all = __shfl_sync(0xffffffffu, s, 0);
+  if (i < n) y[i] = all;
+}
+__global__ void warp_sums_ref(const int* x, int* y, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  int s = 0;
+  for (int k = i / 32 * 32; k < i / 32 * 32 + 32 && k < n; ++k) s += x[k];
+  y[i] = s;
+}
+)CUDA";
+
+inline constexpr const char* kToolkitTmaSpec = R"JSON({
+  "name": "toolkit_tma_copy", "sources": ["toolkit.cu"], "host_code": "skip", "params_as": "template", "dims": ["w", "h"], "arch": "sm_90",
+  "params": {"BX": [32, 64], "BY": [4, 16]},
+  "launch": {"kernel": "tma_copy<{BX}, {BY}>", "grid": ["ceil_div(w, BX)", "ceil_div(h, BY)"], "block": [128], "args": ["map", "y", "w_", "h_"]},
+  "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "w * h"},
+           {"name": "map", "kind": "tensor_map", "buffer": "x", "dims": ["w", "h"], "box": ["BX", "BY"]},
+           {"name": "y", "kind": "buffer", "dtype": "f32", "count": "w * h", "intent": "out", "atol": 0, "rtol": 0},
+           {"name": "w_", "kind": "scalar", "value": "w"}, {"name": "h_", "kind": "scalar", "value": "h"}],
+  "check": {"reference": {"kernel": "copy_ref", "launch": {"grid": ["ceil_div(w * h, 256)"], "block": [256], "args": ["x", "y", "w_", "h_"]}}}
+})JSON";
+
+inline constexpr const char* kToolkitWarpSpec = R"JSON({
+  "name": "toolkit_warp_sums", "sources": ["toolkit.cu"], "host_code": "skip", "params_as": "template", "dims": ["n"],
+  "params": {"B": [64, 256]},
+  "launch": {"kernel": "warp_sums<{B}>", "grid": ["ceil_div(n, B)"], "block": ["B"], "args": ["x", "y", "n_"]},
+  "args": [{"name": "x", "kind": "buffer", "dtype": "i32", "count": "n", "fill": {"random": [-100, 100]}},
+           {"name": "y", "kind": "buffer", "dtype": "i32", "count": "n", "intent": "out"},
+           {"name": "n_", "kind": "scalar", "value": "n"}],
+  "check": {"reference": {"kernel": "warp_sums_ref", "launch": {"grid": ["ceil_div(n, 128)"], "block": [128], "args": ["x", "y", "n_"]}}}
+})JSON";
+
+} // namespace ktune::testing
