@@ -2,14 +2,13 @@
 // the CPU tests (shapes, plans and signatures) and the GPU tests (their loads, verified).
 #pragma once
 
+#include <string>
+
 namespace ktune::testing {
 
-inline constexpr const char* kTmaSource = R"CUDA(
-#ifdef __CUDACC_RTC__
-typedef struct CUtensorMap_st { alignas(64) unsigned long long opaque[16]; } CUtensorMap; // cuda.h's, a host header
-#else
-#include <cuda.h>
-#endif
+// The kernels of kTmaSource, after a CUtensorMap's declaration (toolkit_headers_spec.h's file
+// takes them too, after <cuda.h>).
+inline constexpr const char* kTmaCopyKernels = R"CUDA(
 // Each block loads its BY x BX tile of x through the map (TMA, zeros past the edges) and writes it to y.
 template <int BX, int BY>
 __global__ void tma_copy(const __grid_constant__ CUtensorMap map, float* y, int w, int h) {
@@ -38,6 +37,12 @@ __global__ void copy_ref(const float* x, float* y, int w, int h) {
   if (i < (long long)w * h) y[i] = x[i];
 }
 )CUDA";
+inline const std::string kTmaSource = std::string(R"CUDA(
+#ifdef __CUDACC_RTC__
+typedef struct CUtensorMap_st { alignas(64) unsigned long long opaque[16]; } CUtensorMap; // cuda.h's, spelled out
+#else
+#include <cuda.h>
+#endif)CUDA") + kTmaCopyKernels;
 inline constexpr const char* kTmaSpec = R"JSON({
   "name": "tma_copy", "sources": ["tma.cu"], "params_as": "template", "dims": ["w", "h"], "arch": "sm_90",
   "params": {"BX": [32, 64], "BY": [4, 16]},

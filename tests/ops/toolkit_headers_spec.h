@@ -4,9 +4,13 @@
 // (it compiles, with the views ktune hands NVRTC) and the GPU test (its kernels verified).
 #pragma once
 
+#include <string>
+
+#include "tma_spec.h"
+
 namespace ktune::testing {
 
-inline constexpr const char* kToolkitSource = R"CUDA(
+inline const std::string kToolkitSource = std::string(R"CUDA(
 #include <cuda.h>
 #include <cub/cub.cuh>
 #include <cstdio>
@@ -22,34 +26,7 @@ CUresult encode_map(CUtensorMap* m, float* x, int w, int h, int bx, int by) {
 cudaError_t total(const int* x, int* out, int n, void* tmp, size_t* bytes) { return cub::DeviceReduce::Sum(tmp, *bytes, x, out, n); }
 void report(const char* what, CUresult r) { printf("%s: %d\n", what, int(r)); }
 
-// Each block loads its BY x BX tile of x through the map (TMA, zeros past the edges) into y.
-template <int BX, int BY>
-__global__ void tma_copy(const __grid_constant__ CUtensorMap map, float* y, int w, int h) {
-  __shared__ alignas(128) float tile[BY][BX];
-  __shared__ alignas(8) unsigned long long bar;
-  const int x0 = blockIdx.x * BX, y0 = blockIdx.y * BY;
-  const unsigned sb = (unsigned)__cvta_generic_to_shared(&bar), st = (unsigned)__cvta_generic_to_shared(&tile[0][0]);
-  if (threadIdx.x == 0) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(sb));
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(sb), "r"((unsigned)(BX * BY * 4)) : "memory");
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
-                 :: "r"(st), "l"(&map), "r"(x0), "r"(y0), "r"(sb) : "memory");
-  }
-  asm volatile("{\n .reg .pred p;\n WAIT_%=:\n mbarrier.try_wait.parity.shared::cta.b64 p, [%0], 0;\n @!p bra WAIT_%=;\n}" :: "r"(sb) : "memory");
-  for (int i = threadIdx.x; i < BX * BY; i += blockDim.x) {
-    const int r = i / BX, c = i % BX, gx = x0 + c, gy = y0 + r;
-    if (gx < w && gy < h) y[(long long)gy * w + gx] = tile[r][c];
-  }
-}
-__global__ void copy_ref(const float* x, float* y, int w, int h) {
-  const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-  if (i < (long long)w * h) y[i] = x[i];
-}
-
+)CUDA") + kTmaCopyKernels + R"CUDA(
 // Each warp's 32 values summed by cub::WarpReduce; every lane writes its warp's sum.
 template <int B>
 __global__ void warp_sums(const int* x, int* y, int n) {
