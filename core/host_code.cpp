@@ -4,6 +4,7 @@
 #include <cctype>
 #include <functional>
 #include <map>
+#include <set>
 #include <vector>
 
 namespace ktune {
@@ -182,6 +183,35 @@ bool reads_as_parameters(const std::string& inside, const std::map<std::string, 
   return false;
 }
 
+// The name a function's head declares: the last word before its parameter list, template
+// arguments after it (reduce<int>) left out; "" where there is none.
+std::string declared_name(const std::string& head) {
+  std::string lead = head.substr(0, head.find('('));
+  size_t e = lead.find_last_not_of(" \t\n");
+  if (e != std::string::npos && lead[e] == '>') { // an explicit instantiation's template arguments
+    int depth = 0;
+    for (;; --e) {
+      depth += lead[e] == '>' ? 1 : lead[e] == '<' ? -1 : 0;
+      if (depth == 0 || e == 0) break;
+    }
+    e = e == 0 ? std::string::npos : lead.find_last_not_of(" \t\n", e - 1);
+  }
+  if (e == std::string::npos || !ident_char(lead[e])) return "";
+  size_t b = e + 1;
+  while (b > 0 && ident_char(lead[b - 1])) --b;
+  return lead.substr(b, e + 1 - b);
+}
+
+// An explicit instantiation (`template void reduce<int>(int*, int);`, template with no '<'
+// after it) of a function: its name, or "".
+std::string instantiated_function(const std::string& stmt) {
+  const size_t k = stmt.find_first_not_of(" \t\n");
+  if (k == std::string::npos || stmt.compare(k, 8, "template") != 0 || (k + 8 < stmt.size() && ident_char(stmt[k + 8]))) return "";
+  const size_t a = stmt.find_first_not_of(" \t\n", k + 8);
+  if (a == std::string::npos || stmt[a] == '<' || stmt.find('(') == std::string::npos) return "";
+  return declared_name(stmt);
+}
+
 // A statement at namespace scope, ended by ';', that NVRTC refuses as host code: a function's
 // declaration without an execution space, or a variable without a memory space that is not
 // const (const and constexpr variables are the device's too). Type declarations, aliases,
@@ -235,11 +265,55 @@ bool host_declaration(const std::string& stmt, const std::map<std::string, std::
   return std::find(after.begin(), after.end(), "const") == after.end(); // a pointer to const, itself not
 }
 
+// A member function's declaration in a class body that NVRTC refuses as the host's: a parameter
+// list, no execution space, not `= default` or `= delete` (the compiler's own, which NVRTC takes).
+// Data members stay, a function pointer among them (`void (*fp)(int);`), as does anything whose
+// parentheses may be another construct's (decltype, alignas) or whose head holds a macro the text
+// does not define.
+bool host_member_declaration(const std::string& stmt, const std::map<std::string, std::string>& macros) {
+  const std::string head = without_template_lists(stmt);
+  std::vector<std::string> words;
+  words_of(head, macros, 0, &words);
+  if (words.empty()) return false;
+  for (const auto& w : words)
+    if (w == "typedef" || w == "using" || w == "static_assert" || w == "class" || w == "struct" || w == "union" || w == "enum" ||
+        w == "__global__" || w == "__device__" || w == "decltype" || w == "alignas" || w == "__align__" || w == "__attribute__" ||
+        w == "__declspec" || w == "asm" || w == "__asm__")
+      return false;
+  if (unknown_macro_before_name(head, macros)) return false;
+  // The first top-level '(' before any '=': a parameter list, unless it opens a declarator.
+  int depth = 0;
+  size_t open = std::string::npos, close = std::string::npos;
+  for (size_t k = 0; k < head.size() && close == std::string::npos; ++k) {
+    const char h = head[k];
+    if (depth == 0 && h == '=' && open == std::string::npos) return false; // a data member's initializer
+    if (h == '(' || h == '[' || h == '{') {
+      if (depth == 0 && h == '(') open = k;
+      if (depth == 0 && h != '(') return false; // an array or a braced initializer: data
+      ++depth;
+    } else if (h == ')' || h == ']' || h == '}') {
+      if (--depth == 0 && open != std::string::npos) close = k;
+    }
+  }
+  if (open == std::string::npos || close == std::string::npos) return false;
+  const size_t first = head.find_first_not_of(" \t\n", open + 1);
+  if (first != std::string::npos && first < close && std::string("*&^").find(head[first]) != std::string::npos) return false;
+  // After the parameters: `= default` and `= delete` stay; `= 0` (pure virtual) goes.
+  std::vector<std::string> tail;
+  words_of(head.substr(close + 1), macros, 0, &tail);
+  return std::find(tail.begin(), tail.end(), "default") == tail.end() && std::find(tail.begin(), tail.end(), "delete") == tail.end();
+}
+
 } // namespace
 
-std::string skip_host_functions(const std::string& text, int* blanked) {
+void defined_macros(const std::string& text, std::map<std::string, std::string>* macros) {
+  std::vector<CharKind> kind;
+  code_only(text, macros, &kind);
+}
+
+std::string skip_host_functions(const std::string& text, int* blanked, const std::map<std::string, std::string>& known) {
   *blanked = 0;
-  std::map<std::string, std::string> macros;
+  std::map<std::string, std::string> macros = known;
   std::vector<CharKind> kind;
   const std::string code = code_only(text, &macros, &kind);
   // Each '{''s matching '}', found in a first pass that also checks that the braces balance.
@@ -264,6 +338,7 @@ std::string skip_host_functions(const std::string& text, int* blanked) {
       if (out[k] != '\n' && kind[k] != kPreprocessor) out[k] = ' ';
     ++*blanked;
   };
+  std::set<std::string> blanked_names; // of the namespace-scope functions blanked so far
   // Statements from `start` to a ';' or a '{', over [from, to): namespace scope, or a class's body
   // (where only member functions' definitions are looked at, and an access specifier ends a
   // statement).
@@ -276,7 +351,15 @@ std::string skip_host_functions(const std::string& text, int* blanked) {
       else if (c == ')' || c == ']') --parens;
       else if (c == '}') start = i + 1; // a namespace or extern "C" block's end
       else if (c == ';' && parens == 0) {
-        if (!in_class && host_declaration(code.substr(start, i - start), macros)) blank(start, i);
+        const std::string stmt = code.substr(start, i - start);
+        // The explicit instantiation of a host function template this pass blanked goes too (it
+        // would name a template that is no longer there); a kernel's stays.
+        const std::string inst = in_class ? "" : instantiated_function(stmt);
+        std::vector<std::string> w;
+        if (!inst.empty()) words_of(stmt, macros, 0, &w);
+        const bool host_instance = !inst.empty() && blanked_names.count(inst) &&
+                                   std::find(w.begin(), w.end(), "__global__") == w.end() && std::find(w.begin(), w.end(), "__device__") == w.end();
+        if (in_class ? host_member_declaration(stmt, macros) : (host_instance || host_declaration(stmt, macros))) blank(start, i);
         start = i + 1;
       } else if (c == ':' && parens == 0 && in_class && !(i + 1 < to && code[i + 1] == ':') && !(i > 0 && code[i - 1] == ':')) {
         std::vector<std::string> w;
@@ -327,7 +410,10 @@ std::string skip_host_functions(const std::string& text, int* blanked) {
       const bool function = paren && (!assign || is_operator) && !type_def;
       const bool braced_init = member_init && close + 1 < to && code.find_first_not_of(" \t\n", close + 1) < to &&
                                std::string(",{").find(code[code.find_first_not_of(" \t\n", close + 1)]) != std::string::npos;
-      if (function && !device && !braced_init && !unknown_macro_before_name(head, macros)) blank(start, close);
+      if (function && !device && !braced_init && !unknown_macro_before_name(head, macros)) {
+        blank(start, close);
+        if (!in_class) blanked_names.insert(declared_name(head));
+      }
       // A class's body: its member functions in turn (enum bodies hold none).
       if (type_def && !paren && std::find(words.begin(), words.end(), "enum") == words.end()) scan(i + 1, close, true);
       // Past this brace group: a function's body ends its statement; a class's or an
@@ -340,9 +426,9 @@ std::string skip_host_functions(const std::string& text, int* blanked) {
   return out;
 }
 
-std::string device_view_of_header(const std::string& text) {
+std::string device_view_of_header(const std::string& text, const std::map<std::string, std::string>& known) {
   int blanked = 0;
-  const std::string kept = skip_host_functions(text, &blanked);
+  const std::string kept = skip_host_functions(text, &blanked, known);
   std::map<std::string, std::string> macros;
   std::vector<CharKind> kind;
   code_only(kept, &macros, &kind);

@@ -1360,8 +1360,44 @@ bool toolkit_header(const std::string& name) {
 // resolves (by a quoted name: beside the including file, then the sources' folders and
 // include_dirs; by an angled one: the sources' folders and include_dirs, as the compile's include
 // path has them), for the version hash and for KernelSpec::reads_macro.
+// The names a text's `#include` lines include (spaces allowed around the '#'), each with its
+// closing delimiter ('"' or '>'; 0 for `#include MACRO`, which no reading can follow).
+std::vector<std::pair<std::string, char>> includes_of(const std::string& text) {
+  std::vector<std::pair<std::string, char>> out;
+  for (size_t line = 0; line < text.size(); line = text.find('\n', line) + 1) {
+    size_t at = text.find_first_not_of(" \t", line);
+    if (at == std::string::npos) break;
+    if (text[at] == '#') at = text.find_first_not_of(" \t", at + 1);
+    else at = std::string::npos;
+    if (at != std::string::npos && text.compare(at, 7, "include") == 0) {
+      const size_t q1 = text.find_first_not_of(" \t", at + 7);
+      const char close = q1 == std::string::npos ? 0 : text[q1] == '"' ? '"' : text[q1] == '<' ? '>' : 0;
+      const size_t q2 = close ? text.find(close, q1 + 1) : std::string::npos;
+      if (q2 == std::string::npos) out.emplace_back("", 0);
+      else out.emplace_back(text.substr(q1 + 1, q2 - q1 - 1), close);
+    }
+    if (text.find('\n', line) == std::string::npos) break;
+  }
+  return out;
+}
+
+// A file under the CUDA toolkit's include folder (include_dirs may name it).
+bool in_toolkit(const fs::path& file) {
+  if (cuda_include_dir().empty()) return false;
+  std::error_code ec;
+  const std::string dir = fs::weakly_canonical(cuda_include_dir(), ec).string() + "/";
+  const std::string f = fs::weakly_canonical(file, ec).string();
+  return !ec && f.rfind(dir, 0) == 0;
+}
+
+// *outside: the names included that resolve to none of those files (the toolkit's, NVRTC's own,
+// ktune's stand-ins). *views: with "host_code": "skip", the headers the sources include from the spec's folders and
+// include_dirs (not the toolkit's) whose host code skip blanks, by the name they are included by
+// (NVRTC takes an in-memory header for that name before any folder's). A name that two includes
+// resolve to different files is left to NVRTC: one text cannot serve both.
 std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojson& v, std::string* hashed,
-                                      const std::vector<std::string>& incs) {
+                                      const std::vector<std::string>& incs, std::vector<std::pair<std::string, std::string>>* views,
+                                      std::set<std::string>* outside) {
   std::vector<std::string> files;
   if (v.is_string()) files.push_back(r.file(v.get<std::string>(), "sources", "source"));
   else if (v.is_array() && !v.empty())
@@ -1370,6 +1406,7 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
   else r.fail("sources", "expected a file name or a non-empty array of them");
   std::set<std::string> seen;
   std::vector<std::string> queue;
+  std::map<std::string, std::string> view_file; // a view's name: the file it was made from ("" once two differ)
   for (const auto& f : files) {
     const std::string text = read_text_file(f, "kernel source");
     // "host_code": "skip": the project's file as it is, its host functions blanked for NVRTC.
@@ -1391,45 +1428,44 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
     // A macro name pasted together (a##b) is not in the text as a word: the text cannot tell
     // which macros it reads.
     if (text.find("##") != std::string::npos) s.compiled_text_whole = false;
-    // Every `#include` line, spaces allowed around the `#`.
-    for (size_t line = 0; line < text.size(); line = text.find('\n', line) + 1) {
-      size_t at = text.find_first_not_of(" \t", line);
-      if (at == std::string::npos) break;
-      if (text[at] == '#') at = text.find_first_not_of(" \t", at + 1);
-      else at = std::string::npos;
-      const bool include = at != std::string::npos && text.compare(at, 7, "include") == 0;
-      if (include) {
-        const size_t q1 = text.find_first_not_of(" \t", at + 7);
-        const char close = q1 == std::string::npos ? 0 : text[q1] == '"' ? '"' : text[q1] == '<' ? '>' : 0;
-        const size_t q2 = close ? text.find(close, q1 + 1) : std::string::npos;
-        if (q2 == std::string::npos) {
-          s.compiled_text_whole = false; // #include MACRO: a header this reading cannot follow
-        } else {
-          const std::string name = text.substr(q1 + 1, q2 - q1 - 1);
-          std::vector<std::string> dirs;
-          if (close == '"') dirs.push_back(fs::path(f).parent_path().string());
-          dirs.insert(dirs.end(), folders.begin(), folders.end());
-          dirs.insert(dirs.end(), incs.begin(), incs.end());
-          bool found = false;
-          for (const auto& d : dirs) {
-            std::error_code ec;
-            const fs::path h = (fs::path(d) / name).lexically_normal();
-            if (!fs::is_regular_file(h, ec)) continue;
-            found = true;
-            if (!seen.count(h.string())) {
-              *hashed += "\n//header " + name + "\n" + read_text_file(h.string(), "included header");
-              queue.push_back(h.string());
-            }
-            break;
-          }
-          // A quoted header found nowhere ktune looks may be one it cannot read; an angled one is
-          // the toolkit's or NVRTC's own (<cuda_bf16.h>, <cstdint>), which read no user macro.
-          if (!found && close == '"' && !toolkit_header(name)) s.compiled_text_whole = false;
-        }
+    for (const auto& [name, close] : includes_of(text)) {
+      if (!close) {
+        s.compiled_text_whole = false; // #include MACRO: a header this reading cannot follow
+        continue;
       }
-      if (text.find('\n', line) == std::string::npos) break;
+      std::vector<std::string> dirs;
+      if (close == '"') dirs.push_back(fs::path(f).parent_path().string());
+      dirs.insert(dirs.end(), folders.begin(), folders.end());
+      dirs.insert(dirs.end(), incs.begin(), incs.end());
+      bool found = false;
+      for (const auto& d : dirs) {
+        std::error_code ec;
+        const fs::path h = (fs::path(d) / name).lexically_normal();
+        if (!fs::is_regular_file(h, ec)) continue;
+        found = true;
+        const bool toolkits = in_toolkit(h); // include_dirs may name CUDA's folder: still the toolkit's header
+        if (toolkits) outside->insert(name);
+        if (!seen.count(h.string())) {
+          const std::string header = read_text_file(h.string(), "included header");
+          *hashed += "\n//header " + name + "\n" + header;
+          queue.push_back(h.string());
+          if (s.skip_host_code && !toolkits) {
+            auto [at, fresh] = view_file.emplace(name, h.string());
+            int blanked = 0;
+            const std::string view = skip_host_functions(header, &blanked);
+            if (fresh && blanked > 0) views->emplace_back(name, view);
+            if (!fresh && at->second != h.string()) at->second.clear();
+          }
+        }
+        break;
+      }
+      // A quoted header found nowhere ktune looks may be one it cannot read; an angled one is
+      // the toolkit's or NVRTC's own (<cuda_bf16.h>, <cstdint>), which read no user macro.
+      if (!found && close == '"' && !toolkit_header(name)) s.compiled_text_whole = false;
+      if (!found) outside->insert(name);
     }
   }
+  views->erase(std::remove_if(views->begin(), views->end(), [&](const auto& h) { return view_file[h.first].empty(); }), views->end());
   return folders;
 }
 
@@ -1534,7 +1570,9 @@ void read_compile(Reader& r, const ojson& j, KernelSpec& s, std::string* hashed)
     s.skip_host_code = h == "skip";
   }
   if (!j.contains("sources")) r.fail("sources", "missing (the .cu file(s), relative to the spec)");
-  const std::vector<std::string> source_dirs = read_sources(r, s, j["sources"], hashed, option_incs);
+  std::vector<std::pair<std::string, std::string>> project_views;
+  std::set<std::string> outside;
+  const std::vector<std::string> source_dirs = read_sources(r, s, j["sources"], hashed, option_incs, &project_views, &outside);
   // A quoted #include is looked for beside the file that includes it first, as nvcc does; NVRTC
   // compiles the sources as one text that has no folder, so theirs lead the include path.
   std::vector<std::string> lead;
@@ -1561,8 +1599,22 @@ void read_compile(Reader& r, const ojson& j, KernelSpec& s, std::string* hashed)
   };
   for (const auto& h : nvrtc_std_headers())
     if (!own(h.first)) s.std_headers.push_back(h);
-  for (const auto& h : nvrtc_toolkit_views(toolkit))
-    if (!own(h.first)) s.std_headers.push_back(h);
+  // The toolkit's views the sources reach (and those the views include in turn: cublas_v2.h's
+  // cublas_api.h), only those: each is a text every compile request carries.
+  std::vector<std::string> reach(outside.begin(), outside.end());
+  for (std::set<std::string> added; !reach.empty();) {
+    const std::string name = reach.back();
+    reach.pop_back();
+    const std::string* view = nvrtc_toolkit_view(toolkit, name);
+    if (!view || own(name) || !added.insert(name).second) continue;
+    s.std_headers.emplace_back(name, *view);
+    for (const auto& inc : includes_of(*view)) reach.push_back(inc.first);
+  }
+  for (const auto& h : project_views) { // the project's own header, its host code skipped
+    s.std_headers.erase(std::remove_if(s.std_headers.begin(), s.std_headers.end(), [&](const auto& o) { return o.first == h.first; }),
+                        s.std_headers.end());
+    s.std_headers.push_back(h);
+  }
   if (j.contains("options")) {
     const ojson& v = j["options"];
     if (!v.is_array()) r.fail("options", "expected an array of NVRTC options");
@@ -1906,7 +1958,7 @@ KernelSpec parse_kernel_spec(const std::string& json, const std::string& origin,
   s.op = s.name + "@" + s.version;
   // The compile cache keys on the source's text, and the headers it includes are not in it: the
   // version, which hashes them, is (a changed header is another cubin).
-  s.source = "// ktune kernel spec " + s.op + "\n" + s.source;
+  s.source = "// ktune kernel spec " + s.op + "\n" + nvrtc_nvcc_prelude(s.compiled_text) + s.source;
   // max_of / min_of / sum_of reduce on the GPU, in a kernel compiled with the spec's own.
   s.whole_reads = std::any_of(s.whiles.begin(), s.whiles.end(), [](const SpecWhile& w) {
     return std::any_of(w.reads.begin(), w.reads.end(), [](SpecWhile::Read r) { return r != SpecWhile::first; });

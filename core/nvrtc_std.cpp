@@ -1,5 +1,6 @@
 #include "core/nvrtc_std.h"
 
+#include <cctype>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -36,9 +37,18 @@ std::string c_twin(const std::string& name, const std::string& cxx, const std::s
 // A header of the host's library with no device counterpart: empty, so that a source whose host
 // code includes it compiles its device code (its host code must not be compiled: see
 // docs/KERNEL_SPEC.md, "sources"); device code that uses its names fails on them by name.
-std::string host_only(const std::string& name) {
-  return "#pragma once\n// ktune's <" + name + "> for NVRTC: a host-only header, empty for device code\n";
+std::string host_only(const std::string& name, const std::string& types = "") {
+  return "#pragma once\n// ktune's <" + name + "> for NVRTC: a host-only header, empty for device code" +
+         (types.empty() ? "" : " but for the types a host class's data members name") + "\n" + types;
 }
+
+// The host's types that a host-only class's data members name (a timer's struct timeval, a
+// logger's FILE*): a class's data members stay under host_code skip (its layout), so their types
+// must be declared. FILE is opaque, as only pointers to it are used; timeval is glibc's.
+const char* const kFileType = "typedef struct _IO_FILE FILE;\n";
+const char* const kTimeTypes =
+    "#ifndef _STRUCT_TIMEVAL\n#define _STRUCT_TIMEVAL 1\nstruct timeval { long tv_sec; long tv_usec; };\n#endif\n"
+    "struct timezone { int tz_minuteswest; int tz_dsttime; };\n";
 
 // <cfloat>: libcu++'s defines nothing under NVRTC, nor does NVRTC predefine __FLT_MAX__; IEEE
 // binary32 and binary64's values, as glibc's float.h gives them.
@@ -65,11 +75,24 @@ const char* const kMathConstants =
     "#define M_SQRT1_2 0.70710678118654752440\n"
     "#endif\n";
 
+// <inttypes.h>'s format macros, as glibc gives them on LP64 (64-bit integers are long).
+std::string inttypes_macros() {
+  std::string m = "#ifndef PRId64\n";
+  const char* conv[] = {"d", "i", "u", "x", "X", "o"};
+  for (const char* c : conv) {
+    for (const char* bits : {"8", "16", "32"}) m += std::string("#define PRI") + c + bits + " \"" + c + "\"\n";
+    m += std::string("#define PRI") + c + "64 \"l" + c + "\"\n";
+    m += std::string("#define PRI") + c + "PTR \"l" + c + "\"\n";
+  }
+  return m + "#endif\n";
+}
+
 std::vector<std::pair<std::string, std::string>> make_headers() {
   std::vector<std::pair<std::string, std::string>> h;
   for (const char* n : {"cstdint", "cstddef", "climits", "cmath", "cassert", "cstdlib", "cstring", "limits", "type_traits", "utility",
                         "tuple", "array", "bit", "concepts", "functional", "numeric", "initializer_list", "complex", "iterator",
-                        "optional", "span", "variant", "atomic", "ratio", "numbers", "bitset", "memory", "chrono", "ctime"})
+                        "optional", "span", "variant", "atomic", "ratio", "numbers", "bitset", "memory", "chrono", "ctime", "expected",
+                        "mdspan", "ranges", "source_location", "barrier", "latch", "semaphore"})
     h.emplace_back(n, twin(n));
   h.emplace_back("cfloat", std::string("#pragma once\n// ktune's <cfloat> for NVRTC, which has none\n") + kFloatLimits);
   // <algorithm>: libcu++ has no public header of it; min, max, clamp and minmax are what device
@@ -90,12 +113,18 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
   h.emplace_back("string.h", c_twin("string.h", "cstring"));
   h.emplace_back("time.h", c_twin("time.h", "ctime"));
   h.emplace_back("math.h", c_twin("math.h", "cmath", kMathConstants));
+  h.emplace_back("cinttypes", c_twin("cinttypes", "cstdint", inttypes_macros()));
+  h.emplace_back("inttypes.h", c_twin("inttypes.h", "cstdint", inttypes_macros()));
   // printf is NVRTC's own, for device code; the rest of stdio is the host's.
-  h.emplace_back("cstdio", host_only("cstdio"));
-  h.emplace_back("stdio.h", host_only("stdio.h"));
+  h.emplace_back("cstdio", host_only("cstdio", kFileType));
+  h.emplace_back("stdio.h", host_only("stdio.h", kFileType));
+  h.emplace_back("sys/time.h", host_only("sys/time.h", kTimeTypes));
   for (const char* n : {"iostream", "ostream", "istream", "fstream", "sstream", "iomanip", "vector", "string", "map", "unordered_map",
                         "set", "unordered_set", "list", "deque", "queue", "stack", "random", "thread", "mutex", "condition_variable",
-                        "future", "stdexcept", "exception", "string_view", "filesystem", "regex", "unistd.h", "sys/time.h"})
+                        "future", "stdexcept", "exception", "string_view", "filesystem", "regex", "unistd.h", "strings.h",
+                        "sys/types.h", "sys/stat.h", "sys/resource.h", "sys/mman.h", "fcntl.h", "dirent.h", "pthread.h", "dlfcn.h",
+                        "getopt.h", "cerrno", "errno.h", "csignal", "signal.h", "cctype", "ctype.h", "cstdarg", "stdarg.h", "locale",
+                        "typeinfo", "any", "shared_mutex", "execution"})
     h.emplace_back(n, host_only(n));
   return h;
 }
@@ -131,16 +160,29 @@ std::string cub_device_view(const std::string& text) {
   return out + "// ktune's <cub/cub.cuh> for NVRTC: CUB's without its device-wide algorithms and host allocator\n";
 }
 
-std::vector<std::pair<std::string, std::string>> make_views(const std::string& dir) {
-  std::vector<std::pair<std::string, std::string>> v;
+// CUDA's headers of host APIs that device code reaches through a project's includes (a kernel
+// file that includes <cublas_v2.h> for its host code). Not nvrtc.h (its extern "C" block wraps
+// libcu++ includes) nor the graphics interop headers (they include GL's).
+const char* const kHostApiHeaders[] = {"cuda.h", "cudaProfiler.h", "cuda_profiler_api.h", "cublas_api.h", "cublas_v2.h", "cublas.h",
+                                       "cublasLt.h", "cublasXt.h", "cusparse.h", "cufft.h", "cufftXt.h", "curand.h",
+                                       "cusolver_common.h", "cusolverDn.h", "cusolverSp.h"};
+
+std::map<std::string, std::string> make_views(const std::string& dir) {
+  std::map<std::string, std::string> v;
   if (dir.empty()) return v;
-  if (const std::string t = read_text(dir + "/cuda.h"); !t.empty())
-    v.emplace_back("cuda.h", device_view_of_header(t) +
-                                 "\n// ktune's <cuda.h> for NVRTC: CUDA's types, enums and macros without the driver API's functions\n");
+  // What each header's declarations carry (CUDAAPI, CUBLASWINAPI, CUDARTAPI) is defined in
+  // another: every one's macros are known to all.
+  std::map<std::string, std::string> texts, known;
+  for (const char* h : kHostApiHeaders)
+    if (std::string t = read_text(dir + "/" + h); !t.empty()) texts.emplace(h, std::move(t));
+  for (const auto& [name, t] : texts) defined_macros(t, &known);
+  defined_macros(read_text(dir + "/crt/host_defines.h"), &known);
+  for (const auto& [name, t] : texts)
+    v.emplace(name, device_view_of_header(t, known) + "\n// ktune's <" + name + "> for NVRTC: CUDA's, its host functions' declarations gone\n");
   // CUDA 13 keeps CCCL under include/cccl, CUDA 12 beside the other headers.
   for (const std::string& cub : {dir + "/cccl/cub/cub.cuh", dir + "/cub/cub.cuh"})
     if (const std::string t = read_text(cub); !t.empty()) {
-      v.emplace_back("cub/cub.cuh", cub_device_view(t));
+      v.emplace("cub/cub.cuh", cub_device_view(t));
       break;
     }
   return v;
@@ -148,13 +190,34 @@ std::vector<std::pair<std::string, std::string>> make_views(const std::string& d
 
 } // namespace
 
-const std::vector<std::pair<std::string, std::string>>& nvrtc_toolkit_views(const std::string& include_dir) {
+const std::string* nvrtc_toolkit_view(const std::string& include_dir, const std::string& name) {
   static std::mutex mu;
-  static std::map<std::string, std::vector<std::pair<std::string, std::string>>> made; // per folder, made once
+  static std::map<std::string, std::map<std::string, std::string>> made; // per folder, made once
   std::lock_guard<std::mutex> lk(mu);
   auto it = made.find(include_dir);
   if (it == made.end()) it = made.emplace(include_dir, make_views(include_dir)).first;
-  return it->second;
+  const auto v = it->second.find(name);
+  return v == it->second.end() ? nullptr : &v->second;
+}
+
+std::string nvrtc_nvcc_prelude(const std::string& text) {
+  auto uses = [&](const std::string& w) {
+    for (size_t at = text.find(w); at != std::string::npos; at = text.find(w, at + 1)) {
+      const bool left = at == 0 || !(std::isalnum(static_cast<unsigned char>(text[at - 1])) || text[at - 1] == '_');
+      const size_t e = at + w.size();
+      const bool right = e >= text.size() || !(std::isalnum(static_cast<unsigned char>(text[e])) || text[e] == '_');
+      if (left && right) return true;
+    }
+    return false;
+  };
+  std::string p;
+  const bool inf = uses("INFINITY"), nan = uses("NAN");
+  if (inf || nan) p += "#include <cuda/std/limits>\n";
+  if (inf) p += "#ifndef INFINITY\n#define INFINITY _CUDA_VSTD::numeric_limits<float>::infinity()\n#endif\n";
+  if (nan) p += "#ifndef NAN\n#define NAN      _CUDA_VSTD::numeric_limits<float>::quiet_NaN()\n#endif\n";
+  for (const auto& [name, type] : {std::pair<const char*, const char*>{"uint", "unsigned int"}, {"ushort", "unsigned short"}, {"ulong", "unsigned long"}})
+    if (uses(name)) p += std::string("#ifndef ") + name + "\ntypedef " + type + " " + name + ";\n#endif\n";
+  return p.empty() ? p : "// ktune: what nvcc's implicit <cuda_runtime.h> gives device code and NVRTC's lacks\n" + p;
 }
 
 const std::vector<std::pair<std::string, std::string>>& nvrtc_std_headers() {

@@ -14,13 +14,23 @@ namespace ktune {
 // and <math.h>'s constants spelled out; the host's library headers (<vector>, <iostream>) empty.
 const std::vector<std::pair<std::string, std::string>>& nvrtc_std_headers();
 
-// (name, text) of CUDA's own headers that mix host code into what device code includes, as
-// device code can take them, made once from the toolkit's files under include_dir (CUDA's
-// include folder; none where it does not hold them):
-//   <cuda.h>: device_view_of_header's (the driver API's declarations gone; its types, enums and
-//     macros stay: a TMA kernel takes a CUtensorMap);
+// Device code's view of one of CUDA's own headers that mix host code into what kernels include,
+// by the name it is included by, made once from the toolkit's file under include_dir (CUDA's
+// include folder); nullptr for a name that has none, or where the toolkit lacks the file:
+//   <cuda.h> and the host libraries' headers (cublas_api.h, cublas_v2.h, cublasLt.h, cusparse.h,
+//     cufft.h, curand.h, cusolverDn.h, cuda_profiler_api.h, ...): device_view_of_header's, the
+//     macros those headers define known to each (CUBLASWINAPI is cublas_api.h's, cublasLt.h's
+//     declarations carry it); their types, enums and macros stay (a TMA kernel takes a CUtensorMap);
 //   <cub/cub.cuh>: CUB's umbrella without its device-wide algorithms (cub/device/, launched from
 //     the host) and its host caching allocator; the block, warp, thread and iterator parts stay.
-const std::vector<std::pair<std::string, std::string>>& nvrtc_toolkit_views(const std::string& include_dir);
+const std::string* nvrtc_toolkit_view(const std::string& include_dir, const std::string& name);
+
+// What nvcc's implicit <cuda_runtime.h> gives device code and NVRTC's does not, for the names
+// `text` (the sources and their headers) uses, each where no macro of that name is set:
+// <math.h>'s INFINITY and NAN (as libcu++'s <cmath> spells them under NVRTC, so that including it
+// after is no redefinition), glibc's uint, ushort and ulong (<sys/types.h>, which nvcc's
+// <stdlib.h> brings). "" where the text uses none. Goes before the sources.
+std::string nvrtc_nvcc_prelude(const std::string& text);
+
 
 } // namespace ktune

@@ -211,12 +211,28 @@ std::shared_ptr<const CompiledKernel> Compiler::compile_uncached(const CompileRe
       for (const auto& n : req.name_expressions) names += (names.empty() ? "; kernel names asked for: " : ", ") + n;
     // A source with host code (main, its launches, host helpers), as a project's .cu file has:
     // NVRTC compiles device code only, and says so in terms of JIT mode.
-    const bool host_code = log.find("host functions are not allowed in JIT mode") != std::string::npos ||
-                           log.find("marked as a __host__ function is not allowed in JIT mode") != std::string::npos;
+    size_t host_at = std::min(log.find("host functions are not allowed in JIT mode"), log.find("marked as a __host__ function is not allowed in JIT mode"));
+    const bool host_code = host_at != std::string::npos;
+    // The file of the first: a header of a library, which no skip reaches, or the spec's own.
+    std::string host_file;
+    if (host_code) {
+      const size_t line = log.rfind('\n', host_at) == std::string::npos ? 0 : log.rfind('\n', host_at) + 1;
+      const size_t paren = log.find('(', line);
+      if (paren != std::string::npos && paren < host_at) host_file = log.substr(line, paren - line);
+    }
+    // PyTorch's C++ headers (a kernel file of an extension) are host code through and through.
+    const bool torch = log.find("cannot open source file \"torch/") != std::string::npos ||
+                       log.find("cannot open source file \"ATen/") != std::string::npos ||
+                       log.find("cannot open source file \"c10/") != std::string::npos;
     throw CompileError("nvrtcCompileProgram failed (" + std::string(nvrtcGetErrorString(cr)) + "): " + req.context +
+                           (torch ? "; PyTorch's headers are host C++ that NVRTC cannot compile: put their #include (and the "
+                                    "extension's host code) inside #ifndef __CUDACC_RTC__ ... #endif, the kernels taking raw pointers"
+                                  : "") +
                            (names.empty() ? "" : names + " (one of them is not a kernel the source defines)") +
-                           (host_code ? "; NVRTC compiles device code only: put the source's host code (main, launches, host "
-                                        "functions) inside #ifndef __CUDACC_RTC__ ... #endif, or set the spec's \"host_code\": \"skip\""
+                           (host_code ? "; NVRTC compiles device code only" + (host_file.empty() ? std::string() : " (the first host function is in " + host_file + ")") +
+                                            ": put the source's host code (main, launches, host functions) inside #ifndef __CUDACC_RTC__ ... "
+                                            "#endif, or set the spec's \"host_code\": \"skip\" (it blanks those of the spec's sources and "
+                                            "of the headers they include from its folders and include_dirs)"
                                       : ""),
                        log);
   }

@@ -43,6 +43,9 @@ TEST(HostCode, HostFunctionsAndVariablesGoDeviceCodeStays) {
       "public:\n"
       "  Params(int k) : y(nullptr), n(k) {}\n"
       "  int host_size() const { return n; }\n"
+      "  static void throw_it(const char* file, int line);\n"
+      "  Params& operator=(const Params&) = default;\n"
+      "  void (*callback)(int);\n"
       "  __device__ float at(int i) const { return y[i]; }\n"
       "};\n"
       "template <int B = 128>\n"
@@ -54,6 +57,10 @@ TEST(HostCode, HostFunctionsAndVariablesGoDeviceCodeStays) {
       "void c_host(float* y) { c_kernel<<<1, 1>>>(y); }\n"
       "}\n"
       "template __global__ void k<64>(Params);\n"
+      "template <int B> __global__ void kern(float* y) { y[0] = B; }\n"
+      "template void kern<32>(float*);\n"
+      "template <typename T> void reduce(T* x, int n) { kern<32><<<1, 1>>>(x); }\n"
+      "template void reduce<float>(float* x, int n);\n"
       "int main(int argc, char** argv) {\n"
       "  std::vector<float> v(10);\n"
       "  auto l = [&]() { return argc; };\n"
@@ -64,11 +71,14 @@ TEST(HostCode, HostFunctionsAndVariablesGoDeviceCodeStays) {
   const std::string out = skipped(text, &n);
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), std::count(text.begin(), text.end(), '\n')) << "lines kept";
   EXPECT_EQ(out.size(), text.size());
-  // Gone: host functions (a namespace's, a template, an extern "C" block's, main, a member), a
-  // host function's declaration, variables that are not const.
+  // Gone: host functions (a namespace's, a template, an extern "C" block's, main, a member's
+  // definition and declaration), a
+  // host function's declaration and a host template's explicit instantiation, variables that are not const.
   for (const char* gone : {"ceil_div(int a", "void launch(", "void c_host(", "int main(", "int host_size()", "Params(int k)",
                            "int host_decl(int)", "int counter", "kName =",
-                           "void report(const char* what", "lookup(int k)"})
+                           "void report(const char* what", "lookup(int k)",
+                           "void reduce(T* x", "template void reduce<float>",
+                           "throw_it("})
     EXPECT_FALSE(has(out, gone)) << gone << " stayed:\n" << out;
   // Kept: device functions (through a macro of the text), kernels, constants, const data, types,
   // an access specifier, an explicit instantiation, the preprocessor's lines.
@@ -76,9 +86,11 @@ TEST(HostCode, HostFunctionsAndVariablesGoDeviceCodeStays) {
                            "static const float kScale", "const char* const kFixed", "const Params kBuilt(4);", "__device__ int dev_decl(int);",
                            "__constant__ float table[4];", "typedef float real;", "public:", "__device__ float at(int i)",
                            "__host__ __device__ inline int both", "__global__ void c_kernel", "template __global__ void k<64>",
+                           "template void kern<32>(float*);", "Params& operator=(const Params&) = default;",
+                           "void (*callback)(int);",
                            "#define CHECK(x)", "#include <vector>", "extern \"C\" {", "namespace util {"})
     EXPECT_TRUE(has(out, kept)) << kept << " went:\n" << out;
-  EXPECT_EQ(n, 11);
+  EXPECT_EQ(n, 14);
 }
 
 TEST(HostCode, WhereTheReadingCannotBeSureNothingGoes) {

@@ -16,6 +16,7 @@
 #include "gpu_env.h"
 #include "tma_spec.h"
 #include "toolkit_headers_spec.h"
+#include "project_spec.h"
 #include "ktune/compiler.h"
 #include "ktune/family.h"
 #include "ktune/kernel_spec.h"
@@ -2280,6 +2281,29 @@ TEST(KernelSpecGpu, AFileIncludingCudaHAndCubRunsItsKernelsVerified) {
     const VerifyResult v = check_config(*warp_runner, compiler, *d, warp, Config{{"B", b}}, Problem::parse(warp, "100003"), 4);
     EXPECT_TRUE(v.pass) << "B " << b << ": " << v.summary();
   }
+}
+
+// A project's kernel file as llm.c lays one out (its common.h's host code, cuBLAS's header, main,
+// -INFINITY and uint from nvcc's implicit headers), host code skipped: its softmax verified
+// against the FP64 reference at both configs and two shapes.
+TEST(KernelSpecGpu, AProjectsKernelWithHostCodeInItsHeaderVerifies) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  TempDir dir("spec_project_header");
+  std::filesystem::create_directories(dir.file("dev"));
+  std::ofstream(dir.file("dev/common.h")) << ktune::testing::kProjectCommon;
+  std::ofstream(dir.file("dev/softmax_forward.cu")) << ktune::testing::kProjectSoftmax;
+  std::ofstream(dir.file("softmax.json")) << ktune::testing::kProjectSoftmaxSpec;
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  const std::string op = load_kernel_spec(dir.file("softmax.json"));
+  auto runner = make_op_runner(op, compiler, *d);
+  for (const char* shape : {"1000x768", "37x5000"})
+    for (int w : {2, 8}) {
+      const VerifyResult v = check_config(*runner, compiler, *d, op, Config{{"WARPS", w}}, Problem::parse(op, shape), 4);
+      EXPECT_TRUE(v.pass) << shape << " WARPS " << w << ": " << v.summary();
+    }
 }
 
 // Tensor maps inside a struct (a params struct of CUtensorMap members), and the same kernel's maps

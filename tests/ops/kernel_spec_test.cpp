@@ -22,6 +22,7 @@
 #include "test_paths.h"
 #include "tma_spec.h"
 #include "toolkit_headers_spec.h"
+#include "project_spec.h"
 #include "tuner/json_io.h"
 #include "tuner/spec_op.h"
 
@@ -2957,6 +2958,68 @@ TEST(KernelSpec, CudaHAndCubsUmbrellaCompileThroughDeviceCodesViewOfThem) {
   own["include_dirs"] = {cuda_include_dir()};
   const std::string op_dir = load_kernel_spec_text(own.dump(), "dir.json", d.dir());
   EXPECT_NE(header(op_dir, "cuda.h"), nullptr);
+}
+
+// A project's kernel file whose host code is also in the project header it includes (llm.c's
+// common.h: a host variable, error checks, a timer class, cuBLAS's header): NVRTC refuses it,
+// naming the header; with "host_code": "skip" the header is blanked too (an in-memory header by
+// the name it is included by), the toolkit's cublas_v2.h and cublas_api.h reach NVRTC as device
+// code's views, and what nvcc's implicit headers give (INFINITY, uint) goes before the sources.
+// A name that two includes resolve to different files gets no view: one text cannot serve both.
+TEST(KernelSpec, AProjectHeadersHostCodeIsSkippedWithItsSources) {
+  if (cuda_include_dir().empty()) GTEST_SKIP() << "no CUDA include folder to make the views from";
+  SpecDir d;
+  fs::create_directories(fs::path(d.dir()) / "dev");
+  d.write("dev/common.h", ktune::testing::kProjectCommon);
+  d.write("dev/softmax_forward.cu", ktune::testing::kProjectSoftmax);
+  ojson spec = ojson::parse(ktune::testing::kProjectSoftmaxSpec);
+  Compiler compiler;
+  auto header = [&](const std::string& op, const std::string& name) -> const std::string* {
+    for (const auto& h : spec_of(op).std_headers)
+      if (h.first == name) return &h.second;
+    return nullptr;
+  };
+  spec.erase("host_code");
+  spec["name"] = "project_softmax_as_is";
+  const std::string as_is = load_kernel_spec_text(spec.dump(), "as_is.json", d.dir());
+  EXPECT_EQ(header(as_is, "common.h"), nullptr);
+  try {
+    compiler.compile(compile_request(find_family(as_is), Config{{"WARPS", 2}}, Problem::parse(as_is, "1000x768"), "sm_90"));
+    ADD_FAILURE() << "a header's host code compiled under NVRTC";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the first host function is in "), std::string::npos) << e.what();
+  }
+  spec["host_code"] = "skip";
+  spec["name"] = "project_softmax";
+  const std::string op = load_kernel_spec_text(spec.dump(), "skip.json", d.dir());
+  const std::string* common = header(op, "common.h");
+  ASSERT_NE(common, nullptr);
+  EXPECT_EQ(common->find("void cuda_check("), std::string::npos) << *common;
+  EXPECT_EQ(common->find("void start();"), std::string::npos) << "a host member's declaration goes:\n" << *common;
+  EXPECT_NE(common->find("struct timeval start_time;"), std::string::npos) << "a data member stays";
+  EXPECT_NE(common->find("__device__ inline float warp_max"), std::string::npos);
+  EXPECT_NE(common->find("#define cudaCheck(err)"), std::string::npos);
+  EXPECT_NE(header(op, "cublas_v2.h"), nullptr);
+  EXPECT_NE(header(op, "cublas_api.h"), nullptr) << "the view cublas_v2.h includes";
+  EXPECT_EQ(header(op, "cub/cub.cuh"), nullptr) << "a view the sources do not reach is not carried";
+  EXPECT_NE(spec_of(op).source.find("#define INFINITY"), std::string::npos);
+  EXPECT_NE(spec_of(op).source.find("typedef unsigned int uint;"), std::string::npos);
+  EXPECT_EQ(spec_of(op).source.find("typedef unsigned short ushort;"), std::string::npos) << "only the names the text uses";
+  for (int w : {2, 8})
+    EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"WARPS", w}}, Problem::parse(op, "1000x768"), "sm_90"))) << w;
+  EXPECT_NO_THROW(compiler.compile(*spec_side_request(op, "reference", Problem::parse(op, "1000x768"), "sm_90")));
+  // Two util.h, one a folder: no view of the name.
+  for (const char* dir : {"a", "b"}) {
+    fs::create_directories(fs::path(d.dir()) / dir);
+    d.write(std::string(dir) + "/util.h", std::string("#pragma once\nint host_") + dir + "(int x) { return x; }\n");
+    d.write(std::string(dir) + "/k.cu", "#include \"util.h\"\n");
+  }
+  ojson two = spec;
+  two["name"] = "project_two_utils";
+  two["sources"] = {"dev/softmax_forward.cu", "a/k.cu", "b/k.cu"};
+  const std::string op_two = load_kernel_spec_text(two.dump(), "two.json", d.dir());
+  EXPECT_EQ(header(op_two, "util.h"), nullptr);
+  EXPECT_NE(header(op_two, "common.h"), nullptr);
 }
 
 // A block's threads as a C++ constant of the source (Ktraits::kNThreads, ThunderKittens'
