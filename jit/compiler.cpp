@@ -211,9 +211,11 @@ std::shared_ptr<const CompiledKernel> Compiler::compile_uncached(const CompileRe
       for (const auto& n : req.name_expressions) names += (names.empty() ? "; kernel names asked for: " : ", ") + n;
     // A source with host code (main, its launches, host helpers), as a project's .cu file has:
     // NVRTC compiles device code only, and says so in terms of JIT mode.
-    size_t host_at = std::min(log.find("host functions are not allowed in JIT mode"), log.find("marked as a __host__ function is not allowed in JIT mode"));
+    const size_t host_at = std::min({log.find("host functions are not allowed in JIT mode"), log.find("host variables are not allowed in JIT mode"),
+                                     log.find("marked as a __host__ function is not allowed in JIT mode")});
     const bool host_code = host_at != std::string::npos;
-    // The file of the first: a header of a library, which no skip reaches, or the spec's own.
+    // The file of the first (function or variable): a library's header, which no skip reaches,
+    // or the spec's own.
     std::string host_file;
     if (host_code) {
       const size_t line = log.rfind('\n', host_at) == std::string::npos ? 0 : log.rfind('\n', host_at) + 1;
@@ -229,7 +231,7 @@ std::shared_ptr<const CompiledKernel> Compiler::compile_uncached(const CompileRe
                                     "extension's host code) inside #ifndef __CUDACC_RTC__ ... #endif, the kernels taking raw pointers"
                                   : "") +
                            (names.empty() ? "" : names + " (one of them is not a kernel the source defines)") +
-                           (host_code ? "; NVRTC compiles device code only" + (host_file.empty() ? std::string() : " (the first host function is in " + host_file + ")") +
+                           (host_code ? "; NVRTC compiles device code only" + (host_file.empty() ? std::string() : " (the first host code is in " + host_file + ")") +
                                             ": put the source's host code (main, launches, host functions) inside #ifndef __CUDACC_RTC__ ... "
                                             "#endif, or set the spec's \"host_code\": \"skip\" (it blanks those of the spec's sources and "
                                             "of the headers they include from its folders and include_dirs)"
