@@ -212,6 +212,19 @@ std::string instantiated_function(const std::string& stmt) {
   return declared_name(stmt);
 }
 
+// Whether a statement's words declare something other than a host function or variable: a type
+// or an alias, an assertion, inline assembly, a kernel or device function; or one of `more`.
+bool holds_any(const std::vector<std::string>& words, std::initializer_list<const char*> more) {
+  static const std::set<std::string> always = {"typedef", "using", "static_assert", "class", "struct", "union", "enum",
+                                               "__global__", "__device__", "asm", "__asm__"};
+  for (const auto& w : words) {
+    if (always.count(w)) return true;
+    for (const char* m : more)
+      if (w == m) return true;
+  }
+  return false;
+}
+
 // A statement at namespace scope, ended by ';', that NVRTC refuses as host code: a function's
 // declaration without an execution space, or a variable without a memory space that is not
 // const (const and constexpr variables are the device's too). Type declarations, aliases,
@@ -220,12 +233,7 @@ bool host_declaration(const std::string& stmt, const std::map<std::string, std::
   const std::string head = without_template_lists(stmt);
   std::vector<std::string> words;
   words_of(head, macros, 0, &words);
-  if (words.empty()) return false;
-  for (const auto& w : words)
-    if (w == "typedef" || w == "using" || w == "static_assert" || w == "class" || w == "struct" || w == "union" || w == "enum" ||
-        w == "namespace" || w == "friend" || w == "__global__" || w == "__device__" || w == "__constant__" || w == "__shared__" ||
-        w == "__managed__" || w == "constexpr" || w == "asm" || w == "__asm__")
-      return false;
+  if (words.empty() || holds_any(words, {"namespace", "friend", "__constant__", "__shared__", "__managed__", "constexpr"})) return false;
   if (words[0] == "template" || unknown_macro_before_name(head, macros)) return false;
   const bool has_const = std::find(words.begin(), words.end(), "const") != words.end();
   // Top level: a parameter list (a function's declaration), the declarator's last '*' and a
@@ -274,12 +282,7 @@ bool host_member_declaration(const std::string& stmt, const std::map<std::string
   const std::string head = without_template_lists(stmt);
   std::vector<std::string> words;
   words_of(head, macros, 0, &words);
-  if (words.empty()) return false;
-  for (const auto& w : words)
-    if (w == "typedef" || w == "using" || w == "static_assert" || w == "class" || w == "struct" || w == "union" || w == "enum" ||
-        w == "__global__" || w == "__device__" || w == "decltype" || w == "alignas" || w == "__align__" || w == "__attribute__" ||
-        w == "__declspec" || w == "asm" || w == "__asm__")
-      return false;
+  if (words.empty() || holds_any(words, {"decltype", "alignas", "__align__", "__attribute__", "__declspec"})) return false;
   if (unknown_macro_before_name(head, macros)) return false;
   // The first top-level '(' before any '=': a parameter list, unless it opens a declarator.
   int depth = 0;
