@@ -212,9 +212,15 @@ std::string nvrtc_nvcc_prelude(const std::string& text) {
   };
   std::string p;
   const bool inf = uses("INFINITY"), nan = uses("NAN");
+  // libcu++'s own tokens where its namespace macro exists (an identical #define is no
+  // redefinition when <cmath> comes after), the namespace itself where a later libcu++ drops it.
+  auto limit = [](const char* name, const char* pad, const char* member) {
+    return std::string("#ifndef ") + name + "\n#ifdef _CUDA_VSTD\n#define " + name + pad + "_CUDA_VSTD::numeric_limits<float>::" + member +
+           "()\n#else\n#define " + name + pad + "::cuda::std::numeric_limits<float>::" + member + "()\n#endif\n#endif\n";
+  };
   if (inf || nan) p += "#include <cuda/std/limits>\n";
-  if (inf) p += "#ifndef INFINITY\n#define INFINITY _CUDA_VSTD::numeric_limits<float>::infinity()\n#endif\n";
-  if (nan) p += "#ifndef NAN\n#define NAN      _CUDA_VSTD::numeric_limits<float>::quiet_NaN()\n#endif\n";
+  if (inf) p += limit("INFINITY", " ", "infinity");
+  if (nan) p += limit("NAN", "      ", "quiet_NaN");
   for (const auto& [name, type] : {std::pair<const char*, const char*>{"uint", "unsigned int"}, {"ushort", "unsigned short"}, {"ulong", "unsigned long"}})
     if (uses(name)) p += std::string("#ifndef ") + name + "\ntypedef " + type + " " + name + ";\n#endif\n";
   return p.empty() ? p : "// ktune: what nvcc's implicit <cuda_runtime.h> gives device code and NVRTC's lacks\n" + p;
