@@ -113,6 +113,8 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
   h.emplace_back("string.h", c_twin("string.h", "cstring"));
   h.emplace_back("time.h", c_twin("time.h", "ctime"));
   h.emplace_back("math.h", c_twin("math.h", "cmath", kMathConstants));
+  // C's bool, true and false are C++'s own keywords.
+  h.emplace_back("stdbool.h", "#pragma once\n// ktune's <stdbool.h> for NVRTC: C++ has bool\n#define __bool_true_false_are_defined 1\n");
   h.emplace_back("cinttypes", c_twin("cinttypes", "cstdint", inttypes_macros()));
   h.emplace_back("inttypes.h", c_twin("inttypes.h", "cstdint", inttypes_macros()));
   // printf is NVRTC's own, for device code; the rest of stdio is the host's.
@@ -124,7 +126,7 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
                         "future", "stdexcept", "exception", "string_view", "filesystem", "regex", "unistd.h", "strings.h",
                         "sys/types.h", "sys/stat.h", "sys/resource.h", "sys/mman.h", "fcntl.h", "dirent.h", "pthread.h", "dlfcn.h",
                         "getopt.h", "cerrno", "errno.h", "csignal", "signal.h", "cctype", "ctype.h", "cstdarg", "stdarg.h", "locale",
-                        "typeinfo", "any", "shared_mutex", "execution"})
+                        "typeinfo", "any", "shared_mutex", "execution", "omp.h", "sys/syscall.h", "syscall.h"})
     h.emplace_back(n, host_only(n));
   return h;
 }

@@ -2761,6 +2761,7 @@ TEST(KernelSpec, StandardHeadersNvrtcLacksStandInForAKernelWrittenForNvcc) {
                     "#include <limits>\n#include <algorithm>\n#include <type_traits>\n#include <utility>\n#include <array>\n"
                     "#include <math.h>\n#include <stdint.h>\n#include <float.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
                     "#include <vector>\n#include <iostream>\n#include <cuda_fp16.h>\n#include <cub/block/block_reduce.cuh>\n"
+                    "#include <stdbool.h>\n#include <omp.h>\n#include <sys/syscall.h>\n#include <strings.h>\n#include <inttypes.h>\n"
                     "template <int B> __global__ void k(const float* x, float* y, int n) {\n"
                     "  const int i = blockIdx.x * B + threadIdx.x;\n  assert(B > 0);\n"
                     "  static_assert(std::is_same<std::uint32_t, uint32_t>::value && sizeof(std::int64_t) == 8, \"\");\n"
@@ -2780,7 +2781,8 @@ TEST(KernelSpec, StandardHeadersNvrtcLacksStandInForAKernelWrittenForNvcc) {
     for (const auto& h : spec_of(o).std_headers) n.insert(h.first);
     return n;
   };
-  for (const char* h : {"cstdint", "cmath", "cfloat", "cassert", "algorithm", "math.h", "stdio.h", "vector", "iostream"})
+  for (const char* h : {"cstdint", "cmath", "cfloat", "cassert", "algorithm", "math.h", "stdio.h", "vector", "iostream", "stdbool.h", "omp.h",
+                        "sys/syscall.h", "strings.h", "inttypes.h"})
     EXPECT_TRUE(names(op).count(h)) << h;
   EXPECT_FALSE(names(op).count("version")) << "libcu++ takes a host library's <version> where it finds one";
   const Problem p = Problem::parse(op, "1000");
