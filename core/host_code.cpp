@@ -361,8 +361,7 @@ std::string skip_host_functions(const std::string& text, int* blanked, const std
         const std::string inst = in_class ? "" : instantiated_function(stmt);
         std::vector<std::string> w;
         if (!inst.empty()) words_of(stmt, macros, 0, &w);
-        const bool host_instance = !inst.empty() && blanked_names.count(inst) &&
-                                   std::find(w.begin(), w.end(), "__global__") == w.end() && std::find(w.begin(), w.end(), "__device__") == w.end();
+        const bool host_instance = !inst.empty() && blanked_names.count(inst) && !holds_any(w, {});
         if (in_class ? host_member_declaration(stmt, macros) : (host_instance || host_declaration(stmt, macros))) blank(start, i);
         start = i + 1;
       } else if (c == ':' && parens == 0 && in_class && !(i + 1 < to && code[i + 1] == ':') && !(i > 0 && code[i - 1] == ':')) {

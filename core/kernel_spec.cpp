@@ -1356,10 +1356,6 @@ bool toolkit_header(const std::string& name) {
   return false;
 }
 
-// The sources' text, each behind a #line naming its file, and every header they include that
-// resolves (by a quoted name: beside the including file, then the sources' folders and
-// include_dirs; by an angled one: the sources' folders and include_dirs, as the compile's include
-// path has them), for the version hash and for KernelSpec::reads_macro.
 // The names a text's `#include` lines include (spaces allowed around the '#'), each with its
 // closing delimiter ('"' or '>'; 0 for `#include MACRO`, which no reading can follow).
 std::vector<std::pair<std::string, char>> includes_of(const std::string& text) {
@@ -1390,6 +1386,10 @@ bool in_toolkit(const fs::path& file) {
   return !ec && f.rfind(dir, 0) == 0;
 }
 
+// The sources' text, each behind a #line naming its file, and every header they include that
+// resolves (by a quoted name: beside the including file, then the sources' folders and
+// include_dirs; by an angled one: the sources' folders and include_dirs, as the compile's include
+// path has them), for the version hash and for KernelSpec::reads_macro.
 // *outside: the names included that resolve to none of those files (the toolkit's, NVRTC's own,
 // ktune's stand-ins). *views: with "host_code": "skip", the headers the sources include from the spec's folders and
 // include_dirs (not the toolkit's) whose host code skip blanks, by the name they are included by
@@ -1406,9 +1406,10 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
   else r.fail("sources", "expected a file name or a non-empty array of them");
   std::set<std::string> seen;
   std::vector<std::string> queue;
+  std::map<std::string, std::string> texts; // each file's text, read once
   std::map<std::string, std::string> view_file; // a view's name: the file it was made from ("" once two differ)
   for (const auto& f : files) {
-    const std::string text = read_text_file(f, "kernel source");
+    const std::string& text = texts[f] = read_text_file(f, "kernel source");
     // "host_code": "skip": the project's file as it is, its host functions blanked for NVRTC.
     int blanked = 0;
     const std::string compiled = s.skip_host_code ? skip_host_functions(text, &blanked) : text;
@@ -1423,7 +1424,7 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
     const std::string f = queue.back();
     queue.pop_back();
     if (!seen.insert(f).second) continue;
-    const std::string text = read_text_file(f, "kernel source");
+    const std::string text = texts.at(f);
     s.compiled_text += text + "\n";
     // A macro name pasted together (a##b) is not in the text as a word: the text cannot tell
     // which macros it reads.
@@ -1446,15 +1447,19 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
         const bool toolkits = in_toolkit(h); // include_dirs may name CUDA's folder: still the toolkit's header
         if (toolkits) outside->insert(name);
         if (!seen.count(h.string())) {
-          const std::string header = read_text_file(h.string(), "included header");
+          if (!texts.count(h.string())) texts[h.string()] = read_text_file(h.string(), "included header");
+          const std::string& header = texts[h.string()];
           *hashed += "\n//header " + name + "\n" + header;
           queue.push_back(h.string());
           if (s.skip_host_code && !toolkits) {
             auto [at, fresh] = view_file.emplace(name, h.string());
             int blanked = 0;
-            const std::string view = skip_host_functions(header, &blanked);
-            if (fresh && blanked > 0) views->emplace_back(name, view);
-            if (!fresh && at->second != h.string()) at->second.clear();
+            if (fresh) {
+              std::string view = skip_host_functions(header, &blanked);
+              if (blanked > 0) views->emplace_back(name, std::move(view));
+            } else if (at->second != h.string()) {
+              at->second.clear();
+            }
           }
         }
         break;
@@ -1590,10 +1595,7 @@ void read_compile(Reader& r, const ojson& j, KernelSpec& s, std::string* hashed)
       for (const auto& d : dirs.get()) {
         std::error_code ec;
         const fs::path p = fs::path(d) / name;
-        if (!fs::exists(p, ec)) continue;
-        const bool toolkits = !toolkit.empty() && (fs::equivalent(p, fs::path(toolkit) / name, ec) ||
-                                                   fs::equivalent(p, fs::path(toolkit) / "cccl" / name, ec));
-        if (!toolkits) return true;
+        if (fs::exists(p, ec) && !in_toolkit(p)) return true;
       }
     return false;
   };

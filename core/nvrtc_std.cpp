@@ -1,7 +1,6 @@
 #include "core/nvrtc_std.h"
 
-#include <cctype>
-#include <fstream>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -10,6 +9,8 @@
 #include <vector>
 
 #include "core/host_code.h"
+#include "core/kernel_spec.h"
+#include "core/text_file.h"
 
 namespace ktune {
 
@@ -131,13 +132,10 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
   return h;
 }
 
-// The file's text, or "" where it cannot be read (then no view is made of it).
+// The file's text, or "" where there is none (then no view is made of it).
 std::string read_text(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return "";
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return f.bad() ? "" : ss.str();
+  std::error_code ec;
+  return std::filesystem::is_regular_file(path, ec) ? read_text_file(path, "CUDA header") : std::string();
 }
 
 // CUB's umbrella header with the includes device code cannot compile under NVRTC dropped, each
@@ -203,15 +201,7 @@ const std::string* nvrtc_toolkit_view(const std::string& include_dir, const std:
 }
 
 std::string nvrtc_nvcc_prelude(const std::string& text) {
-  auto uses = [&](const std::string& w) {
-    for (size_t at = text.find(w); at != std::string::npos; at = text.find(w, at + 1)) {
-      const bool left = at == 0 || !(std::isalnum(static_cast<unsigned char>(text[at - 1])) || text[at - 1] == '_');
-      const size_t e = at + w.size();
-      const bool right = e >= text.size() || !(std::isalnum(static_cast<unsigned char>(text[e])) || text[e] == '_');
-      if (left && right) return true;
-    }
-    return false;
-  };
+  auto uses = [&](const char* w) { return find_word(text, w) != std::string::npos; };
   std::string p;
   const bool inf = uses("INFINITY"), nan = uses("NAN");
   // libcu++'s own tokens where its namespace macro exists (an identical #define is no
