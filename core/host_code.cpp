@@ -213,17 +213,71 @@ std::string instantiated_function(const std::string& stmt) {
   return declared_name(stmt);
 }
 
-// Whether a statement's words declare something other than a host function or variable: a type
-// or an alias, an assertion, inline assembly, a kernel or device function; or one of `more`.
+// Whether a statement's words declare something other than a host function or variable: an
+// alias, an assertion, inline assembly, a kernel or device function; or one of `more`. (A type's
+// declaration is declared_type's.)
 bool holds_any(const std::vector<std::string>& words, std::initializer_list<const char*> more) {
-  static const std::set<std::string> always = {"typedef", "using", "static_assert", "class", "struct", "union", "enum",
-                                               "__global__", "__device__", "asm", "__asm__"};
+  static const std::set<std::string> always = {"typedef", "using", "static_assert", "__global__", "__device__", "asm", "__asm__"};
   for (const auto& w : words) {
     if (always.count(w)) return true;
     for (const char* m : more)
       if (w == m) return true;
   }
   return false;
+}
+
+// The class-key of the type a statement (template parameter lists blanked) declares or defines,
+// or "" where it names one only as a function's or a variable's type (`struct obj* make_obj(int);`,
+// `void print(const struct obj* o);`, ggml's `GGML_API const char* f(enum ggml_status s);`): the
+// first class-key of the head (what comes before any body) outside parentheses and brackets,
+// with no top-level '(' before a base clause's ':' (or an enum's underlying type's) other than
+// an attribute's (alignas(16), __align__(16), __attribute__((packed)), __declspec(align(16)), an
+// ALL_CAPS macro's call).
+std::string declared_type(const std::string& stmt, const std::map<std::string, std::string>& macros) {
+  // A definition's statement (`struct X { ... };`, `struct X { ... } x;`): its head is what comes
+  // before the body.
+  std::string head = stmt;
+  int depth = 0;
+  for (size_t k = 0; k < stmt.size(); ++k) {
+    if (stmt[k] == '(' || stmt[k] == '[') ++depth;
+    else if (stmt[k] == ')' || stmt[k] == ']') --depth;
+    else if (stmt[k] == '{' && depth == 0) {
+      head = stmt.substr(0, k);
+      break;
+    }
+  }
+  std::string top = head; // the head outside parentheses and brackets
+  depth = 0;
+  for (char& h : top) {
+    const bool open = h == '(' || h == '[', close = h == ')' || h == ']';
+    if (close) --depth;
+    if (depth > 0 || open || close) h = ' ';
+    if (open) ++depth;
+  }
+  std::vector<std::string> words;
+  words_of(top, macros, 0, &words);
+  const auto key = std::find_if(words.begin(), words.end(), [](const std::string& w) { return w == "class" || w == "struct" || w == "union" || w == "enum"; });
+  if (key == words.end()) return "";
+  depth = 0;
+  for (size_t k = 0; k < head.size(); ++k) {
+    const char h = head[k];
+    if (depth == 0 && h == ':') {
+      if (k + 1 < head.size() && head[k + 1] == ':') ++k; // a qualified name's
+      else break;                                         // a base clause
+    } else if (h == '(' || h == '[') {
+      if (depth == 0 && h == '(') {
+        size_t e = head.find_last_not_of(" \t\n", k == 0 ? 0 : k - 1);
+        size_t b = e == std::string::npos || k == 0 ? 0 : e + 1;
+        while (b > 0 && ident_char(head[b - 1])) --b;
+        const std::string w = e == std::string::npos || k == 0 ? "" : head.substr(b, e + 1 - b);
+        if (!(w == "alignas" || w == "__align__" || w == "__attribute__" || w == "__declspec" || all_caps(w))) return "";
+      }
+      ++depth;
+    } else if (h == ')' || h == ']') {
+      --depth;
+    }
+  }
+  return *key;
 }
 
 // A statement at namespace scope, ended by ';', that NVRTC refuses as host code: a function's
@@ -234,7 +288,9 @@ bool host_declaration(const std::string& stmt, const std::map<std::string, std::
   const std::string head = without_template_lists(stmt);
   std::vector<std::string> words;
   words_of(head, macros, 0, &words);
-  if (words.empty() || holds_any(words, {"namespace", "friend", "__constant__", "__shared__", "__managed__", "constexpr"})) return false;
+  if (words.empty() || holds_any(words, {"namespace", "friend", "__constant__", "__shared__", "__managed__", "constexpr"}) ||
+      !declared_type(head, macros).empty())
+    return false;
   if (words[0] == "template" || unknown_macro_before_name(head, macros)) return false;
   const bool has_const = std::find(words.begin(), words.end(), "const") != words.end();
   // Top level: a parameter list (a function's declaration), the declarator's last '*' and a
@@ -283,7 +339,8 @@ bool host_member_declaration(const std::string& stmt, const std::map<std::string
   const std::string head = without_template_lists(stmt);
   std::vector<std::string> words;
   words_of(head, macros, 0, &words);
-  if (words.empty() || holds_any(words, {"decltype", "alignas", "__align__", "__attribute__", "__declspec"})) return false;
+  if (words.empty() || holds_any(words, {"decltype", "alignas", "__align__", "__attribute__", "__declspec"}) || !declared_type(head, macros).empty())
+    return false;
   if (unknown_macro_before_name(head, macros)) return false;
   // The first top-level '(' before any '=': a parameter list, unless it opens a declarator.
   int depth = 0;
@@ -302,10 +359,12 @@ bool host_member_declaration(const std::string& stmt, const std::map<std::string
   if (open == std::string::npos || close == std::string::npos) return false;
   const size_t first = head.find_first_not_of(" \t\n", open + 1);
   if (first != std::string::npos && first < close && std::string("*&^").find(head[first]) != std::string::npos) return false;
-  // After the parameters: `= default` and `= delete` stay; `= 0` (pure virtual) goes.
+  // After the parameters: `= default` and `= delete` stay, but a virtual `= default` (NVRTC
+  // takes it as the host's: its vtable is); `= 0` (pure virtual) goes.
   std::vector<std::string> tail;
   words_of(head.substr(close + 1), macros, 0, &tail);
-  return std::find(tail.begin(), tail.end(), "default") == tail.end() && std::find(tail.begin(), tail.end(), "delete") == tail.end();
+  const bool is_virtual = std::find(words.begin(), words.end(), "virtual") != words.end();
+  return (is_virtual || std::find(tail.begin(), tail.end(), "default") == tail.end()) && std::find(tail.begin(), tail.end(), "delete") == tail.end();
 }
 
 } // namespace
@@ -353,7 +412,7 @@ std::string skip_host_functions(const std::string& text, int* blanked, const std
       const char c = code[i];
       if (c == '(' || c == '[') ++parens;
       else if (c == ')' || c == ']') --parens;
-      else if (c == '}') start = i + 1; // a namespace or extern "C" block's end
+      else if (c == '}' && parens == 0) start = i + 1; // a namespace or extern "C" block's end (not a default argument's `= {}`)
       else if (c == ';' && parens == 0) {
         const std::string stmt = code.substr(start, i - start);
         // The explicit instantiation of a host function template this pass blanked goes too (it
@@ -401,9 +460,10 @@ std::string skip_host_functions(const std::string& text, int* blanked, const std
           }
         }
       }
-      bool type_def = false, device = false, is_operator = false;
+      const std::string type_key = declared_type(head, macros);
+      const bool type_def = !type_key.empty();
+      bool device = false, is_operator = false;
       for (const auto& w : words) {
-        type_def = type_def || w == "class" || w == "struct" || w == "union" || w == "enum";
         device = device || w == "__global__" || w == "__device__";
         is_operator = is_operator || w == "operator";
       }
@@ -418,7 +478,7 @@ std::string skip_host_functions(const std::string& text, int* blanked, const std
         if (!in_class) blanked_names.insert(declared_name(head));
       }
       // A class's body: its member functions in turn (enum bodies hold none).
-      if (type_def && !paren && std::find(words.begin(), words.end(), "enum") == words.end()) scan(i + 1, close, true);
+      if (type_def && type_key != "enum") scan(i + 1, close, true);
       // Past this brace group: a function's body ends its statement; a class's or an
       // initializer's goes on to its ';'.
       i = close;

@@ -1410,10 +1410,6 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
   std::map<std::string, std::string> view_file; // a view's name: the file it was made from ("" once two differ)
   for (const auto& f : files) {
     const std::string& text = texts[f] = read_text_file(f, "kernel source");
-    // "host_code": "skip": the project's file as it is, its host functions blanked for NVRTC.
-    int blanked = 0;
-    const std::string compiled = s.skip_host_code ? skip_host_functions(text, &blanked) : text;
-    s.source += "#line 1 \"" + f + "\"\n" + compiled + (compiled.empty() || compiled.back() == '\n' ? "" : "\n");
     *hashed += "\n//source " + fs::path(f).filename().string() + "\n" + text;
     queue.push_back(f);
   }
@@ -1453,13 +1449,7 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
           queue.push_back(h.string());
           if (s.skip_host_code && !toolkits) {
             auto [at, fresh] = view_file.emplace(name, h.string());
-            int blanked = 0;
-            if (fresh) {
-              std::string view = skip_host_functions(header, &blanked);
-              if (blanked > 0) views->emplace_back(name, std::move(view));
-            } else if (at->second != h.string()) {
-              at->second.clear();
-            }
+            if (!fresh && at->second != h.string()) at->second.clear();
           }
         }
         break;
@@ -1470,7 +1460,25 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
       if (!found) outside->insert(name);
     }
   }
-  views->erase(std::remove_if(views->begin(), views->end(), [&](const auto& h) { return view_file[h.first].empty(); }), views->end());
+  // "host_code": "skip": the project's files as they are, their host functions blanked for
+  // NVRTC. A macro a declaration carries may be defined in another of the project's headers
+  // (ggml.h's GGML_API, in gguf.h): every one's object-like macros are known to all.
+  std::map<std::string, std::string> known;
+  if (s.skip_host_code)
+    for (const auto& [file, text] : texts)
+      if (!in_toolkit(file)) defined_macros(text, &known);
+  for (const auto& f : files) {
+    int blanked = 0;
+    const std::string& text = texts.at(f);
+    const std::string compiled = s.skip_host_code ? skip_host_functions(text, &blanked, known) : text;
+    s.source += "#line 1 \"" + f + "\"\n" + compiled + (compiled.empty() || compiled.back() == '\n' ? "" : "\n");
+  }
+  for (const auto& [name, file] : view_file) {
+    int blanked = 0;
+    if (file.empty()) continue;
+    std::string view = skip_host_functions(texts.at(file), &blanked, known);
+    if (blanked > 0) views->emplace_back(name, std::move(view));
+  }
   return folders;
 }
 

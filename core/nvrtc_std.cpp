@@ -1,6 +1,7 @@
 #include "core/nvrtc_std.h"
 
 #include <filesystem>
+#include <initializer_list>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -51,6 +52,18 @@ const char* const kTimeTypes =
     "#ifndef _STRUCT_TIMEVAL\n#define _STRUCT_TIMEVAL 1\nstruct timeval { long tv_sec; long tv_usec; };\n#endif\n"
     "struct timezone { int tz_minuteswest; int tz_dsttime; };\n";
 
+// The host library's containers and threading types, which a host class's data members name
+// (ggml's CUDA context holds a std::vector and a std::unordered_map): complete, empty class
+// templates and classes, so that the class can be laid out; device code that uses one fails on
+// its missing members by name. Each is declared in its own header only (a second definition
+// would be an error where two are included).
+std::string host_types(std::initializer_list<const char*> templates, std::initializer_list<const char*> classes = {}, const std::string& more = "") {
+  std::string t = "namespace std {\n";
+  for (const char* n : templates) t += std::string("template <class...> class ") + n + " {};\n";
+  for (const char* n : classes) t += std::string("class ") + n + " {};\n";
+  return t + more + "}\n";
+}
+
 // <cfloat>: libcu++'s defines nothing under NVRTC, nor does NVRTC predefine __FLT_MAX__; IEEE
 // binary32 and binary64's values, as glibc's float.h gives them.
 const char* const kFloatLimits =
@@ -92,9 +105,15 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
   std::vector<std::pair<std::string, std::string>> h;
   for (const char* n : {"cstdint", "cstddef", "climits", "cmath", "cassert", "cstdlib", "cstring", "limits", "type_traits", "utility",
                         "tuple", "array", "bit", "concepts", "functional", "numeric", "initializer_list", "complex", "iterator",
-                        "optional", "span", "variant", "atomic", "ratio", "numbers", "bitset", "memory", "chrono", "ctime", "expected",
+                        "optional", "span", "variant", "atomic", "ratio", "numbers", "bitset", "chrono", "ctime", "expected",
                         "mdspan", "ranges", "source_location", "barrier", "latch", "semaphore"})
     h.emplace_back(n, twin(n));
+  // <memory>: libcu++'s public header leaves unique_ptr out (a host class's data member may be
+  // one: ggml's CUDA context's memory pools); shared_ptr and weak_ptr, which libcu++ lacks, as the
+  // host library's empty stand-ins.
+  h.emplace_back("memory", twin("memory") +
+                               "#if __has_include(<cuda/std/__memory/unique_ptr.h>)\n#include <cuda/std/__memory/unique_ptr.h>\n#endif\n" +
+                               host_types({"shared_ptr", "weak_ptr"}));
   h.emplace_back("cfloat", std::string("#pragma once\n// ktune's <cfloat> for NVRTC, which has none\n") + kFloatLimits);
   // <algorithm>: libcu++ has no public header of it; min, max, clamp and minmax are what device
   // code uses of it.
@@ -122,9 +141,20 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
   h.emplace_back("cstdio", host_only("cstdio", kFileType));
   h.emplace_back("stdio.h", host_only("stdio.h", kFileType));
   h.emplace_back("sys/time.h", host_only("sys/time.h", kTimeTypes));
-  for (const char* n : {"iostream", "ostream", "istream", "fstream", "sstream", "iomanip", "vector", "string", "map", "unordered_map",
-                        "set", "unordered_set", "list", "deque", "queue", "stack", "random", "thread", "mutex", "condition_variable",
-                        "future", "stdexcept", "exception", "string_view", "filesystem", "regex", "unistd.h", "strings.h",
+  h.emplace_back("vector", host_only("vector", host_types({"vector"})));
+  h.emplace_back("string", host_only("string", host_types({"basic_string"}, {}, "typedef basic_string<char> string;\n")));
+  h.emplace_back("map", host_only("map", host_types({"map", "multimap"})));
+  h.emplace_back("unordered_map", host_only("unordered_map", host_types({"unordered_map", "unordered_multimap"})));
+  h.emplace_back("set", host_only("set", host_types({"set", "multiset"})));
+  h.emplace_back("unordered_set", host_only("unordered_set", host_types({"unordered_set", "unordered_multiset"})));
+  h.emplace_back("list", host_only("list", host_types({"list"})));
+  h.emplace_back("deque", host_only("deque", host_types({"deque"})));
+  h.emplace_back("queue", host_only("queue", host_types({"queue", "priority_queue"})));
+  h.emplace_back("stack", host_only("stack", host_types({"stack"})));
+  h.emplace_back("thread", host_only("thread", host_types({}, {"thread"})));
+  h.emplace_back("mutex", host_only("mutex", host_types({}, {"mutex", "recursive_mutex"})));
+  h.emplace_back("condition_variable", host_only("condition_variable", host_types({}, {"condition_variable"})));
+  for (const char* n : {"iostream", "ostream", "istream", "fstream", "sstream", "iomanip", "random", "future", "stdexcept", "exception", "string_view", "filesystem", "regex", "unistd.h", "strings.h",
                         "sys/types.h", "sys/stat.h", "sys/resource.h", "sys/mman.h", "fcntl.h", "dirent.h", "pthread.h", "dlfcn.h",
                         "getopt.h", "cerrno", "errno.h", "csignal", "signal.h", "cctype", "ctype.h", "cstdarg", "stdarg.h", "locale",
                         "typeinfo", "any", "shared_mutex", "execution", "omp.h", "sys/syscall.h", "syscall.h"})
@@ -215,6 +245,16 @@ std::string nvrtc_nvcc_prelude(const std::string& text) {
   if (nan) p += limit("NAN", "      ", "quiet_NaN");
   for (const auto& [name, type] : {std::pair<const char*, const char*>{"uint", "unsigned int"}, {"ushort", "unsigned short"}, {"ulong", "unsigned long"}})
     if (uses(name)) p += std::string("#ifndef ") + name + "\ntypedef " + type + " " + name + ";\n#endif\n";
+  // Programmatic dependent launch's device calls (sm_90), which nvcc's cuda_runtime.h declares
+  // through <cuda_device_runtime_api.h>; included as cuda_runtime.h does, its internal headers'
+  // warning off.
+  if (uses("cudaGridDependencySynchronize") || uses("cudaTriggerProgrammaticLaunchCompletion"))
+    p += "#ifndef __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__\n#define __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__\n"
+         "#define KTUNE_UNDEF_INTERNAL_HEADERS\n#endif\n#include <cuda_device_runtime_api.h>\n"
+         "#ifdef KTUNE_UNDEF_INTERNAL_HEADERS\n#undef __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__\n#undef KTUNE_UNDEF_INTERNAL_HEADERS\n#endif\n";
+  // GNU's __extension__ (ggml's anonymous unions in structs), which nvcc's host front end takes
+  // and NVRTC's refuses: it only silences -pedantic, so nothing.
+  if (uses("__extension__")) p += "#define __extension__\n";
   return p.empty() ? p : "// ktune: what nvcc's implicit <cuda_runtime.h> gives device code and NVRTC's lacks\n" + p;
 }
 

@@ -145,3 +145,38 @@ TEST(HostCode, AToolkitHeadersDeclarationsGoItsPreprocessorLinesStay) {
   EXPECT_TRUE(has(view, "typedef struct CUtensorMap_st { alignas(64) unsigned long long opaque[16]; } CUtensorMap;\n")) << view;
   EXPECT_TRUE(has(view, "#define CUDAAPI\n#endif\n\n\n#if defined(VERSION_2)")) << "the comment's line and the declaration's, empty:\n" << view;
 }
+
+// C's elaborated types: a class-key that only names a function's or a variable's type does not
+// make the statement a type's declaration (the host function goes); one that declares or defines
+// a type keeps it, with its attributes and base clause, and its body is read as a class's.
+TEST(HostCode, AnElaboratedTypeInADeclarationIsNoTypesDeclaration) {
+  const std::string text =
+      "struct obj { int a; };\n"
+      "struct obj* make_obj(int a);\n"
+      "void print_obj(const struct obj* o);\n"
+      "enum status { OK = 0 };\n"
+      "int status_of(enum status s);\n"
+      "union u* u_of(int k);\n"
+      "class C* c_of(int k);\n"
+      "struct fwd;\n"
+      "enum class Mode : int { A, B };\n"
+      "struct alignas(16) V { float x; };\n"
+      "struct __attribute__((packed)) P { char c; int i; };\n"
+      "template <int N> struct Base {};\n"
+      "struct D : Base<(1)> { int d; };\n"
+      "struct R { ~R() = default; R(int k) : r(k) {} int r; };\n"
+      "struct pool { virtual ~pool() = default; virtual void* alloc(unsigned long n) = 0; int used; };\n"
+      "struct opts { int a; };\n"
+      "int run(int n, opts o = {});\n"
+      "__device__ int dev(int);\n";
+  int n = 0;
+  const std::string out = skipped(text, &n);
+  EXPECT_EQ(out.size(), text.size());
+  for (const char* gone : {"make_obj(int a)", "print_obj(", "status_of(", "u_of(", "c_of(", "R(int k)", "virtual ~pool()", "alloc(", "run(int n"})
+    EXPECT_FALSE(has(out, gone)) << gone << " stayed:\n" << out;
+  for (const char* kept : {"struct obj { int a; };", "enum status { OK = 0 };", "struct fwd;", "enum class Mode : int { A, B };",
+                           "struct alignas(16) V { float x; };", "struct __attribute__((packed)) P { char c; int i; };", "struct D : Base<(1)> { int d; };",
+                           "struct R { ~R() = default;", "int r; };", "struct pool {", "int used; };", "struct opts { int a; };", "__device__ int dev(int);"})
+    EXPECT_TRUE(has(out, kept)) << kept << " went:\n" << out;
+  EXPECT_EQ(n, 9) << out;
+}

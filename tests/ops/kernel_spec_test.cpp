@@ -2809,8 +2809,9 @@ TEST(KernelSpec, StandardHeadersNvrtcLacksStandInForAKernelWrittenForNvcc) {
   EXPECT_FALSE(names(op2).count("cstdint"));
   EXPECT_TRUE(names(op2).count("cmath"));
   EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op2), Config{{"B", 64}}, Problem::parse(op2, "1000"), "sm_90")));
-  // A host-only header is empty: device code that uses std::vector fails, naming it.
-  d.write("vec.cu", "#include <vector>\ntemplate <int B> __global__ void k(const float* x, float* y, int n) { std::vector<float> v; }\n"
+  // A host-only header is empty but for its types' empty stand-ins: device code that uses
+  // std::vector fails, naming it.
+  d.write("vec.cu", "#include <vector>\ntemplate <int B> __global__ void k(const float* x, float* y, int n) { std::vector<float> v; v.push_back(x[0]); }\n"
                     "__global__ void ref(const float* x, float* y, int n) {}\n");
   ojson vec = base;
   vec["name"] = "std_headers_vector";
@@ -3025,6 +3026,90 @@ TEST(KernelSpec, AProjectHeadersHostCodeIsSkippedWithItsSources) {
   const std::string op_two = load_kernel_spec_text(two.dump(), "two.json", d.dir());
   EXPECT_EQ(header(op_two, "util.h"), nullptr);
   EXPECT_NE(header(op_two, "common.h"), nullptr);
+}
+
+// ggml's shape (src/ggml-cuda/common.cuh): an API macro defined in one project header and used in
+// another's declarations, C's elaborated types in host declarations (`enum ggml_status` as a
+// parameter, `struct obj*` returned), a host class whose data members are the host library's
+// containers, a unique_ptr, a mutex, a virtual `= default` destructor, a default argument `= {}`,
+// GNU's __extension__ on an anonymous union and programmatic dependent launch's device calls.
+// With "host_code": "skip" the file compiles as it is, with no warning from NVRTC, and the
+// declarations it blanks are the host's only.
+TEST(KernelSpec, AGgmlShapedProjectCompilesWhereHostCodeIsSkipped) {
+  SpecDir d;
+  fs::create_directories(fs::path(d.dir()) / "include");
+  d.write("include/api.h", "#pragma once\n#define PROJ_API extern\nenum proj_status { PROJ_OK = 0 };\n"
+                           "PROJ_API const char* proj_status_str(enum proj_status s);\n");
+  d.write("ctx.h", R"CUDA(#pragma once
+#include "api.h"
+#include <initializer_list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+struct obj { int a; };
+struct obj* make_obj(int a);
+void print_obj(const struct obj* o);
+enum proj_status obj_status(const struct obj* o);
+PROJ_API int proj_init(int device);
+struct proj_pool {
+  virtual ~proj_pool() = default;
+  virtual void* alloc(size_t size, size_t* actual) = 0;
+};
+struct proj_ctx {
+  int device;
+  std::string name;
+  std::vector<int> events;
+  std::unordered_map<const float*, int> streams;
+  std::unique_ptr<proj_pool> pools[2];
+  std::mutex lock;
+  ~proj_ctx() { events.clear(); }
+};
+inline bool fusable(const int* g, std::initializer_list<int> outputs = {}) { return g != nullptr && outputs.size() == 0; }
+struct block_q { __extension__ union { struct { short d; short m; }; int dm; }; signed char q[4]; };
+)CUDA");
+  d.write("k.cu", R"CUDA(#include "ctx.h"
+template <int B> __global__ void k(const float* x, float* y, int n) {
+  cudaGridDependencySynchronize();
+  block_q b;
+  b.dm = 0;
+  const int i = blockIdx.x * B + threadIdx.x;
+  if (i < n) y[i] = x[i] + float(b.d);
+  cudaTriggerProgrammaticLaunchCompletion();
+}
+__global__ void ref(const float* x, float* y, int n) { const int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = x[i]; }
+void run(proj_ctx& ctx, const float* x, float* y, int n) { k<128><<<(n + 127) / 128, 128>>>(x, y, n); }
+)CUDA");
+  const ojson spec = ojson::parse(R"JSON({
+    "name": "ggml_shaped", "sources": ["k.cu"], "include_dirs": ["include"], "host_code": "skip", "kernel": "k<{B}>", "params_as": "template",
+    "dims": ["n"], "params": {"B": [64, 128]}, "arch": "sm_90", "launch": {"grid": ["ceil_div(n, B)"], "block": ["B"]},
+    "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n"}, {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"},
+             {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"}],
+    "check": {"reference": {"kernel": "ref", "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]}}}})JSON");
+  const std::string op = load_kernel_spec_text(spec.dump(), "ggml_shaped.json", d.dir());
+  const std::string* ctx = nullptr;
+  const std::string* api = nullptr;
+  for (const auto& h : spec_of(op).std_headers) {
+    if (h.first == "ctx.h") ctx = &h.second;
+    if (h.first == "api.h") api = &h.second;
+  }
+  ASSERT_TRUE(ctx && api);
+  auto has = [](const std::string* t, const std::string& part) { return t->find(part) != std::string::npos; };
+  for (const char* gone : {"make_obj(int a)", "print_obj(", "obj_status(", "proj_init(", "virtual ~proj_pool()", "virtual void* alloc(",
+                           "~proj_ctx()", "fusable("})
+    EXPECT_FALSE(has(ctx, gone)) << gone << " stayed:\n" << *ctx;
+  EXPECT_FALSE(has(api, "proj_status_str(")) << *api;
+  for (const char* kept : {"struct obj { int a; };", "struct proj_pool {", "std::vector<int> events;", "std::unique_ptr<proj_pool> pools[2];",
+                           "std::mutex lock;", "__extension__ union"})
+    EXPECT_TRUE(has(ctx, kept)) << kept << " went:\n" << *ctx;
+  EXPECT_TRUE(has(api, "enum proj_status { PROJ_OK = 0 };")) << *api;
+  Compiler compiler;
+  for (int b : {64, 128}) {
+    std::shared_ptr<const CompiledKernel> k;
+    ASSERT_NO_THROW(k = compiler.compile(compile_request(find_family(op), Config{{"B", b}}, Problem::parse(op, "1000"), "sm_90"))) << b;
+    EXPECT_EQ(k->log.find("warning"), std::string::npos) << k->log;
+  }
 }
 
 // A block's threads as a C++ constant of the source (Ktraits::kNThreads, ThunderKittens'
