@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <functional>
 #include <initializer_list>
 #include <map>
@@ -17,8 +18,10 @@ bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || 
 // The text with comments, string and character literals and preprocessor lines replaced by
 // spaces (newlines kept), so that braces and words are the code's own; the object-like macros
 // the preprocessor lines define go into *macros, and (*kind)[k] says what t[k] belongs to.
-enum CharKind : char { kCode, kPreprocessor, kComment, kLiteral };
-std::string code_only(const std::string& t, std::map<std::string, std::string>* macros, std::vector<CharKind>* kind) {
+// With first_branches, the text of each #if group's #elif and #else branches is not read either
+// (kLater): a reading of one branch of each, as the preprocessor makes one.
+enum CharKind : char { kCode, kPreprocessor, kComment, kLiteral, kLater };
+std::string code_only(const std::string& t, std::map<std::string, std::string>* macros, std::vector<CharKind>* kind, bool first_branches = false) {
   std::string o = t;
   kind->assign(t.size(), kCode);
   auto mark = [&](size_t a, size_t b, CharKind k) { std::fill(kind->begin() + std::ptrdiff_t(a), kind->begin() + std::ptrdiff_t(std::min(b, t.size())), k); };
@@ -27,11 +30,21 @@ std::string code_only(const std::string& t, std::map<std::string, std::string>* 
       if (o[k] != '\n') o[k] = ' ';
   };
   bool line_start = true;
+  std::vector<bool> later; // each open #if group: past its first branch
+  auto in_later = [&]() { return std::find(later.begin(), later.end(), true) != later.end(); };
   for (size_t i = 0; i < t.size();) {
     const char c = t[i];
     if (c == '\n') {
       line_start = true;
       ++i;
+      continue;
+    }
+    if (first_branches && in_later() && !(line_start && c == '#')) { // a later branch's line
+      size_t e = t.find('\n', i);
+      if (e == std::string::npos) e = t.size();
+      blank(i, e);
+      mark(i, e, kLater);
+      i = e;
       continue;
     }
     if (line_start && (c == ' ' || c == '\t')) {
@@ -45,7 +58,14 @@ std::string code_only(const std::string& t, std::map<std::string, std::string>* 
       for (size_t k = 0; k + 1 < line.size(); ++k)
         if (line[k] == '\\' && line[k + 1] == '\n') line[k] = line[k + 1] = ' ';
       size_t k = line.find_first_not_of(" \t");
-      if (k != std::string::npos && line.compare(k, 6, "define") == 0) {
+      auto directive = [&](const char* d) {
+        const size_t n = std::strlen(d);
+        return k != std::string::npos && line.compare(k, n, d) == 0 && (k + n == line.size() || !ident_char(line[k + n]));
+      };
+      if (directive("if") || directive("ifdef") || directive("ifndef")) later.push_back(false);
+      else if ((directive("elif") || directive("elifdef") || directive("elifndef") || directive("else")) && !later.empty()) later.back() = true;
+      else if (directive("endif") && !later.empty()) later.pop_back();
+      if (directive("define") && !(first_branches && in_later())) {
         k = line.find_first_not_of(" \t", k + 6);
         size_t n = k;
         while (n < line.size() && ident_char(line[n])) ++n;
@@ -376,29 +396,39 @@ void defined_macros(const std::string& text, std::map<std::string, std::string>*
 
 std::string skip_host_functions(const std::string& text, int* blanked, const std::map<std::string, std::string>& known) {
   *blanked = 0;
-  std::map<std::string, std::string> macros = known;
+  // Each '{''s matching '}', found in a first pass that also checks that the braces balance: over
+  // every branch of the #if groups, or where those do not balance (ggml's kernels open their
+  // body's `if constexpr (...) {` in each branch of an #if on the GPU's maker), over the first
+  // branch of each; a later branch inside what goes goes with it.
+  std::map<std::string, std::string> macros;
   std::vector<CharKind> kind;
-  const std::string code = code_only(text, &macros, &kind);
-  // Each '{''s matching '}', found in a first pass that also checks that the braces balance.
-  std::vector<size_t> match(code.size(), std::string::npos);
-  {
+  std::string code;
+  std::vector<size_t> match;
+  auto balanced = [&](bool first_branches) {
+    macros = known;
+    code = code_only(text, &macros, &kind, first_branches);
+    match.assign(code.size(), std::string::npos);
     std::vector<size_t> open;
     for (size_t i = 0; i < code.size(); ++i)
       if (code[i] == '{') {
         open.push_back(i);
       } else if (code[i] == '}') {
-        if (open.empty()) return text;
+        if (open.empty()) return false;
         match[open.back()] = i;
         open.pop_back();
       }
-    if (!open.empty()) return text;
-  }
+    return open.empty();
+  };
+  if (!balanced(false) && !balanced(true)) return text;
   std::string out = text;
   // [a, b], but for its preprocessor lines: a statement's text runs from the previous one's end,
   // over the #if and #define lines between them, which must stay.
+  // A later #if branch before the statement's first word is between statements: it stays.
   auto blank = [&](size_t a, size_t b) {
+    size_t first = a;
+    while (first <= b && (kind[first] != kCode || std::isspace(static_cast<unsigned char>(code[first])))) ++first;
     for (size_t k = a; k <= b; ++k)
-      if (out[k] != '\n' && kind[k] != kPreprocessor) out[k] = ' ';
+      if (out[k] != '\n' && kind[k] != kPreprocessor && !(kind[k] == kLater && k < first)) out[k] = ' ';
     ++*blanked;
   };
   std::set<std::string> blanked_names; // of the namespace-scope functions blanked so far
@@ -421,7 +451,21 @@ std::string skip_host_functions(const std::string& text, int* blanked, const std
         std::vector<std::string> w;
         if (!inst.empty()) words_of(stmt, macros, 0, &w);
         const bool host_instance = !inst.empty() && blanked_names.count(inst) && !holds_any(w, {});
-        if (in_class ? host_member_declaration(stmt, macros) : (host_instance || host_declaration(stmt, macros))) blank(start, i);
+        if (in_class) {
+          if (host_member_declaration(stmt, macros)) blank(start, i);
+        } else if (host_instance || host_declaration(stmt, macros)) {
+          blank(start, i);
+          if (stmt.find('(') != std::string::npos) blanked_names.insert(declared_name(without_template_lists(stmt)));
+        } else if (!blanked_names.empty()) {
+          // Data that names a function this pass blanked (ggml's `static const
+          // ggml_backend_buffer_i iface = { free_buffer, ... };`, a table of host callbacks) goes
+          // with it; a device variable's or an alias's stays.
+          std::vector<std::string> sw;
+          words_of(stmt, macros, 0, &sw);
+          const bool names_blanked = std::any_of(sw.begin(), sw.end(), [&](const std::string& x) { return blanked_names.count(x) > 0; });
+          if (names_blanked && !holds_any(sw, {"__constant__", "__shared__", "__managed__", "namespace", "template"}) && declared_type(stmt, macros).empty())
+            blank(start, i);
+        }
         start = i + 1;
       } else if (c == ':' && parens == 0 && in_class && !(i + 1 < to && code[i + 1] == ':') && !(i > 0 && code[i - 1] == ':')) {
         std::vector<std::string> w;

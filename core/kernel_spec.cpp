@@ -1447,10 +1447,12 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
           const std::string& header = texts[h.string()];
           *hashed += "\n//header " + name + "\n" + header;
           queue.push_back(h.string());
-          if (s.skip_host_code && !toolkits) {
-            auto [at, fresh] = view_file.emplace(name, h.string());
-            if (!fresh && at->second != h.string()) at->second.clear();
-          }
+        }
+        // Every name a project's header is included by (ggml's "common.cuh" beside it and
+        // "ggml-cuda/common.cuh" from src/), read or not.
+        if (s.skip_host_code && !toolkits) {
+          auto [at, fresh] = view_file.emplace(name, h.string());
+          if (!fresh && at->second != h.string()) at->second.clear();
         }
         break;
       }
@@ -1473,11 +1475,21 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
     const std::string compiled = s.skip_host_code ? skip_host_functions(text, &blanked, known) : text;
     s.source += "#line 1 \"" + f + "\"\n" + compiled + (compiled.empty() || compiled.back() == '\n' ? "" : "\n");
   }
+  // A file included by two names has one view; the other name's includes it, so that its
+  // #pragma once or guard holds as it does for the one file under nvcc.
+  std::map<std::string, std::string> view_of; // a file: the name of its view
   for (const auto& [name, file] : view_file) {
     int blanked = 0;
     if (file.empty()) continue;
+    if (const auto at = view_of.find(file); at != view_of.end()) {
+      views->emplace_back(name, "#pragma once\n#include \"" + at->second + "\"\n");
+      continue;
+    }
     std::string view = skip_host_functions(texts.at(file), &blanked, known);
-    if (blanked > 0) views->emplace_back(name, std::move(view));
+    if (blanked > 0) {
+      views->emplace_back(name, std::move(view));
+      view_of[file] = name;
+    }
   }
   return folders;
 }

@@ -157,7 +157,10 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
   for (const char* n : {"iostream", "ostream", "istream", "fstream", "sstream", "iomanip", "random", "future", "stdexcept", "exception", "string_view", "filesystem", "regex", "unistd.h", "strings.h",
                         "sys/types.h", "sys/stat.h", "sys/resource.h", "sys/mman.h", "fcntl.h", "dirent.h", "pthread.h", "dlfcn.h",
                         "getopt.h", "cerrno", "errno.h", "csignal", "signal.h", "cctype", "ctype.h", "cstdarg", "stdarg.h", "locale",
-                        "typeinfo", "any", "shared_mutex", "execution", "omp.h", "sys/syscall.h", "syscall.h"})
+                        "typeinfo", "any", "shared_mutex", "execution", "omp.h", "sys/syscall.h", "syscall.h", "charconv", "system_error",
+                        "format", "print", "forward_list", "ios", "iosfwd", "streambuf", "cwchar", "cwctype", "clocale", "wchar.h", "locale.h",
+                        "csetjmp", "setjmp.h", "sched.h", "sys/sysinfo.h", "libgen.h", "malloc.h", "memory_resource", "stop_token",
+                        "typeindex", "valarray", "syncstream", "stacktrace"})
     h.emplace_back(n, host_only(n));
   return h;
 }

@@ -99,8 +99,8 @@ TEST(HostCode, WhereTheReadingCannotBeSureNothingGoes) {
   const std::string macro = "#include \"common.h\"\nHOST_DEVICE_INLINE float f(float x) { return x; }\n";
   EXPECT_EQ(skipped(macro, &n), macro);
   EXPECT_EQ(n, 0);
-  // #if branches that each open a brace: the braces do not balance as read, so nothing goes.
-  const std::string branches = "#ifdef A\nvoid f(int a) {\n#else\nvoid f(long a) {\n#endif\n  (void)a;\n}\nint main() { return 0; }\n";
+  // Braces that balance neither over every #if branch nor over the first of each: nothing goes.
+  const std::string branches = "#ifdef A\nvoid f(int a) {\n#endif\n  (void)a;\n}\n}\nint main() { return 0; }\n";
   EXPECT_EQ(skipped(branches, &n), branches);
   EXPECT_EQ(n, 0);
   // A constructor whose member initializers hold braces stays (and what follows is still read).
@@ -179,4 +179,57 @@ TEST(HostCode, AnElaboratedTypeInADeclarationIsNoTypesDeclaration) {
                            "struct R { ~R() = default;", "int r; };", "struct pool {", "int used; };", "struct opts { int a; };", "__device__ int dev(int);"})
     EXPECT_TRUE(has(out, kept)) << kept << " went:\n" << out;
   EXPECT_EQ(n, 9) << out;
+}
+
+// ggml's kernels open their body's `if constexpr (...) {` once in each branch of an #if on the
+// GPU's maker: read over every branch the braces do not balance, so the text is read over the
+// first branch of each #if group; a host function goes (with a later branch inside it), the
+// kernel stays whole, and a later branch between statements stays.
+TEST(HostCode, BracesOpenedInEachBranchOfAnIfAreReadOverItsFirstBranch) {
+  const std::string text =
+      "static inline int max_block(int cc) {\n"
+      "#if defined(AMD)\n  return 512;\n#else\n  return 256;\n#endif\n}\n"
+      "template <int R> __global__ void k(float* y) {\n"
+      "#if defined(AMD)\n  if constexpr (R != 64) { y[0] = 0.f; } else {\n#else\n  if constexpr (R != 32) { y[0] = 0.f; } else {\n#endif\n"
+      "  y[0] = 1.f;\n  }\n}\n"
+      "#if defined(AMD)\nint host_only(int);\n#else\n__device__ int on_device(int);\n#endif\n"
+      "void launch(float* y) { k<32><<<1, 1>>>(y); }\n";
+  int n = 0;
+  const std::string out = skipped(text, &n);
+  EXPECT_EQ(out.size(), text.size());
+  for (const char* gone : {"max_block(", "return 512;", "return 256;", "host_only(", "void launch("})
+    EXPECT_FALSE(has(out, gone)) << gone << " stayed:\n" << out;
+  for (const char* kept : {"if constexpr (R != 64) { y[0] = 0.f; } else {", "if constexpr (R != 32) { y[0] = 0.f; } else {", "y[0] = 1.f;\n  }\n}",
+                           "__device__ int on_device(int);", "#if defined(AMD)\n", "#else\n", "#endif\n"})
+    EXPECT_TRUE(has(out, kept)) << kept << " went:\n" << out;
+  EXPECT_EQ(n, 3) << out;
+  // A host function whose head is written once per branch goes whole.
+  const std::string heads = "#ifdef A\nvoid f(int a) {\n#else\nvoid f(long a) {\n#endif\n  (void)a;\n}\n__global__ void g() {}\n";
+  const std::string h = skipped(heads, &n);
+  EXPECT_FALSE(has(h, "void f(")) << h;
+  EXPECT_TRUE(has(h, "#ifdef A\n") && has(h, "#else\n") && has(h, "__global__ void g() {}")) << h;
+}
+
+// Data that names a host function blanked before it (a table of host callbacks, as ggml's
+// backend interfaces) goes with it; data naming a device function, an alias and a device
+// variable stay.
+TEST(HostCode, DataNamingABlankedHostFunctionGoesWithIt) {
+  const std::string text =
+      "struct iface { void (*free_buffer)(void*); int (*size)(); };\n"
+      "static void free_buffer(void* p) { (void)p; }\n"
+      "static int buffer_size();\n"
+      "__device__ int dev_size() { return 4; }\n"
+      "static const iface host_iface = {\n  /* .free_buffer = */ free_buffer,\n  /* .size = */ buffer_size,\n};\n"
+      "static const int kCount = 4;\n"
+      "using size_fn = decltype(&buffer_size);\n"
+      "__device__ int (*dev_fn)() = dev_size;\n"
+      "__global__ void k(int* y) { y[0] = dev_fn() + kCount; }\n";
+  int n = 0;
+  const std::string out = skipped(text, &n);
+  for (const char* gone : {"void free_buffer(void* p)", "int buffer_size()", "host_iface", "/* .size = */"})
+    EXPECT_FALSE(has(out, gone)) << gone << " stayed:\n" << out;
+  for (const char* kept : {"struct iface {", "__device__ int dev_size()", "static const int kCount = 4;", "using size_fn = decltype(&buffer_size);",
+                           "__device__ int (*dev_fn)() = dev_size;", "__global__ void k("})
+    EXPECT_TRUE(has(out, kept)) << kept << " went:\n" << out;
+  EXPECT_EQ(n, 3) << out;
 }

@@ -3032,15 +3032,17 @@ TEST(KernelSpec, AProjectHeadersHostCodeIsSkippedWithItsSources) {
 // another's declarations, C's elaborated types in host declarations (`enum ggml_status` as a
 // parameter, `struct obj*` returned), a host class whose data members are the host library's
 // containers, a unique_ptr, a mutex, a virtual `= default` destructor, a default argument `= {}`,
-// GNU's __extension__ on an anonymous union and programmatic dependent launch's device calls.
-// With "host_code": "skip" the file compiles as it is, with no warning from NVRTC, and the
+// GNU's __extension__ on an anonymous union and programmatic dependent launch's device calls; the
+// header included by two names (beside the source, and by its folder from src/). With
+// "host_code": "skip" the file compiles as it is, with no warning from NVRTC, and the
 // declarations it blanks are the host's only.
 TEST(KernelSpec, AGgmlShapedProjectCompilesWhereHostCodeIsSkipped) {
   SpecDir d;
   fs::create_directories(fs::path(d.dir()) / "include");
+  fs::create_directories(fs::path(d.dir()) / "src" / "cu");
   d.write("include/api.h", "#pragma once\n#define PROJ_API extern\nenum proj_status { PROJ_OK = 0 };\n"
                            "PROJ_API const char* proj_status_str(enum proj_status s);\n");
-  d.write("ctx.h", R"CUDA(#pragma once
+  d.write("src/cu/ctx.h", R"CUDA(#pragma once
 #include "api.h"
 #include <initializer_list>
 #include <memory>
@@ -3069,7 +3071,8 @@ struct proj_ctx {
 inline bool fusable(const int* g, std::initializer_list<int> outputs = {}) { return g != nullptr && outputs.size() == 0; }
 struct block_q { __extension__ union { struct { short d; short m; }; int dm; }; signed char q[4]; };
 )CUDA");
-  d.write("k.cu", R"CUDA(#include "ctx.h"
+  d.write("src/cu/k.cu", R"CUDA(#include "ctx.h"
+#include "cu/ctx.h"
 template <int B> __global__ void k(const float* x, float* y, int n) {
   cudaGridDependencySynchronize();
   block_q b;
@@ -3082,7 +3085,7 @@ __global__ void ref(const float* x, float* y, int n) { const int i = blockIdx.x 
 void run(proj_ctx& ctx, const float* x, float* y, int n) { k<128><<<(n + 127) / 128, 128>>>(x, y, n); }
 )CUDA");
   const ojson spec = ojson::parse(R"JSON({
-    "name": "ggml_shaped", "sources": ["k.cu"], "include_dirs": ["include"], "host_code": "skip", "kernel": "k<{B}>", "params_as": "template",
+    "name": "ggml_shaped", "sources": ["src/cu/k.cu"], "include_dirs": ["include", "src"], "host_code": "skip", "kernel": "k<{B}>", "params_as": "template",
     "dims": ["n"], "params": {"B": [64, 128]}, "arch": "sm_90", "launch": {"grid": ["ceil_div(n, B)"], "block": ["B"]},
     "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n"}, {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"},
              {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"}],
@@ -3090,11 +3093,14 @@ void run(proj_ctx& ctx, const float* x, float* y, int n) { k<128><<<(n + 127) / 
   const std::string op = load_kernel_spec_text(spec.dump(), "ggml_shaped.json", d.dir());
   const std::string* ctx = nullptr;
   const std::string* api = nullptr;
+  const std::string* ctx_by_folder = nullptr;
   for (const auto& h : spec_of(op).std_headers) {
     if (h.first == "ctx.h") ctx = &h.second;
     if (h.first == "api.h") api = &h.second;
+    if (h.first == "cu/ctx.h") ctx_by_folder = &h.second;
   }
-  ASSERT_TRUE(ctx && api);
+  ASSERT_TRUE(ctx && api && ctx_by_folder);
+  EXPECT_EQ(*ctx_by_folder, "#pragma once\n#include \"ctx.h\"\n") << "one view, the other name includes it";
   auto has = [](const std::string* t, const std::string& part) { return t->find(part) != std::string::npos; };
   for (const char* gone : {"make_obj(int a)", "print_obj(", "obj_status(", "proj_init(", "virtual ~proj_pool()", "virtual void* alloc(",
                            "~proj_ctx()", "fusable("})
