@@ -1632,6 +1632,20 @@ void read_compile(Reader& r, const ojson& j, KernelSpec& s, std::string* hashed)
     s.std_headers.emplace_back(name, *view);
     for (const auto& inc : includes_of(*view)) reach.push_back(inc.first);
   }
+  // With host code skipped, a PyTorch extension's file as it is: PyTorch's and pybind11's headers
+  // (not on the include path, or host C++ NVRTC cannot compile if they were) stand in with only
+  // the standard headers they bring (vLLM's kernels say int64_t, from <cstdint> through them); the
+  // extension's host functions that use them are blanked, and device code that names one of
+  // PyTorch's types fails on it by name.
+  if (s.skip_host_code)
+    for (const auto& name : outside) {
+      const bool torch = name.rfind("torch/", 0) == 0 || name.rfind("ATen/", 0) == 0 || name.rfind("c10/", 0) == 0 ||
+                         name.rfind("pybind11/", 0) == 0 || name == "Python.h";
+      if (torch && !own(name) && std::none_of(s.std_headers.begin(), s.std_headers.end(), [&](const auto& h) { return h.first == name; }))
+        s.std_headers.emplace_back(name, "#pragma once\n// ktune's <" + name + "> for NVRTC under host_code skip: a host library's header, "
+                                         "only the standard headers it brings\n#include <stdint.h>\n#include <stddef.h>\n#include <cstdint>\n"
+                                         "#include <cstddef>\n#include <cmath>\n#include <limits>\n#include <type_traits>\n#include <utility>\n");
+    }
   for (const auto& h : project_views) { // the project's own header, its host code skipped
     s.std_headers.erase(std::remove_if(s.std_headers.begin(), s.std_headers.end(), [&](const auto& o) { return o.first == h.first; }),
                         s.std_headers.end());

@@ -3118,6 +3118,79 @@ void run(proj_ctx& ctx, const float* x, float* y, int n) { k<128><<<(n + 127) / 
   }
 }
 
+// A PyTorch extension's kernel file as it is (flash-attention-minimal's, vLLM's shape): PyTorch's
+// and pybind11's headers, a host function on torch::Tensor that dispatches, the module's
+// definition. NVRTC cannot open them, and the error says what to do; with "host_code": "skip" they
+// stand in with the standard headers they bring, and the file compiles; device code that names a
+// PyTorch type fails on it.
+TEST(KernelSpec, APyTorchExtensionsFileCompilesWhereHostCodeIsSkipped) {
+  SpecDir d;
+  d.write("ext.cu", R"CUDA(#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <cuda_runtime.h>
+template <typename scalar_t, int B>
+__global__ void scale_kernel(const scalar_t* __restrict__ x, scalar_t* __restrict__ y, float a, int n) {
+  const int64_t i = int64_t(blockIdx.x) * B + threadIdx.x; // int64_t from <cstdint>, through PyTorch's headers
+  if (i < n) y[i] = scalar_t(a * float(x[i]));
+}
+__global__ void scale_ref(const float* x, float* y, float a, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i];
+}
+torch::Tensor scale(torch::Tensor x, double a) {
+  const at::cuda::OptionalCUDAGuard guard(device_of(x));
+  auto y = torch::empty_like(x);
+  const int n = x.numel();
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "scale", [&] {
+    scale_kernel<scalar_t, 256><<<(n + 255) / 256, 256, 0, at::cuda::getCurrentCUDAStream()>>>(x.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(), a, n);
+  });
+  return y;
+}
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("scale", &scale, "scale (CUDA)"); }
+)CUDA");
+  ojson spec = ojson::parse(R"JSON({
+    "name": "torch_ext", "sources": ["ext.cu"], "kernel": "scale_kernel<float, {B}>", "params_as": "template", "dims": ["n"],
+    "params": {"B": [128, 256]}, "launch": {"grid": ["ceil_div(n, B)"], "block": ["B"]},
+    "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n"}, {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"},
+             {"name": "a", "kind": "scalar", "dtype": "f32", "value": 0.5}, {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"}],
+    "check": {"reference": {"kernel": "scale_ref", "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]}}}})JSON");
+  Compiler compiler;
+  const std::string as_is = load_kernel_spec_text(spec.dump(), "as_is.json", d.dir());
+  try {
+    compiler.compile(compile_request(find_family(as_is), Config{{"B", 128}}, Problem::parse(as_is, "1000"), "sm_90"));
+    ADD_FAILURE() << "torch/extension.h compiled under NVRTC";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("PyTorch's headers are host C++"), std::string::npos) << e.what();
+  }
+  spec["name"] = "torch_ext_skip";
+  spec["host_code"] = "skip";
+  const std::string op = load_kernel_spec_text(spec.dump(), "skip.json", d.dir());
+  std::set<std::string> stood_in;
+  for (const auto& h : spec_of(op).std_headers) stood_in.insert(h.first);
+  for (const char* h : {"torch/extension.h", "ATen/cuda/CUDAContext.h", "c10/cuda/CUDAGuard.h"}) EXPECT_TRUE(stood_in.count(h)) << h;
+  for (int b : {128, 256})
+    EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"B", b}}, Problem::parse(op, "1000"), "sm_90"))) << b;
+  EXPECT_NO_THROW(compiler.compile(*spec_side_request(op, "reference", Problem::parse(op, "1000"), "sm_90")));
+  // Device code on a PyTorch type fails, naming it.
+  d.write("half.cu", "#include <c10/util/Half.h>\ntemplate <int B> __global__ void k(const float* x, float* y, int n) { c10::Half h(x[0]); y[0] = float(h); }\n"
+                     "__global__ void ref(const float* x, float* y, int n) {}\n");
+  ojson half = spec;
+  half["name"] = "torch_half";
+  half["sources"] = {"half.cu"};
+  half["kernel"] = "k<{B}>";
+  half["args"] = ojson::parse(R"JSON([{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n"}, {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"},
+                                     {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"}])JSON");
+  half["check"]["reference"]["kernel"] = "ref";
+  const std::string op_half = load_kernel_spec_text(half.dump(), "half.json", d.dir());
+  try {
+    compiler.compile(compile_request(find_family(op_half), Config{{"B", 128}}, Problem::parse(op_half, "1000"), "sm_90"));
+    ADD_FAILURE() << "c10::Half compiled without PyTorch's headers";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("c10"), std::string::npos) << e.what();
+  }
+}
+
 // A block's threads as a C++ constant of the source (Ktraits::kNThreads, ThunderKittens'
 // NUM_THREADS_v): probed as a shared memory constant is, after every shared memory probe, in step
 // order; the plan launches {1, 1, 1} with the probe's index, which the worker gets.
