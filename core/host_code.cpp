@@ -19,7 +19,8 @@ bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || 
 // spaces (newlines kept), so that braces and words are the code's own; the object-like macros
 // the preprocessor lines define go into *macros, and (*kind)[k] says what t[k] belongs to.
 // With first_branches, the text of each #if group's #elif and #else branches is not read either
-// (kLater): a reading of one branch of each, as the preprocessor makes one.
+// (kLater): a reading of one branch of each, as the preprocessor makes one (of an `#if 0`, the
+// branch after it).
 enum CharKind : char { kCode, kPreprocessor, kComment, kLiteral, kLater };
 std::string code_only(const std::string& t, std::map<std::string, std::string>* macros, std::vector<CharKind>* kind, bool first_branches = false) {
   std::string o = t;
@@ -30,8 +31,11 @@ std::string code_only(const std::string& t, std::map<std::string, std::string>* 
       if (o[k] != '\n') o[k] = ' ';
   };
   bool line_start = true;
-  std::vector<bool> later; // each open #if group: past its first branch
-  auto in_later = [&]() { return std::find(later.begin(), later.end(), true) != later.end(); };
+  struct Group {
+    bool reading, taken; // this branch is the one read; one was
+  };
+  std::vector<Group> groups; // each open #if group
+  auto in_later = [&]() { return std::any_of(groups.begin(), groups.end(), [](const Group& g) { return !g.reading; }); };
   for (size_t i = 0; i < t.size();) {
     const char c = t[i];
     if (c == '\n') {
@@ -62,9 +66,16 @@ std::string code_only(const std::string& t, std::map<std::string, std::string>* 
         const size_t n = std::strlen(d);
         return k != std::string::npos && line.compare(k, n, d) == 0 && (k + n == line.size() || !ident_char(line[k + n]));
       };
-      if (directive("if") || directive("ifdef") || directive("ifndef")) later.push_back(false);
-      else if ((directive("elif") || directive("elifdef") || directive("elifndef") || directive("else")) && !later.empty()) later.back() = true;
-      else if (directive("endif") && !later.empty()) later.pop_back();
+      if (directive("if") || directive("ifdef") || directive("ifndef")) {
+        const size_t v = line.find_first_not_of(" \t", k + 2);
+        const bool zero = directive("if") && v != std::string::npos && line[v] == '0' && line.find_first_not_of(" \t", v + 1) == std::string::npos;
+        groups.push_back({!zero, !zero});
+      } else if ((directive("elif") || directive("elifdef") || directive("elifndef") || directive("else")) && !groups.empty()) {
+        groups.back().reading = !groups.back().taken;
+        groups.back().taken = true;
+      } else if (directive("endif") && !groups.empty()) {
+        groups.pop_back();
+      }
       if (directive("define") && !(first_branches && in_later())) {
         k = line.find_first_not_of(" \t", k + 6);
         size_t n = k;

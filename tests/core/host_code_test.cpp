@@ -203,6 +203,12 @@ TEST(HostCode, BracesOpenedInEachBranchOfAnIfAreReadOverItsFirstBranch) {
                            "__device__ int on_device(int);", "#if defined(AMD)\n", "#else\n", "#endif\n"})
     EXPECT_TRUE(has(out, kept)) << kept << " went:\n" << out;
   EXPECT_EQ(n, 3) << out;
+  // Of an `#if 0`, the branch after it is the one read.
+  const std::string zero = "#if 0\nvoid old(int a) {\n#else\nvoid f(long a) {\n#endif\n  (void)a;\n}\n__global__ void g() {}\n";
+  const std::string z = skipped(zero, &n);
+  EXPECT_FALSE(has(z, "void f(long a)")) << z;
+  EXPECT_TRUE(has(z, "void old(int a) {\n")) << "the dead branch between statements stays:\n" << z;
+  EXPECT_TRUE(has(z, "__global__ void g() {}")) << z;
   // A host function whose head is written once per branch goes whole.
   const std::string heads = "#ifdef A\nvoid f(int a) {\n#else\nvoid f(long a) {\n#endif\n  (void)a;\n}\n__global__ void g() {}\n";
   const std::string h = skipped(heads, &n);
