@@ -15,6 +15,15 @@ namespace {
 
 bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
+// A C++ keyword a header may #define for an old compiler (CUTLASS's platform.h: `#define
+// constexpr` before C++11, in an #if this reading does not evaluate): never read as its macro.
+bool keyword(const std::string& w) {
+  static const std::set<std::string> k = {"constexpr", "const", "static", "inline", "noexcept", "override", "final", "nullptr",
+                                          "thread_local", "alignas", "alignof", "decltype", "static_assert", "explicit", "virtual",
+                                          "volatile", "consteval", "constinit", "char16_t", "char32_t"};
+  return k.count(w) > 0;
+}
+
 // The text with comments, string and character literals and preprocessor lines replaced by
 // spaces (newlines kept), so that braces and words are the code's own; the object-like macros
 // the preprocessor lines define go into *macros, and (*kind)[k] says what t[k] belongs to.
@@ -81,7 +90,7 @@ std::string code_only(const std::string& t, std::map<std::string, std::string>* 
         size_t n = k;
         while (n < line.size() && ident_char(line[n])) ++n;
         if (k != std::string::npos && n > k && (n == line.size() || line[n] != '('))
-          (*macros)[line.substr(k, n - k)] = n < line.size() ? line.substr(n) : std::string();
+          if (!keyword(line.substr(k, n - k))) (*macros)[line.substr(k, n - k)] = n < line.size() ? line.substr(n) : std::string();
       }
       blank(i, e);
       mark(i, e, kPreprocessor);
@@ -213,6 +222,40 @@ bool reads_as_parameters(const std::string& inside, const std::map<std::string, 
     k = e;
   }
   return false;
+}
+
+// The head with its attributes blanked (`[[nodiscard]]`, `__attribute__((format(printf, 2, 3)))`,
+// alignas(16), __align__(16), __declspec(align(16))), so that their parentheses are no
+// parameter list's.
+std::string without_attributes(std::string head) {
+  for (size_t k = 0; k < head.size(); ++k) {
+    size_t end = std::string::npos;
+    if (head.compare(k, 2, "[[") == 0) {
+      end = head.find("]]", k + 2);
+      if (end != std::string::npos) end += 2;
+    } else if (ident_char(head[k]) && (k == 0 || !ident_char(head[k - 1]))) {
+      size_t e = k;
+      while (e < head.size() && ident_char(head[e])) ++e;
+      const std::string w = head.substr(k, e - k);
+      const size_t open = head.find_first_not_of(" \t\n", e);
+      if ((w == "__attribute__" || w == "alignas" || w == "__align__" || w == "__declspec") && open != std::string::npos && head[open] == '(') {
+        int depth = 0;
+        for (end = open; end < head.size(); ++end) {
+          if (head[end] == '(') ++depth;
+          else if (head[end] == ')' && --depth == 0) break;
+        }
+        end = end < head.size() ? end + 1 : std::string::npos;
+      } else {
+        k = e - 1;
+        continue;
+      }
+    }
+    if (end == std::string::npos) continue;
+    for (size_t b = k; b < end; ++b)
+      if (head[b] != '\n') head[b] = ' ';
+    k = end - 1;
+  }
+  return head;
 }
 
 // The name a function's head declares: the last word before its parameter list, template
@@ -367,11 +410,10 @@ bool host_declaration(const std::string& stmt, const std::map<std::string, std::
 // parentheses may be another construct's (decltype, alignas) or whose head holds a macro the text
 // does not define.
 bool host_member_declaration(const std::string& stmt, const std::map<std::string, std::string>& macros) {
-  const std::string head = without_template_lists(stmt);
+  const std::string head = without_attributes(without_template_lists(stmt));
   std::vector<std::string> words;
   words_of(head, macros, 0, &words);
-  if (words.empty() || holds_any(words, {"decltype", "alignas", "__align__", "__attribute__", "__declspec"}) || !declared_type(head, macros).empty())
-    return false;
+  if (words.empty() || holds_any(words, {"decltype"}) || !declared_type(head, macros).empty()) return false;
   if (unknown_macro_before_name(head, macros)) return false;
   // The first top-level '(' before any '=': a parameter list, unless it opens a declarator.
   int depth = 0;
@@ -443,6 +485,7 @@ std::string skip_host_functions(const std::string& text, int* blanked, const std
     ++*blanked;
   };
   std::set<std::string> blanked_names; // of the namespace-scope functions blanked so far
+  std::vector<std::pair<size_t, std::string>> annotate; // where an execution space goes in
   // Statements from `start` to a ';' or a '{', over [from, to): namespace scope, or a class's body
   // (where only member functions' definitions are looked at, and an access specifier ends a
   // statement).
@@ -528,7 +571,19 @@ std::string skip_host_functions(const std::string& text, int* blanked, const std
       const bool function = paren && (!assign || is_operator) && !type_def;
       const bool braced_init = member_init && close + 1 < to && code.find_first_not_of(" \t\n", close + 1) < to &&
                                std::string(",{").find(code[code.find_first_not_of(" \t\n", close + 1)]) != std::string::npos;
-      if (function && !device && !braced_init && !unknown_macro_before_name(head, macros)) {
+      // A constexpr function without an execution space is nvcc's host and device function alike
+      // where it is constant-evaluated (a traits class's `static constexpr int kSmem = cmax(...)`)
+      // and, as PyTorch extensions build (--expt-relaxed-constexpr), where device code calls it
+      // (Marlin's ceildiv): it becomes __host__ __device__ rather than going.
+      size_t constexpr_at = std::string::npos; // the keyword as the head spells it (not through a macro)
+      for (const char* w : {"constexpr", "consteval"})
+        for (size_t k = head.find(w); k != std::string::npos && constexpr_at == std::string::npos; k = head.find(w, k + 1))
+          if ((k == 0 || !ident_char(head[k - 1])) && (k + std::strlen(w) >= head.size() || !ident_char(head[k + std::strlen(w)]))) constexpr_at = k;
+      if (function && !device && !braced_init && !unknown_macro_before_name(head, macros) && constexpr_at != std::string::npos) {
+        const bool host = std::find(words.begin(), words.end(), "__host__") != words.end();
+        annotate.emplace_back(start + constexpr_at, host ? "__device__ " : "__host__ __device__ ");
+        ++*blanked;
+      } else if (function && !device && !braced_init && !unknown_macro_before_name(head, macros)) {
         blank(start, close);
         if (!in_class) blanked_names.insert(declared_name(head));
       }
@@ -541,6 +596,9 @@ std::string skip_host_functions(const std::string& text, int* blanked, const std
     }
   };
   scan(0, code.size(), false);
+  // The execution spaces given (their lines' columns after them move; no line does).
+  std::sort(annotate.begin(), annotate.end());
+  for (auto a = annotate.rbegin(); a != annotate.rend(); ++a) out.insert(a->first, a->second);
   return out;
 }
 

@@ -13,12 +13,15 @@ namespace ktune {
 // blocks) the definitions and declarations of functions that carry neither __global__ nor
 // __device__ (after the text's own object-like macros are expanded: #define DINLINE __device__
 // __forceinline__), the explicit instantiations of the function templates it blanked, and
-// variables with no memory space that are not const; in a class body, such member functions'
-// definitions and declarations (not `= default` or `= delete`; data members stay). Left as they
-// are: anything whose head has an ALL_CAPS name before its own that the text does not define (a
-// header's macro may be an execution space), a constructor whose member initializers hold braces.
-// Where the text's braces do not balance as this reading sees them (#if branches that each open
-// one), nothing is blanked. *blanked: how many definitions and declarations were.
+// variables with no memory space that are not const, and data naming a function blanked before
+// it; in a class body, such member functions' definitions and declarations (not `= default` or
+// `= delete` unless virtual; data members stay). A constexpr function without an execution space
+// is given `__host__ __device__` instead (nvcc's on both sides). Left as they are: anything whose
+// head has an ALL_CAPS name before its own that the text does not define (a header's macro may be
+// an execution space), a constructor whose member initializers hold braces. The braces are read
+// over every #if branch, or where they do not balance so, over the first branch of each group;
+// where neither balances, nothing is blanked. *blanked: how many definitions and declarations
+// were blanked or given an execution space.
 // known: object-like macros other headers define (a toolkit header's CUBLASWINAPI, defined in
 // the cublas_api.h it includes), read as the text's own are.
 std::string skip_host_functions(const std::string& text, int* blanked, const std::map<std::string, std::string>& known = {});

@@ -1,5 +1,6 @@
 #include "core/nvrtc_std.h"
 
+#include <cctype>
 #include <filesystem>
 #include <initializer_list>
 #include <map>
@@ -52,15 +53,28 @@ const char* const kTimeTypes =
     "#ifndef _STRUCT_TIMEVAL\n#define _STRUCT_TIMEVAL 1\nstruct timeval { long tv_sec; long tv_usec; };\n#endif\n"
     "struct timezone { int tz_minuteswest; int tz_dsttime; };\n";
 
-// The host library's containers and threading types, which a host class's data members name
-// (ggml's CUDA context holds a std::vector and a std::unordered_map): complete, empty class
-// templates and classes, so that the class can be laid out; device code that uses one fails on
-// its missing members by name. Each is declared in its own header only (a second definition
-// would be an error where two are included).
+// The host library's containers, strings, exceptions and threading types, which a host class's
+// data members and bases name (ggml's CUDA context holds a std::vector and a std::unordered_map,
+// FasterTransformer's logger a `const std::string PREFIX = "[FT]";`, TensorRT-LLM's exception
+// derives from std::runtime_error): class templates and classes that take any initializer, so
+// that the class can be laid out and its member initializers read; device code that uses one
+// fails on its missing members by name. Each is declared in its own header only (a second
+// definition would be an error where two are included); the headers they come with in the host
+// library (<utility>, <tuple>) come too.
+const char* const kHostAny =
+    "#include <initializer_list>\n#include <utility>\n#include <tuple>\n"
+    "#ifndef KTUNE_HOST_ANY\n#define KTUNE_HOST_ANY\nnamespace std {\n"
+    "struct __ktune_any {\n  template <class... A> __host__ __device__ __ktune_any(A&&...) {}\n"
+    "  __host__ __device__ __ktune_any(std::initializer_list<__ktune_any>) {}\n};\n}\n#endif\n";
+std::string host_class(const std::string& name, const std::string& base = "") {
+  return "class " + name + (base.empty() ? "" : " : public " + base) + " {\n public:\n  __host__ __device__ " + name +
+         "() {}\n  template <class... A> __host__ __device__ " + name + "(A&&...) {}\n  __host__ __device__ " + name +
+         "(std::initializer_list<__ktune_any>) {}\n};\n";
+}
 std::string host_types(std::initializer_list<const char*> templates, std::initializer_list<const char*> classes = {}, const std::string& more = "") {
-  std::string t = "namespace std {\n";
-  for (const char* n : templates) t += std::string("template <class...> class ") + n + " {};\n";
-  for (const char* n : classes) t += std::string("class ") + n + " {};\n";
+  std::string t = std::string(kHostAny) + "namespace std {\n";
+  for (const char* n : templates) t += "template <class...>\n" + host_class(n);
+  for (const char* n : classes) t += host_class(n);
   return t + more + "}\n";
 }
 
@@ -154,7 +168,15 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
   h.emplace_back("thread", host_only("thread", host_types({}, {"thread"})));
   h.emplace_back("mutex", host_only("mutex", host_types({}, {"mutex", "recursive_mutex"})));
   h.emplace_back("condition_variable", host_only("condition_variable", host_types({}, {"condition_variable"})));
-  for (const char* n : {"iostream", "ostream", "istream", "fstream", "sstream", "iomanip", "random", "future", "stdexcept", "exception", "string_view", "filesystem", "regex", "unistd.h", "strings.h",
+  h.emplace_back("exception", host_only("exception", host_types({}, {"exception"})));
+  {
+    std::string errors;
+    for (const char* n : {"logic_error", "runtime_error"}) errors += host_class(n, "exception");
+    for (const char* n : {"invalid_argument", "domain_error", "length_error", "out_of_range"}) errors += host_class(n, "logic_error");
+    for (const char* n : {"range_error", "overflow_error", "underflow_error"}) errors += host_class(n, "runtime_error");
+    h.emplace_back("stdexcept", host_only("stdexcept", "#include <exception>\n" + host_types({}, {}, errors)));
+  }
+  for (const char* n : {"iostream", "ostream", "istream", "fstream", "sstream", "iomanip", "random", "future", "string_view", "filesystem", "regex", "unistd.h", "strings.h",
                         "sys/types.h", "sys/stat.h", "sys/resource.h", "sys/mman.h", "fcntl.h", "dirent.h", "pthread.h", "dlfcn.h",
                         "getopt.h", "cerrno", "errno.h", "csignal", "signal.h", "cctype", "ctype.h", "cstdarg", "stdarg.h", "locale",
                         "typeinfo", "any", "shared_mutex", "execution", "omp.h", "sys/syscall.h", "syscall.h", "charconv", "system_error",
@@ -258,6 +280,25 @@ std::string nvrtc_nvcc_prelude(const std::string& text) {
   // GNU's __extension__ (ggml's anonymous unions in structs), which nvcc's host front end takes
   // and NVRTC's refuses: it only silences -pedantic, so nothing.
   if (uses("__extension__")) p += "#define __extension__\n";
+  // GNU's spelling of inline assembly (`__asm__ __volatile__(...)`, llm-awq's GEMM), which NVRTC
+  // does not know.
+  if (uses("__asm__")) p += "#define __asm__ asm\n";
+  if (uses("__volatile__")) p += "#define __volatile__ volatile\n";
+  // <math.h>'s M_ constants, which nvcc's implicit headers give and kernels use with no include
+  // (mamba's selective scan's M_LOG2E); each that the text uses and does not define itself.
+  for (size_t at = 0; (at = std::string(kMathConstants).find("#define ", at)) != std::string::npos;) {
+    const std::string line = std::string(kMathConstants).substr(at, std::string(kMathConstants).find('\n', at) - at);
+    at += line.size();
+    const std::string name = line.substr(8, line.find(' ', 8) - 8);
+    bool defined = false;
+    for (size_t d = 0; !defined && (d = text.find("define", d)) != std::string::npos; d += 6) {
+      const size_t n = text.find_first_not_of(" \t", d + 6);
+      const size_t after = n == std::string::npos ? n : n + name.size();
+      defined = n != std::string::npos && text.compare(n, name.size(), name) == 0 &&
+                (after >= text.size() || !(std::isalnum(static_cast<unsigned char>(text[after])) || text[after] == '_'));
+    }
+    if (uses(name.c_str()) && !defined) p += "#ifndef " + name + "\n" + line + "\n#endif\n";
+  }
   return p.empty() ? p : "// ktune: what nvcc's implicit <cuda_runtime.h> gives device code and NVRTC's lacks\n" + p;
 }
 

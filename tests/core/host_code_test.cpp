@@ -239,3 +239,32 @@ TEST(HostCode, DataNamingABlankedHostFunctionGoesWithIt) {
     EXPECT_TRUE(has(out, kept)) << kept << " went:\n" << out;
   EXPECT_EQ(n, 3) << out;
 }
+
+// A constexpr function without an execution space is nvcc's on both sides (constant-evaluated
+// in a traits class; called from device code as PyTorch extensions build): it becomes
+// __host__ __device__, in a class too, its line kept; one already __host__ gains __device__. A
+// C++ keyword a header #defines for an old compiler (in an #if not evaluated here) is not read
+// as its macro; a member function's declaration behind an attribute goes as a plain one does.
+TEST(HostCode, AConstexprFunctionBecomesHostDeviceAndAttributesHideNoDeclaration) {
+  const std::string text =
+      "#if __cplusplus < 201103L\n#define constexpr\n#endif\n"
+      "constexpr int cmax(int a, int b) { return a > b ? a : b; }\n"
+      "template <class T> static constexpr T ceildiv(T a, T b) { return (a + b - 1) / b; }\n"
+      "__host__ constexpr int twice(int a) { return 2 * a; }\n"
+      "static float constexpr kMax = 65504.f;\n"
+      "template <int N> struct Traits {\n  static constexpr int kSmem = cmax(N * 4, 256);\n  static constexpr int size() { return N; }\n"
+      "  void host_only();\n};\n"
+      "class Logger {\n public:\n  void log(int level, char const* format, ...) __attribute__((format(printf, 3, 4)));\n"
+      "  [[nodiscard]] bool ok() const;\n  alignas(16) float pad[4];\n};\n"
+      "__global__ void k(float* y) { y[0] = ceildiv(cmax(3, 4), 2) + kMax; }\n";
+  int n = 0;
+  const std::string out = skipped(text, &n);
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), std::count(text.begin(), text.end(), '\n')) << "lines kept";
+  for (const char* kept : {"__host__ __device__ constexpr int cmax(int a, int b) { return a > b ? a : b; }",
+                           "template <class T> static __host__ __device__ constexpr T ceildiv(T a, T b)", "__host__ __device__ constexpr int twice(int a)",
+                           "static float constexpr kMax = 65504.f;", "static constexpr int kSmem = cmax(N * 4, 256);",
+                           "static __host__ __device__ constexpr int size() { return N; }", "alignas(16) float pad[4];", "#define constexpr\n"})
+    EXPECT_TRUE(has(out, kept)) << kept << " went:\n" << out;
+  for (const char* gone : {"void host_only()", "void log(", "bool ok()"}) EXPECT_FALSE(has(out, gone)) << gone << " stayed:\n" << out;
+  EXPECT_EQ(n, 7) << out;
+}

@@ -3191,6 +3191,51 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("scale", &scale, "scale (CUDA)"
   }
 }
 
+// Host classes on the standard library as projects write them (FasterTransformer's logger's
+// `const std::string PREFIX = "[FT]";` and a map built from a nested list, TensorRT-LLM's
+// exception on std::runtime_error, a vector of tuples from <vector> alone), GNU's `__asm__
+// __volatile__` and <math.h>'s M_LOG2E with no include (mamba's selective scan): with
+// "host_code": "skip" the file compiles as nvcc compiles it.
+TEST(KernelSpec, HostClassesOnTheStandardLibraryAndGnuSpellingsCompileWhereHostCodeIsSkipped) {
+  SpecDir d;
+  d.write("proj.cu", R"CUDA(#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+class Logger {
+  const std::string PREFIX = "[FT]";
+  const std::map<int, const std::string> names_ = {{0, "TRACE"}, {10, "DEBUG"}};
+  std::vector<std::tuple<int, int>> pairs_;
+ public:
+  void log(int level, char const* format, ...) __attribute__((format(printf, 3, 4)));
+};
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const char* m) : std::runtime_error(m) {}
+  [[nodiscard]] const char* where() const;
+};
+template <int B> __global__ void k(const float* x, float* y, int n) {
+  const int i = blockIdx.x * B + threadIdx.x;
+  unsigned r;
+  __asm__ __volatile__("mov.u32 %0, %1;" : "=r"(r) : "r"(i));
+  if (i < n) y[i] = x[i] * float(M_LOG2E) + float(int(r) - i);
+}
+__global__ void ref(const float* x, float* y, int n) { const int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = x[i] * 1.4426950408889634f; }
+)CUDA");
+  const ojson spec = ojson::parse(R"JSON({
+    "name": "std_host_classes", "sources": ["proj.cu"], "host_code": "skip", "kernel": "k<{B}>", "params_as": "template", "dims": ["n"],
+    "params": {"B": [64, 128]}, "launch": {"grid": ["ceil_div(n, B)"], "block": ["B"]},
+    "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n"}, {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"},
+             {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"}],
+    "check": {"reference": {"kernel": "ref", "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]}}}})JSON");
+  const std::string op = load_kernel_spec_text(spec.dump(), "std_host_classes.json", d.dir());
+  EXPECT_NE(spec_of(op).source.find("#define M_LOG2E"), std::string::npos);
+  EXPECT_EQ(spec_of(op).source.find("#define M_PI "), std::string::npos) << "only the constants the text uses";
+  Compiler compiler;
+  for (int b : {64, 128})
+    EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"B", b}}, Problem::parse(op, "1000"), "sm_90"))) << b;
+}
+
 // A block's threads as a C++ constant of the source (Ktraits::kNThreads, ThunderKittens'
 // NUM_THREADS_v): probed as a shared memory constant is, after every shared memory probe, in step
 // order; the plan launches {1, 1, 1} with the probe's index, which the worker gets.
