@@ -225,7 +225,7 @@ bool reads_as_parameters(const std::string& inside, const std::map<std::string, 
 }
 
 // The head with its attributes blanked (`[[nodiscard]]`, `__attribute__((format(printf, 2, 3)))`,
-// alignas(16), __align__(16), __declspec(align(16))), so that their parentheses are no
+// alignas(16), C's _Alignas(16), __align__(16), __declspec(align(16))), so that their parentheses are no
 // parameter list's.
 std::string without_attributes(std::string head) {
   for (size_t k = 0; k < head.size(); ++k) {
@@ -238,7 +238,7 @@ std::string without_attributes(std::string head) {
       while (e < head.size() && ident_char(head[e])) ++e;
       const std::string w = head.substr(k, e - k);
       const size_t open = head.find_first_not_of(" \t\n", e);
-      if ((w == "__attribute__" || w == "alignas" || w == "__align__" || w == "__declspec") && open != std::string::npos && head[open] == '(') {
+      if ((w == "__attribute__" || w == "alignas" || w == "_Alignas" || w == "__align__" || w == "__declspec") && open != std::string::npos && head[open] == '(') {
         int depth = 0;
         for (end = open; end < head.size(); ++end) {
           if (head[end] == '(') ++depth;
@@ -436,6 +436,25 @@ bool host_member_declaration(const std::string& stmt, const std::map<std::string
   // takes it as the host's: its vtable is); `= 0` (pure virtual) goes.
   std::vector<std::string> tail;
   words_of(head.substr(close + 1), macros, 0, &tail);
+  // What a function's declarator may end with (cv and ref qualifiers, noexcept(...), virt
+  // specifiers, a trailing return type, a macro of them); a word of a type and a name after the
+  // parentheses (`_Alignas(64) cuuint64_t opaque[16];`, an attribute this reading does not know)
+  // make it a data member's.
+  if (head.find("->", close) == std::string::npos) {
+    std::string rest = head.substr(close + 1, head.find('=', close) == std::string::npos ? std::string::npos : head.find('=', close) - close - 1);
+    int d = 0;
+    for (char& c : rest) {
+      if (c == '(') ++d;
+      const bool inside = d > 0;
+      if (c == ')') --d;
+      if (inside || c == ')') c = ' ';
+    }
+    std::vector<std::string> after;
+    words_of(rest, macros, 0, &after);
+    static const std::set<std::string> qualifiers = {"const", "volatile", "noexcept", "throw", "override", "final", "__host__", "__device__"};
+    for (const auto& w : after)
+      if (!qualifiers.count(w) && !all_caps(w)) return false;
+  }
   const bool is_virtual = std::find(words.begin(), words.end(), "virtual") != words.end();
   return (is_virtual || std::find(tail.begin(), tail.end(), "default") == tail.end()) && std::find(tail.begin(), tail.end(), "delete") == tail.end();
 }

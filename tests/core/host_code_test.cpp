@@ -255,7 +255,8 @@ TEST(HostCode, AConstexprFunctionBecomesHostDeviceAndAttributesHideNoDeclaration
       "template <int N> struct Traits {\n  static constexpr int kSmem = cmax(N * 4, 256);\n  static constexpr int size() { return N; }\n"
       "  void host_only();\n};\n"
       "class Logger {\n public:\n  void log(int level, char const* format, ...) __attribute__((format(printf, 3, 4)));\n"
-      "  [[nodiscard]] bool ok() const;\n  alignas(16) float pad[4];\n};\n"
+      "  [[nodiscard]] bool ok() const;\n  alignas(16) float pad[4];\n#if __cplusplus\n  alignas(64)\n#else\n  _Alignas(64)\n#endif\n"
+      "  unsigned long long opaque[16];\n  WEIRD_ATTR(8) int tag;\n};\n"
       "__global__ void k(float* y) { y[0] = ceildiv(cmax(3, 4), 2) + kMax; }\n";
   int n = 0;
   const std::string out = skipped(text, &n);
@@ -263,7 +264,8 @@ TEST(HostCode, AConstexprFunctionBecomesHostDeviceAndAttributesHideNoDeclaration
   for (const char* kept : {"__host__ __device__ constexpr int cmax(int a, int b) { return a > b ? a : b; }",
                            "template <class T> static __host__ __device__ constexpr T ceildiv(T a, T b)", "__host__ __device__ constexpr int twice(int a)",
                            "static float constexpr kMax = 65504.f;", "static constexpr int kSmem = cmax(N * 4, 256);",
-                           "static __host__ __device__ constexpr int size() { return N; }", "alignas(16) float pad[4];", "#define constexpr\n"})
+                           "static __host__ __device__ constexpr int size() { return N; }", "alignas(16) float pad[4];", "#define constexpr\n",
+                           "  _Alignas(64)\n#endif\n  unsigned long long opaque[16];", "WEIRD_ATTR(8) int tag;"})
     EXPECT_TRUE(has(out, kept)) << kept << " went:\n" << out;
   for (const char* gone : {"void host_only()", "void log(", "bool ok()"}) EXPECT_FALSE(has(out, gone)) << gone << " stayed:\n" << out;
   EXPECT_EQ(n, 7) << out;

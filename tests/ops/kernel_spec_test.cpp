@@ -2920,6 +2920,7 @@ TEST(KernelSpec, CudaHAndCubsUmbrellaCompileThroughDeviceCodesViewOfThem) {
   const std::string* cub_h = header(tma, "cub/cub.cuh");
   ASSERT_TRUE(cuda_h && cub_h);
   EXPECT_NE(cuda_h->find("CUtensorMap_st"), std::string::npos) << "the types stay";
+  EXPECT_NE(cuda_h->find("cuuint64_t opaque[CU_TENSOR_MAP_NUM_QWORDS];"), std::string::npos) << "with their members, behind alignas or _Alignas";
   EXPECT_NE(cuda_h->find("CU_TENSOR_MAP_DATA_TYPE_FLOAT32"), std::string::npos) << "and the enums";
   EXPECT_EQ(cuda_h->find("cuTensorMapEncodeTiled("), std::string::npos) << "the driver API's declarations go";
   EXPECT_EQ(cuda_h->find("\\brief"), std::string::npos) << "and the comments";
