@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <initializer_list>
 #include <string>
 
 #include "core/host_code.h"
@@ -14,6 +15,12 @@ namespace {
 std::string skipped(const std::string& text, int* n) { return skip_host_functions(text, n); }
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// What the reading must have blanked from out, and what it must have kept.
+void expect_parts(const std::string& out, std::initializer_list<const char*> gone, std::initializer_list<const char*> kept) {
+  for (const char* g : gone) EXPECT_FALSE(has(out, g)) << g << " stayed:\n" << out;
+  for (const char* k : kept) EXPECT_TRUE(has(out, k)) << k << " went:\n" << out;
+}
 
 } // namespace
 
@@ -172,12 +179,10 @@ TEST(HostCode, AnElaboratedTypeInADeclarationIsNoTypesDeclaration) {
   int n = 0;
   const std::string out = skipped(text, &n);
   EXPECT_EQ(out.size(), text.size());
-  for (const char* gone : {"make_obj(int a)", "print_obj(", "status_of(", "u_of(", "c_of(", "R(int k)", "virtual ~pool()", "alloc(", "run(int n"})
-    EXPECT_FALSE(has(out, gone)) << gone << " stayed:\n" << out;
-  for (const char* kept : {"struct obj { int a; };", "enum status { OK = 0 };", "struct fwd;", "enum class Mode : int { A, B };",
-                           "struct alignas(16) V { float x; };", "struct __attribute__((packed)) P { char c; int i; };", "struct D : Base<(1)> { int d; };",
-                           "struct R { ~R() = default;", "int r; };", "struct pool {", "int used; };", "struct opts { int a; };", "__device__ int dev(int);"})
-    EXPECT_TRUE(has(out, kept)) << kept << " went:\n" << out;
+  expect_parts(out, {"make_obj(int a)", "print_obj(", "status_of(", "u_of(", "c_of(", "R(int k)", "virtual ~pool()", "alloc(", "run(int n"},
+               {"struct obj { int a; };", "enum status { OK = 0 };", "struct fwd;", "enum class Mode : int { A, B };",
+                "struct alignas(16) V { float x; };", "struct __attribute__((packed)) P { char c; int i; };", "struct D : Base<(1)> { int d; };",
+                "struct R { ~R() = default;", "int r; };", "struct pool {", "int used; };", "struct opts { int a; };", "__device__ int dev(int);"});
   EXPECT_EQ(n, 9) << out;
 }
 
@@ -197,11 +202,9 @@ TEST(HostCode, BracesOpenedInEachBranchOfAnIfAreReadOverItsFirstBranch) {
   int n = 0;
   const std::string out = skipped(text, &n);
   EXPECT_EQ(out.size(), text.size());
-  for (const char* gone : {"max_block(", "return 512;", "return 256;", "host_only(", "void launch("})
-    EXPECT_FALSE(has(out, gone)) << gone << " stayed:\n" << out;
-  for (const char* kept : {"if constexpr (R != 64) { y[0] = 0.f; } else {", "if constexpr (R != 32) { y[0] = 0.f; } else {", "y[0] = 1.f;\n  }\n}",
-                           "__device__ int on_device(int);", "#if defined(AMD)\n", "#else\n", "#endif\n"})
-    EXPECT_TRUE(has(out, kept)) << kept << " went:\n" << out;
+  expect_parts(out, {"max_block(", "return 512;", "return 256;", "host_only(", "void launch("},
+               {"if constexpr (R != 64) { y[0] = 0.f; } else {", "if constexpr (R != 32) { y[0] = 0.f; } else {", "y[0] = 1.f;\n  }\n}",
+                "__device__ int on_device(int);", "#if defined(AMD)\n", "#else\n", "#endif\n"});
   EXPECT_EQ(n, 3) << out;
   // Of an `#if 0`, the branch after it is the one read.
   const std::string zero = "#if 0\nvoid old(int a) {\n#else\nvoid f(long a) {\n#endif\n  (void)a;\n}\n__global__ void g() {}\n";
@@ -232,11 +235,9 @@ TEST(HostCode, DataNamingABlankedHostFunctionGoesWithIt) {
       "__global__ void k(int* y) { y[0] = dev_fn() + kCount; }\n";
   int n = 0;
   const std::string out = skipped(text, &n);
-  for (const char* gone : {"void free_buffer(void* p)", "int buffer_size()", "host_iface", "/* .size = */"})
-    EXPECT_FALSE(has(out, gone)) << gone << " stayed:\n" << out;
-  for (const char* kept : {"struct iface {", "__device__ int dev_size()", "static const int kCount = 4;", "using size_fn = decltype(&buffer_size);",
-                           "__device__ int (*dev_fn)() = dev_size;", "__global__ void k("})
-    EXPECT_TRUE(has(out, kept)) << kept << " went:\n" << out;
+  expect_parts(out, {"void free_buffer(void* p)", "int buffer_size()", "host_iface", "/* .size = */"},
+               {"struct iface {", "__device__ int dev_size()", "static const int kCount = 4;", "using size_fn = decltype(&buffer_size);",
+                "__device__ int (*dev_fn)() = dev_size;", "__global__ void k("});
   EXPECT_EQ(n, 3) << out;
 }
 
@@ -261,12 +262,11 @@ TEST(HostCode, AConstexprFunctionBecomesHostDeviceAndAttributesHideNoDeclaration
   int n = 0;
   const std::string out = skipped(text, &n);
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), std::count(text.begin(), text.end(), '\n')) << "lines kept";
-  for (const char* kept : {"__host__ __device__ constexpr int cmax(int a, int b) { return a > b ? a : b; }",
-                           "template <class T> static __host__ __device__ constexpr T ceildiv(T a, T b)", "__host__ __device__ constexpr int twice(int a)",
-                           "static float constexpr kMax = 65504.f;", "static constexpr int kSmem = cmax(N * 4, 256);",
-                           "static __host__ __device__ constexpr int size() { return N; }", "alignas(16) float pad[4];", "#define constexpr\n",
-                           "  _Alignas(64)\n#endif\n  unsigned long long opaque[16];", "WEIRD_ATTR(8) int tag;"})
-    EXPECT_TRUE(has(out, kept)) << kept << " went:\n" << out;
-  for (const char* gone : {"void host_only()", "void log(", "bool ok()"}) EXPECT_FALSE(has(out, gone)) << gone << " stayed:\n" << out;
+  expect_parts(out, {"void host_only()", "void log(", "bool ok()"},
+               {"__host__ __device__ constexpr int cmax(int a, int b) { return a > b ? a : b; }",
+                "template <class T> static __host__ __device__ constexpr T ceildiv(T a, T b)", "__host__ __device__ constexpr int twice(int a)",
+                "static float constexpr kMax = 65504.f;", "static constexpr int kSmem = cmax(N * 4, 256);",
+                "static __host__ __device__ constexpr int size() { return N; }", "alignas(16) float pad[4];", "#define constexpr\n",
+                "  _Alignas(64)\n#endif\n  unsigned long long opaque[16];", "WEIRD_ATTR(8) int tag;"});
   EXPECT_EQ(n, 7) << out;
 }
