@@ -286,19 +286,11 @@ std::string nvrtc_nvcc_prelude(const std::string& text) {
   if (uses("__volatile__")) p += "#define __volatile__ volatile\n";
   // <math.h>'s M_ constants, which nvcc's implicit headers give and kernels use with no include
   // (mamba's selective scan's M_LOG2E); each that the text uses and does not define itself.
-  for (size_t at = 0; (at = std::string(kMathConstants).find("#define ", at)) != std::string::npos;) {
-    const std::string line = std::string(kMathConstants).substr(at, std::string(kMathConstants).find('\n', at) - at);
-    at += line.size();
-    const std::string name = line.substr(8, line.find(' ', 8) - 8);
-    bool defined = false;
-    for (size_t d = 0; !defined && (d = text.find("define", d)) != std::string::npos; d += 6) {
-      const size_t n = text.find_first_not_of(" \t", d + 6);
-      const size_t after = n == std::string::npos ? n : n + name.size();
-      defined = n != std::string::npos && text.compare(n, name.size(), name) == 0 &&
-                (after >= text.size() || !(std::isalnum(static_cast<unsigned char>(text[after])) || text[after] == '_'));
-    }
-    if (uses(name.c_str()) && !defined) p += "#ifndef " + name + "\n" + line + "\n#endif\n";
-  }
+  std::map<std::string, std::string> constants, own;
+  defined_macros(kMathConstants, &constants);
+  defined_macros(text, &own);
+  for (const auto& [name, value] : constants)
+    if (uses(name.c_str()) && !own.count(name)) p += "#ifndef " + name + "\n#define " + name + value + "\n#endif\n";
   return p.empty() ? p : "// ktune: what nvcc's implicit <cuda_runtime.h> gives device code and NVRTC's lacks\n" + p;
 }
 
