@@ -7,6 +7,8 @@
 #include <initializer_list>
 #include <map>
 #include <set>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace ktune {
@@ -24,14 +26,136 @@ bool keyword(const std::string& w) {
   return k.count(w) > 0;
 }
 
+// How NVRTC reads an #if's condition, where the words it holds decide it: `defined` of a macro
+// NVRTC defines (__CUDACC__, __CUDACC_RTC__, __CUDA_ARCH__) or of another compiler's or a host
+// platform's (__NVCC__, __clang__, __GNUC__, _MSC_VER, HIP's), __cplusplus (C++17's, the
+// dialect compiled unless a spec names another), numbers, with !, comparisons, && and ||
+// between; a macro the text defined where every branch around its #define is one NVRTC compiles
+// (`sure`: CUTLASS's CUTLASS_CPLUSPLUS, __cplusplus) is read as its replacement; anything else
+// (a project's other macros, arithmetic) is kMaybe.
+enum Truth { kNo, kYes, kMaybe };
+Truth nvrtc_condition(const std::string& e, const std::map<std::string, std::string>& sure, int depth = 0) {
+  static const std::set<std::string> defined_here = {"__CUDACC__", "__CUDACC_RTC__", "__CUDA_ARCH__", "__cplusplus"};
+  static const std::set<std::string> not_here = {"__NVCC__", "__clang__", "__GNUC__", "_MSC_VER", "_MSVC_LANG", "_WIN32", "__CUDA__",
+                                                 "__NVCOMPILER", "_NVHPC_CUDA", "__HIPCC__", "__HIP__", "__HIP_PLATFORM_AMD__",
+                                                 "__HIP_DEVICE_COMPILE__"};
+  std::vector<std::string> tok;
+  for (size_t k = 0; k < e.size();) {
+    if (std::isspace(static_cast<unsigned char>(e[k]))) {
+      ++k;
+    } else if (ident_char(e[k])) {
+      size_t n = k;
+      while (n < e.size() && ident_char(e[n])) ++n;
+      const std::string w = e.substr(k, n - k);
+      const auto m = sure.find(w);
+      const bool after_defined = !tok.empty() && (tok.back() == "defined" || (tok.back() == "(" && tok.size() > 1 && tok[tok.size() - 2] == "defined"));
+      if (m != sure.end() && !after_defined) { // the macro's replacement, read in its place
+        if (depth >= 8) return kMaybe;
+        return nvrtc_condition(e.substr(0, k) + " (" + m->second + ") " + e.substr(n), sure, depth + 1);
+      } else {
+        tok.push_back(w);
+      }
+      k = n;
+    } else if (e.compare(k, 2, "&&") == 0 || e.compare(k, 2, "||") == 0 || e.compare(k, 2, "<=") == 0 || e.compare(k, 2, ">=") == 0 ||
+               e.compare(k, 2, "==") == 0 || e.compare(k, 2, "!=") == 0) {
+      tok.push_back(e.substr(k, 2));
+      k += 2;
+    } else if (std::string("()!<>").find(e[k]) != std::string::npos) {
+      tok.push_back(std::string(1, e[k++]));
+    } else {
+      return kMaybe; // arithmetic, a character literal: not read
+    }
+  }
+  struct Val {
+    bool known;
+    long long v;
+  };
+  const Val unknown{false, 0};
+  size_t at = 0;
+  bool bad = false;
+  auto next = [&]() -> std::string { return at < tok.size() ? tok[at] : std::string(); };
+  std::function<Val()> any;
+  std::function<Val()> unary = [&]() -> Val {
+    if (at >= tok.size()) return bad = true, unknown;
+    const std::string t = tok[at++];
+    if (t == "!") {
+      const Val v = unary();
+      return v.known ? Val{true, v.v == 0} : unknown;
+    }
+    if (t == "(") {
+      const Val v = any();
+      if (next() != ")") bad = true;
+      ++at;
+      return v;
+    }
+    if (t == "defined") {
+      const bool paren = next() == "(";
+      if (paren) ++at;
+      if (at >= tok.size() || !ident_char(tok[at][0])) return bad = true, unknown;
+      const std::string w = tok[at++];
+      if (paren && next() != ")") bad = true;
+      if (paren) ++at;
+      return defined_here.count(w) ? Val{true, 1} : not_here.count(w) ? Val{true, 0} : unknown;
+    }
+    if (std::isdigit(static_cast<unsigned char>(t[0]))) {
+      size_t used = 0;
+      try {
+        const long long v = std::stoll(t, &used, 0);
+        if (t.find_first_not_of("uUlL", used) == std::string::npos) return {true, v};
+      } catch (const std::exception&) {
+      }
+      return unknown;
+    }
+    if (t == "__cplusplus") return {true, 201703};
+    // A name: 0 where no macro, a value this reading does not know where one.
+    return not_here.count(t) ? Val{true, 0} : unknown;
+  };
+  auto relation = [&]() {
+    Val v = unary();
+    for (std::string op = next(); op == "<" || op == ">" || op == "<=" || op == ">=" || op == "==" || op == "!="; op = next()) {
+      ++at;
+      const Val r = unary();
+      if (!v.known || !r.known) {
+        v = unknown;
+        continue;
+      }
+      const bool b = op == "<" ? v.v < r.v : op == ">" ? v.v > r.v : op == "<=" ? v.v <= r.v : op == ">=" ? v.v >= r.v : op == "==" ? v.v == r.v : v.v != r.v;
+      v = {true, b};
+    }
+    return v;
+  };
+  auto both = [](Val a, Val b, bool conj) -> Val {
+    const bool a0 = a.known && a.v == 0, b0 = b.known && b.v == 0, a1 = a.known && a.v != 0, b1 = b.known && b.v != 0;
+    if (conj) return a0 || b0 ? Val{true, 0} : a1 && b1 ? Val{true, 1} : Val{false, 0};
+    return a1 || b1 ? Val{true, 1} : a0 && b0 ? Val{true, 0} : Val{false, 0};
+  };
+  std::function<Val()> conj = [&]() {
+    Val v = relation();
+    while (next() == "&&") ++at, v = both(v, relation(), true);
+    return v;
+  };
+  any = [&]() {
+    Val v = conj();
+    while (next() == "||") ++at, v = both(v, conj(), false);
+    return v;
+  };
+  const Val v = tok.empty() ? unknown : any();
+  return bad || at != tok.size() || !v.known ? kMaybe : v.v != 0 ? kYes : kNo;
+}
+
 // The text with comments, string and character literals and preprocessor lines replaced by
 // spaces (newlines kept), so that braces and words are the code's own; the object-like macros
-// the preprocessor lines define go into *macros, and (*kind)[k] says what t[k] belongs to.
+// the preprocessor lines define go into *macros, and (*kind)[k] says what t[k] belongs to; the
+// function-like ones, where function_like is given, go there (name: replacement after the
+// parameter list). A #define in a branch NVRTC does not compile (nvrtc_condition: CUTLASS's
+// `#if defined(__NVCC__) ... #elif defined(__CUDACC_RTC__) ... #else #define CUTLASS_HOST_DEVICE
+// inline`) is not read.
 // With first_branches, the text of each #if group's #elif and #else branches is not read either
 // (kLater): a reading of one branch of each, as the preprocessor makes one (of an `#if 0`, the
 // branch after it).
 enum CharKind : char { kCode, kPreprocessor, kComment, kLiteral, kLater };
-std::string code_only(const std::string& t, std::map<std::string, std::string>* macros, std::vector<CharKind>* kind, bool first_branches = false) {
+std::string code_only(const std::string& t, std::map<std::string, std::string>* macros, std::vector<CharKind>* kind, bool first_branches = false,
+                      std::map<std::string, std::string>* function_like = nullptr) {
   std::string o = t;
   kind->assign(t.size(), kCode);
   auto mark = [&](size_t a, size_t b, CharKind k) { std::fill(kind->begin() + std::ptrdiff_t(a), kind->begin() + std::ptrdiff_t(std::min(b, t.size())), k); };
@@ -41,10 +165,15 @@ std::string code_only(const std::string& t, std::map<std::string, std::string>* 
   };
   bool line_start = true;
   struct Group {
-    bool reading, taken; // this branch is the one read; one was
+    bool reading, taken;      // this branch is the one read; one was
+    bool dead, settled;       // NVRTC does not compile this branch; it compiles an earlier one
+    bool live, none_before;   // NVRTC compiles this branch; it compiles none before it
   };
   std::vector<Group> groups; // each open #if group
+  std::map<std::string, std::string> sure; // macros #defined where every branch around is live
   auto in_later = [&]() { return std::any_of(groups.begin(), groups.end(), [](const Group& g) { return !g.reading; }); };
+  auto in_dead = [&]() { return std::any_of(groups.begin(), groups.end(), [](const Group& g) { return g.dead; }); };
+  auto in_live = [&]() { return std::all_of(groups.begin(), groups.end(), [](const Group& g) { return g.live; }); };
   for (size_t i = 0; i < t.size();) {
     const char c = t[i];
     if (c == '\n') {
@@ -75,22 +204,55 @@ std::string code_only(const std::string& t, std::map<std::string, std::string>* 
         const size_t n = std::strlen(d);
         return k != std::string::npos && line.compare(k, n, d) == 0 && (k + n == line.size() || !ident_char(line[k + n]));
       };
+      // The condition as NVRTC reads it (#ifdef X as defined(X)).
+      auto condition = [&](const char* d) {
+        const size_t a = k + std::strlen(d);
+        const std::string rest = a < line.size() ? line.substr(a) : std::string();
+        const std::string named = rest.substr(0, rest.find("//"));
+        const std::string dir(d);
+        const bool ifdef = dir == "ifdef" || dir == "elifdef", ifndef = dir == "ifndef" || dir == "elifndef";
+        return nvrtc_condition(ifdef ? "defined(" + named + ")" : ifndef ? "!defined(" + named + ")" : named, sure);
+      };
       if (directive("if") || directive("ifdef") || directive("ifndef")) {
         const size_t v = line.find_first_not_of(" \t", k + 2);
         const bool zero = directive("if") && v != std::string::npos && line[v] == '0' && line.find_first_not_of(" \t", v + 1) == std::string::npos;
-        groups.push_back({!zero, !zero});
+        const Truth t = condition(directive("ifdef") ? "ifdef" : directive("ifndef") ? "ifndef" : "if");
+        groups.push_back({!zero, !zero, t == kNo, t == kYes, t == kYes, t == kNo});
       } else if ((directive("elif") || directive("elifdef") || directive("elifndef") || directive("else")) && !groups.empty()) {
         groups.back().reading = !groups.back().taken;
         groups.back().taken = true;
+        Group& g = groups.back();
+        if (directive("else")) {
+          g.dead = g.settled;
+          g.live = g.none_before;
+        } else {
+          const Truth t = condition(directive("elifdef") ? "elifdef" : directive("elifndef") ? "elifndef" : "elif");
+          g.dead = g.settled || t == kNo;
+          g.live = g.none_before && t == kYes;
+          g.settled = g.settled || t == kYes;
+          g.none_before = g.none_before && t == kNo;
+        }
       } else if (directive("endif") && !groups.empty()) {
         groups.pop_back();
       }
-      if (directive("define") && !(first_branches && in_later())) {
+      if (directive("undef")) {
+        const size_t a = line.find_first_not_of(" \t", k + 5);
+        size_t n = a;
+        while (n < line.size() && ident_char(line[n])) ++n;
+        if (a != std::string::npos) sure.erase(line.substr(a, n - a));
+      }
+      if (directive("define") && !(first_branches && in_later()) && !in_dead()) {
         k = line.find_first_not_of(" \t", k + 6);
         size_t n = k;
         while (n < line.size() && ident_char(line[n])) ++n;
-        if (k != std::string::npos && n > k && (n == line.size() || line[n] != '('))
-          if (!keyword(line.substr(k, n - k))) (*macros)[line.substr(k, n - k)] = n < line.size() ? line.substr(n) : std::string();
+        if (k != std::string::npos && n > k && (n == line.size() || line[n] != '(')) {
+          const std::string name = line.substr(k, n - k), replacement = n < line.size() ? line.substr(n) : std::string();
+          if (!keyword(name)) (*macros)[name] = replacement;
+          if (!keyword(name) && in_live()) sure[name] = replacement.substr(0, std::min(replacement.find("//"), replacement.find("/*")));
+          else sure.erase(name);
+        } else if (k != std::string::npos && n > k && function_like != nullptr && line.find(')', n) != std::string::npos) {
+          (*function_like)[line.substr(k, n - k)] = line.substr(line.find(')', n) + 1);
+        }
       }
       blank(i, e);
       mark(i, e, kPreprocessor);
@@ -190,6 +352,13 @@ bool unknown_macro_before_name(const std::string& head, const std::map<std::stri
   e = e == std::string::npos ? 0 : e + 1;
   while (e > 0 && ident_char(lead[e - 1])) --e;
   lead.resize(e);
+  // A name that qualifies another (`cutlass::half_t`, where CUTLASS #defines cutlass itself to
+  // a namespace of the user's choosing) is a namespace's or a class's, no execution space.
+  for (size_t q = lead.find("::"); q != std::string::npos; q = lead.find("::", q + 2)) {
+    size_t b = lead.find_last_not_of(" \t\n", q == 0 ? 0 : q - 1);
+    if (q == 0 || b == std::string::npos) continue;
+    for (++b; b > 0 && ident_char(lead[b - 1]); --b) lead[b - 1] = ' ';
+  }
   std::vector<std::string> before;
   words_of(lead, macros, 0, &before);
   for (const auto& w : before)
@@ -472,13 +641,14 @@ std::string skip_host_functions(const std::string& text, int* blanked, const std
   // every branch of the #if groups, or where those do not balance (ggml's kernels open their
   // body's `if constexpr (...) {` in each branch of an #if on the GPU's maker), over the first
   // branch of each; a later branch inside what goes goes with it.
-  std::map<std::string, std::string> macros;
+  std::map<std::string, std::string> macros, function_like;
   std::vector<CharKind> kind;
   std::string code;
   std::vector<size_t> match;
   auto balanced = [&](bool first_branches) {
     macros = known;
-    code = code_only(text, &macros, &kind, first_branches);
+    function_like.clear();
+    code = code_only(text, &macros, &kind, first_branches, &function_like);
     match.assign(code.size(), std::string::npos);
     std::vector<size_t> open;
     for (size_t i = 0; i < code.size(); ++i)
@@ -504,6 +674,25 @@ std::string skip_host_functions(const std::string& text, int* blanked, const std
     ++*blanked;
   };
   std::set<std::string> blanked_names; // of the namespace-scope functions blanked so far
+  // Whether a function-like macro's replacement explicitly instantiates a host function template
+  // this pass blanked (DeepSpeed's `#define INSTANTIATE_LAUNCH_RMS_NORM(T) template void
+  // launch_rms_norm<T>(...);`, called once a type), and nothing that stays.
+  auto instantiates_blanked = [&](const std::string& replacement) {
+    bool any = false;
+    for (size_t a = 0; a < replacement.size();) {
+      size_t e = replacement.find(';', a);
+      if (e == std::string::npos) e = replacement.size();
+      const std::string piece = replacement.substr(a, e - a);
+      a = e + 1;
+      if (piece.find_first_not_of(" \t\n") == std::string::npos) continue;
+      std::vector<std::string> w;
+      words_of(piece, macros, 0, &w);
+      const std::string inst = instantiated_function(piece);
+      if (inst.empty() || !blanked_names.count(inst) || holds_any(w, {})) return false;
+      any = true;
+    }
+    return any;
+  };
   std::vector<std::pair<size_t, std::string>> annotate; // where an execution space goes in
   // Statements from `start` to a ';' or a '{', over [from, to): namespace scope, or a class's body
   // (where only member functions' definitions are looked at, and an access specifier ends a
@@ -513,6 +702,32 @@ std::string skip_host_functions(const std::string& text, int* blanked, const std
     int parens = 0;
     for (size_t i = from; i < to; ++i) {
       const char c = code[i];
+      // A statement that is a function-like macro's call whose replacement ends with its ';' (no
+      // ';' after the call needed): it goes where it instantiates what this pass blanked, and
+      // ends its statement either way.
+      if (!in_class && parens == 0 && !function_like.empty() && ident_char(c) && (i == 0 || !ident_char(code[i - 1])) &&
+          code.find_first_not_of(" \t\n", start) == i) {
+        size_t e = i;
+        while (e < to && ident_char(code[e])) ++e;
+        const auto m = function_like.find(code.substr(i, e - i));
+        const size_t open = code.find_first_not_of(" \t\n", e);
+        const size_t last = m == function_like.end() ? std::string::npos : m->second.find_last_not_of(" \t\n");
+        if (last != std::string::npos && m->second[last] == ';' && open < to && code[open] == '(') {
+          size_t close = open;
+          for (int d = 0; close < to; ++close) {
+            if (code[close] == '(') ++d;
+            else if (code[close] == ')' && --d == 0) break;
+          }
+          if (close < to) {
+            const size_t after = code.find_first_not_of(" \t\n", close + 1);
+            if (after < to && code[after] == ';') close = after;
+            if (instantiates_blanked(m->second)) blank(start, close);
+            start = close + 1;
+            i = close;
+            continue;
+          }
+        }
+      }
       if (c == '(' || c == '[') ++parens;
       else if (c == ')' || c == ']') --parens;
       else if (c == '}' && parens == 0) start = i + 1; // a namespace or extern "C" block's end (not a default argument's `= {}`)
@@ -555,7 +770,7 @@ std::string skip_host_functions(const std::string& text, int* blanked, const std
         start = i + 1;
         continue;
       }
-      const size_t close = match[i];
+      size_t close = match[i];
       // Top-level '(' and '=' of the head (outside parentheses and brackets), and a ':' after
       // the parameters (a constructor's member initializers).
       bool paren = false, assign = false, member_init = false;
@@ -585,11 +800,39 @@ std::string skip_host_functions(const std::string& text, int* blanked, const std
         is_operator = is_operator || w == "operator";
       }
       // A function's definition: a parameter list and no initializer ('=' outside parentheses,
-      // operator= aside), not a class. A constructor whose member initializers hold a brace
-      // (x{1}) is seen as ending at that brace: left as it is.
+      // operator= aside), not a class.
       const bool function = paren && (!assign || is_operator) && !type_def;
-      const bool braced_init = member_init && close + 1 < to && code.find_first_not_of(" \t\n", close + 1) < to &&
-                               std::string(",{").find(code[code.find_first_not_of(" \t\n", close + 1)]) != std::string::npos;
+      // A constructor whose member initializers hold a brace (`: mValue{value}, n(0) {}`): this
+      // '{' is an initializer's, which a ',' or the body's '{' follows. Its body is the brace
+      // group after the last initializer; where the initializers do not read so, it is left as
+      // it is.
+      bool braced_init = false;
+      auto next_code = [&](size_t k) { return std::min(code.find_first_not_of(" \t\n", k), to); };
+      if (function && member_init && next_code(close + 1) < to && (code[next_code(close + 1)] == ',' || code[next_code(close + 1)] == '{')) {
+        braced_init = true;
+        for (size_t n = next_code(close + 1); n < to;) {
+          if (code[n] == '{') { // the body
+            close = match[n];
+            braced_init = close == std::string::npos;
+            break;
+          }
+          if (code[n] != ',') break;
+          const size_t g = std::min(code.find_first_of("({;}", n + 1), to); // the next initializer's arguments
+          if (g >= to || code[g] == ';' || code[g] == '}') break;
+          size_t e = g;
+          if (code[g] == '{') {
+            e = match[g];
+          } else {
+            for (int d = 0; e < to; ++e) {
+              if (code[e] == '(') ++d;
+              else if (code[e] == ')' && --d == 0) break;
+            }
+          }
+          if (e == std::string::npos || e >= to) break;
+          n = next_code(e + 1);
+        }
+        if (braced_init) close = match[i];
+      }
       // A constexpr function without an execution space is nvcc's host and device function alike
       // where it is constant-evaluated (a traits class's `static constexpr int kSmem = cmax(...)`)
       // and, as PyTorch extensions build (--expt-relaxed-constexpr), where device code calls it
@@ -598,6 +841,10 @@ std::string skip_host_functions(const std::string& text, int* blanked, const std
       for (const char* w : {"constexpr", "consteval"})
         for (size_t k = head.find(w); k != std::string::npos && constexpr_at == std::string::npos; k = head.find(w, k + 1))
           if ((k == 0 || !ident_char(head[k - 1])) && (k + std::strlen(w) >= head.size() || !ident_char(head[k + std::strlen(w)]))) constexpr_at = k;
+      // Through a macro (CUTLASS's CUTLASS_CONSTEXPR_IF_CXX17): the execution space goes before
+      // the head's first word (its template parameter lists are blanked in head).
+      if (constexpr_at == std::string::npos && std::find(words.begin(), words.end(), "constexpr") != words.end())
+        constexpr_at = head.find_first_not_of(" \t\n");
       if (function && !device && !braced_init && !unknown_macro_before_name(head, macros) && constexpr_at != std::string::npos) {
         const bool host = std::find(words.begin(), words.end(), "__host__") != words.end();
         annotate.emplace_back(start + constexpr_at, host ? "__device__ " : "__host__ __device__ ");

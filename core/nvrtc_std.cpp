@@ -1,8 +1,10 @@
 #include "core/nvrtc_std.h"
 
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <initializer_list>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -291,6 +293,18 @@ std::string nvrtc_nvcc_prelude(const std::string& text) {
   defined_macros(text, &own);
   for (const auto& [name, value] : constants)
     if (uses(name.c_str()) && !own.count(name)) p += "#ifndef " + name + "\n#define " + name + value + "\n#endif\n";
+  // The floating-point categories, where the text declares them itself as glibc's <math.h> does,
+  // an enumerator each with a #define of its name inside the enum (CUTLASS's
+  // floating_point_nvrtc.h, which only NVRTC compiles). libcu++ under NVRTC #defines them where
+  // they are not yet, so a <cmath> or <cub/cub.cuh> before that header makes `FP_NAN =` read
+  // `0 =`: libcu++'s <cmath> comes first here, and its macros give way to enumerators of the
+  // same values, which name the same categories and no declaration's name expands into.
+  static const char* const kCategories[] = {"FP_NAN", "FP_INFINITE", "FP_ZERO", "FP_SUBNORMAL", "FP_NORMAL"};
+  if (std::any_of(std::begin(kCategories), std::end(kCategories), [&](const char* c) { return own.count(c) > 0; })) {
+    p += "#include <cuda/std/cmath>\n";
+    for (const char* c : kCategories) p += std::string("#undef ") + c + "\n";
+    p += "enum { FP_NAN = 0, FP_INFINITE = 1, FP_ZERO = 2, FP_SUBNORMAL = 3, FP_NORMAL = 4 };\n";
+  }
   return p.empty() ? p : "// ktune: what nvcc's implicit <cuda_runtime.h> gives device code and NVRTC's lacks\n" + p;
 }
 

@@ -4,8 +4,10 @@
 
 #include <nvrtc.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstring>
+#include <memory>
 
 #include "ktune/error.h"
 #include "core/embedded.h"
@@ -46,6 +48,28 @@ std::vector<std::string> default_options(const std::string& arch) {
   ktune::arch_number(arch); // rejects anything that is not sm_NN[a]
   // -lineinfo costs nothing at run time and lets profilers map SASS back to template lines.
   return {"--gpu-architecture=" + arch, "-std=c++17", "-lineinfo"};
+}
+
+// Whether an NVRTC log holds "expected an expression" at a designator: the caret under a '.'
+// that a '{' or a ',' comes before and a name follows (`{.phase = p}`), which no C++17
+// expression spells.
+bool designated_initializer_error(const std::string& log) {
+  std::vector<std::string> lines;
+  for (size_t a = 0; a <= log.size();) {
+    const size_t e = std::min(log.find('\n', a), log.size());
+    lines.push_back(log.substr(a, e - a));
+    a = e + 1;
+  }
+  for (size_t k = 0; k + 2 < lines.size(); ++k) {
+    if (lines[k].find("error: expected an expression") == std::string::npos) continue;
+    const std::string &code = lines[k + 1], &caret = lines[k + 2];
+    const size_t c = caret.find('^');
+    if (c == std::string::npos || caret.find_first_not_of(' ') != c || c + 1 >= code.size() || code[c] != '.') continue;
+    if (!(std::isalpha(static_cast<unsigned char>(code[c + 1])) || code[c + 1] == '_')) continue;
+    const size_t before = c == 0 ? std::string::npos : code.find_last_not_of(" \t", c - 1);
+    if (before != std::string::npos && (code[before] == '{' || code[before] == ',')) return true;
+  }
+  return false;
 }
 
 } // namespace
@@ -165,33 +189,50 @@ std::shared_ptr<const CompiledKernel> Compiler::compile_uncached(const CompileRe
   const auto& h = headers();
   std::vector<const char*> names = h.name_ptrs, texts = h.text_ptrs;
   for (const auto& [name, text] : req.headers) names.push_back(name.c_str()), texts.push_back(text.c_str());
+  // One compile of the program under opts into *prog (destroyed on every path out of here,
+  // exceptions included, by the guard) and its log.
   nvrtcProgram prog = nullptr;
-  check_nvrtc(nvrtcCreateProgram(&prog, req.source.c_str(), req.source_name.c_str(), static_cast<int>(names.size()), texts.data(),
-                                 names.data()),
-              "nvrtcCreateProgram", req.context);
-  // The program is destroyed on every path out of here, exceptions included.
-  std::unique_ptr<nvrtcProgram, void (*)(nvrtcProgram*)> guard(&prog, [](nvrtcProgram* p) { nvrtcDestroyProgram(p); });
-
-  for (const auto& n : req.name_expressions)
-    check_nvrtc(nvrtcAddNameExpression(prog, n.c_str()), "nvrtcAddNameExpression", req.context + " kernel " + n);
+  std::unique_ptr<nvrtcProgram, void (*)(nvrtcProgram*)> guard(&prog, [](nvrtcProgram* p) {
+    if (*p != nullptr) nvrtcDestroyProgram(p);
+  });
+  auto compile = [&](const std::vector<std::string>& opts, std::string* log) {
+    if (prog != nullptr) nvrtcDestroyProgram(&prog);
+    check_nvrtc(nvrtcCreateProgram(&prog, req.source.c_str(), req.source_name.c_str(), static_cast<int>(names.size()), texts.data(),
+                                   names.data()),
+                "nvrtcCreateProgram", req.context);
+    for (const auto& n : req.name_expressions)
+      check_nvrtc(nvrtcAddNameExpression(prog, n.c_str()), "nvrtcAddNameExpression", req.context + " kernel " + n);
+    std::vector<const char*> opt_ptrs;
+    for (const auto& o : opts) opt_ptrs.push_back(o.c_str());
+    const nvrtcResult r = nvrtcCompileProgram(prog, static_cast<int>(opt_ptrs.size()), opt_ptrs.data());
+    size_t log_size = 0;
+    check_nvrtc(nvrtcGetProgramLogSize(prog, &log_size), "nvrtcGetProgramLogSize", req.context);
+    log->assign(log_size, '\0');
+    if (log_size > 1) check_nvrtc(nvrtcGetProgramLog(prog, log->data()), "nvrtcGetProgramLog", req.context);
+    while (!log->empty() && (log->back() == '\0' || log->back() == '\n')) log->pop_back();
+    return r;
+  };
 
   std::vector<std::string> opts = default_options(req.arch);
   // A dialect the request names (a spec's "-std=c++20") replaces ours, rather than following it
   // (which NVRTC warns about in every log).
-  if (std::any_of(req.options.begin(), req.options.end(), [](const std::string& o) {
-        return o.rfind("-std", 0) == 0 || o.rfind("--std", 0) == 0;
-      }))
-    opts.erase(std::remove(opts.begin(), opts.end(), std::string("-std=c++17")), opts.end());
+  const bool own_dialect = std::any_of(req.options.begin(), req.options.end(), [](const std::string& o) {
+    return o.rfind("-std", 0) == 0 || o.rfind("--std", 0) == 0;
+  });
+  if (own_dialect) opts.erase(std::remove(opts.begin(), opts.end(), std::string("-std=c++17")), opts.end());
   opts.insert(opts.end(), req.options.begin(), req.options.end());
-  std::vector<const char*> opt_ptrs;
-  for (const auto& o : opts) opt_ptrs.push_back(o.c_str());
-
-  const nvrtcResult cr = nvrtcCompileProgram(prog, static_cast<int>(opt_ptrs.size()), opt_ptrs.data());
-  size_t log_size = 0;
-  check_nvrtc(nvrtcGetProgramLogSize(prog, &log_size), "nvrtcGetProgramLogSize", req.context);
-  std::string log(log_size, '\0');
-  if (log_size > 1) check_nvrtc(nvrtcGetProgramLog(prog, log.data()), "nvrtcGetProgramLog", req.context);
-  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+  std::string log;
+  nvrtcResult cr = compile(opts, &log);
+  // C++20's designated initializers (`return {.phase = p};`, TensorRT-LLM's cudaUtils.h), which
+  // nvcc takes in C++17 as a GNU extension and NVRTC, which has no GNU mode, refuses ("expected
+  // an expression" at the '.'): where that is the error and no dialect was asked for, the
+  // program is compiled again as C++20, and its log says so.
+  if (cr != NVRTC_SUCCESS && !own_dialect && designated_initializer_error(log)) {
+    std::replace(opts.begin(), opts.end(), std::string("-std=c++17"), std::string("-std=c++20"));
+    cr = compile(opts, &log);
+    log = std::string(cr == NVRTC_SUCCESS ? "compiled" : "compiled again") +
+          " as C++20 (-std=c++20): the source uses designated initializers, which C++17 lacks" + (log.empty() ? "" : "\n" + log);
+  }
   if (cr != NVRTC_SUCCESS) {
     // The first error at the head of the log where warnings come before it (a deprecated type's
     // notes, pages of them): a trial's message, and a summary's first line, name the error.
@@ -221,6 +262,7 @@ std::shared_ptr<const CompiledKernel> Compiler::compile_uncached(const CompileRe
       const size_t line = log.rfind('\n', host_at) == std::string::npos ? 0 : log.rfind('\n', host_at) + 1;
       const size_t paren = log.find('(', line);
       if (paren != std::string::npos && paren < host_at) host_file = log.substr(line, paren - line);
+      if (host_file.rfind("first error: ", 0) == 0) host_file.erase(0, std::strlen("first error: ")); // the line put at the head
     }
     // PyTorch's C++ headers (a kernel file of an extension) are host code through and through.
     const bool torch = log.find("cannot open source file \"torch/") != std::string::npos ||

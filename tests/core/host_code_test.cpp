@@ -100,6 +100,38 @@ TEST(HostCode, HostFunctionsAndVariablesGoDeviceCodeStays) {
   EXPECT_EQ(n, 14);
 }
 
+// DeepSpeed's shape: a host template's explicit instantiations written through a function-like
+// macro, one call a type with no ';' of its own, one under an #ifdef. The calls go with the
+// template (they would name one no longer there) and the statement after them is still read;
+// a macro that instantiates a kernel, or a function that stays, stays.
+TEST(HostCode, InstantiationsThroughAMacroGoWithTheirTemplate) {
+  const std::string text =
+      "template <typename T> __global__ void kern(T* y) { y[0] = T(1); }\n"
+      "template <typename T> __device__ T twice(T x) { return x + x; }\n"
+      "template <typename T> void launch_kern(T* y, int n, cudaStream_t s) { kern<T><<<1, 1, 0, s>>>(y); }\n"
+      "#define INSTANTIATE_LAUNCH(T)                  \\\n"
+      "    template void launch_kern<T>(T * y,       \\\n"
+      "                                 int n,       \\\n"
+      "                                 cudaStream_t s);\n"
+      "#define INSTANTIATE_KERNEL(T) template __global__ void kern<T>(T*);\n"
+      "#define INSTANTIATE_TWICE(T) template __device__ T twice<T>(T);\n"
+      "INSTANTIATE_LAUNCH(float)\n"
+      "INSTANTIATE_LAUNCH(__half)\n"
+      "#ifdef BF16_AVAILABLE\n"
+      "INSTANTIATE_LAUNCH(__nv_bfloat16)\n"
+      "#endif\n"
+      "INSTANTIATE_KERNEL(float)\n"
+      "INSTANTIATE_TWICE(float)\n"
+      "int counter = 0;\n";
+  int n = 0;
+  const std::string out = skipped(text, &n);
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), std::count(text.begin(), text.end(), '\n')) << "lines kept";
+  expect_parts(out, {"void launch_kern(", "INSTANTIATE_LAUNCH(float)", "INSTANTIATE_LAUNCH(__half)", "INSTANTIATE_LAUNCH(__nv_bfloat16)", "int counter"},
+               {"__global__ void kern(T* y)", "__device__ T twice(T x)", "#define INSTANTIATE_LAUNCH(T)", "#ifdef BF16_AVAILABLE", "#endif",
+                "INSTANTIATE_KERNEL(float)", "INSTANTIATE_TWICE(float)"});
+  EXPECT_EQ(n, 5); // the template, three calls, the variable
+}
+
 TEST(HostCode, WhereTheReadingCannotBeSureNothingGoes) {
   int n = 0;
   // A macro from a header (not defined here) before the name may be an execution space.
@@ -110,11 +142,26 @@ TEST(HostCode, WhereTheReadingCannotBeSureNothingGoes) {
   const std::string branches = "#ifdef A\nvoid f(int a) {\n#endif\n  (void)a;\n}\n}\nint main() { return 0; }\n";
   EXPECT_EQ(skipped(branches, &n), branches);
   EXPECT_EQ(n, 0);
-  // A constructor whose member initializers hold braces stays (and what follows is still read).
-  const std::string braced = "struct S { int a, b; S() : a{1}, b{2} {} };\nint main() { return 0; }\n";
-  const std::string out = skipped(braced, &n);
-  EXPECT_TRUE(has(out, "S() : a{1}, b{2} {}")) << out;
-  EXPECT_FALSE(has(out, "int main")) << out;
+}
+
+// Constructors whose member initializers hold braces (TensorRT-LLM's QuantMode): the body is the
+// brace group after the last initializer. A host one goes whole, a constexpr one becomes
+// __host__ __device__, and what follows is still read.
+TEST(HostCode, AConstructorsBracedInitializersAreNoBody) {
+  const std::string text =
+      "struct S {\n"
+      "  int a, b;\n"
+      "  S() : a{1}, b{2} { a += b; }\n"
+      "  S(int x, int y) : a(x), b{y} {}\n"
+      "  explicit constexpr S(unsigned v) noexcept : a{int(v)}, b(0) {}\n"
+      "  __device__ int sum() const { return a + b; }\n"
+      "};\n"
+      "int main() { return 0; }\n";
+  int n = 0;
+  const std::string out = skipped(text, &n);
+  expect_parts(out, {"S() :", "a += b", "S(int x, int y)", "b{y}", "int main"},
+               {"int a, b;", "__host__ __device__ constexpr S(unsigned v) noexcept : a{int(v)}, b(0) {}", "__device__ int sum() const"});
+  EXPECT_EQ(n, 4);
 }
 
 // cuda.h's shape: declarations of the driver API between #if and #define lines, a name that is a
@@ -269,4 +316,40 @@ TEST(HostCode, AConstexprFunctionBecomesHostDeviceAndAttributesHideNoDeclaration
                 "static __host__ __device__ constexpr int size() { return N; }", "alignas(16) float pad[4];", "#define constexpr\n",
                 "  _Alignas(64)\n#endif\n  unsigned long long opaque[16];", "WEIRD_ATTR(8) int tag;"});
   EXPECT_EQ(n, 7) << out;
+}
+
+// CUTLASS's shape: macros defined in #if branches chosen by what the compiler defines. The
+// branch NVRTC compiles gives the macro its meaning (CUTLASS_HOST_DEVICE is __device__
+// __host__, not the last branch's inline; a dialect test reads __cplusplus as C++17), a macro
+// defined in a branch not known either way is nobody's, a name that qualifies another
+// (`cutlass::`, a macro of the user's choosing) is no execution space, and a constexpr
+// written through a macro makes a function __host__ __device__ as the keyword does.
+TEST(HostCode, ConditionsAreReadAsNvrtcSeesThem) {
+  const std::string text =
+      "#if defined(__CUDACC__) || defined(__CUDACC_RTC__)\n"
+      "#define CUTLASS_HOST_DEVICE __forceinline__ __device__ __host__\n"
+      "#define CUTLASS_HOST __host__\n"
+      "#else\n"
+      "#define CUTLASS_HOST_DEVICE inline\n"
+      "#define CUTLASS_HOST inline\n"
+      "#endif\n"
+      "#if defined(_MSC_VER)\n#define CPP_LEVEL _MSVC_LANG\n#else\n#define CPP_LEVEL __cplusplus\n#endif\n"
+      "#if (CPP_LEVEL >= 201703L) && !defined(__clang__)\n#define CONSTEXPR_IF_17 constexpr\n#else\n#define CONSTEXPR_IF_17\n#endif\n"
+      "#if PROJECT_FLAG\n#define MAYBE_HD __device__\n#endif\n"
+      "#define cutlass user_cutlass\n"
+      "namespace cutlass { struct Status { int v; }; }\n"
+      "CUTLASS_HOST_DEVICE int hd(int a) { return a; }\n"
+      "CUTLASS_HOST int host_only(int a) { return a + 1; }\n"
+      "cutlass::Status run_it(int n) { return cutlass::Status{n}; }\n"
+      "CONSTEXPR_IF_17 int cx(int a) { return 3 * a; }\n"
+      "MAYBE_HD int unsure(int a) { return a; }\n"
+      "__global__ void k(int* y) { y[0] = hd(1) + cx(2); }\n";
+  int n = 0;
+  const std::string out = skipped(text, &n);
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), std::count(text.begin(), text.end(), '\n')) << "lines kept";
+  expect_parts(out, {"int host_only(", "Status run_it("},
+               {"CUTLASS_HOST_DEVICE int hd(int a) { return a; }", "__host__ __device__ CONSTEXPR_IF_17 int cx(int a)",
+                "MAYBE_HD int unsure(int a) { return a; }", "#define CUTLASS_HOST_DEVICE inline", "namespace cutlass { struct Status",
+                "__global__ void k("});
+  EXPECT_EQ(n, 3) << out; // two blanked, one made __host__ __device__
 }

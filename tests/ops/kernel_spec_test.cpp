@@ -3237,6 +3237,104 @@ __global__ void ref(const float* x, float* y, int n) { const int i = blockIdx.x 
     EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"B", b}}, Problem::parse(op, "1000"), "sm_90"))) << b;
 }
 
+// What nvcc takes in C++17 and NVRTC's C++17 does not: a host template's explicit instantiations
+// through a function-like macro (DeepSpeed's INSTANTIATE_LAUNCH_RMS_NORM(T)), and designated
+// initializers (TensorRT-LLM's `return {.phase = _phase};`, a GNU extension to nvcc) in a
+// header: the calls go with the template, and the program compiles again as C++20, saying so.
+TEST(KernelSpec, InstantiationMacrosAndDesignatedInitializersCompileAsNvccTakesThem) {
+  SpecDir d;
+  d.write("state.h", R"CUDA(#pragma once
+struct State { unsigned phase; };
+struct Bar { unsigned _phase; __device__ State exportState() { return {.phase = _phase}; } };
+)CUDA");
+  d.write("proj.cu", R"CUDA(#include "state.h"
+template <typename T> __global__ void k(const T* x, T* y, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  Bar b{2u};
+  if (i < n) y[i] = x[i] * T(b.exportState().phase);
+}
+template <typename T> void launch_k(const T* x, T* y, int n, cudaStream_t s) { k<T><<<(n + 127) / 128, 128, 0, s>>>(x, y, n); }
+#define INSTANTIATE_LAUNCH(T)                   \
+    template void launch_k<T>(const T* x,       \
+                              T* y,             \
+                              int n,            \
+                              cudaStream_t s);
+INSTANTIATE_LAUNCH(float)
+INSTANTIATE_LAUNCH(double)
+__global__ void ref(const float* x, float* y, int n) { const int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = 2.f * x[i]; }
+)CUDA");
+  const ojson spec = ojson::parse(R"JSON({
+    "name": "nvcc_dialect", "sources": ["proj.cu"], "host_code": "skip", "kernel": "k<float>", "dims": ["n"],
+    "params": {"UNTUNED": [0]}, "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]},
+    "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n"}, {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"},
+             {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"}],
+    "check": {"reference": {"kernel": "ref", "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]}}}})JSON");
+  const std::string op = load_kernel_spec_text(spec.dump(), "nvcc_dialect.json", d.dir());
+  Compiler compiler;
+  std::shared_ptr<const CompiledKernel> k;
+  ASSERT_NO_THROW(k = compiler.compile(compile_request(find_family(op), Config{{"UNTUNED", 0}}, Problem::parse(op, "1000"), "sm_90")));
+  EXPECT_NE(k->log.find("compiled as C++20"), std::string::npos) << k->log;
+  // A dialect the spec names is the one compiled: no second compile in another.
+  ojson pinned = spec;
+  pinned["name"] = "nvcc_dialect_17";
+  pinned["options"] = {"-std=c++17"};
+  const std::string op17 = load_kernel_spec_text(pinned.dump(), "nvcc_dialect_17.json", d.dir());
+  try {
+    compiler.compile(compile_request(find_family(op17), Config{{"UNTUNED", 0}}, Problem::parse(op17, "1000"), "sm_90"));
+    ADD_FAILURE() << "C++17, as the spec asks, has no designated initializers";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("nvrtcCompileProgram failed"), std::string::npos) << e.what();
+    EXPECT_EQ(e.log().find("compiled as C++20"), std::string::npos) << e.log();
+  }
+}
+
+// A header that declares the floating-point categories as glibc's <math.h> does, an
+// enumerator each with a #define of its name (CUTLASS's floating_point_nvrtc.h), after a
+// <cmath> that under NVRTC has #defined them already: it compiles, and the categories keep
+// their values.
+TEST(KernelSpec, AHeaderDeclaringTheFloatingPointCategoriesCompilesAfterCmath) {
+  SpecDir d;
+  d.write("fp.h", R"CUDA(#pragma once
+namespace mylib {
+enum {
+  FP_NAN =
+# define FP_NAN 0
+    FP_NAN,
+  FP_INFINITE =
+# define FP_INFINITE 1
+    FP_INFINITE,
+  FP_ZERO =
+# define FP_ZERO 2
+    FP_ZERO,
+  FP_SUBNORMAL =
+# define FP_SUBNORMAL 3
+    FP_SUBNORMAL,
+  FP_NORMAL =
+# define FP_NORMAL 4
+    FP_NORMAL
+};
+__device__ inline int category(float x) { return x != x ? FP_NAN : x == 0.f ? FP_ZERO : FP_NORMAL; }
+}  // namespace mylib
+static_assert(FP_NAN == 0 && FP_INFINITE == 1 && FP_ZERO == 2 && FP_SUBNORMAL == 3 && FP_NORMAL == 4, "glibc's values");
+)CUDA");
+  d.write("proj.cu", R"CUDA(#include <cmath>
+#include "fp.h"
+__global__ void k(const float* x, float* y, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = mylib::category(x[i]) == FP_NORMAL ? x[i] : 0.f;
+}
+)CUDA");
+  const ojson spec = ojson::parse(R"JSON({
+    "name": "fp_categories", "sources": ["proj.cu"], "kernel": "k", "dims": ["n"],
+    "params": {"UNTUNED": [0]}, "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]},
+    "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n"}, {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"},
+             {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"}],
+    "check": {"none": "compile only"}})JSON");
+  const std::string op = load_kernel_spec_text(spec.dump(), "fp_categories.json", d.dir());
+  Compiler compiler;
+  EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"UNTUNED", 0}}, Problem::parse(op, "1000"), "sm_90")));
+}
+
 // A block's threads as a C++ constant of the source (Ktraits::kNThreads, ThunderKittens'
 // NUM_THREADS_v): probed as a shared memory constant is, after every shared memory probe, in step
 // order; the plan launches {1, 1, 1} with the probe's index, which the worker gets.
