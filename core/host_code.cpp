@@ -635,7 +635,8 @@ void defined_macros(const std::string& text, std::map<std::string, std::string>*
   code_only(text, macros, &kind);
 }
 
-std::string skip_host_functions(const std::string& text, int* blanked, const std::map<std::string, std::string>& known) {
+std::string skip_host_functions(const std::string& text, int* blanked, const std::map<std::string, std::string>& known,
+                                const std::set<std::string>& elsewhere, std::set<std::string>* names) {
   *blanked = 0;
   // Each '{''s matching '}', found in a first pass that also checks that the braces balance: over
   // every branch of the #if groups, or where those do not balance (ggml's kernels open their
@@ -688,7 +689,7 @@ std::string skip_host_functions(const std::string& text, int* blanked, const std
       std::vector<std::string> w;
       words_of(piece, macros, 0, &w);
       const std::string inst = instantiated_function(piece);
-      if (inst.empty() || !blanked_names.count(inst) || holds_any(w, {})) return false;
+      if (inst.empty() || !(blanked_names.count(inst) || elsewhere.count(inst)) || holds_any(w, {})) return false;
       any = true;
     }
     return any;
@@ -738,7 +739,7 @@ std::string skip_host_functions(const std::string& text, int* blanked, const std
         const std::string inst = in_class ? "" : instantiated_function(stmt);
         std::vector<std::string> w;
         if (!inst.empty()) words_of(stmt, macros, 0, &w);
-        const bool host_instance = !inst.empty() && blanked_names.count(inst) && !holds_any(w, {});
+        const bool host_instance = !inst.empty() && (blanked_names.count(inst) || elsewhere.count(inst)) && !holds_any(w, {});
         if (in_class) {
           if (host_member_declaration(stmt, macros)) blank(start, i);
         } else if (host_instance || host_declaration(stmt, macros)) {
@@ -862,6 +863,7 @@ std::string skip_host_functions(const std::string& text, int* blanked, const std
     }
   };
   scan(0, code.size(), false);
+  if (names) names->insert(blanked_names.begin(), blanked_names.end());
   // The execution spaces given (their lines' columns after them move; no line does).
   std::sort(annotate.begin(), annotate.end());
   for (auto a = annotate.rbegin(); a != annotate.rend(); ++a) out.insert(a->first, a->second);

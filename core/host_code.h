@@ -4,6 +4,7 @@
 // the compile, so the file compiles as it is in the project.
 
 #include <map>
+#include <set>
 #include <string>
 
 namespace ktune {
@@ -12,19 +13,23 @@ namespace ktune {
 // line kept (so that NVRTC's line numbers stay the file's): at namespace scope (and in extern "C"
 // blocks) the definitions and declarations of functions that carry neither __global__ nor
 // __device__ (after the text's own object-like macros are expanded: #define DINLINE __device__
-// __forceinline__), the explicit instantiations of the function templates it blanked, and
-// variables with no memory space that are not const, and data naming a function blanked before
-// it; in a class body, such member functions' definitions and declarations (not `= default` or
-// `= delete` unless virtual; data members stay). A constexpr function without an execution space
-// is given `__host__ __device__` instead (nvcc's on both sides). Left as they are: anything whose
-// head has an ALL_CAPS name before its own that the text does not define (a header's macro may be
-// an execution space), a constructor whose member initializers hold braces. The braces are read
-// over every #if branch, or where they do not balance so, over the first branch of each group;
-// where neither balances, nothing is blanked. *blanked: how many definitions and declarations
-// were blanked or given an execution space.
+// __forceinline__), the explicit instantiations of the function templates it blanked or that
+// `elsewhere` names (host functions blanked in the project's other files: a header's template
+// instantiated in a .cu), directly or through a function-like macro of the text, and variables
+// with no memory space that are not const, and data naming a function blanked before it; in a
+// class body, such member functions' definitions and declarations (not `= default` or `= delete`
+// unless virtual; data members stay). A constexpr function without an execution space is given
+// `__host__ __device__` instead (nvcc's on both sides). #if conditions are read as NVRTC
+// evaluates them: a macro #defined only in a branch NVRTC skips has no meaning here. Left as they
+// are: anything whose head has an ALL_CAPS name before its own that the text does not define (a
+// header's macro may be an execution space). The braces are read over every #if branch, or where
+// they do not balance so, over the first branch of each group; where neither balances, nothing
+// is blanked. *blanked: how many definitions and declarations were blanked or given an execution
+// space; *names (where given) gains the names of the namespace-scope functions blanked.
 // known: object-like macros other headers define (a toolkit header's CUBLASWINAPI, defined in
 // the cublas_api.h it includes), read as the text's own are.
-std::string skip_host_functions(const std::string& text, int* blanked, const std::map<std::string, std::string>& known = {});
+std::string skip_host_functions(const std::string& text, int* blanked, const std::map<std::string, std::string>& known = {},
+                                const std::set<std::string>& elsewhere = {}, std::set<std::string>* names = nullptr);
 
 // The object-like macros text's #define lines define (name: replacement), added to *macros.
 void defined_macros(const std::string& text, std::map<std::string, std::string>* macros);

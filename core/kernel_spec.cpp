@@ -1469,10 +1469,20 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
   if (s.skip_host_code)
     for (const auto& [file, text] : texts)
       if (!in_toolkit(file)) defined_macros(text, &known);
+  // A host function template may be defined in a header and instantiated in a .cu (mamba's
+  // `template void selective_scan_fwd_cuda<float, float>(...);`): the names each file's reading
+  // blanks are known to every file's, for their explicit instantiations.
+  std::set<std::string> host_functions;
+  if (s.skip_host_code)
+    for (const auto& [file, text] : texts)
+      if (!in_toolkit(file)) {
+        int n = 0;
+        skip_host_functions(text, &n, known, {}, &host_functions);
+      }
   for (const auto& f : files) {
     int blanked = 0;
     const std::string& text = texts.at(f);
-    const std::string compiled = s.skip_host_code ? skip_host_functions(text, &blanked, known) : text;
+    const std::string compiled = s.skip_host_code ? skip_host_functions(text, &blanked, known, host_functions) : text;
     s.source += "#line 1 \"" + f + "\"\n" + compiled + (compiled.empty() || compiled.back() == '\n' ? "" : "\n");
   }
   // A file included by two names has one view; the other name's includes it, so that its
@@ -1485,7 +1495,7 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
       views->emplace_back(name, "#pragma once\n#include \"" + at->second + "\"\n");
       continue;
     }
-    std::string view = skip_host_functions(texts.at(file), &blanked, known);
+    std::string view = skip_host_functions(texts.at(file), &blanked, known, host_functions);
     if (blanked > 0) {
       views->emplace_back(name, std::move(view));
       view_of[file] = name;
@@ -1633,19 +1643,22 @@ void read_compile(Reader& r, const ojson& j, KernelSpec& s, std::string* hashed)
     for (const auto& inc : includes_of(*view)) reach.push_back(inc.first);
   }
   // With host code skipped, a PyTorch extension's file as it is: PyTorch's and pybind11's headers
-  // (not on the include path, or host C++ NVRTC cannot compile if they were) stand in with only
-  // the standard headers they bring (vLLM's kernels say int64_t, from <cstdint> through them); the
-  // extension's host functions that use them are blanked, and device code that names one of
-  // PyTorch's types fails on it by name.
-  if (s.skip_host_code)
+  // stand in (core/nvrtc_std.h, nvrtc_torch_stand_in); the extension's host functions that use
+  // its API are blanked, and device code keeps PyTorch's types (at::Half, c10::complex).
+  if (s.skip_host_code) {
+    bool torch_types = false;
+    auto has = [&](const std::string& name) {
+      return std::any_of(s.std_headers.begin(), s.std_headers.end(), [&](const auto& h) { return h.first == name; });
+    };
     for (const auto& name : outside) {
-      const bool torch = name.rfind("torch/", 0) == 0 || name.rfind("ATen/", 0) == 0 || name.rfind("c10/", 0) == 0 ||
-                         name.rfind("pybind11/", 0) == 0 || name == "Python.h";
-      if (torch && !own(name) && std::none_of(s.std_headers.begin(), s.std_headers.end(), [&](const auto& h) { return h.first == name; }))
-        s.std_headers.emplace_back(name, "#pragma once\n// ktune's <" + name + "> for NVRTC under host_code skip: a host library's header, "
-                                         "only the standard headers it brings\n#include <stdint.h>\n#include <stddef.h>\n#include <cstdint>\n"
-                                         "#include <cstddef>\n#include <cmath>\n#include <limits>\n#include <type_traits>\n#include <utility>\n");
+      const bool torch = name.rfind("torch/", 0) == 0 || name.rfind("ATen/", 0) == 0 || name.rfind("c10/", 0) == 0;
+      if ((torch || name.rfind("pybind11/", 0) == 0 || name == "Python.h") && !own(name) && !has(name)) {
+        s.std_headers.emplace_back(name, nvrtc_torch_stand_in(name));
+        torch_types = torch_types || torch;
+      }
     }
+    if (torch_types && !has(kTorchDeviceTypesHeader)) s.std_headers.emplace_back(kTorchDeviceTypesHeader, nvrtc_torch_device_types());
+  }
   for (const auto& h : project_views) { // the project's own header, its host code skipped
     s.std_headers.erase(std::remove_if(s.std_headers.begin(), s.std_headers.end(), [&](const auto& o) { return o.first == h.first; }),
                         s.std_headers.end());

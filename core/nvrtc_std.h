@@ -32,5 +32,16 @@ const std::string* nvrtc_toolkit_view(const std::string& include_dir, const std:
 // <stdlib.h> brings). "" where the text uses none. Goes before the sources.
 std::string nvrtc_nvcc_prelude(const std::string& text);
 
+// PyTorch's and pybind11's headers for NVRTC under host_code skip (core/nvrtc_torch.cpp), which
+// the include path does not hold or NVRTC could not compile if it did: the stand-in for `name`
+// (torch/..., ATen/..., c10/..., pybind11/..., Python.h) brings the standard headers PyTorch's
+// bring (vLLM's kernels say int64_t through them), and for PyTorch's own, the device view of its
+// types (kTorchDeviceTypesHeader, one text all include): c10::Half and BFloat16 as PyTorch lays
+// them out and computes with them, c10::complex, at::acc_type and opmath_type, the C10_ macros
+// and ATen's WARP_SHFL and gpuAtomicAdd. PyTorch's host API (at::Tensor, streams) is not there:
+// the host code that names it is what skip blanks.
+extern const char* const kTorchDeviceTypesHeader;
+const std::string& nvrtc_torch_device_types();
+std::string nvrtc_torch_stand_in(const std::string& name);
 
 } // namespace ktune

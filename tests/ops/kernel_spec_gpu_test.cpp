@@ -17,6 +17,7 @@
 #include "tma_spec.h"
 #include "toolkit_headers_spec.h"
 #include "project_spec.h"
+#include "torch_extension_spec.h"
 #include "ktune/compiler.h"
 #include "ktune/family.h"
 #include "ktune/kernel_spec.h"
@@ -2302,6 +2303,29 @@ TEST(KernelSpecGpu, AProjectsKernelWithHostCodeInItsHeaderVerifies) {
   for (const char* shape : {"1000x768", "37x5000"})
     for (int w : {2, 8}) {
       const VerifyResult v = check_config(*runner, compiler, *d, op, Config{{"WARPS", w}}, Problem::parse(op, shape), 4);
+      EXPECT_TRUE(v.pass) << shape << " WARPS " << w << ": " << v.summary();
+    }
+}
+
+// A PyTorch extension's RMS norm as it is (tests/ops/torch_extension_spec.h), on at::Half with
+// PyTorch's device types standing in: verified on f16 against the FP64 reference at every config
+// and two shapes (a row a warp; the half arithmetic rounds as PyTorch's does).
+TEST(KernelSpecGpu, APyTorchExtensionsHalfKernelVerifies) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  TempDir dir("spec_torch_ext");
+  std::filesystem::create_directories(dir.file("csrc"));
+  std::ofstream(dir.file("csrc/rms_norm_kernel.cuh")) << ktune::testing::kTorchExtKernel;
+  std::ofstream(dir.file("csrc/rms_norm.cu")) << ktune::testing::kTorchExtSource;
+  std::ofstream(dir.file("rms.json")) << ktune::testing::kTorchExtSpec;
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  const std::string op = load_kernel_spec(dir.file("rms.json"));
+  auto runner = make_op_runner(op, compiler, *d);
+  for (const char* shape : {"1000x4096", "37x1000"})
+    for (int w : {1, 4, 8}) {
+      const VerifyResult v = check_config(*runner, compiler, *d, op, Config{{"WARPS", w}}, Problem::parse(op, shape, "", DType::f16), 4);
       EXPECT_TRUE(v.pass) << shape << " WARPS " << w << ": " << v.summary();
     }
 }

@@ -23,6 +23,7 @@
 #include "tma_spec.h"
 #include "toolkit_headers_spec.h"
 #include "project_spec.h"
+#include "torch_extension_spec.h"
 #include "tuner/json_io.h"
 #include "tuner/spec_op.h"
 
@@ -3122,8 +3123,8 @@ void run(proj_ctx& ctx, const float* x, float* y, int n) { k<128><<<(n + 127) / 
 // A PyTorch extension's kernel file as it is (flash-attention-minimal's, vLLM's shape): PyTorch's
 // and pybind11's headers, a host function on torch::Tensor that dispatches, the module's
 // definition. NVRTC cannot open them, and the error says what to do; with "host_code": "skip" they
-// stand in with the standard headers they bring, and the file compiles; device code that names a
-// PyTorch type fails on it.
+// stand in with the standard headers they bring, and the file compiles; device code that names
+// PyTorch's host API (at::Tensor) fails on it.
 TEST(KernelSpec, APyTorchExtensionsFileCompilesWhereHostCodeIsSkipped) {
   SpecDir d;
   d.write("ext.cu", R"CUDA(#include <torch/extension.h>
@@ -3173,8 +3174,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("scale", &scale, "scale (CUDA)"
   for (int b : {128, 256})
     EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"B", b}}, Problem::parse(op, "1000"), "sm_90"))) << b;
   EXPECT_NO_THROW(compiler.compile(*spec_side_request(op, "reference", Problem::parse(op, "1000"), "sm_90")));
-  // Device code on a PyTorch type fails, naming it.
-  d.write("half.cu", "#include <c10/util/Half.h>\ntemplate <int B> __global__ void k(const float* x, float* y, int n) { c10::Half h(x[0]); y[0] = float(h); }\n"
+  // Device code on PyTorch's host API fails, naming it (its device types compile: the test below).
+  d.write("half.cu", "#include <c10/util/Half.h>\ntemplate <int B> __global__ void k(const float* x, float* y, int n) { c10::Half h(x[0]); y[0] = at::Tensor(h).item(); }\n"
                      "__global__ void ref(const float* x, float* y, int n) {}\n");
   ojson half = spec;
   half["name"] = "torch_half";
@@ -3186,9 +3187,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("scale", &scale, "scale (CUDA)"
   const std::string op_half = load_kernel_spec_text(half.dump(), "half.json", d.dir());
   try {
     compiler.compile(compile_request(find_family(op_half), Config{{"B", 128}}, Problem::parse(op_half, "1000"), "sm_90"));
-    ADD_FAILURE() << "c10::Half compiled without PyTorch's headers";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("c10"), std::string::npos) << e.what();
+    ADD_FAILURE() << "at::Tensor compiled without PyTorch's headers";
+  } catch (const CompileError& e) {
+    EXPECT_NE(e.log().find("Tensor"), std::string::npos) << e.log();
   }
 }
 
@@ -3285,6 +3286,43 @@ __global__ void ref(const float* x, float* y, int n) { const int i = blockIdx.x 
   } catch (const CompileError& e) {
     EXPECT_NE(std::string(e.what()).find("nvrtcCompileProgram failed"), std::string::npos) << e.what();
     EXPECT_EQ(e.log().find("compiled as C++20"), std::string::npos) << e.log();
+  }
+}
+
+// A PyTorch extension as it is (tests/ops/torch_extension_spec.h): its kernel on at::Half,
+// at::acc_type and WARP_SHFL_XOR compiles with PyTorch's device types standing in (the
+// header's static_asserts hold PyTorch's layout and arithmetic), its launcher's explicit
+// instantiations in the .cu go with the template the header's reading blanked, and a PyTorch
+// header the project holds itself is the project's.
+TEST(KernelSpec, APyTorchExtensionCompilesWithPyTorchsDeviceTypes) {
+  SpecDir d;
+  fs::create_directories(fs::path(d.dir()) / "csrc");
+  d.write("csrc/rms_norm_kernel.cuh", ktune::testing::kTorchExtKernel);
+  d.write("csrc/rms_norm.cu", ktune::testing::kTorchExtSource);
+  const std::string op = load_kernel_spec_text(ktune::testing::kTorchExtSpec, "torch_ext.json", d.dir());
+  const auto& headers = spec_of(op).std_headers;
+  auto header = [&](const std::string& name) {
+    return std::any_of(headers.begin(), headers.end(), [&](const auto& h) { return h.first == name; });
+  };
+  EXPECT_TRUE(header("ktune_torch_device_types.h"));
+  EXPECT_TRUE(header("torch/extension.h"));
+  EXPECT_TRUE(header("ATen/cuda/DeviceUtils.cuh"));
+  EXPECT_EQ(spec_of(op).source.find("template void launch_rms_norm"), std::string::npos) << "the instantiations went with their template";
+  Compiler compiler;
+  for (int w : {1, 8})
+    EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"WARPS", w}}, Problem::parse(op, "1000x4096", "", DType::f16), "sm_90"))) << w;
+  // The project's own c10/util/complex.h is the one compiled: no stand-in for it.
+  fs::create_directories(fs::path(d.dir()) / "csrc/c10/util");
+  d.write("csrc/c10/util/complex.h", "#pragma once\n#error the project's own\n");
+  ojson own_spec = ojson::parse(ktune::testing::kTorchExtSpec);
+  own_spec["name"] = "torch_ext_own_complex";
+  const std::string own = load_kernel_spec_text(own_spec.dump(), "torch_ext_own.json", d.dir());
+  EXPECT_FALSE(std::any_of(spec_of(own).std_headers.begin(), spec_of(own).std_headers.end(), [](const auto& h) { return h.first == "c10/util/complex.h"; }));
+  try {
+    compiler.compile(compile_request(find_family(own), Config{{"WARPS", 1}}, Problem::parse(own, "1000x4096", "", DType::f16), "sm_90"));
+    ADD_FAILURE() << "the project's header was not the one compiled";
+  } catch (const CompileError& e) {
+    EXPECT_NE(e.log().find("the project's own"), std::string::npos) << e.log();
   }
 }
 

@@ -1,0 +1,377 @@
+// PyTorch's headers for NVRTC under host_code skip (core/nvrtc_std.h): what an extension's device
+// code takes from them, PyTorch's C++ API left out.
+#include "core/nvrtc_std.h"
+
+namespace ktune {
+
+namespace {
+
+// The types device code names, laid out as PyTorch lays them out (a buffer of f16 is one of
+// at::Half; c10::complex<float> is two floats aligned to 8), with the arithmetic c10's
+// Half-inl.h, BFloat16-inl.h and complex.h give them: Half op Half is a Half computed in float,
+// Half op float a float, Half op double a double, Half op int a Half. Comparisons are templates
+// on the other side's type so that a Half compared with a number is not ambiguous between
+// float's built-in operator and cuda_fp16.h's on __half (PyTorch builds extensions with
+// __CUDA_NO_HALF_OPERATORS__, which removes the latter; projects that undefine it, vLLM and
+// FlashAttention, use __half's operators, so they stay). at:: and torch:: see c10's names as in
+// c10/macros/Macros.h.
+const char* const kTorchDeviceTypes = R"CUDA(#pragma once
+// ktune's device view of PyTorch's c10 and ATen types for NVRTC (host_code skip): no at::Tensor,
+// streams or dispatch, whose host code is blanked.
+#include <cassert>
+#include <cstdint>
+#include <cstddef>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+#include <utility>
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+#ifndef C10_HOST_DEVICE
+#define C10_HOST_DEVICE __host__ __device__
+#endif
+#ifndef C10_DEVICE
+#define C10_DEVICE __device__
+#endif
+#ifndef C10_HOST
+#define C10_HOST __host__
+#endif
+#ifndef C10_ALWAYS_INLINE
+#define C10_ALWAYS_INLINE __forceinline__
+#endif
+#ifndef C10_RESTRICT
+#define C10_RESTRICT __restrict__
+#endif
+#ifndef C10_WARP_SIZE
+#define C10_WARP_SIZE 32
+#endif
+#ifndef C10_LIKELY
+#define C10_LIKELY(expr) (__builtin_expect(static_cast<bool>(expr), 1))
+#define C10_UNLIKELY(expr) (__builtin_expect(static_cast<bool>(expr), 0))
+#endif
+#ifndef C10_UNUSED
+#define C10_UNUSED __attribute__((__unused__))
+#endif
+#ifndef C10_MAX_THREADS_PER_BLOCK
+#define C10_MAX_THREADS_PER_BLOCK(val) (((val) <= 1024) ? (val) : 1024)
+#define C10_MIN_BLOCKS_PER_SM(threads_per_block, blocks_per_sm) \
+  ((((threads_per_block) * (blocks_per_sm) <= 2048) ? (blocks_per_sm) : ((2048 + (threads_per_block) - 1) / (threads_per_block))))
+#define C10_LAUNCH_BOUNDS_0 __launch_bounds__(256, 4)
+#define C10_LAUNCH_BOUNDS_1(max_threads_per_block) __launch_bounds__((C10_MAX_THREADS_PER_BLOCK((max_threads_per_block))))
+#define C10_LAUNCH_BOUNDS_2(max_threads_per_block, min_blocks_per_sm) \
+  __launch_bounds__((C10_MAX_THREADS_PER_BLOCK((max_threads_per_block))), (C10_MIN_BLOCKS_PER_SM((max_threads_per_block), (min_blocks_per_sm))))
+#endif
+#ifndef CUDA_KERNEL_ASSERT
+#define CUDA_KERNEL_ASSERT(cond) assert(cond)
+#endif
+
+namespace c10 {
+
+struct alignas(2) Half {
+  unsigned short x;
+  struct from_bits_t {};
+  C10_HOST_DEVICE static constexpr from_bits_t from_bits() { return from_bits_t(); }
+  Half() = default;
+  constexpr C10_HOST_DEVICE Half(unsigned short bits, from_bits_t) : x(bits) {}
+  C10_HOST_DEVICE Half(float value) : x(__half_raw(__float2half(value)).x) {}
+  C10_HOST_DEVICE Half(const __half& value) : x(__half_raw(value).x) {}
+  C10_HOST_DEVICE operator float() const { __half_raw r; r.x = x; return __half2float(__half(r)); }
+  C10_HOST_DEVICE operator __half() const { __half_raw r; r.x = x; return __half(r); }
+};
+
+struct alignas(2) BFloat16 {
+  uint16_t x;
+  struct from_bits_t {};
+  C10_HOST_DEVICE static constexpr from_bits_t from_bits() { return from_bits_t(); }
+  BFloat16() = default;
+  constexpr C10_HOST_DEVICE BFloat16(unsigned short bits, from_bits_t) : x(bits) {}
+  C10_HOST_DEVICE BFloat16(float value) : x(__nv_bfloat16_raw(__float2bfloat16(value)).x) {}
+  C10_HOST_DEVICE BFloat16(const __nv_bfloat16& value) : x(__nv_bfloat16_raw(value).x) {}
+  C10_HOST_DEVICE operator float() const { __nv_bfloat16_raw r; r.x = x; return __bfloat162float(__nv_bfloat16(r)); }
+  C10_HOST_DEVICE operator __nv_bfloat16() const { __nv_bfloat16_raw r; r.x = x; return __nv_bfloat16(r); }
+};
+
+// Half-inl.h's and BFloat16-inl.h's operators, one set a type.
+#define KTUNE_C10_REDUCED_FLOAT_OPS(T)                                                                                  \
+  inline C10_HOST_DEVICE T operator+(const T& a, const T& b) { return static_cast<float>(a) + static_cast<float>(b); } \
+  inline C10_HOST_DEVICE T operator-(const T& a, const T& b) { return static_cast<float>(a) - static_cast<float>(b); } \
+  inline C10_HOST_DEVICE T operator*(const T& a, const T& b) { return static_cast<float>(a) * static_cast<float>(b); } \
+  inline C10_HOST_DEVICE T operator/(const T& a, const T& b) { return static_cast<float>(a) / static_cast<float>(b); } \
+  inline C10_HOST_DEVICE T operator-(const T& a) { return -static_cast<float>(a); }                                     \
+  inline C10_HOST_DEVICE T& operator+=(T& a, const T& b) { return a = a + b; }                                          \
+  inline C10_HOST_DEVICE T& operator-=(T& a, const T& b) { return a = a - b; }                                          \
+  inline C10_HOST_DEVICE T& operator*=(T& a, const T& b) { return a = a * b; }                                          \
+  inline C10_HOST_DEVICE T& operator/=(T& a, const T& b) { return a = a / b; }                                          \
+  inline C10_HOST_DEVICE float operator+(T a, float b) { return static_cast<float>(a) + b; }                           \
+  inline C10_HOST_DEVICE float operator-(T a, float b) { return static_cast<float>(a) - b; }                           \
+  inline C10_HOST_DEVICE float operator*(T a, float b) { return static_cast<float>(a) * b; }                           \
+  inline C10_HOST_DEVICE float operator/(T a, float b) { return static_cast<float>(a) / b; }                           \
+  inline C10_HOST_DEVICE float operator+(float a, T b) { return a + static_cast<float>(b); }                           \
+  inline C10_HOST_DEVICE float operator-(float a, T b) { return a - static_cast<float>(b); }                           \
+  inline C10_HOST_DEVICE float operator*(float a, T b) { return a * static_cast<float>(b); }                           \
+  inline C10_HOST_DEVICE float operator/(float a, T b) { return a / static_cast<float>(b); }                           \
+  inline C10_HOST_DEVICE float& operator+=(float& a, const T& b) { return a += static_cast<float>(b); }                \
+  inline C10_HOST_DEVICE float& operator-=(float& a, const T& b) { return a -= static_cast<float>(b); }                \
+  inline C10_HOST_DEVICE float& operator*=(float& a, const T& b) { return a *= static_cast<float>(b); }                \
+  inline C10_HOST_DEVICE float& operator/=(float& a, const T& b) { return a /= static_cast<float>(b); }                \
+  inline C10_HOST_DEVICE double operator+(T a, double b) { return static_cast<double>(a) + b; }                        \
+  inline C10_HOST_DEVICE double operator-(T a, double b) { return static_cast<double>(a) - b; }                        \
+  inline C10_HOST_DEVICE double operator*(T a, double b) { return static_cast<double>(a) * b; }                        \
+  inline C10_HOST_DEVICE double operator/(T a, double b) { return static_cast<double>(a) / b; }                        \
+  inline C10_HOST_DEVICE double operator+(double a, T b) { return a + static_cast<double>(b); }                        \
+  inline C10_HOST_DEVICE double operator-(double a, T b) { return a - static_cast<double>(b); }                        \
+  inline C10_HOST_DEVICE double operator*(double a, T b) { return a * static_cast<double>(b); }                        \
+  inline C10_HOST_DEVICE double operator/(double a, T b) { return a / static_cast<double>(b); }                        \
+  inline C10_HOST_DEVICE T operator+(T a, int b) { return a + static_cast<T>(static_cast<float>(b)); }                 \
+  inline C10_HOST_DEVICE T operator-(T a, int b) { return a - static_cast<T>(static_cast<float>(b)); }                 \
+  inline C10_HOST_DEVICE T operator*(T a, int b) { return a * static_cast<T>(static_cast<float>(b)); }                 \
+  inline C10_HOST_DEVICE T operator/(T a, int b) { return a / static_cast<T>(static_cast<float>(b)); }                 \
+  inline C10_HOST_DEVICE T operator+(int a, T b) { return static_cast<T>(static_cast<float>(a)) + b; }                 \
+  inline C10_HOST_DEVICE T operator-(int a, T b) { return static_cast<T>(static_cast<float>(a)) - b; }                 \
+  inline C10_HOST_DEVICE T operator*(int a, T b) { return static_cast<T>(static_cast<float>(a)) * b; }                 \
+  inline C10_HOST_DEVICE T operator/(int a, T b) { return static_cast<T>(static_cast<float>(a)) / b; }                 \
+  inline C10_HOST_DEVICE T operator+(T a, int64_t b) { return a + static_cast<T>(static_cast<float>(b)); }             \
+  inline C10_HOST_DEVICE T operator-(T a, int64_t b) { return a - static_cast<T>(static_cast<float>(b)); }             \
+  inline C10_HOST_DEVICE T operator*(T a, int64_t b) { return a * static_cast<T>(static_cast<float>(b)); }             \
+  inline C10_HOST_DEVICE T operator/(T a, int64_t b) { return a / static_cast<T>(static_cast<float>(b)); }             \
+  inline C10_HOST_DEVICE T operator+(int64_t a, T b) { return static_cast<T>(static_cast<float>(a)) + b; }             \
+  inline C10_HOST_DEVICE T operator-(int64_t a, T b) { return static_cast<T>(static_cast<float>(a)) - b; }             \
+  inline C10_HOST_DEVICE T operator*(int64_t a, T b) { return static_cast<T>(static_cast<float>(a)) * b; }             \
+  inline C10_HOST_DEVICE T operator/(int64_t a, T b) { return static_cast<T>(static_cast<float>(a)) / b; }             \
+  inline C10_HOST_DEVICE bool operator==(const T& a, const T& b) { return static_cast<float>(a) == static_cast<float>(b); } \
+  inline C10_HOST_DEVICE bool operator!=(const T& a, const T& b) { return static_cast<float>(a) != static_cast<float>(b); } \
+  inline C10_HOST_DEVICE bool operator<(const T& a, const T& b) { return static_cast<float>(a) < static_cast<float>(b); }   \
+  inline C10_HOST_DEVICE bool operator>(const T& a, const T& b) { return static_cast<float>(a) > static_cast<float>(b); }   \
+  inline C10_HOST_DEVICE bool operator<=(const T& a, const T& b) { return static_cast<float>(a) <= static_cast<float>(b); } \
+  inline C10_HOST_DEVICE bool operator>=(const T& a, const T& b) { return static_cast<float>(a) >= static_cast<float>(b); } \
+  template <typename U, typename = typename std::enable_if<std::is_arithmetic<U>::value>::type>                          \
+  C10_HOST_DEVICE bool operator==(const T& a, U b) { return static_cast<float>(a) == b; }                              \
+  template <typename U, typename = typename std::enable_if<std::is_arithmetic<U>::value>::type>                          \
+  C10_HOST_DEVICE bool operator!=(const T& a, U b) { return static_cast<float>(a) != b; }                              \
+  template <typename U, typename = typename std::enable_if<std::is_arithmetic<U>::value>::type>                          \
+  C10_HOST_DEVICE bool operator<(const T& a, U b) { return static_cast<float>(a) < b; }                                \
+  template <typename U, typename = typename std::enable_if<std::is_arithmetic<U>::value>::type>                          \
+  C10_HOST_DEVICE bool operator>(const T& a, U b) { return static_cast<float>(a) > b; }                                \
+  template <typename U, typename = typename std::enable_if<std::is_arithmetic<U>::value>::type>                          \
+  C10_HOST_DEVICE bool operator<=(const T& a, U b) { return static_cast<float>(a) <= b; }                              \
+  template <typename U, typename = typename std::enable_if<std::is_arithmetic<U>::value>::type>                          \
+  C10_HOST_DEVICE bool operator>=(const T& a, U b) { return static_cast<float>(a) >= b; }                              \
+  template <typename U, typename = typename std::enable_if<std::is_arithmetic<U>::value>::type>                          \
+  C10_HOST_DEVICE bool operator==(U a, const T& b) { return a == static_cast<float>(b); }                              \
+  template <typename U, typename = typename std::enable_if<std::is_arithmetic<U>::value>::type>                          \
+  C10_HOST_DEVICE bool operator!=(U a, const T& b) { return a != static_cast<float>(b); }                              \
+  template <typename U, typename = typename std::enable_if<std::is_arithmetic<U>::value>::type>                          \
+  C10_HOST_DEVICE bool operator<(U a, const T& b) { return a < static_cast<float>(b); }                                \
+  template <typename U, typename = typename std::enable_if<std::is_arithmetic<U>::value>::type>                          \
+  C10_HOST_DEVICE bool operator>(U a, const T& b) { return a > static_cast<float>(b); }                                \
+  template <typename U, typename = typename std::enable_if<std::is_arithmetic<U>::value>::type>                          \
+  C10_HOST_DEVICE bool operator<=(U a, const T& b) { return a <= static_cast<float>(b); }                              \
+  template <typename U, typename = typename std::enable_if<std::is_arithmetic<U>::value>::type>                          \
+  C10_HOST_DEVICE bool operator>=(U a, const T& b) { return a >= static_cast<float>(b); }
+KTUNE_C10_REDUCED_FLOAT_OPS(Half)
+KTUNE_C10_REDUCED_FLOAT_OPS(BFloat16)
+#undef KTUNE_C10_REDUCED_FLOAT_OPS
+
+template <typename T>
+struct alignas(sizeof(T) * 2) complex {
+  using value_type = T;
+  T real_ = T(0);
+  T imag_ = T(0);
+  constexpr complex() = default;
+  C10_HOST_DEVICE constexpr complex(const T& re, const T& im = T()) : real_(re), imag_(im) {}
+  template <typename U>
+  C10_HOST_DEVICE explicit constexpr complex(const complex<U>& other) : real_(T(other.real())), imag_(T(other.imag())) {}
+  C10_HOST_DEVICE constexpr T real() const { return real_; }
+  C10_HOST_DEVICE constexpr T imag() const { return imag_; }
+  C10_HOST_DEVICE constexpr void real(T value) { real_ = value; }
+  C10_HOST_DEVICE constexpr void imag(T value) { imag_ = value; }
+  C10_HOST_DEVICE constexpr complex& operator=(T re) { real_ = re; imag_ = T(); return *this; }
+  C10_HOST_DEVICE constexpr complex& operator+=(T re) { real_ += re; return *this; }
+  C10_HOST_DEVICE constexpr complex& operator-=(T re) { real_ -= re; return *this; }
+  C10_HOST_DEVICE constexpr complex& operator*=(T re) { real_ *= re; imag_ *= re; return *this; }
+  C10_HOST_DEVICE constexpr complex& operator/=(T re) { real_ /= re; imag_ /= re; return *this; }
+  template <typename U>
+  C10_HOST_DEVICE constexpr complex& operator+=(const complex<U>& rhs) { real_ += rhs.real(); imag_ += rhs.imag(); return *this; }
+  template <typename U>
+  C10_HOST_DEVICE constexpr complex& operator-=(const complex<U>& rhs) { real_ -= rhs.real(); imag_ -= rhs.imag(); return *this; }
+  template <typename U>
+  C10_HOST_DEVICE constexpr complex& operator*=(const complex<U>& rhs) {
+    const T a = real_, b = imag_, c = T(rhs.real()), d = T(rhs.imag());
+    real_ = a * c - b * d;
+    imag_ = a * d + b * c;
+    return *this;
+  }
+  template <typename U>
+  C10_HOST_DEVICE constexpr complex& operator/=(const complex<U>& rhs) {
+    // Smith's scaling, as c10 divides: no overflow where |c| or |d| is large.
+    const T a = real_, b = imag_, c = T(rhs.real()), d = T(rhs.imag());
+    const T abs_c = c < T(0) ? -c : c, abs_d = d < T(0) ? -d : d;
+    if (abs_c >= abs_d) {
+      if (abs_c == T(0) && abs_d == T(0)) { real_ = a / abs_c; imag_ = b / abs_d; }
+      else { const T rat = d / c, scl = T(1) / (c + d * rat); real_ = (a + b * rat) * scl; imag_ = (b - a * rat) * scl; }
+    } else {
+      const T rat = c / d, scl = T(1) / (d + c * rat);
+      real_ = (a * rat + b) * scl;
+      imag_ = (b * rat - a) * scl;
+    }
+    return *this;
+  }
+};
+
+template <typename T> C10_HOST_DEVICE constexpr complex<T> operator+(const complex<T>& v) { return v; }
+template <typename T> C10_HOST_DEVICE constexpr complex<T> operator-(const complex<T>& v) { return complex<T>(-v.real(), -v.imag()); }
+template <typename T> C10_HOST_DEVICE constexpr complex<T> operator+(const complex<T>& a, const complex<T>& b) { complex<T> r = a; return r += b; }
+template <typename T> C10_HOST_DEVICE constexpr complex<T> operator+(const complex<T>& a, const T& b) { complex<T> r = a; return r += b; }
+template <typename T> C10_HOST_DEVICE constexpr complex<T> operator+(const T& a, const complex<T>& b) { return complex<T>(a + b.real(), b.imag()); }
+template <typename T> C10_HOST_DEVICE constexpr complex<T> operator-(const complex<T>& a, const complex<T>& b) { complex<T> r = a; return r -= b; }
+template <typename T> C10_HOST_DEVICE constexpr complex<T> operator-(const complex<T>& a, const T& b) { complex<T> r = a; return r -= b; }
+template <typename T> C10_HOST_DEVICE constexpr complex<T> operator-(const T& a, const complex<T>& b) { return complex<T>(a - b.real(), -b.imag()); }
+template <typename T> C10_HOST_DEVICE constexpr complex<T> operator*(const complex<T>& a, const complex<T>& b) { complex<T> r = a; return r *= b; }
+template <typename T> C10_HOST_DEVICE constexpr complex<T> operator*(const complex<T>& a, const T& b) { complex<T> r = a; return r *= b; }
+template <typename T> C10_HOST_DEVICE constexpr complex<T> operator*(const T& a, const complex<T>& b) { complex<T> r = b; return r *= a; }
+template <typename T> C10_HOST_DEVICE constexpr complex<T> operator/(const complex<T>& a, const complex<T>& b) { complex<T> r = a; return r /= b; }
+template <typename T> C10_HOST_DEVICE constexpr complex<T> operator/(const complex<T>& a, const T& b) { complex<T> r = a; return r /= b; }
+template <typename T> C10_HOST_DEVICE constexpr complex<T> operator/(const T& a, const complex<T>& b) { complex<T> r(a); return r /= b; }
+// c10's integer scalars: 2 * z.
+template <typename T, typename I, typename std::enable_if<std::is_integral<I>::value, int>::type = 0>
+C10_HOST_DEVICE constexpr complex<T> operator*(const complex<T>& a, const I& b) { return a * T(b); }
+template <typename T, typename I, typename std::enable_if<std::is_integral<I>::value, int>::type = 0>
+C10_HOST_DEVICE constexpr complex<T> operator*(const I& a, const complex<T>& b) { return T(a) * b; }
+template <typename T, typename I, typename std::enable_if<std::is_integral<I>::value, int>::type = 0>
+C10_HOST_DEVICE constexpr complex<T> operator/(const complex<T>& a, const I& b) { return a / T(b); }
+template <typename T, typename I, typename std::enable_if<std::is_integral<I>::value, int>::type = 0>
+C10_HOST_DEVICE constexpr complex<T> operator+(const complex<T>& a, const I& b) { return a + T(b); }
+template <typename T, typename I, typename std::enable_if<std::is_integral<I>::value, int>::type = 0>
+C10_HOST_DEVICE constexpr complex<T> operator+(const I& a, const complex<T>& b) { return T(a) + b; }
+template <typename T, typename I, typename std::enable_if<std::is_integral<I>::value, int>::type = 0>
+C10_HOST_DEVICE constexpr complex<T> operator-(const complex<T>& a, const I& b) { return a - T(b); }
+template <typename T, typename I, typename std::enable_if<std::is_integral<I>::value, int>::type = 0>
+C10_HOST_DEVICE constexpr complex<T> operator-(const I& a, const complex<T>& b) { return T(a) - b; }
+template <typename T> C10_HOST_DEVICE constexpr bool operator==(const complex<T>& a, const complex<T>& b) { return a.real() == b.real() && a.imag() == b.imag(); }
+template <typename T> C10_HOST_DEVICE constexpr bool operator==(const complex<T>& a, const T& b) { return a.real() == b && a.imag() == T(); }
+template <typename T> C10_HOST_DEVICE constexpr bool operator==(const T& a, const complex<T>& b) { return a == b.real() && T() == b.imag(); }
+template <typename T> C10_HOST_DEVICE constexpr bool operator!=(const complex<T>& a, const complex<T>& b) { return !(a == b); }
+template <typename T> C10_HOST_DEVICE constexpr bool operator!=(const complex<T>& a, const T& b) { return !(a == b); }
+template <typename T> C10_HOST_DEVICE constexpr bool operator!=(const T& a, const complex<T>& b) { return !(a == b); }
+
+template <typename T> struct scalar_value_type { using type = T; };
+template <typename T> struct scalar_value_type<complex<T>> { using type = T; };
+
+enum class ScalarType : int8_t {
+  Byte, Char, Short, Int, Long, Half, Float, Double, ComplexHalf, ComplexFloat, ComplexDouble, Bool,
+  QInt8, QUInt8, QInt32, BFloat16
+};
+
+} // namespace c10
+
+// c10/util/complex_math.h and complex.h put these in std:: for c10::complex.
+namespace std {
+template <typename T> __host__ __device__ constexpr T real(const c10::complex<T>& z) { return z.real(); }
+template <typename T> __host__ __device__ constexpr T imag(const c10::complex<T>& z) { return z.imag(); }
+template <typename T> __host__ __device__ constexpr c10::complex<T> conj(const c10::complex<T>& z) { return c10::complex<T>(z.real(), -z.imag()); }
+template <typename T> __host__ __device__ T abs(const c10::complex<T>& z) { return ::hypot(z.real(), z.imag()); }
+template <typename T> __host__ __device__ T arg(const c10::complex<T>& z) { return ::atan2(z.imag(), z.real()); }
+template <typename T> __host__ __device__ constexpr T norm(const c10::complex<T>& z) { return z.real() * z.real() + z.imag() * z.imag(); }
+template <typename T> __host__ __device__ c10::complex<T> exp(const c10::complex<T>& z) {
+  const T m = ::exp(z.real());
+  return c10::complex<T>(m * ::cos(z.imag()), m * ::sin(z.imag()));
+}
+template <typename T> __host__ __device__ c10::complex<T> polar(const T& r, const T& theta = T()) {
+  return c10::complex<T>(r * ::cos(theta), r * ::sin(theta));
+}
+} // namespace std
+
+namespace at {
+using namespace c10;
+// ATen/AccumulateType.h: what a reduction over T sums in on the GPU.
+template <typename T, bool is_cuda> struct AccumulateType { using type = T; };
+template <bool c> struct AccumulateType<c10::Half, c> { using type = float; };
+template <bool c> struct AccumulateType<c10::BFloat16, c> { using type = float; };
+template <bool c> struct AccumulateType<float, c> { using type = float; };
+template <bool c> struct AccumulateType<double, c> { using type = double; };
+template <bool c> struct AccumulateType<int8_t, c> { using type = int64_t; };
+template <bool c> struct AccumulateType<uint8_t, c> { using type = int64_t; };
+template <bool c> struct AccumulateType<char, c> { using type = int64_t; };
+template <bool c> struct AccumulateType<int16_t, c> { using type = int64_t; };
+template <bool c> struct AccumulateType<int32_t, c> { using type = int64_t; };
+template <bool c> struct AccumulateType<int64_t, c> { using type = int64_t; };
+template <bool c> struct AccumulateType<bool, c> { using type = bool; };
+template <bool c> struct AccumulateType<c10::complex<c10::Half>, c> { using type = c10::complex<float>; };
+template <bool c> struct AccumulateType<c10::complex<float>, c> { using type = c10::complex<float>; };
+template <bool c> struct AccumulateType<c10::complex<double>, c> { using type = c10::complex<double>; };
+template <typename T, bool is_cuda> using acc_type = typename AccumulateType<T, is_cuda>::type;
+// ATen/OpMathType.h: what one element's arithmetic runs in.
+template <typename T> struct OpMathType { using type = T; };
+template <> struct OpMathType<c10::Half> { using type = float; };
+template <> struct OpMathType<c10::BFloat16> { using type = float; };
+template <> struct OpMathType<c10::complex<c10::Half>> { using type = c10::complex<float>; };
+template <typename T> using opmath_type = typename OpMathType<T>::type;
+} // namespace at
+namespace torch { using namespace at; }
+
+// ATen/cuda/DeviceUtils.cuh: warp shuffles with a full mask, c10::complex a part at a time.
+template <typename T>
+__device__ __forceinline__ T WARP_SHFL_XOR(T value, int laneMask, int width = warpSize, unsigned int mask = 0xffffffff) {
+  return __shfl_xor_sync(mask, value, laneMask, width);
+}
+template <typename T>
+__device__ __forceinline__ T WARP_SHFL(T value, int srcLane, int width = warpSize, unsigned int mask = 0xffffffff) {
+  return __shfl_sync(mask, value, srcLane, width);
+}
+template <typename T>
+__device__ __forceinline__ T WARP_SHFL_UP(T value, unsigned int delta, int width = warpSize, unsigned int mask = 0xffffffff) {
+  return __shfl_up_sync(mask, value, delta, width);
+}
+template <typename T>
+__device__ __forceinline__ T WARP_SHFL_DOWN(T value, unsigned int delta, int width = warpSize, unsigned int mask = 0xffffffff) {
+  return __shfl_down_sync(mask, value, delta, width);
+}
+template <typename T>
+__device__ __forceinline__ c10::complex<T> WARP_SHFL_XOR(c10::complex<T> value, int laneMask, int width = warpSize, unsigned int mask = 0xffffffff) {
+  return c10::complex<T>(__shfl_xor_sync(mask, value.real_, laneMask, width), __shfl_xor_sync(mask, value.imag_, laneMask, width));
+}
+template <typename T>
+__device__ __forceinline__ c10::complex<T> WARP_SHFL_DOWN(c10::complex<T> value, unsigned int delta, int width = warpSize, unsigned int mask = 0xffffffff) {
+  return c10::complex<T>(__shfl_down_sync(mask, value.real_, delta, width), __shfl_down_sync(mask, value.imag_, delta, width));
+}
+__device__ __forceinline__ unsigned int WARP_BALLOT(int predicate, unsigned int mask = 0xffffffff) { return __ballot_sync(mask, predicate); }
+__device__ __forceinline__ unsigned int WARP_ACTIVEMASK() { return __activemask(); }
+
+// ATen/cuda/Atomic.cuh: gpuAtomicAdd on the types extensions accumulate in.
+__device__ __forceinline__ float gpuAtomicAdd(float* address, float val) { return atomicAdd(address, val); }
+__device__ __forceinline__ double gpuAtomicAdd(double* address, double val) { return atomicAdd(address, val); }
+__device__ __forceinline__ int gpuAtomicAdd(int* address, int val) { return atomicAdd(address, val); }
+__device__ __forceinline__ c10::Half gpuAtomicAdd(c10::Half* address, c10::Half val) {
+  return c10::Half(atomicAdd(reinterpret_cast<__half*>(address), static_cast<__half>(val)));
+}
+__device__ __forceinline__ c10::BFloat16 gpuAtomicAdd(c10::BFloat16* address, c10::BFloat16 val) {
+  return c10::BFloat16(atomicAdd(reinterpret_cast<__nv_bfloat16*>(address), static_cast<__nv_bfloat16>(val)));
+}
+template <typename T>
+__device__ __forceinline__ c10::complex<T> gpuAtomicAdd(c10::complex<T>* address, c10::complex<T> val) {
+  return c10::complex<T>(gpuAtomicAdd(&address->real_, val.real_), gpuAtomicAdd(&address->imag_, val.imag_));
+}
+template <typename T> __device__ __forceinline__ void gpuAtomicAddNoReturn(T* address, T val) { gpuAtomicAdd(address, val); }
+)CUDA";
+
+} // namespace
+
+const char* const kTorchDeviceTypesHeader = "ktune_torch_device_types.h";
+
+const std::string& nvrtc_torch_device_types() {
+  static const std::string text = kTorchDeviceTypes;
+  return text;
+}
+
+std::string nvrtc_torch_stand_in(const std::string& name) {
+  const bool torch = name.rfind("torch/", 0) == 0 || name.rfind("ATen/", 0) == 0 || name.rfind("c10/", 0) == 0;
+  std::string text = "#pragma once\n// ktune's <" + name + "> for NVRTC under host_code skip: a host library's header, the standard "
+                     "headers it brings" + (torch ? std::string(" and PyTorch's device types") : std::string()) +
+                     "\n#include <stdint.h>\n#include <stddef.h>\n#include <cstdint>\n#include <cstddef>\n#include <cmath>\n"
+                     "#include <limits>\n#include <type_traits>\n#include <utility>\n";
+  if (torch) text += std::string("#include \"") + kTorchDeviceTypesHeader + "\"\n";
+  return text;
+}
+
+} // namespace ktune
