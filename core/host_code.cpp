@@ -66,9 +66,13 @@ Truth nvrtc_condition(const std::string& e, const std::map<std::string, std::str
       return kMaybe; // arithmetic, a character literal: not read
     }
   }
+  // dialect: the value is __cplusplus's, C++17's here; the compile may be C++20's (a spec's
+  // -std=c++20, or the retry for designated initializers), so a comparison of it is known only
+  // where both dialects give one answer.
   struct Val {
     bool known;
     long long v;
+    bool dialect = false;
   };
   const Val unknown{false, 0};
   size_t at = 0;
@@ -106,7 +110,7 @@ Truth nvrtc_condition(const std::string& e, const std::map<std::string, std::str
       }
       return unknown;
     }
-    if (t == "__cplusplus") return {true, 201703};
+    if (t == "__cplusplus") return {true, 201703, true};
     // A name: 0 where no macro, a value this reading does not know where one.
     return not_here.count(t) ? Val{true, 0} : unknown;
   };
@@ -119,8 +123,12 @@ Truth nvrtc_condition(const std::string& e, const std::map<std::string, std::str
         v = unknown;
         continue;
       }
-      const bool b = op == "<" ? v.v < r.v : op == ">" ? v.v > r.v : op == "<=" ? v.v <= r.v : op == ">=" ? v.v >= r.v : op == "==" ? v.v == r.v : v.v != r.v;
-      v = {true, b};
+      auto holds = [&](long long a, long long b) {
+        return op == "<" ? a < b : op == ">" ? a > b : op == "<=" ? a <= b : op == ">=" ? a >= b : op == "==" ? a == b : a != b;
+      };
+      const bool b = holds(v.v, r.v);
+      const bool b20 = holds(v.dialect ? 202002 : v.v, r.dialect ? 202002 : r.v);
+      v = b == b20 ? Val{true, b} : unknown;
     }
     return v;
   };
@@ -153,7 +161,10 @@ Truth nvrtc_condition(const std::string& e, const std::map<std::string, std::str
 // With first_branches, the text of each #if group's #elif and #else branches is not read either
 // (kLater): a reading of one branch of each, as the preprocessor makes one (of an `#if 0`, the
 // branch after it).
-enum CharKind : char { kCode, kPreprocessor, kComment, kLiteral, kLater };
+// A branch NVRTC does not compile (kDead) is never read: a statement may end in each branch of an
+// #if on the platform (DeepSpeed's `..., rocblas_gemm_algo algo = ...);` under HIP, `...,
+// cublasGemmAlgo_t algo = ...);` else), and its text is not the code NVRTC sees.
+enum CharKind : char { kCode, kPreprocessor, kComment, kLiteral, kLater, kDead };
 std::string code_only(const std::string& t, std::map<std::string, std::string>* macros, std::vector<CharKind>* kind, bool first_branches = false,
                       std::map<std::string, std::string>* function_like = nullptr) {
   std::string o = t;
@@ -181,11 +192,13 @@ std::string code_only(const std::string& t, std::map<std::string, std::string>* 
       ++i;
       continue;
     }
-    if (first_branches && in_later() && !(line_start && c == '#')) { // a later branch's line
+    // A line of a branch not read (a directive, indented or not, is still read).
+    const bool directive_line = line_start && t[std::min(t.find_first_not_of(" \t", i), t.size() - 1)] == '#';
+    if (((first_branches && in_later()) || in_dead()) && !directive_line) {
       size_t e = t.find('\n', i);
       if (e == std::string::npos) e = t.size();
       blank(i, e);
-      mark(i, e, kLater);
+      mark(i, e, in_dead() ? kDead : kLater);
       i = e;
       continue;
     }
@@ -671,7 +684,7 @@ std::string skip_host_functions(const std::string& text, int* blanked, const std
     size_t first = a;
     while (first <= b && (kind[first] != kCode || std::isspace(static_cast<unsigned char>(code[first])))) ++first;
     for (size_t k = a; k <= b; ++k)
-      if (out[k] != '\n' && kind[k] != kPreprocessor && !(kind[k] == kLater && k < first)) out[k] = ' ';
+      if (out[k] != '\n' && kind[k] != kPreprocessor && !((kind[k] == kLater || kind[k] == kDead) && k < first)) out[k] = ' ';
     ++*blanked;
   };
   std::set<std::string> blanked_names; // of the namespace-scope functions blanked so far

@@ -51,9 +51,19 @@ std::string host_only(const std::string& name, const std::string& types = "") {
 // logger's FILE*): a class's data members stay under host_code skip (its layout), so their types
 // must be declared. FILE is opaque, as only pointers to it are used; timeval is glibc's.
 const char* const kFileType = "typedef struct _IO_FILE FILE;\n";
-const char* const kTimeTypes =
+// glibc's struct timespec (a stopwatch's clock_gettime reading, DeepSpeed's StopWatch.h), which
+// <time.h> and <sys/time.h> both bring, under glibc's guard; its tv_sec is time_t, which
+// libcu++'s <ctime> gives NVRTC.
+const char* const kTimespec =
+    "#ifndef _STRUCT_TIMESPEC\n#define _STRUCT_TIMESPEC 1\nstruct timespec { long tv_sec; long tv_nsec; };\n#endif\n";
+const std::string kTimeTypes = std::string(kTimespec) +
     "#ifndef _STRUCT_TIMEVAL\n#define _STRUCT_TIMEVAL 1\nstruct timeval { long tv_sec; long tv_usec; };\n#endif\n"
     "struct timezone { int tz_minuteswest; int tz_dsttime; };\n";
+const char* const kClocksPerSec = "#ifndef CLOCKS_PER_SEC\n#define CLOCKS_PER_SEC ((clock_t)1000000)\n#endif\n";
+// glibc's struct tm, broken-down time.
+const char* const kTm =
+    "struct tm { int tm_sec; int tm_min; int tm_hour; int tm_mday; int tm_mon; int tm_year; int tm_wday; int tm_yday; int tm_isdst;\n"
+    "  long tm_gmtoff; const char* tm_zone; };\n";
 
 // The host library's containers, strings, exceptions and threading types, which a host class's
 // data members and bases name (ggml's CUDA context holds a std::vector and a std::unordered_map,
@@ -121,9 +131,12 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
   std::vector<std::pair<std::string, std::string>> h;
   for (const char* n : {"cstdint", "cstddef", "climits", "cmath", "cassert", "cstdlib", "cstring", "limits", "type_traits", "utility",
                         "tuple", "array", "bit", "concepts", "functional", "numeric", "initializer_list", "complex", "iterator",
-                        "optional", "span", "variant", "atomic", "ratio", "numbers", "bitset", "chrono", "ctime", "expected",
+                        "optional", "span", "variant", "atomic", "ratio", "numbers", "bitset", "chrono", "expected",
                         "mdspan", "ranges", "source_location", "barrier", "latch", "semaphore"})
     h.emplace_back(n, twin(n));
+  // <ctime>: glibc's CLOCKS_PER_SEC too, which device code that spins on clock() divides by
+  // (Apex's peer memory kernels); libcu++ under NVRTC defines time_t and clock_t only.
+  h.emplace_back("ctime", twin("ctime") + kClocksPerSec);
   // <memory>: libcu++'s public header leaves unique_ptr out (a host class's data member may be
   // one: ggml's CUDA context's memory pools); shared_ptr and weak_ptr, which libcu++ lacks, as the
   // host library's empty stand-ins.
@@ -147,7 +160,7 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
   h.emplace_back("assert.h", c_twin("assert.h", "cassert"));
   h.emplace_back("stdlib.h", c_twin("stdlib.h", "cstdlib"));
   h.emplace_back("string.h", c_twin("string.h", "cstring"));
-  h.emplace_back("time.h", c_twin("time.h", "ctime"));
+  h.emplace_back("time.h", c_twin("time.h", "ctime", std::string(kTimespec) + kTm + kClocksPerSec));
   h.emplace_back("math.h", c_twin("math.h", "cmath", kMathConstants));
   // C's bool, true and false are C++'s own keywords.
   h.emplace_back("stdbool.h", "#pragma once\n// ktune's <stdbool.h> for NVRTC: C++ has bool\n#define __bool_true_false_are_defined 1\n");
@@ -218,11 +231,11 @@ std::string cub_device_view(const std::string& text) {
 }
 
 // CUDA's headers of host APIs that device code reaches through a project's includes (a kernel
-// file that includes <cublas_v2.h> for its host code). Not nvrtc.h (its extern "C" block wraps
+// file that includes <cublas_v2.h> for its host code; NCCL's, where it is installed beside them). Not nvrtc.h (its extern "C" block wraps
 // libcu++ includes) nor the graphics interop headers (they include GL's).
 const char* const kHostApiHeaders[] = {"cuda.h", "cudaProfiler.h", "cuda_profiler_api.h", "cublas_api.h", "cublas_v2.h", "cublas.h",
                                        "cublasLt.h", "cublasXt.h", "cusparse.h", "cufft.h", "cufftXt.h", "curand.h",
-                                       "cusolver_common.h", "cusolverDn.h", "cusolverSp.h"};
+                                       "cusolver_common.h", "cusolverDn.h", "cusolverSp.h", "nccl.h"};
 
 std::map<std::string, std::string> make_views(const std::string& dir) {
   std::map<std::string, std::string> v;
@@ -279,6 +292,9 @@ std::string nvrtc_nvcc_prelude(const std::string& text) {
     p += "#ifndef __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__\n#define __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__\n"
          "#define KTUNE_UNDEF_INTERNAL_HEADERS\n#endif\n#include <cuda_device_runtime_api.h>\n"
          "#ifdef KTUNE_UNDEF_INTERNAL_HEADERS\n#undef __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__\n#undef KTUNE_UNDEF_INTERNAL_HEADERS\n#endif\n";
+  // glibc's CLOCKS_PER_SEC (<time.h>, which nvcc's implicit headers bring): device code that
+  // spins on clock() divides by it (Apex's peer memory kernels).
+  if (uses("CLOCKS_PER_SEC")) p += kClocksPerSec;
   // GNU's __extension__ (ggml's anonymous unions in structs), which nvcc's host front end takes
   // and NVRTC's refuses: it only silences -pedantic, so nothing.
   if (uses("__extension__")) p += "#define __extension__\n";

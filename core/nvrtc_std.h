@@ -37,8 +37,9 @@ std::string nvrtc_nvcc_prelude(const std::string& text);
 // (torch/..., ATen/..., c10/..., pybind11/..., Python.h) brings the standard headers PyTorch's
 // bring (vLLM's kernels say int64_t through them), and for PyTorch's own, the device view of its
 // types (kTorchDeviceTypesHeader, one text all include): c10::Half and BFloat16 as PyTorch lays
-// them out and computes with them, c10::complex, at::acc_type and opmath_type, the C10_ macros
-// and ATen's WARP_SHFL and gpuAtomicAdd. PyTorch's host API (at::Tensor, streams) is not there:
+// them out and computes with them, c10::complex, at::acc_type and opmath_type, the C10_ macros,
+// ATen's WARP_SHFL, gpuAtomicAdd, numeric_limits and PhiloxCudaState (a dropout kernel's seed,
+// with at::cuda::philox::unpack). PyTorch's host API (at::Tensor, streams) is declared at most:
 // the host code that names it is what skip blanks.
 extern const char* const kTorchDeviceTypesHeader;
 const std::string& nvrtc_torch_device_types();

@@ -23,6 +23,7 @@ const char* const kTorchDeviceTypes = R"CUDA(#pragma once
 #include <cstddef>
 #include <cmath>
 #include <limits>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <cuda_fp16.h>
@@ -284,6 +285,74 @@ template <typename T> __host__ __device__ c10::complex<T> polar(const T& r, cons
 
 namespace at {
 using namespace c10;
+// The host API's classes, declared only: an alias (`using Tensor = at::Tensor;`) or a host
+// function's parameter names them; device code that uses one fails on its incomplete type.
+class Tensor;
+class Generator;
+class Scalar;
+template <typename T> class ArrayRef;
+using TensorList = ArrayRef<Tensor>;
+using IntArrayRef = ArrayRef<int64_t>;
+// ATen/cuda/detail/PhiloxCudaStateRaw.cuh: a dropout kernel's RNG seed and offset, taken by value
+// (or, in a captured graph, pointers to them), laid out as PyTorch's; unpack reads them.
+struct PhiloxCudaState {
+  PhiloxCudaState() = default;
+  C10_HOST_DEVICE PhiloxCudaState(uint64_t seed, uint64_t offset) { seed_.val = seed; offset_.val = offset; }
+  C10_HOST_DEVICE PhiloxCudaState(int64_t* seed, int64_t* offset_extragraph, uint32_t offset_intragraph) {
+    seed_.ptr = seed;
+    offset_.ptr = offset_extragraph;
+    offset_intragraph_ = offset_intragraph;
+    captured_ = true;
+  }
+  union Payload {
+    uint64_t val;
+    int64_t* ptr;
+  };
+  Payload seed_{};
+  Payload offset_{};
+  uint32_t offset_intragraph_ = 0;
+  bool captured_ = false;
+};
+namespace cuda { namespace philox {
+__host__ __device__ __forceinline__ ::cuda::std::tuple<uint64_t, uint64_t> unpack(at::PhiloxCudaState arg) {
+  if (arg.captured_)
+    return ::cuda::std::make_tuple(static_cast<uint64_t>(*arg.seed_.ptr), static_cast<uint64_t>(*arg.offset_.ptr) + arg.offset_intragraph_);
+  return ::cuda::std::make_tuple(arg.seed_.val, arg.offset_.val);
+}
+}} // namespace cuda::philox
+// ATen/cuda/NumericLimits.cuh: the bounds a reduction starts from, for PyTorch's types too
+// (Half's and BFloat16's as their bits).
+template <typename T> struct numeric_limits {};
+template <typename T> struct ktune_std_limits {
+  static __host__ __device__ constexpr T lowest() { return ::cuda::std::numeric_limits<T>::lowest(); }
+  static __host__ __device__ constexpr T max() { return ::cuda::std::numeric_limits<T>::max(); }
+  static __host__ __device__ constexpr T lower_bound() {
+    return ::cuda::std::numeric_limits<T>::has_infinity ? -::cuda::std::numeric_limits<T>::infinity() : ::cuda::std::numeric_limits<T>::lowest();
+  }
+  static __host__ __device__ constexpr T upper_bound() {
+    return ::cuda::std::numeric_limits<T>::has_infinity ? ::cuda::std::numeric_limits<T>::infinity() : ::cuda::std::numeric_limits<T>::max();
+  }
+};
+template <> struct numeric_limits<bool> : ktune_std_limits<bool> {};
+template <> struct numeric_limits<uint8_t> : ktune_std_limits<uint8_t> {};
+template <> struct numeric_limits<int8_t> : ktune_std_limits<int8_t> {};
+template <> struct numeric_limits<int16_t> : ktune_std_limits<int16_t> {};
+template <> struct numeric_limits<int32_t> : ktune_std_limits<int32_t> {};
+template <> struct numeric_limits<int64_t> : ktune_std_limits<int64_t> {};
+template <> struct numeric_limits<float> : ktune_std_limits<float> {};
+template <> struct numeric_limits<double> : ktune_std_limits<double> {};
+template <> struct numeric_limits<c10::Half> {
+  static __host__ __device__ c10::Half lowest() { return c10::Half(0xFBFF, c10::Half::from_bits()); }
+  static __host__ __device__ c10::Half max() { return c10::Half(0x7BFF, c10::Half::from_bits()); }
+  static __host__ __device__ c10::Half lower_bound() { return c10::Half(0xFC00, c10::Half::from_bits()); }
+  static __host__ __device__ c10::Half upper_bound() { return c10::Half(0x7C00, c10::Half::from_bits()); }
+};
+template <> struct numeric_limits<c10::BFloat16> {
+  static __host__ __device__ c10::BFloat16 lowest() { return c10::BFloat16(0xFF7F, c10::BFloat16::from_bits()); }
+  static __host__ __device__ c10::BFloat16 max() { return c10::BFloat16(0x7F7F, c10::BFloat16::from_bits()); }
+  static __host__ __device__ c10::BFloat16 lower_bound() { return c10::BFloat16(0xFF80, c10::BFloat16::from_bits()); }
+  static __host__ __device__ c10::BFloat16 upper_bound() { return c10::BFloat16(0x7F80, c10::BFloat16::from_bits()); }
+};
 // ATen/AccumulateType.h: what a reduction over T sums in on the GPU.
 template <typename T, bool is_cuda> struct AccumulateType { using type = T; };
 template <bool c> struct AccumulateType<c10::Half, c> { using type = float; };

@@ -353,3 +353,29 @@ TEST(HostCode, ConditionsAreReadAsNvrtcSeesThem) {
                 "__global__ void k("});
   EXPECT_EQ(n, 3) << out; // two blanked, one made __host__ __device__
 }
+
+// DeepSpeed's cublas_wrappers.h: a declaration whose default argument, and ';', are written once
+// in each branch of an #if on HIP. The branch NVRTC skips is not read: the declaration goes whole,
+// over the branch NVRTC compiles, and the next one is read from its own start.
+TEST(HostCode, AStatementEndingInEachBranchOfAnIfGoesWhole) {
+  const std::string text =
+      "int gemm(int m,\n"
+      "#if defined(__HIP_PLATFORM_AMD__)\n"
+      "         rocblas_gemm_algo algo = rocblas_gemm_algo_standard);\n"
+      "#else\n"
+      "         cublasGemmAlgo_t algo = CUBLAS_GEMM_DEFAULT);\n"
+      "#endif\n"
+      "int gemm_half(int m,\n"
+      "  #ifdef __HIP_PLATFORM_AMD__\n"
+      "              rocblas_gemm_algo algo = rocblas_gemm_algo_standard);\n"
+      "  #else\n"
+      "              cublasGemmAlgo_t algo = CUBLAS_GEMM_DEFAULT_TENSOR_OP);\n"
+      "  #endif\n"
+      "__global__ void k(float* y) { y[0] = 1.f; }\n";
+  int n = 0;
+  const std::string out = skipped(text, &n);
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), std::count(text.begin(), text.end(), '\n')) << "lines kept";
+  expect_parts(out, {"int gemm(", "CUBLAS_GEMM_DEFAULT)", "int gemm_half(", "CUBLAS_GEMM_DEFAULT_TENSOR_OP"},
+               {"#if defined(__HIP_PLATFORM_AMD__)", "#else", "  #endif", "__global__ void k(float* y)"});
+  EXPECT_EQ(n, 2) << out;
+}

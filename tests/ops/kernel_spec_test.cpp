@@ -3326,6 +3326,27 @@ TEST(KernelSpec, APyTorchExtensionCompilesWithPyTorchsDeviceTypes) {
   }
 }
 
+// What glibc's time headers give a project: a stopwatch class's struct timespec member
+// (DeepSpeed's StopWatch.h, from <time.h>), and CLOCKS_PER_SEC for device code that spins on
+// clock() (Apex's peer memory kernels), through <ctime> or with no include as nvcc's implicit
+// headers give it.
+TEST(KernelSpec, GlibcsTimeTypesAndClocksPerSecCompile) {
+  SpecDir d;
+  d.write("StopWatch.h", "#pragma once\n#include <time.h>\nclass Stopwatch {\n  double m_total_time;\n  struct timespec m_start_time;\n"
+                         "  struct tm m_when;\n public:\n  void Start() { clock_gettime(CLOCK_MONOTONIC, &m_start_time); }\n};\n");
+  d.write("proj.cu", "#include \"StopWatch.h\"\n#include <sys/time.h>\n"
+                     "__global__ void k(float* y, int n) {\n  const clock_t start = clock();\n"
+                     "  while ((double)(clock() - start) * 1e9 / CLOCKS_PER_SEC < n) {}\n  y[0] = 1.f;\n}\n");
+  const ojson spec = ojson::parse(R"JSON({
+    "name": "glibc_time", "sources": ["proj.cu"], "host_code": "skip", "kernel": "k", "dims": ["n"], "params": {"UNTUNED": [0]},
+    "launch": {"grid": [1], "block": [32]},
+    "args": [{"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"}, {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"}],
+    "check": {"none": "compile only"}})JSON");
+  const std::string op = load_kernel_spec_text(spec.dump(), "glibc_time.json", d.dir());
+  Compiler compiler;
+  EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"UNTUNED", 0}}, Problem::parse(op, "1000"), "sm_90")));
+}
+
 // A header that declares the floating-point categories as glibc's <math.h> does, an
 // enumerator each with a #define of its name (CUTLASS's floating_point_nvrtc.h), after a
 // <cmath> that under NVRTC has #defined them already: it compiles, and the categories keep

@@ -25,6 +25,13 @@ static_assert(std::is_same<decltype(at::Half() * 1.f), float>::value && std::is_
 static_assert(std::is_same<decltype(at::Half() * 1.0), double>::value, "with double");
 static_assert(std::is_same<decltype(at::Half() * 2), at::Half>::value, "with int");
 static_assert(std::is_same<decltype(2 * c10::complex<float>()), c10::complex<float>>::value, "complex with int");
+static_assert(sizeof(at::PhiloxCudaState) == 24, "PyTorch's layout");
+using Tensor = at::Tensor;
+using TensorList = at::TensorList;
+
+// ATen's bounds and RNG state as a dropout kernel reads them.
+__device__ inline float lowest_half() { return float(at::numeric_limits<at::Half>::lowest()) + at::numeric_limits<float>::upper_bound(); }
+__device__ inline unsigned long long seed_of(at::PhiloxCudaState s) { return std::get<0>(at::cuda::philox::unpack(s)); }
 
 __device__ inline bool ordered(at::Half a, at::BFloat16 b) { return a < 0.5f && a <= 1 && 0.25 < a && a != a * 2 && b >= 0.f && a == a; }
 __device__ inline c10::complex<float> turn(c10::complex<float> z) { return std::conj(z) * c10::complex<float>(0.f, 1.f) + 1.f; }
