@@ -406,6 +406,23 @@ bool reads_as_parameters(const std::string& inside, const std::map<std::string, 
   return false;
 }
 
+// The head with an operator function's symbol (`operator=`, `operator<=`, `operator()`,
+// `operator[]`) spelled as letters, so that its '=' is no initializer's and its parentheses no
+// parameter list's: `Kernel &operator=(Kernel) noexcept;` declares a function.
+std::string with_operator_names(std::string head) {
+  for (size_t k = head.find("operator"); k != std::string::npos; k = head.find("operator", k + 8)) {
+    if ((k > 0 && ident_char(head[k - 1])) || (k + 8 < head.size() && ident_char(head[k + 8]))) continue; // a longer word
+    size_t a = head.find_first_not_of(" \t\n", k + 8);
+    if (a == std::string::npos) break;
+    if (head.compare(a, 2, "()") == 0 || head.compare(a, 2, "[]") == 0) {
+      head[a] = head[a + 1] = 'o';
+      continue;
+    }
+    for (; a < head.size() && std::strchr("=+-*/%^&|~!<>,", head[a]) && head[a] != '\0'; ++a) head[a] = 'o';
+  }
+  return head;
+}
+
 // The head with its attributes blanked (`[[nodiscard]]`, `__attribute__((format(printf, 2, 3)))`,
 // alignas(16), C's _Alignas(16), __align__(16), __declspec(align(16))), so that their parentheses are no
 // parameter list's.
@@ -514,6 +531,28 @@ std::string declared_type(const std::string& stmt, const std::map<std::string, s
   words_of(top, macros, 0, &words);
   const auto key = std::find_if(words.begin(), words.end(), [](const std::string& w) { return w == "class" || w == "struct" || w == "union" || w == "enum"; });
   if (key == words.end()) return "";
+  // No body: `struct X;` declares a type, `class ManagedObjects mo;` (Apex's nccl_p2p_cuda.cu)
+  // and `struct timeval tv;` a variable of one, a name after the type's (up to an enum's base).
+  if (head.size() == stmt.size()) {
+    std::string upto = top.substr(0, [&] {
+      for (size_t k = 0; k < top.size(); ++k)
+        if (top[k] == ':' && !(k + 1 < top.size() && top[k + 1] == ':') && !(k > 0 && top[k - 1] == ':')) return k;
+      return top.size();
+    }());
+    for (size_t k = 0, angle = 0; k < upto.size(); ++k) { // template arguments name no declarator (`struct X<int>;`)
+      if (upto[k] == '<') ++angle;
+      else if (upto[k] == '>' && angle > 0) --angle, upto[k] = ' ';
+      if (angle > 0) upto[k] = ' ';
+    }
+    std::vector<std::string> named;
+    words_of(upto, macros, 0, &named);
+    auto k = std::find_if(named.begin(), named.end(), [](const std::string& w) { return w == "class" || w == "struct" || w == "union" || w == "enum"; });
+    if (k != named.end() && *k == "enum" && k + 1 != named.end() && (k[1] == "class" || k[1] == "struct")) ++k;
+    int names = 0;
+    for (++k; k < named.end(); ++k)
+      if (!(*k == "alignas" || *k == "__align__" || *k == "__attribute__" || *k == "__declspec" || *k == "final" || all_caps(*k))) ++names;
+    if (names >= 2) return "";
+  }
   depth = 0;
   for (size_t k = 0; k < head.size(); ++k) {
     const char h = head[k];
@@ -541,7 +580,7 @@ std::string declared_type(const std::string& stmt, const std::map<std::string, s
 // const (const and constexpr variables are the device's too). Type declarations, aliases,
 // static_assert and explicit instantiations of kernels stay.
 bool host_declaration(const std::string& stmt, const std::map<std::string, std::string>& macros) {
-  const std::string head = without_template_lists(stmt);
+  const std::string head = with_operator_names(without_template_lists(stmt));
   std::vector<std::string> words;
   words_of(head, macros, 0, &words);
   if (words.empty() || holds_any(words, {"namespace", "friend", "__constant__", "__shared__", "__managed__", "constexpr"}) ||
@@ -592,7 +631,7 @@ bool host_declaration(const std::string& stmt, const std::map<std::string, std::
 // parentheses may be another construct's (decltype, alignas) or whose head holds a macro the text
 // does not define.
 bool host_member_declaration(const std::string& stmt, const std::map<std::string, std::string>& macros) {
-  const std::string head = without_attributes(without_template_lists(stmt));
+  const std::string head = with_operator_names(without_attributes(without_template_lists(stmt)));
   std::vector<std::string> words;
   words_of(head, macros, 0, &words);
   if (words.empty() || holds_any(words, {"decltype"}) || !declared_type(head, macros).empty()) return false;
@@ -639,6 +678,102 @@ bool host_member_declaration(const std::string& stmt, const std::map<std::string
   }
   const bool is_virtual = std::find(words.begin(), words.end(), "virtual") != words.end();
   return (is_virtual || std::find(tail.begin(), tail.end(), "default") == tail.end()) && std::find(tail.begin(), tail.end(), "delete") == tail.end();
+}
+
+// Where a declaration (no body) of a constexpr function without an execution space gets one: the
+// offset in stmt of its constexpr (or, through a macro, of its first word after any template
+// parameter list), as skip gives a definition's; npos for anything else. Its definitions are
+// given `__host__ __device__` too, so that the declaration and they agree (Transformer Engine's
+// `template <typename T> constexpr inline const char *type_name() noexcept;`).
+size_t constexpr_declaration_at(const std::string& stmt, const std::map<std::string, std::string>& macros) {
+  const std::string head = with_operator_names(without_attributes(without_template_lists(stmt)));
+  std::vector<std::string> words;
+  words_of(head, macros, 0, &words);
+  if (words.empty() || holds_any(words, {"friend", "__constant__", "__shared__", "__managed__", "decltype"}) ||
+      !declared_type(head, macros).empty() || unknown_macro_before_name(head, macros))
+    return std::string::npos;
+  if (std::find(words.begin(), words.end(), "constexpr") == words.end() && std::find(words.begin(), words.end(), "consteval") == words.end())
+    return std::string::npos;
+  int depth = 0;
+  size_t open = std::string::npos, close = std::string::npos;
+  for (size_t k = 0; k < head.size() && close == std::string::npos; ++k) {
+    const char h = head[k];
+    if (depth == 0 && h == '=' && open == std::string::npos) return std::string::npos; // a variable's initializer
+    if (h == '(' || h == '[' || h == '{') {
+      if (depth == 0 && h == '(') open = k;
+      if (depth == 0 && h != '(') return std::string::npos;
+      ++depth;
+    } else if ((h == ')' || h == ']' || h == '}') && --depth == 0 && open != std::string::npos) {
+      close = k;
+    }
+  }
+  if (open == std::string::npos || close == std::string::npos) return std::string::npos;
+  const std::string inside = head.substr(open + 1, close - open - 1);
+  if (inside.find_first_not_of(" \t\n") != std::string::npos && !reads_as_parameters(inside, macros))
+    return std::string::npos; // `constexpr A a(3);`: a variable built by a constructor
+  std::vector<std::string> tail;
+  words_of(head.substr(close + 1), macros, 0, &tail);
+  if (std::find(tail.begin(), tail.end(), "default") != tail.end() || std::find(tail.begin(), tail.end(), "delete") != tail.end())
+    return std::string::npos; // the compiler's own, which NVRTC takes as it is
+  for (const char* w : {"constexpr", "consteval"})
+    for (size_t k = head.find(w); k != std::string::npos; k = head.find(w, k + 1))
+      if ((k == 0 || !ident_char(head[k - 1])) && (k + std::strlen(w) >= head.size() || !ident_char(head[k + std::strlen(w)]))) return k;
+  return head.find_first_not_of(" \t\n");
+}
+
+// The offsets in stmt of each `__host__` a variable's declaration spells out (Transformer Engine's
+// `constexpr __device__ __host__ int TB_DIM = 32;`): nvcc warns that it does not apply (#1835)
+// and goes on, NVRTC refuses it. A function's declaration, or `__host__` through a macro, gives none.
+std::vector<size_t> variable_host_words(const std::string& stmt, const std::map<std::string, std::string>& macros) {
+  std::vector<size_t> at;
+  for (size_t k = stmt.find("__host__"); k != std::string::npos; k = stmt.find("__host__", k + 8))
+    if ((k == 0 || !ident_char(stmt[k - 1])) && (k + 8 >= stmt.size() || !ident_char(stmt[k + 8]))) at.push_back(k);
+  if (at.empty()) return at;
+  const std::string head = with_operator_names(without_attributes(without_template_lists(stmt)));
+  std::vector<std::string> words;
+  words_of(head, macros, 0, &words);
+  for (const char* w : {"friend", "__global__", "typedef", "using"})
+    if (std::find(words.begin(), words.end(), w) != words.end()) return {};
+  if (words.empty() || !declared_type(head, macros).empty()) return {};
+  int depth = 0;
+  for (size_t k = 0; k < head.size(); ++k) {
+    const char h = head[k];
+    if (depth == 0 && h == '=') break;
+    if (depth == 0 && h == '(') {
+      const size_t close = head.find(')', k);
+      if (close == std::string::npos || reads_as_parameters(head.substr(k + 1, close - k - 1), macros)) return {}; // a function's
+    }
+    if (h == '(' || h == '[' || h == '{') ++depth;
+    else if (h == ')' || h == ']' || h == '}') --depth;
+  }
+  return at;
+}
+
+// The names read in the text's unevaluated operands (decltype, sizeof, alignof, noexcept): a
+// function declared and only asked about there is nvcc's on both sides and needs no definition
+// (CuTe's `auto has_tuple_size(T*) -> bool_constant<...>;`, read in
+// `decltype(detail::has_tuple_size((T*)0))`), so skip gives its declaration `__host__ __device__`
+// where it would blank it (NVRTC would find no function of that name).
+std::set<std::string> unevaluated_names(const std::string& code) {
+  std::set<std::string> names;
+  for (const char* op : {"decltype", "sizeof", "alignof", "noexcept"})
+    for (size_t k = code.find(op); k != std::string::npos; k = code.find(op, k + 1)) {
+      const size_t n = std::strlen(op);
+      if ((k > 0 && ident_char(code[k - 1])) || (k + n < code.size() && ident_char(code[k + n]))) continue;
+      size_t a = code.find_first_not_of(" \t\n", k + n);
+      if (a == std::string::npos || code[a] != '(') continue;
+      int depth = 0;
+      for (size_t e = a; e < code.size(); ++e) {
+        if (code[e] == '(') ++depth;
+        else if (code[e] == ')' && --depth == 0) break;
+        if (ident_char(code[e]) && !ident_char(code[e - 1])) {
+          size_t w = e;
+          while (w < code.size() && ident_char(code[w])) ++w;
+          names.insert(code.substr(e, w - e));
+        }
+      }
+    }
+  return names;
 }
 
 } // namespace
@@ -708,6 +843,7 @@ std::string skip_host_functions(const std::string& text, int* blanked, const std
     return any;
   };
   std::vector<std::pair<size_t, std::string>> annotate; // where an execution space goes in
+  const std::set<std::string> unevaluated = unevaluated_names(code);
   // Statements from `start` to a ';' or a '{', over [from, to): namespace scope, or a class's body
   // (where only member functions' definitions are looked at, and an access specifier ends a
   // statement).
@@ -716,8 +852,9 @@ std::string skip_host_functions(const std::string& text, int* blanked, const std
     int parens = 0;
     for (size_t i = from; i < to; ++i) {
       const char c = code[i];
-      // A statement that is a function-like macro's call whose replacement ends with its ';' (no
-      // ';' after the call needed): it goes where it instantiates what this pass blanked, and
+      // A statement that is a function-like macro's call whose replacement ends with its ';' or a
+      // body's '}' (no ';' after the call needed: Transformer Engine's TYPE_NAME(T) writes a
+      // specialization's definition): it goes where it instantiates what this pass blanked, and
       // ends its statement either way.
       if (!in_class && parens == 0 && !function_like.empty() && ident_char(c) && (i == 0 || !ident_char(code[i - 1])) &&
           code.find_first_not_of(" \t\n", start) == i) {
@@ -726,7 +863,7 @@ std::string skip_host_functions(const std::string& text, int* blanked, const std
         const auto m = function_like.find(code.substr(i, e - i));
         const size_t open = code.find_first_not_of(" \t\n", e);
         const size_t last = m == function_like.end() ? std::string::npos : m->second.find_last_not_of(" \t\n");
-        if (last != std::string::npos && m->second[last] == ';' && open < to && code[open] == '(') {
+        if (last != std::string::npos && (m->second[last] == ';' || m->second[last] == '}') && open < to && code[open] == '(') {
           size_t close = open;
           for (int d = 0; close < to; ++close) {
             if (code[close] == '(') ++d;
@@ -753,8 +890,26 @@ std::string skip_host_functions(const std::string& text, int* blanked, const std
         std::vector<std::string> w;
         if (!inst.empty()) words_of(stmt, macros, 0, &w);
         const bool host_instance = !inst.empty() && (blanked_names.count(inst) || elsewhere.count(inst)) && !holds_any(w, {});
-        if (in_class) {
+        const size_t cx = host_instance ? std::string::npos : constexpr_declaration_at(stmt, macros);
+        const std::vector<size_t> host_words = variable_host_words(stmt, macros);
+        if (cx != std::string::npos) {
+          std::vector<std::string> sw;
+          words_of(stmt, macros, 0, &sw);
+          annotate.emplace_back(start + cx, std::find(sw.begin(), sw.end(), "__host__") != sw.end() ? "__device__ " : "__host__ __device__ ");
+          ++*blanked;
+        } else if (!host_words.empty()) {
+          for (size_t k : host_words) out.replace(start + k, 8, 8, ' ');
+          ++*blanked;
+        } else if (in_class) {
           if (host_member_declaration(stmt, macros)) blank(start, i);
+        } else if (!host_instance && host_declaration(stmt, macros) && stmt.find('(') != std::string::npos &&
+                   unevaluated.count(declared_name(without_template_lists(stmt)))) {
+          const std::string head = without_template_lists(stmt);
+          std::vector<std::string> sw;
+          words_of(head, macros, 0, &sw);
+          annotate.emplace_back(start + head.find_first_not_of(" \t\n"),
+                                std::find(sw.begin(), sw.end(), "__host__") != sw.end() ? "__device__ " : "__host__ __device__ ");
+          ++*blanked;
         } else if (host_instance || host_declaration(stmt, macros)) {
           blank(start, i);
           if (stmt.find('(') != std::string::npos) blanked_names.insert(declared_name(without_template_lists(stmt)));

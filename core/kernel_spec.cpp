@@ -15,6 +15,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 
 #include "core/json_text.h"
 #include "core/text_file.h"
@@ -1377,6 +1378,24 @@ std::vector<std::pair<std::string, char>> includes_of(const std::string& text) {
   return out;
 }
 
+// text with the quoted #include of each name in `names` spelled as its value (a header's path),
+// the rest of the line and every other line as they are.
+std::string with_include_names(const std::string& text, const std::map<std::string, std::string>& names) {
+  std::string out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    const auto inc = includes_of(line);
+    const auto at = inc.size() == 1 && inc[0].second == '"' ? names.find(inc[0].first) : names.end();
+    if (at != names.end()) {
+      const size_t open = line.find('"');
+      line = line.substr(0, open + 1) + at->second + line.substr(line.find('"', open + 1));
+    }
+    out += line + "\n";
+  }
+  if (!text.empty() && text.back() != '\n') out.pop_back();
+  return out;
+}
+
 // A file under the CUDA toolkit's include folder (include_dirs may name it).
 bool in_toolkit(const fs::path& file) {
   if (cuda_include_dir().empty()) return false;
@@ -1408,6 +1427,15 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
   std::vector<std::string> queue;
   std::map<std::string, std::string> texts; // each file's text, read once
   std::map<std::string, std::string> view_file; // a view's name: the file it was made from ("" once two differ)
+  // With host code skipped, a quoted include found beside the file that includes it (not a
+  // source: their folders lead the include path) names that header by its whole path, less the
+  // leading '/', in the text compiled, and the header is a view by that name: a view is handed to
+  // NVRTC in memory, with no folder for NVRTC to find a header beside it from (Transformer
+  // Engine's util/system.h includes "logging.h" beside it and is itself included as
+  // "../util/system.h"). Not the path itself: NVRTC opens a path from / on disk before looking
+  // at its in-memory headers. Per file: name -> that name.
+  std::map<std::string, std::map<std::string, std::string>> beside;
+  std::set<std::string> path_names;
   for (const auto& f : files) {
     const std::string& text = texts[f] = read_text_file(f, "kernel source");
     *hashed += "\n//source " + fs::path(f).filename().string() + "\n" + text;
@@ -1437,7 +1465,9 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
       bool found = false;
       for (const auto& d : dirs) {
         std::error_code ec;
-        const fs::path h = (fs::path(d) / name).lexically_normal();
+        // Whole paths: a file reached through a relative folder (beside a source of a spec read
+        // from ".") and an absolute one (an include_dir) is one file.
+        const fs::path h = fs::absolute(fs::path(d) / name).lexically_normal();
         if (!fs::is_regular_file(h, ec)) continue;
         found = true;
         const bool toolkits = in_toolkit(h); // include_dirs may name CUDA's folder: still the toolkit's header
@@ -1451,7 +1481,10 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
         // Every name a project's header is included by (ggml's "common.cuh" beside it and
         // "ggml-cuda/common.cuh" from src/), read or not.
         if (s.skip_host_code && !toolkits) {
-          auto [at, fresh] = view_file.emplace(name, h.string());
+          const bool by_path = close == '"' && d == dirs.front() && std::find(files.begin(), files.end(), f) == files.end();
+          const std::string path_name = h.string().substr(1);
+          if (by_path) beside[f][name] = path_name, path_names.insert(path_name);
+          auto [at, fresh] = view_file.emplace(by_path ? path_name : name, h.string());
           if (!fresh && at->second != h.string()) at->second.clear();
         }
         break;
@@ -1479,6 +1512,10 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
         int n = 0;
         skip_host_functions(text, &n, known, {}, &host_functions);
       }
+  auto with_paths = [&](const std::string& file) {
+    const auto at = beside.find(file);
+    return at == beside.end() ? texts.at(file) : with_include_names(texts.at(file), at->second);
+  };
   for (const auto& f : files) {
     int blanked = 0;
     const std::string& text = texts.at(f);
@@ -1495,8 +1532,8 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
       views->emplace_back(name, "#pragma once\n#include \"" + at->second + "\"\n");
       continue;
     }
-    std::string view = skip_host_functions(texts.at(file), &blanked, known, host_functions);
-    if (blanked > 0) {
+    std::string view = skip_host_functions(with_paths(file), &blanked, known, host_functions);
+    if (blanked > 0 || beside.count(file) || path_names.count(name)) {
       views->emplace_back(name, std::move(view));
       view_of[file] = name;
     }
@@ -1608,6 +1645,13 @@ void read_compile(Reader& r, const ojson& j, KernelSpec& s, std::string* hashed)
   std::vector<std::pair<std::string, std::string>> project_views;
   std::set<std::string> outside;
   const std::vector<std::string> source_dirs = read_sources(r, s, j["sources"], hashed, option_incs, &project_views, &outside);
+  // __int128, which nvcc takes in device code on Linux and NVRTC only when asked (Transformer
+  // Engine's ptx.cuh, as __uint128_t): asked where the text names it.
+  for (const char* w : {"__int128", "__int128_t", "__uint128_t"})
+    if (find_word(s.compiled_text, w) != std::string::npos) {
+      s.options.push_back("--device-int128");
+      break;
+    }
   // A quoted #include is looked for beside the file that includes it first, as nvcc does; NVRTC
   // compiles the sources as one text that has no folder, so theirs lead the include path.
   std::vector<std::string> lead;

@@ -7,6 +7,7 @@
 #include <iterator>
 #include <map>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -130,10 +131,13 @@ std::string inttypes_macros() {
 std::vector<std::pair<std::string, std::string>> make_headers() {
   std::vector<std::pair<std::string, std::string>> h;
   for (const char* n : {"cstdint", "cstddef", "climits", "cmath", "cassert", "cstdlib", "cstring", "limits", "type_traits", "utility",
-                        "tuple", "array", "bit", "concepts", "functional", "numeric", "initializer_list", "complex", "iterator",
+                        "tuple", "array", "bit", "concepts", "numeric", "initializer_list", "complex", "iterator",
                         "optional", "span", "variant", "atomic", "ratio", "numbers", "bitset", "chrono", "expected",
                         "mdspan", "ranges", "source_location", "barrier", "latch", "semaphore"})
     h.emplace_back(n, twin(n));
+  // <functional>: libcu++'s, and std::function, which it lacks, as the host library's stand-in
+  // (a host class's callback member: Transformer Engine's userbuffers.h).
+  h.emplace_back("functional", twin("functional") + host_types({"function"}));
   // <ctime>: glibc's CLOCKS_PER_SEC too, which device code that spins on clock() divides by
   // (Apex's peer memory kernels); libcu++ under NVRTC defines time_t and clock_t only.
   h.emplace_back("ctime", twin("ctime") + kClocksPerSec);
@@ -181,7 +185,9 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
   h.emplace_back("queue", host_only("queue", host_types({"queue", "priority_queue"})));
   h.emplace_back("stack", host_only("stack", host_types({"stack"})));
   h.emplace_back("thread", host_only("thread", host_types({}, {"thread"})));
-  h.emplace_back("mutex", host_only("mutex", host_types({}, {"mutex", "recursive_mutex"})));
+  h.emplace_back("mutex", host_only("mutex", host_types({"lock_guard", "unique_lock", "scoped_lock"},
+                                                        {"mutex", "recursive_mutex", "timed_mutex", "once_flag"})));
+  h.emplace_back("shared_mutex", host_only("shared_mutex", host_types({"shared_lock"}, {"shared_mutex", "shared_timed_mutex"})));
   h.emplace_back("condition_variable", host_only("condition_variable", host_types({}, {"condition_variable"})));
   h.emplace_back("exception", host_only("exception", host_types({}, {"exception"})));
   {
@@ -194,7 +200,7 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
   for (const char* n : {"iostream", "ostream", "istream", "fstream", "sstream", "iomanip", "random", "future", "string_view", "filesystem", "regex", "unistd.h", "strings.h",
                         "sys/types.h", "sys/stat.h", "sys/resource.h", "sys/mman.h", "fcntl.h", "dirent.h", "pthread.h", "dlfcn.h",
                         "getopt.h", "cerrno", "errno.h", "csignal", "signal.h", "cctype", "ctype.h", "cstdarg", "stdarg.h", "locale",
-                        "typeinfo", "any", "shared_mutex", "execution", "omp.h", "sys/syscall.h", "syscall.h", "charconv", "system_error",
+                        "typeinfo", "any", "execution", "omp.h", "sys/syscall.h", "syscall.h", "charconv", "system_error",
                         "format", "print", "forward_list", "ios", "iosfwd", "streambuf", "cwchar", "cwctype", "clocale", "wchar.h", "locale.h",
                         "csetjmp", "setjmp.h", "sched.h", "sys/sysinfo.h", "libgen.h", "malloc.h", "memory_resource", "stop_token",
                         "typeindex", "valarray", "syncstream", "stacktrace"})
@@ -208,34 +214,101 @@ std::string read_text(const std::string& path) {
   return std::filesystem::is_regular_file(path, ec) ? read_text_file(path, "CUDA header") : std::string();
 }
 
-// CUB's umbrella header with the includes device code cannot compile under NVRTC dropped, each
-// replaced by an empty line (the rest keep their line numbers), and a quoted include ("block/...",
-// as CUDA 12's spells them) made <cub/...>: this text has no folder to be relative to.
-std::string cub_device_view(const std::string& text) {
+// text with each #include's name (and whether it is quoted) given to `as`, which returns the
+// name to include by <...>, or "" to drop the line (an empty line keeps the line numbers).
+template <class F>
+std::string with_includes(const std::string& text, F as) {
   std::string out;
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) {
     const size_t inc = line.find("#include");
     const size_t open = inc == std::string::npos ? inc : line.find_first_of("<\"", inc);
-    const size_t close = open == std::string::npos ? open : line.find_first_of(">\"", open + 1);
+    const size_t close = open == std::string::npos ? open : line.find(line[open] == '"' ? '"' : '>', open + 1);
     if (close == std::string::npos) {
       out += line + "\n";
       continue;
     }
-    std::string path = line.substr(open + 1, close - open - 1);
-    if (line[open] == '"' && path.rfind("cub/", 0) != 0) path = "cub/" + path;
-    const bool host = path.rfind("cub/device/", 0) == 0 || path == "cub/util_allocator.cuh";
-    out += (host ? std::string() : line.substr(0, open) + "<" + path + ">" + line.substr(close + 1)) + "\n";
+    const std::string name = as(line.substr(open + 1, close - open - 1), line[open] == '"');
+    out += (name.empty() ? std::string() : line.substr(0, open) + "<" + name + ">" + line.substr(close + 1)) + "\n";
   }
-  return out + "// ktune's <cub/cub.cuh> for NVRTC: CUB's without its device-wide algorithms and host allocator\n";
+  return out;
+}
+
+// CUB's umbrella header with the includes device code cannot compile under NVRTC dropped, and a
+// quoted include ("block/...", as CUDA 12's spells them) made <cub/...>: this text has no folder
+// to be relative to.
+std::string cub_device_view(const std::string& text) {
+  return with_includes(text, [](std::string path, bool quoted) {
+           if (quoted && path.rfind("cub/", 0) != 0) path = "cub/" + path;
+           const bool host = path.rfind("cub/device/", 0) == 0 || path == "cub/util_allocator.cuh";
+           return host ? std::string() : path;
+         }) +
+         "// ktune's <cub/cub.cuh> for NVRTC: CUB's without its device-wide algorithms and host allocator\n";
 }
 
 // CUDA's headers of host APIs that device code reaches through a project's includes (a kernel
-// file that includes <cublas_v2.h> for its host code; NCCL's, where it is installed beside them). Not nvrtc.h (its extern "C" block wraps
-// libcu++ includes) nor the graphics interop headers (they include GL's).
+// file that includes <cublas_v2.h> for its host code; NCCL's and cuDNN's, where they are installed
+// beside them). Not nvrtc.h, which make_views makes apart (its extern "C" block wraps an include
+// of <stdlib.h>), nor the graphics interop headers (they include GL's).
 const char* const kHostApiHeaders[] = {"cuda.h", "cudaProfiler.h", "cuda_profiler_api.h", "cublas_api.h", "cublas_v2.h", "cublas.h",
                                        "cublasLt.h", "cublasXt.h", "cusparse.h", "cufft.h", "cufftXt.h", "curand.h",
-                                       "cusolver_common.h", "cusolverDn.h", "cusolverSp.h", "nccl.h"};
+                                       "cusolver_common.h", "cusolverDn.h", "cusolverSp.h", "cusolverMg.h", "cusolverRf.h",
+                                       "cusparse_v2.h", "cufftw.h", "nvJitLink.h", "nvblas.h", "nvvm.h", "nccl.h",
+                                       // cuDNN where it is installed with the toolkit (its umbrella and the parts it includes)
+                                       "cudnn.h", "cudnn_version.h", "cudnn_graph.h", "cudnn_ops.h", "cudnn_adv.h", "cudnn_cnn.h",
+                                       "cudnn_backend.h", "cudnn_v9.h", "cudnn_version_v9.h", "cudnn_graph_v9.h", "cudnn_ops_v9.h",
+                                       "cudnn_adv_v9.h", "cudnn_cnn_v9.h", "cudnn_backend_v9.h"};
+
+// A view's quoted #includes as device code reaches them here: one whose file lies in `family`
+// (a folder of the toolkit's include dir, "nvtx3") spelled <family/path>, so that NVRTC finds it
+// by the name it has here (a view's text has no folder to be relative to), the others <path>; an
+// include whose name holds `drop` goes (an empty line keeps the line numbers).
+std::string angled_includes(const std::string& text, const std::string& dir, const std::string& family, const std::string& drop) {
+  return with_includes(text, [&](const std::string& path, bool quoted) {
+    std::error_code ec;
+    if (path.find(drop) != std::string::npos) return std::string();
+    return quoted && std::filesystem::exists(dir + "/" + family + "/" + path, ec) ? family + "/" + path : path;
+  });
+}
+
+// The standard headers a view includes at the top of its #if nesting (its include guard's at
+// most), moved to its first empty line before them: nvrtc.h includes <stdlib.h> inside its
+// extern "C" block, where libcu++'s twin (templates) cannot be. Lines keep their numbers where
+// the view has an empty line before (its licence comment, gone).
+std::string hoist_std_includes(const std::string& text) {
+  std::set<std::string> std_names;
+  for (const auto& h : nvrtc_std_headers()) std_names.insert(h.first);
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  std::vector<std::string> incs;
+  size_t first_directive = lines.size();
+  int depth = 0;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const size_t hash = lines[i].find_first_not_of(" \t");
+    if (hash == std::string::npos || lines[i][hash] != '#') continue;
+    first_directive = std::min(first_directive, i);
+    const size_t word = lines[i].find_first_not_of(" \t", hash + 1);
+    const std::string d = word == std::string::npos ? "" : lines[i].substr(word, lines[i].find_first_of(" \t<\"", word) - word);
+    if (d.rfind("if", 0) == 0) ++depth;
+    if (d == "endif") --depth;
+    const size_t open = lines[i].find('<'), close = lines[i].find('>');
+    if (d == "include" && depth <= 1 && open != std::string::npos && close != std::string::npos &&
+        std_names.count(lines[i].substr(open + 1, close - open - 1))) {
+      incs.push_back(lines[i].substr(hash));
+      lines[i].clear();
+    }
+  }
+  if (incs.empty()) return text;
+  // One #include a line: an empty line before the first directive for each, else the text's top.
+  size_t slot = 0;
+  for (size_t i = 0; i < first_directive && slot < incs.size(); ++i)
+    if (lines[i].find_first_not_of(" \t") == std::string::npos) lines[i] = incs[slot++];
+  std::string out;
+  for (; slot < incs.size(); ++slot) out += incs[slot] + "\n";
+  for (const auto& l : lines) out += l + "\n";
+  return out;
+}
 
 std::map<std::string, std::string> make_views(const std::string& dir) {
   std::map<std::string, std::string> v;
@@ -249,6 +322,27 @@ std::map<std::string, std::string> make_views(const std::string& dir) {
   defined_macros(read_text(dir + "/crt/host_defines.h"), &known);
   for (const auto& [name, t] : texts)
     v.emplace(name, device_view_of_header(t, known) + "\n// ktune's <" + name + "> for NVRTC: CUDA's, its host functions' declarations gone\n");
+  // nvrtc.h (a project's run-time compile of its own kernels, Transformer Engine's rtc.h): its
+  // API's declarations gone, its <stdlib.h> out of its extern "C" block.
+  if (std::string t = read_text(dir + "/nvrtc.h"); !t.empty())
+    v.emplace("nvrtc.h", hoist_std_includes(device_view_of_header(t, known)) + "\n// ktune's <nvrtc.h> for NVRTC: CUDA's, its host functions' declarations gone\n");
+  // NVTX 3, header-only: each public header declares the host API (ranges, marks) and includes
+  // its implementation (nvtxDetail/*Impl*.h: static inline definitions over dlopen, getenv and
+  // pthread), which NVRTC refuses. Device code has no NVTX; a kernel's file reaches it for its
+  // host code (Transformer Engine's nvtx.h). The view: the header's types, enums and macros, the
+  // implementation's includes gone, the others spelled <nvtx3/...> so that its own come here too.
+  std::error_code ec;
+  std::map<std::string, std::string> nvtx;
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/nvtx3", ec))
+    if (e.path().extension() == ".h") nvtx.emplace(e.path().filename().string(), read_text(e.path().string()));
+  if (!nvtx.empty()) {
+    std::map<std::string, std::string> nvtx_known = known;
+    defined_macros(read_text(dir + "/nvtx3/nvtxDetail/nvtxLinkOnce.h"), &nvtx_known);
+    for (const auto& [name, t] : nvtx) defined_macros(t, &nvtx_known);
+    for (const auto& [name, t] : nvtx)
+      v.emplace("nvtx3/" + name, device_view_of_header(angled_includes(t, dir, "nvtx3", "Impl"), nvtx_known) + "\n// ktune's <nvtx3/" +
+                                     name + "> for NVRTC: NVTX's types and macros, its host API and implementation gone\n");
+  }
   // CUDA 13 keeps CCCL under include/cccl, CUDA 12 beside the other headers.
   for (const std::string& cub : {dir + "/cccl/cub/cub.cuh", dir + "/cub/cub.cuh"})
     if (const std::string t = read_text(cub); !t.empty()) {

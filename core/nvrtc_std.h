@@ -21,6 +21,10 @@ const std::vector<std::pair<std::string, std::string>>& nvrtc_std_headers();
 //     cufft.h, curand.h, cusolverDn.h, cuda_profiler_api.h, ...): device_view_of_header's, the
 //     macros those headers define known to each (CUBLASWINAPI is cublas_api.h's, cublasLt.h's
 //     declarations carry it); their types, enums and macros stay (a TMA kernel takes a CUtensorMap);
+//   <nvrtc.h>: the same, its <stdlib.h> moved out of its extern "C" block; cuDNN's cudnn*.h where
+//     the toolkit's folder holds them;
+//   <nvtx3/...>: NVTX 3's types and macros, its host API and the implementation its headers
+//     include (nvtxDetail/*Impl*.h) gone, its own includes spelled <nvtx3/...>;
 //   <cub/cub.cuh>: CUB's umbrella without its device-wide algorithms (cub/device/, launched from
 //     the host) and its host caching allocator; the block, warp, thread and iterator parts stay.
 const std::string* nvrtc_toolkit_view(const std::string& include_dir, const std::string& name);

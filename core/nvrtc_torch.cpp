@@ -438,7 +438,10 @@ std::string nvrtc_torch_stand_in(const std::string& name) {
   std::string text = "#pragma once\n// ktune's <" + name + "> for NVRTC under host_code skip: a host library's header, the standard "
                      "headers it brings" + (torch ? std::string(" and PyTorch's device types") : std::string()) +
                      "\n#include <stdint.h>\n#include <stddef.h>\n#include <cstdint>\n#include <cstddef>\n#include <cmath>\n"
-                     "#include <limits>\n#include <type_traits>\n#include <utility>\n";
+                     "#include <limits>\n#include <type_traits>\n#include <utility>\n"
+                     // the host library's, which PyTorch's headers bring too (Apex's nccl_p2p_cuda.cu holds a
+                     // std::vector with no include of its own)
+                     "#include <vector>\n#include <string>\n#include <memory>\n#include <tuple>\n";
   if (torch) text += std::string("#include \"") + kTorchDeviceTypesHeader + "\"\n";
   return text;
 }

@@ -268,7 +268,8 @@ TEST(HostCode, BracesOpenedInEachBranchOfAnIfAreReadOverItsFirstBranch) {
 
 // Data that names a host function blanked before it (a table of host callbacks, as ggml's
 // backend interfaces) goes with it; data naming a device function, an alias and a device
-// variable stay.
+// variable stay. A function only declared and asked about in the alias's decltype is kept for
+// both sides, so that the alias still names it.
 TEST(HostCode, DataNamingABlankedHostFunctionGoesWithIt) {
   const std::string text =
       "struct iface { void (*free_buffer)(void*); int (*size)(); };\n"
@@ -282,8 +283,8 @@ TEST(HostCode, DataNamingABlankedHostFunctionGoesWithIt) {
       "__global__ void k(int* y) { y[0] = dev_fn() + kCount; }\n";
   int n = 0;
   const std::string out = skipped(text, &n);
-  expect_parts(out, {"void free_buffer(void* p)", "int buffer_size()", "host_iface", "/* .size = */"},
-               {"struct iface {", "__device__ int dev_size()", "static const int kCount = 4;", "using size_fn = decltype(&buffer_size);",
+  expect_parts(out, {"void free_buffer(void* p)", "host_iface", "/* .size = */"},
+               {"struct iface {", "__host__ __device__ static int buffer_size();", "__device__ int dev_size()", "static const int kCount = 4;", "using size_fn = decltype(&buffer_size);",
                 "__device__ int (*dev_fn)() = dev_size;", "__global__ void k("});
   EXPECT_EQ(n, 3) << out;
 }
@@ -377,5 +378,68 @@ TEST(HostCode, AStatementEndingInEachBranchOfAnIfGoesWhole) {
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), std::count(text.begin(), text.end(), '\n')) << "lines kept";
   expect_parts(out, {"int gemm(", "CUBLAS_GEMM_DEFAULT)", "int gemm_half(", "CUBLAS_GEMM_DEFAULT_TENSOR_OP"},
                {"#if defined(__HIP_PLATFORM_AMD__)", "#else", "  #endif", "__global__ void k(float* y)"});
+  EXPECT_EQ(n, 2) << out;
+}
+
+// Transformer Engine's shapes (common.h, util/rtc.h, swizzle.cu) and CuTe's (tuple.hpp): an
+// operator's declaration is a function's (its '=' no initializer's); a constexpr function's
+// declaration gets the execution space its definition would (the explicit specializations a
+// macro writes then compile as its); `__host__` on a variable, which nvcc ignores with a warning
+// and NVRTC refuses, goes; a function declared only to be asked about in decltype or sizeof is
+// kept for both sides rather than blanked. A function's declaration of either kind stays blanked.
+TEST(HostCode, OperatorsConstexprDeclarationsHostVariablesAndUnevaluatedDeclarations) {
+  const std::string text =
+      "struct Kernel {\n  Kernel(int n);\n  Kernel &operator=(Kernel) noexcept;\n  bool operator<=(const Kernel& o) const;\n"
+      "  int operator()(int i) const;\n  friend void swap(Kernel &a, Kernel &b) noexcept;\n  constexpr Kernel() noexcept = default;\n"
+      "  int n;\n};\n"
+      "bool operator==(const Kernel& a, const Kernel& b);\n"
+      "template <typename T>\nconstexpr inline const char *type_name() noexcept;\n"
+      "#define TYPE_NAME(T) template <> inline constexpr const char *type_name<T>() noexcept { return #T; }\n"
+      "TYPE_NAME(int)\n"
+      "constexpr __device__ __host__ int TB_DIM = 32;\n"
+      "static constexpr __host__ __device__ float K[2] = {1.f, 2.f};\n"
+      "__host__ __device__ int both(int x);\n"
+      "constexpr int kSame(3);\n"
+      "template <class T> auto has_size(T*) -> decltype(sizeof(T), int());\n"
+      "template <class T> auto has_size(...) -> char;\n"
+      "template <class T> struct sized { static constexpr bool value = sizeof(has_size<T>((T*)0)) == sizeof(int); };\n"
+      "int host_only(int x);\n"
+      "__global__ void k(float* y) { y[0] = TB_DIM + sized<float>::value + type_name<int>()[0]; }\n";
+  int n = 0;
+  const std::string out = skipped(text, &n);
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), std::count(text.begin(), text.end(), '\n')) << "lines kept";
+  expect_parts(out, {"Kernel(int n);", "operator=", "operator<=", "operator()", "friend void swap", "operator==", "int host_only(",
+                     "__device__ __host__ int TB_DIM", "__host__ __device__ float K"},
+               {"constexpr Kernel() noexcept = default;", "  int n;",
+                "template <typename T>\n__host__ __device__ constexpr inline const char *type_name() noexcept;", "TYPE_NAME(int)",
+                "constexpr __device__          int TB_DIM = 32;", "static constexpr          __device__ float K[2]",
+                "__host__ __device__ int both(int x);", "constexpr int kSame(3);",
+                "template <class T> __host__ __device__ auto has_size(T*) -> decltype(sizeof(T), int());",
+                "template <class T> __host__ __device__ auto has_size(...) -> char;", "static constexpr bool value = sizeof("});
+}
+
+// A variable of an elaborated type (Apex's `class ManagedObjects mo;` after the class, glibc's
+// `struct timeval tv;`) is a variable's declaration, not a type's: a host one goes. A type's
+// declaration with no body (`struct X;`, a specialization's, an opaque enum's) stays.
+TEST(HostCode, AVariableOfAnElaboratedTypeIsNoTypesDeclaration) {
+  const std::string text =
+      "class ManagedObjects { public: int n; };\n"
+      "class ManagedObjects mo;\n"
+      "struct timeval { long s; };\n"
+      "static struct timeval tv;\n"
+      "struct Fwd;\n"
+      "template <class T> struct Box;\n"
+      "template <> struct Box<int>;\n"
+      "enum Mode : int;\n"
+      "enum class Kind : unsigned char;\n"
+      "struct alignas(16) Aligned;\n"
+      "__device__ struct timeval dev_tv;\n"
+      "__global__ void k(int* y) { y[0] = dev_tv.s; }\n";
+  int n = 0;
+  const std::string out = skipped(text, &n);
+  expect_parts(out, {"class ManagedObjects mo;", "static struct timeval tv;"},
+               {"class ManagedObjects { public: int n; };", "struct timeval { long s; };", "struct Fwd;", "template <class T> struct Box;",
+                "template <> struct Box<int>;", "enum Mode : int;", "enum class Kind : unsigned char;", "struct alignas(16) Aligned;",
+                "__device__ struct timeval dev_tv;"});
   EXPECT_EQ(n, 2) << out;
 }

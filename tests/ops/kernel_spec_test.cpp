@@ -3120,6 +3120,119 @@ void run(proj_ctx& ctx, const float* x, float* y, int n) { k<128><<<(n + 127) / 
   }
 }
 
+// Transformer Engine's shape (transformer_engine/common): a header that includes another beside
+// it and is itself included from another folder ("../util/system.h" including "logging.h"),
+// NVTX 3 and nvrtc.h for the host code, a class holding the host library's std::once_flag,
+// std::function and std::shared_mutex, an operator's declaration, a constexpr template declared
+// before a macro writes its specializations, `__host__` on a device constant and __uint128_t in
+// device code. With "host_code": "skip" the file compiles as it is: the header beside its
+// includer is a view named by its path (less the '/'), NVTX's and nvrtc.h's views are its
+// types and macros, and NVRTC is asked for 128-bit integers.
+TEST(KernelSpec, ATransformerEngineShapedProjectCompilesWhereHostCodeIsSkipped) {
+  if (cuda_include_dir().empty()) GTEST_SKIP() << "no CUDA include folder to make the views from";
+  SpecDir d;
+  fs::create_directories(fs::path(d.dir()) / "common" / "util");
+  fs::create_directories(fs::path(d.dir()) / "common" / "cast");
+  d.write("common/util/logging.h", R"CUDA(#pragma once
+#include <nvrtc.h>
+#include <stdexcept>
+#include <string>
+#define CHECK_NVRTC(expr) do { nvrtcResult r = (expr); if (r != NVRTC_SUCCESS) throw std::runtime_error(nvrtcGetErrorString(r)); } while (0)
+inline void check_nvrtc(nvrtcResult r) { CHECK_NVRTC(r); }
+)CUDA");
+  d.write("common/util/system.h", R"CUDA(#pragma once
+#include <functional>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include "logging.h"
+class Kernel {
+ public:
+  Kernel(std::string name);
+  ~Kernel();
+  Kernel &operator=(Kernel) noexcept;
+  friend void swap(Kernel &a, Kernel &b) noexcept;
+ private:
+  std::once_flag once_;
+  std::function<void(int)> callback_;
+  std::shared_mutex lock_;
+};
+int getenv_int(const char* name);
+)CUDA");
+  d.write("common/common.h", R"CUDA(#pragma once
+#include <nvtx3/nvToolsExt.h>
+#include <cstdint>
+struct NvtxRange {
+  explicit NvtxRange(const char* name) { nvtxRangePushA(name); }
+  ~NvtxRange() { nvtxRangePop(); }
+};
+template <typename T>
+constexpr inline const char *type_name() noexcept;
+#define TYPE_NAME(T) template <> inline constexpr const char *type_name<T>() noexcept { return #T; }
+TYPE_NAME(float)
+TYPE_NAME(int)
+#undef TYPE_NAME
+constexpr __device__ __host__ int TB_DIM = 32;
+__device__ __forceinline__ __uint128_t widen(unsigned long long lo, unsigned long long hi) {
+  return (static_cast<__uint128_t>(hi) << 64) | lo;
+}
+)CUDA");
+  d.write("common/cast/cast.cu", R"CUDA(#include "../common.h"
+#include "../util/system.h"
+template <int B> __global__ void k(const float* x, float* y, int n) {
+  const int i = blockIdx.x * B + threadIdx.x;
+  const __uint128_t w = widen(1ull, 0ull);
+  if (i < n) y[i] = x[i] * float(unsigned(w)) + float(type_name<float>()[0] == 'f') - 1.f + float(TB_DIM - 32);
+}
+__global__ void ref(const float* x, float* y, int n) { const int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = x[i]; }
+void cast(const float* x, float* y, int n) { NvtxRange r("cast"); k<128><<<(n + 127) / 128, 128>>>(x, y, n); }
+)CUDA");
+  const ojson spec = ojson::parse(R"JSON({
+    "name": "te_shaped", "sources": ["common/cast/cast.cu"], "host_code": "skip", "kernel": "k<{B}>", "params_as": "template",
+    "dims": ["n"], "params": {"B": [64, 128]}, "arch": "sm_90", "launch": {"grid": ["ceil_div(n, B)"], "block": ["B"]},
+    "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n"}, {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"},
+             {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"}],
+    "check": {"reference": {"kernel": "ref", "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]}}}})JSON");
+  const std::string op = load_kernel_spec_text(spec.dump(), "te_shaped.json", d.dir());
+  const KernelSpec& s = spec_of(op);
+  auto header = [&](const std::string& name) -> const std::string* {
+    for (const auto& h : s.std_headers)
+      if (h.first == name) return &h.second;
+    return nullptr;
+  };
+  const std::string logging_name = fs::absolute(fs::path(d.dir()) / "common" / "util" / "logging.h").lexically_normal().string().substr(1);
+  const std::string* system = header("../util/system.h");
+  ASSERT_NE(system, nullptr);
+  EXPECT_NE(system->find("#include \"" + logging_name + "\""), std::string::npos) << "the header beside it, by its path:\n" << *system;
+  const std::string* logging = header(logging_name);
+  ASSERT_NE(logging, nullptr);
+  EXPECT_EQ(logging->find("inline void check_nvrtc"), std::string::npos) << *logging;
+  for (const char* gone : {"Kernel(std::string name);", "operator=", "friend void swap", "int getenv_int("})
+    EXPECT_EQ(system->find(gone), std::string::npos) << gone << " stayed:\n" << *system;
+  const std::string* nvtx = header("nvtx3/nvToolsExt.h");
+  ASSERT_NE(nvtx, nullptr);
+  EXPECT_EQ(nvtx->find("nvtxImpl.h"), std::string::npos) << "NVTX's implementation is not included";
+  EXPECT_NE(nvtx->find("typedef uint64_t nvtxRangeId_t;"), std::string::npos);
+  EXPECT_EQ(nvtx->find("nvtxRangePushA("), std::string::npos) << "its host API's declarations go";
+  const std::string* nvrtc = header("nvrtc.h");
+  ASSERT_NE(nvrtc, nullptr);
+  EXPECT_LT(nvrtc->find("#include <stdlib.h>"), nvrtc->find("extern \"C\"")) << "<stdlib.h> out of the extern \"C\" block:\n" << *nvrtc;
+  EXPECT_NE(std::find(s.options.begin(), s.options.end(), "--device-int128"), s.options.end());
+  Compiler compiler;
+  for (int b : {64, 128})
+    EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"B", b}}, Problem::parse(op, "1000"), "sm_90"))) << b;
+  EXPECT_NO_THROW(compiler.compile(*spec_side_request(op, "reference", Problem::parse(op, "1000"), "sm_90")));
+  // The spec's folder named relative to the working one (`ktune compile --kernel spec.json` run
+  // beside it): the header beside its includer is one file by either spelling, and has its view.
+  ojson rel = spec;
+  rel["name"] = "te_shaped_relative";
+  const std::string op_rel = load_kernel_spec_text(rel.dump(), "te_rel.json", fs::relative(d.dir(), fs::current_path()).string());
+  bool logging_view = false;
+  for (const auto& h : spec_of(op_rel).std_headers) logging_view = logging_view || h.first == logging_name;
+  EXPECT_TRUE(logging_view);
+  EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op_rel), Config{{"B", 64}}, Problem::parse(op_rel, "1000"), "sm_90")));
+}
+
 // A PyTorch extension's kernel file as it is (flash-attention-minimal's, vLLM's shape): PyTorch's
 // and pybind11's headers, a host function on torch::Tensor that dispatches, the module's
 // definition. NVRTC cannot open them, and the error says what to do; with "host_code": "skip" they
