@@ -1378,17 +1378,17 @@ std::vector<std::pair<std::string, char>> includes_of(const std::string& text) {
   return out;
 }
 
-// text with the quoted #include of each name in `names` spelled as its value (a header's path),
-// the rest of the line and every other line as they are.
-std::string with_include_names(const std::string& text, const std::map<std::string, std::string>& names) {
+// text with the quoted #include of each name in `names` (and the angled one too, where `angled`)
+// spelled "as its value" (a header's path), the rest of the line and every other line as they are.
+std::string with_include_names(const std::string& text, const std::map<std::string, std::string>& names, bool angled = false) {
   std::string out;
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) {
     const auto inc = includes_of(line);
-    const auto at = inc.size() == 1 && inc[0].second == '"' ? names.find(inc[0].first) : names.end();
+    const auto at = inc.size() == 1 && (inc[0].second == '"' || (angled && inc[0].second == '>')) ? names.find(inc[0].first) : names.end();
     if (at != names.end()) {
-      const size_t open = line.find('"');
-      line = line.substr(0, open + 1) + at->second + line.substr(line.find('"', open + 1));
+      const size_t open = line.find(inc[0].second == '"' ? '"' : '<');
+      line = line.substr(0, open) + "\"" + at->second + "\"" + line.substr(line.find(inc[0].second, open + 1) + 1);
     }
     out += line + "\n";
   }
@@ -1683,8 +1683,18 @@ void read_compile(Reader& r, const ojson& j, KernelSpec& s, std::string* hashed)
     reach.pop_back();
     const std::string* view = nvrtc_toolkit_view(toolkit, name);
     if (!view || own(name) || !added.insert(name).second) continue;
-    s.std_headers.emplace_back(name, *view);
-    for (const auto& inc : includes_of(*view)) reach.push_back(inc.first);
+    // A toolkit header's include of another reaches the toolkit's file, as under nvcc, not a
+    // project header of that name that the include path puts first (the sources' folders lead
+    // it): Transformer Engine's util/cuda_runtime.h beside a source, which nccl.h's
+    // <cuda_runtime.h> found. The toolkit's, by its path, where it has no view.
+    std::map<std::string, std::string> shadowed;
+    for (const auto& inc : includes_of(*view)) {
+      reach.push_back(inc.first);
+      std::error_code ec;
+      if (inc.second && own(inc.first) && !nvrtc_toolkit_view(toolkit, inc.first) && fs::is_regular_file(toolkit + "/" + inc.first, ec))
+        shadowed.emplace(inc.first, toolkit + "/" + inc.first);
+    }
+    s.std_headers.emplace_back(name, shadowed.empty() ? *view : with_include_names(*view, shadowed, true));
   }
   // With host code skipped, a PyTorch extension's file as it is: PyTorch's and pybind11's headers
   // stand in (core/nvrtc_std.h, nvrtc_torch_stand_in); the extension's host functions that use

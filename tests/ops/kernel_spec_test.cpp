@@ -3177,8 +3177,12 @@ __device__ __forceinline__ __uint128_t widen(unsigned long long lo, unsigned lon
   return (static_cast<__uint128_t>(hi) << 64) | lo;
 }
 )CUDA");
+  // A project header named as a toolkit one, beside the source (TE's util/cuda_runtime.h): the
+  // toolkit's views include the toolkit's file, not it.
+  d.write("common/cast/library_types.h", "#pragma once\nint project_library_types(int device);\n");
   d.write("common/cast/cast.cu", R"CUDA(#include "../common.h"
 #include "../util/system.h"
+#include <cublas_v2.h>
 template <int B> __global__ void k(const float* x, float* y, int n) {
   const int i = blockIdx.x * B + threadIdx.x;
   const __uint128_t w = widen(1ull, 0ull);
@@ -3218,6 +3222,10 @@ void cast(const float* x, float* y, int n) { NvtxRange r("cast"); k<128><<<(n + 
   ASSERT_NE(nvrtc, nullptr);
   EXPECT_LT(nvrtc->find("#include <stdlib.h>"), nvrtc->find("extern \"C\"")) << "<stdlib.h> out of the extern \"C\" block:\n" << *nvrtc;
   EXPECT_NE(std::find(s.options.begin(), s.options.end(), "--device-int128"), s.options.end());
+  const std::string* cublas_api = header("cublas_api.h");
+  ASSERT_NE(cublas_api, nullptr);
+  EXPECT_NE(cublas_api->find("#include \"" + cuda_include_dir() + "/library_types.h\""), std::string::npos)
+      << "the toolkit's library_types.h, by its path";
   Compiler compiler;
   for (int b : {64, 128})
     EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"B", b}}, Problem::parse(op, "1000"), "sm_90"))) << b;
