@@ -776,15 +776,54 @@ std::set<std::string> unevaluated_names(const std::string& code) {
   return names;
 }
 
+// text with each "\r\n" as "\n" (a file saved with Windows' line ends: FasterTransformer's headers),
+// and for each line whether it ended so.
+std::string without_crs(const std::string& text, std::vector<bool>* crlf) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t k = 0; k < text.size(); ++k) {
+    if (text[k] == '\r' && k + 1 < text.size() && text[k + 1] == '\n') {
+      if (crlf) crlf->push_back(true);
+      continue;
+    }
+    if (text[k] == '\n' && crlf && (k == 0 || text[k - 1] != '\r')) crlf->push_back(false);
+    out += text[k];
+  }
+  return out;
+}
 } // namespace
 
 void defined_macros(const std::string& text, std::map<std::string, std::string>* macros) {
   std::vector<CharKind> kind;
-  code_only(text, macros, &kind);
+  code_only(text.find("\r\n") == std::string::npos ? text : without_crs(text, nullptr), macros, &kind);
 }
+
+namespace {
+std::string skip_host_functions_lf(const std::string& text, int* blanked, const std::map<std::string, std::string>& known,
+                                   const std::set<std::string>& elsewhere, std::set<std::string>* names);
+
+} // namespace
 
 std::string skip_host_functions(const std::string& text, int* blanked, const std::map<std::string, std::string>& known,
                                 const std::set<std::string>& elsewhere, std::set<std::string>* names) {
+  if (text.find("\r\n") == std::string::npos) return skip_host_functions_lf(text, blanked, known, elsewhere, names);
+  // Read with "\n" line ends (a "\r" is no blank to the reading: `template<...>` after it, a
+  // macro's "\\\r\n" continuation), the "\r"s put back where they were: the lines are the same.
+  std::vector<bool> crlf;
+  const std::string lf = skip_host_functions_lf(without_crs(text, &crlf), blanked, known, elsewhere, names);
+  std::string out;
+  out.reserve(text.size());
+  size_t line = 0;
+  for (char c : lf) {
+    if (c == '\n' && line < crlf.size() && crlf[line++]) out += '\r';
+    out += c;
+  }
+  return out;
+}
+
+namespace {
+std::string skip_host_functions_lf(const std::string& text, int* blanked, const std::map<std::string, std::string>& known,
+                                   const std::set<std::string>& elsewhere, std::set<std::string>* names) {
   *blanked = 0;
   // Each '{''s matching '}', found in a first pass that also checks that the braces balance: over
   // every branch of the #if groups, or where those do not balance (ggml's kernels open their
@@ -1037,6 +1076,8 @@ std::string skip_host_functions(const std::string& text, int* blanked, const std
   for (auto a = annotate.rbegin(); a != annotate.rend(); ++a) out.insert(a->first, a->second);
   return out;
 }
+
+} // namespace
 
 std::string device_view_of_header(const std::string& text, const std::map<std::string, std::string>& known) {
   int blanked = 0;

@@ -443,3 +443,19 @@ TEST(HostCode, AVariableOfAnElaboratedTypeIsNoTypesDeclaration) {
                 "__device__ struct timeval dev_tv;"});
   EXPECT_EQ(n, 2) << out;
 }
+
+// A file saved with Windows' line ends (FasterTransformer's headers): read as with "\n" ones, a
+// macro's "\\\r\n" continuation included, and given back with its "\r"s where they were.
+TEST(HostCode, WindowsLineEndsReadAsUnixOnes) {
+  const std::string text =
+      "#pragma once\r\n#define DEV \\\r\n  __device__\r\nnamespace ft {\r\n\r\ntemplate<typename T>\r\n"
+      "void invoke(const T* x, int n);\r\nDEV int twice(int a) { return 2 * a; }\r\n}  // namespace ft\r\n"
+      "__global__ void k(int* y) { y[0] = ft::twice(1); }\n";
+  int n = 0;
+  const std::string out = skipped(text, &n);
+  EXPECT_EQ(out.size(), text.size()) << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\r'), std::count(text.begin(), text.end(), '\r')) << "each \\r kept";
+  expect_parts(out, {"void invoke("}, {"#define DEV \\\r\n  __device__\r\n", "DEV int twice(int a) { return 2 * a; }\r\n",
+                                       "__global__ void k(int* y)"});
+  EXPECT_EQ(n, 1) << out;
+}
