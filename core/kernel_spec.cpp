@@ -2,6 +2,7 @@
 // (docs/KERNEL_SPEC.md is the reference for each field). core/spec_op.cpp turns the result into
 // the op and family it registers.
 #include "core/kernel_spec.h"
+#include "core/embedded.h"
 #include "core/host_code.h"
 #include "core/nvrtc_std.h"
 
@@ -1378,6 +1379,23 @@ std::vector<std::pair<std::string, char>> includes_of(const std::string& text) {
   return out;
 }
 
+// Whether a header included by `name` would meet one of ktune's own of that name, which every
+// compile hands NVRTC in memory (kernel_templates' layernorm.h, softmax.h, rows_common.cuh): the
+// project's file is then handed in memory too, by that name, so that it is the one compiled (AWQ's
+// layernorm.h).
+bool ktune_header_name(const std::string& name) {
+  static const std::set<std::string> names = [] {
+    std::set<std::string> n;
+    for (const auto& f : embedded_files()) {
+      const std::string path(f.path);
+      if (path.size() > 2 && (path.substr(path.size() - 2) == ".h" || (path.size() > 4 && path.substr(path.size() - 4) == ".cuh")))
+        n.insert(path.substr(path.rfind('/') + 1));
+    }
+    return n;
+  }();
+  return names.count(name) > 0;
+}
+
 // text with the quoted #include of each name in `names` (and the angled one too, where `angled`)
 // spelled "as its value" (a header's path), the rest of the line and every other line as they are.
 std::string with_include_names(const std::string& text, const std::map<std::string, std::string>& names, bool angled = false) {
@@ -1480,8 +1498,8 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
         }
         // Every name a project's header is included by (ggml's "common.cuh" beside it and
         // "ggml-cuda/common.cuh" from src/), read or not.
-        if (s.skip_host_code && !toolkits) {
-          const bool by_path = close == '"' && d == dirs.front() && std::find(files.begin(), files.end(), f) == files.end();
+        if ((s.skip_host_code || ktune_header_name(name)) && !toolkits) {
+          const bool by_path = s.skip_host_code && close == '"' && d == dirs.front() && std::find(files.begin(), files.end(), f) == files.end();
           const std::string path_name = h.string().substr(1);
           if (by_path) beside[f][name] = path_name, path_names.insert(path_name);
           auto [at, fresh] = view_file.emplace(by_path ? path_name : name, h.string());
@@ -1524,19 +1542,22 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
   }
   // A file included by two names has one view; the other name's includes it, so that its
   // #pragma once or guard holds as it does for the one file under nvcc.
-  std::map<std::string, std::string> view_of; // a file: the name of its view
-  for (const auto& [name, file] : view_file) {
+  // A file reached by its path name is a view whatever it holds, and then every other name of it
+  // must be one too: a name NVRTC resolved on disk would be a second copy of the file beside the
+  // view (SageAttention's source includes "../cp_async.cuh", a header beside it "cp_async.cuh").
+  std::map<std::string, std::vector<std::string>> names_of; // a file: the names it is included by
+  for (const auto& [name, file] : view_file)
+    if (!file.empty()) names_of[file].push_back(name);
+  for (const auto& [file, names] : names_of) {
     int blanked = 0;
-    if (file.empty()) continue;
-    if (const auto at = view_of.find(file); at != view_of.end()) {
-      views->emplace_back(name, "#pragma once\n#include \"" + at->second + "\"\n");
-      continue;
-    }
-    std::string view = skip_host_functions(with_paths(file), &blanked, known, host_functions);
-    if (blanked > 0 || beside.count(file) || path_names.count(name)) {
-      views->emplace_back(name, std::move(view));
-      view_of[file] = name;
-    }
+    std::string view = s.skip_host_code ? skip_host_functions(with_paths(file), &blanked, known, host_functions) : texts.at(file);
+    const auto path_name = std::find_if(names.begin(), names.end(), [&](const std::string& n) { return path_names.count(n) > 0; });
+    const bool ktune_name = std::any_of(names.begin(), names.end(), ktune_header_name);
+    if (blanked == 0 && !beside.count(file) && path_name == names.end() && !ktune_name) continue;
+    const std::string& first = path_name != names.end() ? *path_name : names.front();
+    views->emplace_back(first, std::move(view));
+    for (const auto& name : names)
+      if (name != first) views->emplace_back(name, "#pragma once\n#include \"" + first + "\"\n");
   }
   return folders;
 }

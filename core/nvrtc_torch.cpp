@@ -440,8 +440,9 @@ std::string nvrtc_torch_stand_in(const std::string& name) {
                      "\n#include <stdint.h>\n#include <stddef.h>\n#include <cstdint>\n#include <cstddef>\n#include <cmath>\n"
                      "#include <limits>\n#include <type_traits>\n#include <utility>\n"
                      // the host library's, which PyTorch's headers bring too (Apex's nccl_p2p_cuda.cu holds a
-                     // std::vector with no include of its own)
-                     "#include <vector>\n#include <string>\n#include <memory>\n#include <tuple>\n";
+                     // std::vector, ExLlamaV2's q_attn.cuh a std::unordered_map, with no include of their own)
+                     "#include <vector>\n#include <string>\n#include <memory>\n#include <tuple>\n#include <array>\n"
+                     "#include <map>\n#include <unordered_map>\n#include <functional>\n";
   if (torch) text += std::string("#include \"") + kTorchDeviceTypesHeader + "\"\n";
   return text;
 }

@@ -186,9 +186,15 @@ std::future<std::shared_ptr<const CompiledKernel>> Compiler::compile_async(Compi
 
 std::shared_ptr<const CompiledKernel> Compiler::compile_uncached(const CompileRequest& req, const std::string& key) {
   const auto t0 = std::chrono::steady_clock::now();
+  // The request's own headers, then ktune's embedded ones but those it names itself: NVRTC refuses
+  // two headers of one name (a user's project holds its own layernorm.h: AWQ's), and the user's is
+  // the one the user's source means.
   const auto& h = headers();
-  std::vector<const char*> names = h.name_ptrs, texts = h.text_ptrs;
+  std::vector<const char*> names, texts;
   for (const auto& [name, text] : req.headers) names.push_back(name.c_str()), texts.push_back(text.c_str());
+  for (size_t i = 0; i < h.names.size(); ++i)
+    if (std::none_of(req.headers.begin(), req.headers.end(), [&](const auto& r) { return r.first == h.names[i]; }))
+      names.push_back(h.name_ptrs[i]), texts.push_back(h.text_ptrs[i]);
   // One compile of the program under opts into *prog (destroyed on every path out of here,
   // exceptions included, by the guard) and its log.
   nvrtcProgram prog = nullptr;

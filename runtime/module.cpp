@@ -75,7 +75,10 @@ Module::Module(const std::vector<char>& cubin, const std::vector<std::string>& l
   dependent_launch_ = major >= 9;
   // A constructor that throws runs no destructor: the module is unloaded here on any failure.
   try {
-    for (const auto& name : lowered_names) load_function(name, major);
+    for (const auto& name : lowered_names) {
+      load_function(name, major);
+      cubin_params_.push_back(cubin_param_sizes(cubin, name));
+    }
   } catch (...) {
     driver().cuModuleUnload(module_);
     throw;
@@ -113,7 +116,7 @@ Module::~Module() {
 }
 
 Module::Module(Module&& o) noexcept
-    : module_(o.module_), functions_(std::move(o.functions_)), constants_(std::move(o.constants_)), max_threads_(std::move(o.max_threads_)), smem_limit_(std::move(o.smem_limit_)),
+    : module_(o.module_), functions_(std::move(o.functions_)), constants_(std::move(o.constants_)), max_threads_(std::move(o.max_threads_)), cubin_params_(std::move(o.cubin_params_)), smem_limit_(std::move(o.smem_limit_)),
       resident_(std::move(o.resident_)), context_(std::move(o.context_)), once_(std::move(o.once_)), sm_count_(o.sm_count_),
       dependent_launch_(o.dependent_launch_) {
   o.module_ = nullptr;
@@ -149,6 +152,7 @@ const std::string& Module::checked(size_t i, const std::function<std::string()>&
 }
 
 std::vector<size_t> Module::param_sizes(size_t i) const {
+  if (!cubin_params_.at(i).empty()) return cubin_params_[i];
   std::vector<size_t> sizes;
   for (size_t k = 0;; ++k) {
     size_t offset = 0, size = 0;

@@ -101,7 +101,9 @@ class Module {
   // "" where the check passed, else why not (a user kernel's parameters against its spec's
   // arguments: every launch after a failed check fails the same way).
   const std::string& checked(size_t i, const std::function<std::string()>& check);
-  // The size in bytes of each parameter kernel i declares, in order (cuFuncGetParamInfo).
+  // The size in bytes of each parameter kernel i declares, in order: as the cubin records them
+  // (cubin_param_sizes, read at load), else as cuFuncGetParamInfo gives them one by one until it
+  // refuses an index (an error compute-sanitizer reports, which the cubin's record avoids).
   std::vector<size_t> param_sizes(size_t i) const;
 
   // Raises the kernel's dynamic shared-memory limit first when the launch asks for more than the
@@ -140,6 +142,7 @@ class Module {
   // block_kernel); -1: no probe.
   std::vector<long long> constants_;
   std::vector<int> max_threads_; // per kernel: CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, read at load
+  std::vector<std::vector<size_t>> cubin_params_; // per kernel: its parameters' sizes as the cubin records them (empty: none read)
   std::unique_ptr<std::atomic<unsigned>[]> smem_limit_; // per kernel: the limit already set
   // Per kernel: resident_blocks' last answer, (shared memory x 2048 + threads) << 32 | blocks.
   std::unique_ptr<std::atomic<unsigned long long>[]> resident_;

@@ -2662,3 +2662,42 @@ template <typename T> __global__ void axpy_half_alpha(T alpha, const T* x, T* y,
   const VerifyResult v = check_config(*r, compiler, *d, planted, Config{{"B", 128}}, Problem::parse(planted, "100003", "", DType::f64), 4);
   EXPECT_FALSE(v.pass) << "a reference without alpha agreed: " << v.summary();
 }
+
+// Module::param_sizes reads a kernel's parameter sizes from the cubin's own record, so that
+// compute-sanitizer sees no cuFuncGetParamInfo refused past the last parameter: for kernels of
+// pointers, scalars of each size, a struct by value, a template instance and none, it agrees with
+// the driver's cuFuncGetParamInfo, parameter by parameter.
+TEST(KernelSpecGpu, ModuleParameterSizesAgreeWithTheDriver) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  CompileRequest req;
+  req.source = R"CUDA(
+struct Box { float lo[3]; double hi; int n; };
+__global__ void ptrs(float* a, const int* b, double* c) { a[0] = b[0] + c[0]; }
+__global__ void scalars(char c, short s, int i, long long l, float f, double x, float* out) { out[0] = c + s + i + l + f + x; }
+__global__ void by_value(Box b, float* out) { out[0] = b.lo[2] + b.hi + b.n; }
+template <int N> __global__ void templated(float (*rows)[N], int n) { if (n > 0) rows[0][0] = N; }
+__global__ void none() {}
+)CUDA";
+  req.source_name = "param_sizes.cu";
+  req.name_expressions = {"ptrs", "scalars", "by_value", "templated<4>", "none"};
+  req.arch = d->arch;
+  req.context = "parameter sizes";
+  const auto k = compiler.compile(req);
+  Module m(k->cubin, k->lowered_names, req.context);
+  const std::vector<std::vector<size_t>> expect = {{8, 8, 8}, {1, 2, 4, 8, 4, 8, 8}, {32, 8}, {8, 4}, {}};
+  for (size_t i = 0; i < m.kernels(); ++i) {
+    std::vector<size_t> driver_sizes;
+    for (size_t p = 0;; ++p) {
+      size_t offset = 0, size = 0;
+      if (driver().cuFuncGetParamInfo(m.function(i), p, &offset, &size) != CUDA_SUCCESS) break;
+      driver_sizes.push_back(size);
+    }
+    EXPECT_EQ(m.param_sizes(i), driver_sizes) << req.name_expressions[i];
+    EXPECT_EQ(m.param_sizes(i), expect[i]) << req.name_expressions[i];
+    if (i + 1 < m.kernels()) EXPECT_EQ(cubin_param_sizes(k->cubin, k->lowered_names[i]), expect[i]) << "from the cubin";
+  }
+}

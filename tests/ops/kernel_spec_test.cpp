@@ -3140,7 +3140,11 @@ TEST(KernelSpec, ATransformerEngineShapedProjectCompilesWhereHostCodeIsSkipped) 
 #define CHECK_NVRTC(expr) do { nvrtcResult r = (expr); if (r != NVRTC_SUCCESS) throw std::runtime_error(nvrtcGetErrorString(r)); } while (0)
 inline void check_nvrtc(nvrtcResult r) { CHECK_NVRTC(r); }
 )CUDA");
+  // A header with no host code, included beside by a header and by a relative name from the
+  // source (SageAttention's cp_async.cuh): one file, so one view, the other name including it.
+  d.write("common/util/types.h", "#pragma once\nenum class Fill { zero, keep };\n");
   d.write("common/util/system.h", R"CUDA(#pragma once
+#include "types.h"
 #include <functional>
 #include <mutex>
 #include <shared_mutex>
@@ -3182,6 +3186,7 @@ __device__ __forceinline__ __uint128_t widen(unsigned long long lo, unsigned lon
   d.write("common/cast/library_types.h", "#pragma once\nint project_library_types(int device);\n");
   d.write("common/cast/cast.cu", R"CUDA(#include "../common.h"
 #include "../util/system.h"
+#include "../util/types.h"
 #include <cublas_v2.h>
 template <int B> __global__ void k(const float* x, float* y, int n) {
   const int i = blockIdx.x * B + threadIdx.x;
@@ -3222,6 +3227,10 @@ void cast(const float* x, float* y, int n) { NvtxRange r("cast"); k<128><<<(n + 
   ASSERT_NE(nvrtc, nullptr);
   EXPECT_LT(nvrtc->find("#include <stdlib.h>"), nvrtc->find("extern \"C\"")) << "<stdlib.h> out of the extern \"C\" block:\n" << *nvrtc;
   EXPECT_NE(std::find(s.options.begin(), s.options.end(), "--device-int128"), s.options.end());
+  const std::string types_name = fs::absolute(fs::path(d.dir()) / "common" / "util" / "types.h").lexically_normal().string().substr(1);
+  ASSERT_NE(header(types_name), nullptr) << "a header named by its path is a view whatever it holds";
+  ASSERT_NE(header("../util/types.h"), nullptr);
+  EXPECT_EQ(*header("../util/types.h"), "#pragma once\n#include \"" + types_name + "\"\n");
   const std::string* cublas_api = header("cublas_api.h");
   ASSERT_NE(cublas_api, nullptr);
   EXPECT_NE(cublas_api->find("#include \"" + cuda_include_dir() + "/library_types.h\""), std::string::npos)
@@ -3239,6 +3248,34 @@ void cast(const float* x, float* y, int n) { NvtxRange r("cast"); k<128><<<(n + 
   for (const auto& h : spec_of(op_rel).std_headers) logging_view = logging_view || h.first == logging_name;
   EXPECT_TRUE(logging_view);
   EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op_rel), Config{{"B", 64}}, Problem::parse(op_rel, "1000"), "sm_90")));
+}
+
+// A project header named as one of ktune's own (kernel_templates' layernorm.h, which every compile
+// hands NVRTC in memory; AWQ's csrc/layernorm/layernorm.h): the project's is the one compiled,
+// with host code compiled or skipped, where NVRTC met two headers of one name (and refused the
+// program) or took ktune's in place of the user's.
+TEST(KernelSpec, AProjectHeaderNamedAsKtunesOwnIsTheProjects) {
+  SpecDir d;
+  d.write("layernorm.h", "#pragma once\n#define USER_SCALE 3.0f\n#ifndef __CUDACC_RTC__\nvoid layernorm_forward(float* x, int n);\n#endif\n");
+  d.write("ln.cu", "#include \"layernorm.h\"\n__global__ void scale3(const float* x, float* y, int n) {\n"
+                   "  const int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] = USER_SCALE * x[i];\n}\n");
+  ojson spec = ojson::parse(R"JSON({
+    "name": "user_layernorm_h", "sources": ["ln.cu"], "kernel": "scale3", "dims": ["n"], "params": {"B": [128]},
+    "launch": {"grid": ["ceil_div(n, B)"], "block": ["B"]},
+    "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n"}, {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"},
+             {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"}],
+    "check": {"none": "a compile test"}})JSON");
+  Compiler compiler;
+  for (const char* host_code : {"compile", "skip"}) {
+    spec["host_code"] = host_code;
+    spec["name"] = std::string("user_layernorm_h_") + host_code;
+    const std::string op = load_kernel_spec_text(spec.dump(), "ln.json", d.dir());
+    const auto& headers = spec_of(op).std_headers;
+    const auto own = std::find_if(headers.begin(), headers.end(), [](const auto& h) { return h.first == "layernorm.h"; });
+    ASSERT_NE(own, headers.end()) << host_code;
+    EXPECT_NE(own->second.find("USER_SCALE"), std::string::npos) << host_code;
+    EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"B", 128}}, Problem::parse(op, "1000"), "sm_90"))) << host_code;
+  }
 }
 
 // A PyTorch extension's kernel file as it is (flash-attention-minimal's, vLLM's shape): PyTorch's
