@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "core/kernel_spec.h" // find_word
+
 namespace ktune {
 
 namespace {
@@ -410,8 +412,7 @@ bool reads_as_parameters(const std::string& inside, const std::map<std::string, 
 // `operator[]`) spelled as letters, so that its '=' is no initializer's and its parentheses no
 // parameter list's: `Kernel &operator=(Kernel) noexcept;` declares a function.
 std::string with_operator_names(std::string head) {
-  for (size_t k = head.find("operator"); k != std::string::npos; k = head.find("operator", k + 8)) {
-    if ((k > 0 && ident_char(head[k - 1])) || (k + 8 < head.size() && ident_char(head[k + 8]))) continue; // a longer word
+  for (size_t k = find_word(head, "operator"); k != std::string::npos; k = find_word(head, "operator", k + 8)) {
     size_t a = head.find_first_not_of(" \t\n", k + 8);
     if (a == std::string::npos) break;
     if (head.compare(a, 2, "()") == 0 || head.compare(a, 2, "[]") == 0) {
@@ -421,6 +422,41 @@ std::string with_operator_names(std::string head) {
     for (; a < head.size() && std::strchr("=+-*/%^&|~!<>,", head[a]) && head[a] != '\0'; ++a) head[a] = 'o';
   }
   return head;
+}
+
+// The first parameter list of a declaration's head at its top level: its '(' and ')' in *open
+// and *close; false where a '=' (an initializer), a '[' or a '{' comes first, or there is none.
+bool parameter_list(const std::string& head, size_t* open, size_t* close) {
+  int depth = 0;
+  *open = *close = std::string::npos;
+  for (size_t k = 0; k < head.size() && *close == std::string::npos; ++k) {
+    const char h = head[k];
+    if (depth == 0 && h == '=' && *open == std::string::npos) return false; // a data member's initializer
+    if (h == '(' || h == '[' || h == '{') {
+      if (depth == 0 && h == '(') *open = k;
+      if (depth == 0 && h != '(') return false; // an array or a braced initializer: data
+      ++depth;
+    } else if (h == ')' || h == ']' || h == '}') {
+      if (--depth == 0 && *open != std::string::npos) *close = k;
+    }
+  }
+  return *open != std::string::npos && *close != std::string::npos;
+}
+
+// Where a function's head (template parameter lists blanked) takes the execution space skip gives
+// a constexpr function: before its constexpr or consteval keyword as the head spells it, or,
+// through a macro (CUTLASS's CUTLASS_CONSTEXPR_IF_CXX17: `words` hold constexpr), before its
+// first word; npos where it is not constexpr.
+size_t constexpr_keyword_at(const std::string& head, const std::vector<std::string>& words) {
+  for (const char* w : {"constexpr", "consteval"})
+    if (const size_t k = find_word(head, w); k != std::string::npos) return k;
+  return std::find(words.begin(), words.end(), "constexpr") != words.end() ? head.find_first_not_of(" \t\n") : std::string::npos;
+}
+
+// The execution space skip adds to a function whose words are `words`: __device__ beside its own
+// __host__, else both.
+const char* space_to_add(const std::vector<std::string>& words) {
+  return std::find(words.begin(), words.end(), "__host__") != words.end() ? "__device__ " : "__host__ __device__ ";
 }
 
 // The head with its attributes blanked (`[[nodiscard]]`, `__attribute__((format(printf, 2, 3)))`,
@@ -637,20 +673,8 @@ bool host_member_declaration(const std::string& stmt, const std::map<std::string
   if (words.empty() || holds_any(words, {"decltype"}) || !declared_type(head, macros).empty()) return false;
   if (unknown_macro_before_name(head, macros)) return false;
   // The first top-level '(' before any '=': a parameter list, unless it opens a declarator.
-  int depth = 0;
-  size_t open = std::string::npos, close = std::string::npos;
-  for (size_t k = 0; k < head.size() && close == std::string::npos; ++k) {
-    const char h = head[k];
-    if (depth == 0 && h == '=' && open == std::string::npos) return false; // a data member's initializer
-    if (h == '(' || h == '[' || h == '{') {
-      if (depth == 0 && h == '(') open = k;
-      if (depth == 0 && h != '(') return false; // an array or a braced initializer: data
-      ++depth;
-    } else if (h == ')' || h == ']' || h == '}') {
-      if (--depth == 0 && open != std::string::npos) close = k;
-    }
-  }
-  if (open == std::string::npos || close == std::string::npos) return false;
+  size_t open, close;
+  if (!parameter_list(head, &open, &close)) return false;
   const size_t first = head.find_first_not_of(" \t\n", open + 1);
   if (first != std::string::npos && first < close && std::string("*&^").find(head[first]) != std::string::npos) return false;
   // After the parameters: `= default` and `= delete` stay, but a virtual `= default` (NVRTC
@@ -694,20 +718,8 @@ size_t constexpr_declaration_at(const std::string& stmt, const std::map<std::str
     return std::string::npos;
   if (std::find(words.begin(), words.end(), "constexpr") == words.end() && std::find(words.begin(), words.end(), "consteval") == words.end())
     return std::string::npos;
-  int depth = 0;
-  size_t open = std::string::npos, close = std::string::npos;
-  for (size_t k = 0; k < head.size() && close == std::string::npos; ++k) {
-    const char h = head[k];
-    if (depth == 0 && h == '=' && open == std::string::npos) return std::string::npos; // a variable's initializer
-    if (h == '(' || h == '[' || h == '{') {
-      if (depth == 0 && h == '(') open = k;
-      if (depth == 0 && h != '(') return std::string::npos;
-      ++depth;
-    } else if ((h == ')' || h == ']' || h == '}') && --depth == 0 && open != std::string::npos) {
-      close = k;
-    }
-  }
-  if (open == std::string::npos || close == std::string::npos) return std::string::npos;
+  size_t open, close;
+  if (!parameter_list(head, &open, &close)) return std::string::npos; // a variable's initializer, or data
   const std::string inside = head.substr(open + 1, close - open - 1);
   if (inside.find_first_not_of(" \t\n") != std::string::npos && !reads_as_parameters(inside, macros))
     return std::string::npos; // `constexpr A a(3);`: a variable built by a constructor
@@ -715,10 +727,8 @@ size_t constexpr_declaration_at(const std::string& stmt, const std::map<std::str
   words_of(head.substr(close + 1), macros, 0, &tail);
   if (std::find(tail.begin(), tail.end(), "default") != tail.end() || std::find(tail.begin(), tail.end(), "delete") != tail.end())
     return std::string::npos; // the compiler's own, which NVRTC takes as it is
-  for (const char* w : {"constexpr", "consteval"})
-    for (size_t k = head.find(w); k != std::string::npos; k = head.find(w, k + 1))
-      if ((k == 0 || !ident_char(head[k - 1])) && (k + std::strlen(w) >= head.size() || !ident_char(head[k + std::strlen(w)]))) return k;
-  return head.find_first_not_of(" \t\n");
+  const size_t k = constexpr_keyword_at(head, words);
+  return k != std::string::npos ? k : head.find_first_not_of(" \t\n"); // consteval through a macro
 }
 
 // The offsets in stmt of each `__host__` a variable's declaration spells out (Transformer Engine's
@@ -726,8 +736,7 @@ size_t constexpr_declaration_at(const std::string& stmt, const std::map<std::str
 // and goes on, NVRTC refuses it. A function's declaration, or `__host__` through a macro, gives none.
 std::vector<size_t> variable_host_words(const std::string& stmt, const std::map<std::string, std::string>& macros) {
   std::vector<size_t> at;
-  for (size_t k = stmt.find("__host__"); k != std::string::npos; k = stmt.find("__host__", k + 8))
-    if ((k == 0 || !ident_char(stmt[k - 1])) && (k + 8 >= stmt.size() || !ident_char(stmt[k + 8]))) at.push_back(k);
+  for (size_t k = find_word(stmt, "__host__"); k != std::string::npos; k = find_word(stmt, "__host__", k + 8)) at.push_back(k);
   if (at.empty()) return at;
   const std::string head = with_operator_names(without_attributes(without_template_lists(stmt)));
   std::vector<std::string> words;
@@ -757,10 +766,8 @@ std::vector<size_t> variable_host_words(const std::string& stmt, const std::map<
 std::set<std::string> unevaluated_names(const std::string& code) {
   std::set<std::string> names;
   for (const char* op : {"decltype", "sizeof", "alignof", "noexcept"})
-    for (size_t k = code.find(op); k != std::string::npos; k = code.find(op, k + 1)) {
-      const size_t n = std::strlen(op);
-      if ((k > 0 && ident_char(code[k - 1])) || (k + n < code.size() && ident_char(code[k + n]))) continue;
-      size_t a = code.find_first_not_of(" \t\n", k + n);
+    for (size_t k = find_word(code, op); k != std::string::npos; k = find_word(code, op, k + 1)) {
+      size_t a = code.find_first_not_of(" \t\n", k + std::strlen(op));
       if (a == std::string::npos || code[a] != '(') continue;
       int depth = 0;
       for (size_t e = a; e < code.size(); ++e) {
@@ -934,7 +941,7 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
         if (cx != std::string::npos) {
           std::vector<std::string> sw;
           words_of(stmt, macros, 0, &sw);
-          annotate.emplace_back(start + cx, std::find(sw.begin(), sw.end(), "__host__") != sw.end() ? "__device__ " : "__host__ __device__ ");
+          annotate.emplace_back(start + cx, space_to_add(sw));
           ++*blanked;
         } else if (!host_words.empty()) {
           for (size_t k : host_words) out.replace(start + k, 8, 8, ' ');
@@ -946,8 +953,7 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
           const std::string head = without_template_lists(stmt);
           std::vector<std::string> sw;
           words_of(head, macros, 0, &sw);
-          annotate.emplace_back(start + head.find_first_not_of(" \t\n"),
-                                std::find(sw.begin(), sw.end(), "__host__") != sw.end() ? "__device__ " : "__host__ __device__ ");
+          annotate.emplace_back(start + head.find_first_not_of(" \t\n"), space_to_add(sw));
           ++*blanked;
         } else if (host_instance || host_declaration(stmt, macros)) {
           blank(start, i);
@@ -1045,17 +1051,9 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
       // where it is constant-evaluated (a traits class's `static constexpr int kSmem = cmax(...)`)
       // and, as PyTorch extensions build (--expt-relaxed-constexpr), where device code calls it
       // (Marlin's ceildiv): it becomes __host__ __device__ rather than going.
-      size_t constexpr_at = std::string::npos; // the keyword as the head spells it (not through a macro)
-      for (const char* w : {"constexpr", "consteval"})
-        for (size_t k = head.find(w); k != std::string::npos && constexpr_at == std::string::npos; k = head.find(w, k + 1))
-          if ((k == 0 || !ident_char(head[k - 1])) && (k + std::strlen(w) >= head.size() || !ident_char(head[k + std::strlen(w)]))) constexpr_at = k;
-      // Through a macro (CUTLASS's CUTLASS_CONSTEXPR_IF_CXX17): the execution space goes before
-      // the head's first word (its template parameter lists are blanked in head).
-      if (constexpr_at == std::string::npos && std::find(words.begin(), words.end(), "constexpr") != words.end())
-        constexpr_at = head.find_first_not_of(" \t\n");
+      const size_t constexpr_at = constexpr_keyword_at(head, words);
       if (function && !device && !braced_init && !unknown_macro_before_name(head, macros) && constexpr_at != std::string::npos) {
-        const bool host = std::find(words.begin(), words.end(), "__host__") != words.end();
-        annotate.emplace_back(start + constexpr_at, host ? "__device__ " : "__host__ __device__ ");
+        annotate.emplace_back(start + constexpr_at, space_to_add(words));
         ++*blanked;
       } else if (function && !device && !braced_init && !unknown_macro_before_name(head, macros)) {
         blank(start, close);

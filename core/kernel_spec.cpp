@@ -1384,16 +1384,8 @@ std::vector<std::pair<std::string, char>> includes_of(const std::string& text) {
 // project's file is then handed in memory too, by that name, so that it is the one compiled (AWQ's
 // layernorm.h).
 bool ktune_header_name(const std::string& name) {
-  static const std::set<std::string> names = [] {
-    std::set<std::string> n;
-    for (const auto& f : embedded_files()) {
-      const std::string path(f.path);
-      if (path.size() > 2 && (path.substr(path.size() - 2) == ".h" || (path.size() > 4 && path.substr(path.size() - 4) == ".cuh")))
-        n.insert(path.substr(path.rfind('/') + 1));
-    }
-    return n;
-  }();
-  return names.count(name) > 0;
+  const auto& h = embedded_headers();
+  return std::any_of(h.begin(), h.end(), [&](const auto& e) { return e.first == name; });
 }
 
 // text with the quoted #include of each name in `names` (and the angled one too, where `angled`)

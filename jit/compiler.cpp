@@ -26,11 +26,9 @@ struct HeaderSet {
   std::vector<std::string> names, texts;
   std::vector<const char*> name_ptrs, text_ptrs;
   HeaderSet() {
-    for (const auto& f : embedded_files()) {
-      const std::string path(f.path);
-      if (path.size() < 3 || (path.substr(path.size() - 2) != ".h" && path.substr(path.size() - 4) != ".cuh")) continue;
-      names.push_back(path.substr(path.rfind('/') + 1));
-      texts.emplace_back(f.text);
+    for (const auto& [name, text] : embedded_headers()) {
+      names.push_back(name);
+      texts.emplace_back(text);
     }
     for (size_t i = 0; i < names.size(); ++i) {
       name_ptrs.push_back(names[i].c_str());
