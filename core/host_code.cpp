@@ -41,6 +41,20 @@ Truth nvrtc_condition(const std::string& e, const std::map<std::string, std::str
   static const std::set<std::string> not_here = {"__NVCC__", "__clang__", "__GNUC__", "_MSC_VER", "_MSVC_LANG", "_WIN32", "__CUDA__",
                                                  "__NVCOMPILER", "_NVHPC_CUDA", "__HIPCC__", "__HIP__", "__HIP_PLATFORM_AMD__",
                                                  "__HIP_DEVICE_COMPILE__"};
+  // A project's flag for another GPU maker's build (PyTorch's USE_ROCM, ggml's GGML_USE_HIP and
+  // GGML_USE_MUSA, mmcv's MMCV_WITH_MUSA): a CUDA build never sets it, so NVRTC reads it as no
+  // macro, unless the text itself defines it where NVRTC compiles.
+  auto other_maker = [&](const std::string& w) {
+    if (sure.count(w)) return false;
+    for (size_t a = 0; a < w.size();) {
+      size_t b = w.find('_', a);
+      if (b == std::string::npos) b = w.size();
+      const std::string part = w.substr(a, b - a);
+      if (part == "HIP" || part == "ROCM" || part == "MUSA" || part == "HIPCC") return true;
+      a = b + 1;
+    }
+    return false;
+  };
   std::vector<std::string> tok;
   for (size_t k = 0; k < e.size();) {
     if (std::isspace(static_cast<unsigned char>(e[k]))) {
@@ -101,7 +115,7 @@ Truth nvrtc_condition(const std::string& e, const std::map<std::string, std::str
       const std::string w = tok[at++];
       if (paren && next() != ")") bad = true;
       if (paren) ++at;
-      return defined_here.count(w) ? Val{true, 1} : not_here.count(w) ? Val{true, 0} : unknown;
+      return defined_here.count(w) ? Val{true, 1} : not_here.count(w) || other_maker(w) ? Val{true, 0} : unknown;
     }
     if (std::isdigit(static_cast<unsigned char>(t[0]))) {
       size_t used = 0;
@@ -114,7 +128,7 @@ Truth nvrtc_condition(const std::string& e, const std::map<std::string, std::str
     }
     if (t == "__cplusplus") return {true, 201703, true};
     // A name: 0 where no macro, a value this reading does not know where one.
-    return not_here.count(t) ? Val{true, 0} : unknown;
+    return not_here.count(t) || other_maker(t) ? Val{true, 0} : unknown;
   };
   auto relation = [&]() {
     Val v = unary();
@@ -232,10 +246,10 @@ std::string code_only(const std::string& t, std::map<std::string, std::string>* 
         const size_t v = line.find_first_not_of(" \t", k + 2);
         const bool zero = directive("if") && v != std::string::npos && line[v] == '0' && line.find_first_not_of(" \t", v + 1) == std::string::npos;
         const Truth t = condition(directive("ifdef") ? "ifdef" : directive("ifndef") ? "ifndef" : "if");
-        groups.push_back({!zero, !zero, t == kNo, t == kYes, t == kYes, t == kNo});
+        // The first branch read is the first NVRTC may compile (of an `#if 0` or `#if
+        // defined(USE_ROCM)`, a later one).
+        groups.push_back({!zero && t != kNo, !zero && t != kNo, t == kNo, t == kYes, t == kYes, t == kNo});
       } else if ((directive("elif") || directive("elifdef") || directive("elifndef") || directive("else")) && !groups.empty()) {
-        groups.back().reading = !groups.back().taken;
-        groups.back().taken = true;
         Group& g = groups.back();
         if (directive("else")) {
           g.dead = g.settled;
@@ -247,6 +261,8 @@ std::string code_only(const std::string& t, std::map<std::string, std::string>* 
           g.settled = g.settled || t == kYes;
           g.none_before = g.none_before && t == kNo;
         }
+        g.reading = !g.taken && !g.dead;
+        g.taken = g.taken || !g.dead;
       } else if (directive("endif") && !groups.empty()) {
         groups.pop_back();
       }
@@ -520,6 +536,24 @@ std::string instantiated_function(const std::string& stmt) {
   const size_t a = stmt.find_first_not_of(" \t\n", k + 8);
   if (a == std::string::npos || stmt[a] == '<' || stmt.find('(') == std::string::npos) return "";
   return declared_name(stmt);
+}
+
+// Whether a function head's parameter list names one of the host library's containers or strings
+// (std::vector, std::string, the maps and sets, std::function, std::shared_ptr).
+bool takes_host_container(const std::string& head) {
+  size_t open = 0, close = 0;
+  if (!parameter_list(head, &open, &close)) return false;
+  const std::string params = head.substr(open, close - open);
+  for (const char* c : {"vector", "string", "map", "unordered_map", "set", "unordered_set", "function", "shared_ptr", "list", "deque"}) {
+    for (size_t k = find_word(params, c); k != std::string::npos; k = find_word(params, c, k + 1)) {
+      // `std::` before it, spaced or not
+      const size_t colons = params.find_last_not_of(" \t\n", k - 1);
+      if (colons == std::string::npos || colons < 1 || params.compare(colons - 1, 2, "::") != 0) continue;
+      const size_t q = params.find_last_not_of(" \t\n", colons - 2);
+      if (q != std::string::npos && q >= 2 && params.compare(q - 2, 3, "std") == 0 && (q < 3 || !ident_char(params[q - 3]))) return true;
+    }
+  }
+  return false;
 }
 
 // Whether a statement's words declare something other than a host function or variable: an
@@ -888,6 +922,51 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
     }
     return any;
   };
+  // Whether a function-like macro's replacement defines host functions (or declares them) and
+  // nothing else (candle's `#define MMVQ_LAUNCHER_PLAIN(tag, ...) extern "C" void
+  // launch_mmvq_gguf_##tag##_plain(...) { ... }`, called once a type at namespace scope): the call
+  // goes, as the definitions it writes would.
+  auto defines_host_functions = [&](const std::string& replacement) {
+    std::string r = replacement;
+    for (size_t k = 0; k + 1 < r.size(); ++k)
+      if (r[k] == '\\' && (r[k + 1] == '\n' || r[k + 1] == '\r')) r[k] = ' ';
+    std::map<std::string, std::string> none;
+    std::vector<CharKind> rk;
+    r = code_only(r, &none, &rk);
+    bool any = false;
+    size_t a = 0;
+    int parens = 0;
+    for (size_t k = 0; k < r.size(); ++k) {
+      const char c = r[k];
+      if (c == '(' || c == '[') {
+        ++parens;
+      } else if (c == ')' || c == ']') {
+        --parens;
+      } else if (c == '}' || (parens == 0 && c == ';' && !host_declaration(r.substr(a, k - a), macros))) {
+        return false;
+      } else if (parens == 0 && c == ';') {
+        a = k + 1;
+      } else if (parens == 0 && c == '{') {
+        const std::string head = without_template_lists(r.substr(a, k - a));
+        std::vector<std::string> w;
+        words_of(head, macros, 0, &w);
+        size_t open = 0, close = 0;
+        if (w.empty() || w[0] == "namespace" || (w.size() == 1 && w[0] == "extern")) return false; // a block, not a function
+        if (!parameter_list(head, &open, &close) || head.find('=') != std::string::npos || !declared_type(head, macros).empty() ||
+            holds_any(w, {}) || constexpr_keyword_at(head, w) != std::string::npos || unknown_macro_before_name(head, macros))
+          return false;
+        int depth = 0;
+        for (; k < r.size(); ++k) {
+          if (r[k] == '{') ++depth;
+          else if (r[k] == '}' && --depth == 0) break;
+        }
+        if (k >= r.size()) return false;
+        a = k + 1;
+        any = true;
+      }
+    }
+    return any && r.find_first_not_of(" \t\n", a) == std::string::npos;
+  };
   std::vector<std::pair<size_t, std::string>> annotate; // where an execution space goes in
   const std::set<std::string> unevaluated = unevaluated_names(code);
   // Statements from `start` to a ';' or a '{', over [from, to): namespace scope, or a class's body
@@ -918,7 +997,7 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
           if (close < to) {
             const size_t after = code.find_first_not_of(" \t\n", close + 1);
             if (after < to && code[after] == ';') close = after;
-            if (instantiates_blanked(m->second)) blank(start, close);
+            if (instantiates_blanked(m->second) || defines_host_functions(m->second)) blank(start, close);
             start = close + 1;
             i = close;
             continue;
@@ -1008,14 +1087,20 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
       }
       const std::string type_key = declared_type(head, macros);
       const bool type_def = !type_key.empty();
-      bool device = false, is_operator = false;
+      bool device = false, is_operator = false, kernel = false;
       for (const auto& w : words) {
         device = device || w == "__global__" || w == "__device__";
+        kernel = kernel || w == "__global__";
         is_operator = is_operator || w == "operator";
       }
       // A function's definition: a parameter list and no initializer ('=' outside parentheses,
       // operator= aside), not a class.
       const bool function = paren && (!assign || is_operator) && !type_def;
+      // A __host__ __device__ function that takes the host library's containers (spconv's
+      // `TV_HOST_DEVICE_INLINE unsigned rowArrayIdx(std::vector<int> &shape, ...)`) is host code:
+      // nvcc compiles it for the device only where device code calls it, and then refuses their
+      // host members; NVRTC's stand-ins have none. It goes as a host function does.
+      if (function && device && !kernel && takes_host_container(head)) device = false;
       // A constructor whose member initializers hold a brace (`: mValue{value}, n(0) {}`): this
       // '{' is an initializer's, which a ',' or the body's '{' follows. Its body is the brace
       // group after the last initializer; where the initializers do not read so, it is left as

@@ -1718,7 +1718,7 @@ void read_compile(Reader& r, const ojson& j, KernelSpec& s, std::string* hashed)
       return std::any_of(s.std_headers.begin(), s.std_headers.end(), [&](const auto& h) { return h.first == name; });
     };
     for (const auto& name : outside) {
-      const bool torch = name.rfind("torch/", 0) == 0 || name.rfind("ATen/", 0) == 0 || name.rfind("c10/", 0) == 0;
+      const bool torch = torch_header(name);
       if ((torch || name.rfind("pybind11/", 0) == 0 || name == "Python.h") && !own(name) && !has(name)) {
         s.std_headers.emplace_back(name, nvrtc_torch_stand_in(name));
         torch_types = torch_types || torch;

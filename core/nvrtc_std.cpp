@@ -24,7 +24,9 @@ namespace {
 // cuda::std's names in std:: (the namespace declared first, in case a header of libcu++ includes
 // one of these before it opens it). Not <version>: libcu++ includes it where it is found, to take
 // a host library's feature macros.
-const char* const kIntoStd = "namespace cuda { namespace std {} }\nnamespace std { using namespace cuda::std; }\n";
+// ::cuda, not cuda: a project's `using namespace at;` (mmcv's pytorch_cpp_helper.hpp) brings
+// at::cuda into the global namespace, and a later header's `cuda` would be ambiguous.
+const char* const kIntoStd = "namespace cuda { namespace std {} }\nnamespace std { using namespace ::cuda::std; }\n";
 
 // A header whose libcu++ twin (<cuda/std/NAME>) NVRTC finds on CUDA's include/cccl path: the twin,
 // its names in std:: as well (a kernel written for nvcc says std::numeric_limits, std::int32_t).
@@ -130,7 +132,13 @@ std::string inttypes_macros() {
 
 std::vector<std::pair<std::string, std::string>> make_headers() {
   std::vector<std::pair<std::string, std::string>> h;
-  for (const char* n : {"cstdint", "cstddef", "climits", "cmath", "cassert", "cstdlib", "cstring", "limits", "type_traits", "utility",
+  // <cmath>: libcu++'s, and the functions it leaves out of std:: under NVRTC though CUDA's math
+  // library has them in the global namespace, float overloads too (pytorch3d's std::modf).
+  h.emplace_back("cmath", twin("cmath") +
+                              "namespace std {\nusing ::fmod;\nusing ::fmodf;\nusing ::modf;\nusing ::modff;\nusing ::erf;\nusing ::erff;\n"
+                              "using ::erfc;\nusing ::erfcf;\nusing ::fdim;\nusing ::fdimf;\nusing ::fma;\nusing ::fmaf;\nusing ::nan;\n"
+                              "using ::nanf;\nusing ::remainder;\nusing ::remainderf;\nusing ::remquo;\nusing ::remquof;\n}\n");
+  for (const char* n : {"cstdint", "cstddef", "climits", "cassert", "cstdlib", "cstring", "limits", "type_traits", "utility",
                         "tuple", "array", "bit", "concepts", "numeric", "initializer_list", "complex", "iterator",
                         "optional", "span", "variant", "atomic", "ratio", "numbers", "bitset", "chrono", "expected",
                         "mdspan", "ranges", "source_location", "barrier", "latch", "semaphore"})

@@ -38,14 +38,17 @@ std::string nvrtc_nvcc_prelude(const std::string& text);
 
 // PyTorch's and pybind11's headers for NVRTC under host_code skip (core/nvrtc_torch.cpp), which
 // the include path does not hold or NVRTC could not compile if it did: the stand-in for `name`
-// (torch/..., ATen/..., c10/..., pybind11/..., Python.h) brings the standard headers PyTorch's
-// bring (vLLM's kernels say int64_t through them), and for PyTorch's own, the device view of its
-// types (kTorchDeviceTypesHeader, one text all include): c10::Half and BFloat16 as PyTorch lays
-// them out and computes with them, c10::complex, at::acc_type and opmath_type, the C10_ macros,
-// ATen's WARP_SHFL, gpuAtomicAdd, numeric_limits and PhiloxCudaState (a dropout kernel's seed,
-// with at::cuda::philox::unpack). PyTorch's host API (at::Tensor, streams) is declared at most:
-// the host code that names it is what skip blanks.
+// (torch/..., ATen/..., c10/..., THC/..., pybind11/..., Python.h) brings the standard headers
+// PyTorch's bring (vLLM's kernels say int64_t through them), and for PyTorch's own
+// (torch_header), the device view of its types (kTorchDeviceTypesHeader, one text all include):
+// c10::Half and BFloat16 as PyTorch lays them out and computes with them, c10::complex,
+// at::acc_type and opmath_type, the C10_ macros, ATen's WARP_SHFL, gpuAtomicAdd and atomicAdd on
+// Half and BFloat16, numeric_limits, PhiloxCudaState (a dropout kernel's seed, with
+// at::cuda::philox::unpack), the tensor accessors (PackedTensorAccessor32/64, TensorAccessor) and
+// at::cuda::detail::TensorInfo with IndexToOffset. PyTorch's host API (at::Tensor, streams) is
+// declared at most: the host code that names it is what skip blanks.
 extern const char* const kTorchDeviceTypesHeader;
+bool torch_header(const std::string& name);
 const std::string& nvrtc_torch_device_types();
 std::string nvrtc_torch_stand_in(const std::string& name);
 

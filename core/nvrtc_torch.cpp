@@ -376,6 +376,121 @@ template <> struct OpMathType<c10::Half> { using type = float; };
 template <> struct OpMathType<c10::BFloat16> { using type = float; };
 template <> struct OpMathType<c10::complex<c10::Half>> { using type = c10::complex<float>; };
 template <typename T> using opmath_type = typename OpMathType<T>::type;
+// ATen/core/TensorAccessor.h: the device side of tensor.packed_accessor64<T, N>() and of the
+// accessors its operator[] gives, laid out as PyTorch lays them out (a packed accessor is its
+// data pointer, then N sizes and N strides of index_t), so that a kernel taking one by value
+// takes a struct argument of those fields.
+template <typename T> struct DefaultPtrTraits { typedef T* PtrType; };
+template <typename T> struct RestrictPtrTraits { typedef T* __restrict__ PtrType; };
+template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits, typename index_t = int64_t>
+class TensorAccessorBase {
+ public:
+  typedef typename PtrTraits<T>::PtrType PtrType;
+  C10_HOST_DEVICE TensorAccessorBase(PtrType data, const index_t* sizes, const index_t* strides) : data_(data), sizes_(sizes), strides_(strides) {}
+  C10_HOST_DEVICE index_t stride(index_t i) const { return strides_[i]; }
+  C10_HOST_DEVICE index_t size(index_t i) const { return sizes_[i]; }
+  C10_HOST_DEVICE PtrType data() { return data_; }
+  C10_HOST_DEVICE const PtrType data() const { return data_; }
+ protected:
+  PtrType data_;
+  const index_t* sizes_;
+  const index_t* strides_;
+};
+template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits, typename index_t = int64_t>
+class TensorAccessor : public TensorAccessorBase<T, N, PtrTraits, index_t> {
+ public:
+  typedef typename PtrTraits<T>::PtrType PtrType;
+  C10_HOST_DEVICE TensorAccessor(PtrType data, const index_t* sizes, const index_t* strides)
+      : TensorAccessorBase<T, N, PtrTraits, index_t>(data, sizes, strides) {}
+  C10_HOST_DEVICE TensorAccessor<T, N - 1, PtrTraits, index_t> operator[](index_t i) {
+    return TensorAccessor<T, N - 1, PtrTraits, index_t>(this->data_ + this->strides_[0] * i, this->sizes_ + 1, this->strides_ + 1);
+  }
+  C10_HOST_DEVICE const TensorAccessor<T, N - 1, PtrTraits, index_t> operator[](index_t i) const {
+    return TensorAccessor<T, N - 1, PtrTraits, index_t>(this->data_ + this->strides_[0] * i, this->sizes_ + 1, this->strides_ + 1);
+  }
+};
+template <typename T, template <typename U> class PtrTraits, typename index_t>
+class TensorAccessor<T, 1, PtrTraits, index_t> : public TensorAccessorBase<T, 1, PtrTraits, index_t> {
+ public:
+  typedef typename PtrTraits<T>::PtrType PtrType;
+  C10_HOST_DEVICE TensorAccessor(PtrType data, const index_t* sizes, const index_t* strides)
+      : TensorAccessorBase<T, 1, PtrTraits, index_t>(data, sizes, strides) {}
+  C10_HOST_DEVICE T& operator[](index_t i) { return this->data_[this->strides_[0] * i]; }
+  C10_HOST_DEVICE const T& operator[](index_t i) const { return this->data_[this->strides_[0] * i]; }
+};
+template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits, typename index_t = int64_t>
+class GenericPackedTensorAccessorBase {
+ public:
+  typedef typename PtrTraits<T>::PtrType PtrType;
+  C10_HOST_DEVICE index_t stride(index_t i) const { return strides_[i]; }
+  C10_HOST_DEVICE index_t size(index_t i) const { return sizes_[i]; }
+  C10_HOST_DEVICE PtrType data() { return data_; }
+  C10_HOST_DEVICE const PtrType data() const { return data_; }
+ protected:
+  PtrType data_;
+  index_t sizes_[N];
+  index_t strides_[N];
+};
+template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits, typename index_t = int64_t>
+class GenericPackedTensorAccessor : public GenericPackedTensorAccessorBase<T, N, PtrTraits, index_t> {
+ public:
+  C10_DEVICE TensorAccessor<T, N - 1, PtrTraits, index_t> operator[](index_t i) {
+    return TensorAccessor<T, N - 1, PtrTraits, index_t>(this->data_ + this->strides_[0] * i, this->sizes_ + 1, this->strides_ + 1);
+  }
+  C10_DEVICE const TensorAccessor<T, N - 1, PtrTraits, index_t> operator[](index_t i) const {
+    return TensorAccessor<T, N - 1, PtrTraits, index_t>(this->data_ + this->strides_[0] * i, this->sizes_ + 1, this->strides_ + 1);
+  }
+};
+template <typename T, template <typename U> class PtrTraits, typename index_t>
+class GenericPackedTensorAccessor<T, 1, PtrTraits, index_t> : public GenericPackedTensorAccessorBase<T, 1, PtrTraits, index_t> {
+ public:
+  C10_DEVICE T& operator[](index_t i) { return this->data_[this->strides_[0] * i]; }
+  C10_DEVICE const T& operator[](index_t i) const { return this->data_[this->strides_[0] * i]; }
+};
+template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits>
+using PackedTensorAccessor32 = GenericPackedTensorAccessor<T, N, PtrTraits, int32_t>;
+template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits>
+using PackedTensorAccessor64 = GenericPackedTensorAccessor<T, N, PtrTraits, int64_t>;
+template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits, typename index_t = int64_t>
+using PackedTensorAccessor = GenericPackedTensorAccessor<T, N, PtrTraits, index_t>;
+// ATen/cuda/detail/TensorInfo.cuh and OffsetCalculator's forerunner: a tensor's pointer, sizes and
+// strides to 25 dimensions and their count, as ATen lays them out (a struct argument of those
+// fields), and the element offset of a linear index.
+namespace cuda { namespace detail {
+#ifndef MAX_TENSORINFO_DIMS
+#define MAX_TENSORINFO_DIMS 25
+#endif
+template <typename T, typename IndexType>
+struct TensorInfo {
+  __host__ __device__ bool isContiguous() const { return dims == 1 && strides[0] == 1; }
+  T* data;
+  IndexType sizes[MAX_TENSORINFO_DIMS];
+  IndexType strides[MAX_TENSORINFO_DIMS];
+  int dims;
+};
+template <typename T, typename IndexType, int Dims>
+struct IndexToOffset {
+  static __host__ __device__ IndexType get(IndexType linearId, const TensorInfo<T, IndexType>& info) {
+    IndexType offset = 0;
+    for (int i = Dims - 1; i > 0; --i) {
+      offset += (linearId % info.sizes[i]) * info.strides[i];
+      linearId /= info.sizes[i];
+    }
+    return offset + linearId * info.strides[0];
+  }
+};
+template <typename T, typename IndexType>
+struct IndexToOffset<T, IndexType, -1> { // the dimension count read at run time
+  static __host__ __device__ IndexType get(IndexType linearId, const TensorInfo<T, IndexType>& info) {
+    IndexType offset = 0;
+    for (int i = info.dims - 1; i > 0; --i) {
+      offset += (linearId % info.sizes[i]) * info.strides[i];
+      linearId /= info.sizes[i];
+    }
+    return offset + linearId * info.strides[0];
+  }
+};
+}} // namespace cuda::detail
 } // namespace at
 namespace torch { using namespace at; }
 
@@ -422,6 +537,13 @@ __device__ __forceinline__ c10::complex<T> gpuAtomicAdd(c10::complex<T>* address
   return c10::complex<T>(gpuAtomicAdd(&address->real_, val.real_), gpuAtomicAdd(&address->imag_, val.imag_));
 }
 template <typename T> __device__ __forceinline__ void gpuAtomicAddNoReturn(T* address, T val) { gpuAtomicAdd(address, val); }
+// and atomicAdd on PyTorch's 16-bit types, which kernels templated on scalar_t call as on float
+// (mmcv's, dispatched with AT_DISPATCH_FLOATING_TYPES_AND_HALF).
+__device__ __forceinline__ c10::Half atomicAdd(c10::Half* address, c10::Half val) { return gpuAtomicAdd(address, val); }
+__device__ __forceinline__ c10::BFloat16 atomicAdd(c10::BFloat16* address, c10::BFloat16 val) { return gpuAtomicAdd(address, val); }
+template <typename T> __device__ __forceinline__ T fastAtomicAdd(T* tensor, size_t index, size_t numel, T value, bool fast_atomics) {
+  return gpuAtomicAdd(tensor + index, value);
+}
 )CUDA";
 
 } // namespace
@@ -433,8 +555,13 @@ const std::string& nvrtc_torch_device_types() {
   return text;
 }
 
+// THC/ too: THCAtomics.cuh, which PyTorch keeps as ATen/cuda/Atomic.cuh's old name (mmcv's).
+bool torch_header(const std::string& name) {
+  return name.rfind("torch/", 0) == 0 || name.rfind("ATen/", 0) == 0 || name.rfind("c10/", 0) == 0 || name.rfind("THC/", 0) == 0;
+}
+
 std::string nvrtc_torch_stand_in(const std::string& name) {
-  const bool torch = name.rfind("torch/", 0) == 0 || name.rfind("ATen/", 0) == 0 || name.rfind("c10/", 0) == 0;
+  const bool torch = torch_header(name);
   std::string text = "#pragma once\n// ktune's <" + name + "> for NVRTC under host_code skip: a host library's header, the standard "
                      "headers it brings" + (torch ? std::string(" and PyTorch's device types") : std::string()) +
                      "\n#include <stdint.h>\n#include <stddef.h>\n#include <cstdint>\n#include <cstddef>\n#include <cmath>\n"

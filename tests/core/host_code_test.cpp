@@ -459,3 +459,72 @@ TEST(HostCode, WindowsLineEndsReadAsUnixOnes) {
                                        "__global__ void k(int* y)"});
   EXPECT_EQ(n, 1) << out;
 }
+
+// A function-like macro whose replacement defines a host function (candle's launchers, one call a
+// type) goes where it is called; one whose replacement defines a kernel stays.
+TEST(HostCode, AMacroCallDefiningHostFunctionsGoes) {
+  const std::string text =
+      "template <typename T> __global__ void kern(T* y) { y[0] = T(1); }\n"
+      "#define LAUNCHER(tag, T)                                  \\\n"
+      "  extern \"C\" void launch_##tag(T* y, void* stream) {  \\\n"
+      "    kern<T><<<1, 32, 0, (cudaStream_t)stream>>>(y);       \\\n"
+      "  }\n"
+      "#define KERNEL(tag, T) __global__ void fill_##tag(T* y) { y[threadIdx.x] = T(0); }\n"
+      "LAUNCHER(f32, float)\n"
+      "LAUNCHER(f16, __half)\n"
+      "KERNEL(f32, float)\n"
+      "__device__ int stays;\n";
+  int n = 0;
+  const std::string out = skipped(text, &n);
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), std::count(text.begin(), text.end(), '\n')) << "lines kept";
+  expect_parts(out, {"LAUNCHER(f32, float)", "LAUNCHER(f16, __half)"},
+               {"#define LAUNCHER(tag, T)", "KERNEL(f32, float)", "__global__ void kern(T* y)", "__device__ int stays;"});
+  EXPECT_EQ(n, 2) << out;
+}
+
+// Another GPU maker's build flag (PyTorch's USE_ROCM, ggml's GGML_USE_HIP) is no macro under
+// NVRTC: its branch is not read and the branch NVRTC compiles is, also where the braces balance
+// over the first branch of each #if only (ggml's kernels).
+TEST(HostCode, AnotherMakersBuildFlagsBranchIsNotRead) {
+  const std::string text =
+      "#if defined(GGML_USE_HIP)\n"
+      "static int nwarps_host(const int cc, const int warp_size) { return cc > 9 ? 8 : 256 / warp_size; }\n"
+      "#else\n"
+      "static int nwarps_host(const int /*cc*/, const int warp_size) { return 256 / warp_size; }\n"
+      "#endif\n"
+      "#ifndef USE_ROCM\n"
+      "__device__ float lane_sum(float v) { return v; }\n"
+      "#else\n"
+      "__device__ float lane_sum(float v) { return -v; }\n"
+      "#endif\n"
+      "__global__ void k(float* y, int n) {\n"
+      "#if defined(AMD_MFMA_AVAILABLE)\n"
+      "  for (int i = 0; i < n; ++i) { if (i < 4) {\n"
+      "#else\n"
+      "  for (int i = 0; i < n; ++i) { {\n"
+      "#endif\n"
+      "    y[i] = lane_sum(1.f);\n"
+      "  } }\n"
+      "}\n";
+  int n = 0;
+  const std::string out = skipped(text, &n);
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), std::count(text.begin(), text.end(), '\n')) << "lines kept";
+  expect_parts(out, {"return 256 / warp_size; }"}, {"return cc > 9 ? 8", "__device__ float lane_sum(float v) { return v; }", "__global__ void k("});
+  EXPECT_EQ(n, 1) << out;
+}
+
+// A __host__ __device__ function taking the host library's containers (spconv's tensorview) is
+// host code: blanked, as nvcc would refuse it on the device; one taking plain types stays.
+TEST(HostCode, AHostDeviceFunctionTakingHostContainersGoes) {
+  const std::string text =
+      "#include <vector>\n"
+      "#define TV_HOST_DEVICE_INLINE __forceinline__ __device__ __host__\n"
+      "TV_HOST_DEVICE_INLINE unsigned row_index(std::vector<int> &shape, std::vector<int> &idx) { return shape.size() + idx[0]; }\n"
+      "TV_HOST_DEVICE_INLINE unsigned named(const std :: string& s) { return s.size(); }\n"
+      "TV_HOST_DEVICE_INLINE unsigned row_index(const int* shape, const int* idx, int n) { return shape[n - 1] * idx[0]; }\n"
+      "__global__ void k(unsigned* y, const int* s) { y[0] = row_index(s, s, 2); }\n";
+  int n = 0;
+  const std::string out = skipped(text, &n);
+  expect_parts(out, {"shape.size() + idx[0]", "return s.size();"}, {"return shape[n - 1] * idx[0];", "__global__ void k("});
+  EXPECT_EQ(n, 2) << out;
+}

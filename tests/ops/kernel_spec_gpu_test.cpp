@@ -2330,6 +2330,31 @@ TEST(KernelSpecGpu, APyTorchExtensionsHalfKernelVerifies) {
     }
 }
 
+// A kernel on PyTorch's tensor accessors (tests/ops/torch_extension_spec.h): a packed accessor
+// over a transposed view and a TensorInfo of the output, both struct arguments laid out as
+// PyTorch's, verified at every block and two shapes; the kernel that reads the view as if it were
+// contiguous (FAULT 1) is rejected.
+TEST(KernelSpecGpu, APyTorchAccessorKernelVerifiesOnAStridedView) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  TempDir dir("spec_torch_accessor");
+  std::ofstream(dir.file("scale.cu")) << ktune::testing::kTorchAccessorSource;
+  std::ofstream(dir.file("scale.json")) << ktune::testing::kTorchAccessorSpec;
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  const std::string op = load_kernel_spec(dir.file("scale.json"));
+  auto runner = make_op_runner(op, compiler, *d);
+  for (const char* shape : {"300x77", "1024x1000"})
+    for (int block : {64, 256})
+      for (int fault : {0, 1}) {
+        const VerifyResult v = check_config(*runner, compiler, *d, op, Config{{"BLOCK", block}, {"FAULT", fault}}, Problem::parse(op, shape), 4);
+        const std::string at = std::string(shape) + " BLOCK " + std::to_string(block);
+        if (fault) EXPECT_FALSE(v.pass) << at << ": the view read as contiguous passed: " << v.summary();
+        else EXPECT_TRUE(v.pass) << at << ": " << v.summary();
+      }
+}
+
 // Tensor maps inside a struct (a params struct of CUtensorMap members), and the same kernel's maps
 // as tensor map arguments of their own: each round's block loads its tiles of x and b through the
 // two maps, encoded for the buffers the round passes (x's is the last round's y after the swap),

@@ -3484,6 +3484,25 @@ TEST(KernelSpec, APyTorchExtensionCompilesWithPyTorchsDeviceTypes) {
   }
 }
 
+// A kernel on PyTorch's tensor accessors as pytorch3d's and mmcv's are (tests/ops/
+// torch_extension_spec.h): PackedTensorAccessor64, TensorInfo with IndexToOffset, THC's atomics on
+// at::Half, each laid out as PyTorch lays them out (the source's static_asserts), compiles as it is;
+// the spec's structs are the kernel's parameters' sizes (ktune compile reads them from the cubin).
+TEST(KernelSpec, APyTorchExtensionOnTensorAccessorsCompiles) {
+  SpecDir d;
+  d.write("scale.cu", ktune::testing::kTorchAccessorSource);
+  const std::string op = load_kernel_spec_text(ktune::testing::kTorchAccessorSpec, "torch_accessor.json", d.dir());
+  const auto& headers = spec_of(op).std_headers;
+  EXPECT_TRUE(std::any_of(headers.begin(), headers.end(), [](const auto& h) { return h.first == "THC/THCAtomics.cuh"; }));
+  Compiler compiler;
+  for (int fault : {0, 1})
+    EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"BLOCK", 64}, {"FAULT", fault}}, Problem::parse(op, "300x77"), "sm_90")))
+        << fault;
+  d.write("scale.json", ktune::testing::kTorchAccessorSpec);
+  const auto r = testing::run_ktune("compile --kernel " + d.path("scale.json") + " --problem 300x77");
+  EXPECT_EQ(r.status, 0) << r.out;
+}
+
 // What glibc's time headers give a project: a stopwatch class's struct timespec member
 // (DeepSpeed's StopWatch.h, from <time.h>), and CLOCKS_PER_SEC for device code that spins on
 // clock() (Apex's peer memory kernels), through <ctime> or with no include as nvcc's implicit

@@ -3,6 +3,7 @@
 // template, a .cu that includes <torch/extension.h>, dispatches on a tensor's dtype, binds a
 // module and explicitly instantiates the header's launcher. With "host_code": "skip" it compiles
 // as it is with PyTorch's device types (CPU test), and its RMS norm verifies on f16 (GPU test).
+// And a kernel on PyTorch's tensor accessors (below).
 #pragma once
 
 namespace ktune::testing {
@@ -108,6 +109,88 @@ inline constexpr const char* kTorchExtSpec = R"JSON({
            {"name": "cols_", "kind": "scalar", "dtype": "i32", "value": "cols"},
            {"name": "eps", "kind": "scalar", "dtype": "f32", "default": 1e-6}],
   "check": {"reference": {"kernel": "rms_norm_reference", "launch": {"grid": ["ceil_div(rows, 128)"], "block": [128]}}}
+})JSON";
+
+// A kernel as pytorch3d's and mmcv's are written: it takes a PyTorch packed accessor (a strided
+// view: data, sizes, strides) and an at::cuda::detail::TensorInfo by value, through PyTorch's
+// accessor and THC headers, and writes w * in[i][j] at IndexToOffset's offset of out. The spec
+// passes `in` as a transposed view of x (sizes rows, cols; strides 1, rows) and `out` row-major;
+// the reference reads x column-major itself. FAULT 1 reads in's data as if it were contiguous.
+inline constexpr const char* kTorchAccessorSource = R"CUDA(#include <torch/extension.h>
+#include <ATen/core/TensorAccessor.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/detail/IndexUtils.cuh>
+#include <ATen/cuda/detail/TensorInfo.cuh>
+#include <THC/THCAtomics.cuh>
+#include <c10/cuda/CUDAGuard.h>
+using namespace at; // as mmcv's pytorch_cpp_helper.hpp does: at::cuda beside ::cuda for the headers after
+#include <chrono>
+#include <cmath>
+
+// libcu++ leaves these out of std:: under NVRTC; CUDA's math library has them (pytorch3d's std::modf).
+__device__ float fraction(float x) { float whole; return std::modf(x, &whole) + std::fmod(x, 2.f) + std::erf(x) + std::fma(x, x, 1.f); }
+
+// PyTorch's layouts: a packed accessor is its pointer, N sizes and N strides of its index type;
+// a TensorInfo its pointer, 25 sizes and 25 strides, and the dimension count.
+static_assert(sizeof(at::PackedTensorAccessor64<float, 3, at::RestrictPtrTraits>) == 56, "data, 3 sizes, 3 strides of int64");
+static_assert(sizeof(at::PackedTensorAccessor32<at::Half, 3>) == 32, "data, 3 sizes, 3 strides of int32");
+static_assert(sizeof(torch::PackedTensorAccessor32<float, 1, torch::RestrictPtrTraits>) == 16, "torch:: names them too");
+static_assert(sizeof(at::cuda::detail::TensorInfo<float, int>) == 216, "data, 25 sizes, 25 strides, dims");
+static_assert(std::is_same<decltype(std::declval<at::TensorAccessor<float, 2>>()[0][0]), float&>::value, "an element");
+
+// atomicAdd on PyTorch's half types, as a kernel templated on scalar_t calls it.
+template <typename scalar_t>
+__device__ void accumulate(scalar_t* sum, scalar_t v) { atomicAdd(sum, v); }
+template __device__ void accumulate<at::Half>(at::Half*, at::Half);
+template __device__ void accumulate<at::BFloat16>(at::BFloat16*, at::BFloat16);
+
+template <typename scalar_t, int BLOCK, int FAULT>
+__global__ void __launch_bounds__(BLOCK) scale_view(const at::PackedTensorAccessor64<scalar_t, 2, at::RestrictPtrTraits> in,
+                                                    at::cuda::detail::TensorInfo<scalar_t, int> out, float w, int rows_, int cols_) {
+  const int rows = in.size(0), cols = in.size(1);
+  for (int k = blockIdx.x * BLOCK + threadIdx.x; k < rows * cols; k += gridDim.x * BLOCK) {
+    const int i = k / cols, j = k % cols;
+    const scalar_t v = FAULT ? in.data()[k] : in[i][j];
+    out.data[at::cuda::detail::IndexToOffset<scalar_t, int, -1>::get(k, out)] = v * w;
+  }
+}
+
+torch::Tensor scale(torch::Tensor input, double w) {
+  auto out = torch::empty_like(input);
+  AT_DISPATCH_FLOATING_TYPES_AND_HALF(input.scalar_type(), "scale", [&] {
+    scale_view<scalar_t, 256, 0><<<128, 256, 0, at::cuda::getCurrentCUDAStream()>>>(
+        input.packed_accessor64<scalar_t, 2, at::RestrictPtrTraits>(), at::cuda::detail::getTensorInfo<scalar_t, int>(out), w,
+        input.size(0), input.size(1));
+  });
+  return out;
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("scale", &scale, "w * input (CUDA)"); }
+
+__global__ void scale_view_reference(float* out, const float* x, float w, int rows, int cols) {
+  const int k = blockIdx.x * blockDim.x + threadIdx.x;
+  if (k < rows * cols) out[k] = x[(k % cols) * rows + k / cols] * w;
+}
+)CUDA";
+
+inline constexpr const char* kTorchAccessorSpec = R"JSON({
+  "name": "torch_accessor_scale", "sources": ["scale.cu"], "host_code": "skip", "params_as": "template",
+  "dims": ["rows", "cols"], "params": {"BLOCK": [64, 256], "FAULT": [0, 1]},
+  "launch": {"kernel": "scale_view<float, {BLOCK}, {FAULT}>", "grid": [40], "block": ["BLOCK"], "args": ["in", "out_info", "w", "rows_", "cols_"]},
+  "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "rows * cols", "fill": {"random": [-3, 3]}},
+           {"name": "out", "kind": "buffer", "dtype": "f32", "count": "rows * cols", "intent": "out", "rtol": 1e-6, "atol": 0},
+           {"name": "in", "kind": "struct", "fields": [{"name": "data", "buffer": "x"},
+                                                       {"name": "sizes", "dtype": "i64", "value": ["rows", "cols"]},
+                                                       {"name": "strides", "dtype": "i64", "value": [1, "rows"]}]},
+           {"name": "out_info", "kind": "struct", "fields": [{"name": "data", "buffer": "out"},
+               {"name": "sizes", "dtype": "i32", "value": ["rows", "cols", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]},
+               {"name": "strides", "dtype": "i32", "value": ["cols", 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]},
+               {"name": "dims", "dtype": "i32", "value": 2}]},
+           {"name": "w", "kind": "scalar", "dtype": "f32", "default": 1.5},
+           {"name": "rows_", "kind": "scalar", "dtype": "i32", "value": "rows"},
+           {"name": "cols_", "kind": "scalar", "dtype": "i32", "value": "cols"}],
+  "check": {"reference": {"kernel": "scale_view_reference", "launch": {"grid": ["ceil_div(rows * cols, 256)"], "block": [256],
+                                                                      "args": ["out", "x", "w", "rows_", "cols_"]}}}
 })JSON";
 
 } // namespace ktune::testing
