@@ -468,26 +468,19 @@ struct TensorInfo {
   IndexType strides[MAX_TENSORINFO_DIMS];
   int dims;
 };
-template <typename T, typename IndexType, int Dims>
+template <typename T, typename IndexType>
+__host__ __device__ IndexType ktune_offset_of(IndexType linearId, const TensorInfo<T, IndexType>& info, int dims) {
+  IndexType offset = 0;
+  for (int i = dims - 1; i > 0; --i) {
+    offset += (linearId % info.sizes[i]) * info.strides[i];
+    linearId /= info.sizes[i];
+  }
+  return offset + linearId * info.strides[0];
+}
+template <typename T, typename IndexType, int Dims> // Dims -1: the dimension count read at run time
 struct IndexToOffset {
   static __host__ __device__ IndexType get(IndexType linearId, const TensorInfo<T, IndexType>& info) {
-    IndexType offset = 0;
-    for (int i = Dims - 1; i > 0; --i) {
-      offset += (linearId % info.sizes[i]) * info.strides[i];
-      linearId /= info.sizes[i];
-    }
-    return offset + linearId * info.strides[0];
-  }
-};
-template <typename T, typename IndexType>
-struct IndexToOffset<T, IndexType, -1> { // the dimension count read at run time
-  static __host__ __device__ IndexType get(IndexType linearId, const TensorInfo<T, IndexType>& info) {
-    IndexType offset = 0;
-    for (int i = info.dims - 1; i > 0; --i) {
-      offset += (linearId % info.sizes[i]) * info.strides[i];
-      linearId /= info.sizes[i];
-    }
-    return offset + linearId * info.strides[0];
+    return ktune_offset_of(linearId, info, Dims == -1 ? info.dims : Dims);
   }
 };
 }} // namespace cuda::detail
