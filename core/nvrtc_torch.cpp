@@ -397,16 +397,24 @@ class TensorAccessorBase {
   const index_t* strides_;
 };
 template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits, typename index_t = int64_t>
+class TensorAccessor;
+// a[i] of an N-dimensional accessor: the (N - 1)-dimensional one from element i of dimension 0 on
+template <typename T, size_t N, template <typename U> class PtrTraits, typename index_t>
+C10_HOST_DEVICE TensorAccessor<T, N - 1, PtrTraits, index_t> sub_accessor(typename PtrTraits<T>::PtrType data, const index_t* sizes,
+                                                                         const index_t* strides, index_t i) {
+  return TensorAccessor<T, N - 1, PtrTraits, index_t>(data + strides[0] * i, sizes + 1, strides + 1);
+}
+template <typename T, size_t N, template <typename U> class PtrTraits, typename index_t>
 class TensorAccessor : public TensorAccessorBase<T, N, PtrTraits, index_t> {
  public:
   typedef typename PtrTraits<T>::PtrType PtrType;
   C10_HOST_DEVICE TensorAccessor(PtrType data, const index_t* sizes, const index_t* strides)
       : TensorAccessorBase<T, N, PtrTraits, index_t>(data, sizes, strides) {}
   C10_HOST_DEVICE TensorAccessor<T, N - 1, PtrTraits, index_t> operator[](index_t i) {
-    return TensorAccessor<T, N - 1, PtrTraits, index_t>(this->data_ + this->strides_[0] * i, this->sizes_ + 1, this->strides_ + 1);
+    return sub_accessor<T, N, PtrTraits, index_t>(this->data_, this->sizes_, this->strides_, i);
   }
   C10_HOST_DEVICE const TensorAccessor<T, N - 1, PtrTraits, index_t> operator[](index_t i) const {
-    return TensorAccessor<T, N - 1, PtrTraits, index_t>(this->data_ + this->strides_[0] * i, this->sizes_ + 1, this->strides_ + 1);
+    return sub_accessor<T, N, PtrTraits, index_t>(this->data_, this->sizes_, this->strides_, i);
   }
 };
 template <typename T, template <typename U> class PtrTraits, typename index_t>
@@ -435,10 +443,10 @@ template <typename T, size_t N, template <typename U> class PtrTraits = DefaultP
 class GenericPackedTensorAccessor : public GenericPackedTensorAccessorBase<T, N, PtrTraits, index_t> {
  public:
   C10_DEVICE TensorAccessor<T, N - 1, PtrTraits, index_t> operator[](index_t i) {
-    return TensorAccessor<T, N - 1, PtrTraits, index_t>(this->data_ + this->strides_[0] * i, this->sizes_ + 1, this->strides_ + 1);
+    return sub_accessor<T, N, PtrTraits, index_t>(this->data_, this->sizes_, this->strides_, i);
   }
   C10_DEVICE const TensorAccessor<T, N - 1, PtrTraits, index_t> operator[](index_t i) const {
-    return TensorAccessor<T, N - 1, PtrTraits, index_t>(this->data_ + this->strides_[0] * i, this->sizes_ + 1, this->strides_ + 1);
+    return sub_accessor<T, N, PtrTraits, index_t>(this->data_, this->sizes_, this->strides_, i);
   }
 };
 template <typename T, template <typename U> class PtrTraits, typename index_t>
