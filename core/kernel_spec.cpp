@@ -1529,7 +1529,7 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
   for (const auto& f : files) {
     int blanked = 0;
     const std::string& text = texts.at(f);
-    const std::string compiled = s.skip_host_code ? skip_host_functions(text, &blanked, known, host_functions) : text;
+    const std::string compiled = with_std_math_declarations(s.skip_host_code ? skip_host_functions(text, &blanked, known, host_functions) : text);
     s.source += "#line 1 \"" + f + "\"\n" + compiled + (compiled.empty() || compiled.back() == '\n' ? "" : "\n");
   }
   // A file included by two names has one view; the other name's includes it, so that its
@@ -1543,9 +1543,12 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
   for (const auto& [file, names] : names_of) {
     int blanked = 0;
     std::string view = s.skip_host_code ? skip_host_functions(with_paths(file), &blanked, known, host_functions) : texts.at(file);
+    const std::string with_math = with_std_math_declarations(view);
+    const bool math_declared = with_math.size() != view.size();
+    view = with_math;
     const auto path_name = std::find_if(names.begin(), names.end(), [&](const std::string& n) { return path_names.count(n) > 0; });
     const bool ktune_name = std::any_of(names.begin(), names.end(), ktune_header_name);
-    if (blanked == 0 && !beside.count(file) && path_name == names.end() && !ktune_name) continue;
+    if (blanked == 0 && !math_declared && !beside.count(file) && path_name == names.end() && !ktune_name) continue;
     const std::string& first = path_name != names.end() ? *path_name : names.front();
     views->emplace_back(first, std::move(view));
     for (const auto& name : names)

@@ -352,9 +352,20 @@ std::map<std::string, std::string> make_views(const std::string& dir) {
                                      name + "> for NVRTC: NVTX's types and macros, its host API and implementation gone\n");
   }
   // CUDA 13 keeps CCCL under include/cccl, CUDA 12 beside the other headers.
-  for (const std::string& cub : {dir + "/cccl/cub/cub.cuh", dir + "/cub/cub.cuh"})
-    if (const std::string t = read_text(cub); !t.empty()) {
+  for (const std::string& cub : {dir + "/cccl/cub", dir + "/cub"})
+    if (const std::string t = read_text(cub + "/cub.cuh"); !t.empty()) {
       v.emplace("cub/cub.cuh", cub_device_view(t));
+      // A device-wide algorithm's own header, which a file includes for its host code's
+      // cub::DeviceScan (kaolin's <cub/device/device_scan.cuh>) and which launches through
+      // Thrust's host code: the rest of CUB in its place, as its includes would have brought.
+      std::vector<std::string> host_side = {"cub/util_allocator.cuh"};
+      for (auto it = std::filesystem::recursive_directory_iterator(cub + "/device", ec); !ec && it != std::filesystem::recursive_directory_iterator();
+           it.increment(ec))
+        if (it->path().extension() == ".cuh")
+          host_side.push_back("cub/" + std::filesystem::relative(it->path(), cub, ec).generic_string());
+      for (const auto& name : host_side)
+        v.emplace(name, "#pragma once\n#include <cub/cub.cuh>\n// ktune's <" + name +
+                            "> for NVRTC: a host-launched part of CUB; its block, warp, thread and iterator parts in its place\n");
       break;
     }
   return v;
@@ -371,6 +382,34 @@ const std::string* nvrtc_toolkit_view(const std::string& include_dir, const std:
   const auto v = it->second.find(name);
   return v == it->second.end() ? nullptr : &v->second;
 }
+
+namespace {
+
+// The math functions std:: also takes integers in (libstdc++'s <cmath>: sqrt(2), pow(2, level) in
+// double), which CUDA's global overloads do not: after with_std_math_declarations hides
+// cuda::std's, ktune_std_math's templates take those calls.
+const char* const kStdMathOne[] = {"acos",  "acosh", "asin",  "asinh", "atan",   "atanh",  "cbrt",      "ceil", "cos",   "cosh",
+                                   "erf",   "erfc",  "exp",   "exp2",  "expm1",  "fabs",   "floor",     "ilogb", "lgamma", "llrint",
+                                   "llround", "log", "log10", "log1p", "log2",   "logb",   "lrint",     "lround", "nearbyint", "rint",
+                                   "round", "sin",   "sinh",  "sqrt",  "tan",    "tanh",   "tgamma",    "trunc"};
+const char* const kStdMathTwo[] = {"atan2", "copysign", "fdim", "fmax", "fmin", "fmod", "hypot", "nextafter", "pow", "remainder"};
+
+std::string std_math_on_integers() {
+  std::string t =
+      "#include <cuda/std/type_traits>\nnamespace ktune_std_math {\n"
+      "template <class T> using one_int = typename ::cuda::std::enable_if<::cuda::std::is_integral<T>::value>::type;\n"
+      "template <class A, class B> using any_int = typename ::cuda::std::enable_if<::cuda::std::is_arithmetic<A>::value && "
+      "::cuda::std::is_arithmetic<B>::value && (::cuda::std::is_integral<A>::value || ::cuda::std::is_integral<B>::value)>::type;\n";
+  for (const std::string f : kStdMathOne)
+    t += "template <class T, class = one_int<T>> __host__ __device__ auto " + f + "(T x) -> decltype(::" + f + "(double(x))) { return ::" + f +
+         "(double(x)); }\n";
+  for (const std::string f : kStdMathTwo)
+    t += "template <class A, class B, class = any_int<A, B>> __host__ __device__ auto " + f + "(A a, B b) -> decltype(::" + f +
+         "(double(a), double(b))) { return ::" + f + "(double(a), double(b)); }\n";
+  return t + "}\n";
+}
+
+} // namespace
 
 std::string nvrtc_nvcc_prelude(const std::string& text) {
   auto uses = [&](const char* w) { return find_word(text, w) != std::string::npos; };
@@ -404,6 +443,8 @@ std::string nvrtc_nvcc_prelude(const std::string& text) {
   // does not know.
   if (uses("__asm__")) p += "#define __asm__ asm\n";
   if (uses("__volatile__")) p += "#define __volatile__ volatile\n";
+  // with_std_math_declarations' integer overloads, where a `using namespace std;` may take them
+  if (with_std_math_declarations(text).size() != text.size()) p += std_math_on_integers();
   // <math.h>'s M_ constants, which nvcc's implicit headers give and kernels use with no include
   // (mamba's selective scan's M_LOG2E); each that the text uses and does not define itself.
   std::map<std::string, std::string> constants, own;
@@ -424,6 +465,54 @@ std::string nvrtc_nvcc_prelude(const std::string& text) {
     p += "enum { FP_NAN = 0, FP_INFINITE = 1, FP_ZERO = 2, FP_SUBNORMAL = 3, FP_NORMAL = 4 };\n";
   }
   return p.empty() ? p : "// ktune: what nvcc's implicit <cuda_runtime.h> gives device code and NVRTC's lacks\n" + p;
+}
+
+std::string with_std_math_declarations(const std::string& text) {
+  static const std::string declarations = [] {
+    std::string d;
+    for (const char* f : {"acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "ceil", "copysign", "cos", "cosh", "erf",
+                          "erfc", "exp", "exp2", "expm1", "fabs", "fdim", "floor", "fma", "fmax", "fmin", "fmod", "frexp", "hypot",
+                          "ilogb", "ldexp", "lgamma", "llrint", "llround", "log", "log10", "log1p", "log2", "logb", "lrint", "lround",
+                          "modf", "nan", "nearbyint", "nextafter", "pow", "remainder", "remquo", "rint", "round", "scalbln", "scalbn",
+                          "sin", "sinh", "sqrt", "tan", "tanh", "tgamma", "trunc"})
+      d += std::string(" using ::") + f + "; using ::" + f + "f;";
+    for (const char* f : kStdMathOne) d += std::string(" using ::ktune_std_math::") + f + ";";
+    for (const char* f : kStdMathTwo) d += std::string(" using ::ktune_std_math::") + f + ";";
+    return d + " using ::abs;";
+  }();
+  if (find_word(text, "using") == std::string::npos) return text;
+  // Only inside braces (a namespace's, a function's): at global scope the declarations change
+  // nothing, and a global overload declared after them (helper_math.h's fabs(float3)) would be
+  // left out of a namespace's set.
+  std::string out;
+  size_t from = 0;
+  int depth = 0;
+  for (size_t k = 0; k < text.size(); ++k) {
+    const char c = text[k];
+    if (c == '/' && k + 1 < text.size() && text[k + 1] == '/') {
+      k = std::min(text.find('\n', k), text.size());
+    } else if (c == '/' && k + 1 < text.size() && text[k + 1] == '*') {
+      k = std::min(text.find("*/", k + 2), text.size()) + 1;
+    } else if (c == '"' || c == '\'') {
+      for (++k; k < text.size() && text[k] != c && text[k] != '\n'; ++k)
+        if (text[k] == '\\') ++k;
+    } else if (c == '{') {
+      ++depth;
+    } else if (c == '}') {
+      --depth;
+    } else if (depth > 0 && c == 'u' && text.compare(k, 5, "using") == 0 && (k == 0 || (!std::isalnum(static_cast<unsigned char>(text[k - 1])) && text[k - 1] != '_'))) {
+      size_t e = text.find_first_not_of(" \t", k + 5);
+      if (e == std::string::npos || e == k + 5 || text.compare(e, 9, "namespace") != 0) continue;
+      e = text.find_first_not_of(" \t", e + 9);
+      if (e == std::string::npos || text.compare(e, 3, "std") != 0) continue;
+      e = text.find_first_not_of(" \t", e + 3);
+      if (e == std::string::npos || text[e] != ';') continue;
+      out += text.substr(from, e + 1 - from) + declarations;
+      from = e + 1;
+      k = e;
+    }
+  }
+  return from == 0 ? text : out + text.substr(from);
 }
 
 const std::vector<std::pair<std::string, std::string>>& nvrtc_std_headers() {

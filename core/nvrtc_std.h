@@ -36,6 +36,15 @@ const std::string* nvrtc_toolkit_view(const std::string& include_dir, const std:
 // <stdlib.h> brings). "" where the text uses none. Goes before the sources.
 std::string nvrtc_nvcc_prelude(const std::string& text);
 
+// text with each `using namespace std;` followed, on its line, by using-declarations of CUDA's
+// global math functions (`using ::truncf;` ...). ktune's std:: names libcu++'s by a
+// using-directive, and libcu++ declares its own cuda::std::truncf beside CUDA's ::truncf, so an
+// unqualified truncf(x) after `using namespace std;` is ambiguous where under nvcc std::truncf is
+// ::truncf; the declarations make the global one the name's meaning in that namespace or block
+// (kaolin's `namespace kaolin { using namespace std; ... truncf(u) }`). At global scope they
+// cannot: both are then found in one scope, and the call stays ambiguous.
+std::string with_std_math_declarations(const std::string& text);
+
 // PyTorch's and pybind11's headers for NVRTC under host_code skip (core/nvrtc_torch.cpp), which
 // the include path does not hold or NVRTC could not compile if it did: the stand-in for `name`
 // (torch/..., ATen/..., c10/..., THC/..., pybind11/..., Python.h) brings the standard headers

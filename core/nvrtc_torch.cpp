@@ -293,6 +293,9 @@ class Scalar;
 template <typename T> class ArrayRef;
 using TensorList = ArrayRef<Tensor>;
 using IntArrayRef = ArrayRef<int64_t>;
+// Host API namespaces a file's `using namespace at::indexing;` names (kaolin's), empty.
+namespace indexing {}
+namespace native {}
 // ATen/cuda/detail/PhiloxCudaStateRaw.cuh: a dropout kernel's RNG seed and offset, taken by value
 // (or, in a captured graph, pointers to them), laid out as PyTorch's; unpack reads them.
 struct PhiloxCudaState {
@@ -566,6 +569,8 @@ std::string nvrtc_torch_stand_in(const std::string& name) {
   std::string text = "#pragma once\n// ktune's <" + name + "> for NVRTC under host_code skip: a host library's header, the standard "
                      "headers it brings" + (torch ? std::string(" and PyTorch's device types") : std::string()) +
                      "\n#include <stdint.h>\n#include <stddef.h>\n#include <cstdint>\n#include <cstddef>\n#include <cmath>\n"
+                     // <cfloat>'s FLT_MAX, <climits>' INT_MAX: a kaolin kernel says FLT_MAX through ATen's headers
+                     "#include <cfloat>\n#include <climits>\n"
                      "#include <limits>\n#include <type_traits>\n#include <utility>\n"
                      // the host library's, which PyTorch's headers bring too (Apex's nccl_p2p_cuda.cu holds a
                      // std::vector, ExLlamaV2's q_attn.cuh a std::unordered_map, with no include of their own)

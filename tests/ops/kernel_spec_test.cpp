@@ -3524,6 +3524,52 @@ TEST(KernelSpec, GlibcsTimeTypesAndClocksPerSecCompile) {
   EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"UNTUNED", 0}}, Problem::parse(op, "1000"), "sm_90")));
 }
 
+// `using namespace std;` in a namespace or a function, then unqualified math (kaolin's kernels:
+// truncf(u), pow(2, level)): under nvcc std's math is CUDA's global one; ktune's std names
+// libcu++'s by a using-directive, whose own cuda::std::truncf made the call ambiguous. The
+// project's header (with skip, handed in memory) and the source both compile; at global scope the
+// text is left as it is.
+TEST(KernelSpec, UsingNamespaceStdThenUnqualifiedMathCompiles) {
+  SpecDir d;
+  d.write("math_utils.cuh", "#pragma once\n#include <cmath>\nnamespace proj {\nusing namespace std;\n"
+                            "__device__ inline float frac_of(float u) { return u - truncf(u) + log2(u) + sqrt(2) + pow(u, 2); }\n}\n");
+  d.write("proj.cu", "#include \"math_utils.cuh\"\n#include <vector>\nusing namespace std;\nnamespace proj {\nusing namespace std;\n"
+                     "__global__ void k(float* y, int level) {\n  y[0] = frac_of(y[1]) + fminf(y[2], 1.f) + fabs(y[3]) + 1.0f / pow(2, level);\n}\n"
+                     "}\nvoid host_side(std::vector<float>& v) { v.push_back(1.f); }\n");
+  const ojson spec = ojson::parse(R"JSON({
+    "name": "using_std_math", "sources": ["proj.cu"], "host_code": "skip", "kernel": "proj::k", "dims": ["n"], "params": {"UNTUNED": [0]},
+    "launch": {"grid": [1], "block": [32]},
+    "args": [{"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"}, {"name": "level", "kind": "scalar", "dtype": "i32", "value": 3}],
+    "check": {"none": "compile only"}})JSON");
+  const std::string op = load_kernel_spec_text(spec.dump(), "using_std_math.json", d.dir());
+  Compiler compiler;
+  EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"UNTUNED", 0}}, Problem::parse(op, "1000"), "sm_90")));
+  // The global directive (line 3 of the source) is as written; the namespace's gained the declarations.
+  const std::string& src = spec_of(op).source;
+  EXPECT_NE(src.find("#include <vector>\nusing namespace std;\nnamespace proj {"), std::string::npos) << src;
+  EXPECT_NE(src.find("using namespace std; using ::acos;"), std::string::npos) << src;
+}
+
+// A device-wide algorithm's header included for the host code (kaolin's <cub/device/device_scan.cuh>
+// for cub::DeviceScan), which launches through Thrust's host code: under skip it stands for the
+// rest of CUB, and a kernel's block reduction from it compiles.
+TEST(KernelSpec, CubsDeviceWideHeadersStandForTheRestOfCub) {
+  SpecDir d;
+  d.write("scan.cu", "#include <cub/device/device_scan.cuh>\n#include <cub/device/device_radix_sort.cuh>\n"
+                     "template <int B>\n__global__ void block_sums(const int* x, int* y) {\n"
+                     "  typedef cub::BlockReduce<int, B> R;\n  __shared__ typename R::TempStorage t;\n"
+                     "  const int s = R(t).Sum(x[blockIdx.x * B + threadIdx.x]);\n  if (threadIdx.x == 0) y[blockIdx.x] = s;\n}\n"
+                     "size_t scan_bytes(int* x, int n) {\n  size_t bytes = 0;\n  cub::DeviceScan::ExclusiveSum(nullptr, bytes, x, x, n);\n  return bytes;\n}\n");
+  const ojson spec = ojson::parse(R"JSON({
+    "name": "cub_device", "sources": ["scan.cu"], "host_code": "skip", "params_as": "template", "dims": ["n"], "params": {"B": [128]},
+    "launch": {"kernel": "block_sums<{B}>", "grid": ["n / B"], "block": ["B"]},
+    "args": [{"name": "x", "kind": "buffer", "dtype": "i32", "count": "n"}, {"name": "y", "kind": "buffer", "dtype": "i32", "count": "n", "intent": "out"}],
+    "check": {"none": "compile only"}})JSON");
+  const std::string op = load_kernel_spec_text(spec.dump(), "cub_device.json", d.dir());
+  Compiler compiler;
+  EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"B", 128}}, Problem::parse(op, "1024"), "sm_90")));
+}
+
 // A header that declares the floating-point categories as glibc's <math.h> does, an
 // enumerator each with a #define of its name (CUTLASS's floating_point_nvrtc.h), after a
 // <cmath> that under NVRTC has #defined them already: it compiles, and the categories keep

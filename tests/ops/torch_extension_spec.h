@@ -129,6 +129,9 @@ using namespace at; // as mmcv's pytorch_cpp_helper.hpp does: at::cuda beside ::
 
 // libcu++ leaves these out of std:: under NVRTC; CUDA's math library has them (pytorch3d's std::modf).
 __device__ float fraction(float x) { float whole; return std::modf(x, &whole) + std::fmod(x, 2.f) + std::erf(x) + std::fma(x, x, 1.f); }
+// What ATen's headers bring besides: <cfloat>'s FLT_MAX, the at::indexing namespace (kaolin's).
+using namespace at::indexing;
+__device__ float clamp_to_max(float x) { return fminf(x, FLT_MAX) + float(INT_MAX); }
 
 // PyTorch's layouts: a packed accessor is its pointer, N sizes and N strides of its index type;
 // a TensorInfo its pointer, 25 sizes and 25 strides, and the dimension count.
