@@ -198,6 +198,7 @@ std::string code_only(const std::string& t, std::map<std::string, std::string>* 
   };
   std::vector<Group> groups; // each open #if group
   std::map<std::string, std::string> sure; // macros #defined where every branch around is live
+  std::set<std::string> undefined;         // #undef'd, not #defined again yet
   auto in_later = [&]() { return std::any_of(groups.begin(), groups.end(), [](const Group& g) { return !g.reading; }); };
   auto in_dead = [&]() { return std::any_of(groups.begin(), groups.end(), [](const Group& g) { return g.dead; }); };
   auto in_live = [&]() { return std::all_of(groups.begin(), groups.end(), [](const Group& g) { return g.live; }); };
@@ -266,11 +267,13 @@ std::string code_only(const std::string& t, std::map<std::string, std::string>* 
       } else if (directive("endif") && !groups.empty()) {
         groups.pop_back();
       }
-      if (directive("undef")) {
+      if (directive("undef") && !(first_branches && in_later()) && !in_dead()) {
         const size_t a = line.find_first_not_of(" \t", k + 5);
         size_t n = a;
         while (n < line.size() && ident_char(line[n])) ++n;
-        if (a != std::string::npos) sure.erase(line.substr(a, n - a));
+        // The macro stays for the reading, which reads the text once its #defines are all read
+        // (cuda.h #undefs its __CUDA_DEPRECATED at its end); a #define after is no other meaning.
+        if (a != std::string::npos) sure.erase(line.substr(a, n - a)), undefined.insert(line.substr(a, n - a));
       }
       if (directive("define") && !(first_branches && in_later()) && !in_dead()) {
         k = line.find_first_not_of(" \t", k + 6);
@@ -278,7 +281,18 @@ std::string code_only(const std::string& t, std::map<std::string, std::string>* 
         while (n < line.size() && ident_char(line[n])) ++n;
         if (k != std::string::npos && n > k && (n == line.size() || line[n] != '(')) {
           const std::string name = line.substr(k, n - k), replacement = n < line.size() ? line.substr(n) : std::string();
-          if (!keyword(name)) (*macros)[name] = replacement;
+          // Defined again otherwise, with no #undef between (in branches this reading cannot
+          // choose between: glm's GLM_CUDA_FUNC_DECL as __device__, __host__, both or nothing;
+          // GLM_CONSTEXPR as constexpr or nothing), the macro reads as every meaning's words
+          // together: a function one branch makes a device function or constexpr stays, as
+          // where the reading cannot be sure (the last meaning alone made glm's functions host
+          // functions, where NVRTC compiles them __device__ __host__).
+          if (!keyword(name)) {
+            const auto had = macros->find(name);
+            const bool after_undef = undefined.erase(name) > 0;
+            if (had == macros->end() || after_undef) (*macros)[name] = replacement;
+            else if (had->second.find(replacement) == std::string::npos) had->second += " " + replacement;
+          }
           if (!keyword(name) && in_live()) sure[name] = replacement.substr(0, std::min(replacement.find("//"), replacement.find("/*")));
           else sure.erase(name);
         } else if (k != std::string::npos && n > k && function_like != nullptr && line.find(')', n) != std::string::npos) {

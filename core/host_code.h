@@ -33,7 +33,9 @@ namespace ktune {
 std::string skip_host_functions(const std::string& text, int* blanked, const std::map<std::string, std::string>& known = {},
                                 const std::set<std::string>& elsewhere = {}, std::set<std::string>* names = nullptr);
 
-// The object-like macros text's #define lines define (name: replacement), added to *macros.
+// The object-like macros text's #define lines define (name: replacement), added to *macros; one
+// defined otherwise again (in *macros before, or in #if branches this reading cannot choose
+// between) reads as every meaning's words together.
 void defined_macros(const std::string& text, std::map<std::string, std::string>* macros);
 
 // A toolkit header that declares the host's API beside the types device code uses (cuda.h: its

@@ -528,3 +528,23 @@ TEST(HostCode, AHostDeviceFunctionTakingHostContainersGoes) {
   expect_parts(out, {"shape.size() + idx[0]", "return s.size();"}, {"return shape[n - 1] * idx[0];", "__global__ void k("});
   EXPECT_EQ(n, 2) << out;
 }
+
+// A macro defined otherwise in branches the reading cannot choose between (glm's execution space
+// and constexpr macros, on the project's own flags and the compiler's version) reads as every
+// meaning's words together: a function one meaning makes __device__ or constexpr is kept or made
+// __host__ __device__, not blanked by whichever #define came last. #undef then #define is one
+// meaning after another.
+TEST(HostCode, AMacroDefinedOtherwiseInBranchesReadsAsAllItsMeanings) {
+  const std::string text =
+      "#if defined(LIB_FORCE_DEVICE)\n#define LIB_FUNC __device__\n#elif defined(LIB_FORCE_HOST)\n#define LIB_FUNC __host__\n"
+      "#elif LIB_CUDA\n#define LIB_FUNC __device__ __host__\n#else\n#define LIB_FUNC\n#endif\n"
+      "#if LIB_HAS_CONSTEXPR\n#define LIB_CONSTEXPR constexpr\n#else\n#define LIB_CONSTEXPR\n#endif\n"
+      "#define LIB_HOST inline\n#undef LIB_HOST\n#define LIB_HOST static\n"
+      "LIB_FUNC float twice(float x) { return 2.f * x; }\n"
+      "LIB_CONSTEXPR int cube(int x) { return x * x * x; }\n"
+      "LIB_HOST int host_only(int x) { return x + 1; }\n";
+  int n = 0;
+  const std::string out = skipped(text, &n);
+  expect_parts(out, {"int host_only("}, {"LIB_FUNC float twice(float x)", "__host__ __device__ LIB_CONSTEXPR int cube("});
+  EXPECT_EQ(n, 2) << out;
+}
