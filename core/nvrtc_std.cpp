@@ -493,7 +493,7 @@ std::string with_std_math_declarations(const std::string& text) {
       k = std::min(text.find('\n', k), text.size());
     } else if (c == '/' && k + 1 < text.size() && text[k + 1] == '*') {
       k = std::min(text.find("*/", k + 2), text.size()) + 1;
-    } else if (c == '"' || c == '\'') {
+    } else if (c == '"' || (c == '\'' && (k == 0 || !std::isalnum(static_cast<unsigned char>(text[k - 1]))))) { // not 1'000's
       for (++k; k < text.size() && text[k] != c && text[k] != '\n'; ++k)
         if (text[k] == '\\') ++k;
     } else if (c == '{') {
