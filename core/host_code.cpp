@@ -552,22 +552,25 @@ std::string instantiated_function(const std::string& stmt) {
   return declared_name(stmt);
 }
 
-// Whether a function head's parameter list names one of the host library's containers or strings
-// (std::vector, std::string, the maps and sets, std::function, std::shared_ptr).
-bool takes_host_container(const std::string& head) {
-  size_t open = 0, close = 0;
-  if (!parameter_list(head, &open, &close)) return false;
-  const std::string params = head.substr(open, close - open);
+// Whether text names one of the host library's containers or strings (std::vector, std::string,
+// the maps and sets, std::function, std::shared_ptr).
+bool holds_host_container(const std::string& text) {
   for (const char* c : {"vector", "string", "map", "unordered_map", "set", "unordered_set", "function", "shared_ptr", "list", "deque"}) {
-    for (size_t k = find_word(params, c); k != std::string::npos; k = find_word(params, c, k + 1)) {
+    for (size_t k = find_word(text, c); k != std::string::npos; k = find_word(text, c, k + 1)) {
       // `std::` before it, spaced or not
-      const size_t colons = params.find_last_not_of(" \t\n", k - 1);
-      if (colons == std::string::npos || colons < 1 || params.compare(colons - 1, 2, "::") != 0) continue;
-      const size_t q = params.find_last_not_of(" \t\n", colons - 2);
-      if (q != std::string::npos && q >= 2 && params.compare(q - 2, 3, "std") == 0 && (q < 3 || !ident_char(params[q - 3]))) return true;
+      const size_t colons = text.find_last_not_of(" \t\n", k - 1);
+      if (colons == std::string::npos || colons < 1 || text.compare(colons - 1, 2, "::") != 0) continue;
+      const size_t q = text.find_last_not_of(" \t\n", colons - 2);
+      if (q != std::string::npos && q >= 2 && text.compare(q - 2, 3, "std") == 0 && (q < 3 || !ident_char(text[q - 3]))) return true;
     }
   }
   return false;
+}
+
+// Whether a function head's parameter list names one of them.
+bool takes_host_container(const std::string& head) {
+  size_t open = 0, close = 0;
+  return parameter_list(head, &open, &close) && holds_host_container(head.substr(open, close - open));
 }
 
 // Whether a statement's words declare something other than a host function or variable: an
@@ -703,6 +706,10 @@ bool host_declaration(const std::string& stmt, const std::map<std::string, std::
     return reads_as_parameters(head.substr(open + 1, close == std::string::npos ? std::string::npos : close - open - 1), macros);
   }
   if (!has_const) return true;  // a variable NVRTC takes as the host's
+  // A const object of the host library's containers (pytorch_scatter's `const std::map<std::string,
+  // ReductionType> reduce2REDUCE = {...};`): initialized at run time, which NVRTC refuses; the
+  // host's data.
+  if (last_star == std::string::npos && holds_host_container(head.substr(0, end))) return true;
   if (last_star == std::string::npos) return false; // a const object
   std::vector<std::string> after;
   words_of(head.substr(last_star, end - last_star), macros, 0, &after);

@@ -514,7 +514,9 @@ TEST(HostCode, AnotherMakersBuildFlagsBranchIsNotRead) {
 }
 
 // A __host__ __device__ function taking the host library's containers (spconv's tensorview) is
-// host code: blanked, as nvcc would refuse it on the device; one taking plain types stays.
+// host code: blanked, as nvcc would refuse it on the device; one taking plain types stays. So is a
+// const object of one (pytorch_scatter's reduce2REDUCE map, initialized at run time); a const
+// table of ints stays.
 TEST(HostCode, AHostDeviceFunctionTakingHostContainersGoes) {
   const std::string text =
       "#include <vector>\n"
@@ -522,11 +524,15 @@ TEST(HostCode, AHostDeviceFunctionTakingHostContainersGoes) {
       "TV_HOST_DEVICE_INLINE unsigned row_index(std::vector<int> &shape, std::vector<int> &idx) { return shape.size() + idx[0]; }\n"
       "TV_HOST_DEVICE_INLINE unsigned named(const std :: string& s) { return s.size(); }\n"
       "TV_HOST_DEVICE_INLINE unsigned row_index(const int* shape, const int* idx, int n) { return shape[n - 1] * idx[0]; }\n"
-      "__global__ void k(unsigned* y, const int* s) { y[0] = row_index(s, s, 2); }\n";
+      "enum ReductionType { SUM, MEAN };\n"
+      "const std::map<std::string, ReductionType> reduce2REDUCE = {{\"sum\", SUM}, {\"mean\", MEAN}};\n"
+      "const int kTable[2] = {1, 2};\n"
+      "__global__ void k(unsigned* y, const int* s) { y[0] = row_index(s, s, 2) + kTable[1]; }\n";
   int n = 0;
   const std::string out = skipped(text, &n);
-  expect_parts(out, {"shape.size() + idx[0]", "return s.size();"}, {"return shape[n - 1] * idx[0];", "__global__ void k("});
-  EXPECT_EQ(n, 2) << out;
+  expect_parts(out, {"shape.size() + idx[0]", "return s.size();", "reduce2REDUCE"},
+               {"return shape[n - 1] * idx[0];", "const int kTable[2] = {1, 2};", "enum ReductionType", "__global__ void k("});
+  EXPECT_EQ(n, 3) << out;
 }
 
 // A macro defined otherwise in branches the reading cannot choose between (glm's execution space
