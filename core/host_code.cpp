@@ -945,48 +945,15 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
   };
   // Whether a function-like macro's replacement defines host functions (or declares them) and
   // nothing else (candle's `#define MMVQ_LAUNCHER_PLAIN(tag, ...) extern "C" void
-  // launch_mmvq_gguf_##tag##_plain(...) { ... }`, called once a type at namespace scope): the call
-  // goes, as the definitions it writes would.
-  auto defines_host_functions = [&](const std::string& replacement) {
-    std::string r = replacement;
+  // launch_mmvq_gguf_##tag##_plain(...) { ... }`, called once a type at namespace scope): this
+  // reading of the replacement as a text of its own blanks it whole. The call then goes, as the
+  // definitions it writes would.
+  auto defines_host_functions = [&](std::string r) {
     for (size_t k = 0; k + 1 < r.size(); ++k)
       if (r[k] == '\\' && (r[k + 1] == '\n' || r[k + 1] == '\r')) r[k] = ' ';
-    std::map<std::string, std::string> none;
-    std::vector<CharKind> rk;
-    r = code_only(r, &none, &rk);
-    bool any = false;
-    size_t a = 0;
-    int parens = 0;
-    for (size_t k = 0; k < r.size(); ++k) {
-      const char c = r[k];
-      if (c == '(' || c == '[') {
-        ++parens;
-      } else if (c == ')' || c == ']') {
-        --parens;
-      } else if (c == '}' || (parens == 0 && c == ';' && !host_declaration(r.substr(a, k - a), macros))) {
-        return false;
-      } else if (parens == 0 && c == ';') {
-        a = k + 1;
-      } else if (parens == 0 && c == '{') {
-        const std::string head = without_template_lists(r.substr(a, k - a));
-        std::vector<std::string> w;
-        words_of(head, macros, 0, &w);
-        size_t open = 0, close = 0;
-        if (w.empty() || w[0] == "namespace" || (w.size() == 1 && w[0] == "extern")) return false; // a block, not a function
-        if (!parameter_list(head, &open, &close) || head.find('=') != std::string::npos || !declared_type(head, macros).empty() ||
-            holds_any(w, {}) || constexpr_keyword_at(head, w) != std::string::npos || unknown_macro_before_name(head, macros))
-          return false;
-        int depth = 0;
-        for (; k < r.size(); ++k) {
-          if (r[k] == '{') ++depth;
-          else if (r[k] == '}' && --depth == 0) break;
-        }
-        if (k >= r.size()) return false;
-        a = k + 1;
-        any = true;
-      }
-    }
-    return any && r.find_first_not_of(" \t\n", a) == std::string::npos;
+    int n = 0;
+    const std::string left = skip_host_functions_lf(r, &n, macros, {}, nullptr);
+    return n > 0 && left.find_first_not_of(" \t\n\r") == std::string::npos;
   };
   std::vector<std::pair<size_t, std::string>> annotate; // where an execution space goes in
   const std::set<std::string> unevaluated = unevaluated_names(code);

@@ -134,10 +134,12 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
   std::vector<std::pair<std::string, std::string>> h;
   // <cmath>: libcu++'s, and the functions it leaves out of std:: under NVRTC though CUDA's math
   // library has them in the global namespace, float overloads too (pytorch3d's std::modf).
-  h.emplace_back("cmath", twin("cmath") +
-                              "namespace std {\nusing ::fmod;\nusing ::fmodf;\nusing ::modf;\nusing ::modff;\nusing ::erf;\nusing ::erff;\n"
-                              "using ::erfc;\nusing ::erfcf;\nusing ::fdim;\nusing ::fdimf;\nusing ::fma;\nusing ::fmaf;\nusing ::nan;\n"
-                              "using ::nanf;\nusing ::remainder;\nusing ::remainderf;\nusing ::remquo;\nusing ::remquof;\n}\n");
+  {
+    std::string m = twin("cmath") + "namespace std {\n";
+    for (const char* f : {"fmod", "modf", "erf", "erfc", "fdim", "fma", "nan", "remainder", "remquo"})
+      m += std::string("using ::") + f + ";\nusing ::" + f + "f;\n";
+    h.emplace_back("cmath", m + "}\n");
+  }
   for (const char* n : {"cstdint", "cstddef", "climits", "cassert", "cstdlib", "cstring", "limits", "type_traits", "utility",
                         "tuple", "array", "bit", "concepts", "numeric", "initializer_list", "complex", "iterator",
                         "optional", "span", "variant", "atomic", "ratio", "numbers", "bitset", "chrono", "expected",
@@ -409,6 +411,41 @@ std::string std_math_on_integers() {
   return t + "}\n";
 }
 
+// Where each `using namespace std;` inside braces (a namespace's, a function's) ends: the offset
+// after its ';'. At global scope with_std_math_declarations' declarations would change nothing,
+// and a global overload declared after them (helper_math.h's fabs(float3)) would be left out of a
+// namespace's set.
+std::vector<size_t> scoped_using_std_ends(const std::string& text) {
+  std::vector<size_t> ends;
+  if (find_word(text, "using") == std::string::npos) return ends;
+  int depth = 0;
+  for (size_t k = 0; k < text.size(); ++k) {
+    const char c = text[k];
+    if (c == '/' && k + 1 < text.size() && text[k + 1] == '/') {
+      k = std::min(text.find('\n', k), text.size());
+    } else if (c == '/' && k + 1 < text.size() && text[k + 1] == '*') {
+      k = std::min(text.find("*/", k + 2), text.size()) + 1;
+    } else if (c == '"' || (c == '\'' && (k == 0 || !std::isalnum(static_cast<unsigned char>(text[k - 1]))))) { // not 1'000's
+      for (++k; k < text.size() && text[k] != c && text[k] != '\n'; ++k)
+        if (text[k] == '\\') ++k;
+    } else if (c == '{') {
+      ++depth;
+    } else if (c == '}') {
+      --depth;
+    } else if (depth > 0 && c == 'u' && text.compare(k, 5, "using") == 0 && (k == 0 || (!std::isalnum(static_cast<unsigned char>(text[k - 1])) && text[k - 1] != '_'))) {
+      size_t e = text.find_first_not_of(" \t", k + 5);
+      if (e == std::string::npos || e == k + 5 || text.compare(e, 9, "namespace") != 0) continue;
+      e = text.find_first_not_of(" \t", e + 9);
+      if (e == std::string::npos || text.compare(e, 3, "std") != 0) continue;
+      e = text.find_first_not_of(" \t", e + 3);
+      if (e == std::string::npos || text[e] != ';') continue;
+      ends.push_back(e + 1);
+      k = e;
+    }
+  }
+  return ends;
+}
+
 } // namespace
 
 std::string nvrtc_nvcc_prelude(const std::string& text) {
@@ -444,7 +481,7 @@ std::string nvrtc_nvcc_prelude(const std::string& text) {
   if (uses("__asm__")) p += "#define __asm__ asm\n";
   if (uses("__volatile__")) p += "#define __volatile__ volatile\n";
   // with_std_math_declarations' integer overloads, where a `using namespace std;` may take them
-  if (with_std_math_declarations(text).size() != text.size()) p += std_math_on_integers();
+  if (!scoped_using_std_ends(text).empty()) p += std_math_on_integers();
   // <math.h>'s M_ constants, which nvcc's implicit headers give and kernels use with no include
   // (mamba's selective scan's M_LOG2E); each that the text uses and does not define itself.
   std::map<std::string, std::string> constants, own;
@@ -468,49 +505,20 @@ std::string nvrtc_nvcc_prelude(const std::string& text) {
 }
 
 std::string with_std_math_declarations(const std::string& text) {
+  // CUDA's global math functions: those std:: also takes integers in, and the rest.
   static const std::string declarations = [] {
     std::string d;
-    for (const char* f : {"acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "ceil", "copysign", "cos", "cosh", "erf",
-                          "erfc", "exp", "exp2", "expm1", "fabs", "fdim", "floor", "fma", "fmax", "fmin", "fmod", "frexp", "hypot",
-                          "ilogb", "ldexp", "lgamma", "llrint", "llround", "log", "log10", "log1p", "log2", "logb", "lrint", "lround",
-                          "modf", "nan", "nearbyint", "nextafter", "pow", "remainder", "remquo", "rint", "round", "scalbln", "scalbn",
-                          "sin", "sinh", "sqrt", "tan", "tanh", "tgamma", "trunc"})
+    for (const char* f : kStdMathOne) d += std::string(" using ::") + f + "; using ::" + f + "f; using ::ktune_std_math::" + f + ";";
+    for (const char* f : kStdMathTwo) d += std::string(" using ::") + f + "; using ::" + f + "f; using ::ktune_std_math::" + f + ";";
+    for (const char* f : {"fma", "frexp", "ldexp", "modf", "nan", "remquo", "scalbln", "scalbn"})
       d += std::string(" using ::") + f + "; using ::" + f + "f;";
-    for (const char* f : kStdMathOne) d += std::string(" using ::ktune_std_math::") + f + ";";
-    for (const char* f : kStdMathTwo) d += std::string(" using ::ktune_std_math::") + f + ";";
     return d + " using ::abs;";
   }();
-  if (find_word(text, "using") == std::string::npos) return text;
-  // Only inside braces (a namespace's, a function's): at global scope the declarations change
-  // nothing, and a global overload declared after them (helper_math.h's fabs(float3)) would be
-  // left out of a namespace's set.
   std::string out;
   size_t from = 0;
-  int depth = 0;
-  for (size_t k = 0; k < text.size(); ++k) {
-    const char c = text[k];
-    if (c == '/' && k + 1 < text.size() && text[k + 1] == '/') {
-      k = std::min(text.find('\n', k), text.size());
-    } else if (c == '/' && k + 1 < text.size() && text[k + 1] == '*') {
-      k = std::min(text.find("*/", k + 2), text.size()) + 1;
-    } else if (c == '"' || (c == '\'' && (k == 0 || !std::isalnum(static_cast<unsigned char>(text[k - 1]))))) { // not 1'000's
-      for (++k; k < text.size() && text[k] != c && text[k] != '\n'; ++k)
-        if (text[k] == '\\') ++k;
-    } else if (c == '{') {
-      ++depth;
-    } else if (c == '}') {
-      --depth;
-    } else if (depth > 0 && c == 'u' && text.compare(k, 5, "using") == 0 && (k == 0 || (!std::isalnum(static_cast<unsigned char>(text[k - 1])) && text[k - 1] != '_'))) {
-      size_t e = text.find_first_not_of(" \t", k + 5);
-      if (e == std::string::npos || e == k + 5 || text.compare(e, 9, "namespace") != 0) continue;
-      e = text.find_first_not_of(" \t", e + 9);
-      if (e == std::string::npos || text.compare(e, 3, "std") != 0) continue;
-      e = text.find_first_not_of(" \t", e + 3);
-      if (e == std::string::npos || text[e] != ';') continue;
-      out += text.substr(from, e + 1 - from) + declarations;
-      from = e + 1;
-      k = e;
-    }
+  for (const size_t e : scoped_using_std_ends(text)) {
+    out += text.substr(from, e - from) + declarations;
+    from = e;
   }
   return from == 0 ? text : out + text.substr(from);
 }
