@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <filesystem>
 #include <initializer_list>
 #include <iterator>
@@ -10,6 +11,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -130,17 +132,14 @@ std::string inttypes_macros() {
   return m + "#endif\n";
 }
 
+std::string cmath_header();
+std::string cstdlib_header();
+
 std::vector<std::pair<std::string, std::string>> make_headers() {
   std::vector<std::pair<std::string, std::string>> h;
-  // <cmath>: libcu++'s, and the functions it leaves out of std:: under NVRTC though CUDA's math
-  // library has them in the global namespace, float overloads too (pytorch3d's std::modf).
-  {
-    std::string m = twin("cmath") + "namespace std {\n";
-    for (const char* f : {"fmod", "modf", "erf", "erfc", "fdim", "fma", "nan", "remainder", "remquo"})
-      m += std::string("using ::") + f + ";\nusing ::" + f + "f;\n";
-    h.emplace_back("cmath", m + "}\n");
-  }
-  for (const char* n : {"cstdint", "cstddef", "climits", "cassert", "cstdlib", "cstring", "limits", "type_traits", "utility",
+  h.emplace_back("cmath", cmath_header());
+  h.emplace_back("cstdlib", cstdlib_header());
+  for (const char* n : {"cstdint", "cstddef", "climits", "cassert", "cstring", "limits", "type_traits", "utility",
                         "tuple", "array", "bit", "concepts", "numeric", "initializer_list", "complex", "iterator",
                         "optional", "span", "variant", "atomic", "ratio", "numbers", "bitset", "chrono", "expected",
                         "mdspan", "ranges", "source_location", "barrier", "latch", "semaphore"})
@@ -184,6 +183,9 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
   h.emplace_back("cstdio", host_only("cstdio", kFileType));
   h.emplace_back("stdio.h", host_only("stdio.h", kFileType));
   h.emplace_back("sys/time.h", host_only("sys/time.h", kTimeTypes));
+  // glibc's glob_t, which a host data loader's struct holds (llm.c's DataLoader)
+  h.emplace_back("glob.h", host_only("glob.h", "typedef struct { unsigned long gl_pathc; char** gl_pathv; unsigned long gl_offs; int gl_flags;\n"
+                                               "  void* gl_closedir; void* gl_readdir; void* gl_opendir; void* gl_lstat; void* gl_stat; } glob_t;\n"));
   h.emplace_back("vector", host_only("vector", host_types({"vector"})));
   h.emplace_back("string", host_only("string", host_types({"basic_string"}, {}, "typedef basic_string<char> string;\n")));
   h.emplace_back("map", host_only("map", host_types({"map", "multimap"})));
@@ -213,7 +215,10 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
                         "typeinfo", "any", "execution", "omp.h", "sys/syscall.h", "syscall.h", "charconv", "system_error",
                         "format", "print", "forward_list", "ios", "iosfwd", "streambuf", "cwchar", "cwctype", "clocale", "wchar.h", "locale.h",
                         "csetjmp", "setjmp.h", "sched.h", "sys/sysinfo.h", "libgen.h", "malloc.h", "memory_resource", "stop_token",
-                        "typeindex", "valarray", "syncstream", "stacktrace"})
+                        "typeindex", "valarray", "syncstream", "stacktrace", "arpa/inet.h", "netinet/in.h", "netinet/tcp.h",
+                        "sys/socket.h", "sys/un.h", "netdb.h", "ifaddrs.h", "poll.h", "sys/select.h", "sys/ioctl.h", "sys/wait.h",
+                        "sys/ipc.h", "sys/shm.h", "semaphore.h", "sys/file.h", "sys/uio.h", "sys/utsname.h", "sys/times.h",
+                        "sys/prctl.h", "termios.h", "pwd.h", "spawn.h", "execinfo.h", "cxxabi.h", "link.h"})
     h.emplace_back(n, host_only(n));
   return h;
 }
@@ -370,6 +375,35 @@ std::map<std::string, std::string> make_views(const std::string& dir) {
                             "> for NVRTC: a host-launched part of CUB; its block, warp, thread and iterator parts in its place\n");
       break;
     }
+  // Thrust's host side: its algorithms (launched from the host), containers, memory and execution
+  // policies, which a file includes for its host code (candle's MoE kernels scan with
+  // thrust::inclusive_scan; a benchmark's main holds its data in thrust::device_vector). NVRTC
+  // cannot compile them (host functions; specializations of std::iterator_traits, which ktune's
+  // std:: only names). Each such header: Thrust's device-usable headers in its place (pair, tuple,
+  // functional, the iterators' bases), and stand-ins of its containers and device_ptr taking any
+  // initializer, which a host class's data members name; device code that uses the rest fails on
+  // the name. Thrust's headers that compile under NVRTC as they are (CUDA 13: these seven) stay.
+  static const std::set<std::string> kThrustDevice = {"addressof.h", "advance.h", "distance.h", "functional.h", "pair.h", "tuple.h", "version.h"};
+  for (const std::string& thrust : {dir + "/cccl/thrust", dir + "/thrust"}) {
+    if (!std::filesystem::is_regular_file(thrust + "/version.h", ec)) continue;
+    std::vector<std::string> host_side;
+    for (const auto& e : std::filesystem::directory_iterator(thrust, ec))
+      if (e.path().extension() == ".h" && !kThrustDevice.count(e.path().filename().string())) host_side.push_back("thrust/" + e.path().filename().string());
+    for (const char* system : {"cuda", "cpp", "omp", "tbb"})
+      for (const char* part : {"execution_policy.h", "vector.h", "memory.h", "pointer.h", "error.h"})
+        if (std::filesystem::is_regular_file(thrust + "/system/" + system + "/" + part, ec))
+          host_side.push_back(std::string("thrust/system/") + system + "/" + part);
+    std::string containers = std::string(kHostAny) + "#ifndef KTUNE_THRUST_HOST\n#define KTUNE_THRUST_HOST\nnamespace thrust {\n";
+    for (const char* n : {"device_vector", "host_vector", "universal_vector", "device_ptr"})
+      containers += std::string("template <class...>\nclass ") + n + " {\n public:\n  __host__ __device__ " + n + "() {}\n  template <class... A> __host__ __device__ " + n +
+                    "(A&&...) {}\n  __host__ __device__ " + n + "(std::initializer_list<std::__ktune_any>) {}\n};\n";
+    containers += "}\n#endif\n";
+    for (const auto& name : host_side)
+      v.emplace(name, "#pragma once\n// ktune's <" + name + "> for NVRTC: a host-side part of Thrust; its device-usable headers and "
+                      "its containers' stand-ins in its place\n#include <thrust/pair.h>\n#include <thrust/tuple.h>\n#include <thrust/functional.h>\n"
+                      "#include <thrust/iterator/iterator_facade.h>\n" + containers);
+    break;
+  }
   return v;
 }
 
@@ -398,7 +432,7 @@ const char* const kStdMathTwo[] = {"atan2", "copysign", "fdim", "fmax", "fmin", 
 
 std::string std_math_on_integers() {
   std::string t =
-      "#include <cuda/std/type_traits>\nnamespace ktune_std_math {\n"
+      "#ifndef KTUNE_STD_MATH_ON_INTEGERS\n#define KTUNE_STD_MATH_ON_INTEGERS\n#include <cuda/std/type_traits>\nnamespace ktune_std_math {\n"
       "template <class T> using one_int = typename ::cuda::std::enable_if<::cuda::std::is_integral<T>::value>::type;\n"
       "template <class A, class B> using any_int = typename ::cuda::std::enable_if<::cuda::std::is_arithmetic<A>::value && "
       "::cuda::std::is_arithmetic<B>::value && (::cuda::std::is_integral<A>::value || ::cuda::std::is_integral<B>::value)>::type;\n";
@@ -408,7 +442,82 @@ std::string std_math_on_integers() {
   for (const std::string f : kStdMathTwo)
     t += "template <class A, class B, class = any_int<A, B>> __host__ __device__ auto " + f + "(A a, B b) -> decltype(::" + f +
          "(double(a), double(b))) { return ::" + f + "(double(a), double(b)); }\n";
-  return t + "}\n";
+  return t + "}\n#endif\n";
+}
+
+// A libcu++ macro as libcu++'s <cmath> spells it under NVRTC (so that its own later #define is
+// the same), or with the namespace itself where a later libcu++ drops its macro.
+std::string limits_macro(const char* name, const char* member) {
+  return std::string("#ifndef ") + name + "\n#ifdef _CUDA_VSTD\n#define " + name + " _CUDA_VSTD::numeric_limits<float>::" + member +
+         "()\n#else\n#define " + name + " ::cuda::std::numeric_limits<float>::" + member + "()\n#endif\n#endif\n";
+}
+
+// <cmath>: CUDA's global math functions in std::, as libstdc++'s <cmath> has its C library's
+// (`using ::sqrt;`), not libcu++'s: cuda::std::sqrt(float) is another function of the same
+// signature as ::sqrt(float), so after a `using namespace std;` at global scope an unqualified
+// sqrt(x) found both and was ambiguous, where nvcc finds one. Besides: the overloads on integers
+// that libstdc++ has (sqrt(2) in double); the classification and comparison functions as
+// templates, which the global functions of the same names (non-templates, returning int) win
+// over in an unqualified call; C++17's three-argument hypot and C++20's lerp; float_t, the FP_
+// categories, HUGE_VAL, INFINITY and NAN; and libcu++'s <limits> and <type_traits>, which
+// libcu++'s <cmath> brought and kernels use after including <cmath> alone. (libcu++'s <complex>
+// still brings libcu++'s math into cuda::std.)
+std::string cmath_header() {
+  std::string m = "#pragma once\n// ktune's <cmath> for NVRTC, which has none: CUDA's math functions in std:: as well\n"
+                  "#include <cuda/std/limits>\n#include <cuda/std/type_traits>\n" +
+                  std::string(kIntoStd) + std_math_on_integers();
+  // The categories are glibc's values; the prelude declares them as enumerators instead where the
+  // text does (CUTLASS's floating_point_nvrtc.h).
+  m += "#if !defined(FP_NAN) && !defined(KTUNE_FP_CATEGORIES)\n#define FP_NAN 0\n#define FP_INFINITE 1\n#define FP_ZERO 2\n"
+       "#define FP_SUBNORMAL 3\n#define FP_NORMAL 4\n#endif\n";
+  m += limits_macro("INFINITY", "infinity") + limits_macro("NAN", "quiet_NaN");
+  m += "#ifndef HUGE_VALF\n#define HUGE_VALF INFINITY\n#define HUGE_VAL (double(INFINITY))\n#endif\n";
+  m += "namespace ktune_std_math {\n"
+       "template <class T, class R> using if_float = typename ::cuda::std::enable_if<::cuda::std::is_floating_point<T>::value, R>::type;\n"
+       "template <class T, class R> using if_int = typename ::cuda::std::enable_if<::cuda::std::is_integral<T>::value, R>::type;\n"
+       "template <class T> __host__ __device__ if_float<T, bool> isnan(T x) { return ::isnan(x) != 0; }\n"
+       "template <class T> __host__ __device__ if_int<T, bool> isnan(T) { return false; }\n"
+       "template <class T> __host__ __device__ if_float<T, bool> isinf(T x) { return ::isinf(x) != 0; }\n"
+       "template <class T> __host__ __device__ if_int<T, bool> isinf(T) { return false; }\n"
+       "template <class T> __host__ __device__ if_float<T, bool> isfinite(T x) { return ::isfinite(x) != 0; }\n"
+       "template <class T> __host__ __device__ if_int<T, bool> isfinite(T) { return true; }\n"
+       "template <class T> __host__ __device__ if_float<T, bool> signbit(T x) { return ::signbit(x) != 0; }\n"
+       "template <class T> __host__ __device__ if_int<T, bool> signbit(T x) { return x < T(0); }\n"
+       "template <class T> __host__ __device__ if_float<T, int> fpclassify(T x) {\n"
+       "  return ::isnan(x) ? FP_NAN : ::isinf(x) ? FP_INFINITE : x == T(0) ? FP_ZERO\n"
+       "       : ::fabs(x) < ::cuda::std::numeric_limits<T>::min() ? FP_SUBNORMAL : FP_NORMAL;\n}\n"
+       "template <class T> __host__ __device__ if_int<T, int> fpclassify(T x) { return x == T(0) ? FP_ZERO : FP_NORMAL; }\n"
+       "template <class T> __host__ __device__ bool isnormal(T x) { return ktune_std_math::fpclassify(x) == FP_NORMAL; }\n"
+       "template <class A, class B> __host__ __device__ bool isunordered(A a, B b) { return ktune_std_math::isnan(a) || ktune_std_math::isnan(b); }\n"
+       "template <class A, class B> __host__ __device__ bool isgreater(A a, B b) { return !ktune_std_math::isunordered(a, b) && a > b; }\n"
+       "template <class A, class B> __host__ __device__ bool isgreaterequal(A a, B b) { return !ktune_std_math::isunordered(a, b) && a >= b; }\n"
+       "template <class A, class B> __host__ __device__ bool isless(A a, B b) { return !ktune_std_math::isunordered(a, b) && a < b; }\n"
+       "template <class A, class B> __host__ __device__ bool islessequal(A a, B b) { return !ktune_std_math::isunordered(a, b) && a <= b; }\n"
+       "template <class A, class B> __host__ __device__ bool islessgreater(A a, B b) { return !ktune_std_math::isunordered(a, b) && a != b; }\n"
+       "__host__ __device__ inline float hypot(float a, float b, float c) { return ::norm3df(a, b, c); }\n"
+       "__host__ __device__ inline double hypot(double a, double b, double c) { return ::norm3d(a, b, c); }\n"
+       // libc++'s: exact at both ends, monotonic, and b where t is 1.
+       "template <class T> __host__ __device__ if_float<T, T> lerp(T a, T b, T t) {\n"
+       "  if ((a <= T(0) && b >= T(0)) || (a >= T(0) && b <= T(0))) return t * b + (T(1) - t) * a;\n"
+       "  if (t == T(1)) return b;\n  const T x = a + t * (b - a);\n"
+       "  return (t > T(1)) == (b > a) ? (b < x ? x : b) : (x < b ? x : b);\n}\n}\n";
+  m += "typedef float float_t;\ntypedef double double_t;\nnamespace std {\nusing ::float_t;\nusing ::double_t;\nusing ::abs;\n";
+  auto with_float = [&](const std::string& f) { m += "using ::" + f + ";\nusing ::" + f + "f;\n"; };
+  for (const std::string f : kStdMathOne) with_float(f), m += "using ::ktune_std_math::" + f + ";\n";
+  for (const std::string f : kStdMathTwo) with_float(f), m += "using ::ktune_std_math::" + f + ";\n";
+  for (const char* f : {"fma", "frexp", "ldexp", "modf", "nan", "remquo", "scalbln", "scalbn"}) with_float(f);
+  for (const char* f : {"isnan", "isinf", "isfinite", "signbit", "fpclassify", "isnormal", "isunordered", "isgreater", "isgreaterequal",
+                        "isless", "islessequal", "islessgreater", "lerp"})
+    m += std::string("using ::ktune_std_math::") + f + ";\n";
+  return m + "}\n";
+}
+
+// <cstdlib>: as <cmath>, the global abs, labs, llabs, malloc and free in std:: (libcu++'s are
+// other functions of the same signatures), and libcu++'s div and <cstddef>.
+std::string cstdlib_header() {
+  return "#pragma once\n// ktune's <cstdlib> for NVRTC, which has none: CUDA's abs and malloc in std:: as well, libcu++'s div\n"
+         "#include <cuda/std/cstddef>\n#if __has_include(<cuda/std/__cstdlib/div.h>)\n#include <cuda/std/__cstdlib/div.h>\n#endif\n" +
+         std::string(kIntoStd) + "namespace std {\nusing ::abs;\nusing ::labs;\nusing ::llabs;\nusing ::malloc;\nusing ::free;\n}\n";
 }
 
 // Where each `using namespace std;` inside braces (a namespace's, a function's) ends: the offset
@@ -446,21 +555,32 @@ std::vector<size_t> scoped_using_std_ends(const std::string& text) {
   return ends;
 }
 
+// Whether the text declares `name` as a type itself (a typedef or an alias), as a source that
+// does not rely on <cstdint> may.
+bool declares_type(const std::string& text, const std::string& name) {
+  for (size_t at = find_word(text, name); at != std::string::npos; at = find_word(text, name, at + name.size())) {
+    const size_t after = text.find_first_not_of(" \t", at + name.size());
+    if (after != std::string::npos && text[after] == ';') {
+      const size_t stmt = text.find_last_of(";{}", at);
+      const size_t from = stmt == std::string::npos ? 0 : stmt + 1;
+      if (find_word(text.substr(from, at - from), "typedef") != std::string::npos) return true;
+    }
+    const size_t before = text.find_last_not_of(" \t\n", at == 0 ? 0 : at - 1);
+    if (before != std::string::npos && before >= 4 && text.compare(before - 4, 5, "using") == 0 && after != std::string::npos && text[after] == '=')
+      return true;
+  }
+  return false;
+}
+
 } // namespace
 
 std::string nvrtc_nvcc_prelude(const std::string& text) {
   auto uses = [&](const char* w) { return find_word(text, w) != std::string::npos; };
   std::string p;
   const bool inf = uses("INFINITY"), nan = uses("NAN");
-  // libcu++'s own tokens where its namespace macro exists (an identical #define is no
-  // redefinition when <cmath> comes after), the namespace itself where a later libcu++ drops it.
-  auto limit = [](const char* name, const char* pad, const char* member) {
-    return std::string("#ifndef ") + name + "\n#ifdef _CUDA_VSTD\n#define " + name + pad + "_CUDA_VSTD::numeric_limits<float>::" + member +
-           "()\n#else\n#define " + name + pad + "::cuda::std::numeric_limits<float>::" + member + "()\n#endif\n#endif\n";
-  };
   if (inf || nan) p += "#include <cuda/std/limits>\n";
-  if (inf) p += limit("INFINITY", " ", "infinity");
-  if (nan) p += limit("NAN", "      ", "quiet_NaN");
+  if (inf) p += limits_macro("INFINITY", "infinity");
+  if (nan) p += limits_macro("NAN", "quiet_NaN");
   for (const auto& [name, type] : {std::pair<const char*, const char*>{"uint", "unsigned int"}, {"ushort", "unsigned short"}, {"ulong", "unsigned long"}})
     if (uses(name)) p += std::string("#ifndef ") + name + "\ntypedef " + type + " " + name + ";\n#endif\n";
   // Programmatic dependent launch's device calls (sm_90), which nvcc's cuda_runtime.h declares
@@ -480,6 +600,12 @@ std::string nvrtc_nvcc_prelude(const std::string& text) {
   // does not know.
   if (uses("__asm__")) p += "#define __asm__ asm\n";
   if (uses("__volatile__")) p += "#define __volatile__ volatile\n";
+  // glibc's <stdlib.h>, which nvcc's implicit headers include, brings <sys/types.h> and with it
+  // the signed exact-width types (not the unsigned ones): FasterTransformer's DenseWeight.h names
+  // int8_t with no include. libcu++'s types, so that a later <cstdint> declares the same ones.
+  for (const auto& [name, type] : {std::pair<const char*, const char*>{"int8_t", "signed char"}, {"int16_t", "signed short"},
+                                   {"int32_t", "signed int"}, {"int64_t", "signed long long"}})
+    if (uses(name) && !declares_type(text, name)) p += std::string("using ") + name + " = " + type + ";\n";
   // with_std_math_declarations' integer overloads, where a `using namespace std;` may take them
   if (!scoped_using_std_ends(text).empty()) p += std_math_on_integers();
   // <math.h>'s M_ constants, which nvcc's implicit headers give and kernels use with no include
@@ -500,6 +626,7 @@ std::string nvrtc_nvcc_prelude(const std::string& text) {
     p += "#include <cuda/std/cmath>\n";
     for (const char* c : kCategories) p += std::string("#undef ") + c + "\n";
     p += "enum { FP_NAN = 0, FP_INFINITE = 1, FP_ZERO = 2, FP_SUBNORMAL = 3, FP_NORMAL = 4 };\n";
+    p += "#define KTUNE_FP_CATEGORIES\n"; // ktune's <cmath> then leaves them as they are
   }
   return p.empty() ? p : "// ktune: what nvcc's implicit <cuda_runtime.h> gives device code and NVRTC's lacks\n" + p;
 }
@@ -521,6 +648,101 @@ std::string with_std_math_declarations(const std::string& text) {
     from = e;
   }
   return from == 0 ? text : out + text.substr(from);
+}
+
+namespace {
+
+// Where line `line_no` of `file`, as a compile's log names it, starts in `text` (named `name`),
+// through the text's #line directives (a spec's program is its sources, each behind a
+// `#line 1 "file"`); npos where the text does not hold that line.
+size_t line_start(const std::string& text, const std::string& name, const std::string& file, size_t line_no) {
+  std::string current = name;
+  size_t number = 1; // the number of the line that starts at `at`
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    if (current == file && number == line_no) return at;
+    const size_t hash = text.find_first_not_of(" \t", at);
+    if (hash < end && text[hash] == '#') {
+      const size_t word = text.find_first_not_of(" \t", hash + 1);
+      if (word < end && text.compare(word, 4, "line") == 0) {
+        const size_t digits = text.find_first_not_of(" \t", word + 4);
+        const size_t quote = text.find('"', digits);
+        if (digits < end && std::isdigit(static_cast<unsigned char>(text[digits]))) {
+          number = std::strtoul(text.c_str() + digits, nullptr, 10);
+          if (quote < end) current = text.substr(quote + 1, text.find('"', quote + 1) - quote - 1);
+          at = end + 1;
+          continue;
+        }
+      }
+    }
+    ++number;
+    at = end + 1;
+  }
+  return std::string::npos;
+}
+
+} // namespace
+
+size_t qualify_ambiguous_std_calls(const std::string& log, const std::vector<std::pair<std::string, std::string*>>& texts) {
+  static const std::string kAmbiguous = "): error: more than one instance of overloaded function \"";
+  std::vector<std::string> lines;
+  {
+    std::istringstream in(log);
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+  }
+  // (text, line, offset, qualifier) of each call to qualify, one entry a call however often reported
+  std::set<std::tuple<std::string*, size_t, size_t, std::string>> calls;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const size_t at = lines[i].find(kAmbiguous);
+    const size_t open = at == std::string::npos ? at : lines[i].rfind('(', at);
+    if (open == std::string::npos) continue;
+    const std::string file = lines[i].substr(0, open);
+    const size_t line_no = std::strtoul(lines[i].c_str() + open + 1, nullptr, 10);
+    const size_t name_at = at + kAmbiguous.size();
+    const std::string name = lines[i].substr(name_at, lines[i].find('"', name_at) - name_at);
+    // The candidates: libcu++'s (`function "cuda::std::__4::abs(int) noexcept"`), and CUDA's global
+    // one (`function "abs(int)"`: the call becomes ::abs) or ktune's std:: overload on integers
+    // (`function template "auto ktune_std_math::sqrt(T)->double"`: std::sqrt, whose own
+    // declarations qualified lookup stops at).
+    bool global = false, ours = false, libcu = false;
+    size_t k = i + 1;
+    for (; k < lines.size(); ++k) {
+      const size_t lead = lines[k].find_first_not_of(' ');
+      if (lead == std::string::npos || (lines[k].compare(lead, 10, "function \"") != 0 && lines[k].compare(lead, 19, "function template \"") != 0))
+        break;
+      const std::string candidate = lines[k].substr(lines[k].find('"') + 1);
+      global |= candidate.compare(0, name.size() + 1, name + "(") == 0;
+      ours |= candidate.find("ktune_std_math::" + name + "(") != std::string::npos;
+      libcu |= candidate.find("cuda::std::") != std::string::npos;
+    }
+    if (!(global || ours) || !libcu || line_no == 0) continue;
+    if (k < lines.size() && lines[k].find("argument types are:") != std::string::npos) ++k;
+    if (k + 1 >= lines.size()) continue;
+    const size_t caret = lines[k + 1].find('^');
+    if (caret == std::string::npos || caret < 2 || lines[k].compare(0, 2, "  ") != 0) continue;
+    std::string* owner = nullptr;
+    size_t start = std::string::npos;
+    for (const auto& [text_name, text] : texts)
+      if ((start = line_start(*text, text_name, file, line_no)) != std::string::npos) {
+        owner = text;
+        break;
+      }
+    if (owner == nullptr) continue;
+    const std::string& text = *owner;
+    const std::string source_line = text.substr(start, text.find('\n', start) - start);
+    // The echoed line is the text's (not one NVRTC shortened), and the caret is on the name as a
+    // word that is not yet qualified (through a macro, it would be on the macro's name).
+    const size_t col = caret - 2;
+    if (lines[k].substr(2) != source_line || source_line.compare(col, name.size(), name) != 0) continue;
+    auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+    if ((col > 0 && (word(source_line[col - 1]) || source_line[col - 1] == ':' || source_line[col - 1] == '.')) ||
+        (col + name.size() < source_line.size() && word(source_line[col + name.size()])))
+      continue;
+    calls.emplace(owner, line_no, start + col, global ? "::" : "std::");
+  }
+  // From the end of each text, so that each offset still holds when it is used.
+  for (auto it = calls.rbegin(); it != calls.rend(); ++it) std::get<0>(*it)->insert(std::get<2>(*it), std::get<3>(*it));
+  return calls.size();
 }
 
 const std::vector<std::pair<std::string, std::string>>& nvrtc_std_headers() {

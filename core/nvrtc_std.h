@@ -10,8 +10,9 @@
 
 namespace ktune {
 
-// (name, text) of each: libcu++'s twin (<cuda/std/NAME>) with its names in std:: too; <cfloat>
-// and <math.h>'s constants spelled out; the host's library headers (<vector>, <iostream>) empty.
+// (name, text) of each: libcu++'s twin (<cuda/std/NAME>) with its names in std:: too; <cmath> and
+// <cstdlib> CUDA's global functions in std:: (as libstdc++'s are its C library's); <cfloat> and
+// <math.h>'s constants spelled out; the host's library headers (<vector>, <iostream>) empty.
 const std::vector<std::pair<std::string, std::string>>& nvrtc_std_headers();
 
 // Device code's view of one of CUDA's own headers that mix host code into what kernels include,
@@ -26,7 +27,10 @@ const std::vector<std::pair<std::string, std::string>>& nvrtc_std_headers();
 //   <nvtx3/...>: NVTX 3's types and macros, its host API and the implementation its headers
 //     include (nvtxDetail/*Impl*.h) gone, its own includes spelled <nvtx3/...>;
 //   <cub/cub.cuh>: CUB's umbrella without its device-wide algorithms (cub/device/, launched from
-//     the host) and its host caching allocator; the block, warp, thread and iterator parts stay.
+//     the host) and its host caching allocator; the block, warp, thread and iterator parts stay;
+//   Thrust's host side (<thrust/sort.h>, <thrust/device_vector.h>, the execution policies: all its
+//     top-level headers that do not compile under NVRTC): its device-usable headers, and
+//     stand-ins of its containers and device_ptr taking any initializer.
 const std::string* nvrtc_toolkit_view(const std::string& include_dir, const std::string& name);
 
 // What nvcc's implicit <cuda_runtime.h> gives device code and NVRTC's does not, for the names
@@ -42,8 +46,19 @@ std::string nvrtc_nvcc_prelude(const std::string& text);
 // unqualified truncf(x) after `using namespace std;` is ambiguous where under nvcc std::truncf is
 // ::truncf; the declarations make the global one the name's meaning in that namespace or block
 // (kaolin's `namespace kaolin { using namespace std; ... truncf(u) }`). At global scope they
-// cannot: both are then found in one scope, and the call stays ambiguous.
+// cannot: both are then found in one scope (qualify_ambiguous_std_calls, after the compile).
 std::string with_std_math_declarations(const std::string& text);
+
+// The calls a compile's log finds ambiguous between libcu++'s cuda::std function and CUDA's
+// global one of the same signature (qualified `::name(...)`) or ktune's std:: overload on
+// integers (`std::name(...)`, sqrt(2)), in `texts` (file name as the log gives it -> that file's
+// text, whose #line directives are followed): after a `using namespace std;` at global scope both
+// are found in one scope wherever libcu++'s math is in the program (CUB and <complex> bring it;
+// ktune's <cmath> does not), so an unqualified truncf(x) or abs(i) is ambiguous under NVRTC where
+// under nvcc std's are the global ones. Only the calls the log points at (its caret's column, the
+// echoed line checked against the text) change; a call the log shows through a macro stays.
+// Returns how many changed.
+size_t qualify_ambiguous_std_calls(const std::string& log, const std::vector<std::pair<std::string, std::string*>>& texts);
 
 // PyTorch's and pybind11's headers for NVRTC under host_code skip (core/nvrtc_torch.cpp), which
 // the include path does not hold or NVRTC could not compile if it did: the stand-in for `name`

@@ -11,6 +11,7 @@
 
 #include "ktune/error.h"
 #include "core/embedded.h"
+#include "core/nvrtc_std.h"
 #include "jit/thread_pool.h"
 
 namespace ktune {
@@ -193,6 +194,10 @@ std::shared_ptr<const CompiledKernel> Compiler::compile_uncached(const CompileRe
   for (size_t i = 0; i < h.names.size(); ++i)
     if (std::none_of(req.headers.begin(), req.headers.end(), [&](const auto& r) { return r.first == h.names[i]; }))
       names.push_back(h.name_ptrs[i]), texts.push_back(h.text_ptrs[i]);
+  // The source and the request's headers as compiled: copies where qualify_ambiguous_std_calls
+  // changes them (texts[i] is the i-th of the request's headers).
+  std::string source = req.source;
+  std::vector<std::string> own;
   // One compile of the program under opts into *prog (destroyed on every path out of here,
   // exceptions included, by the guard) and its log.
   nvrtcProgram prog = nullptr;
@@ -201,7 +206,7 @@ std::shared_ptr<const CompiledKernel> Compiler::compile_uncached(const CompileRe
   });
   auto compile = [&](const std::vector<std::string>& opts, std::string* log) {
     if (prog != nullptr) nvrtcDestroyProgram(&prog);
-    check_nvrtc(nvrtcCreateProgram(&prog, req.source.c_str(), req.source_name.c_str(), static_cast<int>(names.size()), texts.data(),
+    check_nvrtc(nvrtcCreateProgram(&prog, source.c_str(), req.source_name.c_str(), static_cast<int>(names.size()), texts.data(),
                                    names.data()),
                 "nvrtcCreateProgram", req.context);
     for (const auto& n : req.name_expressions)
@@ -237,6 +242,27 @@ std::shared_ptr<const CompiledKernel> Compiler::compile_uncached(const CompileRe
     log = std::string(cr == NVRTC_SUCCESS ? "compiled" : "compiled again") +
           " as C++20 (-std=c++20): the source uses designated initializers, which C++17 lacks" + (log.empty() ? "" : "\n" + log);
   }
+  // After a `using namespace std;` at global scope, a call of CUDA's global math (or abs, malloc)
+  // that libcu++'s cuda::std declares too is ambiguous under NVRTC, where under nvcc std:: has the
+  // global functions: the calls the log points at are qualified `::name` and the program compiled
+  // again (a few rounds: NVRTC stops reporting after its error limit), its log saying so. Only a
+  // program that failed so changes.
+  size_t qualified = 0;
+  for (int round = 0; round < 4 && cr != NVRTC_SUCCESS && log.find("more than one instance of overloaded function") != std::string::npos; ++round) {
+    if (own.empty())
+      for (const auto& hdr : req.headers) own.push_back(hdr.second);
+    std::vector<std::pair<std::string, std::string*>> mine{{req.source_name, &source}};
+    for (size_t i = 0; i < own.size(); ++i) mine.emplace_back(req.headers[i].first, &own[i]);
+    const size_t n = qualify_ambiguous_std_calls(log, mine);
+    if (n == 0) break;
+    for (size_t i = 0; i < own.size(); ++i) texts[i] = own[i].c_str();
+    qualified += n;
+    cr = compile(opts, &log);
+  }
+  if (qualified > 0)
+    log = std::string(cr == NVRTC_SUCCESS ? "compiled" : "compiled again") + " with " + std::to_string(qualified) +
+          " call(s) qualified ::name or std::name: after a global `using namespace std;` they were ambiguous between "
+          "CUDA's global math and libcu++'s cuda::std math" + (log.empty() ? "" : "\n" + log);
   if (cr != NVRTC_SUCCESS) {
     // The first error at the head of the log where warnings come before it (a deprecated type's
     // notes, pages of them): a trial's message, and a summary's first line, name the error.

@@ -17,6 +17,7 @@
 #include "tma_spec.h"
 #include "toolkit_headers_spec.h"
 #include "project_spec.h"
+#include "using_std_spec.h"
 #include "torch_extension_spec.h"
 #include "ktune/compiler.h"
 #include "ktune/family.h"
@@ -2334,6 +2335,27 @@ TEST(KernelSpecGpu, AProjectsKernelWithHostCodeInItsHeaderVerifies) {
     for (int w : {2, 8}) {
       const VerifyResult v = check_config(*runner, compiler, *d, op, Config{{"WARPS", w}}, Problem::parse(op, shape), 4);
       EXPECT_TRUE(v.pass) << shape << " WARPS " << w << ": " << v.summary();
+    }
+}
+
+// `using namespace std;` at global scope with CUB (tests/ops/using_std_spec.h): the calls NVRTC
+// found ambiguous, qualified by ktune, compute what the global functions named outright do, at
+// both configs and two sizes.
+TEST(KernelSpecGpu, GlobalUsingNamespaceStdMathVerifies) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  TempDir dir("spec_using_std");
+  std::ofstream(dir.file("mix.cu")) << ktune::testing::kUsingStdSource;
+  std::ofstream(dir.file("mix.json")) << ktune::testing::kUsingStdSpec;
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  const std::string op = load_kernel_spec(dir.file("mix.json"));
+  auto runner = make_op_runner(op, compiler, *d);
+  for (const char* n : {"1000", "100003"})
+    for (int b : {128, 256}) {
+      const VerifyResult v = check_config(*runner, compiler, *d, op, Config{{"B", b}}, Problem::parse(op, n), 4);
+      EXPECT_TRUE(v.pass) << n << " B " << b << ": " << v.summary();
     }
 }
 

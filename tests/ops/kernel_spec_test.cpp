@@ -23,6 +23,7 @@
 #include "tma_spec.h"
 #include "toolkit_headers_spec.h"
 #include "project_spec.h"
+#include "using_std_spec.h"
 #include "torch_extension_spec.h"
 #include "tuner/json_io.h"
 #include "tuner/spec_op.h"
@@ -3524,6 +3525,36 @@ TEST(KernelSpec, GlibcsTimeTypesAndClocksPerSecCompile) {
   EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"UNTUNED", 0}}, Problem::parse(op, "1000"), "sm_90")));
 }
 
+// What else glibc's headers give a project that nvcc compiles: a data loader's struct with a
+// glob_t member and network headers (llm.c's train_gpt2.cu), and the signed exact-width types
+// with no include, which nvcc's implicit <stdlib.h> brings through <sys/types.h>
+// (FasterTransformer's DenseWeight.h names int8_t so); a <cstdint> after them declares the same
+// types, and a text's own typedef is left alone.
+TEST(KernelSpec, GlibcsHostHeadersAndImplicitSignedTypesCompile) {
+  SpecDir d;
+  d.write("weight.h", "#pragma once\ntemplate <typename T> struct DenseWeight { const T* kernel; const int8_t* int8_kernel; int64_t n; };\n");
+  d.write("loader.h", "#pragma once\n#include <stdio.h>\n#include <glob.h>\n#include <arpa/inet.h>\n#include <sys/socket.h>\n#include <unistd.h>\n"
+                      "typedef struct { size_t B; glob_t glob_result; FILE* tokens_file; } DataLoader;\n");
+  d.write("proj.cu", "#include \"weight.h\"\n#include \"loader.h\"\n#include <cstdint>\ntypedef signed short int16_t;\n"
+                     "__global__ void k(DenseWeight<float> w, float* y, int n) {\n  const int16_t one = 1;\n"
+                     "  const int32_t i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] = w.kernel[i] + float(w.int8_kernel[i]) + float(w.n + one);\n}\n");
+  const ojson spec = ojson::parse(R"JSON({
+    "name": "glibc_more", "sources": ["proj.cu"], "host_code": "skip", "kernel": "k", "dims": ["n"], "params": {"UNTUNED": [0]},
+    "launch": {"grid": [1], "block": [32], "args": ["w", "y", "n_"]},
+    "args": [{"name": "kern", "kind": "buffer", "dtype": "f32", "count": "n"}, {"name": "q", "kind": "buffer", "dtype": "i8", "count": "n"},
+             {"name": "w", "kind": "struct", "fields": [{"name": "kernel", "buffer": "kern"}, {"name": "int8_kernel", "buffer": "q"},
+                                                        {"name": "n", "dtype": "i64", "value": "n"}]},
+             {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"}, {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"}],
+    "check": {"none": "compile only"}})JSON");
+  const std::string op = load_kernel_spec_text(spec.dump(), "glibc_more.json", d.dir());
+  const std::string& source = spec_of(op).source;
+  EXPECT_NE(source.find("using int64_t = signed long long;"), std::string::npos);
+  EXPECT_NE(source.find("using int8_t = signed char;"), std::string::npos);
+  EXPECT_EQ(source.find("using int16_t ="), std::string::npos) << "the text declares int16_t itself";
+  Compiler compiler;
+  EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"UNTUNED", 0}}, Problem::parse(op, "1000"), "sm_90")));
+}
+
 // `using namespace std;` in a namespace or a function, then unqualified math (kaolin's kernels:
 // truncf(u), pow(2, level)): under nvcc std's math is CUDA's global one; ktune's std names
 // libcu++'s by a using-directive, whose own cuda::std::truncf made the call ambiguous. The
@@ -3548,6 +3579,88 @@ TEST(KernelSpec, UsingNamespaceStdThenUnqualifiedMathCompiles) {
   const std::string& src = spec_of(op).source;
   EXPECT_NE(src.find("#include <vector>\nusing namespace std;\nnamespace proj {"), std::string::npos) << src;
   EXPECT_NE(src.find("using namespace std; using ::acos;"), std::string::npos) << src;
+}
+
+// `using namespace std;` at global scope, then unqualified math (tests/ops/using_std_spec.h):
+// with <cmath> alone (ktune's std:: math is CUDA's global math, as libstdc++'s is its C
+// library's) the program compiles as it is; with CUB, which brings libcu++'s cuda::std math, the
+// calls the log finds ambiguous are qualified and the program compiled again, its log saying so.
+// A call through a macro is not one the log's caret is on: it stays, and the compile fails on it.
+TEST(KernelSpec, GlobalUsingNamespaceStdThenUnqualifiedMathCompiles) {
+  SpecDir d;
+  d.write("mix.cu", ktune::testing::kUsingStdSource);
+  const std::string op = load_kernel_spec_text(ktune::testing::kUsingStdSpec, "using_std_global.json", d.dir());
+  Compiler compiler;
+  {
+    std::shared_ptr<const CompiledKernel> k;
+    ASSERT_NO_THROW(k = compiler.compile(compile_request(find_family(op), Config{{"B", 128}}, Problem::parse(op, "1000"), "sm_90")));
+    EXPECT_NE(k->log.find("call(s) qualified"), std::string::npos) << k->log;
+  }
+  std::string no_cub = ktune::testing::kUsingStdSource;
+  no_cub.replace(no_cub.find("#include <cub/cub.cuh>"), std::strlen("#include <cub/cub.cuh>"), "");
+  no_cub.replace(no_cub.find("  typedef cub::BlockReduce"), no_cub.find("  if (threadIdx.x == 0)") - no_cub.find("  typedef cub::BlockReduce"),
+                 "  const float m = v;\n");
+  d.write("mix.cu", no_cub);
+  const std::string plain = load_kernel_spec_text(ktune::testing::kUsingStdSpec, "using_std_plain.json", d.dir());
+  std::shared_ptr<const CompiledKernel> k;
+  ASSERT_NO_THROW(k = compiler.compile(compile_request(find_family(plain), Config{{"B", 128}}, Problem::parse(plain, "1000"), "sm_90")));
+  EXPECT_EQ(k->log.find("qualified"), std::string::npos) << k->log;
+  std::string macro = ktune::testing::kUsingStdSource;
+  macro.replace(macro.find("using namespace std;\n"), std::strlen("using namespace std;\n"), "using namespace std;\n#define ROOT(v) sqrt(v)\n");
+  macro.replace(macro.find("sqrt(fabs(a))"), std::strlen("sqrt(fabs(a))"), "ROOT(::fabs(a))");
+  d.write("mix.cu", macro);
+  const std::string through = load_kernel_spec_text(ktune::testing::kUsingStdSpec, "using_std_macro.json", d.dir());
+  try {
+    compiler.compile(compile_request(find_family(through), Config{{"B", 128}}, Problem::parse(through, "1000"), "sm_90"));
+    ADD_FAILURE() << "the call through ROOT is left ambiguous";
+  } catch (const CompileError& e) {
+    EXPECT_NE(e.log().find("overloaded function \"sqrt\""), std::string::npos) << e.log();
+  }
+}
+
+// Thrust included for the host code (a benchmark's main sorts a thrust::device_vector, a host
+// struct holds one; candle's MoE kernels scan with thrust::inclusive_scan): under NVRTC Thrust's
+// host side stands in, its containers taking any initializer, and a kernel's thrust::pair and
+// thrust::plus (its device-usable headers) compile; a kernel that calls thrust::sort fails on it.
+TEST(KernelSpec, ThrustsHostSideIncludedForHostCodeCompiles) {
+  SpecDir d;
+  d.write("sorted.cu", R"CUDA(#include <thrust/device_vector.h>
+#include <thrust/host_vector.h>
+#include <thrust/sort.h>
+#include <thrust/scan.h>
+#include <thrust/execution_policy.h>
+#include <thrust/system/cuda/execution_policy.h>
+#include <thrust/iterator/counting_iterator.h>
+#include <iostream>
+struct Buffers { thrust::device_vector<float> x; thrust::host_vector<int> h{1, 2}; thrust::device_ptr<float> p; };
+__global__ void k(float* y) { thrust::pair<int, float> q(1, 2.f); y[threadIdx.x] = q.second + thrust::plus<float>()(1.f, 2.f); }
+int main() {
+  thrust::device_vector<float> d(100);
+  thrust::sort(thrust::device, d.begin(), d.end());
+  thrust::inclusive_scan(thrust::cuda::par, d.begin(), d.end(), d.begin());
+  k<<<1, 32>>>(thrust::raw_pointer_cast(d.data()));
+  std::cout << d[0] << std::endl;
+}
+)CUDA");
+  const ojson spec = ojson::parse(R"JSON({
+    "name": "thrust_host", "sources": ["sorted.cu"], "host_code": "skip", "kernel": "k", "dims": ["n"], "params": {"UNTUNED": [0]},
+    "launch": {"grid": [1], "block": [32]},
+    "args": [{"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"}], "check": {"none": "compile only"}})JSON");
+  const std::string op = load_kernel_spec_text(spec.dump(), "thrust_host.json", d.dir());
+  Compiler compiler;
+  EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"UNTUNED", 0}}, Problem::parse(op, "64"), "sm_90")));
+  // Device code that calls Thrust's algorithms fails on the name.
+  d.write("uses.cu", "#include <thrust/sort.h>\n__global__ void k(float* y) { thrust::sort(thrust::seq, y, y + 32); }\n");
+  ojson in_device = spec;
+  in_device["name"] = "thrust_in_device";
+  in_device["sources"] = ojson::array({"uses.cu"});
+  const std::string uses = load_kernel_spec_text(in_device.dump(), "thrust_in_device.json", d.dir());
+  try {
+    compiler.compile(compile_request(find_family(uses), Config{{"UNTUNED", 0}}, Problem::parse(uses, "64"), "sm_90"));
+    ADD_FAILURE() << "thrust::sort in a kernel compiled";
+  } catch (const CompileError& e) {
+    EXPECT_NE(e.log().find("\"sort\""), std::string::npos) << e.log();
+  }
 }
 
 // A device-wide algorithm's header included for the host code (kaolin's <cub/device/device_scan.cuh>
