@@ -404,6 +404,16 @@ bool unknown_macro_before_name(const std::string& head, const std::map<std::stri
     if (q == 0 || b == std::string::npos) continue;
     for (++b; b > 0 && ident_char(lead[b - 1]); --b) lead[b - 1] = ' ';
   }
+  // Nor is a template's argument (a return type's std::array<float, Params::MAX_COEFFS>, gsplat's).
+  for (size_t open = lead.find('<'); open != std::string::npos; open = lead.find('<', open)) {
+    int depth = 0;
+    size_t k = open;
+    for (; k < lead.size(); ++k) {
+      if (lead[k] == '<') ++depth;
+      else if (lead[k] == '>' && --depth == 0) break;
+    }
+    for (size_t j = open; j < std::min(k + 1, lead.size()); ++j) lead[j] = ' ';
+  }
   std::vector<std::string> before;
   words_of(lead, macros, 0, &before);
   for (const auto& w : before)
@@ -665,12 +675,13 @@ std::string declared_type(const std::string& stmt, const std::map<std::string, s
 // A statement at namespace scope, ended by ';', that NVRTC refuses as host code: a function's
 // declaration without an execution space, or a variable without a memory space that is not
 // const (const and constexpr variables are the device's too). Type declarations, aliases,
-// static_assert and explicit instantiations of kernels stay.
+// concepts (C++20's `template <class T> concept IsTorch = ...;`, gsplat's), static_assert and
+// explicit instantiations of kernels stay.
 bool host_declaration(const std::string& stmt, const std::map<std::string, std::string>& macros) {
   const std::string head = with_operator_names(without_template_lists(stmt));
   std::vector<std::string> words;
   words_of(head, macros, 0, &words);
-  if (words.empty() || holds_any(words, {"namespace", "friend", "__constant__", "__shared__", "__managed__", "constexpr"}) ||
+  if (words.empty() || holds_any(words, {"namespace", "friend", "__constant__", "__shared__", "__managed__", "constexpr", "concept"}) ||
       !declared_type(head, macros).empty())
     return false;
   if (words[0] == "template" || unknown_macro_before_name(head, macros)) return false;

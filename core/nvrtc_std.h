@@ -69,8 +69,10 @@ size_t qualify_ambiguous_std_calls(const std::string& log, const std::vector<std
 // at::acc_type and opmath_type, the C10_ macros, ATen's WARP_SHFL, gpuAtomicAdd and atomicAdd on
 // Half and BFloat16, numeric_limits, PhiloxCudaState (a dropout kernel's seed, with
 // at::cuda::philox::unpack), the tensor accessors (PackedTensorAccessor32/64, TensorAccessor) and
-// at::cuda::detail::TensorInfo with IndexToOffset. PyTorch's host API (at::Tensor, streams) is
-// declared at most: the host code that names it is what skip blanks.
+// at::cuda::detail::TensorInfo with IndexToOffset. PyTorch's host API (streams, c10::List) is
+// declared at most, and the types a host class derives from or holds (at::Tensor,
+// c10::intrusive_ptr, torch::CustomClassHolder) laid out with no API: the host code that uses it
+// is what skip blanks.
 extern const char* const kTorchDeviceTypesHeader;
 bool torch_header(const std::string& name);
 const std::string& nvrtc_torch_device_types();

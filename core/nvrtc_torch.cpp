@@ -23,6 +23,7 @@ const char* const kTorchDeviceTypes = R"CUDA(#pragma once
 #include <cstddef>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -286,8 +287,16 @@ template <typename T> __host__ __device__ c10::complex<T> polar(const T& r, cons
 namespace at {
 using namespace c10;
 // The host API's classes, declared only: an alias (`using Tensor = at::Tensor;`) or a host
-// function's parameter names them; device code that uses one fails on its incomplete type.
-class Tensor;
+// function's parameter names them; device code that uses one fails on its incomplete type. A
+// Tensor is a host class's data member too (gsplat's lidar parameters): laid out as PyTorch's
+// (one pointer, its intrusive_ptr to the TensorImpl), taking any initializer, no API; device code
+// that uses one fails on the member's name.
+class Tensor {
+  void* impl_ = nullptr;
+ public:
+  __host__ __device__ Tensor() {}
+  template <class... A> __host__ __device__ Tensor(A&&...) {}
+};
 class Generator;
 class Scalar;
 template <typename T> class ArrayRef;
@@ -496,7 +505,56 @@ struct IndexToOffset {
 };
 }} // namespace cuda::detail
 } // namespace at
-namespace torch { using namespace at; }
+// c10/util/intrusive_ptr.h and ATen/core/ivalue.h: a TorchScript custom class's base and the
+// pointer that holds one, which a host class derives from or holds (gsplat's camera parameters:
+// `struct UnscentedTransformParameters : public torch::CustomClassHolder`), laid out as
+// PyTorch's (a virtual destructor, two 32-bit counts; a pointer): declared so that the class can
+// be laid out; their host API is the host code that skip blanks.
+namespace c10 {
+// TorchScript's containers and value, declared only (a host trait's specialization names them:
+// gsplat's is_tensor_list<c10::List<at::Tensor>>).
+template <class T> class List;
+template <class Key, class Value> class Dict;
+class IValue;
+// The host API's other types a host declaration names, declared only.
+using DeviceIndex = int8_t;
+class Device;
+class SymInt;
+class TensorOptions;
+class Dispatcher;
+class intrusive_ptr_target {
+ public:
+  __host__ __device__ virtual ~intrusive_ptr_target() {}
+ private:
+  mutable unsigned int refcount_ = 0;
+  mutable unsigned int weakcount_ = 0;
+};
+template <class TTarget, class NullType = void>
+class intrusive_ptr {
+  TTarget* target_ = nullptr;
+};
+} // namespace c10
+// c10/util/Optional.h: c10::optional is std::optional (at::optional through at's using-directive).
+namespace c10 {
+using ::std::nullopt;
+using ::std::nullopt_t;
+using ::std::optional;
+} // namespace c10
+namespace at {
+using SymIntArrayRef = ArrayRef<c10::SymInt>;
+class GradMode;
+class OptionalDeviceGuard;
+} // namespace at
+namespace torch {
+using namespace at;
+class CustomClassHolder : public c10::intrusive_ptr_target {};
+// An autograd function's context and base (gsplat's `struct F : public
+// torch::autograd::Function<F>`, whose static forward and backward are host code).
+namespace autograd {
+class AutogradContext;
+template <class T> struct Function {};
+} // namespace autograd
+} // namespace torch
 
 // ATen/cuda/DeviceUtils.cuh: warp shuffles with a full mask, c10::complex a part at a time.
 template <typename T>

@@ -232,32 +232,52 @@ std::shared_ptr<const CompiledKernel> Compiler::compile_uncached(const CompileRe
   opts.insert(opts.end(), req.options.begin(), req.options.end());
   std::string log;
   nvrtcResult cr = compile(opts, &log);
-  // C++20's designated initializers (`return {.phase = p};`, TensorRT-LLM's cudaUtils.h), which
-  // nvcc takes in C++17 as a GNU extension and NVRTC, which has no GNU mode, refuses ("expected
-  // an expression" at the '.'): where that is the error and no dialect was asked for, the
-  // program is compiled again as C++20, and its log says so.
-  if (cr != NVRTC_SUCCESS && !own_dialect && designated_initializer_error(log)) {
-    std::replace(opts.begin(), opts.end(), std::string("-std=c++17"), std::string("-std=c++20"));
-    cr = compile(opts, &log);
-    log = std::string(cr == NVRTC_SUCCESS ? "compiled" : "compiled again") +
-          " as C++20 (-std=c++20): the source uses designated initializers, which C++17 lacks" + (log.empty() ? "" : "\n" + log);
-  }
   // After a `using namespace std;` at global scope, a call of CUDA's global math (or abs, malloc)
   // that libcu++'s cuda::std declares too is ambiguous under NVRTC, where under nvcc std:: has the
   // global functions: the calls the log points at are qualified `::name` and the program compiled
   // again (a few rounds: NVRTC stops reporting after its error limit), its log saying so. Only a
   // program that failed so changes.
   size_t qualified = 0;
-  for (int round = 0; round < 4 && cr != NVRTC_SUCCESS && log.find("more than one instance of overloaded function") != std::string::npos; ++round) {
-    if (own.empty())
-      for (const auto& hdr : req.headers) own.push_back(hdr.second);
-    std::vector<std::pair<std::string, std::string*>> mine{{req.source_name, &source}};
-    for (size_t i = 0; i < own.size(); ++i) mine.emplace_back(req.headers[i].first, &own[i]);
-    const size_t n = qualify_ambiguous_std_calls(log, mine);
-    if (n == 0) break;
-    for (size_t i = 0; i < own.size(); ++i) texts[i] = own[i].c_str();
-    qualified += n;
+  auto qualify = [&] {
+    for (int round = 0; round < 4 && cr != NVRTC_SUCCESS && log.find("more than one instance of overloaded function") != std::string::npos;
+         ++round) {
+      if (own.empty())
+        for (const auto& hdr : req.headers) own.push_back(hdr.second);
+      std::vector<std::pair<std::string, std::string*>> mine{{req.source_name, &source}};
+      for (size_t i = 0; i < own.size(); ++i) mine.emplace_back(req.headers[i].first, &own[i]);
+      const size_t n = qualify_ambiguous_std_calls(log, mine);
+      if (n == 0) break;
+      for (size_t i = 0; i < own.size(); ++i) texts[i] = own[i].c_str();
+      qualified += n;
+      cr = compile(opts, &log);
+    }
+  };
+  qualify();
+  // A program C++17 refuses and C++20 takes, where no dialect was asked for: C++20's designated
+  // initializers (`return {.phase = p};`, TensorRT-LLM's cudaUtils.h), which nvcc takes in C++17
+  // as a GNU extension and NVRTC, which has no GNU mode, refuses; a dependent type's name without
+  // `typename` in a member's declaration (gsplat's `ExternalDistortionModel::KernelParameters
+  // external_distortion;`, a project built as C++20). It is compiled as C++20, its log saying so
+  // and naming C++17's first error. Where C++20 fails too, C++17's errors are the ones reported,
+  // but for designated initializers, which only C++20 has.
+  if (cr != NVRTC_SUCCESS && !own_dialect) {
+    const std::string cxx17 = log;
+    const bool designated = designated_initializer_error(cxx17);
+    std::replace(opts.begin(), opts.end(), std::string("-std=c++17"), std::string("-std=c++20"));
     cr = compile(opts, &log);
+    qualify();
+    std::string first;
+    for (size_t at = 0; at < cxx17.size() && first.empty();) {
+      const size_t end = std::min(cxx17.find('\n', at), cxx17.size());
+      const std::string line = cxx17.substr(at, end - at);
+      if (line.find(": error") != std::string::npos) first = line;
+      at = end + 1;
+    }
+    const std::string why = designated ? "the source uses designated initializers, which C++17 lacks"
+                                       : "C++17 refused the source (" + first + ")";
+    if (cr == NVRTC_SUCCESS) log = "compiled as C++20 (-std=c++20): " + why + (log.empty() ? "" : "\n" + log);
+    else if (designated) log = "compiled again as C++20 (-std=c++20): " + why + (log.empty() ? "" : "\n" + log);
+    else log = cxx17;
   }
   if (qualified > 0)
     log = std::string(cr == NVRTC_SUCCESS ? "compiled" : "compiled again") + " with " + std::to_string(qualified) +

@@ -138,6 +138,17 @@ TEST(HostCode, WhereTheReadingCannotBeSureNothingGoes) {
   const std::string macro = "#include \"common.h\"\nHOST_DEVICE_INLINE float f(float x) { return x; }\n";
   EXPECT_EQ(skipped(macro, &n), macro);
   EXPECT_EQ(n, 0);
+  // An ALL_CAPS word inside a template's argument, or after a class's `::`, is none: a host
+  // function returning std::array<float, Params::MAX_COEFFS> goes (gsplat's coefficient padding),
+  // where one with a header's macro before its name stays.
+  const std::string in_args = "#include <array>\n#include \"params.h\"\n"
+                              "inline std::array<float, Params::MAX_COEFFS> pad(const float* s) { return {}; }\n"
+                              "inline Grid<MAX_DIMS>::Index at(int i) { return {}; }\n"
+                              "HOST_DEVICE_INLINE std::array<float, Params::MAX_COEFFS> keep(const float* s) { return {}; }\n";
+  const std::string out = skipped(in_args, &n);
+  EXPECT_EQ(n, 2) << out;
+  EXPECT_EQ(out.find("return {}; }\ninline Grid"), std::string::npos) << out;
+  EXPECT_NE(out.find("HOST_DEVICE_INLINE std::array<float, Params::MAX_COEFFS> keep(const float* s) { return {}; }"), std::string::npos) << out;
   // Braces that balance neither over every #if branch nor over the first of each: nothing goes.
   const std::string branches = "#ifdef A\nvoid f(int a) {\n#endif\n  (void)a;\n}\n}\nint main() { return 0; }\n";
   EXPECT_EQ(skipped(branches, &n), branches);
@@ -386,7 +397,8 @@ TEST(HostCode, AStatementEndingInEachBranchOfAnIfGoesWhole) {
 // declaration gets the execution space its definition would (the explicit specializations a
 // macro writes then compile as its); `__host__` on a variable, which nvcc ignores with a warning
 // and NVRTC refuses, goes; a function declared only to be asked about in decltype or sizeof is
-// kept for both sides rather than blanked. A function's declaration of either kind stays blanked.
+// kept for both sides rather than blanked; a C++20 concept is no variable (gsplat's IsTorch). A
+// function's declaration of either kind stays blanked.
 TEST(HostCode, OperatorsConstexprDeclarationsHostVariablesAndUnevaluatedDeclarations) {
   const std::string text =
       "struct Kernel {\n  Kernel(int n);\n  Kernel &operator=(Kernel) noexcept;\n  bool operator<=(const Kernel& o) const;\n"
@@ -403,6 +415,7 @@ TEST(HostCode, OperatorsConstexprDeclarationsHostVariablesAndUnevaluatedDeclarat
       "template <class T> auto has_size(T*) -> decltype(sizeof(T), int());\n"
       "template <class T> auto has_size(...) -> char;\n"
       "template <class T> struct sized { static constexpr bool value = sizeof(has_size<T>((T*)0)) == sizeof(int); };\n"
+      "template <class T>\nconcept Sized = sized<T>::value;\n"
       "int host_only(int x);\n"
       "__global__ void k(float* y) { y[0] = TB_DIM + sized<float>::value + type_name<int>()[0]; }\n";
   int n = 0;
@@ -410,7 +423,7 @@ TEST(HostCode, OperatorsConstexprDeclarationsHostVariablesAndUnevaluatedDeclarat
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), std::count(text.begin(), text.end(), '\n')) << "lines kept";
   expect_parts(out, {"Kernel(int n);", "operator=", "operator<=", "operator()", "friend void swap", "operator==", "int host_only(",
                      "__device__ __host__ int TB_DIM", "__host__ __device__ float K"},
-               {"constexpr Kernel() noexcept = default;", "  int n;",
+               {"constexpr Kernel() noexcept = default;", "  int n;", "concept Sized = sized<T>::value;",
                 "template <typename T>\n__host__ __device__ constexpr inline const char *type_name() noexcept;", "TYPE_NAME(int)",
                 "constexpr __device__          int TB_DIM = 32;", "static constexpr          __device__ float K[2]",
                 "__host__ __device__ int both(int x);", "constexpr int kSame(3);",

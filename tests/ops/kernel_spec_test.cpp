@@ -3663,6 +3663,63 @@ int main() {
   }
 }
 
+// A project built as C++20 whose spec names no dialect (gsplat's camera headers): a concept and a
+// requires-clause, a dependent type named without `typename` in a member's declaration, and host
+// classes on PyTorch's TorchScript types (a torch::CustomClassHolder base, at::Tensor and
+// c10::intrusive_ptr members, c10::optional, a c10::List trait): C++17 refuses it, and it is
+// compiled as C++20, its log naming C++17's first error. A source that fails in both dialects
+// reports C++17's errors.
+TEST(KernelSpec, ACxx20ProjectsFileCompilesAsCxx20WhereNoDialectIsAsked) {
+  SpecDir d;
+  d.write("camera.h", R"CUDA(#pragma once
+#include <type_traits>
+#include <vector>
+#include <torch/extension.h>
+namespace cam {
+template <class T> struct is_list : std::false_type {};
+template <class T> struct is_list<c10::List<T>> : std::true_type {};
+template <class T>
+concept Scalar = std::is_arithmetic_v<T>;
+struct Lidar : public torch::CustomClassHolder {
+  at::Tensor rows;
+  c10::intrusive_ptr<Lidar> self;
+  c10::optional<float> eps;
+  int n_rows() const { return rows.size(0); }
+};
+template <class Model>
+struct Params {
+  typename Model::Inner* unused;
+  Model::Inner inner;
+};
+struct Pinhole { struct Inner { float f; }; };
+template <class T> requires Scalar<T> __device__ T scaled(const Params<Pinhole>& p, T x) { return x * T(p.inner.f); }
+}
+)CUDA");
+  d.write("proj.cu", "#include \"camera.h\"\n__global__ void k(cam::Params<cam::Pinhole> p, float* y) { y[threadIdx.x] = cam::scaled(p, 2.f); }\n");
+  const ojson spec = ojson::parse(R"JSON({
+    "name": "cxx20_project", "sources": ["proj.cu"], "host_code": "skip", "kernel": "k", "dims": ["n"], "params": {"UNTUNED": [0]},
+    "launch": {"grid": [1], "block": [32], "args": ["p", "y"]},
+    "args": [{"name": "p", "kind": "struct", "fields": [{"name": "unused", "dtype": "u64", "value": 0}, {"name": "f", "dtype": "f32", "value": 2}]},
+             {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"}], "check": {"none": "compile only"}})JSON");
+  const std::string op = load_kernel_spec_text(spec.dump(), "cxx20_project.json", d.dir());
+  Compiler compiler;
+  std::shared_ptr<const CompiledKernel> k;
+  ASSERT_NO_THROW(k = compiler.compile(compile_request(find_family(op), Config{{"UNTUNED", 0}}, Problem::parse(op, "32"), "sm_90")));
+  EXPECT_NE(k->log.find("compiled as C++20 (-std=c++20): C++17 refused the source ("), std::string::npos) << k->log;
+  d.write("bad.cu", "#include \"camera.h\"\n__global__ void k(cam::Params<cam::Pinhole> p, float* y) { y[0] = cam::scaled(p, 2.f) + missing; }\n");
+  ojson bad = spec;
+  bad["name"] = "cxx20_bad";
+  bad["sources"] = ojson::array({"bad.cu"});
+  const std::string bad_op = load_kernel_spec_text(bad.dump(), "cxx20_bad.json", d.dir());
+  try {
+    compiler.compile(compile_request(find_family(bad_op), Config{{"UNTUNED", 0}}, Problem::parse(bad_op, "32"), "sm_90"));
+    ADD_FAILURE() << "an undefined name compiled";
+  } catch (const CompileError& e) {
+    EXPECT_NE(e.log().find("is not a type name"), std::string::npos) << "C++17's errors: " << e.log();
+    EXPECT_EQ(e.log().find("compiled as C++20"), std::string::npos) << e.log();
+  }
+}
+
 // A device-wide algorithm's header included for the host code (kaolin's <cub/device/device_scan.cuh>
 // for cub::DeviceScan), which launches through Thrust's host code: under skip it stands for the
 // rest of CUB, and a kernel's block reduction from it compiles.
