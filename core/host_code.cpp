@@ -37,10 +37,14 @@ bool keyword(const std::string& w) {
 // (a project's other macros, arithmetic) is kMaybe.
 enum Truth { kNo, kYes, kMaybe };
 Truth nvrtc_condition(const std::string& e, const std::map<std::string, std::string>& sure, int depth = 0) {
-  static const std::set<std::string> defined_here = {"__CUDACC__", "__CUDACC_RTC__", "__CUDA_ARCH__", "__cplusplus"};
+  // __linux__ and __unix__ as nvcc's host compiler has them on Linux (nvrtc_nvcc_prelude defines them).
+  static const std::set<std::string> defined_here = {"__CUDACC__", "__CUDACC_RTC__", "__CUDA_ARCH__", "__cplusplus", "__linux__", "__unix__"};
+  // Windows' and macOS's platform macros too (cuda-samples' `defined(WIN32) || defined(_WIN64)`):
+  // ktune's NVRTC runs on Linux.
   static const std::set<std::string> not_here = {"__NVCC__", "__clang__", "__GNUC__", "_MSC_VER", "_MSVC_LANG", "_WIN32", "__CUDA__",
                                                  "__NVCOMPILER", "_NVHPC_CUDA", "__HIPCC__", "__HIP__", "__HIP_PLATFORM_AMD__",
-                                                 "__HIP_DEVICE_COMPILE__"};
+                                                 "__HIP_DEVICE_COMPILE__", "WIN32", "_WIN64", "WIN64", "__MINGW32__", "__MINGW64__",
+                                                 "__CYGWIN__", "__APPLE__"};
   // A project's flag for another GPU maker's build (PyTorch's USE_ROCM, ggml's GGML_USE_HIP and
   // GGML_USE_MUSA, mmcv's MMCV_WITH_MUSA): a CUDA build never sets it, so NVRTC reads it as no
   // macro, unless the text itself defines it where NVRTC compiles.
@@ -390,9 +394,13 @@ std::string without_template_lists(std::string head) {
 // An ALL_CAPS word before the name (before any '(' or '=') that the text does not define: a
 // header's macro may be an execution or memory space.
 bool unknown_macro_before_name(const std::string& head, const std::map<std::string, std::string>& macros) {
-  // The declared name itself (the last word before the '(' or '=') is left out: a name that is a
-  // macro of the text (#define cuMemcpy __CUDA_API_PTDS(cuMemcpy), in cuda.h) is no memory space.
-  std::string lead = head.substr(0, std::min(head.find('('), head.find('=')));
+  // The declared name itself (the last word before the '(', '=' or an array's '[') is left out: a
+  // name that is a macro of the text (#define cuMemcpy __CUDA_API_PTDS(cuMemcpy), in cuda.h) is no
+  // memory space; nor is an array's bound (cuda-samples' `const char* names[TYPE_COUNT] = {...}`).
+  size_t bound = head.find('[');
+  while (bound != std::string::npos && ((bound + 1 < head.size() && head[bound + 1] == '[') || (bound > 0 && head[bound - 1] == '[')))
+    bound = head.find('[', bound + 1); // an attribute's [[...]], before the name
+  std::string lead = head.substr(0, std::min({head.find('('), head.find('='), bound}));
   size_t e = lead.find_last_not_of(" \t\n");
   e = e == std::string::npos ? 0 : e + 1;
   while (e > 0 && ident_char(lead[e - 1])) --e;

@@ -1508,10 +1508,14 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
   // "host_code": "skip": the project's files as they are, their host functions blanked for
   // NVRTC. A macro a declaration carries may be defined in another of the project's headers
   // (ggml.h's GGML_API, in gguf.h): every one's object-like macros are known to all.
+  // CUDA's calling-convention macros, empty on Linux, are known too: a host callback's
+  // `void CUDART_CB done(void* data)` (cuda-samples') is no execution space.
   std::map<std::string, std::string> known;
-  if (s.skip_host_code)
+  if (s.skip_host_code) {
+    for (const char* m : {"CUDART_CB", "CUDARTAPI", "CUDAAPI"}) known.emplace(m, "");
     for (const auto& [file, text] : texts)
       if (!in_toolkit(file)) defined_macros(text, &known);
+  }
   // A host function template may be defined in a header and instantiated in a .cu (mamba's
   // `template void selective_scan_fwd_cuda<float, float>(...);`): the names each file's reading
   // blanks are known to every file's, for their explicit instantiations.

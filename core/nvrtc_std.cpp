@@ -173,6 +173,8 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
   h.emplace_back("assert.h", c_twin("assert.h", "cassert"));
   h.emplace_back("stdlib.h", c_twin("stdlib.h", "cstdlib"));
   h.emplace_back("string.h", c_twin("string.h", "cstring"));
+  // glibc's old name for <string.h>'s memory functions (cuda-samples' helper_multiprocess.h)
+  h.emplace_back("memory.h", c_twin("memory.h", "cstring"));
   h.emplace_back("time.h", c_twin("time.h", "ctime", std::string(kTimespec) + kTm + kClocksPerSec));
   h.emplace_back("math.h", c_twin("math.h", "cmath", kMathConstants));
   // C's bool, true and false are C++'s own keywords.
@@ -183,6 +185,20 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
   h.emplace_back("cstdio", host_only("cstdio", kFileType));
   h.emplace_back("stdio.h", host_only("stdio.h", kFileType));
   h.emplace_back("sys/time.h", host_only("sys/time.h", kTimeTypes));
+  // POSIX threads' types, as glibc lays them out on x86-64, which a host header's typedefs and a
+  // host class's members name (cuda-samples' multithreading.h: `typedef pthread_t CUTThread;`).
+  h.emplace_back("pthread.h", host_only("pthread.h", "typedef unsigned long pthread_t;\ntypedef unsigned int pthread_key_t;\ntypedef int pthread_once_t;\n"
+                                                     "typedef volatile int pthread_spinlock_t;\n"
+                                                     "typedef union { char __size[56]; long __align; } pthread_attr_t;\n"
+                                                     "typedef union { char __size[40]; long __align; } pthread_mutex_t;\n"
+                                                     "typedef union { char __size[48]; long long __align; } pthread_cond_t;\n"
+                                                     "typedef union { char __size[56]; long __align; } pthread_rwlock_t;\n"
+                                                     "typedef union { char __size[32]; long __align; } pthread_barrier_t;\n"));
+  // glibc's process and I/O types (cuda-samples' helper_multiprocess.h: a struct's pid_t).
+  const std::string posix_types = "#ifndef KTUNE_POSIX_TYPES\n#define KTUNE_POSIX_TYPES\ntypedef int pid_t;\ntypedef long ssize_t;\n"
+                                  "typedef unsigned int uid_t;\ntypedef unsigned int gid_t;\ntypedef long off_t;\ntypedef unsigned int mode_t;\n#endif\n";
+  h.emplace_back("sys/types.h", host_only("sys/types.h", posix_types));
+  h.emplace_back("unistd.h", host_only("unistd.h", posix_types));
   // glibc's glob_t, which a host data loader's struct holds (llm.c's DataLoader)
   h.emplace_back("glob.h", host_only("glob.h", "typedef struct { unsigned long gl_pathc; char** gl_pathv; unsigned long gl_offs; int gl_flags;\n"
                                                "  void* gl_closedir; void* gl_readdir; void* gl_opendir; void* gl_lstat; void* gl_stat; } glob_t;\n"));
@@ -209,8 +225,20 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
     for (const char* n : {"range_error", "overflow_error", "underflow_error"}) errors += host_class(n, "runtime_error");
     h.emplace_back("stdexcept", host_only("stdexcept", "#include <exception>\n" + host_types({}, {}, errors)));
   }
-  for (const char* n : {"iostream", "ostream", "istream", "fstream", "sstream", "iomanip", "random", "future", "string_view", "filesystem", "regex", "unistd.h", "strings.h",
-                        "sys/types.h", "sys/stat.h", "sys/resource.h", "sys/mman.h", "fcntl.h", "dirent.h", "pthread.h", "dlfcn.h",
+  // The standard streams, which a file's `using std::cerr;` at namespace scope names (cuda-samples'
+  // simpleMPI): objects of an empty class, the host's streams otherwise; code that writes to one
+  // is host code, which skip blanks.
+  {
+    const std::string streams =
+        "#ifndef KTUNE_HOST_STREAMS\n#define KTUNE_HOST_STREAMS\nnamespace std {\n"
+        "struct __ktune_stream { __host__ __device__ constexpr __ktune_stream() {} };\n"
+        "typedef __ktune_stream ostream;\ntypedef __ktune_stream istream;\n"
+        "constexpr __ktune_stream cout, cerr, clog, cin;\n"
+        "inline __host__ __device__ const __ktune_stream& endl(const __ktune_stream& s) { return s; }\n"
+        "inline __host__ __device__ const __ktune_stream& flush(const __ktune_stream& s) { return s; }\n}\n#endif\n";
+    for (const char* n : {"iostream", "ostream", "istream"}) h.emplace_back(n, host_only(n, streams));
+  }
+  for (const char* n : {"fstream", "sstream", "iomanip", "random", "future", "string_view", "filesystem", "regex", "strings.h", "sys/stat.h", "sys/resource.h", "sys/mman.h", "fcntl.h", "dirent.h", "dlfcn.h", "fenv.h", "cfenv",
                         "getopt.h", "cerrno", "errno.h", "csignal", "signal.h", "cctype", "ctype.h", "cstdarg", "stdarg.h", "locale",
                         "typeinfo", "any", "execution", "omp.h", "sys/syscall.h", "syscall.h", "charconv", "system_error",
                         "format", "print", "forward_list", "ios", "iosfwd", "streambuf", "cwchar", "cwctype", "clocale", "wchar.h", "locale.h",
@@ -593,6 +621,10 @@ std::string nvrtc_nvcc_prelude(const std::string& text) {
   // glibc's CLOCKS_PER_SEC (<time.h>, which nvcc's implicit headers bring): device code that
   // spins on clock() divides by it (Apex's peer memory kernels).
   if (uses("CLOCKS_PER_SEC")) p += kClocksPerSec;
+  // The platform's macros, which nvcc's host compiler defines on Linux and NVRTC does not: a
+  // project's `#if defined(__linux__) ... #else #error Unsupported system` (cuda-samples').
+  for (const char* m : {"__linux__", "__unix__"})
+    if (uses(m)) p += std::string("#ifndef ") + m + "\n#define " + m + " 1\n#endif\n";
   // GNU's __extension__ (ggml's anonymous unions in structs), which nvcc's host front end takes
   // and NVRTC's refuses: it only silences -pedantic, so nothing.
   if (uses("__extension__")) p += "#define __extension__\n";

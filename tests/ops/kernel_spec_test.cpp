@@ -3526,7 +3526,10 @@ TEST(KernelSpec, GlibcsTimeTypesAndClocksPerSecCompile) {
 }
 
 // What else glibc's headers give a project that nvcc compiles: a data loader's struct with a
-// glob_t member and network headers (llm.c's train_gpt2.cu), and the signed exact-width types
+// glob_t member and network headers (llm.c's train_gpt2.cu); POSIX threads' and processes' types,
+// <memory.h>, the standard streams a using-declaration names, __linux__ (NVRTC has none) with
+// Windows' branch not read, a host callback's CUDART_CB and a host array sized by a macro
+// (cuda-samples' helpers), all with host code skipped; and the signed exact-width types
 // with no include, which nvcc's implicit <stdlib.h> brings through <sys/types.h>
 // (FasterTransformer's DenseWeight.h names int8_t so); a <cstdint> after them declares the same
 // types, and a text's own typedef is left alone.
@@ -3534,12 +3537,17 @@ TEST(KernelSpec, GlibcsHostHeadersAndImplicitSignedTypesCompile) {
   SpecDir d;
   d.write("weight.h", "#pragma once\ntemplate <typename T> struct DenseWeight { const T* kernel; const int8_t* int8_kernel; int64_t n; };\n");
   d.write("loader.h", "#pragma once\n#include <stdio.h>\n#include <glob.h>\n#include <arpa/inet.h>\n#include <sys/socket.h>\n#include <unistd.h>\n"
-                      "typedef struct { size_t B; glob_t glob_result; FILE* tokens_file; } DataLoader;\n");
+                      "#include <memory.h>\n#include <iostream>\n#define TYPE_COUNT 2\n"
+                      "#if defined(WIN32) || defined(_WIN64)\n#include <windows.h>\n#define THREADPROC unsigned WINAPI\n"
+                      "#elif defined(__linux__)\n#include <pthread.h>\n#define THREADPROC void *\n#else\n#error Unsupported system\n#endif\n"
+                      "typedef struct { size_t B; glob_t glob_result; FILE* tokens_file; pthread_t worker; pid_t pid; } DataLoader;\n");
+  d.write("host.cu", "#include \"loader.h\"\nusing std::cerr;\nusing std::endl;\nconst char* names[TYPE_COUNT] = {\"a\", \"b\"};\n"
+                     "void CUDART_CB done(void* data) { cerr << names[0] << endl; }\nTHREADPROC run(void* arg) { return arg; }\n");
   d.write("proj.cu", "#include \"weight.h\"\n#include \"loader.h\"\n#include <cstdint>\ntypedef signed short int16_t;\n"
                      "__global__ void k(DenseWeight<float> w, float* y, int n) {\n  const int16_t one = 1;\n"
                      "  const int32_t i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] = w.kernel[i] + float(w.int8_kernel[i]) + float(w.n + one);\n}\n");
   const ojson spec = ojson::parse(R"JSON({
-    "name": "glibc_more", "sources": ["proj.cu"], "host_code": "skip", "kernel": "k", "dims": ["n"], "params": {"UNTUNED": [0]},
+    "name": "glibc_more", "sources": ["proj.cu", "host.cu"], "host_code": "skip", "kernel": "k", "dims": ["n"], "params": {"UNTUNED": [0]},
     "launch": {"grid": [1], "block": [32], "args": ["w", "y", "n_"]},
     "args": [{"name": "kern", "kind": "buffer", "dtype": "f32", "count": "n"}, {"name": "q", "kind": "buffer", "dtype": "i8", "count": "n"},
              {"name": "w", "kind": "struct", "fields": [{"name": "kernel", "buffer": "kern"}, {"name": "int8_kernel", "buffer": "q"},
