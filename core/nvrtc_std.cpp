@@ -473,6 +473,18 @@ std::string std_math_on_integers() {
   return t + "}\n#endif\n";
 }
 
+// CUDA's global math functions as using-declarations, each after `lead`: float overloads, and
+// ktune_std_math's on integers where std:: takes integers too, then abs. Where <cmath> puts them
+// in std::, and where with_std_math_declarations puts them after a scoped `using namespace std;`.
+std::string global_math_declarations(const std::string& lead) {
+  std::string d;
+  auto with_float = [&](const std::string& f) { d += lead + "using ::" + f + ";" + lead + "using ::" + f + "f;"; };
+  for (const std::string f : kStdMathOne) with_float(f), d += lead + "using ::ktune_std_math::" + f + ";";
+  for (const std::string f : kStdMathTwo) with_float(f), d += lead + "using ::ktune_std_math::" + f + ";";
+  for (const char* f : {"fma", "frexp", "ldexp", "modf", "nan", "remquo", "scalbln", "scalbn"}) with_float(f);
+  return d + lead + "using ::abs;";
+}
+
 // A libcu++ macro as libcu++'s <cmath> spells it under NVRTC (so that its own later #define is
 // the same), or with the namespace itself where a later libcu++ drops its macro.
 std::string limits_macro(const char* name, const char* member) {
@@ -529,11 +541,7 @@ std::string cmath_header() {
        "  if ((a <= T(0) && b >= T(0)) || (a >= T(0) && b <= T(0))) return t * b + (T(1) - t) * a;\n"
        "  if (t == T(1)) return b;\n  const T x = a + t * (b - a);\n"
        "  return (t > T(1)) == (b > a) ? (b < x ? x : b) : (x < b ? x : b);\n}\n}\n";
-  m += "typedef float float_t;\ntypedef double double_t;\nnamespace std {\nusing ::float_t;\nusing ::double_t;\nusing ::abs;\n";
-  auto with_float = [&](const std::string& f) { m += "using ::" + f + ";\nusing ::" + f + "f;\n"; };
-  for (const std::string f : kStdMathOne) with_float(f), m += "using ::ktune_std_math::" + f + ";\n";
-  for (const std::string f : kStdMathTwo) with_float(f), m += "using ::ktune_std_math::" + f + ";\n";
-  for (const char* f : {"fma", "frexp", "ldexp", "modf", "nan", "remquo", "scalbln", "scalbn"}) with_float(f);
+  m += "typedef float float_t;\ntypedef double double_t;\nnamespace std {\nusing ::float_t;\nusing ::double_t;" + global_math_declarations("\n") + "\n";
   for (const char* f : {"isnan", "isinf", "isfinite", "signbit", "fpclassify", "isnormal", "isunordered", "isgreater", "isgreaterequal",
                         "isless", "islessequal", "islessgreater", "lerp"})
     m += std::string("using ::ktune_std_math::") + f + ";\n";
@@ -664,15 +672,7 @@ std::string nvrtc_nvcc_prelude(const std::string& text) {
 }
 
 std::string with_std_math_declarations(const std::string& text) {
-  // CUDA's global math functions: those std:: also takes integers in, and the rest.
-  static const std::string declarations = [] {
-    std::string d;
-    for (const char* f : kStdMathOne) d += std::string(" using ::") + f + "; using ::" + f + "f; using ::ktune_std_math::" + f + ";";
-    for (const char* f : kStdMathTwo) d += std::string(" using ::") + f + "; using ::" + f + "f; using ::ktune_std_math::" + f + ";";
-    for (const char* f : {"fma", "frexp", "ldexp", "modf", "nan", "remquo", "scalbln", "scalbn"})
-      d += std::string(" using ::") + f + "; using ::" + f + "f;";
-    return d + " using ::abs;";
-  }();
+  static const std::string declarations = global_math_declarations(" ");
   std::string out;
   size_t from = 0;
   for (const size_t e : scoped_using_std_ends(text)) {

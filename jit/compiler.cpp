@@ -71,6 +71,18 @@ bool designated_initializer_error(const std::string& log) {
   return false;
 }
 
+// Where the log's first error line starts (NVRTC's "file(n): error: ..." or its own "error: ..."
+// where warnings come before it), npos where it has none.
+size_t first_error_at(const std::string& log) {
+  for (size_t at = 0; at < log.size();) {
+    const size_t end = std::min(log.find('\n', at), log.size());
+    const std::string line = log.substr(at, end - at);
+    if (line.find(": error") != std::string::npos || line.find("error:") != std::string::npos) return at;
+    at = end + 1;
+  }
+  return std::string::npos;
+}
+
 } // namespace
 
 std::string template_hash(const std::string& source) {
@@ -266,13 +278,8 @@ std::shared_ptr<const CompiledKernel> Compiler::compile_uncached(const CompileRe
     std::replace(opts.begin(), opts.end(), std::string("-std=c++17"), std::string("-std=c++20"));
     cr = compile(opts, &log);
     qualify();
-    std::string first;
-    for (size_t at = 0; at < cxx17.size() && first.empty();) {
-      const size_t end = std::min(cxx17.find('\n', at), cxx17.size());
-      const std::string line = cxx17.substr(at, end - at);
-      if (line.find(": error") != std::string::npos) first = line;
-      at = end + 1;
-    }
+    const size_t first_at = first_error_at(cxx17);
+    const std::string first = first_at == std::string::npos ? "" : cxx17.substr(first_at, cxx17.find('\n', first_at) - first_at);
     const std::string why = designated ? "the source uses designated initializers, which C++17 lacks"
                                        : "C++17 refused the source (" + first + ")";
     if (cr == NVRTC_SUCCESS) log = "compiled as C++20 (-std=c++20): " + why + (log.empty() ? "" : "\n" + log);
@@ -286,15 +293,8 @@ std::shared_ptr<const CompiledKernel> Compiler::compile_uncached(const CompileRe
   if (cr != NVRTC_SUCCESS) {
     // The first error at the head of the log where warnings come before it (a deprecated type's
     // notes, pages of them): a trial's message, and a summary's first line, name the error.
-    for (size_t at = 0; at < log.size();) {
-      const size_t end = std::min(log.find('\n', at), log.size());
-      const std::string line = log.substr(at, end - at);
-      if (line.find(": error") != std::string::npos || line.find("error:") != std::string::npos) {
-        if (at > 0) log = "first error: " + line + "\n" + log;
-        break;
-      }
-      at = end + 1;
-    }
+    if (const size_t at = first_error_at(log); at != std::string::npos && at > 0)
+      log = "first error: " + log.substr(at, log.find('\n', at) - at) + "\n" + log;
     // Errors in NVRTC's own "__nv_name_map" are a kernel name the source does not define (a typo,
     // or a template instance it cannot make): say so, and which names were asked for.
     std::string names;
