@@ -348,6 +348,12 @@ std::string code_only(const std::string& t, std::map<std::string, std::string>* 
 // The words of s (identifiers and keywords), each macro the text defines expanded (to depth 8).
 void words_of(const std::string& s, const std::map<std::string, std::string>& macros, int depth, std::vector<std::string>* out) {
   for (size_t i = 0; i < s.size();) {
+    if (s[i] == '"') { // a string literal's text names nothing (a macro's `_Pragma("FUNC_IS_PURE;")`)
+      for (++i; i < s.size() && s[i] != '"'; ++i)
+        if (s[i] == '\\') ++i;
+      ++i;
+      continue;
+    }
     if (!ident_char(s[i]) || std::isdigit(static_cast<unsigned char>(s[i]))) {
       ++i;
       continue;
@@ -362,6 +368,20 @@ void words_of(const std::string& s, const std::map<std::string, std::string>& ma
   }
 }
 
+// Whether a head ends `namespace NAME` as written (`namespace a::b`, an anonymous `namespace`)
+// after other text: a statement of a macro with no ';' of its own before it (nlohmann/json's
+// `JSON_HEDLEY_DIAGNOSTIC_POP`, a _Pragma or nothing, then `namespace nlohmann {`), which would
+// otherwise make the namespace's body one declaration's, left unread.
+bool names_namespace(const std::string& head) {
+  size_t at = std::string::npos;
+  for (size_t k = head.find("namespace"); k != std::string::npos; k = head.find("namespace", k + 1))
+    if ((k == 0 || !ident_char(head[k - 1])) && (k + 9 == head.size() || !ident_char(head[k + 9]))) at = k;
+  if (at == std::string::npos) return false;
+  for (size_t k = at + 9; k < head.size(); ++k)
+    if (!ident_char(head[k]) && head[k] != ':' && !std::isspace(static_cast<unsigned char>(head[k]))) return false;
+  return true;
+}
+
 bool all_caps(const std::string& w) {
   bool letter = false;
   for (char c : w) {
@@ -372,28 +392,49 @@ bool all_caps(const std::string& w) {
 }
 
 // A head with its leading template parameter lists blanked (their defaults may hold '=' and '(');
-// an explicit instantiation's `template` (no '<' after it) stays.
-std::string without_template_lists(std::string head) {
-  size_t k = head.find_first_not_of(" \t\n");
-  while (k != std::string::npos && head.compare(k, 8, "template") == 0 && !(k + 8 < head.size() && ident_char(head[k + 8]))) {
-    const size_t a = head.find_first_not_of(" \t\n", k + 8);
-    if (a == std::string::npos || head[a] != '<') break;
+// an explicit instantiation's `template` (no '<' after it) stays. A macro of the text that is one
+// whole template parameter list (nlohmann/json's `NLOHMANN_BASIC_JSON_TPL_DECLARATION` before
+// `class basic_json`) is blanked as the list it writes.
+std::string without_template_lists(std::string head, const std::map<std::string, std::string>& macros) {
+  // Where the template parameter list starting at `k` of t ("template <...>") ends, or npos.
+  auto list_end = [](const std::string& t, size_t k) {
+    if (t.compare(k, 8, "template") != 0 || (k + 8 < t.size() && ident_char(t[k + 8]))) return std::string::npos;
+    const size_t a = t.find_first_not_of(" \t\n\\", k + 8);
+    if (a == std::string::npos || t[a] != '<') return std::string::npos;
     int depth = 0;
-    size_t e = a;
-    for (; e < head.size(); ++e) {
-      if (head[e] == '<' || head[e] == '(') ++depth;
-      else if ((head[e] == '>' || head[e] == ')') && --depth == 0) break;
+    for (size_t e = a; e < t.size(); ++e) {
+      if (t[e] == '<' || t[e] == '(') ++depth;
+      else if ((t[e] == '>' || t[e] == ')') && --depth == 0) return e;
     }
-    if (e >= head.size()) break;
+    return std::string::npos;
+  };
+  size_t k = head.find_first_not_of(" \t\n");
+  while (k != std::string::npos) {
+    size_t e = list_end(head, k);
+    if (e == std::string::npos && ident_char(head[k])) {
+      size_t w = k;
+      while (w < head.size() && ident_char(head[w])) ++w;
+      const auto m = macros.find(head.substr(k, w - k));
+      if (m == macros.end()) break;
+      const std::string& r = m->second;
+      const size_t b = r.find_first_not_of(" \t\n\\");
+      const size_t end = b == std::string::npos ? std::string::npos : list_end(r, b);
+      if (end == std::string::npos || r.find_first_not_of(" \t\n\\", end + 1) != std::string::npos) break;
+      e = w - 1;
+    }
+    if (e == std::string::npos) break;
     head = head.substr(0, k) + std::string(e + 1 - k, ' ') + head.substr(e + 1);
     k = head.find_first_not_of(" \t\n", e + 1);
   }
   return head;
 }
 
+bool holds_any(const std::vector<std::string>& words, std::initializer_list<const char*> more);
+
 // An ALL_CAPS word before the name (before any '(' or '=') that the text does not define: a
 // header's macro may be an execution or memory space.
-bool unknown_macro_before_name(const std::string& head, const std::map<std::string, std::string>& macros) {
+bool unknown_macro_before_name(const std::string& head, const std::map<std::string, std::string>& macros,
+                               const std::map<std::string, std::string>& not_macros) {
   // The declared name itself (the last word before the '(', '=' or an array's '[') is left out: a
   // name that is a macro of the text (#define cuMemcpy __CUDA_API_PTDS(cuMemcpy), in cuda.h) is no
   // memory space; nor is an array's bound (cuda-samples' `const char* names[TYPE_COUNT] = {...}`).
@@ -424,8 +465,20 @@ bool unknown_macro_before_name(const std::string& head, const std::map<std::stri
   }
   std::vector<std::string> before;
   words_of(lead, macros, 0, &before);
+  // not_macros: the text's function-like macros (name: replacement) and its templates'
+  // parameters (name: ""). A function-like macro is known where its replacement names no
+  // execution or memory space (nlohmann/json's `JSON_HEDLEY_WARN_UNUSED_RESULT`, one meaning of
+  // which is `JSON_HEDLEY_DIAGNOSTIC_DISABLE_CPP98_COMPAT_WRAP_([[nodiscard]])`); a template
+  // parameter is no macro.
+  auto known_call = [&](const std::string& w) {
+    const auto f = not_macros.find(w);
+    if (f == not_macros.end()) return false;
+    std::vector<std::string> r;
+    words_of(f->second, macros, 0, &r);
+    return !holds_any(r, {"__host__", "__device__", "__global__", "__constant__", "__shared__", "__managed__"});
+  };
   for (const auto& w : before)
-    if (all_caps(w) && w != "FILE") return true;
+    if (all_caps(w) && w != "FILE" && !known_call(w)) return true;
   return false;
 }
 
@@ -685,14 +738,15 @@ std::string declared_type(const std::string& stmt, const std::map<std::string, s
 // const (const and constexpr variables are the device's too). Type declarations, aliases,
 // concepts (C++20's `template <class T> concept IsTorch = ...;`, gsplat's), static_assert and
 // explicit instantiations of kernels stay.
-bool host_declaration(const std::string& stmt, const std::map<std::string, std::string>& macros) {
-  const std::string head = with_operator_names(without_template_lists(stmt));
+bool host_declaration(const std::string& stmt, const std::map<std::string, std::string>& macros,
+                      const std::map<std::string, std::string>& not_macros) {
+  const std::string head = with_operator_names(without_template_lists(stmt, macros));
   std::vector<std::string> words;
   words_of(head, macros, 0, &words);
   if (words.empty() || holds_any(words, {"namespace", "friend", "__constant__", "__shared__", "__managed__", "constexpr", "concept"}) ||
       !declared_type(head, macros).empty())
     return false;
-  if (words[0] == "template" || unknown_macro_before_name(head, macros)) return false;
+  if (words[0] == "template" || unknown_macro_before_name(head, macros, not_macros)) return false;
   const bool has_const = std::find(words.begin(), words.end(), "const") != words.end();
   // Top level: a parameter list (a function's declaration), the declarator's last '*' and a
   // const after it (a const pointer).
@@ -740,12 +794,13 @@ bool host_declaration(const std::string& stmt, const std::map<std::string, std::
 // Data members stay, a function pointer among them (`void (*fp)(int);`), as does anything whose
 // parentheses may be another construct's (decltype, alignas) or whose head holds a macro the text
 // does not define.
-bool host_member_declaration(const std::string& stmt, const std::map<std::string, std::string>& macros) {
-  const std::string head = with_operator_names(without_attributes(without_template_lists(stmt)));
+bool host_member_declaration(const std::string& stmt, const std::map<std::string, std::string>& macros,
+                             const std::map<std::string, std::string>& not_macros) {
+  const std::string head = with_operator_names(without_attributes(without_template_lists(stmt, macros)));
   std::vector<std::string> words;
   words_of(head, macros, 0, &words);
   if (words.empty() || holds_any(words, {"decltype"}) || !declared_type(head, macros).empty()) return false;
-  if (unknown_macro_before_name(head, macros)) return false;
+  if (unknown_macro_before_name(head, macros, not_macros)) return false;
   // The first top-level '(' before any '=': a parameter list, unless it opens a declarator.
   size_t open, close;
   if (!parameter_list(head, &open, &close)) return false;
@@ -783,12 +838,13 @@ bool host_member_declaration(const std::string& stmt, const std::map<std::string
 // parameter list), as skip gives a definition's; npos for anything else. Its definitions are
 // given `__host__ __device__` too, so that the declaration and they agree (Transformer Engine's
 // `template <typename T> constexpr inline const char *type_name() noexcept;`).
-size_t constexpr_declaration_at(const std::string& stmt, const std::map<std::string, std::string>& macros) {
-  const std::string head = with_operator_names(without_attributes(without_template_lists(stmt)));
+size_t constexpr_declaration_at(const std::string& stmt, const std::map<std::string, std::string>& macros,
+                                const std::map<std::string, std::string>& not_macros) {
+  const std::string head = with_operator_names(without_attributes(without_template_lists(stmt, macros)));
   std::vector<std::string> words;
   words_of(head, macros, 0, &words);
   if (words.empty() || holds_any(words, {"friend", "__constant__", "__shared__", "__managed__", "decltype"}) ||
-      !declared_type(head, macros).empty() || unknown_macro_before_name(head, macros))
+      !declared_type(head, macros).empty() || unknown_macro_before_name(head, macros, not_macros))
     return std::string::npos;
   if (std::find(words.begin(), words.end(), "constexpr") == words.end() && std::find(words.begin(), words.end(), "consteval") == words.end())
     return std::string::npos;
@@ -812,7 +868,7 @@ std::vector<size_t> variable_host_words(const std::string& stmt, const std::map<
   std::vector<size_t> at;
   for (size_t k = find_word(stmt, "__host__"); k != std::string::npos; k = find_word(stmt, "__host__", k + 8)) at.push_back(k);
   if (at.empty()) return at;
-  const std::string head = with_operator_names(without_attributes(without_template_lists(stmt)));
+  const std::string head = with_operator_names(without_attributes(without_template_lists(stmt, macros)));
   std::vector<std::string> words;
   words_of(head, macros, 0, &words);
   for (const char* w : {"friend", "__global__", "typedef", "using"})
@@ -975,6 +1031,41 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
     return n > 0 && left.find_first_not_of(" \t\n\r") == std::string::npos;
   };
   std::vector<std::pair<size_t, std::string>> annotate; // where an execution space goes in
+  // Words that are no macro of a header the reading cannot see: the text's function-like macros,
+  // and the parameters its templates declare (tiny-cuda-nn's `template <typename PARAMS_T>`, then
+  // `PARAMS_T* params() const { ... }` in the class: an ALL_CAPS word before a name).
+  std::map<std::string, std::string> not_macros = function_like;
+  for (size_t k = find_word(code, "template"); k != std::string::npos; k = find_word(code, "template", k + 8)) {
+    const size_t a = code.find_first_not_of(" \t\n", k + 8);
+    if (a == std::string::npos || code[a] != '<') continue;
+    int depth = 0;
+    size_t part = a + 1;
+    for (size_t e = a; e < code.size(); ++e) {
+      const char c = code[e];
+      if (c == '<' || c == '(' || c == '[' || c == '{') ++depth;
+      const bool end = (c == '>' || c == ')' || c == ']' || c == '}') && --depth == 0;
+      if ((depth == 1 && c == ',') || end) { // a parameter's text: its name is its last word before any default
+        std::string param = code.substr(part, e - part);
+        int d = 0;
+        for (size_t q = 0; q < param.size(); ++q) {
+          if (param[q] == '<' || param[q] == '(') ++d;
+          else if (param[q] == '>' || param[q] == ')') --d;
+          else if (d == 0 && param[q] == '=') {
+            param.resize(q);
+            break;
+          }
+        }
+        size_t w = param.find_last_not_of(" \t\n.");
+        if (w != std::string::npos && ident_char(param[w])) {
+          size_t b = w + 1;
+          while (b > 0 && ident_char(param[b - 1])) --b;
+          not_macros.emplace(param.substr(b, w + 1 - b), "");
+        }
+        part = e + 1;
+      }
+      if (end) break;
+    }
+  }
   const std::set<std::string> unevaluated = unevaluated_names(code);
   // Statements from `start` to a ';' or a '{', over [from, to): namespace scope, or a class's body
   // (where only member functions' definitions are looked at, and an access specifier ends a
@@ -1022,7 +1113,7 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
         std::vector<std::string> w;
         if (!inst.empty()) words_of(stmt, macros, 0, &w);
         const bool host_instance = !inst.empty() && (blanked_names.count(inst) || elsewhere.count(inst)) && !holds_any(w, {});
-        const size_t cx = host_instance ? std::string::npos : constexpr_declaration_at(stmt, macros);
+        const size_t cx = host_instance ? std::string::npos : constexpr_declaration_at(stmt, macros, not_macros);
         const std::vector<size_t> host_words = variable_host_words(stmt, macros);
         if (cx != std::string::npos) {
           std::vector<std::string> sw;
@@ -1033,17 +1124,53 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
           for (size_t k : host_words) out.replace(start + k, 8, 8, ' ');
           ++*blanked;
         } else if (in_class) {
-          if (host_member_declaration(stmt, macros)) blank(start, i);
-        } else if (!host_instance && host_declaration(stmt, macros) && stmt.find('(') != std::string::npos &&
-                   unevaluated.count(declared_name(without_template_lists(stmt)))) {
-          const std::string head = without_template_lists(stmt);
+          // A member function declared and only read in an unevaluated operand (nlohmann/json's
+          // `template <typename C> static one test(decltype(&C::capacity));` in
+          // `sizeof(test<T>(nullptr))`, a trait's probe): given `__host__ __device__`, as at
+          // namespace scope, so that the operand still finds it.
+          const std::string head = without_template_lists(stmt, macros);
+          size_t open = 0, close = 0;
+          std::vector<std::string> sw;
+          words_of(head, macros, 0, &sw);
+          const std::string name = parameter_list(head, &open, &close) ? declared_name(head.substr(0, open)) : "";
+          const size_t first = name.empty() ? std::string::npos : head.find_first_not_of(" \t\n", open + 1);
+          const bool declarator = first < close && std::string("*&^").find(head[first]) != std::string::npos; // `int (*fp)(int);`: data
+          if (!name.empty() && !declarator && unevaluated.count(name) && !keyword(name) && name != "sizeof" && name != "__attribute__" &&
+              !holds_any(sw, {"__host__", "friend"}) && declared_type(head, macros).empty() && !unknown_macro_before_name(head, macros, not_macros)) {
+            annotate.emplace_back(start + head.find_first_not_of(" \t\n"), space_to_add(sw));
+            ++*blanked;
+          } else if (host_member_declaration(stmt, macros, not_macros)) {
+            blank(start, i);
+          } else if (!blanked_names.empty() && name.empty()) {
+            // A data member whose default initializer calls a function this pass blanked
+            // (nlohmann/json's `const bool is_little_endian = little_endianess();`): the
+            // initializer goes with it, the member stays (the class's layout); the constructors
+            // that would run it are host code, blanked too.
+            size_t eq = std::string::npos;
+            for (size_t k = 0, d = 0; k < stmt.size(); ++k) {
+              if (stmt[k] == '(' || stmt[k] == '[' || stmt[k] == '<' || stmt[k] == '{') ++d;
+              else if ((stmt[k] == ')' || stmt[k] == ']' || stmt[k] == '>' || stmt[k] == '}') && d > 0) --d;
+              else if (d == 0 && stmt[k] == '=' && (k + 1 == stmt.size() || stmt[k + 1] != '=') && (k == 0 || std::string("=!<>").find(stmt[k - 1]) == std::string::npos)) {
+                eq = k;
+                break;
+              }
+            }
+            std::vector<std::string> init;
+            if (eq != std::string::npos) words_of(stmt.substr(eq + 1), macros, 0, &init);
+            if (std::any_of(init.begin(), init.end(), [&](const std::string& x) { return blanked_names.count(x) > 0; }) &&
+                !holds_any(sw, {"__device__", "__constant__", "__shared__", "constexpr", "template"}) && declared_type(stmt, macros).empty())
+              blank(start + eq, i - 1);
+          }
+        } else if (!host_instance && host_declaration(stmt, macros, not_macros) && stmt.find('(') != std::string::npos &&
+                   unevaluated.count(declared_name(without_template_lists(stmt, macros)))) {
+          const std::string head = without_template_lists(stmt, macros);
           std::vector<std::string> sw;
           words_of(head, macros, 0, &sw);
           annotate.emplace_back(start + head.find_first_not_of(" \t\n"), space_to_add(sw));
           ++*blanked;
-        } else if (host_instance || host_declaration(stmt, macros)) {
+        } else if (host_instance || host_declaration(stmt, macros, not_macros)) {
           blank(start, i);
-          if (stmt.find('(') != std::string::npos) blanked_names.insert(declared_name(without_template_lists(stmt)));
+          if (stmt.find('(') != std::string::npos) blanked_names.insert(declared_name(without_template_lists(stmt, macros)));
         } else if (!blanked_names.empty()) {
           // Data that names a function this pass blanked (ggml's `static const
           // ggml_backend_buffer_i iface = { free_buffer, ... };`, a table of host callbacks) goes
@@ -1058,13 +1185,21 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
       } else if (c == ':' && parens == 0 && in_class && !(i + 1 < to && code[i + 1] == ':') && !(i > 0 && code[i - 1] == ':')) {
         std::vector<std::string> w;
         words_of(code.substr(start, i - start), macros, 0, &w);
-        if (w.size() == 1 && (w[0] == "public" || w[0] == "private" || w[0] == "protected")) start = i + 1;
+        // An access specifier, or a macro of one (nlohmann/json's `JSON_PRIVATE_UNLESS_TESTED:`,
+        // `public` or `private` on the project's flags, read as both).
+        if (!w.empty() && std::all_of(w.begin(), w.end(), [](const std::string& x) { return x == "public" || x == "private" || x == "protected"; }))
+          start = i + 1;
       }
       if (c != '{' || parens != 0) continue;
-      const std::string head = without_template_lists(code.substr(start, i - start));
+      const std::string head = without_template_lists(code.substr(start, i - start), macros);
       std::vector<std::string> words;
       words_of(head, macros, 0, &words);
-      const bool is_namespace = !words.empty() && (words[0] == "namespace" || (words[0] == "inline" && words.size() > 1 && words[1] == "namespace"));
+      // A function-like macro of the text in the head reads as its replacement's words too (`#define
+      // DEV_ATTR(x) __device__`: its function is a device function).
+      for (size_t w = 0, count = words.size(); w < count; ++w)
+        if (const auto f = function_like.find(words[w]); f != function_like.end()) words_of(f->second, macros, 0, &words);
+      const bool is_namespace = (!words.empty() && (words[0] == "namespace" || (words[0] == "inline" && words.size() > 1 && words[1] == "namespace"))) ||
+                                names_namespace(head);
       const bool is_extern_block = words.size() == 1 && words[0] == "extern"; // extern "C" { (the literal blanked)
       if (!in_class && (is_namespace || is_extern_block)) { // its body is namespace scope too
         start = i + 1;
@@ -1144,12 +1279,37 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
       // and, as PyTorch extensions build (--expt-relaxed-constexpr), where device code calls it
       // (Marlin's ceildiv): it becomes __host__ __device__ rather than going.
       const size_t constexpr_at = constexpr_keyword_at(head, words);
-      if (function && !device && !braced_init && !unknown_macro_before_name(head, macros) && constexpr_at != std::string::npos) {
+      if (function && !device && !braced_init && !unknown_macro_before_name(head, macros, not_macros) && constexpr_at != std::string::npos) {
         annotate.emplace_back(start + constexpr_at, space_to_add(words));
         ++*blanked;
-      } else if (function && !device && !braced_init && !unknown_macro_before_name(head, macros)) {
+      } else if (function && !device && !braced_init && !unknown_macro_before_name(head, macros, not_macros)) {
+        // A namespace-scope function an unevaluated operand reads (nlohmann/json's
+        // `using contiguous_bytes_input_adapter = decltype(input_adapter(...));`) stays as its
+        // declaration, `__host__ __device__` (the operand's call needs no body), where its return
+        // type is written out; its body goes.
+        const std::string name = declared_name(head);
+        const bool deduced = std::find(words.begin(), words.end(), "auto") != words.end() && head.find("->") == std::string::npos;
         blank(start, close);
-        if (!in_class) blanked_names.insert(declared_name(head));
+        if (!in_class && unevaluated.count(name) && !deduced && !member_init) {
+          for (size_t k = start; k < i; ++k)
+            if (kind[k] == kCode) out[k] = text[k]; // the head again
+          out[i] = ';';
+          annotate.emplace_back(start + head.find_first_not_of(" \t\n"), space_to_add(words));
+        } else if (!in_class) {
+          blanked_names.insert(name);
+        }
+        // The body in one #if branch and a pure-specifier in another (tiny-cuda-nn's `virtual void
+        // f(...)` then `#if defined(TCNN_NO_FWD_BWD) { throw ...; } #else = 0; #endif`): the other
+        // branch's `= 0;` goes with the function.
+        const size_t after = next_code(close + 1);
+        if (after < to && code[after] == '=') {
+          const size_t semi = code.find(';', after);
+          if (semi < to && code.find_first_of("{}", after) > semi) {
+            blank(close + 1, semi);
+            --*blanked;
+            close = semi;
+          }
+        }
       }
       // A class's body: its member functions in turn (enum bodies hold none).
       if (type_def && type_key != "enum") scan(i + 1, close, true);
@@ -1160,6 +1320,54 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
     }
   };
   scan(0, code.size(), false);
+  // A function-like macro whose replacement declares a function that the replacement reads in an
+  // unevaluated operand (nlohmann/json's NLOHMANN_CAN_CALL_STD_FUNC_IMPL(std_name): `template
+  // <typename... T> std_name##_tag std_name(T&&...);` read in `decltype(std_name(...))`): the
+  // declaration gets `__host__ __device__` in the #define itself, as it would in the text; where
+  // reading the replacement as a text of its own would change anything else, it stays as it is.
+  for (size_t k = 0; k < text.size(); ++k) {
+    if (kind[k] != kPreprocessor || (k > 0 && text[k - 1] != '\n')) continue;
+    size_t e = k; // the directive's end, over its continuation lines
+    while (e < text.size() && !(text[e] == '\n' && (e == 0 || text[e - 1] != '\\'))) ++e;
+    size_t d = text.find_first_not_of(" \t", k);
+    if (d < e && text[d] == '#') d = text.find_first_not_of(" \t", d + 1);
+    if (d < e && text.compare(d, 6, "define") == 0) {
+      size_t n = text.find_first_not_of(" \t", d + 6), w = n;
+      while (w < e && ident_char(text[w])) ++w;
+      const size_t params_end = w < e && text[w] == '(' && w > n ? text.find(')', w) : std::string::npos;
+      if (params_end < e && function_like.count(text.substr(n, w - n))) {
+        const size_t a = params_end + 1;
+        std::string r = text.substr(a, e - a);
+        for (size_t q = 0; q + 1 < r.size(); ++q)
+          if (r[q] == '\\' && r[q + 1] == '\n') r[q] = ' ';
+        int changed = 0;
+        const std::string left = skip_host_functions_lf(r, &changed, macros, {}, nullptr);
+        std::vector<std::pair<size_t, std::string>> inserted;
+        size_t q = 0, j = 0;
+        bool only_insertions = changed > 0;
+        while (only_insertions && j < left.size()) {
+          if (q < r.size() && left[j] == r[q]) {
+            ++q, ++j;
+            continue;
+          }
+          bool found = false;
+          for (const char* add : {"__host__ __device__ ", "__device__ "})
+            if (left.compare(j, std::strlen(add), add) == 0) {
+              inserted.emplace_back(a + q, add);
+              j += std::strlen(add);
+              found = true;
+              break;
+            }
+          only_insertions = found;
+        }
+        if (only_insertions && q == r.size() && !inserted.empty()) {
+          annotate.insert(annotate.end(), inserted.begin(), inserted.end());
+          *blanked += int(inserted.size());
+        }
+      }
+    }
+    k = e;
+  }
   if (names) names->insert(blanked_names.begin(), blanked_names.end());
   // The execution spaces given (their lines' columns after them move; no line does).
   std::sort(annotate.begin(), annotate.end());

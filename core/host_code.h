@@ -21,7 +21,8 @@ namespace ktune {
 // unless virtual; data members stay; an operator's is a function's). A constexpr function without
 // an execution space is given `__host__ __device__` instead (nvcc's on both sides), its
 // declaration too, as is a function only declared and read in an unevaluated operand (decltype,
-// sizeof: a trait's probe). `__host__` on a variable goes (nvcc ignores it, NVRTC refuses it). #if conditions are read as NVRTC
+// sizeof: a trait's probe; in a class too, and a namespace-scope definition so read keeps its head
+// as that declaration). `__host__` on a variable goes (nvcc ignores it, NVRTC refuses it). #if conditions are read as NVRTC
 // evaluates them: a macro #defined only in a branch NVRTC skips has no meaning here. Left as they
 // are: anything whose head has an ALL_CAPS name before its own that the text does not define (a
 // header's macro may be an execution space). The braces are read over every #if branch, or where

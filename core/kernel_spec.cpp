@@ -1446,6 +1446,8 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
   // at its in-memory headers. Per file: name -> that name.
   std::map<std::string, std::map<std::string, std::string>> beside;
   std::set<std::string> path_names;
+  std::set<std::string> stand_ins; // the names of the host-only libraries' headers a stand-in replaces
+  std::map<std::string, std::string> library_texts; // the headers looked at for one, each read once
   for (const auto& f : files) {
     const std::string& text = texts[f] = read_text_file(f, "kernel source");
     *hashed += "\n//source " + fs::path(f).filename().string() + "\n" + text;
@@ -1482,6 +1484,19 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
         found = true;
         const bool toolkits = in_toolkit(h); // include_dirs may name CUDA's folder: still the toolkit's header
         if (toolkits) outside->insert(name);
+        // A host-only library NVRTC cannot compile ({fmt}), included for host code: its stand-in
+        // in the header's place, under skip only (without it, the compile names the host code).
+        if (s.skip_host_code && !toolkits) {
+          if (!library_texts.count(h.string())) library_texts[h.string()] = read_text_file(h.string(), "included header");
+          const std::string stand_in = host_library_stand_in(name, library_texts[h.string()]);
+          if (!stand_in.empty()) {
+            if (stand_ins.insert(name).second) {
+              views->emplace_back(name, stand_in);
+              *hashed += "\n//header " + name + "\n" + stand_in;
+            }
+            break;
+          }
+        }
         if (!seen.count(h.string())) {
           if (!texts.count(h.string())) texts[h.string()] = read_text_file(h.string(), "included header");
           const std::string& header = texts[h.string()];

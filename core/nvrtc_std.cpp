@@ -146,7 +146,12 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
     h.emplace_back(n, twin(n));
   // <functional>: libcu++'s, and std::function, which it lacks, as the host library's stand-in
   // (a host class's callback member: Transformer Engine's userbuffers.h).
-  h.emplace_back("functional", twin("functional") + host_types({"function"}));
+  // std::hash and std::less as classes of std itself, on libcu++'s: a program may specialize them
+  // in namespace std (nlohmann/json's `template <> struct hash<nlohmann::json>`), which a name the
+  // using-directive brings from cuda::std does not allow.
+  h.emplace_back("functional", twin("functional") + host_types({"function"}) +
+                                   "namespace std {\ntemplate <class T> struct hash : ::cuda::std::hash<T> {};\n"
+                                   "template <class T = void> struct less : ::cuda::std::less<T> {};\n}\n");
   // <ctime>: glibc's CLOCKS_PER_SEC too, which device code that spins on clock() divides by
   // (Apex's peer memory kernels); libcu++ under NVRTC defines time_t and clock_t only.
   h.emplace_back("ctime", twin("ctime") + kClocksPerSec);
@@ -182,7 +187,7 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
   h.emplace_back("cinttypes", c_twin("cinttypes", "cstdint", inttypes_macros()));
   h.emplace_back("inttypes.h", c_twin("inttypes.h", "cstdint", inttypes_macros()));
   // printf is NVRTC's own, for device code; the rest of stdio is the host's.
-  h.emplace_back("cstdio", host_only("cstdio", kFileType));
+  h.emplace_back("cstdio", host_only("cstdio", std::string(kFileType) + "namespace std { using ::FILE; }\n"));
   h.emplace_back("stdio.h", host_only("stdio.h", kFileType));
   h.emplace_back("sys/time.h", host_only("sys/time.h", kTimeTypes));
   // POSIX threads' types, as glibc lays them out on x86-64, which a host header's typedefs and a
@@ -203,12 +208,23 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
   h.emplace_back("glob.h", host_only("glob.h", "typedef struct { unsigned long gl_pathc; char** gl_pathv; unsigned long gl_offs; int gl_flags;\n"
                                                "  void* gl_closedir; void* gl_readdir; void* gl_opendir; void* gl_lstat; void* gl_stat; } glob_t;\n"));
   h.emplace_back("vector", host_only("vector", host_types({"vector"})));
-  h.emplace_back("string", host_only("string", host_types({"basic_string"}, {}, "typedef basic_string<char> string;\n")));
+  // char_traits' types, which a host class's data member names (nlohmann/json's input adapter's
+  // `std::array<std::char_traits<char>::int_type, 4>`); libcu++ declares it and defines none.
+  h.emplace_back("string", host_only("string", host_types({"basic_string"}, {},
+                                                          "typedef basic_string<char> string;\n"
+                                                          "template <class C> struct char_traits { typedef C char_type; typedef int int_type; };\n")));
+  // C's locale (glibc's struct lconv, opaque: a host class holds a pointer to it, nlohmann/json's
+  // serializer).
+  for (const char* n : {"clocale", "locale.h", "locale"})
+    h.emplace_back(n, host_only(n, "struct lconv;\nnamespace std { using ::lconv; }\n"));
   h.emplace_back("map", host_only("map", host_types({"map", "multimap"})));
   h.emplace_back("unordered_map", host_only("unordered_map", host_types({"unordered_map", "unordered_multimap"})));
   h.emplace_back("set", host_only("set", host_types({"set", "multiset"})));
   h.emplace_back("unordered_set", host_only("unordered_set", host_types({"unordered_set", "unordered_multiset"})));
   h.emplace_back("list", host_only("list", host_types({"list"})));
+  h.emplace_back("forward_list", host_only("forward_list", host_types({"forward_list"})));
+  h.emplace_back("valarray", host_only("valarray", host_types({"valarray"})));
+  h.emplace_back("filesystem", host_only("filesystem", host_types({}, {}, "namespace filesystem {\n" + host_class("path") + "}\n")));
   h.emplace_back("deque", host_only("deque", host_types({"deque"})));
   h.emplace_back("queue", host_only("queue", host_types({"queue", "priority_queue"})));
   h.emplace_back("stack", host_only("stack", host_types({"stack"})));
@@ -238,12 +254,12 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
         "inline __host__ __device__ const __ktune_stream& flush(const __ktune_stream& s) { return s; }\n}\n#endif\n";
     for (const char* n : {"iostream", "ostream", "istream"}) h.emplace_back(n, host_only(n, streams));
   }
-  for (const char* n : {"fstream", "sstream", "iomanip", "random", "future", "string_view", "filesystem", "regex", "strings.h", "sys/stat.h", "sys/resource.h", "sys/mman.h", "fcntl.h", "dirent.h", "dlfcn.h", "fenv.h", "cfenv",
-                        "getopt.h", "cerrno", "errno.h", "csignal", "signal.h", "cctype", "ctype.h", "cstdarg", "stdarg.h", "locale",
+  for (const char* n : {"fstream", "sstream", "iomanip", "random", "future", "string_view", "regex", "strings.h", "sys/stat.h", "sys/resource.h", "sys/mman.h", "fcntl.h", "dirent.h", "dlfcn.h", "fenv.h", "cfenv",
+                        "getopt.h", "cerrno", "errno.h", "csignal", "signal.h", "cctype", "ctype.h", "cstdarg", "stdarg.h",
                         "typeinfo", "any", "execution", "omp.h", "sys/syscall.h", "syscall.h", "charconv", "system_error",
-                        "format", "print", "forward_list", "ios", "iosfwd", "streambuf", "cwchar", "cwctype", "clocale", "wchar.h", "locale.h",
+                        "format", "print", "ios", "iosfwd", "streambuf", "cwchar", "cwctype", "wchar.h",
                         "csetjmp", "setjmp.h", "sched.h", "sys/sysinfo.h", "libgen.h", "malloc.h", "memory_resource", "stop_token",
-                        "typeindex", "valarray", "syncstream", "stacktrace", "arpa/inet.h", "netinet/in.h", "netinet/tcp.h",
+                        "typeindex", "syncstream", "stacktrace", "arpa/inet.h", "netinet/in.h", "netinet/tcp.h",
                         "sys/socket.h", "sys/un.h", "netdb.h", "ifaddrs.h", "poll.h", "sys/select.h", "sys/ioctl.h", "sys/wait.h",
                         "sys/ipc.h", "sys/shm.h", "semaphore.h", "sys/file.h", "sys/uio.h", "sys/utsname.h", "sys/times.h",
                         "sys/prctl.h", "termios.h", "pwd.h", "spawn.h", "execinfo.h", "cxxabi.h", "link.h"})
@@ -775,6 +791,26 @@ size_t qualify_ambiguous_std_calls(const std::string& log, const std::vector<std
   // From the end of each text, so that each offset still holds when it is used.
   for (auto it = calls.rbegin(); it != calls.rend(); ++it) std::get<0>(*it)->insert(std::get<2>(*it), std::get<3>(*it));
   return calls.size();
+}
+
+std::string host_library_stand_in(const std::string& name, const std::string& text) {
+  // {fmt}'s headers use its FMT_ macros or name its namespace; fmt 11's core.h only includes
+  // "format.h".
+  if (name.rfind("fmt/", 0) != 0 ||
+      (text.find("FMT_") == std::string::npos && text.find("namespace fmt") == std::string::npos && text.find("#include \"format.h\"") == std::string::npos))
+    return "";
+  return "#pragma once\n// ktune's stand-in for {fmt}'s <" + name +
+         ">: a host-only library NVRTC cannot compile; its types take any initializer\n"
+         "#ifndef KTUNE_FMT_STAND_IN\n#define KTUNE_FMT_STAND_IN\n"
+         "#define FMT_STRING(s) s\n#define FMT_COMPILE(s) s\n#define FMT_RUNTIME(s) s\n"
+         "namespace fmt {\nnamespace literals {}\n"
+         "struct __ktune_fmt_any {\n  template <class... A> __host__ __device__ __ktune_fmt_any(A&&...) {}\n};\n"
+         "template <class... T> using format_string = __ktune_fmt_any;\n"
+         "template <class Char, class... T> using basic_format_string = __ktune_fmt_any;\n"
+         "template <class Char> using basic_string_view = __ktune_fmt_any;\n"
+         "using string_view = __ktune_fmt_any;\nusing memory_buffer = __ktune_fmt_any;\nusing format_context = __ktune_fmt_any;\n"
+         "using format_args = __ktune_fmt_any;\ntemplate <class T, class Char = char, class Enable = void> struct formatter {};\n"
+         "}\n#endif\n";
 }
 
 const std::vector<std::pair<std::string, std::string>>& nvrtc_std_headers() {

@@ -567,3 +567,73 @@ TEST(HostCode, AMacroDefinedOtherwiseInBranchesReadsAsAllItsMeanings) {
   expect_parts(out, {"int host_only("}, {"LIB_FUNC float twice(float x)", "__host__ __device__ LIB_CONSTEXPR int cube("});
   EXPECT_EQ(n, 2) << out;
 }
+
+// A header-only host library's idioms (nlohmann/json's, which tiny-cuda-nn's kernels' headers
+// include): a macro statement with no ';' before a namespace (a _Pragma or nothing), a macro
+// that is a whole template parameter list before a class, an access specifier's macro defined
+// `public` or `private` on the project's flags, an attribute's macro whose meaning calls a
+// function-like macro or names a string (`_Pragma("FUNC_IS_PURE;")`), a trait's probe declared
+// in a class and read in sizeof, a function read in decltype, a data member initialized by a
+// function that goes, and a function-like macro whose replacement declares a function it reads
+// in decltype.
+TEST(HostCode, AHeaderOnlyHostLibrarysIdiomsAreReadThrough) {
+  const std::string text =
+      "#define WRAP_(x) x\n"
+      "#if defined(__GNUC__)\n#define PURE __attribute__((__pure__))\n#elif defined(__TI__)\n#define PURE _Pragma(\"FUNC_IS_PURE;\")\n"
+      "#else\n#define PURE\n#endif\n"
+      "#if HAS_NODISCARD\n#define NODISCARD WRAP_([[nodiscard]])\n#else\n#define NODISCARD\n#endif\n"
+      "#if defined(LIB_TESTS)\n#define PRIVATE_UNLESS_TESTED public\n#else\n#define PRIVATE_UNLESS_TESTED private\n#endif\n"
+      "#define DIAG_POP\n"
+      "#define TPL_DECL template <template <typename...> class ArrayType, class StringType>\n"
+      "#define CAN_CALL(name) namespace detail2 { struct name##_tag {}; template <typename... T> name##_tag name(T&&...); \\\n"
+      "  template <typename... T> using result_of_##name = decltype(name(std::declval<T>()...)); }\n"
+      "#define DEV_ATTR(x) __device__\n"
+      "DIAG_POP\nnamespace lib {\n"
+      "inline int host_helper(int x) { return x + 1; }\n"
+      "static inline bool little_endianess(int num = 1) noexcept { return *reinterpret_cast<char*>(&num) == 1; }\n"
+      "inline long adapter(const char* first, const char* last) { return last - first; }\n"
+      "using adapter_t = decltype(adapter(nullptr, nullptr));\n"
+      "CAN_CALL(begin);\n"
+      "template <typename T> struct probe {\n"
+      "  template <typename C> static char test(decltype(&C::capacity));\n"
+      "  template <typename C> static long test(...);\n"
+      "  enum { value = sizeof(test<T>(nullptr)) == sizeof(char) };\n};\n"
+      "class reader {\n public:\n  NODISCARD\n  static int meta() { return 1; }\n"
+      "  PURE\n  static char point() noexcept { return '.'; }\n"
+      "  DEV_ATTR(1) int twice(int x) const { return 2 * x; }\n"
+      " PRIVATE_UNLESS_TESTED:\n  int count = 0;\n  const bool is_little_endian = little_endianess();\n};\n"
+      "TPL_DECL\nclass basic_json {\n public:\n  static int get_allocator() { return 1; }\n"
+      "  union json_value {\n    int* object;\n    json_value() = default;\n    json_value(int v) noexcept : object(nullptr) {}\n  };\n"
+      " PRIVATE_UNLESS_TESTED:\n  json_value m_value = {};\n};\n}\n";
+  int n = 0;
+  const std::string out = skipped(text, &n);
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), std::count(text.begin(), text.end(), '\n')) << "lines kept";
+  expect_parts(out, {"host_helper", "static int meta()", "static char point()", "= little_endianess()", "static int get_allocator()",
+                     "json_value(int v)"},
+               {"DEV_ATTR(1) int twice(int x) const", "  int count = 0;", "  const bool is_little_endian", "json_value() = default;",
+                "  json_value m_value = {};", "  int* object;",
+                "__host__ __device__ inline long adapter(const char* first, const char* last) ;",
+                "using adapter_t = decltype(adapter(nullptr, nullptr));",
+                "template <typename C> __host__ __device__ static char test(decltype(&C::capacity));",
+                "template <typename C> __host__ __device__ static long test(...);",
+                "template <typename... T> __host__ __device__ name##_tag name(T&&...);", "CAN_CALL(begin);"});
+  EXPECT_EQ(out.find("return last - first"), std::string::npos) << "the body of a function read only in decltype goes";
+}
+
+// An ALL_CAPS template parameter before a member's name is no header's macro (tiny-cuda-nn's
+// `template <typename PARAMS_T> class ParametricObject { PARAMS_T* params() const { ... } };`),
+// and a body in one #if branch with the pure-specifier in another (`virtual void f() #if
+// defined(NO_FWD) { throw ...; } #else = 0; #endif`) goes whole.
+TEST(HostCode, TemplateParametersAndAPureSpecifierInAnotherBranch) {
+  const std::string text =
+      "template <typename T, typename PARAMS_T, typename COMPUTE_T = T, int N_DIMS = 3>\n"
+      "class Object {\npublic:\n  PARAMS_T* params() const { return m_params; }\n"
+      "  virtual void inference(int n)\n#if defined(NO_FWD)\n  { throw 1; }\n#else\n  = 0;\n#endif\n"
+      "  virtual size_t n_params() const = 0;\n  UNKNOWN_SPACE int kept(int x) { return x; }\n"
+      "  PARAMS_T* m_params = nullptr;\n};\n";
+  int n = 0;
+  const std::string out = skipped(text, &n);
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), std::count(text.begin(), text.end(), '\n')) << "lines kept";
+  expect_parts(out, {"params() const", "virtual void inference(int n)", "{ throw 1; }", "  = 0;\n#endif", "n_params()"},
+               {"#if defined(NO_FWD)", "#else", "UNKNOWN_SPACE int kept(int x) { return x; }", "PARAMS_T* m_params = nullptr;"});
+}

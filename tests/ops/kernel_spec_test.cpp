@@ -315,7 +315,10 @@ class SpecDir {
     std::error_code ec;
     fs::remove_all(dir_, ec);
   }
-  void write(const std::string& name, const std::string& text) const { std::ofstream(dir_ / name) << text; }
+  void write(const std::string& name, const std::string& text) const {
+    fs::create_directories((dir_ / name).parent_path()); // a name may hold folders ("deps/fmt/base.h")
+    std::ofstream(dir_ / name) << text;
+  }
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
   std::string dir() const { return dir_.string(); }
   static ojson base() {
@@ -343,6 +346,13 @@ void expect_refused(const ojson& j, const SpecDir& d, const std::string& error) 
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find(error), std::string::npos) << e.what();
   }
+}
+
+// Spec j (a kernel over one size, "UNTUNED": [0]) loaded from d compiles for sm_90 at 1000.
+void expect_compiles(const ojson& j, const SpecDir& d) {
+  const std::string op = load_kernel_spec_text(j.dump(), j.value("name", std::string("spec")) + ".json", d.dir());
+  Compiler compiler;
+  EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"UNTUNED", 0}}, Problem::parse(op, "1000"), "sm_90")));
 }
 
 // A copy of spec `base` changed by f, as each malformed case wants: `edit(base)([](ojson& j) {...})`.
@@ -3520,9 +3530,7 @@ TEST(KernelSpec, GlibcsTimeTypesAndClocksPerSecCompile) {
     "launch": {"grid": [1], "block": [32]},
     "args": [{"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"}, {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"}],
     "check": {"none": "compile only"}})JSON");
-  const std::string op = load_kernel_spec_text(spec.dump(), "glibc_time.json", d.dir());
-  Compiler compiler;
-  EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"UNTUNED", 0}}, Problem::parse(op, "1000"), "sm_90")));
+  expect_compiles(spec, d);
 }
 
 // What else glibc's headers give a project that nvcc compiles: a data loader's struct with a
@@ -3561,6 +3569,73 @@ TEST(KernelSpec, GlibcsHostHeadersAndImplicitSignedTypesCompile) {
   EXPECT_EQ(source.find("using int16_t ="), std::string::npos) << "the text declares int16_t itself";
   Compiler compiler;
   EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"UNTUNED", 0}}, Problem::parse(op, "1000"), "sm_90")));
+}
+
+// A header-only host library in a project's headers (nlohmann/json, which tiny-cuda-nn's kernels
+// reach): its host classes' members name std::FILE, std::lconv and std::char_traits' types, its
+// functions read in decltype take std::forward_list, std::valarray and std::filesystem::path
+// (their declarations stay), and it specializes std::hash and std::less in namespace std; device
+// code still calls std::less.
+TEST(KernelSpec, AHeaderOnlyHostLibrarysStdUsesCompile) {
+  SpecDir d;
+  d.write("hostlib.hpp", "#pragma once\n#include <cstdio>\n#include <clocale>\n#include <string>\n#include <functional>\n"
+                         "#include <forward_list>\n#include <valarray>\n#include <filesystem>\n#include <array>\n#include <utility>\n"
+                         "namespace lib {\nenum class value_t : unsigned char { null, number };\nstruct json { int v; };\n"
+                         "struct file_adapter { std::FILE* m_file; };\n"
+                         "struct serializer { const std::lconv* loc = nullptr; std::array<std::char_traits<char>::int_type, 4> bytes = {{0, 0, 0, 0}}; };\n"
+                         "inline void from_json(const json& j, std::forward_list<int>& l) { l.push_front(j.v); }\n"
+                         "inline void from_json(const json& j, std::valarray<float>& l) { l.resize(j.v); }\n"
+                         "inline void from_json(const json& j, std::filesystem::path& p) { p = std::to_string(j.v); }\n"
+                         "using from_valarray = decltype(from_json(std::declval<const json&>(), std::declval<std::valarray<float>&>()));\n"
+                         "using from_list = decltype(from_json(std::declval<const json&>(), std::declval<std::forward_list<int>&>()));\n"
+                         "using from_path = decltype(from_json(std::declval<const json&>(), std::declval<std::filesystem::path&>()));\n}\n"
+                         "namespace std {\ntemplate <> struct hash<lib::json> { std::size_t operator()(const lib::json& j) const { return j.v; } };\n"
+                         "template <> struct less<::lib::value_t> { bool operator()(lib::value_t a, lib::value_t b) const noexcept { return a < b; } };\n}\n");
+  d.write("proj.cu", "#include \"hostlib.hpp\"\n"
+                     "__global__ void k(const float* x, float* y, int n) {\n  const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                     "  if (i < n) y[i] = std::less<float>()(x[i], 0.f) ? -x[i] : x[i];\n}\n");
+  const ojson spec = ojson::parse(R"JSON({
+    "name": "hostlib", "sources": ["proj.cu"], "host_code": "skip", "kernel": "k", "dims": ["n"], "params": {"UNTUNED": [0]},
+    "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]},
+    "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n"}, {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"},
+             {"name": "n", "kind": "scalar", "dtype": "i32", "value": "n"}],
+    "check": {"none": "compile only"}})JSON");
+  expect_compiles(spec, d);
+}
+
+// {fmt} in a project's own folders, included for host code (tiny-cuda-nn's common_host.h: `using
+// namespace fmt::literals;`, fmt::format in host templates): NVRTC cannot compile its headers
+// (constexpr formatting calling fmt's host functions), so they stand in; the compile names
+// neither fmt's text nor its host function. Without skip, the project's fmt is compiled as it is
+// and fails.
+TEST(KernelSpec, AProjectsFmtStandsInUnderSkip) {
+  SpecDir d;
+  d.write("deps/fmt/base.h", "#pragma once\n#define FMT_BEGIN_NAMESPACE namespace fmt { inline namespace v11 {\n#define FMT_END_NAMESPACE } }\n"
+                             "FMT_BEGIN_NAMESPACE\nvoid report_error(const char* message);\n"
+                             "constexpr int parse_width(const char* s) { return *s == '{' ? (report_error(\"bad\"), 0) : 1; }\n"
+                             "template <typename... T> struct basic_format_string { const char* s; };\n"
+                             "template <typename... T> using format_string = basic_format_string<T...>;\nFMT_END_NAMESPACE\n");
+  d.write("deps/fmt/format.h", "#pragma once\n#include \"base.h\"\nFMT_BEGIN_NAMESPACE\nnamespace literals {}\n"
+                               "template <typename... T> int format(format_string<T...> f, T&&... args) { return parse_width(f.s); }\nFMT_END_NAMESPACE\n");
+  d.write("deps/fmt/core.h", "// compatibility\n#include \"format.h\"\n");
+  d.write("log.h", "#pragma once\n#include <fmt/core.h>\n#include <fmt/format.h>\nnamespace proj {\nusing namespace fmt::literals;\n"
+                   "template <typename... Ts> int log(fmt::format_string<Ts...> msg, Ts&&... args) { return fmt::format(msg, args...); }\n}\n");
+  d.write("proj.cu", "#include \"log.h\"\n__global__ void k(float* y, int n) {\n  const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                     "  if (i < n) y[i] = 2.f;\n}\n");
+  auto spec_text = [](const char* host_code) {
+    ojson spec = ojson::parse(R"JSON({
+      "name": "fmt_user", "sources": ["proj.cu"], "include_dirs": ["deps"], "kernel": "k", "dims": ["n"], "params": {"UNTUNED": [0]},
+      "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]},
+      "args": [{"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"}, {"name": "n", "kind": "scalar", "dtype": "i32", "value": "n"}],
+      "check": {"none": "compile only"}})JSON");
+    spec["host_code"] = host_code;
+    return spec.dump();
+  };
+  Compiler compiler;
+  const std::string op = load_kernel_spec_text(spec_text("skip"), "fmt_user.json", d.dir());
+  EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"UNTUNED", 0}}, Problem::parse(op, "1000"), "sm_90")));
+  const std::string as_is = load_kernel_spec_text(spec_text("compile"), "fmt_user_as_is.json", d.dir());
+  EXPECT_THROW(compiler.compile(compile_request(find_family(as_is), Config{{"UNTUNED", 0}}, Problem::parse(as_is, "1000"), "sm_90")), std::exception);
 }
 
 // `using namespace std;` in a namespace or a function, then unqualified math (kaolin's kernels:
@@ -3790,9 +3865,7 @@ __global__ void k(const float* x, float* y, int n) {
     "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n"}, {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"},
              {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"}],
     "check": {"none": "compile only"}})JSON");
-  const std::string op = load_kernel_spec_text(spec.dump(), "fp_categories.json", d.dir());
-  Compiler compiler;
-  EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"UNTUNED", 0}}, Problem::parse(op, "1000"), "sm_90")));
+  expect_compiles(spec, d);
 }
 
 // A block's threads as a C++ constant of the source (Ktraits::kNThreads, ThunderKittens'
