@@ -1031,6 +1031,30 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
     return n > 0 && left.find_first_not_of(" \t\n\r") == std::string::npos;
   };
   std::vector<std::pair<size_t, std::string>> annotate; // where an execution space goes in
+  // The name a function's head declares, past the calls of the text's function-like macros before
+  // it (nlohmann/json's attribute `JSON_HEDLEY_NON_NULL(1) inline json operator ""_json(...)`,
+  // whose first '(' is the macro's).
+  auto function_name = [&](std::string head) {
+    for (size_t k = 0; k < head.size(); ++k) {
+      if (!ident_char(head[k]) || (k > 0 && ident_char(head[k - 1]))) continue;
+      size_t e = k;
+      while (e < head.size() && ident_char(head[e])) ++e;
+      const size_t open = head.find_first_not_of(" \t\n", e);
+      if (!function_like.count(head.substr(k, e - k)) || open == std::string::npos || head[open] != '(') {
+        k = e;
+        continue;
+      }
+      size_t close = open;
+      for (int d = 0; close < head.size(); ++close) {
+        if (head[close] == '(') ++d;
+        else if (head[close] == ')' && --d == 0) break;
+      }
+      if (close >= head.size()) break;
+      std::fill(head.begin() + std::ptrdiff_t(k), head.begin() + std::ptrdiff_t(close + 1), ' ');
+      k = close;
+    }
+    return declared_name(head);
+  };
   // Words that are no macro of a header the reading cannot see: the text's function-like macros,
   // and the parameters its templates declare (tiny-cuda-nn's `template <typename PARAMS_T>`, then
   // `PARAMS_T* params() const { ... }` in the class: an ALL_CAPS word before a name).
@@ -1079,6 +1103,22 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
       // body's '}' (no ';' after the call needed: Transformer Engine's TYPE_NAME(T) writes a
       // specialization's definition): it goes where it instantiates what this pass blanked, and
       // ends its statement either way.
+      // A statement that begins with a macro of the text opening or closing a scope (nlohmann/json
+      // 3.11's `NLOHMANN_JSON_NAMESPACE_BEGIN`, `namespace nlohmann { inline namespace ... {`, then
+      // `NLOHMANN_BASIC_JSON_TPL_DECLARATION class basic_json ... {`): the macro is a statement of
+      // its own, which the braces of its replacement end (this reading matches the text's braces
+      // only); what follows it is the next.
+      if (parens == 0 && ident_char(c) && !std::isdigit(static_cast<unsigned char>(c)) && (i == 0 || !ident_char(code[i - 1])) &&
+          code.find_first_not_of(" \t\n", start) == i) {
+        size_t e = i;
+        while (e < to && ident_char(code[e])) ++e;
+        const auto m = macros.find(code.substr(i, e - i));
+        if (m != macros.end() && m->second.find_first_of("{}") != std::string::npos) {
+          start = e;
+          i = e - 1;
+          continue;
+        }
+      }
       if (!in_class && parens == 0 && !function_like.empty() && ident_char(c) && (i == 0 || !ident_char(code[i - 1])) &&
           code.find_first_not_of(" \t\n", start) == i) {
         size_t e = i;
@@ -1170,7 +1210,7 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
           ++*blanked;
         } else if (host_instance || host_declaration(stmt, macros, not_macros)) {
           blank(start, i);
-          if (stmt.find('(') != std::string::npos) blanked_names.insert(declared_name(without_template_lists(stmt, macros)));
+          if (stmt.find('(') != std::string::npos) blanked_names.insert(function_name(without_template_lists(stmt, macros)));
         } else if (!blanked_names.empty()) {
           // Data that names a function this pass blanked (ggml's `static const
           // ggml_backend_buffer_i iface = { free_buffer, ... };`, a table of host callbacks) goes
@@ -1179,6 +1219,12 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
           words_of(stmt, macros, 0, &sw);
           const bool names_blanked = std::any_of(sw.begin(), sw.end(), [&](const std::string& x) { return blanked_names.count(x) > 0; });
           if (names_blanked && !holds_any(sw, {"__constant__", "__shared__", "__managed__", "namespace", "template"}) && declared_type(stmt, macros).empty())
+            blank(start, i);
+          // A using-declaration of a function this pass blanked (nlohmann/json 3.11's `using
+          // nlohmann::literals::json_literals::operator ""_json;` at global scope) goes too; an
+          // alias (`using X = ...`) and a using-directive stay.
+          else if (sw.size() >= 2 && sw.front() == "using" && blanked_names.count(sw.back()) && stmt.find('=') == std::string::npos &&
+                   std::find(sw.begin(), sw.end(), "namespace") == sw.end())
             blank(start, i);
         }
         start = i + 1;
@@ -1287,7 +1333,7 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
         // `using contiguous_bytes_input_adapter = decltype(input_adapter(...));`) stays as its
         // declaration, `__host__ __device__` (the operand's call needs no body), where its return
         // type is written out; its body goes.
-        const std::string name = declared_name(head);
+        const std::string name = function_name(head);
         const bool deduced = std::find(words.begin(), words.end(), "auto") != words.end() && head.find("->") == std::string::npos;
         blank(start, close);
         if (!in_class && unevaluated.count(name) && !deduced && !member_init) {

@@ -55,7 +55,7 @@ std::string host_only(const std::string& name, const std::string& types = "") {
 // The host's types that a host-only class's data members name (a timer's struct timeval, a
 // logger's FILE*): a class's data members stay under host_code skip (its layout), so their types
 // must be declared. FILE is opaque, as only pointers to it are used; timeval is glibc's.
-const char* const kFileType = "typedef struct _IO_FILE FILE;\n";
+const char* const kFileType = "typedef struct _IO_FILE FILE;\n#ifndef EOF\n#define EOF (-1)\n#endif\n";
 // glibc's struct timespec (a stopwatch's clock_gettime reading, DeepSpeed's StopWatch.h), which
 // <time.h> and <sys/time.h> both bring, under glibc's guard; its tv_sec is time_t, which
 // libcu++'s <ctime> gives NVRTC.
@@ -83,8 +83,16 @@ const char* const kHostAny =
     "#ifndef KTUNE_HOST_ANY\n#define KTUNE_HOST_ANY\nnamespace std {\n"
     "struct __ktune_any {\n  template <class... A> __host__ __device__ __ktune_any(A&&...) {}\n"
     "  __host__ __device__ __ktune_any(std::initializer_list<__ktune_any>) {}\n};\n}\n#endif\n";
+// A container's member types, which a host class's or a trait's declarations name
+// (nlohmann/json 3.11's `std::vector<bool>::reference`, `object_t::key_compare`).
+const char* const kContainerTypes =
+    "  typedef __ktune_any value_type;\n  typedef __ktune_any key_type;\n  typedef __ktune_any mapped_type;\n"
+    "  typedef __ktune_any key_compare;\n  typedef __ktune_any hasher;\n  typedef __ktune_any key_equal;\n  typedef __ktune_any allocator_type;\n"
+    "  typedef __ktune_any& reference;\n  typedef const __ktune_any& const_reference;\n  typedef __ktune_any* pointer;\n"
+    "  typedef const __ktune_any* const_pointer;\n  typedef __ktune_any* iterator;\n  typedef const __ktune_any* const_iterator;\n"
+    "  typedef unsigned long size_type;\n  typedef long difference_type;\n";
 std::string host_class(const std::string& name, const std::string& base = "") {
-  return "class " + name + (base.empty() ? "" : " : public " + base) + " {\n public:\n  __host__ __device__ " + name +
+  return "class " + name + (base.empty() ? "" : " : public " + base) + " {\n public:\n" + kContainerTypes + "  __host__ __device__ " + name +
          "() {}\n  template <class... A> __host__ __device__ " + name + "(A&&...) {}\n  __host__ __device__ " + name +
          "(std::initializer_list<__ktune_any>) {}\n};\n";
 }
@@ -158,8 +166,12 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
   // <memory>: libcu++'s public header leaves unique_ptr out (a host class's data member may be
   // one: ggml's CUDA context's memory pools); shared_ptr and weak_ptr, which libcu++ lacks, as the
   // host library's empty stand-ins.
+  // Its allocator and allocator_traits likewise (nlohmann/json's basic_json names
+  // std::allocator_traits<std::allocator<basic_json>>::pointer in its member types).
   h.emplace_back("memory", twin("memory") +
-                               "#if __has_include(<cuda/std/__memory/unique_ptr.h>)\n#include <cuda/std/__memory/unique_ptr.h>\n#endif\n" +
+                               "#if __has_include(<cuda/std/__memory/unique_ptr.h>)\n#include <cuda/std/__memory/unique_ptr.h>\n#endif\n"
+                               "#if __has_include(<cuda/std/__memory/allocator.h>)\n#include <cuda/std/__memory/allocator.h>\n#endif\n"
+                               "#if __has_include(<cuda/std/__memory/allocator_traits.h>)\n#include <cuda/std/__memory/allocator_traits.h>\n#endif\n" +
                                host_types({"shared_ptr", "weak_ptr"}));
   h.emplace_back("cfloat", std::string("#pragma once\n// ktune's <cfloat> for NVRTC, which has none\n") + kFloatLimits);
   // <algorithm>: libcu++ has no public header of it; min, max, clamp and minmax are what device
@@ -211,8 +223,10 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
   // char_traits' types, which a host class's data member names (nlohmann/json's input adapter's
   // `std::array<std::char_traits<char>::int_type, 4>`); libcu++ declares it and defines none.
   h.emplace_back("string", host_only("string", host_types({"basic_string"}, {},
-                                                          "typedef basic_string<char> string;\n"
-                                                          "template <class C> struct char_traits { typedef C char_type; typedef int int_type; };\n")));
+                                                          std::string("typedef basic_string<char> string;\n") +
+                                                          "template <class C> struct char_traits { typedef C char_type; typedef int int_type; };\n") +
+                                                              // EOF, which libstdc++'s <string> brings through <cstdio> (char_traits<char>::eof)
+                                                              "#ifndef EOF\n#define EOF (-1)\n#endif\n"));
   // C's locale (glibc's struct lconv, opaque: a host class holds a pointer to it, nlohmann/json's
   // serializer).
   for (const char* n : {"clocale", "locale.h", "locale"})
@@ -795,8 +809,8 @@ size_t qualify_ambiguous_std_calls(const std::string& log, const std::vector<std
 
 std::string host_library_stand_in(const std::string& name, const std::string& text) {
   // {fmt}'s headers use its FMT_ macros or name its namespace; fmt 11's core.h only includes
-  // "format.h".
-  if (name.rfind("fmt/", 0) != 0 ||
+  // "format.h". spdlog bundles a copy (<spdlog/fmt/bundled/format.h>).
+  if ((name.rfind("fmt/", 0) != 0 && name.find("/fmt/bundled/") == std::string::npos) ||
       (text.find("FMT_") == std::string::npos && text.find("namespace fmt") == std::string::npos && text.find("#include \"format.h\"") == std::string::npos))
     return "";
   return "#pragma once\n// ktune's stand-in for {fmt}'s <" + name +

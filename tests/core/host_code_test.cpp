@@ -637,3 +637,28 @@ TEST(HostCode, TemplateParametersAndAPureSpecifierInAnotherBranch) {
   expect_parts(out, {"params() const", "virtual void inference(int n)", "{ throw 1; }", "  = 0;\n#endif", "n_params()"},
                {"#if defined(NO_FWD)", "#else", "UNKNOWN_SPACE int kept(int x) { return x; }", "PARAMS_T* m_params = nullptr;"});
 }
+
+// nlohmann/json 3.11's namespace macros, whose replacements open and close scopes
+// (`NLOHMANN_JSON_NAMESPACE_BEGIN`: `namespace nlohmann { inline namespace json_abi_v3_11_3 {`),
+// are statements of their own, so that what follows them is read (a class after a template-list
+// macro); a function whose head starts with an attribute's function-like macro
+// (`JSON_HEDLEY_NON_NULL(1)`) is known by its own name, and a using-declaration of it goes.
+TEST(HostCode, ScopeMacrosAndUsingDeclarationsOfBlankedFunctions) {
+  const std::string text =
+      "#ifndef NS_BEGIN\n#define NS_BEGIN \\\n    namespace nl \\\n    { \\\n    inline namespace v3 \\\n    {\n#endif\n"
+      "#ifndef NS_END\n#define NS_END \\\n    }  /* namespace v3 */ \\\n    }  // namespace nl\n#endif\n"
+      "#define NON_NULL(...) __attribute__((__nonnull__(__VA_ARGS__)))\n"
+      "#define TPL_DECL template <class StringType, class CustomBaseClass>\n"
+      "NS_BEGIN\nnamespace detail {\ninline int helper(int x) { return x; }\n}\nNS_END\n"
+      "NS_BEGIN\nTPL_DECL\nclass basic_json // NOLINT\n    : public base<CustomBaseClass>\n{\n  public:\n"
+      "    static int get_allocator() { return 1; }\n  private:\n    int get_impl(int* /*unused*/) const { return 1; }\n    int m_value = 0;\n};\n"
+      "inline namespace literals {\nNON_NULL(1)\ninline int operator \"\"_json(const char* s, unsigned long n) { return int(n); }\n}\n"
+      "NS_END\n"
+      "using nl::literals::operator \"\"_json; // NOLINT\n"
+      "using nl::basic_json;\n";
+  int n = 0;
+  const std::string out = skipped(text, &n);
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), std::count(text.begin(), text.end(), '\n')) << "lines kept";
+  expect_parts(out, {"inline int helper(", "get_allocator()", "get_impl(", "NON_NULL(1)\n", "operator \"\"_json(const char* s", "using nl::literals::operator"},
+               {"NS_BEGIN\nnamespace detail {", "class basic_json // NOLINT", "    int m_value = 0;", "using nl::basic_json;"});
+}

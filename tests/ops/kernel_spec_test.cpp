@@ -3574,21 +3574,26 @@ TEST(KernelSpec, GlibcsHostHeadersAndImplicitSignedTypesCompile) {
 // A header-only host library in a project's headers (nlohmann/json, which tiny-cuda-nn's kernels
 // reach): its host classes' members name std::FILE, std::lconv and std::char_traits' types, its
 // functions read in decltype take std::forward_list, std::valarray and std::filesystem::path
-// (their declarations stay), and it specializes std::hash and std::less in namespace std; device
-// code still calls std::less.
+// (their declarations stay), it specializes std::hash and std::less in namespace std, and (3.11)
+// its constexpr char traits read <string>'s EOF (before any <cstdio>), its traits name
+// std::vector<bool>::reference and a map's key_compare, and its class std::allocator_traits of
+// std::allocator; device code still calls std::less.
 TEST(KernelSpec, AHeaderOnlyHostLibrarysStdUsesCompile) {
   SpecDir d;
-  d.write("hostlib.hpp", "#pragma once\n#include <cstdio>\n#include <clocale>\n#include <string>\n#include <functional>\n"
+  d.write("hostlib.hpp", "#pragma once\n#include <clocale>\n#include <string>\n#include <functional>\n#include <vector>\n#include <map>\n#include <memory>\n"
                          "#include <forward_list>\n#include <valarray>\n#include <filesystem>\n#include <array>\n#include <utility>\n"
                          "namespace lib {\nenum class value_t : unsigned char { null, number };\nstruct json { int v; };\n"
-                         "struct file_adapter { std::FILE* m_file; };\n"
+                         "}\n#include <cstdio>\nnamespace lib {\nstruct file_adapter { std::FILE* m_file; };\n"
                          "struct serializer { const std::lconv* loc = nullptr; std::array<std::char_traits<char>::int_type, 4> bytes = {{0, 0, 0, 0}}; };\n"
                          "inline void from_json(const json& j, std::forward_list<int>& l) { l.push_front(j.v); }\n"
                          "inline void from_json(const json& j, std::valarray<float>& l) { l.resize(j.v); }\n"
                          "inline void from_json(const json& j, std::filesystem::path& p) { p = std::to_string(j.v); }\n"
                          "using from_valarray = decltype(from_json(std::declval<const json&>(), std::declval<std::valarray<float>&>()));\n"
                          "using from_list = decltype(from_json(std::declval<const json&>(), std::declval<std::forward_list<int>&>()));\n"
-                         "using from_path = decltype(from_json(std::declval<const json&>(), std::declval<std::filesystem::path&>()));\n}\n"
+                         "using from_path = decltype(from_json(std::declval<const json&>(), std::declval<std::filesystem::path&>()));\n"
+                         "template <class T> struct char_traits_of { static constexpr int eof() noexcept { return static_cast<int>(EOF); } };\n"
+                         "using bool_ref = std::vector<bool>::reference;\nusing compare_t = std::map<int, json>::key_compare;\n"
+                         "using json_pointer_t = std::allocator_traits<std::allocator<json>>::pointer;\n}\n"
                          "namespace std {\ntemplate <> struct hash<lib::json> { std::size_t operator()(const lib::json& j) const { return j.v; } };\n"
                          "template <> struct less<::lib::value_t> { bool operator()(lib::value_t a, lib::value_t b) const noexcept { return a < b; } };\n}\n");
   d.write("proj.cu", "#include \"hostlib.hpp\"\n"
