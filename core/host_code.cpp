@@ -702,13 +702,22 @@ std::string declared_type(const std::string& stmt, const std::map<std::string, s
       else if (upto[k] == '>' && angle > 0) --angle, upto[k] = ' ';
       if (angle > 0) upto[k] = ' ';
     }
+    // Read unexpanded: a macro of the text between the class-key and the name is an attribute's
+    // or an export's (spdlog's `class SPDLOG_API spdlog_ex`, one meaning of which is
+    // `__attribute__((visibility("default")))`, whose words are no declarator).
+    // Where the class-key itself came through a macro, expanded.
+    auto is_key = [](const std::string& w) { return w == "class" || w == "struct" || w == "union" || w == "enum"; };
     std::vector<std::string> named;
-    words_of(upto, macros, 0, &named);
-    auto k = std::find_if(named.begin(), named.end(), [](const std::string& w) { return w == "class" || w == "struct" || w == "union" || w == "enum"; });
-    if (k != named.end() && *k == "enum" && k + 1 != named.end() && (k[1] == "class" || k[1] == "struct")) ++k;
+    words_of(upto, {}, 0, &named);
+    if (std::none_of(named.begin(), named.end(), is_key)) named.clear(), words_of(upto, macros, 0, &named);
+    auto k = std::find_if(named.begin(), named.end(), is_key);
+    if (k == named.end()) return "";
+    if (*k == "enum" && k + 1 != named.end() && (k[1] == "class" || k[1] == "struct")) ++k;
     int names = 0;
     for (++k; k < named.end(); ++k)
-      if (!(*k == "alignas" || *k == "__align__" || *k == "__attribute__" || *k == "__declspec" || *k == "final" || all_caps(*k))) ++names;
+      if (!(*k == "alignas" || *k == "__align__" || *k == "__attribute__" || *k == "__declspec" || *k == "final" || all_caps(*k) ||
+            macros.count(*k)))
+        ++names;
     if (names >= 2) return "";
   }
   depth = 0;

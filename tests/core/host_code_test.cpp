@@ -662,3 +662,18 @@ TEST(HostCode, ScopeMacrosAndUsingDeclarationsOfBlankedFunctions) {
   expect_parts(out, {"inline int helper(", "get_allocator()", "get_impl(", "NON_NULL(1)\n", "operator \"\"_json(const char* s", "using nl::literals::operator"},
                {"NS_BEGIN\nnamespace detail {", "class basic_json // NOLINT", "    int m_value = 0;", "using nl::basic_json;"});
 }
+
+// An export macro between the class-key and the name (spdlog's `class SPDLOG_API spdlog_ex`, one
+// meaning of which is `__attribute__((visibility("default")))`) leaves the class a class, whose
+// host members go; a variable of an elaborated type stays a variable.
+TEST(HostCode, AnExportMacroBeforeAClassNameKeepsItAClass) {
+  const std::string text =
+      "#ifdef LIB_COMPILED\n#if defined(_WIN32)\n#define LIB_API __declspec(dllexport)\n#else\n"
+      "#define LIB_API __attribute__((visibility(\"default\")))\n#endif\n#else\n#define LIB_API\n#endif\n"
+      "class LIB_API lib_ex : public base {\npublic:\n    explicit lib_ex(int msg);\n    const char *what() const noexcept override;\n"
+      "private:\n    int msg_;\n};\n"
+      "struct timeval tv;\n";
+  int n = 0;
+  const std::string out = skipped(text, &n);
+  expect_parts(out, {"explicit lib_ex(int msg);", "what() const", "struct timeval tv;"}, {"class LIB_API lib_ex : public base {", "    int msg_;"});
+}
