@@ -968,6 +968,14 @@ std::string skip_host_functions(const std::string& text, int* blanked, const std
 }
 
 namespace {
+// A macro's replacement as a text of its own: its continuation lines' backslashes blanked (the
+// same length, so that an offset in it is one in the #define).
+std::string as_text(std::string replacement) {
+  for (size_t k = 0; k + 1 < replacement.size(); ++k)
+    if (replacement[k] == '\\' && (replacement[k + 1] == '\n' || replacement[k + 1] == '\r')) replacement[k] = ' ';
+  return replacement;
+}
+
 std::string skip_host_functions_lf(const std::string& text, int* blanked, const std::map<std::string, std::string>& known,
                                    const std::set<std::string>& elsewhere, std::set<std::string>* names) {
   *blanked = 0;
@@ -1032,9 +1040,8 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
   // launch_mmvq_gguf_##tag##_plain(...) { ... }`, called once a type at namespace scope): this
   // reading of the replacement as a text of its own blanks it whole. The call then goes, as the
   // definitions it writes would.
-  auto defines_host_functions = [&](std::string r) {
-    for (size_t k = 0; k + 1 < r.size(); ++k)
-      if (r[k] == '\\' && (r[k + 1] == '\n' || r[k + 1] == '\r')) r[k] = ' ';
+  auto defines_host_functions = [&](const std::string& replacement) {
+    const std::string r = as_text(replacement);
     int n = 0;
     const std::string left = skip_host_functions_lf(r, &n, macros, {}, nullptr);
     return n > 0 && left.find_first_not_of(" \t\n\r") == std::string::npos;
@@ -1392,9 +1399,7 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
       const size_t params_end = w < e && text[w] == '(' && w > n ? text.find(')', w) : std::string::npos;
       if (params_end < e && function_like.count(text.substr(n, w - n))) {
         const size_t a = params_end + 1;
-        std::string r = text.substr(a, e - a);
-        for (size_t q = 0; q + 1 < r.size(); ++q)
-          if (r[q] == '\\' && r[q + 1] == '\n') r[q] = ' ';
+        const std::string r = as_text(text.substr(a, e - a));
         int changed = 0;
         const std::string left = skip_host_functions_lf(r, &changed, macros, {}, nullptr);
         std::vector<std::pair<size_t, std::string>> inserted;

@@ -1447,7 +1447,6 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
   std::map<std::string, std::map<std::string, std::string>> beside;
   std::set<std::string> path_names;
   std::set<std::string> stand_ins; // the names of the host-only libraries' headers a stand-in replaces
-  std::map<std::string, std::string> library_texts; // the headers looked at for one, each read once
   for (const auto& f : files) {
     const std::string& text = texts[f] = read_text_file(f, "kernel source");
     *hashed += "\n//source " + fs::path(f).filename().string() + "\n" + text;
@@ -1487,13 +1486,11 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
         // A host-only library NVRTC cannot compile ({fmt}), included for host code: its stand-in
         // in the header's place, under skip only (without it, the compile names the host code).
         if (s.skip_host_code && !toolkits) {
-          if (!library_texts.count(h.string())) library_texts[h.string()] = read_text_file(h.string(), "included header");
-          const std::string stand_in = host_library_stand_in(name, library_texts[h.string()]);
-          if (!stand_in.empty()) {
-            if (stand_ins.insert(name).second) {
-              views->emplace_back(name, stand_in);
-              *hashed += "\n//header " + name + "\n" + stand_in;
-            }
+          if (stand_ins.count(name)) break; // its stand-in is in already
+          if (const std::string stand_in = host_library_stand_in(name, h.string()); !stand_in.empty()) {
+            stand_ins.insert(name);
+            views->emplace_back(name, stand_in);
+            *hashed += "\n//header " + name + "\n" + stand_in;
             break;
           }
         }

@@ -55,7 +55,9 @@ std::string host_only(const std::string& name, const std::string& types = "") {
 // The host's types that a host-only class's data members name (a timer's struct timeval, a
 // logger's FILE*): a class's data members stay under host_code skip (its layout), so their types
 // must be declared. FILE is opaque, as only pointers to it are used; timeval is glibc's.
-const char* const kFileType = "typedef struct _IO_FILE FILE;\n#ifndef EOF\n#define EOF (-1)\n#endif\n";
+// glibc's EOF, which <stdio.h> defines and libstdc++'s <string> brings (char_traits<char>::eof)
+const char* const kEof = "#ifndef EOF\n#define EOF (-1)\n#endif\n";
+const std::string kFileType = std::string("typedef struct _IO_FILE FILE;\n") + kEof;
 // glibc's struct timespec (a stopwatch's clock_gettime reading, DeepSpeed's StopWatch.h), which
 // <time.h> and <sys/time.h> both bring, under glibc's guard; its tv_sec is time_t, which
 // libcu++'s <ctime> gives NVRTC.
@@ -199,7 +201,7 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
   h.emplace_back("cinttypes", c_twin("cinttypes", "cstdint", inttypes_macros()));
   h.emplace_back("inttypes.h", c_twin("inttypes.h", "cstdint", inttypes_macros()));
   // printf is NVRTC's own, for device code; the rest of stdio is the host's.
-  h.emplace_back("cstdio", host_only("cstdio", std::string(kFileType) + "namespace std { using ::FILE; }\n"));
+  h.emplace_back("cstdio", host_only("cstdio", kFileType + "namespace std { using ::FILE; }\n"));
   h.emplace_back("stdio.h", host_only("stdio.h", kFileType));
   h.emplace_back("sys/time.h", host_only("sys/time.h", kTimeTypes));
   // POSIX threads' types, as glibc lays them out on x86-64, which a host header's typedefs and a
@@ -225,8 +227,7 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
   h.emplace_back("string", host_only("string", host_types({"basic_string"}, {},
                                                           std::string("typedef basic_string<char> string;\n") +
                                                           "template <class C> struct char_traits { typedef C char_type; typedef int int_type; };\n") +
-                                                              // EOF, which libstdc++'s <string> brings through <cstdio> (char_traits<char>::eof)
-                                                              "#ifndef EOF\n#define EOF (-1)\n#endif\n"));
+                                                              kEof));
   // C's locale (glibc's struct lconv, opaque: a host class holds a pointer to it, nlohmann/json's
   // serializer).
   for (const char* n : {"clocale", "locale.h", "locale"})
@@ -807,11 +808,13 @@ size_t qualify_ambiguous_std_calls(const std::string& log, const std::vector<std
   return calls.size();
 }
 
-std::string host_library_stand_in(const std::string& name, const std::string& text) {
+std::string host_library_stand_in(const std::string& name, const std::string& path) {
   // {fmt}'s headers use its FMT_ macros or name its namespace; fmt 11's core.h only includes
-  // "format.h". spdlog bundles a copy (<spdlog/fmt/bundled/format.h>).
-  if ((name.rfind("fmt/", 0) != 0 && name.find("/fmt/bundled/") == std::string::npos) ||
-      (text.find("FMT_") == std::string::npos && text.find("namespace fmt") == std::string::npos && text.find("#include \"format.h\"") == std::string::npos))
+  // "format.h". spdlog bundles a copy (<spdlog/fmt/bundled/format.h>). Only a header of such a
+  // name is read.
+  if (name.rfind("fmt/", 0) != 0 && name.find("/fmt/bundled/") == std::string::npos) return "";
+  const std::string text = read_text_file(path, "included header");
+  if (text.find("FMT_") == std::string::npos && text.find("namespace fmt") == std::string::npos && text.find("#include \"format.h\"") == std::string::npos)
     return "";
   return "#pragma once\n// ktune's stand-in for {fmt}'s <" + name +
          ">: a host-only library NVRTC cannot compile; its types take any initializer\n"

@@ -35,12 +35,12 @@ const std::string* nvrtc_toolkit_view(const std::string& include_dir, const std:
 
 // A host-only library that a project ships in its own folders and whose headers NVRTC cannot
 // compile, included for host code: the stand-in ktune hands NVRTC for the header `name` (as
-// included) whose text is `text`, or "" for any other. {fmt} (`<fmt/format.h>`, `<fmt/core.h>`
+// included) found at `path` (read only where the name is the library's), or "" for any other. {fmt} (`<fmt/format.h>`, `<fmt/core.h>`
 // ...: its constexpr formatting calls its host functions; tiny-cuda-nn's common_host.h): the
 // namespaces fmt and fmt::literals (a `using namespace fmt::literals;`), format_string,
 // string_view, memory_buffer and the like taking any initializer, and FMT_STRING / FMT_COMPILE;
 // code that formats is host code, which host_code's skip blanks.
-std::string host_library_stand_in(const std::string& name, const std::string& text);
+std::string host_library_stand_in(const std::string& name, const std::string& path);
 
 // What nvcc's implicit <cuda_runtime.h> gives device code and NVRTC's does not, for the names
 // `text` (the sources and their headers) uses, each where no macro of that name is set:
