@@ -40,7 +40,7 @@ struct TuneArgs {
   uint64_t seed = 1;
   int device = 0;
   std::string devices; // "all" or ordinals "0,1,3"
-  double timeout_s = 30;
+  double timeout_s = 30, load_timeout_s = 600;
   bool quiet = false, json = false, tf32x3 = false, allow_mixed = false, compile_processes = false, compile_threads = false, dry_run = false;
   std::string replay, replay_uuid = "replay", ray;
   double replay_pace = 0;
@@ -226,6 +226,7 @@ int cmd_tune(TuneArgs& a) {
   o.trials_out = a.trials_out;
   o.device = a.device;
   o.timeout_s = a.timeout_s;
+  o.load_timeout_s = a.load_timeout_s;
   o.quiet = a.quiet || a.json;
   o.progress = !o.quiet && isatty(2);
   // The worker registers the run's user kernels itself (from --kernel and the suite's "kernel"s).
@@ -320,6 +321,11 @@ Command add_tune(CLI::App& app, std::vector<std::string> argv) {
                "Let --devices mix GPU models (each trial is recorded under its own device; refused otherwise)");
   tn->add_option("--restrict", a->restrict_file, "JSON file narrowing parameter domains")->check(CLI::ExistingFile);
   tn->add_option("--timeout", a->timeout_s, "Seconds one evaluation may take before its worker is killed")
+      ->capture_default_str()
+      ->check(positive_number());
+  tn->add_option("--load-timeout", a->load_timeout_s,
+                 "Seconds a problem's one-time work in the worker may take before it is killed (the context, and a "
+                 "kernel spec's reference, setup and baseline compiled); --timeout does not count it")
       ->capture_default_str()
       ->check(positive_number());
   tn->add_option("--trials-out", a->trials_out,

@@ -77,6 +77,12 @@ class OpRunner {
   // Compiles and loads what run_baseline runs, where that is work of its own (a user kernel's
   // baseline: seconds under heavy headers), so that the baseline's timing starts without it.
   virtual void load_baseline() {}
+  // Compiles and loads every kernel that checking and timing p runs besides the config under test
+  // (a user kernel's reference, setup, post and baseline kernels), ahead of p's first trial: under
+  // heavy headers that is tens of seconds of NVRTC, once a worker, which the session gives a limit
+  // of its own rather than counting it in one trial's (tuner/worker.h, "load"). By default
+  // nothing: an op's own checks are compiled with its runner.
+  virtual void load(const Problem&) {}
   // Runs the runtime's entry point for the op on the prepared buffers, as an application calls
   // it (ktune bench).
   virtual void run_runtime(Runtime& rt, CUstream stream) = 0;

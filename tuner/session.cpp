@@ -154,6 +154,7 @@ class ProblemTuner {
     r.problem = p;
     const int64_t pid = store_.problem_id(p);
     auto tb = Clock::now();
+    ensure_loaded(p);
     r.cublas = baseline(p, pid);
     r.baseline_s += seconds_since(tb);
     // --budget-seconds is the problem's whole wall time: the families' searches end early enough
@@ -315,6 +316,23 @@ class ProblemTuner {
                      to_string(t.status) + " of " + t.family + " " + t.config_json + ": " + why);
   }
 
+  // p's one-time work in the worker (OpRunner::load) under load_timeout_s, before the first request
+  // that would otherwise do it inside a trial's limit: when p's trials start and again when the
+  // worker was restarted (a crash or a timeout leaves the next trial a fresh one). One that fails
+  // is said once and not tried again for p: its trials then meet the same error (or the same
+  // compile, under their own limit) as they would without it.
+  void ensure_loaded(const Problem& p) {
+    if (loaded_ == p.key() && (load_failed_ || (worker_.running() && worker_.starts() == loaded_starts_))) return;
+    const auto rep = worker_.request({{"op", "load"}, {"problem", problem_to_json(p)}}, o_.load_timeout_s);
+    loaded_ = p.key();
+    loaded_starts_ = worker_.starts();
+    load_failed_ = rep.outcome != WorkerProcess::Outcome::replied || rep.body.value("status", "") != "ok";
+    if (load_failed_) {
+      const std::string why = rep.outcome == WorkerProcess::Outcome::replied ? rep.body.value("error", "") : rep.detail;
+      std::fprintf(stderr, "ktune: GPU %d: preparing the checks of %s failed: %s\n", ordinal_, p.key().c_str(), why.c_str());
+    }
+  }
+
   // The seed of the inputs every config of p and its baseline are timed on (each config's own seed
   // serves its served check): a kernel whose speed follows its data is compared on the same data.
   uint64_t timed_seed(const Problem& p) const { return o_.seed * 1000003 + std::hash<std::string>()(p.key()); }
@@ -327,6 +345,7 @@ class ProblemTuner {
                                          std::optional<Timing> held) {
     nlohmann::json req = {{"op", "baseline"}, {"problem", problem_to_json(p)}, {"seed", timed_seed(p)},
                           {"timing", timing_options_to_json(o_.timing)}};
+    ensure_loaded(p);
     const auto rep = worker_.request(req, o_.timeout_s);
     if (rep.outcome != WorkerProcess::Outcome::replied || rep.body.value("status", "") != "ok") {
       const std::string why = rep.outcome == WorkerProcess::Outcome::replied ? rep.body.value("error", "") : rep.detail;
@@ -428,6 +447,7 @@ class ProblemTuner {
                           {"numerics", to_string(f.numerics())},
                           {"timing", timing_json()},
                           {"context", f.name() + " " + t.config_json + " on " + p.key()}};
+    ensure_loaded(p);
     const auto t0 = Clock::now();
     const auto rep = worker_.request(req, o_.timeout_s);
     t.bench_s = seconds_since(t0);
@@ -493,6 +513,9 @@ class ProblemTuner {
   Store& store_;
   Compiler& compiler_;
   WorkerProcess& worker_;
+  std::string loaded_; // the problem the worker last loaded (ensure_loaded)
+  int loaded_starts_ = 0;
+  bool load_failed_ = false;
   CubinDir& cubins_;
   const WarmStart* warm_; // null: no warm start
   SharedTrialLog* trials_out_;  // null: no trial log

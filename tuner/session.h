@@ -44,6 +44,10 @@ struct TuneOptions {
   std::optional<DeviceInfo> device_info;
   std::vector<DeviceInfo> device_infos;
   double timeout_s = 30; // watchdog for one evaluation in the worker
+  // Watchdog for a problem's one-time work in the worker, before its first trial and after a
+  // restart: the CUDA context and what its checks and baseline compile (a user kernel's reference
+  // under heavy headers: tens of seconds of NVRTC), which timeout_s does not count.
+  double load_timeout_s = 600;
   std::vector<std::string> worker_argv; // the worker command; the session appends --device
   // NVRTC in worker processes of this command (one a core: tuner/compile_workers.h) instead of
   // threads of this process; empty: threads.

@@ -157,11 +157,18 @@ class SpecRunner : public OpRunner {
     load_baseline();
     launch(*baseline_module_, baseline_plan_, stream);
   }
+  void load(const Problem& p) override {
+    const KernelSpec& s = spec_of(p.op);
+    if (s.has_setup) side_module("setup", p);
+    if (s.check && !s.answers) side_module("reference", p);
+    if (s.has_post) side_module("post", p);
+    if (s.has_baseline) side_module("baseline", p);
+  }
   void load_baseline() override {
     const KernelSpec& s = spec_of(p_.op);
     if (!s.has_baseline) throw Error(s.path + " declares no baseline");
     if (baseline_module_ && baseline_for_ == p_) return;
-    baseline_module_ = &side_module("baseline");
+    baseline_module_ = &side_module("baseline", p_);
     baseline_plan_ = s.plan(s.baseline_steps, s.baseline_config, p_);
     baseline_for_ = p_;
   }
@@ -320,7 +327,7 @@ class SpecRunner : public OpRunner {
   // from: the reference, the kernel under test, the check that inputs stay unchanged). An output a
   // step passes is the kernel's own buffer, poisoned after. Not timed: it makes the data.
   void run_setup(const KernelSpec& s) {
-    Module& m = side_module("setup");
+    Module& m = side_module("setup", p_);
     const std::string context = "the setup of " + s.path + " on " + p_.key();
     check_cu(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize", "before " + context); // the fills
     std::vector<const void*> ptrs;
@@ -335,9 +342,9 @@ class SpecRunner : public OpRunner {
   // The module of a kernel run beside the tuned one (the reference, the baseline) at the current
   // problem, compiled and loaded once (each check of each config runs the reference on fresh
   // inputs). what: "reference", "baseline", "setup", "post".
-  Module& side_module(const std::string& what) {
-    const std::optional<CompileRequest> side = spec_side_request(p_.op, what, p_, device_.arch);
-    if (!side) throw Error(spec_of(p_.op).path + " has no " + what + " kernel");
+  Module& side_module(const std::string& what, const Problem& p) {
+    const std::optional<CompileRequest> side = spec_side_request(p.op, what, p, device_.arch);
+    if (!side) throw Error(spec_of(p.op).path + " has no " + what + " kernel");
     const CompileRequest& req = *side;
     std::shared_ptr<Module>& mod = side_modules_[req.cache_key()];
     if (!mod) {
@@ -360,7 +367,7 @@ class SpecRunner : public OpRunner {
   // The reference on its own copies of the inputs as filled (its outputs poisoned as the kernel
   // under test's are).
   void run_reference(const KernelSpec& s, CUstream stream) {
-    Module& m = side_module("reference");
+    Module& m = side_module("reference", p_);
     const std::string context = "the reference of " + s.path + " on " + p_.key();
     std::vector<const void*> ptrs;
     for (Buffer& b : bufs_) {
@@ -394,7 +401,7 @@ class SpecRunner : public OpRunner {
   // up as many partials as the config under test wrote.
   void run_post(const KernelSpec& s, const std::vector<const void*>& ptrs, const std::vector<LaunchPlan::SpecArgValue>& ran,
                 CUstream stream, const std::string& whose) {
-    Module& m = side_module("post");
+    Module& m = side_module("post", p_);
     const std::string context = "check.post of " + s.path + " on " + whose + " at " + p_.key();
     LaunchPlan plan = s.plan(s.post_steps, s.post_config, p_);
     // A struct with tensor maps the run did not pass (its plan made it no bytes) keeps the post

@@ -301,6 +301,15 @@ nlohmann::json baseline(WorkerState& w, const nlohmann::json& req) {
           {"timing_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}};
 }
 
+// A problem's one-time work: the context (made with the worker state), then what its checks and
+// baseline compile (OpRunner::load).
+nlohmann::json load(WorkerState& w, const nlohmann::json& req) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const Problem p = problem_from_json(req.at("problem"), "load request");
+  w.runner(p.op).load(p);
+  return {{"status", "ok"}, {"load_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}};
+}
+
 } // namespace
 
 ProtocolOut::ProtocolOut(const char* who) : who_(who) {
@@ -346,6 +355,7 @@ int worker_main(int ordinal) {
       const std::string op = req.at("op").get<std::string>();
       if (op == "eval") out = eval(*w, req);
       else if (op == "baseline") out = baseline(*w, req);
+      else if (op == "load") out = load(*w, req);
       // Whether the device still answers (the context above was made or is alive): asked after
       // a crash, to tell a kernel's fault from a GPU's.
       else if (op == "ping") out = {{"status", "ok"}, {"device", w->dev.name}};

@@ -10,6 +10,10 @@
 //     timed and of the timing, the same for every config; absent: seed)
 //   {"op":"baseline", "problem":{...}, "seed":M, "timing":{...}} -> {"status":"ok", "timing":{...}, "timing_s":S}
 //     (timing_s: the seconds of the reading itself, its compile and inputs not counted)
+//   {"op":"load", "problem":{...}} -> {"status":"ok", "load_s":S}
+//     (what the problem's checks and baseline run besides the config, compiled and loaded ahead of
+//     its trials: a user kernel's reference under heavy headers takes tens of seconds of NVRTC,
+//     which the session's limit for this request allows and a trial's does not)
 //   {"op":"ping"} -> {"status":"ok", "device":NAME} (the CUDA context made or alive)
 #pragma once
 #include <sys/types.h>
@@ -42,6 +46,10 @@ class WorkerProcess {
   Reply request(const nlohmann::json& req, double timeout_s);
   void stop(); // kills the child if running
   int restarts() const { return starts_ > 0 ? starts_ - 1 : 0; }
+  // Whether the child is alive now; starts(): how many were started, the live one included. A
+  // fresh child (the next request starts one when none is alive) has loaded nothing.
+  bool running() const { return pid_ > 0; }
+  int starts() const { return starts_; }
 
  private:
   void start();

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -1720,6 +1721,59 @@ TEST(KernelSpecGpu, AConfigBaselineTimesAsThatConfigsTrial) {
   const double ratio = std::stod(tuned.out.substr(from, at - from));
   EXPECT_GT(ratio, 0.8) << tuned.out;
   EXPECT_LT(ratio, 1.25) << "the baseline, the same config, read slower than its trial: " << tuned.out;
+}
+
+// A reference and a baseline that take NVRTC seconds to compile (2^15 class instantiations in the
+// source, none of it in the kernel) are compiled once, ahead of the problem's trials, under
+// --load-timeout: with --timeout 2 every trial verifies. When the worker compiled them inside the
+// first trial, that trial timed out (bitsandbytes' kDequantizeBlockwise, whose 6.8 MB module's
+// reference compile took a fresh worker's first trial past 30 s).
+TEST(KernelSpecGpu, AReferenceSlowToCompileCountsInNoTrialsLimit) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  TempDir dir("spec_slow_reference");
+  std::ofstream(dir.file("slow.cu")) << R"CUDA(
+template <int L, int I> struct Spin { static constexpr unsigned v = Spin<L - 1, 2 * I>::v ^ Spin<L - 1, 2 * I + 1>::v; };
+template <int I> struct Spin<0, I> { static constexpr unsigned v = unsigned(I) * 2654435761u; };
+template <int B>
+__global__ void copy(float* y, const float* x, int n) {
+  const int i = blockIdx.x * B + threadIdx.x;
+  if (i < n) y[i] = x[i] + float(Spin<14, 0>::v & 0u);
+}
+)CUDA";
+  std::ofstream(dir.file("slow.json")) << R"JSON({
+  "name": "slow_reference_copy", "sources": ["slow.cu"], "params_as": "template", "dims": ["n"], "params": {"B": [128, 256]},
+  "launch": {"kernel": "copy<{B}>", "grid": ["ceil_div(n, B)"], "block": ["B"]},
+  "baseline": {"config": {"B": 256}},
+  "args": [{"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"},
+           {"name": "x", "kind": "buffer", "dtype": "f32", "count": "n"},
+           {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"}],
+  "check": {"reference": {"kernel": "copy<256>", "launch": {"grid": ["ceil_div(n, 256)"], "block": [256]}}}
+})JSON";
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto tuned = ktune::testing::run_ktune("tune --kernel " + dir.file("slow.json") + " --problem 1048576 --db " +
+                                                   dir.file("k.db") + " --strategy exhaustive --warm-start none --timeout 2 --json",
+                                               (" 2>" + dir.file("err.txt")).c_str());
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::ifstream err(dir.file("err.txt"));
+  const std::string errs((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
+  ASSERT_EQ(tuned.status, 0) << tuned.out << errs;
+  const auto j = nlohmann::json::parse(tuned.out);
+  ASSERT_EQ(j.at("problems").size(), 1u) << tuned.out;
+  const auto& trials = j["problems"][0].at("trials");
+  EXPECT_EQ(trials.value("ok", 0), 2) << tuned.out << errs;
+  EXPECT_EQ(trials.value("timeout", 0), 0) << tuned.out << errs;
+  // That the load is what the limit spared: the source takes NVRTC longer than one trial's limit
+  // (else this test shows nothing).
+  const std::string op = load_kernel_spec(dir.file("slow.json"));
+  Compiler compiler;
+  const Problem p = Problem::parse(op, "1048576");
+  const auto started = std::chrono::steady_clock::now();
+  (void)compiler.compile(compile_request(find_family(op), Config::from_json(R"({"B": 256})"), p, d->arch));
+  const double compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_GT(compile_s, 2.0) << "the source compiles faster than the trial's limit; raise Spin's depth";
+  std::cout << "tune " << wall << " s, one compile of the source " << compile_s << " s\n";
 }
 
 // Every example: tuned by the CLI, answered exactly, served by the runtime.

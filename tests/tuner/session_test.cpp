@@ -204,6 +204,53 @@ TEST(Session, CrashesHangsAndErrorsAreRecordedAndTuningGoesOn) {
   }
 }
 
+// A problem's one-time work in the worker (the "load" request: a user kernel's reference compiled
+// under heavy headers) has a limit of its own: a load that takes longer than a trial may (1.5 s
+// against 1.0) times no trial out. It is sent again to each fresh worker (BX 8 crashes it), before
+// the trial that would otherwise do that work itself: one load a worker started.
+TEST(Session, AProblemsOneTimeWorkIsNotCountedInATrialsLimit) {
+  const std::string db = fresh_db("load.db");
+  const std::string loads = db + ".loads";
+  std::filesystem::remove(loads);
+  const std::string cases = R"(*\"op\":\"load\"*) echo load >> )" + loads +
+                            R"(; sleep 1.5; echo '{"status":"ok","load_s":1.5}';; *\"BX\":8,*) kill -SEGV $$;;)";
+  TuneOptions o = options(db, script(cases), 0);
+  o.budget_evals.reset();
+  o.strategy = "exhaustive";
+  o.families = {find_family("gemm_naive").restricted(
+      SpaceRestriction::from_json(R"({"domains": {"BY": [8]}})", "test restriction"))};
+  o.load_timeout_s = 10;
+  const TuneResult r = tune(o);
+  ASSERT_EQ(r.problems.size(), 1u);
+  const ProblemResult& p = r.problems[0];
+  EXPECT_EQ(count(p, TrialStatus::timeout), 0);
+  EXPECT_EQ(count(p, TrialStatus::crash), 1);
+  EXPECT_EQ(count(p, TrialStatus::ok), 3);
+  EXPECT_EQ(r.worker_restarts, 1);
+  std::ifstream in(loads);
+  int n = 0;
+  for (std::string line; std::getline(in, line);) n += line == "load";
+  EXPECT_EQ(n, 1 + r.worker_restarts) << "one load a worker started";
+}
+
+// Without its own limit the same load ran inside the first trial's: with load_timeout_s as short
+// as a trial's, the load times out, is said once and not tried again, and the trials go on.
+TEST(Session, ALoadThatFailsIsNotRepeatedAndTheTrialsGoOn) {
+  const std::string db = fresh_db("load-fails.db");
+  const std::string loads = db + ".loads";
+  std::filesystem::remove(loads);
+  const std::string cases = R"(*\"op\":\"load\"*) echo load >> )" + loads + R"(; sleep 1.5; echo '{"status":"ok"}';;)";
+  TuneOptions o = options(db, script(cases), 3);
+  o.load_timeout_s = 0.5;
+  const TuneResult r = tune(o);
+  ASSERT_EQ(r.problems.size(), 1u);
+  EXPECT_EQ(count(r.problems[0], TrialStatus::ok), 3);
+  std::ifstream in(loads);
+  int n = 0;
+  for (std::string line; std::getline(in, line);) n += line == "load";
+  EXPECT_EQ(n, 1);
+}
+
 TEST(Session, TimeBudgetStopsTheProblem) {
   const std::string db = fresh_db("seconds.db");
   auto o = options(db, script(R"(*gemm_naive*) sleep 0.3; echo ')" + std::string(kOk) + "';;"), 1000);
