@@ -1723,7 +1723,7 @@ TEST(KernelSpecGpu, AConfigBaselineTimesAsThatConfigsTrial) {
   EXPECT_LT(ratio, 1.25) << "the baseline, the same config, read slower than its trial: " << tuned.out;
 }
 
-// A reference and a baseline that take NVRTC seconds to compile (2^15 class instantiations in the
+// A reference and a baseline that take NVRTC seconds to compile (2^16 class instantiations in the
 // source, none of it in the kernel) are compiled once, ahead of the problem's trials, under
 // --load-timeout: with --timeout 2 every trial verifies. When the worker compiled them inside the
 // first trial, that trial timed out (bitsandbytes' kDequantizeBlockwise, whose 6.8 MB module's
@@ -1739,7 +1739,7 @@ template <int I> struct Spin<0, I> { static constexpr unsigned v = unsigned(I) *
 template <int B>
 __global__ void copy(float* y, const float* x, int n) {
   const int i = blockIdx.x * B + threadIdx.x;
-  if (i < n) y[i] = x[i] + float(Spin<14, 0>::v & 0u);
+  if (i < n) y[i] = x[i] + float(Spin<15, 0>::v & 0u);
 }
 )CUDA";
   std::ofstream(dir.file("slow.json")) << R"JSON({
