@@ -946,17 +946,19 @@ void defined_macros(const std::string& text, std::map<std::string, std::string>*
 
 namespace {
 std::string skip_host_functions_lf(const std::string& text, int* blanked, const std::map<std::string, std::string>& known,
-                                   const std::set<std::string>& elsewhere, std::set<std::string>* names);
+                                   const std::set<std::string>& elsewhere, std::set<std::string>* names,
+                                   std::set<std::string>* device_names);
 
 } // namespace
 
 std::string skip_host_functions(const std::string& text, int* blanked, const std::map<std::string, std::string>& known,
-                                const std::set<std::string>& elsewhere, std::set<std::string>* names) {
-  if (text.find("\r\n") == std::string::npos) return skip_host_functions_lf(text, blanked, known, elsewhere, names);
+                                const std::set<std::string>& elsewhere, std::set<std::string>* names,
+                                std::set<std::string>* device_names) {
+  if (text.find("\r\n") == std::string::npos) return skip_host_functions_lf(text, blanked, known, elsewhere, names, device_names);
   // Read with "\n" line ends (a "\r" is no blank to the reading: `template<...>` after it, a
   // macro's "\\\r\n" continuation), the "\r"s put back where they were: the lines are the same.
   std::vector<bool> crlf;
-  const std::string lf = skip_host_functions_lf(without_crs(text, &crlf), blanked, known, elsewhere, names);
+  const std::string lf = skip_host_functions_lf(without_crs(text, &crlf), blanked, known, elsewhere, names, device_names);
   std::string out;
   out.reserve(text.size());
   size_t line = 0;
@@ -977,7 +979,8 @@ std::string as_text(std::string replacement) {
 }
 
 std::string skip_host_functions_lf(const std::string& text, int* blanked, const std::map<std::string, std::string>& known,
-                                   const std::set<std::string>& elsewhere, std::set<std::string>* names) {
+                                   const std::set<std::string>& elsewhere, std::set<std::string>* names,
+                                   std::set<std::string>* device_names) {
   *blanked = 0;
   // Each '{''s matching '}', found in a first pass that also checks that the braces balance: over
   // every branch of the #if groups, or where those do not balance (ggml's kernels open their
@@ -1043,7 +1046,7 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
   auto defines_host_functions = [&](const std::string& replacement) {
     const std::string r = as_text(replacement);
     int n = 0;
-    const std::string left = skip_host_functions_lf(r, &n, macros, {}, nullptr);
+    const std::string left = skip_host_functions_lf(r, &n, macros, {}, nullptr, nullptr);
     return n > 0 && left.find_first_not_of(" \t\n\r") == std::string::npos;
   };
   std::vector<std::pair<size_t, std::string>> annotate; // where an execution space goes in
@@ -1242,6 +1245,15 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
           else if (sw.size() >= 2 && sw.front() == "using" && blanked_names.count(sw.back()) && stmt.find('=') == std::string::npos &&
                    std::find(sw.begin(), sw.end(), "namespace") == sw.end())
             blank(start, i);
+        } else if (!elsewhere.empty()) {
+          // The same of a function skip blanked in another of the project's files (ColossalAI's
+          // `using colossalAI::cuda::utils::get_vec_size;` in a .cu, of a header's host function on
+          // a torch::Tensor); `elsewhere` leaves out names that are device functions too there.
+          std::vector<std::string> sw;
+          words_of(stmt, macros, 0, &sw);
+          if (sw.size() >= 2 && sw.front() == "using" && elsewhere.count(sw.back()) && stmt.find('=') == std::string::npos &&
+              std::find(sw.begin(), sw.end(), "namespace") == sw.end())
+            blank(start, i);
         }
         start = i + 1;
       } else if (c == ':' && parens == 0 && in_class && !(i + 1 < to && code[i + 1] == ':') && !(i > 0 && code[i - 1] == ':')) {
@@ -1300,6 +1312,7 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
       // A function's definition: a parameter list and no initializer ('=' outside parentheses,
       // operator= aside), not a class.
       const bool function = paren && (!assign || is_operator) && !type_def;
+      if (function && device && !in_class && device_names) device_names->insert(function_name(head));
       // A __host__ __device__ function that takes the host library's containers (spconv's
       // `TV_HOST_DEVICE_INLINE unsigned rowArrayIdx(std::vector<int> &shape, ...)`) is host code:
       // nvcc compiles it for the device only where device code calls it, and then refuses their
@@ -1401,7 +1414,7 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
         const size_t a = params_end + 1;
         const std::string r = as_text(text.substr(a, e - a));
         int changed = 0;
-        const std::string left = skip_host_functions_lf(r, &changed, macros, {}, nullptr);
+        const std::string left = skip_host_functions_lf(r, &changed, macros, {}, nullptr, nullptr);
         std::vector<std::pair<size_t, std::string>> inserted;
         size_t q = 0, j = 0;
         bool only_insertions = changed > 0;

@@ -28,11 +28,14 @@ namespace ktune {
 // header's macro may be an execution space). The braces are read over every #if branch, or where
 // they do not balance so, over the first branch of each group; where neither balances, nothing
 // is blanked. *blanked: how many definitions and declarations were blanked or given an execution
-// space; *names (where given) gains the names of the namespace-scope functions blanked.
+// space; *names (where given) gains the names of the namespace-scope functions blanked, and
+// *device_names those of the namespace-scope device functions and kernels defined. A
+// using-declaration of a function blanked here or named by `elsewhere` goes too.
 // known: object-like macros other headers define (a toolkit header's CUBLASWINAPI, defined in
 // the cublas_api.h it includes), read as the text's own are.
 std::string skip_host_functions(const std::string& text, int* blanked, const std::map<std::string, std::string>& known = {},
-                                const std::set<std::string>& elsewhere = {}, std::set<std::string>* names = nullptr);
+                                const std::set<std::string>& elsewhere = {}, std::set<std::string>* names = nullptr,
+                                std::set<std::string>* device_names = nullptr);
 
 // The object-like macros text's #define lines define (name: replacement), added to *macros; one
 // defined otherwise again (in *macros before, or in #if branches this reading cannot choose

@@ -1531,13 +1531,18 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
   // A host function template may be defined in a header and instantiated in a .cu (mamba's
   // `template void selective_scan_fwd_cuda<float, float>(...);`): the names each file's reading
   // blanks are known to every file's, for their explicit instantiations.
+  // A name that is a device function too in some file is left out: an overload on the device
+  // side keeps its explicit instantiations and using-declarations.
   std::set<std::string> host_functions;
-  if (s.skip_host_code)
+  if (s.skip_host_code) {
+    std::set<std::string> device_functions;
     for (const auto& [file, text] : texts)
       if (!in_toolkit(file)) {
         int n = 0;
-        skip_host_functions(text, &n, known, {}, &host_functions);
+        skip_host_functions(text, &n, known, {}, &host_functions, &device_functions);
       }
+    for (const auto& d : device_functions) host_functions.erase(d);
+  }
   auto with_paths = [&](const std::string& file) {
     const auto at = beside.find(file);
     return at == beside.end() ? texts.at(file) : with_include_names(texts.at(file), at->second);

@@ -159,9 +159,16 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
   // std::hash and std::less as classes of std itself, on libcu++'s: a program may specialize them
   // in namespace std (nlohmann/json's `template <> struct hash<nlohmann::json>`), which a name the
   // using-directive brings from cuda::std does not allow.
+  // unary_function and binary_function, which C++17 removed and libstdc++ still has (deprecated)
+  // in every dialect: a project's functor bases (ColossalAI's CastFunctor).
   h.emplace_back("functional", twin("functional") + host_types({"function"}) +
                                    "namespace std {\ntemplate <class T> struct hash : ::cuda::std::hash<T> {};\n"
-                                   "template <class T = void> struct less : ::cuda::std::less<T> {};\n}\n");
+                                   "template <class T = void> struct less : ::cuda::std::less<T> {};\n"
+                                   "template <class Arg, class Result> struct unary_function {\n"
+                                   "  typedef Arg argument_type;\n  typedef Result result_type;\n};\n"
+                                   "template <class Arg1, class Arg2, class Result> struct binary_function {\n"
+                                   "  typedef Arg1 first_argument_type;\n  typedef Arg2 second_argument_type;\n"
+                                   "  typedef Result result_type;\n};\n}\n");
   // <ctime>: glibc's CLOCKS_PER_SEC too, which device code that spins on clock() divides by
   // (Apex's peer memory kernels); libcu++ under NVRTC defines time_t and clock_t only.
   h.emplace_back("ctime", twin("ctime") + kClocksPerSec);

@@ -2,6 +2,8 @@
 // code takes from them, PyTorch's C++ API left out.
 #include "core/nvrtc_std.h"
 
+#include <set>
+
 namespace ktune {
 
 namespace {
@@ -584,6 +586,13 @@ __device__ __forceinline__ c10::complex<T> WARP_SHFL_DOWN(c10::complex<T> value,
 __device__ __forceinline__ unsigned int WARP_BALLOT(int predicate, unsigned int mask = 0xffffffff) { return __ballot_sync(mask, predicate); }
 __device__ __forceinline__ unsigned int WARP_ACTIVEMASK() { return __activemask(); }
 
+)CUDA";
+
+// ATen/cuda/Atomic.cuh's atomics, in the stand-ins of the headers that bring it under PyTorch
+// (kTorchAtomicsHeaders) and not in every one: a project that defines its own atomicAdd on
+// at::Half beside ATen/ATen.h (pyg-lib's atomics.cuh) would meet a second definition.
+const char* const kTorchAtomics = R"CUDA(#ifndef KTUNE_TORCH_ATOMICS
+#define KTUNE_TORCH_ATOMICS
 // ATen/cuda/Atomic.cuh: gpuAtomicAdd on the types extensions accumulate in.
 __device__ __forceinline__ float gpuAtomicAdd(float* address, float val) { return atomicAdd(address, val); }
 __device__ __forceinline__ double gpuAtomicAdd(double* address, double val) { return atomicAdd(address, val); }
@@ -606,6 +615,7 @@ __device__ __forceinline__ c10::BFloat16 atomicAdd(c10::BFloat16* address, c10::
 template <typename T> __device__ __forceinline__ T fastAtomicAdd(T* tensor, size_t index, size_t numel, T value, bool fast_atomics) {
   return gpuAtomicAdd(tensor + index, value);
 }
+#endif
 )CUDA";
 
 } // namespace
@@ -622,6 +632,13 @@ bool torch_header(const std::string& name) {
   return name.rfind("torch/", 0) == 0 || name.rfind("ATen/", 0) == 0 || name.rfind("c10/", 0) == 0 || name.rfind("THC/", 0) == 0;
 }
 
+// The headers that include ATen/cuda/Atomic.cuh in PyTorch (THCAtomics.cuh is its old name; mmcv's).
+bool brings_torch_atomics(const std::string& name) {
+  static const std::set<std::string> kTorchAtomicsHeaders = {"ATen/cuda/Atomic.cuh", "THC/THCAtomics.cuh", "THC/THC.h",
+                                                            "ATen/native/cuda/KernelUtils.cuh", "ATen/cuda/CUDAApplyUtils.cuh"};
+  return kTorchAtomicsHeaders.count(name) > 0;
+}
+
 std::string nvrtc_torch_stand_in(const std::string& name) {
   const bool torch = torch_header(name);
   std::string text = "#pragma once\n// ktune's <" + name + "> for NVRTC under host_code skip: a host library's header, the standard "
@@ -635,6 +652,7 @@ std::string nvrtc_torch_stand_in(const std::string& name) {
                      "#include <vector>\n#include <string>\n#include <memory>\n#include <tuple>\n#include <array>\n"
                      "#include <map>\n#include <unordered_map>\n#include <functional>\n";
   if (torch) text += std::string("#include \"") + kTorchDeviceTypesHeader + "\"\n";
+  if (brings_torch_atomics(name)) text += kTorchAtomics;
   return text;
 }
 

@@ -265,6 +265,40 @@ std::shared_ptr<const CompiledKernel> Compiler::compile_uncached(const CompileRe
     }
   };
   qualify();
+  // A PyTorch extension's file (the program holds ktune's stand-ins of PyTorch's headers) that
+  // fails on CUDA's half types, where no option names their macros: compiled again as
+  // torch.utils.cpp_extension builds an extension, its COMMON_NVCC_FLAGS' __CUDA_NO_HALF_OPERATORS__,
+  // __CUDA_NO_HALF_CONVERSIONS__, __CUDA_NO_BFLOAT16_CONVERSIONS__ and __CUDA_NO_HALF2_OPERATORS__
+  // defined. Without them `half_ptr[i] = c10_half;` is ambiguous between __half's assignment from
+  // float and from __half (flash-fft-conv's butterfly kernels, built by a plain CUDAExtension).
+  // Projects built otherwise (vLLM's CMake drops those flags, FlashAttention's setup.py -U's them)
+  // use __half's operators and compile at the first try, as they are.
+  const bool torch_program = std::any_of(req.headers.begin(), req.headers.end(),
+                                         [](const auto& h) { return h.first == kTorchDeviceTypesHeader; });
+  const bool half_macros_named = std::any_of(req.options.begin(), req.options.end(), [](const std::string& o) {
+    return o.find("__CUDA_NO_HALF") != std::string::npos || o.find("__CUDA_NO_BFLOAT16") != std::string::npos;
+  });
+  if (cr != NVRTC_SUCCESS && torch_program && !half_macros_named &&
+      (log.find("__half") != std::string::npos || log.find("__nv_bfloat16") != std::string::npos)) {
+    const std::string as_is = log;
+    const nvrtcResult as_is_result = cr;
+    std::vector<std::string> torch_opts = opts;
+    for (const char* m : {"-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__", "-D__CUDA_NO_BFLOAT16_CONVERSIONS__",
+                          "-D__CUDA_NO_HALF2_OPERATORS__"})
+      torch_opts.push_back(m);
+    cr = compile(torch_opts, &log);
+    qualify();
+    if (cr == NVRTC_SUCCESS) {
+      const size_t at = first_error_at(as_is);
+      log = "compiled as torch.utils.cpp_extension builds an extension (-D__CUDA_NO_HALF_OPERATORS__ "
+            "-D__CUDA_NO_HALF_CONVERSIONS__ -D__CUDA_NO_BFLOAT16_CONVERSIONS__ -D__CUDA_NO_HALF2_OPERATORS__): without them " +
+            (at == std::string::npos ? std::string("it failed") : as_is.substr(at, as_is.find('\n', at) - at)) +
+            (log.empty() ? "" : "\n" + log);
+    } else {
+      cr = as_is_result;
+      log = as_is;
+    }
+  }
   // A program C++17 refuses and C++20 takes, where no dialect was asked for: C++20's designated
   // initializers (`return {.phase = p};`, TensorRT-LLM's cudaUtils.h), which nvcc takes in C++17
   // as a GNU extension and NVRTC, which has no GNU mode, refuses; a dependent type's name without

@@ -3608,6 +3608,103 @@ TEST(KernelSpec, AHeaderOnlyHostLibrarysStdUsesCompile) {
   expect_compiles(spec, d);
 }
 
+// A PyTorch extension's kernel built by a plain CUDAExtension, whose COMMON_NVCC_FLAGS define
+// __CUDA_NO_HALF_CONVERSIONS__ and its kin: `half_ptr[i] = c10_half;` (flash-fft-conv's butterfly
+// kernels) is ambiguous without them, between __half's assignments from float and from __half.
+// It compiles again with them, its log saying so; a kernel that uses __half's operators (vLLM's,
+// built without those flags) compiles at the first try, as it is; with the macros named in the
+// spec's options, nothing is tried again.
+TEST(KernelSpec, ATorchExtensionCompilesAsCppExtensionBuildsIt) {
+  SpecDir d;
+  d.write("conv.cu", "#include <torch/extension.h>\n#include <cuda_fp16.h>\n"
+                     "__global__ void k(const c10::complex<at::Half>* f, half* re, int n) {\n"
+                     "  const int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) re[i] = f[i].real();\n}\n");
+  d.write("ops.cu", "#include <torch/extension.h>\n#include <cuda_fp16.h>\n"
+                    "__global__ void k(const __half* x, __half* y, int n) {\n"
+                    "  const int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] = x[i] * x[i] + __float2half(1.f);\n}\n");
+  auto spec = [](const char* name, const char* source) {
+    ojson j = ojson::parse(R"JSON({
+      "sources": [], "host_code": "skip", "kernel": "k", "dims": ["n"], "params": {"UNTUNED": [0]},
+      "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]},
+      "args": [{"name": "x", "kind": "buffer", "dtype": "f16", "count": "2 * n"}, {"name": "y", "kind": "buffer", "dtype": "f16", "count": "n", "intent": "out"},
+               {"name": "n", "kind": "scalar", "dtype": "i32", "value": "n"}],
+      "check": {"none": "compile only"}})JSON");
+    j["name"] = name;
+    j["sources"] = {source};
+    return j;
+  };
+  Compiler compiler;
+  auto compile = [&](const ojson& j) {
+    const std::string op = load_kernel_spec_text(j.dump(), j["name"].get<std::string>() + ".json", d.dir());
+    return compiler.compile(compile_request(find_family(op), Config{{"UNTUNED", 0}}, Problem::parse(op, "1000"), "sm_90"));
+  };
+  const auto conv = compile(spec("butterfly", "conv.cu"));
+  EXPECT_NE(conv->log.find("compiled as torch.utils.cpp_extension builds an extension"), std::string::npos) << conv->log;
+  EXPECT_NE(conv->log.find("more than one operator \"=\""), std::string::npos) << "names the first try's error: " << conv->log;
+  const auto ops = compile(spec("half_ops", "ops.cu"));
+  EXPECT_EQ(ops->log.find("cpp_extension"), std::string::npos) << ops->log;
+  ojson named = spec("butterfly_named", "conv.cu");
+  named["options"] = {"-U__CUDA_NO_HALF_CONVERSIONS__"};
+  try {
+    compile(named);
+    ADD_FAILURE() << "compiled with the macro named and no retry";
+  } catch (const CompileError& e) {
+    EXPECT_EQ(e.log().find("cpp_extension"), std::string::npos) << e.log();
+  }
+}
+
+// PyTorch's atomics (ATen/cuda/Atomic.cuh: atomicAdd and gpuAtomicAdd on at::Half) come with the
+// headers that bring them there, THCAtomics.cuh among them (mmcv's), and not with ATen/ATen.h,
+// beside which pyg-lib's atomics.cuh defines its own atomicAdd(at::Half*, at::Half).
+TEST(KernelSpec, PyTorchsAtomicsComeWithTheirOwnHeaders) {
+  SpecDir d;
+  d.write("own.cu", "#include <ATen/ATen.h>\n#include <cuda_runtime.h>\n"
+                    "static inline __device__ at::Half atomicAdd(at::Half* address, at::Half val) {\n"
+                    "  return at::Half(atomicAdd(reinterpret_cast<__half*>(address), static_cast<__half>(val)));\n}\n"
+                    "__global__ void k(at::Half* y, int n) {\n  const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                    "  if (i < n) atomicAdd(y + i % 7, at::Half(1.f));\n}\n");
+  d.write("thc.cu", "#include <ATen/ATen.h>\n#include <THC/THCAtomics.cuh>\n"
+                    "__global__ void k(at::Half* y, int n) {\n  const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                    "  if (i < n) { atomicAdd(y + i % 7, at::Half(1.f)); gpuAtomicAdd(y + i % 5, at::Half(2.f)); }\n}\n");
+  for (const char* source : {"own.cu", "thc.cu"}) {
+    ojson spec = ojson::parse(R"JSON({
+      "host_code": "skip", "kernel": "k", "dims": ["n"], "params": {"UNTUNED": [0]},
+      "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]},
+      "args": [{"name": "y", "kind": "buffer", "dtype": "f16", "count": "n", "intent": "out"}, {"name": "n", "kind": "scalar", "dtype": "i32", "value": "n"}],
+      "check": {"none": "compile only"}})JSON");
+    spec["name"] = std::string("atomics_") + (source[0] == 'o' ? "own" : "thc");
+    spec["sources"] = {source};
+    SCOPED_TRACE(source);
+    expect_compiles(spec, d);
+  }
+}
+
+// A using-declaration of a project header's host function (ColossalAI's `using
+// colossalAI::cuda::utils::get_vec_size;`, a template on a torch::Tensor, in the .cu) goes with
+// the function; one of a name that is a device function too (`copy`, with a host overload) stays,
+// and the kernel's call finds the device one. std::unary_function, which libstdc++ keeps, is a
+// functor's base (ColossalAI's CastFunctor).
+TEST(KernelSpec, AUsingDeclarationOfAHeadersHostFunctionGoesWithIt) {
+  SpecDir d;
+  d.write("utils/vec_copy.h", "#pragma once\n#include <torch/extension.h>\n#include <functional>\nnamespace proj { namespace utils {\n"
+                              "template <typename T> int get_vec_size(const torch::Tensor& t) { return 16 / sizeof(T); }\n"
+                              "template <typename T> __device__ void copy(const T* src, T* dst) { *dst = *src; }\n"
+                              "inline void copy(const torch::Tensor& a, torch::Tensor& b) { b = a; }\n"
+                              "template <typename From, typename To> struct Cast : public std::unary_function<From, To> {\n"
+                              "  __host__ __device__ To operator()(From v) { return static_cast<To>(v); }\n};\n} }\n");
+  d.write("kv.cu", "#include \"utils/vec_copy.h\"\nusing proj::utils::get_vec_size;\nusing proj::utils::copy;\nusing proj::utils::Cast;\n"
+                   "__global__ void k(const float* x, float* y, int n) {\n  const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                   "  if (i < n) { copy(x + i, y + i); y[i] = Cast<float, float>()(y[i]); }\n}\n"
+                   "void launch(torch::Tensor x) { const int v = get_vec_size<float>(x); (void)v; }\n");
+  const ojson spec = ojson::parse(R"JSON({
+    "name": "using_host", "sources": ["kv.cu"], "host_code": "skip", "kernel": "k", "dims": ["n"], "params": {"UNTUNED": [0]},
+    "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]},
+    "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n"}, {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"},
+             {"name": "n", "kind": "scalar", "dtype": "i32", "value": "n"}],
+    "check": {"none": "compile only"}})JSON");
+  expect_compiles(spec, d);
+}
+
 // {fmt} in a project's own folders, included for host code (tiny-cuda-nn's common_host.h: `using
 // namespace fmt::literals;`, fmt::format in host templates): NVRTC cannot compile its headers
 // (constexpr formatting calling fmt's host functions), so they stand in; the compile names
