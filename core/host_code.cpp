@@ -852,7 +852,7 @@ size_t constexpr_declaration_at(const std::string& stmt, const std::map<std::str
   const std::string head = with_operator_names(without_attributes(without_template_lists(stmt, macros)));
   std::vector<std::string> words;
   words_of(head, macros, 0, &words);
-  if (words.empty() || holds_any(words, {"friend", "__constant__", "__shared__", "__managed__", "decltype"}) ||
+  if (words.empty() || holds_any(words, {"__constant__", "__shared__", "__managed__", "decltype"}) ||
       !declared_type(head, macros).empty() || unknown_macro_before_name(head, macros, not_macros))
     return std::string::npos;
   if (std::find(words.begin(), words.end(), "constexpr") == words.end() && std::find(words.begin(), words.end(), "consteval") == words.end())
@@ -860,14 +860,24 @@ size_t constexpr_declaration_at(const std::string& stmt, const std::map<std::str
   size_t open, close;
   if (!parameter_list(head, &open, &close)) return std::string::npos; // a variable's initializer, or data
   const std::string inside = head.substr(open + 1, close - open - 1);
-  if (inside.find_first_not_of(" \t\n") != std::string::npos && !reads_as_parameters(inside, macros))
-    return std::string::npos; // `constexpr A a(3);`: a variable built by a constructor
   std::vector<std::string> tail;
   words_of(head.substr(close + 1), macros, 0, &tail);
+  // Only a function is a friend, an operator, or has a qualifier or trailing return after its
+  // parentheses (`friend constexpr bool operator==(half, half);`, `constexpr int g(half) const;`,
+  // whose parameters are bare type names).
+  const bool function_only = holds_any(words, {"friend", "operator"}) || holds_any(tail, {"const", "noexcept", "override", "final"}) ||
+                             head.find("->", close) != std::string::npos;
+  if (inside.find_first_not_of(" \t\n") != std::string::npos && !function_only && !reads_as_parameters(inside, macros))
+    return std::string::npos; // `constexpr A a(3);`: a variable built by a constructor
   if (std::find(tail.begin(), tail.end(), "default") != tail.end() || std::find(tail.begin(), tail.end(), "delete") != tail.end())
     return std::string::npos; // the compiler's own, which NVRTC takes as it is
-  const size_t k = constexpr_keyword_at(head, words);
-  return k != std::string::npos ? k : head.find_first_not_of(" \t\n"); // consteval through a macro
+  size_t k = constexpr_keyword_at(head, words);
+  if (k == std::string::npos) k = head.find_first_not_of(" \t\n"); // consteval through a macro
+  // A friend's declaration gets the space after `friend`, as the definition it befriends gets it
+  // (the half library's `friend HALF_CONSTEXPR_NOERR bool operator==(half, half);`, constexpr in
+  // one of its meanings: blanked, the kept definition lost its access to the class's members).
+  if (const size_t f = find_word(head, "friend"); f != std::string::npos && f + 7 <= head.size() && k <= f) k = f + 7;
+  return k;
 }
 
 // The offsets in stmt of each `__host__` a variable's declaration spells out (Transformer Engine's
@@ -1019,6 +1029,7 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
     ++*blanked;
   };
   std::set<std::string> blanked_names; // of the namespace-scope functions blanked so far
+  std::set<std::string> blanked_members; // of the member functions blanked so far, as "class::name"
   // Whether a function-like macro's replacement explicitly instantiates a host function template
   // this pass blanked (DeepSpeed's `#define INSTANTIATE_LAUNCH_RMS_NORM(T) template void
   // launch_rms_norm<T>(...);`, called once a type), and nothing that stays.
@@ -1050,6 +1061,18 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
     return n > 0 && left.find_first_not_of(" \t\n\r") == std::string::npos;
   };
   std::vector<std::pair<size_t, std::string>> annotate; // where an execution space goes in
+  // "Base::name" of a using-declaration `using ns::Base::name;` (an operator's name is `operator`,
+  // as a blanked member's is known), "" where it names no class member.
+  auto using_member = [](const std::string& stmt) {
+    std::string t;
+    for (char ch : stmt.substr(stmt.find("using") + 5))
+      if (!std::isspace(static_cast<unsigned char>(ch))) t += ch;
+    t = t.substr(0, t.find_first_of("(<[=+-*/!&|^%~"));
+    const size_t last = t.rfind("::");
+    if (last == std::string::npos || last == 0) return std::string();
+    const size_t before = t.rfind("::", last - 1);
+    return t.substr(before == std::string::npos ? 0 : before + 2);
+  };
   // The name a function's head declares, past the calls of the text's function-like macros before
   // it (nlohmann/json's attribute `JSON_HEDLEY_NON_NULL(1) inline json operator ""_json(...)`,
   // whose first '(' is the macro's).
@@ -1113,7 +1136,9 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
   // Statements from `start` to a ';' or a '{', over [from, to): namespace scope, or a class's body
   // (where only member functions' definitions are looked at, and an access specifier ends a
   // statement).
-  std::function<void(size_t, size_t, bool)> scan = [&](size_t from, size_t to, bool in_class) {
+  // cls: the class whose body [from, to) is ("" at namespace scope): its blanked member functions
+  // are also known as "cls::name", which a derived class's using-declaration names.
+  std::function<void(size_t, size_t, bool, const std::string&)> scan = [&](size_t from, size_t to, bool in_class, const std::string& cls) {
     size_t start = from;
     int parens = 0;
     for (size_t i = from; i < to; ++i) {
@@ -1199,6 +1224,14 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
             annotate.emplace_back(start + head.find_first_not_of(" \t\n"), space_to_add(sw));
             ++*blanked;
           } else if (host_member_declaration(stmt, macros, not_macros)) {
+            blank(start, i);
+            if (!name.empty() && !cls.empty()) blanked_members.insert(cls + "::" + name);
+          } else if (!sw.empty() && sw.front() == "using" && stmt.find('=') == std::string::npos &&
+                     std::find(sw.begin(), sw.end(), "namespace") == sw.end() && std::find(sw.begin(), sw.end(), "typename") == sw.end() &&
+                     (blanked_members.count(using_member(stmt)) || elsewhere.count(using_member(stmt)))) {
+            // A using-declaration of a base's member functions that skip blanked (CTranslate2's
+            // `using UnaryOp::operator();`, the base's pure virtual host operator, in op.h) goes
+            // with them; `elsewhere` leaves out names that are device functions too.
             blank(start, i);
           } else if (!blanked_names.empty() && name.empty()) {
             // A data member whose default initializer calls a function this pass blanked
@@ -1312,7 +1345,9 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
       // A function's definition: a parameter list and no initializer ('=' outside parentheses,
       // operator= aside), not a class.
       const bool function = paren && (!assign || is_operator) && !type_def;
-      if (function && device && !in_class && device_names) device_names->insert(function_name(head));
+      if (function && device && device_names) {
+        device_names->insert(cls.empty() ? function_name(head) : cls + "::" + function_name(head));
+      }
       // A __host__ __device__ function that takes the host library's containers (spconv's
       // `TV_HOST_DEVICE_INLINE unsigned rowArrayIdx(std::vector<int> &shape, ...)`) is host code:
       // nvcc compiles it for the device only where device code calls it, and then refuses their
@@ -1372,6 +1407,8 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
           annotate.emplace_back(start + head.find_first_not_of(" \t\n"), space_to_add(words));
         } else if (!in_class) {
           blanked_names.insert(name);
+        } else {
+          if (!cls.empty()) blanked_members.insert(cls + "::" + name);
         }
         // The body in one #if branch and a pure-specifier in another (tiny-cuda-nn's `virtual void
         // f(...)` then `#if defined(TCNN_NO_FWD_BWD) { throw ...; } #else = 0; #endif`): the other
@@ -1387,14 +1424,25 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
         }
       }
       // A class's body: its member functions in turn (enum bodies hold none).
-      if (type_def && type_key != "enum") scan(i + 1, close, true);
+      if (type_def && type_key != "enum") {
+        // The class's name: the last word of its head before a base clause.
+        std::string h = without_template_lists(head, macros);
+        for (size_t k = 0; k < h.size(); ++k)
+          if (h[k] == ':' && (k + 1 >= h.size() || h[k + 1] != ':') && (k == 0 || h[k - 1] != ':')) {
+            h.resize(k);
+            break;
+          }
+        std::vector<std::string> hw;
+        words_of(h, macros, 0, &hw);
+        scan(i + 1, close, true, hw.empty() ? std::string() : hw.back());
+      }
       // Past this brace group: a function's body ends its statement; a class's or an
       // initializer's goes on to its ';'.
       i = close;
       if (function) start = close + 1;
     }
   };
-  scan(0, code.size(), false);
+  scan(0, code.size(), false, "");
   // A function-like macro whose replacement declares a function that the replacement reads in an
   // unevaluated operand (nlohmann/json's NLOHMANN_CAN_CALL_STD_FUNC_IMPL(std_name): `template
   // <typename... T> std_name##_tag std_name(T&&...);` read in `decltype(std_name(...))`): the
@@ -1441,7 +1489,10 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
     }
     k = e;
   }
-  if (names) names->insert(blanked_names.begin(), blanked_names.end());
+  if (names) {
+    names->insert(blanked_names.begin(), blanked_names.end());
+    names->insert(blanked_members.begin(), blanked_members.end());
+  }
   // The execution spaces given (their lines' columns after them move; no line does).
   std::sort(annotate.begin(), annotate.end());
   for (auto a = annotate.rbegin(); a != annotate.rend(); ++a) out.insert(a->first, a->second);

@@ -149,7 +149,7 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
   std::vector<std::pair<std::string, std::string>> h;
   h.emplace_back("cmath", cmath_header());
   h.emplace_back("cstdlib", cstdlib_header());
-  for (const char* n : {"cstdint", "cstddef", "climits", "cassert", "cstring", "limits", "type_traits", "utility",
+  for (const char* n : {"cstdint", "cstddef", "climits", "cassert", "cstring", "type_traits", "utility",
                         "tuple", "array", "bit", "concepts", "numeric", "initializer_list", "complex", "iterator",
                         "optional", "span", "variant", "atomic", "ratio", "numbers", "bitset", "chrono", "expected",
                         "mdspan", "ranges", "source_location", "barrier", "latch", "semaphore"})
@@ -169,6 +169,10 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
                                    "template <class Arg1, class Arg2, class Result> struct binary_function {\n"
                                    "  typedef Arg1 first_argument_type;\n  typedef Arg2 second_argument_type;\n"
                                    "  typedef Result result_type;\n};\n}\n");
+  // <limits>: std::numeric_limits as a class of std itself on libcu++'s, as std::hash is: a program
+  // may specialize it in namespace std for its own types (the half library's `template <> class
+  // numeric_limits<half_float::half>`, which CTranslate2 includes).
+  h.emplace_back("limits", twin("limits") + "namespace std {\ntemplate <class T> class numeric_limits : public ::cuda::std::numeric_limits<T> {};\n}\n");
   // <ctime>: glibc's CLOCKS_PER_SEC too, which device code that spins on clock() divides by
   // (Apex's peer memory kernels); libcu++ under NVRTC defines time_t and clock_t only.
   h.emplace_back("ctime", twin("ctime") + kClocksPerSec);

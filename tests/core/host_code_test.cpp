@@ -677,3 +677,39 @@ TEST(HostCode, AnExportMacroBeforeAClassNameKeepsItAClass) {
   const std::string out = skipped(text, &n);
   expect_parts(out, {"explicit lib_ex(int msg);", "what() const", "struct timeval tv;"}, {"class LIB_API lib_ex : public base {", "    int msg_;"});
 }
+
+// A constexpr function's declaration in a class is one when only a function could be it: a friend
+// (the half library's `friend HALF_CONSTEXPR_NOERR bool operator==(half, half);`, constexpr in one
+// meaning of its macro), an operator, or `const` after its parentheses, even with bare type names
+// for parameters (which a variable's initializer could also be). Each gets `__host__ __device__`,
+// as the definition after the class does, so that the definition keeps its friendship; after
+// `friend`. `constexpr A a(b);` stays data.
+TEST(HostCode, ConstexprFriendsAndMembersWithBareTypeParametersGetBothSpaces) {
+  const std::string text =
+      "#if HALF_ENABLE_CPP11_CONSTEXPR\n#define HALF_CONSTEXPR_NOERR constexpr\n#else\n#define HALF_CONSTEXPR_NOERR\n#endif\n"
+      "namespace hf {\nclass half {\n public:\n  friend HALF_CONSTEXPR_NOERR bool operator==(half, half);\n"
+      "  friend constexpr int bits(half);\n  constexpr int g(half) const;\n  friend half sqrt(half);\n private:\n  unsigned short data_;\n};\n"
+      "inline HALF_CONSTEXPR_NOERR bool operator==(half x, half y) { return x.data_ == y.data_; }\n"
+      "inline half sqrt(half x) { return x; }\nstruct A { int v; };\nconstexpr A b{1};\nconstexpr A a(b);\n}\n";
+  int n = 0;
+  const std::string out = skipped(text, &n);
+  expect_parts(out, {"friend half sqrt(half);", "inline half sqrt"},
+               {"friend __host__ __device__ HALF_CONSTEXPR_NOERR bool operator==(half, half);",
+                "friend __host__ __device__ constexpr int bits(half);", "__host__ __device__ constexpr int g(half) const;",
+                "__host__ __device__ inline HALF_CONSTEXPR_NOERR bool operator==(half x, half y)", "constexpr A a(b);"});
+  EXPECT_FALSE(has(out, "__host__ __device__ constexpr A a(b)")) << out;
+}
+
+// A derived class's using-declaration of a base's member functions that skip blanked (CTranslate2's
+// `using UnaryOp::operator();`, the base's pure virtual host operator) goes with them; one of a
+// base whose member is a device function stays, and an alias stays.
+TEST(HostCode, AUsingDeclarationOfABasesBlankedMembersGoes) {
+  const std::string text =
+      "class UnaryOp {\n public:\n  virtual void operator()(const int&, int&) const = 0;\n  void run(int);\n};\n"
+      "class SoftMax : public UnaryOp {\n public:\n  using UnaryOp::operator();\n  using UnaryOp::run;\n  using value_type = float;\n};\n"
+      "struct Plus {\n  __device__ float operator()(float a, float b) const { return a + b; }\n};\n"
+      "struct PlusToo : Plus {\n  using Plus::operator();\n};\n";
+  int n = 0;
+  const std::string out = skipped(text, &n);
+  expect_parts(out, {"using UnaryOp::operator();", "using UnaryOp::run;"}, {"using value_type = float;", "using Plus::operator();"});
+}

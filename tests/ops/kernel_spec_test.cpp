@@ -3705,6 +3705,27 @@ TEST(KernelSpec, AUsingDeclarationOfAHeadersHostFunctionGoesWithIt) {
   expect_compiles(spec, d);
 }
 
+// A project's own type with std::numeric_limits specialized in namespace std (the half library's
+// `template <> class numeric_limits<half_float::half>`, which CTranslate2's types.h includes): ktune's
+// std::numeric_limits is a class of std itself on libcu++'s, so that it may be specialized; the
+// standard types' limits are libcu++'s.
+TEST(KernelSpec, AProjectSpecializesStdNumericLimits) {
+  SpecDir d;
+  d.write("myhalf.hpp", "#pragma once\n#include <limits>\nnamespace hf { struct half { unsigned short bits; }; }\n"
+                        "namespace std {\ntemplate <> class numeric_limits<hf::half> {\n public:\n"
+                        "  static constexpr bool is_specialized = true;\n  static constexpr int digits = 11;\n};\n}\n");
+  d.write("proj.cu", "#include \"myhalf.hpp\"\n__global__ void k(float* y, int n) {\n  const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                     "  static_assert(std::numeric_limits<hf::half>::digits == 11, \"the project's\");\n"
+                     "  static_assert(std::numeric_limits<float>::digits == 24 && std::numeric_limits<int>::is_integer, \"libcu++'s\");\n"
+                     "  if (i < n) y[i] = std::numeric_limits<float>::max();\n}\n");
+  const ojson spec = ojson::parse(R"JSON({
+    "name": "limits_user", "sources": ["proj.cu"], "host_code": "skip", "kernel": "k", "dims": ["n"], "params": {"UNTUNED": [0]},
+    "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]},
+    "args": [{"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"}, {"name": "n", "kind": "scalar", "dtype": "i32", "value": "n"}],
+    "check": {"none": "compile only"}})JSON");
+  expect_compiles(spec, d);
+}
+
 // {fmt} in a project's own folders, included for host code (tiny-cuda-nn's common_host.h: `using
 // namespace fmt::literals;`, fmt::format in host templates): NVRTC cannot compile its headers
 // (constexpr formatting calling fmt's host functions), so they stand in; the compile names
