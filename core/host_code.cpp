@@ -1263,7 +1263,7 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
         } else if (host_instance || host_declaration(stmt, macros, not_macros)) {
           blank(start, i);
           if (stmt.find('(') != std::string::npos) blanked_names.insert(function_name(without_template_lists(stmt, macros)));
-        } else if (!blanked_names.empty()) {
+        } else if (!blanked_names.empty() || !elsewhere.empty()) {
           // Data that names a function this pass blanked (ggml's `static const
           // ggml_backend_buffer_i iface = { free_buffer, ... };`, a table of host callbacks) goes
           // with it; a device variable's or an alias's stays.
@@ -1273,19 +1273,13 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
           if (names_blanked && !holds_any(sw, {"__constant__", "__shared__", "__managed__", "namespace", "template"}) && declared_type(stmt, macros).empty())
             blank(start, i);
           // A using-declaration of a function this pass blanked (nlohmann/json 3.11's `using
-          // nlohmann::literals::json_literals::operator ""_json;` at global scope) goes too; an
-          // alias (`using X = ...`) and a using-directive stay.
-          else if (sw.size() >= 2 && sw.front() == "using" && blanked_names.count(sw.back()) && stmt.find('=') == std::string::npos &&
-                   std::find(sw.begin(), sw.end(), "namespace") == sw.end())
-            blank(start, i);
-        } else if (!elsewhere.empty()) {
-          // The same of a function skip blanked in another of the project's files (ColossalAI's
-          // `using colossalAI::cuda::utils::get_vec_size;` in a .cu, of a header's host function on
-          // a torch::Tensor); `elsewhere` leaves out names that are device functions too there.
-          std::vector<std::string> sw;
-          words_of(stmt, macros, 0, &sw);
-          if (sw.size() >= 2 && sw.front() == "using" && elsewhere.count(sw.back()) && stmt.find('=') == std::string::npos &&
-              std::find(sw.begin(), sw.end(), "namespace") == sw.end())
+          // nlohmann::literals::json_literals::operator ""_json;` at global scope), or that skip
+          // blanked in another of the project's files (ColossalAI's `using
+          // colossalAI::cuda::utils::get_vec_size;` in a .cu, of a header's host function on a
+          // torch::Tensor; `elsewhere` leaves out names that are device functions too), goes too;
+          // an alias (`using X = ...`) and a using-directive stay.
+          else if (sw.size() >= 2 && sw.front() == "using" && (blanked_names.count(sw.back()) || elsewhere.count(sw.back())) &&
+                   stmt.find('=') == std::string::npos && std::find(sw.begin(), sw.end(), "namespace") == sw.end())
             blank(start, i);
         }
         start = i + 1;

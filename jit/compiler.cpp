@@ -283,15 +283,17 @@ std::shared_ptr<const CompiledKernel> Compiler::compile_uncached(const CompileRe
     const std::string as_is = log;
     const nvrtcResult as_is_result = cr;
     std::vector<std::string> torch_opts = opts;
+    std::string defines;
     for (const char* m : {"-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__", "-D__CUDA_NO_BFLOAT16_CONVERSIONS__",
-                          "-D__CUDA_NO_HALF2_OPERATORS__"})
+                          "-D__CUDA_NO_HALF2_OPERATORS__"}) {
       torch_opts.push_back(m);
+      defines += (defines.empty() ? "" : " ") + std::string(m);
+    }
     cr = compile(torch_opts, &log);
     qualify();
     if (cr == NVRTC_SUCCESS) {
       const size_t at = first_error_at(as_is);
-      log = "compiled as torch.utils.cpp_extension builds an extension (-D__CUDA_NO_HALF_OPERATORS__ "
-            "-D__CUDA_NO_HALF_CONVERSIONS__ -D__CUDA_NO_BFLOAT16_CONVERSIONS__ -D__CUDA_NO_HALF2_OPERATORS__): without them " +
+      log = "compiled as torch.utils.cpp_extension builds an extension (" + defines + "): without them " +
             (at == std::string::npos ? std::string("it failed") : as_is.substr(at, as_is.find('\n', at) - at)) +
             (log.empty() ? "" : "\n" + log);
     } else {

@@ -154,7 +154,6 @@ class ProblemTuner {
     r.problem = p;
     const int64_t pid = store_.problem_id(p);
     auto tb = Clock::now();
-    ensure_loaded(p);
     r.cublas = baseline(p, pid);
     r.baseline_s += seconds_since(tb);
     // --budget-seconds is the problem's whole wall time: the families' searches end early enough
@@ -317,8 +316,8 @@ class ProblemTuner {
   }
 
   // p's one-time work in the worker (OpRunner::load) under load_timeout_s, before the first request
-  // that would otherwise do it inside a trial's limit: when p's trials start and again when the
-  // worker was restarted (a crash or a timeout leaves the next trial a fresh one). One that fails
+  // that would otherwise do it inside its own limit (p's baseline reading or first trial), and
+  // again when the worker was restarted (a crash or a timeout leaves the next trial a fresh one). One that fails
   // is said once and not tried again for p: its trials then meet the same error (or the same
   // compile, under their own limit) as they would without it.
   void ensure_loaded(const Problem& p) {
