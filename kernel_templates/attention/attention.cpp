@@ -147,11 +147,33 @@ bool wgmma_fits_occupancy(const Config& c, const Problem& p) {
   return c["OCC"] == 1 || 2 * (wgmma_smem(c, p) + 64 + 1024) <= 228 * 1024;
 }
 
-// The wgmma grid's x extent: its query blocks, or with PERSIST every (query block, head, batch)
-// tile (the launch caps it at the blocks the GPU holds at once).
+// SPLIT: the runs of whole BN-key tiles a query tile's keys split into, ceil(tiles / SPLIT) tiles
+// each (fewer than SPLIT runs where the tiles do not divide so), as attention_wgmma.cu's
+// wgmma_splits counts them; 1 without SPLIT (configs recorded before it).
+int64_t wgmma_splits(const Config& c, const Problem& p) {
+  const int64_t split = c.has("SPLIT") ? c["SPLIT"] : 1;
+  if (split <= 1) return 1;
+  const int64_t tiles = (p.dims[kKvLen] + c["BN"] - 1) / c["BN"], run = (tiles + split - 1) / split;
+  return run > 0 ? (tiles + run - 1) / run : 1;
+}
+// The default rule's shortest split of attention_wgmma, in key steps.
+constexpr int64_t kKeyStepsASplit = 8;
+
+// The most workspace a split-KV config may ask for (attention_wgmma's SPLIT, attention_decode's CHUNK).
+constexpr int64_t kMaxSplitWorkspace = int64_t(1) << 30;
+
+// The splits' partials: O_s (FP32, the tiles' head dim) and (m_s, l_s) of every (b, h, i) row.
+int64_t wgmma_workspace(const Config& c, const Problem& p) {
+  const int64_t splits = wgmma_splits(c, p);
+  if (splits == 1) return 0;
+  return splits * p.dims[kBatch] * p.dims[kHeads] * p.dims[kQLen] * (padded_head_dim(p) + 2) * 4;
+}
+
+// The wgmma grid's x extent: its query blocks (with SPLIT, each once a split), or with PERSIST every
+// (query block, head, batch) tile (the launch caps it at the blocks the GPU holds at once).
 int64_t wgmma_x_extent(const Config& c, const Problem& p) {
   const int64_t bm = 64 * c["CWG"], blocks = std::max<int64_t>(1, (p.dims[kQLen] + bm - 1) / bm);
-  return c["PERSIST"] ? blocks * p.dims[kHeads] * p.dims[kBatch] : blocks;
+  return c["PERSIST"] ? blocks * p.dims[kHeads] * p.dims[kBatch] : blocks * wgmma_splits(c, p);
 }
 
 Family wgmma_family(bool varlen) {
@@ -169,18 +191,25 @@ Family wgmma_family(bool varlen) {
       .param("PERSIST", {0, 1},
              "1: one block an SM walks the tiles; the next tile's Q and K / V load while this one's O is stored")
       .param("OCC", {1, 2}, "blocks an SM the registers are capped for (2: one consumer warpgroup)")
-      .param("OSTORE", {0, 1}, "1: a persistent block's O staged in shared memory of its own and stored by TMA");
-  // The same tiles where O by TMA is not valid (a varlen problem lent a dense entry, a head dim
-  // whose O tile does not fit): O stored from registers.
+      .param("OSTORE", {0, 1}, "1: a persistent block's O staged in shared memory of its own and stored by TMA")
+      .param("SPLIT", {1, 2, 3, 4, 6, 8},
+             "the keys of a query tile split over this many blocks (split-KV), merged by a combine step: query "
+             "tiles too few to fill the SMs over many keys (a chunked prefill)");
+  // The same tiles where O by TMA or the split is not valid (a varlen problem lent a dense entry, a
+  // head dim whose O tile does not fit, keys too few to split): O stored from registers, one block a tile.
   f.generalize([](const Config& c) {
-    return c["OSTORE"] ? Family::variants(c, {{{"OSTORE", 0}}}) : std::vector<Config>{};
+    std::vector<Family::Setting> s;
+    if (c["OSTORE"]) s.push_back({{"OSTORE", 0}});
+    if (c["SPLIT"] > 1) s.push_back({{"SPLIT", 1}});
+    return Family::variants(c, s);
   });
-  // Configs recorded before PINGPONG, PERSIST, OCC or OSTORE ran without them.
+  // Configs recorded before PINGPONG, PERSIST, OCC, OSTORE or SPLIT ran without them.
   f.upgrade([](Config c) {
     if (!c.has("PINGPONG")) c.set("PINGPONG", 0);
     if (!c.has("PERSIST")) c.set("PERSIST", 0);
     if (!c.has("OCC")) c.set("OCC", 1);
     if (!c.has("OSTORE")) c.set("OSTORE", 0);
+    if (!c.has("SPLIT")) c.set("SPLIT", 1);
     return c;
   });
   // A multiple of 8: whole 16-byte rows for TMA and for the O stores' 8-column steps.
@@ -220,15 +249,28 @@ Family wgmma_family(bool varlen) {
                 })
       .restrict("turns need two consumers or more", {"CWG", "PINGPONG"},
                 [](const Config& c, const Problem&, const DeviceInfo&) { return !c["PINGPONG"] || c["CWG"] >= 2; })
-      .restrict("the grid's x extent holds the query blocks (PERSIST: every tile)", {"CWG", "PERSIST"},
+      .restrict("split-KV: one block a tile (PERSIST 0), not varlen, into 2 runs of key tiles or more, its partials "
+                "within 1 GiB",
+                {"SPLIT", "PERSIST", "BN"}, [varlen](const Config& c, const Problem& p, const DeviceInfo&) {
+                  return c["SPLIT"] == 1 || (!varlen && !c["PERSIST"] && wgmma_splits(c, p) >= 2 &&
+                                             wgmma_workspace(c, p) <= kMaxSplitWorkspace);
+                })
+      .restrict("the grid's x extent holds the query blocks (PERSIST: every tile; SPLIT: each once a split)",
+                {"CWG", "PERSIST", "SPLIT", "BN"},
                 [](const Config& c, const Problem& p, const DeviceInfo&) { return wgmma_x_extent(c, p) <= INT32_MAX; });
   f.kernels([varlen](const Config& c, const Problem& p) {
-    return std::vector<std::string>{"attention_wgmma" + suffix(varlen) + "<" + std::to_string(f16_code(p.dtype)) + "," +
+    std::vector<std::string> k{"attention_wgmma" + suffix(varlen) + "<" + std::to_string(f16_code(p.dtype)) + "," +
                                     std::to_string(padded_head_dim(p)) + "," + std::to_string(c["BN"]) + "," +
                                     std::to_string(c["CWG"]) + "," + std::to_string(c["STAGES"]) + "," +
                                     std::to_string(c["OVERLAP"]) + "," + std::to_string(c["PINGPONG"]) + "," +
                                     (causal(p) ? "1" : "0") + "," + std::to_string(c["PERSIST"]) + "," +
-                                    std::to_string(c["OCC"]) + "," + std::to_string(c["OSTORE"]) + ">"};
+                                    std::to_string(c["OCC"]) + "," + std::to_string(c["OSTORE"]) + "," +
+                                    std::to_string(c["SPLIT"]) + ">"};
+    if (wgmma_splits(c, p) > 1) // the splits merged; PAD 1: the tiles' zero columns are not stored
+      k.push_back("attention_wgmma_combine<" + std::to_string(f16_code(p.dtype)) + "," +
+                  std::to_string(padded_head_dim(p)) + "," + std::to_string(c["BN"]) + "," + std::to_string(c["SPLIT"]) +
+                  (padded_head_dim(p) != p.dims[kHeadDim] ? ",1>" : ",0>"));
+    return k;
   });
   f.launch([varlen](const Config& c, const Problem& p) {
     LaunchStep s;
@@ -250,7 +292,17 @@ Family wgmma_family(bool varlen) {
       m.swizzle_bytes = 128;
       s.tma_maps.push_back(m);
     }
-    return LaunchPlan{{s}, 0, {}};
+    LaunchPlan plan{{s}, 0, {}};
+    if (wgmma_splits(c, p) > 1) { // the splits merged (a programmatic dependent: it waits for them)
+      LaunchStep m;
+      m.kernel = 1;
+      m.grid[0] = unsigned(p.dims[kBatch] * p.dims[kHeads] * p.dims[kQLen]); // a block a row
+      m.block[0] = 128;
+      m.overlap_previous = true;
+      plan.steps.push_back(m);
+      plan.workspace_bytes = size_t(wgmma_workspace(c, p));
+    }
+    return plan;
   });
   // FlashAttention-3's bf16 tiles (128 x 176 non-causal, 128 x 128 causal at head dim 128; 128 x 80
   // beyond), with its intra-warpgroup overlap, and turns between the consumers up to head dim 128;
@@ -348,6 +400,19 @@ Family wgmma_family(bool varlen) {
         }
       }
     if (c["OSTORE"] && !o_fits(c)) c.set("OSTORE", 0);
+    // Split-KV where one block a tile leaves SMs idle over many keys (a chunked prefill: 128
+    // queries of 32 heads are 32 tiles for 132 SMs, each walking every key): the most splits whose
+    // blocks still fit one wave at a block an SM, each split kKeyStepsASplit key steps or more, so
+    // that a split's Q load, partials and share of the combine step stay small beside its steps.
+    c.set("SPLIT", 1);
+    if (!varlen) {
+      Config x = c;
+      x.set("PERSIST", 0), x.set("OSTORE", 0);
+      const int64_t tiles = wgmma_x_extent(x, p) * p.dims[kHeads] * p.dims[kBatch], steps = (kv + bn - 1) / bn;
+      for (int64_t split : {2, 3, 4, 6, 8})
+        if (tiles * split <= dev.sm_count && (steps + split - 1) / split >= kKeyStepsASplit) x.set("SPLIT", split);
+      if (x["SPLIT"] > 1) c = x;
+    }
     return c;
   });
   return f;
@@ -398,15 +463,14 @@ int64_t decode_kv_bytes(const Problem& p) {
 }
 
 constexpr int64_t kMaxDecodeSplits = 128;
-constexpr int64_t kMaxDecodeWorkspace = int64_t(1) << 30;
 // The split lengths CHUNK takes besides 0 (no split), shortest first.
 const std::vector<int> kDecodeChunks = {64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
 
 // A split CHUNK > 0 the family serves p with: shorter than the sequence (else CHUNK 0 is the same
-// launch), at most kMaxDecodeSplits splits (the combine step's threads) and kMaxDecodeWorkspace.
+// launch), at most kMaxDecodeSplits splits (the combine step's threads) and kMaxSplitWorkspace.
 bool decode_split_fits(const Config& c, const Problem& p) {
   return c["CHUNK"] < p.dims[kKvLen] && decode_splits(c, p) <= kMaxDecodeSplits &&
-         decode_workspace(c, p) <= kMaxDecodeWorkspace;
+         decode_workspace(c, p) <= kMaxSplitWorkspace;
 }
 
 // The default rule's branch for a small cache over many row blocks (sm_90): K and V of at most

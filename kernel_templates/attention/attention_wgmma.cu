@@ -36,6 +36,13 @@
 // The stores from registers cost a short tile's epilogue 16 predicated 4-byte stores a row pair
 // and their addressing.
 //
+// SPLIT > 1 (one block a tile, not varlen): the key tiles of a query tile split over SPLIT blocks
+// (split-KV, as FlashAttention-2's and -3's forward do where the query tiles do not fill the GPU:
+// a chunked prefill's 128 queries over 8 k keys are 32 tiles for 132 SMs). Block x of the grid
+// takes query block x / nsplit and the x % nsplit-th run of whole key tiles (wgmma_splits), and
+// writes its unnormalised O, row max and row sum to the workspace instead of O and the
+// log-sum-exp; attention_wgmma_combine merges them (attention_combine.cuh, as attention_decode's
+// splits). A run past a causal row block's last visible key writes (-inf, 0) and zeros.
 // D is the head dim rounded up to whole 64-column blocks; DR (the kernel's head_dim argument) the
 // operands' own: with DR 96, 160 or 224 the tensor maps' boxes reach past it and TMA fills those
 // columns with zeros, which add nothing to S, and O's columns past DR are not stored.
@@ -44,6 +51,7 @@
 // attention_fa2_varlen's, its maps 3-D (q, k and v). With varlen, a tile's rows past its sequence
 // are the next sequence's tokens, not zeros: the key mask gives them weight 0 (so they must be
 // finite: 0 x inf is NaN, the op's contract), and no row past the sequence is stored.
+#include "attention_combine.cuh" // SPLIT > 1: the splits' partials and their combine step
 #include "attention_mma.cuh"
 #include "gemm_wgmma_common.cuh"
 
@@ -84,6 +92,16 @@ __device__ __forceinline__ void tma_load_rows(unsigned dst, const KtuneTensorMap
   if constexpr (VARLEN) tma_load_3d(dst, map, d0, int(first + s0), int(h), bar);
   else tma_load_4d(dst, map, d0, int(s0), int(h), int(b), bar);
 }
+// The runs of whole BN-key tiles SPLIT blocks take of skv keys: ceil(tiles / SPLIT) tiles each,
+// so fewer than SPLIT runs where the tiles do not divide that way (the family's host code,
+// wgmma_splits in attention.cpp, counts them the same).
+template <int BN, int SPLIT>
+__host__ __device__ __forceinline__ long long wgmma_splits(long long skv, long long& tiles_a_split) {
+  const long long tiles = (skv + BN - 1) / BN;
+  tiles_a_split = (tiles + SPLIT - 1) / SPLIT;
+  return tiles_a_split > 0 ? (tiles + tiles_a_split - 1) / tiles_a_split : 1;
+}
+
 // One box from shared memory at src (laid out as tma_load_4d writes it) to the tensor at
 // (b, s0, h, d0), clipped at its edges; tracked by the issuing thread's bulk groups.
 __device__ __forceinline__ void tma_store_4d(const KtuneTensorMap* map, int d0, int s0, int h, int b, unsigned src) {
@@ -143,14 +161,14 @@ __device__ __forceinline__ void softmax_tile(float (&sc)[BN / 2], float (&corr)[
 } // namespace ktune_attn_wg
 
 template <int F16, int D, int BN, int CWG, int STAGES, int OVERLAP, int PINGPONG, int CAUSAL, int PERSIST, int OCC,
-          int OSTORE, int VARLEN>
+          int OSTORE, int SPLIT, int VARLEN>
 __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict__ o, float* __restrict__ lse, long long B,
                                                      long long H, long long HKV, long long SQ_MAX, long long SKV_MAX,
                                                      long long DR, long long TQ, long long ob, long long os, long long oh,
                                                      float scale_arg, const KtuneTensorMap* mq, const KtuneTensorMap* mk,
                                                      const KtuneTensorMap* mv, const KtuneTensorMap* mo,
                                                      const int* __restrict__ cu_q,
-                                                     const int* __restrict__ cu_k) {
+                                                     const int* __restrict__ cu_k, float* __restrict__ ws) {
   using namespace ktune_attn_wg;
   constexpr int BM = 64 * CWG, DB = D / 64; // 64-column blocks of a row
   constexpr unsigned Q_BLOCK = BM * 128, KV_BLOCK = BN * 128, KV_TILE = KV_BLOCK * DB;
@@ -158,6 +176,7 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
   static_assert(!PINGPONG || CWG >= 2, "ping-pong needs two consumers");
   static_assert(OCC == 1 || (OCC == 2 && CWG == 1), "two blocks an SM: one consumer");
   static_assert(!OSTORE || (PERSIST && !VARLEN), "O by TMA: persistent blocks over the 4-D maps");
+  static_assert(SPLIT >= 1 && (SPLIT == 1 || (!PERSIST && !VARLEN)), "split-KV: one block a tile, not varlen");
 
   extern __shared__ __align__(1024) unsigned char attn_smem[];
   // q_full, q_empty, k_full[], v_full[], k_empty[], v_empty[]
@@ -171,20 +190,22 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
   auto k_empty = [&](int s) { return bar0 + 8u * (2 + 2 * STAGES + s); };
   auto v_empty = [&](int s) { return bar0 + 8u * (2 + 3 * STAGES + s); };
 
-  // A work tile: BM query rows of one (batch, head) and the key tiles [0, n_end) they see: all of
-  // them, or (causal) up to the last row's diagonal.
+  // A work tile: BM query rows of one (batch, head) and the n_end key tiles from n0 they see: all
+  // of them, or (causal) up to the last row's diagonal; with SPLIT, of split `split`'s run only.
   struct Tile {
     // 32-bit (lengths below 2^31 - 256: the TMA restriction, varlen's validation), fewer registers
     // held across a persistent block's tiles
-    int m0, h, b, hk, n_end;
+    int m0, h, b, hk, n0, n_end, split;
     ktune_attn::Seq seq;
   };
+  long long split_tiles = 0; // SPLIT: key tiles a split (the last split's run may be shorter)
+  const long long nsplit = SPLIT > 1 ? wgmma_splits<BN, SPLIT>(SKV_MAX, split_tiles) : 1;
   // The walk's arithmetic is 32-bit: a persistent grid's tile count is restricted to INT32_MAX (the
   // family's x extent), and heads and batch fit the grid's y and z. In 64 bits each division was a
   // 32-bit path and a 64-bit fallback behind a branch, about 80 instructions a warp a tile.
   const unsigned H32 = unsigned(H), HB = unsigned(H * B), group = unsigned(H / HKV);
-  auto tile_at = [&](unsigned m_block, unsigned h, unsigned b, Tile& T) {
-    T.m0 = int(m_block * BM), T.h = int(h), T.b = int(b), T.hk = int(h / group);
+  auto tile_at = [&](unsigned m_block, unsigned h, unsigned b, unsigned split, Tile& T) {
+    T.m0 = int(m_block * BM), T.h = int(h), T.b = int(b), T.hk = int(h / group), T.split = int(split);
     T.seq = ktune_attn::seq_of<VARLEN>(b, h, H, SQ_MAX, SKV_MAX, TQ, cu_q, cu_k);
     const long long SQ = T.seq.sq, SKV = T.seq.skv;
     long long n_end = (SKV + BN - 1) / BN;
@@ -192,7 +213,12 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
       const long long last = (T.m0 + BM < SQ ? T.m0 + BM : SQ) - 1 + SKV - SQ;
       n_end = last < 0 ? 0 : (last / BN + 1 < n_end ? last / BN + 1 : n_end);
     }
-    T.n_end = int(n_end);
+    long long n0 = 0;
+    if constexpr (SPLIT > 1) {
+      n0 = split * split_tiles;
+      n_end = n_end < n0 ? 0 : (n_end - n0 < split_tiles ? n_end - n0 : split_tiles);
+    }
+    T.n0 = int(n0), T.n_end = int(n_end);
     return !VARLEN || T.m0 < SQ; // varlen: a sequence shorter than the longest has nothing past its end
   };
   // The block's tiles, the same walk for the producer and the consumers: next_tile(w, T) sets T to
@@ -209,7 +235,8 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
   const unsigned MB = unsigned(SQ_MAX > BM ? (SQ_MAX + BM - 1) / BM : 1), tiles = MB * HB;
   auto next_tile = [&](unsigned& w, Tile& T) {
     if constexpr (!PERSIST) {
-      return w++ == 0 && tile_at(gridDim.x - 1 - blockIdx.x, blockIdx.y, blockIdx.z, T);
+      const unsigned x = gridDim.x - 1 - blockIdx.x; // (query block, split), the last query block first
+      return w++ == 0 && tile_at(x / unsigned(nsplit), blockIdx.y, blockIdx.z, x % unsigned(nsplit), T);
     } else {
       const unsigned G = gridDim.x; // w G stays below tiles + G: no wrap
       while (w * G < tiles) {
@@ -217,7 +244,7 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
         ++w;
         if (L >= tiles) return false;
         const unsigned m_block = CAUSAL ? MB - 1 - L / HB : L % MB, hb = CAUSAL ? L % HB : L / MB;
-        if (tile_at(m_block, hb % H32, hb / H32, T)) return true;
+        if (tile_at(m_block, hb % H32, hb / H32, 0, T)) return true;
       }
       return false;
     }
@@ -260,7 +287,8 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
           mbar_expect_tx(full, KV_TILE);
 #pragma unroll
           for (int db = 0; db < DB; ++db)
-            tma_load_rows<VARLEN>(dst + db * KV_BLOCK, is_v ? mv : mk, db * 64, T.seq.k_first, n * BN, T.hk, T.b, full);
+            tma_load_rows<VARLEN>(dst + db * KV_BLOCK, is_v ? mv : mk, db * 64, T.seq.k_first, (T.n0 + n) * BN, T.hk,
+                                  T.b, full);
         };
         // The first K before the Q: with PERSIST the ring has room for it while the consumers
         // finish the last tile, whose Q they still read; the first S needs both, the first P V
@@ -314,7 +342,7 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
   unsigned walk = 0;
   Tile T;
   while (next_tile(walk, T)) {
-    const long long SQ = T.seq.sq, SKV = T.seq.skv, m0 = T.m0, off = SKV - SQ, n_end = T.n_end;
+    const long long SQ = T.seq.sq, SKV = T.seq.skv, m0 = T.m0, off = SKV - SQ, n0 = T.n0, n_end = T.n_end;
     const long long row_base = m0 + c * 64 + w * 16 + g; // this thread's rows: row_base and row_base + 8
 
     float acc[D / 2];
@@ -346,15 +374,18 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
       }
       wgmma_commit();
     };
-    // Register 4 j + 2 r + e of sc holds row row_base + 8 r, key n BN + 8 j + 2 t + e. A tile that
+    // Register 4 j + 2 r + e of sc holds row row_base + 8 r, key (n0 + n) BN + 8 j + 2 t + e. A tile that
     // reaches past the sequence's keys or (causal) past a row's diagonal is masked (softmax_tile's
     // MASK); the two are instantiations behind a warp-uniform branch: written as one loop with a
     // run-time test, ptxas if-converted the test away and masked every tile (an FSEL, 64-bit
     // compares and predicates kept in registers for each score: about a third of the kernel's
     // instructions, Nsight Compute at 16k non-causal).
-    auto needs_mask = [&](long long n) { return n * BN + BN > SKV || (CAUSAL && n * BN + BN - 1 > m0 + off); };
+    auto needs_mask = [&](long long n) {
+      const long long j0 = (n0 + n) * BN;
+      return j0 + BN > SKV || (CAUSAL && j0 + BN - 1 > m0 + off);
+    };
     auto softmax = [&](long long n, float (&sc)[BN / 2], float (&corr)[2]) {
-      const long long j0 = n * BN;
+      const long long j0 = (n0 + n) * BN;
       if (needs_mask(n))
         softmax_tile<BN, true, CAUSAL>(sc, corr, row_max, row_sum, int(SKV - j0 < BN ? SKV - j0 : BN),
                                        row_base + off - j0, t, scale_log2);
@@ -471,6 +502,25 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
     }
     advance(s0, ph0, T.n_end), ++i;
 
+    if constexpr (SPLIT > 1) { // this split's partials, for the combine step
+      const long long rows = B * H * SQ;
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        float l = row_sum[r];
+        l += __shfl_xor_sync(0xffffffffu, l, 1);
+        l += __shfl_xor_sync(0xffffffffu, l, 2);
+        const long long row = row_base + 8 * r;
+        if (row >= SQ) continue;
+        const long long at = (T.b * H + T.h) * SQ + row;
+        if (t == 0) *ktune_attn::partial_ml(ws, nsplit, T.split, rows, at, D) = make_float2(row_max[r], l);
+        float* dst = ktune_attn::partial_o(ws, T.split, rows, at, D) + 2 * t;
+#pragma unroll
+        for (int j = 0; j < D / 8; ++j)
+          *reinterpret_cast<float2*>(dst + 8 * j) = make_float2(acc[4 * j + 2 * r], acc[4 * j + 2 * r + 1]);
+      }
+      continue;
+    }
+
     unsigned short* obase = o + T.b * ob + T.seq.q_first * os + T.h * oh;
     float inv[2];
 #pragma unroll
@@ -557,7 +607,7 @@ __device__ __forceinline__ void attention_wgmma_body(unsigned short* __restrict_
 }
 
 template <int F16, int D, int BN, int CWG, int STAGES, int OVERLAP, int PINGPONG, int CAUSAL, int PERSIST, int OCC,
-          int OSTORE>
+          int OSTORE, int SPLIT>
 __global__ void __launch_bounds__(128 * (CWG + 1), OCC) attention_wgmma(
     const unsigned short* __restrict__ /*q*/, const unsigned short* __restrict__ /*k*/,
     const unsigned short* __restrict__ /*v*/, unsigned short* __restrict__ o, float* __restrict__ lse, long long B,
@@ -565,15 +615,29 @@ __global__ void __launch_bounds__(128 * (CWG + 1), OCC) attention_wgmma(
     long long /*qh*/, long long /*kb*/, long long /*ks*/, long long /*kh*/, long long /*vb*/, long long /*vs*/,
     long long /*vh*/, long long ob, long long os, long long oh, float scale_arg, const __grid_constant__ KtuneTensorMap mq,
     const __grid_constant__ KtuneTensorMap mk, const __grid_constant__ KtuneTensorMap mv,
-    const __grid_constant__ KtuneTensorMap mo) {
-  attention_wgmma_body<F16, D, BN, CWG, STAGES, OVERLAP, PINGPONG, CAUSAL, PERSIST, OCC, OSTORE, 0>(
-      o, lse, B, H, HKV, SQ, SKV, DR, 0, ob, os, oh, scale_arg, &mq, &mk, &mv, &mo, nullptr, nullptr);
+    const __grid_constant__ KtuneTensorMap mo, float* __restrict__ ws) {
+  attention_wgmma_body<F16, D, BN, CWG, STAGES, OVERLAP, PINGPONG, CAUSAL, PERSIST, OCC, OSTORE, SPLIT, 0>(
+      o, lse, B, H, HKV, SQ, SKV, DR, 0, ob, os, oh, scale_arg, &mq, &mk, &mv, &mo, nullptr, nullptr, ws);
+}
+
+// SPLIT > 1: the splits merged, a block a (b, h, i) row (a programmatic dependent of the split
+// step: it waits for the partials in griddepcontrol.wait). The op's arguments as the split step's,
+// without its tensor maps.
+template <int F16, int D, int BN, int SPLIT, int PAD>
+__global__ void __launch_bounds__(128) attention_wgmma_combine(
+    const unsigned short* __restrict__, const unsigned short* __restrict__, const unsigned short* __restrict__,
+    unsigned short* __restrict__ o, float* __restrict__ lse, long long B, long long H, long long, long long SQ,
+    long long SKV, long long DR, long long, long long, long long, long long, long long, long long, long long, long long,
+    long long, long long ob, long long os, long long oh, float, float* __restrict__ ws) {
+  long long tiles_a_split;
+  ktune_attn::combine_splits<F16, D, PAD>(o, lse, B, H, SQ, ktune_attn_wg::wgmma_splits<BN, SPLIT>(SKV, tiles_a_split), DR,
+                                          ob, os, oh, ws);
 }
 
 // The op attention_varlen (attention_seq.cuh): 3-D maps over the packed (token, head, head_dim)
 // operands, box {BM or BN, 1, 64}.
 template <int F16, int D, int BN, int CWG, int STAGES, int OVERLAP, int PINGPONG, int CAUSAL, int PERSIST, int OCC,
-          int OSTORE>
+          int OSTORE, int SPLIT>
 __global__ void __launch_bounds__(128 * (CWG + 1), OCC) attention_wgmma_varlen(
     const unsigned short* __restrict__ /*q*/, const unsigned short* __restrict__ /*k*/,
     const unsigned short* __restrict__ /*v*/, const int* __restrict__ cu_q, const int* __restrict__ cu_k,
@@ -582,6 +646,6 @@ __global__ void __launch_bounds__(128 * (CWG + 1), OCC) attention_wgmma_varlen(
     long long /*ks*/, long long /*kh*/, long long /*vs*/, long long /*vh*/, long long os, long long oh, float scale_arg,
     const __grid_constant__ KtuneTensorMap mq, const __grid_constant__ KtuneTensorMap mk,
     const __grid_constant__ KtuneTensorMap mv) {
-  attention_wgmma_body<F16, D, BN, CWG, STAGES, OVERLAP, PINGPONG, CAUSAL, PERSIST, OCC, OSTORE, 1>(
-      o, lse, B, H, HKV, SQ, SKV, DR, TQ, 0, os, oh, scale_arg, &mq, &mk, &mv, nullptr, cu_q, cu_k);
+  attention_wgmma_body<F16, D, BN, CWG, STAGES, OVERLAP, PINGPONG, CAUSAL, PERSIST, OCC, OSTORE, SPLIT, 1>(
+      o, lse, B, H, HKV, SQ, SKV, DR, TQ, 0, os, oh, scale_arg, &mq, &mk, &mv, nullptr, cu_q, cu_k, nullptr);
 }

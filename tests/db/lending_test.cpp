@@ -400,10 +400,12 @@ TEST(Lending, DensePrefillEntriesLendToVarlenProblemsOfTheirLongestSequences) {
   ASSERT_EQ(lent.size(), 1u);
   EXPECT_EQ(lent[0].family, "attention_wgmma_varlen");
   EXPECT_EQ(lent[0].from->entry.family, "attention_wgmma");
-  // Recorded without OCC and OSTORE (as older table entries are), lent with OCC 1 and OSTORE 0.
+  // Recorded without OCC, OSTORE and SPLIT (as older table entries are), lent with OCC 1, OSTORE 0
+  // and SPLIT 1.
   Config upgraded = Config::from_json(wgmma);
   upgraded.set("OCC", 1);
   upgraded.set("OSTORE", 0);
+  upgraded.set("SPLIT", 1);
   EXPECT_EQ(lent[0].config, upgraded);
   EXPECT_DOUBLE_EQ(lent[0].distance, 0.0);
   // A persistent entry that stores O by TMA (which varlen cannot: a box would run into the next
@@ -417,9 +419,12 @@ TEST(Lending, DensePrefillEntriesLendToVarlenProblemsOfTheirLongestSequences) {
   ASSERT_EQ(lent2.size(), 1u);
   Config stored = Config::from_json(tma);
   stored.set("OSTORE", 0);
+  stored.set("SPLIT", 1);
   EXPECT_EQ(lent2[0].config, stored);
+  Config tuned = Config::from_json(tma);
+  tuned.set("SPLIT", 1);
   EXPECT_EQ(idx2.exact(Problem::parse("attention", "4x32x8x4096x4096x128", "causal", DType::bf16)).at(0).config,
-            Config::from_json(tma)); // served as tuned where it was tuned
+            tuned); // served as tuned where it was tuned
   const Problem longer = Problem::parse("attention_varlen", "4x32x8x8192x8192x128x10000x12000", "causal", DType::bf16);
   ASSERT_EQ(idx.lenders(longer, 4).size(), 1u);
   EXPECT_GT(idx.lenders(longer, 4)[0].distance, 0.0);

@@ -32,9 +32,18 @@ namespace {
 
 struct Planted {
   const char* name;
-  const char* from; // text of the family's kernel source
-  const char* to;   // what the planted kernel has instead
+  const char* from;           // text of the family's kernel source (or of `header`)
+  const char* to;             // what the planted kernel has instead
+  const char* header = nullptr; // an embedded header the text is in, planted as the request's own copy
 };
+
+// The splits' merge that attention_decode and attention_wgmma share.
+constexpr const char* kCombine = "attention/attention_combine.cuh";
+
+// The text a fault is planted in: its header's, or the family's source.
+std::string planted_text(const Planted& fault, const std::string& source) {
+  return fault.header ? std::string(embedded_file(fault.header)) : source;
+}
 
 // Each fault changes one thing of attention_fa2.cu.
 const Planted kFaults[] = {
@@ -46,6 +55,19 @@ const Planted kFaults[] = {
     {"O rows assumed packed", "obase + i * os + ch * 8", "obase + i * (H * D) + ch * 8"},
     {"one element of q overwritten", "__syncthreads();\n\n  // O / l", "__syncthreads();\n if (tid == 0 && blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0) const_cast<unsigned short*>(q)[0] ^= 1;\n  // O / l"},
     {"the scale argument ignored", "scale_arg != 0.f ? scale_arg : 1.f / sqrtf((float)D)", "1.f / sqrtf((float)D)"},
+};
+
+// Each fault changes one thing of attention_wgmma.cu's split-KV (SPLIT > 1).
+const Planted kWgmmaSplitFaults[] = {
+    {"a split's run of keys one tile late", "n0 = split * split_tiles;", "n0 = split * split_tiles + (split > 0);"},
+    {"a split's row sums not added over the quad",
+     "l += __shfl_xor_sync(0xffffffffu, l, 2);\n        const long long row = row_base + 8 * r;\n        if (row >= SQ) continue;",
+     "const long long row = row_base + 8 * r;\n        if (row >= SQ) continue;"},
+    {"every head's partials in the first head's rows", "const long long at = (T.b * H + T.h) * SQ + row;",
+     "const long long at = T.b * H * SQ + row;"},
+    {"a split's max of its first row for both", "make_float2(row_max[r], l)", "make_float2(row_max[0], l)"},
+    {"the combine step merges one split fewer", "ktune_attn_wg::wgmma_splits<BN, SPLIT>(SKV, tiles_a_split), DR",
+     "ktune_attn_wg::wgmma_splits<BN, SPLIT>(SKV, tiles_a_split) - 1, DR"},
 };
 
 VerifyResult check(OpRunner& runner, const Problem& p, Module& m, const LaunchPlan& plan, uint64_t seed) {
@@ -70,12 +92,17 @@ VerifyResult check_config(OpRunner& runner, Compiler& compiler, const DeviceInfo
 std::optional<VerifyResult> check_planted(OpRunner& runner, Compiler& compiler, const DeviceInfo& d, const Family& f,
                                           const Config& c, const Problem& p, const std::string& source,
                                           const Planted& fault) {
-  std::string s = source;
+  std::string s = planted_text(fault, source);
   const size_t at = s.find(fault.from);
   if (at == std::string::npos) return std::nullopt;
   s.replace(at, std::strlen(fault.from), fault.to);
   CompileRequest req = compile_request(f, c, p, d.arch);
-  req.source = s;
+  if (fault.header) { // NVRTC takes the request's header of that name instead of the embedded one
+    const std::string name(fault.header);
+    req.headers.emplace_back(name.substr(name.rfind('/') + 1), s);
+  } else {
+    req.source = s;
+  }
   req.source_name = "planted_" + f.name() + ".cu";
   req.context = std::string("planted: ") + fault.name;
   const auto k = compiler.compile(req);
@@ -158,6 +185,36 @@ TEST(AttentionGpu, BothFamiliesPassOverEdgeShapesAndPlantedKernelsAreRejected) {
     EXPECT_TRUE(v.pass) << name << " (B, H, S, D) view: " << v.summary();
   }
 
+  // attention_wgmma's split-KV (SPLIT, sm_90): the default's tiles, one block a tile, the keys split
+  // 2, 3 and 8 ways over causal GQA with q_len < kv_len, a causal square problem whose first query
+  // tile's keys end before the later splits' runs start (those write nothing but (-inf, 0)), head
+  // dim 256 in f16 and a padded head dim; then the split's planted faults.
+  if (d->arch == "sm_90") {
+    const Family f = find_family("attention_wgmma");
+    for (const auto& [shape, layout, t] : std::vector<std::tuple<const char*, const char*, DType>>{
+             {"1x4x2x192x1400x128", "causal", DType::bf16}, {"1x2x2x1024x1024x64", "causal", DType::bf16},
+             {"2x4x4x130x700x256", "full", DType::f16}, {"1x4x1x100x1000x96", "full", DType::bf16}}) {
+      const Problem p = Problem::parse("attention", shape, layout, t);
+      for (int split : {2, 3, 8}) {
+        Config c = f.default_config(p, *d);
+        c.set("PERSIST", 0), c.set("OSTORE", 0), c.set("SPLIT", split);
+        ASSERT_TRUE(f.valid(c, p, *d)) << c.to_json() << " " << p.key();
+        ASSERT_EQ(f.launch_plan(c, p).steps.size(), 2u) << c.to_json() << " " << p.key();
+        const VerifyResult v = check_config(*runner, compiler, *d, f, c, p, ++seed);
+        EXPECT_TRUE(v.pass) << c.to_json() << " " << p.key() << ": " << v.summary();
+      }
+    }
+    const Problem p = Problem::parse("attention", "1x4x2x192x1400x128", "causal", DType::bf16);
+    Config c = f.default_config(p, *d);
+    c.set("PERSIST", 0), c.set("OSTORE", 0), c.set("SPLIT", 3);
+    const std::string source(embedded_file("attention/attention_wgmma.cu"));
+    for (const Planted& fault : kWgmmaSplitFaults) {
+      const auto v = check_planted(*runner, compiler, *d, f, c, p, source, fault);
+      ASSERT_TRUE(v) << "planted fault '" << fault.name << "' no longer matches attention_wgmma.cu";
+      EXPECT_FALSE(v->pass) << fault.name << ": " << v->summary();
+    }
+  }
+
   // Planted faults, on a causal GQA problem with q_len < kv_len and several key tiles.
   const Problem p = Problem::parse("attention", "1x4x2x192x448x128", "causal", DType::bf16);
   const Family f = find_family("attention_fa2");
@@ -191,12 +248,13 @@ DecodePlanted in_cluster(const Planted& p) {
 }
 const DecodePlanted kDecodeFaults[] = {
     {{"the splits merged without their max", "const float e = tid < nsplit ? exp2_approx(ml.x - m_use) : 0.f;",
-      "const float e = tid < nsplit ? 1.f : 0.f;"}},
+      "const float e = tid < nsplit ? 1.f : 0.f;", kCombine}},
     {{"the last split left out of the merge",
       "const float2 ml = tid < nsplit ? *partial_ml(ws, nsplit, tid, rows, row, D) : make_float2(-inf_f(), 0.f);",
-      "const float2 ml = tid + 1 < nsplit ? *partial_ml(ws, nsplit, tid, rows, row, D) : make_float2(-inf_f(), 0.f);"}},
+      "const float2 ml = tid + 1 < nsplit ? *partial_ml(ws, nsplit, tid, rows, row, D) : make_float2(-inf_f(), 0.f);",
+      kCombine}},
     {{"splits past the early loads left out of the merge", "for (long long s = warp + 4 * PRE; s < nsplit; s += 4) {",
-      "for (long long s = warp + 4 * PRE; s < 16; s += 4) {"},
+      "for (long long s = warp + 4 * PRE; s < 16; s += 4) {", kCombine},
      "causal",
      "1x16x4x3x2000x128", // 32 splits of 64 keys: more than a block's early loads
      64},
@@ -523,11 +581,13 @@ TEST(AttentionGpu, TunedByTheCliThenServedByTheRuntime) {
 // Every planted fault above still matches the text it plants into: a kernel edit that moves one
 // fails here, on any machine, not only where a GPU runs the tests that plant it.
 TEST(Attention, PlantedFaultsMatchTheirKernelSources) {
-  const std::string fa2(embedded_file("attention/attention_fa2.cu")), decode(embedded_file("attention/attention_decode.cu"));
+  const std::string fa2(embedded_file("attention/attention_fa2.cu")), decode(embedded_file("attention/attention_decode.cu")),
+      wgmma(embedded_file("attention/attention_wgmma.cu"));
   auto in = [](const std::string& text, const char* from) { return text.find(from) != std::string::npos; };
   for (const Planted& f : kFaults) EXPECT_TRUE(in(fa2, f.from)) << f.name;
   for (const Planted& f : kVarlenFaults) EXPECT_TRUE(in(fa2, f.from)) << f.name;
-  for (const DecodePlanted& f : kDecodeFaults) EXPECT_TRUE(in(decode, f.from)) << f.name;
+  for (const DecodePlanted& f : kDecodeFaults) EXPECT_TRUE(in(planted_text(f, decode), f.from)) << f.name;
+  for (const Planted& f : kWgmmaSplitFaults) EXPECT_TRUE(in(planted_text(f, wgmma), f.from)) << f.name;
   for (const Planted& f : kPagedFaults) EXPECT_TRUE(in(decode, f.from)) << f.name;
   for (const Planted& f : kSmallPageFaults) EXPECT_TRUE(in(decode, f.from)) << f.name;
   // and a fault that matches nothing is told apart

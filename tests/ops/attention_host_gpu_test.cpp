@@ -25,6 +25,7 @@ void run(Compiler& compiler, const DeviceInfo& d, const char* shape, const char*
   c.set("PERSIST", persist);
   c.set("OCC", occ);
   c.set("OSTORE", ostore);
+  c.set("SPLIT", 1);
   const auto k = compiler.compile(compile_request(f, c, p, d.arch));
   Module m(k->cubin, k->lowered_names, "debug");
   const int64_t B = p.dims[0], H = p.dims[1], HK = p.dims[2], SQ = p.dims[3], SK = p.dims[4], D = p.dims[5];

@@ -565,7 +565,7 @@ TEST(Attention, WgmmaTwoBlocksAnSmTakeOneConsumerAndFitSharedMemory) {
   auto config = [](int cwg, int bn, int stages) {
     Config c;
     c.set("CWG", cwg), c.set("BN", bn), c.set("STAGES", stages), c.set("OVERLAP", 1), c.set("PINGPONG", 0);
-    c.set("PERSIST", 1), c.set("OCC", 2), c.set("OSTORE", 0);
+    c.set("PERSIST", 1), c.set("OCC", 2), c.set("OSTORE", 0), c.set("SPLIT", 1);
     return c;
   };
   const Problem d64 = Problem::parse("attention", "64x12x12x128x128x64", "full", DType::bf16);
@@ -596,7 +596,7 @@ TEST(Attention, WgmmaTwoBlocksAnSmTakeOneConsumerAndFitSharedMemory) {
   EXPECT_EQ(f.default_config(Problem::parse("attention", "64x16x16x197x197x64", "full", DType::bf16), d)["OCC"], 1);
   EXPECT_EQ(f.default_config(d128, d)["OCC"], 1);
   // The kernel's name carries it (its launch bounds differ).
-  EXPECT_NE(f.kernel_names(config(1, 128, 2), d64).at(0).find(",1,2,0>"), std::string::npos);
+  EXPECT_NE(f.kernel_names(config(1, 128, 2), d64).at(0).find(",1,2,0,1>"), std::string::npos);
 }
 
 // OSTORE 1 (O staged in shared memory of its own, stored by TMA): persistent blocks over the 4-D
@@ -607,7 +607,7 @@ TEST(Attention, WgmmaStoresOByTmaOnlyWherePersistentAndItFits) {
   auto config = [](int cwg, int bn, int persist, int ostore) {
     Config c;
     c.set("CWG", cwg), c.set("BN", bn), c.set("STAGES", 2), c.set("OVERLAP", 1), c.set("PINGPONG", cwg > 1);
-    c.set("PERSIST", persist), c.set("OCC", 1), c.set("OSTORE", ostore);
+    c.set("PERSIST", persist), c.set("OCC", 1), c.set("OSTORE", ostore), c.set("SPLIT", 1);
     return c;
   };
   const Problem d128 = Problem::parse("attention", "1x32x8x4096x4096x128", "causal", DType::bf16);
@@ -646,4 +646,77 @@ TEST(Attention, WgmmaStoresOByTmaOnlyWherePersistentAndItFits) {
   // The 16 keys given up for the O tile are not given up where O is stored from registers.
   const Problem vfull = Problem::parse("attention_varlen", "2x32x8x4096x4096x128x8192x8192", "full", DType::bf16);
   EXPECT_EQ(fv.default_config(vfull, d)["BN"], 176);
+}
+
+// SPLIT (split-KV in attention_wgmma): the default splits a query tile's keys where one block a
+// tile leaves SMs idle over many keys, into the most splits that fit one wave with 8 key steps or
+// more each; the plan adds the combine step and the partials' workspace; a split is one block a
+// tile and not varlen, and a config lent where its keys do not split falls back to one block a tile.
+TEST(Attention, WgmmaSplitsTheKeysWhereItsTilesLeaveSmsIdle) {
+  const DeviceInfo d = DeviceInfo::nominal("sm_90"); // 132 SMs
+  const Family f = find_family("attention_wgmma");
+  for (const auto& [shape, want] : std::vector<std::pair<const char*, int>>{
+           {"1x32x8x128x8192x128", 4},   // 32 tiles, 64 steps: 4 x 32 blocks, 16 steps a split
+           {"1x32x8x256x16384x128", 2},  // 64 tiles: 2 x 64 fill one wave, 3 x 64 do not
+           {"1x16x16x128x8192x256", 8},  // 16 tiles of 103 steps of 80 keys
+           {"1x32x8x128x1024x128", 1},   // 8 steps: 2 splits would take 4 each
+           {"1x28x4x512x32768x128", 1},  // 112 tiles: 2 x 112 do not fit one wave
+           {"1x32x8x256x256x128", 1},    // 2 steps
+           {"1x32x8x4096x4096x128", 1}}) {
+    const Problem p = Problem::parse("attention", shape, "causal", DType::bf16);
+    const Config c = f.default_config(p, d);
+    EXPECT_EQ(c["SPLIT"], want) << shape;
+    EXPECT_TRUE(f.valid(c, p, d)) << shape;
+    if (want > 1) {
+      EXPECT_EQ(c["PERSIST"], 0) << shape;
+      EXPECT_EQ(c["OSTORE"], 0) << shape;
+    }
+  }
+  // The plan: 11 tiles of 128 keys in runs of 3 for SPLIT 4 (4 splits), 9 in runs of 2 for SPLIT 8
+  // (5 splits, not 8), each query block once a split, then a block of 128 threads a (b, h, i) row.
+  const Problem p = Problem::parse("attention", "2x4x2x200x1400x96", "causal", DType::bf16);
+  Config c = f.default_config(p, d);
+  c.set("BN", 128), c.set("PERSIST", 0), c.set("OSTORE", 0), c.set("SPLIT", 4);
+  ASSERT_TRUE(f.valid(c, p, d)) << c.to_json();
+  LaunchPlan plan = f.launch_plan(c, p);
+  ASSERT_EQ(plan.steps.size(), 2u);
+  const int64_t qblocks = (200 + 64 * c["CWG"] - 1) / (64 * c["CWG"]);
+  EXPECT_EQ(plan.steps[0].grid[0], unsigned(qblocks * 4));
+  EXPECT_EQ(plan.steps[1].kernel, 1);
+  EXPECT_EQ(plan.steps[1].grid[0], unsigned(2 * 4 * 200));
+  EXPECT_EQ(plan.steps[1].block[0], 128u);
+  EXPECT_TRUE(plan.steps[1].overlap_previous);
+  EXPECT_TRUE(plan.steps[1].tma_maps.empty());
+  EXPECT_EQ(plan.workspace_bytes, size_t(4) * 2 * 4 * 200 * (128 + 2) * 4); // head dim 96 in 128-column tiles
+  const std::vector<std::string> names = f.kernel_names(c, p);
+  ASSERT_EQ(names.size(), 2u);
+  EXPECT_NE(names[0].find(",0,4>"), std::string::npos) << names[0];
+  EXPECT_EQ(names[1], "attention_wgmma_combine<0,128,128,4,1>"); // PAD 1: 96 of 128 columns stored
+  c.set("BN", 160), c.set("SPLIT", 8); // 9 tiles in runs of 2
+  ASSERT_TRUE(f.valid(c, p, d)) << c.to_json();
+  plan = f.launch_plan(c, p);
+  EXPECT_EQ(plan.steps.at(0).grid[0], unsigned(qblocks * 5));
+  EXPECT_EQ(plan.workspace_bytes, size_t(5) * 2 * 4 * 200 * (128 + 2) * 4);
+  // Where a split may not run.
+  Config persistent = c;
+  persistent.set("PERSIST", 1);
+  EXPECT_FALSE(f.valid(persistent, p, d));
+  const Problem one_step = Problem::parse("attention", "2x4x2x200x100x96", "causal", DType::bf16);
+  EXPECT_FALSE(f.valid(c, one_step, d));
+  Config one_block = c;
+  one_block.set("SPLIT", 1);
+  const std::vector<Config> g = f.generalized(c);
+  EXPECT_NE(std::find(g.begin(), g.end(), one_block), g.end());
+  EXPECT_TRUE(f.valid(one_block, one_step, d));
+  const Family fv = find_family("attention_wgmma_varlen");
+  const Problem v = Problem::parse("attention_varlen", "2x4x2x1400x1400x96x2000x2000", "causal", DType::bf16);
+  EXPECT_FALSE(fv.valid(c, v, d));
+  EXPECT_EQ(fv.default_config(v, d)["SPLIT"], 1);
+  // Entries recorded before SPLIT read as one block a tile.
+  Config old;
+  for (const auto& [name, value] : c.items())
+    if (name != "SPLIT") old.set(name, value);
+  EXPECT_EQ(f.upgraded(old)["SPLIT"], 1);
+  // Both kernels compile (NVRTC, no GPU).
+  ktune::testing::compile_all(f, std::vector<std::pair<Config, Problem>>{{c, p}}, "sm_90");
 }
