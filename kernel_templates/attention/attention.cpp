@@ -156,8 +156,8 @@ int64_t wgmma_splits(const Config& c, const Problem& p) {
   const int64_t tiles = (p.dims[kKvLen] + c["BN"] - 1) / c["BN"], run = (tiles + split - 1) / split;
   return run > 0 ? (tiles + run - 1) / run : 1;
 }
-// The default rule's shortest split of attention_wgmma, in key steps.
-constexpr int64_t kKeyStepsASplit = 8;
+// The default rule's shortest split of attention_wgmma, in key steps (the shortest measured: 4).
+constexpr int64_t kKeyStepsASplit = 4;
 
 // The most workspace a split-KV config may ask for (attention_wgmma's SPLIT, attention_decode's CHUNK).
 constexpr int64_t kMaxSplitWorkspace = int64_t(1) << 30;
@@ -402,8 +402,11 @@ Family wgmma_family(bool varlen) {
     if (c["OSTORE"] && !o_fits(c)) c.set("OSTORE", 0);
     // Split-KV where one block a tile leaves SMs idle over many keys (a chunked prefill: 128
     // queries of 32 heads are 32 tiles for 132 SMs, each walking every key): the most splits whose
-    // blocks still fit one wave at a block an SM, each split kKeyStepsASplit key steps or more, so
-    // that a split's Q load, partials and share of the combine step stay small beside its steps.
+    // blocks still fit one wave at a block an SM, each split kKeyStepsASplit key steps or more.
+    // Exhaustive over SPLIT 1-8 with the default's tiles at 9 shapes of 32-64 tiles and 2048-32768
+    // keys, causal and full (H200, docs/runs/2026-12-04-h200-attention-split.md): the most splits
+    // that fit one wave was the fastest at all 9, 1.32x-3.19x one block a tile (4 splits of 4 key
+    // steps at 2048 keys 1.20x 2 splits of 8); 3 splits of 32 tiles (96 blocks) lost to 4 at every one.
     c.set("SPLIT", 1);
     if (!varlen) {
       Config x = c;

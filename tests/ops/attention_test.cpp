@@ -546,7 +546,9 @@ TEST(Attention, WgmmaDefaultsFitShortSequences) {
                         Case{"1x32x8x10500x10500x128", "full", 2, 176, 1},  // 160 would take 66 steps
                         Case{"8x12x12x1024x1024x64", "causal", 2, 128, 1, 0},
                         Case{"8x64x8x512x512x128", "causal", 2, 128, 1},
-                        Case{"1x8x4x1000x1000x256", "full", 2, 80, 1}}) { // head dim 256: 80 (registers)
+                        Case{"4x8x4x1000x1000x256", "full", 2, 80, 1},    // head dim 256: 80 (registers)
+                        // 64 tiles of 13 steps: the keys split 2 ways, one block a tile (SPLIT below)
+                        Case{"1x8x4x1000x1000x256", "full", 2, 80, 0}}) {
     const Problem p = Problem::parse("attention", k.shape, k.layout, DType::bf16);
     const Config c = f.default_config(p, d);
     EXPECT_EQ(c["CWG"], k.cwg) << k.shape;
@@ -649,7 +651,7 @@ TEST(Attention, WgmmaStoresOByTmaOnlyWherePersistentAndItFits) {
 }
 
 // SPLIT (split-KV in attention_wgmma): the default splits a query tile's keys where one block a
-// tile leaves SMs idle over many keys, into the most splits that fit one wave with 8 key steps or
+// tile leaves SMs idle over many keys, into the most splits that fit one wave with 4 key steps or
 // more each; the plan adds the combine step and the partials' workspace; a split is one block a
 // tile and not varlen, and a config lent where its keys do not split falls back to one block a tile.
 TEST(Attention, WgmmaSplitsTheKeysWhereItsTilesLeaveSmsIdle) {
@@ -659,7 +661,9 @@ TEST(Attention, WgmmaSplitsTheKeysWhereItsTilesLeaveSmsIdle) {
            {"1x32x8x128x8192x128", 4},   // 32 tiles, 64 steps: 4 x 32 blocks, 16 steps a split
            {"1x32x8x256x16384x128", 2},  // 64 tiles: 2 x 64 fill one wave, 3 x 64 do not
            {"1x16x16x128x8192x256", 8},  // 16 tiles of 103 steps of 80 keys
-           {"1x32x8x128x1024x128", 1},   // 8 steps: 2 splits would take 4 each
+           {"1x32x8x128x2048x128", 4},   // 16 steps, 4 a split
+           {"1x32x8x128x1024x128", 2},   // 8 steps: 4 splits would take 2 each
+           {"1x32x8x128x512x128", 1},    // 4 steps
            {"1x28x4x512x32768x128", 1},  // 112 tiles: 2 x 112 do not fit one wave
            {"1x32x8x256x256x128", 1},    // 2 steps
            {"1x32x8x4096x4096x128", 1}}) {
