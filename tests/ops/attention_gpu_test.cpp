@@ -366,6 +366,27 @@ TEST(AttentionGpu, DecodeSplitsAndMergesOnATinyShape) {
   }
 }
 
+// One attention_wgmma split config (3 splits of a causal GQA problem with q_len < kv_len, the
+// combine step after them) on a shape small enough for compute-sanitizer's memcheck and racecheck.
+TEST(AttentionGpu, WgmmaSplitsAndMergesOnATinyShape) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  if (d->arch != "sm_90") GTEST_SKIP() << "attention_wgmma is sm_90a only";
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  auto runner = make_op_runner("attention", compiler, *d);
+  const Family f = find_family("attention_wgmma");
+  const Problem p = Problem::parse("attention", "1x2x1x100x700x64", "causal", DType::bf16);
+  Config c = f.default_config(p, *d);
+  c.set("BN", 64), c.set("PERSIST", 0), c.set("OSTORE", 0), c.set("SPLIT", 3);
+  ASSERT_TRUE(f.valid(c, p, *d)) << c.to_json();
+  const LaunchPlan plan = f.launch_plan(c, p);
+  ASSERT_EQ(plan.steps.size(), 2u);
+  const VerifyResult v = check_config(*runner, compiler, *d, f, c, p, 8);
+  EXPECT_TRUE(v.pass) << c.to_json() << ": " << v.summary();
+}
+
 namespace {
 
 // attention_decode_paged's, pages a multiple of the tile (a table entry a tile, read ahead).
