@@ -159,6 +159,19 @@ int64_t wgmma_splits(const Config& c, const Problem& p) {
 // The default rule's shortest split of attention_wgmma, in key steps (the shortest measured: 4).
 constexpr int64_t kKeyStepsASplit = 4;
 
+// The combine step after a split-KV kernel (attention_combine.cuh, the family's second kernel): a
+// block of 128 threads a (b, h, i) row, a programmatic dependent that waits for the splits' partials
+// in the plan's workspace of `workspace` bytes.
+void add_combine_step(LaunchPlan& plan, const Problem& p, int64_t workspace) {
+  LaunchStep m;
+  m.kernel = 1;
+  m.grid[0] = unsigned(p.dims[kBatch] * p.dims[kHeads] * p.dims[kQLen]);
+  m.block[0] = 128;
+  m.overlap_previous = true;
+  plan.steps.push_back(m);
+  plan.workspace_bytes = size_t(workspace);
+}
+
 // The most workspace a split-KV config may ask for (attention_wgmma's SPLIT, attention_decode's CHUNK).
 constexpr int64_t kMaxSplitWorkspace = int64_t(1) << 30;
 
@@ -293,15 +306,7 @@ Family wgmma_family(bool varlen) {
       s.tma_maps.push_back(m);
     }
     LaunchPlan plan{{s}, 0, {}};
-    if (wgmma_splits(c, p) > 1) { // the splits merged (a programmatic dependent: it waits for them)
-      LaunchStep m;
-      m.kernel = 1;
-      m.grid[0] = unsigned(p.dims[kBatch] * p.dims[kHeads] * p.dims[kQLen]); // a block a row
-      m.block[0] = 128;
-      m.overlap_previous = true;
-      plan.steps.push_back(m);
-      plan.workspace_bytes = size_t(wgmma_workspace(c, p));
-    }
+    if (wgmma_splits(c, p) > 1) add_combine_step(plan, p, wgmma_workspace(c, p));
     return plan;
   });
   // FlashAttention-3's bf16 tiles (128 x 176 non-causal, 128 x 128 causal at head dim 128; 128 x 80
@@ -606,15 +611,7 @@ Family decode_family(bool paged) {
     s.block[0] = unsigned(32 * c["WARPS"]);
     s.dynamic_smem = unsigned(decode_smem(c, p));
     plan.steps.push_back(s);
-    if (splits > 1 && !c["CLUSTER"]) { // the splits merged (a programmatic dependent: it waits for them)
-      LaunchStep m;
-      m.kernel = 1;
-      m.grid[0] = unsigned(p.dims[kBatch] * p.dims[kHeads] * p.dims[kQLen]); // a block a row
-      m.block[0] = 128;
-      m.overlap_previous = true;
-      plan.steps.push_back(m);
-      plan.workspace_bytes = size_t(decode_workspace(c, p));
-    }
+    if (splits > 1 && !c["CLUSTER"]) add_combine_step(plan, p, decode_workspace(c, p));
     return plan;
   });
   // The configs one choice away from c that most often beat the rule's own where it misjudges a
