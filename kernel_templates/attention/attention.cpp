@@ -380,6 +380,15 @@ Family wgmma_family(bool varlen) {
     c.set("PERSIST", persists(bn) ? 1 : 0);
     c.set("OCC", 1);
     if (d == 64 && kv <= 128 && q <= 128) c.set("CWG", 1), c.set("PINGPONG", 0), c.set("OCC", 2);
+    // A short causal prompt at head dim 128 (up to 1024 keys, the queries more than half of them: not
+    // a chunk over a cache, which SPLIT below serves) whose 128-row tiles come to one round over the
+    // SMs or less leaves SMs idle with two consumers: one consumer, two blocks an SM, steps of 64
+    // keys (the two blocks' tiles and O tiles fit then). Exhaustive over the tile choices at
+    // 128-512 token prompts of 28-64 heads (H200, docs/runs/2026-12-04-h200-attention-split.md
+    // section 5): 1.00-1.03x the best config at all 5, where two consumers ran 1.07-1.20x; at 1024
+    // tokens (two rounds) two consumers stay the best.
+    if (causal(p) && d == 128 && kv <= 1024 && 2 * q > kv && rounds(2) <= 1)
+      c.set("CWG", 1), c.set("BN", 64), c.set("PINGPONG", 0), c.set("OCC", 2);
     // OVERLAP at head dim 64 with turns: without (FA3's order) for three consumers and for causal
     // problems, with it for two consumers and no mask (the same 12 tunes: 11 of 12 shapes faster
     // with it at 128 x 128, by up to 4.5 %; three consumers faster without on all 12).
@@ -413,7 +422,7 @@ Family wgmma_family(bool varlen) {
     // that fit one wave was the fastest at all 9, 1.32x-3.19x one block a tile (4 splits of 4 key
     // steps at 2048 keys 1.20x 2 splits of 8); 3 splits of 32 tiles (96 blocks) lost to 4 at every one.
     c.set("SPLIT", 1);
-    if (!varlen) {
+    if (!varlen && c["OCC"] == 1) {
       Config x = c;
       x.set("PERSIST", 0), x.set("OSTORE", 0);
       const int64_t tiles = wgmma_x_extent(x, p) * p.dims[kHeads] * p.dims[kBatch], steps = (kv + bn - 1) / bn;

@@ -724,3 +724,33 @@ TEST(Attention, WgmmaSplitsTheKeysWhereItsTilesLeaveSmsIdle) {
   // Both kernels compile (NVRTC, no GPU).
   ktune::testing::compile_all(f, std::vector<std::pair<Config, Problem>>{{c, p}}, "sm_90");
 }
+
+// A short causal prompt at head dim 128 whose 128-row tiles take one round over the SMs or less
+// runs one consumer with two blocks an SM and 64-key steps; longer prompts, other head dims and
+// full attention keep their rules.
+TEST(Attention, WgmmaShortCausalPromptsTakeOneConsumerTwoBlocksAnSm) {
+  const DeviceInfo d = DeviceInfo::nominal("sm_90"); // 132 SMs
+  const Family f = find_family("attention_wgmma");
+  for (const auto& [shape, layout, cwg] : std::vector<std::tuple<const char*, const char*, int>>{
+           {"1x32x8x128x128x128", "causal", 1},   // 32 tiles of 128 rows
+           {"1x32x8x512x512x128", "causal", 1},   // 128 tiles: one round
+           {"1x64x8x256x256x128", "causal", 1},   // 128 tiles
+           {"1x32x32x300x300x96", "causal", 1},   // head dim 96 runs as 128
+           {"1x32x8x1024x1024x128", "causal", 2}, // 256 tiles: two rounds
+           {"1x32x8x128x1024x128", "causal", 2},  // a chunk over a cache: split instead (above)
+           {"2x32x8x512x512x128", "causal", 2},   // 256 tiles
+           {"1x32x8x512x512x128", "full", 2},     // not measured without a mask
+           {"1x32x8x512x512x256", "causal", 2}}) {
+    const Problem p = Problem::parse("attention", shape, layout, DType::bf16);
+    const Config c = f.default_config(p, d);
+    EXPECT_EQ(c["CWG"], cwg) << shape << " " << layout;
+    if (cwg == 1) {
+      EXPECT_EQ(c["OCC"], 2) << shape;
+      EXPECT_EQ(c["BN"], 64) << shape;
+      EXPECT_EQ(c["PERSIST"], 1) << shape;
+      EXPECT_EQ(c["OSTORE"], 1) << shape;
+      EXPECT_EQ(c["SPLIT"], 1) << shape;
+    }
+    EXPECT_TRUE(f.valid(c, p, d)) << shape << " " << layout;
+  }
+}
