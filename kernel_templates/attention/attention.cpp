@@ -156,8 +156,8 @@ int64_t wgmma_splits(const Config& c, const Problem& p) {
   const int64_t tiles = (p.dims[kKvLen] + c["BN"] - 1) / c["BN"], run = (tiles + split - 1) / split;
   return run > 0 ? (tiles + run - 1) / run : 1;
 }
-// The default rule's shortest split of attention_wgmma, in key steps (the shortest measured: 4).
-constexpr int64_t kKeyStepsASplit = 4;
+// The default rule's shortest split of attention_wgmma, in keys (the shortest measured: 4 steps of 128).
+constexpr int64_t kKeysASplit = 512;
 
 // The combine step after a split-KV kernel (attention_combine.cuh, the family's second kernel): a
 // block of 128 threads a (b, h, i) row, a programmatic dependent that waits for the splits' partials
@@ -416,18 +416,19 @@ Family wgmma_family(bool varlen) {
     if (c["OSTORE"] && !o_fits(c)) c.set("OSTORE", 0);
     // Split-KV where one block a tile leaves SMs idle over many keys (a chunked prefill: 128
     // queries of 32 heads are 32 tiles for 132 SMs, each walking every key): the most splits whose
-    // blocks still fit one wave at a block an SM, each split kKeyStepsASplit key steps or more.
-    // Exhaustive over SPLIT 1-8 with the default's tiles at 9 shapes of 32-64 tiles and 2048-32768
+    // blocks still fit one wave at a block an SM, each split kKeysASplit keys or more, one block a
+    // tile with the step chosen before O by TMA took 16 keys off it (no O tile in a split block).
+    // Exhaustive over SPLIT 1-8 with 128 x 128 tiles at 9 shapes of 32-64 tiles and 2048-32768
     // keys, causal and full (H200, docs/runs/2026-12-04-h200-attention-split.md): the most splits
-    // that fit one wave was the fastest at all 9, 1.32x-3.19x one block a tile (4 splits of 4 key
-    // steps at 2048 keys 1.20x 2 splits of 8); 3 splits of 32 tiles (96 blocks) lost to 4 at every one.
+    // that fit one wave was the fastest at all 9, 1.32x-3.19x one block a tile (4 splits of 512 keys
+    // at 2048 keys 1.20x 2 splits of 1024); 3 splits of 32 tiles (96 blocks) lost to 4 at every one.
     c.set("SPLIT", 1);
     if (!varlen && c["OCC"] == 1) {
       Config x = c;
-      x.set("PERSIST", 0), x.set("OSTORE", 0);
+      x.set("PERSIST", 0), x.set("OSTORE", 0), x.set("BN", bn);
       const int64_t tiles = wgmma_x_extent(x, p) * p.dims[kHeads] * p.dims[kBatch], steps = (kv + bn - 1) / bn;
       for (int64_t split : {2, 3, 4, 6, 8})
-        if (tiles * split <= dev.sm_count && (steps + split - 1) / split >= kKeyStepsASplit) x.set("SPLIT", split);
+        if (tiles * split <= dev.sm_count && (steps + split - 1) / split * bn >= kKeysASplit) x.set("SPLIT", split);
       if (x["SPLIT"] > 1) c = x;
     }
     return c;

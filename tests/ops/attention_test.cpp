@@ -651,7 +651,7 @@ TEST(Attention, WgmmaStoresOByTmaOnlyWherePersistentAndItFits) {
 }
 
 // SPLIT (split-KV in attention_wgmma): the default splits a query tile's keys where one block a
-// tile leaves SMs idle over many keys, into the most splits that fit one wave with 4 key steps or
+// tile leaves SMs idle over many keys, into the most splits that fit one wave with 512 keys or
 // more each; the plan adds the combine step and the partials' workspace; a split is one block a
 // tile and not varlen, and a config lent where its keys do not split falls back to one block a tile.
 TEST(Attention, WgmmaSplitsTheKeysWhereItsTilesLeaveSmsIdle) {
@@ -675,6 +675,15 @@ TEST(Attention, WgmmaSplitsTheKeysWhereItsTilesLeaveSmsIdle) {
       EXPECT_EQ(c["PERSIST"], 0) << shape;
       EXPECT_EQ(c["OSTORE"], 0) << shape;
     }
+  }
+  // Full attention at head dim 128: FlashAttention-3's 176-key step, not the 160 that persistent
+  // blocks take to fit their O tile (a split block has none): 12 steps, 4 splits of 3 (528 keys).
+  {
+    const Problem full = Problem::parse("attention", "1x32x8x128x2048x128", "full", DType::bf16);
+    const Config c = f.default_config(full, d);
+    EXPECT_EQ(c["SPLIT"], 4);
+    EXPECT_EQ(c["BN"], 176);
+    EXPECT_TRUE(f.valid(c, full, d));
   }
   // The plan: 11 tiles of 128 keys in runs of 3 for SPLIT 4 (4 splits), 9 in runs of 2 for SPLIT 8
   // (5 splits, not 8), each query block once a split, then a block of 128 threads a (b, h, i) row.
