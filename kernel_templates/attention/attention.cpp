@@ -182,11 +182,31 @@ int64_t wgmma_workspace(const Config& c, const Problem& p) {
   return splits * p.dims[kBatch] * p.dims[kHeads] * p.dims[kQLen] * (padded_head_dim(p) + 2) * 4;
 }
 
+// The wgmma grid's query blocks of one (batch, head): 64 x CWG rows each.
+int64_t wgmma_query_blocks(const Config& c, const Problem& p) {
+  const int64_t bm = 64 * c["CWG"];
+  return std::max<int64_t>(1, (p.dims[kQLen] + bm - 1) / bm);
+}
+// Its tiles: (query block, head, batch).
+int64_t wgmma_tiles(const Config& c, const Problem& p) {
+  return wgmma_query_blocks(c, p) * p.dims[kHeads] * p.dims[kBatch];
+}
+
 // The wgmma grid's x extent: its query blocks (with SPLIT, each once a split), or with PERSIST every
 // (query block, head, batch) tile (the launch caps it at the blocks the GPU holds at once).
 int64_t wgmma_x_extent(const Config& c, const Problem& p) {
-  const int64_t bm = 64 * c["CWG"], blocks = std::max<int64_t>(1, (p.dims[kQLen] + bm - 1) / bm);
-  return c["PERSIST"] ? blocks * p.dims[kHeads] * p.dims[kBatch] : blocks * wgmma_splits(c, p);
+  return c["PERSIST"] ? wgmma_tiles(c, p) : wgmma_query_blocks(c, p) * wgmma_splits(c, p);
+}
+
+// Where a split can pay: one block a tile leaves SMs idle (fewer tiles than the SMs hold at once),
+// or its last wave of blocks is a large share of the run. Past 4 waves of tiles that share is at
+// most 1/5 (4 full waves and a fifth), less than a split has cost where it was not needed: in the
+// exhaustive sweep over SPLIT (H200, docs/runs/2026-12-04-h200-attention-split.md section 3) every
+// split grid of more than one wave ran 1.06-1.31x the best split, and a split adds partials to
+// write and a combine step. The tuner's space leaves those out (at a 4096-token causal prompt of
+// 32 heads, 1024 tiles: 540 of the 846 configs). No device (sm_count 0): no bound.
+bool wgmma_split_can_pay(const Config& c, const Problem& p, const DeviceInfo& dev) {
+  return dev.sm_count <= 0 || wgmma_tiles(c, p) <= 4 * int64_t(dev.sm_count) * c["OCC"];
 }
 
 Family wgmma_family(bool varlen) {
@@ -267,6 +287,10 @@ Family wgmma_family(bool varlen) {
                 {"SPLIT", "PERSIST", "BN"}, [varlen](const Config& c, const Problem& p, const DeviceInfo&) {
                   return c["SPLIT"] == 1 || (!varlen && !c["PERSIST"] && wgmma_splits(c, p) >= 2 &&
                                              wgmma_workspace(c, p) <= kMaxSplitWorkspace);
+                })
+      .restrict("split-KV where it can pay: the query tiles at most 4 waves of the SMs' blocks (OCC an SM)",
+                {"SPLIT", "CWG", "OCC"}, [](const Config& c, const Problem& p, const DeviceInfo& dev) {
+                  return c["SPLIT"] == 1 || wgmma_split_can_pay(c, p, dev);
                 })
       .restrict("the grid's x extent holds the query blocks (PERSIST: every tile; SPLIT: each once a split)",
                 {"CWG", "PERSIST", "SPLIT", "BN"},
@@ -362,9 +386,8 @@ Family wgmma_family(bool varlen) {
       const int64_t bm = 64 * cwg;
       Config x;
       x.set("CWG", cwg);
-      x.set("PERSIST", 1);
       const int64_t tiles = varlen ? p.dims[kHeads] * ((p.dims[kTotalQ] + p.dims[kBatch] * bm / 2 + bm - 1) / bm)
-                                   : wgmma_x_extent(x, p);
+                                   : wgmma_tiles(x, p);
       return (tiles + dev.sm_count - 1) / std::max(1, dev.sm_count);
     };
     c.set("CWG", d == 64 && !causal(p) && 150 * rounds(3) < 116 * rounds(2) ? 3 : 2);
@@ -426,7 +449,7 @@ Family wgmma_family(bool varlen) {
     if (!varlen && c["OCC"] == 1) {
       Config x = c;
       x.set("PERSIST", 0), x.set("OSTORE", 0), x.set("BN", bn);
-      const int64_t tiles = wgmma_x_extent(x, p) * p.dims[kHeads] * p.dims[kBatch], steps = (kv + bn - 1) / bn;
+      const int64_t tiles = wgmma_tiles(x, p), steps = (kv + bn - 1) / bn;
       for (int64_t split : {2, 3, 4, 6, 8})
         if (tiles * split <= dev.sm_count && (steps + split - 1) / split * bn >= kKeysASplit) x.set("SPLIT", split);
       if (x["SPLIT"] > 1) c = x;

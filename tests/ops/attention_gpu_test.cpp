@@ -60,8 +60,9 @@ const Planted kFaults[] = {
 // Each fault changes one thing of attention_wgmma.cu's split-KV (SPLIT > 1).
 const Planted kWgmmaSplitFaults[] = {
     {"a split's run of keys one tile late", "n0 = split * split_tiles;", "n0 = split * split_tiles + (split > 0);"},
-    {"a split's row sums not added over the quad",
-     "l += __shfl_xor_sync(0xffffffffu, l, 2);\n        const long long row = row_base + 8 * r;\n        if (row >= SQ) continue;",
+    {"a split's row sums not added over the quad (each thread's own columns only)",
+     "l += __shfl_xor_sync(0xffffffffu, l, 1);\n        l += __shfl_xor_sync(0xffffffffu, l, 2);\n        const long long row = "
+     "row_base + 8 * r;\n        if (row >= SQ) continue;",
      "const long long row = row_base + 8 * r;\n        if (row >= SQ) continue;"},
     {"every head's partials in the first head's rows", "const long long at = (T.b * H + T.h) * SQ + row;",
      "const long long at = T.b * H * SQ + row;"},

@@ -721,6 +721,31 @@ TEST(Attention, WgmmaSplitsTheKeysWhereItsTilesLeaveSmsIdle) {
   const std::vector<Config> g = f.generalized(c);
   EXPECT_NE(std::find(g.begin(), g.end(), one_block), g.end());
   EXPECT_TRUE(f.valid(one_block, one_step, d));
+  // Nor where the query tiles come to more than 4 waves of blocks (132 SMs, OCC blocks each): 16 x 33
+  // tiles of 128 rows are 528, 17 x 33 are 561; one consumer's 64-row tiles at two blocks an SM,
+  // 32 x 33 = 1056, are 4 waves of 264.
+  {
+    const Problem four = Problem::parse("attention", "1x33x33x2048x2048x128", "full", DType::bf16);
+    const Problem more = Problem::parse("attention", "1x33x33x2049x2049x128", "full", DType::bf16);
+    Config x = f.default_config(four, d);
+    x.set("CWG", 2), x.set("OCC", 1), x.set("BN", 128), x.set("PERSIST", 0), x.set("OSTORE", 0), x.set("SPLIT", 2);
+    EXPECT_TRUE(f.valid(x, four, d)) << x.to_json();
+    EXPECT_FALSE(f.valid(x, more, d)) << x.to_json();
+    const std::vector<Config> gx = f.generalized(x);
+    EXPECT_TRUE(std::any_of(gx.begin(), gx.end(), [&](const Config& y) { return f.valid(y, more, d); }));
+    x.set("CWG", 1), x.set("OCC", 2), x.set("BN", 64), x.set("PINGPONG", 0);
+    EXPECT_TRUE(f.valid(x, four, d)) << x.to_json();
+    EXPECT_FALSE(f.valid(x, more, d)) << x.to_json();
+    // A 4096-token causal prompt of 32 heads (1024 tiles): no split in the tuner's space.
+    const Problem prompt = Problem::parse("attention", "1x32x8x4096x4096x128", "causal", DType::bf16);
+    uint64_t configs = 0, splits = 0;
+    f.enumerate(prompt, d, [&](const Config& y) {
+      ++configs, splits += y["SPLIT"] > 1;
+      return true;
+    });
+    EXPECT_GT(configs, 0u);
+    EXPECT_EQ(splits, 0u);
+  }
   const Family fv = find_family("attention_wgmma_varlen");
   const Problem v = Problem::parse("attention_varlen", "2x4x2x1400x1400x96x2000x2000", "causal", DType::bf16);
   EXPECT_FALSE(fv.valid(c, v, d));
