@@ -373,6 +373,50 @@ Family wgmma_family(bool varlen) {
   // at 8192 causal, but 1.02-1.05x at 16384 causal. At head dim 64 with turns, OVERLAP 0 (FA3's
   // order: the softmax outside the GEMMs, under the other consumer's) was faster on 8 of those 9
   // rows' best configs (three consumers, or causal; two consumers without a mask: see OVERLAP below).
+  // The configs one choice away from c where the rule has misjudged shapes it was not fit on; the
+  // runtime's first use times them beside the default (and the lender) at a shape nobody tuned, and
+  // the tuner's warm start tries them early. Each is a choice the rule makes from a threshold that a
+  // probe of other shapes has moved before (H200): the other key step (64 against 128 keys: at
+  // 256-token prompts 1 x 128 persistent beat the rule's 1 x 64 by 2 %; docs/runs/
+  // 2026-12-04-h200-attention-split.md section 5); one consumer with two blocks an SM against two
+  // consumers (the short-prompt rule's boundary: 1.07-1.20x either way at 128-1024 tokens, same
+  // section), and three consumers against two at head dim 64 (SDXL's 4096 full: two 0.96x cuDNN,
+  // three 0.94x; docs/runs/2026-11-30-h200-attention-d64-probes.md); persistent against one block
+  // a tile (1.03x at a 128-token prompt); a split one step smaller, or (unsplit, up to 4 waves of
+  // tiles) the keys split 2 ways, where the last wave of tiles leaves SMs idle. Settled as the rule
+  // settles them: one consumer takes no turns, two blocks an SM only with one consumer, O by TMA
+  // wherever a persistent block's O tile fits, and head dim 64's OVERLAP by its consumers.
+  f.neighbors([varlen](const Config& c, const Problem& p, const DeviceInfo& dev) {
+    std::vector<Config> out;
+    const int64_t d = padded_head_dim(p);
+    auto settle = [&](Config x) {
+      if (x["CWG"] == 1) x.set("PINGPONG", 0);
+      else x.set("OCC", 1);
+      if (x["SPLIT"] > 1) x.set("PERSIST", 0);
+      if (d == 64) x.set("OVERLAP", x["PINGPONG"] && (x["CWG"] == 3 || causal(p)) ? 0 : 1);
+      x.set("OSTORE", x["PERSIST"] && !varlen && wgmma_fits_block(x, p, dev) && wgmma_fits_occupancy(x, p) ? 1 : 0);
+      return x;
+    };
+    auto add = [&](std::initializer_list<std::pair<const char*, int>> changes) {
+      Config x = c;
+      for (const auto& [name, v] : changes) x.set(name, v);
+      x = settle(std::move(x));
+      if (x != c && std::find(out.begin(), out.end(), x) == out.end()) out.push_back(std::move(x));
+    };
+    add({{"BN", c["BN"] == 128 ? 64 : 128}});
+    if (c["CWG"] == 1) add({{"CWG", 2}, {"PINGPONG", 1}});
+    else add({{"CWG", 1}, {"OCC", 2}, {"BN", 64}});
+    if (d == 64) add({{"CWG", c["CWG"] == 3 ? 2 : 3}, {"PINGPONG", 1}});
+    if (c["SPLIT"] == 1) {
+      add({{"PERSIST", 1 - c["PERSIST"]}});
+      if (!varlen) add({{"SPLIT", 2}});
+    } else {
+      const std::vector<int> splits{1, 2, 3, 4, 6, 8};
+      const auto at = std::find(splits.begin(), splits.end(), c["SPLIT"]);
+      if (at != splits.begin() && at != splits.end()) add({{"SPLIT", *(at - 1)}});
+    }
+    return out;
+  });
   // This rule against the one before, config against config: 0.94-0.98x the time on 11 of the 18
   // rows, the same config on the other 7.
   f.defaults([varlen](const Problem& p, const DeviceInfo& dev) {

@@ -788,3 +788,71 @@ TEST(Attention, WgmmaShortCausalPromptsTakeOneConsumerTwoBlocksAnSm) {
     EXPECT_TRUE(f.valid(c, p, d)) << shape << " " << layout;
   }
 }
+
+// attention_wgmma's neighbours (first use times them beside the default at a shape nobody tuned):
+// the other key step, one consumer with two blocks an SM against two consumers, three consumers
+// against two at head dim 64, persistent against one block a tile, and the keys split 2 ways
+// unsplit (one step fewer split), each settled as the rule settles it; those the problem allows
+// are valid.
+TEST(Attention, WgmmaNeighboursAreTheRulesOneChoiceAlternatives) {
+  const DeviceInfo d = DeviceInfo::nominal("sm_90");
+  const Family f = find_family("attention_wgmma");
+  auto has = [](const std::vector<Config>& v, std::initializer_list<std::pair<const char*, int>> want) {
+    return std::any_of(v.begin(), v.end(), [&](const Config& x) {
+      return std::all_of(want.begin(), want.end(), [&](const auto& kv) { return x[kv.first] == kv.second; });
+    });
+  };
+  {
+    // A 1000-token causal prompt: two consumers, 112-key steps (1008 keys padded), persistent
+    // with O by TMA.
+    const Problem p = Problem::parse("attention", "1x32x8x1000x1000x128", "causal", DType::bf16);
+    const Config c = f.default_config(p, d);
+    ASSERT_EQ(c["CWG"], 2);
+    ASSERT_EQ(c["BN"], 112);
+    ASSERT_EQ(c["PERSIST"], 1);
+    const std::vector<Config> n = f.neighbors_of(c, p, d);
+    EXPECT_TRUE(has(n, {{"CWG", 2}, {"BN", 128}, {"PERSIST", 1}})) << "the other key step";
+    EXPECT_TRUE(has(n, {{"CWG", 1}, {"OCC", 2}, {"BN", 64}, {"PINGPONG", 0}})) << "one consumer, two blocks an SM";
+    EXPECT_TRUE(has(n, {{"CWG", 2}, {"PERSIST", 0}, {"OSTORE", 0}, {"SPLIT", 1}})) << "one block a tile";
+    EXPECT_TRUE(has(n, {{"CWG", 2}, {"PERSIST", 0}, {"OSTORE", 0}, {"SPLIT", 2}})) << "the keys split 2 ways";
+    for (const Config& x : n) {
+      EXPECT_NE(x, c);
+      EXPECT_TRUE(f.valid(x, p, d)) << x.to_json(); // 256 tiles: within 4 waves, so the split too
+      if (x["CWG"] == 1) {
+        EXPECT_EQ(x["PINGPONG"], 0) << x.to_json();
+      }
+      if (x["PERSIST"] == 0) {
+        EXPECT_EQ(x["OSTORE"], 0) << x.to_json();
+      }
+    }
+    EXPECT_LE(n.size(), 9u);
+  }
+  {
+    // A chunk over a cache: split 4 ways; the neighbour splits 3 ways.
+    const Problem p = Problem::parse("attention", "1x32x8x128x8192x128", "causal", DType::bf16);
+    const Config c = f.default_config(p, d);
+    ASSERT_EQ(c["SPLIT"], 4);
+    const std::vector<Config> n = f.neighbors_of(c, p, d);
+    EXPECT_TRUE(has(n, {{"SPLIT", 3}, {"PERSIST", 0}}));
+    EXPECT_FALSE(has(n, {{"SPLIT", 4}, {"PERSIST", 1}}));
+  }
+  {
+    // Head dim 64 without a mask: three consumers against the rule's two.
+    const Problem p = Problem::parse("attention", "16x12x12x128x512x64", "full", DType::bf16);
+    const Config c = f.default_config(p, d);
+    const std::vector<Config> n = f.neighbors_of(c, p, d);
+    EXPECT_TRUE(has(n, {{"CWG", c["CWG"] == 3 ? 2 : 3}})) << c.to_json();
+  }
+  {
+    // 1024 tiles (a 4096-token causal prompt of 32 heads): the split neighbour is not valid there.
+    const Problem p = Problem::parse("attention", "1x32x8x4096x4096x128", "causal", DType::bf16);
+    const Config c = f.default_config(p, d);
+    const std::vector<Config> n = f.neighbors_of(c, p, d);
+    ASSERT_TRUE(has(n, {{"SPLIT", 2}}));
+    for (const Config& x : n) {
+      if (x["SPLIT"] > 1) {
+        EXPECT_FALSE(f.valid(x, p, d)) << x.to_json();
+      }
+    }
+  }
+}
