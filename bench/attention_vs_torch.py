@@ -203,6 +203,9 @@ def main():
     ap.add_argument("--untuned", action="store_true",
                     help="ktune without its shipped tables (set KTUNE_DB to an empty file too): the rows served as "
                          "shapes nobody tuned are, by the families' defaults and first-use timing")
+    ap.add_argument("--no-neighbours", action="store_true",
+                    help="first use times only the lenders and family defaults of a shape nobody tuned, not their "
+                         "neighbours (ktune.configure(neighbours=False)): the A/B of what the neighbours win")
     ap.add_argument("--prelude", choices=["smem", "small"], default=None,
                     help="after each flush, a kernel on every SM with 200 KiB (smem) or 1 KiB (small) of shared memory")
     ap.add_argument("--warm-code", action="store_true",
@@ -211,6 +214,8 @@ def main():
     a = ap.parse_args()
     if a.untuned and ktune is not None:
         ktune.configure(shipped_tables=False)
+    if a.no_neighbours and ktune is not None:
+        ktune.configure(neighbours=False)
     global DELAY, PRELUDE, WARM_CODE
     DELAY = not a.no_delay
     WARM_CODE = a.warm_code
@@ -232,6 +237,7 @@ def main():
     print("# %s, torch %s, cuDNN %s, %s%s" % (dev, torch.__version__, torch.backends.cudnn.version(),
                                            "calls queued behind a GPU delay" if DELAY else "no delay: host cost counts",
                                            (", ktune without its shipped tables" if a.untuned else "") +
+                                           (", first use without neighbours" if a.no_neighbours else "") +
                                            (", code warmed by a call on other inputs" if a.warm_code else "") +
                                            (", prelude " + a.prelude if a.prelude else "")))
     print("%-28s %-34s %s" % ("model", "B x Hq/Hkv x Sq x Sk x D causal", "  ".join("%-16s" % n for n, _ in BACKENDS)))
@@ -272,6 +278,7 @@ def main():
         with open(a.json, "w") as f:
             json.dump({"device": dev, "torch": torch.__version__, "cudnn": torch.backends.cudnn.version(),
                        "ktune_tables": "database only (--untuned)" if a.untuned else "shipped and database",
+                       "neighbours": not a.no_neighbours,
                        "prelude": a.prelude,
                        "rows": results}, f, indent=1)
 

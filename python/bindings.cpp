@@ -284,7 +284,7 @@ PYBIND11_MODULE(_ktune, m) {
   py::class_<ktune::Runtime>(m, "Runtime")
       .def(py::init([](const std::string& db_path, const std::vector<std::string>& tables, const std::string& arch,
                        int device, bool tf32x3, bool shipped_tables, bool measure_untuned, const std::string& cubin_cache,
-                       int64_t cubin_cache_max_mb) {
+                       int64_t cubin_cache_max_mb, bool time_neighbours) {
              ktune::RuntimeOptions o;
              o.db_path = db_path;
              o.tables = tables;
@@ -295,13 +295,14 @@ PYBIND11_MODULE(_ktune, m) {
              o.measure_untuned = measure_untuned;
              o.cubin_cache = cubin_cache;
              o.cubin_cache_max_mb = cubin_cache_max_mb;
+             o.time_neighbours = time_neighbours;
              py::gil_scoped_release nogil;
              return std::make_unique<ktune::Runtime>(o);
            }),
            py::arg("db_path") = "", py::arg("tables") = std::vector<std::string>{}, py::arg("arch") = "",
            py::arg("device") = 0, py::arg("tf32x3") = false, py::arg("shipped_tables") = true,
            py::arg("measure_untuned") = true, py::arg("cubin_cache") = std::string(ktune::kDefaultCubinCache),
-           py::arg("cubin_cache_max_mb") = ktune::kDefaultCubinCacheLimit)
+           py::arg("cubin_cache_max_mb") = ktune::kDefaultCubinCacheLimit, py::arg("time_neighbours") = true)
       .def_property_readonly("arch", &ktune::Runtime::arch)
       .def_property_readonly("entries", &ktune::Runtime::entries)
       .def(

@@ -101,6 +101,7 @@ Selection Runtime::Impl::from_exact(const Lent& l) const {
 // performance-log-2026-11.md, "Decode shapes nobody tuned").
 void Runtime::Impl::add_neighbours(std::vector<CandidateConfig>& cands, const Problem& p,
                                    const std::vector<size_t>& from) const {
+  if (!opts.time_neighbours) return;
   std::map<std::string, size_t> added; // neighbours a family so far
   for (size_t i : from) {
     const CandidateConfig source = cands[i]; // a copy: cands grows below

@@ -115,6 +115,11 @@ struct RuntimeOptions {
   // capture, the first candidate (the nearest lender, else a family default) runs.
   bool measure_untuned = true;
   double measure_margin = 0.03; // a kernel must beat cuBLAS by this fraction to be chosen (first use and tuned entries)
+  // With measure_untuned: first use also times the neighbours (Family::neighbors: configs one choice
+  // away from a family's default or lender, up to 9 a family) beside them. Off, only the lenders and
+  // defaults: fewer kernels to compile and time the first time a shape comes (and an A/B of what the
+  // neighbours win, bench/attention_vs_torch.py --no-neighbours).
+  bool time_neighbours = true;
   // Where the cubins this runtime compiles are kept for later processes: a ktune database file
   // (its binaries table), created on the first write. A later Runtime loads a kept cubin in ~2 ms
   // where NVRTC takes 25 ms to ~1 s a kernel; the first use of a half-precision shape nobody

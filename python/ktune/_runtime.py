@@ -15,7 +15,7 @@ _DTYPES = {
 
 _lock = threading.Lock()
 _options = {"db": None, "tables": (), "tf32x3": False, "measure_untuned": True, "shipped_tables": True,
-            "cubin_cache": _ktune.DEFAULT_CUBIN_CACHE, "cubin_cache_max_mb": None}
+            "cubin_cache": _ktune.DEFAULT_CUBIN_CACHE, "cubin_cache_max_mb": None, "neighbours": True}
 _runtimes = {}
 # Runtimes replaced by configure(): kept alive, since another thread may still be launching on
 # one (the C++ Runtime must not be destroyed while calls are in flight).
@@ -169,7 +169,7 @@ def devices():
 
 
 def configure(db=None, tables=None, tf32x3=None, measure_untuned=None, cubin_cache=None, cubin_cache_max_mb=None,
-              shipped_tables=None):
+              shipped_tables=None, neighbours=None):
     """Options of the runtimes created from now on (the ones made so far are replaced).
 
     db: a ktune database to read (default: default_db_path(); a missing file means none);
@@ -181,7 +181,9 @@ def configure(db=None, tables=None, tf32x3=None, measure_untuned=None, cubin_cac
     cubins it holds before the least recently used go (0: no limit; default
     $KTUNE_CUBIN_CACHE_MAX_MB, else 512); shipped_tables: read the tables shipped with ktune (default
     True; False serves only the database, the user's tables and first-use timing, as a GPU nobody
-    tuned for would be). An option left None keeps its value. Returns the options in force.
+    tuned for would be); neighbours: with measure_untuned, also time the configs one choice away from
+    each family's default and lender (default True; False compiles and times fewer kernels the first
+    time a shape comes). An option left None keeps its value. Returns the options in force.
     """
     if cubin_cache_max_mb is not None and (isinstance(cubin_cache_max_mb, bool) or not isinstance(cubin_cache_max_mb, int)
                                            or cubin_cache_max_mb < 0):
@@ -202,6 +204,8 @@ def configure(db=None, tables=None, tf32x3=None, measure_untuned=None, cubin_cac
             _options["cubin_cache_max_mb"] = int(cubin_cache_max_mb)
         if shipped_tables is not None:
             _options["shipped_tables"] = bool(shipped_tables)
+        if neighbours is not None:
+            _options["neighbours"] = bool(neighbours)
         _retired.extend(_runtimes.values())
         _runtimes.clear()
         _forget_calls()
@@ -234,7 +238,8 @@ def runtime(device=None, arch=None):
                           device=0 if arch else int(device or 0), tf32x3=opts["tf32x3"],
                           measure_untuned=opts["measure_untuned"], shipped_tables=opts["shipped_tables"],
                           cubin_cache=opts["cubin_cache"],
-                          cubin_cache_max_mb=-1 if opts["cubin_cache_max_mb"] is None else opts["cubin_cache_max_mb"])
+                          cubin_cache_max_mb=-1 if opts["cubin_cache_max_mb"] is None else opts["cubin_cache_max_mb"],
+                          time_neighbours=opts["neighbours"])
     with _lock:
         # Another thread may have made one meanwhile: keep the first, so every caller shares it.
         return _runtimes.setdefault(key, made)

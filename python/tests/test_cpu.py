@@ -290,6 +290,25 @@ def test_configure_shipped_tables(tmp_path):
         ktune._runtime.reload()
 
 
+def test_configure_neighbours():
+    # neighbours=False: first use at a shape nobody tuned offers the lenders and defaults only (an
+    # untuned bf16 GEMM offers gemm_wgmma's lender's neighbours otherwise); True brings them back.
+    import ktune
+    try:
+        def neighbours():
+            s = ktune.best_config(3072, 3072, 3072, dtype="bf16", arch="sm_90")
+            return sum(1 for c in s["candidates"] if c["neighbour"]), len(s["candidates"])
+        with_n, all_with = neighbours()
+        assert with_n > 0
+        assert ktune.configure(neighbours=False)["neighbours"] is False
+        assert neighbours() == (0, all_with - with_n)
+        assert ktune.configure()["neighbours"] is False  # None keeps the value
+        assert ktune.configure(neighbours=True)["neighbours"] is True
+        assert neighbours() == (with_n, all_with)
+    finally:
+        ktune.configure(neighbours=True)
+
+
 def test_best_config_answers_for_every_op():
     """best_config(op=...) asks about the row ops too (rows, columns; no k, no layout), from the
     shipped tables, without a GPU; a wrong op or a k for a row op is a UsageError."""

@@ -432,6 +432,34 @@ TEST(Runtime, UntunedAttentionShapesTimeTheDefaultsNeighbours) {
   }
 }
 
+// RuntimeOptions::time_neighbours off: an untuned shape's first use offers the same lenders and
+// defaults, in the same order, and no neighbour (GEMM's half shapes and attention's alike).
+TEST(Runtime, NeighboursOffLeavesTheLendersAndDefaults) {
+  Runtime with = shipped_only();
+  RuntimeOptions o;
+  o.arch = "sm_90";
+  o.cubin_cache = "";
+  o.time_neighbours = false;
+  Runtime without(o);
+  auto compare = [](const Selection& a, const Selection& b, const std::string& what) {
+    std::vector<std::string> kept, offered;
+    for (const auto& c : a.candidates)
+      if (!c.neighbour) kept.push_back(c.family + c.config.to_json());
+    for (const auto& c : b.candidates) {
+      EXPECT_FALSE(c.neighbour) << what << " " << c.config.to_json();
+      offered.push_back(c.family + c.config.to_json());
+    }
+    EXPECT_GT(a.candidates.size(), kept.size()) << what << ": the default runtime offers neighbours";
+    EXPECT_EQ(offered, kept) << what;
+  };
+  compare(with.best_config(GemmProblem::parse("3072x3072x3072", "NN", DType::bf16)),
+          without.best_config(GemmProblem::parse("3072x3072x3072", "NN", DType::bf16)), "gemm 3072^3 bf16");
+  for (const char* shape : {"1x32x8x1000x1000x128", "8x32x32x1x2048x80"}) {
+    const Problem p = Problem::parse("attention", shape, "causal", DType::bf16);
+    compare(with.best_config(p), without.best_config(p), shape);
+  }
+}
+
 TEST(Runtime, HalfProblemsAreServedAndTf32IsRefusedClearly) {
   Runtime rt = shipped_only();
   // bf16 and f16 have answers (a tuned entry, candidates, or cuBLAS), never an error.
