@@ -200,13 +200,27 @@ int64_t wgmma_x_extent(const Config& c, const Problem& p) {
 
 // Where a split can pay: one block a tile leaves SMs idle (fewer tiles than the SMs hold at once),
 // or its last wave of blocks is a large share of the run. Past 4 waves of tiles that share is at
-// most 1/5 (4 full waves and a fifth), less than a split has cost where it was not needed: in the
-// exhaustive sweep over SPLIT (H200, docs/runs/2026-12-04-h200-attention-split.md section 3) every
-// split grid of more than one wave ran 1.06-1.31x the best split, and a split adds partials to
-// write and a combine step. The tuner's space leaves those out (at a 4096-token causal prompt of
-// 32 heads, 1024 tiles: 540 of the 846 configs). No device (sm_count 0): no bound.
+// most 1/5 (4 full waves and a fifth). The bound is an extrapolation: the exhaustive sweep over
+// SPLIT (H200, docs/runs/2026-12-04-h200-attention-split.md section 3) covered 32-64 tiles, where
+// every split grid of more than one wave ran 1.05-1.32x the best split, and a split adds partials
+// to write and a combine step. The tuner's space leaves those out (at a 4096-token causal prompt
+// of 32 heads, 1024 tiles: 540 of the 846 configs). No device (sm_count 0): no bound.
 bool wgmma_split_can_pay(const Config& c, const Problem& p, const DeviceInfo& dev) {
   return dev.sm_count <= 0 || wgmma_tiles(c, p) <= 4 * int64_t(dev.sm_count) * c["OCC"];
+}
+
+// The default rule's key step with two or three consumers: 80 keys above head dim 128, 128 below it
+// or causal, FlashAttention-3's 176 at full head dim 128; up to 1024 keys, of that and the steps 64
+// to 128 the one that pads the keys least, the later of equals (1000 keys: 112, 1008 padded; 256
+// and 1024 keys: 128).
+int64_t wgmma_rule_step(const Problem& p) {
+  const int64_t d = padded_head_dim(p), kv = p.dims[kKvLen];
+  auto padded = [](int64_t n, int64_t tile) { return (n + tile - 1) / tile * tile; };
+  int64_t bn = d > 128 ? 80 : d < 128 || causal(p) ? 128 : 176;
+  if (d <= 128 && kv <= 1024)
+    for (int64_t step = 64; step <= 128; step += 16)
+      if (padded(kv, step) <= padded(kv, bn)) bn = step;
+  return bn;
 }
 
 Family wgmma_family(bool varlen) {
@@ -376,25 +390,35 @@ Family wgmma_family(bool varlen) {
   // The configs one choice away from c where the rule has misjudged shapes it was not fit on; the
   // runtime's first use times them beside the default (and the lender) at a shape nobody tuned, and
   // the tuner's warm start tries them early. Each is a choice the rule makes from a threshold that a
-  // probe of other shapes has moved before (H200): the other key step (64 against 128 keys: at
-  // 256-token prompts 1 x 128 persistent beat the rule's 1 x 64 by 2 %; docs/runs/
-  // 2026-12-04-h200-attention-split.md section 5); one consumer with two blocks an SM against two
-  // consumers (the short-prompt rule's boundary: 1.07-1.20x either way at 128-1024 tokens, same
-  // section), and three consumers against two at head dim 64 (SDXL's 4096 full: two 0.96x cuDNN,
-  // three 0.94x; docs/runs/2026-11-30-h200-attention-d64-probes.md); persistent against one block
-  // a tile (1.03x at a 128-token prompt); a split one step smaller, or (unsplit, up to 4 waves of
-  // tiles) the keys split 2 ways, where the last wave of tiles leaves SMs idle. Settled as the rule
-  // settles them: one consumer takes no turns, two blocks an SM only with one consumer, O by TMA
-  // wherever a persistent block's O tile fits, and head dim 64's OVERLAP by its consumers.
+  // probe of other shapes has moved before (H200): the other key step (64 against 128 keys, 80
+  // against 64 above head dim 128: at 256-token prompts 1 x 128 persistent beat the rule's 1 x 64
+  // by 2 %; docs/runs/2026-12-04-h200-attention-split.md section 5); one consumer with two blocks
+  // an SM against two consumers at the rule's step (the short-prompt rule's boundary: 1.07-1.20x
+  // either way at 128-1024 tokens, same section), and three consumers against two at head dim 64
+  // (SDXL's 4096 full: two 0.96x cuDNN, three 0.94x; docs/runs/2026-11-30-h200-attention-d64-probes.md);
+  // persistent against one block a tile (1.03x at a 128-token prompt); a split one step smaller,
+  // or, unsplit with two or three consumers, the keys split 2 ways (runs of kKeysASplit keys or
+  // more, as the rule's), which the space keeps only up to 4 waves of tiles. Settled as the rule
+  // settles them: one consumer takes no turns, two blocks an SM only with one consumer and where
+  // two blocks fit (else one), OVERLAP by head dim 64's rule (on elsewhere), O by TMA wherever a
+  // persistent block's O tile fits.
   f.neighbors([varlen](const Config& c, const Problem& p, const DeviceInfo& dev) {
     std::vector<Config> out;
     const int64_t d = padded_head_dim(p);
+    auto store_by_tma = [&](Config& x) {
+      x.set("OSTORE", x["PERSIST"] && !varlen ? 1 : 0);
+      if (x["OSTORE"] && !(wgmma_fits_block(x, p, dev) && wgmma_fits_occupancy(x, p))) x.set("OSTORE", 0);
+    };
     auto settle = [&](Config x) {
       if (x["CWG"] == 1) x.set("PINGPONG", 0);
       else x.set("OCC", 1);
       if (x["SPLIT"] > 1) x.set("PERSIST", 0);
-      if (d == 64) x.set("OVERLAP", x["PINGPONG"] && (x["CWG"] == 3 || causal(p)) ? 0 : 1);
-      x.set("OSTORE", x["PERSIST"] && !varlen && wgmma_fits_block(x, p, dev) && wgmma_fits_occupancy(x, p) ? 1 : 0);
+      x.set("OVERLAP", d == 64 && x["PINGPONG"] && (x["CWG"] == 3 || causal(p)) ? 0 : 1);
+      store_by_tma(x);
+      if (x["OCC"] == 2 && !wgmma_fits_occupancy(x, p)) {
+        x.set("OCC", 1);
+        store_by_tma(x);
+      }
       return x;
     };
     auto add = [&](std::initializer_list<std::pair<const char*, int>> changes) {
@@ -403,13 +427,16 @@ Family wgmma_family(bool varlen) {
       x = settle(std::move(x));
       if (x != c && std::find(out.begin(), out.end(), x) == out.end()) out.push_back(std::move(x));
     };
-    add({{"BN", c["BN"] == 128 ? 64 : 128}});
-    if (c["CWG"] == 1) add({{"CWG", 2}, {"PINGPONG", 1}});
+    add({{"BN", d > 128 ? (c["BN"] == 80 ? 64 : 80) : (c["BN"] == 128 ? 64 : 128)}});
+    if (c["CWG"] == 1) add({{"CWG", 2}, {"BN", int(wgmma_rule_step(p))}, {"PINGPONG", d > 128 ? 0 : 1}});
     else add({{"CWG", 1}, {"OCC", 2}, {"BN", 64}});
     if (d == 64) add({{"CWG", c["CWG"] == 3 ? 2 : 3}, {"PINGPONG", 1}});
     if (c["SPLIT"] == 1) {
       add({{"PERSIST", 1 - c["PERSIST"]}});
-      if (!varlen) add({{"SPLIT", 2}});
+      // A persistent config's step may be 16 keys short of the rule's for its O tile; a split
+      // block has none (the rule splits at the step before that).
+      const int64_t bn = c["OSTORE"] ? wgmma_rule_step(p) : c["BN"], steps = (p.dims[kKvLen] + bn - 1) / bn;
+      if (!varlen && c["CWG"] >= 2 && (steps + 1) / 2 * bn >= kKeysASplit) add({{"SPLIT", 2}, {"BN", int(bn)}});
     } else {
       const std::vector<int> splits{1, 2, 3, 4, 6, 8};
       const auto at = std::find(splits.begin(), splits.end(), c["SPLIT"]);
@@ -421,7 +448,6 @@ Family wgmma_family(bool varlen) {
   // rows, the same config on the other 7.
   f.defaults([varlen](const Problem& p, const DeviceInfo& dev) {
     const int64_t d = padded_head_dim(p), kv = p.dims[kKvLen], q = p.dims[kQLen];
-    auto padded = [](int64_t n, int64_t tile) { return (n + tile - 1) / tile * tile; };
     Config c;
     // Rounds of tiles over the SMs with 64 x cwg query rows a tile: the persistent grid's tiles
     // (varlen: from the packed tokens, each sequence's last tile taken as half full, not the
@@ -435,10 +461,7 @@ Family wgmma_family(bool varlen) {
       return (tiles + dev.sm_count - 1) / std::max(1, dev.sm_count);
     };
     c.set("CWG", d == 64 && !causal(p) && 150 * rounds(3) < 116 * rounds(2) ? 3 : 2);
-    int64_t bn = d > 128 ? 80 : d < 128 || causal(p) ? 128 : 176;
-    if (d <= 128 && kv <= 1024)
-      for (int64_t step = 64; step <= 128; step += 16)
-        if (padded(kv, step) <= padded(kv, bn)) bn = step;
+    const int64_t bn = wgmma_rule_step(p);
     c.set("BN", bn);
     c.set("STAGES", 2);
     c.set("PINGPONG", d > 128 ? 0 : 1);

@@ -827,6 +827,35 @@ TEST(Attention, WgmmaNeighboursAreTheRulesOneChoiceAlternatives) {
     }
     EXPECT_LE(n.size(), 9u);
   }
+  for (const char* shape : {"1x32x8x256x256x128", "1x32x8x512x512x128"}) {
+    // A short causal prompt: one consumer, two blocks an SM, 64-key steps. Its neighbours: the
+    // 128-key step (two such blocks do not fit an SM: one), two consumers at the rule's 128-key
+    // step, and one block a tile.
+    const Problem p = Problem::parse("attention", shape, "causal", DType::bf16);
+    const Config c = f.default_config(p, d);
+    ASSERT_EQ(c["CWG"], 1) << shape;
+    ASSERT_EQ(c["OCC"], 2) << shape;
+    const std::vector<Config> n = f.neighbors_of(c, p, d);
+    EXPECT_TRUE(has(n, {{"CWG", 1}, {"BN", 128}, {"OCC", 1}, {"PERSIST", 1}})) << shape;
+    EXPECT_TRUE(has(n, {{"CWG", 2}, {"BN", 128}, {"PINGPONG", 1}, {"OCC", 1}, {"OVERLAP", 1}})) << shape;
+    EXPECT_TRUE(has(n, {{"CWG", 1}, {"BN", 64}, {"OCC", 2}, {"PERSIST", 0}, {"OSTORE", 0}})) << shape;
+    for (const Config& x : n) EXPECT_TRUE(f.valid(x, p, d)) << shape << " " << x.to_json();
+  }
+  {
+    // Head dim 256, long keys (80-key steps, one block a tile): the 64-key step, and persistent
+    // blocks, with O by TMA only where its tile fits.
+    const Problem p = Problem::parse("attention", "1x16x16x16384x16384x256", "full", DType::bf16);
+    const Config c = f.default_config(p, d);
+    ASSERT_EQ(c["BN"], 80);
+    const std::vector<Config> n = f.neighbors_of(c, p, d);
+    EXPECT_TRUE(has(n, {{"BN", 64}})) << c.to_json();
+    EXPECT_TRUE(has(n, {{"PERSIST", 1 - c["PERSIST"]}})) << c.to_json();
+    for (const Config& x : n) {
+      if (x["SPLIT"] == 1) { // the split neighbour: 1024 tiles, past 4 waves
+        EXPECT_TRUE(f.valid(x, p, d)) << x.to_json();
+      }
+    }
+  }
   {
     // A chunk over a cache: split 4 ways; the neighbour splits 3 ways.
     const Problem p = Problem::parse("attention", "1x32x8x128x8192x128", "causal", DType::bf16);
