@@ -390,6 +390,38 @@ TEST(AttentionGpu, WgmmaSplitsAndMergesOnATinyShape) {
   EXPECT_TRUE(v.pass) << c.to_json() << ": " << v.summary();
 }
 
+// attention_wgmma's neighbours (Family::neighbors), which first use may serve at a shape nobody
+// tuned without a tuner's check: every valid neighbour of the default at a short causal prompt (one
+// consumer, two blocks an SM), head dim 64 without a mask (three consumers, a split of 2), head
+// dim 256 (80 against 64 keys, persistent) and a padded head dim, verified against FP64.
+TEST(AttentionGpu, WgmmaNeighboursPassAtShapesNobodyTuned) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  if (d->arch != "sm_90") GTEST_SKIP() << "attention_wgmma is sm_90a only";
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  auto runner = make_op_runner("attention", compiler, *d);
+  const Family f = find_family("attention_wgmma");
+  uint64_t seed = 900;
+  int checked = 0, split = 0;
+  for (const auto& [shape, layout, t] : std::vector<std::tuple<const char*, const char*, DType>>{
+           {"1x8x2x256x256x128", "causal", DType::bf16},
+           {"2x4x4x130x1100x64", "full", DType::f16},
+           {"1x4x2x300x1200x256", "causal", DType::bf16},
+           {"1x4x1x100x1000x96", "full", DType::bf16}}) {
+    const Problem p = Problem::parse("attention", shape, layout, t);
+    for (const Config& c : f.neighbors_of(f.default_config(p, *d), p, *d)) {
+      if (!f.valid(c, p, *d)) continue;
+      const VerifyResult v = check_config(*runner, compiler, *d, f, c, p, ++seed);
+      EXPECT_TRUE(v.pass) << c.to_json() << " " << p.key() << ": " << v.summary();
+      ++checked, split += c["SPLIT"] > 1;
+    }
+  }
+  EXPECT_GE(checked, 12);
+  EXPECT_GE(split, 2);
+}
+
 namespace {
 
 // attention_decode_paged's, pages a multiple of the tile (a table entry a tile, read ahead).

@@ -857,6 +857,22 @@ TEST(Attention, WgmmaNeighboursAreTheRulesOneChoiceAlternatives) {
     }
   }
   {
+    // The shapes AttentionGpu.WgmmaNeighboursPassAtShapesNobodyTuned verifies every valid neighbour
+    // at: 12 or more of them, 2 or more split.
+    int valid = 0, split = 0;
+    for (const auto& [shape, layout] : std::vector<std::pair<const char*, const char*>>{
+             {"1x8x2x256x256x128", "causal"},
+             {"2x4x4x130x1100x64", "full"},
+             {"1x4x2x300x1200x256", "causal"},
+             {"1x4x1x100x1000x96", "full"}}) {
+      const Problem p = Problem::parse("attention", shape, layout, DType::bf16);
+      for (const Config& x : f.neighbors_of(f.default_config(p, d), p, d))
+        if (f.valid(x, p, d)) ++valid, split += x["SPLIT"] > 1;
+    }
+    EXPECT_GE(valid, 12);
+    EXPECT_GE(split, 2);
+  }
+  {
     // A chunk over a cache: split 4 ways; the neighbour splits 3 ways.
     const Problem p = Problem::parse("attention", "1x32x8x128x8192x128", "causal", DType::bf16);
     const Config c = f.default_config(p, d);
