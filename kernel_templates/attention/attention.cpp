@@ -209,6 +209,10 @@ bool wgmma_split_can_pay(const Config& c, const Problem& p, const DeviceInfo& de
   return dev.sm_count <= 0 || wgmma_tiles(c, p) <= 4 * int64_t(dev.sm_count) * c["OCC"];
 }
 
+// The most query rows attention_decode serves (decode and speculative decoding: its heads packed
+// into the MMA rows).
+constexpr int64_t kDecodeMaxQLen = 64;
+
 // The default rule's key step with two or three consumers: 80 keys above head dim 128, 128 below it
 // or causal, FlashAttention-3's 176 at full head dim 128; up to 1024 keys, of that and the steps 64
 // to 128 the one that pads the keys least, the later of equals (1000 keys: 112, 1008 padded; 256
@@ -401,9 +405,11 @@ Family wgmma_family(bool varlen) {
   // more, as the rule's), which the space keeps only up to 4 waves of tiles. Settled as the rule
   // settles them: one consumer takes no turns, two blocks an SM only with one consumer and where
   // two blocks fit (else one), OVERLAP by head dim 64's rule (on elsewhere), O by TMA wherever a
-  // persistent block's O tile fits.
+  // persistent block's O tile fits. None where attention_decode serves the shape (q_len <= 64: a
+  // wgmma tile of 64 rows a head is mostly padding there, whichever its other choices).
   f.neighbors([varlen](const Config& c, const Problem& p, const DeviceInfo& dev) {
     std::vector<Config> out;
+    if (!varlen && p.dims[kQLen] <= kDecodeMaxQLen) return out;
     const int64_t d = padded_head_dim(p);
     auto store_by_tma = [&](Config& x) {
       x.set("OSTORE", x["PERSIST"] && !varlen ? 1 : 0);
@@ -645,7 +651,7 @@ Family decode_family(bool paged) {
     return c;
   });
   f.restrict("few query rows: q_len <= 64 (decode and speculative decoding)", {},
-             [](const Config&, const Problem& p, const DeviceInfo&) { return p.dims[kQLen] <= 64; })
+             [](const Config&, const Problem& p, const DeviceInfo&) { return p.dims[kQLen] <= kDecodeMaxQLen; })
       .restrict("the combine step's grid holds a block per (batch, head, query) row", {},
                 [](const Config&, const Problem& p, const DeviceInfo&) {
                   return p.dims[kBatch] * p.dims[kHeads] * p.dims[kQLen] <= INT32_MAX;

@@ -873,6 +873,13 @@ TEST(Attention, WgmmaNeighboursAreTheRulesOneChoiceAlternatives) {
     EXPECT_GE(split, 2);
   }
   {
+    // Where attention_decode serves (q_len <= 64), none: a 64-row tile a head is mostly padding.
+    const Problem dec = Problem::parse("attention", "2x32x8x1x3000x128", "causal", DType::bf16);
+    EXPECT_TRUE(f.neighbors_of(f.default_config(dec, d), dec, d).empty());
+    const Problem draft = Problem::parse("attention", "1x32x8x64x4096x64", "causal", DType::bf16);
+    EXPECT_TRUE(f.neighbors_of(f.default_config(draft, d), draft, d).empty());
+  }
+  {
     // A chunk over a cache: split 4 ways; the neighbour splits 3 ways.
     const Problem p = Problem::parse("attention", "1x32x8x128x8192x128", "causal", DType::bf16);
     const Config c = f.default_config(p, d);
