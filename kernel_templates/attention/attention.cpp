@@ -146,6 +146,10 @@ bool wgmma_fits_block(const Config& c, const Problem& p, const DeviceInfo& d) {
 bool wgmma_fits_occupancy(const Config& c, const Problem& p) {
   return c["OCC"] == 1 || 2 * (wgmma_smem(c, p) + 64 + 1024) <= 228 * 1024;
 }
+// c's tiles, its O tile with them where OSTORE, fit a block and the blocks an SM OCC asks for.
+bool wgmma_fits(const Config& c, const Problem& p, const DeviceInfo& d) {
+  return wgmma_fits_block(c, p, d) && wgmma_fits_occupancy(c, p);
+}
 
 // SPLIT: the runs of whole BN-key tiles a query tile's keys split into, ceil(tiles / SPLIT) tiles
 // each (fewer than SPLIT runs where the tiles do not divide so), as attention_wgmma.cu's
@@ -158,6 +162,13 @@ int64_t wgmma_splits(const Config& c, const Problem& p) {
 }
 // The default rule's shortest split of attention_wgmma, in keys (the shortest measured: 4 steps of 128).
 constexpr int64_t kKeysASplit = 512;
+// SPLIT's domain.
+const std::vector<int> kWgmmaSplits{1, 2, 3, 4, 6, 8};
+// Whether kv keys in steps of bn, split `split` ways, give each split kKeysASplit keys or more.
+bool wgmma_splits_long_enough(int64_t kv, int64_t bn, int64_t split) {
+  const int64_t steps = (kv + bn - 1) / bn;
+  return (steps + split - 1) / split * bn >= kKeysASplit;
+}
 
 // The combine step after a split-KV kernel (attention_combine.cuh, the family's second kernel): a
 // block of 128 threads a (b, h, i) row, a programmatic dependent that waits for the splits' partials
@@ -227,6 +238,12 @@ int64_t wgmma_rule_step(const Problem& p) {
   return bn;
 }
 
+// The default rule's OVERLAP for c's consumers and turns: off at head dim 64 with turns for three
+// consumers or causal problems (FlashAttention-3's order), on elsewhere (the rule's comment below).
+int wgmma_rule_overlap(const Config& c, const Problem& p) {
+  return padded_head_dim(p) == 64 && c["PINGPONG"] && (c["CWG"] == 3 || causal(p)) ? 0 : 1;
+}
+
 Family wgmma_family(bool varlen) {
   Family f = common("attention_wgmma" + suffix(varlen), "attention_wgmma.cu",
                     varlen_about(varlen, "FlashAttention-3 on sm_90a: a TMA producer warpgroup and CWG consumer "
@@ -243,7 +260,7 @@ Family wgmma_family(bool varlen) {
              "1: one block an SM walks the tiles; the next tile's Q and K / V load while this one's O is stored")
       .param("OCC", {1, 2}, "blocks an SM the registers are capped for (2: one consumer warpgroup)")
       .param("OSTORE", {0, 1}, "1: a persistent block's O staged in shared memory of its own and stored by TMA")
-      .param("SPLIT", {1, 2, 3, 4, 6, 8},
+      .param("SPLIT", kWgmmaSplits,
              "the keys of a query tile split over this many blocks (split-KV), merged by a combine step: query "
              "tiles too few to fill the SMs over many keys (a chunked prefill)");
   // The same tiles where O by TMA or the split is not valid (a varlen problem lent a dense entry, a
@@ -413,13 +430,13 @@ Family wgmma_family(bool varlen) {
     const int64_t d = padded_head_dim(p);
     auto store_by_tma = [&](Config& x) {
       x.set("OSTORE", x["PERSIST"] && !varlen ? 1 : 0);
-      if (x["OSTORE"] && !(wgmma_fits_block(x, p, dev) && wgmma_fits_occupancy(x, p))) x.set("OSTORE", 0);
+      if (x["OSTORE"] && !wgmma_fits(x, p, dev)) x.set("OSTORE", 0);
     };
     auto settle = [&](Config x) {
       if (x["CWG"] == 1) x.set("PINGPONG", 0);
       else x.set("OCC", 1);
       if (x["SPLIT"] > 1) x.set("PERSIST", 0);
-      x.set("OVERLAP", d == 64 && x["PINGPONG"] && (x["CWG"] == 3 || causal(p)) ? 0 : 1);
+      x.set("OVERLAP", wgmma_rule_overlap(x, p));
       store_by_tma(x);
       if (x["OCC"] == 2 && !wgmma_fits_occupancy(x, p)) {
         x.set("OCC", 1);
@@ -441,12 +458,12 @@ Family wgmma_family(bool varlen) {
       add({{"PERSIST", 1 - c["PERSIST"]}});
       // A persistent config's step may be 16 keys short of the rule's for its O tile; a split
       // block has none (the rule splits at the step before that).
-      const int64_t bn = c["OSTORE"] ? wgmma_rule_step(p) : c["BN"], steps = (p.dims[kKvLen] + bn - 1) / bn;
-      if (!varlen && c["CWG"] >= 2 && (steps + 1) / 2 * bn >= kKeysASplit) add({{"SPLIT", 2}, {"BN", int(bn)}});
+      const int64_t bn = c["OSTORE"] ? wgmma_rule_step(p) : c["BN"];
+      if (!varlen && c["CWG"] >= 2 && wgmma_splits_long_enough(p.dims[kKvLen], bn, 2))
+        add({{"SPLIT", 2}, {"BN", int(bn)}});
     } else {
-      const std::vector<int> splits{1, 2, 3, 4, 6, 8};
-      const auto at = std::find(splits.begin(), splits.end(), c["SPLIT"]);
-      if (at != splits.begin() && at != splits.end()) add({{"SPLIT", *(at - 1)}});
+      const auto at = std::find(kWgmmaSplits.begin(), kWgmmaSplits.end(), c["SPLIT"]);
+      if (at != kWgmmaSplits.begin() && at != kWgmmaSplits.end()) add({{"SPLIT", *(at - 1)}});
     }
     return out;
   });
@@ -488,28 +505,27 @@ Family wgmma_family(bool varlen) {
     // OVERLAP at head dim 64 with turns: without (FA3's order) for three consumers and for causal
     // problems, with it for two consumers and no mask (the same 12 tunes: 11 of 12 shapes faster
     // with it at 128 x 128, by up to 4.5 %; three consumers faster without on all 12).
-    c.set("OVERLAP", d == 64 && c["PINGPONG"] && (c["CWG"] == 3 || causal(p)) ? 0 : 1);
+    c.set("OVERLAP", wgmma_rule_overlap(c, p));
     // A persistent block stores O by TMA wherever its O tile fits beside the others. Exhaustive
     // A/B, config by config (H200, docs/runs/2026-11-30-h200-attention-ostore.md): 0.83x the time at
     // 8 x 512 causal (head dim 128) and BERT's 128 tokens, 0.92-0.96x at 197-1024 tokens and at
     // 4096 causal, 0.99x at SDXL's 4096 full; one config of 35 slower (1.01x).
     c.set("OSTORE", c["PERSIST"] && !varlen ? 1 : 0);
-    auto o_fits = [&](const Config& x) { return wgmma_fits_block(x, p, dev) && wgmma_fits_occupancy(x, p); };
     // Where the O tile does not fit beside the K / V ring (head dim 128 with 176 keys a step), a
     // step of 16 keys fewer makes room, down to 128 and while the tile keeps at most 64 steps.
     // Tunes of full head-dim-128 problems (H200, docs/runs/2026-11-30-h200-attention-defaults-combine.md
     // section 2): 128 x 160 with OSTORE 0.955-0.970x the time of 128 x 176 without it on 4 of 5
     // shapes (1370-4096 tokens), 1.004x at 8192.
-    if (c["OSTORE"] && !o_fits(c))
+    if (c["OSTORE"] && !wgmma_fits(c, p, dev))
       for (Config x = c; x["BN"] > 128;) {
         x.set("BN", x["BN"] - 16);
         if (!persists(x["BN"])) break;
-        if (o_fits(x)) {
+        if (wgmma_fits(x, p, dev)) {
           c = x;
           break;
         }
       }
-    if (c["OSTORE"] && !o_fits(c)) c.set("OSTORE", 0);
+    if (c["OSTORE"] && !wgmma_fits(c, p, dev)) c.set("OSTORE", 0);
     // Split-KV where one block a tile leaves SMs idle over many keys (a chunked prefill: 128
     // queries of 32 heads are 32 tiles for 132 SMs, each walking every key): the most splits whose
     // blocks still fit one wave at a block an SM, each split kKeysASplit keys or more, one block a
@@ -522,9 +538,9 @@ Family wgmma_family(bool varlen) {
     if (!varlen && c["OCC"] == 1) {
       Config x = c;
       x.set("PERSIST", 0), x.set("OSTORE", 0), x.set("BN", bn);
-      const int64_t tiles = wgmma_tiles(x, p), steps = (kv + bn - 1) / bn;
-      for (int64_t split : {2, 3, 4, 6, 8})
-        if (tiles * split <= dev.sm_count && (steps + split - 1) / split * bn >= kKeysASplit) x.set("SPLIT", split);
+      const int64_t tiles = wgmma_tiles(x, p);
+      for (int split : kWgmmaSplits)
+        if (split > 1 && tiles * split <= dev.sm_count && wgmma_splits_long_enough(kv, bn, split)) x.set("SPLIT", split);
       if (x["SPLIT"] > 1) c = x;
     }
     return c;
