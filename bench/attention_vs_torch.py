@@ -133,6 +133,19 @@ def reference_rows(q, k, v, causal, rows):
     return torch.einsum("bhqk,bhkd->bhqd", torch.softmax(s, dim=-1), vv)
 
 
+def ktune_selection(before):
+    """What served ktune's row: the selection of the call this row made (ktune keeps one per shape,
+    dtype and strides), first use's timed candidates included, so that an A/B of first-use rules can
+    say which config won a row and by how much it led."""
+    made = [c for key, c in ktune._runtime.calls.items() if key not in before and key[0] == "attention"]
+    if len(made) != 1:
+        return None
+    s = made[0].selection
+    keep = ("family", "config", "neighbour", "measured_ms")
+    return {"family": s["family"], "config": s["config"], "provenance": s["provenance"], "why": s["why"],
+            "candidates": [{k: c[k] for k in keep} for c in s["candidates"] if c.get("measured_ms") is not None]}
+
+
 def run_row(r, timer, copy_tb_s):
     g = torch.Generator(device="cuda").manual_seed(1234)
     B, H, Hk, Sq, Sk, D = r["batch"], r["heads"], r["kv_heads"], r["q_len"], r["kv_len"], r["head_dim"]
@@ -166,6 +179,7 @@ def run_row(r, timer, copy_tb_s):
             out["backends"][name] = res
             continue
         on = ktune_on if name == "ktune" else sdpa_on
+        before = set(ktune._runtime.calls) if name == "ktune" else None
         call = lambda: on(q, k, v)
         warm = (lambda: on(*twin)) if twin is not None else None
         if name == "math" and B * H * Sq * Sk > (1 << 31):
@@ -188,6 +202,8 @@ def run_row(r, timer, copy_tb_s):
                         res["of_copy"] = res["kv_tb_s"] / copy_tb_s(kv_bytes(r))
         except (RuntimeError, ValueError) as e:
             res["status"] = "does not run: " + str(e).split("\n")[0][:120]
+        if before is not None:
+            res["selection"] = ktune_selection(before)
         out["backends"][name] = res
     return out
 
@@ -206,6 +222,9 @@ def main():
     ap.add_argument("--no-neighbours", action="store_true",
                     help="first use times only the lenders and family defaults of a shape nobody tuned, not their "
                          "neighbours (ktune.configure(neighbours=False)): the A/B of what the neighbours win")
+    ap.add_argument("--explain", action="store_true",
+                    help="a line under each row: the config ktune ran and where it came from (the JSON has every "
+                         "candidate first use timed)")
     ap.add_argument("--prelude", choices=["smem", "small"], default=None,
                     help="after each flush, a kernel on every SM with 200 KiB (smem) or 1 KiB (small) of shared memory")
     ap.add_argument("--warm-code", action="store_true",
@@ -257,6 +276,13 @@ def main():
             else:
                 cells.append("%-16s" % ("%.0f TFLOPS" % b["tflops"]))
         print("%-28s %-34s %s" % (r.get("model", "")[:28], shape, "  ".join(cells)), flush=True)
+        sel = res["backends"].get("ktune", {}).get("selection")
+        if a.explain and sel:
+            timed = sorted(sel["candidates"], key=lambda c: c["measured_ms"])
+            lead = ", first use %.4f ms, next %.4f ms of %d timed" % (
+                timed[0]["measured_ms"], timed[1]["measured_ms"], len(timed)) if len(timed) > 1 else ""
+            print("    ktune ran %s %s, %s%s" % (sel["family"], json.dumps(sel["config"], separators=(",", ":")),
+                                              sel["provenance"], lead if sel["provenance"] != "exact" else ""))
     # ktune against the best backend that ran and against flash (FlashAttention-2), per row and in geomean.
     ratios = {"best": [], "flash": []}
     for res in results:

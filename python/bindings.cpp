@@ -255,7 +255,18 @@ PYBIND11_MODULE(_ktune, m) {
              py::gil_scoped_release nogil;
              (*c.call)(ptrs.data(), buffers.size(), reinterpret_cast<CUstream>(stream));
            })
-      .def_property_readonly("key", [](const PyBuffersCall& c) { return c.call->problem().key(); });
+      .def_property_readonly("key", [](const PyBuffersCall& c) { return c.call->problem().key(); })
+      // What the call runs, as best_config answers (after its first call: what first use measured,
+      // every candidate's time included), for benches that report which config served a row.
+      .def_property_readonly("selection", [](const PyBuffersCall& c) {
+        const ktune::Runtime& rt = *c.owner.cast<ktune::Runtime*>();
+        ktune::Selection s;
+        {
+          py::gil_scoped_release nogil;
+          s = rt.best_config(c.call->problem());
+        }
+        return selection_dict(c.call->problem(), rt.arch(), s);
+      });
 
   m.def(
       "problem_key",

@@ -209,15 +209,18 @@ int64_t wgmma_x_extent(const Config& c, const Problem& p) {
   return c["PERSIST"] ? wgmma_tiles(c, p) : wgmma_query_blocks(c, p) * wgmma_splits(c, p);
 }
 
-// Where a split can pay: one block a tile leaves SMs idle (fewer tiles than the SMs hold at once),
-// or its last wave of blocks is a large share of the run. Past 4 waves of tiles that share is at
-// most 1/5 (4 full waves and a fifth). The bound is an extrapolation: the exhaustive sweep over
-// SPLIT (H200, docs/runs/2026-12-04-h200-attention-split.md section 3) covered 32-64 tiles, where
-// every split grid of more than one wave ran 1.05-1.32x the best split, and a split adds partials
-// to write and a combine step. The tuner's space leaves those out (at a 4096-token causal prompt
-// of 32 heads, 1024 tiles: 540 of the 846 configs). No device (sm_count 0): no bound.
+// Where a split can pay: one block a tile leaves SMs idle (no more tiles than the SMs hold at
+// once, OCC an SM). Past one wave a split only evens out the last wave, and that did not pay where
+// measured: exhaustive over SPLIT 1-4 at 140-256 tiles (causal prompts of 640 and 768 tokens, T5's
+// 16 x 12 x 128 x 512 cross-attention, a full 1024-token prompt; H200,
+// docs/runs/2026-12-05-h200-attention-neighbours.md section 3) every split ran 2.3-3.9x one block
+// a tile at its key step (3.1-4.7x the best config, persistent), and at 32-64 tiles every split
+// grid of more than one wave ran 1.05-1.32x the best split
+// (docs/runs/2026-12-04-h200-attention-split.md section 3). The tuner's space leaves the rest out
+// (a 4096-token causal prompt of 32 heads, 1024 tiles: 540 of its 846 configs). No device
+// (sm_count 0): no bound.
 bool wgmma_split_can_pay(const Config& c, const Problem& p, const DeviceInfo& dev) {
-  return dev.sm_count <= 0 || wgmma_tiles(c, p) <= 4 * int64_t(dev.sm_count) * c["OCC"];
+  return dev.sm_count <= 0 || wgmma_tiles(c, p) <= int64_t(dev.sm_count) * c["OCC"];
 }
 
 // The most query rows attention_decode serves (decode and speculative decoding: its heads packed
@@ -323,7 +326,7 @@ Family wgmma_family(bool varlen) {
                   return c["SPLIT"] == 1 || (!varlen && !c["PERSIST"] && wgmma_splits(c, p) >= 2 &&
                                              wgmma_workspace(c, p) <= kMaxSplitWorkspace);
                 })
-      .restrict("split-KV where it can pay: the query tiles at most 4 waves of the SMs' blocks (OCC an SM)",
+      .restrict("split-KV where it can pay: the query tiles at most one wave of the SMs' blocks (OCC an SM)",
                 {"SPLIT", "CWG", "OCC"}, [](const Config& c, const Problem& p, const DeviceInfo& dev) {
                   return c["SPLIT"] == 1 || wgmma_split_can_pay(c, p, dev);
                 })
@@ -419,7 +422,7 @@ Family wgmma_family(bool varlen) {
   // (SDXL's 4096 full: two 0.96x cuDNN, three 0.94x; docs/runs/2026-11-30-h200-attention-d64-probes.md);
   // persistent against one block a tile (1.03x at a 128-token prompt); a split one step smaller,
   // or, unsplit with two or three consumers, the keys split 2 ways (runs of kKeysASplit keys or
-  // more, as the rule's), which the space keeps only up to 4 waves of tiles. Settled as the rule
+  // more, as the rule's), which the space keeps only up to one wave of tiles. Settled as the rule
   // settles them: one consumer takes no turns, two blocks an SM only with one consumer and where
   // two blocks fit (else one), OVERLAP by head dim 64's rule (on elsewhere), O by TMA wherever a
   // persistent block's O tile fits. None where attention_decode serves the shape (q_len <= 64: a
@@ -448,6 +451,7 @@ Family wgmma_family(bool varlen) {
       Config x = c;
       for (const auto& [name, v] : changes) x.set(name, v);
       x = settle(std::move(x));
+      if (x["SPLIT"] > 1 && !wgmma_split_can_pay(x, p, dev)) return; // not in the space: past one wave of tiles
       if (x != c && std::find(out.begin(), out.end(), x) == out.end()) out.push_back(std::move(x));
     };
     add({{"BN", d > 128 ? (c["BN"] == 80 ? 64 : 80) : (c["BN"] == 128 ? 64 : 128)}});

@@ -721,12 +721,12 @@ TEST(Attention, WgmmaSplitsTheKeysWhereItsTilesLeaveSmsIdle) {
   const std::vector<Config> g = f.generalized(c);
   EXPECT_NE(std::find(g.begin(), g.end(), one_block), g.end());
   EXPECT_TRUE(f.valid(one_block, one_step, d));
-  // Nor where the query tiles come to more than 4 waves of blocks (132 SMs, OCC blocks each): 16 x 33
-  // tiles of 128 rows are 528, 17 x 33 are 561; one consumer's 64-row tiles at two blocks an SM,
-  // 32 x 33 = 1056, are 4 waves of 264.
+  // Nor where the query tiles come to more than one wave of blocks (132 SMs, OCC blocks each): 4 x 33
+  // tiles of 128 rows are 132, 5 x 33 are 165; one consumer's 64-row tiles at two blocks an SM,
+  // 8 x 33 = 264, are one wave of 264.
   {
-    const Problem four = Problem::parse("attention", "1x33x33x2048x2048x128", "full", DType::bf16);
-    const Problem more = Problem::parse("attention", "1x33x33x2049x2049x128", "full", DType::bf16);
+    const Problem four = Problem::parse("attention", "1x33x33x512x512x128", "full", DType::bf16);
+    const Problem more = Problem::parse("attention", "1x33x33x513x513x128", "full", DType::bf16);
     Config x = f.default_config(four, d);
     x.set("CWG", 2), x.set("OCC", 1), x.set("BN", 128), x.set("PERSIST", 0), x.set("OSTORE", 0), x.set("SPLIT", 2);
     EXPECT_TRUE(f.valid(x, four, d)) << x.to_json();
@@ -814,10 +814,11 @@ TEST(Attention, WgmmaNeighboursAreTheRulesOneChoiceAlternatives) {
     EXPECT_TRUE(has(n, {{"CWG", 2}, {"BN", 128}, {"PERSIST", 1}})) << "the other key step";
     EXPECT_TRUE(has(n, {{"CWG", 1}, {"OCC", 2}, {"BN", 64}, {"PINGPONG", 0}})) << "one consumer, two blocks an SM";
     EXPECT_TRUE(has(n, {{"CWG", 2}, {"PERSIST", 0}, {"OSTORE", 0}, {"SPLIT", 1}})) << "one block a tile";
-    EXPECT_TRUE(has(n, {{"CWG", 2}, {"PERSIST", 0}, {"OSTORE", 0}, {"SPLIT", 2}})) << "the keys split 2 ways";
+    // No split: 256 tiles are past one wave (132 SMs), where no split paid.
+    EXPECT_FALSE(has(n, {{"SPLIT", 2}})) << "256 tiles";
     for (const Config& x : n) {
       EXPECT_NE(x, c);
-      EXPECT_TRUE(f.valid(x, p, d)) << x.to_json(); // 256 tiles: within 4 waves, so the split too
+      EXPECT_TRUE(f.valid(x, p, d)) << x.to_json();
       if (x["CWG"] == 1) {
         EXPECT_EQ(x["PINGPONG"], 0) << x.to_json();
       }
@@ -851,9 +852,8 @@ TEST(Attention, WgmmaNeighboursAreTheRulesOneChoiceAlternatives) {
     EXPECT_TRUE(has(n, {{"BN", 64}})) << c.to_json();
     EXPECT_TRUE(has(n, {{"PERSIST", 1 - c["PERSIST"]}})) << c.to_json();
     for (const Config& x : n) {
-      if (x["SPLIT"] == 1) { // the split neighbour: 1024 tiles, past 4 waves
-        EXPECT_TRUE(f.valid(x, p, d)) << x.to_json();
-      }
+      EXPECT_EQ(x["SPLIT"], 1) << x.to_json(); // 1024 tiles, past one wave: no split neighbour
+      EXPECT_TRUE(f.valid(x, p, d)) << x.to_json();
     }
   }
   {
@@ -896,15 +896,23 @@ TEST(Attention, WgmmaNeighboursAreTheRulesOneChoiceAlternatives) {
     EXPECT_TRUE(has(n, {{"CWG", c["CWG"] == 3 ? 2 : 3}})) << c.to_json();
   }
   {
-    // 1024 tiles (a 4096-token causal prompt of 32 heads): the split neighbour is not valid there.
-    const Problem p = Problem::parse("attention", "1x32x8x4096x4096x128", "causal", DType::bf16);
-    const Config c = f.default_config(p, d);
-    const std::vector<Config> n = f.neighbors_of(c, p, d);
-    ASSERT_TRUE(has(n, {{"SPLIT", 2}}));
-    for (const Config& x : n) {
-      if (x["SPLIT"] > 1) {
-        EXPECT_FALSE(f.valid(x, p, d)) << x.to_json();
-      }
+    // Past one wave of tiles no split neighbour, though the keys would split (1024 tiles: a
+    // 4096-token causal prompt of 32 heads; 133 tiles of 128 rows, one past the 132 SMs); at
+    // exactly one wave (132 tiles) the split is offered.
+    for (const char* shape : {"1x32x8x4096x4096x128", "1x133x133x128x2048x128"}) {
+      const Problem p = Problem::parse("attention", shape, "causal", DType::bf16);
+      const Config c = f.default_config(p, d);
+      ASSERT_EQ(c["SPLIT"], 1) << shape;
+      const std::vector<Config> n = f.neighbors_of(c, p, d);
+      EXPECT_FALSE(n.empty()) << shape;
+      EXPECT_FALSE(has(n, {{"SPLIT", 2}})) << shape;
+      for (const Config& x : n) EXPECT_TRUE(f.valid(x, p, d)) << shape << " " << x.to_json();
     }
+    const Problem wave = Problem::parse("attention", "1x132x132x128x2048x128", "causal", DType::bf16);
+    const Config c = f.default_config(wave, d);
+    ASSERT_EQ(c["SPLIT"], 1);
+    const std::vector<Config> n = f.neighbors_of(c, wave, d);
+    EXPECT_TRUE(has(n, {{"SPLIT", 2}})) << c.to_json();
+    for (const Config& x : n) EXPECT_TRUE(f.valid(x, wave, d)) << x.to_json();
   }
 }
