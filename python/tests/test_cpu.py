@@ -309,6 +309,23 @@ def test_configure_neighbours():
         ktune.configure(neighbours=True)
 
 
+def test_buffers_call_names_its_selection():
+    """A prepared call says what it runs (the bench's --explain reads it): for an attention prompt
+    nobody tuned, without a GPU, attention_wgmma lent or by default, its candidates listed with the
+    neighbours first use would time, for that call's problem (its strides and causal layout)."""
+    rt = ktune._ktune.Runtime(arch="sm_90")
+    B, H, Hk, S, D = 1, 12, 12, 128, 64
+    strides = [S * H * D, H * D, D] * 4  # q, k, v, out laid out (batch, seq, heads, head dim)
+    call = rt.buffers_call("attention", "bf16", [B, H, Hk, S, S, D], {"scale": 0.0}, strides, "causal")
+    s = call.selection
+    assert s["problem"] == call.key == "attention/bf16/causal/1x12x12x128x128x64/a16", s["problem"]
+    assert s["family"] == "attention_wgmma", s
+    assert s["config"] == s["candidates"][0]["config"], s
+    assert any(c["neighbour"] for c in s["candidates"]), s["candidates"]
+    full = rt.buffers_call("attention", "bf16", [B, H, Hk, S, S, D], {"scale": 0.0}, strides, "full")
+    assert full.selection["problem"] == "attention/bf16/full/1x12x12x128x128x64/a16"
+
+
 def test_best_config_answers_for_every_op():
     """best_config(op=...) asks about the row ops too (rows, columns; no k, no layout), from the
     shipped tables, without a GPU; a wrong op or a k for a row op is a UsageError."""
