@@ -24,13 +24,13 @@ for suite in "$@"; do
       flag=()
       [ $run = without ] && flag=(--no-neighbours)
       tag="$out/$name-$run-$round"
-      rm -f "$tag.db" "$tag.cubins.db"
+      rm -f "$tag".db "$tag".db-* "$tag".cubins.db "$tag".cubins.db-*
       if ! KTUNE_DB="$tag.db" KTUNE_CUBIN_CACHE="$tag.cubins.db" python3 -u bench/attention_vs_torch.py --suite "$suite" \
           "${extra[@]}" "${flag[@]}" --json "$tag.json" > "$tag.txt" 2>&1; then
         echo "$name $run round $round failed: $tag.txt" >&2
         status=1
       fi
-      rm -f "$tag.db" "$tag.cubins.db"
+      rm -f "$tag".db "$tag".db-* "$tag".cubins.db "$tag".cubins.db-*
       echo "$name $run $round: $(grep '^ktune vs best' "$tag.txt" || echo 'no result')"
     done
   done
