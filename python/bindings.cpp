@@ -53,6 +53,18 @@ py::dict selection_dict(const ktune::Problem& p, const std::string& arch, const 
   return py::module_::import("json").attr("loads")(ktune::selection_to_json(p, arch, s).dump());
 }
 
+// rt's answer for p (GemmProblem or Problem) as selection_dict gives it; the lookup, which may
+// wait on first use's measuring in another thread, runs without the GIL.
+template <class P>
+py::dict best_config_dict(const ktune::Runtime& rt, const P& p) {
+  ktune::Selection s;
+  {
+    py::gil_scoped_release nogil;
+    s = rt.best_config(p);
+  }
+  return selection_dict(p, rt.arch(), s);
+}
+
 } // namespace
 
 // A problem fixed once and called many times (ktune::GemmCall / RowsCall): the Python fast paths
@@ -259,13 +271,7 @@ PYBIND11_MODULE(_ktune, m) {
       // What the call runs, as best_config answers (after its first call: what first use measured,
       // every candidate's time included), for benches that report which config served a row.
       .def_property_readonly("selection", [](const PyBuffersCall& c) {
-        const ktune::Runtime& rt = *c.owner.cast<ktune::Runtime*>();
-        ktune::Selection s;
-        {
-          py::gil_scoped_release nogil;
-          s = rt.best_config(c.call->problem());
-        }
-        return selection_dict(c.call->problem(), rt.arch(), s);
+        return best_config_dict(*c.owner.cast<ktune::Runtime*>(), c.call->problem());
       });
 
   m.def(
@@ -320,13 +326,7 @@ PYBIND11_MODULE(_ktune, m) {
           "best_config",
           [](const ktune::Runtime& rt, int64_t mm, int64_t n, int64_t k, const std::string& dtype, const std::string& layout,
              int64_t lda, int64_t ldb, int64_t ldc) {
-            const ktune::GemmProblem p = make_problem(mm, n, k, dtype, layout, lda, ldb, ldc);
-            ktune::Selection s;
-            {
-              py::gil_scoped_release nogil;
-              s = rt.best_config(p);
-            }
-            return selection_dict(p, rt.arch(), s);
+            return best_config_dict(rt, make_problem(mm, n, k, dtype, layout, lda, ldb, ldc));
           },
           py::arg("m"), py::arg("n"), py::arg("k"), py::arg("dtype") = "f32", py::arg("layout") = "NN",
           py::arg("lda") = 0, py::arg("ldb") = 0, py::arg("ldc") = 0)
@@ -334,13 +334,7 @@ PYBIND11_MODULE(_ktune, m) {
           "best_config_op",
           [](const ktune::Runtime& rt, const std::string& op, const std::vector<int64_t>& dims, const std::string& dtype) {
             const ktune::OpInfo& info = ktune::op_info(op);
-            const ktune::Problem p = ktune::Problem::make(op, dims, info.default_layout(), ktune::parse_dtype(dtype));
-            ktune::Selection s;
-            {
-              py::gil_scoped_release nogil;
-              s = rt.best_config(p);
-            }
-            return selection_dict(p, rt.arch(), s);
+            return best_config_dict(rt, ktune::Problem::make(op, dims, info.default_layout(), ktune::parse_dtype(dtype)));
           },
           py::arg("op"), py::arg("dims"), py::arg("dtype") = "f32",
           "What runs for any op's problem (dimensions in the op's order; GEMM at layout NN).")
