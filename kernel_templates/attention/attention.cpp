@@ -170,13 +170,18 @@ bool wgmma_splits_long_enough(int64_t kv, int64_t bn, int64_t split) {
   return (steps + split - 1) / split * bn >= kKeysASplit;
 }
 
-// The combine step after a split-KV kernel (attention_combine.cuh, the family's second kernel): a
-// block of 128 threads a (b, h, i) row, a programmatic dependent that waits for the splits' partials
-// in the plan's workspace of `workspace` bytes.
+// The (b, h, i) rows a block of the combine step merges (attention_combine.cuh's kCombineWarps
+// warps, each 32 / min(32, d / 4) rows, d the tiles' head dim).
+int64_t combine_rows_a_block(int64_t d) { return 4 * (32 / std::min<int64_t>(32, d / 4)); }
+
+// The combine step after a split-KV kernel (attention_combine.cuh, the family's second kernel):
+// blocks of 4 warps over the (b, h, i) rows, a programmatic dependent that waits for the splits'
+// partials in the plan's workspace of `workspace` bytes.
 void add_combine_step(LaunchPlan& plan, const Problem& p, int64_t workspace) {
+  const int64_t rows = p.dims[kBatch] * p.dims[kHeads] * p.dims[kQLen], per = combine_rows_a_block(padded_head_dim(p));
   LaunchStep m;
   m.kernel = 1;
-  m.grid[0] = unsigned(p.dims[kBatch] * p.dims[kHeads] * p.dims[kQLen]);
+  m.grid[0] = unsigned((rows + per - 1) / per);
   m.block[0] = 128;
   m.overlap_previous = true;
   plan.steps.push_back(m);
@@ -601,7 +606,7 @@ constexpr int64_t kMaxDecodeSplits = 128;
 const std::vector<int> kDecodeChunks = {64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
 
 // A split CHUNK > 0 the family serves p with: shorter than the sequence (else CHUNK 0 is the same
-// launch), at most kMaxDecodeSplits splits (the combine step's threads) and kMaxSplitWorkspace.
+// launch), at most kMaxDecodeSplits splits (the (m_s, l_s) the combine step's lanes hold) and kMaxSplitWorkspace.
 bool decode_split_fits(const Config& c, const Problem& p) {
   return c["CHUNK"] < p.dims[kKvLen] && decode_splits(c, p) <= kMaxDecodeSplits &&
          decode_workspace(c, p) <= kMaxSplitWorkspace;
@@ -672,7 +677,7 @@ Family decode_family(bool paged) {
   });
   f.restrict("few query rows: q_len <= 64 (decode and speculative decoding)", {},
              [](const Config&, const Problem& p, const DeviceInfo&) { return p.dims[kQLen] <= kDecodeMaxQLen; })
-      .restrict("the combine step's grid holds a block per (batch, head, query) row", {},
+      .restrict("the (batch, head, query) rows below 2^31 (the combine step's grid)", {},
                 [](const Config&, const Problem& p, const DeviceInfo&) {
                   return p.dims[kBatch] * p.dims[kHeads] * p.dims[kQLen] <= INT32_MAX;
                 })
@@ -684,7 +689,7 @@ Family decode_family(bool paged) {
       .restrict("16-byte rows and pointers (cp.async, 16-byte stores): alignment class 16", {},
                 [](const Config&, const Problem& p, const DeviceInfo&) { return p.align == 16; })
       .restrict("a split shorter than the sequence (else CHUNK 0 is the same launch), at most 128 splits (the "
-                "combine step's threads) and a workspace of at most 1 GiB",
+                "(max, sum) pairs the combine step's lanes hold) and a workspace of at most 1 GiB",
                 {"CHUNK"}, [](const Config& c, const Problem& p, const DeviceInfo&) {
                   return c["CHUNK"] == 0 || decode_split_fits(c, p);
                 })

@@ -1,7 +1,7 @@
 // The split-KV layout and its merge, shared by the families that split a row's keys over blocks
 // (attention_decode's combine step, attention_wgmma's SPLIT): each split writes its unnormalised O
 // (rescaled to its own row max), its row max m_s and its row sum l_s (log2 units of the scaled
-// scores, as the online softmax keeps them) to the workspace, and a block a row merges them:
+// scores, as the online softmax keeps them) to the workspace, and the combine step merges them:
 // O = sum_s 2^(m_s - M) O_s / sum_s 2^(m_s - M) l_s, lse = M + log2 sum_s 2^(m_s - M) l_s (the same
 // rescale the online softmax makes a tile, made once more). A split that saw no key of a row
 // writes (-inf, 0) and a zero O, which weigh nothing.
@@ -19,85 +19,111 @@ __device__ __forceinline__ float2* partial_ml(float* ws, long long nsplit, long 
   return reinterpret_cast<float2*>(ws + nsplit * rows * d) + split * rows + row;
 }
 
-// The splits' partials merged: a block of 4 warps a (b, h, i) row. Thread s reads split s's
-// (m_s, l_s) (at most 128 splits, the families' limit), the block reduces them to the row's max and
-// sum, and each warp sums every fourth split's O_s (4 elements of the head dimension a lane), the
-// warps' sums added in warp order. Each lane's O_s of its first PRE splits are loaded beside
-// (m_s, l_s), before the reductions need them: the step is a chain of global reads from L2, and
-// this takes one round trip out of it (at 16 splits, all of them).
-template <int F16, int D, int PAD>
+// How the combine step deals its rows: kCombineWarps warps a block, each merging 32 / LPR rows of
+// LPR lanes (LPR = min(32, D / 4): a lane holds 4 columns of the head dimension, or 8 at D > 128).
+// The host code sizes the grid by the same count (combine_rows_a_block in attention.cpp).
+constexpr int kCombineWarps = 4;
+constexpr int kCombineMaxSplits = 128; // the families' limit (the (m_s, l_s) a lane holds: 128 / LPR)
+
+// The splits' partials merged, a row to LPR lanes of a warp, no block barrier: the step is a chain
+// of reads from L2, and prefill splits tens of thousands of (b, h, i) rows, where a block of 128
+// threads a row with three block barriers (the step's first form) left SPLIT 2 at 3.2-3.7x the
+// unsplit kernel's time at 140-192 tiles (H200, docs/runs/2026-12-05-h200-attention-neighbours.md
+// section 3). Lane r of a row's segment reads (m_s, l_s) of splits r, r + LPR, ... and, beside
+// them, its columns of the first PRE splits' O_s (up to 16: attention_decode's rule splits batch 1
+// 16 ways): one round trip before the reductions, which are shuffles inside the segment. Each
+// split's weight 2^(m_s - M) / L is then shuffled from the lane that holds it, and O is summed over
+// the splits in split order. MAXS is the most splits the caller launches (attention_wgmma's SPLIT;
+// kCombineMaxSplits for attention_decode).
+template <int F16, int D, int PAD, int MAXS>
 __device__ __forceinline__ void combine_splits(unsigned short* __restrict__ o, float* __restrict__ lse, long long B,
                                                long long H, long long SQ, long long nsplit, long long DR, long long ob,
                                                long long os, long long oh, float* __restrict__ ws) {
-  constexpr int DI = (D + 127) / 128; // a lane's float4 columns: d = lane * 4 + 128 * di
-  constexpr int PRE = 4;              // splits a warp loads early (every fourth: warp, warp + 4, ...)
-  __shared__ float weight[128];
-  __shared__ float reduce[2][4];
-  __shared__ float4 part[4][D / 4];
+  constexpr int C4 = D / 4;                  // float4 columns of a row
+  constexpr int LPR = C4 < 32 ? C4 : 32;     // lanes a row (a power of two: D is a multiple of 64)
+  constexpr int DI = (C4 + LPR - 1) / LPR;   // a lane's float4 columns: c = r + LPR * di
+  constexpr int SJ = (MAXS + LPR - 1) / LPR; // a lane's (m_s, l_s): s = r + LPR * j
+  constexpr int PRE = MAXS < 16 ? MAXS : 16;  // splits whose O_s a lane loads before the reductions
+  static_assert(C4 % 16 == 0 && 32 % LPR == 0, "head dims of whole 64-column blocks");
+  static_assert(MAXS >= 1 && MAXS <= kCombineMaxSplits, "the families' split limit");
 #if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory"); // the split step's partials are complete
 #endif
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const long long rows = B * H * SQ, row = blockIdx.x;
-  const float2 ml = tid < nsplit ? *partial_ml(ws, nsplit, tid, rows, row, D) : make_float2(-inf_f(), 0.f);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, seg = lane / LPR, r = lane % LPR;
+  const long long rows = B * H * SQ;
+  const long long row = ((long long)blockIdx.x * kCombineWarps + warp) * (32 / LPR) + seg;
+  const bool live = row < rows; // a row past the end still takes part in its warp's shuffles
+  const int ns = int(nsplit);
+  float2 ml[SJ];
+#pragma unroll
+  for (int j = 0; j < SJ; ++j) {
+    const int s = r + LPR * j;
+    ml[j] = live && s < ns ? *partial_ml(ws, nsplit, s, rows, row, D) : make_float2(-inf_f(), 0.f);
+  }
   float4 early[PRE][DI];
 #pragma unroll
-  for (int j = 0; j < PRE; ++j)
+  for (int s = 0; s < PRE; ++s)
 #pragma unroll
     for (int di = 0; di < DI; ++di) {
-      const long long s = warp + 4 * j;
-      const int d = lane * 4 + 128 * di;
-      early[j][di] = s < nsplit && d < D ? *reinterpret_cast<const float4*>(partial_o(ws, s, rows, row, D) + d)
-                                         : make_float4(0.f, 0.f, 0.f, 0.f);
+      const int c = r + LPR * di;
+      early[s][di] = live && s < ns && c < C4 ? *reinterpret_cast<const float4*>(partial_o(ws, s, rows, row, D) + 4 * c)
+                                              : make_float4(0.f, 0.f, 0.f, 0.f);
     }
-  float m = ml.x;
+  float m = -inf_f();
 #pragma unroll
-  for (int x = 16; x > 0; x >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, x));
-  if (lane == 0) reduce[0][warp] = m;
-  __syncthreads();
-  m = fmaxf(fmaxf(reduce[0][0], reduce[0][1]), fmaxf(reduce[0][2], reduce[0][3]));
+  for (int j = 0; j < SJ; ++j) m = fmaxf(m, ml[j].x);
+#pragma unroll
+  for (int x = LPR / 2; x > 0; x >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, x));
   const float m_use = m == -inf_f() ? 0.f : m;
-  const float e = tid < nsplit ? exp2_approx(ml.x - m_use) : 0.f;
-  float l = ml.y * e;
+  float e[SJ], l = 0.f;
 #pragma unroll
-  for (int x = 16; x > 0; x >>= 1) l += __shfl_xor_sync(0xffffffffu, l, x);
-  if (lane == 0) reduce[1][warp] = l;
-  __syncthreads();
-  l = (reduce[1][0] + reduce[1][1]) + (reduce[1][2] + reduce[1][3]);
+  for (int j = 0; j < SJ; ++j) {
+    e[j] = r + LPR * j < ns ? exp2_approx(ml[j].x - m_use) : 0.f;
+    l += ml[j].y * e[j];
+  }
+#pragma unroll
+  for (int x = LPR / 2; x > 0; x >>= 1) l += __shfl_xor_sync(0xffffffffu, l, x);
   const float inv = l > 0.f ? 1.f / l : 0.f;
-  if (tid < nsplit) weight[tid] = e * inv;
-  __syncthreads();
+  const int lane0 = seg * LPR; // split s's weight: e[s / LPR] of lane lane0 + s % LPR
+  float4 sum[DI];
+#pragma unroll
+  for (int di = 0; di < DI; ++di) sum[di] = make_float4(0.f, 0.f, 0.f, 0.f);
+  auto add = [&](float w, const float4& x, float4& acc) {
+    acc.x += w * x.x, acc.y += w * x.y, acc.z += w * x.z, acc.w += w * x.w;
+  };
+#pragma unroll
+  for (int s = 0; s < PRE; ++s) {
+    const float w = __shfl_sync(0xffffffffu, e[s / LPR], lane0 + s % LPR) * inv; // 0 past the last split
+#pragma unroll
+    for (int di = 0; di < DI; ++di) add(w, early[s][di], sum[di]);
+  }
+  // Splits past the early loads (nsplit is the grid's: the loop is uniform over the warp).
+#pragma unroll
+  for (int j = 0; j < SJ; ++j) {
+    const int first = PRE <= LPR * j ? 0 : PRE - LPR * j < LPR ? PRE - LPR * j : LPR; // past the early ones
+    if (LPR * j + first >= ns) break; // every split left is past the last
+#pragma unroll 4
+    for (int i = first; i < LPR && LPR * j + i < ns; ++i) {
+      const float w = __shfl_sync(0xffffffffu, e[j], lane0 + i) * inv;
+#pragma unroll
+      for (int di = 0; di < DI; ++di) {
+        const int c = r + LPR * di;
+        if (live && c < C4) add(w, *reinterpret_cast<const float4*>(partial_o(ws, LPR * j + i, rows, row, D) + 4 * c), sum[di]);
+      }
+    }
+  }
+  if (!live) return;
+  const long long i = row % SQ, h = (row / SQ) % H, b = row / (SQ * H);
 #pragma unroll
   for (int di = 0; di < DI; ++di) {
-    const int d = lane * 4 + 128 * di;
-    if (d >= D) continue;
-    float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll
-    for (int j = 0; j < PRE; ++j) {
-      const long long s = warp + 4 * j;
-      const float w = s < nsplit ? weight[s] : 0.f;
-      const float4 x = early[j][di];
-      sum.x += w * x.x, sum.y += w * x.y, sum.z += w * x.z, sum.w += w * x.w;
-    }
-#pragma unroll 4
-    for (long long s = warp + 4 * PRE; s < nsplit; s += 4) {
-      const float w = weight[s];
-      const float4 x = *reinterpret_cast<const float4*>(partial_o(ws, s, rows, row, D) + d);
-      sum.x += w * x.x, sum.y += w * x.y, sum.z += w * x.z, sum.w += w * x.w;
-    }
-    part[warp][d / 4] = sum;
-  }
-  __syncthreads();
-  const long long i = row % SQ, h = (row / SQ) % H, b = row / (SQ * H);
-  for (int c = tid; c < D / 4; c += 128) {
-    if (PAD && 4 * c >= DR) continue; // a zero column of the tiles'
-    const float4 a = part[0][c], b1 = part[1][c], c2 = part[2][c], d3 = part[3][c];
+    const int c = r + LPR * di;
+    if (c >= C4 || (PAD && 4 * c >= DR)) continue; // past the tiles', or (PAD) the operands' head dim
     uint2 out;
-    out.x = pack2<F16>((a.x + b1.x) + (c2.x + d3.x), (a.y + b1.y) + (c2.y + d3.y));
-    out.y = pack2<F16>((a.z + b1.z) + (c2.z + d3.z), (a.w + b1.w) + (c2.w + d3.w));
+    out.x = pack2<F16>(sum[di].x, sum[di].y);
+    out.y = pack2<F16>(sum[di].z, sum[di].w);
     *reinterpret_cast<uint2*>(o + b * ob + i * os + h * oh + 4 * c) = out;
   }
-  if (tid == 0) lse[row] = l > 0.f ? (m_use + log2_approx(l)) * 0.6931471805599453f : inf_f();
+  if (r == 0) lse[row] = l > 0.f ? (m_use + log2_approx(l)) * 0.6931471805599453f : inf_f();
 }
 
 } // namespace ktune_attn

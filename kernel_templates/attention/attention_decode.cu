@@ -507,7 +507,7 @@ __global__ void __launch_bounds__(128) attention_decode_combine(
     unsigned short* __restrict__ o, float* __restrict__ lse, long long B, long long H, long long, long long SQ,
     long long SKV, long long DR, long long, long long, long long, long long, long long, long long, long long, long long,
     long long, long long ob, long long os, long long oh, float, float* __restrict__ ws) {
-  ktune_attn::combine_splits<F16, D, PAD>(o, lse, B, H, SQ, (SKV + CHUNK - 1) / CHUNK, DR, ob, os, oh, ws);
+  ktune_attn::combine_splits<F16, D, PAD, ktune_attn::kCombineMaxSplits>(o, lse, B, H, SQ, (SKV + CHUNK - 1) / CHUNK, DR, ob, os, oh, ws);
 }
 
 template <int F16, int D, int CHUNK, int PAD>
@@ -517,5 +517,5 @@ __global__ void __launch_bounds__(128) attention_decode_combine_paged(
     long long B, long long H, long long, long long SQ, long long SKV, long long DR, long long, long long, long long,
     long long, long long, long long, long long, long long, long long, long long, long long, long long ob, long long os,
     long long oh, float, float* __restrict__ ws) {
-  ktune_attn::combine_splits<F16, D, PAD>(o, lse, B, H, SQ, (SKV + CHUNK - 1) / CHUNK, DR, ob, os, oh, ws);
+  ktune_attn::combine_splits<F16, D, PAD, ktune_attn::kCombineMaxSplits>(o, lse, B, H, SQ, (SKV + CHUNK - 1) / CHUNK, DR, ob, os, oh, ws);
 }

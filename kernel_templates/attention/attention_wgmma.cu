@@ -620,8 +620,9 @@ __global__ void __launch_bounds__(128 * (CWG + 1), OCC) attention_wgmma(
       o, lse, B, H, HKV, SQ, SKV, DR, 0, ob, os, oh, scale_arg, &mq, &mk, &mv, &mo, nullptr, nullptr, ws);
 }
 
-// SPLIT > 1: the splits merged, a block a (b, h, i) row (a programmatic dependent of the split
-// step: it waits for the partials in griddepcontrol.wait). The op's arguments as the split step's,
+// SPLIT > 1: the splits merged, a warp a (b, h, i) row or two (a programmatic dependent of the
+// split step: it waits for the partials in griddepcontrol.wait); at most SPLIT splits, each O_s
+// loaded beside the (m_s, l_s). The op's arguments as the split step's,
 // without its tensor maps.
 template <int F16, int D, int BN, int SPLIT, int PAD>
 __global__ void __launch_bounds__(128) attention_wgmma_combine(
@@ -630,7 +631,7 @@ __global__ void __launch_bounds__(128) attention_wgmma_combine(
     long long SKV, long long DR, long long, long long, long long, long long, long long, long long, long long, long long,
     long long, long long ob, long long os, long long oh, float, float* __restrict__ ws) {
   long long tiles_a_split;
-  ktune_attn::combine_splits<F16, D, PAD>(o, lse, B, H, SQ, ktune_attn_wg::wgmma_splits<BN, SPLIT>(SKV, tiles_a_split), DR,
+  ktune_attn::combine_splits<F16, D, PAD, SPLIT>(o, lse, B, H, SQ, ktune_attn_wg::wgmma_splits<BN, SPLIT>(SKV, tiles_a_split), DR,
                                           ob, os, oh, ws);
 }
 

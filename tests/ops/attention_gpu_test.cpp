@@ -250,17 +250,25 @@ DecodePlanted in_cluster(const Planted& p) {
   return d;
 }
 const DecodePlanted kDecodeFaults[] = {
-    {{"the splits merged without their max", "const float e = tid < nsplit ? exp2_approx(ml.x - m_use) : 0.f;",
-      "const float e = tid < nsplit ? 1.f : 0.f;", kCombine}},
-    {{"the last split left out of the merge",
-      "const float2 ml = tid < nsplit ? *partial_ml(ws, nsplit, tid, rows, row, D) : make_float2(-inf_f(), 0.f);",
-      "const float2 ml = tid + 1 < nsplit ? *partial_ml(ws, nsplit, tid, rows, row, D) : make_float2(-inf_f(), 0.f);",
+    {{"the splits merged without their max", "e[j] = r + LPR * j < ns ? exp2_approx(ml[j].x - m_use) : 0.f;",
+      "e[j] = r + LPR * j < ns ? 1.f : 0.f;", kCombine}},
+    {{"the last split left out of the merge", "ml[j] = live && s < ns ? *partial_ml", "ml[j] = live && s + 1 < ns ? *partial_ml",
       kCombine}},
-    {{"splits past the early loads left out of the merge", "for (long long s = warp + 4 * PRE; s < nsplit; s += 4) {",
-      "for (long long s = warp + 4 * PRE; s < 16; s += 4) {", kCombine},
+    {{"splits past the early loads left out of the merge", "i < LPR && LPR * j + i < ns; ++i", "i < LPR && LPR * j + i < 16; ++i",
+      kCombine},
      "causal",
-     "1x16x4x3x2000x128", // 32 splits of 64 keys: more than a block's early loads
+     "1x16x4x3x2000x128", // 32 splits of 64 keys: more than a lane's early loads
      64},
+    {{"splits past a lane's first (max, sum) pair left out of the sum", "for (int j = 0; j < SJ; ++j) {\n    const int first",
+      "for (int j = 0; j < 1; ++j) {\n    const int first", kCombine},
+     "causal",
+     "1x16x4x3x4000x128", // 63 splits of 64 keys: more than a row's 32 lanes at head dim 128
+     64},
+    {{"the row sums reduced over the whole warp (two rows a warp at head dim 64)",
+      "for (int x = LPR / 2; x > 0; x >>= 1) l += __shfl_xor_sync", "for (int x = 16; x > 0; x >>= 1) l += __shfl_xor_sync",
+      kCombine},
+     "causal",
+     "1x16x4x3x1000x64"},
     {{"a warp's merge overwrites the one before", "if (w > 0) {", "if (w > 1) {"}},
     {{"every packed row reads the group's first head", "h = hk * G + (ok ? row % G : 0);", "h = hk * G;"}},
     {{"causal limit of the packed row, not of its query", "limit[mt][r] = (row < R ? row / G : 0) + off;",
