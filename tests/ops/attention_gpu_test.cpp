@@ -18,6 +18,7 @@
 #include "ktune/family.h"
 #include "ktune/ktune.h"
 #include "ktune/runtime.h"
+#include "ops/attention_combine_faults.h"
 #include "ops/decode_config.h"
 #include "runtime/cuda_check.h"
 #include "runtime/driver.h"
@@ -36,9 +37,6 @@ struct Planted {
   const char* to;             // what the planted kernel has instead
   const char* header = nullptr; // an embedded header the text is in, planted as the request's own copy
 };
-
-// The splits' merge that attention_decode and attention_wgmma share.
-constexpr const char* kCombine = "attention/attention_combine.cuh";
 
 // The text a fault is planted in: its header's, or the family's source.
 std::string planted_text(const Planted& fault, const std::string& source) {
@@ -250,25 +248,6 @@ DecodePlanted in_cluster(const Planted& p) {
   return d;
 }
 const DecodePlanted kDecodeFaults[] = {
-    {{"the splits merged without their max", "e[j] = r + LPR * j < ns ? exp2_approx(ml[j].x - m_use) : 0.f;",
-      "e[j] = r + LPR * j < ns ? 1.f : 0.f;", kCombine}},
-    {{"the last split left out of the merge", "ml[j] = live && s < ns ? *partial_ml", "ml[j] = live && s + 1 < ns ? *partial_ml",
-      kCombine}},
-    {{"splits past the early loads left out of the merge", "i < LPR && LPR * j + i < ns; ++i", "i < LPR && LPR * j + i < 16; ++i",
-      kCombine},
-     "causal",
-     "1x16x4x3x2000x128", // 32 splits of 64 keys: more than a lane's early loads
-     64},
-    {{"splits past a lane's first (max, sum) pair left out of the sum", "for (int j = 0; j < SJ; ++j) {\n    const int first",
-      "for (int j = 0; j < 1; ++j) {\n    const int first", kCombine},
-     "causal",
-     "1x16x4x3x4000x128", // 63 splits of 64 keys: more than a row's 32 lanes at head dim 128
-     64},
-    {{"the row sums reduced over the whole warp (two rows a warp at head dim 64)",
-      "for (int x = LPR / 2; x > 0; x >>= 1) l += __shfl_xor_sync", "for (int x = 16; x > 0; x >>= 1) l += __shfl_xor_sync",
-      kCombine},
-     "causal",
-     "1x16x4x3x1000x64"},
     {{"a warp's merge overwrites the one before", "if (w > 0) {", "if (w > 1) {"}},
     {{"every packed row reads the group's first head", "h = hk * G + (ok ? row % G : 0);", "h = hk * G;"}},
     {{"causal limit of the packed row, not of its query", "limit[mt][r] = (row < R ? row / G : 0) + off;",
@@ -288,6 +267,18 @@ const DecodePlanted kDecodeFaults[] = {
     in_cluster({"the cluster's lse without the sum", "lse[(b * H + h) * SQ + i] = l > 0.f ? (m_use + log2_approx(l))",
                 "lse[(b * H + h) * SQ + i] = l > 0.f ? (m_use)"}),
 };
+
+// The family's own faults, then those of the merge it shares with attention_wgmma
+// (ops/attention_combine_faults.h), planted in its combine step at the shape each shows at.
+std::vector<DecodePlanted> decode_faults() {
+  std::vector<DecodePlanted> all(std::begin(kDecodeFaults), std::end(kDecodeFaults));
+  for (const ktune::testing::CombineFault& f : ktune::testing::kCombineFaults) {
+    DecodePlanted d{{f.name, f.from, f.to, ktune::testing::kCombineHeader}};
+    d.shape = f.shape, d.chunk = f.chunk;
+    all.push_back(d);
+  }
+  return all;
+}
 
 } // namespace
 
@@ -336,7 +327,7 @@ TEST(AttentionGpu, DecodeFamilyPassesOverDecodeShapesAndPlantedKernelsAreRejecte
   // unplanted kernel passes at each fault's problem and config first.
   const std::string source(embedded_file("attention/attention_decode.cu"));
   std::set<std::string> clean_checked; // (problem, config) pairs the unplanted kernel passed
-  for (const DecodePlanted& fault : kDecodeFaults) {
+  for (const DecodePlanted& fault : decode_faults()) {
     const Problem p = Problem::parse("attention", fault.shape, fault.layout, DType::bf16);
     if (fault.cluster && d->arch_number() < 90) continue;
     const Config fc = decode_config(fault.chunk, 16, 4, 16, 3, fault.cluster);
@@ -650,7 +641,7 @@ TEST(Attention, PlantedFaultsMatchTheirKernelSources) {
   auto in = [](const std::string& text, const char* from) { return text.find(from) != std::string::npos; };
   for (const Planted& f : kFaults) EXPECT_TRUE(in(fa2, f.from)) << f.name;
   for (const Planted& f : kVarlenFaults) EXPECT_TRUE(in(fa2, f.from)) << f.name;
-  for (const DecodePlanted& f : kDecodeFaults) EXPECT_TRUE(in(planted_text(f, decode), f.from)) << f.name;
+  for (const DecodePlanted& f : decode_faults()) EXPECT_TRUE(in(planted_text(f, decode), f.from)) << f.name;
   for (const Planted& f : kWgmmaSplitFaults) EXPECT_TRUE(in(planted_text(f, wgmma), f.from)) << f.name;
   for (const Planted& f : kPagedFaults) EXPECT_TRUE(in(decode, f.from)) << f.name;
   for (const Planted& f : kSmallPageFaults) EXPECT_TRUE(in(decode, f.from)) << f.name;
