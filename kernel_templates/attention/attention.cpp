@@ -170,19 +170,22 @@ bool wgmma_splits_long_enough(int64_t kv, int64_t bn, int64_t split) {
   return (steps + split - 1) / split * bn >= kKeysASplit;
 }
 
-// The (b, h, i) rows a block of the combine step merges (attention_combine.cuh's kCombineWarps
-// warps, each 32 / min(32, d / 4) rows, d the tiles' head dim).
-int64_t combine_rows_a_block(int64_t d) { return 4 * (32 / std::min<int64_t>(32, d / 4)); }
+// Up to this many warps of rows, the combine step runs blocks of one warp.
+constexpr int64_t kCombineOneWarpBlocks = 1024;
 
-// The combine step after a split-KV kernel (attention_combine.cuh, the family's second kernel):
-// blocks of 4 warps over the (b, h, i) rows, a programmatic dependent that waits for the splits'
-// partials in the plan's workspace of `workspace` bytes.
+// The combine step after a split-KV kernel (attention_combine.cuh, the family's second kernel): a
+// warp merges 32 / min(32, d / 4) of the (b, h, i) rows (d the tiles' head dim), a programmatic
+// dependent that waits for the splits' partials in the plan's workspace of `workspace` bytes. A
+// block is one warp where the warps are few (a decode step's rows: their loads spread over as many
+// SMs as there are rows, as the step's first form, a block a row, spread them), else 4.
 void add_combine_step(LaunchPlan& plan, const Problem& p, int64_t workspace) {
-  const int64_t rows = p.dims[kBatch] * p.dims[kHeads] * p.dims[kQLen], per = combine_rows_a_block(padded_head_dim(p));
+  const int64_t rows = p.dims[kBatch] * p.dims[kHeads] * p.dims[kQLen];
+  const int64_t rows_a_warp = 32 / std::min<int64_t>(32, padded_head_dim(p) / 4), warps = (rows + rows_a_warp - 1) / rows_a_warp;
+  const int64_t per = warps <= kCombineOneWarpBlocks ? 1 : 4;
   LaunchStep m;
   m.kernel = 1;
-  m.grid[0] = unsigned((rows + per - 1) / per);
-  m.block[0] = 128;
+  m.grid[0] = unsigned((warps + per - 1) / per);
+  m.block[0] = unsigned(32 * per);
   m.overlap_previous = true;
   plan.steps.push_back(m);
   plan.workspace_bytes = size_t(workspace);

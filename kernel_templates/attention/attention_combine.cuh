@@ -19,10 +19,10 @@ __device__ __forceinline__ float2* partial_ml(float* ws, long long nsplit, long 
   return reinterpret_cast<float2*>(ws + nsplit * rows * d) + split * rows + row;
 }
 
-// How the combine step deals its rows: kCombineWarps warps a block, each merging 32 / LPR rows of
-// LPR lanes (LPR = min(32, D / 4): a lane holds 4 columns of the head dimension, or 8 at D > 128).
-// The host code sizes the grid by the same count (combine_rows_a_block in attention.cpp).
-constexpr int kCombineWarps = 4;
+// How the combine step deals its rows: each warp of a block (as many as the launch gives it) merges
+// 32 / LPR rows of LPR lanes (LPR = min(32, D / 4): a lane holds 4 columns of the head dimension,
+// or 8 at D > 128). The host code sizes the grid by the same count (add_combine_step in
+// attention.cpp).
 constexpr int kCombineMaxSplits = 128; // the families' limit (the (m_s, l_s) a lane holds: 128 / LPR)
 
 // The splits' partials merged, a row to LPR lanes of a warp, no block barrier: the step is a chain
@@ -51,7 +51,7 @@ __device__ __forceinline__ void combine_splits(unsigned short* __restrict__ o, f
 #endif
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, seg = lane / LPR, r = lane % LPR;
   const long long rows = B * H * SQ;
-  const long long row = ((long long)blockIdx.x * kCombineWarps + warp) * (32 / LPR) + seg;
+  const long long row = ((long long)blockIdx.x * (blockDim.x >> 5) + warp) * (32 / LPR) + seg;
   const bool live = row < rows; // a row past the end still takes part in its warp's shuffles
   const int ns = int(nsplit);
   float2 ml[SJ];

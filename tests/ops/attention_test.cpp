@@ -109,19 +109,20 @@ TEST(Attention, DecodeFamilySplitsByRuleAndDeclaresItsWorkspace) {
   EXPECT_EQ(plan.steps[0].grid[1], 8u);
   EXPECT_GE(int64_t(plan.steps[0].grid[0]) * 8, 2 * d.sm_count / 3); // the rule's aim: 2/3 of the SMs
   EXPECT_EQ(plan.steps[1].kernel, 1);
-  EXPECT_EQ(plan.steps[1].grid[0], 8u); // 4 warps a block, a (b, h, i) row a warp at head dim 128
-  // The combine step's grid covers every row once: rows of LPR = min(32, d / 4) lanes, 4 warps a
-  // block (attention_combine.cuh), so 8 rows a block at head dim 64 and 4 above it; 36 rows here.
-  for (const auto& [hd, per] : std::vector<std::pair<int, unsigned>>{{64, 8}, {80, 4}, {128, 4}, {192, 4}, {256, 4}}) {
-    const Problem p = Problem::parse("attention", "1x12x4x3x4096x" + std::to_string(hd), "full", DType::bf16);
+  // The combine step: a warp a (b, h, i) row at head dim 128 (two at 64), in blocks of one warp
+  // where the warps are few, as a decode step's 32 rows here (attention_combine.cuh).
+  EXPECT_EQ(plan.steps[1].grid[0], 32u);
+  EXPECT_EQ(plan.steps[1].block[0], 32u);
+  for (const auto& [hd, warps] : std::vector<std::pair<int, unsigned>>{{64, 18}, {80, 36}, {128, 36}, {192, 36}, {256, 36}}) {
+    const Problem p = Problem::parse("attention", "1x12x4x3x4096x" + std::to_string(hd), "full", DType::bf16); // 36 rows
     Config x = f.default_config(p, d);
     x.set("CHUNK", 1024);
     x.set("CLUSTER", 0);
     ASSERT_TRUE(f.valid(x, p, d)) << p.key() << " " << x.to_json();
     const LaunchPlan pl = f.launch_plan(x, p);
     ASSERT_EQ(pl.steps.size(), 2u) << p.key();
-    EXPECT_EQ(pl.steps[1].grid[0], (36 + per - 1) / per) << p.key();
-    EXPECT_EQ(pl.steps[1].block[0], 128u) << p.key();
+    EXPECT_EQ(pl.steps[1].grid[0], warps) << p.key();
+    EXPECT_EQ(pl.steps[1].block[0], 32u) << p.key();
   }
   EXPECT_EQ(plan.workspace_bytes, size_t(splits * 32 * (128 + 2) * 4));
   EXPECT_EQ(f.kernel_names(c, one).size(), 2u);
@@ -699,8 +700,8 @@ TEST(Attention, WgmmaSplitsTheKeysWhereItsTilesLeaveSmsIdle) {
     EXPECT_TRUE(f.valid(c, full, d));
   }
   // The plan: 11 tiles of 128 keys in runs of 3 for SPLIT 4 (4 splits), 9 in runs of 2 for SPLIT 8
-  // (5 splits, not 8), each query block once a split, then blocks of 4 warps, a warp a (b, h, i) row
-  // at the tiles' head dim 128.
+  // (5 splits, not 8), each query block once a split, then the combine step: a warp a (b, h, i) row
+  // at the tiles' head dim 128, 1600 of them in blocks of 4 warps (more than 1024 warps).
   const Problem p = Problem::parse("attention", "2x4x2x200x1400x96", "causal", DType::bf16);
   Config c = f.default_config(p, d);
   c.set("BN", 128), c.set("PERSIST", 0), c.set("OSTORE", 0), c.set("SPLIT", 4);

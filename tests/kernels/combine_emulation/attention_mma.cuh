@@ -32,7 +32,7 @@ inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c,
 struct EmuDim {
   unsigned x = 0, y = 0, z = 0;
 };
-inline EmuDim threadIdx, blockIdx; // the running lane's
+inline EmuDim threadIdx, blockIdx, blockDim; // the running lane's, and its block's size
 
 // The warp being emulated. A lane's k-th shuffle writes buf[k & 1]: the lanes that resume before
 // another has read round k write round k + 1's buffer, not the one it reads.

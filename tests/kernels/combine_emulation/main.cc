@@ -25,7 +25,7 @@ float half_to_float(unsigned short u, bool f16) {
 
 // One merge of ns splits over B x H x SQ rows (head dim DR in tiles of D columns, O laid out
 // (B, SQ, H, DR)); the number of wrong outputs.
-template <int F16, int D, int PAD, int MAXS>
+template <int F16, int D, int PAD, int MAXS, int WARPS = 4>
 int run_case(long long B, long long H, long long SQ, int ns, long long DR, unsigned seed) {
   using namespace ktune_attn;
   const long long rows = B * H * SQ;
@@ -44,9 +44,11 @@ int run_case(long long B, long long H, long long SQ, int ns, long long DR, unsig
   const long long oh = DR, os = H * DR, ob = SQ * H * DR, guard = 64;
   std::vector<unsigned short> o(size_t(B * ob + guard), 0xffffu); // 0xffff: never written (a NaN)
   std::vector<float> lse(size_t(rows), -1.f);
-  const long long per = kCombineWarps * (32 / std::min(32, D / 4)); // attention.cpp's combine_rows_a_block
+  // Blocks of WARPS warps (attention.cpp's add_combine_step gives them 1 or 4).
+  const long long per = WARPS * (32 / std::min(32, D / 4));
+  blockDim.x = unsigned(32 * WARPS);
   for (long long bx = 0; bx < (rows + per - 1) / per; ++bx)
-    for (int w = 0; w < kCombineWarps; ++w)
+    for (int w = 0; w < WARPS; ++w)
       emu_run_warp(unsigned(bx), w, [&] {
         combine_splits<F16, D, PAD, MAXS>(o.data(), lse.data(), B, H, SQ, ns, DR, ob, os, oh, ws.data());
       });
@@ -83,8 +85,9 @@ int run_case(long long B, long long H, long long SQ, int ns, long long DR, unsig
     if (!lse_ok) ++bad;
   }
   for (long long x = B * ob; x < B * ob + guard; ++x) bad += o[size_t(x)] != 0xffffu; // nothing past the output
-  std::printf("%s D=%d PAD=%d MAXS=%d %lldx%lldx%lld rows, %d splits, head dim %lld: %d wrong (worst error %.2f of its bound)\n",
-              F16 ? "f16 " : "bf16", D, PAD, MAXS, B, H, SQ, ns, DR, bad, worst);
+  std::printf("%s D=%d PAD=%d MAXS=%d, %d warps a block, %lldx%lldx%lld rows, %d splits, head dim %lld: %d wrong (worst "
+              "error %.2f of its bound)\n",
+              F16 ? "f16 " : "bf16", D, PAD, MAXS, WARPS, B, H, SQ, ns, DR, bad, worst);
   return bad;
 }
 
@@ -92,12 +95,13 @@ int run_case(long long B, long long H, long long SQ, int ns, long long DR, unsig
 
 int main() {
   int bad = 0;
-  // attention_decode's merges (at most 128 splits): batch 1's 16, more than the 16 early loads,
+  // attention_decode's merges (at most 128 splits; blocks of one warp where the host gives them, as
+  // to a decode step's few rows): batch 1's 16, more than the 16 early loads,
   // more than a row's 32 lanes, all 128; head dims 64 (two rows a warp) to 256, a padded one, f16.
-  bad += run_case<0, 128, 0, 128>(1, 32, 1, 16, 128, 1);
+  bad += run_case<0, 128, 0, 128, 1>(1, 32, 1, 16, 128, 1);
   bad += run_case<0, 128, 0, 128>(1, 16, 3, 63, 128, 2);
-  bad += run_case<0, 128, 0, 128>(2, 5, 3, 2, 128, 3);
-  bad += run_case<0, 64, 0, 128>(1, 16, 3, 4, 64, 4);
+  bad += run_case<0, 128, 0, 128, 1>(2, 5, 3, 2, 128, 3);
+  bad += run_case<0, 64, 0, 128, 1>(1, 16, 3, 4, 64, 4);
   bad += run_case<0, 64, 0, 128>(1, 7, 3, 40, 64, 5);
   bad += run_case<0, 192, 0, 128>(1, 3, 3, 20, 192, 6);
   bad += run_case<0, 256, 0, 128>(1, 5, 1, 128, 256, 7);
