@@ -276,6 +276,25 @@ ktune_status_t ktune_attention_varlen(ktune_handle_t handle, ktune_datatype_t ty
   });
 }
 
+ktune_status_t ktune_attention_paged(ktune_handle_t handle, ktune_datatype_t type, long long batch, long long heads,
+                                     long long kv_heads, long long q_len, long long head_dim, long long page_size,
+                                     long long pages, long long pages_per_seq, int causal, const void* q,
+                                     const void* k_cache, const void* v_cache, const int* block_table,
+                                     const int* seq_lens, void* o, float* lse, const long long* strides, float scale,
+                                     void* stream) {
+  auto bad = [&](const std::string& why) { return fail(KTUNE_INVALID_VALUE, "ktune_attention_paged: " + why); };
+  if (!handle) return bad("handle is NULL");
+  if (!type_name(type)) return bad(unknown_type(type));
+  return guarded("ktune_attention_paged", [&] {
+    std::vector<int64_t> st;
+    if (strides) st.assign(strides, strides + 12);
+    handle->rt->attention_paged(dtype_of(type), batch, heads, kv_heads, q_len, head_dim, page_size, pages,
+                                pages_per_seq, causal != 0, q, k_cache, v_cache, block_table, seq_lens, o, lse, st,
+                                scale, static_cast<CUstream>(stream));
+    return KTUNE_SUCCESS;
+  });
+}
+
 ktune_status_t ktune_kernel_load(ktune_handle_t handle, const char* spec_path, char* op_name, size_t op_size) {
   auto bad = [&](const std::string& why) { return fail(KTUNE_INVALID_VALUE, "ktune_kernel_load: " + why); };
   if (!handle) return bad("handle is NULL");

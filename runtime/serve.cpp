@@ -2,6 +2,7 @@
 // problem found by key or resolved, compiled and kept), the row ops, run (any op by its buffers;
 // the ops of plain buffers), and the prepared launches the call handles (calls.cpp) keep.
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 
 #include "gemm/gemm_families.h"
@@ -295,6 +296,24 @@ void Runtime::attention_varlen(DType dtype, int64_t batch, int64_t heads, int64_
                         dtype, strides, scale, "token and head"),
       {const_cast<void*>(q), const_cast<void*>(k), const_cast<void*>(v), const_cast<int32_t*>(cu_q),
        const_cast<int32_t*>(cu_k), o, lse},
+      stream);
+}
+
+void Runtime::attention_paged(DType dtype, int64_t batch, int64_t heads, int64_t kv_heads, int64_t q_len,
+                              int64_t head_dim, int64_t page_size, int64_t pages, int64_t pages_per_seq, bool causal,
+                              const void* q, const void* k_cache, const void* v_cache, const int32_t* block_table,
+                              const int32_t* seq_lens, void* o, float* lse, const std::vector<int64_t>& strides,
+                              float scale, CUstream stream) {
+  // The op's kv_len is a sequence's capacity; the product is checked here, the rest by the op.
+  if (page_size < 1 || pages_per_seq < 1 || pages_per_seq > INT32_MAX / page_size)
+    throw UsageError("ktune::Runtime::attention_paged: page_size (" + std::to_string(page_size) +
+                     ") and pages_per_seq (" + std::to_string(pages_per_seq) +
+                     ") must be positive, a sequence's capacity (their product) at most 2^31 - 1 keys");
+  run(attention_problem("attention_paged",
+                        {batch, heads, kv_heads, q_len, page_size * pages_per_seq, head_dim, page_size, pages}, causal,
+                        dtype, strides, scale, "batch / page, sequence / slot and head"),
+      {const_cast<void*>(q), const_cast<void*>(k_cache), const_cast<void*>(v_cache),
+       const_cast<int32_t*>(block_table), const_cast<int32_t*>(seq_lens), o, lse},
       stream);
 }
 

@@ -132,6 +132,20 @@ ktune_status_t ktune_attention_varlen(ktune_handle_t handle, ktune_datatype_t ty
                                       const void* v, const int* cu_q, const int* cu_k, void* o, float* lse,
                                       const long long* strides, float scale, void* stream);
 
+/* Attention over a paged KV cache (Runtime::attention_paged), as vLLM and flash_attn_with_kvcache
+ * keep it (decode and speculative decoding, q_len <= 64): q and o (batch, q_len, heads, head_dim),
+ * k_cache and v_cache (pages, page_size, kv_heads, head_dim), block_table int32 (batch,
+ * pages_per_seq) and seq_lens int32 (batch) in device memory, lse (batch, heads, q_len) float;
+ * strides: 12 (batch, sequence and head strides of q, page, slot and head strides of k_cache and
+ * v_cache, then o's, in elements) or NULL for packed; causal 1: bottom-right aligned to each
+ * sequence's length; scale 0: 1 / sqrt(head_dim). */
+ktune_status_t ktune_attention_paged(ktune_handle_t handle, ktune_datatype_t type, long long batch, long long heads,
+                                     long long kv_heads, long long q_len, long long head_dim, long long page_size,
+                                     long long pages, long long pages_per_seq, int causal, const void* q,
+                                     const void* k_cache, const void* v_cache, const int* block_table,
+                                     const int* seq_lens, void* o, float* lse, const long long* strides, float scale,
+                                     void* stream);
+
 /* The message of the calling thread's last failed call ("" if none). Valid until its next call. */
 /* A user's kernel (docs/KERNEL_SPEC.md): ktune_kernel_load reads the spec at spec_path and
  * registers its op, whose name ("conv2d@1a2b3c4d") it copies into op_name (op_size bytes, NUL

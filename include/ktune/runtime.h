@@ -319,6 +319,21 @@ class Runtime {
                         int64_t head_dim, int64_t total_q, int64_t total_kv, bool causal, const void* q, const void* k,
                         const void* v, const int32_t* cu_q, const int32_t* cu_k, void* o, float* lse,
                         const std::vector<int64_t>& strides = {}, float scale = 0, CUstream stream = nullptr);
+  // Attention over a KV cache kept in pages (op "attention_paged"), as vLLM and
+  // flash_attn_with_kvcache keep it: decode and speculative decoding, q_len <= 64. q and o (batch,
+  // q_len, heads, head_dim), k_cache and v_cache (pages, page_size, kv_heads, head_dim),
+  // block_table int32 (batch, pages_per_seq) on the device, the page of each page_size keys of a
+  // sequence (trusted to be pages of the cache, as vLLM trusts them), seq_lens int32 (batch) on the
+  // device, the keys sequence b holds (0 to pages_per_seq x page_size), lse (batch, heads, q_len)
+  // FP32. A contiguous cache (batch, capacity, kv_heads, head_dim) is page_size = capacity, pages =
+  // batch, pages_per_seq 1 and block_table[b] = b. strides: the batch, sequence and head strides of
+  // q and o, the page, slot and head strides of the caches (12 in the order q, k_cache, v_cache, o;
+  // empty: packed). Causal is bottom-right aligned to each sequence's own length.
+  void attention_paged(DType dtype, int64_t batch, int64_t heads, int64_t kv_heads, int64_t q_len, int64_t head_dim,
+                       int64_t page_size, int64_t pages, int64_t pages_per_seq, bool causal, const void* q,
+                       const void* k_cache, const void* v_cache, const int32_t* block_table, const int32_t* seq_lens,
+                       void* o, float* lse, const std::vector<int64_t>& strides = {}, float scale = 0,
+                       CUstream stream = nullptr);
 
   // Handles for many calls of one problem (GemmCall, RowsCall above). Validate p (UsageError);
   // p's alignment class and alpha / beta are ignored (the pointers and the call give them).

@@ -458,6 +458,19 @@ TEST(Attention, RuntimeAndCEntriesRefuseBadInputWithoutAGpu) {
   EXPECT_EQ(ktune_attention(nullptr, KTUNE_R_16BF, 1, 4, 4, 16, 16, 64, 0, &x, &x, &x, &x, &l, nullptr, 0.f, nullptr),
             KTUNE_INVALID_VALUE);
   EXPECT_NE(std::string(ktune_last_error()).find("handle is NULL"), std::string::npos) << ktune_last_error();
+  // The paged entry: a capacity of no page, q_len past decode's 64, a wrong number of strides.
+  int32_t t = 0;
+  EXPECT_THROW(rt.attention_paged(DType::bf16, 1, 4, 4, 1, 64, 16, 4, 0, false, &x, &x, &x, &t, &t, &x, &l), UsageError);
+  EXPECT_THROW(rt.attention_paged(DType::bf16, 1, 4, 4, 65, 64, 16, 4, 2, false, &x, &x, &x, &t, &t, &x, &l), UsageError);
+  EXPECT_THROW(rt.attention_paged(DType::bf16, 1, 4, 4, 1, 64, 16, 4, 2, true, &x, &x, &x, &t, &t, &x, &l, {1, 2}),
+               UsageError);
+  EXPECT_THROW(rt.attention_paged(DType::bf16, 1, 4, 4, 1, 64, 1 << 20, 4, 1 << 12, true, &x, &x, &x, &t, &t, &x, &l),
+               UsageError);
+  EXPECT_EQ(ktune_attention_paged(nullptr, KTUNE_R_16BF, 1, 4, 4, 1, 64, 16, 4, 2, 0, &x, &x, &x, &t, &t, &x, &l, nullptr,
+                                  0.f, nullptr),
+            KTUNE_INVALID_VALUE);
+  EXPECT_NE(std::string(ktune_last_error()).find("ktune_attention_paged: handle is NULL"), std::string::npos)
+      << ktune_last_error();
   // The prepared handle: only for ops of plain buffers, validated when made, the count and the
   // nulls checked at the first call (before any lookup, so without a GPU too).
   EXPECT_THROW(rt.buffers_call(Problem::parse("gemm", "64x64x64", "NN", DType::f32)), UsageError);
