@@ -5,6 +5,8 @@ torch.compile (and autograd for the GEMM). Imported by ktune when torch is insta
     torch.ops.ktune.attention(q, k, v, causal=False, scale=None) -> (o, lse)  (forward only)
     torch.ops.ktune.attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                                      causal=False, scale=None) -> (o, lse)  (forward only)
+    torch.ops.ktune.attention_decode(q, k_cache, v_cache, seq_lens, block_table=None, causal=False,
+                                     scale=None) -> (o, lse)  (forward only)
 """
 
 from typing import Optional, Tuple
@@ -12,6 +14,7 @@ from typing import Optional, Tuple
 import torch
 
 from ._attention import attention as _attention
+from ._attention import attention_decode as _attention_decode
 from ._attention import attention_varlen as _attention_varlen
 from ._gemm import gemm as _gemm
 
@@ -96,3 +99,27 @@ def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=Fa
                  lambda: "ktune::attention_varlen: q, k and v must have one dtype")
     Tq, H, _ = q.shape
     return torch.empty_like(q), q.new_empty((H, Tq), dtype=torch.float32)
+
+
+@torch.library.custom_op("ktune::attention_decode", mutates_args=())
+def attention_decode(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, seq_lens: torch.Tensor,
+                     block_table: Optional[torch.Tensor] = None, causal: bool = False,
+                     scale: Optional[float] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+    """ktune.attention_decode(..., return_lse=True): O laid out as q (batch, q_len, heads, head_dim)
+    over a contiguous or paged KV cache, and the log-sum-exp (batch, heads, q_len) float32. No
+    backward."""
+    return _attention_decode(q, k_cache, v_cache, seq_lens, block_table=block_table, causal=causal, scale=scale,
+                             return_lse=True)
+
+
+@attention_decode.register_fake
+def _(q, k_cache, v_cache, seq_lens, block_table=None, causal=False, scale=None):
+    torch._check(q.dim() == 4 and k_cache.dim() == 4 and v_cache.dim() == 4,
+                 lambda: "ktune::attention_decode: q, k_cache and v_cache must be 4-d")
+    torch._check(k_cache.shape == v_cache.shape, lambda: "ktune::attention_decode: k_cache and v_cache must have one shape")
+    torch._check(q.dtype == k_cache.dtype and q.dtype == v_cache.dtype,
+                 lambda: "ktune::attention_decode: q, k_cache and v_cache must have one dtype")
+    torch._check(seq_lens.dim() == 1 and seq_lens.shape[0] == q.shape[0],
+                 lambda: "ktune::attention_decode: seq_lens must be (batch,)")
+    B, Sq, H, _ = q.shape
+    return torch.empty_like(q), q.new_empty((B, H, Sq), dtype=torch.float32)

@@ -608,6 +608,44 @@ def test_attention_decode_matches_fp64(paged, causal, D):
         ktune.attention_decode(q, kc, vc, lens.long(), bt)
 
 
+@pytest.mark.parametrize("paged", [False, True])
+def test_attention_decode_custom_op_under_torch_compile(paged):
+    """torch.ops.ktune.attention_decode traced whole by torch.compile over a contiguous and a paged
+    cache (per-sequence lengths), equal to the eager call and to FP64 of each sequence's keys;
+    opcheck's schema and fake-kernel checks pass."""
+    import torch
+    g = torch.Generator(device="cuda").manual_seed(12)
+    B, H, Hk, D, cap = 2, 32, 8, 128, 512
+    lens = torch.tensor([cap, 77], dtype=torch.int32, device="cuda")
+    q = torch.randn(B, 1, H, D, device="cuda", generator=g).to(torch.bfloat16)
+    if paged:
+        page, pps = 64, cap // 64
+        kc = torch.randn(B * pps + 3, page, Hk, D, device="cuda", generator=g).to(torch.bfloat16)
+        vc = torch.randn(B * pps + 3, page, Hk, D, device="cuda", generator=g).to(torch.bfloat16)
+        bt = torch.randperm(B * pps + 3, device="cuda", generator=g)[: B * pps].view(B, pps).to(torch.int32).contiguous()
+        keys = [kc[bt[b].long()].reshape(cap, Hk, D) for b in range(B)]
+        values = [vc[bt[b].long()].reshape(cap, Hk, D) for b in range(B)]
+    else:
+        kc = torch.randn(B, cap, Hk, D, device="cuda", generator=g).to(torch.bfloat16)
+        vc = torch.randn(B, cap, Hk, D, device="cuda", generator=g).to(torch.bfloat16)
+        bt, keys, values = None, list(kc), list(vc)
+
+    def f(q, kc, vc, lens, bt):
+        o, lse = torch.ops.ktune.attention_decode(q, kc, vc, lens, bt, True, None)
+        return o.float() * 2, lse
+
+    got, got_lse = torch.compile(f, fullgraph=True)(q, kc, vc, lens, bt)
+    for b in range(B):
+        n = int(lens[b])
+        ref, ref_lse = attention_ref(q[b:b + 1], keys[b][:n][None], values[b][:n][None], True, D ** -0.5)
+        assert (got[b:b + 1].double() / 2 - ref).abs().max().item() <= 4 * 2.0 ** -8 * max(1.0, ref.abs().max().item())
+        assert (got_lse[b:b + 1].double() - ref_lse).abs().max().item() <= 1e-3
+    eager, _ = f(q, kc, vc, lens, bt)
+    assert torch.equal(eager, got)
+    torch.library.opcheck(torch.ops.ktune.attention_decode.default, (q, kc, vc, lens, bt, False, 0.5),
+                          test_utils=("test_schema", "test_faketensor"))
+
+
 @pytest.mark.parametrize("causal", [False, True])
 def test_attention_varlen_matches_fp64(causal):
     """ktune.attention_varlen over packed sequences of different lengths (an empty one, one off the
