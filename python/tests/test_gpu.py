@@ -564,6 +564,24 @@ def test_attention_custom_op_under_torch_compile():
                           test_utils=("test_schema", "test_faketensor"))
 
 
+def kv_cache(g, B, Hk, D, cap, paged, spare):
+    """A bf16 KV cache of `cap` keys a sequence: contiguous (B, cap, Hk, D), or in 64-key pages dealt
+    to the sequences out of order from B * cap / 64 + spare pages (block table int32, else None).
+    Returns k_cache, v_cache, block_table and each sequence's keys and values in order."""
+    import torch
+    if not paged:
+        kc = torch.randn(B, cap, Hk, D, device="cuda", generator=g).to(torch.bfloat16)
+        vc = torch.randn(B, cap, Hk, D, device="cuda", generator=g).to(torch.bfloat16)
+        return kc, vc, None, list(kc), list(vc)
+    page, pps = 64, cap // 64
+    pages = B * pps + spare
+    kc = torch.randn(pages, page, Hk, D, device="cuda", generator=g).to(torch.bfloat16)
+    vc = torch.randn(pages, page, Hk, D, device="cuda", generator=g).to(torch.bfloat16)
+    bt = torch.randperm(pages, device="cuda", generator=g)[: B * pps].view(B, pps).to(torch.int32).contiguous()
+    return (kc, vc, bt, [kc[bt[b].long()].reshape(cap, Hk, D) for b in range(B)],
+            [vc[bt[b].long()].reshape(cap, Hk, D) for b in range(B)])
+
+
 @pytest.mark.parametrize("paged", [False, True])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("D", [128, 96])
@@ -577,18 +595,7 @@ def test_attention_decode_matches_fp64(paged, causal, D):
     B, Sq, H, Hk, cap = 3, 2, 16, 4, 640
     lens = torch.tensor([cap, 1, 300], dtype=torch.int32, device="cuda")
     q = torch.randn(B, Sq, H, D, device="cuda", generator=g).to(torch.bfloat16)
-    if paged:
-        page, pps = 64, cap // 64
-        pages = B * pps + 5
-        kc = torch.randn(pages, page, Hk, D, device="cuda", generator=g).to(torch.bfloat16)
-        vc = torch.randn(pages, page, Hk, D, device="cuda", generator=g).to(torch.bfloat16)
-        bt = torch.randperm(pages, device="cuda", generator=g)[: B * pps].view(B, pps).to(torch.int32).contiguous()
-        keys = [kc[bt[b].long()].reshape(cap, Hk, D) for b in range(B)]
-        values = [vc[bt[b].long()].reshape(cap, Hk, D) for b in range(B)]
-    else:
-        kc = torch.randn(B, cap, Hk, D, device="cuda", generator=g).to(torch.bfloat16)
-        vc = torch.randn(B, cap, Hk, D, device="cuda", generator=g).to(torch.bfloat16)
-        bt, keys, values = None, list(kc), list(vc)
+    kc, vc, bt, keys, values = kv_cache(g, B, Hk, D, cap, paged, spare=5)
     out, lse = ktune.attention_decode(q, kc, vc, lens, bt, causal=causal, return_lse=True)
     u = 2.0 ** -8
     for b in range(B):
@@ -618,17 +625,7 @@ def test_attention_decode_custom_op_under_torch_compile(paged):
     B, H, Hk, D, cap = 2, 32, 8, 128, 512
     lens = torch.tensor([cap, 77], dtype=torch.int32, device="cuda")
     q = torch.randn(B, 1, H, D, device="cuda", generator=g).to(torch.bfloat16)
-    if paged:
-        page, pps = 64, cap // 64
-        kc = torch.randn(B * pps + 3, page, Hk, D, device="cuda", generator=g).to(torch.bfloat16)
-        vc = torch.randn(B * pps + 3, page, Hk, D, device="cuda", generator=g).to(torch.bfloat16)
-        bt = torch.randperm(B * pps + 3, device="cuda", generator=g)[: B * pps].view(B, pps).to(torch.int32).contiguous()
-        keys = [kc[bt[b].long()].reshape(cap, Hk, D) for b in range(B)]
-        values = [vc[bt[b].long()].reshape(cap, Hk, D) for b in range(B)]
-    else:
-        kc = torch.randn(B, cap, Hk, D, device="cuda", generator=g).to(torch.bfloat16)
-        vc = torch.randn(B, cap, Hk, D, device="cuda", generator=g).to(torch.bfloat16)
-        bt, keys, values = None, list(kc), list(vc)
+    kc, vc, bt, keys, values = kv_cache(g, B, Hk, D, cap, paged, spare=3)
 
     def f(q, kc, vc, lens, bt):
         o, lse = torch.ops.ktune.attention_decode(q, kc, vc, lens, bt, True, None)

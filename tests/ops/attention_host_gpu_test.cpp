@@ -8,6 +8,7 @@
 #include "core/embedded.h"
 #include "core/half.h"
 #include "gpu_env.h"
+#include "ops/attention_row_fp64.h"
 #include "ktune/compiler.h"
 #include "ktune/family.h"
 #include "runtime/buffers_launch.h"
@@ -55,31 +56,19 @@ void run(Compiler& compiler, const DeviceInfo& d, const char* shape, const char*
     for (int64_t h = 0; h < H; ++h)
       for (int64_t i = 0; i < SQ; ++i) {
         const int64_t hh = h / (H / HK);
-        std::vector<double> s(SK);
-        double mx = -1e300;
         const int64_t n = causal ? std::min<int64_t>(SK, i + SK - SQ + 1) : SK;
-        for (int64_t j = 0; j < n; ++j) {
-          double t = 0;
-          for (int64_t x = 0; x < D; ++x)
-            t += half::from_bf16(hq[((b * SQ + i) * H + h) * D + x]) * half::from_bf16(hk[((b * SK + j) * HK + hh) * D + x]);
-          s[j] = t / std::sqrt(double(D));
-          mx = std::max(mx, s[j]);
-        }
-        double sum = 0;
-        std::vector<double> oo(D, 0.0);
-        for (int64_t j = 0; j < n; ++j) {
-          const double e = std::exp(s[j] - mx);
-          sum += e;
-          for (int64_t x = 0; x < D; ++x) oo[x] += e * half::from_bf16(hv[((b * SK + j) * HK + hh) * D + x]);
-        }
+        const auto ref = ktune::testing::attention_row_fp64(
+            n, D, 1 / std::sqrt(double(D)), [&](int64_t x) { return half::from_bf16(hq[((b * SQ + i) * H + h) * D + x]); },
+            [&](int64_t j, int64_t x) { return half::from_bf16(hk[((b * SK + j) * HK + hh) * D + x]); },
+            [&](int64_t j, int64_t x) { return half::from_bf16(hv[((b * SK + j) * HK + hh) * D + x]); });
         // A row that sees no key (causal, q_len > kv_len): O = 0 and the log-sum-exp +inf, the op's convention.
         const double gl = hl[(b * H + h) * SQ + i];
         // A NaN error counts as infinite: max() and > would pass it over.
         auto err = [](double e) { return std::isnan(e) ? INFINITY : e; };
-        const double err_l = n <= 0 ? (gl == INFINITY ? 0.0 : INFINITY) : err(std::abs(gl - (mx + std::log(sum))));
+        const double err_l = n <= 0 ? (gl == INFINITY ? 0.0 : INFINITY) : err(std::abs(gl - ref.lse));
         if (err_l > worst_l) worst_l = err_l, bad_l = (b * H + h) * SQ + i;
         for (int64_t x = 0; x < D; ++x)
-          worst_o = std::max(worst_o, err(std::abs(half::from_bf16(ho[((b * SQ + i) * H + h) * D + x]) - (n <= 0 ? 0.0 : oo[x] / sum))));
+          worst_o = std::max(worst_o, err(std::abs(half::from_bf16(ho[((b * SQ + i) * H + h) * D + x]) - ref.o[x])));
       }
   // Inputs are multiples of 1/4 in [-1, 1]: the bf16 output's rounding (2^-9 of |o| <= 1) and FP32
   // softmax errors stay far below these.

@@ -13,6 +13,7 @@
 
 #include "core/half.h"
 #include "gpu_env.h"
+#include "ops/attention_row_fp64.h"
 #include "ktune/ktune.h"
 #include "ktune/runtime.h"
 #include "runtime/cuda_check.h"
@@ -41,27 +42,14 @@ std::pair<double, double> worst_errors(const Host& h, const std::vector<int32_t>
       for (int64_t i = 0; i < SQ; ++i) {
         const int64_t g = hh / (H / HK), n = std::max<int64_t>(0, std::min<int64_t>(kLens[b], i + kLens[b] - SQ + 1));
         auto key = [&](int64_t j) { return ((int64_t(table[b * PER + j / PS]) * PS + j % PS) * HK + g) * D; };
-        std::vector<double> s(n);
-        double mx = -INFINITY;
-        for (int64_t j = 0; j < n; ++j) {
-          double t = 0;
-          for (int64_t x = 0; x < D; ++x)
-            t += half::from_bf16(h.q[((b * H + hh) * SQ + i) * D + x]) * half::from_bf16(h.k[key(j) + x]);
-          s[j] = t / std::sqrt(double(D));
-          mx = std::max(mx, s[j]);
-        }
-        double sum = 0;
-        std::vector<double> ref(D, 0.0);
-        for (int64_t j = 0; j < n; ++j) {
-          const double e = std::exp(s[j] - mx);
-          sum += e;
-          for (int64_t x = 0; x < D; ++x) ref[x] += e * half::from_bf16(h.v[key(j) + x]);
-        }
+        const auto ref = ktune::testing::attention_row_fp64(
+            n, D, 1 / std::sqrt(double(D)), [&](int64_t x) { return half::from_bf16(h.q[((b * H + hh) * SQ + i) * D + x]); },
+            [&](int64_t j, int64_t x) { return half::from_bf16(h.k[key(j) + x]); },
+            [&](int64_t j, int64_t x) { return half::from_bf16(h.v[key(j) + x]); });
         const double gl = lse[(b * H + hh) * SQ + i];
-        worst_l = std::max(worst_l, n == 0 ? (gl == INFINITY ? 0.0 : INFINITY) : err(std::abs(gl - (mx + std::log(sum)))));
+        worst_l = std::max(worst_l, n == 0 ? (gl == INFINITY ? 0.0 : INFINITY) : err(std::abs(gl - ref.lse)));
         for (int64_t x = 0; x < D; ++x)
-          worst_o = std::max(worst_o, err(std::abs(half::from_bf16(o[((b * SQ + i) * H + hh) * D + x]) -
-                                                    (n == 0 ? 0.0 : ref[x] / sum))));
+          worst_o = std::max(worst_o, err(std::abs(half::from_bf16(o[((b * SQ + i) * H + hh) * D + x]) - ref.o[x])));
       }
   return {worst_o, worst_l};
 }
