@@ -243,20 +243,34 @@ ktune_status_t ktune_run_strided(ktune_handle_t handle, const char* op, ktune_da
   });
 }
 
-ktune_status_t ktune_attention(ktune_handle_t handle, ktune_datatype_t type, long long batch, long long heads,
-                               long long kv_heads, long long q_len, long long kv_len, long long head_dim, int causal,
-                               const void* q, const void* k, const void* v, void* o, float* lse, const long long* strides,
-                               float scale, void* stream) {
-  auto bad = [&](const std::string& why) { return fail(KTUNE_INVALID_VALUE, "ktune_attention: " + why); };
-  if (!handle) return bad("handle is NULL");
-  if (!type_name(type)) return bad(unknown_type(type));
-  return guarded("ktune_attention", [&] {
+namespace {
+
+// The checks every typed attention entry point makes (the handle, the element type), its nstrides
+// strides read (none where NULL: packed), then run (the runtime's typed entry point), guarded.
+ktune_status_t attention_any(
+    const char* name, ktune_handle_t handle, ktune_datatype_t type, const long long* strides, int nstrides,
+    const std::function<void(ktune::Runtime&, ktune::DType, const std::vector<int64_t>&)>& run) {
+  if (!handle) return fail(KTUNE_INVALID_VALUE, std::string(name) + ": handle is NULL");
+  if (!type_name(type)) return fail(KTUNE_INVALID_VALUE, std::string(name) + ": " + unknown_type(type));
+  return guarded(name, [&] {
     std::vector<int64_t> st;
-    if (strides) st.assign(strides, strides + 12);
-    handle->rt->attention(dtype_of(type), batch, heads, kv_heads, q_len, kv_len, head_dim, causal != 0, q, k, v, o, lse, st,
-                          scale, static_cast<CUstream>(stream));
+    if (strides) st.assign(strides, strides + nstrides);
+    run(*handle->rt, dtype_of(type), st);
     return KTUNE_SUCCESS;
   });
+}
+
+} // namespace
+
+ktune_status_t ktune_attention(ktune_handle_t handle, ktune_datatype_t type, long long batch, long long heads,
+                               long long kv_heads, long long q_len, long long kv_len, long long head_dim, int causal,
+                               const void* q, const void* k, const void* v, void* o, float* lse,
+                               const long long* strides, float scale, void* stream) {
+  return attention_any("ktune_attention", handle, type, strides, 12,
+                       [&](ktune::Runtime& rt, ktune::DType dt, const std::vector<int64_t>& st) {
+                         rt.attention(dt, batch, heads, kv_heads, q_len, kv_len, head_dim, causal != 0, q, k, v, o, lse,
+                                      st, scale, static_cast<CUstream>(stream));
+                       });
 }
 
 ktune_status_t ktune_attention_varlen(ktune_handle_t handle, ktune_datatype_t type, long long batch, long long heads,
@@ -264,16 +278,12 @@ ktune_status_t ktune_attention_varlen(ktune_handle_t handle, ktune_datatype_t ty
                                       long long total_q, long long total_kv, int causal, const void* q, const void* k,
                                       const void* v, const int* cu_q, const int* cu_k, void* o, float* lse,
                                       const long long* strides, float scale, void* stream) {
-  auto bad = [&](const std::string& why) { return fail(KTUNE_INVALID_VALUE, "ktune_attention_varlen: " + why); };
-  if (!handle) return bad("handle is NULL");
-  if (!type_name(type)) return bad(unknown_type(type));
-  return guarded("ktune_attention_varlen", [&] {
-    std::vector<int64_t> st;
-    if (strides) st.assign(strides, strides + 8);
-    handle->rt->attention_varlen(dtype_of(type), batch, heads, kv_heads, q_len, kv_len, head_dim, total_q, total_kv,
-                                 causal != 0, q, k, v, cu_q, cu_k, o, lse, st, scale, static_cast<CUstream>(stream));
-    return KTUNE_SUCCESS;
-  });
+  return attention_any("ktune_attention_varlen", handle, type, strides, 8,
+                       [&](ktune::Runtime& rt, ktune::DType dt, const std::vector<int64_t>& st) {
+                         rt.attention_varlen(dt, batch, heads, kv_heads, q_len, kv_len, head_dim, total_q, total_kv,
+                                             causal != 0, q, k, v, cu_q, cu_k, o, lse, st, scale,
+                                             static_cast<CUstream>(stream));
+                       });
 }
 
 ktune_status_t ktune_attention_paged(ktune_handle_t handle, ktune_datatype_t type, long long batch, long long heads,
@@ -282,17 +292,12 @@ ktune_status_t ktune_attention_paged(ktune_handle_t handle, ktune_datatype_t typ
                                      const void* k_cache, const void* v_cache, const int* block_table,
                                      const int* seq_lens, void* o, float* lse, const long long* strides, float scale,
                                      void* stream) {
-  auto bad = [&](const std::string& why) { return fail(KTUNE_INVALID_VALUE, "ktune_attention_paged: " + why); };
-  if (!handle) return bad("handle is NULL");
-  if (!type_name(type)) return bad(unknown_type(type));
-  return guarded("ktune_attention_paged", [&] {
-    std::vector<int64_t> st;
-    if (strides) st.assign(strides, strides + 12);
-    handle->rt->attention_paged(dtype_of(type), batch, heads, kv_heads, q_len, head_dim, page_size, pages,
-                                pages_per_seq, causal != 0, q, k_cache, v_cache, block_table, seq_lens, o, lse, st,
-                                scale, static_cast<CUstream>(stream));
-    return KTUNE_SUCCESS;
-  });
+  return attention_any("ktune_attention_paged", handle, type, strides, 12,
+                       [&](ktune::Runtime& rt, ktune::DType dt, const std::vector<int64_t>& st) {
+                         rt.attention_paged(dt, batch, heads, kv_heads, q_len, head_dim, page_size, pages,
+                                            pages_per_seq, causal != 0, q, k_cache, v_cache, block_table, seq_lens, o,
+                                            lse, st, scale, static_cast<CUstream>(stream));
+                       });
 }
 
 ktune_status_t ktune_kernel_load(ktune_handle_t handle, const char* spec_path, char* op_name, size_t op_size) {

@@ -13,9 +13,9 @@
 
 #include "core/half.h"
 #include "gpu_env.h"
-#include "ops/attention_row_fp64.h"
 #include "ktune/ktune.h"
 #include "ktune/runtime.h"
+#include "ops/attention_row_fp64.h"
 #include "runtime/cuda_check.h"
 #include "runtime/driver.h"
 #include "runtime/module.h"
@@ -43,7 +43,8 @@ std::pair<double, double> worst_errors(const Host& h, const std::vector<int32_t>
         const int64_t g = hh / (H / HK), n = std::max<int64_t>(0, std::min<int64_t>(kLens[b], i + kLens[b] - SQ + 1));
         auto key = [&](int64_t j) { return ((int64_t(table[b * PER + j / PS]) * PS + j % PS) * HK + g) * D; };
         const auto ref = ktune::testing::attention_row_fp64(
-            n, D, 1 / std::sqrt(double(D)), [&](int64_t x) { return half::from_bf16(h.q[((b * H + hh) * SQ + i) * D + x]); },
+            n, D, 1 / std::sqrt(double(D)),
+            [&](int64_t x) { return half::from_bf16(h.q[((b * H + hh) * SQ + i) * D + x]); },
             [&](int64_t j, int64_t x) { return half::from_bf16(h.k[key(j) + x]); },
             [&](int64_t j, int64_t x) { return half::from_bf16(h.v[key(j) + x]); });
         const double gl = lse[(b * H + hh) * SQ + i];
@@ -75,7 +76,7 @@ TEST(AttentionGpu, PagedEntriesMatchAHostReferenceOverAShuffledCache) {
   std::iota(pages.begin(), pages.end(), 0);
   std::shuffle(pages.begin(), pages.end(), rng);
   h.table.assign(pages.begin(), pages.begin() + B * PER); // 3 pages of the cache belong to no sequence
-  std::vector<int32_t> swapped = h.table;                   // sequences 0 and 1 read each other's pages
+  std::vector<int32_t> swapped = h.table;                 // sequences 0 and 1 read each other's pages
   std::swap_ranges(swapped.begin(), swapped.begin() + PER, swapped.begin() + PER);
 
   DeviceBuffer q(h.q.size() * 2, "q"), k(h.k.size() * 2, "k_cache"), v(h.v.size() * 2, "v_cache"),
@@ -89,21 +90,24 @@ TEST(AttentionGpu, PagedEntriesMatchAHostReferenceOverAShuffledCache) {
   check_cu(driver().cuMemcpyHtoD(lens.ptr(), kLens, 4 * B), "cuMemcpyHtoD", "seq_lens");
   // q as (B, H, S, D), the caches and o packed: batch, sequence and head strides of q, page, slot
   // and head of each cache, then o's.
-  const std::vector<int64_t> strides = {H * SQ * D, D,      SQ * D,      PS * HK * D, HK * D, D,
-                                        PS * HK * D, HK * D, D,           SQ * H * D,  H * D,  D};
-  const long long c_strides[12] = {H * SQ * D, D, SQ * D, PS * HK * D, HK * D, D, PS * HK * D, HK * D, D, SQ * H * D, H * D, D};
+  const std::vector<int64_t> strides = {H * SQ * D,  D,      SQ * D, PS * HK * D, HK * D, D,
+                                        PS * HK * D, HK * D, D,      SQ * H * D,  H * D,  D};
+  const std::vector<long long> c_strides(strides.begin(), strides.end());
+  // O and lse poisoned before each call (0xff..: NaN in bf16 and FP32): a row left unwritten fails.
+  auto poison = [&] {
+    check_cu(driver().cuMemsetD8Async(o.ptr(), 0xff, h.q.size() * 2, nullptr), "cuMemsetD8Async", "o");
+    check_cu(driver().cuMemsetD8Async(lse.ptr(), 0xff, 4 * B * H * SQ, nullptr), "cuMemsetD8Async", "lse");
+  };
   auto result = [&] {
     check_cu(driver().cuCtxSynchronize(), "cuCtxSynchronize", "paged attention");
     std::vector<uint16_t> ho(h.q.size());
     std::vector<float> hl(B * H * SQ);
     check_cu(driver().cuMemcpyDtoH(ho.data(), o.ptr(), ho.size() * 2), "cuMemcpyDtoH", "o");
     check_cu(driver().cuMemcpyDtoH(hl.data(), lse.ptr(), hl.size() * 4), "cuMemcpyDtoH", "lse");
-    // Poisoned for the next call (0xff..: NaN in bf16 and FP32): a row left unwritten fails.
-    check_cu(driver().cuMemsetD8Async(o.ptr(), 0xff, ho.size() * 2, nullptr), "cuMemsetD8Async", "o");
-    check_cu(driver().cuMemsetD8Async(lse.ptr(), 0xff, hl.size() * 4, nullptr), "cuMemsetD8Async", "lse");
+    poison();
     return std::make_pair(ho, hl);
   };
-  result();
+  poison();
   // P rounded to bf16 before P V (2^-8 of sum p |v| <= 2^-8, |v| <= 1) and O's rounding (2^-9 of
   // |o| <= 1) bound O's error by 6e-3; the log-sum-exp is FP32 throughout.
   constexpr double kTolO = 1e-2, kTolL = 1e-4;
@@ -121,8 +125,8 @@ TEST(AttentionGpu, PagedEntriesMatchAHostReferenceOverAShuffledCache) {
   ktune_handle_t handle = nullptr;
   ASSERT_EQ(ktune_create(&handle, ""), KTUNE_SUCCESS) << ktune_last_error();
   EXPECT_EQ(ktune_attention_paged(handle, KTUNE_R_16BF, B, H, HK, SQ, D, PS, PAGES, PER, 1, q.as<void>(), k.as<void>(),
-                                  v.as<void>(), table.as<int>(), lens.as<int>(), o.as<void>(), lse.as<float>(), c_strides,
-                                  0.f, nullptr),
+                                  v.as<void>(), table.as<int>(), lens.as<int>(), o.as<void>(), lse.as<float>(),
+                                  c_strides.data(), 0.f, nullptr),
             KTUNE_SUCCESS)
       << ktune_last_error();
   std::tie(ho, hl) = result();
