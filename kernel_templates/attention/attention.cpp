@@ -172,33 +172,19 @@ bool wgmma_splits_long_enough(int64_t kv, int64_t bn, int64_t split) {
 
 // Up to this many warps of rows, the combine step runs blocks of one warp.
 constexpr int64_t kCombineOneWarpBlocks = 1024;
-// Up to this many row groups (a warp's rows with WPR 1), the combine step gives each group 4 warps
-// (attention_combine.cuh's WPR): a decode step at batch 1-4 (32-256 rows) waits on its rows' chains
-// of reads, at batch 8 and past one warp a group measured as fast as a block of 128 threads a row
-// (1.000-1.007x, H100, docs/runs/2026-12-05-h100-combine.md section 2).
-constexpr int64_t kCombineFewRows = 256;
-
-// The combine's row groups: 32 / min(32, d / 4) of the (b, h, i) rows each (d the tiles' head dim).
-int64_t combine_row_groups(const Problem& p) {
-  const int64_t rows = p.dims[kBatch] * p.dims[kHeads] * p.dims[kQLen];
-  const int64_t rows_a_group = 32 / std::min<int64_t>(32, padded_head_dim(p) / 4);
-  return (rows + rows_a_group - 1) / rows_a_group;
-}
-// The warps a row group merges its splits with: 4 where the groups are few, else 1. The combine
-// kernels' WPR, and the block add_combine_step launches.
-int combine_warps_a_row(const Problem& p) { return combine_row_groups(p) <= kCombineFewRows ? 4 : 1; }
 
 // The combine step after a split-KV kernel (attention_combine.cuh, the family's second kernel): a
-// programmatic dependent that waits for the splits' partials in the plan's workspace of `workspace`
-// bytes. With combine_warps_a_row 4 a block is one row group's 4 warps; else a warp merges a row
-// group, and a block is one warp where the warps are few (their loads spread over as many SMs as
-// there are rows, as the step's first form, a block a row, spread them), else 4.
+// warp merges 32 / min(32, d / 4) of the (b, h, i) rows (d the tiles' head dim), a programmatic
+// dependent that waits for the splits' partials in the plan's workspace of `workspace` bytes. A
+// block is one warp where the warps are few (a decode step's rows: their loads spread over as many
+// SMs as there are rows, as the step's first form, a block a row, spread them), else 4.
 void add_combine_step(LaunchPlan& plan, const Problem& p, int64_t workspace) {
-  const int64_t groups = combine_row_groups(p), wpr = combine_warps_a_row(p);
-  const int64_t per = wpr > 1 || groups > kCombineOneWarpBlocks ? 4 : 1; // warps a block
+  const int64_t rows = p.dims[kBatch] * p.dims[kHeads] * p.dims[kQLen];
+  const int64_t rows_a_warp = 32 / std::min<int64_t>(32, padded_head_dim(p) / 4), warps = (rows + rows_a_warp - 1) / rows_a_warp;
+  const int64_t per = warps <= kCombineOneWarpBlocks ? 1 : 4;
   LaunchStep m;
   m.kernel = 1;
-  m.grid[0] = unsigned((groups * wpr + per - 1) / per);
+  m.grid[0] = unsigned((warps + per - 1) / per);
   m.block[0] = unsigned(32 * per);
   m.overlap_previous = true;
   plan.steps.push_back(m);
@@ -366,7 +352,7 @@ Family wgmma_family(bool varlen) {
     if (wgmma_splits(c, p) > 1) // the splits merged; PAD 1: the tiles' zero columns are not stored
       k.push_back("attention_wgmma_combine<" + std::to_string(f16_code(p.dtype)) + "," +
                   std::to_string(padded_head_dim(p)) + "," + std::to_string(c["BN"]) + "," + std::to_string(c["SPLIT"]) +
-                  (padded_head_dim(p) != p.dims[kHeadDim] ? ",1," : ",0,") + std::to_string(combine_warps_a_row(p)) + ">");
+                  (padded_head_dim(p) != p.dims[kHeadDim] ? ",1>" : ",0>"));
     return k;
   });
   f.launch([varlen](const Config& c, const Problem& p) {
@@ -746,8 +732,7 @@ Family decode_family(bool paged) {
                                std::to_string(c["BN"]) + "," + std::to_string(c["STAGES"]) + "," +
                                std::to_string(c["CHUNK"]) + "," + (causal(p) ? "1" : "0") + way + pad + cl + ">"};
     if (c["CHUNK"] && !c["CLUSTER"])
-      k.push_back("attention_decode_combine" + suffix + "<" + dt + "," + d + "," + std::to_string(c["CHUNK"]) + pad + "," +
-                  std::to_string(combine_warps_a_row(p)) + ">");
+      k.push_back("attention_decode_combine" + suffix + "<" + dt + "," + d + "," + std::to_string(c["CHUNK"]) + pad + ">");
     return k;
   });
   f.launch([](const Config& c, const Problem& p) {

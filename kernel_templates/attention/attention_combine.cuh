@@ -19,56 +19,46 @@ __device__ __forceinline__ float2* partial_ml(float* ws, long long nsplit, long 
   return reinterpret_cast<float2*>(ws + nsplit * rows * d) + split * rows + row;
 }
 
-// How the combine step deals its rows: a group of WPR warps (1 or 4; the block is that many warps,
-// or 4 groups of one) merges 32 / LPR rows of LPR lanes (LPR = min(32, D / 4): a lane holds 4
-// columns of the head dimension, or 8 at D > 128), each warp of the group the splits s = part,
-// part + WPR, ... (part its place in the group). The host code sizes the grid and picks WPR by the
-// same counts (add_combine_step and combine_warps_a_row in attention.cpp).
+// How the combine step deals its rows: each warp of a block (as many as the launch gives it) merges
+// 32 / LPR rows of LPR lanes (LPR = min(32, D / 4): a lane holds 4 columns of the head dimension,
+// or 8 at D > 128). The host code sizes the grid by the same count (add_combine_step in
+// attention.cpp).
 constexpr int kCombineMaxSplits = 128; // the families' limit (the (m_s, l_s) a lane holds: 128 / LPR)
 
-// The splits' partials merged, a row to LPR lanes of a warp (or of WPR warps), no block barrier
-// with WPR 1: the step is a chain of reads from L2, and prefill splits tens of thousands of
-// (b, h, i) rows, where a block of 128 threads a row with three block barriers (the step's first
-// form) left SPLIT 2 at 3.2-3.7x the unsplit kernel's time at 140-192 tiles (H200,
-// docs/runs/2026-12-05-h200-attention-neighbours.md section 3). Lane r of a row's segment reads
-// (m_s, l_s) of its warp's splits r, r + LPR, ... and, beside them, its columns of the warp's first
-// PRE splits' O_s (up to 16): one round trip before the reductions, which are shuffles inside the
-// segment. Each split's weight 2^(m_s - M) / L is then shuffled from the lane that holds it, and O
-// is summed over the splits in split order. Where rows are few (a decode step at batch 1-4: 32-256
-// rows of 16-32 splits) the reads past the early ones chain, 4 splits a round trip, and a row
-// waits for all of them (a warp a row ran 1.002-1.043x a block of 128 threads a row at batch 1,
-// H100, docs/runs/2026-12-05-h100-combine.md section 2): WPR 4 deals the splits over 4 warps, each
-// merges its share to its own max unnormalised, and one exchange in shared memory merges the 4.
-// MAXS is the most splits the caller launches (attention_wgmma's SPLIT; kCombineMaxSplits for
-// attention_decode).
-template <int F16, int D, int PAD, int MAXS, int WPR = 1>
+// The splits' partials merged, a row to LPR lanes of a warp, no block barrier: the step is a chain
+// of reads from L2, and prefill splits tens of thousands of (b, h, i) rows, where a block of 128
+// threads a row with three block barriers (the step's first form) left SPLIT 2 at 3.2-3.7x the
+// unsplit kernel's time at 140-192 tiles (H200, docs/runs/2026-12-05-h200-attention-neighbours.md
+// section 3). Lane r of a row's segment reads (m_s, l_s) of splits r, r + LPR, ... and, beside
+// them, its columns of the first PRE splits' O_s (up to 16: attention_decode's rule splits batch 1
+// 16 ways): one round trip before the reductions, which are shuffles inside the segment. Each
+// split's weight 2^(m_s - M) / L is then shuffled from the lane that holds it, and O is summed over
+// the splits in split order. MAXS is the most splits the caller launches (attention_wgmma's SPLIT;
+// kCombineMaxSplits for attention_decode).
+template <int F16, int D, int PAD, int MAXS>
 __device__ __forceinline__ void combine_splits(unsigned short* __restrict__ o, float* __restrict__ lse, long long B,
                                                long long H, long long SQ, long long nsplit, long long DR, long long ob,
                                                long long os, long long oh, float* __restrict__ ws) {
   constexpr int C4 = D / 4;                  // float4 columns of a row
   constexpr int LPR = C4 < 32 ? C4 : 32;     // lanes a row (a power of two: D is a multiple of 64)
   constexpr int DI = (C4 + LPR - 1) / LPR;   // a lane's float4 columns: c = r + LPR * di
-  constexpr int MS = (MAXS + WPR - 1) / WPR; // the most splits a warp merges
-  constexpr int SJ = (MS + LPR - 1) / LPR;   // a lane's (m_s, l_s): the warp's split r + LPR * j
-  constexpr int PRE = MS < 16 ? MS : 16;     // splits whose O_s a lane loads before the reductions
+  constexpr int SJ = (MAXS + LPR - 1) / LPR; // a lane's (m_s, l_s): s = r + LPR * j
+  constexpr int PRE = MAXS < 16 ? MAXS : 16;  // splits whose O_s a lane loads before the reductions
   static_assert(C4 % 16 == 0 && 32 % LPR == 0, "head dims of whole 64-column blocks");
   static_assert(MAXS >= 1 && MAXS <= kCombineMaxSplits, "the families' split limit");
-  static_assert(WPR == 1 || WPR == 4, "a row group of one warp or four");
 #if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory"); // the split step's partials are complete
 #endif
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, seg = lane / LPR, r = lane % LPR;
-  const int part = warp % WPR; // the warp's splits: part + WPR * (its own index)
   const long long rows = B * H * SQ;
-  const long long row = ((long long)blockIdx.x * (blockDim.x >> 5) / WPR + warp / WPR) * (32 / LPR) + seg;
+  const long long row = ((long long)blockIdx.x * (blockDim.x >> 5) + warp) * (32 / LPR) + seg;
   const bool live = row < rows; // a row past the end still takes part in its warp's shuffles
-  const int ns = (int(nsplit) - part + WPR - 1) / WPR; // this warp's splits (0 where nsplit < WPR)
-  auto at = [&](int s) { return (long long)part + WPR * s; }; // the warp's split s among all
+  const int ns = int(nsplit);
   float2 ml[SJ];
 #pragma unroll
   for (int j = 0; j < SJ; ++j) {
     const int s = r + LPR * j;
-    ml[j] = live && s < ns ? *partial_ml(ws, nsplit, at(s), rows, row, D) : make_float2(-inf_f(), 0.f);
+    ml[j] = live && s < ns ? *partial_ml(ws, nsplit, s, rows, row, D) : make_float2(-inf_f(), 0.f);
   }
   float4 early[PRE][DI];
 #pragma unroll
@@ -76,7 +66,7 @@ __device__ __forceinline__ void combine_splits(unsigned short* __restrict__ o, f
 #pragma unroll
     for (int di = 0; di < DI; ++di) {
       const int c = r + LPR * di;
-      early[s][di] = live && s < ns && c < C4 ? *reinterpret_cast<const float4*>(partial_o(ws, at(s), rows, row, D) + 4 * c)
+      early[s][di] = live && s < ns && c < C4 ? *reinterpret_cast<const float4*>(partial_o(ws, s, rows, row, D) + 4 * c)
                                               : make_float4(0.f, 0.f, 0.f, 0.f);
     }
   float m = -inf_f();
@@ -93,8 +83,7 @@ __device__ __forceinline__ void combine_splits(unsigned short* __restrict__ o, f
   }
 #pragma unroll
   for (int x = LPR / 2; x > 0; x >>= 1) l += __shfl_xor_sync(0xffffffffu, l, x);
-  // WPR 1: the weights normalised here; WPR 4: the warp's sum left to its own max, for the exchange.
-  const float inv = WPR > 1 ? 1.f : l > 0.f ? 1.f / l : 0.f;
+  const float inv = l > 0.f ? 1.f / l : 0.f;
   const int lane0 = seg * LPR; // split s's weight: e[s / LPR] of lane lane0 + s % LPR
   float4 sum[DI];
 #pragma unroll
@@ -108,7 +97,7 @@ __device__ __forceinline__ void combine_splits(unsigned short* __restrict__ o, f
 #pragma unroll
     for (int di = 0; di < DI; ++di) add(w, early[s][di], sum[di]);
   }
-  // Splits past the early loads (ns is the same over the warp: the loop is uniform).
+  // Splits past the early loads (nsplit is the grid's: the loop is uniform over the warp).
 #pragma unroll
   for (int j = 0; j < SJ; ++j) {
     const int first = PRE <= LPR * j ? 0 : PRE - LPR * j < LPR ? PRE - LPR * j : LPR; // past the early ones
@@ -119,39 +108,9 @@ __device__ __forceinline__ void combine_splits(unsigned short* __restrict__ o, f
 #pragma unroll
       for (int di = 0; di < DI; ++di) {
         const int c = r + LPR * di;
-        if (live && c < C4) add(w, *reinterpret_cast<const float4*>(partial_o(ws, at(LPR * j + i), rows, row, D) + 4 * c), sum[di]);
+        if (live && c < C4) add(w, *reinterpret_cast<const float4*>(partial_o(ws, LPR * j + i, rows, row, D) + 4 * c), sum[di]);
       }
     }
-  }
-  float lse_m = m_use, lse_l = l; // the row's max and sum, the log-sum-exp's (WPR 4: over the group)
-  if constexpr (WPR > 1) {
-    // The exchange: each warp's (max, sum) and unnormalised O; the group's first warp merges them
-    // as the splits were (2^(m_p - M) each, a warp that saw no key weighing nothing) and stores.
-    __shared__ float4 xo[WPR][32][DI];
-    __shared__ float2 xml[WPR][32 / LPR];
-#pragma unroll
-    for (int di = 0; di < DI; ++di) xo[part][lane][di] = sum[di];
-    if (r == 0) xml[part][seg] = make_float2(l > 0.f ? m_use : -inf_f(), l);
-    __syncthreads();
-    if (part > 0) return;
-    float mm = -inf_f();
-#pragma unroll
-    for (int q = 0; q < WPR; ++q) mm = fmaxf(mm, xml[q][seg].x);
-    const float mm_use = mm == -inf_f() ? 0.f : mm;
-    float wq[WPR], ll = 0.f;
-#pragma unroll
-    for (int q = 0; q < WPR; ++q) {
-      wq[q] = xml[q][seg].y > 0.f ? exp2_approx(xml[q][seg].x - mm_use) : 0.f;
-      ll += xml[q][seg].y * wq[q];
-    }
-    const float inv_all = ll > 0.f ? 1.f / ll : 0.f;
-#pragma unroll
-    for (int di = 0; di < DI; ++di) {
-      sum[di] = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll
-      for (int q = 0; q < WPR; ++q) add(wq[q] * inv_all, xo[q][lane][di], sum[di]);
-    }
-    lse_m = mm_use, lse_l = ll;
   }
   if (!live) return;
   const long long i = row % SQ, h = (row / SQ) % H, b = row / (SQ * H);
@@ -164,7 +123,7 @@ __device__ __forceinline__ void combine_splits(unsigned short* __restrict__ o, f
     out.y = pack2<F16>(sum[di].z, sum[di].w);
     *reinterpret_cast<uint2*>(o + b * ob + i * os + h * oh + 4 * c) = out;
   }
-  if (r == 0) lse[row] = lse_l > 0.f ? (lse_m + log2_approx(lse_l)) * 0.6931471805599453f : inf_f();
+  if (r == 0) lse[row] = l > 0.f ? (m_use + log2_approx(l)) * 0.6931471805599453f : inf_f();
 }
 
 } // namespace ktune_attn

@@ -144,12 +144,6 @@ __device__ __forceinline__ void attention_decode_body(
   const long long G = H / HKV, R = SQ * G, RB = (R + ROWS - 1) / ROWS;
   const long long hk = blockIdx.y / RB, row0 = (blockIdx.y % RB) * ROWS, b = blockIdx.z;
   const long long split = blockIdx.x, nsplit = gridDim.x;
-#if __CUDA_ARCH__ >= 900
-  // A combine step follows (split, not merged in a cluster): let it launch now. Its blocks wait in
-  // griddepcontrol.wait for this grid's partials, so its launch is not left to follow the last
-  // split block; every block of this grid is resident by the time all have signalled.
-  if (CL == 1 && nsplit > 1) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
   // The keys of this sequence: all SKV, or (paged) its own length, at most the capacity.
   long long len = SKV;
   if (PAGED) len = lens[b] < 0 ? 0 : (lens[b] < SKV ? lens[b] : SKV);
@@ -507,22 +501,21 @@ __global__ void __launch_bounds__(WARPS * 32) KTUNE_CLUSTER_DIMS(CL, 1, 1) atten
 #undef KTUNE_DECODE_CALL
 #undef KTUNE_DECODE_PAGED_CALL
 
-// WPR: the warps a row group (attention_combine.cuh; the host's combine_warps_a_row).
-template <int F16, int D, int CHUNK, int PAD, int WPR>
+template <int F16, int D, int CHUNK, int PAD>
 __global__ void __launch_bounds__(128) attention_decode_combine(
     const unsigned short* __restrict__, const unsigned short* __restrict__, const unsigned short* __restrict__,
     unsigned short* __restrict__ o, float* __restrict__ lse, long long B, long long H, long long, long long SQ,
     long long SKV, long long DR, long long, long long, long long, long long, long long, long long, long long, long long,
     long long, long long ob, long long os, long long oh, float, float* __restrict__ ws) {
-  ktune_attn::combine_splits<F16, D, PAD, ktune_attn::kCombineMaxSplits, WPR>(o, lse, B, H, SQ, (SKV + CHUNK - 1) / CHUNK, DR, ob, os, oh, ws);
+  ktune_attn::combine_splits<F16, D, PAD, ktune_attn::kCombineMaxSplits>(o, lse, B, H, SQ, (SKV + CHUNK - 1) / CHUNK, DR, ob, os, oh, ws);
 }
 
-template <int F16, int D, int CHUNK, int PAD, int WPR>
+template <int F16, int D, int CHUNK, int PAD>
 __global__ void __launch_bounds__(128) attention_decode_combine_paged(
     const unsigned short* __restrict__, const unsigned short* __restrict__, const unsigned short* __restrict__,
     const int* __restrict__, const int* __restrict__, unsigned short* __restrict__ o, float* __restrict__ lse,
     long long B, long long H, long long, long long SQ, long long SKV, long long DR, long long, long long, long long,
     long long, long long, long long, long long, long long, long long, long long, long long, long long ob, long long os,
     long long oh, float, float* __restrict__ ws) {
-  ktune_attn::combine_splits<F16, D, PAD, ktune_attn::kCombineMaxSplits, WPR>(o, lse, B, H, SQ, (SKV + CHUNK - 1) / CHUNK, DR, ob, os, oh, ws);
+  ktune_attn::combine_splits<F16, D, PAD, ktune_attn::kCombineMaxSplits>(o, lse, B, H, SQ, (SKV + CHUNK - 1) / CHUNK, DR, ob, os, oh, ws);
 }

@@ -620,18 +620,18 @@ __global__ void __launch_bounds__(128 * (CWG + 1), OCC) attention_wgmma(
       o, lse, B, H, HKV, SQ, SKV, DR, 0, ob, os, oh, scale_arg, &mq, &mk, &mv, &mo, nullptr, nullptr, ws);
 }
 
-// SPLIT > 1: the splits merged, a warp (WPR 1) or 4 (WPR 4, few rows) a (b, h, i) row or two (a
-// programmatic dependent of the split step: it waits for the partials in griddepcontrol.wait); at
-// most SPLIT splits, each O_s loaded beside the (m_s, l_s). The op's arguments as the split step's,
+// SPLIT > 1: the splits merged, a warp a (b, h, i) row or two (a programmatic dependent of the
+// split step: it waits for the partials in griddepcontrol.wait); at most SPLIT splits, each O_s
+// loaded beside the (m_s, l_s). The op's arguments as the split step's,
 // without its tensor maps.
-template <int F16, int D, int BN, int SPLIT, int PAD, int WPR>
+template <int F16, int D, int BN, int SPLIT, int PAD>
 __global__ void __launch_bounds__(128) attention_wgmma_combine(
     const unsigned short* __restrict__, const unsigned short* __restrict__, const unsigned short* __restrict__,
     unsigned short* __restrict__ o, float* __restrict__ lse, long long B, long long H, long long, long long SQ,
     long long SKV, long long DR, long long, long long, long long, long long, long long, long long, long long, long long,
     long long, long long ob, long long os, long long oh, float, float* __restrict__ ws) {
   long long tiles_a_split;
-  ktune_attn::combine_splits<F16, D, PAD, SPLIT, WPR>(o, lse, B, H, SQ, ktune_attn_wg::wgmma_splits<BN, SPLIT>(SKV, tiles_a_split), DR,
+  ktune_attn::combine_splits<F16, D, PAD, SPLIT>(o, lse, B, H, SQ, ktune_attn_wg::wgmma_splits<BN, SPLIT>(SKV, tiles_a_split), DR,
                                           ob, os, oh, ws);
 }
 

@@ -17,29 +17,21 @@ struct CombineFault {
   int chunk = 256;
 };
 
-// The GPU test's shapes are of few rows (at most 256 row groups), so the kernel it plants them in
-// deals each row's splits over 4 warps (WPR 4); the emulation runs both forms.
 inline constexpr CombineFault kCombineFaults[] = {
     {"the splits merged without their max", "e[j] = r + LPR * j < ns ? exp2_approx(ml[j].x - m_use) : 0.f;",
      "e[j] = r + LPR * j < ns ? 1.f : 0.f;"},
     {"the last split left out of the merge", "ml[j] = live && s < ns ? *partial_ml", "ml[j] = live && s + 1 < ns ? *partial_ml"},
     {"splits past the early loads left out of the merge", "i < LPR && LPR * j + i < ns; ++i",
      "i < LPR && LPR * j + i < 16; ++i",
-     "1x16x4x3x8000x128", 64}, // 125 splits of 64 keys: more than a warp's 16 early loads at 4 warps a row
+     "1x16x4x3x2000x128", 64}, // 32 splits of 64 keys: more than a lane's 16 early loads
     {"splits past a lane's first (max, sum) pair left out of the sum", "for (int j = 0; j < SJ; ++j) {\n    const int first",
      "for (int j = 0; j < 1; ++j) {\n    const int first",
-     "1x16x4x3x8000x64", 64}, // 125 splits, 32 a warp at most: more than a row's 16 lanes at head dim 64
+     "1x16x4x3x4000x128", 64}, // 63 splits of 64 keys: more than a row's 32 lanes at head dim 128
     {"the row sums reduced over the whole warp (two rows a warp at head dim 64)",
      "for (int x = LPR / 2; x > 0; x >>= 1) l += __shfl_xor_sync", "for (int x = 16; x > 0; x >>= 1) l += __shfl_xor_sync",
      "1x16x4x3x1000x64"},
     {"a row's lanes after the first write no columns", "if (c >= C4 || (PAD && 4 * c >= DR)) continue;",
      "if (c >= C4 || (PAD && 4 * c >= DR) || r > 0) continue;"},
-    // WPR 4's own: the split dealing, and the exchange of the 4 warps' partials.
-    {"every warp of a row group merges the first warp's splits", "const int part = warp % WPR;", "const int part = 0;"},
-    {"the warps' partials exchanged without their max",
-     "wq[q] = xml[q][seg].y > 0.f ? exp2_approx(xml[q][seg].x - mm_use) : 0.f;", "wq[q] = xml[q][seg].y > 0.f ? 1.f : 0.f;"},
-    {"a row group's last warp left out of the exchange", "for (int q = 0; q < WPR; ++q) add(wq[q] * inv_all",
-     "for (int q = 0; q < WPR - 1; ++q) add(wq[q] * inv_all"},
 };
 
 } // namespace ktune::testing

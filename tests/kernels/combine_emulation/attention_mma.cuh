@@ -1,7 +1,7 @@
 // Stand-in for kernel_templates/attention/attention_mma.cuh when attention_combine.cuh is compiled
-// for the host (kernels/combine_emulation_test.cpp): the CUDA spellings the merge uses, and a block
-// of warps emulated by lanes that take turns on one thread (ucontext): a shuffle writes the lane's
-// value and yields; once every lane of its warp has, each reads its source's. exp2 / log2 are the C library's (the
+// for the host (kernels/combine_emulation_test.cpp): the CUDA spellings the merge uses, and a warp
+// emulated by 32 lanes that take turns on one thread (ucontext): a shuffle writes the lane's value
+// and yields; once every lane has, each reads its source's. exp2 / log2 are the C library's (the
 // device's approximations are within 2 ulp of them); pack2 rounds to nearest even as cvt.rn does.
 #pragma once
 
@@ -34,47 +34,36 @@ struct EmuDim {
 };
 inline EmuDim threadIdx, blockIdx, blockDim; // the running lane's, and its block's size
 
-// The block being emulated: up to 4 warps of 32 lanes. A lane's k-th shuffle writes
-// buf[k & 1][lane]: the lanes of its warp that resume before another has read round k write round
-// k + 1's buffer, not the one it reads. __syncthreads() waits (yielding) until every lane of the
-// block has arrived. __shared__ arrays are statics: one copy, which the blocks, run one after
-// another, share as a GPU's blocks each have their own.
-constexpr int kEmuLanes = 128;
-struct EmuBlock {
-  ucontext_t scheduler, lane[kEmuLanes];
-  std::vector<char> stack[kEmuLanes];
-  float buf[2][kEmuLanes];
-  int shuffles[kEmuLanes], current, lanes, arrived, generation;
-  bool done[kEmuLanes];
+// The warp being emulated. A lane's k-th shuffle writes buf[k & 1]: the lanes that resume before
+// another has read round k write round k + 1's buffer, not the one it reads.
+struct EmuWarp {
+  ucontext_t scheduler, lane[32];
+  std::vector<char> stack[32];
+  float buf[2][32];
+  int shuffles[32], current;
+  bool done[32];
   std::function<void()> body;
 };
-inline EmuBlock emu;
+inline EmuWarp emu;
 
 inline float emu_shfl(float v, int src) {
   const int me = emu.current, k = emu.shuffles[me]++;
   emu.buf[k & 1][me] = v;
   swapcontext(&emu.lane[me], &emu.scheduler);
-  return emu.buf[k & 1][(me & ~31) | (src & 31)];
+  return emu.buf[k & 1][src & 31];
 }
 inline float __shfl_sync(unsigned, float v, int src) { return emu_shfl(v, src); }
 inline float __shfl_xor_sync(unsigned, float v, int mask) { return emu_shfl(v, int(threadIdx.x & 31) ^ mask); }
-inline void __syncthreads() {
-  const int g = emu.generation;
-  if (++emu.arrived == emu.lanes) emu.arrived = 0, ++emu.generation; // the last to arrive releases the rest
-  while (emu.generation == g) swapcontext(&emu.lane[emu.current], &emu.scheduler);
-}
-#define __shared__ static
 
 inline void emu_lane_entry() {
   emu.body();
   emu.done[emu.current] = true; // then back to the scheduler (uc_link)
 }
 
-// body() run by the 32 x warps lanes of block `block`, in turns, until each returns.
-inline void emu_run_block(unsigned block, int warps, std::function<void()> body) {
+// body() run by the 32 lanes of warp `warp` of block `block`, in turns, until each returns.
+inline void emu_run_warp(unsigned block, int warp, std::function<void()> body) {
   emu.body = std::move(body);
-  emu.lanes = 32 * warps, emu.arrived = 0;
-  for (int l = 0; l < emu.lanes; ++l) {
+  for (int l = 0; l < 32; ++l) {
     emu.stack[l].resize(1 << 18);
     getcontext(&emu.lane[l]);
     emu.lane[l].uc_stack.ss_sp = emu.stack[l].data();
@@ -85,10 +74,10 @@ inline void emu_run_block(unsigned block, int warps, std::function<void()> body)
   }
   for (bool left = true; left;) {
     left = false;
-    for (int l = 0; l < emu.lanes; ++l) {
+    for (int l = 0; l < 32; ++l) {
       if (emu.done[l]) continue;
       emu.current = l;
-      threadIdx.x = unsigned(l), blockIdx.x = block;
+      threadIdx.x = unsigned(warp * 32 + l), blockIdx.x = block;
       swapcontext(&emu.scheduler, &emu.lane[l]);
       left = left || !emu.done[l];
     }
