@@ -634,6 +634,7 @@ bool small_cache_defaults(Config& c, const Problem& p, const DeviceInfo& d) {
   const int64_t base = p.dims[kBatch] * decode_row_blocks(x, p);
   if (clusters_fit_one_wave(base * kClusterRuleSplits, d)) return false; // the general rule's tiles serve it
   x.set("WARPS", 2), x.set("BN", hd <= 64 ? 32 : 16), x.set("STAGES", hd <= 64 ? 4 : 3), x.set("CLUSTER", 1);
+  x.set("ILV", 0);
   // Blocks an SM by shared memory (1 KiB a block reserved); 2 warps of at most 255 registers: 4.
   const int64_t per_sm = std::min<int64_t>(4, (d.max_smem_per_block_optin + 1024) / (decode_smem(x, p) + 1024));
   for (int64_t splits : {8, 4, 2}) {
@@ -672,10 +673,15 @@ Family decode_family(bool paged) {
       .param("STAGES", {2, 3, 4}, "K / V tiles in each warp's cp.async ring")
       .param("CLUSTER", {0, 1},
              "1: the splits of a row block form a thread block cluster and merge in distributed shared memory "
-             "(no workspace, no combine step; sm_90, 2 to 16 splits)");
-  // Configs recorded before CLUSTER merged their splits in a combine step.
+             "(no workspace, no combine step; sm_90, 2 to 16 splits)")
+      .param("ILV", {0, 1},
+             "1: the splits of a row block take turns along the keys by runs of WARPS tiles (one stretch of K "
+             "and V read at a time); 0: each split a contiguous CHUNK");
+  // Configs recorded before CLUSTER (their splits merged by a combine step), or before ILV
+  // (contiguous splits).
   f.upgrade([](Config c) {
     if (!c.has("CLUSTER")) c.set("CLUSTER", 0);
+    if (!c.has("ILV")) c.set("ILV", 0);
     return c;
   });
   f.restrict("few query rows: q_len <= 64 (decode and speculative decoding)", {},
@@ -696,6 +702,8 @@ Family decode_family(bool paged) {
                 {"CHUNK"}, [](const Config& c, const Problem& p, const DeviceInfo&) {
                   return c["CHUNK"] == 0 || decode_split_fits(c, p);
                 })
+      .restrict("ILV 1: a split (CHUNK > 0: the splits that take turns)", {"CHUNK", "ILV"},
+                [](const Config& c, const Problem&, const DeviceInfo&) { return !c["ILV"] || c["CHUNK"] > 0; })
       .restrict("CLUSTER 1: sm_90 and a split into 2 to 16 splits (a cluster's blocks)", {"CHUNK", "CLUSTER"},
                 [](const Config& c, const Problem& p, const DeviceInfo& d) {
                   return !c["CLUSTER"] || (d.arch_number() >= 90 && c["CHUNK"] > 0 && decode_splits(c, p) >= 2 &&
@@ -727,10 +735,12 @@ Family decode_family(bool paged) {
     const std::string way = !paged ? "" : p.dims[kPageSize] % c["BN"] == 0 ? ",1" : ",2";
     // CLUSTER 1: the _cl entry point, its cluster of every split compiled in (__cluster_dims__).
     const std::string cl = c["CLUSTER"] ? "," + std::to_string(decode_splits(c, p)) : "";
+    // ILV 1: the entry points' last template argument (0 by default, so left out).
+    const std::string ilv = c["ILV"] ? ",1" : "";
     std::vector<std::string> k{"attention_decode" + suffix + (c["CLUSTER"] ? "_cl" : "") + "<" + dt + "," + d + "," +
                                std::to_string(c["ROWS"]) + "," + std::to_string(c["WARPS"]) + "," +
                                std::to_string(c["BN"]) + "," + std::to_string(c["STAGES"]) + "," +
-                               std::to_string(c["CHUNK"]) + "," + (causal(p) ? "1" : "0") + way + pad + cl + ">"};
+                               std::to_string(c["CHUNK"]) + "," + (causal(p) ? "1" : "0") + way + pad + cl + ilv + ">"};
     if (c["CHUNK"] && !c["CLUSTER"])
       k.push_back("attention_decode_combine" + suffix + "<" + dt + "," + d + "," + std::to_string(c["CHUNK"]) + pad + ">");
     return k;
@@ -776,6 +786,7 @@ Family decode_family(bool paged) {
     if (c["STAGES"] > 2) add(with({{"STAGES", c["STAGES"] - 1}}));
     add(with({{"BN", c["BN"] == 16 ? 32 : 16}}));
     if (c["CHUNK"]) add(with({{"CLUSTER", 1 - c["CLUSTER"]}}));
+    if (c["CHUNK"]) add(with({{"ILV", 1 - c["ILV"]}}));
     // Half and twice the split; merged in their cluster only where that still may be (else the
     // combine step).
     for (int chunk : {c["CHUNK"] / 2, c["CHUNK"] * 2}) {
@@ -886,6 +897,7 @@ Family decode_family(bool paged) {
     else
       warps(4, 32, 3);
     c.set("CLUSTER", in_cluster(decode_splits(c, p)) ? 1 : 0);
+    c.set("ILV", 0);
     return in_pages(c);
   });
   return f;

@@ -6,8 +6,10 @@
 //   q_len x (heads / kv_heads) query rows (row r is query r / G of head kv_head * G + r % G), so K
 //   and V are read once for all the heads that share them, not once a head.
 // - The key sequence split across blocks (split-KV): block x of the grid walks the keys
-//   [x * CHUNK, (x + 1) * CHUNK) (CHUNK 0: all of them), writes its unnormalised O, its row max and
-//   its row sum (log2 units) to the workspace, and attention_decode_combine merges the splits
+//   [x * CHUNK, (x + 1) * CHUNK) (CHUNK 0: all of them; with ILV 1 the row block's splits take
+//   turns along the whole sequence instead, attention_decode_body below), writes its
+//   unnormalised O, its row max and its row sum (log2 units) to the workspace, and
+//   attention_decode_combine merges the splits
 //   (attention_combine.cuh, which attention_wgmma's splits share). With one split the block
 //   writes O and the log-sum-exp itself and there is no combine step. On sm_90 the splits of a
 //   row block may instead form one thread block cluster (the _cl entry points) and merge the same
@@ -115,7 +117,8 @@ __device__ __forceinline__ void cluster_merge(const float* sO, float* sML, unsig
 // ways in one kernel the tile loop ran at 0.6x the contiguous kernel's speed (H200, same config).
 // CL > 1 (sm_90): the grid's CL splits of a row block are one thread block cluster, and merge
 // through distributed shared memory at the end (no workspace, no combine step).
-template <int F16, int D, int ROWS, int WARPS, int BN, int STAGES, int CHUNK, int CAUSAL, int PAGED, int PAD, int CL>
+template <int F16, int D, int ROWS, int WARPS, int BN, int STAGES, int CHUNK, int CAUSAL, int PAGED, int PAD, int CL,
+          int ILV>
 __device__ __forceinline__ void attention_decode_body(
     const unsigned short* __restrict__ q, const unsigned short* __restrict__ k, const unsigned short* __restrict__ v,
     const int* __restrict__ bt, const int* __restrict__ lens, unsigned short* __restrict__ o, float* __restrict__ lse,
@@ -147,9 +150,20 @@ __device__ __forceinline__ void attention_decode_body(
   // The keys of this sequence: all SKV, or (paged) its own length, at most the capacity.
   long long len = SKV;
   if (PAGED) len = lens[b] < 0 ? 0 : (lens[b] < SKV ? lens[b] : SKV);
-  const long long k0 = CHUNK ? split * CHUNK : 0;
-  long long k1 = CHUNK ? (k0 + CHUNK < len ? k0 + CHUNK : len) : len;
+  // ILV 0: split s walks the keys [s * CHUNK, (s + 1) * CHUNK) (CHUNK 0: all of them). ILV 1: the
+  // row block's splits take turns by runs of WARPS tiles, split s the runs s, s + nsplit, ... of
+  // the whole sequence, so that at any time its nsplit x WARPS warps read neighbouring tiles of one
+  // stretch of K and of V: 2 streams of reads a row block instead of 2 a split (bench/read_floor's
+  // reads of a contiguous slice a block ran 2.5-6 % below one grid-strided read of the same bytes
+  // at 128-512 MiB, H100, docs/PERFORMANCE.md). A sequence shorter than the capacity (paged) is
+  // then shared by every split alike.
+  const long long k0 = CHUNK && !ILV ? split * CHUNK : 0;
+  long long k1 = CHUNK && !ILV ? (k0 + CHUNK < len ? k0 + CHUNK : len) : len;
   if (k1 < k0) k1 = k0; // a split past the end of a short sequence: no keys
+  // This warp's tiles of BN keys from k0: first, first + step, ...
+  const long long step = ILV ? nsplit * WARPS : WARPS, first = ILV ? split * WARPS + warp : warp;
+  auto tile_key = [&](long long n) { return k0 + (first + n * step) * BN; }; // tile n's first key
+  auto tiles_from = [&](long long tiles) { return tiles > first ? (tiles - first + step - 1) / step : 0; };
   const float scale = scale_arg != 0.f ? scale_arg : 1.f / sqrtf((float)(PAD ? DR : D));
   const float scale_log2 = scale * 1.4426950408889634f;
   const long long off = len - SQ;
@@ -167,14 +181,13 @@ __device__ __forceinline__ void attention_decode_body(
   constexpr bool whole = PAGED == 1;
   constexpr int AHEAD = whole ? 4 : 1;
   const long long warp_tiles_cap = [&] {
-    const long long k1_cap = CHUNK ? (k0 + CHUNK < SKV ? k0 + CHUNK : SKV) : SKV;
-    const long long tiles_cap = (k1_cap - k0 + BN - 1) / BN;
-    return tiles_cap > warp ? (tiles_cap - warp + WARPS - 1) / WARPS : 0;
+    const long long k1_cap = CHUNK && !ILV ? (k0 + CHUNK < SKV ? k0 + CHUNK : SKV) : SKV;
+    return tiles_from((k1_cap - k0 + BN - 1) / BN);
   }();
   // Keys and page sizes below 2^31 (the op's limit): 32-bit divisions, a few times cheaper.
   const unsigned page_keys = unsigned(PAGE);
   auto tile_page = [&](long long n) -> int {
-    return n < warp_tiles_cap ? bt[b * PPS + unsigned(k0 + (warp + n * WARPS) * BN) / page_keys] : 0;
+    return n < warp_tiles_cap ? bt[b * PPS + unsigned(tile_key(n)) / page_keys] : 0;
   };
   int ahead[AHEAD];
 #pragma unroll
@@ -207,10 +220,9 @@ __device__ __forceinline__ void attention_decode_body(
   const unsigned short* kbase = k + (PAGED ? 0 : b * kb) + hk * kh;
   const unsigned short* vbase = v + (PAGED ? 0 : b * vb) + hk * vh;
   unsigned short* wring = ring + warp * STAGES * 2 * BN * D;
-  const long long tiles = (k1 - k0 + BN - 1) / BN;
-  const long long mine = tiles > warp ? (tiles - warp + WARPS - 1) / WARPS : 0; // this warp's tiles
+  const long long mine = tiles_from((k1 - k0 + BN - 1) / BN); // this warp's tiles
   auto load_tile = [&](int stage, long long n) {
-    const long long j0 = k0 + (warp + n * WARPS) * BN;
+    const long long j0 = tile_key(n);
     unsigned short* tK = wring + stage * 2 * BN * D;
     unsigned short* tV = tK + BN * D;
     // Key j0's rows; the tile's others step from them by the sequence stride.
@@ -302,7 +314,7 @@ __device__ __forceinline__ void attention_decode_body(
     // log2 units. The same steps as attention_fa2.cu's softmax_tile, written out: through one shared
     // helper (the mask a functor) ptxas gave this kernel 128 registers where it takes 248, and the
     // batch-1 configs ran 3-15 % slower (H200, docs/runs/2026-11-30-h200-attention-occ.md).
-    const long long j0 = k0 + (warp + n * WARPS) * BN;
+    const long long j0 = tile_key(n);
     const bool edge = j0 + BN > k1 || (CAUSAL && j0 + BN - 1 > off);
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
@@ -472,27 +484,29 @@ __device__ __forceinline__ void attention_decode_body(
       long long kh, long long vb, long long vs, long long vh, long long ob, long long os, long long oh,             \
       float scale_arg, float *__restrict__ ws
 #define KTUNE_DECODE_CALL(CL)                                                                                      \
-  attention_decode_body<F16, D, ROWS, WARPS, BN, STAGES, CHUNK, CAUSAL, 0, PAD, CL>(                              \
+  attention_decode_body<F16, D, ROWS, WARPS, BN, STAGES, CHUNK, CAUSAL, 0, PAD, CL, ILV>(                         \
       q, k, v, nullptr, nullptr, o, lse, B, H, HKV, SQ, SKV, DR, 0, 0, qb, qs, qh, kb, ks, kh, vb, vs, vh, ob, os,  \
       oh, scale_arg, ws)
 #define KTUNE_DECODE_PAGED_CALL(CL)                                                                                \
-  attention_decode_body<F16, D, ROWS, WARPS, BN, STAGES, CHUNK, CAUSAL, PAGED, PAD, CL>(                          \
+  attention_decode_body<F16, D, ROWS, WARPS, BN, STAGES, CHUNK, CAUSAL, PAGED, PAD, CL, ILV>(                     \
       q, k, v, bt, lens, o, lse, B, H, HKV, SQ, SKV, DR, PAGE, SKV / PAGE, qb, qs, qh, kb, ks, kh, vb, vs, vh, ob,  \
       os, oh, scale_arg, ws)
 
-template <int F16, int D, int ROWS, int WARPS, int BN, int STAGES, int CHUNK, int CAUSAL, int PAD>
+// ILV last, 0 by default: the names of configs without it are those the cubin caches hold.
+template <int F16, int D, int ROWS, int WARPS, int BN, int STAGES, int CHUNK, int CAUSAL, int PAD, int ILV = 0>
 __global__ void __launch_bounds__(WARPS * 32) attention_decode(KTUNE_DECODE_ARGS) {
   KTUNE_DECODE_CALL(1);
 }
-template <int F16, int D, int ROWS, int WARPS, int BN, int STAGES, int CHUNK, int CAUSAL, int PAD, int CL>
+template <int F16, int D, int ROWS, int WARPS, int BN, int STAGES, int CHUNK, int CAUSAL, int PAD, int CL, int ILV = 0>
 __global__ void __launch_bounds__(WARPS * 32) KTUNE_CLUSTER_DIMS(CL, 1, 1) attention_decode_cl(KTUNE_DECODE_ARGS) {
   KTUNE_DECODE_CALL(CL);
 }
-template <int F16, int D, int ROWS, int WARPS, int BN, int STAGES, int CHUNK, int CAUSAL, int PAGED, int PAD>
+template <int F16, int D, int ROWS, int WARPS, int BN, int STAGES, int CHUNK, int CAUSAL, int PAGED, int PAD, int ILV = 0>
 __global__ void __launch_bounds__(WARPS * 32) attention_decode_paged(KTUNE_DECODE_PAGED_ARGS) {
   KTUNE_DECODE_PAGED_CALL(1);
 }
-template <int F16, int D, int ROWS, int WARPS, int BN, int STAGES, int CHUNK, int CAUSAL, int PAGED, int PAD, int CL>
+template <int F16, int D, int ROWS, int WARPS, int BN, int STAGES, int CHUNK, int CAUSAL, int PAGED, int PAD, int CL,
+          int ILV = 0>
 __global__ void __launch_bounds__(WARPS * 32) KTUNE_CLUSTER_DIMS(CL, 1, 1) attention_decode_paged_cl(KTUNE_DECODE_PAGED_ARGS) {
   KTUNE_DECODE_PAGED_CALL(CL);
 }

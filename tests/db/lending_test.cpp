@@ -356,8 +356,9 @@ TEST(Lending, ContiguousDecodeEntriesLendToPagedProblemsOfTheirShape) {
     EXPECT_EQ(lent[1].family, "attention_decode_paged");
     EXPECT_EQ(lent[0].family, "attention_decode_paged");
     EXPECT_EQ(lent[0].from->entry.family, "attention_decode");
-    // Recorded before CLUSTER: lent upgraded (the splits merged by the combine step).
-    EXPECT_EQ(lent[0].config, Config::from_json(R"({"CHUNK": 4096, "ROWS": 16, "WARPS": 4, "BN": 16, "STAGES": 2, "CLUSTER": 0})"));
+    // Recorded before CLUSTER and ILV: lent upgraded (contiguous splits merged by the combine step).
+    EXPECT_EQ(lent[0].config,
+              Config::from_json(R"({"CHUNK": 4096, "ROWS": 16, "WARPS": 4, "BN": 16, "STAGES": 2, "CLUSTER": 0, "ILV": 0})"));
     EXPECT_DOUBLE_EQ(lent[0].distance, 0.0);
     EXPECT_FALSE(idx.lenders(p, 4, "attention_decode_paged").empty());
     EXPECT_TRUE(idx.lenders(p, 4, "attention_decode").empty());

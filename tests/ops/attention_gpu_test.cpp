@@ -5,6 +5,7 @@
 // serves tuned and untuned shapes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <filesystem>
@@ -240,11 +241,18 @@ struct DecodePlanted : Planted {
   const char* shape = "1x16x4x3x1000x128"; // 4 splits of 256 keys, the last one partial
   int chunk = 256;
   int cluster = 0; // 1: the splits merged in their cluster (sm_90)
+  int ilv = 0;     // 1: the splits take turns along the keys
 };
 // A fault of the cluster's merge, at the default problem and split.
 DecodePlanted in_cluster(const Planted& p) {
   DecodePlanted d{p};
   d.cluster = 1;
+  return d;
+}
+// A fault of the splits that take turns (ILV 1), at the default problem and split.
+DecodePlanted interleaved(const Planted& p) {
+  DecodePlanted d{p};
+  d.ilv = 1;
   return d;
 }
 const DecodePlanted kDecodeFaults[] = {
@@ -266,6 +274,11 @@ const DecodePlanted kDecodeFaults[] = {
                 "int item = tid;"}),
     in_cluster({"the cluster's lse without the sum", "lse[(b * H + h) * SQ + i] = l > 0.f ? (m_use + log2_approx(l))",
                 "lse[(b * H + h) * SQ + i] = l > 0.f ? (m_use)"}),
+    // ILV 1: every split reads the same runs; the runs' keys taken from the contiguous split's start.
+    interleaved({"the splits that take turns all step by one split's run", "step = ILV ? nsplit * WARPS : WARPS",
+                 "step = ILV ? WARPS : WARPS"}),
+    interleaved({"the splits that take turns start at their contiguous split's keys",
+                 "const long long k0 = CHUNK && !ILV ? split * CHUNK : 0;", "const long long k0 = CHUNK ? split * CHUNK : 0;"}),
 };
 
 // The family's own faults, then those of the merge it shares with attention_wgmma
@@ -318,6 +331,12 @@ TEST(AttentionGpu, DecodeFamilyPassesOverDecodeShapesAndPlantedKernelsAreRejecte
     }
     if (!clustered.empty()) cs.push_back(clustered.front());
     if (clustered.size() > 1) cs.push_back(clustered.back());
+    // The same splits taking turns along the keys (ILV 1), merged by the combine step and in the cluster.
+    for (Config ic : {dc, clustered.empty() ? dc : clustered.back()}) {
+      if (ic["CHUNK"] == 0) ic.set("CHUNK", 256), ic.set("CLUSTER", 0);
+      ic.set("ILV", 1);
+      if (f.valid(ic, p, *d) && std::find(cs.begin(), cs.end(), ic) == cs.end()) cs.push_back(ic);
+    }
     for (const Config& c : cs) {
       const VerifyResult v = check_config(*runner, compiler, *d, f, c, p, ++seed);
       EXPECT_TRUE(v.pass) << c.to_json() << " " << p.key() << ": " << v.summary();
@@ -330,7 +349,7 @@ TEST(AttentionGpu, DecodeFamilyPassesOverDecodeShapesAndPlantedKernelsAreRejecte
   for (const DecodePlanted& fault : decode_faults()) {
     const Problem p = Problem::parse("attention", fault.shape, fault.layout, DType::bf16);
     if (fault.cluster && d->arch_number() < 90) continue;
-    const Config fc = decode_config(fault.chunk, 16, 4, 16, 3, fault.cluster);
+    const Config fc = decode_config(fault.chunk, 16, 4, 16, 3, fault.cluster, fault.ilv);
     ASSERT_TRUE(f.valid(fc, p, *d)) << fault.name;
     if (clean_checked.insert(p.key() + " " + fc.to_json()).second) {
       const VerifyResult clean = check_config(*runner, compiler, *d, f, fc, p, 98);
@@ -345,7 +364,8 @@ TEST(AttentionGpu, DecodeFamilyPassesOverDecodeShapesAndPlantedKernelsAreRejecte
 // One attention_decode config that takes every path (two splits and the combine step, four warps
 // merged, a partial last tile, causal over two queries of two packed heads) on a shape small enough
 // for compute-sanitizer's memcheck and racecheck to run it in seconds; on sm_90 the same with the
-// two splits merged in their cluster.
+// two splits merged in their cluster; each with contiguous splits and with splits taking turns
+// (ILV 1: 300 keys of 16-key tiles in runs of 4, split 1's second run partial).
 TEST(AttentionGpu, DecodeSplitsAndMergesOnATinyShape) {
   std::string why;
   const DeviceInfo* d = ktune::testing::first_gpu(&why);
@@ -355,17 +375,18 @@ TEST(AttentionGpu, DecodeSplitsAndMergesOnATinyShape) {
   auto runner = make_op_runner("attention", compiler, *d);
   const Family f = find_family("attention_decode");
   const Problem p = Problem::parse("attention", "1x4x2x2x300x64", "causal", DType::bf16);
-  for (int cluster : {0, 1}) { // the combine step, or (sm_90) the merge in the splits' cluster
-    if (cluster && d->arch_number() < 90) continue;
-    const Config c = decode_config(256, 16, 4, 16, 2, cluster);
-    ASSERT_TRUE(f.valid(c, p, *d));
-    const LaunchPlan plan = f.launch_plan(c, p);
-    ASSERT_EQ(plan.steps.size(), cluster ? 1u : 2u);
-    const auto k = compiler.compile(compile_request(f, c, p, d->arch));
-    Module m(k->cubin, k->lowered_names, "attention_decode");
-    const VerifyResult v = check(*runner, p, m, plan, 7);
-    EXPECT_TRUE(v.pass) << c.to_json() << ": " << v.summary();
-  }
+  for (int cluster : {0, 1}) // the combine step, or (sm_90) the merge in the splits' cluster
+    for (int ilv : {0, 1}) {
+      if (cluster && d->arch_number() < 90) continue;
+      const Config c = decode_config(256, 16, 4, 16, 2, cluster, ilv);
+      ASSERT_TRUE(f.valid(c, p, *d));
+      const LaunchPlan plan = f.launch_plan(c, p);
+      ASSERT_EQ(plan.steps.size(), cluster ? 1u : 2u);
+      const auto k = compiler.compile(compile_request(f, c, p, d->arch));
+      Module m(k->cubin, k->lowered_names, "attention_decode");
+      const VerifyResult v = check(*runner, p, m, plan, 7);
+      EXPECT_TRUE(v.pass) << c.to_json() << ": " << v.summary();
+    }
 }
 
 // One attention_wgmma split config (3 splits of a causal GQA problem with q_len < kv_len, the
@@ -426,8 +447,7 @@ namespace {
 // attention_decode_paged's, pages a multiple of the tile (a table entry a tile, read ahead).
 const Planted kPagedFaults[] = {
     {"the block table ignored (pages taken in order)",
-     "bt[b * PPS + unsigned(k0 + (warp + n * WARPS) * BN) / page_keys]",
-     "int(b * PPS + unsigned(k0 + (warp + n * WARPS) * BN) / page_keys)"},
+     "bt[b * PPS + unsigned(tile_key(n)) / page_keys]", "int(b * PPS + unsigned(tile_key(n)) / page_keys)"},
     {"the ring of pages read ahead one tile off", "ahead[AHEAD - 1] = tile_page(n + AHEAD);",
      "ahead[AHEAD - 1] = tile_page(n + AHEAD + 1);"},
     {"the ring of pages not stepped", "for (int i = 0; i + 1 < AHEAD; ++i) ahead[i] = ahead[i + 1];",
@@ -472,6 +492,11 @@ TEST(AttentionGpu, PagedDecodePassesOverPageSizesAndPlantedKernelsAreRejected) {
     Config cc = cs.back(); // the default's splits merged in their cluster, where it splits (sm_90)
     cc.set("CLUSTER", 1);
     if (f.valid(cc, p, *d)) cs.push_back(cc);
+    // Splits of 256 keys taking turns (ILV 1), merged by the combine step: each sequence's own
+    // length is dealt over all of them.
+    Config ic = f.default_config(p, *d);
+    ic.set("CHUNK", 256), ic.set("CLUSTER", 0), ic.set("ILV", 1);
+    if (f.valid(ic, p, *d)) cs.push_back(ic);
     for (const Config& c : cs) {
       ASSERT_TRUE(f.valid(c, p, *d)) << c.to_json();
       const VerifyResult v = check_config(*runner, compiler, *d, f, c, p, ++seed);

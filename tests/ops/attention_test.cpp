@@ -274,7 +274,7 @@ TEST(Attention, DecodeNeighboursAreOneChoiceAway) {
   EXPECT_EQ(near.front()["WARPS"], 4);
   for (size_t i = 0; i < near.size(); ++i) {
     int differ = 0;
-    for (const char* k : {"CHUNK", "ROWS", "WARPS", "BN", "STAGES", "CLUSTER"}) differ += near[i][k] != c[k];
+    for (const char* k : {"CHUNK", "ROWS", "WARPS", "BN", "STAGES", "CLUSTER", "ILV"}) differ += near[i][k] != c[k];
     EXPECT_TRUE(differ == 1 || differ == 2) << near[i].to_json();
     for (size_t j = 0; j < i; ++j) EXPECT_NE(near[i], near[j]);
     // 8 splits of 1024 halved: 16 splits, still a cluster; doubled: 4
@@ -286,7 +286,7 @@ TEST(Attention, DecodeNeighboursAreOneChoiceAway) {
     return std::find(near.begin(), near.end(), x) != near.end();
   };
   EXPECT_TRUE(has({{"BN", 32}, {"STAGES", 2}}));  // the same ring's bytes in 32-key steps
-  EXPECT_TRUE(has({{"STAGES", 4}}) && has({{"STAGES", 2}}) && has({{"CLUSTER", 0}}));
+  EXPECT_TRUE(has({{"STAGES", 4}}) && has({{"STAGES", 2}}) && has({{"CLUSTER", 0}}) && has({{"ILV", 1}}));
   EXPECT_TRUE(has({{"CHUNK", 512}}) && has({{"CHUNK", 2048}}));
   // 32 splits of 256 keys halved to 128: more than a cluster holds, so merged by the combine step.
   Config small = c;
@@ -330,6 +330,29 @@ TEST(Attention, PagedOpIsValidatedAndItsFamilyCompiles) {
       f, default_and_sampled(f, "attention_paged",
                              {"2x8x2x3x1024x128x16x200", "1x4x4x1x768x64x256x3", "2x32x32x1x1024x96x64x40"}, 5),
       "sm_90");
+  // ILV 1 (the splits take turns): the entry points' last template argument, in both merges and
+  // both ways through the table; without it the name is the one before ILV.
+  const Problem pages16 = Problem::parse("attention_paged", "2x8x2x3x1024x128x16x200", "causal", DType::bf16);
+  std::vector<std::pair<Config, Problem>> ilv;
+  for (const auto& [bn, cluster] : std::vector<std::pair<int, int>>{{16, 0}, {32, 1}}) {
+    const Config x = ktune::testing::decode_config(256, 16, 4, bn, 3, cluster, 1);
+    ASSERT_TRUE(f.valid(x, pages16, d)) << f.violations(x, pages16, d).front();
+    const std::string name = f.kernel_names(x, pages16).front();
+    EXPECT_EQ(name.substr(name.size() - 3), ",1>") << name;
+    Config off = x;
+    off.set("ILV", 0);
+    const std::string before = f.kernel_names(off, pages16).front();
+    EXPECT_EQ(name, before.substr(0, before.size() - 1) + ",1>");
+    ilv.emplace_back(x, pages16);
+  }
+  EXPECT_FALSE(f.valid(ktune::testing::decode_config(0, 16, 4, 16, 3, 0, 1), pages16, d)); // ILV without a split
+  ktune::testing::compile_all(f, ilv, "sm_90");
+  const Family contiguous = find_family("attention_decode");
+  const Problem c1 = Problem::parse("attention", "1x32x8x1x8192x128", "full", DType::f16);
+  ktune::testing::compile_all(contiguous, std::vector<std::pair<Config, Problem>>{
+                                              {ktune::testing::decode_config(1024, 16, 4, 16, 3, 0, 1), c1},
+                                              {ktune::testing::decode_config(1024, 16, 4, 32, 3, 1, 1), c1}},
+                              "sm_90");
 }
 
 // attention_varlen: packed sequences; its families are the prefill ones with the _varlen entry.

@@ -1,4 +1,4 @@
-// An attention_decode(_paged) config from its six parameters, in the family's order: what the
+// An attention_decode(_paged) config from its seven parameters, in the family's order: what the
 // attention tests (compile-time and GPU) build their decode configs with.
 #pragma once
 
@@ -6,7 +6,7 @@
 
 namespace ktune::testing {
 
-inline Config decode_config(int chunk, int rows, int warps, int bn, int stages, int cluster = 0) {
+inline Config decode_config(int chunk, int rows, int warps, int bn, int stages, int cluster = 0, int ilv = 0) {
   Config c;
   c.set("CHUNK", chunk);
   c.set("ROWS", rows);
@@ -14,6 +14,7 @@ inline Config decode_config(int chunk, int rows, int warps, int bn, int stages, 
   c.set("BN", bn);
   c.set("STAGES", stages);
   c.set("CLUSTER", cluster);
+  c.set("ILV", ilv);
   return c;
 }
 
