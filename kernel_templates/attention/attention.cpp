@@ -832,8 +832,18 @@ Family decode_family(bool paged) {
   //   1.12x 16 with a combine step (the same tiles). Checked on 9 shapes no sweep had seen: 0.948x
   //   the best config in geomean, min 0.830x (the rule before: 0.900x, 0.733x; docs/runs/
   //   2026-11-30-h200-decode-rule-cluster.md).
+  // - Paged, split: the splits take turns along the keys (ILV 1). A paged call's sequences are as
+  //   long as seq_lens says, often far shorter than the capacity the problem (and a CUDA graph's
+  //   block table) is sized for, and contiguous splits past a sequence's end read nothing while the
+  //   first ones read all of it. With one config (CHUNK 2048, 4 warps of 32-key steps) on an H100,
+  //   bench/decode_ragged.py: sequences at 3-25 % of a 32 k capacity 1.14x (batch 4) and 1.63x
+  //   (batch 1) the contiguous splits' speed, 5-50 % at 8 x 4 queries 1.05x, full 0.99x at two rows;
+  //   over 150 contiguous split configs at 6 full-length decode shapes the turns ran 0.995x the time
+  //   in geomean (docs/runs/2026-12-05-h100-decode-turns.md). Contiguous caches (every sequence
+  //   full) keep ILV 0; the neighbours time the other way at first use, on the call's own lengths.
   f.defaults([paged](const Problem& p, const DeviceInfo& d) {
-    // Paged: tiles within a page where the page size allows (the kernel's faster way).
+    // Paged: tiles within a page where the page size allows (the kernel's faster way), and a split's
+    // keys taken in turns (above).
     auto in_pages = [&](Config c) {
       if (paged && p.dims[kPageSize] % c["BN"] != 0)
         for (int bn : {32, 16})
@@ -841,6 +851,7 @@ Family decode_family(bool paged) {
             c.set("BN", bn);
             break;
           }
+      if (paged && c["CHUNK"] > 0) c.set("ILV", 1);
       return c;
     };
     Config c;

@@ -326,6 +326,17 @@ TEST(Attention, PagedOpIsValidatedAndItsFamilyCompiles) {
   const Config oc = f.default_config(one, d);
   ASSERT_TRUE(f.valid(oc, one, d));
   EXPECT_EQ(f.launch_plan(oc, one).steps.size(), 2u); // split: one sequence fills no device
+  // Paged splits take turns along the keys (a sequence shorter than the capacity is dealt over all
+  // of them); the contiguous family's keep contiguous splits.
+  EXPECT_EQ(oc["ILV"], 1);
+  const Problem flat = Problem::parse("attention", "1x32x8x1x32768x128", "causal", DType::bf16);
+  const Config fc = find_family("attention_decode").default_config(flat, d);
+  EXPECT_GT(fc["CHUNK"], 0);
+  EXPECT_EQ(fc["ILV"], 0);
+  EXPECT_EQ(c["ILV"], c["CHUNK"] > 0 ? 1 : 0) << c.to_json();
+  const Problem many = Problem::parse("attention_paged", "64x32x8x1x4096x128x16x20000", "causal", DType::bf16);
+  EXPECT_EQ(f.default_config(many, d)["CHUNK"], 0); // enough row blocks unsplit: no turns to take
+  EXPECT_EQ(f.default_config(many, d)["ILV"], 0);
   ktune::testing::compile_all(
       f, default_and_sampled(f, "attention_paged",
                              {"2x8x2x3x1024x128x16x200", "1x4x4x1x768x64x256x3", "2x32x32x1x1024x96x64x40"}, 5),
