@@ -14,7 +14,10 @@ V bytes of the sequences' own keys.
 Usage: python3 bench/decode_ragged.py --db NAME=PATH [--db NAME=PATH ...]
                                       [--row BxHxHKVxSQxCAPxD:PAGE:LO:HI ...] [--rounds 2] [--json OUT]
 A database is served alone (no shipped tables, no first-use timing): each should hold a tuned entry
-for every row's problem (op attention_paged, causal), e.g. from `ktune tune --restrict`.
+for every row's problem (op attention_paged, causal), e.g. from `ktune tune --restrict`. The name
+"served" with the path "untuned" is the runtime as a user gets it with no database: the shipped
+tables, and first use timing the candidates (lenders, the default and its neighbours) on the row's
+first call, with its lengths.
 """
 import argparse
 import json
@@ -68,8 +71,8 @@ def main():
     dbs = []
     for d in a.db:
         name, sep, path = d.partition("=")
-        if not sep or not os.path.exists(path):
-            sys.exit("decode_ragged: --db takes NAME=PATH of an existing database, got %r" % d)
+        if not sep or not (path == "untuned" or os.path.exists(path)):
+            sys.exit("decode_ragged: --db takes NAME=PATH of an existing database (or NAME=untuned), got %r" % d)
         dbs.append((name, path))
     timer = Timer()
     print("# %s, torch %s; lengths uniform in [lo, hi] x capacity, causal, bf16" %
@@ -100,7 +103,11 @@ def main():
         status = {}
         for rnd in range(a.rounds):
             for name, path in dbs:
-                ktune.configure(db=path, shipped_tables=False, measure_untuned=False)
+                if path == "untuned":  # a database that does not exist: none
+                    ktune.configure(db=os.path.join(os.path.sep, "nonexistent", "ktune.db"), shipped_tables=True,
+                                    measure_untuned=True)
+                else:
+                    ktune.configure(db=path, shipped_tables=False, measure_untuned=False)
                 if rnd == 0:
                     o = call()
                     torch.cuda.synchronize()
