@@ -250,12 +250,13 @@ TEST(Cli, SpaceDefaultPrintsTheFamilysDefaultConfig) {
   const CliRun r = run_ktune("space --family attention_decode --problem 48x12x2x1x2048x128 --dtype bf16 --layout causal "
                              "--arch sm_90 --default");
   ASSERT_EQ(r.status, 0) << r.out;
-  EXPECT_EQ(r.out, "{\"CHUNK\":0,\"ROWS\":16,\"WARPS\":4,\"BN\":16,\"STAGES\":3,\"CLUSTER\":0}\n");
+  EXPECT_EQ(r.out, "{\"CHUNK\":0,\"ROWS\":16,\"WARPS\":4,\"BN\":16,\"STAGES\":3,\"CLUSTER\":0,\"ILV\":0}\n");
   const CliRun summary = run_ktune("space --family attention_decode --problem 48x12x2x1x2048x128 --dtype bf16 "
                                    "--layout causal --arch sm_90");
   ASSERT_EQ(summary.status, 0) << summary.out;
   EXPECT_NE(summary.out.find("default  {\"CHUNK\":0,"), std::string::npos) << summary.out;
-  // Paged at pages of 16: the tile of 32 keys (contiguous) shrinks to the page.
+  // Paged at pages of 16: the tile of 32 keys (contiguous) shrinks to the page, and the splits
+  // take turns along the keys.
   const CliRun split = run_ktune("space --family attention_decode --problem 1x32x8x1x32768x128 --dtype bf16 "
                                  "--layout causal --arch sm_90 --default");
   ASSERT_EQ(split.status, 0) << split.out;
@@ -264,6 +265,7 @@ TEST(Cli, SpaceDefaultPrintsTheFamilysDefaultConfig) {
                                  "--dtype bf16 --layout causal --arch sm_90 --default");
   ASSERT_EQ(paged.status, 0) << paged.out;
   EXPECT_NE(paged.out.find("\"BN\":16"), std::string::npos) << paged.out;
+  EXPECT_NE(paged.out.find("\"ILV\":1"), std::string::npos) << paged.out; // paged splits take turns
   const CliRun none = run_ktune("space --family gemm_naive --problem 64x64x64 --default");
   EXPECT_NE(none.status, 0) << none.out;
   EXPECT_NE(none.out.find("declares no default"), std::string::npos) << none.out;
