@@ -152,11 +152,10 @@ __device__ __forceinline__ void attention_decode_body(
   if (PAGED) len = lens[b] < 0 ? 0 : (lens[b] < SKV ? lens[b] : SKV);
   // ILV 0: split s walks the keys [s * CHUNK, (s + 1) * CHUNK) (CHUNK 0: all of them). ILV 1: the
   // row block's splits take turns by runs of WARPS tiles, split s the runs s, s + nsplit, ... of
-  // the whole sequence, so that at any time its nsplit x WARPS warps read neighbouring tiles of one
-  // stretch of K and of V: 2 streams of reads a row block instead of 2 a split (bench/read_floor's
-  // reads of a contiguous slice a block ran 2.5-6 % below one grid-strided read of the same bytes
-  // at 128-512 MiB, H100, docs/PERFORMANCE.md). A sequence shorter than the capacity (paged) is
-  // then shared by every split alike.
+  // the whole sequence: a sequence shorter than the capacity (paged: its own length) is shared by
+  // every split alike, where contiguous splits past its end read nothing while the first read all
+  // of it (1.14-1.63x at sequences of 3-25 % of the capacity; at full lengths the two orders are
+  // within 1 %, H100, docs/runs/2026-12-05-h100-decode-turns.md).
   const long long k0 = CHUNK && !ILV ? split * CHUNK : 0;
   long long k1 = CHUNK && !ILV ? (k0 + CHUNK < len ? k0 + CHUNK : len) : len;
   if (k1 < k0) k1 = k0; // a split past the end of a short sequence: no keys
