@@ -702,8 +702,12 @@ Family decode_family(bool paged) {
                 {"CHUNK"}, [](const Config& c, const Problem& p, const DeviceInfo&) {
                   return c["CHUNK"] == 0 || decode_split_fits(c, p);
                 })
-      .restrict("ILV 1: a split (CHUNK > 0: the splits that take turns)", {"CHUNK", "ILV"},
-                [](const Config& c, const Problem&, const DeviceInfo&) { return !c["ILV"] || c["CHUNK"] > 0; })
+      .restrict(paged ? "ILV 1 exactly where it splits (CHUNK > 0): a paged call's splits take turns along the keys"
+                      : "ILV 1: a split (CHUNK > 0: the splits that take turns)",
+                {"CHUNK", "ILV"},
+                [paged](const Config& c, const Problem&, const DeviceInfo&) {
+                  return paged ? c["ILV"] == (c["CHUNK"] > 0 ? 1 : 0) : !c["ILV"] || c["CHUNK"] > 0;
+                })
       .restrict("CLUSTER 1: sm_90 and a split into 2 to 16 splits (a cluster's blocks)", {"CHUNK", "CLUSTER"},
                 [](const Config& c, const Problem& p, const DeviceInfo& d) {
                   return !c["CLUSTER"] || (d.arch_number() >= 90 && c["CHUNK"] > 0 && decode_splits(c, p) >= 2 &&
@@ -786,7 +790,7 @@ Family decode_family(bool paged) {
     if (c["STAGES"] > 2) add(with({{"STAGES", c["STAGES"] - 1}}));
     add(with({{"BN", c["BN"] == 16 ? 32 : 16}}));
     if (c["CHUNK"]) add(with({{"CLUSTER", 1 - c["CLUSTER"]}}));
-    if (c["CHUNK"]) add(with({{"ILV", 1 - c["ILV"]}}));
+    if (c["CHUNK"] && !paged) add(with({{"ILV", 1 - c["ILV"]}}));
     // Half and twice the split; merged in their cluster only where that still may be (else the
     // combine step).
     for (int chunk : {c["CHUNK"] / 2, c["CHUNK"] * 2}) {
@@ -839,8 +843,11 @@ Family decode_family(bool paged) {
   //   bench/decode_ragged.py: sequences at 3-25 % of a 32 k capacity 1.14x (batch 4) and 1.63x
   //   (batch 1) the contiguous splits' speed, 5-50 % at 8 x 4 queries 1.05x, full 0.99x at two rows;
   //   over 150 contiguous split configs at 6 full-length decode shapes the turns ran 0.995x the time
-  //   in geomean (docs/runs/2026-12-05-h100-decode-turns.md). Contiguous caches (every sequence
-  //   full) keep ILV 0; the neighbours time the other way at first use, on the call's own lengths.
+  //   in geomean, each shape's best within 1.3 % either way (docs/runs/2026-12-05-h100-decode-turns.md).
+  //   So in the paged family a split always takes turns (a restriction above): the tuner times a
+  //   paged problem at full lengths, where the two orders tie, and would otherwise keep either, the
+  //   contiguous one at up to 1.6x the time at the lengths served. Contiguous caches (every
+  //   sequence full) keep ILV 0; their neighbours time the other way at first use.
   f.defaults([paged](const Problem& p, const DeviceInfo& d) {
     // Paged: tiles within a page where the page size allows (the kernel's faster way), and a split's
     // keys taken in turns (above).
@@ -1054,6 +1061,12 @@ OpInfo attention_paged_op_info() {
     Problem q = Problem::make("attention", {p.dims.begin(), p.dims.begin() + kPageSize}, p.layout, p.dtype);
     q.align = p.align;
     return q;
+  };
+  // The paged family's splits take turns along the keys (decode_family's defaults): a lender's
+  // contiguous split is served taking them.
+  o.lends_from.config = [](Config c) {
+    c.set("ILV", c["CHUNK"] > 0 ? 1 : 0);
+    return c;
   };
   return o;
 }

@@ -504,10 +504,11 @@ TEST(AttentionGpu, PagedDecodePassesOverPageSizesAndPlantedKernelsAreRejected) {
     }
   }
   // Planted, pages a multiple of the tile (a table entry a tile, read AHEAD tiles ahead): 16 pages a
-  // sequence, 40 in the cache (so the faults still read inside it). Chunks of 512 keys give each
-  // warp 8 tiles, more than the ring holds, so the ring's steps are taken.
+  // sequence, 40 in the cache (so the faults still read inside it). Two splits of 512 keys, taking
+  // turns in runs of 4 tiles, give each warp 8 tiles, more than the ring holds, so the ring's steps
+  // are taken.
   const Problem p = Problem::parse("attention_paged", "2x8x2x2x1024x128x64x40", "causal", DType::bf16);
-  Config c = decode_config(512, 16, 4, 16, 3);
+  Config c = decode_config(512, 16, 4, 16, 3, 0, 1);
   ASSERT_TRUE(f.valid(c, p, *d));
   EXPECT_TRUE(check_config(*runner, compiler, *d, f, c, p, 99).pass) << "the unplanted kernel at " << p.key();
   const std::string source(embedded_file("attention/attention_decode.cu"));
@@ -518,7 +519,7 @@ TEST(AttentionGpu, PagedDecodePassesOverPageSizesAndPlantedKernelsAreRejected) {
   }
   // Pages smaller than a tile (each key looked up): 64-key tiles over pages of 16.
   const Problem small = Problem::parse("attention_paged", "2x8x2x2x1024x128x16x160", "causal", DType::bf16);
-  c = decode_config(256, 16, 2, 64, 2);
+  c = decode_config(256, 16, 2, 64, 2, 0, 1);
   ASSERT_TRUE(f.valid(c, small, *d));
   EXPECT_TRUE(check_config(*runner, compiler, *d, f, c, small, 99).pass) << "the unplanted kernel at " << small.key();
   for (const Planted& fault : kSmallPageFaults) {

@@ -238,8 +238,12 @@ TEST(Attention, DecodeSplitsMergeInTheirClusterOnSm90) {
   // The paged family's entry point likewise.
   const Family paged = find_family("attention_decode_paged");
   const Problem pp = Problem::parse("attention_paged", "1x32x8x1x1024x128x256x4", "causal", DType::bf16);
-  ASSERT_TRUE(paged.valid(c, pp, d));
-  EXPECT_EQ(paged.kernel_names(c, pp), std::vector<std::string>{"attention_decode_paged_cl<0,128,16,4,16,3,512,1,1,0,2>"});
+  EXPECT_FALSE(paged.valid(c, pp, d)); // a paged split takes turns
+  Config turns = c;
+  turns.set("ILV", 1);
+  ASSERT_TRUE(paged.valid(turns, pp, d));
+  EXPECT_EQ(paged.kernel_names(turns, pp),
+            std::vector<std::string>{"attention_decode_paged_cl<0,128,16,4,16,3,512,1,1,0,2,1>"});
   // A config recorded before CLUSTER: the combine step.
   Config old;
   old.set("CHUNK", 64), old.set("ROWS", 16), old.set("WARPS", 4), old.set("BN", 16), old.set("STAGES", 3);
@@ -256,7 +260,7 @@ TEST(Attention, DecodeSplitsMergeInTheirClusterOnSm90) {
     cases.emplace_back(x, q);
   }
   ktune::testing::compile_all(f, cases, "sm_90");
-  ktune::testing::compile_all(paged, std::vector<std::pair<Config, Problem>>{{c, pp}}, "sm_90");
+  ktune::testing::compile_all(paged, std::vector<std::pair<Config, Problem>>{{turns, pp}}, "sm_90");
 }
 
 // attention_decode's neighbours (what first use times beside the rule's config at a shape nobody
@@ -294,10 +298,19 @@ TEST(Attention, DecodeNeighboursAreOneChoiceAway) {
   const Problem longer = Problem::parse("attention", "1x32x8x1x8192x128", "causal", DType::bf16);
   for (const Config& x : f.neighbors_of(small, longer, d))
     if (x["CHUNK"] == 256) EXPECT_EQ(x["CLUSTER"], 0) << x.to_json();
-  // Paged at page 16: a 16-key step stays one.
+  // Paged at page 16: a 16-key step stays one, and a split keeps taking turns (the paged family
+  // has no other order).
   const Family paged = find_family("attention_decode_paged");
   const Problem pp = Problem::parse("attention_paged", "2x32x8x1x8192x128x16x1024", "causal", DType::bf16);
-  for (const Config& x : paged.neighbors_of(c, pp, d)) EXPECT_EQ(x["BN"], 16) << x.to_json();
+  Config turns = c;
+  turns.set("ILV", 1);
+  ASSERT_TRUE(paged.valid(turns, pp, d)) << paged.violations(turns, pp, d).front();
+  const std::vector<Config> paged_near = paged.neighbors_of(turns, pp, d);
+  EXPECT_GE(paged_near.size(), 6u);
+  for (const Config& x : paged_near) {
+    EXPECT_EQ(x["BN"], 16) << x.to_json();
+    EXPECT_EQ(x["ILV"], 1) << x.to_json();
+  }
 }
 
 // attention_paged: a paged KV cache; its one family is attention_decode over the block table.
@@ -357,6 +370,11 @@ TEST(Attention, PagedOpIsValidatedAndItsFamilyCompiles) {
     ilv.emplace_back(x, pages16);
   }
   EXPECT_FALSE(f.valid(ktune::testing::decode_config(0, 16, 4, 16, 3, 0, 1), pages16, d)); // ILV without a split
+  // Paged, a split always takes turns: the contiguous order is outside the family's space (so
+  // neither the tuner nor first use picks it), and so is every sampled config's.
+  EXPECT_FALSE(f.valid(ktune::testing::decode_config(256, 16, 4, 16, 3, 0, 0), pages16, d));
+  EXPECT_FALSE(f.valid(ktune::testing::decode_config(256, 16, 4, 32, 3, 1, 0), pages16, d));
+  for (const Config& x : f.sample(one, d, 40, 7)) EXPECT_EQ(x["ILV"], x["CHUNK"] > 0 ? 1 : 0) << x.to_json();
   ktune::testing::compile_all(f, ilv, "sm_90");
   const Family contiguous = find_family("attention_decode");
   const Problem c1 = Problem::parse("attention", "1x32x8x1x8192x128", "full", DType::f16);
