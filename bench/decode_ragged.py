@@ -24,7 +24,6 @@ first call, with its lengths.
 """
 import argparse
 import json
-import math
 import os
 import statistics
 import sys
@@ -32,7 +31,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from attention_vs_torch import Timer  # noqa: E402
+from attention_vs_torch import Timer, reference_rows  # noqa: E402
 
 import ktune  # noqa: E402
 
@@ -41,20 +40,13 @@ ROWS = ["4x32x8x1x32768x128:64:0.03:0.25", "4x32x8x1x32768x128:64:0.75:1.0", "16
 
 def reference(q, k, v, lens):
     """FP64 decode attention of q (B, SQ, H, D) over each sequence's first lens[b] keys of k, v
-    (B, CAP, HKV, D), causal bottom-right aligned: (B, SQ, H, D)."""
-    B, SQ, H, D = q.shape
-    G = H // k.shape[2]
-    out = torch.empty(B, SQ, H, D, dtype=torch.float64, device=q.device)
-    for b in range(B):
-        L = int(lens[b])
-        kk = k[b, :L].double().repeat_interleave(G, dim=1).transpose(0, 1)  # (H, L, D)
-        vv = v[b, :L].double().repeat_interleave(G, dim=1).transpose(0, 1)
-        s = torch.einsum("qhd,hkd->hqk", q[b].double(), kk) / math.sqrt(D)
-        j = torch.arange(L, device=q.device)
-        i = torch.arange(SQ, device=q.device)
-        s = s.masked_fill(j[None, None, :] > (i[:, None] + L - SQ)[None], float("-inf"))
-        out[b] = torch.einsum("hqk,hkd->qhd", torch.softmax(s, dim=-1), vv)
-    return out
+    (B, CAP, HKV, D), causal bottom-right aligned to each sequence's own length: (B, SQ, H, D).
+    Each sequence is attention_vs_torch's reference over its own keys."""
+    rows = list(range(q.shape[1]))
+    out = [reference_rows(q[b:b + 1].transpose(1, 2), k[b:b + 1, :int(L)].transpose(1, 2),
+                          v[b:b + 1, :int(L)].transpose(1, 2), True, rows).transpose(1, 2)
+           for b, L in enumerate(lens)]
+    return torch.cat(out)
 
 
 def parse_row(text):
