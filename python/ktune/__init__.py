@@ -48,12 +48,18 @@ from ._attention import attention, attention_decode, attention_varlen  # noqa: E
 from ._tune import tune  # noqa: E402
 from ._kernel import Kernel  # noqa: E402
 
-try:  # the PyTorch custom op ktune::gemm, where torch is installed
+try:  # the PyTorch custom ops torch.ops.ktune.*, where torch is installed
     import torch as _torch  # noqa: F401
 except ImportError:
     _torch = None
-if _torch is not None:
+if _torch is not None and hasattr(getattr(_torch, "library", None), "custom_op"):
     from . import _torch_ops  # noqa: E402,F401
+elif _torch is not None:  # torch.library.custom_op came with PyTorch 2.4; the functions above work without it
+    import warnings as _warnings
+
+    _warnings.warn("ktune: PyTorch %s has no torch.library.custom_op (PyTorch 2.4+): torch.ops.ktune.* are not "
+                   "registered; ktune.gemm, ktune.attention and the others work as functions" % _torch.__version__,
+                   stacklevel=2)
 
 __all__ = [
     "__version__",

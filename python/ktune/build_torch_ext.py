@@ -9,7 +9,7 @@
 there; this builds it afterwards, with a C++17 compiler (g++, or $CXX) and the CUDA toolkit's
 headers (CUDA_HOME, as PyTorch finds them), in about 20 s. The module loads only beside the PyTorch
 version it was built against: rebuild after upgrading PyTorch. Exit status 2 when it cannot be
-built here (no PyTorch, no compiler, no sources), 1 when the compiler fails.
+built here (no PyTorch, a PyTorch without CUDA, no compiler, no sources), 1 when the compiler fails.
 """
 import argparse
 import os
@@ -79,6 +79,9 @@ def main(argv=None):
         from torch.utils import cpp_extension
     except ImportError as exc:
         return _fail("PyTorch is not importable here (%s): nothing to build against" % exc)
+    if not torch.version.cuda:  # the module links PyTorch's CUDA libraries (c10_cuda, torch_cuda)
+        return _fail("PyTorch %s is built without CUDA: install a CUDA build of PyTorch to build against"
+                     % torch.__version__)
     src, src_dir = sources()
     if src is None:
         return _fail("torch_ext.cpp and call_api.h are not beside the package (ktune/csrc) nor in python/: "

@@ -33,6 +33,11 @@ def _gpus():
 
 
 requires_torch = pytest.mark.skipif(_torch() is None, reason="PyTorch is not installed")
+# torch.ops.ktune.*: registered with torch.library.custom_op, which came with PyTorch 2.4 (an older
+# PyTorch imports ktune without them, with a warning).
+requires_custom_ops = pytest.mark.skipif(
+    _torch() is None or not hasattr(_torch().library, "custom_op"),
+    reason="torch.ops.ktune.* need PyTorch 2.4+ (torch.library.custom_op)")
 # Needs a GPU and PyTorch: skipped where there is no GPU, or no PyTorch at all (an optional
 # dependency; tools/python-gpu-check.sh requires it); fails where the driver is broken or where
 # PyTorch and ktune disagree about the GPU.

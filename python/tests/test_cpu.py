@@ -413,3 +413,32 @@ def test_build_torch_ext_without_torch_says_so():
     done = subprocess.run([sys.executable, "-m", "ktune.build_torch_ext"], capture_output=True, text=True, env=env)
     assert done.returncode == 2, done.stderr
     assert "PyTorch is not importable" in done.stderr
+
+
+def test_build_torch_ext_with_a_cpu_only_torch_says_so(tmp_path):
+    """A PyTorch built without CUDA (pip's CPU wheels, Debian's python3-torch) has no c10_cuda or
+    torch_cuda to link: the builder says so and exits 2 instead of running a compiler that fails."""
+    fake = tmp_path / "torch"
+    (fake / "utils").mkdir(parents=True)
+    (fake / "__init__.py").write_text("import types\n__version__ = '9.9.9+cpu'\nversion = types.SimpleNamespace(cuda=None)\n")
+    (fake / "utils" / "__init__.py").write_text("")
+    (fake / "utils" / "cpp_extension.py").write_text("")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path)] + sys.path))
+    done = subprocess.run([sys.executable, "-m", "ktune.build_torch_ext", "--print"], capture_output=True, text=True,
+                          env=env)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "PyTorch 9.9.9+cpu is built without CUDA" in done.stderr
+
+
+def test_a_torch_before_custom_op_imports_ktune_without_its_ops(tmp_path):
+    """A PyTorch older than torch.library.custom_op (2.4): ktune imports, says why torch.ops.ktune.*
+    are missing, and its functions are there."""
+    fake = tmp_path / "torch"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("import types\n__version__ = '1.13.0'\nlibrary = types.SimpleNamespace()\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path)] + sys.path))
+    done = subprocess.run([sys.executable, "-W", "always", "-c", "import ktune; print(callable(ktune.attention_decode))"],
+                          capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True"
+    assert "PyTorch 1.13.0 has no torch.library.custom_op" in done.stderr

@@ -2,16 +2,18 @@
 import pytest
 
 import ktune
-from conftest import requires_torch
+from conftest import requires_custom_ops, requires_torch
 
 pytestmark = requires_torch
 
 
+@requires_custom_ops
 def test_op_registered():
     import torch
     assert hasattr(torch.ops.ktune, "gemm")
 
 
+@requires_custom_ops
 def test_fake_kernel_on_meta():
     import torch
     a = torch.empty(3, 4, device="meta", dtype=torch.bfloat16)
@@ -44,6 +46,7 @@ def test_mixed_dtypes_refused():
         ktune.gemm(torch.ones(4, 5, device="meta"), torch.ones(5, 6, dtype=torch.float16, device="meta"))
 
 
+@requires_custom_ops
 def test_compile_traces_the_op_on_meta():
     # torch.compile with the eager backend traces through the fake kernel (no GPU needed).
     import torch
@@ -57,6 +60,7 @@ def test_compile_traces_the_op_on_meta():
     assert out.shape == (8, 6)
 
 
+@requires_custom_ops
 def test_autograd_through_fake_kernel():
     import torch
     a = torch.empty(8, 4, device="meta", requires_grad=True)
@@ -65,6 +69,7 @@ def test_autograd_through_fake_kernel():
     assert a.grad.shape == (8, 4) and b.grad.shape == (4, 6)
 
 
+@requires_custom_ops
 def test_schema():
     import torch
     assert str(torch.ops.ktune.gemm.default._schema) == (
