@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""Attention's acceptance bars (the attention issue, docs/PERFORMANCE.md "Attention") read from the JSON
+files bench/attention_acceptance.sh leaves in a folder: each bar with what one job measured and
+whether it is met. Nothing is timed here.
+
+  public.json     bench/attention_vs_torch.py on configs/suites/attention.json, the shipped tables
+  untuned-*.json  the same on a suite of shapes nobody tuned (--untuned: no table, first use)
+  paged.json      bench/attention_paged.py (paged against contiguous, decode rows)
+
+Bars:
+  prefill, head dim 128, >= 4096 tokens: non-causal >= 1.0x cuDNN and >= 600 TFLOPS; causal >= 1.0x cuDNN
+  every prefill row of the public suite: >= 1.2x FlashAttention-2 and >= 1.0x the best backend
+  decode rows of the public suite: >= 1.3x the best backend in geomean, none below 1.0x
+  shapes nobody tuned (each untuned suite): >= 1.0x the best backend in geomean, no row below 0.9x
+  paged at page size >= 64: within 5 % of contiguous (each row's paged time over contiguous <= 1/0.95)
+The decode rows' share of a device-to-device copy is listed beside them; the issue's read-floor bar
+is judged against bench/read_floor, which this does not run.
+
+Usage: python3 bench/attention_acceptance.py DIR   (exit 1 when a file cannot be read, 0 otherwise)
+"""
+import glob
+import json
+import math
+import os
+import sys
+
+
+def geomean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def is_decode(row):
+    return row["q_len"] <= 64 and row["q_len"] < row["kv_len"]
+
+
+def ktune_ms(r):
+    k = r["backends"].get("ktune", {})
+    return k.get("ms") if k.get("status") == "ok" else None
+
+
+def ratio_to(r, backend):
+    """The backend's time over ktune's (> 1: ktune faster); None where either did not run."""
+    b, k = r["backends"].get(backend, {}), ktune_ms(r)
+    return b["ms"] / k if k and b.get("status") == "ok" else None
+
+
+def label(row):
+    return "%s %dx%d/%dx%dx%dx%d%s" % (row.get("model", ""), row["batch"], row["heads"], row["kv_heads"], row["q_len"],
+                                       row["kv_len"], row["head_dim"], " c" if row["layout"] == "causal" else "")
+
+
+class Report:
+    def __init__(self):
+        self.lines = []
+
+    def bar(self, name, met, measured):
+        self.lines.append("%-9s %s: %s" % ("met" if met else "NOT MET", name, measured))
+
+
+def public_bars(rep, rows):
+    prefill = [r for r in rows if not is_decode(r["row"])]
+    decode = [r for r in rows if is_decode(r["row"])]
+    missing = [label(r["row"]) for r in rows if ktune_ms(r) is None]
+    if missing:
+        rep.bar("every public row served and verified", False, "ktune did not run: " + "; ".join(missing))
+    big = [r for r in prefill if r["row"]["head_dim"] == 128 and r["row"]["q_len"] >= 4096]
+    for causal in (False, True):
+        sel = [r for r in big if (r["row"]["layout"] == "causal") == causal]
+        if not sel:
+            continue
+        cud = [(ratio_to(r, "cudnn"), r) for r in sel]
+        worst = min((x for x in cud if x[0] is not None), key=lambda x: x[0], default=(None, None))
+        ok = all(x is not None and x >= 1.0 for x, _ in cud)
+        text = "min %.3fx cuDNN (%s)" % (worst[0], label(worst[1]["row"])) if worst[1] else "cuDNN did not run"
+        if not causal:
+            tf = [r["backends"]["ktune"]["tflops"] for r in sel if ktune_ms(r)]
+            ok = ok and bool(tf) and min(tf) >= 600
+            text += ", %s TFLOPS" % ("-".join("%.0f" % t for t in (min(tf), max(tf))) if tf else "none")
+        rep.bar("prefill d128 >= 4096 tokens %s" % ("causal: >= 1.0x cuDNN" if causal else
+                                                    "non-causal: >= 1.0x cuDNN, >= 600 TFLOPS"), ok, text)
+    if prefill:
+        fl = [(r.get("ktune_vs_flash"), r) for r in prefill]
+        be = [(r.get("ktune_vs_best"), r) for r in prefill]
+        for name, xs, floor in (("FlashAttention-2", fl, 1.2), ("the best backend", be, 1.0)):
+            got = [x for x in xs if x[0] is not None]
+            worst = min(got, key=lambda x: x[0]) if got else (None, None)
+            rep.bar("every public prefill row >= %.1fx %s" % (floor, name),
+                    len(got) == len(xs) and worst[0] >= floor,
+                    "min %.3fx (%s), geomean %.3fx over %d rows" % (worst[0], label(worst[1]["row"]),
+                                                                   geomean([x for x, _ in got]), len(got))
+                    if got else "no row measured")
+    if decode:
+        be = [(r.get("ktune_vs_best"), r) for r in decode]
+        got = [x for x in be if x[0] is not None]
+        g = geomean([x for x, _ in got])
+        worst = min(got, key=lambda x: x[0]) if got else (None, None)
+        rep.bar("public decode rows >= 1.3x the best backend in geomean, none below 1.0x",
+                len(got) == len(be) and g >= 1.3 and worst[0] >= 1.0,
+                "geomean %.3fx, min %.3fx (%s)" % (g, worst[0], label(worst[1]["row"])) if got else "no row measured")
+        for r in decode:
+            k = r["backends"].get("ktune", {})
+            if "of_copy" in k:
+                rep.lines.append("          %-40s ktune %.2f TB/s, %.0f %% of a copy, %.3fx the best backend" %
+                                 (label(r["row"]), k["kv_tb_s"], 100 * k["of_copy"], r.get("ktune_vs_best") or 0))
+
+
+def untuned_bars(rep, name, rows):
+    be = [(r.get("ktune_vs_best"), r) for r in rows]
+    got = [x for x in be if x[0] is not None]
+    if not got:
+        rep.bar("%s (nobody tuned): >= 1.0x the best backend in geomean, none below 0.9x" % name, False, "no row measured")
+        return
+    g = geomean([x for x, _ in got])
+    worst = min(got, key=lambda x: x[0])
+    rep.bar("%s (nobody tuned): >= 1.0x the best backend in geomean, none below 0.9x" % name,
+            len(got) == len(be) and g >= 1.0 and worst[0] >= 0.9,
+            "geomean %.3fx, min %.3fx (%s), %d of %d rows" % (g, worst[0], label(worst[1]["row"]), len(got), len(be)))
+
+
+def paged_bars(rep, data):
+    rows = data["rows"] if isinstance(data, dict) else data
+    for page in (64, 256):
+        key = "page %d" % page
+        xs, failed = [], []
+        for r in rows:
+            c = r.get("columns", {}).get(key)
+            if c is None:
+                continue
+            if c.get("vs_contiguous") is None:
+                failed.append("%s: %s" % (label(r["row"]), c.get("status", "?")))
+            else:
+                xs.append((c["vs_contiguous"], r))
+        if not xs and not failed:
+            continue
+        # vs_contiguous: contiguous time over paged (1.0 = as fast; 0.95 = 5 % slower)
+        worst = min(xs, key=lambda x: x[0]) if xs else (float("nan"), None)
+        text = "geomean %.3fx, min %.3fx (%s)" % (geomean([x for x, _ in xs]), worst[0], label(worst[1]["row"])) \
+            if xs else "no row measured"
+        if failed:
+            text += "; not measured: " + "; ".join(failed)
+        rep.bar("paged at page %d within 5 %% of contiguous" % page, not failed and worst[0] >= 0.95, text)
+
+
+def main(argv):
+    if len(argv) != 2:
+        sys.exit(__doc__.strip().splitlines()[-1])
+    folder = argv[1]
+    rep = Report()
+    try:
+        pub = os.path.join(folder, "public.json")
+        if os.path.exists(pub):
+            d = json.load(open(pub))
+            rep.lines.append("# %s, torch %s, cuDNN %s" % (d.get("device"), d.get("torch"), d.get("cudnn")))
+            public_bars(rep, d["rows"])
+        for path in sorted(glob.glob(os.path.join(folder, "untuned-*.json"))):
+            name = os.path.basename(path)[len("untuned-"):-len(".json")]
+            untuned_bars(rep, name, json.load(open(path))["rows"])
+        paged = os.path.join(folder, "paged.json")
+        if os.path.exists(paged):
+            paged_bars(rep, json.load(open(paged)))
+    except (OSError, ValueError, KeyError) as e:
+        print("attention_acceptance: cannot read the results in %s: %s" % (folder, e), file=sys.stderr)
+        return 1
+    if not rep.lines:
+        print("attention_acceptance: no results in %s (public.json, untuned-*.json, paged.json)" % folder,
+              file=sys.stderr)
+        return 1
+    print("\n".join(rep.lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

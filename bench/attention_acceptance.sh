@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Attention's acceptance bars in one job (or a few, each under the device's per-command limit):
+# bench/attention_vs_torch.py on the public suite with the shipped tables ("public"),
+# bench/attention_paged.py ("paged"), and each suite of shapes nobody tuned with no table at all
+# (NAME: configs/suites/attention-NAME.json, --untuned), each its own empty database, then
+# bench/attention_acceptance.py over what ran (OUT_DIR/acceptance.txt). Every step logs its table to
+# OUT_DIR/NAME.txt and its JSON beside it. A step that would start with less than 60 s of LIMIT
+# (seconds, default 540) left is skipped, saying so: run the rest in a later call with the same
+# OUT_DIR (the summary reads every JSON there).
+# Needs the Python package importable (tools/python-gpu-check.sh builds it; PYTHONPATH as it sets).
+# Usage: [LIMIT=540] bench/attention_acceptance.sh OUT_DIR [STEP ...]
+#        (default steps: public paged prefill-check prefill-other d64-full full-d128 chunked
+#         decode-check decode-mha decode-small)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${1:?usage: bench/attention_acceptance.sh OUT_DIR [STEP ...]}
+shift
+steps=("$@")
+[ ${#steps[@]} -gt 0 ] || steps=(public paged prefill-check prefill-other d64-full full-d128 chunked decode-check decode-mha decode-small)
+for s in "${steps[@]}"; do
+  case "$s" in
+    public | paged) ;;
+    *) [ -f "configs/suites/attention-$s.json" ] || { echo "attention_acceptance: no suite configs/suites/attention-$s.json" >&2; exit 2; } ;;
+  esac
+done
+mkdir -p "$out" || exit 2
+limit=${LIMIT:-540}
+start=$(date +%s)
+for s in "${steps[@]}"; do
+  left=$((limit - ($(date +%s) - start)))
+  if [ "$left" -lt 60 ]; then
+    echo "attention_acceptance: $s skipped, $left s of $limit left" | tee -a "$out/skipped.txt"
+    continue
+  fi
+  db="$out/db-$s/none.db" # a database that does not exist: none
+  rm -rf "$out/db-$s" && mkdir -p "$out/db-$s"
+  t=$(date +%s)
+  case "$s" in
+    public) KTUNE_DB=$db timeout "$left" python3 bench/attention_vs_torch.py --explain --json "$out/public.json" >"$out/public.txt" 2>&1 ;;
+    paged) KTUNE_DB=$db timeout "$left" python3 bench/attention_paged.py --json "$out/paged.json" >"$out/paged.txt" 2>&1 ;;
+    *) KTUNE_DB=$db timeout "$left" python3 bench/attention_vs_torch.py --suite "configs/suites/attention-$s.json" --untuned \
+         --explain --json "$out/untuned-$s.json" >"$out/untuned-$s.txt" 2>&1 ;;
+  esac
+  rc=$?
+  echo "attention_acceptance: $s exit $rc in $(($(date +%s) - t)) s" | tee -a "$out/steps.txt"
+done
+python3 bench/attention_acceptance.py "$out" | tee "$out/acceptance.txt"

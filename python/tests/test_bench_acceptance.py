@@ -1,0 +1,88 @@
+"""bench/attention_acceptance.py reads the bench's JSON and judges each acceptance bar: met where the
+figures clear it, not met where one row falls short, and a row ktune did not serve is never met."""
+import json
+import os
+import subprocess
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TOOL = os.path.join(REPO, "bench", "attention_acceptance.py")
+
+
+def row(model, b, h, hk, sq, sk, d, causal, ms, **others):
+    """One bench row: ktune's time and each other backend's (ms); the ratios as the bench stores them."""
+    r = dict(model=model, batch=b, heads=h, kv_heads=hk, q_len=sq, kv_len=sk, head_dim=d,
+             layout="causal" if causal else "full", dtype="bf16")
+    flops = 4 * b * h * sq * sk * d / (2 if causal else 1)
+    backends = {k: dict(status="ok", ms=v) for k, v in others.items()}
+    if ms is not None:
+        backends["ktune"] = dict(status="ok", ms=ms, tflops=flops / ms / 1e9, kv_tb_s=1.0, of_copy=0.5)
+    out = dict(row=r, backends=backends)
+    if ms is not None:
+        out["ktune_vs_best"] = min(others.values()) / ms
+        out["ktune_vs_flash"] = others["flash"] / ms
+    return out
+
+
+def run(tmp_path, public=None, untuned=None, paged=None):
+    if public is not None:
+        (tmp_path / "public.json").write_text(json.dumps(dict(device="test GPU", rows=public)))
+    for name, rows in (untuned or {}).items():
+        (tmp_path / ("untuned-%s.json" % name)).write_text(json.dumps(dict(rows=rows)))
+    if paged is not None:
+        (tmp_path / "paged.json").write_text(json.dumps(dict(rows=paged)))
+    done = subprocess.run([sys.executable, TOOL, str(tmp_path)], capture_output=True, text=True)
+    return done.returncode, done.stdout, done.stderr
+
+
+def line(out, bar):
+    hits = [x for x in out.splitlines() if bar in x]
+    assert len(hits) == 1, (bar, out)
+    return hits[0]
+
+
+def test_bars_met_and_not_met(tmp_path):
+    # A 16k non-causal prompt at 1.1x cuDNN and 700 TFLOPS; a causal one at 0.98x cuDNN; a decode row at
+    # 1.5x and one at 0.99x the best backend.
+    f16k = 4 * 16 * 16384 * 16384 * 128 / 700e9
+    public = [row("a", 1, 16, 16, 16384, 16384, 128, False, f16k, flash=2 * f16k, cudnn=1.1 * f16k),
+              row("b", 1, 32, 8, 4096, 4096, 128, True, 1.0, flash=1.9, cudnn=0.98),
+              row("c", 1, 32, 8, 1, 32768, 128, True, 0.040, flash=0.08, cudnn=0.06),
+              row("d", 64, 32, 8, 1, 2048, 128, True, 0.101, flash=0.2, cudnn=0.1)]
+    untuned = {"good": [row("e", 2, 8, 8, 512, 512, 64, False, 1.0, flash=1.5, cudnn=1.05)],
+               "bad": [row("f", 2, 8, 8, 512, 512, 64, False, 1.0, flash=1.5, cudnn=1.2),
+                       row("g", 2, 8, 8, 512, 512, 64, False, 1.0, flash=1.5, cudnn=0.85)]}
+    paged = [dict(row=public[2]["row"], columns={"page 64": dict(status="ok", vs_contiguous=0.97),
+                                                 "page 256": dict(status="wrong (max |err| ...)")})]
+    rc, out, err = run(tmp_path, public, untuned, paged)
+    assert rc == 0, err
+    assert line(out, "non-causal: >= 1.0x cuDNN").startswith("met ")
+    assert "700-700 TFLOPS" in line(out, "non-causal")
+    causal = line(out, "tokens causal: >= 1.0x cuDNN")
+    assert causal.startswith("NOT MET") and "0.980x cuDNN" in causal
+    decode = line(out, "public decode rows")
+    assert decode.startswith("NOT MET") and "min 0.990x" in decode
+    assert line(out, "good (nobody tuned)").startswith("met ")
+    bad = line(out, "bad (nobody tuned)")
+    assert bad.startswith("NOT MET") and "min 0.850x" in bad
+    assert line(out, "page 64 within").startswith("met ")
+    p256 = line(out, "page 256 within")
+    assert p256.startswith("NOT MET") and "not measured" in p256
+
+
+def test_a_row_ktune_did_not_serve_fails_its_bars(tmp_path):
+    public = [row("a", 1, 16, 16, 8192, 8192, 128, False, None, flash=2.0, cudnn=1.0),
+              row("b", 1, 16, 16, 8192, 8192, 128, False, 0.5, flash=2.0, cudnn=1.0)]
+    rc, out, err = run(tmp_path, public)
+    assert rc == 0, err
+    assert line(out, "every public row served").startswith("NOT MET")
+    assert line(out, "non-causal: >= 1.0x cuDNN").startswith("NOT MET")
+    assert line(out, ">= 1.0x the best backend").startswith("NOT MET")
+
+
+def test_no_results_is_an_error(tmp_path):
+    rc, out, err = run(tmp_path)
+    assert rc == 1 and "no results" in err
+    (tmp_path / "public.json").write_text("{not json")
+    rc, out, err = run(tmp_path)
+    assert rc == 1 and "cannot read" in err
