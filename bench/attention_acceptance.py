@@ -6,6 +6,8 @@ whether it is met. Nothing is timed here.
   public.json     bench/attention_vs_torch.py on configs/suites/attention.json, the shipped tables
   untuned-*.json  the same on a suite of shapes nobody tuned (--untuned: no table, first use)
   paged.json      bench/attention_paged.py (paged against contiguous, decode rows)
+  steps.txt       each step's outcome, a line a run ("NAME<TAB>exit N" or "NAME<TAB>skipped ..."):
+                  a step whose last run did not exit 0 is listed as not measured
 
 Bars:
   prefill, head dim 128, >= 4096 tokens: non-causal >= 1.0x cuDNN and >= 600 TFLOPS; causal >= 1.0x cuDNN
@@ -147,6 +149,16 @@ def main(argv):
     folder = argv[1]
     rep = Report()
     try:
+        steps = os.path.join(folder, "steps.txt")
+        if os.path.exists(steps):
+            last = {}
+            for text in open(steps):
+                name, _, outcome = text.rstrip("\n").partition("\t")
+                if name:
+                    last[name] = outcome
+            for name, outcome in sorted(last.items()):
+                if outcome != "exit 0":
+                    rep.bar("step %s measured" % name, False, "not measured: " + outcome)
         pub = os.path.join(folder, "public.json")
         if os.path.exists(pub):
             d = json.load(open(pub))

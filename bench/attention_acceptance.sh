@@ -4,17 +4,20 @@
 # bench/attention_paged.py ("paged"), and each suite of shapes nobody tuned with no table at all
 # (NAME: configs/suites/attention-NAME.json, --untuned), each its own empty database, then
 # bench/attention_acceptance.py over what ran (OUT_DIR/acceptance.txt). Every step logs its table to
-# OUT_DIR/NAME.txt and its JSON beside it. A step that would start with less than 60 s of LIMIT
-# (seconds, default 540) left is skipped, saying so: run the rest in a later call with the same
-# OUT_DIR (the summary reads every JSON there).
+# OUT_DIR/NAME.txt and its JSON beside it, and its outcome to OUT_DIR/steps.txt (the summary says
+# "not measured" for a step whose last run failed or was skipped). A step that would start with
+# less than 60 s of LIMIT (seconds, default 540) left is skipped, saying so: run the rest in a later
+# call with the same OUT_DIR (the summary reads every JSON there).
 # Needs the Python package importable (tools/python-gpu-check.sh builds it; PYTHONPATH as it sets).
 # Usage: [LIMIT=540] bench/attention_acceptance.sh OUT_DIR [STEP ...]
 #        (default steps: public paged prefill-check prefill-other d64-full full-d128 chunked
 #         decode-check decode-mha decode-small)
 set -uo pipefail
-cd "$(dirname "$0")/.."
 out=${1:?usage: bench/attention_acceptance.sh OUT_DIR [STEP ...]}
 shift
+out=$(realpath -m "$out") # before the cd below: OUT_DIR as the caller named it
+cd "$(dirname "$0")/.."
+
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=(public paged prefill-check prefill-other d64-full full-d128 chunked decode-check decode-mha decode-small)
 for s in "${steps[@]}"; do
@@ -29,9 +32,13 @@ start=$(date +%s)
 for s in "${steps[@]}"; do
   left=$((limit - ($(date +%s) - start)))
   if [ "$left" -lt 60 ]; then
-    echo "attention_acceptance: $s skipped, $left s of $limit left" | tee -a "$out/skipped.txt"
+    echo "attention_acceptance: $s skipped, $left s of $limit left"
+    printf '%s\tskipped (%s s of %s left)\n' "$s" "$left" "$limit" >>"$out/steps.txt"
     continue
   fi
+  json="$out/$s.json"
+  [ "$s" = public ] || [ "$s" = paged ] || json="$out/untuned-$s.json"
+  rm -f "$json" # a step that fails leaves no earlier run's results to be read as its own
   db="$out/db-$s/none.db" # a database that does not exist: none
   rm -rf "$out/db-$s" && mkdir -p "$out/db-$s"
   t=$(date +%s)
@@ -42,6 +49,7 @@ for s in "${steps[@]}"; do
          --explain --json "$out/untuned-$s.json" >"$out/untuned-$s.txt" 2>&1 ;;
   esac
   rc=$?
-  echo "attention_acceptance: $s exit $rc in $(($(date +%s) - t)) s" | tee -a "$out/steps.txt"
+  echo "attention_acceptance: $s exit $rc in $(($(date +%s) - t)) s"
+  printf '%s\texit %s\n' "$s" "$rc" >>"$out/steps.txt"
 done
 python3 bench/attention_acceptance.py "$out" | tee "$out/acceptance.txt"

@@ -14,10 +14,11 @@ V bytes of the sequences' own keys.
 Usage: python3 bench/decode_ragged.py --db NAME=PATH [--db NAME=PATH ...]
                                       [--row BxHxHKVxSQxCAPxD:PAGE:LO:HI ...] [--rounds 2] [--json OUT]
 A database is served alone (no shipped tables, no first-use timing): each should hold a tuned entry
-for every row's problem (op attention_paged, causal), e.g. from `ktune tune --restrict`. (The
-paged family's splits now always take turns, ILV 1: an entry with contiguous splits, ILV 0, is
-left out of the index, so the contiguous-against-turns A/B of docs/runs/2026-12-05-h100-decode-turns.md
-needs a build before that restriction.) The name
+for every row's problem (op attention_paged, causal), e.g. from `ktune tune --restrict`. The paged
+family has one split order, the turns (ILV 1; an entry recorded with contiguous splits reads as
+taking them, docs/TEMPLATES.md), so databases differ here in the other parameters; the
+contiguous-against-turns A/B of docs/runs/2026-12-05-h100-decode-turns.md ran on f4f7850, where a
+paged config could still take contiguous splits. The name
 "served" with the path "untuned" is the runtime as a user gets it with no database: the shipped
 tables, and first use timing the candidates (lenders, the default and its neighbours) on the row's
 first call, with its lengths.

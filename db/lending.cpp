@@ -90,10 +90,7 @@ std::optional<std::pair<Config, bool>> TunedIndex::serves(const IndexedEntry& ie
   const Family* f = family(name.empty() ? ie.entry.family : name);
   if (!f) return std::nullopt;
   try {
-    Config c = f->canonical(Config::from_json(ie.entry.config_json));
-    // An entry of the op p's op lends from: its config as p's family runs it.
-    const auto& adapt = op_info(p.op).lends_from.config;
-    if (ie.entry.problem.op != p.op && adapt) c = adapt(c);
+    const Config c = f->canonical(Config::from_json(ie.entry.config_json));
     if (f->valid(c, p, device_)) return std::make_pair(c, false);
     for (const Config& g : f->generalized(c))
       if (f->valid(g, p, device_)) return std::make_pair(g, true);

@@ -295,7 +295,10 @@ class Family {
   }
   // Fills in parameters a family gained after configs were recorded (tables, trial logs,
   // warm-start files), with the value that reproduces the kernel those configs were measured
-  // with. canonical() applies it, so every config read from outside passes through it.
+  // with; and where a family dropped a value, maps it to the one kept in its place (its family
+  // says why that one serves, e.g. attention_decode_paged's splits in turns), so that a recorded
+  // entry keeps answering. canonical() applies it, so every config read from outside passes
+  // through it.
   using UpgradeFn = std::function<Config(Config)>;
   Family& upgrade(UpgradeFn fn) {
     upgrade_ = std::move(fn);

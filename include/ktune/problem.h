@@ -13,8 +13,6 @@
 #include <utility>
 #include <vector>
 
-#include "ktune/config.h"
-
 namespace ktune {
 
 class Family;
@@ -185,10 +183,6 @@ struct OpInfo {
     std::string op;
     std::vector<std::pair<std::string, std::string>> families; // lending family, serving family
     std::function<Problem(const Problem&)> as;
-    // A lender's config (canonical in the serving family) as the serving family runs it, where
-    // the two spaces differ in a choice the serving op settles (attention_paged's splits always
-    // take turns along the keys). Null: as it is.
-    std::function<Config(Config)> config;
   };
   LendsFrom lends_from;
 

@@ -673,15 +673,23 @@ Family decode_family(bool paged) {
       .param("STAGES", {2, 3, 4}, "K / V tiles in each warp's cp.async ring")
       .param("CLUSTER", {0, 1},
              "1: the splits of a row block form a thread block cluster and merge in distributed shared memory "
-             "(no workspace, no combine step; sm_90, 2 to 16 splits)")
-      .param("ILV", {0, 1},
-             "1: the splits of a row block take turns along the keys by runs of WARPS tiles (one stretch of K "
-             "and V read at a time); 0: each split a contiguous CHUNK");
+             "(no workspace, no combine step; sm_90, 2 to 16 splits)");
+  // Paged, ILV is 1 only: a split always takes turns (the defaults' comment says why), and an
+  // unsplit block walks its keys the same either way.
+  f.param("ILV", paged ? std::vector<int>{1} : std::vector<int>{0, 1},
+          paged ? "1: the splits of a row block take turns along the keys by runs of WARPS tiles (the paged family's "
+                  "one order: a sequence shorter than the capacity is dealt over every split)"
+                : "1: the splits of a row block take turns along the keys by runs of WARPS tiles (one stretch of K "
+                  "and V read at a time); 0: each split a contiguous CHUNK");
   // Configs recorded before CLUSTER (their splits merged by a combine step), or before ILV
-  // (contiguous splits).
-  f.upgrade([](Config c) {
+  // (contiguous splits). Paged, every config reads as ILV 1, the family's one order: unsplit, the
+  // same kernel; split, the order that replaced contiguous splits, which ran within 1.3 % of it
+  // at the full lengths the tuner times (each shape's best; docs/runs/2026-12-05-h100-decode-turns.md),
+  // so an entry tuned or lent with contiguous splits still answers, taking turns.
+  f.upgrade([paged](Config c) {
     if (!c.has("CLUSTER")) c.set("CLUSTER", 0);
-    if (!c.has("ILV")) c.set("ILV", 0);
+    if (paged) c.set("ILV", 1);
+    else if (!c.has("ILV")) c.set("ILV", 0);
     return c;
   });
   f.restrict("few query rows: q_len <= 64 (decode and speculative decoding)", {},
@@ -702,11 +710,9 @@ Family decode_family(bool paged) {
                 {"CHUNK"}, [](const Config& c, const Problem& p, const DeviceInfo&) {
                   return c["CHUNK"] == 0 || decode_split_fits(c, p);
                 })
-      .restrict(paged ? "ILV 1 exactly where it splits (CHUNK > 0): a paged call's splits take turns along the keys"
-                      : "ILV 1: a split (CHUNK > 0: the splits that take turns)",
-                {"CHUNK", "ILV"},
+      .restrict("ILV 1: a split (CHUNK > 0: the splits that take turns; paged, ILV is always 1)", {"CHUNK", "ILV"},
                 [paged](const Config& c, const Problem&, const DeviceInfo&) {
-                  return paged ? c["ILV"] == (c["CHUNK"] > 0 ? 1 : 0) : !c["ILV"] || c["CHUNK"] > 0;
+                  return paged || !c["ILV"] || c["CHUNK"] > 0;
                 })
       .restrict("CLUSTER 1: sm_90 and a split into 2 to 16 splits (a cluster's blocks)", {"CHUNK", "CLUSTER"},
                 [](const Config& c, const Problem& p, const DeviceInfo& d) {
@@ -739,8 +745,9 @@ Family decode_family(bool paged) {
     const std::string way = !paged ? "" : p.dims[kPageSize] % c["BN"] == 0 ? ",1" : ",2";
     // CLUSTER 1: the _cl entry point, its cluster of every split compiled in (__cluster_dims__).
     const std::string cl = c["CLUSTER"] ? "," + std::to_string(decode_splits(c, p)) : "";
-    // ILV 1: the entry points' last template argument (0 by default, so left out).
-    const std::string ilv = c["ILV"] ? ",1" : "";
+    // ILV 1 with a split: the entry points' last template argument (0 by default, so left out;
+    // unsplit, the two orders are one kernel).
+    const std::string ilv = c["ILV"] && c["CHUNK"] > 0 ? ",1" : "";
     std::vector<std::string> k{"attention_decode" + suffix + (c["CLUSTER"] ? "_cl" : "") + "<" + dt + "," + d + "," +
                                std::to_string(c["ROWS"]) + "," + std::to_string(c["WARPS"]) + "," +
                                std::to_string(c["BN"]) + "," + std::to_string(c["STAGES"]) + "," +
@@ -844,10 +851,10 @@ Family decode_family(bool paged) {
   //   (batch 1) the contiguous splits' speed, 5-50 % at 8 x 4 queries 1.05x, full 0.99x at two rows;
   //   over 150 contiguous split configs at 6 full-length decode shapes the turns ran 0.995x the time
   //   in geomean, each shape's best within 1.3 % either way (docs/runs/2026-12-05-h100-decode-turns.md).
-  //   So in the paged family a split always takes turns (a restriction above): the tuner times a
-  //   paged problem at full lengths, where the two orders tie, and would otherwise keep either, the
-  //   contiguous one at up to 1.6x the time at the lengths served. Contiguous caches (every
-  //   sequence full) keep ILV 0; their neighbours time the other way at first use.
+  //   So the paged family has no other order (ILV is 1 only): the tuner times a paged problem at
+  //   full lengths, where the two orders tie, and would otherwise keep either, the contiguous one
+  //   at up to 1.6x the time at the lengths served. Contiguous caches (every sequence full) keep
+  //   ILV 0; their neighbours time the other way at first use.
   f.defaults([paged](const Problem& p, const DeviceInfo& d) {
     // Paged: tiles within a page where the page size allows (the kernel's faster way), and a split's
     // keys taken in turns (above).
@@ -858,7 +865,7 @@ Family decode_family(bool paged) {
             c.set("BN", bn);
             break;
           }
-      if (paged && c["CHUNK"] > 0) c.set("ILV", 1);
+      if (paged) c.set("ILV", 1);
       return c;
     };
     Config c;
@@ -1061,12 +1068,6 @@ OpInfo attention_paged_op_info() {
     Problem q = Problem::make("attention", {p.dims.begin(), p.dims.begin() + kPageSize}, p.layout, p.dtype);
     q.align = p.align;
     return q;
-  };
-  // The paged family's splits take turns along the keys (decode_family's defaults): a lender's
-  // contiguous split is served taking them.
-  o.lends_from.config = [](Config c) {
-    c.set("ILV", c["CHUNK"] > 0 ? 1 : 0);
-    return c;
   };
   return o;
 }

@@ -86,3 +86,14 @@ def test_no_results_is_an_error(tmp_path):
     (tmp_path / "public.json").write_text("{not json")
     rc, out, err = run(tmp_path)
     assert rc == 1 and "cannot read" in err
+
+
+def test_a_step_that_failed_or_was_skipped_is_not_measured(tmp_path):
+    (tmp_path / "steps.txt").write_text("public\texit 124\ndecode-mha\tskipped (30 s of 540 left)\n"
+                                        "public\texit 0\nchunked\texit 1\n")
+    public = [row("b", 1, 16, 16, 8192, 8192, 128, False, 0.5, flash=2.0, cudnn=1.0)]
+    rc, out, err = run(tmp_path, public)
+    assert rc == 0, err
+    assert "step public" not in out  # its last run exited 0
+    assert line(out, "step decode-mha measured").startswith("NOT MET") and "skipped" in out
+    assert "exit 1" in line(out, "step chunked measured")

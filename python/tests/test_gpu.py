@@ -10,7 +10,7 @@ import threading
 import pytest
 
 import ktune
-from conftest import requires_gpu
+from conftest import requires_custom_ops, requires_gpu
 
 pytestmark = requires_gpu
 
@@ -152,6 +152,7 @@ def test_best_config_on_gpu():
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@requires_custom_ops
 def test_custom_op_and_torch_compile(dtype):
     import torch
     dt = getattr(torch, dtype)
@@ -171,6 +172,7 @@ def test_custom_op_and_torch_compile(dtype):
     assert rel_err(eager, ref) <= 2 * tol(dt, a.shape[1])
 
 
+@requires_custom_ops
 def test_custom_op_opcheck():
     import torch
     a, b = inputs(64, 48, 32, torch.float32, seed=6)
@@ -178,6 +180,7 @@ def test_custom_op_opcheck():
                           test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_static"))
 
 
+@requires_custom_ops
 def test_custom_op_autograd():
     import torch
     a, b = inputs(96, 80, 64, torch.float32, seed=7)
@@ -541,6 +544,7 @@ def test_attention_matches_fp64(dtype, shape, causal):
     assert (out2.double() - ref2).abs().max().item() <= 4 * u * max(1.0, ref2.abs().max().item())
 
 
+@requires_custom_ops
 def test_attention_custom_op_under_torch_compile():
     """torch.ops.ktune.attention traced whole by torch.compile (its fake kernel gives O like q and the
     log-sum-exp), equal to the eager call; opcheck's schema and fake-kernel checks pass."""
@@ -616,6 +620,7 @@ def test_attention_decode_matches_fp64(paged, causal, D):
 
 
 @pytest.mark.parametrize("paged", [False, True])
+@requires_custom_ops
 def test_attention_decode_custom_op_under_torch_compile(paged):
     """torch.ops.ktune.attention_decode traced whole by torch.compile over a contiguous and a paged
     cache (per-sequence lengths), equal to the eager call and to FP64 of each sequence's keys;
@@ -644,6 +649,7 @@ def test_attention_decode_custom_op_under_torch_compile(paged):
 
 
 @pytest.mark.parametrize("causal", [False, True])
+@requires_custom_ops
 def test_attention_varlen_matches_fp64(causal):
     """ktune.attention_varlen over packed sequences of different lengths (an empty one, one off the
     tiles, keys longer and shorter than queries, one with queries and no key: O = 0, lse = +inf),

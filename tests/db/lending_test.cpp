@@ -378,20 +378,21 @@ TEST(Lending, ContiguousDecodeEntriesLendToPagedProblemsOfTheirShape) {
   EXPECT_GT(lent[1].distance, lent[0].distance);
   // Nothing lends from attention_paged to attention.
   TunedIndex paged(d);
-  TableEntry e = attention_entry("8x16x8x1x8192x256", "attention_decode",
-                                 R"({"CHUNK": 4096, "ROWS": 16, "WARPS": 4, "BN": 16, "STAGES": 2, "CLUSTER": 0, "ILV": 1})");
+  TableEntry e = attention_entry("8x16x8x1x8192x256", "attention_decode", decode);
   e.problem = Problem::parse("attention_paged", "8x16x8x1x8192x256x64x1100", "causal", DType::bf16);
   e.family = "attention_decode_paged";
   ASSERT_EQ(paged.add(table({e}), "shipped", SourceTier::shipped), 1u);
-  // A paged entry recorded before ILV with a split (contiguous splits, no longer in the paged
-  // family's space) is left out, saying why; the index answers without it.
-  TableEntry before = e;
-  before.config_json = decode;
-  before.problem = Problem::parse("attention_paged", "8x16x8x1x8192x256x16x4200", "causal", DType::bf16);
-  std::vector<std::string> skipped;
-  EXPECT_EQ(paged.add(table({before}), "old", SourceTier::user, &skipped), 0u);
-  ASSERT_EQ(skipped.size(), 1u);
-  EXPECT_NE(skipped[0].find("ILV 1 exactly where it splits"), std::string::npos) << skipped[0];
+  // A paged entry recorded with contiguous splits (before ILV, or ILV 0 before the paged family
+  // kept only the turns) still answers, its splits taking turns.
+  TableEntry contiguous = e;
+  contiguous.config_json = R"({"CHUNK": 2048, "ROWS": 16, "WARPS": 4, "BN": 16, "STAGES": 2, "CLUSTER": 0, "ILV": 0})";
+  contiguous.problem = Problem::parse("attention_paged", "8x16x8x1x8192x256x16x4200", "causal", DType::bf16);
+  ASSERT_EQ(paged.add(table({contiguous}), "old", SourceTier::user), 1u);
+  for (const Problem& q : {e.problem, contiguous.problem}) {
+    const auto served = paged.exact(q);
+    ASSERT_EQ(served.size(), 1u) << q.key();
+    EXPECT_EQ(served[0].config["ILV"], 1) << q.key();
+  }
   EXPECT_TRUE(paged.lenders(Problem::parse("attention", "8x16x8x1x8192x256", "causal", DType::bf16), 4).empty());
 }
 

@@ -346,10 +346,16 @@ TEST(Attention, PagedOpIsValidatedAndItsFamilyCompiles) {
   const Config fc = find_family("attention_decode").default_config(flat, d);
   EXPECT_GT(fc["CHUNK"], 0);
   EXPECT_EQ(fc["ILV"], 0);
-  EXPECT_EQ(c["ILV"], c["CHUNK"] > 0 ? 1 : 0) << c.to_json();
+  EXPECT_EQ(c["ILV"], 1) << c.to_json();
+  // Unsplit (enough row blocks), ILV 1 is the one kernel both orders make: no ",1" in its name.
   const Problem many = Problem::parse("attention_paged", "64x32x8x1x4096x128x16x20000", "causal", DType::bf16);
-  EXPECT_EQ(f.default_config(many, d)["CHUNK"], 0); // enough row blocks unsplit: no turns to take
-  EXPECT_EQ(f.default_config(many, d)["ILV"], 0);
+  const Config mc = f.default_config(many, d);
+  EXPECT_EQ(mc["CHUNK"], 0);
+  EXPECT_EQ(mc["ILV"], 1);
+  ASSERT_TRUE(f.valid(mc, many, d)) << f.violations(mc, many, d).front();
+  Config mc0 = mc;
+  mc0.set("ILV", 0);
+  EXPECT_EQ(f.kernel_names(mc, many), f.kernel_names(mc0, many));
   ktune::testing::compile_all(
       f, default_and_sampled(f, "attention_paged",
                              {"2x8x2x3x1024x128x16x200", "1x4x4x1x768x64x256x3", "2x32x32x1x1024x96x64x40"}, 5),
@@ -369,12 +375,18 @@ TEST(Attention, PagedOpIsValidatedAndItsFamilyCompiles) {
     EXPECT_EQ(name, before.substr(0, before.size() - 1) + ",1>");
     ilv.emplace_back(x, pages16);
   }
-  EXPECT_FALSE(f.valid(ktune::testing::decode_config(0, 16, 4, 16, 3, 0, 1), pages16, d)); // ILV without a split
-  // Paged, a split always takes turns: the contiguous order is outside the family's space (so
-  // neither the tuner nor first use picks it), and so is every sampled config's.
+  // Paged, ILV is 1 only: the contiguous order is outside the family's space, so neither the tuner
+  // nor first use picks it; a config recorded with it (or before ILV, or lent from attention's
+  // contiguous family) reads as taking turns (Family::upgrade), unsplit or split.
   EXPECT_FALSE(f.valid(ktune::testing::decode_config(256, 16, 4, 16, 3, 0, 0), pages16, d));
-  EXPECT_FALSE(f.valid(ktune::testing::decode_config(256, 16, 4, 32, 3, 1, 0), pages16, d));
-  for (const Config& x : f.sample(one, d, 40, 7)) EXPECT_EQ(x["ILV"], x["CHUNK"] > 0 ? 1 : 0) << x.to_json();
+  EXPECT_FALSE(f.valid(ktune::testing::decode_config(0, 16, 4, 16, 3, 0, 0), pages16, d));
+  EXPECT_TRUE(f.valid(ktune::testing::decode_config(0, 16, 4, 16, 3, 0, 1), pages16, d));
+  for (const Config& x : f.sample(one, d, 40, 7)) EXPECT_EQ(x["ILV"], 1) << x.to_json();
+  EXPECT_EQ(f.canonical(ktune::testing::decode_config(256, 16, 4, 16, 3, 0, 0))["ILV"], 1);
+  Config recorded = ktune::testing::decode_config(256, 16, 4, 16, 3);
+  recorded.pop_back(); // ILV, the last parameter
+  EXPECT_EQ(f.canonical(recorded)["ILV"], 1);
+  EXPECT_EQ(find_family("attention_decode").canonical(recorded)["ILV"], 0); // contiguous: as measured
   ktune::testing::compile_all(f, ilv, "sm_90");
   const Family contiguous = find_family("attention_decode");
   const Problem c1 = Problem::parse("attention", "1x32x8x1x8192x128", "full", DType::f16);
