@@ -15,19 +15,25 @@
 //           the data), then reads that slice as `slice` does. Its time over the best direct read
 //           is the table's dependent round trip, which no kernel that finds its bytes through a
 //           table read in the same launch (a paged KV cache's block table) can hide.
-//   read_floor [--sizes-mb 8,16,32,...] [--device N]
+//   read_floor [--sizes-mb 8,16,32,...] [--device N] [--json FILE]
+// --json also writes each size's best read (and best paged read) for tools that compare a kernel's
+// time with the floor at its bytes (bench/attention_acceptance.py).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <fstream>
 #include <map>
 #include <numeric>
 #include <random>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "ktune/compiler.h"
 #include "ktune/device.h"
+#include "ktune/error.h"
 #include "runtime/cuda_check.h"
 #include "runtime/driver.h"
 #include "runtime/module.h"
@@ -157,8 +163,10 @@ int main(int argc, char** argv) {
   CLI::App app{"Best pure-read bandwidth per size, timed as ktune times kernels"};
   std::vector<int> sizes_mb{2, 4, 8, 16, 32, 64, 128, 256, 512};
   int ordinal = 0;
-  app.add_option("--sizes-mb", sizes_mb, "Sizes to read, in MiB")->delimiter(',');
+  std::string json_path;
+  app.add_option("--sizes-mb", sizes_mb, "Sizes to read, in MiB")->delimiter(',')->check(CLI::Range(1, 65536));
   app.add_option("--device", ordinal, "GPU ordinal");
+  app.add_option("--json", json_path, "Also write each size's best read time here");
   CLI11_PARSE(app, argc, argv);
   try {
     const DeviceInfo d = device_by_ordinal(ordinal);
@@ -227,6 +235,8 @@ int main(int argc, char** argv) {
     const double copy = timer.copy_tb_s(size_t(256) << 20, to); // as ktune bench measures it
     std::printf("%s (%s), %d SMs; copy (cuMemcpyDtoD 256 MiB, read + written): %.3f TB/s; %zu read kernels a size\n",
                 d.name.c_str(), d.arch.c_str(), d.sm_count, copy, variants.size());
+    nlohmann::ordered_json report = {{"device", d.name}, {"arch", d.arch}, {"sm_count", d.sm_count}, {"copy_tb_s", copy},
+                                     {"sizes", nlohmann::ordered_json::array()}};
     std::printf("%8s %9s %9s %8s %8s %10s  %s\n", "MiB", "read us", "TB/s", "%copy", "%same", "same-copy", "best kernel (of the sweep)");
     for (int mb : sizes_mb) {
       const size_t bytes = size_t(mb) << 20;
@@ -268,6 +278,14 @@ int main(int argc, char** argv) {
       if (best.count("paged"))
         std::printf("%8s %9.2f us the paged read over the best direct one (%.1f %% of its time)\n", "", (best["paged"].first - best[""].first) * 1e3,
                     100 * (best["paged"].first - best[""].first) / best[""].first);
+      nlohmann::ordered_json size = {{"mib", mb}, {"bytes", bytes}, {"read_ms", best[""].first}, {"kernel", best[""].second},
+                                     {"same_size_copy_tb_s", same}};
+      if (best.count("paged")) size["paged_read_ms"] = best["paged"].first;
+      report["sizes"].push_back(size);
+    }
+    if (!json_path.empty()) {
+      std::ofstream f(json_path);
+      if (!(f << report.dump(1) << "\n")) throw Error("cannot write " + json_path);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "read_floor: %s\n", e.what());

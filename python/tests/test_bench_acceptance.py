@@ -97,3 +97,24 @@ def test_a_step_that_failed_or_was_skipped_is_not_measured(tmp_path):
     assert "step public" not in out  # its last run exited 0
     assert line(out, "step decode-mha measured").startswith("NOT MET") and "skipped" in out
     assert "exit 1" in line(out, "step chunked measured")
+
+
+def test_read_floor_bar(tmp_path):
+    """The decode rows' times against bench/read_floor's at their K and V bytes: 1 x 32/8 x 32768 x 128
+    reads 128 MiB; at 50 us against a floor of 45.8 us it is at 91.6 %, at 52 us 88.1 %."""
+    key = "attention/bf16/causal/1x32x8x1x32768x128/a16"
+    floor = dict(sizes=[dict(mib=128, read_ms=0.0458)])
+    for ms, met, share in ((0.050, True, "91.6 %"), (0.052, False, "88.1 %")):
+        (tmp_path / "floor-bench.json").write_text(json.dumps(dict(rows=[dict(problem=key, ms=ms)])))
+        (tmp_path / "floor-read.json").write_text(json.dumps(floor))
+        rc, out, err = run(tmp_path)
+        assert rc == 0, err
+        bar = line(out, "read_floor")
+        assert bar.startswith("met " if met else "NOT MET") and share in bar, bar
+    # A row with no floor at its bytes, or that failed, is not measured.
+    rows = [dict(problem=key, ms=0.05), dict(problem="attention/bf16/causal/1x32x8x1x1024x128/a16", ms=0.01),
+            dict(problem="attention/bf16/causal/2x32x8x1x32768x128/a16", error="wrong result")]
+    (tmp_path / "floor-bench.json").write_text(json.dumps(dict(rows=rows)))
+    rc, out, err = run(tmp_path)
+    bar = line(out, "read_floor")
+    assert bar.startswith("NOT MET") and "no floor at 4 MiB" in bar and "wrong result" in bar, bar
