@@ -9,7 +9,9 @@
 # OUT_DIR/NAME.txt and its JSON beside it, and its outcome to OUT_DIR/steps.txt (the summary says
 # "not measured" for a step whose last run failed or was skipped). A step that would start with
 # less than 60 s of LIMIT (seconds, default 540) left is skipped, saying so: run the rest in a later
-# call with the same OUT_DIR (the summary reads every JSON there).
+# call with the same OUT_DIR (the summary reads every JSON there; where each call gets a fresh
+# folder, as on a lent device machine, copy the calls' folders into one and run
+# bench/attention_acceptance.py over it).
 # Needs the Python package importable (tools/python-gpu-check.sh builds it; PYTHONPATH as it sets).
 # Usage: [LIMIT=540] bench/attention_acceptance.sh OUT_DIR [STEP ...]
 #        (default steps: public floor paged prefill-check prefill-other d64-full full-d128 chunked
