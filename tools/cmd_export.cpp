@@ -65,6 +65,22 @@ int cmd_export(const ExportArgs& a) {
                  t.other_kernel_entries, names.c_str());
   }
   keep_dtype(t, a.dtype);
+  // A best row whose config this build's family no longer admits (its space dropped a value that
+  // its upgrade does not map): `ktune import` refuses a table holding one whole, so it is left
+  // out, each named, and the rest exported.
+  size_t refused = 0;
+  std::vector<TableEntry> kept;
+  for (auto& e : t.entries) {
+    const std::string why = invalid_reason(e);
+    if (why.empty()) {
+      kept.push_back(std::move(e));
+    } else if (++refused <= 20) {
+      std::fprintf(stderr, "ktune: left out %s (family %s), which this build does not serve: %s\n",
+                   e.problem.key().c_str(), e.family.c_str(), why.c_str());
+    }
+  }
+  if (refused > 20) std::fprintf(stderr, "ktune: ... and %zu more left out\n", refused - 20);
+  t.entries = std::move(kept);
   if (t.entries.empty())
     throw UsageError("database " + path + " has no tuned results" + (a.arch.empty() ? "" : " for " + a.arch) +
                      (a.family.empty() ? "" : " of family " + a.family) + (a.dtype.empty() ? "" : " in " + a.dtype));

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "core/trial.h"
+#include "ktune/config.h"
 #include "db/store.h"
 #include "poisoned_db.h"
 #include "test_paths.h"
@@ -853,4 +854,33 @@ TEST(Cli, TrialSetAndRayOptionsRefuseWhatTheyCannotDo) {
                                " tune --problem 64x64x64 --ray auto 2>&1");
   EXPECT_EQ(r.status, 1) << r.out;
   EXPECT_NE(r.out.find("cannot start the Python driver (/nonexistent/python3"), std::string::npos) << r.out;
+}
+
+// A best row whose config this build's family does not admit (TILE 12 is outside gemm_smem's
+// domain, as a value a family's space dropped would be) is left out of `ktune export`, named on
+// stderr, and the table of the rest imports.
+TEST(Cli, ExportLeavesOutEntriesThisBuildDoesNotServe) {
+  const std::string db = db_with_one_entry("export-refused.db", "export-refused.json");
+  ASSERT_FALSE(db.empty());
+  {
+    ktune::Store st(db);
+    ktune::DeviceInfo d = ktune::DeviceInfo::nominal("sm_90");
+    d.name = "GPU X", d.uuid = "table:GPU X/sm_90";
+    const ktune::Problem p = ktune::Problem::parse("gemm", "128x64x64", "NN", ktune::DType::f32);
+    ktune::TrialRecord t;
+    t.family = "gemm_smem", t.config_json = R"({"TILE":12})", t.config_hash = ktune::fnv1a_hex(t.config_json);
+    t.template_hash = "abc", t.status = ktune::TrialStatus::ok, t.timing = {1e-4, 1e-4, 1e-4, 1e-4, 1}, t.tflops = 5.0;
+    t.gate = ktune::kGateVersion;
+    st.record_trial(st.device_id(d), st.problem_id(p), "sm_90", t);
+  }
+  const std::string out = scratch("export-refused-out.json");
+  CliRun r = run_ktune_stderr("export --arch sm_90 --db " + db + " -o " + out);
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("left out gemm/f32/NN/128x64x64"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("outside the domain of 'TILE'"), std::string::npos) << r.out;
+  const nlohmann::json exported = nlohmann::json::parse(file_bytes(out));
+  ASSERT_EQ(exported["entries"].size(), 1u);
+  EXPECT_EQ(exported["entries"][0]["config"]["TILE"], 16);
+  r = run_ktune("import " + out + " --db " + scratch("export-refused-2.db"));
+  EXPECT_EQ(r.status, 0) << r.out;
 }
