@@ -5,12 +5,14 @@ whether it is met. Nothing is timed here.
 
   public.json     bench/attention_vs_torch.py on configs/suites/attention.json, the shipped tables
   untuned-*.json  the same on a suite of shapes nobody tuned (--untuned: no table, first use)
+  tables-*.json   the same with the shipped tables there to lend from
   paged.json      bench/attention_paged.py (paged against contiguous, decode rows)
   floor-bench.json, floor-read.json
                   `ktune bench` over the public suite's decode rows and bench/read_floor --json at
                   their K and V bytes (whole MiB, rounded up): both timed by the C++ timer
-  steps.txt       each step's outcome, a line a run ("NAME<TAB>exit N" or "NAME<TAB>skipped ..."):
-                  a step whose last run did not exit 0 is listed as not measured
+  steps.txt       each step's outcome, a line a run ("NAME<TAB>exit N<TAB>its JSON files" or
+                  "NAME<TAB>skipped ..."): a step whose last run did not exit 0, or left a JSON file
+                  missing here, is listed as not measured
 
 Bars:
   prefill, head dim 128, >= 4096 tokens: non-causal >= 1.0x cuDNN and >= 600 TFLOPS; causal >= 1.0x cuDNN
@@ -109,15 +111,15 @@ def public_bars(rep, rows):
                                  (label(r["row"]), k["kv_tb_s"], 100 * k["of_copy"], r.get("ktune_vs_best") or 0))
 
 
-def untuned_bars(rep, name, rows):
+def unseen_bars(rep, name, rows):
     be = [(r.get("ktune_vs_best"), r) for r in rows]
     got = [x for x in be if x[0] is not None]
     if not got:
-        rep.bar("%s (nobody tuned): >= 1.0x the best backend in geomean, none below 0.9x" % name, False, "no row measured")
+        rep.bar("%s: >= 1.0x the best backend in geomean, none below 0.9x" % name, False, "no row measured")
         return
     g = geomean([x for x, _ in got])
     worst = min(got, key=lambda x: x[0])
-    rep.bar("%s (nobody tuned): >= 1.0x the best backend in geomean, none below 0.9x" % name,
+    rep.bar("%s: >= 1.0x the best backend in geomean, none below 0.9x" % name,
             len(got) == len(be) and g >= 1.0 and worst[0] >= 0.9,
             "geomean %.3fx, min %.3fx (%s), %d of %d rows" % (g, worst[0], label(worst[1]["row"]), len(got), len(be)))
 
@@ -178,20 +180,25 @@ def main(argv):
         if os.path.exists(steps):
             last = {}
             for text in open(steps):
-                name, _, outcome = text.rstrip("\n").partition("\t")
+                name, _, rest = text.rstrip("\n").partition("\t")
+                outcome, _, files = rest.partition("\t")
                 if name:
-                    last[name] = outcome
-            for name, outcome in sorted(last.items()):
+                    last[name] = (outcome, files)
+            for name, (outcome, files) in sorted(last.items()):
+                missing = [os.path.basename(f) for f in files.split() if not os.path.exists(os.path.join(folder, os.path.basename(f)))]
                 if outcome != "exit 0":
                     rep.bar("step %s measured" % name, False, "not measured: " + outcome)
+                elif missing:
+                    rep.bar("step %s measured" % name, False, "not measured: no " + ", ".join(missing))
         pub = os.path.join(folder, "public.json")
         if os.path.exists(pub):
             d = json.load(open(pub))
             rep.lines.append("# %s, torch %s, cuDNN %s" % (d.get("device"), d.get("torch"), d.get("cudnn")))
             public_bars(rep, d["rows"])
-        for path in sorted(glob.glob(os.path.join(folder, "untuned-*.json"))):
-            name = os.path.basename(path)[len("untuned-"):-len(".json")]
-            untuned_bars(rep, name, json.load(open(path))["rows"])
+        for kind, label in (("untuned", "nobody tuned, no table"), ("tables", "nobody tuned, shipped tables")):
+            for path in sorted(glob.glob(os.path.join(folder, kind + "-*.json"))):
+                name = os.path.basename(path)[len(kind) + 1:-len(".json")]
+                unseen_bars(rep, "%s (%s)" % (name, label), json.load(open(path))["rows"])
         fb, fr = os.path.join(folder, "floor-bench.json"), os.path.join(folder, "floor-read.json")
         if os.path.exists(fb) and os.path.exists(fr):
             floor_bars(rep, json.load(open(fb)), json.load(open(fr)))

@@ -1,41 +1,61 @@
 #!/usr/bin/env bash
-# Attention's acceptance bars in one job (or a few, each under the device's per-command limit):
-# bench/attention_vs_torch.py on the public suite with the shipped tables ("public"),
-# bench/attention_paged.py ("paged"), the public suite's decode rows timed as bench/read_floor times
-# its reads (`ktune bench`, the C++ timer) beside read_floor at their K and V bytes ("floor"; the
-# programs of $KTUNE_BUILD, default build), and each suite of shapes nobody tuned with no table at all
-# (NAME: configs/suites/attention-NAME.json, --untuned), each its own empty database, then
-# bench/attention_acceptance.py over what ran (OUT_DIR/acceptance.txt). Every step logs its table to
-# OUT_DIR/NAME.txt and its JSON beside it, and its outcome to OUT_DIR/steps.txt (the summary says
-# "not measured" for a step whose last run failed or was skipped). A step that would start with
-# less than 60 s of LIMIT (seconds, default 540) left is skipped, saying so: run the rest in a later
-# call with the same OUT_DIR (the summary reads every JSON there; where each call gets a fresh
-# folder, as on a lent device machine, copy the calls' folders into one and run
-# bench/attention_acceptance.py over it).
+# Attention's acceptance bars in one job, or in a few where a job has a time limit per command.
+# Steps:
+#   public      bench/attention_vs_torch.py on the public suite, the shipped tables
+#   floor       the public suite's decode rows timed as bench/read_floor times its reads (`ktune bench`,
+#               the C++ timer), beside read_floor at their K and V bytes (the programs of
+#               $KTUNE_BUILD, default build)
+#   paged       bench/attention_paged.py (paged against contiguous)
+#   NAME        configs/suites/attention-NAME.json, a suite of shapes nobody tuned, with no table at
+#               all (--untuned: defaults, lending from nothing, first use)
+#   NAME:tables the same suite with the shipped tables there to lend from, as a user's install has them
+# each with its own empty database; then bench/attention_acceptance.py over what ran
+# (OUT_DIR/acceptance.txt). Every step logs its table to OUT_DIR/<step>.txt, its JSON beside it, and
+# its outcome to OUT_DIR/steps.txt (the summary says "not measured" for a step whose last run failed,
+# was skipped or left no JSON). A step that would start with less than 60 s of LIMIT (seconds,
+# default 540) left is skipped, saying so: run it in a later call with the same OUT_DIR. Where each
+# call gets a fresh folder, copy the calls' folders into one, concatenating their steps.txt in call
+# order, and run bench/attention_acceptance.py over it.
 # Needs the Python package importable (tools/python-gpu-check.sh builds it; PYTHONPATH as it sets).
-# Usage: [LIMIT=540] bench/attention_acceptance.sh OUT_DIR [STEP ...]
-#        (default steps: public floor paged prefill-check prefill-other d64-full full-d128 chunked
-#         decode-check decode-mha decode-small)
+# Usage: [LIMIT=540] [KTUNE_BUILD=build] bench/attention_acceptance.sh OUT_DIR [STEP ...]
+#        (default steps: public floor paged prefill-check prefill-other d64-full full-d128 cross chunked
+#         decode-check decode-mha decode-small decode-pad probe2 probe2:tables)
 set -uo pipefail
 out=${1:?usage: bench/attention_acceptance.sh OUT_DIR [STEP ...]}
 shift
-out=$(realpath -m "$out") # before the cd below: OUT_DIR as the caller named it
+# Before the cd below: the paths as the caller named them.
+out=$(realpath -m "$out")
+bin=$(realpath -m "${KTUNE_BUILD:-build}")
 cd "$(dirname "$0")/.."
 
 steps=("$@")
-[ ${#steps[@]} -gt 0 ] || steps=(public floor paged prefill-check prefill-other d64-full full-d128 chunked decode-check decode-mha decode-small)
+[ ${#steps[@]} -gt 0 ] || steps=(public floor paged prefill-check prefill-other d64-full full-d128 cross chunked
+                                 decode-check decode-mha decode-small decode-pad probe2 probe2:tables)
 for s in "${steps[@]}"; do
   case "$s" in
     public | paged | floor) ;;
-    *) [ -f "configs/suites/attention-$s.json" ] || { echo "attention_acceptance: no suite configs/suites/attention-$s.json" >&2; exit 2; } ;;
+    *) [ -f "configs/suites/attention-${s%:tables}.json" ] ||
+         { echo "attention_acceptance: no suite configs/suites/attention-${s%:tables}.json" >&2; exit 2; } ;;
   esac
 done
 mkdir -p "$out" || exit 2
-bin=$(realpath -m "${KTUNE_BUILD:-build}")
+
+# The JSON files a step leaves (the summary's names for them).
+outputs() {
+  case "$1" in
+    public | paged) echo "$out/$1.json" ;;
+    floor) echo "$out/floor-bench.json $out/floor-read.json" ;;
+    *:tables) echo "$out/tables-${1%:tables}.json" ;;
+    *) echo "$out/untuned-$1.json" ;;
+  esac
+}
+
 # The public suite's decode rows (q_len <= 64, fewer queries than keys) timed by `ktune bench`, then
-# bench/read_floor at their K and V bytes (MiB, rounded up), within $1 seconds in all.
+# bench/read_floor at their K and V bytes (MiB, rounded up), within $1 seconds in all. read_floor
+# runs even where a row failed in the bench (the summary names that row); the step's status is
+# the first failure.
 floor_step() {
-  local until=$(($(date +%s) + $1)) mib
+  local until=$(($(date +%s) + $1)) mib rc left
   mib=$(python3 - "$out/decode-rows.json" <<'PY'
 import json, sys
 d = json.load(open("configs/suites/attention.json"))
@@ -46,11 +66,14 @@ print(",".join(str(m) for m in sorted(kv)))
 PY
   ) || return 2
   timeout "$1" "$bin/ktune" bench --suite "$out/decode-rows.json" --op attention --json "$out/floor-bench.json" \
-    >"$out/floor.txt" 2>&1 || return
-  local left=$((until - $(date +%s)))
+    >"$out/floor.txt" 2>&1
+  rc=$?
+  left=$((until - $(date +%s)))
   [ "$left" -gt 0 ] || return 124
-  timeout "$left" "$bin/bench/read_floor" --sizes-mb "$mib" --json "$out/floor-read.json" >>"$out/floor.txt" 2>&1
+  timeout "$left" "$bin/bench/read_floor" --sizes-mb "$mib" --json "$out/floor-read.json" >>"$out/floor.txt" 2>&1 || return
+  return "$rc"
 }
+
 limit=${LIMIT:-540}
 start=$(date +%s)
 for s in "${steps[@]}"; do
@@ -60,23 +83,24 @@ for s in "${steps[@]}"; do
     printf '%s\tskipped (%s s of %s left)\n' "$s" "$left" "$limit" >>"$out/steps.txt"
     continue
   fi
-  case "$s" in # a step that fails leaves no earlier run's results to be read as its own
-    public | paged) rm -f "$out/$s.json" ;;
-    floor) rm -f "$out/floor-bench.json" "$out/floor-read.json" ;;
-    *) rm -f "$out/untuned-$s.json" ;;
-  esac
-  db="$out/db-$s/none.db" # a database that does not exist: none
-  rm -rf "$out/db-$s" && mkdir -p "$out/db-$s"
+  # A step that fails leaves no earlier run's results to be read as its own.
+  # shellcheck disable=SC2046
+  rm -f $(outputs "$s")
+  name=${s/:/-}
+  db="$out/db-$name/none.db" # a database that does not exist: none
+  rm -rf "$out/db-$name" && mkdir -p "$out/db-$name"
   t=$(date +%s)
   case "$s" in
     public) KTUNE_DB=$db timeout "$left" python3 bench/attention_vs_torch.py --explain --json "$out/public.json" >"$out/public.txt" 2>&1 ;;
     paged) KTUNE_DB=$db timeout "$left" python3 bench/attention_paged.py --json "$out/paged.json" >"$out/paged.txt" 2>&1 ;;
     floor) KTUNE_DB=$db floor_step "$left" ;;
+    *:tables) KTUNE_DB=$db timeout "$left" python3 bench/attention_vs_torch.py --suite "configs/suites/attention-${s%:tables}.json" \
+                --explain --json "$(outputs "$s")" >"$out/$name.txt" 2>&1 ;;
     *) KTUNE_DB=$db timeout "$left" python3 bench/attention_vs_torch.py --suite "configs/suites/attention-$s.json" --untuned \
-         --explain --json "$out/untuned-$s.json" >"$out/untuned-$s.txt" 2>&1 ;;
+         --explain --json "$(outputs "$s")" >"$out/untuned-$s.txt" 2>&1 ;;
   esac
   rc=$?
   echo "attention_acceptance: $s exit $rc in $(($(date +%s) - t)) s"
-  printf '%s\texit %s\n' "$s" "$rc" >>"$out/steps.txt"
+  printf '%s\texit %s\t%s\n' "$s" "$rc" "$(outputs "$s")" >>"$out/steps.txt"
 done
 python3 bench/attention_acceptance.py "$out" | tee "$out/acceptance.txt"

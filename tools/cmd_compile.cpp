@@ -36,8 +36,14 @@ int cmd_compile(CompileArgs& a) {
   const Problem p = parse_problem(a.problem, f.op());
   // No --config: the family's default for the problem (what the runtime falls back on).
   if (a.config.empty() && !f.has_default()) throw UsageError("give --config: family " + f.name() + " declares no default config");
-  const Config c =
-      f.canonical(a.config.empty() ? f.default_config(p, DeviceInfo::nominal(a.problem.arch)) : Config::from_json(a.config));
+  const Config given = a.config.empty() ? f.default_config(p, DeviceInfo::nominal(a.problem.arch)) : Config::from_json(a.config);
+  const Config c = f.canonical(given);
+  // A value the family reads as another (its upgrade maps a value its space dropped onto the one it
+  // kept): compiled as read, and said, so that the cubin is not taken for the value asked.
+  for (const auto& [name, value] : given.items())
+    if (c.has(name) && c[name] != value)
+      std::fprintf(stderr, "ktune: family %s reads %s %d as %d (the value its space keeps in its place)\n",
+                   f.name().c_str(), name.c_str(), value, c[name]);
   // A config not valid here says which limits it breaks (a grid of 0 blocks among them) before its
   // launch is planned; a valid one whose grid, size or scalar is no whole number: the launch's error, now.
   const CompileRequest req = compile_request(f, c, p, a.problem.arch); // an arch-specific family adds the "a"

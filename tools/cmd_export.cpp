@@ -81,6 +81,9 @@ int cmd_export(const ExportArgs& a) {
   }
   if (refused > 20) std::fprintf(stderr, "ktune: ... and %zu more left out\n", refused - 20);
   t.entries = std::move(kept);
+  if (t.entries.empty() && refused)
+    throw UsageError("database " + path + ": every best row was left out (" + std::to_string(refused) +
+                     ", above): nothing this build serves to export");
   if (t.entries.empty())
     throw UsageError("database " + path + " has no tuned results" + (a.arch.empty() ? "" : " for " + a.arch) +
                      (a.family.empty() ? "" : " of family " + a.family) + (a.dtype.empty() ? "" : " in " + a.dtype));

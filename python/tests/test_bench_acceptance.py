@@ -24,11 +24,13 @@ def row(model, b, h, hk, sq, sk, d, causal, ms, **others):
     return out
 
 
-def run(tmp_path, public=None, untuned=None, paged=None):
+def run(tmp_path, public=None, untuned=None, paged=None, tables=None):
     if public is not None:
         (tmp_path / "public.json").write_text(json.dumps(dict(device="test GPU", rows=public)))
     for name, rows in (untuned or {}).items():
         (tmp_path / ("untuned-%s.json" % name)).write_text(json.dumps(dict(rows=rows)))
+    for name, rows in (tables or {}).items():
+        (tmp_path / ("tables-%s.json" % name)).write_text(json.dumps(dict(rows=rows)))
     if paged is not None:
         (tmp_path / "paged.json").write_text(json.dumps(dict(rows=paged)))
     done = subprocess.run([sys.executable, TOOL, str(tmp_path)], capture_output=True, text=True)
@@ -62,8 +64,8 @@ def test_bars_met_and_not_met(tmp_path):
     assert causal.startswith("NOT MET") and "0.980x cuDNN" in causal
     decode = line(out, "public decode rows")
     assert decode.startswith("NOT MET") and "min 0.990x" in decode
-    assert line(out, "good (nobody tuned)").startswith("met ")
-    bad = line(out, "bad (nobody tuned)")
+    assert line(out, "good (nobody tuned, no table)").startswith("met ")
+    bad = line(out, "bad (nobody tuned, no table)")
     assert bad.startswith("NOT MET") and "min 0.850x" in bad
     assert line(out, "page 64 within").startswith("met ")
     p256 = line(out, "page 256 within")
@@ -88,15 +90,20 @@ def test_no_results_is_an_error(tmp_path):
     assert rc == 1 and "cannot read" in err
 
 
-def test_a_step_that_failed_or_was_skipped_is_not_measured(tmp_path):
-    (tmp_path / "steps.txt").write_text("public\texit 124\ndecode-mha\tskipped (30 s of 540 left)\n"
-                                        "public\texit 0\nchunked\texit 1\n")
+def test_a_step_that_failed_was_skipped_or_left_no_json_is_not_measured(tmp_path):
+    # Paths as another machine wrote them: the files are looked for here, by name.
+    (tmp_path / "steps.txt").write_text("public\texit 124\t/dev/out/public.json\n"
+                                        "decode-mha\tskipped (30 s of 540 left)\n"
+                                        "public\texit 0\t/dev/out/public.json\nchunked\texit 1\t/dev/out/untuned-chunked.json\n"
+                                        "probe2:tables\texit 0\t/dev/out/tables-probe2.json\n")
     public = [row("b", 1, 16, 16, 8192, 8192, 128, False, 0.5, flash=2.0, cudnn=1.0)]
-    rc, out, err = run(tmp_path, public)
+    rc, out, err = run(tmp_path, public, tables={"probe2x": public})
     assert rc == 0, err
-    assert "step public" not in out  # its last run exited 0
+    assert "step public" not in out  # its last run exited 0 and its JSON is here
     assert line(out, "step decode-mha measured").startswith("NOT MET") and "skipped" in out
     assert "exit 1" in line(out, "step chunked measured")
+    assert "no tables-probe2.json" in line(out, "step probe2:tables measured")
+    assert line(out, "probe2x (nobody tuned, shipped tables)").startswith("met ")
 
 
 def test_read_floor_bar(tmp_path):

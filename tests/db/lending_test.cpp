@@ -356,8 +356,8 @@ TEST(Lending, ContiguousDecodeEntriesLendToPagedProblemsOfTheirShape) {
     EXPECT_EQ(lent[1].family, "attention_decode_paged");
     EXPECT_EQ(lent[0].family, "attention_decode_paged");
     EXPECT_EQ(lent[0].from->entry.family, "attention_decode");
-    // Recorded before CLUSTER and ILV: lent upgraded (merged by the combine step), its split
-    // taking turns along the keys as every paged split does (OpInfo::lends_from.config).
+    // Recorded before CLUSTER and ILV: lent upgraded in the paged family (merged by the combine
+    // step, its split taking turns along the keys as every paged split does).
     EXPECT_EQ(lent[0].config,
               Config::from_json(R"({"CHUNK": 4096, "ROWS": 16, "WARPS": 4, "BN": 16, "STAGES": 2, "CLUSTER": 0, "ILV": 1})"));
     EXPECT_EQ(lent[1].config["ILV"], 1);

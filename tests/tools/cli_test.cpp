@@ -309,6 +309,13 @@ TEST(Cli, CompileReportsTheCubin) {
   const CliRun r = run_ktune("compile --family gemm_smem --config '{\"TILE\":16}' --arch sm_80");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("byte cubin"), std::string::npos) << r.out;
+  // A value the family reads as another (attention_decode_paged's splits always take turns): the
+  // kernel compiled is the one read, and the command says so.
+  const CliRun paged = run_ktune_stderr(
+      "compile --family attention_decode_paged --problem 1x32x8x1x4096x128x64x256 --dtype bf16 --layout causal "
+      "--arch sm_90 --config '{\"CHUNK\":1024,\"ROWS\":16,\"WARPS\":4,\"BN\":32,\"STAGES\":3,\"CLUSTER\":0,\"ILV\":0}'");
+  EXPECT_EQ(paged.status, 0) << paged.out;
+  EXPECT_NE(paged.out.find("family attention_decode_paged reads ILV 0 as 1"), std::string::npos) << paged.out;
 }
 
 TEST(Cli, TuneRejectsBadInputBeforeLookingForADevice) {

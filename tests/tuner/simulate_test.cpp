@@ -59,3 +59,25 @@ TEST(Simulate, BadInputIsAUsageError) {
   EXPECT_THROW(simulate(log, "model", 1, 0), UsageError);
   EXPECT_THROW(parse_trial_log(R"({"schema": "ktune.trials/2"})", "t"), UsageError);
 }
+
+// Two records that one config names once upgraded (attention_decode_paged reads a recorded ILV 0
+// as 1, the order it kept): the replay answers with the faster ok one, so the recorded best is
+// reached; a trial that failed does not hide an ok one.
+TEST(Simulate, RecordsOneUpgradedConfigNamesAnswerWithTheFasterOk) {
+  TrialLog log;
+  log.device_name = "GPU X", log.arch = "sm_90", log.sm_count = 132;
+  ProblemLog pl;
+  pl.problem = Problem::parse("attention_paged", "1x32x8x1x32768x128x64x4096", "causal", DType::bf16);
+  const std::string split = R"({"CHUNK":2048,"ROWS":16,"WARPS":4,"BN":32,"STAGES":3,"CLUSTER":0,"ILV":)";
+  const std::string unsplit = R"({"CHUNK":0,"ROWS":16,"WARPS":4,"BN":16,"STAGES":3,"CLUSTER":0,"ILV":)";
+  pl.trials = {{"attention_decode_paged", split + "0}", "ok", 0.060, 1, 1},
+               {"attention_decode_paged", split + "1}", "ok", 0.050, 1, 1},
+               {"attention_decode_paged", unsplit + "1}", "wrong_result", 0, 1, 1},
+               {"attention_decode_paged", unsplit + "0}", "ok", 0.300, 1, 1}};
+  log.problems.push_back(pl);
+  const SimResult r = simulate(log, "random", 1, 3);
+  ASSERT_EQ(r.problems.size(), 1u);
+  EXPECT_EQ(r.problems[0].space, 2u);
+  EXPECT_DOUBLE_EQ(r.problems[0].best_ms, 0.050);
+  EXPECT_EQ(r.problems[0].reach[0].missed, 0);
+}
