@@ -56,6 +56,21 @@ def label(row):
                                        row["kv_len"], row["head_dim"], " c" if row["layout"] == "causal" else "")
 
 
+def ratio_bar(rep, title, pairs, geomean_at_least=None, min_at_least=None):
+    """A bar over (ratio or None, bench row) pairs: met where every row has its ratio and the geomean
+    and the minimum clear the floors given."""
+    got = [x for x in pairs if x[0] is not None]
+    if not got:
+        rep.bar(title, False, "no row measured")
+        return
+    g = geomean([x for x, _ in got])
+    worst = min(got, key=lambda x: x[0])
+    met = (len(got) == len(pairs) and (geomean_at_least is None or g >= geomean_at_least) and
+           (min_at_least is None or worst[0] >= min_at_least))
+    rep.bar(title, met, "geomean %.3fx, min %.3fx (%s), %d of %d rows" % (g, worst[0], label(worst[1]["row"]), len(got),
+                                                                      len(pairs)))
+
+
 class Report:
     def __init__(self):
         self.lines = []
@@ -86,42 +101,18 @@ def public_bars(rep, rows):
         rep.bar("prefill d128 >= 4096 tokens %s" % ("causal: >= 1.0x cuDNN" if causal else
                                                     "non-causal: >= 1.0x cuDNN, >= 600 TFLOPS"), ok, text)
     if prefill:
-        fl = [(r.get("ktune_vs_flash"), r) for r in prefill]
-        be = [(r.get("ktune_vs_best"), r) for r in prefill]
-        for name, xs, floor in (("FlashAttention-2", fl, 1.2), ("the best backend", be, 1.0)):
-            got = [x for x in xs if x[0] is not None]
-            worst = min(got, key=lambda x: x[0]) if got else (None, None)
-            rep.bar("every public prefill row >= %.1fx %s" % (floor, name),
-                    len(got) == len(xs) and worst[0] >= floor,
-                    "min %.3fx (%s), geomean %.3fx over %d rows" % (worst[0], label(worst[1]["row"]),
-                                                                   geomean([x for x, _ in got]), len(got))
-                    if got else "no row measured")
+        ratio_bar(rep, "every public prefill row >= 1.2x FlashAttention-2",
+                  [(r.get("ktune_vs_flash"), r) for r in prefill], min_at_least=1.2)
+        ratio_bar(rep, "every public prefill row >= 1.0x the best backend",
+                  [(r.get("ktune_vs_best"), r) for r in prefill], min_at_least=1.0)
     if decode:
-        be = [(r.get("ktune_vs_best"), r) for r in decode]
-        got = [x for x in be if x[0] is not None]
-        g = geomean([x for x, _ in got])
-        worst = min(got, key=lambda x: x[0]) if got else (None, None)
-        rep.bar("public decode rows >= 1.3x the best backend in geomean, none below 1.0x",
-                len(got) == len(be) and g >= 1.3 and worst[0] >= 1.0,
-                "geomean %.3fx, min %.3fx (%s)" % (g, worst[0], label(worst[1]["row"])) if got else "no row measured")
+        ratio_bar(rep, "public decode rows >= 1.3x the best backend in geomean, none below 1.0x",
+                  [(r.get("ktune_vs_best"), r) for r in decode], 1.3, 1.0)
         for r in decode:
             k = r["backends"].get("ktune", {})
             if "of_copy" in k:
                 rep.lines.append("          %-40s ktune %.2f TB/s, %.0f %% of a copy, %.3fx the best backend" %
                                  (label(r["row"]), k["kv_tb_s"], 100 * k["of_copy"], r.get("ktune_vs_best") or 0))
-
-
-def unseen_bars(rep, name, rows):
-    be = [(r.get("ktune_vs_best"), r) for r in rows]
-    got = [x for x in be if x[0] is not None]
-    if not got:
-        rep.bar("%s: >= 1.0x the best backend in geomean, none below 0.9x" % name, False, "no row measured")
-        return
-    g = geomean([x for x, _ in got])
-    worst = min(got, key=lambda x: x[0])
-    rep.bar("%s: >= 1.0x the best backend in geomean, none below 0.9x" % name,
-            len(got) == len(be) and g >= 1.0 and worst[0] >= 0.9,
-            "geomean %.3fx, min %.3fx (%s), %d of %d rows" % (g, worst[0], label(worst[1]["row"]), len(got), len(be)))
 
 
 def paged_bars(rep, data):
@@ -195,10 +186,11 @@ def main(argv):
             d = json.load(open(pub))
             rep.lines.append("# %s, torch %s, cuDNN %s" % (d.get("device"), d.get("torch"), d.get("cudnn")))
             public_bars(rep, d["rows"])
-        for kind, label in (("untuned", "nobody tuned, no table"), ("tables", "nobody tuned, shipped tables")):
+        for kind, served in (("untuned", "nobody tuned, no table"), ("tables", "nobody tuned, shipped tables")):
             for path in sorted(glob.glob(os.path.join(folder, kind + "-*.json"))):
                 name = os.path.basename(path)[len(kind) + 1:-len(".json")]
-                unseen_bars(rep, "%s (%s)" % (name, label), json.load(open(path))["rows"])
+                ratio_bar(rep, "%s (%s): >= 1.0x the best backend in geomean, none below 0.9x" % (name, served),
+                          [(r.get("ktune_vs_best"), r) for r in json.load(open(path))["rows"]], 1.0, 0.9)
         fb, fr = os.path.join(folder, "floor-bench.json"), os.path.join(folder, "floor-read.json")
         if os.path.exists(fb) and os.path.exists(fr):
             floor_bars(rep, json.load(open(fb)), json.load(open(fr)))

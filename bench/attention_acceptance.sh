@@ -10,7 +10,7 @@
 #               all (--untuned: defaults, lending from nothing, first use)
 #   NAME:tables the same suite with the shipped tables there to lend from, as a user's install has them
 # each with its own empty database; then bench/attention_acceptance.py over what ran
-# (OUT_DIR/acceptance.txt). Every step logs its table to OUT_DIR/<step>.txt, its JSON beside it, and
+# (OUT_DIR/acceptance.txt). Every step logs its table beside its JSON (the same name, .txt), and
 # its outcome to OUT_DIR/steps.txt (the summary says "not measured" for a step whose last run failed,
 # was skipped or left no JSON). A step that would start with less than 60 s of LIMIT (seconds,
 # default 540) left is skipped, saying so: run it in a later call with the same OUT_DIR. Where each
@@ -94,10 +94,11 @@ for s in "${steps[@]}"; do
     public) KTUNE_DB=$db timeout "$left" python3 bench/attention_vs_torch.py --explain --json "$out/public.json" >"$out/public.txt" 2>&1 ;;
     paged) KTUNE_DB=$db timeout "$left" python3 bench/attention_paged.py --json "$out/paged.json" >"$out/paged.txt" 2>&1 ;;
     floor) KTUNE_DB=$db floor_step "$left" ;;
-    *:tables) KTUNE_DB=$db timeout "$left" python3 bench/attention_vs_torch.py --suite "configs/suites/attention-${s%:tables}.json" \
-                --explain --json "$(outputs "$s")" >"$out/$name.txt" 2>&1 ;;
-    *) KTUNE_DB=$db timeout "$left" python3 bench/attention_vs_torch.py --suite "configs/suites/attention-$s.json" --untuned \
-         --explain --json "$(outputs "$s")" >"$out/untuned-$s.txt" 2>&1 ;;
+    *) json=$(outputs "$s") untuned=--untuned
+       [ "$s" = "${s%:tables}" ] || untuned=
+       # shellcheck disable=SC2086
+       KTUNE_DB=$db timeout "$left" python3 bench/attention_vs_torch.py --suite "configs/suites/attention-${s%:tables}.json" \
+         $untuned --explain --json "$json" >"${json%.json}.txt" 2>&1 ;;
   esac
   rc=$?
   echo "attention_acceptance: $s exit $rc in $(($(date +%s) - t)) s"

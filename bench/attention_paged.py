@@ -37,14 +37,18 @@ import ktune  # noqa: E402
 PAGES = (16, 64, 256)
 
 
-def paged_copy(k, page, g):
-    """k (B, S, Hk, D) in pages of `page` keys at random places: (cache, block_table)."""
+def paged_copy(k, v, page, g):
+    """k and v (B, S, Hk, D) in pages of `page` keys at the same random places:
+    (k_cache, v_cache, block_table)."""
     B, S, Hk, D = k.shape
     pps = S // page
     perm = torch.randperm(B * pps, device=k.device, generator=g).to(torch.int32)
-    cache = torch.empty(B * pps, page, Hk, D, device=k.device, dtype=k.dtype)
-    cache[perm.long()] = k.reshape(B * pps, page, Hk, D)
-    return cache, perm.view(B, pps)
+    caches = []
+    for x in (k, v):
+        cache = torch.empty(B * pps, page, Hk, D, device=x.device, dtype=x.dtype)
+        cache[perm.long()] = x.reshape(B * pps, page, Hk, D)
+        caches.append(cache)
+    return caches[0], caches[1], perm.view(B, pps)
 
 
 def kernels_of(call):
@@ -74,9 +78,7 @@ def run_row(r, timer, profile_calls=False, warm_small=False):
     small = {"contiguous": [q, lens], "one page": [q, lens]}  # lens: the same for every column
     for page in PAGES:
         if Sk % page == 0:
-            kc, bt = paged_copy(k, page, g)
-            vc = torch.empty_like(kc)
-            vc[bt.view(-1).long()] = v.reshape(-1, page, Hk, D)
+            kc, vc, bt = paged_copy(k, v, page, g)
             calls["page %d" % page] = (lambda kc=kc, vc=vc, bt=bt:
                                        ktune.attention_decode(q, kc, vc, lens, block_table=bt, causal=causal))
             small["page %d" % page] = [q, lens, bt]

@@ -32,6 +32,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from attention_paged import paged_copy  # noqa: E402
 from attention_vs_torch import Timer, reference_rows  # noqa: E402
 
 import ktune  # noqa: E402
@@ -85,13 +86,7 @@ def main():
         v = torch.randn(B, CAP, HKV, D, device="cuda", dtype=torch.bfloat16, generator=g)
         u = torch.rand(B, device="cuda", generator=g)
         lens = ((r["lo"] + (r["hi"] - r["lo"]) * u) * CAP).clamp(min=SQ, max=CAP).to(torch.int32)
-        pps = CAP // P
-        perm = torch.randperm(B * pps, device="cuda", generator=g).to(torch.int32)
-        kc = torch.empty(B * pps, P, HKV, D, device="cuda", dtype=k.dtype)
-        vc = torch.empty_like(kc)
-        kc[perm.long()] = k.reshape(B * pps, P, HKV, D)
-        vc[perm.long()] = v.reshape(B * pps, P, HKV, D)
-        bt = perm.view(B, pps)
+        kc, vc, bt = paged_copy(k, v, P, g)
         ref = reference(q, k, v, lens.tolist())
         read = 2.0 * HKV * D * 2 * float(lens.sum())
         call = lambda: ktune.attention_decode(q, kc, vc, lens, block_table=bt, causal=True)  # noqa: E731

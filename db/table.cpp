@@ -205,16 +205,23 @@ std::string invalid_reason(const TableEntry& e) { return never_throwing_reason(e
 
 std::string invalid_reason(const TableEntry& e, const DeviceInfo& device) { return never_throwing_reason(e, &device); }
 
-void validate_table_entries(const Table& t, const std::string& origin) {
-  constexpr size_t kListed = 20; // enough to see a pattern; a message of thousands of lines is not read
-  std::vector<std::string> listed;
-  size_t invalid = 0;
+std::vector<std::pair<size_t, std::string>> invalid_entries(const Table& t) {
+  std::vector<std::pair<size_t, std::string>> out;
   for (size_t i = 0; i < t.entries.size(); ++i) {
-    const TableEntry& e = t.entries[i];
-    const std::string why = invalid_reason(e);
-    if (why.empty()) continue;
-    if (++invalid <= kListed)
-      listed.push_back("entry " + std::to_string(i) + " (" + e.problem.key() + ", family " + e.family + "): " + why);
+    std::string why = invalid_reason(t.entries[i]);
+    if (!why.empty()) out.emplace_back(i, std::move(why));
+  }
+  return out;
+}
+
+void validate_table_entries(const Table& t, const std::string& origin) {
+  const auto bad = invalid_entries(t);
+  const size_t invalid = bad.size();
+  std::vector<std::string> listed;
+  for (size_t j = 0; j < std::min(invalid, kInvalidEntriesListed); ++j) {
+    const TableEntry& e = t.entries[bad[j].first];
+    listed.push_back("entry " + std::to_string(bad[j].first) + " (" + e.problem.key() + ", family " + e.family +
+                     "): " + bad[j].second);
   }
   if (invalid == 0) return;
   if (invalid == 1) throw UsageError(origin + " " + listed[0]);

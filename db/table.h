@@ -3,6 +3,7 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/trial.h"
@@ -50,6 +51,11 @@ std::string invalid_reason(const TableEntry& e);
 // The same against device's limits and arch instead of e.arch's nominal ones: a runtime holding
 // the real GPU, or one lending an entry of another arch to it. e.arch is not read.
 std::string invalid_reason(const TableEntry& e, const DeviceInfo& device);
+// The entries of t that invalid_reason() rejects: (index into t.entries, its reason), in order.
+std::vector<std::pair<size_t, std::string>> invalid_entries(const Table& t);
+// How many invalid entries a message lists by name before it counts the rest: enough to see a
+// pattern; a message of thousands of lines is not read.
+constexpr size_t kInvalidEntriesListed = 20;
 // Throws UsageError listing every invalid entry of t (index, problem key, family, reason) under
 // `origin`; returns when all are valid. parse_table checks only the format, so that a runtime can
 // skip the bad entries of a table it reads; an import calls this to refuse the whole table.
@@ -64,6 +70,14 @@ struct LoggedTrial {
   double time_ms = 0;                       // median; 0 unless status is ok
   double compile_s = 0, bench_s = 0;        // what this trial cost the tuner
 };
+
+// Whether t should stand for one config in place of `kept`, an earlier record of it: two records
+// name one config where a family's upgrade maps a dropped value onto a kept one (ktune simulate
+// and the replay worker read logs through it); the faster ok one stands, so that the log's best is
+// one a replay can reach.
+inline bool replaces(const LoggedTrial& t, const LoggedTrial& kept) {
+  return t.status == "ok" && (kept.status != "ok" || t.time_ms < kept.time_ms);
+}
 
 struct ProblemLog {
   Problem problem;

@@ -1,6 +1,7 @@
 // ktune export: a database's best configs as a tuning table (ktune.table/1), or every trial
 // (ktune.trials/1) for ktune simulate.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -68,19 +69,15 @@ int cmd_export(const ExportArgs& a) {
   // A best row whose config this build's family no longer admits (its space dropped a value that
   // its upgrade does not map): `ktune import` refuses a table holding one whole, so it is left
   // out, each named, and the rest exported.
-  size_t refused = 0;
-  std::vector<TableEntry> kept;
-  for (auto& e : t.entries) {
-    const std::string why = invalid_reason(e);
-    if (why.empty()) {
-      kept.push_back(std::move(e));
-    } else if (++refused <= 20) {
-      std::fprintf(stderr, "ktune: left out %s (family %s), which this build does not serve: %s\n",
-                   e.problem.key().c_str(), e.family.c_str(), why.c_str());
-    }
+  const auto bad = invalid_entries(t);
+  const size_t refused = bad.size();
+  for (size_t j = 0; j < std::min(refused, kInvalidEntriesListed); ++j) {
+    const TableEntry& e = t.entries[bad[j].first];
+    std::fprintf(stderr, "ktune: left out %s (family %s), which this build does not serve: %s\n", e.problem.key().c_str(),
+                 e.family.c_str(), bad[j].second.c_str());
   }
-  if (refused > 20) std::fprintf(stderr, "ktune: ... and %zu more left out\n", refused - 20);
-  t.entries = std::move(kept);
+  if (refused > kInvalidEntriesListed) std::fprintf(stderr, "ktune: ... and %zu more left out\n", refused - kInvalidEntriesListed);
+  for (auto it = bad.rbegin(); it != bad.rend(); ++it) t.entries.erase(t.entries.begin() + long(it->first));
   if (t.entries.empty() && refused)
     throw UsageError("database " + path + ": every best row was left out (" + std::to_string(refused) +
                      ", above): nothing this build serves to export");

@@ -43,12 +43,11 @@ Recording load(const std::string& path) {
   r.device = log.device_name;
   for (const auto& p : log.problems) {
     // A log older than a parameter of its family names configs without it: upgraded, as a table
-    // entry is, they name the kernel that was measured. Two records one upgraded config names (a
-    // dropped value mapped onto a kept one): the faster ok one.
+    // entry is, they name the kernel that was measured (two records of one: db/table.h's replaces).
     for (const auto& t : p.trials) {
       const auto [at, fresh] =
           r.trials.emplace(trial_key(p.problem.key(), t.family, find_family(t.family).upgraded(Config::from_json(t.config_json))), t);
-      if (!fresh && t.status == "ok" && (at->second.status != "ok" || t.time_ms < at->second.time_ms)) at->second = t;
+      if (!fresh && replaces(t, at->second)) at->second = t;
     }
     if (p.cublas_ms) r.cublas_ms[p.problem.key()] = *p.cublas_ms;
   }

@@ -29,22 +29,22 @@ SimResult simulate(const TrialLog& log, const std::string& strategy, uint64_t se
     if (pl.trials.empty()) continue;
     const std::string fam = pl.trials[0].family;
     const Family family = find_family(fam);
-    std::map<std::string, Outcome> oracle;
+    std::map<std::string, const LoggedTrial*> record; // of each config (two records of one: replaces)
     std::vector<Config> configs;
-    double best = 0;
     for (const auto& t : pl.trials) {
       if (t.family != fam) throw UsageError("problem " + pl.problem.key() + " mixes families; simulate replays one");
       const Config c = family.canonical(Config::from_json(t.config_json));
-      const Outcome o{parse_trial_status(t.status), t.time_ms, t.compile_s + t.bench_s};
-      const auto [at, fresh] = oracle.emplace(c.to_json(), o);
+      const auto [at, fresh] = record.emplace(c.to_json(), &t);
       if (fresh) configs.push_back(c);
-      // Two records that one config now names (a family's upgrade mapped a dropped value onto a
-      // kept one): the faster ok one, so that the best below is one the replay can reach.
-      else if (o.status == TrialStatus::ok && (at->second.status != TrialStatus::ok || o.time_ms < at->second.time_ms))
-        at->second = o;
+      else if (replaces(t, *at->second)) at->second = &t;
     }
-    for (const auto& [key, o] : oracle)
+    std::map<std::string, Outcome> oracle;
+    double best = 0;
+    for (const auto& [key, t] : record) {
+      const Outcome o{parse_trial_status(t->status), t->time_ms, t->compile_s + t->bench_s};
+      oracle.emplace(key, o);
       if (o.status == TrialStatus::ok && (best == 0 || o.time_ms < best)) best = o.time_ms;
+    }
     if (best == 0) throw UsageError("problem " + pl.problem.key() + " has no ok trial to measure against");
     // The replayed space's domains: the declared ones, kept to the values the run covered.
     std::vector<Family::Param> params = family.params();

@@ -676,11 +676,10 @@ Family decode_family(bool paged) {
              "(no workspace, no combine step; sm_90, 2 to 16 splits)");
   // Paged, ILV is 1 only: a split always takes turns (the defaults' comment says why), and an
   // unsplit block walks its keys the same either way.
+  const std::string turns = "1: the splits of a row block take turns along the keys by runs of WARPS tiles";
   f.param("ILV", paged ? std::vector<int>{1} : std::vector<int>{0, 1},
-          paged ? "1: the splits of a row block take turns along the keys by runs of WARPS tiles (the paged family's "
-                  "one order: a sequence shorter than the capacity is dealt over every split)"
-                : "1: the splits of a row block take turns along the keys by runs of WARPS tiles (one stretch of K "
-                  "and V read at a time); 0: each split a contiguous CHUNK");
+          paged ? turns + " (the paged family's one order: a sequence shorter than the capacity is dealt over every split)"
+                : turns + " (one stretch of K and V read at a time); 0: each split a contiguous CHUNK");
   // Configs recorded before CLUSTER (their splits merged by a combine step), or before ILV
   // (contiguous splits). Paged, every config reads as ILV 1, the family's one order: unsplit, the
   // same kernel; split, the order that replaced contiguous splits, which ran within 1.3 % of it
