@@ -26,7 +26,8 @@ Timer::~Timer() {
 }
 
 Timing Timer::time(const std::function<void(CUstream)>& launch, CUstream stream, const TimingOptions& o,
-                   const std::string& what, const std::function<void(CUstream)>& before_each) {
+                   const std::string& what, const std::function<void(CUstream)>& before_each,
+                   const std::function<void(CUstream)>& after_flush) {
   for (int i = 0; i < o.warmup; ++i) {
     if (before_each) before_each(stream);
     launch(stream);
@@ -46,6 +47,7 @@ Timing Timer::time(const std::function<void(CUstream)>& launch, CUstream stream,
   while (more()) {
     if (before_each) before_each(stream);
     cold_.flush(stream);
+    if (after_flush) after_flush(stream);
     // The GPU waits here while the host records the start event and queues the launch, so the
     // timed region starts with the kernel already queued: host-side launch cost (a library's
     // heuristics, a runtime's lookup) beyond the flush's ~40 us would otherwise count as GPU time

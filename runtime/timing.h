@@ -49,8 +49,12 @@ class Timer {
   // Times launch(stream). Throws CudaError when a launch or a CUDA call fails, naming `what`.
   // before_each (if set) runs ahead of every launch, warm-up included, outside the timed region
   // and before the L2 flush: it puts back the state a run must start from (OpRunner::restore).
+  // after_flush (if set) runs after the flush, before the lead delay, untimed: what a measurement
+  // wants back in L2 or the SMs' caches (bench/cold_code: the same kernels over other buffers, so
+  // that their code is warm and the timed call's data still cold).
   Timing time(const std::function<void(CUstream)>& launch, CUstream stream, const TimingOptions& o,
-              const std::string& what = "timing", const std::function<void(CUstream)>& before_each = {});
+              const std::string& what = "timing", const std::function<void(CUstream)>& before_each = {},
+              const std::function<void(CUstream)>& after_flush = {});
   // cuMemcpyDtoD of `bytes` (rounded down to whole words, at least one) between two fresh
   // buffers, timed like a kernel: the copy bandwidth memory-bound kernels are held against, in
   // TB/s counting bytes read and written (ktune bench, bench/read_floor).
