@@ -88,6 +88,7 @@ int main(int argc, char** argv) {
       if (!pair.first) pair = {make_op_runner(p.op, compiler, d), make_op_runner(p.op, compiler, d)};
       OpRunner& timed = *pair.first;
       OpRunner& other = *pair.second;
+      other.prepare(p, 11); // the code-warm runs' inputs: every config of p reads them, none writes them
       for (const auto& [fam_name, given] : cases) {
         const Family f = find_family(fam_name);
         const Config c = f.canonical(given);
@@ -100,7 +101,6 @@ int main(int argc, char** argv) {
         main_only.steps = {plan.main_step()};
         main_only.steps[0].overlap_previous = false; // alone, nothing precedes it to overlap
         for (auto* r : {&timed, &other}) r->ensure_workspace(plan.workspace_bytes);
-        other.prepare(p, 11);
         const VerifyResult v = check_as_served_and_timed(timed, p, 7, f.numerics(), [&](CUstream s) { timed.launch(m, plan, s); });
         if (!v.pass) throw Error(what + ": wrong result: " + v.summary());
         auto time_us = [&](const LaunchPlan& pl, const std::function<void(CUstream)>& after_flush) {
