@@ -63,8 +63,8 @@ __device__ __forceinline__ float2 block_row_ml(const float* sML, int r) {
 // them (no block leaves while another still reads its shared memory).
 template <int F16, int D, int ROWS, int WARPS, int PAD, int CL>
 __device__ __forceinline__ void cluster_merge(const float* sO, float* sML, unsigned short* __restrict__ o,
-                                              float* __restrict__ lse, long long H, long long SQ, long long row0,
-                                              long long R, long long G, long long hk, long long b, long long DR,
+                                              float* __restrict__ lse, long long H, long long SQ, unsigned row0,
+                                              unsigned R, unsigned G, unsigned hk, long long b, long long DR,
                                               long long ob, long long os, long long oh) {
   using namespace ktune_attn;
   namespace cluster = ktune_dev::cluster;
@@ -77,7 +77,7 @@ __device__ __forceinline__ void cluster_merge(const float* sO, float* sML, unsig
   const unsigned rank = cluster::rank();
   for (int item = int(rank) * THREADS + tid; item < ROWS * C4; item += CL * THREADS) {
     const int lr = item / C4, c4 = item % C4;
-    const long long row = row0 + lr;
+    const unsigned row = row0 + lr;
     if (row >= R) continue;
     float2 ml[CL];
     float m = -inf_f();
@@ -97,7 +97,7 @@ __device__ __forceinline__ void cluster_merge(const float* sO, float* sML, unsig
       sum.x += w * x.x, sum.y += w * x.y, sum.z += w * x.z, sum.w += w * x.w;
     }
     const float inv = l > 0.f ? 1.f / l : 0.f;
-    const long long i = row / G, h = hk * G + row % G;
+    const unsigned i = row / G, h = hk * G + row % G;
     if (!PAD || 4 * c4 < DR) { // past the operands' head dim: a zero column of the tiles'
       uint2 out;
       out.x = pack2<F16>(sum.x * inv, sum.y * inv);
@@ -144,8 +144,12 @@ __device__ __forceinline__ void attention_decode_body(
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t = lane & 3;
-  const long long G = H / HKV, R = SQ * G, RB = (R + ROWS - 1) / ROWS;
-  const long long hk = blockIdx.y / RB, row0 = (blockIdx.y % RB) * ROWS, b = blockIdx.z;
+  // Rows, heads and row blocks in 32 bits (the family admits batch x heads x q_len < 2^31): a
+  // 64-bit division is a long inlined routine, in the chain before the first load is issued and in
+  // the code a short call fetches cold.
+  const unsigned G = unsigned(H) / unsigned(HKV), R = unsigned(SQ) * G, RB = (R + ROWS - 1) / ROWS;
+  const unsigned hk = blockIdx.y / RB, row0 = (blockIdx.y % RB) * ROWS;
+  const long long b = blockIdx.z;
   const long long split = blockIdx.x, nsplit = gridDim.x;
   // The keys of this sequence: all SKV, or (paged) its own length, at most the capacity.
   long long len = SKV;
@@ -199,9 +203,9 @@ __device__ __forceinline__ void attention_decode_body(
   // The block's query rows, zeros past the last one.
   for (int c = tid; c < ROWS * CH; c += THREADS) {
     const int r = c / CH, ch = c % CH;
-    const long long row = row0 + r;
+    const unsigned row = row0 + r;
     const bool ok = row < R;
-    const long long i = ok ? row / G : 0, h = hk * G + (ok ? row % G : 0);
+    const unsigned i = ok ? row / G : 0, h = hk * G + (ok ? row % G : 0);
     cp_async16(smem_u32(sQ + swizzled<D>(r, ch)), q + b * qb + i * qs + h * qh + col(ch), ok && in_head(ch));
   }
   cp_async_commit();
@@ -212,7 +216,7 @@ __device__ __forceinline__ void attention_decode_body(
   for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      const long long row = row0 + mt * 16 + g + 8 * r;
+      const unsigned row = row0 + mt * 16 + g + 8 * r;
       limit[mt][r] = (row < R ? row / G : 0) + off;
     }
 
@@ -239,27 +243,54 @@ __device__ __forceinline__ void attention_decode_body(
     } else {
       pg0 = j0 / PAGE, at0 = j0 - pg0 * PAGE;
     }
+    if constexpr (PAGED != 2 && 32 % CH == 0) {
+      // A row's CH chunks over CH lanes: each lane loads one chunk column of every RSTEP-th row
+      // from its first, so its addresses step by a stride and its swizzle by a constant XOR (RSTEP
+      // is a power of two above r0: (r & 7) = r0 ^ ((it * RSTEP) & 7)). Without the per-row
+      // multiplies and divisions the generic loop below has, the loads of a tile take about a
+      // third of its instructions: the code a short call fetches cold.
+      constexpr int RSTEP = 32 / CH;
+      const int r0 = lane / CH, ch = lane % CH;
+      const long long left = k1 - j0; // the tile's keys that exist
+      const int rows = left < BN ? int(left) : BN;
+      const bool head = in_head(ch);
+      const unsigned short* kp = k_tile + r0 * ks + col(ch);
+      const unsigned short* vp = v_tile + r0 * vs + col(ch);
+      const unsigned sw = unsigned(ch ^ r0) << 4; // the lane's chunk, swizzled by its first row, in bytes
+      const unsigned sk = smem_u32(tK + r0 * D), sv = smem_u32(tV + r0 * D);
 #pragma unroll
-    for (int c = lane; c < BN * CH; c += 32) {
-      const int r = c / CH, ch = c % CH;
-      const bool ok = j0 + r < k1;
-      const unsigned short* kp = kbase; // a valid address where nothing is read
-      const unsigned short* vp = vbase;
-      if (ok) {
-        if (PAGED == 2) {
-          long long pg = pg0, at = at0 + r;
-          while (at >= PAGE) at -= PAGE, ++pg; // r < BN: BN / PAGE + 1 steps at most
-          const long long page = bt[b * PPS + pg];
-          kp += page * kb + at * ks, vp += page * vb + at * vs;
-        } else {
-          kp = k_tile + r * ks, vp = v_tile + r * vs;
-        }
+      for (int it = 0; it < BN / RSTEP; ++it) {
+        const bool ok = r0 + it * RSTEP < rows;
+        const unsigned at = unsigned(it * RSTEP * D * 2) + (sw ^ unsigned(((it * RSTEP) & 7) << 4));
+        cp_async16(sk + at, ok ? kp : kbase, ok && head); // kbase: a valid address where nothing is read
+        cp_async16(sv + at, ok ? vp : vbase, ok && head);
+        kp += RSTEP * ks, vp += RSTEP * vs;
       }
-      cp_async16(smem_u32(tK + swizzled<D>(r, ch)), kp + col(ch), ok && in_head(ch));
-      cp_async16(smem_u32(tV + swizzled<D>(r, ch)), vp + col(ch), ok && in_head(ch));
+    } else {
+#pragma unroll
+      for (int c = lane; c < BN * CH; c += 32) {
+        const int r = c / CH, ch = c % CH;
+        const bool ok = j0 + r < k1;
+        const unsigned short* kp = kbase; // a valid address where nothing is read
+        const unsigned short* vp = vbase;
+        if (ok) {
+          if (PAGED == 2) {
+            long long pg = pg0, at = at0 + r;
+            while (at >= PAGE) at -= PAGE, ++pg; // r < BN: BN / PAGE + 1 steps at most
+            const long long page = bt[b * PPS + pg];
+            kp += page * kb + at * ks, vp += page * vb + at * vs;
+          } else {
+            kp = k_tile + r * ks, vp = v_tile + r * vs;
+          }
+        }
+        cp_async16(smem_u32(tK + swizzled<D>(r, ch)), kp + col(ch), ok && in_head(ch));
+        cp_async16(smem_u32(tV + swizzled<D>(r, ch)), vp + col(ch), ok && in_head(ch));
+      }
     }
   };
-#pragma unroll
+  // Not unrolled: each copy of load_tile is code a short call (a warp's one or two tiles) fetches
+  // cold, and the prologue runs once.
+#pragma unroll 1
   for (int s = 0; s < STAGES - 1; ++s) {
     if (s < mine) load_tile(s, s);
     cp_async_commit();
@@ -411,6 +442,7 @@ __device__ __forceinline__ void attention_decode_body(
         factor[mt][r] = l > 0.f ? factor[mt][r] / l : 0.f;
       }
     }
+#pragma unroll 1 // once a call: a copy of the merge a warp is code fetched cold, not time saved
   for (int w = 0; w < WARPS; ++w) {
     if (warp == w) {
 #pragma unroll
@@ -441,9 +473,9 @@ __device__ __forceinline__ void attention_decode_body(
   const long long rows = B * H * SQ;
   for (int c = tid; c < ROWS * (D / 8); c += THREADS) {
     const int lr = c / (D / 8), d = (c % (D / 8)) * 8;
-    const long long row = row0 + lr;
+    const unsigned row = row0 + lr;
     if (row >= R) continue;
-    const long long i = row / G, h = hk * G + row % G;
+    const unsigned i = row / G, h = hk * G + row % G;
     const float* src = sO + lr * OS + d;
     if (nsplit == 1) {
       if (PAD && d >= DR) continue; // a zero column of the tiles'
@@ -458,7 +490,7 @@ __device__ __forceinline__ void attention_decode_body(
     }
   }
   if (tid < ROWS && row0 + tid < R) {
-    const long long row = row0 + tid, i = row / G, h = hk * G + row % G;
+    const unsigned row = row0 + tid, i = row / G, h = hk * G + row % G;
     const float2 ml = block_row_ml<WARPS, ROWS>(sML, tid);
     const float m_use = ml.x == -inf_f() ? 0.f : ml.x;
     const long long out_row = (b * H + h) * SQ + i;

@@ -262,6 +262,10 @@ const DecodePlanted kDecodeFaults[] = {
      "limit[mt][r] = (row < R ? row : 0) + off;"}},
     {{"keys past the block's end not masked", "if (j >= k1 || (CAUSAL && j > limit[mt][r]))", "if (CAUSAL && j > limit[mt][r])"},
      "full"},
+    // The loads of a tile a lane a chunk column (head dims 64, 128, 256): the swizzle and the V
+    // rows stepped along the lane's rows.
+    {{"the lane's rows all swizzled as its first", "(sw ^ unsigned(((it * RSTEP) & 7) << 4))", "(sw)"}},
+    {{"the lane's V rows not stepped", "kp += RSTEP * ks, vp += RSTEP * vs;", "kp += RSTEP * ks;"}},
     // CLUSTER 1: the merge in the cluster's shared memory (12 packed rows x 32 groups of 4 columns,
     // more than one block's 128 threads).
     in_cluster({"the cluster's splits merged without their max", "const float w = exp2_approx(ml[s].x - m_use);",
