@@ -200,7 +200,9 @@ __device__ __forceinline__ void attention_decode_body(
   // the address stays inside the operand even on its last row.
   auto col = [&](int ch) { return in_head(ch) ? ch * 8 : 0; };
 
-  // The block's query rows, zeros past the last one.
+  // The block's query rows, zeros past the last one (not unrolled: its divisions are code a short
+  // call fetches cold, for two or four iterations).
+#pragma unroll 1
   for (int c = tid; c < ROWS * CH; c += THREADS) {
     const int r = c / CH, ch = c % CH;
     const unsigned row = row0 + r;
