@@ -392,18 +392,44 @@ int64_t Store::trial_row(int64_t device, int64_t problem, const std::string& arc
   return id;
 }
 
+namespace {
+
+// Whether a trial's config may be a problem's best: a config this ktune's family rejects for the
+// problem (recorded by a ktune whose rules were looser, or imported before they tightened) would
+// be skipped by every runtime that reads the best (runtime/selection.cpp) and refused by `ktune
+// import` in an exported table, so the problem's next fastest trial is its best instead. What
+// this process cannot judge is taken as it is: a family or problem of a user kernel whose spec it
+// has not loaded, an arch without nominal limits.
+bool servable(const std::string& problem_key, const std::string& family, const std::string& config,
+              const std::string& arch) {
+  if (!known_family(family)) return true;
+  TableEntry e;
+  try {
+    e.problem = Problem::parse_key(problem_key);
+    (void)DeviceInfo::nominal(arch);
+  } catch (const Error&) {
+    return true;
+  }
+  e.arch = arch, e.family = family, e.config_json = config;
+  return invalid_reason(e).empty();
+}
+
+} // namespace
+
 // best for (arch, problem): the ok trial of the newest gate, fastest within it, over every device
-// of the arch (an imported table's pseudo-device included). Chosen from the trials rather than
-// compared with the row there: a re-verification may have turned the best into a wrong result,
-// and an entry of a newer gate must displace a faster one an older gate let through.
+// of the arch (an imported table's pseudo-device included), of those servable(). Chosen from the
+// trials rather than compared with the row there: a re-verification may have turned the best into
+// a wrong result, and an entry of a newer gate must displace a faster one an older gate let through.
 void Store::update_best(const std::string& arch, int64_t problem) {
   Stmt pick(db_,
-            "SELECT t.id, t.family, t.config, t.median_ms, t.tflops FROM trials t JOIN devices d ON d.id = t.device_id "
-            "WHERE d.arch = ? AND t.problem_id = ? AND t.status = 'ok' AND t.median_ms > 0 "
-            "ORDER BY t.gate DESC, t.median_ms ASC, t.id ASC LIMIT 1",
+            "SELECT t.id, t.family, t.config, t.median_ms, t.tflops, p.key FROM trials t JOIN devices d ON d.id = t.device_id "
+            "JOIN problems p ON p.id = t.problem_id WHERE d.arch = ? AND t.problem_id = ? AND t.status = 'ok' AND "
+            "t.median_ms > 0 ORDER BY t.gate DESC, t.median_ms ASC, t.id ASC",
             path_);
   pick.bind(1, arch).bind(2, problem);
-  if (!pick.step()) {
+  bool found = false;
+  while (!found && pick.step()) found = servable(pick.text(5), pick.text(1), pick.text(2), arch);
+  if (!found) {
     Stmt del(db_, "DELETE FROM best WHERE arch = ? AND problem_id = ?", path_);
     del.bind(1, arch).bind(2, problem);
     del.step();

@@ -203,6 +203,11 @@ std::string never_throwing_reason(const TableEntry& e, const DeviceInfo* device)
 
 std::string invalid_reason(const TableEntry& e) { return never_throwing_reason(e, nullptr); }
 
+bool known_family(const std::string& name) {
+  const auto& all = families();
+  return std::any_of(all.begin(), all.end(), [&](const Family& f) { return f.name() == name; });
+}
+
 std::string invalid_reason(const TableEntry& e, const DeviceInfo& device) { return never_throwing_reason(e, &device); }
 
 std::vector<std::pair<size_t, std::string>> invalid_entries(const Table& t) {

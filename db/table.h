@@ -51,6 +51,9 @@ std::string invalid_reason(const TableEntry& e);
 // The same against device's limits and arch instead of e.arch's nominal ones: a runtime holding
 // the real GPU, or one lending an entry of another arch to it. e.arch is not read.
 std::string invalid_reason(const TableEntry& e, const DeviceInfo& device);
+// Whether `name` is a family this process knows: built in, or of a user kernel whose spec it has
+// loaded (invalid_reason() rejects an entry of any other as of an unknown family).
+bool known_family(const std::string& name);
 // The entries of t that invalid_reason() rejects: (index into t.entries, its reason), in order.
 std::vector<std::pair<size_t, std::string>> invalid_entries(const Table& t);
 // How many invalid entries a message lists by name before it counts the rest: enough to see a

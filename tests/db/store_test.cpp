@@ -201,6 +201,34 @@ TEST(Store, TheBestIsTheFastestOfTheNewestGate) {
   EXPECT_TRUE(s.export_table("sm_90").entries.size() == 1u);
 }
 
+// A config the family rejects for its problem (recorded by a ktune whose rules were looser) is
+// never the best, however fast: the next fastest servable trial is, and a problem with no other
+// has none. A trial of a family this process does not know (a user kernel whose spec is not
+// loaded) is taken as it is.
+TEST(Store, TheBestIsNeverAConfigTheFamilyRejects) {
+  Store s(temp_db("servable-best.db"));
+  const int64_t d = s.device_id(fake_device());
+  const auto prob = GemmProblem::parse("96x64x64");
+  const int64_t p = s.problem_id(prob);
+  s.record_trial(d, p, "sm_90", trial("{\"TILE\":16}", TrialStatus::ok, 2.0));
+  s.record_trial(d, p, "sm_90", trial("{\"TILE\":12}", TrialStatus::ok, 1.0)); // 12: outside TILE's domain
+  ASSERT_TRUE(s.best("sm_90", prob.key()));
+  EXPECT_EQ(s.best("sm_90", prob.key())->config_json, "{\"TILE\":16}");
+  EXPECT_EQ(s.export_table("sm_90").entries.size(), 1u);
+  EXPECT_TRUE(invalid_entries(s.export_table("sm_90")).empty());
+  // The only ok trial rejected: no best.
+  const auto lone = GemmProblem::parse("48x48x48");
+  const int64_t q = s.problem_id(lone);
+  s.record_trial(d, q, "sm_90", trial("{\"TILE\":12}", TrialStatus::ok, 1.0));
+  EXPECT_FALSE(s.best("sm_90", lone.key()));
+  // A family nobody registered in this process: its fastest trial is the best, as recorded.
+  TrialRecord other = trial("{\"X\":1}", TrialStatus::ok, 0.5);
+  other.family = "not_a_builtin_family";
+  s.record_trial(d, q, "sm_90", other);
+  ASSERT_TRUE(s.best("sm_90", lone.key()));
+  EXPECT_EQ(s.best("sm_90", lone.key())->family, "not_a_builtin_family");
+}
+
 TEST(Store, CubinCacheLimitComesFromTheEnvironmentOrTheDefault) {
   unsetenv("KTUNE_CUBIN_CACHE_MAX_MB");
   EXPECT_EQ(default_cubin_cache_max_mb(), kDefaultCubinCacheMaxMb);
