@@ -396,8 +396,8 @@ namespace {
 
 // Whether a trial's config may be a problem's best: a config this ktune's family rejects for the
 // problem (recorded by a ktune whose rules were looser, or imported before they tightened) would
-// be skipped by every runtime that reads the best (runtime/selection.cpp) and refused by `ktune
-// import` in an exported table, so the problem's next fastest trial is its best instead. What
+// be skipped by every runtime that reads the best (runtime/selection.cpp) and left out by `ktune
+// export`, the problem losing its tuned entry; its next fastest trial is its best instead. What
 // this process cannot judge is taken as it is: a family or problem of a user kernel whose spec it
 // has not loaded, an arch without nominal limits.
 bool servable(const std::string& problem_key, const std::string& family, const std::string& config,
