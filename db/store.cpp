@@ -394,6 +394,14 @@ int64_t Store::trial_row(int64_t device, int64_t problem, const std::string& arc
 
 namespace {
 
+// Whether a problem key is of a user kernel ("name@version/...") whose spec this process has not
+// loaded: another program's problem, not a bad row.
+bool unloaded_user_kernel(const std::string& key) {
+  const std::string op = key.substr(0, key.find('/'));
+  return op.find('@') != std::string::npos &&
+         std::none_of(ops().begin(), ops().end(), [&](const OpInfo& o) { return o.name == op; });
+}
+
 // Whether a trial's config may be a problem's best: a config this ktune's family rejects for the
 // problem (recorded by a ktune whose rules were looser, or imported before they tightened) would
 // be skipped by every runtime that reads the best (runtime/selection.cpp) and left out by `ktune
@@ -406,6 +414,10 @@ bool servable(const std::string& problem_key, const std::string& family, const s
   TableEntry e;
   try {
     e.problem = Problem::parse_key(problem_key);
+  } catch (const Error&) {
+    return unloaded_user_kernel(problem_key); // else a key no reader can parse
+  }
+  try {
     (void)DeviceInfo::nominal(arch);
   } catch (const Error&) {
     return true;
@@ -675,9 +687,8 @@ Table Store::export_table(const std::string& arch, const std::string& family) co
     } catch (const Error& err) {
       // A user kernel's entry ("name@version/...") whose spec this process has not loaded is
       // another program's, not a bad row: left out, and counted for the caller (export says so).
-      const std::string op = s.text(0).substr(0, s.text(0).find('/'));
-      if (op.find('@') != std::string::npos &&
-          std::none_of(ops().begin(), ops().end(), [&](const OpInfo& o) { return o.name == op; })) {
+      if (unloaded_user_kernel(s.text(0))) {
+        const std::string op = s.text(0).substr(0, s.text(0).find('/'));
         ++t.other_kernel_entries;
         if (std::find(t.other_kernels.begin(), t.other_kernels.end(), op) == t.other_kernels.end()) t.other_kernels.push_back(op);
         continue;

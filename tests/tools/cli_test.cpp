@@ -864,8 +864,8 @@ TEST(Cli, TrialSetAndRayOptionsRefuseWhatTheyCannotDo) {
 }
 
 // A best row whose config this build's family does not admit (TILE 12 is outside gemm_smem's
-// domain, as a value a family's space dropped would be) is left out of `ktune export`, named on
-// stderr, and the table of the rest imports.
+// domain, as a value a family's space dropped would be), written by an older ktune, is left out of
+// `ktune export`, named on stderr, and the table of the rest imports.
 TEST(Cli, ExportLeavesOutEntriesThisBuildDoesNotServe) {
   const std::string db = db_with_one_entry("export-refused.db", "export-refused.json");
   ASSERT_FALSE(db.empty());
@@ -879,7 +879,19 @@ TEST(Cli, ExportLeavesOutEntriesThisBuildDoesNotServe) {
     t.template_hash = "abc", t.status = ktune::TrialStatus::ok, t.timing = {1e-4, 1e-4, 1e-4, 1e-4, 1}, t.tflops = 5.0;
     t.gate = ktune::kGateVersion;
     st.record_trial(st.device_id(d), st.problem_id(p), "sm_90", t);
+    EXPECT_FALSE(st.best("sm_90", p.key())); // this ktune never makes it the best
   }
+  // The best row an older ktune, whose family admitted TILE 12, would have written.
+  sqlite3* h = nullptr;
+  ASSERT_EQ(sqlite3_open(db.c_str(), &h), SQLITE_OK);
+  const int rc = sqlite3_exec(h,
+                              "INSERT OR REPLACE INTO best (arch, problem_id, family, config, time_ms, tflops, trial_id) "
+                              "SELECT 'sm_90', problem_id, family, config, median_ms, tflops, id FROM trials "
+                              "WHERE config = '{\"TILE\":12}'",
+                              nullptr, nullptr, nullptr);
+  const std::string why = sqlite3_errmsg(h);
+  sqlite3_close(h);
+  ASSERT_EQ(rc, SQLITE_OK) << why;
   const std::string out = scratch("export-refused-out.json");
   CliRun r = run_ktune_stderr("export --arch sm_90 --db " + db + " -o " + out);
   ASSERT_EQ(r.status, 0) << r.out;
