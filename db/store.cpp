@@ -407,23 +407,18 @@ bool unloaded_user_kernel(const std::string& key) {
 // be skipped by every runtime that reads the best (runtime/selection.cpp) and left out by `ktune
 // export`, the problem losing its tuned entry; its next fastest trial is its best instead. What
 // this process cannot judge is taken as it is: a family or problem of a user kernel whose spec it
-// has not loaded, an arch without nominal limits.
+// has not loaded, an arch without nominal limits (`limits` null; else DeviceInfo::nominal(arch)).
 bool servable(const std::string& problem_key, const std::string& family, const std::string& config,
-              const std::string& arch) {
-  if (!known_family(family)) return true;
+              const DeviceInfo* limits) {
+  if (!limits || !known_family(family)) return true;
   TableEntry e;
   try {
     e.problem = Problem::parse_key(problem_key);
   } catch (const Error&) {
     return unloaded_user_kernel(problem_key); // else a key no reader can parse
   }
-  try {
-    (void)DeviceInfo::nominal(arch);
-  } catch (const Error&) {
-    return true;
-  }
-  e.arch = arch, e.family = family, e.config_json = config;
-  return invalid_reason(e).empty();
+  e.family = family, e.config_json = config;
+  return invalid_reason(e, *limits).empty();
 }
 
 } // namespace
@@ -439,8 +434,13 @@ void Store::update_best(const std::string& arch, int64_t problem) {
             "t.median_ms > 0 ORDER BY t.gate DESC, t.median_ms ASC, t.id ASC",
             path_);
   pick.bind(1, arch).bind(2, problem);
+  std::optional<DeviceInfo> limits; // the arch's nominal limits, built once for every candidate
+  try {
+    limits = DeviceInfo::nominal(arch);
+  } catch (const Error&) { // an arch without nominal limits: its trials are taken as recorded
+  }
   bool found = false;
-  while (!found && pick.step()) found = servable(pick.text(5), pick.text(1), pick.text(2), arch);
+  while (!found && pick.step()) found = servable(pick.text(5), pick.text(1), pick.text(2), limits ? &*limits : nullptr);
   if (!found) {
     Stmt del(db_, "DELETE FROM best WHERE arch = ? AND problem_id = ?", path_);
     del.bind(1, arch).bind(2, problem);

@@ -203,12 +203,12 @@ std::string never_throwing_reason(const TableEntry& e, const DeviceInfo* device)
 
 std::string invalid_reason(const TableEntry& e) { return never_throwing_reason(e, nullptr); }
 
+std::string invalid_reason(const TableEntry& e, const DeviceInfo& device) { return never_throwing_reason(e, &device); }
+
 bool known_family(const std::string& name) {
   const auto& all = families();
   return std::any_of(all.begin(), all.end(), [&](const Family& f) { return f.name() == name; });
 }
-
-std::string invalid_reason(const TableEntry& e, const DeviceInfo& device) { return never_throwing_reason(e, &device); }
 
 std::vector<std::pair<size_t, std::string>> invalid_entries(const Table& t) {
   std::vector<std::pair<size_t, std::string>> out;
