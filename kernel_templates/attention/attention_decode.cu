@@ -60,7 +60,9 @@ __device__ __forceinline__ float2 block_row_ml(const float* sML, int r) {
 // threads share the row block's ROWS x D / 4 groups of 4 outputs: a group's O is
 // sum_s 2^(m_s - M) O_s / sum_s 2^(m_s - M) l_s over the CL blocks' shared memory, the lse from
 // its first group. The cluster syncs twice: before the reads (every split written) and after
-// them (no block leaves while another still reads its shared memory).
+// them (no block leaves while another still reads its shared memory), the second split into its
+// arrive after the reads and its wait before the block leaves where a thread's groups fit its
+// registers.
 template <int F16, int D, int ROWS, int WARPS, int PAD, int CL>
 __device__ __forceinline__ void cluster_merge(const float* sO, float* sML, unsigned short* __restrict__ o,
                                               float* __restrict__ lse, long long H, long long SQ, unsigned row0,
@@ -75,10 +77,18 @@ __device__ __forceinline__ void cluster_merge(const float* sO, float* sML, unsig
   if (tid < ROWS) block_ml[tid] = block_row_ml<WARPS, ROWS>(sML, tid);
   cluster::sync();
   const unsigned rank = cluster::rank();
-  for (int item = int(rank) * THREADS + tid; item < ROWS * C4; item += CL * THREADS) {
+  // One group of 4 outputs: O's address and value, and the lse's where the group is a row's first.
+  struct Out {
+    long long o_at, lse_at;
+    uint2 v;
+    float lse;
+    bool has_o = false, has_lse = false;
+  };
+  auto merge = [&](int item) {
+    Out out;
     const int lr = item / C4, c4 = item % C4;
     const unsigned row = row0 + lr;
-    if (row >= R) continue;
+    if (item >= ROWS * C4 || row >= R) return out;
     float2 ml[CL];
     float m = -inf_f();
 #pragma unroll
@@ -99,14 +109,38 @@ __device__ __forceinline__ void cluster_merge(const float* sO, float* sML, unsig
     const float inv = l > 0.f ? 1.f / l : 0.f;
     const unsigned i = row / G, h = hk * G + row % G;
     if (!PAD || 4 * c4 < DR) { // past the operands' head dim: a zero column of the tiles'
-      uint2 out;
-      out.x = pack2<F16>(sum.x * inv, sum.y * inv);
-      out.y = pack2<F16>(sum.z * inv, sum.w * inv);
-      *reinterpret_cast<uint2*>(o + b * ob + i * os + h * oh + 4 * c4) = out;
+      out.has_o = true, out.o_at = b * ob + i * os + h * oh + 4 * c4;
+      out.v.x = pack2<F16>(sum.x * inv, sum.y * inv);
+      out.v.y = pack2<F16>(sum.z * inv, sum.w * inv);
     }
-    if (c4 == 0) lse[(b * H + h) * SQ + i] = l > 0.f ? (m_use + log2_approx(l)) * 0.6931471805599453f : inf_f();
+    if (c4 == 0) {
+      out.has_lse = true, out.lse_at = (b * H + h) * SQ + i;
+      out.lse = l > 0.f ? (m_use + log2_approx(l)) * 0.6931471805599453f : inf_f();
+    }
+    return out;
+  };
+  auto store = [&](const Out& out) {
+    if (out.has_o) *reinterpret_cast<uint2*>(o + out.o_at) = out.v;
+    if (out.has_lse) lse[out.lse_at] = out.lse;
+  };
+  constexpr int ITEMS = (ROWS * C4 + CL * THREADS - 1) / (CL * THREADS); // groups a thread
+  const int item0 = int(rank) * THREADS + tid;                             // this thread's first
+  if constexpr (ITEMS <= 4) {
+    // The groups held in registers: the cluster's second barrier is arrived at once the reads of
+    // the others' shared memory are done, before the global stores, so that its release does not
+    // wait for them (a fence that drains them took a seventh of the 1 x 32/8 x 1024 kernel's
+    // sampled warp time, ncu, H100), and is waited on only before the block leaves.
+    Out out[ITEMS];
+#pragma unroll
+    for (int j = 0; j < ITEMS; ++j) out[j] = merge(item0 + j * CL * THREADS);
+    cluster::arrive();
+#pragma unroll
+    for (int j = 0; j < ITEMS; ++j) store(out[j]);
+    cluster::wait();
+  } else {
+    for (int item = item0; item < ROWS * C4; item += CL * THREADS) store(merge(item));
+    cluster::sync(); // no block leaves while another still reads its shared memory
   }
-  cluster::sync();
 }
 
 } // namespace ktune_attn_decode
@@ -444,26 +478,57 @@ __device__ __forceinline__ void attention_decode_body(
         factor[mt][r] = l > 0.f ? factor[mt][r] / l : 0.f;
       }
     }
-#pragma unroll 1 // once a call: a copy of the merge a warp is code fetched cold, not time saved
-  for (int w = 0; w < WARPS; ++w) {
-    if (warp == w) {
+  if constexpr (WARPS > 2 && WARPS * ROWS * OS * 4 <= RING) {
+    // Each warp's O into its own slot of the idle rings, then each thread sums its groups of 4
+    // columns over the slots into the first: two barriers, where a warp at a time adding its O to
+    // the first took WARPS (its barriers, with all but one warp waiting at each, were the largest
+    // share of the 1 x 32/8 x 1024 kernel's sampled warp time after the loads', ncu, H100).
+    float* mine = sO + warp * ROWS * OS;
 #pragma unroll
-      for (int mt = 0; mt < MT; ++mt)
+    for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          float* dst = sO + (mt * 16 + g + 8 * r) * OS + 2 * t;
+      for (int r = 0; r < 2; ++r) {
+        float* dst = mine + (mt * 16 + g + 8 * r) * OS + 2 * t;
 #pragma unroll
-          for (int dt = 0; dt < DT; ++dt) {
-            float2 x = make_float2(acc[mt][dt][2 * r] * factor[mt][r], acc[mt][dt][2 * r + 1] * factor[mt][r]);
-            if (w > 0) {
-              const float2 y = *reinterpret_cast<const float2*>(dst + dt * 8);
-              x.x += y.x, x.y += y.y;
-            }
-            *reinterpret_cast<float2*>(dst + dt * 8) = x;
-          }
-        }
+        for (int dt = 0; dt < DT; ++dt)
+          *reinterpret_cast<float2*>(dst + dt * 8) =
+              make_float2(acc[mt][dt][2 * r] * factor[mt][r], acc[mt][dt][2 * r + 1] * factor[mt][r]);
+      }
+    __syncthreads();
+#pragma unroll 1
+    for (int c = tid; c < ROWS * (D / 4); c += THREADS) {
+      float* first = sO + (c / (D / 4)) * OS + 4 * (c % (D / 4));
+      float4 x = *reinterpret_cast<const float4*>(first);
+#pragma unroll
+      for (int w = 1; w < WARPS; ++w) {
+        const float4 y = *reinterpret_cast<const float4*>(first + w * ROWS * OS);
+        x.x += y.x, x.y += y.y, x.z += y.z, x.w += y.w;
+      }
+      *reinterpret_cast<float4*>(first) = x;
     }
     __syncthreads();
+  } else {
+#pragma unroll 1 // once a call: a copy of the merge a warp is code fetched cold, not time saved
+    for (int w = 0; w < WARPS; ++w) {
+      if (warp == w) {
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            float* dst = sO + (mt * 16 + g + 8 * r) * OS + 2 * t;
+#pragma unroll
+            for (int dt = 0; dt < DT; ++dt) {
+              float2 x = make_float2(acc[mt][dt][2 * r] * factor[mt][r], acc[mt][dt][2 * r + 1] * factor[mt][r]);
+              if (w > 0) {
+                const float2 y = *reinterpret_cast<const float2*>(dst + dt * 8);
+                x.x += y.x, x.y += y.y;
+              }
+              *reinterpret_cast<float2*>(dst + dt * 8) = x;
+            }
+          }
+      }
+      __syncthreads();
+    }
   }
 
   if constexpr (CL > 1) {

@@ -32,6 +32,14 @@ __device__ __forceinline__ void wait() {
 #endif
 }
 
+// The arrive half of sync(), releasing: this thread's earlier memory accesses (its loads from
+// other CTAs' shared memory included) are complete before any CTA passes the matching wait().
+__device__ __forceinline__ void arrive() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.release;" ::: "memory");
+#endif
+}
+
 // Arrives without ordering this thread's earlier memory accesses (a fence before it does, where
 // needed: after mbarrier inits, fence.mbarrier_init.release.cluster). Paired with wait().
 __device__ __forceinline__ void arrive_relaxed() {

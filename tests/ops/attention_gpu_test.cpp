@@ -242,11 +242,18 @@ struct DecodePlanted : Planted {
   int chunk = 256;
   int cluster = 0; // 1: the splits merged in their cluster (sm_90)
   int ilv = 0;     // 1: the splits take turns along the keys
+  int warps = 4;   // 2: the warps' O merged a warp at a time (4: in slots of their own, summed)
 };
 // A fault of the cluster's merge, at the default problem and split.
 DecodePlanted in_cluster(const Planted& p) {
   DecodePlanted d{p};
   d.cluster = 1;
+  return d;
+}
+// A fault of the warps' merge a warp at a time (2 warps), at the default problem and split.
+DecodePlanted a_warp_at_a_time(const Planted& p) {
+  DecodePlanted d{p};
+  d.warps = 2;
   return d;
 }
 // A fault of the splits that take turns (ILV 1), at the default problem and split.
@@ -256,7 +263,10 @@ DecodePlanted interleaved(const Planted& p) {
   return d;
 }
 const DecodePlanted kDecodeFaults[] = {
-    {{"a warp's merge overwrites the one before", "if (w > 0) {", "if (w > 1) {"}},
+    // The warps' merge: in slots of their own (4 warps), or a warp at a time (2).
+    {{"the warps' slots summed from the third", "for (int w = 1; w < WARPS; ++w) {\n        const float4 y",
+      "for (int w = 2; w < WARPS; ++w) {\n        const float4 y"}},
+    a_warp_at_a_time({"a warp's merge overwrites the one before", "if (w > 0) {", "if (w > 1) {"}),
     {{"every packed row reads the group's first head", "h = hk * G + (ok ? row % G : 0);", "h = hk * G;"}},
     {{"causal limit of the packed row, not of its query", "limit[mt][r] = (row < R ? row / G : 0) + off;",
      "limit[mt][r] = (row < R ? row : 0) + off;"}},
@@ -274,10 +284,9 @@ const DecodePlanted kDecodeFaults[] = {
                 "    for (int s = 0; s < CL - 1; ++s) {\n      const float w"}),
     in_cluster({"every split's (max, sum) read from the merging block",
                 "cluster::load_v2(cluster::remote(block_ml + lr, s))", "cluster::load_v2(cluster::remote(block_ml + lr, rank))"}),
-    in_cluster({"every block of the cluster merges the first block's share", "int item = int(rank) * THREADS + tid;",
-                "int item = tid;"}),
-    in_cluster({"the cluster's lse without the sum", "lse[(b * H + h) * SQ + i] = l > 0.f ? (m_use + log2_approx(l))",
-                "lse[(b * H + h) * SQ + i] = l > 0.f ? (m_use)"}),
+    in_cluster({"every block of the cluster merges the first block's share", "const int item0 = int(rank) * THREADS + tid;",
+                "const int item0 = tid;"}),
+    in_cluster({"the cluster's lse without the sum", "out.lse = l > 0.f ? (m_use + log2_approx(l))", "out.lse = l > 0.f ? (m_use)"}),
     // ILV 1: every split reads the same runs; the runs' keys taken from the contiguous split's start.
     interleaved({"the splits that take turns all step by one split's run", "step = ILV ? nsplit * WARPS : WARPS",
                  "step = ILV ? WARPS : WARPS"}),
@@ -353,7 +362,7 @@ TEST(AttentionGpu, DecodeFamilyPassesOverDecodeShapesAndPlantedKernelsAreRejecte
   for (const DecodePlanted& fault : decode_faults()) {
     const Problem p = Problem::parse("attention", fault.shape, fault.layout, DType::bf16);
     if (fault.cluster && d->arch_number() < 90) continue;
-    const Config fc = decode_config(fault.chunk, 16, 4, 16, 3, fault.cluster, fault.ilv);
+    const Config fc = decode_config(fault.chunk, 16, fault.warps, 16, 3, fault.cluster, fault.ilv);
     ASSERT_TRUE(f.valid(fc, p, *d)) << fault.name;
     if (clean_checked.insert(p.key() + " " + fc.to_json()).second) {
       const VerifyResult clean = check_config(*runner, compiler, *d, f, fc, p, 98);
