@@ -478,11 +478,14 @@ __device__ __forceinline__ void attention_decode_body(
         factor[mt][r] = l > 0.f ? factor[mt][r] / l : 0.f;
       }
     }
-  if constexpr (WARPS > 2 && WARPS * ROWS * OS * 4 <= RING) {
-    // Each warp's O into its own slot of the idle rings, then each thread sums its groups of 4
-    // columns over the slots into the first: two barriers, where a warp at a time adding its O to
-    // the first took WARPS (its barriers, with all but one warp waiting at each, were the largest
-    // share of the 1 x 32/8 x 1024 kernel's sampled warp time after the loads', ncu, H100).
+  // Each warp's O into its own slot of the idle rings, then the slots summed a group of columns to
+  // a thread: one or two barriers, where a warp at a time adding its O to the first took WARPS (its
+  // barriers, with all but one warp waiting at each, were the largest share of the 1 x 32/8 x 1024
+  // kernel's sampled warp time after the loads', ncu, H100). Without a cluster the sum is taken
+  // where the output is stored; a cluster's other blocks read the sum from the first slot.
+  constexpr bool SLOTS = WARPS > 2 && WARPS * ROWS * OS * 4 <= RING;
+  constexpr int SUMMED_AT_STORE = SLOTS && CL == 1 ? WARPS : 1; // slots the output loop adds
+  if constexpr (SLOTS) {
     float* mine = sO + warp * ROWS * OS;
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
@@ -495,18 +498,20 @@ __device__ __forceinline__ void attention_decode_body(
               make_float2(acc[mt][dt][2 * r] * factor[mt][r], acc[mt][dt][2 * r + 1] * factor[mt][r]);
       }
     __syncthreads();
+    if constexpr (CL > 1) {
 #pragma unroll 1
-    for (int c = tid; c < ROWS * (D / 4); c += THREADS) {
-      float* first = sO + (c / (D / 4)) * OS + 4 * (c % (D / 4));
-      float4 x = *reinterpret_cast<const float4*>(first);
+      for (int c = tid; c < ROWS * (D / 4); c += THREADS) {
+        float* first = sO + (c / (D / 4)) * OS + 4 * (c % (D / 4));
+        float4 x = *reinterpret_cast<const float4*>(first);
 #pragma unroll
-      for (int w = 1; w < WARPS; ++w) {
-        const float4 y = *reinterpret_cast<const float4*>(first + w * ROWS * OS);
-        x.x += y.x, x.y += y.y, x.z += y.z, x.w += y.w;
+        for (int w = 1; w < WARPS; ++w) {
+          const float4 y = *reinterpret_cast<const float4*>(first + w * ROWS * OS);
+          x.x += y.x, x.y += y.y, x.z += y.z, x.w += y.w;
+        }
+        *reinterpret_cast<float4*>(first) = x;
       }
-      *reinterpret_cast<float4*>(first) = x;
+      __syncthreads();
     }
-    __syncthreads();
   } else {
 #pragma unroll 1 // once a call: a copy of the merge a warp is code fetched cold, not time saved
     for (int w = 0; w < WARPS; ++w) {
@@ -543,17 +548,25 @@ __device__ __forceinline__ void attention_decode_body(
     const unsigned row = row0 + lr;
     if (row >= R) continue;
     const unsigned i = row / G, h = hk * G + row % G;
+    if (nsplit == 1 && PAD && d >= DR) continue; // a zero column of the tiles'
     const float* src = sO + lr * OS + d;
+    float4 x0 = *reinterpret_cast<const float4*>(src), x1 = *reinterpret_cast<const float4*>(src + 4);
+#pragma unroll
+    for (int w = 1; w < SUMMED_AT_STORE; ++w) {
+      const float4 y0 = *reinterpret_cast<const float4*>(src + w * ROWS * OS);
+      const float4 y1 = *reinterpret_cast<const float4*>(src + w * ROWS * OS + 4);
+      x0.x += y0.x, x0.y += y0.y, x0.z += y0.z, x0.w += y0.w;
+      x1.x += y1.x, x1.y += y1.y, x1.z += y1.z, x1.w += y1.w;
+    }
     if (nsplit == 1) {
-      if (PAD && d >= DR) continue; // a zero column of the tiles'
       uint4 w;
-      w.x = pack2<F16>(src[0], src[1]), w.y = pack2<F16>(src[2], src[3]);
-      w.z = pack2<F16>(src[4], src[5]), w.w = pack2<F16>(src[6], src[7]);
+      w.x = pack2<F16>(x0.x, x0.y), w.y = pack2<F16>(x0.z, x0.w);
+      w.z = pack2<F16>(x1.x, x1.y), w.w = pack2<F16>(x1.z, x1.w);
       *reinterpret_cast<uint4*>(o + b * ob + i * os + h * oh + d) = w;
     } else {
       float* dst = partial_o(ws, split, rows, (b * H + h) * SQ + i, D) + d;
-      *reinterpret_cast<float4*>(dst) = *reinterpret_cast<const float4*>(src);
-      *reinterpret_cast<float4*>(dst + 4) = *reinterpret_cast<const float4*>(src + 4);
+      *reinterpret_cast<float4*>(dst) = x0;
+      *reinterpret_cast<float4*>(dst + 4) = x1;
     }
   }
   if (tid < ROWS && row0 + tid < R) {
