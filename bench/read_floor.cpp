@@ -15,6 +15,15 @@
 //           the data), then reads that slice as `slice` does. Its time over the best direct read
 //           is the table's dependent round trip, which no kernel that finds its bytes through a
 //           table read in the same launch (a paged KV cache's block table) can hide.
+//   combine / cluster   not floors of their own either, but what a split read's merge across
+//           blocks costs over it, the shape of attention_decode's two merges without their math:
+//           each block reads its slice as `slice` does and leaves a 4 KiB partial (8 rows of 128
+//           FP32 columns, as a decode split's O); `combine`: the partials written to global
+//           memory and summed 16 blocks at a time by a second kernel launched as a programmatic
+//           dependent, a warp a row (attention_decode_combine's shape); `cluster`: the blocks in
+//           clusters of 8 keep their partials in shared memory and sum them through distributed
+//           shared memory between two cluster barriers (the `_cl` kernels' shape). A split decode
+//           call cannot beat the best of these at its bytes.
 //   read_floor [--sizes-mb 8,16,32,...] [--device N] [--json FILE]
 // --json also writes each size's best read (and best paged read) for tools that compare a kernel's
 // time with the floor at its bytes (bench/attention_acceptance.py).
@@ -112,7 +121,67 @@ __global__ void read_windows(const uint4* __restrict__ p, unsigned long long n16
   if (s == -1.f) *out = s;
 }
 
+// The split-and-merge kinds: PART floats a block, SPLITS blocks a merged group (combine), rows of
+// 128 columns.
+constexpr int PART = 1024, SPLITS = 16;
+template <int UNROLL>
+__device__ float read_own_slice(const uint4* __restrict__ p, unsigned long long n16) {
+  const unsigned long long per = (n16 + gridDim.x - 1) / gridDim.x;
+  const unsigned long long b0 = min(n16, (unsigned long long)blockIdx.x * per), b1 = min(n16, b0 + per);
+  return sum_words<UNROLL>(p, b0 + threadIdx.x, b1, blockDim.x);
+}
+// Each value of the partial depends on the thread's loads, so that none is left out.
+template <int UNROLL>
+__global__ void read_split(const uint4* __restrict__ p, unsigned long long n16, float* out, float* __restrict__ ws) {
+  const float s = read_own_slice<UNROLL>(p, n16);
+  for (int i = threadIdx.x; i < PART; i += blockDim.x) ws[(size_t)blockIdx.x * PART + i] = s + i;
+  if (s == -1.f) *out = s;
+}
+// Warp w sums row w % (PART / 128) of group w / (PART / 128)'s SPLITS partials, 4 columns a lane.
+__global__ void combine_split(const float* __restrict__ ws, float* __restrict__ merged, unsigned groups) {
+  asm volatile("griddepcontrol.wait;" ::: "memory"); // the split kernel's partials are complete
+  const unsigned w = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;
+  const unsigned g = w / (PART / 128), row = w % (PART / 128);
+  if (g >= groups) return;
+  float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+  for (int s = 0; s < SPLITS; ++s) {
+    const float4 v = *reinterpret_cast<const float4*>(ws + ((size_t)g * SPLITS + s) * PART + row * 128 + lane * 4);
+    a.x += v.x, a.y += v.y, a.z += v.z, a.w += v.w;
+  }
+  *reinterpret_cast<float4*>(merged + ((size_t)g * (PART / 128) + row) * 128 + lane * 4) = a;
+}
+
 #if __CUDA_ARCH__ >= 900
+// Launched in clusters: each block's partial in its shared memory, summed over the cluster's
+// blocks a column each thread (of the block's share), stored, then a second barrier before any
+// block leaves (its shared memory may still be read).
+template <int UNROLL>
+__global__ void read_cluster(const uint4* __restrict__ p, unsigned long long n16, float* out, float* __restrict__ merged) {
+  __shared__ float part[PART];
+  const float s = read_own_slice<UNROLL>(p, n16);
+  for (int i = threadIdx.x; i < PART; i += blockDim.x) part[i] = s + i;
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+  unsigned rank, n;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
+  const unsigned local = unsigned(__cvta_generic_to_shared(part));
+  const unsigned share = PART / n;
+  for (unsigned i = rank * share + threadIdx.x; i < (rank + 1) * share; i += blockDim.x) {
+    float a = 0.f;
+    for (unsigned r = 0; r < n; ++r) {
+      float v;
+      unsigned at;
+      asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(at) : "r"(local + i * 4), "r"(r));
+      asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(at));
+      a += v;
+    }
+    merged[(size_t)(blockIdx.x / n) * PART + i] = a;
+  }
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+  if (s == -1.f) *out = s;
+}
+
 template <int STAGES>
 __global__ void read_bulk(const uint4* __restrict__ p, unsigned long long n16, float* out, unsigned chunk16) {
   extern __shared__ __align__(128) uint4 ring[]; // STAGES * chunk16 words
@@ -178,6 +247,7 @@ int main(int argc, char** argv) {
       std::string kind, what;
       size_t kernel;
       unsigned per_sm, threads, smem, arg;
+      unsigned blocks = 0; // the grid where not per_sm blocks an SM (combine, cluster)
     };
     std::vector<Variant> variants;
     CompileRequest r;
@@ -219,6 +289,25 @@ int main(int argc, char** argv) {
           shapes("bulk", std::to_string(stages) + " x " + std::to_string(kib) + " KiB", r.name_expressions.size() - 1,
                  stages * kib * 1024, kib * 64, {128, 256}, {1, 2, 4});
       }
+    // The split-and-merge kinds at the grids a decode call splits into (a wave of one block an SM
+    // and below it, two above), 16 splits merged a group (combine) or clusters of 8.
+    const unsigned kClusterSize = 8;
+    size_t combine_kernel = 0;
+    for (int u : {4, 8}) {
+      const std::string us = std::to_string(u);
+      r.name_expressions.push_back("read_split<" + us + ">");
+      const size_t split = r.name_expressions.size() - 1;
+      const bool cluster = d.arch_number() >= 90;
+      if (cluster) r.name_expressions.push_back("read_cluster<" + us + ">");
+      for (unsigned blocks : {64u, 128u, 256u})
+        for (unsigned threads : {256u, 512u, 1024u}) {
+          const std::string what = "unroll " + us + ", " + std::to_string(blocks) + " x " + std::to_string(threads) + " threads";
+          variants.push_back({"combine", what, split, 0, threads, 0, 0, blocks});
+          if (cluster) variants.push_back({"cluster", what + ", clusters of 8", split + 1, 0, threads, 0, 0, blocks});
+        }
+    }
+    r.name_expressions.push_back("combine_split");
+    combine_kernel = r.name_expressions.size() - 1;
     const auto k = compiler.compile(r);
     Module m(k->cubin, k->lowered_names, "read_floor");
     Timer timer(d.l2_bytes);
@@ -230,6 +319,10 @@ int main(int argc, char** argv) {
     unsigned max_grid = 0;
     for (const Variant& v : variants) max_grid = std::max(max_grid, unsigned(d.sm_count) * v.per_sm);
     DeviceBuffer table(size_t(max_grid) * 4, "read_floor page table");
+    unsigned max_blocks = 0;
+    for (const Variant& v : variants) max_blocks = std::max(max_blocks, v.blocks);
+    DeviceBuffer ws(size_t(std::max(max_blocks, 1u)) * 1024 * 4, "read_floor partials"),
+        merged(size_t(std::max(max_blocks, 1u)) * 1024 * 4, "read_floor merged partials");
     std::mt19937 rng(1234);
     check_cu(driver().cuMemsetD32Async(buf.ptr(), 0x3f800000u, buf.bytes() / 4, nullptr), "cuMemsetD32Async", "read_floor");
     const double copy = timer.copy_tb_s(size_t(256) << 20, to); // as ktune bench measures it
@@ -242,7 +335,7 @@ int main(int argc, char** argv) {
       const size_t bytes = size_t(mb) << 20;
       std::map<std::string, std::pair<double, std::string>> best; // kind -> (ms, what)
       for (const Variant& v : variants) {
-        const unsigned grid[3] = {unsigned(d.sm_count) * v.per_sm, 1, 1}, block[3] = {v.threads, 1, 1};
+        const unsigned grid[3] = {v.blocks ? v.blocks : unsigned(d.sm_count) * v.per_sm, 1, 1}, block[3] = {v.threads, 1, 1};
         CUdeviceptr p = buf.ptr();
         unsigned long long n16 = bytes / 16;
         CUdeviceptr o = out.ptr();
@@ -250,18 +343,34 @@ int main(int argc, char** argv) {
         CUdeviceptr t = table.ptr();
         void* params[] = {&p, &n16, &o, &arg}; // the kernels of three parameters ignore the fourth
         void* paged_params[] = {&p, &n16, &o, &t};
-        const bool paged = v.kind == "paged";
+        CUdeviceptr w = ws.ptr(), mp = merged.ptr();
+        void* split_params[] = {&p, &n16, &o, v.kind == "combine" ? &w : &mp};
+        unsigned groups = grid[0] / 16; // combine: 16 splits a group, a warp a row of 8
+        void* combine_params[] = {&w, &mp, &groups};
+        const unsigned cgrid[3] = {groups * 8, 1, 1}, cblock[3] = {32, 1, 1}, cluster[3] = {kClusterSize, 1, 1};
+        const bool paged = v.kind == "paged", merging = v.kind == "combine" || v.kind == "cluster";
         if (paged) {
           std::vector<unsigned> perm(grid[0]);
           std::iota(perm.begin(), perm.end(), 0u);
           std::shuffle(perm.begin(), perm.end(), rng);
           check_cu(driver().cuMemcpyHtoD(t, perm.data(), perm.size() * 4), "cuMemcpyHtoD", "read_floor page table");
         }
-        const double ms = timer.time([&](CUstream s) { m.launch(v.kernel, grid, block, v.smem, s, paged ? paged_params : params); },
-                                     nullptr, to).median_ms;
+        const double ms = timer.time(
+                                  [&](CUstream s) {
+                                    if (v.kind == "combine") {
+                                      m.launch(v.kernel, grid, block, 0, s, split_params);
+                                      m.launch(combine_kernel, cgrid, cblock, 0, s, combine_params, /*overlap_previous=*/true);
+                                    } else if (v.kind == "cluster") {
+                                      m.launch(v.kernel, grid, block, 0, s, split_params, false, false, cluster);
+                                    } else {
+                                      m.launch(v.kernel, grid, block, v.smem, s, paged ? paged_params : params);
+                                    }
+                                  },
+                                  nullptr, to)
+                              .median_ms;
         auto& b = best[v.kind];
         if (b.second.empty() || ms < b.first) b = {ms, v.what};
-        if (paged) continue; // not a read of the bytes alone: beside the floor, not in it
+        if (paged || merging) continue; // not a read of the bytes alone: beside the floor, not in it
         auto& all = best[""];
         if (all.second.empty() || ms < all.first) all = {ms, v.kind + ": " + v.what};
       }
@@ -281,6 +390,12 @@ int main(int argc, char** argv) {
       nlohmann::ordered_json size = {{"mib", mb}, {"bytes", bytes}, {"read_ms", best[""].first}, {"kernel", best[""].second},
                                      {"same_size_copy_tb_s", same}};
       if (best.count("paged")) size["paged_read_ms"] = best["paged"].first;
+      for (const char* kind : {"combine", "cluster"})
+        if (best.count(kind)) {
+          std::printf("%8s %9.2f us a split read merged by %s over the best read (%.1f %% of the floor's time)\n", "",
+                      (best[kind].first - best[""].first) * 1e3, kind, 100 * best[""].first / best[kind].first);
+          size[std::string(kind) + "_read_ms"] = best[kind].first;
+        }
       report["sizes"].push_back(size);
     }
     if (!json_path.empty()) {

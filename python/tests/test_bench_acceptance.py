@@ -118,6 +118,15 @@ def test_read_floor_bar(tmp_path):
         assert rc == 0, err
         bar = line(out, "read_floor")
         assert bar.startswith("met " if met else "NOT MET") and share in bar, bar
+    # Where the floor also timed a split read merged across blocks, each row shows it beside the bar
+    # (the best of the two merges), and the bar is still judged against the plain read.
+    floor = dict(sizes=[dict(mib=128, read_ms=0.0458, combine_read_ms=0.0481, cluster_read_ms=0.0488)])
+    (tmp_path / "floor-bench.json").write_text(json.dumps(dict(rows=[dict(problem=key, ms=0.052)])))
+    (tmp_path / "floor-read.json").write_text(json.dumps(floor))
+    rc, out, err = run(tmp_path)
+    assert rc == 0, err
+    assert line(out, "read_floor").startswith("NOT MET")
+    assert "a split read merged 48.1 us (95.2 % of the floor), ktune 92.5 % of it" in out, out
     # A row with no floor at its bytes, or that failed, is not measured.
     rows = [dict(problem=key, ms=0.05), dict(problem="attention/bf16/causal/1x32x8x1x1024x128/a16", ms=0.01),
             dict(problem="attention/bf16/causal/2x32x8x1x32768x128/a16", error="wrong result")]
