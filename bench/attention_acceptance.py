@@ -143,10 +143,10 @@ def paged_bars(rep, data):
 
 def floor_bars(rep, bench, floor):
     by_mib = {s["mib"]: s["read_ms"] for s in floor["sizes"]}
-    # The best split read merged across blocks (read_floor's combine and cluster kinds), where the
-    # floor measured them: what a decode call that splits its keys can reach at those bytes.
-    merged = {s["mib"]: min(s[k] for k in ("combine_read_ms", "cluster_read_ms") if k in s)
-              for s in floor["sizes"] if "combine_read_ms" in s or "cluster_read_ms" in s}
+    # The best split read merged across blocks (read_floor's combine, cluster and last kinds), where
+    # the floor measured them: what a decode call that splits its keys can reach at those bytes.
+    kinds = ("combine_read_ms", "cluster_read_ms", "last_read_ms")
+    merged = {s["mib"]: min(s[k] for k in kinds if k in s) for s in floor["sizes"] if any(k in s for k in kinds)}
     xs, failed = [], []
     for r in bench["rows"]:
         dims = [int(x) for x in r["problem"].split("/")[3].split("x")]

@@ -25,7 +25,8 @@
 //           memory and summed 16 blocks at a time by a second kernel launched as a programmatic
 //           dependent, a warp a row (attention_decode_combine's shape); `cluster`: the blocks in
 //           clusters of 8 keep their partials in shared memory and sum them through distributed
-//           shared memory between two cluster barriers (the `_cl` kernels' shape). A split decode
+//           shared memory between two cluster barriers (the `_cl` kernels' shape); `last`: the
+//           last block of a group of 16 to arrive (an atomic counter) sums their partials. A split decode
 //           call cannot beat the best of these at its bytes.
 //   read_floor [--sizes-mb 8,16,32,...] [--device N] [--json FILE]
 // --json also writes each size's best read (and best paged read) for tools that compare a kernel's
@@ -184,6 +185,32 @@ __global__ void combine_split(const float* __restrict__ ws, float* __restrict__ 
   *reinterpret_cast<float4*>(merged + ((size_t)g * (PART / 128) + row) * 128 + lane * 4) = a;
 }
 
+// The last block of each group of SPLITS to finish its read sums the group's partials (an arrival
+// counter a group, reset by that block for the next call): no second launch, the merge on one block.
+template <int UNROLL>
+__global__ void read_last(const uint4* __restrict__ p, unsigned long long n16, float* out, float* __restrict__ ws,
+                          float* __restrict__ merged, unsigned* __restrict__ arrived) {
+  __shared__ bool last;
+  const float s = read_own_slice<UNROLL>(p, n16);
+  for (int i = threadIdx.x; i < PART; i += blockDim.x) ws[(size_t)blockIdx.x * PART + i] = s + i;
+  __threadfence(); // this block's partial is visible before its arrival is counted
+  __syncthreads();
+  const unsigned g = blockIdx.x / SPLITS;
+  if (threadIdx.x == 0) last = atomicAdd(arrived + g, 1u) == SPLITS - 1;
+  __syncthreads();
+  if (last) {
+    __threadfence();
+    for (int i = threadIdx.x; i < PART; i += blockDim.x) {
+      float a = 0.f;
+#pragma unroll
+      for (int j = 0; j < SPLITS; ++j) a += __ldcg(ws + ((size_t)g * SPLITS + j) * PART + i);
+      merged[(size_t)g * PART + i] = a;
+    }
+    if (threadIdx.x == 0) arrived[g] = 0;
+  }
+  if (s == -1.f) *out = s;
+}
+
 #if __CUDA_ARCH__ >= 900
 // Launched in clusters: each block's partial in its shared memory, summed over the cluster's
 // blocks a column each thread (of the block's share), stored, then a second barrier before any
@@ -337,13 +364,17 @@ int main(int argc, char** argv) {
       const std::string us = std::to_string(u);
       r.name_expressions.push_back("read_split<" + us + ">");
       const size_t split = r.name_expressions.size() - 1;
+      r.name_expressions.push_back("read_last<" + us + ">");
+      const size_t last = r.name_expressions.size() - 1;
       const bool cluster = d.arch_number() >= 90;
       if (cluster) r.name_expressions.push_back("read_cluster<" + us + ">");
+      const size_t in_clusters = r.name_expressions.size() - 1; // read_cluster's, where cluster
       for (unsigned blocks : {64u, 128u, 256u})
         for (unsigned threads : {256u, 512u, 1024u}) {
           const std::string what = "unroll " + us + ", " + std::to_string(blocks) + " x " + std::to_string(threads) + " threads";
           variants.push_back({"combine", what, split, 0, threads, 0, 0, blocks});
-          if (cluster) variants.push_back({"cluster", what + ", clusters of 8", split + 1, 0, threads, 0, 0, blocks});
+          variants.push_back({"last", what, last, 0, threads, 0, 0, blocks});
+          if (cluster) variants.push_back({"cluster", what + ", clusters of 8", in_clusters, 0, threads, 0, 0, blocks});
         }
     }
     r.name_expressions.push_back("combine_split");
@@ -362,7 +393,9 @@ int main(int argc, char** argv) {
     unsigned max_blocks = 0;
     for (const Variant& v : variants) max_blocks = std::max(max_blocks, v.blocks);
     DeviceBuffer ws(size_t(std::max(max_blocks, 1u)) * 1024 * 4, "read_floor partials"),
-        merged(size_t(std::max(max_blocks, 1u)) * 1024 * 4, "read_floor merged partials");
+        merged(size_t(std::max(max_blocks, 1u)) * 1024 * 4, "read_floor merged partials"),
+        arrived(size_t(std::max(max_blocks, 1u)) * 4, "read_floor arrival counters");
+    check_cu(driver().cuMemsetD32Async(arrived.ptr(), 0, arrived.bytes() / 4, nullptr), "cuMemsetD32Async", "read_floor counters");
     std::mt19937 rng(1234);
     check_cu(driver().cuMemsetD32Async(buf.ptr(), 0x3f800000u, buf.bytes() / 4, nullptr), "cuMemsetD32Async", "read_floor");
     const double copy = timer.copy_tb_s(size_t(256) << 20, to); // as ktune bench measures it
@@ -387,8 +420,10 @@ int main(int argc, char** argv) {
         void* split_params[] = {&p, &n16, &o, v.kind == "combine" ? &w : &mp};
         unsigned groups = grid[0] / 16; // combine: 16 splits a group, a warp a row of 8
         void* combine_params[] = {&w, &mp, &groups};
+        CUdeviceptr ap = arrived.ptr();
+        void* last_params[] = {&p, &n16, &o, &w, &mp, &ap};
         const unsigned cgrid[3] = {groups * 8, 1, 1}, cblock[3] = {32, 1, 1}, cluster[3] = {kClusterSize, 1, 1};
-        const bool paged = v.kind == "paged", merging = v.kind == "combine" || v.kind == "cluster";
+        const bool paged = v.kind == "paged", merging = v.kind == "combine" || v.kind == "cluster" || v.kind == "last";
         if (paged) {
           std::vector<unsigned> perm(grid[0]);
           std::iota(perm.begin(), perm.end(), 0u);
@@ -400,6 +435,8 @@ int main(int argc, char** argv) {
                                     if (v.kind == "combine") {
                                       m.launch(v.kernel, grid, block, 0, s, split_params);
                                       m.launch(combine_kernel, cgrid, cblock, 0, s, combine_params, /*overlap_previous=*/true);
+                                    } else if (v.kind == "last") {
+                                      m.launch(v.kernel, grid, block, 0, s, last_params);
                                     } else if (v.kind == "cluster") {
                                       m.launch(v.kernel, grid, block, 0, s, split_params, false, false, cluster);
                                     } else {
@@ -436,7 +473,7 @@ int main(int argc, char** argv) {
                     (best["heads"].first - best[""].first) * 1e3, 100 * best[""].first / best["heads"].first);
         size["heads_read_ms"] = best["heads"].first;
       }
-      for (const char* kind : {"combine", "cluster"})
+      for (const char* kind : {"combine", "cluster", "last"})
         if (best.count(kind)) {
           std::printf("%8s %9.2f us a split read merged by %s over the best read (%.1f %% of the floor's time)\n", "",
                       (best[kind].first - best[""].first) * 1e3, kind, 100 * best[""].first / best[kind].first);
