@@ -300,13 +300,13 @@ int main(int argc, char** argv) {
     const DeviceInfo d = device_by_ordinal(ordinal);
     CudaContext ctx(d.ordinal);
     Compiler compiler;
-    // One launchable read kernel of the sweep: its kind (stride, slice, windows W, bulk), its shape,
+    // One launchable read kernel of the sweep: its kind (the file's header names them), its shape,
     // and its fourth argument (read_bulk: the chunk in 16-byte words; read_windows: W; others: none).
     struct Variant {
       std::string kind, what;
       size_t kernel;
       unsigned per_sm, threads, smem, arg;
-      unsigned blocks = 0; // the grid where not per_sm blocks an SM (combine, cluster)
+      unsigned blocks = 0; // the grid where not per_sm blocks an SM (heads, combine, cluster, last)
     };
     std::vector<Variant> variants;
     CompileRequest r;
