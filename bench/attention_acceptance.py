@@ -23,7 +23,9 @@ Bars:
   decode rows: K and V read at >= 90 % of bench/read_floor at the same bytes (the floor's time over
   ktune's, both by the C++ timer; the Python bench's times carry the host call's cost beside it);
   each row also shows read_floor's best split read merged across blocks at its bytes, where the
-  floor measured one (what any decode kernel that splits its keys can reach; not the bar)
+  floor measured one (what any decode kernel that splits its keys can reach; not the bar), and the
+  decode geomean's ceiling: a kernel at the read floor, and at that split-and-merge floor where a row
+  must split (with public.json beside the floor's files)
 
 Usage: python3 bench/attention_acceptance.py DIR   (exit 1 when a file cannot be read, 0 otherwise)
 """
@@ -171,6 +173,47 @@ def floor_bars(rep, bench, floor):
         rep.lines.append(text)
 
 
+def ceiling_line(rep, public_rows, bench, floor):
+    """How far the decode geomean can go with the backends' times as measured: each decode row's ratio
+    to the best backend over its share of the read floor is the ratio of a kernel reading at the
+    floor; a row that must split its keys (batch x KV heads x 16-row blocks below two thirds of the
+    SMs, the decode rule's test) is capped by the split-and-merge floor at its bytes instead, where
+    read_floor measured one."""
+    sms = floor.get("sm_count")
+    by_mib = {s["mib"]: s for s in floor["sizes"]}
+    times = {r["problem"].split("/")[3]: r["ms"] for r in bench["rows"] if r.get("ms") and not r.get("error")}
+    at_read, at_merge, split, unmeasured = [], [], 0, set()
+    for r in public_rows:
+        row, ratio = r["row"], r.get("ktune_vs_best")
+        if not is_decode(row) or ratio is None:
+            continue
+        B, H, HKV, SQ, SK, D = (row[k] for k in ("batch", "heads", "kv_heads", "q_len", "kv_len", "head_dim"))
+        shape = "x".join(str(x) for x in (B, H, HKV, SQ, SK, D))
+        mib = -(-2 * B * HKV * SK * D * 2 // (1 << 20))
+        if shape not in times or mib not in by_mib or sms is None:
+            return  # not every decode row measured against its floor: no ceiling to state
+        size = by_mib[mib]
+        top = ratio * times[shape] / size["read_ms"]
+        at_read.append(top)
+        blocks = B * HKV * -(-SQ * (H // HKV) // 16)
+        if 3 * blocks < 2 * sms:
+            split += 1
+            kinds = [size[k] for k in ("combine_read_ms", "cluster_read_ms", "last_read_ms") if k in size]
+            if kinds:
+                top *= size["read_ms"] / min(kinds)
+            else:
+                unmeasured.add(mib)
+        at_merge.append(top)
+    if not at_read:
+        return
+    text = "          ceiling with the backends as measured: %.3fx in geomean at the read floor" % geomean(at_read)
+    if split:
+        text += ", %.3fx with the rows that must split (%d) at the split-and-merge floor" % (geomean(at_merge), split)
+        if unmeasured:
+            text += " (not measured at %s MiB: the read floor taken)" % ", ".join(str(m) for m in sorted(unmeasured))
+    rep.lines.append(text)
+
+
 def main(argv):
     if len(argv) != 2:
         sys.exit(__doc__.strip().splitlines()[-1])
@@ -204,6 +247,8 @@ def main(argv):
         fb, fr = os.path.join(folder, "floor-bench.json"), os.path.join(folder, "floor-read.json")
         if os.path.exists(fb) and os.path.exists(fr):
             floor_bars(rep, json.load(open(fb)), json.load(open(fr)))
+            if os.path.exists(pub):
+                ceiling_line(rep, json.load(open(pub))["rows"], json.load(open(fb)), json.load(open(fr)))
         paged = os.path.join(folder, "paged.json")
         if os.path.exists(paged):
             paged_bars(rep, json.load(open(paged)))

@@ -134,3 +134,25 @@ def test_read_floor_bar(tmp_path):
     rc, out, err = run(tmp_path)
     bar = line(out, "read_floor")
     assert bar.startswith("NOT MET") and "no floor at 4 MiB" in bar and "wrong result" in bar, bar
+
+
+def test_decode_ceiling(tmp_path):
+    """The decode geomean's ceiling: 1 x 32/8 x 1024 (8 blocks of work: it must split) at 1.2x the best
+    backend and half its read floor could reach 2.4x at the floor, 1.92x at a merge floor of 0.8 of
+    it; 64 x 32/8 x 2048 (512 blocks: no split) at the floor stays 1.0x. Geomeans 1.549x and 1.386x."""
+    public = [row("Llama-3 8B", 1, 32, 8, 1, 1024, 128, True, 0.009, flash=0.0108, cudnn=0.0108),
+              row("Llama-3 8B", 64, 32, 8, 1, 2048, 128, True, 0.2, flash=0.2, cudnn=0.2)]
+    bench = dict(rows=[dict(problem="attention/bf16/causal/1x32x8x1x1024x128/a16", ms=0.010),
+                       dict(problem="attention/bf16/causal/64x32x8x1x2048x128/a16", ms=0.2)])
+    floor = dict(sm_count=132, sizes=[dict(mib=4, read_ms=0.005, combine_read_ms=0.00625, cluster_read_ms=0.007),
+                                      dict(mib=512, read_ms=0.2)])
+    (tmp_path / "floor-bench.json").write_text(json.dumps(bench))
+    (tmp_path / "floor-read.json").write_text(json.dumps(floor))
+    rc, out, err = run(tmp_path, public=public)
+    assert rc == 0, err
+    assert "1.549x in geomean at the read floor, 1.386x with the rows that must split (1) at the split-and-merge floor" in out, out
+    # Without a merge floor at the split row's bytes, the read floor stands in for it, and says so.
+    floor["sizes"][0] = dict(mib=4, read_ms=0.005)
+    (tmp_path / "floor-read.json").write_text(json.dumps(floor))
+    rc, out, err = run(tmp_path, public=public)
+    assert "1.549x with the rows that must split (1) at the split-and-merge floor (not measured at 4 MiB" in out, out
