@@ -143,18 +143,27 @@ def paged_bars(rep, data):
         rep.bar("paged at page %d within 5 %% of contiguous" % page, not failed and worst[0] >= 0.95, text)
 
 
+def kv_mib(B, HKV, SK, D):
+    """MiB of K and V (bf16 / f16) of a decode row, rounded up: the read_floor size it is held to."""
+    return -(-2 * B * HKV * SK * D * 2 // (1 << 20))
+
+
+def merge_floor_ms(size):
+    """The best split read merged across blocks (read_floor's combine, cluster and last kinds) of one
+    read_floor size, or None where the floor measured none: what a decode call that splits its keys
+    can reach at those bytes."""
+    kinds = [size[k] for k in ("combine_read_ms", "cluster_read_ms", "last_read_ms") if k in size]
+    return min(kinds) if kinds else None
+
+
 def floor_bars(rep, bench, floor):
     by_mib = {s["mib"]: s["read_ms"] for s in floor["sizes"]}
-    # The best split read merged across blocks (read_floor's combine, cluster and last kinds), where
-    # the floor measured them: what a decode call that splits its keys can reach at those bytes.
-    kinds = ("combine_read_ms", "cluster_read_ms", "last_read_ms")
-    merged = {s["mib"]: min(s[k] for k in kinds if k in s) for s in floor["sizes"] if any(k in s for k in kinds)}
+    merged = {s["mib"]: merge_floor_ms(s) for s in floor["sizes"] if merge_floor_ms(s) is not None}
     xs, failed = [], []
     for r in bench["rows"]:
-        dims = [int(x) for x in r["problem"].split("/")[3].split("x")]
-        B, HKV, SK, D = dims[0], dims[2], dims[4], dims[5]
-        mib = -(-2 * B * HKV * SK * D * 2 // (1 << 20))
         name = r["problem"].split("/")[3]
+        dims = [int(x) for x in name.split("x")]
+        mib = kv_mib(dims[0], dims[2], dims[4], dims[5])
         if r.get("error") or not r.get("ms") or mib not in by_mib:
             failed.append("%s: %s" % (name, r.get("error") or ("no floor at %d MiB" % mib)))
             continue
@@ -189,7 +198,7 @@ def ceiling_line(rep, public_rows, bench, floor):
             continue
         B, H, HKV, SQ, SK, D = (row[k] for k in ("batch", "heads", "kv_heads", "q_len", "kv_len", "head_dim"))
         shape = "x".join(str(x) for x in (B, H, HKV, SQ, SK, D))
-        mib = -(-2 * B * HKV * SK * D * 2 // (1 << 20))
+        mib = kv_mib(B, HKV, SK, D)
         if shape not in times or mib not in by_mib or sms is None:
             return  # not every decode row measured against its floor: no ceiling to state
         size = by_mib[mib]
@@ -198,9 +207,9 @@ def ceiling_line(rep, public_rows, bench, floor):
         blocks = B * HKV * -(-SQ * (H // HKV) // 16)
         if 3 * blocks < 2 * sms:
             split += 1
-            kinds = [size[k] for k in ("combine_read_ms", "cluster_read_ms", "last_read_ms") if k in size]
-            if kinds:
-                top *= size["read_ms"] / min(kinds)
+            merge_ms = merge_floor_ms(size)
+            if merge_ms is not None:
+                top *= size["read_ms"] / merge_ms
             else:
                 unmeasured.add(mib)
         at_merge.append(top)
@@ -235,10 +244,10 @@ def main(argv):
                 elif missing:
                     rep.bar("step %s measured" % name, False, "not measured: no " + ", ".join(missing))
         pub = os.path.join(folder, "public.json")
-        if os.path.exists(pub):
-            d = json.load(open(pub))
-            rep.lines.append("# %s, torch %s, cuDNN %s" % (d.get("device"), d.get("torch"), d.get("cudnn")))
-            public_bars(rep, d["rows"])
+        public = json.load(open(pub)) if os.path.exists(pub) else None
+        if public is not None:
+            rep.lines.append("# %s, torch %s, cuDNN %s" % (public.get("device"), public.get("torch"), public.get("cudnn")))
+            public_bars(rep, public["rows"])
         for kind, served in (("untuned", "nobody tuned, no table"), ("tables", "nobody tuned, shipped tables")):
             for path in sorted(glob.glob(os.path.join(folder, kind + "-*.json"))):
                 name = os.path.basename(path)[len(kind) + 1:-len(".json")]
@@ -246,9 +255,10 @@ def main(argv):
                           [(r.get("ktune_vs_best"), r) for r in json.load(open(path))["rows"]], 1.0, 0.9)
         fb, fr = os.path.join(folder, "floor-bench.json"), os.path.join(folder, "floor-read.json")
         if os.path.exists(fb) and os.path.exists(fr):
-            floor_bars(rep, json.load(open(fb)), json.load(open(fr)))
-            if os.path.exists(pub):
-                ceiling_line(rep, json.load(open(pub))["rows"], json.load(open(fb)), json.load(open(fr)))
+            bench, floor = json.load(open(fb)), json.load(open(fr))
+            floor_bars(rep, bench, floor)
+            if public is not None:
+                ceiling_line(rep, public["rows"], bench, floor)
         paged = os.path.join(folder, "paged.json")
         if os.path.exists(paged):
             paged_bars(rep, json.load(open(paged)))

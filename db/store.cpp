@@ -394,12 +394,13 @@ int64_t Store::trial_row(int64_t device, int64_t problem, const std::string& arc
 
 namespace {
 
-// Whether a problem key is of a user kernel ("name@version/...") whose spec this process has not
-// loaded: another program's problem, not a bad row.
-bool unloaded_user_kernel(const std::string& key) {
-  const std::string op = key.substr(0, key.find('/'));
-  return op.find('@') != std::string::npos &&
-         std::none_of(ops().begin(), ops().end(), [&](const OpInfo& o) { return o.name == op; });
+// The op of a problem key of a user kernel ("name@version/...") whose spec this process has not
+// loaded (another program's problem, not a bad row), else empty.
+std::string unloaded_user_kernel(const std::string& key) {
+  std::string op = key.substr(0, key.find('/'));
+  const bool unloaded = op.find('@') != std::string::npos &&
+                        std::none_of(ops().begin(), ops().end(), [&](const OpInfo& o) { return o.name == op; });
+  return unloaded ? op : std::string();
 }
 
 // Whether a trial's config may be a problem's best: a config this ktune's family rejects for the
@@ -415,7 +416,7 @@ bool servable(const std::string& problem_key, const std::string& family, const s
   try {
     e.problem = Problem::parse_key(problem_key);
   } catch (const Error&) {
-    return unloaded_user_kernel(problem_key); // else a key no reader can parse
+    return !unloaded_user_kernel(problem_key).empty(); // else a key no reader can parse
   }
   e.family = family, e.config_json = config;
   return invalid_reason(e, *limits).empty();
@@ -687,8 +688,7 @@ Table Store::export_table(const std::string& arch, const std::string& family) co
     } catch (const Error& err) {
       // A user kernel's entry ("name@version/...") whose spec this process has not loaded is
       // another program's, not a bad row: left out, and counted for the caller (export says so).
-      if (unloaded_user_kernel(s.text(0))) {
-        const std::string op = s.text(0).substr(0, s.text(0).find('/'));
+      if (const std::string op = unloaded_user_kernel(s.text(0)); !op.empty()) {
         ++t.other_kernel_entries;
         if (std::find(t.other_kernels.begin(), t.other_kernels.end(), op) == t.other_kernels.end()) t.other_kernels.push_back(op);
         continue;
