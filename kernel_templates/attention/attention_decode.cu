@@ -180,9 +180,12 @@ __device__ __forceinline__ void attention_decode_body(
   const int g = lane >> 2, t = lane & 3;
   // Rows, heads and row blocks in 32 bits (the family admits batch x heads x q_len < 2^31): a
   // 64-bit division is a long inlined routine, in the chain before the first load is issued and in
-  // the code a short call fetches cold.
-  const unsigned G = unsigned(H) / unsigned(HKV), R = unsigned(SQ) * G, RB = (R + ROWS - 1) / ROWS;
-  const unsigned hk = blockIdx.y / RB, row0 = (blockIdx.y % RB) * ROWS;
+  // the code a short call fetches cold. The row blocks of a KV head from the grid (kv_heads x row
+  // blocks), with no division where there is one, so that the first K / V tile's addresses wait on
+  // the parameters alone; G (a division) is for Q's rows, loaded after that tile is on its way.
+  const unsigned RB = gridDim.y == unsigned(HKV) ? 1u : gridDim.y / unsigned(HKV);
+  const unsigned hk = RB == 1 ? blockIdx.y : blockIdx.y / RB, row0 = RB == 1 ? 0u : (blockIdx.y % RB) * ROWS;
+  const unsigned G = unsigned(H) / unsigned(HKV), R = unsigned(SQ) * G;
   const long long b = blockIdx.z;
   const long long split = blockIdx.x, nsplit = gridDim.x;
   // The keys of this sequence: all SKV, or (paged) its own length, at most the capacity.
@@ -236,25 +239,16 @@ __device__ __forceinline__ void attention_decode_body(
 
   // The block's query rows, zeros past the last one (not unrolled: its divisions are code a short
   // call fetches cold, for two or four iterations).
+  auto load_q = [&] {
 #pragma unroll 1
-  for (int c = tid; c < ROWS * CH; c += THREADS) {
-    const int r = c / CH, ch = c % CH;
-    const unsigned row = row0 + r;
-    const bool ok = row < R;
-    const unsigned i = ok ? row / G : 0, h = hk * G + (ok ? row % G : 0);
-    cp_async16(smem_u32(sQ + swizzled<D>(r, ch)), q + b * qb + i * qs + h * qh + col(ch), ok && in_head(ch));
-  }
-  cp_async_commit();
-
-  // The last key each of this thread's rows sees (causal), and its (b, h, i) row of the output.
-  long long limit[MT][2];
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const unsigned row = row0 + mt * 16 + g + 8 * r;
-      limit[mt][r] = (row < R ? row / G : 0) + off;
+    for (int c = tid; c < ROWS * CH; c += THREADS) {
+      const int r = c / CH, ch = c % CH;
+      const unsigned row = row0 + r;
+      const bool ok = row < R;
+      const unsigned i = ok ? row / G : 0, h = hk * G + (ok ? row % G : 0);
+      cp_async16(smem_u32(sQ + swizzled<D>(r, ch)), q + b * qb + i * qs + h * qh + col(ch), ok && in_head(ch));
     }
+  };
 
   const unsigned short* kbase = k + (PAGED ? 0 : b * kb) + hk * kh;
   const unsigned short* vbase = v + (PAGED ? 0 : b * vb) + hk * vh;
@@ -325,13 +319,27 @@ __device__ __forceinline__ void attention_decode_body(
     }
   };
   // Not unrolled: each copy of load_tile is code a short call (a warp's one or two tiles) fetches
-  // cold, and the prologue runs once.
+  // cold, and the prologue runs once. Q joins the first tile's group, issued after it: the first
+  // K / V loads are not held up by Q's rows (divisions by G), and the block waits for that group
+  // before its first tile's math, which needs both.
 #pragma unroll 1
   for (int s = 0; s < STAGES - 1; ++s) {
     if (s < mine) load_tile(s, s);
+    if (s == 0) load_q();
     cp_async_commit();
   }
-  cp_async_wait<STAGES - 1>(); // the Q group (committed first) has landed
+
+  // The last key each of this thread's rows sees (causal), and its (b, h, i) row of the output.
+  long long limit[MT][2];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const unsigned row = row0 + mt * 16 + g + 8 * r;
+      limit[mt][r] = (row < R ? row / G : 0) + off;
+    }
+
+  cp_async_wait<STAGES - 2>(); // the first group (tile 0 and Q) has landed
   __syncthreads();
 
   float acc[MT][DT][4];
