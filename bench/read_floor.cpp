@@ -18,6 +18,10 @@
 //   heads   the bytes as a (B, S, H, D) cache of 8 heads of 256-byte rows: each block reads one
 //           head's rows of a slice of the sequence (256 bytes every 2 KiB), as a decode block of
 //           one KV head reads its K or V; a floor for that layout, shown beside the contiguous one.
+//   ring    the loop of an attention_decode block without its math: W warps a block, one block an
+//           SM, each warp with its own cp.async ring of STAGES (K, V) tiles of BN 256-byte rows (K
+//           from the slice's first half, V from its second), waiting for its oldest tile, reading
+//           it from shared memory and issuing the next; beside the floor, what that shape reaches.
 //   combine / cluster   not floors of their own either, but what a split read's merge across
 //           blocks costs over it, the shape of attention_decode's two merges without their math:
 //           each block reads its slice as `slice` does and leaves a 4 KiB partial (8 rows of 128
@@ -151,6 +155,49 @@ __global__ void read_heads(const uint4* __restrict__ p, unsigned long long n16, 
     const uint4 v = *at(i);
     s += __uint_as_float(v.x ^ v.y ^ v.z ^ v.w);
   }
+  if (s == -1.f) *out = s;
+}
+
+// The `ring` kind: block b's slice as rows of 16 words, K its first half and V its second; warp w
+// takes tiles w, w + W, ... of BN rows of each, STAGES deep (tiles past the end: empty groups, so
+// that the wait counts stay right).
+template <int W, int STAGES, int BN>
+__global__ void read_ring(const uint4* __restrict__ p, unsigned long long n16, float* out) {
+  extern __shared__ __align__(16) uint4 ring_smem[]; // W x STAGES x (K, V) x BN x 16 words
+  const unsigned long long per = (n16 + gridDim.x - 1) / gridDim.x;
+  const unsigned long long b0 = min(n16, (unsigned long long)blockIdx.x * per), b1 = min(n16, b0 + per);
+  const unsigned long long half = (b1 - b0) / 32; // rows of 16 words in each of K and V
+  const uint4* K = p + b0;
+  const uint4* V = K + half * 16;
+  const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  uint4* mine = ring_smem + (size_t)warp * STAGES * 2 * BN * 16;
+  const long long tiles = (long long)(half / BN), mine_tiles = tiles > warp ? (tiles - warp + W - 1) / W : 0;
+  auto issue = [&](long long n) {
+    if (n < mine_tiles) {
+      const unsigned long long row0 = (unsigned long long)(warp + n * W) * BN;
+      uint4* st = mine + (n % STAGES) * 2 * BN * 16;
+      for (int c = lane; c < BN * 16; c += 32) {
+        const unsigned dk = unsigned(__cvta_generic_to_shared(st + c)), dv = unsigned(__cvta_generic_to_shared(st + BN * 16 + c));
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dk), "l"(K + row0 * 16 + c) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dv), "l"(V + row0 * 16 + c) : "memory");
+      }
+    }
+    asm volatile("cp.async.commit_group;" ::: "memory");
+  };
+  for (int n = 0; n < STAGES - 1; ++n) issue(n);
+  float s = 0.f;
+  for (long long n = 0; n < mine_tiles; ++n) {
+    asm volatile("cp.async.wait_group %0;" ::"n"(STAGES - 2) : "memory");
+    __syncwarp();
+    const uint4* st = mine + (n % STAGES) * 2 * BN * 16;
+    for (int c = lane; c < 2 * BN * 16; c += 32) {
+      const uint4 v = st[c];
+      s += __uint_as_float(v.x ^ v.y ^ v.z ^ v.w);
+    }
+    __syncwarp(); // the stage is read before it is refilled
+    issue(n + STAGES - 1);
+  }
+  asm volatile("cp.async.wait_group 0;" ::: "memory");
   if (s == -1.f) *out = s;
 }
 
@@ -356,6 +403,17 @@ int main(int argc, char** argv) {
                                            std::to_string(threads) + " threads",
                               r.name_expressions.size() - 1, 0, threads, 0, 0, blocks});
     }
+    for (int w : {4, 8})
+      for (int stages : {2, 3, 4})
+        for (int bn : {16, 32}) {
+          const unsigned smem = unsigned(w * stages * 2 * bn * 256);
+          if (smem > unsigned(d.max_smem_per_block_optin)) continue;
+          r.name_expressions.push_back("read_ring<" + std::to_string(w) + ", " + std::to_string(stages) + ", " +
+                                       std::to_string(bn) + ">");
+          variants.push_back({"ring", std::to_string(w) + " warps, " + std::to_string(stages) + " x " + std::to_string(bn) +
+                                          "-row tiles",
+                              r.name_expressions.size() - 1, 1, unsigned(w * 32), smem, 0, 128});
+        }
     // The split-and-merge kinds at the grids a decode call splits into (a wave of one block an SM
     // and below it, two above), 16 splits merged a group (combine) or clusters of 8.
     const unsigned kClusterSize = 8;
@@ -448,7 +506,7 @@ int main(int argc, char** argv) {
         auto& b = best[v.kind];
         if (b.second.empty() || ms < b.first) b = {ms, v.what};
         // Not a read of the bytes alone, or not in the order that reads them fastest: beside the floor.
-        if (paged || merging || v.kind == "heads") continue;
+        if (paged || merging || v.kind == "heads" || v.kind == "ring") continue;
         auto& all = best[""];
         if (all.second.empty() || ms < all.first) all = {ms, v.kind + ": " + v.what};
       }
@@ -469,7 +527,8 @@ int main(int argc, char** argv) {
                                      {"same_size_copy_tb_s", same}};
       if (best.count("paged")) size["paged_read_ms"] = best["paged"].first;
       // The kinds beside the floor that read the same bytes another way: each one's cost over it.
-      const std::pair<const char*, const char*> beside[] = {{"heads", "the read of one head's rows a block"},
+      const std::pair<const char*, const char*> beside[] = {{"ring", "a decode block's loop (128 blocks)"},
+                                                            {"heads", "the read of one head's rows a block"},
                                                             {"combine", "a split read merged by combine"},
                                                             {"cluster", "a split read merged by cluster"},
                                                             {"last", "a split read merged by last"}};
