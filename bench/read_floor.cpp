@@ -353,7 +353,7 @@ int main(int argc, char** argv) {
       std::string kind, what;
       size_t kernel;
       unsigned per_sm, threads, smem, arg;
-      unsigned blocks = 0; // the grid where not per_sm blocks an SM (heads, combine, cluster, last)
+      unsigned blocks = 0; // the grid where not per_sm blocks an SM (heads, ring, combine, cluster, last)
     };
     std::vector<Variant> variants;
     CompileRequest r;
