@@ -158,7 +158,7 @@ def merge_floor_ms(size):
 
 def floor_bars(rep, bench, floor):
     by_mib = {s["mib"]: s["read_ms"] for s in floor["sizes"]}
-    merged = {s["mib"]: merge_floor_ms(s) for s in floor["sizes"] if merge_floor_ms(s) is not None}
+    merged = {s["mib"]: ms for s in floor["sizes"] for ms in [merge_floor_ms(s)] if ms is not None}
     xs, failed = [], []
     for r in bench["rows"]:
         name = r["problem"].split("/")[3]
