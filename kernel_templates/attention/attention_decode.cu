@@ -208,18 +208,21 @@ __device__ __forceinline__ void attention_decode_body(
   const float scale_log2 = scale * 1.4426950408889634f;
   const long long off = len - SQ;
   // Paged with PAGE a multiple of BN: a tile lies in one page (j0 is a multiple of BN: CHUNK is
-  // one of BN), so its table entry is read once, AHEAD tiles before the tile is loaded (a ring of
-  // registers), and each key's row steps from the tile's as in the contiguous kernel. Read one tile
-  // ahead, the entry's load latency was not covered by a tile's work where a warp's tiles are short
-  // and few blocks share an SM (2 warps, 16-key tiles, 2 blocks an SM: the kernel took 1.3x the
-  // contiguous one's time, H200). The entries are read by the sequence's capacity, not its length,
-  // so that the first ones load beside lens[b], not after it (past the length they are pages of
-  // the table still, read and not used); the table's own round trip before the first K / V tile
-  // remains, and is what a paged call costs over a contiguous one where a call is short (10 % at
-  // 1 x 32/8 x 1024 with L2 cold, H200). Pages smaller than a tile, or not a multiple of it, look
-  // each key up. load_tile is called for n = 0, 1, 2, ... in order.
+  // one of BN), so its table entry is read once, and each key's row steps from the tile's as in the
+  // contiguous kernel. A warp reads its tiles' entries 32 at a time, one a lane (`pages`, then
+  // broadcast with a shuffle), the next 32 on their way while these are used: a warp waits on a
+  // table read once in 32 tiles, for a read issued 32 tiles before. Entries read one at a time
+  // into a ring of registers held each tile's loads behind the previous tile's table read (a
+  // register is moved only once its load has landed): behind a round trip through memory that
+  // the K / V reads keep full: 0.8-1.1 us of a 30-31 us call at 1 x 64/8 x 16384 in pages of 64
+  // and 256 (H100).
+  // The entries are read by the sequence's capacity, not its length, so that the first ones load
+  // beside lens[b], not after it (past the length they are pages of the table still, read and not
+  // used); the table's own round trip before the first K / V tile remains, and is what a paged call
+  // costs over a contiguous one where a call is short (10 % at 1 x 32/8 x 1024 with L2 cold,
+  // H200). Pages smaller than a tile, or not a multiple of it, look each key up. load_tile is
+  // called for n = 0, 1, 2, ... in order by every lane of the warp.
   constexpr bool whole = PAGED == 1;
-  constexpr int AHEAD = whole ? 4 : 1;
   const long long warp_tiles_cap = [&] {
     const long long k1_cap = CHUNK && !ILV ? (k0 + CHUNK < SKV ? k0 + CHUNK : SKV) : SKV;
     return tiles_from((k1_cap - k0 + BN - 1) / BN);
@@ -229,9 +232,7 @@ __device__ __forceinline__ void attention_decode_body(
   auto tile_page = [&](long long n) -> int {
     return n < warp_tiles_cap ? bt[b * PPS + unsigned(tile_key(n)) / page_keys] : 0;
   };
-  int ahead[AHEAD];
-#pragma unroll
-  for (int i = 0; i < AHEAD; ++i) ahead[i] = whole ? tile_page(i) : 0;
+  int pages = whole ? tile_page(lane) : 0, next_pages = whole ? tile_page(32 + lane) : 0;
   auto in_head = [&](int ch) { return !PAD || ch * 8 < DR; }; // chunk ch of a row is the operands'?
   // Where chunk ch of a row is read from: past the head dim (nothing read) the row's first, so that
   // the address stays inside the operand even on its last row.
@@ -265,10 +266,8 @@ __device__ __forceinline__ void attention_decode_body(
     if (PAGED == 0) {
       k_tile += j0 * ks, v_tile += j0 * vs;
     } else if (whole) {
-      const long long page = ahead[0], at = unsigned(j0) % page_keys;
-#pragma unroll
-      for (int i = 0; i + 1 < AHEAD; ++i) ahead[i] = ahead[i + 1];
-      ahead[AHEAD - 1] = tile_page(n + AHEAD);
+      if (n % 32 == 0 && n > 0) pages = next_pages, next_pages = tile_page(n + 32 + lane);
+      const long long page = __shfl_sync(0xffffffffu, pages, int(n % 32)), at = unsigned(j0) % page_keys;
       k_tile += page * kb + at * ks, v_tile += page * vb + at * vs;
     } else {
       pg0 = j0 / PAGE, at0 = j0 - pg0 * PAGE;

@@ -464,10 +464,14 @@ namespace {
 const Planted kPagedFaults[] = {
     {"the block table ignored (pages taken in order)",
      "bt[b * PPS + unsigned(tile_key(n)) / page_keys]", "int(b * PPS + unsigned(tile_key(n)) / page_keys)"},
-    {"the ring of pages read ahead one tile off", "ahead[AHEAD - 1] = tile_page(n + AHEAD);",
-     "ahead[AHEAD - 1] = tile_page(n + AHEAD + 1);"},
-    {"the ring of pages not stepped", "for (int i = 0; i + 1 < AHEAD; ++i) ahead[i] = ahead[i + 1];",
-     "for (int i = 0; i + 1 < AHEAD; ++i) ahead[i] = ahead[i];"},
+    {"the second 32 tiles' entries those of the first 32", "next_pages = whole ? tile_page(32 + lane) : 0;",
+     "next_pages = whole ? tile_page(lane) : 0;"},
+    {"the entries read again for the 32 tiles just read, not the next 32", "next_pages = tile_page(n + 32 + lane);",
+     "next_pages = tile_page(n + lane);"},
+    {"the entries never renewed after the first 32 tiles", "if (n % 32 == 0 && n > 0) pages = next_pages",
+     "if (false) pages = next_pages"},
+    {"each tile's entry taken from the next tile's lane", "__shfl_sync(0xffffffffu, pages, int(n % 32))",
+     "__shfl_sync(0xffffffffu, pages, int((n + 1) % 32))"},
     {"the sequence lengths ignored", "if (PAGED) len = lens[b]", "if (false) len = lens[b]"},
 };
 // Pages smaller than a tile (each key looked up).
@@ -519,12 +523,12 @@ TEST(AttentionGpu, PagedDecodePassesOverPageSizesAndPlantedKernelsAreRejected) {
       EXPECT_TRUE(v.pass) << c.to_json() << " " << p.key() << ": " << v.summary();
     }
   }
-  // Planted, pages a multiple of the tile (a table entry a tile, read AHEAD tiles ahead): 16 pages a
-  // sequence, 40 in the cache (so the faults still read inside it). Two splits of 512 keys, taking
-  // turns in runs of 4 tiles, give each warp 8 tiles, more than the ring holds, so the ring's steps
-  // are taken.
-  const Problem p = Problem::parse("attention_paged", "2x8x2x2x1024x128x64x40", "causal", DType::bf16);
-  Config c = decode_config(512, 16, 4, 16, 3, 0, 1);
+  // Planted, pages a multiple of the tile (a table entry a tile, a warp's entries read 32 tiles at a
+  // time): 128 pages a sequence, 280 in the cache (so the faults still read inside it). Two splits
+  // of 4096 keys, taking turns in runs of 2 tiles, give each warp 128 tiles: its entries are
+  // renewed three times, each time from the 32 read ahead.
+  const Problem p = Problem::parse("attention_paged", "2x8x2x2x8192x128x64x280", "causal", DType::bf16);
+  Config c = decode_config(4096, 16, 2, 16, 3, 0, 1);
   ASSERT_TRUE(f.valid(c, p, *d));
   EXPECT_TRUE(check_config(*runner, compiler, *d, f, c, p, 99).pass) << "the unplanted kernel at " << p.key();
   const std::string source(embedded_file("attention/attention_decode.cu"));
