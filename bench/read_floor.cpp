@@ -60,6 +60,10 @@ using namespace ktune;
 
 namespace {
 
+// The split-and-merge kinds' partial (FP32 elements a block: 8 rows of 128 columns, a decode split's
+// O) and the splits a merged group, shared by their kernels (-D) and the launches below.
+constexpr unsigned kPart = 1024, kSplits = 16;
+
 // The read kernels of the sweep (the file's header names them). Each sums the 16-byte words it
 // reads and stores only if the sum is exactly -1 (never, for the fill used), so the loads stay and
 // nothing is written.
@@ -202,8 +206,8 @@ __global__ void read_ring(const uint4* __restrict__ p, unsigned long long n16, f
 }
 
 // The split-and-merge kinds: PART floats a block, SPLITS blocks a merged group (combine), rows of
-// 128 columns.
-constexpr int PART = 1024, SPLITS = 16;
+// 128 columns; both from the host's kPart and kSplits (defined when compiled).
+constexpr int PART = KT_PART, SPLITS = KT_SPLITS;
 template <int UNROLL>
 __device__ float read_own_slice(const uint4* __restrict__ p, unsigned long long n16) {
   const unsigned long long per = (n16 + gridDim.x - 1) / gridDim.x;
@@ -358,6 +362,7 @@ int main(int argc, char** argv) {
     std::vector<Variant> variants;
     CompileRequest r;
     r.source = kSource, r.source_name = "read_floor.cu", r.arch = d.arch, r.context = "read_floor";
+    r.options = {"-DKT_PART=" + std::to_string(kPart), "-DKT_SPLITS=" + std::to_string(kSplits)};
     auto shapes = [&](const std::string& kind, const std::string& what, size_t kernel, unsigned smem, unsigned arg,
                       const std::vector<unsigned>& threads_list, const std::vector<unsigned>& per_sm_list) {
       for (unsigned threads : threads_list)
@@ -459,8 +464,8 @@ int main(int argc, char** argv) {
     DeviceBuffer table(size_t(max_grid) * 4, "read_floor page table");
     unsigned max_blocks = 0;
     for (const Variant& v : variants) max_blocks = std::max(max_blocks, v.blocks);
-    DeviceBuffer ws(size_t(std::max(max_blocks, 1u)) * 1024 * 4, "read_floor partials"),
-        merged(size_t(std::max(max_blocks, 1u)) * 1024 * 4, "read_floor merged partials"),
+    DeviceBuffer ws(size_t(std::max(max_blocks, 1u)) * kPart * 4, "read_floor partials"),
+        merged(size_t(std::max(max_blocks, 1u)) * kPart * 4, "read_floor merged partials"),
         arrived(size_t(std::max(max_blocks, 1u)) * 4, "read_floor arrival counters");
     check_cu(driver().cuMemsetD32Async(arrived.ptr(), 0, arrived.bytes() / 4, nullptr), "cuMemsetD32Async", "read_floor counters");
     std::mt19937 rng(1234);
@@ -485,11 +490,11 @@ int main(int argc, char** argv) {
         void* paged_params[] = {&p, &n16, &o, &t};
         CUdeviceptr w = ws.ptr(), mp = merged.ptr();
         void* split_params[] = {&p, &n16, &o, v.kind == "combine" ? &w : &mp};
-        unsigned groups = grid[0] / 16; // combine: 16 splits a group, a warp a row of 8
+        unsigned groups = grid[0] / kSplits; // combine: kSplits splits a group, a warp a row of 128 columns
         void* combine_params[] = {&w, &mp, &groups};
         CUdeviceptr ap = arrived.ptr();
         void* last_params[] = {&p, &n16, &o, &w, &mp, &ap};
-        const unsigned cgrid[3] = {groups * 8, 1, 1}, cblock[3] = {32, 1, 1}, cluster[3] = {kClusterSize, 1, 1};
+        const unsigned cgrid[3] = {groups * (kPart / 128), 1, 1}, cblock[3] = {32, 1, 1}, cluster[3] = {kClusterSize, 1, 1};
         const bool paged = v.kind == "paged";
         if (paged) {
           std::vector<unsigned> perm(grid[0]);
