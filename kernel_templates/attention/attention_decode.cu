@@ -223,14 +223,19 @@ __device__ __forceinline__ void attention_decode_body(
   // H200). Pages smaller than a tile, or not a multiple of it, look each key up. load_tile is
   // called for n = 0, 1, 2, ... in order by every lane of the warp.
   constexpr bool whole = PAGED == 1;
-  const long long warp_tiles_cap = [&] {
-    const long long k1_cap = CHUNK && !ILV ? (k0 + CHUNK < SKV ? k0 + CHUNK : SKV) : SKV;
-    return tiles_from((k1_cap - k0 + BN - 1) / BN);
-  }();
+  // The first entries' addresses are index math on the parameters alone, with no division where
+  // the page size is a power of two (a shift) and none for the bound (a tile's first key against
+  // the capacity, not a count of tiles): each division before the table's read is a chain of
+  // dependent instructions its round trip, and the first K / V tile's, wait on.
+  const long long k1_cap = CHUNK && !ILV ? (k0 + CHUNK < SKV ? k0 + CHUNK : SKV) : SKV;
   // Keys and page sizes below 2^31 (the op's limit): 32-bit divisions, a few times cheaper.
-  const unsigned page_keys = unsigned(PAGE);
+  const unsigned page_keys = unsigned(PAGE), page_shift = __popc(page_keys - 1);
+  const bool page_pow2 = (page_keys & (page_keys - 1)) == 0;
+  auto page_of = [&](unsigned key) { return page_pow2 ? key >> page_shift : key / page_keys; };
+  auto in_page = [&](unsigned key) { return page_pow2 ? key & (page_keys - 1) : key % page_keys; };
   auto tile_page = [&](long long n) -> int {
-    return n < warp_tiles_cap ? bt[b * PPS + unsigned(tile_key(n)) / page_keys] : 0;
+    const long long key = tile_key(n);
+    return key < k1_cap ? bt[b * PPS + page_of(unsigned(key))] : 0;
   };
   int pages = whole ? tile_page(lane) : 0, next_pages = whole ? tile_page(32 + lane) : 0;
   auto in_head = [&](int ch) { return !PAD || ch * 8 < DR; }; // chunk ch of a row is the operands'?
@@ -267,7 +272,7 @@ __device__ __forceinline__ void attention_decode_body(
       k_tile += j0 * ks, v_tile += j0 * vs;
     } else if (whole) {
       if (n % 32 == 0 && n > 0) pages = next_pages, next_pages = tile_page(n + 32 + lane);
-      const long long page = __shfl_sync(0xffffffffu, pages, int(n % 32)), at = unsigned(j0) % page_keys;
+      const long long page = __shfl_sync(0xffffffffu, pages, int(n % 32)), at = in_page(unsigned(j0));
       k_tile += page * kb + at * ks, v_tile += page * vb + at * vs;
     } else {
       pg0 = j0 / PAGE, at0 = j0 - pg0 * PAGE;
@@ -323,7 +328,9 @@ __device__ __forceinline__ void attention_decode_body(
   // before its first tile's math, which needs both.
 #pragma unroll 1
   for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < mine) load_tile(s, s);
+    // Paged, s < mine as a key against the length: k1 waits on lens[b], and mine is a division after
+    // it (the contiguous kernel's, on the parameters alone, is done before its first loads are due).
+    if (PAGED ? tile_key(s) < k1 : s < mine) load_tile(s, s);
     if (s == 0) load_q();
     cp_async_commit();
   }

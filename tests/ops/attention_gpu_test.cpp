@@ -463,13 +463,15 @@ namespace {
 // attention_decode_paged's, pages a multiple of the tile (a table entry a tile, read ahead).
 const Planted kPagedFaults[] = {
     {"the block table ignored (pages taken in order)",
-     "bt[b * PPS + unsigned(tile_key(n)) / page_keys]", "int(b * PPS + unsigned(tile_key(n)) / page_keys)"},
+     "bt[b * PPS + page_of(unsigned(key))]", "int(b * PPS + page_of(unsigned(key)))"},
     {"the second 32 tiles' entries those of the first 32", "next_pages = whole ? tile_page(32 + lane) : 0;",
      "next_pages = whole ? tile_page(lane) : 0;"},
     {"the entries read again for the 32 tiles just read, not the next 32", "next_pages = tile_page(n + 32 + lane);",
      "next_pages = tile_page(n + lane);"},
     {"the entries never renewed after the first 32 tiles", "if (n % 32 == 0 && n > 0) pages = next_pages",
      "if (false) pages = next_pages"},
+    {"a key's row in its page taken as if pages were a power of two", "page_pow2 ? key & (page_keys - 1) : key % page_keys",
+     "key & (page_keys - 1)"},
     {"each tile's entry taken from the next tile's lane", "__shfl_sync(0xffffffffu, pages, int(n % 32))",
      "__shfl_sync(0xffffffffu, pages, int((n + 1) % 32))"},
     {"the sequence lengths ignored", "if (PAGED) len = lens[b]", "if (false) len = lens[b]"},
@@ -502,6 +504,7 @@ TEST(AttentionGpu, PagedDecodePassesOverPageSizesAndPlantedKernelsAreRejected) {
       {"2x8x2x4x2048x128x64x70", "causal", DType::f16},
       {"3x4x4x1x768x64x256x5", "causal", DType::bf16}, // 9 table entries over 5 pages
       {"2x32x8x1x4096x128x4096x2", "full", DType::bf16}, // a contiguous cache: one page a sequence
+      {"2x16x4x1x1008x128x1008x3", "causal", DType::bf16}, // one page, not a power of two (63 tiles of 16)
       {"2x32x32x1x1024x96x64x40", "causal", DType::bf16}, // head dim 96, padded to 128
   };
   uint64_t seed = 900;
@@ -524,10 +527,11 @@ TEST(AttentionGpu, PagedDecodePassesOverPageSizesAndPlantedKernelsAreRejected) {
     }
   }
   // Planted, pages a multiple of the tile (a table entry a tile, a warp's entries read 32 tiles at a
-  // time): 128 pages a sequence, 280 in the cache (so the faults still read inside it). Two splits
-  // of 4096 keys, taking turns in runs of 2 tiles, give each warp 128 tiles: its entries are
-  // renewed three times, each time from the 32 read ahead.
-  const Problem p = Problem::parse("attention_paged", "2x8x2x2x8192x128x64x280", "causal", DType::bf16);
+  // time) and not a power of two (a key's page and row by division): 170 pages of 48 keys a
+  // sequence, 350 in the cache (so the faults still read inside it). Two splits of 4096 keys,
+  // taking turns in runs of 2 tiles, give each warp about 128 tiles: its entries are renewed three
+  // times, each time from the 32 read ahead.
+  const Problem p = Problem::parse("attention_paged", "2x8x2x2x8160x128x48x350", "causal", DType::bf16);
   Config c = decode_config(4096, 16, 2, 16, 3, 0, 1);
   ASSERT_TRUE(f.valid(c, p, *d));
   EXPECT_TRUE(check_config(*runner, compiler, *d, f, c, p, 99).pass) << "the unplanted kernel at " << p.key();
