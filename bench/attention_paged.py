@@ -11,7 +11,10 @@ serving), every sequence full (seq_lens = kv_len). Columns:
   page P       ktune.attention_decode with the block table
 Every output is checked first against an FP64 reference (max |err| <= 2^-6 + 2^-6 |ref|), then timed as
 bench/attention_vs_torch.py times (L2 flushed, queued behind a GPU delay, median of 25). TB/s of K and V
-read; "vs contiguous" is each paged column's time over the contiguous column's.
+read; "vs contiguous" is each paged column's time over the contiguous column's. The JSON keeps, for each
+column, the selection that served it (family, config, provenance, first use's timed candidates): the
+paged columns of a shape nobody tuned for paging are served by first use, which may pick differently
+at each page size.
 
 --warm-small-inputs: after each flush, q, seq_lens and the block table are read back into the L2 (K and V
 stay cold), as a decode step serves them: q was just written by the step's previous kernel, and the
@@ -30,7 +33,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from attention_vs_torch import Timer, is_causal, kv_bytes, reference_rows  # noqa: E402
+from attention_vs_torch import Timer, is_causal, ktune_selection, kv_bytes, reference_rows  # noqa: E402
 
 import ktune  # noqa: E402
 
@@ -86,8 +89,12 @@ def run_row(r, timer, profile_calls=False, warm_small=False):
     for name, call in calls.items():
         c = {}
         try:
+            before = set(ktune._runtime.calls)
             o = call()
             torch.cuda.synchronize()
+            selection = ktune_selection(before, "attention" if name == "contiguous" else "attention_paged")
+            if selection is not None:
+                c["selection"] = selection
             err = ((o.transpose(1, 2).double() - ref).abs() - (2 ** -6) * ref.abs()).max().item()
             c["max_excess"] = err
             if not err <= 2 ** -6:

@@ -133,11 +133,11 @@ def reference_rows(q, k, v, causal, rows):
     return torch.einsum("bhqk,bhkd->bhqd", torch.softmax(s, dim=-1), vv)
 
 
-def ktune_selection(before):
-    """What served ktune's row: the selection of the call this row made (ktune keeps one per shape,
-    dtype and strides), first use's timed candidates included, so that an A/B of first-use rules can
-    say which config won a row and by how much it led."""
-    made = [c for key, c in ktune._runtime.calls.items() if key not in before and key[0] == "attention"]
+def ktune_selection(before, op="attention"):
+    """What served ktune's row: the selection of the call of `op` this row made (ktune keeps one per
+    shape, dtype and strides), first use's timed candidates included, so that an A/B of first-use
+    rules can say which config won a row and by how much it led."""
+    made = [c for key, c in ktune._runtime.calls.items() if key not in before and key[0] == op]
     if len(made) != 1:
         return None
     s = made[0].selection
