@@ -329,7 +329,8 @@ __device__ __forceinline__ void attention_decode_body(
 #pragma unroll 1
   for (int s = 0; s < STAGES - 1; ++s) {
     // Paged, s < mine as a key against the length: k1 waits on lens[b], and mine is a division after
-    // it (the contiguous kernel's, on the parameters alone, is done before its first loads are due).
+    // it. The contiguous kernel's mine is on the parameters alone (kept: that kernel's code as
+    // measured).
     if (PAGED ? tile_key(s) < k1 : s < mine) load_tile(s, s);
     if (s == 0) load_q();
     cp_async_commit();
