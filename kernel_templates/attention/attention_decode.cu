@@ -267,7 +267,7 @@ __device__ __forceinline__ void attention_decode_body(
     // Key j0's rows; the tile's others step from them by the sequence stride.
     const unsigned short* k_tile = kbase;
     const unsigned short* v_tile = vbase;
-    long long pg0 = 0, at0 = 0; // per-key look-ups: the tile's first key in the table
+    unsigned pg0 = 0, at0 = 0; // per-key look-ups: the tile's first key in the table
     if (PAGED == 0) {
       k_tile += j0 * ks, v_tile += j0 * vs;
     } else if (whole) {
@@ -275,7 +275,7 @@ __device__ __forceinline__ void attention_decode_body(
       const long long page = __shfl_sync(0xffffffffu, pages, int(n % 32)), at = in_page(unsigned(j0));
       k_tile += page * kb + at * ks, v_tile += page * vb + at * vs;
     } else {
-      pg0 = j0 / PAGE, at0 = j0 - pg0 * PAGE;
+      pg0 = page_of(unsigned(j0)), at0 = in_page(unsigned(j0));
     }
     if constexpr (PAGED != 2 && 32 % CH == 0) {
       // A row's CH chunks over CH lanes: each lane loads one chunk column of every RSTEP-th row
@@ -309,8 +309,8 @@ __device__ __forceinline__ void attention_decode_body(
         const unsigned short* vp = vbase;
         if (ok) {
           if (PAGED == 2) {
-            long long pg = pg0, at = at0 + r;
-            while (at >= PAGE) at -= PAGE, ++pg; // r < BN: BN / PAGE + 1 steps at most
+            unsigned pg = pg0, at = at0 + unsigned(r);
+            while (at >= page_keys) at -= page_keys, ++pg; // r < BN: BN / PAGE + 1 steps at most
             const long long page = bt[b * PPS + pg];
             kp += page * kb + at * ks, vp += page * vb + at * vs;
           } else {

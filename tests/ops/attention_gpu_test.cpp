@@ -480,8 +480,8 @@ const Planted kPagedFaults[] = {
 const Planted kSmallPageFaults[] = {
     {"the block table ignored for small pages", "const long long page = bt[b * PPS + pg];",
      "const long long page = b * PPS + pg;"},
-    {"a tile's keys past a page boundary read from its first page", "while (at >= PAGE) at -= PAGE, ++pg;",
-     "while (at >= PAGE) at -= PAGE;"},
+    {"a tile's keys past a page boundary read from its first page", "while (at >= page_keys) at -= page_keys, ++pg;",
+     "while (at >= page_keys) at -= page_keys;"},
 };
 
 } // namespace
