@@ -186,6 +186,21 @@ int cmd_tune(TuneArgs& a) {
   const std::string layout = a.layout.empty() ? op.default_layout() : a.layout;
   for (const auto& p : a.problems) o.problems.push_back(Problem::parse(op.name, p, layout, dtype));
   if (o.problems.empty()) throw UsageError("nothing to tune: give --suite FILE or --problem SHAPE");
+  // Each problem as its calls are served (OpInfo::serve_as: attention_varlen's token counts at the
+  // batch's capacity, attention_paged's cache no larger than its block table's entries), so that
+  // the entry recorded is the one the runtime looks up; two problems served as one are tuned once.
+  {
+    std::vector<Problem> served;
+    for (const Problem& p : o.problems) {
+      Problem s = serving_problem(p);
+      if (s.key() != p.key() && !a.quiet && !a.json)
+        std::fprintf(stderr, "ktune: note: %s is tuned as %s, the problem its calls are served as\n", p.key().c_str(),
+                     s.key().c_str());
+      if (std::none_of(served.begin(), served.end(), [&](const Problem& x) { return x.key() == s.key(); }))
+        served.push_back(std::move(s));
+    }
+    o.problems = std::move(served);
+  }
   // A user kernel's input and answer files, per problem: a missing or short one stops the run here,
   // and a dry run too, which is how a spec's files are checked offline. (A replay reads none of them.)
   for (const Problem& p : o.problems)

@@ -1068,6 +1068,20 @@ OpInfo attention_paged_op_info() {
     q.align = p.align;
     return q;
   };
+  // The cache's page count changes neither the kernels nor their grids (the block table names the
+  // pages; nothing reads the pool's extent), and pages beyond the table's entries (batch x kv_len /
+  // page_size: every sequence full, no page twice) are pages no one call reads. A problem is served
+  // as the one whose cache has at most that many: one choice for whatever pool a server allocates
+  // (vLLM's is most of the GPU's memory, which a first use's own copy of it would not fit beside),
+  // measured on a cache the size of what a call can read, and a tuned entry keyed as it is served.
+  o.serve_as = [](const Problem& p) {
+    Problem q = p;
+    if (p.dims.size() == 8 && p.dims[kPageSize] > 0) {
+      const int64_t entries = p.dims[kBatch] * (p.dims[kKvLen] / p.dims[kPageSize]);
+      if (entries >= 1 && entries < p.dims[kPages]) q.dims[kPages] = entries;
+    }
+    return q;
+  };
   return o;
 }
 

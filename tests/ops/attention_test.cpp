@@ -282,7 +282,9 @@ TEST(Attention, DecodeNeighboursAreOneChoiceAway) {
     EXPECT_TRUE(differ == 1 || differ == 2) << near[i].to_json();
     for (size_t j = 0; j < i; ++j) EXPECT_NE(near[i], near[j]);
     // 8 splits of 1024 halved: 16 splits, still a cluster; doubled: 4
-    if (near[i]["CHUNK"] != c["CHUNK"]) EXPECT_EQ(near[i]["CLUSTER"], 1) << near[i].to_json();
+    if (near[i]["CHUNK"] != c["CHUNK"]) {
+      EXPECT_EQ(near[i]["CLUSTER"], 1) << near[i].to_json();
+    }
   }
   const auto has = [&](std::initializer_list<std::pair<const char*, int>> changes) {
     Config x = c;
@@ -297,7 +299,9 @@ TEST(Attention, DecodeNeighboursAreOneChoiceAway) {
   small.set("CHUNK", 512);
   const Problem longer = Problem::parse("attention", "1x32x8x1x8192x128", "causal", DType::bf16);
   for (const Config& x : f.neighbors_of(small, longer, d))
-    if (x["CHUNK"] == 256) EXPECT_EQ(x["CLUSTER"], 0) << x.to_json();
+    if (x["CHUNK"] == 256) {
+      EXPECT_EQ(x["CLUSTER"], 0) << x.to_json();
+    }
   // Paged at page 16: a 16-key step stays one, and a split keeps taking turns (the paged family
   // has no other order).
   const Family paged = find_family("attention_decode_paged");
@@ -314,6 +318,41 @@ TEST(Attention, DecodeNeighboursAreOneChoiceAway) {
 }
 
 // attention_paged: a paged KV cache; its one family is attention_decode over the block table.
+// A paged problem is served as the one whose cache holds no more pages than its block table names
+// (OpInfo::serve_as): one choice for every pool size, measured on a cache of what a call can read.
+// Which holds only because no kernel name, grid or shared memory depends on the page count.
+TEST(Attention, PagedProblemsAreServedWithACacheOfTheirTablesPages) {
+  const DeviceInfo d = DeviceInfo::nominal("sm_90");
+  const Problem big = Problem::parse("attention_paged", "4x32x8x1x4096x128x16x200000", "causal", DType::bf16);
+  const Problem served = serving_problem(big);
+  EXPECT_EQ(served.key(), "attention_paged/bf16/causal/4x32x8x1x4096x128x16x1024/a16");
+  EXPECT_EQ(serving_key(Problem::parse("attention_paged", "4x32x8x1x4096x128x16x1025", "causal", DType::bf16)),
+            served.key());
+  EXPECT_EQ(serving_key(served), served.key());
+  // A cache with fewer pages than the table's entries (pages shared between sequences) is its own.
+  const Problem shared = Problem::parse("attention_paged", "4x32x8x1x4096x128x16x700", "causal", DType::bf16);
+  EXPECT_EQ(serving_key(shared), shared.key());
+  EXPECT_EQ(served.ld, big.ld);
+  const Family f = find_family("attention_decode_paged");
+  for (const Problem& p : {big, Problem::parse("attention_paged", "1x32x8x1x1024x128x64x90000", "causal", DType::bf16),
+                           Problem::parse("attention_paged", "2x8x2x3x1024x48x16x9000", "causal", DType::bf16)}) {
+    const Problem s = serving_problem(p);
+    EXPECT_LT(s.dims[7], p.dims[7]) << p.key();
+    for (const Config& c : f.sample(p, d, 6, 5)) {
+      ASSERT_TRUE(f.valid(c, s, d)) << p.key() << " " << c.to_json();
+      EXPECT_EQ(f.kernel_names(c, p), f.kernel_names(c, s)) << c.to_json();
+      const LaunchPlan a = f.launch_plan(c, p), b = f.launch_plan(c, s);
+      ASSERT_EQ(a.steps.size(), b.steps.size());
+      EXPECT_EQ(a.workspace_bytes, b.workspace_bytes);
+      for (size_t i = 0; i < a.steps.size(); ++i) {
+        EXPECT_EQ(std::vector<unsigned>(a.steps[i].grid, a.steps[i].grid + 3),
+                  std::vector<unsigned>(b.steps[i].grid, b.steps[i].grid + 3)) << c.to_json();
+        EXPECT_EQ(a.steps[i].dynamic_smem, b.steps[i].dynamic_smem) << c.to_json();
+      }
+    }
+  }
+}
+
 TEST(Attention, PagedOpIsValidatedAndItsFamilyCompiles) {
   const DeviceInfo d = DeviceInfo::nominal("sm_90");
   const Problem p = Problem::parse("attention_paged", "4x32x8x1x4096x128x16x2000", "full", DType::bf16);

@@ -793,6 +793,25 @@ std::string replay_restriction() {
 
 } // namespace
 
+// ktune tune records each problem as its calls are served (OpInfo::serve_as), where the runtime
+// looks it up: two pools of one paged shape are one problem, its cache as many pages as its table
+// names, and the run says so.
+TEST(Cli, TuneRecordsPagedProblemsAsTheyAreServed) {
+  const std::string args = "tune --op attention_paged --layout causal --dtype bf16 --problem 4x32x8x1x4096x128x16x200000 "
+                           "--problem 4x32x8x1x4096x128x16x5000 --problem 4x32x8x1x4096x128x16x700 --dry-run";
+  CliRun dry = run_ktune(args, " 2>/dev/null");
+  ASSERT_EQ(dry.status, 0) << dry.out;
+  const auto suite = nlohmann::json::parse(dry.out);
+  ASSERT_EQ(suite["problems"].size(), 2u) << dry.out;
+  EXPECT_EQ(suite["problems"][0]["key"], "attention_paged/bf16/causal/4x32x8x1x4096x128x16x1024/a16");
+  EXPECT_EQ(suite["problems"][1]["key"], "attention_paged/bf16/causal/4x32x8x1x4096x128x16x700/a16");
+  const CliRun err = run_ktune_stderr(args);
+  EXPECT_NE(err.out.find("attention_paged/bf16/causal/4x32x8x1x4096x128x16x200000/a16 is tuned as "
+                         "attention_paged/bf16/causal/4x32x8x1x4096x128x16x1024/a16"),
+            std::string::npos)
+      << err.out;
+}
+
 // --dry-run prints the problems as a suite (each with every field and its key) and touches no
 // database; --replay tunes with real compiles and recorded outcomes, under the uuid given; the
 // trial set of that run moves to another database through export/import, once.
