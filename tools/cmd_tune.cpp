@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -191,13 +192,14 @@ int cmd_tune(TuneArgs& a) {
   // the entry recorded is the one the runtime looks up; two problems served as one are tuned once.
   {
     std::vector<Problem> served;
+    std::set<std::string> keys;
     for (const Problem& p : o.problems) {
       Problem s = serving_problem(p);
-      if (s.key() != p.key() && !a.quiet && !a.json)
-        std::fprintf(stderr, "ktune: note: %s is tuned as %s, the problem its calls are served as\n", p.key().c_str(),
-                     s.key().c_str());
-      if (std::none_of(served.begin(), served.end(), [&](const Problem& x) { return x.key() == s.key(); }))
-        served.push_back(std::move(s));
+      const std::string key = s.key(), asked = p.key();
+      if (key != asked && !a.quiet && !a.json)
+        std::fprintf(stderr, "ktune: note: %s is tuned as %s, the problem its calls are served as\n", asked.c_str(),
+                     key.c_str());
+      if (keys.insert(key).second) served.push_back(std::move(s));
     }
     o.problems = std::move(served);
   }

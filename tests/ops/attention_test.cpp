@@ -36,6 +36,21 @@ std::vector<std::pair<Config, Problem>> default_and_sampled(const Family& f, con
   return cases;
 }
 
+// A problem of an op with OpInfo::serve_as is launched with the prepared kernel and plan of the
+// problem it is served as: config c must name the same kernels and launch the same grids, shared
+// memory and workspace at both.
+void expect_served_alike(const Family& f, const Config& c, const Problem& p, const Problem& served) {
+  EXPECT_EQ(f.kernel_names(c, p), f.kernel_names(c, served)) << f.name() << " " << c.to_json();
+  const LaunchPlan a = f.launch_plan(c, p), b = f.launch_plan(c, served);
+  ASSERT_EQ(a.steps.size(), b.steps.size()) << f.name() << " " << c.to_json();
+  EXPECT_EQ(a.workspace_bytes, b.workspace_bytes) << f.name() << " " << c.to_json();
+  for (size_t i = 0; i < a.steps.size(); ++i) {
+    EXPECT_EQ(std::vector<unsigned>(a.steps[i].grid, a.steps[i].grid + 3),
+              std::vector<unsigned>(b.steps[i].grid, b.steps[i].grid + 3)) << f.name() << " " << c.to_json();
+    EXPECT_EQ(a.steps[i].dynamic_smem, b.steps[i].dynamic_smem) << f.name() << " " << c.to_json();
+  }
+}
+
 } // namespace
 
 TEST(Attention, IsRegisteredKeyedAndValidated) {
@@ -317,7 +332,6 @@ TEST(Attention, DecodeNeighboursAreOneChoiceAway) {
   }
 }
 
-// attention_paged: a paged KV cache; its one family is attention_decode over the block table.
 // A paged problem is served as the one whose cache holds no more pages than its block table names
 // (OpInfo::serve_as): one choice for every pool size, measured on a cache of what a call can read.
 // Which holds only because no kernel name, grid or shared memory depends on the page count.
@@ -340,19 +354,12 @@ TEST(Attention, PagedProblemsAreServedWithACacheOfTheirTablesPages) {
     EXPECT_LT(s.dims[7], p.dims[7]) << p.key();
     for (const Config& c : f.sample(p, d, 6, 5)) {
       ASSERT_TRUE(f.valid(c, s, d)) << p.key() << " " << c.to_json();
-      EXPECT_EQ(f.kernel_names(c, p), f.kernel_names(c, s)) << c.to_json();
-      const LaunchPlan a = f.launch_plan(c, p), b = f.launch_plan(c, s);
-      ASSERT_EQ(a.steps.size(), b.steps.size());
-      EXPECT_EQ(a.workspace_bytes, b.workspace_bytes);
-      for (size_t i = 0; i < a.steps.size(); ++i) {
-        EXPECT_EQ(std::vector<unsigned>(a.steps[i].grid, a.steps[i].grid + 3),
-                  std::vector<unsigned>(b.steps[i].grid, b.steps[i].grid + 3)) << c.to_json();
-        EXPECT_EQ(a.steps[i].dynamic_smem, b.steps[i].dynamic_smem) << c.to_json();
-      }
+      ASSERT_NO_FATAL_FAILURE(expect_served_alike(f, c, p, s));
     }
   }
 }
 
+// attention_paged: a paged KV cache; its one family is attention_decode over the block table.
 TEST(Attention, PagedOpIsValidatedAndItsFamilyCompiles) {
   const DeviceInfo d = DeviceInfo::nominal("sm_90");
   const Problem p = Problem::parse("attention_paged", "4x32x8x1x4096x128x16x2000", "full", DType::bf16);
@@ -501,17 +508,7 @@ TEST(Attention, VarlenOpIsValidatedSplitsEvenlyForTimingAndItsFamiliesCompile) {
             served.key());
   for (const char* name : {"attention_wgmma_varlen", "attention_fa2_varlen", "attention_simple_varlen"}) {
     const Family f = find_family(name);
-    for (const Config& c : f.sample(p, d, 4, 11)) {
-      EXPECT_EQ(f.kernel_names(c, p), f.kernel_names(c, served)) << name;
-      const LaunchPlan a = f.launch_plan(c, p), b = f.launch_plan(c, served);
-      ASSERT_EQ(a.steps.size(), b.steps.size());
-      EXPECT_EQ(a.workspace_bytes, b.workspace_bytes);
-      for (size_t i = 0; i < a.steps.size(); ++i) {
-        EXPECT_EQ(std::vector<unsigned>(a.steps[i].grid, a.steps[i].grid + 3),
-                  std::vector<unsigned>(b.steps[i].grid, b.steps[i].grid + 3)) << name;
-        EXPECT_EQ(a.steps[i].dynamic_smem, b.steps[i].dynamic_smem) << name;
-      }
-    }
+    for (const Config& c : f.sample(p, d, 4, 11)) ASSERT_NO_FATAL_FAILURE(expect_served_alike(f, c, p, served));
   }
   // The cumulative lengths and the log-sum-exp are read one element at a time: a 4-byte aligned
   // view of them leaves the class at 16; q at 4 bytes narrows it.
