@@ -46,6 +46,9 @@ OpInfo complete(OpInfo op) {
   const bool shaped = has_shaped_operands(op);
   auto bad = [&](const std::string& why) { return UsageError("op " + op.name + ": " + why); };
   if (op.name.empty()) throw UsageError("an op needs a name");
+  for (const auto& d : op.derived_dims)
+    if (std::find(op.dims.begin(), op.dims.end(), d) == op.dims.end())
+      throw bad("derived dimension '" + d + "' is not a dimension");
   if (!shaped) return op;
   if (op.min_ld || !op.ld_names.empty())
     throw bad("N-dimensional operands derive their strides; the op declares min_ld or ld_names too");

@@ -295,8 +295,14 @@ double min_bytes(const Problem& p) { return op_info(p.op).min_bytes(p); }
 double tflops(const Problem& p, double ms) { return ms > 0 ? flops(p) / (ms * 1e-3) / 1e12 : 0; }
 
 double log_distance(const Problem& a, const Problem& b) {
+  const OpInfo* info = nullptr;
+  for (const auto& o : ops())
+    if (o.name == a.op && a.op == b.op) info = &o;
   double sum = 0;
   for (size_t i = 0; i < std::max(a.dims.size(), b.dims.size()); ++i) {
+    if (info && i < info->dims.size() &&
+        std::find(info->derived_dims.begin(), info->derived_dims.end(), info->dims[i]) != info->derived_dims.end())
+      continue;
     const int64_t x = i < a.dims.size() ? a.dims[i] : 1, y = i < b.dims.size() ? b.dims[i] : 1;
     const double d = std::log(double(std::max<int64_t>(x, 1))) - std::log(double(std::max<int64_t>(y, 1)));
     sum += d * d;

@@ -192,6 +192,10 @@ struct OpInfo {
   // counts change with every serving step; its families' kernels and grids depend on the batch and
   // the longest lengths only. Null: the problem itself (serving_problem).
   std::function<Problem(const Problem&)> serve_as;
+  // Dimensions serve_as sets from the others (attention_varlen's token totals, attention_paged's
+  // page count): they tell nothing of their own about how alike two problems are, and counted they
+  // would count the batch and lengths twice, so log_distance leaves them out.
+  std::vector<std::string> derived_dims;
 
   // A user's kernel (runner "spec"): its parsed spec, which says its arguments, fills, launch
   // and check (core/kernel_spec.h); null for built-in ops.
@@ -243,8 +247,8 @@ double min_bytes(const Problem& p);
 double tflops(const Problem& p, double ms);
 
 // How far apart two problems of one op are for lending configs: the Euclidean distance over the
-// logs of their dimensions (a dimension of 0 counts as 1). Used by the runtime's nearest lookup
-// and by warm starts.
+// logs of their dimensions (a dimension of 0 counts as 1), the op's derived_dims left out. Used by
+// the runtime's nearest lookup and by warm starts.
 double log_distance(const Problem& a, const Problem& b);
 
 } // namespace ktune

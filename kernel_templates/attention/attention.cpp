@@ -1082,6 +1082,7 @@ OpInfo attention_paged_op_info() {
     }
     return q;
   };
+  o.derived_dims = {"pages"};
   return o;
 }
 
@@ -1210,6 +1211,7 @@ OpInfo attention_varlen_op_info() {
     q.dims[kTotalKv] = std::min<int64_t>(p.dims[kBatch] * p.dims[kKvLen], INT32_MAX - 256);
     return q;
   };
+  o.derived_dims = {"total_q", "total_kv"};
   return o;
 }
 

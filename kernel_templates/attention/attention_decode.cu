@@ -53,6 +53,19 @@ __device__ __forceinline__ float2 block_row_ml(const float* sML, int r) {
   return make_float2(m, l);
 }
 
+// The sum of N warps' slots of 4 floats at p, p + stride, ...: how the block's warps' O are added
+// (in a slot of the first warp before a cluster merge, or where the output is stored).
+template <int N>
+__device__ __forceinline__ float4 sum_slots(const float* p, int stride) {
+  float4 x = *reinterpret_cast<const float4*>(p);
+#pragma unroll
+  for (int w = 1; w < N; ++w) {
+    const float4 y = *reinterpret_cast<const float4*>(p + w * stride);
+    x.x += y.x, x.y += y.y, x.z += y.z, x.w += y.w;
+  }
+  return x;
+}
+
 // CL > 1: the CL splits of a row block, one thread block cluster, merged as the combine step
 // merges them, but from each other's shared memory. Each block holds its split's O (rescaled to
 // its own row max, not normalised) in sO (ROWS rows of D + 8 floats) and its warps' (max, sum)
@@ -517,13 +530,7 @@ __device__ __forceinline__ void attention_decode_body(
 #pragma unroll 1
       for (int c = tid; c < ROWS * (D / 4); c += THREADS) {
         float* first = sO + (c / (D / 4)) * OS + 4 * (c % (D / 4));
-        float4 x = *reinterpret_cast<const float4*>(first);
-#pragma unroll
-        for (int w = 1; w < WARPS; ++w) {
-          const float4 y = *reinterpret_cast<const float4*>(first + w * ROWS * OS);
-          x.x += y.x, x.y += y.y, x.z += y.z, x.w += y.w;
-        }
-        *reinterpret_cast<float4*>(first) = x;
+        *reinterpret_cast<float4*>(first) = sum_slots<WARPS>(first, ROWS * OS);
       }
       __syncthreads();
     }
@@ -565,14 +572,7 @@ __device__ __forceinline__ void attention_decode_body(
     const unsigned i = row / G, h = hk * G + row % G;
     if (nsplit == 1 && PAD && d >= DR) continue; // a zero column of the tiles'
     const float* src = sO + lr * OS + d;
-    float4 x0 = *reinterpret_cast<const float4*>(src), x1 = *reinterpret_cast<const float4*>(src + 4);
-#pragma unroll
-    for (int w = 1; w < SUMMED_AT_STORE; ++w) {
-      const float4 y0 = *reinterpret_cast<const float4*>(src + w * ROWS * OS);
-      const float4 y1 = *reinterpret_cast<const float4*>(src + w * ROWS * OS + 4);
-      x0.x += y0.x, x0.y += y0.y, x0.z += y0.z, x0.w += y0.w;
-      x1.x += y1.x, x1.y += y1.y, x1.z += y1.z, x1.w += y1.w;
-    }
+    const float4 x0 = sum_slots<SUMMED_AT_STORE>(src, ROWS * OS), x1 = sum_slots<SUMMED_AT_STORE>(src + 4, ROWS * OS);
     if (nsplit == 1) {
       uint4 w;
       w.x = pack2<F16>(x0.x, x0.y), w.y = pack2<F16>(x0.z, x0.w);

@@ -396,6 +396,34 @@ TEST(Lending, ContiguousDecodeEntriesLendToPagedProblemsOfTheirShape) {
   EXPECT_TRUE(paged.lenders(Problem::parse("attention", "8x16x8x1x8192x256", "causal", DType::bf16), 4).empty());
 }
 
+// A dimension serve_as derives (OpInfo::derived_dims) does not count in the distance: a paged entry
+// recorded at another pool size (before problems were served as their table's pages, or tuned with a
+// cache of shared pages) lends at distance 0, and a batch twice as large is as far as it is for
+// contiguous attention (not again through the page count it implies).
+TEST(Lending, PagedEntriesAtAnotherPoolSizeLendAtDistanceZero) {
+  const DeviceInfo d = DeviceInfo::nominal("sm_90");
+  TableEntry e = attention_entry("2x32x8x1x1024x128", "attention_decode",
+                                 R"({"CHUNK": 128, "ROWS": 16, "WARPS": 4, "BN": 32, "STAGES": 3})");
+  e.problem = Problem::parse("attention_paged", "2x32x8x1x1024x128x64x90000", "causal", DType::bf16);
+  e.family = "attention_decode_paged";
+  TunedIndex idx(d);
+  ASSERT_EQ(idx.add(table({e}), "old", SourceTier::user), 1u);
+  const Problem served = serving_problem(e.problem);
+  ASSERT_EQ(served.dims[7], 32);
+  auto lent = idx.lenders(served, 4);
+  ASSERT_EQ(lent.size(), 1u);
+  EXPECT_DOUBLE_EQ(lent[0].distance, 0.0);
+  EXPECT_DOUBLE_EQ(lent[0].score, lent[0].home_ratio);
+  const Problem twice = serving_problem(Problem::parse("attention_paged", "4x32x8x1x1024x128x64x90000", "causal", DType::bf16));
+  lent = idx.lenders(twice, 4);
+  ASSERT_EQ(lent.size(), 1u);
+  EXPECT_NEAR(lent[0].distance, std::log(2.0), 1e-12);
+  // Varlen's token totals, likewise.
+  EXPECT_NEAR(log_distance(Problem::parse("attention_varlen", "4x8x8x512x512x64x2048x2048", "full", DType::bf16),
+                           Problem::parse("attention_varlen", "4x8x8x512x512x64x1500x1700", "full", DType::bf16)),
+              0.0, 1e-12);
+}
+
 // attention_varlen lends from attention: a tuned prefill entry serves the varlen problem whose
 // longest sequences are its shape, in the family's _varlen twin, at the dense problems' distance;
 // the decode family has no varlen twin and lends nothing.

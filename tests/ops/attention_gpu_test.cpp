@@ -263,12 +263,11 @@ DecodePlanted interleaved(const Planted& p) {
   return d;
 }
 const DecodePlanted kDecodeFaults[] = {
-    // The warps' merge: in slots of their own (4 warps), summed where the output is stored or, for
-    // the cluster, into the first slot; or a warp at a time (2).
-    {{"the warps' slots summed from the third where stored", "for (int w = 1; w < SUMMED_AT_STORE; ++w)",
-      "for (int w = 2; w < SUMMED_AT_STORE; ++w)"}},
-    in_cluster({"the warps' slots summed from the third for the cluster", "for (int w = 1; w < WARPS; ++w) {\n          const float4 y",
-                "for (int w = 2; w < WARPS; ++w) {\n          const float4 y"}),
+    // The warps' merge: in slots of their own (4 warps), summed (sum_slots) where the output is
+    // stored or, for the cluster, into the first slot; or a warp at a time (2).
+    {{"the warps' slots summed from the third where stored", "for (int w = 1; w < N; ++w)", "for (int w = 2; w < N; ++w)"}},
+    in_cluster({"the warps' slots summed from the third for the cluster", "for (int w = 1; w < N; ++w)",
+                "for (int w = 2; w < N; ++w)"}),
     a_warp_at_a_time({"a warp's merge overwrites the one before", "if (w > 0) {", "if (w > 1) {"}),
     {{"every packed row reads the group's first head", "h = hk * G + (ok ? row % G : 0);", "h = hk * G;"}},
     {{"causal limit of the packed row, not of its query", "limit[mt][r] = (row < R ? row / G : 0) + off;",

@@ -46,6 +46,13 @@ TEST(StridedOperands, InconsistentDeclarationsAreRefused) {
   OpInfo both = op();
   both.name = "strided_scale_with_min_ld"; // min_ld beside shaped operands: which one holds?
   EXPECT_THROW(register_op(both), UsageError);
+  OpInfo derived = op();
+  derived.name = "strided_scale_derived_heads";
+  derived.ld_names.clear(), derived.min_ld = nullptr;
+  derived.derived_dims = {"heads"}; // its dims are b, s, h, d
+  EXPECT_THROW(register_op(derived), UsageError);
+  derived.derived_dims = {"h"};
+  EXPECT_NO_THROW(register_op(derived));
 }
 
 TEST(StridedOperands, PermutedViewsPassAndOverlapsAreRefused) {
