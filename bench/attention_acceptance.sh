@@ -5,7 +5,7 @@
 #   floor       the public suite's decode rows timed as bench/read_floor times its reads (`ktune bench`,
 #               the C++ timer), beside read_floor at their K and V bytes (the programs of
 #               $KTUNE_BUILD, default build)
-#   paged       bench/attention_paged.py (paged against contiguous)
+#   paged       bench/attention_paged.py (paged against contiguous: as served, then every input cold)
 #   NAME        configs/suites/attention-NAME.json, a suite of shapes nobody tuned, with no table at
 #               all (--untuned: defaults, lending from nothing, first use)
 #   NAME:tables the same suite with the shipped tables there to lend from, as a user's install has them
@@ -26,7 +26,7 @@ shift
 # Before the cd below: the paths as the caller named them.
 out=$(realpath -m "$out")
 bin=$(realpath -m "${KTUNE_BUILD:-build}")
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=(public floor paged prefill-check prefill-other d64-full full-d128 cross chunked
@@ -43,7 +43,8 @@ mkdir -p "$out" || exit 2
 # The JSON files a step leaves (the summary's names for them).
 outputs() {
   case "$1" in
-    public | paged) echo "$out/$1.json" ;;
+    public) echo "$out/$1.json" ;;
+    paged) echo "$out/paged.json $out/paged-cold.json" ;;
     floor) echo "$out/floor-bench.json $out/floor-read.json" ;;
     *:tables) echo "$out/tables-${1%:tables}.json" ;;
     *) echo "$out/untuned-$1.json" ;;
@@ -74,6 +75,17 @@ PY
   return "$rc"
 }
 
+# bench/attention_paged.py as a decode step serves it (q, seq_lens and the block table in L2, K and V
+# cold: paged.json, the bar), then with every input cold (paged-cold.json, shown beside it), within
+# $1 seconds in all.
+paged_step() {
+  local until=$(($(date +%s) + $1)) left
+  timeout "$1" python3 bench/attention_paged.py --warm-small-inputs --json "$out/paged.json" >"$out/paged.txt" 2>&1 || return
+  left=$((until - $(date +%s)))
+  [ "$left" -gt 0 ] || return 124
+  timeout "$left" python3 bench/attention_paged.py --json "$out/paged-cold.json" >"$out/paged-cold.txt" 2>&1
+}
+
 limit=${LIMIT:-540}
 start=$(date +%s)
 for s in "${steps[@]}"; do
@@ -92,7 +104,7 @@ for s in "${steps[@]}"; do
   t=$(date +%s)
   case "$s" in
     public) KTUNE_DB=$db timeout "$left" python3 bench/attention_vs_torch.py --explain --json "$out/public.json" >"$out/public.txt" 2>&1 ;;
-    paged) KTUNE_DB=$db timeout "$left" python3 bench/attention_paged.py --json "$out/paged.json" >"$out/paged.txt" 2>&1 ;;
+    paged) KTUNE_DB=$db paged_step "$left" ;;
     floor) KTUNE_DB=$db floor_step "$left" ;;
     *) json=$(outputs "$s") untuned=--untuned
        [ "$s" = "${s%:tables}" ] || untuned=

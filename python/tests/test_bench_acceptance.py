@@ -24,7 +24,7 @@ def row(model, b, h, hk, sq, sk, d, causal, ms, **others):
     return out
 
 
-def run(tmp_path, public=None, untuned=None, paged=None, tables=None):
+def run(tmp_path, public=None, untuned=None, paged=None, tables=None, paged_cold=None, served=False):
     if public is not None:
         (tmp_path / "public.json").write_text(json.dumps(dict(device="test GPU", rows=public)))
     for name, rows in (untuned or {}).items():
@@ -32,7 +32,9 @@ def run(tmp_path, public=None, untuned=None, paged=None, tables=None):
     for name, rows in (tables or {}).items():
         (tmp_path / ("tables-%s.json" % name)).write_text(json.dumps(dict(rows=rows)))
     if paged is not None:
-        (tmp_path / "paged.json").write_text(json.dumps(dict(rows=paged)))
+        (tmp_path / "paged.json").write_text(json.dumps(dict(rows=paged, warm_small_inputs=served)))
+    if paged_cold is not None:
+        (tmp_path / "paged-cold.json").write_text(json.dumps(dict(rows=paged_cold, warm_small_inputs=False)))
     done = subprocess.run([sys.executable, TOOL, str(tmp_path)], capture_output=True, text=True)
     return done.returncode, done.stdout, done.stderr
 
@@ -70,6 +72,28 @@ def test_bars_met_and_not_met(tmp_path):
     assert line(out, "page 64 within").startswith("met ")
     p256 = line(out, "page 256 within")
     assert p256.startswith("NOT MET") and "not measured" in p256
+
+
+def test_the_paged_bar_is_judged_as_served_with_the_cold_figure_beside_it(tmp_path):
+    r = row("c", 1, 32, 8, 1, 1024, 128, True, 0.010, flash=0.02, cudnn=0.02)["row"]
+    served = [dict(row=r, columns={"page 64": dict(status="ok", vs_contiguous=0.96),
+                                   "page 256": dict(status="ok", vs_contiguous=0.955)})]
+    cold = [dict(row=r, columns={"page 64": dict(status="ok", vs_contiguous=0.94),
+                                 "page 256": dict(status="ok", vs_contiguous=0.97)})]
+    rc, out, err = run(tmp_path, paged=served, paged_cold=cold, served=True)
+    assert rc == 0, err
+    bar = line(out, "page 64 within 5 % of contiguous (as served")
+    assert bar.startswith("met ") and "min 0.960x" in bar
+    lines = out.splitlines()
+    at = lines.index(bar)
+    assert "every input cold" in lines[at + 1] and "min 0.940x" in lines[at + 1]
+    # Without the served run's mark the bar is the plain one, and the cold file is not required.
+    plain_dir = tmp_path / "plain"
+    plain_dir.mkdir()
+    rc, out, err = run(plain_dir, paged=cold)
+    assert rc == 0, err
+    plain = line(out, "page 64 within")
+    assert plain.startswith("NOT MET") and "as served" not in plain and "every input cold" not in out
 
 
 def test_a_row_ktune_did_not_serve_fails_its_bars(tmp_path):
