@@ -43,8 +43,7 @@ mkdir -p "$out" || exit 2
 # The JSON files a step leaves (the summary's names for them).
 outputs() {
   case "$1" in
-    public) echo "$out/$1.json" ;;
-    paged) echo "$out/paged.json $out/paged-cold.json" ;;
+    public | paged) echo "$out/$1.json" ;;
     floor) echo "$out/floor-bench.json $out/floor-read.json" ;;
     *:tables) echo "$out/tables-${1%:tables}.json" ;;
     *) echo "$out/untuned-$1.json" ;;
@@ -76,14 +75,22 @@ PY
 }
 
 # bench/attention_paged.py as a decode step serves it (q, seq_lens and the block table in L2, K and V
-# cold: paged.json, the bar), then with every input cold (paged-cold.json, shown beside it), within
-# $1 seconds in all.
+# cold: paged.json, the bar; the step's status), then with every input cold (paged-cold.json, shown
+# beside the bar, not judged: where it fails or finds no time, this says so and the bar stands),
+# within $1 seconds in all.
 paged_step() {
-  local until=$(($(date +%s) + $1)) left
+  local until=$(($(date +%s) + $1)) left rc
   timeout "$1" python3 bench/attention_paged.py --warm-small-inputs --json "$out/paged.json" >"$out/paged.txt" 2>&1 || return
   left=$((until - $(date +%s)))
-  [ "$left" -gt 0 ] || return 124
+  rm -f "$out/paged-cold.json"
+  if [ "$left" -lt 30 ]; then
+    echo "attention_acceptance: paged, every input cold: skipped ($left s left)"
+    return 0
+  fi
   timeout "$left" python3 bench/attention_paged.py --json "$out/paged-cold.json" >"$out/paged-cold.txt" 2>&1
+  rc=$?
+  [ "$rc" -eq 0 ] || { echo "attention_acceptance: paged, every input cold: exit $rc (see paged-cold.txt)"; rm -f "$out/paged-cold.json"; }
+  return 0
 }
 
 limit=${LIMIT:-540}

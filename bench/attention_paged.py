@@ -45,8 +45,9 @@ from attention_vs_torch import Timer, is_causal, ktune_selection, kv_bytes, refe
 import ktune  # noqa: E402
 
 PAGES = (16, 64, 256)
-# The most bytes of K and V a column's placements may hold at once (4 GiB: rows of 1 GiB or more are
-# timed in one placement, where an address's luck is a small share of the call).
+# The most bytes of K and V a column's placements may hold at once (4 GiB: a row of more than 1 GiB
+# gets fewer than 4 placements, one of more than 2 GiB one, where an address's luck is a small share
+# of the call). A paged column holds the row's contiguous K and V beside its copies.
 PLACEMENT_BYTES = 4 << 30
 
 
@@ -112,6 +113,7 @@ def run_row(r, timer, profile_calls=False, warm_small=False, placements=1):
     res = {"row": r, "placements": n, "columns": {}}
     for name in names:
         c = {}
+        places = o = call = small = warm = None
         try:
             places = [column(name, i) for i in range(n)]
             before = set(ktune._runtime.calls)
@@ -137,9 +139,11 @@ def run_row(r, timer, profile_calls=False, warm_small=False, placements=1):
                          kv_tb_s=kv_bytes(r) / statistics.median(ms) / 1e9)
                 if profile_calls:
                     c["kernels"] = kernels_of(places[0][0])
-            del places
         except (RuntimeError, ValueError) as e:
             c["status"] = "fails: " + str(e).split("\n")[0][:120]
+        finally:
+            # Nothing of this column's placements kept while the next one allocates its own.
+            places = o = call = small = warm = None
         res["columns"][name] = c
     base = res["columns"]["contiguous"]
     for name, c in res["columns"].items():

@@ -47,7 +47,8 @@ TEST(StridedOperands, InconsistentDeclarationsAreRefused) {
   both.name = "strided_scale_with_min_ld"; // min_ld beside shaped operands: which one holds?
   EXPECT_THROW(register_op(both), UsageError);
   OpInfo derived = op();
-  derived.name = "strided_scale_derived_heads";
+  static int repeat = 0; // a name of its own each run (--gtest_repeat): a registered op stays
+  derived.name = "strided_scale_derived_" + std::to_string(repeat++);
   derived.ld_names.clear(), derived.min_ld = nullptr;
   derived.derived_dims = {"heads"}; // its dims are b, s, h, d
   EXPECT_THROW(register_op(derived), UsageError);
