@@ -122,6 +122,26 @@ def public_bars(rep, rows):
                                  (label(r["row"]), k["kv_tb_s"], 100 * k["of_copy"], r.get("ktune_vs_best") or 0))
 
 
+def page_ratios(rows, key):
+    """The rows' vs_contiguous at column `key` (contiguous time over paged: 1.0 = as fast, 0.95 = 5 %
+    slower): ([(ratio, row)], [the rows measured without one, with their status])."""
+    xs, failed = [], []
+    for r in rows:
+        c = r.get("columns", {}).get(key)
+        if c is None:
+            continue
+        if c.get("vs_contiguous") is None:
+            failed.append("%s: %s" % (label(r["row"]), c.get("status", "?")))
+        else:
+            xs.append((c["vs_contiguous"], r))
+    return xs, failed
+
+
+def ratios_text(xs):
+    worst = min(xs, key=lambda x: x[0])
+    return "geomean %.3fx, min %.3fx (%s)" % (geomean([x for x, _ in xs]), worst[0], label(worst[1]["row"]))
+
+
 def paged_bars(rep, data, cold=None):
     """The bar on `data` (paged.json); `cold` (paged-cold.json, every input cold), where measured, on a
     line of its own beside it: what the table's read costs where nothing of the step is in L2."""
@@ -129,32 +149,17 @@ def paged_bars(rep, data, cold=None):
     served = isinstance(data, dict) and data.get("warm_small_inputs")
     for page in (64, 256):
         key = "page %d" % page
-        xs, failed = [], []
-        for r in rows:
-            c = r.get("columns", {}).get(key)
-            if c is None:
-                continue
-            if c.get("vs_contiguous") is None:
-                failed.append("%s: %s" % (label(r["row"]), c.get("status", "?")))
-            else:
-                xs.append((c["vs_contiguous"], r))
+        xs, failed = page_ratios(rows, key)
         if not xs and not failed:
             continue
-        # vs_contiguous: contiguous time over paged (1.0 = as fast; 0.95 = 5 % slower)
-        worst = min(xs, key=lambda x: x[0]) if xs else (float("nan"), None)
-        text = "geomean %.3fx, min %.3fx (%s)" % (geomean([x for x, _ in xs]), worst[0], label(worst[1]["row"])) \
-            if xs else "no row measured"
+        text = ratios_text(xs) if xs else "no row measured"
         if failed:
             text += "; not measured: " + "; ".join(failed)
         rep.bar("paged at page %d within 5 %% of contiguous%s" % (page, " (as served: q, seq_lens, table in L2)" if served else ""),
-                not failed and worst[0] >= 0.95, text)
-        if cold is not None:
-            xs = [(r["columns"][key]["vs_contiguous"], r) for r in cold["rows"]
-                  if r.get("columns", {}).get(key, {}).get("vs_contiguous") is not None]
-            if xs:
-                worst = min(xs, key=lambda x: x[0])
-                rep.lines.append("          every input cold: geomean %.3fx, min %.3fx (%s)" %
-                                 (geomean([x for x, _ in xs]), worst[0], label(worst[1]["row"])))
+                not failed and min(x for x, _ in xs) >= 0.95, text)
+        cold_xs = page_ratios(cold["rows"], key)[0] if cold is not None else []
+        if cold_xs:
+            rep.lines.append("          every input cold: " + ratios_text(cold_xs))
 
 
 def kv_mib(B, HKV, SK, D):

@@ -100,11 +100,10 @@ def run_row(r, timer, profile_calls=False, warm_small=False, placements=1):
     # paged caches in pages of another random order), all alive at once so that no two share memory.
     def column(name, i):
         qq, ll = (q, lens) if i == 0 else (q.clone(), lens.clone())
-        if name == "contiguous":
+        if name in ("contiguous", "one page"):
             kk, vv = (k, v) if i == 0 else (k.clone(), v.clone())
-            return (lambda: ktune.attention(qq, kk, vv, causal=causal)), [qq, ll]
-        if name == "one page":
-            kk, vv = (k, v) if i == 0 else (k.clone(), v.clone())
+            if name == "contiguous":
+                return (lambda: ktune.attention(qq, kk, vv, causal=causal)), [qq, ll]
             return (lambda: ktune.attention_decode(qq, kk, vv, ll, causal=causal)), [qq, ll]
         kc, vc, bt = paged_copy(k, v, int(name.split()[1]), g)
         return (lambda: ktune.attention_decode(qq, kc, vc, ll, block_table=bt, causal=causal)), [qq, ll, bt]
@@ -135,8 +134,8 @@ def run_row(r, timer, profile_calls=False, warm_small=False, placements=1):
                     # Read back into the L2: a sum of each (one small kernel each, every column the same).
                     warm = (lambda ts=small: [t.sum() for t in ts]) if warm_small else None
                     ms.append(timer.median_ms(call, warm))
-                c.update(status="ok", ms=statistics.median(ms), placement_ms=ms,
-                         kv_tb_s=kv_bytes(r) / statistics.median(ms) / 1e9)
+                mid = statistics.median(ms)
+                c.update(status="ok", ms=mid, placement_ms=ms, kv_tb_s=kv_bytes(r) / mid / 1e9)
                 if profile_calls:
                     c["kernels"] = kernels_of(places[0][0])
         except (RuntimeError, ValueError) as e:

@@ -295,9 +295,13 @@ double min_bytes(const Problem& p) { return op_info(p.op).min_bytes(p); }
 double tflops(const Problem& p, double ms) { return ms > 0 ? flops(p) / (ms * 1e-3) / 1e12 : 0; }
 
 double log_distance(const Problem& a, const Problem& b) {
-  const OpInfo* info = nullptr;
-  for (const auto& o : ops())
-    if (o.name == a.op && a.op == b.op) info = &o;
+  const OpInfo* info = nullptr; // its derived_dims, where both are of one registered op
+  if (a.op == b.op)
+    for (const auto& o : ops())
+      if (o.name == a.op) {
+        info = &o;
+        break;
+      }
   double sum = 0;
   for (size_t i = 0; i < std::max(a.dims.size(), b.dims.size()); ++i) {
     if (info && i < info->dims.size() &&
