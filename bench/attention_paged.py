@@ -40,15 +40,12 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from attention_vs_torch import Timer, is_causal, ktune_selection, kv_bytes, reference_rows  # noqa: E402
+from attention_vs_torch import (Timer, is_causal, ktune_selection, kv_bytes, placements_for,  # noqa: E402
+                                reference_rows)
 
 import ktune  # noqa: E402
 
 PAGES = (16, 64, 256)
-# The most bytes of K and V a column's placements may hold at once (4 GiB: a row of more than 1 GiB
-# gets fewer than 4 placements, one of more than 2 GiB one, where an address's luck is a small share
-# of the call). A paged column holds the row's contiguous K and V beside its copies.
-PLACEMENT_BYTES = 4 << 30
 
 
 def paged_copy(k, v, page, g):
@@ -78,12 +75,6 @@ def kernels_of(call):
     return [(e.name, e.time_range.elapsed_us()) for e in prof.events() if e.device_type == DeviceType.CUDA]
 
 
-def placements_for(r, wanted):
-    """How many placements (independent allocations of a column's inputs) a row is timed over:
-    `wanted`, fewer where a column's copies would pass PLACEMENT_BYTES, at least one."""
-    return max(1, min(wanted, int(PLACEMENT_BYTES // max(kv_bytes(r), 1))))
-
-
 def run_row(r, timer, profile_calls=False, warm_small=False, placements=1):
     g = torch.Generator(device="cuda").manual_seed(4321)
     B, H, Hk, Sq, Sk, D = r["batch"], r["heads"], r["kv_heads"], r["q_len"], r["kv_len"], r["head_dim"]
@@ -93,7 +84,7 @@ def run_row(r, timer, profile_calls=False, warm_small=False, placements=1):
     v = torch.randn(B, Sk, Hk, D, device="cuda", dtype=torch.bfloat16, generator=g)
     lens = torch.full((B,), Sk, dtype=torch.int32, device="cuda")
     ref = reference_rows(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), causal, list(range(Sq)))
-    n = placements_for(r, placements)
+    n = placements_for(kv_bytes(r), placements)  # a paged column also holds the row's contiguous K and V
 
     # Each column's placements: (call, the small inputs a decode step finds in L2). Placement 0 reads
     # q, k, v and lens themselves; the others fresh copies (the same values at other addresses, the

@@ -11,15 +11,23 @@ FP64 reference of those rows (the causal mask bottom-right aligned, as FlashAtte
 2^-6 |ref|, a bf16 output's rounding several times over; a backend that fails or does not run says so. Then
 timed as docs/METHOD says: warm-up, CUDA events around each call, the L2 flushed before each, the call queued
 behind a GPU delay (so that the host's cost of making the call, tens of microseconds in Python for every
-backend, is not what a small decode row measures; --no-delay times it too), the median of 25 calls. Prefill in TFLOPS (4 B H Sq Sk D, halved when causal), decode in TB/s of K and V read (GQA-aware: the
-kv heads' bytes) and as a share of a device-to-device copy of the same bytes (the read floor's stand-in).
+backend, is not what a small decode row measures; --no-delay times it too), the median of 25 calls. Each
+backend of a row is timed over --placements allocations of its inputs (4; fewer where they would pass 4 GiB):
+q, k and v copied to other addresses, all alive at once, every placement verified; its time is the median of
+theirs. Where a call is short, where its inputs lie moves it by more than a config does: a 10 us decode call
+read 10.0-10.1 us at half its placements and 10.7-10.9 us at the other half (H100,
+docs/runs/2026-12-06-h100-paged-placements.md), so one placement a backend compares allocations, not kernels.
+Prefill in TFLOPS (4 B H Sq Sk D, halved when causal), decode in TB/s of K and V read (GQA-aware: the kv heads'
+bytes) and as a share of a device-to-device copy of the same bytes (the read floor's stand-in).
 
 Usage: python3 bench/attention_vs_torch.py [--suite configs/suites/attention.json] [--json OUT.json] [--rows N]
+                                           [--placements N]
 """
 import argparse
 import json
 import math
 import os
+import statistics
 import sys
 import warnings
 
@@ -38,6 +46,10 @@ REPS = 25
 DELAY = True  # --no-delay: the host's cost of each call counts where it exceeds the flush
 PRELUDE = None  # --prelude: a kernel run on every SM after the flush, before each timed call
 WARM_CODE = False  # --warm-code: after the flush, one call of the same backend on other buffers
+# The most bytes a backend's placements of a row may hold at once (4 GiB: a row of more than 1 GiB gets
+# fewer than 4 placements, one of more than 2 GiB one, where an address's luck is a small share of the
+# call).
+PLACEMENT_BYTES = 4 << 30
 
 
 def make_prelude(kind):
@@ -81,6 +93,17 @@ def flops(r):
 
 def kv_bytes(r):
     return 2.0 * r["batch"] * r["kv_heads"] * r["kv_len"] * r["head_dim"] * 2
+
+
+def io_bytes(r):
+    """q, k, v and the output (bf16)."""
+    return kv_bytes(r) + 2.0 * r["batch"] * r["heads"] * r["q_len"] * r["head_dim"] * 2
+
+
+def placements_for(nbytes, wanted):
+    """How many placements (independent allocations of a call's inputs, `nbytes` each) a row is timed
+    over: `wanted`, fewer where they would pass PLACEMENT_BYTES together, at least one."""
+    return max(1, min(wanted, int(PLACEMENT_BYTES // max(nbytes, 1))))
 
 
 class Timer:
@@ -146,7 +169,7 @@ def ktune_selection(before, op="attention"):
             "candidates": [{k: c[k] for k in keep} for c in s["candidates"] if c.get("measured_ms") is not None]}
 
 
-def run_row(r, timer, copy_tb_s):
+def run_row(r, timer, copy_tb_s, placements=1):
     g = torch.Generator(device="cuda").manual_seed(1234)
     B, H, Hk, Sq, Sk, D = r["batch"], r["heads"], r["kv_heads"], r["q_len"], r["kv_len"], r["head_dim"]
     # (B, S, H, D) in memory, viewed as (B, H, S, D).
@@ -159,6 +182,7 @@ def run_row(r, timer, copy_tb_s):
     twin = [torch.randn_like(x.transpose(1, 2)).transpose(1, 2) for x in (q, k, v)] if WARM_CODE else None
     rows = sorted(set(list(range(min(64, Sq))) + list(range(max(0, Sq - 64), Sq))))
     ref = reference_rows(q, k, v, is_causal(r), rows)
+    n = placements_for(io_bytes(r), placements)
     # PyTorch's is_causal is top-left aligned; bottom-right (FlashAttention's) only matters when Sq != Sk, and
     # decode rows (Sq <= 4) see every key but the last Sq - 1 - i: they run as non-causal when Sq == 1.
     causal = is_causal(r) and Sq > 1
@@ -171,7 +195,15 @@ def run_row(r, timer, copy_tb_s):
     # ktune takes (B, S, H, D) views, bottom-right causal for any Sq.
     ktune_on = lambda q, k, v: ktune.attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
                                                causal=is_causal(r)).transpose(1, 2)
-    out = {"row": r, "backends": {}}
+
+    def placed(i):
+        """Placement i's (q, k, v): the row's own at 0, else copies of them at other addresses, in
+        the same (B, S, H, D) memory."""
+        if i == 0:
+            return q, k, v
+        return [x.transpose(1, 2).clone().transpose(1, 2) for x in (q, k, v)]
+
+    out = {"row": r, "placements": n, "backends": {}}
     for name, backend in BACKENDS:
         res = {}
         if name == "ktune" and ktune is None:
@@ -180,28 +212,37 @@ def run_row(r, timer, copy_tb_s):
             continue
         on = ktune_on if name == "ktune" else sdpa_on
         before = set(ktune._runtime.calls) if name == "ktune" else None
-        call = lambda: on(q, k, v)
         warm = (lambda: on(*twin)) if twin is not None else None
         if name == "math" and B * H * Sq * Sk > (1 << 31):
             res["status"] = "skipped (the scores would not fit)"
             out["backends"][name] = res
             continue
+        places = o = None
         try:
             with sdpa_kernel([backend] if backend is not None else [b for _, b in BACKENDS if b is not None]):
-                o = call()
-                torch.cuda.synchronize()
-                got = o[:, :, rows].double()
-                err = ((got - ref).abs() - (2 ** -6) * ref.abs()).max().item()
-                res["max_excess"] = err
-                if not err <= 2 ** -6:
-                    res["status"] = "wrong (max |err| - 2^-6 |ref| = %.3g)" % err
-                else:
-                    ms = timer.median_ms(call, warm=warm)
+                places = [placed(i) for i in range(n)]
+                for i, inputs in enumerate(places):
+                    o = on(*inputs)
+                    torch.cuda.synchronize()
+                    err = ((o[:, :, rows].double() - ref).abs() - (2 ** -6) * ref.abs()).max().item()
+                    res["max_excess"] = max(err, res.get("max_excess", err))
+                    if not err <= 2 ** -6:
+                        res["status"] = "wrong (max |err| - 2^-6 |ref| = %.3g%s)" % (
+                            err, ", placement %d" % i if i else "")
+                        break
+                if "status" not in res:
+                    each = [timer.median_ms(lambda x=inputs: on(*x), warm=warm) for inputs in places]
+                    ms = statistics.median(each)
                     res.update(status="ok", ms=ms, tflops=flops(r) / ms / 1e9, kv_tb_s=kv_bytes(r) / ms / 1e9)
+                    if n > 1:
+                        res["placement_ms"] = each
                     if Sq <= 16:
                         res["of_copy"] = res["kv_tb_s"] / copy_tb_s(kv_bytes(r))
         except (RuntimeError, ValueError) as e:
             res["status"] = "does not run: " + str(e).split("\n")[0][:120]
+        finally:
+            # Nothing of this backend's placements kept while the next one allocates its own.
+            places = o = None
         if before is not None:
             res["selection"] = ktune_selection(before)
         out["backends"][name] = res
@@ -230,7 +271,12 @@ def main():
     ap.add_argument("--warm-code", action="store_true",
                     help="after each flush, one untimed call of the same backend on other inputs: the timed call's "
                          "code and launch path warm, its data cold (how much of a short call is its code's first fetch)")
+    ap.add_argument("--placements", type=int, default=4,
+                    help="time each backend of a row over this many allocations of its inputs, the median of "
+                         "theirs (fewer where they would pass 4 GiB; 1: the row's own inputs only)")
     a = ap.parse_args()
+    if a.placements < 1:
+        ap.error("--placements must be 1 or more")
     if a.untuned and ktune is not None:
         ktune.configure(shipped_tables=False)
     if a.no_neighbours and ktune is not None:
@@ -258,11 +304,12 @@ def main():
                                            (", ktune without its shipped tables" if a.untuned else "") +
                                            (", first use without neighbours" if a.no_neighbours else "") +
                                            (", code warmed by a call on other inputs" if a.warm_code else "") +
-                                           (", prelude " + a.prelude if a.prelude else "")))
+                                           (", prelude " + a.prelude if a.prelude else "") +
+                                           (", %d placements a backend" % a.placements if a.placements > 1 else "")))
     print("%-28s %-34s %s" % ("model", "B x Hq/Hkv x Sq x Sk x D causal", "  ".join("%-16s" % n for n, _ in BACKENDS)))
     results = []
     for r in rows:
-        res = run_row(r, timer, copy_tb_s)
+        res = run_row(r, timer, copy_tb_s, a.placements)
         results.append(res)
         shape = "%d x %d/%d x %d x %d x %d %s" % (r["batch"], r["heads"], r["kv_heads"], r["q_len"], r["kv_len"],
                                                   r["head_dim"], "c" if is_causal(r) else "-")
@@ -283,6 +330,10 @@ def main():
                 timed[0]["measured_ms"], timed[1]["measured_ms"], len(timed)) if len(timed) > 1 else ""
             print("    ktune ran %s %s, %s%s" % (sel["family"], json.dumps(sel["config"], separators=(",", ":")),
                                               sel["provenance"], lead if sel["provenance"] != "exact" else ""))
+        if a.explain and res["placements"] > 1:
+            print("    over %d placements (us): %s" % (res["placements"], ", ".join(
+                "%s %s" % (n, "/".join("%.2f" % (1000 * t) for t in b["placement_ms"]))
+                for n, b in res["backends"].items() if "placement_ms" in b)))
     # ktune against the best backend that ran and against flash (FlashAttention-2), per row and in geomean.
     ratios = {"best": [], "flash": []}
     for res in results:
@@ -306,6 +357,7 @@ def main():
                        "ktune_tables": "database only (--untuned)" if a.untuned else "shipped and database",
                        "neighbours": not a.no_neighbours,
                        "prelude": a.prelude,
+                       "placements": a.placements,
                        "rows": results}, f, indent=1)
 
 
