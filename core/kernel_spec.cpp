@@ -1511,6 +1511,17 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
         }
         break;
       }
+      // A host-only library's header that no folder holds (its project's build fetches it): its
+      // stand-in all the same, under skip.
+      if (!found && s.skip_host_code) {
+        if (stand_ins.count(name)) continue;
+        if (const std::string stand_in = host_library_stand_in(name, ""); !stand_in.empty()) {
+          stand_ins.insert(name);
+          views->emplace_back(name, stand_in);
+          *hashed += "\n//header " + name + "\n" + stand_in;
+          continue;
+        }
+      }
       // A quoted header found nowhere ktune looks may be one it cannot read; an angled one is
       // the toolkit's or NVRTC's own (<cuda_bf16.h>, <cstdint>), which read no user macro.
       if (!found && close == '"' && !toolkit_header(name)) s.compiled_text_whole = false;
@@ -1706,7 +1717,9 @@ void read_compile(Reader& r, const ojson& j, KernelSpec& s, std::string* hashed)
       for (const auto& d : dirs.get()) {
         std::error_code ec;
         const fs::path p = fs::path(d) / name;
-        if (fs::exists(p, ec) && !in_toolkit(p)) return true;
+        // A file, not a folder of that name (bevfusion's spconv include/utility/, beside which
+        // <utility> is still the standard one: a compiler's search skips folders).
+        if (fs::is_regular_file(p, ec) && !in_toolkit(p)) return true;
       }
     return false;
   };

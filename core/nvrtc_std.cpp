@@ -98,8 +98,11 @@ std::string host_class(const std::string& name, const std::string& base = "") {
          "() {}\n  template <class... A> __host__ __device__ " + name + "(A&&...) {}\n  __host__ __device__ " + name +
          "(std::initializer_list<__ktune_any>) {}\n};\n";
 }
+// libstdc++'s containers, strings and streams bring std::min and std::max (bits/stl_algobase.h),
+// which a header that includes only one of them may use (lmdeploy's thread_map.h: <iostream>, then
+// a constexpr std::max): ktune's <algorithm> with them.
 std::string host_types(std::initializer_list<const char*> templates, std::initializer_list<const char*> classes = {}, const std::string& more = "") {
-  std::string t = std::string(kHostAny) + "namespace std {\n";
+  std::string t = std::string("#include <algorithm>\n") + kHostAny + "namespace std {\n";
   for (const char* n : templates) t += "template <class...>\n" + host_class(n);
   for (const char* n : classes) t += host_class(n);
   return t + more + "}\n";
@@ -237,6 +240,8 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
   // `std::array<std::char_traits<char>::int_type, 4>`); libcu++ declares it and defines none.
   h.emplace_back("string", host_only("string", host_types({"basic_string"}, {},
                                                           std::string("typedef basic_string<char> string;\n") +
+                                                              "typedef basic_string<wchar_t> wstring;\ntypedef basic_string<char16_t> u16string;\n"
+                                                              "typedef basic_string<char32_t> u32string;\n" +
                                                           "template <class C> struct char_traits { typedef C char_type; typedef int int_type; };\n") +
                                                               kEof));
   // C's locale (glibc's struct lconv, opaque: a host class holds a pointer to it, nlohmann/json's
@@ -278,9 +283,21 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
         "constexpr __ktune_stream cout, cerr, clog, cin;\n"
         "inline __host__ __device__ const __ktune_stream& endl(const __ktune_stream& s) { return s; }\n"
         "inline __host__ __device__ const __ktune_stream& flush(const __ktune_stream& s) { return s; }\n}\n#endif\n";
-    for (const char* n : {"iostream", "ostream", "istream"}) h.emplace_back(n, host_only(n, streams));
+    for (const char* n : {"iostream", "ostream", "istream"}) h.emplace_back(n, host_only(n, "#include <algorithm>\n" + streams));
+    // String and file streams as host classes, which a host class's data members name (MinkowskiEngine's
+    // `std::stringstream stream_;`, lmdeploy's `std::ostringstream* oss_;`).
+    h.emplace_back("sstream", host_only("sstream", streams + host_types({"basic_stringbuf", "basic_istringstream", "basic_ostringstream", "basic_stringstream"},
+                                                                        {"stringbuf", "istringstream", "ostringstream", "stringstream"})));
+    h.emplace_back("fstream", host_only("fstream", streams + host_types({"basic_filebuf", "basic_ifstream", "basic_ofstream", "basic_fstream"},
+                                                                        {"filebuf", "ifstream", "ofstream", "fstream"})));
   }
-  for (const char* n : {"fstream", "sstream", "iomanip", "random", "future", "string_view", "regex", "strings.h", "sys/stat.h", "sys/resource.h", "sys/mman.h", "fcntl.h", "dirent.h", "dlfcn.h", "fenv.h", "cfenv",
+  // <new>: placement new is NVRTC's own; libcu++'s launder and bad_alloc, in std:: too (a device
+  // allocator's construct, cuDF's hash_allocator.cuh in MinkowskiEngine).
+  h.emplace_back("new", "#pragma once\n// ktune's <new> for NVRTC, which has none: placement new is NVRTC's own\n"
+                        "#if __has_include(<cuda/std/__new/launder.h>)\n#include <cuda/std/__new/launder.h>\n#endif\n"
+                        "#if __has_include(<cuda/std/__new/bad_alloc.h>)\n#include <cuda/std/__new/bad_alloc.h>\n#endif\n" +
+                        std::string(kIntoStd));
+  for (const char* n : {"iomanip", "random", "future", "string_view", "regex", "strings.h", "sys/stat.h", "sys/resource.h", "sys/mman.h", "fcntl.h", "dirent.h", "dlfcn.h", "fenv.h", "cfenv",
                         "getopt.h", "cerrno", "errno.h", "csignal", "signal.h", "cctype", "ctype.h", "cstdarg", "stdarg.h",
                         "typeinfo", "any", "execution", "omp.h", "sys/syscall.h", "syscall.h", "charconv", "system_error",
                         "format", "print", "ios", "iosfwd", "streambuf", "cwchar", "cwctype", "wchar.h",
@@ -823,10 +840,12 @@ std::string host_library_stand_in(const std::string& name, const std::string& pa
   // {fmt}'s headers use its FMT_ macros or name its namespace; fmt 11's core.h only includes
   // "format.h". spdlog bundles a copy (<spdlog/fmt/bundled/format.h>). Only a header of such a
   // name is read.
-  if (name.rfind("fmt/", 0) != 0 && name.find("/fmt/bundled/") == std::string::npos) return "";
-  const std::string text = read_text_file(path, "included header");
-  if (text.find("FMT_") == std::string::npos && text.find("namespace fmt") == std::string::npos && text.find("#include \"format.h\"") == std::string::npos)
-    return "";
+  if (name.rfind("fmt/", 0) != 0 && (path.empty() || name.find("/fmt/bundled/") == std::string::npos)) return "";
+  if (!path.empty()) {
+    const std::string text = read_text_file(path, "included header");
+    if (text.find("FMT_") == std::string::npos && text.find("namespace fmt") == std::string::npos && text.find("#include \"format.h\"") == std::string::npos)
+      return "";
+  }
   return "#pragma once\n// ktune's stand-in for {fmt}'s <" + name +
          ">: a host-only library NVRTC cannot compile; its types take any initializer\n"
          "#ifndef KTUNE_FMT_STAND_IN\n#define KTUNE_FMT_STAND_IN\n"

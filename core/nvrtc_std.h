@@ -33,9 +33,11 @@ const std::vector<std::pair<std::string, std::string>>& nvrtc_std_headers();
 //     stand-ins of its containers and device_ptr taking any initializer.
 const std::string* nvrtc_toolkit_view(const std::string& include_dir, const std::string& name);
 
-// A host-only library that a project ships in its own folders and whose headers NVRTC cannot
-// compile, included for host code: the stand-in ktune hands NVRTC for the header `name` (as
-// included) found at `path` (read only where the name is the library's), or "" for any other. {fmt} (`<fmt/format.h>`, `<fmt/core.h>`
+// A host-only library whose headers NVRTC cannot compile, included for host code: the stand-in
+// ktune hands NVRTC for the header `name` (as included) found at `path` (read only where the name
+// is the library's), or "" for any other. `path` "": found in no folder of the include path (a
+// project whose build fetches the library, lmdeploy's CMake FetchContent of {fmt}): the name
+// alone decides. {fmt} (`<fmt/format.h>`, `<fmt/core.h>`
 // ...: its constexpr formatting calls its host functions; tiny-cuda-nn's common_host.h): the
 // namespaces fmt and fmt::literals (a `using namespace fmt::literals;`), format_string,
 // string_view, memory_buffer and the like taking any initializer, and FMT_STRING / FMT_COMPILE;

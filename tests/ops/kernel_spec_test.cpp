@@ -3761,6 +3761,45 @@ TEST(KernelSpec, AProjectsFmtStandsInUnderSkip) {
   EXPECT_THROW(compiler.compile(compile_request(find_family(as_is), Config{{"UNTUNED", 0}}, Problem::parse(as_is, "1000"), "sm_90")), std::exception);
 }
 
+// The standard library's pieces a project's host code names and device code may use, as libstdc++
+// brings them: a host class's string stream (MinkowskiEngine's `std::stringstream stream_;`, lmdeploy's
+// `std::ostringstream* oss_;`) and wide string (cuDF's nvtx3.hpp, `message(std::wstring&&) = delete;`),
+// <new> for a device allocator's placement new, std::max reached through <iostream> (lmdeploy's
+// thread_map.h); a folder on the include path named like a standard header (bevfusion's spconv
+// include/utility/) hides none; {fmt} included where no folder holds it (lmdeploy's build fetches it)
+// stands in under skip, and is a missing header without it.
+TEST(KernelSpec, StandardPiecesHostCodeNamesAndAFetchedFmt) {
+  SpecDir d;
+  d.write("inc/utility/timer.h", "#pragma once\nstruct Timer { int ticks; };\n");
+  d.write("check.h", "#pragma once\n#include <sstream>\n#include <fstream>\n#include <string>\n#include <fmt/format.h>\n"
+                     "class CheckStream {\n public:\n  template <class T> CheckStream& operator<<(const T& m) { *oss_ << m; return *this; }\n"
+                     "  ~CheckStream() { fmt::print(\"{}\", oss_->str()); }\n private:\n  std::ostringstream* oss_;\n"
+                     "  std::stringstream stream_;\n  std::ifstream in_;\n};\n"
+                     "struct message {\n  message(std::wstring const& m) noexcept : p{m.c_str()} {}\n  message(std::wstring&&) = delete;\n"
+                     "  const void* p;\n};\n");
+  d.write("proj.cu", "#include <utility>\n#include <utility/timer.h>\n#include <new>\n#include <iostream>\n#include \"check.h\"\n"
+                     "template <int A, int B> struct ThreadMap { static constexpr int kIter = std::max(A / B, 1); };\n"
+                     "template <class T> struct dev_alloc {\n  __host__ __device__ T* construct(void* p) { return new (p) T(); }\n};\n"
+                     "__global__ void k(float* y, int n) {\n  const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                     "  std::pair<int, float> p{ThreadMap<8, 4>::kIter, 2.f};\n"
+                     "  if (i < n) { dev_alloc<float> a; y[i] = *a.construct(y + i) + std::move(p.second) + p.first; }\n}\n"
+                     "void report(const std::string& s) { std::cerr << s << std::endl; }\n");
+  auto spec_text = [](const char* host_code) {
+    ojson spec = ojson::parse(R"JSON({
+      "name": "std_pieces", "sources": ["proj.cu"], "include_dirs": ["inc"], "kernel": "k", "dims": ["n"], "params": {"UNTUNED": [0]},
+      "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]},
+      "args": [{"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"}, {"name": "n", "kind": "scalar", "dtype": "i32", "value": "n"}],
+      "check": {"none": "compile only"}})JSON");
+    spec["host_code"] = host_code;
+    return spec.dump();
+  };
+  Compiler compiler;
+  const std::string op = load_kernel_spec_text(spec_text("skip"), "std_pieces.json", d.dir());
+  EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"UNTUNED", 0}}, Problem::parse(op, "1000"), "sm_90")));
+  const std::string as_is = load_kernel_spec_text(spec_text("compile"), "std_pieces_as_is.json", d.dir());
+  EXPECT_THROW(compiler.compile(compile_request(find_family(as_is), Config{{"UNTUNED", 0}}, Problem::parse(as_is, "1000"), "sm_90")), std::exception);
+}
+
 // `using namespace std;` in a namespace or a function, then unqualified math (kaolin's kernels:
 // truncf(u), pow(2, level)): under nvcc std's math is CUDA's global one; ktune's std names
 // libcu++'s by a using-directive, whose own cuda::std::truncf made the call ambiguous. The
