@@ -707,6 +707,15 @@ std::string declared_type(const std::string& stmt, const std::map<std::string, s
     // `__attribute__((visibility("default")))`, whose words are no declarator).
     // Where the class-key itself came through a macro, expanded.
     auto is_key = [](const std::string& w) { return w == "class" || w == "struct" || w == "union" || w == "enum"; };
+    // A qualified name is one name (`template <> struct fmt::formatter<DataType>`, lmdeploy's, is a
+    // class's head, not a variable of type fmt named formatter): its parts joined.
+    for (size_t q = upto.find("::"); q != std::string::npos; q = upto.find("::", q)) {
+      size_t b = q, e = q + 2;
+      while (b > 0 && std::isspace(static_cast<unsigned char>(upto[b - 1]))) --b;
+      while (e < upto.size() && std::isspace(static_cast<unsigned char>(upto[e]))) ++e;
+      upto.replace(b, e - b, "_");
+      q = b;
+    }
     std::vector<std::string> named;
     words_of(upto, {}, 0, &named);
     if (std::none_of(named.begin(), named.end(), is_key)) named.clear(), words_of(upto, macros, 0, &named);
@@ -1440,8 +1449,11 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
   // A function-like macro whose replacement declares a function that the replacement reads in an
   // unevaluated operand (nlohmann/json's NLOHMANN_CAN_CALL_STD_FUNC_IMPL(std_name): `template
   // <typename... T> std_name##_tag std_name(T&&...);` read in `decltype(std_name(...))`): the
-  // declaration gets `__host__ __device__` in the #define itself, as it would in the text; where
-  // reading the replacement as a text of its own would change anything else, it stays as it is.
+  // declaration gets `__host__ __device__` in the #define itself, as it would in the text. One whose
+  // replacement defines a class (robin_hood.h's ROBIN_HOOD_HASH_INT(T), `template <> struct
+  // hash<T> { size_t operator()(T obj) const noexcept {...} }`, in MinkowskiEngine): its host
+  // members blanked in the #define, as in a class of the text. Where reading the replacement as a
+  // text of its own would change anything else, it stays as it is.
   for (size_t k = 0; k < text.size(); ++k) {
     if (kind[k] != kPreprocessor || (k > 0 && text[k - 1] != '\n')) continue;
     size_t e = k; // the directive's end, over its continuation lines
@@ -1458,10 +1470,24 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
         int changed = 0;
         const std::string left = skip_host_functions_lf(r, &changed, macros, {}, nullptr, nullptr);
         std::vector<std::pair<size_t, std::string>> inserted;
+        std::vector<size_t> blanks; // where the reading blanked a class's host members
+        const size_t body = r.find('{');
+        const std::string class_key = body == std::string::npos ? "" : declared_type(without_template_lists(r.substr(0, body), macros), macros);
+        size_t body_end = std::string::npos; // the class's closing brace: the replacement's last but a ';'
+        for (size_t b = body, depth = 0; b < r.size() && body_end == std::string::npos; ++b)
+          if (r[b] == '{') ++depth;
+          else if (r[b] == '}' && --depth == 0) body_end = b;
+        const bool defines_class = !class_key.empty() && class_key != "enum" && body_end != std::string::npos &&
+                                   r.find_last_not_of(" \t\n;") == body_end;
         size_t q = 0, j = 0;
         bool only_insertions = changed > 0;
         while (only_insertions && j < left.size()) {
           if (q < r.size() && left[j] == r[q]) {
+            ++q, ++j;
+            continue;
+          }
+          if (defines_class && q > body && q < r.size() && left[j] == ' ' && r[q] != '\n') {
+            blanks.push_back(a + q);
             ++q, ++j;
             continue;
           }
@@ -1475,9 +1501,10 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
             }
           only_insertions = found;
         }
-        if (only_insertions && q == r.size() && !inserted.empty()) {
+        if (only_insertions && q == r.size() && (!inserted.empty() || !blanks.empty())) {
           annotate.insert(annotate.end(), inserted.begin(), inserted.end());
-          *blanked += int(inserted.size());
+          for (size_t b : blanks) out[b] = ' ';
+          *blanked += int(inserted.size()) + (blanks.empty() ? 0 : 1);
         }
       }
     }

@@ -1700,6 +1700,12 @@ void read_compile(Reader& r, const ojson& j, KernelSpec& s, std::string* hashed)
       s.options.push_back("--device-int128");
       break;
     }
+  // MSVC's __FUNCSIG__, GCC's __PRETTY_FUNCTION__: a project's branch for compilers other than
+  // GCC, which NVRTC (defining no __GNUC__, where nvcc's device pass does) takes, may spell one by
+  // the other (lmdeploy's macro.h: `#define __PRETTY_FUNCTION__ __FUNCSIG__`, then libcu++'s assert
+  // names an undefined __FUNCSIG__). Defined as GCC's where the text names it and defines it nowhere.
+  if (find_word(s.compiled_text, "__FUNCSIG__") != std::string::npos && s.compiled_text.find("define __FUNCSIG__") == std::string::npos)
+    s.options.push_back("-D__FUNCSIG__=__PRETTY_FUNCTION__");
   // A quoted #include is looked for beside the file that includes it first, as nvcc does; NVRTC
   // compiles the sources as one text that has no folder, so theirs lead the include path.
   std::vector<std::string> lead;

@@ -713,3 +713,39 @@ TEST(HostCode, AUsingDeclarationOfABasesBlankedMembersGoes) {
   const std::string out = skipped(text, &n);
   expect_parts(out, {"using UnaryOp::operator();", "using UnaryOp::run;"}, {"using value_type = float;", "using Plus::operator();"});
 }
+
+// A class defined by a qualified name (lmdeploy's `template <> struct fmt::formatter<DataType> :
+// formatter<string_view> { auto format(...) const {...} };`) is a class: its host members go, its
+// device ones stay; `struct ns::T t;` is still a variable of that type, whose words stay.
+TEST(HostCode, AClassDefinedByAQualifiedNameIsAClass) {
+  const std::string text =
+      "namespace lib { template <class T> struct formatter {}; struct S; struct T {}; }\nenum class DataType { kHalf };\n"
+      "template <> struct lib::formatter<DataType> : lib::T {\n  int format(DataType t) const { return int(t); }\n};\n"
+      "struct lib::S {\n  int host_side() const { return 1; }\n  __device__ int twice(int x) const { return 2 * x; }\n};\n"
+      "struct lib::T global_t;\n";
+  int n = 0;
+  const std::string out = skipped(text, &n);
+  expect_parts(out, {"int format(DataType t) const", "int host_side() const"},
+               {"template <> struct lib::formatter<DataType> : lib::T {", "struct lib::S {", "__device__ int twice(int x) const { return 2 * x; }"});
+  EXPECT_EQ(n, 3) << out; // the two members and the host variable
+}
+
+// A function-like macro whose replacement defines a class (robin_hood.h's ROBIN_HOOD_HASH_INT(T),
+// `template <> struct hash<T> { size_t operator()(T obj) const noexcept {...} }`): its host members
+// are blanked in the #define, its continuation lines kept; a device member stays. A macro whose
+// replacement is no class's definition is left as it is.
+TEST(HostCode, AMacroDefiningAClassLosesItsHostMembers) {
+  const std::string text =
+      "template <class T> struct hash;\n"
+      "#define HASH_INT(T) \\\n  template <> \\\n  struct hash<T> { \\\n"
+      "    unsigned long operator()(T obj) const noexcept { return static_cast<unsigned long>(obj); } \\\n"
+      "    __device__ T twice(T x) const { return x + x; } \\\n  }\n"
+      "#define RETURN_ONE(name) int name() { return 1; } int name##_too = 2\n"
+      "HASH_INT(int);\nHASH_INT(char);\n__global__ void k(float* x) { x[threadIdx.x] = hash<int>().twice(1); }\n";
+  int n = 0;
+  const std::string out = skipped(text, &n);
+  expect_parts(out, {"unsigned long operator()(T obj)"},
+               {"  struct hash<T> { \\\n", "__device__ T twice(T x) const { return x + x; } \\\n  }\n",
+                "#define RETURN_ONE(name) int name() { return 1; } int name##_too = 2\n", "HASH_INT(int);\nHASH_INT(char);\n"});
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), std::count(text.begin(), text.end(), '\n'));
+}

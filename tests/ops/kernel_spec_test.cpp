@@ -3800,6 +3800,29 @@ TEST(KernelSpec, StandardPiecesHostCodeNamesAndAFetchedFmt) {
   EXPECT_THROW(compiler.compile(compile_request(find_family(as_is), Config{{"UNTUNED", 0}}, Problem::parse(as_is, "1000"), "sm_90")), std::exception);
 }
 
+// A project's branch for compilers other than GCC, which NVRTC takes (it defines no __GNUC__, where
+// nvcc's device pass does), spelling GCC's __PRETTY_FUNCTION__ by MSVC's __FUNCSIG__ (lmdeploy's
+// macro.h): libcu++'s assert then names __FUNCSIG__, which ktune defines as GCC's. A text that
+// defines __FUNCSIG__ itself keeps its own (no -D for NVRTC to refuse as redefined).
+TEST(KernelSpec, AnotherCompilersFunctionNameMacroReadsAsGccs) {
+  SpecDir d;
+  d.write("macro.h", "#pragma once\n#if !defined(__PRETTY_FUNCTION__) && !defined(__GNUC__)\n#define __PRETTY_FUNCTION__ __FUNCSIG__\n#endif\n");
+  d.write("proj.cu", "#include \"macro.h\"\n#include <cassert>\n__global__ void k(float* y, int n) {\n"
+                     "  const int i = blockIdx.x * blockDim.x + threadIdx.x;\n  assert(n > 0);\n  if (i < n) y[i] = 1.f;\n}\n");
+  d.write("own.cu", "#define __FUNCSIG__ \"k\"\n#include \"macro.h\"\n#include <cassert>\n__global__ void k(float* y, int n) {\n"
+                    "  assert(n > 0);\n  y[0] = 1.f;\n}\n");
+  for (const char* source : {"proj.cu", "own.cu"}) {
+    ojson spec = ojson::parse(R"JSON({
+      "host_code": "skip", "kernel": "k", "dims": ["n"], "params": {"UNTUNED": [0]}, "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]},
+      "args": [{"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"}, {"name": "n", "kind": "scalar", "dtype": "i32", "value": "n"}],
+      "check": {"none": "compile only"}})JSON");
+    spec["name"] = std::string("funcsig_") + (source[0] == 'p' ? "gcc" : "own");
+    spec["sources"] = {source};
+    SCOPED_TRACE(source);
+    expect_compiles(spec, d);
+  }
+}
+
 // `using namespace std;` in a namespace or a function, then unqualified math (kaolin's kernels:
 // truncf(u), pow(2, level)): under nvcc std's math is CUDA's global one; ktune's std names
 // libcu++'s by a using-directive, whose own cuda::std::truncf made the call ambiguous. The
