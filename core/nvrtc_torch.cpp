@@ -262,9 +262,14 @@ template <typename T> C10_HOST_DEVICE constexpr bool operator!=(const T& a, cons
 template <typename T> struct scalar_value_type { using type = T; };
 template <typename T> struct scalar_value_type<complex<T>> { using type = T; };
 
+// In PyTorch's order (2.9's c10/core/ScalarType.h, torch/headeronly/core/ScalarType.h since 2.9):
+// xformers' sparse24 kernels name Float8_e4m3fn and UInt16.
 enum class ScalarType : int8_t {
   Byte, Char, Short, Int, Long, Half, Float, Double, ComplexHalf, ComplexFloat, ComplexDouble, Bool,
-  QInt8, QUInt8, QInt32, BFloat16
+  QInt8, QUInt8, QInt32, BFloat16, QUInt4x2, QUInt2x4, Bits1x8, Bits2x4, Bits4x2, Bits8, Bits16,
+  Float8_e5m2, Float8_e4m3fn, Float8_e5m2fnuz, Float8_e4m3fnuz, UInt16, UInt32, UInt64,
+  UInt1, UInt2, UInt3, UInt4, UInt5, UInt6, UInt7, Int1, Int2, Int3, Int4, Int5, Int6, Int7,
+  Float8_e8m0fnu, Float4_e2m1fn_x2, Undefined, NumOptions
 };
 
 } // namespace c10
@@ -556,6 +561,29 @@ namespace autograd {
 class AutogradContext;
 template <class T> struct Function {};
 } // namespace autograd
+// PyTorch's stable ABI (2.9: torch/csrc/stable/, torch/headeronly/), which extensions built against
+// it include instead of ATen (torchao's mxfp8 kernels, xformers' sparse24): the header-only
+// namespace's ScalarType and accessors are c10's and ATen's (an accessor laid out as ATen's, a
+// kernel's struct argument of those fields); a stable Tensor, which host code holds and calls,
+// laid out as PyTorch's (a shared pointer to its handle), taking any initializer, no API.
+namespace headeronly {
+using c10::ScalarType;
+using at::DefaultPtrTraits;
+using at::RestrictPtrTraits;
+template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits, typename index_t = int64_t>
+using HeaderOnlyTensorAccessor = at::TensorAccessor<T, N, PtrTraits, index_t>;
+template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits, typename index_t = int64_t>
+using HeaderOnlyGenericPackedTensorAccessor = at::GenericPackedTensorAccessor<T, N, PtrTraits, index_t>;
+} // namespace headeronly
+namespace stable {
+class Tensor {
+  void* handle_ = nullptr;
+  void* count_ = nullptr;
+ public:
+  __host__ __device__ Tensor() {}
+  template <class... A> __host__ __device__ Tensor(A&&...) {}
+};
+} // namespace stable
 } // namespace torch
 
 // ATen/cuda/DeviceUtils.cuh: warp shuffles with a full mask, c10::complex a part at a time.

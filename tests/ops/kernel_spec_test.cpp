@@ -3823,6 +3823,32 @@ TEST(KernelSpec, AnotherCompilersFunctionNameMacroReadsAsGccs) {
   }
 }
 
+// An extension built against PyTorch's stable ABI (2.9; torchao's mxfp8 kernels, xformers' sparse24):
+// torch::stable::Tensor in host code, torch::headeronly's ScalarType (its float8 and unsigned
+// members) in a trait, a kernel taking a header-only packed accessor, laid out as ATen's.
+TEST(KernelSpec, AStableAbiExtensionCompiles) {
+  SpecDir d;
+  d.write("sparse.cu", "#include <torch/csrc/stable/tensor.h>\n#include <torch/headeronly/core/ScalarType.h>\n"
+                       "#include <torch/headeronly/core/TensorAccessor.h>\n#include <cuda_fp16.h>\nusing torch::stable::Tensor;\n"
+                       "template <typename T> struct ToAt;\n"
+                       "template <> struct ToAt<__half> { static auto constexpr value = torch::headeronly::ScalarType::Half; };\n"
+                       "template <> struct ToAt<unsigned short> { static auto constexpr value = torch::headeronly::ScalarType::UInt16; };\n"
+                       "constexpr auto kFp8 = torch::headeronly::ScalarType::Float8_e4m3fn;\n"
+                       "__global__ void k(torch::headeronly::HeaderOnlyGenericPackedTensorAccessor<int64_t, 2> m) {\n"
+                       "  static_assert(ToAt<__half>::value != kFp8, \"two types\");\n"
+                       "  if (threadIdx.x < m.size(0)) m[threadIdx.x][0] = int64_t(ToAt<unsigned short>::value);\n}\n"
+                       "int64_t rows(const Tensor& t) { return t.size(0); }\n");
+  const ojson spec = ojson::parse(R"JSON({
+    "name": "stable_abi", "sources": ["sparse.cu"], "host_code": "skip", "kernel": "k", "dims": ["n"], "params": {"UNTUNED": [0]},
+    "launch": {"grid": [1], "block": [32], "args": ["m"]},
+    "args": [{"name": "store", "kind": "buffer", "dtype": "i64", "count": "n", "intent": "out"},
+             {"name": "m", "kind": "struct", "fields": [{"name": "data", "buffer": "store"},
+                                                        {"name": "sizes", "dtype": "i64", "value": ["n", 1]},
+                                                        {"name": "strides", "dtype": "i64", "value": [1, 1]}]}],
+    "check": {"none": "compile only"}})JSON");
+  expect_compiles(spec, d);
+}
+
 // `using namespace std;` in a namespace or a function, then unqualified math (kaolin's kernels:
 // truncf(u), pow(2, level)): under nvcc std's math is CUDA's global one; ktune's std names
 // libcu++'s by a using-directive, whose own cuda::std::truncf made the call ambiguous. The
