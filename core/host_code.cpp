@@ -1391,7 +1391,13 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
       // where it is constant-evaluated (a traits class's `static constexpr int kSmem = cmax(...)`)
       // and, as PyTorch extensions build (--expt-relaxed-constexpr), where device code calls it
       // (Marlin's ceildiv): it becomes __host__ __device__ rather than going.
-      const size_t constexpr_at = constexpr_keyword_at(head, words);
+      // Not one that throws and is no template (lmdeploy's `constexpr cudaDataType to_cuda_dtype(DataType
+      // t) { switch (t) { ... default: throw std::runtime_error(...); } }`): NVRTC compiles every
+      // such function for the device, which cannot throw, where nvcc compiles it only where device
+      // code calls it; it goes as a host function does. A template's is compiled only where used.
+      const bool throws_untemplated = !in_class && find_word(code.substr(i, close - i), "throw") != std::string::npos &&
+                                      find_word(code.substr(start, i - start), "template") == std::string::npos;
+      const size_t constexpr_at = throws_untemplated ? std::string::npos : constexpr_keyword_at(head, words);
       if (function && !device && !braced_init && !unknown_macro_before_name(head, macros, not_macros) && constexpr_at != std::string::npos) {
         annotate.emplace_back(start + constexpr_at, space_to_add(words));
         ++*blanked;

@@ -749,3 +749,19 @@ TEST(HostCode, AMacroDefiningAClassLosesItsHostMembers) {
                 "#define RETURN_ONE(name) int name() { return 1; } int name##_too = 2\n", "HASH_INT(int);\nHASH_INT(char);\n"});
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), std::count(text.begin(), text.end(), '\n'));
 }
+
+// A constexpr function that throws and is no template (lmdeploy's `constexpr cudaDataType
+// to_cuda_dtype(DataType)`, `default: throw std::runtime_error(...)`) goes as a host function: NVRTC
+// would compile it for the device, which cannot throw. A template that throws, compiled only where
+// used, and a constexpr function that does not throw become __host__ __device__.
+TEST(HostCode, AConstexprFunctionThatThrowsGoesUnlessATemplate) {
+  const std::string text =
+      "enum DataType { kHalf, kFloat };\n"
+      "constexpr int to_cuda_dtype(DataType t) {\n  switch (t) {\n    case kHalf: return 2;\n    default: throw 1;\n  }\n}\n"
+      "template <class T> constexpr int checked(T v) { return v < 0 ? throw 1 : int(v); }\n"
+      "constexpr int twice(int v) { return 2 * v; } // \"throw\" in a comment is no throw\n";
+  int n = 0;
+  const std::string out = skipped(text, &n);
+  expect_parts(out, {"to_cuda_dtype", "case kHalf"},
+               {"template <class T> __host__ __device__ constexpr int checked(T v)", "__host__ __device__ constexpr int twice(int v)"});
+}
