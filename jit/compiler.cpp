@@ -73,6 +73,36 @@ bool designated_initializer_error(const std::string& log) {
 
 // Where the log's first error line starts (NVRTC's "file(n): error: ..." or its own "error: ..."
 // where warnings come before it), npos where it has none.
+// Whether every error of the log is NVRTC's "A function without execution space annotations" at a
+// lambda (the caret under its parameter list), at least one: NVRTC gives a lambda no execution space where
+// the function around it, __host__ __device__, is instantiated for an unevaluated operand (CuTe's
+// `compact_major`, `transform(..., [&](auto const& s, auto const& c) {...})`, reached from
+// LayoutLeft::Apply's decltype: every file that includes cute/tensor.hpp), where nvcc gives it the
+// enclosing function's.
+bool only_lambda_space_errors(const std::string& log) {
+  std::vector<std::string> lines;
+  for (size_t at = 0; at <= log.size();) {
+    const size_t end = std::min(log.find('\n', at), log.size());
+    lines.push_back(log.substr(at, end - at));
+    at = end + 1;
+  }
+  int lambdas = 0;
+  for (size_t k = 0; k < lines.size(); ++k) {
+    const std::string& l = lines[k];
+    if (l.find(": error") == std::string::npos && l.find("error:") == std::string::npos) continue;
+    if (l.find("A function without execution space annotations") == std::string::npos || k + 2 >= lines.size()) return false;
+    // The caret under the lambda's parameter list, after its capture's ']'.
+    const std::string& src = lines[k + 1];
+    const size_t caret = lines[k + 2].find('^');
+    if (caret == std::string::npos || lines[k + 2].find_first_not_of(' ') != caret || caret >= src.size() || src[caret] != '(')
+      return false;
+    const size_t before = src.find_last_not_of(" \t", caret == 0 ? 0 : caret - 1);
+    if (caret == 0 || before == std::string::npos || src[before] != ']') return false;
+    ++lambdas;
+  }
+  return lambdas > 0;
+}
+
 size_t first_error_at(const std::string& log) {
   for (size_t at = 0; at < log.size();) {
     const size_t end = std::min(log.find('\n', at), log.size());
@@ -297,6 +327,30 @@ std::shared_ptr<const CompiledKernel> Compiler::compile_uncached(const CompileRe
             (at == std::string::npos ? std::string("it failed") : as_is.substr(at, as_is.find('\n', at) - at)) +
             (log.empty() ? "" : "\n" + log);
     } else {
+      cr = as_is_result;
+      log = as_is;
+    }
+  }
+  // A program whose only errors are lambdas NVRTC left without an execution space (only_lambda_space_errors):
+  // compiled again with -default-device, which makes them the device's, its log saying so. Not
+  // where a function of the program has no execution space: those are errors of their own (the
+  // first compile's), which this leaves as they are.
+  const bool default_device = std::any_of(opts.begin(), opts.end(), [](const std::string& o) {
+    return o == "-default-device" || o == "--device-as-default-execution-space";
+  });
+  if (cr != NVRTC_SUCCESS && !default_device && only_lambda_space_errors(log)) {
+    const std::string as_is = log;
+    const nvrtcResult as_is_result = cr;
+    const std::vector<std::string> without = opts;
+    opts.push_back("-default-device"); // qualify() compiles with opts
+    cr = compile(opts, &log);
+    qualify();
+    if (cr == NVRTC_SUCCESS) {
+      const size_t at = first_error_at(as_is);
+      log = "compiled with -default-device: NVRTC left a lambda without an execution space (" +
+            as_is.substr(at, as_is.find('\n', at) - at) + ")" + (log.empty() ? "" : "\n" + log);
+    } else {
+      opts = without;
       cr = as_is_result;
       log = as_is;
     }

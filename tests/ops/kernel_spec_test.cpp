@@ -3849,6 +3849,50 @@ TEST(KernelSpec, AStableAbiExtensionCompiles) {
   expect_compiles(spec, d);
 }
 
+// A lambda in a __host__ __device__ function instantiated for a decltype (CuTe's compact_major,
+// reached from LayoutLeft::Apply: every file that includes cute/tensor.hpp), which NVRTC leaves
+// without an execution space where nvcc gives it the function's: compiled again with
+// -default-device, the log saying so. A program with an unannotated function of its own (host
+// code kept, as "compile" keeps it) fails as it is, with no second compile.
+TEST(KernelSpec, ALambdaNvrtcLeavesWithoutASpaceCompilesAsTheDevices) {
+  SpecDir d;
+  d.write("lam.cu", "template <class F> __host__ __device__ constexpr auto apply1(F f) { return f(1); }\n"
+                    "template <class T> __host__ __device__ constexpr auto g(T t) { return apply1([](auto x) { return x + 1; }); }\n"
+                    "struct Apply { using type = decltype(g(0)); };\n"
+                    "__global__ void k(float* y, int n) {\n  const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                    "  if (i < n) y[i] = Apply::type(1);\n}\n");
+  d.write("host.cu", "template <class T> __host__ __device__ constexpr auto g(T t) { return [](auto x) { return x + 1; }(t); }\n"
+                     "struct Apply { using type = decltype(g(0)); };\nint host_side(int v) { return v + 1; }\n"
+                     "__global__ void k(float* y, int n) {\n  const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                     "  if (i < n) y[i] = Apply::type(1);\n}\n");
+  auto spec_for = [&](const char* source, const char* host_code) {
+    ojson spec = ojson::parse(R"JSON({
+      "kernel": "k", "dims": ["n"], "params": {"UNTUNED": [0]}, "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]},
+      "args": [{"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"}, {"name": "n", "kind": "scalar", "dtype": "i32", "value": "n"}],
+      "check": {"none": "compile only"}})JSON");
+    spec["name"] = std::string("lambda_space_") + source[0] + host_code[0];
+    spec["sources"] = {source};
+    spec["host_code"] = host_code;
+    return load_kernel_spec_text(spec.dump(), spec["name"].get<std::string>() + ".json", d.dir());
+  };
+  Compiler compiler;
+  for (const char* host_code : {"skip", "compile"}) {
+    SCOPED_TRACE(host_code);
+    const std::string op = spec_for("lam.cu", host_code);
+    std::shared_ptr<const CompiledKernel> k;
+    ASSERT_NO_THROW(k = compiler.compile(compile_request(find_family(op), Config{{"UNTUNED", 0}}, Problem::parse(op, "1000"), "sm_90")));
+    EXPECT_NE(k->log.find("compiled with -default-device"), std::string::npos) << k->log;
+  }
+  const std::string host = spec_for("host.cu", "compile");
+  try {
+    compiler.compile(compile_request(find_family(host), Config{{"UNTUNED", 0}}, Problem::parse(host, "1000"), "sm_90"));
+    ADD_FAILURE() << "host_side has no execution space: NVRTC refuses it";
+  } catch (const CompileError& e) {
+    EXPECT_NE(e.log().find("host_side"), std::string::npos) << e.log();
+    EXPECT_EQ(e.log().find("-default-device:"), std::string::npos) << e.log();
+  }
+}
+
 // `using namespace std;` in a namespace or a function, then unqualified math (kaolin's kernels:
 // truncf(u), pow(2, level)): under nvcc std's math is CUDA's global one; ktune's std names
 // libcu++'s by a using-directive, whose own cuda::std::truncf made the call ambiguous. The
