@@ -1072,7 +1072,25 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
   std::vector<std::pair<size_t, std::string>> annotate; // where an execution space goes in
   // "Base::name" of a using-declaration `using ns::Base::name;` (an operator's name is `operator`,
   // as a blanked member's is known), "" where it names no class member.
-  auto using_member = [](const std::string& stmt) {
+  // The classes a member alias names (`using base_type = Base<T>;`, `typedef Base<T> base_type;`), by
+  // the alias: a derived class's `using base_type::data;` (MinkowskiEngine's coordinate maps) is a
+  // using-declaration of Base's data.
+  std::map<std::string, std::string> aliased;
+  auto note_alias = [&](const std::string& stmt) {
+    std::vector<std::string> w;
+    words_of(stmt, {}, 0, &w);
+    if (w.size() < 3) return;
+    std::string alias, type;
+    const size_t eq = stmt.find('=');
+    if (w[0] == "using" && eq != std::string::npos) alias = w[1], type = stmt.substr(eq + 1);
+    else if (w[0] == "typedef") alias = w.back(), type = stmt.substr(stmt.find("typedef") + 7);
+    else return;
+    type = type.substr(0, type.find('<'));
+    std::vector<std::string> tw;
+    words_of(type, {}, 0, &tw);
+    if (!tw.empty() && ident_char(tw.back()[0]) && tw.back() != alias) aliased[alias] = tw.back();
+  };
+  auto using_member = [&](const std::string& stmt) {
     std::string t;
     for (char ch : stmt.substr(stmt.find("using") + 5))
       if (!std::isspace(static_cast<unsigned char>(ch))) t += ch;
@@ -1080,7 +1098,9 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
     const size_t last = t.rfind("::");
     if (last == std::string::npos || last == 0) return std::string();
     const size_t before = t.rfind("::", last - 1);
-    return t.substr(before == std::string::npos ? 0 : before + 2);
+    const size_t from = before == std::string::npos ? 0 : before + 2;
+    const auto alias = aliased.find(t.substr(from, last - from));
+    return alias == aliased.end() ? t.substr(from) : alias->second + t.substr(last);
   };
   // The name a function's head declares, past the calls of the text's function-like macros before
   // it (nlohmann/json's attribute `JSON_HEDLEY_NON_NULL(1) inline json operator ""_json(...)`,
@@ -1217,6 +1237,7 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
           for (size_t k : host_words) out.replace(start + k, 8, 8, ' ');
           ++*blanked;
         } else if (in_class) {
+          note_alias(stmt);
           // A member function declared and only read in an unevaluated operand (nlohmann/json's
           // `template <typename C> static one test(decltype(&C::capacity));` in
           // `sizeof(test<T>(nullptr))`, a trait's probe): given `__host__ __device__`, as at

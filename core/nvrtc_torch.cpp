@@ -679,6 +679,9 @@ std::string nvrtc_torch_stand_in(const std::string& name) {
                      // std::vector, ExLlamaV2's q_attn.cuh a std::unordered_map, with no include of their own)
                      "#include <vector>\n#include <string>\n#include <memory>\n#include <tuple>\n#include <array>\n"
                      "#include <map>\n#include <unordered_map>\n#include <functional>\n";
+  // pybind11's namespace, which PyTorch's extension header brings: a file's `namespace py = pybind11;`
+  // (MinkowskiEngine's types.hpp) names it.
+  text += "namespace pybind11 {}\n";
   if (torch) text += std::string("#include \"") + kTorchDeviceTypesHeader + "\"\n";
   if (brings_torch_atomics(name)) text += kTorchAtomics;
   return text;

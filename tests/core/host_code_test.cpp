@@ -765,3 +765,17 @@ TEST(HostCode, AConstexprFunctionThatThrowsGoesUnlessATemplate) {
   expect_parts(out, {"to_cuda_dtype", "case kHalf"},
                {"template <class T> __host__ __device__ constexpr int checked(T v)", "__host__ __device__ constexpr int twice(int v)"});
 }
+
+// A using-declaration of a base's blanked member through a member alias of the base
+// (MinkowskiEngine's coordinate maps: `using base_type = CoordinateMap<...>;` then `using
+// base_type::const_coordinate_data;`) goes with the member, as one that names the base does; an
+// alias's using-declaration of a device member stays.
+TEST(HostCode, AUsingDeclarationThroughABasesAliasGoesWithItsBlankedMember) {
+  const std::string text =
+      "template <typename T> class Base {\n public:\n  T const* data() const { return p; }\n  __device__ T at(int i) const { return p[i]; }\n  T* p;\n};\n"
+      "template <typename T> class Derived : public Base<T> {\n  using base_type = Base<T>;\n  typedef Base<T> self_base;\n public:\n"
+      "  using base_type::data;\n  using self_base::at;\n};\ntemplate class Derived<float>;\n";
+  int n = 0;
+  const std::string out = skipped(text, &n);
+  expect_parts(out, {"T const* data() const", "using base_type::data;"}, {"using self_base::at;", "using base_type = Base<T>;", "typedef Base<T> self_base;"});
+}

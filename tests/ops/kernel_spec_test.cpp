@@ -3825,11 +3825,13 @@ TEST(KernelSpec, AnotherCompilersFunctionNameMacroReadsAsGccs) {
 
 // An extension built against PyTorch's stable ABI (2.9; torchao's mxfp8 kernels, xformers' sparse24):
 // torch::stable::Tensor in host code, torch::headeronly's ScalarType (its float8 and unsigned
-// members) in a trait, a kernel taking a header-only packed accessor, laid out as ATen's.
+// members) in a trait, a kernel taking a header-only packed accessor, laid out as ATen's; pybind11's
+// namespace, which PyTorch's headers bring (MinkowskiEngine's `namespace py = pybind11;`).
 TEST(KernelSpec, AStableAbiExtensionCompiles) {
   SpecDir d;
   d.write("sparse.cu", "#include <torch/csrc/stable/tensor.h>\n#include <torch/headeronly/core/ScalarType.h>\n"
                        "#include <torch/headeronly/core/TensorAccessor.h>\n#include <cuda_fp16.h>\nusing torch::stable::Tensor;\n"
+                       "namespace py = pybind11;\n"
                        "template <typename T> struct ToAt;\n"
                        "template <> struct ToAt<__half> { static auto constexpr value = torch::headeronly::ScalarType::Half; };\n"
                        "template <> struct ToAt<unsigned short> { static auto constexpr value = torch::headeronly::ScalarType::UInt16; };\n"
