@@ -49,16 +49,22 @@ std::vector<std::string> default_options(const std::string& arch) {
   return {"--gpu-architecture=" + arch, "-std=c++17", "-lineinfo"};
 }
 
-// Whether an NVRTC log holds "expected an expression" at a designator: the caret under a '.'
-// that a '{' or a ',' comes before and a name follows (`{.phase = p}`), which no C++17
-// expression spells.
-bool designated_initializer_error(const std::string& log) {
+// The log's lines (an NVRTC error is its line, then the source line, then a caret under the place).
+std::vector<std::string> log_lines(const std::string& log) {
   std::vector<std::string> lines;
   for (size_t a = 0; a <= log.size();) {
     const size_t e = std::min(log.find('\n', a), log.size());
     lines.push_back(log.substr(a, e - a));
     a = e + 1;
   }
+  return lines;
+}
+
+// Whether an NVRTC log holds "expected an expression" at a designator: the caret under a '.'
+// that a '{' or a ',' comes before and a name follows (`{.phase = p}`), which no C++17
+// expression spells.
+bool designated_initializer_error(const std::string& log) {
+  const std::vector<std::string> lines = log_lines(log);
   for (size_t k = 0; k + 2 < lines.size(); ++k) {
     if (lines[k].find("error: expected an expression") == std::string::npos) continue;
     const std::string &code = lines[k + 1], &caret = lines[k + 2];
@@ -71,8 +77,6 @@ bool designated_initializer_error(const std::string& log) {
   return false;
 }
 
-// Where the log's first error line starts (NVRTC's "file(n): error: ..." or its own "error: ..."
-// where warnings come before it), npos where it has none.
 // Whether every error of the log is NVRTC's "A function without execution space annotations" at a
 // lambda (the caret under its parameter list), at least one: NVRTC gives a lambda no execution space where
 // the function around it, __host__ __device__, is instantiated for an unevaluated operand (CuTe's
@@ -80,12 +84,7 @@ bool designated_initializer_error(const std::string& log) {
 // LayoutLeft::Apply's decltype: every file that includes cute/tensor.hpp), where nvcc gives it the
 // enclosing function's.
 bool only_lambda_space_errors(const std::string& log) {
-  std::vector<std::string> lines;
-  for (size_t at = 0; at <= log.size();) {
-    const size_t end = std::min(log.find('\n', at), log.size());
-    lines.push_back(log.substr(at, end - at));
-    at = end + 1;
-  }
+  const std::vector<std::string> lines = log_lines(log);
   int lambdas = 0;
   for (size_t k = 0; k < lines.size(); ++k) {
     const std::string& l = lines[k];
@@ -103,6 +102,8 @@ bool only_lambda_space_errors(const std::string& log) {
   return lambdas > 0;
 }
 
+// Where the log's first error line starts (NVRTC's "file(n): error: ..." or its own "error: ..."
+// where warnings come before it), npos where it has none.
 size_t first_error_at(const std::string& log) {
   for (size_t at = 0; at < log.size();) {
     const size_t end = std::min(log.find('\n', at), log.size());

@@ -355,6 +355,27 @@ void expect_compiles(const ojson& j, const SpecDir& d) {
   EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"UNTUNED", 0}}, Problem::parse(op, "1000"), "sm_90")));
 }
 
+// The kernel k(float* y, int n) of d's proj.cu, with include_dirs {inc}: compiled under host_code
+// skip, and refused as it is (its host code, or a header only skip stands in for).
+void expect_compiles_under_skip_only(const std::string& name, const std::string& inc, const SpecDir& d) {
+  auto spec_text = [&](const char* host_code) {
+    ojson spec = ojson::parse(R"JSON({
+      "sources": ["proj.cu"], "kernel": "k", "dims": ["n"], "params": {"UNTUNED": [0]},
+      "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]},
+      "args": [{"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"}, {"name": "n", "kind": "scalar", "dtype": "i32", "value": "n"}],
+      "check": {"none": "compile only"}})JSON");
+    spec["name"] = name + (host_code[0] == 's' ? "" : "_as_is");
+    spec["include_dirs"] = {inc};
+    spec["host_code"] = host_code;
+    return spec.dump();
+  };
+  Compiler compiler;
+  const std::string op = load_kernel_spec_text(spec_text("skip"), name + ".json", d.dir());
+  EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"UNTUNED", 0}}, Problem::parse(op, "1000"), "sm_90")));
+  const std::string as_is = load_kernel_spec_text(spec_text("compile"), name + "_as_is.json", d.dir());
+  EXPECT_THROW(compiler.compile(compile_request(find_family(as_is), Config{{"UNTUNED", 0}}, Problem::parse(as_is, "1000"), "sm_90")), std::exception);
+}
+
 // A copy of spec `base` changed by f, as each malformed case wants: `edit(base)([](ojson& j) {...})`.
 std::function<ojson(const std::function<void(ojson&)>&)> edit(ojson base) {
   return [base = std::move(base)](const std::function<void(ojson&)>& f) {
@@ -3745,20 +3766,7 @@ TEST(KernelSpec, AProjectsFmtStandsInUnderSkip) {
                    "template <typename... Ts> int log(fmt::format_string<Ts...> msg, Ts&&... args) { return fmt::format(msg, args...); }\n}\n");
   d.write("proj.cu", "#include \"log.h\"\n__global__ void k(float* y, int n) {\n  const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
                      "  if (i < n) y[i] = 2.f;\n}\n");
-  auto spec_text = [](const char* host_code) {
-    ojson spec = ojson::parse(R"JSON({
-      "name": "fmt_user", "sources": ["proj.cu"], "include_dirs": ["deps"], "kernel": "k", "dims": ["n"], "params": {"UNTUNED": [0]},
-      "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]},
-      "args": [{"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"}, {"name": "n", "kind": "scalar", "dtype": "i32", "value": "n"}],
-      "check": {"none": "compile only"}})JSON");
-    spec["host_code"] = host_code;
-    return spec.dump();
-  };
-  Compiler compiler;
-  const std::string op = load_kernel_spec_text(spec_text("skip"), "fmt_user.json", d.dir());
-  EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"UNTUNED", 0}}, Problem::parse(op, "1000"), "sm_90")));
-  const std::string as_is = load_kernel_spec_text(spec_text("compile"), "fmt_user_as_is.json", d.dir());
-  EXPECT_THROW(compiler.compile(compile_request(find_family(as_is), Config{{"UNTUNED", 0}}, Problem::parse(as_is, "1000"), "sm_90")), std::exception);
+  expect_compiles_under_skip_only("fmt_user", "deps", d);
 }
 
 // The standard library's pieces a project's host code names and device code may use, as libstdc++
@@ -3784,20 +3792,7 @@ TEST(KernelSpec, StandardPiecesHostCodeNamesAndAFetchedFmt) {
                      "  std::pair<int, float> p{ThreadMap<8, 4>::kIter, 2.f};\n"
                      "  if (i < n) { dev_alloc<float> a; y[i] = *a.construct(y + i) + std::move(p.second) + p.first; }\n}\n"
                      "void report(const std::string& s) { std::cerr << s << std::endl; }\n");
-  auto spec_text = [](const char* host_code) {
-    ojson spec = ojson::parse(R"JSON({
-      "name": "std_pieces", "sources": ["proj.cu"], "include_dirs": ["inc"], "kernel": "k", "dims": ["n"], "params": {"UNTUNED": [0]},
-      "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]},
-      "args": [{"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"}, {"name": "n", "kind": "scalar", "dtype": "i32", "value": "n"}],
-      "check": {"none": "compile only"}})JSON");
-    spec["host_code"] = host_code;
-    return spec.dump();
-  };
-  Compiler compiler;
-  const std::string op = load_kernel_spec_text(spec_text("skip"), "std_pieces.json", d.dir());
-  EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"UNTUNED", 0}}, Problem::parse(op, "1000"), "sm_90")));
-  const std::string as_is = load_kernel_spec_text(spec_text("compile"), "std_pieces_as_is.json", d.dir());
-  EXPECT_THROW(compiler.compile(compile_request(find_family(as_is), Config{{"UNTUNED", 0}}, Problem::parse(as_is, "1000"), "sm_90")), std::exception);
+  expect_compiles_under_skip_only("std_pieces", "inc", d);
 }
 
 // A project's branch for compilers other than GCC, which NVRTC takes (it defines no __GNUC__, where
