@@ -271,6 +271,8 @@ enum class ScalarType : int8_t {
   UInt1, UInt2, UInt3, UInt4, UInt5, UInt6, UInt7, Int1, Int2, Int3, Int4, Int5, Int6, Int7,
   Float8_e8m0fnu, Float4_e2m1fn_x2, Undefined, NumOptions
 };
+// c10/core/Layout.h, a tensor's layout (torchao's `using torch::headeronly::Layout;`).
+enum class Layout : int8_t { Strided, Sparse, SparseCsr, Mkldnn, SparseCsc, SparseBsr, SparseBsc, Jagged, NumOptions };
 
 } // namespace c10
 
@@ -568,6 +570,17 @@ template <class T> struct Function {};
 // laid out as PyTorch's (a shared pointer to its handle), taking any initializer, no API.
 namespace headeronly {
 using c10::ScalarType;
+using c10::Layout;
+// A list a host function takes (IntHeaderOnlyArrayRef: a tensor's sizes), declared by its layout
+// (a pointer and a length), taking any initializer.
+template <class T> class HeaderOnlyArrayRef {
+  const T* data_ = nullptr;
+  size_t length_ = 0;
+ public:
+  __host__ __device__ HeaderOnlyArrayRef() {}
+  template <class... A> __host__ __device__ HeaderOnlyArrayRef(A&&...) {}
+};
+using IntHeaderOnlyArrayRef = HeaderOnlyArrayRef<int64_t>;
 using at::DefaultPtrTraits;
 using at::RestrictPtrTraits;
 template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits, typename index_t = int64_t>
@@ -576,6 +589,16 @@ template <typename T, size_t N, template <typename U> class PtrTraits = DefaultP
 using HeaderOnlyGenericPackedTensorAccessor = at::GenericPackedTensorAccessor<T, N, PtrTraits, index_t>;
 } // namespace headeronly
 namespace stable {
+// The host API's namespaces a file aliases (torchao's `namespace tsa = torch::stable::accelerator;`)
+// and its device guard, which host code holds; their functions are host calls, which skip blanks.
+namespace detail {}
+namespace accelerator {
+class DeviceGuard {
+  void* guard_ = nullptr;
+ public:
+  template <class... A> __host__ __device__ DeviceGuard(A&&...) {}
+};
+} // namespace accelerator
 class Tensor {
   void* handle_ = nullptr;
   void* count_ = nullptr;

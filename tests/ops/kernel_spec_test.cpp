@@ -3826,7 +3826,7 @@ TEST(KernelSpec, AStableAbiExtensionCompiles) {
   SpecDir d;
   d.write("sparse.cu", "#include <torch/csrc/stable/tensor.h>\n#include <torch/headeronly/core/ScalarType.h>\n"
                        "#include <torch/headeronly/core/TensorAccessor.h>\n#include <cuda_fp16.h>\nusing torch::stable::Tensor;\n"
-                       "namespace py = pybind11;\n"
+                       "namespace py = pybind11;\nusing torch::headeronly::Layout;\nnamespace tsa = torch::stable::accelerator;\n"
                        "template <typename T> struct ToAt;\n"
                        "template <> struct ToAt<__half> { static auto constexpr value = torch::headeronly::ScalarType::Half; };\n"
                        "template <> struct ToAt<unsigned short> { static auto constexpr value = torch::headeronly::ScalarType::UInt16; };\n"
@@ -3834,7 +3834,8 @@ TEST(KernelSpec, AStableAbiExtensionCompiles) {
                        "__global__ void k(torch::headeronly::HeaderOnlyGenericPackedTensorAccessor<int64_t, 2> m) {\n"
                        "  static_assert(ToAt<__half>::value != kFp8, \"two types\");\n"
                        "  if (threadIdx.x < m.size(0)) m[threadIdx.x][0] = int64_t(ToAt<unsigned short>::value);\n}\n"
-                       "int64_t rows(const Tensor& t) { return t.size(0); }\n");
+                       "int64_t rows(const Tensor& t, torch::headeronly::IntHeaderOnlyArrayRef s) {\n"
+                       "  tsa::DeviceGuard g(t.get_device());\n  return t.layout() == Layout::Strided ? t.size(0) : s[0];\n}\n");
   const ojson spec = ojson::parse(R"JSON({
     "name": "stable_abi", "sources": ["sparse.cu"], "host_code": "skip", "kernel": "k", "dims": ["n"], "params": {"UNTUNED": [0]},
     "launch": {"grid": [1], "block": [32], "args": ["m"]},
