@@ -709,12 +709,20 @@ std::string declared_type(const std::string& stmt, const std::map<std::string, s
     auto is_key = [](const std::string& w) { return w == "class" || w == "struct" || w == "union" || w == "enum"; };
     // A qualified name is one name (`template <> struct fmt::formatter<DataType>`, lmdeploy's, is a
     // class's head, not a variable of type fmt named formatter): its parts joined.
-    for (size_t q = upto.find("::"); q != std::string::npos; q = upto.find("::", q)) {
-      size_t b = q, e = q + 2;
-      while (b > 0 && std::isspace(static_cast<unsigned char>(upto[b - 1]))) --b;
-      while (e < upto.size() && std::isspace(static_cast<unsigned char>(upto[e]))) ++e;
-      upto.replace(b, e - b, "_");
-      q = b;
+    {
+      std::string joined;
+      auto space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
+      for (size_t k = 0; k < upto.size(); ++k) {
+        if (upto.compare(k, 2, "::") != 0) {
+          joined += upto[k];
+          continue;
+        }
+        while (!joined.empty() && space(joined.back())) joined.pop_back();
+        joined += '_';
+        for (k += 2; k < upto.size() && space(upto[k]);) ++k;
+        --k;
+      }
+      upto = joined;
     }
     std::vector<std::string> named;
     words_of(upto, {}, 0, &named);
@@ -1416,9 +1424,10 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
       // t) { switch (t) { ... default: throw std::runtime_error(...); } }`): NVRTC compiles every
       // such function for the device, which cannot throw, where nvcc compiles it only where device
       // code calls it; it goes as a host function does. A template's is compiled only where used.
-      const bool throws_untemplated = !in_class && find_word(code.substr(i, close - i), "throw") != std::string::npos &&
-                                      find_word(code.substr(start, i - start), "template") == std::string::npos;
-      const size_t constexpr_at = throws_untemplated ? std::string::npos : constexpr_keyword_at(head, words);
+      size_t constexpr_at = constexpr_keyword_at(head, words);
+      if (constexpr_at != std::string::npos && !in_class && find_word(code.substr(i, close - i), "throw") != std::string::npos &&
+          find_word(code.substr(start, i - start), "template") == std::string::npos)
+        constexpr_at = std::string::npos;
       if (function && !device && !braced_init && !unknown_macro_before_name(head, macros, not_macros) && constexpr_at != std::string::npos) {
         annotate.emplace_back(start + constexpr_at, space_to_add(words));
         ++*blanked;

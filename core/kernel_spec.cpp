@@ -1447,6 +1447,17 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
   std::map<std::string, std::map<std::string, std::string>> beside;
   std::set<std::string> path_names;
   std::set<std::string> stand_ins; // the names of the host-only libraries' headers a stand-in replaces
+  // Whether the header `name` (found at `path`, "" where no folder holds it) is a host-only library's
+  // that a stand-in replaces, the stand-in handed in (once a name).
+  auto stands_in = [&](const std::string& name, const std::string& path) {
+    if (stand_ins.count(name)) return true;
+    const std::string stand_in = host_library_stand_in(name, path);
+    if (stand_in.empty()) return false;
+    stand_ins.insert(name);
+    views->emplace_back(name, stand_in);
+    *hashed += "\n//header " + name + "\n" + stand_in;
+    return true;
+  };
   for (const auto& f : files) {
     const std::string& text = texts[f] = read_text_file(f, "kernel source");
     *hashed += "\n//source " + fs::path(f).filename().string() + "\n" + text;
@@ -1485,15 +1496,7 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
         if (toolkits) outside->insert(name);
         // A host-only library NVRTC cannot compile ({fmt}), included for host code: its stand-in
         // in the header's place, under skip only (without it, the compile names the host code).
-        if (s.skip_host_code && !toolkits) {
-          if (stand_ins.count(name)) break; // its stand-in is in already
-          if (const std::string stand_in = host_library_stand_in(name, h.string()); !stand_in.empty()) {
-            stand_ins.insert(name);
-            views->emplace_back(name, stand_in);
-            *hashed += "\n//header " + name + "\n" + stand_in;
-            break;
-          }
-        }
+        if (s.skip_host_code && !toolkits && stands_in(name, h.string())) break;
         if (!seen.count(h.string())) {
           if (!texts.count(h.string())) texts[h.string()] = read_text_file(h.string(), "included header");
           const std::string& header = texts[h.string()];
@@ -1513,15 +1516,7 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
       }
       // A host-only library's header that no folder holds (its project's build fetches it): its
       // stand-in all the same, under skip.
-      if (!found && s.skip_host_code) {
-        if (stand_ins.count(name)) continue;
-        if (const std::string stand_in = host_library_stand_in(name, ""); !stand_in.empty()) {
-          stand_ins.insert(name);
-          views->emplace_back(name, stand_in);
-          *hashed += "\n//header " + name + "\n" + stand_in;
-          continue;
-        }
-      }
+      if (!found && s.skip_host_code && stands_in(name, "")) continue;
       // A quoted header found nowhere ktune looks may be one it cannot read; an angled one is
       // the toolkit's or NVRTC's own (<cuda_bf16.h>, <cstdint>), which read no user macro.
       if (!found && close == '"' && !toolkit_header(name)) s.compiled_text_whole = false;

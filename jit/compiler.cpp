@@ -1,6 +1,7 @@
 #include "ktune/compiler.h"
 
 #include <algorithm>
+#include <functional>
 
 #include <nvrtc.h>
 
@@ -309,28 +310,35 @@ std::shared_ptr<const CompiledKernel> Compiler::compile_uncached(const CompileRe
   const bool half_macros_named = std::any_of(req.options.begin(), req.options.end(), [](const std::string& o) {
     return o.find("__CUDA_NO_HALF") != std::string::npos || o.find("__CUDA_NO_BFLOAT16") != std::string::npos;
   });
-  if (cr != NVRTC_SUCCESS && torch_program && !half_macros_named &&
-      (log.find("__half") != std::string::npos || log.find("__nv_bfloat16") != std::string::npos)) {
+  // The program compiled again with `extra` options added (qualify() compiles with opts too): where
+  // that succeeds, its log opens with why (`why` of the first compile's first error line, "" where
+  // it has none); else the first compile's result and log stand.
+  auto again_with = [&](const std::vector<std::string>& extra, const std::function<std::string(const std::string&)>& why) {
     const std::string as_is = log;
     const nvrtcResult as_is_result = cr;
-    std::vector<std::string> torch_opts = opts;
-    std::string defines;
-    for (const char* m : {"-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__", "-D__CUDA_NO_BFLOAT16_CONVERSIONS__",
-                          "-D__CUDA_NO_HALF2_OPERATORS__"}) {
-      torch_opts.push_back(m);
-      defines += (defines.empty() ? "" : " ") + std::string(m);
-    }
-    cr = compile(torch_opts, &log);
+    const std::vector<std::string> without = opts;
+    opts.insert(opts.end(), extra.begin(), extra.end());
+    cr = compile(opts, &log);
     qualify();
     if (cr == NVRTC_SUCCESS) {
       const size_t at = first_error_at(as_is);
-      log = "compiled as torch.utils.cpp_extension builds an extension (" + defines + "): without them " +
-            (at == std::string::npos ? std::string("it failed") : as_is.substr(at, as_is.find('\n', at) - at)) +
-            (log.empty() ? "" : "\n" + log);
+      log = why(at == std::string::npos ? std::string() : as_is.substr(at, as_is.find('\n', at) - at)) + (log.empty() ? "" : "\n" + log);
     } else {
       cr = as_is_result;
       log = as_is;
     }
+    opts = without;
+  };
+  if (cr != NVRTC_SUCCESS && torch_program && !half_macros_named &&
+      (log.find("__half") != std::string::npos || log.find("__nv_bfloat16") != std::string::npos)) {
+    const std::vector<std::string> defines = {"-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
+                                              "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__"};
+    again_with(defines, [&](const std::string& first) {
+      std::string named;
+      for (const auto& d : defines) named += (named.empty() ? "" : " ") + d;
+      return "compiled as torch.utils.cpp_extension builds an extension (" + named + "): without them " +
+             (first.empty() ? std::string("it failed") : first);
+    });
   }
   // A program whose only errors are lambdas NVRTC left without an execution space (only_lambda_space_errors):
   // compiled again with -default-device, which makes them the device's, its log saying so. Not
@@ -339,23 +347,10 @@ std::shared_ptr<const CompiledKernel> Compiler::compile_uncached(const CompileRe
   const bool default_device = std::any_of(opts.begin(), opts.end(), [](const std::string& o) {
     return o == "-default-device" || o == "--device-as-default-execution-space";
   });
-  if (cr != NVRTC_SUCCESS && !default_device && only_lambda_space_errors(log)) {
-    const std::string as_is = log;
-    const nvrtcResult as_is_result = cr;
-    const std::vector<std::string> without = opts;
-    opts.push_back("-default-device"); // qualify() compiles with opts
-    cr = compile(opts, &log);
-    qualify();
-    if (cr == NVRTC_SUCCESS) {
-      const size_t at = first_error_at(as_is);
-      log = "compiled with -default-device: NVRTC left a lambda without an execution space (" +
-            as_is.substr(at, as_is.find('\n', at) - at) + ")" + (log.empty() ? "" : "\n" + log);
-    } else {
-      opts = without;
-      cr = as_is_result;
-      log = as_is;
-    }
-  }
+  if (cr != NVRTC_SUCCESS && !default_device && only_lambda_space_errors(log))
+    again_with({"-default-device"}, [](const std::string& first) {
+      return "compiled with -default-device: NVRTC left a lambda without an execution space (" + first + ")";
+    });
   // A program C++17 refuses and C++20 takes, where no dialect was asked for: C++20's designated
   // initializers (`return {.phase = p};`, TensorRT-LLM's cudaUtils.h), which nvcc takes in C++17
   // as a GNU extension and NVRTC, which has no GNU mode, refuses; a dependent type's name without
