@@ -34,9 +34,12 @@ bool keyword(const std::string& w) {
 // dialect compiled unless a spec names another), numbers, with !, comparisons, && and ||
 // between; a macro the text defined where every branch around its #define is one NVRTC compiles
 // (`sure`: CUTLASS's CUTLASS_CPLUSPLUS, __cplusplus) is read as its replacement; anything else
-// (a project's other macros, arithmetic) is kMaybe.
+// (a project's other macros, arithmetic) is kMaybe. __CUDA_ARCH__ is each arch from min_arch on
+// (as it spells them, 800 for sm_80): a comparison of it is known where all give one answer
+// (`__CUDA_ARCH__ < 800` guards Marlin's fallback for older GPUs; a spec of "arch": "sm_80" never
+// compiles it).
 enum Truth { kNo, kYes, kMaybe };
-Truth nvrtc_condition(const std::string& e, const std::map<std::string, std::string>& sure, int depth = 0) {
+Truth nvrtc_condition(const std::string& e, const std::map<std::string, std::string>& sure, int min_arch, int depth = 0) {
   // __linux__ and __unix__ as nvcc's host compiler has them on Linux (nvrtc_nvcc_prelude defines them).
   static const std::set<std::string> defined_here = {"__CUDACC__", "__CUDACC_RTC__", "__CUDA_ARCH__", "__cplusplus", "__linux__", "__unix__"};
   // Windows' and macOS's platform macros too (cuda-samples' `defined(WIN32) || defined(_WIN64)`):
@@ -71,7 +74,7 @@ Truth nvrtc_condition(const std::string& e, const std::map<std::string, std::str
       const bool after_defined = !tok.empty() && (tok.back() == "defined" || (tok.back() == "(" && tok.size() > 1 && tok[tok.size() - 2] == "defined"));
       if (m != sure.end() && !after_defined) { // the macro's replacement, read in its place
         if (depth >= 8) return kMaybe;
-        return nvrtc_condition(e.substr(0, k) + " (" + m->second + ") " + e.substr(n), sure, depth + 1);
+        return nvrtc_condition(e.substr(0, k) + " (" + m->second + ") " + e.substr(n), sure, min_arch, depth + 1);
       } else {
         tok.push_back(w);
       }
@@ -86,15 +89,18 @@ Truth nvrtc_condition(const std::string& e, const std::map<std::string, std::str
       return kMaybe; // arithmetic, a character literal: not read
     }
   }
-  // dialect: the value is __cplusplus's, C++17's here; the compile may be C++20's (a spec's
-  // -std=c++20, or the retry for designated initializers), so a comparison of it is known only
-  // where both dialects give one answer.
+  // A value and the others it may take in the compile: __cplusplus is C++17's here, but the
+  // compile may be C++20's (a spec's -std=c++20, or the retry for designated initializers);
+  // __CUDA_ARCH__ is any arch from min_arch on. A comparison is known only where every value
+  // gives one answer.
   struct Val {
     bool known;
     long long v;
-    bool dialect = false;
+    std::vector<long long> also = {};
   };
   const Val unknown{false, 0};
+  // The archs CUDA 13 compiles for, and one newer than any.
+  static const std::vector<long long> archs = {750, 800, 860, 870, 880, 890, 900, 1000, 1030, 1100, 1200, 1210, 9990};
   size_t at = 0;
   bool bad = false;
   auto next = [&]() -> std::string { return at < tok.size() ? tok[at] : std::string(); };
@@ -130,7 +136,13 @@ Truth nvrtc_condition(const std::string& e, const std::map<std::string, std::str
       }
       return unknown;
     }
-    if (t == "__cplusplus") return {true, 201703, true};
+    if (t == "__cplusplus") return {true, 201703, {202002}};
+    if (t == "__CUDA_ARCH__") {
+      std::vector<long long> from;
+      for (long long a : archs)
+        if (a >= min_arch) from.push_back(a);
+      return {true, std::max<long long>(min_arch, from.empty() ? min_arch : from.front()), from};
+    }
     // A name: 0 where no macro, a value this reading does not know where one.
     return not_here.count(t) || other_maker(t) ? Val{true, 0} : unknown;
   };
@@ -147,8 +159,10 @@ Truth nvrtc_condition(const std::string& e, const std::map<std::string, std::str
         return op == "<" ? a < b : op == ">" ? a > b : op == "<=" ? a <= b : op == ">=" ? a >= b : op == "==" ? a == b : a != b;
       };
       const bool b = holds(v.v, r.v);
-      const bool b20 = holds(v.dialect ? 202002 : v.v, r.dialect ? 202002 : r.v);
-      v = b == b20 ? Val{true, b} : unknown;
+      bool one = true;
+      for (long long a : v.also) one = one && holds(a, r.v) == b;
+      for (long long a : r.also) one = one && holds(v.v, a) == b;
+      v = one ? Val{true, b} : unknown;
     }
     return v;
   };
@@ -186,7 +200,7 @@ Truth nvrtc_condition(const std::string& e, const std::map<std::string, std::str
 // cublasGemmAlgo_t algo = ...);` else), and its text is not the code NVRTC sees.
 enum CharKind : char { kCode, kPreprocessor, kComment, kLiteral, kLater, kDead };
 std::string code_only(const std::string& t, std::map<std::string, std::string>* macros, std::vector<CharKind>* kind, bool first_branches = false,
-                      std::map<std::string, std::string>* function_like = nullptr) {
+                      std::map<std::string, std::string>* function_like = nullptr, int min_arch = ProjectReading{}.min_arch) {
   std::string o = t;
   kind->assign(t.size(), kCode);
   auto mark = [&](size_t a, size_t b, CharKind k) { std::fill(kind->begin() + std::ptrdiff_t(a), kind->begin() + std::ptrdiff_t(std::min(b, t.size())), k); };
@@ -245,7 +259,7 @@ std::string code_only(const std::string& t, std::map<std::string, std::string>* 
         const std::string named = rest.substr(0, rest.find("//"));
         const std::string dir(d);
         const bool ifdef = dir == "ifdef" || dir == "elifdef", ifndef = dir == "ifndef" || dir == "elifndef";
-        return nvrtc_condition(ifdef ? "defined(" + named + ")" : ifndef ? "!defined(" + named + ")" : named, sure);
+        return nvrtc_condition(ifdef ? "defined(" + named + ")" : ifndef ? "!defined(" + named + ")" : named, sure, min_arch);
       };
       if (directive("if") || directive("ifdef") || directive("ifndef")) {
         const size_t v = line.find_first_not_of(" \t", k + 2);
@@ -663,7 +677,7 @@ bool holds_any(const std::vector<std::string>& words, std::initializer_list<cons
 // first class-key of the head (what comes before any body) outside parentheses and brackets,
 // with no top-level '(' before a base clause's ':' (or an enum's underlying type's) other than
 // an attribute's (alignas(16), __align__(16), __attribute__((packed)), __declspec(align(16)), an
-// ALL_CAPS macro's call).
+// ALL_CAPS macro's call) or one in the template arguments after the class-key.
 std::string declared_type(const std::string& stmt, const std::map<std::string, std::string>& macros) {
   // A definition's statement (`struct X { ... };`, `struct X { ... } x;`): its head is what comes
   // before the body.
@@ -737,14 +751,24 @@ std::string declared_type(const std::string& stmt, const std::map<std::string, s
         ++names;
     if (names >= 2) return "";
   }
+  // Parentheses in the template arguments after the class-key are an argument's (a partial
+  // specialization's: CUTLASS's `struct Has_SwapAB<T, void_t<decltype(T::SwapAB)>>`,
+  // `class GemmUniversal<..., enable_if_t<not (is_tuple<Mma_>::value)>>`).
+  const size_t key_at = find_word(head, *key);
   depth = 0;
-  for (size_t k = 0; k < head.size(); ++k) {
+  for (size_t k = 0, angle = 0; k < head.size(); ++k) {
     const char h = head[k];
+    if (depth == 0 && key_at != std::string::npos && k > key_at && (h == '<' || (h == '>' && angle > 0))) {
+      if (h == '<') ++angle;
+      else --angle;
+      continue;
+    }
+    if (angle > 0 && depth == 0 && h != '(') continue;
     if (depth == 0 && h == ':') {
       if (k + 1 < head.size() && head[k + 1] == ':') ++k; // a qualified name's
       else break;                                         // a base clause
     } else if (h == '(' || h == '[') {
-      if (depth == 0 && h == '(') {
+      if (depth == 0 && h == '(' && angle == 0) {
         size_t e = head.find_last_not_of(" \t\n", k == 0 ? 0 : k - 1);
         size_t b = e == std::string::npos || k == 0 ? 0 : e + 1;
         while (b > 0 && ident_char(head[b - 1])) --b;
@@ -815,6 +839,47 @@ bool host_declaration(const std::string& stmt, const std::map<std::string, std::
   return std::find(after.begin(), after.end(), "const") == after.end(); // a pointer to const, itself not
 }
 
+// Whether what follows a head's parameter list (its ')' at close) ends a function's declarator:
+// cv and ref qualifiers, noexcept(...), virt specifiers, a trailing return type, a macro of them.
+// A word of a type and a name after the parentheses (`_Alignas(64) cuuint64_t opaque[16];`, an
+// attribute this reading does not know), or a template argument list's '>' (CUTLASS's
+// `array_aligned<T, size<1>(Tile{})> smem;`, whose parentheses are a call's), make it data.
+bool ends_as_declarator(const std::string& head, size_t close, const std::map<std::string, std::string>& macros) {
+  if (head.find("->", close) != std::string::npos) return true;
+  std::string rest = head.substr(close + 1, head.find('=', close) == std::string::npos ? std::string::npos : head.find('=', close) - close - 1);
+  int d = 0;
+  for (char& c : rest) {
+    if (c == '(') ++d;
+    const bool inside = d > 0;
+    if (c == ')') --d;
+    if (inside || c == ')') c = ' ';
+  }
+  if (rest.find('>') != std::string::npos) return false;
+  std::vector<std::string> after;
+  words_of(rest, macros, 0, &after);
+  static const std::set<std::string> qualifiers = {"const", "volatile", "noexcept", "throw", "override", "final", "__host__", "__device__"};
+  for (const auto& w : after)
+    if (!qualifiers.count(w) && !all_caps(w)) return false;
+  return true;
+}
+
+// A static data member that NVRTC refuses as a host variable: `static` without const, constexpr or
+// a memory space (CUTLASS's device adapter's `CUTLASS_THREAD_LOCAL static int device_ordinal_;`,
+// its device count cached for the host), with no parentheses before any initializer (a
+// function's or a function pointer's, or a macro's call this reading cannot see into). Device code
+// cannot read a host variable under nvcc either; its out-of-class definition, a namespace-scope
+// variable, goes as host_declaration says.
+bool host_static_member(const std::string& stmt, const std::map<std::string, std::string>& macros,
+                        const std::map<std::string, std::string>& not_macros) {
+  const std::string head = without_template_lists(stmt, macros);
+  std::vector<std::string> words;
+  words_of(head.substr(0, head.find('=')), macros, 0, &words);
+  if (std::find(words.begin(), words.end(), "static") == words.end() || !declared_type(head, macros).empty()) return false;
+  if (holds_any(words, {"const", "constexpr", "__managed__", "typedef", "using", "friend", "decltype"})) return false;
+  if (unknown_macro_before_name(head, macros, not_macros)) return false;
+  return head.substr(0, head.find('=')).find('(') == std::string::npos;
+}
+
 // A member function's declaration in a class body that NVRTC refuses as the host's: a parameter
 // list, no execution space, not `= default` or `= delete` (the compiler's own, which NVRTC takes).
 // Data members stay, a function pointer among them (`void (*fp)(int);`), as does anything whose
@@ -836,25 +901,7 @@ bool host_member_declaration(const std::string& stmt, const std::map<std::string
   // takes it as the host's: its vtable is); `= 0` (pure virtual) goes.
   std::vector<std::string> tail;
   words_of(head.substr(close + 1), macros, 0, &tail);
-  // What a function's declarator may end with (cv and ref qualifiers, noexcept(...), virt
-  // specifiers, a trailing return type, a macro of them); a word of a type and a name after the
-  // parentheses (`_Alignas(64) cuuint64_t opaque[16];`, an attribute this reading does not know)
-  // make it a data member's.
-  if (head.find("->", close) == std::string::npos) {
-    std::string rest = head.substr(close + 1, head.find('=', close) == std::string::npos ? std::string::npos : head.find('=', close) - close - 1);
-    int d = 0;
-    for (char& c : rest) {
-      if (c == '(') ++d;
-      const bool inside = d > 0;
-      if (c == ')') --d;
-      if (inside || c == ')') c = ' ';
-    }
-    std::vector<std::string> after;
-    words_of(rest, macros, 0, &after);
-    static const std::set<std::string> qualifiers = {"const", "volatile", "noexcept", "throw", "override", "final", "__host__", "__device__"};
-    for (const auto& w : after)
-      if (!qualifiers.count(w) && !all_caps(w)) return false;
-  }
+  if (!ends_as_declarator(head, close, macros)) return false;
   const bool is_virtual = std::find(words.begin(), words.end(), "virtual") != words.end();
   return (is_virtual || std::find(tail.begin(), tail.end(), "default") == tail.end()) && std::find(tail.begin(), tail.end(), "delete") == tail.end();
 }
@@ -924,6 +971,18 @@ std::vector<size_t> variable_host_words(const std::string& stmt, const std::map<
   return at;
 }
 
+// Whether a head declares a template (a `template <...>` with parameters; an explicit
+// specialization's `template <>` declares none, its members are compiled as they are).
+bool declares_template(const std::string& head) {
+  for (size_t k = find_word(head, "template"); k != std::string::npos; k = find_word(head, "template", k + 8)) {
+    const size_t a = head.find_first_not_of(" \t\n", k + 8);
+    if (a == std::string::npos || head[a] != '<') continue;
+    const size_t b = head.find_first_not_of(" \t\n", a + 1);
+    if (b != std::string::npos && head[b] != '>') return true;
+  }
+  return false;
+}
+
 // The names read in the text's unevaluated operands (decltype, sizeof, alignof, noexcept): a
 // function declared and only asked about there is nvcc's on both sides and needs no definition
 // (CuTe's `auto has_tuple_size(T*) -> bool_constant<...>;`, read in
@@ -972,20 +1031,18 @@ void defined_macros(const std::string& text, std::map<std::string, std::string>*
 }
 
 namespace {
-std::string skip_host_functions_lf(const std::string& text, int* blanked, const std::map<std::string, std::string>& known,
-                                   const std::set<std::string>& elsewhere, std::set<std::string>* names,
+std::string skip_host_functions_lf(const std::string& text, int* blanked, const ProjectReading& project, std::set<std::string>* names,
                                    std::set<std::string>* device_names);
 
 } // namespace
 
-std::string skip_host_functions(const std::string& text, int* blanked, const std::map<std::string, std::string>& known,
-                                const std::set<std::string>& elsewhere, std::set<std::string>* names,
+std::string skip_host_functions(const std::string& text, int* blanked, const ProjectReading& project, std::set<std::string>* names,
                                 std::set<std::string>* device_names) {
-  if (text.find("\r\n") == std::string::npos) return skip_host_functions_lf(text, blanked, known, elsewhere, names, device_names);
+  if (text.find("\r\n") == std::string::npos) return skip_host_functions_lf(text, blanked, project, names, device_names);
   // Read with "\n" line ends (a "\r" is no blank to the reading: `template<...>` after it, a
   // macro's "\\\r\n" continuation), the "\r"s put back where they were: the lines are the same.
   std::vector<bool> crlf;
-  const std::string lf = skip_host_functions_lf(without_crs(text, &crlf), blanked, known, elsewhere, names, device_names);
+  const std::string lf = skip_host_functions_lf(without_crs(text, &crlf), blanked, project, names, device_names);
   std::string out;
   out.reserve(text.size());
   size_t line = 0;
@@ -1005,9 +1062,9 @@ std::string as_text(std::string replacement) {
   return replacement;
 }
 
-std::string skip_host_functions_lf(const std::string& text, int* blanked, const std::map<std::string, std::string>& known,
-                                   const std::set<std::string>& elsewhere, std::set<std::string>* names,
+std::string skip_host_functions_lf(const std::string& text, int* blanked, const ProjectReading& project, std::set<std::string>* names,
                                    std::set<std::string>* device_names) {
+  const std::set<std::string>& elsewhere = project.elsewhere;
   *blanked = 0;
   // Each '{''s matching '}', found in a first pass that also checks that the braces balance: over
   // every branch of the #if groups, or where those do not balance (ggml's kernels open their
@@ -1018,9 +1075,9 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
   std::string code;
   std::vector<size_t> match;
   auto balanced = [&](bool first_branches) {
-    macros = known;
+    macros = project.known;
     function_like.clear();
-    code = code_only(text, &macros, &kind, first_branches, &function_like);
+    code = code_only(text, &macros, &kind, first_branches, &function_like, project.min_arch);
     match.assign(code.size(), std::string::npos);
     std::vector<size_t> open;
     for (size_t i = 0; i < code.size(); ++i)
@@ -1074,7 +1131,7 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
   auto defines_host_functions = [&](const std::string& replacement) {
     const std::string r = as_text(replacement);
     int n = 0;
-    const std::string left = skip_host_functions_lf(r, &n, macros, {}, nullptr, nullptr);
+    const std::string left = skip_host_functions_lf(r, &n, ProjectReading{macros, {}, {}, project.min_arch}, nullptr, nullptr);
     return n > 0 && left.find_first_not_of(" \t\n\r") == std::string::npos;
   };
   std::vector<std::pair<size_t, std::string>> annotate; // where an execution space goes in
@@ -1169,13 +1226,17 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
       if (end) break;
     }
   }
-  const std::set<std::string> unevaluated = unevaluated_names(code);
+  std::set<std::string> unevaluated = unevaluated_names(code);
+  unevaluated.insert(project.unevaluated.begin(), project.unevaluated.end());
   // Statements from `start` to a ';' or a '{', over [from, to): namespace scope, or a class's body
   // (where only member functions' definitions are looked at, and an access specifier ends a
   // statement).
   // cls: the class whose body [from, to) is ("" at namespace scope): its blanked member functions
   // are also known as "cls::name", which a derived class's using-declaration names.
-  std::function<void(size_t, size_t, bool, const std::string&)> scan = [&](size_t from, size_t to, bool in_class, const std::string& cls) {
+  // templated: [from, to) is the body of a class template (or of a class inside one), whose member
+  // functions are compiled only where used.
+  std::function<void(size_t, size_t, bool, const std::string&, bool)> scan = [&](size_t from, size_t to, bool in_class, const std::string& cls,
+                                                                                bool templated) {
     size_t start = from;
     int parens = 0;
     for (size_t i = from; i < to; ++i) {
@@ -1257,10 +1318,12 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
           const std::string name = parameter_list(head, &open, &close) ? declared_name(head.substr(0, open)) : "";
           const size_t first = name.empty() ? std::string::npos : head.find_first_not_of(" \t\n", open + 1);
           const bool declarator = first < close && std::string("*&^").find(head[first]) != std::string::npos; // `int (*fp)(int);`: data
-          if (!name.empty() && !declarator && unevaluated.count(name) && !keyword(name) && name != "sizeof" && name != "__attribute__" &&
+          if (!name.empty() && !declarator && ends_as_declarator(head, close, macros) && unevaluated.count(name) && !keyword(name) && name != "sizeof" && name != "__attribute__" &&
               !holds_any(sw, {"__host__", "friend"}) && declared_type(head, macros).empty() && !unknown_macro_before_name(head, macros, not_macros)) {
             annotate.emplace_back(start + head.find_first_not_of(" \t\n"), space_to_add(sw));
             ++*blanked;
+          } else if (host_static_member(stmt, macros, not_macros)) {
+            blank(start, i);
           } else if (host_member_declaration(stmt, macros, not_macros)) {
             blank(start, i);
             if (!name.empty() && !cls.empty()) blanked_members.insert(cls + "::" + name);
@@ -1436,8 +1499,20 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
         // `using contiguous_bytes_input_adapter = decltype(input_adapter(...));`) stays as its
         // declaration, `__host__ __device__` (the operand's call needs no body), where its return
         // type is written out; its body goes.
+        // One whose return type is deduced needs its body there: where it is a template or a
+        // member of one (compiled only where used), it stays whole, `__host__ __device__`
+        // (CUTLASS's sm90 blockwise-scaling mainloop: `static auto getTmaSFA() { ... }` in its
+        // Params, read in `using TMA_SFA = decltype(getTmaSFA());`).
         const std::string name = function_name(head);
         const bool deduced = std::find(words.begin(), words.end(), "auto") != words.end() && head.find("->") == std::string::npos;
+        if (unevaluated.count(name) && deduced && !member_init && name != cls &&
+            (templated || declares_template(code.substr(start, i - start)))) {
+          annotate.emplace_back(start + head.find_first_not_of(" \t\n"), space_to_add(words));
+          ++*blanked;
+          i = close;
+          start = close + 1;
+          continue;
+        }
         blank(start, close);
         if (!in_class && unevaluated.count(name) && !deduced && !member_init) {
           for (size_t k = start; k < i; ++k)
@@ -1473,7 +1548,7 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
           }
         std::vector<std::string> hw;
         words_of(h, macros, 0, &hw);
-        scan(i + 1, close, true, hw.empty() ? std::string() : hw.back());
+        scan(i + 1, close, true, hw.empty() ? std::string() : hw.back(), templated || declares_template(code.substr(start, i - start)));
       }
       // Past this brace group: a function's body ends its statement; a class's or an
       // initializer's goes on to its ';'.
@@ -1481,7 +1556,7 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
       if (function) start = close + 1;
     }
   };
-  scan(0, code.size(), false, "");
+  scan(0, code.size(), false, "", false);
   // A function-like macro whose replacement declares a function that the replacement reads in an
   // unevaluated operand (nlohmann/json's NLOHMANN_CAN_CALL_STD_FUNC_IMPL(std_name): `template
   // <typename... T> std_name##_tag std_name(T&&...);` read in `decltype(std_name(...))`): the
@@ -1504,7 +1579,7 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
         const size_t a = params_end + 1;
         const std::string r = as_text(text.substr(a, e - a));
         int changed = 0;
-        const std::string left = skip_host_functions_lf(r, &changed, macros, {}, nullptr, nullptr);
+        const std::string left = skip_host_functions_lf(r, &changed, ProjectReading{macros, {}, project.unevaluated, project.min_arch}, nullptr, nullptr);
         std::vector<std::pair<size_t, std::string>> inserted;
         std::vector<size_t> blanks; // where the reading blanked a class's host members
         const size_t body = r.find('{');
@@ -1558,9 +1633,15 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
 
 } // namespace
 
+std::set<std::string> unevaluated_names_of(const std::string& text) {
+  std::map<std::string, std::string> macros;
+  std::vector<CharKind> kind;
+  return unevaluated_names(code_only(without_crs(text, nullptr), &macros, &kind));
+}
+
 std::string device_view_of_header(const std::string& text, const std::map<std::string, std::string>& known) {
   int blanked = 0;
-  const std::string kept = skip_host_functions(text, &blanked, known);
+  const std::string kept = skip_host_functions(text, &blanked, ProjectReading{known, {}, {}, ProjectReading{}.min_arch});
   std::map<std::string, std::string> macros;
   std::vector<CharKind> kind;
   code_only(kept, &macros, &kind);

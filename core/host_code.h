@@ -9,6 +9,23 @@
 
 namespace ktune {
 
+// What the reading of one of a project's files takes from the project around it.
+struct ProjectReading {
+  // Object-like macros other headers define (a toolkit header's CUBLASWINAPI, defined in the
+  // cublas_api.h it includes), read as the text's own are.
+  std::map<std::string, std::string> known;
+  // Host functions skip blanked in the project's other files (a header's template instantiated
+  // in a .cu): their explicit instantiations and using-declarations here go too.
+  std::set<std::string> elsewhere;
+  // The names the project's other files read in unevaluated operands (unevaluated_names_of;
+  // CUTLASS reads conv/detail.hpp's functions in a kernel header's decltype), read as the text's
+  // own are.
+  std::set<std::string> unevaluated;
+  // The oldest arch compiled, as __CUDA_ARCH__ spells it (800 for sm_80; CUDA 13 compiles for
+  // sm_75 on): an #if comparing __CUDA_ARCH__ is read where every arch from it on gives one answer.
+  int min_arch = 750;
+};
+
 // text with what NVRTC refuses as host code replaced by spaces, every newline and preprocessor
 // line kept (so that NVRTC's line numbers stay the file's): at namespace scope (and in extern "C"
 // blocks) the definitions and declarations of functions that carry neither __global__ nor
@@ -18,11 +35,13 @@ namespace ktune {
 // instantiated in a .cu), directly or through a function-like macro of the text, and variables
 // with no memory space that are not const, and data naming a function blanked before it; in a
 // class body, such member functions' definitions and declarations (not `= default` or `= delete`
-// unless virtual; data members stay; an operator's is a function's). A constexpr function without
+// unless virtual; data members stay, but for static ones neither const nor constexpr, host variables;
+// an operator's is a function's). A constexpr function without
 // an execution space is given `__host__ __device__` instead (nvcc's on both sides), its
 // declaration too, as is a function only declared and read in an unevaluated operand (decltype,
 // sizeof: a trait's probe; in a class too, and a namespace-scope definition so read keeps its head
-// as that declaration). `__host__` on a variable goes (nvcc ignores it, NVRTC refuses it). #if conditions are read as NVRTC
+// as that declaration; one whose return type is deduced stays whole where it is a template or a
+// member of one). `__host__` on a variable goes (nvcc ignores it, NVRTC refuses it). #if conditions are read as NVRTC
 // evaluates them: a macro #defined only in a branch NVRTC skips has no meaning here. Left as they
 // are: anything whose head has an ALL_CAPS name before its own that the text does not define (a
 // header's macro may be an execution space). The braces are read over every #if branch, or where
@@ -31,11 +50,13 @@ namespace ktune {
 // space; *names (where given) gains the names of the namespace-scope functions blanked, and
 // *device_names those of the namespace-scope device functions and kernels defined. A
 // using-declaration of a function blanked here or named by `elsewhere` goes too.
-// known: object-like macros other headers define (a toolkit header's CUBLASWINAPI, defined in
-// the cublas_api.h it includes), read as the text's own are.
-std::string skip_host_functions(const std::string& text, int* blanked, const std::map<std::string, std::string>& known = {},
-                                const std::set<std::string>& elsewhere = {}, std::set<std::string>* names = nullptr,
-                                std::set<std::string>* device_names = nullptr);
+// project: what the reading takes from the project around the text (ProjectReading).
+std::string skip_host_functions(const std::string& text, int* blanked, const ProjectReading& project = {},
+                                std::set<std::string>* names = nullptr, std::set<std::string>* device_names = nullptr);
+
+// The words read in text's unevaluated operands (decltype, sizeof, alignof, noexcept), comments
+// and string literals aside.
+std::set<std::string> unevaluated_names_of(const std::string& text);
 
 // The object-like macros text's #define lines define (name: replacement), added to *macros; one
 // defined otherwise again (in *macros before, or in #if branches this reading cannot choose

@@ -1529,6 +1529,7 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
   // CUDA's calling-convention macros, empty on Linux, are known too: a host callback's
   // `void CUDART_CB done(void* data)` (cuda-samples') is no execution space.
   std::map<std::string, std::string> known;
+  const int min_arch = s.min_arch ? s.min_arch * 10 : ProjectReading{}.min_arch; // as __CUDA_ARCH__ spells it
   if (s.skip_host_code) {
     for (const char* m : {"CUDART_CB", "CUDARTAPI", "CUDAAPI"}) known.emplace(m, "");
     for (const auto& [file, text] : texts)
@@ -1539,13 +1540,20 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
   // blanks are known to every file's, for their explicit instantiations.
   // A name that is a device function too in some file is left out: an overload on the device
   // side keeps its explicit instantiations and using-declarations.
-  std::set<std::string> host_functions;
+  // A function one file defines may be read in another's unevaluated operand (CUTLASS's kernel
+  // headers' decltype of conv/detail.hpp's helpers): those names are known to every file's too.
+  std::set<std::string> host_functions, unevaluated;
   if (s.skip_host_code) {
+    for (const auto& [file, text] : texts)
+      if (!in_toolkit(file)) {
+        const std::set<std::string> read = unevaluated_names_of(text);
+        unevaluated.insert(read.begin(), read.end());
+      }
     std::set<std::string> device_functions;
     for (const auto& [file, text] : texts)
       if (!in_toolkit(file)) {
         int n = 0;
-        skip_host_functions(text, &n, known, {}, &host_functions, &device_functions);
+        skip_host_functions(text, &n, ProjectReading{known, {}, unevaluated, min_arch}, &host_functions, &device_functions);
       }
     for (const auto& d : device_functions) host_functions.erase(d);
   }
@@ -1556,7 +1564,7 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
   for (const auto& f : files) {
     int blanked = 0;
     const std::string& text = texts.at(f);
-    const std::string compiled = with_std_math_declarations(s.skip_host_code ? skip_host_functions(text, &blanked, known, host_functions) : text);
+    const std::string compiled = with_std_math_declarations(s.skip_host_code ? skip_host_functions(text, &blanked, ProjectReading{known, host_functions, unevaluated, min_arch}) : text);
     s.source += "#line 1 \"" + f + "\"\n" + compiled + (compiled.empty() || compiled.back() == '\n' ? "" : "\n");
   }
   // A file included by two names has one view; the other name's includes it, so that its
@@ -1569,7 +1577,7 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
     if (!file.empty()) names_of[file].push_back(name);
   for (const auto& [file, names] : names_of) {
     int blanked = 0;
-    std::string view = s.skip_host_code ? skip_host_functions(with_paths(file), &blanked, known, host_functions) : texts.at(file);
+    std::string view = s.skip_host_code ? skip_host_functions(with_paths(file), &blanked, ProjectReading{known, host_functions, unevaluated, min_arch}) : texts.at(file);
     const std::string with_math = with_std_math_declarations(view);
     const bool math_declared = with_math.size() != view.size();
     view = with_math;
@@ -1812,6 +1820,23 @@ void read_compile(Reader& r, const ojson& j, KernelSpec& s, std::string* hashed)
   }
 }
 
+// The spec's arch, read before its sources: the reading of their host code compares __CUDA_ARCH__
+// with it.
+void read_arch(const Reader& r, const ojson& j, KernelSpec& s) {
+  if (j.contains("arch")) {
+    const std::string a = r.str(j["arch"], "arch");
+    try {
+      s.min_arch = arch_number(a); // sm_NN or sm_NNN, an optional a
+    } catch (const UsageError&) {
+    }
+    if (!s.min_arch || a[3] == '0')
+      r.fail("arch", "expected sm_<number>, the oldest arch the kernel needs (\"sm_80\"), or with an a, an arch-specific "
+                     "target (\"sm_90a\": wgmma, setmaxnreg), not '" + a + "'");
+    s.arch_specific = a.back() == 'a';
+    if (s.arch_specific && s.min_arch < 90) r.fail("arch", "'" + a + "': arch-specific targets begin at sm_90a");
+  }
+}
+
 void read_constraints(const Reader& r, const ojson& j, KernelSpec& s) {
   for (const char* field : {"constraints", "restrictions"}) {
     if (!j.contains(field)) continue;
@@ -1826,18 +1851,6 @@ void read_constraints(const Reader& r, const ojson& j, KernelSpec& s) {
     const double m = r.number(j["max_threads"], "max_threads");
     if (m < 1 || m != double(int(m))) r.fail("max_threads", "expected a positive integer");
     s.max_threads = int(m);
-  }
-  if (j.contains("arch")) {
-    const std::string a = r.str(j["arch"], "arch");
-    try {
-      s.min_arch = arch_number(a); // sm_NN or sm_NNN, an optional a
-    } catch (const UsageError&) {
-    }
-    if (!s.min_arch || a[3] == '0')
-      r.fail("arch", "expected sm_<number>, the oldest arch the kernel needs (\"sm_80\"), or with an a, an arch-specific "
-                     "target (\"sm_90a\": wgmma, setmaxnreg), not '" + a + "'");
-    s.arch_specific = a.back() == 'a';
-    if (s.arch_specific && s.min_arch < 90) r.fail("arch", "'" + a + "': arch-specific targets begin at sm_90a");
   }
 }
 
@@ -2075,6 +2088,7 @@ KernelSpec parse_kernel_spec(const std::string& json, const std::string& origin,
   read_params(r, j, s);
   read_loop_names(r, j, s);
   std::string hashed = json; // the version hashes the spec's text and every source it compiles
+  read_arch(r, j, s);
   read_compile(r, j, s, &hashed);
   read_constraints(r, j, s);
   const std::string kernel = j.contains("kernel") ? r.str(j["kernel"], "kernel") : "";

@@ -83,14 +83,20 @@ bool designated_initializer_error(const std::string& log) {
 // the function around it, __host__ __device__, is instantiated for an unevaluated operand (CuTe's
 // `compact_major`, `transform(..., [&](auto const& s, auto const& c) {...})`, reached from
 // LayoutLeft::Apply's decltype: every file that includes cute/tensor.hpp), where nvcc gives it the
-// enclosing function's.
+// enclosing function's. Or NVRTC's "The execution space for the lambda closure class members was
+// inferred to be __host__" at one: a lambda that is a member function's default argument
+// (CUTLASS's sm90 grouped tile scheduler, `CallbackBeforeCommit callback = [] (WorkTileInfo info) {
+// return info; }`), where nvcc infers the space of the function it is an argument of.
 bool only_lambda_space_errors(const std::string& log) {
   const std::vector<std::string> lines = log_lines(log);
   int lambdas = 0;
   for (size_t k = 0; k < lines.size(); ++k) {
     const std::string& l = lines[k];
     if (l.find(": error") == std::string::npos && l.find("error:") == std::string::npos) continue;
-    if (l.find("A function without execution space annotations") == std::string::npos || k + 2 >= lines.size()) return false;
+    if ((l.find("A function without execution space annotations") == std::string::npos &&
+         l.find("execution space for the lambda closure class members was inferred to be __host__") == std::string::npos) ||
+        k + 2 >= lines.size())
+      return false;
     // The caret under the lambda's parameter list, after its capture's ']'.
     const std::string& src = lines[k + 1];
     const size_t caret = lines[k + 2].find('^');

@@ -779,3 +779,73 @@ TEST(HostCode, AUsingDeclarationThroughABasesAliasGoesWithItsBlankedMember) {
   const std::string out = skipped(text, &n);
   expect_parts(out, {"T const* data() const", "using base_type::data;"}, {"using self_base::at;", "using base_type = Base<T>;", "typedef Base<T> self_base;"});
 }
+
+// CUTLASS 3's sm90 collectives under skip. A function an unevaluated operand reads whose return
+// type is deduced needs its body there: a template's or a class template's member stays whole,
+// `__host__ __device__` (the blockwise-scaling mainloop's `static auto getTmaSFA() {...}` in
+// `decltype(getTmaSFA())`); a non-template one goes as before. A name read so in another file of
+// the project counts too (conv/detail.hpp's helper, read in a kernel header's decltype).
+TEST(HostCode, ADeducedFunctionReadInADecltypeStaysWholeInATemplate) {
+  const std::string text =
+      "template <class T> struct Mainloop {\n  struct Params {\n    static auto make_sfa() {\n      return T(1);\n    }\n"
+      "    using Sfa = decltype(make_sfa());\n    Sfa sfa;\n  };\n};\n"
+      "struct Plain {\n  static auto make_plain() { return host_value(); }\n  using P = decltype(make_plain());\n};\n"
+      "template <class T, class S>\nauto shape_helper(S const& s) {\n  return T::shape(s);\n}\n";
+  int n = 0;
+  std::string out = skipped(text, &n);
+  expect_parts(out, {"make_plain() {", "shape_helper(S const& s) {"},
+               {"__host__ __device__ static auto make_sfa() {\n      return T(1);", "using P = decltype(make_plain());"});
+  ProjectReading project;
+  project.unevaluated = {"shape_helper"};
+  out = skip_host_functions(text, &n, project);
+  expect_parts(out, {}, {"template <class T, class S>\n__host__ __device__ auto shape_helper(S const& s) {\n  return T::shape(s);"});
+}
+
+// What is data in a class stays data: a member whose type's template arguments hold a call
+// (CUTLASS's `array_aligned<T, size<1>(Tile{})> smem;`, with `size` read in a decltype elsewhere)
+// gets no execution space; a partial specialization whose template arguments hold parentheses
+// (`struct Has_SwapAB<T, void_t<decltype(T::SwapAB)>>`, `enable_if_t<not (...)>`) is a class, its
+// host members blanked as any class's. A static data member that is not const is a host
+// variable (CUTLASS's device adapter's `CUTLASS_THREAD_LOCAL static int device_ordinal_;`): it
+// goes, and its definition outside the class; const and constexpr ones stay.
+TEST(HostCode, DataInAClassStaysAndAStaticHostMemberGoes) {
+  const std::string text =
+      "#define THREAD_LOCAL\n"
+      "template <class T, int N> struct array_aligned { T v[N]; };\n"
+      "template <int I, class S> __host__ __device__ constexpr int size(S) { return 4; }\n"
+      "struct Tile {};\nusing Count = decltype(size<1>(Tile{}));\n"
+      "template <class T> struct Storage {\n  array_aligned<T, size<1>(Tile{})> smem;\n};\n"
+      "template <class T, class = void> struct Has_SwapAB { static constexpr bool value = false; };\n"
+      "template <class T> struct Has_SwapAB<T, void_t<decltype(T::SwapAB)>> {\n  static constexpr bool value = T::SwapAB;\n"
+      "  int host_probe() { return 1; }\n};\n"
+      "template <class M> class Gemm<M, enable_if_t<not (is_tuple<M>::value)>> {\n public:\n  void run() {}\n"
+      "  __device__ void operator()() {}\n};\n"
+      "template <class K> class Adapter {\n  THREAD_LOCAL static int device_ordinal_;\n  static int sms_;\n"
+      "  static constexpr int kStages = 2;\n  static const int kWarps = 4;\n};\n"
+      "template <class K> THREAD_LOCAL int Adapter<K>::device_ordinal_ = -1;\n";
+  int n = 0;
+  const std::string out = skipped(text, &n);
+  expect_parts(out, {"__host__ __device__ array_aligned", "host_probe", "void run()", "static int device_ordinal_;", "static int sms_;",
+                     "Adapter<K>::device_ordinal_ = -1;"},
+               {"  array_aligned<T, size<1>(Tile{})> smem;", "struct Has_SwapAB<T, void_t<decltype(T::SwapAB)>> {",
+                "static constexpr bool value = T::SwapAB;", "__device__ void operator()() {}", "static constexpr int kStages = 2;",
+                "static const int kWarps = 4;"});
+}
+
+// An #if on __CUDA_ARCH__ is read where every arch the spec compiles for gives one answer:
+// Marlin's `#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800` (a stub for older GPUs closing the
+// namespace in each branch, so that the braces balance in neither reading of both branches) is
+// dead from sm_80 on, and the host functions of its #else branch go. From CUDA 13's oldest arch
+// (sm_75, no spec arch) the comparison is not known: the first branch is read, as before.
+TEST(HostCode, AnIfOnTheArchIsReadForTheArchsCompiled) {
+  const std::string text =
+      "namespace marlin {\n#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800\n__global__ void repack(int* p) {}\n}  // namespace marlin\n"
+      "int repack_host(int v) { return v; }\n#else\n__global__ void repack(int* p) { p[0] = 1; }\n}  // namespace marlin\n"
+      "int repack_host(int v) { return v + 1; }\n#endif\n"
+      "#if __CUDA_ARCH__ >= 900\n__device__ int hopper() { return 1; }\n#endif\n";
+  int n = 0;
+  ProjectReading sm80;
+  sm80.min_arch = 800;
+  expect_parts(skip_host_functions(text, &n, sm80), {"return v + 1;"}, {"p[0] = 1;", "__device__ int hopper()"});
+  expect_parts(skipped(text, &n), {"return v; }"}, {"return v + 1;"});
+}

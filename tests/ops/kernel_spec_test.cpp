@@ -3850,8 +3850,10 @@ TEST(KernelSpec, AStableAbiExtensionCompiles) {
 // A lambda in a __host__ __device__ function instantiated for a decltype (CuTe's compact_major,
 // reached from LayoutLeft::Apply: every file that includes cute/tensor.hpp), which NVRTC leaves
 // without an execution space where nvcc gives it the function's: compiled again with
-// -default-device, the log saying so. A program with an unannotated function of its own (host
-// code kept, as "compile" keeps it) fails as it is, with no second compile.
+// -default-device, the log saying so. So is a lambda that is a device function's default argument
+// (CUTLASS's sm90 grouped tile scheduler's `CallbackBeforeCommit callback = [] (WorkTileInfo info)
+// {...}`), whose closure NVRTC infers to be the host's. A program with an unannotated function of
+// its own (host code kept, as "compile" keeps it) fails as it is, with no second compile.
 TEST(KernelSpec, ALambdaNvrtcLeavesWithoutASpaceCompilesAsTheDevices) {
   SpecDir d;
   d.write("lam.cu", "template <class F> __host__ __device__ constexpr auto apply1(F f) { return f(1); }\n"
@@ -3859,6 +3861,10 @@ TEST(KernelSpec, ALambdaNvrtcLeavesWithoutASpaceCompilesAsTheDevices) {
                     "struct Apply { using type = decltype(g(0)); };\n"
                     "__global__ void k(float* y, int n) {\n  const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
                     "  if (i < n) y[i] = Apply::type(1);\n}\n");
+  d.write("dflt.cu", "struct Sched {\n  template <class F = int (*)(int)>\n"
+                     "  __device__ int next(int v, F f = [](int x) { return x + 1; }) { return f(v); }\n};\n"
+                     "__global__ void k(float* y, int n) {\n  const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                     "  if (i < n) y[i] = float(Sched{}.next(i));\n}\n");
   d.write("host.cu", "template <class T> __host__ __device__ constexpr auto g(T t) { return [](auto x) { return x + 1; }(t); }\n"
                      "struct Apply { using type = decltype(g(0)); };\nint host_side(int v) { return v + 1; }\n"
                      "__global__ void k(float* y, int n) {\n  const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
@@ -3874,9 +3880,10 @@ TEST(KernelSpec, ALambdaNvrtcLeavesWithoutASpaceCompilesAsTheDevices) {
     return load_kernel_spec_text(spec.dump(), spec["name"].get<std::string>() + ".json", d.dir());
   };
   Compiler compiler;
+  for (const char* source : {"lam.cu", "dflt.cu"})
   for (const char* host_code : {"skip", "compile"}) {
-    SCOPED_TRACE(host_code);
-    const std::string op = spec_for("lam.cu", host_code);
+    SCOPED_TRACE(std::string(source) + " " + host_code);
+    const std::string op = spec_for(source, host_code);
     std::shared_ptr<const CompiledKernel> k;
     ASSERT_NO_THROW(k = compiler.compile(compile_request(find_family(op), Config{{"UNTUNED", 0}}, Problem::parse(op, "1000"), "sm_90")));
     EXPECT_NE(k->log.find("compiled with -default-device"), std::string::npos) << k->log;
