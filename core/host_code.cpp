@@ -875,7 +875,7 @@ bool host_static_member(const std::string& stmt, const std::map<std::string, std
   std::vector<std::string> words;
   words_of(head.substr(0, head.find('=')), macros, 0, &words);
   if (std::find(words.begin(), words.end(), "static") == words.end() || !declared_type(head, macros).empty()) return false;
-  if (holds_any(words, {"const", "constexpr", "__managed__", "typedef", "using", "friend", "decltype"})) return false;
+  if (holds_any(words, {"const", "constexpr", "__managed__", "__constant__", "__shared__", "friend", "decltype"})) return false;
   if (unknown_macro_before_name(head, macros, not_macros)) return false;
   return head.substr(0, head.find('=')).find('(') == std::string::npos;
 }
