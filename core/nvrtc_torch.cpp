@@ -527,6 +527,18 @@ template <class Key, class Value> class Dict;
 class IValue;
 // The host API's other types a host declaration names, declared only.
 using DeviceIndex = int8_t;
+// c10/core/DeviceType.h, as PyTorch numbers it: a host class sizes a table by it (mmcv's
+// DeviceRegistry: `static const int MAX_DEVICE_TYPES =
+// int8_t(at::DeviceType::COMPILE_TIME_MAX_DEVICE_TYPES);`).
+enum class DeviceType : int8_t {
+  CPU = 0, CUDA = 1, MKLDNN = 2, OPENGL = 3, OPENCL = 4, IDEEP = 5, HIP = 6, FPGA = 7, MAIA = 8, XLA = 9, Vulkan = 10,
+  Metal = 11, XPU = 12, MPS = 13, Meta = 14, HPU = 15, VE = 16, Lazy = 17, IPU = 18, MTIA = 19, PrivateUse1 = 20,
+  COMPILE_TIME_MAX_DEVICE_TYPES = 21,
+};
+constexpr DeviceType kCPU = DeviceType::CPU;
+constexpr DeviceType kCUDA = DeviceType::CUDA;
+constexpr DeviceType kHIP = DeviceType::HIP;
+constexpr DeviceType kMeta = DeviceType::Meta;
 class Device;
 class SymInt;
 class TensorOptions;

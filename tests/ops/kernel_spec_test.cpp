@@ -3769,6 +3769,29 @@ TEST(KernelSpec, AProjectsFmtStandsInUnderSkip) {
   expect_compiles_under_skip_only("fmt_user", "deps", d);
 }
 
+// A host class's partial specialization whose template arguments hold parentheses (mmcv's
+// DeviceRegistry<Ret (*)(Args...), f>) is a class: its data stays, sized by PyTorch's
+// c10::DeviceType (`int8_t(at::DeviceType::COMPILE_TIME_MAX_DEVICE_TYPES)`), which stands in as
+// PyTorch numbers it; its host members and static host data go (CUTLASS's device adapter's
+// `static int device_ordinal_;`), with the latter's definition outside the class.
+TEST(KernelSpec, AHostClassSizedByPyTorchsDeviceTypeCompiles) {
+  SpecDir d;
+  d.write("inc/registry.h", "#pragma once\n#include <torch/types.h>\n"
+                            "template <typename F, F f> class DeviceRegistry;\n"
+                            "template <typename Ret, typename... Args, Ret (*f)(Args...)>\nclass DeviceRegistry<Ret (*)(Args...), f> {\n public:\n"
+                            "  using FunctionType = Ret (*)(Args...);\n"
+                            "  static const int MAX_DEVICE_TYPES = int8_t(at::DeviceType::COMPILE_TIME_MAX_DEVICE_TYPES);\n"
+                            "  void Register(at::DeviceType device, FunctionType function) { funcs_[int8_t(device)] = function; }\n"
+                            " private:\n  FunctionType funcs_[MAX_DEVICE_TYPES];\n  static int device_ordinal_;\n};\n"
+                            "template <typename Ret, typename... Args, Ret (*f)(Args...)>\n"
+                            "int DeviceRegistry<Ret (*)(Args...), f>::device_ordinal_ = -1;\n");
+  d.write("proj.cu", "#include \"registry.h\"\n"
+                     "__global__ void k(float* y, int n) {\n  const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                     "  if (i < n) y[i] = float(int8_t(c10::kCUDA));\n}\n"
+                     "int launch(float* y, int n) { k<<<(n + 127) / 128, 128>>>(y, n); return 0; }\n");
+  expect_compiles_under_skip_only("device_registry", "inc", d);
+}
+
 // The standard library's pieces a project's host code names and device code may use, as libstdc++
 // brings them: a host class's string stream (MinkowskiEngine's `std::stringstream stream_;`, lmdeploy's
 // `std::ostringstream* oss_;`) and wide string (cuDF's nvtx3.hpp, `message(std::wstring&&) = delete;`),
