@@ -627,6 +627,25 @@ std::string declared_name(const std::string& head) {
   return lead.substr(b, e + 1 - b);
 }
 
+// Whether the name a function's head declares is qualified (`inline domain const&
+// domain::get<domain::global>() {...}`, a member's definition outside its class, cuDF's nvtx3.hpp):
+// the class's own declaration of the member is what an unevaluated operand finds.
+bool qualified_name(const std::string& head) {
+  const std::string lead = head.substr(0, head.find('('));
+  size_t e = lead.find_last_not_of(" \t\n");
+  if (e != std::string::npos && lead[e] == '>') { // template arguments
+    for (int depth = 0;; --e) {
+      depth += lead[e] == '>' ? 1 : lead[e] == '<' ? -1 : 0;
+      if (depth == 0 || e == 0) break;
+    }
+    e = e == 0 ? std::string::npos : lead.find_last_not_of(" \t\n", e - 1);
+  }
+  if (e == std::string::npos || !ident_char(lead[e])) return false;
+  while (e > 0 && ident_char(lead[e - 1])) --e;
+  const size_t before = e == 0 ? std::string::npos : lead.find_last_not_of(" \t\n", e - 1);
+  return before != std::string::npos && before > 0 && lead[before] == ':' && lead[before - 1] == ':';
+}
+
 // An explicit instantiation (`template void reduce<int>(int*, int);`, template with no '<'
 // after it) of a function: its name, or "".
 std::string instantiated_function(const std::string& stmt) {
@@ -1355,7 +1374,7 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
               blank(start + eq, i - 1);
           }
         } else if (!host_instance && host_declaration(stmt, macros, not_macros) && stmt.find('(') != std::string::npos &&
-                   unevaluated.count(declared_name(without_template_lists(stmt, macros)))) {
+                   unevaluated.count(declared_name(without_template_lists(stmt, macros))) && !qualified_name(without_template_lists(stmt, macros))) {
           const std::string head = without_template_lists(stmt, macros);
           std::vector<std::string> sw;
           words_of(head, macros, 0, &sw);
@@ -1505,7 +1524,8 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
         // Params, read in `using TMA_SFA = decltype(getTmaSFA());`).
         const std::string name = function_name(head);
         const bool deduced = std::find(words.begin(), words.end(), "auto") != words.end() && head.find("->") == std::string::npos;
-        if (unevaluated.count(name) && deduced && !member_init && name != cls &&
+        const bool read_unevaluated = unevaluated.count(name) && !qualified_name(head);
+        if (read_unevaluated && deduced && !member_init && name != cls &&
             (templated || declares_template(code.substr(start, i - start)))) {
           annotate.emplace_back(start + head.find_first_not_of(" \t\n"), space_to_add(words));
           ++*blanked;
@@ -1514,7 +1534,7 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
           continue;
         }
         blank(start, close);
-        if (!in_class && unevaluated.count(name) && !deduced && !member_init) {
+        if (!in_class && read_unevaluated && !deduced && !member_init) {
           for (size_t k = start; k < i; ++k)
             if (kind[k] == kCode) out[k] = text[k]; // the head again
           out[i] = ';';

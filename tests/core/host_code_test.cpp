@@ -784,21 +784,26 @@ TEST(HostCode, AUsingDeclarationThroughABasesAliasGoesWithItsBlankedMember) {
 // type is deduced needs its body there: a template's or a class template's member stays whole,
 // `__host__ __device__` (the blockwise-scaling mainloop's `static auto getTmaSFA() {...}` in
 // `decltype(getTmaSFA())`); a non-template one goes as before. A name read so in another file of
-// the project counts too (conv/detail.hpp's helper, read in a kernel header's decltype).
+// the project counts too (conv/detail.hpp's helper, read in a kernel header's decltype); a
+// member's definition outside its class is not kept so (cuDF's nvtx3.hpp: `inline domain const&
+// domain::get<domain::global>()`, whose class's host member `get` goes), `get` read in a decltype
+// elsewhere or not.
 TEST(HostCode, ADeducedFunctionReadInADecltypeStaysWholeInATemplate) {
   const std::string text =
       "template <class T> struct Mainloop {\n  struct Params {\n    static auto make_sfa() {\n      return T(1);\n    }\n"
       "    using Sfa = decltype(make_sfa());\n    Sfa sfa;\n  };\n};\n"
       "struct Plain {\n  static auto make_plain() { return host_value(); }\n  using P = decltype(make_plain());\n};\n"
-      "template <class T, class S>\nauto shape_helper(S const& s) {\n  return T::shape(s);\n}\n";
+      "template <class T, class S>\nauto shape_helper(S const& s) {\n  return T::shape(s);\n}\n"
+      "struct domain {\n  template <class D> static domain const& get() { static domain d; return d; }\n};\n"
+      "template <>\ninline domain const& domain::get<int>() { static domain d; return d; }\n";
   int n = 0;
   std::string out = skipped(text, &n);
   expect_parts(out, {"make_plain() {", "shape_helper(S const& s) {"},
                {"__host__ __device__ static auto make_sfa() {\n      return T(1);", "using P = decltype(make_plain());"});
   ProjectReading project;
-  project.unevaluated = {"shape_helper"};
+  project.unevaluated = {"shape_helper", "get"};
   out = skip_host_functions(text, &n, project);
-  expect_parts(out, {}, {"template <class T, class S>\n__host__ __device__ auto shape_helper(S const& s) {\n  return T::shape(s);"});
+  expect_parts(out, {"domain::get<int>()", "static domain const& get()"}, {"template <class T, class S>\n__host__ __device__ auto shape_helper(S const& s) {\n  return T::shape(s);"});
 }
 
 // What is data in a class stays data: a member whose type's template arguments hold a call
