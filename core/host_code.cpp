@@ -137,11 +137,11 @@ Truth nvrtc_condition(const std::string& e, const std::map<std::string, std::str
       return unknown;
     }
     if (t == "__cplusplus") return {true, 201703, {202002}};
-    if (t == "__CUDA_ARCH__") {
-      std::vector<long long> from;
+    if (t == "__CUDA_ARCH__") { // min_arch, and every arch above it
+      Val v{true, min_arch};
       for (long long a : archs)
-        if (a >= min_arch) from.push_back(a);
-      return {true, std::max<long long>(min_arch, from.empty() ? min_arch : from.front()), from};
+        if (a > min_arch) v.also.push_back(a);
+      return v;
     }
     // A name: 0 where no macro, a value this reading does not know where one.
     return not_here.count(t) || other_maker(t) ? Val{true, 0} : unknown;
@@ -608,10 +608,11 @@ std::string without_attributes(std::string head) {
   return head;
 }
 
-// The name a function's head declares: the last word before its parameter list, template
-// arguments after it (reduce<int>) left out; "" where there is none.
-std::string declared_name(const std::string& head) {
-  std::string lead = head.substr(0, head.find('('));
+// Where the name a function's head declares begins and ends ([*begin, *end) in head): the last word
+// before its parameter list, template arguments after it (reduce<int>) left out; false where there
+// is none.
+bool declared_name_at(const std::string& head, size_t* begin, size_t* end) {
+  const std::string lead = head.substr(0, head.find('('));
   size_t e = lead.find_last_not_of(" \t\n");
   if (e != std::string::npos && lead[e] == '>') { // an explicit instantiation's template arguments
     int depth = 0;
@@ -621,29 +622,27 @@ std::string declared_name(const std::string& head) {
     }
     e = e == 0 ? std::string::npos : lead.find_last_not_of(" \t\n", e - 1);
   }
-  if (e == std::string::npos || !ident_char(lead[e])) return "";
+  if (e == std::string::npos || !ident_char(lead[e])) return false;
   size_t b = e + 1;
   while (b > 0 && ident_char(lead[b - 1])) --b;
-  return lead.substr(b, e + 1 - b);
+  *begin = b, *end = e + 1;
+  return true;
+}
+
+// The name a function's head declares (declared_name_at); "" where there is none.
+std::string declared_name(const std::string& head) {
+  size_t b = 0, e = 0;
+  return declared_name_at(head, &b, &e) ? head.substr(b, e - b) : "";
 }
 
 // Whether the name a function's head declares is qualified (`inline domain const&
 // domain::get<domain::global>() {...}`, a member's definition outside its class, cuDF's nvtx3.hpp):
 // the class's own declaration of the member is what an unevaluated operand finds.
 bool qualified_name(const std::string& head) {
-  const std::string lead = head.substr(0, head.find('('));
-  size_t e = lead.find_last_not_of(" \t\n");
-  if (e != std::string::npos && lead[e] == '>') { // template arguments
-    for (int depth = 0;; --e) {
-      depth += lead[e] == '>' ? 1 : lead[e] == '<' ? -1 : 0;
-      if (depth == 0 || e == 0) break;
-    }
-    e = e == 0 ? std::string::npos : lead.find_last_not_of(" \t\n", e - 1);
-  }
-  if (e == std::string::npos || !ident_char(lead[e])) return false;
-  while (e > 0 && ident_char(lead[e - 1])) --e;
-  const size_t before = e == 0 ? std::string::npos : lead.find_last_not_of(" \t\n", e - 1);
-  return before != std::string::npos && before > 0 && lead[before] == ':' && lead[before - 1] == ':';
+  size_t b = 0, e = 0;
+  if (!declared_name_at(head, &b, &e) || b == 0) return false;
+  const size_t before = head.find_last_not_of(" \t\n", b - 1);
+  return before != std::string::npos && before > 0 && head[before] == ':' && head[before - 1] == ':';
 }
 
 // An explicit instantiation (`template void reduce<int>(int*, int);`, template with no '<'
@@ -865,7 +864,8 @@ bool host_declaration(const std::string& stmt, const std::map<std::string, std::
 // `array_aligned<T, size<1>(Tile{})> smem;`, whose parentheses are a call's), make it data.
 bool ends_as_declarator(const std::string& head, size_t close, const std::map<std::string, std::string>& macros) {
   if (head.find("->", close) != std::string::npos) return true;
-  std::string rest = head.substr(close + 1, head.find('=', close) == std::string::npos ? std::string::npos : head.find('=', close) - close - 1);
+  const size_t eq = head.find('=', close);
+  std::string rest = head.substr(close + 1, eq == std::string::npos ? std::string::npos : eq - close - 1);
   int d = 0;
   for (char& c : rest) {
     if (c == '(') ++d;
