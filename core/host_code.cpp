@@ -39,6 +39,11 @@ bool keyword(const std::string& w) {
 // (`__CUDA_ARCH__ < 800` guards Marlin's fallback for older GPUs; a spec of "arch": "sm_80" never
 // compiles it).
 enum Truth { kNo, kYes, kMaybe };
+// The archs CUDA 13 compiles for, as __CUDA_ARCH__ spells them, and one newer than any.
+const std::vector<long long>& compiled_archs() {
+  static const std::vector<long long> archs = {750, 800, 860, 870, 880, 890, 900, 1000, 1030, 1100, 1200, 1210, 9990};
+  return archs;
+}
 Truth nvrtc_condition(const std::string& e, const std::map<std::string, std::string>& sure, int min_arch, int depth = 0) {
   // __linux__ and __unix__ as nvcc's host compiler has them on Linux (nvrtc_nvcc_prelude defines them).
   static const std::set<std::string> defined_here = {"__CUDACC__", "__CUDACC_RTC__", "__CUDA_ARCH__", "__cplusplus", "__linux__", "__unix__"};
@@ -99,8 +104,7 @@ Truth nvrtc_condition(const std::string& e, const std::map<std::string, std::str
     std::vector<long long> also = {};
   };
   const Val unknown{false, 0};
-  // The archs CUDA 13 compiles for, and one newer than any.
-  static const std::vector<long long> archs = {750, 800, 860, 870, 880, 890, 900, 1000, 1030, 1100, 1200, 1210, 9990};
+  const std::vector<long long>& archs = compiled_archs();
   size_t at = 0;
   bool bad = false;
   auto next = [&]() -> std::string { return at < tok.size() ? tok[at] : std::string(); };
@@ -1086,17 +1090,18 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
   const std::set<std::string>& elsewhere = project.elsewhere;
   *blanked = 0;
   // Each '{''s matching '}', found in a first pass that also checks that the braces balance: over
-  // every branch of the #if groups, or where those do not balance (ggml's kernels open their
-  // body's `if constexpr (...) {` in each branch of an #if on the GPU's maker), over the first
-  // branch of each; a later branch inside what goes goes with it.
+  // every branch of the #if groups, or where those do not balance, as one arch compiles them
+  // (below), or over the first branch of each (ggml's kernels open their body's `if constexpr
+  // (...) {` in each branch of an #if on the GPU's maker); a later branch inside what goes goes
+  // with it.
   std::map<std::string, std::string> macros, function_like;
   std::vector<CharKind> kind;
   std::string code;
   std::vector<size_t> match;
-  auto balanced = [&](bool first_branches) {
+  auto balanced = [&](bool first_branches, long long arch) {
     macros = project.known;
     function_like.clear();
-    code = code_only(text, &macros, &kind, first_branches, &function_like, project.min_arch);
+    code = code_only(text, &macros, &kind, first_branches, &function_like, int(arch));
     match.assign(code.size(), std::string::npos);
     std::vector<size_t> open;
     for (size_t i = 0; i < code.size(); ++i)
@@ -1109,7 +1114,17 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
       }
     return open.empty();
   };
-  if (!balanced(false) && !balanced(true)) return text;
+  // Where every branch over every arch compiled does not balance, every branch as the newest arch
+  // compiles them, then as it and the next older do, and so on (`__CUDA_ARCH__` read as each of
+  // them), before the first branches: Marlin's stub kernel and host entry point for GPUs older
+  // than sm_80 close the namespace that its `#else` branch closes again, and the first branch is
+  // the stub. A spec that names no arch is compiled for the GPU it is tuned on; the stub serves
+  // GPUs older than the kernel's own arch, and compiled for one of those, its host code stays and
+  // NVRTC names it.
+  const std::vector<long long>& archs = compiled_archs();
+  bool read = balanced(false, project.min_arch);
+  for (auto a = archs.rbegin(); !read && a != archs.rend() && *a > project.min_arch; ++a) read = balanced(false, *a);
+  if (!read && !balanced(true, project.min_arch)) return text;
   std::string out = text;
   // [a, b], but for its preprocessor lines: a statement's text runs from the previous one's end,
   // over the #if and #define lines between them, which must stay.

@@ -852,5 +852,12 @@ TEST(HostCode, AnIfOnTheArchIsReadForTheArchsCompiled) {
   ProjectReading sm80;
   sm80.min_arch = 800;
   expect_parts(skip_host_functions(text, &n, sm80), {"return v + 1;"}, {"p[0] = 1;", "__device__ int hopper()"});
-  expect_parts(skipped(text, &n), {"return v; }"}, {"return v + 1;"});
+  // With no arch named, the text balances over no reading of every arch from sm_75 on: it is read
+  // as the newest arch compiles it (the stub's branch not at all), not as its first branches
+  // (which blanked the stub's host function and left the #else branch's).
+  expect_parts(skipped(text, &n), {"return v + 1;"}, {"p[0] = 1;", "__device__ int hopper()"});
+  // A text that balances as no arch compiles it is still read over its first branches.
+  const std::string maker = "#ifdef KT_PLATFORM_A\nint a_host(int v) { if (v) {\n#else\nint b_host(int v) { if (v) {\n#endif\n"
+                            "return v; } return 0; }\n__global__ void k(int* p) { p[0] = 2; }\n";
+  expect_parts(skipped(maker, &n), {"int a_host", "return 0;"}, {"p[0] = 2;"});
 }
