@@ -28,6 +28,39 @@ bool keyword(const std::string& w) {
   return k.count(w) > 0;
 }
 
+// The index just past the string or character literal that opens at t[i].
+size_t literal_end(const std::string& t, size_t i) {
+  const char q = t[i];
+  for (++i; i < t.size() && t[i] != q && t[i] != '\n'; ++i)
+    if (t[i] == '\\') ++i;
+  return std::min(i + 1, t.size());
+}
+
+// A function-like macro's definition from its #define line (continuations and all), from the
+// '(' after its name at n: "(parameters) replacement", its comments and continuations gone.
+std::string definition_of(const std::string& line, size_t n) {
+  std::string def;
+  for (size_t c = n; c < line.size(); ++c) {
+    if (line[c] == '"' || line[c] == '\'') {
+      const size_t l = literal_end(line, c);
+      def += line.substr(c, l - c);
+      c = l - 1;
+    } else if (line.compare(c, 2, "//") == 0) {
+      break;
+    } else if (line.compare(c, 2, "/*") == 0) {
+      const size_t close = line.find("*/", c + 2);
+      def += ' ';
+      if (close == std::string::npos) break;
+      c = close + 1;
+    } else if (line[c] == '\\' && c + 1 < line.size() && (line[c + 1] == '\n' || line[c + 1] == '\r')) {
+      def += ' ';
+    } else if (line[c] != '\r') {
+      def += line[c] == '\n' ? ' ' : line[c];
+    }
+  }
+  return def;
+}
+
 // How NVRTC reads an #if's condition, where the words it holds decide it: `defined` of a macro
 // NVRTC defines (__CUDACC__, __CUDACC_RTC__, __CUDA_ARCH__) or of another compiler's or a host
 // platform's (__NVCC__, __clang__, __GNUC__, _MSC_VER, HIP's), __cplusplus (C++17's, the
@@ -193,7 +226,7 @@ Truth nvrtc_condition(const std::string& e, const std::map<std::string, std::str
 // spaces (newlines kept), so that braces and words are the code's own; the object-like macros
 // the preprocessor lines define go into *macros, and (*kind)[k] says what t[k] belongs to; the
 // function-like ones, where function_like is given, go there (name: replacement after the
-// parameter list). A #define in a branch NVRTC does not compile (nvrtc_condition: CUTLASS's
+// parameter list), and where definitions is given there too as definition_of reads them. A #define in a branch NVRTC does not compile (nvrtc_condition: CUTLASS's
 // `#if defined(__NVCC__) ... #elif defined(__CUDACC_RTC__) ... #else #define CUTLASS_HOST_DEVICE
 // inline`) is not read.
 // With first_branches, the text of each #if group's #elif and #else branches is not read either
@@ -204,7 +237,8 @@ Truth nvrtc_condition(const std::string& e, const std::map<std::string, std::str
 // cublasGemmAlgo_t algo = ...);` else), and its text is not the code NVRTC sees.
 enum CharKind : char { kCode, kPreprocessor, kComment, kLiteral, kLater, kDead };
 std::string code_only(const std::string& t, std::map<std::string, std::string>* macros, std::vector<CharKind>* kind, bool first_branches = false,
-                      std::map<std::string, std::string>* function_like = nullptr, int min_arch = ProjectReading{}.min_arch) {
+                      std::map<std::string, std::string>* function_like = nullptr, int min_arch = ProjectReading{}.min_arch,
+                      std::map<std::string, std::string>* definitions = nullptr) {
   std::string o = t;
   kind->assign(t.size(), kCode);
   auto mark = [&](size_t a, size_t b, CharKind k) { std::fill(kind->begin() + std::ptrdiff_t(a), kind->begin() + std::ptrdiff_t(std::min(b, t.size())), k); };
@@ -319,6 +353,7 @@ std::string code_only(const std::string& t, std::map<std::string, std::string>* 
           else sure.erase(name);
         } else if (k != std::string::npos && n > k && function_like != nullptr && line.find(')', n) != std::string::npos) {
           (*function_like)[line.substr(k, n - k)] = line.substr(line.find(')', n) + 1);
+          if (definitions != nullptr) (*definitions)[line.substr(k, n - k)] = definition_of(line, n);
         }
       }
       blank(i, e);
@@ -1057,7 +1092,183 @@ namespace {
 std::string skip_host_functions_lf(const std::string& text, int* blanked, const ProjectReading& project, std::set<std::string>* names,
                                    std::set<std::string>* device_names);
 
+// A function-like macro as defined_function_macros keeps it: "(a, b) replacement".
+struct FunctionMacro {
+  std::vector<std::string> params;
+  bool variadic = false;
+  std::string body;
+};
+
+std::string trimmed(const std::string& t) {
+  const size_t a = t.find_first_not_of(" \t\n");
+  return a == std::string::npos ? std::string() : t.substr(a, t.find_last_not_of(" \t\n") - a + 1);
+}
+
+bool parse_function_macro(const std::string& def, FunctionMacro* m) {
+  const size_t close = def.find(')');
+  if (def.empty() || def[0] != '(' || close == std::string::npos) return false;
+  *m = FunctionMacro{};
+  const std::string list = def.substr(1, close - 1);
+  if (!trimmed(list).empty()) {
+    for (size_t a = 0; a <= list.size();) {
+      size_t e = list.find(',', a);
+      if (e == std::string::npos) e = list.size();
+      const std::string p = trimmed(list.substr(a, e - a));
+      a = e + 1;
+      if (p == "...") m->variadic = true;
+      else if (p.empty() || m->variadic || !std::all_of(p.begin(), p.end(), ident_char)) return false; // GNU's named `args...` too
+      else m->params.push_back(p);
+    }
+  }
+  m->body = def.substr(close + 1);
+  return true;
+}
+
+// m's replacement with args in place of its parameters, `#p` a string of p's argument and `##`
+// pasting what is either side of it, as the preprocessor substitutes before it rescans.
+std::string substituted(const FunctionMacro& m, const std::vector<std::string>& args) {
+  auto argument = [&](const std::string& word, std::string* into) {
+    for (size_t k = 0; k < m.params.size(); ++k)
+      if (m.params[k] == word) return *into = args[k], true;
+    if (word != "__VA_ARGS__" || !m.variadic) return false;
+    into->clear();
+    for (size_t k = m.params.size(); k < args.size(); ++k) *into += (k > m.params.size() ? ", " : "") + args[k];
+    return true;
+  };
+  const std::string& b = m.body;
+  std::string r;
+  for (size_t i = 0; i < b.size();) {
+    if (b[i] == '"' || b[i] == '\'') {
+      const size_t e = literal_end(b, i);
+      r += b.substr(i, e - i);
+      i = e;
+    } else if (b[i] == '#' && i + 1 < b.size() && b[i + 1] == '#') {
+      r += "##";
+      i += 2;
+    } else if (b[i] == '#') {
+      size_t a = b.find_first_not_of(" \t", i + 1), e = a;
+      while (e < b.size() && ident_char(b[e])) ++e;
+      std::string arg;
+      if (a == std::string::npos || e == a || !argument(b.substr(a, e - a), &arg)) {
+        r += b[i++];
+        continue;
+      }
+      r += '"';
+      for (char c : arg) r += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+      r += '"';
+      i = e;
+    } else if (ident_char(b[i]) && (i == 0 || !ident_char(b[i - 1]))) {
+      size_t e = i;
+      while (e < b.size() && ident_char(b[e])) ++e;
+      std::string arg;
+      r += argument(b.substr(i, e - i), &arg) ? arg : b.substr(i, e - i);
+      i = e;
+    } else {
+      r += b[i++];
+    }
+  }
+  std::string pasted;
+  for (size_t i = 0; i < r.size(); ++i) {
+    if (r[i] == '"' || r[i] == '\'') {
+      const size_t e = literal_end(r, i);
+      pasted += r.substr(i, e - i);
+      i = e - 1;
+    } else if (r.compare(i, 2, "##") == 0) {
+      while (!pasted.empty() && (pasted.back() == ' ' || pasted.back() == '\t')) pasted.pop_back();
+      const size_t next = r.find_first_not_of(" \t", i + 2);
+      if (next == std::string::npos) break;
+      i = next - 1;
+    } else {
+      pasted += r[i];
+    }
+  }
+  return pasted;
+}
+
+// text with the calls of defs' function-like macros expanded and rescanned, a macro not again
+// inside its own expansion; false where a call's parentheses do not close, its arguments do not
+// fit the macro, or the expansion outgrows *budget characters.
+bool expand_function_macros(const std::string& text, const std::map<std::string, std::string>& defs, std::set<std::string>* active,
+                            size_t* budget, std::string* out) {
+  for (size_t i = 0; i < text.size();) {
+    if (text[i] == '"' || text[i] == '\'') {
+      const size_t e = literal_end(text, i);
+      *out += text.substr(i, e - i);
+      i = e;
+      continue;
+    }
+    if (!ident_char(text[i]) || (i > 0 && ident_char(text[i - 1]))) {
+      *out += text[i++];
+      continue;
+    }
+    size_t e = i;
+    while (e < text.size() && ident_char(text[e])) ++e;
+    const std::string name = text.substr(i, e - i);
+    const auto d = defs.find(name);
+    const size_t open = text.find_first_not_of(" \t\n", e);
+    FunctionMacro m;
+    if (d == defs.end() || active->count(name) || open == std::string::npos || text[open] != '(' || !parse_function_macro(d->second, &m)) {
+      *out += name;
+      i = e;
+      continue;
+    }
+    std::vector<std::string> args(1);
+    size_t k = open + 1;
+    for (int depth = 0; k < text.size(); ++k) {
+      const char c = text[k];
+      if (c == '"' || c == '\'') {
+        const size_t l = literal_end(text, k);
+        args.back() += text.substr(k, l - k);
+        k = l - 1;
+        continue;
+      }
+      if (c == ')' && depth == 0) break;
+      if (c == '(') ++depth;
+      else if (c == ')') --depth;
+      if (c == ',' && depth == 0) args.emplace_back();
+      else args.back() += c;
+    }
+    if (k >= text.size()) return false;
+    for (auto& a : args) a = trimmed(a);
+    if (m.params.empty() && args.size() == 1 && args[0].empty()) args.clear(); // M()
+    if (m.variadic ? args.size() < m.params.size() : args.size() != m.params.size()) return false;
+    active->insert(name);
+    std::string x;
+    const bool ok = expand_function_macros(substituted(m, args), defs, active, budget, &x);
+    active->erase(name);
+    if (!ok || x.size() > *budget) return false;
+    *budget -= x.size();
+    *out += x;
+    i = k + 1;
+  }
+  return true;
+}
+
 } // namespace
+
+void defined_function_macros(const std::string& text, std::map<std::string, std::string>* macros) {
+  for (size_t i = 0; i < text.size();) {
+    size_t e = i;
+    while (e < text.size() && text[e] != '\n')
+      e += text[e] != '\\' ? 1 : text.compare(e + 1, 2, "\r\n") == 0 ? 3 : e + 1 < text.size() ? 2 : 1; // a '\\' before "\r\n" too
+    std::string line = text.substr(i, e - i);
+    i = e + 1;
+    size_t k = line.find_first_not_of(" \t");
+    if (k == std::string::npos || line[k] != '#') continue;
+    k = line.find_first_not_of(" \t", k + 1);
+    if (k == std::string::npos || line.compare(k, 6, "define") != 0) continue;
+    const size_t a = line.find_first_not_of(" \t", k + 6);
+    if (a == std::string::npos || a == k + 6) continue;
+    size_t n = a;
+    while (n < line.size() && ident_char(line[n])) ++n;
+    if (n == a || n >= line.size() || line[n] != '(') continue;
+    const std::string def = definition_of(line, n);
+    const std::string name = line.substr(a, n - a);
+    const auto had = macros->find(name);
+    if (had == macros->end()) (*macros)[name] = def;
+    else if (trimmed(had->second) != trimmed(def)) had->second.clear();
+  }
+}
 
 std::string skip_host_functions(const std::string& text, int* blanked, const ProjectReading& project, std::set<std::string>* names,
                                 std::set<std::string>* device_names) {
@@ -1094,14 +1305,15 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
   // (below), or over the first branch of each (ggml's kernels open their body's `if constexpr
   // (...) {` in each branch of an #if on the GPU's maker); a later branch inside what goes goes
   // with it.
-  std::map<std::string, std::string> macros, function_like;
+  std::map<std::string, std::string> macros, function_like, definitions;
   std::vector<CharKind> kind;
   std::string code;
   std::vector<size_t> match;
   auto balanced = [&](bool first_branches, long long arch) {
     macros = project.known;
     function_like.clear();
-    code = code_only(text, &macros, &kind, first_branches, &function_like, int(arch));
+    definitions = project.function_like; // the text's own, as read here, over the project's
+    code = code_only(text, &macros, &kind, first_branches, &function_like, int(arch), &definitions);
     match.assign(code.size(), std::string::npos);
     std::vector<size_t> open;
     for (size_t i = 0; i < code.size(); ++i)
@@ -1165,8 +1377,8 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
   auto defines_host_functions = [&](const std::string& replacement) {
     const std::string r = as_text(replacement);
     int n = 0;
-    const std::string left = skip_host_functions_lf(r, &n, ProjectReading{macros, {}, {}, project.min_arch}, nullptr, nullptr);
-    return n > 0 && left.find_first_not_of(" \t\n\r") == std::string::npos;
+    const std::string left = skip_host_functions_lf(r, &n, ProjectReading{macros, {}, {}, project.min_arch, {}}, nullptr, nullptr);
+    return n > 0 && left.find_first_not_of(" \t\n\r;") == std::string::npos; // an empty statement is nothing
   };
   std::vector<std::pair<size_t, std::string>> annotate; // where an execution space goes in
   // "Base::name" of a using-declaration `using ns::Base::name;` (an operator's name is `operator`,
@@ -1295,23 +1507,34 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
           continue;
         }
       }
-      if (!in_class && parens == 0 && !function_like.empty() && ident_char(c) && (i == 0 || !ident_char(code[i - 1])) &&
+      if (!in_class && parens == 0 && !definitions.empty() && ident_char(c) && (i == 0 || !ident_char(code[i - 1])) &&
           code.find_first_not_of(" \t\n", start) == i) {
         size_t e = i;
         while (e < to && ident_char(code[e])) ++e;
-        const auto m = function_like.find(code.substr(i, e - i));
+        const auto m = definitions.find(code.substr(i, e - i));
         const size_t open = code.find_first_not_of(" \t\n", e);
-        const size_t last = m == function_like.end() ? std::string::npos : m->second.find_last_not_of(" \t\n");
-        if (last != std::string::npos && (m->second[last] == ';' || m->second[last] == '}') && open < to && code[open] == '(') {
+        if (m != definitions.end() && !m->second.empty() && open < to && code[open] == '(') {
           size_t close = open;
           for (int d = 0; close < to; ++close) {
             if (code[close] == '(') ++d;
             else if (code[close] == ')' && --d == 0) break;
           }
-          if (close < to) {
+          // The call as the preprocessor expands it, through the text's function-like macros and
+          // the project's (Apex's group norm: a call in the .cu, five levels of macros in its
+          // macros.h, host launchers at the bottom); where it cannot be expanded, the macro's
+          // replacement as it is.
+          std::string x;
+          std::set<std::string> active;
+          size_t budget = size_t(1) << 22;
+          if (close < to && !expand_function_macros(code.substr(i, close + 1 - i), definitions, &active, &budget, &x)) {
+            const auto own = function_like.find(m->first);
+            x = own == function_like.end() ? std::string() : own->second;
+          }
+          const size_t last = x.find_last_not_of(" \t\n");
+          if (close < to && last != std::string::npos && (x[last] == ';' || x[last] == '}')) {
             const size_t after = code.find_first_not_of(" \t\n", close + 1);
             if (after < to && code[after] == ';') close = after;
-            if (instantiates_blanked(m->second) || defines_host_functions(m->second)) blank(start, close);
+            if (instantiates_blanked(x) || defines_host_functions(x)) blank(start, close);
             start = close + 1;
             i = close;
             continue;
@@ -1614,7 +1837,7 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
         const size_t a = params_end + 1;
         const std::string r = as_text(text.substr(a, e - a));
         int changed = 0;
-        const std::string left = skip_host_functions_lf(r, &changed, ProjectReading{macros, {}, project.unevaluated, project.min_arch}, nullptr, nullptr);
+        const std::string left = skip_host_functions_lf(r, &changed, ProjectReading{macros, {}, project.unevaluated, project.min_arch, {}}, nullptr, nullptr);
         std::vector<std::pair<size_t, std::string>> inserted;
         std::vector<size_t> blanks; // where the reading blanked a class's host members
         const size_t body = r.find('{');
@@ -1676,7 +1899,7 @@ std::set<std::string> unevaluated_names_of(const std::string& text) {
 
 std::string device_view_of_header(const std::string& text, const std::map<std::string, std::string>& known) {
   int blanked = 0;
-  const std::string kept = skip_host_functions(text, &blanked, ProjectReading{known, {}, {}, ProjectReading{}.min_arch});
+  const std::string kept = skip_host_functions(text, &blanked, ProjectReading{known, {}, {}, ProjectReading{}.min_arch, {}});
   std::map<std::string, std::string> macros;
   std::vector<CharKind> kind;
   code_only(kept, &macros, &kind);

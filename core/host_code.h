@@ -24,6 +24,11 @@ struct ProjectReading {
   // The oldest arch compiled, as __CUDA_ARCH__ spells it (800 for sm_80; CUDA 13 compiles for
   // sm_75 on): an #if comparing __CUDA_ARCH__ is read where every arch from it on gives one answer.
   int min_arch = 750;
+  // Function-like macros the project's files define (defined_function_macros): a call of one at
+  // namespace scope whose expansion defines host functions and nothing else goes (Apex's
+  // `GN_FWD_BWD_ONE_PASS_DEFINITION(10, 640)`, defined in its macros.h through four more levels
+  // of macros).
+  std::map<std::string, std::string> function_like;
 };
 
 // text with what NVRTC refuses as host code replaced by spaces, every newline and preprocessor
@@ -62,6 +67,11 @@ std::set<std::string> unevaluated_names_of(const std::string& text);
 // defined otherwise again (in *macros before, or in #if branches this reading cannot choose
 // between) reads as every meaning's words together.
 void defined_macros(const std::string& text, std::map<std::string, std::string>* macros);
+
+// The function-like macros text's #define lines define (name: "(parameters) replacement", its
+// comments and line continuations gone), added to *macros; one defined otherwise again (in *macros
+// before, or in #if branches) is kept as "", a macro whose expansion is not known.
+void defined_function_macros(const std::string& text, std::map<std::string, std::string>* macros);
 
 // A toolkit header that declares the host's API beside the types device code uses (cuda.h: its
 // CUtensorMap is a kernel's parameter) as device code can include it under NVRTC:

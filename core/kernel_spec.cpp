@@ -1528,12 +1528,17 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
   // (ggml.h's GGML_API, in gguf.h): every one's object-like macros are known to all.
   // CUDA's calling-convention macros, empty on Linux, are known too: a host callback's
   // `void CUDART_CB done(void* data)` (cuda-samples') is no execution space.
-  std::map<std::string, std::string> known;
+  // The function-like macros of them all likewise: a call in a .cu of a header's macro is expanded
+  // through every level of the header's macros (Apex's group norm launchers).
+  std::map<std::string, std::string> known, function_macros;
   const int min_arch = s.min_arch ? s.min_arch * 10 : ProjectReading{}.min_arch; // as __CUDA_ARCH__ spells it
   if (s.skip_host_code) {
     for (const char* m : {"CUDART_CB", "CUDARTAPI", "CUDAAPI"}) known.emplace(m, "");
     for (const auto& [file, text] : texts)
-      if (!in_toolkit(file)) defined_macros(text, &known);
+      if (!in_toolkit(file)) {
+        defined_macros(text, &known);
+        defined_function_macros(text, &function_macros);
+      }
   }
   // A host function template may be defined in a header and instantiated in a .cu (mamba's
   // `template void selective_scan_fwd_cuda<float, float>(...);`): the names each file's reading
@@ -1553,7 +1558,7 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
     for (const auto& [file, text] : texts)
       if (!in_toolkit(file)) {
         int n = 0;
-        skip_host_functions(text, &n, ProjectReading{known, {}, unevaluated, min_arch}, &host_functions, &device_functions);
+        skip_host_functions(text, &n, ProjectReading{known, {}, unevaluated, min_arch, function_macros}, &host_functions, &device_functions);
       }
     for (const auto& d : device_functions) host_functions.erase(d);
   }
@@ -1564,7 +1569,7 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
   for (const auto& f : files) {
     int blanked = 0;
     const std::string& text = texts.at(f);
-    const std::string compiled = with_std_math_declarations(s.skip_host_code ? skip_host_functions(text, &blanked, ProjectReading{known, host_functions, unevaluated, min_arch}) : text);
+    const std::string compiled = with_std_math_declarations(s.skip_host_code ? skip_host_functions(text, &blanked, ProjectReading{known, host_functions, unevaluated, min_arch, function_macros}) : text);
     s.source += "#line 1 \"" + f + "\"\n" + compiled + (compiled.empty() || compiled.back() == '\n' ? "" : "\n");
   }
   // A file included by two names has one view; the other name's includes it, so that its
@@ -1577,7 +1582,7 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
     if (!file.empty()) names_of[file].push_back(name);
   for (const auto& [file, names] : names_of) {
     int blanked = 0;
-    std::string view = s.skip_host_code ? skip_host_functions(with_paths(file), &blanked, ProjectReading{known, host_functions, unevaluated, min_arch}) : texts.at(file);
+    std::string view = s.skip_host_code ? skip_host_functions(with_paths(file), &blanked, ProjectReading{known, host_functions, unevaluated, min_arch, function_macros}) : texts.at(file);
     const std::string with_math = with_std_math_declarations(view);
     const bool math_declared = with_math.size() != view.size();
     view = with_math;

@@ -861,3 +861,46 @@ TEST(HostCode, AnIfOnTheArchIsReadForTheArchsCompiled) {
                             "return v; } return 0; }\n__global__ void k(int* p) { p[0] = 2; }\n";
   expect_parts(skipped(maker, &n), {"int a_host", "return 0;"}, {"p[0] = 2;"});
 }
+
+TEST(HostCode, AFunctionLikeMacrosDefinitionIsReadWithoutItsCommentsAndOneDefinedTwiceIsUnknown) {
+  std::map<std::string, std::string> defs;
+  defined_function_macros("#define TWICE(x) /* doubled */ ((x) * 2) // note\n"
+                          "#  define JOIN(a, b) \\\n  a##b\n"
+                          "#define PLAIN 3\n"
+                          "#ifdef KT_A\n#define PICK(x) (x)\n#else\n#define PICK(x) (-(x))\n#endif\n"
+                          "#define SAME(x) x\n#define SAME(x) x\n",
+                          &defs);
+  ASSERT_EQ(defs.count("TWICE"), 1u);
+  EXPECT_EQ(defs.count("PLAIN"), 0u);
+  EXPECT_EQ(defs["TWICE"].find("doubled"), std::string::npos) << defs["TWICE"];
+  EXPECT_EQ(defs["TWICE"].find("note"), std::string::npos) << defs["TWICE"];
+  EXPECT_NE(defs["TWICE"].find("((x) * 2)"), std::string::npos) << defs["TWICE"];
+  EXPECT_NE(defs["JOIN"].find("a##b"), std::string::npos) << defs["JOIN"];
+  EXPECT_EQ(defs["PICK"], "");
+  EXPECT_NE(defs["SAME"], "");
+}
+
+TEST(HostCode, ACallOfAProjectsMacroWhoseExpansionDefinesHostFunctionsGoes) {
+  // As Apex's group norm: the .cu calls one macro, which reaches host launchers through more
+  // levels of another header's macros, the function's name pasted from the arguments.
+  const std::string macros =
+      "#define RUN_NAME(T, P) void run_##P##_##T(const int& params, cudaStream_t stream)\n"
+      "#define RUN_FUNCTION(T, P) \\\n  RUN_NAME(T, P) { \\\n    auto kernel = k<T>; /* the kernel */ \\\n"
+      "    CHECK(cudaLaunchKernel((const void*)kernel, dim3(1), dim3(32), nullptr, 0, stream)); \\\n  }\n"
+      "#define EACH(FUNCTION, P) FUNCTION(float, P); FUNCTION(double, P);\n"
+      "#define DEFINITION(P) EACH(RUN_FUNCTION, P)\n"
+      "#define KERNEL(N) __global__ void kern_##N(int* p) { p[0] = N; }\n";
+  const std::string text = "#include \"macros.h\"\ntemplate <typename T> __global__ void k(T* p) { p[0] = T(1); }\n"
+                           "DEFINITION(/* pass */ fwd)\nKERNEL(3)\n";
+  ProjectReading project;
+  defined_function_macros(macros, &project.function_like);
+  int n = 0;
+  expect_parts(skip_host_functions(text, &n, project), {"DEFINITION("}, {"__global__ void k(T* p)", "KERNEL(3)"});
+  // Without the header's macros the call is not known, and stays.
+  expect_parts(skipped(text, &n), {}, {"DEFINITION("});
+  // The text's own macros expand too, the text's definitions over the project's.
+  expect_parts(skipped(macros + text, &n), {"DEFINITION(/*", "DEFINITION(fwd"}, {"KERNEL(3)"});
+  ProjectReading other = project;
+  other.function_like["RUN_NAME"] = "(T, P) __device__ void run_##P##_##T(const int& params)";
+  expect_parts(skip_host_functions(text, &n, other), {}, {"DEFINITION("});
+}
