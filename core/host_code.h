@@ -37,7 +37,8 @@ struct ProjectReading {
 // __device__ (after the text's own object-like macros are expanded: #define DINLINE __device__
 // __forceinline__), the explicit instantiations of the function templates it blanked or that
 // `elsewhere` names (host functions blanked in the project's other files: a header's template
-// instantiated in a .cu), directly or through a function-like macro of the text, and variables
+// instantiated in a .cu), directly or through a function-like macro of the text or the project
+// (a call of one whose expansion defines host functions and nothing else goes too), and variables
 // with no memory space that are not const, and data naming a function blanked before it; in a
 // class body, such member functions' definitions and declarations (not `= default` or `= delete`
 // unless virtual; data members stay, but for static ones neither const nor constexpr, host variables;

@@ -2932,6 +2932,51 @@ int main(int argc, char** argv) {
   expect_refused(spec, d, "host_code: 'drop' is neither skip");
 }
 
+// A project's .cu that writes its kernels and its host launchers through a header's function-like
+// macros (candle's `BINARY_OP(float, badd_f32, x + y)` lines with no ';', Apex's group norm
+// launchers several macros down): under skip the reading expands each call through the header's
+// macros, keeps the kernels' and blanks the launchers', and the kernels compile by name.
+TEST(KernelSpec, KernelsAndLaunchersAProjectHeadersMacrosWriteAreReadThroughTheirExpansion) {
+  SpecDir d;
+  d.write("ops.cuh", R"CUDA(#pragma once
+#define UNARY_OP(T, NAME, F) \
+  extern "C" __global__ void NAME(const T* in, T* out, int n) { \
+    int i = blockIdx.x * blockDim.x + threadIdx.x; \
+    if (i < n) { T x = in[i]; out[i] = F; } \
+  }
+#define LAUNCHER_NAME(NAME, P) void launch_##NAME##_##P(const float* in, float* out, int n, cudaStream_t s)
+#define LAUNCHER(NAME, P) LAUNCHER_NAME(NAME, P) { \
+    NAME<<<(n + P - 1) / P, P, 0, s>>>(in, out, n); \
+    if (cudaGetLastError() != cudaSuccess) printf("launch of " #NAME " failed\n"); \
+  }
+#define EACH_BLOCK(F, NAME) F(NAME, 128); F(NAME, 256);
+#define LAUNCHERS(NAME) EACH_BLOCK(LAUNCHER, NAME)
+)CUDA");
+  d.write("ops.cu", R"CUDA(#include <cstdio>
+#include "ops.cuh"
+UNARY_OP(float, neg_f32, -x)
+UNARY_OP(float, twice_f32, x + x)
+UNARY_OP(double, neg_f64, -x)
+LAUNCHERS(twice_f32)
+__global__ void twice_ref(const float* in, float* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = 2.f * in[i];
+}
+)CUDA");
+  ojson spec = ojson::parse(R"JSON({
+    "name": "macro_ops", "sources": ["ops.cu"], "host_code": "skip", "kernel": "twice_f32", "dims": ["n"], "params": {"B": [128]},
+    "launch": {"grid": ["ceil_div(n, B)"], "block": ["B"]},
+    "args": [{"name": "in", "kind": "buffer", "dtype": "f32", "count": "n"}, {"name": "out", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"},
+             {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"}],
+    "check": {"reference": {"kernel": "twice_ref", "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]}}}})JSON");
+  const std::string op = load_kernel_spec_text(spec.dump(), "ops.json", d.dir());
+  const std::string& source = spec_of(op).source;
+  EXPECT_NE(source.find("UNARY_OP(float, twice_f32, x + x)"), std::string::npos) << source;
+  EXPECT_EQ(source.find("LAUNCHERS(twice_f32)"), std::string::npos) << source;
+  Compiler compiler;
+  EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"B", 128}}, Problem::parse(op, "1000"), "sm_90")));
+}
+
 // A project's file that includes <cuda.h> and <cub/cub.cuh> as nvcc takes them (NVRTC refuses
 // both: the driver API's declarations, CUB's device-wide algorithms): ktune hands NVRTC device
 // code's view of each, made from the toolkit's own text, and with its host code skipped the file
