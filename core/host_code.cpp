@@ -28,6 +28,11 @@ bool keyword(const std::string& w) {
   return k.count(w) > 0;
 }
 
+std::string trimmed(const std::string& t) {
+  const size_t a = t.find_first_not_of(" \t\n");
+  return a == std::string::npos ? std::string() : t.substr(a, t.find_last_not_of(" \t\n") - a + 1);
+}
+
 // The index just past the string or character literal that opens at t[i].
 size_t literal_end(const std::string& t, size_t i) {
   const char q = t[i];
@@ -1002,12 +1007,34 @@ size_t constexpr_declaration_at(const std::string& stmt, const std::map<std::str
   return k;
 }
 
-// The offsets in stmt of each `__host__` a variable's declaration spells out (Transformer Engine's
-// `constexpr __device__ __host__ int TB_DIM = 32;`): nvcc warns that it does not apply (#1835)
-// and goes on, NVRTC refuses it. A function's declaration, or `__host__` through a macro, gives none.
-std::vector<size_t> variable_host_words(const std::string& stmt, const std::map<std::string, std::string>& macros) {
-  std::vector<size_t> at;
-  for (size_t k = find_word(stmt, "__host__"); k != std::string::npos; k = find_word(stmt, "__host__", k + 8)) at.push_back(k);
+// Each `__host__` a variable's declaration carries, written out (Transformer Engine's `constexpr
+// __device__ __host__ int TB_DIM = 32;`) or through a known macro (vLLM's `C10_HOST_DEVICE
+// constexpr auto FP8_E4M3_MAX = ...;`): nvcc warns that it does not apply (#1835) and goes on,
+// NVRTC refuses it. As the word's offset in stmt, its length and what replaces it (a macro's
+// meaning less its __host__, padded to the word's length where shorter). A function's declaration
+// gives none.
+struct HostWord {
+  size_t at, length;
+  std::string with;
+};
+std::vector<HostWord> variable_host_words(const std::string& stmt, const std::map<std::string, std::string>& macros) {
+  std::vector<HostWord> at;
+  for (size_t k = 0; k < stmt.size(); ++k) {
+    if (!ident_char(stmt[k]) || (k > 0 && ident_char(stmt[k - 1]))) continue;
+    size_t e = k;
+    while (e < stmt.size() && ident_char(stmt[e])) ++e;
+    const std::string w = stmt.substr(k, e - k);
+    const auto m = w == "__host__" ? macros.end() : macros.find(w);
+    if (w == "__host__") {
+      at.push_back({k, 8, ""});
+    } else if (m != macros.end() && find_word(m->second, "__host__") != std::string::npos) {
+      std::string rest = m->second;
+      const size_t h = find_word(rest, "__host__");
+      rest = trimmed(rest.erase(h, 8));
+      at.push_back({k, w.size(), rest.size() < w.size() ? rest + std::string(w.size() - rest.size(), ' ') : rest});
+    }
+    k = e - 1;
+  }
   if (at.empty()) return at;
   const std::string head = with_operator_names(without_attributes(without_template_lists(stmt, macros)));
   std::vector<std::string> words;
@@ -1098,11 +1125,6 @@ struct FunctionMacro {
   bool variadic = false;
   std::string body;
 };
-
-std::string trimmed(const std::string& t) {
-  const size_t a = t.find_first_not_of(" \t\n");
-  return a == std::string::npos ? std::string() : t.substr(a, t.find_last_not_of(" \t\n") - a + 1);
-}
 
 bool parse_function_macro(const std::string& def, FunctionMacro* m) {
   const size_t close = def.find(')');
@@ -1553,14 +1575,17 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
         if (!inst.empty()) words_of(stmt, macros, 0, &w);
         const bool host_instance = !inst.empty() && (blanked_names.count(inst) || elsewhere.count(inst)) && !holds_any(w, {});
         const size_t cx = host_instance ? std::string::npos : constexpr_declaration_at(stmt, macros, not_macros);
-        const std::vector<size_t> host_words = variable_host_words(stmt, macros);
+        const std::vector<HostWord> host_words = variable_host_words(stmt, macros);
         if (cx != std::string::npos) {
           std::vector<std::string> sw;
           words_of(stmt, macros, 0, &sw);
           annotate.emplace_back(start + cx, space_to_add(sw));
           ++*blanked;
         } else if (!host_words.empty()) {
-          for (size_t k : host_words) out.replace(start + k, 8, 8, ' ');
+          for (auto h = host_words.rbegin(); h != host_words.rend(); ++h)
+            if (h->with.empty()) out.replace(start + h->at, h->length, h->length, ' ');
+            else if (h->with.size() == h->length) out.replace(start + h->at, h->length, h->with);
+            else out.replace(start + h->at, h->length, std::string(h->length, ' ')), annotate.emplace_back(start + h->at, h->with);
           ++*blanked;
         } else if (in_class) {
           note_alias(stmt);

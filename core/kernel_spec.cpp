@@ -1528,12 +1528,17 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
   // (ggml.h's GGML_API, in gguf.h): every one's object-like macros are known to all.
   // CUDA's calling-convention macros, empty on Linux, are known too: a host callback's
   // `void CUDART_CB done(void* data)` (cuda-samples') is no execution space.
+  // So are the execution spaces of PyTorch's stand-in (core/nvrtc_torch.cpp), which a project's
+  // declarations carry: vLLM's `C10_HOST_DEVICE constexpr auto FP8_E4M3_MAX = ...;`, a variable,
+  // loses its __host__ as one written out does.
   // The function-like macros of them all likewise: a call in a .cu of a header's macro is expanded
   // through every level of the header's macros (Apex's group norm launchers).
   std::map<std::string, std::string> known, function_macros;
   const int min_arch = s.min_arch ? s.min_arch * 10 : ProjectReading{}.min_arch; // as __CUDA_ARCH__ spells it
   if (s.skip_host_code) {
     for (const char* m : {"CUDART_CB", "CUDARTAPI", "CUDAAPI"}) known.emplace(m, "");
+    for (const auto& [m, space] : {std::pair<const char*, const char*>{"C10_HOST_DEVICE", "__host__ __device__"}, {"C10_DEVICE", "__device__"}, {"C10_HOST", "__host__"}})
+      known.emplace(m, space);
     for (const auto& [file, text] : texts)
       if (!in_toolkit(file)) {
         defined_macros(text, &known);

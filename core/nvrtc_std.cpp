@@ -307,6 +307,17 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
                         "sys/ipc.h", "sys/shm.h", "semaphore.h", "sys/file.h", "sys/uio.h", "sys/utsname.h", "sys/times.h",
                         "sys/prctl.h", "termios.h", "pwd.h", "spawn.h", "execinfo.h", "cxxabi.h", "link.h"})
     h.emplace_back(n, host_only(n));
+  // What libstdc++'s headers bring of its exceptions: its containers and strings std::exception
+  // (through <new>), its streams <stdexcept>'s errors too (through <ios>'s system_error). A header
+  // that includes only <iostream> and <string> derives its error class from std::exception (vLLM's
+  // flashinfer_utils.cuh).
+  static const std::set<std::string> bring_errors = {"iostream", "ostream", "istream", "sstream", "fstream", "ios", "system_error"};
+  static const std::set<std::string> bring_exception = {"vector", "string", "map", "unordered_map", "set", "unordered_set",
+                                                        "list", "forward_list", "deque", "queue", "valarray"};
+  for (auto& [name, text] : h) {
+    const char* brings = bring_errors.count(name) ? "#include <stdexcept>\n" : bring_exception.count(name) ? "#include <exception>\n" : nullptr;
+    if (brings != nullptr) text.insert(text.find('\n') + 1, brings); // after its #pragma once
+  }
   return h;
 }
 
@@ -699,6 +710,29 @@ std::string nvrtc_nvcc_prelude(const std::string& text) {
   // does not know.
   if (uses("__asm__")) p += "#define __asm__ asm\n";
   if (uses("__volatile__")) p += "#define __volatile__ volatile\n";
+  // GCC's bit builtins, which nvcc takes (in constant evaluation: vLLM's `static constexpr int
+  // _nextPow2(unsigned)` on __builtin_clz) and NVRTC does not know: constexpr on both sides, the
+  // device's instruction where not constant-evaluated. Undefined at 0 as GCC's are (0 here).
+  {
+    struct Bits { const char* builtin; const char* type; int width; const char* device; };
+    const Bits bits[] = {{"__builtin_clz", "unsigned int", 32, "__clz"},          {"__builtin_clzl", "unsigned long", 64, "__clzll"},
+                         {"__builtin_clzll", "unsigned long long", 64, "__clzll"}, {"__builtin_ctz", "unsigned int", 32, "__ffs"},
+                         {"__builtin_ctzl", "unsigned long", 64, "__ffsll"},       {"__builtin_ctzll", "unsigned long long", 64, "__ffsll"},
+                         {"__builtin_popcount", "unsigned int", 32, "__popc"},     {"__builtin_popcountl", "unsigned long", 64, "__popcll"},
+                         {"__builtin_popcountll", "unsigned long long", 64, "__popcll"}};
+    for (const Bits& b : bits) {
+      if (!uses(b.builtin)) continue;
+      const std::string name = std::string("__ktune") + (b.builtin + 9), t = b.type, dev = b.device, w = std::to_string(b.width);
+      // Bit k of x, from the top (clz) or the bottom (ctz, popcount).
+      const std::string bit = dev.rfind("__clz", 0) == 0 ? "(x >> (" + w + " - 1 - k) & 1)" : "(x >> k & 1)";
+      const std::string count = dev.rfind("__popc", 0) == 0 ? "n += int(" + bit + ");" : "if (" + bit + ") break;\n    ++n;";
+      const std::string device = dev.rfind("__ffs", 0) == 0 ? "(" + dev + "(x) - 1)" : dev + "(x)";
+      p += "#ifndef " + std::string(b.builtin) + "\n__host__ __device__ constexpr int " + name + "(" + t + " x) {\n" +
+           "  if (x == 0) return 0;\n#ifdef __CUDA_ARCH__\n  if (!__builtin_is_constant_evaluated()) return " + device + ";\n#endif\n" +
+           "  int n = 0;\n  for (int k = 0; k < " + w + "; ++k) {\n    " + count + "\n  }\n  return n;\n}\n#define " + b.builtin + "(x) " + name +
+           "(x)\n#endif\n";
+    }
+  }
   // glibc's <stdlib.h>, which nvcc's implicit headers include, brings <sys/types.h> and with it
   // the signed exact-width types (not the unsigned ones): FasterTransformer's DenseWeight.h names
   // int8_t with no include. libcu++'s types, so that a later <cstdint> declares the same ones.

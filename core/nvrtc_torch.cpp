@@ -31,6 +31,7 @@ const char* const kTorchDeviceTypes = R"CUDA(#pragma once
 #include <utility>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
+#include <cuda_fp8.h>
 
 #ifndef C10_HOST_DEVICE
 #define C10_HOST_DEVICE __host__ __device__
@@ -175,7 +176,58 @@ struct alignas(2) BFloat16 {
   C10_HOST_DEVICE bool operator>=(U a, const T& b) { return a >= static_cast<float>(b); }
 KTUNE_C10_REDUCED_FLOAT_OPS(Half)
 KTUNE_C10_REDUCED_FLOAT_OPS(BFloat16)
+
+// c10/util/Float8_e4m3fn.h and Float8_e5m2.h: one byte, converted as PyTorch converts (nearest
+// even; e4m3fn's overflow a NaN, as it has no infinity, e5m2's an infinity), by CUDA's own
+// conversions, and computed in float as Half is (vLLM's fp8 quantization kernels cast a float to
+// c10::Float8_e4m3fn and read std::numeric_limits of it).
+#define KTUNE_C10_FLOAT8(T, KIND)                                                                                          \
+  struct alignas(1) T {                                                                                                   \
+    uint8_t x;                                                                                                            \
+    struct from_bits_t {};                                                                                                \
+    C10_HOST_DEVICE static constexpr from_bits_t from_bits() { return from_bits_t(); }                                    \
+    T() = default;                                                                                                        \
+    constexpr C10_HOST_DEVICE T(uint8_t bits, from_bits_t) : x(bits) {}                                                   \
+    C10_HOST_DEVICE T(float value) : x(__nv_cvt_float_to_fp8(value, __NV_NOSAT, KIND)) {}                                 \
+    C10_HOST_DEVICE operator float() const { return __half2float(__half(__nv_cvt_fp8_to_halfraw(x, KIND))); }            \
+    C10_HOST_DEVICE bool isnan() const { return KIND == __NV_E4M3 ? (x & 0x7F) == 0x7F : (x & 0x7F) > 0x7C; }            \
+  };
+KTUNE_C10_FLOAT8(Float8_e4m3fn, __NV_E4M3)
+KTUNE_C10_FLOAT8(Float8_e5m2, __NV_E5M2)
+#undef KTUNE_C10_FLOAT8
+KTUNE_C10_REDUCED_FLOAT_OPS(Float8_e4m3fn)
+KTUNE_C10_REDUCED_FLOAT_OPS(Float8_e5m2)
 #undef KTUNE_C10_REDUCED_FLOAT_OPS
+// AMD's formats (no negative zero, one NaN), which CUDA cannot convert: their layout alone, so
+// that a type trait naming them compiles (vLLM's `std::is_same_v<T, c10::Float8_e4m3fnuz>`).
+struct alignas(1) Float8_e4m3fnuz { uint8_t x; };
+struct alignas(1) Float8_e5m2fnuz { uint8_t x; };
+} // namespace c10
+
+// Their limits, as c10 specializes them (bits of each format's values).
+#define KTUNE_C10_FLOAT8_LIMITS(T, DIGITS, MIN_EXP, MAX_EXP, MIN, LOWEST, MAX, EPS, ROUND, INF, NAN_)                   \
+  template <>                                                                                                          \
+  class numeric_limits<c10::T> {                                                                                       \
+   public:                                                                                                             \
+    static constexpr bool is_specialized = true, is_signed = true, is_integer = false, is_exact = false;               \
+    static constexpr bool has_infinity = INF != 0, has_quiet_NaN = true, has_signaling_NaN = false;                    \
+    static constexpr int digits = DIGITS, radix = 2, min_exponent = MIN_EXP, max_exponent = MAX_EXP;                   \
+    static constexpr C10_HOST_DEVICE c10::T min() { return c10::T(MIN, c10::T::from_bits()); }                         \
+    static constexpr C10_HOST_DEVICE c10::T lowest() { return c10::T(LOWEST, c10::T::from_bits()); }                  \
+    static constexpr C10_HOST_DEVICE c10::T max() { return c10::T(MAX, c10::T::from_bits()); }                         \
+    static constexpr C10_HOST_DEVICE c10::T epsilon() { return c10::T(EPS, c10::T::from_bits()); }                    \
+    static constexpr C10_HOST_DEVICE c10::T round_error() { return c10::T(ROUND, c10::T::from_bits()); }              \
+    static constexpr C10_HOST_DEVICE c10::T infinity() { return c10::T(INF, c10::T::from_bits()); }                   \
+    static constexpr C10_HOST_DEVICE c10::T quiet_NaN() { return c10::T(NAN_, c10::T::from_bits()); }                 \
+    static constexpr C10_HOST_DEVICE c10::T denorm_min() { return c10::T(0x01, c10::T::from_bits()); }                \
+  };
+namespace std {
+KTUNE_C10_FLOAT8_LIMITS(Float8_e4m3fn, 4, -5, 9, 0x08, 0xFE, 0x7E, 0x20, 0x30, 0, 0x7F)
+KTUNE_C10_FLOAT8_LIMITS(Float8_e5m2, 3, -13, 16, 0x04, 0xFB, 0x7B, 0x34, 0x38, 0x7C, 0x7F)
+} // namespace std
+#undef KTUNE_C10_FLOAT8_LIMITS
+
+namespace c10 {
 
 template <typename T>
 struct alignas(sizeof(T) * 2) complex {
@@ -583,6 +635,14 @@ template <class T> struct Function {};
 namespace headeronly {
 using c10::ScalarType;
 using c10::Layout;
+// The reduced floating-point types, defined here since 2.9 and c10's by alias (vLLM's
+// `_typeConvert<torch::headeronly::Half>`).
+using c10::Half;
+using c10::BFloat16;
+using c10::Float8_e4m3fn;
+using c10::Float8_e5m2;
+using c10::Float8_e4m3fnuz;
+using c10::Float8_e5m2fnuz;
 // A list a host function takes (IntHeaderOnlyArrayRef: a tensor's sizes), declared by its layout
 // (a pointer and a length), taking any initializer.
 template <class T> class HeaderOnlyArrayRef {

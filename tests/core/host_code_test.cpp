@@ -904,3 +904,18 @@ TEST(HostCode, ACallOfAProjectsMacroWhoseExpansionDefinesHostFunctionsGoes) {
   other.function_like["RUN_NAME"] = "(T, P) __device__ void run_##P##_##T(const int& params)";
   expect_parts(skip_host_functions(text, &n, other), {}, {"DEFINITION("});
 }
+
+TEST(HostCode, AVariablesHostSpaceThroughAKnownMacroGoesAsAWrittenOneDoes) {
+  // vLLM's fp8/common.cuh: `C10_HOST_DEVICE constexpr auto FP8_E4M3_MAX = ...;`, nvcc ignoring the
+  // __host__ of a variable, NVRTC refusing it; a function's stays.
+  const std::string text = "C10_HOST_DEVICE constexpr float kMax = 448.f;\nC10_HOST constexpr int kN = 4;\n"
+                           "C10_HOST_DEVICE inline float twice(float x) { return 2.f * x; }\n";
+  int n = 0;
+  ProjectReading project;
+  project.known = {{"C10_HOST_DEVICE", "__host__ __device__"}, {"C10_HOST", "__host__"}};
+  const std::string out = skip_host_functions(text, &n, project);
+  expect_parts(out, {"C10_HOST_DEVICE constexpr float", "C10_HOST constexpr int"},
+               {"__device__      constexpr float kMax = 448.f;", "constexpr int kN = 4;", "C10_HOST_DEVICE inline float twice"});
+  // Unknown, the macro stays: it may be no execution space.
+  expect_parts(skipped(text, &n), {}, {"C10_HOST_DEVICE constexpr float kMax"});
+}

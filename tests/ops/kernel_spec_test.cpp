@@ -3580,6 +3580,51 @@ TEST(KernelSpec, APyTorchExtensionOnTensorAccessorsCompiles) {
   EXPECT_EQ(r.status, 0) << r.out;
 }
 
+// vLLM's fp8 quantization and layernorm kernels as they are: c10::Float8_e4m3fn and Float8_e5m2
+// (one byte each, c10's limits as bits, converted by CUDA as PyTorch converts), AMD's fnuz formats
+// named in a trait, torch::headeronly's Half (2.9's home of c10::Half) in a specialization, and
+// an error class on std::exception from a header that includes only <iostream> and <string>, as
+// libstdc++'s bring it. The static_asserts are the stand-in's layout and limits.
+TEST(KernelSpec, PyTorchsFloat8TypesHeaderOnlyHalfAndStreamsExceptionsCompile) {
+  SpecDir d;
+  d.write("utils.cuh", "#pragma once\n#include <iostream>\n#include <string>\n"
+                       "class Error : public std::exception {\n  std::string msg_;\n public:\n"
+                       "  explicit Error(const std::string& m) : msg_(m) {}\n  const char* what() const noexcept override { return msg_.c_str(); }\n};\n");
+  d.write("quant.cu", R"CUDA(#include <torch/all.h>
+#include <c10/util/Float8_e4m3fn.h>
+#include <c10/util/Float8_e4m3fnuz.h>
+#include <limits>
+#include <type_traits>
+#include "utils.cuh"
+template <typename T> struct _typeConvert { static constexpr bool exists = false; };
+template <> struct _typeConvert<torch::headeronly::Half> { static constexpr bool exists = true; using hip_type = __half; };
+static_assert(_typeConvert<c10::Half>::exists, "torch::headeronly::Half is c10::Half");
+static_assert(sizeof(c10::Float8_e4m3fn) == 1 && alignof(c10::Float8_e5m2) == 1, "one byte");
+static_assert(std::numeric_limits<c10::Float8_e4m3fn>::max().x == 0x7E, "448");
+static_assert(std::numeric_limits<c10::Float8_e5m2>::max().x == 0x7B, "57344");
+static_assert(!std::numeric_limits<c10::Float8_e4m3fn>::has_infinity && std::numeric_limits<c10::Float8_e5m2>::has_infinity, "");
+template <typename T>
+constexpr bool is_fp8 = std::is_same_v<T, c10::Float8_e4m3fn> || std::is_same_v<T, c10::Float8_e4m3fnuz>;
+template <typename fp8_type>
+__global__ void scaled_quant(fp8_type* out, const float* in, const float* scale, int n) {
+  static_assert(is_fp8<fp8_type>, "");
+  const float max = static_cast<float>(std::numeric_limits<fp8_type>::max());
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    const float x = in[i] / scale[0];
+    out[i] = static_cast<fp8_type>(fmaxf(-max, fminf(x, max)));
+  }
+}
+template __global__ void scaled_quant<c10::Float8_e4m3fn>(c10::Float8_e4m3fn*, const float*, const float*, int);
+)CUDA");
+  const ojson spec = ojson::parse(R"JSON({
+    "name": "vllm_fp8_quant", "sources": ["quant.cu"], "host_code": "skip", "kernel": "scaled_quant<c10::Float8_e4m3fn>", "dims": ["n"], "params": {"UNTUNED": [0]},
+    "launch": {"grid": [1], "block": [128]},
+    "args": [{"name": "out", "kind": "buffer", "dtype": "u8", "count": "n", "intent": "out"}, {"name": "in", "kind": "buffer", "dtype": "f32", "count": "n"},
+             {"name": "scale", "kind": "buffer", "dtype": "f32", "count": 1}, {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"}],
+    "check": {"none": "compile only"}})JSON");
+  expect_compiles(spec, d);
+}
+
 // What glibc's time headers give a project: a stopwatch class's struct timespec member
 // (DeepSpeed's StopWatch.h, from <time.h>), and CLOCKS_PER_SEC for device code that spins on
 // clock() (Apex's peer memory kernels), through <ctime> or with no include as nvcc's implicit
