@@ -1027,11 +1027,16 @@ std::vector<HostWord> variable_host_words(const std::string& stmt, const std::ma
     const auto m = w == "__host__" ? macros.end() : macros.find(w);
     if (w == "__host__") {
       at.push_back({k, 8, ""});
-    } else if (m != macros.end() && find_word(m->second, "__host__") != std::string::npos) {
-      std::string rest = m->second;
-      const size_t h = find_word(rest, "__host__");
-      rest = trimmed(rest.erase(h, 8));
-      at.push_back({k, w.size(), rest.size() < w.size() ? rest + std::string(w.size() - rest.size(), ' ') : rest});
+    } else if (m != macros.end()) {
+      // Its meaning's words, each macro in it expanded (vLLM's MAYBE_HOST_DEVICE, C10_HOST_DEVICE).
+      std::vector<std::string> meaning;
+      words_of(m->second, macros, 0, &meaning);
+      if (std::find(meaning.begin(), meaning.end(), "__host__") != meaning.end()) {
+        std::string rest;
+        for (const auto& x : meaning)
+          if (x != "__host__") rest += (rest.empty() ? "" : " ") + x;
+        at.push_back({k, w.size(), rest.size() < w.size() ? rest + std::string(w.size() - rest.size(), ' ') : rest});
+      }
     }
     k = e - 1;
   }

@@ -325,6 +325,32 @@ enum class ScalarType : int8_t {
 };
 // c10/core/Layout.h, a tensor's layout (torchao's `using torch::headeronly::Layout;`).
 enum class Layout : int8_t { Strided, Sparse, SparseCsr, Mkldnn, SparseCsc, SparseBsr, SparseBsc, Jagged, NumOptions };
+// Its constants (at::kFloat; torch::kInt8 below) and the trait from a constant to its C++ type
+// (vLLM's `is_quant_type<c10::impl::ScalarTypeToCPPTypeT<torch::kInt8>>`), for the types the
+// stand-in defines.
+#define KTUNE_C10_SCALAR_CONSTANT(name) constexpr ScalarType k##name = ScalarType::name;
+KTUNE_C10_SCALAR_CONSTANT(Byte) KTUNE_C10_SCALAR_CONSTANT(Char) KTUNE_C10_SCALAR_CONSTANT(Short) KTUNE_C10_SCALAR_CONSTANT(Int)
+KTUNE_C10_SCALAR_CONSTANT(Long) KTUNE_C10_SCALAR_CONSTANT(Half) KTUNE_C10_SCALAR_CONSTANT(Float) KTUNE_C10_SCALAR_CONSTANT(Double)
+KTUNE_C10_SCALAR_CONSTANT(ComplexFloat) KTUNE_C10_SCALAR_CONSTANT(ComplexDouble) KTUNE_C10_SCALAR_CONSTANT(Bool)
+KTUNE_C10_SCALAR_CONSTANT(BFloat16) KTUNE_C10_SCALAR_CONSTANT(Float8_e5m2) KTUNE_C10_SCALAR_CONSTANT(Float8_e4m3fn)
+KTUNE_C10_SCALAR_CONSTANT(Float8_e5m2fnuz) KTUNE_C10_SCALAR_CONSTANT(Float8_e4m3fnuz) KTUNE_C10_SCALAR_CONSTANT(UInt16)
+KTUNE_C10_SCALAR_CONSTANT(UInt32) KTUNE_C10_SCALAR_CONSTANT(UInt64)
+#undef KTUNE_C10_SCALAR_CONSTANT
+namespace impl {
+template <ScalarType N> struct ScalarTypeToCPPType;
+#define KTUNE_C10_SCALAR_TYPE(cpp, name) \
+  template <> struct ScalarTypeToCPPType<ScalarType::name> { using type = cpp; };
+KTUNE_C10_SCALAR_TYPE(uint8_t, Byte) KTUNE_C10_SCALAR_TYPE(int8_t, Char) KTUNE_C10_SCALAR_TYPE(int16_t, Short)
+KTUNE_C10_SCALAR_TYPE(int, Int) KTUNE_C10_SCALAR_TYPE(int64_t, Long) KTUNE_C10_SCALAR_TYPE(c10::Half, Half)
+KTUNE_C10_SCALAR_TYPE(float, Float) KTUNE_C10_SCALAR_TYPE(double, Double) KTUNE_C10_SCALAR_TYPE(c10::complex<float>, ComplexFloat)
+KTUNE_C10_SCALAR_TYPE(c10::complex<double>, ComplexDouble) KTUNE_C10_SCALAR_TYPE(bool, Bool)
+KTUNE_C10_SCALAR_TYPE(c10::BFloat16, BFloat16) KTUNE_C10_SCALAR_TYPE(c10::Float8_e5m2, Float8_e5m2)
+KTUNE_C10_SCALAR_TYPE(c10::Float8_e4m3fn, Float8_e4m3fn) KTUNE_C10_SCALAR_TYPE(c10::Float8_e5m2fnuz, Float8_e5m2fnuz)
+KTUNE_C10_SCALAR_TYPE(c10::Float8_e4m3fnuz, Float8_e4m3fnuz) KTUNE_C10_SCALAR_TYPE(uint16_t, UInt16)
+KTUNE_C10_SCALAR_TYPE(uint32_t, UInt32) KTUNE_C10_SCALAR_TYPE(uint64_t, UInt64)
+#undef KTUNE_C10_SCALAR_TYPE
+template <ScalarType N> using ScalarTypeToCPPTypeT = typename ScalarTypeToCPPType<N>::type;
+} // namespace impl
 
 } // namespace c10
 
@@ -620,6 +646,9 @@ class OptionalDeviceGuard;
 } // namespace at
 namespace torch {
 using namespace at;
+// torch/types.h's names of the scalar types (torch::kInt8 is c10's kChar).
+constexpr auto kUInt8 = c10::kByte, kInt8 = c10::kChar, kInt16 = c10::kShort, kInt32 = c10::kInt, kInt64 = c10::kLong;
+constexpr auto kFloat16 = c10::kHalf, kFloat32 = c10::kFloat, kFloat64 = c10::kDouble;
 class CustomClassHolder : public c10::intrusive_ptr_target {};
 // An autograd function's context and base (gsplat's `struct F : public
 // torch::autograd::Function<F>`, whose static forward and backward are host code).

@@ -909,13 +909,15 @@ TEST(HostCode, AVariablesHostSpaceThroughAKnownMacroGoesAsAWrittenOneDoes) {
   // vLLM's fp8/common.cuh: `C10_HOST_DEVICE constexpr auto FP8_E4M3_MAX = ...;`, nvcc ignoring the
   // __host__ of a variable, NVRTC refusing it; a function's stays.
   const std::string text = "C10_HOST_DEVICE constexpr float kMax = 448.f;\nC10_HOST constexpr int kN = 4;\n"
+                           "template <typename T>\nMAYBE_HOST_DEVICE static constexpr T kMaxOf = T(1);\n"
                            "C10_HOST_DEVICE inline float twice(float x) { return 2.f * x; }\n";
   int n = 0;
   ProjectReading project;
-  project.known = {{"C10_HOST_DEVICE", "__host__ __device__"}, {"C10_HOST", "__host__"}};
+  project.known = {{"C10_HOST_DEVICE", "__host__ __device__"}, {"C10_HOST", "__host__"}, {"MAYBE_HOST_DEVICE", "C10_HOST_DEVICE"}};
   const std::string out = skip_host_functions(text, &n, project);
   expect_parts(out, {"C10_HOST_DEVICE constexpr float", "C10_HOST constexpr int"},
-               {"__device__      constexpr float kMax = 448.f;", "constexpr int kN = 4;", "C10_HOST_DEVICE inline float twice"});
+               {"__device__      constexpr float kMax = 448.f;", "constexpr int kN = 4;", "C10_HOST_DEVICE inline float twice",
+                "__device__        static constexpr T kMaxOf"});
   // Unknown, the macro stays: it may be no execution space.
   expect_parts(skipped(text, &n), {}, {"C10_HOST_DEVICE constexpr float kMax"});
 }

@@ -3582,9 +3582,10 @@ TEST(KernelSpec, APyTorchExtensionOnTensorAccessorsCompiles) {
 
 // vLLM's fp8 quantization and layernorm kernels as they are: c10::Float8_e4m3fn and Float8_e5m2
 // (one byte each, c10's limits as bits, converted by CUDA as PyTorch converts), AMD's fnuz formats
-// named in a trait, torch::headeronly's Half (2.9's home of c10::Half) in a specialization, and
-// an error class on std::exception from a header that includes only <iostream> and <string>, as
-// libstdc++'s bring it. The static_asserts are the stand-in's layout and limits.
+// named in a trait, c10's trait from torch::kInt8 to its C++ type, torch::headeronly's Half (2.9's
+// home of c10::Half) in a specialization, and an error class on std::exception from a header that
+// includes only <iostream> and <string>, as libstdc++'s bring it. The static_asserts are the
+// stand-in's layout, limits and trait.
 TEST(KernelSpec, PyTorchsFloat8TypesHeaderOnlyHalfAndStreamsExceptionsCompile) {
   SpecDir d;
   d.write("utils.cuh", "#pragma once\n#include <iostream>\n#include <string>\n"
@@ -3603,6 +3604,9 @@ static_assert(sizeof(c10::Float8_e4m3fn) == 1 && alignof(c10::Float8_e5m2) == 1,
 static_assert(std::numeric_limits<c10::Float8_e4m3fn>::max().x == 0x7E, "448");
 static_assert(std::numeric_limits<c10::Float8_e5m2>::max().x == 0x7B, "57344");
 static_assert(!std::numeric_limits<c10::Float8_e4m3fn>::has_infinity && std::numeric_limits<c10::Float8_e5m2>::has_infinity, "");
+template <typename T> struct is_quant_type { static constexpr bool value = false; };
+template <> struct is_quant_type<c10::impl::ScalarTypeToCPPTypeT<torch::kInt8>> { static constexpr bool value = true; };
+static_assert(is_quant_type<int8_t>::value && std::is_same_v<c10::impl::ScalarTypeToCPPTypeT<at::kFloat8_e4m3fn>, c10::Float8_e4m3fn>, "");
 template <typename T>
 constexpr bool is_fp8 = std::is_same_v<T, c10::Float8_e4m3fn> || std::is_same_v<T, c10::Float8_e4m3fnuz>;
 template <typename fp8_type>
