@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/kernel_spec.h" // find_word
+#include "core/kernel_spec.h" // find_word, trim
 
 namespace ktune {
 
@@ -26,11 +26,6 @@ bool keyword(const std::string& w) {
                                           "thread_local", "alignas", "alignof", "decltype", "static_assert", "explicit", "virtual",
                                           "volatile", "consteval", "constinit", "char16_t", "char32_t"};
   return k.count(w) > 0;
-}
-
-std::string trimmed(const std::string& t) {
-  const size_t a = t.find_first_not_of(" \t\n");
-  return a == std::string::npos ? std::string() : t.substr(a, t.find_last_not_of(" \t\n") - a + 1);
 }
 
 // The index just past the string or character literal that opens at t[i].
@@ -231,9 +226,9 @@ Truth nvrtc_condition(const std::string& e, const std::map<std::string, std::str
 // spaces (newlines kept), so that braces and words are the code's own; the object-like macros
 // the preprocessor lines define go into *macros, and (*kind)[k] says what t[k] belongs to; the
 // function-like ones, where function_like is given, go there (name: replacement after the
-// parameter list), and where definitions is given there too as definition_of reads them. A #define in a branch NVRTC does not compile (nvrtc_condition: CUTLASS's
-// `#if defined(__NVCC__) ... #elif defined(__CUDACC_RTC__) ... #else #define CUTLASS_HOST_DEVICE
-// inline`) is not read.
+// parameter list), and where definitions is given there too as definition_of reads them. A
+// #define in a branch NVRTC does not compile (nvrtc_condition: CUTLASS's `#if defined(__NVCC__)
+// ... #elif defined(__CUDACC_RTC__) ... #else #define CUTLASS_HOST_DEVICE inline`) is not read.
 // With first_branches, the text of each #if group's #elif and #else branches is not read either
 // (kLater): a reading of one branch of each, as the preprocessor makes one (of an `#if 0`, the
 // branch after it).
@@ -1136,11 +1131,11 @@ bool parse_function_macro(const std::string& def, FunctionMacro* m) {
   if (def.empty() || def[0] != '(' || close == std::string::npos) return false;
   *m = FunctionMacro{};
   const std::string list = def.substr(1, close - 1);
-  if (!trimmed(list).empty()) {
+  if (!trim(list).empty()) {
     for (size_t a = 0; a <= list.size();) {
       size_t e = list.find(',', a);
       if (e == std::string::npos) e = list.size();
-      const std::string p = trimmed(list.substr(a, e - a));
+      const std::string p = trim(list.substr(a, e - a));
       a = e + 1;
       if (p == "...") m->variadic = true;
       else if (p.empty() || m->variadic || !std::all_of(p.begin(), p.end(), ident_char)) return false; // GNU's named `args...` too
@@ -1150,6 +1145,46 @@ bool parse_function_macro(const std::string& def, FunctionMacro* m) {
   m->body = def.substr(close + 1);
   return true;
 }
+
+// The function-like macros a call may expand through: the text's own (own, as code_only reads
+// them) over the project's, without copying the project's, each parsed once, where first called.
+class FunctionMacros {
+ public:
+  explicit FunctionMacros(const std::map<std::string, std::string>& project) : project_(project) {}
+  std::map<std::string, std::string> own;
+  // A reading afresh: the text's own definitions go, and what was parsed of them.
+  void clear_own() {
+    own.clear();
+    parsed_.clear();
+  }
+  bool empty() const { return own.empty() && project_.empty(); }
+  // Whether name is defined one way (a macro defined two ways is "": not read).
+  bool defined(const std::string& name) const {
+    const std::string* d = definition(name);
+    return d != nullptr && !d->empty();
+  }
+  // name's macro, parsed; nullptr where it is not defined one way or its parameters do not read.
+  const FunctionMacro* find(const std::string& name) {
+    auto p = parsed_.find(name);
+    if (p == parsed_.end()) {
+      FunctionMacro m;
+      const std::string* d = definition(name);
+      const bool ok = d != nullptr && parse_function_macro(*d, &m);
+      p = parsed_.emplace(name, std::make_pair(ok, std::move(m))).first;
+    }
+    return p->second.first ? &p->second.second : nullptr;
+  }
+
+ private:
+  const std::string* definition(const std::string& name) const {
+    auto d = own.find(name);
+    if (d != own.end()) return &d->second;
+    d = project_.find(name);
+    return d != project_.end() ? &d->second : nullptr;
+  }
+  const std::map<std::string, std::string>& project_;
+  std::map<std::string, std::pair<bool, FunctionMacro>> parsed_;
+};
 
 // m's replacement with args in place of its parameters, `#p` a string of p's argument and `##`
 // pasting what is either side of it, as the preprocessor substitutes before it rescans.
@@ -1215,8 +1250,8 @@ std::string substituted(const FunctionMacro& m, const std::vector<std::string>& 
 // text with the calls of defs' function-like macros expanded and rescanned, a macro not again
 // inside its own expansion; false where a call's parentheses do not close, its arguments do not
 // fit the macro, or the expansion outgrows *budget characters.
-bool expand_function_macros(const std::string& text, const std::map<std::string, std::string>& defs, std::set<std::string>* active,
-                            size_t* budget, std::string* out) {
+bool expand_function_macros(const std::string& text, FunctionMacros& defs, std::set<std::string>* active, size_t* budget,
+                            std::string* out) {
   for (size_t i = 0; i < text.size();) {
     if (text[i] == '"' || text[i] == '\'') {
       const size_t e = literal_end(text, i);
@@ -1231,10 +1266,9 @@ bool expand_function_macros(const std::string& text, const std::map<std::string,
     size_t e = i;
     while (e < text.size() && ident_char(text[e])) ++e;
     const std::string name = text.substr(i, e - i);
-    const auto d = defs.find(name);
     const size_t open = text.find_first_not_of(" \t\n", e);
-    FunctionMacro m;
-    if (d == defs.end() || active->count(name) || open == std::string::npos || text[open] != '(' || !parse_function_macro(d->second, &m)) {
+    const FunctionMacro* m = active->count(name) || open == std::string::npos || text[open] != '(' ? nullptr : defs.find(name);
+    if (m == nullptr) {
       *out += name;
       i = e;
       continue;
@@ -1256,12 +1290,12 @@ bool expand_function_macros(const std::string& text, const std::map<std::string,
       else args.back() += c;
     }
     if (k >= text.size()) return false;
-    for (auto& a : args) a = trimmed(a);
-    if (m.params.empty() && args.size() == 1 && args[0].empty()) args.clear(); // M()
-    if (m.variadic ? args.size() < m.params.size() : args.size() != m.params.size()) return false;
+    for (auto& a : args) a = trim(a);
+    if (m->params.empty() && args.size() == 1 && args[0].empty()) args.clear(); // M()
+    if (m->variadic ? args.size() < m->params.size() : args.size() != m->params.size()) return false;
     active->insert(name);
     std::string x;
-    const bool ok = expand_function_macros(substituted(m, args), defs, active, budget, &x);
+    const bool ok = expand_function_macros(substituted(*m, args), defs, active, budget, &x);
     active->erase(name);
     if (!ok || x.size() > *budget) return false;
     *budget -= x.size();
@@ -1293,7 +1327,7 @@ void defined_function_macros(const std::string& text, std::map<std::string, std:
     const std::string name = line.substr(a, n - a);
     const auto had = macros->find(name);
     if (had == macros->end()) (*macros)[name] = def;
-    else if (trimmed(had->second) != trimmed(def)) had->second.clear();
+    else if (trim(had->second) != trim(def)) had->second.clear();
   }
 }
 
@@ -1332,15 +1366,16 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
   // (below), or over the first branch of each (ggml's kernels open their body's `if constexpr
   // (...) {` in each branch of an #if on the GPU's maker); a later branch inside what goes goes
   // with it.
-  std::map<std::string, std::string> macros, function_like, definitions;
+  std::map<std::string, std::string> macros, function_like;
+  FunctionMacros definitions(project.function_like);
   std::vector<CharKind> kind;
   std::string code;
   std::vector<size_t> match;
   auto balanced = [&](bool first_branches, long long arch) {
     macros = project.known;
     function_like.clear();
-    definitions = project.function_like; // the text's own, as read here, over the project's
-    code = code_only(text, &macros, &kind, first_branches, &function_like, int(arch), &definitions);
+    definitions.clear_own();
+    code = code_only(text, &macros, &kind, first_branches, &function_like, int(arch), &definitions.own);
     match.assign(code.size(), std::string::npos);
     std::vector<size_t> open;
     for (size_t i = 0; i < code.size(); ++i)
@@ -1538,9 +1573,9 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
           code.find_first_not_of(" \t\n", start) == i) {
         size_t e = i;
         while (e < to && ident_char(code[e])) ++e;
-        const auto m = definitions.find(code.substr(i, e - i));
+        const std::string name = code.substr(i, e - i);
         const size_t open = code.find_first_not_of(" \t\n", e);
-        if (m != definitions.end() && !m->second.empty() && open < to && code[open] == '(') {
+        if (definitions.defined(name) && open < to && code[open] == '(') {
           size_t close = open;
           for (int d = 0; close < to; ++close) {
             if (code[close] == '(') ++d;
@@ -1554,7 +1589,7 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
           std::set<std::string> active;
           size_t budget = size_t(1) << 22;
           if (close < to && !expand_function_macros(code.substr(i, close + 1 - i), definitions, &active, &budget, &x)) {
-            const auto own = function_like.find(m->first);
+            const auto own = function_like.find(name);
             x = own == function_like.end() ? std::string() : own->second;
           }
           const size_t last = x.find_last_not_of(" \t\n");

@@ -56,6 +56,14 @@ size_t find_word(const std::string& text, const std::string& word, size_t from) 
   return std::string::npos;
 }
 
+std::string trim(const std::string& text) {
+  const auto space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
+  size_t a = 0, e = text.size();
+  while (a < e && space(text[a])) ++a;
+  while (e > a && space(text[e - 1])) --e;
+  return text.substr(a, e - a);
+}
+
 namespace {
 
 struct TypeName {

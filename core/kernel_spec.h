@@ -586,6 +586,9 @@ KernelSpec parse_kernel_spec(const std::string& json, const std::string& origin,
 // either side); npos where it does not.
 size_t find_word(const std::string& text, const std::string& word, size_t from = 0);
 
+// text without the white space (std::isspace) at its two ends.
+std::string trim(const std::string& text);
+
 // The CUDA toolkit's include folder (CUDA_HOME, CUDA_PATH, else /usr/local/cuda), which user
 // kernels' compiles search as nvcc does; "" where there is none.
 const std::string& cuda_include_dir();

@@ -566,13 +566,6 @@ struct ParamType {
   bool bytes_view = false; // a pointer to plain char: a view of any buffer's bytes
 };
 
-std::string trim(std::string t) {
-  const auto not_space = [](unsigned char c) { return !std::isspace(c); };
-  t.erase(t.begin(), std::find_if(t.begin(), t.end(), not_space));
-  t.erase(std::find_if(t.rbegin(), t.rend(), not_space).base(), t.end());
-  return t;
-}
-
 ParamType param_type(const std::string& text) {
   ParamType t;
   t.text = trim(text);

@@ -2832,3 +2832,147 @@ __global__ void none() {}
     if (i + 1 < m.kernels()) EXPECT_EQ(cubin_param_sizes(k->cubin, k->lowered_names[i]), expect[i]) << "from the cubin";
   }
 }
+
+namespace {
+
+// PyTorch's float8 formats by their definitions (c10/util/Float8_e4m3fn.h, Float8_e5m2.h): sign,
+// exponent, mantissa; e4m3fn has no infinity and one NaN a sign (S.1111.111), e5m2 is IEEE's
+// (infinities and NaNs at the top exponent). From a float: to nearest, ties to even, as IEEE
+// rounds; what rounds past the largest finite value is e4m3fn's NaN or e5m2's infinity, of the
+// float's sign; a NaN is 0x7F with the float's sign.
+struct Fp8Format {
+  int mant_bits, bias;
+  bool ieee; // e5m2: infinities and NaNs at the top exponent
+};
+constexpr Fp8Format kE4m3fn{3, 7, false}, kE5m2{2, 15, true};
+
+// The value of code c's magnitude (c < 0x80); NaN for the NaN codes, infinity for e5m2's.
+double fp8_value(const Fp8Format& f, int c) {
+  const int e = c >> f.mant_bits, m = c & ((1 << f.mant_bits) - 1), top = 0x7F >> f.mant_bits;
+  if (!f.ieee && c == 0x7F) return std::nan("");
+  if (f.ieee && e == top) return m == 0 ? INFINITY : std::nan("");
+  if (e == 0) return std::ldexp(double(m), 1 - f.bias - f.mant_bits);
+  return std::ldexp(double((1 << f.mant_bits) + m), e - f.bias - f.mant_bits);
+}
+
+uint8_t fp8_from_float(const Fp8Format& f, float x) {
+  const uint8_t sign = std::signbit(x) ? 0x80 : 0;
+  if (std::isnan(x)) return uint8_t(sign | 0x7F);
+  const int max_code = f.ieee ? 0x7B : 0x7E, over = f.ieee ? 0x7C : 0x7F;
+  const double a = std::fabs(double(x));
+  // The nearest of the finite codes and the one past them (whose value is the next step), ties
+  // to the even code.
+  int best = 0;
+  for (int c = 1; c <= max_code + 1; ++c) {
+    const double v = c <= max_code ? fp8_value(f, c) : 2 * fp8_value(f, max_code) - fp8_value(f, max_code - 1);
+    const double bv = fp8_value(f, best);
+    if (std::fabs(a - v) < std::fabs(a - bv) || (std::fabs(a - v) == std::fabs(a - bv) && c % 2 == 0)) best = c;
+  }
+  return uint8_t(sign | (best > max_code ? over : best));
+}
+
+uint32_t canonical_bits(float v) {
+  if (std::isnan(v)) return 0x7FC00000u;
+  uint32_t b;
+  std::memcpy(&b, &v, 4);
+  return b;
+}
+
+} // namespace
+
+// PyTorch's Float8 types as the stand-in gives them (core/nvrtc_torch.cpp), against their
+// definitions: all 256 codes of each format read as floats, and every code's value, each midpoint
+// between neighbours and the floats either side of it, zeros, infinities, NaNs and values past the
+// largest, of both signs, converted to each format; bit for bit. A kernel converting with
+// saturation (CUDA's __NV_SATFINITE, which PyTorch's cast does not do) is rejected.
+TEST(KernelSpecGpu, PyTorchsFloat8ConversionsMatchTheirDefinitionsBitForBit) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  TempDir dir("spec_float8");
+  std::vector<float> xs = {0.f, INFINITY, std::nanf(""), 1e30f, 1e-30f, 480.f, 464.f, 61440.f, 65536.f};
+  for (const Fp8Format& f : {kE4m3fn, kE5m2})
+    for (int c = 0; c < (f.ieee ? 0x7C : 0x7F); ++c) {
+      const double v = fp8_value(f, c), next = c + 1 < (f.ieee ? 0x7C : 0x7F) ? fp8_value(f, c + 1) : 2 * v - fp8_value(f, c - 1);
+      const float mid = float((v + next) / 2);
+      for (float x : {float(v), mid, std::nextafter(mid, 0.f), std::nextafter(mid, INFINITY)}) xs.push_back(x);
+    }
+  for (size_t i = 0, n = xs.size(); i < n; ++i) xs.push_back(-xs[i]);
+  std::vector<uint8_t> codes(256), enc4(xs.size()), enc5(xs.size());
+  std::vector<uint32_t> dec4(256), dec5(256);
+  for (int c = 0; c < 256; ++c) {
+    codes[c] = uint8_t(c);
+    const double s = c & 0x80 ? -1 : 1;
+    dec4[c] = canonical_bits(float(s * fp8_value(kE4m3fn, c & 0x7F)));
+    dec5[c] = canonical_bits(float(s * fp8_value(kE5m2, c & 0x7F)));
+  }
+  for (size_t i = 0; i < xs.size(); ++i) {
+    enc4[i] = fp8_from_float(kE4m3fn, xs[i]);
+    enc5[i] = fp8_from_float(kE5m2, xs[i]);
+  }
+  auto put = [&](const std::string& name, const void* p, size_t bytes) {
+    std::ofstream o(dir.file(name), std::ios::binary);
+    o.write(static_cast<const char*>(p), std::streamsize(bytes));
+    ASSERT_TRUE(o.good()) << name;
+  };
+  put("codes.bin", codes.data(), codes.size());
+  put("x.bin", xs.data(), xs.size() * 4);
+  put("dec4.bin", dec4.data(), dec4.size() * 4);
+  put("dec5.bin", dec5.data(), dec5.size() * 4);
+  put("enc4.bin", enc4.data(), enc4.size());
+  put("enc5.bin", enc5.data(), enc5.size());
+  std::ofstream(dir.file("fp8.cu")) << R"CUDA(#include <torch/all.h>
+#include <c10/util/Float8_e4m3fn.h>
+#include <c10/util/Float8_e5m2.h>
+#include <cuda_fp8.h>
+__device__ uint32_t bits(float v) { return isnan(v) ? 0x7FC00000u : __float_as_uint(v); }
+__global__ void fp8_convert(const uint8_t* codes, const float* x, uint32_t* dec4, uint32_t* dec5, uint8_t* enc4, uint8_t* enc5, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < 256) {
+    dec4[i] = bits(static_cast<float>(c10::Float8_e4m3fn(codes[i], c10::Float8_e4m3fn::from_bits())));
+    dec5[i] = bits(static_cast<float>(c10::Float8_e5m2(codes[i], c10::Float8_e5m2::from_bits())));
+  }
+  if (i < n) {
+    enc4[i] = static_cast<c10::Float8_e4m3fn>(x[i]).x;
+    enc5[i] = c10::Float8_e5m2(x[i]).x;
+  }
+}
+__global__ void fp8_convert_saturating(const uint8_t* codes, const float* x, uint32_t* dec4, uint32_t* dec5, uint8_t* enc4, uint8_t* enc5, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < 256) {
+    dec4[i] = bits(static_cast<float>(c10::Float8_e4m3fn(codes[i], c10::Float8_e4m3fn::from_bits())));
+    dec5[i] = bits(static_cast<float>(c10::Float8_e5m2(codes[i], c10::Float8_e5m2::from_bits())));
+  }
+  if (i < n) {
+    enc4[i] = __nv_cvt_float_to_fp8(x[i], __NV_SATFINITE, __NV_E4M3);
+    enc5[i] = __nv_cvt_float_to_fp8(x[i], __NV_SATFINITE, __NV_E5M2);
+  }
+}
+)CUDA";
+  const std::string spec = R"JSON({
+  "name": "torch_fp8", "sources": ["fp8.cu"], "host_code": "skip", "kernel": "fp8_convert", "dims": ["n"], "params": {"UNTUNED": [0]},
+  "launch": {"grid": ["ceil_div(n + 256, 256)"], "block": [256]},
+  "args": [{"name": "codes", "kind": "buffer", "dtype": "u8", "count": 256, "fill": {"file": "codes.bin", "raw_dtype": "u8"}},
+           {"name": "x", "kind": "buffer", "dtype": "f32", "count": "n", "fill": {"file": "x.bin", "raw_dtype": "f32"}},
+           {"name": "dec4", "kind": "buffer", "dtype": "u32", "count": 256, "intent": "out"},
+           {"name": "dec5", "kind": "buffer", "dtype": "u32", "count": 256, "intent": "out"},
+           {"name": "enc4", "kind": "buffer", "dtype": "u8", "count": "n", "intent": "out"},
+           {"name": "enc5", "kind": "buffer", "dtype": "u8", "count": "n", "intent": "out"},
+           {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"}],
+  "check": {"answer": {"dec4": {"file": "dec4.bin", "raw_dtype": "u32"}, "dec5": {"file": "dec5.bin", "raw_dtype": "u32"},
+                       "enc4": {"file": "enc4.bin", "raw_dtype": "u8"}, "enc5": {"file": "enc5.bin", "raw_dtype": "u8"}}}
+})JSON";
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  const std::string n = std::to_string(xs.size());
+  const std::string op = load_kernel_spec_text(spec, "torch_fp8.json", dir.path.string());
+  auto runner = make_op_runner(op, compiler, *d);
+  const VerifyResult v = check_config(*runner, compiler, *d, op, Config{{"UNTUNED", 0}}, Problem::parse(op, n), 4);
+  EXPECT_TRUE(v.pass) << v.summary();
+  std::string wrong = spec;
+  wrong.replace(wrong.find("\"fp8_convert\""), std::strlen("\"fp8_convert\""), "\"fp8_convert_saturating\"");
+  const std::string planted = load_kernel_spec_text(wrong, "torch_fp8_sat.json", dir.path.string());
+  auto r = make_op_runner(planted, compiler, *d);
+  const VerifyResult s = check_config(*r, compiler, *d, planted, Config{{"UNTUNED", 0}}, Problem::parse(planted, n), 4);
+  EXPECT_FALSE(s.pass) << "a saturating conversion agreed with PyTorch's: " << s.summary();
+}
