@@ -78,6 +78,14 @@ bool designated_initializer_error(const std::string& log) {
   return false;
 }
 
+// Whether the log's errors show a source written for C++20: one of C++20's keywords, which C++17
+// reads as an undefined name (gsplat's `concept`, a `requires` clause).
+bool cxx20_keyword_error(const std::string& log) {
+  for (const char* k : {"concept", "requires", "consteval", "constinit", "co_await", "co_yield", "co_return", "char8_t"})
+    if (log.find(std::string("error: identifier \"") + k + "\" is undefined") != std::string::npos) return true;
+  return false;
+}
+
 // Whether every error of the log is NVRTC's "A function without execution space annotations" at a
 // lambda (the caret under its parameter list), at least one: NVRTC gives a lambda no execution space where
 // the function around it, __host__ __device__, is instantiated for an unevaluated operand (CuTe's
@@ -110,11 +118,17 @@ bool only_lambda_space_errors(const std::string& log) {
 }
 
 // Where the log's first error line starts (NVRTC's "file(n): error: ..." or its own "error: ..."
-// where warnings come before it), npos where it has none.
+// where warnings come before it), npos where it has none. ktune's own lines about a compile done
+// again ("compiled again as C++20 (-std=c++20): C++17 refused the source (... error: ...)") quote
+// the first try's error, not this one's.
 size_t first_error_at(const std::string& log) {
   for (size_t at = 0; at < log.size();) {
     const size_t end = std::min(log.find('\n', at), log.size());
     const std::string line = log.substr(at, end - at);
+    if (line.rfind("compiled ", 0) == 0) {
+      at = end + 1;
+      continue;
+    }
     if (line.find(": error") != std::string::npos || line.find("error:") != std::string::npos) return at;
     at = end + 1;
   }
@@ -363,7 +377,8 @@ std::shared_ptr<const CompiledKernel> Compiler::compile_uncached(const CompileRe
   // `typename` in a member's declaration (gsplat's `ExternalDistortionModel::KernelParameters
   // external_distortion;`, a project built as C++20). It is compiled as C++20, its log saying so
   // and naming C++17's first error. Where C++20 fails too, C++17's errors are the ones reported,
-  // but for designated initializers, which only C++20 has.
+  // but for a source C++17 cannot read at all: designated initializers, or one of C++20's keywords
+  // (gsplat's concepts), whose C++17 errors name the dialect rather than the source's mistake.
   if (cr != NVRTC_SUCCESS && !own_dialect) {
     const std::string cxx17 = log;
     const bool designated = designated_initializer_error(cxx17);
@@ -375,7 +390,7 @@ std::shared_ptr<const CompiledKernel> Compiler::compile_uncached(const CompileRe
     const std::string why = designated ? "the source uses designated initializers, which C++17 lacks"
                                        : "C++17 refused the source (" + first + ")";
     if (cr == NVRTC_SUCCESS) log = "compiled as C++20 (-std=c++20): " + why + (log.empty() ? "" : "\n" + log);
-    else if (designated) log = "compiled again as C++20 (-std=c++20): " + why + (log.empty() ? "" : "\n" + log);
+    else if (designated || cxx20_keyword_error(cxx17)) log = "compiled again as C++20 (-std=c++20): " + why + (log.empty() ? "" : "\n" + log);
     else log = cxx17;
   }
   if (qualified > 0)

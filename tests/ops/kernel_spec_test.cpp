@@ -4127,8 +4127,9 @@ int main() {
 // requires-clause, a dependent type named without `typename` in a member's declaration, and host
 // classes on PyTorch's TorchScript types (a torch::CustomClassHolder base, at::Tensor and
 // c10::intrusive_ptr members, c10::optional, a c10::List trait): C++17 refuses it, and it is
-// compiled as C++20, its log naming C++17's first error. A source that fails in both dialects
-// reports C++17's errors.
+// compiled as C++20, its log naming C++17's first error. Where it fails in both dialects, C++20's
+// errors are reported (the mistake, not C++17's `concept`), saying so; a source without C++20's
+// keywords that fails in both reports C++17's.
 TEST(KernelSpec, ACxx20ProjectsFileCompilesAsCxx20WhereNoDialectIsAsked) {
   SpecDir d;
   d.write("camera.h", R"CUDA(#pragma once
@@ -4175,8 +4176,25 @@ template <class T> requires Scalar<T> __device__ T scaled(const Params<Pinhole>&
     compiler.compile(compile_request(find_family(bad_op), Config{{"UNTUNED", 0}}, Problem::parse(bad_op, "32"), "sm_90"));
     ADD_FAILURE() << "an undefined name compiled";
   } catch (const CompileError& e) {
+    EXPECT_NE(e.log().find("compiled again as C++20 (-std=c++20): C++17 refused the source ("), std::string::npos) << e.log();
+    const std::string head = e.log().substr(0, e.log().find('\n')); // C++20's first error, at the head
+    EXPECT_EQ(head.rfind("first error: ", 0), 0u) << e.log();
+    EXPECT_NE(head.find("bad.cu(2): error: identifier \"missing\" is undefined"), std::string::npos) << e.log();
+    EXPECT_NE(e.log().find("error: identifier \"missing\" is undefined"), std::string::npos) << e.log();
+    EXPECT_EQ(e.log().find("is not a type name"), std::string::npos) << "C++17's errors: " << e.log();
+  }
+  d.write("plain.cu", "template <class M> struct P { M::Inner inner; };\nstruct Q { struct Inner { float f; }; };\n"
+                      "__global__ void k(P<Q> p, float* y) { y[0] = p.inner.f + missing; }\n");
+  ojson plain = spec;
+  plain["name"] = "cxx17_bad";
+  plain["sources"] = ojson::array({"plain.cu"});
+  const std::string plain_op = load_kernel_spec_text(plain.dump(), "cxx17_bad.json", d.dir());
+  try {
+    compiler.compile(compile_request(find_family(plain_op), Config{{"UNTUNED", 0}}, Problem::parse(plain_op, "32"), "sm_90"));
+    ADD_FAILURE() << "an undefined name compiled";
+  } catch (const CompileError& e) {
     EXPECT_NE(e.log().find("is not a type name"), std::string::npos) << "C++17's errors: " << e.log();
-    EXPECT_EQ(e.log().find("compiled as C++20"), std::string::npos) << e.log();
+    EXPECT_EQ(e.log().find("compiled again as C++20"), std::string::npos) << e.log();
   }
 }
 
