@@ -179,7 +179,8 @@ KTUNE_C10_REDUCED_FLOAT_OPS(BFloat16)
 
 // c10/util/Float8_e4m3fn.h and Float8_e5m2.h: one byte, converted as PyTorch converts (nearest
 // even; e4m3fn's overflow a NaN, as it has no infinity, e5m2's an infinity), by CUDA's own
-// conversions, and computed in float as Half is (vLLM's fp8 quantization kernels cast a float to
+// conversions but for a NaN, which PyTorch makes 0x7F with the float's sign and CUDA's
+// instruction makes one NaN whatever its sign, and computed in float as Half is (vLLM's fp8 quantization kernels cast a float to
 // c10::Float8_e4m3fn and read std::numeric_limits of it).
 #define KTUNE_C10_FLOAT8(T, KIND)                                                                                          \
   struct alignas(1) T {                                                                                                   \
@@ -188,7 +189,8 @@ KTUNE_C10_REDUCED_FLOAT_OPS(BFloat16)
     C10_HOST_DEVICE static constexpr from_bits_t from_bits() { return from_bits_t(); }                                    \
     T() = default;                                                                                                        \
     constexpr C10_HOST_DEVICE T(uint8_t bits, from_bits_t) : x(bits) {}                                                   \
-    C10_HOST_DEVICE T(float value) : x(__nv_cvt_float_to_fp8(value, __NV_NOSAT, KIND)) {}                                 \
+    C10_HOST_DEVICE T(float value)                                                                                        \
+        : x(value != value ? uint8_t(signbit(value) ? 0xFF : 0x7F) : __nv_cvt_float_to_fp8(value, __NV_NOSAT, KIND)) {}   \
     C10_HOST_DEVICE operator float() const { return __half2float(__half(__nv_cvt_fp8_to_halfraw(x, KIND))); }            \
     C10_HOST_DEVICE bool isnan() const { return KIND == __NV_E4M3 ? (x & 0x7F) == 0x7F : (x & 0x7F) > 0x7C; }            \
   };

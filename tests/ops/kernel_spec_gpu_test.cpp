@@ -2861,12 +2861,14 @@ uint8_t fp8_from_float(const Fp8Format& f, float x) {
   const int max_code = f.ieee ? 0x7B : 0x7E, over = f.ieee ? 0x7C : 0x7F;
   const double a = std::fabs(double(x));
   // The nearest of the finite codes and the one past them (whose value is the next step), ties
-  // to the even code.
+  // to the even code: c the last code at or below a, then c + 1 where a is past their midpoint
+  // (compared with the midpoint, exact in double: distances to an infinity or to 1e30 tie).
+  auto value = [&](int c) { return c <= max_code ? fp8_value(f, c) : 2 * fp8_value(f, max_code) - fp8_value(f, max_code - 1); };
   int best = 0;
-  for (int c = 1; c <= max_code + 1; ++c) {
-    const double v = c <= max_code ? fp8_value(f, c) : 2 * fp8_value(f, max_code) - fp8_value(f, max_code - 1);
-    const double bv = fp8_value(f, best);
-    if (std::fabs(a - v) < std::fabs(a - bv) || (std::fabs(a - v) == std::fabs(a - bv) && c % 2 == 0)) best = c;
+  while (best <= max_code && value(best + 1) <= a) ++best;
+  if (best <= max_code) {
+    const double mid = (value(best) + value(best + 1)) / 2;
+    if (a > mid || (a == mid && (best + 1) % 2 == 0)) ++best;
   }
   return uint8_t(sign | (best > max_code ? over : best));
 }
