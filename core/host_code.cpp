@@ -1019,10 +1019,9 @@ std::vector<HostWord> variable_host_words(const std::string& stmt, const std::ma
     size_t e = k;
     while (e < stmt.size() && ident_char(stmt[e])) ++e;
     const std::string w = stmt.substr(k, e - k);
-    const auto m = w == "__host__" ? macros.end() : macros.find(w);
     if (w == "__host__") {
       at.push_back({k, 8, ""});
-    } else if (m != macros.end()) {
+    } else if (const auto m = macros.find(w); m != macros.end()) {
       // Its meaning's words, each macro in it expanded (vLLM's MAYBE_HOST_DEVICE, C10_HOST_DEVICE).
       std::vector<std::string> meaning;
       words_of(m->second, macros, 0, &meaning);

@@ -180,8 +180,8 @@ KTUNE_C10_REDUCED_FLOAT_OPS(BFloat16)
 // c10/util/Float8_e4m3fn.h and Float8_e5m2.h: one byte, converted as PyTorch converts (nearest
 // even; e4m3fn's overflow a NaN, as it has no infinity, e5m2's an infinity), by CUDA's own
 // conversions but for a NaN, which PyTorch makes 0x7F with the float's sign and CUDA's makes
-// positive (cuda_fp8.hpp canonicalizes it first), and computed in float as Half is (vLLM's fp8 quantization kernels cast a float to
-// c10::Float8_e4m3fn and read std::numeric_limits of it).
+// positive (cuda_fp8.hpp canonicalizes it first), and computed in float as Half is (vLLM's fp8
+// quantization kernels cast a float to c10::Float8_e4m3fn and read std::numeric_limits of it).
 #define KTUNE_C10_FLOAT8(T, KIND)                                                                                          \
   struct alignas(1) T {                                                                                                   \
     uint8_t x;                                                                                                            \

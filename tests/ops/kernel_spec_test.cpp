@@ -4167,35 +4167,32 @@ template <class T> requires Scalar<T> __device__ T scaled(const Params<Pinhole>&
   std::shared_ptr<const CompiledKernel> k;
   ASSERT_NO_THROW(k = compiler.compile(compile_request(find_family(op), Config{{"UNTUNED", 0}}, Problem::parse(op, "32"), "sm_90")));
   EXPECT_NE(k->log.find("compiled as C++20 (-std=c++20): C++17 refused the source ("), std::string::npos) << k->log;
-  d.write("bad.cu", "#include \"camera.h\"\n__global__ void k(cam::Params<cam::Pinhole> p, float* y) { y[0] = cam::scaled(p, 2.f) + missing; }\n");
-  ojson bad = spec;
-  bad["name"] = "cxx20_bad";
-  bad["sources"] = ojson::array({"bad.cu"});
-  const std::string bad_op = load_kernel_spec_text(bad.dump(), "cxx20_bad.json", d.dir());
-  try {
-    compiler.compile(compile_request(find_family(bad_op), Config{{"UNTUNED", 0}}, Problem::parse(bad_op, "32"), "sm_90"));
-    ADD_FAILURE() << "an undefined name compiled";
-  } catch (const CompileError& e) {
-    EXPECT_NE(e.log().find("compiled again as C++20 (-std=c++20): C++17 refused the source ("), std::string::npos) << e.log();
-    const std::string head = e.log().substr(0, e.log().find('\n')); // C++20's first error, at the head
-    EXPECT_EQ(head.rfind("first error: ", 0), 0u) << e.log();
-    EXPECT_NE(head.find("bad.cu(2): error: identifier \"missing\" is undefined"), std::string::npos) << e.log();
-    EXPECT_NE(e.log().find("error: identifier \"missing\" is undefined"), std::string::npos) << e.log();
-    EXPECT_EQ(e.log().find("is not a type name"), std::string::npos) << "C++17's errors: " << e.log();
-  }
-  d.write("plain.cu", "template <class M> struct P { M::Inner inner; };\nstruct Q { struct Inner { float f; }; };\n"
-                      "__global__ void k(P<Q> p, float* y) { y[0] = p.inner.f + missing; }\n");
-  ojson plain = spec;
-  plain["name"] = "cxx17_bad";
-  plain["sources"] = ojson::array({"plain.cu"});
-  const std::string plain_op = load_kernel_spec_text(plain.dump(), "cxx17_bad.json", d.dir());
-  try {
-    compiler.compile(compile_request(find_family(plain_op), Config{{"UNTUNED", 0}}, Problem::parse(plain_op, "32"), "sm_90"));
-    ADD_FAILURE() << "an undefined name compiled";
-  } catch (const CompileError& e) {
-    EXPECT_NE(e.log().find("is not a type name"), std::string::npos) << "C++17's errors: " << e.log();
-    EXPECT_EQ(e.log().find("compiled again as C++20"), std::string::npos) << e.log();
-  }
+  // The log of the spec's compile with its source replaced by file's text, which must fail.
+  auto failing_log = [&](const std::string& name, const std::string& file, const std::string& text) {
+    d.write(file, text);
+    ojson variant = spec;
+    variant["name"] = name;
+    variant["sources"] = ojson::array({file});
+    const std::string v = load_kernel_spec_text(variant.dump(), name + ".json", d.dir());
+    try {
+      compiler.compile(compile_request(find_family(v), Config{{"UNTUNED", 0}}, Problem::parse(v, "32"), "sm_90"));
+      ADD_FAILURE() << file << ": an undefined name compiled";
+    } catch (const CompileError& e) {
+      return e.log();
+    }
+    return std::string();
+  };
+  const std::string bad = failing_log("cxx20_bad", "bad.cu", "#include \"camera.h\"\n__global__ void k(cam::Params<cam::Pinhole> p, float* y) { y[0] = cam::scaled(p, 2.f) + missing; }\n");
+  EXPECT_NE(bad.find("compiled again as C++20 (-std=c++20): C++17 refused the source ("), std::string::npos) << bad;
+  const std::string head = bad.substr(0, bad.find('\n')); // C++20's first error, at the head
+  EXPECT_EQ(head.rfind("first error: ", 0), 0u) << bad;
+  EXPECT_NE(head.find("bad.cu(2): error: identifier \"missing\" is undefined"), std::string::npos) << bad;
+  EXPECT_NE(bad.find("error: identifier \"missing\" is undefined"), std::string::npos) << bad;
+  EXPECT_EQ(bad.find("is not a type name"), std::string::npos) << "C++17's errors: " << bad;
+  const std::string plain = failing_log("cxx17_bad", "plain.cu", "template <class M> struct P { M::Inner inner; };\nstruct Q { struct Inner { float f; }; };\n"
+                                                                 "__global__ void k(P<Q> p, float* y) { y[0] = p.inner.f + missing; }\n");
+  EXPECT_NE(plain.find("is not a type name"), std::string::npos) << "C++17's errors: " << plain;
+  EXPECT_EQ(plain.find("compiled again as C++20"), std::string::npos) << plain;
 }
 
 // A device-wide algorithm's header included for the host code (kaolin's <cub/device/device_scan.cuh>
