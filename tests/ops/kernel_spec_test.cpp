@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <set>
 #include <unistd.h>
 #include <nlohmann/json.hpp>
@@ -36,6 +37,20 @@ using ojson = nlohmann::ordered_json;
 
 std::string example(const std::string& name) {
   return std::string(KTUNE_SOURCE_DIR) + "/examples/kernels/" + name + "/" + name + ".json";
+}
+
+// Compiles op at a config and problem for sm_90, which must fail: the CompileError (its what() is
+// ktune's message, then the compiler's log). A compile that succeeds fails the test, saying what
+// compiled (`compiled`), and gives nothing to read.
+std::optional<CompileError> compile_failure(Compiler& compiler, const std::string& op, const Config& config,
+                                            const Problem& problem, const std::string& compiled) {
+  try {
+    compiler.compile(compile_request(find_family(op), config, problem, "sm_90"));
+    ADD_FAILURE() << compiled;
+  } catch (const CompileError& e) {
+    return e;
+  }
+  return std::nullopt;
 }
 
 struct Example {
@@ -2850,11 +2865,9 @@ TEST(KernelSpec, StandardHeadersNvrtcLacksStandInForAKernelWrittenForNvcc) {
   vec["name"] = "std_headers_vector";
   vec["sources"] = {"vec.cu"};
   const std::string op3 = load_kernel_spec_text(vec.dump(), "vec.json", d.dir());
-  try {
-    compiler.compile(compile_request(find_family(op3), Config{{"B", 64}}, Problem::parse(op3, "1000"), "sm_90"));
-    ADD_FAILURE() << "std::vector compiled in device code";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("vector"), std::string::npos) << e.what();
+  if (const auto e = compile_failure(compiler, op3, Config{{"B", 64}}, Problem::parse(op3, "1000"),
+                                     "std::vector compiled in device code")) {
+    EXPECT_NE(std::string(e->what()).find("vector"), std::string::npos) << e->what();
   }
 }
 
@@ -2914,11 +2927,9 @@ int main(int argc, char** argv) {
     "check": {"reference": {"kernel": "scale2_ref", "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]}}}})JSON");
   Compiler compiler;
   const std::string as_is = load_kernel_spec_text(spec.dump(), "proj.json", d.dir());
-  try {
-    compiler.compile(compile_request(find_family(as_is), Config{{"B", 128}}, Problem::parse(as_is, "1000"), "sm_90"));
-    ADD_FAILURE() << "main compiled under NVRTC";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("NVRTC compiles device code only"), std::string::npos) << e.what();
+  if (const auto e = compile_failure(compiler, as_is, Config{{"B", 128}}, Problem::parse(as_is, "1000"),
+                                     "main compiled under NVRTC")) {
+    EXPECT_NE(std::string(e->what()).find("NVRTC compiles device code only"), std::string::npos) << e->what();
   }
   spec["name"] = "proj_scale2_skip";
   spec["host_code"] = "skip";
@@ -3021,11 +3032,9 @@ TEST(KernelSpec, CudaHAndCubsUmbrellaCompileThroughDeviceCodesViewOfThem) {
   wide["check"]["reference"]["kernel"] = "ref";
   wide.erase("host_code");
   const std::string op_wide = load_kernel_spec_text(wide.dump(), "wide.json", d.dir());
-  try {
-    compiler.compile(compile_request(find_family(op_wide), Config{{"B", 64}}, Problem::parse(op_wide, "1000"), "sm_90"));
-    ADD_FAILURE() << "cub::DeviceReduce compiled in device code";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("DeviceReduce"), std::string::npos) << e.what();
+  if (const auto e = compile_failure(compiler, op_wide, Config{{"B", 64}}, Problem::parse(op_wide, "1000"),
+                                     "cub::DeviceReduce compiled in device code")) {
+    EXPECT_NE(std::string(e->what()).find("DeviceReduce"), std::string::npos) << e->what();
   }
   // The spec's own cuda.h wins; CUDA's include folder named among include_dirs does not count as its own.
   fs::create_directories(fs::path(d.dir()) / "inc");
@@ -3065,11 +3074,9 @@ TEST(KernelSpec, AProjectHeadersHostCodeIsSkippedWithItsSources) {
   spec["name"] = "project_softmax_as_is";
   const std::string as_is = load_kernel_spec_text(spec.dump(), "as_is.json", d.dir());
   EXPECT_EQ(header(as_is, "common.h"), nullptr);
-  try {
-    compiler.compile(compile_request(find_family(as_is), Config{{"WARPS", 2}}, Problem::parse(as_is, "1000x768"), "sm_90"));
-    ADD_FAILURE() << "a header's host code compiled under NVRTC";
-  } catch (const Error& e) {
-    const std::string what = e.what();
+  if (const auto e = compile_failure(compiler, as_is, Config{{"WARPS", 2}}, Problem::parse(as_is, "1000x768"),
+                                     "a header's host code compiled under NVRTC")) {
+    const std::string what = e->what();
     const size_t at = what.find("the first host code is in ");
     ASSERT_NE(at, std::string::npos) << what;
     EXPECT_NE(what.find("common.h", at), std::string::npos) << "the header's host variable comes first: " << what;
@@ -3394,11 +3401,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("scale", &scale, "scale (CUDA)"
     "check": {"reference": {"kernel": "scale_ref", "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]}}}})JSON");
   Compiler compiler;
   const std::string as_is = load_kernel_spec_text(spec.dump(), "as_is.json", d.dir());
-  try {
-    compiler.compile(compile_request(find_family(as_is), Config{{"B", 128}}, Problem::parse(as_is, "1000"), "sm_90"));
-    ADD_FAILURE() << "torch/extension.h compiled under NVRTC";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("PyTorch's headers are host C++"), std::string::npos) << e.what();
+  if (const auto e = compile_failure(compiler, as_is, Config{{"B", 128}}, Problem::parse(as_is, "1000"),
+                                     "torch/extension.h compiled under NVRTC")) {
+    EXPECT_NE(std::string(e->what()).find("PyTorch's headers are host C++"), std::string::npos) << e->what();
   }
   spec["name"] = "torch_ext_skip";
   spec["host_code"] = "skip";
@@ -3420,11 +3425,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("scale", &scale, "scale (CUDA)"
                                      {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"}])JSON");
   half["check"]["reference"]["kernel"] = "ref";
   const std::string op_half = load_kernel_spec_text(half.dump(), "half.json", d.dir());
-  try {
-    compiler.compile(compile_request(find_family(op_half), Config{{"B", 128}}, Problem::parse(op_half, "1000"), "sm_90"));
-    ADD_FAILURE() << "at::Tensor compiled without PyTorch's headers";
-  } catch (const CompileError& e) {
-    EXPECT_NE(e.log().find("Tensor"), std::string::npos) << e.log();
+  if (const auto e = compile_failure(compiler, op_half, Config{{"B", 128}}, Problem::parse(op_half, "1000"),
+                                     "at::Tensor compiled without PyTorch's headers")) {
+    EXPECT_NE(e->log().find("Tensor"), std::string::npos) << e->log();
   }
 }
 
@@ -3515,12 +3518,10 @@ __global__ void ref(const float* x, float* y, int n) { const int i = blockIdx.x 
   pinned["name"] = "nvcc_dialect_17";
   pinned["options"] = {"-std=c++17"};
   const std::string op17 = load_kernel_spec_text(pinned.dump(), "nvcc_dialect_17.json", d.dir());
-  try {
-    compiler.compile(compile_request(find_family(op17), Config{{"UNTUNED", 0}}, Problem::parse(op17, "1000"), "sm_90"));
-    ADD_FAILURE() << "C++17, as the spec asks, has no designated initializers";
-  } catch (const CompileError& e) {
-    EXPECT_NE(std::string(e.what()).find("nvrtcCompileProgram failed"), std::string::npos) << e.what();
-    EXPECT_EQ(e.log().find("compiled as C++20"), std::string::npos) << e.log();
+  if (const auto e = compile_failure(compiler, op17, Config{{"UNTUNED", 0}}, Problem::parse(op17, "1000"),
+                                     "C++17, as the spec asks, has no designated initializers")) {
+    EXPECT_NE(std::string(e->what()).find("nvrtcCompileProgram failed"), std::string::npos) << e->what();
+    EXPECT_EQ(e->log().find("compiled as C++20"), std::string::npos) << e->log();
   }
 }
 
@@ -3553,11 +3554,10 @@ TEST(KernelSpec, APyTorchExtensionCompilesWithPyTorchsDeviceTypes) {
   own_spec["name"] = "torch_ext_own_complex";
   const std::string own = load_kernel_spec_text(own_spec.dump(), "torch_ext_own.json", d.dir());
   EXPECT_FALSE(std::any_of(spec_of(own).std_headers.begin(), spec_of(own).std_headers.end(), [](const auto& h) { return h.first == "c10/util/complex.h"; }));
-  try {
-    compiler.compile(compile_request(find_family(own), Config{{"WARPS", 1}}, Problem::parse(own, "1000x4096", "", DType::f16), "sm_90"));
-    ADD_FAILURE() << "the project's header was not the one compiled";
-  } catch (const CompileError& e) {
-    EXPECT_NE(e.log().find("the project's own"), std::string::npos) << e.log();
+  if (const auto e =
+          compile_failure(compiler, own, Config{{"WARPS", 1}}, Problem::parse(own, "1000x4096", "", DType::f16),
+                          "the project's header was not the one compiled")) {
+    EXPECT_NE(e->log().find("the project's own"), std::string::npos) << e->log();
   }
 }
 
@@ -3760,11 +3760,10 @@ TEST(KernelSpec, ATorchExtensionCompilesAsCppExtensionBuildsIt) {
   EXPECT_EQ(ops->log.find("cpp_extension"), std::string::npos) << ops->log;
   ojson named = spec("butterfly_named", "conv.cu");
   named["options"] = {"-U__CUDA_NO_HALF_CONVERSIONS__"};
-  try {
-    compile(named);
-    ADD_FAILURE() << "compiled with the macro named and no retry";
-  } catch (const CompileError& e) {
-    EXPECT_EQ(e.log().find("cpp_extension"), std::string::npos) << e.log();
+  const std::string named_op = load_kernel_spec_text(named.dump(), "butterfly_named.json", d.dir());
+  if (const auto e = compile_failure(compiler, named_op, Config{{"UNTUNED", 0}}, Problem::parse(named_op, "1000"),
+                                     "compiled with the macro named and no retry")) {
+    EXPECT_EQ(e->log().find("cpp_extension"), std::string::npos) << e->log();
   }
 }
 
@@ -4006,12 +4005,10 @@ TEST(KernelSpec, ALambdaNvrtcLeavesWithoutASpaceCompilesAsTheDevices) {
     EXPECT_NE(k->log.find("compiled with -default-device"), std::string::npos) << k->log;
   }
   const std::string host = spec_for("host.cu", "compile");
-  try {
-    compiler.compile(compile_request(find_family(host), Config{{"UNTUNED", 0}}, Problem::parse(host, "1000"), "sm_90"));
-    ADD_FAILURE() << "host_side has no execution space: NVRTC refuses it";
-  } catch (const CompileError& e) {
-    EXPECT_NE(e.log().find("host_side"), std::string::npos) << e.log();
-    EXPECT_EQ(e.log().find("-default-device:"), std::string::npos) << e.log();
+  if (const auto e = compile_failure(compiler, host, Config{{"UNTUNED", 0}}, Problem::parse(host, "1000"),
+                                     "host_side has no execution space: NVRTC refuses it")) {
+    EXPECT_NE(e->log().find("host_side"), std::string::npos) << e->log();
+    EXPECT_EQ(e->log().find("-default-device:"), std::string::npos) << e->log();
   }
 }
 
@@ -4070,11 +4067,9 @@ TEST(KernelSpec, GlobalUsingNamespaceStdThenUnqualifiedMathCompiles) {
   macro.replace(macro.find("sqrt(fabs(a))"), std::strlen("sqrt(fabs(a))"), "ROOT(::fabs(a))");
   d.write("mix.cu", macro);
   const std::string through = load_kernel_spec_text(ktune::testing::kUsingStdSpec, "using_std_macro.json", d.dir());
-  try {
-    compiler.compile(compile_request(find_family(through), Config{{"B", 128}}, Problem::parse(through, "1000"), "sm_90"));
-    ADD_FAILURE() << "the call through ROOT is left ambiguous";
-  } catch (const CompileError& e) {
-    EXPECT_NE(e.log().find("overloaded function \"sqrt\""), std::string::npos) << e.log();
+  if (const auto e = compile_failure(compiler, through, Config{{"B", 128}}, Problem::parse(through, "1000"),
+                                     "the call through ROOT is left ambiguous")) {
+    EXPECT_NE(e->log().find("overloaded function \"sqrt\""), std::string::npos) << e->log();
   }
 }
 
@@ -4115,11 +4110,9 @@ int main() {
   in_device["name"] = "thrust_in_device";
   in_device["sources"] = ojson::array({"uses.cu"});
   const std::string uses = load_kernel_spec_text(in_device.dump(), "thrust_in_device.json", d.dir());
-  try {
-    compiler.compile(compile_request(find_family(uses), Config{{"UNTUNED", 0}}, Problem::parse(uses, "64"), "sm_90"));
-    ADD_FAILURE() << "thrust::sort in a kernel compiled";
-  } catch (const CompileError& e) {
-    EXPECT_NE(e.log().find("\"sort\""), std::string::npos) << e.log();
+  if (const auto e = compile_failure(compiler, uses, Config{{"UNTUNED", 0}}, Problem::parse(uses, "64"),
+                                     "thrust::sort in a kernel compiled")) {
+    EXPECT_NE(e->log().find("\"sort\""), std::string::npos) << e->log();
   }
 }
 
@@ -4174,13 +4167,9 @@ template <class T> requires Scalar<T> __device__ T scaled(const Params<Pinhole>&
     variant["name"] = name;
     variant["sources"] = ojson::array({file});
     const std::string v = load_kernel_spec_text(variant.dump(), name + ".json", d.dir());
-    try {
-      compiler.compile(compile_request(find_family(v), Config{{"UNTUNED", 0}}, Problem::parse(v, "32"), "sm_90"));
-      ADD_FAILURE() << file << ": an undefined name compiled";
-    } catch (const CompileError& e) {
-      return e.log();
-    }
-    return std::string();
+    const auto e = compile_failure(compiler, v, Config{{"UNTUNED", 0}}, Problem::parse(v, "32"),
+                                   file + ": an undefined name compiled");
+    return e ? e->log() : std::string();
   };
   const std::string bad = failing_log("cxx20_bad", "bad.cu", "#include \"camera.h\"\n__global__ void k(cam::Params<cam::Pinhole> p, float* y) { y[0] = cam::scaled(p, 2.f) + missing; }\n");
   EXPECT_NE(bad.find("compiled again as C++20 (-std=c++20): C++17 refused the source ("), std::string::npos) << bad;
