@@ -1411,6 +1411,13 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
   };
   std::set<std::string> blanked_names; // of the namespace-scope functions blanked so far
   std::set<std::string> blanked_members; // of the member functions blanked so far, as "class::name"
+  // Of the device member functions defined so far, likewise, and the constructors that stay (a
+  // device one, constexpr, `= default`): a class with one is built on the device too.
+  std::set<std::string> device_members;
+  auto kept_constructor = [&](const std::string& cls) {
+    device_members.insert(cls + "::" + cls);
+    if (device_names) device_names->insert(cls + "::" + cls);
+  };
   // Whether a function-like macro's replacement explicitly instantiates a host function template
   // this pass blanked (DeepSpeed's `#define INSTANTIATE_LAUNCH_RMS_NORM(T) template void
   // launch_rms_norm<T>(...);`, called once a type), and nothing that stays.
@@ -1648,6 +1655,8 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
           } else if (host_member_declaration(stmt, macros, not_macros)) {
             blank(start, i);
             if (!name.empty() && !cls.empty()) blanked_members.insert(cls + "::" + name);
+          } else if (!cls.empty() && name == cls) {
+            kept_constructor(cls); // `json_value() = default;`
           } else if (!sw.empty() && sw.front() == "using" && stmt.find('=') == std::string::npos &&
                      std::find(sw.begin(), sw.end(), "namespace") == sw.end() && std::find(sw.begin(), sw.end(), "typename") == sw.end() &&
                      (blanked_members.count(using_member(stmt)) || elsewhere.count(using_member(stmt)))) {
@@ -1655,13 +1664,18 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
             // `using UnaryOp::operator();`, the base's pure virtual host operator, in op.h) goes
             // with them; `elsewhere` leaves out names that are device functions too.
             blank(start, i);
-          } else if (!blanked_names.empty() && name.empty()) {
-            // A data member whose default initializer calls a function this pass blanked
-            // (nlohmann/json's `const bool is_little_endian = little_endianess();`): the
-            // initializer goes with it, the member stays (the class's layout); the constructors
-            // that would run it are host code, blanked too.
-            size_t eq = std::string::npos;
+          } else if (name.empty() && (!blanked_names.empty() || !blanked_members.empty() || !elsewhere.empty())) {
+            // A data member whose default initializer calls a function skip blanked, here or in
+            // the project's other files (nlohmann/json's `const bool is_little_endian =
+            // little_endianess();`, instant-ngp's `bool m_jit_fusion = tcnn::supports_jit_fusion();`),
+            // or builds a class whose constructors skip blanked, here or there, and none stays
+            // for the device (instant-ngp's `AdamOptimizer<vec2> offset = AdamOptimizer<vec2>(0.0f);`,
+            // `Ema<float> ms = {EEmaType::Time, 100};`, their host constructors in other headers):
+            // the initializer goes with it, the member stays (the class's layout); the
+            // constructors that would run it are host code, blanked too.
+            size_t eq = std::string::npos, brace = std::string::npos;
             for (size_t k = 0, d = 0; k < stmt.size(); ++k) {
+              if (d == 0 && stmt[k] == '{' && brace == std::string::npos) brace = k;
               if (stmt[k] == '(' || stmt[k] == '[' || stmt[k] == '<' || stmt[k] == '{') ++d;
               else if ((stmt[k] == ')' || stmt[k] == ']' || stmt[k] == '>' || stmt[k] == '}') && d > 0) --d;
               else if (d == 0 && stmt[k] == '=' && (k + 1 == stmt.size() || stmt[k + 1] != '=') && (k == 0 || std::string("=!<>").find(stmt[k - 1]) == std::string::npos)) {
@@ -1669,11 +1683,22 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
                 break;
               }
             }
-            std::vector<std::string> init;
-            if (eq != std::string::npos) words_of(stmt.substr(eq + 1), macros, 0, &init);
-            if (std::any_of(init.begin(), init.end(), [&](const std::string& x) { return blanked_names.count(x) > 0; }) &&
-                !holds_any(sw, {"__device__", "__constant__", "__shared__", "constexpr", "template"}) && declared_type(stmt, macros).empty())
-              blank(start + eq, i - 1);
+            const size_t init_at = eq != std::string::npos ? eq : brace;
+            std::vector<std::string> init, type;
+            if (init_at != std::string::npos) {
+              words_of(stmt.substr(init_at + (eq != std::string::npos ? 1 : 0)), macros, 0, &init);
+              // Any initializer builds the member's own type through its constructors (`= {...}`,
+              // `= ""` to a path), unless the member is a pointer or a reference.
+              if (stmt.find_first_of("*&") > init_at) words_of(stmt.substr(0, init_at), macros, 0, &type);
+            }
+            const auto blanked_call = [&](const std::string& x) {
+              const std::string ctor = x + "::" + x;
+              return blanked_names.count(x) > 0 || elsewhere.count(x) > 0 || (blanked_members.count(ctor) > 0 && device_members.count(ctor) == 0) ||
+                     elsewhere.count(ctor) > 0;
+            };
+            if ((std::any_of(init.begin(), init.end(), blanked_call) || std::any_of(type.begin(), type.end(), blanked_call)) &&
+                !holds_any(sw, {"__device__", "__constant__", "__shared__", "constexpr", "template", "operator"}) && declared_type(stmt, macros).empty())
+              blank(start + init_at, i - 1);
           }
         } else if (!host_instance && host_declaration(stmt, macros, not_macros) && stmt.find('(') != std::string::npos &&
                    unevaluated.count(declared_name(without_template_lists(stmt, macros))) && !qualified_name(without_template_lists(stmt, macros))) {
@@ -1761,8 +1786,9 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
       // A function's definition: a parameter list and no initializer ('=' outside parentheses,
       // operator= aside), not a class.
       const bool function = paren && (!assign || is_operator) && !type_def;
-      if (function && device && device_names) {
-        device_names->insert(cls.empty() ? function_name(head) : cls + "::" + function_name(head));
+      if (function && device) {
+        if (device_names) device_names->insert(cls.empty() ? function_name(head) : cls + "::" + function_name(head));
+        if (!cls.empty()) device_members.insert(cls + "::" + function_name(head));
       }
       // A __host__ __device__ function that takes the host library's containers (spconv's
       // `TV_HOST_DEVICE_INLINE unsigned rowArrayIdx(std::vector<int> &shape, ...)`) is host code:
@@ -1815,6 +1841,7 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
       if (function && !device && !braced_init && !unknown_macro_before_name(head, macros, not_macros) && constexpr_at != std::string::npos) {
         annotate.emplace_back(start + constexpr_at, space_to_add(words));
         ++*blanked;
+        if (!cls.empty() && function_name(head) == cls) kept_constructor(cls);
       } else if (function && !device && !braced_init && !unknown_macro_before_name(head, macros, not_macros)) {
         // A namespace-scope function an unevaluated operand reads (nlohmann/json's
         // `using contiguous_bytes_input_adapter = decltype(input_adapter(...));`) stays as its

@@ -154,7 +154,7 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
   h.emplace_back("cstdlib", cstdlib_header());
   for (const char* n : {"cstdint", "cstddef", "climits", "cassert", "cstring", "type_traits", "utility",
                         "tuple", "array", "bit", "concepts", "numeric", "initializer_list", "complex", "iterator",
-                        "optional", "span", "variant", "atomic", "ratio", "numbers", "bitset", "chrono", "expected",
+                        "optional", "span", "variant", "atomic", "ratio", "numbers", "bitset", "expected",
                         "mdspan", "ranges", "source_location", "barrier", "latch", "semaphore"})
     h.emplace_back(n, twin(n));
   // <functional>: libcu++'s, and std::function, which it lacks, as the host library's stand-in
@@ -179,6 +179,21 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
   // <ctime>: glibc's CLOCKS_PER_SEC too, which device code that spins on clock() divides by
   // (Apex's peer memory kernels); libcu++ under NVRTC defines time_t and clock_t only.
   h.emplace_back("ctime", twin("ctime") + kClocksPerSec);
+  // <chrono>: libcu++ has no steady_clock where it has no monotonic clock, as under NVRTC (CCCL
+  // 3's _LIBCUDACXX_HAS_MONOTONIC_CLOCK() is 0, CCCL 2 defines _LIBCUDACXX_HAS_NO_MONOTONIC_CLOCK),
+  // and a host class's data member names its time_point (a logger's progress bar, tinylogger's,
+  // which instant-ngp's headers include): the host library's, in libcu++'s chrono beside its
+  // system_clock, so that std::chrono stays one namespace. Its now() is declared only (NVRTC
+  // refuses a __host__ declaration; a data member's initializer may name it): device code that
+  // calls it fails in ptxas, an unresolved extern function named steady_clock::now.
+  h.emplace_back("chrono", twin("chrono") +
+                               "#if defined(_LIBCUDACXX_HAS_MONOTONIC_CLOCK)\n#if !_LIBCUDACXX_HAS_MONOTONIC_CLOCK()\n#define KTUNE_STEADY_CLOCK\n#endif\n"
+                               "#elif defined(_LIBCUDACXX_HAS_NO_MONOTONIC_CLOCK)\n#define KTUNE_STEADY_CLOCK\n#endif\n"
+                               "#if defined(KTUNE_STEADY_CLOCK) && defined(_LIBCUDACXX_BEGIN_NAMESPACE_STD)\n"
+                               "_LIBCUDACXX_BEGIN_NAMESPACE_STD\nnamespace chrono {\nclass steady_clock {\n public:\n"
+                               "  typedef nanoseconds duration;\n  typedef duration::rep rep;\n  typedef duration::period period;\n"
+                               "  typedef chrono::time_point<steady_clock, duration> time_point;\n  static constexpr bool is_steady = true;\n"
+                               "  __host__ __device__ static time_point now() noexcept;\n};\n}\n_LIBCUDACXX_END_NAMESPACE_STD\n#endif\n");
   // <memory>: libcu++'s public header leaves unique_ptr out (a host class's data member may be
   // one: ggml's CUDA context's memory pools); shared_ptr and weak_ptr, which libcu++ lacks, as the
   // host library's empty stand-ins.
@@ -259,11 +274,17 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
   h.emplace_back("deque", host_only("deque", host_types({"deque"})));
   h.emplace_back("queue", host_only("queue", host_types({"queue", "priority_queue"})));
   h.emplace_back("stack", host_only("stack", host_types({"stack"})));
-  h.emplace_back("thread", host_only("thread", host_types({}, {"thread"})));
-  h.emplace_back("mutex", host_only("mutex", host_types({"lock_guard", "unique_lock", "scoped_lock"},
-                                                        {"mutex", "recursive_mutex", "timed_mutex", "once_flag"})));
+  // The threading headers with what libstdc++'s bring of each other: <future> its mutexes,
+  // condition variables, std::thread, std::function and smart pointers, <condition_variable> the
+  // mutex and its locks, each <chrono> (a thread pool that includes <future> and <thread> holds a
+  // std::mutex and std::condition_variables, instant-ngp's thread_pool.h).
+  h.emplace_back("thread", host_only("thread", "#include <chrono>\n" + host_types({}, {"thread"})));
+  h.emplace_back("mutex", host_only("mutex", "#include <chrono>\n" + host_types({"lock_guard", "unique_lock", "scoped_lock"},
+                                                                               {"mutex", "recursive_mutex", "timed_mutex", "once_flag"})));
   h.emplace_back("shared_mutex", host_only("shared_mutex", host_types({"shared_lock"}, {"shared_mutex", "shared_timed_mutex"})));
-  h.emplace_back("condition_variable", host_only("condition_variable", host_types({}, {"condition_variable"})));
+  h.emplace_back("condition_variable", host_only("condition_variable", "#include <mutex>\n" + host_types({}, {"condition_variable"})));
+  h.emplace_back("future", host_only("future", "#include <mutex>\n#include <condition_variable>\n#include <thread>\n#include <functional>\n"
+                                               "#include <memory>\n" + host_types({"future", "shared_future", "promise", "packaged_task"})));
   h.emplace_back("exception", host_only("exception", host_types({}, {"exception"})));
   {
     std::string errors;
@@ -297,7 +318,7 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
                         "#if __has_include(<cuda/std/__new/launder.h>)\n#include <cuda/std/__new/launder.h>\n#endif\n"
                         "#if __has_include(<cuda/std/__new/bad_alloc.h>)\n#include <cuda/std/__new/bad_alloc.h>\n#endif\n" +
                         std::string(kIntoStd));
-  for (const char* n : {"iomanip", "random", "future", "string_view", "regex", "strings.h", "sys/stat.h", "sys/resource.h", "sys/mman.h", "fcntl.h", "dirent.h", "dlfcn.h", "fenv.h", "cfenv",
+  for (const char* n : {"iomanip", "random", "string_view", "regex", "strings.h", "sys/stat.h", "sys/resource.h", "sys/mman.h", "fcntl.h", "dlfcn.h", "fenv.h", "cfenv",
                         "getopt.h", "cerrno", "errno.h", "csignal", "signal.h", "cctype", "ctype.h", "cstdarg", "stdarg.h",
                         "typeinfo", "any", "execution", "omp.h", "sys/syscall.h", "syscall.h", "charconv", "system_error",
                         "format", "print", "ios", "iosfwd", "streambuf", "cwchar", "cwctype", "wchar.h",
@@ -307,6 +328,14 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
                         "sys/ipc.h", "sys/shm.h", "semaphore.h", "sys/file.h", "sys/uio.h", "sys/utsname.h", "sys/times.h",
                         "sys/prctl.h", "termios.h", "pwd.h", "spawn.h", "execinfo.h", "cxxabi.h", "link.h"})
     h.emplace_back(n, host_only(n));
+  // A directory stream, opaque as FILE is: a host class holds a pointer to it (tinyfs's
+  // directory iterator in instant-ngp, `DIR* m_handle; struct dirent* m_data;`).
+  h.emplace_back("dirent.h", host_only("dirent.h", "typedef struct __dirstream DIR;\nstruct dirent;\n"));
+  // Linux's limits, as the kernel's header gives them (a host function's `char path[PATH_MAX]`).
+  h.emplace_back("linux/limits.h", host_only("linux/limits.h", "#ifndef PATH_MAX\n#define NGROUPS_MAX 65536\n#define ARG_MAX 131072\n"
+                                                             "#define LINK_MAX 127\n#define MAX_CANON 255\n#define MAX_INPUT 255\n#define NAME_MAX 255\n"
+                                                             "#define PATH_MAX 4096\n#define PIPE_BUF 4096\n#define XATTR_NAME_MAX 255\n"
+                                                             "#define XATTR_SIZE_MAX 65536\n#define XATTR_LIST_MAX 65536\n#define RTSIG_MAX 32\n#endif\n"));
   // What libstdc++'s headers bring of its exceptions: its containers and strings std::exception
   // (through <new>), its streams <stdexcept>'s errors too (through <ios>'s system_error). A header
   // that includes only <iostream> and <string> derives its error class from std::exception (vLLM's

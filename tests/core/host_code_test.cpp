@@ -921,3 +921,30 @@ TEST(HostCode, AVariablesHostSpaceThroughAKnownMacroGoesAsAWrittenOneDoes) {
   // Unknown, the macro stays: it may be no execution space.
   expect_parts(skipped(text, &n), {}, {"C10_HOST_DEVICE constexpr float kMax"});
 }
+
+// A data member's default initializer that builds a class whose constructors skip blanked (here,
+// or in the project's other files: instant-ngp's testbed.h builds common_host.h's `Ema<float>` from
+// a braced list, adam_optimizer.h's AdamOptimizer from a float, a fs::path from "") or calls a
+// host function of another file (`tcnn::supports_jit_fusion()`) goes; the member stays. A class
+// with a constructor that stays (a device one, constexpr, `= default`) is built on the device too:
+// its initializers stay, and so does a pointer's.
+TEST(HostCode, AMembersInitializerThatRunsHostConstructorsGoes) {
+  const std::string text =
+      "class Opt {\n public:\n  Opt(float lr) : lr_(lr) {}\n  float lr_;\n};\n"
+      "class Dev {\n public:\n  __host__ __device__ Dev(float v) : v_(v) {}\n  Dev(const char* s) : v_(0.f) {}\n  float v_;\n};\n"
+      "class Lit {\n public:\n  constexpr Lit(int v) : v_(v) {}\n  Lit(const char* s);\n  int v_;\n};\n"
+      "class Def {\n public:\n  Def() = default;\n  Def(const char* s);\n  int* p;\n};\n"
+      "class Holder {\n  Opt a = Opt(0.5f);\n  Opt b = {1.5f};\n  Opt c{2.5f};\n  Opt* p = nullptr;\n  Dev d = Dev(3.5f);\n"
+      "  Lit l = Lit(4);\n  Def e = {};\n  Ema<float> ms = {EmaType::Time, 100};\n  bool fused = tcnn::supports_jit_fusion();\n"
+      "  int n = 7;\n};\n";
+  int n = 0;
+  ProjectReading project;
+  project.elsewhere = {"Ema::Ema", "supports_jit_fusion"};
+  const std::string out = skip_host_functions(text, &n, project);
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), std::count(text.begin(), text.end(), '\n')) << "lines kept";
+  expect_parts(out, {"= Opt(0.5f)", "= {1.5f}", "{2.5f}", "= {EmaType::Time, 100}", "= tcnn::supports_jit_fusion()"},
+               {"  Opt a ", "  Opt b ", "  Opt c", "  Opt* p = nullptr;", "  Dev d = Dev(3.5f);", "  Lit l = Lit(4);", "  Def e = {};",
+                "  Ema<float> ms ", "  bool fused ", "  int n = 7;"});
+  // Without the project's other files, their classes and functions are not known: those stay.
+  expect_parts(skipped(text, &n), {"= Opt(0.5f)"}, {"= {EmaType::Time, 100}", "= tcnn::supports_jit_fusion()"});
+}

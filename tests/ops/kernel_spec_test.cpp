@@ -3433,14 +3433,22 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("scale", &scale, "scale (CUDA)"
 
 // Host classes on the standard library as projects write them (FasterTransformer's logger's
 // `const std::string PREFIX = "[FT]";` and a map built from a nested list, TensorRT-LLM's
-// exception on std::runtime_error, a vector of tuples from <vector> alone), GNU's `__asm__
+// exception on std::runtime_error, a vector of tuples from <vector> alone, tinylogger's progress
+// bar's steady_clock start under `using namespace std;`, instant-ngp's thread pool's mutex and
+// condition variables from <future> and <thread>, tinyfs's directory stream), GNU's `__asm__
 // __volatile__` and <math.h>'s M_LOG2E with no include (mamba's selective scan): with
-// "host_code": "skip" the file compiles as nvcc compiles it.
+// "host_code": "skip" the file compiles as nvcc compiles it. Device code that reads the host's
+// clock fails, naming it.
 TEST(KernelSpec, HostClassesOnTheStandardLibraryAndGnuSpellingsCompileWhereHostCodeIsSkipped) {
   SpecDir d;
-  d.write("proj.cu", R"CUDA(#include <map>
+  d.write("proj.cu", R"CUDA(#include <chrono>
+#include <dirent.h>
+#include <future>
+#include <linux/limits.h>
+#include <map>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 class Logger {
   const std::string PREFIX = "[FT]";
@@ -3448,6 +3456,26 @@ class Logger {
   std::vector<std::tuple<int, int>> pairs_;
  public:
   void log(int level, char const* format, ...) __attribute__((format(printf, 3, 4)));
+};
+using namespace std;
+class Progress {
+  chrono::steady_clock::time_point start_ = chrono::steady_clock::now();
+  std::chrono::high_resolution_clock::time_point last_;
+ public:
+  chrono::milliseconds elapsed() const { return chrono::duration_cast<chrono::milliseconds>(chrono::steady_clock::now() - start_); }
+};
+class Pool {
+  std::vector<std::thread> threads_;
+  std::vector<std::future<void>> pending_;
+  std::mutex queue_mutex_;
+  std::condition_variable worker_;
+ public:
+  void wait() { std::unique_lock<std::mutex> lock{queue_mutex_}; worker_.wait(lock); }
+};
+class Directory {
+  DIR* handle_;
+  struct dirent* entry_;
+  char name_[NAME_MAX + 1];
 };
 class Error : public std::runtime_error {
  public:
@@ -3474,6 +3502,18 @@ __global__ void ref(const float* x, float* y, int n) { const int i = blockIdx.x 
   Compiler compiler;
   for (int b : {64, 128})
     EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"B", b}}, Problem::parse(op, "1000"), "sm_90"))) << b;
+  d.write("clock.cu", "#include <chrono>\ntemplate <int B> __global__ void k(const float* x, float* y, int n) {\n"
+                      "  y[0] = float(std::chrono::steady_clock::now().time_since_epoch().count());\n}\n"
+                      "__global__ void ref(const float* x, float* y, int n) {}\n");
+  ojson clock = spec;
+  clock["name"] = "std_host_clock_in_device";
+  clock["sources"] = {"clock.cu"};
+  const std::string in_device = load_kernel_spec_text(clock.dump(), "std_host_clock_in_device.json", d.dir());
+  if (const auto e = compile_failure(compiler, in_device, Config{{"B", 64}}, Problem::parse(in_device, "1000"),
+                                     "the host's steady_clock::now() compiled in device code")) {
+    EXPECT_NE(e->log().find("Unresolved extern function"), std::string::npos) << e->log();
+    EXPECT_NE(e->log().find("steady_clock3now"), std::string::npos) << e->log();
+  }
 }
 
 // What nvcc takes in C++17 and NVRTC's C++17 does not: a host template's explicit instantiations
