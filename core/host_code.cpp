@@ -232,13 +232,18 @@ Truth nvrtc_condition(const std::string& e, const std::map<std::string, std::str
 // With first_branches, the text of each #if group's #elif and #else branches is not read either
 // (kLater): a reading of one branch of each, as the preprocessor makes one (of an `#if 0`, the
 // branch after it).
+// But for the groups `whole` names (by the offset of their #if's '#'), whose every branch
+// balances its braces on its own (self_balanced_groups): all their branches are read, as a
+// function defined once a branch (tinyexr's miniz: `#if MINIZ_USE_UNALIGNED_LOADS_AND_STORES &&
+// ... static mz_bool tdefl_compress_lz_codes(...) {...} #else` the same function `#endif`) is
+// code whichever branch is compiled.
 // A branch NVRTC does not compile (kDead) is never read: a statement may end in each branch of an
 // #if on the platform (DeepSpeed's `..., rocblas_gemm_algo algo = ...);` under HIP, `...,
 // cublasGemmAlgo_t algo = ...);` else), and its text is not the code NVRTC sees.
 enum CharKind : char { kCode, kPreprocessor, kComment, kLiteral, kLater, kDead };
 std::string code_only(const std::string& t, std::map<std::string, std::string>* macros, std::vector<CharKind>* kind, bool first_branches = false,
                       std::map<std::string, std::string>* function_like = nullptr, int min_arch = ProjectReading{}.min_arch,
-                      std::map<std::string, std::string>* definitions = nullptr) {
+                      std::map<std::string, std::string>* definitions = nullptr, const std::set<size_t>* whole = nullptr) {
   std::string o = t;
   kind->assign(t.size(), kCode);
   auto mark = [&](size_t a, size_t b, CharKind k) { std::fill(kind->begin() + std::ptrdiff_t(a), kind->begin() + std::ptrdiff_t(std::min(b, t.size())), k); };
@@ -251,6 +256,7 @@ std::string code_only(const std::string& t, std::map<std::string, std::string>* 
     bool reading, taken;      // this branch is the one read; one was
     bool dead, settled;       // NVRTC does not compile this branch; it compiles an earlier one
     bool live, none_before;   // NVRTC compiles this branch; it compiles none before it
+    bool whole;               // every branch is read (in `whole`)
   };
   std::vector<Group> groups; // each open #if group
   std::map<std::string, std::string> sure; // macros #defined where every branch around is live
@@ -305,7 +311,7 @@ std::string code_only(const std::string& t, std::map<std::string, std::string>* 
         const Truth t = condition(directive("ifdef") ? "ifdef" : directive("ifndef") ? "ifndef" : "if");
         // The first branch read is the first NVRTC may compile (of an `#if 0` or `#if
         // defined(USE_ROCM)`, a later one).
-        groups.push_back({!zero && t != kNo, !zero && t != kNo, t == kNo, t == kYes, t == kYes, t == kNo});
+        groups.push_back({!zero && t != kNo, !zero && t != kNo, t == kNo, t == kYes, t == kYes, t == kNo, whole != nullptr && whole->count(i) > 0});
       } else if ((directive("elif") || directive("elifdef") || directive("elifndef") || directive("else")) && !groups.empty()) {
         Group& g = groups.back();
         if (directive("else")) {
@@ -318,7 +324,7 @@ std::string code_only(const std::string& t, std::map<std::string, std::string>* 
           g.settled = g.settled || t == kYes;
           g.none_before = g.none_before && t == kNo;
         }
-        g.reading = !g.taken && !g.dead;
+        g.reading = (g.whole || !g.taken) && !g.dead;
         g.taken = g.taken || !g.dead;
       } else if (directive("endif") && !groups.empty()) {
         groups.pop_back();
@@ -396,6 +402,45 @@ std::string code_only(const std::string& t, std::map<std::string, std::string>* 
     }
   }
   return o;
+}
+
+// The #if groups (by the offset of their #if's '#') of a reading of every branch (code and kind,
+// from code_only) with two branches or more, whose every branch balances its braces on its own
+// and never closes one opened before it.
+std::set<size_t> self_balanced_groups(const std::string& t, const std::string& code, const std::vector<CharKind>& kind) {
+  struct Open {
+    size_t at;
+    long depth, low;
+    int branches;
+    bool balanced;
+  };
+  std::vector<Open> open;
+  std::set<size_t> whole;
+  auto close_branch = [](Open& g) { g.balanced = g.balanced && g.depth == 0 && g.low >= 0; };
+  for (size_t k = 0; k < t.size(); ++k) {
+    if (kind[k] == kPreprocessor && t[k] == '#' && (k == 0 || kind[k - 1] != kPreprocessor)) {
+      size_t d = t.find_first_not_of(" \t", k + 1), e = d;
+      while (e < t.size() && ident_char(t[e])) ++e;
+      const std::string directive = d < t.size() ? t.substr(d, e - d) : "";
+      if (directive == "if" || directive == "ifdef" || directive == "ifndef") {
+        open.push_back({k, 0, 0, 1, true});
+      } else if (!open.empty() && (directive == "elif" || directive == "elifdef" || directive == "elifndef" || directive == "else")) {
+        close_branch(open.back());
+        open.back().depth = open.back().low = 0;
+        ++open.back().branches;
+      } else if (!open.empty() && directive == "endif") {
+        close_branch(open.back());
+        if (open.back().balanced && open.back().branches > 1) whole.insert(open.back().at);
+        open.pop_back();
+      }
+    } else if (kind[k] == kCode && (code[k] == '{' || code[k] == '}')) {
+      for (Open& g : open) {
+        g.depth += code[k] == '{' ? 1 : -1;
+        g.low = std::min(g.low, g.depth);
+      }
+    }
+  }
+  return whole;
 }
 
 // The words of s (identifiers and keywords), each macro the text defines expanded (to depth 8).
@@ -1370,11 +1415,12 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
   std::vector<CharKind> kind;
   std::string code;
   std::vector<size_t> match;
+  std::set<size_t> whole; // the groups a reading of first branches reads whole
   auto balanced = [&](bool first_branches, long long arch) {
     macros = project.known;
     function_like.clear();
     definitions.clear_own();
-    code = code_only(text, &macros, &kind, first_branches, &function_like, int(arch), &definitions.own);
+    code = code_only(text, &macros, &kind, first_branches, &function_like, int(arch), &definitions.own, &whole);
     match.assign(code.size(), std::string::npos);
     std::vector<size_t> open;
     for (size_t i = 0; i < code.size(); ++i)
@@ -1396,6 +1442,7 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
   // NVRTC names it.
   const std::vector<long long>& archs = compiled_archs();
   bool read = balanced(false, project.min_arch);
+  if (!read) whole = self_balanced_groups(text, code, kind);
   for (auto a = archs.rbegin(); !read && a != archs.rend() && *a > project.min_arch; ++a) read = balanced(false, *a);
   if (!read && !balanced(true, project.min_arch)) return text;
   std::string out = text;
@@ -1540,6 +1587,38 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
       if (end) break;
     }
   }
+  // Nor are the names of the text's own types, ALL_CAPS or not (tinyexr's `union FP32 {...};`,
+  // then `static FP32 half_to_float(FP16 h) {...}`): a class, struct, union or enum defined or
+  // declared, a typedef's or an alias's name.
+  for (const char* key : {"struct", "class", "union", "enum", "using", "typedef"})
+    for (size_t k = find_word(code, key); k != std::string::npos; k = find_word(code, key, k + 1)) {
+      const std::string kw = key;
+      if (kw == "typedef") { // its name is the last word before the ';' outside braces and parentheses
+        size_t e = k, depth = 0;
+        for (; e < code.size() && !(depth == 0 && code[e] == ';'); ++e)
+          if (code[e] == '{' || code[e] == '(' || code[e] == '[') ++depth;
+          else if ((code[e] == '}' || code[e] == ')' || code[e] == ']') && depth > 0) --depth;
+        size_t w = code.find_last_not_of(" \t\n", e - 1);
+        if (e < code.size() && w != std::string::npos && w > k && ident_char(code[w])) {
+          size_t b = w + 1;
+          while (b > 0 && ident_char(code[b - 1])) --b;
+          not_macros.emplace(code.substr(b, w + 1 - b), "");
+        }
+        continue;
+      }
+      size_t a = code.find_first_not_of(" \t\n", k + kw.size());
+      if (kw == "enum" && a != std::string::npos && (find_word(code.substr(a, 6), "class") == 0 || find_word(code.substr(a, 6), "struct") == 0))
+        a = code.find_first_not_of(" \t\n", code.find_first_of(" \t\n", a));
+      size_t b = a;
+      while (b < code.size() && ident_char(code[b])) ++b;
+      if (a == std::string::npos || b == a || b >= code.size()) continue;
+      const size_t after = code.find_first_not_of(" \t\n", b);
+      if (after == std::string::npos) continue;
+      // A definition or a declaration of the type (`{`, a base's `:`, `;`, `final`), or an alias's `=`.
+      const bool declares = kw == "using" ? code[after] == '=' : (code[after] == '{' || code[after] == ';' || (code[after] == ':' && code.compare(after, 2, "::") != 0) ||
+                                                                   find_word(code.substr(after, 5), "final") == 0);
+      if (declares) not_macros.emplace(code.substr(a, b - a), "");
+    }
   std::set<std::string> unevaluated = unevaluated_names(code);
   unevaluated.insert(project.unevaluated.begin(), project.unevaluated.end());
   // Statements from `start` to a ';' or a '{', over [from, to): namespace scope, or a class's body
@@ -1688,8 +1767,23 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
             if (init_at != std::string::npos) {
               words_of(stmt.substr(init_at + (eq != std::string::npos ? 1 : 0)), macros, 0, &init);
               // Any initializer builds the member's own type through its constructors (`= {...}`,
-              // `= ""` to a path), unless the member is a pointer or a reference.
-              if (stmt.find_first_of("*&") > init_at) words_of(stmt.substr(0, init_at), macros, 0, &type);
+              // `= ""` to a path), unless the member is a pointer or a reference: the type's words,
+              // less its template's arguments (a std::shared_ptr<GPUMemory<T>> is no GPUMemory) and
+              // the member's name (TE's `int sm_count = 0;`, where a host function is sm_count).
+              if (stmt.find_first_of("*&") > init_at) {
+                std::string head = stmt.substr(0, init_at);
+                size_t e = head.find_last_not_of(" \t\n");
+                e = e == std::string::npos ? 0 : e + 1;
+                while (e > 0 && ident_char(head[e - 1])) head[--e] = ' ';
+                for (size_t open = head.find('<'); open != std::string::npos; open = head.find('<', open + 1)) {
+                  size_t k = open;
+                  for (int depth = 0; k < head.size(); ++k)
+                    if (head[k] == '<') ++depth;
+                    else if (head[k] == '>' && --depth == 0) break;
+                  std::fill(head.begin() + std::ptrdiff_t(open), head.begin() + std::ptrdiff_t(std::min(k + 1, head.size())), ' ');
+                }
+                words_of(head, macros, 0, &type);
+              }
             }
             const auto blanked_call = [&](const std::string& x) {
               const std::string ctor = x + "::" + x;

@@ -927,7 +927,8 @@ TEST(HostCode, AVariablesHostSpaceThroughAKnownMacroGoesAsAWrittenOneDoes) {
 // a braced list, adam_optimizer.h's AdamOptimizer from a float, a fs::path from "") or calls a
 // host function of another file (`tcnn::supports_jit_fusion()`) goes; the member stays. A class
 // with a constructor that stays (a device one, constexpr, `= default`) is built on the device too:
-// its initializers stay, and so does a pointer's.
+// its initializers stay, and so do a pointer's, a smart pointer's to such a class, and one of a
+// member named as a host function is (Transformer Engine's `int sm_count = 0;`).
 TEST(HostCode, AMembersInitializerThatRunsHostConstructorsGoes) {
   const std::string text =
       "class Opt {\n public:\n  Opt(float lr) : lr_(lr) {}\n  float lr_;\n};\n"
@@ -936,15 +937,47 @@ TEST(HostCode, AMembersInitializerThatRunsHostConstructorsGoes) {
       "class Def {\n public:\n  Def() = default;\n  Def(const char* s);\n  int* p;\n};\n"
       "class Holder {\n  Opt a = Opt(0.5f);\n  Opt b = {1.5f};\n  Opt c{2.5f};\n  Opt* p = nullptr;\n  Dev d = Dev(3.5f);\n"
       "  Lit l = Lit(4);\n  Def e = {};\n  Ema<float> ms = {EmaType::Time, 100};\n  bool fused = tcnn::supports_jit_fusion();\n"
-      "  int n = 7;\n};\n";
+      "  int n = 7;\n  int sm_count = 0;\n  std::shared_ptr<Opt> shared = nullptr;\n};\n";
   int n = 0;
   ProjectReading project;
-  project.elsewhere = {"Ema::Ema", "supports_jit_fusion"};
+  project.elsewhere = {"Ema::Ema", "supports_jit_fusion", "sm_count"};
   const std::string out = skip_host_functions(text, &n, project);
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), std::count(text.begin(), text.end(), '\n')) << "lines kept";
   expect_parts(out, {"= Opt(0.5f)", "= {1.5f}", "{2.5f}", "= {EmaType::Time, 100}", "= tcnn::supports_jit_fusion()"},
                {"  Opt a ", "  Opt b ", "  Opt c", "  Opt* p = nullptr;", "  Dev d = Dev(3.5f);", "  Lit l = Lit(4);", "  Def e = {};",
-                "  Ema<float> ms ", "  bool fused ", "  int n = 7;"});
+                "  Ema<float> ms ", "  bool fused ", "  int n = 7;", "  int sm_count = 0;", "  std::shared_ptr<Opt> shared = nullptr;"});
   // Without the project's other files, their classes and functions are not known: those stay.
   expect_parts(skipped(text, &n), {"= Opt(0.5f)"}, {"= {EmaType::Time, 100}", "= tcnn::supports_jit_fusion()"});
+}
+
+// Where the braces balance over no reading but the first branches (a definition's head in each
+// branch of an #if on a project's macro), a group whose every branch balances on its own is read
+// whole: a function defined once a branch goes whichever NVRTC compiles (tinyexr's miniz,
+// `tdefl_compress_lz_codes` once for unaligned loads, once not).
+TEST(HostCode, AGroupWhoseBranchesEachBalanceIsReadWholeAmongFirstBranches) {
+  const std::string text = "#if USE_WIDE\nstatic int start(int argc, wchar_t** argv) {\n#else\nstatic int start(int argc, char** argv) {\n#endif\n"
+                           "  return argc;\n}\n"
+                           "#if FAST_PATH\nstatic int pick() { return 11; }\n#else\nstatic int pick() { return 22; }\n#endif\n"
+                           "__global__ void k(int* y) { y[0] = 33; }\n";
+  int n = 0;
+  const std::string out = skipped(text, &n);
+  expect_parts(out, {"return argc", "return 11", "return 22"}, {"__global__ void k(int* y) { y[0] = 33; }", "#else"});
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), std::count(text.begin(), text.end(), '\n')) << "lines kept";
+}
+
+// The text's own types named in ALL_CAPS (tinyexr's `union FP32`, a typedef's UINT) are no
+// header's macros: a host function that returns one goes. An ALL_CAPS word the text does not
+// declare may be an execution space: that function stays.
+TEST(HostCode, TheTextsOwnAllCapsTypesAreNoMacros) {
+  const std::string text = "union FP32 { unsigned int u; float f; };\nstruct RGB : Base { float r, g, b; };\nenum class MODE { A, B };\n"
+                           "typedef unsigned int UINT;\nusing HALF = unsigned short;\n"
+                           "static FP32 to_fp32(unsigned int u) { FP32 x; x.u = u; return x; }\n"
+                           "static RGB grey(float v) { return RGB{v, v, v}; }\n"
+                           "static MODE first() { return MODE::A; }\n"
+                           "static UINT twice(UINT x) { return 2 * x; }\n"
+                           "static HALF zero() { return 0; }\n"
+                           "static SPACE_MACRO int kept() { return 1; }\n";
+  int n = 0;
+  const std::string out = skipped(text, &n);
+  expect_parts(out, {"to_fp32", "grey", "first()", "twice", "zero()"}, {"union FP32 { unsigned int u; float f; };", "static SPACE_MACRO int kept() { return 1; }"});
 }
