@@ -763,6 +763,28 @@ bool takes_host_container(const std::string& head) {
 // Whether a statement's words declare something other than a host function or variable: an
 // alias, an assertion, inline assembly, a kernel or device function; or one of `more`. (A type's
 // declaration is declared_type's.)
+// Whether code (comments and literals blanked) holds a lambda expression: a '[' where an
+// expression starts (after '=', ',', '(', '{' or '?', or first), not an attribute's `[[`, whose
+// matching ']' is followed by its parameters, its body or `mutable`.
+bool holds_lambda(const std::string& code) {
+  for (size_t k = code.find('['); k != std::string::npos; k = code.find('[', k + 1)) {
+    if (k + 1 < code.size() && code[k + 1] == '[') {
+      ++k;
+      continue;
+    }
+    const size_t before = k == 0 ? std::string::npos : code.find_last_not_of(" \t\n", k - 1);
+    if (before != std::string::npos && std::string("=,({?").find(code[before]) == std::string::npos) continue;
+    int depth = 0;
+    size_t e = k;
+    for (; e < code.size(); ++e)
+      if (code[e] == '[') ++depth;
+      else if (code[e] == ']' && --depth == 0) break;
+    const size_t after = e < code.size() ? code.find_first_not_of(" \t\n", e + 1) : std::string::npos;
+    if (after != std::string::npos && (code[after] == '(' || code[after] == '{' || find_word(code.substr(after, 7), "mutable") == 0)) return true;
+  }
+  return false;
+}
+
 bool holds_any(const std::vector<std::string>& words, std::initializer_list<const char*> more) {
   static const std::set<std::string> always = {"typedef", "using", "static_assert", "__global__", "__device__", "asm", "__asm__"};
   for (const auto& w : words) {
@@ -1804,14 +1826,20 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
         } else if (host_instance || host_declaration(stmt, macros, not_macros)) {
           blank(start, i);
           if (stmt.find('(') != std::string::npos) blanked_names.insert(function_name(without_template_lists(stmt, macros)));
-        } else if (!blanked_names.empty() || !elsewhere.empty()) {
+        } else {
           // Data that names a function this pass blanked (ggml's `static const
           // ggml_backend_buffer_i iface = { free_buffer, ... };`, a table of host callbacks) goes
-          // with it; a device variable's or an alias's stays.
+          // with it, and so does data that holds a lambda with no execution space (instant-ngp's
+          // `static const stbi_io_callbacks istream_stbi_callbacks = { [](void* context, ...) {...},
+          // ... };`), whose closure NVRTC infers to be the host's and refuses; a device variable's,
+          // a constexpr one's (the retry with -default-device serves device code that calls it)
+          // or an alias's stays.
           std::vector<std::string> sw;
           words_of(stmt, macros, 0, &sw);
           const bool names_blanked = std::any_of(sw.begin(), sw.end(), [&](const std::string& x) { return blanked_names.count(x) > 0; });
-          if (names_blanked && !holds_any(sw, {"__constant__", "__shared__", "__managed__", "namespace", "template"}) && declared_type(stmt, macros).empty())
+          const bool host_lambda = holds_lambda(stmt) && !holds_any(sw, {"constexpr"});
+          if ((names_blanked || host_lambda) && !holds_any(sw, {"__constant__", "__shared__", "__managed__", "namespace", "template"}) &&
+              declared_type(stmt, macros).empty())
             blank(start, i);
           // A using-declaration of a function this pass blanked (nlohmann/json 3.11's `using
           // nlohmann::literals::json_literals::operator ""_json;` at global scope), or that skip

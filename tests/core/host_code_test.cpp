@@ -981,3 +981,24 @@ TEST(HostCode, TheTextsOwnAllCapsTypesAreNoMacros) {
   const std::string out = skipped(text, &n);
   expect_parts(out, {"to_fp32", "grey", "first()", "twice", "zero()"}, {"union FP32 { unsigned int u; float f; };", "static SPACE_MACRO int kept() { return 1; }"});
 }
+
+// Data at namespace scope that holds a lambda with no execution space is host data: NVRTC infers
+// the closure's space to be the host's and refuses it (instant-ngp's `static const
+// stbi_io_callbacks istream_stbi_callbacks = { [](void* context, ...) {...}, ... };`). A device
+// variable's lambda, a constexpr one (the retry with -default-device serves device code that
+// calls it), an attribute and an array's subscript are no such data.
+TEST(HostCode, DataHoldingAHostLambdaGoes) {
+  const std::string text = "static const callbacks io = {\n  [](void* c, char* d, int n) { return read(c, d, n); },\n"
+                           "  [](void* c) mutable { seek(c); },\n};\n"
+                           "auto on_exit = [] { cleanup(); };\n"
+                           "__device__ auto dev = [] __device__ (int x) { return x + 1; };\n"
+                           "constexpr auto twice = [](int x) { return 2 * x; };\n"
+                           "[[maybe_unused]] static const int kSlots[2] = {1, 2};\n"
+                           "static const int kFirst = kSlots[0];\n";
+  int n = 0;
+  const std::string out = skipped(text, &n);
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), std::count(text.begin(), text.end(), '\n')) << "lines kept";
+  expect_parts(out, {"callbacks io", "return read", "seek(c)", "on_exit", "cleanup"},
+               {"__device__ auto dev = [] __device__ (int x) { return x + 1; };", "constexpr auto twice = [](int x) { return 2 * x; };",
+                "[[maybe_unused]] static const int kSlots[2] = {1, 2};", "static const int kFirst = kSlots[0];"});
+}
