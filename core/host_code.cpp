@@ -1140,6 +1140,13 @@ bool declares_template(const std::string& head) {
 // `decltype(detail::has_tuple_size((T*)0))`), so skip gives its declaration `__host__ __device__`
 // where it would blank it (NVRTC would find no function of that name).
 std::set<std::string> unevaluated_names(const std::string& code) {
+  // The language's own words name no function (`decltype(void(...))` reads no function `void`,
+  // which tiny-cuda-nn's `std::function<void(LogSeverity, const std::string&)> g_log_callback =
+  // [](...) {...};` would then seem to declare).
+  static const std::set<std::string> reserved = {
+      "void", "bool", "char", "wchar_t", "char8_t", "char16_t", "char32_t", "short", "int", "long", "signed", "unsigned", "float", "double",
+      "auto", "const", "volatile", "typename", "template", "struct", "class", "union", "enum", "true", "false", "nullptr", "this",
+      "sizeof", "decltype", "alignof", "noexcept", "new", "delete", "operator", "static_cast", "reinterpret_cast", "const_cast", "dynamic_cast"};
   std::set<std::string> names;
   for (const char* op : {"decltype", "sizeof", "alignof", "noexcept"})
     for (size_t k = find_word(code, op); k != std::string::npos; k = find_word(code, op, k + 1)) {
@@ -1152,7 +1159,7 @@ std::set<std::string> unevaluated_names(const std::string& code) {
         if (ident_char(code[e]) && !ident_char(code[e - 1])) {
           size_t w = e;
           while (w < code.size() && ident_char(code[w])) ++w;
-          names.insert(code.substr(e, w - e));
+          if (!reserved.count(code.substr(e, w - e))) names.insert(code.substr(e, w - e));
         }
       }
     }

@@ -1002,3 +1002,22 @@ TEST(HostCode, DataHoldingAHostLambdaGoes) {
                {"__device__ auto dev = [] __device__ (int x) { return x + 1; };", "constexpr auto twice = [](int x) { return 2 * x; };",
                 "[[maybe_unused]] static const int kSlots[2] = {1, 2};", "static const int kFirst = kSlots[0];"});
 }
+
+// The language's own words read in an unevaluated operand name no function: after a
+// `decltype(void(...))`, tiny-cuda-nn's `std::function<void(LogSeverity, const std::string&)>
+// g_log_callback = [](...) {...};` is a host variable, which goes, not a declaration of `void`
+// read in decltype, which would stay given `__host__ __device__`.
+TEST(HostCode, KeywordsReadInDecltypeNameNoFunction) {
+  const std::string text = "template <class T> using void_t_of = decltype(void(sizeof(T)), int());\n"
+                           "std::function<void(int, const std::string&)> g_log_callback = [](int severity, const std::string& msg) {\n"
+                           "  report(severity, msg);\n};\n";
+  int n = 0;
+  const std::string out = skipped(text, &n);
+  expect_parts(out, {"g_log_callback", "report(", "__host__"}, {"using void_t_of = decltype(void(sizeof(T)), int());"});
+  ProjectReading project;
+  project.unevaluated = unevaluated_names_of(text);
+  EXPECT_EQ(project.unevaluated.count("void"), 0u);
+  EXPECT_EQ(project.unevaluated.count("int"), 0u);
+  EXPECT_EQ(project.unevaluated.count("T"), 1u) << "a name of the program's own stays";
+  expect_parts(skip_host_functions(text, &n, project), {"g_log_callback", "__host__"}, {});
+}
