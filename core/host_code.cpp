@@ -529,6 +529,20 @@ std::string without_template_lists(std::string head, const std::map<std::string,
 
 bool holds_any(const std::vector<std::string>& words, std::initializer_list<const char*> more);
 
+// *s with each template's argument list, its angle brackets with it, as spaces (one left open, to
+// the end).
+void blank_template_arguments(std::string* s) {
+  for (size_t open = s->find('<'); open != std::string::npos; open = s->find('<', open)) {
+    int depth = 0;
+    size_t k = open;
+    for (; k < s->size(); ++k) {
+      if ((*s)[k] == '<') ++depth;
+      else if ((*s)[k] == '>' && --depth == 0) break;
+    }
+    std::fill(s->begin() + std::ptrdiff_t(open), s->begin() + std::ptrdiff_t(std::min(k + 1, s->size())), ' ');
+  }
+}
+
 // An ALL_CAPS word before the name (before any '(' or '=') that the text does not define: a
 // header's macro may be an execution or memory space.
 bool unknown_macro_before_name(const std::string& head, const std::map<std::string, std::string>& macros,
@@ -552,15 +566,7 @@ bool unknown_macro_before_name(const std::string& head, const std::map<std::stri
     for (++b; b > 0 && ident_char(lead[b - 1]); --b) lead[b - 1] = ' ';
   }
   // Nor is a template's argument (a return type's std::array<float, Params::MAX_COEFFS>, gsplat's).
-  for (size_t open = lead.find('<'); open != std::string::npos; open = lead.find('<', open)) {
-    int depth = 0;
-    size_t k = open;
-    for (; k < lead.size(); ++k) {
-      if (lead[k] == '<') ++depth;
-      else if (lead[k] == '>' && --depth == 0) break;
-    }
-    for (size_t j = open; j < std::min(k + 1, lead.size()); ++j) lead[j] = ' ';
-  }
+  blank_template_arguments(&lead);
   std::vector<std::string> before;
   words_of(lead, macros, 0, &before);
   // not_macros: the text's function-like macros (name: replacement) and its templates'
@@ -760,9 +766,6 @@ bool takes_host_container(const std::string& head) {
   return parameter_list(head, &open, &close) && holds_host_container(head.substr(open, close - open));
 }
 
-// Whether a statement's words declare something other than a host function or variable: an
-// alias, an assertion, inline assembly, a kernel or device function; or one of `more`. (A type's
-// declaration is declared_type's.)
 // Whether code (comments and literals blanked) holds a lambda expression: a '[' where an
 // expression starts (after '=', ',', '(', '{' or '?', or first), not an attribute's `[[`, whose
 // matching ']' is followed by its parameters, its body or `mutable`.
@@ -785,6 +788,9 @@ bool holds_lambda(const std::string& code) {
   return false;
 }
 
+// Whether a statement's words declare something other than a host function or variable: an
+// alias, an assertion, inline assembly, a kernel or device function; or one of `more`. (A type's
+// declaration is declared_type's.)
 bool holds_any(const std::vector<std::string>& words, std::initializer_list<const char*> more) {
   static const std::set<std::string> always = {"typedef", "using", "static_assert", "__global__", "__device__", "asm", "__asm__"};
   for (const auto& w : words) {
@@ -1804,13 +1810,7 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
                 size_t e = head.find_last_not_of(" \t\n");
                 e = e == std::string::npos ? 0 : e + 1;
                 while (e > 0 && ident_char(head[e - 1])) head[--e] = ' ';
-                for (size_t open = head.find('<'); open != std::string::npos; open = head.find('<', open + 1)) {
-                  size_t k = open;
-                  for (int depth = 0; k < head.size(); ++k)
-                    if (head[k] == '<') ++depth;
-                    else if (head[k] == '>' && --depth == 0) break;
-                  std::fill(head.begin() + std::ptrdiff_t(open), head.begin() + std::ptrdiff_t(std::min(k + 1, head.size())), ' ');
-                }
+                blank_template_arguments(&head);
                 words_of(head, macros, 0, &type);
               }
             }
