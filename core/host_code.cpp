@@ -21,10 +21,14 @@ bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || 
 
 // A C++ keyword a header may #define for an old compiler (CUTLASS's platform.h: `#define
 // constexpr` before C++11, in an #if this reading does not evaluate): never read as its macro.
+// Nor are CUDA's execution and memory spaces, which a header defines away for its host-only
+// compilers (faiss's StaticUtils.h: `#ifndef __host__ #define __host__ ...`): NVRTC defines them,
+// and read as nothing they would make every `__host__ __device__` function after a host one.
 bool keyword(const std::string& w) {
   static const std::set<std::string> k = {"constexpr", "const", "static", "inline", "noexcept", "override", "final", "nullptr",
                                           "thread_local", "alignas", "alignof", "decltype", "static_assert", "explicit", "virtual",
-                                          "volatile", "consteval", "constinit", "char16_t", "char32_t"};
+                                          "volatile", "consteval", "constinit", "char16_t", "char32_t", "__host__", "__device__",
+                                          "__global__", "__shared__", "__constant__", "__managed__", "__forceinline__", "__noinline__"};
   return k.count(w) > 0;
 }
 
@@ -79,7 +83,10 @@ const std::vector<long long>& compiled_archs() {
 }
 Truth nvrtc_condition(const std::string& e, const std::map<std::string, std::string>& sure, int min_arch, int depth = 0) {
   // __linux__ and __unix__ as nvcc's host compiler has them on Linux (nvrtc_nvcc_prelude defines them).
-  static const std::set<std::string> defined_here = {"__CUDACC__", "__CUDACC_RTC__", "__CUDA_ARCH__", "__cplusplus", "__linux__", "__unix__"};
+  // CUDA's execution and memory spaces are macros of NVRTC's own headers.
+  static const std::set<std::string> defined_here = {"__CUDACC__", "__CUDACC_RTC__", "__CUDA_ARCH__", "__cplusplus", "__linux__", "__unix__",
+                                                     "__host__", "__device__", "__global__", "__shared__", "__constant__", "__managed__",
+                                                     "__forceinline__", "__noinline__"};
   // Windows' and macOS's platform macros too (cuda-samples' `defined(WIN32) || defined(_WIN64)`):
   // ktune's NVRTC runs on Linux.
   static const std::set<std::string> not_here = {"__NVCC__", "__clang__", "__GNUC__", "_MSC_VER", "_MSVC_LANG", "_WIN32", "__CUDA__",
@@ -492,7 +499,9 @@ bool all_caps(const std::string& w) {
 // A head with its leading template parameter lists blanked (their defaults may hold '=' and '(');
 // an explicit instantiation's `template` (no '<' after it) stays. A macro of the text that is one
 // whole template parameter list (nlohmann/json's `NLOHMANN_BASIC_JSON_TPL_DECLARATION` before
-// `class basic_json`) is blanked as the list it writes.
+// `class basic_json`) is blanked as the list it writes; one that writes something else before
+// the lists (faiss's `FAISS_PRAGMA_IMPRECISE_FUNCTION_BEGIN`, a _Pragma or nothing, on the line
+// before `template <bool AllActive = false, ...>`) is read past.
 std::string without_template_lists(std::string head, const std::map<std::string, std::string>& macros) {
   // Where the template parameter list starting at `k` of t ("template <...>") ends, or npos.
   auto list_end = [](const std::string& t, size_t k) {
@@ -517,7 +526,10 @@ std::string without_template_lists(std::string head, const std::map<std::string,
       const std::string& r = m->second;
       const size_t b = r.find_first_not_of(" \t\n\\");
       const size_t end = b == std::string::npos ? std::string::npos : list_end(r, b);
-      if (end == std::string::npos || r.find_first_not_of(" \t\n\\", end + 1) != std::string::npos) break;
+      if (end == std::string::npos || r.find_first_not_of(" \t\n\\", end + 1) != std::string::npos) {
+        k = head.find_first_not_of(" \t\n", w);
+        continue;
+      }
       e = w - 1;
     }
     if (e == std::string::npos) break;
@@ -588,9 +600,23 @@ bool unknown_macro_before_name(const std::string& head, const std::map<std::stri
 
 // What a top-level pair of parentheses holds reads as a parameter list rather than a
 // constructor's arguments: empty, or a word followed by another word, a '*' or a '&' (int n,
-// char*, const T&), or a builtin type's name alone (f(int)).
-bool reads_as_parameters(const std::string& inside, const std::map<std::string, std::string>& macros) {
-  if (inside.find_first_not_of(" \t\n") == std::string::npos) return true;
+// char*, const T&), or a builtin type's name alone (f(int)). A template's arguments, a '<'
+// right after a name to its '>', are read past, so that a template-id is a type's word too
+// (faiss's move constructor `__host__ DeviceTensor(DeviceTensor<T, Dim, InnerContig, IndexT,
+// PtrTraits>&& t);`); a comparison spelled `a < b` is no template's.
+bool reads_as_parameters(const std::string& parameters, const std::map<std::string, std::string>& macros) {
+  if (parameters.find_first_not_of(" \t\n") == std::string::npos) return true;
+  std::string inside = parameters;
+  for (size_t open = inside.find('<'); open != std::string::npos; open = inside.find('<', open + 1)) {
+    if (open == 0 || !ident_char(inside[open - 1])) continue;
+    size_t k = open;
+    for (int depth = 0; k < inside.size(); ++k) {
+      if (inside[k] == '<') ++depth;
+      else if (inside[k] == '>' && --depth == 0) break;
+    }
+    if (k == inside.size()) break; // not closed: a comparison's
+    std::fill(inside.begin() + std::ptrdiff_t(open), inside.begin() + std::ptrdiff_t(k + 1), ' ');
+  }
   std::vector<std::string> words;
   words_of(inside, macros, 0, &words);
   for (const auto& w : words)
@@ -1491,6 +1517,49 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
       if (out[k] != '\n' && kind[k] != kPreprocessor && !((kind[k] == kLater || kind[k] == kDead) && k < first)) out[k] = ' ';
     ++*blanked;
   };
+  // A class defined with the variables it declares, at namespace scope (NVIDIA Warp's cuBQL:
+  // `static struct ZeroTy { __both__ operator float() const {...} ... } zero MAYBE_UNUSED;`):
+  // the variables are the host's, which NVRTC refuses, as host_declaration reads a variable
+  // alone; they go, and the `static` that would have no object left with them, and the class
+  // stays. Not a typedef's names, a const or constexpr object (the device's too, as
+  // host_declaration keeps it) or a variable in a memory space. [a, b) is the statement.
+  auto blank_host_declarators = [&](size_t a, size_t b) {
+    size_t body = a;
+    for (int d = 0; body < b && !(code[body] == '{' && d == 0); ++body) {
+      if (code[body] == '(' || code[body] == '[') ++d;
+      else if (code[body] == ')' || code[body] == ']') --d;
+    }
+    if (body >= b || match[body] == std::string::npos || match[body] >= b) return;
+    const std::string head = code.substr(a, body - a), tail = code.substr(match[body] + 1, b - match[body] - 1);
+    std::vector<std::string> hw, tw;
+    words_of(head, macros, 0, &hw);
+    words_of(tail, macros, 0, &tw);
+    // A declarator: a word of the tail outside parentheses that is no macro and no attribute's
+    // keyword (`} __attribute__((packed));` and `} PACKED;` qualify the class).
+    std::string top = tail;
+    for (size_t k = 0, d = 0; k < top.size(); ++k) {
+      const char c = top[k];
+      if (c == '(') ++d;
+      if (d > 0) top[k] = ' ';
+      if (c == ')' && d > 0) --d;
+    }
+    bool declarator = false;
+    for (size_t k = 0; k < top.size(); ++k) {
+      if (!ident_char(top[k]) || (k > 0 && ident_char(top[k - 1]))) continue;
+      size_t e = k;
+      while (e < top.size() && ident_char(top[e])) ++e;
+      const std::string w = top.substr(k, e - k);
+      declarator = declarator || (!std::isdigit(static_cast<unsigned char>(w[0])) && !macros.count(w) && !function_like.count(w) &&
+                                  w != "__attribute__" && w != "__align__" && w != "alignas" && w != "__declspec");
+      k = e;
+    }
+    if (!declarator || declared_type(head + "{}", macros).empty() ||
+        holds_any(hw, {"typedef", "const", "constexpr", "template", "extern", "__constant__", "__shared__", "__managed__"}) ||
+        holds_any(tw, {"const", "__constant__", "__shared__", "__managed__"}))
+      return;
+    blank(match[body] + 1, b - 1);
+    if (const size_t st = find_word(head, "static"); st != std::string::npos) blank(a + st, a + st + 5), --*blanked;
+  };
   std::set<std::string> blanked_names; // of the namespace-scope functions blanked so far
   std::set<std::string> blanked_members; // of the member functions blanked so far, as "class::name"
   // Of the device member functions defined so far, likewise, and the constructors that stay (a
@@ -1508,8 +1577,18 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
     for (size_t a = 0; a < replacement.size();) {
       size_t e = replacement.find(';', a);
       if (e == std::string::npos) e = replacement.size();
-      const std::string piece = replacement.substr(a, e - a);
+      std::string piece = replacement.substr(a, e - a);
       a = e + 1;
+      // The namespaces the instantiations are written in (cuBQL's CUBQL_INSTANTIATE_BINARY_BVH(T,D):
+      // `namespace cuBQL { namespace cuda { template void sahBuilder<T,D>(...); } }`): their
+      // openings and closings around a piece are no part of it.
+      for (size_t k = piece.find_first_not_of(" \t\n"); k != std::string::npos; k = piece.find_first_not_of(" \t\n")) {
+        if (piece[k] == '}') piece.erase(0, k + 1);
+        else if (const size_t open = piece.find('{', k); (piece.compare(k, 9, "namespace") == 0 || piece.compare(k, 16, "inline namespace") == 0) &&
+                                                           open != std::string::npos)
+          piece.erase(0, open + 1);
+        else break;
+      }
       if (piece.find_first_not_of(" \t\n") == std::string::npos) continue;
       std::vector<std::string> w;
       words_of(piece, macros, 0, &w);
@@ -1857,6 +1936,8 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
           else if (sw.size() >= 2 && sw.front() == "using" && (blanked_names.count(sw.back()) || elsewhere.count(sw.back())) &&
                    stmt.find('=') == std::string::npos && std::find(sw.begin(), sw.end(), "namespace") == sw.end())
             blank(start, i);
+          else if (!in_class)
+            blank_host_declarators(start, i);
         }
         start = i + 1;
       } else if (c == ':' && parens == 0 && in_class && !(i + 1 < to && code[i + 1] == ':') && !(i > 0 && code[i - 1] == ':')) {

@@ -396,6 +396,9 @@ const char* const kHostApiHeaders[] = {"cuda.h", "cudaProfiler.h", "cuda_profile
                                        "cublasLt.h", "cublasXt.h", "cusparse.h", "cufft.h", "cufftXt.h", "curand.h",
                                        "cusolver_common.h", "cusolverDn.h", "cusolverSp.h", "cusolverMg.h", "cusolverRf.h",
                                        "cusparse_v2.h", "cufftw.h", "nvJitLink.h", "nvblas.h", "nvvm.h", "nccl.h",
+                                       // the driver API's function pointer types (a project's cuGetProcAddress, NVIDIA
+                                       // Warp's cuda_util.h): found on the toolkit's path, their <cuda.h> would be its own
+                                       "cudaTypedefs.h", "cudaProfilerTypedefs.h",
                                        // cuDNN where it is installed with the toolkit (its umbrella and the parts it includes)
                                        "cudnn.h", "cudnn_version.h", "cudnn_graph.h", "cudnn_ops.h", "cudnn_adv.h", "cudnn_cnn.h",
                                        "cudnn_backend.h", "cudnn_v9.h", "cudnn_version_v9.h", "cudnn_graph_v9.h", "cudnn_ops_v9.h",
@@ -732,6 +735,13 @@ std::string nvrtc_nvcc_prelude(const std::string& text) {
   // project's `#if defined(__linux__) ... #else #error Unsupported system` (cuda-samples').
   for (const char* m : {"__linux__", "__unix__"})
     if (uses(m)) p += std::string("#ifndef ") + m + "\n#define " + m + " 1\n#endif\n";
+  // offsetof as a constant expression, as nvcc's host compiler has it (`static_assert(offsetof(
+  // Bounds, size) == ...)`: NVIDIA Warp's apic_internal.h, vLLM's custom all-reduce). libcu++
+  // defines it under NVRTC as a difference of pointers, which is no constant, where it is not
+  // defined yet (ktune's standard headers may have brought libcu++'s before this line); NVRTC's
+  // front end folds __INTADDR__ of a member's address to a constant.
+  if (uses("offsetof"))
+    p += "#undef offsetof\n#define offsetof(type, member) ((decltype(sizeof(0)))__INTADDR__(&(((type*)0)->member)))\n";
   // GNU's __extension__ (ggml's anonymous unions in structs), which nvcc's host front end takes
   // and NVRTC's refuses: it only silences -pedantic, so nothing.
   if (uses("__extension__")) p += "#define __extension__\n";

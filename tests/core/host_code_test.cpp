@@ -1021,3 +1021,98 @@ TEST(HostCode, KeywordsReadInDecltypeNameNoFunction) {
   EXPECT_EQ(project.unevaluated.count("T"), 1u) << "a name of the program's own stays";
   expect_parts(skip_host_functions(text, &n, project), {"g_log_callback", "__host__"}, {});
 }
+
+// A header that defines CUDA's execution spaces away for its host-only compilers (faiss's
+// StaticUtils.h: `#ifndef __host__ #define __host__ #define __device__ #endif`) changes nothing
+// under NVRTC, which defines them: read as nothing, they made every `__host__ __device__`
+// function after them a host one, blanked (Tensor::getSize, called by faiss's kernels). Nor does
+// a definition in a branch the reading cannot decide make them macros of the project.
+TEST(HostCode, ExecutionSpacesAHeaderDefinesAwayStayNvrtcs) {
+  const std::string guard = "#ifndef __host__\n#define __host__\n#define __device__\n#endif\n";
+  const std::string undecided = "#if HOST_ONLY_BUILD\n#define __host__\n#define __device__\n#endif\n";
+  const std::string rest = "struct Tensor {\n  __host__ __device__ inline int getSize(int i) const { return size_[i]; }\n  int size_[4];\n};\n"
+                           "__host__ __device__ constexpr int divUp(int a, int b) { return (a + b - 1) / b; }\n"
+                           "inline int host_only(int a) { return a; }\n";
+  for (const std::string& head : {guard, undecided}) {
+    int n = 0;
+    const std::string out = skipped(head + rest, &n);
+    expect_parts(out, {"host_only"}, {"__host__ __device__ inline int getSize(int i) const { return size_[i]; }",
+                                      "__host__ __device__ constexpr int divUp(int a, int b)"});
+    std::map<std::string, std::string> known;
+    defined_macros(head, &known);
+    EXPECT_EQ(known.count("__host__"), 0u) << head;
+    EXPECT_EQ(known.count("__device__"), 0u) << head;
+    ProjectReading project;
+    project.known = known;
+    expect_parts(skip_host_functions(rest, &n, project), {"host_only"}, {"inline int getSize(int i) const"});
+  }
+}
+
+// A parameter whose type is a template's (`DeviceTensor<T, Dim>&& t`) makes a declaration a
+// function's: faiss's `__host__` move constructor and move assignment were read as variables
+// built by a constructor, their `__host__` taken away as a variable's, and NVRTC refused the
+// host functions that were left. A const object built from a comparison stays.
+TEST(HostCode, AParameterOfATemplatesTypeMakesAFunctionsDeclaration) {
+  const std::string text = "template <typename T, int Dim>\nclass DeviceTensor : public Tensor<T, Dim> {\n public:\n"
+                           "  __host__ DeviceTensor();\n  __host__ DeviceTensor(DeviceTensor<T, Dim>&& t);\n"
+                           "  __host__ DeviceTensor<T, Dim>& operator=(DeviceTensor<T, Dim>&& t);\n"
+                           "  __host__ int copyFrom(const std::vector<T>& v, cudaStream_t s);\n"
+                           "  __host__ __device__ int dims() const { return Dim; }\n};\n"
+                           "const Limit kBelow(kLow < kHigh, kHigh > kLow);\n";
+  int n = 0;
+  const std::string out = skipped(text, &n);
+  expect_parts(out, {"DeviceTensor();", "DeviceTensor<T, Dim>&& t", "copyFrom"},
+               {"__host__ __device__ int dims() const { return Dim; }", "const Limit kBelow(kLow < kHigh, kHigh > kLow);"});
+}
+
+// A macro of the text before a template's parameter list (faiss's
+// `FAISS_PRAGMA_IMPRECISE_FUNCTION_BEGIN`, a _Pragma, on the line before `template <bool
+// AllActive = false, size_t LevelWidth = 0>`) is read past: the defaults' '=' made the host
+// function template data, and the reading of the rest of the file was lost with it.
+TEST(HostCode, AMacroBeforeATemplatesParameterListIsReadPast) {
+  const std::string text = "#define IMPRECISE_BEGIN _Pragma(\"GCC push_options\")\n#define IMPRECISE_END _Pragma(\"GCC pop_options\")\n"
+                           "IMPRECISE_BEGIN\ntemplate <bool AllActive = false, int Width = 0>\n"
+                           "static inline void level_dot(const float* q, float* out) { out[0] = q[0]; }\nIMPRECISE_END\n"
+                           "static inline void after(const float* q) { (void)q; }\n"
+                           "template <int N = 4>\n__global__ void k(float* y) { y[0] = N; }\n";
+  int n = 0;
+  const std::string out = skipped(text, &n);
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), std::count(text.begin(), text.end(), '\n')) << "lines kept";
+  expect_parts(out, {"level_dot", "out[0] = q[0]", "after("}, {"__global__ void k(float* y) { y[0] = N; }", "#define IMPRECISE_BEGIN"});
+}
+
+// The variables a class is defined with at namespace scope are the host's (NVIDIA Warp's cuBQL:
+// `static struct ZeroTy { __both__ operator float() const {...} } zero MAYBE_UNUSED;`): they go,
+// with the `static` that would be left with no object, and the class stays. A typedef's name, an
+// attribute of the class (`} PACKED;`), a const object and a device variable stay.
+TEST(HostCode, VariablesDefinedWithTheirClassGo) {
+  const std::string text = "#define MAYBE_UNUSED __attribute__((unused))\n#define PACKED __attribute__((packed))\n"
+                           "#define BOTH __host__ __device__\n"
+                           "static struct ZeroTy {\n  BOTH operator float() const { return 0; }\n} zero MAYBE_UNUSED;\n"
+                           "struct Two { int a; } two, *two_p;\n"
+                           "struct Packed { int a; } PACKED;\nstruct Attr { int a; } __attribute__((aligned(16)));\n"
+                           "typedef struct { int a; } Alias;\nconst struct Lit { int a; } lit = {1};\n"
+                           "__device__ struct Dev { int a; } dev;\n";
+  int n = 0;
+  const std::string out = skipped(text, &n);
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), std::count(text.begin(), text.end(), '\n')) << "lines kept";
+  expect_parts(out, {"static struct", "zero MAYBE_UNUSED", "two, *two_p"},
+               {"struct ZeroTy {", "BOTH operator float() const { return 0; }", "struct Two { int a; }", "struct Packed { int a; } PACKED;",
+                "struct Attr { int a; } __attribute__((aligned(16)));", "typedef struct { int a; } Alias;",
+                "const struct Lit { int a; } lit = {1};", "__device__ struct Dev { int a; } dev;"});
+}
+
+// Explicit instantiations of host function templates written inside namespaces in a macro
+// (cuBQL's CUBQL_INSTANTIATE_BINARY_BVH(T,D): `namespace cuBQL { namespace cuda { template void
+// sahBuilder<T,D>(...); } }`) go with their templates, as those written outside any do.
+TEST(HostCode, InstantiationsInsideNamespacesOfAMacroGoWithTheirTemplates) {
+  const std::string text = "namespace lib { namespace cuda {\ntemplate <typename T, int D> void build(T* boxes, int n) { launch(boxes, n); }\n} }\n"
+                           "#define INSTANTIATE(T, D) \\\n  namespace lib { \\\n  namespace cuda { \\\n"
+                           "    template void build<T, D>(T* boxes, int n); \\\n  } \\\n  }\n"
+                           "INSTANTIATE(float, 3)\nINSTANTIATE(double, 2)\n"
+                           "__global__ void k(float* y) { y[0] = 1.f; }\n";
+  int n = 0;
+  const std::string out = skipped(text, &n);
+  expect_parts(out, {"launch(boxes, n)", "INSTANTIATE(float, 3)", "INSTANTIATE(double, 2)"},
+               {"#define INSTANTIATE(T, D)", "__global__ void k(float* y) { y[0] = 1.f; }"});
+}

@@ -2978,3 +2978,49 @@ __global__ void fp8_convert_saturating(const uint8_t* codes, const float* x, uin
   const VerifyResult s = check_config(*r, compiler, *d, planted, Config{{"UNTUNED", 0}}, Problem::parse(planted, n), 4);
   EXPECT_FALSE(s.pass) << "a saturating conversion agreed with PyTorch's: " << s.summary();
 }
+
+// offsetof in device code, as NVRTC folds it here (__INTADDR__, a constant where libcu++'s
+// pointer difference is none): each element scaled by an offset the kernel reads at run time and
+// by one it asserts at compile time, verified against a reference that holds the host compiler's
+// offsets for the same structs, at two configs and two sizes.
+struct GpuOffsetInner {
+  int x, y;
+};
+struct GpuOffsetOuter {
+  int a;
+  double b;
+  char c[10];
+  GpuOffsetInner in;
+};
+
+TEST(KernelSpecGpu, OffsetofInDeviceCodeIsTheHostCompilersLayout) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  TempDir dir("spec_offsetof");
+  const size_t in_y = offsetof(GpuOffsetOuter, in) + offsetof(GpuOffsetInner, y), b = offsetof(GpuOffsetOuter, b);
+  std::ofstream(dir.file("offsets.cu")) << "#include <cstddef>\n"
+                                           "struct Inner { int x, y; };\nstruct Outer { int a; double b; char c[10]; Inner in; };\n"
+                                           "template <int B> __global__ void k(const float* x, float* y, int n) {\n"
+                                           "  constexpr size_t at_b = offsetof(Outer, b);\n"
+                                           "  const int i = blockIdx.x * B + threadIdx.x;\n"
+                                           "  if (i < n) y[i] = x[i] * float(offsetof(Outer, in.y)) + float(at_b);\n}\n"
+                                           "__global__ void ref(const float* x, float* y, int n) {\n"
+                                           "  const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                                           "  if (i < n) y[i] = x[i] * " << in_y << ".f + " << b << ".f;\n}\n";
+  std::ofstream(dir.file("offsets.json")) << R"JSON({
+    "ktune_kernel_spec": 1, "name": "offsetof_in_device_code", "sources": ["offsets.cu"], "kernel": "k<{B}>", "params_as": "template",
+    "dims": ["n"], "params": {"B": [64, 256]}, "launch": {"grid": ["ceil_div(n, B)"], "block": ["B"]},
+    "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n"}, {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"},
+             {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"}],
+    "check": {"reference": {"kernel": "ref", "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]}}}})JSON";
+  CudaContext ctx(d->ordinal);
+  Compiler compiler;
+  const std::string op = load_kernel_spec(dir.file("offsets.json"));
+  auto runner = make_op_runner(op, compiler, *d);
+  for (const char* n : {"1000", "100003"})
+    for (int bs : {64, 256}) {
+      const VerifyResult v = check_config(*runner, compiler, *d, op, Config{{"B", bs}}, Problem::parse(op, n), 4);
+      EXPECT_TRUE(v.pass) << n << " B " << bs << ": " << v.summary();
+    }
+}

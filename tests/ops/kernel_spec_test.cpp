@@ -4887,4 +4887,63 @@ TEST(KernelSpec, AProgrammaticStepOverlapsThePreviousKernel) {
 }
 
 } // namespace
+
+// offsetof in a constant expression, as nvcc's host compiler folds it (NVIDIA Warp's
+// apic_internal.h: `static_assert(offsetof(Bounds, size) == ...)` in a constexpr template), and
+// the driver API's function pointer types from <cudaTypedefs.h>, which includes <cuda.h> and
+// reached the toolkit's own through it: with "host_code": "skip" the file compiles. The offsets
+// asserted are the host compiler's for the same structs; one wrong by a byte fails.
+struct OffsetInner {
+  int x, y;
+};
+struct OffsetOuter {
+  int a;
+  double b;
+  char c[10];
+  OffsetInner in;
+};
+template <int N>
+struct OffsetBounds {
+  int shape[N];
+  size_t size;
+};
+
+TEST(KernelSpec, ConstantOffsetofAndTheDriversPointerTypesCompile) {
+  SpecDir d;
+  const auto source = [](size_t bias) {
+    return "#include <cstddef>\n#include <cudaTypedefs.h>\n"
+           "struct Inner { int x, y; };\nstruct Outer { int a; double b; char c[10]; Inner in; };\n"
+           "template <int N> struct Bounds { int shape[N]; size_t size; };\n"
+           "template <int N> constexpr bool layout_matches(size_t want) {\n"
+           "  static_assert(offsetof(Bounds<N>, size) == " + std::to_string(offsetof(OffsetBounds<3>, size) + bias) + ", \"size\");\n"
+           "  return offsetof(Bounds<N>, size) == want;\n}\n"
+           "static_assert(layout_matches<3>(" + std::to_string(offsetof(OffsetBounds<3>, size)) + "), \"Bounds<3>\");\n"
+           "static_assert(offsetof(Outer, b) == " + std::to_string(offsetof(OffsetOuter, b)) + ", \"b\");\n"
+           "static_assert(offsetof(Outer, c[3]) == " + std::to_string(offsetof(OffsetOuter, c) + 3) + ", \"c[3]\");\n"
+           "static_assert(offsetof(Outer, in.y) == " + std::to_string(offsetof(OffsetOuter, in) + offsetof(OffsetInner, y)) + ", \"in.y\");\n"
+           "static_assert(sizeof(PFN_cuInit_v2000) == sizeof(void*), \"a function pointer\");\n"
+           "template <int B> __global__ void k(const float* x, float* y, int n) {\n"
+           "  const int i = blockIdx.x * B + threadIdx.x;\n  if (i < n) y[i] = x[i] * float(offsetof(Outer, in.y));\n}\n"
+           "__global__ void ref(const float* x, float* y, int n) {}\n";
+  };
+  d.write("offsets.cu", source(0));
+  d.write("wrong.cu", source(1));
+  const ojson spec = ojson::parse(R"JSON({
+    "name": "constant_offsetof", "sources": ["offsets.cu"], "host_code": "skip", "kernel": "k<{B}>", "params_as": "template", "dims": ["n"],
+    "params": {"B": [64]}, "launch": {"grid": ["ceil_div(n, B)"], "block": ["B"]},
+    "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n"}, {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"},
+             {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"}],
+    "check": {"reference": {"kernel": "ref", "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]}}}})JSON");
+  const std::string op = load_kernel_spec_text(spec.dump(), "constant_offsetof.json", d.dir());
+  Compiler compiler;
+  EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"B", 64}}, Problem::parse(op, "1000"), "sm_90")));
+  ojson wrong = spec;
+  wrong["name"] = "constant_offsetof_wrong";
+  wrong["sources"] = {"wrong.cu"};
+  const std::string off_by_one = load_kernel_spec_text(wrong.dump(), "constant_offsetof_wrong.json", d.dir());
+  if (const auto e = compile_failure(compiler, off_by_one, Config{{"B", 64}}, Problem::parse(off_by_one, "1000"),
+                                     "a static_assert on an offset one byte off"))
+    EXPECT_NE(e->log().find("static assertion failed"), std::string::npos) << e->log();
+}
+
 } // namespace ktune
