@@ -81,7 +81,8 @@ const std::vector<long long>& compiled_archs() {
   static const std::vector<long long> archs = {750, 800, 860, 870, 880, 890, 900, 1000, 1030, 1100, 1200, 1210, 9990};
   return archs;
 }
-Truth nvrtc_condition(const std::string& e, const std::map<std::string, std::string>& sure, int min_arch, int depth = 0) {
+Truth nvrtc_condition(const std::string& e, const std::map<std::string, std::string>& sure, int min_arch, int depth = 0,
+                      const std::map<std::string, std::string>* defined = nullptr) {
   // __linux__ and __unix__ as nvcc's host compiler has them on Linux (nvrtc_nvcc_prelude defines them).
   // CUDA's execution and memory spaces are macros of NVRTC's own headers.
   static const std::set<std::string> defined_here = {"__CUDACC__", "__CUDACC_RTC__", "__CUDA_ARCH__", "__cplusplus", "__linux__", "__unix__",
@@ -119,7 +120,7 @@ Truth nvrtc_condition(const std::string& e, const std::map<std::string, std::str
       const bool after_defined = !tok.empty() && (tok.back() == "defined" || (tok.back() == "(" && tok.size() > 1 && tok[tok.size() - 2] == "defined"));
       if (m != sure.end() && !after_defined) { // the macro's replacement, read in its place
         if (depth >= 8) return kMaybe;
-        return nvrtc_condition(e.substr(0, k) + " (" + m->second + ") " + e.substr(n), sure, min_arch, depth + 1);
+        return nvrtc_condition(e.substr(0, k) + " (" + m->second + ") " + e.substr(n), sure, min_arch, depth + 1, defined);
       } else {
         tok.push_back(w);
       }
@@ -169,6 +170,7 @@ Truth nvrtc_condition(const std::string& e, const std::map<std::string, std::str
       const std::string w = tok[at++];
       if (paren && next() != ")") bad = true;
       if (paren) ++at;
+      if (defined && defined->count(w)) return Val{true, 1}; // the compile's own -D
       return defined_here.count(w) ? Val{true, 1} : not_here.count(w) || other_maker(w) ? Val{true, 0} : unknown;
     }
     if (std::isdigit(static_cast<unsigned char>(t[0]))) {
@@ -250,7 +252,8 @@ Truth nvrtc_condition(const std::string& e, const std::map<std::string, std::str
 enum CharKind : char { kCode, kPreprocessor, kComment, kLiteral, kLater, kDead };
 std::string code_only(const std::string& t, std::map<std::string, std::string>* macros, std::vector<CharKind>* kind, bool first_branches = false,
                       std::map<std::string, std::string>* function_like = nullptr, int min_arch = ProjectReading{}.min_arch,
-                      std::map<std::string, std::string>* definitions = nullptr, const std::set<size_t>* whole = nullptr) {
+                      std::map<std::string, std::string>* definitions = nullptr, const std::set<size_t>* whole = nullptr,
+                      const std::map<std::string, std::string>* defined = nullptr) {
   std::string o = t;
   kind->assign(t.size(), kCode);
   auto mark = [&](size_t a, size_t b, CharKind k) { std::fill(kind->begin() + std::ptrdiff_t(a), kind->begin() + std::ptrdiff_t(std::min(b, t.size())), k); };
@@ -266,7 +269,9 @@ std::string code_only(const std::string& t, std::map<std::string, std::string>* 
     bool whole;               // every branch is read (in `whole`)
   };
   std::vector<Group> groups; // each open #if group
-  std::map<std::string, std::string> sure; // macros #defined where every branch around is live
+  // macros #defined where every branch around is live, from the compile's own on
+  std::map<std::string, std::string> sure = defined ? *defined : std::map<std::string, std::string>{};
+  std::map<std::string, std::string> given = sure; // the compile's own, less those the text #undefs
   std::set<std::string> undefined;         // #undef'd, not #defined again yet
   auto in_later = [&]() { return std::any_of(groups.begin(), groups.end(), [](const Group& g) { return !g.reading; }); };
   auto in_dead = [&]() { return std::any_of(groups.begin(), groups.end(), [](const Group& g) { return g.dead; }); };
@@ -310,7 +315,7 @@ std::string code_only(const std::string& t, std::map<std::string, std::string>* 
         const std::string named = rest.substr(0, rest.find("//"));
         const std::string dir(d);
         const bool ifdef = dir == "ifdef" || dir == "elifdef", ifndef = dir == "ifndef" || dir == "elifndef";
-        return nvrtc_condition(ifdef ? "defined(" + named + ")" : ifndef ? "!defined(" + named + ")" : named, sure, min_arch);
+        return nvrtc_condition(ifdef ? "defined(" + named + ")" : ifndef ? "!defined(" + named + ")" : named, sure, min_arch, 0, &given);
       };
       if (directive("if") || directive("ifdef") || directive("ifndef")) {
         const size_t v = line.find_first_not_of(" \t", k + 2);
@@ -342,7 +347,7 @@ std::string code_only(const std::string& t, std::map<std::string, std::string>* 
         while (n < line.size() && ident_char(line[n])) ++n;
         // The macro stays for the reading, which reads the text once its #defines are all read
         // (cuda.h #undefs its __CUDA_DEPRECATED at its end); a #define after is no other meaning.
-        if (a != std::string::npos) sure.erase(line.substr(a, n - a)), undefined.insert(line.substr(a, n - a));
+        if (a != std::string::npos) sure.erase(line.substr(a, n - a)), given.erase(line.substr(a, n - a)), undefined.insert(line.substr(a, n - a));
       }
       if (directive("define") && !(first_branches && in_later()) && !in_dead()) {
         k = line.find_first_not_of(" \t", k + 6);
@@ -1481,7 +1486,7 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
     macros = project.known;
     function_like.clear();
     definitions.clear_own();
-    code = code_only(text, &macros, &kind, first_branches, &function_like, int(arch), &definitions.own, &whole);
+    code = code_only(text, &macros, &kind, first_branches, &function_like, int(arch), &definitions.own, &whole, &project.defined);
     match.assign(code.size(), std::string::npos);
     std::vector<size_t> open;
     for (size_t i = 0; i < code.size(); ++i)
@@ -1606,7 +1611,7 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
   auto defines_host_functions = [&](const std::string& replacement) {
     const std::string r = as_text(replacement);
     int n = 0;
-    const std::string left = skip_host_functions_lf(r, &n, ProjectReading{macros, {}, {}, project.min_arch, {}}, nullptr, nullptr);
+    const std::string left = skip_host_functions_lf(r, &n, ProjectReading{macros, {}, {}, project.min_arch, {}, project.defined}, nullptr, nullptr);
     return n > 0 && left.find_first_not_of(" \t\n\r;") == std::string::npos; // an empty statement is nothing
   };
   std::vector<std::pair<size_t, std::string>> annotate; // where an execution space goes in
@@ -2138,7 +2143,7 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
         const size_t a = params_end + 1;
         const std::string r = as_text(text.substr(a, e - a));
         int changed = 0;
-        const std::string left = skip_host_functions_lf(r, &changed, ProjectReading{macros, {}, project.unevaluated, project.min_arch, {}}, nullptr, nullptr);
+        const std::string left = skip_host_functions_lf(r, &changed, ProjectReading{macros, {}, project.unevaluated, project.min_arch, {}, project.defined}, nullptr, nullptr);
         std::vector<std::pair<size_t, std::string>> inserted;
         std::vector<size_t> blanks; // where the reading blanked a class's host members
         const size_t body = r.find('{');

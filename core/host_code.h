@@ -29,6 +29,11 @@ struct ProjectReading {
   // `GN_FWD_BWD_ONE_PASS_DEFINITION(10, 640)`, defined in its macros.h through four more levels
   // of macros).
   std::map<std::string, std::string> function_like;
+  // The macros the compile itself defines (a spec's `defines`, its options' -D), each with its
+  // value where that is a constant ("" where not): an #if on one is read as NVRTC will read it, not
+  // as a macro no file defines (HOOMD-blue wraps whole headers in `#ifdef ENABLE_HIP`, a name
+  // the reading otherwise takes for another GPU maker's flag, which a CUDA build never sets).
+  std::map<std::string, std::string> defined;
 };
 
 // text with what NVRTC refuses as host code replaced by spaces, every newline and preprocessor

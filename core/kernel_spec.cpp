@@ -1434,7 +1434,7 @@ bool in_toolkit(const fs::path& file) {
 // resolve to different files is left to NVRTC: one text cannot serve both.
 std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojson& v, std::string* hashed,
                                       const std::vector<std::string>& incs, std::vector<std::pair<std::string, std::string>>* views,
-                                      std::set<std::string>* outside) {
+                                      std::set<std::string>* outside, const std::map<std::string, std::string>& command_line) {
   std::vector<std::string> files;
   if (v.is_string()) files.push_back(r.file(v.get<std::string>(), "sources", "source"));
   else if (v.is_array() && !v.empty())
@@ -1545,6 +1545,7 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
   const int min_arch = s.min_arch ? s.min_arch * 10 : ProjectReading{}.min_arch; // as __CUDA_ARCH__ spells it
   if (s.skip_host_code) {
     for (const char* m : {"CUDART_CB", "CUDARTAPI", "CUDAAPI"}) known.emplace(m, "");
+    known.insert(command_line.begin(), command_line.end());
     for (const auto& [m, space] : {std::pair<const char*, const char*>{"C10_HOST_DEVICE", "__host__ __device__"}, {"C10_DEVICE", "__device__"}, {"C10_HOST", "__host__"}})
       known.emplace(m, space);
     for (const auto& [file, text] : texts)
@@ -1571,7 +1572,7 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
     for (const auto& [file, text] : texts)
       if (!in_toolkit(file)) {
         int n = 0;
-        skip_host_functions(text, &n, ProjectReading{known, {}, unevaluated, min_arch, function_macros}, &host_functions, &device_functions);
+        skip_host_functions(text, &n, ProjectReading{known, {}, unevaluated, min_arch, function_macros, command_line}, &host_functions, &device_functions);
       }
     for (const auto& d : device_functions) host_functions.erase(d);
   }
@@ -1582,7 +1583,7 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
   for (const auto& f : files) {
     int blanked = 0;
     const std::string& text = texts.at(f);
-    const std::string compiled = with_std_math_declarations(s.skip_host_code ? skip_host_functions(text, &blanked, ProjectReading{known, host_functions, unevaluated, min_arch, function_macros}) : text);
+    const std::string compiled = with_std_math_declarations(s.skip_host_code ? skip_host_functions(text, &blanked, ProjectReading{known, host_functions, unevaluated, min_arch, function_macros, command_line}) : text);
     s.source += "#line 1 \"" + f + "\"\n" + compiled + (compiled.empty() || compiled.back() == '\n' ? "" : "\n");
   }
   // A file included by two names has one view; the other name's includes it, so that its
@@ -1595,7 +1596,7 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
     if (!file.empty()) names_of[file].push_back(name);
   for (const auto& [file, names] : names_of) {
     int blanked = 0;
-    std::string view = s.skip_host_code ? skip_host_functions(with_paths(file), &blanked, ProjectReading{known, host_functions, unevaluated, min_arch, function_macros}) : texts.at(file);
+    std::string view = s.skip_host_code ? skip_host_functions(with_paths(file), &blanked, ProjectReading{known, host_functions, unevaluated, min_arch, function_macros, command_line}) : texts.at(file);
     const std::string with_math = with_std_math_declarations(view);
     const bool math_declared = with_math.size() != view.size();
     view = with_math;
@@ -1711,9 +1712,24 @@ void read_compile(Reader& r, const ojson& j, KernelSpec& s, std::string* hashed)
     s.skip_host_code = h == "skip";
   }
   if (!j.contains("sources")) r.fail("sources", "missing (the .cu file(s), relative to the spec)");
+  // The macros the compile defines, for the reading of the sources' #if groups: the spec's
+  // `defines` (checked below; a value that is a number read as it, another's unknown) and the
+  // options' -D and --define-macro=.
+  std::map<std::string, std::string> command_line;
+  if (j.contains("defines") && j["defines"].is_object())
+    for (const auto& [k, v] : j["defines"].items())
+      command_line[k] = v.is_number_integer() ? std::to_string(v.get<long long>()) : "";
+  if (j.contains("options") && j["options"].is_array())
+    for (const auto& o : j["options"]) {
+      std::string t = o.is_string() ? o.get<std::string>() : "";
+      if (t.rfind("--define-macro=", 0) == 0) t = "-D" + t.substr(15);
+      if (t.size() < 3 || t.compare(0, 2, "-D") != 0) continue;
+      const size_t eq = t.find('=');
+      command_line[t.substr(2, eq == std::string::npos ? std::string::npos : eq - 2)] = eq == std::string::npos ? "1" : t.substr(eq + 1);
+    }
   std::vector<std::pair<std::string, std::string>> project_views;
   std::set<std::string> outside;
-  const std::vector<std::string> source_dirs = read_sources(r, s, j["sources"], hashed, option_incs, &project_views, &outside);
+  const std::vector<std::string> source_dirs = read_sources(r, s, j["sources"], hashed, option_incs, &project_views, &outside, command_line);
   // __int128, which nvcc takes in device code on Linux and NVRTC only when asked (Transformer
   // Engine's ptx.cuh, as __uint128_t): asked where the text names it.
   for (const char* w : {"__int128", "__int128_t", "__uint128_t"})

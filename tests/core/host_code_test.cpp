@@ -1116,3 +1116,23 @@ TEST(HostCode, InstantiationsInsideNamespacesOfAMacroGoWithTheirTemplates) {
   expect_parts(out, {"launch(boxes, n)", "INSTANTIATE(float, 3)", "INSTANTIATE(double, 2)"},
                {"#define INSTANTIATE(T, D)", "__global__ void k(float* y) { y[0] = 1.f; }"});
 }
+
+// The macros the compile defines (a spec's `defines`, its options' -D) are read as NVRTC will
+// read them: HOOMD-blue wraps whole headers in `#ifdef ENABLE_HIP`, a name the reading otherwise
+// takes for another GPU maker's flag that a CUDA build never sets, so that nothing in them was
+// read and their host code stayed. An #undef in the text ends one.
+TEST(HostCode, TheCompilesOwnDefinesDecideItsGroups) {
+  const std::string text = "#ifdef ENABLE_HIP\nclass Partition {\n public:\n  Partition() : n(0) { }\n  void set(int k) { n = k; }\n  int n;\n};\n"
+                           "inline int host_only(int a) { return a; }\n#else\nstatic int other_branch() { return 1; }\n#endif\n"
+                           "#if HOOMD_LONGREAL_SIZE == 64\ninline double wide() { return 1.0; }\n#endif\n"
+                           "#undef ENABLE_HIP\n#ifdef ENABLE_HIP\ninline int after_undef() { return 2; }\n#endif\n";
+  int n = 0;
+  ProjectReading project;
+  project.defined = {{"ENABLE_HIP", ""}, {"HOOMD_LONGREAL_SIZE", "64"}};
+  const std::string out = skip_host_functions(text, &n, project);
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), std::count(text.begin(), text.end(), '\n')) << "lines kept";
+  expect_parts(out, {"Partition() : n(0) { }", "void set(int k)", "host_only", "wide()"},
+               {"class Partition {", "int n;", "static int other_branch() { return 1; }", "inline int after_undef() { return 2; }"});
+  // Without them, the group is another maker's, never compiled: nothing in it is read.
+  expect_parts(skipped(text, &n), {}, {"Partition() : n(0) { }", "inline int host_only(int a) { return a; }"});
+}

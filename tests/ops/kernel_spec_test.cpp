@@ -4946,4 +4946,41 @@ TEST(KernelSpec, ConstantOffsetofAndTheDriversPointerTypesCompile) {
     EXPECT_NE(e->log().find("static assertion failed"), std::string::npos) << e->log();
 }
 
+
+// The spec's `defines` and its options' -D reach the reading of its sources under skip: HOOMD-
+// blue's headers hold their host classes in `#ifdef ENABLE_HIP`, which its build defines and the
+// reading took for another GPU maker's flag; their host constructors stayed and NVRTC refused
+// them. Defined either way, the file compiles.
+TEST(KernelSpec, TheSpecsDefinesReachTheReadingOfItsSources) {
+  SpecDir d;
+  d.write("part.cu", R"CUDA(#ifdef ENABLE_HIP
+#include <vector>
+class Partition {
+ public:
+  Partition() : n_(0) { }
+  explicit Partition(const std::vector<unsigned int>& ids) : n_(static_cast<unsigned int>(ids.size())) { }
+  unsigned int size() const { return n_; }
+ private:
+  unsigned int n_;
+};
+#endif
+template <int B> __global__ void k(const float* x, float* y, int n) { const int i = blockIdx.x * B + threadIdx.x; if (i < n) y[i] = x[i]; }
+__global__ void ref(const float* x, float* y, int n) { const int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = x[i]; }
+)CUDA");
+  ojson spec = ojson::parse(R"JSON({
+    "name": "hip_guarded_host_class", "sources": ["part.cu"], "host_code": "skip", "kernel": "k<{B}>", "params_as": "template", "dims": ["n"],
+    "params": {"B": [64]}, "launch": {"grid": ["ceil_div(n, B)"], "block": ["B"]}, "defines": {"ENABLE_HIP": 1},
+    "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n"}, {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"},
+             {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"}],
+    "check": {"reference": {"kernel": "ref", "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]}}}})JSON");
+  Compiler compiler;
+  const std::string by_defines = load_kernel_spec_text(spec.dump(), "hip_guarded_host_class.json", d.dir());
+  EXPECT_NO_THROW(compiler.compile(compile_request(find_family(by_defines), Config{{"B", 64}}, Problem::parse(by_defines, "1000"), "sm_90")));
+  spec.erase("defines");
+  spec["name"] = "hip_guarded_host_class_option";
+  spec["options"] = {"-DENABLE_HIP"};
+  const std::string by_option = load_kernel_spec_text(spec.dump(), "hip_guarded_host_class_option.json", d.dir());
+  EXPECT_NO_THROW(compiler.compile(compile_request(find_family(by_option), Config{{"B", 64}}, Problem::parse(by_option, "1000"), "sm_90")));
+}
+
 } // namespace ktune
