@@ -1467,6 +1467,43 @@ std::string as_text(std::string replacement) {
   return replacement;
 }
 
+// The names of the types a text (as code_only leaves it) declares, ALL_CAPS or not (tinyexr's
+// `union FP32 {...};`, AMGX's `enum AMGX_ERROR` in error.h): a class, struct, union or enum
+// defined or declared, a typedef's or an alias's name.
+std::set<std::string> type_names(const std::string& code) {
+  std::set<std::string> names;
+  for (const char* key : {"struct", "class", "union", "enum", "using", "typedef"})
+    for (size_t k = find_word(code, key); k != std::string::npos; k = find_word(code, key, k + 1)) {
+      const std::string kw = key;
+      if (kw == "typedef") { // its name is the last word before the ';' outside braces and parentheses
+        size_t e = k, depth = 0;
+        for (; e < code.size() && !(depth == 0 && code[e] == ';'); ++e)
+          if (code[e] == '{' || code[e] == '(' || code[e] == '[') ++depth;
+          else if ((code[e] == '}' || code[e] == ')' || code[e] == ']') && depth > 0) --depth;
+        size_t w = code.find_last_not_of(" \t\n", e - 1);
+        if (e < code.size() && w != std::string::npos && w > k && ident_char(code[w])) {
+          size_t b = w + 1;
+          while (b > 0 && ident_char(code[b - 1])) --b;
+          names.insert(code.substr(b, w + 1 - b));
+        }
+        continue;
+      }
+      size_t a = code.find_first_not_of(" \t\n", k + kw.size());
+      if (kw == "enum" && a != std::string::npos && (find_word(code.substr(a, 6), "class") == 0 || find_word(code.substr(a, 6), "struct") == 0))
+        a = code.find_first_not_of(" \t\n", code.find_first_of(" \t\n", a));
+      size_t b = a;
+      while (b < code.size() && ident_char(code[b])) ++b;
+      if (a == std::string::npos || b == a || b >= code.size()) continue;
+      const size_t after = code.find_first_not_of(" \t\n", b);
+      if (after == std::string::npos) continue;
+      // A definition or a declaration of the type (`{`, a base's `:`, `;`, `final`), or an alias's `=`.
+      const bool declares = kw == "using" ? code[after] == '=' : (code[after] == '{' || code[after] == ';' || (code[after] == ':' && code.compare(after, 2, "::") != 0) ||
+                                                                   find_word(code.substr(after, 5), "final") == 0);
+      if (declares) names.insert(code.substr(a, b - a));
+    }
+  return names;
+}
+
 std::string skip_host_functions_lf(const std::string& text, int* blanked, const ProjectReading& project, std::set<std::string>* names,
                                    std::set<std::string>* device_names) {
   const std::set<std::string>& elsewhere = project.elsewhere;
@@ -1706,38 +1743,11 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
       if (end) break;
     }
   }
-  // Nor are the names of the text's own types, ALL_CAPS or not (tinyexr's `union FP32 {...};`,
-  // then `static FP32 half_to_float(FP16 h) {...}`): a class, struct, union or enum defined or
-  // declared, a typedef's or an alias's name.
-  for (const char* key : {"struct", "class", "union", "enum", "using", "typedef"})
-    for (size_t k = find_word(code, key); k != std::string::npos; k = find_word(code, key, k + 1)) {
-      const std::string kw = key;
-      if (kw == "typedef") { // its name is the last word before the ';' outside braces and parentheses
-        size_t e = k, depth = 0;
-        for (; e < code.size() && !(depth == 0 && code[e] == ';'); ++e)
-          if (code[e] == '{' || code[e] == '(' || code[e] == '[') ++depth;
-          else if ((code[e] == '}' || code[e] == ')' || code[e] == ']') && depth > 0) --depth;
-        size_t w = code.find_last_not_of(" \t\n", e - 1);
-        if (e < code.size() && w != std::string::npos && w > k && ident_char(code[w])) {
-          size_t b = w + 1;
-          while (b > 0 && ident_char(code[b - 1])) --b;
-          not_macros.emplace(code.substr(b, w + 1 - b), "");
-        }
-        continue;
-      }
-      size_t a = code.find_first_not_of(" \t\n", k + kw.size());
-      if (kw == "enum" && a != std::string::npos && (find_word(code.substr(a, 6), "class") == 0 || find_word(code.substr(a, 6), "struct") == 0))
-        a = code.find_first_not_of(" \t\n", code.find_first_of(" \t\n", a));
-      size_t b = a;
-      while (b < code.size() && ident_char(code[b])) ++b;
-      if (a == std::string::npos || b == a || b >= code.size()) continue;
-      const size_t after = code.find_first_not_of(" \t\n", b);
-      if (after == std::string::npos) continue;
-      // A definition or a declaration of the type (`{`, a base's `:`, `;`, `final`), or an alias's `=`.
-      const bool declares = kw == "using" ? code[after] == '=' : (code[after] == '{' || code[after] == ';' || (code[after] == ':' && code.compare(after, 2, "::") != 0) ||
-                                                                   find_word(code.substr(after, 5), "final") == 0);
-      if (declares) not_macros.emplace(code.substr(a, b - a), "");
-    }
+  // Nor are the names of the types the text declares, or the project's other files do (tinyexr's
+  // `union FP32 {...};`, then `static FP32 half_to_float(FP16 h) {...}`; AMGX's `AMGX_ERROR
+  // parseFile(const char *filename);` in a class of amg_config.h, its enum in error.h).
+  for (const auto& t : type_names(code)) not_macros.emplace(t, "");
+  for (const auto& t : project.types) not_macros.emplace(t, "");
   std::set<std::string> unevaluated = unevaluated_names(code);
   unevaluated.insert(project.unevaluated.begin(), project.unevaluated.end());
   // Statements from `start` to a ';' or a '{', over [from, to): namespace scope, or a class's body
@@ -2196,6 +2206,12 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
 }
 
 } // namespace
+
+std::set<std::string> type_names_of(const std::string& text) {
+  std::map<std::string, std::string> macros;
+  std::vector<CharKind> kind;
+  return type_names(code_only(without_crs(text, nullptr), &macros, &kind));
+}
 
 std::set<std::string> unevaluated_names_of(const std::string& text) {
   std::map<std::string, std::string> macros;

@@ -34,6 +34,9 @@ struct ProjectReading {
   // as a macro no file defines (HOOMD-blue wraps whole headers in `#ifdef ENABLE_HIP`, a name
   // the reading otherwise takes for another GPU maker's flag, which a CUDA build never sets).
   std::map<std::string, std::string> defined;
+  // The names of the types the project's files declare (type_names_of): an ALL_CAPS one before a
+  // declaration's name is a type, no header's macro that may be an execution space.
+  std::set<std::string> types;
 };
 
 // text with what NVRTC refuses as host code replaced by spaces, every newline and preprocessor
@@ -68,6 +71,10 @@ std::string skip_host_functions(const std::string& text, int* blanked, const Pro
 // The words read in text's unevaluated operands (decltype, sizeof, alignof, noexcept), comments
 // and string literals aside.
 std::set<std::string> unevaluated_names_of(const std::string& text);
+
+// The names of the types a text declares: its classes, structs, unions and enums (defined or
+// declared), its typedefs' and aliases' names.
+std::set<std::string> type_names_of(const std::string& text);
 
 // The object-like macros text's #define lines define (name: replacement), added to *macros; one
 // defined otherwise again (in *macros before, or in #if branches this reading cannot choose

@@ -1561,18 +1561,21 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
   // side keeps its explicit instantiations and using-declarations.
   // A function one file defines may be read in another's unevaluated operand (CUTLASS's kernel
   // headers' decltype of conv/detail.hpp's helpers): those names are known to every file's too.
-  std::set<std::string> host_functions, unevaluated;
+  // The types each file declares are known to every file's too (AMGX's enum AMGX_ERROR, in
+  // error.h, returned by a host member declared in amg_config.h).
+  std::set<std::string> host_functions, unevaluated, types;
   if (s.skip_host_code) {
     for (const auto& [file, text] : texts)
       if (!in_toolkit(file)) {
-        const std::set<std::string> read = unevaluated_names_of(text);
+        const std::set<std::string> read = unevaluated_names_of(text), declared = type_names_of(text);
         unevaluated.insert(read.begin(), read.end());
+        types.insert(declared.begin(), declared.end());
       }
     std::set<std::string> device_functions;
     for (const auto& [file, text] : texts)
       if (!in_toolkit(file)) {
         int n = 0;
-        skip_host_functions(text, &n, ProjectReading{known, {}, unevaluated, min_arch, function_macros, command_line}, &host_functions, &device_functions);
+        skip_host_functions(text, &n, ProjectReading{known, {}, unevaluated, min_arch, function_macros, command_line, types}, &host_functions, &device_functions);
       }
     for (const auto& d : device_functions) host_functions.erase(d);
   }
@@ -1583,7 +1586,7 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
   for (const auto& f : files) {
     int blanked = 0;
     const std::string& text = texts.at(f);
-    const std::string compiled = with_std_math_declarations(s.skip_host_code ? skip_host_functions(text, &blanked, ProjectReading{known, host_functions, unevaluated, min_arch, function_macros, command_line}) : text);
+    const std::string compiled = with_std_math_declarations(s.skip_host_code ? skip_host_functions(text, &blanked, ProjectReading{known, host_functions, unevaluated, min_arch, function_macros, command_line, types}) : text);
     s.source += "#line 1 \"" + f + "\"\n" + compiled + (compiled.empty() || compiled.back() == '\n' ? "" : "\n");
   }
   // A file included by two names has one view; the other name's includes it, so that its
@@ -1596,7 +1599,7 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
     if (!file.empty()) names_of[file].push_back(name);
   for (const auto& [file, names] : names_of) {
     int blanked = 0;
-    std::string view = s.skip_host_code ? skip_host_functions(with_paths(file), &blanked, ProjectReading{known, host_functions, unevaluated, min_arch, function_macros, command_line}) : texts.at(file);
+    std::string view = s.skip_host_code ? skip_host_functions(with_paths(file), &blanked, ProjectReading{known, host_functions, unevaluated, min_arch, function_macros, command_line, types}) : texts.at(file);
     const std::string with_math = with_std_math_declarations(view);
     const bool math_declared = with_math.size() != view.size();
     view = with_math;

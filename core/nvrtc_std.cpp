@@ -286,6 +286,12 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
   h.emplace_back("future", host_only("future", "#include <mutex>\n#include <condition_variable>\n#include <thread>\n#include <functional>\n"
                                                "#include <memory>\n" + host_types({"future", "shared_future", "promise", "packaged_task"})));
   h.emplace_back("exception", host_only("exception", host_types({}, {"exception"})));
+  // std::type_info, which a host class points to (AMGX's amg_config.h: `const std::type_info *type;`):
+  // NVRTC's front end reserves the name and refuses any declaration of it, and names none itself
+  // (no RTTI on the device), so the word stands for a class of ktune's, declared only.
+  h.emplace_back("typeinfo", host_only("typeinfo", "#include <exception>\n#define type_info __ktune_type_info\n" +
+                                                       host_types({}, {}, "class __ktune_type_info;\n" + host_class("bad_cast", "exception") +
+                                                                              host_class("bad_typeid", "exception"))));
   {
     std::string errors;
     for (const char* n : {"logic_error", "runtime_error"}) errors += host_class(n, "exception");
@@ -320,7 +326,7 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
                         std::string(kIntoStd));
   for (const char* n : {"iomanip", "random", "string_view", "regex", "strings.h", "sys/stat.h", "sys/resource.h", "sys/mman.h", "fcntl.h", "dlfcn.h", "fenv.h", "cfenv",
                         "getopt.h", "cerrno", "errno.h", "csignal", "signal.h", "cctype", "ctype.h", "cstdarg", "stdarg.h",
-                        "typeinfo", "any", "execution", "omp.h", "sys/syscall.h", "syscall.h", "charconv", "system_error",
+                        "any", "execution", "omp.h", "sys/syscall.h", "syscall.h", "charconv", "system_error",
                         "format", "print", "ios", "iosfwd", "streambuf", "cwchar", "cwctype", "wchar.h",
                         "csetjmp", "setjmp.h", "sched.h", "sys/sysinfo.h", "libgen.h", "malloc.h", "memory_resource", "stop_token",
                         "typeindex", "syncstream", "stacktrace", "arpa/inet.h", "netinet/in.h", "netinet/tcp.h",
@@ -343,8 +349,10 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
   static const std::set<std::string> bring_errors = {"iostream", "ostream", "istream", "sstream", "fstream", "ios", "system_error"};
   static const std::set<std::string> bring_exception = {"vector", "string", "map", "unordered_map", "set", "unordered_set",
                                                         "list", "forward_list", "deque", "queue", "valarray"};
+  // Its streams bring std::string too (<ios>'s locale classes hold one): AMGX's amgx_timer.h names
+  // std::string after <iostream>, <iomanip> and <fstream> alone.
   for (auto& [name, text] : h) {
-    const char* brings = bring_errors.count(name) ? "#include <stdexcept>\n" : bring_exception.count(name) ? "#include <exception>\n" : nullptr;
+    const char* brings = bring_errors.count(name) ? "#include <stdexcept>\n#include <string>\n" : bring_exception.count(name) ? "#include <exception>\n" : nullptr;
     if (brings != nullptr) text.insert(text.find('\n') + 1, brings); // after its #pragma once
   }
   return h;
@@ -519,15 +527,21 @@ std::map<std::string, std::string> make_views(const std::string& dir) {
     std::vector<std::string> host_side;
     for (const auto& e : std::filesystem::directory_iterator(thrust, ec))
       if (e.path().extension() == ".h" && !kThrustDevice.count(e.path().filename().string())) host_side.push_back("thrust/" + e.path().filename().string());
+    // The containers' base, which a project's own containers derive from (AMGX's bundled CUSP:
+    // `class array1d : public thrust::detail::vector_base<T, MemorySpace>`).
+    host_side.push_back("thrust/detail/vector_base.h");
     for (const char* system : {"cuda", "cpp", "omp", "tbb"})
       for (const char* part : {"execution_policy.h", "vector.h", "memory.h", "pointer.h", "error.h"})
         if (std::filesystem::is_regular_file(thrust + "/system/" + system + "/" + part, ec))
           host_side.push_back(std::string("thrust/system/") + system + "/" + part);
-    std::string containers = std::string(kHostAny) + "#ifndef KTUNE_THRUST_HOST\n#define KTUNE_THRUST_HOST\nnamespace thrust {\n";
+    // In Thrust's own namespace as its headers open it: a project that wraps Thrust in its own
+    // (AMGX's -DTHRUST_CUB_WRAPPED_NAMESPACE=amgx) names `amgx::thrust::device_ptr`.
+    std::string containers = std::string(kHostAny) + "#ifndef KTUNE_THRUST_HOST\n#define KTUNE_THRUST_HOST\nTHRUST_NAMESPACE_BEGIN\n";
     for (const char* n : {"device_vector", "host_vector", "universal_vector", "device_ptr"})
       containers += std::string("template <class...>\nclass ") + n + " {\n public:\n  __host__ __device__ " + n + "() {}\n  template <class... A> __host__ __device__ " + n +
                     "(A&&...) {}\n  __host__ __device__ " + n + "(std::initializer_list<std::__ktune_any>) {}\n};\n";
-    containers += "}\n#endif\n";
+    containers += "namespace detail {\ntemplate <class...>\nclass vector_base {\n public:\n  __host__ __device__ vector_base() {}\n"
+                  "  template <class... A> __host__ __device__ vector_base(A&&...) {}\n};\n}\nTHRUST_NAMESPACE_END\n#endif\n";
     for (const auto& name : host_side)
       v.emplace(name, "#pragma once\n// ktune's <" + name + "> for NVRTC: a host-side part of Thrust; its device-usable headers and "
                       "its containers' stand-ins in its place\n#include <thrust/pair.h>\n#include <thrust/tuple.h>\n#include <thrust/functional.h>\n"

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <set>
 #include <string>
 
 #include "core/host_code.h"
@@ -1135,4 +1136,20 @@ TEST(HostCode, TheCompilesOwnDefinesDecideItsGroups) {
                {"class Partition {", "int n;", "static int other_branch() { return 1; }", "inline int after_undef() { return 2; }"});
   // Without them, the group is another maker's, never compiled: nothing in it is read.
   expect_parts(skipped(text, &n), {}, {"Partition() : n(0) { }", "inline int host_only(int a) { return a; }"});
+}
+
+// A type another of the project's files declares (AMGX's `enum AMGX_ERROR`, in error.h) is no
+// unknown ALL_CAPS macro before a declaration's name, as the text's own types are not: the host
+// member `AMGX_ERROR parseFile(const char* filename);` goes. Unknown to the reading, it stays.
+TEST(HostCode, TheProjectsAllCapsTypesAreNoMacros) {
+  const std::string text = "class Config {\n public:\n  Config();\n  APP_ERROR parseFile(const char* filename);\n"
+                           "  __host__ __device__ APP_ERROR check() const { return APP_ERROR(0); }\n};\n"
+                           "static APP_ERROR report(APP_ERROR e) { return e; }\n";
+  int n = 0;
+  ProjectReading project;
+  project.types = type_names_of("enum APP_ERROR { APP_OK, APP_BAD };\ntypedef struct { int n; } APP_HANDLE;\n");
+  EXPECT_EQ(project.types, (std::set<std::string>{"APP_ERROR", "APP_HANDLE"}));
+  expect_parts(skip_host_functions(text, &n, project), {"parseFile", "report("},
+               {"__host__ __device__ APP_ERROR check() const { return APP_ERROR(0); }", "class Config {"});
+  expect_parts(skipped(text, &n), {}, {"APP_ERROR parseFile(const char* filename);", "static APP_ERROR report(APP_ERROR e) { return e; }"});
 }

@@ -4983,4 +4983,61 @@ __global__ void ref(const float* x, float* y, int n) { const int i = blockIdx.x 
   EXPECT_NO_THROW(compiler.compile(compile_request(find_family(by_option), Config{{"B", 64}}, Problem::parse(by_option, "1000"), "sm_90")));
 }
 
+
+// A solver library's host side as AMGX writes it, under skip: Thrust wrapped in the project's
+// namespace (-DTHRUST_CUB_WRAPPED_NAMESPACE=amgx, then `amgx::thrust::device_ptr<T>`), a container
+// on Thrust's `detail::vector_base` (its bundled CUSP's array1d), a host class pointing to a
+// `std::type_info`, `std::string` after <iostream> alone, and an enum of another header returned
+// by a host member (`AMGX_ERROR parseFile(const char*);`, its ALL_CAPS name no macro once the
+// project's files declare it): the file compiles with its kernel.
+TEST(KernelSpec, AWrappedThrustAndTheHostLibrarysTypesCompileWhereHostCodeIsSkipped) {
+  SpecDir d;
+  d.write("error.h", "#pragma once\nenum APP_ERROR { APP_OK = 0, APP_BAD = 1 };\n");
+  d.write("config.h", R"CUDA(#pragma once
+#include <iostream>
+#include <map>
+#include <typeinfo>
+#include "error.h"
+struct Description {
+  const std::type_info* type;
+  std::string name;
+};
+class Config {
+ public:
+  Config();
+  APP_ERROR parseFile(const char* filename);
+ private:
+  std::map<std::string, Description> params_;
+};
+)CUDA");
+  d.write("solver.cu", R"CUDA(#include <thrust/device_ptr.h>
+#include <thrust/detail/vector_base.h>
+#include "config.h"
+namespace app {
+template <typename T, typename Alloc>
+class array1d : public thrust::detail::vector_base<T, Alloc> {
+ public:
+  array1d() {}
+  explicit array1d(int n) : thrust::detail::vector_base<T, Alloc>(n) {}
+};
+}
+struct Buffers {
+  app::thrust::device_ptr<float> values;
+  app::array1d<float, int> column;
+  Config config;
+};
+template <int B> __global__ void k(const float* x, float* y, int n) { const int i = blockIdx.x * B + threadIdx.x; if (i < n) y[i] = 2.f * x[i]; }
+__global__ void ref(const float* x, float* y, int n) { const int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = 2.f * x[i]; }
+)CUDA");
+  const ojson spec = ojson::parse(R"JSON({
+    "name": "wrapped_thrust_host_types", "sources": ["solver.cu"], "host_code": "skip", "kernel": "k<{B}>", "params_as": "template", "dims": ["n"],
+    "params": {"B": [64]}, "launch": {"grid": ["ceil_div(n, B)"], "block": ["B"]}, "options": ["-DTHRUST_CUB_WRAPPED_NAMESPACE=app"],
+    "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n"}, {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"},
+             {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"}],
+    "check": {"reference": {"kernel": "ref", "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]}}}})JSON");
+  const std::string op = load_kernel_spec_text(spec.dump(), "wrapped_thrust_host_types.json", d.dir());
+  Compiler compiler;
+  EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"B", 64}}, Problem::parse(op, "1000"), "sm_90")));
+}
+
 } // namespace ktune
