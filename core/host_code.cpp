@@ -1648,7 +1648,7 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
   auto defines_host_functions = [&](const std::string& replacement) {
     const std::string r = as_text(replacement);
     int n = 0;
-    const std::string left = skip_host_functions_lf(r, &n, ProjectReading{macros, {}, {}, project.min_arch, {}, project.defined}, nullptr, nullptr);
+    const std::string left = skip_host_functions_lf(r, &n, ProjectReading{macros, {}, {}, project.min_arch, {}, project.defined, project.types}, nullptr, nullptr);
     return n > 0 && left.find_first_not_of(" \t\n\r;") == std::string::npos; // an empty statement is nothing
   };
   std::vector<std::pair<size_t, std::string>> annotate; // where an execution space goes in
@@ -2153,7 +2153,7 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
         const size_t a = params_end + 1;
         const std::string r = as_text(text.substr(a, e - a));
         int changed = 0;
-        const std::string left = skip_host_functions_lf(r, &changed, ProjectReading{macros, {}, project.unevaluated, project.min_arch, {}, project.defined}, nullptr, nullptr);
+        const std::string left = skip_host_functions_lf(r, &changed, ProjectReading{macros, {}, project.unevaluated, project.min_arch, {}, project.defined, project.types}, nullptr, nullptr);
         std::vector<std::pair<size_t, std::string>> inserted;
         std::vector<size_t> blanks; // where the reading blanked a class's host members
         const size_t body = r.find('{');
@@ -2221,7 +2221,7 @@ std::set<std::string> unevaluated_names_of(const std::string& text) {
 
 std::string device_view_of_header(const std::string& text, const std::map<std::string, std::string>& known) {
   int blanked = 0;
-  const std::string kept = skip_host_functions(text, &blanked, ProjectReading{known, {}, {}, ProjectReading{}.min_arch, {}});
+  const std::string kept = skip_host_functions(text, &blanked, ProjectReading{known, {}, {}, ProjectReading{}.min_arch, {}, {}, {}});
   std::map<std::string, std::string> macros;
   std::vector<CharKind> kind;
   code_only(kept, &macros, &kind);
