@@ -1586,7 +1586,9 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
   for (const auto& f : files) {
     int blanked = 0;
     const std::string& text = texts.at(f);
-    const std::string compiled = with_std_math_declarations(s.skip_host_code ? skip_host_functions(text, &blanked, ProjectReading{known, host_functions, unevaluated, min_arch, function_macros, command_line, types}) : text);
+    const std::string compiled = with_std_math_declarations(
+        s.skip_host_code ? with_pragma_operators(skip_host_functions(text, &blanked, ProjectReading{known, host_functions, unevaluated, min_arch, function_macros, command_line, types}))
+                         : text);
     s.source += "#line 1 \"" + f + "\"\n" + compiled + (compiled.empty() || compiled.back() == '\n' ? "" : "\n");
   }
   // A file included by two names has one view; the other name's includes it, so that its
@@ -1600,8 +1602,8 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
   for (const auto& [file, names] : names_of) {
     int blanked = 0;
     std::string view = s.skip_host_code ? skip_host_functions(with_paths(file), &blanked, ProjectReading{known, host_functions, unevaluated, min_arch, function_macros, command_line, types}) : texts.at(file);
-    const std::string with_math = with_std_math_declarations(view);
-    const bool math_declared = with_math.size() != view.size();
+    const std::string with_math = with_std_math_declarations(s.skip_host_code ? with_pragma_operators(view) : view);
+    const bool math_declared = with_math != view; // or a pragma's macro rewritten
     view = with_math;
     const auto path_name = std::find_if(names.begin(), names.end(), [&](const std::string& n) { return path_names.count(n) > 0; });
     const bool ktune_name = std::any_of(names.begin(), names.end(), ktune_header_name);

@@ -817,6 +817,44 @@ std::string nvrtc_nvcc_prelude(const std::string& text) {
   return p.empty() ? p : "// ktune: what nvcc's implicit <cuda_runtime.h> gives device code and NVRTC's lacks\n" + p;
 }
 
+std::string with_pragma_operators(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(at, end - at);
+    // `# define NAME #pragma what` (no continuation, no parameters).
+    size_t k = line.find_first_not_of(" \t");
+    if (k != std::string::npos && line[k] == '#' && line.back() != '\\') {
+      k = line.find_first_not_of(" \t", k + 1);
+      if (k != std::string::npos && line.compare(k, 6, "define") == 0) {
+        size_t name = line.find_first_not_of(" \t", k + 6), e = name;
+        while (e < line.size() && (std::isalnum(static_cast<unsigned char>(line[e])) || line[e] == '_')) ++e;
+        const size_t hash = e < line.size() && line[e] != '(' ? line.find_first_not_of(" \t", e) : std::string::npos;
+        if (name != std::string::npos && e > name && hash != std::string::npos && line[hash] == '#') {
+          const size_t word = line.find_first_not_of(" \t", hash + 1);
+          if (word != std::string::npos && line.compare(word, 6, "pragma") == 0 && (word + 6 == line.size() || !std::isalnum(static_cast<unsigned char>(line[word + 6])))) {
+            std::string what = line.substr(std::min(line.size(), word + 6));
+            what.erase(0, what.find_first_not_of(" \t"));
+            std::string quoted;
+            for (char c : what) {
+              if (c == '\\' || c == '"') quoted += '\\';
+              quoted += c;
+            }
+            line = line.substr(0, hash) + "_Pragma(\"" + quoted + "\")";
+          }
+        }
+      }
+    }
+    out += line;
+    if (end < text.size()) out += '\n';
+    at = end + 1;
+  }
+  return out;
+}
+
 std::string with_std_math_declarations(const std::string& text) {
   static const std::string declarations = global_math_declarations(" ");
   std::string out;

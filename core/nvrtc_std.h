@@ -60,6 +60,12 @@ std::string nvrtc_nvcc_prelude(const std::string& text);
 // cannot: both are then found in one scope (qualify_ambiguous_std_calls, after the compile).
 std::string with_std_math_declarations(const std::string& text);
 
+// text with each object-like macro whose replacement is a pragma directive (moderngpu's `#define
+// PRAGMA_UNROLL #pragma unroll`) defined as the _Pragma operator of it instead. nvcc preprocesses
+// apart, and the directive its preprocessor writes on the macro's line is one to its front end;
+// NVRTC preprocesses as it parses, and refuses the '#'. Lines and line numbers are kept.
+std::string with_pragma_operators(const std::string& text);
+
 // The calls a compile's log finds ambiguous between libcu++'s cuda::std function and CUDA's
 // global one of the same signature (qualified `::name(...)`) or ktune's std:: overload on
 // integers (`std::name(...)`, sqrt(2)), in `texts` (file name as the log gives it -> that file's

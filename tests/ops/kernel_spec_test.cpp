@@ -15,6 +15,7 @@
 
 #include "core/expr.h"
 #include "core/kernel_spec.h"
+#include "core/nvrtc_std.h"
 #include "ktune/compiler.h"
 #include "ktune/error.h"
 #include "ktune/family.h"
@@ -5036,6 +5037,45 @@ __global__ void ref(const float* x, float* y, int n) { const int i = blockIdx.x 
              {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"}],
     "check": {"reference": {"kernel": "ref", "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]}}}})JSON");
   const std::string op = load_kernel_spec_text(spec.dump(), "wrapped_thrust_host_types.json", d.dir());
+  Compiler compiler;
+  EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"B", 64}}, Problem::parse(op, "1000"), "sm_90")));
+}
+
+
+// An object-like macro whose replacement is a pragma directive, in a header and in the source
+// (moderngpu's meta.hxx: `#define PRAGMA_UNROLL #pragma unroll` under __CUDA_ARCH__): nvcc's
+// separate preprocessor writes the directive on the macro's line, NVRTC refused the '#'. Under
+// skip the macro is the _Pragma operator of it, quotes and backslashes escaped, and the file
+// compiles; a function-like macro and a line continued are left as they are.
+TEST(KernelSpec, AMacroThatWritesAPragmaCompilesWhereHostCodeIsSkipped) {
+  SpecDir d;
+  d.write("meta.h", "#pragma once\n#ifdef __CUDA_ARCH__\n  #define PRAGMA_UNROLL #pragma unroll\n#else\n  #define PRAGMA_UNROLL\n#endif\n");
+  d.write("sum.cu", R"CUDA(#include "meta.h"
+#define UNROLL_4 #pragma unroll 4
+#define NOTE #pragma message("a \"quoted\" note")
+template <int B> __global__ void k(const float* x, float* y, int n) {
+  const int i = blockIdx.x * B + threadIdx.x;
+  if (i >= n) return;
+  float s = 0.f;
+  PRAGMA_UNROLL
+  for (int j = 0; j < 4; ++j) s += x[i] * float(j);
+  UNROLL_4
+  for (int j = 0; j < 8; ++j) s += 1.f;
+  y[i] = s;
+}
+NOTE
+__global__ void ref(const float* x, float* y, int n) { const int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = 6.f * x[i] + 8.f; }
+)CUDA");
+  const ojson spec = ojson::parse(R"JSON({
+    "name": "pragma_macros", "sources": ["sum.cu"], "host_code": "skip", "kernel": "k<{B}>", "params_as": "template", "dims": ["n"],
+    "params": {"B": [64]}, "launch": {"grid": ["ceil_div(n, B)"], "block": ["B"]},
+    "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n"}, {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"},
+             {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"}],
+    "check": {"reference": {"kernel": "ref", "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]}}}})JSON");
+  const std::string op = load_kernel_spec_text(spec.dump(), "pragma_macros.json", d.dir());
+  EXPECT_NE(spec_of(op).source.find("#define UNROLL_4 _Pragma(\"unroll 4\")"), std::string::npos) << spec_of(op).source;
+  EXPECT_NE(spec_of(op).source.find("#define NOTE _Pragma(\"message(\\\"a \\\\\\\"quoted\\\\\\\" note\\\")\")"), std::string::npos) << spec_of(op).source;
+  EXPECT_EQ(with_pragma_operators("#define F(x) #x\n#define G \\\n  #pragma unroll\n"), "#define F(x) #x\n#define G \\\n  #pragma unroll\n");
   Compiler compiler;
   EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"B", 64}}, Problem::parse(op, "1000"), "sm_90")));
 }
