@@ -66,7 +66,8 @@ std::string definition_of(const std::string& line, size_t n) {
 }
 
 // How NVRTC reads an #if's condition, where the words it holds decide it: `defined` of a macro
-// NVRTC defines (__CUDACC__, __CUDACC_RTC__, __CUDA_ARCH__) or of another compiler's or a host
+// NVRTC defines (__CUDACC__, __CUDACC_RTC__, __CUDA_ARCH__, the execution spaces) or the compile
+// does (`defined`: the spec's defines and -D options), or of another compiler's or a host
 // platform's (__NVCC__, __clang__, __GNUC__, _MSC_VER, HIP's), __cplusplus (C++17's, the
 // dialect compiled unless a spec names another), numbers, with !, comparisons, && and ||
 // between; a macro the text defined where every branch around its #define is one NVRTC compiles
@@ -246,6 +247,8 @@ Truth nvrtc_condition(const std::string& e, const std::map<std::string, std::str
 // function defined once a branch (tinyexr's miniz: `#if MINIZ_USE_UNALIGNED_LOADS_AND_STORES &&
 // ... static mz_bool tdefl_compress_lz_codes(...) {...} #else` the same function `#endif`) is
 // code whichever branch is compiled.
+// The macros the compile itself defines (`defined`, ProjectReading::defined) are defined from the
+// text's first line, with their values, until it #undefs them.
 // A branch NVRTC does not compile (kDead) is never read: a statement may end in each branch of an
 // #if on the platform (DeepSpeed's `..., rocblas_gemm_algo algo = ...);` under HIP, `...,
 // cublasGemmAlgo_t algo = ...);` else), and its text is not the code NVRTC sees.
