@@ -550,15 +550,18 @@ std::string without_template_lists(std::string head, const std::map<std::string,
 bool holds_any(const std::vector<std::string>& words, std::initializer_list<const char*> more);
 
 // *s with each template's argument list, its angle brackets with it, as spaces (one left open, to
-// the end).
-void blank_template_arguments(std::string* s) {
-  for (size_t open = s->find('<'); open != std::string::npos; open = s->find('<', open)) {
+// the end). With after_names_only, only a list whose '<' follows a name right away (a template-id,
+// where `a < b` is a comparison's), and one left open stays.
+void blank_template_arguments(std::string* s, bool after_names_only = false) {
+  for (size_t open = s->find('<'); open != std::string::npos; open = s->find('<', open + 1)) {
+    if (after_names_only && (open == 0 || !ident_char((*s)[open - 1]))) continue;
     int depth = 0;
     size_t k = open;
     for (; k < s->size(); ++k) {
       if ((*s)[k] == '<') ++depth;
       else if ((*s)[k] == '>' && --depth == 0) break;
     }
+    if (after_names_only && k == s->size()) break;
     std::fill(s->begin() + std::ptrdiff_t(open), s->begin() + std::ptrdiff_t(std::min(k + 1, s->size())), ' ');
   }
 }
@@ -615,16 +618,7 @@ bool unknown_macro_before_name(const std::string& head, const std::map<std::stri
 bool reads_as_parameters(const std::string& parameters, const std::map<std::string, std::string>& macros) {
   if (parameters.find_first_not_of(" \t\n") == std::string::npos) return true;
   std::string inside = parameters;
-  for (size_t open = inside.find('<'); open != std::string::npos; open = inside.find('<', open + 1)) {
-    if (open == 0 || !ident_char(inside[open - 1])) continue;
-    size_t k = open;
-    for (int depth = 0; k < inside.size(); ++k) {
-      if (inside[k] == '<') ++depth;
-      else if (inside[k] == '>' && --depth == 0) break;
-    }
-    if (k == inside.size()) break; // not closed: a comparison's
-    std::fill(inside.begin() + std::ptrdiff_t(open), inside.begin() + std::ptrdiff_t(k + 1), ' ');
-  }
+  blank_template_arguments(&inside, true);
   std::vector<std::string> words;
   words_of(inside, macros, 0, &words);
   for (const auto& w : words)
@@ -835,6 +829,18 @@ bool holds_any(const std::vector<std::string>& words, std::initializer_list<cons
   return false;
 }
 
+// s with its parentheses and brackets, and what they hold, as spaces.
+std::string outside_brackets(std::string s) {
+  int depth = 0;
+  for (char& h : s) {
+    const bool open = h == '(' || h == '[', close = h == ')' || h == ']';
+    if (close) --depth;
+    if (depth > 0 || open || close) h = ' ';
+    if (open) ++depth;
+  }
+  return s;
+}
+
 // The class-key of the type a statement (template parameter lists blanked) declares or defines,
 // or "" where it names one only as a function's or a variable's type (`struct obj* make_obj(int);`,
 // `void print(const struct obj* o);`, ggml's `GGML_API const char* f(enum ggml_status s);`): the
@@ -855,14 +861,7 @@ std::string declared_type(const std::string& stmt, const std::map<std::string, s
       break;
     }
   }
-  std::string top = head; // the head outside parentheses and brackets
-  depth = 0;
-  for (char& h : top) {
-    const bool open = h == '(' || h == '[', close = h == ')' || h == ']';
-    if (close) --depth;
-    if (depth > 0 || open || close) h = ' ';
-    if (open) ++depth;
-  }
+  const std::string top = outside_brackets(head);
   std::vector<std::string> words;
   words_of(top, macros, 0, &words);
   const auto key = std::find_if(words.begin(), words.end(), [](const std::string& w) { return w == "class" || w == "struct" || w == "union" || w == "enum"; });
@@ -1579,15 +1578,9 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
     std::vector<std::string> hw, tw;
     words_of(head, macros, 0, &hw);
     words_of(tail, macros, 0, &tw);
-    // A declarator: a word of the tail outside parentheses that is no macro and no attribute's
-    // keyword (`} __attribute__((packed));` and `} PACKED;` qualify the class).
-    std::string top = tail;
-    for (size_t k = 0, d = 0; k < top.size(); ++k) {
-      const char c = top[k];
-      if (c == '(') ++d;
-      if (d > 0) top[k] = ' ';
-      if (c == ')' && d > 0) --d;
-    }
+    // A declarator: a word of the tail outside parentheses and brackets that is no macro and no
+    // attribute's keyword (`} __attribute__((packed));` and `} PACKED;` qualify the class).
+    const std::string top = outside_brackets(tail);
     bool declarator = false;
     for (size_t k = 0; k < top.size(); ++k) {
       if (!ident_char(top[k]) || (k > 0 && ident_char(top[k - 1]))) continue;
@@ -2210,16 +2203,11 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
 
 } // namespace
 
-std::set<std::string> type_names_of(const std::string& text) {
+TextNames names_of(const std::string& text) {
   std::map<std::string, std::string> macros;
   std::vector<CharKind> kind;
-  return type_names(code_only(without_crs(text, nullptr), &macros, &kind));
-}
-
-std::set<std::string> unevaluated_names_of(const std::string& text) {
-  std::map<std::string, std::string> macros;
-  std::vector<CharKind> kind;
-  return unevaluated_names(code_only(without_crs(text, nullptr), &macros, &kind));
+  const std::string code = code_only(without_crs(text, nullptr), &macros, &kind);
+  return {unevaluated_names(code), type_names(code)};
 }
 
 std::string device_view_of_header(const std::string& text, const std::map<std::string, std::string>& known) {

@@ -17,7 +17,7 @@ struct ProjectReading {
   // Host functions skip blanked in the project's other files (a header's template instantiated
   // in a .cu): their explicit instantiations and using-declarations here go too.
   std::set<std::string> elsewhere;
-  // The names the project's other files read in unevaluated operands (unevaluated_names_of;
+  // The names the project's other files read in unevaluated operands (names_of;
   // CUTLASS reads conv/detail.hpp's functions in a kernel header's decltype), read as the text's
   // own are.
   std::set<std::string> unevaluated;
@@ -34,7 +34,7 @@ struct ProjectReading {
   // as a macro no file defines (HOOMD-blue wraps whole headers in `#ifdef ENABLE_HIP`, a name
   // the reading otherwise takes for another GPU maker's flag, which a CUDA build never sets).
   std::map<std::string, std::string> defined;
-  // The names of the types the project's files declare (type_names_of): an ALL_CAPS one before a
+  // The names of the types the project's files declare (names_of): an ALL_CAPS one before a
   // declaration's name is a type, no header's macro that may be an execution space.
   std::set<std::string> types;
 };
@@ -68,13 +68,13 @@ struct ProjectReading {
 std::string skip_host_functions(const std::string& text, int* blanked, const ProjectReading& project = {},
                                 std::set<std::string>* names = nullptr, std::set<std::string>* device_names = nullptr);
 
-// The words read in text's unevaluated operands (decltype, sizeof, alignof, noexcept), comments
-// and string literals aside.
-std::set<std::string> unevaluated_names_of(const std::string& text);
-
-// The names of the types a text declares: its classes, structs, unions and enums (defined or
-// declared), its typedefs' and aliases' names.
-std::set<std::string> type_names_of(const std::string& text);
+// What one reading of a text names, comments and string literals aside: the words read in its
+// unevaluated operands (decltype, sizeof, alignof, noexcept), and the types it declares (its
+// classes, structs, unions and enums, defined or declared, its typedefs' and aliases' names).
+struct TextNames {
+  std::set<std::string> unevaluated, types;
+};
+TextNames names_of(const std::string& text);
 
 // The object-like macros text's #define lines define (name: replacement), added to *macros; one
 // defined otherwise again (in *macros before, or in #if branches this reading cannot choose

@@ -1567,9 +1567,9 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
   if (s.skip_host_code) {
     for (const auto& [file, text] : texts)
       if (!in_toolkit(file)) {
-        const std::set<std::string> read = unevaluated_names_of(text), declared = type_names_of(text);
-        unevaluated.insert(read.begin(), read.end());
-        types.insert(declared.begin(), declared.end());
+        const TextNames read = names_of(text);
+        unevaluated.insert(read.unevaluated.begin(), read.unevaluated.end());
+        types.insert(read.types.begin(), read.types.end());
       }
     std::set<std::string> device_functions;
     for (const auto& [file, text] : texts)
@@ -1602,12 +1602,12 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
   for (const auto& [file, names] : names_of) {
     int blanked = 0;
     std::string view = s.skip_host_code ? skip_host_functions(with_paths(file), &blanked, ProjectReading{known, host_functions, unevaluated, min_arch, function_macros, command_line, types}) : texts.at(file);
-    const std::string with_math = with_std_math_declarations(s.skip_host_code ? with_pragma_operators(view) : view);
-    const bool math_declared = with_math != view; // or a pragma's macro rewritten
-    view = with_math;
+    const std::string rewritten = with_std_math_declarations(s.skip_host_code ? with_pragma_operators(view) : view);
+    const bool changed = rewritten != view; // math declared, or a pragma's macro rewritten
+    view = rewritten;
     const auto path_name = std::find_if(names.begin(), names.end(), [&](const std::string& n) { return path_names.count(n) > 0; });
     const bool ktune_name = std::any_of(names.begin(), names.end(), ktune_header_name);
-    if (blanked == 0 && !math_declared && !beside.count(file) && path_name == names.end() && !ktune_name) continue;
+    if (blanked == 0 && !changed && !beside.count(file) && path_name == names.end() && !ktune_name) continue;
     const std::string& first = path_name != names.end() ? *path_name : names.front();
     views->emplace_back(first, std::move(view));
     for (const auto& name : names)
@@ -1699,6 +1699,9 @@ void read_compile(Reader& r, const ojson& j, KernelSpec& s, std::string* hashed)
   // Include folders and headers the options name: followed as include_dirs are; a header
   // included before the sources (--pre-include) is not read, so the text is not whole.
   std::vector<std::string> option_incs = incs;
+  // And the macros the options define (-D, --define-macro=), with the spec's `defines`: the
+  // compile's own, which decide the sources' #if groups as NVRTC reads them.
+  std::map<std::string, std::string> command_line;
   if (j.contains("options") && j["options"].is_array())
     for (const auto& o : j["options"]) {
       if (!o.is_string()) continue;
@@ -1710,6 +1713,11 @@ void read_compile(Reader& r, const ojson& j, KernelSpec& s, std::string* hashed)
           option_incs.push_back(d.lexically_normal().string());
         }
       if (t.rfind("-include", 0) == 0 || t.rfind("--pre-include", 0) == 0) s.compiled_text_whole = false;
+      const std::string d = t.rfind("--define-macro=", 0) == 0 ? t.substr(15) : t.rfind("-D", 0) == 0 ? t.substr(2) : "";
+      if (!d.empty()) {
+        const size_t eq = d.find('=');
+        command_line[d.substr(0, eq)] = eq == std::string::npos ? "1" : d.substr(eq + 1);
+      }
     }
   if (j.contains("host_code")) {
     const std::string h = r.str(j["host_code"], "host_code");
@@ -1717,21 +1725,10 @@ void read_compile(Reader& r, const ojson& j, KernelSpec& s, std::string* hashed)
     s.skip_host_code = h == "skip";
   }
   if (!j.contains("sources")) r.fail("sources", "missing (the .cu file(s), relative to the spec)");
-  // The macros the compile defines, for the reading of the sources' #if groups: the spec's
-  // `defines` (checked below; a value that is a number read as it, another's unknown) and the
-  // options' -D and --define-macro=.
-  std::map<std::string, std::string> command_line;
+  // The spec's `defines` too (checked below; a value that is a number read as it, another's unknown).
   if (j.contains("defines") && j["defines"].is_object())
     for (const auto& [k, v] : j["defines"].items())
       command_line[k] = v.is_number_integer() ? std::to_string(v.get<long long>()) : "";
-  if (j.contains("options") && j["options"].is_array())
-    for (const auto& o : j["options"]) {
-      std::string t = o.is_string() ? o.get<std::string>() : "";
-      if (t.rfind("--define-macro=", 0) == 0) t = "-D" + t.substr(15);
-      if (t.size() < 3 || t.compare(0, 2, "-D") != 0) continue;
-      const size_t eq = t.find('=');
-      command_line[t.substr(2, eq == std::string::npos ? std::string::npos : eq - 2)] = eq == std::string::npos ? "1" : t.substr(eq + 1);
-    }
   std::vector<std::pair<std::string, std::string>> project_views;
   std::set<std::string> outside;
   const std::vector<std::string> source_dirs = read_sources(r, s, j["sources"], hashed, option_incs, &project_views, &outside, command_line);

@@ -1016,7 +1016,7 @@ TEST(HostCode, KeywordsReadInDecltypeNameNoFunction) {
   const std::string out = skipped(text, &n);
   expect_parts(out, {"g_log_callback", "report(", "__host__"}, {"using void_t_of = decltype(void(sizeof(T)), int());"});
   ProjectReading project;
-  project.unevaluated = unevaluated_names_of(text);
+  project.unevaluated = names_of(text).unevaluated;
   EXPECT_EQ(project.unevaluated.count("void"), 0u);
   EXPECT_EQ(project.unevaluated.count("int"), 0u);
   EXPECT_EQ(project.unevaluated.count("T"), 1u) << "a name of the program's own stays";
@@ -1147,7 +1147,7 @@ TEST(HostCode, TheProjectsAllCapsTypesAreNoMacros) {
                            "static APP_ERROR report(APP_ERROR e) { return e; }\n";
   int n = 0;
   ProjectReading project;
-  project.types = type_names_of("enum APP_ERROR { APP_OK, APP_BAD };\ntypedef struct { int n; } APP_HANDLE;\n");
+  project.types = names_of("enum APP_ERROR { APP_OK, APP_BAD };\ntypedef struct { int n; } APP_HANDLE;\n").types;
   EXPECT_EQ(project.types, (std::set<std::string>{"APP_ERROR", "APP_HANDLE"}));
   expect_parts(skip_host_functions(text, &n, project), {"parseFile", "report("},
                {"__host__ __device__ APP_ERROR check() const { return APP_ERROR(0); }", "class Config {"});
