@@ -32,6 +32,16 @@ bool keyword(const std::string& w) {
   return k.count(w) > 0;
 }
 
+// The language's own words, which name no function a declaration may seem to (a fundamental
+// type's, an operator's, a cast's).
+bool language_word(const std::string& w) {
+  static const std::set<std::string> reserved = {
+      "void", "bool", "char", "wchar_t", "char8_t", "char16_t", "char32_t", "short", "int", "long", "signed", "unsigned", "float", "double",
+      "auto", "const", "volatile", "typename", "template", "struct", "class", "union", "enum", "true", "false", "nullptr", "this",
+      "sizeof", "decltype", "alignof", "noexcept", "new", "delete", "operator", "static_cast", "reinterpret_cast", "const_cast", "dynamic_cast"};
+  return reserved.count(w) > 0;
+}
+
 // The index just past the string or character literal that opens at t[i].
 size_t literal_end(const std::string& t, size_t i) {
   const char q = t[i];
@@ -1062,11 +1072,13 @@ bool host_member_declaration(const std::string& stmt, const std::map<std::string
   const size_t first = head.find_first_not_of(" \t\n", open + 1);
   if (first != std::string::npos && first < close && std::string("*&^").find(head[first]) != std::string::npos) return false;
   // After the parameters: `= default` and `= delete` stay, but a virtual `= default` (NVRTC
-  // takes it as the host's: its vtable is); `= 0` (pure virtual) goes.
+  // takes it as the host's: its vtable is), `override` or `final` making it one as `virtual`
+  // does (xgboost's `~JsonObject() override = default;`, whose base's virtual destructor goes);
+  // `= 0` (pure virtual) goes.
   std::vector<std::string> tail;
   words_of(head.substr(close + 1), macros, 0, &tail);
   if (!ends_as_declarator(head, close, macros)) return false;
-  const bool is_virtual = std::find(words.begin(), words.end(), "virtual") != words.end();
+  const bool is_virtual = std::find(words.begin(), words.end(), "virtual") != words.end() || holds_any(tail, {"override", "final"});
   return (is_virtual || std::find(tail.begin(), tail.end(), "default") == tail.end()) && std::find(tail.begin(), tail.end(), "delete") == tail.end();
 }
 
@@ -1182,10 +1194,6 @@ std::set<std::string> unevaluated_names(const std::string& code) {
   // The language's own words name no function (`decltype(void(...))` reads no function `void`,
   // which tiny-cuda-nn's `std::function<void(LogSeverity, const std::string&)> g_log_callback =
   // [](...) {...};` would then seem to declare).
-  static const std::set<std::string> reserved = {
-      "void", "bool", "char", "wchar_t", "char8_t", "char16_t", "char32_t", "short", "int", "long", "signed", "unsigned", "float", "double",
-      "auto", "const", "volatile", "typename", "template", "struct", "class", "union", "enum", "true", "false", "nullptr", "this",
-      "sizeof", "decltype", "alignof", "noexcept", "new", "delete", "operator", "static_cast", "reinterpret_cast", "const_cast", "dynamic_cast"};
   std::set<std::string> names;
   for (const char* op : {"decltype", "sizeof", "alignof", "noexcept"})
     for (size_t k = find_word(code, op); k != std::string::npos; k = find_word(code, op, k + 1)) {
@@ -1198,7 +1206,7 @@ std::set<std::string> unevaluated_names(const std::string& code) {
         if (ident_char(code[e]) && !ident_char(code[e - 1])) {
           size_t w = e;
           while (w < code.size() && ident_char(code[w])) ++w;
-          if (!reserved.count(code.substr(e, w - e))) names.insert(code.substr(e, w - e));
+          if (!language_word(code.substr(e, w - e))) names.insert(code.substr(e, w - e));
         }
       }
     }
@@ -1922,7 +1930,11 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
           ++*blanked;
         } else if (host_instance || host_declaration(stmt, macros, not_macros)) {
           blank(start, i);
-          if (stmt.find('(') != std::string::npos) blanked_names.insert(function_name(without_template_lists(stmt, macros)));
+          // The name of a function it declares; a keyword is none (`static void (*handler)(int) =
+          // nullptr;`, a host variable, reads as a function named `void`, and xgboost's dmlc
+          // `any`'s `static const size_t kStack = sizeof(void *) * 3;` then lost its initializer).
+          if (const std::string f = function_name(without_template_lists(stmt, macros)); stmt.find('(') != std::string::npos && !language_word(f))
+            blanked_names.insert(f);
         } else {
           // Data that names a function this pass blanked (ggml's `static const
           // ggml_backend_buffer_i iface = { free_buffer, ... };`, a table of host callbacks) goes

@@ -108,6 +108,19 @@ std::string host_types(std::initializer_list<const char*> templates, std::initia
   return t + more + "}\n";
 }
 
+// std::hash and std::less as classes of std itself, on libcu++'s: a program may specialize them
+// in namespace std (nlohmann/json's `template <> struct hash<nlohmann::json>`), which a name the
+// using-directive brings from cuda::std does not allow. From libcu++'s own parts of <functional>
+// where it has them: the whole of it brings its math into std, which a global `using namespace
+// std;` makes ambiguous with CUDA's (the libstdc++ headers that bring std::hash do not).
+const char* const kStdHashLess =
+    "#ifndef KTUNE_STD_HASH_LESS\n#define KTUNE_STD_HASH_LESS\n"
+    "#if __has_include(<cuda/std/__functional/hash.h>) && __has_include(<cuda/std/__functional/operations.h>)\n"
+    "#include <cuda/std/__functional/hash.h>\n#include <cuda/std/__functional/operations.h>\n"
+    "#else\n#include <cuda/std/functional>\n#endif\n"
+    "namespace cuda { namespace std {} }\nnamespace std {\nusing namespace ::cuda::std;\n"
+    "template <class T> struct hash : ::cuda::std::hash<T> {};\ntemplate <class T = void> struct less : ::cuda::std::less<T> {};\n}\n#endif\n";
+
 // <cfloat>: libcu++'s defines nothing under NVRTC, nor does NVRTC predefine __FLT_MAX__; IEEE
 // binary32 and binary64's values, as glibc's float.h gives them.
 const char* const kFloatLimits =
@@ -158,15 +171,12 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
                         "mdspan", "ranges", "source_location", "barrier", "latch", "semaphore"})
     h.emplace_back(n, twin(n));
   // <functional>: libcu++'s, and std::function, which it lacks, as the host library's stand-in
-  // (a host class's callback member: Transformer Engine's userbuffers.h).
-  // std::hash and std::less as classes of std itself, on libcu++'s: a program may specialize them
-  // in namespace std (nlohmann/json's `template <> struct hash<nlohmann::json>`), which a name the
-  // using-directive brings from cuda::std does not allow.
+  // (a host class's callback member: Transformer Engine's userbuffers.h); std::hash and std::less
+  // as classes of std (kStdHashLess).
   // unary_function and binary_function, which C++17 removed and libstdc++ still has (deprecated)
   // in every dialect: a project's functor bases (ColossalAI's CastFunctor).
-  h.emplace_back("functional", twin("functional") + host_types({"function"}) +
-                                   "namespace std {\ntemplate <class T> struct hash : ::cuda::std::hash<T> {};\n"
-                                   "template <class T = void> struct less : ::cuda::std::less<T> {};\n"
+  h.emplace_back("functional", twin("functional") + host_types({"function"}) + kStdHashLess +
+                                   "namespace std {\n"
                                    "template <class Arg, class Result> struct unary_function {\n"
                                    "  typedef Arg argument_type;\n  typedef Result result_type;\n};\n"
                                    "template <class Arg1, class Arg2, class Result> struct binary_function {\n"
@@ -252,12 +262,24 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
                                                "  void* gl_closedir; void* gl_readdir; void* gl_opendir; void* gl_lstat; void* gl_stat; } glob_t;\n"));
   h.emplace_back("vector", host_only("vector", host_types({"vector"})));
   // char_traits' types, which a host class's data member names (nlohmann/json's input adapter's
-  // `std::array<std::char_traits<char>::int_type, 4>`); libcu++ declares it and defines none.
+  // `std::array<std::char_traits<char>::int_type, 4>`), and its constexpr members, which a
+  // string view's constexpr constructor calls (xgboost's StringView: `Traits::length(str)`, which
+  // nvcc takes in device code built with --expt-relaxed-constexpr); libcu++ declares it and
+  // defines none.
   h.emplace_back("string", host_only("string", host_types({"basic_string"}, {},
                                                           std::string("typedef basic_string<char> string;\n") +
                                                               "typedef basic_string<wchar_t> wstring;\ntypedef basic_string<char16_t> u16string;\n"
                                                               "typedef basic_string<char32_t> u32string;\n" +
-                                                          "template <class C> struct char_traits { typedef C char_type; typedef int int_type; };\n") +
+                                                          "template <class C> struct char_traits {\n  typedef C char_type;\n  typedef int int_type;\n"
+                                                          "  static constexpr __host__ __device__ unsigned long length(const C* s) { unsigned long n = 0; while (!(s[n] == C())) ++n; return n; }\n"
+                                                          "  static constexpr __host__ __device__ bool eq(C a, C b) { return a == b; }\n"
+                                                          "  static constexpr __host__ __device__ bool lt(C a, C b) { return a < b; }\n"
+                                                          "  static constexpr __host__ __device__ int compare(const C* a, const C* b, unsigned long n) {\n"
+                                                          "    for (unsigned long i = 0; i < n; ++i) { if (a[i] < b[i]) return -1; if (b[i] < a[i]) return 1; }\n    return 0;\n  }\n"
+                                                          "  static constexpr __host__ __device__ void assign(C& r, const C& a) { r = a; }\n"
+                                                          "  static constexpr __host__ __device__ int_type eof() { return -1; }\n"
+                                                          "  static constexpr __host__ __device__ int_type to_int_type(C c) { return int_type(c); }\n"
+                                                          "  static constexpr __host__ __device__ C to_char_type(int_type i) { return C(i); }\n};\n") +
                                                               kEof));
   // C's locale (glibc's struct lconv, opaque: a host class holds a pointer to it, nlohmann/json's
   // serializer).
@@ -285,7 +307,18 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
   h.emplace_back("condition_variable", host_only("condition_variable", "#include <mutex>\n" + host_types({}, {"condition_variable"})));
   h.emplace_back("future", host_only("future", "#include <mutex>\n#include <condition_variable>\n#include <thread>\n#include <functional>\n"
                                                "#include <memory>\n" + host_types({"future", "shared_future", "promise", "packaged_task"})));
-  h.emplace_back("exception", host_only("exception", host_types({}, {"exception"})));
+  // std::exception_ptr and nested_exception too, which a host class holds (dmlc-core's
+  // OMPException, in every xgboost file: `std::exception_ptr omp_exception_;`).
+  // <random>'s engines and distributions, which a host class holds or a type alias names
+  // (xgboost's context.h: `using RandomEngine = std::mt19937;`).
+  h.emplace_back("random", host_only("random", host_types({"mersenne_twister_engine", "linear_congruential_engine", "uniform_int_distribution",
+                                                          "uniform_real_distribution", "normal_distribution", "bernoulli_distribution",
+                                                          "discrete_distribution", "exponential_distribution", "poisson_distribution"},
+                                                         {"mt19937", "mt19937_64", "minstd_rand", "minstd_rand0", "default_random_engine",
+                                                          "random_device", "seed_seq"})));
+  h.emplace_back("exception", host_only("exception", host_types({}, {"exception", "exception_ptr", "nested_exception"})));
+  // std::type_index, a host map's key (dmlc-core's JSON registry: `std::unordered_map<std::type_index, std::string>`).
+  h.emplace_back("typeindex", host_only("typeindex", "#include <typeinfo>\n" + host_types({}, {"type_index"})));
   // std::type_info, which a host class points to (AMGX's amg_config.h: `const std::type_info *type;`):
   // NVRTC's front end reserves the name and refuses any declaration of it, and names none itself
   // (no RTTI on the device), so the word stands for a class of ktune's, declared only.
@@ -310,7 +343,14 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
         "constexpr __ktune_stream cout, cerr, clog, cin;\n"
         "inline __host__ __device__ const __ktune_stream& endl(const __ktune_stream& s) { return s; }\n"
         "inline __host__ __device__ const __ktune_stream& flush(const __ktune_stream& s) { return s; }\n}\n#endif\n";
-    for (const char* n : {"iostream", "ostream", "istream"}) h.emplace_back(n, host_only(n, "#include <algorithm>\n" + streams));
+    // The stream class templates, which a host class derives from (dmlc-core's
+    // `class ostream : public std::basic_ostream<char>`): libcu++ declares them and defines none.
+    const std::string stream_templates = "#ifndef KTUNE_HOST_STREAM_TEMPLATES\n#define KTUNE_HOST_STREAM_TEMPLATES\n" +
+                                         host_types({"basic_ios", "basic_streambuf", "basic_ostream", "basic_istream", "basic_iostream"},
+                                                    {"ios_base", "streambuf"}) +
+                                         "#endif\n";
+    for (const char* n : {"iostream", "ostream", "istream"}) h.emplace_back(n, host_only(n, "#include <algorithm>\n" + streams + stream_templates));
+    h.emplace_back("streambuf", host_only("streambuf", stream_templates));
     // String and file streams as host classes, which a host class's data members name (MinkowskiEngine's
     // `std::stringstream stream_;`, lmdeploy's `std::ostringstream* oss_;`).
     h.emplace_back("sstream", host_only("sstream", streams + host_types({"basic_stringbuf", "basic_istringstream", "basic_ostringstream", "basic_stringstream"},
@@ -324,12 +364,12 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
                         "#if __has_include(<cuda/std/__new/launder.h>)\n#include <cuda/std/__new/launder.h>\n#endif\n"
                         "#if __has_include(<cuda/std/__new/bad_alloc.h>)\n#include <cuda/std/__new/bad_alloc.h>\n#endif\n" +
                         std::string(kIntoStd));
-  for (const char* n : {"iomanip", "random", "string_view", "regex", "strings.h", "sys/stat.h", "sys/resource.h", "sys/mman.h", "fcntl.h", "dlfcn.h", "fenv.h", "cfenv",
+  for (const char* n : {"iomanip", "string_view", "regex", "strings.h", "sys/stat.h", "sys/resource.h", "sys/mman.h", "fcntl.h", "dlfcn.h", "fenv.h", "cfenv",
                         "getopt.h", "cerrno", "errno.h", "csignal", "signal.h", "cctype", "ctype.h", "cstdarg", "stdarg.h",
                         "any", "execution", "omp.h", "sys/syscall.h", "syscall.h", "charconv", "system_error",
-                        "format", "print", "ios", "iosfwd", "streambuf", "cwchar", "cwctype", "wchar.h",
+                        "format", "print", "ios", "iosfwd", "cwchar", "cwctype", "wchar.h",
                         "csetjmp", "setjmp.h", "sched.h", "sys/sysinfo.h", "libgen.h", "malloc.h", "memory_resource", "stop_token",
-                        "typeindex", "syncstream", "stacktrace", "arpa/inet.h", "netinet/in.h", "netinet/tcp.h",
+                        "syncstream", "stacktrace", "arpa/inet.h", "netinet/in.h", "netinet/tcp.h",
                         "sys/socket.h", "sys/un.h", "netdb.h", "ifaddrs.h", "poll.h", "sys/select.h", "sys/ioctl.h", "sys/wait.h",
                         "sys/ipc.h", "sys/shm.h", "semaphore.h", "sys/file.h", "sys/uio.h", "sys/utsname.h", "sys/times.h",
                         "sys/prctl.h", "termios.h", "pwd.h", "spawn.h", "execinfo.h", "cxxabi.h", "link.h"})
@@ -351,9 +391,16 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
                                                         "list", "forward_list", "deque", "queue", "valarray"};
   // Its streams bring std::string too (<ios>'s locale classes hold one): AMGX's amgx_timer.h names
   // std::string after <iostream>, <iomanip> and <fstream> alone.
+  // And std::hash (bits/functional_hash.h) and std::less, which <functional>'s stand-in makes
+  // classes of std that a program may specialize: libstdc++'s strings, smart pointers, containers
+  // and threads bring them (dmlc-core's optional.h specializes std::hash after <string> and
+  // <iostream> alone; the name was libcu++'s, and the specialization in std refused).
+  static const std::set<std::string> bring_hash = {"string", "string_view", "memory", "typeindex", "thread", "system_error", "bitset",
+                                                   "vector", "optional", "variant", "map", "set", "unordered_map", "unordered_set"};
   for (auto& [name, text] : h) {
-    const char* brings = bring_errors.count(name) ? "#include <stdexcept>\n#include <string>\n" : bring_exception.count(name) ? "#include <exception>\n" : nullptr;
-    if (brings != nullptr) text.insert(text.find('\n') + 1, brings); // after its #pragma once
+    std::string brings = bring_errors.count(name) ? "#include <stdexcept>\n#include <string>\n" : bring_exception.count(name) ? "#include <exception>\n" : "";
+    if (bring_hash.count(name)) brings += kStdHashLess;
+    if (!brings.empty()) text.insert(text.find('\n') + 1, brings); // after its #pragma once
   }
   return h;
 }
@@ -537,8 +584,13 @@ std::map<std::string, std::string> make_views(const std::string& dir) {
     // In Thrust's own namespace as its headers open it: a project that wraps Thrust in its own
     // (AMGX's -DTHRUST_CUB_WRAPPED_NAMESPACE=amgx) names `amgx::thrust::device_ptr`.
     std::string containers = std::string(kHostAny) + "#ifndef KTUNE_THRUST_HOST\n#define KTUNE_THRUST_HOST\nTHRUST_NAMESPACE_BEGIN\n";
-    for (const char* n : {"device_vector", "host_vector", "universal_vector", "device_ptr"})
-      containers += std::string("template <class...>\nclass ") + n + " {\n public:\n  __host__ __device__ " + n + "() {}\n  template <class... A> __host__ __device__ " + n +
+    // Their member types too, which a host class's aliases name (xgboost's allocator on
+    // `thrust::device_malloc_allocator<T>`: `using pointer = typename Super::pointer;`).
+    std::string member_types = kContainerTypes;
+    for (size_t at = 0; (at = member_types.find("__ktune_any", at)) != std::string::npos; at += 16) member_types.replace(at, 11, "std::__ktune_any");
+    for (const char* n : {"device_vector", "host_vector", "universal_vector", "device_ptr", "device_malloc_allocator",
+                          "device_new_allocator", "device_allocator"})
+      containers += std::string("template <class...>\nclass ") + n + " {\n public:\n" + member_types + "  __host__ __device__ " + n + "() {}\n  template <class... A> __host__ __device__ " + n +
                     "(A&&...) {}\n  __host__ __device__ " + n + "(std::initializer_list<std::__ktune_any>) {}\n};\n";
     containers += "namespace detail {\ntemplate <class...>\nclass vector_base {\n public:\n  __host__ __device__ vector_base() {}\n"
                   "  template <class... A> __host__ __device__ vector_base(A&&...) {}\n};\n}\nTHRUST_NAMESPACE_END\n#endif\n";

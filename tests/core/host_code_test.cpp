@@ -1153,3 +1153,31 @@ TEST(HostCode, TheProjectsAllCapsTypesAreNoMacros) {
                {"__host__ __device__ APP_ERROR check() const { return APP_ERROR(0); }", "class Config {"});
   expect_parts(skipped(text, &n), {}, {"APP_ERROR parseFile(const char* filename);", "static APP_ERROR report(APP_ERROR e) { return e; }"});
 }
+
+// A host variable of function pointer type (`static void (*handler)(int) = nullptr;`) goes, and
+// names no function `void`: a data member whose initializer reads `void` (dmlc-core's `any`:
+// `static const size_t kStack = sizeof(void *) * 3;`, a template argument below it) kept its
+// initializer only while `void` was no blanked function's name.
+TEST(HostCode, AFunctionPointerVariableNamesNoFunctionVoid) {
+  const std::string text = "static void (*handler)(int) = nullptr;\n"
+                           "class any {\n  static const unsigned long kStack = sizeof(void *) * 3;\n"
+                           "  union Data { typename aligned<kStack>::type stack; void* heap; };\n};\n";
+  int n = 0;
+  const std::string out = skipped(text, &n);
+  expect_parts(out, {"handler"}, {"static const unsigned long kStack = sizeof(void *) * 3;", "union Data {"});
+}
+
+// `override` and `final` make a member function virtual as `virtual` does: a defaulted one is
+// the host's (its vtable is) and goes with its base's (xgboost's `~JsonObject() override =
+// default;` after `virtual ~Value() = default;`, which NVRTC then refused as overriding nothing).
+TEST(HostCode, AnOverridingDefaultedFunctionGoesAsAVirtualOneDoes) {
+  const std::string text = "struct Value {\n  virtual ~Value() = default;\n  Value() = default;\n  int kind;\n};\n"
+                           "struct Object : Value {\n  ~Object() override = default;\n  Object() = default;\n"
+                           "  Object& operator=(const Object&) = default;\n};\n"
+                           "struct Last final : Value {\n  ~Last() final = default;\n};\n";
+  int n = 0;
+  const std::string out = skipped(text, &n);
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), std::count(text.begin(), text.end(), '\n')) << "lines kept";
+  expect_parts(out, {"virtual ~Value()", "~Object() override", "~Last() final"},
+               {"Value() = default;", "Object() = default;", "Object& operator=(const Object&) = default;", "struct Last final : Value {"});
+}

@@ -5080,4 +5080,78 @@ __global__ void ref(const float* x, float* y, int n) { const int i = blockIdx.x 
   EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"B", 64}}, Problem::parse(op, "1000"), "sm_90")));
 }
 
+
+// A host library's headers as dmlc-core and xgboost write them, under skip: a host class holding
+// a `std::exception_ptr`, a map keyed by `std::type_index`, a stream class on
+// `std::basic_ostream<char>`, `std::hash` specialized after <string> alone (libstdc++'s brings
+// it), a `std::mt19937` alias, an allocator on `thrust::device_malloc_allocator<T>` naming its
+// member types, and a constexpr string view whose constructor calls `char_traits::length`,
+// which device code runs: the file compiles with its kernel.
+TEST(KernelSpec, AHostLibrarysStandardTypesCompileWhereHostCodeIsSkipped) {
+  SpecDir d;
+  d.write("lib.h", R"CUDA(#pragma once
+#include <exception>
+#include <mutex>
+#include <typeindex>
+#include <unordered_map>
+#include <ostream>
+#include <random>
+#include <string>
+namespace lib {
+class OMPException {
+  std::exception_ptr omp_exception_;
+  std::mutex mutex_;
+ public:
+  void Rethrow() { if (omp_exception_) std::rethrow_exception(omp_exception_); }
+};
+class Registry {
+  std::unordered_map<std::type_index, std::string> type_name_;
+};
+class ostream : public std::basic_ostream<char> {
+ public:
+  explicit ostream(int size) : std::basic_ostream<char>(nullptr), size_(size) {}
+ private:
+  int size_;
+};
+template <typename T> struct optional { T v; bool set; };
+using RandomEngine = std::mt19937;
+struct StringView {
+  using Traits = std::char_traits<char>;
+  const char* str_;
+  unsigned long size_;
+  constexpr StringView(const char* s) : str_{s}, size_{s == nullptr ? 0ul : Traits::length(s)} {}
+};
+}
+namespace std {
+template <typename T> struct hash<lib::optional<T>> {
+  size_t operator()(const lib::optional<T>& o) const { return o.set ? std::hash<T>()(o.v) : 0; }
+};
+}
+)CUDA");
+  d.write("k.cu", R"CUDA(#include <thrust/device_malloc_allocator.h>
+#include "lib.h"
+template <typename T>
+class PoolAllocator : public thrust::device_malloc_allocator<T> {
+ public:
+  using Super = thrust::device_malloc_allocator<T>;
+  using pointer = typename Super::pointer;
+  pointer allocate(size_t n) { return Super::allocate(n); }
+};
+template <int B> __global__ void k(const float* x, float* y, int n) {
+  const int i = blockIdx.x * B + threadIdx.x;
+  if (i < n) y[i] = x[i] * float(lib::StringView("four").size_);
+}
+__global__ void ref(const float* x, float* y, int n) { const int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = 4.f * x[i]; }
+)CUDA");
+  const ojson spec = ojson::parse(R"JSON({
+    "name": "host_library_standard_types", "sources": ["k.cu"], "host_code": "skip", "kernel": "k<{B}>", "params_as": "template", "dims": ["n"],
+    "params": {"B": [64]}, "launch": {"grid": ["ceil_div(n, B)"], "block": ["B"]},
+    "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n"}, {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"},
+             {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"}],
+    "check": {"reference": {"kernel": "ref", "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]}}}})JSON");
+  const std::string op = load_kernel_spec_text(spec.dump(), "host_library_standard_types.json", d.dir());
+  Compiler compiler;
+  EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"B", 64}}, Problem::parse(op, "1000"), "sm_90")));
+}
+
 } // namespace ktune
