@@ -1466,8 +1466,18 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
     *hashed += "\n//header " + name + "\n" + stand_in;
     return true;
   };
+  // Under skip, the project's files read __NVCC__ as defined, as nvcc's passes do (with_nvcc_defined);
+  // the toolkit's headers, which NVRTC reads from its own folders, as they are.
+  std::set<std::string> nvcc_read; // the files that rewrite changed: a view each, not the file on disk
+  auto project_text = [&](const std::string& path, const char* what) {
+    const std::string text = read_text_file(path, what);
+    if (!s.skip_host_code) return text;
+    std::string read = with_nvcc_defined(text);
+    if (read != text) nvcc_read.insert(path);
+    return read;
+  };
   for (const auto& f : files) {
-    const std::string& text = texts[f] = read_text_file(f, "kernel source");
+    const std::string& text = texts[f] = project_text(f, "kernel source");
     *hashed += "\n//source " + fs::path(f).filename().string() + "\n" + text;
     queue.push_back(f);
   }
@@ -1506,7 +1516,7 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
         // in the header's place, under skip only (without it, the compile names the host code).
         if (s.skip_host_code && !toolkits && stands_in(name, h.string())) break;
         if (!seen.count(h.string())) {
-          if (!texts.count(h.string())) texts[h.string()] = read_text_file(h.string(), "included header");
+          if (!texts.count(h.string())) texts[h.string()] = toolkits ? read_text_file(h.string(), "included header") : project_text(h.string(), "included header");
           const std::string& header = texts[h.string()];
           *hashed += "\n//header " + name + "\n" + header;
           queue.push_back(h.string());
@@ -1603,7 +1613,7 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
     int blanked = 0;
     std::string view = s.skip_host_code ? skip_host_functions(with_paths(file), &blanked, ProjectReading{known, host_functions, unevaluated, min_arch, function_macros, command_line, types}) : texts.at(file);
     const std::string rewritten = with_std_math_declarations(s.skip_host_code ? with_pragma_operators(view) : view);
-    const bool changed = rewritten != view; // math declared, or a pragma's macro rewritten
+    const bool changed = rewritten != view || nvcc_read.count(file); // math declared, a pragma's macro or __NVCC__ rewritten
     view = rewritten;
     const auto path_name = std::find_if(names.begin(), names.end(), [&](const std::string& n) { return path_names.count(n) > 0; });
     const bool ktune_name = std::any_of(names.begin(), names.end(), ktune_header_name);

@@ -553,11 +553,14 @@ std::map<std::string, std::string> make_views(const std::string& dir) {
       std::vector<std::string> host_side = {"cub/util_allocator.cuh"};
       for (auto it = std::filesystem::recursive_directory_iterator(cub + "/device", ec); !ec && it != std::filesystem::recursive_directory_iterator();
            it.increment(ec))
-        if (it->path().extension() == ".cuh")
+        if (it->path().extension() == ".cuh" && it->path().filename() != "dispatch_common.cuh")
           host_side.push_back("cub/" + std::filesystem::relative(it->path(), cub, ec).generic_string());
+      // With the dispatch layer's enums, which compile for the device as they are and which a
+      // project's code names beside its host calls (xgboost's `cub::SortOrder::Ascending`).
+      const bool common = std::filesystem::is_regular_file(cub + "/device/dispatch/dispatch_common.cuh", ec);
       for (const auto& name : host_side)
-        v.emplace(name, "#pragma once\n#include <cub/cub.cuh>\n// ktune's <" + name +
-                            "> for NVRTC: a host-launched part of CUB; its block, warp, thread and iterator parts in its place\n");
+        v.emplace(name, "#pragma once\n#include <cub/cub.cuh>\n" + std::string(common ? "#include <cub/device/dispatch/dispatch_common.cuh>\n" : "") +
+                            "// ktune's <" + name + "> for NVRTC: a host-launched part of CUB; its block, warp, thread and iterator parts in its place\n");
       break;
     }
   // Thrust's host side: its algorithms (launched from the host), containers, memory and execution
@@ -568,6 +571,15 @@ std::map<std::string, std::string> make_views(const std::string& dir) {
   // functional, the iterators' bases), and stand-ins of its containers and device_ptr taking any
   // initializer, which a host class's data members name; device code that uses the rest fails on
   // the name. Thrust's headers that compile under NVRTC as they are (CUDA 13: these seven) stay.
+  // Its fancy iterators, device code's, which its host side brings (xgboost's device_helpers.cuh
+  // names thrust::transform_iterator after <thrust/device_vector.h> and the algorithms alone).
+  static const std::string kThrustIterators = [] {
+    std::string t;
+    for (const char* i : {"counting_iterator", "transform_iterator", "zip_iterator", "constant_iterator", "permutation_iterator", "reverse_iterator",
+                          "discard_iterator", "transform_output_iterator"})
+      t += std::string("#include <thrust/iterator/") + i + ".h>\n";
+    return t;
+  }();
   static const std::set<std::string> kThrustDevice = {"addressof.h", "advance.h", "distance.h", "functional.h", "pair.h", "tuple.h", "version.h"};
   for (const std::string& thrust : {dir + "/cccl/thrust", dir + "/thrust"}) {
     if (!std::filesystem::is_regular_file(thrust + "/version.h", ec)) continue;
@@ -597,7 +609,7 @@ std::map<std::string, std::string> make_views(const std::string& dir) {
     for (const auto& name : host_side)
       v.emplace(name, "#pragma once\n// ktune's <" + name + "> for NVRTC: a host-side part of Thrust; its device-usable headers and "
                       "its containers' stand-ins in its place\n#include <thrust/pair.h>\n#include <thrust/tuple.h>\n#include <thrust/functional.h>\n"
-                      "#include <thrust/iterator/iterator_facade.h>\n" + containers);
+                      "#include <thrust/iterator/iterator_facade.h>\n" + kThrustIterators + containers);
     break;
   }
   return v;
@@ -808,6 +820,13 @@ std::string nvrtc_nvcc_prelude(const std::string& text) {
   // front end folds __INTADDR__ of a member's address to a constant.
   if (uses("offsetof"))
     p += "#undef offsetof\n#define offsetof(type, member) ((decltype(sizeof(0)))__INTADDR__(&(((type*)0)->member)))\n";
+  // glibc's __assert_fail, which nvcc's crt/common_functions.h declares for device code too on
+  // Linux (a project's own device assert calls it: xgboost's span.h `CUDA_KERNEL_CHECK`), and
+  // NVRTC's declares __assertfail alone: defined on NVRTC's, as libcu++ declares it (C linkage,
+  // noexcept, noreturn), so that its declaration after this one agrees.
+  if (uses("__assert_fail"))
+    p += "extern \"C\" __host__ __device__ __attribute__((__noreturn__)) inline void __assert_fail(const char* a, const char* f, unsigned int l, "
+         "const char* fn) noexcept {\n  __assertfail(a, f, l, fn, sizeof(char));\n  __builtin_unreachable();\n}\n";
   // GNU's __extension__ (ggml's anonymous unions in structs), which nvcc's host front end takes
   // and NVRTC's refuses: it only silences -pedantic, so nothing.
   if (uses("__extension__")) p += "#define __extension__\n";
@@ -900,6 +919,60 @@ std::string with_pragma_operators(const std::string& text) {
         }
       }
     }
+    out += line;
+    if (end < text.size()) out += '\n';
+    at = end + 1;
+  }
+  return out;
+}
+
+std::string with_nvcc_defined(const std::string& text) {
+  static const std::string kName = "__NVCC__";
+  if (text.find(kName) == std::string::npos) return text;
+  auto word_at = [&](const std::string& l, size_t k) {
+    return l.compare(k, kName.size(), kName) == 0 && (k == 0 || !(std::isalnum(static_cast<unsigned char>(l[k - 1])) || l[k - 1] == '_')) &&
+           (k + kName.size() == l.size() || !(std::isalnum(static_cast<unsigned char>(l[k + kName.size()])) || l[k + kName.size()] == '_'));
+  };
+  std::string out;
+  out.reserve(text.size());
+  bool continued = false; // a line of an #if condition continued from the line before
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(at, end - at);
+    const bool continues = !line.empty() && line.back() == '\\';
+    size_t k = line.find_first_not_of(" \t");
+    std::string directive;
+    size_t after = 0;
+    if (!continued && k != std::string::npos && line[k] == '#') {
+      const size_t d = line.find_first_not_of(" \t", k + 1);
+      size_t e = d;
+      while (e != std::string::npos && e < line.size() && std::isalpha(static_cast<unsigned char>(line[e]))) ++e;
+      if (d != std::string::npos) directive = line.substr(d, e - d), after = e;
+    }
+    if ((directive == "ifdef" || directive == "ifndef") && line.find(kName, after) != std::string::npos) {
+      const size_t w = line.find_first_not_of(" \t", after);
+      if (w != std::string::npos && word_at(line, w))
+        line = line.substr(0, line.find(directive, k)) + (directive == "ifdef" ? "if 1" : "if 0") + line.substr(w + kName.size());
+    } else if (directive == "if" || directive == "elif" || continued) {
+      // `defined ( __NVCC__ )` and `defined __NVCC__` first, then the word alone.
+      for (size_t p = line.find(kName); p != std::string::npos; p = line.find(kName, p + 1)) {
+        if (!word_at(line, p)) continue;
+        size_t from = p, to = p + kName.size();
+        size_t b = line.find_last_not_of(" \t", p == 0 ? 0 : p - 1);
+        size_t f = line.find_first_not_of(" \t", to);
+        const bool paren = b != std::string::npos && p > 0 && line[b] == '(' && f != std::string::npos && line[f] == ')';
+        const size_t before_word = paren ? (b == 0 ? std::string::npos : line.find_last_not_of(" \t", b - 1)) : b;
+        if (before_word != std::string::npos && p > 0 && before_word + 1 >= 7 && line.compare(before_word + 1 - 7, 7, "defined") == 0) {
+          from = before_word + 1 - 7;
+          if (paren) to = f + 1;
+        }
+        line = line.substr(0, from) + "1" + line.substr(to);
+        p = from;
+      }
+    }
+    continued = (directive == "if" || directive == "elif" || continued) && continues;
     out += line;
     if (end < text.size()) out += '\n';
     at = end + 1;

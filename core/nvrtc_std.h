@@ -66,6 +66,16 @@ std::string with_std_math_declarations(const std::string& text);
 // NVRTC preprocesses as it parses, and refuses the '#'. Lines and line numbers are kept.
 std::string with_pragma_operators(const std::string& text);
 
+// text with nvcc's __NVCC__ read as defined in its #if, #elif, #ifdef and #ifndef lines
+// (`defined(__NVCC__)`, `defined __NVCC__` and the word alone as 1; #ifdef __NVCC__ as #if 1,
+// #ifndef as #if 0). nvcc defines it in both its passes, the device's too, and a project's
+// headers test it for "compiled by the CUDA compiler" (xgboost's `#if defined(__CUDA__) ||
+// defined(__NVCC__)` then `#define XGBOOST_DEVICE __host__ __device__`, else nothing: its
+// device functions became host ones); NVRTC does not define it, and defining it for the whole
+// compile would take the toolkit's headers (CCCL's, which test NVRTC's own macro first or not)
+// down their nvcc paths. A project's files only, then. Lines and line numbers are kept.
+std::string with_nvcc_defined(const std::string& text);
+
 // The calls a compile's log finds ambiguous between libcu++'s cuda::std function and CUDA's
 // global one of the same signature (qualified `::name(...)`) or ktune's std:: overload on
 // integers (`std::name(...)`, sqrt(2)), in `texts` (file name as the log gives it -> that file's

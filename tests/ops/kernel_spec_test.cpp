@@ -5154,4 +5154,69 @@ __global__ void ref(const float* x, float* y, int n) { const int i = blockIdx.x 
   EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"B", 64}}, Problem::parse(op, "1000"), "sm_90")));
 }
 
+
+// A project's headers test nvcc's __NVCC__ for "compiled by the CUDA compiler" (xgboost's base.h:
+// `#if defined(__CUDA__) || defined(__NVCC__)` then `#define XGBOOST_DEVICE __host__ __device__`,
+// else nothing): nvcc defines it in its device pass too, NVRTC does not, and the members device
+// code calls went as host functions. Under skip the project's files read it as defined (#ifdef,
+// #ifndef, defined() and the word alone); the toolkit's headers do not. With them: glibc's
+// __assert_fail, which nvcc declares for device code and a project's device assert calls; Thrust's
+// fancy iterators after its host-side headers alone (xgboost's thrust::transform_iterator after
+// <thrust/device_vector.h>); CUB's dispatch enums after a device-wide algorithm's header
+// (`cub::SortOrder`).
+TEST(KernelSpec, AProjectsFilesReadNvccAsDefinedWhereHostCodeIsSkipped) {
+  SpecDir d;
+  d.write("base.h", R"CUDA(#pragma once
+#if defined(__CUDA__) || defined(__NVCC__)
+#define LIB_DEVICE __host__ __device__
+#else
+#define LIB_DEVICE
+#endif
+#ifdef __NVCC__
+#define LIB_SCALE 3
+#endif
+#ifndef __NVCC__
+#error "not compiled by the CUDA compiler"
+#endif
+#if __NVCC__ && defined ( __NVCC__ ) && \
+    !defined __NVCC__
+#error "continued condition misread"
+#endif
+#define CHECK(cond) ((cond) ? static_cast<void>(0) : __assert_fail(#cond, __FILE__, __LINE__, __PRETTY_FUNCTION__))
+struct Pair {
+  float g;
+  LIB_DEVICE float Scaled() const { CHECK(g == g); return LIB_SCALE * g; }
+};
+)CUDA");
+  d.write("k.cu", R"CUDA(#include <thrust/device_vector.h>
+#include <cub/device/device_radix_sort.cuh>
+#include "base.h"
+struct Twice { __host__ __device__ float operator()(float v) const { return 2.f * v; } };
+template <int B> __global__ void k(const float* x, float* y, int n) {
+  const int i = blockIdx.x * B + threadIdx.x;
+  if (i >= n) return;
+  thrust::transform_iterator<Twice, const float*> t(x, Twice());
+  const float order = cub::SortOrder::Ascending == cub::SortOrder::Ascending ? 1.f : 0.f;
+  y[i] = Pair{t[i]}.Scaled() * order;
+}
+__global__ void ref(const float* x, float* y, int n) { const int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = 6.f * x[i]; }
+)CUDA");
+  ojson spec = ojson::parse(R"JSON({
+    "name": "nvcc_defined", "sources": ["k.cu"], "host_code": "skip", "kernel": "k<{B}>", "params_as": "template", "dims": ["n"],
+    "params": {"B": [64]}, "launch": {"grid": ["ceil_div(n, B)"], "block": ["B"]},
+    "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n"}, {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"},
+             {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"}],
+    "check": {"reference": {"kernel": "ref", "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]}}}})JSON");
+  const std::string op = load_kernel_spec_text(spec.dump(), "nvcc_defined.json", d.dir());
+  Compiler compiler;
+  EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"B", 64}}, Problem::parse(op, "1000"), "sm_90")));
+  EXPECT_EQ(with_nvcc_defined("#if defined(__NVCC__) || X\n#ifdef __NVCC__ // c\n#ifndef __NVCC__\n#if !defined __NVCC__\nint __NVCC__x;\n#define Y __NVCC__\n"),
+            "#if 1 || X\n#if 1 // c\n#if 0\n#if !1\nint __NVCC__x;\n#define Y __NVCC__\n");
+  // Compiled as it is, the header is the file on disk: NVRTC defines no __NVCC__.
+  spec.erase("host_code");
+  spec["name"] = "nvcc_not_defined";
+  const std::string as_is = load_kernel_spec_text(spec.dump(), "nvcc_not_defined.json", d.dir());
+  EXPECT_THROW(compiler.compile(compile_request(find_family(as_is), Config{{"B", 64}}, Problem::parse(as_is, "1000"), "sm_90")), CompileError);
+}
+
 } // namespace ktune
