@@ -1933,8 +1933,8 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
           // The name of a function it declares; a keyword is none (`static void (*handler)(int) =
           // nullptr;`, a host variable, reads as a function named `void`, and xgboost's dmlc
           // `any`'s `static const size_t kStack = sizeof(void *) * 3;` then lost its initializer).
-          if (const std::string f = function_name(without_template_lists(stmt, macros)); stmt.find('(') != std::string::npos && !language_word(f))
-            blanked_names.insert(f);
+          if (stmt.find('(') != std::string::npos)
+            if (const std::string f = function_name(without_template_lists(stmt, macros)); !language_word(f)) blanked_names.insert(f);
         } else {
           // Data that names a function this pass blanked (ggml's `static const
           // ggml_backend_buffer_i iface = { free_buffer, ... };`, a table of host callbacks) goes

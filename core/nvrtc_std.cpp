@@ -86,17 +86,18 @@ const char* const kHostAny =
     "struct __ktune_any {\n  template <class... A> __host__ __device__ __ktune_any(A&&...) {}\n"
     "  __host__ __device__ __ktune_any(std::initializer_list<__ktune_any>) {}\n};\n}\n#endif\n";
 // A container's member types, which a host class's or a trait's declarations name
-// (nlohmann/json 3.11's `std::vector<bool>::reference`, `object_t::key_compare`).
+// (nlohmann/json 3.11's `std::vector<bool>::reference`, `object_t::key_compare`). Qualified, so
+// that a class outside std is one too (Thrust's containers' stand-ins).
 const char* const kContainerTypes =
-    "  typedef __ktune_any value_type;\n  typedef __ktune_any key_type;\n  typedef __ktune_any mapped_type;\n"
-    "  typedef __ktune_any key_compare;\n  typedef __ktune_any hasher;\n  typedef __ktune_any key_equal;\n  typedef __ktune_any allocator_type;\n"
-    "  typedef __ktune_any& reference;\n  typedef const __ktune_any& const_reference;\n  typedef __ktune_any* pointer;\n"
-    "  typedef const __ktune_any* const_pointer;\n  typedef __ktune_any* iterator;\n  typedef const __ktune_any* const_iterator;\n"
-    "  typedef unsigned long size_type;\n  typedef long difference_type;\n";
+    "  typedef std::__ktune_any value_type;\n  typedef std::__ktune_any key_type;\n  typedef std::__ktune_any mapped_type;\n"
+    "  typedef std::__ktune_any key_compare;\n  typedef std::__ktune_any hasher;\n  typedef std::__ktune_any key_equal;\n"
+    "  typedef std::__ktune_any allocator_type;\n  typedef std::__ktune_any& reference;\n  typedef const std::__ktune_any& const_reference;\n"
+    "  typedef std::__ktune_any* pointer;\n  typedef const std::__ktune_any* const_pointer;\n  typedef std::__ktune_any* iterator;\n"
+    "  typedef const std::__ktune_any* const_iterator;\n  typedef unsigned long size_type;\n  typedef long difference_type;\n";
 std::string host_class(const std::string& name, const std::string& base = "") {
   return "class " + name + (base.empty() ? "" : " : public " + base) + " {\n public:\n" + kContainerTypes + "  __host__ __device__ " + name +
          "() {}\n  template <class... A> __host__ __device__ " + name + "(A&&...) {}\n  __host__ __device__ " + name +
-         "(std::initializer_list<__ktune_any>) {}\n};\n";
+         "(std::initializer_list<std::__ktune_any>) {}\n};\n";
 }
 // libstdc++'s containers, strings and streams bring std::min and std::max (bits/stl_algobase.h),
 // which a header that includes only one of them may use (lmdeploy's thread_map.h: <iostream>, then
@@ -596,14 +597,11 @@ std::map<std::string, std::string> make_views(const std::string& dir) {
     // In Thrust's own namespace as its headers open it: a project that wraps Thrust in its own
     // (AMGX's -DTHRUST_CUB_WRAPPED_NAMESPACE=amgx) names `amgx::thrust::device_ptr`.
     std::string containers = std::string(kHostAny) + "#ifndef KTUNE_THRUST_HOST\n#define KTUNE_THRUST_HOST\nTHRUST_NAMESPACE_BEGIN\n";
-    // Their member types too, which a host class's aliases name (xgboost's allocator on
-    // `thrust::device_malloc_allocator<T>`: `using pointer = typename Super::pointer;`).
-    std::string member_types = kContainerTypes;
-    for (size_t at = 0; (at = member_types.find("__ktune_any", at)) != std::string::npos; at += 16) member_types.replace(at, 11, "std::__ktune_any");
+    // As the host library's stand-ins are, with their member types, which a host class's aliases
+    // name (xgboost's allocator on `thrust::device_malloc_allocator<T>`: `typename Super::pointer`).
     for (const char* n : {"device_vector", "host_vector", "universal_vector", "device_ptr", "device_malloc_allocator",
                           "device_new_allocator", "device_allocator"})
-      containers += std::string("template <class...>\nclass ") + n + " {\n public:\n" + member_types + "  __host__ __device__ " + n + "() {}\n  template <class... A> __host__ __device__ " + n +
-                    "(A&&...) {}\n  __host__ __device__ " + n + "(std::initializer_list<std::__ktune_any>) {}\n};\n";
+      containers += "template <class...>\n" + host_class(n);
     containers += "namespace detail {\ntemplate <class...>\nclass vector_base {\n public:\n  __host__ __device__ vector_base() {}\n"
                   "  template <class... A> __host__ __device__ vector_base(A&&...) {}\n};\n}\nTHRUST_NAMESPACE_END\n#endif\n";
     for (const auto& name : host_side)
@@ -888,6 +886,19 @@ std::string nvrtc_nvcc_prelude(const std::string& text) {
   return p.empty() ? p : "// ktune: what nvcc's implicit <cuda_runtime.h> gives device code and NVRTC's lacks\n" + p;
 }
 
+// The preprocessor directive a line holds (`define`, `if`, ...; "" for none) and, in *after, the
+// offset in the line just past its word.
+std::string directive_of(const std::string& line, size_t* after) {
+  const size_t k = line.find_first_not_of(" \t");
+  if (k == std::string::npos || line[k] != '#') return "";
+  const size_t d = line.find_first_not_of(" \t", k + 1);
+  if (d == std::string::npos) return "";
+  size_t e = d;
+  while (e < line.size() && std::isalpha(static_cast<unsigned char>(line[e]))) ++e;
+  *after = e;
+  return line.substr(d, e - d);
+}
+
 std::string with_pragma_operators(const std::string& text) {
   std::string out;
   out.reserve(text.size());
@@ -897,25 +908,22 @@ std::string with_pragma_operators(const std::string& text) {
     if (end == std::string::npos) end = text.size();
     std::string line = text.substr(at, end - at);
     // `# define NAME #pragma what` (no continuation, no parameters).
-    size_t k = line.find_first_not_of(" \t");
-    if (k != std::string::npos && line[k] == '#' && line.back() != '\\') {
-      k = line.find_first_not_of(" \t", k + 1);
-      if (k != std::string::npos && line.compare(k, 6, "define") == 0) {
-        size_t name = line.find_first_not_of(" \t", k + 6), e = name;
-        while (e < line.size() && (std::isalnum(static_cast<unsigned char>(line[e])) || line[e] == '_')) ++e;
-        const size_t hash = e < line.size() && line[e] != '(' ? line.find_first_not_of(" \t", e) : std::string::npos;
-        if (name != std::string::npos && e > name && hash != std::string::npos && line[hash] == '#') {
-          const size_t word = line.find_first_not_of(" \t", hash + 1);
-          if (word != std::string::npos && line.compare(word, 6, "pragma") == 0 && (word + 6 == line.size() || !std::isalnum(static_cast<unsigned char>(line[word + 6])))) {
-            std::string what = line.substr(std::min(line.size(), word + 6));
-            what.erase(0, what.find_first_not_of(" \t"));
-            std::string quoted;
-            for (char c : what) {
-              if (c == '\\' || c == '"') quoted += '\\';
-              quoted += c;
-            }
-            line = line.substr(0, hash) + "_Pragma(\"" + quoted + "\")";
+    size_t k = 0;
+    if (!line.empty() && line.back() != '\\' && directive_of(line, &k) == "define") {
+      size_t name = line.find_first_not_of(" \t", k), e = name;
+      while (e < line.size() && (std::isalnum(static_cast<unsigned char>(line[e])) || line[e] == '_')) ++e;
+      const size_t hash = e < line.size() && line[e] != '(' ? line.find_first_not_of(" \t", e) : std::string::npos;
+      if (name != std::string::npos && e > name && hash != std::string::npos && line[hash] == '#') {
+        const size_t word = line.find_first_not_of(" \t", hash + 1);
+        if (word != std::string::npos && line.compare(word, 6, "pragma") == 0 && (word + 6 == line.size() || !std::isalnum(static_cast<unsigned char>(line[word + 6])))) {
+          std::string what = line.substr(std::min(line.size(), word + 6));
+          what.erase(0, what.find_first_not_of(" \t"));
+          std::string quoted;
+          for (char c : what) {
+            if (c == '\\' || c == '"') quoted += '\\';
+            quoted += c;
           }
+          line = line.substr(0, hash) + "_Pragma(\"" + quoted + "\")";
         }
       }
     }
@@ -929,10 +937,6 @@ std::string with_pragma_operators(const std::string& text) {
 std::string with_nvcc_defined(const std::string& text) {
   static const std::string kName = "__NVCC__";
   if (text.find(kName) == std::string::npos) return text;
-  auto word_at = [&](const std::string& l, size_t k) {
-    return l.compare(k, kName.size(), kName) == 0 && (k == 0 || !(std::isalnum(static_cast<unsigned char>(l[k - 1])) || l[k - 1] == '_')) &&
-           (k + kName.size() == l.size() || !(std::isalnum(static_cast<unsigned char>(l[k + kName.size()])) || l[k + kName.size()] == '_'));
-  };
   std::string out;
   out.reserve(text.size());
   bool continued = false; // a line of an #if condition continued from the line before
@@ -942,23 +946,15 @@ std::string with_nvcc_defined(const std::string& text) {
     if (end == std::string::npos) end = text.size();
     std::string line = text.substr(at, end - at);
     const bool continues = !line.empty() && line.back() == '\\';
-    size_t k = line.find_first_not_of(" \t");
-    std::string directive;
     size_t after = 0;
-    if (!continued && k != std::string::npos && line[k] == '#') {
-      const size_t d = line.find_first_not_of(" \t", k + 1);
-      size_t e = d;
-      while (e != std::string::npos && e < line.size() && std::isalpha(static_cast<unsigned char>(line[e]))) ++e;
-      if (d != std::string::npos) directive = line.substr(d, e - d), after = e;
-    }
-    if ((directive == "ifdef" || directive == "ifndef") && line.find(kName, after) != std::string::npos) {
+    const std::string directive = continued ? "" : directive_of(line, &after);
+    if (directive == "ifdef" || directive == "ifndef") {
       const size_t w = line.find_first_not_of(" \t", after);
-      if (w != std::string::npos && word_at(line, w))
-        line = line.substr(0, line.find(directive, k)) + (directive == "ifdef" ? "if 1" : "if 0") + line.substr(w + kName.size());
+      if (w != std::string::npos && find_word(line, kName, w) == w)
+        line = line.substr(0, after - directive.size()) + (directive == "ifdef" ? "if 1" : "if 0") + line.substr(w + kName.size());
     } else if (directive == "if" || directive == "elif" || continued) {
       // `defined ( __NVCC__ )` and `defined __NVCC__` first, then the word alone.
-      for (size_t p = line.find(kName); p != std::string::npos; p = line.find(kName, p + 1)) {
-        if (!word_at(line, p)) continue;
+      for (size_t p = find_word(line, kName); p != std::string::npos; p = find_word(line, kName, p + 1)) {
         size_t from = p, to = p + kName.size();
         size_t b = line.find_last_not_of(" \t", p == 0 ? 0 : p - 1);
         size_t f = line.find_first_not_of(" \t", to);
