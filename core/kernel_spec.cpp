@@ -56,6 +56,10 @@ size_t find_word(const std::string& text, const std::string& word, size_t from) 
   return std::string::npos;
 }
 
+std::string macro_of_option(const std::string& o) {
+  return o.rfind("--define-macro=", 0) == 0 ? o.substr(15) : o.rfind("-D", 0) == 0 ? o.substr(2) : "";
+}
+
 std::string trim(const std::string& text) {
   const auto space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
   size_t a = 0, e = text.size();
@@ -1723,8 +1727,7 @@ void read_compile(Reader& r, const ojson& j, KernelSpec& s, std::string* hashed)
           option_incs.push_back(d.lexically_normal().string());
         }
       if (t.rfind("-include", 0) == 0 || t.rfind("--pre-include", 0) == 0) s.compiled_text_whole = false;
-      const std::string d = t.rfind("--define-macro=", 0) == 0 ? t.substr(15) : t.rfind("-D", 0) == 0 ? t.substr(2) : "";
-      if (!d.empty()) {
+      if (const std::string d = macro_of_option(t); !d.empty()) {
         const size_t eq = d.find('=');
         command_line[d.substr(0, eq)] = eq == std::string::npos ? "1" : d.substr(eq + 1);
       }

@@ -542,6 +542,9 @@ struct KernelSpec {
   // number from 0 up.
   std::vector<std::string> kernel_names(const std::vector<SpecStep>& steps, const Config& c, const Problem& p) const;
   std::vector<std::string> compile_options(const Config& c, const Problem& p) const;
+  // The macros compile_options sets whatever the config: the constant defines and the options'
+  // -D (CompileRequest::build_macros).
+  std::set<std::string> build_macros() const;
   LaunchPlan plan(const std::vector<SpecStep>& steps, const Config& c, const Problem& p) const;
   // Scalar argument i's value from the names' values v; context for its error.
   double scalar_from(size_t arg, const std::vector<double>& v, const std::string& context) const;
@@ -585,6 +588,9 @@ KernelSpec parse_kernel_spec(const std::string& json, const std::string& origin,
 // Where `word` stands in `text` at or after `from` as a whole identifier (no letter, digit or _ on
 // either side); npos where it does not.
 size_t find_word(const std::string& text, const std::string& word, size_t from = 0);
+
+// The macro an NVRTC option defines, "NAME" or "NAME=VALUE" (-D, --define-macro=); "" for another option.
+std::string macro_of_option(const std::string& option);
 
 // text without the white space (std::isspace) at its two ends.
 std::string trim(const std::string& text);

@@ -912,6 +912,15 @@ std::vector<std::string> KernelSpec::compile_options(const Config& c, const Prob
   return o;
 }
 
+std::set<std::string> KernelSpec::build_macros() const {
+  std::set<std::string> m;
+  for (const auto& [k, e] : defines)
+    if (e.constant()) m.insert(k);
+  for (const auto& o : options)
+    if (const std::string d = macro_of_option(o); !d.empty()) m.insert(d.substr(0, d.find('=')));
+  return m;
+}
+
 LaunchPlan KernelSpec::plan(const std::vector<SpecStep>& st, const Config& c, const Problem& p) const {
   std::vector<double> v = values(c, p, no_device());
   LaunchPlan plan;
@@ -1412,6 +1421,7 @@ Family spec_family(const std::shared_ptr<const KernelSpec>& sp) {
   f.kernels([sp](const Config& c, const Problem& p) { return sp->kernel_names(sp->steps, c, p); });
   f.launch([sp](const Config& c, const Problem& p) { return sp->plan(sp->steps, c, p); });
   f.options([sp](const Config& c, const Problem& p) { return sp->compile_options(c, p); });
+  f.build_macros(sp->build_macros());
   f.headers(sp->std_headers);
   // The spec's default where it is valid, else the first valid config in declaration order.
   const Family bare = f;

@@ -169,6 +169,7 @@ CompileRequest compile_request(const Family& f, const Config& c, const Problem& 
   r.source_name = f.source_path();
   r.name_expressions = f.kernel_names(c, p);
   r.options = f.compile_options(c, p);
+  r.build_macros = f.build_macros();
   r.headers = f.headers();
   // Arch-specific families (wgmma) need the "a" target; it is part of the cache key through r.arch,
   // and the context names the target compiled for.
@@ -440,10 +441,12 @@ std::shared_ptr<const CompiledKernel> Compiler::compile_uncached(const CompileRe
 
   // A macro the options set that the source defines again (warning #47, "incompatible
   // redefinition of macro"): the source's #define wins from that line on, so a config's value
-  // (a tuning parameter, a problem dimension) would compile silently into the source's.
+  // (a tuning parameter, a problem dimension) would compile silently into the source's. A
+  // project's build macro is the source's to define again (CompileRequest::build_macros).
   for (size_t at = 0; (at = log.find("incompatible redefinition of macro \"", at)) != std::string::npos;) {
     at += std::strlen("incompatible redefinition of macro \"");
     const std::string name = log.substr(at, log.find('"', at) - at);
+    if (req.build_macros.count(name)) continue;
     for (const auto& o : req.options)
       if (o.rfind("-D" + name + "=", 0) == 0 || o == "-D" + name) {
         // The reason leads the log too: a trial records the log, as it does NVRTC's own errors.

@@ -448,6 +448,7 @@ std::optional<CompileRequest> spec_side_request(const std::string& op, const std
   req.source_name = s.source_name;
   req.name_expressions = s.kernel_names(steps, c, p);
   req.options = s.compile_options(c, p);
+  req.build_macros = s.build_macros();
   req.headers = s.std_headers;
   req.arch = op_info(op).families().front().compile_arch(arch); // the spec's "arch": "sm_90a" too
   req.context = what + " of " + s.path + " config " + c.to_json() + " problem " + p.key();

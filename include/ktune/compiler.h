@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,6 +30,12 @@ struct CompileRequest {
   // (core/nvrtc_std.h). NVRTC finds them before any include path.
   std::vector<std::pair<std::string, std::string>> headers;
   std::string context; // "family gemm_simt config {...} problem ..." for error messages
+  // Macros the options set as a project's build sets them, whatever the config (a user's kernel:
+  // its spec's constant defines and its options' -D): a source that #defines one again takes its
+  // own, as nvcc does with a warning (HOOMD-blue's bundled HIP defines __HIP_PLATFORM_NVCC__,
+  // which its CMake passes too). The others carry a config's value, and a redefinition of one is
+  // refused. Not in the cache key: the cubin is the same either way.
+  std::set<std::string> build_macros;
 
   // Everything that changes the cubin: source, headers, instantiations, options, arch, NVRTC.
   std::string cache_key() const;

@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -330,6 +331,10 @@ class Family {
   std::vector<std::string> compile_options(const Config& c, const Problem& p) const {
     return options_ ? options_(c, p) : std::vector<std::string>{};
   }
+  // The macros of its options that are the project's build's, not a config's
+  // (CompileRequest::build_macros).
+  Family& build_macros(std::set<std::string> m) { build_macros_ = std::move(m); return *this; }
+  const std::set<std::string>& build_macros() const { return build_macros_; }
   // In-memory headers (name, text) its compiles get beside the embedded ones (a user's kernel:
   // the standard headers NVRTC lacks, KernelSpec::std_headers); part of the cache key.
   using Headers = std::vector<std::pair<std::string, std::string>>;
@@ -417,6 +422,7 @@ class Family {
   NeighborFn neighbors_;
   UpgradeFn upgrade_;
   OptionsFn options_;
+  std::set<std::string> build_macros_;
   int min_arch_ = 0;
   std::optional<double> lend_decay_;
   std::string op_ = "gemm";

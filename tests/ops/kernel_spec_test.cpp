@@ -5219,4 +5219,27 @@ __global__ void ref(const float* x, float* y, int n) { const int i = blockIdx.x 
   EXPECT_THROW(compiler.compile(compile_request(find_family(as_is), Config{{"B", 64}}, Problem::parse(as_is, "1000"), "sm_90")), CompileError);
 }
 
+
+// A spec's constant defines and its options' -D are the project's build's: a source that defines
+// one again compiles (its #define wins, as under nvcc), and the family says which they are. A
+// define that reads a parameter carries the config's value: its redefinition stays refused.
+TEST(KernelSpec, ASourceMayRedefineTheSpecsConstantDefines) {
+  SpecDir d;
+  d.write("k.cu", "#define PLATFORM_NV\n#define FROM_OPTION 2\n#define SCALED 7\n"
+                  "template <int B> __global__ void k(float* y, int n) { const int i = blockIdx.x * B + threadIdx.x; if (i < n) y[i] = 1.f; }\n");
+  ojson spec = ojson::parse(R"JSON({
+    "name": "build_macros", "sources": ["k.cu"], "kernel": "k<{B}>", "params_as": "template", "dims": ["n"],
+    "params": {"B": [64]}, "launch": {"grid": ["ceil_div(n, B)"], "block": ["B"]}, "defines": {"PLATFORM_NV": 1}, "options": ["-DFROM_OPTION=3"],
+    "args": [{"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"}, {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"}],
+    "check": {"none": "compile probe"}})JSON");
+  const std::string op = load_kernel_spec_text(spec.dump(), "build_macros.json", d.dir());
+  EXPECT_EQ(find_family(op).build_macros(), (std::set<std::string>{"PLATFORM_NV", "FROM_OPTION"}));
+  Compiler compiler;
+  EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"B", 64}}, Problem::parse(op, "1000"), "sm_90")));
+  spec["name"] = "config_macro";
+  spec["defines"]["SCALED"] = "B * 2";
+  const std::string config = load_kernel_spec_text(spec.dump(), "config_macro.json", d.dir());
+  EXPECT_THROW(compiler.compile(compile_request(find_family(config), Config{{"B", 64}}, Problem::parse(config, "1000"), "sm_90")), CompileError);
+}
+
 } // namespace ktune

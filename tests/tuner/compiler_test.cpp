@@ -459,6 +459,35 @@ TEST(Compiler, ASourceThatRedefinesAMacroTheConfigSetsIsRefused) {
   EXPECT_FALSE(compiler.compile(r)->cubin.empty());
 }
 
+// A macro the project's build sets whatever the config (a spec's constant define, its options'
+// -D) is the source's to define again, as nvcc takes it with a warning: HOOMD-blue's CMake passes
+// -D__HIP_PLATFORM_NVCC__ and its bundled HIP header #defines it too. A config's stays refused.
+TEST(Compiler, ASourceMayRedefineABuildMacro) {
+  CompileRequest r;
+  r.source = "#define __HIP_PLATFORM_NVCC__\n#define N 1000\n__global__ void k(float* y) { y[threadIdx.x] = N; }\n";
+  r.source_name = "user/build_macro.cu";
+  r.name_expressions = {"k"};
+  r.options = {"-D__HIP_PLATFORM_NVCC__=1", "-DN=4096"};
+  r.arch = "sm_90";
+  r.context = "build_macro";
+  Compiler compiler(1);
+  try {
+    compiler.compile(r);
+    FAIL() << "the source's N would have replaced the config's";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("the source defines __HIP_PLATFORM_NVCC__ again"), std::string::npos) << e.what();
+  }
+  r.build_macros = {"__HIP_PLATFORM_NVCC__"};
+  try {
+    compiler.compile(r);
+    FAIL() << "the source's N would have replaced the config's";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("the source defines N again, which the compile sets (-DN=4096)"), std::string::npos) << e.what();
+  }
+  r.source = "#define __HIP_PLATFORM_NVCC__\n__global__ void k(float* y) { y[threadIdx.x] = 1.f; }\n";
+  EXPECT_FALSE(compiler.compile(r)->cubin.empty());
+}
+
 TEST(Compiler, CacheServesRepeatsAndKeysOnArch) {
   const Family f = find_family("gemm_smem");
   const auto p = GemmProblem::parse("64x64x64");
