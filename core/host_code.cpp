@@ -15,6 +15,9 @@
 
 namespace ktune {
 
+const char* const kHostDataBegin = "/*__ktune_host_data_begin*/";
+const char* const kHostDataEnd = "/*__ktune_host_data_end*/";
+
 namespace {
 
 bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
@@ -1765,6 +1768,11 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
                                                                                 bool templated) {
     size_t start = from;
     int parens = 0;
+    // In a class body: its member functions that went as host code and those that stay (a device
+    // one, one given an execution space, one left as it is), and its non-static data members,
+    // [first character, ';'], for project.mark_host_data.
+    int host_functions = 0, kept_functions = 0;
+    std::vector<std::pair<size_t, size_t>> data_members;
     for (size_t i = from; i < to; ++i) {
       const char c = code[i];
       // A statement that is a function-like macro's call whose replacement ends with its ';' or a
@@ -1862,10 +1870,12 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
               !holds_any(sw, {"__host__", "friend"}) && declared_type(head, macros).empty() && !unknown_macro_before_name(head, macros, not_macros)) {
             annotate.emplace_back(start + head.find_first_not_of(" \t\n"), space_to_add(sw));
             ++*blanked;
+            ++kept_functions;
           } else if (host_static_member(stmt, macros, not_macros)) {
             blank(start, i);
           } else if (host_member_declaration(stmt, macros, not_macros)) {
             blank(start, i);
+            ++host_functions;
             if (!name.empty() && !cls.empty()) blanked_members.insert(cls + "::" + name);
           } else if (!cls.empty() && name == cls) {
             kept_constructor(cls); // `json_value() = default;`
@@ -1921,6 +1931,24 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
                 !holds_any(sw, {"__device__", "__constant__", "__shared__", "constexpr", "template", "operator"}) && declared_type(stmt, macros).empty())
               blank(start + init_at, i - 1);
           }
+          // What the class is built of: a member function's declaration that stays (a device
+          // one's, or one the reading leaves as it is), or a non-static data member (not a type,
+          // an alias, a friend or a static one; none over a preprocessor line, which the marks
+          // around it could not leave out whole).
+          const auto said = [&](const char* w) { return std::find(sw.begin(), sw.end(), w) != sw.end(); };
+          if (!name.empty() && !declarator && out.compare(start, i - start, text, start, i - start) == 0 && !said("friend") && !said("using") &&
+              !said("typedef") && !said("static_assert") && !said("default") && !said("delete"))
+            ++kept_functions;
+          std::vector<std::string> dw;
+          words_of(stmt, macros, 0, &dw);
+          size_t lead = start;
+          while (lead < i && (kind[lead] != kCode || std::isspace(static_cast<unsigned char>(code[lead])))) ++lead;
+          bool over_directive = false;
+          for (size_t k = lead; k < i && !over_directive; ++k) over_directive = kind[k] == kPreprocessor;
+          if (project.mark_host_data && name.empty() && lead < i && !over_directive && !dw.empty() && declared_type(stmt, macros).empty() &&
+              !holds_any(dw, {"typedef", "using", "static", "friend", "template", "class", "struct", "union", "enum", "namespace",
+                              "constexpr", "operator", "__shared__", "__constant__", "__device__", "extern"}))
+            data_members.emplace_back(lead, i);
         } else if (!host_instance && host_declaration(stmt, macros, not_macros) && stmt.find('(') != std::string::npos &&
                    unevaluated.count(declared_name(without_template_lists(stmt, macros))) && !qualified_name(without_template_lists(stmt, macros))) {
           const std::string head = without_template_lists(stmt, macros);
@@ -2019,6 +2047,7 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
       // A function's definition: a parameter list and no initializer ('=' outside parentheses,
       // operator= aside), not a class.
       const bool function = paren && (!assign || is_operator) && !type_def;
+      if (function && device && in_class) ++kept_functions;
       if (function && device) {
         if (device_names) device_names->insert(cls.empty() ? function_name(head) : cls + "::" + function_name(head));
         if (!cls.empty()) device_members.insert(cls + "::" + function_name(head));
@@ -2074,6 +2103,7 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
       if (function && !device && !braced_init && !unknown_macro_before_name(head, macros, not_macros) && constexpr_at != std::string::npos) {
         annotate.emplace_back(start + constexpr_at, space_to_add(words));
         ++*blanked;
+        if (in_class) ++kept_functions;
         if (!cls.empty() && function_name(head) == cls) kept_constructor(cls);
       } else if (function && !device && !braced_init && !unknown_macro_before_name(head, macros, not_macros)) {
         // A namespace-scope function an unevaluated operand reads (nlohmann/json's
@@ -2091,11 +2121,13 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
             (templated || declares_template(code.substr(start, i - start)))) {
           annotate.emplace_back(start + head.find_first_not_of(" \t\n"), space_to_add(words));
           ++*blanked;
+          if (in_class) ++kept_functions;
           i = close;
           start = close + 1;
           continue;
         }
         blank(start, close);
+        if (in_class) ++host_functions;
         if (!in_class && read_unevaluated && !deduced && !member_init) {
           for (size_t k = start; k < i; ++k)
             if (kind[k] == kCode) out[k] = text[k]; // the head again
@@ -2137,6 +2169,17 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
       i = close;
       if (function) start = close + 1;
     }
+    // A class whose member functions all went as host code (one at least) is the host's: its data
+    // members are marked (kHostDataBegin ... kHostDataEnd), so that the compile leaves out those
+    // NVRTC refuses (drop_refused_host_data). Their types may be ones a library hides from NVRTC
+    // (CUTLASS's DeviceAllocation holds a `platform::unique_ptr`, which platform.h declares only
+    // where __CUDACC_RTC__ is not defined). They stay otherwise: device code may read a host
+    // class's data (a kernel's argument struct with a host constructor).
+    if (in_class && host_functions > 0 && kept_functions == 0)
+      for (const auto& [a, b] : data_members) {
+        annotate.emplace_back(a, kHostDataBegin);
+        annotate.emplace_back(b + 1, kHostDataEnd);
+      }
   };
   scan(0, code.size(), false, "", false);
   // A function-like macro whose replacement declares a function that the replacement reads in an

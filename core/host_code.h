@@ -37,7 +37,16 @@ struct ProjectReading {
   // The names of the types the project's files declare (names_of): an ALL_CAPS one before a
   // declaration's name is a type, no header's macro that may be an execution space.
   std::set<std::string> types;
+  // Mark the data members of host classes (kHostDataBegin ... kHostDataEnd) for the compile, which
+  // leaves out those NVRTC refuses (drop_refused_host_data, core/nvrtc_std.h): the views a spec's
+  // compile reads, not a reading done for its names alone.
+  bool mark_host_data = false;
 };
+
+// The comments around a data member of a host class (a class whose member functions all went as
+// host code) in a text skip_host_functions read with ProjectReading::mark_host_data.
+extern const char* const kHostDataBegin;
+extern const char* const kHostDataEnd;
 
 // text with what NVRTC refuses as host code replaced by spaces, every newline and preprocessor
 // line kept (so that NVRTC's line numbers stay the file's): at namespace scope (and in extern "C"
@@ -50,7 +59,8 @@ struct ProjectReading {
 // with no memory space that are not const, and data naming a function blanked before it; in a
 // class body, such member functions' definitions and declarations (not `= default` or `= delete`
 // unless virtual; data members stay, but for static ones neither const nor constexpr, host variables;
-// an operator's is a function's). A constexpr function without
+// an operator's is a function's; a host class's data members marked where
+// ProjectReading::mark_host_data asks). A constexpr function without
 // an execution space is given `__host__ __device__` instead (nvcc's on both sides), its
 // declaration too, as is a function only declared and read in an unevaluated operand (decltype,
 // sizeof: a trait's probe; in a class too, and a namespace-scope definition so read keeps its head

@@ -1601,7 +1601,7 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
     int blanked = 0;
     const std::string& text = texts.at(f);
     const std::string compiled = with_std_math_declarations(
-        s.skip_host_code ? with_pragma_operators(skip_host_functions(text, &blanked, ProjectReading{known, host_functions, unevaluated, min_arch, function_macros, command_line, types}))
+        s.skip_host_code ? with_pragma_operators(skip_host_functions(text, &blanked, ProjectReading{known, host_functions, unevaluated, min_arch, function_macros, command_line, types, true}))
                          : text);
     s.source += "#line 1 \"" + f + "\"\n" + compiled + (compiled.empty() || compiled.back() == '\n' ? "" : "\n");
   }
@@ -1615,7 +1615,7 @@ std::vector<std::string> read_sources(const Reader& r, KernelSpec& s, const ojso
     if (!file.empty()) names_of[file].push_back(name);
   for (const auto& [file, names] : names_of) {
     int blanked = 0;
-    std::string view = s.skip_host_code ? skip_host_functions(with_paths(file), &blanked, ProjectReading{known, host_functions, unevaluated, min_arch, function_macros, command_line, types}) : texts.at(file);
+    std::string view = s.skip_host_code ? skip_host_functions(with_paths(file), &blanked, ProjectReading{known, host_functions, unevaluated, min_arch, function_macros, command_line, types, true}) : texts.at(file);
     const std::string rewritten = with_std_math_declarations(s.skip_host_code ? with_pragma_operators(view) : view);
     const bool changed = rewritten != view || nvcc_read.count(file); // math declared, a pragma's macro or __NVCC__ rewritten
     view = rewritten;

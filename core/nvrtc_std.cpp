@@ -312,11 +312,25 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
   // OMPException, in every xgboost file: `std::exception_ptr omp_exception_;`).
   // <random>'s engines and distributions, which a host class holds or a type alias names
   // (xgboost's context.h: `using RandomEngine = std::mt19937;`).
-  h.emplace_back("random", host_only("random", host_types({"mersenne_twister_engine", "linear_congruential_engine", "uniform_int_distribution",
-                                                          "uniform_real_distribution", "normal_distribution", "bernoulli_distribution",
-                                                          "discrete_distribution", "exponential_distribution", "poisson_distribution"},
+  // std::bernoulli_distribution is a class, not a template (CUTLASS's host tensor_fill.h holds a
+  // `std::bernoulli_distribution bernoulli_dist;`); the engines' own templates take non-type
+  // arguments.
+  h.emplace_back("random", host_only("random", host_types({"uniform_int_distribution", "uniform_real_distribution", "normal_distribution",
+                                                          "discrete_distribution", "exponential_distribution", "poisson_distribution",
+                                                          "binomial_distribution", "geometric_distribution", "negative_binomial_distribution",
+                                                          "gamma_distribution", "weibull_distribution", "extreme_value_distribution",
+                                                          "lognormal_distribution", "chi_squared_distribution", "cauchy_distribution",
+                                                          "fisher_f_distribution", "student_t_distribution", "piecewise_constant_distribution",
+                                                          "piecewise_linear_distribution"},
                                                          {"mt19937", "mt19937_64", "minstd_rand", "minstd_rand0", "default_random_engine",
-                                                          "random_device", "seed_seq"})));
+                                                          "ranlux24_base", "ranlux48_base", "ranlux24", "ranlux48", "knuth_b",
+                                                          "random_device", "seed_seq", "bernoulli_distribution"},
+                                                         "template <class T, auto...>\n" + host_class("mersenne_twister_engine") +
+                                                             "template <class T, auto...>\n" + host_class("linear_congruential_engine") +
+                                                             "template <class T, auto...>\n" + host_class("subtract_with_carry_engine") +
+                                                             "template <class E, auto...>\n" + host_class("discard_block_engine") +
+                                                             "template <class E, auto...>\n" + host_class("independent_bits_engine") +
+                                                             "template <class E, auto...>\n" + host_class("shuffle_order_engine"))));
   h.emplace_back("exception", host_only("exception", host_types({}, {"exception", "exception_ptr", "nested_exception"})));
   // std::type_index, a host map's key (dmlc-core's JSON registry: `std::unordered_map<std::type_index, std::string>`).
   h.emplace_back("typeindex", host_only("typeindex", "#include <typeinfo>\n" + host_types({}, {"type_index"})));
@@ -1080,6 +1094,40 @@ size_t qualify_ambiguous_std_calls(const std::string& log, const std::vector<std
   // From the end of each text, so that each offset still holds when it is used.
   for (auto it = calls.rbegin(); it != calls.rend(); ++it) std::get<0>(*it)->insert(std::get<2>(*it), std::get<3>(*it));
   return calls.size();
+}
+
+size_t drop_refused_host_data(const std::string& log, const std::vector<std::pair<std::string, std::string*>>& texts, std::string* first) {
+  // (text, where the member's mark begins, where its end mark ends), one entry a member however
+  // often the log names it
+  std::set<std::tuple<std::string*, size_t, size_t>> members;
+  const std::string begin = kHostDataBegin, end = kHostDataEnd;
+  std::istringstream in(log);
+  for (std::string l; std::getline(in, l);) {
+    size_t at = l.find("): error");
+    if (at == std::string::npos) at = l.find("): catastrophic error");
+    const size_t open = at == std::string::npos ? at : l.rfind('(', at);
+    if (open == std::string::npos) continue;
+    const std::string file = l.substr(0, open);
+    const size_t line_no = std::strtoul(l.c_str() + open + 1, nullptr, 10);
+    for (const auto& [name, text] : texts) {
+      const size_t start = line_no == 0 ? std::string::npos : line_start(*text, name, file, line_no);
+      if (start == std::string::npos) continue;
+      const size_t stop = std::min(text->find('\n', start), text->size());
+      // The members marked on the line or over it: from the last mark before the line's end back,
+      // while a mark's member ends after the line's start.
+      for (size_t b = text->rfind(begin, stop); b != std::string::npos; b = b == 0 ? std::string::npos : text->rfind(begin, b - 1)) {
+        const size_t e = text->find(end, b);
+        if (e == std::string::npos || e + end.size() <= start) break;
+        if (first && members.empty()) *first = l;
+        members.emplace(text, b, e + end.size());
+      }
+      break;
+    }
+  }
+  for (const auto& [text, a, b] : members)
+    for (size_t k = a; k < b; ++k)
+      if ((*text)[k] != '\n') (*text)[k] = ' ';
+  return members.size();
 }
 
 std::string host_library_stand_in(const std::string& name, const std::string& path) {

@@ -87,6 +87,15 @@ std::string with_nvcc_defined(const std::string& text);
 // Returns how many changed.
 size_t qualify_ambiguous_std_calls(const std::string& log, const std::vector<std::pair<std::string, std::string*>>& texts);
 
+// The data members of host classes that the log's errors point at (a line from a member's
+// kHostDataBegin to its kHostDataEnd, core/host_code.h), blanked in `texts` (named as for
+// qualify_ambiguous_std_calls), marks and all, every newline kept: a host class's member whose
+// type NVRTC cannot name (one a library declares only for host compilers) goes, as nvcc's device
+// pass never compiles the host members that would use it. Returns how many went; *first (where
+// given) is the log's first line that pointed at one.
+size_t drop_refused_host_data(const std::string& log, const std::vector<std::pair<std::string, std::string*>>& texts,
+                              std::string* first = nullptr);
+
 // PyTorch's and pybind11's headers for NVRTC under host_code skip (core/nvrtc_torch.cpp), which
 // the include path does not hold or NVRTC could not compile if it did: the stand-in for `name`
 // (torch/..., ATen/..., c10/..., THC/..., pybind11/..., Python.h) brings the standard headers

@@ -12,6 +12,7 @@
 
 #include "ktune/error.h"
 #include "core/embedded.h"
+#include "core/host_code.h"
 #include "core/nvrtc_std.h"
 #include "jit/thread_pool.h"
 
@@ -303,21 +304,43 @@ std::shared_ptr<const CompiledKernel> Compiler::compile_uncached(const CompileRe
   // again (a few rounds: NVRTC stops reporting after its error limit), its log saying so. Only a
   // program that failed so changes.
   size_t qualified = 0;
+  // The source and the request's headers as this compile may change them (their copies made on
+  // first use, handed to NVRTC from then on), each by the name the log gives it.
+  auto own_texts = [&] {
+    if (own.empty())
+      for (const auto& hdr : req.headers) own.push_back(hdr.second);
+    for (size_t i = 0; i < own.size(); ++i) texts[i] = own[i].c_str();
+    std::vector<std::pair<std::string, std::string*>> mine{{req.source_name, &source}};
+    for (size_t i = 0; i < own.size(); ++i) mine.emplace_back(req.headers[i].first, &own[i]);
+    return mine;
+  };
   auto qualify = [&] {
     for (int round = 0; round < 4 && cr != NVRTC_SUCCESS && log.find("more than one instance of overloaded function") != std::string::npos;
          ++round) {
-      if (own.empty())
-        for (const auto& hdr : req.headers) own.push_back(hdr.second);
-      std::vector<std::pair<std::string, std::string*>> mine{{req.source_name, &source}};
-      for (size_t i = 0; i < own.size(); ++i) mine.emplace_back(req.headers[i].first, &own[i]);
-      const size_t n = qualify_ambiguous_std_calls(log, mine);
+      const size_t n = qualify_ambiguous_std_calls(log, own_texts());
       if (n == 0) break;
-      for (size_t i = 0; i < own.size(); ++i) texts[i] = own[i].c_str();
       qualified += n;
       cr = compile(opts, &log);
     }
   };
   qualify();
+  // Under host_code skip, a host class's data members are marked (core/host_code.h): those the
+  // log's errors point at go and the program is compiled again (a few rounds), its log saying so.
+  // Their types are ones NVRTC cannot name: a library's host-only type (CUTLASS's DeviceAllocation
+  // holds a `platform::unique_ptr`, which platform.h declares only without __CUDACC_RTC__), which
+  // nvcc's device pass takes as the host members that use it are never compiled for the device.
+  // Where device code reads such a member, the compile fails on that, and the log says which went.
+  size_t dropped = 0;
+  std::string dropped_why;
+  const bool marked = source.find(kHostDataBegin) != std::string::npos ||
+                      std::any_of(req.headers.begin(), req.headers.end(), [](const auto& h) { return h.second.find(kHostDataBegin) != std::string::npos; });
+  for (int round = 0; round < 4 && marked && cr != NVRTC_SUCCESS; ++round) {
+    const size_t n = drop_refused_host_data(log, own_texts(), dropped == 0 ? &dropped_why : nullptr);
+    if (n == 0) break;
+    dropped += n;
+    cr = compile(opts, &log);
+    qualify();
+  }
   // A PyTorch extension's file (the program holds ktune's stand-ins of PyTorch's headers) that
   // fails on CUDA's half types, where no option names their macros: compiled again as
   // torch.utils.cpp_extension builds an extension, its COMMON_NVCC_FLAGS' __CUDA_NO_HALF_OPERATORS__,
@@ -394,6 +417,9 @@ std::shared_ptr<const CompiledKernel> Compiler::compile_uncached(const CompileRe
     else if (designated || cxx20_keyword_error(cxx17)) log = "compiled again as C++20 (-std=c++20): " + why + (log.empty() ? "" : "\n" + log);
     else log = cxx17;
   }
+  if (dropped > 0)
+    log = std::string(cr == NVRTC_SUCCESS ? "compiled" : "compiled again") + " with " + std::to_string(dropped) +
+          " data member(s) of host classes left out, which NVRTC refused (" + dropped_why + ")" + (log.empty() ? "" : "\n" + log);
   if (qualified > 0)
     log = std::string(cr == NVRTC_SUCCESS ? "compiled" : "compiled again") + " with " + std::to_string(qualified) +
           " call(s) qualified ::name or std::name: after a global `using namespace std;` they were ambiguous between "

@@ -1181,3 +1181,32 @@ TEST(HostCode, AnOverridingDefaultedFunctionGoesAsAVirtualOneDoes) {
   expect_parts(out, {"virtual ~Value()", "~Object() override", "~Last() final"},
                {"Value() = default;", "Object() = default;", "Object& operator=(const Object&) = default;", "struct Last final : Value {"});
 }
+
+// A class whose member functions all go as host code is the host's: read for a compile
+// (ProjectReading::mark_host_data), its non-static data members are marked, so that the compile
+// can leave out one whose type NVRTC refuses (drop_refused_host_data). Not those of a class with a
+// member that stays (a device one, a constexpr one given both spaces), nor static members, nor
+// anything without the reading asking.
+TEST(HostCode, AHostClassesDataMembersAreMarkedForTheCompile) {
+  const std::string text = "template <class T> class Alloc {\n public:\n  struct deleter { void operator()(T* p) const; };\n"
+                           "  unsigned long capacity;\n  platform::unique_ptr<T, deleter>\n      smart_ptr;\n  static int count;\n"
+                           "  static const int kBytes = 4;\n  using type = T;\n  Alloc() : capacity(0) {}\n  T* get() const { return nullptr; }\n};\n"
+                           "struct Mixed {\n  float* p;\n  Mixed() {}\n  __device__ float at(int i) const { return p[i]; }\n};\n"
+                           "struct Sized {\n  int n;\n  constexpr int size() const { return n; }\n  void print() const;\n};\n"
+                           "struct Plain {\n  int a;\n};\n";
+  int n = 0;
+  ProjectReading project;
+  project.mark_host_data = true;
+  const std::string out = skip_host_functions(text, &n, project);
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), std::count(text.begin(), text.end(), '\n')) << "lines kept";
+  const std::string b = kHostDataBegin, e = kHostDataEnd;
+  expect_parts(out, {"T* get()"},
+               {(b + "unsigned long capacity;" + e).c_str(), (b + "platform::unique_ptr<T, deleter>\n      smart_ptr;" + e).c_str(),
+                "  float* p;\n", "  int n;\n", "  int a;\n", "static const int kBytes = 4;", "using type = T;"});
+  // Two marks for each of Alloc's members and none elsewhere: not `static int count;` (a host
+  // variable, blanked), the constant, the alias, the nested class or the other classes' data.
+  size_t marks = 0;
+  for (size_t at = out.find(b); at != std::string::npos; at = out.find(b, at + 1)) ++marks;
+  EXPECT_EQ(marks, 2u) << out;
+  EXPECT_EQ(skipped(text, &n).find(b), std::string::npos) << "marked without mark_host_data";
+}

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/expr.h"
+#include "core/host_code.h"
 #include "core/kernel_spec.h"
 #include "core/nvrtc_std.h"
 #include "ktune/compiler.h"
@@ -5084,7 +5085,8 @@ __global__ void ref(const float* x, float* y, int n) { const int i = blockIdx.x 
 // A host library's headers as dmlc-core and xgboost write them, under skip: a host class holding
 // a `std::exception_ptr`, a map keyed by `std::type_index`, a stream class on
 // `std::basic_ostream<char>`, `std::hash` specialized after <string> alone (libstdc++'s brings
-// it), a `std::mt19937` alias, an allocator on `thrust::device_malloc_allocator<T>` naming its
+// it), a `std::mt19937` alias, a host class holding `std::bernoulli_distribution` (a class, not a
+// template: CUTLASS's tensor_fill.h) and an engine of the template's own non-type arguments, an allocator on `thrust::device_malloc_allocator<T>` naming its
 // member types, and a constexpr string view whose constructor calls `char_traits::length`,
 // which device code runs: the file compiles with its kernel.
 TEST(KernelSpec, AHostLibrarysStandardTypesCompileWhereHostCodeIsSkipped) {
@@ -5115,6 +5117,13 @@ class ostream : public std::basic_ostream<char> {
 };
 template <typename T> struct optional { T v; bool set; };
 using RandomEngine = std::mt19937;
+class Filler {
+  std::bernoulli_distribution coin_;
+  std::uniform_real_distribution<> u_;
+  std::mersenne_twister_engine<unsigned, 32, 624, 397, 31, 0x9908b0dfu, 11, 0xffffffffu, 7, 0x9d2c5680u, 15, 0xefc60000u, 18, 1812433253u> e_;
+ public:
+  bool flip() { return coin_(e_); }
+};
 struct StringView {
   using Traits = std::char_traits<char>;
   const char* str_;
@@ -5151,7 +5160,9 @@ __global__ void ref(const float* x, float* y, int n) { const int i = blockIdx.x 
     "check": {"reference": {"kernel": "ref", "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]}}}})JSON");
   const std::string op = load_kernel_spec_text(spec.dump(), "host_library_standard_types.json", d.dir());
   Compiler compiler;
-  EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"B", 64}}, Problem::parse(op, "1000"), "sm_90")));
+  std::shared_ptr<const CompiledKernel> k;
+  ASSERT_NO_THROW(k = compiler.compile(compile_request(find_family(op), Config{{"B", 64}}, Problem::parse(op, "1000"), "sm_90")));
+  EXPECT_EQ(k->log.find("left out"), std::string::npos) << "the stand-ins' types are complete: " << k->log;
 }
 
 
@@ -5240,6 +5251,93 @@ TEST(KernelSpec, ASourceMayRedefineTheSpecsConstantDefines) {
   spec["defines"]["SCALED"] = "B * 2";
   const std::string config = load_kernel_spec_text(spec.dump(), "config_macro.json", d.dir());
   EXPECT_THROW(compiler.compile(compile_request(find_family(config), Config{{"B", 64}}, Problem::parse(config, "1000"), "sm_90")), CompileError);
+}
+
+
+// A host class's data member whose type a library declares for host compilers only (CUTLASS's
+// DeviceAllocation holds a `platform::unique_ptr<T, deleter>`, which platform.h declares where
+// __CUDACC_RTC__ is not defined; every CUTLASS example includes it through util/device_memory.h):
+// under skip the member goes where NVRTC refuses it, and the file compiles, its log saying so. A
+// host class whose data device code reads (an argument struct with a host constructor) keeps its
+// members. Device code that names a member that went fails, the log saying what went.
+TEST(KernelSpec, AHostClassesMemberOfATypeNvrtcLacksGoes) {
+  SpecDir d;
+  d.write("lib/platform.h", R"CUDA(#pragma once
+namespace lib { namespace platform {
+#if !defined(__CUDACC_RTC__)
+template <class T, class D> class unique_ptr {
+  T* p_;
+ public:
+  unique_ptr(T* p = nullptr) : p_(p) {}
+  ~unique_ptr() { if (p_) D()(p_); }
+  T* get() const { return p_; }
+};
+#endif
+} }
+)CUDA");
+  d.write("lib/alloc.h", R"CUDA(#pragma once
+#include <cuda_runtime.h>
+#include "platform.h"
+namespace lib {
+template <typename T> class DeviceAllocation {
+ public:
+  struct deleter { void operator()(T* p) { cudaFree(p); } };
+  size_t capacity;
+  platform::unique_ptr<T, deleter> smart_ptr;
+  DeviceAllocation() : capacity(0) {}
+  T* get() const { return smart_ptr.get(); }
+};
+struct Args {
+  const float* x;
+  float scale;
+  Args(const DeviceAllocation<float>& a, float s) : x(a.get()), scale(s) {}
+};
+}
+)CUDA");
+  d.write("k.cu", R"CUDA(#include "lib/alloc.h"
+__global__ void k(const lib::Args* a, float* y, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a->x[i] * a->scale;
+}
+int main() { lib::DeviceAllocation<float> x; return 0; }
+)CUDA");
+  d.write("bad.cu", R"CUDA(#include "lib/alloc.h"
+__global__ void k(const lib::DeviceAllocation<float>* a, float* y, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = float(sizeof(a->smart_ptr)) + float(a->capacity);
+}
+)CUDA");
+  auto spec_for = [&](const char* source) {
+    ojson spec = ojson::parse(R"JSON({
+      "host_code": "skip", "kernel": "k", "dims": ["n"], "params": {"UNTUNED": [0]}, "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]},
+      "args": [{"name": "a", "kind": "buffer", "dtype": "u8", "count": 64}, {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"},
+               {"name": "n", "kind": "scalar", "dtype": "i32", "value": "n"}],
+      "check": {"none": "compile only"}})JSON");
+    spec["name"] = std::string("host_data_") + source[0];
+    spec["sources"] = {source};
+    return load_kernel_spec_text(spec.dump(), spec["name"].get<std::string>() + ".json", d.dir());
+  };
+  Compiler compiler;
+  const std::string op = spec_for("k.cu");
+  std::shared_ptr<const CompiledKernel> k;
+  ASSERT_NO_THROW(k = compiler.compile(compile_request(find_family(op), Config{{"UNTUNED", 0}}, Problem::parse(op, "1000"), "sm_90")));
+  EXPECT_NE(k->log.find("compiled with 1 data member(s) of host classes left out, which NVRTC refused (lib/alloc.h(9): error"), std::string::npos) << k->log;
+  const std::string bad = spec_for("bad.cu");
+  if (const auto e = compile_failure(compiler, bad, Config{{"UNTUNED", 0}}, Problem::parse(bad, "1000"), "device code reads a member that went")) {
+    EXPECT_NE(e->log().find("compiled again with 1 data member(s) of host classes left out"), std::string::npos) << e->log();
+    EXPECT_NE(e->log().find("smart_ptr"), std::string::npos) << e->log();
+  }
+  // The drop itself: the member a log's error points at, over its lines, and no other.
+  const std::string begin = kHostDataBegin, end = kHostDataEnd;
+  std::string text = "struct A {\n  " + begin + "int n;" + end + "\n  " + begin + "Missing<T,\n    D> p;" + end + "\n  " + begin + "int m;" + end + "\n};\n";
+  const std::string before = text;
+  std::string first;
+  EXPECT_EQ(drop_refused_host_data("a.h(4): error: identifier \"D\" is undefined\nother.h(4): error: x", {{"a.h", &text}}, &first), 1u);
+  EXPECT_EQ(first, "a.h(4): error: identifier \"D\" is undefined");
+  EXPECT_EQ(text, "struct A {\n  " + begin + "int n;" + end + "\n  " + std::string(begin.size() + 10, ' ') + "\n" + std::string(9 + end.size(), ' ') +
+                      "\n  " + begin + "int m;" + end + "\n};\n");
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), std::count(before.begin(), before.end(), '\n'));
+  EXPECT_EQ(drop_refused_host_data("a.h(1): error: x\na.h(6): error: y", {{"a.h", &text}}), 0u);
 }
 
 } // namespace ktune
