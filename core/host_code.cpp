@@ -993,6 +993,25 @@ bool host_declaration(const std::string& stmt, const std::map<std::string, std::
       last_star = k;
     }
   }
+  // A class template's deduction guide (xgboost's `template <typename T> Span(std::vector<T>&) ->
+  // Span<T>;`): no function, which NVRTC takes as it is; read as one, its name went into the
+  // names of host functions, and a using-declaration of the class with it.
+  if (paren) {
+    int d = 0;
+    size_t close = std::string::npos;
+    for (size_t k = head.find('('); k < head.size(); ++k)
+      if (head[k] == '(') ++d;
+      else if (head[k] == ')' && --d == 0) {
+        close = k;
+        break;
+      }
+    const size_t after = close == std::string::npos ? close : head.find_first_not_of(" \t\n", close + 1);
+    std::vector<std::string> lead;
+    words_of(head.substr(0, head.find('(')), macros, 0, &lead);
+    if (after != std::string::npos && head.compare(after, 2, "->") == 0 &&
+        (lead.size() == 1 || (lead.size() == 2 && lead[0] == "explicit")))
+      return false;
+  }
   if (paren) {
     // A function's declaration, or a variable built by a constructor (const Foo x(1, 2): a const
     // object, the device's too). Only a const before the parentheses can make the latter; and
@@ -1610,6 +1629,39 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
     if (const size_t st = find_word(head, "static"); st != std::string::npos) blank(a + st, a + st + 5), --*blanked;
   };
   std::set<std::string> blanked_names; // of the namespace-scope functions blanked so far
+  // The namespaces around the statement read (not inline or unnamed ones, which a qualified name
+  // need not spell), each with where its body ends; and the namespace-scope functions blanked and
+  // defined for the device so far by their names so qualified ("ns::inner::name"), which
+  // using-declarations are read by.
+  std::vector<std::pair<std::string, size_t>> namespaces;
+  std::set<std::string> blanked_qualified, device_qualified;
+  auto qualified = [&](const std::string& name) {
+    std::string q;
+    for (const auto& n : namespaces) q += n.first + "::";
+    return q + name;
+  };
+  // How a using-declaration's qualified name (`using a::b::f;`, read from any namespace it may be
+  // relative to) reads: 1 where it is that of a host function blanked here or in the project's
+  // other files and of no device function here, 0 where it is a device function's or a type's, -1
+  // where the qualified names do not say (an operator's, a name no reading recorded so).
+  const std::set<std::string> text_types = type_names(code);
+  auto qualified_reading = [&](const std::string& stmt) {
+    std::string q;
+    for (char ch : stmt.substr(find_word(stmt, "using") + 5))
+      if (!std::isspace(static_cast<unsigned char>(ch))) q += ch;
+    if (q.compare(0, 2, "::") == 0) q.erase(0, 2);
+    if (q.find("::") == std::string::npos || q.find_first_of("<>(),\"") != std::string::npos) return -1;
+    // A type's name (a class template's deduction guide, `Span(std::vector<T>&) -> Span<T>;`,
+    // reads as a host function's declaration) is no function's.
+    const std::string last = q.substr(q.rfind("::") + 2);
+    if (project.types.count(last) || text_types.count(last)) return 0;
+    auto names_it = [&](const std::string& full) {
+      return full == q || (full.size() > q.size() + 2 && full.compare(full.size() - q.size(), q.size(), q) == 0 &&
+                           full.compare(full.size() - q.size() - 2, 2, "::") == 0);
+    };
+    if (std::any_of(device_qualified.begin(), device_qualified.end(), names_it)) return 0;
+    return std::any_of(blanked_qualified.begin(), blanked_qualified.end(), names_it) || std::any_of(elsewhere.begin(), elsewhere.end(), names_it) ? 1 : -1;
+  };
   std::set<std::string> blanked_members; // of the member functions blanked so far, as "class::name"
   // Of the device member functions defined so far, likewise, and the constructors that stay (a
   // device one, constexpr, `= default`): a class with one is built on the device too.
@@ -1831,7 +1883,10 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
       }
       if (c == '(' || c == '[') ++parens;
       else if (c == ')' || c == ']') --parens;
-      else if (c == '}' && parens == 0) start = i + 1; // a namespace or extern "C" block's end (not a default argument's `= {}`)
+      else if (c == '}' && parens == 0) { // a namespace or extern "C" block's end (not a default argument's `= {}`)
+        start = i + 1;
+        if (!in_class && !namespaces.empty() && namespaces.back().second == i) namespaces.pop_back();
+      }
       else if (c == ';' && parens == 0) {
         const std::string stmt = code.substr(start, i - start);
         // The explicit instantiation of a host function template this pass blanked goes too (it
@@ -1858,7 +1913,9 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
           // A member function declared and only read in an unevaluated operand (nlohmann/json's
           // `template <typename C> static one test(decltype(&C::capacity));` in
           // `sizeof(test<T>(nullptr))`, a trait's probe): given `__host__ __device__`, as at
-          // namespace scope, so that the operand still finds it.
+          // namespace scope, so that the operand still finds it. Not a virtual one (`override`,
+          // `final`), whose vtable is the host's: it goes with its base's (xgboost's
+          // `MetaInfo& Info() override;`, read in a decltype elsewhere, then overrode nothing).
           const std::string head = without_template_lists(stmt, macros);
           size_t open = 0, close = 0;
           std::vector<std::string> sw;
@@ -1867,7 +1924,8 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
           const size_t first = name.empty() ? std::string::npos : head.find_first_not_of(" \t\n", open + 1);
           const bool declarator = first < close && std::string("*&^").find(head[first]) != std::string::npos; // `int (*fp)(int);`: data
           if (!name.empty() && !declarator && ends_as_declarator(head, close, macros) && unevaluated.count(name) && !keyword(name) && name != "sizeof" && name != "__attribute__" &&
-              !holds_any(sw, {"__host__", "friend"}) && declared_type(head, macros).empty() && !unknown_macro_before_name(head, macros, not_macros)) {
+              !holds_any(sw, {"__host__", "friend", "virtual", "override", "final"}) && declared_type(head, macros).empty() &&
+              !unknown_macro_before_name(head, macros, not_macros)) {
             annotate.emplace_back(start + head.find_first_not_of(" \t\n"), space_to_add(sw));
             ++*blanked;
             ++kept_functions;
@@ -1962,7 +2020,8 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
           // nullptr;`, a host variable, reads as a function named `void`, and xgboost's dmlc
           // `any`'s `static const size_t kStack = sizeof(void *) * 3;` then lost its initializer).
           if (stmt.find('(') != std::string::npos)
-            if (const std::string f = function_name(without_template_lists(stmt, macros)); !language_word(f)) blanked_names.insert(f);
+            if (const std::string f = function_name(without_template_lists(stmt, macros)); !language_word(f))
+              blanked_names.insert(f), blanked_qualified.insert(qualified(f));
         } else {
           // Data that names a function this pass blanked (ggml's `static const
           // ggml_backend_buffer_i iface = { free_buffer, ... };`, a table of host callbacks) goes
@@ -1983,9 +2042,13 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
           // blanked in another of the project's files (ColossalAI's `using
           // colossalAI::cuda::utils::get_vec_size;` in a .cu, of a header's host function on a
           // torch::Tensor; `elsewhere` leaves out names that are device functions too), goes too;
-          // an alias (`using X = ...`) and a using-directive stay.
-          else if (sw.size() >= 2 && sw.front() == "using" && (blanked_names.count(sw.back()) || elsewhere.count(sw.back())) &&
-                   stmt.find('=') == std::string::npos && std::find(sw.begin(), sw.end(), "namespace") == sw.end())
+          // an alias (`using X = ...`) and a using-directive stay. A name that is a device function
+          // too in another namespace is read qualified: xgboost's `using
+          // xgboost::common::MakeIndexTransformIter;` of a host template goes, though `dh::` has a
+          // device function of that name.
+          else if (sw.size() >= 2 && sw.front() == "using" && stmt.find('=') == std::string::npos &&
+                   std::find(sw.begin(), sw.end(), "namespace") == sw.end() &&
+                   (qualified_reading(stmt) == 1 || (qualified_reading(stmt) == -1 && (blanked_names.count(sw.back()) || elsewhere.count(sw.back())))))
             blank(start, i);
           else if (!in_class)
             blank_host_declarators(start, i);
@@ -2011,6 +2074,11 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
                                 names_namespace(head);
       const bool is_extern_block = words.size() == 1 && words[0] == "extern"; // extern "C" { (the literal blanked)
       if (!in_class && (is_namespace || is_extern_block)) { // its body is namespace scope too
+        if (is_namespace && match[i] != std::string::npos && !(words.size() > 1 && words[0] == "inline")) {
+          std::string name; // `namespace a::b {`, or the first word of one with an attribute
+          for (size_t w = 1; w < words.size() && (w == 1 || names_namespace(head)); ++w) name += (name.empty() ? "" : "::") + words[w];
+          if (!name.empty()) namespaces.emplace_back(name, match[i]);
+        }
         start = i + 1;
         continue;
       }
@@ -2050,6 +2118,10 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
       if (function && device && in_class) ++kept_functions;
       if (function && device) {
         if (device_names) device_names->insert(cls.empty() ? function_name(head) : cls + "::" + function_name(head));
+        if (cls.empty() && !in_class) {
+          device_qualified.insert(qualified(function_name(head)));
+          if (device_names) device_names->insert(qualified(function_name(head)));
+        }
         if (!cls.empty()) device_members.insert(cls + "::" + function_name(head));
       }
       // A __host__ __device__ function that takes the host library's containers (spconv's
@@ -2135,6 +2207,7 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
           annotate.emplace_back(start + head.find_first_not_of(" \t\n"), space_to_add(words));
         } else if (!in_class) {
           blanked_names.insert(name);
+          blanked_qualified.insert(qualified(name));
         } else {
           if (!cls.empty()) blanked_members.insert(cls + "::" + name);
         }
@@ -2248,6 +2321,7 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
   }
   if (names) {
     names->insert(blanked_names.begin(), blanked_names.end());
+    names->insert(blanked_qualified.begin(), blanked_qualified.end());
     names->insert(blanked_members.begin(), blanked_members.end());
   }
   // The execution spaces given (their lines' columns after them move; no line does).

@@ -214,7 +214,10 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
                                "#if __has_include(<cuda/std/__memory/unique_ptr.h>)\n#include <cuda/std/__memory/unique_ptr.h>\n#endif\n"
                                "#if __has_include(<cuda/std/__memory/allocator.h>)\n#include <cuda/std/__memory/allocator.h>\n#endif\n"
                                "#if __has_include(<cuda/std/__memory/allocator_traits.h>)\n#include <cuda/std/__memory/allocator_traits.h>\n#endif\n" +
-                               host_types({"shared_ptr", "weak_ptr"}));
+                               host_types({"shared_ptr", "weak_ptr"}, {},
+                                          // which a host class's member initializer calls (xgboost's
+                                          // `std::shared_ptr<SparsePage> sparse_page_ = std::make_shared<SparsePage>();`)
+                                          "template <class T, class... A> __host__ __device__ shared_ptr<T> make_shared(A&&...) { return shared_ptr<T>(); }\n"));
   h.emplace_back("cfloat", std::string("#pragma once\n// ktune's <cfloat> for NVRTC, which has none\n") + kFloatLimits);
   // <algorithm>: libcu++ has no public header of it; min, max, clamp and minmax are what device
   // code uses of it.
@@ -381,7 +384,7 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
                         std::string(kIntoStd));
   for (const char* n : {"iomanip", "string_view", "regex", "strings.h", "sys/stat.h", "sys/resource.h", "sys/mman.h", "fcntl.h", "dlfcn.h", "fenv.h", "cfenv",
                         "getopt.h", "cerrno", "errno.h", "csignal", "signal.h", "cctype", "ctype.h", "cstdarg", "stdarg.h",
-                        "any", "execution", "omp.h", "sys/syscall.h", "syscall.h", "charconv", "system_error",
+                        "any", "execution", "omp.h", "sys/syscall.h", "syscall.h", "charconv",
                         "format", "print", "ios", "iosfwd", "cwchar", "cwctype", "wchar.h",
                         "csetjmp", "setjmp.h", "sched.h", "sys/sysinfo.h", "libgen.h", "malloc.h", "memory_resource", "stop_token",
                         "syncstream", "stacktrace", "arpa/inet.h", "netinet/in.h", "netinet/tcp.h",
@@ -389,6 +392,11 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
                         "sys/ipc.h", "sys/shm.h", "semaphore.h", "sys/file.h", "sys/uio.h", "sys/utsname.h", "sys/times.h",
                         "sys/prctl.h", "termios.h", "pwd.h", "spawn.h", "execinfo.h", "cxxabi.h", "link.h"})
     h.emplace_back(n, host_only(n));
+  // <system_error>'s classes, which a host class holds (xgboost's collective Result: `std::error_code
+  // errc{};`), and std::errc; system_error on <stdexcept>'s runtime_error, as libstdc++'s.
+  h.emplace_back("system_error", host_only("system_error", host_types({}, {"error_code", "error_condition", "error_category"},
+                                                                      "enum class errc { invalid_argument = 22, timed_out = 110 };\n" +
+                                                                          host_class("system_error", "runtime_error"))));
   // A directory stream, opaque as FILE is: a host class holds a pointer to it (tinyfs's
   // directory iterator in instant-ngp, `DIR* m_handle; struct dirent* m_data;`).
   h.emplace_back("dirent.h", host_only("dirent.h", "typedef struct __dirstream DIR;\nstruct dirent;\n"));

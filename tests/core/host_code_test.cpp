@@ -1210,3 +1210,38 @@ TEST(HostCode, AHostClassesDataMembersAreMarkedForTheCompile) {
   EXPECT_EQ(marks, 2u) << out;
   EXPECT_EQ(skipped(text, &n).find(b), std::string::npos) << "marked without mark_host_data";
 }
+
+// A using-declaration of a host function is read by its qualified name where the unqualified one
+// is a device function's too: xgboost's `using xgboost::common::MakeIndexTransformIter;` (a host
+// template) goes though `dh::MakeIndexTransformIter` is a device one, and `using
+// dh::MakeIndexTransformIter;` stays; so in another file through the project's qualified names.
+// A class template's deduction guide is no host function: it stays, and a using-declaration of
+// the class with it.
+TEST(HostCode, AUsingDeclarationIsReadByItsQualifiedName) {
+  const std::string text = "namespace xgboost::common {\ntemplate <class Fn> auto MakeIter(Fn&& fn) { return fn(0); }\n"
+                           "template <class T> class Span { T* p; };\ntemplate <class T> Span(T*) -> Span<T>;\n}\n"
+                           "namespace dh {\ntemplate <class Fn> __device__ auto MakeIter(Fn fn) { return fn(0); }\n}\n"
+                           "namespace enc {\nusing xgboost::common::MakeIter;\nusing dh::MakeIter;\nusing xgboost::common::Span;\n}\n";
+  int n = 0;
+  const std::string out = skipped(text, &n);
+  expect_parts(out, {"auto MakeIter(Fn&& fn)", "using xgboost::common::MakeIter;"},
+               {"using dh::MakeIter;", "using xgboost::common::Span;", "template <class T> Span(T*) -> Span<T>;", "__device__ auto MakeIter(Fn fn)"});
+  // In another of the project's files: the qualified name of the host template, not of the device one.
+  ProjectReading project;
+  project.elsewhere = {"xgboost::common::MakeIter"};
+  const std::string other = "namespace xgboost {\nusing common::MakeIter;\n}\nusing dh::MakeIter;\n";
+  expect_parts(skip_host_functions(other, &n, project), {"using common::MakeIter;"}, {"using dh::MakeIter;"});
+}
+
+// A virtual member (`override`) read in an unevaluated operand goes with its base's, not given
+// __host__ __device__: xgboost's `MetaInfo& Info() override;`, read in a decltype elsewhere, then
+// overrode nothing (NVRTC's "does not override a base class member").
+TEST(HostCode, AnOverridingMemberReadUnevaluatedGoesWithItsBase) {
+  const std::string text = "struct Info {};\nclass Base {\n public:\n  virtual Info& Get() = 0;\n};\n"
+                           "class Derived : public Base {\n public:\n  Info& Get() override;\n  int tag() const;\n};\n"
+                           "using GetT = decltype(static_cast<Derived*>(nullptr)->Get());\n"
+                           "using TagT = decltype(static_cast<Derived*>(nullptr)->tag());\n";
+  int n = 0;
+  const std::string out = skipped(text, &n);
+  expect_parts(out, {"virtual Info& Get() = 0;", "Info& Get() override;"}, {"__host__ __device__ int tag() const;", "using GetT = decltype("});
+}

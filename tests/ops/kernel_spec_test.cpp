@@ -5085,7 +5085,8 @@ __global__ void ref(const float* x, float* y, int n) { const int i = blockIdx.x 
 // A host library's headers as dmlc-core and xgboost write them, under skip: a host class holding
 // a `std::exception_ptr`, a map keyed by `std::type_index`, a stream class on
 // `std::basic_ostream<char>`, `std::hash` specialized after <string> alone (libstdc++'s brings
-// it), a `std::mt19937` alias, a host class holding `std::bernoulli_distribution` (a class, not a
+// it), a `std::error_code` a host class holds (xgboost's collective Result), a member initialized by
+// `std::make_shared`, a `std::mt19937` alias, a host class holding `std::bernoulli_distribution` (a class, not a
 // template: CUTLASS's tensor_fill.h) and an engine of the template's own non-type arguments, an allocator on `thrust::device_malloc_allocator<T>` naming its
 // member types, and a constexpr string view whose constructor calls `char_traits::length`,
 // which device code runs: the file compiles with its kernel.
@@ -5099,7 +5100,20 @@ TEST(KernelSpec, AHostLibrarysStandardTypesCompileWhereHostCodeIsSkipped) {
 #include <ostream>
 #include <random>
 #include <string>
+#include <system_error>
+#include <memory>
 namespace lib {
+struct Result {
+  std::string message;
+  std::error_code errc{};
+  explicit Result(std::string msg, std::error_code e) : message{msg}, errc{e} {}
+  bool TimedOut() const { return errc == std::errc::timed_out; }
+};
+class Matrix {
+  std::shared_ptr<int> page_ = std::make_shared<int>();
+ public:
+  int* Page() const { return page_.get(); }
+};
 class OMPException {
   std::exception_ptr omp_exception_;
   std::mutex mutex_;
