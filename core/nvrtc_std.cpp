@@ -847,6 +847,20 @@ std::string nvrtc_nvcc_prelude(const std::string& text) {
   if (uses("__assert_fail"))
     p += "extern \"C\" __host__ __device__ __attribute__((__noreturn__)) inline void __assert_fail(const char* a, const char* f, unsigned int l, "
          "const char* fn) noexcept {\n  __assertfail(a, f, l, fn, sizeof(char));\n  __builtin_unreachable();\n}\n";
+  // std::max and std::min, which nvcc's implicit headers declare (constexpr, the host's: a
+  // constant expression may call them) and a header may name with no include of <algorithm>
+  // (CUTLASS's sm100 epilogues, whose platform.h includes <algorithm> only where __CUDACC_RTC__ is
+  // not defined): libcu++'s, named in std.
+  for (const char* f : {"max", "min"}) {
+    const std::string q = std::string("std::") + f;
+    bool named = false;
+    for (size_t at = text.find(q); at != std::string::npos && !named; at = text.find(q, at + 1))
+      named = (at == 0 || !(std::isalnum(static_cast<unsigned char>(text[at - 1])) || text[at - 1] == '_' || text[at - 1] == ':')) &&
+              (at + q.size() == text.size() || !(std::isalnum(static_cast<unsigned char>(text[at + q.size()])) || text[at + q.size()] == '_'));
+    if (named)
+      p += std::string("#if __has_include(<cuda/std/__algorithm/") + f + ".h>)\n#include <cuda/std/__algorithm/" + f +
+           ".h>\nnamespace cuda { namespace std {} }\nnamespace std { using ::cuda::std::" + f + "; }\n#endif\n";
+  }
   // GNU's __extension__ (ggml's anonymous unions in structs), which nvcc's host front end takes
   // and NVRTC's refuses: it only silences -pedantic, so nothing.
   if (uses("__extension__")) p += "#define __extension__\n";

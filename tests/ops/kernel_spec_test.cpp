@@ -5354,4 +5354,39 @@ __global__ void k(const lib::DeviceAllocation<float>* a, float* y, int n) {
   EXPECT_EQ(drop_refused_host_data("a.h(1): error: x\na.h(6): error: y", {{"a.h", &text}}), 0u);
 }
 
+
+// std::max and std::min, which nvcc's implicit headers declare, named by a header with no include
+// of <algorithm> (CUTLASS's sm100 epilogues: `std::max(StagesC, StagesD)` in a constant
+// expression; its platform.h includes <algorithm> only for host compilers): the prelude names
+// libcu++'s in std. A global `using namespace std;` then leaves device code's unqualified max and
+// min on floats and ints CUDA's, not ambiguous.
+TEST(KernelSpec, StdMaxAndMinAreThereAsNvccsImplicitHeadersGiveThem) {
+  SpecDir d;
+  d.write("k.cu", R"CUDA(template <int A, int B> struct Stages { static constexpr int kMost = std::max(A, B), kLeast = std::min(A, B); };
+__global__ void k(float* y, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = float(Stages<2, 5>::kMost * 10 + Stages<2, 5>::kLeast);
+}
+)CUDA");
+  d.write("u.cu", R"CUDA(using namespace std;
+constexpr int kMost = std::max(3, 4);
+__global__ void k(float* y, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = max(y[i], 1.f) + float(min(i, kMost));
+}
+)CUDA");
+  Compiler compiler;
+  for (const char* source : {"k.cu", "u.cu"}) {
+    SCOPED_TRACE(source);
+    ojson spec = ojson::parse(R"JSON({
+      "kernel": "k", "dims": ["n"], "params": {"UNTUNED": [0]}, "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]},
+      "args": [{"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"}, {"name": "n", "kind": "scalar", "dtype": "i32", "value": "n"}],
+      "check": {"none": "compile only"}})JSON");
+    spec["name"] = std::string("std_max_") + source[0];
+    spec["sources"] = {source};
+    const std::string op = load_kernel_spec_text(spec.dump(), spec["name"].get<std::string>() + ".json", d.dir());
+    EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"UNTUNED", 0}}, Problem::parse(op, "1000"), "sm_90")));
+  }
+}
+
 } // namespace ktune
