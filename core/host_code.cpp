@@ -2280,14 +2280,41 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
         const std::string left = skip_host_functions_lf(r, &changed, ProjectReading{macros, {}, project.unevaluated, project.min_arch, {}, project.defined, project.types}, nullptr, nullptr);
         std::vector<std::pair<size_t, std::string>> inserted;
         std::vector<size_t> blanks; // where the reading blanked a class's host members
-        const size_t body = r.find('{');
-        const std::string class_key = body == std::string::npos ? "" : declared_type(without_template_lists(r.substr(0, body), macros), macros);
-        size_t body_end = std::string::npos; // the class's closing brace: the replacement's last but a ';'
+        // The class may be written inside namespaces the replacement opens (xgboost's
+        // DECLARE_FIELD_ENUM_CLASS(E): `namespace dmlc { namespace parameter { template <> class
+        // FieldEntry<E> : public FieldEntry<int> {...}; } }`, host members, called at namespace
+        // scope): the class's head follows their openings, and only their closings follow it.
+        size_t head_at = 0;
+        int namespaces_opened = 0;
+        for (;;) {
+          const size_t k = r.find_first_not_of(" \t\n", head_at);
+          size_t after = std::string::npos;
+          if (k != std::string::npos && r.compare(k, 9, "namespace") == 0) after = k + 9;
+          else if (k != std::string::npos && r.compare(k, 16, "inline namespace") == 0) after = k + 16;
+          if (after == std::string::npos || (after < r.size() && ident_char(r[after]))) break;
+          const size_t open = r.find('{', after);
+          if (open == std::string::npos || r.find_first_of(";}(", after) < open) break;
+          head_at = open + 1;
+          ++namespaces_opened;
+        }
+        const size_t body = r.find('{', head_at);
+        const std::string class_key =
+            body == std::string::npos ? "" : declared_type(without_template_lists(r.substr(head_at, body - head_at), macros), macros);
+        size_t body_end = std::string::npos; // the class's closing brace: the replacement's last but a ';' and the namespaces' closings
         for (size_t b = body, depth = 0; b < r.size() && body_end == std::string::npos; ++b)
           if (r[b] == '{') ++depth;
           else if (r[b] == '}' && --depth == 0) body_end = b;
-        const bool defines_class = !class_key.empty() && class_key != "enum" && body_end != std::string::npos &&
-                                   r.find_last_not_of(" \t\n;") == body_end;
+        bool closes_only = body_end != std::string::npos;
+        int closings = 0;
+        for (size_t b = body_end == std::string::npos ? r.size() : body_end + 1; b < r.size() && closes_only; ++b) {
+          if (r.compare(b, 2, "/*") == 0) { // a comment (`} /* namespace dmlc */`)
+            b = std::min(r.find("*/", b + 2), r.size() - 1) + 1;
+            continue;
+          }
+          closes_only = std::string(" \t\n;}").find(r[b]) != std::string::npos;
+          closings += r[b] == '}';
+        }
+        const bool defines_class = !class_key.empty() && class_key != "enum" && closes_only && closings == namespaces_opened;
         size_t q = 0, j = 0;
         bool only_insertions = changed > 0;
         while (only_insertions && j < left.size()) {

@@ -1245,3 +1245,25 @@ TEST(HostCode, AnOverridingMemberReadUnevaluatedGoesWithItsBase) {
   const std::string out = skipped(text, &n);
   expect_parts(out, {"virtual Info& Get() = 0;", "Info& Get() override;"}, {"__host__ __device__ int tag() const;", "using GetT = decltype("});
 }
+
+// A function-like macro whose replacement defines a class inside namespaces it opens (xgboost's
+// DECLARE_FIELD_ENUM_CLASS(E): `namespace dmlc { namespace parameter { template <> class
+// FieldEntry<E> : public FieldEntry<int> {...}; } /* namespace parameter */ }`, called at
+// namespace scope): its host members are blanked in the #define too. One that writes more after
+// the class than the namespaces' closings stays as it is.
+TEST(HostCode, AMacroDefiningAClassInNamespacesLosesItsHostMembers) {
+  const std::string text =
+      "namespace lib { namespace param { template <class T> class Entry { public: virtual void Set(int v) const {} }; } }\n"
+      "#define DECLARE_ENTRY(E) \\\n  namespace lib { \\\n  namespace param { \\\n  template <> \\\n"
+      "  class Entry<E> : public Entry<int> { \\\n   public: \\\n    void Set(int v) const override { Entry<int>::Set(v); } \\\n"
+      "  }; \\\n  } /* namespace param */ \\\n  } /* namespace lib */\n"
+      "#define DECLARE_MORE(E) namespace lib { template <> class Entry<E> { public: void Set(int v) const {} }; } int E##_count = 0;\n"
+      "enum class Mode { kA };\nDECLARE_ENTRY(Mode)\n";
+  int n = 0;
+  const std::string out = skipped(text, &n);
+  expect_parts(out, {"void Set(int v) const override"},
+               {"  class Entry<E> : public Entry<int> { \\\n", "  } /* namespace param */ \\\n",
+                "#define DECLARE_MORE(E) namespace lib { template <> class Entry<E> { public: void Set(int v) const {} }; } int E##_count = 0;\n",
+                "DECLARE_ENTRY(Mode)\n"});
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), std::count(text.begin(), text.end(), '\n'));
+}
