@@ -508,6 +508,18 @@ bool names_namespace(const std::string& head) {
   return true;
 }
 
+// The C library's and POSIX's host functions that a project's header brings into its namespace
+// by a using-declaration of the global one (xgboost's collective socket.h: `using ::inet_ntop;`):
+// their headers' stand-ins (core/nvrtc_std.cpp) declare the types and constants alone.
+bool c_library_host_function(const std::string& name) {
+  static const std::set<std::string> names = {
+      "inet_ntop", "inet_pton", "inet_addr", "inet_ntoa", "htons", "htonl", "ntohs", "ntohl", "socket", "bind", "listen", "accept",
+      "connect", "send", "recv", "sendto", "recvfrom", "sendmsg", "recvmsg", "shutdown", "getsockopt", "setsockopt", "getsockname",
+      "getpeername", "getaddrinfo", "freeaddrinfo", "gai_strerror", "getnameinfo", "gethostname", "gethostbyname", "poll", "select",
+      "close", "read", "write", "fcntl", "ioctl", "pipe", "dup", "dup2", "open", "lseek", "fsync", "unlink", "getpid", "sleep", "usleep"};
+  return names.count(name) > 0;
+}
+
 bool all_caps(const std::string& w) {
   bool letter = false;
   for (char c : w) {
@@ -2048,7 +2060,8 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
           // device function of that name.
           else if (sw.size() >= 2 && sw.front() == "using" && stmt.find('=') == std::string::npos &&
                    std::find(sw.begin(), sw.end(), "namespace") == sw.end() &&
-                   (qualified_reading(stmt) == 1 || (qualified_reading(stmt) == -1 && (blanked_names.count(sw.back()) || elsewhere.count(sw.back())))))
+                   (qualified_reading(stmt) == 1 || (qualified_reading(stmt) == -1 && (blanked_names.count(sw.back()) || elsewhere.count(sw.back()))) ||
+                    (sw.size() == 2 && stmt.find("::") != std::string::npos && c_library_host_function(sw.back()))))
             blank(start, i);
           else if (!in_class)
             blank_host_declarators(start, i);

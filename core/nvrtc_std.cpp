@@ -214,7 +214,7 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
                                "#if __has_include(<cuda/std/__memory/unique_ptr.h>)\n#include <cuda/std/__memory/unique_ptr.h>\n#endif\n"
                                "#if __has_include(<cuda/std/__memory/allocator.h>)\n#include <cuda/std/__memory/allocator.h>\n#endif\n"
                                "#if __has_include(<cuda/std/__memory/allocator_traits.h>)\n#include <cuda/std/__memory/allocator_traits.h>\n#endif\n" +
-                               host_types({"shared_ptr", "weak_ptr"}, {},
+                               host_types({"shared_ptr", "weak_ptr", "enable_shared_from_this"}, {},
                                           // which a host class's member initializer calls (xgboost's
                                           // `std::shared_ptr<SparsePage> sparse_page_ = std::make_shared<SparsePage>();`)
                                           "template <class T, class... A> __host__ __device__ shared_ptr<T> make_shared(A&&...) { return shared_ptr<T>(); }\n"));
@@ -387,8 +387,8 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
                         "any", "execution", "omp.h", "sys/syscall.h", "syscall.h", "charconv",
                         "format", "print", "ios", "iosfwd", "cwchar", "cwctype", "wchar.h",
                         "csetjmp", "setjmp.h", "sched.h", "sys/sysinfo.h", "libgen.h", "malloc.h", "memory_resource", "stop_token",
-                        "syncstream", "stacktrace", "arpa/inet.h", "netinet/in.h", "netinet/tcp.h",
-                        "sys/socket.h", "sys/un.h", "netdb.h", "ifaddrs.h", "poll.h", "sys/select.h", "sys/ioctl.h", "sys/wait.h",
+                        "syncstream", "stacktrace",
+                        "sys/un.h", "ifaddrs.h", "sys/select.h", "sys/ioctl.h", "sys/wait.h",
                         "sys/ipc.h", "sys/shm.h", "semaphore.h", "sys/file.h", "sys/uio.h", "sys/utsname.h", "sys/times.h",
                         "sys/prctl.h", "termios.h", "pwd.h", "spawn.h", "execinfo.h", "cxxabi.h", "link.h"})
     h.emplace_back(n, host_only(n));
@@ -397,6 +397,33 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
   h.emplace_back("system_error", host_only("system_error", host_types({}, {"error_code", "error_condition", "error_category"},
                                                                       "enum class errc { invalid_argument = 22, timed_out = 110 };\n" +
                                                                           host_class("system_error", "runtime_error"))));
+  // The sockets' types and constants as glibc gives them on x86-64 Linux, which a host class
+  // holds (xgboost's collective socket.h: `sockaddr_in6 addr_;`, `enum class SockDomain {
+  // kV4 = AF_INET, kV6 = AF_INET6 };`); the functions are the host's (a using-declaration of one,
+  // `using ::inet_ntop;`, goes: core/host_code.h).
+  const std::string sockets =
+      "#ifndef KTUNE_POSIX_SOCKETS\n#define KTUNE_POSIX_SOCKETS\ntypedef unsigned int socklen_t;\ntypedef unsigned short sa_family_t;\n"
+      "typedef unsigned short in_port_t;\ntypedef unsigned int in_addr_t;\n"
+      "struct sockaddr { sa_family_t sa_family; char sa_data[14]; };\n"
+      "struct sockaddr_storage { sa_family_t ss_family; char __ss_padding[118]; unsigned long __ss_align; };\n"
+      "struct in_addr { in_addr_t s_addr; };\nstruct in6_addr { unsigned char s6_addr[16]; };\n"
+      "struct sockaddr_in { sa_family_t sin_family; in_port_t sin_port; struct in_addr sin_addr; unsigned char sin_zero[8]; };\n"
+      "struct sockaddr_in6 { sa_family_t sin6_family; in_port_t sin6_port; unsigned int sin6_flowinfo; struct in6_addr sin6_addr; "
+      "unsigned int sin6_scope_id; };\n"
+      "struct pollfd { int fd; short events; short revents; };\ntypedef unsigned long nfds_t;\n"
+      "struct addrinfo { int ai_flags; int ai_family; int ai_socktype; int ai_protocol; socklen_t ai_addrlen; struct sockaddr* ai_addr; "
+      "char* ai_canonname; struct addrinfo* ai_next; };\n"
+      "#define AF_UNSPEC 0\n#define AF_UNIX 1\n#define AF_INET 2\n#define AF_INET6 10\n#define PF_UNSPEC AF_UNSPEC\n#define PF_UNIX AF_UNIX\n"
+      "#define PF_INET AF_INET\n#define PF_INET6 AF_INET6\n#define SOCK_STREAM 1\n#define SOCK_DGRAM 2\n#define SOL_SOCKET 1\n"
+      "#define SO_REUSEADDR 2\n#define SO_ERROR 4\n#define SO_SNDBUF 7\n#define SO_RCVBUF 8\n#define SO_KEEPALIVE 9\n#define SO_RCVTIMEO 20\n"
+      "#define SO_SNDTIMEO 21\n#define SO_PROTOCOL 38\n#define SO_DOMAIN 39\n#define SOMAXCONN 4096\n#define MSG_PEEK 0x02\n"
+      "#define MSG_DONTWAIT 0x40\n#define MSG_WAITALL 0x100\n#define MSG_NOSIGNAL 0x4000\n#define SHUT_RD 0\n#define SHUT_WR 1\n#define SHUT_RDWR 2\n"
+      "#define INADDR_ANY ((in_addr_t)0x00000000)\n#define INADDR_LOOPBACK ((in_addr_t)0x7f000001)\n#define INET_ADDRSTRLEN 16\n"
+      "#define INET6_ADDRSTRLEN 46\n#define IPPROTO_IP 0\n#define IPPROTO_TCP 6\n#define IPPROTO_UDP 17\n#define IPPROTO_IPV6 41\n"
+      "#define TCP_NODELAY 1\n#define POLLIN 0x001\n#define POLLPRI 0x002\n#define POLLOUT 0x004\n#define POLLERR 0x008\n#define POLLHUP 0x010\n"
+      "#define POLLNVAL 0x020\n#define AI_PASSIVE 0x0001\n#define AI_CANONNAME 0x0002\n#define AI_NUMERICHOST 0x0004\n#define NI_MAXHOST 1025\n"
+      "#define NI_MAXSERV 32\n#endif\n";
+  for (const char* n : {"sys/socket.h", "netinet/in.h", "netinet/tcp.h", "arpa/inet.h", "netdb.h", "poll.h"}) h.emplace_back(n, host_only(n, sockets));
   // A directory stream, opaque as FILE is: a host class holds a pointer to it (tinyfs's
   // directory iterator in instant-ngp, `DIR* m_handle; struct dirent* m_data;`).
   h.emplace_back("dirent.h", host_only("dirent.h", "typedef struct __dirstream DIR;\nstruct dirent;\n"));

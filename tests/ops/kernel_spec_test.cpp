@@ -5086,7 +5086,8 @@ __global__ void ref(const float* x, float* y, int n) { const int i = blockIdx.x 
 // a `std::exception_ptr`, a map keyed by `std::type_index`, a stream class on
 // `std::basic_ostream<char>`, `std::hash` specialized after <string> alone (libstdc++'s brings
 // it), a `std::error_code` a host class holds (xgboost's collective Result), a member initialized by
-// `std::make_shared`, a `std::mt19937` alias, a host class holding `std::bernoulli_distribution` (a class, not a
+// `std::make_shared`, the sockets' types and constants with a using-declaration of the C library's
+// `::inet_ntop` (xgboost's collective socket.h), a base `std::enable_shared_from_this<T>`, a `std::mt19937` alias, a host class holding `std::bernoulli_distribution` (a class, not a
 // template: CUTLASS's tensor_fill.h) and an engine of the template's own non-type arguments, an allocator on `thrust::device_malloc_allocator<T>` naming its
 // member types, and a constexpr string view whose constructor calls `char_traits::length`,
 // which device code runs: the file compiles with its kernel.
@@ -5102,7 +5103,27 @@ TEST(KernelSpec, AHostLibrarysStandardTypesCompileWhereHostCodeIsSkipped) {
 #include <string>
 #include <system_error>
 #include <memory>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
 namespace lib {
+namespace system {
+using ::inet_ntop;
+}
+enum class SockDomain : int { kV4 = AF_INET, kV6 = AF_INET6 };
+class SockAddrV6 {
+  sockaddr_in6 addr_;
+ public:
+  explicit SockAddrV6(sockaddr_in6 addr) : addr_{addr} {}
+  in_port_t Port() const { return ntohs(addr_.sin6_port); }
+};
+class Comm : public std::enable_shared_from_this<Comm> {
+  pollfd fds_[2];
+ public:
+  void Run();
+};
 struct Result {
   std::string message;
   std::error_code errc{};
