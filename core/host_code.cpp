@@ -2364,6 +2364,39 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
     names->insert(blanked_qualified.begin(), blanked_qualified.end());
     names->insert(blanked_members.begin(), blanked_members.end());
   }
+  // A lambda's execution space in the code that stays (xgboost's `[=] XGBOOST_DEVICE(uint64_t i)
+  // {...}` in a __host__ __device__ function, `__host__ __device__` through its macro): nvcc takes
+  // it with --extended-lambda, and NVRTC refuses any; a lambda without one takes the space of the
+  // function around it, which is what the annotation said. The words between the capture's `]`
+  // and the parameters' `(` go where each is an execution space or a macro of the text's that
+  // means only such words.
+  auto space_only = [&](const std::string& w) {
+    if (w == "__host__" || w == "__device__") return true;
+    const auto m = macros.find(w);
+    if (m == macros.end()) return false;
+    std::vector<std::string> mw;
+    words_of(m->second, macros, 0, &mw);
+    return !mw.empty() && std::all_of(mw.begin(), mw.end(), [](const std::string& x) { return x == "__host__" || x == "__device__" || x == "__forceinline__" || x == "inline"; });
+  };
+  for (size_t k = code.find(']'); k != std::string::npos; k = code.find(']', k + 1)) {
+    size_t e = k + 1;
+    bool any = false, only = true;
+    std::vector<std::pair<size_t, size_t>> spans;
+    for (;;) {
+      while (e < code.size() && std::isspace(static_cast<unsigned char>(code[e]))) ++e;
+      if (e >= code.size() || !ident_char(code[e])) break;
+      size_t w = e;
+      while (w < code.size() && ident_char(code[w])) ++w;
+      only = only && space_only(code.substr(e, w - e));
+      spans.emplace_back(e, w);
+      any = true;
+      e = w;
+    }
+    if (!any || !only || e >= code.size() || code[e] != '(' || kind[k] != kCode) continue;
+    for (const auto& [a, b] : spans)
+      for (size_t q = a; q < b; ++q) out[q] = ' ';
+    ++*blanked;
+  }
   // The execution spaces given (their lines' columns after them move; no line does).
   std::sort(annotate.begin(), annotate.end());
   for (auto a = annotate.rbegin(); a != annotate.rend(); ++a) out.insert(a->first, a->second);

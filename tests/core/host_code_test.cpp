@@ -986,8 +986,9 @@ TEST(HostCode, TheTextsOwnAllCapsTypesAreNoMacros) {
 // Data at namespace scope that holds a lambda with no execution space is host data: NVRTC infers
 // the closure's space to be the host's and refuses it (instant-ngp's `static const
 // stbi_io_callbacks istream_stbi_callbacks = { [](void* context, ...) {...}, ... };`). A device
-// variable's lambda, a constexpr one (the retry with -default-device serves device code that
-// calls it), an attribute and an array's subscript are no such data.
+// variable's lambda (its own `__device__` goes, as any lambda's execution space in code that
+// stays), a constexpr one (the retry with -default-device serves device code that calls it), an
+// attribute and an array's subscript are no such data.
 TEST(HostCode, DataHoldingAHostLambdaGoes) {
   const std::string text = "static const callbacks io = {\n  [](void* c, char* d, int n) { return read(c, d, n); },\n"
                            "  [](void* c) mutable { seek(c); },\n};\n"
@@ -1000,7 +1001,7 @@ TEST(HostCode, DataHoldingAHostLambdaGoes) {
   const std::string out = skipped(text, &n);
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), std::count(text.begin(), text.end(), '\n')) << "lines kept";
   expect_parts(out, {"callbacks io", "return read", "seek(c)", "on_exit", "cleanup"},
-               {"__device__ auto dev = [] __device__ (int x) { return x + 1; };", "constexpr auto twice = [](int x) { return 2 * x; };",
+               {"__device__ auto dev = []            (int x) { return x + 1; };", "constexpr auto twice = [](int x) { return 2 * x; };",
                 "[[maybe_unused]] static const int kSlots[2] = {1, 2};", "static const int kFirst = kSlots[0];"});
 }
 
@@ -1266,4 +1267,20 @@ TEST(HostCode, AMacroDefiningAClassInNamespacesLosesItsHostMembers) {
                 "#define DECLARE_MORE(E) namespace lib { template <> class Entry<E> { public: void Set(int v) const {} }; } int E##_count = 0;\n",
                 "DECLARE_ENTRY(Mode)\n"});
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), std::count(text.begin(), text.end(), '\n'));
+}
+
+// A lambda's execution space in code that stays (xgboost's `[=] XGBOOST_DEVICE(uint64_t i) {...}`
+// in a __host__ __device__ function): nvcc takes it with --extended-lambda, NVRTC refuses any, and
+// a lambda without one takes the space of the function around it. The words go, written out or
+// through a macro of the text's that means only execution spaces; another macro stays.
+TEST(HostCode, ALambdasExecutionSpaceGoesInCodeThatStays) {
+  const std::string text = "#define LIB_DEVICE __host__ __device__\n#define ALIGNED __align__(8)\n"
+                           "__host__ __device__ int f(int k) {\n  auto a = [=] LIB_DEVICE(int i) { return i + k; };\n"
+                           "  auto b = [&] __device__ (int i) { return i * k; };\n  int arr[2] = {1, 2};\n"
+                           "  auto c = [=](int i) { return arr[i] + k; };\n  return a(1) + b(2) + c(0);\n}\n";
+  int n = 0;
+  const std::string out = skipped(text, &n);
+  expect_parts(out, {"[=] LIB_DEVICE(", "[&] __device__ ("}, {"auto a = [=]           (int i)", "auto b = [&]            (int i)", "auto c = [=](int i)",
+                                                          "__host__ __device__ int f(int k) {"});
+  EXPECT_EQ(out.size(), text.size()) << "columns kept";
 }

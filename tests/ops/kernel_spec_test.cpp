@@ -5380,13 +5380,23 @@ __global__ void k(const lib::DeviceAllocation<float>* a, float* y, int n) {
 // of <algorithm> (CUTLASS's sm100 epilogues: `std::max(StagesC, StagesD)` in a constant
 // expression; its platform.h includes <algorithm> only for host compilers): the prelude names
 // libcu++'s in std. A global `using namespace std;` then leaves device code's unqualified max and
-// min on floats and ints CUDA's, not ambiguous.
+// min on floats and ints CUDA's, not ambiguous. Under skip, a lambda's execution space in code that
+// stays (xgboost's `[=] XGBOOST_DEVICE(uint64_t i) {...}`, which nvcc takes with --extended-lambda)
+// goes: NVRTC refuses any.
 TEST(KernelSpec, StdMaxAndMinAreThereAsNvccsImplicitHeadersGiveThem) {
   SpecDir d;
   d.write("k.cu", R"CUDA(template <int A, int B> struct Stages { static constexpr int kMost = std::max(A, B), kLeast = std::min(A, B); };
 __global__ void k(float* y, int n) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) y[i] = float(Stages<2, 5>::kMost * 10 + Stages<2, 5>::kLeast);
+}
+)CUDA");
+  d.write("lam.cu", R"CUDA(#define LIB_DEVICE __host__ __device__
+template <class F> __host__ __device__ int apply(F f, int i) { return f(i); }
+LIB_DEVICE int twice_plus(int k, int i) { return apply([=] LIB_DEVICE(int j) { return 2 * j + k; }, i); }
+__global__ void k(float* y, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = float(twice_plus(std::max(1, 0), i) + apply([=] __device__ (int j) { return j; }, i));
 }
 )CUDA");
   d.write("u.cu", R"CUDA(using namespace std;
@@ -5397,7 +5407,7 @@ __global__ void k(float* y, int n) {
 }
 )CUDA");
   Compiler compiler;
-  for (const char* source : {"k.cu", "u.cu"}) {
+  for (const char* source : {"k.cu", "u.cu", "lam.cu"}) {
     SCOPED_TRACE(source);
     ojson spec = ojson::parse(R"JSON({
       "kernel": "k", "dims": ["n"], "params": {"UNTUNED": [0]}, "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]},
@@ -5405,6 +5415,7 @@ __global__ void k(float* y, int n) {
       "check": {"none": "compile only"}})JSON");
     spec["name"] = std::string("std_max_") + source[0];
     spec["sources"] = {source};
+    if (source == std::string("lam.cu")) spec["host_code"] = "skip";
     const std::string op = load_kernel_spec_text(spec.dump(), spec["name"].get<std::string>() + ".json", d.dir());
     EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"UNTUNED", 0}}, Problem::parse(op, "1000"), "sm_90")));
   }
