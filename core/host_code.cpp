@@ -1008,18 +1008,10 @@ bool host_declaration(const std::string& stmt, const std::map<std::string, std::
   // A class template's deduction guide (xgboost's `template <typename T> Span(std::vector<T>&) ->
   // Span<T>;`): no function, which NVRTC takes as it is; read as one, its name went into the
   // names of host functions, and a using-declaration of the class with it.
-  if (paren) {
-    int d = 0;
-    size_t close = std::string::npos;
-    for (size_t k = head.find('('); k < head.size(); ++k)
-      if (head[k] == '(') ++d;
-      else if (head[k] == ')' && --d == 0) {
-        close = k;
-        break;
-      }
-    const size_t after = close == std::string::npos ? close : head.find_first_not_of(" \t\n", close + 1);
+  if (size_t open = 0, close = 0; paren && parameter_list(head, &open, &close)) {
+    const size_t after = head.find_first_not_of(" \t\n", close + 1);
     std::vector<std::string> lead;
-    words_of(head.substr(0, head.find('(')), macros, 0, &lead);
+    words_of(head.substr(0, open), macros, 0, &lead);
     if (after != std::string::npos && head.compare(after, 2, "->") == 0 &&
         (lead.size() == 1 || (lead.size() == 2 && lead[0] == "explicit")))
       return false;
@@ -1593,12 +1585,16 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
   for (auto a = archs.rbegin(); !read && a != archs.rend() && *a > project.min_arch; ++a) read = balanced(false, *a);
   if (!read && !balanced(true, project.min_arch)) return text;
   std::string out = text;
+  // The first character of code in [a, end), end where there is none.
+  auto first_code = [&](size_t a, size_t end) {
+    while (a < end && (kind[a] != kCode || std::isspace(static_cast<unsigned char>(code[a])))) ++a;
+    return a;
+  };
   // [a, b], but for its preprocessor lines: a statement's text runs from the previous one's end,
   // over the #if and #define lines between them, which must stay.
   // A later #if branch before the statement's first word is between statements: it stays.
   auto blank = [&](size_t a, size_t b) {
-    size_t first = a;
-    while (first <= b && (kind[first] != kCode || std::isspace(static_cast<unsigned char>(code[first])))) ++first;
+    const size_t first = first_code(a, b + 1);
     for (size_t k = a; k <= b; ++k)
       if (out[k] != '\n' && kind[k] != kPreprocessor && !((kind[k] == kLater || kind[k] == kDead) && k < first)) out[k] = ' ';
     ++*blanked;
@@ -2011,8 +2007,7 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
             ++kept_functions;
           std::vector<std::string> dw;
           words_of(stmt, macros, 0, &dw);
-          size_t lead = start;
-          while (lead < i && (kind[lead] != kCode || std::isspace(static_cast<unsigned char>(code[lead])))) ++lead;
+          const size_t lead = first_code(start, i);
           bool over_directive = false;
           for (size_t k = lead; k < i && !over_directive; ++k) over_directive = kind[k] == kPreprocessor;
           if (project.mark_host_data && name.empty() && lead < i && !over_directive && !dw.empty() && declared_type(stmt, macros).empty() &&
@@ -2058,9 +2053,10 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
           // too in another namespace is read qualified: xgboost's `using
           // xgboost::common::MakeIndexTransformIter;` of a host template goes, though `dh::` has a
           // device function of that name.
-          else if (sw.size() >= 2 && sw.front() == "using" && stmt.find('=') == std::string::npos &&
+          else if (const int by_qualified = sw.size() >= 2 && sw.front() == "using" ? qualified_reading(stmt) : -1;
+                   sw.size() >= 2 && sw.front() == "using" && stmt.find('=') == std::string::npos &&
                    std::find(sw.begin(), sw.end(), "namespace") == sw.end() &&
-                   (qualified_reading(stmt) == 1 || (qualified_reading(stmt) == -1 && (blanked_names.count(sw.back()) || elsewhere.count(sw.back()))) ||
+                   (by_qualified == 1 || (by_qualified == -1 && (blanked_names.count(sw.back()) || elsewhere.count(sw.back()))) ||
                     (sw.size() == 2 && stmt.find("::") != std::string::npos && c_library_host_function(sw.back()))))
             blank(start, i);
           else if (!in_class)

@@ -1055,6 +1055,16 @@ namespace {
 // Where line `line_no` of `file`, as a compile's log names it, starts in `text` (named `name`),
 // through the text's #line directives (a spec's program is its sources, each behind a
 // `#line 1 "file"`); npos where the text does not hold that line.
+// The file and line a log line's message names ("file(n): error: ..."), `at` the "): " after the
+// number; false where the line has none.
+bool message_place(const std::string& l, size_t at, std::string* file, size_t* line_no) {
+  const size_t open = at == std::string::npos ? at : l.rfind('(', at);
+  if (open == std::string::npos) return false;
+  *file = l.substr(0, open);
+  *line_no = std::strtoul(l.c_str() + open + 1, nullptr, 10);
+  return true;
+}
+
 size_t line_start(const std::string& text, const std::string& name, const std::string& file, size_t line_no) {
   std::string current = name;
   size_t number = 1; // the number of the line that starts at `at`
@@ -1094,10 +1104,9 @@ size_t qualify_ambiguous_std_calls(const std::string& log, const std::vector<std
   std::set<std::tuple<std::string*, size_t, size_t, std::string>> calls;
   for (size_t i = 0; i < lines.size(); ++i) {
     const size_t at = lines[i].find(kAmbiguous);
-    const size_t open = at == std::string::npos ? at : lines[i].rfind('(', at);
-    if (open == std::string::npos) continue;
-    const std::string file = lines[i].substr(0, open);
-    const size_t line_no = std::strtoul(lines[i].c_str() + open + 1, nullptr, 10);
+    std::string file;
+    size_t line_no = 0;
+    if (!message_place(lines[i], at, &file, &line_no)) continue;
     const size_t name_at = at + kAmbiguous.size();
     const std::string name = lines[i].substr(name_at, lines[i].find('"', name_at) - name_at);
     // The candidates: libcu++'s (`function "cuda::std::__4::abs(int) noexcept"`), and CUDA's global
@@ -1154,10 +1163,9 @@ size_t drop_refused_host_data(const std::string& log, const std::vector<std::pai
   for (std::string l; std::getline(in, l);) {
     size_t at = l.find("): error");
     if (at == std::string::npos) at = l.find("): catastrophic error");
-    const size_t open = at == std::string::npos ? at : l.rfind('(', at);
-    if (open == std::string::npos) continue;
-    const std::string file = l.substr(0, open);
-    const size_t line_no = std::strtoul(l.c_str() + open + 1, nullptr, 10);
+    std::string file;
+    size_t line_no = 0;
+    if (!message_place(l, at, &file, &line_no)) continue;
     for (const auto& [name, text] : texts) {
       const size_t start = line_no == 0 ? std::string::npos : line_start(*text, name, file, line_no);
       if (start == std::string::npos) continue;
