@@ -1,4 +1,5 @@
 #include "core/host_code.h"
+#include "core/nvrtc_std.h"
 
 #include <algorithm>
 #include <cctype>
@@ -595,13 +596,22 @@ void blank_template_arguments(std::string* s, bool after_names_only = false) {
 // header's macro may be an execution or memory space.
 bool unknown_macro_before_name(const std::string& head, const std::map<std::string, std::string>& macros,
                                const std::map<std::string, std::string>& not_macros) {
-  // The declared name itself (the last word before the '(', '=' or an array's '[') is left out: a
-  // name that is a macro of the text (#define cuMemcpy __CUDA_API_PTDS(cuMemcpy), in cuda.h) is no
-  // memory space; nor is an array's bound (cuda-samples' `const char* names[TYPE_COUNT] = {...}`).
+  // The declared name itself (the last word before the '(', '=', an array's '[' or the ',' after
+  // a declarator list's first name) is left out: a name that is a macro of the text (#define
+  // cuMemcpy __CUDA_API_PTDS(cuMemcpy), in cuda.h) is no memory space; nor is an array's bound
+  // (cuda-samples' `const char* names[TYPE_COUNT] = {...}`), nor a list's other names
+  // (FlashAttention's layer_norm `extern FwdRegistry FWD_FUNCS, PARALLEL_FWD_FUNCS;`; a ',' inside
+  // a template's arguments is none).
   size_t bound = head.find('[');
   while (bound != std::string::npos && ((bound + 1 < head.size() && head[bound + 1] == '[') || (bound > 0 && head[bound - 1] == '[')))
     bound = head.find('[', bound + 1); // an attribute's [[...]], before the name
-  std::string lead = head.substr(0, std::min({head.find('('), head.find('='), bound}));
+  size_t list = std::string::npos;
+  for (size_t k = 0, angle = 0; k < head.size() && list == std::string::npos && head[k] != '(' && head[k] != '='; ++k) {
+    if (head[k] == '<') ++angle;
+    else if (head[k] == '>' && angle > 0) --angle;
+    else if (head[k] == ',' && angle == 0) list = k;
+  }
+  std::string lead = head.substr(0, std::min({head.find('('), head.find('='), bound, list}));
   size_t e = lead.find_last_not_of(" \t\n");
   e = e == std::string::npos ? 0 : e + 1;
   while (e > 0 && ident_char(lead[e - 1])) --e;
@@ -1636,6 +1646,35 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
     blank(match[body] + 1, b - 1);
     if (const size_t st = find_word(head, "static"); st != std::string::npos) blank(a + st, a + st + 5), --*blanked;
   };
+  // A declaration's initializer (after its '=', or its braces) as words into *init, and, where it
+  // builds the declared object's own type through its constructors (`= {...}`, `= ""` to a path;
+  // not a pointer or a reference), that type's words into *type, less its template's arguments (a
+  // std::shared_ptr<GPUMemory<T>> is no GPUMemory) and the declared name (TE's `int sm_count =
+  // 0;`, where a host function is sm_count). Returns where the initializer starts (npos: none).
+  auto initializer_words = [&](const std::string& stmt, std::vector<std::string>* init, std::vector<std::string>* type) {
+    size_t eq = std::string::npos, brace = std::string::npos;
+    for (size_t k = 0, d = 0; k < stmt.size(); ++k) {
+      if (d == 0 && stmt[k] == '{' && brace == std::string::npos) brace = k;
+      if (stmt[k] == '(' || stmt[k] == '[' || stmt[k] == '<' || stmt[k] == '{') ++d;
+      else if ((stmt[k] == ')' || stmt[k] == ']' || stmt[k] == '>' || stmt[k] == '}') && d > 0) --d;
+      else if (d == 0 && stmt[k] == '=' && (k + 1 == stmt.size() || stmt[k + 1] != '=') && (k == 0 || std::string("=!<>").find(stmt[k - 1]) == std::string::npos)) {
+        eq = k;
+        break;
+      }
+    }
+    const size_t init_at = eq != std::string::npos ? eq : brace;
+    if (init_at == std::string::npos) return init_at;
+    words_of(stmt.substr(init_at + (eq != std::string::npos ? 1 : 0)), macros, 0, init);
+    if (stmt.find_first_of("*&") > init_at) {
+      std::string head = stmt.substr(0, init_at);
+      size_t e = head.find_last_not_of(" \t\n");
+      e = e == std::string::npos ? 0 : e + 1;
+      while (e > 0 && ident_char(head[e - 1])) head[--e] = ' ';
+      blank_template_arguments(&head);
+      words_of(head, macros, 0, type);
+    }
+    return init_at;
+  };
   std::set<std::string> blanked_names; // of the namespace-scope functions blanked so far
   // The namespaces around the statement read (not inline or unnamed ones, which a qualified name
   // need not spell), each with where its body ends; and the namespace-scope functions blanked and
@@ -1961,33 +2000,8 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
             // `Ema<float> ms = {EEmaType::Time, 100};`, their host constructors in other headers):
             // the initializer goes with it, the member stays (the class's layout); the
             // constructors that would run it are host code, blanked too.
-            size_t eq = std::string::npos, brace = std::string::npos;
-            for (size_t k = 0, d = 0; k < stmt.size(); ++k) {
-              if (d == 0 && stmt[k] == '{' && brace == std::string::npos) brace = k;
-              if (stmt[k] == '(' || stmt[k] == '[' || stmt[k] == '<' || stmt[k] == '{') ++d;
-              else if ((stmt[k] == ')' || stmt[k] == ']' || stmt[k] == '>' || stmt[k] == '}') && d > 0) --d;
-              else if (d == 0 && stmt[k] == '=' && (k + 1 == stmt.size() || stmt[k + 1] != '=') && (k == 0 || std::string("=!<>").find(stmt[k - 1]) == std::string::npos)) {
-                eq = k;
-                break;
-              }
-            }
-            const size_t init_at = eq != std::string::npos ? eq : brace;
             std::vector<std::string> init, type;
-            if (init_at != std::string::npos) {
-              words_of(stmt.substr(init_at + (eq != std::string::npos ? 1 : 0)), macros, 0, &init);
-              // Any initializer builds the member's own type through its constructors (`= {...}`,
-              // `= ""` to a path), unless the member is a pointer or a reference: the type's words,
-              // less its template's arguments (a std::shared_ptr<GPUMemory<T>> is no GPUMemory) and
-              // the member's name (TE's `int sm_count = 0;`, where a host function is sm_count).
-              if (stmt.find_first_of("*&") > init_at) {
-                std::string head = stmt.substr(0, init_at);
-                size_t e = head.find_last_not_of(" \t\n");
-                e = e == std::string::npos ? 0 : e + 1;
-                while (e > 0 && ident_char(head[e - 1])) head[--e] = ' ';
-                blank_template_arguments(&head);
-                words_of(head, macros, 0, &type);
-              }
-            }
+            const size_t init_at = initializer_words(stmt, &init, &type);
             const auto blanked_call = [&](const std::string& x) {
               const std::string ctor = x + "::" + x;
               return blanked_names.count(x) > 0 || elsewhere.count(x) > 0 || (blanked_members.count(ctor) > 0 && device_members.count(ctor) == 0) ||
@@ -2041,7 +2055,22 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
           words_of(stmt, macros, 0, &sw);
           const bool names_blanked = std::any_of(sw.begin(), sw.end(), [&](const std::string& x) { return blanked_names.count(x) > 0; });
           const bool host_lambda = holds_lambda(stmt) && !holds_any(sw, {"constexpr"});
-          if ((names_blanked || host_lambda) && !holds_any(sw, {"__constant__", "__shared__", "__managed__", "namespace", "template"}) &&
+          // So does a variable its initializer builds through a class's constructors that all
+          // went as host code, here or in the project's other files (k2's `const DtypeTraits
+          // g_dtype_traits_array[] = {{kUnknownBase, 0, "Any", 0}, ...};`, whose constructor
+          // checks its arguments on the host): nvcc's dynamic initialization of host data.
+          std::vector<std::string> init, type;
+          initializer_words(stmt, &init, &type);
+          const bool host_built = std::any_of(type.begin(), type.end(), [&](const std::string& x) {
+            const std::string ctor = x + "::" + x;
+            return (blanked_members.count(ctor) > 0 && device_members.count(ctor) == 0) || elsewhere.count(ctor) > 0;
+          });
+          // And a const one its initializer computes with CUDA's math functions (k2's `static const
+          // double kMinLogDiffDouble = log(DBL_EPSILON);`): initialized at run time, host data
+          // under nvcc, which NVRTC refuses as a __device__ variable's dynamic initialization.
+          const bool run_time_math = holds_any(sw, {"const"}) && !holds_any(sw, {"constexpr", "__device__"}) &&
+                                     std::any_of(init.begin(), init.end(), cuda_math_function);
+          if ((names_blanked || host_lambda || host_built || run_time_math) && !holds_any(sw, {"__constant__", "__shared__", "__managed__", "namespace", "template"}) &&
               declared_type(stmt, macros).empty())
             blank(start, i);
           // A using-declaration of a function this pass blanked (nlohmann/json 3.11's `using

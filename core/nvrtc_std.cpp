@@ -94,8 +94,8 @@ const char* const kContainerTypes =
     "  typedef std::__ktune_any allocator_type;\n  typedef std::__ktune_any& reference;\n  typedef const std::__ktune_any& const_reference;\n"
     "  typedef std::__ktune_any* pointer;\n  typedef const std::__ktune_any* const_pointer;\n  typedef std::__ktune_any* iterator;\n"
     "  typedef const std::__ktune_any* const_iterator;\n  typedef unsigned long size_type;\n  typedef long difference_type;\n";
-std::string host_class(const std::string& name, const std::string& base = "") {
-  return "class " + name + (base.empty() ? "" : " : public " + base) + " {\n public:\n" + kContainerTypes + "  __host__ __device__ " + name +
+std::string host_class(const std::string& name, const std::string& base = "", const std::string& members = "") {
+  return "class " + name + (base.empty() ? "" : " : public " + base) + " {\n public:\n" + kContainerTypes + members + "  __host__ __device__ " + name +
          "() {}\n  template <class... A> __host__ __device__ " + name + "(A&&...) {}\n  __host__ __device__ " + name +
          "(std::initializer_list<std::__ktune_any>) {}\n};\n";
 }
@@ -121,6 +121,18 @@ const char* const kStdHashLess =
     "#else\n#include <cuda/std/functional>\n#endif\n"
     "namespace cuda { namespace std {} }\nnamespace std {\nusing namespace ::cuda::std;\n"
     "template <class T> struct hash : ::cuda::std::hash<T> {};\ntemplate <class T = void> struct less : ::cuda::std::less<T> {};\n}\n#endif\n";
+
+// std::iterator_traits as a class of std itself on libcu++'s, as std::hash is: a program may
+// specialize it in namespace std for its own iterators (k2's `template <typename T> struct
+// iterator_traits<k2::internal::PtrPtr<T>>`, for CUB's device-wide scans), which a name the
+// using-directive brings from cuda::std does not allow. In the headers whose libstdc++ twins
+// bring it: <iterator>, <algorithm> and, through it, the host library's containers.
+const char* const kStdIteratorTraits =
+    "#ifndef KTUNE_STD_ITERATOR_TRAITS\n#define KTUNE_STD_ITERATOR_TRAITS\n"
+    "#if __has_include(<cuda/std/__iterator/iterator_traits.h>)\n#include <cuda/std/__iterator/iterator_traits.h>\n"
+    "#else\n#include <cuda/std/iterator>\n#endif\n"
+    "namespace cuda { namespace std {} }\nnamespace std {\nusing namespace ::cuda::std;\n"
+    "template <class I> struct iterator_traits : ::cuda::std::iterator_traits<I> {};\n}\n#endif\n";
 
 // <cfloat>: libcu++'s defines nothing under NVRTC, nor does NVRTC predefine __FLT_MAX__; IEEE
 // binary32 and binary64's values, as glibc's float.h gives them.
@@ -167,10 +179,11 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
   h.emplace_back("cmath", cmath_header());
   h.emplace_back("cstdlib", cstdlib_header());
   for (const char* n : {"cstdint", "cstddef", "climits", "cassert", "cstring", "type_traits", "utility",
-                        "tuple", "array", "bit", "concepts", "numeric", "initializer_list", "complex", "iterator",
+                        "tuple", "array", "bit", "concepts", "numeric", "initializer_list", "complex",
                         "optional", "span", "variant", "atomic", "ratio", "numbers", "bitset", "expected",
                         "mdspan", "ranges", "source_location", "barrier", "latch", "semaphore"})
     h.emplace_back(n, twin(n));
+  h.emplace_back("iterator", twin("iterator") + kStdIteratorTraits);
   // <functional>: libcu++'s, and std::function, which it lacks, as the host library's stand-in
   // (a host class's callback member: Transformer Engine's userbuffers.h); std::hash and std::less
   // as classes of std (kStdHashLess).
@@ -226,6 +239,7 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
     for (const char* part : {"min", "max", "clamp", "minmax"})
       a += std::string("#if __has_include(<cuda/std/__algorithm/") + part + ".h>)\n#include <cuda/std/__algorithm/" + part + ".h>\n#endif\n";
     a += kIntoStd;
+    a += kStdIteratorTraits;
     h.emplace_back("algorithm", a);
   }
   h.emplace_back("stdint.h", c_twin("stdint.h", "cstdint"));
@@ -313,6 +327,16 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
                                                "#include <memory>\n" + host_types({"future", "shared_future", "promise", "packaged_task"})));
   // std::exception_ptr and nested_exception too, which a host class holds (dmlc-core's
   // OMPException, in every xgboost file: `std::exception_ptr omp_exception_;`).
+  // The engines that name their default seed (k2's host `uint64_t seed = std::mt19937::default_seed;`),
+  // with the standard's values.
+  auto seeded_engines = [] {
+    std::string e;
+    for (const auto& [name, seed] : {std::pair<const char*, const char*>{"mt19937", "5489u"}, {"mt19937_64", "5489u"}, {"minstd_rand", "1u"},
+                                     {"minstd_rand0", "1u"}, {"default_random_engine", "1u"}, {"ranlux24_base", "19780503u"},
+                                     {"ranlux48_base", "19780503u"}})
+      e += host_class(name, "", std::string("  static constexpr unsigned long long default_seed = ") + seed + ";\n");
+    return e;
+  };
   // <random>'s engines and distributions, which a host class holds or a type alias names
   // (xgboost's context.h: `using RandomEngine = std::mt19937;`).
   // std::bernoulli_distribution is a class, not a template (CUTLASS's host tensor_fill.h holds a
@@ -325,10 +349,8 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
                                                           "lognormal_distribution", "chi_squared_distribution", "cauchy_distribution",
                                                           "fisher_f_distribution", "student_t_distribution", "piecewise_constant_distribution",
                                                           "piecewise_linear_distribution"},
-                                                         {"mt19937", "mt19937_64", "minstd_rand", "minstd_rand0", "default_random_engine",
-                                                          "ranlux24_base", "ranlux48_base", "ranlux24", "ranlux48", "knuth_b",
-                                                          "random_device", "seed_seq", "bernoulli_distribution"},
-                                                         "template <class T, auto...>\n" + host_class("mersenne_twister_engine") +
+                                                         {"ranlux24", "ranlux48", "knuth_b", "random_device", "seed_seq", "bernoulli_distribution"},
+                                                         seeded_engines() + "template <class T, auto...>\n" + host_class("mersenne_twister_engine") +
                                                              "template <class T, auto...>\n" + host_class("linear_congruential_engine") +
                                                              "template <class T, auto...>\n" + host_class("subtract_with_carry_engine") +
                                                              "template <class E, auto...>\n" + host_class("discard_block_engine") +
@@ -836,6 +858,20 @@ bool declares_type(const std::string& text, const std::string& name) {
 }
 
 } // namespace
+
+bool cuda_math_function(const std::string& name) {
+  static const std::set<std::string> names = [] {
+    std::set<std::string> n;
+    for (const char* f : kStdMathOne) n.insert(f), n.insert(std::string(f) + "f");
+    for (const char* f : kStdMathTwo) n.insert(f), n.insert(std::string(f) + "f");
+    for (const char* f : {"fma", "frexp", "ldexp", "modf", "remquo", "scalbln", "scalbn", "exp10", "rsqrt", "rcbrt", "sincos", "sinpi", "cospi",
+                          "erfinv", "erfcinv", "normcdf", "normcdfinv"})
+      n.insert(f), n.insert(std::string(f) + "f");
+    return n;
+  }();
+  return names.count(name) > 0;
+}
+
 
 std::string nvrtc_nvcc_prelude(const std::string& text) {
   auto uses = [&](const char* w) { return find_word(text, w) != std::string::npos; };

@@ -60,6 +60,10 @@ std::string nvrtc_nvcc_prelude(const std::string& text);
 // cannot: both are then found in one scope (qualify_ambiguous_std_calls, after the compile).
 std::string with_std_math_declarations(const std::string& text);
 
+// Whether `name` is one of CUDA's global math functions (sqrt, sqrtf, log, logf, pow, ...): none is
+// constexpr, so a namespace-scope const initialized by a call of one is initialized at run time.
+bool cuda_math_function(const std::string& name);
+
 // text with each object-like macro whose replacement is a pragma directive (moderngpu's `#define
 // PRAGMA_UNROLL #pragma unroll`) defined as the _Pragma operator of it instead. nvcc preprocesses
 // apart, and the directive its preprocessor writes on the macro's line is one to its front end;

@@ -133,6 +133,26 @@ TEST(HostCode, InstantiationsThroughAMacroGoWithTheirTemplate) {
   EXPECT_EQ(n, 5); // the template, three calls, the variable
 }
 
+// A declarator list's names after the first are no macros before a name (FlashAttention's
+// layer_norm: `extern FwdRegistry FWD_FUNCS, PARALLEL_FWD_FUNCS;`, host registries of launchers,
+// which NVRTC refuses in a namespace); a ',' in a template's arguments opens no list, so an
+// unknown macro after it still keeps the statement, and a device list stays.
+TEST(HostCode, ADeclaratorListsOtherNamesAreNoMacros) {
+  const std::string text =
+      "#include <unordered_map>\n"
+      "namespace layer_norm {\n"
+      "using FwdRegistry = std::unordered_map<int, int>;\n"
+      "extern FwdRegistry FWD_FUNCS, PARALLEL_FWD_FUNCS;\n"
+      "extern int COUNT_A, COUNT_B;\n"
+      "std::pair<int, int> UNKNOWN_SPACE pick(int);\n"
+      "__device__ int DEV_A, DEV_B;\n"
+      "}\n";
+  int n = 0;
+  const std::string out = skipped(text, &n);
+  expect_parts(out, {"FWD_FUNCS", "COUNT_A"}, {"using FwdRegistry", "std::pair<int, int> UNKNOWN_SPACE pick(int);", "__device__ int DEV_A, DEV_B;"});
+  EXPECT_EQ(n, 2);
+}
+
 TEST(HostCode, WhereTheReadingCannotBeSureNothingGoes) {
   int n = 0;
   // A macro from a header (not defined here) before the name may be an execution space.

@@ -3882,6 +3882,35 @@ TEST(KernelSpec, AProjectSpecializesStdNumericLimits) {
   expect_compiles(spec, d);
 }
 
+// k2's shapes (its ragged/array ops headers, dtype.cu, rand.cu): std::iterator_traits
+// specialized in namespace std for the project's iterators, with only a host container's header
+// included (ktune's std::iterator_traits a class of std itself on libcu++'s, as numeric_limits);
+// a const array of a class whose constructor checks its arguments on the host (host data, which
+// goes with the constructor); a host struct's seed that names std::mt19937::default_seed; a const
+// computed with CUDA's math functions (`static const double kMinLogDiffDouble = log(DBL_EPSILON);`,
+// initialized at run time: host data), beside a const the kernel reads, which stays.
+TEST(KernelSpec, K2ShapesStdIteratorTraitsHostBuiltDataAndEngineSeeds) {
+  SpecDir d;
+  d.write("ops.h", "#pragma once\n#include <vector>\n#include <random>\n#include <cstdint>\n#include <cmath>\n#include <cfloat>\nnamespace proj {\n"
+                   "template <typename T> struct PtrPtr { T** data; __host__ __device__ T operator[](int i) const { return *data[i]; } };\n"
+                   "class Traits {\n public:\n  Traits(int kind, int bytes, const char* name) : kind_(kind), bytes_(bytes), name_(name) {\n"
+                   "    if (bytes_ <= 0) throw 1;\n  }\n  int Bytes() const { return bytes_; }\n private:\n  int kind_, bytes_;\n  const char* name_;\n};\n"
+                   "struct CpuRandState {\n  uint64_t seed = std::mt19937::default_seed;\n  std::mt19937 generator;\n};\n"
+                   "static const double kMinLogDiffDouble = log(DBL_EPSILON);\nstatic const float kScale = 3.f;\n}\n"
+                   "namespace std {\ntemplate <typename T> struct iterator_traits<proj::PtrPtr<T>> {\n  typedef T value_type;\n};\n}\n");
+  d.write("proj.cu", "#include \"ops.h\"\nnamespace proj {\nconst Traits g_traits[] = {{0, 4, \"float\"}, {1, 8, \"double\"}};\n}\n"
+                     "__global__ void k(float* y, int n) {\n  const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                     "  static_assert(sizeof(std::iterator_traits<proj::PtrPtr<double>>::value_type) == 8, \"the project's\");\n"
+                     "  static_assert(sizeof(std::iterator_traits<const float*>::value_type) == 4, \"libcu++'s\");\n"
+                     "  if (i < n) y[i] = proj::kScale;\n}\n");
+  const ojson spec = ojson::parse(R"JSON({
+    "name": "k2_shapes", "sources": ["proj.cu"], "host_code": "skip", "kernel": "k", "dims": ["n"], "params": {"UNTUNED": [0]},
+    "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]},
+    "args": [{"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"}, {"name": "n", "kind": "scalar", "dtype": "i32", "value": "n"}],
+    "check": {"none": "compile only"}})JSON");
+  expect_compiles(spec, d);
+}
+
 // {fmt} in a project's own folders, included for host code (tiny-cuda-nn's common_host.h: `using
 // namespace fmt::literals;`, fmt::format in host templates): NVRTC cannot compile its headers
 // (constexpr formatting calling fmt's host functions), so they stand in; the compile names
