@@ -110,15 +110,19 @@ Truth nvrtc_condition(const std::string& e, const std::map<std::string, std::str
                                                  "__HIP_DEVICE_COMPILE__", "WIN32", "_WIN64", "WIN64", "__MINGW32__", "__MINGW64__",
                                                  "__CYGWIN__", "__APPLE__"};
   // A project's flag for another GPU maker's build (PyTorch's USE_ROCM, ggml's GGML_USE_HIP and
-  // GGML_USE_MUSA, mmcv's MMCV_WITH_MUSA): a CUDA build never sets it, so NVRTC reads it as no
-  // macro, unless the text itself defines it where NVRTC compiles.
+  // GGML_USE_MUSA, mmcv's MMCV_WITH_MUSA), or for another platform's (Kaldi's MINGW, which its
+  // build sets on MinGW: `#if defined(_MSC_VER) || defined(MINGW)` opens its Windows timer): a
+  // CUDA build on Linux never sets it, so NVRTC reads it as no macro, unless the text itself
+  // defines it where NVRTC compiles (or the compile's -D does, which is read first).
+  static const std::set<std::string> other_parts = {"HIP",   "ROCM",   "MUSA",   "HIPCC",  "MINGW", "MINGW32", "MINGW64",
+                                                    "WIN32", "WIN64", "WINDOWS", "CYGWIN", "APPLE", "MACOS",   "DARWIN"};
   auto other_maker = [&](const std::string& w) {
     if (sure.count(w)) return false;
     for (size_t a = 0; a < w.size();) {
       size_t b = w.find('_', a);
       if (b == std::string::npos) b = w.size();
       const std::string part = w.substr(a, b - a);
-      if (part == "HIP" || part == "ROCM" || part == "MUSA" || part == "HIPCC") return true;
+      if (other_parts.count(part)) return true;
       a = b + 1;
     }
     return false;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <initializer_list>
@@ -923,6 +924,25 @@ std::string nvrtc_nvcc_prelude(const std::string& text) {
     if (named)
       p += std::string("#if __has_include(<cuda/std/__algorithm/") + f + ".h>)\n#include <cuda/std/__algorithm/" + f +
            ".h>\nnamespace cuda { namespace std {} }\nnamespace std { using ::cuda::std::" + f + "; }\n#endif\n";
+  }
+  // <utility> and with it <type_traits>, which nvcc's cuda_runtime.h includes (C++11 on) ahead of
+  // every program: a header may name std::enable_if_t, std::is_same_v, std::forward or std::pair
+  // with no include that brings them (TensorRT's disentangled attention kernel, whose headers
+  // include only <cstddef> and <cstdint>). ktune's twins of both, where the text names one of
+  // theirs.
+  {
+    static const char* const kTraitsAndUtility[] = {"enable_if", "is_", "remove_", "add_", "decay", "conditional", "integral_constant",
+                                                    "true_type", "false_type", "bool_constant", "underlying_type", "void_t", "declval",
+                                                    "forward", "move", "swap", "exchange", "pair", "make_pair", "index_sequence",
+                                                    "make_index_sequence", "integer_sequence", "common_type", "invoke_result", "conjunction",
+                                                    "disjunction", "negation", "aligned_storage", "alignment_of", "in_place"};
+    bool named = false;
+    for (size_t at = text.find("std::"); at != std::string::npos && !named; at = text.find("std::", at + 5)) {
+      if (at > 0 && (std::isalnum(static_cast<unsigned char>(text[at - 1])) || text[at - 1] == '_' || text[at - 1] == ':')) continue;
+      for (const char* n : kTraitsAndUtility)
+        named = named || text.compare(at + 5, std::strlen(n), n) == 0;
+    }
+    if (named) p += "#include <type_traits>\n#include <utility>\n";
   }
   // GNU's __extension__ (ggml's anonymous unions in structs), which nvcc's host front end takes
   // and NVRTC's refuses: it only silences -pedantic, so nothing.

@@ -547,6 +547,30 @@ TEST(HostCode, AnotherMakersBuildFlagsBranchIsNotRead) {
   EXPECT_EQ(n, 1) << out;
 }
 
+// Another platform's build flag likewise (Kaldi's timer.h: `#if defined(_MSC_VER) ||
+// defined(MINGW)` opens a namespace and a Windows timer class, `#else` the POSIX one, the
+// namespace closed once after both): the branch NVRTC compiles is the one read, its host members
+// going.
+TEST(HostCode, AnotherPlatformsBuildFlagsBranchIsNotRead) {
+  const std::string text =
+      "#if defined(_MSC_VER) || defined(MINGW)\n"
+      "namespace kaldi {\n"
+      "class Timer {\n public:\n  Timer() { Reset(); }\n  void Reset() { QueryPerformanceCounter(&start_); }\n"
+      " private:\n  LARGE_INTEGER start_;\n};\n"
+      "#else\n"
+      "namespace kaldi {\n"
+      "class Timer {\n public:\n  Timer() { Reset(); }\n  void Reset() { gettimeofday(&start_, nullptr); }\n"
+      " private:\n  struct timeval start_;\n};\n"
+      "#endif\n"
+      "__device__ float twice(float x) { return 2.f * x; }\n"
+      "}  // namespace kaldi\n";
+  int n = 0;
+  const std::string out = skipped(text, &n);
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), std::count(text.begin(), text.end(), '\n')) << "lines kept";
+  expect_parts(out, {"gettimeofday"}, {"QueryPerformanceCounter", "__device__ float twice"});
+  EXPECT_EQ(n, 2) << out;
+}
+
 // A __host__ __device__ function taking the host library's containers (spconv's tensorview) is
 // host code: blanked, as nvcc would refuse it on the device; one taking plain types stays. So is a
 // const object of one (pytorch_scatter's reduce2REDUCE map, initialized at run time); a const

@@ -5411,7 +5411,9 @@ __global__ void k(const lib::DeviceAllocation<float>* a, float* y, int n) {
 // libcu++'s in std. A global `using namespace std;` then leaves device code's unqualified max and
 // min on floats and ints CUDA's, not ambiguous. Under skip, a lambda's execution space in code that
 // stays (xgboost's `[=] XGBOOST_DEVICE(uint64_t i) {...}`, which nvcc takes with --extended-lambda)
-// goes: NVRTC refuses any.
+// goes: NVRTC refuses any. So are <utility> and <type_traits>, which nvcc's cuda_runtime.h
+// includes: a file whose includes bring neither names std::enable_if_t, std::is_same_v,
+// std::forward and std::pair (TensorRT's disentangled attention kernel).
 TEST(KernelSpec, StdMaxAndMinAreThereAsNvccsImplicitHeadersGiveThem) {
   SpecDir d;
   d.write("k.cu", R"CUDA(template <int A, int B> struct Stages { static constexpr int kMost = std::max(A, B), kLeast = std::min(A, B); };
@@ -5428,6 +5430,15 @@ __global__ void k(float* y, int n) {
   if (i < n) y[i] = float(twice_plus(std::max(1, 0), i) + apply([=] __device__ (int j) { return j; }, i));
 }
 )CUDA");
+  d.write("t.cu", R"CUDA(#include <cstdint>
+template <typename T, std::enable_if_t<std::is_same_v<std::decay_t<T>, float>, T>* = nullptr>
+__device__ T scaled(T x) { return std::forward<T>(x) * T(2); }
+__global__ void k(float* y, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  const std::pair<int, float> p{i, 1.f};
+  if (i < n) y[i] = scaled(p.second);
+}
+)CUDA");
   d.write("u.cu", R"CUDA(using namespace std;
 constexpr int kMost = std::max(3, 4);
 __global__ void k(float* y, int n) {
@@ -5436,7 +5447,7 @@ __global__ void k(float* y, int n) {
 }
 )CUDA");
   Compiler compiler;
-  for (const char* source : {"k.cu", "u.cu", "lam.cu"}) {
+  for (const char* source : {"k.cu", "u.cu", "lam.cu", "t.cu"}) {
     SCOPED_TRACE(source);
     ojson spec = ojson::parse(R"JSON({
       "kernel": "k", "dims": ["n"], "params": {"UNTUNED": [0]}, "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]},
