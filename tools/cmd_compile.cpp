@@ -33,6 +33,10 @@ int cmd_compile(CompileArgs& a) {
   load_problem_kernels(a.problem);
   if (!a.cubin_out.empty()) check_output_file(a.cubin_out, "--cubin");
   const Family f = find_family(a.problem.family);
+  // No --arch: sm_90, unless the family cannot run there (a spec's "arch": "sm_100a"): then the
+  // arch it names.
+  const bool arch_given = a.problem.sub && a.problem.sub->count("--arch") > 0;
+  if (!arch_given && (f.min_arch() > 90 || (f.arch_specific() && f.min_arch() != 90))) a.problem.arch = "sm_" + std::to_string(f.min_arch());
   const Problem p = parse_problem(a.problem, f.op());
   // No --config: the family's default for the problem (what the runtime falls back on).
   if (a.config.empty() && !f.has_default()) throw UsageError("give --config: family " + f.name() + " declares no default config");

@@ -31,7 +31,7 @@ void add_problem_options(CLI::App* sub, ProblemOptions& o, ProblemOf of) {
   if (of == ProblemOf::family) {
     o.arch = "sm_90";
     sub->add_option("--family", o.family, "Kernel family")->capture_default_str();
-    sub->add_option("--arch", o.arch, "Target arch (sm_80, sm_86, sm_89, sm_90, sm_90a)")->capture_default_str();
+    sub->add_option("--arch", o.arch, "Target arch (sm_75 to sm_121, an \"a\" form for arch-specific code: sm_90a, sm_100a)")->capture_default_str();
     sub->add_option("--problem", o.shape,
                     "Problem shape of the family's op, its dimensions joined by x (" + op_shapes() + "); default 4096 each");
   } else {

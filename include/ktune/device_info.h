@@ -25,7 +25,8 @@ struct DeviceInfo {
   int arch_number() const { return cc_major * 10 + cc_minor; }
 
   // Published per-arch limits, used where no GPU is present (space counting, compile tests).
-  // Accepts sm_80, sm_86, sm_89, sm_90, sm_90a; throws UsageError otherwise.
+  // Accepts the archs CUDA 13 compiles for but sm_88 (sm_75 to sm_121, each with its "a" form);
+  // throws UsageError otherwise.
   static DeviceInfo nominal(const std::string& arch);
 };
 

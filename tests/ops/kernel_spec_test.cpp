@@ -1628,6 +1628,25 @@ TEST(KernelSpec, StepArgumentsAreCheckedAgainstTheKernelsSignature) {
       << r.out;
 }
 
+// A spec for an arch past Hopper (a Blackwell kernel's "arch": "sm_100a", a consumer Blackwell's
+// "sm_120"): `ktune compile` without --arch compiles for the arch the spec names, where sm_90
+// could run nothing of it; with --arch, the arch given.
+TEST(KernelSpec, CompileDefaultsToTheSpecsArchPastHopper) {
+  SpecDir d;
+  for (const char* arch : {"sm_100a", "sm_120"}) {
+    SCOPED_TRACE(arch);
+    ojson j = SpecDir::base();
+    j["arch"] = arch;
+    d.write("new.json", j.dump());
+    const auto r = testing::run_ktune("compile --kernel " + d.path("new.json") + " --problem 1000 --config '{\"B\": 64}'");
+    EXPECT_EQ(r.status, 0) << r.out;
+    EXPECT_NE(r.out.find(std::string("for ") + arch + " in"), std::string::npos) << r.out;
+  }
+  const auto on_90 = testing::run_ktune("compile --kernel " + d.path("new.json") + " --problem 1000 --config '{\"B\": 64}' --arch sm_90");
+  EXPECT_EQ(on_90.status, 2) << on_90.out;
+  EXPECT_NE(on_90.out.find("needs sm_120 or newer, device is sm_90"), std::string::npos) << on_90.out;
+}
+
 // A cooperative step (grid.sync()) keeps its flag through the plan and its JSON, and its kernel
 // compiles under NVRTC (no separate compilation needed for grid.sync()).
 TEST(KernelSpec, ACooperativeStepReachesItsLaunch) {

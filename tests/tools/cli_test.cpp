@@ -95,7 +95,7 @@ const std::vector<std::pair<std::string, std::string>>& bad_tables() {
            R"({"MT":16,"NT":128,"VEC":4,"KG":4,"NC":1,"UNROLL":1,"KC":32,"LDH":0,"CL":0,"SPLITK":4,"ST":4,"MINB":3})",
            "sm_90", 4096),
        "breaks constraint 'M <= 64 (skinny problems only)' for gemm/f32/NN/4096x64x64/a16"},
-      {one_entry_table("gemm_smem", R"({"TILE": 16})", "sm_75"), "no nominal limits for arch 'sm_75'"},
+      {one_entry_table("gemm_smem", R"({"TILE": 16})", "sm_70"), "no nominal limits for arch 'sm_70'"},
       // Well-formed, but a key no reader could parse back: once imported, it failed every query.
       {one_entry_table("gemm_smem", R"({"TILE": 16})", "sm_90", int64_t(1) << 40),
        "m = 1099511627776 is out of range (at most 2147483647 for gemm)"},
@@ -309,6 +309,13 @@ TEST(Cli, CompileReportsTheCubin) {
   const CliRun r = run_ktune("compile --family gemm_smem --config '{\"TILE\":16}' --arch sm_80");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("byte cubin"), std::string::npos) << r.out;
+  // Every arch CUDA 13 compiles for has nominal limits (a T4's, Blackwell's): a config is checked
+  // against them and compiled, where before each was "no nominal limits".
+  for (const char* arch : {"sm_75", "sm_87", "sm_100", "sm_103", "sm_110", "sm_120", "sm_121"}) {
+    const CliRun a = run_ktune(std::string("compile --family gemm_smem --config '{\"TILE\":16}' --arch ") + arch);
+    EXPECT_EQ(a.status, 0) << arch << ": " << a.out;
+    EXPECT_NE(a.out.find(std::string("for ") + arch + " in"), std::string::npos) << a.out;
+  }
   // A value the family reads as another (attention_decode_paged's splits always take turns): the
   // kernel compiled is the one read, and the command says so.
   const CliRun paged = run_ktune_stderr(
