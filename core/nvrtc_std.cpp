@@ -676,6 +676,24 @@ std::map<std::string, std::string> make_views(const std::string& dir) {
       containers += "template <class...>\n" + host_class(n);
     containers += "namespace detail {\ntemplate <class...>\nclass vector_base {\n public:\n  __host__ __device__ vector_base() {}\n"
                   "  template <class... A> __host__ __device__ vector_base(A&&...) {}\n};\n}\nTHRUST_NAMESPACE_END\n#endif\n";
+    // Its random numbers (<thrust/random.h>: the engines and distributions, which device code
+    // draws from: xgboost's row sampling, lightseq's `__host__ __device__` generators): their
+    // headers hold host functions too (stream operators, a core-access helper), which NVRTC
+    // refuses; read as "host_code": "skip" reads a project's files, those go and the engines and
+    // distributions stay, each header by the name Thrust includes it by.
+    if (std::filesystem::is_regular_file(thrust + "/random.h", ec)) {
+      std::vector<std::filesystem::path> random = {thrust + "/random.h"};
+      for (auto it = std::filesystem::recursive_directory_iterator(thrust + "/random", ec); !ec && it != std::filesystem::recursive_directory_iterator();
+           it.increment(ec))
+        if (it->is_regular_file(ec)) random.push_back(it->path());
+      for (const auto& f : random) {
+        int blanked = 0;
+        const std::string name = "thrust/" + std::filesystem::relative(f, thrust, ec).generic_string();
+        v.emplace(name, skip_host_functions(read_text(f.string()), &blanked) + "\n// ktune's <" + name +
+                            "> for NVRTC: Thrust's, its host functions gone\n");
+      }
+      host_side.erase(std::remove(host_side.begin(), host_side.end(), std::string("thrust/random.h")), host_side.end());
+    }
     for (const auto& name : host_side)
       v.emplace(name, "#pragma once\n// ktune's <" + name + "> for NVRTC: a host-side part of Thrust; its device-usable headers and "
                       "its containers' stand-ins in its place\n#include <thrust/pair.h>\n#include <thrust/tuple.h>\n#include <thrust/functional.h>\n"

@@ -2413,6 +2413,61 @@ TEST(KernelSpecGpu, GlobalUsingNamespaceStdMathVerifies) {
     }
 }
 
+// Thrust's random numbers in device code (<thrust/random.h>, whose headers ktune hands NVRTC with
+// their host functions gone): thrust::minstd_rand's i-th draw, after discard(i) from the default
+// seed, checked exactly against the generator's definition (x <- 48271 x mod 2^31 - 1, seed 1)
+// computed in 64-bit arithmetic by a reference kernel; and a uniform draw within its range. With
+// and without host_code skip.
+TEST(KernelSpecGpu, ThrustsRandomNumbersAreTheGeneratorsOwn) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  TempDir dir("spec_thrust_random");
+  std::ofstream(dir.file("rng.cu")) << R"CUDA(#include <thrust/random.h>
+template <int B> __global__ void draws(unsigned* out, float* u, int n) {
+  const int i = blockIdx.x * B + threadIdx.x;
+  if (i >= n) return;
+  thrust::minstd_rand rng;
+  rng.discard(i);
+  out[i] = rng();
+  thrust::default_random_engine e(i + 7);
+  thrust::uniform_real_distribution<float> dist(2.f, 3.f);
+  const float x = dist(e);
+  u[i] = x >= 2.f && x < 3.f ? 1.f : 0.f;
+}
+__global__ void draws_reference(unsigned* out, float* u, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  unsigned long long x = 1, a = 48271, m = 2147483647;  // x_{i+1} = a^(i+1) mod m
+  for (int e = i + 1; e > 0; e >>= 1, a = a * a % m)
+    if (e & 1) x = x * a % m;
+  out[i] = unsigned(x);
+  u[i] = 1.f;
+}
+)CUDA";
+  for (const bool skip : {false, true}) {
+    SCOPED_TRACE(skip ? "skip" : "as it is");
+    nlohmann::json spec = nlohmann::json::parse(R"JSON({
+      "ktune_kernel_spec": 1, "sources": ["rng.cu"], "kernel": "draws<{B}>", "params_as": "template",
+      "dims": ["n"], "params": {"B": [128, 256]}, "launch": {"grid": ["ceil_div(n, B)"], "block": ["B"]},
+      "args": [{"name": "out", "kind": "buffer", "dtype": "u32", "count": "n", "intent": "out"},
+               {"name": "u", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out", "rtol": 0, "atol": 0},
+               {"name": "n", "kind": "scalar", "dtype": "i32", "value": "n"}],
+      "check": {"reference": {"kernel": "draws_reference", "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]}}}})JSON");
+    spec["name"] = skip ? "thrust_rng_skip" : "thrust_rng";
+    if (skip) spec["host_code"] = "skip";
+    std::ofstream(dir.file("rng.json")) << spec.dump();
+    CudaContext ctx(d->ordinal);
+    Compiler compiler;
+    const std::string op = load_kernel_spec(dir.file("rng.json"));
+    auto runner = make_op_runner(op, compiler, *d);
+    for (int b : {128, 256}) {
+      const VerifyResult v = check_config(*runner, compiler, *d, op, Config{{"B", b}}, Problem::parse(op, "100003"), 4);
+      EXPECT_TRUE(v.pass) << "B " << b << ": " << v.summary();
+    }
+  }
+}
+
 // A PyTorch extension's RMS norm as it is (tests/ops/torch_extension_spec.h), on at::Half with
 // PyTorch's device types standing in: verified on f16 against the FP64 reference at every config
 // and two shapes (a row a warp; the half arithmetic rounds as PyTorch's does).

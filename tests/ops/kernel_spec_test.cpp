@@ -3930,6 +3930,33 @@ TEST(KernelSpec, K2ShapesStdIteratorTraitsHostBuiltDataAndEngineSeeds) {
   expect_compiles(spec, d);
 }
 
+// Thrust's random numbers in device code (xgboost's row sampler, lightseq's `__host__ __device__`
+// generators): <thrust/random.h>'s headers reach NVRTC with their host functions (stream
+// operators, a core-access helper) gone, so a kernel draws from its engines and distributions, with
+// host_code skip and without. (KernelSpecGpu.ThrustsRandomNumbersAreTheGeneratorsOwn checks the
+// draws.)
+TEST(KernelSpec, ThrustsRandomNumbersCompileForTheDevice) {
+  SpecDir d;
+  d.write("proj.cu", "#include <thrust/random.h>\n"
+                     "struct uniform {\n  float a, b;\n  __host__ __device__ float operator()(unsigned n) const {\n"
+                     "    thrust::default_random_engine rng;\n    thrust::uniform_real_distribution<float> dist(a, b);\n"
+                     "    rng.discard(n);\n    return dist(rng);\n  }\n};\n"
+                     "__global__ void k(float* y, int n) {\n  const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                     "  thrust::minstd_rand rng(i);\n  thrust::random::normal_distribution<float> nd(0.f, 1.f);\n"
+                     "  if (i < n) y[i] = uniform{0.f, 1.f}(i) + nd(rng);\n}\n");
+  for (const bool skip : {false, true}) {
+    ojson spec = ojson::parse(R"JSON({
+      "sources": ["proj.cu"], "kernel": "k", "dims": ["n"], "params": {"UNTUNED": [0]},
+      "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]},
+      "args": [{"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"}, {"name": "n", "kind": "scalar", "dtype": "i32", "value": "n"}],
+      "check": {"none": "compile only"}})JSON");
+    spec["name"] = skip ? "thrust_random_skip" : "thrust_random";
+    if (skip) spec["host_code"] = "skip";
+    SCOPED_TRACE(spec["name"].get<std::string>());
+    expect_compiles(spec, d);
+  }
+}
+
 // {fmt} in a project's own folders, included for host code (tiny-cuda-nn's common_host.h: `using
 // namespace fmt::literals;`, fmt::format in host templates): NVRTC cannot compile its headers
 // (constexpr formatting calling fmt's host functions), so they stand in; the compile names
