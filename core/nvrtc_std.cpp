@@ -1012,12 +1012,16 @@ std::string nvrtc_nvcc_prelude(const std::string& text) {
   // floating_point_nvrtc.h, which only NVRTC compiles). libcu++ under NVRTC #defines them where
   // they are not yet, so a <cmath> or <cub/cub.cuh> before that header makes `FP_NAN =` read
   // `0 =`: libcu++'s <cmath> comes first here, and its macros give way to enumerators of the
-  // same values, which name the same categories and no declaration's name expands into.
+  // same values, which name the same categories and no declaration's name expands into. Those
+  // are a namespace's, named at global scope by a using-directive: the text's own enum may be a
+  // global one (CUTLASS 2.x's half.h, FasterTransformer's), whose enumerators a global enum of
+  // ktune's would declare twice; after it the text's #defines name the categories again.
   static const char* const kCategories[] = {"FP_NAN", "FP_INFINITE", "FP_ZERO", "FP_SUBNORMAL", "FP_NORMAL"};
   if (std::any_of(std::begin(kCategories), std::end(kCategories), [&](const char* c) { return own.count(c) > 0; })) {
     p += "#include <cuda/std/cmath>\n";
     for (const char* c : kCategories) p += std::string("#undef ") + c + "\n";
-    p += "enum { FP_NAN = 0, FP_INFINITE = 1, FP_ZERO = 2, FP_SUBNORMAL = 3, FP_NORMAL = 4 };\n";
+    p += "namespace ktune_fp_categories {\nenum { FP_NAN = 0, FP_INFINITE = 1, FP_ZERO = 2, FP_SUBNORMAL = 3, FP_NORMAL = 4 };\n}\n"
+         "using namespace ktune_fp_categories;\n";
     p += "#define KTUNE_FP_CATEGORIES\n"; // ktune's <cmath> then leaves them as they are
   }
   return p.empty() ? p : "// ktune: what nvcc's implicit <cuda_runtime.h> gives device code and NVRTC's lacks\n" + p;

@@ -4324,7 +4324,7 @@ TEST(KernelSpec, CubsDeviceWideHeadersStandForTheRestOfCub) {
 // A header that declares the floating-point categories as glibc's <math.h> does, an
 // enumerator each with a #define of its name (CUTLASS's floating_point_nvrtc.h), after a
 // <cmath> that under NVRTC has #defined them already: it compiles, and the categories keep
-// their values.
+// their values; in a namespace or at global scope.
 TEST(KernelSpec, AHeaderDeclaringTheFloatingPointCategoriesCompilesAfterCmath) {
   SpecDir d;
   d.write("fp.h", R"CUDA(#pragma once
@@ -4363,6 +4363,33 @@ __global__ void k(const float* x, float* y, int n) {
     "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n"}, {"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"},
              {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"}],
     "check": {"none": "compile only"}})JSON");
+  expect_compiles(spec, d);
+  // At global scope (CUTLASS 2.x's half.h under __CUDACC_RTC__, FasterTransformer's): declared
+  // once, not twice.
+  std::string global = R"CUDA(#pragma once
+enum {
+  FP_NAN =
+# define FP_NAN 0
+    FP_NAN,
+  FP_INFINITE =
+# define FP_INFINITE 1
+    FP_INFINITE,
+  FP_ZERO =
+# define FP_ZERO 2
+    FP_ZERO,
+  FP_SUBNORMAL =
+# define FP_SUBNORMAL 3
+    FP_SUBNORMAL,
+  FP_NORMAL =
+# define FP_NORMAL 4
+    FP_NORMAL
+};
+namespace mylib {
+__device__ inline int category(float x) { return x != x ? FP_NAN : x == 0.f ? FP_ZERO : FP_NORMAL; }
+}  // namespace mylib
+static_assert(FP_NAN == 0 && FP_INFINITE == 1 && FP_ZERO == 2 && FP_SUBNORMAL == 3 && FP_NORMAL == 4, "glibc's values");
+)CUDA";
+  d.write("fp.h", global);
   expect_compiles(spec, d);
 }
 
