@@ -319,7 +319,11 @@ std::vector<std::pair<std::string, std::string>> make_headers() {
   // condition variables, std::thread, std::function and smart pointers, <condition_variable> the
   // mutex and its locks, each <chrono> (a thread pool that includes <future> and <thread> holds a
   // std::mutex and std::condition_variables, instant-ngp's thread_pool.h).
-  h.emplace_back("thread", host_only("thread", "#include <chrono>\n" + host_types({}, {"thread"})));
+  // std::thread with its member class id, which a host struct holds (Kaldi's CuAllocator's
+  // `std::thread::id thread_id;`), and std::this_thread.
+  h.emplace_back("thread", host_only("thread", "#include <chrono>\n" +
+                                                   host_types({}, {}, host_class("thread", "", "  " + host_class("id")) +
+                                                                          "namespace this_thread {\n__host__ __device__ thread::id get_id() noexcept;\n}\n")));
   h.emplace_back("mutex", host_only("mutex", "#include <chrono>\n" + host_types({"lock_guard", "unique_lock", "scoped_lock"},
                                                                                {"mutex", "recursive_mutex", "timed_mutex", "once_flag"})));
   h.emplace_back("shared_mutex", host_only("shared_mutex", host_types({"shared_lock"}, {"shared_mutex", "shared_timed_mutex"})));

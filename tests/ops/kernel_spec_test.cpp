@@ -3930,6 +3930,20 @@ TEST(KernelSpec, K2ShapesStdIteratorTraitsHostBuiltDataAndEngineSeeds) {
   expect_compiles(spec, d);
 }
 
+// std::thread's member class id, which a host struct holds (Kaldi's CuAllocator: `std::thread::id
+// thread_id;` in cu-allocator.h, which its feature kernels' files include), and
+// std::this_thread::get_id in a host member.
+TEST(KernelSpec, AHostStructHoldsAThreadId) {
+  SpecDir d;
+  d.write("inc/alloc.h", "#pragma once\n#include <thread>\n#include <cstddef>\n"
+                     "struct MemoryBlock {\n  void* begin;\n  bool allocated;\n  std::thread::id thread_id;\n};\n"
+                     "class Allocator {\n public:\n  void Free(MemoryBlock* b) { b->thread_id = std::this_thread::get_id(); }\n"
+                     " private:\n  MemoryBlock last_;\n};\n");
+  d.write("proj.cu", "#include \"alloc.h\"\n__global__ void k(float* y, int n) {\n  const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                     "  if (i < n) y[i] = 1.f;\n}\n");
+  expect_compiles_under_skip_only("thread_id", "inc", d);
+}
+
 // Thrust's random numbers in device code (xgboost's row sampler, lightseq's `__host__ __device__`
 // generators): <thrust/random.h>'s headers reach NVRTC with their host functions (stream
 // operators, a core-access helper) gone, so a kernel draws from its engines and distributions, with
