@@ -372,6 +372,19 @@ void expect_compiles(const ojson& j, const SpecDir& d) {
   EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"UNTUNED", 0}}, Problem::parse(op, "1000"), "sm_90")));
 }
 
+// A compile-only spec of the kernel k(float* y, int n) of proj.cu, named `name`, under host_code
+// skip or as it is.
+ojson proj_k_spec(const std::string& name, bool skip) {
+  ojson spec = ojson::parse(R"JSON({
+    "sources": ["proj.cu"], "kernel": "k", "dims": ["n"], "params": {"UNTUNED": [0]},
+    "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]},
+    "args": [{"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"}, {"name": "n", "kind": "scalar", "dtype": "i32", "value": "n"}],
+    "check": {"none": "compile only"}})JSON");
+  spec["name"] = name;
+  if (skip) spec["host_code"] = "skip";
+  return spec;
+}
+
 // The kernel k(float* y, int n) of d's proj.cu, with include_dirs {inc}: compiled under host_code
 // skip, and refused as it is (its host code, or a header only skip stands in for).
 void expect_compiles_under_skip_only(const std::string& name, const std::string& inc, const SpecDir& d) {
@@ -3893,12 +3906,7 @@ TEST(KernelSpec, AProjectSpecializesStdNumericLimits) {
                      "  static_assert(std::numeric_limits<hf::half>::digits == 11, \"the project's\");\n"
                      "  static_assert(std::numeric_limits<float>::digits == 24 && std::numeric_limits<int>::is_integer, \"libcu++'s\");\n"
                      "  if (i < n) y[i] = std::numeric_limits<float>::max();\n}\n");
-  const ojson spec = ojson::parse(R"JSON({
-    "name": "limits_user", "sources": ["proj.cu"], "host_code": "skip", "kernel": "k", "dims": ["n"], "params": {"UNTUNED": [0]},
-    "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]},
-    "args": [{"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"}, {"name": "n", "kind": "scalar", "dtype": "i32", "value": "n"}],
-    "check": {"none": "compile only"}})JSON");
-  expect_compiles(spec, d);
+  expect_compiles(proj_k_spec("limits_user", true), d);
 }
 
 // k2's shapes (its ragged/array ops headers, dtype.cu, rand.cu): std::iterator_traits
@@ -3922,12 +3930,7 @@ TEST(KernelSpec, K2ShapesStdIteratorTraitsHostBuiltDataAndEngineSeeds) {
                      "  static_assert(sizeof(std::iterator_traits<proj::PtrPtr<double>>::value_type) == 8, \"the project's\");\n"
                      "  static_assert(sizeof(std::iterator_traits<const float*>::value_type) == 4, \"libcu++'s\");\n"
                      "  if (i < n) y[i] = proj::kScale;\n}\n");
-  const ojson spec = ojson::parse(R"JSON({
-    "name": "k2_shapes", "sources": ["proj.cu"], "host_code": "skip", "kernel": "k", "dims": ["n"], "params": {"UNTUNED": [0]},
-    "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]},
-    "args": [{"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"}, {"name": "n", "kind": "scalar", "dtype": "i32", "value": "n"}],
-    "check": {"none": "compile only"}})JSON");
-  expect_compiles(spec, d);
+  expect_compiles(proj_k_spec("k2_shapes", true), d);
 }
 
 // std::thread's member class id, which a host struct holds (Kaldi's CuAllocator: `std::thread::id
@@ -3959,15 +3962,8 @@ TEST(KernelSpec, ThrustsRandomNumbersCompileForTheDevice) {
                      "  thrust::minstd_rand rng(i);\n  thrust::random::normal_distribution<float> nd(0.f, 1.f);\n"
                      "  if (i < n) y[i] = uniform{0.f, 1.f}(i) + nd(rng);\n}\n");
   for (const bool skip : {false, true}) {
-    ojson spec = ojson::parse(R"JSON({
-      "sources": ["proj.cu"], "kernel": "k", "dims": ["n"], "params": {"UNTUNED": [0]},
-      "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]},
-      "args": [{"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"}, {"name": "n", "kind": "scalar", "dtype": "i32", "value": "n"}],
-      "check": {"none": "compile only"}})JSON");
-    spec["name"] = skip ? "thrust_random_skip" : "thrust_random";
-    if (skip) spec["host_code"] = "skip";
-    SCOPED_TRACE(spec["name"].get<std::string>());
-    expect_compiles(spec, d);
+    SCOPED_TRACE(skip ? "skip" : "as it is");
+    expect_compiles(proj_k_spec(skip ? "thrust_random_skip" : "thrust_random", skip), d);
   }
 }
 
