@@ -4336,10 +4336,7 @@ TEST(KernelSpec, CubsDeviceWideHeadersStandForTheRestOfCub) {
 // <cmath> that under NVRTC has #defined them already: it compiles, and the categories keep
 // their values; in a namespace or at global scope.
 TEST(KernelSpec, AHeaderDeclaringTheFloatingPointCategoriesCompilesAfterCmath) {
-  SpecDir d;
-  d.write("fp.h", R"CUDA(#pragma once
-namespace mylib {
-enum {
+  const std::string categories = R"CUDA(enum {
   FP_NAN =
 # define FP_NAN 0
     FP_NAN,
@@ -4356,10 +4353,11 @@ enum {
 # define FP_NORMAL 4
     FP_NORMAL
 };
-__device__ inline int category(float x) { return x != x ? FP_NAN : x == 0.f ? FP_ZERO : FP_NORMAL; }
-}  // namespace mylib
-static_assert(FP_NAN == 0 && FP_INFINITE == 1 && FP_ZERO == 2 && FP_SUBNORMAL == 3 && FP_NORMAL == 4, "glibc's values");
-)CUDA");
+)CUDA";
+  const std::string category = "__device__ inline int category(float x) { return x != x ? FP_NAN : x == 0.f ? FP_ZERO : FP_NORMAL; }\n";
+  const std::string values = "static_assert(FP_NAN == 0 && FP_INFINITE == 1 && FP_ZERO == 2 && FP_SUBNORMAL == 3 && FP_NORMAL == 4, \"glibc's values\");\n";
+  SpecDir d;
+  d.write("fp.h", "#pragma once\nnamespace mylib {\n" + categories + category + "}  // namespace mylib\n" + values);
   d.write("proj.cu", R"CUDA(#include <cmath>
 #include "fp.h"
 __global__ void k(const float* x, float* y, int n) {
@@ -4376,30 +4374,7 @@ __global__ void k(const float* x, float* y, int n) {
   expect_compiles(spec, d);
   // At global scope (CUTLASS 2.x's half.h under __CUDACC_RTC__, FasterTransformer's): declared
   // once, not twice.
-  std::string global = R"CUDA(#pragma once
-enum {
-  FP_NAN =
-# define FP_NAN 0
-    FP_NAN,
-  FP_INFINITE =
-# define FP_INFINITE 1
-    FP_INFINITE,
-  FP_ZERO =
-# define FP_ZERO 2
-    FP_ZERO,
-  FP_SUBNORMAL =
-# define FP_SUBNORMAL 3
-    FP_SUBNORMAL,
-  FP_NORMAL =
-# define FP_NORMAL 4
-    FP_NORMAL
-};
-namespace mylib {
-__device__ inline int category(float x) { return x != x ? FP_NAN : x == 0.f ? FP_ZERO : FP_NORMAL; }
-}  // namespace mylib
-static_assert(FP_NAN == 0 && FP_INFINITE == 1 && FP_ZERO == 2 && FP_SUBNORMAL == 3 && FP_NORMAL == 4, "glibc's values");
-)CUDA";
-  d.write("fp.h", global);
+  d.write("fp.h", "#pragma once\n" + categories + "namespace mylib {\n" + category + "}  // namespace mylib\n" + values);
   expect_compiles(spec, d);
 }
 
