@@ -24,7 +24,7 @@ struct CompileRequest {
   std::string source;      // the template file's text
   std::string source_name; // for messages and the NVRTC program name, e.g. "gemm/gemm_simt.cu"
   std::vector<std::string> name_expressions;
-  std::string arch; // sm_80, sm_86, sm_89, sm_90, sm_90a
+  std::string arch; // sm_75 to sm_121, an "a" form for arch-specific code (sm_90a, sm_100a)
   std::vector<std::string> options; // beyond the defaults (-std=c++17, -arch, -lineinfo)
   // In-memory headers (name, text) beside the embedded ones: a user kernel's standard headers
   // (core/nvrtc_std.h). NVRTC finds them before any include path.
