@@ -110,30 +110,38 @@ std::string host_types(std::initializer_list<const char*> templates, std::initia
   return t + more + "}\n";
 }
 
-// std::hash and std::less as classes of std itself, on libcu++'s: a program may specialize them
-// in namespace std (nlohmann/json's `template <> struct hash<nlohmann::json>`), which a name the
-// using-directive brings from cuda::std does not allow. From libcu++'s own parts of <functional>
-// where it has them: the whole of it brings its math into std, which a global `using namespace
-// std;` makes ambiguous with CUDA's (the libstdc++ headers that bring std::hash do not).
-const char* const kStdHashLess =
-    "#ifndef KTUNE_STD_HASH_LESS\n#define KTUNE_STD_HASH_LESS\n"
-    "#if __has_include(<cuda/std/__functional/hash.h>) && __has_include(<cuda/std/__functional/operations.h>)\n"
-    "#include <cuda/std/__functional/hash.h>\n#include <cuda/std/__functional/operations.h>\n"
-    "#else\n#include <cuda/std/functional>\n#endif\n"
-    "namespace cuda { namespace std {} }\nnamespace std {\nusing namespace ::cuda::std;\n"
-    "template <class T> struct hash : ::cuda::std::hash<T> {};\ntemplate <class T = void> struct less : ::cuda::std::less<T> {};\n}\n#endif\n";
+// Class templates of std itself on libcu++'s of the same name (`template <class T> struct hash :
+// ::cuda::std::hash<T> {};`): a program may specialize them in namespace std for its own types,
+// which a name the using-directive brings from cuda::std does not allow. Each from libcu++'s own
+// part of its header where it has one (`part`, under <cuda/std/>), else from the whole header;
+// under `guard`, as several of ktune's headers bring the same ones. `classes`: each one's name and
+// its parameter's default ("" for none).
+std::string std_classes_on_libcuxx(const std::string& guard, std::initializer_list<const char*> parts, const std::string& whole,
+                                   std::initializer_list<std::pair<const char*, const char*>> classes) {
+  std::string has, inc;
+  for (const char* p : parts) {
+    has += std::string(has.empty() ? "" : " && ") + "__has_include(<cuda/std/" + p + ">)";
+    inc += std::string("#include <cuda/std/") + p + ">\n";
+  }
+  std::string t = "#ifndef " + guard + "\n#define " + guard + "\n#if " + has + "\n" + inc + "#else\n#include <cuda/std/" + whole + ">\n#endif\n" +
+                  "namespace cuda { namespace std {} }\nnamespace std {\nusing namespace ::cuda::std;\n";
+  for (const auto& [name, dflt] : classes)
+    t += std::string("template <class T") + (*dflt ? std::string(" = ") + dflt : "") + "> struct " + name + " : ::cuda::std::" + name + "<T> {};\n";
+  return t + "}\n#endif\n";
+}
 
-// std::iterator_traits as a class of std itself on libcu++'s, as std::hash is: a program may
-// specialize it in namespace std for its own iterators (k2's `template <typename T> struct
-// iterator_traits<k2::internal::PtrPtr<T>>`, for CUB's device-wide scans), which a name the
-// using-directive brings from cuda::std does not allow. In the headers whose libstdc++ twins
-// bring it: <iterator>, <algorithm> and, through it, the host library's containers.
-const char* const kStdIteratorTraits =
-    "#ifndef KTUNE_STD_ITERATOR_TRAITS\n#define KTUNE_STD_ITERATOR_TRAITS\n"
-    "#if __has_include(<cuda/std/__iterator/iterator_traits.h>)\n#include <cuda/std/__iterator/iterator_traits.h>\n"
-    "#else\n#include <cuda/std/iterator>\n#endif\n"
-    "namespace cuda { namespace std {} }\nnamespace std {\nusing namespace ::cuda::std;\n"
-    "template <class I> struct iterator_traits : ::cuda::std::iterator_traits<I> {};\n}\n#endif\n";
+// std::hash and std::less (nlohmann/json's `template <> struct hash<nlohmann::json>`), from
+// libcu++'s own parts of <functional>: the whole of it brings its math into std, which a global
+// `using namespace std;` makes ambiguous with CUDA's (the libstdc++ headers that bring std::hash
+// do not).
+const std::string kStdHashLess = std_classes_on_libcuxx("KTUNE_STD_HASH_LESS", {"__functional/hash.h", "__functional/operations.h"}, "functional",
+                                                        {{"hash", ""}, {"less", "void"}});
+
+// std::iterator_traits (k2's `template <typename T> struct iterator_traits<k2::internal::PtrPtr<T>>`,
+// for CUB's device-wide scans). In the headers whose libstdc++ twins bring it: <iterator>,
+// <algorithm> and, through it, the host library's containers.
+const std::string kStdIteratorTraits =
+    std_classes_on_libcuxx("KTUNE_STD_ITERATOR_TRAITS", {"__iterator/iterator_traits.h"}, "iterator", {{"iterator_traits", ""}});
 
 // <cfloat>: libcu++'s defines nothing under NVRTC, nor does NVRTC predefine __FLT_MAX__; IEEE
 // binary32 and binary64's values, as glibc's float.h gives them.
@@ -587,6 +595,98 @@ std::string hoist_std_includes(const std::string& text) {
   return out;
 }
 
+// Thrust's algorithms under its sequential policy, `thrust::seq`, which device code calls inside a
+// kernel or a device lambda (xgboost's `thrust::lower_bound(thrust::seq, ...)`, cuDF's, cuGraph's):
+// their headers are Thrust's host side, whose dispatch to every backend NVRTC cannot compile. Here
+// on libcu++'s algorithms where Thrust's and the standard's agree in arguments and result (each
+// forwarded only where this libcu++ has it), and written out where they differ: a thrust::pair
+// result (equal_range, mismatch), minmax_element's largest (the first; the standard's is the
+// last), for_each's result (the end, not the function),
+// transform_reduce's argument order, the scans' and sequence's defaults, and those the standard
+// lacks (sequence, tabulate); those written out as Thrust's sequential backend computes them (its
+// accumulator types, the order of its operations). Other algorithms, and other policies, fail on
+// their name.
+std::string thrust_sequential_algorithms() {
+  static const char* const kAlgorithm[] = {
+      "adjacent_find", "all_of",  "any_of",      "binary_search", "copy",         "copy_backward", "copy_if",      "copy_n",
+      "count",         "count_if", "equal",      "fill",          "fill_n",       "find",          "find_end",     "find_first_of",
+      "find_if",       "find_if_not", "for_each_n", "generate",    "generate_n",   "includes",      "is_partitioned", "is_sorted",
+      "is_sorted_until", "lexicographical_compare", "lower_bound", "max_element", "merge", "min_element", "none_of", "partition",
+      "partition_point", "remove", "remove_copy", "remove_copy_if", "remove_if", "replace", "replace_copy", "replace_copy_if",
+      "replace_if", "reverse", "reverse_copy", "set_difference", "set_intersection", "set_symmetric_difference", "set_union",
+      "swap_ranges", "transform", "unique", "unique_copy", "upper_bound"};
+  std::string inc = "#include <cuda/std/numeric>\n#include <cuda/std/iterator>\n#include <cuda/std/type_traits>\n"
+                    "#include <cuda/std/functional>\n#include <thrust/pair.h>\n";
+  std::string t = "THRUST_NAMESPACE_BEGIN\nnamespace detail {\nstruct seq_t {\n  __host__ __device__ constexpr seq_t() {}\n};\n}\n"
+                  "__device__ constexpr detail::seq_t seq{};\n"
+                  "#define KTUNE_THRUST_SEQ(f) template <class... A> __host__ __device__ auto f(const detail::seq_t&, A&&... a) "
+                  "-> decltype(::cuda::std::f(static_cast<A&&>(a)...)) { return ::cuda::std::f(static_cast<A&&>(a)...); }\n";
+  // Each forwarder where this libcu++ has its algorithm's header: its include before Thrust's
+  // namespace, the forwarder in it.
+  auto if_has = [&](const std::string& h, const std::string& include, const std::string& decl) {
+    inc += "#if __has_include(" + h + ")\n" + include + "#endif\n";
+    t += "#if __has_include(" + h + ")\n" + decl + "#endif\n";
+  };
+  for (const std::string f : kAlgorithm)
+    if_has("<cuda/std/__algorithm/" + f + ".h>", "#include <cuda/std/__algorithm/" + f + ".h>\n", "KTUNE_THRUST_SEQ(" + f + ")\n");
+  for (const char* f : {"adjacent_difference", "inner_product"}) t += std::string("KTUNE_THRUST_SEQ(") + f + ")\n";
+  inc += "#include <cuda/std/__algorithm/mismatch.h>\n";
+  t += "#undef KTUNE_THRUST_SEQ\n"
+       "template <class I, class F> __host__ __device__ I for_each(const detail::seq_t&, I first, I last, F f) {\n"
+       "  for (; first != last; ++first) f(*first);\n  return first;\n}\n"
+       "template <class I, class T, class... C> __host__ __device__ thrust::pair<I, I> equal_range(const detail::seq_t&, I first, I last, const T& v, C... c) {\n"
+       "  return thrust::pair<I, I>(::cuda::std::lower_bound(first, last, v, c...), ::cuda::std::upper_bound(first, last, v, c...));\n}\n"
+       "template <class I1, class I2, class... A> __host__ __device__ thrust::pair<I1, I2> mismatch(const detail::seq_t&, I1 first1, I1 last1, I2 first2, A... p) {\n"
+       "  auto r = ::cuda::std::mismatch(first1, last1, first2, p...);\n  return thrust::pair<I1, I2>(r.first, r.second);\n}\n"
+       // the first largest, as max_element's (the standard's minmax_element gives the last)
+       "template <class I, class C> __host__ __device__ thrust::pair<I, I> minmax_element(const detail::seq_t&, I first, I last, C less) {\n"
+       "  I imin = first, imax = first;\n  for (; first != last; ++first) {\n    if (less(*first, *imin)) imin = first;\n"
+       "    if (less(*imax, *first)) imax = first;\n  }\n  return thrust::pair<I, I>(imin, imax);\n}\n"
+       "template <class I> __host__ __device__ thrust::pair<I, I> minmax_element(const detail::seq_t& s, I first, I last) {\n"
+       "  return minmax_element(s, first, last, ::cuda::std::less<>());\n}\n"
+       // reduce: init InputType(0) by default, as Thrust's generic layer gives it
+       "template <class I> __host__ __device__ typename ::cuda::std::iterator_traits<I>::value_type reduce(const detail::seq_t&, I first, I last) {\n"
+       "  return ::cuda::std::reduce(first, last, typename ::cuda::std::iterator_traits<I>::value_type(0));\n}\n"
+       "template <class I, class T, class... Op> __host__ __device__ T reduce(const detail::seq_t&, I first, I last, T init, Op... op) {\n"
+       "  return ::cuda::std::reduce(first, last, init, op...);\n}\n"
+       // Thrust's (unary op, init, binary op); the standard's (init, binary op, unary op)
+       "template <class I, class U, class T, class B> __host__ __device__ T transform_reduce(const detail::seq_t&, I first, I last, U u, T init, B b) {\n"
+       "  for (; first != last; ++first) init = b(init, u(*first));\n  return init;\n}\n"
+       "template <class I, class F> __host__ __device__ void tabulate(const detail::seq_t&, I first, I last, F f) {\n"
+       "  for (typename ::cuda::std::iterator_traits<I>::difference_type i = 0; first != last; ++first, ++i) *first = f(i);\n}\n"
+       "template <class I, class T> __host__ __device__ void sequence(const detail::seq_t&, I first, I last, T init, T step) {\n"
+       "  for (unsigned long i = 0; first != last; ++first, ++i) *first = init + step * static_cast<T>(i);\n}\n"
+       "template <class I, class T> __host__ __device__ void sequence(const detail::seq_t& s, I first, I last, T init) { sequence(s, first, last, init, T(1)); }\n"
+       "template <class I> __host__ __device__ void sequence(const detail::seq_t& s, I first, I last) {\n"
+       "  typedef typename ::cuda::std::iterator_traits<I>::value_type T;\n  sequence(s, first, last, T(0), T(1));\n}\n"
+       "template <class I, class O, class Op> __host__ __device__ O inclusive_scan(const detail::seq_t&, I first, I last, O result, Op op) {\n"
+       "  typedef typename ::cuda::std::iterator_traits<I>::value_type V;\n  if (first == last) return result;\n"
+       "  V sum = *first;\n  *result = *first;\n  for (++first, ++result; first != last; ++first, (void)++result) *result = sum = op(sum, *first);\n"
+       "  return result;\n}\n"
+       "template <class I, class O> __host__ __device__ O inclusive_scan(const detail::seq_t& s, I first, I last, O result) {\n"
+       "  return inclusive_scan(s, first, last, result, ::cuda::std::plus<>());\n}\n"
+       "template <class I, class O, class T, class Op> __host__ __device__ O inclusive_scan(const detail::seq_t&, I first, I last, O result, T init, Op op) {\n"
+       "  typedef ::cuda::std::decay_t<decltype(op(init, *first))> V;\n  if (first == last) return result;\n"
+       "  V sum = op(init, *first);\n  *result = sum;\n  for (++first, ++result; first != last; ++first, (void)++result) *result = sum = op(sum, *first);\n"
+       "  return result;\n}\n"
+       "template <class I, class O, class T, class Op> __host__ __device__ O exclusive_scan(const detail::seq_t&, I first, I last, O result, T init, Op op) {\n"
+       "  T sum = init;\n  for (; first != last; ++first, (void)++result) {\n    T tmp = *first;\n    *result = sum;\n    sum = op(sum, tmp);\n  }\n"
+       "  return result;\n}\n"
+       "template <class I, class O, class T> __host__ __device__ O exclusive_scan(const detail::seq_t& s, I first, I last, O result, T init) {\n"
+       "  return exclusive_scan(s, first, last, result, init, ::cuda::std::plus<>());\n}\n"
+       "template <class I, class O> __host__ __device__ O exclusive_scan(const detail::seq_t& s, I first, I last, O result) {\n"
+       "  return exclusive_scan(s, first, last, result, typename ::cuda::std::iterator_traits<I>::value_type{});\n}\n"
+       // sort and stable_sort: an insertion sort, stable, quadratic (a thread's sequential sort is of a short range)
+       "template <class I, class C> __host__ __device__ void stable_sort(const detail::seq_t&, I first, I last, C less) {\n"
+       "  if (first == last) return;\n  for (I i = first + 1; i != last; ++i) {\n"
+       "    typename ::cuda::std::iterator_traits<I>::value_type v = *i;\n    I j = i;\n"
+       "    for (; j != first && less(v, *(j - 1)); --j) *j = *(j - 1);\n    *j = v;\n  }\n}\n"
+       "template <class I> __host__ __device__ void stable_sort(const detail::seq_t& s, I first, I last) { stable_sort(s, first, last, ::cuda::std::less<>()); }\n"
+       "template <class I, class... C> __host__ __device__ void sort(const detail::seq_t& s, I first, I last, C... c) { stable_sort(s, first, last, c...); }\n"
+       "THRUST_NAMESPACE_END\n";
+  return inc + t;
+}
+
 std::map<std::string, std::string> make_views(const std::string& dir) {
   std::map<std::string, std::string> v;
   if (dir.empty()) return v;
@@ -679,25 +779,12 @@ std::map<std::string, std::string> make_views(const std::string& dir) {
                           "device_new_allocator", "device_allocator"})
       containers += "template <class...>\n" + host_class(n);
     containers += "namespace detail {\ntemplate <class...>\nclass vector_base {\n public:\n  __host__ __device__ vector_base() {}\n"
-                  "  template <class... A> __host__ __device__ vector_base(A&&...) {}\n};\n}\nTHRUST_NAMESPACE_END\n#endif\n";
-    // Its random numbers (<thrust/random.h>: the engines and distributions, which device code
-    // draws from: xgboost's row sampling, lightseq's `__host__ __device__` generators): their
-    // headers hold host functions too (stream operators, a core-access helper), which NVRTC
-    // refuses; read as "host_code": "skip" reads a project's files, those go and the engines and
-    // distributions stay, each header by the name Thrust includes it by.
-    if (std::filesystem::is_regular_file(thrust + "/random.h", ec)) {
-      std::vector<std::filesystem::path> random = {thrust + "/random.h"};
-      for (auto it = std::filesystem::recursive_directory_iterator(thrust + "/random", ec); !ec && it != std::filesystem::recursive_directory_iterator();
-           it.increment(ec))
-        if (it->is_regular_file(ec)) random.push_back(it->path());
-      for (const auto& f : random) {
-        int blanked = 0;
-        const std::string name = "thrust/" + std::filesystem::relative(f, thrust, ec).generic_string();
-        v.emplace(name, skip_host_functions(read_text(f.string()), &blanked) + "\n// ktune's <" + name +
-                            "> for NVRTC: Thrust's, its host functions gone\n");
-      }
+                  "  template <class... A> __host__ __device__ vector_base(A&&...) {}\n};\n}\nTHRUST_NAMESPACE_END\n" + thrust_sequential_algorithms() +
+                  "#endif\n";
+    // Its random numbers (<thrust/random.h>) are device code's: thrust_random_views reads them
+    // on demand, and no stand-in takes their name.
+    if (std::filesystem::is_regular_file(thrust + "/random.h", ec))
       host_side.erase(std::remove(host_side.begin(), host_side.end(), std::string("thrust/random.h")), host_side.end());
-    }
     for (const auto& name : host_side)
       v.emplace(name, "#pragma once\n// ktune's <" + name + "> for NVRTC: a host-side part of Thrust; its device-usable headers and "
                       "its containers' stand-ins in its place\n#include <thrust/pair.h>\n#include <thrust/tuple.h>\n#include <thrust/functional.h>\n"
@@ -707,14 +794,42 @@ std::map<std::string, std::string> make_views(const std::string& dir) {
   return v;
 }
 
+// Thrust's random numbers (<thrust/random.h>: the engines and distributions, which device code
+// draws from: xgboost's row sampling, lightseq's `__host__ __device__` generators): their headers
+// hold host functions too (stream operators, a core-access helper), which NVRTC refuses; read as
+// "host_code": "skip" reads a project's files, those go and the engines and distributions stay,
+// each header by the name Thrust includes it by. Apart from make_views because reading them costs
+// every spec load that reaches a toolkit view (~0.04 s on a 2-core machine), and few kernels draw.
+std::map<std::string, std::string> thrust_random_views(const std::string& dir) {
+  std::map<std::string, std::string> v;
+  std::error_code ec;
+  for (const std::string& thrust : {dir + "/cccl/thrust", dir + "/thrust"}) {
+    if (!std::filesystem::is_regular_file(thrust + "/random.h", ec)) continue;
+    std::vector<std::filesystem::path> random = {thrust + "/random.h"};
+    for (auto it = std::filesystem::recursive_directory_iterator(thrust + "/random", ec); !ec && it != std::filesystem::recursive_directory_iterator();
+         it.increment(ec))
+      if (it->is_regular_file(ec)) random.push_back(it->path());
+    for (const auto& f : random) {
+      int blanked = 0;
+      const std::string name = "thrust/" + std::filesystem::relative(f, thrust, ec).generic_string();
+      v.emplace(name, skip_host_functions(read_text(f.string()), &blanked) + "\n// ktune's <" + name + "> for NVRTC: Thrust's, its host functions gone\n");
+    }
+    break;
+  }
+  return v;
+}
+
 } // namespace
 
 const std::string* nvrtc_toolkit_view(const std::string& include_dir, const std::string& name) {
   static std::mutex mu;
-  static std::map<std::string, std::map<std::string, std::string>> made; // per folder, made once
+  // Per folder and family, each made once, when a name of its family is first asked for.
+  static std::map<std::pair<std::string, bool>, std::map<std::string, std::string>> made;
   std::lock_guard<std::mutex> lk(mu);
-  auto it = made.find(include_dir);
-  if (it == made.end()) it = made.emplace(include_dir, make_views(include_dir)).first;
+  const bool random = name.rfind("thrust/random", 0) == 0;
+  auto it = made.find({include_dir, random});
+  if (it == made.end())
+    it = made.emplace(std::make_pair(include_dir, random), random ? thrust_random_views(include_dir) : make_views(include_dir)).first;
   const auto v = it->second.find(name);
   return v == it->second.end() ? nullptr : &v->second;
 }
@@ -729,6 +844,8 @@ const char* const kStdMathOne[] = {"acos",  "acosh", "asin",  "asinh", "atan",  
                                    "llround", "log", "log10", "log1p", "log2",   "logb",   "lrint",     "lround", "nearbyint", "rint",
                                    "round", "sin",   "sinh",  "sqrt",  "tan",    "tanh",   "tgamma",    "trunc"};
 const char* const kStdMathTwo[] = {"atan2", "copysign", "fdim", "fmax", "fmin", "fmod", "hypot", "nextafter", "pow", "remainder"};
+// <cmath>'s others, with a float overload (the `f` form) and none on integers.
+const char* const kStdMathOther[] = {"fma", "frexp", "ldexp", "modf", "nan", "remquo", "scalbln", "scalbn"};
 
 std::string std_math_on_integers() {
   std::string t =
@@ -753,7 +870,7 @@ std::string global_math_declarations(const std::string& lead) {
   auto with_float = [&](const std::string& f) { d += lead + "using ::" + f + ";" + lead + "using ::" + f + "f;"; };
   for (const std::string f : kStdMathOne) with_float(f), d += lead + "using ::ktune_std_math::" + f + ";";
   for (const std::string f : kStdMathTwo) with_float(f), d += lead + "using ::ktune_std_math::" + f + ";";
-  for (const char* f : {"fma", "frexp", "ldexp", "modf", "nan", "remquo", "scalbln", "scalbn"}) with_float(f);
+  for (const std::string f : kStdMathOther) with_float(f);
   return d + lead + "using ::abs;";
 }
 
@@ -887,8 +1004,9 @@ bool cuda_math_function(const std::string& name) {
     std::set<std::string> n;
     for (const char* f : kStdMathOne) n.insert(f), n.insert(std::string(f) + "f");
     for (const char* f : kStdMathTwo) n.insert(f), n.insert(std::string(f) + "f");
-    for (const char* f : {"fma", "frexp", "ldexp", "modf", "remquo", "scalbln", "scalbn", "exp10", "rsqrt", "rcbrt", "sincos", "sinpi", "cospi",
-                          "erfinv", "erfcinv", "normcdf", "normcdfinv"})
+    for (const char* f : kStdMathOther) n.insert(f), n.insert(std::string(f) + "f");
+    // CUDA's own beyond <cmath>'s.
+    for (const char* f : {"exp10", "rsqrt", "rcbrt", "sincos", "sinpi", "cospi", "erfinv", "erfcinv", "normcdf", "normcdfinv"})
       n.insert(f), n.insert(std::string(f) + "f");
     return n;
   }();

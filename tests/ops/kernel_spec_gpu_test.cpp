@@ -19,6 +19,7 @@
 #include "toolkit_headers_spec.h"
 #include "project_spec.h"
 #include "using_std_spec.h"
+#include "thrust_seq_spec.h"
 #include "torch_extension_spec.h"
 #include "ktune/compiler.h"
 #include "ktune/family.h"
@@ -2463,6 +2464,34 @@ __global__ void draws_reference(unsigned* out, float* u, int n) {
     auto runner = make_op_runner(op, compiler, *d);
     for (int b : {128, 256}) {
       const VerifyResult v = check_config(*runner, compiler, *d, op, Config{{"B", b}}, Problem::parse(op, "100003"), 4);
+      EXPECT_TRUE(v.pass) << "B " << b << ": " << v.summary();
+    }
+  }
+}
+
+// Thrust's algorithms under thrust::seq in a kernel (tests/ops/thrust_seq_spec.h): 32 results a
+// thread (searches, extrema with ties, a stable sort's order, reductions, scans with and without an
+// initial value, sequence and tabulate, mismatch, copy_if, a search through a transform_iterator)
+// equal the reference's plain loops exactly, at two configs and a ragged size, with host_code skip
+// and without.
+TEST(KernelSpecGpu, ThrustsSequentialAlgorithmsGiveThrustsResults) {
+  std::string why;
+  const DeviceInfo* d = ktune::testing::first_gpu(&why);
+  if (!d) GTEST_SKIP() << why;
+  TempDir dir("spec_thrust_seq");
+  std::ofstream(dir.file("seq.cu")) << ktune::testing::kThrustSeqSource;
+  for (const bool skip : {false, true}) {
+    SCOPED_TRACE(skip ? "skip" : "as it is");
+    nlohmann::json spec = nlohmann::json::parse(ktune::testing::kThrustSeqSpec);
+    spec["name"] = skip ? "thrust_seq_gpu_skip" : "thrust_seq_gpu";
+    if (skip) spec["host_code"] = "skip";
+    std::ofstream(dir.file("seq.json")) << spec.dump();
+    CudaContext ctx(d->ordinal);
+    Compiler compiler;
+    const std::string op = load_kernel_spec(dir.file("seq.json"));
+    auto runner = make_op_runner(op, compiler, *d);
+    for (int b : {128, 256}) {
+      const VerifyResult v = check_config(*runner, compiler, *d, op, Config{{"B", b}}, Problem::parse(op, "20011"), 4);
       EXPECT_TRUE(v.pass) << "B " << b << ": " << v.summary();
     }
   }

@@ -27,6 +27,7 @@
 #include "toolkit_headers_spec.h"
 #include "project_spec.h"
 #include "using_std_spec.h"
+#include "thrust_seq_spec.h"
 #include "torch_extension_spec.h"
 #include "tuner/json_io.h"
 #include "tuner/spec_op.h"
@@ -3967,6 +3968,24 @@ TEST(KernelSpec, ThrustsRandomNumbersCompileForTheDevice) {
   }
 }
 
+// Thrust's algorithms under thrust::seq in device code (xgboost's `thrust::lower_bound(thrust::seq,
+// ...)` in a kernel): tests/ops/thrust_seq_spec.h's kernel and its reference compile, with host_code
+// skip and without. (KernelSpecGpu.ThrustsSequentialAlgorithmsGiveThrustsResults runs them.)
+TEST(KernelSpec, ThrustsSequentialAlgorithmsCompileForTheDevice) {
+  SpecDir d;
+  d.write("seq.cu", ktune::testing::kThrustSeqSource);
+  for (const bool skip : {false, true}) {
+    SCOPED_TRACE(skip ? "skip" : "as it is");
+    ojson spec = ojson::parse(ktune::testing::kThrustSeqSpec);
+    spec["name"] = skip ? "thrust_seq_skip" : "thrust_seq";
+    if (skip) spec["host_code"] = "skip";
+    const std::string op = load_kernel_spec_text(spec.dump(), "seq.json", d.dir());
+    Compiler compiler;
+    for (int b : {128, 256})
+      EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"B", b}}, Problem::parse(op, "1000"), "sm_90"))) << b;
+  }
+}
+
 // {fmt} in a project's own folders, included for host code (tiny-cuda-nn's common_host.h: `using
 // namespace fmt::literals;`, fmt::format in host templates): NVRTC cannot compile its headers
 // (constexpr formatting calling fmt's host functions), so they stand in; the compile names
@@ -4203,7 +4222,9 @@ TEST(KernelSpec, GlobalUsingNamespaceStdThenUnqualifiedMathCompiles) {
 // Thrust included for the host code (a benchmark's main sorts a thrust::device_vector, a host
 // struct holds one; candle's MoE kernels scan with thrust::inclusive_scan): under NVRTC Thrust's
 // host side stands in, its containers taking any initializer, and a kernel's thrust::pair and
-// thrust::plus (its device-usable headers) compile; a kernel that calls thrust::sort fails on it.
+// thrust::plus (its device-usable headers) compile; a kernel that calls an algorithm
+// thrust::seq's stand-ins lack (thrust::sort_by_key), or one under another policy, fails on its
+// name.
 TEST(KernelSpec, ThrustsHostSideIncludedForHostCodeCompiles) {
   SpecDir d;
   d.write("sorted.cu", R"CUDA(#include <thrust/device_vector.h>
@@ -4231,15 +4252,17 @@ int main() {
   const std::string op = load_kernel_spec_text(spec.dump(), "thrust_host.json", d.dir());
   Compiler compiler;
   EXPECT_NO_THROW(compiler.compile(compile_request(find_family(op), Config{{"UNTUNED", 0}}, Problem::parse(op, "64"), "sm_90")));
-  // Device code that calls Thrust's algorithms fails on the name.
-  d.write("uses.cu", "#include <thrust/sort.h>\n__global__ void k(float* y) { thrust::sort(thrust::seq, y, y + 32); }\n");
-  ojson in_device = spec;
-  in_device["name"] = "thrust_in_device";
-  in_device["sources"] = ojson::array({"uses.cu"});
-  const std::string uses = load_kernel_spec_text(in_device.dump(), "thrust_in_device.json", d.dir());
-  if (const auto e = compile_failure(compiler, uses, Config{{"UNTUNED", 0}}, Problem::parse(uses, "64"),
-                                     "thrust::sort in a kernel compiled")) {
-    EXPECT_NE(e->log().find("\"sort\""), std::string::npos) << e->log();
+  for (const auto& [call, name] : {std::pair<std::string, std::string>{"thrust::sort_by_key(thrust::seq, y, y + 32, y)", "sort_by_key"},
+                                   {"thrust::sort(thrust::device, y, y + 32)", "device"}}) {
+    SCOPED_TRACE(call);
+    d.write("uses.cu", "#include <thrust/sort.h>\n#include <thrust/execution_policy.h>\n__global__ void k(float* y) { " + call + "; }\n");
+    ojson in_device = spec;
+    in_device["name"] = "thrust_in_device_" + name;
+    in_device["sources"] = ojson::array({"uses.cu"});
+    const std::string uses = load_kernel_spec_text(in_device.dump(), "thrust_in_device.json", d.dir());
+    if (const auto e = compile_failure(compiler, uses, Config{{"UNTUNED", 0}}, Problem::parse(uses, "64"), call + " in a kernel compiled")) {
+      EXPECT_NE(e->log().find("\"" + name + "\""), std::string::npos) << e->log();
+    }
   }
 }
 
