@@ -2057,14 +2057,20 @@ std::string skip_host_functions_lf(const std::string& text, int* blanked, const 
           // or an alias's stays.
           std::vector<std::string> sw;
           words_of(stmt, macros, 0, &sw);
-          const bool names_blanked = std::any_of(sw.begin(), sw.end(), [&](const std::string& x) { return blanked_names.count(x) > 0; });
+          // Or whose initializer calls a host function that skip blanked in another of the
+          // project's files (xgboost's `auto const kRegisterMulticlassValidationCuda =
+          // elementwise::RegisterValidationCuda<MulticlassLabelCheck>();`, a host registration
+          // whose template went from its header): `elsewhere` leaves out names that are device
+          // functions too.
+          std::vector<std::string> init, type;
+          initializer_words(stmt, &init, &type);
+          const bool names_blanked = std::any_of(sw.begin(), sw.end(), [&](const std::string& x) { return blanked_names.count(x) > 0; }) ||
+                                     std::any_of(init.begin(), init.end(), [&](const std::string& x) { return elsewhere.count(x) > 0; });
           const bool host_lambda = holds_lambda(stmt) && !holds_any(sw, {"constexpr"});
           // So does a variable its initializer builds through a class's constructors that all
           // went as host code, here or in the project's other files (k2's `const DtypeTraits
           // g_dtype_traits_array[] = {{kUnknownBase, 0, "Any", 0}, ...};`, whose constructor
           // checks its arguments on the host): nvcc's dynamic initialization of host data.
-          std::vector<std::string> init, type;
-          initializer_words(stmt, &init, &type);
           const bool host_built = std::any_of(type.begin(), type.end(), [&](const std::string& x) {
             const std::string ctor = x + "::" + x;
             return (blanked_members.count(ctor) > 0 && device_members.count(ctor) == 0) || elsewhere.count(ctor) > 0;

@@ -321,6 +321,27 @@ TEST(HostCode, DataNamingABlankedHostFunctionGoesWithIt) {
   EXPECT_EQ(n, 3) << out;
 }
 
+// Namespace-scope data whose initializer calls a host function that skip blanked in another of
+// the project's files (xgboost's `auto const kRegister... = elementwise::RegisterValidationCuda<
+// Check>();`, whose template went from its header) goes, as nvcc initializes it on the host; data
+// that calls a device function stays.
+TEST(HostCode, DataInitializedByAnotherFilesHostFunctionGoes) {
+  const std::string text =
+      "namespace obj {\nnamespace {\n"
+      "auto const kRegisterValidation =\n    elementwise::RegisterValidationCuda<LabelCheck>();\n"
+      "const int kSize = dev_size();\n"
+      "}\n}\n__global__ void k(int* y) { y[0] = 1; }\n";
+  int n = 0;
+  ProjectReading project;
+  project.elsewhere = {"RegisterValidationCuda"};
+  const std::string out = skip_host_functions(text, &n, project);
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), std::count(text.begin(), text.end(), '\n')) << "lines kept";
+  expect_parts(out, {"kRegisterValidation", "RegisterValidationCuda<LabelCheck>()"},
+               {"const int kSize = dev_size();", "__global__ void k("});
+  // Without the project's other files, the function is not known: the data stays.
+  expect_parts(skipped(text, &n), {}, {"auto const kRegisterValidation ="});
+}
+
 // A constexpr function without an execution space is nvcc's on both sides (constant-evaluated
 // in a traits class; called from device code as PyTorch extensions build): it becomes
 // __host__ __device__, in a class too, its line kept; one already __host__ gains __device__. A
