@@ -595,6 +595,56 @@ std::string hoist_std_includes(const std::string& text) {
   return out;
 }
 
+// thrust::device_ptr as device code uses it: a pointer that knows its memory is the device's,
+// which device code steps through and reads (xgboost's `dh::tcbegin(span)`, a
+// `thrust::device_ptr<T const>` over a span, walked by thrust::for_each under thrust::seq). Its
+// element type's raw pointer inside, the arithmetic, comparisons and iterator types of one, its
+// reference the element's own (on the device Thrust's device_reference reads and writes it so);
+// built from nothing, nullptr, a raw pointer (explicitly) or another device_ptr, as Thrust's is;
+// its raw_pointer type, which Thrust's pointer traits (its own raw_pointer_cast) read.
+// raw_pointer_cast and device_pointer_cast beside it.
+const char* const kThrustDevicePtr =
+    "#include <cuda/std/iterator>\n#include <cuda/std/type_traits>\n#include <cuda/std/cstddef>\n"
+    "THRUST_NAMESPACE_BEGIN\n"
+    "template <class T>\nclass device_ptr {\n public:\n"
+    "  typedef T element_type;\n  typedef typename ::cuda::std::remove_cv<T>::type value_type;\n"
+    "  typedef ::cuda::std::ptrdiff_t difference_type;\n  typedef T* pointer;\n  typedef T* raw_pointer;\n"
+    "  typedef typename ::cuda::std::add_lvalue_reference<T>::type reference;\n"
+    "  typedef ::cuda::std::random_access_iterator_tag iterator_category;\n"
+    "  __host__ __device__ device_ptr() : p_(nullptr) {}\n"
+    "  __host__ __device__ device_ptr(decltype(nullptr)) : p_(nullptr) {}\n"
+    "  template <class U, class = typename ::cuda::std::enable_if<::cuda::std::is_convertible<U*, T*>::value>::type>\n"
+    "  __host__ __device__ explicit device_ptr(U* p) : p_(p) {}\n"
+    "  template <class U, class = typename ::cuda::std::enable_if<::cuda::std::is_convertible<U*, T*>::value>::type>\n"
+    "  __host__ __device__ device_ptr(const device_ptr<U>& o) : p_(o.get()) {}\n"
+    "  __host__ __device__ T* get() const { return p_; }\n"
+    "  __host__ __device__ reference operator*() const { return *p_; }\n"
+    "  __host__ __device__ T* operator->() const { return p_; }\n"
+    "  __host__ __device__ reference operator[](difference_type i) const { return p_[i]; }\n"
+    "  __host__ __device__ explicit operator bool() const { return p_ != nullptr; }\n"
+    "  __host__ __device__ device_ptr& operator++() { ++p_; return *this; }\n"
+    "  __host__ __device__ device_ptr& operator--() { --p_; return *this; }\n"
+    "  __host__ __device__ device_ptr operator++(int) { device_ptr t = *this; ++p_; return t; }\n"
+    "  __host__ __device__ device_ptr operator--(int) { device_ptr t = *this; --p_; return t; }\n"
+    "  __host__ __device__ device_ptr& operator+=(difference_type n) { p_ += n; return *this; }\n"
+    "  __host__ __device__ device_ptr& operator-=(difference_type n) { p_ -= n; return *this; }\n"
+    "  __host__ __device__ device_ptr operator+(difference_type n) const { return device_ptr(p_ + n); }\n"
+    "  __host__ __device__ device_ptr operator-(difference_type n) const { return device_ptr(p_ - n); }\n"
+    "  __host__ __device__ difference_type operator-(const device_ptr& o) const { return p_ - o.p_; }\n"
+    "  __host__ __device__ bool operator==(const device_ptr& o) const { return p_ == o.p_; }\n"
+    "  __host__ __device__ bool operator!=(const device_ptr& o) const { return p_ != o.p_; }\n"
+    "  __host__ __device__ bool operator<(const device_ptr& o) const { return p_ < o.p_; }\n"
+    "  __host__ __device__ bool operator>(const device_ptr& o) const { return p_ > o.p_; }\n"
+    "  __host__ __device__ bool operator<=(const device_ptr& o) const { return p_ <= o.p_; }\n"
+    "  __host__ __device__ bool operator>=(const device_ptr& o) const { return p_ >= o.p_; }\n"
+    " private:\n  T* p_;\n};\n"
+    "template <class T> __host__ __device__ device_ptr<T> operator+(::cuda::std::ptrdiff_t n, const device_ptr<T>& p) { return p + n; }\n"
+    "template <class T> __host__ __device__ T* raw_pointer_cast(const device_ptr<T>& p) { return p.get(); }\n"
+    "template <class T> __host__ __device__ T* raw_pointer_cast(T* p) { return p; }\n"
+    "template <class T> __host__ __device__ device_ptr<T> device_pointer_cast(T* p) { return device_ptr<T>(p); }\n"
+    "template <class T> __host__ __device__ device_ptr<T> device_pointer_cast(const device_ptr<T>& p) { return p; }\n"
+    "THRUST_NAMESPACE_END\n";
+
 // Thrust's algorithms under its sequential policy, `thrust::seq`, which device code calls inside a
 // kernel or a device lambda (xgboost's `thrust::lower_bound(thrust::seq, ...)`, cuDF's, cuGraph's):
 // their headers are Thrust's host side, whose dispatch to every backend NVRTC cannot compile. Here
@@ -772,11 +822,11 @@ std::map<std::string, std::string> make_views(const std::string& dir) {
           host_side.push_back(std::string("thrust/system/") + system + "/" + part);
     // In Thrust's own namespace as its headers open it: a project that wraps Thrust in its own
     // (AMGX's -DTHRUST_CUB_WRAPPED_NAMESPACE=amgx) names `amgx::thrust::device_ptr`.
-    std::string containers = std::string(kHostAny) + "#ifndef KTUNE_THRUST_HOST\n#define KTUNE_THRUST_HOST\nTHRUST_NAMESPACE_BEGIN\n";
+    std::string containers = std::string(kHostAny) + "#ifndef KTUNE_THRUST_HOST\n#define KTUNE_THRUST_HOST\n" + kThrustDevicePtr +
+                             "THRUST_NAMESPACE_BEGIN\n";
     // As the host library's stand-ins are, with their member types, which a host class's aliases
     // name (xgboost's allocator on `thrust::device_malloc_allocator<T>`: `typename Super::pointer`).
-    for (const char* n : {"device_vector", "host_vector", "universal_vector", "device_ptr", "device_malloc_allocator",
-                          "device_new_allocator", "device_allocator"})
+    for (const char* n : {"device_vector", "host_vector", "universal_vector", "device_malloc_allocator", "device_new_allocator", "device_allocator"})
       containers += "template <class...>\n" + host_class(n);
     containers += "namespace detail {\ntemplate <class...>\nclass vector_base {\n public:\n  __host__ __device__ vector_base() {}\n"
                   "  template <class... A> __host__ __device__ vector_base(A&&...) {}\n};\n}\nTHRUST_NAMESPACE_END\n" + thrust_sequential_algorithms() +

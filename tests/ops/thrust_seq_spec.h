@@ -1,5 +1,5 @@
-// A kernel that calls Thrust's algorithms under thrust::seq on a thread's own arrays (as
-// xgboost's, cuDF's and cuGraph's device code does), and a reference kernel that computes the same
+// A kernel that calls Thrust's algorithms under thrust::seq on a thread's own arrays, through raw
+// pointers and a thrust::device_ptr (as xgboost's, cuDF's and cuGraph's device code does), and a reference kernel that computes the same
 // 32 numbers a thread with plain loops and Thrust's documented results. Shared by the CPU test
 // (it compiles, with and without host_code skip) and the GPU test (the two agree exactly).
 #pragma once
@@ -11,6 +11,7 @@ namespace ktune::testing {
 inline const std::string kThrustSeqSource = R"CUDA(#include <thrust/binary_search.h>
 #include <thrust/copy.h>
 #include <thrust/count.h>
+#include <thrust/device_ptr.h>
 #include <thrust/execution_policy.h>
 #include <thrust/extrema.h>
 #include <thrust/find.h>
@@ -73,7 +74,8 @@ template <int B> __global__ void algos(int* out, int n) {
   thrust::pair<int*, int*> r = thrust::equal_range(thrust::seq, a, a + 16, key);
   o[3] = int(r.first - a) * 100 + int(r.second - a) + (thrust::binary_search(thrust::seq, a, a + 16, key) ? 10000 : 0);
   int s = 0;
-  o[4] = int(thrust::for_each(thrust::seq, a, a + 16, add_to{&s}) - a) * 10000 + s;
+  const thrust::device_ptr<const int> pa(a);  // a device pointer that device code walks (xgboost's dh::tcbegin)
+  o[4] = int(thrust::for_each(thrust::seq, pa, pa + 16, add_to{&s}) - pa) * 10000 + s;
   o[5] = thrust::reduce(thrust::seq, a, a + 16);
   o[6] = thrust::reduce(thrust::seq, b, b + 16, -1, thrust::maximum<int>()) * 1000 +
          thrust::transform_reduce(thrust::seq, b, b + 16, thrust::negate<int>(), 0, thrust::plus<int>());
@@ -95,7 +97,8 @@ template <int B> __global__ void algos(int* out, int n) {
   o[13] = int(thrust::copy_if(thrust::seq, b, b + 16, c, is_odd()) - c) * 1000 + c[0];
   thrust::transform_iterator<tens, int*> t(a, tens());
   o[14] = int(thrust::lower_bound(thrust::seq, t, t + 16, key / 10) - t);
-  o[15] = thrust::count_if(thrust::seq, a, a + 16, above{19}) + (thrust::is_sorted(thrust::seq, a, a + 16) ? 100 : 0);
+  o[15] = thrust::count_if(thrust::seq, pa, pa + 16, above{19}) + (thrust::is_sorted(thrust::seq, pa, pa + 16) ? 100 : 0) +
+          (thrust::raw_pointer_cast(pa + 3) == a + 3 && pa[5] == a[5] ? 1000 : 0);
 }
 
 __global__ void algos_reference(int* out, int n) {
@@ -151,7 +154,7 @@ __global__ void algos_reference(int* out, int n) {
   o[12] = threes * 100 + first_above;
   o[13] = odds * 1000 + first_odd;
   o[14] = key_tens;
-  o[15] = over19 + 100;
+  o[15] = over19 + 1100;
 }
 )CUDA";
 
