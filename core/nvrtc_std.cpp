@@ -737,6 +737,15 @@ std::string thrust_sequential_algorithms() {
   return inc + t;
 }
 
+// The toolkit's Thrust folder (CUDA 13 keeps it under cccl/, earlier toolkits beside the other
+// headers): the one that holds version.h, or "" where the toolkit has none.
+std::string thrust_folder(const std::string& dir) {
+  std::error_code ec;
+  for (const std::string& thrust : {dir + "/cccl/thrust", dir + "/thrust"})
+    if (std::filesystem::is_regular_file(thrust + "/version.h", ec)) return thrust;
+  return "";
+}
+
 std::map<std::string, std::string> make_views(const std::string& dir) {
   std::map<std::string, std::string> v;
   if (dir.empty()) return v;
@@ -808,8 +817,7 @@ std::map<std::string, std::string> make_views(const std::string& dir) {
     return t;
   }();
   static const std::set<std::string> kThrustDevice = {"addressof.h", "advance.h", "distance.h", "functional.h", "pair.h", "tuple.h", "version.h"};
-  for (const std::string& thrust : {dir + "/cccl/thrust", dir + "/thrust"}) {
-    if (!std::filesystem::is_regular_file(thrust + "/version.h", ec)) continue;
+  if (const std::string thrust = thrust_folder(dir); !thrust.empty()) {
     std::vector<std::string> host_side;
     for (const auto& e : std::filesystem::directory_iterator(thrust, ec))
       if (e.path().extension() == ".h" && !kThrustDevice.count(e.path().filename().string())) host_side.push_back("thrust/" + e.path().filename().string());
@@ -839,7 +847,6 @@ std::map<std::string, std::string> make_views(const std::string& dir) {
       v.emplace(name, "#pragma once\n// ktune's <" + name + "> for NVRTC: a host-side part of Thrust; its device-usable headers and "
                       "its containers' stand-ins in its place\n#include <thrust/pair.h>\n#include <thrust/tuple.h>\n#include <thrust/functional.h>\n"
                       "#include <thrust/iterator/iterator_facade.h>\n" + kThrustIterators + containers);
-    break;
   }
   return v;
 }
@@ -853,8 +860,8 @@ std::map<std::string, std::string> make_views(const std::string& dir) {
 std::map<std::string, std::string> thrust_random_views(const std::string& dir) {
   std::map<std::string, std::string> v;
   std::error_code ec;
-  for (const std::string& thrust : {dir + "/cccl/thrust", dir + "/thrust"}) {
-    if (!std::filesystem::is_regular_file(thrust + "/random.h", ec)) continue;
+  const std::string thrust = thrust_folder(dir);
+  if (!thrust.empty() && std::filesystem::is_regular_file(thrust + "/random.h", ec)) {
     std::vector<std::filesystem::path> random = {thrust + "/random.h"};
     for (auto it = std::filesystem::recursive_directory_iterator(thrust + "/random", ec); !ec && it != std::filesystem::recursive_directory_iterator();
          it.increment(ec))
@@ -864,7 +871,6 @@ std::map<std::string, std::string> thrust_random_views(const std::string& dir) {
       const std::string name = "thrust/" + std::filesystem::relative(f, thrust, ec).generic_string();
       v.emplace(name, skip_host_functions(read_text(f.string()), &blanked) + "\n// ktune's <" + name + "> for NVRTC: Thrust's, its host functions gone\n");
     }
-    break;
   }
   return v;
 }

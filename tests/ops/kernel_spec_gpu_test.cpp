@@ -2414,6 +2414,29 @@ TEST(KernelSpecGpu, GlobalUsingNamespaceStdMathVerifies) {
     }
 }
 
+// A spec whose source is already in dir, loaded as it is and with host_code skip (the spec's name
+// gains "_skip"), verified at B 128 and 256 at one size: the Thrust tests' kernels must compute
+// the same under both readings of their sources.
+namespace {
+void expect_verifies_with_and_without_skip(const DeviceInfo& d, const TempDir& dir, nlohmann::json spec, const std::string& name,
+                                           const char* size) {
+  for (const bool skip : {false, true}) {
+    SCOPED_TRACE(skip ? "skip" : "as it is");
+    spec["name"] = skip ? name + "_skip" : name;
+    if (skip) spec["host_code"] = "skip";
+    std::ofstream(dir.file(name + ".json")) << spec.dump();
+    CudaContext ctx(d.ordinal);
+    Compiler compiler;
+    const std::string op = load_kernel_spec(dir.file(name + ".json"));
+    auto runner = make_op_runner(op, compiler, d);
+    for (int b : {128, 256}) {
+      const VerifyResult v = check_config(*runner, compiler, d, op, Config{{"B", b}}, Problem::parse(op, size), 4);
+      EXPECT_TRUE(v.pass) << "B " << b << ": " << v.summary();
+    }
+  }
+}
+} // namespace
+
 // Thrust's random numbers in device code (<thrust/random.h>, whose headers ktune hands NVRTC with
 // their host functions gone): thrust::minstd_rand's i-th draw, after discard(i) from the default
 // seed, checked exactly against the generator's definition (x <- 48271 x mod 2^31 - 1, seed 1)
@@ -2446,55 +2469,28 @@ __global__ void draws_reference(unsigned* out, float* u, int n) {
   u[i] = 1.f;
 }
 )CUDA";
-  for (const bool skip : {false, true}) {
-    SCOPED_TRACE(skip ? "skip" : "as it is");
-    nlohmann::json spec = nlohmann::json::parse(R"JSON({
-      "ktune_kernel_spec": 1, "sources": ["rng.cu"], "kernel": "draws<{B}>", "params_as": "template",
-      "dims": ["n"], "params": {"B": [128, 256]}, "launch": {"grid": ["ceil_div(n, B)"], "block": ["B"]},
-      "args": [{"name": "out", "kind": "buffer", "dtype": "u32", "count": "n", "intent": "out"},
-               {"name": "u", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out", "rtol": 0, "atol": 0},
-               {"name": "n", "kind": "scalar", "dtype": "i32", "value": "n"}],
-      "check": {"reference": {"kernel": "draws_reference", "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]}}}})JSON");
-    spec["name"] = skip ? "thrust_rng_skip" : "thrust_rng";
-    if (skip) spec["host_code"] = "skip";
-    std::ofstream(dir.file("rng.json")) << spec.dump();
-    CudaContext ctx(d->ordinal);
-    Compiler compiler;
-    const std::string op = load_kernel_spec(dir.file("rng.json"));
-    auto runner = make_op_runner(op, compiler, *d);
-    for (int b : {128, 256}) {
-      const VerifyResult v = check_config(*runner, compiler, *d, op, Config{{"B", b}}, Problem::parse(op, "100003"), 4);
-      EXPECT_TRUE(v.pass) << "B " << b << ": " << v.summary();
-    }
-  }
+  const nlohmann::json spec = nlohmann::json::parse(R"JSON({
+    "ktune_kernel_spec": 1, "sources": ["rng.cu"], "kernel": "draws<{B}>", "params_as": "template",
+    "dims": ["n"], "params": {"B": [128, 256]}, "launch": {"grid": ["ceil_div(n, B)"], "block": ["B"]},
+    "args": [{"name": "out", "kind": "buffer", "dtype": "u32", "count": "n", "intent": "out"},
+             {"name": "u", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out", "rtol": 0, "atol": 0},
+             {"name": "n", "kind": "scalar", "dtype": "i32", "value": "n"}],
+    "check": {"reference": {"kernel": "draws_reference", "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]}}}})JSON");
+  expect_verifies_with_and_without_skip(*d, dir, spec, "thrust_rng", "100003");
 }
 
 // Thrust's algorithms under thrust::seq in a kernel (tests/ops/thrust_seq_spec.h): 32 results a
 // thread (searches, extrema with ties, a stable sort's order, reductions, scans with and without an
-// initial value, sequence and tabulate, mismatch, copy_if, a search through a transform_iterator)
-// equal the reference's plain loops exactly, at two configs and a ragged size, with host_code skip
-// and without.
+// initial value, sequence and tabulate, mismatch, copy_if, a search through a transform_iterator
+// and one through a thrust::device_ptr) equal the reference's plain loops exactly, at two configs
+// and a ragged size, with host_code skip and without.
 TEST(KernelSpecGpu, ThrustsSequentialAlgorithmsGiveThrustsResults) {
   std::string why;
   const DeviceInfo* d = ktune::testing::first_gpu(&why);
   if (!d) GTEST_SKIP() << why;
   TempDir dir("spec_thrust_seq");
   std::ofstream(dir.file("seq.cu")) << ktune::testing::kThrustSeqSource;
-  for (const bool skip : {false, true}) {
-    SCOPED_TRACE(skip ? "skip" : "as it is");
-    nlohmann::json spec = nlohmann::json::parse(ktune::testing::kThrustSeqSpec);
-    spec["name"] = skip ? "thrust_seq_gpu_skip" : "thrust_seq_gpu";
-    if (skip) spec["host_code"] = "skip";
-    std::ofstream(dir.file("seq.json")) << spec.dump();
-    CudaContext ctx(d->ordinal);
-    Compiler compiler;
-    const std::string op = load_kernel_spec(dir.file("seq.json"));
-    auto runner = make_op_runner(op, compiler, *d);
-    for (int b : {128, 256}) {
-      const VerifyResult v = check_config(*runner, compiler, *d, op, Config{{"B", b}}, Problem::parse(op, "20011"), 4);
-      EXPECT_TRUE(v.pass) << "B " << b << ": " << v.summary();
-    }
-  }
+  expect_verifies_with_and_without_skip(*d, dir, nlohmann::json::parse(ktune::testing::kThrustSeqSpec), "thrust_seq_gpu", "20011");
 }
 
 // A PyTorch extension's RMS norm as it is (tests/ops/torch_extension_spec.h), on at::Half with
