@@ -14,6 +14,8 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -1418,14 +1420,47 @@ std::string with_include_names(const std::string& text, const std::map<std::stri
   return out;
 }
 
-// A file under the CUDA toolkit's include folder (include_dirs may name it).
-bool in_toolkit(const fs::path& file) {
+// The folder a copy of CCCL's libcu++, CUB or Thrust that a project carries (FlashInfer's
+// 3rdparty/cccl, newer than the toolkit's, on its include path before it: its `cuda/`, `cub/`,
+// `thrust/` and `nv/` names) is included from, or "" where `file` is no such copy's header: the
+// nearest folder above it that holds one of those names' own marker (libcu++'s version header,
+// CUB's, Thrust's) with the file under that name.
+std::string cccl_copy_root(const fs::path& file) {
+  static std::mutex mu;
+  static std::map<std::string, bool> marked; // folder + '/' + component: the component's marker is there
+  const fs::path f = fs::absolute(file).lexically_normal();
+  for (fs::path dir = f.parent_path(); !dir.empty() && dir != dir.parent_path(); dir = dir.parent_path()) {
+    const fs::path rel = f.lexically_relative(dir);
+    const std::string first = rel.begin()->string();
+    const char* marker = first == "cuda" || first == "nv" ? "cuda/std/__cccl/version.h" : first == "cub" ? "cub/version.cuh"
+                         : first == "thrust"              ? "thrust/version.h" : nullptr;
+    if (!marker) continue;
+    const std::string key = dir.string() + "/" + marker;
+    std::lock_guard<std::mutex> lk(mu);
+    auto at = marked.find(key);
+    if (at == marked.end()) {
+      std::error_code ec;
+      at = marked.emplace(key, fs::is_regular_file(key, ec)).first;
+    }
+    if (at->second) return dir.string();
+  }
+  return "";
+}
+
+// A file under the CUDA toolkit's include folder (include_dirs may name it). in_toolkit: that, or
+// one of a copy of CCCL a project carries, which is read as the toolkit's is: its headers are a
+// library's, not the project's (skip's reading took libcu++'s `extern _Tp __cccl_make_dependent;`
+// for a host variable, and its concepts broke), and ktune's views of its host-side parts are made
+// from it.
+bool in_toolkit_folder(const fs::path& file) {
   if (cuda_include_dir().empty()) return false;
   std::error_code ec;
   const std::string dir = fs::weakly_canonical(cuda_include_dir(), ec).string() + "/";
   const std::string f = fs::weakly_canonical(file, ec).string();
   return !ec && f.rfind(dir, 0) == 0;
 }
+
+bool in_toolkit(const fs::path& file) { return in_toolkit_folder(file) || !cccl_copy_root(file).empty(); }
 
 // The sources' text, each behind a #line naming its file, and every header they include that
 // resolves (by a quoted name: beside the including file, then the sources' folders and
@@ -1783,13 +1818,27 @@ void read_compile(Reader& r, const ojson& j, KernelSpec& s, std::string* hashed)
   };
   for (const auto& h : nvrtc_std_headers())
     if (!own(h.first)) s.std_headers.push_back(h);
+  // A CCCL header the include path finds in a copy of CCCL the project carries: its views (CUB's
+  // device-wide headers, Thrust's host side) are made from that copy, so that they agree with the
+  // rest of it; the toolkit's otherwise.
+  auto cccl_copy_of = [&](const std::string& name) {
+    for (const auto& dirs : {std::cref(source_dirs), std::cref(option_incs)})
+      for (const auto& d : dirs.get()) {
+        std::error_code ec;
+        const fs::path p = fs::path(d) / name;
+        if (!fs::is_regular_file(p, ec)) continue;
+        const std::string root = cccl_copy_root(p);
+        return root.empty() || in_toolkit_folder(p) ? toolkit : root;
+      }
+    return toolkit;
+  };
   // The toolkit's views the sources reach (and those the views include in turn: cublas_v2.h's
   // cublas_api.h), only those: each is a text every compile request carries.
   std::vector<std::string> reach(outside.begin(), outside.end());
   for (std::set<std::string> added; !reach.empty();) {
     const std::string name = reach.back();
     reach.pop_back();
-    const std::string* view = nvrtc_toolkit_view(toolkit, name);
+    const std::string* view = nvrtc_toolkit_view(cccl_copy_of(name), name);
     if (!view || own(name) || !added.insert(name).second) continue;
     // A toolkit header's include of another reaches the toolkit's file, as under nvcc, not a
     // project header of that name that the include path puts first (the sources' folders lead

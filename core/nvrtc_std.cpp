@@ -1132,13 +1132,18 @@ std::string nvrtc_nvcc_prelude(const std::string& text) {
                                                     "forward", "move", "swap", "exchange", "pair", "make_pair", "index_sequence",
                                                     "make_index_sequence", "integer_sequence", "common_type", "invoke_result", "conjunction",
                                                     "disjunction", "negation", "aligned_storage", "alignment_of", "in_place"};
-    bool named = false;
-    for (size_t at = text.find("std::"); at != std::string::npos && !named; at = text.find("std::", at + 5)) {
+    bool named = false, limits = false;
+    for (size_t at = text.find("std::"); at != std::string::npos && !(named && limits); at = text.find("std::", at + 5)) {
       if (at > 0 && (std::isalnum(static_cast<unsigned char>(text[at - 1])) || text[at - 1] == '_' || text[at - 1] == ':')) continue;
       for (const char* n : kTraitsAndUtility)
         named = named || text.compare(at + 5, std::strlen(n), n) == 0;
+      // <limits> too: libstdc++'s <cmath>, which nvcc's implicit headers include, brings it in
+      // C++17 (bits/specfun.h); FlashInfer's mamba conversion.cuh names std::numeric_limits after
+      // CUDA's own headers alone.
+      limits = limits || text.compare(at + 5, 15, "numeric_limits<") == 0 || text.compare(at + 5, 15, "numeric_limits ") == 0;
     }
     if (named) p += "#include <type_traits>\n#include <utility>\n";
+    if (limits) p += "#include <limits>\n";
   }
   // GNU's __extension__ (ggml's anonymous unions in structs), which nvcc's host front end takes
   // and NVRTC's refuses: it only silences -pedantic, so nothing.

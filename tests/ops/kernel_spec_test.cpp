@@ -5153,6 +5153,59 @@ __global__ void ref(const float* x, float* y, int n) { const int i = blockIdx.x 
 }
 
 
+// A copy of CCCL a project carries on its include path, newer than the toolkit's (FlashInfer's
+// 3rdparty/cccl, laid out as CCCL's repository: libcudacxx/include, cub, thrust; here the
+// toolkit's own copied so): its headers are a library's, read as the toolkit's are, not blanked as
+// the project's under skip (which took libcu++'s `extern _Tp __cccl_make_dependent;` for a host
+// variable and broke its concepts), and ktune's views of Thrust's host side are made from the copy:
+// a host-side header only the copy holds is stood in for (made from the toolkit's, it would reach
+// NVRTC as it is, host code and all).
+TEST(KernelSpec, ACopyOfCcclOnTheIncludePathIsReadAsTheToolkitsIs) {
+  const std::string cccl = cuda_include_dir() + "/cccl";
+  if (cuda_include_dir().empty() || !fs::is_directory(cccl + "/cuda/std")) GTEST_SKIP() << "no CCCL folder in CUDA's include folder to copy";
+  SpecDir d;
+  const fs::path copy = fs::path(d.dir()) / "3rdparty" / "cccl";
+  for (const auto& [from, to] : {std::pair<const char*, const char*>{"cuda", "libcudacxx/include/cuda"}, {"nv", "libcudacxx/include/nv"},
+                                 {"cub", "cub/cub"}, {"thrust", "thrust/thrust"}}) {
+    fs::create_directories((copy / to).parent_path());
+    fs::copy(cccl + "/" + from, copy / to, fs::copy_options::recursive);
+  }
+  d.write("3rdparty/cccl/thrust/thrust/copy_only.h", "#pragma once\n#include <vector>\ninline std::vector<int> copy_only() { return {}; }\n");
+  d.write("norm.cu", R"CUDA(#include <thrust/device_vector.h>
+#include <thrust/sort.h>
+#include <thrust/copy_only.h>
+#include <cub/block/block_reduce.cuh>
+#include <cub/device/device_scan.cuh>
+#include <cuda/std/concepts>
+#include <vector>
+template <class T, cuda::std::enable_if_t<cuda::std::floating_point<T>, int> = 0>
+__device__ T twice(T v) { return v + v; }
+template <int B> __global__ void k(const float* x, float* y, int n) {
+  using R = cub::BlockReduce<float, B>;
+  __shared__ typename R::TempStorage t;
+  const int i = blockIdx.x * B + threadIdx.x;
+  const float s = R(t).Sum(i < n ? x[i] : 0.f);
+  if (threadIdx.x == 0) y[blockIdx.x] = twice(s);
+}
+__global__ void ref(const float* x, float* y, int n) {}
+void sort_on_the_host(thrust::device_vector<float>& v) { thrust::sort(v.begin(), v.end()); std::vector<int> h = copy_only(); }
+)CUDA");
+  ojson spec = ojson::parse(R"JSON({
+    "name": "cccl_copy", "sources": ["norm.cu"], "host_code": "skip", "kernel": "k<{B}>", "params_as": "template", "dims": ["n"],
+    "params": {"B": [128]}, "launch": {"grid": ["ceil_div(n, B)"], "block": ["B"]},
+    "args": [{"name": "x", "kind": "buffer", "dtype": "f32", "count": "n"}, {"name": "y", "kind": "buffer", "dtype": "f32", "count": "ceil_div(n, 128)", "intent": "out"},
+             {"name": "n_", "kind": "scalar", "dtype": "i32", "value": "n"}],
+    "check": {"reference": {"kernel": "ref", "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]}}}})JSON");
+  spec["include_dirs"] = {(copy / "libcudacxx/include").string(), (copy / "cub").string(), (copy / "thrust").string()};
+  const std::string op = load_kernel_spec_text(spec.dump(), "cccl_copy.json", d.dir());
+  Compiler compiler;
+  try {
+    compiler.compile(compile_request(find_family(op), Config{{"B", 128}}, Problem::parse(op, "1000"), "sm_90"));
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << e.what();
+  }
+}
+
 // An object-like macro whose replacement is a pragma directive, in a header and in the source
 // (moderngpu's meta.hxx: `#define PRAGMA_UNROLL #pragma unroll` under __CUDA_ARCH__): nvcc's
 // separate preprocessor writes the directive on the macro's line, NVRTC refused the '#'. Under
@@ -5494,7 +5547,9 @@ __global__ void k(const lib::DeviceAllocation<float>* a, float* y, int n) {
 // stays (xgboost's `[=] XGBOOST_DEVICE(uint64_t i) {...}`, which nvcc takes with --extended-lambda)
 // goes: NVRTC refuses any. So are <utility> and <type_traits>, which nvcc's cuda_runtime.h
 // includes: a file whose includes bring neither names std::enable_if_t, std::is_same_v,
-// std::forward and std::pair (TensorRT's disentangled attention kernel).
+// std::forward and std::pair (TensorRT's disentangled attention kernel). And <limits>, which
+// libstdc++'s <cmath> brings there: std::numeric_limits after CUDA's own headers alone (FlashInfer's
+// mamba conversion.cuh).
 TEST(KernelSpec, StdMaxAndMinAreThereAsNvccsImplicitHeadersGiveThem) {
   SpecDir d;
   d.write("k.cu", R"CUDA(template <int A, int B> struct Stages { static constexpr int kMost = std::max(A, B), kLeast = std::min(A, B); };
@@ -5520,6 +5575,17 @@ __global__ void k(float* y, int n) {
   if (i < n) y[i] = scaled(p.second);
 }
 )CUDA");
+  d.write("l.cu", R"CUDA(#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+__device__ float clipped(float x) {
+  constexpr float most = static_cast<float>(std::numeric_limits<short>::max());
+  return fminf(fmaxf(x, -most), most);
+}
+__global__ void k(float* y, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = clipped(y[i]);
+}
+)CUDA");
   d.write("u.cu", R"CUDA(using namespace std;
 constexpr int kMost = std::max(3, 4);
 __global__ void k(float* y, int n) {
@@ -5528,7 +5594,7 @@ __global__ void k(float* y, int n) {
 }
 )CUDA");
   Compiler compiler;
-  for (const char* source : {"k.cu", "u.cu", "lam.cu", "t.cu"}) {
+  for (const char* source : {"k.cu", "u.cu", "lam.cu", "t.cu", "l.cu"}) {
     SCOPED_TRACE(source);
     ojson spec = ojson::parse(R"JSON({
       "kernel": "k", "dims": ["n"], "params": {"UNTUNED": [0]}, "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]},
