@@ -546,10 +546,14 @@ std::string without_template_lists(std::string head, const std::map<std::string,
     if (t.compare(k, 8, "template") != 0 || (k + 8 < t.size() && ident_char(t[k + 8]))) return std::string::npos;
     const size_t a = t.find_first_not_of(" \t\n\\", k + 8);
     if (a == std::string::npos || t[a] != '<') return std::string::npos;
-    int depth = 0;
+    // Inside parentheses '<' and '>' are comparisons (a default's `(D / 16 > 16)`, FlashInfer's
+    // VOSplitSmem: C++ asks for the parentheses there) or a template-id's, balanced either way.
+    int angles = 0, parens = 0;
     for (size_t e = a; e < t.size(); ++e) {
-      if (t[e] == '<' || t[e] == '(') ++depth;
-      else if ((t[e] == '>' || t[e] == ')') && --depth == 0) return e;
+      if (t[e] == '(') ++parens;
+      else if (t[e] == ')') parens = std::max(0, parens - 1);
+      else if (parens == 0 && t[e] == '<') ++angles;
+      else if (parens == 0 && t[e] == '>' && --angles == 0) return e;
     }
     return std::string::npos;
   };

@@ -520,12 +520,24 @@ std::string with_includes(const std::string& text, F as) {
 // quoted include ("block/...", as CUDA 12's spells them) made <cub/...>: this text has no folder
 // to be relative to.
 std::string cub_device_view(const std::string& text) {
-  return with_includes(text, [](std::string path, bool quoted) {
-           if (quoted && path.rfind("cub/", 0) != 0) path = "cub/" + path;
-           const bool host = path.rfind("cub/device/", 0) == 0 || path == "cub/util_allocator.cuh";
-           return host ? std::string() : path;
-         }) +
-         "// ktune's <cub/cub.cuh> for NVRTC: CUB's without its device-wide algorithms and host allocator\n";
+  // CCCL 3.3's cub.cuh refuses NVRTC (`#error "Including <cub/cub.cuh> is not supported when
+  // compiling with NVRTC"`, FlashInfer's copy) for the host parts this view leaves out: its
+  // switch for that check set while it is read, as the header names it.
+  const char* const kCheck = "CCCL_DISABLE_CUB_NVRTC_COMPATIBILITY_CHECK";
+  const bool checks = text.find(kCheck) != std::string::npos;
+  const std::string off = checks ? std::string("#ifndef ") + kCheck + "\n#define " + kCheck + "\n#define KTUNE_CUB_CHECK_SET\n#endif\n" : "";
+  const std::string on = checks ? std::string("#ifdef KTUNE_CUB_CHECK_SET\n#undef ") + kCheck + "\n#undef KTUNE_CUB_CHECK_SET\n#endif\n" : "";
+  std::string body = with_includes(text, [](std::string path, bool quoted) {
+    if (quoted && path.rfind("cub/", 0) != 0) path = "cub/" + path;
+    const bool host = path.rfind("cub/device/", 0) == 0 || path == "cub/util_allocator.cuh";
+    return host ? std::string() : path;
+  });
+  // After its #pragma once, so that a second include reads none of it.
+  const size_t once = body.find("#pragma once");
+  const size_t at = once == std::string::npos ? 0 : body.find('\n', once) + 1;
+  if (checks && at > 0) body.insert(at, off);
+  else body = off + body;
+  return body + on + "// ktune's <cub/cub.cuh> for NVRTC: CUB's without its device-wide algorithms and host allocator\n";
 }
 
 // CUDA's headers of host APIs that device code reaches through a project's includes (a kernel

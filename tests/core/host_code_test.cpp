@@ -1349,3 +1349,24 @@ TEST(HostCode, ALambdasExecutionSpaceGoesInCodeThatStays) {
                                                           "__host__ __device__ int f(int k) {"});
   EXPECT_EQ(out.size(), text.size()) << "columns kept";
 }
+
+// A template parameter's default with a comparison inside parentheses (FlashInfer's prefill.cuh:
+// `bool = kOpt && (HEAD_DIM / 16 > 16) && ((HEAD_DIM / 16) % NUM_WARPS == 0)>` before `struct
+// VOSplitSmem {};`): the '>' inside them closes no list. Read as closing it, the list ended early,
+// the primary template went, and its partial specialization after it failed to compile.
+TEST(HostCode, AComparisonInAParenthesizedDefaultClosesNoTemplateList) {
+  const std::string text =
+      "template <unsigned A, bool E,\n"
+      "          bool = E && (A / 16 > 16) &&\n"
+      "                 ((A / 16) % 4 == 0)>\n"
+      "struct Smem {};\n"
+      "template <unsigned A, bool E>\n"
+      "struct Smem<A, E, true> { float p[A]; };\n"
+      "template <class T, class = decltype(sizeof(T) > 4), int N = (sizeof(T) < 8 ? 1 : 2)>\n"
+      "__device__ int width(T) { return N; }\n"
+      "void host_fn() {}\n";
+  int n = 0;
+  const std::string out = skipped(text, &n);
+  EXPECT_EQ(n, 1) << out;
+  expect_parts(out, {"host_fn"}, {"struct Smem {};", "struct Smem<A, E, true>", "__device__ int width(T)"});
+}

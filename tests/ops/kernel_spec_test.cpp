@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <optional>
 #include <set>
 #include <unistd.h>
@@ -3265,6 +3266,7 @@ inline void check_nvrtc(nvrtcResult r) { CHECK_NVRTC(r); }
   d.write("common/util/system.h", R"CUDA(#pragma once
 #include "types.h"
 #include <functional>
+#include <iterator>
 #include <mutex>
 #include <shared_mutex>
 #include <string>
@@ -5159,7 +5161,8 @@ __global__ void ref(const float* x, float* y, int n) { const int i = blockIdx.x 
 // the project's under skip (which took libcu++'s `extern _Tp __cccl_make_dependent;` for a host
 // variable and broke its concepts), and ktune's views of Thrust's host side are made from the copy:
 // a host-side header only the copy holds is stood in for (made from the toolkit's, it would reach
-// NVRTC as it is, host code and all).
+// NVRTC as it is, host code and all), and cub.cuh's view passes CCCL 3.3's check that refuses NVRTC
+// (for the host parts the view leaves out).
 TEST(KernelSpec, ACopyOfCcclOnTheIncludePathIsReadAsTheToolkitsIs) {
   const std::string cccl = cuda_include_dir() + "/cccl";
   if (cuda_include_dir().empty() || !fs::is_directory(cccl + "/cuda/std")) GTEST_SKIP() << "no CCCL folder in CUDA's include folder to copy";
@@ -5171,10 +5174,22 @@ TEST(KernelSpec, ACopyOfCcclOnTheIncludePathIsReadAsTheToolkitsIs) {
     fs::copy(cccl + "/" + from, copy / to, fs::copy_options::recursive);
   }
   d.write("3rdparty/cccl/thrust/thrust/copy_only.h", "#pragma once\n#include <vector>\ninline std::vector<int> copy_only() { return {}; }\n");
+  // CCCL 3.3's cub.cuh refuses NVRTC for its host parts, which ktune's view of it leaves out.
+  {
+    const fs::path cub = copy / "cub/cub/cub.cuh";
+    std::ifstream in(cub);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    in.close();
+    const size_t at = text.find("#include <cub/config.cuh>");
+    ASSERT_NE(at, std::string::npos);
+    text.insert(text.find('\n', at) + 1, "#ifndef CCCL_DISABLE_CUB_NVRTC_COMPATIBILITY_CHECK\n#  if defined(__CUDACC_RTC__)\n"
+                                          "#    error \"Including <cub/cub.cuh> is not supported when compiling with NVRTC.\"\n#  endif\n#endif\n");
+    std::ofstream(cub) << text;
+  }
   d.write("norm.cu", R"CUDA(#include <thrust/device_vector.h>
 #include <thrust/sort.h>
 #include <thrust/copy_only.h>
-#include <cub/block/block_reduce.cuh>
+#include <cub/cub.cuh>
 #include <cub/device/device_scan.cuh>
 #include <cuda/std/concepts>
 #include <vector>
