@@ -806,9 +806,18 @@ std::map<std::string, std::string> make_views(const std::string& dir) {
       // With the dispatch layer's enums, which compile for the device as they are and which a
       // project's code names beside its host calls (xgboost's `cub::SortOrder::Ascending`).
       const bool common = std::filesystem::is_regular_file(cub + "/device/dispatch/dispatch_common.cuh", ec);
+      // And the agents, device code the dispatch layer includes, which compile under NVRTC as they
+      // are: a kernel of the project's own may use one (FlashInfer's mamba seq_chunk_cumsum.cuh
+      // scans with cub::ScanTileState's decoupled look-back after <cub/device/device_scan.cuh>).
+      std::set<std::string> agent_names; // in order: the view's text is the same on every machine
+      for (const auto& e : std::filesystem::directory_iterator(cub + "/agent", ec))
+        if (e.path().extension() == ".cuh") agent_names.insert(e.path().filename().string());
+      std::string agents;
+      for (const auto& a : agent_names) agents += "#include <cub/agent/" + a + ">\n";
       for (const auto& name : host_side)
         v.emplace(name, "#pragma once\n#include <cub/cub.cuh>\n" + std::string(common ? "#include <cub/device/dispatch/dispatch_common.cuh>\n" : "") +
-                            "// ktune's <" + name + "> for NVRTC: a host-launched part of CUB; its block, warp, thread and iterator parts in its place\n");
+                            (name.rfind("cub/device/", 0) == 0 ? agents : std::string()) + "// ktune's <" + name +
+                            "> for NVRTC: a host-launched part of CUB; its block, warp, thread, iterator and agent parts in its place\n");
       break;
     }
   // Thrust's host side: its algorithms (launched from the host), containers, memory and execution

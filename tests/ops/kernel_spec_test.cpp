@@ -4338,13 +4338,17 @@ template <class T> requires Scalar<T> __device__ T scaled(const Params<Pinhole>&
 
 // A device-wide algorithm's header included for the host code (kaolin's <cub/device/device_scan.cuh>
 // for cub::DeviceScan), which launches through Thrust's host code: under skip it stands for the
-// rest of CUB, and a kernel's block reduction from it compiles.
+// rest of CUB and its agents, which the dispatch layer includes: a kernel's block reduction from
+// it compiles, and so does a kernel's own decoupled look-back on cub::ScanTileState (FlashInfer's
+// mamba seq_chunk_cumsum.cuh).
 TEST(KernelSpec, CubsDeviceWideHeadersStandForTheRestOfCub) {
   SpecDir d;
   d.write("scan.cu", "#include <cub/device/device_scan.cuh>\n#include <cub/device/device_radix_sort.cuh>\n"
                      "template <int B>\n__global__ void block_sums(const int* x, int* y) {\n"
                      "  typedef cub::BlockReduce<int, B> R;\n  __shared__ typename R::TempStorage t;\n"
                      "  const int s = R(t).Sum(x[blockIdx.x * B + threadIdx.x]);\n  if (threadIdx.x == 0) y[blockIdx.x] = s;\n}\n"
+                     "using TileState = cub::ScanTileState<int>;\n"
+                     "__global__ void init_tiles(TileState tiles, int n) { tiles.InitializeStatus(n); }\n"
                      "size_t scan_bytes(int* x, int n) {\n  size_t bytes = 0;\n  cub::DeviceScan::ExclusiveSum(nullptr, bytes, x, x, n);\n  return bytes;\n}\n");
   const ojson spec = ojson::parse(R"JSON({
     "name": "cub_device", "sources": ["scan.cu"], "host_code": "skip", "params_as": "template", "dims": ["n"], "params": {"B": [128]},
