@@ -409,6 +409,13 @@ std::shared_ptr<const CompiledKernel> Compiler::compile_uncached(const CompileRe
     std::replace(opts.begin(), opts.end(), std::string("-std=c++17"), std::string("-std=c++20"));
     cr = compile(opts, &log);
     qualify();
+    // C++20 may leave only the lambdas NVRTC gives no execution space, which C++17's other errors
+    // hid from the retry above (FlashInfer's sm120 attention: C++20's `auto` parameters beside
+    // CuTe's lambdas): both at once.
+    if (cr != NVRTC_SUCCESS && !default_device && only_lambda_space_errors(log))
+      again_with({"-default-device"}, [](const std::string& first) {
+        return "compiled with -default-device: NVRTC left a lambda without an execution space (" + first + ")";
+      });
     const size_t first_at = first_error_at(cxx17);
     const std::string first = first_at == std::string::npos ? "" : cxx17.substr(first_at, cxx17.find('\n', first_at) - first_at);
     const std::string why = designated ? "the source uses designated initializers, which C++17 lacks"

@@ -4116,8 +4116,10 @@ TEST(KernelSpec, AStableAbiExtensionCompiles) {
 // without an execution space where nvcc gives it the function's: compiled again with
 // -default-device, the log saying so. So is a lambda that is a device function's default argument
 // (CUTLASS's sm90 grouped tile scheduler's `CallbackBeforeCommit callback = [] (WorkTileInfo info)
-// {...}`), whose closure NVRTC infers to be the host's. A program with an unannotated function of
-// its own (host code kept, as "compile" keeps it) fails as it is, with no second compile.
+// {...}`), whose closure NVRTC infers to be the host's; and where C++17's other errors hid them, in
+// a source that is C++20's (FlashInfer's sm120 attention: `auto` parameters), compiled as C++20 and
+// with -default-device. A program with an unannotated function of its own (host code kept, as
+// "compile" keeps it) fails as it is, with no second compile.
 TEST(KernelSpec, ALambdaNvrtcLeavesWithoutASpaceCompilesAsTheDevices) {
   SpecDir d;
   d.write("lam.cu", "template <class F> __host__ __device__ constexpr auto apply1(F f) { return f(1); }\n"
@@ -4129,6 +4131,12 @@ TEST(KernelSpec, ALambdaNvrtcLeavesWithoutASpaceCompilesAsTheDevices) {
                      "  __device__ int next(int v, F f = [](int x) { return x + 1; }) { return f(v); }\n};\n"
                      "__global__ void k(float* y, int n) {\n  const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
                      "  if (i < n) y[i] = float(Sched{}.next(i));\n}\n");
+  // C++20 (an abbreviated function template) beside the lambda: both retries together.
+  d.write("lam20.cu", "template <class F> __host__ __device__ constexpr auto apply1(F f) { return f(1); }\n"
+                      "template <class T> __host__ __device__ constexpr auto g(T t) { return apply1([](auto x) { return x + 1; }); }\n"
+                      "struct Apply { using type = decltype(g(0)); };\n__device__ float twice(auto v) { return float(2 * v); }\n"
+                      "__global__ void k(float* y, int n) {\n  const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                      "  if (i < n) y[i] = Apply::type(1) + twice(i);\n}\n");
   d.write("host.cu", "template <class T> __host__ __device__ constexpr auto g(T t) { return [](auto x) { return x + 1; }(t); }\n"
                      "struct Apply { using type = decltype(g(0)); };\nint host_side(int v) { return v + 1; }\n"
                      "__global__ void k(float* y, int n) {\n  const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
@@ -4138,13 +4146,13 @@ TEST(KernelSpec, ALambdaNvrtcLeavesWithoutASpaceCompilesAsTheDevices) {
       "kernel": "k", "dims": ["n"], "params": {"UNTUNED": [0]}, "launch": {"grid": ["ceil_div(n, 128)"], "block": [128]},
       "args": [{"name": "y", "kind": "buffer", "dtype": "f32", "count": "n", "intent": "out"}, {"name": "n", "kind": "scalar", "dtype": "i32", "value": "n"}],
       "check": {"none": "compile only"}})JSON");
-    spec["name"] = std::string("lambda_space_") + source[0] + host_code[0];
+    spec["name"] = std::string("lambda_space_") + fs::path(source).stem().string() + "_" + host_code[0];
     spec["sources"] = {source};
     spec["host_code"] = host_code;
     return load_kernel_spec_text(spec.dump(), spec["name"].get<std::string>() + ".json", d.dir());
   };
   Compiler compiler;
-  for (const char* source : {"lam.cu", "dflt.cu"})
+  for (const char* source : {"lam.cu", "dflt.cu", "lam20.cu"})
   for (const char* host_code : {"skip", "compile"}) {
     SCOPED_TRACE(std::string(source) + " " + host_code);
     const std::string op = spec_for(source, host_code);
