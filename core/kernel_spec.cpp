@@ -1820,8 +1820,10 @@ void read_compile(Reader& r, const ojson& j, KernelSpec& s, std::string* hashed)
     if (!own(h.first)) s.std_headers.push_back(h);
   // A CCCL header the include path finds in a copy of CCCL the project carries: its views (CUB's
   // device-wide headers, Thrust's host side) are made from that copy, so that they agree with the
-  // rest of it; the toolkit's otherwise.
+  // rest of it; the toolkit's otherwise. Only CUB's and Thrust's names have such views: the others
+  // (cuda.h, the host libraries') need no look along the include path.
   auto cccl_copy_of = [&](const std::string& name) {
+    if (name.rfind("cub/", 0) != 0 && name.rfind("thrust/", 0) != 0) return toolkit;
     for (const auto& dirs : {std::cref(source_dirs), std::cref(option_incs)})
       for (const auto& d : dirs.get()) {
         std::error_code ec;

@@ -532,11 +532,9 @@ std::string cub_device_view(const std::string& text) {
     const bool host = path.rfind("cub/device/", 0) == 0 || path == "cub/util_allocator.cuh";
     return host ? std::string() : path;
   });
-  // After its #pragma once, so that a second include reads none of it.
+  // After its #pragma once (at the top where it has none), so that a second include reads none of it.
   const size_t once = body.find("#pragma once");
-  const size_t at = once == std::string::npos ? 0 : body.find('\n', once) + 1;
-  if (checks && at > 0) body.insert(at, off);
-  else body = off + body;
+  body.insert(once == std::string::npos ? 0 : body.find('\n', once) + 1, off);
   return body + on + "// ktune's <cub/cub.cuh> for NVRTC: CUB's without its device-wide algorithms and host allocator\n";
 }
 

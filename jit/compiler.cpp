@@ -391,10 +391,13 @@ std::shared_ptr<const CompiledKernel> Compiler::compile_uncached(const CompileRe
   const bool default_device = std::any_of(opts.begin(), opts.end(), [](const std::string& o) {
     return o == "-default-device" || o == "--device-as-default-execution-space";
   });
-  if (cr != NVRTC_SUCCESS && !default_device && only_lambda_space_errors(log))
-    again_with({"-default-device"}, [](const std::string& first) {
-      return "compiled with -default-device: NVRTC left a lambda without an execution space (" + first + ")";
-    });
+  auto default_device_for_lambdas = [&] {
+    if (cr != NVRTC_SUCCESS && !default_device && only_lambda_space_errors(log))
+      again_with({"-default-device"}, [](const std::string& first) {
+        return "compiled with -default-device: NVRTC left a lambda without an execution space (" + first + ")";
+      });
+  };
+  default_device_for_lambdas();
   // A program C++17 refuses and C++20 takes, where no dialect was asked for: C++20's designated
   // initializers (`return {.phase = p};`, TensorRT-LLM's cudaUtils.h), which nvcc takes in C++17
   // as a GNU extension and NVRTC, which has no GNU mode, refuses; a dependent type's name without
@@ -412,10 +415,7 @@ std::shared_ptr<const CompiledKernel> Compiler::compile_uncached(const CompileRe
     // C++20 may leave only the lambdas NVRTC gives no execution space, which C++17's other errors
     // hid from the retry above (FlashInfer's sm120 attention: C++20's `auto` parameters beside
     // CuTe's lambdas): both at once.
-    if (cr != NVRTC_SUCCESS && !default_device && only_lambda_space_errors(log))
-      again_with({"-default-device"}, [](const std::string& first) {
-        return "compiled with -default-device: NVRTC left a lambda without an execution space (" + first + ")";
-      });
+    default_device_for_lambdas();
     const size_t first_at = first_error_at(cxx17);
     const std::string first = first_at == std::string::npos ? "" : cxx17.substr(first_at, cxx17.find('\n', first_at) - first_at);
     const std::string why = designated ? "the source uses designated initializers, which C++17 lacks"
